@@ -1,0 +1,17 @@
+"""Canonical JSON text: the one form in which results are compared.
+
+Comparing parsed objects with `==` would hide real differences (in Python
+`True == 1` and `1 == 1.0`), so parity compares this text instead. Keys keep
+their order, because the reference objects' key order is part of the output.
+ASCII escapes keep lone surrogates representable, as `JSON.stringify` does.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+def canonical_json(value: Any) -> str:
+    """Serialise `value` compactly, key order kept, non-ASCII escaped."""
+    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
