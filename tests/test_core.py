@@ -1,0 +1,191 @@
+"""The core against every packaged fixture case, plus the traps around it.
+
+Results are compared as canonical JSON text, never with `==` on objects:
+in Python `True == 1` and key order is invisible to dict equality, and both
+would let a wrong answer through.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable
+from importlib.resources import files
+from typing import Any
+
+import pytest
+
+from tracegrade import InvalidRecord, canonical_json, diagnose_stage, grade_extraction
+from tracegrade.core import js_sorted
+
+DATA = files("tracegrade") / "data"
+Evaluator = Callable[[Any], Any]
+EVALUATORS: dict[str, Evaluator] = {
+    "stage_diagnosis.jsonl": diagnose_stage,
+    "ordered_extraction.jsonl": grade_extraction,
+}
+
+
+def fixture_cases(name: str) -> list[dict[str, Any]]:
+    text = (DATA / name).read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def case_params(name: str) -> list[Any]:
+    return [pytest.param(case, id=case["id"]) for case in fixture_cases(name)]
+
+
+def all_case_params(*, in_contract_only: bool = False) -> list[Any]:
+    return [
+        pytest.param(evaluate, case, id=f"{name.removesuffix('.jsonl')}:{case['id']}")
+        for name, evaluate in EVALUATORS.items()
+        for case in fixture_cases(name)
+        if not (in_contract_only and "invalid" in case["expected"])
+    ]
+
+
+def value_at(record: dict[str, Any], field: str) -> Any:
+    """What `field` ("context", "required[1]") points at; a missing field is
+    reported with the whole record, the only place a reader can look."""
+    match = re.fullmatch(r"(\w+)(?:\[(\d+)\])?", field)
+    assert match is not None, field
+    name, position = match.groups()
+    if name not in record:
+        return record
+    value = record[name]
+    return value if position is None else value[int(position)]
+
+
+def check_case(evaluate: Evaluator, case: dict[str, Any]) -> None:
+    expected = case["expected"]
+    if "invalid" not in expected:
+        assert canonical_json(evaluate(case["input"])) == canonical_json(expected)
+        return
+    with pytest.raises(InvalidRecord) as raised:
+        evaluate(case["input"])
+    error = raised.value
+    assert error.field == expected["invalid"]
+    assert canonical_json(error.value) == canonical_json(
+        value_at(case["input"], error.field)
+    )
+    message = str(error)
+    assert repr(error.field) in message
+    assert repr(error.value)[:60] in message
+
+
+@pytest.mark.parametrize("case", case_params("stage_diagnosis.jsonl"))
+def test_stage_diagnosis_case(case: dict[str, Any]) -> None:
+    check_case(diagnose_stage, case)
+
+
+@pytest.mark.parametrize("case", case_params("ordered_extraction.jsonl"))
+def test_ordered_extraction_case(case: dict[str, Any]) -> None:
+    check_case(grade_extraction, case)
+
+
+def test_invalid_record_is_a_value_error() -> None:
+    assert issubclass(InvalidRecord, ValueError)
+    with pytest.raises(ValueError, match="'required'"):
+        diagnose_stage({"required": "D1", "context": ["D1"], "correct": True})
+
+
+@pytest.mark.parametrize("evaluate", EVALUATORS.values(), ids=list(EVALUATORS))
+@pytest.mark.parametrize("record", [None, [], "record", 1, [["D1"]]])
+def test_record_that_is_not_an_object_is_refused(
+    evaluate: Evaluator, record: Any
+) -> None:
+    # Fixture lines cannot hold these: the schema requires `input` to be an object.
+    with pytest.raises(InvalidRecord) as raised:
+        evaluate(record)
+    assert raised.value.field == "record"
+    assert raised.value.value is record
+    assert repr(record) in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("evaluate", "record", "keys"),
+    [
+        (
+            diagnose_stage,
+            {"required": ["D1", "D2"], "context": ["D1"], "correct": True},
+            ["stage", "missing"],
+        ),
+        (
+            diagnose_stage,
+            {"required": ["D1"], "context": ["D1"], "correct": False},
+            ["stage", "missing"],
+        ),
+        (diagnose_stage, {"required": [], "context": []}, ["stage"]),
+        (diagnose_stage, {"required": ["D1"], "context": ["D1"]}, ["error"]),
+        (
+            grade_extraction,
+            {"source": ["B", "A"], "answer": ["A", "B"]},
+            ["membership", "order"],
+        ),
+        (grade_extraction, {"source": ["A", "A"], "answer": ["A"]}, ["error"]),
+    ],
+)
+def test_result_key_order(evaluate: Evaluator, record: Any, keys: list[str]) -> None:
+    assert list(evaluate(record)) == keys
+
+
+def assert_plain_json(value: Any) -> None:
+    if type(value) is dict:
+        for key, item in value.items():
+            assert type(key) is str
+            assert_plain_json(item)
+    elif type(value) is list:
+        for item in value:
+            assert_plain_json(item)
+    else:
+        assert type(value) in (bool, str), repr(value)
+
+
+@pytest.mark.parametrize(("evaluate", "case"), all_case_params(in_contract_only=True))
+def test_results_are_plain_json_values(
+    evaluate: Evaluator, case: dict[str, Any]
+) -> None:
+    result = evaluate(case["input"])
+    assert_plain_json(result)
+    round_tripped = json.loads(json.dumps(result))
+    assert canonical_json(round_tripped) == canonical_json(result)
+
+
+@pytest.mark.parametrize("label", [1, 0, 1.0, "true", None])
+def test_only_json_booleans_are_labels(label: Any) -> None:
+    # True == 1 and hash(True) == hash(1) in Python; the reference uses typeof.
+    record = {"required": ["D1"], "context": ["D1"], "correct": label}
+    assert canonical_json(diagnose_stage(record)) == '{"error":"answer-label"}'
+    labelled = diagnose_stage({**record, "correct": True})
+    assert canonical_json(labelled) == '{"stage":"pass","missing":[]}'
+
+
+@pytest.mark.parametrize(("evaluate", "case"), all_case_params())
+def test_core_never_mutates_its_input(
+    evaluate: Evaluator, case: dict[str, Any]
+) -> None:
+    record = case["input"]
+    before = copy.deepcopy(record)
+    try:
+        result = evaluate(record)
+    except InvalidRecord:
+        result = None
+    assert canonical_json(record) == canonical_json(before)
+    if isinstance(result, dict) and "missing" in result:
+        # Mutating the result must not reach back into the caller's record.
+        assert result["missing"] is not record["required"]
+
+
+def test_js_sorted_orders_by_utf16_code_units_not_code_points() -> None:
+    ids = ["\uff61", "\U0001f600"]  # U+FF61 and an emoji (0xD83D 0xDE00)
+    assert sorted(ids) == ["\uff61", "\U0001f600"]
+    assert js_sorted(ids) == ["\U0001f600", "\uff61"]
+    assert ids == ["\uff61", "\U0001f600"]  # a new list; the argument is untouched
+
+
+@pytest.mark.parametrize(
+    "ids", [["a", "Z"], ["D2", "D10"], ["\u00e9", "e\u0301", "e"], ["", " ", "D1"]]
+)
+def test_js_sorted_agrees_with_sorted_below_the_surrogates(ids: list[str]) -> None:
+    assert js_sorted(ids) == sorted(ids)
