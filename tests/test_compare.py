@@ -1,0 +1,583 @@
+"""The parity diff itself: it must catch what it exists to catch.
+
+A parity check that passes everything proves nothing, so these tests plant
+differences (a Python source that answers `1` for `true`, a `missing` list in
+the wrong order, a refusal of a valid record) and require the run to fail,
+and check that what must not fail (out-of-contract records, the documented
+deviation) does not.
+"""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from parity.__main__ import main
+from parity.compare import (
+    Case,
+    CoreSource,
+    FileReport,
+    FixtureError,
+    FixtureFile,
+    ProblemKind,
+    PythonOutcome,
+    check_case,
+    compare_files,
+    load_fixture,
+    passed,
+    render,
+)
+from parity.contract import DEVIATIONS, EvaluatorName, Standing, standing
+from parity.node import (
+    HARNESS,
+    PARITY_DIR,
+    NodeEvaluator,
+    NodeOutcome,
+    NodeUnavailable,
+    original_script,
+)
+
+from tracegrade.core import canonical_json
+
+REPOSITORY = PARITY_DIR.parent
+
+
+def write_fixture(path: Path, cases: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(case) + "\n" for case in cases), "utf-8")
+    return path
+
+
+def stage_file(path: Path, cases: list[dict[str, Any]]) -> FixtureFile:
+    return FixtureFile("stage_diagnosis", write_fixture(path, cases))
+
+
+def extraction_file(path: Path, cases: list[dict[str, Any]]) -> FixtureFile:
+    return FixtureFile("ordered_extraction", write_fixture(path, cases))
+
+
+class FakeSource:
+    """A Python side that answers from a table, for planting differences."""
+
+    label = "planted"
+
+    def __init__(self, answers: Callable[[Case], PythonOutcome]) -> None:
+        self._answers = answers
+
+    def outcome(self, case: Case) -> PythonOutcome:
+        return self._answers(case)
+
+
+def failures(reports: list[FileReport]) -> dict[str, list[ProblemKind]]:
+    return {
+        case.case.id: [problem.kind for problem in case.problems]
+        for report in reports
+        for case in report.failed
+    }
+
+
+SORTED_BY_ORDER = {
+    "id": "sort",
+    "input": {"source": ["C", "A", "B"], "answer": ["A", "B", "C"]},
+    "expected": {"membership": True, "order": False},
+}
+KEPT_ORDER = {
+    "id": "kept",
+    "input": {"source": ["C", "A", "B"], "answer": ["C", "A", "B"]},
+}
+# JavaScript sorts by UTF-16 code units: U+1F600 (0xD83D...) before U+FF61.
+ASTRAL_GAP = {
+    "id": "astral-gap",
+    "input": {"required": ["\uff61", "\U0001f600"], "context": [], "correct": True},
+}
+
+
+# --- planted differences fail the run ---------------------------------------
+
+
+def test_one_for_true_is_a_difference(tmp_path: Path) -> None:
+    fixture = extraction_file(tmp_path / "x.jsonl", [KEPT_ORDER, SORTED_BY_ORDER])
+
+    def one_for_true(case: Case) -> PythonOutcome:
+        if case.id == "kept":
+            return PythonOutcome('{"membership":1,"order":true}')
+        return CoreSource().outcome(case)
+
+    reports = compare_files([fixture], FakeSource(one_for_true))
+    text = render(reports, "planted")
+
+    assert not passed(reports)
+    assert failures(reports) == {"kept": [ProblemKind.DIFFERENCE]}
+    assert f"'kept' at {fixture.label}:1" in text
+    assert '{"membership":1,"order":true}' in text
+    assert '{"membership":true,"order":true}' in text
+    assert "parity FAILED: 1 of 2 cases" in text
+
+
+def test_missing_in_code_point_order_is_a_difference(tmp_path: Path) -> None:
+    fixture = stage_file(tmp_path / "s.jsonl", [ASTRAL_GAP])
+
+    def python_sorted(case: Case) -> PythonOutcome:
+        missing = sorted(case.input["required"])
+        return PythonOutcome(canonical_json({"stage": "retrieval", "missing": missing}))
+
+    reports = compare_files([fixture], FakeSource(python_sorted))
+    text = render(reports, "planted")
+
+    assert failures(reports) == {"astral-gap": [ProblemKind.DIFFERENCE]}
+    assert '"missing":["\\uff61","\\ud83d\\ude00"]' in text
+    assert '"missing":["\\ud83d\\ude00","\\uff61"]' in text
+
+
+def test_refusing_an_in_contract_record_is_a_difference(tmp_path: Path) -> None:
+    fixture = extraction_file(tmp_path / "x.jsonl", [KEPT_ORDER])
+
+    def refuse(case: Case) -> PythonOutcome:
+        return PythonOutcome(None, "source", "field 'source' is not good enough")
+
+    reports = compare_files([fixture], FakeSource(refuse))
+
+    assert failures(reports) == {"kept": [ProblemKind.DIFFERENCE]}
+    assert "Python refused an input inside the contract" in render(reports, "planted")
+
+
+def test_answering_an_out_of_contract_record_is_a_difference(tmp_path: Path) -> None:
+    record = {
+        "id": "string-answer",
+        "input": {"source": ["C", "A", "B"], "answer": "CAB"},
+    }
+    fixture = extraction_file(tmp_path / "x.jsonl", [record])
+
+    def copy_javascript(case: Case) -> PythonOutcome:
+        return PythonOutcome('{"membership":true,"order":true}')
+
+    reports = compare_files([fixture], FakeSource(copy_javascript))
+
+    assert failures(reports) == {"string-answer": [ProblemKind.DIFFERENCE]}
+
+
+# --- what must not fail ------------------------------------------------------
+
+
+def test_the_core_agrees_with_node_on_tricky_ids(tmp_path: Path) -> None:
+    fixture = stage_file(tmp_path / "s.jsonl", [ASTRAL_GAP])
+
+    reports = compare_files([fixture], CoreSource())
+
+    assert passed(reports)
+    assert (
+        reports[0].cases[0].python.result_json == reports[0].cases[0].node.result_json
+    )
+
+
+def test_out_of_contract_cases_are_listed_and_do_not_fail(tmp_path: Path) -> None:
+    fixture = stage_file(
+        tmp_path / "s.jsonl",
+        [
+            {"id": "no-context", "input": {"required": [], "correct": True}},
+            {
+                "id": "string-required",
+                "input": {"required": "D1", "context": ["D"], "correct": True},
+                "expected": {"invalid": "required"},
+            },
+        ],
+    )
+
+    reports = compare_files([fixture], CoreSource())
+    text = render(reports, "Python core")
+
+    assert passed(reports)
+    assert [case.standing for case in reports[0].cases] == [
+        Standing.OUT_OF_CONTRACT
+    ] * 2
+    assert "Out of contract, listed and not failed" in text
+    assert f'| no-context | {fixture.label}:1 | {{"stage":"unresolved"}} |' in text
+    assert "InvalidRecord: field 'context' is missing" in text
+    assert '{"stage":"retrieval","missing":["1"]}' in text
+    assert "0 differences, 0 expected mismatches" in text
+
+
+def test_the_documented_deviation_is_listed_and_does_not_fail(tmp_path: Path) -> None:
+    fixture = stage_file(
+        tmp_path / "s.jsonl",
+        [
+            {"id": "absent", "input": {"context": ["D1"], "correct": True}},
+            {"id": "null", "input": {"required": None, "context": []}},
+        ],
+    )
+
+    reports = compare_files([fixture], CoreSource())
+    text = render(reports, "Python core")
+
+    assert passed(reports)
+    assert "Deliberate deviations (parity/DEVIATIONS.md): 2" in text
+    assert "threw TypeError: Cannot read properties of undefined" in text
+    assert "threw TypeError: Cannot read properties of null" in text
+
+
+def test_a_deviation_with_another_python_answer_fails(tmp_path: Path) -> None:
+    fixture = stage_file(
+        tmp_path / "s.jsonl", [{"id": "absent", "input": {"context": []}}]
+    )
+
+    def answer_label(case: Case) -> PythonOutcome:
+        return PythonOutcome('{"error":"answer-label"}')
+
+    reports = compare_files([fixture], FakeSource(answer_label))
+
+    assert failures(reports) == {"absent": [ProblemKind.DIFFERENCE]}
+
+
+def test_a_deviation_where_the_reference_answers_fails() -> None:
+    case = Case("stage_diagnosis", "absent", {"context": []}, None, None, "f", 1)
+
+    report = check_case(
+        case,
+        PythonOutcome('{"stage":"unresolved"}'),
+        NodeOutcome('{"stage":"unresolved"}', None),
+    )
+
+    assert [problem.kind for problem in report.problems] == [ProblemKind.DIFFERENCE]
+
+
+def test_every_deviation_is_in_the_deviations_table() -> None:
+    table = (PARITY_DIR / "DEVIATIONS.md").read_text("utf-8")
+    for documented in DEVIATIONS:
+        assert f"| `{documented.name}` |" in table
+
+
+# --- expected ------------------------------------------------------------------
+
+
+def test_expected_mismatches_fail(tmp_path: Path) -> None:
+    fixture = extraction_file(
+        tmp_path / "x.jsonl",
+        [
+            {**SORTED_BY_ORDER, "expected": {"membership": True, "order": True}},
+            {
+                "id": "wrong-field",
+                "input": {"source": ["A"], "answer": "A"},
+                "expected": {"invalid": "source"},
+            },
+            {
+                "id": "expected-refusal",
+                "input": {"source": ["A"], "answer": ["A"]},
+                "expected": {"invalid": "answer"},
+            },
+            {**KEPT_ORDER, "expected": {"order": True, "membership": True}},
+        ],
+    )
+
+    reports = compare_files([fixture], CoreSource())
+    text = render(reports, "Python core")
+
+    assert failures(reports) == {
+        "sort": [ProblemKind.EXPECTED, ProblemKind.EXPECTED],
+        "wrong-field": [ProblemKind.EXPECTED],
+        "expected-refusal": [ProblemKind.EXPECTED],
+        # Key order is part of the output: never compared as parsed objects.
+        "kept": [ProblemKind.EXPECTED, ProblemKind.EXPECTED],
+    }
+    assert (
+        "expected InvalidRecord on field 'source'; Python refused field 'answer'"
+        in text
+    )
+    assert "4 of 4 cases" in text
+
+
+def test_cases_without_expected_are_compared_only_with_node(tmp_path: Path) -> None:
+    fixture = extraction_file(tmp_path / "x.jsonl", [KEPT_ORDER])
+
+    reports = compare_files([fixture], CoreSource())
+
+    assert passed(reports)
+    assert "(none given)" not in render(reports, "Python core")
+
+
+# --- malformed fixtures ----------------------------------------------------------
+
+GOOD_LINE = json.dumps(KEPT_ORDER)
+
+
+@pytest.mark.parametrize(
+    ("second_line", "problem"),
+    [
+        ("{not json", "not a JSON value"),
+        ('{"input": {}}', "has no 'id'"),
+        ('{"id": "x"}', "has no 'input'"),
+        (GOOD_LINE, "duplicate id 'kept', first used on line 1"),
+        ('{"id": "x", "input": {}, "expect": {}}', "unknown key(s) ['expect']"),
+        ('{"id": 7, "input": {}}', "'id' must be a non-empty string"),
+        ("", "blank line"),
+        ("[1, 2]", "a case is a JSON object"),
+        ('{"id": "x", "input": {"correct": NaN}}', "NaN is not JSON"),
+        ('{"id": "x", "input": {"a": 1, "a": 2}}', "the key 'a' appears twice"),
+        ('{"id": "x", "input": {}, "expected": {"invalid": 1}}', 'exactly {"invalid"'),
+        ('{"id": "x", "input": {"correct": 1e400}}', "'input' has no JSON text"),
+    ],
+)
+def test_a_malformed_line_names_file_and_line(
+    tmp_path: Path, second_line: str, problem: str
+) -> None:
+    path = tmp_path / "cases.jsonl"
+    path.write_text(f"{GOOD_LINE}\n{second_line}\n{GOOD_LINE}\n", "utf-8")
+
+    with pytest.raises(FixtureError) as raised:
+        load_fixture(FixtureFile("ordered_extraction", path))
+
+    assert raised.value.location == f"{path}:2"
+    assert problem in str(raised.value)
+
+
+def test_line_numbers_count_newlines_only(tmp_path: Path) -> None:
+    # A raw U+2028 is legal inside a JSON string; it must not split the line.
+    path = tmp_path / "cases.jsonl"
+    path.write_text(
+        '{"id": "a\u2028b", "input": {}}\n{"id": "c", "input": {}}\n', "utf-8"
+    )
+
+    cases = load_fixture(FixtureFile("ordered_extraction", path))
+
+    assert [(case.id, case.line) for case in cases] == [("a\u2028b", 1), ("c", 2)]
+
+
+# --- the command line ------------------------------------------------------------
+
+
+def test_cli_runs_extra_files_with_and_without_expected(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    stage = write_fixture(tmp_path / "stage.jsonl", [ASTRAL_GAP])
+    extraction_one = write_fixture(tmp_path / "one.jsonl", [SORTED_BY_ORDER])
+    extraction_two = write_fixture(tmp_path / "two.jsonl", [KEPT_ORDER])
+
+    status = main(
+        [
+            "--stage-diagnosis",
+            str(stage),
+            "--ordered-extraction",
+            str(extraction_one),
+            "--ordered-extraction",
+            str(extraction_two),
+        ],
+        packaged=(),
+    )
+    printed = capsys.readouterr().out
+
+    assert status == 0
+    assert f"{stage} [stage_diagnosis]: 1 cases, 1 in contract" in printed
+    assert f"{extraction_one} [ordered_extraction]: 1 cases" in printed
+    assert f"{extraction_two} [ordered_extraction]: 1 cases" in printed
+    assert printed.endswith("parity OK: 3 cases in 3 files\n")
+
+
+def test_cli_exits_1_on_an_expected_mismatch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    wrong = {**SORTED_BY_ORDER, "expected": {"membership": False, "order": False}}
+    path = write_fixture(tmp_path / "wrong.jsonl", [wrong])
+
+    status = main(["--ordered-extraction", str(path)], packaged=())
+
+    assert status == 1
+    assert f"FAIL ordered_extraction 'sort' at {path}:1" in capsys.readouterr().out
+
+
+def test_cli_exits_2_on_a_malformed_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(f"{GOOD_LINE}\n{{\n", "utf-8")
+
+    status = main(["--ordered-extraction", str(path)], packaged=())
+
+    assert status == 2
+    assert f"parity: {path}:2: not a JSON value" in capsys.readouterr().err
+
+
+def test_python_m_parity_runs_packaged_and_extra_files(tmp_path: Path) -> None:
+    extra = write_fixture(tmp_path / "extra.jsonl", [ASTRAL_GAP])
+
+    completed = subprocess.run(
+        [sys.executable, "-m", "parity", "--stage-diagnosis", str(extra)],
+        cwd=REPOSITORY,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    summary = completed.stdout.splitlines()
+    assert any(
+        line.startswith("src/tracegrade/data/stage_diagnosis.jsonl") for line in summary
+    )
+    assert any(
+        line.startswith("src/tracegrade/data/ordered_extraction.jsonl")
+        for line in summary
+    )
+    assert any(
+        line.startswith(f"{extra} [stage_diagnosis]: 1 cases") for line in summary
+    )
+
+
+# --- node missing or too old ------------------------------------------------------
+
+
+@pytest.fixture
+def path_without_node(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Path]:
+    empty = tmp_path / "bin"
+    empty.mkdir()
+    monkeypatch.setenv("PATH", str(empty))
+    yield empty
+
+
+def test_missing_node_is_a_clear_error(path_without_node: Path) -> None:
+    with pytest.raises(
+        NodeUnavailable, match=r"'node' was not found on PATH.*18 or newer"
+    ):
+        NodeEvaluator("stage_diagnosis").start()
+
+
+def test_old_node_is_a_clear_error(path_without_node: Path) -> None:
+    fake = path_without_node / "node"
+    fake.write_text("#!/bin/sh\necho v16.20.2\n", "utf-8")
+    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+
+    with pytest.raises(
+        NodeUnavailable, match=r"is Node.js v16.20.2; .* needs 18 or newer"
+    ):
+        NodeEvaluator("ordered_extraction").start()
+
+
+def test_cli_without_node_exits_2(
+    path_without_node: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_fixture(tmp_path / "x.jsonl", [KEPT_ORDER])
+
+    status = main(["--ordered-extraction", str(path)], packaged=())
+
+    assert status == 2
+    assert "'node' was not found on PATH" in capsys.readouterr().err
+
+
+# --- the harness and its client -----------------------------------------------------
+
+
+def test_harness_answers_every_line_in_order_and_never_crashes() -> None:
+    requests = [
+        '{"id": "a", "input": {"source": ["A"], "answer": ["A"]}}',
+        "not json",
+        '{"id": 2, "input": null}',
+        "[1]",
+        '{"id": 4}',
+        '{"id": 5, "input": {"source": ["A", "A"], "answer": []}, "expected": 0}',
+    ]
+    completed = subprocess.run(
+        ["node", str(HARNESS), str(original_script("ordered_extraction"))],
+        input="\n".join(requests) + "\n",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    answers = [json.loads(line) for line in completed.stdout.splitlines()]
+
+    assert answers == [
+        {"id": "a", "result": {"membership": True, "order": True}},
+        {"id": None, "threw": answers[1]["threw"]},
+        {
+            "id": 2,
+            "threw": "TypeError: Cannot read properties of null (reading 'source')",
+        },
+        {
+            "id": None,
+            "threw": 'TypeError: a request must be a JSON object {"id", "input"}',
+        },
+        {"id": 4, "threw": 'TypeError: a request must have an "input" member'},
+        {"id": 5, "result": {"error": "duplicate-id"}},
+    ]
+    assert answers[1]["threw"].startswith("SyntaxError: ")
+    assert json.loads(completed.stderr)["checked"] == 3
+
+
+def test_client_streams_and_batches_through_one_process() -> None:
+    # Megabytes each way: far past the pipe buffers, so a batch that wrote
+    # everything before reading would deadlock.
+    long_ids = [f"{n:05d}-\U0001f600-\ud800-" + "x" * 200 for n in range(40)]
+    records = [{"required": long_ids, "context": [], "correct": True}] * 400
+    all_missing = canonical_json({"stage": "retrieval", "missing": long_ids})
+
+    with NodeEvaluator("stage_diagnosis") as node:
+        pid = node.pid
+        first = node.evaluate({"required": ["A"], "context": ["A"], "correct": True})
+        batch = node.evaluate_many(records)
+        last = node.evaluate({"required": ["A"], "context": ["A"], "correct": False})
+        pid_after = node.pid
+
+    assert pid is not None
+    assert pid_after == pid
+    assert first == NodeOutcome('{"stage":"pass","missing":[]}', None)
+    assert batch == [NodeOutcome(all_missing, None)] * 400
+    assert last == NodeOutcome('{"stage":"generation","missing":[]}', None)
+
+
+def test_client_reports_what_node_threw() -> None:
+    with NodeEvaluator("stage_diagnosis") as node:
+        outcome = node.evaluate({"required": None, "context": []})
+
+    assert outcome == NodeOutcome(
+        None, "TypeError: Cannot read properties of null (reading 'length')"
+    )
+
+
+# --- the contract predicate ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("evaluator", "record", "expected"),
+    [
+        ("stage_diagnosis", {"required": [], "context": []}, Standing.IN_CONTRACT),
+        (
+            "stage_diagnosis",
+            {"required": ["a"], "context": ["a", "a"], "correct": {"x": 1}, "other": 1},
+            Standing.IN_CONTRACT,
+        ),
+        ("stage_diagnosis", {"context": ["a"]}, Standing.DEVIATION),
+        ("stage_diagnosis", {"required": None, "context": []}, Standing.DEVIATION),
+        ("stage_diagnosis", {"required": None}, Standing.OUT_OF_CONTRACT),
+        (
+            "stage_diagnosis",
+            {"required": False, "context": []},
+            Standing.OUT_OF_CONTRACT,
+        ),
+        ("stage_diagnosis", {"required": [], "context": "a"}, Standing.OUT_OF_CONTRACT),
+        (
+            "stage_diagnosis",
+            {"required": ["a", 1], "context": []},
+            Standing.OUT_OF_CONTRACT,
+        ),
+        ("stage_diagnosis", None, Standing.OUT_OF_CONTRACT),
+        ("ordered_extraction", {"source": [], "answer": []}, Standing.IN_CONTRACT),
+        (
+            "ordered_extraction",
+            {"source": ["a", "a"], "answer": ["a"]},
+            Standing.IN_CONTRACT,
+        ),
+        ("ordered_extraction", {"source": ["a"]}, Standing.OUT_OF_CONTRACT),
+        ("ordered_extraction", {"source": (), "answer": []}, Standing.OUT_OF_CONTRACT),
+        (
+            "ordered_extraction",
+            {"required": [], "context": []},
+            Standing.OUT_OF_CONTRACT,
+        ),
+        ("ordered_extraction", [], Standing.OUT_OF_CONTRACT),
+    ],
+)
+def test_standing(evaluator: EvaluatorName, record: Any, expected: Standing) -> None:
+    assert standing(evaluator, record) is expected
