@@ -2,7 +2,14 @@
 
 The rules live in `tracegrade.core`, which imports nothing from Inspect AI,
 so `diagnose_stage` and `grade_extraction` stay cheap to import and call.
+The Inspect AI layer (scorers, tasks, datasets) is loaded on first use of
+one of its names, so `import tracegrade` alone never imports Inspect AI.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from .core import (
     ExtractionResult,
@@ -13,11 +20,60 @@ from .core import (
     grade_extraction,
 )
 
+if TYPE_CHECKING:
+    from .datasets import (
+        DatasetError,
+        ordered_extraction_dataset,
+        stage_diagnosis_dataset,
+    )
+    from .labels import LabelsError
+    from .scorers import (
+        RetrievalTrace,
+        ordered_extraction_scorer,
+        stage_diagnosis_scorer,
+    )
+    from .tasks import ordered_extraction_recorded, stage_diagnosis
+
+_LAZY = {
+    "DatasetError": "tracegrade.datasets",
+    "LabelsError": "tracegrade.labels",
+    "RetrievalTrace": "tracegrade.scorers",
+    "ordered_extraction_dataset": "tracegrade.datasets",
+    "ordered_extraction_recorded": "tracegrade.tasks",
+    "ordered_extraction_scorer": "tracegrade.scorers",
+    "stage_diagnosis": "tracegrade.tasks",
+    "stage_diagnosis_dataset": "tracegrade.datasets",
+    "stage_diagnosis_scorer": "tracegrade.scorers",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tracegrade' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
 __all__ = [
+    "DatasetError",
     "ExtractionResult",
     "InvalidRecord",
+    "LabelsError",
+    "RetrievalTrace",
     "StageResult",
     "canonical_json",
     "diagnose_stage",
     "grade_extraction",
+    "ordered_extraction_dataset",
+    "ordered_extraction_recorded",
+    "ordered_extraction_scorer",
+    "stage_diagnosis",
+    "stage_diagnosis_dataset",
+    "stage_diagnosis_scorer",
 ]

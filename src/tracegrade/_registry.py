@@ -1,5 +1,29 @@
 """Everything Inspect AI finds under the `tracegrade/` prefix.
 
 Inspect imports this module through the `inspect_ai` entry point; importing
-the decorated functions is what registers them.
+the decorated functions is what registers them: the tasks
+`tracegrade/stage_diagnosis` and `tracegrade/ordered_extraction_recorded`,
+the scorers `tracegrade/stage_diagnosis` and `tracegrade/ordered_extraction`
+(Inspect keys its registry by type, so a task and a scorer may share a
+name), the `tracegrade/replay` solver and the metrics.
 """
+
+from .scorers import (
+    answer_failures,
+    lucky_answers,
+    ordered_extraction_scorer,
+    stage_diagnosis_scorer,
+    stage_shares,
+)
+from .tasks import ordered_extraction_recorded, replay, stage_diagnosis
+
+__all__ = [
+    "answer_failures",
+    "lucky_answers",
+    "ordered_extraction_recorded",
+    "ordered_extraction_scorer",
+    "replay",
+    "stage_diagnosis",
+    "stage_diagnosis_scorer",
+    "stage_shares",
+]

@@ -1,0 +1,224 @@
+"""Fixture-format files as Inspect samples.
+
+A fixture file is JSON Lines, one case per line:
+`{"id": str, "input": {...}, "expected": {...}, "reason": str}`, with
+`expected` and `reason` optional. The packaged fixtures use it, and so can
+your own recorded runs (`inspect eval tracegrade/stage_diagnosis
+-T dataset=runs.jsonl`).
+
+A malformed line stops everything before a sample runs, with a
+`DatasetError` naming the file and the line: a run over a file with a
+silently dropped line would report metrics over the wrong set of cases.
+An `input` outside the evaluators' contract is not malformed, though: it
+becomes a sample, and its score is the invalid-input error.
+
+Each sample keeps the input's fields in its metadata under their own names
+(`required`, `context`, `correct`, `source`, `answer`, ...), absent fields
+staying absent, because absent and `null` mean different things to the
+evaluators. `expected` and `reason` are kept in metadata too, so `inspect
+view` shows them beside the score.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib.resources import files
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn
+
+from inspect_ai.dataset import MemoryDataset, Sample
+
+from .core import canonical_json
+
+if TYPE_CHECKING:
+    # `importlib.resources.abc` is new in Python 3.11; only the type is needed.
+    from importlib.resources.abc import Traversable
+
+FIXTURE_FIELDS = ("id", "input", "expected", "reason")
+
+
+class DatasetError(ValueError):
+    """A fixture file or line that cannot become samples, named by file and line.
+
+    `line` is None when the problem is the file as a whole.
+    """
+
+    def __init__(self, path: str, line: int | None, problem: str) -> None:
+        self.path = path
+        self.line = line
+        self.problem = problem
+        where = path if line is None else f"{path}, line {line}"
+        super().__init__(f"{where}: {problem}")
+
+
+@dataclass(frozen=True)
+class FixtureCase:
+    """One line of a fixture file, checked."""
+
+    id: str
+    input: dict[str, Any]
+    expected: dict[str, Any] | None
+    reason: str | None
+    line: int
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise ValueError(f"the key {key!r} appears twice in one object")
+        seen.add(key)
+    return dict(pairs)
+
+
+def strict_json_loads(text: str) -> Any:
+    """`json.loads` as `JSON.parse` reads, and without last-key-wins.
+
+    NaN and Infinity are not JSON, so the Node evaluators could never see
+    them; a repeated key would silently keep its last value. Both raise
+    `ValueError`.
+    """
+    return json.loads(
+        text, object_pairs_hook=_unique_keys, parse_constant=_reject_constant
+    )
+
+
+def packaged_fixture(name: str) -> Traversable:
+    """A fixture file shipped in `tracegrade/data`."""
+    return files("tracegrade") / "data" / name
+
+
+def read_fixture_cases(source: str | Path | Traversable) -> list[FixtureCase]:
+    """Read and check every line of a fixture file; raises `DatasetError`."""
+    path = str(source)
+    try:
+        text = (Path(source) if isinstance(source, str) else source).read_text(
+            encoding="utf-8"
+        )
+    except (OSError, UnicodeDecodeError) as error:
+        raise DatasetError(path, None, f"cannot read the file ({error})") from error
+
+    cases: list[FixtureCase] = []
+    first_line: dict[str, int] = {}
+    # Newlines only: `splitlines` would also split inside a JSON string
+    # holding U+2028, which JSON allows unescaped.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        case = _parse_case(path, number, line)
+        if case.id in first_line:
+            raise DatasetError(
+                path,
+                number,
+                f"id {case.id!r} is already used on line {first_line[case.id]}; "
+                "sample ids must be unique",
+            )
+        first_line[case.id] = number
+        cases.append(case)
+    if not cases:
+        raise DatasetError(path, None, "the file holds no cases")
+    return cases
+
+
+def _parse_case(path: str, number: int, line: str) -> FixtureCase:
+    def fail(problem: str) -> NoReturn:
+        raise DatasetError(path, number, problem)
+
+    try:
+        case = strict_json_loads(line)
+    except ValueError as error:
+        fail(f"not valid JSON ({error})")
+    if not isinstance(case, dict):
+        fail(f"a case must be a JSON object, got {_quote(case)}")
+    unknown = [key for key in case if key not in FIXTURE_FIELDS]
+    if unknown:
+        fail(
+            f"unknown field {unknown[0]!r}; a case has only "
+            + ", ".join(repr(key) for key in FIXTURE_FIELDS)
+        )
+    if "id" not in case:
+        fail("no 'id' field")
+    case_id = case["id"]
+    if not isinstance(case_id, str) or case_id == "":
+        fail(f"'id' must be a non-empty string, got {_quote(case_id)}")
+    if "input" not in case:
+        fail(f"case {case_id!r} has no 'input' field")
+    record = case["input"]
+    if not isinstance(record, dict):
+        fail(f"'input' of case {case_id!r} must be an object, got {_quote(record)}")
+    collision = [key for key in ("expected", "reason") if key in record]
+    if collision:
+        fail(
+            f"'input' of case {case_id!r} has a field {collision[0]!r}, which would "
+            "clash with the case's own field of that name in the sample metadata"
+        )
+    expected = case.get("expected")
+    if "expected" in case and not isinstance(expected, dict):
+        fail(
+            f"'expected' of case {case_id!r} must be an object, got {_quote(expected)}"
+        )
+    reason = case.get("reason")
+    if "reason" in case and not isinstance(reason, str):
+        fail(f"'reason' of case {case_id!r} must be a string, got {_quote(reason)}")
+    return FixtureCase(
+        id=case_id, input=record, expected=expected, reason=reason, line=number
+    )
+
+
+def _quote(value: Any, limit: int = 80) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def case_sample(case: FixtureCase, *, target_field: str | None = None) -> Sample:
+    """The sample for one case; `target_field` becomes the target as JSON."""
+    metadata: dict[str, Any] = dict(case.input)
+    if case.expected is not None:
+        metadata["expected"] = case.expected
+    if case.reason is not None:
+        metadata["reason"] = case.reason
+    target = ""
+    if target_field is not None and target_field in case.input:
+        target = canonical_json(case.input[target_field])
+    return Sample(
+        id=case.id,
+        input=canonical_json(case.input),
+        target=target,
+        metadata=metadata,
+    )
+
+
+def stage_diagnosis_dataset(path: str | Path | None = None) -> MemoryDataset:
+    """Recorded RAG runs: `input` holds `required`, `context`, `correct`.
+
+    With no path, the packaged `stage_diagnosis.jsonl`. An `answer` text in
+    the input is replayed as the run's output, for display.
+    """
+    source = path if path is not None else packaged_fixture("stage_diagnosis.jsonl")
+    cases = read_fixture_cases(source)
+    return MemoryDataset(
+        [case_sample(case) for case in cases],
+        name="stage_diagnosis",
+        location=str(source),
+    )
+
+
+def ordered_extraction_dataset(path: str | Path | None = None) -> MemoryDataset:
+    """Recorded extractions: `input` holds `source` and the recorded `answer`.
+
+    With no path, the packaged `ordered_extraction.jsonl`. The source is
+    also the sample's target, as JSON, for display and for scorers that
+    read the source from the target.
+    """
+    source = path if path is not None else packaged_fixture("ordered_extraction.jsonl")
+    cases = read_fixture_cases(source)
+    return MemoryDataset(
+        [case_sample(case, target_field="source") for case in cases],
+        name="ordered_extraction",
+        location=str(source),
+    )

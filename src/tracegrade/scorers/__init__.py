@@ -1,0 +1,28 @@
+"""Inspect AI scorers over the pure core, and the store model they read.
+
+`stage_diagnosis_scorer` and `ordered_extraction_scorer` are registered as
+`tracegrade/stage_diagnosis` and `tracegrade/ordered_extraction`, so
+`inspect score LOG --scorer tracegrade/stage_diagnosis` finds them.
+"""
+
+from .answer_parsing import UnreadableAnswer, parse_answer_ids
+from .extraction import extraction_score, ordered_extraction_scorer
+from .metrics import answer_failures, lucky_answers, stage_shares
+from .outcome import ANSWER_FAILURES, DATA_ERRORS
+from .stage import diagnosis_score, stage_diagnosis_scorer
+from .store import RetrievalTrace
+
+__all__ = [
+    "ANSWER_FAILURES",
+    "DATA_ERRORS",
+    "RetrievalTrace",
+    "UnreadableAnswer",
+    "answer_failures",
+    "diagnosis_score",
+    "extraction_score",
+    "lucky_answers",
+    "ordered_extraction_scorer",
+    "parse_answer_ids",
+    "stage_diagnosis_scorer",
+    "stage_shares",
+]

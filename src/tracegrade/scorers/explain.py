@@ -1,0 +1,160 @@
+"""One plain sentence per score: the decision and its reason.
+
+These follow the "Decision and reason" column of the source documents, so
+that a reader of `inspect view` sees why, not only what. They are pure
+functions of the graded record and the result, so they can be tested
+without running Inspect.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..core import ExtractionResult, InvalidRecord, StageResult
+
+_PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/#-]*")
+_LISTED = 5
+
+
+def show_id(document_id: str) -> str:
+    """An ID as written when it is plain, JSON-quoted when it is not.
+
+    The empty string, trailing spaces and look-alike letters would vanish
+    or mislead in prose; quoting with escapes keeps them visible.
+    """
+    return document_id if _PLAIN_ID.fullmatch(document_id) else json.dumps(document_id)
+
+
+def list_ids(ids: Sequence[str]) -> str:
+    """ "D1", "D1 and D2", "D1, D2 and D3", cut after five."""
+    shown = [show_id(document_id) for document_id in ids[:_LISTED]]
+    if len(ids) > _LISTED:
+        return f"{', '.join(shown)} and {len(ids) - _LISTED} more"
+    if len(shown) == 1:
+        return shown[0]
+    return f"{', '.join(shown[:-1])} and {shown[-1]}"
+
+
+def first_repeat(ids: Sequence[str]) -> str | None:
+    """The first ID seen a second time, reading left to right."""
+    seen: set[str] = set()
+    for document_id in ids:
+        if document_id in seen:
+            return document_id
+        seen.add(document_id)
+    return None
+
+
+def explain_stage(
+    record: Mapping[str, Any], result: StageResult, *, label_from: str | None = None
+) -> str:
+    """Why a run got its stage, or why it has none.
+
+    `label_from` names where a label was looked for, so that an absent one
+    points at the labels file or metadata key to fix.
+    """
+    if "error" in result:
+        if "correct" not in record:
+            where = f" in {label_from}" if label_from else ""
+            return (
+                f"No staff label was found{where}, so the answer cannot be called "
+                "correct or incorrect."
+            )
+        return (
+            f"The staff label {json.dumps(record['correct'], default=repr)} is not "
+            "true or false, "
+            "so the answer cannot be called correct or incorrect."
+        )
+    missing_ids = result.get("missing")
+    if not isinstance(missing_ids, list):
+        if record.get("required") is None:
+            return "No required set was declared, so there is nothing to diagnose."
+        return "The required set is empty, so there is nothing to diagnose."
+    stage = result["stage"]
+    if stage == "retrieval":
+        missing = list_ids(missing_ids)
+        if record.get("correct") is True:
+            return (
+                f"{missing} never reached the supplied context; "
+                "a correct label cannot erase that gap."
+            )
+        return (
+            f"{missing} never reached the supplied context, so the failure is "
+            "attributed to retrieval before the answer is considered."
+        )
+    if stage == "generation":
+        return (
+            "Every required document reached the context, so the wrong-answer "
+            "label points to generation."
+        )
+    return (
+        "Every required document reached the context and the answer is "
+        "labelled correct: a grounded pass."
+    )
+
+
+def explain_extraction(
+    source: Sequence[str], answer: Sequence[str], result: ExtractionResult
+) -> str:
+    """Why an answer passed or failed membership and order."""
+    if "error" in result:
+        repeated_source = first_repeat(source)
+        if repeated_source is not None:
+            return (
+                f"The source repeats {show_id(repeated_source)}, which breaks the "
+                "unique-list contract, so the sample cannot be graded."
+            )
+        repeated = first_repeat(answer) or ""
+        return (
+            f"The answer repeats {show_id(repeated)}, which fails both criteria "
+            "before order is graded; sorting cannot repair it."
+        )
+    if result["order"]:
+        return "Every source ID is kept, in source order."
+    if result["membership"]:
+        # Membership holds, so the lists have the same length.
+        position = next(
+            i for i, (s, a) in enumerate(zip(source, answer, strict=True)) if s != a
+        )
+        return (
+            f"Every ID remains, but position {position + 1} holds "
+            f"{show_id(answer[position])} where the source has "
+            f"{show_id(source[position])}: the source order is lost."
+        )
+    kept = set(answer)
+    allowed = set(source)
+    missing = [document_id for document_id in source if document_id not in kept]
+    extra = [document_id for document_id in answer if document_id not in allowed]
+    changes = []
+    if missing:
+        changes.append(f"misses {list_ids(missing)}")
+    if extra:
+        changes.append(f"adds {list_ids(extra)}")
+    return (
+        f"The answer {' and '.join(changes)}, so membership fails and order "
+        "cannot pass."
+    )
+
+
+def explain_invalid(error: InvalidRecord) -> str:
+    """Why a record outside the contract is not graded."""
+    return f"The record is outside the evaluators' contract: {error}; it is not graded."
+
+
+def explain_unrecorded_context() -> str:
+    """Why a run with no recorded context is not graded."""
+    return (
+        "The context was never recorded (no solver set RetrievalTrace.context), "
+        "so retrieval cannot be judged and the run is not graded."
+    )
+
+
+def explain_unreadable(problem: str) -> str:
+    """Why an answer that is not a list of IDs fails."""
+    return (
+        f"The answer cannot be read as a list of IDs ({problem}), "
+        "so it fails both criteria."
+    )

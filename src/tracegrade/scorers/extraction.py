@@ -1,0 +1,240 @@
+"""`tracegrade/ordered_extraction`: did the answer keep every source ID, in order?
+
+A thin wrapper over `tracegrade.core.grade_extraction`: the closure only
+reads the source and the answer from the task state, and
+`extraction_score` turns the core's result into a `Score` without seeing
+the state.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
+from inspect_ai.solver import TaskState
+
+from ..core import InvalidRecord, grade_extraction, has_duplicates
+from ..datasets import strict_json_loads
+from .answer_parsing import UnreadableAnswer, parse_answer_ids
+from .explain import explain_extraction, explain_invalid, explain_unreadable
+from .metrics import answer_failures
+from .outcome import ErrorInfo, data_error, graded, metadata_source, shown
+
+
+def failed_both() -> dict[str, bool]:
+    """The value of an answer that broke the answer contract."""
+    return {"membership": False, "order": False}
+
+
+def _invalid(
+    invalid: InvalidRecord,
+    answer: str,
+    record: dict[str, Any],
+    read_from: dict[str, str],
+) -> Score:
+    return data_error(
+        ErrorInfo(
+            kind="invalid-input", side="data", field=invalid.field, message=str(invalid)
+        ),
+        answer=answer,
+        explanation=explain_invalid(invalid),
+        result=None,
+        record=record,
+        read_from=read_from,
+    )
+
+
+def _source_refusal(
+    record: dict[str, Any], answer: str, read_from: dict[str, str]
+) -> Score | None:
+    """The data error in the source alone, if any.
+
+    Used when the answer cannot be read: a broken source is the data's
+    fault whatever the model wrote, so it must win over the answer failure.
+    The core reads the source first, so a record without an answer lets it
+    check the source and then stop at the missing answer.
+    """
+    try:
+        grade_extraction(record)
+    except InvalidRecord as invalid:
+        if invalid.field != "answer":
+            return _invalid(invalid, answer, record, read_from)
+    if has_duplicates(record["source"]):
+        explanation = explain_extraction(
+            record["source"], [], {"error": "duplicate-id"}
+        )
+        return data_error(
+            ErrorInfo(
+                kind="duplicate-source-id",
+                side="data",
+                field="source",
+                message=explanation,
+            ),
+            answer=answer,
+            explanation=explanation,
+            result=None,
+            record=record,
+            read_from=read_from,
+        )
+    return None
+
+
+def extraction_score(
+    record: dict[str, Any],
+    read_from: dict[str, str],
+    *,
+    answer_text: str | None = None,
+) -> Score:
+    """The score for one record, errors included.
+
+    With `answer_text`, the answer is the model's output and is read from
+    it; an unreadable text is the model's failure. Without it, `record`
+    already holds the answer (a recorded one, from metadata), and an answer
+    of the wrong type is the data's error.
+    """
+    if answer_text is not None:
+        try:
+            record = {**record, "answer": parse_answer_ids(answer_text)}
+        except UnreadableAnswer as unreadable:
+            refusal = _source_refusal(record, answer_text, read_from)
+            if refusal is not None:
+                return refusal
+            return graded(
+                failed_both(),
+                answer=answer_text,
+                explanation=explain_unreadable(str(unreadable)),
+                result=None,
+                record=record,
+                read_from=read_from,
+                error=ErrorInfo(
+                    kind="unreadable-answer",
+                    side="answer",
+                    field="answer",
+                    message=str(unreadable),
+                ),
+            )
+
+    answer = shown(record["answer"]) if "answer" in record else ""
+    try:
+        result = grade_extraction(record)
+    except InvalidRecord as invalid:
+        return _invalid(invalid, answer, record, read_from)
+
+    explanation = explain_extraction(record["source"], record["answer"], result)
+    if "error" in result:
+        if has_duplicates(record["source"]):
+            return data_error(
+                ErrorInfo(
+                    kind="duplicate-source-id",
+                    side="data",
+                    field="source",
+                    message=explanation,
+                ),
+                answer=answer,
+                explanation=explanation,
+                result=result,
+                record=record,
+                read_from=read_from,
+            )
+        return graded(
+            failed_both(),
+            answer=answer,
+            explanation=explanation,
+            result=result,
+            record=record,
+            read_from=read_from,
+            error=ErrorInfo(
+                kind="duplicate-answer-id",
+                side="answer",
+                field="answer",
+                message=explanation,
+            ),
+        )
+    return graded(
+        {"membership": result["membership"], "order": result["order"]},
+        answer=answer,
+        explanation=explanation,
+        result=result,
+        record=record,
+        read_from=read_from,
+    )
+
+
+def source_from_target(target: Target) -> Any:
+    """The source IDs written as a JSON array in the target text."""
+    text = target.text
+    try:
+        return strict_json_loads(text)
+    except ValueError as error:
+        raise InvalidRecord(
+            "source",
+            text,
+            f"must be a JSON array of string IDs in the target ({error})",
+        ) from error
+
+
+@scorer(
+    metrics=[
+        {"membership": [accuracy(), stderr()], "order": [accuracy(), stderr()]},
+        answer_failures(),
+    ],
+    name="ordered_extraction",
+)
+def ordered_extraction_scorer(
+    source_key: str | None = "source",
+    answer_key: str | None = None,
+) -> Scorer:
+    """Grade membership and order of an extracted ID list separately.
+
+    The value is `{"membership": bool, "order": bool}`. A repeated ID or an
+    output with no readable ID list fails both criteria (the reason names
+    which), so a model cannot escape grading with a broken answer. A
+    repeated source ID or a record outside the contract is a data error:
+    `Score.unscored`, counted neither way. See `tracegrade.scorers.outcome`
+    for the metadata every score carries.
+
+    Args:
+        source_key: Sample metadata key of the source IDs, in source order.
+            None reads them from the target instead, written as a JSON
+            array (`Sample(target='["C", "A", "B"]')`).
+        answer_key: None (the default) grades the model's output: the one
+            JSON array of strings in its text, also inside a code fence.
+            A metadata key grades a recorded answer instead, which must be
+            an array of strings like any other record field.
+
+    Examples:
+        ```python
+        Task(dataset=[Sample(input=prompt, target='["C", "A", "B"]')],
+             solver=generate(),
+             scorer=ordered_extraction_scorer(source_key=None))
+        ```
+
+        Recorded answers: `ordered_extraction_scorer(answer_key="answer")`.
+    """
+    read_from = {
+        "source": metadata_source(source_key) if source_key is not None else "target",
+        "answer": metadata_source(answer_key) if answer_key is not None else "output",
+    }
+
+    async def score(state: TaskState, target: Target) -> Score:
+        metadata = state.metadata
+        record: dict[str, Any] = {}
+        if source_key is None:
+            try:
+                record["source"] = source_from_target(target)
+            except InvalidRecord as invalid:
+                return _invalid(invalid, state.output.completion, record, read_from)
+        elif source_key in metadata:
+            record["source"] = metadata[source_key]
+        if answer_key is None:
+            return extraction_score(
+                record, read_from, answer_text=state.output.completion
+            )
+        if answer_key in metadata:
+            record["answer"] = metadata[answer_key]
+        return extraction_score(record, read_from)
+
+    return score
+
+
+__all__ = ["extraction_score", "ordered_extraction_scorer", "source_from_target"]

@@ -1,0 +1,109 @@
+"""Metrics as a reader of `inspect view` wants them.
+
+All three take each epoch's own score (`scores="unreduced"`, as Inspect's
+categorical `frequency()` does). Inspect's default epoch reducer is the
+mean, which turns a stage such as "retrieval" into 0.0 before reduced
+metrics see it; unreduced metrics see the real values under any reducer,
+and with N epochs they count runs, each sample contributing N.
+
+Unscored samples (the data errors) never reach a metric: Inspect drops
+NaN scores first and reports their number as the score's unscored count,
+shown in `inspect view` beside the metrics; the kind of each is the
+score's `reason`. When every sample is an error the metrics get an empty
+list and report no runs, instead of failing the log.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+from inspect_ai.scorer import Metric, SampleScore, metric
+
+STAGES = ("retrieval", "generation", "pass", "unresolved")
+
+
+def _stage(sample_score: SampleScore) -> str:
+    value = sample_score.score.value
+    if not isinstance(value, str) or value not in STAGES:
+        raise ValueError(
+            f"sample {sample_score.sample_id!r}: a stage metric needs one of "
+            f"{', '.join(STAGES)} as the score value, got {value!r}"
+        )
+    return value
+
+
+def _metadata(sample_score: SampleScore, key: str) -> Any:
+    metadata = sample_score.score.metadata or {}
+    if key not in metadata:
+        raise ValueError(
+            f"sample {sample_score.sample_id!r}: score metadata has no {key!r}; "
+            "this metric reads scores made by a tracegrade scorer"
+        )
+    return metadata[key]
+
+
+@metric(scores="unreduced")
+def stage_shares() -> Metric:
+    """Share of scored runs in each stage: retrieval, generation, pass, unresolved.
+
+    The shares sum to 1 over runs that got a stage; with no such run each
+    share is NaN, since nothing was diagnosed.
+    """
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        counts = Counter(_stage(sample_score) for sample_score in scores)
+        total = len(scores)
+        return {stage: counts[stage] / total if total else math.nan for stage in STAGES}
+
+    return compute
+
+
+@metric(scores="unreduced")
+def lucky_answers() -> Metric:
+    """Runs labelled correct while required evidence never reached the context.
+
+    A correct label cannot erase a retrieval gap, so these are retrieval
+    failures, not grounded passes; the count says how often a right answer
+    hid one.
+    """
+
+    def compute(scores: list[SampleScore]) -> int:
+        lucky = 0
+        for sample_score in scores:
+            if _stage(sample_score) != "retrieval":
+                continue
+            if _metadata(sample_score, "record").get("correct") is True:
+                lucky += 1
+        return lucky
+
+    return compute
+
+
+# Column labels, short enough for Inspect's results table; the full kinds
+# are the scores' `reason`.
+FAILURE_LABELS = {
+    "duplicate-answer-id": "duplicate-id",
+    "unreadable-answer": "unreadable",
+}
+
+
+@metric(scores="unreduced")
+def answer_failures() -> Metric:
+    """Answers that failed both criteria by breaking the answer contract.
+
+    `duplicate-id`: the answer repeats an ID (reason `duplicate-answer-id`).
+    `unreadable`: no list of IDs could be read from the output (reason
+    `unreadable-answer`).
+    """
+
+    def compute(scores: list[SampleScore]) -> dict[str, int]:
+        counts = dict.fromkeys(FAILURE_LABELS.values(), 0)
+        for sample_score in scores:
+            error = _metadata(sample_score, "error")
+            if error is not None and error.get("side") == "answer":
+                counts[FAILURE_LABELS[error["kind"]]] += 1
+        return counts
+
+    return compute

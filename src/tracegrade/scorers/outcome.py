@@ -1,0 +1,128 @@
+"""The shape every tracegrade `Score` has, errors included.
+
+- `value`: the stage ("retrieval", "generation", "pass", "unresolved") or
+  `{"membership": bool, "order": bool}`; NaN (`Score.unscored`) for a
+  data error.
+- `answer`: what was graded, as compact JSON: the stage record, or the
+  extracted ID list (the raw text when it held no list).
+- `explanation`: one sentence, the decision and its reason.
+- `reason`: the error kind, or `None`.
+
+`Score.metadata`:
+
+- `result`: the evaluator's exact output, the JSON the core and the Node
+  originals return (`{"stage": ..., "missing": [...]}`,
+  `{"error": "duplicate-id"}`, ...), or `None` when the core never ran: the
+  record was outside the contract, or the answer text held no ID list.
+- `record`: the record graded, exactly as the core received it (fields
+  absent from the inputs are absent here too; a refused value that is not
+  JSON, such as a Python set, is shown by its repr).
+- `read_from`: where each field of the record was read, e.g.
+  `{"context": "store RetrievalTrace:context"}`.
+- `error`: `None`, or `{"kind", "side", "field", "message"}`. `field` is
+  the record field at fault (for invalid input, exactly what
+  `InvalidRecord.field` reports, such as `"context[1]"`). `side` is
+  `"data"` for errors in what the sample supplied (the score is
+  `Score.unscored`, counted neither correct nor incorrect) and `"answer"`
+  for failures of the model's answer (the score fails both extraction
+  criteria, so a model cannot escape grading).
+
+Error kinds: data side `answer-label`, `invalid-input`,
+`duplicate-source-id`; answer side `duplicate-answer-id`,
+`unreadable-answer`.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal, TypedDict
+
+from inspect_ai.scorer import Score, Value
+
+from ..core import canonical_json
+
+ErrorSide = Literal["data", "answer"]
+
+DATA_ERRORS = ("answer-label", "invalid-input", "duplicate-source-id")
+"""Kinds of error in what the sample supplied; such samples are unscored."""
+
+ANSWER_FAILURES = ("duplicate-answer-id", "unreadable-answer")
+"""Kinds of failure of the model's answer; such answers fail both criteria."""
+
+
+class ErrorInfo(TypedDict):
+    kind: str
+    side: ErrorSide
+    field: str
+    message: str
+
+
+def as_json_value(value: Any) -> Any:
+    """`value` if it is JSON, else its repr: only a record refused for a
+    non-JSON value (a set, a NaN) can need this, and metadata must still
+    serialise to the log."""
+    try:
+        canonical_json(value)
+    except (TypeError, ValueError):
+        return repr(value)
+    return value
+
+
+def shown(value: Any) -> str:
+    """A compact text of a graded value for `Score.answer`."""
+    try:
+        return canonical_json(value)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def graded(
+    value: Value,
+    *,
+    answer: str,
+    explanation: str,
+    result: Any,
+    record: dict[str, Any],
+    read_from: dict[str, str],
+    error: ErrorInfo | None = None,
+) -> Score:
+    """A score that counts: a stage, a grade, or an answer failure."""
+    return Score(
+        value=value,
+        answer=answer,
+        explanation=explanation,
+        reason=error["kind"] if error else None,
+        metadata={
+            "result": result,
+            "record": record,
+            "read_from": read_from,
+            "error": error,
+        },
+    )
+
+
+def data_error(
+    error: ErrorInfo,
+    *,
+    answer: str,
+    explanation: str,
+    result: Any,
+    record: dict[str, Any],
+    read_from: dict[str, str],
+) -> Score:
+    """An unscored sample: the data, not the model, is at fault."""
+    return Score.unscored(
+        reason=error["kind"],
+        answer=answer,
+        explanation=explanation,
+        metadata={
+            "result": result,
+            "record": {key: as_json_value(item) for key, item in record.items()},
+            "read_from": read_from,
+            "error": error,
+        },
+    )
+
+
+def metadata_source(key: str) -> str:
+    return f"metadata[{json.dumps(key)}]"

@@ -1,0 +1,50 @@
+"""Replaying recorded runs, so the tasks need no model and no network.
+
+The solver plays the parts a real pipeline would: the retrieval step
+records the context it supplied, and the generation step leaves an output.
+Both come from the sample's metadata, exactly as recorded, out-of-contract
+values included, so that the scorer is what judges them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inspect_ai.model import ModelOutput
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from ..core import canonical_json
+from ..scorers.store import record_context
+
+REPLAY_MODEL = "tracegrade/replay"
+
+
+def _answer_text(answer: Any) -> str:
+    return answer if isinstance(answer, str) else canonical_json(answer)
+
+
+@solver(name="replay")
+def replay(context_key: str = "context", answer_key: str = "answer") -> Solver:
+    """Replay a recorded run without calling a model.
+
+    Args:
+        context_key: Metadata key of the recorded context IDs; when present
+            they are recorded in `RetrievalTrace`, as a RAG solver would.
+            When absent, nothing is recorded, and the stage scorer reports
+            the context as never recorded.
+        answer_key: Metadata key of the recorded answer; when present it
+            becomes the output (a list as its JSON text), for display and
+            for scorers that grade the output.
+    """
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        if context_key in state.metadata:
+            record_context(state.store, state.metadata[context_key])
+        if answer_key in state.metadata:
+            state.output = ModelOutput.from_content(
+                model=REPLAY_MODEL, content=_answer_text(state.metadata[answer_key])
+            )
+            state.messages.append(state.output.message)
+        return state
+
+    return solve

@@ -1,0 +1,329 @@
+"""Staff labels joined onto a run after the fact, by `inspect score`.
+
+The labels file is checked when the scorer is built (before any sample is
+scored); a label naming no sample fails the run once scoring ends, before
+the log is written, so the log on disk is left as it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai import eval, score
+from inspect_ai.log import EvalLog, read_eval_log, recompute_metrics
+from inspect_ai.model import ModelName
+from inspect_ai.scorer import Score, Target
+from inspect_ai.solver import TaskState
+
+from tracegrade import LabelsError, stage_diagnosis, stage_diagnosis_scorer
+from tracegrade.labels import StaffLabels
+
+# No INSPECT_* settings from the caller (a default model, a log dir), and a
+# wide console so error messages are not wrapped mid-sentence.
+SUBPROCESS_ENV = {
+    **{
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("INSPECT_")
+    },
+    "COLUMNS": "400",
+}
+
+
+def write_lines(path: Path, lines: list[Any]) -> str:
+    path.write_text(
+        "".join(
+            (line if isinstance(line, str) else json.dumps(line)) + "\n"
+            for line in lines
+        ),
+        encoding="utf-8",
+    )
+    return str(path)
+
+
+def score_state(scorer: Any, sample_id: str | int, metadata: dict[str, Any]) -> Score:
+    state = TaskState(
+        model=ModelName("none/none"),
+        sample_id=sample_id,
+        epoch=1,
+        input="",
+        messages=[],
+        metadata=metadata,
+    )
+    result = asyncio.run(scorer(state, Target("")))
+    assert isinstance(result, Score)
+    return result
+
+
+# --- reading the file ---------------------------------------------------------
+
+
+def test_labels_are_read_by_id(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "labels.jsonl",
+        [
+            {"id": "q1", "correct": True},
+            "",
+            {"id": 2, "correct": False, "note": "checked twice"},
+        ],
+    )
+    labels = StaffLabels.read(path)
+    assert labels.labels == {"q1": True, 2: False}
+    assert labels.lines == {"q1": 1, 2: 3}
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ("{", "line 1: not valid JSON"),
+        ('{"id": "a", "correct": true, "correct": false}', "twice"),
+        ('["a", true]', "line 1: expected an object"),
+        ({"correct": True}, "line 1: no 'id' field"),
+        ({"id": "", "correct": True}, "'id' must be a non-empty string or an integer"),
+        ({"id": True, "correct": True}, "got true"),
+        ({"id": 1.5, "correct": True}, "got 1.5"),
+        ({"id": None, "correct": True}, "got null"),
+        ({"id": "a"}, "no 'correct' field for id 'a'"),
+        ({"id": "a", "correct": "true"}, "'correct' must be true or false"),
+        ({"id": "a", "correct": 1}, "for id 'a', got 1; labels are never guessed"),
+        ({"id": "a", "correct": None}, "got null"),
+    ],
+)
+def test_a_malformed_label_line_is_named(
+    tmp_path: Path, line: Any, message: str
+) -> None:
+    path = write_lines(tmp_path / "labels.jsonl", [line])
+    with pytest.raises(LabelsError, match=message) as raised:
+        StaffLabels.read(path)
+    assert str(raised.value).startswith(f"{path}, line 1:")
+
+
+def test_a_repeated_id_is_an_error_naming_both_lines(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "labels.jsonl",
+        [
+            {"id": "q1", "correct": True},
+            {"id": "q2", "correct": True},
+            {"id": "q1", "correct": True},
+        ],
+    )
+    with pytest.raises(
+        LabelsError, match="line 3: id 'q1' is already labelled on line 1"
+    ):
+        StaffLabels.read(path)
+
+
+def test_a_missing_labels_file_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(LabelsError, match="cannot read labels file"):
+        stage_diagnosis_scorer(labels=str(tmp_path / "absent.jsonl"))
+
+
+def test_unmatched_labels_are_those_no_scored_sample_had(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "labels.jsonl",
+        [{"id": "q1", "correct": True}, {"id": "1", "correct": False}],
+    )
+    labels = StaffLabels.read(path)
+    assert labels.label_for("q1") is True
+    assert labels.label_for(1) is None
+    assert labels.unmatched() == ["1"]
+    with pytest.raises(LabelsError, match=r"1 label names no sample .*'1' \(line 2\)"):
+        labels.check_all_matched()
+
+
+# --- the scorer with a labels file --------------------------------------------
+
+
+def test_the_labels_file_replaces_metadata_labels(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "labels.jsonl", [{"id": "q1", "correct": True}])
+    scorer = stage_diagnosis_scorer(context_key="context", labels=path)
+    run = {"required": ["D1"], "context": ["D1"], "correct": False}
+
+    overridden = score_state(scorer, "q1", run)
+    assert overridden.value == "pass"
+    assert overridden.metadata is not None
+    assert overridden.metadata["record"]["correct"] is True
+    assert overridden.metadata["read_from"]["correct"] == f"labels file {path}"
+
+    unlabelled = score_state(scorer, "q2", run)
+    assert unlabelled.reason == "answer-label"
+    assert unlabelled.explanation is not None
+    assert f"No staff label was found in labels file {path}" in unlabelled.explanation
+
+
+@pytest.fixture
+def stage_log(tmp_path: Path) -> Path:
+    (log,) = eval(stage_diagnosis(), display="none", log_dir=str(tmp_path / "logs"))
+    assert log.status == "success"
+    return Path(log.location)
+
+
+def inspect_score(log: Path, labels: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            *(sys.executable, "-m", "inspect_ai", "score", str(log)),
+            *("--scorer", "tracegrade/stage_diagnosis", "-S", f"labels={labels}"),
+            *("--action", "append", "--overwrite"),
+        ],
+        cwd=log.parent,
+        env=SUBPROCESS_ENV,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_inspect_score_appends_staff_labels(tmp_path: Path, stage_log: Path) -> None:
+    labels = write_lines(
+        tmp_path / "labels.jsonl",
+        [
+            {"id": "missing-answer-label", "correct": False},
+            {"id": "lucky-answer-gap", "correct": False},
+            {"id": "wrong-generation", "correct": True},
+        ],
+    )
+    result = inspect_score(stage_log, labels)
+    assert result.returncode == 0, result.stderr
+
+    log = read_eval_log(str(stage_log))
+    assert log.status == "success"
+    assert log.samples is not None
+    samples = {sample.id: sample for sample in log.samples}
+    assert all(
+        sample.scores is not None
+        and set(sample.scores) == {"stage_diagnosis", "stage_diagnosis1"}
+        for sample in log.samples
+    )
+
+    def relabelled(sample_id: str) -> Score:
+        scores = samples[sample_id].scores
+        assert scores is not None
+        return scores["stage_diagnosis1"]
+
+    assert relabelled("missing-answer-label").value == "generation"
+    assert relabelled("lucky-answer-gap").value == "retrieval"
+    assert relabelled("wrong-generation").value == "pass"
+    unlabelled = relabelled("missing-context")
+    assert unlabelled.reason == "answer-label"
+    assert unlabelled.metadata is not None
+    assert unlabelled.metadata["result"] == {"error": "answer-label"}
+    # Unresolved runs never consult the label, with or without a file.
+    assert relabelled("empty-required-no-label").value == "unresolved"
+
+    original = samples["missing-answer-label"].scores
+    assert original is not None
+    assert original["stage_diagnosis"].reason == "answer-label"
+    assert log.results is not None
+    appended = [
+        score for score in log.results.scores if score.name == "stage_diagnosis1"
+    ]
+    (appended_score,) = appended
+    unresolved = sum(
+        1 for sample in log.samples if relabelled(str(sample.id)).value == "unresolved"
+    )
+    assert appended_score.scored_samples == 3 + unresolved
+    assert appended_score.metrics["generation"].value == pytest.approx(
+        1 / (3 + unresolved)
+    )
+
+
+def test_inspect_score_refuses_a_label_for_no_sample(
+    tmp_path: Path, stage_log: Path
+) -> None:
+    before = stage_log.read_bytes()
+    labels = write_lines(
+        tmp_path / "labels.jsonl",
+        [
+            {"id": "wrong-generation", "correct": True},
+            {"id": "typo-id", "correct": False},
+        ],
+    )
+    result = inspect_score(stage_log, labels)
+    assert result.returncode != 0
+    assert (
+        f"LabelsError: {labels}: 1 label names no sample that was scored: "
+        "'typo-id' (line 2)"
+    ) in result.stderr
+    assert stage_log.read_bytes() == before
+
+
+def test_inspect_score_refuses_a_repeated_label(
+    tmp_path: Path, stage_log: Path
+) -> None:
+    before = stage_log.read_bytes()
+    labels = write_lines(
+        tmp_path / "labels.jsonl",
+        [{"id": "wrong-generation", "correct": True}] * 2,
+    )
+    result = inspect_score(stage_log, labels)
+    assert result.returncode != 0
+    assert (
+        "line 2: id 'wrong-generation' is already labelled on line 1" in result.stderr
+    )
+    assert stage_log.read_bytes() == before
+
+
+def test_when_every_sample_is_unscored_the_unmatched_labels_are_logged(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Inspect downgrades a metric error over an empty score list to a
+    warning, so this one case cannot fail the run; it must still be said."""
+    dataset = write_lines(
+        tmp_path / "runs.jsonl",
+        [{"id": "r1", "input": {"required": ["D1"], "context": ["D1"]}}],
+    )
+    (log,) = eval(
+        stage_diagnosis(dataset=dataset), display="none", log_dir=str(tmp_path)
+    )
+    labels = write_lines(tmp_path / "labels.jsonl", [{"id": "R1", "correct": True}])
+    with caplog.at_level(logging.ERROR, logger="tracegrade"):
+        rescored: EvalLog = score(
+            log, stage_diagnosis_scorer(labels=labels), action="append", display="none"
+        )
+    assert any(
+        record.levelno == logging.ERROR and "'R1' (line 1)" in record.getMessage()
+        for record in caplog.records
+    )
+    assert rescored.samples is not None
+    (sample,) = rescored.samples
+    assert sample.scores is not None
+    assert sample.scores["stage_diagnosis1"].reason == "answer-label"
+
+
+def test_a_relabelled_log_recomputes_without_the_labels_file(
+    tmp_path: Path, stage_log: Path
+) -> None:
+    """The coverage check belongs to the scoring run: the log records the
+    plain metrics, so recomputing them later needs no labels file."""
+    labels = tmp_path / "labels.jsonl"
+    write_lines(labels, [{"id": "wrong-generation", "correct": True}])
+    rescored = score(
+        read_eval_log(str(stage_log)),
+        stage_diagnosis_scorer(labels=str(labels)),
+        action="append",
+        display="none",
+    )
+    assert rescored.results is not None
+    before = {
+        (score.name, name): metric.value
+        for score in rescored.results.scores
+        for name, metric in score.metrics.items()
+    }
+    labels.unlink()
+    recompute_metrics(rescored)
+    after = {
+        (score.name, name): metric.value
+        for score in rescored.results.scores
+        for name, metric in score.metrics.items()
+    }
+    assert after == before
+    assert before[("stage_diagnosis1", "pass")] > 0

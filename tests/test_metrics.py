@@ -1,0 +1,266 @@
+"""Metrics see the real values: with epochs, under any reducer, and when
+every sample is an error.
+
+Inspect's default epoch reducer is the mean, which maps a stage string to
+0.0; these tests run real evals with epochs=3 to show the metrics are not
+fooled by it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections import Counter
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from inspect_ai import Epochs, eval
+from inspect_ai.log import EvalLog, EvalScore
+from inspect_ai.scorer import (
+    Metric,
+    MetricProtocol,
+    SampleScore,
+    Score,
+    Value,
+    mean_score,
+)
+
+from tracegrade import ordered_extraction_recorded, stage_diagnosis
+from tracegrade.datasets import packaged_fixture, read_fixture_cases
+from tracegrade.scorers import answer_failures, lucky_answers, stage_shares
+from tracegrade.scorers.metrics import FAILURE_LABELS, STAGES
+from tracegrade.scorers.outcome import ANSWER_FAILURES
+
+STAGE_CASES = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
+EXTRACTION_CASES = read_fixture_cases(packaged_fixture("ordered_extraction.jsonl"))
+
+
+def sample_score(
+    value: Any, *, correct: Any = None, error: dict[str, Any] | None = None
+) -> SampleScore:
+    record = {} if correct is None else {"correct": correct}
+    return SampleScore(
+        sample_id="s",
+        score=Score(value=value, metadata={"record": record, "error": error}),
+    )
+
+
+def compute(metric: Metric, scores: list[SampleScore]) -> Value:
+    return cast(MetricProtocol, metric)(scores)
+
+
+def scores_by_name(log: EvalLog) -> dict[tuple[str, str | None], EvalScore]:
+    assert log.results is not None
+    return {(score.name, score.reducer): score for score in log.results.scores}
+
+
+def metric_values(score: EvalScore) -> dict[str, float]:
+    return {name: metric.value for name, metric in score.metrics.items()}
+
+
+def run(task: Any, tmp_path: Path, epochs: int | Epochs = 1) -> EvalLog:
+    (log,) = eval(task, display="none", log_dir=str(tmp_path), epochs=epochs)
+    assert log.status == "success", log.error
+    return log
+
+
+# --- expectations from the fixture files themselves ---------------------------
+
+
+def expected_stage_shares() -> dict[str, float]:
+    stages = Counter(
+        case.expected["stage"]
+        for case in STAGE_CASES
+        if case.expected is not None and "stage" in case.expected
+    )
+    total = sum(stages.values())
+    return {stage: stages[stage] / total for stage in STAGES}
+
+
+def expected_lucky() -> int:
+    return sum(
+        1
+        for case in STAGE_CASES
+        if case.expected is not None
+        and case.expected.get("stage") == "retrieval"
+        and case.input.get("correct") is True
+    )
+
+
+def expected_extraction() -> tuple[float, float, int, int]:
+    grades = [
+        case.expected
+        for case in EXTRACTION_CASES
+        if case.expected is not None and "membership" in case.expected
+    ]
+    answer_duplicates = sum(
+        1
+        for case in EXTRACTION_CASES
+        if case.expected == {"error": "duplicate-id"}
+        and len(set(case.input["source"])) == len(case.input["source"])
+    )
+    scored = len(grades) + answer_duplicates
+    membership = sum(grade["membership"] for grade in grades) / scored
+    order = sum(grade["order"] for grade in grades) / scored
+    return membership, order, answer_duplicates, len(EXTRACTION_CASES) - scored
+
+
+# --- the metric functions -----------------------------------------------------
+
+
+def test_stage_shares_count_each_stage() -> None:
+    values = ["retrieval", "retrieval", "pass", "unresolved"]
+    shares = compute(stage_shares(), [sample_score(value) for value in values])
+    assert shares == {
+        "retrieval": 0.5,
+        "generation": 0.0,
+        "pass": 0.25,
+        "unresolved": 0.25,
+    }
+
+
+def test_stage_shares_refuse_a_value_that_is_not_a_stage() -> None:
+    # What the default mean reducer would have handed a reduced metric.
+    with pytest.raises(ValueError, match=r"got 0\.0"):
+        compute(stage_shares(), [sample_score(0.0)])
+
+
+def test_the_default_reducer_really_loses_the_stage() -> None:
+    reduced = mean_score()([Score(value="retrieval")] * 3)
+    assert reduced.value == 0.0
+
+
+def test_lucky_answers_are_retrieval_gaps_labelled_correct() -> None:
+    lucky = compute(
+        lucky_answers(),
+        [
+            sample_score("retrieval", correct=True),
+            sample_score("retrieval", correct=False),
+            sample_score("pass", correct=True),
+            sample_score("retrieval", correct=True),
+        ],
+    )
+    assert lucky == 2
+
+
+def test_answer_failures_count_answer_side_errors_only() -> None:
+    failed = {"membership": False, "order": False}
+    counts = compute(
+        answer_failures(),
+        [
+            sample_score(
+                failed, error={"kind": "duplicate-answer-id", "side": "answer"}
+            ),
+            sample_score(failed, error={"kind": "unreadable-answer", "side": "answer"}),
+            sample_score(failed, error={"kind": "unreadable-answer", "side": "answer"}),
+            sample_score(failed),
+        ],
+    )
+    assert counts == {"duplicate-id": 1, "unreadable": 2}
+    assert set(FAILURE_LABELS) == set(ANSWER_FAILURES)
+
+
+def test_metrics_accept_an_empty_list() -> None:
+    shares = compute(stage_shares(), [])
+    assert isinstance(shares, dict) and set(shares) == set(STAGES)
+    assert all(math.isnan(share) for share in shares.values())
+    assert compute(lucky_answers(), []) == 0
+    assert compute(answer_failures(), []) == {"duplicate-id": 0, "unreadable": 0}
+
+
+# --- real evals ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "epochs", [1, 3, Epochs(3, "mode")], ids=["1", "3-default-reducer", "3-mode"]
+)
+def test_stage_metrics_survive_epochs(tmp_path: Path, epochs: int | Epochs) -> None:
+    log = run(stage_diagnosis(), tmp_path, epochs)
+    runs = 1 if epochs == 1 else 3
+    (score,) = scores_by_name(log).values()
+    values = metric_values(score)
+    for stage, share in expected_stage_shares().items():
+        assert values[stage] == pytest.approx(share)
+    # Unreduced metrics count runs: each sample contributes one per epoch.
+    assert values["lucky_answers"] == expected_lucky() * runs
+    data_errors = sum(
+        1
+        for case in STAGE_CASES
+        if case.expected is not None and "stage" not in case.expected
+    )
+    assert score.unscored_samples == data_errors * runs
+    assert score.scored_samples == (len(STAGE_CASES) - data_errors) * runs
+
+
+@pytest.mark.parametrize(
+    "epochs", [1, 3, Epochs(3, "mode")], ids=["1", "3-default-reducer", "3-mode"]
+)
+def test_extraction_metrics_survive_epochs(
+    tmp_path: Path, epochs: int | Epochs
+) -> None:
+    log = run(ordered_extraction_recorded(), tmp_path, epochs)
+    runs = 1 if epochs == 1 else 3
+    membership, order, answer_duplicates, data_errors = expected_extraction()
+    scores = scores_by_name(log)
+    reducer = "mode" if isinstance(epochs, Epochs) else "mean"
+    assert metric_values(scores[("membership", reducer)])["accuracy"] == pytest.approx(
+        membership
+    )
+    assert metric_values(scores[("order", reducer)])["accuracy"] == pytest.approx(order)
+    assert scores[("membership", reducer)].unscored_samples == data_errors
+    assert metric_values(scores[("ordered_extraction", None)]) == {
+        "duplicate-id": answer_duplicates * runs,
+        "unreadable": 0,
+    }
+    assert scores[("ordered_extraction", None)].unscored_samples == data_errors * runs
+
+
+def write_cases(path: Path, cases: list[dict[str, Any]]) -> str:
+    path.write_text(
+        "".join(json.dumps(case) + "\n" for case in cases), encoding="utf-8"
+    )
+    return str(path)
+
+
+def test_a_run_where_every_sample_is_an_error_succeeds_and_says_so(
+    tmp_path: Path,
+) -> None:
+    dataset = write_cases(
+        tmp_path / "errors.jsonl",
+        [
+            {"id": "no-label", "input": {"required": ["D1"], "context": ["D1"]}},
+            {"id": "no-context", "input": {"required": ["D1"], "correct": True}},
+        ],
+    )
+    log = run(stage_diagnosis(dataset=dataset), tmp_path)
+    (score,) = scores_by_name(log).values()
+    assert score.scored_samples == 0
+    assert score.unscored_samples == 2
+    values = metric_values(score)
+    assert all(math.isnan(values[stage]) for stage in STAGES)
+    assert log.samples is not None
+    reasons = [
+        (sample.scores or {})["stage_diagnosis"].reason for sample in log.samples
+    ]
+    assert sorted(str(reason) for reason in reasons) == [
+        "answer-label",
+        "invalid-input",
+    ]
+
+
+def test_an_extraction_run_of_data_errors_only_succeeds(tmp_path: Path) -> None:
+    dataset = write_cases(
+        tmp_path / "errors.jsonl",
+        [
+            {"id": "repeat", "input": {"source": ["A", "A"], "answer": ["A"]}},
+            {"id": "no-source", "input": {"answer": ["A"]}},
+        ],
+    )
+    log = run(ordered_extraction_recorded(dataset=dataset), tmp_path)
+    scores = scores_by_name(log)
+    assert scores[("membership", "mean")].unscored_samples == 2
+    assert metric_values(scores[("ordered_extraction", None)]) == {
+        "duplicate-id": 0,
+        "unreadable": 0,
+    }

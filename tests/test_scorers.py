@@ -1,0 +1,550 @@
+"""The scorers: every packaged case scored as the documents say, errors included.
+
+The pure halves (`diagnosis_score`, `extraction_score`, the answer reader,
+the sentences) are tested without Inspect running; the closures are called
+on real `TaskState`s to check where each input is read from.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from inspect_ai.model import ModelName, ModelOutput
+from inspect_ai.scorer import Score, Target
+from inspect_ai.solver import TaskState
+from inspect_ai.util import registry_info
+
+import tracegrade
+from tracegrade.core import canonical_json
+from tracegrade.datasets import FixtureCase, packaged_fixture, read_fixture_cases
+from tracegrade.scorers import (
+    ANSWER_FAILURES,
+    DATA_ERRORS,
+    RetrievalTrace,
+    UnreadableAnswer,
+    diagnosis_score,
+    extraction_score,
+    ordered_extraction_scorer,
+    parse_answer_ids,
+    stage_diagnosis_scorer,
+)
+from tracegrade.scorers.explain import (
+    explain_extraction,
+    explain_stage,
+    list_ids,
+    show_id,
+)
+from tracegrade.scorers.store import context_store_key, recorded_context
+
+STAGE_CASES = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
+EXTRACTION_CASES = read_fixture_cases(packaged_fixture("ordered_extraction.jsonl"))
+
+
+def is_unscored(score: Score) -> bool:
+    return isinstance(score.value, float) and math.isnan(score.value)
+
+
+def task_state(
+    metadata: dict[str, Any],
+    *,
+    sample_id: str | int = "s1",
+    store: dict[str, Any] | None = None,
+    completion: str | None = None,
+    target: str = "",
+) -> TaskState:
+    state = TaskState(
+        model=ModelName("none/none"),
+        sample_id=sample_id,
+        epoch=1,
+        input="",
+        messages=[],
+        target=Target(target),
+        metadata=metadata,
+        store=store,
+    )
+    if completion is not None:
+        state.output = ModelOutput.from_content(model="test", content=completion)
+    return state
+
+
+def run(scorer: Any, state: TaskState) -> Score:
+    score = asyncio.run(scorer(state, state.target))
+    assert isinstance(score, Score)
+    return score
+
+
+def stage_read_from() -> dict[str, str]:
+    return {"required": "r", "context": "c", "correct": "l"}
+
+
+def check_case(case: FixtureCase, score: Score) -> None:
+    """The score carries the documented output, or the documented refusal."""
+    assert case.expected is not None
+    metadata = score.metadata or {}
+    assert score.explanation and "\n" not in score.explanation
+    assert score.explanation.endswith(".")
+    if "invalid" in case.expected:
+        assert is_unscored(score), case.id
+        assert metadata["result"] is None
+        assert metadata["error"]["kind"] == "invalid-input"
+        assert metadata["error"]["field"] == case.expected["invalid"], case.id
+        assert score.reason == "invalid-input"
+    else:
+        assert metadata["result"] == case.expected, case.id
+        # Compare as JSON text too: `==` would let True stand for 1.
+        assert canonical_json(metadata["result"]) == canonical_json(case.expected)
+
+
+# --- stage diagnosis, pure half -----------------------------------------------
+
+
+@pytest.mark.parametrize("case", STAGE_CASES, ids=lambda case: case.id)
+def test_every_packaged_stage_case_is_scored_as_documented(case: FixtureCase) -> None:
+    score = diagnosis_score(dict(case.input), stage_read_from(), context_recorded=True)
+    check_case(case, score)
+    assert case.expected is not None
+    if "stage" in case.expected:
+        assert score.value == case.expected["stage"]
+        assert score.reason is None
+        assert score.metadata is not None and score.metadata["error"] is None
+    elif case.expected == {"error": "answer-label"}:
+        assert is_unscored(score)
+        assert score.reason == "answer-label"
+    assert score.answer == canonical_json(case.input)
+
+
+def test_the_lucky_answer_gap_reads_like_the_document() -> None:
+    record = {"required": ["D1", "D2"], "context": ["D1"], "correct": True}
+    score = diagnosis_score(record, stage_read_from(), context_recorded=True)
+    assert score.value == "retrieval"
+    assert score.explanation == (
+        "D2 never reached the supplied context; a correct label cannot erase that gap."
+    )
+    assert score.metadata == {
+        "result": {"stage": "retrieval", "missing": ["D2"]},
+        "record": record,
+        "read_from": stage_read_from(),
+        "error": None,
+    }
+
+
+def test_an_unrecorded_context_says_so_rather_than_field_missing() -> None:
+    record = {"required": ["D1"], "correct": True}
+    score = diagnosis_score(record, stage_read_from(), context_recorded=False)
+    assert is_unscored(score)
+    assert score.metadata is not None
+    assert score.metadata["error"]["field"] == "context"
+    assert score.explanation is not None
+    assert "never recorded" in score.explanation
+    assert "RetrievalTrace.context" in score.explanation
+
+
+def test_a_record_that_is_not_json_still_gives_a_loggable_score() -> None:
+    record = {"required": ["D1"], "context": {"D1"}, "correct": True}
+    score = diagnosis_score(record, stage_read_from(), context_recorded=True)
+    assert is_unscored(score)
+    assert score.metadata is not None
+    assert score.metadata["record"]["context"] == "{'D1'}"
+    canonical_json(score.metadata)
+
+
+# --- ordered extraction, pure half --------------------------------------------
+
+
+@pytest.mark.parametrize("case", EXTRACTION_CASES, ids=lambda case: case.id)
+def test_every_packaged_extraction_case_is_scored_as_documented(
+    case: FixtureCase,
+) -> None:
+    score = extraction_score(dict(case.input), {"source": "s", "answer": "a"})
+    check_case(case, score)
+    assert case.expected is not None
+    metadata = score.metadata or {}
+    if "membership" in case.expected:
+        assert score.value == case.expected
+        assert metadata["error"] is None
+    elif case.expected == {"error": "duplicate-id"}:
+        repeated_source = len(set(case.input["source"])) != len(case.input["source"])
+        if repeated_source:
+            assert is_unscored(score)
+            assert score.reason == "duplicate-source-id"
+            assert metadata["error"]["side"] == "data"
+        else:
+            assert score.value == {"membership": False, "order": False}
+            assert score.reason == "duplicate-answer-id"
+            assert metadata["error"]["side"] == "answer"
+
+
+def test_the_packaged_cases_cover_both_duplicate_sides() -> None:
+    duplicate_sources = {
+        case.id
+        for case in EXTRACTION_CASES
+        if case.expected == {"error": "duplicate-id"}
+        and len(set(case.input["source"])) != len(case.input["source"])
+    }
+    duplicates = {
+        case.id
+        for case in EXTRACTION_CASES
+        if case.expected == {"error": "duplicate-id"}
+    }
+    assert duplicate_sources and duplicates - duplicate_sources
+
+
+@pytest.mark.parametrize("case", EXTRACTION_CASES, ids=lambda case: case.id)
+def test_packaged_answers_graded_from_output_text(case: FixtureCase) -> None:
+    """The same cases with the answer as model output: an answer of the wrong
+    type is now the model's unreadable answer, not the data's error."""
+    record = {key: value for key, value in case.input.items() if key != "answer"}
+    answer = case.input.get("answer")
+    text = "" if "answer" not in case.input else canonical_json(answer)
+    score = extraction_score(
+        record, {"source": "s", "answer": "output"}, answer_text=text
+    )
+    assert case.expected is not None
+    answer_is_id_list = isinstance(answer, list) and all(
+        isinstance(item, str) for item in answer
+    )
+    invalid = case.expected.get("invalid", "")
+    if answer_is_id_list or (invalid and not invalid.startswith("answer")):
+        check_case(case, score)
+    else:
+        assert score.value == {"membership": False, "order": False}, case.id
+        assert score.reason == "unreadable-answer"
+        assert score.metadata is not None and score.metadata["result"] is None
+
+
+def test_an_unreadable_answer_fails_both_criteria() -> None:
+    score = extraction_score(
+        {"source": ["C", "A", "B"]}, {}, answer_text="I think it is C then A then B."
+    )
+    assert score.value == {"membership": False, "order": False}
+    assert score.reason == "unreadable-answer"
+    assert score.answer == "I think it is C then A then B."
+    assert score.explanation is not None
+    assert score.explanation.startswith("The answer cannot be read as a list of IDs")
+    assert score.metadata is not None
+    assert score.metadata["error"]["side"] == "answer"
+
+
+def test_a_broken_source_outranks_an_unreadable_answer() -> None:
+    repeated = extraction_score({"source": ["A", "A"]}, {}, answer_text="no list")
+    assert is_unscored(repeated)
+    assert repeated.reason == "duplicate-source-id"
+    missing = extraction_score({}, {}, answer_text="no list")
+    assert is_unscored(missing)
+    assert missing.reason == "invalid-input"
+    assert missing.metadata is not None
+    assert missing.metadata["error"]["field"] == "source"
+
+
+def test_every_error_names_its_kind_side_and_field() -> None:
+    fields = {
+        "answer-label": "correct",
+        "duplicate-source-id": "source",
+        "duplicate-answer-id": "answer",
+    }
+    scores = [
+        diagnosis_score(dict(case.input), stage_read_from(), context_recorded=True)
+        for case in STAGE_CASES
+    ] + [extraction_score(dict(case.input), {}) for case in EXTRACTION_CASES]
+    errors = [
+        score.metadata["error"]
+        for score in scores
+        if score.metadata is not None and score.metadata["error"] is not None
+    ]
+    assert {error["kind"] for error in errors} == set(DATA_ERRORS) | {
+        "duplicate-answer-id"
+    }
+    for error in errors:
+        assert set(error) == {"kind", "side", "field", "message"}
+        assert error["side"] == ("data" if error["kind"] in DATA_ERRORS else "answer")
+        if error["kind"] in fields:
+            assert error["field"] == fields[error["kind"]]
+
+
+def test_error_kinds_are_split_by_side() -> None:
+    assert set(DATA_ERRORS).isdisjoint(ANSWER_FAILURES)
+    assert "answer-label" in DATA_ERRORS
+    assert "duplicate-answer-id" in ANSWER_FAILURES
+
+
+# --- reading the answer text --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "ids"),
+    [
+        ('["C", "A", "B"]', ["C", "A", "B"]),
+        ('The IDs are ["C","A","B"] in source order.', ["C", "A", "B"]),
+        ('```json\n[\n  "C",\n  "A"\n]\n```', ["C", "A"]),
+        ('See [1] and [note]: ["X"]', ["X"]),
+        ('["A", "B"]\n\nFinal answer: ["A", "B"]', ["A", "B"]),
+        ("[]", []),
+        ('["\\u00e9", "e\\u0301"]', ["\u00e9", "e\u0301"]),
+        ('["A", "A"]', ["A", "A"]),
+    ],
+)
+def test_an_id_list_is_read_from_anywhere_in_the_text(
+    text: str, ids: list[str]
+) -> None:
+    assert parse_answer_ids(text) == ids
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("", "empty"),
+        ("   \n", "empty"),
+        ("C, A, B", "no JSON array"),
+        ('["A", "B"] or maybe ["B", "A"]', "2 different ID lists"),
+        ('[["A"]]', "is a list of string IDs; the first"),
+        ('["A", 1]', "is a list of string IDs; the first"),
+        ('["A", null]', "is a list of string IDs; the first"),
+        ("[NaN]", "no JSON array"),
+        ('["A", "B"', "no JSON array"),
+        ("[" * 5000, "too many unclosed or deeply nested brackets"),
+        ("[1," * 5000, "too many unclosed or deeply nested brackets"),
+    ],
+)
+def test_an_answer_without_one_clear_id_list_is_unreadable(
+    text: str, problem: str
+) -> None:
+    with pytest.raises(UnreadableAnswer, match=problem):
+        parse_answer_ids(text)
+
+
+# --- sentences ----------------------------------------------------------------
+
+
+def test_ids_in_sentences_are_plain_or_quoted() -> None:
+    assert show_id("D1") == "D1"
+    assert show_id("") == '""'
+    assert show_id("D1 ") == '"D1 "'
+    assert show_id("e\u0301") == '"e\\u0301"'
+    assert list_ids(["D1"]) == "D1"
+    assert list_ids(["D1", "D2"]) == "D1 and D2"
+    assert list_ids(["D1", "D2", "D3"]) == "D1, D2 and D3"
+    assert list_ids([f"D{i}" for i in range(8)]) == "D0, D1, D2, D3, D4 and 3 more"
+
+
+@pytest.mark.parametrize(
+    ("record", "result", "sentence"),
+    [
+        (
+            {"required": ["D1"], "context": ["X"], "correct": False},
+            {"stage": "retrieval", "missing": ["D1"]},
+            "D1 never reached the supplied context, so the failure is attributed "
+            "to retrieval before the answer is considered.",
+        ),
+        (
+            {"required": ["D1"], "context": ["D1"], "correct": False},
+            {"stage": "generation", "missing": []},
+            "Every required document reached the context, so the wrong-answer "
+            "label points to generation.",
+        ),
+        (
+            {"required": ["D1"], "context": ["D1"], "correct": True},
+            {"stage": "pass", "missing": []},
+            "Every required document reached the context and the answer is "
+            "labelled correct: a grounded pass.",
+        ),
+        (
+            {"required": ["D1"], "context": ["D1"]},
+            {"error": "answer-label"},
+            "No staff label was found, so the answer cannot be called correct "
+            "or incorrect.",
+        ),
+        (
+            {"required": ["D1"], "context": ["D1"], "correct": "true"},
+            {"error": "answer-label"},
+            'The staff label "true" is not true or false, so the answer cannot '
+            "be called correct or incorrect.",
+        ),
+        (
+            {"required": [], "context": []},
+            {"stage": "unresolved"},
+            "The required set is empty, so there is nothing to diagnose.",
+        ),
+        (
+            {"context": []},
+            {"stage": "unresolved"},
+            "No required set was declared, so there is nothing to diagnose.",
+        ),
+    ],
+)
+def test_stage_sentences(record: dict[str, Any], result: Any, sentence: str) -> None:
+    assert explain_stage(record, result) == sentence
+
+
+def test_a_missing_label_names_where_it_was_looked_for() -> None:
+    sentence = explain_stage(
+        {"required": ["D1"], "context": ["D1"]},
+        {"error": "answer-label"},
+        label_from="labels file staff.jsonl",
+    )
+    assert sentence.startswith("No staff label was found in labels file staff.jsonl,")
+
+
+@pytest.mark.parametrize(
+    ("source", "answer", "result", "sentence"),
+    [
+        (
+            ["C", "A", "B"],
+            ["C", "A", "B"],
+            {"membership": True, "order": True},
+            "Every source ID is kept, in source order.",
+        ),
+        (
+            ["C", "A", "B"],
+            ["A", "B", "C"],
+            {"membership": True, "order": False},
+            "Every ID remains, but position 1 holds A where the source has C: "
+            "the source order is lost.",
+        ),
+        (
+            ["A", "B", "C"],
+            ["A", "B", "D"],
+            {"membership": False, "order": False},
+            "The answer misses C and adds D, so membership fails and order "
+            "cannot pass.",
+        ),
+        (
+            ["A"],
+            [],
+            {"membership": False, "order": False},
+            "The answer misses A, so membership fails and order cannot pass.",
+        ),
+        (
+            ["C", "A", "B"],
+            ["C", "A", "A", "B"],
+            {"error": "duplicate-id"},
+            "The answer repeats A, which fails both criteria before order is "
+            "graded; sorting cannot repair it.",
+        ),
+        (
+            ["A", "B", "A"],
+            ["A", "B"],
+            {"error": "duplicate-id"},
+            "The source repeats A, which breaks the unique-list contract, so the "
+            "sample cannot be graded.",
+        ),
+    ],
+)
+def test_extraction_sentences(
+    source: list[str], answer: list[str], result: Any, sentence: str
+) -> None:
+    assert explain_extraction(source, answer, result) == sentence
+
+
+# --- where the scorers read their inputs --------------------------------------
+
+
+def test_the_stage_scorer_reads_the_context_from_retrieval_trace() -> None:
+    state = task_state({"required": ["D1", "D2"], "correct": True})
+    state.store_as(RetrievalTrace).context = ["D1"]
+    score = run(stage_diagnosis_scorer(), state)
+    assert score.value == "retrieval"
+    assert score.metadata is not None
+    assert score.metadata["record"] == {
+        "required": ["D1", "D2"],
+        "context": ["D1"],
+        "correct": True,
+    }
+    assert score.metadata["read_from"] == {
+        "required": 'metadata["required"]',
+        "context": "store RetrievalTrace:context",
+        "correct": 'metadata["correct"]',
+    }
+
+
+def test_a_stage_run_with_nothing_in_retrieval_trace_is_invalid_input() -> None:
+    state = task_state({"required": ["D1"], "context": ["D1"], "correct": True})
+    score = run(stage_diagnosis_scorer(), state)
+    assert is_unscored(score)
+    assert score.reason == "invalid-input"
+    assert score.explanation is not None and "never recorded" in score.explanation
+
+
+def test_the_stage_scorer_reads_configured_metadata_keys() -> None:
+    state = task_state({"gold": ["D1"], "retrieved": ["D1", "D9"], "human_ok": False})
+    scorer = stage_diagnosis_scorer(
+        required_key="gold", correct_key="human_ok", context_key="retrieved"
+    )
+    score = run(scorer, state)
+    assert score.value == "generation"
+    assert score.metadata is not None
+    assert score.metadata["read_from"]["context"] == 'metadata["retrieved"]'
+
+
+def test_the_extraction_scorer_reads_output_and_target() -> None:
+    state = task_state(
+        {}, completion='Sure:\n```json\n["C", "B", "A"]\n```', target='["C", "A", "B"]'
+    )
+    score = run(ordered_extraction_scorer(source_key=None), state)
+    assert score.value == {"membership": True, "order": False}
+    assert score.answer == '["C","B","A"]'
+    assert score.metadata is not None
+    assert score.metadata["read_from"] == {"source": "target", "answer": "output"}
+
+
+def test_a_target_that_is_not_a_json_array_is_invalid_input() -> None:
+    state = task_state({}, completion='["C"]', target="C, A, B")
+    score = run(ordered_extraction_scorer(source_key=None), state)
+    assert is_unscored(score)
+    assert score.metadata is not None
+    assert score.metadata["error"]["field"] == "source"
+
+
+def test_the_extraction_scorer_reads_recorded_answers_from_metadata() -> None:
+    state = task_state({"ids": ["A", "B"], "recorded": ["B", "A"]}, completion="junk")
+    score = run(
+        ordered_extraction_scorer(source_key="ids", answer_key="recorded"), state
+    )
+    assert score.value == {"membership": True, "order": False}
+
+
+# --- the store model and the registry -----------------------------------------
+
+
+def test_the_scorer_reads_the_key_the_store_model_writes() -> None:
+    state = task_state({})
+    state.store_as(RetrievalTrace).context = ["D1", "D2"]
+    assert recorded_context(state.store) == ["D1", "D2"]
+    assert context_store_key() in state.store
+
+
+@pytest.mark.parametrize("bad", [("D1",), ["D1", 2], "D1"])
+def test_the_store_model_refuses_what_the_contract_refuses(bad: Any) -> None:
+    trace = task_state({}).store_as(RetrievalTrace)
+    with pytest.raises(ValueError):
+        trace.context = bad
+
+
+def test_scorers_are_registered_under_the_tracegrade_prefix() -> None:
+    assert registry_info(stage_diagnosis_scorer()).name == "tracegrade/stage_diagnosis"
+    assert (
+        registry_info(ordered_extraction_scorer()).name
+        == "tracegrade/ordered_extraction"
+    )
+    assert (
+        registry_info(tracegrade.stage_diagnosis).name == "tracegrade/stage_diagnosis"
+    )
+
+
+def test_importing_tracegrade_does_not_import_inspect() -> None:
+    code = (
+        "import sys, tracegrade\n"
+        "assert 'inspect_ai' not in sys.modules, 'eager'\n"
+        "tracegrade.stage_diagnosis_scorer\n"
+        "assert 'inspect_ai' in sys.modules, 'not loaded'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_unknown_attributes_still_raise() -> None:
+    with pytest.raises(AttributeError, match="no_such_name"):
+        tracegrade.no_such_name  # noqa: B018

@@ -1,0 +1,333 @@
+"""The replay tasks run end to end, with no model and no network.
+
+Each packaged case is run through Inspect (in-process and through the
+`inspect eval` CLI) and its logged score must carry the documented output;
+a user's own fixture file runs the same way, and a malformed one stops
+before anything runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai import Task, eval
+from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
+
+from tracegrade import (
+    DatasetError,
+    ordered_extraction_recorded,
+    ordered_extraction_scorer,
+    stage_diagnosis,
+)
+from tracegrade.core import canonical_json
+from tracegrade.datasets import (
+    ordered_extraction_dataset,
+    packaged_fixture,
+    read_fixture_cases,
+    stage_diagnosis_dataset,
+)
+from tracegrade.tasks import replay
+
+# No INSPECT_* settings from the caller (a default model, a log dir), and a
+# wide console so error messages are not wrapped mid-sentence.
+SUBPROCESS_ENV = {
+    **{
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("INSPECT_")
+    },
+    "COLUMNS": "400",
+}
+
+
+def run(task: Task, tmp_path: Path) -> EvalLog:
+    (log,) = eval(task, display="none", log_dir=str(tmp_path))
+    assert log.status == "success", log.error
+    return log
+
+
+def inspect_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "inspect_ai", *args],
+        cwd=cwd,
+        env=SUBPROCESS_ENV,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def only_log(log_dir: Path) -> EvalLog:
+    (info,) = list_eval_logs(str(log_dir))
+    return read_eval_log(info.name)
+
+
+def check_logged_samples(log: EvalLog, fixture: str, scorer_name: str) -> None:
+    """Every case is a sample, and its score carries the documented output."""
+    cases = {case.id: case for case in read_fixture_cases(packaged_fixture(fixture))}
+    assert log.samples is not None
+    samples: dict[Any, EvalSample] = {sample.id: sample for sample in log.samples}
+    assert samples.keys() == cases.keys()
+    for case_id, case in cases.items():
+        sample = samples[case_id]
+        assert sample.scores is not None
+        score = sample.scores[scorer_name]
+        assert score.metadata is not None, case_id
+        assert score.explanation, case_id
+        assert case.expected is not None
+        assert sample.metadata["expected"] == case.expected
+        if "invalid" in case.expected:
+            assert score.metadata["result"] is None, case_id
+            assert score.metadata["error"]["field"] == case.expected["invalid"], case_id
+        else:
+            assert canonical_json(score.metadata["result"]) == canonical_json(
+                case.expected
+            ), case_id
+
+
+def test_stage_diagnosis_replays_every_packaged_case(tmp_path: Path) -> None:
+    log = run(stage_diagnosis(), tmp_path)
+    assert log.eval.model == "none/none"
+    check_logged_samples(log, "stage_diagnosis.jsonl", "stage_diagnosis")
+
+
+def test_ordered_extraction_replays_every_packaged_case(tmp_path: Path) -> None:
+    log = run(ordered_extraction_recorded(), tmp_path)
+    check_logged_samples(log, "ordered_extraction.jsonl", "ordered_extraction")
+
+
+def test_the_stage_context_goes_through_the_store(tmp_path: Path) -> None:
+    log = run(stage_diagnosis(), tmp_path)
+    assert log.samples is not None
+    for sample in log.samples:
+        if "context" in sample.metadata:
+            assert sample.store["RetrievalTrace:context"] == sample.metadata["context"]
+        else:
+            assert "RetrievalTrace:context" not in sample.store
+
+
+def test_the_inspect_eval_cli_runs_the_stage_task_with_no_model(
+    tmp_path: Path,
+) -> None:
+    result = inspect_cli(
+        "eval", "tracegrade/stage_diagnosis", "--log-dir", "logs", cwd=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    log = only_log(tmp_path / "logs")
+    assert log.status == "success"
+    assert log.eval.model == "none/none"
+    check_logged_samples(log, "stage_diagnosis.jsonl", "stage_diagnosis")
+
+
+def test_the_extraction_scorer_resolves_by_name_in_inspect_score(
+    tmp_path: Path,
+) -> None:
+    log = run(ordered_extraction_recorded(), tmp_path / "logs")
+    result = inspect_cli(
+        "score",
+        log.location,
+        "--scorer",
+        "tracegrade/ordered_extraction",
+        "-S",
+        "answer_key=answer",
+        "--action",
+        "overwrite",
+        "--overwrite",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    rescored = read_eval_log(log.location)
+    assert rescored.status == "success"
+    check_logged_samples(rescored, "ordered_extraction.jsonl", "ordered_extraction")
+    assert rescored.eval.scorers is not None
+    (scorer,) = rescored.eval.scorers
+    assert scorer.options == {"answer_key": "answer"}
+
+
+def write_cases(path: Path, lines: list[Any]) -> str:
+    path.write_text(
+        "".join(
+            (line if isinstance(line, str) else json.dumps(line)) + "\n"
+            for line in lines
+        ),
+        encoding="utf-8",
+    )
+    return str(path)
+
+
+def test_the_cli_takes_a_users_own_file(tmp_path: Path) -> None:
+    dataset = write_cases(
+        tmp_path / "mine.jsonl",
+        [
+            {"id": "q-17", "input": {"source": ["B", "A"], "answer": ["A", "B"]}},
+            {"id": "q-18", "input": {"source": ["B", "A"], "answer": "B A"}},
+        ],
+    )
+    result = inspect_cli(
+        "eval",
+        "tracegrade/ordered_extraction_recorded",
+        "-T",
+        f"dataset={dataset}",
+        "--log-dir",
+        "logs",
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    log = only_log(tmp_path / "logs")
+    assert log.status == "success"
+    assert log.samples is not None
+    scores = {
+        sample.id: (sample.scores or {})["ordered_extraction"] for sample in log.samples
+    }
+    assert scores["q-17"].value == {"membership": True, "order": False}
+    assert scores["q-18"].reason == "invalid-input"
+
+
+def test_own_file_samples_keep_ids_inputs_and_expectations(tmp_path: Path) -> None:
+    dataset = write_cases(
+        tmp_path / "runs.jsonl",
+        [
+            {
+                "id": "run-1",
+                "input": {
+                    "required": ["D1"],
+                    "context": ["D1"],
+                    "correct": True,
+                    "answer": "Paris.",
+                },
+                "expected": {"stage": "pass", "missing": []},
+                "reason": "grounded",
+            },
+            "",
+            {"id": "run-2", "input": {"context": ["D1"], "correct": False}},
+        ],
+    )
+    log = run(stage_diagnosis(dataset=dataset), tmp_path)
+    assert log.samples is not None
+    first, second = sorted(log.samples, key=lambda sample: str(sample.id))
+    assert first.id == "run-1"
+    assert first.metadata == {
+        "required": ["D1"],
+        "context": ["D1"],
+        "correct": True,
+        "answer": "Paris.",
+        "expected": {"stage": "pass", "missing": []},
+        "reason": "grounded",
+    }
+    assert first.output.completion == "Paris."
+    assert first.scores is not None
+    assert first.scores["stage_diagnosis"].value == "pass"
+    assert second.metadata == {"context": ["D1"], "correct": False}
+    assert second.scores is not None
+    assert second.scores["stage_diagnosis"].value == "unresolved"
+    assert second.output.completion == ""
+
+
+def test_extraction_graded_from_replayed_output(tmp_path: Path) -> None:
+    """The scorer's default reads the model output; the replay puts the
+    recorded answer there, so the same cases grade the same way."""
+    task = Task(
+        dataset=ordered_extraction_dataset(),
+        solver=replay(),
+        scorer=ordered_extraction_scorer(),
+    )
+    log = run(task, tmp_path)
+    assert log.samples is not None
+    for sample in log.samples:
+        assert sample.scores is not None
+        score = sample.scores["ordered_extraction"]
+        expected = sample.metadata["expected"]
+        if "membership" in expected:
+            assert score.value == expected, sample.id
+            assert score.metadata is not None
+            assert score.metadata["read_from"]["answer"] == "output"
+
+
+BAD_LINES = [
+    ("{not json", "line 1: not valid JSON"),
+    ("[1, 2]", "line 1: a case must be a JSON object"),
+    ({"input": {}}, "line 1: no 'id' field"),
+    ({"id": "", "input": {}}, "line 1: 'id' must be a non-empty string"),
+    ({"id": 7, "input": {}}, "line 1: 'id' must be a non-empty string, got 7"),
+    ({"id": "a"}, "line 1: case 'a' has no 'input' field"),
+    ({"id": "a", "input": ["D1"]}, "line 1: 'input' of case 'a' must be an object"),
+    ({"id": "a", "input": {}, "expect": {}}, "line 1: unknown field 'expect'"),
+    ({"id": "a", "input": {}, "reason": 3}, "line 1: 'reason' of case 'a' must be"),
+    ({"id": "a", "input": {}, "expected": []}, "line 1: 'expected' of case 'a' must"),
+    ({"id": "a", "input": {"expected": 1}}, "line 1: 'input' of case 'a' has a field"),
+    ('{"id": "a", "id": "b", "input": {}}', "line 1: not valid JSON .*twice"),
+    ('{"id": "a", "input": {"correct": NaN}}', "line 1: not valid JSON .*NaN"),
+]
+
+
+@pytest.mark.parametrize(("line", "message"), BAD_LINES)
+def test_a_malformed_line_stops_the_task_being_built(
+    tmp_path: Path, line: Any, message: str
+) -> None:
+    dataset = write_cases(tmp_path / "bad.jsonl", [line])
+    with pytest.raises(DatasetError, match=message) as raised:
+        stage_diagnosis(dataset=dataset)
+    assert str(raised.value).startswith(dataset)
+    assert raised.value.line == 1
+
+
+def test_a_repeated_id_names_both_lines(tmp_path: Path) -> None:
+    dataset = write_cases(
+        tmp_path / "bad.jsonl",
+        [{"id": "a", "input": {}}, "", {"id": "a", "input": {}}],
+    )
+    with pytest.raises(DatasetError, match="line 3: id 'a' is already used on line 1"):
+        ordered_extraction_recorded(dataset=dataset)
+
+
+def test_an_empty_or_missing_file_is_an_error(tmp_path: Path) -> None:
+    empty = write_cases(tmp_path / "empty.jsonl", [""])
+    with pytest.raises(DatasetError, match="holds no cases"):
+        stage_diagnosis_dataset(empty)
+    with pytest.raises(DatasetError, match="cannot read"):
+        stage_diagnosis_dataset(tmp_path / "absent.jsonl")
+
+
+def test_the_cli_reports_a_malformed_file_before_running(tmp_path: Path) -> None:
+    dataset = write_cases(tmp_path / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
+    result = inspect_cli(
+        "eval",
+        "tracegrade/stage_diagnosis",
+        "-T",
+        f"dataset={dataset}",
+        "--log-dir",
+        "logs",
+        cwd=tmp_path,
+    )
+    assert result.returncode != 0
+    assert f"DatasetError: {dataset}, line 2: not valid JSON" in result.stderr
+    assert not (tmp_path / "logs").exists()
+
+
+def test_an_out_of_contract_input_is_a_sample_not_a_malformed_line(
+    tmp_path: Path,
+) -> None:
+    dataset = write_cases(
+        tmp_path / "runs.jsonl",
+        [
+            {
+                "id": "odd",
+                "input": {"required": "D1", "context": ["D1"], "correct": True},
+            }
+        ],
+    )
+    log = run(stage_diagnosis(dataset=dataset), tmp_path)
+    assert log.samples is not None
+    (sample,) = log.samples
+    assert sample.scores is not None
+    score = sample.scores["stage_diagnosis"]
+    assert score.reason == "invalid-input"
+    assert score.metadata is not None
+    assert score.metadata["error"]["field"] == "required"
