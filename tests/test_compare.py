@@ -373,6 +373,10 @@ def test_cli_runs_extra_files_with_and_without_expected(
     assert f"{stage} [stage_diagnosis]: 1 cases, 1 in contract" in printed
     assert f"{extraction_one} [ordered_extraction]: 1 cases" in printed
     assert f"{extraction_two} [ordered_extraction]: 1 cases" in printed
+    # Both Python sides, the core and the logs of `inspect eval`, are checked.
+    assert "== Python core against the original Node evaluators ==" in printed
+    assert "== Inspect log against the original Node evaluators ==" in printed
+    assert printed.count("parity OK: 3 cases in 3 files\n") == 2
     assert printed.endswith("parity OK: 3 cases in 3 files\n")
 
 
@@ -382,7 +386,7 @@ def test_cli_exits_1_on_an_expected_mismatch(
     wrong = {**SORTED_BY_ORDER, "expected": {"membership": False, "order": False}}
     path = write_fixture(tmp_path / "wrong.jsonl", [wrong])
 
-    status = main(["--ordered-extraction", str(path)], packaged=())
+    status = main(["--core-only", "--ordered-extraction", str(path)], packaged=())
 
     assert status == 1
     assert f"FAIL ordered_extraction 'sort' at {path}:1" in capsys.readouterr().out
@@ -461,7 +465,7 @@ def test_cli_without_node_exits_2(
 ) -> None:
     path = write_fixture(tmp_path / "x.jsonl", [KEPT_ORDER])
 
-    status = main(["--ordered-extraction", str(path)], packaged=())
+    status = main(["--core-only", "--ordered-extraction", str(path)], packaged=())
 
     assert status == 2
     assert "'node' was not found on PATH" in capsys.readouterr().err
