@@ -1,0 +1,289 @@
+"""A `Report` as one self-contained HTML file with plotly charts.
+
+plotly.js is embedded inline, once, in the page head: the file opens
+offline, from an attachment or an air-gapped machine, with no CDN. The
+tables are the same `report_tables` the terminal shows, so the page and the
+terminal never disagree.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go  # type: ignore[import-untyped]
+from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
+
+from .reporting import (
+    ExtractionSummary,
+    Proportion,
+    Report,
+    StageSummary,
+    Table,
+    interval_note,
+    report_tables,
+    task_label,
+)
+from .scorers.explain import show_id
+from .scorers.metrics import STAGES
+
+STAGE_COLOURS = {
+    "retrieval": "#d62728",
+    "generation": "#ff7f0e",
+    "pass": "#2ca02c",
+    "unresolved": "#9a9a9a",
+}
+CRITERION_COLOURS = {"membership": "#1f77b4", "order": "#17becf", "gap": "#9467bd"}
+_PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+_LAYOUT: dict[str, Any] = {
+    "template": "plotly_white",
+    "height": 420,
+    "margin": {"l": 60, "r": 20, "t": 100, "b": 80},
+    "bargap": 0.35,
+    "legend": {"orientation": "h", "y": -0.2},
+}
+
+
+def plot_text(text: str) -> str:
+    """`text` safe in plotly's labels, which read a little HTML.
+
+    plotly.js decodes `&lt;`, `&gt;` and `&amp;` but not `&quot;`, so quotes
+    stay as they are.
+    """
+    return html.escape(text, quote=False)
+
+
+def group_label(summary: StageSummary | ExtractionSummary) -> str:
+    return f"{plot_text(summary.model)}<br>{plot_text(task_label(summary))}"
+
+
+def _title(text: str, subtitle: str) -> dict[str, Any]:
+    # Left-aligned and below the top edge, clear of the mode bar.
+    return {"text": text, "subtitle": {"text": subtitle}, "x": 0.02, "y": 0.93}
+
+
+def _percent(share: float | None) -> float | None:
+    return None if share is None else 100 * share
+
+
+def _error_bars(proportions: Sequence[Proportion]) -> dict[str, Any]:
+    """Asymmetric error bars from the Wilson bounds, in percent."""
+    above = []
+    below = []
+    for p in proportions:
+        if p.share is None or p.low is None or p.high is None:
+            above.append(0.0)
+            below.append(0.0)
+        else:
+            above.append(100 * (p.high - p.share))
+            below.append(100 * (p.share - p.low))
+    return {"type": "data", "symmetric": False, "array": above, "arrayminus": below}
+
+
+def _interval_text(p: Proportion) -> str:
+    if p.share is None or p.low is None or p.high is None:
+        return "no runs"
+    return (
+        f"{p.count} of {p.total}: {100 * p.share:.1f}% "
+        f"(95% CI {100 * p.low:.1f}% to {100 * p.high:.1f}%)"
+    )
+
+
+def stages_figure(summaries: Sequence[StageSummary]) -> Any:
+    """Stacked shares of each stage, one bar per task and model."""
+    labels = [group_label(s) for s in summaries]
+    figure = go.Figure()
+    for stage in STAGES:
+        proportions = [s.stages[stage] for s in summaries]
+        figure.add_trace(
+            go.Bar(
+                name=stage,
+                x=labels,
+                y=[_percent(p.share) for p in proportions],
+                text=[str(p.count) for p in proportions],
+                textposition="inside",
+                textangle=0,
+                customdata=[_interval_text(p) for p in proportions],
+                hovertemplate=f"{stage}: %{{customdata}}<extra></extra>",
+                marker_color=STAGE_COLOURS[stage],
+            )
+        )
+    figure.update_layout(
+        _LAYOUT,
+        title=_title(
+            "Stages per task and model",
+            "share of runs that got a stage; bar labels are run counts",
+        ),
+        barmode="stack",
+        # Small segments keep a readable count rather than shrinking it away.
+        uniformtext={"minsize": 11, "mode": "show"},
+        yaxis={"title": "share of diagnosed runs (%)", "range": [0, 100]},
+        xaxis={"type": "category"},
+    )
+    return figure
+
+
+def missed_figure(summaries: Sequence[StageSummary], top: int) -> Any:
+    """Miss counts of the most often missing IDs, one bar series per task and model."""
+    figure = go.Figure()
+    for s in summaries:
+        figure.add_trace(
+            go.Bar(
+                name=plot_text(f"{s.model} {task_label(s)}"),
+                x=[plot_text(show_id(document.id)) for document in s.missed],
+                y=[document.missed for document in s.missed],
+                text=[str(document.missed) for document in s.missed],
+                textposition="outside",
+                customdata=[
+                    f"missed in {d.missed} of {d.required} runs that required it"
+                    for d in s.missed
+                ],
+                hovertemplate="%{x}: %{customdata}<extra></extra>",
+                # One series: the colour of retrieval, the stage a miss causes.
+                marker_color=STAGE_COLOURS["retrieval"]
+                if len(summaries) == 1
+                else None,
+            )
+        )
+    figure.update_layout(
+        _LAYOUT,
+        title=_title(
+            f"Most often missing document IDs (top {top})",
+            "diagnosed runs whose context lacked the required ID",
+        ),
+        barmode="group",
+        showlegend=len(summaries) > 1,
+        # IDs such as "01" and "1" are different documents, not numbers.
+        xaxis={"type": "category", "title": "document ID"},
+        yaxis={"title": "diagnosed runs missing it"},
+    )
+    return figure
+
+
+def extraction_figure(summaries: Sequence[ExtractionSummary]) -> Any:
+    """Membership and order accuracy, and their gap, with Wilson intervals."""
+    labels = [group_label(s) for s in summaries]
+    figure = go.Figure()
+    criteria: list[tuple[str, list[Proportion]]] = [
+        ("membership", [s.membership for s in summaries]),
+        ("order", [s.order for s in summaries]),
+        ("gap", [s.gap for s in summaries]),
+    ]
+    for name, proportions in criteria:
+        figure.add_trace(
+            go.Bar(
+                name=name,
+                x=labels,
+                y=[_percent(p.share) for p in proportions],
+                error_y=_error_bars(proportions),
+                customdata=[_interval_text(p) for p in proportions],
+                hovertemplate=f"{name}: %{{customdata}}<extra></extra>",
+                marker_color=CRITERION_COLOURS[name],
+            )
+        )
+    figure.update_layout(
+        _LAYOUT,
+        title=_title(
+            "Membership versus order accuracy",
+            "gap = membership minus order; error bars: 95% Wilson intervals",
+        ),
+        barmode="group",
+        yaxis={"title": "share of graded runs (%)", "range": [0, 100]},
+        xaxis={"type": "category"},
+    )
+    return figure
+
+
+def _chart(figure: Any, key: str) -> str:
+    div: str = figure.to_html(
+        full_html=False,
+        include_plotlyjs=False,
+        include_mathjax=False,
+        config=_PLOT_CONFIG,
+        div_id=f"chart-{key}",
+    )
+    return f'<section class="chart">{div}</section>'
+
+
+def _table(table: Table) -> str:
+    def cells(tag: str, values: Sequence[str]) -> str:
+        return "".join(
+            f'<{tag} class="{"num" if numeric else "text"}">'
+            f"{html.escape(value)}</{tag}>"
+            for value, numeric in zip(values, table.numeric, strict=True)
+        )
+
+    body = "".join(f"<tr>{cells('td', row)}</tr>" for row in table.rows)
+    return (
+        f'<section class="table" id="table-{table.key}">'
+        f"<h2>{html.escape(table.title)}</h2>"
+        f"<table><thead><tr>{cells('th', table.columns)}</tr></thead>"
+        f"<tbody>{body}</tbody></table>"
+        f'<p class="caption">{html.escape(table.caption)}</p></section>'
+    )
+
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px;
+       color: #222; padding: 0 1rem; }
+h1 { margin-bottom: 0.2rem; }
+.note { color: #555; margin-top: 0; }
+.charts { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
+.chart { border: 1px solid #ddd; border-radius: 6px; padding: 0.3rem; }
+.chart.wide { grid-column: 1 / -1; }
+table { border-collapse: collapse; margin: 0.5rem 0; font-size: 0.9rem; }
+th, td { border-bottom: 1px solid #e3e3e3; padding: 0.25rem 0.6rem; }
+th { background: #f4f4f4; text-align: left; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+.caption { color: #555; font-size: 0.85rem; max-width: 60rem; }
+"""
+
+
+def render_html(report: Report) -> str:
+    """The whole page: charts first, then every table of the terminal report."""
+    charts: list[str] = []
+    if report.stage_diagnosis:
+        charts.append(_chart(stages_figure(report.stage_diagnosis), "stages"))
+        charts.append(
+            _chart(missed_figure(report.stage_diagnosis, report.top), "missed")
+        )
+    if report.ordered_extraction:
+        charts.append(
+            _chart(extraction_figure(report.ordered_extraction), "extraction")
+        )
+    if len(charts) % 2:
+        charts[-1] = charts[-1].replace('class="chart"', 'class="chart wide"', 1)
+    samples = sum(log.samples for log in report.logs)
+    summary = (
+        f"{len(report.logs)} log{'s' if len(report.logs) != 1 else ''}, "
+        f"{samples} sample-epochs. {interval_note(report)}"
+    )
+    tables = "".join(_table(table) for table in report_tables(report))
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        "<title>tracegrade report</title>"
+        f"<style>{_STYLE}</style>"
+        f'<script type="text/javascript">{get_plotlyjs()}</script>'
+        "</head><body>"
+        "<h1>tracegrade report</h1>"
+        f'<p class="note">{html.escape(summary)}</p>'
+        f'<div class="charts">{"".join(charts)}</div>'
+        f"{tables}"
+        "</body></html>\n"
+    )
+
+
+def write_html(report: Report, path: Path) -> None:
+    path.write_text(render_html(report), encoding="utf-8")
+
+
+__all__ = [
+    "extraction_figure",
+    "missed_figure",
+    "render_html",
+    "stages_figure",
+    "write_html",
+]

@@ -1,0 +1,731 @@
+"""From Inspect logs to the figures `tracegrade report` shows.
+
+The aggregation is pure: it reads logs through Inspect's log API and
+returns a typed `Report`; the terminal, HTML and JSON renderings are built
+from that one structure, so they cannot disagree.
+
+Choices a reader of the figures needs to know:
+
+- Counts are per sample-epoch, as tracegrade's metrics count them: a
+  sample run for three epochs counts three times. Reducing epochs first
+  would need a rule for a sample diagnosed `retrieval` once and `pass`
+  twice, and any such rule hides the run that failed.
+- Logs of the same task, model and scorer are pooled; `logs` says how many
+  went into each figure.
+- Data errors (unscored samples) are counted by kind, never as a stage or
+  a grade; answer failures count as failed grades, as in the metrics.
+- Intervals are 95% Wilson score intervals, which stay inside [0, 1] and
+  behave at 0 and n successes where the normal approximation does not.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from statistics import NormalDist
+from typing import Any, TypeGuard
+from urllib.parse import unquote, urlparse
+
+from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
+
+from .scorers.explain import show_id
+from .scorers.metrics import STAGES
+
+STAGE_SCORER = "stage_diagnosis"
+EXTRACTION_SCORER = "ordered_extraction"
+CONFIDENCE = 0.95
+INTERVAL_METHOD = "wilson"
+COUNTING_UNIT = "sample-epoch"
+DIAGNOSED_STAGES = ("retrieval", "generation", "pass")
+METADATA_KEYS = frozenset({"result", "record", "read_from", "error"})
+LOG_SUFFIXES = (".eval", ".json")
+
+# Inspect keys `sample.scores` by the scorer's unqualified name, adding 1,
+# 2, ... when a log already holds a score of that name (`inspect score
+# --action append`).
+_SCORE_KEY = re.compile(rf"({STAGE_SCORER}|{EXTRACTION_SCORER})\d*")
+# Left out of each sample read from a .eval log: a long run's messages and
+# events would cost most of the time and memory, and no figure needs them.
+# Inspect reads a .json log whole regardless.
+_UNUSED_SAMPLE_FIELDS = frozenset({"messages", "events", "store", "attachments"})
+
+
+class ReportError(ValueError):
+    """A log that cannot be reported on, or no tracegrade result at all."""
+
+
+def wilson_interval(
+    successes: int, trials: int, confidence: float = CONFIDENCE
+) -> tuple[float, float]:
+    """The Wilson score interval for `successes` out of `trials`."""
+    if trials <= 0:
+        raise ValueError(f"a proportion needs at least one trial, got {trials}")
+    if not 0 <= successes <= trials:
+        raise ValueError(f"successes must lie in 0..{trials}, got {successes}")
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    share = successes / trials
+    z2_n = z * z / trials
+    centre = (share + z2_n / 2) / (1 + z2_n)
+    half = (z / (1 + z2_n)) * math.sqrt(
+        share * (1 - share) / trials + z2_n / (4 * trials)
+    )
+    # Clamp the rounding error at 0 and n successes, where the exact bound
+    # is 0 or 1.
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass(frozen=True)
+class Proportion:
+    """`count` of `total`, with its share and Wilson interval.
+
+    With no trials there is no share: `share`, `low` and `high` are None.
+    """
+
+    count: int
+    total: int
+    share: float | None
+    low: float | None
+    high: float | None
+
+    @classmethod
+    def of(cls, count: int, total: int) -> Proportion:
+        if total == 0:
+            return cls(count, 0, None, None, None)
+        low, high = wilson_interval(count, total)
+        return cls(count, total, count / total, low, high)
+
+
+@dataclass(frozen=True)
+class ErrorCount:
+    """Samples of one error kind; `side` is "data" (unscored) or "answer"."""
+
+    kind: str
+    side: str
+    count: int
+
+
+@dataclass(frozen=True)
+class MissedDocument:
+    """How often a required document never reached the context.
+
+    `required` counts the diagnosed runs that required it, so that a
+    document missed 3 times in 3 differs from one missed 3 times in 300.
+    """
+
+    id: str
+    missed: int
+    required: int
+
+
+@dataclass(frozen=True)
+class StageSummary:
+    """Stage diagnosis figures for one task, model and scorer.
+
+    `runs` counts every sample-epoch scored by the scorer; `diagnosed`
+    those that got a stage, the denominator of the stage shares. `lucky`
+    is the share of runs labelled correct, among those with a required
+    set, whose required evidence never reached the context.
+    """
+
+    task: str
+    model: str
+    scorer: str
+    logs: int
+    epochs: list[int]
+    runs: int
+    diagnosed: int
+    stages: dict[str, Proportion]
+    lucky: Proportion
+    errors: list[ErrorCount]
+    missed: list[MissedDocument]
+    distinct_missed: int
+
+
+@dataclass(frozen=True)
+class ExtractionSummary:
+    """Ordered extraction figures for one task, model and scorer.
+
+    `graded` counts runs with a grade, answer failures included (they fail
+    both criteria). An order pass implies a membership pass, so the gap
+    between the accuracies is itself a proportion: the runs that kept
+    every ID but lost the source order.
+    """
+
+    task: str
+    model: str
+    scorer: str
+    logs: int
+    epochs: list[int]
+    runs: int
+    graded: int
+    membership: Proportion
+    order: Proportion
+    gap: Proportion
+    errors: list[ErrorCount]
+
+
+@dataclass(frozen=True)
+class LogSummary:
+    """What was read from one log file."""
+
+    path: str
+    task: str
+    model: str
+    status: str
+    epochs: int
+    samples: int
+    tracegrade_scores: int
+    samples_without_tracegrade_score: int
+    sample_errors: int
+    other_scorers: list[str]
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything `tracegrade report` shows, in every output form."""
+
+    unit: str
+    interval: str
+    confidence: float
+    top: int
+    logs: list[LogSummary]
+    stage_diagnosis: list[StageSummary]
+    ordered_extraction: list[ExtractionSummary]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def find_logs(paths: Iterable[str | Path]) -> list[str]:
+    """The log files named by `paths`, directories searched recursively.
+
+    A directory is listed the way `inspect view` lists it (`.eval` files,
+    and `.json` files named like Inspect logs), so manifests and other
+    JSON beside the logs are not mistaken for logs. A file named directly
+    is always read. Raises `ReportError` when a directory holds no log.
+    """
+    found: list[str] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            listed = sorted(
+                _local_path(info.name) for info in list_eval_logs(str(path))
+            )
+            if not listed:
+                raise ReportError(
+                    f"no Inspect logs ({', '.join(LOG_SUFFIXES)}) under {str(path)!r}"
+                )
+            found.extend(listed)
+        else:
+            found.append(str(path))
+    return list(dict.fromkeys(found))
+
+
+def _local_path(name: str) -> str:
+    if name.startswith("file://"):
+        return unquote(urlparse(name).path)
+    return name
+
+
+def read_log(path: str) -> EvalLog:
+    """A log with the sample fields the report needs; raises `ReportError`."""
+    try:
+        return read_eval_log(path, exclude_fields=set(_UNUSED_SAMPLE_FIELDS))
+    except Exception as error:
+        # Inspect raises whatever its readers raise (JSON, zip, pydantic,
+        # OS errors); any of them means the same here: not a readable log.
+        raise ReportError(
+            f"cannot read {path!r} as an Inspect log ({error})"
+        ) from error
+
+
+def build_report(
+    paths: Sequence[str],
+    *,
+    top: int = 10,
+    on_log_read: Callable[[str], None] | None = None,
+) -> Report:
+    """Read every log in `paths` and aggregate its tracegrade scores.
+
+    `on_log_read` is called after each log, for a progress display. Raises
+    `ReportError` for an unreadable log, a malformed tracegrade score, or
+    when no log holds a tracegrade score.
+    """
+    if top < 1:
+        raise ValueError(f"top must be at least 1, got {top}")
+    aggregate = _Aggregate()
+    for path in paths:
+        aggregate.add_log(path, read_log(path))
+        if on_log_read is not None:
+            on_log_read(path)
+    return aggregate.report(top)
+
+
+def _is_tracegrade_metadata(metadata: Any) -> TypeGuard[dict[str, Any]]:
+    return isinstance(metadata, dict) and metadata.keys() >= METADATA_KEYS
+
+
+@dataclass
+class _StageCounts:
+    logs: set[str] = field(default_factory=set)
+    epochs: set[int] = field(default_factory=set)
+    runs: int = 0
+    stages: Counter[str] = field(default_factory=Counter)
+    lucky: int = 0
+    labelled_correct: int = 0
+    errors: Counter[tuple[str, str]] = field(default_factory=Counter)
+    missed: Counter[str] = field(default_factory=Counter)
+    required: Counter[str] = field(default_factory=Counter)
+
+
+@dataclass
+class _ExtractionCounts:
+    logs: set[str] = field(default_factory=set)
+    epochs: set[int] = field(default_factory=set)
+    runs: int = 0
+    graded: int = 0
+    membership: int = 0
+    order: int = 0
+    kept_not_ordered: int = 0
+    errors: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+
+_GroupKey = tuple[str, str, str]
+
+
+class _Aggregate:
+    def __init__(self) -> None:
+        self.logs: list[LogSummary] = []
+        self.stage: dict[_GroupKey, _StageCounts] = {}
+        self.extraction: dict[_GroupKey, _ExtractionCounts] = {}
+
+    def add_log(self, path: str, log: EvalLog) -> None:
+        epochs = log.eval.config.epochs or 1
+        samples = log.samples or []
+        tracegrade_scores = 0
+        without = 0
+        other: set[str] = set()
+        for sample in samples:
+            found = 0
+            for key, score in (sample.scores or {}).items():
+                match = _SCORE_KEY.fullmatch(key)
+                metadata = score.metadata
+                if match is None or not _is_tracegrade_metadata(metadata):
+                    other.add(key)
+                    continue
+                found += 1
+                group = (log.eval.task, log.eval.model, key)
+                where = _Where(path, sample, key)
+                counts: _StageCounts | _ExtractionCounts
+                if match.group(1) == STAGE_SCORER:
+                    counts = self.stage.setdefault(group, _StageCounts())
+                    _count_stage(counts, score.value, metadata, where)
+                else:
+                    counts = self.extraction.setdefault(group, _ExtractionCounts())
+                    _count_extraction(counts, score.value, metadata, where)
+                counts.logs.add(path)
+                counts.epochs.add(epochs)
+            tracegrade_scores += found
+            without += found == 0
+        self.logs.append(
+            LogSummary(
+                path=path,
+                task=log.eval.task,
+                model=log.eval.model,
+                status=log.status,
+                epochs=epochs,
+                samples=len(samples),
+                tracegrade_scores=tracegrade_scores,
+                samples_without_tracegrade_score=without,
+                sample_errors=sum(sample.error is not None for sample in samples),
+                other_scorers=sorted(other),
+            )
+        )
+
+    def report(self, top: int) -> Report:
+        if not self.stage and not self.extraction:
+            raise ReportError(_nothing_found(self.logs))
+        return Report(
+            unit=COUNTING_UNIT,
+            interval=INTERVAL_METHOD,
+            confidence=CONFIDENCE,
+            top=top,
+            logs=self.logs,
+            stage_diagnosis=[
+                _stage_summary(key, counts, top)
+                for key, counts in sorted(self.stage.items())
+            ],
+            ordered_extraction=[
+                _extraction_summary(key, counts)
+                for key, counts in sorted(self.extraction.items())
+            ],
+        )
+
+
+@dataclass(frozen=True)
+class _Where:
+    path: str
+    sample: EvalSample
+    scorer: str
+
+    def fail(self, problem: str) -> ReportError:
+        return ReportError(
+            f"{self.path}: sample {self.sample.id!r} epoch {self.sample.epoch}, "
+            f"score {self.scorer!r}: {problem}"
+        )
+
+
+def _count_error(
+    errors: Counter[tuple[str, str]], metadata: Mapping[str, Any], where: _Where
+) -> str | None:
+    """Count the score's error, if any, and return its side."""
+    error = metadata["error"]
+    if error is None:
+        return None
+    if (
+        not isinstance(error, dict)
+        or not isinstance(error.get("kind"), str)
+        or error.get("side") not in ("data", "answer")
+    ):
+        raise where.fail(
+            f"metadata error must be null or have a kind and a side, got {error!r}"
+        )
+    side: str = error["side"]
+    errors[error["kind"], side] += 1
+    return side
+
+
+def _count_stage(
+    counts: _StageCounts, value: Any, metadata: Mapping[str, Any], where: _Where
+) -> None:
+    counts.runs += 1
+    if _count_error(counts.errors, metadata, where) == "data":
+        return
+    if not isinstance(value, str) or value not in STAGES:
+        raise where.fail(f"the value must be one of {', '.join(STAGES)}, got {value!r}")
+    counts.stages[value] += 1
+    if value not in DIAGNOSED_STAGES:
+        return
+    record = metadata["record"]
+    result = metadata["result"]
+    if not isinstance(record, dict) or not isinstance(result, dict):
+        raise where.fail("a diagnosed score needs its record and result in metadata")
+    required = record.get("required")
+    missing = result.get("missing")
+    if not _is_id_list(required) or not _is_id_list(missing):
+        raise where.fail(
+            "a diagnosed score needs the ID lists record.required and "
+            f"result.missing, got {required!r} and {missing!r}"
+        )
+    counts.required.update(set(required))
+    if record.get("correct") is True:
+        counts.labelled_correct += 1
+    if value == "retrieval":
+        counts.missed.update(missing)
+        if record.get("correct") is True:
+            counts.lucky += 1
+
+
+def _is_id_list(value: Any) -> TypeGuard[list[str]]:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _count_extraction(
+    counts: _ExtractionCounts, value: Any, metadata: Mapping[str, Any], where: _Where
+) -> None:
+    counts.runs += 1
+    if _count_error(counts.errors, metadata, where) == "data":
+        return
+    if (
+        not isinstance(value, dict)
+        or type(value.get("membership")) is not bool
+        or type(value.get("order")) is not bool
+    ):
+        raise where.fail(
+            f"the value must be {{'membership': bool, 'order': bool}}, got {value!r}"
+        )
+    membership: bool = value["membership"]
+    order: bool = value["order"]
+    if order and not membership:
+        raise where.fail(
+            "order passes without membership, which the grading rules never give"
+        )
+    counts.graded += 1
+    counts.membership += membership
+    counts.order += order
+    counts.kept_not_ordered += membership and not order
+
+
+def _error_counts(errors: Counter[tuple[str, str]]) -> list[ErrorCount]:
+    # Data errors first: they shrink the denominators of every figure.
+    ordered = sorted(
+        errors.items(), key=lambda item: (item[0][1] != "data", -item[1], item[0][0])
+    )
+    return [ErrorCount(kind, side, count) for (kind, side), count in ordered]
+
+
+def _stage_summary(key: _GroupKey, counts: _StageCounts, top: int) -> StageSummary:
+    task, model, scorer = key
+    diagnosed = sum(counts.stages.values())
+    # Most missed first; ties in code point order, so the list is stable.
+    ranked = sorted(counts.missed.items(), key=lambda item: (-item[1], item[0]))
+    return StageSummary(
+        task=task,
+        model=model,
+        scorer=scorer,
+        logs=len(counts.logs),
+        epochs=sorted(counts.epochs),
+        runs=counts.runs,
+        diagnosed=diagnosed,
+        stages={
+            stage: Proportion.of(counts.stages[stage], diagnosed) for stage in STAGES
+        },
+        lucky=Proportion.of(counts.lucky, counts.labelled_correct),
+        errors=_error_counts(counts.errors),
+        missed=[
+            MissedDocument(document_id, missed, counts.required[document_id])
+            for document_id, missed in ranked[:top]
+        ],
+        distinct_missed=len(ranked),
+    )
+
+
+def _extraction_summary(key: _GroupKey, counts: _ExtractionCounts) -> ExtractionSummary:
+    task, model, scorer = key
+    return ExtractionSummary(
+        task=task,
+        model=model,
+        scorer=scorer,
+        logs=len(counts.logs),
+        epochs=sorted(counts.epochs),
+        runs=counts.runs,
+        graded=counts.graded,
+        membership=Proportion.of(counts.membership, counts.graded),
+        order=Proportion.of(counts.order, counts.graded),
+        gap=Proportion.of(counts.kept_not_ordered, counts.graded),
+        errors=_error_counts(counts.errors),
+    )
+
+
+def _nothing_found(logs: Sequence[LogSummary]) -> str:
+    other = sorted({name for log in logs for name in log.other_scorers})
+    found = f"; scores found: {', '.join(other)}" if other else "; no scores at all"
+    read = ", ".join(log.path for log in logs[:3])
+    more = f" and {len(logs) - 3} more" if len(logs) > 3 else ""
+    return (
+        f"no tracegrade scores ({STAGE_SCORER}, {EXTRACTION_SCORER}) in "
+        f"{len(logs)} log{'s' if len(logs) != 1 else ''} ({read}{more}){found}"
+    )
+
+
+# Presentation-neutral tables, shared by the terminal and HTML renderings.
+
+
+@dataclass(frozen=True)
+class Table:
+    """A titled table of display strings; `numeric` marks right-aligned columns."""
+
+    key: str
+    title: str
+    caption: str
+    columns: list[str]
+    numeric: list[bool]
+    rows: list[list[str]]
+
+
+def percent(share: float | None) -> str:
+    return "n/a" if share is None else f"{100 * share:.1f}%"
+
+
+def share_with_interval(proportion: Proportion) -> str:
+    """ "57.1% [39.1, 73.5]": the share and its interval bounds, in percent."""
+    if proportion.share is None or proportion.low is None or proportion.high is None:
+        return "n/a"
+    return (
+        f"{percent(proportion.share)} "
+        f"[{100 * proportion.low:.1f}, {100 * proportion.high:.1f}]"
+    )
+
+
+def interval_note(report: Report) -> str:
+    return (
+        f"Counted per {report.unit}; [low, high] are "
+        f"{round(100 * report.confidence)}% Wilson score intervals."
+    )
+
+
+def task_label(summary: StageSummary | ExtractionSummary) -> str:
+    """The task, with the score name when a log holds several tracegrade
+    scores of one kind (`stage_diagnosis1` after `inspect score --action
+    append`)."""
+    if summary.scorer in (STAGE_SCORER, EXTRACTION_SCORER):
+        return summary.task
+    return f"{summary.task} [{summary.scorer}]"
+
+
+def report_tables(report: Report) -> list[Table]:
+    """The report's tables, in display order; empty sections are left out."""
+    note = interval_note(report)
+    ci = f"share [{round(100 * report.confidence)}% CI]"
+    tables: list[Table] = []
+    if report.stage_diagnosis:
+        tables.append(
+            Table(
+                key="stages",
+                title="Stage shares",
+                caption=f"Of runs that got a stage; data errors excluded. {note}",
+                columns=["task", "model", "stage", "runs", "of", ci],
+                numeric=[False, False, False, True, True, True],
+                rows=[
+                    [
+                        task_label(s),
+                        s.model,
+                        stage,
+                        str(p.count),
+                        str(p.total),
+                        share_with_interval(p),
+                    ]
+                    for s in report.stage_diagnosis
+                    for stage, p in s.stages.items()
+                ],
+            )
+        )
+        tables.append(
+            Table(
+                key="lucky",
+                title="Lucky answers",
+                caption="Runs labelled correct whose required evidence never "
+                "reached the context (stage retrieval), of all runs labelled "
+                f"correct that had a required set. {note}",
+                columns=["task", "model", "lucky", "of", ci],
+                numeric=[False, False, True, True, True],
+                rows=[
+                    [
+                        task_label(s),
+                        s.model,
+                        str(s.lucky.count),
+                        str(s.lucky.total),
+                        share_with_interval(s.lucky),
+                    ]
+                    for s in report.stage_diagnosis
+                ],
+            )
+        )
+    summaries: list[StageSummary | ExtractionSummary] = [
+        *report.stage_diagnosis,
+        *report.ordered_extraction,
+    ]
+    error_rows = [
+        [task_label(s), s.model, error.kind, error.side, str(error.count), str(s.runs)]
+        for s in summaries
+        for error in s.errors
+    ]
+    if error_rows:
+        tables.append(
+            Table(
+                key="errors",
+                title="Errors by kind",
+                caption="side data: the sample's data is at fault, so it is "
+                "unscored. side answer: the model's answer broke the answer "
+                f"contract and fails both criteria. Counted per {report.unit}.",
+                columns=["task", "model", "kind", "side", "runs", "of"],
+                numeric=[False, False, False, False, True, True],
+                rows=error_rows,
+            )
+        )
+    missed_rows = [
+        [
+            task_label(s),
+            s.model,
+            show_id(document.id),
+            str(document.missed),
+            str(document.required),
+            percent(document.missed / document.required),
+        ]
+        for s in report.stage_diagnosis
+        for document in s.missed
+    ]
+    if missed_rows:
+        distinct = "; ".join(
+            f"{s.distinct_missed} in {task_label(s)}, {s.model}"
+            for s in report.stage_diagnosis
+        )
+        tables.append(
+            Table(
+                key="missed",
+                title=f"Most often missing document IDs (top {report.top})",
+                caption="missed: diagnosed runs whose context lacked the "
+                "required ID; required: diagnosed runs that required it. "
+                f"Distinct IDs ever missed: {distinct}.",
+                columns=["task", "model", "document", "missed", "required", "rate"],
+                numeric=[False, False, False, True, True, True],
+                rows=missed_rows,
+            )
+        )
+    if report.ordered_extraction:
+        tables.append(
+            Table(
+                key="extraction",
+                title="Membership versus order",
+                caption="Accuracy over graded runs; answer failures count as "
+                "failures. gap = membership minus order accuracy: the runs "
+                f"that kept every ID but lost the source order. {note}",
+                columns=["task", "model", "graded", "membership", "order", "gap"],
+                numeric=[False, False, True, True, True, True],
+                rows=[
+                    [
+                        task_label(s),
+                        s.model,
+                        str(s.graded),
+                        share_with_interval(s.membership),
+                        share_with_interval(s.order),
+                        share_with_interval(s.gap),
+                    ]
+                    for s in report.ordered_extraction
+                ],
+            )
+        )
+    tables.append(
+        Table(
+            key="logs",
+            title="Logs read",
+            caption="samples: sample-epochs in the log. no score: samples "
+            "with no tracegrade score, such as one that errored before scoring.",
+            columns=["log", "status", "epochs", "samples", "no score"],
+            numeric=[False, False, True, True, True],
+            rows=[
+                [
+                    Path(log.path).name,
+                    log.status,
+                    str(log.epochs),
+                    str(log.samples),
+                    str(log.samples_without_tracegrade_score),
+                ]
+                for log in report.logs
+            ],
+        )
+    )
+    return tables
+
+
+__all__ = [
+    "CONFIDENCE",
+    "ErrorCount",
+    "ExtractionSummary",
+    "LogSummary",
+    "MissedDocument",
+    "Proportion",
+    "Report",
+    "ReportError",
+    "StageSummary",
+    "Table",
+    "build_report",
+    "find_logs",
+    "read_log",
+    "report_tables",
+    "wilson_interval",
+]

@@ -1,0 +1,174 @@
+"""`tracegrade report` through click's runner, on logs of the offline tasks."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from inspect_ai import eval
+from plotly.offline import get_plotlyjs
+
+from tracegrade import ordered_extraction_recorded, stage_diagnosis
+from tracegrade.cli import main
+from tracegrade.reporting import (
+    Report,
+    build_report,
+    find_logs,
+    report_tables,
+    share_with_interval,
+)
+
+
+@pytest.fixture(scope="session")
+def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    log_dir = tmp_path_factory.mktemp("cli-report-logs")
+    logs = eval(
+        [stage_diagnosis(), ordered_extraction_recorded()],
+        display="none",
+        log_dir=str(log_dir),
+    )
+    for log in logs:
+        assert log.status == "success", log.error
+    return log_dir
+
+
+@pytest.fixture(scope="session")
+def report(log_dir: Path) -> Report:
+    return build_report(find_logs([log_dir]))
+
+
+def invoke(*args: str) -> Result:
+    # Wide enough that rich never wraps a table cell.
+    return CliRunner().invoke(main, ["report", *args], env={"COLUMNS": "250"})
+
+
+def test_terminal_output_shows_every_table(log_dir: Path, report: Report) -> None:
+    result = invoke(str(log_dir))
+
+    assert result.exit_code == 0, result.output
+    assert "95% Wilson score intervals" in result.stdout
+    for table in report_tables(report):
+        assert table.title in result.stdout
+        for row in table.rows:
+            # Each row's cells appear on one line, in order.
+            pattern = r"\s+│?\s*".join(re.escape(cell) for cell in row)
+            assert re.search(pattern, result.stdout), row
+
+
+def test_terminal_rows_carry_the_counts_and_intervals(
+    log_dir: Path, report: Report
+) -> None:
+    result = invoke(str(log_dir))
+    (stages,) = report.stage_diagnosis
+    (extraction,) = report.ordered_extraction
+
+    for proportion in [
+        *stages.stages.values(),
+        stages.lucky,
+        extraction.membership,
+        extraction.order,
+        extraction.gap,
+    ]:
+        assert share_with_interval(proportion) in result.stdout
+
+
+def test_json_is_the_report_structure(log_dir: Path, report: Report) -> None:
+    result = invoke(str(log_dir), "--json")
+
+    assert result.exit_code == 0, result.output
+    assert result.stderr == ""
+    assert json.loads(result.stdout) == json.loads(json.dumps(report.to_json()))
+
+
+def test_top_limits_the_missed_ids(log_dir: Path) -> None:
+    result = invoke(str(log_dir), "--json", "--top", "3")
+
+    (stages,) = json.loads(result.stdout)["stage_diagnosis"]
+    assert len(stages["missed"]) == 3
+    assert (
+        "Most often missing document IDs (top 3)"
+        in invoke(str(log_dir), "--top", "3").stdout
+    )
+
+
+def chart_data(page: str, chart: str) -> list[dict[str, Any]]:
+    """The traces plotly is given for the chart div `chart`."""
+    call = re.search(rf'Plotly\.newPlot\(\s*"{chart}",\s*', page)
+    assert call is not None, chart
+    traces, _ = json.JSONDecoder().raw_decode(page, call.end())
+    assert isinstance(traces, list)
+    return traces
+
+
+def test_html_is_one_self_contained_file(
+    log_dir: Path, report: Report, tmp_path: Path
+) -> None:
+    out = tmp_path / "report.html"
+    result = invoke(str(log_dir), "--html", str(out))
+
+    assert result.exit_code == 0, result.output
+    assert [path.name for path in tmp_path.iterdir()] == ["report.html"]
+    page = out.read_text(encoding="utf-8")
+    assert get_plotlyjs() in page
+    assert not re.search(r"<script[^>]*\ssrc=", page)
+    assert "<link" not in page
+    for table in report_tables(report):
+        assert f'id="table-{table.key}"' in page
+
+
+def test_html_charts_plot_the_report(
+    log_dir: Path, report: Report, tmp_path: Path
+) -> None:
+    out = tmp_path / "report.html"
+    invoke(str(log_dir), "--html", str(out))
+    page = out.read_text(encoding="utf-8")
+    (stages,) = report.stage_diagnosis
+    (extraction,) = report.ordered_extraction
+
+    stacked = {trace["name"]: trace for trace in chart_data(page, "chart-stages")}
+    assert list(stacked) == list(stages.stages)
+    for stage, proportion in stages.stages.items():
+        assert stacked[stage]["y"] == [pytest.approx(100 * proportion.share)]
+        assert stacked[stage]["text"] == [str(proportion.count)]
+    (missed,) = chart_data(page, "chart-missed")
+    assert missed["y"] == [document.missed for document in stages.missed]
+    bars = {trace["name"]: trace for trace in chart_data(page, "chart-extraction")}
+    assert bars["gap"]["y"] == [pytest.approx(100 * extraction.gap.share)]
+
+
+def test_html_and_json_can_be_asked_together(log_dir: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    result = invoke(str(log_dir), "--json", "--html", str(out))
+
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["top"] == 10
+    assert out.exists()
+
+
+def test_a_directory_without_logs_exits_1(tmp_path: Path) -> None:
+    result = invoke(str(tmp_path))
+
+    assert result.exit_code == 1
+    assert "no Inspect logs" in result.stderr
+
+
+def test_an_unreadable_log_exits_1(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.eval"
+    broken.write_bytes(b"not a zip file")
+    result = invoke(str(broken))
+
+    assert result.exit_code == 1
+    assert "cannot read" in result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [[], ["does-not-exist"], [".", "--top", "0"]],
+    ids=["no path", "missing path", "top zero"],
+)
+def test_usage_errors_exit_2(args: list[str]) -> None:
+    assert invoke(*args).exit_code == 2

@@ -1,0 +1,435 @@
+"""The report's figures, from logs made by really running the offline tasks.
+
+Every expected figure is derived here independently of the logs: from the
+packaged fixture files and the pure core (`diagnose_stage`,
+`grade_extraction`), or from the metrics Inspect itself logged.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from inspect_ai import Task, eval, score
+from inspect_ai.dataset import Sample
+from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
+from inspect_ai.scorer import match
+
+from tracegrade import (
+    InvalidRecord,
+    diagnose_stage,
+    grade_extraction,
+    ordered_extraction_recorded,
+    stage_diagnosis,
+    stage_diagnosis_scorer,
+)
+from tracegrade.core import has_duplicates
+from tracegrade.datasets import packaged_fixture, read_fixture_cases
+from tracegrade.reporting import (
+    ExtractionSummary,
+    Proportion,
+    Report,
+    ReportError,
+    StageSummary,
+    build_report,
+    find_logs,
+    read_log,
+    task_label,
+    wilson_interval,
+)
+from tracegrade.tasks import replay
+
+STAGE_CASES = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
+EXTRACTION_CASES = read_fixture_cases(packaged_fixture("ordered_extraction.jsonl"))
+# Inspect names .json logs it lists by this pattern (a timestamp first).
+JSON_LOG_NAME = "2026-01-01T00-00-00+00-00_{}.json"
+
+
+@dataclass
+class ExpectedStages:
+    stages: Counter[str] = field(default_factory=Counter)
+    errors: Counter[tuple[str, str]] = field(default_factory=Counter)
+    lucky: int = 0
+    labelled_correct: int = 0
+    missed: Counter[str] = field(default_factory=Counter)
+    required: Counter[str] = field(default_factory=Counter)
+
+
+def expected_stages() -> ExpectedStages:
+    expected = ExpectedStages()
+    for case in STAGE_CASES:
+        try:
+            result = diagnose_stage(case.input)
+        except InvalidRecord:
+            expected.errors["invalid-input", "data"] += 1
+            continue
+        if "error" in result:
+            expected.errors["answer-label", "data"] += 1
+            continue
+        stage = result["stage"]
+        expected.stages[stage] += 1
+        if "missing" not in result:
+            continue
+        correct = case.input.get("correct") is True
+        expected.required.update(set(case.input["required"]))
+        expected.labelled_correct += correct
+        if stage == "retrieval":
+            expected.missed.update(result["missing"])
+            expected.lucky += correct
+    return expected
+
+
+@dataclass
+class ExpectedExtraction:
+    graded: int = 0
+    membership: int = 0
+    order: int = 0
+    errors: Counter[tuple[str, str]] = field(default_factory=Counter)
+
+
+def expected_extraction() -> ExpectedExtraction:
+    expected = ExpectedExtraction()
+    for case in EXTRACTION_CASES:
+        try:
+            result = grade_extraction(case.input)
+        except InvalidRecord:
+            expected.errors["invalid-input", "data"] += 1
+            continue
+        if "error" in result:
+            if has_duplicates(case.input["source"]):
+                expected.errors["duplicate-source-id", "data"] += 1
+            else:
+                # A repeated answer ID fails both criteria but is graded.
+                expected.errors["duplicate-answer-id", "answer"] += 1
+                expected.graded += 1
+            continue
+        expected.graded += 1
+        expected.membership += result["membership"]
+        expected.order += result["order"]
+    return expected
+
+
+def run(tasks: list[Task], log_dir: Path, epochs: int = 1) -> list[EvalLog]:
+    logs = eval(tasks, display="none", log_dir=str(log_dir), epochs=epochs)
+    for log in logs:
+        assert log.status == "success", log.error
+    return logs
+
+
+@dataclass(frozen=True)
+class OfflineLogs:
+    log_dir: Path
+    stage: str
+    extraction: str
+
+
+@pytest.fixture(scope="session")
+def offline_logs(tmp_path_factory: pytest.TempPathFactory) -> OfflineLogs:
+    log_dir = tmp_path_factory.mktemp("offline-logs")
+    stage, extraction = run([stage_diagnosis(), ordered_extraction_recorded()], log_dir)
+    return OfflineLogs(log_dir, stage.location, extraction.location)
+
+
+@pytest.fixture(scope="session")
+def report(offline_logs: OfflineLogs) -> Report:
+    return build_report(find_logs([offline_logs.log_dir]))
+
+
+def only_stage(report: Report) -> StageSummary:
+    (summary,) = report.stage_diagnosis
+    return summary
+
+
+def only_extraction(report: Report) -> ExtractionSummary:
+    (summary,) = report.ordered_extraction
+    return summary
+
+
+def error_counts(summary: StageSummary | ExtractionSummary) -> Counter[tuple[str, str]]:
+    return Counter({(e.kind, e.side): e.count for e in summary.errors})
+
+
+def test_stage_figures_match_the_core_on_the_fixture(report: Report) -> None:
+    expected = expected_stages()
+    summary = only_stage(report)
+    diagnosed = sum(expected.stages.values())
+
+    assert (summary.task, summary.model, summary.scorer) == (
+        "tracegrade/stage_diagnosis",
+        "none/none",
+        "stage_diagnosis",
+    )
+    assert summary.runs == len(STAGE_CASES)
+    assert summary.diagnosed == diagnosed
+    assert {stage: p.count for stage, p in summary.stages.items()} == {
+        stage: expected.stages[stage]
+        for stage in ("retrieval", "generation", "pass", "unresolved")
+    }
+    assert {p.total for p in summary.stages.values()} == {diagnosed}
+    assert (summary.lucky.count, summary.lucky.total) == (
+        expected.lucky,
+        expected.labelled_correct,
+    )
+    assert error_counts(summary) == expected.errors
+    assert summary.distinct_missed == len(expected.missed)
+
+
+def test_most_missed_ids_are_ranked_by_count_then_id(report: Report) -> None:
+    expected = expected_stages()
+    ranked = sorted(expected.missed.items(), key=lambda item: (-item[1], item[0]))
+    summary = only_stage(report)
+
+    assert [(d.id, d.missed, d.required) for d in summary.missed] == [
+        (document_id, missed, expected.required[document_id])
+        for document_id, missed in ranked[:10]
+    ]
+
+
+def test_top_limits_the_missed_ids(offline_logs: OfflineLogs, report: Report) -> None:
+    top_two = build_report([offline_logs.stage], top=2)
+
+    assert only_stage(top_two).missed == only_stage(report).missed[:2]
+    assert only_stage(top_two).distinct_missed == only_stage(report).distinct_missed
+
+
+def test_extraction_figures_match_the_core_on_the_fixture(report: Report) -> None:
+    expected = expected_extraction()
+    summary = only_extraction(report)
+
+    assert summary.runs == len(EXTRACTION_CASES)
+    assert summary.graded == expected.graded
+    assert (summary.membership.count, summary.membership.total) == (
+        expected.membership,
+        expected.graded,
+    )
+    assert (summary.order.count, summary.order.total) == (
+        expected.order,
+        expected.graded,
+    )
+    # Order implies membership, so the gap counts membership-only runs.
+    assert summary.gap.count == expected.membership - expected.order
+    assert summary.gap.share == pytest.approx(
+        summary.membership.share - summary.order.share  # type: ignore[operator]
+    )
+    assert error_counts(summary) == expected.errors
+
+
+def test_figures_agree_with_the_metrics_inspect_logged(
+    offline_logs: OfflineLogs, report: Report
+) -> None:
+    stage_results = read_eval_log(offline_logs.stage, header_only=True).results
+    extraction_results = read_eval_log(
+        offline_logs.extraction, header_only=True
+    ).results
+    assert stage_results is not None and extraction_results is not None
+    stage_metrics = stage_results.scores[0].metrics
+    accuracy = {
+        s.name: s.metrics["accuracy"].value
+        for s in extraction_results.scores
+        if "accuracy" in s.metrics
+    }
+
+    summary = only_stage(report)
+    for stage, proportion in summary.stages.items():
+        assert proportion.share == pytest.approx(stage_metrics[stage].value)
+    assert summary.lucky.count == stage_metrics["lucky_answers"].value
+    extraction = only_extraction(report)
+    assert extraction.membership.share == pytest.approx(accuracy["membership"])
+    assert extraction.order.share == pytest.approx(accuracy["order"])
+
+
+def test_intervals_are_wilson_intervals_of_the_counts(report: Report) -> None:
+    for proportion in only_stage(report).stages.values():
+        assert (proportion.low, proportion.high) == wilson_interval(
+            proportion.count, proportion.total
+        )
+
+
+def test_log_summaries_account_for_every_sample(
+    offline_logs: OfflineLogs, report: Report
+) -> None:
+    by_path = {log.path: log for log in report.logs}
+    assert set(by_path) == {offline_logs.stage, offline_logs.extraction}
+    stage_log = by_path[offline_logs.stage]
+    assert (stage_log.status, stage_log.epochs) == ("success", 1)
+    assert stage_log.samples == stage_log.tracegrade_scores == len(STAGE_CASES)
+    assert stage_log.samples_without_tracegrade_score == 0
+    assert stage_log.other_scorers == []
+
+
+def test_each_sample_epoch_counts(tmp_path: Path, report: Report) -> None:
+    (log,) = run([stage_diagnosis()], tmp_path, epochs=2)
+    twice = only_stage(build_report([log.location]))
+    once = only_stage(report)
+
+    assert twice.epochs == [2]
+    assert twice.runs == 2 * once.runs
+    assert {s: p.count for s, p in twice.stages.items()} == {
+        s: 2 * p.count for s, p in once.stages.items()
+    }
+    assert twice.lucky.count == 2 * once.lucky.count
+    assert [(d.id, d.missed) for d in twice.missed] == [
+        (d.id, 2 * d.missed) for d in once.missed
+    ]
+
+
+def test_logs_of_one_task_and_model_are_pooled(
+    offline_logs: OfflineLogs, report: Report, tmp_path: Path
+) -> None:
+    copy = tmp_path / Path(offline_logs.stage).name
+    shutil.copyfile(offline_logs.stage, copy)
+    pooled = only_stage(build_report([offline_logs.stage, str(copy)]))
+
+    assert pooled.logs == 2
+    assert pooled.runs == 2 * only_stage(report).runs
+    assert pooled.lucky.count == 2 * only_stage(report).lucky.count
+
+
+def test_json_logs_read_like_eval_logs(
+    offline_logs: OfflineLogs, report: Report, tmp_path: Path
+) -> None:
+    json_log = tmp_path / JSON_LOG_NAME.format("stage-diagnosis")
+    write_eval_log(read_eval_log(offline_logs.stage), str(json_log))
+
+    assert find_logs([tmp_path]) == [str(json_log)]
+    assert build_report([str(json_log)]).stage_diagnosis == report.stage_diagnosis
+
+
+def test_an_appended_score_is_reported_on_its_own(
+    offline_logs: OfflineLogs, report: Report, tmp_path: Path
+) -> None:
+    rescored = score(
+        read_eval_log(offline_logs.stage),
+        stage_diagnosis_scorer(),
+        action="append",
+        display="none",
+    )
+    path = tmp_path / JSON_LOG_NAME.format("rescored")
+    write_eval_log(rescored, str(path))
+    first, appended = build_report([str(path)]).stage_diagnosis
+
+    assert (first.scorer, appended.scorer) == ("stage_diagnosis", "stage_diagnosis1")
+    assert task_label(appended) == "tracegrade/stage_diagnosis [stage_diagnosis1]"
+    assert appended.stages == first.stages == only_stage(report).stages
+
+
+def test_logs_without_tracegrade_scores_are_an_error(tmp_path: Path) -> None:
+    # replay() leaves the output empty, with no model call.
+    other = Task(
+        dataset=[Sample(input="x", target="")], solver=replay(), scorer=match()
+    )
+    (log,) = run([other], tmp_path)
+
+    with pytest.raises(
+        ReportError, match=r"no tracegrade scores .*scores found: match"
+    ):
+        build_report([log.location])
+
+
+def rewritten(
+    source: str, tmp_path: Path, sample_id: str, key: str, **changes: object
+) -> str:
+    """A copy of the log `source` with one sample's score changed."""
+    log = read_eval_log(source)
+    assert log.samples is not None
+    (sample,) = [s for s in log.samples if s.id == sample_id]
+    assert sample.scores is not None
+    sample.scores[key] = sample.scores[key].model_copy(update=changes)
+    path = tmp_path / JSON_LOG_NAME.format(f"rewritten-{sample_id}")
+    write_eval_log(log, str(path))
+    return str(path)
+
+
+def test_a_same_named_score_without_tracegrade_metadata_is_ignored(
+    offline_logs: OfflineLogs, tmp_path: Path
+) -> None:
+    path = rewritten(
+        offline_logs.stage, tmp_path, "lucky-answer-gap", "stage_diagnosis", metadata={}
+    )
+    result = build_report([path])
+    (log,) = result.logs
+
+    assert only_stage(result).runs == len(STAGE_CASES) - 1
+    assert log.samples_without_tracegrade_score == 1
+    assert log.other_scorers == ["stage_diagnosis"]
+
+
+def test_a_malformed_stage_names_the_sample(
+    offline_logs: OfflineLogs, tmp_path: Path
+) -> None:
+    path = rewritten(
+        offline_logs.stage, tmp_path, "lucky-answer-gap", "stage_diagnosis", value="x"
+    )
+
+    with pytest.raises(ReportError, match=r"'lucky-answer-gap' epoch 1.*got 'x'"):
+        build_report([path])
+
+
+def test_order_without_membership_is_refused(
+    offline_logs: OfflineLogs, tmp_path: Path
+) -> None:
+    path = rewritten(
+        offline_logs.extraction,
+        tmp_path,
+        "reversed",
+        "ordered_extraction",
+        value={"membership": False, "order": True},
+    )
+
+    with pytest.raises(ReportError, match=r"'reversed'.*order passes without"):
+        build_report([path])
+
+
+def test_a_directory_without_logs_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "notes.json").write_text("{}")
+
+    with pytest.raises(ReportError, match="no Inspect logs"):
+        find_logs([tmp_path])
+
+
+def test_a_file_that_is_not_a_log_is_an_error(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.eval"
+    broken.write_bytes(b"not a zip file")
+
+    with pytest.raises(ReportError, match=r"cannot read .*broken\.eval"):
+        read_log(str(broken))
+
+
+@pytest.mark.parametrize(
+    ("successes", "trials", "low", "high"),
+    [
+        # Newcombe (1998), Statistics in Medicine 17:857-872, Table II,
+        # method 3 (score interval without continuity correction).
+        (81, 263, 0.2553, 0.3662),
+        (15, 148, 0.0624, 0.1605),
+        (0, 20, 0.0, 0.1611),
+        (1, 29, 0.0061, 0.1718),
+        # Symmetric about one half, and exact at n successes.
+        (5, 10, 0.2366, 0.7634),
+        (10, 10, 0.7225, 1.0),
+    ],
+)
+def test_wilson_interval_matches_published_values(
+    successes: int, trials: int, low: float, high: float
+) -> None:
+    computed = wilson_interval(successes, trials)
+
+    assert computed == (pytest.approx(low, abs=5e-5), pytest.approx(high, abs=5e-5))
+
+
+def test_wilson_interval_refuses_impossible_counts() -> None:
+    with pytest.raises(ValueError, match="at least one trial"):
+        wilson_interval(0, 0)
+    with pytest.raises(ValueError, match=r"successes must lie in 0\.\.3, got 4"):
+        wilson_interval(4, 3)
+
+
+def test_a_proportion_of_nothing_has_no_share() -> None:
+    assert Proportion.of(0, 0) == Proportion(0, 0, None, None, None)
+    proportion = Proportion.of(3, 4)
+    assert proportion.share == 0.75
+    assert proportion.low is not None and proportion.high is not None
+    assert proportion.low < 0.75 < proportion.high
