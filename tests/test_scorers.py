@@ -299,7 +299,7 @@ def test_an_id_list_is_read_from_anywhere_in_the_text(
     [
         ("", "empty"),
         ("   \n", "empty"),
-        ("C, A, B", "no JSON array"),
+        ("C A B", "no JSON array"),
         ('["A", "B"] or maybe ["B", "A"]', "2 different ID lists"),
         ('[["A"]]', "is a list of string IDs; the first"),
         ('["A", 1]', "is a list of string IDs; the first"),

@@ -33,11 +33,13 @@ if TYPE_CHECKING:
         stage_diagnosis_scorer,
     )
     from .tasks import ordered_extraction_recorded, stage_diagnosis
+    from .tasks.live import ordered_extraction
 
 _LAZY = {
     "DatasetError": "tracegrade.datasets",
     "LabelsError": "tracegrade.labels",
     "RetrievalTrace": "tracegrade.scorers",
+    "ordered_extraction": "tracegrade.tasks.live",
     "ordered_extraction_dataset": "tracegrade.datasets",
     "ordered_extraction_recorded": "tracegrade.tasks",
     "ordered_extraction_scorer": "tracegrade.scorers",
@@ -70,6 +72,7 @@ __all__ = [
     "canonical_json",
     "diagnose_stage",
     "grade_extraction",
+    "ordered_extraction",
     "ordered_extraction_dataset",
     "ordered_extraction_recorded",
     "ordered_extraction_scorer",

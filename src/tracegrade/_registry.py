@@ -2,10 +2,11 @@
 
 Inspect imports this module through the `inspect_ai` entry point; importing
 the decorated functions is what registers them: the tasks
-`tracegrade/stage_diagnosis` and `tracegrade/ordered_extraction_recorded`,
-the scorers `tracegrade/stage_diagnosis` and `tracegrade/ordered_extraction`
-(Inspect keys its registry by type, so a task and a scorer may share a
-name), the `tracegrade/replay` solver and the metrics.
+`tracegrade/stage_diagnosis` and `tracegrade/ordered_extraction_recorded`
+(replays) and `tracegrade/ordered_extraction` (a live model), the scorers
+`tracegrade/stage_diagnosis` and `tracegrade/ordered_extraction` (Inspect
+keys its registry by type, so a task and a scorer may share a name), the
+`tracegrade/replay` solver and the metrics.
 """
 
 from .scorers import (
@@ -16,10 +17,12 @@ from .scorers import (
     stage_shares,
 )
 from .tasks import ordered_extraction_recorded, replay, stage_diagnosis
+from .tasks.live import ordered_extraction
 
 __all__ = [
     "answer_failures",
     "lucky_answers",
+    "ordered_extraction",
     "ordered_extraction_recorded",
     "ordered_extraction_scorer",
     "replay",

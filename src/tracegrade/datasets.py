@@ -222,3 +222,127 @@ def ordered_extraction_dataset(path: str | Path | None = None) -> MemoryDataset:
         name="ordered_extraction",
         location=str(source),
     )
+
+
+# --- source documents for the live ordered-extraction task ---------------------
+
+DOCUMENT_FIELDS = ("id", "kind", "text", "source", "target")
+
+
+@dataclass(frozen=True)
+class SourceDocument:
+    """One line of a documents file, checked.
+
+    `source` is the answer key: the document's IDs in the order the text
+    gives them. `target` names what to extract ("container numbers").
+    """
+
+    id: str
+    text: str
+    source: list[str]
+    target: str
+    kind: str | None
+    line: int
+
+
+def read_source_documents(source: str | Path | Traversable) -> list[SourceDocument]:
+    """Read and check every line of a documents file; raises `DatasetError`.
+
+    A documents file is JSON Lines, one
+    `{"id", "text", "source", "target", "kind"?}` per line, like the
+    packaged `extraction_documents.jsonl`. Unlike a fixture's recorded
+    input, a document's `source` must be within the contract (an array of
+    unique strings): it is the answer key of a live run, and a broken key
+    would spend a model call on a sample that can only be a data error.
+    """
+    path = str(source)
+    try:
+        text = (Path(source) if isinstance(source, str) else source).read_text(
+            encoding="utf-8"
+        )
+    except (OSError, UnicodeDecodeError) as error:
+        raise DatasetError(path, None, f"cannot read the file ({error})") from error
+
+    documents: list[SourceDocument] = []
+    first_line: dict[str, int] = {}
+    # Newlines only, as in `read_fixture_cases`.
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        document = _parse_document(path, number, line)
+        if document.id in first_line:
+            raise DatasetError(
+                path,
+                number,
+                f"id {document.id!r} is already used on line "
+                f"{first_line[document.id]}; document ids must be unique",
+            )
+        first_line[document.id] = number
+        documents.append(document)
+    if not documents:
+        raise DatasetError(path, None, "the file holds no documents")
+    return documents
+
+
+def _parse_document(path: str, number: int, line: str) -> SourceDocument:
+    def fail(problem: str) -> NoReturn:
+        raise DatasetError(path, number, problem)
+
+    try:
+        document = strict_json_loads(line)
+    except ValueError as error:
+        fail(f"not valid JSON ({error})")
+    if not isinstance(document, dict):
+        fail(f"a document must be a JSON object, got {_quote(document)}")
+    unknown = [key for key in document if key not in DOCUMENT_FIELDS]
+    if unknown:
+        fail(
+            f"unknown field {unknown[0]!r}; a document has only "
+            + ", ".join(repr(key) for key in DOCUMENT_FIELDS)
+        )
+    if "id" not in document:
+        fail("no 'id' field")
+    document_id = document["id"]
+    if not isinstance(document_id, str) or document_id == "":
+        fail(f"'id' must be a non-empty string, got {_quote(document_id)}")
+    for key in ("text", "target"):
+        if key not in document:
+            fail(f"document {document_id!r} has no {key!r} field")
+        value = document[key]
+        if not isinstance(value, str) or not value.strip():
+            fail(
+                f"{key!r} of document {document_id!r} must be a non-blank string, "
+                f"got {_quote(value)}"
+            )
+    kind = document.get("kind")
+    if "kind" in document and not isinstance(kind, str):
+        fail(f"'kind' of document {document_id!r} must be a string, got {_quote(kind)}")
+    if "source" not in document:
+        fail(f"document {document_id!r} has no 'source' field")
+    ids = document["source"]
+    if not isinstance(ids, list):
+        fail(
+            f"'source' of document {document_id!r} must be an array of ID strings, "
+            f"got {_quote(ids)}"
+        )
+    seen: set[str] = set()
+    for index, item in enumerate(ids):
+        if not isinstance(item, str):
+            fail(
+                f"'source[{index}]' of document {document_id!r} must be a string, "
+                f"got {_quote(item)}"
+            )
+        if item in seen:
+            fail(
+                f"'source[{index}]' of document {document_id!r} repeats "
+                f"{_quote(item)}; the IDs of a source must be unique"
+            )
+        seen.add(item)
+    return SourceDocument(
+        id=document_id,
+        text=document["text"],
+        source=ids,
+        target=document["target"],
+        kind=kind,
+        line=number,
+    )

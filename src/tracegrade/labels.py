@@ -5,6 +5,14 @@ per line (other keys, such as a reviewer's note, are ignored).
 It is the staff's word on a run: when a stage scorer is given one, it is
 the only source of labels, and a sample it does not mention has no label.
 
+A line may also name an `"epoch"` (1, 2, ...): with `--epochs N` each
+epoch has its own answer, so each can have its own label. A line without
+an epoch labels every epoch of its sample; one sample is labelled either
+that way or epoch by epoch, never both, so no label silently overrides
+another.
+
+`tracegrade labels export LOG` writes the lines to fill: `label_requests`.
+
 Everything that can be checked in the file alone is checked when it is
 read, before any sample is scored. Whether every id names a sample can only
 be known once scoring is over; `StaffLabels.check_all_matched` does that.
@@ -18,9 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
+from inspect_ai.log import EvalLog, EvalSample
+from inspect_ai.scorer import Score
+
 from .datasets import strict_json_loads
 
 SampleId = str | int
+EpochKey = tuple[SampleId, int]
 
 
 class LabelsError(Exception):
@@ -42,12 +54,19 @@ def _is_sample_id(value: Any) -> bool:
 
 @dataclass
 class StaffLabels:
-    """Labels by sample id, and which samples have been scored so far."""
+    """Labels by sample id, and which samples have been scored so far.
+
+    `labels` holds the lines without an epoch (for every epoch of the
+    sample), `epoch_labels` those with one, by `(sample id, epoch)`.
+    """
 
     path: str
     labels: dict[SampleId, bool]
     lines: dict[SampleId, int]
     seen: set[SampleId] = field(default_factory=set)
+    epoch_labels: dict[EpochKey, bool] = field(default_factory=dict)
+    epoch_lines: dict[EpochKey, int] = field(default_factory=dict)
+    seen_epochs: set[EpochKey] = field(default_factory=set)
 
     @classmethod
     def read(cls, path: str | Path) -> StaffLabels:
@@ -55,6 +74,10 @@ class StaffLabels:
         path = str(path)
         labels: dict[SampleId, bool] = {}
         lines: dict[SampleId, int] = {}
+        epoch_labels: dict[EpochKey, bool] = {}
+        epoch_lines: dict[EpochKey, int] = {}
+        # The first line naming each sample, to refuse mixing both kinds.
+        first_epoch_line: dict[SampleId, tuple[int, int]] = {}
         try:
             text = Path(path).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as error:
@@ -64,48 +87,107 @@ class StaffLabels:
         for number, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
-            sample_id, correct = _parse_line(path, number, line)
+            sample_id, epoch, correct = _parse_line(path, number, line)
+            where = f"{path}, line {number}: id {sample_id!r}"
+            if epoch is None:
+                if sample_id in labels:
+                    raise LabelsError(
+                        f"{where} is already labelled on line {lines[sample_id]}; "
+                        "one label per sample"
+                    )
+                if sample_id in first_epoch_line:
+                    other_epoch, other_line = first_epoch_line[sample_id]
+                    raise LabelsError(_mixed_message(where, other_epoch, other_line))
+                labels[sample_id] = correct
+                lines[sample_id] = number
+                continue
+            key = (sample_id, epoch)
+            if key in epoch_labels:
+                raise LabelsError(
+                    f"{where} epoch {epoch} is already labelled on line "
+                    f"{epoch_lines[key]}; one label per sample and epoch"
+                )
             if sample_id in labels:
                 raise LabelsError(
-                    f"{path}, line {number}: id {sample_id!r} is already labelled "
-                    f"on line {lines[sample_id]}; one label per sample"
+                    f"{where} epoch {epoch}: line {lines[sample_id]} already "
+                    "labels every epoch of this sample; label a sample either "
+                    "once for all epochs or epoch by epoch, not both"
                 )
-            labels[sample_id] = correct
-            lines[sample_id] = number
-        return cls(path=path, labels=labels, lines=lines)
+            first_epoch_line.setdefault(sample_id, (epoch, number))
+            epoch_labels[key] = correct
+            epoch_lines[key] = number
+        return cls(
+            path=path,
+            labels=labels,
+            lines=lines,
+            epoch_labels=epoch_labels,
+            epoch_lines=epoch_lines,
+        )
 
-    def label_for(self, sample_id: SampleId) -> bool | None:
-        """The label for a sample being scored, or None; notes the sample."""
+    def label_for(self, sample_id: SampleId, epoch: int | None = None) -> bool | None:
+        """The label for a sample being scored, or None; notes the sample.
+
+        Without `epoch`, only a label for every epoch of the sample applies.
+        """
         self.seen.add(sample_id)
+        if epoch is not None:
+            self.seen_epochs.add((sample_id, epoch))
+            if (sample_id, epoch) in self.epoch_labels:
+                return self.epoch_labels[(sample_id, epoch)]
         return self.labels.get(sample_id)
 
     def unmatched(self) -> list[SampleId]:
-        """Labelled ids that no scored sample has had, in file order."""
+        """Labelled ids that no scored sample has had, in file order
+        (lines without an epoch; `unmatched_epochs` has the others)."""
         return [sample_id for sample_id in self.labels if sample_id not in self.seen]
+
+    def unmatched_epochs(self) -> list[EpochKey]:
+        """Labelled (id, epoch) pairs that no scored run has had, in file order."""
+        return [key for key in self.epoch_labels if key not in self.seen_epochs]
 
     def check_all_matched(self) -> None:
         """Raise `LabelsError` if a label names no sample that was scored."""
-        unmatched = self.unmatched()
+        unmatched = [
+            (self.lines[sample_id], repr(sample_id)) for sample_id in self.unmatched()
+        ] + [
+            (self.epoch_lines[key], f"{key[0]!r} epoch {key[1]}")
+            for key in self.unmatched_epochs()
+        ]
         if unmatched:
-            raise LabelsError(unmatched_message(self.path, unmatched, self.lines))
+            raise LabelsError(_unmatched_text(self.path, sorted(unmatched)))
+
+
+def _mixed_message(where: str, epoch: int, line: int) -> str:
+    return (
+        f"{where} has no epoch, so it would label every epoch, but line {line} "
+        f"labels epoch {epoch} of it; label a sample either once for all "
+        "epochs or epoch by epoch, not both"
+    )
 
 
 def unmatched_message(
     path: str, unmatched: Iterable[SampleId], lines: dict[SampleId, int]
 ) -> str:
-    ids = list(unmatched)
-    shown = ", ".join(
-        f"{sample_id!r} (line {lines[sample_id]})" for sample_id in ids[:5]
+    return _unmatched_text(
+        path, [(lines[sample_id], repr(sample_id)) for sample_id in unmatched]
     )
-    more = f" and {len(ids) - 5} more" if len(ids) > 5 else ""
-    counted = "1 label names" if len(ids) == 1 else f"{len(ids)} labels name"
+
+
+def _unmatched_text(path: str, unmatched: list[tuple[int, str]]) -> str:
+    """The message for labels, as (line, "'id'" or "'id' epoch N"), that
+    matched nothing."""
+    shown = ", ".join(f"{name} (line {line})" for line, name in unmatched[:5])
+    more = f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else ""
+    counted = (
+        "1 label names" if len(unmatched) == 1 else f"{len(unmatched)} labels name"
+    )
     return (
         f"{path}: {counted} no sample that was scored: {shown}{more}. "
         'Sample ids match exactly, type included ("1" is not 1).'
     )
 
 
-def _parse_line(path: str, number: int, line: str) -> tuple[SampleId, bool]:
+def _parse_line(path: str, number: int, line: str) -> tuple[SampleId, int | None, bool]:
     def fail(problem: str) -> NoReturn:
         raise LabelsError(f"{path}, line {number}: {problem}")
 
@@ -130,4 +212,88 @@ def _parse_line(path: str, number: int, line: str) -> tuple[SampleId, bool]:
             f"'correct' must be true or false for id {sample_id!r}, "
             f"got {json.dumps(correct)}; labels are never guessed"
         )
-    return sample_id, correct
+    epoch = record.get("epoch")
+    if "epoch" in record and (type(epoch) is not int or epoch < 1):
+        fail(
+            f"'epoch' must be a positive integer for id {sample_id!r}, "
+            f"got {json.dumps(epoch)}; leave it out to label every epoch"
+        )
+    return sample_id, epoch, correct
+
+
+# --- the lines staff fill in ----------------------------------------------------
+
+STAGE_READ_FROM = frozenset({"required", "context", "correct"})
+
+
+def stage_score(sample: EvalSample) -> Score | None:
+    """The sample's first stage-diagnosis score, or None.
+
+    Found by what it carries, not by its name: a scorer renamed by
+    `inspect score --action append` (`stage_diagnosis1`) still counts.
+    """
+    for score in (sample.scores or {}).values():
+        metadata = score.metadata or {}
+        read_from = metadata.get("read_from")
+        if (
+            isinstance(metadata.get("record"), dict)
+            and isinstance(read_from, dict)
+            and read_from.keys() == STAGE_READ_FROM
+        ):
+            return score
+    return None
+
+
+def label_requests(log: EvalLog) -> list[dict[str, Any]]:
+    """One line to label per run in `log`, with `"correct": null` to fill.
+
+    Each line holds the sample `id`, the `question` (the sample input), the
+    model's `answer` (its output text), and the `required` and `context`
+    IDs the stage scorer read (null where the score has none). A log run
+    with several epochs gets one line per sample and epoch, with an
+    `epoch` field, since each epoch's answer needs its own judgement; a
+    single-epoch log gets one line per sample, without one.
+
+    Lines follow the log's sample order, epochs in order. Raises
+    `LabelsError` when no sample has a stage-diagnosis score: such a log
+    did not come from a task with the stage scorer, and labels for it
+    would join onto nothing.
+    """
+    samples = list(log.samples or [])
+    if not any(stage_score(sample) is not None for sample in samples):
+        location = log.location or "the log"
+        raise LabelsError(
+            f"{location}: no sample has a stage_diagnosis score, so there is "
+            "nothing to label; export a log of a task scored with "
+            "tracegrade's stage_diagnosis_scorer"
+        )
+    position: dict[SampleId, int] = {}
+    for sample in samples:
+        position.setdefault(sample.id, len(position))
+    samples.sort(key=lambda sample: (position[sample.id], sample.epoch))
+    per_epoch = any(sample.epoch != 1 for sample in samples) or (
+        (log.eval.config.epochs or 1) > 1
+    )
+    return [_label_request(sample, per_epoch) for sample in samples]
+
+
+def _label_request(sample: EvalSample, per_epoch: bool) -> dict[str, Any]:
+    score = stage_score(sample)
+    record = (score.metadata or {})["record"] if score is not None else {}
+    line: dict[str, Any] = {"id": sample.id}
+    if per_epoch:
+        line["epoch"] = sample.epoch
+    line["question"] = _question(sample)
+    line["answer"] = sample.output.completion
+    line["required"] = record.get("required")
+    line["context"] = record.get("context")
+    line["correct"] = None
+    return line
+
+
+def _question(sample: EvalSample) -> str:
+    if isinstance(sample.input, str):
+        return sample.input
+    return "\n\n".join(
+        message.text for message in sample.input if message.role == "user"
+    )

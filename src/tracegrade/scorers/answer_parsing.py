@@ -1,23 +1,76 @@
 """Reading a model's answer text as a list of IDs.
 
-Models wrap their lists in prose and code fences, so the list is looked for
-anywhere in the text. What is never done is guessing: if no JSON array of
-strings is found, or two different ones are, the answer is unreadable and
-the scorer fails it on both criteria. A model must not escape grading, or
-be graded on a list it did not clearly give, because its text was messy.
+Three readings are tried, in this order; the first that applies is the
+answer, and the scorer records which one in `Score.metadata["read_as"]`.
 
-Later fallbacks (one ID per line, comma lists) belong here, as further
-readers tried only when no JSON array is found.
+1. `"json"`: the one JSON array of strings anywhere in the text, also
+   inside a code fence or surrounded by prose. Only top-level JSON values
+   count: an array inside another array or inside an object (`[["A"]]`,
+   `{"ids": ["A"]}`) is part of that value, not an answer, and a value that
+   is not an array of strings (`[1, 2]`, `["A", null]`, `{"a": 1}`) makes
+   the answer unreadable. The same array repeated (a model restating its
+   answer) is one answer; two different arrays are a guess we refuse to
+   make. A JSON array may carry any string as an ID.
+2. `"lines"`: otherwise, one ID per line, when the text has two or more
+   non-blank lines and every one of them is a bare ID (below).
+3. `"commas"`: otherwise, a comma-separated list of bare IDs on one line,
+   with at least one comma.
+
+The bare-list readings (2 and 3) are tried only when the text holds no JSON
+array or object at all; they remove exactly this and nothing else:
+
+- whitespace around the whole text, around each line, and (commas) around
+  each item; blank lines;
+- in the one-ID-per-line reading, one list marker at the start of each
+  line, when whitespace follows it: `-`, `*`, `+`, `•`, or a number
+  followed by `.` or `)` (`1.`, `12)`). The numbers are not read: the
+  order of the lines is the answer's order. A marker can never be part of
+  a bare ID, since a bare ID holds no whitespace;
+- a code fence around the whole text: a first line of three or more
+  backticks (with or without a language name) and a last line of backticks.
+
+Nothing else is changed: no case folding, no change inside an ID, no
+sorting, no removal of repeats (a repeated ID fails as a repeated ID).
+
+A bare ID starts and ends with a letter, a digit or `_` (Unicode letters
+and digits included), and in between holds only those and `. : / # -`.
+So a bare ID has no whitespace, no quotes, brackets, commas or
+semicolons, and does not end in sentence punctuation. That is what tells
+a list from prose: "I'm sorry, I can't help with that" is one line of
+words, not a list of two IDs, and a sentence ending in "." is not an ID.
+For the same reason a single bare word (one line, no comma) is not read
+as a one-ID list: it cannot be told from a one-word reply such as "None"
+or "Sorry". An ID outside these rules (one with a space, say) can still
+be answered, as a JSON array, which is what the prompt asks for.
+
+What is never done is guessing: a text that fits none of the readings is
+an `UnreadableAnswer`, and the scorer fails it on both criteria, so a model
+neither escapes grading nor is graded on a list it did not clearly give.
+A reply that happens to be bare words separated by commas ("No, thanks")
+is read as a list of those words; it then fails membership as any wrong
+list does, so the rule costs such a reply nothing it was owed.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, NoReturn
+import re
+from dataclasses import dataclass
+from typing import Any, Literal, NoReturn
+
+ReadAs = Literal["json", "lines", "commas"]
 
 
 class UnreadableAnswer(ValueError):
     """The answer text holds no single, unambiguous list of string IDs."""
+
+
+@dataclass(frozen=True)
+class AnswerReading:
+    """The IDs read from an answer text, and which reading found them."""
+
+    ids: list[str]
+    read_as: ReadAs
 
 
 def _reject_constant(name: str) -> NoReturn:
@@ -27,33 +80,71 @@ def _reject_constant(name: str) -> NoReturn:
 
 _DECODER = json.JSONDecoder(parse_constant=_reject_constant)
 _FAILED_READ_BUDGET = 20
+_JSON_START = re.compile(r"[\[{]")
+
+_BARE_ID = re.compile(r"\w(?:[\w.:/#-]*\w)?")
+_LIST_MARKER = re.compile(r"(?:[-*+\u2022]|[0-9]+[.)])\s+")
+_FENCE_OPEN = re.compile(r"`{3,}[\w+-]*")
+_FENCE_CLOSE = re.compile(r"`{3,}")
+_NO_JSON = "no JSON array of string IDs"
 
 
 def _is_id_list(value: Any) -> bool:
     return type(value) is list and all(isinstance(item, str) for item in value)
 
 
-def parse_answer_ids(text: str) -> list[str]:
-    """Return the one JSON array of string IDs in `text`.
+def read_answer_ids(text: str) -> AnswerReading:
+    """The IDs in `text` and how they were read; see the module docstring.
 
-    Only top-level arrays count: in `[["A"]]` the inner `["A"]` is part of
-    an array of arrays, not an answer. The same array repeated (a model
-    restating its answer) is one answer; two different arrays are a guess
-    we refuse to make.
-
-    >>> parse_answer_ids('Here you go:\\n```json\\n["C", "A", "B"]\\n```')
-    ['C', 'A', 'B']
+    >>> read_answer_ids('Here you go:\\n```json\\n["C", "A", "B"]\\n```')
+    AnswerReading(ids=['C', 'A', 'B'], read_as='json')
+    >>> read_answer_ids("1. C\\n2. A\\n3. B")
+    AnswerReading(ids=['C', 'A', 'B'], read_as='lines')
+    >>> read_answer_ids("C, A, B")
+    AnswerReading(ids=['C', 'A', 'B'], read_as='commas')
 
     Raises `UnreadableAnswer` saying what was found instead.
     """
+    found, rejected = _json_values(text)
+    if len(found) == 1:
+        return AnswerReading(found[0], "json")
+    if len(found) > 1:
+        listed = " and ".join(_quote(ids) for ids in found[:2])
+        raise UnreadableAnswer(
+            f"the text holds {len(found)} different ID lists ({listed}"
+            f"{', ...' if len(found) > 2 else ''}), so none can be chosen"
+        )
+    if rejected:
+        raise UnreadableAnswer(
+            "no JSON array in the text is a list of string IDs; "
+            f"the first JSON value is {_quote(rejected[0])}"
+        )
+    return _bare_list(text)
+
+
+def parse_answer_ids(text: str) -> list[str]:
+    """The IDs in `text`, by the first reading that applies.
+
+    >>> parse_answer_ids('The IDs are ["C", "A", "B"].')
+    ['C', 'A', 'B']
+
+    Raises `UnreadableAnswer`; `read_answer_ids` also says which reading
+    was used.
+    """
+    return read_answer_ids(text).ids
+
+
+def _json_values(text: str) -> tuple[list[list[str]], list[Any]]:
+    """The distinct top-level ID lists in `text`, and the other JSON values."""
     found: list[list[str]] = []
     rejected: list[Any] = []
-    # Characters failed decodes may read before giving up. Each '[' is
-    # tried, so thousands of unclosed or nested brackets would otherwise
+    # Characters failed decodes may read before giving up. Each '[' and '{'
+    # is tried, so thousands of unclosed or nested brackets would otherwise
     # cost quadratic time; ordinary prose fails within a few characters.
     budget = _FAILED_READ_BUDGET * (len(text) + 1000)
-    position = text.find("[")
-    while position != -1:
+    start = _JSON_START.search(text)
+    while start is not None:
+        position = start.start()
         try:
             value, end = _DECODER.raw_decode(text, position)
         except (ValueError, RecursionError) as error:
@@ -64,34 +155,72 @@ def parse_answer_ids(text: str) -> list[str]:
                 raise UnreadableAnswer(
                     "too many unclosed or deeply nested brackets to read an ID list"
                 ) from None
-            position = text.find("[", position + 1)
+            start = _JSON_START.search(text, position + 1)
             continue
         if _is_id_list(value):
             if value not in found:
                 found.append(value)
         else:
             rejected.append(value)
-        position = text.find("[", end)
+        start = _JSON_START.search(text, end)
+    return found, rejected
 
-    if len(found) == 1:
-        return found[0]
-    if len(found) > 1:
-        listed = " and ".join(_quote(ids) for ids in found[:2])
-        raise UnreadableAnswer(
-            f"the text holds {len(found)} different ID lists ({listed}"
-            f"{', ...' if len(found) > 2 else ''}), so none can be chosen"
-        )
-    if rejected:
-        raise UnreadableAnswer(
-            "no JSON array in the text is a list of string IDs; "
-            f"the first is {_quote(rejected[0])}"
-        )
-    if not text.strip():
+
+def _bare_list(text: str) -> AnswerReading:
+    """One ID per line, or a comma list on one line, of bare IDs only."""
+    lines = [line.strip() for line in text.strip().split("\n")]
+    fenced = (
+        len(lines) >= 2
+        and _FENCE_OPEN.fullmatch(lines[0]) is not None
+        and _FENCE_CLOSE.fullmatch(lines[-1]) is not None
+    )
+    if fenced:
+        lines = lines[1:-1]
+    lines = [line for line in lines if line]
+    if not lines:
         raise UnreadableAnswer("the answer text is empty")
-    raise UnreadableAnswer(f"no JSON array of string IDs in the text {_quote(text)}")
+
+    if len(lines) >= 2:
+        ids = [_LIST_MARKER.sub("", line, count=1) for line in lines]
+        for number, (line, item) in enumerate(zip(lines, ids, strict=True), 1):
+            if not _BARE_ID.fullmatch(item):
+                raise UnreadableAnswer(
+                    f"{_NO_JSON}, and non-blank line {number} {_quote(line)} is "
+                    "not a bare ID, so the text is not a one-ID-per-line list either"
+                )
+        return AnswerReading(ids, "lines")
+
+    line = lines[0]
+    if "," in line:
+        items = [item.strip() for item in line.split(",")]
+        for number, item in enumerate(items, 1):
+            if not _BARE_ID.fullmatch(item):
+                what = "empty" if not item else f"{_quote(item)}, not a bare ID"
+                raise UnreadableAnswer(
+                    f"{_NO_JSON}, and item {number} of the comma-separated text is "
+                    f"{what}, so the text is not a comma-separated list either"
+                )
+        return AnswerReading(items, "commas")
+
+    if _BARE_ID.fullmatch(_LIST_MARKER.sub("", line, count=1)):
+        raise UnreadableAnswer(
+            f"{_NO_JSON}; the single word {_quote(line)} is not read as a one-ID "
+            'list, since it cannot be told from a one-word reply such as "None" '
+            "(a one-ID answer must be a JSON array)"
+        )
+    raise UnreadableAnswer(f"{_NO_JSON} in the text {_quote(text)}")
 
 
 def _quote(value: Any, limit: int = 80) -> str:
     """JSON text of `value`, cut short: exact enough to find, short enough to read."""
     text = json.dumps(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+__all__ = [
+    "AnswerReading",
+    "ReadAs",
+    "UnreadableAnswer",
+    "parse_answer_ids",
+    "read_answer_ids",
+]

@@ -15,7 +15,7 @@ from inspect_ai.solver import TaskState
 
 from ..core import InvalidRecord, grade_extraction, has_duplicates
 from ..datasets import strict_json_loads
-from .answer_parsing import UnreadableAnswer, parse_answer_ids
+from .answer_parsing import ReadAs, UnreadableAnswer, read_answer_ids
 from .explain import explain_extraction, explain_invalid, explain_unreadable
 from .metrics import answer_failures
 from .outcome import ErrorInfo, data_error, graded, metadata_source, shown
@@ -88,32 +88,55 @@ def extraction_score(
     """The score for one record, errors included.
 
     With `answer_text`, the answer is the model's output and is read from
-    it; an unreadable text is the model's failure. Without it, `record`
-    already holds the answer (a recorded one, from metadata), and an answer
-    of the wrong type is the data's error.
+    it; an unreadable text is the model's failure, and the metadata's
+    `read_as` says which reading found the IDs ("json", "lines",
+    "commas"; None when none did). Without it, `record` already holds the
+    answer (a recorded one, from metadata), an answer of the wrong type is
+    the data's error, and there is no `read_as`.
     """
-    if answer_text is not None:
-        try:
-            record = {**record, "answer": parse_answer_ids(answer_text)}
-        except UnreadableAnswer as unreadable:
-            refusal = _source_refusal(record, answer_text, read_from)
-            if refusal is not None:
-                return refusal
-            return graded(
-                failed_both(),
-                answer=answer_text,
-                explanation=explain_unreadable(str(unreadable)),
-                result=None,
-                record=record,
-                read_from=read_from,
-                error=ErrorInfo(
-                    kind="unreadable-answer",
-                    side="answer",
-                    field="answer",
-                    message=str(unreadable),
-                ),
-            )
+    if answer_text is None:
+        return _answer_value_score(record, read_from)
+    try:
+        reading = read_answer_ids(answer_text)
+    except UnreadableAnswer as unreadable:
+        score = _unreadable_answer_score(record, answer_text, read_from, unreadable)
+        read_as: ReadAs | None = None
+    else:
+        score = _answer_value_score({**record, "answer": reading.ids}, read_from)
+        read_as = reading.read_as
+    # Set on the score, not built into `graded`, because only answers
+    # read from output text have a reading; recorded answers have none.
+    score.metadata = {**(score.metadata or {}), "read_as": read_as}
+    return score
 
+
+def _unreadable_answer_score(
+    record: dict[str, Any],
+    answer_text: str,
+    read_from: dict[str, str],
+    unreadable: UnreadableAnswer,
+) -> Score:
+    refusal = _source_refusal(record, answer_text, read_from)
+    if refusal is not None:
+        return refusal
+    return graded(
+        failed_both(),
+        answer=answer_text,
+        explanation=explain_unreadable(str(unreadable)),
+        result=None,
+        record=record,
+        read_from=read_from,
+        error=ErrorInfo(
+            kind="unreadable-answer",
+            side="answer",
+            field="answer",
+            message=str(unreadable),
+        ),
+    )
+
+
+def _answer_value_score(record: dict[str, Any], read_from: dict[str, str]) -> Score:
+    """The score of a record that holds its answer as a value, read or recorded."""
     answer = shown(record["answer"]) if "answer" in record else ""
     try:
         result = grade_extraction(record)
@@ -198,9 +221,12 @@ def ordered_extraction_scorer(
             None reads them from the target instead, written as a JSON
             array (`Sample(target='["C", "A", "B"]')`).
         answer_key: None (the default) grades the model's output: the one
-            JSON array of strings in its text, also inside a code fence.
-            A metadata key grades a recorded answer instead, which must be
-            an array of strings like any other record field.
+            JSON array of strings in its text, also inside a code fence or
+            prose; failing that, a bare list of IDs, one per line or
+            comma-separated (see `tracegrade.scorers.answer_parsing`). The
+            score's metadata `read_as` names the reading used. A metadata
+            key grades a recorded answer instead, which must be an array
+            of strings like any other record field.
 
     Examples:
         ```python

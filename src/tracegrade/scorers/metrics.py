@@ -16,7 +16,7 @@ list and report no runs, instead of failing the log.
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import Counter, defaultdict
 from typing import Any
 
 from inspect_ai.scorer import Metric, SampleScore, metric
@@ -56,6 +56,35 @@ def stage_shares() -> Metric:
         counts = Counter(_stage(sample_score) for sample_score in scores)
         total = len(scores)
         return {stage: counts[stage] / total if total else math.nan for stage in STAGES}
+
+    return compute
+
+
+@metric(scores="unreduced")
+def stage_modes() -> Metric:
+    """Share of samples in each stage, each sample counted once by its mode.
+
+    Inspect's epoch reducers only feed reduced metrics, and a reduced stage
+    metric would break under the default mean reducer (a string mean is 0),
+    so the mode across epochs is taken here: `retrieval_mode`, ... Ties go
+    to the earlier stage in `STAGES`, so a sample that failed retrieval as
+    often as it passed is not reported as passing. With one epoch these
+    equal the `stage_shares`.
+    """
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        runs: defaultdict[str, Counter[str]] = defaultdict(Counter)
+        for sample_score in scores:
+            runs[str(sample_score.sample_id)][_stage(sample_score)] += 1
+        modes = Counter(
+            max(STAGES, key=lambda stage: (counts[stage], -STAGES.index(stage)))
+            for counts in runs.values()
+        )
+        total = len(runs)
+        return {
+            f"{stage}_mode": modes[stage] / total if total else math.nan
+            for stage in STAGES
+        }
 
     return compute
 

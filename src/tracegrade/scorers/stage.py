@@ -19,13 +19,13 @@ from ..core import InvalidRecord, diagnose_stage
 from ..labels import LabelsError, StaffLabels
 from ._inspect_glue import checked_first, register_scorer, tag_scorer
 from .explain import explain_invalid, explain_stage, explain_unrecorded_context
-from .metrics import lucky_answers, stage_shares
+from .metrics import lucky_answers, stage_modes, stage_shares
 from .outcome import ErrorInfo, data_error, graded, metadata_source, shown
 from .store import context_store_key, recorded_context
 
 logger = logging.getLogger(__name__)
 
-STAGE_METRICS = [stage_shares(), lucky_answers()]
+STAGE_METRICS = [stage_shares(), stage_modes(), lucky_answers()]
 
 
 def diagnosis_score(
@@ -161,7 +161,7 @@ def stage_diagnosis_scorer(
             if context_recorded:
                 record["context"] = context
         if staff_labels is not None:
-            label = staff_labels.label_for(state.sample_id)
+            label = staff_labels.label_for(state.sample_id, state.epoch)
             if label is not None:
                 record["correct"] = label
         elif correct_key in metadata:

@@ -1,0 +1,147 @@
+"""A RAG task diagnosed by tracegrade: BM25 retrieval, one answer, a stage.
+
+Copy this file to start your own: replace the corpus, the questions and the
+retriever, and keep the two lines that matter to tracegrade, marked below:
+the solver records the IDs of the documents it actually put in the prompt,
+and the scorer is `stage_diagnosis_scorer()`.
+
+The corpus is tracegrade's packaged example (46 short documents about a
+fictional company, 30 questions, each listing the document IDs an answer
+needs); see `scripts/make_rag_corpus.py`. Some questions are worded unlike
+their documents, so BM25 misses a required document now and then: the
+retrieval failures the stage diagnosis reports.
+
+Run it (the retriever is the `bm25s` package: `pip install "tracegrade[rag]"`):
+
+    export OPENAI_API_KEY=...
+    inspect eval examples/rag_task.py --model openai/gpt-4o-mini
+    inspect eval examples/rag_task.py -T top_k=5 --model openai/gpt-4o-mini
+
+A fresh run has no staff labels, so every sample is unscored with the
+reason `answer-label`: whether an answer is correct is the staff's call.
+Export the answers, label them and join the labels back onto the log:
+
+    tracegrade labels export LOG > labels.jsonl
+    # staff set "correct" to true or false on each line
+    inspect score LOG --scorer tracegrade/stage_diagnosis \\
+        -S labels=labels.jsonl --action append --overwrite
+
+Offline, `--model mockllm/model` does not work from the command line:
+without a preset token count in its outputs, mockllm downloads a tokenizer.
+`tests/test_rag_example.py` runs this task with `eval()` and a
+`get_model("mockllm/model", custom_outputs=...)` whose outputs carry one.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib.resources import files
+from typing import Any, NamedTuple
+
+import bm25s  # type: ignore[import-untyped]
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
+
+from tracegrade import RetrievalTrace, stage_diagnosis_scorer
+
+PROMPT = """\
+Answer the question using only the documents below. If they do not hold
+the answer, say that you do not know.
+
+{documents}
+
+Question: {question}
+"""
+
+
+# A NamedTuple, not a dataclass: Inspect loads a task file without adding
+# it to sys.modules, where a dataclass looks its module up.
+class Document(NamedTuple):
+    id: str
+    title: str
+    text: str
+
+
+def packaged_lines(name: str) -> list[dict[str, Any]]:
+    """The JSON Lines of a data file shipped in `tracegrade/data`."""
+    text = (files("tracegrade") / "data" / name).read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.split("\n") if line.strip()]
+
+
+class BM25Index:
+    """BM25 over title and text, English stopwords removed."""
+
+    def __init__(self, documents: list[Document]) -> None:
+        self.documents = documents
+        self.retriever = bm25s.BM25()
+        self.retriever.index(
+            self._tokens([f"{d.title}\n{d.text}" for d in documents]),
+            show_progress=False,
+        )
+
+    @staticmethod
+    def _tokens(texts: list[str]) -> Any:
+        return bm25s.tokenize(texts, stopwords="en", show_progress=False)
+
+    def search(self, query: str, k: int) -> list[Document]:
+        k = min(k, len(self.documents))
+        indices, _scores = self.retriever.retrieve(
+            self._tokens([query]), k=k, show_progress=False
+        )
+        return [self.documents[int(i)] for i in indices[0]]
+
+
+@solver
+def retrieve_then_prompt(index: BM25Index, top_k: int = 3) -> Solver:
+    """Retrieve `top_k` documents for the question and put them in the prompt."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        question = state.input_text
+        documents = index.search(question, top_k)
+        # tracegrade: record the context actually supplied, in the order given.
+        state.store_as(RetrievalTrace).context = [d.id for d in documents]
+        state.user_prompt.text = PROMPT.format(
+            documents="\n\n".join(
+                f'<document id="{d.id}" title="{d.title}">\n{d.text}\n</document>'
+                for d in documents
+            ),
+            question=question,
+        )
+        return state
+
+    return solve
+
+
+def questions_dataset() -> MemoryDataset:
+    """One sample per question; `required` in metadata, the reference
+    answer as the target, for staff to compare against."""
+    return MemoryDataset(
+        [
+            Sample(
+                id=q["id"],
+                input=q["question"],
+                target=q["answer"],
+                metadata={"required": q["required"]},
+            )
+            for q in packaged_lines("rag_questions.jsonl")
+        ],
+        name="rag_questions",
+    )
+
+
+@task
+def rag_qa(top_k: int = 3) -> Task:
+    """Answer questions about Brindlewick Logistics from BM25-retrieved documents.
+
+    Args:
+        top_k: How many documents to retrieve and put in the prompt.
+    """
+    index = BM25Index([Document(**d) for d in packaged_lines("rag_corpus.jsonl")])
+    return Task(
+        dataset=questions_dataset(),
+        solver=[retrieve_then_prompt(index, top_k), generate()],
+        # tracegrade: required IDs from metadata, the context from
+        # RetrievalTrace, the label from metadata "correct" or a labels file.
+        scorer=stage_diagnosis_scorer(),
+    )

@@ -1,0 +1,182 @@
+"""`tracegrade/ordered_extraction`: a live model lists each document's IDs.
+
+`inspect eval tracegrade/ordered_extraction --model <provider/model>` asks
+the model, once per document, for the IDs the document names, in the order
+the text gives them, and grades membership and order separately.
+
+The documents are the packaged `extraction_documents.jsonl` (64 synthetic
+manifests, citation lists, timelines, logs ...; see
+`scripts/make_extraction_documents.py`), or your own file of the same
+format with `-T dataset=PATH`. The prompt can be replaced with
+`-T prompt="..."` or `-T prompt=path/to/prompt.txt`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from inspect_ai import Epochs, Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.solver import generate
+
+from ..core import canonical_json
+from ..datasets import SourceDocument, packaged_fixture, read_source_documents
+from ..scorers import ordered_extraction_scorer
+
+DEFAULT_PROMPT = """\
+List the {target} in the document below.
+
+Answer with a JSON array of strings, like ["...", "..."], and nothing else.
+- Write each one exactly as the document writes it.
+- List each one once.
+- Keep the order in which they appear in the document; do not sort them.
+
+<document>
+{document}
+</document>
+"""
+"""The prompt unless `-T prompt=...` replaces it: what to extract, the
+format the scorer reads first, and the two ways models most often spoil an
+ordered list (tidying it into sorted order, repeating an item)."""
+
+DOCUMENTS_FILE = "extraction_documents.jsonl"
+
+_PLACEHOLDER = re.compile(r"\{(document|target)\}")
+
+
+class PromptError(ValueError):
+    """A prompt template that cannot ask for a document's IDs.
+
+    Raised when the task is built, before any model call: a template
+    without `{document}` would send every model the same empty question.
+    """
+
+
+def prompt_template(prompt: str | None) -> str:
+    """The template `prompt` gives: itself, or the file it names.
+
+    A string holding `{document}` is the template itself; any other string
+    must name a file holding one, so `-T prompt=prompt.txt` works and a
+    mistyped template is never mistaken for a path or the other way round.
+    The template may also hold `{target}`; nothing else in it is
+    interpreted, so other braces may appear freely.
+    """
+    if prompt is None:
+        return DEFAULT_PROMPT
+    if "{document}" in prompt:
+        return prompt
+    if not _names_a_file(prompt):
+        raise PromptError(
+            f"the prompt {_shown(prompt)} has no {{document}} placeholder and "
+            "names no existing file; a template must say where the document "
+            "goes with {document} (and may name what to extract with {target})"
+        )
+    try:
+        template = Path(prompt).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise PromptError(f"cannot read prompt file {prompt} ({error})") from error
+    if "{document}" not in template:
+        raise PromptError(
+            f"prompt file {prompt} has no {{document}} placeholder, so the model "
+            "would never see the document; write {document} where the text goes "
+            "(and {target}, optionally, for what to extract)"
+        )
+    return template
+
+
+def _names_a_file(prompt: str) -> bool:
+    try:
+        return Path(prompt).is_file()
+    except (OSError, ValueError):
+        # Too long for a file name, or a NUL character: not a path.
+        return False
+
+
+def _shown(prompt: str, limit: int = 60) -> str:
+    text = json.dumps(prompt)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def render_prompt(template: str, document: SourceDocument) -> str:
+    """The template with `{document}` and `{target}` filled, in one pass,
+    so a document that itself contains "{target}" is left as written."""
+    values = {"document": document.text, "target": document.target}
+    return _PLACEHOLDER.sub(lambda match: values[match.group(1)], template)
+
+
+def document_sample(document: SourceDocument, template: str) -> Sample:
+    """The sample for one document: the filled prompt, the source as target."""
+    metadata: dict[str, object] = {"source": document.source}
+    if document.kind is not None:
+        metadata["kind"] = document.kind
+    metadata["target"] = document.target
+    return Sample(
+        id=document.id,
+        input=render_prompt(template, document),
+        target=canonical_json(document.source),
+        metadata=metadata,
+    )
+
+
+def extraction_documents_dataset(
+    path: str | Path | None = None, prompt: str | None = None
+) -> MemoryDataset:
+    """One sample per document, prompted with `prompt` (see `prompt_template`).
+
+    Each sample keeps the document's IDs in source order in
+    `metadata["source"]`, and also as the target, written as a JSON array;
+    `metadata["target"]` names what to extract and `metadata["kind"]` the
+    kind of document. Raises `DatasetError` for a malformed line and
+    `PromptError` for an unusable prompt, before any sample runs.
+    """
+    template = prompt_template(prompt)
+    source = path if path is not None else packaged_fixture(DOCUMENTS_FILE)
+    documents = read_source_documents(source)
+    return MemoryDataset(
+        [document_sample(document, template) for document in documents],
+        name="extraction_documents",
+        location=str(source),
+    )
+
+
+@task
+def ordered_extraction(dataset: str | None = None, prompt: str | None = None) -> Task:
+    """Ask a model for each document's IDs in source order; grade membership
+    and order separately.
+
+    The answer is read as a JSON array of strings, or failing that as a
+    bare list, one ID per line or comma-separated (see
+    `tracegrade.scorers.answer_parsing`); an answer that is neither fails
+    both criteria as `unreadable-answer`. With `--epochs N`, each epoch is
+    graded, and the reported membership and order accuracies are over the
+    per-sample means of the epochs (the task's reducer is "mean").
+
+    Args:
+        dataset: A JSON Lines file of your own documents, one
+            `{"id", "text", "source", "target", "kind"?}` per line, where
+            `source` lists the IDs in the order the text gives them and
+            `target` names them ("invoice numbers"); by default the
+            packaged documents.
+        prompt: A prompt template, or the path of a file holding one. It
+            must contain `{document}` and may contain `{target}`; by
+            default `DEFAULT_PROMPT`.
+    """
+    return Task(
+        dataset=extraction_documents_dataset(dataset, prompt),
+        solver=generate(),
+        scorer=ordered_extraction_scorer(),
+        epochs=Epochs(1, "mean"),
+    )
+
+
+__all__ = [
+    "DEFAULT_PROMPT",
+    "PromptError",
+    "document_sample",
+    "extraction_documents_dataset",
+    "ordered_extraction",
+    "prompt_template",
+    "render_prompt",
+]

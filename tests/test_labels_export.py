@@ -1,0 +1,342 @@
+"""The staff-label round trip, offline: run, export, label, `inspect score`.
+
+1. `examples/rag_task.py` runs on mockllm (outputs with a preset `usage`).
+2. `tracegrade labels export LOG > labels.jsonl` writes one line per run.
+3. The test plays the staff: it fills `correct` on every line.
+4. `inspect score LOG --scorer tracegrade/stage_diagnosis -S labels=...`
+   joins the labels back onto the log, and every run gets its stage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from inspect_ai import eval
+from inspect_ai.log import read_eval_log
+
+# The example's helpers (pytest puts tests/ on sys.path).
+from test_rag_example import QUESTIONS, answering_model, rag
+from tracegrade import LabelsError, ordered_extraction_recorded
+from tracegrade.cli import main
+from tracegrade.labels import StaffLabels, label_requests
+from tracegrade.tasks import stage_diagnosis
+
+ENV = {
+    **{k: v for k, v in os.environ.items() if not k.startswith("INSPECT_")},
+    "COLUMNS": "400",
+}
+TRACEGRADE = Path(sys.executable).parent / "tracegrade"
+REFERENCE = {q["id"]: q["answer"] for q in QUESTIONS}
+# The mock model answers these right (the reference answer), the rest not.
+ANSWERED_RIGHT = {"Q-001", "Q-002", "Q-004", "Q-005", "Q-010", "Q-021"}
+
+
+def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        args,
+        cwd=cwd,
+        env=ENV,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.fixture
+def rag_log(tmp_path: Path) -> Path:
+    answers = {
+        q: [REFERENCE[q] if q in ANSWERED_RIGHT else "I do not know."]
+        for q in REFERENCE
+    }
+    (log,) = eval(
+        rag.rag_qa(),
+        model=answering_model(answers),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )
+    assert log.status == "success"
+    return Path(log.location)
+
+
+def staff_fill(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What staff do: judge each answer against the reference answer."""
+    return [
+        {**line, "correct": line["answer"] == REFERENCE[line["id"]]} for line in lines
+    ]
+
+
+def test_the_round_trip_diagnoses_every_run(tmp_path: Path, rag_log: Path) -> None:
+    # 2. export, as the README says: to stdout, redirected to a file
+    exported = run(str(TRACEGRADE), "labels", "export", str(rag_log), cwd=tmp_path)
+    assert exported.returncode == 0, exported.stderr
+    lines = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert [line["id"] for line in lines] == [q["id"] for q in QUESTIONS]
+    before = read_eval_log(str(rag_log))
+    assert before.samples is not None
+    for line, sample in zip(lines, before.samples, strict=True):
+        assert list(line) == [
+            "id",
+            "question",
+            "answer",
+            "required",
+            "context",
+            "correct",
+        ]
+        assert line["question"] == sample.input
+        assert line["answer"] == sample.output.completion
+        assert line["required"] == sample.metadata["required"]
+        assert line["context"] == sample.store["RetrievalTrace:context"]
+        assert line["correct"] is None
+
+    # 3. staff fill in the labels
+    labels = tmp_path / "labels.jsonl"
+    filled = staff_fill(lines)
+    labels.write_text("".join(json.dumps(line) + "\n" for line in filled))
+
+    # 4. inspect score joins them back
+    scored = run(
+        sys.executable,
+        *("-m", "inspect_ai", "score", str(rag_log)),
+        *("--scorer", "tracegrade/stage_diagnosis", "-S", f"labels={labels}"),
+        *("--action", "append", "--overwrite"),
+        cwd=tmp_path,
+    )
+    assert scored.returncode == 0, scored.stderr
+    log = read_eval_log(str(rag_log))
+    assert log.status == "success"
+    assert log.samples is not None
+    expected: dict[str, str] = {}
+    lucky = 0
+    for line in filled:
+        missing = set(line["required"]) - set(line["context"])
+        if missing:
+            expected[line["id"]] = "retrieval"
+            lucky += line["correct"]
+        else:
+            expected[line["id"]] = "pass" if line["correct"] else "generation"
+    stages = {
+        str(sample.id): (sample.scores or {})["stage_diagnosis1"].value
+        for sample in log.samples
+    }
+    assert stages == expected
+    # Every stage occurs, and right answers hid retrieval gaps.
+    assert set(stages.values()) == {"retrieval", "generation", "pass"}
+    assert lucky >= 1
+    assert log.results is not None
+    metrics = {
+        name: metric.value
+        for score in log.results.scores
+        if score.name == "stage_diagnosis1"
+        for name, metric in score.metrics.items()
+    }
+    runs = len(expected)
+    assert metrics["lucky_answers"] == lucky
+    for stage in ("retrieval", "generation", "pass"):
+        share = sum(1 for value in expected.values() if value == stage) / runs
+        assert metrics[stage] == pytest.approx(share)
+    # The fresh scores are kept beside the labelled ones.
+    for sample in log.samples:
+        assert (sample.scores or {})["stage_diagnosis"].reason == "answer-label"
+
+
+def test_export_to_a_file_and_from_a_relabelled_log(
+    tmp_path: Path, rag_log: Path
+) -> None:
+    out = tmp_path / "labels.jsonl"
+    result = CliRunner().invoke(
+        main, ["labels", "export", str(rag_log), "--out", str(out)]
+    )
+    assert result.exit_code == 0, result.output
+    assert "30 lines to label written to" in result.output
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == 30
+    # A relabelled log (two stage scores per sample) exports the same lines.
+    labels = tmp_path / "filled.jsonl"
+    labels.write_text("".join(json.dumps(x) + "\n" for x in staff_fill(lines)))
+    from inspect_ai import score
+
+    from tracegrade import stage_diagnosis_scorer
+
+    relabelled = score(
+        read_eval_log(str(rag_log)),
+        stage_diagnosis_scorer(labels=str(labels)),
+        action="append",
+        display="none",
+    )
+    assert label_requests(relabelled) == lines
+
+
+def test_the_exported_file_reads_as_labels_once_filled(
+    tmp_path: Path, rag_log: Path
+) -> None:
+    lines = label_requests(read_eval_log(str(rag_log)))
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    # Unfilled, the first line is refused: labels are never guessed.
+    with pytest.raises(LabelsError, match="line 1: 'correct' must be true or false"):
+        StaffLabels.read(path)
+    path.write_text("".join(json.dumps(x) + "\n" for x in staff_fill(lines)))
+    labels = StaffLabels.read(path)
+    assert set(labels.labels) == set(REFERENCE)
+
+
+def test_a_log_without_stage_scores_is_refused(tmp_path: Path) -> None:
+    (log,) = eval(
+        ordered_extraction_recorded(), display="none", log_dir=str(tmp_path / "logs")
+    )
+    result = CliRunner().invoke(main, ["labels", "export", log.location])
+    assert result.exit_code == 1
+    assert "no sample has a stage_diagnosis score, so there is nothing to label" in (
+        result.output
+    )
+
+
+def test_an_unreadable_log_is_refused(tmp_path: Path) -> None:
+    bogus = tmp_path / "not-a-log.eval"
+    bogus.write_text("hello")
+    result = CliRunner().invoke(main, ["labels", "export", str(bogus)])
+    assert result.exit_code == 1
+    assert f"cannot read {str(bogus)!r} as an Inspect log" in result.output
+
+
+def test_runs_without_a_stage_score_are_exported_with_a_warning(
+    tmp_path: Path,
+) -> None:
+    """A recorded run whose context was never recorded is still a line to
+    label; its context is null, as the score recorded none."""
+    dataset = tmp_path / "runs.jsonl"
+    dataset.write_text(
+        json.dumps({"id": "r1", "input": {"required": ["D1"], "context": ["D1"]}})
+        + "\n"
+        + json.dumps({"id": "r2", "input": {"required": ["D1"]}})
+        + "\n"
+    )
+    (log,) = eval(
+        stage_diagnosis(dataset=str(dataset)),
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+    )
+    lines = label_requests(log)
+    assert [(x["id"], x["required"], x["context"]) for x in lines] == [
+        ("r1", ["D1"], ["D1"]),
+        ("r2", ["D1"], None),
+    ]
+
+
+# --- labels per epoch -------------------------------------------------------------
+
+
+def write_labels(path: Path, lines: list[Any]) -> Path:
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return path
+
+
+def test_labels_may_name_an_epoch(tmp_path: Path) -> None:
+    path = write_labels(
+        tmp_path / "labels.jsonl",
+        [
+            {"id": "q1", "epoch": 1, "correct": True},
+            {"id": "q1", "epoch": 2, "correct": False},
+            {"id": "q2", "correct": True},
+        ],
+    )
+    labels = StaffLabels.read(path)
+    assert labels.label_for("q1", 1) is True
+    assert labels.label_for("q1", 2) is False
+    assert labels.label_for("q1", 3) is None
+    # A line without an epoch labels every epoch.
+    assert labels.label_for("q2", 3) is True
+    assert labels.label_for("q2") is True
+    labels.check_all_matched()
+    # Asked without an epoch, an epoch's label does not apply, and stays
+    # unmatched: the run fails rather than drop the label.
+    unaware = StaffLabels.read(path)
+    assert unaware.label_for("q1") is None
+    assert unaware.label_for("q2") is True
+    with pytest.raises(
+        LabelsError,
+        match=r"2 labels name no sample .*'q1' epoch 1 \(line 1\), 'q1' epoch 2",
+    ):
+        unaware.check_all_matched()
+
+
+def test_unmatched_epoch_labels_are_named_in_file_order(tmp_path: Path) -> None:
+    path = write_labels(
+        tmp_path / "labels.jsonl",
+        [
+            {"id": "q1", "epoch": 3, "correct": True},
+            {"id": "q2", "correct": True},
+            {"id": "q1", "epoch": 1, "correct": True},
+        ],
+    )
+    labels = StaffLabels.read(path)
+    labels.label_for("q1", 1)
+    assert labels.unmatched() == ["q2"]
+    assert labels.unmatched_epochs() == [("q1", 3)]
+    with pytest.raises(
+        LabelsError,
+        match=r"2 labels name no sample .*: 'q1' epoch 3 \(line 1\), 'q2' \(line 2\)\.",
+    ):
+        labels.check_all_matched()
+
+
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (
+            [{"id": "q", "epoch": 2, "correct": True}] * 2,
+            "line 2: id 'q' epoch 2 is already labelled on line 1",
+        ),
+        (
+            [{"id": "q", "correct": True}, {"id": "q", "epoch": 1, "correct": True}],
+            "line 2: id 'q' epoch 1: line 1 already labels every epoch",
+        ),
+        (
+            [{"id": "q", "epoch": 1, "correct": True}, {"id": "q", "correct": True}],
+            "line 2: id 'q' has no epoch, so it would label every epoch, but line 1",
+        ),
+        ([{"id": "q", "epoch": 0, "correct": True}], "'epoch' must be a positive"),
+        ([{"id": "q", "epoch": "1", "correct": True}], 'got "1"'),
+        ([{"id": "q", "epoch": True, "correct": True}], "got true"),
+        ([{"id": "q", "epoch": None, "correct": True}], "got null"),
+    ],
+)
+def test_conflicting_or_malformed_epoch_labels_are_refused(
+    tmp_path: Path, lines: list[Any], message: str
+) -> None:
+    path = write_labels(tmp_path / "labels.jsonl", lines)
+    with pytest.raises(LabelsError, match=message):
+        StaffLabels.read(path)
+
+
+def test_a_multi_epoch_log_exports_one_line_per_epoch(tmp_path: Path) -> None:
+    (log,) = eval(
+        rag.rag_qa(),
+        model=answering_model({"Q-001": ["first", "second"]}),
+        sample_id="Q-001",
+        epochs=2,
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    lines = label_requests(log)
+    assert [(x["id"], x["epoch"], x["answer"]) for x in lines] in (
+        [("Q-001", 1, "first"), ("Q-001", 2, "second")],
+        [("Q-001", 1, "second"), ("Q-001", 2, "first")],
+    )
+    assert list(lines[0]) == [
+        "id",
+        "epoch",
+        "question",
+        "answer",
+        "required",
+        "context",
+        "correct",
+    ]

@@ -1,0 +1,427 @@
+"""The live `tracegrade/ordered_extraction` task, run offline on mockllm.
+
+The mock model answers each document's prompt with a preset text, chosen
+by the document the prompt holds (samples run concurrently, so the order
+of calls is not the order of samples). Every output carries a preset
+`usage`: without one, mockllm counts tokens with a tokenizer it must
+download, which fails with no network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai import eval
+from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
+from inspect_ai.model import ChatMessage, Model, ModelOutput, ModelUsage, get_model
+
+import tracegrade
+from tracegrade.datasets import DatasetError, packaged_fixture, read_source_documents
+from tracegrade.tasks.live import DEFAULT_PROMPT, PromptError, ordered_extraction
+
+DOCUMENTS = read_source_documents(packaged_fixture("extraction_documents.jsonl"))
+BY_ID = {document.id: document for document in DOCUMENTS}
+ENV = {
+    key: value for key, value in os.environ.items() if not key.startswith("INSPECT_")
+}
+
+
+def mock_model(
+    replies: dict[str, Sequence[str]], texts: dict[str, str] | None = None
+) -> Model:
+    """mockllm answering the prompt of document `id` with `replies[id]`,
+    the first reply on the first call for that document, and so on.
+
+    The document is found by its text (`texts`, by default the packaged
+    documents') in the prompt."""
+    texts = texts or {document.id: document.text for document in DOCUMENTS}
+    calls: dict[str, int] = {}
+
+    def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
+        prompt = messages[-1].text
+        (document_id,) = [i for i in replies if texts[i] in prompt]
+        count = calls.get(document_id, 0)
+        calls[document_id] = count + 1
+        output = ModelOutput.from_content(
+            model="mockllm/model", content=replies[document_id][count]
+        )
+        output.usage = ModelUsage(input_tokens=500, output_tokens=50, total_tokens=550)
+        return output
+
+    return get_model("mockllm/model", custom_outputs=reply)
+
+
+def run_live(
+    replies: dict[str, Sequence[str]],
+    tmp_path: Path,
+    texts: dict[str, str] | None = None,
+    **kwargs: Any,
+) -> EvalLog:
+    (log,) = eval(
+        ordered_extraction(**kwargs.pop("task_args", {})),
+        model=mock_model(replies, texts),
+        sample_id=list(replies),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        **kwargs,
+    )
+    assert log.status == "success", log.error
+    return log
+
+
+def source(document_id: str) -> list[str]:
+    return list(BY_ID[document_id].source)
+
+
+def as_json(ids: list[str], **kwargs: Any) -> str:
+    return json.dumps(ids, **kwargs)
+
+
+def pick(kind: str, n: int) -> str:
+    """The id of the n-th packaged document of a kind, so a case runs on
+    a real manifest, citation list, log excerpt, ..."""
+    return [d.id for d in DOCUMENTS if d.kind == kind][n]
+
+
+def sample_of(log: EvalLog, document_id: str) -> EvalSample:
+    assert log.samples is not None
+    (sample,) = [s for s in log.samples if s.id == document_id]
+    return sample
+
+
+# One case per way an answer can go; each runs on its own document.
+CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
+    # name: (document, reply made from the source, expected)
+    "right": (pick("shipping_manifest", 0), as_json, ((True, True), "json", None)),
+    "alphabetised": (
+        pick("citation_list", 1),
+        lambda ids: as_json(sorted(ids)),
+        ((True, False), "json", None),
+    ),
+    "missing": (
+        pick("incident_timeline", 0),
+        lambda ids: as_json(ids[:1] + ids[2:]),
+        ((False, False), "json", None),
+    ),
+    "extra": (
+        pick("log_excerpt", 0),
+        lambda ids: as_json([*ids, "req-000000"]),
+        ((False, False), "json", None),
+    ),
+    "repeated": (
+        pick("invoice_register", 0),
+        lambda ids: as_json([*ids, ids[0]]),
+        ((False, False), "json", "duplicate-answer-id"),
+    ),
+    "fenced": (
+        pick("lab_sample_sheet", 0),
+        lambda ids: "```json\n" + as_json(ids, indent=2) + "\n```",
+        ((True, True), "json", None),
+    ),
+    "prose": (
+        pick("commit_list", 0),
+        lambda ids: f"Here are the commit hashes, in order: {as_json(ids)}. Done!",
+        ((True, True), "json", None),
+    ),
+    "one_per_line": (
+        pick("test_run_report", 0),
+        lambda ids: "\n".join(f"{n}. {i}" for n, i in enumerate(ids, 1)),
+        ((True, True), "lines", None),
+    ),
+    "comma_list": (
+        pick("shipping_manifest", 1),
+        lambda ids: ", ".join(ids),
+        ((True, True), "commas", None),
+    ),
+    "garbage": (
+        pick("citation_list", 2),
+        lambda ids: "}}{{ ]] lorem ipsum ?? <<>>",
+        ((False, False), None, "unreadable-answer"),
+    ),
+    "refusal": (
+        pick("incident_timeline", 1),
+        lambda ids: "I'm sorry, I can't help with that.",
+        ((False, False), None, "unreadable-answer"),
+    ),
+    "empty": (
+        pick("log_excerpt", 1),
+        lambda ids: "",
+        ((False, False), None, "unreadable-answer"),
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def live_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
+    replies = {
+        document_id: [make(source(document_id))]
+        for document_id, make, _ in CASES.values()
+    }
+    return run_live(replies, tmp_path_factory.mktemp("live"))
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_each_answer_is_graded_per_sample(live_log: EvalLog, case: str) -> None:
+    document_id, make, ((membership, order), read_as, reason) = CASES[case]
+    sample = sample_of(live_log, document_id)
+    assert sample.scores is not None
+    score = sample.scores["ordered_extraction"]
+    metadata = score.metadata or {}
+    assert score.value == {"membership": membership, "order": order}
+    assert score.reason == reason
+    assert metadata["read_as"] == read_as
+    assert metadata["read_from"] == {
+        "source": 'metadata["source"]',
+        "answer": "output",
+    }
+    assert metadata["record"]["source"] == source(document_id)
+    reply = make(source(document_id))
+    if read_as is None:
+        assert metadata["result"] is None
+        assert score.answer == reply
+        assert metadata["error"]["side"] == "answer"
+    else:
+        # What was read is the answer, exactly as the model wrote the IDs.
+        read = json.loads(score.answer or "")
+        assert metadata["record"]["answer"] == read
+        if reason is None:
+            assert metadata["result"] == {"membership": membership, "order": order}
+        else:
+            assert metadata["result"] == {"error": "duplicate-id"}
+
+
+def test_the_metrics_count_each_case_once(live_log: EvalLog) -> None:
+    assert live_log.results is not None
+    metrics = {
+        (score.name, name): metric.value
+        for score in live_log.results.scores
+        for name, metric in score.metrics.items()
+    }
+    passed_membership = sum(1 for _, _, e in CASES.values() if e[0][0])
+    passed_order = sum(1 for _, _, e in CASES.values() if e[0][1])
+    assert (passed_membership, passed_order) == (6, 5)
+    assert metrics[("membership", "accuracy")] == pytest.approx(6 / 12)
+    assert metrics[("order", "accuracy")] == pytest.approx(5 / 12)
+    assert metrics[("ordered_extraction", "duplicate-id")] == 1
+    assert metrics[("ordered_extraction", "unreadable")] == 3
+    (headline,) = [s for s in live_log.results.scores if s.name == "membership"]
+    assert headline.scored_samples == 12
+
+
+def test_each_sample_is_one_document(live_log: EvalLog) -> None:
+    document_id = CASES["right"][0]
+    sample = sample_of(live_log, document_id)
+    document = BY_ID[document_id]
+    assert sample.metadata == {
+        "source": document.source,
+        "kind": "shipping_manifest",
+        "target": "container numbers",
+    }
+    assert json.loads(str(sample.target)) == document.source
+    assert isinstance(sample.input, str)
+    assert document.text in sample.input
+    assert sample.input.startswith("List the container numbers in the document")
+    assert sample.output.completion == as_json(document.source)
+
+
+# --- the prompt -----------------------------------------------------------------
+
+
+def first_input(task_args: dict[str, str]) -> str:
+    task = ordered_extraction(**task_args)
+    text = task.dataset[0].input
+    assert isinstance(text, str)
+    return text
+
+
+def test_the_default_prompt_asks_for_a_json_array_in_source_order() -> None:
+    assert "JSON array of strings" in DEFAULT_PROMPT
+    assert "do not sort" in DEFAULT_PROMPT
+    document = DOCUMENTS[0]
+    text = first_input({})
+    assert text == DEFAULT_PROMPT.replace("{target}", document.target).replace(
+        "{document}", document.text
+    )
+
+
+def test_a_prompt_string_replaces_the_default() -> None:
+    document = DOCUMENTS[0]
+    text = first_input({"prompt": "IDs ({target}) of: {document} {json}"})
+    assert text == f"IDs ({document.target}) of: {document.text} {{json}}"
+
+
+def test_a_prompt_file_replaces_the_default(tmp_path: Path) -> None:
+    path = tmp_path / "prompt.txt"
+    path.write_text("Give {target} as JSON.\n---\n{document}\n", encoding="utf-8")
+    document = DOCUMENTS[0]
+    assert first_input({"prompt": str(path)}) == (
+        f"Give {document.target} as JSON.\n---\n{document.text}\n"
+    )
+
+
+def test_placeholders_are_filled_once(tmp_path: Path) -> None:
+    dataset = tmp_path / "docs.jsonl"
+    dataset.write_text(
+        json.dumps(
+            {"id": "d", "text": "see {target} A1", "source": ["A1"], "target": "keys"}
+        )
+        + "\n"
+    )
+    text = first_input({"dataset": str(dataset), "prompt": "{target}: {document}"})
+    assert text == "keys: see {target} A1"
+
+
+@pytest.mark.parametrize(
+    ("prompt", "message"),
+    [
+        ("List the IDs in order.", "has no {document} placeholder and names no"),
+        ("{documents}", "has no {document} placeholder"),
+        ("", "has no {document} placeholder"),
+    ],
+)
+def test_a_prompt_without_the_document_fails_when_the_task_is_built(
+    prompt: str, message: str
+) -> None:
+    with pytest.raises(PromptError, match=message):
+        ordered_extraction(prompt=prompt)
+
+
+def test_a_prompt_file_without_the_document_is_named(tmp_path: Path) -> None:
+    path = tmp_path / "prompt.txt"
+    path.write_text("List the {target}.")
+    with pytest.raises(PromptError, match=f"prompt file {path} has no {{document}}"):
+        ordered_extraction(prompt=str(path))
+
+
+# --- your own documents ---------------------------------------------------------
+
+
+def write_documents(path: Path, lines: list[Any]) -> str:
+    path.write_text(
+        "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines),
+        encoding="utf-8",
+    )
+    return str(path)
+
+
+GOOD = {"id": "d1", "text": "B2 then A1", "source": ["B2", "A1"], "target": "codes"}
+SECOND = {"id": "d2", "kind": "memo", "text": "A1, B2", "source": ["A1", "B2"]}
+
+
+def test_your_own_documents_become_the_samples(tmp_path: Path) -> None:
+    dataset = write_documents(
+        tmp_path / "docs.jsonl", [GOOD, {**SECOND, "target": "codes"}]
+    )
+    task = ordered_extraction(dataset=dataset)
+    assert [sample.id for sample in task.dataset] == ["d1", "d2"]
+    assert task.dataset[1].metadata == {
+        "source": ["A1", "B2"],
+        "kind": "memo",
+        "target": "codes",
+    }
+    log = run_live(
+        {"d1": ['["B2", "A1"]'], "d2": ["B2\nA1"]},
+        tmp_path,
+        texts={"d1": "B2 then A1", "d2": "A1, B2"},
+        task_args={"dataset": dataset},
+    )
+    assert log.samples is not None
+    values = {
+        sample.id: (sample.scores or {})["ordered_extraction"].value
+        for sample in log.samples
+    }
+    assert values == {
+        "d1": {"membership": True, "order": True},
+        "d2": {"membership": True, "order": False},
+    }
+
+
+@pytest.mark.parametrize(
+    ("line", "problem"),
+    [
+        ("{", "line 2: not valid JSON"),
+        ([GOOD], "line 2: a document must be a JSON object"),
+        ({**GOOD, "sources": []}, "line 2: unknown field 'sources'"),
+        ({**GOOD, "id": ""}, "line 2: 'id' must be a non-empty string"),
+        ({**GOOD, "id": "d1"}, "line 2: id 'd1' is already used on line 1"),
+        ({"id": "d2", "source": [], "target": "x"}, "document 'd2' has no 'text'"),
+        ({**GOOD, "id": "d2", "target": " "}, "'target' of document 'd2' must be"),
+        ({**GOOD, "id": "d2", "kind": 3}, "'kind' of document 'd2' must be a string"),
+        ({"id": "d2", "text": "t", "target": "x"}, "'d2' has no 'source' field"),
+        ({**GOOD, "id": "d2", "source": "A1"}, "must be an array of ID strings"),
+        ({**GOOD, "id": "d2", "source": ["A1", 2]}, "'source\\[1\\]' .* got 2"),
+        ({**GOOD, "id": "d2", "source": ["A1", "A1"]}, "'source\\[1\\]' .*repeats"),
+    ],
+)
+def test_a_malformed_document_line_is_named(
+    tmp_path: Path, line: Any, problem: str
+) -> None:
+    dataset = write_documents(tmp_path / "docs.jsonl", [GOOD, line])
+    with pytest.raises(DatasetError, match=problem) as raised:
+        ordered_extraction(dataset=dataset)
+    assert str(raised.value).startswith(f"{dataset}, line 2: ")
+
+
+def test_an_empty_documents_file_is_an_error(tmp_path: Path) -> None:
+    dataset = write_documents(tmp_path / "docs.jsonl", ["", "  "])
+    with pytest.raises(DatasetError, match="holds no documents"):
+        ordered_extraction(dataset=dataset)
+
+
+# --- names and the command line -------------------------------------------------
+
+
+def test_the_task_is_exported_and_registered() -> None:
+    from inspect_ai._util.registry import registry_info
+
+    assert tracegrade.ordered_extraction is ordered_extraction
+    assert "ordered_extraction" in tracegrade.__all__
+    assert registry_info(ordered_extraction).name == "tracegrade/ordered_extraction"
+
+
+def inspect_eval(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            *(sys.executable, "-m", "inspect_ai", "eval"),
+            "tracegrade/ordered_extraction",
+            *args,
+            *("--log-dir", "logs", "--display", "plain"),
+        ],
+        cwd=cwd,
+        env={**ENV, "COLUMNS": "400"},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def test_the_cli_finds_the_task_and_reads_a_prompt_file(tmp_path: Path) -> None:
+    """With the `none` model no sample can be answered, but the log still
+    shows the task resolved by name and each prompt built from the file."""
+    (tmp_path / "prompt.txt").write_text("Find the {target}:\n{document}")
+    result = inspect_eval(tmp_path, "-T", "prompt=prompt.txt", "--limit", "2")
+    (info,) = list_eval_logs(str(tmp_path / "logs"))
+    log = read_eval_log(info.name)
+    assert log.eval.task == "tracegrade/ordered_extraction", result.stderr
+    assert log.eval.task_args == {"dataset": None, "prompt": "prompt.txt"}
+    assert log.samples is not None
+    assert len(log.samples) == 2
+    for sample in log.samples:
+        document = BY_ID[str(sample.id)]
+        assert sample.input == f"Find the {document.target}:\n{document.text}"
+
+
+def test_the_cli_refuses_a_prompt_without_the_document(tmp_path: Path) -> None:
+    result = inspect_eval(tmp_path, "-T", "prompt=List the IDs.", "--model", "none")
+    assert result.returncode != 0
+    assert "PromptError: the prompt" in result.stderr
+    assert "has no {document} placeholder" in result.stderr
+    assert not (tmp_path / "logs").exists()

@@ -1,0 +1,194 @@
+"""`examples/rag_task.py`: a real BM25 retriever feeding the stage scorer.
+
+The example runs offline on mockllm, each output with a preset `usage` so
+that mockllm does not download a tokenizer. A fresh run has no staff
+labels, so its stage scores are `answer-label` data errors; the labelled
+round trip is in `test_labels_export.py`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from inspect_ai import eval
+from inspect_ai.log import EvalLog
+from inspect_ai.model import ChatMessage, Model, ModelOutput, ModelUsage, get_model
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rag_task.py"
+
+
+def load_example() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("rag_task_example", EXAMPLE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    # Registered first, as an import would: dataclasses look their module up.
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+rag = load_example()
+QUESTIONS = rag.packaged_lines("rag_questions.jsonl")
+CORPUS = rag.packaged_lines("rag_corpus.jsonl")
+
+
+def answering_model(answers: dict[str, list[str]] | None = None) -> Model:
+    """mockllm answering each question with the next of `answers[id]`
+    (by default "I do not know."), found by the question in the prompt."""
+    calls: dict[str, int] = {}
+
+    def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
+        prompt = messages[-1].text
+        (question_id,) = [q["id"] for q in QUESTIONS if q["question"] in prompt]
+        count = calls.get(question_id, 0)
+        calls[question_id] = count + 1
+        text = (answers or {}).get(question_id, ["I do not know."] * 9)[count]
+        output = ModelOutput.from_content(model="mockllm/model", content=text)
+        output.usage = ModelUsage(input_tokens=400, output_tokens=10, total_tokens=410)
+        return output
+
+    return get_model("mockllm/model", custom_outputs=reply)
+
+
+def run_example(tmp_path: Path, **kwargs: Any) -> EvalLog:
+    task_args = kwargs.pop("task_args", {})
+    (log,) = eval(
+        rag.rag_qa(**task_args),
+        model=kwargs.pop("model", None) or answering_model(),
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        **kwargs,
+    )
+    assert log.status == "success", log.error
+    return log
+
+
+@pytest.fixture(scope="module")
+def index() -> Any:
+    return rag.BM25Index([rag.Document(**d) for d in CORPUS])
+
+
+def test_the_packaged_corpus_is_large_enough() -> None:
+    assert len(CORPUS) >= 40
+    assert len(QUESTIONS) == 30
+    ids = {d["id"] for d in CORPUS}
+    assert all(set(q["required"]) <= ids for q in QUESTIONS)
+
+
+def test_bm25_finds_a_document_by_its_words(index: Any) -> None:
+    (top,) = index.search("frozen chamber temperature Greyloch cold store", 1)
+    assert top.id == "DOC-004"
+    assert index.search("annual leave days", 3)[0].id == "DOC-012"
+    assert len(index.search("anything", 100)) == len(CORPUS)
+
+
+def test_bm25_misses_some_required_documents_and_finds_others(index: Any) -> None:
+    """The corpus is built so that a lexical retriever sometimes fails:
+    the stage diagnosis has both outcomes to report."""
+    found = missed = 0
+    for question in QUESTIONS:
+        context = {d.id for d in index.search(question["question"], 3)}
+        if set(question["required"]) <= context:
+            found += 1
+        else:
+            missed += 1
+    assert found >= 15
+    assert missed >= 3
+
+
+@pytest.fixture(scope="module")
+def fresh_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
+    return run_example(tmp_path_factory.mktemp("rag"))
+
+
+def test_every_question_runs_with_its_context_recorded(
+    fresh_log: EvalLog, index: Any
+) -> None:
+    assert fresh_log.samples is not None
+    assert len(fresh_log.samples) == len(QUESTIONS)
+    by_id = {q["id"]: q for q in QUESTIONS}
+    for sample in fresh_log.samples:
+        question = by_id[str(sample.id)]
+        expected = [d.id for d in index.search(question["question"], 3)]
+        assert sample.store["RetrievalTrace:context"] == expected
+        # The prompt holds the retrieved documents and the question.
+        (user,) = [m for m in sample.messages if m.role == "user"]
+        assert user.text.endswith(f"Question: {question['question']}\n")
+        for document_id in expected:
+            assert f'<document id="{document_id}"' in user.text
+        assert sample.metadata == {"required": question["required"]}
+        assert sample.target == question["answer"]
+
+
+def test_a_fresh_run_waits_for_staff_labels(fresh_log: EvalLog) -> None:
+    assert fresh_log.samples is not None
+    for sample in fresh_log.samples:
+        assert sample.scores is not None
+        score = sample.scores["stage_diagnosis"]
+        assert isinstance(score.value, float) and math.isnan(score.value)
+        assert score.reason == "answer-label"
+        metadata = score.metadata or {}
+        assert metadata["record"] == {
+            "required": sample.metadata["required"],
+            "context": sample.store["RetrievalTrace:context"],
+        }
+        assert metadata["read_from"]["context"] == "store RetrievalTrace:context"
+        assert score.explanation is not None
+        assert "No staff label was found" in score.explanation
+
+
+def test_top_k_sets_the_context_size(tmp_path: Path) -> None:
+    log = run_example(tmp_path, task_args={"top_k": 5}, limit=3)
+    assert log.samples is not None
+    for sample in log.samples:
+        assert len(sample.store["RetrievalTrace:context"]) == 5
+    assert log.eval.task_args == {"top_k": 5}
+
+
+def test_a_label_in_metadata_is_diagnosed(tmp_path: Path) -> None:
+    """Users with gold labels in their data skip the export: the scorer
+    reads metadata "correct" by default."""
+    task = rag.rag_qa()
+    for sample in task.dataset:
+        assert sample.metadata is not None
+        sample.metadata["correct"] = True
+    (log,) = eval(
+        task,
+        model=answering_model(),
+        log_dir=str(tmp_path),
+        display="none",
+        sample_id=["Q-001", "Q-004"],
+    )
+    assert log.samples is not None
+    stages = {s.id: (s.scores or {})["stage_diagnosis"].value for s in log.samples}
+    # Q-004 needs DOC-008, which BM25 ranks below the top 3: a lucky answer.
+    assert stages == {"Q-001": "pass", "Q-004": "retrieval"}
+    assert log.results is not None
+    (result,) = log.results.scores
+    assert result.metrics["lucky_answers"].value == 1
+
+
+def test_inspect_runs_the_example_file_by_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As `inspect eval examples/rag_task.py` does: Inspect loads the file
+    itself (not as an imported module), with task arguments from `-T`."""
+    monkeypatch.chdir(EXAMPLE.parents[1])
+    (log,) = eval(
+        "examples/rag_task.py",
+        task_args={"top_k": 2},
+        model=answering_model(),
+        limit=2,
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    assert log.status == "success", log.error
+    assert log.eval.task == "rag_qa"
+    assert log.samples is not None
+    assert [len(s.store["RetrievalTrace:context"]) for s in log.samples] == [2, 2]
