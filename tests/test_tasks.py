@@ -331,3 +331,11 @@ def test_an_out_of_contract_input_is_a_sample_not_a_malformed_line(
     assert score.reason == "invalid-input"
     assert score.metadata is not None
     assert score.metadata["error"]["field"] == "required"
+
+
+def test_a_line_nested_too_deeply_is_a_dataset_error(tmp_path: Path) -> None:
+    path = tmp_path / "deep.jsonl"
+    path.write_text('{"id": "x", "input": ' + "[" * 100_000 + "\n", "utf-8")
+
+    with pytest.raises(DatasetError, match=r"line 1: not valid JSON \(nested too"):
+        read_fixture_cases(path)

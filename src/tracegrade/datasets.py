@@ -81,11 +81,15 @@ def strict_json_loads(text: str) -> Any:
 
     NaN and Infinity are not JSON, so the Node evaluators could never see
     them; a repeated key would silently keep its last value. Both raise
-    `ValueError`.
+    `ValueError`, and so does nesting too deep for Python's parser, which
+    would otherwise escape as a `RecursionError` and crash the whole run.
     """
-    return json.loads(
-        text, object_pairs_hook=_unique_keys, parse_constant=_reject_constant
-    )
+    try:
+        return json.loads(
+            text, object_pairs_hook=_unique_keys, parse_constant=_reject_constant
+        )
+    except RecursionError:
+        raise ValueError("nested too deeply to parse") from None
 
 
 def packaged_fixture(name: str) -> Traversable:

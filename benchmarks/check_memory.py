@@ -1,0 +1,138 @@
+"""`tracegrade check` memory on a million lines against a hundred thousand.
+
+Each check runs as its own subprocess and its peak resident memory is the
+kernel's figure for that process alone (`wait4`). The files hold the same
+kind of records, so the only difference is their length: if the check
+streams, the peaks match. What does grow with the file is the set of
+sample ids needed to find duplicates; it lives in a temporary SQLite file
+(size reported), and only SQLite's bounded page cache is in memory.
+
+    python benchmarks/check_memory.py [--small 100000] [--large 1000000]
+        [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def write_records(path: Path, count: int) -> None:
+    """Stage records, a few of them out of contract, all ids distinct."""
+    with path.open("w", encoding="utf-8") as out:
+        for number in range(count):
+            record: dict[str, Any] = {
+                "required": [f"doc-{number % 997:04d}", f"doc-{number % 389:04d}"],
+                "context": [
+                    f"doc-{(number * 7) % 997:04d}",
+                    f"doc-{number % 389:04d}",
+                    "doc-0001",
+                ],
+                "correct": number % 3 == 0,
+            }
+            if number % 1000 == 999:
+                del record["correct"]
+            out.write(json.dumps({"id": f"run-{number:08d}", "input": record}) + "\n")
+
+
+def measure(path: Path) -> dict[str, Any]:
+    command = [
+        sys.executable,
+        "-c",
+        "from tracegrade.cli import main; main()",
+        "check",
+        "stage_diagnosis",
+        str(path),
+        "--json",
+        "--max-listed",
+        "0",
+        "--no-progress",
+    ]
+    with tempfile.TemporaryFile() as out:
+        started = time.perf_counter()
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(process.pid, 0)
+        seconds = time.perf_counter() - started
+        out.seek(0)
+        summary = json.loads(out.read())
+    exit_code = os.waitstatus_to_exitcode(status)
+    if exit_code not in (0, 1):
+        raise RuntimeError(f"tracegrade check exited {exit_code}")
+    return {
+        "lines": summary["lines"],
+        "bytes": path.stat().st_size,
+        "seconds": seconds,
+        "lines_per_s": summary["lines"] / seconds,
+        "peak_mib": usage.ru_maxrss / 1024,
+        "problems": summary["data_errors"],
+    }
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--small", type=int, default=100_000)
+    parser.add_argument("--large", type=int, default=1_000_000)
+    parser.add_argument("--json", type=Path, metavar="OUT")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="tracegrade-check-") as scratch:
+        for count in (args.small, args.large):
+            path = Path(scratch) / f"runs-{count}.jsonl"
+            write_records(path, count)
+            rows.append(measure(path))
+            path.unlink()
+    small, large = rows
+    report = {
+        "command": (
+            f"python benchmarks/check_memory.py --small={args.small} "
+            f"--large={args.large}"
+        ),
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+        "rows": rows,
+        "growth_mib": large["peak_mib"] - small["peak_mib"],
+        # The id file: 16-byte digest and line number per id, in a B-tree.
+        "id_file_estimate_mib": large["lines"] * 28 / 2**20,
+    }
+    table = Table(title="tracegrade check: peak memory against file length")
+    for column in ("lines", "file MB", "seconds", "lines/s", "peak MiB", "problems"):
+        table.add_column(column, justify="right")
+    for row in rows:
+        table.add_row(
+            f"{row['lines']:,}",
+            f"{row['bytes'] / 1e6:,.0f}",
+            f"{row['seconds']:.1f}",
+            f"{row['lines_per_s']:,.0f}",
+            f"{row['peak_mib']:.1f}",
+            f"{row['problems']:,}",
+        )
+    console = Console(width=max(Console().width, 100))
+    console.print(table)
+    console.print(
+        f"Growth for {large['lines'] / small['lines']:.0f}x the lines: "
+        f"{report['growth_mib']:+.1f} MiB. The sample ids went to a temporary "
+        f"SQLite file (about {report['id_file_estimate_mib']:.0f} MiB on disk)."
+    )
+    console.print(f"Reproduce: {report['command']}", soft_wrap=True)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

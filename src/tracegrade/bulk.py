@@ -1,0 +1,421 @@
+"""Scoring a fixture-format file line by line, as the replay tasks would.
+
+`tracegrade check` and `tracegrade score` read files too large for
+`inspect eval`, so they cannot go through a `Task`. They must still agree
+with it exactly: a line is malformed by `datasets._parse_case`'s rules,
+each record is gathered the way the replay solver and the scorer gather
+it, and its `Score` comes from the same function the scorer calls
+(`diagnosis_score`, `extraction_score`). The end-to-end test compares a
+`tracegrade score` log with an `inspect eval` log of the same file.
+
+The one thing `inspect eval` cannot do is keep going past a bad line: it
+refuses the whole file. Here such a line becomes a `Problem` of its own
+kind (`malformed-json`, `not-a-fixture-line`, `duplicate-sample-id`), so
+that every input line is accounted for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import os
+import re
+import sqlite3
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from time import perf_counter
+from typing import Any, Literal, Protocol
+
+from inspect_ai.scorer import Score, Scorer
+
+from .datasets import DatasetError, FixtureCase, _parse_case, strict_json_loads
+from .scorers import (
+    diagnosis_score,
+    extraction_score,
+    ordered_extraction_scorer,
+    stage_diagnosis_scorer,
+)
+from .scorers.outcome import metadata_source
+from .scorers.store import context_store_key
+from .tasks import ordered_extraction_recorded, stage_diagnosis
+from .tasks.replay import _answer_text
+
+Side = Literal["data", "answer"]
+
+LINE_ERRORS = ("malformed-json", "not-a-fixture-line", "duplicate-sample-id")
+"""Kinds of line that cannot become a sample; `inspect eval` refuses such a file."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Why one line would not be scored cleanly; the scores' `error` shape.
+
+    `side` is "data" for anything that leaves the line unscored (the line
+    errors above, and the scorers' data errors such as `invalid-input`) and
+    "answer" for a recorded answer that is scored as failing both criteria
+    (`duplicate-answer-id`). `field` is the record field at fault, "id" for
+    a repeated sample id and "line" for a line that is no case at all.
+    `first_line` is set for a repeated sample id.
+    """
+
+    kind: str
+    side: Side
+    field: str
+    message: str
+    first_line: int | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "kind": self.kind,
+            "side": self.side,
+            "field": self.field,
+            "message": self.message,
+        }
+        if self.first_line is not None:
+            data["first_line"] = self.first_line
+        return data
+
+
+@dataclass
+class ScoredLine:
+    """One non-blank line: a sample and its score, or a line error.
+
+    `case` and `score` are None exactly when the line cannot become a sample
+    (`problem.kind` is then one of `LINE_ERRORS`). `id` is the sample id
+    when it could be read, even from a line that is otherwise broken.
+    """
+
+    line: int
+    id: str | None
+    case: FixtureCase | None
+    score: Score | None
+    problem: Problem | None
+
+
+@dataclass
+class Timings:
+    """Seconds spent in each stage, summed over lines."""
+
+    parse: float = 0.0
+    """Reading a line as a fixture case (`_parse_case`)."""
+    score: float = 0.0
+    """The core and the `Score` around its result (`diagnosis_score`, ...)."""
+    sample: float = 0.0
+    """Building the log's sample around the score."""
+    serialize: float = 0.0
+    """Serialising each sample into the spool."""
+    jsonl: float = 0.0
+    """Writing the JSON Lines results."""
+    results: float = 0.0
+    """Metrics and reductions over every score (`eval_results`)."""
+    write: float = 0.0
+    """Writing the log file: header, samples in order, reductions."""
+
+    def as_json(self) -> dict[str, float]:
+        return {name: round(value, 4) for name, value in vars(self).items()}
+
+
+# --- The two tasks -----------------------------------------------------------
+
+
+def _stage_read_from() -> dict[str, str]:
+    # What `stage_diagnosis_scorer()` (the task's scorer, default arguments)
+    # records as the source of each field.
+    return {
+        "required": metadata_source("required"),
+        "context": f"store {context_store_key()}",
+        "correct": metadata_source("correct"),
+    }
+
+
+def _extraction_read_from() -> dict[str, str]:
+    # What `ordered_extraction_scorer(answer_key="answer")` records.
+    return {
+        "source": metadata_source("source"),
+        "answer": metadata_source("answer"),
+    }
+
+
+def score_stage_input(record_input: dict[str, Any]) -> Score:
+    """The score `tracegrade/stage_diagnosis` gives a case with this `input`.
+
+    The replay solver records `context` in the store whenever the input has
+    one, and the scorer reads a recorded `null` back as never recorded; the
+    label and required IDs come from metadata, absent keys staying absent.
+    """
+    record: dict[str, Any] = {}
+    if "required" in record_input:
+        record["required"] = record_input["required"]
+    context = record_input.get("context")
+    if context is not None:
+        record["context"] = context
+    if "correct" in record_input:
+        record["correct"] = record_input["correct"]
+    return diagnosis_score(
+        record, STAGE_READ_FROM, context_recorded=context is not None
+    )
+
+
+def score_extraction_input(record_input: dict[str, Any]) -> Score:
+    """The score `tracegrade/ordered_extraction_recorded` gives this `input`."""
+    record: dict[str, Any] = {}
+    if "source" in record_input:
+        record["source"] = record_input["source"]
+    if "answer" in record_input:
+        record["answer"] = record_input["answer"]
+    return extraction_score(record, EXTRACTION_READ_FROM)
+
+
+STAGE_READ_FROM = _stage_read_from()
+EXTRACTION_READ_FROM = _extraction_read_from()
+
+
+@dataclass(frozen=True)
+class BulkTask:
+    """A replay task as the command line runs it, without Inspect's runner.
+
+    `task` is the registered `@task` function whose log this imitates,
+    `make_scorer` builds the scorer exactly as that task does, and
+    `dataset_name` and `target_field` are what its dataset passes to
+    `case_sample`.
+    """
+
+    name: str
+    task: Callable[..., Any]
+    make_scorer: Callable[[], Scorer]
+    dataset_name: str
+    target_field: str | None
+    read_from: dict[str, str]
+    score_input: Callable[[dict[str, Any]], Score]
+
+
+TASKS: dict[str, BulkTask] = {
+    "stage_diagnosis": BulkTask(
+        name="stage_diagnosis",
+        task=stage_diagnosis,
+        make_scorer=stage_diagnosis_scorer,
+        dataset_name="stage_diagnosis",
+        target_field=None,
+        read_from=STAGE_READ_FROM,
+        score_input=score_stage_input,
+    ),
+    "ordered_extraction": BulkTask(
+        name="ordered_extraction",
+        task=ordered_extraction_recorded,
+        make_scorer=lambda: ordered_extraction_scorer(answer_key="answer"),
+        dataset_name="ordered_extraction",
+        target_field="source",
+        read_from=EXTRACTION_READ_FROM,
+        score_input=score_extraction_input,
+    ),
+}
+
+
+def replayed_store(record_input: dict[str, Any]) -> dict[str, Any]:
+    """The sample store after the replay solver: the context, as recorded."""
+    if "context" in record_input:
+        return {context_store_key(): record_input["context"]}
+    return {}
+
+
+def replayed_answer(record_input: dict[str, Any]) -> str | None:
+    """The output text the replay solver gives the sample, if any."""
+    if "answer" in record_input:
+        return _answer_text(record_input["answer"])
+    return None
+
+
+# --- Reading lines -----------------------------------------------------------
+
+# `read_fixture_cases` reads the file in text mode, which turns "\r\n" and
+# a lone "\r" into "\n" before splitting; text-mode iteration splits at the
+# same places. Undecodable bytes become lone surrogates in U+DC80..U+DCFF
+# ("surrogateescape"), which strict UTF-8 can never produce, so finding one
+# means the line was not UTF-8, and the stream goes on past it.
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+
+
+@dataclass(frozen=True)
+class RawLine:
+    number: int
+    text: str
+    bytes_read: int
+
+
+def read_lines(path: str | Path) -> Iterator[RawLine]:
+    """Each line of a file, newline removed, numbered as `read_fixture_cases` does.
+
+    One line is in memory at a time. `bytes_read` is how far the underlying
+    file has been read, in buffer-sized steps, for a progress bar.
+    """
+    with open(path, "rb") as binary:
+        text = io.TextIOWrapper(
+            binary, encoding="utf-8", errors="surrogateescape", newline=None
+        )
+        for number, line in enumerate(text, start=1):
+            if line.endswith("\n"):
+                line = line[:-1]
+            yield RawLine(number, line, binary.tell())
+
+
+def is_blank(text: str) -> bool:
+    """A line `read_fixture_cases` skips: nothing but whitespace."""
+    return not text.strip()
+
+
+# --- Remembering sample ids ---------------------------------------------------
+
+
+class SeenIds(Protocol):
+    def first_line(self, sample_id: str, line: int) -> int | None:
+        """The line `sample_id` was first seen on, or None (and remember it)."""
+
+
+class MemoryIds:
+    """Sample ids in a dict, for callers that need every id anyway."""
+
+    def __init__(self) -> None:
+        self.lines: dict[str, int] = {}
+
+    def first_line(self, sample_id: str, line: int) -> int | None:
+        first = self.lines.setdefault(sample_id, line)
+        return first if first != line else None
+
+
+class DiskIds:
+    """Sample ids in a temporary SQLite file, so memory stays flat.
+
+    Duplicate detection must remember every id, so something grows with the
+    file; here it is a file on disk (about 28 bytes an id), while the
+    process keeps only SQLite's page cache (`cache_kib`). Ids are stored as
+    128-bit BLAKE2b digests: fixed size whatever the id's length, and a
+    false match among a billion ids has a probability below 1e-20.
+    """
+
+    def __init__(self, cache_kib: int = 8192) -> None:
+        handle, name = tempfile.mkstemp(prefix="tracegrade-ids-", suffix=".sqlite")
+        os.close(handle)
+        self._path = Path(name)
+        self._db = sqlite3.connect(name, isolation_level=None)
+        for pragma in (
+            "journal_mode=OFF",
+            "synchronous=OFF",
+            f"cache_size=-{cache_kib}",
+            "temp_store=FILE",
+        ):
+            self._db.execute(f"PRAGMA {pragma}")
+        self._db.execute(
+            "CREATE TABLE seen (digest BLOB PRIMARY KEY, line INTEGER NOT NULL) "
+            "WITHOUT ROWID"
+        )
+        self._db.execute("BEGIN")
+
+    def first_line(self, sample_id: str, line: int) -> int | None:
+        digest = hashlib.blake2b(
+            sample_id.encode("utf-8", "surrogatepass"), digest_size=16
+        ).digest()
+        inserted = self._db.execute(
+            "INSERT OR IGNORE INTO seen VALUES (?, ?)", (digest, line)
+        )
+        if inserted.rowcount == 1:
+            return None
+        row = self._db.execute(
+            "SELECT line FROM seen WHERE digest = ?", (digest,)
+        ).fetchone()
+        return int(row[0])
+
+    def close(self) -> None:
+        self._db.close()
+        self._path.unlink(missing_ok=True)
+
+    def __enter__(self) -> DiskIds:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# --- Scoring one line --------------------------------------------------------
+
+
+@dataclass
+class LineScorer:
+    """Turns each non-blank line into a `ScoredLine`; see the module docstring."""
+
+    task: BulkTask
+    path: str
+    seen: SeenIds
+    timings: Timings = field(default_factory=Timings)
+
+    def score_line(self, number: int, text: str) -> ScoredLine:
+        started = perf_counter()
+        if _ESCAPED_BYTE.search(text):
+            self.timings.parse += perf_counter() - started
+            return _line_error(number, None, "malformed-json", "not valid UTF-8 text")
+        try:
+            case = _parse_case(self.path, number, text)
+        except (DatasetError, RecursionError) as error:
+            self.timings.parse += perf_counter() - started
+            return _unparsed(number, text, error)
+        self.timings.parse += perf_counter() - started
+
+        first = self.seen.first_line(case.id, number)
+        if first is not None:
+            problem = Problem(
+                kind="duplicate-sample-id",
+                side="data",
+                field="id",
+                message=(
+                    f"sample id {case.id!r} is already used on line {first}; "
+                    "sample ids must be unique"
+                ),
+                first_line=first,
+            )
+            return ScoredLine(number, case.id, None, None, problem)
+
+        started = perf_counter()
+        score = self.task.score_input(case.input)
+        self.timings.score += perf_counter() - started
+        return ScoredLine(number, case.id, case, score, score_problem(score))
+
+
+def score_problem(score: Score) -> Problem | None:
+    """The error a tracegrade score records, if any, as a `Problem`."""
+    error = (score.metadata or {}).get("error")
+    if error is None:
+        return None
+    return Problem(
+        kind=error["kind"],
+        side=error["side"],
+        field=error["field"],
+        message=error["message"],
+    )
+
+
+def _line_error(
+    number: int, sample_id: str | None, kind: str, message: str
+) -> ScoredLine:
+    problem = Problem(kind=kind, side="data", field="line", message=message)
+    return ScoredLine(number, sample_id, None, None, problem)
+
+
+def _unparsed(
+    number: int, text: str, error: DatasetError | RecursionError
+) -> ScoredLine:
+    """Say whether a refused line is not JSON at all, or JSON of the wrong shape.
+
+    Only refused lines are parsed a second time, so clean files pay nothing.
+    """
+    if isinstance(error, RecursionError):
+        return _line_error(
+            number, None, "malformed-json", "not valid JSON (nested too deeply to read)"
+        )
+    try:
+        value = strict_json_loads(text)
+    except (ValueError, RecursionError):
+        return _line_error(number, None, "malformed-json", error.problem)
+    sample_id = value.get("id") if isinstance(value, dict) else None
+    readable_id = sample_id if isinstance(sample_id, str) and sample_id else None
+    return _line_error(number, readable_id, "not-a-fixture-line", error.problem)

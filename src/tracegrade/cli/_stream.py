@@ -1,0 +1,96 @@
+"""What `check` and `score` share on the terminal: progress and options.
+
+Progress goes to stderr, and only to a terminal unless asked for, so that
+stdout stays clean for `--json` and for piping.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# The keys of `bulk.TASKS`, spelled out so that `--help` need not import
+# Inspect AI (a test keeps the two in step).
+TASK_NAMES = ("ordered_extraction", "stage_diagnosis")
+TASK_ARGUMENT = click.Choice(TASK_NAMES)
+
+
+def progress_option(function: F) -> F:
+    decorated: F = click.option(
+        "--progress/--no-progress",
+        default=None,
+        help="Show a progress bar on stderr (default: when stderr is a terminal).",
+    )(function)
+    return decorated
+
+
+def progress_enabled(flag: bool | None) -> bool:
+    return sys.stderr.isatty() if flag is None else flag
+
+
+@contextmanager
+def byte_progress(
+    path: str, description: str, enabled: bool
+) -> Iterator[Callable[[int], None]]:
+    """A callback taking bytes read so far; draws a bar on stderr if enabled."""
+    if not enabled:
+        yield lambda _done: None
+        return
+
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        DownloadColumn,
+        Progress,
+        TextColumn,
+        TimeRemainingColumn,
+        TransferSpeedColumn,
+    )
+
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        DownloadColumn(),
+        TransferSpeedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    )
+    last = -1
+    with progress:
+        bar = progress.add_task(description, total=os.path.getsize(path))
+
+        def update(done: int) -> None:
+            nonlocal last
+            # The file is read in buffer-sized steps; redraw once per step.
+            if done != last:
+                last = done
+                progress.update(bar, completed=done)
+
+        yield update
+
+
+@contextmanager
+def collector_paused() -> Iterator[None]:
+    """Pause Python's cycle collector while scores pile up.
+
+    `score` keeps every score until the end, and each full collection walks
+    all of them: a third of the run at 100,000 samples. The objects kept
+    hold no reference cycles, so reference counting frees them anyway; the
+    collector is back on (and catches up) when the block ends.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

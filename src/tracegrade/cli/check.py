@@ -1,0 +1,197 @@
+"""`tracegrade check`: would every line of this file be scored cleanly?"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from ._stream import TASK_ARGUMENT, byte_progress, progress_enabled, progress_option
+
+
+@dataclass
+class CheckSummary:
+    task: str
+    path: str
+    lines: int = 0
+    blank: int = 0
+    records: int = 0
+    clean: int = 0
+    data_errors: Counter[str] = field(default_factory=Counter)
+    answer_failures: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def ok(self) -> bool:
+        return self.records > 0 and not self.data_errors
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "path": self.path,
+            "ok": self.ok,
+            "lines": self.lines,
+            "blank": self.blank,
+            "records": self.records,
+            "clean": self.clean,
+            "data_errors": sum(self.data_errors.values()),
+            "answer_failures": sum(self.answer_failures.values()),
+            "by_kind": dict(sorted((self.data_errors + self.answer_failures).items())),
+        }
+
+
+@click.command()
+@click.argument("task", type=TASK_ARGUMENT)
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, readable=True))
+@click.option(
+    "--max-listed",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="N",
+    help="List at most N problems (default: all); the summary still counts all.",
+)
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON object (summary and listed problems) instead of text.",
+)
+@progress_option
+def check(
+    task: str,
+    path: str,
+    max_listed: int | None,
+    as_json: bool,
+    progress: bool | None,
+) -> None:
+    """Check a fixture-format JSON Lines file before anything is run.
+
+    Lists, with line number and sample id, every record that would not be
+    scored cleanly, by the same rules as `inspect eval tracegrade/TASK` and
+    `tracegrade score`:
+
+    \b
+    data errors (the record is not scored; exit code 1):
+      malformed-json       not JSON (or not UTF-8)
+      not-a-fixture-line   JSON, but not {"id", "input", "expected", "reason"}
+      duplicate-sample-id  the id was used on an earlier line (named)
+      invalid-input        a field outside the contract (field and value named)
+      answer-label         stage_diagnosis: no true/false staff label
+      duplicate-source-id  ordered_extraction: the source repeats an ID
+    answer failures (scored as failing both criteria; listed, exit code 0):
+      duplicate-answer-id  ordered_extraction: the recorded answer repeats an ID
+
+    The file is read as a stream, one line at a time. What grows is the set
+    of sample ids seen, needed to find duplicates; it is kept in a temporary
+    SQLite file (about 28 bytes an id on disk), not in memory. With --json,
+    the listed problems are held until the end; --max-listed bounds them.
+
+    \b
+    Exit codes: 0 every record would be scored (answer failures included),
+    1 some record would be a data error or the file has no records,
+    2 usage error.
+    """
+    from ..bulk import TASKS, DiskIds, LineScorer, is_blank, read_lines
+
+    summary = CheckSummary(task=task, path=path)
+    listed: list[dict[str, Any]] = []  # only with --json
+    listed_count = 0
+    with (
+        DiskIds() as seen,
+        byte_progress(path, "checking", progress_enabled(progress)) as advance,
+    ):
+        scorer = LineScorer(TASKS[task], path, seen)
+        for raw in read_lines(path):
+            summary.lines += 1
+            advance(raw.bytes_read)
+            if is_blank(raw.text):
+                summary.blank += 1
+                continue
+            summary.records += 1
+            outcome = scorer.score_line(raw.number, raw.text)
+            problem = outcome.problem
+            if problem is None:
+                summary.clean += 1
+                continue
+            if problem.side == "data":
+                summary.data_errors[problem.kind] += 1
+            else:
+                summary.answer_failures[problem.kind] += 1
+            if max_listed is not None and listed_count >= max_listed:
+                continue
+            listed_count += 1
+            entry = {"line": outcome.line, "id": outcome.id, **problem.as_json()}
+            if as_json:
+                listed.append(entry)
+            else:
+                # Printed as found, so the text listing holds nothing in memory.
+                click.echo(_problem_line(path, entry))
+
+    if as_json:
+        click.echo(
+            json.dumps(
+                {**summary.as_json(), "listed": listed_count, "problems": listed},
+                indent=2,
+            )
+        )
+    else:
+        _print_summary(summary, listed=listed_count)
+    raise SystemExit(0 if summary.ok else 1)
+
+
+def _problem_line(path: str, entry: dict[str, Any]) -> str:
+    shown_id = "-" if entry["id"] is None else json.dumps(entry["id"])
+    kind = entry["kind"]
+    if "field" in entry:
+        kind += f" [{entry['field']}]"
+    if entry["side"] == "answer":
+        kind = click.style(kind + " (answer failure)", fg="yellow")
+    else:
+        kind = click.style(kind, fg="red")
+    return f"{path}:{entry['line']}: {shown_id}: {kind}: {entry['message']}"
+
+
+def _print_summary(summary: CheckSummary, *, listed: int) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(show_header=False)
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    table.add_row("lines read", f"{summary.lines:,}")
+    table.add_row("blank lines (skipped)", f"{summary.blank:,}")
+    table.add_row("records", f"{summary.records:,}")
+    table.add_row("clean", f"{summary.clean:,}")
+    table.add_row(
+        "[red]data errors (not scored)[/red]",
+        f"{sum(summary.data_errors.values()):,}",
+    )
+    for kind, count in sorted(summary.data_errors.items()):
+        table.add_row(f"  {kind}", f"{count:,}")
+    table.add_row(
+        "[yellow]answer failures (scored, fail both)[/yellow]",
+        f"{sum(summary.answer_failures.values()):,}",
+    )
+    for kind, count in sorted(summary.answer_failures.items()):
+        table.add_row(f"  {kind}", f"{count:,}")
+    problems = sum(summary.data_errors.values()) + sum(summary.answer_failures.values())
+    if listed < problems:
+        table.caption = f"{listed:,} of {problems:,} problems listed (--max-listed)"
+    console = Console(highlight=False)
+    if listed:
+        console.print()
+    console.print(
+        f"Checked {summary.path} for {summary.task}:", markup=False, soft_wrap=True
+    )
+    console.print(table)
+    if summary.records == 0:
+        console.print("[red]The file holds no records.[/red]")
+    elif summary.data_errors:
+        errors = sum(summary.data_errors.values())
+        console.print(
+            f"[red]{errors:,} of {summary.records:,} records would not be scored.[/red]"
+        )
+    else:
+        console.print(f"All {summary.records:,} records would be scored.")

@@ -1,0 +1,359 @@
+"""`tracegrade check`: every line that would not be scored cleanly, and why.
+
+The check must agree with `inspect eval` on what is malformed (both use
+`datasets._parse_case`, and here that is tested line by line against
+`read_fixture_cases`) and with the scorers on every other problem (both
+use the scorers' own Score-building functions).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from tracegrade.bulk import TASKS, DiskIds
+from tracegrade.cli import main
+from tracegrade.cli._stream import TASK_NAMES
+from tracegrade.datasets import DatasetError, packaged_fixture, read_fixture_cases
+
+STAGE_OK = {"required": ["D1"], "context": ["D1"], "correct": True}
+
+
+def write_lines(path: Path, lines: list[Any], newline: str = "\n") -> str:
+    path.write_text(
+        "".join(
+            (line if isinstance(line, str) else json.dumps(line)) + newline
+            for line in lines
+        ),
+        encoding="utf-8",
+        newline="",
+    )
+    return str(path)
+
+
+def run_check(*args: str) -> Result:
+    return CliRunner().invoke(main, ["check", *args], catch_exceptions=False)
+
+
+def check_json(*args: str) -> tuple[int, dict[str, Any]]:
+    result = run_check(*args, "--json")
+    report: dict[str, Any] = json.loads(result.stdout)
+    return result.exit_code, report
+
+
+def by_line(report: dict[str, Any]) -> dict[int, dict[str, Any]]:
+    return {problem["line"]: problem for problem in report["problems"]}
+
+
+def test_task_names_spelled_out_for_help_match_the_tasks() -> None:
+    assert tuple(sorted(TASKS)) == TASK_NAMES
+
+
+@pytest.mark.parametrize("task", ["stage_diagnosis", "ordered_extraction"])
+def test_packaged_fixtures_list_exactly_their_out_of_contract_cases(task: str) -> None:
+    fixture = packaged_fixture(f"{task}.jsonl")
+    cases = read_fixture_cases(fixture)
+    exit_code, report = check_json(task, str(fixture))
+
+    listed = by_line(report)
+    for case in cases:
+        assert case.expected is not None
+        if "invalid" in case.expected:
+            problem = listed.pop(case.line)
+            assert problem["id"] == case.id
+            assert problem["kind"] == "invalid-input"
+            assert problem["field"] == case.expected["invalid"]
+            assert f"field {problem['field']!r}" in problem["message"]
+        elif case.expected == {"error": "answer-label"}:
+            problem = listed.pop(case.line)
+            assert (problem["id"], problem["kind"]) == (case.id, "answer-label")
+        elif case.expected == {"error": "duplicate-id"}:
+            problem = listed.pop(case.line)
+            source = case.input["source"]
+            expected_kind = (
+                "duplicate-source-id"
+                if len(set(source)) != len(source)
+                else "duplicate-answer-id"
+            )
+            assert (problem["id"], problem["kind"]) == (case.id, expected_kind)
+            assert problem["side"] == (
+                "data" if expected_kind == "duplicate-source-id" else "answer"
+            )
+    assert listed == {}, "listed cases that would be scored cleanly"
+    assert report["records"] == len(cases)
+    assert report["clean"] + report["data_errors"] + report["answer_failures"] == len(
+        cases
+    )
+    assert exit_code == 1 and report["ok"] is False
+
+
+def test_text_listing_names_path_line_id_kind_and_field(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "runs.jsonl",
+        [
+            {"id": "fine", "input": STAGE_OK},
+            {"id": "bad-context", "input": {**STAGE_OK, "context": "D1"}},
+        ],
+    )
+    result = run_check("stage_diagnosis", path)
+    assert result.exit_code == 1
+    assert (
+        f"{path}:2: \"bad-context\": invalid-input [context]: field 'context' must "
+        "be an array of strings, got 'D1'"
+    ) in result.stdout
+    assert ":1:" not in result.stdout
+    assert "1 of 2 records would not be scored." in result.stdout
+
+
+def test_every_kind_of_problem_is_listed_with_line_and_id(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "runs.jsonl",
+        [
+            {"id": "r1", "input": STAGE_OK},
+            '{"id": "r2", "input": {"required": ["D1"]',
+            "",
+            {"id": "r1", "input": {**STAGE_OK, "correct": False}},
+            {"id": "r4", "inputs": {}},
+            {"id": "r5", "input": {"required": ["D1"], "context": ["D1"]}},
+            {"id": "r6", "input": {**STAGE_OK, "correct": "yes"}},
+            {"id": "r7", "input": {**STAGE_OK, "required": ["D1", 2]}},
+            "[" * 100_000,
+        ],
+    )
+    exit_code, report = check_json("stage_diagnosis", path)
+    listed = by_line(report)
+    assert exit_code == 1
+    assert listed[2]["kind"] == "malformed-json" and listed[2]["id"] is None
+    assert listed[4]["kind"] == "duplicate-sample-id"
+    assert (listed[4]["id"], listed[4]["first_line"]) == ("r1", 1)
+    assert (listed[5]["kind"], listed[5]["id"]) == ("not-a-fixture-line", "r4")
+    assert "unknown field 'inputs'" in listed[5]["message"]
+    assert (listed[6]["kind"], listed[6]["id"]) == ("answer-label", "r5")
+    assert "No staff label" in listed[6]["message"]
+    assert (listed[7]["kind"], listed[7]["id"]) == ("answer-label", "r6")
+    assert '"yes"' in listed[7]["message"]
+    assert (listed[8]["kind"], listed[8]["field"]) == ("invalid-input", "required[1]")
+    assert listed[9]["kind"] == "malformed-json"
+    assert sorted(listed) == [2, 4, 5, 6, 7, 8, 9]
+    assert report["lines"] == 9 and report["blank"] == 1
+    assert report["records"] == 8 and report["clean"] == 1
+
+
+def test_duplicate_ids_in_source_and_answer_are_told_apart(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "extractions.jsonl",
+        [
+            {"id": "ok", "input": {"source": ["A", "B"], "answer": ["A", "B"]}},
+            {"id": "src", "input": {"source": ["A", "A"], "answer": ["A"]}},
+            {"id": "ans", "input": {"source": ["A", "B"], "answer": ["A", "A"]}},
+        ],
+    )
+    exit_code, report = check_json("ordered_extraction", path)
+    listed = by_line(report)
+    assert (listed[2]["kind"], listed[2]["side"]) == ("duplicate-source-id", "data")
+    assert (listed[3]["kind"], listed[3]["side"]) == ("duplicate-answer-id", "answer")
+    assert report["by_kind"] == {"duplicate-answer-id": 1, "duplicate-source-id": 1}
+    assert exit_code == 1
+
+    text = run_check("ordered_extraction", path).stdout
+    assert '"ans": duplicate-answer-id [answer] (answer failure)' in text
+
+
+def test_answer_failures_are_listed_but_do_not_fail_the_check(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "extractions.jsonl",
+        [{"id": "ans", "input": {"source": ["A", "B"], "answer": ["B", "B"]}}],
+    )
+    exit_code, report = check_json("ordered_extraction", path)
+    assert exit_code == 0 and report["ok"] is True
+    assert [problem["kind"] for problem in report["problems"]] == [
+        "duplicate-answer-id"
+    ]
+
+
+def test_a_clean_file_passes(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "runs.jsonl",
+        [{"id": f"run-{n}", "input": STAGE_OK} for n in range(5)],
+    )
+    result = run_check("stage_diagnosis", path)
+    assert result.exit_code == 0
+    assert "All 5 records would be scored." in result.stdout
+
+
+def test_max_listed_caps_the_listing_not_the_counts(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "runs.jsonl", ["{broken"] * 7)
+    exit_code, report = check_json("stage_diagnosis", path, "--max-listed", "3")
+    assert exit_code == 1
+    assert [problem["line"] for problem in report["problems"]] == [1, 2, 3]
+    assert report["listed"] == 3
+    assert report["by_kind"] == {"malformed-json": 7}
+
+    text = run_check("stage_diagnosis", path, "--max-listed", "0").stdout
+    assert "runs.jsonl:" not in text
+    assert "0 of 7 problems listed" in text
+
+
+def test_a_file_without_records_fails(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "empty.jsonl", ["", "  "])
+    result = run_check("stage_diagnosis", path)
+    assert result.exit_code == 1
+    assert "The file holds no records." in result.stdout
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "runs.jsonl", [{"id": "a", "input": STAGE_OK}])
+    assert run_check("stage_diagnosys", path).exit_code == 2
+    assert run_check("stage_diagnosis", str(tmp_path / "absent.jsonl")).exit_code == 2
+    assert run_check("stage_diagnosis", path, "--max-listed", "-1").exit_code == 2
+
+
+def test_json_output_stays_clean_with_a_progress_bar(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "runs.jsonl", [{"id": "a", "input": STAGE_OK}])
+    result = run_check("stage_diagnosis", path, "--json", "--progress")
+    assert result.exit_code == 0
+    assert json.loads(result.stdout)["clean"] == 1
+
+
+# Lines that `read_fixture_cases` accepts or refuses; `check` must agree.
+AGREEMENT_LINES: list[Any] = [
+    {"id": "ok", "input": STAGE_OK},
+    "{not json",
+    "[1, 2]",
+    '"just a string"',
+    {"input": {}},
+    {"id": "", "input": {}},
+    {"id": 7, "input": {}},
+    {"id": "a"},
+    {"id": "a", "input": ["D1"]},
+    {"id": "a", "input": {}, "expect": {}},
+    {"id": "a", "input": {}, "reason": 3},
+    {"id": "a", "input": {}, "expected": []},
+    {"id": "a", "input": {"expected": 1}},
+    '{"id": "a", "id": "b", "input": {}}',
+    '{"id": "a", "input": {"correct": NaN}}',
+    '{"id": "a", "input": {"correct": Infinity}}',
+    '\ufeff{"id": "bom", "input": {}}',
+    {"id": "ok-extra-fields", "input": STAGE_OK, "expected": {}, "reason": "r"},
+]
+
+
+@pytest.mark.parametrize("line", AGREEMENT_LINES)
+def test_check_and_the_dataset_reader_agree_on_each_line(
+    tmp_path: Path, line: Any
+) -> None:
+    path = write_lines(tmp_path / "one.jsonl", [line])
+    try:
+        read_fixture_cases(path)
+        refused = False
+    except DatasetError:
+        refused = True
+    _, report = check_json("stage_diagnosis", path)
+    kinds = [problem["kind"] for problem in report["problems"]]
+    line_errors = {"malformed-json", "not-a-fixture-line"}
+    assert bool(line_errors.intersection(kinds)) == refused, kinds
+
+
+def test_line_numbers_match_the_dataset_reader_with_any_line_ending(
+    tmp_path: Path,
+) -> None:
+    # Text mode turns "\r\n" and a lone "\r" into line breaks; so must check.
+    for newline in ("\n", "\r\n", "\r"):
+        path = write_lines(
+            tmp_path / "runs.jsonl",
+            [{"id": "a", "input": STAGE_OK}, "", "{broken", {"id": "b", "input": {}}],
+            newline=newline,
+        )
+        with pytest.raises(DatasetError) as refused:
+            read_fixture_cases(path)
+        _, report = check_json("stage_diagnosis", path)
+        assert refused.value.line == 3
+        assert report["problems"][0]["line"] == 3, newline
+        assert report["lines"] == 4
+
+
+def test_a_line_that_is_not_utf8_is_reported_and_the_stream_goes_on(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.jsonl"
+    path.write_bytes(
+        b'{"id": "a\xff", "input": {}}\n'
+        + json.dumps({"id": "b", "input": STAGE_OK}).encode()
+        + b"\n"
+    )
+    _, report = check_json("stage_diagnosis", str(path))
+    assert report["problems"] == [
+        {
+            "line": 1,
+            "id": None,
+            "kind": "malformed-json",
+            "side": "data",
+            "field": "line",
+            "message": "not valid UTF-8 text",
+        }
+    ]
+    assert report["clean"] == 1
+
+
+def test_disk_ids_remember_first_lines_and_clean_up() -> None:
+    with DiskIds() as seen:
+        assert seen.first_line("a", 1) is None
+        assert seen.first_line("b", 2) is None
+        assert seen.first_line("a", 5) == 1
+        assert seen.first_line("a", 9) == 1
+        # A lone surrogate is a valid JSON string id, and distinct.
+        assert seen.first_line("\ud800", 10) is None
+        assert seen.first_line("\ud801", 11) is None
+        assert seen.first_line("\ud800", 12) == 10
+        path = seen._path
+        assert path.exists()
+    assert not path.exists()
+
+
+def generate_stage_file(path: Path, records: int) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        for n in range(records):
+            record = {
+                "required": [f"doc-{n % 997}", f"doc-{n % 389}"],
+                "context": [f"doc-{(n * 7) % 997}", f"doc-{n % 389}", "doc-1"],
+                "correct": n % 3 == 0,
+            }
+            out.write(json.dumps({"id": f"run-{n:07d}", "input": record}) + "\n")
+
+
+def peak_rss_mib(*args: str) -> float:
+    """Peak resident memory of one `tracegrade` run, from the kernel."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", "from tracegrade.cli import main; main()", *args],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    assert process.returncode == 0, args
+    return usage.ru_maxrss / 1024  # kibibytes on Linux
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss is in KiB on Linux")
+def test_check_memory_does_not_grow_with_the_file(tmp_path: Path) -> None:
+    """Ten times the lines, the same peak memory.
+
+    Reading the 100,000-line file (16 MB) whole, or keeping its records,
+    would add several times the margin, which leaves room for SQLite's
+    page cache of the id file (at most 8 MiB) to fill;
+    `benchmarks/check_memory.py` does the same at a million lines.
+    """
+    small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
+    generate_stage_file(small, 10_000)
+    generate_stage_file(large, 100_000)
+    small_peak = peak_rss_mib("check", "stage_diagnosis", str(small), "--no-progress")
+    large_peak = peak_rss_mib("check", "stage_diagnosis", str(large), "--no-progress")
+    assert large.stat().st_size > 9 * small.stat().st_size
+    assert large_peak - small_peak < 12, (small_peak, large_peak)

@@ -1,0 +1,546 @@
+"""`tracegrade score`: JSON Lines results and a real Inspect log, in a stream.
+
+The central claim is that the log is indistinguishable in content from one
+`inspect eval` writes for the same file. So the same file is run through
+both, and everything is compared except what is specific to a run: ids
+and uuids, timestamps and durations, and the transcript (`events`, and
+the `attachments` that only events refer to), which `tracegrade score`
+does not write because no solver ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from inspect_ai import eval
+from inspect_ai._view.common import get_log_file, get_logs
+from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
+from inspect_ai.log._file import eval_log_json
+
+from tracegrade import ordered_extraction_recorded, stage_diagnosis
+from tracegrade.cli import main
+from tracegrade.datasets import packaged_fixture, read_fixture_cases
+
+STAGE_OK = {"required": ["D1"], "context": ["D1"], "correct": True}
+
+SUBPROCESS_ENV = {
+    key: value for key, value in os.environ.items() if not key.startswith("INSPECT_")
+}
+
+# Fields of a sample that belong to one run, not to its content.
+RUN_SPECIFIC_SAMPLE_FIELDS = {
+    "uuid",
+    "started_at",
+    "completed_at",
+    "total_time",
+    "working_time",
+    "events",
+    "attachments",
+}
+RUN_SPECIFIC_EVAL_FIELDS = {"eval_id", "run_id", "task_id", "created"}
+
+
+def write_lines(path: Path, lines: list[Any]) -> str:
+    path.write_text(
+        "".join(
+            (line if isinstance(line, str) else json.dumps(line)) + "\n"
+            for line in lines
+        ),
+        encoding="utf-8",
+    )
+    return str(path)
+
+
+def run_score(*args: str) -> Result:
+    return CliRunner().invoke(main, ["score", *args], catch_exceptions=False)
+
+
+def score_file(
+    task: str, path: str, log_dir: Path, *extra: str
+) -> tuple[Result, dict[str, Any]]:
+    result = run_score(task, path, "--log-dir", str(log_dir), "--json", *extra)
+    summary: dict[str, Any] = json.loads(result.stdout)
+    return result, summary
+
+
+def read_results(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    text = Path(summary["results"]).read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def dump(model: Any) -> Any:
+    return json.loads(model.model_dump_json(exclude_none=True))
+
+
+def without_message_ids(sample: dict[str, Any]) -> dict[str, Any]:
+    """Message ids are random per run; everything else must match."""
+    sample = {
+        key: value
+        for key, value in sample.items()
+        if key not in RUN_SPECIFIC_SAMPLE_FIELDS
+    }
+    sample["messages"] = [
+        {key: value for key, value in message.items() if key != "id"}
+        for message in sample["messages"]
+    ]
+    for choice in sample["output"].get("choices", []):
+        choice["message"].pop("id", None)
+    return sample
+
+
+def same_json(left: Any, right: Any) -> bool:
+    # Text comparison: NaN equals NaN, and True never equals 1.
+    return json.dumps(left) == json.dumps(right)
+
+
+def extended_fixture(tmp_path: Path, task: str) -> str:
+    """The packaged cases, plus what they lack: replayed answer texts,
+    cases without `expected`, non-ASCII sample ids."""
+    lines = packaged_fixture(f"{task}.jsonl").read_text(encoding="utf-8").splitlines()
+    if task == "stage_diagnosis":
+        extra: list[Any] = [
+            {"id": "with-answer", "input": {**STAGE_OK, "answer": "Paris."}},
+            {"id": "运行-1", "input": {**STAGE_OK, "answer": ["not", "text"]}},
+            {"id": "Zz-no-expected", "input": {"required": [], "context": []}},
+        ]
+    else:
+        extra = [
+            {"id": "运行-1", "input": {"source": ["é", "e"], "answer": ["e", "é"]}},
+            {"id": "Zz-context", "input": {"source": [], "answer": [], "context": []}},
+        ]
+    return write_lines(tmp_path / f"{task}.jsonl", [*lines, *extra])
+
+
+TASK_FUNCTIONS = {
+    "stage_diagnosis": stage_diagnosis,
+    "ordered_extraction": ordered_extraction_recorded,
+}
+
+
+@pytest.mark.parametrize("task", sorted(TASK_FUNCTIONS))
+def test_log_is_indistinguishable_from_inspect_eval(
+    tmp_path: Path, task: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    # Relative, as a user would pass it: both logs record it as given.
+    path = Path(extended_fixture(tmp_path, task)).name
+    (evaluated,) = eval(
+        TASK_FUNCTIONS[task](dataset=path),
+        display="none",
+        log_dir="inspect-logs",
+        log_format="json",
+    )
+    assert evaluated.status == "success"
+    inspect_log = read_eval_log(evaluated.location)
+    result, summary = score_file(task, path, Path("tracegrade-logs"))
+    assert result.exit_code == 0
+    ours = read_eval_log(summary["log"])
+
+    assert ours.status == inspect_log.status == "success"
+    ours_eval, inspect_eval = dump(ours.eval), dump(inspect_log.eval)
+    for key in RUN_SPECIFIC_EVAL_FIELDS:
+        assert ours_eval.pop(key) and inspect_eval.pop(key)
+    assert ours_eval == inspect_eval
+    assert dump(ours.plan) == dump(inspect_log.plan)
+    assert same_json(dump(ours.results), dump(inspect_log.results))
+    assert same_json(
+        [dump(reduction) for reduction in ours.reductions or []],
+        [dump(reduction) for reduction in inspect_log.reductions or []],
+    )
+
+    assert ours.samples is not None and inspect_log.samples is not None
+    # Same samples, in the same (Inspect's sorted) order.
+    assert [sample.id for sample in ours.samples] == [
+        sample.id for sample in inspect_log.samples
+    ]
+    for mine, theirs in zip(ours.samples, inspect_log.samples, strict=True):
+        assert mine.events == []
+        assert same_json(
+            without_message_ids(dump(mine)), without_message_ids(dump(theirs))
+        ), mine.id
+
+
+def test_log_round_trips_through_inspects_own_reader_and_writer(
+    tmp_path: Path,
+) -> None:
+    """What Inspect reads from the file and writes back is what was written:
+    nothing is dropped, coerced or defaulted on validation."""
+    path = write_lines(
+        tmp_path / "runs.jsonl",
+        [
+            *packaged_fixture("ordered_extraction.jsonl")
+            .read_text(encoding="utf-8")
+            .splitlines(),
+            "{broken",
+        ],
+    )
+    _, summary = score_file("ordered_extraction", path, tmp_path / "logs")
+    written = Path(summary["log"]).read_bytes()
+    log = read_eval_log(summary["log"])
+    rewritten = eval_log_json(log)
+    assert json.dumps(json.loads(written)) == json.dumps(json.loads(rewritten))
+
+    header = read_eval_log(summary["log"], header_only=True)
+    assert header.results is not None
+    assert header.results.total_samples == summary["records"]
+
+
+def test_jsonl_has_one_entry_per_record_with_the_evaluator_result(
+    tmp_path: Path,
+) -> None:
+    fixture = packaged_fixture("stage_diagnosis.jsonl")
+    result, summary = score_file("stage_diagnosis", str(fixture), tmp_path / "logs")
+    assert result.exit_code == 0
+    entries = read_results(summary)
+    cases = read_fixture_cases(fixture)
+    assert [entry["id"] for entry in entries] == [case.id for case in cases]
+    assert [entry["line"] for entry in entries] == [case.line for case in cases]
+    for entry, case in zip(entries, cases, strict=True):
+        assert case.expected is not None
+        assert entry["explanation"]
+        if "invalid" in case.expected:
+            assert entry["result"] is None and entry["value"] is None
+            assert entry["error"]["kind"] == "invalid-input"
+            assert entry["error"]["field"] == case.expected["invalid"]
+        else:
+            assert same_json(entry["result"], case.expected), case.id
+        if "stage" in case.expected:
+            assert entry["value"] == case.expected["stage"]
+            assert entry["error"] is None
+
+
+def test_every_line_is_accounted_for(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "runs.jsonl",
+        [
+            {"id": "a", "input": STAGE_OK},
+            '{"id": "b", "input": ',
+            "",
+            {"id": "a", "input": {**STAGE_OK, "correct": False}},
+            {"id": "line-2", "input": {**STAGE_OK, "context": []}},
+            [1, 2],
+            {"id": "c", "inputs": {}},
+            {"id": "d", "input": {**STAGE_OK, "context": "D1"}},
+            {"id": "e", "input": {"required": ["D1"], "context": ["D1"]}},
+        ],
+    )
+    result, summary = score_file("stage_diagnosis", path, tmp_path / "logs")
+    assert result.exit_code == 1
+
+    entries = read_results(summary)
+    assert [entry["line"] for entry in entries] == [1, 2, 4, 5, 6, 7, 8, 9]
+    assert [entry["id"] for entry in entries] == [
+        "a",
+        None,
+        "a",
+        "line-2",
+        None,
+        "c",
+        "d",
+        "e",
+    ]
+    kinds = [entry["error"] and entry["error"]["kind"] for entry in entries]
+    assert kinds == [
+        None,
+        "malformed-json",
+        "duplicate-sample-id",
+        None,
+        "not-a-fixture-line",
+        "not-a-fixture-line",
+        "invalid-input",
+        "answer-label",
+    ]
+    assert entries[2]["error"]["first_line"] == 1
+
+    assert summary["lines"] == summary["records"] + summary["blank"] == 9
+    assert summary["scored"] + summary["not_scored"] == summary["records"] == 8
+    assert summary["line_errors"] == 4
+    assert summary["by_kind"] == {
+        "answer-label": 1,
+        "duplicate-sample-id": 1,
+        "invalid-input": 1,
+        "malformed-json": 1,
+        "not-a-fixture-line": 2,
+    }
+
+    log = read_eval_log(summary["log"])
+    assert log.status == "success" and log.results is not None
+    assert log.results.total_samples == log.results.completed_samples == 8
+    (eval_score,) = log.results.scores
+    assert eval_score.scored_samples == 2 and eval_score.unscored_samples == 6
+    assert log.samples is not None
+    samples = {sample.id: sample for sample in log.samples}
+    # A real sample already has the id line-2, so the bad line 2 yields.
+    expected_ids = {"a", "line-2", "line-2~2", "line-4", "line-6", "line-7", "d", "e"}
+    assert set(samples) == expected_ids
+    bad = samples["line-2~2"]
+    assert bad.input == '{"id": "b", "input": '
+    assert bad.metadata == {"line": 2}
+    assert bad.scores is not None
+    score = bad.scores["stage_diagnosis"]
+    assert isinstance(score.value, float) and math.isnan(score.value)
+    assert score.reason == "malformed-json"
+    assert score.metadata is not None
+    assert score.metadata["error"]["side"] == "data"
+    assert score.metadata["result"] is None
+    assert log.eval.dataset.sample_ids == [
+        "a",
+        "line-2~2",
+        "line-4",
+        "line-2",
+        "line-6",
+        "line-7",
+        "d",
+        "e",
+    ]
+
+
+def test_data_errors_are_results_and_exit_0(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "runs.jsonl",
+        [
+            {"id": "a", "input": {**STAGE_OK, "context": None}},
+            {"id": "b", "input": {"required": ["D1"], "context": ["D1"]}},
+        ],
+    )
+    result, summary = score_file("stage_diagnosis", path, tmp_path / "logs")
+    assert result.exit_code == 0
+    assert summary["not_scored"] == 2 and summary["line_errors"] == 0
+    # No scored run: the shares are NaN in the log, null in the summary.
+    assert summary["metrics"]["stage_diagnosis"]["retrieval"] is None
+
+
+def test_results_can_go_to_stdout_with_the_summary_on_stderr(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "runs.jsonl",
+        [{"id": "a", "input": STAGE_OK}, {"id": "b", "input": STAGE_OK}],
+    )
+    result = run_score(
+        "stage_diagnosis", path, "--log-dir", str(tmp_path / "logs"), "--out", "-"
+    )
+    assert result.exit_code == 0
+    assert [json.loads(line)["id"] for line in result.stdout.splitlines()] == [
+        "a",
+        "b",
+    ]
+    assert "Log:" in result.stderr and "Log:" not in result.stdout
+
+    both = run_score(
+        "stage_diagnosis", path, "--log-dir", str(tmp_path), "--out", "-", "--json"
+    )
+    assert both.exit_code == 2
+    onto_input = run_score(
+        "stage_diagnosis", path, "--log-dir", str(tmp_path), "--out", path
+    )
+    assert onto_input.exit_code == 2
+    assert json.loads(Path(path).read_text(encoding="utf-8").splitlines()[0]) == {
+        "id": "a",
+        "input": STAGE_OK,
+    }
+
+
+def test_a_file_without_records_writes_no_log(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "runs.jsonl", ["", " "])
+    result = run_score("stage_diagnosis", path, "--log-dir", str(tmp_path / "logs"))
+    assert result.exit_code == 1
+    assert "no log was written" in result.stdout
+    assert list_eval_logs(str(tmp_path / "logs")) == []
+    assert [p.name for p in (tmp_path / "logs").iterdir() if p.suffix == ".json"] == []
+
+
+def labelled_runs(tmp_path: Path) -> tuple[str, dict[str, bool]]:
+    runs: dict[str, dict[str, Any]] = {
+        "gap-correct": {"required": ["D1", "D2"], "context": ["D1"], "correct": True},
+        "gap-wrong": {"required": ["D1"], "context": [], "correct": False},
+        "full-correct": {"required": ["D1"], "context": ["D1"], "correct": True},
+        "full-wrong": {"required": ["D1"], "context": ["D1", "D2"], "correct": False},
+        "no-label": {"required": ["D1"], "context": ["D1"]},
+    }
+    path = write_lines(
+        tmp_path / "runs.jsonl",
+        [*({"id": key, "input": value} for key, value in runs.items()), "{broken"],
+    )
+    # The staff's word after review: every label flipped, the missing one given.
+    labels = {key: not value.get("correct", False) for key, value in runs.items()}
+    return path, labels
+
+
+def test_inspect_score_rescores_the_log_with_staff_labels(tmp_path: Path) -> None:
+    path, labels = labelled_runs(tmp_path)
+    _, summary = score_file("stage_diagnosis", path, tmp_path / "logs")
+    labels_path = write_lines(
+        tmp_path / "labels.jsonl",
+        [{"id": key, "correct": value} for key, value in labels.items()],
+    )
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "inspect_ai",
+            "score",
+            summary["log"],
+            "--scorer",
+            "tracegrade/stage_diagnosis",
+            "-S",
+            f"labels={labels_path}",
+            "--action",
+            "append",
+            "--overwrite",
+        ],
+        cwd=tmp_path,
+        env=SUBPROCESS_ENV,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr
+
+    rescored = read_eval_log(summary["log"])
+    assert rescored.status == "success" and rescored.results is not None
+    assert [score.name for score in rescored.results.scores] == [
+        "stage_diagnosis",
+        "stage_diagnosis1",
+    ]
+    assert rescored.samples is not None
+    samples: dict[Any, EvalSample] = {sample.id: sample for sample in rescored.samples}
+    expected_stage = {
+        "gap-correct": "retrieval",
+        "gap-wrong": "retrieval",
+        "full-correct": "generation",
+        "full-wrong": "pass",
+        "no-label": "pass",
+    }
+    for sample_id, stage in expected_stage.items():
+        scores = samples[sample_id].scores
+        assert scores is not None
+        relabelled = scores["stage_diagnosis1"]
+        assert relabelled.value == stage, sample_id
+        assert relabelled.metadata is not None
+        assert relabelled.metadata["record"]["correct"] is labels[sample_id]
+        assert "stage_diagnosis" in scores  # the original is kept
+    broken = samples["line-6"].scores
+    assert broken is not None
+    assert broken["stage_diagnosis"].reason == "malformed-json"
+    assert broken["stage_diagnosis1"].reason == "invalid-input"
+
+
+def test_analysis_dataframes_open_the_log(tmp_path: Path) -> None:
+    pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    from inspect_ai.analysis import evals_df, samples_df
+
+    path, _ = labelled_runs(tmp_path)
+    _, summary = score_file("stage_diagnosis", path, tmp_path / "logs")
+    samples = samples_df(summary["log"], quiet=True)
+    assert len(samples) == 6
+    assert set(samples["id"]) == {
+        "gap-correct",
+        "gap-wrong",
+        "full-correct",
+        "full-wrong",
+        "no-label",
+        "line-6",
+    }
+    stages = dict(zip(samples["id"], samples["score_stage_diagnosis"], strict=True))
+    assert stages["gap-wrong"] == "retrieval"
+    assert stages["full-correct"] == "pass"
+    evals = evals_df(summary["log"], quiet=True)
+    assert list(evals["task_name"]) == ["stage_diagnosis"]
+    assert list(evals["total_samples"]) == [6]
+
+
+def test_samples_and_header_are_valid_for_pydantic_one_by_one(tmp_path: Path) -> None:
+    """The template-built samples validate as `EvalSample`s and serialise
+    back unchanged, one line each, the file staying plain JSON."""
+    path, _ = labelled_runs(tmp_path)
+    _, summary = score_file("stage_diagnosis", path, tmp_path / "logs")
+    data = json.loads(Path(summary["log"]).read_text(encoding="utf-8"))
+    for raw in data["samples"]:
+        # Validation migrates old fields in place, so it gets a copy.
+        sample = EvalSample.model_validate(copy.deepcopy(raw))
+        assert same_json(json.loads(sample.model_dump_json(exclude_none=True)), raw)
+    header = EvalLog.model_validate({k: v for k, v in data.items() if k != "samples"})
+    assert header.eval.task == "tracegrade/stage_diagnosis"
+    assert header.eval.task_args == {"dataset": path}
+    assert header.eval.model == "none/none"
+    assert header.stats.started_at and header.stats.completed_at
+
+
+def test_an_unreadable_line_is_shown_cut_and_with_its_bad_bytes(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.jsonl"
+    long_line = '{"id": "x", "input": ' + "[" * 3000
+    path.write_bytes(b'{"id": "\xff"}\n' + long_line.encode() + b"\n")
+    _, summary = score_file("stage_diagnosis", str(path), tmp_path / "logs")
+    log = read_eval_log(summary["log"])
+    assert log.samples is not None
+    inputs = {sample.id: sample.input for sample in log.samples}
+    assert inputs["line-1"] == '{"id": "\\xff"}'
+    assert inputs["line-2"] == long_line[:2000] + "..."
+
+
+def test_the_bulk_benchmark_runs_and_compares_answers(tmp_path: Path) -> None:
+    """Smoke test at toy sizes; no timing is asserted."""
+    out = tmp_path / "bulk.json"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(Path(__file__).resolve().parent.parent / "benchmarks/bulk_scoring.py"),
+            "--records=60",
+            "--inspect-records=20",
+            "--tasks=stage_diagnosis",
+            "--writer-samples=20",
+            f"--json={out}",
+        ],
+        env=SUBPROCESS_ENV,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    report = json.loads(out.read_text(encoding="utf-8"))
+    (row,) = report["rows"]
+    assert row["answers_identical"] is True
+    assert [run["records"] for run in row["inspect_eval"]["runs"]] == [2, 20]
+    assert row["inspect_eval"]["extrapolated"] is True
+    assert row["tracegrade"]["exit_code"] == 0
+    assert set(row["tracegrade"]["timings"]) == {
+        "parse",
+        "score",
+        "sample",
+        "serialize",
+        "jsonl",
+        "results",
+        "write",
+    }
+    assert report["writers"]["samples"] == 20
+    assert report["command"].startswith("python benchmarks/bulk_scoring.py")
+
+
+def test_inspect_views_server_lists_and_serves_the_log(tmp_path: Path) -> None:
+    """The functions behind `inspect view`'s /api/logs and /api/logs/{log}."""
+    path, _ = labelled_runs(tmp_path)
+    _, summary = score_file("stage_diagnosis", path, tmp_path / "logs")
+    listing = asyncio.run(get_logs(str(tmp_path / "logs"), False, {}))
+    assert listing is not None
+    (entry,) = listing.files
+    assert entry.name.endswith(Path(summary["log"]).name)
+    assert entry.task_id == read_eval_log(summary["log"], header_only=True).eval.task_id
+
+    header = json.loads(asyncio.run(get_log_file(summary["log"], "0")).contents)
+    assert "samples" not in header
+    assert header["results"]["total_samples"] == 6
+    full = json.loads(asyncio.run(get_log_file(summary["log"], None)).contents)
+    assert len(full["samples"]) == 6
