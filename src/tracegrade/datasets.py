@@ -22,10 +22,11 @@ view` shows them beside the score.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 from inspect_ai.dataset import MemoryDataset, Sample
 
@@ -99,6 +100,24 @@ def packaged_fixture(name: str) -> Traversable:
 
 def read_fixture_cases(source: str | Path | Traversable) -> list[FixtureCase]:
     """Read and check every line of a fixture file; raises `DatasetError`."""
+    return _read_lines(source, _parse_case, "case", "sample ids")
+
+
+class _Identified(Protocol):
+    @property
+    def id(self) -> str: ...
+
+
+Item = TypeVar("Item", bound=_Identified)
+
+
+def _read_lines(
+    source: str | Path | Traversable,
+    parse: Callable[[str, int, str], Item],
+    what: str,
+    ids: str,
+) -> list[Item]:
+    """Parse each non-blank line, refusing a repeated id or an empty file."""
     path = str(source)
     try:
         text = (Path(source) if isinstance(source, str) else source).read_text(
@@ -107,49 +126,61 @@ def read_fixture_cases(source: str | Path | Traversable) -> list[FixtureCase]:
     except (OSError, UnicodeDecodeError) as error:
         raise DatasetError(path, None, f"cannot read the file ({error})") from error
 
-    cases: list[FixtureCase] = []
+    items: list[Item] = []
     first_line: dict[str, int] = {}
     # Newlines only: `splitlines` would also split inside a JSON string
     # holding U+2028, which JSON allows unescaped.
     for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
-        case = _parse_case(path, number, line)
-        if case.id in first_line:
+        item = parse(path, number, line)
+        if item.id in first_line:
             raise DatasetError(
                 path,
                 number,
-                f"id {case.id!r} is already used on line {first_line[case.id]}; "
-                "sample ids must be unique",
+                f"id {item.id!r} is already used on line {first_line[item.id]}; "
+                f"{ids} must be unique",
             )
-        first_line[case.id] = number
-        cases.append(case)
-    if not cases:
-        raise DatasetError(path, None, "the file holds no cases")
-    return cases
+        first_line[item.id] = number
+        items.append(item)
+    if not items:
+        raise DatasetError(path, None, f"the file holds no {what}s")
+    return items
+
+
+def _json_object_line(
+    path: str, number: int, line: str, fields: tuple[str, ...], what: str
+) -> tuple[dict[str, Any], str]:
+    """The line's object and its id, or a `DatasetError` naming the line."""
+
+    def fail(problem: str) -> NoReturn:
+        raise DatasetError(path, number, problem)
+
+    try:
+        value = strict_json_loads(line)
+    except ValueError as error:
+        fail(f"not valid JSON ({error})")
+    if not isinstance(value, dict):
+        fail(f"a {what} must be a JSON object, got {_quote(value)}")
+    unknown = [key for key in value if key not in fields]
+    if unknown:
+        fail(
+            f"unknown field {unknown[0]!r}; a {what} has only "
+            + ", ".join(repr(key) for key in fields)
+        )
+    if "id" not in value:
+        fail("no 'id' field")
+    item_id = value["id"]
+    if not isinstance(item_id, str) or item_id == "":
+        fail(f"'id' must be a non-empty string, got {_quote(item_id)}")
+    return value, item_id
 
 
 def _parse_case(path: str, number: int, line: str) -> FixtureCase:
     def fail(problem: str) -> NoReturn:
         raise DatasetError(path, number, problem)
 
-    try:
-        case = strict_json_loads(line)
-    except ValueError as error:
-        fail(f"not valid JSON ({error})")
-    if not isinstance(case, dict):
-        fail(f"a case must be a JSON object, got {_quote(case)}")
-    unknown = [key for key in case if key not in FIXTURE_FIELDS]
-    if unknown:
-        fail(
-            f"unknown field {unknown[0]!r}; a case has only "
-            + ", ".join(repr(key) for key in FIXTURE_FIELDS)
-        )
-    if "id" not in case:
-        fail("no 'id' field")
-    case_id = case["id"]
-    if not isinstance(case_id, str) or case_id == "":
-        fail(f"'id' must be a non-empty string, got {_quote(case_id)}")
+    case, case_id = _json_object_line(path, number, line, FIXTURE_FIELDS, "case")
     if "input" not in case:
         fail(f"case {case_id!r} has no 'input' field")
     record = case["input"]
@@ -259,56 +290,16 @@ def read_source_documents(source: str | Path | Traversable) -> list[SourceDocume
     unique strings): it is the answer key of a live run, and a broken key
     would spend a model call on a sample that can only be a data error.
     """
-    path = str(source)
-    try:
-        text = (Path(source) if isinstance(source, str) else source).read_text(
-            encoding="utf-8"
-        )
-    except (OSError, UnicodeDecodeError) as error:
-        raise DatasetError(path, None, f"cannot read the file ({error})") from error
-
-    documents: list[SourceDocument] = []
-    first_line: dict[str, int] = {}
-    # Newlines only, as in `read_fixture_cases`.
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        document = _parse_document(path, number, line)
-        if document.id in first_line:
-            raise DatasetError(
-                path,
-                number,
-                f"id {document.id!r} is already used on line "
-                f"{first_line[document.id]}; document ids must be unique",
-            )
-        first_line[document.id] = number
-        documents.append(document)
-    if not documents:
-        raise DatasetError(path, None, "the file holds no documents")
-    return documents
+    return _read_lines(source, _parse_document, "document", "document ids")
 
 
 def _parse_document(path: str, number: int, line: str) -> SourceDocument:
     def fail(problem: str) -> NoReturn:
         raise DatasetError(path, number, problem)
 
-    try:
-        document = strict_json_loads(line)
-    except ValueError as error:
-        fail(f"not valid JSON ({error})")
-    if not isinstance(document, dict):
-        fail(f"a document must be a JSON object, got {_quote(document)}")
-    unknown = [key for key in document if key not in DOCUMENT_FIELDS]
-    if unknown:
-        fail(
-            f"unknown field {unknown[0]!r}; a document has only "
-            + ", ".join(repr(key) for key in DOCUMENT_FIELDS)
-        )
-    if "id" not in document:
-        fail("no 'id' field")
-    document_id = document["id"]
-    if not isinstance(document_id, str) or document_id == "":
-        fail(f"'id' must be a non-empty string, got {_quote(document_id)}")
+    document, document_id = _json_object_line(
+        path, number, line, DOCUMENT_FIELDS, "document"
+    )
     for key in ("text", "target"):
         if key not in document:
             fail(f"document {document_id!r} has no {key!r} field")
