@@ -10,12 +10,14 @@ equality already is for strings as `json.loads` makes them.
 
 from __future__ import annotations
 
+from codecs import utf_16_be_encode
 from collections.abc import Iterable
 
 
 def _utf16_code_units(text: str) -> bytes:
-    # Big-endian bytes compare like the code units they encode.
-    return text.encode("utf-16-be", "surrogatepass")
+    # Big-endian bytes compare like the code units they encode. The codec
+    # function itself, because `str.encode` looks the codec up on every call.
+    return utf_16_be_encode(text, "surrogatepass")[0]
 
 
 def js_sorted(strings: Iterable[str]) -> list[str]:

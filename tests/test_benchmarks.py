@@ -1,0 +1,131 @@
+"""The throughput benchmark runs end to end and reports both sides.
+
+Smoke test only: tiny inputs, one pass, and no assertion on any timing, which
+would make CI depend on the machine. What is checked is the shape of the
+report and that both sides answered identically, since a speed ratio between
+different answers would mean nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from benchmarks.throughput import batched, first_mismatch, make_inputs
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "throughput.py"
+SMALL_RECORDS = 40
+LARGE_RECORDS = 2
+LARGE_IDS = 200
+CLASSES = {
+    ("stage_diagnosis", "small"),
+    ("stage_diagnosis", "large"),
+    ("stage_diagnosis", "large-context"),
+    ("ordered_extraction", "small"),
+    ("ordered_extraction", "large"),
+}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("benchmark") / "throughput.json"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--seed=7",
+            f"--small-records={SMALL_RECORDS}",
+            f"--large-records={LARGE_RECORDS}",
+            f"--large-ids={LARGE_IDS}",
+            "--batch-ids=100",
+            "--warmup=1",
+            "--repeat=1",
+            f"--json={out}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "Python/Node" in completed.stdout
+    result: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    return result
+
+
+def test_report_has_one_row_per_evaluator_and_size_class(
+    report: dict[str, Any],
+) -> None:
+    rows = report["rows"]
+    assert {(row["evaluator"], row["size_class"]) for row in rows} == CLASSES
+    assert len(rows) == len(CLASSES)
+    for row in rows:
+        expected = SMALL_RECORDS if row["size_class"] == "small" else LARGE_RECORDS
+        assert row["records"] == expected, row
+
+
+def test_both_sides_measured_and_answered_identically(report: dict[str, Any]) -> None:
+    for row in report["rows"]:
+        assert row["outputs_identical"] is True, row
+        assert row["python_best_ns"] > 0 and row["node_best_ns"] > 0, row
+        assert row["ratio"] == pytest.approx(
+            row["python_records_per_s"] / row["node_records_per_s"]
+        )
+
+
+def test_targets_follow_the_issue(report: dict[str, Any]) -> None:
+    for row in report["rows"]:
+        target = {"small": 1 / 3, "large": 50.0, "large-context": None}[
+            row["size_class"]
+        ]
+        assert row["target"] == target, row
+        met = None if target is None else row["ratio"] >= target
+        assert row["met"] == met, row
+
+
+def test_report_says_how_to_reproduce_and_where_it_ran(report: dict[str, Any]) -> None:
+    assert report["command"].startswith("python benchmarks/throughput.py")
+    assert "--seed=7" in report["command"]
+    machine = report["machine"]
+    assert machine["node"].startswith("v")
+    assert machine["python"].count(".") == 2
+    assert machine["cpus"] >= 1
+
+
+def test_inputs_depend_only_on_the_seed() -> None:
+    first = make_inputs(3, small=25, large=1, large_ids=50)
+    again = make_inputs(3, small=25, large=1, large_ids=50)
+    other = make_inputs(4, small=25, large=1, large_ids=50)
+    assert json.dumps(first) == json.dumps(again)
+    assert json.dumps(first) != json.dumps(other)
+
+
+def test_small_records_stay_within_ten_ids_per_list() -> None:
+    inputs = make_inputs(11, small=500, large=1, large_ids=50)
+    for classes in inputs.values():
+        for record in classes["small"]:
+            lists = [value for value in record.values() if isinstance(value, list)]
+            assert lists and all(len(ids) <= 10 for ids in lists), record
+
+
+def test_batches_keep_every_record_in_order() -> None:
+    records = make_inputs(5, small=60, large=1, large_ids=50)["stage_diagnosis"]
+    small = records["small"]
+    batches = batched(small, 30)
+    assert len(batches) > 1
+    assert [record for batch in batches for record in batch] == small
+    assert batched(records["large"], 30) == [records["large"]]
+
+
+def test_a_differing_answer_is_reported() -> None:
+    same = ['{"stage":"pass","missing":[]}']
+    other = ['{"stage":"generation","missing":[]}']
+    assert first_mismatch(same, same) is None
+    found = first_mismatch(same, other)
+    assert found is not None and "record 0" in found
+    assert first_mismatch(same, same * 2) is not None
