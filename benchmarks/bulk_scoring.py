@@ -42,12 +42,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from rich.console import Console  # noqa: E402
+from rich.table import Table  # noqa: E402
+
 from benchmarks.throughput import (  # noqa: E402
     small_extraction_record,
     small_stage_record,
 )
-from rich.console import Console  # noqa: E402
-from rich.table import Table  # noqa: E402
 
 TARGET_SECONDS = 30.0
 TARGET_RATIO = 30.0

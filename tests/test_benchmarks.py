@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from benchmarks.throughput import batched, first_mismatch, make_inputs
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from parity.__main__ import main
 from parity.compare import (
     Case,
@@ -42,7 +43,6 @@ from parity.node import (
     NodeUnavailable,
     original_script,
 )
-
 from tracegrade.core import canonical_json
 
 REPOSITORY = PARITY_DIR.parent

@@ -22,9 +22,9 @@ from typing import Any, Final, TypeVar
 import pytest
 from hypothesis import HealthCheck, Phase, event, find, given, settings
 from hypothesis import strategies as st
+
 from parity.contract import REQUIRED_ABSENT_OR_NULL, EvaluatorName, Standing, standing
 from parity.node import NodeEvaluator
-
 from tracegrade.core import (
     InvalidRecord,
     canonical_json,

@@ -11,6 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+
 from parity.contract import EVALUATORS, EvaluatorName
 from parity.node import PARITY_DIR, original_script
 

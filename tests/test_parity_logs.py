@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import EvalSample
 from inspect_ai.scorer import Score
+
 from parity.compare import (
     CoreSource,
     FixtureFile,

@@ -33,8 +33,7 @@ def test_readme_case_tables_are_the_packaged_documents_cases() -> None:
         rows = [
             row
             for row in table_rows(README)
-            if re.match(r"\| `[a-z-]+` \| `\{", row)
-            and row.split("`")[1] in cases
+            if re.match(r"\| `[a-z-]+` \| `\{", row) and row.split("`")[1] in cases
         ]
         assert rows, name
         for row in rows:
