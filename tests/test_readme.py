@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text("utf-8")
@@ -50,3 +51,31 @@ def test_readme_commands_name_existing_files() -> None:
         r"(?:python3? |bash )((?:benchmarks|scripts|examples|\.ci)/[\w./-]+)", README
     ):
         assert (ROOT / path).exists(), path
+
+
+def benchmark(name: str) -> Any:
+    return json.loads((ROOT / "benchmarks" / "results" / f"{name}.json").read_text())
+
+
+def test_readme_speed_figures_are_the_committed_benchmark_run() -> None:
+    for row in benchmark("throughput")["rows"]:
+        if row["target"] is None:
+            continue
+        line = (
+            f"| {row['python_records_per_s']:,.0f} | {row['node_records_per_s']:,.0f} |"
+        )
+        assert line in README, line
+        ratio = row["ratio"]
+        shown = f"{ratio:.2f}x" if ratio < 1 else f"{ratio:.1f}x"
+        assert f"{line} {shown} |" in README, shown
+    for row in benchmark("bulk_scoring")["rows"]:
+        tracegrade = row["tracegrade"]
+        cells = (
+            f"| {tracegrade['seconds']:.1f} s | {tracegrade['peak_mib']:,.0f} MiB | "
+            f"{row['inspect_eval']['extrapolated_seconds']:.0f} s (extrapolated) | "
+            f"{row['ratio']:.0f}x |"
+        )
+        assert cells in README, cells
+    small, large = benchmark("check_memory")["rows"]
+    assert f"{small['peak_mib']:.1f} MiB on 100,000 lines" in README
+    assert f"{large['peak_mib']:.1f} MiB on 1,000,000 lines" in README
