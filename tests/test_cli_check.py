@@ -18,24 +18,13 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
+from tests.support import write_lines
 from tracegrade.bulk import TASKS, DiskIds
 from tracegrade.cli import main
 from tracegrade.cli._stream import TASK_NAMES
 from tracegrade.datasets import DatasetError, packaged_fixture, read_fixture_cases
 
 STAGE_OK = {"required": ["D1"], "context": ["D1"], "correct": True}
-
-
-def write_lines(path: Path, lines: list[Any], newline: str = "\n") -> str:
-    path.write_text(
-        "".join(
-            (line if isinstance(line, str) else json.dumps(line)) + newline
-            for line in lines
-        ),
-        encoding="utf-8",
-        newline="",
-    )
-    return str(path)
 
 
 def run_check(*args: str) -> Result:

@@ -14,7 +14,6 @@ import asyncio
 import copy
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,15 +26,12 @@ from inspect_ai._view.common import get_log_file, get_logs
 from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
 from inspect_ai.log._file import eval_log_json
 
+from tests.support import SUBPROCESS_ENV, write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.cli import main
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
 
 STAGE_OK = {"required": ["D1"], "context": ["D1"], "correct": True}
-
-SUBPROCESS_ENV = {
-    key: value for key, value in os.environ.items() if not key.startswith("INSPECT_")
-}
 
 # Fields of a sample that belong to one run, not to its content.
 RUN_SPECIFIC_SAMPLE_FIELDS = {
@@ -48,17 +44,6 @@ RUN_SPECIFIC_SAMPLE_FIELDS = {
     "attachments",
 }
 RUN_SPECIFIC_EVAL_FIELDS = {"eval_id", "run_id", "task_id", "created"}
-
-
-def write_lines(path: Path, lines: list[Any]) -> str:
-    path.write_text(
-        "".join(
-            (line if isinstance(line, str) else json.dumps(line)) + "\n"
-            for line in lines
-        ),
-        encoding="utf-8",
-    )
-    return str(path)
 
 
 def run_score(*args: str) -> Result:

@@ -8,9 +8,7 @@ the log is written, so the log on disk is left as it was.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -23,30 +21,9 @@ from inspect_ai.model import ModelName
 from inspect_ai.scorer import Score, Target
 from inspect_ai.solver import TaskState
 
+from tests.support import SUBPROCESS_ENV, write_lines
 from tracegrade import LabelsError, stage_diagnosis, stage_diagnosis_scorer
 from tracegrade.labels import StaffLabels
-
-# No INSPECT_* settings from the caller (a default model, a log dir), and a
-# wide console so error messages are not wrapped mid-sentence.
-SUBPROCESS_ENV = {
-    **{
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("INSPECT_")
-    },
-    "COLUMNS": "400",
-}
-
-
-def write_lines(path: Path, lines: list[Any]) -> str:
-    path.write_text(
-        "".join(
-            (line if isinstance(line, str) else json.dumps(line)) + "\n"
-            for line in lines
-        ),
-        encoding="utf-8",
-    )
-    return str(path)
 
 
 def score_state(scorer: Any, sample_id: str | int, metadata: dict[str, Any]) -> Score:

@@ -8,7 +8,6 @@ fooled by it.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import Counter
 from pathlib import Path
@@ -26,6 +25,7 @@ from inspect_ai.scorer import (
     mean_score,
 )
 
+from tests.support import write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
 from tracegrade.scorers import answer_failures, lucky_answers, stage_shares
@@ -216,17 +216,10 @@ def test_extraction_metrics_survive_epochs(
     assert scores[("ordered_extraction", None)].unscored_samples == data_errors * runs
 
 
-def write_cases(path: Path, cases: list[dict[str, Any]]) -> str:
-    path.write_text(
-        "".join(json.dumps(case) + "\n" for case in cases), encoding="utf-8"
-    )
-    return str(path)
-
-
 def test_a_run_where_every_sample_is_an_error_succeeds_and_says_so(
     tmp_path: Path,
 ) -> None:
-    dataset = write_cases(
+    dataset = write_lines(
         tmp_path / "errors.jsonl",
         [
             {"id": "no-label", "input": {"required": ["D1"], "context": ["D1"]}},
@@ -250,7 +243,7 @@ def test_a_run_where_every_sample_is_an_error_succeeds_and_says_so(
 
 
 def test_an_extraction_run_of_data_errors_only_succeeds(tmp_path: Path) -> None:
-    dataset = write_cases(
+    dataset = write_lines(
         tmp_path / "errors.jsonl",
         [
             {"id": "repeat", "input": {"source": ["A", "A"], "answer": ["A"]}},

@@ -8,10 +8,6 @@ before anything runs.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +15,7 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
 
+from tests.support import inspect_cli, write_lines
 from tracegrade import (
     DatasetError,
     ordered_extraction_recorded,
@@ -34,34 +31,11 @@ from tracegrade.datasets import (
 )
 from tracegrade.tasks import replay
 
-# No INSPECT_* settings from the caller (a default model, a log dir), and a
-# wide console so error messages are not wrapped mid-sentence.
-SUBPROCESS_ENV = {
-    **{
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("INSPECT_")
-    },
-    "COLUMNS": "400",
-}
-
 
 def run(task: Task, tmp_path: Path) -> EvalLog:
     (log,) = eval(task, display="none", log_dir=str(tmp_path))
     assert log.status == "success", log.error
     return log
-
-
-def inspect_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "inspect_ai", *args],
-        cwd=cwd,
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def only_log(log_dir: Path) -> EvalLog:
@@ -151,19 +125,8 @@ def test_the_extraction_scorer_resolves_by_name_in_inspect_score(
     assert scorer.options == {"answer_key": "answer"}
 
 
-def write_cases(path: Path, lines: list[Any]) -> str:
-    path.write_text(
-        "".join(
-            (line if isinstance(line, str) else json.dumps(line)) + "\n"
-            for line in lines
-        ),
-        encoding="utf-8",
-    )
-    return str(path)
-
-
 def test_the_cli_takes_a_users_own_file(tmp_path: Path) -> None:
-    dataset = write_cases(
+    dataset = write_lines(
         tmp_path / "mine.jsonl",
         [
             {"id": "q-17", "input": {"source": ["B", "A"], "answer": ["A", "B"]}},
@@ -191,7 +154,7 @@ def test_the_cli_takes_a_users_own_file(tmp_path: Path) -> None:
 
 
 def test_own_file_samples_keep_ids_inputs_and_expectations(tmp_path: Path) -> None:
-    dataset = write_cases(
+    dataset = write_lines(
         tmp_path / "runs.jsonl",
         [
             {
@@ -271,7 +234,7 @@ BAD_LINES = [
 def test_a_malformed_line_stops_the_task_being_built(
     tmp_path: Path, line: Any, message: str
 ) -> None:
-    dataset = write_cases(tmp_path / "bad.jsonl", [line])
+    dataset = write_lines(tmp_path / "bad.jsonl", [line])
     with pytest.raises(DatasetError, match=message) as raised:
         stage_diagnosis(dataset=dataset)
     assert str(raised.value).startswith(dataset)
@@ -279,7 +242,7 @@ def test_a_malformed_line_stops_the_task_being_built(
 
 
 def test_a_repeated_id_names_both_lines(tmp_path: Path) -> None:
-    dataset = write_cases(
+    dataset = write_lines(
         tmp_path / "bad.jsonl",
         [{"id": "a", "input": {}}, "", {"id": "a", "input": {}}],
     )
@@ -288,7 +251,7 @@ def test_a_repeated_id_names_both_lines(tmp_path: Path) -> None:
 
 
 def test_an_empty_or_missing_file_is_an_error(tmp_path: Path) -> None:
-    empty = write_cases(tmp_path / "empty.jsonl", [""])
+    empty = write_lines(tmp_path / "empty.jsonl", [""])
     with pytest.raises(DatasetError, match="holds no cases"):
         stage_diagnosis_dataset(empty)
     with pytest.raises(DatasetError, match="cannot read"):
@@ -296,7 +259,7 @@ def test_an_empty_or_missing_file_is_an_error(tmp_path: Path) -> None:
 
 
 def test_the_cli_reports_a_malformed_file_before_running(tmp_path: Path) -> None:
-    dataset = write_cases(tmp_path / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
+    dataset = write_lines(tmp_path / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
     result = inspect_cli(
         "eval",
         "tracegrade/stage_diagnosis",
@@ -314,7 +277,7 @@ def test_the_cli_reports_a_malformed_file_before_running(tmp_path: Path) -> None
 def test_an_out_of_contract_input_is_a_sample_not_a_malformed_line(
     tmp_path: Path,
 ) -> None:
-    dataset = write_cases(
+    dataset = write_lines(
         tmp_path / "runs.jsonl",
         [
             {
