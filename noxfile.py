@@ -22,7 +22,7 @@ def tests(session: nox.Session) -> None:
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """Check style with ruff and types with mypy --strict."""
-    session.install(".", "ruff", "mypy")
+    session.install(".", "ruff", "mypy", "nox")
     session.run("ruff", "check", *(session.posargs or ["."]))
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
