@@ -46,6 +46,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from benchmarks.throughput import (  # noqa: E402
+    positive,
     small_extraction_record,
     small_stage_record,
 )
@@ -302,13 +303,6 @@ def bench_task(
             "ratio": inspect_estimate / seconds >= TARGET_RATIO,
         },
     }
-
-
-def positive(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
