@@ -28,7 +28,12 @@ from inspect_ai.scorer import (
 from tests.support import write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
-from tracegrade.scorers import answer_failures, lucky_answers, stage_shares
+from tracegrade.scorers import (
+    answer_failures,
+    lucky_answers,
+    stage_modes,
+    stage_shares,
+)
 from tracegrade.scorers.metrics import FAILURE_LABELS, STAGES
 from tracegrade.scorers.outcome import ANSWER_FAILURES
 
@@ -117,6 +122,46 @@ def test_stage_shares_count_each_stage() -> None:
         "generation": 0.0,
         "pass": 0.25,
         "unresolved": 0.25,
+    }
+
+
+def epoch_scores(stages_by_sample: dict[str, list[str]]) -> list[SampleScore]:
+    return [
+        SampleScore(
+            sample_id=sample_id,
+            score=Score(value=stage, metadata={"record": {}, "error": None}),
+        )
+        for sample_id, stages in stages_by_sample.items()
+        for stage in stages
+    ]
+
+
+def test_stage_modes_count_each_sample_once_by_its_commonest_stage() -> None:
+    scores = epoch_scores(
+        {
+            "a": ["pass", "pass", "generation"],
+            "b": ["retrieval", "pass", "retrieval"],
+            # A tie goes to the earlier stage: a sample that failed
+            # retrieval as often as it passed is not reported as passing.
+            "c": ["pass", "retrieval"],
+            "d": ["unresolved"],
+        }
+    )
+
+    assert compute(stage_modes(), scores) == {
+        "retrieval_mode": 0.5,
+        "generation_mode": 0.0,
+        "pass_mode": 0.25,
+        "unresolved_mode": 0.25,
+    }
+
+
+def test_stage_modes_equal_stage_shares_with_one_epoch() -> None:
+    scores = epoch_scores({"a": ["pass"], "b": ["retrieval"], "c": ["retrieval"]})
+    shares = cast(dict[str, float], compute(stage_shares(), scores))
+
+    assert compute(stage_modes(), scores) == {
+        f"{stage}_mode": share for stage, share in shares.items()
     }
 
 

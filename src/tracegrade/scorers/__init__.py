@@ -7,7 +7,7 @@
 
 from .answer_parsing import UnreadableAnswer, parse_answer_ids
 from .extraction import extraction_score, ordered_extraction_scorer
-from .metrics import answer_failures, lucky_answers, stage_shares
+from .metrics import answer_failures, lucky_answers, stage_modes, stage_shares
 from .outcome import ANSWER_FAILURES, DATA_ERRORS
 from .stage import diagnosis_score, stage_diagnosis_scorer
 from .store import RetrievalTrace
@@ -24,5 +24,6 @@ __all__ = [
     "ordered_extraction_scorer",
     "parse_answer_ids",
     "stage_diagnosis_scorer",
+    "stage_modes",
     "stage_shares",
 ]
