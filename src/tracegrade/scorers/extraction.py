@@ -63,20 +63,28 @@ def _source_refusal(
         explanation = explain_extraction(
             record["source"], [], {"error": "duplicate-id"}
         )
-        return data_error(
-            ErrorInfo(
-                kind="duplicate-source-id",
-                side="data",
-                field="source",
-                message=explanation,
-            ),
-            answer=answer,
-            explanation=explanation,
-            result=None,
-            record=record,
-            read_from=read_from,
-        )
+        return _duplicate_source(explanation, answer, None, record, read_from)
     return None
+
+
+def _duplicate_source(
+    explanation: str,
+    answer: str,
+    result: Any,
+    record: dict[str, Any],
+    read_from: dict[str, str],
+) -> Score:
+    """A repeated source ID: the answer key is broken, not the answer."""
+    return data_error(
+        ErrorInfo(
+            kind="duplicate-source-id", side="data", field="source", message=explanation
+        ),
+        answer=answer,
+        explanation=explanation,
+        result=result,
+        record=record,
+        read_from=read_from,
+    )
 
 
 def extraction_score(
@@ -146,19 +154,7 @@ def _answer_value_score(record: dict[str, Any], read_from: dict[str, str]) -> Sc
     explanation = explain_extraction(record["source"], record["answer"], result)
     if "error" in result:
         if has_duplicates(record["source"]):
-            return data_error(
-                ErrorInfo(
-                    kind="duplicate-source-id",
-                    side="data",
-                    field="source",
-                    message=explanation,
-                ),
-                answer=answer,
-                explanation=explanation,
-                result=result,
-                record=record,
-                read_from=read_from,
-            )
+            return _duplicate_source(explanation, answer, result, record, read_from)
         return graded(
             failed_both(),
             answer=answer,
