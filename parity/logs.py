@@ -108,7 +108,9 @@ class LogSource:
     label = "Inspect log"
 
     def __init__(self, fixtures: list[FixtureFile]) -> None:
-        self._outcomes: dict[tuple[str, str], PythonOutcome] = {}
+        # Keyed by evaluator too: one file may be given for both evaluators,
+        # and its samples then have two different outcomes.
+        self._outcomes: dict[tuple[EvaluatorName, str, str], PythonOutcome] = {}
         with tempfile.TemporaryDirectory(prefix="tracegrade-parity-") as scratch:
             for number, fixture in enumerate(fixtures):
                 log_dir = Path(scratch) / f"run-{number}"
@@ -116,13 +118,14 @@ class LogSource:
                     dataset = Path(scratch) / f"fixture-{number}.jsonl"
                     dataset.write_bytes(source.read())
                 for sample in run_task(fixture.evaluator, dataset, log_dir):
-                    self._outcomes[(fixture.label, str(sample.id))] = _outcome(
+                    key = (fixture.evaluator, fixture.label, str(sample.id))
+                    self._outcomes[key] = _outcome(
                         fixture.evaluator, sample
                     )
 
     def outcome(self, case: Case) -> PythonOutcome:
         try:
-            return self._outcomes[(case.file, case.id)]
+            return self._outcomes[(case.evaluator, case.file, case.id)]
         except KeyError:
             raise EvalRunError(
                 f"case {case.id!r} ({case.location}) is missing from the eval log"

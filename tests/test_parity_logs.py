@@ -105,3 +105,35 @@ def test_inspect_log_writer_loses_lone_surrogates(tmp_path: Path) -> None:
     (case,) = reports[0].cases
     assert case.python.result_json == '{"stage":"retrieval","missing":["\\\\ud800"]}'
     assert case.node.result_json == '{"stage":"retrieval","missing":["\\ud800"]}'
+
+
+def test_one_file_given_for_both_evaluators_has_no_false_difference(
+    tmp_path: Path,
+) -> None:
+    """Each evaluator's log answers for its own run of a shared file.
+
+    The record holds both evaluators' fields; the stage run and the
+    extraction run of it give different results for the same sample id.
+    """
+    path = tmp_path / "both.jsonl"
+    record = {
+        "required": ["D1"],
+        "context": ["D1"],
+        "correct": True,
+        "source": ["C", "A"],
+        "answer": ["A", "C"],
+    }
+    path.write_text(json.dumps({"id": "both", "input": record}) + "\n", "utf-8")
+    fixtures = [
+        FixtureFile("stage_diagnosis", path),
+        FixtureFile("ordered_extraction", path),
+    ]
+
+    reports = compare_files(fixtures, LogSource(fixtures))
+
+    assert passed(reports), render(reports, "Inspect log")
+    results = {report.cases[0].python.result_json for report in reports}
+    assert results == {
+        '{"stage":"pass","missing":[]}',
+        '{"membership":true,"order":false}',
+    }
