@@ -188,13 +188,13 @@ def time_core(task: str, dataset: Path) -> dict[str, float]:
     """Seconds for the evaluator alone and with the Score built around it."""
     from tracegrade.bulk import TASKS
     from tracegrade.core import diagnose_stage, grade_extraction
-    from tracegrade.datasets import _parse_case
+    from tracegrade.datasets import parse_case_line
 
     evaluate = diagnose_stage if task == "stage_diagnosis" else grade_extraction
     cases = []
     with dataset.open(encoding="utf-8") as lines:
         for number, line in enumerate(lines, start=1):
-            cases.append(_parse_case(str(dataset), number, line))
+            cases.append(parse_case_line(str(dataset), number, line))
     inputs = [case.input for case in cases]
     started = time.perf_counter()
     for record in inputs:
@@ -374,7 +374,7 @@ def show(report: dict[str, Any]) -> None:
         breakdown.add_column(row["task"], justify="right")
     stages = [
         ("interpreter start-up, imports, exit", "startup_and_exit_seconds"),
-        ("parse lines (_parse_case)", "parse"),
+        ("parse lines (parse_case_line)", "parse"),
         ("  core alone (measured separately)", "core"),
         ("core + Score building", "score"),
         ("build log samples", "sample"),

@@ -119,9 +119,7 @@ class LogSource:
                     dataset.write_bytes(source.read())
                 for sample in run_task(fixture.evaluator, dataset, log_dir):
                     key = (fixture.evaluator, fixture.label, str(sample.id))
-                    self._outcomes[key] = _outcome(
-                        fixture.evaluator, sample
-                    )
+                    self._outcomes[key] = _outcome(fixture.evaluator, sample)
 
     def outcome(self, case: Case) -> PythonOutcome:
         try:

@@ -8,6 +8,7 @@ use the scorers' own Score-building functions).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -95,7 +96,7 @@ def test_text_listing_names_path_line_id_kind_and_field(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert (
         f"{path}:2: \"bad-context\": invalid-input [context]: field 'context' must "
-        "be an array of strings, got 'D1'"
+        'be an array of strings, got "D1"'
     ) in result.stdout
     assert ":1:" not in result.stdout
     assert "1 of 2 records would not be scored." in result.stdout
@@ -123,7 +124,7 @@ def test_every_kind_of_problem_is_listed_with_line_and_id(tmp_path: Path) -> Non
     assert listed[4]["kind"] == "duplicate-sample-id"
     assert (listed[4]["id"], listed[4]["first_line"]) == ("r1", 1)
     assert (listed[5]["kind"], listed[5]["id"]) == ("not-a-fixture-line", "r4")
-    assert "unknown field 'inputs'" in listed[5]["message"]
+    assert 'unknown field "inputs"' in listed[5]["message"]
     assert (listed[6]["kind"], listed[6]["id"]) == ("answer-label", "r5")
     assert "No staff label" in listed[6]["message"]
     assert (listed[7]["kind"], listed[7]["id"]) == ("answer-label", "r6")
@@ -285,13 +286,24 @@ def test_a_line_that_is_not_utf8_is_reported_and_the_stream_goes_on(
             "kind": "malformed-json",
             "side": "data",
             "field": "line",
-            "message": "not valid UTF-8 text",
+            "message": "not valid UTF-8 text (byte 0xFF at column 10)",
         }
     ]
     assert report["clean"] == 1
 
 
-def test_disk_ids_remember_first_lines_and_clean_up() -> None:
+def _deleted_open_files() -> set[str]:
+    """Files this process holds open that are no longer in any directory."""
+    found = set()
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(FileNotFoundError):  # listdir's own
+            name = os.readlink(f"/proc/self/fd/{fd}")
+            if name.endswith("(deleted)"):
+                found.add(name)
+    return found
+
+
+def test_disk_ids_remember_first_lines() -> None:
     with DiskIds() as seen:
         assert seen.first_line("a", 1) is None
         assert seen.first_line("b", 2) is None
@@ -301,9 +313,22 @@ def test_disk_ids_remember_first_lines_and_clean_up() -> None:
         assert seen.first_line("\ud800", 10) is None
         assert seen.first_line("\ud801", 11) is None
         assert seen.first_line("\ud800", 12) == 10
-        path = seen._path
-        assert path.exists()
-    assert not path.exists()
+
+
+@pytest.mark.skipif(
+    not Path("/proc/self/fd").is_dir(), reason="needs Linux's /proc to see files"
+)
+def test_disk_ids_spill_to_a_file_no_kill_can_leave_behind() -> None:
+    """Past its small page cache, SQLite writes to its private temporary
+    file, which it unlinked as soon as it opened it: the file is on disk,
+    open, and already in no directory."""
+    before = _deleted_open_files()
+    with DiskIds(cache_kib=64) as seen:
+        for line in range(1, 20_000):
+            assert seen.first_line(f"id-{line}", line) is None
+        spilled = _deleted_open_files() - before
+        assert spilled
+    assert not (_deleted_open_files() & spilled)
 
 
 def generate_stage_file(path: Path, records: int) -> None:

@@ -71,7 +71,8 @@ def check_case(evaluate: Evaluator, case: dict[str, Any]) -> None:
     )
     message = str(error)
     assert repr(error.field) in message
-    assert repr(error.value)[:60] in message
+    # Quoted as JSON, the way the value stands in the file.
+    assert json.dumps(error.value, ensure_ascii=False)[:60] in message
 
 
 @pytest.mark.parametrize("case", case_params("stage_diagnosis.jsonl"))
@@ -100,7 +101,7 @@ def test_record_that_is_not_an_object_is_refused(
         evaluate(record)
     assert raised.value.field == "record"
     assert raised.value.value is record
-    assert repr(record) in str(raised.value)
+    assert str(raised.value).endswith(f"got {json.dumps(record)}")
 
 
 @pytest.mark.parametrize(
@@ -189,3 +190,56 @@ def test_js_sorted_orders_by_utf16_code_units_not_code_points() -> None:
 )
 def test_js_sorted_agrees_with_sorted_below_the_surrogates(ids: list[str]) -> None:
     assert js_sorted(ids) == sorted(ids)
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("evaluate", "record", "field"),
+    [
+        (diagnose_stage, {"required": [_nested(5000)], "context": []}, "required[0]"),
+        (diagnose_stage, {"required": ["D1"], "context": _nested(5000)}, "context[0]"),
+        (grade_extraction, {"source": ["A"], "answer": [_nested(5000)]}, "answer[0]"),
+        (diagnose_stage, _nested(5000), "record"),
+    ],
+)
+def test_deep_nesting_is_invalid_input_not_a_recursion_error(
+    evaluate: Evaluator, record: Any, field: str
+) -> None:
+    with pytest.raises(InvalidRecord) as raised:
+        evaluate(record)
+    assert raised.value.field == field
+    # Quoted briefly, deep structure elided.
+    assert "[...]" in str(raised.value)
+    assert len(str(raised.value)) < 250
+
+
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (None, "null"),
+        (True, "true"),
+        ({"required": ["D1"]}, '{"required": ["D1"]}'),
+        ("é\ud800", '"é\\ud800"'),
+        (1.5, "1.5"),
+        (10**5000, "<an integer of 16,610 bits>"),
+        ({"D1"}, "{'D1'}"),
+    ],
+    ids=["null", "true", "object", "surrogate", "float", "huge-int", "set"],
+)
+def test_bad_values_are_quoted_as_json(value: Any, shown: str) -> None:
+    from tracegrade.core.errors import quote
+
+    assert quote(value) == shown
+
+
+def test_a_long_value_is_cut_without_reading_it_all() -> None:
+    from tracegrade.core.errors import quote
+
+    shown = quote(["D" * 50] * 1_000_000)
+    assert len(shown) == 120 and shown.endswith("...")

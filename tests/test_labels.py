@@ -68,9 +68,9 @@ def test_labels_are_read_by_id(tmp_path: Path) -> None:
         ({"id": True, "correct": True}, "got true"),
         ({"id": 1.5, "correct": True}, "got 1.5"),
         ({"id": None, "correct": True}, "got null"),
-        ({"id": "a"}, "no 'correct' field for id 'a'"),
+        ({"id": "a"}, "no 'correct' field for id \"a\""),
         ({"id": "a", "correct": "true"}, "'correct' must be true or false"),
-        ({"id": "a", "correct": 1}, "for id 'a', got 1; labels are never guessed"),
+        ({"id": "a", "correct": 1}, 'for id "a", got 1; labels are never guessed'),
         ({"id": "a", "correct": None}, "got null"),
     ],
 )
@@ -93,7 +93,7 @@ def test_a_repeated_id_is_an_error_naming_both_lines(tmp_path: Path) -> None:
         ],
     )
     with pytest.raises(
-        LabelsError, match="line 3: id 'q1' is already labelled on line 1"
+        LabelsError, match='line 3: id "q1" is already labelled on line 1'
     ):
         StaffLabels.read(path)
 
@@ -112,7 +112,7 @@ def test_unmatched_labels_are_those_no_scored_sample_had(tmp_path: Path) -> None
     assert labels.label_for("q1") is True
     assert labels.label_for(1) is None
     assert labels.unmatched() == ["1"]
-    with pytest.raises(LabelsError, match=r"1 label names no sample .*'1' \(line 2\)"):
+    with pytest.raises(LabelsError, match=r'1 label names no sample .*"1" \(line 2\)'):
         labels.check_all_matched()
 
 
@@ -226,10 +226,10 @@ def test_inspect_score_refuses_a_label_for_no_sample(
     )
     result = inspect_score(stage_log, labels)
     assert result.returncode != 0
+    assert "Traceback" not in result.stderr
     assert (
-        f"LabelsError: {labels}: 1 label names no sample that was scored: "
-        "'typo-id' (line 2)"
-    ) in result.stderr
+        f'{labels}: 1 label names no sample that was scored: "typo-id" (line 2)'
+    ) in result.stdout + result.stderr
     assert stage_log.read_bytes() == before
 
 
@@ -243,8 +243,9 @@ def test_inspect_score_refuses_a_repeated_label(
     )
     result = inspect_score(stage_log, labels)
     assert result.returncode != 0
-    assert (
-        "line 2: id 'wrong-generation' is already labelled on line 1" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert 'line 2: id "wrong-generation" is already labelled on line 1' in (
+        result.stdout + result.stderr
     )
     assert stage_log.read_bytes() == before
 
@@ -267,7 +268,7 @@ def test_when_every_sample_is_unscored_the_unmatched_labels_are_logged(
             log, stage_diagnosis_scorer(labels=labels), action="append", display="none"
         )
     assert any(
-        record.levelno == logging.ERROR and "'R1' (line 1)" in record.getMessage()
+        record.levelno == logging.ERROR and '"R1" (line 1)' in record.getMessage()
         for record in caplog.records
     )
     assert rescored.samples is not None
@@ -304,3 +305,29 @@ def test_a_relabelled_log_recomputes_without_the_labels_file(
     }
     assert after == before
     assert before[("stage_diagnosis1", "pass")] > 0
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", " \t\r\n"])
+def test_an_empty_labels_file_is_refused(tmp_path: Path, text: str) -> None:
+    """It would silently turn every sample into `answer-label`."""
+    path = tmp_path / "labels.jsonl"
+    path.write_text(text)
+    with pytest.raises(LabelsError, match="holds no labels"):
+        StaffLabels.read(path)
+
+
+@pytest.mark.parametrize(
+    ("line", "said"),
+    [
+        (b'{"id": "\\ud800", "correct": true}', "lone surrogate"),
+        (b'{"id": "a\xff", "correct": true}', "not valid UTF-8 text (byte 0xFF"),
+        (b"\xc2\xa0", "not valid JSON"),
+        (b'{"id": "a", "correct": 1e400}', "out of range"),
+    ],
+)
+def test_a_hostile_labels_line_is_named(tmp_path: Path, line: bytes, said: str) -> None:
+    path = tmp_path / "labels.jsonl"
+    path.write_bytes(b'{"id": "ok", "correct": true}\n' + line + b"\n")
+    with pytest.raises(LabelsError, match=r"labels\.jsonl, line 2: ") as refused:
+        StaffLabels.read(path)
+    assert said in str(refused.value)

@@ -263,7 +263,7 @@ def test_labels_may_name_an_epoch(tmp_path: Path) -> None:
     assert unaware.label_for("q2") is True
     with pytest.raises(
         LabelsError,
-        match=r"2 labels name no sample .*'q1' epoch 1 \(line 1\), 'q1' epoch 2",
+        match=r'2 labels name no sample .*"q1" epoch 1 \(line 1\), "q1" epoch 2',
     ):
         unaware.check_all_matched()
 
@@ -283,7 +283,7 @@ def test_unmatched_epoch_labels_are_named_in_file_order(tmp_path: Path) -> None:
     assert labels.unmatched_epochs() == [("q1", 3)]
     with pytest.raises(
         LabelsError,
-        match=r"2 labels name no sample .*: 'q1' epoch 3 \(line 1\), 'q2' \(line 2\)\.",
+        match=r'2 labels name no sample .*: "q1" epoch 3 \(line 1\), "q2" \(line 2\)\.',
     ):
         labels.check_all_matched()
 
@@ -293,15 +293,15 @@ def test_unmatched_epoch_labels_are_named_in_file_order(tmp_path: Path) -> None:
     [
         (
             [{"id": "q", "epoch": 2, "correct": True}] * 2,
-            "line 2: id 'q' epoch 2 is already labelled on line 1",
+            'line 2: id "q" epoch 2 is already labelled on line 1',
         ),
         (
             [{"id": "q", "correct": True}, {"id": "q", "epoch": 1, "correct": True}],
-            "line 2: id 'q' epoch 1: line 1 already labels every epoch",
+            'line 2: id "q" epoch 1: line 1 already labels every epoch',
         ),
         (
             [{"id": "q", "epoch": 1, "correct": True}, {"id": "q", "correct": True}],
-            "line 2: id 'q' has no epoch, so it would label every epoch, but line 1",
+            'line 2: id "q" has no epoch, so it would label every epoch, but line 1',
         ),
         ([{"id": "q", "epoch": 0, "correct": True}], "'epoch' must be a positive"),
         ([{"id": "q", "epoch": "1", "correct": True}], 'got "1"'),

@@ -144,6 +144,21 @@ def test_an_unrecorded_context_says_so_rather_than_field_missing() -> None:
     assert "RetrievalTrace.context" in score.explanation
 
 
+def test_a_null_context_is_called_null_not_missing() -> None:
+    """`"context": null` in a replayed record, or an unset RetrievalTrace."""
+    record = {"required": ["D1"], "context": None, "correct": True}
+    score = diagnosis_score(record, stage_read_from(), context_recorded=False)
+    assert is_unscored(score)
+    assert score.metadata is not None
+    assert score.metadata["error"]["message"] == (
+        "field 'context' must be an array of strings, got null"
+    )
+    assert score.metadata["record"]["context"] is None
+    assert score.explanation is not None
+    assert "recorded context is null" in score.explanation
+    assert "missing" not in score.explanation
+
+
 def test_a_record_that_is_not_json_still_gives_a_loggable_score() -> None:
     record = {"required": ["D1"], "context": {"D1"}, "correct": True}
     score = diagnosis_score(record, stage_read_from(), context_recorded=True)

@@ -219,12 +219,15 @@ BAD_LINES = [
     ({"input": {}}, "line 1: no 'id' field"),
     ({"id": "", "input": {}}, "line 1: 'id' must be a non-empty string"),
     ({"id": 7, "input": {}}, "line 1: 'id' must be a non-empty string, got 7"),
-    ({"id": "a"}, "line 1: case 'a' has no 'input' field"),
-    ({"id": "a", "input": ["D1"]}, "line 1: 'input' of case 'a' must be an object"),
-    ({"id": "a", "input": {}, "expect": {}}, "line 1: unknown field 'expect'"),
-    ({"id": "a", "input": {}, "reason": 3}, "line 1: 'reason' of case 'a' must be"),
-    ({"id": "a", "input": {}, "expected": []}, "line 1: 'expected' of case 'a' must"),
-    ({"id": "a", "input": {"expected": 1}}, "line 1: 'input' of case 'a' has a field"),
+    ({"id": "a"}, "line 1: case \"a\" has no 'input' field"),
+    ({"id": "a", "input": ["D1"]}, "line 1: 'input' of case \"a\" must be an object"),
+    ({"id": "a", "input": {}, "expect": {}}, 'line 1: unknown field "expect"'),
+    ({"id": "a", "input": {}, "reason": 3}, "line 1: 'reason' of case \"a\" must be"),
+    ({"id": "a", "input": {}, "expected": []}, "line 1: 'expected' of case \"a\" must"),
+    (
+        {"id": "a", "input": {"expected": 1}},
+        "line 1: 'input' of case \"a\" has a field",
+    ),
     ('{"id": "a", "id": "b", "input": {}}', "line 1: not valid JSON .*twice"),
     ('{"id": "a", "input": {"correct": NaN}}', "line 1: not valid JSON .*NaN"),
 ]
@@ -246,7 +249,7 @@ def test_a_repeated_id_names_both_lines(tmp_path: Path) -> None:
         tmp_path / "bad.jsonl",
         [{"id": "a", "input": {}}, "", {"id": "a", "input": {}}],
     )
-    with pytest.raises(DatasetError, match="line 3: id 'a' is already used on line 1"):
+    with pytest.raises(DatasetError, match='line 3: id "a" is already used on line 1'):
         ordered_extraction_recorded(dataset=dataset)
 
 
@@ -270,7 +273,9 @@ def test_the_cli_reports_a_malformed_file_before_running(tmp_path: Path) -> None
         cwd=tmp_path,
     )
     assert result.returncode != 0
-    assert f"DatasetError: {dataset}, line 2: not valid JSON" in result.stderr
+    # Inspect prints its prerequisite errors as the message alone.
+    assert "Traceback" not in result.stderr
+    assert f"{dataset}, line 2: not valid JSON" in result.stdout + result.stderr
     assert not (tmp_path / "logs").exists()
 
 

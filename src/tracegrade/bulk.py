@@ -2,7 +2,7 @@
 
 `tracegrade check` and `tracegrade score` read files too large for
 `inspect eval`, so they cannot go through a `Task`. They must still agree
-with it exactly: a line is malformed by `datasets._parse_case`'s rules,
+with it exactly: a line is classified by `datasets.parse_case_line`,
 each record is gathered the way the replay solver and the scorer gather
 it, and its `Score` comes from the same function the scorer calls
 (`diagnosis_score`, `extraction_score`). The end-to-end test compares a
@@ -17,20 +17,23 @@ that every input line is accounted for.
 from __future__ import annotations
 
 import hashlib
-import io
-import os
-import re
 import sqlite3
-import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from time import perf_counter
 from typing import Any, Literal, Protocol
 
 from inspect_ai.scorer import Score, Scorer
 
-from .datasets import DatasetError, FixtureCase, _parse_case, strict_json_loads
+from .core.errors import quote
+from .datasets import (
+    DUPLICATE_SAMPLE_ID,
+    MALFORMED_JSON,
+    NOT_A_FIXTURE_LINE,
+    DatasetError,
+    FixtureCase,
+    parse_case_line,
+)
 from .scorers import (
     diagnosis_score,
     extraction_score,
@@ -44,7 +47,7 @@ from .tasks.replay import _answer_text
 
 Side = Literal["data", "answer"]
 
-LINE_ERRORS = ("malformed-json", "not-a-fixture-line", "duplicate-sample-id")
+LINE_ERRORS = (MALFORMED_JSON, NOT_A_FIXTURE_LINE, DUPLICATE_SAMPLE_ID)
 """Kinds of line that cannot become a sample; `inspect eval` refuses such a file."""
 
 
@@ -99,7 +102,7 @@ class Timings:
     """Seconds spent in each stage, summed over lines."""
 
     parse: float = 0.0
-    """Reading a line as a fixture case (`_parse_case`)."""
+    """Reading a line as a fixture case (`parse_case_line`)."""
     score: float = 0.0
     """The core and the `Score` around its result (`diagnosis_score`, ...)."""
     sample: float = 0.0
@@ -142,19 +145,20 @@ def score_stage_input(record_input: dict[str, Any]) -> Score:
     """The score `tracegrade/stage_diagnosis` gives a case with this `input`.
 
     The replay solver records `context` in the store whenever the input has
-    one, and the scorer reads a recorded `null` back as never recorded; the
+    one, `null` included, and the scorer reads it back as recorded; the
     label and required IDs come from metadata, absent keys staying absent.
     """
     record: dict[str, Any] = {}
     if "required" in record_input:
         record["required"] = record_input["required"]
-    context = record_input.get("context")
-    if context is not None:
-        record["context"] = context
+    if "context" in record_input:
+        record["context"] = record_input["context"]
     if "correct" in record_input:
         record["correct"] = record_input["correct"]
     return diagnosis_score(
-        record, STAGE_READ_FROM, context_recorded=context is not None
+        record,
+        STAGE_READ_FROM,
+        context_recorded=record_input.get("context") is not None,
     )
 
 
@@ -227,44 +231,6 @@ def replayed_answer(record_input: dict[str, Any]) -> str | None:
     return None
 
 
-# --- Reading lines -----------------------------------------------------------
-
-# `read_fixture_cases` reads the file in text mode, which turns "\r\n" and
-# a lone "\r" into "\n" before splitting; text-mode iteration splits at the
-# same places. Undecodable bytes become lone surrogates in U+DC80..U+DCFF
-# ("surrogateescape"), which strict UTF-8 can never produce, so finding one
-# means the line was not UTF-8, and the stream goes on past it.
-_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
-
-
-@dataclass(frozen=True)
-class RawLine:
-    number: int
-    text: str
-    bytes_read: int
-
-
-def read_lines(path: str | Path) -> Iterator[RawLine]:
-    """Each line of a file, newline removed, numbered as `read_fixture_cases` does.
-
-    One line is in memory at a time. `bytes_read` is how far the underlying
-    file has been read, in buffer-sized steps, for a progress bar.
-    """
-    with open(path, "rb") as binary:
-        text = io.TextIOWrapper(
-            binary, encoding="utf-8", errors="surrogateescape", newline=None
-        )
-        for number, line in enumerate(text, start=1):
-            if line.endswith("\n"):
-                line = line[:-1]
-            yield RawLine(number, line, binary.tell())
-
-
-def is_blank(text: str) -> bool:
-    """A line `read_fixture_cases` skips: nothing but whitespace."""
-    return not text.strip()
-
-
 # --- Remembering sample ids ---------------------------------------------------
 
 
@@ -285,20 +251,19 @@ class MemoryIds:
 
 
 class DiskIds:
-    """Sample ids in a temporary SQLite file, so memory stays flat.
+    """Sample ids in a temporary SQLite database, so memory stays flat.
 
     Duplicate detection must remember every id, so something grows with the
-    file; here it is a file on disk (about 28 bytes an id), while the
-    process keeps only SQLite's page cache (`cache_kib`). Ids are stored as
-    128-bit BLAKE2b digests: fixed size whatever the id's length, and a
-    false match among a billion ids has a probability below 1e-20.
+    file; here it is SQLite's private temporary database (the empty file
+    name), while the process keeps only its page cache (`cache_kib`).
+    SQLite deletes that file right after opening it, so no kill, however
+    abrupt, can leave it behind. Ids are stored as 128-bit BLAKE2b digests:
+    fixed size whatever the id's length, and a false match among a billion
+    ids has a probability below 1e-20.
     """
 
     def __init__(self, cache_kib: int = 8192) -> None:
-        handle, name = tempfile.mkstemp(prefix="tracegrade-ids-", suffix=".sqlite")
-        os.close(handle)
-        self._path = Path(name)
-        self._db = sqlite3.connect(name, isolation_level=None)
+        self._db = sqlite3.connect("", isolation_level=None)
         for pragma in (
             "journal_mode=OFF",
             "synchronous=OFF",
@@ -328,7 +293,6 @@ class DiskIds:
 
     def close(self) -> None:
         self._db.close()
-        self._path.unlink(missing_ok=True)
 
     def __enter__(self) -> DiskIds:
         return self
@@ -351,14 +315,12 @@ class LineScorer:
 
     def score_line(self, number: int, text: str) -> ScoredLine:
         started = perf_counter()
-        if _ESCAPED_BYTE.search(text):
-            self.timings.parse += perf_counter() - started
-            return _line_error(number, None, "malformed-json", "not valid UTF-8 text")
         try:
-            case = _parse_case(self.path, number, text)
-        except (DatasetError, RecursionError) as error:
+            case = parse_case_line(self.path, number, text)
+        except DatasetError as error:
             self.timings.parse += perf_counter() - started
-            return _unparsed(number, text, error)
+            assert error.kind is not None
+            return _line_error(number, error.sample_id, error.kind, error.problem)
         self.timings.parse += perf_counter() - started
 
         first = self.seen.first_line(case.id, number)
@@ -368,7 +330,7 @@ class LineScorer:
                 side="data",
                 field="id",
                 message=(
-                    f"sample id {case.id!r} is already used on line {first}; "
+                    f"sample id {quote(case.id)} is already used on line {first}; "
                     "sample ids must be unique"
                 ),
                 first_line=first,
@@ -399,23 +361,3 @@ def _line_error(
 ) -> ScoredLine:
     problem = Problem(kind=kind, side="data", field="line", message=message)
     return ScoredLine(number, sample_id, None, None, problem)
-
-
-def _unparsed(
-    number: int, text: str, error: DatasetError | RecursionError
-) -> ScoredLine:
-    """Say whether a refused line is not JSON at all, or JSON of the wrong shape.
-
-    Only refused lines are parsed a second time, so clean files pay nothing.
-    """
-    if isinstance(error, RecursionError):
-        return _line_error(
-            number, None, "malformed-json", "not valid JSON (nested too deeply to read)"
-        )
-    try:
-        value = strict_json_loads(text)
-    except (ValueError, RecursionError):
-        return _line_error(number, None, "malformed-json", error.problem)
-    sample_id = value.get("id") if isinstance(value, dict) else None
-    readable_id = sample_id if isinstance(sample_id, str) and sample_id else None
-    return _line_error(number, readable_id, "not-a-fixture-line", error.problem)

@@ -21,7 +21,6 @@ view` shows them beside the score.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.resources import files
@@ -30,7 +29,17 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 from inspect_ai.dataset import MemoryDataset, Sample
 
+from ._inspect_internals import PrerequisiteError
 from .core import canonical_json
+from .core.errors import quote
+from .lines import (
+    UnsupportedJSON,
+    has_lone_surrogate,
+    is_blank,
+    read_lines,
+    strict_json_loads,
+    undecodable,
+)
 
 if TYPE_CHECKING:
     # `importlib.resources.abc` is new in Python 3.11; only the type is needed.
@@ -38,19 +47,39 @@ if TYPE_CHECKING:
 
 FIXTURE_FIELDS = ("id", "input", "expected", "reason")
 
+MALFORMED_JSON = "malformed-json"
+NOT_A_FIXTURE_LINE = "not-a-fixture-line"
+DUPLICATE_SAMPLE_ID = "duplicate-sample-id"
 
-class DatasetError(ValueError):
+
+class DatasetError(ValueError, PrerequisiteError):
     """A fixture file or line that cannot become samples, named by file and line.
 
-    `line` is None when the problem is the file as a whole.
+    `line` is None when the problem is the file as a whole. `kind` says
+    what is wrong with a line (`malformed-json`, `not-a-fixture-line`,
+    `duplicate-sample-id`), the same verdict `tracegrade check` and `score`
+    give it; `sample_id` is the line's id when it could be read. A
+    `PrerequisiteError`, so Inspect's CLI prints the message alone, with no
+    traceback: the user's file is at fault, not the code.
     """
 
-    def __init__(self, path: str, line: int | None, problem: str) -> None:
+    def __init__(
+        self,
+        path: str,
+        line: int | None,
+        problem: str,
+        *,
+        kind: str | None = None,
+        sample_id: str | None = None,
+    ) -> None:
         self.path = path
         self.line = line
         self.problem = problem
+        self.kind = kind
+        self.sample_id = sample_id
         where = path if line is None else f"{path}, line {line}"
-        super().__init__(f"{where}: {problem}")
+        self.message = f"{where}: {problem}"
+        super().__init__(self.message)
 
 
 @dataclass(frozen=True)
@@ -64,35 +93,6 @@ class FixtureCase:
     line: int
 
 
-def _reject_constant(name: str) -> NoReturn:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    seen: set[str] = set()
-    for key, _ in pairs:
-        if key in seen:
-            raise ValueError(f"the key {key!r} appears twice in one object")
-        seen.add(key)
-    return dict(pairs)
-
-
-def strict_json_loads(text: str) -> Any:
-    """`json.loads` as `JSON.parse` reads, and without last-key-wins.
-
-    NaN and Infinity are not JSON, so the Node evaluators could never see
-    them; a repeated key would silently keep its last value. Both raise
-    `ValueError`, and so does nesting too deep for Python's parser, which
-    would otherwise escape as a `RecursionError` and crash the whole run.
-    """
-    try:
-        return json.loads(
-            text, object_pairs_hook=_unique_keys, parse_constant=_reject_constant
-        )
-    except RecursionError:
-        raise ValueError("nested too deeply to parse") from None
-
-
 def packaged_fixture(name: str) -> Traversable:
     """A fixture file shipped in `tracegrade/data`."""
     return files("tracegrade") / "data" / name
@@ -100,7 +100,7 @@ def packaged_fixture(name: str) -> Traversable:
 
 def read_fixture_cases(source: str | Path | Traversable) -> list[FixtureCase]:
     """Read and check every line of a fixture file; raises `DatasetError`."""
-    return _read_lines(source, _parse_case, "case", "sample ids")
+    return _read_items(source, parse_case_line, "case", "sample ids")
 
 
 class _Identified(Protocol):
@@ -111,7 +111,7 @@ class _Identified(Protocol):
 Item = TypeVar("Item", bound=_Identified)
 
 
-def _read_lines(
+def _read_items(
     source: str | Path | Traversable,
     parse: Callable[[str, int, str], Item],
     what: str,
@@ -119,30 +119,28 @@ def _read_lines(
 ) -> list[Item]:
     """Parse each non-blank line, refusing a repeated id or an empty file."""
     path = str(source)
-    try:
-        text = (Path(source) if isinstance(source, str) else source).read_text(
-            encoding="utf-8"
-        )
-    except (OSError, UnicodeDecodeError) as error:
-        raise DatasetError(path, None, f"cannot read the file ({error})") from error
-
     items: list[Item] = []
     first_line: dict[str, int] = {}
-    # Newlines only: `splitlines` would also split inside a JSON string
-    # holding U+2028, which JSON allows unescaped.
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        item = parse(path, number, line)
-        if item.id in first_line:
-            raise DatasetError(
-                path,
-                number,
-                f"id {item.id!r} is already used on line {first_line[item.id]}; "
-                f"{ids} must be unique",
-            )
-        first_line[item.id] = number
-        items.append(item)
+    try:
+        for raw in read_lines(source):
+            if is_blank(raw.text):
+                continue
+            item = parse(path, raw.number, raw.text)
+            if item.id in first_line:
+                raise DatasetError(
+                    path,
+                    raw.number,
+                    f"id {quote(item.id)} is already used on line "
+                    f"{first_line[item.id]}; {ids} must be unique",
+                    kind=DUPLICATE_SAMPLE_ID,
+                    sample_id=item.id,
+                )
+            first_line[item.id] = raw.number
+            items.append(item)
+    except OSError as error:
+        raise DatasetError(
+            path, None, f"cannot read the file ({error.strerror or error})"
+        ) from None
     if not items:
         raise DatasetError(path, None, f"the file holds no {what}s")
     return items
@@ -151,63 +149,87 @@ def _read_lines(
 def _json_object_line(
     path: str, number: int, line: str, fields: tuple[str, ...], what: str
 ) -> tuple[dict[str, Any], str]:
-    """The line's object and its id, or a `DatasetError` naming the line."""
+    """The line's object and its id, or a `DatasetError` naming the line.
 
-    def fail(problem: str) -> NoReturn:
-        raise DatasetError(path, number, problem)
+    The error's kind is `malformed-json` for a line that is not JSON (or
+    not UTF-8), and `not-a-fixture-line` for JSON of the wrong shape or JSON
+    no log can hold.
+    """
+    sample_id: str | None = None
 
+    def fail(problem: str, kind: str = NOT_A_FIXTURE_LINE) -> NoReturn:
+        raise DatasetError(path, number, problem, kind=kind, sample_id=sample_id)
+
+    bad_bytes = undecodable(line)
+    if bad_bytes is not None:
+        fail(bad_bytes, MALFORMED_JSON)
     try:
         value = strict_json_loads(line)
+    except UnsupportedJSON as error:
+        fail(f"JSON that no Inspect log can hold: {error}")
     except ValueError as error:
-        fail(f"not valid JSON ({error})")
+        fail(f"not valid JSON ({error})", MALFORMED_JSON)
     if not isinstance(value, dict):
-        fail(f"a {what} must be a JSON object, got {_quote(value)}")
+        fail(f"a {what} must be a JSON object, got {quote(value, 80)}")
+    item_id = value.get("id")
+    if isinstance(item_id, str) and item_id and not has_lone_surrogate(item_id):
+        sample_id = item_id
     unknown = [key for key in value if key not in fields]
     if unknown:
         fail(
-            f"unknown field {unknown[0]!r}; a {what} has only "
-            + ", ".join(repr(key) for key in fields)
+            f"unknown field {quote(unknown[0])}; a {what} has only "
+            + ", ".join(quote(key) for key in fields)
         )
     if "id" not in value:
         fail("no 'id' field")
-    item_id = value["id"]
     if not isinstance(item_id, str) or item_id == "":
-        fail(f"'id' must be a non-empty string, got {_quote(item_id)}")
+        fail(f"'id' must be a non-empty string, got {quote(item_id, 80)}")
+    if has_lone_surrogate(item_id):
+        fail(
+            f"'id' {quote(item_id, 80)} holds a lone surrogate, which no log "
+            "can hold; sample ids must be valid Unicode text"
+        )
     return value, item_id
 
 
-def _parse_case(path: str, number: int, line: str) -> FixtureCase:
-    def fail(problem: str) -> NoReturn:
-        raise DatasetError(path, number, problem)
+def parse_case_line(path: str, number: int, line: str) -> FixtureCase:
+    """One non-blank line of a fixture file as a case, or a `DatasetError`.
 
+    The one classifier of fixture lines: `inspect eval -T dataset=`,
+    `tracegrade check` and `tracegrade score` all call it.
+    """
     case, case_id = _json_object_line(path, number, line, FIXTURE_FIELDS, "case")
+
+    def fail(problem: str) -> NoReturn:
+        raise DatasetError(
+            path, number, problem, kind=NOT_A_FIXTURE_LINE, sample_id=case_id
+        )
+
+    shown_id = quote(case_id)
     if "input" not in case:
-        fail(f"case {case_id!r} has no 'input' field")
+        fail(f"case {shown_id} has no 'input' field")
     record = case["input"]
     if not isinstance(record, dict):
-        fail(f"'input' of case {case_id!r} must be an object, got {_quote(record)}")
+        fail(f"'input' of case {shown_id} must be an object, got {quote(record, 80)}")
     collision = [key for key in ("expected", "reason") if key in record]
     if collision:
         fail(
-            f"'input' of case {case_id!r} has a field {collision[0]!r}, which would "
-            "clash with the case's own field of that name in the sample metadata"
+            f"'input' of case {shown_id} has a field {quote(collision[0])}, which "
+            "would clash with the case's own field of that name in the sample "
+            "metadata"
         )
     expected = case.get("expected")
     if "expected" in case and not isinstance(expected, dict):
         fail(
-            f"'expected' of case {case_id!r} must be an object, got {_quote(expected)}"
+            f"'expected' of case {shown_id} must be an object, "
+            f"got {quote(expected, 80)}"
         )
     reason = case.get("reason")
     if "reason" in case and not isinstance(reason, str):
-        fail(f"'reason' of case {case_id!r} must be a string, got {_quote(reason)}")
+        fail(f"'reason' of case {shown_id} must be a string, got {quote(reason, 80)}")
     return FixtureCase(
         id=case_id, input=record, expected=expected, reason=reason, line=number
     )
-
-
-def _quote(value: Any, limit: int = 80) -> str:
-    text = json.dumps(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def case_sample(case: FixtureCase, *, target_field: str | None = None) -> Sample:
@@ -290,47 +312,51 @@ def read_source_documents(source: str | Path | Traversable) -> list[SourceDocume
     unique strings): it is the answer key of a live run, and a broken key
     would spend a model call on a sample that can only be a data error.
     """
-    return _read_lines(source, _parse_document, "document", "document ids")
+    return _read_items(source, _parse_document, "document", "document ids")
 
 
 def _parse_document(path: str, number: int, line: str) -> SourceDocument:
     def fail(problem: str) -> NoReturn:
-        raise DatasetError(path, number, problem)
+        raise DatasetError(path, number, problem, kind=NOT_A_FIXTURE_LINE)
 
     document, document_id = _json_object_line(
         path, number, line, DOCUMENT_FIELDS, "document"
     )
     for key in ("text", "target"):
         if key not in document:
-            fail(f"document {document_id!r} has no {key!r} field")
+            fail(f"document {quote(document_id)} has no {key!r} field")
         value = document[key]
         if not isinstance(value, str) or not value.strip():
             fail(
-                f"{key!r} of document {document_id!r} must be a non-blank string, "
-                f"got {_quote(value)}"
+                f"{key!r} of document {quote(document_id)} must be a non-blank string, "
+                f"got {quote(value, 80)}"
             )
     kind = document.get("kind")
     if "kind" in document and not isinstance(kind, str):
-        fail(f"'kind' of document {document_id!r} must be a string, got {_quote(kind)}")
+        fail(
+            f"'kind' of document {quote(document_id)} must be a string, "
+            f"got {quote(kind, 80)}"
+        )
     if "source" not in document:
-        fail(f"document {document_id!r} has no 'source' field")
+        fail(f"document {quote(document_id)} has no 'source' field")
     ids = document["source"]
     if not isinstance(ids, list):
         fail(
-            f"'source' of document {document_id!r} must be an array of ID strings, "
-            f"got {_quote(ids)}"
+            f"'source' of document {quote(document_id)} must be an array of ID "
+            "strings, "
+            f"got {quote(ids, 80)}"
         )
     seen: set[str] = set()
     for index, item in enumerate(ids):
         if not isinstance(item, str):
             fail(
-                f"'source[{index}]' of document {document_id!r} must be a string, "
-                f"got {_quote(item)}"
+                f"'source[{index}]' of document {quote(document_id)} must be a string, "
+                f"got {quote(item, 80)}"
             )
         if item in seen:
             fail(
-                f"'source[{index}]' of document {document_id!r} repeats "
-                f"{_quote(item)}; the IDs of a source must be unique"
+                f"'source[{index}]' of document {quote(document_id)} repeats "
+                f"{quote(item, 80)}; the IDs of a source must be unique"
             )
         seen.add(item)
     return SourceDocument(

@@ -20,7 +20,6 @@ be known once scoring is over; `StaffLabels.check_all_matched` does that.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,20 +28,33 @@ from typing import Any, NoReturn
 from inspect_ai.log import EvalLog, EvalSample
 from inspect_ai.scorer import Score
 
-from .datasets import strict_json_loads
+from ._inspect_internals import PrerequisiteError
+from .core.errors import quote
+from .lines import (
+    has_lone_surrogate,
+    is_blank,
+    read_lines,
+    strict_json_loads,
+    undecodable,
+)
 
 SampleId = str | int
 EpochKey = tuple[SampleId, int]
 
 
-class LabelsError(Exception):
+class LabelsError(PrerequisiteError):
     """A labels file that cannot be trusted, named by path and line.
 
     Not a `ValueError`, unlike tracegrade's other input errors: Inspect's
     scorer loader (`inspect score --scorer ...`) catches `ValueError` while
     building a scorer and replaces it with "couldn't be loaded", which
-    would hide the line to fix.
+    would hide the line to fix. A `PrerequisiteError`, so Inspect's CLI
+    prints the message alone, with no traceback.
     """
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        Exception.__init__(self, message)
 
 
 def _is_sample_id(value: Any) -> bool:
@@ -79,16 +91,16 @@ class StaffLabels:
         # The first line naming each sample, to refuse mixing both kinds.
         first_epoch_line: dict[SampleId, tuple[int, int]] = {}
         try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise LabelsError(f"cannot read labels file {path}: {error}") from error
-        # Split on newlines only: `splitlines` would also split inside a JSON
-        # string holding U+2028, which JSON allows unescaped.
-        for number, line in enumerate(text.split("\n"), start=1):
-            if not line.strip():
+            numbered = [(raw.number, raw.text) for raw in read_lines(path)]
+        except OSError as error:
+            raise LabelsError(
+                f"cannot read labels file {path} ({error.strerror or error})"
+            ) from None
+        for number, line in numbered:
+            if is_blank(line):
                 continue
             sample_id, epoch, correct = _parse_line(path, number, line)
-            where = f"{path}, line {number}: id {sample_id!r}"
+            where = f"{path}, line {number}: id {quote(sample_id)}"
             if epoch is None:
                 if sample_id in labels:
                     raise LabelsError(
@@ -116,6 +128,12 @@ class StaffLabels:
             first_epoch_line.setdefault(sample_id, (epoch, number))
             epoch_labels[key] = correct
             epoch_lines[key] = number
+        if not labels and not epoch_labels:
+            # Every sample would silently become `answer-label`.
+            raise LabelsError(
+                f"labels file {path} holds no labels; give one "
+                '{"id": ..., "correct": true|false} line per sample'
+            )
         return cls(
             path=path,
             labels=labels,
@@ -148,9 +166,9 @@ class StaffLabels:
     def check_all_matched(self) -> None:
         """Raise `LabelsError` if a label names no sample that was scored."""
         unmatched = [
-            (self.lines[sample_id], repr(sample_id)) for sample_id in self.unmatched()
+            (self.lines[sample_id], quote(sample_id)) for sample_id in self.unmatched()
         ] + [
-            (self.epoch_lines[key], f"{key[0]!r} epoch {key[1]}")
+            (self.epoch_lines[key], f"{quote(key[0])} epoch {key[1]}")
             for key in self.unmatched_epochs()
         ]
         if unmatched:
@@ -169,12 +187,12 @@ def unmatched_message(
     path: str, unmatched: Iterable[SampleId], lines: dict[SampleId, int]
 ) -> str:
     return _unmatched_text(
-        path, [(lines[sample_id], repr(sample_id)) for sample_id in unmatched]
+        path, [(lines[sample_id], quote(sample_id)) for sample_id in unmatched]
     )
 
 
 def _unmatched_text(path: str, unmatched: list[tuple[int, str]]) -> str:
-    """The message for labels, as (line, "'id'" or "'id' epoch N"), that
+    """The message for labels, as (line, '"id"' or '"id" epoch N'), that
     matched nothing."""
     shown = ", ".join(f"{name} (line {line})" for line, name in unmatched[:5])
     more = f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else ""
@@ -191,32 +209,41 @@ def _parse_line(path: str, number: int, line: str) -> tuple[SampleId, int | None
     def fail(problem: str) -> NoReturn:
         raise LabelsError(f"{path}, line {number}: {problem}")
 
+    bad_bytes = undecodable(line)
+    if bad_bytes is not None:
+        fail(bad_bytes)
     try:
         record = strict_json_loads(line)
     except ValueError as error:
         fail(f"not valid JSON ({error})")
     if not isinstance(record, dict):
         shape = '{"id": ..., "correct": true}'
-        fail(f"expected an object like {shape}, got {line.strip()[:80]}")
+        fail(f"expected an object like {shape}, got {quote(record, 80)}")
     if "id" not in record:
         fail("no 'id' field")
     sample_id = record["id"]
     if not _is_sample_id(sample_id):
-        got = json.dumps(sample_id)
+        got = quote(sample_id, 80)
         fail(f"'id' must be a non-empty string or an integer, got {got}")
+    if isinstance(sample_id, str) and has_lone_surrogate(sample_id):
+        fail(
+            f"'id' {quote(sample_id, 80)} holds a lone surrogate, which no "
+            "sample id can; sample ids must be valid Unicode text"
+        )
+    shown_id = quote(sample_id, 80)
     if "correct" not in record:
-        fail(f"no 'correct' field for id {sample_id!r}")
+        fail(f"no 'correct' field for id {shown_id}")
     correct = record["correct"]
     if type(correct) is not bool:
         fail(
-            f"'correct' must be true or false for id {sample_id!r}, "
-            f"got {json.dumps(correct)}; labels are never guessed"
+            f"'correct' must be true or false for id {shown_id}, "
+            f"got {quote(correct, 80)}; labels are never guessed"
         )
     epoch = record.get("epoch")
     if "epoch" in record and (type(epoch) is not int or epoch < 1):
         fail(
-            f"'epoch' must be a positive integer for id {sample_id!r}, "
-            f"got {json.dumps(epoch)}; leave it out to label every epoch"
+            f"'epoch' must be a positive integer for id {shown_id}, "
+            f"got {quote(epoch, 80)}; leave it out to label every epoch"
         )
     return sample_id, epoch, correct
 

@@ -37,6 +37,7 @@ release moves those, this is the module to update.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import math
 import os
@@ -186,6 +187,7 @@ class BulkLog:
         self._sample_ids: list[str | None] = []
         self._scores: list[dict[str, SampleScore]] = []
         self._unreadable: list[_Unreadable] = []
+        self._renamed = False
 
     # -- adding samples ------------------------------------------------------
 
@@ -384,7 +386,7 @@ class BulkLog:
         head = to_json_safe(header).rstrip()
         if not head.endswith(b"}"):
             raise RuntimeError("Inspect's log header did not serialise to an object")
-        partial = self.location.with_name(self.location.name + ".partial")
+        partial = self._partial_path()
         spool = self._spool
         spool.flush()
         try:
@@ -411,13 +413,40 @@ class BulkLog:
                 out.flush()
                 os.fsync(out.fileno())
             os.replace(partial, self.location)
+            self._renamed = True
         finally:
-            partial.unlink(missing_ok=True)
-            spool.close()
+            with contextlib.suppress(OSError):
+                partial.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                spool.close()
 
     def close(self) -> None:
-        """Drop the spool without writing a log (after a failure)."""
-        self._spool.close()
+        """Drop the spool without writing a log (nothing to log)."""
+        with contextlib.suppress(OSError):
+            self._spool.close()
+
+    def abort(self) -> str | None:
+        """Drop everything written after a failure; never raises.
+
+        A log already renamed into place is removed too: the run it belongs
+        to did not finish (its results were never put in place), and a
+        caller says nothing was written. Returns the path of anything that
+        could not be removed, else None.
+        """
+        self.close()
+        for path in (self._partial_path(), self.location):
+            if path == self.location and not self._renamed:
+                continue
+            try:
+                path.unlink()
+            except FileNotFoundError:
+                pass
+            except OSError:
+                return str(path)
+        return None
+
+    def _partial_path(self) -> Path:
+        return self.location.with_name(self.location.name + ".partial")
 
 
 def _write_reduction(out: BinaryIO, reduction: EvalSampleReductions) -> None:

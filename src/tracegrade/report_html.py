@@ -277,7 +277,17 @@ def render_html(report: Report) -> str:
 
 
 def write_html(report: Report, path: Path) -> None:
-    path.write_text(render_html(report), encoding="utf-8")
+    """Write the page whole or not at all (see `tracegrade.outputs`)."""
+    from .outputs import AtomicFile
+
+    page = render_html(report)
+    written = AtomicFile(str(path))
+    try:
+        written.handle.write(page)
+        written.commit()
+    except BaseException:
+        written.discard()
+        raise
 
 
 __all__ = [

@@ -2,16 +2,50 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
+from ..outputs import OutputError
+from ._failures import CommandStopped, fault, signals_as_exceptions
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+
+class _Group(click.Group):
+    """Prints a fault as one line on stderr and exits with its code.
+
+    Click's own handling would print `Aborted!` for Ctrl-C and a traceback
+    for anything else; see `_failures` for the rules.
+    """
+
+    def invoke(self, ctx: click.Context) -> Any:
+        with signals_as_exceptions():
+            try:
+                return super().invoke(ctx)
+            except CommandStopped as stopped:
+                _stop(ctx, stopped.message, stopped.exit_code)
+            except OutputError as error:
+                _stop(ctx, f"Error: {error}", 2)
+            except BaseException as error:
+                described = fault(error)
+                if described is None:
+                    raise
+                _stop(ctx, f"tracegrade: {described[0]}", described[1])
+
+
+def _stop(ctx: click.Context, message: str, exit_code: int) -> None:
+    click.echo(message, err=True)
+    ctx.exit(exit_code)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="tracegrade")
 def main() -> None:
     """Deterministic RAG stage diagnosis and ordered-extraction grading.
 
     Exit codes: 0 success, 1 the data has errors (check) or the run failed,
-    2 usage error.
+    2 usage error or a file that cannot be read or written (nothing is
+    left under an output's name), 128+N stopped by signal N (130 for
+    Ctrl-C, 143 for SIGTERM).
     """
 
 

@@ -39,8 +39,12 @@ def progress_enabled(flag: bool | None) -> bool:
 @contextmanager
 def byte_progress(
     path: str, description: str, enabled: bool
-) -> Iterator[Callable[[int], None]]:
-    """A callback taking bytes read so far; draws a bar on stderr if enabled."""
+) -> Iterator[Callable[[int | None], None]]:
+    """A callback taking bytes read so far; draws a bar on stderr if enabled.
+
+    A pipe or FIFO has no size and reports no position (`None`): the bar
+    then shows only that work goes on.
+    """
     if not enabled:
         yield lambda _done: None
         return
@@ -66,12 +70,13 @@ def byte_progress(
     )
     last = -1
     with progress:
-        bar = progress.add_task(description, total=os.path.getsize(path))
+        size = os.path.getsize(path) if os.path.isfile(path) else None
+        bar = progress.add_task(description, total=size)
 
-        def update(done: int) -> None:
+        def update(done: int | None) -> None:
             nonlocal last
             # The file is read in buffer-sized steps; redraw once per step.
-            if done != last:
+            if done is not None and done != last:
                 last = done
                 progress.update(bar, completed=done)
 

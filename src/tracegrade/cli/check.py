@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from ._failures import CommandStopped, fault
 from ._stream import TASK_ARGUMENT, byte_progress, progress_enabled, progress_option
 
 
@@ -75,7 +76,10 @@ def check(
     \b
     data errors (the record is not scored; exit code 1):
       malformed-json       not JSON (or not UTF-8)
-      not-a-fixture-line   JSON, but not {"id", "input", "expected", "reason"}
+      not-a-fixture-line   JSON, but not {"id", "input", "expected", "reason"},
+                           or what no log can hold: a number out of range
+                           (1e400), nesting over 100 deep, an id with a
+                           lone surrogate
       duplicate-sample-id  the id was used on an earlier line (named)
       invalid-input        a field outside the contract (field and value named)
       answer-label         stage_diagnosis: no true/false staff label
@@ -84,50 +88,64 @@ def check(
       duplicate-answer-id  ordered_extraction: the recorded answer repeats an ID
 
     The file is read as a stream, one line at a time. What grows is the set
-    of sample ids seen, needed to find duplicates; it is kept in a temporary
-    SQLite file (about 28 bytes an id on disk), not in memory. With --json,
-    the listed problems are held until the end; --max-listed bounds them.
+    of sample ids seen, needed to find duplicates; it is kept in SQLite's
+    private temporary file (about 28 bytes an id on disk, deleted as soon
+    as it is opened, so even a kill leaves nothing), not in memory. With
+    --json, the listed problems are held until the end; --max-listed
+    bounds them. PATH may be a pipe or FIFO.
 
     \b
     Exit codes: 0 every record would be scored (answer failures included),
     1 some record would be a data error or the file has no records,
-    2 usage error.
+    2 usage error or a file that cannot be read, 130 interrupted.
     """
-    from ..bulk import TASKS, DiskIds, LineScorer, is_blank, read_lines
+    from ..bulk import TASKS, DiskIds, LineScorer
+    from ..lines import is_blank, read_lines
 
     summary = CheckSummary(task=task, path=path)
     listed: list[dict[str, Any]] = []  # only with --json
     listed_count = 0
-    with (
-        DiskIds() as seen,
-        byte_progress(path, "checking", progress_enabled(progress)) as advance,
-    ):
-        scorer = LineScorer(TASKS[task], path, seen)
-        for raw in read_lines(path):
-            summary.lines += 1
-            advance(raw.bytes_read)
-            if is_blank(raw.text):
-                summary.blank += 1
-                continue
-            summary.records += 1
-            outcome = scorer.score_line(raw.number, raw.text)
-            problem = outcome.problem
-            if problem is None:
-                summary.clean += 1
-                continue
-            if problem.side == "data":
-                summary.data_errors[problem.kind] += 1
-            else:
-                summary.answer_failures[problem.kind] += 1
-            if max_listed is not None and listed_count >= max_listed:
-                continue
-            listed_count += 1
-            entry = {"line": outcome.line, "id": outcome.id, **problem.as_json()}
-            if as_json:
-                listed.append(entry)
-            else:
-                # Printed as found, so the text listing holds nothing in memory.
-                click.echo(_problem_line(path, entry))
+    try:
+        with (
+            DiskIds() as seen,
+            byte_progress(path, "checking", progress_enabled(progress)) as advance,
+        ):
+            scorer = LineScorer(TASKS[task], path, seen)
+            for raw in read_lines(path):
+                summary.lines += 1
+                advance(raw.bytes_read)
+                if is_blank(raw.text):
+                    summary.blank += 1
+                    continue
+                summary.records += 1
+                outcome = scorer.score_line(raw.number, raw.text)
+                problem = outcome.problem
+                if problem is None:
+                    summary.clean += 1
+                    continue
+                if problem.side == "data":
+                    summary.data_errors[problem.kind] += 1
+                else:
+                    summary.answer_failures[problem.kind] += 1
+                if max_listed is not None and listed_count >= max_listed:
+                    continue
+                listed_count += 1
+                entry = {"line": outcome.line, "id": outcome.id, **problem.as_json()}
+                if as_json:
+                    listed.append(entry)
+                else:
+                    # Printed as found: the text listing holds nothing in memory.
+                    click.echo(_problem_line(path, entry))
+    except BaseException as error:
+        described = fault(error)
+        if described is None:
+            raise
+        reason, exit_code = described
+        raise CommandStopped(
+            f"tracegrade check: {reason} after line {summary.lines:,} of {path}; "
+            "the check is incomplete",
+            exit_code,
+        ) from None
 
     if as_json:
         click.echo(

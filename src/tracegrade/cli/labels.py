@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
@@ -24,10 +23,15 @@ def labels() -> None:
 @click.argument("log", type=click.Path(exists=True, dir_okay=False, path_type=str))
 @click.option(
     "--out",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(),
     help="Write the lines to this file instead of stdout.",
 )
-def export(log: str, out: Path | None) -> None:
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace an existing --out file, such as labels already filled in.",
+)
+def export(log: str, out: str | None, force: bool) -> None:
     """Write one JSON line per run of LOG for staff to label.
 
     Each line holds the sample id, the question, the model's answer, the
@@ -37,13 +41,21 @@ def export(log: str, out: Path | None) -> None:
     its own. The filled file is what `-S labels=` of the stage scorer
     reads; other fields in it are ignored.
 
+    --out never replaces the log, and replaces an existing file (staff
+    may have filled it in already) only with --force; the file appears
+    complete or not at all.
+
     Exit codes: 0 success, 1 the log cannot be read or holds no stage
-    diagnosis scores, 2 usage error.
+    diagnosis scores, 2 usage error or a file that cannot be written.
     """
     # Imported here so that `tracegrade --help` does not load Inspect.
     from inspect_ai.log import read_eval_log
 
     from ..labels import LabelsError, label_requests, stage_score
+    from ..outputs import AtomicFile, check_output
+
+    if out is not None:
+        check_output(out, inputs=[log], option="--out", force=force)
 
     try:
         eval_log = read_eval_log(log)
@@ -80,8 +92,11 @@ def export(log: str, out: Path | None) -> None:
     if out is None:
         click.echo(text, nl=False)
         return
+    written = AtomicFile(out)
     try:
-        out.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise click.ClickException(f"cannot write {str(out)!r} ({error})") from error
+        written.handle.write(text)
+        written.commit()
+    except BaseException:
+        written.discard()
+        raise
     click.echo(f"{len(lines)} lines to label written to {out}", err=True)

@@ -34,8 +34,13 @@ if TYPE_CHECKING:
 @click.option(
     "--html",
     "html_path",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     help="Also write the report, with charts, as one self-contained HTML file.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace an existing --html file (never one of the logs).",
 )
 @click.option(
     "--json",
@@ -44,7 +49,11 @@ if TYPE_CHECKING:
     help="Print the report as JSON on stdout instead of tables.",
 )
 def report(
-    paths: Sequence[str], top: int, html_path: Path | None, as_json: bool
+    paths: Sequence[str],
+    top: int,
+    html_path: Path | None,
+    force: bool,
+    as_json: bool,
 ) -> None:
     """Summarise tracegrade scores in Inspect logs.
 
@@ -62,10 +71,15 @@ def report(
     read, 2 usage error.
     """
     # Imported here so that `tracegrade --help` does not load Inspect.
+    from ..outputs import check_output
     from ..reporting import ReportError, build_report, find_logs
 
     try:
         logs = find_logs(paths)
+        if html_path is not None:
+            check_output(
+                str(html_path), inputs=[*paths, *logs], option="--html", force=force
+            )
         if as_json:
             result = build_report(logs, top=top)
         else:
@@ -76,12 +90,7 @@ def report(
     if html_path is not None:
         from ..report_html import write_html
 
-        try:
-            write_html(result, html_path)
-        except OSError as error:
-            raise click.ClickException(
-                f"cannot write {str(html_path)!r} ({error})"
-            ) from error
+        write_html(result, html_path)
 
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2, allow_nan=False))

@@ -6,7 +6,6 @@ import json
 import math
 import sys
 from collections import Counter
-from contextlib import ExitStack
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -67,7 +66,7 @@ class ScoreSummary:
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, readable=True))
 @click.option(
     "--log-dir",
-    type=click.Path(file_okay=False, writable=True),
+    type=click.Path(file_okay=False),
     default="./logs",
     envvar="INSPECT_LOG_DIR",
     show_default=True,
@@ -75,7 +74,7 @@ class ScoreSummary:
 )
 @click.option(
     "--out",
-    type=click.Path(dir_okay=False, allow_dash=True, writable=True),
+    type=click.Path(allow_dash=True),
     default=None,
     help="JSON Lines results file, or - for stdout "
     "(default: beside the log, named like it, ending .results.jsonl).",
@@ -86,6 +85,11 @@ class ScoreSummary:
     is_flag=True,
     help="Print the end summary as one JSON object.",
 )
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace an existing --out file (never an input).",
+)
 @progress_option
 def score(
     task: str,
@@ -93,6 +97,7 @@ def score(
     log_dir: str,
     out: str | None,
     as_json: bool,
+    force: bool,
     progress: bool | None,
 ) -> None:
     """Score a whole file of recorded runs with the pure core, in a stream.
@@ -126,45 +131,130 @@ def score(
     memory until the end, because Inspect's metrics and reducers take them
     all at once: a few kilobytes a record.
 
+    Nothing half-written passes for complete: the log and the results are
+    written under temporary `.partial` names and renamed only when both are
+    done. A signal, a full disk or any other failure removes them and says
+    so in one line on stderr. --out never replaces an input (links
+    included), nor an existing file without --force. PATH may be a pipe or
+    FIFO.
+
     \b
     Exit codes: 0 every record became a sample (data errors such as
     invalid-input are results, not failures), 1 some lines could not
     become samples (malformed-json, not-a-fixture-line,
-    duplicate-sample-id) or the file has no records; their entries are
-    still written, and the log too, 2 usage error.
+    duplicate-sample-id; their entries are still written, and the log
+    too) or the file has no records (nothing is written), 2 usage error
+    or a file that cannot be read or written, 128+N stopped by signal N
+    (130 Ctrl-C, 143 SIGTERM); then nothing is written.
     """
     if out == "-" and as_json:
         raise click.UsageError("--out - and --json both want stdout; choose one")
-    if out not in (None, "-") and Path(out).resolve() == Path(path).resolve():
-        raise click.UsageError("--out names the input file, which it would overwrite")
+    from ..outputs import check_output
 
-    from ..bulk import LINE_ERRORS, TASKS, LineScorer, MemoryIds, is_blank, read_lines
-    from ..core import canonical_json
-    from ..logwriter import BulkLog, score_value_json, unreadable_explanation
+    if out not in (None, "-"):
+        check_output(out, inputs=[path], option="--out", force=force)
+    _make_log_dir(log_dir)
 
-    begun = perf_counter()
-    bulk_task = TASKS[task]
-    summary = ScoreSummary(task=task, path=path)
-    log = BulkLog(bulk_task, path, Path(log_dir))
-    results_path = (
-        out if out is not None else str(log.location.with_suffix(".results.jsonl"))
-    )
-    scorer = LineScorer(bulk_task, path, MemoryIds(), timings=log.timings)
-    timings = log.timings
+    run = _ScoreRun(task, path, log_dir, out, progress)
     try:
-        with ExitStack() as stack:
-            stack.enter_context(collector_paused())
-            results: IO[str] = (
-                sys.stdout
-                if results_path == "-"
-                else stack.enter_context(
-                    open(results_path, "w", encoding="utf-8", newline="\n")
-                )
-            )
-            advance = stack.enter_context(
-                byte_progress(path, "scoring", progress_enabled(progress))
-            )
-            for raw in read_lines(path):
+        with collector_paused():
+            run.score_lines()
+            if run.summary.records == 0:
+                run.discard()
+            else:
+                run.finish()
+    except BaseException as error:
+        run.stop(error)
+        raise
+
+    summary = run.summary
+    _report(summary, as_json, run.timings.as_json(), to_stderr=run.results_path == "-")
+    if summary.records == 0:
+        raise SystemExit(1)
+    raise SystemExit(1 if summary.line_errors else 0)
+
+
+def _make_log_dir(log_dir: str) -> None:
+    from ..outputs import OutputError
+
+    try:
+        Path(log_dir).mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise OutputError(
+            f"--log-dir {log_dir!r} cannot be created: a file stands in its path"
+        ) from None
+    except OSError as error:
+        raise OutputError(
+            f"--log-dir {log_dir!r} cannot be created ({error.strerror})"
+        ) from None
+
+
+class _ScoreRun:
+    """One `score` run: the line loop, and its outputs kept whole or not at all.
+
+    The log and the results are written under temporary names (the log as
+    `.json.partial`, the results as `.XXXXXX.partial`) and renamed only
+    once both are complete; `stop` removes them and says what happened.
+    """
+
+    def __init__(
+        self, task: str, path: str, log_dir: str, out: str | None, progress: bool | None
+    ) -> None:
+        from ..bulk import TASKS, LineScorer, MemoryIds
+        from ..logwriter import BulkLog
+        from ..outputs import AtomicFile, OutputError
+
+        self.begun = perf_counter()
+        self.path = path
+        self.progress = progress
+        bulk_task = TASKS[task]
+        self.summary = ScoreSummary(task=task, path=path)
+        try:
+            self.log = BulkLog(bulk_task, path, Path(log_dir))
+        except OSError as error:
+            raise OutputError(
+                f"cannot write into --log-dir {log_dir!r} ({error.strerror})"
+            ) from None
+        self.timings = self.log.timings
+        self.results_path = (
+            out
+            if out is not None
+            else str(self.log.location.with_suffix(".results.jsonl"))
+        )
+        self.scorer = LineScorer(bulk_task, path, MemoryIds(), timings=self.timings)
+        self.results: AtomicFile | None = None
+        self.stream: IO[str] = sys.stdout
+        if self.results_path != "-":
+            try:
+                self.results = AtomicFile(self.results_path)
+            except BaseException as error:
+                self.log.close()
+                if isinstance(error, OSError):
+                    raise OutputError(
+                        f"cannot write the results {self.results_path!r} "
+                        f"({error.strerror})"
+                    ) from None
+                raise
+            self.stream = self.results.handle
+        self.last_line = 0
+
+    def score_lines(self) -> None:
+        from ..bulk import LINE_ERRORS
+        from ..core import canonical_json
+        from ..lines import is_blank, read_lines
+        from ..logwriter import score_value_json, unreadable_explanation
+
+        summary, log, results, timings = (
+            self.summary,
+            self.log,
+            self.stream,
+            self.timings,
+        )
+        with byte_progress(
+            self.path, "scoring", progress_enabled(self.progress)
+        ) as advance:
+            for raw in read_lines(self.path):
+                self.last_line = raw.number
                 summary.lines += 1
                 advance(raw.bytes_read)
                 if is_blank(raw.text):
@@ -173,7 +263,7 @@ def score(
                 summary.records += 1
                 started_at = datetime.now(timezone.utc).isoformat()
                 started = perf_counter()
-                outcome = scorer.score_line(raw.number, raw.text)
+                outcome = self.scorer.score_line(raw.number, raw.text)
                 problem = outcome.problem
                 if outcome.case is not None and outcome.score is not None:
                     log.add_sample(
@@ -214,24 +304,50 @@ def score(
                 writing = perf_counter()
                 results.write(canonical_json(entry) + "\n")
                 timings.jsonl += perf_counter() - writing
-    except BaseException:
-        log.close()
-        raise
 
-    summary.results = results_path
-    if summary.records == 0:
-        log.close()
-        summary.seconds = perf_counter() - begun
-        _report(summary, as_json, timings.as_json(), to_stderr=results_path == "-")
-        raise SystemExit(1)
+    def finish(self) -> None:
+        """Write the log, then put both outputs under their final names."""
+        if self.results is not None:
+            self.results.flush_to_disk()
+        else:
+            self.stream.flush()
+        header = self.log.finish()
+        if self.results is not None:
+            self.results.commit()
+        self.summary.results = self.results_path
+        self.summary.log = str(self.log.location)
+        self.summary.seconds = perf_counter() - self.begun
+        self.summary.metrics = _metrics(header)
 
-    with collector_paused():
-        header = log.finish()
-    summary.log = str(log.location)
-    summary.seconds = perf_counter() - begun
-    summary.metrics = _metrics(header)
-    _report(summary, as_json, timings.as_json(), to_stderr=results_path == "-")
-    raise SystemExit(1 if summary.line_errors else 0)
+    def discard(self) -> None:
+        """No records: nothing to write, and nothing left behind."""
+        self.log.close()
+        if self.results is not None:
+            self.results.discard()
+        self.summary.seconds = perf_counter() - self.begun
+
+    def stop(self, error: BaseException) -> None:
+        """Clean up after `error`; raise `CommandStopped` saying what was left."""
+        from ._failures import CommandStopped, fault, signals_held
+
+        with signals_held():
+            left = [] if self.results is None else [self.results.discard()]
+            left.append(self.log.abort())
+        described = fault(error)
+        if described is None:
+            return  # a bug: the traceback is the report
+        reason, exit_code = described
+        kept = [path for path in left if path is not None]
+        if kept:
+            what = "left unfinished: " + ", ".join(kept) + " (remove them)"
+        else:
+            what = "no log or results were written"
+        if self.results is None:
+            what += "; the results already written to stdout are incomplete"
+        where = f", at line {self.last_line:,} of {self.path}" if self.last_line else ""
+        raise CommandStopped(
+            f"tracegrade score: {reason}{where}; {what}", exit_code
+        ) from None
 
 
 def _metrics(header: Any) -> dict[str, dict[str, float | None]]:

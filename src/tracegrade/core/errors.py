@@ -1,17 +1,93 @@
-"""The one error the core raises: a record outside the evaluators' contract."""
+"""The one error the core raises, and how bad values are quoted in messages."""
 
 from __future__ import annotations
 
+import json
+import re
+import reprlib
 from typing import Any
 
-_QUOTE_LIMIT = 120
+QUOTE_LIMIT = 120
+# Deeper structure is shown as `[...]`: the quote must not recurse without
+# bound, or a record nested 5,000 deep would raise `RecursionError`
+# instead of naming the field.
+_QUOTE_DEPTH = 8
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_BOUNDED_REPR = reprlib.Repr()
+_BOUNDED_REPR.maxlevel = 3
+_BOUNDED_REPR.maxstring = _BOUNDED_REPR.maxother = QUOTE_LIMIT
 
 
-def quote(value: Any) -> str:
-    """Quote a bad value the way a reader can find it in their file."""
-    text = repr(value)
-    if len(text) > _QUOTE_LIMIT:
-        text = text[: _QUOTE_LIMIT - 3] + "..."
+def _escape_surrogate(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def _json_string(text: str, limit: int) -> str:
+    # Non-ASCII stays as the user typed it; a lone surrogate (valid in JSON,
+    # not printable) is shown as the escape it stood as in the file.
+    cut = text[: limit + 1]
+    return _LONE_SURROGATE.sub(_escape_surrogate, json.dumps(cut, ensure_ascii=False))
+
+
+def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
+    """Quote a bad value as JSON, the way it stands in the user's file.
+
+    `null`, not `None`; `{"required": ["D1"]}`, not `{'required': ['D1']}`.
+    Values that JSON cannot hold (a tuple or set from Python code, NaN) are
+    shown by a bounded `repr`. At most `limit` characters, ending in `...`
+    when cut; only as much of the value is read as the quote needs.
+    """
+    parts: list[str] = []
+    size = 0
+
+    def emit(text: str) -> bool:
+        nonlocal size
+        parts.append(text)
+        size += len(text)
+        return size <= limit
+
+    def walk(item: Any, depth: int) -> bool:
+        if item is None or isinstance(item, bool):
+            return emit(json.dumps(item))
+        if isinstance(item, str):
+            return emit(_json_string(item, limit))
+        if isinstance(item, int):
+            # Python refuses to print an int of over 4,300 digits.
+            if item.bit_length() > 4096:
+                return emit(f"<an integer of {item.bit_length():,} bits>")
+            return emit(str(item))
+        if isinstance(item, float) and item == item and item not in (1e999, -1e999):
+            return emit(json.dumps(item))
+        if type(item) is list:
+            if depth >= _QUOTE_DEPTH:
+                return emit("[...]")
+            if not emit("["):
+                return False
+            for position, element in enumerate(item):
+                if position and not emit(", "):
+                    return False
+                if not walk(element, depth + 1):
+                    return False
+            return emit("]")
+        if type(item) is dict and all(isinstance(key, str) for key in item):
+            if depth >= _QUOTE_DEPTH:
+                return emit("{...}")
+            if not emit("{"):
+                return False
+            for position, (key, element) in enumerate(item.items()):
+                if position and not emit(", "):
+                    return False
+                if not emit(_json_string(key, limit) + ": "):
+                    return False
+                if not walk(element, depth + 1):
+                    return False
+            return emit("}")
+        return emit(_BOUNDED_REPR.repr(item))
+
+    walk(value, 0)
+    text = "".join(parts)
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
     return text
 
 

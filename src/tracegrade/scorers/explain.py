@@ -144,8 +144,18 @@ def explain_invalid(error: InvalidRecord) -> str:
     return f"The record is outside the evaluators' contract: {error}; it is not graded."
 
 
-def explain_unrecorded_context() -> str:
-    """Why a run with no recorded context is not graded."""
+def explain_unrecorded_context(*, recorded_null: bool = False) -> str:
+    """Why a run with no recorded context is not graded.
+
+    A store holding `null` is said as such: a replayed record with
+    `"context": null`, or a `RetrievalTrace` whose context was left unset.
+    """
+    if recorded_null:
+        return (
+            "The recorded context is null (RetrievalTrace.context was never set "
+            "to a list of IDs), so retrieval cannot be judged and the run is not "
+            "graded."
+        )
     return (
         "The context was never recorded (no solver set RetrievalTrace.context), "
         "so retrieval cannot be judged and the run is not graded."

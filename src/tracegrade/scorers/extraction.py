@@ -14,7 +14,7 @@ from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 
 from ..core import InvalidRecord, grade_extraction, has_duplicates
-from ..datasets import strict_json_loads
+from ..lines import strict_json_loads
 from .answer_parsing import ReadAs, UnreadableAnswer, read_answer_ids
 from .explain import explain_extraction, explain_invalid, explain_unreadable
 from .metrics import answer_failures

@@ -40,6 +40,7 @@ from typing import Any, Literal, TypedDict
 from inspect_ai.scorer import Score, Value
 
 from ..core import canonical_json
+from ..core.errors import quote
 
 ErrorSide = Literal["data", "answer"]
 
@@ -58,13 +59,14 @@ class ErrorInfo(TypedDict):
 
 
 def as_json_value(value: Any) -> Any:
-    """`value` if it is JSON, else its repr: only a record refused for a
-    non-JSON value (a set, a NaN) can need this, and metadata must still
-    serialise to the log."""
+    """`value` if it is JSON, else a bounded quote of it: only a record
+    refused for a non-JSON value (a set, a NaN, nesting too deep to
+    serialise) can need this, and metadata must still serialise to the
+    log."""
     try:
         canonical_json(value)
-    except (TypeError, ValueError):
-        return repr(value)
+    except (TypeError, ValueError, RecursionError):
+        return quote(value)
     return value
 
 
@@ -72,8 +74,8 @@ def shown(value: Any) -> str:
     """A compact text of a graded value for `Score.answer`."""
     try:
         return canonical_json(value)
-    except (TypeError, ValueError):
-        return repr(value)
+    except (TypeError, ValueError, RecursionError):
+        return quote(value)
 
 
 def graded(

@@ -34,14 +34,16 @@ def diagnosis_score(
     """The score for one record, errors included.
 
     `context_recorded` is False when the context came from an unset
-    `RetrievalTrace`, so the error can say the retrieval step never
-    recorded it rather than only that the field is missing.
+    `RetrievalTrace` (absent, or `null` in the store), so the error can say
+    the retrieval step never recorded it rather than only that the field
+    is missing.
     """
     answer = shown(record)
     try:
         result = diagnose_stage(record)
     except InvalidRecord as invalid:
         unrecorded = invalid.field == "context" and not context_recorded
+        recorded_null = "context" in record and record["context"] is None
         return data_error(
             ErrorInfo(
                 kind="invalid-input",
@@ -51,7 +53,9 @@ def diagnosis_score(
             ),
             answer=answer,
             explanation=(
-                explain_unrecorded_context() if unrecorded else explain_invalid(invalid)
+                explain_unrecorded_context(recorded_null=recorded_null)
+                if unrecorded
+                else explain_invalid(invalid)
             ),
             result=None,
             record=record,
@@ -156,10 +160,9 @@ def stage_diagnosis_scorer(
             if context_key in metadata:
                 record["context"] = metadata[context_key]
         else:
-            context = recorded_context(state.store)
-            context_recorded = context is not None
-            if context_recorded:
-                record["context"] = context
+            if context_store_key() in state.store:
+                record["context"] = recorded_context(state.store)
+            context_recorded = record.get("context") is not None
         if staff_labels is not None:
             label = staff_labels.label_for(state.sample_id, state.epoch)
             if label is not None:

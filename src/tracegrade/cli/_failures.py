@@ -1,0 +1,81 @@
+"""How a command stops on a fault: one line on stderr, an exit code, no traceback.
+
+A fault the user can cause (a signal, a full disk, a path that cannot be
+written) is never shown as a traceback. The command that meets it cleans
+up, then raises `CommandStopped` with one line saying what happened and
+what was left; the `tracegrade` group prints that line and exits with its
+code. A traceback is left only for a bug in tracegrade itself.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+from ..outputs import OutputError, describe_os_error
+
+# The exit codes a shell gives a process killed by the signal.
+SIGINT_EXIT = 128 + signal.SIGINT
+FILE_SYSTEM_EXIT = 2
+
+_HANDLED = (signal.SIGTERM, signal.SIGHUP)
+_BLOCKED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+
+
+class Terminated(BaseException):
+    """SIGTERM or SIGHUP, raised where the process is, like KeyboardInterrupt,
+    so that cleanup runs; Python's default would exit on the spot."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)
+
+
+class CommandStopped(Exception):
+    """A command stopped by a fault; `message` is the whole story, one line."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        self.message = message
+        self.exit_code = exit_code
+        super().__init__(message)
+
+
+def _raise_terminated(signum: int, _frame: FrameType | None) -> None:
+    raise Terminated(signum)
+
+
+@contextmanager
+def signals_as_exceptions() -> Iterator[None]:
+    """Turn SIGTERM and SIGHUP into `Terminated` while the block runs."""
+    previous = {signum: signal.signal(signum, _raise_terminated) for signum in _HANDLED}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT, SIGTERM and SIGHUP until cleanup is done, so a second
+    signal cannot cut it short; they are delivered when the block ends."""
+    signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _BLOCKED)
+
+
+def fault(error: BaseException) -> tuple[str, int] | None:
+    """What stopped a command, in words, and its exit code; None for a bug."""
+    if isinstance(error, KeyboardInterrupt):
+        return "interrupted (SIGINT)", SIGINT_EXIT
+    if isinstance(error, Terminated):
+        return f"stopped by {signal.Signals(error.signum).name}", 128 + error.signum
+    if isinstance(error, OSError):
+        return describe_os_error(error), FILE_SYSTEM_EXIT
+    if isinstance(error, OutputError):
+        return str(error), FILE_SYSTEM_EXIT
+    return None

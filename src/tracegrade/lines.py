@@ -1,0 +1,172 @@
+"""Reading JSON Lines input: lines, blank lines, and JSON as tracegrade takes it.
+
+Every reader of a JSON Lines file (`inspect eval -T dataset=`, `tracegrade
+check` and `score`, labels files) goes through these functions, so that a
+line is numbered, skipped as blank, or refused in exactly one way.
+
+- Lines end at "\\n", "\\r\\n" or a lone "\\r", as text-mode Python reads
+  them; a JSON string may hold U+2028, which is not a line end.
+- A line is blank only if it holds nothing but JSON whitespace (space, tab,
+  CR, LF). NBSP, U+3000, VT, FF, NEL or U+001C are not JSON whitespace, so
+  a line of them is malformed JSON, not a blank line.
+- Bytes that are not UTF-8 make that line malformed, named by its number,
+  and the reading goes on past it.
+- JSON that parses but that no Inspect log can hold is refused as
+  `UnsupportedJSON`: numbers that overflow to infinity (`1e400`), and
+  nesting deeper than `MAX_DEPTH`.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:
+    from importlib.resources.abc import Traversable
+
+JSON_WHITESPACE = " \t\r\n"
+
+MAX_DEPTH = 100
+"""Deepest nesting of arrays and objects a line may have.
+
+Far beyond any real record, and far below what Inspect's log writer can
+serialise (about 250 levels, less the levels of the log around a value)."""
+
+# Undecodable bytes are read as lone surrogates in U+DC80..U+DCFF
+# ("surrogateescape"); strict UTF-8 can never produce them.
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class UnsupportedJSON(ValueError):
+    """Valid JSON that tracegrade cannot carry into an Inspect log."""
+
+
+@dataclass(frozen=True)
+class RawLine:
+    number: int
+    text: str
+    bytes_read: int | None
+    """How far the file has been read, in buffer-sized steps, for a progress
+    bar; None for a stream (a pipe or FIFO), which cannot say."""
+
+
+def read_lines(source: str | Path | Traversable) -> Iterator[RawLine]:
+    """Each line of a file, newline removed, numbered from 1.
+
+    One line is in memory at a time. Works on pipes and FIFOs too.
+    """
+    binary: IO[bytes]
+    if isinstance(source, (str, Path)):
+        binary = open(source, "rb")  # noqa: SIM115
+    else:
+        binary = source.open("rb")
+    with binary:
+        seekable = binary.seekable()
+        text = io.TextIOWrapper(
+            binary, encoding="utf-8", errors="surrogateescape", newline=None
+        )
+        for number, line in enumerate(text, start=1):
+            if line.endswith("\n"):
+                line = line[:-1]
+            yield RawLine(number, line, binary.tell() if seekable else None)
+
+
+def is_blank(text: str) -> bool:
+    """A line with nothing but JSON whitespace, which readers skip."""
+    return not text.strip(JSON_WHITESPACE)
+
+
+def undecodable(text: str) -> str | None:
+    """Why a line read by `read_lines` is not UTF-8 text, or None if it is."""
+    found = _ESCAPED_BYTE.search(text)
+    if found is None:
+        return None
+    byte = ord(found.group()) - 0xDC00
+    return f"not valid UTF-8 text (byte 0x{byte:02X} at column {found.start() + 1})"
+
+
+def has_lone_surrogate(text: str) -> bool:
+    """True for a string UTF-8 cannot encode, such as one parsed from "\\ud800".
+
+    `json.loads` joins an escaped surrogate pair into one character, so any
+    surrogate left in a parsed string stands alone.
+    """
+    return _LONE_SURROGATE.search(text) is not None
+
+
+def _reject_constant(name: str) -> NoReturn:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise ValueError(f"the key {json.dumps(key)} appears twice in one object")
+        seen.add(key)
+    return dict(pairs)
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise UnsupportedJSON(
+            f"the number {text[:40]} is out of range (it would be read as infinity)"
+        )
+    return value
+
+
+def _bounded_int(text: str) -> int:
+    # Python refuses to parse an int of over 4,300 digits (CVE-2020-10735).
+    if len(text.lstrip("-")) > 4300:
+        raise UnsupportedJSON(
+            f"the number {text[:40]}... has {len(text):,} digits, more than can be read"
+        )
+    return int(text)
+
+
+def _depth(value: Any) -> int:
+    """Nesting depth of parsed JSON, without recursion."""
+    deepest = 0
+    pending: list[tuple[Any, int]] = [(value, 0)]
+    while pending:
+        item, depth = pending.pop()
+        if isinstance(item, dict):
+            item = item.values()
+        elif not isinstance(item, list):
+            continue
+        depth += 1
+        deepest = max(deepest, depth)
+        pending.extend((child, depth) for child in item)
+    return deepest
+
+
+def strict_json_loads(text: str) -> Any:
+    """`json.loads` as `JSON.parse` reads, without last-key-wins.
+
+    NaN and Infinity are not JSON, so the Node evaluators could never see
+    them; a repeated key would silently keep its last value. Both raise
+    `ValueError`. Valid JSON that no log can hold raises `UnsupportedJSON`.
+    """
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=_unique_keys,
+            parse_constant=_reject_constant,
+            parse_float=_finite_float,
+            parse_int=_bounded_int,
+        )
+    except RecursionError:
+        # Too deep to tell valid JSON from unclosed brackets: not readable.
+        raise ValueError("nested too deeply to read") from None
+    # Counting brackets runs in C; only a line with many is walked.
+    if text.count("[") + text.count("{") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
+        raise UnsupportedJSON(f"nested more than {MAX_DEPTH} levels deep")
+    return value

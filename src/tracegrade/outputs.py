@@ -1,0 +1,174 @@
+"""Writing outputs so that no file is destroyed and no half-written one passes.
+
+Every file a tracegrade command writes goes through `AtomicFile`: it is
+written under a temporary name beside its final one (`NAME.XXXXXX.partial`,
+which no reader takes for a log or results file), flushed to disk, and
+renamed into place only once it is complete. A failure, a signal or a full
+disk removes the temporary file; only `SIGKILL` can leave it, and then
+under its `.partial` name. The rename is atomic, so an existing file is
+either replaced whole or left exactly as it was.
+
+Before anything is written, `check_output` refuses an output that is one
+of the command's inputs (compared by device and inode, so hard and
+symbolic links are caught) even with `--force`, and an existing file
+unless `--force` is given.
+
+Devices and pipes (`/dev/null`, a FIFO, `/dev/stdout`) cannot be renamed
+into: they are streams, and are written in place.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from collections.abc import Iterable
+from typing import IO, Any
+
+PARTIAL_SUFFIX = ".partial"
+
+
+class OutputError(Exception):
+    """An output a command must not write; the message says why and how."""
+
+
+def describe_os_error(error: OSError) -> str:
+    """One line for an `OSError`: what failed on which file, in plain words."""
+    reason = error.strerror or str(error)
+    if error.filename is not None:
+        return f"{reason}: {os.fsdecode(error.filename)!r}"
+    return reason
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
+
+
+def is_stream(path: str) -> bool:
+    """True for an existing path that is not a regular file or a directory."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def check_output(path: str, *, inputs: Iterable[str], option: str, force: bool) -> None:
+    """Refuse to write `path` over an input, or over any file without `force`.
+
+    Raises `OutputError` with a one-line message naming `option`.
+    """
+    identity = _identity(path)
+    if identity is not None:
+        for source in inputs:
+            if _identity(source) == identity:
+                same_name = os.path.abspath(path) == os.path.abspath(source)
+                how = "" if same_name else " (the same file, through a link)"
+                raise OutputError(
+                    f"{option} {path!r} is the input {source!r}{how}; writing it "
+                    "would destroy the input, so choose another file"
+                )
+        if os.path.isdir(path):
+            raise OutputError(f"{option} {path!r} is a directory, not a file")
+        if not force and not is_stream(path):
+            raise OutputError(
+                f"{option} {path!r} already exists; pass --force to replace it"
+            )
+    directory = os.path.dirname(os.path.realpath(path)) or "."
+    if not os.path.isdir(directory):
+        raise OutputError(
+            f"{option} {path!r}: the directory {directory!r} does not exist"
+        )
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+class AtomicFile:
+    """A file that appears under its final name only once it is complete.
+
+    Use `handle` to write, then `commit()`; on any failure call
+    `discard()`, which never raises. A stream path (see `is_stream`) is
+    opened in place instead: it has no final name to protect.
+    """
+
+    def __init__(self, path: str, *, binary: bool = False) -> None:
+        self.path = path
+        self.streaming = is_stream(path)
+        mode = "wb" if binary else "w"
+        encoding = None if binary else "utf-8"
+        newline = None if binary else "\n"
+        self.temporary: str | None = None
+        if self.streaming:
+            self.handle: IO[Any] = open(  # noqa: SIM115
+                path, mode, encoding=encoding, newline=newline
+            )
+            return
+        # Through a symbolic link, the file it points to is what is replaced.
+        final = os.path.realpath(path)
+        self._final = final
+        descriptor, self.temporary = tempfile.mkstemp(
+            dir=os.path.dirname(final),
+            prefix=os.path.basename(final) + ".",
+            suffix=PARTIAL_SUFFIX,
+        )
+        try:
+            # mkstemp makes the file private; a finished output gets the
+            # permissions any new file of the user's would.
+            os.fchmod(descriptor, 0o666 & ~_umask())
+            self.handle = os.fdopen(
+                descriptor, mode, encoding=encoding, newline=newline
+            )
+        except BaseException:
+            os.close(descriptor)
+            os.unlink(self.temporary)
+            raise
+
+    def flush_to_disk(self) -> None:
+        """Write everything out and fsync, so a later rename cannot fail on
+        space: `commit` then only renames."""
+        self.handle.flush()
+        if not self.streaming:
+            os.fsync(self.handle.fileno())
+
+    def commit(self) -> None:
+        """Put the finished file under its final name."""
+        self.flush_to_disk()
+        self.handle.close()
+        if self.temporary is None:
+            return
+        os.replace(self.temporary, self._final)
+        self.temporary = None
+        with contextlib.suppress(OSError):
+            directory = os.open(os.path.dirname(self._final), os.O_RDONLY)
+            try:
+                os.fsync(directory)
+            finally:
+                os.close(directory)
+
+    def discard(self) -> str | None:
+        """Drop the unfinished file; the path of anything left, else None.
+
+        Never raises: it runs while another error is being reported, and a
+        full disk must not turn one error into two.
+        """
+        with contextlib.suppress(OSError):
+            self.handle.close()
+        if self.temporary is None:
+            return None
+        try:
+            os.unlink(self.temporary)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return self.temporary
+        self.temporary = None
+        return None
