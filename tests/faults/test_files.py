@@ -1,0 +1,301 @@
+"""File-system faults: links, existing files, full and read-only disks, streams.
+
+Each output option of every command is tried against each fault. The
+answer is always one clear line on stderr, exit code 2, every input
+unchanged, and nothing left under an output's name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.faults.conftest import (
+    assert_no_final_outputs,
+    digest,
+    mounted_tmpfs,
+    needs_mount,
+    one_clear_line,
+    snapshot,
+    tracegrade,
+    write_stage_records,
+)
+
+STAGE_OK = {"required": ["D1"], "context": ["D1"], "correct": True}
+
+
+@pytest.fixture()
+def work(tmp_path: Path) -> Path:
+    """A folder with a small input and a real log of it."""
+    write_stage_records(tmp_path / "runs.jsonl", 50)
+    done = tracegrade(
+        "score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    (log,) = (tmp_path / "logs").glob("*.json")
+    (tmp_path / "log.json").hardlink_to(log)
+    return tmp_path
+
+
+def _log(work: Path) -> str:
+    (log,) = (work / "logs").glob("*.json")
+    return str(log.relative_to(work))
+
+
+# Every command with an output option, as (arguments ending in the output
+# option, the command's input).
+def _commands(work: Path) -> list[tuple[list[str], str]]:
+    log = _log(work)
+    return [
+        (["score", "stage_diagnosis", "runs.jsonl", "--out"], "runs.jsonl"),
+        (["labels", "export", log, "--out"], log),
+        (["report", log, "--html"], log),
+    ]
+
+
+def _refused(work: Path, args: list[str], target: str, said: str) -> None:
+    before = snapshot(work)
+    done = tracegrade(*args, target, cwd=work)
+    assert done.returncode == 2, done.stderr
+    assert said in one_clear_line(done.stderr)
+    assert snapshot(work) == before
+
+
+@pytest.mark.parametrize("command", [0, 1, 2])
+def test_no_output_option_writes_over_its_input_by_any_name(
+    work: Path, command: int
+) -> None:
+    args, source = _commands(work)[command]
+    (work / "hard").hardlink_to(work / source)
+    (work / "soft").symlink_to(work / source)
+    for target in (source, "hard", "soft", f"./{source}"):
+        for force in ([], ["--force"]):
+            _refused(work, [*args[:-1], *force, args[-1]], target, "is the input")
+
+
+@pytest.mark.parametrize("command", [0, 1, 2])
+def test_an_existing_file_is_replaced_only_with_force(work: Path, command: int) -> None:
+    args, _ = _commands(work)[command]
+    (work / "filled.jsonl").write_text('{"id": "staff", "correct": true}\n')
+
+    _refused(work, args, "filled.jsonl", "already exists; pass --force")
+
+    done = tracegrade(*args[:-1], "--force", args[-1], "filled.jsonl", cwd=work)
+    assert done.returncode in (0, 1), done.stderr
+    assert (work / "filled.jsonl").read_text() != '{"id": "staff", "correct": true}\n'
+
+
+def test_labels_export_twice_keeps_the_filled_labels(work: Path) -> None:
+    log = _log(work)
+    first = tracegrade("labels", "export", log, "--out", "labels.jsonl", cwd=work)
+    assert first.returncode == 0, first.stderr
+    filled = (
+        (work / "labels.jsonl")
+        .read_text()
+        .replace('"correct": null', '"correct": true')
+    )
+    (work / "labels.jsonl").write_text(filled)
+
+    second = tracegrade("labels", "export", log, "--out", "labels.jsonl", cwd=work)
+
+    assert second.returncode == 2
+    assert "already exists" in one_clear_line(second.stderr)
+    assert (work / "labels.jsonl").read_text() == filled
+
+
+def test_a_link_to_an_output_is_followed_and_the_link_kept(work: Path) -> None:
+    (work / "real.jsonl").write_text("old\n")
+    (work / "link.jsonl").symlink_to("real.jsonl")
+
+    done = tracegrade(
+        "score",
+        "stage_diagnosis",
+        "runs.jsonl",
+        "--out",
+        "link.jsonl",
+        "--force",
+        cwd=work,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert (work / "link.jsonl").is_symlink()
+    assert len((work / "real.jsonl").read_text().splitlines()) == 50
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["--out", "missing/results.jsonl"], "does not exist"),
+        (["--log-dir", "runs.jsonl/logs"], "a file stands in its path"),
+        (["--out", "logs"], "is a directory"),
+    ],
+)
+def test_unwritable_output_paths_are_one_line_before_anything_runs(
+    work: Path, args: list[str], said: str
+) -> None:
+    _refused(
+        work, ["score", "stage_diagnosis", "runs.jsonl", *args[:-1]], args[-1], said
+    )
+
+
+@needs_mount
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--log-dir", "mnt"],
+        ["--log-dir", "logs2", "--out", "mnt/results.jsonl"],
+    ],
+)
+def test_a_read_only_file_system_is_one_line(work: Path, args: list[str]) -> None:
+    with mounted_tmpfs(work / "mnt", "ro", "size=1m"):
+        before = snapshot(work)
+        done = tracegrade("score", "stage_diagnosis", "runs.jsonl", *args, cwd=work)
+        assert done.returncode == 2, done.stderr
+        assert "Read-only file system" in one_clear_line(done.stderr)
+        assert_no_final_outputs(work, before)
+        assert list((work / "mnt").iterdir()) == []
+
+
+@needs_mount
+@pytest.mark.parametrize(
+    ("where", "size"),
+    [
+        # 3,000 records spool about 3.8 MB and give a log of the same size,
+        # and about 0.7 MB of results: the disk fills while spooling, while
+        # the log is written beside its spool, and while results stream.
+        ("log-dir", "64k"),
+        ("log-dir", "2m"),
+        ("log-dir", "5m"),
+        ("out", "64k"),
+        ("out", "300k"),
+    ],
+)
+def test_a_full_disk_leaves_nothing_and_says_so_once(
+    tmp_path: Path, size: str, where: str
+) -> None:
+    write_stage_records(tmp_path / "runs.jsonl", 3000)
+    input_digest = digest(tmp_path / "runs.jsonl")
+    with mounted_tmpfs(tmp_path / "mnt", f"size={size}"):
+        args = (
+            ["--log-dir", "mnt"]
+            if where == "log-dir"
+            else ["--log-dir", "logs", "--out", "mnt/results.jsonl"]
+        )
+        done = tracegrade("score", "stage_diagnosis", "runs.jsonl", *args, cwd=tmp_path)
+
+        assert done.returncode == 2, done.stderr
+        line = one_clear_line(done.stderr)
+        assert "No space left on device" in line
+        assert "no log or results were written" in line
+        assert list((tmp_path / "mnt").iterdir()) == []
+        assert not (tmp_path / "logs").exists() or not any(
+            (tmp_path / "logs").iterdir()
+        )
+    assert digest(tmp_path / "runs.jsonl") == input_digest
+
+
+def _file_size_limit(limit: int) -> Callable[[], None]:
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+@pytest.mark.parametrize("limit", [10_000, 200_000, 2_000_000])
+def test_a_file_size_limit_is_a_full_disk_too(tmp_path: Path, limit: int) -> None:
+    """`ulimit -f`: writes past the limit fail with EFBIG (Python ignores
+    SIGXFSZ), the way a full disk fails them, and need no root."""
+    write_stage_records(tmp_path / "runs.jsonl", 3000)
+    input_digest = digest(tmp_path / "runs.jsonl")
+    done = tracegrade(
+        "score",
+        "stage_diagnosis",
+        "runs.jsonl",
+        "--log-dir",
+        "logs",
+        cwd=tmp_path,
+        preexec_fn=_file_size_limit(limit),
+    )
+
+    assert done.returncode == 2, done.stderr
+    line = one_clear_line(done.stderr)
+    assert "File too large" in line
+    assert "no log or results were written" in line
+    assert list((tmp_path / "logs").iterdir()) == []
+    assert digest(tmp_path / "runs.jsonl") == input_digest
+
+
+def _results(work: Path, name: str) -> list[dict[str, object]]:
+    lines = (work / name).read_text().splitlines()
+    return [{**json.loads(line), "explanation": None} for line in lines]
+
+
+@pytest.mark.parametrize("how", ["fifo", "stdin"])
+def test_a_pipe_as_input_is_read_like_a_file(work: Path, how: str) -> None:
+    reference = tracegrade(
+        "score",
+        "stage_diagnosis",
+        "runs.jsonl",
+        "--log-dir",
+        "a",
+        "--out",
+        "a.jsonl",
+        cwd=work,
+    )
+    if how == "fifo":
+        os.mkfifo(work / "pipe")
+        feeder = subprocess.Popen(["sh", "-c", "cat runs.jsonl > pipe"], cwd=work)
+        done = tracegrade(
+            "score",
+            "stage_diagnosis",
+            "pipe",
+            "--log-dir",
+            "b",
+            "--out",
+            "b.jsonl",
+            cwd=work,
+        )
+        feeder.wait(timeout=60)
+    else:
+        with (work / "runs.jsonl").open("rb") as piped:
+            done = tracegrade(
+                "score",
+                "stage_diagnosis",
+                "/dev/stdin",
+                "--log-dir",
+                "b",
+                "--out",
+                "b.jsonl",
+                cwd=work,
+                stdin=piped,
+            )
+
+    assert reference.returncode == 0 and done.returncode == 0, done.stderr
+    assert _results(work, "b.jsonl") == _results(work, "a.jsonl")
+
+
+def test_an_empty_or_blank_input_leaves_no_stray_files(tmp_path: Path) -> None:
+    for name, text in [("empty.jsonl", ""), ("blank.jsonl", "\n  \n\t\r\n")]:
+        (tmp_path / name).write_text(text)
+        before = snapshot(tmp_path)
+        done = tracegrade(
+            "score",
+            "stage_diagnosis",
+            name,
+            "--log-dir",
+            "logs",
+            "--out",
+            "r.jsonl",
+            cwd=tmp_path,
+        )
+        assert done.returncode == 1
+        assert snapshot(tmp_path) == before
+        assert not (tmp_path / "logs").exists() or not any(
+            (tmp_path / "logs").iterdir()
+        )
