@@ -1,17 +1,21 @@
-"""Reading answer text: JSON first, then one ID per line, then a comma list.
+"""Reading answer text: JSON first, then one ID per line (also ending in
+periods, also after a lead-in line), then a comma list, then one lone ID.
 
 Each reading is checked for what it reads, what it removes (list markers,
-fences, surrounding whitespace) and what it leaves exactly as written; and
-the texts that must not be read as a list (refusals, prose, single words,
-non-string JSON) are checked to stay unreadable.
+fences, surrounding whitespace, final periods, a lead-in) and what it
+leaves exactly as written; and the texts that must not be read as a list
+(refusals, prose, single words without a digit, non-string JSON) are
+checked to stay unreadable.
 """
 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tracegrade.scorers import UnreadableAnswer, extraction_score, parse_answer_ids
-from tracegrade.scorers.answer_parsing import AnswerReading, read_answer_ids
+from tracegrade.scorers.answer_parsing import AnswerReading, ReadAs, read_answer_ids
 
 
 @pytest.mark.parametrize(
@@ -87,6 +91,87 @@ def test_a_comma_list_on_one_line_is_read_when_there_is_no_json(
 
 
 @pytest.mark.parametrize(
+    ("text", "ids"),
+    [
+        ("C.\nA.\nB.", ["C", "A", "B"]),
+        ("- C.\n- A.\n- B.", ["C", "A", "B"]),
+        ("1. TC-10.\n2. TC-9.", ["TC-10", "TC-9"]),
+        ("```\nC.\nA.\n```", ["C", "A"]),
+        # Only the final period goes: dots inside an ID stay.
+        ("10.1000/xyz.2.\nv1.2.", ["10.1000/xyz.2", "v1.2"]),
+        ("inc-20931.\nINC-20913.\nINC-20913.", ["inc-20931", "INC-20913", "INC-20913"]),
+    ],
+)
+def test_a_list_with_a_period_on_every_line_loses_those_periods(
+    text: str, ids: list[str]
+) -> None:
+    assert read_answer_ids(text) == AnswerReading(ids, "lines-with-periods")
+
+
+@pytest.mark.parametrize(
+    ("text", "ids", "read_as"),
+    [
+        ("Here are the IDs:\n- C\n- A\n- B", ["C", "A", "B"], "lead-in-lines"),
+        ("IDs:\nC\nA", ["C", "A"], "lead-in-lines"),
+        (
+            "The container numbers, in order:\n\n1. MSCU1234565\n2. MSCU1234556",
+            ["MSCU1234565", "MSCU1234556"],
+            "lead-in-lines",
+        ),
+        ("Here they are:\n```text\nC\nA\n```", ["C", "A"], "lead-in-lines"),
+        ("  Not sorted:  \nb\nA\nb", ["b", "A", "b"], "lead-in-lines"),
+        (
+            "Here are the IDs:\n- C.\n- A.\n- B.",
+            ["C", "A", "B"],
+            "lead-in-lines-with-periods",
+        ),
+    ],
+)
+def test_one_lead_in_line_ending_in_a_colon_is_set_aside(
+    text: str, ids: list[str], read_as: ReadAs
+) -> None:
+    assert read_answer_ids(text) == AnswerReading(ids, read_as)
+
+
+@pytest.mark.parametrize(
+    ("text", "bare_id"),
+    [
+        ("MSCU1234565", "MSCU1234565"),
+        ("smith2019a", "smith2019a"),
+        ("  INC-0042\n", "INC-0042"),
+        ("10.1000/xyz.2", "10.1000/xyz.2"),
+        ("7", "7"),
+        ("```\ninc-0042\n```", "inc-0042"),
+    ],
+)
+def test_one_bare_id_with_a_digit_is_a_one_id_list(text: str, bare_id: str) -> None:
+    assert read_answer_ids(text) == AnswerReading([bare_id], "single-id")
+
+
+# Bare IDs as the module defines them, from a small alphabet so that
+# repeats and IDs differing only in case come up often.
+bare_ids = st.from_regex(r"[aAb1_](?:[aAb1_.:/#-]{0,4}[aAb1_])?", fullmatch=True)
+LIST_STYLES: dict[ReadAs, str] = {
+    "lines": "{}",
+    "lines-with-periods": "- {}.",
+    "lead-in-lines": "1. {}",
+    "lead-in-lines-with-periods": "* {}.",
+}
+
+
+@given(ids=st.lists(bare_ids, min_size=2, max_size=6))
+def test_every_list_reading_gives_back_the_ids_exactly_as_written(
+    ids: list[str],
+) -> None:
+    """No reading sorts, case-folds or drops a repeat."""
+    for read_as, style in LIST_STYLES.items():
+        lines = "\n".join(style.format(item) for item in ids)
+        text = f"Here are the IDs:\n{lines}" if read_as.startswith("lead-in") else lines
+        assert read_answer_ids(text) == AnswerReading(ids, read_as)
+    assert read_answer_ids(", ".join(ids)) == AnswerReading(ids, "commas")
+
+
+@pytest.mark.parametrize(
     ("text", "problem"),
     [
         ("", "the answer text is empty"),
@@ -96,10 +181,35 @@ def test_a_comma_list_on_one_line_is_read_when_there_is_no_json(
         ("I'm sorry, but I cannot assist with that request.", "item 1 .*not a bare"),
         ("I cannot help with that.", "no JSON array of string IDs in the text"),
         ("Sorry.", "no JSON array of string IDs in the text"),
-        ("None", 'single word "None" is not read as a one-ID list'),
-        ("- DOC-1", 'single word "- DOC-1"'),
-        ("Here are the IDs:\nC\nA", 'line 1 "Here are the IDs:" is not a bare ID'),
+        # One word without a digit is a non-answer as often as an ID.
+        ("None", 'single word "None" has no digit'),
+        ("none", 'single word "none" has no digit'),
+        ("Sorry", 'single word "Sorry" has no digit'),
+        ("N/A", 'single word "N/A" has no digit'),
+        ("unknown", 'single word "unknown" has no digit'),
+        ("None.", "no JSON array of string IDs in the text"),
+        # A lone ID is read only as the whole answer.
+        ("- DOC-1", 'single line "- DOC-1" is not read as a one-ID list'),
+        ("DOC-1.", 'single line "DOC-1." is not read as a one-ID list'),
+        ("The ID is DOC-1.", "no JSON array of string IDs in the text"),
+        # A lead-in is one line, before a list of two or more IDs and nothing else.
+        ("Here are the IDs:", "no JSON array of string IDs in the text"),
+        ("Sure!\nHere are the IDs:\n- C\n- A", 'line 1 "Sure!" is not a bare ID'),
+        ("IDs:\nIDs:\nC\nA", 'line 2 "IDs:" is not a bare ID'),
+        ("Here are the IDs:\n- C\n- A\nHope this helps!", 'line 4 "Hope this'),
+        ("Result:\nNone found", '"Result:" is followed by one line'),
+        ("Here is the ID:\n- DOC-1", '"Here is the ID:" is followed by one line'),
+        ("IDs:\nC, A", '"IDs:" is followed by one line'),
+        ("IDs:\n```\n```", '"IDs:" is followed by nothing'),
+        (
+            "Here is what I found:\nI looked.\nThere are no IDs.",
+            'line 2 "I looked." is not a bare ID, even without its final period',
+        ),
+        # Periods go only when every line has one.
         ("C\nA\nThat is all.", 'line 3 "That is all." is not a bare ID'),
+        ("C\nA\nDone.", 'line 3 "Done." ends in a period, which is dropped only'),
+        ("C.\nA", 'line 1 "C." ends in a period'),
+        ("C..\nA..", 'line 1 "C.." is not a bare ID, even without its final period'),
         ("`C`\n`A`", "line 1"),
         ('"C", "A"', 'item 1 .*"\\\\"C\\\\"", not a bare ID'),
         ("[C, A]", 'item 1 .*"\\[C", not a bare ID'),
@@ -113,6 +223,7 @@ def test_a_comma_list_on_one_line_is_read_when_there_is_no_json(
         ('["A", ["B"]]', "no JSON array in the text is a list of string IDs"),
         ('[["A", "B"]]', "no JSON array in the text is a list of string IDs"),
         ('{"ids": ["A", "B"]}', 'the first JSON value is {"ids": \\["A", "B"\\]}'),
+        ('Here are the IDs:\n{"ids": ["A", "B"]}', "the first JSON value is"),
         ('{"A": 1}\nA\nB', "the first JSON value is"),
         ("[true]\nA\nB", "the first JSON value is \\[true\\]"),
         ('["A"] and ["B"]', "2 different ID lists"),
@@ -133,7 +244,16 @@ def test_parse_answer_ids_is_the_ids_of_the_reading() -> None:
     [
         ('["C", "A", "B"]', "json", (True, True), '["C","A","B"]'),
         ("1. C\n2. A\n3. B", "lines", (True, True), '["C","A","B"]'),
+        ("- C.\n- A.\n- B.", "lines-with-periods", (True, True), '["C","A","B"]'),
+        ("IDs:\n- C\n- A\n- B", "lead-in-lines", (True, True), '["C","A","B"]'),
+        (
+            "IDs:\nC.\nB.\nA.",
+            "lead-in-lines-with-periods",
+            (True, False),
+            '["C","B","A"]',
+        ),
         ("A, B, C", "commas", (True, False), '["A","B","C"]'),
+        ("C1", "single-id", (False, False), '["C1"]'),
         ("C\nA\nB\nA", "lines", (False, False), '["C","A","B","A"]'),
         ("I'm sorry, I can't help with that.", None, (False, False), None),
     ],

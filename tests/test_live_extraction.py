@@ -135,10 +135,38 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
         lambda ids: "\n".join(f"{n}. {i}" for n, i in enumerate(ids, 1)),
         ((True, True), "lines", None),
     ),
+    "with_periods": (
+        pick("citation_list", 3),
+        lambda ids: "\n".join(f"- {i}." for i in ids),
+        ((True, True), "lines-with-periods", None),
+    ),
+    "lead_in": (
+        pick("lab_sample_sheet", 1),
+        lambda ids: (
+            "Here are the IDs, in document order:\n\n"
+            + "\n".join(f"- {i}" for i in ids)
+        ),
+        ((True, True), "lead-in-lines", None),
+    ),
+    "lead_in_with_periods": (
+        pick("commit_list", 1),
+        lambda ids: "IDs:\n" + "\n".join(f"{n}. {i}." for n, i in enumerate(ids, 1)),
+        ((True, True), "lead-in-lines-with-periods", None),
+    ),
+    "lead_in_repeated": (
+        pick("invoice_register", 1),
+        lambda ids: "Here they are:\n" + "\n".join([*ids, ids[0]]),
+        ((False, False), "lead-in-lines", "duplicate-answer-id"),
+    ),
     "comma_list": (
         pick("shipping_manifest", 1),
         lambda ids: ", ".join(ids),
         ((True, True), "commas", None),
+    ),
+    "lone_id": (
+        pick("test_run_report", 1),
+        lambda ids: ids[0],
+        ((False, False), "single-id", None),
     ),
     "garbage": (
         pick("citation_list", 2),
@@ -153,6 +181,21 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
     "empty": (
         pick("log_excerpt", 1),
         lambda ids: "",
+        ((False, False), None, "unreadable-answer"),
+    ),
+    "none": (
+        pick("incident_timeline", 2),
+        lambda ids: "None",
+        ((False, False), None, "unreadable-answer"),
+    ),
+    "ids_object": (
+        pick("log_excerpt", 2),
+        lambda ids: json.dumps({"ids": ids}),
+        ((False, False), None, "unreadable-answer"),
+    ),
+    "lead_in_then_prose": (
+        pick("lab_sample_sheet", 2),
+        lambda ids: "Here is what I found:\nThe document lists no IDs.",
         ((False, False), None, "unreadable-answer"),
     ),
 }
@@ -197,6 +240,14 @@ def test_each_answer_is_graded_per_sample(live_log: EvalLog, case: str) -> None:
             assert metadata["result"] == {"error": "duplicate-id"}
 
 
+def test_a_lone_id_is_read_as_a_one_id_list(live_log: EvalLog) -> None:
+    """The packaged documents each hold several IDs, so the lone ID fails
+    membership; what matters here is that it was read, not refused."""
+    document_id = CASES["lone_id"][0]
+    score = (sample_of(live_log, document_id).scores or {})["ordered_extraction"]
+    assert json.loads(score.answer or "") == source(document_id)[:1]
+
+
 def test_the_metrics_count_each_case_once(live_log: EvalLog) -> None:
     assert live_log.results is not None
     metrics = {
@@ -206,13 +257,13 @@ def test_the_metrics_count_each_case_once(live_log: EvalLog) -> None:
     }
     passed_membership = sum(1 for _, _, e in CASES.values() if e[0][0])
     passed_order = sum(1 for _, _, e in CASES.values() if e[0][1])
-    assert (passed_membership, passed_order) == (6, 5)
-    assert metrics[("membership", "accuracy")] == pytest.approx(6 / 12)
-    assert metrics[("order", "accuracy")] == pytest.approx(5 / 12)
-    assert metrics[("ordered_extraction", "duplicate-id")] == 1
-    assert metrics[("ordered_extraction", "unreadable")] == 3
+    assert (passed_membership, passed_order) == (9, 8)
+    assert metrics[("membership", "accuracy")] == pytest.approx(9 / 20)
+    assert metrics[("order", "accuracy")] == pytest.approx(8 / 20)
+    assert metrics[("ordered_extraction", "duplicate-id")] == 2
+    assert metrics[("ordered_extraction", "unreadable")] == 6
     (headline,) = [s for s in live_log.results.scores if s.name == "membership"]
-    assert headline.scored_samples == 12
+    assert headline.scored_samples == 20
 
 
 def test_each_sample_is_one_document(live_log: EvalLog) -> None:
@@ -340,6 +391,41 @@ def test_your_own_documents_become_the_samples(tmp_path: Path) -> None:
     assert values == {
         "d1": {"membership": True, "order": True},
         "d2": {"membership": True, "order": False},
+    }
+
+
+def test_a_one_id_document_may_be_answered_with_the_id_alone(tmp_path: Path) -> None:
+    """A lone ID is read when it holds a digit. One without a digit is
+    unreadable alone (it could be a one-word reply like "None"), and read
+    when given as a JSON array."""
+    documents = {
+        # id: (text, its one ID, the reply)
+        "digit": ("Only MSCU1234565 was loaded.", "MSCU1234565", "MSCU1234565"),
+        "no-digit": ("Only req-ebafad failed.", "req-ebafad", "req-ebafad"),
+        "no-digit-json": ("Only req-bfedec failed.", "req-bfedec", '["req-bfedec"]'),
+    }
+    dataset = write_documents(
+        tmp_path / "docs.jsonl",
+        [
+            {"id": i, "text": text, "source": [one_id], "target": "IDs"}
+            for i, (text, one_id, _) in documents.items()
+        ],
+    )
+    log = run_live(
+        {i: [reply] for i, (_, _, reply) in documents.items()},
+        tmp_path,
+        texts={i: text for i, (text, _, _) in documents.items()},
+        task_args={"dataset": dataset},
+    )
+    graded = {}
+    for document_id in documents:
+        score = (sample_of(log, document_id).scores or {})["ordered_extraction"]
+        graded[document_id] = (score.value, (score.metadata or {})["read_as"])
+    both = {"membership": True, "order": True}
+    assert graded == {
+        "digit": (both, "single-id"),
+        "no-digit": ({"membership": False, "order": False}, None),
+        "no-digit-json": (both, "json"),
     }
 
 

@@ -1,6 +1,6 @@
 """Reading a model's answer text as a list of IDs.
 
-Three readings are tried, in this order; the first that applies is the
+These readings are tried, in this order; the first that applies is the
 answer, and the scorer records which one in `Score.metadata["read_as"]`.
 
 1. `"json"`: the one JSON array of strings anywhere in the text, also
@@ -13,21 +13,33 @@ answer, and the scorer records which one in `Score.metadata["read_as"]`.
    make. A JSON array may carry any string as an ID.
 2. `"lines"`: otherwise, one ID per line, when the text has two or more
    non-blank lines and every one of them is a bare ID (below).
-3. `"commas"`: otherwise, a comma-separated list of bare IDs on one line,
+3. `"lines-with-periods"`: otherwise, the same list with a period at the
+   end of every line (`"- A.\\n- B."`); that one period is dropped from
+   each line.
+4. `"lead-in-lines"` and `"lead-in-lines-with-periods"`: otherwise, one
+   lead-in line ending in `:` (`"Here are the IDs:"`), then the rest of
+   the text read as 2 or 3 would read it on its own.
+5. `"commas"`: otherwise, a comma-separated list of bare IDs on one line,
    with at least one comma.
+6. `"single-id"`: otherwise, a text that is one bare ID and nothing else
+   (a code fence aside), holding at least one digit (`"MSCU1234565"`,
+   `"smith2019a"`).
 
-The bare-list readings (2 and 3) are tried only when the text holds no JSON
-array or object at all; they remove exactly this and nothing else:
+The bare-list readings (2 to 6) are tried only when the text holds no
+JSON array or object at all; they remove exactly this and nothing else:
 
 - whitespace around the whole text, around each line, and (commas) around
   each item; blank lines;
-- in the one-ID-per-line reading, one list marker at the start of each
+- in the one-ID-per-line readings, one list marker at the start of each
   line, when whitespace follows it: `-`, `*`, `+`, `•`, or a number
   followed by `.` or `)` (`1.`, `12)`). The numbers are not read: the
   order of the lines is the answer's order. A marker can never be part of
   a bare ID, since a bare ID holds no whitespace;
-- a code fence around the whole text: a first line of three or more
-  backticks (with or without a language name) and a last line of backticks.
+- a code fence around the whole list: a first line of three or more
+  backticks (with or without a language name) and a last line of
+  backticks; after a lead-in, around the rest of the text;
+- in the `-with-periods` readings, the one final period of each line;
+  in the `lead-in-` readings, the lead-in line.
 
 Nothing else is changed: no case folding, no change inside an ID, no
 sorting, no removal of repeats (a repeated ID fails as a repeated ID).
@@ -38,10 +50,33 @@ So a bare ID has no whitespace, no quotes, brackets, commas or
 semicolons, and does not end in sentence punctuation. That is what tells
 a list from prose: "I'm sorry, I can't help with that" is one line of
 words, not a list of two IDs, and a sentence ending in "." is not an ID.
-For the same reason a single bare word (one line, no comma) is not read
-as a one-ID list: it cannot be told from a one-word reply such as "None"
-or "Sorry". An ID outside these rules (one with a space, say) can still
-be answered, as a JSON array, which is what the prompt asks for.
+An ID outside these rules (one with a space, say) can still be answered,
+as a JSON array, which is what the prompt asks for.
+
+Why the later readings are safe, given that rule:
+
+- A dropped period or lead-in can never be (part of) an ID the other
+  readings would have read: a bare ID ends in a letter, digit or `_`,
+  never in `.` or `:`. So these readings only read texts that were
+  otherwise unreadable, and an ID that truly ends in `.` (answered bare,
+  it was unreadable before) now fails membership instead: a failure
+  either way, so the rule costs no answer anything it was owed.
+- Periods are dropped only when every line ends in one: that is a
+  model's list style. A period on some lines only is a sentence among the
+  IDs ("A\\nB\\nDone."), and the text stays unreadable.
+- A lead-in is exactly one line, and the list after it must pass the
+  same test as on its own (two or more lines, each a bare ID), so no
+  sentence is read as an ID. A second line before the list, any line
+  after it, a single line after the lead-in ("Result:\\nNone found") or a
+  lead-in before a comma list is not read: those are prose as often as
+  lists, and telling which is the guess we refuse to make.
+- A single ID is the weakest evidence of a list, so nothing around it is
+  removed (a list marker or a final period makes it unreadable), and it
+  must hold a digit. One-word non-answers ("None", "N/A", "Sorry",
+  "unknown", "nil", and their like in other languages) hold none, while
+  most IDs hold one: container and ticket numbers, citation keys with a
+  year, DOIs, most hashes. A one-ID answer without a digit is answered as
+  a JSON array, as the prompt asks.
 
 What is never done is guessing: a text that fits none of the readings is
 an `UnreadableAnswer`, and the scorer fails it on both criteria, so a model
@@ -58,7 +93,15 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
-ReadAs = Literal["json", "lines", "commas"]
+ReadAs = Literal[
+    "json",
+    "lines",
+    "lines-with-periods",
+    "lead-in-lines",
+    "lead-in-lines-with-periods",
+    "commas",
+    "single-id",
+]
 
 
 class UnreadableAnswer(ValueError):
@@ -86,6 +129,7 @@ _BARE_ID = re.compile(r"\w(?:[\w.:/#-]*\w)?")
 _LIST_MARKER = re.compile(r"(?:[-*+\u2022]|[0-9]+[.)])\s+")
 _FENCE_OPEN = re.compile(r"`{3,}[\w+-]*")
 _FENCE_CLOSE = re.compile(r"`{3,}")
+_DIGIT = re.compile(r"\d")
 _NO_JSON = "no JSON array of string IDs"
 
 
@@ -100,8 +144,12 @@ def read_answer_ids(text: str) -> AnswerReading:
     AnswerReading(ids=['C', 'A', 'B'], read_as='json')
     >>> read_answer_ids("1. C\\n2. A\\n3. B")
     AnswerReading(ids=['C', 'A', 'B'], read_as='lines')
+    >>> read_answer_ids("Here are the IDs:\\n- C.\\n- A.\\n- B.")
+    AnswerReading(ids=['C', 'A', 'B'], read_as='lead-in-lines-with-periods')
     >>> read_answer_ids("C, A, B")
     AnswerReading(ids=['C', 'A', 'B'], read_as='commas')
+    >>> read_answer_ids("INC-0042")
+    AnswerReading(ids=['INC-0042'], read_as='single-id')
 
     Raises `UnreadableAnswer` saying what was found instead.
     """
@@ -167,28 +215,18 @@ def _json_values(text: str) -> tuple[list[list[str]], list[Any]]:
 
 
 def _bare_list(text: str) -> AnswerReading:
-    """One ID per line, or a comma list on one line, of bare IDs only."""
+    """A one-ID-per-line list (perhaps after a lead-in), a comma list on one
+    line, or one ID alone, of bare IDs only."""
     lines = [line.strip() for line in text.strip().split("\n")]
-    fenced = (
-        len(lines) >= 2
-        and _FENCE_OPEN.fullmatch(lines[0]) is not None
-        and _FENCE_CLOSE.fullmatch(lines[-1]) is not None
-    )
-    if fenced:
-        lines = lines[1:-1]
-    lines = [line for line in lines if line]
+    # One line and nothing more is never a lead-in: no list follows it.
+    if len(lines) > 1 and lines[0].endswith(":"):
+        return _list_after_lead_in(lines[0], _content_lines(lines[1:]))
+    lines = _content_lines(lines)
     if not lines:
         raise UnreadableAnswer("the answer text is empty")
-
     if len(lines) >= 2:
-        ids = [_LIST_MARKER.sub("", line, count=1) for line in lines]
-        for number, (line, item) in enumerate(zip(lines, ids, strict=True), 1):
-            if not _BARE_ID.fullmatch(item):
-                raise UnreadableAnswer(
-                    f"{_NO_JSON}, and non-blank line {number} {_quote(line)} is "
-                    "not a bare ID, so the text is not a one-ID-per-line list either"
-                )
-        return AnswerReading(ids, "lines")
+        ids, periods = _one_id_per_line(lines, first_number=1)
+        return AnswerReading(ids, "lines-with-periods" if periods else "lines")
 
     line = lines[0]
     if "," in line:
@@ -202,13 +240,82 @@ def _bare_list(text: str) -> AnswerReading:
                 )
         return AnswerReading(items, "commas")
 
-    if _BARE_ID.fullmatch(_LIST_MARKER.sub("", line, count=1)):
+    if _BARE_ID.fullmatch(line):
+        if _DIGIT.search(line):
+            return AnswerReading([line], "single-id")
         raise UnreadableAnswer(
-            f"{_NO_JSON}; the single word {_quote(line)} is not read as a one-ID "
-            'list, since it cannot be told from a one-word reply such as "None" '
-            "(a one-ID answer must be a JSON array)"
+            f"{_NO_JSON}; the single word {_quote(line)} has no digit, so it is "
+            "not read as a one-ID list: it cannot be told from a one-word reply "
+            'such as "None" or "N/A" (a one-ID answer without a digit must be a '
+            "JSON array)"
+        )
+    unmarked = _LIST_MARKER.sub("", line, count=1)
+    if any(
+        _BARE_ID.fullmatch(candidate) and _DIGIT.search(candidate)
+        for candidate in (unmarked, unmarked.removesuffix("."))
+    ):
+        raise UnreadableAnswer(
+            f"{_NO_JSON}; the single line {_quote(line)} is not read as a one-ID "
+            "list: a lone ID is read only as the whole answer, with no list "
+            "marker or final period"
         )
     raise UnreadableAnswer(f"{_NO_JSON} in the text {_quote(text)}")
+
+
+def _content_lines(lines: list[str]) -> list[str]:
+    """The non-blank lines, without a code fence around them all."""
+    lines = [line for line in lines if line]
+    fenced = (
+        len(lines) >= 2
+        and _FENCE_OPEN.fullmatch(lines[0]) is not None
+        and _FENCE_CLOSE.fullmatch(lines[-1]) is not None
+    )
+    return lines[1:-1] if fenced else lines
+
+
+def _list_after_lead_in(lead_in: str, lines: list[str]) -> AnswerReading:
+    """The list after a lead-in line, which must be readable on its own."""
+    if len(lines) < 2:
+        follows = "one line" if lines else "nothing"
+        raise UnreadableAnswer(
+            f"{_NO_JSON}, and the lead-in line {_quote(lead_in)} is followed by "
+            f"{follows}; a lead-in is read only before a list of two or more "
+            "lines, one ID each"
+        )
+    # The lead-in is line 1, so the numbers in errors are the text's own.
+    ids, periods = _one_id_per_line(lines, first_number=2)
+    return AnswerReading(
+        ids, "lead-in-lines-with-periods" if periods else "lead-in-lines"
+    )
+
+
+def _one_id_per_line(lines: list[str], first_number: int) -> tuple[list[str], bool]:
+    """The ID on each line, and whether a final period was dropped from each.
+
+    Raises `UnreadableAnswer` naming the first line that is no bare ID.
+    """
+    items = [_LIST_MARKER.sub("", line, count=1) for line in lines]
+    # A bare ID never ends in ".": no list reads both with and without them.
+    periods = all(item.endswith(".") for item in items)
+    if periods:
+        items = [item[:-1] for item in items]
+    numbered = enumerate(zip(lines, items, strict=True), first_number)
+    for number, (line, item) in numbered:
+        if _BARE_ID.fullmatch(item):
+            continue
+        if periods:
+            problem = "is not a bare ID, even without its final period"
+        elif item.endswith(".") and _BARE_ID.fullmatch(item[:-1]):
+            problem = (
+                "ends in a period, which is dropped only when every line ends in one"
+            )
+        else:
+            problem = "is not a bare ID"
+        raise UnreadableAnswer(
+            f"{_NO_JSON}, and non-blank line {number} {_quote(line)} {problem}, "
+            "so the text is not a one-ID-per-line list either"
+        )
+    return items, periods
 
 
 def _quote(value: Any, limit: int = 80) -> str:

@@ -97,10 +97,10 @@ def extraction_score(
 
     With `answer_text`, the answer is the model's output and is read from
     it; an unreadable text is the model's failure, and the metadata's
-    `read_as` says which reading found the IDs ("json", "lines",
-    "commas"; None when none did). Without it, `record` already holds the
-    answer (a recorded one, from metadata), an answer of the wrong type is
-    the data's error, and there is no `read_as`.
+    `read_as` says which reading found the IDs (a `ReadAs` name such as
+    "json" or "lines"; None when none did). Without it, `record` already
+    holds the answer (a recorded one, from metadata), an answer of the
+    wrong type is the data's error, and there is no `read_as`.
     """
     if answer_text is None:
         return _answer_value_score(record, read_from)
@@ -218,8 +218,9 @@ def ordered_extraction_scorer(
             array (`Sample(target='["C", "A", "B"]')`).
         answer_key: None (the default) grades the model's output: the one
             JSON array of strings in its text, also inside a code fence or
-            prose; failing that, a bare list of IDs, one per line or
-            comma-separated (see `tracegrade.scorers.answer_parsing`). The
+            prose; failing that, a bare list of IDs, one per line (also
+            after a lead-in line, also ending in periods), comma-separated,
+            or one ID alone (see `tracegrade.scorers.answer_parsing`). The
             score's metadata `read_as` names the reading used. A metadata
             key grades a recorded answer instead, which must be an array
             of strings like any other record field.
