@@ -8,13 +8,12 @@ the state.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 
-from ..core import InvalidRecord, Itemisation, grade_extraction, has_duplicates, itemise
+from ..core import InvalidRecord, grade_extraction, has_duplicates, itemise
 from ..datasets import strict_json_loads
 from .answer_parsing import ReadAs, UnreadableAnswer, read_answer_ids
 from .explain import explain_extraction, explain_invalid, explain_unreadable
@@ -120,25 +119,23 @@ def extraction_score(
     return score
 
 
-def itemisation(result: Any, record: Mapping[str, Any]) -> Itemisation | None:
-    """The `itemised` metadata of a score with this `result` and `record`.
+def _with_itemisation(score: Score) -> Score:
+    """`score` with its metadata `itemised`, which every extraction score has.
 
     Only a grade is itemised. Where the rules refused to grade (a repeated
     ID, an unreadable answer, a data error), the figures would have to
     guess which list the answer or the source was meant to be.
     """
-    if not isinstance(result, dict) or "membership" not in result:
-        return None
-    return itemise(record["source"], record["answer"])
-
-
-def _with_itemisation(score: Score) -> Score:
-    """`score` with its metadata `itemised`, which every extraction score has."""
     # The builders in `outcome` give every score a fresh metadata dict, so
     # it is ours to extend in place.
     metadata = score.metadata
     assert metadata is not None, "outcome's builders always set metadata"
-    metadata["itemised"] = itemisation(metadata["result"], metadata["record"])
+    result = metadata["result"]
+    record = metadata["record"]
+    graded = isinstance(result, dict) and "membership" in result
+    metadata["itemised"] = (
+        itemise(record["source"], record["answer"]) if graded else None
+    )
     return score
 
 
@@ -287,9 +284,4 @@ def ordered_extraction_scorer(
     return score
 
 
-__all__ = [
-    "extraction_score",
-    "itemisation",
-    "ordered_extraction_scorer",
-    "source_from_target",
-]
+__all__ = ["extraction_score", "ordered_extraction_scorer", "source_from_target"]
