@@ -272,10 +272,12 @@ class HeadlessChromium:
         out.write_bytes(base64.b64decode(reply["data"]))
 
 
-# True once every plotly chart on the page has drawn its bars.
+# True once every plotly chart on the page has drawn its bars. The page
+# must have finished loading first: while the parser is still on the
+# later charts, the ones drawn so far would pass on their own.
 CHARTS_DRAWN = """(() => {
   const charts = document.querySelectorAll('.js-plotly-plot');
-  return charts.length > 0 &&
+  return document.readyState === 'complete' && charts.length > 0 &&
     [...charts].every(chart => chart.querySelector('.barlayer .point') !== null);
 })()"""
 
@@ -318,7 +320,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="PNG to write",
     )
     parser.add_argument("--width", type=int, default=1200)
-    parser.add_argument("--height", type=int, default=1215)
+    # Tall enough for the three rows of charts and the first table.
+    parser.add_argument("--height", type=int, default=1680)
     args = parser.parse_args(argv)
     try:
         chromium = find_chromium(args.chromium)

@@ -14,6 +14,7 @@ from plotly.offline import get_plotlyjs
 
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.cli import main
+from tracegrade.report_html import plot_text
 from tracegrade.reporting import (
     Report,
     build_report,
@@ -21,6 +22,7 @@ from tracegrade.reporting import (
     report_tables,
     share_with_interval,
 )
+from tracegrade.scorers.explain import show_id
 
 
 @pytest.fixture(scope="session")
@@ -95,6 +97,35 @@ def test_top_limits_the_missed_ids(log_dir: Path) -> None:
     )
 
 
+def test_terminal_shows_the_most_often_dropped_and_invented_ids(
+    log_dir: Path, report: Report
+) -> None:
+    result = invoke(str(log_dir), "--top", "3")
+    (extraction,) = report.ordered_extraction
+
+    assert result.exit_code == 0, result.output
+    assert "Most often dropped IDs (top 3)" in result.stdout
+    assert "Most often invented IDs (top 3)" in result.stdout
+    for dropped in extraction.dropped[:3]:
+        row = [show_id(dropped.id), str(dropped.dropped), str(dropped.in_source)]
+        assert re.search(r"\s+│\s+".join(map(re.escape, row)), result.stdout), row
+    for invented in extraction.invented[:3]:
+        row = [show_id(invented.id), str(invented.invented), str(extraction.itemised)]
+        assert re.search(r"\s+│\s+".join(map(re.escape, row)), result.stdout), row
+    # Ranked 4th and lower, so --top 3 leaves it out.
+    assert f"│ {show_id(extraction.invented[3].id)} " not in result.stdout
+
+
+def test_json_carries_the_dropped_and_invented_ids(log_dir: Path) -> None:
+    result = invoke(str(log_dir), "--json", "--top", "2")
+
+    (extraction,) = json.loads(result.stdout)["ordered_extraction"]
+    assert len(extraction["dropped"]) == len(extraction["invented"]) == 2
+    assert set(extraction["dropped"][0]) == {"id", "dropped", "in_source"}
+    assert set(extraction["invented"][0]) == {"id", "invented"}
+    assert extraction["itemised"] >= extraction["invented"][0]["invented"]
+
+
 def chart_data(page: str, chart: str) -> list[dict[str, Any]]:
     """The traces plotly is given for the chart div `chart`."""
     call = re.search(rf'Plotly\.newPlot\(\s*"{chart}",\s*', page)
@@ -138,6 +169,12 @@ def test_html_charts_plot_the_report(
     assert missed["y"] == [document.missed for document in stages.missed]
     bars = {trace["name"]: trace for trace in chart_data(page, "chart-extraction")}
     assert bars["gap"]["y"] == [pytest.approx(100 * extraction.gap.share)]
+    (dropped,) = chart_data(page, "chart-dropped")
+    assert dropped["y"] == [d.dropped for d in extraction.dropped]
+    assert dropped["x"] == [plot_text(show_id(d.id)) for d in extraction.dropped]
+    (invented,) = chart_data(page, "chart-invented")
+    assert invented["y"] == [i.invented for i in extraction.invented]
+    assert invented["x"] == [plot_text(show_id(i.id)) for i in extraction.invented]
 
 
 def test_html_and_json_can_be_asked_together(log_dir: Path, tmp_path: Path) -> None:

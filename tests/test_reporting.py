@@ -88,6 +88,10 @@ class ExpectedExtraction:
     membership: int = 0
     order: int = 0
     errors: Counter[tuple[str, str]] = field(default_factory=Counter)
+    itemised: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)
+    in_source: Counter[str] = field(default_factory=Counter)
+    invented: Counter[str] = field(default_factory=Counter)
 
 
 def expected_extraction() -> ExpectedExtraction:
@@ -109,6 +113,12 @@ def expected_extraction() -> ExpectedExtraction:
         expected.graded += 1
         expected.membership += result["membership"]
         expected.order += result["order"]
+        # Only answers graded on membership and order are itemised.
+        source, answer = case.input["source"], case.input["answer"]
+        expected.itemised += 1
+        expected.in_source.update(source)
+        expected.dropped.update(i for i in source if i not in answer)
+        expected.invented.update(i for i in answer if i not in source)
     return expected
 
 
@@ -215,6 +225,69 @@ def test_extraction_figures_match_the_core_on_the_fixture(report: Report) -> Non
         summary.membership.share - summary.order.share  # type: ignore[operator]
     )
     assert error_counts(summary) == expected.errors
+
+
+def ranked(counter: Counter[str], top: int = 10) -> list[tuple[str, int]]:
+    return sorted(counter.items(), key=lambda item: (-item[1], item[0]))[:top]
+
+
+def test_most_often_dropped_and_invented_ids_match_the_fixture(
+    report: Report,
+) -> None:
+    expected = expected_extraction()
+    summary = only_extraction(report)
+
+    assert summary.itemised == expected.itemised
+    assert [(d.id, d.dropped, d.in_source) for d in summary.dropped] == [
+        (document_id, dropped, expected.in_source[document_id])
+        for document_id, dropped in ranked(expected.dropped)
+    ]
+    assert [(i.id, i.invented) for i in summary.invented] == ranked(expected.invented)
+    assert summary.distinct_dropped == len(expected.dropped)
+    assert summary.distinct_invented == len(expected.invented)
+    # The look-alikes stay apart: composed é dropped, decomposed é invented.
+    assert "\u00e9" in {d.id for d in summary.dropped}
+    assert "e\u0301" in {i.id for i in summary.invented}
+
+
+def test_top_limits_dropped_and_invented_ids(
+    offline_logs: OfflineLogs, report: Report
+) -> None:
+    top_two = only_extraction(build_report([offline_logs.extraction], top=2))
+    full = only_extraction(report)
+
+    assert top_two.dropped == full.dropped[:2]
+    assert top_two.invented == full.invented[:2]
+    assert len(top_two.dropped) == len(top_two.invented) == 2
+    assert top_two.distinct_dropped == full.distinct_dropped
+
+
+def without_itemised(source: str, tmp_path: Path) -> str:
+    """A copy of the log `source` as tracegrade wrote it before `itemised`."""
+    log = read_eval_log(source)
+    assert log.samples is not None
+    removed = 0
+    for sample in log.samples:
+        for sample_score in (sample.scores or {}).values():
+            if sample_score.metadata is not None:
+                removed += sample_score.metadata.pop("itemised", None) is not None
+    assert removed == expected_extraction().itemised
+    path = tmp_path / JSON_LOG_NAME.format("before-itemised")
+    write_eval_log(log, str(path))
+    return str(path)
+
+
+def test_a_log_written_before_itemisation_gives_the_same_figures(
+    offline_logs: OfflineLogs, report: Report, tmp_path: Path
+) -> None:
+    old = without_itemised(offline_logs.extraction, tmp_path)
+
+    assert only_extraction(build_report([old])) == only_extraction(report)
+    pooled = only_extraction(build_report([old, offline_logs.extraction]))
+    assert pooled.itemised == 2 * only_extraction(report).itemised
+    assert [(d.id, d.dropped) for d in pooled.dropped] == [
+        (d.id, 2 * d.dropped) for d in only_extraction(report).dropped
+    ]
 
 
 def test_figures_agree_with_the_metrics_inspect_logged(
@@ -381,6 +454,39 @@ def test_order_without_membership_is_refused(
 
     with pytest.raises(ReportError, match=r"'reversed'.*order passes without"):
         build_report([path])
+
+
+@pytest.mark.parametrize(
+    ("metadata_changes", "problem"),
+    [
+        ({"itemised": None}, r"itemised must be an object, got None"),
+        ({"itemised": {"dropped": "C", "invented": []}}, r"got 'C' and \[\]"),
+        ({"record": {"source": ["A", "B", "C"]}}, r"record\.answer, got None"),
+        ({"record": {"answer": ["A", "B"]}}, r"record\.source, got None"),
+    ],
+    ids=["itemised null", "dropped not a list", "no answer", "no source"],
+)
+def test_a_malformed_itemisation_names_the_sample(
+    offline_logs: OfflineLogs,
+    tmp_path: Path,
+    metadata_changes: dict[str, object],
+    problem: str,
+) -> None:
+    log = read_eval_log(offline_logs.extraction)
+    assert log.samples is not None
+    (sample,) = [s for s in log.samples if s.id == "missing-id"]
+    assert sample.scores is not None
+    metadata = dict(sample.scores["ordered_extraction"].metadata or {})
+    if "record" in metadata_changes:
+        # Written before itemisation: the record is all there is to read.
+        del metadata["itemised"]
+    metadata.update(metadata_changes)
+    sample.scores["ordered_extraction"].metadata = metadata
+    path = tmp_path / JSON_LOG_NAME.format("malformed-itemised")
+    write_eval_log(log, str(path))
+
+    with pytest.raises(ReportError, match=rf"'missing-id' epoch 1.*{problem}"):
+        build_report([str(path)])
 
 
 def test_a_directory_without_logs_is_an_error(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import registry_info
 
 import tracegrade
-from tracegrade.core import canonical_json
+from tracegrade.core import canonical_json, itemise
 from tracegrade.datasets import FixtureCase, packaged_fixture, read_fixture_cases
 from tracegrade.scorers import (
     ANSWER_FAILURES,
@@ -285,6 +285,125 @@ def test_error_kinds_are_split_by_side() -> None:
     assert set(DATA_ERRORS).isdisjoint(ANSWER_FAILURES)
     assert "answer-label" in DATA_ERRORS
     assert "duplicate-answer-id" in ANSWER_FAILURES
+
+
+# --- itemised: what exactly a graded answer got wrong -------------------------
+
+
+@pytest.mark.parametrize("case", EXTRACTION_CASES, ids=lambda case: case.id)
+def test_graded_answers_are_itemised_and_nothing_else(case: FixtureCase) -> None:
+    score = extraction_score(dict(case.input), {"source": "s", "answer": "a"})
+    metadata = score.metadata or {}
+    assert case.expected is not None
+
+    if "membership" in case.expected:
+        itemised = itemise(case.input["source"], case.input["answer"])
+        assert metadata["itemised"] == itemised
+        assert score.value == case.expected
+        assert (itemised["first_order_break"] is None) is case.expected["order"]
+    else:
+        # A repeated ID on either side, or a record outside the contract.
+        assert metadata["itemised"] is None
+    # Added beside the other keys; the grade and the result are untouched.
+    assert list(metadata) == ["result", "record", "read_from", "error", "itemised"]
+    canonical_json(metadata)
+    check_case(case, score)
+
+
+def test_the_unrequested_sort_is_itemised_like_the_readme_says() -> None:
+    score = extraction_score({"source": ["C", "A", "B"], "answer": ["A", "B", "C"]}, {})
+
+    assert score.value == {"membership": True, "order": False}
+    assert score.metadata is not None
+    assert score.metadata["result"] == {"membership": True, "order": False}
+    assert score.metadata["itemised"] == {
+        "dropped": [],
+        "invented": [],
+        "first_order_break": 1,
+        "kept_in_order": 2,
+    }
+    assert score.explanation is not None
+    assert "position 1 holds A" in score.explanation
+
+
+@pytest.mark.parametrize(
+    ("source", "answer"),
+    [
+        (["C", "A", "B"], ["A", "B", "C"]),
+        (["A", "B", "C", "D"], ["A", "C", "B", "D"]),
+        (["\u00e9", "e\u0301"], ["e\u0301", "\u00e9"]),
+    ],
+)
+def test_the_first_order_break_is_the_position_the_explanation_names(
+    source: list[str], answer: list[str]
+) -> None:
+    score = extraction_score({"source": source, "answer": answer}, {})
+    assert score.metadata is not None
+    position = score.metadata["itemised"]["first_order_break"]
+
+    assert score.explanation is not None
+    assert f"position {position} holds" in score.explanation
+
+
+def test_an_answer_read_from_output_is_itemised_as_read() -> None:
+    score = extraction_score(
+        {"source": ["C", "A", "B"]}, {}, answer_text="- C\n- B\n- X"
+    )
+
+    assert score.metadata is not None
+    assert score.metadata["record"]["answer"] == ["C", "B", "X"]
+    assert score.metadata["itemised"] == {
+        "dropped": ["A"],
+        "invented": ["X"],
+        "first_order_break": 2,
+        "kept_in_order": 2,
+    }
+    assert list(score.metadata) == [
+        "result",
+        "record",
+        "read_from",
+        "error",
+        "itemised",
+        "read_as",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("record", "answer_text", "reason"),
+    [
+        ({"source": ["C", "A", "B"]}, "I cannot find any IDs.", "unreadable-answer"),
+        ({"source": ["C", "A", "B"]}, '["C", "A", "A"]', "duplicate-answer-id"),
+        ({"source": ["A", "A"]}, '["A"]', "duplicate-source-id"),
+        ({"source": ["A", 1]}, '["A"]', "invalid-input"),
+    ],
+)
+def test_answers_the_rules_do_not_grade_are_not_itemised(
+    record: dict[str, Any], answer_text: str, reason: str
+) -> None:
+    score = extraction_score(record, {}, answer_text=answer_text)
+
+    assert score.reason == reason
+    assert score.metadata is not None
+    assert score.metadata["itemised"] is None
+
+
+def test_a_broken_target_source_carries_itemised_none() -> None:
+    state = task_state({}, completion='["C"]', target="C, A, B")
+    score = run(ordered_extraction_scorer(source_key=None), state)
+
+    assert score.reason == "invalid-input"
+    assert score.metadata is not None
+    assert score.metadata["itemised"] is None
+
+
+def test_a_large_reversed_answer_is_itemised() -> None:
+    source = [f"ID-{index:05d}" for index in range(10_000)]
+    answer = source[::-1]
+    score = extraction_score({"source": source, "answer": answer}, {})
+
+    assert score.value == {"membership": True, "order": False}
+    assert score.metadata is not None
+    assert score.metadata["itemised"]["kept_in_order"] == 1
 
 
 # --- reading the answer text --------------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,8 @@ STAGE_COLOURS = {
     "unresolved": "#9a9a9a",
 }
 CRITERION_COLOURS = {"membership": "#1f77b4", "order": "#17becf", "gap": "#9467bd"}
+ID_COLOURS = {"dropped": "#8c564b", "invented": "#e377c2"}
+_WHOLE_TICKS_UP_TO = 10
 _PLOT_CONFIG = {"displaylogo": False, "responsive": True}
 _LAYOUT: dict[str, Any] = {
     "template": "plotly_white",
@@ -125,41 +128,121 @@ def stages_figure(summaries: Sequence[StageSummary]) -> Any:
     return figure
 
 
-def missed_figure(summaries: Sequence[StageSummary], top: int) -> Any:
-    """Miss counts of the most often missing IDs, one bar series per task and model."""
+@dataclass(frozen=True)
+class _IdBars:
+    """One bar series of ID counts: a task and model's top IDs."""
+
+    name: str
+    ids: list[str]
+    counts: list[int]
+    hover: list[str]
+
+
+def _id_figure(
+    series: Sequence[_IdBars],
+    colour: str,
+    title: str,
+    subtitle: str,
+    axis_titles: tuple[str, str],
+) -> Any:
+    """Counts of the top IDs, one bar series per task and model."""
     figure = go.Figure()
-    for s in summaries:
+    for bars in series:
         figure.add_trace(
             go.Bar(
-                name=plot_text(f"{s.model} {task_label(s)}"),
-                x=[plot_text(show_id(document.id)) for document in s.missed],
-                y=[document.missed for document in s.missed],
-                text=[str(document.missed) for document in s.missed],
+                name=plot_text(bars.name),
+                x=[plot_text(show_id(document_id)) for document_id in bars.ids],
+                y=bars.counts,
+                text=[str(count) for count in bars.counts],
                 textposition="outside",
-                customdata=[
-                    f"missed in {d.missed} of {d.required} runs that required it"
-                    for d in s.missed
-                ],
+                customdata=bars.hover,
                 hovertemplate="%{x}: %{customdata}<extra></extra>",
-                # One series: the colour of retrieval, the stage a miss causes.
-                marker_color=STAGE_COLOURS["retrieval"]
-                if len(summaries) == 1
-                else None,
+                # One series: the figure's own colour; several: plotly's.
+                marker_color=colour if len(series) == 1 else None,
             )
         )
     figure.update_layout(
         _LAYOUT,
-        title=_title(
-            f"Most often missing document IDs (top {top})",
-            "diagnosed runs whose context lacked the required ID",
-        ),
+        title=_title(title, subtitle),
         barmode="group",
-        showlegend=len(summaries) > 1,
-        # IDs such as "01" and "1" are different documents, not numbers.
-        xaxis={"type": "category", "title": "document ID"},
-        yaxis={"title": "diagnosed runs missing it"},
+        showlegend=len(series) > 1,
+        # IDs such as "01" and "1" are different IDs, not numbers.
+        xaxis={"type": "category", "title": axis_titles[0]},
+        yaxis={"title": axis_titles[1]},
     )
+    most = max((count for bars in series for count in bars.counts), default=0)
+    if most <= _WHOLE_TICKS_UP_TO:
+        # Counts are whole: no tick at 0.5 runs when the bars are short.
+        figure.update_yaxes(tick0=0, dtick=1)
     return figure
+
+
+def missed_figure(summaries: Sequence[StageSummary], top: int) -> Any:
+    """Miss counts of the most often missing IDs, one bar series per task and model."""
+    return _id_figure(
+        [
+            _IdBars(
+                f"{s.model} {task_label(s)}",
+                [d.id for d in s.missed],
+                [d.missed for d in s.missed],
+                [
+                    f"missed in {d.missed} of {d.required} runs that required it"
+                    for d in s.missed
+                ],
+            )
+            for s in summaries
+        ],
+        # The colour of retrieval, the stage a miss causes.
+        STAGE_COLOURS["retrieval"],
+        f"Most often missing document IDs (top {top})",
+        "diagnosed runs whose context lacked the required ID",
+        ("document ID", "diagnosed runs missing it"),
+    )
+
+
+def dropped_figure(summaries: Sequence[ExtractionSummary], top: int) -> Any:
+    """How often itemised answers left out each of the most often dropped IDs."""
+    return _id_figure(
+        [
+            _IdBars(
+                f"{s.model} {task_label(s)}",
+                [d.id for d in s.dropped],
+                [d.dropped for d in s.dropped],
+                [
+                    f"dropped by {d.dropped} of {d.in_source} itemised answers "
+                    "whose source held it"
+                    for d in s.dropped
+                ],
+            )
+            for s in summaries
+        ],
+        ID_COLOURS["dropped"],
+        f"Most often dropped IDs (top {top})",
+        "itemised answers that left out the source ID",
+        ("ID", "answers dropping it"),
+    )
+
+
+def invented_figure(summaries: Sequence[ExtractionSummary], top: int) -> Any:
+    """How often itemised answers held each of the most often invented IDs."""
+    return _id_figure(
+        [
+            _IdBars(
+                f"{s.model} {task_label(s)}",
+                [i.id for i in s.invented],
+                [i.invented for i in s.invented],
+                [
+                    f"invented by {i.invented} of {s.itemised} itemised answers"
+                    for i in s.invented
+                ],
+            )
+            for s in summaries
+        ],
+        ID_COLOURS["invented"],
+        f"Most often invented IDs (top {top})",
+        "itemised answers holding an ID their source did not",
+        ("ID", "answers inventing it"),
+    )
 
 
 def extraction_figure(summaries: Sequence[ExtractionSummary]) -> Any:
@@ -250,9 +333,13 @@ def render_html(report: Report) -> str:
             _chart(missed_figure(report.stage_diagnosis, report.top), "missed")
         )
     if report.ordered_extraction:
-        charts.append(
-            _chart(extraction_figure(report.ordered_extraction), "extraction")
-        )
+        extraction = report.ordered_extraction
+        charts.append(_chart(extraction_figure(extraction), "extraction"))
+        # Like the tables, an ID chart with no IDs to show is left out.
+        if any(s.dropped for s in extraction):
+            charts.append(_chart(dropped_figure(extraction, report.top), "dropped"))
+        if any(s.invented for s in extraction):
+            charts.append(_chart(invented_figure(extraction, report.top), "invented"))
     if len(charts) % 2:
         charts[-1] = charts[-1].replace('class="chart"', 'class="chart wide"', 1)
     samples = sum(log.samples for log in report.logs)
@@ -291,7 +378,9 @@ def write_html(report: Report, path: Path) -> None:
 
 
 __all__ = [
+    "dropped_figure",
     "extraction_figure",
+    "invented_figure",
     "missed_figure",
     "render_html",
     "stages_figure",

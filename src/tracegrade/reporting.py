@@ -16,6 +16,11 @@ Choices a reader of the figures needs to know:
   a grade; answer failures count as failed grades, as in the metrics.
 - Intervals are 95% Wilson score intervals, which stay inside [0, 1] and
   behave at 0 and n successes where the normal approximation does not.
+- The most often dropped and invented IDs come from each graded answer's
+  `itemised` metadata. Answers the rules did not grade (a repeated ID, an
+  unreadable answer) have none and are not counted. A score logged before
+  tracegrade wrote `itemised` is itemised from its `record`, by the same
+  definitions, so old and new logs give the same figures and pool.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from urllib.parse import unquote, urlparse
 
 from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
 
+from .core.itemise import dropped_ids, invented_ids
 from .scorers.explain import show_id
 from .scorers.metrics import STAGES
 
@@ -122,6 +128,31 @@ class MissedDocument:
 
 
 @dataclass(frozen=True)
+class DroppedID:
+    """How often itemised answers left out a source ID.
+
+    `in_source` counts the itemised answers whose source held it, as
+    `MissedDocument.required` does for a missed document.
+    """
+
+    id: str
+    dropped: int
+    in_source: int
+
+
+@dataclass(frozen=True)
+class InventedID:
+    """How often itemised answers held an ID their source did not.
+
+    An invented ID is in no source, so its share is of all itemised
+    answers (`ExtractionSummary.itemised`).
+    """
+
+    id: str
+    invented: int
+
+
+@dataclass(frozen=True)
 class StageSummary:
     """Stage diagnosis figures for one task, model and scorer.
 
@@ -166,6 +197,11 @@ class ExtractionSummary:
     order: Proportion
     gap: Proportion
     errors: list[ErrorCount]
+    itemised: int
+    dropped: list[DroppedID]
+    invented: list[InventedID]
+    distinct_dropped: int
+    distinct_invented: int
 
 
 @dataclass(frozen=True)
@@ -292,6 +328,10 @@ class _ExtractionCounts:
     order: int = 0
     kept_not_ordered: int = 0
     errors: Counter[tuple[str, str]] = field(default_factory=Counter)
+    itemised: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)
+    in_source: Counter[str] = field(default_factory=Counter)
+    invented: Counter[str] = field(default_factory=Counter)
 
 
 _GroupKey = tuple[str, str, str]
@@ -360,7 +400,7 @@ class _Aggregate:
                 for key, counts in sorted(self.stage.items())
             ],
             ordered_extraction=[
-                _extraction_summary(key, counts)
+                _extraction_summary(key, counts, top)
                 for key, counts in sorted(self.extraction.items())
             ],
         )
@@ -458,6 +498,53 @@ def _count_extraction(
     counts.membership += membership
     counts.order += order
     counts.kept_not_ordered += membership and not order
+    itemised = _dropped_and_invented(metadata, where)
+    if itemised is None:
+        return
+    source, dropped, invented = itemised
+    counts.itemised += 1
+    counts.in_source.update(source)
+    counts.dropped.update(dropped)
+    counts.invented.update(invented)
+
+
+def _dropped_and_invented(
+    metadata: Mapping[str, Any], where: _Where
+) -> tuple[list[str], list[str], list[str]] | None:
+    """The graded source, and the IDs the answer dropped and invented.
+
+    None for a score with no grade to itemise. A score logged before
+    `itemised` existed is itemised from its record.
+    """
+    result = metadata["result"]
+    if not isinstance(result, dict) or "membership" not in result:
+        return None
+    record = metadata["record"]
+    source = record.get("source") if isinstance(record, dict) else None
+    answer = record.get("answer") if isinstance(record, dict) else None
+    if not _is_id_list(source):
+        raise where.fail(
+            f"a graded score needs the ID list record.source, got {source!r}"
+        )
+    if "itemised" not in metadata:
+        if not _is_id_list(answer):
+            raise where.fail(
+                f"a graded score needs the ID list record.answer, got {answer!r}"
+            )
+        return source, dropped_ids(source, answer), invented_ids(source, answer)
+    itemised = metadata["itemised"]
+    if not isinstance(itemised, dict):
+        raise where.fail(
+            f"a graded score's metadata itemised must be an object, got {itemised!r}"
+        )
+    dropped = itemised.get("dropped")
+    invented = itemised.get("invented")
+    if not _is_id_list(dropped) or not _is_id_list(invented):
+        raise where.fail(
+            "metadata itemised needs the ID lists dropped and invented, "
+            f"got {dropped!r} and {invented!r}"
+        )
+    return source, dropped, invented
 
 
 def _error_counts(errors: Counter[tuple[str, str]]) -> list[ErrorCount]:
@@ -471,8 +558,7 @@ def _error_counts(errors: Counter[tuple[str, str]]) -> list[ErrorCount]:
 def _stage_summary(key: _GroupKey, counts: _StageCounts, top: int) -> StageSummary:
     task, model, scorer = key
     diagnosed = sum(counts.stages.values())
-    # Most missed first; ties in code point order, so the list is stable.
-    ranked = sorted(counts.missed.items(), key=lambda item: (-item[1], item[0]))
+    ranked = _ranked(counts.missed)
     return StageSummary(
         task=task,
         model=model,
@@ -494,8 +580,17 @@ def _stage_summary(key: _GroupKey, counts: _StageCounts, top: int) -> StageSumma
     )
 
 
-def _extraction_summary(key: _GroupKey, counts: _ExtractionCounts) -> ExtractionSummary:
+def _ranked(counter: Counter[str]) -> list[tuple[str, int]]:
+    """Most frequent first; ties in code point order, so the list is stable."""
+    return sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _extraction_summary(
+    key: _GroupKey, counts: _ExtractionCounts, top: int
+) -> ExtractionSummary:
     task, model, scorer = key
+    dropped = _ranked(counts.dropped)
+    invented = _ranked(counts.invented)
     return ExtractionSummary(
         task=task,
         model=model,
@@ -508,6 +603,16 @@ def _extraction_summary(key: _GroupKey, counts: _ExtractionCounts) -> Extraction
         order=Proportion.of(counts.order, counts.graded),
         gap=Proportion.of(counts.kept_not_ordered, counts.graded),
         errors=_error_counts(counts.errors),
+        itemised=counts.itemised,
+        dropped=[
+            DroppedID(document_id, times, counts.in_source[document_id])
+            for document_id, times in dropped[:top]
+        ],
+        invented=[
+            InventedID(document_id, times) for document_id, times in invented[:top]
+        ],
+        distinct_dropped=len(dropped),
+        distinct_invented=len(invented),
     )
 
 
@@ -666,6 +771,7 @@ def report_tables(report: Report) -> list[Table]:
                 rows=missed_rows,
             )
         )
+    tables.extend(_extraction_id_tables(report))
     if report.ordered_extraction:
         tables.append(
             Table(
@@ -712,10 +818,78 @@ def report_tables(report: Report) -> list[Table]:
     return tables
 
 
+def _extraction_id_tables(report: Report) -> list[Table]:
+    """The most often dropped and invented IDs, beside the most missed."""
+    summaries = report.ordered_extraction
+    tables: list[Table] = []
+    dropped_rows = [
+        [
+            task_label(s),
+            s.model,
+            show_id(dropped.id),
+            str(dropped.dropped),
+            str(dropped.in_source),
+            percent(dropped.dropped / dropped.in_source),
+        ]
+        for s in summaries
+        for dropped in s.dropped
+    ]
+    if dropped_rows:
+        distinct = "; ".join(
+            f"{s.distinct_dropped} in {task_label(s)}, {s.model}" for s in summaries
+        )
+        tables.append(
+            Table(
+                key="dropped",
+                title=f"Most often dropped IDs (top {report.top})",
+                caption="dropped: itemised answers that left out the source "
+                "ID; in source: itemised answers whose source held it. "
+                "Itemised: graded answers except those that repeat an ID or "
+                "cannot be read, which fail both criteria with nothing "
+                f"compared. Distinct IDs ever dropped: {distinct}.",
+                columns=["task", "model", "ID", "dropped", "in source", "rate"],
+                numeric=[False, False, False, True, True, True],
+                rows=dropped_rows,
+            )
+        )
+    invented_rows = [
+        [
+            task_label(s),
+            s.model,
+            show_id(invented.id),
+            str(invented.invented),
+            str(s.itemised),
+            percent(invented.invented / s.itemised),
+        ]
+        for s in summaries
+        for invented in s.invented
+    ]
+    if invented_rows:
+        distinct = "; ".join(
+            f"{s.distinct_invented} in {task_label(s)}, {s.model}" for s in summaries
+        )
+        tables.append(
+            Table(
+                key="invented",
+                title=f"Most often invented IDs (top {report.top})",
+                caption="invented: itemised answers that held the ID though "
+                "their source did not; of: all itemised answers (graded, "
+                "neither repeating an ID nor unreadable). Distinct IDs ever "
+                f"invented: {distinct}.",
+                columns=["task", "model", "ID", "invented", "of", "rate"],
+                numeric=[False, False, False, True, True, True],
+                rows=invented_rows,
+            )
+        )
+    return tables
+
+
 __all__ = [
     "CONFIDENCE",
+    "DroppedID",
     "ErrorCount",
     "ExtractionSummary",
+    "InventedID",
     "LogSummary",
     "MissedDocument",
     "Proportion",

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     default=10,
     show_default=True,
     type=click.IntRange(min=1),
-    help="How many of the most often missing document IDs to show.",
+    help="How many of the most often missing, dropped and invented IDs to show.",
 )
 @click.option(
     "--html",
@@ -60,8 +60,9 @@ def report(
     Reads the stage_diagnosis and ordered_extraction scores in each LOG
     (.eval or .json, from `inspect eval` or `tracegrade score`) or in every
     log under each DIR, and shows per task and model: stage shares, lucky
-    answers, errors by kind, the most often missing document IDs, and
-    membership versus order accuracy with their gap.
+    answers, errors by kind, the most often missing document IDs, the IDs
+    extraction answers most often dropped and invented, and membership
+    versus order accuracy with their gap.
 
     Runs are counted per sample-epoch (a sample run for 3 epochs counts 3
     times); logs of the same task and model are pooled. Intervals are 95%

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..core import ExtractionResult, InvalidRecord, StageResult
+from ..core.itemise import dropped_ids, first_order_break, invented_ids
 
 _PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/#-]*")
 _LISTED = 5
@@ -115,19 +116,16 @@ def explain_extraction(
     if result["order"]:
         return "Every source ID is kept, in source order."
     if result["membership"]:
-        # Membership holds, so the lists have the same length.
-        position = next(
-            i for i, (s, a) in enumerate(zip(source, answer, strict=True)) if s != a
-        )
+        # The same position as the metadata's `first_order_break`.
+        position = first_order_break(source, answer)
+        assert position is not None, "order failed, so the lists differ"
         return (
-            f"Every ID remains, but position {position + 1} holds "
-            f"{show_id(answer[position])} where the source has "
-            f"{show_id(source[position])}: the source order is lost."
+            f"Every ID remains, but position {position} holds "
+            f"{show_id(answer[position - 1])} where the source has "
+            f"{show_id(source[position - 1])}: the source order is lost."
         )
-    kept = set(answer)
-    allowed = set(source)
-    missing = [document_id for document_id in source if document_id not in kept]
-    extra = [document_id for document_id in answer if document_id not in allowed]
+    missing = dropped_ids(source, answer)
+    extra = invented_ids(source, answer)
     changes = []
     if missing:
         changes.append(f"misses {list_ids(missing)}")

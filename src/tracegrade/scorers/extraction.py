@@ -13,7 +13,7 @@ from typing import Any
 from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 
-from ..core import InvalidRecord, grade_extraction, has_duplicates
+from ..core import InvalidRecord, grade_extraction, has_duplicates, itemise
 from ..lines import strict_json_loads
 from .answer_parsing import ReadAs, UnreadableAnswer, read_answer_ids
 from .explain import explain_extraction, explain_invalid, explain_unreadable
@@ -103,7 +103,7 @@ def extraction_score(
     wrong type is the data's error, and there is no `read_as`.
     """
     if answer_text is None:
-        return _answer_value_score(record, read_from)
+        return _with_itemisation(_answer_value_score(record, read_from))
     try:
         reading = read_answer_ids(answer_text)
     except UnreadableAnswer as unreadable:
@@ -112,9 +112,30 @@ def extraction_score(
     else:
         score = _answer_value_score({**record, "answer": reading.ids}, read_from)
         read_as = reading.read_as
+    score = _with_itemisation(score)
     # Set on the score, not built into `graded`, because only answers
     # read from output text have a reading; recorded answers have none.
     score.metadata = {**(score.metadata or {}), "read_as": read_as}
+    return score
+
+
+def _with_itemisation(score: Score) -> Score:
+    """`score` with its metadata `itemised`, which every extraction score has.
+
+    Only a grade is itemised. Where the rules refused to grade (a repeated
+    ID, an unreadable answer, a data error), the figures would have to
+    guess which list the answer or the source was meant to be.
+    """
+    # The builders in `outcome` give every score a fresh metadata dict, so
+    # it is ours to extend in place.
+    metadata = score.metadata
+    assert metadata is not None, "outcome's builders always set metadata"
+    result = metadata["result"]
+    record = metadata["record"]
+    graded = isinstance(result, dict) and "membership" in result
+    metadata["itemised"] = (
+        itemise(record["source"], record["answer"]) if graded else None
+    )
     return score
 
 
@@ -209,8 +230,10 @@ def ordered_extraction_scorer(
     output with no readable ID list fails both criteria (the reason names
     which), so a model cannot escape grading with a broken answer. A
     repeated source ID or a record outside the contract is a data error:
-    `Score.unscored`, counted neither way. See `tracegrade.scorers.outcome`
-    for the metadata every score carries.
+    `Score.unscored`, counted neither way. A graded answer's metadata
+    `itemised` lists the IDs it dropped and invented, where its order first
+    breaks and how many IDs it kept in order. See
+    `tracegrade.scorers.outcome` for the metadata every score carries.
 
     Args:
         source_key: Sample metadata key of the source IDs, in source order.
@@ -246,7 +269,9 @@ def ordered_extraction_scorer(
             try:
                 record["source"] = source_from_target(target)
             except InvalidRecord as invalid:
-                return _invalid(invalid, state.output.completion, record, read_from)
+                return _with_itemisation(
+                    _invalid(invalid, state.output.completion, record, read_from)
+                )
         elif source_key in metadata:
             record["source"] = metadata[source_key]
         if answer_key is None:

@@ -27,6 +27,29 @@
   for failures of the model's answer (the score fails both extraction
   criteria, so a model cannot escape grading).
 
+Extraction scores also carry `itemised`: where exactly a graded answer
+went wrong, as `tracegrade.core.itemise` defines it, for the lists in
+`record`:
+
+- `dropped`: the source IDs absent from the answer, in source order;
+- `invented`: the answer IDs absent from the source, in answer order;
+- `first_order_break`: the first 1-based position where answer and source
+  differ (the "position 2" of the explanation), a list that ends early
+  differing at the position after its end; `None` when the lists are
+  equal, which is exactly when order passes;
+- `kept_in_order`: the length of the longest common subsequence of source
+  and answer, the most source IDs kept in source order.
+
+`itemised` is `None` whenever `result` is not a grade: a repeated ID on
+either side (`{"error": "duplicate-id"}`), an answer text with no readable
+ID list, and every data error. The rules refuse to grade those lists, and
+itemising them would mean guessing which list was meant, e.g. reading an
+unreadable answer as an empty one. The key is absent, rather than `None`,
+on `tracegrade score`'s placeholder for a line that is not a record (a
+data error with an empty `record`) and in logs written before `itemised`
+existed; `tracegrade report` itemises the graded scores of such logs from
+`record`, which gives the same figures.
+
 Error kinds: data side `answer-label`, `invalid-input`,
 `duplicate-source-id`; answer side `duplicate-answer-id`,
 `unreadable-answer`.

@@ -1,0 +1,257 @@
+"""The itemisation of an extraction answer: worked examples and brute force.
+
+The worked examples are the packaged cases the rules grade, each figure
+worked out by hand. The property tests hold the fast implementation to
+definitions a reader can check at a glance: list scans for dropped,
+invented and the first break, and the textbook O(n * m) dynamic programme
+for the longest common subsequence.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from typing import Final
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracegrade.core import Itemisation, grade_extraction, itemise
+from tracegrade.core.itemise import (
+    dropped_ids,
+    first_order_break,
+    invented_ids,
+    kept_in_order,
+)
+from tracegrade.datasets import packaged_fixture, read_fixture_cases
+
+GRADED_CASES = {
+    case.id: case
+    for case in read_fixture_cases(packaged_fixture("ordered_extraction.jsonl"))
+    if case.expected is not None and "membership" in case.expected
+}
+
+# Case id: (dropped, invented, first_order_break, kept_in_order).
+WORKED: Final[dict[str, tuple[list[str], list[str], int | None, int]]] = {
+    # C,A,B sorted to A,B,C: nothing lost, position 1 already wrong, and
+    # A,B is the longest stretch still in source order.
+    "unrequested-sort": ([], [], 1, 2),
+    "source-order-retained": ([], [], None, 3),
+    # The answer ends at position 3, where the source still has C.
+    "missing-id": (["C"], [], 3, 2),
+    "extra-id": ([], ["C"], 3, 2),
+    "substituted-id": (["C"], ["D"], 3, 2),
+    # A reversal keeps no two IDs in order; a rotation keeps all but one.
+    "reversed": ([], [], 1, 1),
+    "rotated": ([], [], 1, 2),
+    "one-swap": ([], [], 2, 3),
+    "alphabetised-numeric-strings": ([], [], 2, 2),
+    "single-id-exact": ([], [], None, 1),
+    "both-empty": ([], [], None, 0),
+    "source-empty-answer-not": ([], ["A"], 1, 0),
+    "answer-empty-source-not": (["A"], [], 1, 0),
+    "case-variants-distinct": ([], [], None, 2),
+    "whitespace-variants-distinct": ([], [], None, 2),
+    "nfc-nfd-distinct": ([], [], None, 2),
+    "nfc-nfd-swapped": ([], [], 1, 1),
+    "nfd-answer-for-nfc-source": (["\u00e9"], ["e\u0301"], 1, 0),
+    "case-substituted": (["a"], ["A"], 1, 0),
+    "whitespace-not-trimmed": (["A"], [" A"], 1, 0),
+    "astral-ids-exact": ([], [], None, 2),
+    "astral-ids-swapped": ([], [], 1, 1),
+    "numeric-strings-swapped": ([], [], 1, 1),
+    "numeric-strings-exact": ([], [], None, 2),
+    "leading-zero-distinct": ([], [], None, 2),
+    "empty-string-id-kept": ([], [], None, 2),
+    "empty-string-id-dropped": ([""], [], 1, 1),
+}
+
+
+def test_every_graded_packaged_case_has_a_worked_example() -> None:
+    assert set(WORKED) == set(GRADED_CASES)
+
+
+@pytest.mark.parametrize("case_id", sorted(WORKED))
+def test_worked_examples(case_id: str) -> None:
+    record = GRADED_CASES[case_id].input
+    dropped, invented, first_break, kept = WORKED[case_id]
+
+    assert itemise(record["source"], record["answer"]) == Itemisation(
+        dropped=dropped,
+        invented=invented,
+        first_order_break=first_break,
+        kept_in_order=kept,
+    )
+
+
+@pytest.mark.parametrize(
+    ("source", "answer"),
+    [(["A", "B", "A"], ["A", "B"]), (["A", "B"], ["B", "B"]), (["A", "A"], ["A", "A"])],
+    ids=["source repeats", "answer repeats", "equal lists repeat"],
+)
+def test_repeated_ids_are_refused(source: list[str], answer: list[str]) -> None:
+    with pytest.raises(ValueError, match="without repeats"):
+        itemise(source, answer)
+    with pytest.raises(ValueError, match="without repeats"):
+        kept_in_order(source, answer)
+
+
+# --- 10,000-ID lists, with answers whose figures are known ---------------------
+
+LARGE: Final = [f"MSKU-{index:05d}" for index in range(10_000)]
+
+
+def test_a_reversed_large_answer_keeps_one_id_in_order() -> None:
+    itemised = itemise(LARGE, LARGE[::-1])
+
+    assert itemised["kept_in_order"] == 1
+    assert itemised["first_order_break"] == 1
+    assert itemised["dropped"] == itemised["invented"] == []
+
+
+def test_one_moved_id_in_a_large_answer_costs_one() -> None:
+    answer = [*LARGE[:5_000], *LARGE[5_001:], LARGE[5_000]]
+
+    assert itemise(LARGE, answer)["kept_in_order"] == len(LARGE) - 1
+    assert itemise(LARGE, answer)["first_order_break"] == 5_001
+
+
+def test_two_interleaved_halves_keep_half_plus_one() -> None:
+    # Answer 0, h, 1, h+1, ...: an ordered subsequence takes the first half
+    # up to some k, then the second half from h+k on, k+1 + h-k IDs.
+    half = len(LARGE) // 2
+    answer = [
+        document_id
+        for pair in zip(LARGE[:half], LARGE[half:], strict=True)
+        for document_id in pair
+    ]
+
+    assert kept_in_order(LARGE, answer) == half + 1
+
+
+def test_a_shuffled_large_answer_matches_the_dynamic_programme_on_a_slice() -> None:
+    # The full 10,000 x 10,000 table would take minutes; a 300-ID slice of
+    # the same shuffle checks the same code path against the definition.
+    shuffled = random.Random(11).sample(LARGE, len(LARGE))
+    sample = shuffled[:300]
+    chosen = set(sample)
+    source = [document_id for document_id in LARGE if document_id in chosen]
+
+    assert kept_in_order(source, sample) == lcs_by_dynamic_programme(source, sample)
+    assert 1 < kept_in_order(LARGE, shuffled) < len(LARGE)
+
+
+# --- properties against brute force --------------------------------------------
+
+# Look-alikes that must stay distinct: Latin, Cyrillic and Greek capitals,
+# composed and decomposed forms, compatibility forms, whitespace, case,
+# astral characters and the empty string.
+LOOK_ALIKES: Final = (
+    "A",
+    "\u0410",
+    "\u0391",
+    "a",
+    "A ",
+    " A",
+    "\u00e9",
+    "e\u0301",
+    "\u212b",
+    "\u00c5",
+    "\ufb01",
+    "fi",
+    "K",
+    "\u212a",
+    "0",
+    "O",
+    "\u039f",
+    "\U0001f600",
+    "\uff61",
+    "\ud800",
+    "",
+)
+ids = st.sampled_from(LOOK_ALIKES) | st.text(max_size=3)
+unique_lists = st.lists(ids, unique=True, max_size=25)
+
+
+@st.composite
+def source_and_answer(draw: st.DrawFn) -> tuple[list[str], list[str]]:
+    """Two unique lists, most answers built from the source so they overlap:
+    some IDs dropped, the rest shuffled or left in order, some invented."""
+    source = draw(unique_lists)
+    if draw(st.booleans()):
+        return source, draw(unique_lists)
+    answer = [document_id for document_id in source if draw(st.booleans())]
+    if draw(st.booleans()):
+        answer = draw(st.permutations(answer))
+    invented = draw(
+        st.lists(ids.filter(lambda i: i not in source), unique=True, max_size=5)
+    )
+    for document_id in invented:
+        answer.insert(draw(st.integers(0, len(answer))), document_id)
+    return source, answer
+
+
+def lcs_by_dynamic_programme(source: Sequence[str], answer: Sequence[str]) -> int:
+    """The textbook longest common subsequence table, O(n * m)."""
+    row = [0] * (len(answer) + 1)
+    for expected in source:
+        previous_diagonal = 0
+        for j, answered in enumerate(answer, start=1):
+            above = row[j]
+            if expected == answered:
+                row[j] = previous_diagonal + 1
+            else:
+                row[j] = max(row[j], row[j - 1])
+            previous_diagonal = above
+    return row[-1]
+
+
+def first_difference_by_padding(
+    source: Sequence[str], answer: Sequence[str]
+) -> int | None:
+    """Pad the shorter list with a value no ID equals, compare by position."""
+    end = object()
+    length = max(len(source), len(answer))
+    padded_source = [*source, *[end] * (length - len(source))]
+    padded_answer = [*answer, *[end] * (length - len(answer))]
+    for position in range(1, length + 1):
+        if padded_source[position - 1] != padded_answer[position - 1]:
+            return position
+    return None
+
+
+@settings(max_examples=2_000, deadline=None)
+@given(source_and_answer())
+def test_itemise_matches_brute_force(lists: tuple[list[str], list[str]]) -> None:
+    source, answer = lists
+    itemised = itemise(source, answer)
+
+    assert itemised["dropped"] == [i for i in source if i not in answer]
+    assert itemised["invented"] == [i for i in answer if i not in source]
+    assert itemised["first_order_break"] == first_difference_by_padding(source, answer)
+    assert itemised["kept_in_order"] == lcs_by_dynamic_programme(source, answer)
+    # The separate functions give the same figures as the combined one.
+    assert dropped_ids(source, answer) == itemised["dropped"]
+    assert invented_ids(source, answer) == itemised["invented"]
+    assert first_order_break(source, answer) == itemised["first_order_break"]
+    assert kept_in_order(source, answer) == itemised["kept_in_order"]
+
+
+@settings(max_examples=1_000, deadline=None)
+@given(source_and_answer())
+def test_the_figures_agree_with_the_grade(lists: tuple[list[str], list[str]]) -> None:
+    source, answer = lists
+    grade = grade_extraction({"source": source, "answer": answer})
+    itemised = itemise(source, answer)
+
+    assert "error" not in grade
+    assert grade["membership"] == (not itemised["dropped"] and not itemised["invented"])
+    assert grade["order"] == (itemised["first_order_break"] is None)
+    assert grade["order"] == (itemised["kept_in_order"] == len(source) == len(answer))
+    # Only shared IDs can be kept in order, and all are when the answer
+    # lists them in source order.
+    shared = [i for i in answer if i in source]
+    assert itemised["kept_in_order"] <= len(shared)
+    if shared == [i for i in source if i in answer]:
+        assert itemised["kept_in_order"] == len(shared)
