@@ -99,13 +99,13 @@ def check(
     1 some record would be a data error or the file has no records,
     2 usage error or a file that cannot be read, 130 interrupted.
     """
-    from ..bulk import TASKS, DiskIds, LineScorer
-    from ..lines import is_blank, read_lines
-
     summary = CheckSummary(task=task, path=path)
     listed: list[dict[str, Any]] = []  # only with --json
     listed_count = 0
     try:
+        from ..bulk import TASKS, DiskIds, LineScorer
+        from ..lines import is_blank, read_lines
+
         with (
             DiskIds() as seen,
             byte_progress(path, "checking", progress_enabled(progress)) as advance,

@@ -10,9 +10,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from time import perf_counter
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import click
+
+if TYPE_CHECKING:
+    from ..logwriter import BulkLog
+    from ..outputs import AtomicFile
 
 from ._stream import (
     TASK_ARGUMENT,
@@ -157,6 +161,7 @@ def score(
 
     run = _ScoreRun(task, path, log_dir, out, progress)
     try:
+        run.open()
         with collector_paused():
             run.score_lines()
             if run.summary.records == 0:
@@ -200,45 +205,50 @@ class _ScoreRun:
     def __init__(
         self, task: str, path: str, log_dir: str, out: str | None, progress: bool | None
     ) -> None:
+        self.begun = perf_counter()
+        self.task = task
+        self.path = path
+        self.log_dir = log_dir
+        self.out = out
+        self.progress = progress
+        self.summary = ScoreSummary(task=task, path=path)
+        self.log: BulkLog | None = None
+        self.results: AtomicFile | None = None
+        self.results_path = out
+        self.last_line = 0
+
+    def open(self) -> None:
+        """Create the spool and the temporary results file; `stop` removes
+        whatever of them exists, wherever a signal lands."""
         from ..bulk import TASKS, LineScorer, MemoryIds
         from ..logwriter import BulkLog
         from ..outputs import AtomicFile, OutputError
 
-        self.begun = perf_counter()
-        self.path = path
-        self.progress = progress
-        bulk_task = TASKS[task]
-        self.summary = ScoreSummary(task=task, path=path)
+        bulk_task = TASKS[self.task]
         try:
-            self.log = BulkLog(bulk_task, path, Path(log_dir))
+            self.log = BulkLog(bulk_task, self.path, Path(self.log_dir))
         except OSError as error:
             raise OutputError(
-                f"cannot write into --log-dir {log_dir!r} ({error.strerror})"
+                f"cannot write into --log-dir {self.log_dir!r} ({error.strerror})"
             ) from None
         self.timings = self.log.timings
-        self.results_path = (
-            out
-            if out is not None
-            else str(self.log.location.with_suffix(".results.jsonl"))
+        if self.results_path is None:
+            self.results_path = str(self.log.location.with_suffix(".results.jsonl"))
+        self.scorer = LineScorer(
+            bulk_task, self.path, MemoryIds(), timings=self.timings
         )
-        self.scorer = LineScorer(bulk_task, path, MemoryIds(), timings=self.timings)
-        self.results: AtomicFile | None = None
         self.stream: IO[str] = sys.stdout
         if self.results_path != "-":
             try:
                 self.results = AtomicFile(self.results_path)
-            except BaseException as error:
-                self.log.close()
-                if isinstance(error, OSError):
-                    raise OutputError(
-                        f"cannot write the results {self.results_path!r} "
-                        f"({error.strerror})"
-                    ) from None
-                raise
+            except OSError as error:
+                raise OutputError(
+                    f"cannot write the results {self.results_path!r} ({error.strerror})"
+                ) from None
             self.stream = self.results.handle
-        self.last_line = 0
 
     def score_lines(self) -> None:
+        assert self.log is not None
         from ..bulk import LINE_ERRORS
         from ..core import canonical_json
         from ..lines import is_blank, read_lines
@@ -307,6 +317,7 @@ class _ScoreRun:
 
     def finish(self) -> None:
         """Write the log, then put both outputs under their final names."""
+        assert self.log is not None
         if self.results is not None:
             self.results.flush_to_disk()
         else:
@@ -321,6 +332,7 @@ class _ScoreRun:
 
     def discard(self) -> None:
         """No records: nothing to write, and nothing left behind."""
+        assert self.log is not None
         self.log.close()
         if self.results is not None:
             self.results.discard()
@@ -332,7 +344,8 @@ class _ScoreRun:
 
         with signals_held():
             left = [] if self.results is None else [self.results.discard()]
-            left.append(self.log.abort())
+            if self.log is not None:
+                left.append(self.log.abort())
         described = fault(error)
         if described is None:
             return  # a bug: the traceback is the report
@@ -342,7 +355,7 @@ class _ScoreRun:
             what = "left unfinished: " + ", ".join(kept) + " (remove them)"
         else:
             what = "no log or results were written"
-        if self.results is None:
+        if self.results_path == "-" and self.last_line:
             what += "; the results already written to stdout are incomplete"
         where = f", at line {self.last_line:,} of {self.path}" if self.last_line else ""
         raise CommandStopped(
