@@ -20,6 +20,21 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def compat(session: nox.Session) -> None:
+    """Run the suite against the newest `inspect-ai` on the package index.
+
+    The `tests` session installs what `pyproject.toml` allows; this one
+    upgrades Inspect AI past any pin, so a release that moves one of the
+    private symbols in `tracegrade._inspect_internals` shows here first.
+    """
+    session.run("node", "--version", external=True)
+    session.install(".[test]")
+    session.install("--upgrade", "inspect-ai")
+    session.run("python", "-m", "pip", "show", "inspect-ai")
+    session.run("pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """Check style with ruff and types with mypy --strict."""
     session.install(".", "ruff", "mypy", "nox")

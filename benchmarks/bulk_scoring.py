@@ -186,7 +186,7 @@ def first_difference(ours_dir: Path, inspect_dir: Path) -> str | None:
 
 def time_core(task: str, dataset: Path) -> dict[str, float]:
     """Seconds for the evaluator alone and with the Score built around it."""
-    from tracegrade.bulk import TASKS
+    from tracegrade.bulk.scoring import TASKS
     from tracegrade.core import diagnose_stage, grade_extraction
     from tracegrade.datasets import parse_case_line
 

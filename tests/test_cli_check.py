@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner, Result
 
 from tests.support import write_lines
-from tracegrade.bulk import TASKS, DiskIds
+from tracegrade.bulk.scoring import TASKS, DiskIds
 from tracegrade.cli import main
 from tracegrade.cli._stream import TASK_NAMES
 from tracegrade.datasets import DatasetError, packaged_fixture, read_fixture_cases

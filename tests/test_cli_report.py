@@ -14,14 +14,14 @@ from plotly.offline import get_plotlyjs
 
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.cli import main
-from tracegrade.report_html import plot_text
-from tracegrade.reporting import (
+from tracegrade.report.build import (
     Report,
     build_report,
     find_logs,
     report_tables,
     share_with_interval,
 )
+from tracegrade.report.html import plot_text
 from tracegrade.scorers.explain import show_id
 
 

@@ -28,7 +28,7 @@ from tracegrade import (
 )
 from tracegrade.core import has_duplicates
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
-from tracegrade.reporting import (
+from tracegrade.report.build import (
     ExtractionSummary,
     Proportion,
     Report,

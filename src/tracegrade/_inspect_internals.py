@@ -1,17 +1,105 @@
 """Every symbol tracegrade takes from Inspect AI's private modules.
 
 Inspect's public API does not cover these jobs; if a release moves one of
-them, this module is where to follow it, and the `compat` nox session (the
-newest `inspect-ai` from the index) is where it shows first.
+them, this module is the one place to follow it, and the `compat` nox
+session (the newest `inspect-ai` from the package index) is where a break
+shows first. Nothing else in `src/` imports from `inspect_ai._*` or a
+private submodule (a test keeps it so).
 
-- `PrerequisiteError` (`inspect_ai._util.error`): the error Inspect's CLI
-  prints as its message alone, without a traceback. tracegrade's errors in
-  a user's own input (a bad dataset line, a bad labels file) derive from
-  it, so `inspect eval -T dataset=BAD` reads like Inspect's own errors.
+Errors a user can cause:
+
+- `PrerequisiteError` (`_util.error`): the error Inspect's CLI prints as
+  its message alone, without a traceback. tracegrade's errors in a user's
+  own input (a bad dataset line, a bad labels file) derive from it.
+
+A scorer instance with its own metrics (`scorers/_inspect_glue.py`), as
+Inspect's own `precomputed_scores` makes one:
+
+- `REGISTRY_PARAMS`, `RegistryInfo`, `registry_name`, `registry_params`,
+  `registry_tag`, `set_registry_info` (`_util.registry`);
+- `SCORER_METRICS`, `scorer_register` (`scorer._scorer`).
+
+The header of a log written without Inspect's runner (`bulk/`), made by
+the functions `inspect eval` makes it with, so the two cannot drift:
+
+- `plan_to_eval_plan`, `resolve_eval_scorers`, `resolve_package_revision`,
+  `resolve_revision`, `resolve_task_distribution` (`_eval.task.log`);
+- `eval_config_defaults` (`log._log`), `as_scorer_spec` (`scorer._scorer`),
+  `Plan` (`solver._plan`);
+- `iso_now` (`_util.dateutil`), `eval_log_name` (`_util.log_layout`),
+  `cwd_relative_path` (`_util.path`), `registry_unqualified_name`
+  (`_util.registry`);
+- `to_json_safe` (`_util.json`): the serialiser behind every log Inspect
+  writes, so values (NaN, lone surrogates) are written as Inspect writes
+  them.
+
+A run's results from scores that are not pydantic objects (`bulk/results.py`),
+computed by the code `eval_results` uses, so names and NaN handling agree:
+
+- `ScorerInfo`, `compute_eval_scores`, `Metrics` (`_eval.task.results`);
+- `resolve_headline_metric`, `headline_metric_ref` (`log._headline`): the
+  metric `inspect view` shows first, chosen as `eval_results` chooses it;
+- `metric_scores` (`scorer._metric`): whether a metric reads reduced or
+  unreduced scores.
 """
 
 from __future__ import annotations
 
+from inspect_ai._eval.task.log import (
+    plan_to_eval_plan,
+    resolve_eval_scorers,
+    resolve_package_revision,
+    resolve_revision,
+    resolve_task_distribution,
+)
+from inspect_ai._eval.task.results import Metrics, ScorerInfo, compute_eval_scores
+from inspect_ai._util.dateutil import iso_now
 from inspect_ai._util.error import PrerequisiteError
+from inspect_ai._util.json import to_json_safe
+from inspect_ai._util.log_layout import eval_log_name
+from inspect_ai._util.path import cwd_relative_path
+from inspect_ai._util.registry import (
+    REGISTRY_PARAMS,
+    RegistryInfo,
+    registry_name,
+    registry_params,
+    registry_tag,
+    registry_unqualified_name,
+    set_registry_info,
+)
+from inspect_ai.log._headline import headline_metric_ref, resolve_headline_metric
+from inspect_ai.log._log import eval_config_defaults
+from inspect_ai.scorer._metric import metric_scores
+from inspect_ai.scorer._scorer import SCORER_METRICS, as_scorer_spec, scorer_register
+from inspect_ai.solver._plan import Plan
 
-__all__ = ["PrerequisiteError"]
+__all__ = [
+    "REGISTRY_PARAMS",
+    "SCORER_METRICS",
+    "Metrics",
+    "Plan",
+    "PrerequisiteError",
+    "RegistryInfo",
+    "ScorerInfo",
+    "as_scorer_spec",
+    "compute_eval_scores",
+    "cwd_relative_path",
+    "eval_config_defaults",
+    "eval_log_name",
+    "headline_metric_ref",
+    "iso_now",
+    "metric_scores",
+    "plan_to_eval_plan",
+    "registry_name",
+    "registry_params",
+    "registry_tag",
+    "registry_unqualified_name",
+    "resolve_eval_scorers",
+    "resolve_headline_metric",
+    "resolve_package_revision",
+    "resolve_revision",
+    "resolve_task_distribution",
+    "scorer_register",
+    "set_registry_info",
+    "to_json_safe",
+]

@@ -205,28 +205,33 @@ def parse_case_line(path: str, number: int, line: str) -> FixtureCase:
             path, number, problem, kind=NOT_A_FIXTURE_LINE, sample_id=case_id
         )
 
-    shown_id = quote(case_id)
     if "input" not in case:
-        fail(f"case {shown_id} has no 'input' field")
+        fail(f"case {quote(case_id)} has no 'input' field")
     record = case["input"]
     if not isinstance(record, dict):
-        fail(f"'input' of case {shown_id} must be an object, got {quote(record, 80)}")
+        fail(
+            f"'input' of case {quote(case_id)} must be an object, "
+            f"got {quote(record, 80)}"
+        )
     collision = [key for key in ("expected", "reason") if key in record]
     if collision:
         fail(
-            f"'input' of case {shown_id} has a field {quote(collision[0])}, which "
-            "would clash with the case's own field of that name in the sample "
-            "metadata"
+            f"'input' of case {quote(case_id)} has a field "
+            f"{quote(collision[0])}, which would clash with the case's own "
+            "field of that name in the sample metadata"
         )
     expected = case.get("expected")
     if "expected" in case and not isinstance(expected, dict):
         fail(
-            f"'expected' of case {shown_id} must be an object, "
+            f"'expected' of case {quote(case_id)} must be an object, "
             f"got {quote(expected, 80)}"
         )
     reason = case.get("reason")
     if "reason" in case and not isinstance(reason, str):
-        fail(f"'reason' of case {shown_id} must be a string, got {quote(reason, 80)}")
+        fail(
+            f"'reason' of case {quote(case_id)} must be a string, "
+            f"got {quote(reason, 80)}"
+        )
     return FixtureCase(
         id=case_id, input=record, expected=expected, reason=reason, line=number
     )

@@ -6,7 +6,6 @@ stdout stays clean for `--json` and for piping.
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -17,7 +16,7 @@ import click
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-# The keys of `bulk.TASKS`, spelled out so that `--help` need not import
+# The keys of `bulk.scoring.TASKS`, spelled out so that `--help` need not import
 # Inspect AI (a test keeps the two in step).
 TASK_NAMES = ("ordered_extraction", "stage_diagnosis")
 TASK_ARGUMENT = click.Choice(TASK_NAMES)
@@ -81,21 +80,3 @@ def byte_progress(
                 progress.update(bar, completed=done)
 
         yield update
-
-
-@contextmanager
-def collector_paused() -> Iterator[None]:
-    """Pause Python's cycle collector while scores pile up.
-
-    `score` keeps every score until the end, and each full collection walks
-    all of them: a third of the run at 100,000 samples. The objects kept
-    hold no reference cycles, so reference counting frees them anyway; the
-    collector is back on (and catches up) when the block ends.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()

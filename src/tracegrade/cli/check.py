@@ -103,7 +103,7 @@ def check(
     listed: list[dict[str, Any]] = []  # only with --json
     listed_count = 0
     try:
-        from ..bulk import TASKS, DiskIds, LineScorer
+        from ..bulk.scoring import TASKS, DiskIds, LineScorer
         from ..lines import is_blank, read_lines
 
         with (

@@ -13,7 +13,7 @@ import click
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..reporting import Report
+    from ..report.build import Report
 
 
 @click.command("report")
@@ -73,7 +73,7 @@ def report(
     """
     # Imported here so that `tracegrade --help` does not load Inspect.
     from ..outputs import check_output
-    from ..reporting import ReportError, build_report, find_logs
+    from ..report.build import ReportError, build_report, find_logs
 
     try:
         logs = find_logs(paths)
@@ -89,7 +89,7 @@ def report(
         raise click.ClickException(str(error)) from error
 
     if html_path is not None:
-        from ..report_html import write_html
+        from ..report.html import write_html
 
         write_html(result, html_path)
 
@@ -117,7 +117,7 @@ def _build_with_progress(logs: Sequence[str], top: int) -> Report:
         TimeElapsedColumn,
     )
 
-    from ..reporting import build_report
+    from ..report.build import build_report
 
     # The spinner and clock show life while one large log is read.
     columns = (
@@ -139,7 +139,7 @@ def _print_tables(result: Report) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..reporting import interval_note, report_tables
+    from ..report.build import interval_note, report_tables
 
     console = Console()
     samples = sum(log.samples for log in result.logs)

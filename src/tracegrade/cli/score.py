@@ -15,13 +15,12 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from ..logwriter import BulkLog
+    from ..bulk.log import BulkLog
     from ..outputs import AtomicFile
 
 from ._stream import (
     TASK_ARGUMENT,
     byte_progress,
-    collector_paused,
     progress_enabled,
     progress_option,
 )
@@ -131,9 +130,10 @@ def score(
     the contract or without a label are unscored samples, as in `inspect
     eval`.
 
-    Samples are written to disk as they are scored. Every Score stays in
-    memory until the end, because Inspect's metrics and reducers take them
-    all at once: a few kilobytes a record.
+    Samples are written to disk as they are scored. Per sample, only what
+    the scorer's metrics read (value, reason, id, and a metadata dict
+    shared by all samples alike) stays in memory until the metrics run;
+    reductions are written as each sample is scored.
 
     Nothing half-written passes for complete: the log and the results are
     written under temporary `.partial` names and renamed only when both are
@@ -162,12 +162,11 @@ def score(
     run = _ScoreRun(task, path, log_dir, out, progress)
     try:
         run.open()
-        with collector_paused():
-            run.score_lines()
-            if run.summary.records == 0:
-                run.discard()
-            else:
-                run.finish()
+        run.score_lines()
+        if run.summary.records == 0:
+            run.discard()
+        else:
+            run.finish()
     except BaseException as error:
         run.stop(error)
         raise
@@ -203,7 +202,12 @@ class _ScoreRun:
     """
 
     def __init__(
-        self, task: str, path: str, log_dir: str, out: str | None, progress: bool | None
+        self,
+        task: str,
+        path: str,
+        log_dir: str,
+        out: str | None,
+        progress: bool | None,
     ) -> None:
         self.begun = perf_counter()
         self.task = task
@@ -220,8 +224,8 @@ class _ScoreRun:
     def open(self) -> None:
         """Create the spool and the temporary results file; `stop` removes
         whatever of them exists, wherever a signal lands."""
-        from ..bulk import TASKS, LineScorer, MemoryIds
-        from ..logwriter import BulkLog
+        from ..bulk.log import BulkLog
+        from ..bulk.scoring import TASKS, LineScorer, MemoryIds
         from ..outputs import AtomicFile, OutputError
 
         bulk_task = TASKS[self.task]
@@ -233,7 +237,9 @@ class _ScoreRun:
             ) from None
         self.timings = self.log.timings
         if self.results_path is None:
-            self.results_path = str(self.log.location.with_suffix(".results.jsonl"))
+            self.results_path = str(
+                self.log.location.with_name(self.log.location.stem + ".results.jsonl")
+            )
         self.scorer = LineScorer(
             bulk_task, self.path, MemoryIds(), timings=self.timings
         )
@@ -249,10 +255,10 @@ class _ScoreRun:
 
     def score_lines(self) -> None:
         assert self.log is not None
-        from ..bulk import LINE_ERRORS
+        from ..bulk.log import score_value_json, unreadable_explanation
+        from ..bulk.scoring import LINE_ERRORS
         from ..core import canonical_json
         from ..lines import is_blank, read_lines
-        from ..logwriter import score_value_json, unreadable_explanation
 
         summary, log, results, timings = (
             self.summary,

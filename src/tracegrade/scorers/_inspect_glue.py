@@ -1,4 +1,5 @@
-"""The one place tracegrade reaches past Inspect AI's public API.
+"""A scorer instance with metrics of its own (private Inspect symbols come
+from `tracegrade._inspect_internals`).
 
 A stage scorer given a labels file must fail the run if a label names no
 sample, and the end of scoring is the first moment that is known. Inspect
@@ -14,17 +15,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, ParamSpec, cast
 
-from inspect_ai._util.registry import (
+from inspect_ai.scorer import Metric, MetricProtocol, SampleScore, Scorer, Value
+from inspect_ai.util import registry_info
+
+from .._inspect_internals import (
     REGISTRY_PARAMS,
+    SCORER_METRICS,
     RegistryInfo,
     registry_name,
     registry_params,
     registry_tag,
+    scorer_register,
     set_registry_info,
 )
-from inspect_ai.scorer import Metric, MetricProtocol, SampleScore, Scorer, Value
-from inspect_ai.scorer._scorer import SCORER_METRICS, scorer_register
-from inspect_ai.util import registry_info
 
 P = ParamSpec("P")
 

@@ -4,88 +4,108 @@
 `inspect score` and `inspect_ai.analysis` open like one from `inspect
 eval` of the same file. So every part of it is made by Inspect's own code
 wherever Inspect has a function for it: the header by `EvalSpec`,
-`plan_to_eval_plan` and `resolve_eval_scorers`; the results and epoch
-reductions by `eval_results`, the very function `inspect eval` calls with
-the scorer's own metrics; every value serialised by `to_json_safe`, the
-function behind Inspect's `.json` writer; the file named by
-`eval_log_name`; the samples sorted by Inspect's `(epoch, id)` order.
+`plan_to_eval_plan` and `resolve_eval_scorers`; the metrics by
+`compute_eval_scores` with the scorer's own metrics and the reductions by
+the task's own reducer (`results.py`); every value serialised by
+`to_json_safe`, the function behind Inspect's writers; the file named by
+`eval_log_name`.
 
 What differs is how it is put together, because `inspect eval` keeps the
-whole log in memory: each sample is serialised as soon as it is scored,
-into a spool file beside the log, and only its `SampleScore` stays in
-memory, since the metrics and reducers take every score at once. At the
-end the header (which needs the results) is written first, then the
-samples, copied from the spool in Inspect's order, then the reductions.
-The layout is Inspect's `.json` format, key for key; samples are written
-one per line without indentation, which JSON readers do not see.
+whole log in memory: each sample is serialised as soon as it is scored
+and handed to a writer (`jsonlog.JsonLogWriter`, for Inspect's `.json`
+format); only a few small objects per sample
+stay in memory for the metrics. At the end the results are computed and
+the writer finishes the file, under a temporary `.partial` name until it
+is complete.
 
-Why `.json` rather than `.eval`: Inspect's `.eval` writer compresses and
-summarises every sample through its recorder, which costs seconds per
-thousand samples (`benchmarks/bulk_scoring.py` measures both), while a
-`.json` log is plain JSON that can be streamed sample by sample.
-
-Samples are built from templates that Inspect's models produce once
-(a user message, a replayed output, an empty `EvalSample`), with only the
+Samples are built from templates that Inspect's models produce once (a
+user message, a replayed output, an empty `EvalSample`), with only the
 per-sample values filled in; validating a pydantic model per sample would
 cost more than everything else together. The tests prove the result
 round-trips through `EvalLog` validation unchanged.
-
-Like `_inspect_glue`, this module reaches past Inspect's public API
-(`inspect_ai._eval.task.results`, `._eval.task.log`, `._util.json`); if a
-release moves those, this is the module to update.
 """
 
 from __future__ import annotations
 
 import contextlib
-import copy
 import math
 import os
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
+import random
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from time import perf_counter
-from typing import Any, BinaryIO
+from typing import Any, Protocol
 
-from inspect_ai._eval.task import results as _results_module
-from inspect_ai._eval.task.log import (
-    plan_to_eval_plan,
-    resolve_eval_scorers,
-    resolve_package_revision,
-    resolve_revision,
-    resolve_task_distribution,
-)
-from inspect_ai._eval.task.results import eval_results
-from inspect_ai._util.dateutil import iso_now
-from inspect_ai._util.json import to_json_safe
-from inspect_ai._util.log_layout import eval_log_name
-from inspect_ai._util.path import cwd_relative_path
-from inspect_ai._util.registry import registry_info, registry_unqualified_name
 from inspect_ai.log import (
     EvalConfig,
     EvalDataset,
     EvalLog,
+    EvalPlan,
     EvalSample,
+    EvalSampleReductions,
     EvalSpec,
     EvalStats,
 )
-from inspect_ai.log._log import EvalSampleReductions, eval_config_defaults
 from inspect_ai.model import ChatMessageUser, GenerateConfig, ModelOutput
-from inspect_ai.scorer import SampleScore, Score
-from inspect_ai.scorer._scorer import as_scorer_spec
-from inspect_ai.solver._plan import Plan
-from shortuuid import uuid
+from inspect_ai.scorer import Score
+from inspect_ai.util import registry_info
 
-from .bulk import BulkTask, Problem, Timings, replayed_answer, replayed_store
-from .datasets import FixtureCase, case_sample
-from .scorers.outcome import ErrorInfo, data_error
-from .tasks.replay import REPLAY_MODEL, replay
+from .._inspect_internals import (
+    Plan,
+    as_scorer_spec,
+    cwd_relative_path,
+    eval_config_defaults,
+    eval_log_name,
+    iso_now,
+    plan_to_eval_plan,
+    registry_unqualified_name,
+    resolve_eval_scorers,
+    resolve_package_revision,
+    resolve_revision,
+    resolve_task_distribution,
+    to_json_safe,
+)
+from ..datasets import FixtureCase, case_sample
+from ..scorers.outcome import ErrorInfo, data_error
+from ..tasks.replay import REPLAY_MODEL, replay
+from .results import RunResults
+from .scoring import BulkTask, Problem, Timings, replayed_answer, replayed_store
 
 MODEL = "none/none"
 UNREADABLE_INPUT_LIMIT = 2000
+
+
+class LogWriter(Protocol):
+    """Where a bulk log's parts go, in the order they are made."""
+
+    location: Path
+
+    def add(self, sample_id: str, sample: bytes, data: dict[str, Any]) -> None:
+        """One sample, serialised, and as data for its summary if needed."""
+
+    def finish(
+        self,
+        header: EvalLog,
+        reductions: list[EvalSampleReductions],
+        reduction_samples: RunResults,
+    ) -> None:
+        """Write what remains and publish the file under `location`."""
+
+    def abort(self) -> str | None:
+        """Remove everything written; the path of anything left, else None."""
+
+
+# Shortuuid's alphabet and length, which Inspect's ids use. Drawn from a
+# generator seeded by the OS: `shortuuid.uuid()` costs a quarter of the
+# time of a bulk sample, and these ids need to be unique, not secret.
+_ID_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+_ids = random.Random(os.urandom(32))
+
+
+def uuid() -> str:
+    """A fresh 22-character id in Inspect's shortuuid form."""
+    return "".join(_ids.choices(_ID_ALPHABET, k=22))
 
 
 def _dump(model: Any) -> dict[str, Any]:
@@ -147,11 +167,13 @@ class _Unreadable:
     text: str
     problem: Problem
     position: int
+    """How many samples came before it in the file, to list it in place."""
+    sample_id: str = ""
 
 
 @dataclass
 class BulkLog:
-    """Collects scored samples into one Inspect `.json` eval log."""
+    """Collects scored samples into one Inspect eval log."""
 
     task: BulkTask
     dataset_path: str
@@ -159,7 +181,6 @@ class BulkLog:
     timings: Timings = field(default_factory=Timings)
 
     def __post_init__(self) -> None:
-        self.log_dir.mkdir(parents=True, exist_ok=True)
         self.created = iso_now()
         self.started_at = self.created
         self.eval_id = uuid()
@@ -178,16 +199,18 @@ class BulkLog:
             + ".json"
         )
         self._templates = _Templates.make()
-        # Open across calls and closed by `finish` or `close`; unnamed, so it
-        # disappears with the process whatever happens.
-        self._spool: BinaryIO = tempfile.TemporaryFile(dir=self.log_dir)  # noqa: SIM115
-        self._spooled = 0
-        # (sort key, offset, length) of each sample in the spool.
-        self._index: list[tuple[str, int, int]] = []
-        self._sample_ids: list[str | None] = []
-        self._scores: list[dict[str, SampleScore]] = []
+        self._results = RunResults(self.scorer, self.scorer_name, str(self.log_dir))
+        self._writer: LogWriter
+        try:
+            from .jsonlog import JsonLogWriter
+
+            self._writer = JsonLogWriter(self.location)
+        except BaseException:
+            self._results.close()
+            raise
         self._unreadable: list[_Unreadable] = []
-        self._renamed = False
+        self._taken: set[str] | None = None
+        self._samples = 0
 
     # -- adding samples ------------------------------------------------------
 
@@ -214,7 +237,6 @@ class BulkLog:
                 "choices": [{**templates.replay_choice, "message": message}],
                 "completion": answer,
             }
-        metadata = sample.metadata or {}
         data = {
             **templates.sample,
             "id": case.id,
@@ -223,7 +245,7 @@ class BulkLog:
             "messages": messages,
             "output": output,
             "scores": {self.scorer_name: score},
-            "metadata": metadata,
+            "metadata": sample.metadata or {},
             "store": replayed_store(case.input),
             "started_at": started_at,
             "completed_at": _now(),
@@ -231,27 +253,24 @@ class BulkLog:
             "working_time": round(elapsed, 3),
             "uuid": uuid(),
         }
-        self._scores.append(
-            {
-                self.scorer_name: SampleScore(
-                    score=score,
-                    sample_id=case.id,
-                    sample_metadata=metadata,
-                    scorer=self.scorer_name,
-                )
-            }
-        )
-        self._sample_ids.append(case.id)
+        self._add(case.id, data, score, begun)
+
+    def _add(
+        self, sample_id: str, data: dict[str, Any], score: Score, begun: float
+    ) -> None:
+        self._results.add(sample_id, score)
         serialising = perf_counter()
         self.timings.sample += serialising - begun
-        self._spool_sample(case.id, to_json_safe(data, indent=None))
+        self._writer.add(sample_id, to_json_safe(data, indent=None), data)
+        self._samples += 1
         self.timings.serialize += perf_counter() - serialising
 
     def add_unreadable(self, line: int, text: str, problem: Problem) -> None:
         """Log a line that cannot become a sample, as an unscored sample.
 
         Its input is the line as read, cut after `UNREADABLE_INPUT_LIMIT`
-        characters, undecodable bytes shown as `\\xNN`.
+        characters, undecodable bytes shown as `\\xNN`. Its sample is
+        written at the end, when its id (`line-N`) is sure not to clash.
         """
         shown = text[: UNREADABLE_INPUT_LIMIT + 1]
         shown = shown.encode("utf-8", "surrogateescape").decode(
@@ -260,24 +279,18 @@ class BulkLog:
         if len(text) > UNREADABLE_INPUT_LIMIT:
             shown = shown[:UNREADABLE_INPUT_LIMIT] + "..."
         self._unreadable.append(
-            _Unreadable(line, shown, problem, position=len(self._sample_ids))
+            _Unreadable(line, shown, problem, position=self._samples)
         )
-        self._sample_ids.append(None)
-
-    def _spool_sample(self, sample_id: str, data: bytes) -> None:
-        self._spool.write(data)
-        self._index.append((sample_id, self._spooled, len(data)))
-        self._spooled += len(data)
 
     def _unreadable_samples(self) -> None:
-        taken = {sample_id for sample_id in self._sample_ids if sample_id is not None}
+        taken = {score.sample_id for score in self._results.scores}
         for unreadable in self._unreadable:
+            begun = perf_counter()
             sample_id = unreadable_sample_id(unreadable.line, taken)
+            unreadable.sample_id = sample_id
             taken.add(sample_id)
-            self._sample_ids[unreadable.position] = sample_id
             score = unreadable_score(unreadable.line, unreadable.problem, self.task)
             text = unreadable.text
-            metadata = {"line": unreadable.line}
             now = _now()
             data = {
                 **self._templates.sample,
@@ -289,44 +302,22 @@ class BulkLog:
                 ],
                 "output": self._templates.no_output,
                 "scores": {self.scorer_name: score},
-                "metadata": metadata,
+                "metadata": {"line": unreadable.line},
                 "store": {},
                 "started_at": now,
                 "completed_at": now,
                 "uuid": uuid(),
             }
-            self._scores.append(
-                {
-                    self.scorer_name: SampleScore(
-                        score=score,
-                        sample_id=sample_id,
-                        sample_metadata=metadata,
-                        scorer=self.scorer_name,
-                    )
-                }
-            )
-            self._spool_sample(sample_id, to_json_safe(data, indent=None))
+            self._add(sample_id, data, score, begun)
 
     # -- finishing -----------------------------------------------------------
 
     def finish(self) -> EvalLog:
         """Compute the results and write the log; returns its header."""
-        begun = perf_counter()
         self._unreadable_samples()
-        self.timings.sample += perf_counter() - begun
-
         begun = perf_counter()
-        total = len(self._scores)
-        with _shallow_metric_copies():
-            results, reductions = eval_results(
-                samples=total,
-                scores=self._scores,
-                reducers=None,
-                scorers=[self.scorer],
-                metrics=None,
-                scorer_names=[self.scorer_name],
-                completed_samples=total,
-            )
+        total = self._samples
+        results, reductions = self._results.results(total)
         self.timings.results += perf_counter() - begun
 
         begun = perf_counter()
@@ -334,24 +325,40 @@ class BulkLog:
             version=2,
             status="success",
             eval=self._spec(),
-            # `internal=True` is how Inspect itself wraps a task's solver.
-            plan=plan_to_eval_plan(Plan([replay()], internal=True), GenerateConfig()),
+            plan=self._plan(),
             results=results,
             stats=EvalStats(started_at=self.started_at, completed_at=iso_now()),
         )
-        self._write(header, reductions)
+        try:
+            self._writer.finish(header, reductions, self._results)
+        finally:
+            self._results.close()
         header.location = str(self.location)
         self.timings.write += perf_counter() - begun
         return header
+
+    def _plan(self) -> EvalPlan:
+        # `internal=True` is how Inspect itself wraps a task's solver.
+        plan: EvalPlan = plan_to_eval_plan(
+            Plan([replay()], internal=True), GenerateConfig()
+        )
+        return plan
 
     def _spec(self) -> EvalSpec:
         distribution = resolve_task_distribution(self.task_name)
         packages = {"inspect_ai": _version("inspect_ai")}
         if distribution is not None:
             packages[distribution.name] = distribution.version
-        sample_ids: list[int | str] = [
-            sample_id for sample_id in self._sample_ids if sample_id is not None
-        ]
+        # In file order: each unreadable line's sample where its line stood.
+        read = [score.sample_id for score in self._results.scores]
+        read = read[: len(read) - len(self._unreadable)]
+        sample_ids: list[int | str] = []
+        start = 0
+        for unreadable in self._unreadable:
+            sample_ids.extend(read[start : unreadable.position])
+            sample_ids.append(unreadable.sample_id)
+            start = unreadable.position
+        sample_ids.extend(read[start:])
         return EvalSpec(
             eval_id=self.eval_id,
             run_id=self.run_id,
@@ -380,113 +387,29 @@ class BulkLog:
             scorers=resolve_eval_scorers([as_scorer_spec(self.scorer)]),
         )
 
-    def _write(
-        self, header: EvalLog, reductions: list[EvalSampleReductions] | None
-    ) -> None:
-        head = to_json_safe(header).rstrip()
-        if not head.endswith(b"}"):
-            raise RuntimeError("Inspect's log header did not serialise to an object")
-        partial = self._partial_path()
-        spool = self._spool
-        spool.flush()
-        try:
-            with open(partial, "wb") as out:
-                out.write(head[:-1].rstrip())
-                out.write(b',\n  "samples": [')
-                # Inspect's writer sorts samples by (epoch, id); one epoch here.
-                self._index.sort(key=lambda entry: entry[0])
-                separator = b"\n"
-                for _, offset, length in self._index:
-                    out.write(separator)
-                    out.write(os.pread(spool.fileno(), length, offset))
-                    separator = b",\n"
-                out.write(b"\n  ]")
-                if reductions:
-                    out.write(b',\n  "reductions": [')
-                    separator = b"\n"
-                    for reduction in reductions:
-                        out.write(separator)
-                        _write_reduction(out, reduction)
-                        separator = b",\n"
-                    out.write(b"\n  ]")
-                out.write(b"\n}\n")
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(partial, self.location)
-            self._renamed = True
-        finally:
-            with contextlib.suppress(OSError):
-                partial.unlink(missing_ok=True)
-            with contextlib.suppress(OSError):
-                spool.close()
-
     def close(self) -> None:
-        """Drop the spool without writing a log (nothing to log)."""
-        with contextlib.suppress(OSError):
-            self._spool.close()
+        """Drop everything without writing a log (nothing to log)."""
+        self.abort()
 
     def abort(self) -> str | None:
-        """Drop everything written after a failure; never raises.
+        """Remove everything written after a failure; never raises.
 
         A log already renamed into place is removed too: the run it belongs
-        to did not finish (its results were never put in place), and a
-        caller says nothing was written. Returns the path of anything that
-        could not be removed, else None.
+        to did not finish, and a caller says nothing was written. Returns
+        the path of anything that could not be removed, else None.
         """
-        self.close()
-        for path in (self._partial_path(), self.location):
-            if path == self.location and not self._renamed:
-                continue
+        self._results.close()
+        left = self._writer.abort()
+        with contextlib.suppress(FileNotFoundError):
             try:
-                path.unlink()
-            except FileNotFoundError:
-                pass
+                if self._published():
+                    self.location.unlink()
             except OSError:
-                return str(path)
-        return None
+                return str(self.location)
+        return left
 
-    def _partial_path(self) -> Path:
-        return self.location.with_name(self.location.name + ".partial")
-
-
-def _write_reduction(out: BinaryIO, reduction: EvalSampleReductions) -> None:
-    """One scorer's reductions, a sample a line: serialising the whole list
-    at once would hold a second copy of every reduced score in memory."""
-    head = to_json_safe(reduction.model_copy(update={"samples": []}), indent=None)
-    if not head.endswith(b"[]}"):
-        raise RuntimeError("Inspect's reductions did not serialise as expected")
-    out.write(head[:-2])
-    separator = b"\n"
-    for sample_score in reduction.samples:
-        out.write(separator)
-        out.write(to_json_safe(sample_score, indent=None))
-        separator = b",\n"
-    out.write(b"\n]}")
-
-
-def _copy_for_metric(value: Any) -> Any:
-    if isinstance(value, SampleScore):
-        return value.model_copy(update={"score": value.score.model_copy()})
-    return copy.deepcopy(value)
-
-
-@contextmanager
-def _shallow_metric_copies() -> Iterator[None]:
-    """Let `eval_results` copy scores shallowly, for dictionary metrics.
-
-    To give each key of a dictionary value (`membership`, `order`) to its
-    metrics, `eval_results` deep-copies every sample's score, metadata and
-    all, then replaces the copy's value; for 100,000 extraction samples
-    that is 15 of the 20 seconds it takes. Copying the `SampleScore` and its
-    `Score` one level deep is enough for that (the copy's value is replaced,
-    nothing else is written), and gives the metrics the very same values.
-    """
-    original = vars(_results_module)["deepcopy"]
-    setattr(_results_module, "deepcopy", _copy_for_metric)  # noqa: B010
-    try:
-        yield
-    finally:
-        setattr(_results_module, "deepcopy", original)  # noqa: B010
+    def _published(self) -> bool:
+        return getattr(self._writer, "published", False) is True
 
 
 def _version(distribution: str) -> str:

@@ -17,7 +17,9 @@ from typing import Any
 import plotly.graph_objects as go  # type: ignore[import-untyped]
 from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
 
-from .reporting import (
+from ..scorers.explain import show_id
+from ..scorers.metrics import STAGES
+from .build import (
     ExtractionSummary,
     Proportion,
     Report,
@@ -27,8 +29,6 @@ from .reporting import (
     report_tables,
     task_label,
 )
-from .scorers.explain import show_id
-from .scorers.metrics import STAGES
 
 STAGE_COLOURS = {
     "retrieval": "#d62728",
@@ -365,7 +365,7 @@ def render_html(report: Report) -> str:
 
 def write_html(report: Report, path: Path) -> None:
     """Write the page whole or not at all (see `tracegrade.outputs`)."""
-    from .outputs import AtomicFile
+    from ..outputs import AtomicFile
 
     page = render_html(report)
     written = AtomicFile(str(path))

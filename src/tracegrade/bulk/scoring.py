@@ -25,8 +25,8 @@ from typing import Any, Literal, Protocol
 
 from inspect_ai.scorer import Score, Scorer
 
-from .core.errors import quote
-from .datasets import (
+from ..core.errors import quote
+from ..datasets import (
     DUPLICATE_SAMPLE_ID,
     MALFORMED_JSON,
     NOT_A_FIXTURE_LINE,
@@ -34,16 +34,16 @@ from .datasets import (
     FixtureCase,
     parse_case_line,
 )
-from .scorers import (
+from ..scorers import (
     diagnosis_score,
     extraction_score,
     ordered_extraction_scorer,
     stage_diagnosis_scorer,
 )
-from .scorers.outcome import metadata_source
-from .scorers.store import context_store_key
-from .tasks import ordered_extraction_recorded, stage_diagnosis
-from .tasks.replay import _answer_text
+from ..scorers.outcome import metadata_source
+from ..scorers.store import context_store_key
+from ..tasks import ordered_extraction_recorded, stage_diagnosis
+from ..tasks.replay import _answer_text
 
 Side = Literal["data", "answer"]
 

@@ -37,9 +37,9 @@ from urllib.parse import unquote, urlparse
 
 from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
 
-from .core.itemise import dropped_ids, invented_ids
-from .scorers.explain import show_id
-from .scorers.metrics import STAGES
+from ..core.itemise import dropped_ids, invented_ids
+from ..scorers.explain import show_id
+from ..scorers.metrics import STAGES
 
 STAGE_SCORER = "stage_diagnosis"
 EXTRACTION_SCORER = "ordered_extraction"

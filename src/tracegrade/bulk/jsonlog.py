@@ -1,0 +1,109 @@
+"""The `.json` log format, written in a stream.
+
+Inspect's `.json` log is one JSON object: the header's fields, then
+`samples` sorted by `(epoch, id)`, then `reductions`. The header needs the
+results, which are known only at the end, so each sample is serialised
+into an unnamed spool file as it comes, and the file is put together at
+the end: header, the samples copied from the spool in Inspect's order,
+reductions. Samples are written one per line without indentation, which
+JSON readers do not see. Per sample, only its offset and length stay in
+memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from array import array
+from pathlib import Path
+from typing import IO, Any
+
+from inspect_ai.log import EvalLog, EvalSampleReductions
+
+from .._inspect_internals import to_json_safe
+from .results import RunResults
+
+
+class JsonLogWriter:
+    def __init__(self, location: Path) -> None:
+        self.location = location
+        self.partial = location.with_name(location.name + ".partial")
+        self.published = False
+        # Unnamed, so it disappears with the process whatever happens.
+        self._spool: IO[bytes] = tempfile.TemporaryFile(dir=location.parent)  # noqa: SIM115
+        self._ids: list[str] = []
+        self._offsets = array("Q")
+        self._lengths = array("Q")
+        self._spooled = 0
+
+    def add(self, sample_id: str, sample: bytes, data: dict[str, Any]) -> None:
+        self._spool.write(sample)
+        self._ids.append(sample_id)
+        self._offsets.append(self._spooled)
+        self._lengths.append(len(sample))
+        self._spooled += len(sample)
+
+    def finish(
+        self,
+        header: EvalLog,
+        reductions: list[EvalSampleReductions],
+        reduction_samples: RunResults,
+    ) -> None:
+        head = to_json_safe(header).rstrip()
+        if not head.endswith(b"}"):
+            raise RuntimeError("Inspect's log header did not serialise to an object")
+        spool = self._spool
+        spool.flush()
+        # Inspect's writer sorts samples by (epoch, id); one epoch here.
+        order = sorted(range(len(self._ids)), key=self._ids.__getitem__)
+        self._ids = []
+        try:
+            with open(self.partial, "wb") as out:
+                out.write(head[:-1].rstrip())
+                out.write(b',\n  "samples": [')
+                separator = b"\n"
+                for position in order:
+                    out.write(separator)
+                    out.write(
+                        os.pread(
+                            spool.fileno(),
+                            self._lengths[position],
+                            self._offsets[position],
+                        )
+                    )
+                    separator = b",\n"
+                out.write(b"\n  ]")
+                if reductions:
+                    (reduction,) = reductions
+                    reduction_head = to_json_safe(reduction, indent=None)
+                    if not reduction_head.endswith(b"[]}"):
+                        raise RuntimeError(
+                            "Inspect's reductions did not serialise as expected"
+                        )
+                    out.write(b',\n  "reductions": [\n')
+                    out.write(reduction_head[:-2] + b"\n")
+                    for chunk in reduction_samples.reduction_samples():
+                        out.write(chunk)
+                    out.write(b"\n]}\n  ]")
+                out.write(b"\n}\n")
+                out.flush()
+                os.fsync(out.fileno())
+            os.replace(self.partial, self.location)
+            self.published = True
+        finally:
+            with contextlib.suppress(OSError):
+                self.partial.unlink(missing_ok=True)
+            with contextlib.suppress(OSError):
+                spool.close()
+
+    def abort(self) -> str | None:
+        with contextlib.suppress(OSError):
+            self._spool.close()
+        try:
+            self.partial.unlink()
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return str(self.partial)
+        return None

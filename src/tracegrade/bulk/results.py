@@ -1,0 +1,243 @@
+"""Metrics and epoch reductions over a whole bulk run, in little memory.
+
+`inspect eval` computes a log's results with every `SampleScore` in memory
+at once: at a million samples, over a gigabyte of pydantic objects. Here
+each sample keeps only what the scorer's metrics read, in one small
+`LightScore` (a value, a reason, a sample id, and a metadata dict shared by
+every sample with the same content: `record.correct` for `lucky_answers`,
+`error.kind` and `error.side` for `answer_failures`). The metrics are the
+scorer's own, called through Inspect's own `compute_eval_scores`, so metric
+names, NaN filtering and dictionary metrics follow `inspect eval` exactly;
+`tests/test_bulk_results.py` holds the two to the same results.
+
+A bulk run has one epoch, so the epoch reducer (Inspect's `mean`, the
+default of the replay tasks) reduces each sample alone: it is applied as
+each sample is scored, its reduced score written to a spool file at once
+in the log's `EvalSampleScore` shape, and only the reduced value kept.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO, Any
+
+from inspect_ai.log import EvalResults, EvalSampleReductions, EvalSampleScore
+from inspect_ai.scorer import Score, Scorer, mean_score
+
+from .._inspect_internals import (
+    Metrics,
+    ScorerInfo,
+    compute_eval_scores,
+    headline_metric_ref,
+    metric_scores,
+    resolve_headline_metric,
+    to_json_safe,
+)
+
+_NAN = math.nan
+
+
+class LightScore:
+    """A `SampleScore` and its `Score` in one object, holding only what
+    metrics read. `score` is the object itself, so `item.score.value`, the
+    way metrics read a value, works unchanged."""
+
+    __slots__ = ("metadata", "reason", "sample_id", "value")
+
+    def __init__(
+        self, value: Any, reason: str | None, sample_id: str, metadata: Any
+    ) -> None:
+        self.value = value
+        self.reason = reason
+        self.sample_id = sample_id
+        self.metadata = metadata
+
+    @property
+    def score(self) -> LightScore:
+        return self
+
+    @property
+    def sample_metadata(self) -> None:
+        return None
+
+    @property
+    def scorer(self) -> None:
+        return None
+
+    def __deepcopy__(self, _memo: object) -> LightScore:
+        # Inspect copies a score before replacing its value with one key of
+        # a dictionary value; nothing else of it is written, so a shallow
+        # copy suffices, and shared metadata stays shared.
+        return LightScore(self.value, self.reason, self.sample_id, self.metadata)
+
+
+def _shared(cache: dict[Any, Any], key: Any, make: Any) -> Any:
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = make()
+    return found
+
+
+@dataclass
+class _Views:
+    reduced: Metrics | None
+    unreduced: Metrics | None
+
+
+def _split_views(metrics: Metrics) -> _Views:
+    """The scorer's metrics on reduced and on unreduced scores, as Inspect
+    splits them (`scores="auto"` counts as reduced)."""
+
+    def keep(modes: set[str]) -> Metrics | None:
+        if isinstance(metrics, dict):
+            by_key = {
+                key: [m for m in listed if metric_scores(m) in modes]
+                for key, listed in metrics.items()
+            }
+            return {key: listed for key, listed in by_key.items() if listed} or None
+        kept: list[Any] = []
+        for item in metrics:
+            if isinstance(item, dict):
+                by_key = {
+                    key: [m for m in listed if metric_scores(m) in modes]
+                    for key, listed in item.items()
+                }
+                by_key = {key: listed for key, listed in by_key.items() if listed}
+                if by_key:
+                    kept.append(by_key)
+            elif metric_scores(item) in modes:
+                kept.append(item)
+        return kept or None
+
+    return _Views(reduced=keep({"auto", "reduced"}), unreduced=keep({"unreduced"}))
+
+
+class RunResults:
+    """Collects a run's scores as they come; `results()` gives the log's
+    results and writes its reductions."""
+
+    def __init__(self, scorer: Scorer, scorer_name: str, spool_dir: str) -> None:
+        self.scorer_name = scorer_name
+        self.info = ScorerInfo.from_scorer(scorer)
+        self.views = _split_views(self.info.metrics)
+        self.reducer = mean_score()
+        self.scores: list[LightScore] = []
+        self.reduced: list[LightScore] = []
+        self._metadata_cache: dict[Any, Any] = {}
+        self._value_cache: dict[Any, Any] = {}
+        # Unnamed, so it vanishes with the process whatever happens.
+        self._reductions: IO[bytes] | None = (
+            tempfile.TemporaryFile(dir=spool_dir)  # noqa: SIM115
+            if self.views.reduced is not None
+            else None
+        )
+        self._separator = b""
+
+    def _light_metadata(self, metadata: dict[str, Any] | None) -> Any:
+        """The metadata keys tracegrade's metrics read, shared by content."""
+        metadata = metadata or {}
+        record = metadata.get("record")
+        # `lucky_answers` asks only whether the label is JSON `true`.
+        labelled_true = isinstance(record, dict) and record.get("correct") is True
+        error = metadata.get("error")
+        kind = error.get("kind") if isinstance(error, dict) else None
+        side = error.get("side") if isinstance(error, dict) else None
+        return _shared(
+            self._metadata_cache,
+            (labelled_true, error is None, kind, side),
+            lambda: {
+                "record": {"correct": True} if labelled_true else {},
+                "error": None if error is None else {"kind": kind, "side": side},
+            },
+        )
+
+    def _light_value(self, value: Any) -> Any:
+        """Equal values are one shared object: a million stage strings or
+        `{"membership", "order"}` dictionaries would otherwise each cost
+        memory. Metrics only read them."""
+        if isinstance(value, float) and math.isnan(value):
+            return _NAN
+        if isinstance(value, dict):
+            key = tuple(sorted(value.items(), key=lambda item: item[0]))
+            return _shared(self._value_cache, ("dict", key), lambda: dict(value))
+        return _shared(self._value_cache, (type(value), value), lambda: value)
+
+    def add(self, sample_id: str, score: Score) -> None:
+        metadata = self._light_metadata(score.metadata)
+        self.scores.append(
+            LightScore(
+                self._light_value(score.value), score.reason, sample_id, metadata
+            )
+        )
+        if self._reductions is None:
+            return
+        reduced = self.reducer([score])
+        entry = EvalSampleScore(**reduced.__dict__, sample_id=sample_id)
+        self._reductions.write(self._separator + to_json_safe(entry, indent=None))
+        self._separator = b",\n"
+        self.reduced.append(
+            LightScore(
+                self._light_value(reduced.value), reduced.reason, sample_id, metadata
+            )
+        )
+
+    def results(self, total: int) -> tuple[EvalResults, list[EvalSampleReductions]]:
+        """The `EvalResults` of the run, and its reductions' headers (their
+        samples are in the spool; `reduction_samples` streams them)."""
+        reducer_name = (
+            "mean"
+            if self.views.reduced is not None and self.views.unreduced is not None
+            else None
+        )
+        scores: list[Any] = []
+        reductions: list[EvalSampleReductions] = []
+        if self.views.reduced is not None:
+            reductions.append(
+                EvalSampleReductions(
+                    scorer=self.scorer_name, reducer=reducer_name, samples=[]
+                )
+            )
+            scores.extend(
+                compute_eval_scores(
+                    self.reduced,  # type: ignore[arg-type]
+                    self.views.reduced,
+                    self.scorer_name,
+                    self.info,
+                    reducer_name,
+                )
+            )
+        if self.views.unreduced is not None:
+            scores.extend(
+                compute_eval_scores(
+                    self.scores,  # type: ignore[arg-type]
+                    self.views.unreduced,
+                    self.scorer_name,
+                    self.info,
+                    None,
+                )
+            )
+        results = EvalResults(
+            total_samples=total, completed_samples=total, scores=scores
+        )
+        headline = resolve_headline_metric(results, None)
+        if headline is not None:
+            results.headline = headline_metric_ref(headline)
+        return results, reductions
+
+    def reduction_samples(self) -> Iterator[bytes]:
+        """The reduced scores as serialised JSON, joined by ",\\n"."""
+        if self._reductions is None:
+            return
+        self._reductions.flush()
+        self._reductions.seek(0)
+        while chunk := self._reductions.read(1 << 20):
+            yield chunk
+
+    def close(self) -> None:
+        if self._reductions is not None:
+            with contextlib.suppress(OSError):
+                self._reductions.close()

@@ -1,0 +1,1 @@
+"""From Inspect logs to figures: `build` aggregates, `html` renders a page."""
