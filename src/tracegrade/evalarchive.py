@@ -177,6 +177,14 @@ def _thin_text(text: str) -> str:
 
 
 def _thin_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
+    if _json_length_within(metadata, METADATA_VALUE_LIMIT):
+        # Each value alone is shorter than inside the whole, indented one
+        # level deeper: all are kept, and only text can change. One
+        # serialisation instead of one a value.
+        return {
+            key: _thin_text(value) if isinstance(value, str) else value
+            for key, value in metadata.items()
+        }
     thinned: dict[str, Any] = {}
     for key, value in metadata.items():
         if value is None or isinstance(value, (int, float)):  # bool is an int
