@@ -12,8 +12,9 @@ lucky answers) worked out for the synthetic records.
 Timed per sample, separately: making the sample (not the writer's cost),
 serialising it as Inspect does (which `tracegrade score` already pays),
 `sample_summary`, and `EvalArchive.add_sample` given the serialised
-sample. The process's resident memory is read before and after the
-samples, and at its peak.
+sample; `loop_us` is the whole loop's time per sample, timers included.
+The process's resident memory is read before and after the samples, and
+at its peak.
 
     python scripts/bulk_eval_log.py [--samples 100000] [--log-dir DIR]
         [--journal-every N] [--json OUT]
@@ -179,6 +180,7 @@ class WriteReport:
     summary_us: float
     add_sample_us: float
     writer_us: float
+    loop_us: float
     finish_seconds: float
     rss_before_samples: int
     rss_after_samples: int
@@ -201,6 +203,7 @@ def write_synthetic_log(
     with EvalArchive(location, journal_every=journal_every) as archive:
         archive.start(header.eval, header.plan)
         rss_before = resident_bytes()
+        looping = time.perf_counter()
         for index in range(count):
             started = time.perf_counter()
             sample = synthetic_sample(template.sample, index)
@@ -221,6 +224,7 @@ def write_synthetic_log(
             serialising += serialised - made
             summarising += summarised - serialised
             adding += added - summarised
+        loop_seconds = time.perf_counter() - looping
         rss_after = resident_bytes()
         finishing = time.perf_counter()
         archive.finish(
@@ -238,6 +242,7 @@ def write_synthetic_log(
         summary_us=round(summarising * per_sample, 2),
         add_sample_us=round(adding * per_sample, 2),
         writer_us=round((summarising + adding + finish_seconds) * per_sample, 2),
+        loop_us=round(loop_seconds * per_sample, 2),
         finish_seconds=round(finish_seconds, 3),
         rss_before_samples=rss_before,
         rss_after_samples=rss_after,
@@ -269,7 +274,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         template = make_template(Path(temp))
         log_dir = args.log_dir or Path(temp) / "logs"
         report = write_synthetic_log(
-            log_dir, args.samples, template, args.journal_every
+            log_dir,
+            args.samples,
+            template,
+            args.journal_every,
         )
     result = {
         "command": " ".join(["python", *sys.argv]),

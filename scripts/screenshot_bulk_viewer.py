@@ -3,14 +3,22 @@
 For each sample count N: a synthetic log of N stage samples is written
 with `EvalArchive` (`bulk_eval_log.py`), served by `inspect view --log-dir
 DIR --host 127.0.0.1 --port FREE`, and opened in a fresh headless
-Chromium, which is timed from navigation until
+Chromium. Three steps are timed, each until the page shows the text that
+proves it done:
 
-1. the log's sample list shows its first sample (`stage-0000000`), then
-2. one sample from the middle of the log shows its score's explanation.
+1. `list`: from navigating to the log's sample list until it shows the
+   first sample (`stage-0000000`);
+2. `clicked`: from clicking the row of the fourth sample until that
+   sample's score explanation shows, its Scoring tab clicked as soon as
+   it appears (how a person opens a sample);
+3. `deep_link`: from navigating a blank page to the address of a sample
+   in the middle of the log until its explanation shows (a shared link:
+   the viewer starts afresh and reads the log again).
 
-A count works when both happen within `--limit-seconds` (15 by default);
-the largest count that works, with every smaller one tried working too,
-is the measured limit. Each step is given up after `--give-up-seconds`,
+A count works when the list and the clicked sample both show within
+`--limit-seconds` (15 by default); the largest count that works, with
+every smaller one tried working too, is the measured limit. The same is
+reported for deep links. Each step is given up after `--give-up-seconds`,
 and a page reporting an error (a failed load, "No samples") fails at once.
 The view server's and the browser's peak resident memory are recorded.
 
@@ -85,8 +93,10 @@ class Measurement:
     write_seconds: float = 0.0
     writer_us_per_sample: float = 0.0
     sample_list: Step = field(default_factory=Step)
-    one_sample: Step = field(default_factory=Step)
+    clicked_sample: Step = field(default_factory=Step)
+    deep_link: Step = field(default_factory=Step)
     within_limit: bool = False
+    deep_link_within_limit: bool = False
     view_server_peak_rss: int = 0
     browser_peak_rss: int = 0
 
@@ -180,11 +190,14 @@ async def timed_wait(
     shown: str,
     give_up: float,
     watcher: PeakWatcher,
+    each_poll: str = "",
 ) -> Step:
-    """Seconds until `shown` is in the page's text; fails on failure text."""
+    """Seconds until `shown` is in the page's text; fails on failure text.
+    `each_poll` is a statement run in the page before each look."""
     started = time.monotonic()
     check = (
-        "(() => { const text = document.body ? document.body.innerText : '';"
+        f"(() => {{ {each_poll}"
+        " const text = document.body ? document.body.innerText : '';"
         f" if (text.includes({json.dumps(shown)})) return 'shown';"
         f" for (const f of {json.dumps(FAILURE_TEXTS)})"
         "   if (text.includes(f)) return 'failed: ' + text.slice(0, 400);"
@@ -203,7 +216,16 @@ async def timed_wait(
         if state:
             return Step(failure=str(state))
         await asyncio.sleep(POLL_SECONDS)
-    return Step(failure=f"not shown after {give_up:.0f} s")
+    try:
+        showing = await asyncio.wait_for(
+            browser.evaluate("document.body ? document.body.innerText : ''"), 10
+        )
+    except (ScreenshotError, TimeoutError):
+        showing = "(the page did not answer)"
+    return Step(
+        failure=f"not shown after {give_up:.0f} s; the page shows: "
+        + " ".join(str(showing).split())[:300]
+    )
 
 
 def sample_list_url(base: str, log_name: str) -> str:
@@ -212,6 +234,29 @@ def sample_list_url(base: str, log_name: str) -> str:
 
 def sample_url(base: str, log_name: str, sample: str) -> str:
     return f"{base}#/logs/{quote(log_name)}/samples/sample/{quote(sample)}/1/scoring"
+
+
+CLICKED_INDEX = 3
+
+
+def click_text(text: str) -> str:
+    """Script clicking the innermost element showing exactly `text` (in any
+    case); true if there was one."""
+    return (
+        "(() => { const hit = [...document.querySelectorAll('body *')].find("
+        "e => e.children.length === 0 &&"
+        f" e.textContent.trim().toLowerCase() === {json.dumps(text.lower())});"
+        " if (!hit) return false; hit.click(); return true; })()"
+    )
+
+
+# A sample opens on its transcript; the explanation is on its Scoring tab,
+# clicked as soon as it exists.
+OPEN_SCORING_TAB = (
+    "if (!window.__scoringOpened) window.__scoringOpened = "
+    + click_text("scoring")
+    + ";"
+)
 
 
 async def browse(
@@ -223,23 +268,38 @@ async def browse(
     shots: Path,
     width: int,
     height: int,
-) -> tuple[Step, Step, int]:
+) -> tuple[Step, Step, Step, int]:
+    """Time the list, a clicked sample, and a deep-linked sample."""
+    clicked_index = min(CLICKED_INDEX, count - 1)
     middle = count // 2
-    explanation = score_stage_input(stage_record(middle)).explanation
-    assert explanation
+    clicked_text, middle_text = (
+        score_stage_input(stage_record(index)).explanation
+        for index in (clicked_index, middle)
+    )
+    assert clicked_text and middle_text
+    never = Step(failure="sample list never showed")
     async with HeadlessChromium(chromium, width, height) as browser:
         assert browser._process is not None
         watcher = PeakWatcher(browser._process.pid)
         await browser.open(sample_list_url(base, log_name))
         listed = await timed_wait(browser, sample_id(0), give_up, watcher)
         if listed.seconds is None:
-            return listed, Step(failure="sample list never showed"), watcher.peak
+            return listed, never, never, watcher.peak
         await browser.screenshot(shots / "bulk-sample-list.png")
+        if not await browser.evaluate(click_text(sample_id(clicked_index))):
+            clicked = Step(failure=f"no row shows {sample_id(clicked_index)}")
+        else:
+            clicked = await timed_wait(
+                browser, clicked_text, give_up, watcher, OPEN_SCORING_TAB
+            )
+            if clicked.seconds is not None:
+                await browser.screenshot(shots / "bulk-sample.png")
+        # From a blank page, so the viewer starts afresh, as for a shared link.
+        await browser.open("about:blank")
+        await browser.wait_for("location.href === 'about:blank'", "a blank page")
         await browser.open(sample_url(base, log_name, sample_id(middle)))
-        opened = await timed_wait(browser, explanation, give_up, watcher)
-        if opened.seconds is not None:
-            await browser.screenshot(shots / "bulk-sample.png")
-        return listed, opened, watcher.peak
+        linked = await timed_wait(browser, middle_text, give_up, watcher)
+        return listed, clicked, linked, watcher.peak
 
 
 def measure(
@@ -258,7 +318,7 @@ def measure(
         result.writer_us_per_sample = written.writer_us
         log_name = Path(written.log).name
         with view_server(log_dir) as (base, server):
-            listed, opened, browser_peak = asyncio.run(
+            listed, clicked, linked, browser_peak = asyncio.run(
                 browse(
                     chromium,
                     base,
@@ -271,12 +331,18 @@ def measure(
                 )
             )
             result.view_server_peak_rss = tree_peak_rss(server.pid)
-        result.sample_list, result.one_sample = listed, opened
+        result.sample_list = listed
+        result.clicked_sample, result.deep_link = clicked, linked
         result.browser_peak_rss = browser_peak
-    result.within_limit = all(
-        step.seconds is not None and step.seconds <= args.limit_seconds
-        for step in (result.sample_list, result.one_sample)
-    )
+
+    def within(*steps: Step) -> bool:
+        return all(
+            step.seconds is not None and step.seconds <= args.limit_seconds
+            for step in steps
+        )
+
+    result.within_limit = within(result.sample_list, result.clicked_sample)
+    result.deep_link_within_limit = within(result.deep_link)
     return result
 
 
@@ -293,7 +359,9 @@ def report_line(result: Measurement) -> str:
 
     return (
         f"{result.samples:>9,} samples  log {result.log_bytes / 1e6:7.1f} MB  "
-        f"list {shown(result.sample_list):>7}  sample {shown(result.one_sample):>7}  "
+        f"list {shown(result.sample_list):>7}  "
+        f"clicked {shown(result.clicked_sample):>7}  "
+        f"deep link {shown(result.deep_link):>7}  "
         f"server {result.view_server_peak_rss / 1e6:6.0f} MB  "
         f"browser {result.browser_peak_rss / 1e6:6.0f} MB  "
         f"{'ok' if result.within_limit else 'OVER LIMIT'}"
@@ -328,6 +396,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     results: list[Measurement] = []
     limit: int | None = None
+    deep_link_limit: int | None = None
     try:
         chromium = find_chromium(args.chromium)
         with tempfile.TemporaryDirectory(prefix="tracegrade-bulk-") as temp:
@@ -338,13 +407,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                 result = measure(count, template, chromium, args, shots)
                 results.append(result)
                 print(report_line(result), flush=True)
-                if result.within_limit:
-                    if all(r.within_limit for r in results):
-                        limit = count
-                        args.images.mkdir(parents=True, exist_ok=True)
-                        for shot in shots.iterdir():
-                            shutil.copyfile(shot, args.images / shot.name)
-                elif not args.keep_going:
+                if all(r.within_limit for r in results):
+                    limit = count
+                    args.images.mkdir(parents=True, exist_ok=True)
+                    for shot in shots.iterdir():
+                        shutil.copyfile(shot, args.images / shot.name)
+                if all(r.deep_link_within_limit for r in results):
+                    deep_link_limit = count
+                if not result.within_limit and not args.keep_going:
                     break
     except (ScreenshotError, subprocess.TimeoutExpired) as error:
         print(f"screenshot_bulk_viewer: {error}", file=sys.stderr)
@@ -353,10 +423,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     report = {
         "command": " ".join(["python", *sys.argv]),
         "what": (
-            "seconds from navigation until `inspect view` shows a synthetic "
-            ".eval log's sample list, then one sample; limit_samples is the "
-            "largest count whose both steps took at most limit_seconds, all "
-            "smaller counts tried included"
+            "seconds until `inspect view` shows a synthetic .eval log's sample "
+            "list (from navigation), a sample opened by clicking its row, and "
+            "a sample opened by its address (deep link); limit_samples is the "
+            "largest count whose list and clicked sample took at most "
+            "limit_seconds, all smaller counts tried included; "
+            "limit_samples_deep_link the same for deep links"
         ),
         "inspect_ai": _version("inspect_ai"),
         "chromium": _chromium_version(chromium),
@@ -368,11 +440,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "limit_seconds": args.limit_seconds,
         "give_up_seconds": args.give_up_seconds,
         "limit_samples": limit,
+        "limit_samples_deep_link": deep_link_limit,
         "results": [asdict(result) for result in results],
     }
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    print(f"limit: {limit} samples; wrote {args.json}")
+    print(f"limit: {limit} samples ({deep_link_limit} by deep link); wrote {args.json}")
     return 0
 
 
