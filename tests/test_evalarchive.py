@@ -1,0 +1,598 @@
+"""`EvalArchive` writes `.eval` logs that Inspect reads like its own.
+
+The reference is a real log: `inspect_ai.eval` of each packaged replay
+task, two epochs, written by Inspect's own `.eval` recorder (the
+extraction task's mean reducer gives reductions, NaN values included).
+Its header, samples and reductions are written again with `EvalArchive`,
+and every public reader must give the same content for both. The members
+are compared too, against the very bytes Inspect wrote, so that the
+summaries, which only the viewer and the summary readers see, are proven
+equal and not just readable.
+
+A log is published only once finished: an aborted or killed writer leaves
+at most `<name>.partial`, which log listings do not show.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import struct
+import subprocess
+import sys
+import textwrap
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+import zstandard
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from inspect_ai import eval
+from inspect_ai.analysis import samples_df
+from inspect_ai.log import (
+    EvalLog,
+    EvalSample,
+    EvalSpec,
+    list_eval_logs,
+    read_eval_log,
+    read_eval_log_sample,
+    read_eval_log_sample_summaries,
+)
+from pydantic_core import to_jsonable_python
+
+from tests.support import SUBPROCESS_ENV
+from tracegrade import evalarchive, stage_diagnosis
+from tracegrade import ordered_extraction_recorded as extraction_task
+from tracegrade.evalarchive import (
+    EvalArchive,
+    EvalArchiveError,
+    sample_member,
+    sample_summary,
+)
+
+EPOCHS = 2
+
+
+# --- Reading members without Inspect's zipfile patch ---------------------------
+
+
+def members(path: Path) -> dict[str, dict[str, Any]]:
+    """Each member's central-directory fields, read with struct alone, so
+    that what is checked is the bytes on disk, not a reader's view."""
+    data = path.read_bytes()
+    end = data.rindex(b"PK\x05\x06")
+    count, size, offset = struct.unpack_from("<HLL", data, end + 10)
+    if count == 0xFFFF or offset == 0xFFFFFFFF:
+        locator = data.rindex(b"PK\x06\x07")
+        (end64,) = struct.unpack_from("<Q", data, locator + 8)
+        count, size, offset = struct.unpack_from("<QQQ", data, end64 + 32)
+    found: dict[str, dict[str, Any]] = {}
+    position = offset
+    for _ in range(count):
+        fields = struct.unpack_from("<4s4B4HL2L5H2L", data, position)
+        name_length, extra_length, comment_length = fields[12:15]
+        name = data[position + 46 : position + 46 + name_length].decode("utf-8")
+        found[name] = {
+            "create_version": fields[1],
+            "create_system": fields[2],
+            "extract_version": fields[3],
+            "flag_bits": fields[5],
+            "compress_type": fields[6],
+            "crc": fields[9],
+            "compressed_size": fields[10],
+            "size": fields[11],
+            "external_attr": fields[17],
+            "offset": fields[18],
+        }
+        position += 46 + name_length + extra_length + comment_length
+    assert position == offset + size
+    return found
+
+
+def member_bytes(path: Path, name: str) -> bytes:
+    """A member's content, decompressed with zstandard and CRC-checked."""
+    info = members(path)[name]
+    with open(path, "rb") as file:
+        file.seek(info["offset"])
+        header = file.read(30)
+        name_length, extra_length = struct.unpack_from("<HH", header, 26)
+        file.seek(info["offset"] + 30 + name_length + extra_length)
+        compressed = file.read(info["compressed_size"])
+    assert info["compress_type"] == 93
+    content = zstandard.ZstdDecompressor().decompressobj().decompress(compressed)
+    assert zlib.crc32(content) == info["crc"]
+    assert len(content) == info["size"]
+    return content
+
+
+def member_json(path: Path, name: str) -> Any:
+    return json.loads(member_bytes(path, name))
+
+
+# --- The reference log and its rewrites -------------------------------------------
+
+
+@pytest.fixture(scope="module", params=["stage_diagnosis", "ordered_extraction"])
+def inspect_log(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    log_dir = tmp_path_factory.mktemp("inspect-logs")
+    task = (
+        stage_diagnosis() if request.param == "stage_diagnosis" else extraction_task()
+    )
+    (log,) = eval(
+        task,
+        epochs=EPOCHS,
+        display="none",
+        log_dir=str(log_dir),
+        log_format="eval",
+    )
+    assert log.status == "success", log.error
+    return Path(log.location)
+
+
+def inspect_summaries(inspect_log: Path) -> list[dict[str, Any]]:
+    summaries: list[dict[str, Any]] = member_json(inspect_log, "summaries.json")
+    return summaries
+
+
+def rewrite(
+    inspect_log: Path, out_dir: Path, inputs: str, journal_every: int = 10
+) -> Path:
+    """The reference log written again by `EvalArchive`.
+
+    `inputs` "serialised": each sample as the bytes Inspect wrote and its
+    summary from `sample_summary`; "models": each sample as JSON-safe data
+    of the `EvalSample` Inspect reads back, and `EvalSample.summary()`.
+    Samples go in the order of Inspect's summaries, so both summary lists
+    are in the same order.
+    """
+    log = read_eval_log(str(inspect_log))
+    out_dir.mkdir(parents=True, exist_ok=True)
+    archive = EvalArchive(out_dir / inspect_log.name, journal_every=journal_every)
+    archive.start(log.eval, log.plan)
+    for summary in inspect_summaries(inspect_log):
+        name = sample_member(summary["id"], summary["epoch"])
+        if inputs == "serialised":
+            data = member_bytes(inspect_log, name)
+            archive.add_sample(data, sample_summary(json.loads(data)))
+        else:
+            sample = read_eval_log_sample(
+                str(inspect_log), id=summary["id"], epoch=summary["epoch"]
+            )
+            archive.add_sample(
+                to_jsonable_python(sample, exclude_none=True), sample.summary()
+            )
+    return archive.finish(log, log.reductions)
+
+
+@pytest.fixture(scope="module", params=["serialised", "models"])
+def rewritten(
+    request: pytest.FixtureRequest,
+    inspect_log: Path,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Path:
+    return rewrite(inspect_log, tmp_path_factory.mktemp("ours"), request.param)
+
+
+def as_json(model: Any) -> str:
+    # Text, so that NaN equals NaN and True never equals 1.
+    return json.dumps(
+        to_jsonable_python(model, exclude_none=True), sort_keys=True, indent=1
+    )
+
+
+def without_location(log: EvalLog) -> EvalLog:
+    return log.model_copy(update={"location": ""})
+
+
+# --- Readers ---------------------------------------------------------------------
+
+
+def test_read_eval_log_gives_the_same_log(inspect_log: Path, rewritten: Path) -> None:
+    theirs = read_eval_log(str(inspect_log))
+    ours = read_eval_log(str(rewritten))
+    assert ours.samples is not None
+    assert len(ours.samples) == len(inspect_summaries(inspect_log))
+    assert as_json(without_location(ours)) == as_json(without_location(theirs))
+
+
+def test_header_only_read_gives_the_same_header(
+    inspect_log: Path, rewritten: Path
+) -> None:
+    theirs = read_eval_log(str(inspect_log), header_only=True)
+    ours = read_eval_log(str(rewritten), header_only=True)
+    assert ours.samples is None and ours.status == "success"
+    assert as_json(without_location(ours)) == as_json(without_location(theirs))
+
+
+def test_each_sample_reads_the_same(inspect_log: Path, rewritten: Path) -> None:
+    for summary in inspect_summaries(inspect_log):
+        ids = {"id": summary["id"], "epoch": summary["epoch"]}
+        theirs = read_eval_log_sample(str(inspect_log), **ids)
+        ours = read_eval_log_sample(str(rewritten), **ids)
+        assert as_json(ours) == as_json(theirs), ids
+    by_uuid = read_eval_log_sample(str(rewritten), uuid=summary["uuid"])
+    assert (by_uuid.id, by_uuid.epoch) == (summary["id"], summary["epoch"])
+
+
+def test_sample_summaries_read_the_same(inspect_log: Path, rewritten: Path) -> None:
+    theirs = read_eval_log_sample_summaries(str(inspect_log))
+    ours = read_eval_log_sample_summaries(str(rewritten))
+    assert len(ours) == len(inspect_summaries(inspect_log))
+    assert as_json(ours) == as_json(theirs)
+
+
+def test_samples_dataframe_is_the_same(inspect_log: Path, rewritten: Path) -> None:
+    theirs = samples_df(str(inspect_log), quiet=True)
+    ours = samples_df(str(rewritten), quiet=True)
+    assert len(ours) == len(inspect_summaries(inspect_log))
+    assert set(ours["log"]) == {str(rewritten)}
+    pd.testing.assert_frame_equal(
+        ours.drop(columns="log"), theirs.drop(columns="log"), check_exact=True
+    )
+
+
+# --- Members -----------------------------------------------------------------------
+
+
+def test_members_are_laid_out_and_compressed_as_inspects(
+    inspect_log: Path, rewritten: Path
+) -> None:
+    theirs, ours = members(inspect_log), members(rewritten)
+
+    def not_journal(names: Iterator[str] | Any) -> set[str]:
+        return {name for name in names if not name.startswith("_journal/summaries/")}
+
+    assert not_journal(ours) == not_journal(theirs)
+    assert next(iter(ours)) == "_journal/start.json"
+    assert list(ours)[-3:] == ["summaries.json", "reductions.json", "header.json"]
+    for name, info in ours.items():
+        for field in ("compress_type", "create_system", "external_attr", "flag_bits"):
+            reference = theirs.get(name, theirs["summaries.json"])
+            assert info[field] == reference[field], (name, field)
+    # Inspect's zstd frames: no content size, no checksum.
+    first_sample = next(name for name in ours if name.startswith("samples/"))
+    frame_header = member_frame_start(rewritten, first_sample)
+    assert frame_header == member_frame_start(inspect_log, first_sample)
+
+
+def member_frame_start(path: Path, name: str) -> bytes:
+    info = members(path)[name]
+    with open(path, "rb") as file:
+        file.seek(info["offset"])
+        header = file.read(30)
+        name_length, extra_length = struct.unpack_from("<HH", header, 26)
+        file.seek(info["offset"] + 30 + name_length + extra_length)
+        return file.read(5)
+
+
+def test_summaries_are_inspects_own(inspect_log: Path, tmp_path: Path) -> None:
+    """From serialised samples, `sample_summary` rebuilds the very JSON
+    Inspect wrote, trimming included; the journal holds the same list."""
+    ours = rewrite(inspect_log, tmp_path, "serialised", journal_every=7)
+    summaries = member_json(ours, "summaries.json")
+    assert summaries == inspect_summaries(inspect_log)
+    journal = sorted(
+        (name for name in members(ours) if name.startswith("_journal/summaries/")),
+        key=lambda name: int(name.rsplit("/", 1)[1].removesuffix(".json")),
+    )
+    assert len(journal) == math.ceil(len(summaries) / 7)
+    assert [s for name in journal for s in member_json(ours, name)] == summaries
+
+
+def test_start_header_and_reductions_hold_inspects_content(
+    inspect_log: Path, rewritten: Path
+) -> None:
+    """Read back, Inspect's spec carries defaults its writer then writes
+    out (`solver_args_passed`), so the header and spec are compared as
+    Inspect validates them; the reductions as written."""
+    ours, theirs = (member_json(p, "header.json") for p in (rewritten, inspect_log))
+    assert as_json(EvalLog.model_validate(ours)) == as_json(
+        EvalLog.model_validate(theirs)
+    )
+    assert json.dumps(member_json(rewritten, "reductions.json")) == json.dumps(
+        member_json(inspect_log, "reductions.json")
+    )
+    ours, theirs = (
+        member_json(p, "_journal/start.json") for p in (rewritten, inspect_log)
+    )
+    assert ours["version"] == theirs["version"] == 2
+    assert EvalSpec.model_validate(ours["eval"]) == EvalSpec.model_validate(
+        theirs["eval"]
+    )
+    assert ours["plan"] == theirs["plan"]
+
+
+def test_zip64_structures_read_everywhere(
+    inspect_log: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A log past 2 GiB gets zipfile's ZIP64 extras and end records. Too big
+    to write in a test, so the limit is lowered: every member then has them."""
+    monkeypatch.setattr(evalarchive, "_ZIP64_LIMIT", 1000)
+    ours = rewrite(inspect_log, tmp_path, "serialised")
+    data = ours.read_bytes()
+    assert b"PK\x06\x06" in data[-200:] and b"PK\x06\x07" in data[-100:]
+    assert members(ours)["header.json"]["create_version"] == 45
+    theirs = read_eval_log(str(inspect_log))
+    assert as_json(without_location(read_eval_log(str(ours)))) == as_json(
+        without_location(theirs)
+    )
+    assert len(read_eval_log_sample_summaries(str(ours))) == len(
+        inspect_summaries(inspect_log)
+    )
+
+
+def test_non_ascii_ids_are_flagged_utf8(tmp_path: Path, inspect_log: Path) -> None:
+    log = read_eval_log(str(inspect_log), header_only=True)
+    sample = {"id": "运行-1", "epoch": 1, "input": "x", "target": ""}
+    with EvalArchive(tmp_path / "unicode.eval") as archive:
+        archive.start(log.eval, log.plan)
+        archive.add_sample(sample, sample_summary(sample))
+        path = archive.finish(log, None)
+    info = members(path)["samples/运行-1_epoch_1.json"]
+    assert info["flag_bits"] & 0x800
+    assert "reductions.json" not in members(path)
+    assert read_eval_log_sample(str(path), id="运行-1").input == "x"
+
+
+# --- Summaries of any sample ---------------------------------------------------------
+
+TEXT = st.text(
+    alphabet=st.sampled_from(
+        ["a", "é", "运", " ", "\n", "\t", "\r", "\xa0", "\u3000", "-"]
+    ),
+    max_size=1300,
+)
+JSON_LEAF = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), TEXT
+)
+JSON_VALUE = st.recursive(
+    JSON_LEAF,
+    lambda children: st.one_of(
+        st.lists(children, max_size=40),
+        st.dictionaries(st.text(max_size=5), children, max_size=8),
+    ),
+    max_leaves=60,
+)
+
+
+def inspect_summary_json(sample: dict[str, Any]) -> str:
+    summary = EvalSample.model_validate(sample).summary()
+    return as_json(summary)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    input_text=st.one_of(TEXT, st.just("x" * 6000)),
+    target=st.one_of(TEXT, st.lists(TEXT, max_size=3)),
+    metadata=st.dictionaries(st.text(max_size=6), JSON_VALUE, max_size=5),
+    explanation=st.one_of(st.none(), TEXT, st.just("word " * 2000)),
+    score_metadata=st.one_of(
+        st.none(), st.dictionaries(st.text(max_size=6), JSON_VALUE, max_size=4)
+    ),
+    value=st.one_of(st.floats(allow_nan=True), st.sampled_from(["pass", "C"])),
+)
+def test_sample_summary_trims_as_inspect_does(
+    input_text: str,
+    target: str | list[str],
+    metadata: dict[str, Any],
+    explanation: str | None,
+    score_metadata: dict[str, Any] | None,
+    value: Any,
+) -> None:
+    score: dict[str, Any] = {"value": value, "answer": input_text[:50]}
+    if explanation is not None:
+        score["explanation"] = explanation
+    if score_metadata is not None:
+        score["metadata"] = score_metadata
+    sample = {
+        "id": "s",
+        "epoch": 3,
+        "input": input_text,
+        "target": target,
+        "metadata": metadata,
+        "scores": {"scorer": score},
+        "messages": [{"role": "user", "content": "hi"}],
+        "started_at": "2026-01-01T02:00:00.5+02:00",
+        "completed_at": "2026-01-01T00:00:01+00:00",
+        "error_retries": [],
+        "uuid": "u",
+    }
+    assert as_json(sample_summary(sample)) == inspect_summary_json(sample)
+
+
+def test_sample_summary_of_chat_input_goes_through_inspect() -> None:
+    sample = {
+        "id": 7,
+        "epoch": 1,
+        "input": [
+            {
+                "id": "m1",
+                "role": "user",
+                "content": [{"type": "image", "image": "data:,"}],
+            },
+            {"id": "m2", "role": "user", "content": "y" * 6000},
+        ],
+        "target": ["a"],
+        "error": {"message": "boom", "traceback": "", "traceback_ansi": ""},
+        "limit": {"type": "token", "limit": 10},
+    }
+    summary = sample_summary(sample)
+    assert summary["input"][0]["content"][0]["text"] == "(Image)"
+    assert as_json(summary) == inspect_summary_json(sample)
+
+
+def test_summary_model_and_dict_give_the_same_member(
+    tmp_path: Path, inspect_log: Path
+) -> None:
+    log = read_eval_log(str(inspect_log), header_only=True)
+    first = inspect_summaries(inspect_log)[0]
+    sample = read_eval_log_sample(str(inspect_log), id=first["id"], epoch=1)
+    paths = []
+    for kind, summary in (
+        ("model", sample.summary()),
+        ("dict", sample_summary(to_jsonable_python(sample, exclude_none=True))),
+    ):
+        with EvalArchive(tmp_path / f"{kind}.eval") as archive:
+            archive.start(log.eval, log.plan)
+            archive.add_sample(to_jsonable_python(sample, exclude_none=True), summary)
+            paths.append(archive.finish(log, None))
+    model_summaries, dict_summaries = (
+        member_json(path, "summaries.json") for path in paths
+    )
+    assert model_summaries == dict_summaries
+
+
+# --- Publishing only finished logs ---------------------------------------------
+
+
+def small_header(inspect_log: Path) -> EvalLog:
+    return read_eval_log(str(inspect_log), header_only=True)
+
+
+def add_one(archive: EvalArchive, index: int) -> None:
+    sample = {"id": f"s{index}", "epoch": 1, "input": "in", "target": ""}
+    archive.add_sample(sample, sample_summary(sample))
+
+
+def test_an_aborted_archive_leaves_no_file(tmp_path: Path, inspect_log: Path) -> None:
+    log = small_header(inspect_log)
+    archive = EvalArchive(tmp_path / "aborted.eval")
+    assert archive.partial == tmp_path / "aborted.eval.partial"
+    archive.start(log.eval, log.plan)
+    add_one(archive, 1)
+    assert archive.partial.exists()
+    assert list_eval_logs(str(tmp_path)) == []
+    archive.abort()
+    archive.abort()
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(EvalArchiveError):
+        archive.finish(log, None)
+
+
+def test_leaving_the_block_unfinished_aborts(tmp_path: Path, inspect_log: Path) -> None:
+    log = small_header(inspect_log)
+    with pytest.raises(KeyError), EvalArchive(tmp_path / "failed.eval") as archive:
+        archive.start(log.eval, log.plan)
+        add_one(archive, 1)
+        archive.add_sample(b"{}", {"no": "id"})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_finished_archive_is_listed_under_its_name(
+    tmp_path: Path, inspect_log: Path
+) -> None:
+    log = small_header(inspect_log)
+    with EvalArchive(tmp_path / "done.eval") as archive:
+        archive.start(log.eval, log.plan)
+        add_one(archive, 1)
+        archive.finish(log, None)
+        archive.abort()  # does nothing once finished
+    assert [Path(info.name).name for info in list_eval_logs(str(tmp_path))] == [
+        "done.eval"
+    ]
+    assert [path.name for path in tmp_path.iterdir()] == ["done.eval"]
+
+
+def test_steps_out_of_order_are_refused(tmp_path: Path, inspect_log: Path) -> None:
+    log = small_header(inspect_log)
+    with EvalArchive(tmp_path / "order.eval") as archive:
+        with pytest.raises(EvalArchiveError):
+            add_one(archive, 1)
+        with pytest.raises(EvalArchiveError):
+            archive.finish(log, None)
+        archive.start(log.eval, log.plan)
+        with pytest.raises(EvalArchiveError):
+            archive.start(log.eval, log.plan)
+    with pytest.raises(ValueError, match=r"\.eval"):
+        EvalArchive(tmp_path / "log.json")
+
+
+def test_another_writers_partial_file_is_never_reused(tmp_path: Path) -> None:
+    (tmp_path / "taken.eval.partial").write_bytes(b"someone else's")
+    with pytest.raises(FileExistsError):
+        EvalArchive(tmp_path / "taken.eval")
+    assert (tmp_path / "taken.eval.partial").read_bytes() == b"someone else's"
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_abort_after_a_full_disk_raises_nothing(
+    tmp_path: Path, inspect_log: Path
+) -> None:
+    """On a full disk the writes fail, and so would the flush on closing;
+    abort must still remove the partial file without raising."""
+    log = small_header(inspect_log)
+    archive = EvalArchive(tmp_path / "full.eval")
+    archive.start(log.eval, log.plan)
+    archive._out.close()
+    # Every byte written from here on fails with ENOSPC, as on a full disk.
+    archive._out = open("/dev/full", "wb", buffering=64)  # noqa: SIM115
+    archive._zip._out = archive._out  # type: ignore[union-attr]
+    with pytest.raises(OSError, match="No space left"):
+        for index in range(100):
+            add_one(archive, index)
+    with pytest.raises(EvalArchiveError, match="failed"):
+        add_one(archive, 101)
+    archive.abort()
+    archive.abort()
+    assert list(tmp_path.iterdir()) == []
+
+
+KILLED_WRITER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from inspect_ai.log import read_eval_log
+    from tracegrade.evalarchive import EvalArchive, sample_summary
+
+    log = read_eval_log(sys.argv[1], header_only=True)
+    archive = EvalArchive(Path(sys.argv[2]) / "killed.eval", journal_every=3)
+    archive.start(log.eval, log.plan)
+    for index in range(50):
+        sample = {"id": f"s{index}", "epoch": 1, "input": "in", "target": ""}
+        archive.add_sample(sample, sample_summary(sample))
+    archive._out.flush()
+    print("written", flush=True)
+    sys.stdin.read()
+    """
+)
+
+
+def test_a_killed_writer_leaves_only_its_partial_file(
+    tmp_path: Path, inspect_log: Path
+) -> None:
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir()
+    writer = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(inspect_log), str(log_dir)],
+        env=SUBPROCESS_ENV,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert writer.stdout is not None
+        line = writer.stdout.readline()
+        assert line == "written\n", writer.stderr.read() if writer.stderr else ""
+        # The spools (central directory, summaries) have no names to leave.
+        assert [path.name for path in log_dir.iterdir()] == ["killed.eval.partial"]
+        os.kill(writer.pid, signal.SIGKILL)
+        assert writer.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+        for stream in (writer.stdin, writer.stdout, writer.stderr):
+            if stream is not None:
+                stream.close()
+    assert [path.name for path in log_dir.iterdir()] == ["killed.eval.partial"]
+    assert (log_dir / "killed.eval.partial").stat().st_size > 0
+    assert list_eval_logs(str(log_dir)) == []
