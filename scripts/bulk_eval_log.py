@@ -40,12 +40,12 @@ from inspect_ai.log import EvalLog, EvalScore, read_eval_log, read_eval_log_samp
 from pydantic_core import to_json, to_jsonable_python
 
 from screenshot_report import run_offline_tasks
-from tracegrade.bulk import score_stage_input
-from tracegrade.evalarchive import (
+from tracegrade.bulk.evallog import (
     DEFAULT_JOURNAL_EVERY,
     EvalArchive,
     sample_summary,
 )
+from tracegrade.bulk.scoring import score_stage_input
 
 TEMPLATE_TASK = "tracegrade/stage_diagnosis"
 TEMPLATE_SAMPLE = "lucky-answer-gap"

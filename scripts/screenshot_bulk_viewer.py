@@ -65,7 +65,7 @@ from screenshot_report import (
     stop_process_group,
 )
 from screenshot_viewer import _wait_until_serving, free_port
-from tracegrade.bulk import score_stage_input
+from tracegrade.bulk.scoring import score_stage_input
 
 DEFAULT_COUNTS = (10_000, 100_000, 200_000, 500_000, 1_000_000)
 # Text the viewer shows instead of a sample list when loading fails.

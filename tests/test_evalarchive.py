@@ -47,9 +47,10 @@ from inspect_ai.log import (
 from pydantic_core import to_jsonable_python
 
 from tests.support import SUBPROCESS_ENV
-from tracegrade import evalarchive, stage_diagnosis
 from tracegrade import ordered_extraction_recorded as extraction_task
-from tracegrade.evalarchive import (
+from tracegrade import stage_diagnosis
+from tracegrade.bulk import evallog as evalarchive
+from tracegrade.bulk.evallog import (
     EvalArchive,
     EvalArchiveError,
     sample_member,
@@ -550,7 +551,7 @@ KILLED_WRITER = textwrap.dedent(
     import sys
     from pathlib import Path
     from inspect_ai.log import read_eval_log
-    from tracegrade.evalarchive import EvalArchive, sample_summary
+    from tracegrade.bulk.evallog import EvalArchive, sample_summary
 
     log = read_eval_log(sys.argv[1], header_only=True)
     archive = EvalArchive(Path(sys.argv[2]) / "killed.eval", journal_every=3)
