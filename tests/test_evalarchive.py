@@ -38,13 +38,14 @@ from inspect_ai.analysis import samples_df
 from inspect_ai.log import (
     EvalLog,
     EvalSample,
+    EvalSampleReductions,
     EvalSpec,
     list_eval_logs,
     read_eval_log,
     read_eval_log_sample,
     read_eval_log_sample_summaries,
 )
-from pydantic_core import to_jsonable_python
+from pydantic_core import to_json, to_jsonable_python
 
 from tests.support import SUBPROCESS_ENV
 from tracegrade import ordered_extraction_recorded as extraction_task
@@ -53,6 +54,7 @@ from tracegrade.bulk import evallog as evalarchive
 from tracegrade.bulk.evallog import (
     EvalArchive,
     EvalArchiveError,
+    StreamedReductions,
     sample_member,
     sample_summary,
 )
@@ -151,16 +153,24 @@ def rewrite(
     `inputs` "serialised": each sample as the bytes Inspect wrote and its
     summary from `sample_summary`; "models": each sample as JSON-safe data
     of the `EvalSample` Inspect reads back, and `EvalSample.summary()`.
+    "suspended": as "serialised", but suspended and resumed every few
+    samples, the reductions streamed, and published under its name only
+    after `complete`, from another working name.
     Samples go in the order of Inspect's summaries, so both summary lists
     are in the same order.
     """
     log = read_eval_log(str(inspect_log))
     out_dir.mkdir(parents=True, exist_ok=True)
-    archive = EvalArchive(out_dir / inspect_log.name, journal_every=journal_every)
+    suspended = inputs == "suspended"
+    working = out_dir / ("working.eval" if suspended else inspect_log.name)
+    archive = EvalArchive(working, journal_every=journal_every)
     archive.start(log.eval, log.plan)
-    for summary in inspect_summaries(inspect_log):
+    for index, summary in enumerate(inspect_summaries(inspect_log)):
         name = sample_member(summary["id"], summary["epoch"])
-        if inputs == "serialised":
+        if suspended and index % 3 == 2:
+            archive.suspend()
+            archive.resume()
+        if inputs in ("serialised", "suspended"):
             data = member_bytes(inspect_log, name)
             archive.add_sample(data, sample_summary(json.loads(data)))
         else:
@@ -170,10 +180,30 @@ def rewrite(
             archive.add_sample(
                 to_jsonable_python(sample, exclude_none=True), sample.summary()
             )
-    return archive.finish(log, log.reductions)
+    if not suspended:
+        return archive.finish(log, log.reductions)
+    archive.suspend()  # `complete` resumes
+    archive.complete(log, streamed(log.reductions))
+    assert archive.partial.exists() and not working.exists()
+    return archive.publish(out_dir / inspect_log.name)
 
 
-@pytest.fixture(scope="module", params=["serialised", "models"])
+def streamed(
+    reductions: list[EvalSampleReductions] | None,
+) -> StreamedReductions | list[EvalSampleReductions] | None:
+    """One scorer's reductions as `tracegrade score` hands them over:
+    sample scores serialised, joined by commas, in uneven chunks."""
+    if not reductions:
+        return reductions  # the stage scorer's metrics reduce nothing
+    (reduction,) = reductions
+    joined = b",".join(to_json(score, exclude_none=True) for score in reduction.samples)
+    return StreamedReductions(
+        head=reduction,
+        samples_json=[joined[start : start + 7] for start in range(0, len(joined), 7)],
+    )
+
+
+@pytest.fixture(scope="module", params=["serialised", "models", "suspended"])
 def rewritten(
     request: pytest.FixtureRequest,
     inspect_log: Path,

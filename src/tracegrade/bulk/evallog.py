@@ -48,6 +48,7 @@ instead, and checked against them by `tests/test_evalarchive.py`:
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import struct
 import tempfile
@@ -55,6 +56,7 @@ import textwrap
 import time
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
@@ -383,26 +385,33 @@ class _CompressedSpool:
     def __init__(self, directory: Path) -> None:
         # A context of its own: a zstd context runs one operation at a time,
         # and this one stays open while other members are compressed.
-        self._compressor = _zstd_compressor()
+        self._compressor: zstandard.ZstdCompressor | None = None
         self._file: IO[bytes] = tempfile.TemporaryFile(dir=directory)  # noqa: SIM115
-        self._frame = self._compressor.compressobj()
+        self._frame: zstandard.ZstdCompressionObj | None = None
         self._frame_input = 0
         self.crc = 0
         self.size = 0
         self.compressed_size = 0
+
+    def _current_frame(self) -> zstandard.ZstdCompressionObj:
+        if self._frame is None:
+            if self._compressor is None:
+                self._compressor = _zstd_compressor()
+            self._frame = self._compressor.compressobj()
+        return self._frame
 
     def write(self, data: bytes) -> None:
         self.crc = zlib.crc32(data, self.crc)
         self.size += len(data)
         if self._frame_input + len(data) < MAX_FRAME_INPUT:
             self._frame_input += len(data)
-            self._emit(self._frame.compress(data))
+            self._emit(self._current_frame().compress(data))
             return
         view = memoryview(data)
         while view:
             room = MAX_FRAME_INPUT - self._frame_input
             piece, view = view[:room], view[room:]
-            self._emit(self._frame.compress(piece))
+            self._emit(self._current_frame().compress(piece))
             self._frame_input += len(piece)
             if self._frame_input >= MAX_FRAME_INPUT:
                 self._end_frame()
@@ -413,9 +422,20 @@ class _CompressedSpool:
             self.compressed_size += len(compressed)
 
     def _end_frame(self) -> None:
-        self._emit(self._frame.flush(zstandard.COMPRESSOBJ_FLUSH_FINISH))
-        self._frame = self._compressor.compressobj()
+        self._emit(self._current_frame().flush(zstandard.COMPRESSOBJ_FLUSH_FINISH))
+        self._frame = None
         self._frame_input = 0
+
+    def suspend(self) -> None:
+        """End the frame and let the compressor go; `write` makes another.
+
+        A suspended spool holds only its file: a zstd context costs a few
+        megabytes, and a run split into parts keeps every part's summaries
+        open until the end."""
+        if self._frame_input:
+            self._end_frame()
+        self._compressor = None
+        self._frame = None
 
     def done(self) -> _Compressed:
         if self._frame_input:
@@ -446,17 +466,28 @@ class _ZipWriter:
         self._clock = _DosClock()
         # One context reused for every member: Inspect's patched zipfile
         # makes a new twelve-thread one per member, close to a millisecond.
-        self._compressor = _zstd_compressor()
+        self._compressor: zstandard.ZstdCompressor | None = None
+
+    def suspend(self) -> None:
+        """Let the compressor go until the next member."""
+        self._compressor = None
+
+    def reopen(self, out: IO[bytes]) -> None:
+        """Go on writing into `out`, the same file reopened."""
+        self._out = out
 
     def add(self, name: str, data: bytes) -> None:
         """Compress and append one member held in memory."""
+        if self._compressor is None:
+            self._compressor = _zstd_compressor()
         if len(data) <= MAX_FRAME_INPUT:
             compressed = self._compressor.compress(data)
             self._add(name, (compressed,), zlib.crc32(data), len(data), len(compressed))
             return
         view = memoryview(data)
+        compressor = self._compressor
         frames = [
-            self._compressor.compress(view[start : start + MAX_FRAME_INPUT])
+            compressor.compress(view[start : start + MAX_FRAME_INPUT])
             for start in range(0, len(data), MAX_FRAME_INPUT)
         ]
         self._add(name, frames, zlib.crc32(data), len(data), sum(map(len, frames)))
@@ -593,7 +624,23 @@ PARTIAL_SUFFIX: Final = ".partial"
 DEFAULT_JOURNAL_EVERY: Final = 1000
 _BUFFER_SIZE: Final = 1 << 20
 
-_State = Literal["created", "started", "finished", "aborted", "failed"]
+_State = Literal[
+    "created", "started", "suspended", "completed", "finished", "aborted", "failed"
+]
+
+
+@dataclass(frozen=True)
+class StreamedReductions:
+    """One scorer's reductions whose sample scores are already serialised.
+
+    A million reduced scores held as `EvalSampleScore` objects would be a
+    second copy of the run in memory; `samples_json` yields them as JSON
+    objects joined by commas (chunks may split them anywhere).
+    """
+
+    head: EvalSampleReductions
+    """The scorer and reducer; its `samples` are ignored."""
+    samples_json: Iterable[bytes]
 
 
 class EvalArchiveError(RuntimeError):
@@ -604,9 +651,12 @@ class EvalArchive:
     """One `.eval` log, written sample by sample; see the module docstring.
 
     Call `start`, then `add_sample` for each sample, then `finish`, which
-    publishes the log under `location`. Until then the bytes are in
-    `partial`; `abort` (or leaving a `with` block without `finish`) removes
-    them. After any failed write the archive only accepts `abort`.
+    publishes the log under `location` (or `complete`, then `publish`, to
+    publish several logs together once all are complete). Until then the
+    bytes are in `partial`; `abort` (or leaving a `with` block without
+    `finish`) removes them. After any failed write the archive only accepts
+    `abort`. Between samples, `suspend` lets go of the memory only writing
+    needs, until `resume`.
 
     Sample ids and epochs must be unique: like Inspect's readers, every
     reader would take the last member of a name, but the summaries would
@@ -624,7 +674,9 @@ class EvalArchive:
         self.partial = location.with_name(location.name + PARTIAL_SUFFIX)
         self._journal_every = journal_every
         # "x": never reuse another writer's partial file.
-        self._out: IO[bytes] = open(self.partial, "xb", buffering=_BUFFER_SIZE)  # noqa: SIM115
+        self._file = io.FileIO(self.partial, "xb")
+        self._out = io.BufferedWriter(self._file, buffer_size=_BUFFER_SIZE)
+        self._suspended = False
         self._state: _State = "created"
         self._zip: _ZipWriter | None = None
         self._summaries: _CompressedSpool | None = None
@@ -704,19 +756,56 @@ class EvalArchive:
             self._state = "failed"
             raise
 
+    def suspend(self) -> None:
+        """Write the journal so far and let go of the compressors and the
+        write buffer, keeping only open files; `resume` goes on."""
+        self._expect("started")
+        assert self._zip is not None and self._summaries is not None
+        try:
+            self._flush_journal()
+            self._summaries.suspend()
+            self._zip.suspend()
+            self._out.flush()
+            self._out.detach()
+            self._suspended = True
+        except BaseException:
+            self._state = "failed"
+            raise
+        self._state = "suspended"
+
+    def resume(self) -> None:
+        """Go on after `suspend`, in the same file."""
+        self._expect("suspended")
+        assert self._zip is not None
+        self._out = io.BufferedWriter(self._file, _BUFFER_SIZE)
+        self._suspended = False
+        self._zip.reopen(self._out)
+        self._state = "started"
+
     def finish(
         self,
         header: EvalLog,
-        reductions: Sequence[EvalSampleReductions] | None,
+        reductions: Sequence[EvalSampleReductions] | StreamedReductions | None,
     ) -> Path:
-        """Write the summaries, reductions and header, and publish the log.
+        """`complete`, then `publish` under `location`."""
+        self.complete(header, reductions)
+        return self.publish()
+
+    def complete(
+        self,
+        header: EvalLog,
+        reductions: Sequence[EvalSampleReductions] | StreamedReductions | None,
+    ) -> None:
+        """Write the summaries, reductions and header, and sync the file,
+        still under its `.partial` name.
 
         `header` gives the header's fields as `EvalRecorder.log_finish`
         writes them (its samples and reductions are ignored); its `eval`
         and `plan` may differ from those given to `start`, for instance
-        sample ids known only at the end. The file is synced before it is
-        renamed to `location`, and the directory after.
+        sample ids known only at the end.
         """
+        if self._state == "suspended":
+            self.resume()
         self._expect("started")
         assert self._zip is not None and self._summaries is not None
         try:
@@ -731,35 +820,50 @@ class EvalArchive:
             self._out.flush()
             os.fsync(self._out.fileno())
             self._out.close()
-            os.replace(self.partial, self.location)
-            _sync_directory(self.location.parent)
         except BaseException:
             self._state = "failed"
             raise
-        self._state = "finished"
-        return self.location
+        self._state = "completed"
 
-    def _add_reductions(self, reductions: Sequence[EvalSampleReductions]) -> None:
+    def publish(self, location: Path | None = None) -> Path:
+        """Rename the completed file to `location` (by default the one it
+        was made for), then sync the directory so the rename is durable."""
+        self._expect("completed")
+        target = self.location if location is None else location
+        try:
+            os.replace(self.partial, target)
+            _sync_directory(target.parent)
+        except BaseException:
+            self._state = "failed"
+            raise
+        self.location = target
+        self._state = "finished"
+        return target
+
+    def _add_reductions(
+        self, reductions: Sequence[EvalSampleReductions] | StreamedReductions
+    ) -> None:
         """`reductions.json`, a reduced score at a time: serialised whole, a
         million of them would be a second copy in memory."""
         assert self._zip is not None
         spool = _CompressedSpool(self.location.parent)
         try:
             spool.write(b"[")
-            for index, reduction in enumerate(reductions):
-                if index:
-                    spool.write(b",")
-                head = _json_bytes(reduction.model_copy(update={"samples": []}))
-                if not head.endswith(b"[]}"):
-                    raise EvalArchiveError(
-                        "Inspect's reductions did not serialise as expected"
-                    )
-                spool.write(head[:-3] + b"[")
-                for position, sample_score in enumerate(reduction.samples):
-                    if position:
-                        spool.write(b",")
-                    spool.write(_json_bytes(sample_score))
+            if isinstance(reductions, StreamedReductions):
+                spool.write(_reductions_head(reductions.head))
+                for chunk in reductions.samples_json:
+                    spool.write(chunk)
                 spool.write(b"]}")
+            else:
+                for index, reduction in enumerate(reductions):
+                    if index:
+                        spool.write(b",")
+                    spool.write(_reductions_head(reduction))
+                    for position, sample_score in enumerate(reduction.samples):
+                        if position:
+                            spool.write(b",")
+                        spool.write(_json_bytes(sample_score))
+                    spool.write(b"]}")
             spool.write(b"]")
             self._zip.add_spooled(REDUCTIONS_JSON, spool.done())
         finally:
@@ -775,7 +879,7 @@ class EvalArchive:
             return
         self._state = "aborted"
         for close in (
-            self._out.close,
+            self._file.close if self._suspended else self._out.close,
             *((self._zip.discard,) if self._zip is not None else ()),
             *((self._summaries.close,) if self._summaries is not None else ()),
         ):
@@ -801,6 +905,14 @@ class EvalArchive:
             raise EvalArchiveError(
                 f"the archive is {self._state}; this needs it {state}"
             )
+
+
+def _reductions_head(reductions: EvalSampleReductions) -> bytes:
+    """A reduction serialised up to its samples' opening bracket."""
+    head = _json_bytes(reductions.model_copy(update={"samples": []}))
+    if not head.endswith(b"[]}"):
+        raise EvalArchiveError("Inspect's reductions did not serialise as expected")
+    return head[:-2]
 
 
 def _header(log: EvalLog) -> EvalLog:
