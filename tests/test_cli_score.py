@@ -16,18 +16,29 @@ import json
 import math
 import subprocess
 import sys
+import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from click.testing import CliRunner, Result
 from inspect_ai import eval
 from inspect_ai._view.common import get_log_file, get_logs
-from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
+from inspect_ai.log import (
+    EvalLog,
+    EvalSample,
+    list_eval_logs,
+    read_eval_log,
+    read_eval_log_sample,
+    read_eval_log_sample_summaries,
+)
 from inspect_ai.log._file import eval_log_json
 
 from tests.support import SUBPROCESS_ENV, write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
+from tracegrade.bulk import log as bulk_log
 from tracegrade.cli import main
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
 
@@ -112,24 +123,60 @@ TASK_FUNCTIONS = {
 }
 
 
-@pytest.mark.parametrize("task", sorted(TASK_FUNCTIONS))
-def test_log_is_indistinguishable_from_inspect_eval(
-    tmp_path: Path, task: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    # Relative, as a user would pass it: both logs record it as given.
-    path = Path(extended_fixture(tmp_path, task)).name
-    (evaluated,) = eval(
-        TASK_FUNCTIONS[task](dataset=path),
-        display="none",
-        log_dir="inspect-logs",
-        log_format="json",
-    )
-    assert evaluated.status == "success"
-    inspect_log = read_eval_log(evaluated.location)
-    result, summary = score_file(task, path, Path("tracegrade-logs"))
-    assert result.exit_code == 0
-    ours = read_eval_log(summary["log"])
+@dataclass(frozen=True)
+class LogPair:
+    """Logs of the same file: one from `inspect eval`, one from `tracegrade
+    score`, in the same format."""
+
+    task: str
+    log_format: str
+    inspect_log: str
+    ours: str
+    summary: dict[str, Any]
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        (task, log_format)
+        for task in sorted(TASK_FUNCTIONS)
+        for log_format in ("eval", "json")
+    ],
+    ids=lambda param: "-".join(param),
+)
+def log_pair(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> LogPair:
+    task, log_format = request.param
+    tmp_path = tmp_path_factory.mktemp(f"{task}-{log_format}")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.chdir(tmp_path)
+        # Relative, as a user would pass it: both logs record it as given.
+        path = Path(extended_fixture(tmp_path, task)).name
+        (evaluated,) = eval(
+            TASK_FUNCTIONS[task](dataset=path),
+            display="none",
+            log_dir="inspect-logs",
+            log_format=log_format,
+        )
+        assert evaluated.status == "success"
+        result, summary = score_file(
+            task, path, Path("tracegrade-logs"), "--log-format", log_format
+        )
+        assert result.exit_code == 0
+        return LogPair(
+            task,
+            log_format,
+            str(tmp_path / evaluated.location),
+            str(tmp_path / summary["log"]),
+            summary,
+        )
+
+
+def test_log_is_indistinguishable_from_inspect_eval(log_pair: LogPair) -> None:
+    assert Path(log_pair.ours).suffix == f".{log_pair.log_format}"
+    inspect_log = read_eval_log(log_pair.inspect_log)
+    ours = read_eval_log(log_pair.ours)
 
     assert ours.status == inspect_log.status == "success"
     ours_eval, inspect_eval = dump(ours.eval), dump(inspect_log.eval)
@@ -144,7 +191,7 @@ def test_log_is_indistinguishable_from_inspect_eval(
     )
 
     assert ours.samples is not None and inspect_log.samples is not None
-    # Same samples, in the same (Inspect's sorted) order.
+    # Same samples, in the same order as Inspect's reader gives them.
     assert [sample.id for sample in ours.samples] == [
         sample.id for sample in inspect_log.samples
     ]
@@ -153,6 +200,129 @@ def test_log_is_indistinguishable_from_inspect_eval(
         assert same_json(
             without_message_ids(dump(mine)), without_message_ids(dump(theirs))
         ), mine.id
+
+
+def test_header_only_reads_are_the_same(log_pair: LogPair) -> None:
+    ours = read_eval_log(log_pair.ours, header_only=True)
+    theirs = read_eval_log(log_pair.inspect_log, header_only=True)
+    assert ours.samples is None and theirs.samples is None
+    ours_eval, their_eval = dump(ours.eval), dump(theirs.eval)
+    for key in RUN_SPECIFIC_EVAL_FIELDS:
+        assert ours_eval.pop(key) and their_eval.pop(key)
+    assert ours_eval == their_eval
+    assert same_json(dump(ours.results), dump(theirs.results))
+    assert ours.status == theirs.status == "success"
+
+
+def test_each_sample_reads_the_same_alone(log_pair: LogPair) -> None:
+    header = read_eval_log(log_pair.inspect_log, header_only=True)
+    assert header.eval.dataset.sample_ids is not None
+    for sample_id in header.eval.dataset.sample_ids:
+        ours = read_eval_log_sample(log_pair.ours, id=sample_id, epoch=1)
+        theirs = read_eval_log_sample(log_pair.inspect_log, id=sample_id, epoch=1)
+        assert same_json(
+            without_message_ids(dump(ours)), without_message_ids(dump(theirs))
+        ), sample_id
+
+
+def test_sample_summaries_are_the_same(log_pair: LogPair) -> None:
+    """What the viewer lists. Inspect lists a `.eval` log's summaries in
+    the order samples finished, which differs between runs; sorted here."""
+
+    def summaries(log: str) -> list[dict[str, Any]]:
+        read = [dump(summary) for summary in read_eval_log_sample_summaries(log)]
+        for summary in read:
+            for key in RUN_SPECIFIC_SAMPLE_FIELDS:
+                summary.pop(key, None)
+        return sorted(read, key=lambda summary: str(summary["id"]))
+
+    ours = summaries(log_pair.ours)
+    assert len(ours) == log_pair.summary["records"]
+    assert same_json(ours, summaries(log_pair.inspect_log))
+
+
+# Columns of `samples_df` that name the log, the run or the sample's uuid,
+# or time it.
+RUN_SPECIFIC_COLUMNS = {"log", "eval_id", "sample_id", "total_time", "working_time"}
+
+
+def test_samples_dataframes_are_the_same(log_pair: LogPair) -> None:
+    pytest.importorskip("pyarrow")
+    from inspect_ai.analysis import samples_df
+
+    def frame(log: str) -> Any:
+        read = samples_df(log, quiet=True)
+        kept = [column for column in read.columns if column not in RUN_SPECIFIC_COLUMNS]
+        return read[kept].sort_values("id").reset_index(drop=True)
+
+    ours = frame(log_pair.ours)
+    assert len(ours) == log_pair.summary["records"]
+    pd.testing.assert_frame_equal(ours, frame(log_pair.inspect_log), check_exact=True)
+
+
+def test_tracegrade_report_is_the_same(log_pair: LogPair) -> None:
+    def report(log: str) -> dict[str, Any]:
+        result = CliRunner().invoke(
+            main, ["report", log, "--json"], catch_exceptions=False
+        )
+        assert result.exit_code == 0, result.output
+        read: dict[str, Any] = json.loads(result.stdout)
+        for log_read in read["logs"]:
+            assert log_read.pop("path") == log
+        return read
+
+    ours = report(log_pair.ours)
+    assert ours["stage_diagnosis"] or ours["ordered_extraction"]
+    assert ours == report(log_pair.inspect_log)
+
+
+def test_inspect_score_rescores_both_alike(log_pair: LogPair, tmp_path: Path) -> None:
+    """`inspect score` reads the samples back, scores them again and writes
+    the log: the same results and scores come out of both."""
+    rescored = []
+    for log in (log_pair.inspect_log, log_pair.ours):
+        copy_of_log = tmp_path / f"{len(rescored)}{Path(log).suffix}"
+        copy_of_log.write_bytes(Path(log).read_bytes())
+        completed = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "inspect_ai",
+                "score",
+                str(copy_of_log),
+                "--scorer",
+                f"tracegrade/{log_pair.task}",
+                "--action",
+                "append",
+                "--overwrite",
+            ],
+            cwd=tmp_path,
+            env=SUBPROCESS_ENV,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert completed.returncode == 0, completed.stdout + completed.stderr
+        log_read = read_eval_log(str(copy_of_log))
+        assert log_read.status == "success" and log_read.samples is not None
+        rescored.append(log_read)
+    theirs, ours = rescored
+    assert ours.results is not None and theirs.results is not None
+    names = [score.name for score in ours.results.scores]
+    assert f"{log_pair.task}1" in names  # the appended score: scorers are
+    # named as their tasks
+    assert same_json(dump(ours.results), dump(theirs.results))
+    assert ours.samples is not None and theirs.samples is not None
+    by_id = {sample.id: sample for sample in theirs.samples}
+    for sample in ours.samples:
+        assert same_json(
+            {name: dump(score) for name, score in (sample.scores or {}).items()},
+            {
+                name: dump(score)
+                for name, score in (by_id[sample.id].scores or {}).items()
+            },
+        ), sample.id
 
 
 def test_log_round_trips_through_inspects_own_reader_and_writer(
@@ -169,11 +339,28 @@ def test_log_round_trips_through_inspects_own_reader_and_writer(
             "{broken",
         ],
     )
-    _, summary = score_file("ordered_extraction", path, tmp_path / "logs")
+    _, summary = score_file(
+        "ordered_extraction", path, tmp_path / "logs", "--log-format", "json"
+    )
     written = Path(summary["log"]).read_bytes()
     log = read_eval_log(summary["log"])
     rewritten = eval_log_json(log)
     assert json.dumps(json.loads(written)) == json.dumps(json.loads(rewritten))
+
+    # The same for each sample of a .eval log: its member is what Inspect
+    # writes for the sample it reads from it.
+    _, summary = score_file("ordered_extraction", path, tmp_path / "eval-logs")
+    assert summary["log"].endswith(".eval")
+    with zipfile.ZipFile(summary["log"]) as archive:
+        members = [name for name in archive.namelist() if name.startswith("samples/")]
+        assert len(members) == summary["records"]
+        for name in members:
+            sample_id = name.removeprefix("samples/").removesuffix("_epoch_1.json")
+            sample = read_eval_log_sample(summary["log"], id=sample_id, epoch=1)
+            member = json.loads(archive.read(name))
+            assert json.dumps(member) == json.dumps(
+                json.loads(eval_log_json(sample))  # type: ignore[arg-type]
+            ), name
 
     header = read_eval_log(summary["log"], header_only=True)
     assert header.results is not None
@@ -449,7 +636,9 @@ def test_samples_and_header_are_valid_for_pydantic_one_by_one(tmp_path: Path) ->
     """The template-built samples validate as `EvalSample`s and serialise
     back unchanged, one line each, the file staying plain JSON."""
     path, _ = labelled_runs(tmp_path)
-    _, summary = score_file("stage_diagnosis", path, tmp_path / "logs")
+    _, summary = score_file(
+        "stage_diagnosis", path, tmp_path / "logs", "--log-format", "json"
+    )
     data = json.loads(Path(summary["log"]).read_text(encoding="utf-8"))
     for raw in data["samples"]:
         # Validation migrates old fields in place, so it gets a copy.
@@ -529,3 +718,108 @@ def test_inspect_views_server_lists_and_serves_the_log(tmp_path: Path) -> None:
     assert header["results"]["total_samples"] == 6
     full = json.loads(asyncio.run(get_log_file(summary["log"], None)).contents)
     assert len(full["samples"]) == 6
+
+
+# --- Runs split into logs the viewer can list ----------------------------------
+
+
+def stage_lines_with_unreadable_ones(tmp_path: Path) -> str:
+    lines = packaged_fixture("stage_diagnosis.jsonl").read_text("utf-8").splitlines()
+    lines.insert(4, "{broken")
+    lines.insert(30, "not json")
+    return write_lines(tmp_path / "runs.jsonl", lines)
+
+
+@pytest.mark.parametrize("log_format", ["eval", "json"])
+def test_a_run_over_the_limit_is_split_into_parts_that_pool(
+    tmp_path: Path, log_format: str
+) -> None:
+    path = stage_lines_with_unreadable_ones(tmp_path)
+    fmt = ("--log-format", log_format)
+    _, whole = score_file("stage_diagnosis", path, tmp_path / "whole", *fmt)
+    result, split = score_file(
+        "stage_diagnosis", path, tmp_path / "split", *fmt, "--max-samples-per-log=20"
+    )
+    assert result.exit_code == 1  # the two unreadable lines
+    assert whole["records"] == split["records"] == 48
+
+    assert split["log"] is None
+    base = Path(split["results"]).name.removesuffix(".results.jsonl")
+    assert [Path(log).name for log in split["logs"]] == [
+        f"{base}-part{index}of3.{log_format}" for index in (1, 2, 3)
+    ]
+    headers = [read_eval_log(log, header_only=True) for log in split["logs"]]
+    assert len({header.eval.run_id for header in headers}) == 1
+    assert len({header.eval.eval_id for header in headers}) == 3
+    assert len({header.eval.task_id for header in headers}) == 3
+    assert [header.eval.metadata for header in headers] == [
+        {"tracegrade_part": {"index": index, "count": 3}} for index in (1, 2, 3)
+    ]
+    assert [header.results.total_samples for header in headers if header.results] == [
+        20,
+        20,
+        8,
+    ]
+    # Every sample in exactly one part, in file order, the unreadable lines
+    # in their parts where they stood.
+    (whole_header,) = [read_eval_log(whole["log"], header_only=True)]
+    part_ids = [
+        sample_id
+        for header in headers
+        for sample_id in header.eval.dataset.sample_ids or []
+    ]
+    assert part_ids == whole_header.eval.dataset.sample_ids
+    assert part_ids[4] == "line-5" and "line-31" in headers[1].eval.dataset.sample_ids  # type: ignore[operator]
+    for log, header in zip(split["logs"], headers, strict=True):
+        samples = read_eval_log(log).samples or []
+        assert sorted(str(s.id) for s in samples) == sorted(
+            str(i) for i in header.eval.dataset.sample_ids or []
+        )
+
+    # The summary is over the whole run; the results are the same lines.
+    assert split["metrics"] == whole["metrics"]
+    assert read_results(split) == read_results(whole)
+
+    def report(path: str, logs: int) -> dict[str, Any]:
+        read = CliRunner().invoke(main, ["report", path, "--json"])
+        assert read.exit_code == 0, read.output
+        pooled: dict[str, Any] = json.loads(read.stdout)
+        assert len(pooled.pop("logs")) == logs
+        (stage,) = pooled["stage_diagnosis"]
+        assert stage.pop("logs") == logs
+        return pooled
+
+    assert report(str(tmp_path / "split"), 3) == report(whole["log"], 1)
+
+
+def test_a_json_log_is_split_before_the_viewer_would_list_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The viewer lists no sample of a .json log over 100 MiB; parts stay
+    under `MAX_JSON_LOG_BYTES` of samples and reductions (made small here)."""
+    monkeypatch.setattr(bulk_log, "MAX_JSON_LOG_BYTES", 40_000)
+    path = stage_lines_with_unreadable_ones(tmp_path)
+    _, summary = score_file(
+        "stage_diagnosis", path, tmp_path / "logs", "--log-format=json"
+    )
+    assert len(summary["logs"]) > 1
+    total = 0
+    for log in summary["logs"]:
+        data = json.loads(Path(log).read_text("utf-8"))
+        sizes = [
+            len(json.dumps(sample, separators=(",", ":"), ensure_ascii=False))
+            for sample in data["samples"]
+        ]
+        assert sum(sizes) - max(sizes) < 40_000  # but for the one that crossed it
+        total += len(data["samples"])
+    assert total == summary["records"] == 48
+
+
+def test_a_run_at_the_limit_is_one_log(tmp_path: Path) -> None:
+    path = stage_lines_with_unreadable_ones(tmp_path)
+    _, summary = score_file(
+        "stage_diagnosis", path, tmp_path / "logs", "--max-samples-per-log=48"
+    )
+    (log,) = summary["logs"]
+    assert summary["log"] == log and "-part" not in log
+    assert read_eval_log(log, header_only=True).eval.metadata is None

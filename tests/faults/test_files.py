@@ -38,13 +38,13 @@ def work(tmp_path: Path) -> Path:
         "score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs", cwd=tmp_path
     )
     assert done.returncode == 0, done.stderr
-    (log,) = (tmp_path / "logs").glob("*.json")
-    (tmp_path / "log.json").hardlink_to(log)
+    (log,) = (tmp_path / "logs").glob("*.eval")
+    (tmp_path / "log.eval").hardlink_to(log)
     return tmp_path
 
 
 def _log(work: Path) -> str:
-    (log,) = (work / "logs").glob("*.json")
+    (log,) = (work / "logs").glob("*.eval")
     return str(log.relative_to(work))
 
 
@@ -164,20 +164,27 @@ def test_a_read_only_file_system_is_one_line(work: Path, args: list[str]) -> Non
 
 @needs_mount
 @pytest.mark.parametrize(
-    ("where", "size"),
+    ("log_format", "where", "size"),
     [
-        # 3,000 records spool about 3.8 MB and give a log of the same size,
-        # and about 0.7 MB of results: the disk fills while spooling, while
-        # the log is written beside its spool, and while results stream.
-        ("log-dir", "64k"),
-        ("log-dir", "2m"),
-        ("log-dir", "5m"),
-        ("out", "64k"),
-        ("out", "300k"),
+        # 3,000 records give a .eval log of about 2.4 MB (1.8 MB of samples,
+        # then the summaries, header and central directory, copied from
+        # spools of about 0.4 MB) and 0.7 MB of results beside it: the disk
+        # fills while samples are written, and while the log is finished.
+        ("eval", "log-dir", "64k"),
+        ("eval", "log-dir", "2m"),
+        ("eval", "log-dir", "2700k"),
+        # As .json they spool about 3.8 MB and give a log of the same size:
+        # the disk fills while spooling, while the log is written beside its
+        # spool, and while results stream.
+        ("json", "log-dir", "64k"),
+        ("json", "log-dir", "2m"),
+        ("json", "log-dir", "5m"),
+        ("eval", "out", "64k"),
+        ("eval", "out", "300k"),
     ],
 )
 def test_a_full_disk_leaves_nothing_and_says_so_once(
-    tmp_path: Path, size: str, where: str
+    tmp_path: Path, size: str, where: str, log_format: str
 ) -> None:
     write_stage_records(tmp_path / "runs.jsonl", 3000)
     input_digest = digest(tmp_path / "runs.jsonl")
@@ -187,6 +194,7 @@ def test_a_full_disk_leaves_nothing_and_says_so_once(
             if where == "log-dir"
             else ["--log-dir", "logs", "--out", "mnt/results.jsonl"]
         )
+        args += ["--log-format", log_format]
         done = tracegrade("score", "stage_diagnosis", "runs.jsonl", *args, cwd=tmp_path)
 
         assert done.returncode == 2, done.stderr

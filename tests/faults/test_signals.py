@@ -8,7 +8,9 @@ sample ids in a temporary database that SQLite deletes as soon as it is
 opened, so not even SIGKILL leaves that behind.
 
 The points are random (seeded by pytest's test id, so a failure can be
-rerun), spread over the line loop and the final writing of the log.
+rerun), spread over the line loop and the final writing of the logs, for
+both log formats; the `.eval` run is split into parts, so that several are
+open at once.
 """
 
 from __future__ import annotations
@@ -43,10 +45,49 @@ def _wait_for(predicate: object, timeout: float) -> bool:
     return False
 
 
+class _InputWatch:
+    """Watches, through /proc, a process read a file."""
+
+    def __init__(self, pid: int, path: Path) -> None:
+        self.pid = pid
+        self.path = path.resolve()
+        self.size = path.stat().st_size
+        self.opened = False
+
+    def read_whole(self) -> bool:
+        """Whether it has read the file to its end, or read and closed it:
+        from then on it is writing its logs."""
+        positions = []
+        for fd in Path(f"/proc/{self.pid}/fd").iterdir():
+            try:
+                if Path(fd.readlink()) == self.path:
+                    info = Path(f"/proc/{self.pid}/fdinfo/{fd.name}").read_text()
+                    positions.append(int(info.split("pos:", 1)[1].split()[0]))
+            except OSError:
+                continue  # closed meanwhile
+        if positions:
+            self.opened = True
+            return max(positions) >= self.size
+        return self.opened
+
+
+# `eval` split into parts, so that several parts are open when the signal
+# comes; `json` whole.
+FORMATS = {
+    "eval": ("--log-format", "eval", "--max-samples-per-log", "60000"),
+    "json": ("--log-format", "json"),
+}
+
+
 def _signal_score(
-    tmp_path: Path, large_input: Path, signum: int, when: str, seed: str
+    tmp_path: Path,
+    large_input: Path,
+    signum: int,
+    when: str,
+    seed: str,
+    log_format: str,
 ) -> tuple[int, str, Path, dict[str, str]]:
-    """Run `score`, send `signum` in the loop or while the log is written."""
+    """Run `score`, send `signum` in the loop or while the logs are written."""
     work = tmp_path / "work"
     work.mkdir()
     (work / "old.results.jsonl").write_text("kept\n")
@@ -61,19 +102,21 @@ def _signal_score(
         str(logs),
         "--out",
         str(work / "results.jsonl"),
+        *FORMATS[log_format],
         cwd=work,
     )
     if when == "loop":
         time.sleep(random.Random(seed).uniform(*LOOP_SECONDS))
     else:
-        # The log's `.partial` file exists only while the log is written.
-        assert _wait_for(lambda: any(logs.glob("*.partial")), timeout=300)
+        watch = _InputWatch(process.pid, large_input)
+        assert _wait_for(watch.read_whole, timeout=300)
     process.send_signal(signum)
     _, stderr = process.communicate(timeout=300)
     assert digest(large_input) == input_digest
     return process.returncode, stderr, work, before
 
 
+@pytest.mark.parametrize("log_format", sorted(FORMATS))
 @pytest.mark.parametrize("when", ["loop", "finishing"])
 @pytest.mark.parametrize(
     ("signum", "exit_code", "said"),
@@ -89,10 +132,11 @@ def test_a_caught_signal_removes_everything_begun_and_says_so(
     exit_code: int,
     said: str,
     when: str,
+    log_format: str,
     request: pytest.FixtureRequest,
 ) -> None:
     returncode, stderr, work, before = _signal_score(
-        tmp_path, large_input, signum, when, request.node.nodeid
+        tmp_path, large_input, signum, when, request.node.nodeid, log_format
     )
 
     assert returncode == exit_code, stderr
@@ -103,12 +147,17 @@ def test_a_caught_signal_removes_everything_begun_and_says_so(
     assert snapshot(work) == before
 
 
+@pytest.mark.parametrize("log_format", sorted(FORMATS))
 @pytest.mark.parametrize("when", ["loop", "finishing"])
 def test_sigkill_leaves_only_partial_names(
-    tmp_path: Path, large_input: Path, when: str, request: pytest.FixtureRequest
+    tmp_path: Path,
+    large_input: Path,
+    when: str,
+    log_format: str,
+    request: pytest.FixtureRequest,
 ) -> None:
     returncode, _, work, before = _signal_score(
-        tmp_path, large_input, signal.SIGKILL, when, request.node.nodeid
+        tmp_path, large_input, signal.SIGKILL, when, request.node.nodeid, log_format
     )
 
     assert returncode == -signal.SIGKILL

@@ -940,3 +940,42 @@ def _sync_directory(directory: Path) -> None:
         os.fsync(handle)
     finally:
         os.close(handle)
+
+
+class EvalLogWriter:
+    """`tracegrade score`'s log writer for the `.eval` format: each sample
+    goes into an `EvalArchive` as it is scored, with its summary."""
+
+    def __init__(self, working: Path, eval_spec: EvalSpec, plan: EvalPlan) -> None:
+        self._archive = EvalArchive(working)
+        self.partial = self._archive.partial
+        self.published: Path | None = None
+        try:
+            self._archive.start(eval_spec, plan)
+        except BaseException:
+            self._archive.abort()
+            raise
+        self.spooled = 0
+
+    def add(self, sample_id: str, sample: bytes, data: dict[str, Any]) -> None:
+        self._archive.add_sample(sample, sample_summary(data))
+        self.spooled += len(sample)
+
+    def suspend(self) -> None:
+        self._archive.suspend()
+
+    def resume(self) -> None:
+        self._archive.resume()
+
+    def complete(self, header: EvalLog, reductions: StreamedReductions | None) -> None:
+        self._archive.complete(header, [] if reductions is None else reductions)
+
+    def publish(self, location: Path) -> None:
+        self.published = self._archive.publish(location)
+
+    def abort(self) -> str | None:
+        try:
+            self._archive.abort()
+        except OSError:
+            return str(self.partial)
+        return None

@@ -19,37 +19,40 @@ from array import array
 from pathlib import Path
 from typing import IO, Any
 
-from inspect_ai.log import EvalLog, EvalSampleReductions
+from inspect_ai.log import EvalLog
 
 from .._inspect_internals import to_json_safe
-from .results import RunResults
+from .evallog import StreamedReductions
 
 
 class JsonLogWriter:
+    """A `.json` log: samples spooled as they come, the file made at the end."""
+
     def __init__(self, location: Path) -> None:
         self.location = location
         self.partial = location.with_name(location.name + ".partial")
-        self.published = False
+        self.published: Path | None = None
         # Unnamed, so it disappears with the process whatever happens.
         self._spool: IO[bytes] = tempfile.TemporaryFile(dir=location.parent)  # noqa: SIM115
         self._ids: list[str] = []
         self._offsets = array("Q")
         self._lengths = array("Q")
-        self._spooled = 0
+        self.spooled = 0
 
     def add(self, sample_id: str, sample: bytes, data: dict[str, Any]) -> None:
         self._spool.write(sample)
         self._ids.append(sample_id)
-        self._offsets.append(self._spooled)
+        self._offsets.append(self.spooled)
         self._lengths.append(len(sample))
-        self._spooled += len(sample)
+        self.spooled += len(sample)
 
-    def finish(
-        self,
-        header: EvalLog,
-        reductions: list[EvalSampleReductions],
-        reduction_samples: RunResults,
-    ) -> None:
+    def suspend(self) -> None:
+        """Nothing to let go: a spool file and two arrays are all it holds."""
+
+    def resume(self) -> None:
+        """See `suspend`."""
+
+    def complete(self, header: EvalLog, reductions: StreamedReductions | None) -> None:
         head = to_json_safe(header).rstrip()
         if not head.endswith(b"}"):
             raise RuntimeError("Inspect's log header did not serialise to an object")
@@ -59,7 +62,8 @@ class JsonLogWriter:
         order = sorted(range(len(self._ids)), key=self._ids.__getitem__)
         self._ids = []
         try:
-            with open(self.partial, "wb") as out:
+            # "x": never write into a file some other run left.
+            with open(self.partial, "xb") as out:
                 out.write(head[:-1].rstrip())
                 out.write(b',\n  "samples": [')
                 separator = b"\n"
@@ -74,28 +78,31 @@ class JsonLogWriter:
                     )
                     separator = b",\n"
                 out.write(b"\n  ]")
-                if reductions:
-                    (reduction,) = reductions
-                    reduction_head = to_json_safe(reduction, indent=None)
+                if reductions is not None:
+                    reduction_head = to_json_safe(reductions.head, indent=None)
                     if not reduction_head.endswith(b"[]}"):
                         raise RuntimeError(
                             "Inspect's reductions did not serialise as expected"
                         )
                     out.write(b',\n  "reductions": [\n')
                     out.write(reduction_head[:-2] + b"\n")
-                    for chunk in reduction_samples.reduction_samples():
+                    for chunk in reductions.samples_json:
                         out.write(chunk)
                     out.write(b"\n]}\n  ]")
                 out.write(b"\n}\n")
                 out.flush()
                 os.fsync(out.fileno())
-            os.replace(self.partial, self.location)
-            self.published = True
-        finally:
+        except BaseException:
             with contextlib.suppress(OSError):
                 self.partial.unlink(missing_ok=True)
+            raise
+        finally:
             with contextlib.suppress(OSError):
                 spool.close()
+
+    def publish(self, location: Path) -> None:
+        os.replace(self.partial, location)
+        self.published = location
 
     def abort(self) -> str | None:
         with contextlib.suppress(OSError):

@@ -12,11 +12,14 @@ the task's own reducer (`results.py`); every value serialised by
 
 What differs is how it is put together, because `inspect eval` keeps the
 whole log in memory: each sample is serialised as soon as it is scored
-and handed to a writer (`jsonlog.JsonLogWriter`, for Inspect's `.json`
-format); only a few small objects per sample
-stay in memory for the metrics. At the end the results are computed and
-the writer finishes the file, under a temporary `.partial` name until it
-is complete.
+and handed to a writer (`evallog.EvalLogWriter` for Inspect's default
+`.eval` format, `jsonlog.JsonLogWriter` for `.json`); only a few small
+objects per sample stay in memory for the metrics. At the end the results
+are computed and the writer finishes the file, under a temporary
+`.partial` name until every log of the run is complete.
+
+A run larger than `inspect view` can list is split into parts, each a
+whole log of its own samples and their metrics (see `BulkLog`).
 
 Samples are built from templates that Inspect's models produce once (a
 user message, a replayed output, an empty `EvalSample`), with only the
@@ -27,7 +30,6 @@ round-trips through `EvalLog` validation unchanged.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
 import random
@@ -42,8 +44,8 @@ from inspect_ai.log import (
     EvalDataset,
     EvalLog,
     EvalPlan,
+    EvalResults,
     EvalSample,
-    EvalSampleReductions,
     EvalSpec,
     EvalStats,
 )
@@ -69,7 +71,8 @@ from .._inspect_internals import (
 from ..datasets import FixtureCase, case_sample
 from ..scorers.outcome import ErrorInfo, data_error
 from ..tasks.replay import REPLAY_MODEL, replay
-from .results import RunResults
+from .evallog import EvalLogWriter, StreamedReductions
+from .results import RunResults, pooled_results
 from .scoring import BulkTask, Problem, Timings, replayed_answer, replayed_store
 
 MODEL = "none/none"
@@ -77,23 +80,36 @@ UNREADABLE_INPUT_LIMIT = 2000
 
 
 class LogWriter(Protocol):
-    """Where a bulk log's parts go, in the order they are made."""
+    """Where one log's parts go, in the order they are made.
 
-    location: Path
+    A log is written under a working `.partial` name, `complete`d there
+    (whole and synced), and `publish`ed under its final name only when
+    every log of the run is complete.
+    """
+
+    partial: Path
+    published: Path | None
+    """Where `publish` put the log; None before."""
+    spooled: int
+    """Bytes of samples written so far."""
 
     def add(self, sample_id: str, sample: bytes, data: dict[str, Any]) -> None:
         """One sample, serialised, and as data for its summary if needed."""
 
-    def finish(
-        self,
-        header: EvalLog,
-        reductions: list[EvalSampleReductions],
-        reduction_samples: RunResults,
-    ) -> None:
-        """Write what remains and publish the file under `location`."""
+    def suspend(self) -> None:
+        """Let go of what only adding samples needs; `resume` goes on."""
+
+    def resume(self) -> None:
+        """Go on adding samples after `suspend`."""
+
+    def complete(self, header: EvalLog, reductions: StreamedReductions | None) -> None:
+        """Write what remains and sync the file, still under `partial`."""
+
+    def publish(self, location: Path) -> None:
+        """Rename the completed file to `location`."""
 
     def abort(self) -> str | None:
-        """Remove everything written; the path of anything left, else None."""
+        """Remove the partial file; its path if that failed, else None."""
 
 
 # Shortuuid's alphabet and length, which Inspect's ids use. Drawn from a
@@ -171,46 +187,139 @@ class _Unreadable:
     sample_id: str = ""
 
 
+LOG_FORMATS = ("eval", "json")
+MAX_SAMPLES_PER_LOG = 75_000
+"""The most samples `inspect view` lists, and opens one of by its address,
+within 15 s on a 2-core machine (`benchmarks/results/viewer.json`)."""
+MAX_JSON_LOG_BYTES = 90 * 1024 * 1024
+"""Samples and reductions a `.json` log may hold: the viewer reads only the
+header of a `.json` log over 100 MiB, so a larger one lists no samples.
+The margin is for the header."""
+_UNREADABLE_OVERHEAD = 2048
+"""Bytes an unreadable line's sample takes beside its text, about."""
+
+
+@dataclass
+class _Part:
+    """One log of a run, while it is written."""
+
+    index: int
+    eval_id: str
+    task_id: str
+    writer: LogWriter
+    results: RunResults
+    unreadable: list[_Unreadable] = field(default_factory=list)
+    samples: int = 0
+    """Samples added so far, the unreadable ones included once written."""
+
+    @property
+    def size(self) -> int:
+        """Samples in the log, written or waiting."""
+        return self.samples + len(self.unreadable)
+
+    @property
+    def spooled(self) -> int:
+        """Bytes of samples and reductions so far, and the unreadable ones'
+        as they will be."""
+        waiting = sum(
+            2 * len(item.text) + _UNREADABLE_OVERHEAD for item in self.unreadable
+        )
+        return self.writer.spooled + self.results.spooled + waiting
+
+
+@dataclass(frozen=True)
+class WrittenRun:
+    """What `BulkLog.finish` wrote."""
+
+    logs: list[Path]
+    """The logs, in sample order: one, or the parts of a split run."""
+    results: EvalResults
+    """The metrics over every sample of the run, as one log of all of them
+    would have them."""
+    headers: list[EvalLog]
+
+
 @dataclass
 class BulkLog:
-    """Collects scored samples into one Inspect eval log."""
+    """Collects scored samples into Inspect eval logs: one, or parts of
+    at most `max_samples` samples (and, for `.json`, `max_json_bytes`) that
+    `inspect view` can list.
+
+    Parts are separate logs sharing `eval.run_id`, numbered in
+    `eval.metadata["tracegrade_part"]` (`{"index": k, "count": n}`) and in
+    their names (`...-part02of14.eval`). They are not Inspect's `.shards/`
+    layout: shards are the logs of parallel workers, meant to be merged
+    into one log, which at this size the viewer cannot open.
+    """
 
     task: BulkTask
     dataset_path: str
     log_dir: Path
+    log_format: str = "eval"
+    max_samples: int = MAX_SAMPLES_PER_LOG
+    max_json_bytes: int | None = None
+    """By default `MAX_JSON_LOG_BYTES`."""
     timings: Timings = field(default_factory=Timings)
 
     def __post_init__(self) -> None:
+        if self.log_format not in LOG_FORMATS:
+            raise ValueError(f"log format {self.log_format!r} is not eval or json")
+        if self.max_samples < 1:
+            raise ValueError(f"max_samples must be at least 1, got {self.max_samples}")
+        if self.max_json_bytes is None:
+            self.max_json_bytes = MAX_JSON_LOG_BYTES
         self.created = iso_now()
         self.started_at = self.created
-        self.eval_id = uuid()
         self.run_id = uuid()
-        self.task_id = uuid()
         self.scorer = self.task.make_scorer()
         self.scorer_name = registry_unqualified_name(self.scorer)
         self.task_name = registry_info(self.task.task).name
-        self.location = self.log_dir / (
-            eval_log_name(
-                task=self.task_name,
-                task_id=self.task_id,
-                created=self.created,
-                model=MODEL,
-            )
-            + ".json"
+        first_task_id = uuid()
+        self.base = self.log_dir / eval_log_name(
+            task=self.task_name,
+            task_id=first_task_id,
+            created=self.created,
+            model=MODEL,
         )
+        """The logs' name without suffix: the log of an unsplit run, and
+        the stem of every part's name."""
         self._templates = _Templates.make()
-        self._results = RunResults(self.scorer, self.scorer_name, str(self.log_dir))
-        self._writer: LogWriter
-        try:
-            from .jsonlog import JsonLogWriter
+        self._parts: list[_Part] = []
+        self._new_part(first_task_id)
 
-            self._writer = JsonLogWriter(self.location)
+    def _new_part(self, task_id: str | None = None) -> _Part:
+        if self._parts:
+            self._parts[-1].writer.suspend()
+        index = len(self._parts) + 1
+        eval_id = uuid()
+        task_id = task_id or uuid()
+        results = RunResults(self.scorer, self.scorer_name, str(self.log_dir))
+        writer: LogWriter
+        try:
+            working = self.base.with_name(
+                f"{self.base.name}-part{index}.{self.log_format}"
+            )
+            if self.log_format == "json":
+                from .jsonlog import JsonLogWriter
+
+                writer = JsonLogWriter(working)
+            else:
+                spec = self._spec(eval_id, task_id, sample_ids=None, part=None)
+                writer = EvalLogWriter(working, spec, self._plan())
         except BaseException:
-            self._results.close()
+            results.close()
             raise
-        self._unreadable: list[_Unreadable] = []
-        self._taken: set[str] | None = None
-        self._samples = 0
+        part = _Part(index, eval_id, task_id, writer, results)
+        self._parts.append(part)
+        return part
+
+    def _current_part(self) -> _Part:
+        part = self._parts[-1]
+        assert self.max_json_bytes is not None
+        full = part.size >= self.max_samples or (
+            self.log_format == "json" and part.spooled >= self.max_json_bytes
+        )
+        return self._new_part() if full else part
 
     # -- adding samples ------------------------------------------------------
 
@@ -219,6 +328,7 @@ class BulkLog:
     ) -> None:
         """Log one case with its score, as `inspect eval` would have."""
         begun = perf_counter()
+        part = self._current_part()
         sample = case_sample(case, target_field=self.task.target_field)
         templates = self._templates
         input_text = sample.input
@@ -253,16 +363,21 @@ class BulkLog:
             "working_time": round(elapsed, 3),
             "uuid": uuid(),
         }
-        self._add(case.id, data, score, begun)
+        self._add(part, case.id, data, score, begun)
 
     def _add(
-        self, sample_id: str, data: dict[str, Any], score: Score, begun: float
+        self,
+        part: _Part,
+        sample_id: str,
+        data: dict[str, Any],
+        score: Score,
+        begun: float,
     ) -> None:
-        self._results.add(sample_id, score)
+        part.results.add(sample_id, score)
         serialising = perf_counter()
         self.timings.sample += serialising - begun
-        self._writer.add(sample_id, to_json_safe(data, indent=None), data)
-        self._samples += 1
+        part.writer.add(sample_id, to_json_safe(data, indent=None), data)
+        part.samples += 1
         self.timings.serialize += perf_counter() - serialising
 
     def add_unreadable(self, line: int, text: str, problem: Problem) -> None:
@@ -270,7 +385,8 @@ class BulkLog:
 
         Its input is the line as read, cut after `UNREADABLE_INPUT_LIMIT`
         characters, undecodable bytes shown as `\\xNN`. Its sample is
-        written at the end, when its id (`line-N`) is sure not to clash.
+        written at the end, into the part its line falls in, when its id
+        (`line-N`) is sure not to clash with any sample of the run.
         """
         shown = text[: UNREADABLE_INPUT_LIMIT + 1]
         shown = shown.encode("utf-8", "surrogateescape").decode(
@@ -278,13 +394,11 @@ class BulkLog:
         )
         if len(text) > UNREADABLE_INPUT_LIMIT:
             shown = shown[:UNREADABLE_INPUT_LIMIT] + "..."
-        self._unreadable.append(
-            _Unreadable(line, shown, problem, position=self._samples)
-        )
+        part = self._current_part()
+        part.unreadable.append(_Unreadable(line, shown, problem, position=part.samples))
 
-    def _unreadable_samples(self) -> None:
-        taken = {score.sample_id for score in self._results.scores}
-        for unreadable in self._unreadable:
+    def _unreadable_samples(self, part: _Part, taken: set[str]) -> None:
+        for unreadable in part.unreadable:
             begun = perf_counter()
             sample_id = unreadable_sample_id(unreadable.line, taken)
             unreadable.sample_id = sample_id
@@ -308,34 +422,68 @@ class BulkLog:
                 "completed_at": now,
                 "uuid": uuid(),
             }
-            self._add(sample_id, data, score, begun)
+            self._add(part, sample_id, data, score, begun)
 
     # -- finishing -----------------------------------------------------------
 
-    def finish(self) -> EvalLog:
-        """Compute the results and write the log; returns its header."""
-        self._unreadable_samples()
-        begun = perf_counter()
-        total = self._samples
-        results, reductions = self._results.results(total)
-        self.timings.results += perf_counter() - begun
+    def finish(self) -> WrittenRun:
+        """Complete every log, then publish them all under their names.
 
+        Until the last is complete, each is only a `.partial` file: a run
+        stopped part way leaves nothing that looks like a finished log.
+        """
+        parts = self._parts
+        taken: set[str] = set()
+        if any(part.unreadable for part in parts):
+            taken = {score.sample_id for part in parts for score in part.results.scores}
+        headers = []
+        for part in parts:
+            if part is not parts[-1]:
+                part.writer.resume()  # every part but the last was suspended
+            self._unreadable_samples(part, taken)
+            begun = perf_counter()
+            results, reductions = part.results.results(part.samples)
+            self.timings.results += perf_counter() - begun
+            begun = perf_counter()
+            header = EvalLog(
+                version=2,
+                status="success",
+                eval=self._spec(
+                    part.eval_id,
+                    part.task_id,
+                    sample_ids=self._sample_ids(part),
+                    part=(part.index, len(parts)) if len(parts) > 1 else None,
+                ),
+                plan=self._plan(),
+                results=results,
+                stats=EvalStats(started_at=self.started_at, completed_at=iso_now()),
+            )
+            part.writer.complete(header, reductions)
+            part.results.close()
+            headers.append(header)
+            self.timings.write += perf_counter() - begun
         begun = perf_counter()
-        header = EvalLog(
-            version=2,
-            status="success",
-            eval=self._spec(),
-            plan=self._plan(),
-            results=results,
-            stats=EvalStats(started_at=self.started_at, completed_at=iso_now()),
+        total = sum(part.samples for part in parts)
+        pooled = (
+            headers[0].results
+            if len(parts) == 1
+            else pooled_results([part.results for part in parts], total)
         )
-        try:
-            self._writer.finish(header, reductions, self._results)
-        finally:
-            self._results.close()
-        header.location = str(self.location)
-        self.timings.write += perf_counter() - begun
-        return header
+        assert pooled is not None
+        self.timings.results += perf_counter() - begun
+        locations = [self._location(part.index, len(parts)) for part in parts]
+        for part, location, header in zip(parts, locations, headers, strict=True):
+            part.writer.publish(location)
+            header.location = str(location)
+        return WrittenRun(logs=locations, results=pooled, headers=headers)
+
+    def _location(self, index: int, count: int) -> Path:
+        if count == 1:
+            return self.base.with_name(f"{self.base.name}.{self.log_format}")
+        width = len(str(count))
+        return self.base.with_name(
+            f"{self.base.name}-part{index:0{width}d}of{count}.{self.log_format}"
+        )
 
     def _plan(self) -> EvalPlan:
         # `internal=True` is how Inspect itself wraps a task's solver.
@@ -344,27 +492,39 @@ class BulkLog:
         )
         return plan
 
-    def _spec(self) -> EvalSpec:
-        distribution = resolve_task_distribution(self.task_name)
-        packages = {"inspect_ai": _version("inspect_ai")}
-        if distribution is not None:
-            packages[distribution.name] = distribution.version
-        # In file order: each unreadable line's sample where its line stood.
-        read = [score.sample_id for score in self._results.scores]
-        read = read[: len(read) - len(self._unreadable)]
+    @staticmethod
+    def _sample_ids(part: _Part) -> list[int | str]:
+        """The part's sample ids in file order: each unreadable line's
+        sample where its line stood."""
+        read = [score.sample_id for score in part.results.scores]
+        read = read[: len(read) - len(part.unreadable)]
         sample_ids: list[int | str] = []
         start = 0
-        for unreadable in self._unreadable:
+        for unreadable in part.unreadable:
             sample_ids.extend(read[start : unreadable.position])
             sample_ids.append(unreadable.sample_id)
             start = unreadable.position
         sample_ids.extend(read[start:])
+        return sample_ids
+
+    def _spec(
+        self,
+        eval_id: str,
+        task_id: str,
+        *,
+        sample_ids: list[int | str] | None,
+        part: tuple[int, int] | None,
+    ) -> EvalSpec:
+        distribution = resolve_task_distribution(self.task_name)
+        packages = {"inspect_ai": _version("inspect_ai")}
+        if distribution is not None:
+            packages[distribution.name] = distribution.version
         return EvalSpec(
-            eval_id=self.eval_id,
+            eval_id=eval_id,
             run_id=self.run_id,
             created=self.created,
             task=self.task_name,
-            task_id=self.task_id,
+            task_id=task_id,
             task_version=0,
             task_display_name=registry_unqualified_name(self.task.task),
             task_registry_name=self.task_name,
@@ -374,7 +534,7 @@ class BulkLog:
             dataset=EvalDataset(
                 name=self.task.dataset_name,
                 location=cwd_relative_path(self.dataset_path),
-                samples=len(sample_ids),
+                samples=None if sample_ids is None else len(sample_ids),
                 sample_ids=sample_ids,
                 shuffled=False,
             ),
@@ -385,6 +545,11 @@ class BulkLog:
             revision=resolve_package_revision(distribution) or resolve_revision(),
             packages=packages,
             scorers=resolve_eval_scorers([as_scorer_spec(self.scorer)]),
+            metadata=(
+                None
+                if part is None
+                else {"tracegrade_part": {"index": part[0], "count": part[1]}}
+            ),
         )
 
     def close(self) -> None:
@@ -394,22 +559,21 @@ class BulkLog:
     def abort(self) -> str | None:
         """Remove everything written after a failure; never raises.
 
-        A log already renamed into place is removed too: the run it belongs
-        to did not finish, and a caller says nothing was written. Returns
-        the path of anything that could not be removed, else None.
+        Logs already published are removed too: the run they belong to did
+        not finish, and a caller says nothing was written. Returns the
+        paths of anything that could not be removed, else None.
         """
-        self._results.close()
-        left = self._writer.abort()
-        with contextlib.suppress(FileNotFoundError):
-            try:
-                if self._published():
-                    self.location.unlink()
-            except OSError:
-                return str(self.location)
-        return left
-
-    def _published(self) -> bool:
-        return getattr(self._writer, "published", False) is True
+        left: list[str] = []
+        for part in self._parts:
+            part.results.close()
+            if (kept := part.writer.abort()) is not None:
+                left.append(kept)
+            if part.writer.published is not None:
+                try:
+                    part.writer.published.unlink(missing_ok=True)
+                except OSError:
+                    left.append(str(part.writer.published))
+        return ", ".join(left) or None
 
 
 def _version(distribution: str) -> str:

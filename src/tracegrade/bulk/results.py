@@ -21,7 +21,7 @@ from __future__ import annotations
 import contextlib
 import math
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import IO, Any
 
@@ -37,6 +37,7 @@ from .._inspect_internals import (
     resolve_headline_metric,
     to_json_safe,
 )
+from .evallog import StreamedReductions
 
 _NAN = math.nan
 
@@ -136,6 +137,8 @@ class RunResults:
             else None
         )
         self._separator = b""
+        self.spooled = 0
+        """Bytes of reduced scores written so far."""
 
     def _light_metadata(self, metadata: dict[str, Any] | None) -> Any:
         """The metadata keys tracegrade's metrics read, shared by content."""
@@ -177,7 +180,9 @@ class RunResults:
             return
         reduced = self.reducer([score])
         entry = EvalSampleScore(**reduced.__dict__, sample_id=sample_id)
-        self._reductions.write(self._separator + to_json_safe(entry, indent=None))
+        serialised = self._separator + to_json_safe(entry, indent=None)
+        self._reductions.write(serialised)
+        self.spooled += len(serialised)
         self._separator = b",\n"
         self.reduced.append(
             LightScore(
@@ -185,48 +190,16 @@ class RunResults:
             )
         )
 
-    def results(self, total: int) -> tuple[EvalResults, list[EvalSampleReductions]]:
-        """The `EvalResults` of the run, and its reductions' headers (their
-        samples are in the spool; `reduction_samples` streams them)."""
-        reducer_name = (
-            "mean"
-            if self.views.reduced is not None and self.views.unreduced is not None
-            else None
+    def results(self, total: int) -> tuple[EvalResults, StreamedReductions | None]:
+        """The `EvalResults` of the run, and its reductions (their sample
+        scores streamed from the spool)."""
+        results = pooled_results([self], total)
+        if self.views.reduced is None:
+            return results, None
+        head = EvalSampleReductions(
+            scorer=self.scorer_name, reducer=_reducer_name(self.views), samples=[]
         )
-        scores: list[Any] = []
-        reductions: list[EvalSampleReductions] = []
-        if self.views.reduced is not None:
-            reductions.append(
-                EvalSampleReductions(
-                    scorer=self.scorer_name, reducer=reducer_name, samples=[]
-                )
-            )
-            scores.extend(
-                compute_eval_scores(
-                    self.reduced,  # type: ignore[arg-type]
-                    self.views.reduced,
-                    self.scorer_name,
-                    self.info,
-                    reducer_name,
-                )
-            )
-        if self.views.unreduced is not None:
-            scores.extend(
-                compute_eval_scores(
-                    self.scores,  # type: ignore[arg-type]
-                    self.views.unreduced,
-                    self.scorer_name,
-                    self.info,
-                    None,
-                )
-            )
-        results = EvalResults(
-            total_samples=total, completed_samples=total, scores=scores
-        )
-        headline = resolve_headline_metric(results, None)
-        if headline is not None:
-            results.headline = headline_metric_ref(headline)
-        return results, reductions
+        return results, StreamedReductions(head, self.reduction_samples())
 
     def reduction_samples(self) -> Iterator[bytes]:
         """The reduced scores as serialised JSON, joined by ",\\n"."""
@@ -241,3 +214,44 @@ class RunResults:
         if self._reductions is not None:
             with contextlib.suppress(OSError):
                 self._reductions.close()
+
+
+def _reducer_name(views: _Views) -> str | None:
+    # Inspect names the reducer only when a scorer has metrics of both kinds.
+    return "mean" if views.reduced is not None and views.unreduced is not None else None
+
+
+def pooled_results(runs: Sequence[RunResults], total: int) -> EvalResults:
+    """The `EvalResults` of the samples of several runs of one scorer taken
+    together, as one log holding them all would have them.
+
+    A run split into logs has each part's results in its log; this gives
+    the whole run's, for the summary `tracegrade score` prints.
+    """
+    first = runs[0]
+    scores: list[Any] = []
+    if first.views.reduced is not None:
+        scores.extend(
+            compute_eval_scores(
+                [item for run in runs for item in run.reduced],  # type: ignore[misc]
+                first.views.reduced,
+                first.scorer_name,
+                first.info,
+                _reducer_name(first.views),
+            )
+        )
+    if first.views.unreduced is not None:
+        scores.extend(
+            compute_eval_scores(
+                [item for run in runs for item in run.scores],  # type: ignore[misc]
+                first.views.unreduced,
+                first.scorer_name,
+                first.info,
+                None,
+            )
+        )
+    results = EvalResults(total_samples=total, completed_samples=total, scores=scores)
+    headline = resolve_headline_metric(results, None)
+    if headline is not None:
+        results.headline = headline_metric_ref(headline)
+    return results

@@ -15,6 +15,8 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
+    from inspect_ai.log import EvalResults
+
     from ..bulk.log import BulkLog
     from ..outputs import AtomicFile
 
@@ -37,7 +39,7 @@ class ScoreSummary:
     answer_failures: Counter[str] = field(default_factory=Counter)
     not_scored: Counter[str] = field(default_factory=Counter)
     line_errors: int = 0
-    log: str | None = None
+    logs: list[str] = field(default_factory=list)
     results: str | None = None
     seconds: float = 0.0
     metrics: dict[str, dict[str, float | None]] = field(default_factory=dict)
@@ -46,7 +48,9 @@ class ScoreSummary:
         return {
             "task": self.task,
             "path": self.path,
-            "log": self.log,
+            # The one log, or null when the run was split (see "logs").
+            "log": self.logs[0] if len(self.logs) == 1 else None,
+            "logs": self.logs,
             "results": self.results,
             "lines": self.lines,
             "blank": self.blank,
@@ -76,6 +80,23 @@ class ScoreSummary:
     help="Directory for the Inspect eval log (as for `inspect eval`).",
 )
 @click.option(
+    "--log-format",
+    type=click.Choice(["eval", "json"], case_sensitive=False),
+    default="eval",
+    envvar=["INSPECT_LOG_FORMAT", "INSPECT_EVAL_LOG_FORMAT"],
+    show_default=True,
+    help="Format of the eval log (as for `inspect eval`).",
+)
+@click.option(
+    "--max-samples-per-log",
+    type=click.IntRange(min=1),
+    default=75_000,
+    show_default=True,
+    help="Split a larger run into logs of at most this many samples, "
+    "so that `inspect view` lists each (a .json log also stays under "
+    "100 MiB, above which the viewer lists none).",
+)
+@click.option(
     "--out",
     type=click.Path(allow_dash=True),
     default=None,
@@ -98,6 +119,8 @@ def score(
     task: str,
     path: str,
     log_dir: str,
+    log_format: str,
+    max_samples_per_log: int,
     out: str | None,
     as_json: bool,
     force: bool,
@@ -115,10 +138,15 @@ def score(
     order: {"line", "id", "value", "result", "explanation", "error"}, where
     `result` is the evaluator's exact output (null when it never ran) and
     `error` is null or {"kind", "side", "field", "message"}. And an Inspect eval
-    log (.json) in LOG_DIR, which `inspect view`, `inspect score`,
-    `read_eval_log` and `inspect_ai.analysis` open like a log of `inspect
-    eval`: same samples, scores, metrics and reductions; no transcript
-    events, since no solver ran.
+    log (.eval, or .json with --log-format json) in LOG_DIR, which `inspect
+    view`, `inspect score`, `read_eval_log` and `inspect_ai.analysis` open
+    like a log of `inspect eval`: same samples, scores, metrics and
+    reductions; no transcript events, since no solver ran.
+
+    A run of more than --max-samples-per-log samples is split into logs of
+    that many (NAME-part01of14.eval, ...), each with its own samples and
+    metrics, sharing one run id; `tracegrade report` pools them, and the
+    summary printed here is over the whole run.
 
     A bad line does not stop the run. A line that is not JSON, not a
     fixture case, or repeats a sample id becomes an error entry with its
@@ -159,7 +187,9 @@ def score(
         check_output(out, inputs=[path], option="--out", force=force)
     _make_log_dir(log_dir)
 
-    run = _ScoreRun(task, path, log_dir, out, progress)
+    run = _ScoreRun(
+        task, path, log_dir, out, progress, log_format.lower(), max_samples_per_log
+    )
     try:
         run.open()
         run.score_lines()
@@ -208,8 +238,12 @@ class _ScoreRun:
         log_dir: str,
         out: str | None,
         progress: bool | None,
+        log_format: str,
+        max_samples_per_log: int,
     ) -> None:
         self.begun = perf_counter()
+        self.log_format = log_format
+        self.max_samples_per_log = max_samples_per_log
         self.task = task
         self.path = path
         self.log_dir = log_dir
@@ -220,6 +254,7 @@ class _ScoreRun:
         self.results: AtomicFile | None = None
         self.results_path = out
         self.last_line = 0
+        self.finishing = False
 
     def open(self) -> None:
         """Create the spool and the temporary results file; `stop` removes
@@ -230,16 +265,21 @@ class _ScoreRun:
 
         bulk_task = TASKS[self.task]
         try:
-            self.log = BulkLog(bulk_task, self.path, Path(self.log_dir))
+            self.log = BulkLog(
+                bulk_task,
+                self.path,
+                Path(self.log_dir),
+                log_format=self.log_format,
+                max_samples=self.max_samples_per_log,
+            )
         except OSError as error:
             raise OutputError(
                 f"cannot write into --log-dir {self.log_dir!r} ({error.strerror})"
             ) from None
         self.timings = self.log.timings
         if self.results_path is None:
-            self.results_path = str(
-                self.log.location.with_name(self.log.location.stem + ".results.jsonl")
-            )
+            base = self.log.base
+            self.results_path = str(base.with_name(base.name + ".results.jsonl"))
         self.scorer = LineScorer(
             bulk_task, self.path, MemoryIds(), timings=self.timings
         )
@@ -324,17 +364,18 @@ class _ScoreRun:
     def finish(self) -> None:
         """Write the log, then put both outputs under their final names."""
         assert self.log is not None
+        self.finishing = True
         if self.results is not None:
             self.results.flush_to_disk()
         else:
             self.stream.flush()
-        header = self.log.finish()
+        written = self.log.finish()
         if self.results is not None:
             self.results.commit()
         self.summary.results = self.results_path
-        self.summary.log = str(self.log.location)
+        self.summary.logs = [str(location) for location in written.logs]
         self.summary.seconds = perf_counter() - self.begun
-        self.summary.metrics = _metrics(header)
+        self.summary.metrics = _metrics(written.results)
 
     def discard(self) -> None:
         """No records: nothing to write, and nothing left behind."""
@@ -363,17 +404,20 @@ class _ScoreRun:
             what = "no log or results were written"
         if self.results_path == "-" and self.last_line:
             what += "; the results already written to stdout are incomplete"
-        where = f", at line {self.last_line:,} of {self.path}" if self.last_line else ""
+        if self.finishing:
+            where = f", writing the log of all {self.summary.records:,} records"
+        elif self.last_line:
+            where = f", at line {self.last_line:,} of {self.path}"
+        else:
+            where = ""
         raise CommandStopped(
             f"tracegrade score: {reason}{where}; {what}", exit_code
         ) from None
 
 
-def _metrics(header: Any) -> dict[str, dict[str, float | None]]:
+def _metrics(results: EvalResults) -> dict[str, dict[str, float | None]]:
     metrics: dict[str, dict[str, float | None]] = {}
-    if header.results is None:
-        return metrics
-    for eval_score in header.results.scores:
+    for eval_score in results.scores:
         metrics[eval_score.name] = {
             name: None if math.isnan(metric.value) else metric.value
             for name, metric in eval_score.metrics.items()
@@ -418,8 +462,17 @@ def _report(
     rate = summary.records / summary.seconds if summary.seconds else 0.0
     table.add_row("seconds", f"{summary.seconds:.2f} ({rate:,.0f} records/s)")
     console.print(table)
-    if summary.log is not None:
-        console.print(f"Log: {summary.log}", markup=False, soft_wrap=True)
+    if len(summary.logs) == 1:
+        console.print(f"Log: {summary.logs[0]}", markup=False, soft_wrap=True)
+    elif summary.logs:
+        console.print(
+            f"Logs: {len(summary.logs)} parts of one run, each small enough "
+            "for `inspect view` to list (tracegrade report pools them):",
+            markup=False,
+        )
+        for location in summary.logs:
+            console.print(f"  {location}", markup=False, soft_wrap=True)
+    if summary.logs:
         console.print(f"Results: {summary.results}", markup=False, soft_wrap=True)
     if summary.records == 0:
         console.print("[red]The file holds no records; no log was written.[/red]")
