@@ -52,6 +52,7 @@ from inspect_ai.log import (
 from inspect_ai.model import ChatMessageUser, GenerateConfig, ModelOutput
 from inspect_ai.scorer import Score
 from inspect_ai.util import registry_info
+from pydantic_core import PydanticSerializationError, to_json
 
 from .._inspect_internals import (
     Plan,
@@ -376,7 +377,7 @@ class BulkLog:
         part.results.add(sample_id, score)
         serialising = perf_counter()
         self.timings.sample += serialising - begun
-        part.writer.add(sample_id, to_json_safe(data, indent=None), data)
+        part.writer.add(sample_id, sample_json(data), data)
         part.samples += 1
         self.timings.serialize += perf_counter() - serialising
 
@@ -574,6 +575,26 @@ class BulkLog:
                 except OSError:
                     left.append(str(part.writer.published))
         return ", ".join(left) or None
+
+
+def sample_json(data: dict[str, Any]) -> bytes:
+    """`to_json_safe(data, indent=None)`, in one pass where it can be.
+
+    Inspect's `to_json_safe` turns the value into JSON-safe Python first and
+    then serialises that, retrying with lone surrogates escaped. A sample
+    built here is JSON-safe already but for its `Score`, which pydantic
+    serialises alike in one pass; that saves a third of the cost. Only
+    when that pass fails (a lone surrogate) does Inspect's own function
+    run. The equivalence tests hold the output to `inspect eval`'s."""
+    try:
+        return to_json(data, exclude_none=True, fallback=_no_value)
+    except PydanticSerializationError:
+        serialised: bytes = to_json_safe(data, indent=None)
+        return serialised
+
+
+def _no_value(_: Any) -> None:
+    return None
 
 
 def _version(distribution: str) -> str:

@@ -16,7 +16,8 @@ list and report no runs, instead of failing the log.
 from __future__ import annotations
 
 import math
-from collections import Counter, defaultdict
+from collections import Counter
+from itertools import groupby
 from typing import Any
 
 from inspect_ai.scorer import Metric, SampleScore, metric
@@ -32,6 +33,10 @@ def _stage(sample_score: SampleScore) -> str:
             f"{', '.join(STAGES)} as the score value, got {value!r}"
         )
     return value
+
+
+def _sample_key(sample_score: SampleScore) -> str:
+    return str(sample_score.sample_id)
 
 
 def _metadata(sample_score: SampleScore, key: str) -> Any:
@@ -73,14 +78,18 @@ def stage_modes() -> Metric:
     """
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
-        runs: defaultdict[str, Counter[str]] = defaultdict(Counter)
-        for sample_score in scores:
-            runs[str(sample_score.sample_id)][_stage(sample_score)] += 1
-        modes = Counter(
-            max(STAGES, key=lambda stage: (counts[stage], -STAGES.index(stage)))
-            for counts in runs.values()
-        )
-        total = len(runs)
+        # Grouped by sorting rather than a Counter per sample id: at a
+        # million samples those would take 300 MB (`tracegrade score`).
+        modes: Counter[str] = Counter()
+        total = 0
+        for _, group in groupby(sorted(scores, key=_sample_key), key=_sample_key):
+            runs = list(group)
+            if len(runs) == 1:
+                modes[_stage(runs[0])] += 1
+            else:
+                counts = Counter(_stage(run) for run in runs)
+                modes[max(STAGES, key=lambda s: (counts[s], -STAGES.index(s)))] += 1
+            total += 1
         return {
             f"{stage}_mode": modes[stage] / total if total else math.nan
             for stage in STAGES
