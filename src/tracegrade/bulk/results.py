@@ -8,7 +8,8 @@ every sample with the same content: `record.correct` for `lucky_answers`,
 `error.kind` and `error.side` for `answer_failures`). The metrics are the
 scorer's own, called through Inspect's own `compute_eval_scores`, so metric
 names, NaN filtering and dictionary metrics follow `inspect eval` exactly;
-`tests/test_bulk_results.py` holds the two to the same results.
+`tests/test_cli_score.py` holds the two to the same results, for both
+tasks and both log formats.
 
 A bulk run has one epoch, so the epoch reducer (Inspect's `mean`, the
 default of the replay tasks) reduces each sample alone: it is applied as
@@ -93,22 +94,20 @@ def _split_views(metrics: Metrics) -> _Views:
     """The scorer's metrics on reduced and on unreduced scores, as Inspect
     splits them (`scores="auto"` counts as reduced)."""
 
+    def keep_by_key(by_key: dict[str, Any], modes: set[str]) -> dict[str, Any]:
+        kept = {
+            key: [item for item in listed if metric_scores(item) in modes]
+            for key, listed in by_key.items()
+        }
+        return {key: listed for key, listed in kept.items() if listed}
+
     def keep(modes: set[str]) -> Metrics | None:
         if isinstance(metrics, dict):
-            by_key = {
-                key: [m for m in listed if metric_scores(m) in modes]
-                for key, listed in metrics.items()
-            }
-            return {key: listed for key, listed in by_key.items() if listed} or None
+            return keep_by_key(metrics, modes) or None
         kept: list[Any] = []
         for item in metrics:
             if isinstance(item, dict):
-                by_key = {
-                    key: [m for m in listed if metric_scores(m) in modes]
-                    for key, listed in item.items()
-                }
-                by_key = {key: listed for key, listed in by_key.items() if listed}
-                if by_key:
+                if by_key := keep_by_key(item, modes):
                     kept.append(by_key)
             elif metric_scores(item) in modes:
                 kept.append(item)
