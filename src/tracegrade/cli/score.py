@@ -226,9 +226,10 @@ def _make_log_dir(log_dir: str) -> None:
 class _ScoreRun:
     """One `score` run: the line loop, and its outputs kept whole or not at all.
 
-    The log and the results are written under temporary names (the log as
-    `.json.partial`, the results as `.XXXXXX.partial`) and renamed only
-    once both are complete; `stop` removes them and says what happened.
+    The logs and the results are written under temporary names (each log
+    as `NAME-partK.eval.partial` or `.json.partial`, the results as
+    `.XXXXXX.partial`) and renamed only once all are complete; `stop`
+    removes them and says what happened.
     """
 
     def __init__(
