@@ -1,8 +1,9 @@
 """From Inspect logs to the figures `tracegrade report` shows.
 
-The aggregation is pure: it reads logs through Inspect's log API and
-returns a typed `Report`; the terminal, HTML and JSON renderings are built
-from that one structure, so they cannot disagree.
+The aggregation is pure: it reads each log's header through Inspect's log
+API and its samples one at a time (`samples.py`), keeping only counters,
+and returns a typed `Report`; the terminal, HTML and JSON renderings are
+built from that one structure, so they cannot disagree.
 
 Choices a reader of the figures needs to know:
 
@@ -35,11 +36,12 @@ from statistics import NormalDist
 from typing import Any, TypeGuard
 from urllib.parse import unquote, urlparse
 
-from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
+from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
 from ..core.itemise import dropped_ids, invented_ids
 from ..scorers.explain import show_id
 from ..scorers.metrics import STAGES
+from .samples import SampleRead, UnreadableLog, log_samples
 
 STAGE_SCORER = "stage_diagnosis"
 EXTRACTION_SCORER = "ordered_extraction"
@@ -54,10 +56,6 @@ LOG_SUFFIXES = (".eval", ".json")
 # 2, ... when a log already holds a score of that name (`inspect score
 # --action append`).
 _SCORE_KEY = re.compile(rf"({STAGE_SCORER}|{EXTRACTION_SCORER})\d*")
-# Left out of each sample read from a .eval log: a long run's messages and
-# events would cost most of the time and memory, and no figure needs them.
-# Inspect reads a .json log whole regardless.
-_UNUSED_SAMPLE_FIELDS = frozenset({"messages", "events", "store", "attachments"})
 
 
 class ReportError(ValueError):
@@ -267,16 +265,30 @@ def _local_path(name: str) -> str:
     return name
 
 
-def read_log(path: str) -> EvalLog:
-    """A log with the sample fields the report needs; raises `ReportError`."""
+@dataclass(frozen=True)
+class LogRead:
+    """A log's header, and its samples as they are read, one at a time."""
+
+    path: str
+    header: EvalLog
+    samples: Iterable[SampleRead]
+
+
+def read_log(path: str) -> LogRead:
+    """The header of the log at `path` and an iterator over its samples.
+
+    Raises `ReportError` when the header cannot be read; a sample that
+    cannot be read raises `UnreadableLog` (or `OSError`) when reached.
+    """
     try:
-        return read_eval_log(path, exclude_fields=set(_UNUSED_SAMPLE_FIELDS))
+        header = read_eval_log(path, header_only=True)
     except Exception as error:
         # Inspect raises whatever its readers raise (JSON, zip, pydantic,
         # OS errors); any of them means the same here: not a readable log.
         raise ReportError(
             f"cannot read {path!r} as an Inspect log ({error})"
         ) from error
+    return LogRead(path, header, log_samples(path))
 
 
 def build_report(
@@ -284,10 +296,12 @@ def build_report(
     *,
     top: int = 10,
     on_log_read: Callable[[str], None] | None = None,
+    read: Callable[[str], LogRead] = read_log,
 ) -> Report:
     """Read every log in `paths` and aggregate its tracegrade scores.
 
-    `on_log_read` is called after each log, for a progress display. Raises
+    `on_log_read` is called after each log, for a progress display; `read`
+    reads one log (the tests give a whole-log reader, to compare). Raises
     `ReportError` for an unreadable log, a malformed tracegrade score, or
     when no log holds a tracegrade score.
     """
@@ -295,7 +309,13 @@ def build_report(
         raise ValueError(f"top must be at least 1, got {top}")
     aggregate = _Aggregate()
     for path in paths:
-        aggregate.add_log(path, read_log(path))
+        log = read(path)
+        try:
+            aggregate.add_log(log)
+        except (UnreadableLog, OSError) as error:
+            raise ReportError(
+                f"cannot read {path!r} as an Inspect log ({error})"
+            ) from error
         if on_log_read is not None:
             on_log_read(path)
     return aggregate.report(top)
@@ -343,29 +363,40 @@ class _Aggregate:
         self.stage: dict[_GroupKey, _StageCounts] = {}
         self.extraction: dict[_GroupKey, _ExtractionCounts] = {}
 
-    def add_log(self, path: str, log: EvalLog) -> None:
-        epochs = log.eval.config.epochs or 1
-        samples = log.samples or []
-        tracegrade_scores = 0
-        without = 0
+    def add_log(self, log: LogRead) -> None:
+        """Count the log's samples as they are read; only counters stay."""
+        path, spec = log.path, log.header.eval
+        epochs = spec.config.epochs or 1
+        samples = tracegrade_scores = without = errored = 0
         other: set[str] = set()
-        for sample in samples:
+        # The scorer each score name belongs to, matched once per name.
+        scorers: dict[str, str | None] = {}
+        for sample in log.samples:
+            samples += 1
+            errored += sample.errored
             found = 0
-            for key, score in (sample.scores or {}).items():
-                match = _SCORE_KEY.fullmatch(key)
+            for key, score in sample.scores.items():
+                if key not in scorers:
+                    match = _SCORE_KEY.fullmatch(key)
+                    scorers[key] = None if match is None else match.group(1)
+                scorer = scorers[key]
                 metadata = score.metadata
-                if match is None or not _is_tracegrade_metadata(metadata):
+                if scorer is None or not _is_tracegrade_metadata(metadata):
                     other.add(key)
                     continue
                 found += 1
-                group = (log.eval.task, log.eval.model, key)
+                group = (spec.task, spec.model, key)
                 where = _Where(path, sample, key)
-                counts: _StageCounts | _ExtractionCounts
-                if match.group(1) == STAGE_SCORER:
-                    counts = self.stage.setdefault(group, _StageCounts())
+                counts: _StageCounts | _ExtractionCounts | None
+                if scorer == STAGE_SCORER:
+                    counts = self.stage.get(group)
+                    if counts is None:
+                        counts = self.stage[group] = _StageCounts()
                     _count_stage(counts, score.value, metadata, where)
                 else:
-                    counts = self.extraction.setdefault(group, _ExtractionCounts())
+                    counts = self.extraction.get(group)
+                    if counts is None:
+                        counts = self.extraction[group] = _ExtractionCounts()
                     _count_extraction(counts, score.value, metadata, where)
                 counts.logs.add(path)
                 counts.epochs.add(epochs)
@@ -374,14 +405,14 @@ class _Aggregate:
         self.logs.append(
             LogSummary(
                 path=path,
-                task=log.eval.task,
-                model=log.eval.model,
-                status=log.status,
+                task=spec.task,
+                model=spec.model,
+                status=log.header.status,
                 epochs=epochs,
-                samples=len(samples),
+                samples=samples,
                 tracegrade_scores=tracegrade_scores,
                 samples_without_tracegrade_score=without,
-                sample_errors=sum(sample.error is not None for sample in samples),
+                sample_errors=errored,
                 other_scorers=sorted(other),
             )
         )
@@ -409,7 +440,7 @@ class _Aggregate:
 @dataclass(frozen=True)
 class _Where:
     path: str
-    sample: EvalSample
+    sample: SampleRead
     scorer: str
 
     def fail(self, problem: str) -> ReportError:
@@ -890,6 +921,7 @@ __all__ = [
     "ErrorCount",
     "ExtractionSummary",
     "InventedID",
+    "LogRead",
     "LogSummary",
     "MissedDocument",
     "Proportion",
