@@ -21,13 +21,12 @@ logged twice, of which Inspect reads the last); then the samples are read
 in archive order, each dropped before the next. What stays in memory is
 those 40 bytes a sample (3 MB for a part of 75,000) and the counters.
 A member too large to parse whole (`STREAM_OVER` bytes) is parsed as a
-stream, keeping only the fields read here, as Inspect's `exclude_fields`
-does.
+stream with ijson, keeping only the fields read here, as Inspect's
+`exclude_fields` does (or whole, if it holds a NaN, which ijson refuses).
 
-`.json` logs are one JSON object; its `samples` array is streamed with
-ijson, one sample built at a time. ijson refuses the NaN and Infinity that
-Inspect writes; a log holding one is parsed whole instead, as Inspect's
-own reader does then.
+`.json` logs are one JSON object: its values are decoded one at a time
+with the standard library, the samples among them, each dropped before
+the next (`_JsonText`); what follows the samples is not read.
 
 A sample still in the old `score` shape (one unnamed score) is validated
 as an `EvalSample`, which migrates it, so it reads as Inspect reads it.
@@ -37,6 +36,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import struct
 import zlib
 from array import array
@@ -330,10 +330,11 @@ def _read_member(
         name, start = _local_header(file, offset)
         if flags & 0x1:
             raise UnreadableLog("it is encrypted")
+        data = None
         if size > STREAM_OVER:
             stream = _member_stream(file, method, start, compressed)
             data = _streamed_fields(stream)
-        else:
+        if data is None:
             file.seek(start)
             raw = file.read(compressed)
             data = _parse(_decompressed(raw, method, compressed, size, zstd))
@@ -433,9 +434,13 @@ def _member_stream(file: IO[bytes], method: int, start: int, compressed: int) ->
     raise UnreadableLog(f"compression method {method} is not supported")
 
 
-def _streamed_fields(stream: Any) -> dict[str, Any]:
+def _streamed_fields(stream: Any) -> dict[str, Any] | None:
     """The top-level `READ_FIELDS` of a JSON object read as a stream; the
-    other fields are parsed past without being built."""
+    other fields are parsed past without being built.
+
+    None when ijson cannot parse it (NaN, Infinity, an integer over 64
+    bits): the member is then parsed whole, as Inspect does then.
+    """
     data: dict[str, Any] = {}
     key: str | None = None
     builder: Any = None
@@ -451,8 +456,8 @@ def _streamed_fields(stream: Any) -> dict[str, Any]:
                         builder = ijson.ObjectBuilder()
             elif builder is not None:
                 builder.event(event, value)
-    except (ijson.JSONError, ValueError) as error:
-        raise UnreadableLog(f"a sample is not JSON ijson can read ({error})") from error
+    except (ijson.JSONError, ValueError):
+        return None
     return data
 
 
@@ -460,34 +465,104 @@ def _streamed_fields(stream: Any) -> dict[str, Any]:
 
 
 def json_samples(path: str) -> Iterator[SampleRead]:
-    """The samples of a `.json` log, in file order, streamed."""
-    yielded = 0
-    try:
-        with open(path, "rb") as file:
-            for data in ijson.items(file, "samples.item", use_float=True):
-                sample = sample_read(data)
-                yielded += 1
-                yield sample
+    """The samples of a `.json` log, in file order, one parsed at a time.
+
+    The log is one JSON object. Its top-level values are decoded in turn
+    until `samples`, whose items are then decoded and dropped one by one;
+    what follows the samples is not read.
+    """
+    with open(path, encoding="utf-8", newline="") as file:
+        text = _JsonText(file)
+        text.expect("{")
+        while text.peek() != "}":
+            key = text.value()
+            text.expect(":")
+            if key == "samples":
+                yield from _samples_array(text)
+                return
+            text.value()
+            if text.peek() == ",":
+                text.expect(",")
+
+
+def _samples_array(text: _JsonText) -> Iterator[SampleRead]:
+    if text.peek() == "n":
+        text.value()  # null: no samples
         return
-    except (ijson.JSONError, ValueError) as error:
-        if isinstance(error, UnreadableLog):
-            raise
-        whole = _whole_json(path, error)
-    samples = whole.get("samples") if isinstance(whole, dict) else None
-    # The samples already counted came first in the file, as in the list.
-    yield from map(sample_read, (samples or [])[yielded:])
+    text.expect("[")
+    if text.peek() == "]":
+        return
+    while True:
+        yield sample_read(text.value())
+        if text.peek() == "]":
+            return
+        text.expect(",")
 
 
-def _whole_json(path: str, streaming_error: Exception) -> Any:
-    """The log parsed whole, when ijson could not stream it (NaN, Infinity,
-    an integer over 64 bits), as Inspect reads such a log."""
-    with open(path, "rb") as file:
-        try:
-            return from_json(file.read())
-        except ValueError as error:
-            raise UnreadableLog(
-                f"not JSON ({error}; streamed: {streaming_error})"
-            ) from error
+class _JsonText:
+    """JSON text read a window at a time, decoded a value at a time.
+
+    `json.JSONDecoder.raw_decode` decodes one value where it starts and
+    says where it ends; the window grows when a value does not fit, twice
+    as much each time, so a huge sample costs a few tries, not one per
+    chunk. The standard library parser reads the NaN and Infinity that
+    Inspect writes (an unscored extraction's value is NaN), which ijson
+    refuses, and parses a sample faster than ijson builds one.
+    """
+
+    def __init__(self, file: IO[str]) -> None:
+        self.file = file
+        self.text = ""
+        self.at = 0
+        self.read_size = _CHUNK
+        self.ended = False
+        self.decoder = json.JSONDecoder()
+
+    def _more(self) -> bool:
+        chunk = self.file.read(self.read_size)
+        if not chunk:
+            self.ended = True
+            return False
+        self.text = self.text[self.at :] + chunk
+        self.at = 0
+        return True
+
+    def peek(self) -> str:
+        """The next character that is not whitespace, not consumed."""
+        while True:
+            found = _NOT_WHITESPACE.search(self.text, self.at)
+            if found is not None:
+                self.at = found.start()
+                return self.text[self.at]
+            self.at = len(self.text)
+            if not self._more():
+                raise UnreadableLog("the log ends before its JSON does")
+
+    def expect(self, character: str) -> None:
+        found = self.peek()
+        if found != character:
+            raise UnreadableLog(f"expected {character!r} in the log, got {found!r}")
+        self.at += 1
+
+    def value(self) -> Any:
+        self.peek()
+        while True:
+            try:
+                value, end = self.decoder.raw_decode(self.text, self.at)
+            except json.JSONDecodeError as error:
+                if self.ended:
+                    raise UnreadableLog(f"not JSON ({error})") from error
+                end = None
+            # A value that ends with the window may be a number cut short.
+            if end is not None and (end < len(self.text) or self.ended):
+                self.at = end
+                return value
+            if len(self.text) - self.at >= self.read_size:
+                self.read_size *= 2
+            self._more()
+
+
+_NOT_WHITESPACE = re.compile(r"[^ \t\n\r]")
 
 
 __all__ = [
