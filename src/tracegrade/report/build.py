@@ -12,7 +12,10 @@ Choices a reader of the figures needs to know:
   would need a rule for a sample diagnosed `retrieval` once and `pass`
   twice, and any such rule hides the run that failed.
 - Logs of the same task, model and scorer are pooled; `logs` says how many
-  went into each figure.
+  went into each figure. `tracegrade score` splits a big run into parts
+  (logs sharing `eval.run_id`, each with `eval.metadata["tracegrade_part"]
+  = {"index": k, "count": n}`), which pool like any logs; the report says
+  so where it lists logs, and warns when a run's parts are not all there.
 - Data errors (unscored samples) are counted by kind, never as a stage or
   a grade; answer failures count as failed grades, as in the metrics.
 - Intervals are 95% Wilson score intervals, which stay inside [0, 1] and
@@ -51,6 +54,8 @@ COUNTING_UNIT = "sample-epoch"
 DIAGNOSED_STAGES = ("retrieval", "generation", "pass")
 METADATA_KEYS = frozenset({"result", "record", "read_from", "error"})
 LOG_SUFFIXES = (".eval", ".json")
+PART_KEY = "tracegrade_part"
+_EN_DASH = "\u2013"
 
 # Inspect keys `sample.scores` by the scorer's unqualified name, adding 1,
 # 2, ... when a log already holds a score of that name (`inspect score
@@ -203,12 +208,26 @@ class ExtractionSummary:
 
 
 @dataclass(frozen=True)
+class LogPart:
+    """The log is part `index` (from 1) of the `count` logs of one run."""
+
+    index: int
+    count: int
+
+
+@dataclass(frozen=True)
 class LogSummary:
-    """What was read from one log file."""
+    """What was read from one log file.
+
+    `part` is set for a part of a run that `tracegrade score` split;
+    the parts of a run share `run_id`.
+    """
 
     path: str
     task: str
     model: str
+    run_id: str
+    part: LogPart | None
     status: str
     epochs: int
     samples: int
@@ -407,6 +426,8 @@ class _Aggregate:
                 path=path,
                 task=spec.task,
                 model=spec.model,
+                run_id=spec.run_id,
+                part=_log_part(spec.metadata),
                 status=log.header.status,
                 epochs=epochs,
                 samples=samples,
@@ -435,6 +456,18 @@ class _Aggregate:
                 for key, counts in sorted(self.extraction.items())
             ],
         )
+
+
+def _log_part(metadata: Mapping[str, Any] | None) -> LogPart | None:
+    """The part `tracegrade score` numbered the log, if it is one; a
+    malformed number is no part, so the log is still counted."""
+    part = (metadata or {}).get(PART_KEY)
+    if not isinstance(part, dict):
+        return None
+    index, count = part.get("index"), part.get("count")
+    if type(index) is not int or type(count) is not int or not 1 <= index <= count:
+        return None
+    return LogPart(index, count)
 
 
 @dataclass(frozen=True)
@@ -694,6 +727,64 @@ def interval_note(report: Report) -> str:
     )
 
 
+def _runs(logs: Sequence[LogSummary]) -> dict[str, list[LogPart]]:
+    """The parts read of each split run, by run id."""
+    runs: dict[str, list[LogPart]] = {}
+    for log in logs:
+        if log.part is not None:
+            runs.setdefault(log.run_id, []).append(log.part)
+    return runs
+
+
+def _span(numbers: Iterable[int]) -> str:
+    """ "1-3, 5" (with an en dash): numbers in order, consecutive ones as
+    a range."""
+    spans: list[list[int]] = []
+    for number in sorted(set(numbers)):
+        if spans and number == spans[-1][-1] + 1:
+            spans[-1].append(number)
+        else:
+            spans.append([number])
+    return ", ".join(
+        str(span[0]) if len(span) == 1 else f"{span[0]}{_EN_DASH}{span[-1]}"
+        for span in spans
+    )
+
+
+def logs_read(logs: Sequence[LogSummary]) -> str:
+    """ "3 logs (parts 1-3 of one run)": how many logs, and whether some
+    were parts of a split run, pooled."""
+    text = f"{len(logs)} log{'s' if len(logs) != 1 else ''}"
+    runs = _runs(logs)
+    if len(runs) == 1:
+        (parts,) = runs.values()
+        return f"{text} (parts {_span(p.index for p in parts)} of one run)"
+    if runs:
+        return f"{text} (parts of {len(runs)} runs)"
+    return text
+
+
+def part_warnings(logs: Sequence[LogSummary]) -> list[str]:
+    """One line per split run whose parts were not each read once."""
+    warnings: list[str] = []
+    for run_id, parts in _runs(logs).items():
+        count = max(part.count for part in parts)
+        found = Counter(part.index for part in parts)
+        missing = [index for index in range(1, count + 1) if index not in found]
+        if missing:
+            warnings.append(
+                f"run {run_id} has {count} parts but {len(found)} were read "
+                f"(missing: {_span(missing)}); its figures cover only those read."
+            )
+        repeated = [index for index, times in found.items() if times > 1]
+        if repeated:
+            warnings.append(
+                f"run {run_id}: part {_span(repeated)} read more than once; "
+                "every copy is counted."
+            )
+    return warnings
+
+
 def task_label(summary: StageSummary | ExtractionSummary) -> str:
     """The task, with the score name when a log holds several tracegrade
     scores of one kind (`stage_diagnosis1` after `inspect score --action
@@ -826,27 +917,51 @@ def report_tables(report: Report) -> list[Table]:
                 ],
             )
         )
-    tables.append(
-        Table(
+    tables.append(_logs_table(report))
+    return tables
+
+
+def _logs_table(report: Report) -> Table:
+    caption = (
+        "samples: sample-epochs in the log. no score: samples with no "
+        "tracegrade score, such as one that errored before scoring."
+    )
+    rows = [
+        [
+            Path(log.path).name,
+            log.status,
+            str(log.epochs),
+            str(log.samples),
+            str(log.samples_without_tracegrade_score),
+        ]
+        for log in report.logs
+    ]
+    if not _runs(report.logs):
+        return Table(
             key="logs",
             title="Logs read",
-            caption="samples: sample-epochs in the log. no score: samples "
-            "with no tracegrade score, such as one that errored before scoring.",
+            caption=caption,
             columns=["log", "status", "epochs", "samples", "no score"],
             numeric=[False, False, True, True, True],
-            rows=[
-                [
-                    Path(log.path).name,
-                    log.status,
-                    str(log.epochs),
-                    str(log.samples),
-                    str(log.samples_without_tracegrade_score),
-                ]
-                for log in report.logs
-            ],
+            rows=rows,
         )
+    # A column for the parts only when some log is one.
+    return Table(
+        key="logs",
+        title="Logs read",
+        caption=f"{caption} part: the log's part of a run split by "
+        "`tracegrade score`; the parts of a run are pooled.",
+        columns=["log", "part", "status", "epochs", "samples", "no score"],
+        numeric=[False, True, False, True, True, True],
+        rows=[
+            [
+                row[0],
+                "" if log.part is None else f"{log.part.index} of {log.part.count}",
+                *row[1:],
+            ]
+            for row, log in zip(rows, report.logs, strict=True)
+        ],
     )
-    return tables
 
 
 def _extraction_id_tables(report: Report) -> list[Table]:
@@ -921,6 +1036,7 @@ __all__ = [
     "ErrorCount",
     "ExtractionSummary",
     "InventedID",
+    "LogPart",
     "LogRead",
     "LogSummary",
     "MissedDocument",
@@ -931,6 +1047,8 @@ __all__ = [
     "Table",
     "build_report",
     "find_logs",
+    "logs_read",
+    "part_warnings",
     "read_log",
     "report_tables",
     "wilson_interval",

@@ -26,6 +26,8 @@ from .build import (
     StageSummary,
     Table,
     interval_note,
+    logs_read,
+    part_warnings,
     report_tables,
     task_label,
 )
@@ -321,6 +323,7 @@ th, td { border-bottom: 1px solid #e3e3e3; padding: 0.25rem 0.6rem; }
 th { background: #f4f4f4; text-align: left; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .caption { color: #555; font-size: 0.85rem; max-width: 60rem; }
+.warning { color: #8a5a00; }
 """
 
 
@@ -344,8 +347,11 @@ def render_html(report: Report) -> str:
         charts[-1] = charts[-1].replace('class="chart"', 'class="chart wide"', 1)
     samples = sum(log.samples for log in report.logs)
     summary = (
-        f"{len(report.logs)} log{'s' if len(report.logs) != 1 else ''}, "
-        f"{samples} sample-epochs. {interval_note(report)}"
+        f"{logs_read(report.logs)}, {samples} sample-epochs. {interval_note(report)}"
+    )
+    warnings = "".join(
+        f'<p class="warning">warning: {html.escape(warning)}</p>'
+        for warning in part_warnings(report.logs)
     )
     tables = "".join(_table(table) for table in report_tables(report))
     return (
@@ -357,6 +363,7 @@ def render_html(report: Report) -> str:
         "</head><body>"
         "<h1>tracegrade report</h1>"
         f'<p class="note">{html.escape(summary)}</p>'
+        f"{warnings}"
         f'<div class="charts">{"".join(charts)}</div>'
         f"{tables}"
         "</body></html>\n"
