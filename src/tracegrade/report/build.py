@@ -55,6 +55,10 @@ DIAGNOSED_STAGES = ("retrieval", "generation", "pass")
 METADATA_KEYS = frozenset({"result", "record", "read_from", "error"})
 LOG_SUFFIXES = (".eval", ".json")
 PART_KEY = "tracegrade_part"
+# The three ranked ID counts, each shown as a table and a chart: the
+# documents diagnosed runs missed, and the IDs itemised answers dropped and
+# invented. One builder serves all three, given the kind.
+ID_COUNTS = ("missed", "dropped", "invented")
 _EN_DASH = "\u2013"
 
 # Inspect keys `sample.scores` by the scorer's unqualified name, adding 1,
@@ -864,36 +868,10 @@ def report_tables(report: Report) -> list[Table]:
                 rows=error_rows,
             )
         )
-    missed_rows = [
-        [
-            task_label(s),
-            s.model,
-            show_id(document.id),
-            str(document.missed),
-            str(document.required),
-            percent(document.missed / document.required),
-        ]
-        for s in report.stage_diagnosis
-        for document in s.missed
-    ]
-    if missed_rows:
-        distinct = "; ".join(
-            f"{s.distinct_missed} in {task_label(s)}, {s.model}"
-            for s in report.stage_diagnosis
-        )
-        tables.append(
-            Table(
-                key="missed",
-                title=f"Most often missing document IDs (top {report.top})",
-                caption="missed: diagnosed runs whose context lacked the "
-                "required ID; required: diagnosed runs that required it. "
-                f"Distinct IDs ever missed: {distinct}.",
-                columns=["task", "model", "document", "missed", "required", "rate"],
-                numeric=[False, False, False, True, True, True],
-                rows=missed_rows,
-            )
-        )
-    tables.extend(_extraction_id_tables(report))
+    for kind in ID_COUNTS:
+        table = _id_table(report, kind)
+        if table is not None:
+            tables.append(table)
     if report.ordered_extraction:
         tables.append(
             Table(
@@ -964,89 +942,148 @@ def _logs_table(report: Report) -> Table:
     )
 
 
-def _extraction_id_tables(report: Report) -> list[Table]:
-    """The most often dropped and invented IDs, beside the most missed."""
-    summaries = report.ordered_extraction
-    tables: list[Table] = []
-    dropped_rows = [
-        [
-            task_label(s),
-            s.model,
-            show_id(dropped.id),
-            str(dropped.dropped),
-            str(dropped.in_source),
-            percent(dropped.dropped / dropped.in_source),
-        ]
-        for s in summaries
-        for dropped in s.dropped
-    ]
-    if dropped_rows:
-        distinct = "; ".join(
-            f"{s.distinct_dropped} in {task_label(s)}, {s.model}" for s in summaries
-        )
-        tables.append(
-            Table(
-                key="dropped",
-                title=f"Most often dropped IDs (top {report.top})",
-                caption="dropped: itemised answers that left out the source "
-                "ID; in source: itemised answers whose source held it. "
-                "Itemised: graded answers except those that repeat an ID or "
-                "cannot be read, which fail both criteria with nothing "
-                f"compared. Distinct IDs ever dropped: {distinct}.",
-                columns=["task", "model", "ID", "dropped", "in source", "rate"],
-                numeric=[False, False, False, True, True, True],
-                rows=dropped_rows,
+@dataclass(frozen=True)
+class RankedID:
+    """One of the most often counted IDs: counted `count` times of `of`."""
+
+    id: str
+    count: int
+    of: int
+
+
+@dataclass(frozen=True)
+class IdRanking:
+    """One task and model's most often counted IDs of a kind, and how many
+    distinct IDs were ever counted."""
+
+    summary: StageSummary | ExtractionSummary
+    ids: list[RankedID]
+    distinct: int
+
+
+def id_rankings(report: Report, kind: str) -> list[IdRanking]:
+    """Each task and model's most often `kind` IDs (one of `ID_COUNTS`)."""
+    if kind == "missed":
+        return [
+            IdRanking(
+                s,
+                [RankedID(d.id, d.missed, d.required) for d in s.missed],
+                s.distinct_missed,
             )
-        )
-    invented_rows = [
-        [
-            task_label(s),
-            s.model,
-            show_id(invented.id),
-            str(invented.invented),
-            str(s.itemised),
-            percent(invented.invented / s.itemised),
+            for s in report.stage_diagnosis
         ]
-        for s in summaries
-        for invented in s.invented
-    ]
-    if invented_rows:
-        distinct = "; ".join(
-            f"{s.distinct_invented} in {task_label(s)}, {s.model}" for s in summaries
-        )
-        tables.append(
-            Table(
-                key="invented",
-                title=f"Most often invented IDs (top {report.top})",
-                caption="invented: itemised answers that held the ID though "
-                "their source did not; of: all itemised answers (graded, "
-                "neither repeating an ID nor unreadable). Distinct IDs ever "
-                f"invented: {distinct}.",
-                columns=["task", "model", "ID", "invented", "of", "rate"],
-                numeric=[False, False, False, True, True, True],
-                rows=invented_rows,
+    if kind == "dropped":
+        return [
+            IdRanking(
+                s,
+                [RankedID(d.id, d.dropped, d.in_source) for d in s.dropped],
+                s.distinct_dropped,
             )
-        )
-    return tables
+            for s in report.ordered_extraction
+        ]
+    if kind == "invented":
+        # An invented ID is in no source: it is counted of all itemised answers.
+        return [
+            IdRanking(
+                s,
+                [RankedID(i.id, i.invented, s.itemised) for i in s.invented],
+                s.distinct_invented,
+            )
+            for s in report.ordered_extraction
+        ]
+    raise ValueError(f"no ID count {kind!r}; there are {', '.join(ID_COUNTS)}")
+
+
+@dataclass(frozen=True)
+class _IdWords:
+    title: str
+    columns: tuple[str, str, str]
+    caption: str
+
+
+_ID_WORDS = {
+    "missed": _IdWords(
+        "Most often missing document IDs",
+        ("document", "missed", "required"),
+        "missed: diagnosed runs whose context lacked the required ID; "
+        "required: diagnosed runs that required it.",
+    ),
+    "dropped": _IdWords(
+        "Most often dropped IDs",
+        ("ID", "dropped", "in source"),
+        "dropped: itemised answers that left out the source ID; in source: "
+        "itemised answers whose source held it. Itemised: graded answers "
+        "except those that repeat an ID or cannot be read, which fail both "
+        "criteria with nothing compared.",
+    ),
+    "invented": _IdWords(
+        "Most often invented IDs",
+        ("ID", "invented", "of"),
+        "invented: itemised answers that held the ID though their source did "
+        "not; of: all itemised answers (graded, neither repeating an ID nor "
+        "unreadable).",
+    ),
+}
+
+
+def id_count_title(kind: str, top: int) -> str:
+    """ "Most often dropped IDs (top 10)": the table's and the chart's title."""
+    return f"{_ID_WORDS[kind].title} (top {top})"
+
+
+def _id_table(report: Report, kind: str) -> Table | None:
+    """The most often `kind` IDs of every task and model; None if none."""
+    rankings = id_rankings(report, kind)
+    rows = [
+        [
+            task_label(ranking.summary),
+            ranking.summary.model,
+            show_id(ranked.id),
+            str(ranked.count),
+            str(ranked.of),
+            percent(ranked.count / ranked.of),
+        ]
+        for ranking in rankings
+        for ranked in ranking.ids
+    ]
+    if not rows:
+        return None
+    words = _ID_WORDS[kind]
+    distinct = "; ".join(
+        f"{r.distinct} in {task_label(r.summary)}, {r.summary.model}" for r in rankings
+    )
+    return Table(
+        key=kind,
+        title=id_count_title(kind, report.top),
+        caption=f"{words.caption} Distinct IDs ever {kind}: {distinct}.",
+        columns=["task", "model", *words.columns, "rate"],
+        numeric=[False, False, False, True, True, True],
+        rows=rows,
+    )
 
 
 __all__ = [
     "CONFIDENCE",
+    "ID_COUNTS",
     "DroppedID",
     "ErrorCount",
     "ExtractionSummary",
+    "IdRanking",
     "InventedID",
     "LogPart",
     "LogRead",
     "LogSummary",
     "MissedDocument",
     "Proportion",
+    "RankedID",
     "Report",
     "ReportError",
     "StageSummary",
     "Table",
     "build_report",
     "find_logs",
+    "id_count_title",
+    "id_rankings",
     "logs_read",
     "part_warnings",
     "read_log",
