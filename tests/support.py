@@ -1,4 +1,5 @@
-"""Helpers shared by the tests: writing JSON Lines, running Inspect's CLI."""
+"""Helpers shared by the tests: writing JSON Lines, running Inspect's CLI,
+splitting a log into parts."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from inspect_ai.log import read_eval_log, write_eval_log
 
 # No INSPECT_* settings from the caller (a default model, a log dir), and a
 # wide console so error messages are not wrapped mid-sentence.
@@ -45,3 +48,28 @@ def inspect_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=300,
     )
+
+
+def split_into_parts(source: str, out_dir: Path, count: int) -> list[str]:
+    """The log `source` as `count` `.eval` logs of one run, as `tracegrade
+    score` splits a big run: the same `eval.run_id`, each numbered in
+    `eval.metadata["tracegrade_part"]`, its share of the samples in order."""
+    log = read_eval_log(source)
+    samples = log.samples or []
+    size = -(-len(samples) // count)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for index in range(1, count + 1):
+        spec = log.eval.model_copy(
+            update={"metadata": {"tracegrade_part": {"index": index, "count": count}}}
+        )
+        part = log.model_copy(
+            update={
+                "eval": spec,
+                "samples": samples[(index - 1) * size : index * size],
+            }
+        )
+        path = out_dir / f"{Path(source).stem}-part{index}of{count}.eval"
+        write_eval_log(part, str(path))
+        paths.append(str(path))
+    return paths

@@ -130,3 +130,58 @@ def test_a_differing_answer_is_reported() -> None:
     found = first_mismatch(same, other)
     assert found is not None and "record 0" in found
     assert first_mismatch(same, same * 2) is not None
+
+
+def test_the_report_scale_benchmark_checks_its_figures(tmp_path: Path) -> None:
+    """`benchmarks/report_scale.py` at toy sizes; no timing is asserted."""
+    out = tmp_path / "report_scale.json"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "report_scale.py"),
+            "--samples=40",
+            "--pooled=70",
+            "--part-size=25",
+            "--repeat=1",
+            f"--json={out}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    result = json.loads(out.read_text(encoding="utf-8"))
+    one, parts = result["rows"]
+    assert (one["samples"], one["logs"], one["logs_read"]) == (40, 1, 1)
+    assert (parts["samples"], parts["logs"], parts["logs_read"]) == (70, 3, 3)
+    for row in (one, parts):
+        assert row["figures_match"] is True, row
+        assert row["part_warnings"] == "", row
+        assert row["seconds"] > 0 and row["peak_mib"] > 0
+    assert result["baseline"] is None
+    assert result["command"].startswith("python benchmarks/report_scale.py")
+
+
+def test_the_report_scale_benchmark_says_when_it_skips(tmp_path: Path) -> None:
+    out = tmp_path / "report_scale.json"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "report_scale.py"),
+            "--samples=5",
+            "--pooled=0",
+            "--repeat=1",
+            f"--json={out}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert "parts of one run: skipped (--pooled 0)" in completed.stdout
+    (_, skipped) = json.loads(out.read_text(encoding="utf-8"))["rows"]
+    assert skipped["skipped"] == "--pooled 0"

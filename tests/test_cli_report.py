@@ -12,6 +12,7 @@ from click.testing import CliRunner, Result
 from inspect_ai import eval
 from plotly.offline import get_plotlyjs
 
+from tests.support import split_into_parts
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.cli import main
 from tracegrade.report.build import (
@@ -200,6 +201,42 @@ def test_an_unreadable_log_exits_1(tmp_path: Path) -> None:
 
     assert result.exit_code == 1
     assert "cannot read" in result.stderr
+
+
+@pytest.fixture(scope="session")
+def parts_dir(log_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The stage log of `log_dir` as three parts of one run."""
+    (stage,) = [p for p in find_logs([log_dir]) if "stage-diagnosis" in p]
+    parts = tmp_path_factory.mktemp("parts")
+    split_into_parts(stage, parts, 3)
+    return parts
+
+
+def test_parts_of_a_run_are_said_to_be_pooled(parts_dir: Path) -> None:
+    result = invoke(str(parts_dir))
+
+    assert result.exit_code == 0, result.output
+    assert "3 logs (parts 1\u20133 of one run)" in result.stdout
+    assert re.search(r"part1of3\.eval\s+│\s+1 of 3\s+│\s+success", result.stdout)
+    assert "warning" not in result.stdout
+
+
+def test_a_missing_part_is_warned_of_everywhere(
+    parts_dir: Path, tmp_path: Path
+) -> None:
+    two = [p for p in sorted(parts_dir.iterdir()) if "part2of3" not in p.name]
+    text = invoke(*map(str, two))
+    as_json = invoke(*map(str, two), "--json", "--html", str(tmp_path / "r.html"))
+    page = (tmp_path / "r.html").read_text(encoding="utf-8")
+
+    warning = "has 3 parts but 2 were read (missing: 2)"
+    assert "2 logs (parts 1, 3 of one run)" in text.stdout
+    assert len([line for line in text.stdout.splitlines() if warning in line]) == 1
+    assert warning in as_json.stderr and warning in page
+    assert [log["part"] for log in json.loads(as_json.stdout)["logs"]] == [
+        {"index": 1, "count": 3},
+        {"index": 3, "count": 3},
+    ]
 
 
 @pytest.mark.parametrize(

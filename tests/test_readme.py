@@ -79,3 +79,15 @@ def test_readme_speed_figures_are_the_committed_benchmark_run() -> None:
     small, large = benchmark("check_memory")["rows"]
     assert f"{small['peak_mib']:.1f} MiB on 100,000 lines" in README
     assert f"{large['peak_mib']:.1f} MiB on 1,000,000 lines" in README
+    one, parts = benchmark("report_scale")["rows"]
+    before = benchmark("report_scale")["baseline"]
+    slowest = max(run["seconds"] for run in one["runs"])
+    flat = " ".join(README.split())
+    for said in (
+        f"in one `.eval` log in {one['seconds']:.2f} s (best of three runs, "
+        f"the slowest {slowest:.2f} s) at {one['peak_mib']:.1f} MiB",
+        f"{parts['logs']} parts of one run in {parts['seconds']:.1f} s at "
+        f"{parts['peak_mib']:.1f} MiB",
+        f"took {before['seconds']:.0f} s and {before['peak_mib']:,.0f} MiB",
+    ):
+        assert said in flat, said

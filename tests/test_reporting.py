@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import shutil
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
@@ -18,6 +18,7 @@ from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 from inspect_ai.scorer import match
 
+from tests.support import split_into_parts
 from tracegrade import (
     InvalidRecord,
     diagnose_stage,
@@ -30,13 +31,17 @@ from tracegrade.core import has_duplicates
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
 from tracegrade.report.build import (
     ExtractionSummary,
+    LogPart,
     Proportion,
     Report,
     ReportError,
     StageSummary,
     build_report,
     find_logs,
+    logs_read,
+    part_warnings,
     read_log,
+    report_tables,
     task_label,
     wilson_interval,
 )
@@ -359,6 +364,71 @@ def test_logs_of_one_task_and_model_are_pooled(
     assert pooled.logs == 2
     assert pooled.runs == 2 * only_stage(report).runs
     assert pooled.lucky.count == 2 * only_stage(report).lucky.count
+
+
+@pytest.fixture(scope="session")
+def stage_parts(
+    offline_logs: OfflineLogs, tmp_path_factory: pytest.TempPathFactory
+) -> list[str]:
+    return split_into_parts(offline_logs.stage, tmp_path_factory.mktemp("parts"), 3)
+
+
+def test_the_parts_of_a_run_pool_to_the_whole_run(
+    stage_parts: list[str], report: Report
+) -> None:
+    pooled = build_report(stage_parts)
+
+    assert pooled.stage_diagnosis == [replace(only_stage(report), logs=3)]
+    assert [log.part for log in pooled.logs] == [LogPart(k, 3) for k in (1, 2, 3)]
+    assert len({log.run_id for log in pooled.logs}) == 1
+    assert sum(log.samples for log in pooled.logs) == len(STAGE_CASES)
+    assert logs_read(pooled.logs) == "3 logs (parts 1\u20133 of one run)"
+    assert part_warnings(pooled.logs) == []
+
+
+def test_a_missing_part_is_warned_of_in_one_line(stage_parts: list[str]) -> None:
+    first, _, last = stage_parts
+    logs = build_report([first, last]).logs
+    (warning,) = part_warnings(logs)
+
+    assert logs_read(logs) == "2 logs (parts 1, 3 of one run)"
+    assert warning == (
+        f"run {logs[0].run_id} has 3 parts but 2 were read (missing: 2); "
+        "its figures cover only those read."
+    )
+
+
+def test_a_part_read_twice_is_warned_of(
+    stage_parts: list[str], offline_logs: OfflineLogs, tmp_path: Path
+) -> None:
+    copy = tmp_path / "copy-of-part-1.eval"
+    shutil.copyfile(stage_parts[0], copy)
+    logs = build_report([*stage_parts, str(copy), offline_logs.extraction]).logs
+
+    assert logs_read(logs) == "5 logs (parts 1\u20133 of one run)"
+    (warning,) = part_warnings(logs)
+    assert "part 1 read more than once" in warning
+
+
+def test_logs_that_are_not_parts_say_nothing_of_parts(report: Report) -> None:
+    assert logs_read(report.logs) == "2 logs"
+    assert [log.part for log in report.logs] == [None, None]
+    assert part_warnings(report.logs) == []
+    assert (
+        "part" not in next(t for t in report_tables(report) if t.key == "logs").columns
+    )
+
+
+def test_a_malformed_part_number_is_no_part(
+    offline_logs: OfflineLogs, tmp_path: Path
+) -> None:
+    log = read_eval_log(offline_logs.stage)
+    log.eval.metadata = {"tracegrade_part": {"index": 4, "count": 3}}
+    path = tmp_path / JSON_LOG_NAME.format("bad-part")
+    write_eval_log(log, str(path))
+    (summary,) = build_report([str(path)]).logs
+
+    assert summary.part is None
 
 
 def test_json_logs_read_like_eval_logs(

@@ -65,15 +65,17 @@ def report(
     versus order accuracy with their gap.
 
     Runs are counted per sample-epoch (a sample run for 3 epochs counts 3
-    times); logs of the same task and model are pooled. Intervals are 95%
-    Wilson score intervals.
+    times); logs of the same task and model are pooled, and so are the
+    parts of a run that `tracegrade score` split (a warning says when some
+    part is missing). Logs are read a sample at a time, so memory does not
+    grow with their size. Intervals are 95% Wilson score intervals.
 
     Exit codes: 0 success, 1 no tracegrade scores found or a log cannot be
     read, 2 usage error.
     """
     # Imported here so that `tracegrade --help` does not load Inspect.
     from ..outputs import check_output
-    from ..report.build import ReportError, build_report, find_logs
+    from ..report.build import ReportError, build_report, find_logs, part_warnings
 
     try:
         logs = find_logs(paths)
@@ -94,6 +96,9 @@ def report(
         write_html(result, html_path)
 
     if as_json:
+        # stdout stays the JSON alone.
+        for warning in part_warnings(result.logs):
+            click.echo(f"warning: {warning}", err=True)
         click.echo(json.dumps(result.to_json(), indent=2, allow_nan=False))
         return
     _print_tables(result)
@@ -139,17 +144,19 @@ def _print_tables(result: Report) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    from ..report.build import interval_note, report_tables
+    from ..report.build import interval_note, logs_read, part_warnings, report_tables
 
     console = Console()
     samples = sum(log.samples for log in result.logs)
     console.print(
         Text.assemble(
             ("tracegrade report", "bold"),
-            f": {len(result.logs)} log{'s' if len(result.logs) != 1 else ''}, "
+            f": {logs_read(result.logs)}, "
             f"{samples} sample-epochs. {interval_note(result)}",
         )
     )
+    for warning in part_warnings(result.logs):
+        console.print(Text.assemble(("warning", "yellow"), f": {warning}"))
     for log in result.logs:
         if log.status != "success":
             console.print(

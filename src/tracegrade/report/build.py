@@ -1,8 +1,9 @@
 """From Inspect logs to the figures `tracegrade report` shows.
 
-The aggregation is pure: it reads logs through Inspect's log API and
-returns a typed `Report`; the terminal, HTML and JSON renderings are built
-from that one structure, so they cannot disagree.
+The aggregation is pure: it reads each log's header through Inspect's log
+API and its samples one at a time (`samples.py`), keeping only counters,
+and returns a typed `Report`; the terminal, HTML and JSON renderings are
+built from that one structure, so they cannot disagree.
 
 Choices a reader of the figures needs to know:
 
@@ -11,7 +12,10 @@ Choices a reader of the figures needs to know:
   would need a rule for a sample diagnosed `retrieval` once and `pass`
   twice, and any such rule hides the run that failed.
 - Logs of the same task, model and scorer are pooled; `logs` says how many
-  went into each figure.
+  went into each figure. `tracegrade score` splits a big run into parts
+  (logs sharing `eval.run_id`, each with `eval.metadata["tracegrade_part"]
+  = {"index": k, "count": n}`), which pool like any logs; the report says
+  so where it lists logs, and warns when a run's parts are not all there.
 - Data errors (unscored samples) are counted by kind, never as a stage or
   a grade; answer failures count as failed grades, as in the metrics.
 - Intervals are 95% Wilson score intervals, which stay inside [0, 1] and
@@ -35,11 +39,12 @@ from statistics import NormalDist
 from typing import Any, TypeGuard
 from urllib.parse import unquote, urlparse
 
-from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
+from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
 from ..core.itemise import dropped_ids, invented_ids
 from ..scorers.explain import show_id
 from ..scorers.metrics import STAGES
+from .samples import SampleRead, UnreadableLog, log_samples
 
 STAGE_SCORER = "stage_diagnosis"
 EXTRACTION_SCORER = "ordered_extraction"
@@ -49,15 +54,17 @@ COUNTING_UNIT = "sample-epoch"
 DIAGNOSED_STAGES = ("retrieval", "generation", "pass")
 METADATA_KEYS = frozenset({"result", "record", "read_from", "error"})
 LOG_SUFFIXES = (".eval", ".json")
+PART_KEY = "tracegrade_part"
+# The three ranked ID counts, each shown as a table and a chart: the
+# documents diagnosed runs missed, and the IDs itemised answers dropped and
+# invented. One builder serves all three, given the kind.
+ID_COUNTS = ("missed", "dropped", "invented")
+_EN_DASH = "\u2013"
 
 # Inspect keys `sample.scores` by the scorer's unqualified name, adding 1,
 # 2, ... when a log already holds a score of that name (`inspect score
 # --action append`).
 _SCORE_KEY = re.compile(rf"({STAGE_SCORER}|{EXTRACTION_SCORER})\d*")
-# Left out of each sample read from a .eval log: a long run's messages and
-# events would cost most of the time and memory, and no figure needs them.
-# Inspect reads a .json log whole regardless.
-_UNUSED_SAMPLE_FIELDS = frozenset({"messages", "events", "store", "attachments"})
 
 
 class ReportError(ValueError):
@@ -205,12 +212,26 @@ class ExtractionSummary:
 
 
 @dataclass(frozen=True)
+class LogPart:
+    """The log is part `index` (from 1) of the `count` logs of one run."""
+
+    index: int
+    count: int
+
+
+@dataclass(frozen=True)
 class LogSummary:
-    """What was read from one log file."""
+    """What was read from one log file.
+
+    `part` is set for a part of a run that `tracegrade score` split;
+    the parts of a run share `run_id`.
+    """
 
     path: str
     task: str
     model: str
+    run_id: str
+    part: LogPart | None
     status: str
     epochs: int
     samples: int
@@ -267,16 +288,30 @@ def _local_path(name: str) -> str:
     return name
 
 
-def read_log(path: str) -> EvalLog:
-    """A log with the sample fields the report needs; raises `ReportError`."""
+@dataclass(frozen=True)
+class LogRead:
+    """A log's header, and its samples as they are read, one at a time."""
+
+    path: str
+    header: EvalLog
+    samples: Iterable[SampleRead]
+
+
+def read_log(path: str) -> LogRead:
+    """The header of the log at `path` and an iterator over its samples.
+
+    Raises `ReportError` when the header cannot be read; a sample that
+    cannot be read raises `UnreadableLog` (or `OSError`) when reached.
+    """
     try:
-        return read_eval_log(path, exclude_fields=set(_UNUSED_SAMPLE_FIELDS))
+        header = read_eval_log(path, header_only=True)
     except Exception as error:
         # Inspect raises whatever its readers raise (JSON, zip, pydantic,
         # OS errors); any of them means the same here: not a readable log.
         raise ReportError(
             f"cannot read {path!r} as an Inspect log ({error})"
         ) from error
+    return LogRead(path, header, log_samples(path))
 
 
 def build_report(
@@ -284,10 +319,12 @@ def build_report(
     *,
     top: int = 10,
     on_log_read: Callable[[str], None] | None = None,
+    read: Callable[[str], LogRead] = read_log,
 ) -> Report:
     """Read every log in `paths` and aggregate its tracegrade scores.
 
-    `on_log_read` is called after each log, for a progress display. Raises
+    `on_log_read` is called after each log, for a progress display; `read`
+    reads one log (the tests give a whole-log reader, to compare). Raises
     `ReportError` for an unreadable log, a malformed tracegrade score, or
     when no log holds a tracegrade score.
     """
@@ -295,7 +332,13 @@ def build_report(
         raise ValueError(f"top must be at least 1, got {top}")
     aggregate = _Aggregate()
     for path in paths:
-        aggregate.add_log(path, read_log(path))
+        log = read(path)
+        try:
+            aggregate.add_log(log)
+        except (UnreadableLog, OSError) as error:
+            raise ReportError(
+                f"cannot read {path!r} as an Inspect log ({error})"
+            ) from error
         if on_log_read is not None:
             on_log_read(path)
     return aggregate.report(top)
@@ -343,29 +386,40 @@ class _Aggregate:
         self.stage: dict[_GroupKey, _StageCounts] = {}
         self.extraction: dict[_GroupKey, _ExtractionCounts] = {}
 
-    def add_log(self, path: str, log: EvalLog) -> None:
-        epochs = log.eval.config.epochs or 1
-        samples = log.samples or []
-        tracegrade_scores = 0
-        without = 0
+    def add_log(self, log: LogRead) -> None:
+        """Count the log's samples as they are read; only counters stay."""
+        path, spec = log.path, log.header.eval
+        epochs = spec.config.epochs or 1
+        samples = tracegrade_scores = without = errored = 0
         other: set[str] = set()
-        for sample in samples:
+        # The scorer each score name belongs to, matched once per name.
+        scorers: dict[str, str | None] = {}
+        for sample in log.samples:
+            samples += 1
+            errored += sample.errored
             found = 0
-            for key, score in (sample.scores or {}).items():
-                match = _SCORE_KEY.fullmatch(key)
+            for key, score in sample.scores.items():
+                if key not in scorers:
+                    match = _SCORE_KEY.fullmatch(key)
+                    scorers[key] = None if match is None else match.group(1)
+                scorer = scorers[key]
                 metadata = score.metadata
-                if match is None or not _is_tracegrade_metadata(metadata):
+                if scorer is None or not _is_tracegrade_metadata(metadata):
                     other.add(key)
                     continue
                 found += 1
-                group = (log.eval.task, log.eval.model, key)
+                group = (spec.task, spec.model, key)
                 where = _Where(path, sample, key)
-                counts: _StageCounts | _ExtractionCounts
-                if match.group(1) == STAGE_SCORER:
-                    counts = self.stage.setdefault(group, _StageCounts())
+                counts: _StageCounts | _ExtractionCounts | None
+                if scorer == STAGE_SCORER:
+                    counts = self.stage.get(group)
+                    if counts is None:
+                        counts = self.stage[group] = _StageCounts()
                     _count_stage(counts, score.value, metadata, where)
                 else:
-                    counts = self.extraction.setdefault(group, _ExtractionCounts())
+                    counts = self.extraction.get(group)
+                    if counts is None:
+                        counts = self.extraction[group] = _ExtractionCounts()
                     _count_extraction(counts, score.value, metadata, where)
                 counts.logs.add(path)
                 counts.epochs.add(epochs)
@@ -374,14 +428,16 @@ class _Aggregate:
         self.logs.append(
             LogSummary(
                 path=path,
-                task=log.eval.task,
-                model=log.eval.model,
-                status=log.status,
+                task=spec.task,
+                model=spec.model,
+                run_id=spec.run_id,
+                part=_log_part(spec.metadata),
+                status=log.header.status,
                 epochs=epochs,
-                samples=len(samples),
+                samples=samples,
                 tracegrade_scores=tracegrade_scores,
                 samples_without_tracegrade_score=without,
-                sample_errors=sum(sample.error is not None for sample in samples),
+                sample_errors=errored,
                 other_scorers=sorted(other),
             )
         )
@@ -406,10 +462,22 @@ class _Aggregate:
         )
 
 
+def _log_part(metadata: Mapping[str, Any] | None) -> LogPart | None:
+    """The part `tracegrade score` numbered the log, if it is one; a
+    malformed number is no part, so the log is still counted."""
+    part = (metadata or {}).get(PART_KEY)
+    if not isinstance(part, dict):
+        return None
+    index, count = part.get("index"), part.get("count")
+    if type(index) is not int or type(count) is not int or not 1 <= index <= count:
+        return None
+    return LogPart(index, count)
+
+
 @dataclass(frozen=True)
 class _Where:
     path: str
-    sample: EvalSample
+    sample: SampleRead
     scorer: str
 
     def fail(self, problem: str) -> ReportError:
@@ -663,6 +731,64 @@ def interval_note(report: Report) -> str:
     )
 
 
+def _runs(logs: Sequence[LogSummary]) -> dict[str, list[LogPart]]:
+    """The parts read of each split run, by run id."""
+    runs: dict[str, list[LogPart]] = {}
+    for log in logs:
+        if log.part is not None:
+            runs.setdefault(log.run_id, []).append(log.part)
+    return runs
+
+
+def _span(numbers: Iterable[int]) -> str:
+    """ "1-3, 5" (with an en dash): numbers in order, consecutive ones as
+    a range."""
+    spans: list[list[int]] = []
+    for number in sorted(set(numbers)):
+        if spans and number == spans[-1][-1] + 1:
+            spans[-1].append(number)
+        else:
+            spans.append([number])
+    return ", ".join(
+        str(span[0]) if len(span) == 1 else f"{span[0]}{_EN_DASH}{span[-1]}"
+        for span in spans
+    )
+
+
+def logs_read(logs: Sequence[LogSummary]) -> str:
+    """ "3 logs (parts 1-3 of one run)": how many logs, and whether some
+    were parts of a split run, pooled."""
+    text = f"{len(logs)} log{'s' if len(logs) != 1 else ''}"
+    runs = _runs(logs)
+    if len(runs) == 1:
+        (parts,) = runs.values()
+        return f"{text} (parts {_span(p.index for p in parts)} of one run)"
+    if runs:
+        return f"{text} (parts of {len(runs)} runs)"
+    return text
+
+
+def part_warnings(logs: Sequence[LogSummary]) -> list[str]:
+    """One line per split run whose parts were not each read once."""
+    warnings: list[str] = []
+    for run_id, parts in _runs(logs).items():
+        count = max(part.count for part in parts)
+        found = Counter(part.index for part in parts)
+        missing = [index for index in range(1, count + 1) if index not in found]
+        if missing:
+            warnings.append(
+                f"run {run_id} has {count} parts but {len(found)} were read "
+                f"(missing: {_span(missing)}); its figures cover only those read."
+            )
+        repeated = [index for index, times in found.items() if times > 1]
+        if repeated:
+            warnings.append(
+                f"run {run_id}: part {_span(repeated)} read more than once; "
+                "every copy is counted."
+            )
+    return warnings
+
+
 def task_label(summary: StageSummary | ExtractionSummary) -> str:
     """The task, with the score name when a log holds several tracegrade
     scores of one kind (`stage_diagnosis1` after `inspect score --action
@@ -742,36 +868,10 @@ def report_tables(report: Report) -> list[Table]:
                 rows=error_rows,
             )
         )
-    missed_rows = [
-        [
-            task_label(s),
-            s.model,
-            show_id(document.id),
-            str(document.missed),
-            str(document.required),
-            percent(document.missed / document.required),
-        ]
-        for s in report.stage_diagnosis
-        for document in s.missed
-    ]
-    if missed_rows:
-        distinct = "; ".join(
-            f"{s.distinct_missed} in {task_label(s)}, {s.model}"
-            for s in report.stage_diagnosis
-        )
-        tables.append(
-            Table(
-                key="missed",
-                title=f"Most often missing document IDs (top {report.top})",
-                caption="missed: diagnosed runs whose context lacked the "
-                "required ID; required: diagnosed runs that required it. "
-                f"Distinct IDs ever missed: {distinct}.",
-                columns=["task", "model", "document", "missed", "required", "rate"],
-                numeric=[False, False, False, True, True, True],
-                rows=missed_rows,
-            )
-        )
-    tables.extend(_extraction_id_tables(report))
+    for kind in ID_COUNTS:
+        table = _id_table(report, kind)
+        if table is not None:
+            tables.append(table)
     if report.ordered_extraction:
         tables.append(
             Table(
@@ -795,110 +895,197 @@ def report_tables(report: Report) -> list[Table]:
                 ],
             )
         )
-    tables.append(
-        Table(
+    tables.append(_logs_table(report))
+    return tables
+
+
+def _logs_table(report: Report) -> Table:
+    caption = (
+        "samples: sample-epochs in the log. no score: samples with no "
+        "tracegrade score, such as one that errored before scoring."
+    )
+    rows = [
+        [
+            Path(log.path).name,
+            log.status,
+            str(log.epochs),
+            str(log.samples),
+            str(log.samples_without_tracegrade_score),
+        ]
+        for log in report.logs
+    ]
+    if not _runs(report.logs):
+        return Table(
             key="logs",
             title="Logs read",
-            caption="samples: sample-epochs in the log. no score: samples "
-            "with no tracegrade score, such as one that errored before scoring.",
+            caption=caption,
             columns=["log", "status", "epochs", "samples", "no score"],
             numeric=[False, False, True, True, True],
-            rows=[
-                [
-                    Path(log.path).name,
-                    log.status,
-                    str(log.epochs),
-                    str(log.samples),
-                    str(log.samples_without_tracegrade_score),
-                ]
-                for log in report.logs
-            ],
+            rows=rows,
         )
+    # A column for the parts only when some log is one.
+    return Table(
+        key="logs",
+        title="Logs read",
+        caption=f"{caption} part: the log's part of a run split by "
+        "`tracegrade score`; the parts of a run are pooled.",
+        columns=["log", "part", "status", "epochs", "samples", "no score"],
+        numeric=[False, True, False, True, True, True],
+        rows=[
+            [
+                row[0],
+                "" if log.part is None else f"{log.part.index} of {log.part.count}",
+                *row[1:],
+            ]
+            for row, log in zip(rows, report.logs, strict=True)
+        ],
     )
-    return tables
 
 
-def _extraction_id_tables(report: Report) -> list[Table]:
-    """The most often dropped and invented IDs, beside the most missed."""
-    summaries = report.ordered_extraction
-    tables: list[Table] = []
-    dropped_rows = [
-        [
-            task_label(s),
-            s.model,
-            show_id(dropped.id),
-            str(dropped.dropped),
-            str(dropped.in_source),
-            percent(dropped.dropped / dropped.in_source),
-        ]
-        for s in summaries
-        for dropped in s.dropped
-    ]
-    if dropped_rows:
-        distinct = "; ".join(
-            f"{s.distinct_dropped} in {task_label(s)}, {s.model}" for s in summaries
-        )
-        tables.append(
-            Table(
-                key="dropped",
-                title=f"Most often dropped IDs (top {report.top})",
-                caption="dropped: itemised answers that left out the source "
-                "ID; in source: itemised answers whose source held it. "
-                "Itemised: graded answers except those that repeat an ID or "
-                "cannot be read, which fail both criteria with nothing "
-                f"compared. Distinct IDs ever dropped: {distinct}.",
-                columns=["task", "model", "ID", "dropped", "in source", "rate"],
-                numeric=[False, False, False, True, True, True],
-                rows=dropped_rows,
+@dataclass(frozen=True)
+class RankedID:
+    """One of the most often counted IDs: counted `count` times of `of`."""
+
+    id: str
+    count: int
+    of: int
+
+
+@dataclass(frozen=True)
+class IdRanking:
+    """One task and model's most often counted IDs of a kind, and how many
+    distinct IDs were ever counted."""
+
+    summary: StageSummary | ExtractionSummary
+    ids: list[RankedID]
+    distinct: int
+
+
+def id_rankings(report: Report, kind: str) -> list[IdRanking]:
+    """Each task and model's most often `kind` IDs (one of `ID_COUNTS`)."""
+    if kind == "missed":
+        return [
+            IdRanking(
+                s,
+                [RankedID(d.id, d.missed, d.required) for d in s.missed],
+                s.distinct_missed,
             )
-        )
-    invented_rows = [
-        [
-            task_label(s),
-            s.model,
-            show_id(invented.id),
-            str(invented.invented),
-            str(s.itemised),
-            percent(invented.invented / s.itemised),
+            for s in report.stage_diagnosis
         ]
-        for s in summaries
-        for invented in s.invented
-    ]
-    if invented_rows:
-        distinct = "; ".join(
-            f"{s.distinct_invented} in {task_label(s)}, {s.model}" for s in summaries
-        )
-        tables.append(
-            Table(
-                key="invented",
-                title=f"Most often invented IDs (top {report.top})",
-                caption="invented: itemised answers that held the ID though "
-                "their source did not; of: all itemised answers (graded, "
-                "neither repeating an ID nor unreadable). Distinct IDs ever "
-                f"invented: {distinct}.",
-                columns=["task", "model", "ID", "invented", "of", "rate"],
-                numeric=[False, False, False, True, True, True],
-                rows=invented_rows,
+    if kind == "dropped":
+        return [
+            IdRanking(
+                s,
+                [RankedID(d.id, d.dropped, d.in_source) for d in s.dropped],
+                s.distinct_dropped,
             )
-        )
-    return tables
+            for s in report.ordered_extraction
+        ]
+    if kind == "invented":
+        # An invented ID is in no source: it is counted of all itemised answers.
+        return [
+            IdRanking(
+                s,
+                [RankedID(i.id, i.invented, s.itemised) for i in s.invented],
+                s.distinct_invented,
+            )
+            for s in report.ordered_extraction
+        ]
+    raise ValueError(f"no ID count {kind!r}; there are {', '.join(ID_COUNTS)}")
+
+
+@dataclass(frozen=True)
+class _IdWords:
+    title: str
+    columns: tuple[str, str, str]
+    caption: str
+
+
+_ID_WORDS = {
+    "missed": _IdWords(
+        "Most often missing document IDs",
+        ("document", "missed", "required"),
+        "missed: diagnosed runs whose context lacked the required ID; "
+        "required: diagnosed runs that required it.",
+    ),
+    "dropped": _IdWords(
+        "Most often dropped IDs",
+        ("ID", "dropped", "in source"),
+        "dropped: itemised answers that left out the source ID; in source: "
+        "itemised answers whose source held it. Itemised: graded answers "
+        "except those that repeat an ID or cannot be read, which fail both "
+        "criteria with nothing compared.",
+    ),
+    "invented": _IdWords(
+        "Most often invented IDs",
+        ("ID", "invented", "of"),
+        "invented: itemised answers that held the ID though their source did "
+        "not; of: all itemised answers (graded, neither repeating an ID nor "
+        "unreadable).",
+    ),
+}
+
+
+def id_count_title(kind: str, top: int) -> str:
+    """ "Most often dropped IDs (top 10)": the table's and the chart's title."""
+    return f"{_ID_WORDS[kind].title} (top {top})"
+
+
+def _id_table(report: Report, kind: str) -> Table | None:
+    """The most often `kind` IDs of every task and model; None if none."""
+    rankings = id_rankings(report, kind)
+    rows = [
+        [
+            task_label(ranking.summary),
+            ranking.summary.model,
+            show_id(ranked.id),
+            str(ranked.count),
+            str(ranked.of),
+            percent(ranked.count / ranked.of),
+        ]
+        for ranking in rankings
+        for ranked in ranking.ids
+    ]
+    if not rows:
+        return None
+    words = _ID_WORDS[kind]
+    distinct = "; ".join(
+        f"{r.distinct} in {task_label(r.summary)}, {r.summary.model}" for r in rankings
+    )
+    return Table(
+        key=kind,
+        title=id_count_title(kind, report.top),
+        caption=f"{words.caption} Distinct IDs ever {kind}: {distinct}.",
+        columns=["task", "model", *words.columns, "rate"],
+        numeric=[False, False, False, True, True, True],
+        rows=rows,
+    )
 
 
 __all__ = [
     "CONFIDENCE",
+    "ID_COUNTS",
     "DroppedID",
     "ErrorCount",
     "ExtractionSummary",
+    "IdRanking",
     "InventedID",
+    "LogPart",
+    "LogRead",
     "LogSummary",
     "MissedDocument",
     "Proportion",
+    "RankedID",
     "Report",
     "ReportError",
     "StageSummary",
     "Table",
     "build_report",
     "find_logs",
+    "id_count_title",
+    "id_rankings",
+    "logs_read",
+    "part_warnings",
     "read_log",
     "report_tables",
     "wilson_interval",

@@ -25,7 +25,11 @@ from .build import (
     Report,
     StageSummary,
     Table,
+    id_count_title,
+    id_rankings,
     interval_note,
+    logs_read,
+    part_warnings,
     report_tables,
     task_label,
 )
@@ -129,120 +133,78 @@ def stages_figure(summaries: Sequence[StageSummary]) -> Any:
 
 
 @dataclass(frozen=True)
-class _IdBars:
-    """One bar series of ID counts: a task and model's top IDs."""
+class _IdChart:
+    """What differs between the charts of the three ID counts."""
 
-    name: str
-    ids: list[str]
-    counts: list[int]
-    hover: list[str]
+    colour: str
+    subtitle: str
+    axis_titles: tuple[str, str]
+    # Formatted with the ID's `count` and what it is counted `of`.
+    hover: str
 
 
-def _id_figure(
-    series: Sequence[_IdBars],
-    colour: str,
-    title: str,
-    subtitle: str,
-    axis_titles: tuple[str, str],
-) -> Any:
-    """Counts of the top IDs, one bar series per task and model."""
+_ID_CHARTS = {
+    "missed": _IdChart(
+        # The colour of retrieval, the stage a miss causes.
+        STAGE_COLOURS["retrieval"],
+        "diagnosed runs whose context lacked the required ID",
+        ("document ID", "diagnosed runs missing it"),
+        "missed in {count} of {of} runs that required it",
+    ),
+    "dropped": _IdChart(
+        ID_COLOURS["dropped"],
+        "itemised answers that left out the source ID",
+        ("ID", "answers dropping it"),
+        "dropped by {count} of {of} itemised answers whose source held it",
+    ),
+    "invented": _IdChart(
+        ID_COLOURS["invented"],
+        "itemised answers holding an ID their source did not",
+        ("ID", "answers inventing it"),
+        "invented by {count} of {of} itemised answers",
+    ),
+}
+
+
+def id_figure(report: Report, kind: str) -> Any:
+    """Counts of the most often `kind` IDs (missed, dropped or invented),
+    one bar series per task and model."""
+    chart = _ID_CHARTS[kind]
+    rankings = id_rankings(report, kind)
     figure = go.Figure()
-    for bars in series:
+    for ranking in rankings:
+        name = f"{ranking.summary.model} {task_label(ranking.summary)}"
+        counts = [ranked.count for ranked in ranking.ids]
         figure.add_trace(
             go.Bar(
-                name=plot_text(bars.name),
-                x=[plot_text(show_id(document_id)) for document_id in bars.ids],
-                y=bars.counts,
-                text=[str(count) for count in bars.counts],
+                name=plot_text(name),
+                x=[plot_text(show_id(ranked.id)) for ranked in ranking.ids],
+                y=counts,
+                text=[str(count) for count in counts],
                 textposition="outside",
-                customdata=bars.hover,
+                customdata=[
+                    chart.hover.format(count=ranked.count, of=ranked.of)
+                    for ranked in ranking.ids
+                ],
                 hovertemplate="%{x}: %{customdata}<extra></extra>",
                 # One series: the figure's own colour; several: plotly's.
-                marker_color=colour if len(series) == 1 else None,
+                marker_color=chart.colour if len(rankings) == 1 else None,
             )
         )
     figure.update_layout(
         _LAYOUT,
-        title=_title(title, subtitle),
+        title=_title(id_count_title(kind, report.top), chart.subtitle),
         barmode="group",
-        showlegend=len(series) > 1,
+        showlegend=len(rankings) > 1,
         # IDs such as "01" and "1" are different IDs, not numbers.
-        xaxis={"type": "category", "title": axis_titles[0]},
-        yaxis={"title": axis_titles[1]},
+        xaxis={"type": "category", "title": chart.axis_titles[0]},
+        yaxis={"title": chart.axis_titles[1]},
     )
-    most = max((count for bars in series for count in bars.counts), default=0)
+    most = max((r.count for ranking in rankings for r in ranking.ids), default=0)
     if most <= _WHOLE_TICKS_UP_TO:
         # Counts are whole: no tick at 0.5 runs when the bars are short.
         figure.update_yaxes(tick0=0, dtick=1)
     return figure
-
-
-def missed_figure(summaries: Sequence[StageSummary], top: int) -> Any:
-    """Miss counts of the most often missing IDs, one bar series per task and model."""
-    return _id_figure(
-        [
-            _IdBars(
-                f"{s.model} {task_label(s)}",
-                [d.id for d in s.missed],
-                [d.missed for d in s.missed],
-                [
-                    f"missed in {d.missed} of {d.required} runs that required it"
-                    for d in s.missed
-                ],
-            )
-            for s in summaries
-        ],
-        # The colour of retrieval, the stage a miss causes.
-        STAGE_COLOURS["retrieval"],
-        f"Most often missing document IDs (top {top})",
-        "diagnosed runs whose context lacked the required ID",
-        ("document ID", "diagnosed runs missing it"),
-    )
-
-
-def dropped_figure(summaries: Sequence[ExtractionSummary], top: int) -> Any:
-    """How often itemised answers left out each of the most often dropped IDs."""
-    return _id_figure(
-        [
-            _IdBars(
-                f"{s.model} {task_label(s)}",
-                [d.id for d in s.dropped],
-                [d.dropped for d in s.dropped],
-                [
-                    f"dropped by {d.dropped} of {d.in_source} itemised answers "
-                    "whose source held it"
-                    for d in s.dropped
-                ],
-            )
-            for s in summaries
-        ],
-        ID_COLOURS["dropped"],
-        f"Most often dropped IDs (top {top})",
-        "itemised answers that left out the source ID",
-        ("ID", "answers dropping it"),
-    )
-
-
-def invented_figure(summaries: Sequence[ExtractionSummary], top: int) -> Any:
-    """How often itemised answers held each of the most often invented IDs."""
-    return _id_figure(
-        [
-            _IdBars(
-                f"{s.model} {task_label(s)}",
-                [i.id for i in s.invented],
-                [i.invented for i in s.invented],
-                [
-                    f"invented by {i.invented} of {s.itemised} itemised answers"
-                    for i in s.invented
-                ],
-            )
-            for s in summaries
-        ],
-        ID_COLOURS["invented"],
-        f"Most often invented IDs (top {top})",
-        "itemised answers holding an ID their source did not",
-        ("ID", "answers inventing it"),
-    )
 
 
 def extraction_figure(summaries: Sequence[ExtractionSummary]) -> Any:
@@ -321,6 +283,7 @@ th, td { border-bottom: 1px solid #e3e3e3; padding: 0.25rem 0.6rem; }
 th { background: #f4f4f4; text-align: left; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .caption { color: #555; font-size: 0.85rem; max-width: 60rem; }
+.warning { color: #8a5a00; }
 """
 
 
@@ -329,23 +292,23 @@ def render_html(report: Report) -> str:
     charts: list[str] = []
     if report.stage_diagnosis:
         charts.append(_chart(stages_figure(report.stage_diagnosis), "stages"))
-        charts.append(
-            _chart(missed_figure(report.stage_diagnosis, report.top), "missed")
-        )
+        charts.append(_chart(id_figure(report, "missed"), "missed"))
     if report.ordered_extraction:
         extraction = report.ordered_extraction
         charts.append(_chart(extraction_figure(extraction), "extraction"))
         # Like the tables, an ID chart with no IDs to show is left out.
-        if any(s.dropped for s in extraction):
-            charts.append(_chart(dropped_figure(extraction, report.top), "dropped"))
-        if any(s.invented for s in extraction):
-            charts.append(_chart(invented_figure(extraction, report.top), "invented"))
+        for kind in ("dropped", "invented"):
+            if any(ranking.ids for ranking in id_rankings(report, kind)):
+                charts.append(_chart(id_figure(report, kind), kind))
     if len(charts) % 2:
         charts[-1] = charts[-1].replace('class="chart"', 'class="chart wide"', 1)
     samples = sum(log.samples for log in report.logs)
     summary = (
-        f"{len(report.logs)} log{'s' if len(report.logs) != 1 else ''}, "
-        f"{samples} sample-epochs. {interval_note(report)}"
+        f"{logs_read(report.logs)}, {samples} sample-epochs. {interval_note(report)}"
+    )
+    warnings = "".join(
+        f'<p class="warning">warning: {html.escape(warning)}</p>'
+        for warning in part_warnings(report.logs)
     )
     tables = "".join(_table(table) for table in report_tables(report))
     return (
@@ -357,6 +320,7 @@ def render_html(report: Report) -> str:
         "</head><body>"
         "<h1>tracegrade report</h1>"
         f'<p class="note">{html.escape(summary)}</p>'
+        f"{warnings}"
         f'<div class="charts">{"".join(charts)}</div>'
         f"{tables}"
         "</body></html>\n"
@@ -378,10 +342,8 @@ def write_html(report: Report, path: Path) -> None:
 
 
 __all__ = [
-    "dropped_figure",
     "extraction_figure",
-    "invented_figure",
-    "missed_figure",
+    "id_figure",
     "render_html",
     "stages_figure",
     "write_html",

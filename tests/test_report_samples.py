@@ -1,0 +1,317 @@
+"""The streamed report equals the whole-log report, on real logs.
+
+`tracegrade report` reads each sample on its own as plain JSON
+(`report/samples.py`). The reference is what it did before: `read_eval_log`
+of the whole log, every sample validated as an `EvalSample`. Both go
+through the same aggregation, so any difference is the reading's. The logs
+are `inspect eval`'s own, `.eval` and `.json`, with two epochs, and the
+same logs rewritten as other writers lay them out: `EvalArchive` (what
+`tracegrade score` writes), deflated and stored members, ZIP64 records, a
+sample logged twice, NaN in a `.json` log.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import zipfile
+from pathlib import Path
+
+import pytest
+from inspect_ai import eval
+from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
+from inspect_ai.scorer import Score
+
+from tracegrade import ordered_extraction_recorded, stage_diagnosis
+from tracegrade.bulk.evallog import EvalArchive, sample_summary
+from tracegrade.report import samples
+from tracegrade.report.build import (
+    LogRead,
+    Report,
+    ReportError,
+    build_report,
+    find_logs,
+)
+from tracegrade.report.samples import from_eval_sample
+
+EPOCHS = 2
+JSON_LOG_NAME = "2026-01-01T00-00-00+00-00_{}.json"
+
+
+def whole_log(path: str) -> LogRead:
+    """The reference reader: the whole log, validated by Inspect."""
+    log = read_eval_log(path)
+    return LogRead(path, log, [from_eval_sample(s) for s in log.samples or []])
+
+
+def both_ways(paths: list[str], top: int = 10) -> tuple[Report, Report]:
+    return build_report(paths, top=top), build_report(paths, top=top, read=whole_log)
+
+
+@pytest.fixture(scope="module", params=["eval", "json"])
+def log_dir(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    log_dir = tmp_path_factory.mktemp(f"epochs-{request.param}")
+    logs = eval(
+        [stage_diagnosis(), ordered_extraction_recorded()],
+        epochs=EPOCHS,
+        display="none",
+        log_dir=str(log_dir),
+        log_format=request.param,
+    )
+    for log in logs:
+        assert log.status == "success", log.error
+    return log_dir
+
+
+@pytest.fixture(scope="module")
+def eval_logs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
+    log_dir = tmp_path_factory.mktemp("epochs-eval-only")
+    logs = eval(
+        [stage_diagnosis(), ordered_extraction_recorded()],
+        epochs=EPOCHS,
+        display="none",
+        log_dir=str(log_dir),
+        log_format="eval",
+    )
+    return [Path(log.location) for log in logs]
+
+
+@pytest.mark.parametrize("top", [10, 3])
+def test_streamed_report_equals_the_whole_log_report(log_dir: Path, top: int) -> None:
+    paths = find_logs([log_dir])
+    streamed, whole = both_ways(paths, top)
+
+    assert streamed == whole
+    assert {s.runs for s in streamed.stage_diagnosis} != {0}
+    assert [s.epochs for s in streamed.stage_diagnosis] == [[EPOCHS]]
+    assert streamed.ordered_extraction[0].itemised > 0
+
+
+def rezipped(source: Path, target: Path, **options: object) -> Path:
+    """`source` with every member written again by `zipfile`."""
+    with (
+        zipfile.ZipFile(source) as old,
+        zipfile.ZipFile(target, "w", **options) as new,
+    ):
+        for info in old.infolist():
+            new.writestr(info.filename, old.read(info))
+    return target
+
+
+@pytest.mark.parametrize(
+    "compression", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED], ids=["deflate", "stored"]
+)
+def test_deflated_and_stored_members_read_the_same(
+    eval_logs: list[Path], tmp_path: Path, compression: int
+) -> None:
+    paths = [
+        str(rezipped(log, tmp_path / log.name, compression=compression))
+        for log in eval_logs
+    ]
+    streamed, whole = both_ways(paths)
+
+    assert streamed == whole
+    assert (
+        streamed.stage_diagnosis
+        == both_ways([str(p) for p in eval_logs])[0].stage_diagnosis
+    )
+
+
+def test_zip64_records_read_the_same(
+    eval_logs: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Limits this small make zipfile write every ZIP64 structure: sizes and
+    # offsets in ZIP64 extra fields, and the ZIP64 end records.
+    monkeypatch.setattr(zipfile, "ZIP64_LIMIT", 64)
+    monkeypatch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 4)
+    paths = [
+        str(rezipped(log, tmp_path / log.name, compression=zipfile.ZIP_DEFLATED))
+        for log in eval_logs
+    ]
+    monkeypatch.undo()
+    data = Path(paths[0]).read_bytes()
+    assert b"PK\x06\x06" in data and b"PK\x06\x07" in data
+
+    streamed, whole = both_ways(paths)
+    assert streamed == whole
+
+
+def test_logs_written_by_evalarchive_read_the_same(
+    eval_logs: list[Path], tmp_path: Path
+) -> None:
+    paths = []
+    for source in eval_logs:
+        log = read_eval_log(str(source))
+        with (
+            zipfile.ZipFile(source) as old,
+            EvalArchive(tmp_path / source.name) as archive,
+        ):
+            archive.start(log.eval, log.plan)
+            for name in old.namelist():
+                if name.startswith("samples/"):
+                    data = old.read(name)
+                    archive.add_sample(data, sample_summary(json.loads(data)))
+            paths.append(str(archive.finish(log, log.reductions)))
+    streamed, whole = both_ways(paths)
+
+    assert streamed == whole
+    assert (
+        streamed.stage_diagnosis
+        == both_ways([str(p) for p in eval_logs])[0].stage_diagnosis
+    )
+
+
+def test_a_sample_logged_twice_counts_once_as_its_last(
+    eval_logs: list[Path], tmp_path: Path
+) -> None:
+    source = next(log for log in eval_logs if "stage" in log.name)
+    path = rezipped(source, tmp_path / source.name, compression=zipfile.ZIP_DEFLATED)
+    name = "samples/lucky-answer-gap_epoch_1.json"
+    with zipfile.ZipFile(path) as archive:
+        sample = json.loads(archive.read(name))
+    before = sample["scores"]["stage_diagnosis"]["value"]
+    sample["scores"]["stage_diagnosis"]["value"] = "unresolved"
+    with (
+        pytest.warns(UserWarning, match="Duplicate name"),
+        zipfile.ZipFile(path, "a", compression=zipfile.ZIP_DEFLATED) as archive,
+    ):
+        archive.writestr(name, json.dumps(sample))
+
+    streamed, whole = both_ways([str(path)])
+    assert streamed == whole
+    (original,) = both_ways([str(source)])[0].stage_diagnosis
+    (relogged,) = streamed.stage_diagnosis
+    assert relogged.runs == original.runs
+    assert (
+        relogged.stages["unresolved"].count == original.stages["unresolved"].count + 1
+    )
+    assert relogged.stages[before].count == original.stages[before].count - 1
+
+
+def test_reads_across_window_edges_give_the_same_report(
+    log_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Windows of 7 bytes: every value, name and directory entry crosses
+    an edge, numbers cut short included."""
+    paths = find_logs([log_dir])
+    whole = build_report(paths, read=whole_log)
+    monkeypatch.setattr(samples, "_CHUNK", 7)
+
+    assert build_report(paths) == whole
+
+
+def test_members_parsed_as_a_stream_read_the_same(
+    log_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = find_logs([log_dir])
+    whole = build_report(paths, read=whole_log)
+    monkeypatch.setattr(samples, "STREAM_OVER", 0)
+
+    assert build_report(paths) == whole
+
+
+def test_streamed_fields_keep_only_what_the_report_reads() -> None:
+    class Chunks:
+        def __init__(self, data: bytes) -> None:
+            self.data = data
+
+        def read(self, size: int = -1) -> bytes:
+            size = 7 if size < 0 else min(size, 7)
+            chunk, self.data = self.data[:size], self.data[size:]
+            return chunk
+
+    text = json.dumps(
+        {
+            "id": 3,
+            "messages": [{"content": "x" * 100, "scores": {"no": 1}}],
+            "epoch": 2,
+            "scores": {"s": {"value": {"a": [1, 2.5]}, "metadata": None}},
+            "error": {"message": "m"},
+            "events": [],
+        }
+    ).encode()
+    fields = samples._streamed_fields(Chunks(text))
+
+    assert fields == {
+        "id": 3,
+        "epoch": 2,
+        "scores": {"s": {"value": {"a": [1, 2.5]}, "metadata": None}},
+        "error": {"message": "m"},
+    }
+
+
+def json_log_with_nan(source: str, tmp_path: Path) -> str:
+    log = read_eval_log(source)
+    assert log.samples is not None
+    sample = log.samples[len(log.samples) // 2]
+    assert sample.scores is not None
+    sample.scores["other"] = Score(value=math.nan)
+    path = tmp_path / JSON_LOG_NAME.format("nan")
+    write_eval_log(log, str(path))
+    assert b"NaN" in path.read_bytes()
+    return str(path)
+
+
+def test_nan_in_a_json_log_reads_the_same(
+    eval_logs: list[Path], tmp_path: Path
+) -> None:
+    source = next(str(log) for log in eval_logs if "stage" in log.name)
+    path = json_log_with_nan(source, tmp_path)
+    streamed, whole = both_ways([path])
+
+    assert streamed == whole
+    (log,) = streamed.logs
+    assert log.other_scorers == ["other"]
+    assert streamed.stage_diagnosis == both_ways([source])[0].stage_diagnosis
+
+
+def test_an_unreadable_sample_names_its_member(
+    eval_logs: list[Path], tmp_path: Path
+) -> None:
+    source = eval_logs[0]
+    path = rezipped(source, tmp_path / source.name, compression=zipfile.ZIP_DEFLATED)
+    with (
+        pytest.warns(UserWarning, match="Duplicate name"),
+        zipfile.ZipFile(path, "a") as archive,
+    ):
+        name = next(n for n in archive.namelist() if n.startswith("samples/"))
+        archive.writestr(name, b'{"id": "x", "epoch": 1, "scores": ')
+
+    with pytest.raises(ReportError, match=rf"cannot read .*member {name}: .*not JSON"):
+        build_report([str(path)])
+
+
+@pytest.mark.parametrize(
+    ("sample", "problem"),
+    [
+        ([], "must be an object"),
+        ({"id": "a"}, "an integer epoch"),
+        ({"id": None, "epoch": 1}, "needs an id"),
+        ({"id": "a", "epoch": 1, "scores": []}, "scores must be an object"),
+        ({"id": "a", "epoch": 1, "scores": {"s": {}}}, "score 's' has no value"),
+        (
+            {"id": "a", "epoch": 1, "scores": {"s": {"value": 1, "metadata": [1]}}},
+            "metadata must be an object",
+        ),
+    ],
+)
+def test_a_malformed_sample_is_refused(sample: object, problem: str) -> None:
+    with pytest.raises(samples.UnreadableLog, match=problem):
+        samples.sample_read(sample)
+
+
+def test_a_sample_in_the_old_score_shape_is_migrated_by_inspect(
+    eval_logs: list[Path],
+) -> None:
+    log: EvalLog = read_eval_log(str(eval_logs[0]))
+    assert log.samples is not None
+    data = log.samples[0].model_dump(mode="json", exclude_none=True)
+    (score,) = data.pop("scores").values()
+    data["score"] = score
+
+    read = samples.sample_read(data)
+    (name,) = read.scores
+    assert read.scores[name].value == score["value"]
+    assert (read.id, read.epoch) == (data["id"], data["epoch"])
