@@ -269,6 +269,7 @@ def test_tracegrade_report_is_the_same(log_pair: LogPair) -> None:
         read: dict[str, Any] = json.loads(result.stdout)
         for log_read in read["logs"]:
             assert log_read.pop("path") == log
+            assert log_read.pop("run_id")  # differs between any two runs
         return read
 
     ours = report(log_pair.ours)
@@ -784,7 +785,10 @@ def test_a_run_over_the_limit_is_split_into_parts_that_pool(
         read = CliRunner().invoke(main, ["report", path, "--json"])
         assert read.exit_code == 0, read.output
         pooled: dict[str, Any] = json.loads(read.stdout)
-        assert len(pooled.pop("logs")) == logs
+        listed = pooled.pop("logs")
+        assert [log["part"] for log in listed] == (
+            [{"index": k, "count": 3} for k in (1, 2, 3)] if logs == 3 else [None]
+        )
         (stage,) = pooled["stage_diagnosis"]
         assert stage.pop("logs") == logs
         return pooled
