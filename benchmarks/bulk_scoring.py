@@ -186,6 +186,8 @@ def head(source: Path, target: Path, lines: int) -> None:
 @dataclass
 class Measured:
     seconds: float
+    cpu_seconds: float
+    """User and system time: less moved than wall time by other load."""
     peak_mib: float
     stdout: str
     exit_code: int
@@ -217,7 +219,8 @@ def run_measured(command: Sequence[str], cwd: Path) -> Measured:
                 f"{list(command)[:6]} exited {exit_code}:\n"
                 f"{err.read().decode()[-3000:]}"
             )
-    return Measured(seconds, usage.ru_maxrss / 1024, stdout, exit_code)
+    cpu = usage.ru_utime + usage.ru_stime
+    return Measured(seconds, cpu, usage.ru_maxrss / 1024, stdout, exit_code)
 
 
 def tracegrade_command(
@@ -423,8 +426,8 @@ def miss_cause(target: Target, row: dict[str, Any], rows: list[dict[str, Any]]) 
         return (
             f"{where}: {ours['seconds']:.1f} s against at most "
             f"{target.limit:.0f} s ({ours['records_per_s']:,.0f} records/s, "
-            f"{target.records / target.limit:,.0f} needed); the time went to "
-            f"{parts}"
+            f"{target.records / target.limit:,.0f} needed; "
+            f"{ours['cpu_seconds']:.1f} s of CPU); the time went to {parts}"
         )
     floor = row.get("floor_peak_mib")
     series = sorted(
@@ -572,6 +575,7 @@ def bench_task(
                     "tracegrade": {
                         "seconds": measured.seconds,
                         "records_per_s": records / measured.seconds,
+                        "cpu_seconds": measured.cpu_seconds,
                         "peak_mib": measured.peak_mib,
                         "exit_code": measured.exit_code,
                         "in_process_seconds": summary["seconds"],
@@ -800,7 +804,8 @@ def show(report: dict[str, Any]) -> None:
     console.print(table)
 
     breakdown = Table(title="Where tracegrade's time goes (seconds)")
-    for column in ("task", "records", "format", "start-up+exit", *STAGES, "other"):
+    columns = ("task", "records", "format", "wall", "cpu", "start-up+exit")
+    for column in (*columns, *STAGES, "other"):
         breakdown.add_column(column, justify="right")
     for row in report["rows"]:
         ours = row["tracegrade"]
@@ -810,6 +815,8 @@ def show(report: dict[str, Any]) -> None:
             row["task"],
             f"{row['records']:,}",
             f".{row['format']}",
+            f"{ours['seconds']:.2f}",
+            f"{ours['cpu_seconds']:.2f}",
             f"{ours['startup_and_exit_seconds']:.2f}",
             *(f"{timings.get(stage, 0.0):.2f}" for stage in STAGES),
             f"{other:.2f}",

@@ -184,6 +184,7 @@ def test_bulk_report_has_a_row_per_size_and_format(
         ours = row["tracegrade"]
         assert ours["exit_code"] == 0
         assert ours["seconds"] > ours["in_process_seconds"] > 0
+        assert ours["cpu_seconds"] > 0
         assert ours["records_per_s"] == pytest.approx(BULK_RECORDS / ours["seconds"])
         assert ours["peak_mib"] > 0 and row["floor_peak_mib"] > 0
         assert ours["logs"] == 3, row  # 60 samples, at most 25 a log
@@ -269,6 +270,7 @@ def bulk_row(task: str, records: int, seconds: float, peak: float) -> dict[str, 
         "tracegrade": {
             "seconds": seconds,
             "records_per_s": records / seconds,
+            "cpu_seconds": seconds - 2.0,
             "peak_mib": peak,
             "in_process_seconds": seconds - 1.0,
             "startup_and_exit_seconds": 1.0,
