@@ -56,7 +56,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -193,34 +192,67 @@ class Measured:
     exit_code: int
 
 
-def run_measured(command: Sequence[str], cwd: Path) -> Measured:
-    """Wall seconds, peak RSS, stdout and exit code of one subprocess.
+# On Linux a child's peak RSS (ru_maxrss) starts at the resident size of the
+# process it was spawned from, since exec carries the old address space's
+# high-water mark over; this script holds a few hundred MiB after reading
+# logs, which would then pass for tracegrade's. So each measured command is
+# started by this launcher, a fresh interpreter without site-packages of a
+# few MiB, which times it and reports its rusage from `os.wait4`.
+LAUNCHER = """
+import json, os, subprocess, sys, time
+started = time.perf_counter()
+child = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(child.pid, 0)
+seconds = time.perf_counter() - started
+with open(sys.argv[1], "w") as out:
+    json.dump({
+        "seconds": seconds,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        "maxrss_kib": usage.ru_maxrss,
+        "exit_code": os.waitstatus_to_exitcode(status),
+    }, out)
+"""
 
-    `os.wait4` gives the peak of that process alone, not of this one.
-    """
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        process = subprocess.Popen(
-            command,
+
+def run_measured(command: Sequence[str], cwd: Path) -> Measured:
+    """Wall seconds, CPU seconds, peak RSS, stdout and exit code of one
+    subprocess, started through `LAUNCHER` so its peak is its own."""
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.TemporaryDirectory() as scratch,
+    ):
+        usage_file = Path(scratch) / "usage.json"
+        launcher = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", LAUNCHER, str(usage_file), *command],
             cwd=cwd,
             env=CLEAN_ENV,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
+            check=False,
         )
-        _, status, usage = os.wait4(process.pid, 0)
-        seconds = time.perf_counter() - started
-        process.returncode = exit_code = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         stdout = out.read().decode()
-        if exit_code not in (0, 1):
+        if not usage_file.exists():
             raise RuntimeError(
-                f"{list(command)[:6]} exited {exit_code}:\n"
+                f"the launcher exited {launcher.returncode}:\n"
                 f"{err.read().decode()[-3000:]}"
             )
-    cpu = usage.ru_utime + usage.ru_stime
-    return Measured(seconds, cpu, usage.ru_maxrss / 1024, stdout, exit_code)
+        usage = json.loads(usage_file.read_text(encoding="utf-8"))
+        if usage["exit_code"] not in (0, 1):
+            raise RuntimeError(
+                f"{list(command)[:6]} exited {usage['exit_code']}:\n"
+                f"{err.read().decode()[-3000:]}"
+            )
+    return Measured(
+        usage["seconds"],
+        usage["cpu_seconds"],
+        usage["maxrss_kib"] / 1024,
+        stdout,
+        usage["exit_code"],
+    )
 
 
 def tracegrade_command(
@@ -562,7 +594,9 @@ def bench_task(
             )
             logs = [Path(name) for name in summary["logs"]]
             if log_format == "eval":
+                viewer_load = os.getloadavg()[0]
                 shown = viewer.measure(log_dir, logs[0])
+                shown["load_average_before"] = round(viewer_load, 2)
             else:
                 shown = not_viewed("timed on .eval logs only")
             estimate = fit["startup_seconds"] + fit["per_sample_seconds"] * records
@@ -670,6 +704,11 @@ def build_report(args: argparse.Namespace) -> dict[str, Any]:
     check_targets(rows)
     return {
         "command": command_line(args),
+        "peak_rss": (
+            "ru_maxrss of the measured command from os.wait4, in a launcher "
+            "process (a bare interpreter) so that this script's own resident "
+            "size, which Linux carries into a child's peak, is not counted"
+        ),
         "what": (
             "wall seconds of the `tracegrade score` subprocess (start-up "
             "included), records/s, its peak RSS (wait4), bytes and number of "

@@ -300,3 +300,25 @@ def test_bulk_targets_apply_by_task_and_size_and_misses_carry_causes() -> None:
     assert "peak 480 MiB against at most 381 MiB" in memory_miss
     assert "peaks at 100 MiB" in memory_miss
     assert "grew 36.4 MiB per 100,000 records" in memory_miss
+
+
+def test_bulk_peak_memory_is_the_childs_own_not_its_parents() -> None:
+    """Linux starts a child's ru_maxrss at its parent's resident size; the
+    launcher keeps the benchmark's own memory out of tracegrade's figure."""
+    from benchmarks.bulk_scoring import run_measured
+
+    ballast = bytearray(300 * 2**20)
+    ballast[::4096] = b"\x01" * len(ballast[::4096])  # make it resident
+    small = run_measured([sys.executable, "-c", "pass"], ROOT)
+    assert small.exit_code == 0
+    assert small.peak_mib < 100, small
+    grown = run_measured(
+        [
+            sys.executable,
+            "-c",
+            "x = bytearray(200 * 2**20); x[::4096] = b'1' * len(x[::4096])",
+        ],
+        ROOT,
+    )
+    assert grown.peak_mib > 200, grown
+    del ballast
