@@ -416,9 +416,12 @@ def not_viewed(reason: str) -> dict[str, Any]:
 # --- Targets and their misses ----------------------------------------------------
 
 
-def check_targets(rows: list[dict[str, Any]]) -> None:
+def check_targets(
+    rows: list[dict[str, Any]], memory: Sequence[dict[str, Any]] = ()
+) -> None:
     """Set each row's `targets`, `met` (null when no target applies) and
-    `misses`, each miss with its cause as measured in the same report."""
+    `misses`, each miss with its cause as measured in the same report
+    (`memory`: the tracemalloc runs, by task and format)."""
     for row in rows:
         checks = []
         misses = []
@@ -429,7 +432,7 @@ def check_targets(rows: list[dict[str, Any]]) -> None:
             met = value <= target.limit
             checks.append({**target.as_json(), "value": value, "met": met})
             if not met:
-                misses.append(miss_cause(target, row, rows))
+                misses.append(miss_cause(target, row, rows, memory))
         row["targets"] = checks
         row["met"] = all(check["met"] for check in checks) if checks else None
         row["misses"] = misses
@@ -441,7 +444,12 @@ def other_seconds(ours: dict[str, Any]) -> float:
     return float(ours["in_process_seconds"] - timed)
 
 
-def miss_cause(target: Target, row: dict[str, Any], rows: list[dict[str, Any]]) -> str:
+def miss_cause(
+    target: Target,
+    row: dict[str, Any],
+    rows: list[dict[str, Any]],
+    memory: Sequence[dict[str, Any]] = (),
+) -> str:
     ours = row["tracegrade"]
     where = f"{row['task']}, {row['records']:,} records, .{row['format']}"
     if target.measure == "seconds":
@@ -484,7 +492,198 @@ def miss_cause(target: Target, row: dict[str, Any], rows: list[dict[str, Any]]) 
             f"; from {low_n:,} to {high_n:,} records the peak grew "
             f"{per:,.1f} MiB per 100,000 records"
         )
+    for trace in memory:
+        if (trace["task"], trace["format"]) == (row["task"], row["format"]):
+            text += "; " + memory_cause(trace)
     return text
+
+
+def memory_cause(trace: dict[str, Any]) -> str:
+    """What the memory runs found, in a sentence."""
+    top = ", ".join(
+        f"{entry['bytes_per_record']:,.0f} B at {entry['allocated_at']}"
+        + (
+            f" (from {entry['from']})"
+            if entry["from"] and entry["from"] != entry["allocated_at"]
+            else ""
+        )
+        for entry in trace["top"][:4]
+    )
+    finishing = trace["peak_mib_after_finishing"] - trace["peak_mib_while_scoring"]
+    return (
+        f"at {trace['records']:,} records the resident size grew "
+        f"{trace['resident_bytes_per_record']:,.0f} bytes a record from the "
+        f"first record to the last, and finishing the logs (metrics, "
+        f"reductions, headers) raised the peak {finishing:,.1f} MiB more "
+        f"({finishing * MIB / trace['records']:,.0f} bytes a record); under "
+        f"tracemalloc on {trace['traced_records']:,} records, live Python "
+        f"objects grew {trace['live_bytes_per_record']:,.0f} bytes a record, "
+        f"the most at {top}, and finishing added "
+        f"{trace['live_bytes_per_record_added_while_finishing']:,.0f} bytes a "
+        "record of them at its peak"
+    )
+
+
+# --- What holds the memory ----------------------------------------------------
+
+
+# Runs `tracegrade score` in this interpreter under tracemalloc, snapshots the
+# Python heap once the first record is in the log and again when the last
+# has been scored (on entry to `BulkLog.finish`): the difference is what the
+# run holds for every record, without the fixed cost of imports and of
+# caches the first record fills. Then the peak while finishing (metrics,
+# reductions, headers) on top of it. Only Python's own allocator is seen
+# (not zstd's buffers, say).
+TRACER = """
+import json, sys, tracemalloc
+from tracegrade.bulk import log as bulk_log
+from tracegrade.cli import main
+
+out_path, frames, *argv = sys.argv[1:]
+tracing = int(frames) > 0
+seen = {}
+add_sample, finish = bulk_log.BulkLog.add_sample, bulk_log.BulkLog.finish
+
+def resident():
+    status = dict(
+        line.split(":", 1) for line in open("/proc/self/status").read().splitlines()
+    )
+    return {key: int(status[key].split()[0]) * 1024 for key in ("VmRSS", "VmHWM")}
+
+def where(frame):
+    name = frame.filename
+    for cut in ("/site-packages/", "/src/", "/lib/python"):
+        if cut in name:
+            name = name.split(cut, 1)[1]
+            break
+    return f"{name}:{frame.lineno}"
+
+def traced_add_sample(self, *args, **kwargs):
+    add_sample(self, *args, **kwargs)
+    if "first_resident" not in seen:
+        seen["first_resident"] = resident()
+        if tracing:
+            seen["first"] = tracemalloc.take_snapshot()
+            seen["first_bytes"] = tracemalloc.get_traced_memory()[0]
+
+def traced_finish(self):
+    seen["last_resident"] = resident()
+    if not tracing:
+        try:
+            return finish(self)
+        finally:
+            seen["finished_resident"] = resident()
+    current, peak = tracemalloc.get_traced_memory()
+    grouped = {}
+    last = tracemalloc.take_snapshot()
+    for stat in last.compare_to(seen.pop("first"), "traceback"):
+        frames_ = list(reversed(stat.traceback))  # most recent call first
+        ours = next((f for f in frames_ if "tracegrade" in f.filename), None)
+        key = (where(frames_[0]), where(ours) if ours else None)
+        size, count = grouped.get(key, (0, 0))
+        grouped[key] = (size + stat.size_diff, count + stat.count_diff)
+    del last
+    top = sorted(grouped.items(), key=lambda item: -item[1][0])[:8]
+    seen["held_bytes"] = current - seen.pop("first_bytes")
+    seen["peak_bytes_while_scoring"] = peak
+    seen["held_bytes_before_finishing"] = current
+    seen["top"] = [
+        {"allocated_at": at, "from": via, "bytes": size, "blocks": count}
+        for (at, via), (size, count) in top
+    ]
+    tracemalloc.reset_peak()
+    try:
+        return finish(self)
+    finally:
+        seen["peak_bytes_while_finishing"] = tracemalloc.get_traced_memory()[1]
+
+bulk_log.BulkLog.add_sample = traced_add_sample
+bulk_log.BulkLog.finish = traced_finish
+if tracing:
+    tracemalloc.start(int(frames))
+try:
+    main(argv, prog_name="tracegrade")
+except SystemExit:
+    pass
+tracemalloc.stop()
+with open(out_path, "w") as out:
+    json.dump(seen, out)
+"""
+TRACE_FRAMES = 6
+TRACED_SHARE = 5
+
+
+def run_tracer(
+    task: str,
+    dataset: Path,
+    log_format: str,
+    max_samples_per_log: int | None,
+    frames: int,
+    work: Path,
+) -> dict[str, Any]:
+    """One `TRACER` run; `frames` 0 for resident memory alone."""
+    out = work / f"{task}-{log_format}-trace.json"
+    log_dir = work / f"{task}-trace-{log_format}"
+    command = tracegrade_command(
+        task, dataset, log_dir, log_format, max_samples_per_log
+    )[3:]
+    run_measured([sys.executable, "-c", TRACER, str(out), str(frames), *command], work)
+    seen: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    shutil.rmtree(log_dir)
+    out.unlink()
+    return seen
+
+
+def trace_memory(
+    task: str,
+    dataset: Path,
+    records: int,
+    log_format: str,
+    max_samples_per_log: int | None,
+    work: Path,
+) -> dict[str, Any]:
+    """Where a run's memory grows with its records, measured twice.
+
+    Untraced: the resident size (VmRSS) once the first record is in the log
+    and once the last is scored, and the peak (VmHWM) before and after
+    finishing. Under tracemalloc: how much of that growth is live Python
+    objects, and where they were allocated. Resident growth beyond the live
+    objects is memory the process keeps without holding objects in it
+    (freed blocks its allocator does not return, C libraries' buffers).
+    Tracing is slow, so it runs on the first 1/`TRACED_SHARE` of the records.
+    """
+    later = max(1, records - 1)  # the records after the first
+    plain = run_tracer(task, dataset, log_format, max_samples_per_log, 0, work)
+    first, last = plain["first_resident"], plain["last_resident"]
+    finished = plain["finished_resident"]
+    traced_records = max(1, records // TRACED_SHARE)
+    traced_later = max(1, traced_records - 1)
+    prefix = work / f"{task}-{traced_records}-traced.jsonl"
+    head(dataset, prefix, traced_records)
+    traced = run_tracer(
+        task, prefix, log_format, max_samples_per_log, TRACE_FRAMES, work
+    )
+    prefix.unlink()
+    finishing = (
+        traced["peak_bytes_while_finishing"] - traced["held_bytes_before_finishing"]
+    )
+    return {
+        "task": task,
+        "format": log_format,
+        "records": records,
+        "resident_mib_after_first_record": first["VmRSS"] / MIB,
+        "resident_mib_after_last_record": last["VmRSS"] / MIB,
+        "resident_bytes_per_record": (last["VmRSS"] - first["VmRSS"]) / later,
+        "peak_mib_while_scoring": last["VmHWM"] / MIB,
+        "peak_mib_after_finishing": finished["VmHWM"] / MIB,
+        "traced_records": traced_records,
+        "live_bytes_per_record": traced["held_bytes"] / traced_later,
+        "live_bytes_per_record_added_while_finishing": finishing / traced_records,
+        "top": [
+            {**entry, "bytes_per_record": entry["bytes"] / traced_later}
+            for entry in traced["top"]
+        ],
+    }
 
 
 # --- One task --------------------------------------------------------------------
@@ -538,11 +737,21 @@ def score_once(
     return measured, json.loads(measured.stdout)
 
 
+@dataclass
+class TaskRun:
+    """Everything measured for one task."""
+
+    rows: list[dict[str, Any]]
+    fit: dict[str, Any]
+    comparisons: list[dict[str, Any]]
+    memory: list[dict[str, Any]]
+
+
 def bench_task(
     task: str, args: argparse.Namespace, viewer: Viewer, work: Path
-) -> tuple[list[dict[str, Any]], dict[str, Any], list[dict[str, Any]]]:
-    """Rows for every size and format of `task`, its inspect eval fit, and
-    its answer comparisons."""
+) -> TaskRun:
+    """Rows for every size and format of `task`, its inspect eval fit, its
+    answer comparisons and what holds its memory."""
     console = Console(stderr=True)
     largest = max(args.records)
     full = work / f"{task}-{largest}.jsonl"
@@ -576,6 +785,27 @@ def bench_task(
             0
         ].peak_mib
         shutil.rmtree(floor_dir)
+
+    memory = []
+    if args.trace_memory_records:
+        traced = work / f"{task}-{args.trace_memory_records}-trace.jsonl"
+        head(full, traced, args.trace_memory_records)
+        for log_format in args.formats:
+            console.print(
+                f"{task}: tracemalloc, {args.trace_memory_records:,} records, "
+                f".{log_format}"
+            )
+            memory.append(
+                trace_memory(
+                    task,
+                    traced,
+                    args.trace_memory_records,
+                    log_format,
+                    args.max_samples_per_log,
+                    work,
+                )
+            )
+        traced.unlink()
 
     rows = []
     for records in args.records:
@@ -638,7 +868,7 @@ def bench_task(
         if dataset != full:
             dataset.unlink()
     full.unlink()
-    return rows, {"task": task, **fit}, comparisons
+    return TaskRun(rows, {"task": task, **fit}, comparisons, memory)
 
 
 # --- The report ------------------------------------------------------------------
@@ -674,6 +904,7 @@ def command_line(args: argparse.Namespace) -> str:
         f" --formats={','.join(args.formats)}"
         f" --tasks={','.join(args.tasks)}"
         f" --inspect-records={args.inspect_records}"
+        f" --trace-memory-records={args.trace_memory_records}"
         f" --seed={args.seed}"
     )
     if args.max_samples_per_log is not None:
@@ -695,13 +926,15 @@ def build_report(args: argparse.Namespace) -> dict[str, Any]:
     rows: list[dict[str, Any]] = []
     fits: list[dict[str, Any]] = []
     comparisons: list[dict[str, Any]] = []
+    memory: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="tracegrade-bulk-") as scratch:
         for task in args.tasks:
-            task_rows, fit, compared = bench_task(task, args, viewer, Path(scratch))
-            rows += task_rows
-            fits.append(fit)
-            comparisons += compared
-    check_targets(rows)
+            run = bench_task(task, args, viewer, Path(scratch))
+            rows += run.rows
+            fits.append(run.fit)
+            comparisons += run.comparisons
+            memory += run.memory
+    check_targets(rows, memory)
     return {
         "command": command_line(args),
         "peak_rss": (
@@ -724,6 +957,7 @@ def build_report(args: argparse.Namespace) -> dict[str, Any]:
         "targets": [target.as_json() for target in TARGETS],
         "inspect_eval": fits,
         "comparisons": comparisons,
+        "memory": memory,
         "rows": rows,
         "misses": [miss for row in rows for miss in row["misses"]],
     }
@@ -882,6 +1116,12 @@ def show(report: dict[str, Any]) -> None:
                 else f"DIFFERENT from inspect eval: {compared['difference']}"
             )
         )
+    for trace in report.get("memory", []):
+        console.print(
+            f"Memory, {trace['task']} .{trace['format']}: {memory_cause(trace)}",
+            soft_wrap=True,
+            markup=False,
+        )
     if report.get("viewer_unavailable"):
         console.print(f"Viewer not timed: {report['viewer_unavailable']}")
     for miss in report["misses"]:
@@ -920,6 +1160,13 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default=None,
         help="passed to tracegrade score (default: its own)",
     )
+    parser.add_argument(
+        "--trace-memory-records",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="find what holds memory with tracemalloc on N records (0: skip)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--viewer",
@@ -944,6 +1191,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     args.formats = split_choices(parser, "--formats", args.formats, FORMATS)
     if args.render is None and args.inspect_records > max(args.records):
         parser.error("--inspect-records cannot exceed the largest --records")
+    if args.render is None and args.trace_memory_records > max(args.records):
+        parser.error("--trace-memory-records cannot exceed the largest --records")
     return args
 
 

@@ -156,6 +156,7 @@ def bulk(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path
             "--tasks=stage_diagnosis",
             "--formats=eval,json",
             f"--max-samples-per-log={PER_LOG}",
+            f"--trace-memory-records={BULK_RECORDS}",
             "--no-viewer",
             f"--json={out}",
         ],
@@ -242,6 +243,32 @@ def test_bulk_report_says_how_where_and_against_which_targets(
         assert row["targets"] == [] and row["met"] is None and row["misses"] == []
 
 
+def test_bulk_memory_is_traced_per_task_and_format(
+    bulk: tuple[dict[str, Any], Path],
+) -> None:
+    report, _ = bulk
+    traces = report["memory"]
+    assert [(t["task"], t["format"]) for t in traces] == [
+        ("stage_diagnosis", "eval"),
+        ("stage_diagnosis", "json"),
+    ]
+    for trace in traces:
+        assert trace["records"] == BULK_RECORDS
+        assert trace["traced_records"] == BULK_RECORDS // 5
+        assert trace["peak_mib_after_finishing"] >= trace["peak_mib_while_scoring"]
+        assert trace["resident_mib_after_first_record"] > 0
+        assert trace["top"], trace
+        for entry in trace["top"]:
+            assert ":" in entry["allocated_at"]
+            assert set(entry) == {
+                "allocated_at",
+                "from",
+                "bytes",
+                "blocks",
+                "bytes_per_record",
+            }
+
+
 def test_bulk_markdown_is_rendered_from_the_json(
     bulk: tuple[dict[str, Any], Path], tmp_path: Path
 ) -> None:
@@ -289,7 +316,25 @@ def test_bulk_targets_apply_by_task_and_size_and_misses_carry_causes() -> None:
         bulk_row("ordered_extraction", 100_000, 30.0, 150.0),
         bulk_row("ordered_extraction", 1_000_000, 300.0, 350.0),
     ]
-    check_targets(rows)
+    trace = {
+        "task": "stage_diagnosis",
+        "format": "eval",
+        "records": 100_000,
+        "traced_records": 20_000,
+        "resident_bytes_per_record": 290.0,
+        "peak_mib_while_scoring": 120.0,
+        "peak_mib_after_finishing": 150.0,
+        "live_bytes_per_record": 180.0,
+        "live_bytes_per_record_added_while_finishing": 225.0,
+        "top": [
+            {
+                "allocated_at": "tracegrade/bulk/results.py:175",
+                "from": "tracegrade/bulk/results.py:175",
+                "bytes_per_record": 64.0,
+            }
+        ],
+    }
+    check_targets(rows, [trace])
     assert [row["met"] for row in rows] == [None, False, False, None, True]
     stage_100k, stage_1m = rows[1], rows[2]
     (seconds_miss,) = stage_100k["misses"]
@@ -300,6 +345,9 @@ def test_bulk_targets_apply_by_task_and_size_and_misses_carry_causes() -> None:
     assert "peak 480 MiB against at most 381 MiB" in memory_miss
     assert "peaks at 100 MiB" in memory_miss
     assert "grew 36.4 MiB per 100,000 records" in memory_miss
+    assert "the resident size grew 290 bytes a record" in memory_miss
+    assert "64 B at tracegrade/bulk/results.py:175" in memory_miss
+    assert "raised the peak 30.0 MiB more" in memory_miss
 
 
 def test_bulk_peak_memory_is_the_childs_own_not_its_parents() -> None:
