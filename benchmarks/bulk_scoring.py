@@ -1,40 +1,63 @@
-"""Bulk scoring: `tracegrade score` against `inspect eval` on the same records.
+"""Bulk scoring: `tracegrade score` at 10k, 100k and 1M records, both log formats.
 
-For each task, N recorded runs (seeded, the record mix of
-`benchmarks/throughput.py`) are written to a fixture-format file and:
+Issue #9 asks what `tracegrade score` costs a user, end to end, at the sizes
+people score, in both log formats it writes; and for each figure whether it
+meets its target, with the cause measured when it does not. So, for each
+task, N recorded runs (seeded, the record mix of `benchmarks/throughput.py`)
+are written to a fixture-format file, and for each N and log format:
 
-- `tracegrade score` runs on all N, as a subprocess, so interpreter
-  start-up and imports are included; its own timers give the breakdown;
-- `inspect eval tracegrade/<task> -T dataset=...` runs on the first M and
-  the first M/10 of them, also as subprocesses with the default log
-  format. Its cost is a start-up plus a per-sample cost, so the two runs
-  give both (a straight line through two points) and the time for N is
-  extrapolated from them, and reported as extrapolated;
-- both logs of the first M records are compared sample by sample: a speed
-  ratio between different answers would mean nothing.
+- `tracegrade score` runs as a subprocess, so interpreter start-up, imports
+  and exit are in the seconds, as a user waits for them; its peak resident
+  memory is the kernel's figure for that process alone (`os.wait4`); the
+  bytes of every log it wrote (all parts when the run is split at
+  `--max-samples-per-log`) and its own timers (where the time went) are
+  kept;
+- for an `.eval` log, `inspect view` serves the log directory and a fresh
+  headless Chromium navigates to the sample list of the log (the first
+  part when split): the seconds until the first sample shows, measured by
+  `scripts/screenshot_bulk_viewer.py`'s own functions, so both scripts time
+  the same thing. Without Chromium (or with --no-viewer) the figure is null
+  with the reason;
+- a one-record run of the same task and format gives the memory every run
+  pays before its first record (interpreter, Inspect, tracegrade), so a
+  peak over its target can be split into that floor and what grows with N.
 
-Then the core alone is timed on the same records in-process, to split
-"score" into the evaluator and the `Score` built around it, and Inspect's
-`.eval` and `.json` writers are timed on the same ready-made samples.
+`inspect eval tracegrade/<task> -T dataset=...` runs on the first M and the
+first M/10 records (its default log format). Its cost is a start-up plus a
+per-sample cost, so the two runs give both (a straight line through two
+points) and its time for N is extrapolated, and reported as extrapolated.
+The ratio of a row is that time over `tracegrade score`'s for the same N:
+their per-sample costs, start-up spread over N on both sides. A ratio
+between different answers would mean nothing, so `tracegrade score` also
+scores the first M records in each format and its log is compared with
+`inspect eval`'s sample by sample, through `read_eval_log`.
 
-    python benchmarks/bulk_scoring.py [--records 100000] [--inspect-records 2000]
-        [--tasks stage_diagnosis,ordered_extraction] [--writer-samples 10000]
-        [--seed N] [--json OUT]
+Scratch files go to a temporary directory and each run's logs are deleted
+once measured (1M records write gigabytes). The report goes to --json
+(`benchmarks/results/bulk_scoring.json` by default) and its table to the
+same name ending `.md`, which `--render JSON` rewrites from a saved report
+without measuring anything.
+
+    python benchmarks/bulk_scoring.py [--records 10000,100000,1000000]
+        [--formats eval,json] [--tasks stage_diagnosis,ordered_extraction]
+        [--inspect-records 2000] [--max-samples-per-log N] [--seed 7]
+        [--viewer/--no-viewer] [--viewer-give-up-seconds 120]
+        [--chromium PATH] [--json OUT] [--markdown OUT] [--render JSON]
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import platform
 import random
+import shutil
 import subprocess
 import sys
 import tempfile
-import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +74,10 @@ from benchmarks.throughput import (  # noqa: E402
     small_stage_record,
 )
 
-TARGET_SECONDS = 30.0
-TARGET_RATIO = 30.0
+SCRIPTS = ROOT / "scripts"
+DEFAULT_JSON = ROOT / "benchmarks" / "results" / "bulk_scoring.json"
+DEFAULT_RECORDS = (10_000, 100_000, 1_000_000)
+FORMATS = ("eval", "json")
 INSPECT_TASKS = {
     "stage_diagnosis": "tracegrade/stage_diagnosis",
     "ordered_extraction": "tracegrade/ordered_extraction_recorded",
@@ -61,20 +86,91 @@ RECORD_MAKERS = {
     "stage_diagnosis": small_stage_record,
     "ordered_extraction": small_extraction_record,
 }
-# What differs between two runs of the same sample, whoever ran them.
-RUN_SPECIFIC = {"uuid", "started_at", "completed_at", "total_time", "working_time"}
 CLEAN_ENV = {
     key: value for key, value in os.environ.items() if not key.startswith("INSPECT_")
 }
+MIB = 2**20
+# The "timings" of `tracegrade score --json`, in the order the work happens,
+# and what each covers (`tracegrade.bulk.scoring.Timings`).
+STAGES = {
+    "parse": "parsing lines",
+    "score": "the core and its Score",
+    "sample": "building log samples",
+    "serialize": "serialising samples",
+    "jsonl": "writing the JSON Lines results",
+    "results": "metrics and reductions",
+    "write": "writing the log",
+}
+
+
+@dataclass(frozen=True)
+class Target:
+    """One of issue #9's targets, and the rows it applies to."""
+
+    measure: str
+    """Either `seconds` (wall, start-up included) or `peak_mib`."""
+    records: int
+    limit: float
+    task: str | None
+    """None: either task."""
+    says: str
+    """The target as the issue states it."""
+
+    def applies(self, task: str, records: int) -> bool:
+        return records == self.records and self.task in (None, task)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "measure": self.measure,
+            "task": self.task,
+            "records": self.records,
+            "formats": list(FORMATS),
+            "at_most": self.limit,
+            "issue": self.says,
+        }
+
+
+# "400 MB" is read as 400,000,000 bytes, the stricter of the two readings.
+TARGETS = (
+    Target(
+        "seconds",
+        1_000_000,
+        100.0,
+        "stage_diagnosis",
+        "1,000,000 stage records <= 100 s end to end",
+    ),
+    Target(
+        "seconds",
+        100_000,
+        10.0,
+        "stage_diagnosis",
+        "100,000 <= 10 s (read as stage records, as the line before)",
+    ),
+    Target(
+        "peak_mib",
+        1_000_000,
+        400e6 / MIB,
+        None,
+        "peak RSS <= 400 MB at 1,000,000 records of either task",
+    ),
+)
+
+
+# --- Inputs and subprocesses ---------------------------------------------------
 
 
 def write_records(path: Path, task: str, count: int, seed: int) -> None:
+    """`count` seeded records; a shorter file is a prefix of a longer one."""
     rng = random.Random(f"{seed}-{task}")
     make = RECORD_MAKERS[task]
     with path.open("w", encoding="utf-8") as out:
         for number in range(count):
             case = {"id": f"run-{number:07d}", "input": make(rng)}
             out.write(json.dumps(case) + "\n")
+
+
+# The first record's id, which the sample list of the first part shows first.
+FIRST_SAMPLE = "run-0000000"
 
 
 def head(source: Path, target: Path, lines: int) -> None:
@@ -86,33 +182,87 @@ def head(source: Path, target: Path, lines: int) -> None:
             out.write(line)
 
 
-def run_measured(command: Sequence[str], cwd: Path) -> tuple[float, float, str, int]:
-    """Wall seconds, peak RSS (MiB), stdout and exit code of one subprocess."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        process = subprocess.Popen(
-            command,
+@dataclass
+class Measured:
+    seconds: float
+    cpu_seconds: float
+    """User and system time: less moved than wall time by other load."""
+    peak_mib: float
+    stdout: str
+    exit_code: int
+
+
+# On Linux a child's peak RSS (ru_maxrss) starts at the resident size of the
+# process it was spawned from, since exec carries the old address space's
+# high-water mark over; this script holds a few hundred MiB after reading
+# logs, which would then pass for tracegrade's. So each measured command is
+# started by this launcher, a fresh interpreter without site-packages of a
+# few MiB, which times it and reports its rusage from `os.wait4`.
+LAUNCHER = """
+import json, os, subprocess, sys, time
+started = time.perf_counter()
+child = subprocess.Popen(sys.argv[2:])
+_, status, usage = os.wait4(child.pid, 0)
+seconds = time.perf_counter() - started
+with open(sys.argv[1], "w") as out:
+    json.dump({
+        "seconds": seconds,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        "maxrss_kib": usage.ru_maxrss,
+        "exit_code": os.waitstatus_to_exitcode(status),
+    }, out)
+"""
+
+
+def run_measured(command: Sequence[str], cwd: Path) -> Measured:
+    """Wall seconds, CPU seconds, peak RSS, stdout and exit code of one
+    subprocess, started through `LAUNCHER` so its peak is its own."""
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.TemporaryDirectory() as scratch,
+    ):
+        usage_file = Path(scratch) / "usage.json"
+        launcher = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", LAUNCHER, str(usage_file), *command],
             cwd=cwd,
             env=CLEAN_ENV,
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
+            check=False,
         )
-        _, status, usage = os.wait4(process.pid, 0)
-        seconds = time.perf_counter() - started
-        process.returncode = os.waitstatus_to_exitcode(status)
         out.seek(0)
         err.seek(0)
         stdout = out.read().decode()
-        if process.returncode not in (0, 1):
+        if not usage_file.exists():
             raise RuntimeError(
-                f"{list(command)[:5]} failed:\n{err.read().decode()[-3000:]}"
+                f"the launcher exited {launcher.returncode}:\n"
+                f"{err.read().decode()[-3000:]}"
             )
-    return seconds, usage.ru_maxrss / 1024, stdout, process.returncode
+        usage = json.loads(usage_file.read_text(encoding="utf-8"))
+        if usage["exit_code"] not in (0, 1):
+            raise RuntimeError(
+                f"{list(command)[:6]} exited {usage['exit_code']}:\n"
+                f"{err.read().decode()[-3000:]}"
+            )
+    return Measured(
+        usage["seconds"],
+        usage["cpu_seconds"],
+        usage["maxrss_kib"] / 1024,
+        stdout,
+        usage["exit_code"],
+    )
 
 
-def tracegrade_command(task: str, dataset: Path, log_dir: Path) -> list[str]:
-    return [
+def tracegrade_command(
+    task: str,
+    dataset: Path,
+    log_dir: Path,
+    log_format: str,
+    max_samples_per_log: int | None,
+) -> list[str]:
+    command = [
         sys.executable,
         "-c",
         "from tracegrade.cli import main; main()",
@@ -121,9 +271,14 @@ def tracegrade_command(task: str, dataset: Path, log_dir: Path) -> list[str]:
         str(dataset),
         "--log-dir",
         str(log_dir),
+        "--log-format",
+        log_format,
         "--json",
         "--no-progress",
     ]
+    if max_samples_per_log is not None:
+        command += ["--max-samples-per-log", str(max_samples_per_log)]
+    return command
 
 
 def inspect_command(task: str, dataset: Path, log_dir: Path) -> list[str]:
@@ -142,7 +297,11 @@ def inspect_command(task: str, dataset: Path, log_dir: Path) -> list[str]:
     ]
 
 
+# --- Same answers as inspect eval ------------------------------------------------
+
+
 def comparable(sample: Any) -> str:
+    """What a sample says, without what differs between two runs of it."""
     scores = {
         name: score.model_dump(mode="json")
         for name, score in (sample.scores or {}).items()
@@ -184,78 +343,370 @@ def first_difference(ours_dir: Path, inspect_dir: Path) -> str | None:
     return None
 
 
-def time_core(task: str, dataset: Path) -> dict[str, float]:
-    """Seconds for the evaluator alone and with the Score built around it."""
-    from tracegrade.bulk.scoring import TASKS
-    from tracegrade.core import diagnose_stage, grade_extraction
-    from tracegrade.datasets import parse_case_line
-
-    evaluate = diagnose_stage if task == "stage_diagnosis" else grade_extraction
-    cases = []
-    with dataset.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            cases.append(parse_case_line(str(dataset), number, line))
-    inputs = [case.input for case in cases]
-    started = time.perf_counter()
-    for record in inputs:
-        with contextlib.suppress(ValueError):
-            evaluate(record)
-    core = time.perf_counter() - started
-    score_input = TASKS[task].score_input
-    started = time.perf_counter()
-    for record in inputs:
-        score_input(record)
-    with_score = time.perf_counter() - started
-    return {"core": core, "core_and_score": with_score}
+# --- The viewer ------------------------------------------------------------------
 
 
-def time_writers(log_dir: Path, samples: int, work: Path) -> dict[str, Any]:
-    """Inspect's `.eval` and `.json` writers on the same ready-made samples."""
-    from inspect_ai.log import list_eval_logs, read_eval_log, write_eval_log
+class Viewer:
+    """Times `inspect view`'s sample list, or says once why it cannot."""
 
-    (info,) = list_eval_logs(str(log_dir))
-    log = read_eval_log(info.name)
-    assert log.samples
-    base = log.samples
-    ready = []
-    for index in range(samples):
-        sample = base[index % len(base)]
-        ready.append(sample.model_copy(update={"id": f"{sample.id}~{index}"}))
-    log.samples = ready
-    timings: dict[str, Any] = {"samples": samples}
-    for fmt in ("json", "eval"):
-        target = work / f"writer.{fmt}"
-        started = time.perf_counter()
-        write_eval_log(log, str(target), format=fmt)
-        timings[f"{fmt}_seconds"] = time.perf_counter() - started
-        timings[f"{fmt}_bytes"] = target.stat().st_size
-    return timings
+    def __init__(self, enabled: bool, chromium: str | None, give_up: float) -> None:
+        self.give_up = give_up
+        self.binary: str | None = None
+        self.version: str | None = None
+        self.unavailable: str | None = None
+        if not enabled:
+            self.unavailable = "not measured (--no-viewer)"
+            return
+        if str(SCRIPTS) not in sys.path:
+            sys.path.insert(0, str(SCRIPTS))
+        try:
+            from screenshot_report import ScreenshotError, find_chromium
+        except ImportError as error:  # aiohttp, which the browser driver needs
+            self.unavailable = f"cannot drive a browser: {error}"
+            return
+        try:
+            self.binary = find_chromium(chromium)
+        except ScreenshotError as error:
+            self.unavailable = str(error)
+            return
+        completed = subprocess.run(
+            [self.binary, "--version"], capture_output=True, text=True, check=False
+        )
+        self.version = completed.stdout.strip() or None
+
+    def measure(self, log_dir: Path, log: Path) -> dict[str, Any]:
+        """Seconds from navigation until `log`'s sample list shows its first
+        sample, with `inspect view` serving all of `log_dir` (every part)."""
+        from inspect_ai.log import read_eval_log
+
+        header = read_eval_log(str(log), header_only=True)
+        shown: dict[str, Any] = {
+            "seconds": None,
+            "reason": None,
+            "log": log.name,
+            "log_bytes": log.stat().st_size,
+            "samples": header.results.total_samples if header.results else None,
+            "view_server_peak_mib": None,
+            "browser_peak_mib": None,
+        }
+        if self.binary is None:
+            shown["reason"] = self.unavailable
+            return shown
+        from screenshot_bulk_viewer import time_sample_list
+        from screenshot_report import ScreenshotError
+
+        try:
+            timing = time_sample_list(
+                self.binary, log_dir, log.name, FIRST_SAMPLE, self.give_up
+            )
+        except (ScreenshotError, subprocess.TimeoutExpired, OSError) as error:
+            shown["reason"] = f"the viewer could not be timed: {error}"
+            return shown
+        shown["seconds"] = timing.sample_list.seconds
+        shown["reason"] = timing.sample_list.failure
+        shown["view_server_peak_mib"] = round(timing.view_server_peak_rss / MIB, 1)
+        shown["browser_peak_mib"] = round(timing.browser_peak_rss / MIB, 1)
+        return shown
 
 
-def bench_task(
-    task: str, records: int, inspect_records: int, seed: int, work: Path
-) -> dict[str, Any]:
-    full = work / f"{task}.jsonl"
-    write_records(full, task, records, seed)
+def not_viewed(reason: str) -> dict[str, Any]:
+    return {"seconds": None, "reason": reason}
 
-    seconds, peak, stdout, exit_code = run_measured(
-        tracegrade_command(task, full, work / f"{task}-tracegrade"), work
+
+# --- Targets and their misses ----------------------------------------------------
+
+
+def check_targets(
+    rows: list[dict[str, Any]], memory: Sequence[dict[str, Any]] = ()
+) -> None:
+    """Set each row's `targets`, `met` (null when no target applies) and
+    `misses`, each miss with its cause as measured in the same report
+    (`memory`: the tracemalloc runs, by task and format)."""
+    for row in rows:
+        checks = []
+        misses = []
+        for target in TARGETS:
+            if not target.applies(row["task"], row["records"]):
+                continue
+            value = row["tracegrade"][target.measure]
+            met = value <= target.limit
+            checks.append({**target.as_json(), "value": value, "met": met})
+            if not met:
+                misses.append(miss_cause(target, row, rows, memory))
+        row["targets"] = checks
+        row["met"] = all(check["met"] for check in checks) if checks else None
+        row["misses"] = misses
+
+
+def other_seconds(ours: dict[str, Any]) -> float:
+    """In-process seconds that none of tracegrade's own timers covers."""
+    timed = sum(ours["timings"].get(stage, 0.0) for stage in STAGES)
+    return float(ours["in_process_seconds"] - timed)
+
+
+def miss_cause(
+    target: Target,
+    row: dict[str, Any],
+    rows: list[dict[str, Any]],
+    memory: Sequence[dict[str, Any]] = (),
+) -> str:
+    ours = row["tracegrade"]
+    where = f"{row['task']}, {row['records']:,} records, .{row['format']}"
+    if target.measure == "seconds":
+        spent = {
+            "start-up, imports and exit": ours["startup_and_exit_seconds"],
+            **{
+                label: ours["timings"].get(stage, 0.0)
+                for stage, label in STAGES.items()
+            },
+            "the rest (reading, the loop)": other_seconds(ours),
+        }
+        ranked = sorted(spent.items(), key=lambda item: -item[1])
+        parts = ", ".join(f"{name} {seconds:.1f} s" for name, seconds in ranked)
+        return (
+            f"{where}: {ours['seconds']:.1f} s against at most "
+            f"{target.limit:.0f} s ({ours['records_per_s']:,.0f} records/s, "
+            f"{target.records / target.limit:,.0f} needed; "
+            f"{ours['cpu_seconds']:.1f} s of CPU); the time went to {parts}"
+        )
+    floor = row.get("floor_peak_mib")
+    series = sorted(
+        (other["records"], other["tracegrade"]["peak_mib"])
+        for other in rows
+        if other["task"] == row["task"] and other["format"] == row["format"]
     )
-    summary = json.loads(stdout)
+    text = (
+        f"{where}: peak {ours['peak_mib']:,.0f} MiB against at most "
+        f"{target.limit:,.0f} MiB (400 MB)"
+    )
+    if floor is not None:
+        text += (
+            f"; a one-record run of the same task and format peaks at "
+            f"{floor:,.0f} MiB (interpreter, Inspect, tracegrade), so "
+            f"{ours['peak_mib'] - floor:,.0f} MiB grows with the records"
+        )
+    if len(series) > 1:
+        (low_n, low), (high_n, high) = series[0], series[-1]
+        per = (high - low) / (high_n - low_n) * 100_000
+        text += (
+            f"; from {low_n:,} to {high_n:,} records the peak grew "
+            f"{per:,.1f} MiB per 100,000 records"
+        )
+    for trace in memory:
+        if (trace["task"], trace["format"]) == (row["task"], row["format"]):
+            text += "; " + memory_cause(trace)
+    return text
 
-    sizes = sorted({max(1, inspect_records // 10), inspect_records})
-    inspect_runs: list[dict[str, Any]] = []
-    for size in sizes:
+
+def memory_cause(trace: dict[str, Any]) -> str:
+    """What the memory runs found, in a sentence."""
+    top = ", ".join(
+        f"{entry['bytes_per_record']:,.0f} B at {entry['allocated_at']}"
+        + (
+            f" (from {entry['from']})"
+            if entry["from"] and entry["from"] != entry["allocated_at"]
+            else ""
+        )
+        for entry in trace["top"][:4]
+    )
+    finishing = trace["peak_mib_after_finishing"] - trace["peak_mib_while_scoring"]
+    return (
+        f"at {trace['records']:,} records the resident size grew "
+        f"{trace['resident_bytes_per_record']:,.0f} bytes a record from the "
+        f"first record to the last, and finishing the logs (metrics, "
+        f"reductions, headers) raised the peak {finishing:,.1f} MiB more "
+        f"({finishing * MIB / trace['records']:,.0f} bytes a record); under "
+        f"tracemalloc on {trace['traced_records']:,} records, live Python "
+        f"objects grew {trace['live_bytes_per_record']:,.0f} bytes a record, "
+        f"the most at {top}, and finishing added "
+        f"{trace['live_bytes_per_record_added_while_finishing']:,.0f} bytes a "
+        "record of them at its peak"
+    )
+
+
+# --- What holds the memory ----------------------------------------------------
+
+
+# Runs `tracegrade score` in this interpreter under tracemalloc, snapshots the
+# Python heap once the first record is in the log and again when the last
+# has been scored (on entry to `BulkLog.finish`): the difference is what the
+# run holds for every record, without the fixed cost of imports and of
+# caches the first record fills. Then the peak while finishing (metrics,
+# reductions, headers) on top of it. Only Python's own allocator is seen
+# (not zstd's buffers, say).
+TRACER = """
+import json, sys, tracemalloc
+from tracegrade.bulk import log as bulk_log
+from tracegrade.cli import main
+
+out_path, frames, *argv = sys.argv[1:]
+tracing = int(frames) > 0
+seen = {}
+add_sample, finish = bulk_log.BulkLog.add_sample, bulk_log.BulkLog.finish
+
+def resident():
+    status = dict(
+        line.split(":", 1) for line in open("/proc/self/status").read().splitlines()
+    )
+    return {key: int(status[key].split()[0]) * 1024 for key in ("VmRSS", "VmHWM")}
+
+def where(frame):
+    name = frame.filename
+    for cut in ("/site-packages/", "/src/", "/lib/python"):
+        if cut in name:
+            name = name.split(cut, 1)[1]
+            break
+    return f"{name}:{frame.lineno}"
+
+def traced_add_sample(self, *args, **kwargs):
+    add_sample(self, *args, **kwargs)
+    if "first_resident" not in seen:
+        seen["first_resident"] = resident()
+        if tracing:
+            seen["first"] = tracemalloc.take_snapshot()
+            seen["first_bytes"] = tracemalloc.get_traced_memory()[0]
+
+def traced_finish(self):
+    seen["last_resident"] = resident()
+    if not tracing:
+        try:
+            return finish(self)
+        finally:
+            seen["finished_resident"] = resident()
+    current, peak = tracemalloc.get_traced_memory()
+    grouped = {}
+    last = tracemalloc.take_snapshot()
+    for stat in last.compare_to(seen.pop("first"), "traceback"):
+        frames_ = list(reversed(stat.traceback))  # most recent call first
+        ours = next((f for f in frames_ if "tracegrade" in f.filename), None)
+        key = (where(frames_[0]), where(ours) if ours else None)
+        size, count = grouped.get(key, (0, 0))
+        grouped[key] = (size + stat.size_diff, count + stat.count_diff)
+    del last
+    top = sorted(grouped.items(), key=lambda item: -item[1][0])[:8]
+    seen["held_bytes"] = current - seen.pop("first_bytes")
+    seen["peak_bytes_while_scoring"] = peak
+    seen["held_bytes_before_finishing"] = current
+    seen["top"] = [
+        {"allocated_at": at, "from": via, "bytes": size, "blocks": count}
+        for (at, via), (size, count) in top
+    ]
+    tracemalloc.reset_peak()
+    try:
+        return finish(self)
+    finally:
+        seen["peak_bytes_while_finishing"] = tracemalloc.get_traced_memory()[1]
+
+bulk_log.BulkLog.add_sample = traced_add_sample
+bulk_log.BulkLog.finish = traced_finish
+if tracing:
+    tracemalloc.start(int(frames))
+try:
+    main(argv, prog_name="tracegrade")
+except SystemExit:
+    pass
+tracemalloc.stop()
+with open(out_path, "w") as out:
+    json.dump(seen, out)
+"""
+TRACE_FRAMES = 6
+TRACED_SHARE = 5
+
+
+def run_tracer(
+    task: str,
+    dataset: Path,
+    log_format: str,
+    max_samples_per_log: int | None,
+    frames: int,
+    work: Path,
+) -> dict[str, Any]:
+    """One `TRACER` run; `frames` 0 for resident memory alone."""
+    out = work / f"{task}-{log_format}-trace.json"
+    log_dir = work / f"{task}-trace-{log_format}"
+    command = tracegrade_command(
+        task, dataset, log_dir, log_format, max_samples_per_log
+    )[3:]
+    run_measured([sys.executable, "-c", TRACER, str(out), str(frames), *command], work)
+    seen: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    shutil.rmtree(log_dir)
+    out.unlink()
+    return seen
+
+
+def trace_memory(
+    task: str,
+    dataset: Path,
+    records: int,
+    log_format: str,
+    max_samples_per_log: int | None,
+    work: Path,
+) -> dict[str, Any]:
+    """Where a run's memory grows with its records, measured twice.
+
+    Untraced: the resident size (VmRSS) once the first record is in the log
+    and once the last is scored, and the peak (VmHWM) before and after
+    finishing. Under tracemalloc: how much of that growth is live Python
+    objects, and where they were allocated. Resident growth beyond the live
+    objects is memory the process keeps without holding objects in it
+    (freed blocks its allocator does not return, C libraries' buffers).
+    Tracing is slow, so it runs on the first 1/`TRACED_SHARE` of the records.
+    """
+    later = max(1, records - 1)  # the records after the first
+    plain = run_tracer(task, dataset, log_format, max_samples_per_log, 0, work)
+    first, last = plain["first_resident"], plain["last_resident"]
+    finished = plain["finished_resident"]
+    traced_records = max(1, records // TRACED_SHARE)
+    traced_later = max(1, traced_records - 1)
+    prefix = work / f"{task}-{traced_records}-traced.jsonl"
+    head(dataset, prefix, traced_records)
+    traced = run_tracer(
+        task, prefix, log_format, max_samples_per_log, TRACE_FRAMES, work
+    )
+    prefix.unlink()
+    finishing = (
+        traced["peak_bytes_while_finishing"] - traced["held_bytes_before_finishing"]
+    )
+    return {
+        "task": task,
+        "format": log_format,
+        "records": records,
+        "resident_mib_after_first_record": first["VmRSS"] / MIB,
+        "resident_mib_after_last_record": last["VmRSS"] / MIB,
+        "resident_bytes_per_record": (last["VmRSS"] - first["VmRSS"]) / later,
+        "peak_mib_while_scoring": last["VmHWM"] / MIB,
+        "peak_mib_after_finishing": finished["VmHWM"] / MIB,
+        "traced_records": traced_records,
+        "live_bytes_per_record": traced["held_bytes"] / traced_later,
+        "live_bytes_per_record_added_while_finishing": finishing / traced_records,
+        "top": [
+            {**entry, "bytes_per_record": entry["bytes"] / traced_later}
+            for entry in traced["top"]
+        ],
+    }
+
+
+# --- One task --------------------------------------------------------------------
+
+
+def inspect_eval_fit(task: str, full: Path, records: int, work: Path) -> dict[str, Any]:
+    """`inspect eval` on the first `records` and tenth of them: a start-up
+    plus a per-sample cost, from a straight line through the two runs."""
+    runs: list[dict[str, Any]] = []
+    for size in sorted({max(1, records // 10), records}):
         subset = work / f"{task}-{size}.jsonl"
         head(full, subset, size)
-        log_dir = work / f"{task}-inspect-{size}"
-        inspect_seconds, inspect_peak, _, _ = run_measured(
-            inspect_command(task, subset, log_dir), work
+        measured = run_measured(
+            inspect_command(task, subset, work / f"{task}-inspect-{size}"), work
         )
-        inspect_runs.append(
-            {"records": size, "seconds": inspect_seconds, "peak_mib": inspect_peak}
+        runs.append(
+            {
+                "records": size,
+                "seconds": measured.seconds,
+                "peak_mib": measured.peak_mib,
+            }
         )
-    small, large = inspect_runs[0], inspect_runs[-1]
+    small, large = runs[0], runs[-1]
     if large["records"] > small["records"]:
         per_sample = (large["seconds"] - small["seconds"]) / (
             large["records"] - small["records"]
@@ -263,195 +714,512 @@ def bench_task(
     else:
         per_sample = large["seconds"] / large["records"]
     startup = max(0.0, large["seconds"] - per_sample * large["records"])
-    inspect_estimate = startup + per_sample * records
-
-    # Same answers? tracegrade on the subset inspect eval ran, then compare.
-    subset = work / f"{task}-{inspect_records}.jsonl"
-    ours_dir = work / f"{task}-tracegrade-subset"
-    run_measured(tracegrade_command(task, subset, ours_dir), work)
-    difference = first_difference(ours_dir, work / f"{task}-inspect-{inspect_records}")
-
-    core = time_core(task, full)
-    timings = summary["timings"]
     return {
-        "task": task,
-        "records": records,
-        "tracegrade": {
-            "seconds": seconds,
-            "records_per_s": records / seconds,
-            "peak_mib": peak,
-            "exit_code": exit_code,
-            "in_process_seconds": summary["seconds"],
-            "startup_and_exit_seconds": seconds - summary["seconds"],
-            "timings": timings,
-            "log_bytes": Path(summary["log"]).stat().st_size,
-        },
-        "inspect_eval": {
-            "runs": inspect_runs,
-            "per_sample_seconds": per_sample,
-            "startup_seconds": startup,
-            "extrapolated_seconds": inspect_estimate,
-            "extrapolated": large["records"] != records,
-        },
-        "ratio": inspect_estimate / seconds,
-        "answers_identical": difference is None,
-        "difference": difference,
-        "core_seconds": core["core"],
-        "core_and_score_seconds": core["core_and_score"],
-        "met": {
-            "seconds": seconds <= TARGET_SECONDS,
-            "ratio": inspect_estimate / seconds >= TARGET_RATIO,
-        },
+        "runs": runs,
+        "log_format": "eval (its default)",
+        "per_sample_seconds": per_sample,
+        "startup_seconds": startup,
     }
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--records", type=positive, default=100_000)
-    parser.add_argument("--inspect-records", type=positive, default=2_000)
-    parser.add_argument(
-        "--tasks", default="stage_diagnosis,ordered_extraction", metavar="T1,T2"
+def score_once(
+    task: str,
+    dataset: Path,
+    log_dir: Path,
+    log_format: str,
+    max_samples_per_log: int | None,
+    work: Path,
+) -> tuple[Measured, dict[str, Any]]:
+    measured = run_measured(
+        tracegrade_command(task, dataset, log_dir, log_format, max_samples_per_log),
+        work,
     )
-    parser.add_argument("--writer-samples", type=int, default=10_000)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--json", type=Path, metavar="OUT")
-    args = parser.parse_args(argv)
-    args.tasks = [task for task in args.tasks.split(",") if task]
-    unknown = set(args.tasks) - set(INSPECT_TASKS)
-    if unknown:
-        parser.error(f"unknown task(s): {', '.join(sorted(unknown))}")
-    if args.inspect_records > args.records:
-        parser.error("--inspect-records cannot exceed --records")
-    return args
+    return measured, json.loads(measured.stdout)
+
+
+@dataclass
+class TaskRun:
+    """Everything measured for one task."""
+
+    rows: list[dict[str, Any]]
+    fit: dict[str, Any]
+    comparisons: list[dict[str, Any]]
+    memory: list[dict[str, Any]]
+
+
+def bench_task(
+    task: str, args: argparse.Namespace, viewer: Viewer, work: Path
+) -> TaskRun:
+    """Rows for every size and format of `task`, its inspect eval fit, its
+    answer comparisons and what holds its memory."""
+    console = Console(stderr=True)
+    largest = max(args.records)
+    full = work / f"{task}-{largest}.jsonl"
+    write_records(full, task, largest, args.seed)
+
+    console.print(f"{task}: inspect eval on {args.inspect_records:,} records ...")
+    fit = inspect_eval_fit(task, full, args.inspect_records, work)
+    subset = work / f"{task}-{args.inspect_records}.jsonl"
+    comparisons = []
+    floors: dict[str, float] = {}
+    one = work / f"{task}-1.jsonl"
+    head(full, one, 1)
+    for log_format in args.formats:
+        ours_dir = work / f"{task}-compare-{log_format}"
+        score_once(task, subset, ours_dir, log_format, None, work)
+        difference = first_difference(
+            ours_dir, work / f"{task}-inspect-{args.inspect_records}"
+        )
+        comparisons.append(
+            {
+                "task": task,
+                "format": log_format,
+                "records": args.inspect_records,
+                "answers_identical": difference is None,
+                "difference": difference,
+            }
+        )
+        shutil.rmtree(ours_dir)
+        floor_dir = work / f"{task}-floor-{log_format}"
+        floors[log_format] = score_once(task, one, floor_dir, log_format, None, work)[
+            0
+        ].peak_mib
+        shutil.rmtree(floor_dir)
+
+    memory = []
+    if args.trace_memory_records:
+        traced = work / f"{task}-{args.trace_memory_records}-trace.jsonl"
+        head(full, traced, args.trace_memory_records)
+        for log_format in args.formats:
+            console.print(
+                f"{task}: tracemalloc, {args.trace_memory_records:,} records, "
+                f".{log_format}"
+            )
+            memory.append(
+                trace_memory(
+                    task,
+                    traced,
+                    args.trace_memory_records,
+                    log_format,
+                    args.max_samples_per_log,
+                    work,
+                )
+            )
+        traced.unlink()
+
+    rows = []
+    for records in args.records:
+        dataset = full
+        if records != largest:
+            dataset = work / f"{task}-{records}.jsonl"
+            head(full, dataset, records)
+        for log_format in args.formats:
+            console.print(
+                f"{task}: tracegrade score {records:,} records, .{log_format}"
+            )
+            load = os.getloadavg()[0]
+            log_dir = work / f"{task}-{records}-{log_format}"
+            measured, summary = score_once(
+                task, dataset, log_dir, log_format, args.max_samples_per_log, work
+            )
+            logs = [Path(name) for name in summary["logs"]]
+            if log_format == "eval":
+                viewer_load = os.getloadavg()[0]
+                shown = viewer.measure(log_dir, logs[0])
+                shown["load_average_before"] = round(viewer_load, 2)
+            else:
+                shown = not_viewed("timed on .eval logs only")
+            estimate = fit["startup_seconds"] + fit["per_sample_seconds"] * records
+            (compared,) = (c for c in comparisons if c["format"] == log_format)
+            rows.append(
+                {
+                    "task": task,
+                    "records": records,
+                    "format": log_format,
+                    "tracegrade": {
+                        "seconds": measured.seconds,
+                        "records_per_s": records / measured.seconds,
+                        "cpu_seconds": measured.cpu_seconds,
+                        "peak_mib": measured.peak_mib,
+                        "exit_code": measured.exit_code,
+                        "in_process_seconds": summary["seconds"],
+                        "startup_and_exit_seconds": measured.seconds
+                        - summary["seconds"],
+                        "timings": summary["timings"],
+                        "logs": len(logs),
+                        "log_bytes": sum(log.stat().st_size for log in logs),
+                        "results_bytes": Path(summary["results"]).stat().st_size,
+                        "load_average_before": round(load, 2),
+                    },
+                    "floor_peak_mib": floors[log_format],
+                    "viewer": shown,
+                    "inspect_eval": {
+                        "per_sample_seconds": fit["per_sample_seconds"],
+                        "startup_seconds": fit["startup_seconds"],
+                        "extrapolated_seconds": estimate,
+                        "extrapolated": records != args.inspect_records,
+                    },
+                    "ratio": estimate / measured.seconds,
+                    "answers_identical": compared["answers_identical"],
+                    "difference": compared["difference"],
+                }
+            )
+            shutil.rmtree(log_dir)
+        if dataset != full:
+            dataset.unlink()
+    full.unlink()
+    return TaskRun(rows, {"task": task, **fit}, comparisons, memory)
+
+
+# --- The report ------------------------------------------------------------------
+
+
+def tracegrade_source() -> dict[str, Any]:
+    """Which tracegrade was measured: its path, and its commit if in git."""
+    import tracegrade
+
+    where = Path(tracegrade.__file__).resolve().parent
+
+    def git(*args: str) -> str | None:
+        completed = subprocess.run(
+            ["git", "-C", str(where), *args],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return completed.stdout.strip() if completed.returncode == 0 else None
+
+    status = git("status", "--porcelain", "--", ".")
+    return {
+        "path": str(where),
+        "commit": git("rev-parse", "HEAD"),
+        "uncommitted_changes": None if status is None else bool(status),
+    }
 
 
 def command_line(args: argparse.Namespace) -> str:
-    return (
+    line = (
         "python benchmarks/bulk_scoring.py"
-        f" --records={args.records} --inspect-records={args.inspect_records}"
-        f" --tasks={','.join(args.tasks)} --writer-samples={args.writer_samples}"
+        f" --records={','.join(str(n) for n in args.records)}"
+        f" --formats={','.join(args.formats)}"
+        f" --tasks={','.join(args.tasks)}"
+        f" --inspect-records={args.inspect_records}"
+        f" --trace-memory-records={args.trace_memory_records}"
         f" --seed={args.seed}"
     )
+    if args.max_samples_per_log is not None:
+        line += f" --max-samples-per-log={args.max_samples_per_log}"
+    line += " --viewer" if args.viewer else " --no-viewer"
+    return line
+
+
+def build_report(args: argparse.Namespace) -> dict[str, Any]:
+    from importlib.metadata import version
+
+    viewer = Viewer(args.viewer, args.chromium, args.viewer_give_up_seconds)
+    machine = {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "load_average_at_start": [round(load, 2) for load in os.getloadavg()],
+    }
+    rows: list[dict[str, Any]] = []
+    fits: list[dict[str, Any]] = []
+    comparisons: list[dict[str, Any]] = []
+    memory: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="tracegrade-bulk-") as scratch:
+        for task in args.tasks:
+            run = bench_task(task, args, viewer, Path(scratch))
+            rows += run.rows
+            fits.append(run.fit)
+            comparisons += run.comparisons
+            memory += run.memory
+    check_targets(rows, memory)
+    return {
+        "command": command_line(args),
+        "peak_rss": (
+            "ru_maxrss of the measured command from os.wait4, in a launcher "
+            "process (a bare interpreter) so that this script's own resident "
+            "size, which Linux carries into a child's peak, is not counted"
+        ),
+        "what": (
+            "wall seconds of the `tracegrade score` subprocess (start-up "
+            "included), records/s, its peak RSS (wait4), bytes and number of "
+            "the logs it wrote, its own timings; seconds until `inspect view` "
+            "lists the first .eval log's samples; inspect eval's time "
+            "extrapolated to the same records over tracegrade's (ratio)"
+        ),
+        "machine": machine,
+        "inspect_ai": version("inspect_ai"),
+        "tracegrade": tracegrade_source(),
+        "chromium": viewer.version,
+        "viewer_unavailable": viewer.unavailable,
+        "targets": [target.as_json() for target in TARGETS],
+        "inspect_eval": fits,
+        "comparisons": comparisons,
+        "memory": memory,
+        "rows": rows,
+        "misses": [miss for row in rows for miss in row["misses"]],
+    }
+
+
+def met_text(row: dict[str, Any]) -> str:
+    if row["met"] is None:
+        return "-"
+    return "met" if row["met"] else "**missed**"
+
+
+def viewer_text(row: dict[str, Any]) -> str:
+    seconds = row["viewer"]["seconds"]
+    if seconds is not None:
+        return f"{seconds:.1f}"
+    return "-" if row["format"] != "eval" else "n/a"
+
+
+def table_cells(row: dict[str, Any]) -> list[str]:
+    ours = row["tracegrade"]
+    return [
+        row["task"],
+        f"{row['records']:,}",
+        f".{row['format']}",
+        f"{ours['seconds']:.1f}",
+        f"{ours['records_per_s']:,.0f}",
+        f"{ours['peak_mib']:,.0f}",
+        f"{ours['log_bytes'] / 1e6:,.1f}",
+        str(ours["logs"]),
+        viewer_text(row),
+        f"{row['ratio']:,.0f}x",
+        met_text(row),
+    ]
+
+
+COLUMNS = (
+    "task",
+    "records",
+    "format",
+    "seconds",
+    "records/s",
+    "peak MiB",
+    "log MB",
+    "logs",
+    "viewer s",
+    "vs inspect eval",
+    "met?",
+)
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The table and its misses, for READMEs to quote."""
+    lines = [
+        "<!-- Written by benchmarks/bulk_scoring.py from bulk_scoring.json;"
+        " rerun it (or --render) rather than editing. -->",
+        "",
+        "| " + " | ".join(COLUMNS) + " |",
+        "|"
+        + "|".join(
+            "---:" if 3 <= index < len(COLUMNS) - 1 else "---"
+            for index in range(len(COLUMNS))
+        )
+        + "|",
+    ]
+    lines += ["| " + " | ".join(table_cells(row)) + " |" for row in report["rows"]]
+    machine = report["machine"]
+    lines += [
+        "",
+        f"`{report['command']}` on {machine['cpus']} CPUs, Python "
+        f"{machine['python']}, inspect_ai {report['inspect_ai']}. Seconds are "
+        "the wall time of the `tracegrade score` subprocess, start-up "
+        "included; peak MiB its peak RSS; log MB all its logs (the `logs` "
+        "parts of one run); viewer s the seconds until `inspect view` lists "
+        "the first `.eval` log's samples (`-`: not timed for `.json`); "
+        "vs inspect eval: `inspect eval`'s time for the same records, "
+        "extrapolated from runs on "
+        + " and ".join(
+            f"{run['records']:,}" for run in report["inspect_eval"][0]["runs"]
+        )
+        + " records, over `tracegrade score`'s.",
+        "",
+    ]
+    if report.get("viewer_unavailable"):
+        lines += [f"Viewer not timed: {report['viewer_unavailable']}.", ""]
+    lines.append("Targets (issue #9):")
+    lines += [f"- {target['issue']}" for target in report["targets"]]
+    lines.append("")
+    if report["misses"]:
+        lines.append("Misses, with their measured causes:")
+        lines += [f"- {miss}" for miss in report["misses"]]
+    elif any(row["targets"] for row in report["rows"]):
+        lines.append("Every target with a row here is met.")
+    else:
+        lines.append("No row here is at a size a target is set for.")
+    lines.append("")
+    for compared in report["comparisons"]:
+        same = (
+            "the same samples and scores"
+            if compared["answers_identical"]
+            else f"DIFFERENT answers ({compared['difference']})"
+        )
+        lines.append(
+            f"- {compared['task']}, .{compared['format']}: `tracegrade score` "
+            f"and `inspect eval` on the first {compared['records']:,} records "
+            f"give {same}."
+        )
+    return "\n".join(lines) + "\n"
 
 
 def show(report: dict[str, Any]) -> None:
-    console = Console(width=max(Console().width, 110))
-    table = Table(title="tracegrade score vs inspect eval (wall clock, subprocesses)")
-    for column in ("task", "records", "tracegrade s", "records/s", "peak MiB"):
-        table.add_column(column, justify="right")
-    table.add_column("inspect eval s", justify="right")
-    table.add_column("ratio", justify="right")
-    table.add_column("same answers")
+    console = Console(width=max(Console().width, 140))
+    table = Table(title="tracegrade score (wall clock, subprocess)")
+    for index, column in enumerate(COLUMNS):
+        table.add_column(column, justify="left" if index < 3 else "right")
     for row in report["rows"]:
-        ours, theirs = row["tracegrade"], row["inspect_eval"]
-        estimate = f"{theirs['extrapolated_seconds']:,.0f}"
-        if theirs["extrapolated"]:
-            estimate += " *"
-        table.add_row(
-            row["task"],
-            f"{row['records']:,}",
-            f"{ours['seconds']:.1f}",
-            f"{ours['records_per_s']:,.0f}",
-            f"{ours['peak_mib']:,.0f}",
-            estimate,
-            f"{row['ratio']:,.0f}x",
-            "yes" if row["answers_identical"] else f"NO: {row['difference']}",
-        )
-    table.caption = "* extrapolated from two smaller runs, see below"
+        table.add_row(*(cell.replace("**", "") for cell in table_cells(row)))
     console.print(table)
-    for row in report["rows"]:
-        met = row["met"]
-        console.print(
-            f"{row['task']}: at most {TARGET_SECONDS:.0f} s: "
-            f"{'met' if met['seconds'] else 'NOT met'}; "
-            f"at least {TARGET_RATIO:.0f}x faster: "
-            f"{'met' if met['ratio'] else 'NOT met'}."
-        )
 
     breakdown = Table(title="Where tracegrade's time goes (seconds)")
-    breakdown.add_column("stage")
+    columns = ("task", "records", "format", "wall", "cpu", "start-up+exit")
+    for column in (*columns, *STAGES, "other"):
+        breakdown.add_column(column, justify="right")
     for row in report["rows"]:
-        breakdown.add_column(row["task"], justify="right")
-    stages = [
-        ("interpreter start-up, imports, exit", "startup_and_exit_seconds"),
-        ("parse lines (parse_case_line)", "parse"),
-        ("  core alone (measured separately)", "core"),
-        ("core + Score building", "score"),
-        ("build log samples", "sample"),
-        ("serialise samples (to_json_safe)", "serialize"),
-        ("write JSON Lines results", "jsonl"),
-        ("metrics and reductions (eval_results)", "results"),
-        ("write the log file", "write"),
-        ("other (reading, loop)", "other"),
-    ]
-    for label, key in stages:
-        cells = []
-        for row in report["rows"]:
-            ours = row["tracegrade"]
-            timings = ours["timings"]
-            if key == "startup_and_exit_seconds":
-                value = ours[key]
-            elif key == "core":
-                value = row["core_seconds"]
-            elif key == "other":
-                value = ours["in_process_seconds"] - sum(timings.values())
-            else:
-                value = timings[key]
-            cells.append(f"{value:.2f}")
-        breakdown.add_row(label, *cells)
+        ours = row["tracegrade"]
+        timings = ours["timings"]
+        other = other_seconds(ours)
+        breakdown.add_row(
+            row["task"],
+            f"{row['records']:,}",
+            f".{row['format']}",
+            f"{ours['seconds']:.2f}",
+            f"{ours['cpu_seconds']:.2f}",
+            f"{ours['startup_and_exit_seconds']:.2f}",
+            *(f"{timings.get(stage, 0.0):.2f}" for stage in STAGES),
+            f"{other:.2f}",
+        )
     console.print(breakdown)
 
-    for row in report["rows"]:
+    for fit in report["inspect_eval"]:
         runs = ", ".join(
             f"{run['records']:,} records in {run['seconds']:.1f} s"
-            for run in row["inspect_eval"]["runs"]
+            for run in fit["runs"]
         )
         console.print(
-            f"inspect eval {row['task']}: {runs}; "
-            f"{row['inspect_eval']['per_sample_seconds'] * 1000:.2f} ms per sample "
-            f"after {row['inspect_eval']['startup_seconds']:.1f} s start-up."
+            f"inspect eval {fit['task']}: {runs}; "
+            f"{fit['per_sample_seconds'] * 1000:.2f} ms per sample "
+            f"after {fit['startup_seconds']:.1f} s start-up."
         )
+    for compared in report["comparisons"]:
+        console.print(
+            f"{compared['task']} .{compared['format']} on the first "
+            f"{compared['records']:,} records: "
+            + (
+                "same answers as inspect eval"
+                if compared["answers_identical"]
+                else f"DIFFERENT from inspect eval: {compared['difference']}"
+            )
+        )
+    for trace in report.get("memory", []):
+        console.print(
+            f"Memory, {trace['task']} .{trace['format']}: {memory_cause(trace)}",
+            soft_wrap=True,
+            markup=False,
+        )
+    if report.get("viewer_unavailable"):
+        console.print(f"Viewer not timed: {report['viewer_unavailable']}")
+    for miss in report["misses"]:
+        console.print(f"MISSED: {miss}", soft_wrap=True, markup=False)
+    console.print(f"Reproduce: {report['command']}", soft_wrap=True, markup=False)
 
-    writers = report.get("writers")
-    if writers:
-        json_mb = writers["json_bytes"] / 1e6
-        eval_mb = writers["eval_bytes"] / 1e6
-        console.print(
-            f"Inspect's writers on {writers['samples']:,} ready-made samples: "
-            f".json {writers['json_seconds']:.2f} s ({json_mb:.0f} MB), "
-            f".eval {writers['eval_seconds']:.2f} s ({eval_mb:.0f} MB)."
-        )
-    console.print(f"Reproduce: {report['command']}", soft_wrap=True)
+
+# --- Command line ----------------------------------------------------------------
+
+
+def sizes(text: str) -> list[int]:
+    """A comma-separated list of record counts, smallest first."""
+    values = sorted(
+        {positive(part.replace("_", "")) for part in text.split(",") if part}
+    )
+    if not values:
+        raise argparse.ArgumentTypeError("give at least one record count")
+    return values
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument(
+        "--records",
+        type=sizes,
+        default=list(DEFAULT_RECORDS),
+        metavar="N1,N2",
+        help="record counts (default 10000,100000,1000000)",
+    )
+    parser.add_argument("--formats", default=",".join(FORMATS), metavar="F1,F2")
+    parser.add_argument("--tasks", default=",".join(INSPECT_TASKS), metavar="T1,T2")
+    parser.add_argument("--inspect-records", type=positive, default=2_000)
+    parser.add_argument(
+        "--max-samples-per-log",
+        type=positive,
+        default=None,
+        help="passed to tracegrade score (default: its own)",
+    )
+    parser.add_argument(
+        "--trace-memory-records",
+        type=int,
+        default=100_000,
+        metavar="N",
+        help="find what holds memory with tracemalloc on N records (0: skip)",
+    )
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--viewer",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="time inspect view's sample list in headless Chromium",
+    )
+    parser.add_argument("--viewer-give-up-seconds", type=float, default=120.0)
+    parser.add_argument("--chromium", help="Chromium binary")
+    parser.add_argument("--json", type=Path, default=DEFAULT_JSON, metavar="OUT")
+    parser.add_argument(
+        "--markdown", type=Path, metavar="OUT", help="default: --json, ending .md"
+    )
+    parser.add_argument(
+        "--render",
+        type=Path,
+        metavar="JSON",
+        help="measure nothing: show a saved report and write its table",
+    )
+    args = parser.parse_args(argv)
+    args.tasks = split_choices(parser, "--tasks", args.tasks, INSPECT_TASKS)
+    args.formats = split_choices(parser, "--formats", args.formats, FORMATS)
+    if args.render is None and args.inspect_records > max(args.records):
+        parser.error("--inspect-records cannot exceed the largest --records")
+    if args.render is None and args.trace_memory_records > max(args.records):
+        parser.error("--trace-memory-records cannot exceed the largest --records")
+    return args
+
+
+def split_choices(
+    parser: argparse.ArgumentParser, option: str, text: str, known: Iterable[str]
+) -> list[str]:
+    chosen = [part for part in text.split(",") if part]
+    unknown = set(chosen) - set(known)
+    if unknown or not chosen:
+        parser.error(f"{option}: choose from {', '.join(known)}")
+    return list(dict.fromkeys(chosen))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="tracegrade-bulk-") as scratch:
-        work = Path(scratch)
-        rows = [
-            bench_task(task, args.records, args.inspect_records, args.seed, work)
-            for task in args.tasks
-        ]
-        writers = None
-        if args.writer_samples > 0:
-            writers = time_writers(
-                work / f"{args.tasks[0]}-tracegrade-subset", args.writer_samples, work
-            )
-    report = {
-        "command": command_line(args),
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-        },
-        "targets": {"seconds": TARGET_SECONDS, "ratio": TARGET_RATIO},
-        "rows": rows,
-        "writers": writers,
-    }
-    show(report)
-    if args.json is not None:
+    if args.render is not None:
+        report = json.loads(args.render.read_text(encoding="utf-8"))
+        markdown_path = args.markdown or args.render.with_suffix(".md")
+    else:
+        report = build_report(args)
+        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    return 0 if all(row["answers_identical"] for row in rows) else 1
+        markdown_path = args.markdown or args.json.with_suffix(".md")
+    show(report)
+    markdown_path.write_text(markdown(report), encoding="utf-8")
+    identical = all(row["answers_identical"] for row in report["rows"])
+    return 0 if identical else 1
 
 
 if __name__ == "__main__":

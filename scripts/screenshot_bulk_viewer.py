@@ -259,6 +259,59 @@ OPEN_SCORING_TAB = (
 )
 
 
+async def open_sample_list(
+    browser: HeadlessChromium,
+    base: str,
+    log_name: str,
+    first_sample: str,
+    give_up: float,
+    watcher: PeakWatcher,
+) -> Step:
+    """Step 1: navigate to a log's sample list; seconds until `first_sample`
+    shows."""
+    await browser.open(sample_list_url(base, log_name))
+    return await timed_wait(browser, first_sample, give_up, watcher)
+
+
+@dataclass
+class SampleListTiming:
+    """Step 1 alone on any log, and what the viewer's two sides held."""
+
+    sample_list: Step
+    view_server_peak_rss: int
+    browser_peak_rss: int
+
+
+def time_sample_list(
+    chromium: str,
+    log_dir: Path,
+    log_name: str,
+    first_sample: str,
+    give_up: float,
+    width: int = 1300,
+    height: int = 760,
+) -> SampleListTiming:
+    """Serve `log_dir` afresh and time step 1 on `log_name` in a fresh browser.
+
+    For logs this script did not write (`benchmarks/bulk_scoring.py` times
+    the logs of `tracegrade score`), so both measure the same thing.
+    """
+
+    async def run() -> tuple[Step, int]:
+        async with HeadlessChromium(chromium, width, height) as browser:
+            assert browser._process is not None
+            watcher = PeakWatcher(browser._process.pid)
+            listed = await open_sample_list(
+                browser, base, log_name, first_sample, give_up, watcher
+            )
+            return listed, watcher.peak
+
+    with view_server(log_dir) as (base, server):
+        listed, browser_peak = asyncio.run(run())
+        server_peak = tree_peak_rss(server.pid)
+    return SampleListTiming(listed, server_peak, browser_peak)
+
+
 async def browse(
     chromium: str,
     base: str,
@@ -281,8 +334,9 @@ async def browse(
     async with HeadlessChromium(chromium, width, height) as browser:
         assert browser._process is not None
         watcher = PeakWatcher(browser._process.pid)
-        await browser.open(sample_list_url(base, log_name))
-        listed = await timed_wait(browser, sample_id(0), give_up, watcher)
+        listed = await open_sample_list(
+            browser, base, log_name, sample_id(0), give_up, watcher
+        )
         if listed.seconds is None:
             return listed, never, never, watcher.peak
         await browser.screenshot(shots / "bulk-sample-list.png")

@@ -666,44 +666,6 @@ def test_an_unreadable_line_is_shown_cut_and_with_its_bad_bytes(
     assert inputs["line-2"] == long_line[:2000] + "..."
 
 
-def test_the_bulk_benchmark_runs_and_compares_answers(tmp_path: Path) -> None:
-    """Smoke test at toy sizes; no timing is asserted."""
-    out = tmp_path / "bulk.json"
-    completed = subprocess.run(
-        [
-            sys.executable,
-            str(Path(__file__).resolve().parent.parent / "benchmarks/bulk_scoring.py"),
-            "--records=60",
-            "--inspect-records=20",
-            "--tasks=stage_diagnosis",
-            "--writer-samples=20",
-            f"--json={out}",
-        ],
-        env=SUBPROCESS_ENV,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-    assert completed.returncode == 0, completed.stdout + completed.stderr
-    report = json.loads(out.read_text(encoding="utf-8"))
-    (row,) = report["rows"]
-    assert row["answers_identical"] is True
-    assert [run["records"] for run in row["inspect_eval"]["runs"]] == [2, 20]
-    assert row["inspect_eval"]["extrapolated"] is True
-    assert row["tracegrade"]["exit_code"] == 0
-    assert set(row["tracegrade"]["timings"]) == {
-        "parse",
-        "score",
-        "sample",
-        "serialize",
-        "jsonl",
-        "results",
-        "write",
-    }
-    assert report["writers"]["samples"] == 20
-    assert report["command"].startswith("python benchmarks/bulk_scoring.py")
-
-
 def test_inspect_views_server_lists_and_serves_the_log(tmp_path: Path) -> None:
     """The functions behind `inspect view`'s /api/logs and /api/logs/{log}."""
     path, _ = labelled_runs(tmp_path)
