@@ -31,8 +31,9 @@ from tracegrade.report.build import (
     ReportError,
     build_report,
     find_logs,
+    read_log,
 )
-from tracegrade.report.samples import from_eval_sample
+from tracegrade.report.samples import eval_header, from_eval_sample
 
 EPOCHS = 2
 JSON_LOG_NAME = "2026-01-01T00-00-00+00-00_{}.json"
@@ -315,3 +316,35 @@ def test_a_sample_in_the_old_score_shape_is_migrated_by_inspect(
     (name,) = read.scores
     assert read.scores[name].value == score["value"]
     assert (read.id, read.epoch) == (data["id"], data["epoch"])
+
+
+def test_the_header_read_is_inspects_header_without_the_reductions(
+    eval_logs: list[Path], tmp_path: Path
+) -> None:
+    reduced = 0
+    for path in eval_logs:
+        ours = eval_header(str(path))
+        theirs = read_eval_log(str(path), header_only=True)
+        assert ours is not None and ours.reductions is None
+        # What Inspect's header-only read also loads: extraction's scores.
+        assert theirs.reductions is not None
+        reduced += len(theirs.reductions)
+        theirs.reductions = None
+        assert ours.model_dump_json() == theirs.model_dump_json()
+
+    assert reduced > 0
+
+    # A log still being written has no header.json: Inspect reads its journal.
+    unfinished = tmp_path / "unfinished.eval"
+    with (
+        zipfile.ZipFile(eval_logs[0]) as old,
+        zipfile.ZipFile(unfinished, "w") as new,
+    ):
+        for info in old.infolist():
+            if info.filename != "header.json":
+                new.writestr(info.filename, old.read(info))
+    assert eval_header(str(unfinished)) is None
+    assert (
+        read_log(str(unfinished)).header.eval.task
+        == read_eval_log(str(eval_logs[0]), header_only=True).eval.task
+    )

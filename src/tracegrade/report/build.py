@@ -44,7 +44,7 @@ from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 from ..core.itemise import dropped_ids, invented_ids
 from ..scorers.explain import show_id
 from ..scorers.metrics import STAGES
-from .samples import SampleRead, UnreadableLog, log_samples
+from .samples import SampleRead, UnreadableLog, eval_header, log_samples
 
 STAGE_SCORER = "stage_diagnosis"
 EXTRACTION_SCORER = "ordered_extraction"
@@ -304,7 +304,9 @@ def read_log(path: str) -> LogRead:
     cannot be read raises `UnreadableLog` (or `OSError`) when reached.
     """
     try:
-        header = read_eval_log(path, header_only=True)
+        header = eval_header(path) if path.endswith(".eval") else None
+        if header is None:
+            header = read_eval_log(path, header_only=True)
     except Exception as error:
         # Inspect raises whatever its readers raise (JSON, zip, pydantic,
         # OS errors); any of them means the same here: not a readable log.
