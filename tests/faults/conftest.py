@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -61,7 +62,15 @@ def start_tracegrade(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=_interruptible,
     )
+
+
+def _interruptible() -> None:
+    # As from a terminal: a test run started in the background (`nox &`,
+    # `nohup`) inherits SIGINT ignored, and a process that starts with it
+    # ignored rightly keeps ignoring it.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def digest(path: Path) -> str:
