@@ -212,6 +212,8 @@ class _Part:
     unreadable: list[_Unreadable] = field(default_factory=list)
     samples: int = 0
     """Samples added so far, the unreadable ones included once written."""
+    waiting_bytes: int = 0
+    """What the unreadable samples still to be written will take, about."""
 
     @property
     def size(self) -> int:
@@ -222,10 +224,7 @@ class _Part:
     def spooled(self) -> int:
         """Bytes of samples and reductions so far, and the unreadable ones'
         as they will be."""
-        waiting = sum(
-            2 * len(item.text) + _UNREADABLE_OVERHEAD for item in self.unreadable
-        )
-        return self.writer.spooled + self.results.spooled + waiting
+        return self.writer.spooled + self.results.spooled + self.waiting_bytes
 
 
 @dataclass(frozen=True)
@@ -397,6 +396,8 @@ class BulkLog:
             shown = shown[:UNREADABLE_INPUT_LIMIT] + "..."
         part = self._current_part()
         part.unreadable.append(_Unreadable(line, shown, problem, position=part.samples))
+        # Summed as they come: `spooled` is read before every sample.
+        part.waiting_bytes += 2 * len(shown) + _UNREADABLE_OVERHEAD
 
     def _unreadable_samples(self, part: _Part, taken: set[str]) -> None:
         for unreadable in part.unreadable:
