@@ -94,6 +94,34 @@ def without_message_ids(sample: dict[str, Any]) -> dict[str, Any]:
     return sample
 
 
+def inspect_score(
+    log: str, scorer: str, *extra: str, cwd: Path
+) -> subprocess.CompletedProcess[str]:
+    """`inspect score LOG --scorer SCORER ... --action append`, as a user
+    runs it (`--overwrite`: without a terminal it would prompt and abort)."""
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "inspect_ai",
+            "score",
+            log,
+            "--scorer",
+            scorer,
+            *extra,
+            "--action",
+            "append",
+            "--overwrite",
+        ],
+        cwd=cwd,
+        env=SUBPROCESS_ENV,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def same_json(left: Any, right: Any) -> bool:
     # Text comparison: NaN equals NaN, and True never equals 1.
     return json.dumps(left) == json.dumps(right)
@@ -284,25 +312,8 @@ def test_inspect_score_rescores_both_alike(log_pair: LogPair, tmp_path: Path) ->
     for log in (log_pair.inspect_log, log_pair.ours):
         copy_of_log = tmp_path / f"{len(rescored)}{Path(log).suffix}"
         copy_of_log.write_bytes(Path(log).read_bytes())
-        completed = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "inspect_ai",
-                "score",
-                str(copy_of_log),
-                "--scorer",
-                f"tracegrade/{log_pair.task}",
-                "--action",
-                "append",
-                "--overwrite",
-            ],
-            cwd=tmp_path,
-            env=SUBPROCESS_ENV,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=300,
+        completed = inspect_score(
+            str(copy_of_log), f"tracegrade/{log_pair.task}", cwd=tmp_path
         )
         assert completed.returncode == 0, completed.stdout + completed.stderr
         log_read = read_eval_log(str(copy_of_log))
@@ -555,27 +566,12 @@ def test_inspect_score_rescores_the_log_with_staff_labels(tmp_path: Path) -> Non
         tmp_path / "labels.jsonl",
         [{"id": key, "correct": value} for key, value in labels.items()],
     )
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "inspect_ai",
-            "score",
-            summary["log"],
-            "--scorer",
-            "tracegrade/stage_diagnosis",
-            "-S",
-            f"labels={labels_path}",
-            "--action",
-            "append",
-            "--overwrite",
-        ],
+    completed = inspect_score(
+        summary["log"],
+        "tracegrade/stage_diagnosis",
+        "-S",
+        f"labels={labels_path}",
         cwd=tmp_path,
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
     )
     assert completed.returncode == 0, completed.stderr
 
