@@ -462,7 +462,11 @@ class BulkLog:
         parts = self._parts
         taken: set[str] = set()
         if any(part.unreadable for part in parts):
-            taken = {score.sample_id for part in parts for score in part.results.scores}
+            taken = {
+                sample_id
+                for part in parts
+                for sample_id in part.results.scores.sample_ids
+            }
         headers = []
         for part in parts:
             if part is not parts[-1]:
@@ -523,7 +527,7 @@ class BulkLog:
     def _sample_ids(part: _Part) -> list[int | str]:
         """The part's sample ids in file order: each unreadable line's
         sample where its line stood."""
-        read = [score.sample_id for score in part.results.scores]
+        read = part.results.scores.sample_ids
         read = read[: len(read) - len(part.unreadable)]
         sample_ids: list[int | str] = []
         start = 0

@@ -238,6 +238,9 @@ class SeenIds(Protocol):
     def first_line(self, sample_id: str, line: int) -> int | None:
         """The line `sample_id` was first seen on, or None (and remember it)."""
 
+    def forget(self) -> None:
+        """Let the ids go: every line is read."""
+
 
 class MemoryIds:
     """Sample ids in a dict, for callers that need every id anyway."""
@@ -248,6 +251,11 @@ class MemoryIds:
     def first_line(self, sample_id: str, line: int) -> int | None:
         first = self.lines.setdefault(sample_id, line)
         return first if first != line else None
+
+    def forget(self) -> None:
+        # Finishing the logs is the run's peak of memory; a dict entry and
+        # a line number per sample need not be part of it.
+        self.lines = {}
 
 
 class DiskIds:
@@ -290,6 +298,9 @@ class DiskIds:
             "SELECT line FROM seen WHERE digest = ?", (digest,)
         ).fetchone()
         return int(row[0])
+
+    def forget(self) -> None:
+        self.close()
 
     def close(self) -> None:
         self._db.close()

@@ -370,6 +370,7 @@ class _ScoreRun:
             self.results.flush_to_disk()
         else:
             self.stream.flush()
+        self.scorer.seen.forget()
         written = self.log.finish()
         if self.results is not None:
             self.results.commit()
