@@ -44,6 +44,7 @@ from .pairing import (
     Gate,
     NothingInCommon,
     Observation,
+    Paired,
     Run,
     StageComparison,
     pair_runs,
@@ -152,7 +153,7 @@ def compare_logs(
         effect_size=EFFECT_SIZE,
         base=sides["BASE"],
         new=sides["NEW"],
-        warnings=_warnings(sides["BASE"], sides["NEW"]),
+        warnings=_warnings(sides["BASE"], sides["NEW"], paired),
         stage_diagnosis=paired.stage_diagnosis,
         ordered_extraction=paired.ordered_extraction,
         scores_only_in_base=paired.scores_only_in_base,
@@ -314,7 +315,7 @@ def _nothing_found(side: str, logs: Sequence[LogSummary]) -> str:
     )
 
 
-def _warnings(base: SideSummary, new: SideSummary) -> list[str]:
+def _warnings(base: SideSummary, new: SideSummary, paired: Paired) -> list[str]:
     warnings: list[str] = []
     for side, summary in zip(SIDES, (base, new), strict=True):
         warnings.extend(f"{side}: {w}" for w in part_warnings(summary.logs))
@@ -329,6 +330,14 @@ def _warnings(base: SideSummary, new: SideSummary) -> list[str]:
                     f"{side}: {log.path} holds no tracegrade score; its "
                     f"{log.samples} samples are not compared."
                 )
+    for side, scores in (
+        ("BASE", paired.scores_only_in_base),
+        ("NEW", paired.scores_only_in_new),
+    ):
+        for score, runs in scores.items():
+            warnings.append(
+                f"score {score!r} is in {side} only ({runs} runs); it is not compared."
+            )
     if base.tasks != new.tasks:
         warnings.append(
             f"BASE ran {', '.join(base.tasks)} and NEW ran {', '.join(new.tasks)}: "
