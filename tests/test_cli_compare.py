@@ -87,6 +87,7 @@ EXTRACTION_NEW = {
     "x4": {"source": SOURCE, "answer": ["A", "B"]},
     "x5": {"source": SOURCE, "answer": ["A", "B", "C"]},
 }
+ROOT = Path(__file__).resolve().parent.parent
 STATES = ["retrieval", "generation", "pass", "unresolved", "data error", "no score"]
 PASS_EXPLANATION = (
     "Every required document reached the context and the answer is labelled "
@@ -359,6 +360,13 @@ def test_the_json_shape(logs: dict[str, str]) -> None:
     change = stage["regressions"][0]
     assert set(change) == {"id", "epoch", "base", "new"}
     assert set(change["base"]) == {"state", "missing", "explanation", "log"}
+    # Every key is documented.
+    documented = (ROOT / "docs" / "compare.md").read_text(encoding="utf-8")
+    keys = {*read, *read["base"], *read["base"]["logs"][0], *read["gate"]}
+    keys |= {*stage, *stage["tests"][0], *change, *change["base"]}
+    keys |= {"lost_membership", "gained_membership", "lost_order", "gained_order"}
+    for key in keys:
+        assert f'"{key}"' in documented, key
 
 
 def test_extraction_pairs_gain_and_lose_membership_and_order(

@@ -157,7 +157,7 @@ def _compare_with_progress(base: str, new: str, alpha: float) -> Comparison:
     # rather than a bar; the spinner and clock show life on a large log.
     columns = (
         SpinnerColumn(),
-        TextColumn("Reading logs: {task.completed} read"),
+        TextColumn("Reading logs: {task.completed:.0f} read"),
         TimeElapsedColumn(),
     )
     console = Console(file=sys.stderr)
