@@ -22,6 +22,7 @@ from inspect_ai.scorer import (
     SampleScore,
     Score,
     Value,
+    accuracy,
     mean_score,
 )
 
@@ -30,6 +31,7 @@ from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
 from tracegrade.scorers import (
     answer_failures,
+    criteria_shares,
     lucky_answers,
     stage_modes,
     stage_shares,
@@ -206,12 +208,45 @@ def test_answer_failures_count_answer_side_errors_only() -> None:
     assert set(FAILURE_LABELS) == set(ANSWER_FAILURES)
 
 
+def extraction_score(membership: Any, order: Any) -> SampleScore:
+    return sample_score({"membership": membership, "order": order})
+
+
+def test_criteria_shares_are_the_accuracies_of_each_key() -> None:
+    # Reduced values: booleans with one epoch or the mode, means otherwise.
+    scores = [
+        extraction_score(True, True),
+        extraction_score(True, False),
+        extraction_score(2 / 3, 1 / 3),
+        extraction_score(False, False),
+    ]
+    shares = compute(criteria_shares(), scores)
+    assert shares == {
+        key: compute(
+            accuracy(),
+            [
+                SampleScore(sample_id="s", score=Score(value=s.score.as_dict()[key]))
+                for s in scores
+            ],
+        )
+        for key in ("membership", "order")
+    }
+
+
+def test_criteria_shares_refuse_a_value_that_is_not_an_extraction() -> None:
+    with pytest.raises(ValueError, match=r"got 'pass'"):
+        compute(criteria_shares(), [sample_score("pass")])
+
+
 def test_metrics_accept_an_empty_list() -> None:
     shares = compute(stage_shares(), [])
     assert isinstance(shares, dict) and set(shares) == set(STAGES)
     assert all(math.isnan(share) for share in shares.values())
     assert compute(lucky_answers(), []) == 0
     assert compute(answer_failures(), []) == {"duplicate-id": 0, "unreadable": 0}
+    shares = compute(criteria_shares(), [])
+    assert isinstance(shares, dict) and set(shares) == {"membership", "order"}
+    assert all(math.isnan(share) for share in shares.values())
 
 
 # --- real evals ---------------------------------------------------------------
@@ -259,6 +294,28 @@ def test_extraction_metrics_survive_epochs(
         "unreadable": 0,
     }
     assert scores[("ordered_extraction", None)].unscored_samples == data_errors * runs
+    # The scorer's reduced entry holds the same shares as the accuracies,
+    # to the bit, and is the headline.
+    assert metric_values(scores[("ordered_extraction", reducer)]) == {
+        "membership": metric_values(scores[("membership", reducer)])["accuracy"],
+        "order": metric_values(scores[("order", reducer)])["accuracy"],
+    }
+    assert_no_empty_entry(log)
+    assert log.results is not None and log.results.headline is not None
+    assert log.results.headline.model_dump(exclude_none=True) == {
+        "scorer": "ordered_extraction",
+        "score": "ordered_extraction",
+        "metric": "membership",
+        "reducer": reducer,
+    }
+
+
+def assert_no_empty_entry(log: EvalLog) -> None:
+    """Every results entry holds metrics (Inspect writes an entry for a
+    scorer's plain metrics of a view even when there are none)."""
+    assert log.results is not None
+    empty = [(s.name, s.reducer) for s in log.results.scores if not s.metrics]
+    assert empty == []
 
 
 def test_a_run_where_every_sample_is_an_error_succeeds_and_says_so(
@@ -302,3 +359,6 @@ def test_an_extraction_run_of_data_errors_only_succeeds(tmp_path: Path) -> None:
         "duplicate-id": 0,
         "unreadable": 0,
     }
+    shares = metric_values(scores[("ordered_extraction", "mean")])
+    assert set(shares) == {"membership", "order"}
+    assert all(math.isnan(share) for share in shares.values())

@@ -11,6 +11,7 @@ keys its registry by type, so a task and a scorer may share a name), the
 
 from .scorers import (
     answer_failures,
+    criteria_shares,
     lucky_answers,
     ordered_extraction_scorer,
     stage_diagnosis_scorer,
@@ -21,6 +22,7 @@ from .tasks.live import ordered_extraction
 
 __all__ = [
     "answer_failures",
+    "criteria_shares",
     "lucky_answers",
     "ordered_extraction",
     "ordered_extraction_recorded",

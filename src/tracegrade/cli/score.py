@@ -420,10 +420,12 @@ class _ScoreRun:
 def _metrics(results: EvalResults) -> dict[str, dict[str, float | None]]:
     metrics: dict[str, dict[str, float | None]] = {}
     for eval_score in results.scores:
-        metrics[eval_score.name] = {
-            name: None if math.isnan(metric.value) else metric.value
+        # A scorer with reduced and unreduced metrics has an entry for each
+        # under its name (`ordered_extraction`); their metric names differ.
+        metrics.setdefault(eval_score.name, {}).update(
+            (name, None if math.isnan(metric.value) else metric.value)
             for name, metric in eval_score.metrics.items()
-        }
+        )
     return metrics
 
 

@@ -7,7 +7,13 @@
 
 from .answer_parsing import UnreadableAnswer, parse_answer_ids
 from .extraction import extraction_score, ordered_extraction_scorer
-from .metrics import answer_failures, lucky_answers, stage_modes, stage_shares
+from .metrics import (
+    answer_failures,
+    criteria_shares,
+    lucky_answers,
+    stage_modes,
+    stage_shares,
+)
 from .outcome import ANSWER_FAILURES, DATA_ERRORS
 from .stage import diagnosis_score, stage_diagnosis_scorer
 from .store import RetrievalTrace
@@ -18,6 +24,7 @@ __all__ = [
     "RetrievalTrace",
     "UnreadableAnswer",
     "answer_failures",
+    "criteria_shares",
     "diagnosis_score",
     "extraction_score",
     "lucky_answers",

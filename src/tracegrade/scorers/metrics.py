@@ -1,10 +1,12 @@
 """Metrics as a reader of `inspect view` wants them.
 
-All three take each epoch's own score (`scores="unreduced"`, as Inspect's
-categorical `frequency()` does). Inspect's default epoch reducer is the
-mean, which turns a stage such as "retrieval" into 0.0 before reduced
-metrics see it; unreduced metrics see the real values under any reducer,
-and with N epochs they count runs, each sample contributing N.
+The stage metrics and `answer_failures` take each epoch's own score
+(`scores="unreduced"`, as Inspect's categorical `frequency()` does).
+Inspect's default epoch reducer is the mean, which turns a stage such as
+"retrieval" into 0.0 before reduced metrics see it; unreduced metrics see
+the real values under any reducer, and with N epochs they count runs, each
+sample contributing N. `criteria_shares`, like Inspect's `accuracy` beside
+it, takes each sample's reduced extraction score.
 
 Unscored samples (the data errors) never reach a metric: Inspect drops
 NaN scores first and reports their number as the score's unscored count,
@@ -20,9 +22,12 @@ from collections import Counter
 from itertools import groupby
 from typing import Any
 
-from inspect_ai.scorer import Metric, SampleScore, metric
+from inspect_ai.scorer import Metric, SampleScore, metric, value_to_float
 
 STAGES = ("retrieval", "generation", "pass", "unresolved")
+
+CRITERIA = ("membership", "order")
+"""The keys of an extraction score's value, each graded separately."""
 
 
 def _stage(sample_score: SampleScore) -> str:
@@ -145,3 +150,49 @@ def answer_failures() -> Metric:
         return counts
 
     return compute
+
+
+@metric
+def criteria_shares() -> Metric:
+    """Share of scored samples passing each extraction criterion.
+
+    The same figures as the per-criterion `accuracy` (`value_to_float` of
+    each key, averaged; a NaN key is skipped as Inspect skips it), in the
+    scorer's own results entry. Inspect gives a scorer whose metrics list
+    holds per-key metrics an entry of its own for the plain metrics of each
+    view, with no metrics when there are none; that empty entry came first,
+    so the log had no headline metric (Inspect takes the first metric of the
+    first entry) and `inspect view` listed the run with no score. With this
+    metric there, the headline is the membership share.
+    """
+    to_float = value_to_float()
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        shares: dict[str, float] = {}
+        for criterion in CRITERIA:
+            # Summed as `accuracy` sums, so the two agree to the last bit.
+            total, counted = 0.0, 0
+            for sample_score in scores:
+                value = _criterion(sample_score, criterion)
+                if not _is_nan(value):
+                    total += to_float(value)
+                    counted += 1
+            shares[criterion] = total / float(counted) if counted else math.nan
+        return shares
+
+    return compute
+
+
+def _criterion(sample_score: SampleScore, criterion: str) -> Any:
+    value = sample_score.score.value
+    if not isinstance(value, dict) or criterion not in value:
+        raise ValueError(
+            f"sample {sample_score.sample_id!r}: an extraction metric needs "
+            f"{{{', '.join(repr(c) for c in CRITERIA)}}} as the score value, "
+            f"got {value!r}"
+        )
+    return value[criterion]
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
