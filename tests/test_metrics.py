@@ -9,13 +9,14 @@ fooled by it.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 from inspect_ai import Epochs, eval
-from inspect_ai.log import EvalLog, EvalScore
+from inspect_ai.log import EvalLog, EvalScore, list_eval_logs, read_eval_log
 from inspect_ai.scorer import (
     Metric,
     MetricProtocol,
@@ -26,13 +27,14 @@ from inspect_ai.scorer import (
     mean_score,
 )
 
-from tests.support import write_lines
+from tests.support import inspect_cli, write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
 from tracegrade.scorers import (
     answer_failures,
     criteria_shares,
     lucky_answers,
+    scored_runs,
     stage_modes,
     stage_shares,
 )
@@ -238,12 +240,18 @@ def test_criteria_shares_refuse_a_value_that_is_not_an_extraction() -> None:
         compute(criteria_shares(), [sample_score("pass")])
 
 
+def test_scored_runs_count_what_reaches_the_metrics() -> None:
+    assert compute(scored_runs(), [sample_score("pass")] * 3) == {"scored_runs": 3}
+
+
 def test_metrics_accept_an_empty_list() -> None:
     shares = compute(stage_shares(), [])
     assert isinstance(shares, dict) and set(shares) == set(STAGES)
     assert all(math.isnan(share) for share in shares.values())
     assert compute(lucky_answers(), []) == 0
     assert compute(answer_failures(), []) == {"duplicate-id": 0, "unreadable": 0}
+    # A mapping, so Inspect logs the 0 rather than NaN.
+    assert compute(scored_runs(), []) == {"scored_runs": 0}
     shares = compute(criteria_shares(), [])
     assert isinstance(shares, dict) and set(shares) == {"membership", "order"}
     assert all(math.isnan(share) for share in shares.values())
@@ -271,6 +279,7 @@ def test_stage_metrics_survive_epochs(tmp_path: Path, epochs: int | Epochs) -> N
     )
     assert score.unscored_samples == data_errors * runs
     assert score.scored_samples == (len(STAGE_CASES) - data_errors) * runs
+    assert values["scored_runs"] == score.scored_samples
 
 
 @pytest.mark.parametrize(
@@ -292,6 +301,7 @@ def test_extraction_metrics_survive_epochs(
     assert metric_values(scores[("ordered_extraction", None)]) == {
         "duplicate-id": answer_duplicates * runs,
         "unreadable": 0,
+        "scored_runs": (len(EXTRACTION_CASES) - data_errors) * runs,
     }
     assert scores[("ordered_extraction", None)].unscored_samples == data_errors * runs
     # The scorer's reduced entry holds the same shares as the accuracies,
@@ -334,6 +344,7 @@ def test_a_run_where_every_sample_is_an_error_succeeds_and_says_so(
     assert score.unscored_samples == 2
     values = metric_values(score)
     assert all(math.isnan(values[stage]) for stage in STAGES)
+    assert values["scored_runs"] == 0
     assert log.samples is not None
     reasons = [
         (sample.scores or {})["stage_diagnosis"].reason for sample in log.samples
@@ -358,7 +369,30 @@ def test_an_extraction_run_of_data_errors_only_succeeds(tmp_path: Path) -> None:
     assert metric_values(scores[("ordered_extraction", None)]) == {
         "duplicate-id": 0,
         "unreadable": 0,
+        "scored_runs": 0,
     }
     shares = metric_values(scores[("ordered_extraction", "mean")])
     assert set(shares) == {"membership", "order"}
     assert all(math.isnan(share) for share in shares.values())
+
+
+def test_the_terminal_results_show_how_many_runs_were_scored(tmp_path: Path) -> None:
+    """Inspect's terminal prints metrics only, not the unscored count: a run
+    of data errors alone showed NaN everywhere. `scored_runs` says 0."""
+    dataset = write_lines(
+        tmp_path / "errors.jsonl",
+        [
+            {"id": "no-label", "input": {"required": ["D1"], "context": ["D1"]}},
+            {"id": "no-context", "input": {"required": ["D1"], "correct": True}},
+        ],
+    )
+    cli = inspect_cli(
+        *("eval", "tracegrade/stage_diagnosis", "-T", f"dataset={dataset}"),
+        *("--log-dir", "logs", "--display", "plain"),
+        cwd=tmp_path,
+    )
+    (info,) = list_eval_logs(str(tmp_path / "logs"))
+    assert read_eval_log(info.name).status == "success", cli.stderr
+    results = cli.stdout[cli.stdout.index("stage_diagnosis (2 samples)") :]
+    assert re.search(r"^retrieval +nan *$", results, re.MULTILINE)
+    assert re.search(r"^scored_runs +0\.000 *$", results, re.MULTILINE), results

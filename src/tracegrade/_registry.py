@@ -14,6 +14,7 @@ from .scorers import (
     criteria_shares,
     lucky_answers,
     ordered_extraction_scorer,
+    scored_runs,
     stage_diagnosis_scorer,
     stage_shares,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "ordered_extraction_recorded",
     "ordered_extraction_scorer",
     "replay",
+    "scored_runs",
     "stage_diagnosis",
     "stage_diagnosis_scorer",
     "stage_shares",

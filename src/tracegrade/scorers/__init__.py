@@ -11,6 +11,7 @@ from .metrics import (
     answer_failures,
     criteria_shares,
     lucky_answers,
+    scored_runs,
     stage_modes,
     stage_shares,
 )
@@ -30,6 +31,7 @@ __all__ = [
     "lucky_answers",
     "ordered_extraction_scorer",
     "parse_answer_ids",
+    "scored_runs",
     "stage_diagnosis_scorer",
     "stage_modes",
     "stage_shares",

@@ -17,7 +17,7 @@ from ..core import InvalidRecord, grade_extraction, has_duplicates, itemise
 from ..lines import strict_json_loads
 from .answer_parsing import ReadAs, UnreadableAnswer, read_answer_ids
 from .explain import explain_extraction, explain_invalid, explain_unreadable
-from .metrics import answer_failures, criteria_shares
+from .metrics import answer_failures, criteria_shares, scored_runs
 from .outcome import ErrorInfo, data_error, graded, metadata_source, shown
 
 
@@ -220,6 +220,7 @@ def source_from_target(target: Target) -> Any:
         criteria_shares(),
         {"membership": [accuracy(), stderr()], "order": [accuracy(), stderr()]},
         answer_failures(),
+        scored_runs(),
     ],
     name="ordered_extraction",
 )

@@ -1,7 +1,7 @@
 """Metrics as a reader of `inspect view` wants them.
 
-The stage metrics and `answer_failures` take each epoch's own score
-(`scores="unreduced"`, as Inspect's categorical `frequency()` does).
+The stage metrics, `answer_failures` and `scored_runs` take each epoch's
+own score (`scores="unreduced"`, as Inspect's categorical `frequency()` does).
 Inspect's default epoch reducer is the mean, which turns a stage such as
 "retrieval" into 0.0 before reduced metrics see it; unreduced metrics see
 the real values under any reducer, and with N epochs they count runs, each
@@ -10,9 +10,10 @@ it, takes each sample's reduced extraction score.
 
 Unscored samples (the data errors) never reach a metric: Inspect drops
 NaN scores first and reports their number as the score's unscored count,
-shown in `inspect view` beside the metrics; the kind of each is the
-score's `reason`. When every sample is an error the metrics get an empty
-list and report no runs, instead of failing the log.
+shown in `inspect view` beside the metrics (the terminal shows metrics
+only, hence `scored_runs`); the kind of each is the score's `reason`. When
+every sample is an error the metrics get an empty list and report no
+runs, instead of failing the log.
 """
 
 from __future__ import annotations
@@ -148,6 +149,26 @@ def answer_failures() -> Metric:
             if error is not None and error.get("side") == "answer":
                 counts[FAILURE_LABELS[error["kind"]]] += 1
         return counts
+
+    return compute
+
+
+@metric(scores="unreduced")
+def scored_runs() -> Metric:
+    """How many runs got a score: `{"scored_runs": n}`.
+
+    Inspect shows a score's unscored count in `inspect view` only; the
+    terminal prints metrics alone, so a run whose every sample is a data
+    error printed nothing but NaN there, with no hint why. Unscored runs
+    never reach a metric, so this counts the scored ones, to read against
+    the samples (times epochs) in the results header; their reasons are
+    each score's `reason`, counted by kind by `tracegrade report`. It is a
+    mapping because Inspect reports a scalar metric over no scores as NaN,
+    and 0 is what must show.
+    """
+
+    def compute(scores: list[SampleScore]) -> dict[str, int]:
+        return {"scored_runs": len(scores)}
 
     return compute
 

@@ -19,13 +19,13 @@ from ..core import InvalidRecord, diagnose_stage
 from ..labels import LabelsError, StaffLabels
 from ._inspect_glue import checked_first, register_scorer, tag_scorer
 from .explain import explain_invalid, explain_stage, explain_unrecorded_context
-from .metrics import lucky_answers, stage_modes, stage_shares
+from .metrics import lucky_answers, scored_runs, stage_modes, stage_shares
 from .outcome import ErrorInfo, data_error, graded, metadata_source, shown
 from .store import context_store_key, recorded_context
 
 logger = logging.getLogger(__name__)
 
-STAGE_METRICS = [stage_shares(), stage_modes(), lucky_answers()]
+STAGE_METRICS = [stage_shares(), stage_modes(), lucky_answers(), scored_runs()]
 
 
 def diagnosis_score(
