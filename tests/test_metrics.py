@@ -16,7 +16,13 @@ from typing import Any, cast
 
 import pytest
 from inspect_ai import Epochs, eval
-from inspect_ai.log import EvalLog, EvalScore, list_eval_logs, read_eval_log
+from inspect_ai.log import (
+    EvalLog,
+    EvalMetric,
+    EvalScore,
+    list_eval_logs,
+    read_eval_log,
+)
 from inspect_ai.scorer import (
     Metric,
     MetricProtocol,
@@ -38,7 +44,7 @@ from tracegrade.scorers import (
     stage_modes,
     stage_shares,
 )
-from tracegrade.scorers.metrics import FAILURE_LABELS, STAGES
+from tracegrade.scorers.metrics import FAILURE_LABELS, STAGES, is_count
 from tracegrade.scorers.outcome import ANSWER_FAILURES
 
 STAGE_CASES = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
@@ -242,6 +248,16 @@ def test_criteria_shares_refuse_a_value_that_is_not_an_extraction() -> None:
 
 def test_scored_runs_count_what_reaches_the_metrics() -> None:
     assert compute(scored_runs(), [sample_score("pass")] * 3) == {"scored_runs": 3}
+
+
+def test_the_counts_are_known_by_their_logged_names() -> None:
+    # As Inspect logs them: a scalar by its registry name, a mapping's
+    # entries with the metric's name as their group.
+    assert is_count(EvalMetric(name="tracegrade/lucky_answers", value=3.0))
+    assert is_count(EvalMetric(name="unreadable", group="answer_failures", value=1.0))
+    assert is_count(EvalMetric(name="scored_runs", group="scored_runs", value=0.0))
+    assert not is_count(EvalMetric(name="retrieval", group="stage_shares", value=1.0))
+    assert not is_count(EvalMetric(name="accuracy", value=1.0))
 
 
 def test_metrics_accept_an_empty_list() -> None:

@@ -23,6 +23,7 @@ from collections import Counter
 from itertools import groupby
 from typing import Any
 
+from inspect_ai.log import EvalMetric
 from inspect_ai.scorer import Metric, SampleScore, metric, value_to_float
 
 STAGES = ("retrieval", "generation", "pass", "unresolved")
@@ -217,3 +218,18 @@ def _criterion(sample_score: SampleScore, criterion: str) -> Any:
 
 def _is_nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
+
+
+COUNT_METRICS = frozenset({"lucky_answers", "answer_failures", "scored_runs"})
+"""The metrics that count runs, by unqualified registry name."""
+
+
+def is_count(eval_metric: EvalMetric) -> bool:
+    """Whether a logged metric is one of the counts, to be shown as an integer.
+
+    Inspect stores every metric value as a float and prints it with three
+    decimals; a count is an integer all the same. The registry name is the
+    metric's `group` when it returned a mapping, else its `name`.
+    """
+    name = eval_metric.group or eval_metric.name
+    return name.rsplit("/", 1)[-1] in COUNT_METRICS
