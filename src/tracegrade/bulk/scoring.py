@@ -147,6 +147,7 @@ def score_stage_input(record_input: dict[str, Any]) -> Score:
     The replay solver records `context` in the store whenever the input has
     one, `null` included, and the scorer reads it back as recorded; the
     label and required IDs come from metadata, absent keys staying absent.
+    An `answer` is replayed as the output, which the score shows.
     """
     record: dict[str, Any] = {}
     if "required" in record_input:
@@ -159,6 +160,7 @@ def score_stage_input(record_input: dict[str, Any]) -> Score:
         record,
         STAGE_READ_FROM,
         context_recorded=record_input.get("context") is not None,
+        output=replayed_answer(record_input) or "",
     )
 
 

@@ -20,7 +20,7 @@ from ..labels import LabelsError, StaffLabels
 from ._inspect_glue import checked_first, register_scorer, tag_scorer
 from .explain import explain_invalid, explain_stage, explain_unrecorded_context
 from .metrics import lucky_answers, scored_runs, stage_modes, stage_shares
-from .outcome import ErrorInfo, data_error, graded, metadata_source, shown
+from .outcome import ErrorInfo, data_error, graded, metadata_source, stage_answer
 from .store import context_store_key, recorded_context
 
 logger = logging.getLogger(__name__)
@@ -29,16 +29,21 @@ STAGE_METRICS = [stage_shares(), stage_modes(), lucky_answers(), scored_runs()]
 
 
 def diagnosis_score(
-    record: dict[str, Any], read_from: dict[str, str], *, context_recorded: bool
+    record: dict[str, Any],
+    read_from: dict[str, str],
+    *,
+    context_recorded: bool,
+    output: str = "",
 ) -> Score:
     """The score for one record, errors included.
 
     `context_recorded` is False when the context came from an unset
     `RetrievalTrace` (absent, or `null` in the store), so the error can say
     the retrieval step never recorded it rather than only that the field
-    is missing.
+    is missing. `output` is the model's answer text, if any: the score's
+    `answer`, which the viewer shows beside the input.
     """
-    answer = shown(record)
+    answer = stage_answer(record, output)
     try:
         result = diagnose_stage(record)
     except InvalidRecord as invalid:
@@ -169,7 +174,12 @@ def stage_diagnosis_scorer(
                 record["correct"] = label
         elif correct_key in metadata:
             record["correct"] = metadata[correct_key]
-        return diagnosis_score(record, read_from, context_recorded=context_recorded)
+        return diagnosis_score(
+            record,
+            read_from,
+            context_recorded=context_recorded,
+            output=state.output.completion,
+        )
 
     metrics = STAGE_METRICS
     if staff_labels is not None:
