@@ -19,10 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import ir_measures
+import jsonschema
 import pytest
 from click.testing import CliRunner, Result
 from inspect_ai.log import list_eval_logs, read_eval_log
 
+import tracegrade
 from tests.support import SUBPROCESS_ENV, inspect_cli, write_lines
 from tracegrade.cli import main
 from tracegrade.trec import (
@@ -103,6 +105,10 @@ def files(tmp_path: Path) -> dict[str, str]:
         "run": write(tmp_path / "run.txt", RUN),
         "labels": write_lines(tmp_path / "labels.jsonl", LABELS),
     }
+
+
+def files_root() -> Path:
+    return Path(tracegrade.__file__).parent / "data"
 
 
 def import_cli(*args: str) -> Result:
@@ -194,6 +200,11 @@ def test_the_records_are_the_fixture_lines_the_readers_take(
     cases = read_fixture_cases(path)
     assert [case.id for case in cases] == ["42", "301", "7"]
     assert [case.input for case in cases] == [record["input"] for record in records]
+    schema = json.loads(
+        (files_root() / "fixture.schema.json").read_text(encoding="utf-8")
+    )
+    for record in records:
+        jsonschema.validate(record, schema)
 
 
 def test_gzipped_files_are_read_through_gzip(tmp_path: Path) -> None:

@@ -36,6 +36,10 @@ ir-measures is the `trec` extra: `pip install 'tracegrade[trec]'`.
 true|false}` per line. A query without one has no `correct`, and scores
 `answer-label` until labelled: labels are never guessed.
 
+Both files are read whole before any record is built, so that a caller
+writes every record or none; memory grows with the run (a few hundred
+bytes a ranked document).
+
 Importing this module imports neither Inspect AI nor ir-measures.
 """
 
@@ -163,13 +167,13 @@ def _named(queries: list[str], lines: dict[str, int]) -> str:
 # --- reading the files ------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Judgement:
     relevance: int
     line: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Ranked:
     score: float
     line: int
