@@ -223,6 +223,14 @@ def test_crlf_lines_and_blank_lines_read_as_the_readers_read_them(
     assert import_trec(qrels, run, k=3) == RECORDS_K3
 
 
+def test_a_byte_order_mark_is_not_part_of_the_first_query_id(
+    tmp_path: Path,
+) -> None:
+    qrels = write(tmp_path / "q", b"\xef\xbb\xbf" + QRELS.encode())
+    run = write(tmp_path / "r", b"\xef\xbb\xbf" + RUN.encode())
+    assert import_trec(qrels, run, k=3) == RECORDS_K3
+
+
 # --- the ranking, against trec_eval's own code -------------------------------
 
 

@@ -226,8 +226,10 @@ class _NumberedText:
         self.path = path
         self.line = 0
         self.text = ""
+        # "utf-8-sig": a byte-order mark is an editor's, not part of the
+        # first query id.
         self._lines = io.TextIOWrapper(
-            binary, encoding="utf-8", errors="surrogateescape", newline=None
+            binary, encoding="utf-8-sig", errors="surrogateescape", newline=None
         )
 
     def __iter__(self) -> Iterator[str]:
