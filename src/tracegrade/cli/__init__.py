@@ -53,12 +53,14 @@ def main() -> None:
 
 from .check import check  # noqa: E402
 from .compare import compare  # noqa: E402
+from .imports import import_group  # noqa: E402
 from .labels import labels  # noqa: E402
 from .report import report  # noqa: E402
 from .score import score  # noqa: E402
 
 main.add_command(check)
 main.add_command(compare)
+main.add_command(import_group)
 main.add_command(labels)
 main.add_command(report)
 main.add_command(score)
