@@ -9,7 +9,9 @@ an `inspect eval` log of the same file.
 
 from __future__ import annotations
 
+import builtins
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -48,6 +50,7 @@ from tracegrade.cli import main
 from tracegrade.datasets import ordered_extraction_dataset
 from tracegrade.tasks import replay
 
+ROOT = Path(__file__).resolve().parent.parent
 EPOCHS = 3
 # Long enough that a sample summary drops the `result` and `record` holding
 # it (a metadata value over 1,024 characters of JSON).
@@ -541,3 +544,59 @@ def test_the_prefix_names_every_column() -> None:
         "s",
         "s_missing",
     ]
+
+
+# --- the README recipe --------------------------------------------------------------
+
+
+def readme_recipe() -> list[str]:
+    readme = (ROOT / "README.md").read_text("utf-8")
+    (block,) = re.findall(
+        r"```python\n(from inspect_ai\.analysis import .*?)```", readme, re.DOTALL
+    )
+    return block.splitlines()
+
+
+def test_the_readme_recipe_answers_its_questions(
+    stage_log: str,
+    extraction_log: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for log in (stage_log, extraction_log):
+        (logs / Path(log).name).write_bytes(Path(log).read_bytes())
+    monkeypatch.chdir(tmp_path)
+
+    namespace: dict[str, Any] = {}
+    answers = []
+    for line in readme_recipe():
+        code = line.split("#")[0].strip()
+        try:
+            expression = compile(code, "README", "eval")
+        except SyntaxError:
+            exec(compile(code, "README", "exec"), namespace)
+        else:
+            answers.append(builtins.eval(expression, namespace))
+    shares, most_missed, kept_membership = answers
+
+    # Stage shares per model: the stage metrics of the log.
+    results = read_eval_log(stage_log, header_only=True).results
+    assert results is not None
+    (stage_scores,) = [s for s in results.scores if s.name == "stage_diagnosis"]
+    logged = {
+        stage: metric.value
+        for stage, metric in stage_scores.metrics.items()
+        if stage in ("retrieval", "generation", "pass", "unresolved")
+    }
+    assert shares["none/none"].to_dict() == pytest.approx(logged)
+    assert shares["none/none"].to_dict() == pytest.approx(
+        {"retrieval": 3 / 6, "generation": 1 / 6, "pass": 1 / 6, "unresolved": 1 / 6}
+    )
+    # The most-missed IDs: D1 by two runs in each epoch, then IDs missed once.
+    assert most_missed.index[0] == "D1"
+    assert most_missed.tolist() == [2 * EPOCHS] + [EPOCHS] * 9
+    # The order failures that kept membership: only the sorted answer.
+    assert set(kept_membership["id"]) == {"unrequested-sort"}
+    assert len(kept_membership) == EPOCHS
