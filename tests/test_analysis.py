@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
@@ -209,6 +210,9 @@ def cell(value: Any) -> Any:
     if isinstance(value, float):
         assert value.is_integer(), value
         return int(value)
+    if isinstance(value, np.ndarray):
+        # A list in an `object` column (`parallel=True` only, tested there).
+        return value.tolist()
     return value
 
 
@@ -414,6 +418,22 @@ except Exception as error:
     )
     assert "PrerequisiteError" in ran.stdout
     assert "pip install pandas pyarrow" in ran.stdout
+
+
+def test_parallel_reads_give_the_same_values(
+    stage_log: str, extraction_log: str
+) -> None:
+    """`parallel=True` sends the columns to other processes (they must
+    pickle) and concatenates a frame per log. A column typed differently in
+    two logs (all None in one) is then `object`, its lists numpy arrays;
+    the values are the same."""
+    logs = [stage_log, extraction_log]
+    names = STAGE_NAMES + EXTRACTION_NAMES
+    columns = SampleSummary + StageColumns + ExtractionColumns
+    serial = samples_df(logs, columns=columns, quiet=True)
+    parallel = samples_df(logs, columns=columns, quiet=True, parallel=2)
+    assert len(serial) == (len(STAGE_CASES) + len(EXTRACTION_CASES)) * EPOCHS
+    assert rows(parallel, names) == rows(serial, names)
 
 
 def test_a_log_without_the_score_gives_empty_columns(stage_log: str) -> None:

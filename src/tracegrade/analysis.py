@@ -13,6 +13,14 @@ JSON text Inspect makes of a list by default. A column is None (`<NA>`)
 where it does not apply: no missing IDs on an `unresolved` stage or a data
 error, no membership on an unscored sample, no score of that name at all.
 
+**Types in the frame.** Inspect infers each column's pyarrow type from
+the values: a list column is `list<string>`, or `list<null>` when every
+list in the frame is empty; a column with no value at all is a string
+column of `<NA>`; whole numbers beside a None are `double`. With
+`parallel=True`, Inspect builds a frame per log and concatenates them, so
+a column typed differently in two logs (all None in one) is `object`, its
+lists numpy arrays; the values are the same.
+
 **Which score.** `StageColumns` reads the score named `stage_diagnosis`
 and `ExtractionColumns` the one named `ordered_extraction`: what Inspect
 names the scorers' scores, in logs of `inspect eval` and of `tracegrade
@@ -44,7 +52,8 @@ tracegrade`; `samples_df` names what is missing when it is called.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Final, cast
+from functools import partial
+from typing import Any, Final, TypeVar, cast
 
 from inspect_ai.analysis import Column, ColumnType, SampleColumn
 from inspect_ai.log import EvalSample, EvalSampleSummary
@@ -62,45 +71,43 @@ EXTRACTION_SCORE: Final = "ordered_extraction"
 _LIST: Final = cast("type[ColumnType]", list)
 
 _Sample = EvalSample | EvalSampleSummary
-_Extract = Callable[[_Sample], Any]
+_T = TypeVar("_T")
 
 
 def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Column]:
-    """Columns of the stage diagnosis score named `score`, named `prefix...`.
+    """Columns of the stage diagnosis score named `score`, names from `prefix`.
 
     - `stage` (str): the stage: `retrieval`, `generation`, `pass` or
       `unresolved`; None for a data error (unscored).
     - `stage_missing` (list of str): `result.missing`, the required IDs
-      absent from the context, in the order the result gives them; `[]`
-      for `generation` and `pass`; None where nothing was diagnosed.
+      absent from the context, in JavaScript sort order as the result has
+      them; `[]` for `generation` and `pass`; None where nothing was
+      diagnosed (`unresolved`, data errors).
     - `stage_missing_count` (int): how many; None with the list.
-    - `stage_label` (bool): `record.correct`, the label the stage was
-      decided with; None when absent or not a JSON boolean.
+    - `stage_label` (bool): `record.correct`, the run's label as the
+      scorer read it; None when absent or not a JSON boolean.
     - `stage_label_from` (str): `read_from.correct`, where the label was
       read, e.g. `metadata["correct"]` or `labels file labels.jsonl`.
     - `stage_error` (str): the error kind (`answer-label`,
       `invalid-input`, or from `tracegrade score` a line's
       `malformed-json`, ...), from the score's `reason`; None without one.
     - `stage_error_side` (str): `error.side`, `data` or `answer`.
-
-    An integer column holding a None is `double[pyarrow]` in the frame (pandas
-    reads whole numbers beside None as floats); its values are still whole.
     """
     return [
-        _column(prefix, _stage_value(score), full=False, type=str),
-        _column(f"{prefix}_missing", _missing(score), full=True, type=_LIST),
-        _column(f"{prefix}_missing_count", _count(_missing(score)), type=int),
-        _column(f"{prefix}_label", _label(score), type=bool),
-        _column(f"{prefix}_label_from", _label_from(score), type=str),
-        _column(f"{prefix}_error", _error_kind(score), full=False, type=str),
-        _column(f"{prefix}_error_side", _error_side(score), type=str),
+        _column(prefix, _stage, score, full=False, type=str),
+        _column(f"{prefix}_missing", _missing, score, type=_LIST),
+        _column(f"{prefix}_missing_count", _missing_count, score, type=int),
+        _column(f"{prefix}_label", _label, score, type=bool),
+        _column(f"{prefix}_label_from", _label_from, score, type=str),
+        _column(f"{prefix}_error", _error_kind, score, full=False, type=str),
+        _column(f"{prefix}_error_side", _error_side, score, type=str),
     ]
 
 
 def extraction_columns(
     score: str = EXTRACTION_SCORE, *, prefix: str = "extraction"
 ) -> list[Column]:
-    """Columns of the ordered extraction score named `score`, named `prefix_...`.
+    """Columns of the ordered extraction score named `score`, names from `prefix`.
 
     - `extraction_membership`, `extraction_order` (bool): the two criteria
       of the value; None for a data error (unscored). An answer failure
@@ -122,56 +129,74 @@ def extraction_columns(
     The four `itemised` columns are None where the rules did not grade
     (a repeated ID, an unreadable answer, a data error). A graded score
     logged before tracegrade wrote `itemised` is itemised from its
-    `record`, by the same definitions, as `tracegrade report` does. An
-    integer column holding a None is `double[pyarrow]` in the frame.
+    `record`, by the same definitions, as `tracegrade report` does.
     """
-    return [
+    columns = [
         _column(
-            f"{prefix}_membership",
-            _criterion(score, "membership"),
+            f"{prefix}_{criterion}",
+            _criterion,
+            score,
             full=False,
             type=bool,
-        ),
-        _column(f"{prefix}_order", _criterion(score, "order"), full=False, type=bool),
-        _column(f"{prefix}_read_as", _read_as(score), full=False, type=str),
-        _column(f"{prefix}_error", _error_kind(score), full=False, type=str),
-        _column(f"{prefix}_error_side", _error_side(score), type=str),
-        _column(f"{prefix}_dropped", _itemised(score, "dropped"), type=_LIST),
-        _column(f"{prefix}_invented", _itemised(score, "invented"), type=_LIST),
-        _column(
-            f"{prefix}_first_order_break",
-            _itemised(score, "first_order_break"),
-            type=int,
-        ),
-        _column(f"{prefix}_kept_in_order", _itemised(score, "kept_in_order"), type=int),
+            criterion=criterion,
+        )
+        for criterion in ("membership", "order")
     ]
+    columns += [
+        _column(f"{prefix}_read_as", _read_as, score, full=False, type=str),
+        _column(f"{prefix}_error", _error_kind, score, full=False, type=str),
+        _column(f"{prefix}_error_side", _error_side, score, type=str),
+    ]
+    columns += [
+        _column(f"{prefix}_{key}", _itemised, score, type=key_type, key=key)
+        for key, key_type in (
+            ("dropped", _LIST),
+            ("invented", _LIST),
+            ("first_order_break", int),
+            ("kept_in_order", int),
+        )
+    ]
+    return columns
 
 
 def _column(
-    name: str, extract: _Extract, *, type: type[ColumnType], full: bool = True
-) -> SampleColumn:
-    # Only columns that say so read a summary; the default is the safe one.
-    return SampleColumn(name, path=extract, type=type, full=full)
+    name: str,
+    extract: Callable[..., Any],
+    score: str,
+    *,
+    type: type[ColumnType],
+    full: bool = True,
+    **arguments: str,
+) -> Column:
+    """A column of `extract(sample, score, **arguments)`.
+
+    Only columns that say so read a summary; the default is the safe one.
+    The extractor is a module function bound with `partial`, not a closure,
+    so that the columns pickle: `samples_df(..., parallel=True)` sends them
+    to other processes.
+    """
+    path = partial(extract, score=score, **arguments)
+    return SampleColumn(name, path=path, type=type, full=full)
 
 
-def _score(sample: _Sample, name: str) -> Score | None:
-    return (sample.scores or {}).get(name)
+def _score(sample: _Sample, score: str) -> Score | None:
+    return (sample.scores or {}).get(score)
 
 
-def _metadata(sample: _Sample, name: str, key: str) -> Any:
+def _metadata(sample: _Sample, score: str, key: str) -> Any:
     """`metadata[key]` of the score, or None; refuses a summary's stub.
 
     The full-sample columns never see a summary from `samples_df`; read
     one some other way and a removed value must not pass for "none".
     """
-    score = _score(sample, name)
-    metadata = score.metadata if score is not None else None
+    found = _score(sample, score)
+    metadata = found.metadata if found is not None else None
     if not isinstance(metadata, Mapping):
         return None
     value = metadata.get(key)
     if isinstance(value, str) and value == METADATA_VALUE_REMOVED:
         raise ValueError(
-            f"score {name!r} of sample {sample.id!r} epoch {sample.epoch}: "
+            f"score {score!r} of sample {sample.id!r} epoch {sample.epoch}: "
             f"metadata {key!r} was removed from the sample summary (over 1k "
             "characters); read it from the full sample (full=True)"
         )
@@ -188,101 +213,71 @@ def _id_list(value: Any) -> list[str] | None:
     return None
 
 
-def _stage_value(name: str) -> _Extract:
-    def extract(sample: _Sample) -> str | None:
-        score = _score(sample, name)
-        # An unscored sample's value is NaN.
-        value = score.value if score is not None else None
-        return value if isinstance(value, str) else None
-
-    return extract
+def _typed(value: Any, kind: type[_T]) -> _T | None:
+    # Exactly `kind`: True is an int to `isinstance`, and 1 must not be True.
+    if isinstance(value, kind) and type(value) is kind:
+        return value
+    return None
 
 
-def _missing(name: str) -> _Extract:
-    def extract(sample: _Sample) -> list[str] | None:
-        return _id_list(_field(_metadata(sample, name, "result"), "missing"))
-
-    return extract
-
-
-def _count(ids: _Extract) -> _Extract:
-    def extract(sample: _Sample) -> int | None:
-        found = ids(sample)
-        return None if found is None else len(found)
-
-    return extract
+def _stage(sample: _Sample, score: str) -> str | None:
+    found = _score(sample, score)
+    # An unscored sample's value is NaN.
+    return _typed(found.value if found is not None else None, str)
 
 
-def _label(name: str) -> _Extract:
-    def extract(sample: _Sample) -> bool | None:
-        label = _field(_metadata(sample, name, "record"), "correct")
-        return label if isinstance(label, bool) else None
-
-    return extract
+def _missing(sample: _Sample, score: str) -> list[str] | None:
+    return _id_list(_field(_metadata(sample, score, "result"), "missing"))
 
 
-def _label_from(name: str) -> _Extract:
-    def extract(sample: _Sample) -> str | None:
-        source = _field(_metadata(sample, name, "read_from"), "correct")
-        return source if isinstance(source, str) else None
-
-    return extract
+def _missing_count(sample: _Sample, score: str) -> int | None:
+    missing = _missing(sample, score)
+    return None if missing is None else len(missing)
 
 
-def _error_kind(name: str) -> _Extract:
+def _label(sample: _Sample, score: str) -> bool | None:
+    return _typed(_field(_metadata(sample, score, "record"), "correct"), bool)
+
+
+def _label_from(sample: _Sample, score: str) -> str | None:
+    return _typed(_field(_metadata(sample, score, "read_from"), "correct"), str)
+
+
+def _error_kind(sample: _Sample, score: str) -> str | None:
     # `reason` is the error kind on every tracegrade score, and unlike the
     # metadata `error` a summary keeps it whatever the message's length.
-    def extract(sample: _Sample) -> str | None:
-        score = _score(sample, name)
-        reason = score.reason if score is not None else None
-        return reason if isinstance(reason, str) else None
-
-    return extract
+    found = _score(sample, score)
+    return _typed(found.reason if found is not None else None, str)
 
 
-def _error_side(name: str) -> _Extract:
-    def extract(sample: _Sample) -> str | None:
-        side = _field(_metadata(sample, name, "error"), "side")
-        return side if isinstance(side, str) else None
-
-    return extract
+def _error_side(sample: _Sample, score: str) -> str | None:
+    return _typed(_field(_metadata(sample, score, "error"), "side"), str)
 
 
-def _criterion(name: str, criterion: str) -> _Extract:
-    def extract(sample: _Sample) -> bool | None:
-        score = _score(sample, name)
-        passed = _field(score.value if score is not None else None, criterion)
-        return passed if isinstance(passed, bool) else None
-
-    return extract
+def _criterion(sample: _Sample, score: str, criterion: str) -> bool | None:
+    found = _score(sample, score)
+    return _typed(_field(found.value if found is not None else None, criterion), bool)
 
 
-def _read_as(name: str) -> _Extract:
-    def extract(sample: _Sample) -> str | None:
-        reading = _metadata(sample, name, "read_as")
-        return reading if isinstance(reading, str) else None
-
-    return extract
+def _read_as(sample: _Sample, score: str) -> str | None:
+    return _typed(_metadata(sample, score, "read_as"), str)
 
 
-def _itemised(name: str, key: str) -> _Extract:
-    def extract(sample: _Sample) -> Any:
-        score = _score(sample, name)
-        if score is None or not isinstance(score.metadata, Mapping):
-            return None
-        if "itemised" in score.metadata:
-            return _field(_metadata(sample, name, "itemised"), key)
-        # Logged before `itemised` existed: itemise a grade from its record.
-        result = _metadata(sample, name, "result")
-        record = _metadata(sample, name, "record")
-        source = _id_list(_field(record, "source"))
-        answer = _id_list(_field(record, "answer"))
-        if _field(result, "membership") is None or source is None or answer is None:
-            return None
-        itemisation: Mapping[str, Any] = itemise(source, answer)
-        return itemisation[key]
-
-    return extract
+def _itemised(sample: _Sample, score: str, key: str) -> Any:
+    found = _score(sample, score)
+    if found is None or not isinstance(found.metadata, Mapping):
+        return None
+    if "itemised" in found.metadata:
+        return _field(_metadata(sample, score, "itemised"), key)
+    # Logged before `itemised` existed: itemise a grade from its record.
+    result = _metadata(sample, score, "result")
+    record = _metadata(sample, score, "record")
+    source = _id_list(_field(record, "source"))
+    answer = _id_list(_field(record, "answer"))
+    if _field(result, "membership") is None or source is None or answer is None:
+        return None
+    itemisation: Mapping[str, Any] = itemise(source, answer)
+    return itemisation[key]
 
 
 StageColumns: list[Column] = stage_columns()
