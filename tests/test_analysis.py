@@ -1,0 +1,629 @@
+"""`tracegrade.analysis`: typed `samples_df` columns, read from real logs.
+
+The logs are the ones users have: `inspect eval` of the packaged tasks
+(offline, replayed, three epochs) and `tracegrade score` (`.eval` and
+`.json`, whole and split into parts). Every case's columns are asserted
+value by value, and a `tracegrade score` log must give the same frame as
+an `inspect eval` log of the same file.
+"""
+
+from __future__ import annotations
+
+import builtins
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+from click.testing import CliRunner
+from inspect_ai import Task, eval, score
+from inspect_ai.analysis import Column, SampleSummary, samples_df
+from inspect_ai.analysis._dataframe.record import import_record
+from inspect_ai.analysis._dataframe.samples import table as samples_table
+from inspect_ai.log import (
+    read_eval_log,
+    read_eval_log_sample_summaries,
+    write_eval_log,
+)
+
+from tests.support import SUBPROCESS_ENV, write_lines
+from tracegrade import (
+    ordered_extraction_recorded,
+    ordered_extraction_scorer,
+    stage_diagnosis,
+    stage_diagnosis_scorer,
+)
+from tracegrade.analysis import (
+    ExtractionColumns,
+    StageColumns,
+    extraction_columns,
+    stage_columns,
+)
+from tracegrade.bulk.evallog import METADATA_VALUE_REMOVED
+from tracegrade.cli import main
+from tracegrade.datasets import ordered_extraction_dataset
+from tracegrade.tasks import replay
+
+ROOT = Path(__file__).resolve().parent.parent
+EPOCHS = 3
+# Long enough that a sample summary drops the `result` and `record` holding
+# it (a metadata value over 1,024 characters of JSON).
+LONG = [f"DOC-{index:04d}" for index in range(300)]
+LABEL_FROM = 'metadata["correct"]'
+
+STAGE_NAMES = [column.name for column in StageColumns]
+EXTRACTION_NAMES = [column.name for column in ExtractionColumns]
+
+
+def stage_row(
+    stage: str | None,
+    missing: list[str] | None,
+    label: bool | None,
+    error: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "stage": stage,
+        "stage_missing": missing,
+        "stage_missing_count": None if missing is None else len(missing),
+        "stage_label": label,
+        "stage_label_from": LABEL_FROM,
+        "stage_error": error,
+        "stage_error_side": "data" if error else None,
+    }
+
+
+# Each case: its recorded input, and the columns it must give.
+STAGE_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "long-gap": (
+        {"required": LONG, "context": LONG[:100], "correct": True},
+        stage_row("retrieval", LONG[100:], True),
+    ),
+    "gap-wrong": (
+        {"required": ["D2", "D1", "D3"], "context": ["D3"], "correct": False},
+        stage_row("retrieval", ["D1", "D2"], False),
+    ),
+    "gap-lucky": (
+        {"required": ["D1"], "context": [], "correct": True},
+        stage_row("retrieval", ["D1"], True),
+    ),
+    "generation": (
+        {"required": ["D1"], "context": ["D1", "D2"], "correct": False},
+        stage_row("generation", [], False),
+    ),
+    "pass": (
+        {"required": ["D1", "D2"], "context": ["D2", "D1"], "correct": True},
+        stage_row("pass", [], True),
+    ),
+    "unresolved": (
+        {"required": [], "context": ["D1"], "correct": True},
+        stage_row("unresolved", None, True),
+    ),
+    "no-label": (
+        {"required": ["D1"], "context": ["D1"]},
+        stage_row(None, None, None, "answer-label"),
+    ),
+    "string-label": (
+        {"required": ["D1"], "context": ["D1"], "correct": "yes"},
+        stage_row(None, None, None, "answer-label"),
+    ),
+    "context-not-a-list": (
+        {"required": ["D1"], "context": "D1", "correct": True},
+        stage_row(None, None, True, "invalid-input"),
+    ),
+}
+
+
+def extraction_row(
+    membership: bool | None,
+    order: bool | None,
+    itemised: tuple[list[str], list[str], int | None, int] | None,
+    error: tuple[str, str] | None = None,
+    read_as: str | None = None,
+) -> dict[str, Any]:
+    dropped, invented, first_break, kept = itemised or (None, None, None, None)
+    return {
+        "extraction_membership": membership,
+        "extraction_order": order,
+        "extraction_read_as": read_as,
+        "extraction_error": error[0] if error else None,
+        "extraction_error_side": error[1] if error else None,
+        "extraction_dropped": dropped,
+        "extraction_invented": invented,
+        "extraction_first_order_break": first_break,
+        "extraction_kept_in_order": kept,
+    }
+
+
+# Recorded answers, graded as recorded: no reading, so no `read_as`.
+EXTRACTION_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "long-drop": (
+        {"source": LONG, "answer": [*LONG[:100], "NEW-1"]},
+        extraction_row(False, False, (LONG[100:], ["NEW-1"], 101, 100)),
+    ),
+    "unrequested-sort": (
+        {"source": ["C", "A", "B"], "answer": ["A", "B", "C"]},
+        extraction_row(True, False, ([], [], 1, 2)),
+    ),
+    "kept": (
+        {"source": ["C", "A", "B"], "answer": ["C", "A", "B"]},
+        extraction_row(True, True, ([], [], None, 3)),
+    ),
+    "dropped-one": (
+        {"source": ["C", "A", "B"], "answer": ["C", "B"]},
+        extraction_row(False, False, (["A"], [], 2, 2)),
+    ),
+    "duplicate-answer": (
+        {"source": ["C", "A", "B"], "answer": ["C", "A", "A", "B"]},
+        extraction_row(False, False, None, ("duplicate-answer-id", "answer")),
+    ),
+    "duplicate-source": (
+        {"source": ["A", "B", "A"], "answer": ["A", "B"]},
+        extraction_row(None, None, None, ("duplicate-source-id", "data")),
+    ),
+    "source-not-a-list": (
+        {"source": "A", "answer": ["A"]},
+        extraction_row(None, None, None, ("invalid-input", "data")),
+    ),
+}
+
+# Answers as a model writes them, read from the output text.
+READ_AS_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "json": (
+        {"source": ["C", "A", "B"], "answer": 'Sure: ["C", "A", "B"]'},
+        extraction_row(True, True, ([], [], None, 3), read_as="json"),
+    ),
+    "lines": (
+        {"source": ["C", "A", "B"], "answer": "- A\n- B\n- C"},
+        extraction_row(True, False, ([], [], 1, 2), read_as="lines"),
+    ),
+    "commas": (
+        {"source": ["C", "A", "B"], "answer": "C, A"},
+        extraction_row(False, False, (["B"], [], 3, 2), read_as="commas"),
+    ),
+    "prose": (
+        {"source": ["C", "A", "B"], "answer": "I cannot help with that."},
+        extraction_row(False, False, None, ("unreadable-answer", "answer")),
+    ),
+}
+
+MALFORMED = "{broken"
+
+
+def fixture_file(path: Path, cases: dict[str, tuple[dict[str, Any], Any]]) -> str:
+    return write_lines(
+        path,
+        [{"id": case_id, "input": record} for case_id, (record, _) in cases.items()],
+    )
+
+
+def cell(value: Any) -> Any:
+    """A frame cell as plain Python: `<NA>` as None, whole floats as ints."""
+    if value is None or value is pd.NA:
+        return None
+    if isinstance(value, float):
+        assert value.is_integer(), value
+        return int(value)
+    if isinstance(value, np.ndarray):
+        # A list in an `object` column (`parallel=True` only, tested there).
+        return value.tolist()
+    return value
+
+
+def rows(frame: pd.DataFrame, names: Sequence[str]) -> dict[tuple[str, int], Any]:
+    """The named columns of each sample-epoch, keyed by (id, epoch)."""
+    keys = zip(frame["id"].tolist(), frame["epoch"].tolist(), strict=True)
+    values = zip(*(frame[name].tolist() for name in names), strict=True)
+    table = {
+        key: {name: cell(value) for name, value in zip(names, row, strict=True)}
+        for key, row in zip(keys, values, strict=True)
+    }
+    assert len(table) == len(frame), "one row per sample-epoch"
+    return table
+
+
+def expected_rows(
+    cases: dict[str, tuple[Any, dict[str, Any]]], epochs: int = 1
+) -> dict[tuple[str, int], Any]:
+    return {
+        (case_id, epoch): columns
+        for case_id, (_, columns) in cases.items()
+        for epoch in range(1, epochs + 1)
+    }
+
+
+def run_eval(task: Task, log_dir: Path, **options: Any) -> str:
+    (log,) = eval(
+        task, model="none/none", display="none", log_dir=str(log_dir), **options
+    )
+    assert log.status == "success", log.error
+    return log.location
+
+
+def frame(logs: str | Sequence[str], columns: list[Column]) -> pd.DataFrame:
+    return samples_df(logs, columns=SampleSummary + columns, quiet=True)
+
+
+def tracegrade_score(task: str, path: str, log_dir: Path, *options: str) -> list[str]:
+    """The logs `tracegrade score` writes for `path`, in part order."""
+    result = CliRunner().invoke(
+        main, ["score", task, path, "--log-dir", str(log_dir), "--json", *options]
+    )
+    assert result.exit_code == 1, result.output  # the malformed line
+    summary = json.loads(result.stdout)
+    logs: list[str] = summary["logs"] or [summary["log"]]
+    return logs
+
+
+@pytest.fixture(scope="module")
+def stage_file(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return fixture_file(tmp_path_factory.mktemp("stage") / "runs.jsonl", STAGE_CASES)
+
+
+@pytest.fixture(scope="module")
+def extraction_file(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return fixture_file(
+        tmp_path_factory.mktemp("extraction") / "runs.jsonl", EXTRACTION_CASES
+    )
+
+
+@pytest.fixture(scope="module")
+def stage_log(stage_file: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    return run_eval(
+        stage_diagnosis(dataset=stage_file),
+        tmp_path_factory.mktemp("stage-logs"),
+        epochs=EPOCHS,
+    )
+
+
+@pytest.fixture(scope="module")
+def extraction_log(
+    extraction_file: str, tmp_path_factory: pytest.TempPathFactory
+) -> str:
+    return run_eval(
+        ordered_extraction_recorded(dataset=extraction_file),
+        tmp_path_factory.mktemp("extraction-logs"),
+        epochs=EPOCHS,
+    )
+
+
+@pytest.fixture(scope="module")
+def stage_frame(stage_log: str) -> pd.DataFrame:
+    return frame(stage_log, StageColumns)
+
+
+# --- inspect eval -----------------------------------------------------------------
+
+
+def test_stage_columns_of_every_epoch(stage_frame: pd.DataFrame) -> None:
+    assert rows(stage_frame, STAGE_NAMES) == expected_rows(STAGE_CASES, EPOCHS)
+
+
+def test_extraction_columns_of_every_epoch(extraction_log: str) -> None:
+    extraction = frame(extraction_log, ExtractionColumns)
+    assert rows(extraction, EXTRACTION_NAMES) == expected_rows(EXTRACTION_CASES, EPOCHS)
+
+
+def test_read_as_names_the_reading_of_the_output(tmp_path: Path) -> None:
+    task = Task(
+        dataset=ordered_extraction_dataset(
+            fixture_file(tmp_path / "answers.jsonl", READ_AS_CASES)
+        ),
+        solver=replay(),
+        scorer=ordered_extraction_scorer(),
+    )
+    log = run_eval(task, tmp_path / "logs")
+    read = frame(log, ExtractionColumns)
+    assert rows(read, EXTRACTION_NAMES) == expected_rows(READ_AS_CASES)
+
+
+def test_columns_are_typed_and_lists_are_lists(stage_frame: pd.DataFrame) -> None:
+    dtypes = {name: stage_frame[name].dtype for name in STAGE_NAMES}
+    arrow = {name: dtype.pyarrow_dtype for name, dtype in dtypes.items()}
+    for name in ("stage", "stage_label_from", "stage_error", "stage_error_side"):
+        assert pa.types.is_string(arrow[name]) or pa.types.is_large_string(
+            arrow[name]
+        ), (name, arrow[name])
+    assert arrow["stage_missing"] == pa.list_(pa.string())
+    assert arrow["stage_label"] == pa.bool_()
+    # Whole numbers beside None: pandas makes them floats.
+    assert arrow["stage_missing_count"] in (pa.int64(), pa.float64())
+
+    missing = [ids for ids in stage_frame["stage_missing"].tolist() if ids is not pd.NA]
+    assert missing, "some runs were diagnosed"
+    for ids in missing:
+        assert type(ids) is list
+        assert all(type(item) is str for item in ids)
+    long_gap = stage_frame[stage_frame["id"] == "long-gap"]
+    assert long_gap["stage_missing"].iloc[0] == LONG[100:]
+    assert long_gap["stage_missing"].list.len().tolist() == [200] * EPOCHS
+
+
+def test_the_summary_drops_what_full_columns_read(
+    stage_log: str, stage_frame: pd.DataFrame
+) -> None:
+    """The reason for `full=True`: a summary no longer holds a long list."""
+    (summary,) = [
+        sample
+        for sample in read_eval_log_sample_summaries(stage_log)
+        if sample.id == "long-gap" and sample.epoch == 1
+    ]
+    assert summary.scores is not None
+    metadata = summary.scores["stage_diagnosis"].metadata or {}
+    assert metadata["result"] == METADATA_VALUE_REMOVED
+    assert metadata["record"] == METADATA_VALUE_REMOVED
+    counts = stage_frame.loc[stage_frame["id"] == "long-gap", "stage_missing_count"]
+    assert counts.tolist() == [200] * EPOCHS
+
+    # Handed a summary, a full column refuses rather than reading None.
+    log = read_eval_log(stage_log, header_only=True)
+    with pytest.raises(ValueError, match=r"'result' was removed .*full=True"):
+        import_record(log, summary, StageColumns)
+
+
+def test_the_summary_columns_read_summaries_alike(
+    stage_log: str, stage_frame: pd.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Columns that read only the value, the reason and short strings need
+    no full sample: a selection of them is read from the summaries."""
+    names = ["stage", "stage_error"]
+    selected = [column for column in StageColumns if column.name in names]
+    assert [column.name for column in selected] == names
+
+    def no_full_log(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("read the full log")
+
+    monkeypatch.setattr(samples_table, "read_eval_log_async", no_full_log)
+    from_summaries = frame(stage_log, selected)
+    assert rows(from_summaries, names) == rows(stage_frame, names)
+
+
+def test_the_transcript_can_be_left_unread(
+    stage_log: str, stage_frame: pd.DataFrame
+) -> None:
+    without_events = samples_df(
+        stage_log,
+        columns=SampleSummary + StageColumns,
+        quiet=True,
+        exclude_fields={"events"},
+    )
+    assert rows(without_events, STAGE_NAMES) == rows(stage_frame, STAGE_NAMES)
+
+
+def test_importing_needs_no_pandas_and_reading_names_it(stage_log: str) -> None:
+    code = f"""
+import sys
+sys.modules["pandas"] = sys.modules["pyarrow"] = None  # as if not installed
+import tracegrade
+import tracegrade.analysis
+from inspect_ai.analysis import samples_df
+try:
+    samples_df({stage_log!r}, columns=tracegrade.analysis.StageColumns)
+except Exception as error:
+    print(type(error).__name__, error)
+"""
+    ran = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=SUBPROCESS_ENV,
+        timeout=120,
+        check=True,
+    )
+    assert "PrerequisiteError" in ran.stdout
+    assert "pip install pandas pyarrow" in ran.stdout
+
+
+def test_parallel_reads_give_the_same_values(
+    stage_log: str, extraction_log: str
+) -> None:
+    """`parallel=True` sends the columns to other processes (they must
+    pickle) and concatenates a frame per log. A column typed differently in
+    two logs (all None in one) is then `object`, its lists numpy arrays;
+    the values are the same."""
+    logs = [stage_log, extraction_log]
+    names = STAGE_NAMES + EXTRACTION_NAMES
+    columns = SampleSummary + StageColumns + ExtractionColumns
+    serial = samples_df(logs, columns=columns, quiet=True)
+    parallel = samples_df(logs, columns=columns, quiet=True, parallel=2)
+    assert len(serial) == (len(STAGE_CASES) + len(EXTRACTION_CASES)) * EPOCHS
+    assert rows(parallel, names) == rows(serial, names)
+
+
+def test_a_log_without_the_score_gives_empty_columns(stage_log: str) -> None:
+    empty = frame(stage_log, ExtractionColumns)
+    assert len(empty) == len(STAGE_CASES) * EPOCHS
+    for name in EXTRACTION_NAMES:
+        assert empty[name].isna().all(), name
+
+
+# --- tracegrade score -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("log_format", ["eval", "json"])
+@pytest.mark.parametrize(
+    ("task", "names"),
+    [("stage_diagnosis", STAGE_NAMES), ("ordered_extraction", EXTRACTION_NAMES)],
+)
+def test_tracegrade_score_logs_read_as_inspect_eval_logs(
+    task: str,
+    names: list[str],
+    log_format: str,
+    stage_file: str,
+    extraction_file: str,
+    stage_log: str,
+    extraction_log: str,
+    tmp_path: Path,
+) -> None:
+    cases, path, evaluated, columns = (
+        (STAGE_CASES, stage_file, stage_log, StageColumns)
+        if task == "stage_diagnosis"
+        else (EXTRACTION_CASES, extraction_file, extraction_log, ExtractionColumns)
+    )
+    # A line that is not JSON becomes an unscored sample of its own.
+    lines = Path(path).read_text("utf-8").splitlines()
+    with_malformed = write_lines(tmp_path / "runs.jsonl", [*lines, MALFORMED])
+    (log,) = tracegrade_score(
+        task, with_malformed, tmp_path / "logs", "--log-format", log_format
+    )
+    assert log.endswith(f".{log_format}")
+    scored = rows(frame(log, columns), names)
+
+    malformed = scored.pop((f"line-{len(lines) + 1}", 1))
+    prefix = names[0].split("_")[0]
+    expected_malformed = {name: None for name in names} | {
+        f"{prefix}_error": "malformed-json",
+        f"{prefix}_error_side": "data",
+    }
+    if task == "stage_diagnosis":
+        # Where the label would have been read: the task's, as for any line.
+        expected_malformed["stage_label_from"] = LABEL_FROM
+    assert malformed == expected_malformed
+    assert scored == expected_rows(cases)
+    evaluated_rows = rows(frame(evaluated, columns), names)
+    assert scored == {key: row for key, row in evaluated_rows.items() if key[1] == 1}
+
+
+@pytest.mark.parametrize("log_format", ["eval", "json"])
+def test_a_run_split_into_parts_reads_as_the_whole(
+    log_format: str, stage_file: str, tmp_path: Path
+) -> None:
+    lines = Path(stage_file).read_text("utf-8").splitlines()
+    path = write_lines(tmp_path / "runs.jsonl", [*lines, MALFORMED])
+    fmt = ("--log-format", log_format)
+    (whole,) = tracegrade_score("stage_diagnosis", path, tmp_path / "whole", *fmt)
+    parts = tracegrade_score(
+        "stage_diagnosis", path, tmp_path / "split", *fmt, "--max-samples-per-log=3"
+    )
+    samples = len(STAGE_CASES) + 1
+    assert len(parts) == -(-samples // 3) > 1
+    split = frame(str(tmp_path / "split"), StageColumns)
+    assert len(split) == samples
+    assert rows(split, STAGE_NAMES) == rows(frame(whole, StageColumns), STAGE_NAMES)
+
+
+# --- other score names and older logs ------------------------------------------------
+
+
+def test_an_appended_score_reads_under_its_own_name(
+    stage_log: str, tmp_path: Path
+) -> None:
+    """`inspect score --action append` adds `stage_diagnosis1`; the default
+    columns keep reading the original."""
+    labels = write_lines(
+        tmp_path / "labels.jsonl",
+        [{"id": "no-label", "correct": True}, {"id": "generation", "correct": True}],
+    )
+    rescored = score(
+        read_eval_log(stage_log),
+        stage_diagnosis_scorer(labels=labels),
+        action="append",
+        display="none",
+    )
+    path = str(tmp_path / "rescored.eval")
+    write_eval_log(rescored, path)
+    relabelled_columns = stage_columns("stage_diagnosis1", prefix="relabelled")
+    both = frame(path, StageColumns + relabelled_columns)
+
+    assert rows(both, STAGE_NAMES) == expected_rows(STAGE_CASES, EPOCHS)
+    relabelled = rows(both, [column.name for column in relabelled_columns])
+    for epoch in range(1, EPOCHS + 1):
+        assert relabelled["no-label", epoch]["relabelled"] == "pass"
+        assert relabelled["generation", epoch]["relabelled"] == "pass"
+        assert relabelled["gap-wrong", epoch]["relabelled_error"] == "answer-label"
+        for row in (relabelled[case_id, epoch] for case_id in STAGE_CASES):
+            assert row["relabelled_label_from"] == f"labels file {labels}"
+
+
+def test_a_log_from_before_itemised_is_itemised_from_its_record(
+    extraction_log: str, tmp_path: Path
+) -> None:
+    log = read_eval_log(extraction_log)
+    for sample in log.samples or []:
+        assert sample.scores is not None
+        metadata = sample.scores["ordered_extraction"].metadata
+        assert metadata is not None
+        del metadata["itemised"]
+    older = str(tmp_path / "older.eval")
+    write_eval_log(log, older)
+    assert rows(frame(older, ExtractionColumns), EXTRACTION_NAMES) == expected_rows(
+        EXTRACTION_CASES, EPOCHS
+    )
+
+
+def test_the_prefix_names_every_column() -> None:
+    names = [column.name for column in extraction_columns(prefix="x")]
+    assert all(name.startswith("x_") for name in names)
+    assert [column.name for column in stage_columns(prefix="s")][:2] == [
+        "s",
+        "s_missing",
+    ]
+
+
+# --- the README recipe --------------------------------------------------------------
+
+
+def readme_recipe() -> list[str]:
+    """The recipe's lines, the same in the README and in the walkthrough."""
+    blocks = [
+        re.findall(
+            r"```python\n(from inspect_ai\.analysis import .*?)```",
+            (ROOT / page).read_text("utf-8"),
+            re.DOTALL,
+        )
+        for page in ("README.md", "docs/evaluate-your-own-model.md")
+    ]
+    (block,) = blocks[0]
+    assert blocks[1] == [block]
+    return block.splitlines()
+
+
+def test_the_readme_recipe_answers_its_questions(
+    stage_log: str,
+    extraction_log: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    for log in (stage_log, extraction_log):
+        (logs / Path(log).name).write_bytes(Path(log).read_bytes())
+    monkeypatch.chdir(tmp_path)
+
+    namespace: dict[str, Any] = {}
+    answers = []
+    for line in readme_recipe():
+        code = line.split("#")[0].strip()
+        try:
+            expression = compile(code, "README", "eval")
+        except SyntaxError:
+            exec(compile(code, "README", "exec"), namespace)
+        else:
+            answers.append(builtins.eval(expression, namespace))
+    shares, most_missed, kept_membership = answers
+
+    # Stage shares per model: the stage metrics of the log.
+    results = read_eval_log(stage_log, header_only=True).results
+    assert results is not None
+    (stage_scores,) = [s for s in results.scores if s.name == "stage_diagnosis"]
+    logged = {
+        stage: metric.value
+        for stage, metric in stage_scores.metrics.items()
+        if stage in ("retrieval", "generation", "pass", "unresolved")
+    }
+    assert shares["none/none"].to_dict() == pytest.approx(logged)
+    assert shares["none/none"].to_dict() == pytest.approx(
+        {"retrieval": 3 / 6, "generation": 1 / 6, "pass": 1 / 6, "unresolved": 1 / 6}
+    )
+    # The most-missed IDs: D1 by two runs in each epoch, then IDs missed once.
+    assert most_missed.index[0] == "D1"
+    assert most_missed.tolist() == [2 * EPOCHS] + [EPOCHS] * 9
+    # The order failures that kept membership: only the sorted answer.
+    assert set(kept_membership["id"]) == {"unrequested-sort"}
+    assert len(kept_membership) == EPOCHS
