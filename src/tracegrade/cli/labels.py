@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from typing import TYPE_CHECKING, Literal
 
 import click
@@ -189,6 +190,7 @@ def apply(
         written.write_with(lambda path: write_eval_log(labelled, path, format=fmt))
     except BaseException:
         written.discard()
+        _finalise_quietly()
         raise
     ids, epochs = log_runs(labelled)
     score_name = _new_score_name(labelled)
@@ -199,6 +201,25 @@ def apply(
         f"log written to {target}",
         err=True,
     )
+
+
+def _finalise_quietly() -> None:
+    """Let a failed `write_eval_log` clean up without a traceback.
+
+    Inspect's `.eval` writer leaves its zip open when a write fails (a full
+    disk, `ulimit -f`, Ctrl-C); the zip's finaliser retries the write when
+    it is collected and prints "Exception ignored in ZipLogFile.__del__"
+    with a traceback, after the command's one-line message. Its file is
+    Inspect's own temporary one, and ours is already removed, so what it
+    retries cannot matter: such messages are dropped, any other is shown.
+    """
+    shown = sys.unraisablehook
+
+    def drop_zip_finaliser(unraisable: sys.UnraisableHookArgs) -> None:
+        if "ZipLogFile.__del__" not in repr(unraisable.object):
+            shown(unraisable)
+
+    sys.unraisablehook = drop_zip_finaliser
 
 
 def _read_log(log: str) -> EvalLog:
