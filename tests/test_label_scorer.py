@@ -364,6 +364,22 @@ def test_one_eval_diagnoses_every_run(tmp_path: Path) -> None:
     assert stages(rescored) == EXPECTED
 
 
+def test_an_unscored_grader_is_kept_in_the_log_as_it_gave_it(tmp_path: Path) -> None:
+    (log,) = eval(
+        graded_task(fixed_grade(float("nan"))), display="none", log_dir=str(tmp_path)
+    )
+    assert log.status == "success", log.error
+    logged = read_eval_log(log.location)
+    assert logged.samples is not None
+    for sample in logged.samples:
+        score = (sample.scores or {})["stage_diagnosis"]
+        assert score.reason == "answer-label"
+        grader = (score.metadata or {})["grader"]
+        assert math.isnan(grader["value"])
+        assert score.explanation is not None
+        assert "left the run unscored (NaN)" in score.explanation
+
+
 @pytest.fixture
 def unlabelled_log(tmp_path: Path) -> Path:
     (log,) = eval(graded_task(None), display="none", log_dir=str(tmp_path / "logs"))
@@ -391,6 +407,29 @@ def test_inspect_score_takes_the_grader_by_name(
         metadata = (sample.scores or {})["stage_diagnosis1"].metadata or {}
         assert metadata["read_from"]["correct"] == "scorer match"
         assert metadata["grader"]["value"] in (CORRECT, INCORRECT)
+
+
+def test_inspect_score_takes_a_grader_with_arguments(
+    tmp_path: Path, unlabelled_log: Path
+) -> None:
+    """Inspect's own form for a scorer argument: type, name and params."""
+    grader = "{type: scorer, name: match, params: {location: begin}}"
+    done = inspect_cli(
+        *("score", str(unlabelled_log)),
+        *("--scorer", "tracegrade/stage_diagnosis", "-S", f"label_scorer={grader}"),
+        *("--action", "append", "--overwrite"),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    log = read_eval_log(str(unlabelled_log))
+    # "-18 degrees C." begins with the target; "I do not know." does not.
+    assert stages(log, "stage_diagnosis1") == EXPECTED
+    assert log.results is not None
+    assert log.results.scores[-1].params["label_scorer"] == {
+        "type": "scorer",
+        "name": "match",
+        "params": {"location": "begin"},
+    }
 
 
 @pytest.mark.parametrize(

@@ -10,6 +10,7 @@ sample metadata, a staff labels file (`labels=`) or a grader
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from inspect_ai.scorer import Score, Scorer, Target, scorer
@@ -224,65 +225,93 @@ def stage_diagnosis_scorer(
             else metadata_source(correct_key)
         ),
     }
-    watch = KeyWatch()
+    reader = _RecordReader(
+        required_key=required_key,
+        correct_key=correct_key,
+        context_key=context_key,
+        staff_labels=staff_labels,
+        label_from_grader=grader is not None,
+    )
 
-    def note_key(state: TaskState, role: str, key: str, argument: str) -> None:
-        watch.note(
+    async def score(state: TaskState, target: Target) -> Score:
+        record, context_recorded = reader.record(state)
+        verdict = None
+        if grader is not None:
+            verdict = await grade(grader, grader_name(grader), state, target)
+            reader.note_verdict(state, verdict)
+            if verdict.label is not None:
+                record["correct"] = verdict.label
+        return diagnosis_score(
+            record, read_from, context_recorded=context_recorded, verdict=verdict
+        )
+
+    return score
+
+
+@dataclass
+class _RecordReader:
+    """Gathers a run's record from its state, as the scorer's arguments say,
+    and notes each source it read (see `tracegrade.scorers.keys`)."""
+
+    required_key: str
+    correct_key: str
+    context_key: str | None
+    staff_labels: StaffLabels | None
+    label_from_grader: bool
+    watch: KeyWatch = field(default_factory=KeyWatch)
+
+    def record(self, state: TaskState) -> tuple[dict[str, Any], bool]:
+        """The record but for a grader's label, and whether the context was
+        recorded (always, for a context read from metadata)."""
+        metadata = state.metadata
+        record: dict[str, Any] = {}
+        self._note_key(state, "required", self.required_key)
+        if self.required_key in metadata:
+            record["required"] = metadata[self.required_key]
+        if self.context_key is not None:
+            self._note_key(state, "context", self.context_key)
+            if self.context_key in metadata:
+                record["context"] = metadata[self.context_key]
+            context_recorded = True
+        else:
+            if context_store_key() in state.store:
+                record["context"] = recorded_context(state.store)
+            context_recorded = record.get("context") is not None
+            self.watch.note(
+                "context", context_recorded, lambda: _unrecorded_warning(state)
+            )
+        if self.staff_labels is not None:
+            labels = self.staff_labels
+            label = labels.label_for(state.sample_id, state.epoch)
+            self.watch.note(
+                "labels", label is not None, lambda: _unlabelled_warning(state, labels)
+            )
+            if label is not None:
+                record["correct"] = label
+        elif not self.label_from_grader:
+            self._note_key(state, "correct", self.correct_key)
+            if self.correct_key in metadata:
+                record["correct"] = metadata[self.correct_key]
+        return record, context_recorded
+
+    def note_verdict(self, state: TaskState, verdict: Verdict) -> None:
+        self.watch.note(
+            "grader", verdict.error is None, lambda: _grader_warning(state, verdict)
+        )
+
+    def _note_key(self, state: TaskState, role: str, key: str) -> None:
+        self.watch.note(
             role,
             key in state.metadata,
             lambda: absent_metadata_key(
                 "stage_diagnosis",
                 quote(state.sample_id),
                 key=key,
-                argument=argument,
+                argument=f"{role}_key",
                 keys=state.metadata,
                 consequence=_WITHOUT[role],
             ),
         )
-
-    async def score(state: TaskState, target: Target) -> Score:
-        metadata = state.metadata
-        record: dict[str, Any] = {}
-        note_key(state, "required", required_key, "required_key")
-        if required_key in metadata:
-            record["required"] = metadata[required_key]
-        if context_key is not None:
-            note_key(state, "context", context_key, "context_key")
-            if context_key in metadata:
-                record["context"] = metadata[context_key]
-        elif context_store_key() in state.store:
-            record["context"] = recorded_context(state.store)
-        context_recorded = context_key is not None or (
-            record.get("context") is not None
-        )
-        if context_key is None:
-            watch.note("context", context_recorded, lambda: _unrecorded_warning(state))
-        verdict = None
-        if grader is not None:
-            verdict = await grade(grader, grader_name(grader), state, target)
-            watch.note(
-                "grader", verdict.error is None, lambda: _grader_warning(state, verdict)
-            )
-            if verdict.label is not None:
-                record["correct"] = verdict.label
-        elif staff_labels is not None:
-            label = staff_labels.label_for(state.sample_id, state.epoch)
-            watch.note(
-                "labels",
-                label is not None,
-                lambda: _unlabelled_warning(state, staff_labels),
-            )
-            if label is not None:
-                record["correct"] = label
-        else:
-            note_key(state, "correct", correct_key, "correct_key")
-            if correct_key in metadata:
-                record["correct"] = metadata[correct_key]
-        return diagnosis_score(
-            record, read_from, context_recorded=context_recorded, verdict=verdict
-        )
-
-    return score
 
 
 _WITHOUT = {
