@@ -41,30 +41,16 @@ def diagnosis_score(
     read_from: dict[str, str],
     *,
     context_recorded: bool,
-    verdict: Verdict | None = None,
+    no_label: str | None = None,
 ) -> Score:
     """The score for one record, errors included.
 
     `context_recorded` is False when the context came from an unset
     `RetrievalTrace` (absent, or `null` in the store), so the error can say
     the retrieval step never recorded it rather than only that the field
-    is missing. `verdict` is what a grader gave, when the label came from
-    one: it is kept in `metadata["grader"]`, and a run it gave no label
-    says why, quoting the grader's value.
+    is missing. `no_label` says why a grader gave no label, to explain an
+    `answer-label` error with instead of "no staff label was found".
     """
-    score = _diagnosis(record, read_from, context_recorded, verdict)
-    if verdict is not None:
-        assert score.metadata is not None
-        score.metadata["grader"] = verdict.as_metadata()
-    return score
-
-
-def _diagnosis(
-    record: dict[str, Any],
-    read_from: dict[str, str],
-    context_recorded: bool,
-    verdict: Verdict | None,
-) -> Score:
     answer = shown(record)
     try:
         result = diagnose_stage(record)
@@ -88,8 +74,8 @@ def _diagnosis(
             record=record,
             read_from=read_from,
         )
-    if "error" in result and verdict is not None and "correct" not in record:
-        explanation = verdict.why_no_label()
+    if "error" in result and no_label is not None:
+        explanation = no_label
     else:
         explanation = explain_stage(record, result, label_from=read_from["correct"])
     if "error" in result:
@@ -235,15 +221,21 @@ def stage_diagnosis_scorer(
 
     async def score(state: TaskState, target: Target) -> Score:
         record, context_recorded = reader.record(state)
-        verdict = None
-        if grader is not None:
-            verdict = await grade(grader, grader_name(grader), state, target)
-            reader.note_verdict(state, verdict)
-            if verdict.label is not None:
-                record["correct"] = verdict.label
-        return diagnosis_score(
-            record, read_from, context_recorded=context_recorded, verdict=verdict
+        if grader is None:
+            return diagnosis_score(record, read_from, context_recorded=context_recorded)
+        verdict = await grade(grader, grader_name(grader), state, target)
+        reader.note_verdict(state, verdict)
+        if verdict.label is not None:
+            record["correct"] = verdict.label
+        result = diagnosis_score(
+            record,
+            read_from,
+            context_recorded=context_recorded,
+            no_label=verdict.why_no_label() if verdict.label is None else None,
         )
+        assert result.metadata is not None
+        result.metadata["grader"] = verdict.as_metadata()
+        return result
 
     return score
 
