@@ -34,8 +34,8 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import TaskState
 
 from tests.support import inspect_cli, write_lines
-from tracegrade import diagnose_stage, stage_diagnosis_scorer
-from tracegrade.scorers.grader import LabelScorerError, label_from_value
+from tracegrade import LabelScorerError, diagnose_stage, stage_diagnosis_scorer
+from tracegrade.scorers import label_from_value
 from tracegrade.tasks import replay
 
 # --- the mapping ------------------------------------------------------------------

@@ -223,7 +223,7 @@ def _finalise_quietly() -> None:
 
 
 def _read_log(log: str) -> EvalLog:
-    """LOG read whole, or a usage error saying why it cannot be."""
+    """LOG read whole, or a one-line error (exit code 1) saying why not."""
     from inspect_ai.log import read_eval_log
 
     try:
