@@ -150,6 +150,8 @@ def stage_score(score: EvalScore, stages: Counter[str], count: int) -> EvalScore
             value = stages[stage] / count
         elif key == "lucky_answers":
             value = float(stages["lucky"])
+        elif key == "scored_runs":
+            value = float(count)
         else:
             raise ValueError(f"no synthetic value for metric {key!r}")
         metrics[key] = metric.model_copy(update={"value": value})

@@ -14,6 +14,7 @@ import asyncio
 import copy
 import json
 import math
+import re
 import subprocess
 import sys
 import zipfile
@@ -502,6 +503,38 @@ def test_data_errors_are_results_and_exit_0(tmp_path: Path) -> None:
     assert summary["not_scored"] == 2 and summary["line_errors"] == 0
     # No scored run: the shares are NaN in the log, null in the summary.
     assert summary["metrics"]["stage_diagnosis"]["retrieval"] is None
+
+
+def test_counts_read_as_integers(tmp_path: Path) -> None:
+    """The summary printed metrics to four significant digits, so 10,001
+    lucky answers read `1e+04`; counts are integers, shares stay floats."""
+    lucky = {"required": ["D1"], "context": ["D2"], "correct": True}
+    path = write_lines(
+        tmp_path / "lucky.jsonl",
+        [{"id": f"r{i}", "input": lucky} for i in range(10_001)],
+    )
+    result = run_score("stage_diagnosis", path, "--log-dir", str(tmp_path / "logs"))
+    assert result.exit_code == 0, result.output
+    assert re.search(r"stage_diagnosis lucky_answers\W+10,001\b", result.stdout)
+    assert re.search(r"stage_diagnosis scored_runs\W+10,001\b", result.stdout)
+    assert re.search(r"stage_diagnosis retrieval\W+1\b", result.stdout)
+    assert "e+" not in result.stdout, result.stdout
+
+    (info,) = list_eval_logs(str(tmp_path / "logs"))
+    log = read_eval_log(info.name, header_only=True)
+    assert log.status == "success" and log.results is not None
+    (eval_score,) = log.results.scores
+    # Inspect logs each metric as a number (`inspect eval` a float, which the
+    # viewer shows as 10001.0): the count itself, exactly.
+    assert eval_score.metrics["lucky_answers"].value == 10_001
+    assert eval_score.metrics["scored_runs"].value == 10_001
+
+    small = write_lines(tmp_path / "one.jsonl", [{"id": "a", "input": lucky}])
+    _, summary = score_file("stage_diagnosis", small, tmp_path / "small")
+    metrics = summary["metrics"]["stage_diagnosis"]
+    assert type(metrics["lucky_answers"]) is int and metrics["lucky_answers"] == 1
+    assert type(metrics["scored_runs"]) is int
+    assert type(metrics["retrieval"]) is float
 
 
 def test_results_can_go_to_stdout_with_the_summary_on_stderr(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
@@ -503,6 +504,35 @@ def test_the_cli_finds_the_task_and_reads_a_prompt_file(tmp_path: Path) -> None:
     for sample in log.samples:
         document = BY_ID[str(sample.id)]
         assert sample.input == f"Find the {document.target}:\n{document.text}"
+
+
+def test_the_cli_results_have_no_empty_entry(tmp_path: Path) -> None:
+    """Offline, with the replay solver (nothing to replay: every output is
+    empty, so unreadable). Inspect gives the scorer an entry for its plain
+    metrics of each view; the reduced one once held none, was logged empty
+    and, being first, left the log with no headline."""
+    result = inspect_eval(
+        tmp_path, "--model", "none", "--solver", "tracegrade/replay", "--limit", "3"
+    )
+    (info,) = list_eval_logs(str(tmp_path / "logs"))
+    log = read_eval_log(info.name)
+    assert log.status == "success", result.stderr
+    assert log.results is not None
+    entries = {
+        (score.name, score.reducer): list(score.metrics) for score in log.results.scores
+    }
+    assert entries == {
+        ("ordered_extraction", "mean"): ["membership", "order"],
+        ("membership", "mean"): ["accuracy", "stderr"],
+        ("order", "mean"): ["accuracy", "stderr"],
+        ("ordered_extraction", None): ["duplicate-id", "unreadable", "scored_runs"],
+    }
+    assert len(log.results.scores) == len(entries)
+    assert log.results.headline is not None
+    assert log.results.headline.metric == "membership"
+    # The terminal shows the scored runs: here all three, failing both.
+    assert re.search(r"\bunreadable +3\.000\b", result.stdout), result.stdout
+    assert re.search(r"\bscored_runs +3\.000\b", result.stdout), result.stdout
 
 
 def test_the_cli_refuses_a_prompt_without_the_document(tmp_path: Path) -> None:

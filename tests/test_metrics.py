@@ -9,32 +9,42 @@ fooled by it.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 from inspect_ai import Epochs, eval
-from inspect_ai.log import EvalLog, EvalScore
+from inspect_ai.log import (
+    EvalLog,
+    EvalMetric,
+    EvalScore,
+    list_eval_logs,
+    read_eval_log,
+)
 from inspect_ai.scorer import (
     Metric,
     MetricProtocol,
     SampleScore,
     Score,
     Value,
+    accuracy,
     mean_score,
 )
 
-from tests.support import write_lines
+from tests.support import inspect_cli, write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
 from tracegrade.scorers import (
     answer_failures,
+    criteria_shares,
     lucky_answers,
+    scored_runs,
     stage_modes,
     stage_shares,
 )
-from tracegrade.scorers.metrics import FAILURE_LABELS, STAGES
+from tracegrade.scorers.metrics import FAILURE_LABELS, STAGES, is_count
 from tracegrade.scorers.outcome import ANSWER_FAILURES
 
 STAGE_CASES = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
@@ -206,12 +216,61 @@ def test_answer_failures_count_answer_side_errors_only() -> None:
     assert set(FAILURE_LABELS) == set(ANSWER_FAILURES)
 
 
+def extraction_score(membership: Any, order: Any) -> SampleScore:
+    return sample_score({"membership": membership, "order": order})
+
+
+def test_criteria_shares_are_the_accuracies_of_each_key() -> None:
+    # Reduced values: booleans with one epoch or the mode, means otherwise.
+    scores = [
+        extraction_score(True, True),
+        extraction_score(True, False),
+        extraction_score(2 / 3, 1 / 3),
+        extraction_score(False, False),
+    ]
+    shares = compute(criteria_shares(), scores)
+    assert shares == {
+        key: compute(
+            accuracy(),
+            [
+                SampleScore(sample_id="s", score=Score(value=s.score.as_dict()[key]))
+                for s in scores
+            ],
+        )
+        for key in ("membership", "order")
+    }
+
+
+def test_criteria_shares_refuse_a_value_that_is_not_an_extraction() -> None:
+    with pytest.raises(ValueError, match=r"got 'pass'"):
+        compute(criteria_shares(), [sample_score("pass")])
+
+
+def test_scored_runs_count_what_reaches_the_metrics() -> None:
+    assert compute(scored_runs(), [sample_score("pass")] * 3) == {"scored_runs": 3}
+
+
+def test_the_counts_are_known_by_their_logged_names() -> None:
+    # As Inspect logs them: a scalar by its registry name, a mapping's
+    # entries with the metric's name as their group.
+    assert is_count(EvalMetric(name="tracegrade/lucky_answers", value=3.0))
+    assert is_count(EvalMetric(name="unreadable", group="answer_failures", value=1.0))
+    assert is_count(EvalMetric(name="scored_runs", group="scored_runs", value=0.0))
+    assert not is_count(EvalMetric(name="retrieval", group="stage_shares", value=1.0))
+    assert not is_count(EvalMetric(name="accuracy", value=1.0))
+
+
 def test_metrics_accept_an_empty_list() -> None:
     shares = compute(stage_shares(), [])
     assert isinstance(shares, dict) and set(shares) == set(STAGES)
     assert all(math.isnan(share) for share in shares.values())
     assert compute(lucky_answers(), []) == 0
     assert compute(answer_failures(), []) == {"duplicate-id": 0, "unreadable": 0}
+    # A mapping, so Inspect logs the 0 rather than NaN.
+    assert compute(scored_runs(), []) == {"scored_runs": 0}
+    shares = compute(criteria_shares(), [])
+    assert isinstance(shares, dict) and set(shares) == {"membership", "order"}
+    assert all(math.isnan(share) for share in shares.values())
 
 
 # --- real evals ---------------------------------------------------------------
@@ -236,6 +295,7 @@ def test_stage_metrics_survive_epochs(tmp_path: Path, epochs: int | Epochs) -> N
     )
     assert score.unscored_samples == data_errors * runs
     assert score.scored_samples == (len(STAGE_CASES) - data_errors) * runs
+    assert values["scored_runs"] == score.scored_samples
 
 
 @pytest.mark.parametrize(
@@ -257,8 +317,31 @@ def test_extraction_metrics_survive_epochs(
     assert metric_values(scores[("ordered_extraction", None)]) == {
         "duplicate-id": answer_duplicates * runs,
         "unreadable": 0,
+        "scored_runs": (len(EXTRACTION_CASES) - data_errors) * runs,
     }
     assert scores[("ordered_extraction", None)].unscored_samples == data_errors * runs
+    # The scorer's reduced entry holds the same shares as the accuracies,
+    # to the bit, and is the headline.
+    assert metric_values(scores[("ordered_extraction", reducer)]) == {
+        "membership": metric_values(scores[("membership", reducer)])["accuracy"],
+        "order": metric_values(scores[("order", reducer)])["accuracy"],
+    }
+    assert_no_empty_entry(log)
+    assert log.results is not None and log.results.headline is not None
+    assert log.results.headline.model_dump(exclude_none=True) == {
+        "scorer": "ordered_extraction",
+        "score": "ordered_extraction",
+        "metric": "membership",
+        "reducer": reducer,
+    }
+
+
+def assert_no_empty_entry(log: EvalLog) -> None:
+    """Every results entry holds metrics (Inspect writes an entry for a
+    scorer's plain metrics of a view even when there are none)."""
+    assert log.results is not None
+    empty = [(s.name, s.reducer) for s in log.results.scores if not s.metrics]
+    assert empty == []
 
 
 def test_a_run_where_every_sample_is_an_error_succeeds_and_says_so(
@@ -277,6 +360,7 @@ def test_a_run_where_every_sample_is_an_error_succeeds_and_says_so(
     assert score.unscored_samples == 2
     values = metric_values(score)
     assert all(math.isnan(values[stage]) for stage in STAGES)
+    assert values["scored_runs"] == 0
     assert log.samples is not None
     reasons = [
         (sample.scores or {})["stage_diagnosis"].reason for sample in log.samples
@@ -301,4 +385,30 @@ def test_an_extraction_run_of_data_errors_only_succeeds(tmp_path: Path) -> None:
     assert metric_values(scores[("ordered_extraction", None)]) == {
         "duplicate-id": 0,
         "unreadable": 0,
+        "scored_runs": 0,
     }
+    shares = metric_values(scores[("ordered_extraction", "mean")])
+    assert set(shares) == {"membership", "order"}
+    assert all(math.isnan(share) for share in shares.values())
+
+
+def test_the_terminal_results_show_how_many_runs_were_scored(tmp_path: Path) -> None:
+    """Inspect's terminal prints metrics only, not the unscored count: a run
+    of data errors alone showed NaN everywhere. `scored_runs` says 0."""
+    dataset = write_lines(
+        tmp_path / "errors.jsonl",
+        [
+            {"id": "no-label", "input": {"required": ["D1"], "context": ["D1"]}},
+            {"id": "no-context", "input": {"required": ["D1"], "correct": True}},
+        ],
+    )
+    cli = inspect_cli(
+        *("eval", "tracegrade/stage_diagnosis", "-T", f"dataset={dataset}"),
+        *("--log-dir", "logs", "--display", "plain"),
+        cwd=tmp_path,
+    )
+    (info,) = list_eval_logs(str(tmp_path / "logs"))
+    assert read_eval_log(info.name).status == "success", cli.stderr
+    results = cli.stdout[cli.stdout.index("stage_diagnosis (2 samples)") :]
+    assert re.search(r"^retrieval +nan *$", results, re.MULTILINE)
+    assert re.search(r"^scored_runs +0\.000 *$", results, re.MULTILINE), results

@@ -153,3 +153,31 @@ def test_inspect_score_finds_the_installed_scorer(
     assert summary["status"] == "success"
     assert summary["scorers"] == ["stage_diagnosis", "stage_diagnosis1"]
     assert summary["with_result"] == 2 * int(str(summary["samples"]))
+
+
+def test_import_trec_without_the_trec_extra_says_how_to_install_it(
+    installed_venv: Path, tmp_path: Path
+) -> None:
+    """A plain install has no ir-measures; the command names the extra."""
+    (tmp_path / "qrels").write_text("q1 0 D1 1\n")
+    (tmp_path / "run").write_text("q1 Q0 D1 1 1.0 sys\n")
+    result = run_in(
+        installed_venv,
+        tmp_path,
+        "tracegrade",
+        "import",
+        "trec",
+        "--qrels",
+        "qrels",
+        "--run",
+        "run",
+        "--k",
+        "1",
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        "Error: tracegrade import trec reads TREC files with ir-measures, which "
+        "is not installed; install it with: pip install 'tracegrade[trec]'\n"
+    )

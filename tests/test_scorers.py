@@ -115,7 +115,11 @@ def test_every_packaged_stage_case_is_scored_as_documented(case: FixtureCase) ->
     elif case.expected == {"error": "answer-label"}:
         assert is_unscored(score)
         assert score.reason == "answer-label"
-    assert score.answer == canonical_json(case.input)
+    # No output here: the answer is the context supplied, not the record.
+    if "context" in case.input:
+        assert score.answer == canonical_json(case.input["context"])
+    else:
+        assert score.answer is None
 
 
 def test_the_lucky_answer_gap_reads_like_the_document() -> None:
@@ -593,6 +597,22 @@ def test_the_stage_scorer_reads_the_context_from_retrieval_trace() -> None:
         "context": "store RetrievalTrace:context",
         "correct": 'metadata["correct"]',
     }
+
+
+def test_the_stage_answer_is_the_output_else_the_context() -> None:
+    """The viewer's ANSWER column showed the record, as the INPUT did."""
+    metadata = {"required": ["D1"], "correct": True}
+    answered = task_state(metadata, completion="Paris, per D1.")
+    answered.store_as(RetrievalTrace).context = ["D1", "D2"]
+    assert run(stage_diagnosis_scorer(), answered).answer == "Paris, per D1."
+
+    silent = task_state(metadata)
+    silent.store_as(RetrievalTrace).context = ["D1", "D2"]
+    assert run(stage_diagnosis_scorer(), silent).answer == '["D1","D2"]'
+
+    # Nothing recorded and nothing answered: no answer, and a data error.
+    unrecorded = run(stage_diagnosis_scorer(), task_state(metadata))
+    assert is_unscored(unrecorded) and unrecorded.answer is None
 
 
 def test_a_stage_run_with_nothing_in_retrieval_trace_is_invalid_input() -> None:

@@ -187,10 +187,14 @@ def test_own_file_samples_keep_ids_inputs_and_expectations(tmp_path: Path) -> No
     assert first.output.completion == "Paris."
     assert first.scores is not None
     assert first.scores["stage_diagnosis"].value == "pass"
+    # The viewer's ANSWER column: what the run answered, not the input again.
+    assert first.scores["stage_diagnosis"].answer == "Paris."
     assert second.metadata == {"context": ["D1"], "correct": False}
     assert second.scores is not None
     assert second.scores["stage_diagnosis"].value == "unresolved"
     assert second.output.completion == ""
+    # No answer: the context supplied.
+    assert second.scores["stage_diagnosis"].answer == '["D1"]'
 
 
 def test_extraction_graded_from_replayed_output(tmp_path: Path) -> None:

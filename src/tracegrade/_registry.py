@@ -11,8 +11,10 @@ keys its registry by type, so a task and a scorer may share a name), the
 
 from .scorers import (
     answer_failures,
+    criteria_shares,
     lucky_answers,
     ordered_extraction_scorer,
+    scored_runs,
     stage_diagnosis_scorer,
     stage_shares,
 )
@@ -21,11 +23,13 @@ from .tasks.live import ordered_extraction
 
 __all__ = [
     "answer_failures",
+    "criteria_shares",
     "lucky_answers",
     "ordered_extraction",
     "ordered_extraction_recorded",
     "ordered_extraction_scorer",
     "replay",
+    "scored_runs",
     "stage_diagnosis",
     "stage_diagnosis_scorer",
     "stage_shares",

@@ -13,8 +13,11 @@ tasks and both log formats.
 
 A bulk run has one epoch, so the epoch reducer (Inspect's `mean`, the
 default of the replay tasks) reduces each sample alone: it is applied as
-each sample is scored, its reduced score written to a spool file at once
-in the log's `EvalSampleScore` shape, and only the reduced value kept.
+each sample is scored and its reduced score written to a spool file at once
+in the log's `EvalSampleScore` shape. Nothing of it is kept: reducing one
+score keeps its reason and metadata and changes only its value, by a rule
+of the value alone, so the reduced scores the metrics read are derived at
+the end from the unreduced ones (`ReducedScores`), a value at a time.
 """
 
 from __future__ import annotations
@@ -22,9 +25,10 @@ from __future__ import annotations
 import contextlib
 import math
 import tempfile
-from collections.abc import Iterator, Sequence
+from array import array
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, overload
 
 from inspect_ai.log import EvalResults, EvalSampleReductions, EvalSampleScore
 from inspect_ai.scorer import Score, Scorer, mean_score
@@ -116,6 +120,126 @@ def _split_views(metrics: Metrics) -> _Views:
     return _Views(reduced=keep({"auto", "reduced"}), unreduced=keep({"unreduced"}))
 
 
+class _Table:
+    """The distinct objects of one column, each stored once."""
+
+    __slots__ = ("_codes", "items")
+
+    def __init__(self, items: list[Any] | None = None) -> None:
+        self.items: list[Any] = items if items is not None else []
+        self._codes: dict[Any, int] = {}
+
+    def code(self, key: Any, item: Any) -> int:
+        found = self._codes.get(key)
+        if found is None:
+            found = self._codes[key] = len(self.items)
+            self.items.append(item)
+        return found
+
+
+class LightScores(Sequence[LightScore]):
+    """A run's scores as columns, a `LightScore` made as each is read.
+
+    The values, reasons and metadata of a run are a few distinct objects
+    (stages, failure kinds, the shared metadata of `RunResults`), so each
+    sample stores three small codes into their tables, and its id: about
+    a quarter of the memory of a `LightScore` object a sample.
+    """
+
+    def __init__(self) -> None:
+        self.sample_ids: list[str] = []
+        self._codes = array("I")
+        """Three a sample: its value's, reason's and metadata's."""
+        self._values = _Table()
+        self._reasons = _Table()
+        self._metadata = _Table()
+
+    def append(
+        self, value: Any, reason: str | None, sample_id: str, metadata: Any
+    ) -> None:
+        # Values and metadata are shared objects (see `RunResults`), so
+        # their identity is their key; reasons are keyed by their text.
+        self._codes.append(self._values.code(id(value), value))
+        self._codes.append(self._reasons.code(reason, reason))
+        self._codes.append(self._metadata.code(id(metadata), metadata))
+        self.sample_ids.append(sample_id)
+
+    def with_values(self, change: Callable[[Any], Any]) -> LightScores:
+        """The same scores, each value `change`d (once per distinct value)."""
+        changed = LightScores()
+        changed.sample_ids = self.sample_ids
+        changed._codes = self._codes
+        changed._values = _Table([change(value) for value in self._values.items])
+        changed._reasons = self._reasons
+        changed._metadata = self._metadata
+        return changed
+
+    def __len__(self) -> int:
+        return len(self.sample_ids)
+
+    @overload
+    def __getitem__(self, index: int) -> LightScore: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[LightScore]: ...
+
+    def __getitem__(self, index: int | slice) -> LightScore | list[LightScore]:
+        if isinstance(index, slice):
+            return [self[position] for position in range(len(self))[index]]
+        position = range(len(self))[index]  # negative indexes, IndexError
+        value, reason, metadata = self._codes[3 * position : 3 * position + 3]
+        return LightScore(
+            self._values.items[value],
+            self._reasons.items[reason],
+            self.sample_ids[position],
+            self._metadata.items[metadata],
+        )
+
+    def __iter__(self) -> Iterator[LightScore]:
+        values = self._values.items
+        reasons = self._reasons.items
+        metadata = self._metadata.items
+        codes = self._codes
+        for position, sample_id in enumerate(self.sample_ids):
+            base = 3 * position
+            yield LightScore(
+                values[codes[base]],
+                reasons[codes[base + 1]],
+                sample_id,
+                metadata[codes[base + 2]],
+            )
+
+
+class _Joined(Sequence[LightScore]):
+    """The scores of several runs, one after another, without copying."""
+
+    def __init__(self, runs: Sequence[Sequence[LightScore]]) -> None:
+        self._runs = runs
+
+    def __len__(self) -> int:
+        return sum(len(run) for run in self._runs)
+
+    @overload
+    def __getitem__(self, index: int) -> LightScore: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[LightScore]: ...
+
+    def __getitem__(self, index: int | slice) -> LightScore | list[LightScore]:
+        if isinstance(index, slice):
+            return [self[position] for position in range(len(self))[index]]
+        position = range(len(self))[index]
+        for run in self._runs:
+            if position < len(run):
+                return run[position]
+            position -= len(run)
+        raise AssertionError("unreachable: the position was checked")
+
+    def __iter__(self) -> Iterator[LightScore]:
+        for run in self._runs:
+            yield from run
+
+
 class RunResults:
     """Collects a run's scores as they come; `results()` gives the log's
     results and writes its reductions."""
@@ -125,8 +249,7 @@ class RunResults:
         self.info = ScorerInfo.from_scorer(scorer)
         self.views = _split_views(self.info.metrics)
         self.reducer = mean_score()
-        self.scores: list[LightScore] = []
-        self.reduced: list[LightScore] = []
+        self.scores = LightScores()
         self._metadata_cache: dict[Any, Any] = {}
         self._value_cache: dict[Any, Any] = {}
         # Unnamed, so it vanishes with the process whatever happens.
@@ -164,16 +287,20 @@ class RunResults:
         if isinstance(value, float) and math.isnan(value):
             return _NAN
         if isinstance(value, dict):
-            key = tuple(sorted(value.items(), key=lambda item: item[0]))
+            # Type and repr, not the item: `1 == 1.0` would share an int
+            # value with a float one, and NaN equals nothing, not even NaN.
+            key = tuple(
+                (name, type(item), repr(item)) for name, item in sorted(value.items())
+            )
             return _shared(self._value_cache, ("dict", key), lambda: dict(value))
         return _shared(self._value_cache, (type(value), value), lambda: value)
 
     def add(self, sample_id: str, score: Score) -> None:
-        metadata = self._light_metadata(score.metadata)
         self.scores.append(
-            LightScore(
-                self._light_value(score.value), score.reason, sample_id, metadata
-            )
+            self._light_value(score.value),
+            score.reason,
+            sample_id,
+            self._light_metadata(score.metadata),
         )
         if self._reductions is None:
             return
@@ -183,11 +310,14 @@ class RunResults:
         self._reductions.write(serialised)
         self.spooled += len(serialised)
         self._separator = b",\n"
-        self.reduced.append(
-            LightScore(
-                self._light_value(reduced.value), reduced.reason, sample_id, metadata
-            )
-        )
+
+    def reduce_value(self, value: Any) -> Any:
+        """The reduced value of a score of this `value`, shared like it.
+
+        The value alone decides it (see the module docstring); the
+        equivalence tests hold this to Inspect's results."""
+        reduced = self.reducer([Score(value=value)])
+        return self._light_value(reduced.value)
 
     def results(self, total: int) -> tuple[EvalResults, StreamedReductions | None]:
         """The `EvalResults` of the run, and its reductions (their sample
@@ -230,9 +360,10 @@ def pooled_results(runs: Sequence[RunResults], total: int) -> EvalResults:
     first = runs[0]
     scores: list[Any] = []
     if first.views.reduced is not None:
+        reduced = [run.scores.with_values(run.reduce_value) for run in runs]
         scores.extend(
             compute_eval_scores(
-                [item for run in runs for item in run.reduced],  # type: ignore[misc]
+                reduced[0] if len(runs) == 1 else _Joined(reduced),  # type: ignore[arg-type]
                 first.views.reduced,
                 first.scorer_name,
                 first.info,
@@ -240,9 +371,10 @@ def pooled_results(runs: Sequence[RunResults], total: int) -> EvalResults:
             )
         )
     if first.views.unreduced is not None:
+        unreduced = [run.scores for run in runs]
         scores.extend(
             compute_eval_scores(
-                [item for run in runs for item in run.scores],  # type: ignore[misc]
+                unreduced[0] if len(runs) == 1 else _Joined(unreduced),  # type: ignore[arg-type]
                 first.views.unreduced,
                 first.scorer_name,
                 first.info,

@@ -147,6 +147,7 @@ def score_stage_input(record_input: dict[str, Any]) -> Score:
     The replay solver records `context` in the store whenever the input has
     one, `null` included, and the scorer reads it back as recorded; the
     label and required IDs come from metadata, absent keys staying absent.
+    An `answer` is replayed as the output, which the score shows.
     """
     record: dict[str, Any] = {}
     if "required" in record_input:
@@ -159,6 +160,7 @@ def score_stage_input(record_input: dict[str, Any]) -> Score:
         record,
         STAGE_READ_FROM,
         context_recorded=record_input.get("context") is not None,
+        output=replayed_answer(record_input) or "",
     )
 
 
@@ -238,6 +240,9 @@ class SeenIds(Protocol):
     def first_line(self, sample_id: str, line: int) -> int | None:
         """The line `sample_id` was first seen on, or None (and remember it)."""
 
+    def forget(self) -> None:
+        """Let the ids go: every line is read."""
+
 
 class MemoryIds:
     """Sample ids in a dict, for callers that need every id anyway."""
@@ -248,6 +253,11 @@ class MemoryIds:
     def first_line(self, sample_id: str, line: int) -> int | None:
         first = self.lines.setdefault(sample_id, line)
         return first if first != line else None
+
+    def forget(self) -> None:
+        # Finishing the logs is the run's peak of memory; a dict entry and
+        # a line number per sample need not be part of it.
+        self.lines = {}
 
 
 class DiskIds:
@@ -290,6 +300,9 @@ class DiskIds:
             "SELECT line FROM seen WHERE digest = ?", (digest,)
         ).fetchone()
         return int(row[0])
+
+    def forget(self) -> None:
+        self.close()
 
     def close(self) -> None:
         self._db.close()

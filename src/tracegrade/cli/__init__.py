@@ -1,4 +1,5 @@
-"""The `tracegrade` command line: pre-flight checks, bulk scoring, reports."""
+"""The `tracegrade` command line: pre-flight checks, bulk scoring, reports,
+run-to-run comparison."""
 
 from __future__ import annotations
 
@@ -44,17 +45,22 @@ def main() -> None:
 
     Exit codes: 0 success, 1 the data has errors (check) or the run failed,
     2 usage error or a file that cannot be read or written (nothing is
-    left under an output's name), 128+N stopped by signal N (130 for
-    Ctrl-C, 143 for SIGTERM).
+    left under an output's name), 3 `compare --fail-on-regression` found
+    a regression, 128+N stopped by signal N (130 for Ctrl-C, 143 for
+    SIGTERM).
     """
 
 
 from .check import check  # noqa: E402
+from .compare import compare  # noqa: E402
+from .imports import import_group  # noqa: E402
 from .labels import labels  # noqa: E402
 from .report import report  # noqa: E402
 from .score import score  # noqa: E402
 
 main.add_command(check)
+main.add_command(compare)
+main.add_command(import_group)
 main.add_command(labels)
 main.add_command(report)
 main.add_command(score)

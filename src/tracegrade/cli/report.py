@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from ..report.build import Report
+    from ..report.build import Table as TableSpec
 
 
 @click.command("report")
@@ -141,7 +142,6 @@ def _build_with_progress(logs: Sequence[str], top: int) -> Report:
 
 def _print_tables(result: Report) -> None:
     from rich.console import Console
-    from rich.table import Table
     from rich.text import Text
 
     from ..report.build import interval_note, logs_read, part_warnings, report_tables
@@ -167,18 +167,26 @@ def _print_tables(result: Report) -> None:
                 )
             )
     for spec in report_tables(result):
-        # Text, not markup: an ID or a task may hold square brackets.
-        table = Table(
-            title=Text(spec.title, style="bold"),
-            caption=Text(spec.caption, style="dim"),
-            title_justify="left",
-            caption_justify="left",
-        )
-        for column, numeric in zip(spec.columns, spec.numeric, strict=True):
-            table.add_column(
-                column, justify="right" if numeric else "left", overflow="fold"
-            )
-        for row in spec.rows:
-            table.add_row(*(Text(cell) for cell in row))
         console.print()
-        console.print(table)
+        print_table(console, spec)
+
+
+def print_table(console: Console, spec: TableSpec) -> None:
+    """One presentation-neutral table as a rich table (`compare` too)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    # Text, not markup: an ID or a task may hold square brackets.
+    table = Table(
+        title=Text(spec.title, style="bold"),
+        caption=Text(spec.caption, style="dim"),
+        title_justify="left",
+        caption_justify="left",
+    )
+    for column, numeric in zip(spec.columns, spec.numeric, strict=True):
+        table.add_column(
+            column, justify="right" if numeric else "left", overflow="fold"
+        )
+    for row in spec.rows:
+        table.add_row(*(Text(cell) for cell in row))
+    console.print(table)

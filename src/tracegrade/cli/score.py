@@ -15,7 +15,7 @@ from typing import IO, TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from inspect_ai.log import EvalResults
+    from inspect_ai.log import EvalMetric, EvalResults
 
     from ..bulk.log import BulkLog
     from ..outputs import AtomicFile
@@ -26,6 +26,9 @@ from ._stream import (
     progress_enabled,
     progress_option,
 )
+
+Number = int | float
+"""A metric in the summary: an int for a count, else a float."""
 
 
 @dataclass
@@ -42,7 +45,7 @@ class ScoreSummary:
     logs: list[str] = field(default_factory=list)
     results: str | None = None
     seconds: float = 0.0
-    metrics: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    metrics: dict[str, dict[str, Number | None]] = field(default_factory=dict)
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -370,6 +373,7 @@ class _ScoreRun:
             self.results.flush_to_disk()
         else:
             self.stream.flush()
+        self.scorer.seen.forget()
         written = self.log.finish()
         if self.results is not None:
             self.results.commit()
@@ -416,14 +420,24 @@ class _ScoreRun:
         ) from None
 
 
-def _metrics(results: EvalResults) -> dict[str, dict[str, float | None]]:
-    metrics: dict[str, dict[str, float | None]] = {}
+def _metrics(results: EvalResults) -> dict[str, dict[str, Number | None]]:
+    metrics: dict[str, dict[str, Number | None]] = {}
     for eval_score in results.scores:
-        metrics[eval_score.name] = {
-            name: None if math.isnan(metric.value) else metric.value
-            for name, metric in eval_score.metrics.items()
-        }
+        # A scorer with reduced and unreduced metrics has an entry for each
+        # under its name (`ordered_extraction`); their metric names differ.
+        metrics.setdefault(eval_score.name, {}).update(
+            (name, _metric_value(metric)) for name, metric in eval_score.metrics.items()
+        )
     return metrics
+
+
+def _metric_value(metric: EvalMetric) -> Number | None:
+    """NaN as None; a count as the integer it is (Inspect logs a float)."""
+    from ..scorers.metrics import is_count
+
+    if math.isnan(metric.value):
+        return None
+    return int(metric.value) if is_count(metric) else metric.value
 
 
 def _report(
@@ -458,7 +472,12 @@ def _report(
         table.add_row(f"  {kind}", f"{count:,}")
     for score_name, values in summary.metrics.items():
         for metric_name, value in values.items():
-            shown = "-" if value is None else f"{value:.4g}"
+            if value is None:
+                shown = "-"
+            elif isinstance(value, int):
+                shown = f"{value:,}"  # a count: 18,610, never 1.861e+04
+            else:
+                shown = f"{value:.4g}"
             table.add_row(f"{score_name} {metric_name}", shown)
     rate = summary.records / summary.seconds if summary.seconds else 0.0
     table.add_row("seconds", f"{summary.seconds:.2f} ({rate:,.0f} records/s)")

@@ -346,8 +346,16 @@ def build_report(
     return aggregate.report(top)
 
 
-def _is_tracegrade_metadata(metadata: Any) -> TypeGuard[dict[str, Any]]:
+def is_tracegrade_metadata(metadata: Any) -> TypeGuard[dict[str, Any]]:
+    """A score's metadata has the keys every tracegrade score carries."""
     return isinstance(metadata, dict) and metadata.keys() >= METADATA_KEYS
+
+
+def tracegrade_scorer(score_name: str) -> str | None:
+    """The tracegrade scorer a score name belongs to (`stage_diagnosis1` is
+    a `stage_diagnosis` score appended by `inspect score`), or None."""
+    match = _SCORE_KEY.fullmatch(score_name)
+    return None if match is None else match.group(1)
 
 
 @dataclass
@@ -402,11 +410,10 @@ class _Aggregate:
             found = 0
             for key, score in sample.scores.items():
                 if key not in scorers:
-                    match = _SCORE_KEY.fullmatch(key)
-                    scorers[key] = None if match is None else match.group(1)
+                    scorers[key] = tracegrade_scorer(key)
                 scorer = scorers[key]
                 metadata = score.metadata
-                if scorer is None or not _is_tracegrade_metadata(metadata):
+                if scorer is None or not is_tracegrade_metadata(metadata):
                     other.add(key)
                     continue
                 found += 1
@@ -433,7 +440,7 @@ class _Aggregate:
                 task=spec.task,
                 model=spec.model,
                 run_id=spec.run_id,
-                part=_log_part(spec.metadata),
+                part=log_part(spec.metadata),
                 status=log.header.status,
                 epochs=epochs,
                 samples=samples,
@@ -464,7 +471,7 @@ class _Aggregate:
         )
 
 
-def _log_part(metadata: Mapping[str, Any] | None) -> LogPart | None:
+def log_part(metadata: Mapping[str, Any] | None) -> LogPart | None:
     """The part `tracegrade score` numbered the log, if it is one; a
     malformed number is no part, so the log is still counted."""
     part = (metadata or {}).get(PART_KEY)
@@ -1086,9 +1093,12 @@ __all__ = [
     "find_logs",
     "id_count_title",
     "id_rankings",
+    "is_tracegrade_metadata",
+    "log_part",
     "logs_read",
     "part_warnings",
     "read_log",
     "report_tables",
+    "tracegrade_scorer",
     "wilson_interval",
 ]

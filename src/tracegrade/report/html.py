@@ -44,7 +44,7 @@ CRITERION_COLOURS = {"membership": "#1f77b4", "order": "#17becf", "gap": "#9467b
 ID_COLOURS = {"dropped": "#8c564b", "invented": "#e377c2"}
 _WHOLE_TICKS_UP_TO = 10
 _PLOT_CONFIG = {"displaylogo": False, "responsive": True}
-_LAYOUT: dict[str, Any] = {
+LAYOUT: dict[str, Any] = {
     "template": "plotly_white",
     "height": 420,
     "margin": {"l": 60, "r": 20, "t": 100, "b": 80},
@@ -66,8 +66,9 @@ def group_label(summary: StageSummary | ExtractionSummary) -> str:
     return f"{plot_text(summary.model)}<br>{plot_text(task_label(summary))}"
 
 
-def _title(text: str, subtitle: str) -> dict[str, Any]:
-    # Left-aligned and below the top edge, clear of the mode bar.
+def chart_title(text: str, subtitle: str) -> dict[str, Any]:
+    """A chart title and subtitle, left-aligned and below the top edge,
+    clear of the mode bar."""
     return {"text": text, "subtitle": {"text": subtitle}, "x": 0.02, "y": 0.93}
 
 
@@ -118,8 +119,8 @@ def stages_figure(summaries: Sequence[StageSummary]) -> Any:
             )
         )
     figure.update_layout(
-        _LAYOUT,
-        title=_title(
+        LAYOUT,
+        title=chart_title(
             "Stages per task and model",
             "share of runs that got a stage; bar labels are run counts",
         ),
@@ -192,8 +193,8 @@ def id_figure(report: Report, kind: str) -> Any:
             )
         )
     figure.update_layout(
-        _LAYOUT,
-        title=_title(id_count_title(kind, report.top), chart.subtitle),
+        LAYOUT,
+        title=chart_title(id_count_title(kind, report.top), chart.subtitle),
         barmode="group",
         showlegend=len(rankings) > 1,
         # IDs such as "01" and "1" are different IDs, not numbers.
@@ -229,8 +230,8 @@ def extraction_figure(summaries: Sequence[ExtractionSummary]) -> Any:
             )
         )
     figure.update_layout(
-        _LAYOUT,
-        title=_title(
+        LAYOUT,
+        title=chart_title(
             "Membership versus order accuracy",
             "gap = membership minus order; error bars: 95% Wilson intervals",
         ),
@@ -241,7 +242,8 @@ def extraction_figure(summaries: Sequence[ExtractionSummary]) -> Any:
     return figure
 
 
-def _chart(figure: Any, key: str) -> str:
+def chart_html(figure: Any, key: str) -> str:
+    """A figure as a chart section; the page's head holds plotly.js."""
     div: str = figure.to_html(
         full_html=False,
         include_plotlyjs=False,
@@ -252,7 +254,9 @@ def _chart(figure: Any, key: str) -> str:
     return f'<section class="chart">{div}</section>'
 
 
-def _table(table: Table) -> str:
+def table_html(table: Table) -> str:
+    """A table as an HTML section, escaped, the same cells as the terminal's."""
+
     def cells(tag: str, values: Sequence[str]) -> str:
         return "".join(
             f'<{tag} class="{"num" if numeric else "text"}">'
@@ -270,7 +274,7 @@ def _table(table: Table) -> str:
     )
 
 
-_STYLE = """
+PAGE_STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px;
        color: #222; padding: 0 1rem; }
 h1 { margin-bottom: 0.2rem; }
@@ -291,15 +295,15 @@ def render_html(report: Report) -> str:
     """The whole page: charts first, then every table of the terminal report."""
     charts: list[str] = []
     if report.stage_diagnosis:
-        charts.append(_chart(stages_figure(report.stage_diagnosis), "stages"))
-        charts.append(_chart(id_figure(report, "missed"), "missed"))
+        charts.append(chart_html(stages_figure(report.stage_diagnosis), "stages"))
+        charts.append(chart_html(id_figure(report, "missed"), "missed"))
     if report.ordered_extraction:
         extraction = report.ordered_extraction
-        charts.append(_chart(extraction_figure(extraction), "extraction"))
+        charts.append(chart_html(extraction_figure(extraction), "extraction"))
         # Like the tables, an ID chart with no IDs to show is left out.
         for kind in ("dropped", "invented"):
             if any(ranking.ids for ranking in id_rankings(report, kind)):
-                charts.append(_chart(id_figure(report, kind), kind))
+                charts.append(chart_html(id_figure(report, kind), kind))
     if len(charts) % 2:
         charts[-1] = charts[-1].replace('class="chart"', 'class="chart wide"', 1)
     samples = sum(log.samples for log in report.logs)
@@ -310,12 +314,12 @@ def render_html(report: Report) -> str:
         f'<p class="warning">warning: {html.escape(warning)}</p>'
         for warning in part_warnings(report.logs)
     )
-    tables = "".join(_table(table) for table in report_tables(report))
+    tables = "".join(table_html(table) for table in report_tables(report))
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
         "<title>tracegrade report</title>"
-        f"<style>{_STYLE}</style>"
+        f"<style>{PAGE_STYLE}</style>"
         f'<script type="text/javascript">{get_plotlyjs()}</script>'
         "</head><body>"
         "<h1>tracegrade report</h1>"
@@ -342,9 +346,14 @@ def write_html(report: Report, path: Path) -> None:
 
 
 __all__ = [
+    "LAYOUT",
+    "PAGE_STYLE",
+    "chart_html",
+    "chart_title",
     "extraction_figure",
     "id_figure",
     "render_html",
     "stages_figure",
+    "table_html",
     "write_html",
 ]

@@ -4,8 +4,10 @@
 the whole log in memory: on a log of 100,000 samples `tracegrade report`
 took 21-31 s and 1.27 GB. The report needs four things of a sample: its id
 and epoch (to name it in an error), its scores' values and metadata, and
-whether it errored. So each sample is parsed as plain JSON, those are
-taken, and the rest is dropped before the next sample is read. Inspect's
+whether it errored; `tracegrade compare` also reads each score's
+explanation, to show why a run changed. So each sample is parsed as plain
+JSON, those are taken, and the rest is dropped before the next sample is
+read. Inspect's
 public per-sample readers (`read_eval_log_samples`) validate an
 `EvalSample` each, which alone costs several times the budget, and its
 sample summaries drop metadata values over 1 KB, such as a long list of
@@ -71,10 +73,11 @@ class UnreadableLog(ValueError):
 
 
 class ScoreRead(NamedTuple):
-    """A score's value and metadata, as logged."""
+    """A score's value, metadata and explanation, as logged."""
 
     value: Any
     metadata: Any
+    explanation: str | None = None
 
 
 class SampleRead(NamedTuple):
@@ -130,7 +133,13 @@ def sample_read(data: Any) -> SampleRead:
                 raise UnreadableLog(
                     f"sample {sample_id!r}: score {name!r} metadata must be an object"
                 )
-            scores[name] = ScoreRead(score["value"], metadata)
+            explanation = score.get("explanation")
+            if explanation is not None and not isinstance(explanation, str):
+                raise UnreadableLog(
+                    f"sample {sample_id!r}: score {name!r} explanation must be "
+                    f"a string, got {explanation!r}"
+                )
+            scores[name] = ScoreRead(score["value"], metadata, explanation)
     return SampleRead(sample_id, epoch, scores, data.get("error") is not None)
 
 
@@ -140,7 +149,7 @@ def from_eval_sample(sample: EvalSample) -> SampleRead:
         sample.id,
         sample.epoch,
         {
-            name: ScoreRead(score.value, score.metadata)
+            name: ScoreRead(score.value, score.metadata, score.explanation)
             for name, score in (sample.scores or {}).items()
         },
         sample.error is not None,

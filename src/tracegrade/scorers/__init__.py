@@ -8,7 +8,14 @@
 from .answer_parsing import UnreadableAnswer, parse_answer_ids
 from .extraction import extraction_score, ordered_extraction_scorer
 from .grader import LabelScorerError, label_from_value
-from .metrics import answer_failures, lucky_answers, stage_modes, stage_shares
+from .metrics import (
+    answer_failures,
+    criteria_shares,
+    lucky_answers,
+    scored_runs,
+    stage_modes,
+    stage_shares,
+)
 from .outcome import ANSWER_FAILURES, DATA_ERRORS
 from .stage import diagnosis_score, stage_diagnosis_scorer
 from .store import RetrievalTrace
@@ -20,12 +27,14 @@ __all__ = [
     "RetrievalTrace",
     "UnreadableAnswer",
     "answer_failures",
+    "criteria_shares",
     "diagnosis_score",
     "extraction_score",
     "label_from_value",
     "lucky_answers",
     "ordered_extraction_scorer",
     "parse_answer_ids",
+    "scored_runs",
     "stage_diagnosis_scorer",
     "stage_modes",
     "stage_shares",

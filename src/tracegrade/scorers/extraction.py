@@ -17,7 +17,7 @@ from ..core import InvalidRecord, grade_extraction, has_duplicates, itemise
 from ..lines import strict_json_loads
 from .answer_parsing import ReadAs, UnreadableAnswer, read_answer_ids
 from .explain import explain_extraction, explain_invalid, explain_unreadable
-from .metrics import answer_failures
+from .metrics import answer_failures, criteria_shares, scored_runs
 from .outcome import ErrorInfo, data_error, graded, metadata_source, shown
 
 
@@ -214,9 +214,13 @@ def source_from_target(target: Target) -> Any:
 
 
 @scorer(
+    # `criteria_shares` fills the entry Inspect gives the plain reduced
+    # metrics, which would otherwise be logged empty and take the headline.
     metrics=[
+        criteria_shares(),
         {"membership": [accuracy(), stderr()], "order": [accuracy(), stderr()]},
         answer_failures(),
+        scored_runs(),
     ],
     name="ordered_extraction",
 )

@@ -1,16 +1,19 @@
 """Metrics as a reader of `inspect view` wants them.
 
-All three take each epoch's own score (`scores="unreduced"`, as Inspect's
-categorical `frequency()` does). Inspect's default epoch reducer is the
-mean, which turns a stage such as "retrieval" into 0.0 before reduced
-metrics see it; unreduced metrics see the real values under any reducer,
-and with N epochs they count runs, each sample contributing N.
+The stage metrics, `answer_failures` and `scored_runs` take each epoch's
+own score (`scores="unreduced"`, as Inspect's categorical `frequency()` does).
+Inspect's default epoch reducer is the mean, which turns a stage such as
+"retrieval" into 0.0 before reduced metrics see it; unreduced metrics see
+the real values under any reducer, and with N epochs they count runs, each
+sample contributing N. `criteria_shares`, like Inspect's `accuracy` beside
+it, takes each sample's reduced extraction score.
 
 Unscored samples (the data errors) never reach a metric: Inspect drops
 NaN scores first and reports their number as the score's unscored count,
-shown in `inspect view` beside the metrics; the kind of each is the
-score's `reason`. When every sample is an error the metrics get an empty
-list and report no runs, instead of failing the log.
+shown in `inspect view` beside the metrics (the terminal shows metrics
+only, hence `scored_runs`); the kind of each is the score's `reason`. When
+every sample is an error the metrics get an empty list and report no
+runs, instead of failing the log.
 """
 
 from __future__ import annotations
@@ -20,9 +23,13 @@ from collections import Counter
 from itertools import groupby
 from typing import Any
 
-from inspect_ai.scorer import Metric, SampleScore, metric
+from inspect_ai.log import EvalMetric
+from inspect_ai.scorer import Metric, SampleScore, metric, value_to_float
 
 STAGES = ("retrieval", "generation", "pass", "unresolved")
+
+CRITERIA = ("membership", "order")
+"""The keys of an extraction score's value, each graded separately."""
 
 
 def _stage(sample_score: SampleScore) -> str:
@@ -145,3 +152,84 @@ def answer_failures() -> Metric:
         return counts
 
     return compute
+
+
+@metric(scores="unreduced")
+def scored_runs() -> Metric:
+    """How many runs got a score: `{"scored_runs": n}`.
+
+    Inspect shows a score's unscored count in `inspect view` only; the
+    terminal prints metrics alone, so a run whose every sample is a data
+    error printed nothing but NaN there, with no hint why. Unscored runs
+    never reach a metric, so this counts the scored ones, to read against
+    the samples (times epochs) in the results header; their reasons are
+    each score's `reason`, counted by kind by `tracegrade report`. It is a
+    mapping because Inspect reports a scalar metric over no scores as NaN,
+    and 0 is what must show.
+    """
+
+    def compute(scores: list[SampleScore]) -> dict[str, int]:
+        return {"scored_runs": len(scores)}
+
+    return compute
+
+
+@metric
+def criteria_shares() -> Metric:
+    """Share of scored samples passing each extraction criterion.
+
+    The same figures as the per-criterion `accuracy` (`value_to_float` of
+    each key, averaged; a NaN key is skipped as Inspect skips it), in the
+    scorer's own results entry. Inspect gives a scorer whose metrics list
+    holds per-key metrics an entry of its own for the plain metrics of each
+    view, with no metrics when there are none; that empty entry came first,
+    so the log had no headline metric (Inspect takes the first metric of the
+    first entry) and `inspect view` listed the run with no score. With this
+    metric there, the headline is the membership share.
+    """
+    to_float = value_to_float()
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        shares: dict[str, float] = {}
+        for criterion in CRITERIA:
+            # Summed as `accuracy` sums, so the two agree to the last bit.
+            total, counted = 0.0, 0
+            for sample_score in scores:
+                value = _criterion(sample_score, criterion)
+                if not _is_nan(value):
+                    total += to_float(value)
+                    counted += 1
+            shares[criterion] = total / float(counted) if counted else math.nan
+        return shares
+
+    return compute
+
+
+def _criterion(sample_score: SampleScore, criterion: str) -> Any:
+    value = sample_score.score.value
+    if not isinstance(value, dict) or criterion not in value:
+        raise ValueError(
+            f"sample {sample_score.sample_id!r}: an extraction metric needs "
+            f"{{{', '.join(repr(c) for c in CRITERIA)}}} as the score value, "
+            f"got {value!r}"
+        )
+    return value[criterion]
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+COUNT_METRICS = frozenset({"lucky_answers", "answer_failures", "scored_runs"})
+"""The metrics that count runs, by unqualified registry name."""
+
+
+def is_count(eval_metric: EvalMetric) -> bool:
+    """Whether a logged metric is one of the counts, to be shown as an integer.
+
+    Inspect stores every metric value as a float and prints it with three
+    decimals; a count is an integer all the same. The registry name is the
+    metric's `group` when it returned a mapping, else its `name`.
+    """
+    name = eval_metric.group or eval_metric.name
+    return name.rsplit("/", 1)[-1] in COUNT_METRICS

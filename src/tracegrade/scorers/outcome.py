@@ -3,8 +3,10 @@
 - `value`: the stage ("retrieval", "generation", "pass", "unresolved") or
   `{"membership": bool, "order": bool}`; NaN (`Score.unscored`) for a
   data error.
-- `answer`: what was graded, as compact JSON: the stage record, or the
-  extracted ID list (the raw text when it held no list).
+- `answer`: for a stage, the model's output, or with none the supplied
+  context as compact JSON (None when there is no context either); for an
+  extraction, the extracted ID list as compact JSON (the raw text when it
+  held no list).
 - `explanation`: one sentence, the decision and its reason.
 - `reason`: the error kind, or `None`.
 
@@ -101,10 +103,23 @@ def shown(value: Any) -> str:
         return quote(value)
 
 
+def stage_answer(record: dict[str, Any], output: str) -> str | None:
+    """A stage score's `answer`: what the run answered, else the context it
+    was given, else None.
+
+    The record is in the metadata already and a replayed one is the
+    sample's input, so showing it as the answer told a reader of `inspect
+    view` nothing the input did not.
+    """
+    if output:
+        return output
+    return shown(record["context"]) if "context" in record else None
+
+
 def graded(
     value: Value,
     *,
-    answer: str,
+    answer: str | None,
     explanation: str,
     result: Any,
     record: dict[str, Any],
@@ -129,7 +144,7 @@ def graded(
 def data_error(
     error: ErrorInfo,
     *,
-    answer: str,
+    answer: str | None,
     explanation: str,
     result: Any,
     record: dict[str, Any],

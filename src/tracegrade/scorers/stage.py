@@ -29,11 +29,11 @@ from .grader import (
     resolve_label_scorer,
 )
 from .keys import KeyWatch, absent_metadata_key, listed_keys
-from .metrics import lucky_answers, stage_modes, stage_shares
-from .outcome import ErrorInfo, data_error, graded, metadata_source, shown
+from .metrics import lucky_answers, scored_runs, stage_modes, stage_shares
+from .outcome import ErrorInfo, data_error, graded, metadata_source, stage_answer
 from .store import context_store_key, recorded_context
 
-STAGE_METRICS = [stage_shares(), stage_modes(), lucky_answers()]
+STAGE_METRICS = [stage_shares(), stage_modes(), lucky_answers(), scored_runs()]
 
 
 def diagnosis_score(
@@ -41,6 +41,7 @@ def diagnosis_score(
     read_from: dict[str, str],
     *,
     context_recorded: bool,
+    output: str = "",
     no_label: str | None = None,
 ) -> Score:
     """The score for one record, errors included.
@@ -48,10 +49,12 @@ def diagnosis_score(
     `context_recorded` is False when the context came from an unset
     `RetrievalTrace` (absent, or `null` in the store), so the error can say
     the retrieval step never recorded it rather than only that the field
-    is missing. `no_label` says why a grader gave no label, to explain an
-    `answer-label` error with instead of "no staff label was found".
+    is missing. `output` is the model's answer text, if any: the score's
+    `answer`, which the viewer shows beside the input. `no_label` says why
+    a grader gave no label, to explain an `answer-label` error with instead
+    of "no staff label was found".
     """
-    answer = shown(record)
+    answer = stage_answer(record, output)
     try:
         result = diagnose_stage(record)
     except InvalidRecord as invalid:
@@ -222,7 +225,12 @@ def stage_diagnosis_scorer(
     async def score(state: TaskState, target: Target) -> Score:
         record, context_recorded = reader.record(state)
         if grader is None:
-            return diagnosis_score(record, read_from, context_recorded=context_recorded)
+            return diagnosis_score(
+                record,
+                read_from,
+                context_recorded=context_recorded,
+                output=state.output.completion,
+            )
         verdict = await grade(grader, grader_name(grader), state, target)
         reader.note_verdict(state, verdict)
         if verdict.label is not None:
@@ -231,6 +239,7 @@ def stage_diagnosis_scorer(
             record,
             read_from,
             context_recorded=context_recorded,
+            output=state.output.completion,
             no_label=verdict.why_no_label() if verdict.label is None else None,
         )
         assert result.metadata is not None

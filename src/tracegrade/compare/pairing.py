@@ -1,0 +1,587 @@
+"""Pairing two runs' scores sample by sample, and what changed between them.
+
+Pure: it sees `Observation`s (one score of one sample-epoch in one log)
+and knows nothing of Inspect, so every rule here is tested without a log.
+
+The rules a reader of the comparison needs:
+
+- A pair is the same sample id and epoch under the same score name in
+  BASE and in NEW (`stage_diagnosis`, or `stage_diagnosis1` after
+  `inspect score --action append`). Score names in only one run are not
+  compared, and said; sample-epochs in only one run are counted and listed.
+- A run has one state. Stage diagnosis: its stage (`retrieval`,
+  `generation`, `pass`, `unresolved`), `data error` (unscored: the sample's
+  data is at fault) or `no score` (the sample is in the log but the score
+  is not, e.g. the sample errored before scoring). Ordered extraction:
+  `pass` (every ID kept, in source order), `order fail` (every ID kept,
+  order lost), `membership fail` (an ID dropped, invented or repeated, or
+  the answer unreadable: order fails too), `data error` or `no score`.
+- The transition matrix counts every pair, BASE state by NEW state.
+- A regression is a stage run that passed in BASE and failed in NEW at
+  retrieval or generation; a fix is one that passes in NEW and did not in
+  BASE, whatever it was. Extraction lists the pairs that lost or gained
+  membership and order.
+- The significance tests (`stats.py`) take only the pairs with an outcome
+  on both sides: stages for stage diagnosis, grades for extraction. A data
+  error or a missing score says nothing about the model, so it is neither
+  a pass nor a failure; such pairs stay visible in the matrix.
+- Each sample-epoch may appear once per score in a run: two runs of the
+  same samples in one directory cannot be paired, and are refused.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Final
+
+from .stats import DEFAULT_ALPHA, McNemar, mcnemar
+
+STAGE: Final = "stage_diagnosis"
+EXTRACTION: Final = "ordered_extraction"
+KINDS: Final = (STAGE, EXTRACTION)
+
+DATA_ERROR: Final = "data error"
+NO_SCORE: Final = "no score"
+DIAGNOSED: Final = ("retrieval", "generation", "pass", "unresolved")
+GRADED: Final = ("pass", "order fail", "membership fail")
+STATES: Final = {
+    STAGE: (*DIAGNOSED, DATA_ERROR, NO_SCORE),
+    EXTRACTION: (*GRADED, DATA_ERROR, NO_SCORE),
+}
+REGRESSED_TO: Final = ("retrieval", "generation")
+
+SampleId = int | str
+SampleKey = tuple[SampleId, int]
+
+
+class CompareError(ValueError):
+    """Two runs that cannot be compared; the message says why."""
+
+
+class UnknownKind(CompareError):
+    """A score kind or state that is not tracegrade's."""
+
+
+class DuplicateRun(CompareError):
+    """A sample-epoch scored twice under one score name in one run."""
+
+
+class NothingInCommon(CompareError):
+    """No score name, or no sample-epoch, in both runs."""
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One sample-epoch's outcome under one score, as read from `log`.
+
+    `missing` is the required IDs that never reached the context, for a
+    diagnosed stage run (None otherwise).
+    """
+
+    state: str
+    missing: tuple[str, ...] | None = None
+    explanation: str | None = None
+    log: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Observation:
+    """A run of `sample_id`, `epoch` under the score named `score`, of a
+    tracegrade scorer of kind `kind` (`STAGE` or `EXTRACTION`)."""
+
+    score: str
+    kind: str
+    sample_id: SampleId
+    epoch: int
+    run: Run
+
+    def __post_init__(self) -> None:
+        if self.kind not in STATES:
+            raise UnknownKind(f"no tracegrade scorer {self.kind!r}; there are {KINDS}")
+        if self.run.state not in STATES[self.kind]:
+            raise UnknownKind(
+                f"no {self.kind} state {self.run.state!r}; there are "
+                f"{STATES[self.kind]}"
+            )
+
+
+@dataclass(frozen=True)
+class SampleRef:
+    """A sample-epoch present in one run only, and the log that holds it."""
+
+    id: SampleId
+    epoch: int
+    log: str
+
+
+@dataclass(frozen=True)
+class Side:
+    """One run's side of a changed pair."""
+
+    state: str
+    missing: list[str] | None
+    explanation: str | None
+    log: str
+
+
+@dataclass(frozen=True)
+class Change:
+    """A pair whose outcome changed, with both runs' reasons."""
+
+    id: SampleId
+    epoch: int
+    base: Side
+    new: Side
+
+
+@dataclass(frozen=True)
+class IdCount:
+    """An ID and the number of pairs it newly went missing (or was newly
+    found) in."""
+
+    id: str
+    count: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScoreComparison:
+    """What is common to both kinds: the pairs, the matrix, the tests.
+
+    `transitions[i][j]` counts the pairs in `states[i]` in BASE and
+    `states[j]` in NEW.
+    """
+
+    score: str
+    kind: str
+    pairs: int
+    states: list[str]
+    transitions: list[list[int]]
+    only_in_base: list[SampleRef]
+    only_in_new: list[SampleRef]
+    tests: list[McNemar]
+
+
+@dataclass(frozen=True, kw_only=True)
+class StageComparison(ScoreComparison):
+    """Stage diagnosis: regressions, fixes, and the IDs that changed.
+
+    `newly_missing` counts, per document ID, the pairs diagnosed on both
+    sides whose NEW run missed it and whose BASE run did not; `newly_found`
+    the reverse. `ids_compared` is how many pairs that is.
+    """
+
+    regressions: list[Change]
+    fixes: list[Change]
+    ids_compared: int
+    newly_missing: list[IdCount]
+    newly_found: list[IdCount]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExtractionComparison(ScoreComparison):
+    """Ordered extraction: the graded pairs that lost or gained each
+    criterion."""
+
+    lost_membership: list[Change]
+    gained_membership: list[Change]
+    lost_order: list[Change]
+    gained_order: list[Change]
+
+
+@dataclass(frozen=True)
+class Gate:
+    """What `--fail-on-regression` decides on.
+
+    `regressions` counts the pairs that regressed: stage runs from pass to
+    retrieval or generation, and extraction runs that lost membership or
+    order. `significant` names the outcomes (`score: outcome`) significantly
+    worse in NEW at `alpha`, among `outcomes`: pass for stage diagnosis,
+    membership and order for extraction, the outcomes a regression is
+    defined on. `fails` is the default gate, `fails_strict` the `--strict`
+    one (any regression at all, or a significant one).
+    """
+
+    alpha: float
+    outcomes: list[str]
+    regressions: int
+    significant: list[str]
+    fails: bool
+    fails_strict: bool
+
+
+@dataclass(frozen=True)
+class Paired:
+    """Every score compared, and the score names found in one run only
+    with their number of runs."""
+
+    stage_diagnosis: list[StageComparison]
+    ordered_extraction: list[ExtractionComparison]
+    scores_only_in_base: dict[str, int]
+    scores_only_in_new: dict[str, int]
+    gate: Gate
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """A binary outcome tested on the pairs in its population."""
+
+    name: str
+    has: Callable[[str], bool]
+    population: tuple[str, ...]
+    higher_is_better: bool
+    gates: bool
+
+
+# The gate tests the outcomes a regression is defined on; a rise in
+# retrieval failures among runs that failed anyway is reported, not gated.
+_OUTCOMES: Final = {
+    STAGE: (
+        _Outcome(
+            name="pass",
+            has=lambda state: state == "pass",
+            population=DIAGNOSED,
+            higher_is_better=True,
+            gates=True,
+        ),
+        _Outcome(
+            name="retrieval failure",
+            has=lambda state: state == "retrieval",
+            population=DIAGNOSED,
+            higher_is_better=False,
+            gates=False,
+        ),
+    ),
+    EXTRACTION: (
+        _Outcome(
+            name="membership",
+            has=lambda state: state in ("pass", "order fail"),
+            population=GRADED,
+            higher_is_better=True,
+            gates=True,
+        ),
+        _Outcome(
+            name="order",
+            has=lambda state: state == "pass",
+            population=GRADED,
+            higher_is_better=True,
+            gates=True,
+        ),
+    ),
+}
+
+_Pair = tuple[SampleKey, Run, Run]
+
+
+@dataclass
+class _OutcomeTally:
+    """The 2x2 table of one outcome, and its discordant pairs."""
+
+    outcome: _Outcome
+    pairs: int = 0
+    base: int = 0
+    new: int = 0
+    base_only: list[_Pair] = field(default_factory=list)
+    new_only: list[_Pair] = field(default_factory=list)
+
+    def add(self, pair: _Pair) -> None:
+        _, base_run, new_run = pair
+        population = self.outcome.population
+        if base_run.state not in population or new_run.state not in population:
+            return
+        in_base = self.outcome.has(base_run.state)
+        in_new = self.outcome.has(new_run.state)
+        self.pairs += 1
+        self.base += in_base
+        self.new += in_new
+        if in_base and not in_new:
+            self.base_only.append(pair)
+        elif in_new and not in_base:
+            self.new_only.append(pair)
+
+    def test(self, alpha: float) -> McNemar:
+        return mcnemar(
+            self.outcome.name,
+            pairs=self.pairs,
+            base_count=self.base,
+            new_count=self.new,
+            b=len(self.base_only),
+            c=len(self.new_only),
+            alpha=alpha,
+            higher_is_better=self.outcome.higher_is_better,
+        )
+
+
+@dataclass
+class _ScoreTally:
+    """Everything counted for one score name while NEW is read."""
+
+    kind: str
+    transitions: Counter[tuple[str, str]] = field(default_factory=Counter)
+    only_in_new: list[SampleRef] = field(default_factory=list)
+    regressions: list[_Pair] = field(default_factory=list)
+    fixes: list[_Pair] = field(default_factory=list)
+    ids_compared: int = 0
+    newly_missing: Counter[str] = field(default_factory=Counter)
+    newly_found: Counter[str] = field(default_factory=Counter)
+    outcomes: list[_OutcomeTally] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.outcomes = [_OutcomeTally(outcome) for outcome in _OUTCOMES[self.kind]]
+
+    def add(self, pair: _Pair) -> None:
+        _, base_run, new_run = pair
+        self.transitions[base_run.state, new_run.state] += 1
+        for outcome in self.outcomes:
+            outcome.add(pair)
+        if self.kind != STAGE:
+            return
+        if base_run.state == "pass" and new_run.state in REGRESSED_TO:
+            self.regressions.append(pair)
+        elif new_run.state == "pass" and base_run.state != "pass":
+            self.fixes.append(pair)
+        if base_run.missing is not None and new_run.missing is not None:
+            self.ids_compared += 1
+            base_missing, new_missing = set(base_run.missing), set(new_run.missing)
+            self.newly_missing.update(new_missing - base_missing)
+            self.newly_found.update(base_missing - new_missing)
+
+
+def pair_runs(
+    base: Iterable[Observation],
+    new: Iterable[Observation],
+    *,
+    alpha: float = DEFAULT_ALPHA,
+) -> Paired:
+    """Pair BASE's observations with NEW's and compare every common score.
+
+    BASE is held, one small `Run` per sample-epoch; NEW is consumed as it
+    comes, each pair counted once. Raises `DuplicateRun` for a sample-epoch
+    scored twice under one name in a run, and `NothingInCommon` when no
+    score name, or no sample-epoch of a common one, is in both runs.
+    """
+    base_runs: dict[str, dict[SampleKey, Run]] = {}
+    kinds: dict[str, str] = {}
+    for observation in base:
+        runs = base_runs.setdefault(observation.score, {})
+        kinds[observation.score] = observation.kind
+        key = (observation.sample_id, observation.epoch)
+        if key in runs:
+            raise _duplicate("BASE", observation, runs[key].log)
+        runs[key] = observation.run
+
+    tallies: dict[str, _ScoreTally] = {}
+    new_seen: dict[str, dict[SampleKey, str]] = {}
+    only_in_new_scores: Counter[str] = Counter()
+    for observation in new:
+        key = (observation.sample_id, observation.epoch)
+        seen = new_seen.setdefault(observation.score, {})
+        if key in seen:
+            raise _duplicate("NEW", observation, seen[key])
+        seen[key] = observation.run.log
+        paired_with = base_runs.get(observation.score)
+        if paired_with is None:
+            only_in_new_scores[observation.score] += 1
+            continue
+        tally = tallies.get(observation.score)
+        if tally is None:
+            tally = tallies[observation.score] = _ScoreTally(observation.kind)
+        base_run = paired_with.get(key)
+        if base_run is None:
+            tally.only_in_new.append(SampleRef(*key, observation.run.log))
+        else:
+            tally.add((key, base_run, observation.run))
+
+    only_in_base_scores = {
+        score: len(runs) for score, runs in base_runs.items() if score not in tallies
+    }
+    if not tallies:
+        raise NothingInCommon(
+            "no tracegrade score is in both runs: BASE has "
+            f"{_names(base_runs)}, NEW has {_names(only_in_new_scores)}"
+        )
+    stage: list[StageComparison] = []
+    extraction: list[ExtractionComparison] = []
+    for score in sorted(tallies):
+        tally = tallies[score]
+        only_in_base = sorted(
+            (
+                SampleRef(*key, run.log)
+                for key, run in base_runs[score].items()
+                if key not in new_seen[score]
+            ),
+            key=_ref_order,
+        )
+        compared = _compared(score, tally, only_in_base, alpha)
+        if isinstance(compared, StageComparison):
+            stage.append(compared)
+        else:
+            extraction.append(compared)
+    if not any(c.pairs for c in [*stage, *extraction]):
+        counts = "; ".join(
+            f"{c.score}: {len(c.only_in_base)} in BASE only, "
+            f"{len(c.only_in_new)} in NEW only"
+            for c in [*stage, *extraction]
+        )
+        raise NothingInCommon(
+            f"no sample-epoch (sample id and epoch) is in both runs ({counts}); "
+            "are they runs of the same dataset?"
+        )
+    return Paired(
+        stage_diagnosis=stage,
+        ordered_extraction=extraction,
+        scores_only_in_base=dict(sorted(only_in_base_scores.items())),
+        scores_only_in_new=dict(sorted(only_in_new_scores.items())),
+        gate=_gate(stage, extraction, alpha),
+    )
+
+
+def _duplicate(side: str, observation: Observation, first_log: str) -> DuplicateRun:
+    where = (
+        f"in {first_log!r} and again in {observation.run.log!r}"
+        if first_log != observation.run.log
+        else f"twice in {first_log!r}"
+    )
+    return DuplicateRun(
+        f"{side}: sample {observation.sample_id!r} epoch {observation.epoch} has "
+        f"two {observation.score!r} scores, {where}; compare one run with one "
+        "run (the parts of a split run hold each sample once)"
+    )
+
+
+def _names(scores: Iterable[str]) -> str:
+    return ", ".join(repr(name) for name in sorted(scores)) or "none"
+
+
+def _key_order(key: SampleKey) -> tuple[int, int, str, int]:
+    """Integer ids in numeric order, then string ids; then epoch."""
+    sample_id, epoch = key
+    if isinstance(sample_id, int):
+        return (0, sample_id, "", epoch)
+    return (1, 0, sample_id, epoch)
+
+
+def _ref_order(ref: SampleRef) -> tuple[int, int, str, int]:
+    return _key_order((ref.id, ref.epoch))
+
+
+def _side(run: Run) -> Side:
+    missing = None if run.missing is None else list(run.missing)
+    return Side(run.state, missing, run.explanation, run.log)
+
+
+def _changes(pairs: Iterable[_Pair]) -> list[Change]:
+    ordered = sorted(pairs, key=lambda pair: _key_order(pair[0]))
+    return [
+        Change(key[0], key[1], _side(base_run), _side(new_run))
+        for key, base_run, new_run in ordered
+    ]
+
+
+def _ranked(counter: Counter[str]) -> list[IdCount]:
+    """Most frequent first; ties in code point order, so the list is stable."""
+    ordered = sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+    return [IdCount(document_id, count) for document_id, count in ordered]
+
+
+def _compared(
+    score: str, tally: _ScoreTally, only_in_base: list[SampleRef], alpha: float
+) -> StageComparison | ExtractionComparison:
+    states = list(STATES[tally.kind])
+    pairs = sum(tally.transitions.values())
+    transitions = [
+        [tally.transitions[row, column] for column in states] for row in states
+    ]
+    only_in_new = sorted(tally.only_in_new, key=_ref_order)
+    tests = [outcome.test(alpha) for outcome in tally.outcomes]
+    if tally.kind == STAGE:
+        return StageComparison(
+            score=score,
+            kind=tally.kind,
+            pairs=pairs,
+            states=states,
+            transitions=transitions,
+            only_in_base=only_in_base,
+            only_in_new=only_in_new,
+            tests=tests,
+            regressions=_changes(tally.regressions),
+            fixes=_changes(tally.fixes),
+            ids_compared=tally.ids_compared,
+            newly_missing=_ranked(tally.newly_missing),
+            newly_found=_ranked(tally.newly_found),
+        )
+    membership, order = tally.outcomes
+    return ExtractionComparison(
+        score=score,
+        kind=tally.kind,
+        pairs=pairs,
+        states=states,
+        transitions=transitions,
+        only_in_base=only_in_base,
+        only_in_new=only_in_new,
+        tests=tests,
+        lost_membership=_changes(membership.base_only),
+        gained_membership=_changes(membership.new_only),
+        lost_order=_changes(order.base_only),
+        gained_order=_changes(order.new_only),
+    )
+
+
+def _gate(
+    stage: list[StageComparison],
+    extraction: list[ExtractionComparison],
+    alpha: float,
+) -> Gate:
+    gated = {
+        kind: [outcome.name for outcome in outcomes if outcome.gates]
+        for kind, outcomes in _OUTCOMES.items()
+    }
+    compared: list[StageComparison | ExtractionComparison] = [*stage, *extraction]
+    significant = [
+        f"{c.score}: {test.outcome}"
+        for c in compared
+        for test in c.tests
+        if test.outcome in gated[c.kind] and test.worse
+    ]
+    regressions = sum(len(c.regressions) for c in stage)
+    for c in extraction:
+        regressions += len(
+            {(change.id, change.epoch) for change in c.lost_membership + c.lost_order}
+        )
+    return Gate(
+        alpha=alpha,
+        outcomes=[f"{c.score}: {name}" for c in compared for name in gated[c.kind]],
+        regressions=regressions,
+        significant=significant,
+        fails=bool(significant),
+        fails_strict=bool(significant) or regressions > 0,
+    )
+
+
+__all__ = [
+    "DATA_ERROR",
+    "DIAGNOSED",
+    "EXTRACTION",
+    "GRADED",
+    "KINDS",
+    "NO_SCORE",
+    "STAGE",
+    "STATES",
+    "Change",
+    "CompareError",
+    "DuplicateRun",
+    "ExtractionComparison",
+    "Gate",
+    "IdCount",
+    "NothingInCommon",
+    "Observation",
+    "Paired",
+    "Run",
+    "SampleRef",
+    "ScoreComparison",
+    "Side",
+    "StageComparison",
+    "UnknownKind",
+    "pair_runs",
+]

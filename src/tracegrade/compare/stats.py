@@ -1,0 +1,242 @@
+"""The exact McNemar test on one paired binary outcome, and what it can tell.
+
+Two runs of the same samples are paired data: the question is not whether
+the shares differ, as if the runs were independent samples, but whether
+the samples that changed changed one way more than the other. Only the
+discordant pairs carry that information: `b` samples had the outcome in
+BASE and not in NEW, `c` had it in NEW and not in BASE. Under the null
+hypothesis (no change) each discordant pair is equally likely to fall
+either way, so `b` is Binomial(b + c, 1/2), and the exact McNemar test is
+the two-sided binomial test of `b` against p = 1/2. It is computed by
+`scipy.stats.binomtest`, which sums the binomial probabilities (no normal
+or chi-squared approximation, which fails at the small counts a CI run
+often has).
+
+The effect size is the difference in proportions, `(c - b) / n` over the
+`n` pairs tested: exactly the outcome's share in NEW minus its share in
+BASE, in the unit a reader thinks in ("the pass rate fell 12 points"). It
+is defined whatever `b` and `c` are; the paired odds ratio `c / b` is
+infinite when `b` is 0, which is the most common lopsided case.
+
+A test with few discordant pairs cannot be significant whatever they
+show: the most lopsided split of `m` pairs, `m` to 0, has p = 2 * 0.5**m,
+so at alpha = 0.05 at least 6 are needed (p = 0.03125; 5 give 0.0625).
+`smallest_p_value` and `discordant_needed` are computed with the same
+`binomtest`, so "too few to tell" is said exactly, not by a rule of thumb.
+Significance is p <= alpha.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from functools import cache
+
+from scipy.stats import binomtest  # type: ignore[import-untyped]
+
+DEFAULT_ALPHA = 0.05
+
+
+class Verdict(str, Enum):
+    """What one test says about NEW against BASE."""
+
+    WORSE = "worse"
+    BETTER = "better"
+    NOT_SIGNIFICANT = "not significant"
+    TOO_FEW = "too few to tell"
+
+
+class InvalidCounts(ValueError):
+    """Paired counts that cannot be: negative, or more discordant pairs than
+    pairs."""
+
+
+class InvalidAlpha(ValueError):
+    """A significance level outside (0, 1)."""
+
+
+def check_alpha(alpha: float) -> float:
+    """`alpha`, if it lies strictly between 0 and 1."""
+    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
+        raise InvalidAlpha(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
+    return float(alpha)
+
+
+def mcnemar_p_value(b: int, c: int) -> float:
+    """The two-sided exact McNemar p-value of `b` against `c` discordant
+    pairs; 1.0 when there are none (nothing contradicts no change)."""
+    if b < 0 or c < 0:
+        raise InvalidCounts(f"discordant counts must be >= 0, got b={b!r}, c={c!r}")
+    if b + c == 0:
+        return 1.0
+    return float(binomtest(b, b + c, 0.5, alternative="two-sided").pvalue)
+
+
+def smallest_p_value(discordant: int) -> float:
+    """The p-value of the most lopsided split of `discordant` pairs, the
+    smallest any split of them can give."""
+    return mcnemar_p_value(0, discordant)
+
+
+@cache
+def discordant_needed(alpha: float) -> int:
+    """The fewest discordant pairs whose most lopsided split is significant
+    at `alpha`: below it the test cannot reject, whatever the data."""
+    alpha = check_alpha(alpha)
+    # 2 * 0.5**m is about alpha at m = log2(2 / alpha): start just below
+    # and let the test itself decide, so the answer is exact.
+    needed = max(1, math.floor(math.log2(2 / alpha)) - 1)
+    while smallest_p_value(needed) > alpha:
+        needed += 1
+    return needed
+
+
+@dataclass(frozen=True)
+class McNemar:
+    """The exact McNemar test of one outcome over `pairs` paired runs.
+
+    `b`: pairs with the outcome in BASE only; `c`: in NEW only.
+    `base_count` and `new_count` are the runs with the outcome in each.
+    `p_value` is None when no pair is discordant, `difference` (NEW share
+    minus BASE share, `(c - b) / pairs`) when there are no pairs.
+    `higher_is_better` says which way is a regression: for `pass` fewer is
+    worse, for `retrieval failure` more is.
+    """
+
+    outcome: str
+    higher_is_better: bool
+    alpha: float
+    pairs: int
+    base_count: int
+    new_count: int
+    b: int
+    c: int
+    p_value: float | None
+    difference: float | None
+    smallest_p_value: float | None
+    discordant_needed: int
+    significant: bool
+    verdict: Verdict
+    note: str
+
+    @property
+    def worse(self) -> bool:
+        """NEW is significantly worse on this outcome."""
+        return self.verdict is Verdict.WORSE
+
+
+def mcnemar(
+    outcome: str,
+    *,
+    pairs: int,
+    base_count: int,
+    new_count: int,
+    b: int,
+    c: int,
+    alpha: float = DEFAULT_ALPHA,
+    higher_is_better: bool = True,
+) -> McNemar:
+    """Test whether `outcome` changed between BASE and NEW over `pairs`
+    paired runs, and say so in one plain sentence."""
+    alpha = check_alpha(alpha)
+    counts = {"pairs": pairs, "base_count": base_count, "new_count": new_count}
+    counts |= {"b": b, "c": c}
+    if any(value < 0 for value in counts.values()):
+        raise InvalidCounts(f"counts must be >= 0, got {counts}")
+    if b > base_count or c > new_count or base_count > pairs or new_count > pairs:
+        raise InvalidCounts(
+            f"b and c cannot exceed the runs with the outcome, nor those the "
+            f"pairs, got {counts}"
+        )
+    if base_count - b != new_count - c:
+        raise InvalidCounts(
+            f"the runs with the outcome in both must agree: base_count - b = "
+            f"{base_count - b}, new_count - c = {new_count - c}, got {counts}"
+        )
+    discordant = b + c
+    needed = discordant_needed(alpha)
+    p_value = mcnemar_p_value(b, c) if discordant else None
+    lowest = smallest_p_value(discordant) if discordant else None
+    significant = p_value is not None and p_value <= alpha
+    if not discordant or discordant < needed:
+        verdict = Verdict.TOO_FEW
+    elif not significant:
+        verdict = Verdict.NOT_SIGNIFICANT
+    elif (c > b) == higher_is_better:
+        verdict = Verdict.BETTER
+    else:
+        verdict = Verdict.WORSE
+    return McNemar(
+        outcome=outcome,
+        higher_is_better=higher_is_better,
+        alpha=alpha,
+        pairs=pairs,
+        base_count=base_count,
+        new_count=new_count,
+        b=b,
+        c=c,
+        p_value=p_value,
+        difference=(c - b) / pairs if pairs else None,
+        smallest_p_value=lowest,
+        discordant_needed=needed,
+        significant=significant,
+        verdict=verdict,
+        note=_note(outcome, pairs, b, c, p_value, alpha, needed, verdict),
+    )
+
+
+def format_p(p_value: float) -> str:
+    """A p-value to 2 significant digits, small ones in scientific form."""
+    return f"{p_value:.2g}" if p_value >= 1e-4 else f"{p_value:.1e}"
+
+
+def _note(
+    outcome: str,
+    pairs: int,
+    b: int,
+    c: int,
+    p_value: float | None,
+    alpha: float,
+    needed: int,
+    verdict: Verdict,
+) -> str:
+    if pairs == 0:
+        return f"Too few to tell: no pair was tested for {outcome}."
+    if p_value is None:
+        return (
+            f"Too few to tell: none of the {pairs} pairs changed {outcome}, so "
+            "the test has no discordant pair to weigh."
+        )
+    changed = f"{b} of {pairs} pairs had {outcome} in BASE only and {c} in NEW only"
+    if verdict is Verdict.TOO_FEW:
+        discordant = b + c
+        lowest = smallest_p_value(discordant)
+        return (
+            f"Too few to tell: {changed}; even a {discordant} to 0 split would "
+            f"give p = {format_p(lowest)} > alpha = {alpha:g}, and at least "
+            f"{needed} changed pairs are needed."
+        )
+    if verdict is Verdict.NOT_SIGNIFICANT:
+        return (
+            f"Not significant: {changed}; p = {format_p(p_value)} > alpha = {alpha:g}."
+        )
+    return (
+        f"{verdict.value.capitalize()} in NEW: {changed}; p = {format_p(p_value)} "
+        f"<= alpha = {alpha:g}."
+    )
+
+
+__all__ = [
+    "DEFAULT_ALPHA",
+    "InvalidAlpha",
+    "InvalidCounts",
+    "McNemar",
+    "Verdict",
+    "check_alpha",
+    "discordant_needed",
+    "format_p",
+    "mcnemar",
+    "mcnemar_p_value",
+    "smallest_p_value",
+]

@@ -1,0 +1,786 @@
+"""`tracegrade compare` on real logs: `inspect eval` of replay files that
+differ in known ways.
+
+BASE is 14 grounded passes, one generation failure, one retrieval failure
+(D2 missing), one unresolved run, one run without a label (a data error)
+and `gone`, which only BASE has. Against it:
+
+- WORSE turns 12 passes into generation failures and fixes nothing: the
+  pass test has b = 12, c = 0, p = 2 * 0.5**12, significant.
+- SLIGHT has 2 regressions (p01 to retrieval with D1 missing, p02 to
+  generation) and 1 fix among the diagnosed pairs (gen), plus the data
+  error labelled into a pass, and `ret` missing D1 where it missed D2:
+  b = 2, c = 1, p = 1, too few to tell.
+
+Both NEW runs add `added`, which BASE lacks.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from inspect_ai import Task, eval
+from inspect_ai.dataset import Sample
+from inspect_ai.log import read_eval_log
+from inspect_ai.scorer import match
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+from plotly.offline import get_plotlyjs
+from scipy.stats import binomtest
+
+from tests.support import SUBPROCESS_ENV, inspect_cli, write_lines
+from tracegrade import ordered_extraction_recorded, stage_diagnosis
+from tracegrade.cli import main
+from tracegrade.compare.build import compare_logs
+from tracegrade.compare.tables import comparison_tables
+from tracegrade.datasets import stage_diagnosis_dataset
+from tracegrade.report.samples import from_eval_sample, log_samples
+from tracegrade.scorers import stage_diagnosis_scorer
+from tracegrade.tasks.replay import replay
+
+OK = {"required": ["D1"], "context": ["D1"], "correct": True}
+WRONG = {"required": ["D1"], "context": ["D1"], "correct": False}
+PASSES = [f"p{index:02d}" for index in range(1, 15)]
+BASE: dict[str, Any] = {
+    **dict.fromkeys(PASSES, OK),
+    "gen": WRONG,
+    "ret": {"required": ["D1", "D2"], "context": ["D1"], "correct": False},
+    "unres": {"required": [], "context": [], "correct": True},
+    "nolabel": {"required": ["D1"], "context": ["D1"]},
+    "gone": OK,
+}
+COMMON = [sample_id for sample_id in BASE if sample_id != "gone"]
+WORSE: dict[str, Any] = {
+    **{sample_id: BASE[sample_id] for sample_id in COMMON},
+    **dict.fromkeys(PASSES[:12], WRONG),
+    "added": OK,
+}
+SLIGHT: dict[str, Any] = {
+    **{sample_id: BASE[sample_id] for sample_id in COMMON},
+    "p01": {"required": ["D1"], "context": [], "correct": True},
+    "p02": WRONG,
+    "gen": OK,
+    "ret": {"required": ["D1", "D2"], "context": ["D2"], "correct": False},
+    "nolabel": {**OK},
+    "added": OK,
+}
+SOURCE = ["A", "B", "C"]
+EXTRACTION_BASE = {
+    "x1": {"source": SOURCE, "answer": ["A", "B", "C"]},
+    "x2": {"source": SOURCE, "answer": ["A"]},
+    "x3": {"source": SOURCE, "answer": ["A", "B", "C"]},
+    "x4": {"source": SOURCE, "answer": ["B", "A", "C"]},
+    "x5": {"source": SOURCE, "answer": ["A", "A", "B", "C"]},
+    "x6": {"source": ["A", "A"], "answer": ["A"]},
+}
+EXTRACTION_NEW = {
+    **EXTRACTION_BASE,
+    "x1": {"source": SOURCE, "answer": ["B", "A", "C"]},
+    "x2": {"source": SOURCE, "answer": ["A", "B", "C"]},
+    "x4": {"source": SOURCE, "answer": ["A", "B"]},
+    "x5": {"source": SOURCE, "answer": ["A", "B", "C"]},
+}
+ROOT = Path(__file__).resolve().parent.parent
+STATES = ["retrieval", "generation", "pass", "unresolved", "data error", "no score"]
+PASS_EXPLANATION = (
+    "Every required document reached the context and the answer is labelled "
+    "correct: a grounded pass."
+)
+GENERATION_EXPLANATION = (
+    "Every required document reached the context, so the wrong-answer label "
+    "points to generation."
+)
+
+
+def fixture_file(directory: Path, name: str, runs: dict[str, Any]) -> str:
+    return write_lines(
+        directory / f"{name}.jsonl",
+        [{"id": sample_id, "input": record} for sample_id, record in runs.items()],
+    )
+
+
+@pytest.fixture(scope="module")
+def datasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    directory = tmp_path_factory.mktemp("compare-runs")
+    runs = {
+        "base": BASE,
+        "worse": WORSE,
+        "slight": SLIGHT,
+        "extraction_base": EXTRACTION_BASE,
+        "extraction_new": EXTRACTION_NEW,
+    }
+    return {name: fixture_file(directory, name, r) for name, r in runs.items()}
+
+
+def evaluate(tasks: list[Task], log_dir: Path, **options: Any) -> list[str]:
+    logs = eval(tasks, display="none", log_dir=str(log_dir), **options)
+    for log in logs:
+        assert log.status == "success", log.error
+    return [log.location for log in logs]
+
+
+@pytest.fixture(scope="module")
+def logs(
+    datasets: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, str]:
+    """One log per run, each in a directory of its own."""
+    stage_runs = ["base", "worse", "slight"]
+    extraction_runs = ["extraction_base", "extraction_new"]
+    tasks = [stage_diagnosis(dataset=datasets[name]) for name in stage_runs]
+    tasks += [
+        ordered_extraction_recorded(dataset=datasets[name]) for name in extraction_runs
+    ]
+    locations = evaluate(tasks, tmp_path_factory.mktemp("compare-logs"))
+    placed = {}
+    for name, location in zip(stage_runs + extraction_runs, locations, strict=True):
+        directory = tmp_path_factory.mktemp(name)
+        placed[name] = str(directory / Path(location).name)
+        shutil.copy(location, placed[name])
+    return placed
+
+
+def invoke(*args: str) -> Result:
+    # Wide enough that rich never wraps a table cell.
+    return CliRunner().invoke(main, ["compare", *args], env={"COLUMNS": "400"})
+
+
+def compared(base: str, new: str, *args: str) -> dict[str, Any]:
+    result = invoke(base, new, "--json", *args)
+    assert result.exit_code == 0, result.output
+    read: dict[str, Any] = json.loads(result.stdout)
+    return read
+
+
+def matrix(stage: dict[str, Any]) -> dict[tuple[str, str], int]:
+    """The non-zero cells of a transition matrix, by (BASE, NEW) state."""
+    states = stage["states"]
+    return {
+        (states[row], states[column]): count
+        for row, counts in enumerate(stage["transitions"])
+        for column, count in enumerate(counts)
+        if count
+    }
+
+
+def test_twelve_regressions_and_no_fix_are_significant(logs: dict[str, str]) -> None:
+    result = compared(logs["base"], logs["worse"])
+    (stage,) = result["stage_diagnosis"]
+
+    assert stage["states"] == STATES
+    assert stage["transitions"] == [
+        [1, 0, 0, 0, 0, 0],
+        [0, 1, 0, 0, 0, 0],
+        [0, 12, 2, 0, 0, 0],
+        [0, 0, 0, 1, 0, 0],
+        [0, 0, 0, 0, 1, 0],
+        [0, 0, 0, 0, 0, 0],
+    ]
+    assert stage["pairs"] == 18
+    passed, retrieval = stage["tests"]
+    assert passed["outcome"] == "pass"
+    # The data error is no stage, so it is not tested: 17 pairs.
+    assert (passed["pairs"], passed["base_count"], passed["new_count"]) == (17, 14, 2)
+    assert (passed["b"], passed["c"]) == (12, 0)
+    assert passed["p_value"] == 2 * 0.5**12 == binomtest(12, 12, 0.5).pvalue
+    assert passed["difference"] == pytest.approx(-12 / 17)
+    assert passed["verdict"] == "worse" and passed["significant"] is True
+    assert retrieval["outcome"] == "retrieval failure"
+    assert (retrieval["b"], retrieval["c"], retrieval["p_value"]) == (0, 0, None)
+    assert retrieval["verdict"] == "too few to tell"
+
+    assert [(c["id"], c["epoch"]) for c in stage["regressions"]] == [
+        (sample_id, 1) for sample_id in PASSES[:12]
+    ]
+    for change in stage["regressions"]:
+        assert change["base"]["state"] == "pass"
+        assert change["new"]["state"] == "generation"
+        assert change["base"]["missing"] == change["new"]["missing"] == []
+        assert change["base"]["explanation"] == PASS_EXPLANATION
+        assert change["new"]["explanation"] == GENERATION_EXPLANATION
+        assert change["base"]["log"] == logs["base"]
+        assert change["new"]["log"] == logs["worse"]
+    assert stage["fixes"] == []
+    assert stage["newly_missing"] == stage["newly_found"] == []
+    assert stage["ids_compared"] == 16
+    assert stage["only_in_base"] == [{"id": "gone", "epoch": 1, "log": logs["base"]}]
+    assert stage["only_in_new"] == [{"id": "added", "epoch": 1, "log": logs["worse"]}]
+    assert result["gate"] == {
+        "alpha": 0.05,
+        "outcomes": ["stage_diagnosis: pass"],
+        "regressions": 12,
+        "significant": ["stage_diagnosis: pass"],
+        "fails": True,
+        "fails_strict": True,
+    }
+
+
+def test_two_regressions_and_one_fix_are_too_few_to_tell(
+    logs: dict[str, str],
+) -> None:
+    result = compared(logs["base"], logs["slight"])
+    (stage,) = result["stage_diagnosis"]
+
+    assert matrix(stage) == {
+        ("retrieval", "retrieval"): 1,
+        ("generation", "pass"): 1,
+        ("pass", "retrieval"): 1,
+        ("pass", "generation"): 1,
+        ("pass", "pass"): 12,
+        ("unresolved", "unresolved"): 1,
+        ("data error", "pass"): 1,
+    }
+    passed, retrieval = stage["tests"]
+    assert (passed["pairs"], passed["b"], passed["c"]) == (17, 2, 1)
+    assert passed["p_value"] == 1.0 == binomtest(2, 3, 0.5).pvalue
+    assert passed["smallest_p_value"] == 0.25 == 2 * 0.5**3
+    assert passed["discordant_needed"] == 6
+    assert passed["verdict"] == "too few to tell" and not passed["significant"]
+    assert passed["note"].startswith("Too few to tell: 2 of 17 pairs")
+    assert (retrieval["b"], retrieval["c"], retrieval["p_value"]) == (0, 1, 1.0)
+
+    regressions = {c["id"]: c for c in stage["regressions"]}
+    assert list(regressions) == ["p01", "p02"]
+    assert regressions["p01"]["new"]["state"] == "retrieval"
+    assert regressions["p01"]["new"]["missing"] == ["D1"]
+    assert regressions["p01"]["new"]["explanation"].startswith(
+        "D1 never reached the supplied context"
+    )
+    # A fix is anything that passes now: the data error labelled too, though
+    # only `gen` is a diagnosed pair the test counts.
+    assert [(c["id"], c["base"]["state"]) for c in stage["fixes"]] == [
+        ("gen", "generation"),
+        ("nolabel", "data error"),
+    ]
+    assert stage["fixes"][1]["base"]["explanation"].startswith("No staff label")
+    assert stage["newly_missing"] == [{"id": "D1", "count": 2}]
+    assert stage["newly_found"] == [{"id": "D2", "count": 1}]
+    gate = result["gate"]
+    assert (gate["regressions"], gate["fails"], gate["fails_strict"]) == (
+        2,
+        False,
+        True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("new", "options", "exit_code"),
+    [
+        ("worse", [], 0),
+        ("worse", ["--fail-on-regression"], 3),
+        ("worse", ["--fail-on-regression", "--strict"], 3),
+        # p = 0.00049 is not significant at 0.0001; any regression still is.
+        ("worse", ["--fail-on-regression", "--alpha", "0.0001"], 0),
+        ("worse", ["--fail-on-regression", "--alpha", "0.0001", "--strict"], 3),
+        ("slight", ["--fail-on-regression"], 0),
+        ("slight", ["--fail-on-regression", "--strict"], 3),
+        ("base", ["--fail-on-regression", "--strict"], 0),
+    ],
+)
+def test_the_gate_exits_3_on_regression(
+    logs: dict[str, str], new: str, options: list[str], exit_code: int
+) -> None:
+    for output in ([], ["--json"]):
+        result = invoke(logs["base"], logs[new], *options, *output)
+        assert result.exit_code == exit_code, result.output
+        failed = "tracegrade compare: the gate failed" in result.stderr
+        assert failed == (exit_code == 3)
+    if exit_code == 3 and "--strict" in options:
+        assert "any regression (--strict)" in result.stderr
+
+
+def test_the_json_shape(logs: dict[str, str]) -> None:
+    result = invoke(logs["base"], logs["worse"], "--json")
+    read = json.loads(result.stdout)
+
+    assert result.stderr == ""
+    assert read == json.loads(
+        json.dumps(compare_logs(logs["base"], logs["worse"]).to_json())
+    )
+    assert set(read) == {
+        "format",
+        "unit",
+        "alpha",
+        "test",
+        "effect_size",
+        "base",
+        "new",
+        "warnings",
+        "stage_diagnosis",
+        "ordered_extraction",
+        "scores_only_in_base",
+        "scores_only_in_new",
+        "gate",
+    }
+    assert (read["format"], read["unit"], read["alpha"]) == (1, "sample-epoch", 0.05)
+    assert read["warnings"] == [] and read["ordered_extraction"] == []
+    assert set(read["base"]) == {"path", "logs", "tasks", "models"}
+    assert read["base"]["tasks"] == ["tracegrade/stage_diagnosis"]
+    (log,) = read["new"]["logs"]
+    assert (log["path"], log["samples"], log["part"]) == (logs["worse"], 19, None)
+    (stage,) = read["stage_diagnosis"]
+    assert set(stage) == {
+        "score",
+        "kind",
+        "pairs",
+        "states",
+        "transitions",
+        "only_in_base",
+        "only_in_new",
+        "tests",
+        "regressions",
+        "fixes",
+        "ids_compared",
+        "newly_missing",
+        "newly_found",
+    }
+    assert set(stage["tests"][0]) == {
+        "outcome",
+        "higher_is_better",
+        "alpha",
+        "pairs",
+        "base_count",
+        "new_count",
+        "b",
+        "c",
+        "p_value",
+        "difference",
+        "smallest_p_value",
+        "discordant_needed",
+        "significant",
+        "verdict",
+        "note",
+    }
+    change = stage["regressions"][0]
+    assert set(change) == {"id", "epoch", "base", "new"}
+    assert set(change["base"]) == {"state", "missing", "explanation", "log"}
+    # Every key is documented.
+    documented = (ROOT / "docs" / "compare.md").read_text(encoding="utf-8")
+    keys = {*read, *read["base"], *read["base"]["logs"][0], *read["gate"]}
+    keys |= {*stage, *stage["tests"][0], *change, *change["base"]}
+    keys |= {"lost_membership", "gained_membership", "lost_order", "gained_order"}
+    for key in keys:
+        assert f'"{key}"' in documented, key
+
+
+def test_extraction_pairs_gain_and_lose_membership_and_order(
+    logs: dict[str, str],
+) -> None:
+    result = compared(logs["extraction_base"], logs["extraction_new"])
+    (extraction,) = result["ordered_extraction"]
+
+    assert extraction["states"] == [
+        "pass",
+        "order fail",
+        "membership fail",
+        "data error",
+        "no score",
+    ]
+    assert matrix(extraction) == {
+        ("pass", "order fail"): 1,
+        ("membership fail", "pass"): 2,
+        ("pass", "pass"): 1,
+        ("order fail", "membership fail"): 1,
+        ("data error", "data error"): 1,
+    }
+
+    def ids(key: str) -> list[str]:
+        return [change["id"] for change in extraction[key]]
+
+    assert ids("lost_membership") == ["x4"]
+    assert ids("gained_membership") == ["x2", "x5"]
+    assert ids("lost_order") == ["x1"]
+    assert ids("gained_order") == ["x2", "x5"]
+    # The repeated answer ID is an answer failure: graded, and failed.
+    assert extraction["gained_membership"][1]["base"]["explanation"].startswith(
+        "The answer repeats A"
+    )
+    membership, order = extraction["tests"]
+    assert (membership["pairs"], membership["b"], membership["c"]) == (5, 1, 2)
+    assert (order["pairs"], order["b"], order["c"]) == (5, 1, 2)
+    assert membership["p_value"] == binomtest(1, 3, 0.5).pvalue == 1.0
+    assert membership["difference"] == pytest.approx(1 / 5)
+    gate = result["gate"]
+    assert gate["outcomes"] == [
+        "ordered_extraction: membership",
+        "ordered_extraction: order",
+    ]
+    assert (gate["regressions"], gate["fails"], gate["fails_strict"]) == (
+        2,
+        False,
+        True,
+    )
+
+
+def test_directories_compare_every_score_in_them(
+    logs: dict[str, str], tmp_path: Path
+) -> None:
+    for side, names in (("base", ["base", "extraction_base"]), ("new", ["worse"])):
+        (tmp_path / side).mkdir()
+        for name in names:
+            shutil.copy(logs[name], tmp_path / side)
+    result = invoke(str(tmp_path / "base"), str(tmp_path / "new"), "--json")
+
+    assert result.exit_code == 0, result.output
+    read = json.loads(result.stdout)
+    assert [c["score"] for c in read["stage_diagnosis"]] == ["stage_diagnosis"]
+    assert read["scores_only_in_base"] == {"ordered_extraction": 6}
+    assert (
+        "score 'ordered_extraction' is in BASE only (6 runs); it is not compared."
+        in read["warnings"]
+    )
+    assert "warning: score 'ordered_extraction' is in BASE only" in result.stderr
+
+
+def test_the_terminal_shows_the_matrix_tests_and_lists(logs: dict[str, str]) -> None:
+    result = invoke(logs["base"], logs["worse"])
+    out = result.stdout
+
+    assert result.exit_code == 0, result.output
+    assert re.search(r"│ pass\s+│\s+0 │\s+12 │\s+2 │\s+0 │\s+0 │\s+0 │\s+14 │", out), (
+        out
+    )
+    assert re.search(
+        r"│ stage_diagnosis │ pass\s+│\s+17 │\s+14 │\s+2 │\s+12 │\s+0 │\s+0\.00049 │"
+        r"\s+-70\.6 pp │ worse",
+        out,
+    )
+    assert (
+        "- stage_diagnosis pass: Worse in NEW: 12 of 17 pairs had pass in BASE "
+        "only and 0 in NEW only; p = 0.00049 <= alpha = 0.05." in out
+    )
+    assert "Regressions: stage_diagnosis (pass → retrieval or generation)" in out
+    assert "│ p01    │     1 │ pass → generation │ none" in out
+    assert PASS_EXPLANATION in out and GENERATION_EXPLANATION in out
+    # 10 of the 12 by default, and a caption saying so.
+    assert "│ p10 " in out and "│ p11 " not in out
+    assert "12 pairs. The first 10 are shown (--show); --json lists all." in out
+    assert re.search(r"│ stage_diagnosis │ BASE\s+│ gone\s+│\s+1 │", out)
+    assert re.search(r"│ stage_diagnosis │ NEW\s+│ added\s+│\s+1 │", out)
+    assert "Regressions: 12 regressions; significantly worse at alpha = 0.05" in out
+    assert "│ p12 " in invoke(logs["base"], logs["worse"], "--show", "12").stdout
+
+
+def test_the_html_page_has_a_heatmap_and_every_table(
+    logs: dict[str, str], tmp_path: Path
+) -> None:
+    out = tmp_path / "compare.html"
+    result = invoke(logs["base"], logs["slight"], "--html", str(out))
+
+    assert result.exit_code == 0, result.output
+    assert [path.name for path in tmp_path.iterdir()] == ["compare.html"]
+    page = out.read_text(encoding="utf-8")
+    assert get_plotlyjs() in page
+    assert not re.search(r"<script[^>]*\ssrc=", page)
+    call = re.search(
+        r'Plotly\.newPlot\(\s*"chart-transitions-stage_diagnosis",\s*', page
+    )
+    assert call is not None
+    (heatmap,), _ = json.JSONDecoder().raw_decode(page, call.end())
+    comparison = compare_logs(logs["base"], logs["slight"])
+    (stage,) = comparison.stage_diagnosis
+    assert heatmap["type"] == "heatmap"
+    assert heatmap["z"] == stage.transitions
+    assert heatmap["x"] == heatmap["y"] == STATES
+    for table in comparison_tables(comparison):
+        assert f'id="table-{table.key}"' in page
+    assert "ids-stage_diagnosis" in page and "fixes-stage_diagnosis" in page
+    assert "Too few to tell: 2 of 17 pairs" in page
+
+
+def test_html_refuses_to_overwrite_a_log(logs: dict[str, str]) -> None:
+    result = invoke(logs["base"], logs["worse"], "--html", logs["worse"], "--force")
+    assert result.exit_code == 2
+    assert "is the input" in result.stderr
+
+
+@pytest.fixture(scope="module")
+def epoch_logs(
+    datasets: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, str]:
+    names = ["base", "slight"]
+    locations = evaluate(
+        [stage_diagnosis(dataset=datasets[name]) for name in names],
+        tmp_path_factory.mktemp("epochs"),
+        epochs=2,
+    )
+    return dict(zip(names, locations, strict=True))
+
+
+def test_epochs_pair_with_their_own_epoch(epoch_logs: dict[str, str]) -> None:
+    (stage,) = compared(epoch_logs["base"], epoch_logs["slight"])["stage_diagnosis"]
+
+    assert stage["pairs"] == 36
+    assert matrix(stage)[("pass", "pass")] == 24
+    passed = stage["tests"][0]
+    assert (passed["pairs"], passed["b"], passed["c"]) == (34, 4, 2)
+    assert passed["p_value"] == binomtest(4, 6, 0.5).pvalue
+    assert passed["verdict"] == "not significant"
+    assert [(c["id"], c["epoch"]) for c in stage["regressions"]] == [
+        ("p01", 1),
+        ("p01", 2),
+        ("p02", 1),
+        ("p02", 2),
+    ]
+
+
+def test_an_epoch_in_one_run_only_is_listed(
+    logs: dict[str, str], epoch_logs: dict[str, str]
+) -> None:
+    (stage,) = compared(logs["base"], epoch_logs["slight"])["stage_diagnosis"]
+
+    assert stage["pairs"] == 18
+    only_in_new = [(ref["id"], ref["epoch"]) for ref in stage["only_in_new"]]
+    assert sorted(only_in_new) == sorted(
+        [("added", 1), ("added", 2), *((sample_id, 2) for sample_id in COMMON)]
+    )
+    assert [ref["id"] for ref in stage["only_in_base"]] == ["gone"]
+
+
+def test_a_sample_scored_twice_in_one_run_is_refused(
+    logs: dict[str, str], epoch_logs: dict[str, str], tmp_path: Path
+) -> None:
+    shutil.copy(logs["base"], tmp_path)
+    shutil.copy(epoch_logs["base"], tmp_path)
+    result = invoke(str(tmp_path), logs["worse"])
+
+    assert result.exit_code == 1
+    assert re.search(
+        r"BASE: sample '\w+' epoch 1 has two 'stage_diagnosis' scores", result.stderr
+    )
+
+
+@pytest.fixture(scope="module")
+def parts(
+    datasets: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> list[str]:
+    """WORSE as `tracegrade score` writes it, split into parts of 7 samples."""
+    log_dir = tmp_path_factory.mktemp("parts")
+    result = CliRunner().invoke(
+        main,
+        [
+            "score",
+            "stage_diagnosis",
+            datasets["worse"],
+            "--log-dir",
+            str(log_dir),
+            "--max-samples-per-log",
+            "7",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    split: list[str] = json.loads(result.stdout)["logs"]
+    assert len(split) == 3
+    (log_dir / Path(json.loads(result.stdout)["results"]).name).unlink()
+    return split
+
+
+def without_logs(value: Any) -> Any:
+    """`value` without the log paths, which differ between any two runs."""
+    if isinstance(value, dict):
+        return {k: without_logs(v) for k, v in value.items() if k != "log"}
+    if isinstance(value, list):
+        return [without_logs(item) for item in value]
+    return value
+
+
+def test_the_parts_of_a_split_run_are_pooled(
+    logs: dict[str, str], parts: list[str]
+) -> None:
+    pooled = compared(logs["base"], str(Path(parts[0]).parent))
+    whole = compared(logs["base"], logs["worse"])
+
+    assert [log["part"] for log in pooled["new"]["logs"]] == [
+        {"index": index, "count": 3} for index in (1, 2, 3)
+    ]
+    assert pooled["new"]["models"] == ["none/none"]
+    assert pooled["warnings"] == []
+    for key in ("stage_diagnosis", "gate"):
+        assert without_logs(pooled[key]) == without_logs(whole[key])
+
+
+def test_a_missing_part_is_warned_of_and_its_samples_listed(
+    logs: dict[str, str], parts: list[str], tmp_path: Path
+) -> None:
+    for part in (parts[0], parts[2]):
+        shutil.copy(part, tmp_path)
+    result = invoke(logs["base"], str(tmp_path), "--json")
+    read = json.loads(result.stdout)
+
+    (warning,) = read["warnings"]
+    assert re.fullmatch(
+        r"NEW: run \w+ has 3 parts but 2 were read \(missing: 2\); its figures "
+        r"cover only those read\.",
+        warning,
+    )
+    assert f"warning: {warning}" in result.stderr
+    missing_part = read_eval_log(parts[1], header_only=True).eval.dataset.sample_ids
+    (stage,) = read["stage_diagnosis"]
+    assert missing_part is not None and len(missing_part) == 7
+    assert sorted(ref["id"] for ref in stage["only_in_base"]) == sorted(
+        ["gone", *map(str, missing_part)]
+    )
+
+
+@solver
+def replay_failing(failing: str) -> Solver:
+    """Replay, but sample `failing` raises before it is scored."""
+    replayed = replay()
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        if state.sample_id == failing:
+            raise RuntimeError("the retriever timed out")
+        return await replayed(state, generate)
+
+    return solve
+
+
+def test_a_sample_that_errored_is_no_score_not_missing(
+    logs: dict[str, str], datasets: dict[str, str], tmp_path: Path
+) -> None:
+    task = Task(
+        dataset=stage_diagnosis_dataset(datasets["base"]),
+        solver=replay_failing("p13"),
+        scorer=stage_diagnosis_scorer(),
+    )
+    (log,) = evaluate([task], tmp_path, fail_on_error=False)
+    (stage,) = compared(logs["base"], log)["stage_diagnosis"]
+
+    assert matrix(stage)[("pass", "no score")] == 1
+    assert matrix(stage)[("pass", "pass")] == 14  # `gone` is in both here
+    assert stage["only_in_base"] == stage["only_in_new"] == []
+    # Neither a stage: the pass test is over 19 pairs less p13 and nolabel.
+    assert stage["tests"][0]["pairs"] == 17
+    assert stage["regressions"] == []
+
+
+def test_a_log_without_tracegrade_scores_is_refused(
+    logs: dict[str, str], tmp_path: Path
+) -> None:
+    task = Task(
+        dataset=[Sample(id="p01", input="q", target="a")],
+        solver=replay(),
+        scorer=match(),
+    )
+    (other,) = evaluate([task], tmp_path)
+    result = invoke(logs["base"], other)
+
+    assert result.exit_code == 1
+    assert "NEW holds no tracegrade score" in result.stderr
+    assert "scores found: match" in result.stderr
+    assert "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("new", "message"),
+    [
+        (
+            "extraction_base",
+            "no tracegrade score is in both runs: BASE has 'stage_diagnosis', "
+            "NEW has 'ordered_extraction'",
+        ),
+    ],
+)
+def test_runs_with_no_score_in_common_are_refused(
+    logs: dict[str, str], new: str, message: str
+) -> None:
+    result = invoke(logs["base"], logs[new])
+    assert result.exit_code == 1
+    assert message in result.stderr
+
+
+def test_runs_with_no_sample_in_common_are_refused(
+    logs: dict[str, str], tmp_path: Path
+) -> None:
+    path = fixture_file(tmp_path, "other", {"elsewhere": OK})
+    (log,) = evaluate([stage_diagnosis(dataset=path)], tmp_path)
+    result = invoke(logs["base"], log)
+
+    assert result.exit_code == 1
+    assert "no sample-epoch (sample id and epoch) is in both runs" in result.stderr
+    assert "19 in BASE only, 1 in NEW only" in result.stderr
+
+
+def test_an_unreadable_log_exits_1(logs: dict[str, str], tmp_path: Path) -> None:
+    broken = tmp_path / "broken.eval"
+    broken.write_bytes(b"not a zip file")
+    result = invoke(logs["base"], str(broken))
+    assert result.exit_code == 1
+    assert "cannot read" in result.stderr and "Traceback" not in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["does-not-exist", "."],
+        [".", "does-not-exist"],
+        [".", ".", "--strict"],
+        [".", ".", "--alpha", "0"],
+        [".", ".", "--alpha", "1"],
+        [".", ".", "--show", "0"],
+    ],
+)
+def test_usage_errors_exit_2(args: list[str]) -> None:
+    result = invoke(*args)
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+
+
+def test_the_streamed_explanations_are_the_logged_ones(logs: dict[str, str]) -> None:
+    path = logs["slight"]
+    streamed = {(s.id, s.epoch): s for s in log_samples(path)}
+    whole = read_eval_log(path).samples or []
+    assert streamed == {(s.id, s.epoch): from_eval_sample(s) for s in whole}
+    explanations = {s.scores["stage_diagnosis"].explanation for s in streamed.values()}
+    assert PASS_EXPLANATION in explanations and None not in explanations
+
+
+def test_a_ci_job_gates_on_inspect_evals_logs(
+    datasets: dict[str, str], tmp_path: Path
+) -> None:
+    """The README's CI step as a user runs it: `inspect eval` twice, then
+    `tracegrade compare --fail-on-regression`, each its own process."""
+    for name in ("base", "worse"):
+        completed = inspect_cli(
+            "eval",
+            "tracegrade/stage_diagnosis",
+            "-T",
+            f"dataset={datasets[name]}",
+            "--log-dir",
+            f"logs/{name}",
+            cwd=tmp_path,
+        )
+        (log,) = (tmp_path / "logs" / name).iterdir()
+        assert read_eval_log(str(log), header_only=True).status == "success", (
+            completed.stderr
+        )
+    gate = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tracegrade.cli",
+            "compare",
+            "logs/base",
+            "logs/worse",
+            "--fail-on-regression",
+            "--html",
+            "compare.html",
+        ],
+        cwd=tmp_path,
+        env=SUBPROCESS_ENV,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert gate.returncode == 3, gate.stderr
+    assert "the gate failed on significant regressions" in gate.stderr
+    assert "Traceback" not in gate.stderr
+    assert (tmp_path / "compare.html").stat().st_size > 0

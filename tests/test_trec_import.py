@@ -1,0 +1,763 @@
+"""`tracegrade import trec`: TREC qrels and a run as stage-diagnosis records.
+
+The files are small and written here. The ranking convention is checked
+against trec_eval's own code (through ir-measures' pytrec_eval provider)
+on generated runs full of ties, and the output is fed to `tracegrade
+check`, `tracegrade score` and `inspect eval` as separate processes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import ir_measures
+import jsonschema
+import pytest
+from click.testing import CliRunner, Result
+from inspect_ai.log import list_eval_logs, read_eval_log
+
+import tracegrade
+from tests.support import SUBPROCESS_ENV, inspect_cli, write_lines
+from tracegrade.cli import main
+from tracegrade.trec import (
+    InvalidCutoff,
+    IrMeasuresMissing,
+    QueryMismatch,
+    TrecFileError,
+    TrecLabelsError,
+    import_trec,
+    read_qrels,
+    read_run,
+    records_text,
+    trec_records,
+)
+
+# Graded judgements, queries in an order that is neither sorted as text
+# ("301" < "42" < "7") nor as numbers (7 < 42 < 301).
+QRELS = """\
+42 0 D1 2
+42 0 D2 1
+42 0 D3 0
+42 0 D4 -1
+301 0 D5 3
+301 0 D6 1
+7 0 D7 0
+"""
+
+# More than k=3 documents a query, ties, a rank column that contradicts the
+# scores (trec_eval ignores it), and queries interleaved.
+RUN = """\
+42 Q0 D3 1 9.5 sys
+301 Q0 D6 1 2.0 sys
+42 Q0 D1 2 7.0 sys
+42 Q0 D10 3 7.0 sys
+301 Q0 D5 2 3.0 sys
+42 Q0 D9 4 7.0 sys
+301 Q0 D8 3 0.5 sys
+42 Q0 D2 5 1.0 sys
+301 Q0 D11 4 0.5 sys
+7 Q0 D7 1 1.0 sys
+"""
+
+# "42" answered correctly though D1 and D2 never reached the context (a
+# lucky answer), "301" wrongly with its context complete; "7" has nothing
+# relevant and no label.
+LABELS = [{"id": "42", "correct": True}, {"id": "301", "correct": False}]
+
+RECORDS_K3 = [
+    {"id": "42", "input": {"required": ["D1", "D2"], "context": ["D3", "D9", "D10"]}},
+    {"id": "301", "input": {"required": ["D5", "D6"], "context": ["D5", "D6", "D8"]}},
+    {"id": "7", "input": {"required": [], "context": ["D7"]}},
+]
+
+LABELLED_RESULTS = {
+    "42": {"stage": "retrieval", "missing": ["D1", "D2"]},
+    "301": {"stage": "generation", "missing": []},
+    "7": {"stage": "unresolved"},
+}
+UNLABELLED_RESULTS = {
+    "42": {"error": "answer-label"},
+    "301": {"error": "answer-label"},
+    "7": {"stage": "unresolved"},
+}
+
+
+def write(path: Path, text: str | bytes) -> str:
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8", newline="")
+    return str(path)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, str]:
+    return {
+        "qrels": write(tmp_path / "qrels.txt", QRELS),
+        "run": write(tmp_path / "run.txt", RUN),
+        "labels": write_lines(tmp_path / "labels.jsonl", LABELS),
+    }
+
+
+def files_root() -> Path:
+    return Path(tracegrade.__file__).parent / "data"
+
+
+def import_cli(*args: str) -> Result:
+    return CliRunner().invoke(main, ["import", "trec", *args], catch_exceptions=False)
+
+
+def output_records(result: Result) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in result.stdout.splitlines()]
+
+
+def refusal(result: Result) -> str:
+    """The one line a refused import prints; nothing on stdout."""
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("Error: ")
+    return line
+
+
+# --- the records ---------------------------------------------------------------
+
+
+def test_records_follow_trec_eval_relevance_and_ranking(
+    files: dict[str, str],
+) -> None:
+    records = import_trec(files["qrels"], files["run"], k=3)
+    assert records == RECORDS_K3
+
+
+def test_min_rel_is_inclusive_as_trec_eval_l(files: dict[str, str]) -> None:
+    def required(min_rel: int) -> dict[str, list[str]]:
+        records = import_trec(files["qrels"], files["run"], k=3, min_rel=min_rel)
+        return {record["id"]: record["input"]["required"] for record in records}
+
+    # Judged 2 is relevant at level 2; a negative judgement never is at 1.
+    assert required(1) == {"42": ["D1", "D2"], "301": ["D5", "D6"], "7": []}
+    assert required(2) == {"42": ["D1"], "301": ["D5"], "7": []}
+    assert required(3) == {"42": [], "301": ["D5"], "7": []}
+    assert required(0) == {"42": ["D1", "D2", "D3"], "301": ["D5", "D6"], "7": ["D7"]}
+
+
+def test_k_cuts_the_ranking_and_a_short_run_keeps_what_it_has(
+    files: dict[str, str],
+) -> None:
+    contexts = {
+        k: {
+            record["id"]: record["input"]["context"]
+            for record in import_trec(files["qrels"], files["run"], k=k)
+        }
+        for k in (1, 2, 5, 100)
+    }
+    assert contexts[1] == {"42": ["D3"], "301": ["D5"], "7": ["D7"]}
+    # The tie at 7.0 is broken by document id descending, as strcmp orders
+    # it: "D9" > "D10" > "D1".
+    assert contexts[2]["42"] == ["D3", "D9"]
+    assert contexts[5]["42"] == ["D3", "D9", "D10", "D1", "D2"]
+    assert contexts[5]["301"] == ["D5", "D6", "D8", "D11"]
+    assert contexts[100] == contexts[5]
+
+
+def test_labels_give_correct_and_an_unlabelled_query_has_none(
+    files: dict[str, str],
+) -> None:
+    records = import_trec(
+        files["qrels"], files["run"], k=3, labels_path=files["labels"]
+    )
+    inputs = {record["id"]: record["input"] for record in records}
+    assert inputs["42"]["correct"] is True
+    assert inputs["301"]["correct"] is False
+    assert "correct" not in inputs["7"]
+    # Without labels, no record has one: never guessed.
+    assert all(
+        "correct" not in record["input"]
+        for record in import_trec(files["qrels"], files["run"], k=3)
+    )
+
+
+def test_the_records_are_the_fixture_lines_the_readers_take(
+    files: dict[str, str], tmp_path: Path
+) -> None:
+    from tracegrade.datasets import read_fixture_cases
+
+    records = import_trec(
+        files["qrels"], files["run"], k=3, labels_path=files["labels"]
+    )
+    path = tmp_path / "runs.jsonl"
+    path.write_text(records_text(records), encoding="utf-8")
+    cases = read_fixture_cases(path)
+    assert [case.id for case in cases] == ["42", "301", "7"]
+    assert [case.input for case in cases] == [record["input"] for record in records]
+    schema = json.loads(
+        (files_root() / "fixture.schema.json").read_text(encoding="utf-8")
+    )
+    for record in records:
+        jsonschema.validate(record, schema)
+
+
+def test_gzipped_files_are_read_through_gzip(tmp_path: Path) -> None:
+    qrels = tmp_path / "qrels.txt.gz"
+    run = tmp_path / "run.txt.gz"
+    qrels.write_bytes(gzip.compress(QRELS.encode()))
+    run.write_bytes(gzip.compress(RUN.encode()))
+    assert import_trec(qrels, run, k=3) == RECORDS_K3
+
+
+def test_crlf_lines_and_blank_lines_read_as_the_readers_read_them(
+    tmp_path: Path,
+) -> None:
+    qrels = write(tmp_path / "q", "\r\n" + QRELS.replace("\n", "\r\n") + "\n  \n")
+    run = write(tmp_path / "r", RUN.replace("\n", "\r\n"))
+    assert import_trec(qrels, run, k=3) == RECORDS_K3
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_query_id(
+    tmp_path: Path,
+) -> None:
+    qrels = write(tmp_path / "q", b"\xef\xbb\xbf" + QRELS.encode())
+    run = write(tmp_path / "r", b"\xef\xbb\xbf" + RUN.encode())
+    assert import_trec(qrels, run, k=3) == RECORDS_K3
+
+
+# --- the ranking, against trec_eval's own code -------------------------------
+
+
+def generated_run(seed: int) -> tuple[str, dict[str, dict[str, float]]]:
+    """A run file full of ties, and the same run as ir-measures takes it."""
+    rng = random.Random(seed)
+    pool = [f"D{n}" for n in range(1, 25)] + ["d1", "D01", "Ä", "a-b", "Z"]
+    scores = [0.0, -0.0, 0.5, 1.0, 1.5, -2.0, 3.25]
+    lines = []
+    run: dict[str, dict[str, float]] = {}
+    for query in range(40):
+        docs = rng.sample(pool, rng.randint(1, len(pool)))
+        for rank, doc in enumerate(docs, start=1):
+            score = rng.choice(scores)
+            run.setdefault(f"q{query}", {})[doc] = score
+            lines.append(f"q{query} Q0 {doc} {rank} {score!r} tag\n")
+    return "".join(lines), run
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_ranking_is_trec_evals_on_ties(tmp_path: Path, seed: int) -> None:
+    """Each document's rank as trec_eval gives it: judge only that document
+    relevant, and its reciprocal rank is 1/rank."""
+    text, run = generated_run(seed)
+    ranked = read_run(write(tmp_path / "run", text))
+    qrels = {f"{query}|{doc}": {doc: 1} for query, docs in run.items() for doc in docs}
+    copied = {f"{query}|{doc}": docs for query, docs in run.items() for doc in docs}
+    ranks = {
+        metric.query_id: round(1 / metric.value)
+        for metric in ir_measures.pytrec_eval.iter_calc([ir_measures.RR], qrels, copied)
+    }
+    for query, docs in run.items():
+        ours = ranked.top(query, len(docs))
+        assert [ranks[f"{query}|{doc}"] for doc in ours] == list(
+            range(1, len(docs) + 1)
+        ), query
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_relevant_in_the_top_k_is_trec_evals_precision_at_k(
+    tmp_path: Path, seed: int
+) -> None:
+    text, run = generated_run(seed)
+    rng = random.Random(seed)
+    judged = {
+        query: {doc: rng.choice([-1, 0, 1, 2, 3]) for doc in docs if rng.random() < 0.6}
+        for query, docs in run.items()
+    }
+    qrels_text = "".join(
+        f"{query} 0 {doc} {relevance}\n"
+        for query, docs in judged.items()
+        for doc, relevance in docs.items()
+    )
+    # A query judged on nothing has no qrels line; both files must agree.
+    kept = {query for query, docs in judged.items() if docs}
+    run_text = "".join(
+        line for line in text.splitlines(True) if line.split()[0] in kept
+    )
+    qrels = read_qrels(write(tmp_path / "qrels", qrels_text))
+    ranked = read_run(write(tmp_path / "run", run_text))
+    for k in (1, 3, 10):
+        for min_rel in (1, 2, 3):
+            measure = ir_measures.P(rel=min_rel) @ k
+            expected = {
+                metric.query_id: round(metric.value * k)
+                for metric in ir_measures.pytrec_eval.iter_calc(
+                    [measure], judged, {q: run[q] for q in kept}
+                )
+            }
+            for record in trec_records(qrels, ranked, k=k, min_rel=min_rel):
+                found = set(record["input"]["required"]) & set(
+                    record["input"]["context"]
+                )
+                assert len(found) == expected[record["id"]], (record, k, min_rel)
+
+
+# --- refusals -------------------------------------------------------------------
+
+
+def test_queries_in_one_file_only_are_refused_by_name(tmp_path: Path) -> None:
+    qrels = write(tmp_path / "qrels", QRELS + "99 0 D1 1\n100 0 D2 0\n")
+    run = write(tmp_path / "run", RUN + "55 Q0 D1 1 1.0 sys\n")
+    with pytest.raises(QueryMismatch) as caught:
+        import_trec(qrels, run, k=3)
+    assert caught.value.only_qrels == ["99", "100"]
+    assert caught.value.only_run == ["55"]
+    message = str(caught.value)
+    assert f'2 queries in {qrels} but not in {run}: "99" (line 8), "100" (line 9)' in (
+        message
+    )
+    assert f'1 query in {run} but not in {qrels}: "55" (line 11)' in message
+
+
+def test_a_long_mismatch_names_ten_and_counts_all(tmp_path: Path) -> None:
+    extra = "".join(f"x{n} 0 D1 1\n" for n in range(25))
+    qrels = write(tmp_path / "qrels", QRELS + extra)
+    run = write(tmp_path / "run", RUN)
+    with pytest.raises(QueryMismatch) as caught:
+        import_trec(qrels, run, k=3)
+    message = str(caught.value)
+    assert message.startswith(f"25 queries in {qrels} but not in {run}: ")
+    assert '"x9" (line 17) and 15 more' in message
+    assert '"x10"' not in message
+    assert len(caught.value.only_qrels) == 25
+
+
+@pytest.mark.parametrize(
+    ("which", "line", "expected"),
+    [
+        (
+            "qrels",
+            "42 0 D1\n",
+            "line 1: expected 4 fields (query_id iteration doc_id relevance), "
+            'found 3 in "42 0 D1"',
+        ),
+        (
+            "qrels",
+            "42 0 D1 high\n",
+            'line 1: field 4 (relevance) "high" is not an integer',
+        ),
+        ("qrels", "42 0 D1 1.5\n", 'line 1: field 4 (relevance) "1.5" is not an'),
+        (
+            "qrels",
+            "42 Q0 D1 1 2.5 sys\n",
+            'found 6 in "42 Q0 D1 1 2.5 sys" (ir-measures: too many values to '
+            "unpack (expected 4)); 6 fields is a run line: are --qrels and --run "
+            "swapped?",
+        ),
+        (
+            "run",
+            "42 Q0 D1 1 2.5\n",
+            "line 1: expected 6 fields (query_id iteration doc_id rank score tag), "
+            'found 5 in "42 Q0 D1 1 2.5"',
+        ),
+        ("run", "42 Q0 D1 1 high sys\n", 'field 5 (score) "high" is not a number'),
+        (
+            "run",
+            "42 Q0 D1 1 nan sys\n",
+            'field 5 (score) "nan" of document "D1" is not a number, so it has '
+            "no place in a ranking",
+        ),
+        (
+            "run",
+            "42 0 D1 1\n",
+            "4 fields is a qrels line: are --qrels and --run swapped?",
+        ),
+    ],
+)
+def test_a_malformed_line_is_named_by_file_line_and_field(
+    tmp_path: Path, which: str, line: str, expected: str
+) -> None:
+    path = write(tmp_path / which, line)
+    read = read_qrels if which == "qrels" else read_run
+    with pytest.raises(TrecFileError) as caught:
+        read(path)
+    assert str(caught.value).startswith(f"{path}, line 1: ")
+    assert expected in str(caught.value)
+    assert caught.value.line == 1
+
+
+def test_the_bad_line_is_found_after_good_and_blank_ones(tmp_path: Path) -> None:
+    path = write(tmp_path / "run", RUN + "\n\n42 Q0 D77 6 x7 sys\n")
+    with pytest.raises(TrecFileError) as caught:
+        read_run(path)
+    assert caught.value.line == 13
+    assert caught.value.field == "score"
+    assert '"x7"' in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("which", "text", "expected"),
+    [
+        (
+            "qrels",
+            "42 0 D1 1\n42 0 D2 0\n42 0 D1 2\n",
+            'line 3: document "D1" of query "42" is already judged on line 1',
+        ),
+        (
+            "run",
+            "42 Q0 D1 1 1.0 s\n42 Q0 D1 2 0.5 s\n",
+            'line 2: document "D1" of query "42" is already ranked on line 1',
+        ),
+    ],
+)
+def test_a_document_twice_in_a_query_is_refused_as_trec_eval_does(
+    tmp_path: Path, which: str, text: str, expected: str
+) -> None:
+    path = write(tmp_path / which, text)
+    with pytest.raises(TrecFileError) as caught:
+        (read_qrels if which == "qrels" else read_run)(path)
+    assert expected in str(caught.value)
+    assert caught.value.field == "doc_id"
+
+
+def test_the_same_document_under_two_queries_is_fine(tmp_path: Path) -> None:
+    qrels = read_qrels(write(tmp_path / "q", "a 0 D1 1\nb 0 D1 0\n"))
+    assert qrels.relevant("a", 1) == ["D1"]
+    assert qrels.relevant("b", 1) == []
+
+
+def test_bytes_that_are_not_utf8_are_named_by_line_and_column(
+    tmp_path: Path,
+) -> None:
+    path = write(tmp_path / "qrels", b"42 0 D1 1\n42 0 D\xe92 1\n")
+    with pytest.raises(TrecFileError) as caught:
+        read_qrels(path)
+    assert str(caught.value) == (
+        f"{path}, line 2: not valid UTF-8 text (byte 0xE9 at column 7)"
+    )
+
+
+def test_a_gzipped_file_not_named_gz_is_told(tmp_path: Path) -> None:
+    path = write(tmp_path / "run.txt", gzip.compress(RUN.encode()))
+    with pytest.raises(TrecFileError, match=r"it looks gzipped: name it \.gz"):
+        read_run(path)
+
+
+def test_a_gz_name_on_plain_text_is_refused(tmp_path: Path) -> None:
+    path = write(tmp_path / "run.gz", RUN)
+    with pytest.raises(TrecFileError, match="cannot be read as gzip"):
+        read_run(path)
+
+
+@pytest.mark.parametrize("text", ["", "\n  \n\t\n"])
+def test_an_empty_file_is_refused(tmp_path: Path, text: str) -> None:
+    qrels = write(tmp_path / "qrels", text)
+    run = write(tmp_path / "run", text)
+    with pytest.raises(TrecFileError, match="holds no judgements") as caught:
+        read_qrels(qrels)
+    assert caught.value.line is None
+    with pytest.raises(TrecFileError, match="holds no ranked documents"):
+        read_run(run)
+
+
+def test_k_below_one_is_refused_before_reading(tmp_path: Path) -> None:
+    missing = str(tmp_path / "nowhere")
+    for k in (0, -3):
+        with pytest.raises(InvalidCutoff, match=f"got {k}"):
+            import_trec(missing, missing, k=k)
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        (
+            [{"id": "42", "correct": True}, {"id": "nope", "correct": False}],
+            'labels.jsonl: 1 label names no query of {qrels}: "nope" (line 2)',
+        ),
+        (
+            [{"id": 42, "correct": True}],
+            '42 (line 1); TREC query ids are text, so write "42", not 42',
+        ),
+        (
+            [{"id": "42", "epoch": 2, "correct": True}],
+            "labels.jsonl, line 1: id \"42\" has an 'epoch' (2); an imported "
+            "query is one record with one label",
+        ),
+        (
+            [{"id": "42", "correct": "yes"}],
+            "labels.jsonl, line 1: 'correct' must be true or false",
+        ),
+        (["not json"], "labels.jsonl, line 1: not valid JSON"),
+        ([], "holds no labels"),
+    ],
+)
+def test_labels_that_cannot_label_the_import_are_refused(
+    files: dict[str, str], tmp_path: Path, lines: list[Any], expected: str
+) -> None:
+    labels = write_lines(tmp_path / "labels.jsonl", lines)
+    with pytest.raises(TrecLabelsError) as caught:
+        import_trec(files["qrels"], files["run"], k=3, labels_path=labels)
+    assert expected.format(qrels=files["qrels"]) in str(caught.value)
+
+
+# --- the command ------------------------------------------------------------------
+
+
+def test_the_command_writes_the_records_to_stdout(files: dict[str, str]) -> None:
+    result = import_cli("--qrels", files["qrels"], "--run", files["run"], "--k", "3")
+    assert result.exit_code == 0, result.output
+    assert output_records(result) == RECORDS_K3
+    assert result.stderr == (
+        "note: 2 of 3 queries have relevant documents and no label (no --labels "
+        "given); they score answer-label until labelled\n"
+    )
+
+
+def test_the_command_takes_labels_and_min_rel(files: dict[str, str]) -> None:
+    result = import_cli(
+        "--qrels",
+        files["qrels"],
+        "--run",
+        files["run"],
+        "-k",
+        "2",
+        "--min-rel",
+        "2",
+        "--labels",
+        files["labels"],
+    )
+    assert result.exit_code == 0, result.output
+    assert output_records(result) == [
+        {
+            "id": "42",
+            "input": {"required": ["D1"], "context": ["D3", "D9"], "correct": True},
+        },
+        {
+            "id": "301",
+            "input": {"required": ["D5"], "context": ["D5", "D6"], "correct": False},
+        },
+        {"id": "7", "input": {"required": [], "context": ["D7"]}},
+    ]
+    assert result.stderr == ""
+
+
+def test_output_is_written_whole_and_never_over_an_input_or_a_file(
+    files: dict[str, str], tmp_path: Path
+) -> None:
+    out = tmp_path / "runs.jsonl"
+    base = ["--qrels", files["qrels"], "--run", files["run"], "--k", "3"]
+    result = import_cli(*base, "--output", str(out))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert result.stderr.endswith(f"3 records written to {out}\n")
+    first = out.read_text(encoding="utf-8")
+    assert [json.loads(line) for line in first.splitlines()] == RECORDS_K3
+
+    again = import_cli(*base, "--output", str(out), "--min-rel", "2")
+    assert again.exit_code == 2
+    assert "already exists; pass --force" in again.stderr
+    assert out.read_text(encoding="utf-8") == first
+
+    forced = import_cli(*base, "-o", str(out), "--min-rel", "2", "--force")
+    assert forced.exit_code == 0, forced.output
+    assert json.loads(out.read_text().splitlines()[0])["input"]["required"] == ["D1"]
+
+    before = Path(files["qrels"]).read_bytes()
+    onto_input = import_cli(*base, "--out", files["qrels"], "--force")
+    assert onto_input.exit_code == 2
+    assert "would destroy the input" in onto_input.stderr
+    assert Path(files["qrels"]).read_bytes() == before
+
+
+def test_a_refused_import_writes_nothing(files: dict[str, str], tmp_path: Path) -> None:
+    bad_run = write(tmp_path / "bad.run", RUN + "42 Q0 D1 9 oops sys\n")
+    out = tmp_path / "runs.jsonl"
+    result = import_cli(
+        "--qrels", files["qrels"], "--run", bad_run, "--k", "3", "--output", str(out)
+    )
+    line = refusal(result)
+    assert line == (
+        f'Error: {bad_run}, line 11: field 5 (score) "oops" is not a number '
+        "(ir-measures: could not convert string to float: 'oops')"
+    )
+    # No runs.jsonl, and no runs.jsonl.*.partial either.
+    assert sorted(os.listdir(tmp_path)) == [
+        "bad.run",
+        "labels.jsonl",
+        "qrels.txt",
+        "run.txt",
+    ]
+
+
+def test_a_mismatch_is_one_line_naming_the_queries(
+    files: dict[str, str], tmp_path: Path
+) -> None:
+    run = write(tmp_path / "short.run", "42 Q0 D1 1 1.0 s\n")
+    line = refusal(import_cli("--qrels", files["qrels"], "--run", run, "--k", "3"))
+    assert (
+        f'2 queries in {files["qrels"]} but not in {run}: "301" (line 5), "7" (line 7)'
+        in (line)
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--k", "0"], "Invalid value for '-k' / '--k': 0 is not in the range x>=1"),
+        ([], "Missing option '-k' / '--k'"),
+        (["--k", "three"], "'three' is not a valid integer"),
+    ],
+)
+def test_usage_errors_exit_2(
+    files: dict[str, str], args: list[str], expected: str
+) -> None:
+    result = import_cli("--qrels", files["qrels"], "--run", files["run"], *args)
+    assert result.exit_code == 2
+    assert expected in result.stderr
+    assert result.stdout == ""
+
+
+def test_without_ir_measures_the_command_says_how_to_install_it(
+    files: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A None entry makes `import ir_measures` raise ImportError.
+    monkeypatch.setitem(sys.modules, "ir_measures", None)
+    with pytest.raises(IrMeasuresMissing):
+        read_qrels(files["qrels"])
+    result = import_cli("--qrels", files["qrels"], "--run", files["run"], "--k", "3")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        "Error: tracegrade import trec reads TREC files with ir-measures, which "
+        "is not installed; install it with: pip install 'tracegrade[trec]'\n"
+    )
+
+
+def test_help_states_the_conventions() -> None:
+    result = CliRunner().invoke(main, ["import", "trec", "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.split())
+    for phrase in (
+        "documents judged N or higher",
+        '-l ("minimum relevance judgement value needed for a document to be '
+        'called relevant")',
+        "(inclusive)",
+        "ties broken by document id descending",
+        "the rank column is ignored",
+        "which scores answer-label",
+        "pip install 'tracegrade[trec]'",
+        "in the order the qrels first name them",
+    ):
+        assert phrase in text, phrase
+
+
+# --- end to end: into check, score and inspect eval --------------------------
+
+
+def tracegrade_shell(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """A bash pipeline in which `tracegrade` is this interpreter's."""
+    define = (
+        f'tracegrade() {{ {shlex.quote(sys.executable)} -m tracegrade.cli "$@"; }}; '
+    )
+    return subprocess.run(
+        ["bash", "-o", "pipefail", "-c", define + command],
+        cwd=cwd,
+        env=SUBPROCESS_ENV,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize("labelled", [True, False])
+def test_the_import_pipes_into_tracegrade_score(
+    files: dict[str, str], tmp_path: Path, labelled: bool
+) -> None:
+    labels = f"--labels {files['labels']}" if labelled else ""
+    result = tracegrade_shell(
+        f"tracegrade import trec --qrels {files['qrels']} --run {files['run']} "
+        f"--k 3 {labels} | tracegrade score stage_diagnosis /dev/stdin "
+        "--log-dir logs --out results.jsonl --no-progress",
+        tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    entries = [
+        json.loads(line)
+        for line in (tmp_path / "results.jsonl").read_text().splitlines()
+    ]
+    assert {entry["id"]: entry["result"] for entry in entries} == (
+        LABELLED_RESULTS if labelled else UNLABELLED_RESULTS
+    )
+    (info,) = list_eval_logs(str(tmp_path / "logs"))
+    log = read_eval_log(info.name)
+    assert log.status == "success"
+    assert [entry["id"] for entry in entries] == ["42", "301", "7"]
+    assert {sample.id for sample in log.samples or []} == {"42", "301", "7"}
+
+
+def test_tracegrade_check_passes_the_labelled_import_and_lists_the_rest(
+    files: dict[str, str], tmp_path: Path
+) -> None:
+    base = f"tracegrade import trec --qrels {files['qrels']} --run {files['run']} --k 3"
+    labelled = tracegrade_shell(
+        f"{base} --labels {files['labels']} -o runs.jsonl && "
+        "tracegrade check stage_diagnosis runs.jsonl",
+        tmp_path,
+    )
+    assert labelled.returncode == 0, labelled.stdout + labelled.stderr
+    assert "All 3 records would be scored." in labelled.stdout
+
+    unlabelled = tracegrade_shell(
+        f"{base} -o bare.jsonl && tracegrade check stage_diagnosis bare.jsonl",
+        tmp_path,
+    )
+    assert unlabelled.returncode == 1
+    assert 'bare.jsonl:1: "42": answer-label' in unlabelled.stdout
+    assert 'bare.jsonl:2: "301": answer-label' in unlabelled.stdout
+
+
+def test_inspect_eval_runs_the_imported_file(
+    files: dict[str, str], tmp_path: Path
+) -> None:
+    out = tmp_path / "runs.jsonl"
+    imported = import_cli(
+        "--qrels",
+        files["qrels"],
+        "--run",
+        files["run"],
+        "--k",
+        "3",
+        "--labels",
+        files["labels"],
+        "--output",
+        str(out),
+    )
+    assert imported.exit_code == 0, imported.output
+    result = inspect_cli(
+        "eval",
+        "tracegrade/stage_diagnosis",
+        "-T",
+        f"dataset={out}",
+        "--log-dir",
+        "logs",
+        cwd=tmp_path,
+    )
+    # `inspect eval` exits 0 even when the eval fails: the log says.
+    assert result.returncode == 0, result.stderr
+    (info,) = list_eval_logs(str(tmp_path / "logs"))
+    log = read_eval_log(info.name)
+    assert log.status == "success", log.error
+    assert log.samples is not None
+    scores = {
+        sample.id: (sample.scores or {})["stage_diagnosis"] for sample in log.samples
+    }
+    assert {
+        sample_id: (score.metadata or {})["result"]
+        for sample_id, score in scores.items()
+    } == LABELLED_RESULTS
