@@ -3,7 +3,7 @@
 Copy this file to start your own: replace the corpus, the questions and the
 retriever, and keep the two lines that matter to tracegrade, marked below:
 the solver records the IDs of the documents it actually put in the prompt,
-and the scorer is `stage_diagnosis_scorer()`.
+and the scorer is `stage_diagnosis_scorer(label_scorer=match())`.
 
 The corpus is tracegrade's packaged example (46 short documents about a
 fictional company, 30 questions, each listing the document IDs an answer
@@ -17,14 +17,17 @@ Run it (the retriever is the `bm25s` package: `pip install "tracegrade[rag]"`):
     inspect eval examples/rag_task.py --model openai/gpt-4o-mini
     inspect eval examples/rag_task.py -T top_k=5 --model openai/gpt-4o-mini
 
-A fresh run has no staff labels, so every sample is unscored with the
-reason `answer-label`: whether an answer is correct is the staff's call.
-Export the answers, label them and join the labels back onto the log:
+Every run is diagnosed in the one pass: `match()` judges each answer
+against the sample's reference answer (CORRECT or INCORRECT becomes the
+label), and the stage follows. Its verdict and explanation are kept in
+each stage score's metadata (`grader`). A string match is a rough
+judge of free-text answers; for human-judged labels, export the answers,
+have staff label them and join the labels onto the log, which adds a
+stage score by the staff's labels (`stage_diagnosis1`) beside match()'s:
 
     tracegrade labels export LOG > labels.jsonl
     # staff set "correct" to true or false on each line
-    inspect score LOG --scorer tracegrade/stage_diagnosis \\
-        -S labels=labels.jsonl --action append --overwrite
+    tracegrade labels apply LOG labels.jsonl
 
 Offline, `--model mockllm/model` does not work from the command line:
 without a preset token count in its outputs, mockllm downloads a tokenizer.
@@ -41,6 +44,7 @@ from typing import Any, NamedTuple
 import bm25s  # type: ignore[import-untyped]
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.scorer import match
 from inspect_ai.solver import Generate, Solver, TaskState, generate, solver
 
 from tracegrade import RetrievalTrace, stage_diagnosis_scorer
@@ -115,7 +119,7 @@ def retrieve_then_prompt(index: BM25Index, top_k: int = 3) -> Solver:
 
 def questions_dataset() -> MemoryDataset:
     """One sample per question; `required` in metadata, the reference
-    answer as the target, for staff to compare against."""
+    answer as the target, for the grader (and staff) to compare against."""
     return MemoryDataset(
         [
             Sample(
@@ -142,6 +146,6 @@ def rag_qa(top_k: int = 3) -> Task:
         dataset=questions_dataset(),
         solver=[retrieve_then_prompt(index, top_k), generate()],
         # tracegrade: required IDs from metadata, the context from
-        # RetrievalTrace, the label from metadata "correct" or a labels file.
-        scorer=stage_diagnosis_scorer(),
+        # RetrievalTrace, the label from match() against the target.
+        scorer=stage_diagnosis_scorer(label_scorer=match()),
     )

@@ -1,10 +1,11 @@
-"""The staff-label round trip, offline: run, export, label, `inspect score`.
+"""The staff-label round trip, offline: run, export, label, apply.
 
-1. `examples/rag_task.py` runs on mockllm (outputs with a preset `usage`).
+1. `examples/rag_task.py` runs on mockllm (outputs with a preset `usage`);
+   its scorer labels each answer with `match()`.
 2. `tracegrade labels export LOG > labels.jsonl` writes one line per run.
 3. The test plays the staff: it fills `correct` on every line.
-4. `inspect score LOG --scorer tracegrade/stage_diagnosis -S labels=...`
-   joins the labels back onto the log, and every run gets its stage.
+4. `tracegrade labels apply LOG labels.jsonl` joins the labels back onto
+   the log, and every run gets its stage by the staff's word.
 """
 
 from __future__ import annotations
@@ -101,15 +102,12 @@ def test_the_round_trip_diagnoses_every_run(tmp_path: Path, rag_log: Path) -> No
     filled = staff_fill(lines)
     labels.write_text("".join(json.dumps(line) + "\n" for line in filled))
 
-    # 4. inspect score joins them back
+    # 4. labels apply joins them back
     scored = run(
-        sys.executable,
-        *("-m", "inspect_ai", "score", str(rag_log)),
-        *("--scorer", "tracegrade/stage_diagnosis", "-S", f"labels={labels}"),
-        *("--action", "append", "--overwrite"),
-        cwd=tmp_path,
+        str(TRACEGRADE), "labels", "apply", str(rag_log), str(labels), cwd=tmp_path
     )
     assert scored.returncode == 0, scored.stderr
+    assert "30 runs of 30 samples diagnosed with the labels in" in scored.stderr
     log = read_eval_log(str(rag_log))
     assert log.status == "success"
     assert log.samples is not None
@@ -142,9 +140,14 @@ def test_the_round_trip_diagnoses_every_run(tmp_path: Path, rag_log: Path) -> No
     for stage in ("retrieval", "generation", "pass"):
         share = sum(1 for value in expected.values() if value == stage) / runs
         assert metrics[stage] == pytest.approx(share)
-    # The fresh scores are kept beside the labelled ones.
+    # The fresh scores, labelled by match(), are kept beside the staff's;
+    # here the staff judged exactly as match() did.
     for sample in log.samples:
-        assert (sample.scores or {})["stage_diagnosis"].reason == "answer-label"
+        scores = sample.scores or {}
+        assert scores["stage_diagnosis"].value == scores["stage_diagnosis1"].value
+        assert (scores["stage_diagnosis"].metadata or {})["read_from"][
+            "correct"
+        ] == "scorer match"
 
 
 def test_export_to_a_file_and_from_a_relabelled_log(
@@ -255,17 +258,16 @@ def test_labels_may_name_an_epoch(tmp_path: Path) -> None:
     # A line without an epoch labels every epoch.
     assert labels.label_for("q2", 3) is True
     assert labels.label_for("q2") is True
-    labels.check_all_matched()
-    # Asked without an epoch, an epoch's label does not apply, and stays
-    # unmatched: the run fails rather than drop the label.
-    unaware = StaffLabels.read(path)
-    assert unaware.label_for("q1") is None
-    assert unaware.label_for("q2") is True
+    # Asked without an epoch, an epoch's label does not apply.
+    assert labels.label_for("q1") is None
+    labels.check_names({"q1", "q2"}, 2, "run.eval")
+    # A run of one epoch has no epoch 2 to label.
     with pytest.raises(
         LabelsError,
-        match=r'2 labels name no sample .*"q1" epoch 1 \(line 1\), "q1" epoch 2',
+        match=r'1 label names no run of run\.eval \(2 samples\): "q1" epoch 2 '
+        r"\(line 2\)\.",
     ):
-        unaware.check_all_matched()
+        labels.check_names({"q1", "q2"}, 1, "run.eval")
 
 
 def test_unmatched_epoch_labels_are_named_in_file_order(tmp_path: Path) -> None:
@@ -278,14 +280,12 @@ def test_unmatched_epoch_labels_are_named_in_file_order(tmp_path: Path) -> None:
         ],
     )
     labels = StaffLabels.read(path)
-    labels.label_for("q1", 1)
-    assert labels.unmatched() == ["q2"]
-    assert labels.unmatched_epochs() == [("q1", 3)]
     with pytest.raises(
         LabelsError,
-        match=r'2 labels name no sample .*: "q1" epoch 3 \(line 1\), "q2" \(line 2\)\.',
+        match=r"2 labels name no run of run\.eval \(1 sample, 2 epochs\): "
+        r'"q1" epoch 3 \(line 1\), "q2" \(line 2\)\.',
     ):
-        labels.check_all_matched()
+        labels.check_names({"q1"}, 2, "run.eval")
 
 
 @pytest.mark.parametrize(

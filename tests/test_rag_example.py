@@ -1,24 +1,25 @@
 """`examples/rag_task.py`: a real BM25 retriever feeding the stage scorer.
 
 The example runs offline on mockllm, each output with a preset `usage` so
-that mockllm does not download a tokenizer. A fresh run has no staff
-labels, so its stage scores are `answer-label` data errors; the labelled
-round trip is in `test_labels_export.py`.
+that mockllm does not download a tokenizer. Its scorer labels each answer
+with `match()` against the reference answer, so one run diagnoses every
+sample; the staff-labelled round trip is in `test_labels_export.py`.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import math
 import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
-from inspect_ai import eval
+from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog
 from inspect_ai.model import ChatMessage, Model, ModelOutput, ModelUsage, get_model
+
+from tracegrade import stage_diagnosis_scorer
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rag_task.py"
 
@@ -126,21 +127,58 @@ def test_every_question_runs_with_its_context_recorded(
         assert sample.target == question["answer"]
 
 
-def test_a_fresh_run_waits_for_staff_labels(fresh_log: EvalLog) -> None:
+def test_a_fresh_run_waits_for_no_one(fresh_log: EvalLog) -> None:
+    """match() labels every answer ("I do not know." is INCORRECT), so
+    every run has a stage: retrieval where BM25 missed, else generation."""
     assert fresh_log.samples is not None
     for sample in fresh_log.samples:
         assert sample.scores is not None
         score = sample.scores["stage_diagnosis"]
-        assert isinstance(score.value, float) and math.isnan(score.value)
-        assert score.reason == "answer-label"
         metadata = score.metadata or {}
+        context = sample.store["RetrievalTrace:context"]
+        missed = set(sample.metadata["required"]) - set(context)
+        assert score.value == ("retrieval" if missed else "generation")
         assert metadata["record"] == {
             "required": sample.metadata["required"],
-            "context": sample.store["RetrievalTrace:context"],
+            "context": context,
+            "correct": False,
         }
-        assert metadata["read_from"]["context"] == "store RetrievalTrace:context"
-        assert score.explanation is not None
-        assert "No staff label was found" in score.explanation
+        assert metadata["read_from"] == {
+            "required": 'metadata["required"]',
+            "context": "store RetrievalTrace:context",
+            "correct": "scorer match",
+        }
+        assert metadata["grader"] == {
+            "name": "match",
+            "value": "I",
+            "answer": "I do not know.",
+            "explanation": "I do not know.",
+            "error": None,
+        }
+    assert fresh_log.results is not None
+    (result,) = fresh_log.results.scores
+    assert result.unscored_samples in (0, None)
+    assert result.metrics["generation"].value + result.metrics[
+        "retrieval"
+    ].value == pytest.approx(1.0)
+
+
+def test_a_right_answer_passes_and_a_lucky_one_is_a_retrieval_gap(
+    tmp_path: Path,
+) -> None:
+    """The reference answer is CORRECT by match(): Q-001 (its document
+    retrieved) passes; Q-004 needs DOC-008, which BM25 ranks below the top
+    3, so its right answer is a lucky one."""
+    reference = {q["id"]: [q["answer"]] for q in QUESTIONS}
+    log = run_example(
+        tmp_path, model=answering_model(reference), sample_id=["Q-001", "Q-004"]
+    )
+    assert log.samples is not None
+    stages = {s.id: (s.scores or {})["stage_diagnosis"].value for s in log.samples}
+    assert stages == {"Q-001": "pass", "Q-004": "retrieval"}
+    assert log.results is not None
+    (result,) = log.results.scores
+    assert result.metrics["lucky_answers"].value == 1
 
 
 def test_top_k_sets_the_context_size(tmp_path: Path) -> None:
@@ -152,12 +190,17 @@ def test_top_k_sets_the_context_size(tmp_path: Path) -> None:
 
 
 def test_a_label_in_metadata_is_diagnosed(tmp_path: Path) -> None:
-    """Users with gold labels in their data skip the export: the scorer
-    reads metadata "correct" by default."""
-    task = rag.rag_qa()
-    for sample in task.dataset:
+    """Users with gold labels in their data need no grader: the scorer's
+    default reads metadata "correct"."""
+    example = rag.rag_qa()
+    for sample in example.dataset:
         assert sample.metadata is not None
         sample.metadata["correct"] = True
+    task = Task(
+        dataset=example.dataset,
+        solver=example.solver,
+        scorer=stage_diagnosis_scorer(),
+    )
     (log,) = eval(
         task,
         model=answering_model(),

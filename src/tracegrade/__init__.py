@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     )
     from .labels import LabelsError
     from .scorers import (
+        LabelScorerError,
         RetrievalTrace,
         ordered_extraction_scorer,
         stage_diagnosis_scorer,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "DatasetError": "tracegrade.datasets",
+    "LabelScorerError": "tracegrade.scorers",
     "LabelsError": "tracegrade.labels",
     "RetrievalTrace": "tracegrade.scorers",
     "ordered_extraction": "tracegrade.tasks.live",
@@ -66,6 +68,7 @@ __all__ = [
     "DatasetError",
     "ExtractionResult",
     "InvalidRecord",
+    "LabelScorerError",
     "LabelsError",
     "RetrievalTrace",
     "StageResult",

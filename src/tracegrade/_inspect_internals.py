@@ -10,14 +10,8 @@ Errors a user can cause:
 
 - `PrerequisiteError` (`_util.error`): the error Inspect's CLI prints as
   its message alone, without a traceback. tracegrade's errors in a user's
-  own input (a bad dataset line, a bad labels file) derive from it.
-
-A scorer instance with its own metrics (`scorers/_inspect_glue.py`), as
-Inspect's own `precomputed_scores` makes one:
-
-- `REGISTRY_PARAMS`, `RegistryInfo`, `registry_name`, `registry_params`,
-  `registry_tag`, `set_registry_info` (`_util.registry`);
-- `SCORER_METRICS`, `scorer_register` (`scorer._scorer`).
+  own input (a bad dataset line, a bad labels file, a `label_scorer` that
+  is no scorer) derive from it.
 
 The header of a log written without Inspect's runner (`bulk/`), made by
 the functions `inspect eval` makes it with, so the two cannot drift:
@@ -58,28 +52,17 @@ from inspect_ai._util.error import PrerequisiteError
 from inspect_ai._util.json import to_json_safe
 from inspect_ai._util.log_layout import eval_log_name
 from inspect_ai._util.path import cwd_relative_path
-from inspect_ai._util.registry import (
-    REGISTRY_PARAMS,
-    RegistryInfo,
-    registry_name,
-    registry_params,
-    registry_tag,
-    registry_unqualified_name,
-    set_registry_info,
-)
+from inspect_ai._util.registry import registry_unqualified_name
 from inspect_ai.log._headline import headline_metric_ref, resolve_headline_metric
 from inspect_ai.log._log import eval_config_defaults
 from inspect_ai.scorer._metric import metric_scores
-from inspect_ai.scorer._scorer import SCORER_METRICS, as_scorer_spec, scorer_register
+from inspect_ai.scorer._scorer import as_scorer_spec
 from inspect_ai.solver._plan import Plan
 
 __all__ = [
-    "REGISTRY_PARAMS",
-    "SCORER_METRICS",
     "Metrics",
     "Plan",
     "PrerequisiteError",
-    "RegistryInfo",
     "ScorerInfo",
     "as_scorer_spec",
     "compute_eval_scores",
@@ -90,16 +73,11 @@ __all__ = [
     "iso_now",
     "metric_scores",
     "plan_to_eval_plan",
-    "registry_name",
-    "registry_params",
-    "registry_tag",
     "registry_unqualified_name",
     "resolve_eval_scorers",
     "resolve_headline_metric",
     "resolve_package_revision",
     "resolve_revision",
     "resolve_task_distribution",
-    "scorer_register",
-    "set_registry_info",
     "to_json_safe",
 ]

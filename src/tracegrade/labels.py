@@ -11,19 +11,24 @@ an epoch labels every epoch of its sample; one sample is labelled either
 that way or epoch by epoch, never both, so no label silently overrides
 another.
 
-`tracegrade labels export LOG` writes the lines to fill: `label_requests`.
+`tracegrade labels export LOG` writes the lines to fill (`label_requests`),
+and `tracegrade labels apply LOG LABELS` joins them back.
 
 Everything that can be checked in the file alone is checked when it is
-read, before any sample is scored. Whether every id names a sample can only
-be known once scoring is over; `StaffLabels.check_all_matched` does that.
+read, before any sample is scored. Whether every label names a run needs
+the whole list of runs, which a scorer never sees (a sample that errors is
+not scored; `eval-retry` scores only the retried samples), so it is
+checked against a log's sample ids, before the log is rewritten:
+`StaffLabels.check_names`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Literal, NoReturn
 
 from inspect_ai.log import EvalLog, EvalSample
 from inspect_ai.scorer import Score
@@ -66,7 +71,7 @@ def _is_sample_id(value: Any) -> bool:
 
 @dataclass
 class StaffLabels:
-    """Labels by sample id, and which samples have been scored so far.
+    """Labels by sample id, with the line each came from.
 
     `labels` holds the lines without an epoch (for every epoch of the
     sample), `epoch_labels` those with one, by `(sample id, epoch)`.
@@ -75,10 +80,8 @@ class StaffLabels:
     path: str
     labels: dict[SampleId, bool]
     lines: dict[SampleId, int]
-    seen: set[SampleId] = field(default_factory=set)
     epoch_labels: dict[EpochKey, bool] = field(default_factory=dict)
     epoch_lines: dict[EpochKey, int] = field(default_factory=dict)
-    seen_epochs: set[EpochKey] = field(default_factory=set)
 
     @classmethod
     def read(cls, path: str | Path) -> StaffLabels:
@@ -143,36 +146,46 @@ class StaffLabels:
         )
 
     def label_for(self, sample_id: SampleId, epoch: int | None = None) -> bool | None:
-        """The label for a sample being scored, or None; notes the sample.
+        """The label for a run, or None.
 
         Without `epoch`, only a label for every epoch of the sample applies.
         """
-        self.seen.add(sample_id)
-        if epoch is not None:
-            self.seen_epochs.add((sample_id, epoch))
-            if (sample_id, epoch) in self.epoch_labels:
-                return self.epoch_labels[(sample_id, epoch)]
+        if epoch is not None and (sample_id, epoch) in self.epoch_labels:
+            return self.epoch_labels[(sample_id, epoch)]
         return self.labels.get(sample_id)
 
-    def unmatched(self) -> list[SampleId]:
-        """Labelled ids that no scored sample has had, in file order
-        (lines without an epoch; `unmatched_epochs` has the others)."""
-        return [sample_id for sample_id in self.labels if sample_id not in self.seen]
+    def ids(self) -> list[SampleId]:
+        """The sample ids labelled, in file order, each once."""
+        return list(
+            dict.fromkeys([*self.labels, *(key[0] for key in self.epoch_labels)])
+        )
 
-    def unmatched_epochs(self) -> list[EpochKey]:
-        """Labelled (id, epoch) pairs that no scored run has had, in file order."""
-        return [key for key in self.epoch_labels if key not in self.seen_epochs]
+    def check_names(
+        self, sample_ids: Collection[SampleId], epochs: int, where: str
+    ) -> None:
+        """Raise `LabelsError` if a label names no run of `where`.
 
-    def check_all_matched(self) -> None:
-        """Raise `LabelsError` if a label names no sample that was scored."""
+        A run is a sample id of `sample_ids` and an epoch from 1 to
+        `epochs`; a label naming an epoch beyond them names no run either.
+        Ids match exactly, type included.
+        """
         unmatched = [
-            (self.lines[sample_id], quote(sample_id)) for sample_id in self.unmatched()
+            (line, quote(sample_id))
+            for sample_id, line in self.lines.items()
+            if sample_id not in sample_ids
         ] + [
-            (self.epoch_lines[key], f"{quote(key[0])} epoch {key[1]}")
-            for key in self.unmatched_epochs()
+            (line, f"{quote(sample_id)} epoch {epoch}")
+            for (sample_id, epoch), line in self.epoch_lines.items()
+            if sample_id not in sample_ids or epoch > epochs
         ]
         if unmatched:
-            raise LabelsError(_unmatched_text(self.path, sorted(unmatched)))
+            count = len(sample_ids)
+            runs = f"{count:,} sample{'' if count == 1 else 's'}" + (
+                f", {epochs} epochs" if epochs > 1 else ""
+            )
+            raise LabelsError(
+                _unmatched_text(self.path, sorted(unmatched), f"{where} ({runs})")
+            )
 
 
 def _mixed_message(where: str, epoch: int, line: int) -> str:
@@ -183,24 +196,16 @@ def _mixed_message(where: str, epoch: int, line: int) -> str:
     )
 
 
-def unmatched_message(
-    path: str, unmatched: Iterable[SampleId], lines: dict[SampleId, int]
-) -> str:
-    return _unmatched_text(
-        path, [(lines[sample_id], quote(sample_id)) for sample_id in unmatched]
-    )
-
-
-def _unmatched_text(path: str, unmatched: list[tuple[int, str]]) -> str:
+def _unmatched_text(path: str, unmatched: list[tuple[int, str]], where: str) -> str:
     """The message for labels, as (line, '"id"' or '"id" epoch N'), that
-    matched nothing."""
+    name no run of `where`."""
     shown = ", ".join(f"{name} (line {line})" for line, name in unmatched[:5])
     more = f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else ""
     counted = (
         "1 label names" if len(unmatched) == 1 else f"{len(unmatched)} labels name"
     )
     return (
-        f"{path}: {counted} no sample that was scored: {shown}{more}. "
+        f"{path}: {counted} no run of {where}: {shown}{more}. "
         'Sample ids match exactly, type included ("1" is not 1).'
     )
 
@@ -323,4 +328,88 @@ def _question(sample: EvalSample) -> str:
         return sample.input
     return "\n\n".join(
         message.text for message in sample.input if message.role == "user"
+    )
+
+
+# --- joining staff labels onto a log ---------------------------------------------
+
+ApplyAction = Literal["append", "overwrite"]
+
+
+def log_runs(log: EvalLog) -> tuple[set[SampleId], int]:
+    """The sample ids of `log` and its number of epochs.
+
+    The ids are the dataset's (`eval.dataset.sample_ids`, which a sample
+    that errored is still among) and every logged sample's; the epochs
+    are the configured count, or the highest logged epoch if more.
+    """
+    ids: set[SampleId] = set(log.eval.dataset.sample_ids or [])
+    epochs = log.eval.config.epochs or 1
+    for sample in log.samples or []:
+        ids.add(sample.id)
+        epochs = max(epochs, sample.epoch)
+    return ids, epochs
+
+
+def stage_keys(log: EvalLog) -> dict[str, str | None]:
+    """`required_key` and `context_key` as the log's stage scores read them.
+
+    Taken from the first stage score's `read_from`, so labels are joined
+    onto exactly the records the run diagnosed, whatever keys its task
+    passed. Raises `LabelsError` when no sample has a stage score.
+    """
+    location = log.location or "the log"
+    for sample in log.samples or []:
+        score = stage_score(sample)
+        if score is None:
+            continue
+        read_from = (score.metadata or {})["read_from"]
+        return {
+            "required_key": _metadata_key(read_from["required"]),
+            "context_key": _metadata_key(read_from["context"]),
+        }
+    raise LabelsError(
+        f"{location}: no sample has a stage_diagnosis score, so there is nothing "
+        "to join labels onto; apply labels to a log of a task scored with "
+        "tracegrade's stage_diagnosis_scorer"
+    )
+
+
+def _metadata_key(source: Any) -> str | None:
+    """`metadata["gold"]` as `gold`; None for any other source (the store)."""
+    if isinstance(source, str) and source.startswith("metadata[") and source[-1] == "]":
+        key = json.loads(source[len("metadata[") : -1])
+        if isinstance(key, str):
+            return key
+    return None
+
+
+def apply_labels(log: EvalLog, path: str, *, action: ApplyAction) -> EvalLog:
+    """`log` rescored with the staff labels in `path`, after checking them.
+
+    Every label must name a run of the log (`StaffLabels.check_names`);
+    otherwise `LabelsError`, before anything is scored. The stage scorer
+    is rebuilt with the keys the log's stage scores were read with and
+    the labels file as its only label source, and run through Inspect's
+    public `score`: `append` adds its score beside the existing ones
+    (`stage_diagnosis1`), `overwrite` replaces them. The log is changed
+    in place and returned; writing it is the caller's job.
+    """
+    from inspect_ai import score
+
+    from .scorers import stage_diagnosis_scorer
+
+    labels = StaffLabels.read(path)
+    keys = stage_keys(log)
+    ids, epochs = log_runs(log)
+    labels.check_names(ids, epochs, log.location or "the log")
+    scorer = stage_diagnosis_scorer(
+        required_key=keys["required_key"] or "required",
+        context_key=keys["context_key"],
+        labels=path,
+    )
+    # The stage scorer needs no model; without one given, Inspect would
+    # rebuild the run's model from the log, API key and all.
+    return score(
+        log, scorer, action=action, display="none", model="none/none", copy=False
     )

@@ -23,7 +23,7 @@ import contextlib
 import os
 import stat
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 PARTIAL_SUFFIX = ".partial"
@@ -153,6 +153,20 @@ class AtomicFile:
                 os.fsync(directory)
             finally:
                 os.close(directory)
+
+    def write_with(self, write: Callable[[str], object]) -> None:
+        """Fill the file through `write(path)` and commit it.
+
+        For a writer that opens the path itself, such as Inspect's
+        `write_eval_log`; it is given the temporary name. Not for a stream,
+        which such a writer may need to seek in.
+        """
+        if self.temporary is None:
+            raise OutputError(f"{self.path!r} is not a regular file; give a file")
+        self.handle.close()
+        write(self.temporary)
+        self.handle = open(self.temporary, "ab")  # noqa: SIM115
+        self.commit()
 
     def discard(self) -> str | None:
         """Drop the unfinished file; the path of anything left, else None.

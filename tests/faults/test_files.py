@@ -40,6 +40,12 @@ def work(tmp_path: Path) -> Path:
     assert done.returncode == 0, done.stderr
     (log,) = (tmp_path / "logs").glob("*.eval")
     (tmp_path / "log.eval").hardlink_to(log)
+    (tmp_path / "staff.jsonl").write_text(
+        "".join(
+            json.dumps({"id": f"run-{number}", "correct": number % 3 == 0}) + "\n"
+            for number in range(50)
+        )
+    )
     return tmp_path
 
 
@@ -56,6 +62,7 @@ def _commands(work: Path) -> list[tuple[list[str], str]]:
         (["score", "stage_diagnosis", "runs.jsonl", "--out"], "runs.jsonl"),
         (["labels", "export", log, "--out"], log),
         (["report", log, "--html"], log),
+        (["labels", "apply", log, "staff.jsonl", "--out"], log),
     ]
 
 
@@ -67,7 +74,7 @@ def _refused(work: Path, args: list[str], target: str, said: str) -> None:
     assert snapshot(work) == before
 
 
-@pytest.mark.parametrize("command", [0, 1, 2])
+@pytest.mark.parametrize("command", [0, 1, 2, 3])
 def test_no_output_option_writes_over_its_input_by_any_name(
     work: Path, command: int
 ) -> None:
@@ -79,7 +86,7 @@ def test_no_output_option_writes_over_its_input_by_any_name(
             _refused(work, [*args[:-1], *force, args[-1]], target, "is the input")
 
 
-@pytest.mark.parametrize("command", [0, 1, 2])
+@pytest.mark.parametrize("command", [0, 1, 2, 3])
 def test_an_existing_file_is_replaced_only_with_force(work: Path, command: int) -> None:
     args, _ = _commands(work)[command]
     (work / "filled.jsonl").write_text('{"id": "staff", "correct": true}\n')
@@ -88,7 +95,8 @@ def test_an_existing_file_is_replaced_only_with_force(work: Path, command: int) 
 
     done = tracegrade(*args[:-1], "--force", args[-1], "filled.jsonl", cwd=work)
     assert done.returncode in (0, 1), done.stderr
-    assert (work / "filled.jsonl").read_text() != '{"id": "staff", "correct": true}\n'
+    # Replaced: by text, or by a log (labels apply writes one, in binary).
+    assert (work / "filled.jsonl").read_bytes() != b'{"id": "staff", "correct": true}\n'
 
 
 def test_labels_export_twice_keeps_the_filled_labels(work: Path) -> None:
@@ -237,6 +245,35 @@ def test_a_file_size_limit_is_a_full_disk_too(tmp_path: Path, limit: int) -> Non
     assert "no log or results were written" in line
     assert list((tmp_path / "logs").iterdir()) == []
     assert digest(tmp_path / "runs.jsonl") == input_digest
+
+
+@pytest.mark.parametrize("out", [[], ["--out", "labelled.eval"]])
+def test_labels_apply_past_a_file_size_limit_leaves_the_log_whole(
+    work: Path, out: list[str]
+) -> None:
+    """The log is rewritten under a temporary name and renamed only when
+    complete: a write that fails leaves LOG as it was and nothing new."""
+    log = _log(work)
+    size = (work / log).stat().st_size
+    before = snapshot(work)
+    done = tracegrade(
+        *("labels", "apply", log, "staff.jsonl", *out),
+        cwd=work,
+        preexec_fn=_file_size_limit(size // 2),
+    )
+    assert done.returncode == 2, done.stderr
+    assert "File too large" in one_clear_line(done.stderr)
+    assert_no_final_outputs(work, before)
+    assert snapshot(work) == before
+
+
+def test_labels_apply_refuses_a_stream_as_out(work: Path) -> None:
+    _refused(
+        work,
+        ["labels", "apply", _log(work), "staff.jsonl", "--out"],
+        "/dev/null",
+        "is not a regular file",
+    )
 
 
 def _results(work: Path, name: str) -> list[dict[str, object]]:

@@ -12,6 +12,59 @@ import click
 from ._failures import CommandStopped, fault
 from ._stream import TASK_ARGUMENT, byte_progress, progress_enabled, progress_option
 
+# The input fields each task reads, and what a run without one becomes.
+READ_FIELDS = {
+    "stage_diagnosis": {
+        "required": "unresolved (nothing to diagnose)",
+        "context": "invalid-input (the context was never recorded)",
+        "correct": "answer-label (no label)",
+    },
+    "ordered_extraction": {
+        "source": "invalid-input (no source IDs)",
+        "answer": "invalid-input (no recorded answer)",
+    },
+}
+# Distinct input keys remembered for the warning; a file with more is
+# not a typo case, and memory must not grow with it.
+KEYS_KEPT = 50
+
+
+@dataclass
+class FieldPresence:
+    """Which of a task's fields some record's input has, and the keys seen.
+
+    A field in no record at all is most likely misspelled in the file (or
+    the file is for another task): every run would get the same error or
+    `unresolved`, which each record alone cannot show.
+    """
+
+    fields: dict[str, str]
+    found: set[str] = field(default_factory=set)
+    keys: set[str] = field(default_factory=set)
+
+    def note(self, record_input: dict[str, Any]) -> None:
+        for key in record_input:
+            if key in self.fields:
+                self.found.add(key)
+            if len(self.keys) < KEYS_KEPT:
+                self.keys.add(key)
+
+    def warnings(self, path: str) -> list[dict[str, str]]:
+        from ..scorers.keys import listed_keys
+
+        keys = listed_keys(self.keys)
+        return [
+            {
+                "field": name,
+                "message": (
+                    f'no record of {path} has "{name}" in its input (the '
+                    f"inputs' keys: {keys}); without it every run is {without}"
+                ),
+            }
+            for name, without in self.fields.items()
+            if name not in self.found
+        ]
+
 
 @dataclass
 class CheckSummary:
@@ -23,6 +76,7 @@ class CheckSummary:
     clean: int = 0
     data_errors: Counter[str] = field(default_factory=Counter)
     answer_failures: Counter[str] = field(default_factory=Counter)
+    warnings: list[dict[str, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -40,6 +94,7 @@ class CheckSummary:
             "data_errors": sum(self.data_errors.values()),
             "answer_failures": sum(self.answer_failures.values()),
             "by_kind": dict(sorted((self.data_errors + self.answer_failures).items())),
+            "warnings": self.warnings,
         }
 
 
@@ -87,6 +142,11 @@ def check(
     answer failures (scored as failing both criteria; listed, exit code 0):
       duplicate-answer-id  ordered_extraction: the recorded answer repeats an ID
 
+    A field the task reads (stage_diagnosis: required, context, correct;
+    ordered_extraction: source, answer) that no record's input has is
+    warned of, with the keys the inputs do have: it is most likely
+    misspelled, and every run would be unresolved or the same error.
+
     The file is read as a stream, one line at a time. What grows is the set
     of sample ids seen, needed to find duplicates; it is kept in SQLite's
     private temporary file (about 28 bytes an id on disk, deleted as soon
@@ -106,6 +166,7 @@ def check(
         from ..bulk.scoring import TASKS, DiskIds, LineScorer
         from ..lines import is_blank, read_lines
 
+        presence = FieldPresence(READ_FIELDS[task])
         with (
             DiskIds() as seen,
             byte_progress(path, "checking", progress_enabled(progress)) as advance,
@@ -119,6 +180,8 @@ def check(
                     continue
                 summary.records += 1
                 outcome = scorer.score_line(raw.number, raw.text)
+                if outcome.case is not None:
+                    presence.note(outcome.case.input)
                 problem = outcome.problem
                 if problem is None:
                     summary.clean += 1
@@ -146,6 +209,8 @@ def check(
             "the check is incomplete",
             exit_code,
         ) from None
+    if summary.records:
+        summary.warnings = presence.warnings(path)
 
     if as_json:
         click.echo(
@@ -173,6 +238,7 @@ def _problem_line(path: str, entry: dict[str, Any]) -> str:
 
 def _print_summary(summary: CheckSummary, *, listed: int) -> None:
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(show_header=False)
@@ -204,6 +270,8 @@ def _print_summary(summary: CheckSummary, *, listed: int) -> None:
         f"Checked {summary.path} for {summary.task}:", markup=False, soft_wrap=True
     )
     console.print(table)
+    for warning in summary.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning['message'])}")
     if summary.records == 0:
         console.print("[red]The file holds no records.[/red]")
     elif summary.data_errors:

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import json
+import sys
+from typing import TYPE_CHECKING, Literal
 
 import click
+
+if TYPE_CHECKING:
+    from inspect_ai.log import EvalLog
+
+    from ..labels import ApplyAction
 
 
 @click.group("labels")
 def labels() -> None:
-    """Staff labels for stage diagnosis: export a run's answers to label.
+    """Staff labels for stage diagnosis: export a run's answers, apply labels.
 
     \b
     1. tracegrade labels export LOG > labels.jsonl
     2. staff set "correct" to true or false on every line
-    3. inspect score LOG --scorer tracegrade/stage_diagnosis \\
-           -S labels=labels.jsonl --action append --overwrite
+    3. tracegrade labels apply LOG labels.jsonl
     """
 
 
@@ -49,22 +55,13 @@ def export(log: str, out: str | None, force: bool) -> None:
     diagnosis scores, 2 usage error or a file that cannot be written.
     """
     # Imported here so that `tracegrade --help` does not load Inspect.
-    from inspect_ai.log import read_eval_log
-
     from ..labels import LabelsError, label_requests, stage_score
     from ..outputs import AtomicFile, check_output
 
     if out is not None:
         check_output(out, inputs=[log], option="--out", force=force)
 
-    try:
-        eval_log = read_eval_log(log)
-    except Exception as error:
-        # Inspect raises whatever its readers raise (JSON, zip, pydantic,
-        # OS errors); any of them means the same here: not a readable log.
-        raise click.ClickException(
-            f"cannot read {log!r} as an Inspect log ({error})"
-        ) from error
+    eval_log = _read_log(log)
     try:
         lines = label_requests(eval_log)
     except LabelsError as error:
@@ -100,3 +97,158 @@ def export(log: str, out: str | None, force: bool) -> None:
         written.discard()
         raise
     click.echo(f"{len(lines)} lines to label written to {out}", err=True)
+
+
+@labels.command("apply")
+@click.argument("log", type=click.Path(exists=True, dir_okay=False, path_type=str))
+@click.argument(
+    "labels_file",
+    metavar="LABELS",
+    type=click.Path(exists=True, dir_okay=False, path_type=str),
+)
+@click.option(
+    "--action",
+    type=click.Choice(["append", "overwrite"]),
+    default="append",
+    show_default=True,
+    help="append: add the labelled score beside the existing ones "
+    "(stage_diagnosis1); overwrite: replace the log's scores with it.",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    help="Write the labelled log to this file instead of rewriting LOG.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="Replace an existing --out file.",
+)
+def apply(
+    log: str, labels_file: str, action: ApplyAction, out: str | None, force: bool
+) -> None:
+    """Join the staff labels in LABELS onto LOG's stage diagnosis.
+
+    LABELS is the filled file of `tracegrade labels export`: one
+    {"id": ..., "correct": true|false} line per sample (with "epoch" to
+    label one epoch of a run with several). Every label must name a run
+    of LOG: its sample ids (errored samples included) and epochs are
+    checked first, and a label naming none is an error that leaves LOG
+    as it was. A run the file does not label gets no label
+    (answer-label), and is counted in a warning.
+
+    The stage scorer is run again with the keys LOG's stage scores were
+    read with and the labels as its only label source, through Inspect's
+    own scoring (as `inspect score` does), so the result is what
+    `inspect view`, `tracegrade report` and `inspect score` read. LOG (or
+    --out) is replaced whole, in its own format, or not at all.
+
+    Exit codes: 0 success, 1 a label names no run of LOG, or LOG or LABELS
+    cannot be read or used, 2 usage error or a file that cannot be written.
+    """
+    # Imported here so that `tracegrade --help` does not load Inspect.
+    from inspect_ai.log import write_eval_log
+
+    from ..labels import LabelsError, StaffLabels, apply_labels, log_runs
+    from ..outputs import AtomicFile, OutputError, check_output, is_stream
+
+    target = log if out is None else out
+    if out is not None:
+        check_output(out, inputs=[log, labels_file], option="--out", force=force)
+        if is_stream(out):
+            raise OutputError(f"--out {out!r} is not a regular file; give a file")
+    eval_log = _read_log(log)
+    try:
+        labelled = apply_labels(eval_log, labels_file, action=action)
+        staff = StaffLabels.read(labels_file)
+    except LabelsError as error:
+        raise click.ClickException(str(error)) from error
+
+    if labelled.status != "success":
+        click.echo(
+            f"warning: {log} has status {labelled.status!r}; only its logged "
+            "samples are labelled.",
+            err=True,
+        )
+    unlabelled = [
+        sample
+        for sample in labelled.samples or []
+        if staff.label_for(sample.id, sample.epoch) is None
+    ]
+    if unlabelled:
+        first = unlabelled[0]
+        click.echo(
+            f"warning: {len(unlabelled)} run(s) of {log} have no label in "
+            f"{labels_file} (first: sample {first.id!r} epoch {first.epoch}); "
+            "they are answer-label.",
+            err=True,
+        )
+
+    fmt = _log_format(target, fallback=_log_format(log, fallback="eval"))
+    written = AtomicFile(target, binary=True)
+    try:
+        written.write_with(lambda path: write_eval_log(labelled, path, format=fmt))
+    except BaseException:
+        written.discard()
+        _finalise_quietly()
+        raise
+    ids, epochs = log_runs(labelled)
+    score_name = _new_score_name(labelled)
+    click.echo(
+        f"{len(labelled.samples or [])} runs of {len(ids)} samples"
+        + (f" ({epochs} epochs)" if epochs > 1 else "")
+        + f" diagnosed with the labels in {labels_file} as {score_name}; "
+        f"log written to {target}",
+        err=True,
+    )
+
+
+def _finalise_quietly() -> None:
+    """Let a failed `write_eval_log` clean up without a traceback.
+
+    Inspect's `.eval` writer leaves its zip open when a write fails (a full
+    disk, `ulimit -f`, Ctrl-C); the zip's finaliser retries the write when
+    it is collected and prints "Exception ignored in ZipLogFile.__del__"
+    with a traceback, after the command's one-line message. Its file is
+    Inspect's own temporary one, and ours is already removed, so what it
+    retries cannot matter: such messages are dropped, any other is shown.
+    """
+    shown = sys.unraisablehook
+
+    def drop_zip_finaliser(unraisable: sys.UnraisableHookArgs) -> None:
+        if "ZipLogFile.__del__" not in repr(unraisable.object):
+            shown(unraisable)
+
+    sys.unraisablehook = drop_zip_finaliser
+
+
+def _read_log(log: str) -> EvalLog:
+    """LOG read whole, or a one-line error (exit code 1) saying why not."""
+    from inspect_ai.log import read_eval_log
+
+    try:
+        return read_eval_log(log)
+    except Exception as error:
+        # Inspect raises whatever its readers raise (JSON, zip, pydantic,
+        # OS errors); any of them means the same here: not a readable log.
+        raise click.ClickException(
+            f"cannot read {log!r} as an Inspect log ({error})"
+        ) from error
+
+
+def _log_format(
+    path: str, *, fallback: Literal["eval", "json"]
+) -> Literal["eval", "json"]:
+    """The log format a file name asks for, by its extension."""
+    if path.endswith(".json"):
+        return "json"
+    if path.endswith(".eval"):
+        return "eval"
+    return fallback
+
+
+def _new_score_name(log: EvalLog) -> str:
+    """The name Inspect gave the labelled score: the last stage score's."""
+    names = [score.name for score in (log.results.scores if log.results else [])]
+    stage_names = [name for name in names if name.startswith("stage_diagnosis")]
+    return stage_names[-1] if stage_names else "stage_diagnosis"

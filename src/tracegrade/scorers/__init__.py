@@ -7,6 +7,7 @@
 
 from .answer_parsing import UnreadableAnswer, parse_answer_ids
 from .extraction import extraction_score, ordered_extraction_scorer
+from .grader import LabelScorerError, label_from_value
 from .metrics import (
     answer_failures,
     criteria_shares,
@@ -22,12 +23,14 @@ from .store import RetrievalTrace
 __all__ = [
     "ANSWER_FAILURES",
     "DATA_ERRORS",
+    "LabelScorerError",
     "RetrievalTrace",
     "UnreadableAnswer",
     "answer_failures",
     "criteria_shares",
     "diagnosis_score",
     "extraction_score",
+    "label_from_value",
     "lucky_answers",
     "ordered_extraction_scorer",
     "parse_answer_ids",

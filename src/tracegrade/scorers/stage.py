@@ -1,29 +1,37 @@
 """`tracegrade/stage_diagnosis`: where did a RAG run fail, retrieval or generation?
 
 A thin wrapper over `tracegrade.core.diagnose_stage`: the closure only
-gathers the record (required IDs, the context actually supplied, the staff
+gathers the record (required IDs, the context actually supplied, the
 label) from the task state, and `diagnosis_score` turns the core's result
-into a `Score` without seeing the state.
+into a `Score` without seeing the state. The label comes from one source:
+sample metadata, a staff labels file (`labels=`) or a grader
+(`label_scorer=`, see `tracegrade.scorers.grader`).
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
-from inspect_ai.scorer import SampleScore, Score, Scorer, Target
+from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
 from ..core import InvalidRecord, diagnose_stage
-from ..labels import LabelsError, StaffLabels
-from ._inspect_glue import checked_first, register_scorer, tag_scorer
+from ..core.errors import quote
+from ..labels import StaffLabels
 from .explain import explain_invalid, explain_stage, explain_unrecorded_context
+from .grader import (
+    LABEL_SOURCE,
+    LabelScorerError,
+    Verdict,
+    grade,
+    grader_name,
+    resolve_label_scorer,
+)
+from .keys import KeyWatch, absent_metadata_key, listed_keys
 from .metrics import lucky_answers, scored_runs, stage_modes, stage_shares
 from .outcome import ErrorInfo, data_error, graded, metadata_source, stage_answer
 from .store import context_store_key, recorded_context
-
-logger = logging.getLogger(__name__)
 
 STAGE_METRICS = [stage_shares(), stage_modes(), lucky_answers(), scored_runs()]
 
@@ -34,6 +42,7 @@ def diagnosis_score(
     *,
     context_recorded: bool,
     output: str = "",
+    no_label: str | None = None,
 ) -> Score:
     """The score for one record, errors included.
 
@@ -41,7 +50,9 @@ def diagnosis_score(
     `RetrievalTrace` (absent, or `null` in the store), so the error can say
     the retrieval step never recorded it rather than only that the field
     is missing. `output` is the model's answer text, if any: the score's
-    `answer`, which the viewer shows beside the input.
+    `answer`, which the viewer shows beside the input. `no_label` says why
+    a grader gave no label, to explain an `answer-label` error with instead
+    of "no staff label was found".
     """
     answer = stage_answer(record, output)
     try:
@@ -66,7 +77,10 @@ def diagnosis_score(
             record=record,
             read_from=read_from,
         )
-    explanation = explain_stage(record, result, label_from=read_from["correct"])
+    if "error" in result and no_label is not None:
+        explanation = no_label
+    else:
+        explanation = explain_stage(record, result, label_from=read_from["correct"])
     if "error" in result:
         return data_error(
             ErrorInfo(
@@ -91,11 +105,13 @@ def diagnosis_score(
     )
 
 
+@scorer(metrics=STAGE_METRICS, name="stage_diagnosis")
 def stage_diagnosis_scorer(
     required_key: str = "required",
     correct_key: str = "correct",
     context_key: str | None = None,
     labels: str | None = None,
+    label_scorer: Scorer | str | None = None,
 ) -> Scorer:
     """Diagnose each run's failing stage: retrieval, generation, pass or unresolved.
 
@@ -105,42 +121,84 @@ def stage_diagnosis_scorer(
     `Score.unscored`, never a guessed stage. See `tracegrade.scorers.outcome`
     for the metadata every score carries.
 
+    The label has one source: sample metadata (`correct_key`, the
+    default), a staff labels file (`labels`) or a grader (`label_scorer`).
+    A grader's value becomes the label by one table, and nothing else is
+    a label:
+
+    | grader value | label |
+    |---|---|
+    | `CORRECT` (`"C"`), `True`, `1`, `1.0` | `true` |
+    | `INCORRECT` (`"I"`), `False`, `0`, `0.0` | `false` |
+    | anything else: `PARTIAL`, `NOANSWER`, `0.5`, NaN, `"1"`, `"yes"`, ... | none |
+    | no score (`None`), or the grader raised | none |
+
+    A run without a label is `answer-label`, its explanation quoting what
+    the grader gave (`tracegrade.scorers.grader` has the full table).
+
+    A run that lacks a key the scorer reads, when no run scored before it
+    had the key, is warned of once, in the terminal and in the log (see
+    `tracegrade.scorers.keys`): a typo in a key would otherwise give a
+    run that is silently all `unresolved` or all `answer-label`.
+
     Args:
         required_key: Sample metadata key of the required document IDs. An
             absent key or `null` means nothing is required: `unresolved`.
         correct_key: Sample metadata key of the staff label; only JSON
-            `true` and `false` are labels.
+            `true` and `false` are labels. Not read when `labels` or
+            `label_scorer` is given.
         context_key: Sample metadata key of the supplied context IDs. By
             default (None) the context is what a solver recorded in the
             `RetrievalTrace` store model, which is what a RAG pipeline
             should do: the context actually supplied, not the planned one.
         labels: Path to a JSON Lines labels file, one
-            `{"id": <sample id>, "correct": true|false}` per line. It is
-            then the only label source: a sample it does not name has no
-            label (`answer-label`), whatever its metadata says. A malformed
-            or repeated line fails when the scorer is built; a label that
-            names no scored sample fails the run once scoring ends, before
-            the log is written (if every sample ends unscored, Inspect
-            downgrades metric errors to warnings, so it is logged as an
-            error instead). Build one scorer per log: it remembers the
-            samples it has scored.
+            `{"id": <sample id>, "correct": true|false}` per line (with
+            `"epoch"` to label one epoch). It is then the only label
+            source: a sample it does not name has no label
+            (`answer-label`), whatever its metadata says. A malformed or
+            repeated line fails when the scorer is built. Whether every
+            label names a sample is not checked here, since a scorer never
+            sees the whole dataset (a sample that errors is never scored;
+            `eval-retry` scores only the retried ones): `tracegrade labels
+            apply LOG LABELS` checks it against the log before it writes.
+        label_scorer: A grader, any Inspect scorer such as `match()`,
+            `includes()` or `model_graded_qa()`, or its registry name
+            (`"match"`, as `-S label_scorer=match` gives it). It runs on
+            the same state and target, and its value becomes the label by
+            the table above. `read_from["correct"]` names it, and its own
+            score (value, answer, explanation) is kept in the metadata
+            under `grader`. Cannot be given with `labels`.
+
+    Raises:
+        LabelsError: The labels file cannot be read or has a bad line.
+        LabelScorerError: `label_scorer` is no registered scorer, or is
+            given together with `labels`.
 
     Examples:
-        In your own task, with the context recorded by your RAG solver:
+        In your own task, with the context recorded by your RAG solver and
+        each answer judged by `match()` against the sample's target:
 
         ```python
         Task(dataset=..., solver=[retrieve(), generate()],
-             scorer=stage_diagnosis_scorer(required_key="gold_docs"))
+             scorer=stage_diagnosis_scorer(required_key="gold_docs",
+                                           label_scorer=match()))
         ```
 
-        Staff labels joined onto an existing log:
+        Staff labels joined onto an existing log, checked against its
+        samples first:
 
         ```bash
-        inspect score LOG --scorer tracegrade/stage_diagnosis \\
-            -S labels=labels.jsonl --action append --overwrite
+        tracegrade labels apply LOG labels.jsonl
         ```
     """
+    if labels is not None and label_scorer is not None:
+        raise LabelScorerError(
+            f"labels={quote(labels)} and label_scorer={_shown_grader(label_scorer)} "
+            "were both given, but a run's label has one source: a staff labels "
+            "file or a grader, not both"
+        )
     staff_labels = StaffLabels.read(labels) if labels is not None else None
+    grader = resolve_label_scorer(label_scorer) if label_scorer is not None else None
     read_from = {
         "required": metadata_source(required_key),
         "context": (
@@ -149,68 +207,154 @@ def stage_diagnosis_scorer(
             else f"store {context_store_key()}"
         ),
         "correct": (
-            f"labels file {labels}"
+            f"{LABEL_SOURCE} {grader_name(grader)}"
+            if grader is not None
+            else f"labels file {labels}"
             if labels is not None
             else metadata_source(correct_key)
         ),
     }
+    reader = _RecordReader(
+        required_key=required_key,
+        correct_key=correct_key,
+        context_key=context_key,
+        staff_labels=staff_labels,
+        label_from_grader=grader is not None,
+    )
 
     async def score(state: TaskState, target: Target) -> Score:
-        metadata = state.metadata
-        record: dict[str, Any] = {}
-        if required_key in metadata:
-            record["required"] = metadata[required_key]
-        context_recorded = True
-        if context_key is not None:
-            if context_key in metadata:
-                record["context"] = metadata[context_key]
-        else:
-            if context_store_key() in state.store:
-                record["context"] = recorded_context(state.store)
-            context_recorded = record.get("context") is not None
-        if staff_labels is not None:
-            label = staff_labels.label_for(state.sample_id, state.epoch)
-            if label is not None:
-                record["correct"] = label
-        elif correct_key in metadata:
-            record["correct"] = metadata[correct_key]
-        return diagnosis_score(
+        record, context_recorded = reader.record(state)
+        if grader is None:
+            return diagnosis_score(
+                record,
+                read_from,
+                context_recorded=context_recorded,
+                output=state.output.completion,
+            )
+        verdict = await grade(grader, grader_name(grader), state, target)
+        reader.note_verdict(state, verdict)
+        if verdict.label is not None:
+            record["correct"] = verdict.label
+        result = diagnosis_score(
             record,
             read_from,
             context_recorded=context_recorded,
             output=state.output.completion,
+            no_label=verdict.why_no_label() if verdict.label is None else None,
+        )
+        assert result.metadata is not None
+        result.metadata["grader"] = verdict.as_metadata()
+        return result
+
+    return score
+
+
+@dataclass
+class _RecordReader:
+    """Gathers a run's record from its state, as the scorer's arguments say,
+    and notes each source it read (see `tracegrade.scorers.keys`)."""
+
+    required_key: str
+    correct_key: str
+    context_key: str | None
+    staff_labels: StaffLabels | None
+    label_from_grader: bool
+    watch: KeyWatch = field(default_factory=KeyWatch)
+
+    def record(self, state: TaskState) -> tuple[dict[str, Any], bool]:
+        """The record but for a grader's label, and whether the context was
+        recorded (always, for a context read from metadata)."""
+        metadata = state.metadata
+        record: dict[str, Any] = {}
+        self._note_key(state, "required", self.required_key)
+        if self.required_key in metadata:
+            record["required"] = metadata[self.required_key]
+        if self.context_key is not None:
+            self._note_key(state, "context", self.context_key)
+            if self.context_key in metadata:
+                record["context"] = metadata[self.context_key]
+            context_recorded = True
+        else:
+            if context_store_key() in state.store:
+                record["context"] = recorded_context(state.store)
+            context_recorded = record.get("context") is not None
+            self.watch.note(
+                "context", context_recorded, lambda: _unrecorded_warning(state)
+            )
+        if self.staff_labels is not None:
+            labels = self.staff_labels
+            label = labels.label_for(state.sample_id, state.epoch)
+            self.watch.note(
+                "labels", label is not None, lambda: _unlabelled_warning(state, labels)
+            )
+            if label is not None:
+                record["correct"] = label
+        elif not self.label_from_grader:
+            self._note_key(state, "correct", self.correct_key)
+            if self.correct_key in metadata:
+                record["correct"] = metadata[self.correct_key]
+        return record, context_recorded
+
+    def note_verdict(self, state: TaskState, verdict: Verdict) -> None:
+        self.watch.note(
+            "grader", verdict.error is None, lambda: _grader_warning(state, verdict)
         )
 
-    metrics = STAGE_METRICS
-    if staff_labels is not None:
-        metrics = [checked_first(STAGE_METRICS[0], _coverage_check(staff_labels))]
-        metrics += STAGE_METRICS[1:]
-    return tag_scorer(
-        stage_diagnosis_scorer,
-        score,
-        "stage_diagnosis",
-        metrics,
-        required_key=required_key,
-        correct_key=correct_key,
-        context_key=context_key,
-        labels=labels,
+    def _note_key(self, state: TaskState, role: str, key: str) -> None:
+        self.watch.note(
+            role,
+            key in state.metadata,
+            lambda: absent_metadata_key(
+                "stage_diagnosis",
+                quote(state.sample_id),
+                key=key,
+                argument=f"{role}_key",
+                keys=state.metadata,
+                consequence=_WITHOUT[role],
+            ),
+        )
+
+
+_WITHOUT = {
+    "required": "A run without it has nothing to diagnose: unresolved.",
+    "context": "A run without it is not graded: invalid-input.",
+    "correct": "A run without it has no label: answer-label.",
+}
+
+
+def _shown_grader(grader: Any) -> str:
+    if isinstance(grader, str):
+        return quote(grader)
+    return str(getattr(grader, "__name__", type(grader).__name__))
+
+
+def _unrecorded_warning(state: TaskState) -> str:
+    return (
+        f"stage_diagnosis: sample {quote(state.sample_id)} recorded no context "
+        f"(no solver set RetrievalTrace.context), and no run scored before it "
+        f"did. Its store keys: {listed_keys(state.store.keys())}. A run without "
+        "it is not graded: invalid-input. If no run records it, the solver must "
+        "set state.store_as(RetrievalTrace).context to the IDs it supplied, or "
+        "pass context_key= to read them from metadata."
     )
 
 
-def _coverage_check(staff_labels: StaffLabels) -> Callable[[list[SampleScore]], None]:
-    def check(scores: list[SampleScore]) -> None:
-        try:
-            staff_labels.check_all_matched()
-        except LabelsError as error:
-            if not scores:
-                # Inspect turns an error raised over an empty score list
-                # (every sample unscored) into a warning; say it in full.
-                logger.error("%s", error)
-            raise
-
-    return check
+def _unlabelled_warning(state: TaskState, labels: StaffLabels) -> str:
+    return (
+        f"stage_diagnosis: labels file {labels.path} has no label for sample "
+        f"{quote(state.sample_id)} epoch {state.epoch}, nor for any run scored "
+        f"before it. It labels ids {listed_keys(labels.ids())}. A run without a "
+        "label is answer-label. If the file matches no sample, check its ids: "
+        'they match sample ids exactly, type included ("1" is not 1).'
+    )
 
 
-register_scorer(stage_diagnosis_scorer, "stage_diagnosis", STAGE_METRICS)
+def _grader_warning(state: TaskState, verdict: Verdict) -> str:
+    return (
+        f"stage_diagnosis: the grader {verdict.grader} failed on sample "
+        f"{quote(state.sample_id)} ({verdict.error}), and on every run scored "
+        "before it. A run it fails on has no label: answer-label."
+    )
+
 
 __all__ = ["STAGE_METRICS", "diagnosis_score", "stage_diagnosis_scorer"]

@@ -1,0 +1,296 @@
+"""No silent key typos: a key that no run has is warned of, once.
+
+A misspelled `required_key` gives a run that is all `unresolved`, a
+misspelled `correct_key` one that is all `answer-label`, each score right
+for its own sample. The scorer warns when a run lacks a key while no run
+scored before it had one; Inspect prints the warning and records it in
+that sample's transcript. These tests run the real `inspect eval` and
+read the warning from its output and from the log, and `tracegrade check`
+on a file whose records all lack a field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
+from inspect_ai.model import ModelName
+from inspect_ai.scorer import Target
+from inspect_ai.solver import TaskState
+
+from tests.support import SUBPROCESS_ENV, write_lines
+from tracegrade import stage_diagnosis_scorer
+from tracegrade.cli import main
+from tracegrade.datasets import packaged_fixture
+
+TASK_FILE = """\
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+
+from tracegrade import stage_diagnosis_scorer
+from tracegrade.tasks import replay
+
+
+@task
+def gold(
+    required_key: str = "gold_docs",
+    correct_key: str = "judged",
+    context_key: str | None = None,
+    labels: str | None = None,
+    record_context: bool = True,
+) -> Task:
+    runs = {"q1": (["D1"], ["D1"], True), "q2": (["D2"], ["D1"], False)}
+    return Task(
+        dataset=[
+            Sample(
+                id=run_id,
+                input="?",
+                metadata={
+                    "gold_docs": required,
+                    "retrieved": context,
+                    "judged": judged,
+                    **({"context": context} if record_context else {}),
+                },
+            )
+            for run_id, (required, context, judged) in runs.items()
+        ],
+        solver=replay(),
+        scorer=stage_diagnosis_scorer(
+            required_key=required_key,
+            correct_key=correct_key,
+            context_key=context_key,
+            labels=labels,
+        ),
+    )
+"""
+
+METADATA_KEYS = '"context", "gold_docs", "judged", "retrieved"'
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    (tmp_path / "gold.py").write_text(TASK_FILE)
+    return tmp_path
+
+
+def inspect_eval(work: Path, *task_args: str) -> tuple[str, EvalLog]:
+    """Run the task file; the output (stdout and stderr) and the log."""
+    args = [arg for task_arg in task_args for arg in ("-T", task_arg)]
+    done = subprocess.run(
+        [sys.executable, "-m", "inspect_ai", "eval", "gold.py", *args],
+        cwd=work,
+        env={**SUBPROCESS_ENV, "INSPECT_LOG_DIR": str(work / "logs")},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    (info,) = list_eval_logs(str(work / "logs"))
+    log = read_eval_log(info.name)
+    assert log.status == "success", log.error
+    return done.stdout + done.stderr, log
+
+
+def logged_warnings(log: EvalLog) -> list[tuple[Any, str]]:
+    """(sample id, message) of every warning in the samples' transcripts."""
+    found = []
+    for sample in log.samples or []:
+        for event in sample.events:
+            if event.event == "logger" and event.message.level == "warning":
+                found.append((sample.id, event.message.message))
+    return found
+
+
+def values(log: EvalLog) -> dict[Any, Any]:
+    return {s.id: (s.scores or {})["stage_diagnosis"].value for s in log.samples or []}
+
+
+@pytest.mark.parametrize(
+    ("task_args", "key", "argument", "consequence", "value"),
+    [
+        (
+            ["required_key=gold_doc"],
+            "gold_doc",
+            "required_key",
+            "A run without it has nothing to diagnose: unresolved.",
+            "unresolved",
+        ),
+        (
+            ["correct_key=jugded"],
+            "jugded",
+            "correct_key",
+            "A run without it has no label: answer-label.",
+            math.nan,
+        ),
+        (
+            ["context_key=retreived"],
+            "retreived",
+            "context_key",
+            "A run without it is not graded: invalid-input.",
+            math.nan,
+        ),
+    ],
+)
+def test_a_misspelled_key_is_warned_of_once_in_the_terminal_and_the_log(
+    work: Path,
+    task_args: list[str],
+    key: str,
+    argument: str,
+    consequence: str,
+    value: Any,
+) -> None:
+    output, log = inspect_eval(work, *task_args)
+    # Per-sample semantics are unchanged: each run gets what the rules say.
+    for got in values(log).values():
+        if isinstance(value, float):
+            assert isinstance(got, float) and math.isnan(got)
+        else:
+            assert got == value
+    (logged,) = logged_warnings(log)
+    sample_id, message = logged
+    assert (
+        f'stage_diagnosis: sample "{sample_id}" has no metadata key "{key}" '
+        f'({argument}="{key}"), and no run scored before it had one. '
+        f"Its metadata keys: {METADATA_KEYS}. {consequence} "
+        f"If no sample has the key, check {argument}."
+    ) in message
+    assert f'has no metadata key "{key}"' in output
+    assert output.count(f'has no metadata key "{key}"') == 1
+
+
+def test_a_context_no_solver_recorded_is_warned_of(work: Path) -> None:
+    output, log = inspect_eval(work, "record_context=false")
+    (logged,) = logged_warnings(log)
+    assert "recorded no context (no solver set RetrievalTrace.context)" in logged[1]
+    assert "Its store keys: none." in logged[1]
+    assert "recorded no context" in output
+
+
+def test_a_labels_file_that_matches_no_sample_is_warned_of(work: Path) -> None:
+    write_lines(
+        work / "labels.jsonl",
+        [{"id": "Q1", "correct": True}, {"id": "Q2", "correct": False}],
+    )
+    output, log = inspect_eval(work, "labels=labels.jsonl")
+    assert all(math.isnan(v) for v in values(log).values())
+    (logged,) = logged_warnings(log)
+    assert "labels file labels.jsonl has no label for sample" in logged[1]
+    assert 'It labels ids "Q1", "Q2".' in logged[1]
+    assert "labels file labels.jsonl has no label" in output
+
+
+def test_keys_every_sample_has_are_not_warned_of(work: Path) -> None:
+    output, log = inspect_eval(work, "context_key=retrieved")
+    assert values(log) == {"q1": "pass", "q2": "retrieval"}
+    assert logged_warnings(log) == []
+    assert "stage_diagnosis:" not in output
+
+
+# --- the rule, one run at a time ---------------------------------------------------
+
+
+def score_in_turn(scorer: Any, runs: list[dict[str, Any]]) -> None:
+    for number, metadata in enumerate(runs):
+        state = TaskState(
+            model=ModelName("none/none"),
+            sample_id=f"r{number}",
+            epoch=1,
+            input="",
+            messages=[],
+            metadata=metadata,
+        )
+        asyncio.run(scorer(state, Target("")))
+
+
+def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_a_key_seen_once_is_never_warned_of_after(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    labelled = {"required": ["D1"], "context": ["D1"], "correct": True}
+    unlabelled = {"required": ["D1"], "context": ["D1"]}
+    with caplog.at_level(logging.WARNING, logger="tracegrade"):
+        score_in_turn(
+            stage_diagnosis_scorer(context_key="context"),
+            [labelled, unlabelled, unlabelled],
+        )
+    assert warnings_of(caplog) == []
+
+
+def test_a_key_the_first_runs_lack_is_warned_of_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Inspect gives a scorer no end of run, so a key the first run lacks
+    is warned of even if a later run has it; the warning says "before"."""
+    unlabelled = {"required": ["D1"], "context": ["D1"]}
+    with caplog.at_level(logging.WARNING, logger="tracegrade"):
+        score_in_turn(
+            stage_diagnosis_scorer(context_key="context"),
+            [unlabelled, unlabelled, {**unlabelled, "correct": True}, unlabelled],
+        )
+    (warning,) = warnings_of(caplog)
+    assert warning.startswith(
+        'stage_diagnosis: sample "r0" has no metadata key "correct" '
+        '(correct_key="correct"), and no run scored before it had one.'
+    )
+    assert 'Its metadata keys: "context", "required".' in warning
+
+
+# --- tracegrade check ----------------------------------------------------------------
+
+
+def test_check_warns_of_a_field_no_record_has(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "runs.jsonl",
+        [
+            {"id": "a", "input": {"requried": ["D1"], "context": ["D1"]}},
+            {"id": "b", "input": {"requried": ["D2"], "context": [], "correct": True}},
+        ],
+    )
+    result = CliRunner().invoke(main, ["check", "stage_diagnosis", path, "--json"])
+    report = json.loads(result.stdout)
+    assert report["warnings"] == [
+        {
+            "field": "required",
+            "message": (
+                f'no record of {path} has "required" in its input (the inputs\' '
+                'keys: "context", "correct", "requried"); without it every run '
+                "is unresolved (nothing to diagnose)"
+            ),
+        }
+    ]
+    # The records themselves are judged as before: all unresolved, clean.
+    assert (result.exit_code, report["clean"]) == (0, 2)
+
+    text = CliRunner().invoke(main, ["check", "stage_diagnosis", path])
+    assert "warning: no record of" in " ".join(text.stdout.split())
+
+
+@pytest.mark.parametrize("task", ["stage_diagnosis", "ordered_extraction"])
+def test_check_of_the_packaged_fixtures_warns_of_nothing(task: str) -> None:
+    result = CliRunner().invoke(
+        main, ["check", task, str(packaged_fixture(f"{task}.jsonl")), "--json"]
+    )
+    assert json.loads(result.stdout)["warnings"] == []
+
+
+def test_check_names_each_field_no_record_has(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "runs.jsonl", [{"id": "a", "input": {"src": ["A"], "ans": ["A"]}}]
+    )
+    result = CliRunner().invoke(main, ["check", "ordered_extraction", path, "--json"])
+    report = json.loads(result.stdout)
+    assert [w["field"] for w in report["warnings"]] == ["source", "answer"]
+    assert result.exit_code == 1  # the record itself is invalid-input

@@ -1,0 +1,462 @@
+"""Labels from a grader: `stage_diagnosis_scorer(label_scorer=...)`.
+
+Every row of the mapping table is tried, through the pure mapping and
+through the scorer; the record the core receives is checked to be what
+the metadata records; and `label_scorer` is given from the command line
+by registry name, as `inspect score -S label_scorer=match`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai import Task, eval, score
+from inspect_ai.dataset import Sample
+from inspect_ai.log import EvalLog, read_eval_log
+from inspect_ai.model import ModelName, ModelOutput
+from inspect_ai.scorer import (
+    CORRECT,
+    INCORRECT,
+    NOANSWER,
+    PARTIAL,
+    Score,
+    Scorer,
+    Target,
+    includes,
+    match,
+    scorer,
+)
+from inspect_ai.solver import TaskState
+
+from tests.support import inspect_cli, write_lines
+from tracegrade import LabelScorerError, diagnose_stage, stage_diagnosis_scorer
+from tracegrade.scorers import label_from_value
+from tracegrade.tasks import replay
+
+# --- the mapping ------------------------------------------------------------------
+
+LABELS: list[tuple[Any, bool]] = [
+    (CORRECT, True),
+    (True, True),
+    (1, True),
+    (1.0, True),
+    (INCORRECT, False),
+    (False, False),
+    (0, False),
+    (0.0, False),
+    (-0.0, False),
+]
+
+NO_LABEL: list[Any] = [
+    PARTIAL,
+    NOANSWER,
+    0.5,
+    2,
+    -1,
+    float("nan"),
+    float("inf"),
+    "1",
+    "0",
+    "1.0",
+    "c",
+    "i",
+    "true",
+    "false",
+    "yes",
+    "correct",
+    "",
+    [1],
+    [],
+    {"correct": "C"},
+]
+
+
+@pytest.mark.parametrize(("value", "label"), LABELS, ids=repr)
+def test_a_grader_value_that_is_a_label(value: Any, label: bool) -> None:
+    assert label_from_value(value) is label
+
+
+@pytest.mark.parametrize("value", NO_LABEL, ids=repr)
+def test_a_grader_value_that_is_no_label(value: Any) -> None:
+    assert label_from_value(value) is None
+
+
+def test_the_table_is_the_documented_one() -> None:
+    """The README and the docstrings show the same rows."""
+    readme = (Path(__file__).parents[1] / "README.md").read_text("utf-8")
+    from tracegrade.scorers import grader
+
+    for text in (readme, grader.__doc__ or ""):
+        assert '| `CORRECT` (`"C"`), `True`, `1`, `1.0` | `true` |' in text
+        assert '| `INCORRECT` (`"I"`), `False`, `0`, `0.0` | `false` |' in text
+
+
+# --- graders to test with -----------------------------------------------------------
+
+
+@scorer(metrics=[])
+def fixed_grade(value: Any = CORRECT, fail: bool = False, none: bool = False) -> Scorer:
+    """A grader that gives `value`, raises, or returns no score."""
+
+    async def grade(state: TaskState, target: Target) -> Score | None:
+        if fail:
+            raise RuntimeError("the grading model is unreachable")
+        if none:
+            return None
+        return Score(value=value, answer="graded answer", explanation="why")
+
+    return grade
+
+
+@scorer(metrics=[])
+def echo_target() -> Scorer:
+    """CORRECT when the output is the target: the grader sees the run's
+    own state and target."""
+
+    async def grade(state: TaskState, target: Target) -> Score:
+        return Score(value=CORRECT if state.output.completion == target.text else "I")
+
+    return grade
+
+
+RUN = {"required": ["D1"], "context": ["D1"]}
+
+
+def score_run(
+    grader: Scorer | str,
+    metadata: dict[str, Any] | None = None,
+    *,
+    output: str = "",
+    target: str = "",
+    **kwargs: Any,
+) -> Score:
+    state = TaskState(
+        model=ModelName("none/none"),
+        sample_id="q1",
+        epoch=1,
+        input="",
+        messages=[],
+        metadata=dict(RUN if metadata is None else metadata),
+        output=ModelOutput.from_content(model="none", content=output),
+    )
+    stage_scorer = stage_diagnosis_scorer(
+        context_key="context", label_scorer=grader, **kwargs
+    )
+    result = asyncio.run(stage_scorer(state, Target(target)))
+    assert isinstance(result, Score)
+    return result
+
+
+def metadata_of(result: Score) -> dict[str, Any]:
+    assert result.metadata is not None
+    return result.metadata
+
+
+# --- the scorer with a grader --------------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "label"), LABELS, ids=repr)
+def test_a_label_from_the_grader_decides_the_stage(value: Any, label: bool) -> None:
+    result = score_run(fixed_grade(value))
+    assert result.value == ("pass" if label else "generation")
+    metadata = metadata_of(result)
+    assert metadata["record"] == {**RUN, "correct": label}
+    assert metadata["read_from"]["correct"] == "scorer fixed_grade"
+    assert metadata["grader"] == {
+        "name": "fixed_grade",
+        "value": value,
+        "answer": "graded answer",
+        "explanation": "why",
+        "error": None,
+    }
+    # The record in the metadata is what the core received: parity with
+    # the reference evaluators holds whoever supplied the label.
+    assert diagnose_stage(metadata["record"]) == metadata["result"]
+
+
+@pytest.mark.parametrize("value", NO_LABEL, ids=repr)
+def test_no_label_from_the_grader_is_answer_label_quoting_it(value: Any) -> None:
+    result = score_run(fixed_grade(value))
+    assert isinstance(result.value, float) and math.isnan(result.value)
+    assert result.reason == "answer-label"
+    metadata = metadata_of(result)
+    assert "correct" not in metadata["record"]
+    assert metadata["result"] == {"error": "answer-label"}
+    assert metadata["error"]["kind"] == "answer-label"
+    assert result.explanation is not None
+    assert result.explanation.startswith("The grader fixed_grade ")
+    assert "which is not a label" in result.explanation
+    if isinstance(value, float) and math.isnan(value):
+        assert "left the run unscored (NaN)" in result.explanation
+        assert math.isnan(metadata["grader"]["value"])
+    else:
+        assert metadata["grader"]["value"] == value
+    assert metadata["error"]["message"] == result.explanation
+
+
+@pytest.mark.parametrize(
+    ("value", "quoted"),
+    [(PARTIAL, 'gave "P"'), (0.5, "gave 0.5"), ("1", 'gave "1"'), ([1], "gave [1]")],
+)
+def test_the_explanation_quotes_the_value(value: Any, quoted: str) -> None:
+    explanation = score_run(fixed_grade(value)).explanation
+    assert explanation is not None and quoted in explanation
+
+
+def test_a_grader_that_returns_no_score_gives_no_label() -> None:
+    result = score_run(fixed_grade(none=True))
+    assert result.reason == "answer-label"
+    assert result.explanation == (
+        "The grader fixed_grade returned no score, which is not a label (only "
+        'CORRECT "C", true or 1 and INCORRECT "I", false or 0 are), so the answer '
+        "cannot be called correct or incorrect."
+    )
+    assert metadata_of(result)["grader"] == {
+        "name": "fixed_grade",
+        "value": None,
+        "answer": None,
+        "explanation": None,
+        "error": None,
+    }
+
+
+def test_a_grader_that_raises_gives_no_label_and_is_warned_of(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="tracegrade"):
+        result = score_run(fixed_grade(fail=True))
+    assert result.reason == "answer-label"
+    assert result.explanation is not None
+    assert (
+        "The grader fixed_grade failed (RuntimeError: the grading model is unreachable)"
+    ) in result.explanation
+    assert metadata_of(result)["grader"]["error"] == (
+        "RuntimeError: the grading model is unreachable"
+    )
+    (warning,) = [r.getMessage() for r in caplog.records if "grader" in r.getMessage()]
+    assert 'the grader fixed_grade failed on sample "q1"' in warning
+
+
+def test_the_grader_is_run_on_the_same_state_and_target() -> None:
+    assert score_run(echo_target(), output="-18 C", target="-18 C").value == "pass"
+    assert score_run(echo_target(), output="-20 C", target="-18 C").value == (
+        "generation"
+    )
+
+
+def test_the_grader_replaces_metadata_labels() -> None:
+    result = score_run(fixed_grade(INCORRECT), {**RUN, "correct": True})
+    assert result.value == "generation"
+    assert metadata_of(result)["record"]["correct"] is False
+
+
+def test_unresolved_and_retrieval_runs_keep_the_graders_score() -> None:
+    unresolved = score_run(fixed_grade(PARTIAL), {"required": [], "context": []})
+    assert unresolved.value == "unresolved"
+    assert metadata_of(unresolved)["grader"]["value"] == "P"
+    lucky = score_run(fixed_grade(CORRECT), {"required": ["D1"], "context": []})
+    assert lucky.value == "retrieval"
+    assert metadata_of(lucky)["record"]["correct"] is True
+
+
+@pytest.mark.parametrize(
+    ("name", "made_by"), [("match", match), ("includes", includes)]
+)
+def test_a_grader_named_by_its_registry_name(name: str, made_by: Any) -> None:
+    result = score_run(name, output="The answer is -18 C", target="-18 C")
+    assert result.value == "pass"
+    assert metadata_of(result)["read_from"]["correct"] == f"scorer {name}"
+    assert metadata_of(result)["grader"]["name"] == name
+    assert score_run(made_by(), output="no idea", target="-18 C").value == (
+        "generation"
+    )
+
+
+# --- mistakes ------------------------------------------------------------------------
+
+
+def test_labels_and_a_grader_together_are_refused(tmp_path: Path) -> None:
+    labels = write_lines(tmp_path / "labels.jsonl", [{"id": "q1", "correct": True}])
+    with pytest.raises(LabelScorerError) as refused:
+        stage_diagnosis_scorer(labels=labels, label_scorer="match")
+    assert str(refused.value) == (
+        f'labels="{labels}" and label_scorer="match" were both given, but a run\'s '
+        "label has one source: a staff labels file or a grader, not both"
+    )
+
+
+@pytest.mark.parametrize(
+    ("grader", "said"),
+    [
+        ("mtach", 'label_scorer "mtach" is not a registered Inspect scorer'),
+        ("accuracy", 'label_scorer "accuracy" is not a registered Inspect scorer'),
+        (["match", "includes"], 'got ["match", "includes"]'),
+        (5, "must be an Inspect scorer or its registry name, got 5"),
+    ],
+)
+def test_a_grader_that_is_no_scorer_is_refused(grader: Any, said: str) -> None:
+    with pytest.raises(LabelScorerError, match="label_scorer") as refused:
+        stage_diagnosis_scorer(label_scorer=grader)
+    assert said in str(refused.value)
+
+
+def test_an_unregistered_grader_is_refused() -> None:
+    async def homemade(state: TaskState, target: Target) -> Score:
+        return Score(value=CORRECT)
+
+    with pytest.raises(LabelScorerError, match="homemade was not made by a function"):
+        stage_diagnosis_scorer(label_scorer=homemade)
+
+
+# --- in real runs --------------------------------------------------------------------
+
+
+def graded_task(label_scorer: Scorer | str | None) -> Task:
+    """Recorded runs with an answer and a reference answer each."""
+    runs = {
+        "right": (["D1"], ["D1"], "-18 degrees C."),
+        "wrong": (["D1"], ["D1"], "I do not know."),
+        "lucky": (["D1", "D2"], ["D1"], "-18 degrees C."),
+    }
+    return Task(
+        dataset=[
+            Sample(
+                id=run_id,
+                input="At what temperature is the frozen chamber kept?",
+                target="-18 degrees C.",
+                metadata={"required": required, "context": context, "answer": answer},
+            )
+            for run_id, (required, context, answer) in runs.items()
+        ],
+        solver=replay(),
+        scorer=stage_diagnosis_scorer(label_scorer=label_scorer),
+        name="graded_runs",
+    )
+
+
+def stages(log: EvalLog, name: str = "stage_diagnosis") -> dict[Any, Any]:
+    assert log.samples is not None
+    return {s.id: (s.scores or {})[name].value for s in log.samples}
+
+
+EXPECTED = {"right": "pass", "wrong": "generation", "lucky": "retrieval"}
+
+
+def test_one_eval_diagnoses_every_run(tmp_path: Path) -> None:
+    (log,) = eval(graded_task(match()), display="none", log_dir=str(tmp_path))
+    assert log.status == "success", log.error
+    assert stages(log) == EXPECTED
+    assert log.results is not None
+    metrics = log.results.scores[0].metrics
+    assert metrics["lucky_answers"].value == 1
+    # The log records the grader as Inspect records a scorer argument, so
+    # the scorer can be rebuilt from the log.
+    assert log.eval.scorers is not None
+    (spec,) = log.eval.scorers
+    assert spec.options is not None
+    assert spec.options["label_scorer"]["name"] == "match"
+    rescored = score(log, graded_task(match()).scorer[0], display="none")
+    assert stages(rescored) == EXPECTED
+
+
+def test_an_unscored_grader_is_kept_in_the_log_as_it_gave_it(tmp_path: Path) -> None:
+    (log,) = eval(
+        graded_task(fixed_grade(float("nan"))), display="none", log_dir=str(tmp_path)
+    )
+    assert log.status == "success", log.error
+    logged = read_eval_log(log.location)
+    assert logged.samples is not None
+    for sample in logged.samples:
+        score = (sample.scores or {})["stage_diagnosis"]
+        assert score.reason == "answer-label"
+        grader = (score.metadata or {})["grader"]
+        assert math.isnan(grader["value"])
+        assert score.explanation is not None
+        assert "left the run unscored (NaN)" in score.explanation
+
+
+@pytest.fixture
+def unlabelled_log(tmp_path: Path) -> Path:
+    (log,) = eval(graded_task(None), display="none", log_dir=str(tmp_path / "logs"))
+    assert log.status == "success", log.error
+    # No label anywhere: every run is answer-label.
+    assert all(math.isnan(value) for value in stages(log).values())
+    return Path(log.location)
+
+
+def test_inspect_score_takes_the_grader_by_name(
+    tmp_path: Path, unlabelled_log: Path
+) -> None:
+    done = inspect_cli(
+        *("score", str(unlabelled_log)),
+        *("--scorer", "tracegrade/stage_diagnosis", "-S", "label_scorer=match"),
+        *("--action", "append", "--overwrite"),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    log = read_eval_log(str(unlabelled_log))
+    assert log.status == "success"
+    assert stages(log, "stage_diagnosis1") == EXPECTED
+    assert log.samples is not None
+    for sample in log.samples:
+        metadata = (sample.scores or {})["stage_diagnosis1"].metadata or {}
+        assert metadata["read_from"]["correct"] == "scorer match"
+        assert metadata["grader"]["value"] in (CORRECT, INCORRECT)
+
+
+def test_inspect_score_takes_a_grader_with_arguments(
+    tmp_path: Path, unlabelled_log: Path
+) -> None:
+    """Inspect's own form for a scorer argument: type, name and params."""
+    grader = "{type: scorer, name: match, params: {location: begin}}"
+    done = inspect_cli(
+        *("score", str(unlabelled_log)),
+        *("--scorer", "tracegrade/stage_diagnosis", "-S", f"label_scorer={grader}"),
+        *("--action", "append", "--overwrite"),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    log = read_eval_log(str(unlabelled_log))
+    # "-18 degrees C." begins with the target; "I do not know." does not.
+    assert stages(log, "stage_diagnosis1") == EXPECTED
+    assert log.results is not None
+    assert log.results.scores[-1].params["label_scorer"] == {
+        "type": "scorer",
+        "name": "match",
+        "params": {"location": "begin"},
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (
+            ["-S", "label_scorer=mtach"],
+            'label_scorer "mtach" is not a registered Inspect scorer',
+        ),
+        (
+            ["-S", "label_scorer=match", "-S", "labels=labels.jsonl"],
+            "were both given, but a run's label has one source",
+        ),
+    ],
+)
+def test_inspect_score_says_what_is_wrong_with_the_grader(
+    tmp_path: Path, unlabelled_log: Path, args: list[str], said: str
+) -> None:
+    write_lines(tmp_path / "labels.jsonl", [{"id": "right", "correct": True}])
+    before = unlabelled_log.read_bytes()
+    done = inspect_cli(
+        *("score", str(unlabelled_log)),
+        *("--scorer", "tracegrade/stage_diagnosis", *args),
+        *("--action", "append", "--overwrite"),
+        cwd=tmp_path,
+    )
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    assert said in done.stdout + done.stderr
+    assert unlabelled_log.read_bytes() == before

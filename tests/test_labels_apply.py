@@ -1,0 +1,330 @@
+"""`tracegrade labels apply LOG LABELS`: staff labels checked, then joined.
+
+Every label must name a run of the log (a sample id of its dataset or its
+samples, and an epoch it has); otherwise the command fails before
+anything is scored or written, and the log is byte for byte as it was.
+Then the stage scorer runs again through Inspect's public `score`, and
+the log is replaced whole, in its own format. The commands are run as a
+user runs them, in a subprocess.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai import eval
+from inspect_ai.log import EvalLog, read_eval_log
+
+from tests.faults.conftest import one_clear_line, snapshot
+from tests.support import SUBPROCESS_ENV, write_lines
+from tracegrade import ordered_extraction_recorded
+from tracegrade.tasks import replay, stage_diagnosis
+
+RUNS = {
+    "gap": {"required": ["D1", "D2"], "context": ["D1"]},
+    "full": {"required": ["D1"], "context": ["D1"]},
+    "other": {"required": ["D3"], "context": ["D3"]},
+}
+
+
+def tracegrade(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tracegrade.cli", *args],
+        cwd=cwd,
+        env=SUBPROCESS_ENV,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def run_log(tmp_path: Path, log_format: str = "eval", **kwargs: Any) -> Path:
+    """A real `inspect eval` log of RUNS, unlabelled: all answer-label."""
+    dataset = write_lines(
+        tmp_path / "runs.jsonl",
+        [{"id": key, "input": value} for key, value in RUNS.items()],
+    )
+    (log,) = eval(
+        stage_diagnosis(dataset=dataset),
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+        log_format=log_format,  # type: ignore[arg-type]
+        **kwargs,
+    )
+    assert log.status == "success", log.error
+    return Path(log.location)
+
+
+def stages(log: EvalLog, name: str) -> dict[tuple[Any, int], Any]:
+    assert log.samples is not None
+    return {
+        (s.id, s.epoch): (s.scores or {})[name].value
+        for s in log.samples
+        if name in (s.scores or {})
+    }
+
+
+def is_nan(value: Any) -> bool:
+    return isinstance(value, float) and math.isnan(value)
+
+
+def test_labels_are_joined_beside_the_first_score(tmp_path: Path) -> None:
+    log = run_log(tmp_path)
+    labels = write_lines(
+        tmp_path / "labels.jsonl",
+        [{"id": "gap", "correct": True}, {"id": "full", "correct": False}],
+    )
+    done = tracegrade("labels", "apply", str(log), labels, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert (
+        f"warning: 1 run(s) of {log} have no label in {labels} (first: sample "
+        "'other' epoch 1); they are answer-label."
+    ) in done.stderr
+    assert (
+        f"3 runs of 3 samples diagnosed with the labels in {labels} as "
+        f"stage_diagnosis1; log written to {log}"
+    ) in done.stderr
+
+    labelled = read_eval_log(str(log))
+    assert labelled.status == "success"
+    new = stages(labelled, "stage_diagnosis1")
+    assert new[("gap", 1)] == "retrieval"
+    assert new[("full", 1)] == "generation"
+    assert is_nan(new[("other", 1)])
+    assert all(is_nan(v) for v in stages(labelled, "stage_diagnosis").values())
+    assert labelled.samples is not None
+    for sample in labelled.samples:
+        metadata = (sample.scores or {})["stage_diagnosis1"].metadata or {}
+        assert metadata["read_from"]["correct"] == f"labels file {labels}"
+    assert labelled.results is not None
+    (appended,) = [s for s in labelled.results.scores if s.name == "stage_diagnosis1"]
+    assert appended.metrics["retrieval"].value == pytest.approx(0.5)
+    assert appended.metrics["lucky_answers"].value == 1
+
+
+def test_a_label_for_no_run_leaves_the_log_as_it_was(tmp_path: Path) -> None:
+    log = run_log(tmp_path)
+    labels = write_lines(
+        tmp_path / "labels.jsonl",
+        [
+            {"id": "gap", "correct": True},
+            {"id": "ful", "correct": False},
+            {"id": 1, "correct": False},
+        ],
+    )
+    before = snapshot(tmp_path)
+    done = tracegrade("labels", "apply", str(log), labels, cwd=tmp_path)
+    assert done.returncode == 1
+    assert one_clear_line(done.stderr) == (
+        f'Error: {labels}: 2 labels name no run of {log} (3 samples): "ful" '
+        '(line 2), 1 (line 3). Sample ids match exactly, type included ("1" is '
+        "not 1)."
+    )
+    assert snapshot(tmp_path) == before
+
+
+def test_epoch_labels_are_checked_against_the_logs_epochs(tmp_path: Path) -> None:
+    log = run_log(tmp_path, epochs=2)
+    beyond = write_lines(
+        tmp_path / "beyond.jsonl", [{"id": "full", "epoch": 3, "correct": True}]
+    )
+    before = snapshot(tmp_path)
+    refused = tracegrade("labels", "apply", str(log), beyond, cwd=tmp_path)
+    assert refused.returncode == 1
+    assert '"full" epoch 3 (line 1)' in one_clear_line(refused.stderr)
+    assert "(3 samples, 2 epochs)" in refused.stderr
+    assert snapshot(tmp_path) == before
+
+    per_epoch = write_lines(
+        tmp_path / "epochs.jsonl",
+        [
+            {"id": "full", "epoch": 1, "correct": True},
+            {"id": "full", "epoch": 2, "correct": False},
+            {"id": "gap", "correct": False},
+            {"id": "other", "correct": True},
+        ],
+    )
+    done = tracegrade("labels", "apply", str(log), per_epoch, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "6 runs of 3 samples (2 epochs)" in done.stderr
+    assert stages(read_eval_log(str(log)), "stage_diagnosis1") == {
+        ("full", 1): "pass",
+        ("full", 2): "generation",
+        ("gap", 1): "retrieval",
+        ("gap", 2): "retrieval",
+        ("other", 1): "pass",
+        ("other", 2): "pass",
+    }
+
+
+def test_the_keys_the_log_was_scored_with_are_kept(tmp_path: Path) -> None:
+    """A task reading `gold_docs` and a metadata context: the labelled
+    score reads the same keys, so the stages follow the same records."""
+    from inspect_ai import Task
+    from inspect_ai.dataset import Sample
+
+    from tracegrade import stage_diagnosis_scorer
+
+    task = Task(
+        dataset=[
+            Sample(
+                id=key,
+                input="?",
+                metadata={"gold_docs": run["required"], "retrieved": run["context"]},
+            )
+            for key, run in RUNS.items()
+        ],
+        solver=replay(),
+        scorer=stage_diagnosis_scorer(
+            required_key="gold_docs", context_key="retrieved"
+        ),
+    )
+    (first,) = eval(task, display="none", log_dir=str(tmp_path / "logs"))
+    labels = write_lines(
+        tmp_path / "labels.jsonl",
+        [{"id": key, "correct": True} for key in RUNS],
+    )
+    done = tracegrade("labels", "apply", first.location, labels, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    labelled = read_eval_log(first.location)
+    assert stages(labelled, "stage_diagnosis1") == {
+        ("gap", 1): "retrieval",
+        ("full", 1): "pass",
+        ("other", 1): "pass",
+    }
+    assert labelled.samples is not None
+    read_from = (labelled.samples[0].scores or {})["stage_diagnosis1"].metadata
+    assert read_from is not None
+    assert read_from["read_from"]["required"] == 'metadata["gold_docs"]'
+    assert read_from["read_from"]["context"] == 'metadata["retrieved"]'
+
+
+def test_a_label_for_a_sample_that_errored_is_no_error(tmp_path: Path) -> None:
+    """The errored sample is a sample of the log (its dataset names it):
+    its label is accepted, and Inspect's scoring scores it too."""
+    from inspect_ai import Task
+    from inspect_ai.dataset import Sample
+    from inspect_ai.solver import Generate, TaskState, solver
+
+    from tracegrade import stage_diagnosis_scorer
+
+    @solver
+    def fail_on_gap() -> Any:
+        async def solve(state: TaskState, generate: Generate) -> TaskState:
+            if state.sample_id == "gap":
+                raise RuntimeError("retriever down")
+            return state
+
+        return solve
+
+    task = Task(
+        dataset=[Sample(id=key, input="?", metadata=run) for key, run in RUNS.items()],
+        solver=fail_on_gap(),
+        scorer=stage_diagnosis_scorer(context_key="context"),
+    )
+    (first,) = eval(
+        task, display="none", log_dir=str(tmp_path / "logs"), fail_on_error=0.5
+    )
+    assert first.status == "success"
+    labels = write_lines(
+        tmp_path / "labels.jsonl",
+        [{"id": key, "correct": True} for key in RUNS],
+    )
+    done = tracegrade("labels", "apply", first.location, labels, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    labelled = read_eval_log(first.location)
+    # Inspect names an appended score per sample: the errored sample had
+    # no score, so its labelled one is `stage_diagnosis`, the others'
+    # `stage_diagnosis1`. Each is found by where its label came from.
+    assert labelled.samples is not None
+    by_labels = {
+        sample.id: score.value
+        for sample in labelled.samples
+        for score in (sample.scores or {}).values()
+        if (score.metadata or {})["read_from"]["correct"] == f"labels file {labels}"
+    }
+    assert by_labels == {"gap": "retrieval", "full": "pass", "other": "pass"}
+
+
+@pytest.mark.parametrize("log_format", ["eval", "json"])
+def test_out_writes_a_new_log_in_the_logs_format(
+    tmp_path: Path, log_format: str
+) -> None:
+    log = run_log(tmp_path, log_format=log_format)
+    original = log.read_bytes()
+    labels = write_lines(tmp_path / "labels.jsonl", [{"id": "full", "correct": True}])
+    out = tmp_path / f"labelled.{log_format}"
+    done = tracegrade(
+        "labels", "apply", str(log), labels, "--out", str(out), cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert log.read_bytes() == original
+    if log_format == "json":
+        assert json.loads(out.read_text())["status"] == "success"
+    assert stages(read_eval_log(str(out)), "stage_diagnosis1")[("full", 1)] == "pass"
+    assert not list(tmp_path.glob("*.partial"))
+
+
+def test_overwrite_replaces_the_scores(tmp_path: Path) -> None:
+    log = run_log(tmp_path)
+    labels = write_lines(tmp_path / "labels.jsonl", [{"id": "full", "correct": True}])
+    done = tracegrade(
+        "labels", "apply", str(log), labels, "--action", "overwrite", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert "as stage_diagnosis;" in done.stderr
+    labelled = read_eval_log(str(log))
+    assert labelled.results is not None
+    assert [s.name for s in labelled.results.scores] == ["stage_diagnosis"]
+    assert stages(labelled, "stage_diagnosis")[("full", 1)] == "pass"
+
+
+@pytest.mark.parametrize(
+    ("lines", "said"),
+    [
+        (['{"id": "full", "correct": "yes"}'], "line 1: 'correct' must be true or"),
+        ([{"id": "full", "correct": True}] * 2, 'line 2: id "full" is already'),
+        ([""], "holds no labels"),
+    ],
+)
+def test_a_bad_labels_file_leaves_the_log_as_it_was(
+    tmp_path: Path, lines: list[Any], said: str
+) -> None:
+    log = run_log(tmp_path)
+    labels = write_lines(tmp_path / "labels.jsonl", lines)
+    before = snapshot(tmp_path)
+    done = tracegrade("labels", "apply", str(log), labels, cwd=tmp_path)
+    assert done.returncode == 1
+    assert said in one_clear_line(done.stderr)
+    assert snapshot(tmp_path) == before
+
+
+def test_a_log_without_stage_scores_is_refused(tmp_path: Path) -> None:
+    (log,) = eval(
+        ordered_extraction_recorded(), display="none", log_dir=str(tmp_path / "logs")
+    )
+    labels = write_lines(tmp_path / "labels.jsonl", [{"id": "x", "correct": True}])
+    before = snapshot(tmp_path)
+    done = tracegrade("labels", "apply", log.location, labels, cwd=tmp_path)
+    assert done.returncode == 1
+    assert "no sample has a stage_diagnosis score" in one_clear_line(done.stderr)
+    assert snapshot(tmp_path) == before
+
+
+def test_an_unreadable_log_is_refused(tmp_path: Path) -> None:
+    bogus = tmp_path / "not-a-log.eval"
+    bogus.write_text("hello")
+    labels = write_lines(tmp_path / "labels.jsonl", [{"id": "x", "correct": True}])
+    done = tracegrade("labels", "apply", str(bogus), labels, cwd=tmp_path)
+    assert done.returncode == 1
+    assert f"cannot read {str(bogus)!r} as an Inspect log" in one_clear_line(
+        done.stderr
+    )
+    assert bogus.read_text() == "hello"

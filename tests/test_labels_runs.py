@@ -1,0 +1,316 @@
+"""Labels in real runs: tolerated errors, `eval-retry`, epochs and `eval_set`.
+
+A task scored with staff labels (`labels=`) or a grader
+(`label_scorer=`) must behave like any Inspect task when a sample fails:
+under `--fail-on-error 0.5` the failure stays a sample error, and
+`inspect eval-retry` (or `eval_set`'s own retry) finishes the run with
+metrics over every sample. The task file below fails each listed sample
+once, the first time it runs, as a flaky retriever would; every run is
+the real `inspect` command, and each log's `status` is checked, since
+`inspect eval` exits 0 even when the eval fails.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
+
+from tests.support import SUBPROCESS_ENV, write_lines
+
+TASK_FILE = '''\
+import os
+from pathlib import Path
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.scorer import match
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from tracegrade import stage_diagnosis_scorer
+from tracegrade.tasks import replay
+
+# id: (required, context, recorded answer); the target is "-18 degrees C."
+RUNS = {
+    "gap-right": (["D1", "D2"], ["D1"], "-18 degrees C."),
+    "full-right": (["D1"], ["D1"], "-18 degrees C."),
+    "full-wrong": (["D1"], ["D1", "D2"], "I do not know."),
+    "gap-wrong": (["D2"], ["D1"], "I do not know."),
+}
+
+
+@solver
+def flaky() -> Solver:
+    """Fails each run named in FAIL_ONCE ("id" or "id:epoch") the first
+    time only: a marker in FAIL_DIR remembers it failed."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        for name in (str(state.sample_id), f"{state.sample_id}:{state.epoch}"):
+            if name in os.environ.get("FAIL_ONCE", "").split(","):
+                marker = Path(os.environ["FAIL_DIR"]) / name.replace(":", "-")
+                if not marker.exists():
+                    marker.touch()
+                    raise RuntimeError(f"the retriever timed out on {name}")
+        return state
+
+    return solve
+
+
+@task
+def runs(labels: str | None = None, grader: bool = False) -> Task:
+    return Task(
+        dataset=[
+            Sample(
+                id=run_id,
+                input="At what temperature is the frozen chamber kept?",
+                target="-18 degrees C.",
+                metadata={"required": required, "context": context, "answer": answer},
+            )
+            for run_id, (required, context, answer) in RUNS.items()
+        ],
+        solver=[flaky(), replay()],
+        scorer=stage_diagnosis_scorer(
+            labels=labels, label_scorer=match() if grader else None
+        ),
+    )
+'''
+
+STAGES = {
+    "gap-right": "retrieval",
+    "full-right": "pass",
+    "full-wrong": "generation",
+    "gap-wrong": "retrieval",
+}
+# The staff's word, which is also match()'s verdict on these answers.
+LABELS = {
+    "gap-right": True,
+    "full-right": True,
+    "full-wrong": False,
+    "gap-wrong": False,
+}
+SOURCES = {"labels": ["-T", "labels=labels.jsonl"], "grader": ["-T", "grader=true"]}
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    (tmp_path / "runs.py").write_text(TASK_FILE)
+    write_lines(
+        tmp_path / "labels.jsonl",
+        [{"id": key, "correct": value} for key, value in LABELS.items()],
+    )
+    (tmp_path / "failed").mkdir()
+    return tmp_path
+
+
+def inspect(
+    work: Path, *args: str, fail_once: str = ""
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "inspect_ai", *args],
+        cwd=work,
+        env={
+            **SUBPROCESS_ENV,
+            "FAIL_ONCE": fail_once,
+            "FAIL_DIR": str(work / "failed"),
+        },
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def logs(directory: Path) -> list[EvalLog]:
+    """Every log in `directory`, oldest first."""
+    found = [read_eval_log(info.name) for info in list_eval_logs(str(directory))]
+    return sorted(found, key=lambda log: log.eval.created)
+
+
+def stage_values(log: EvalLog) -> dict[tuple[Any, int], Any]:
+    assert log.samples is not None
+    return {
+        (s.id, s.epoch): (s.scores or {})["stage_diagnosis"].value
+        for s in log.samples
+        if s.error is None
+    }
+
+
+def shares(stages: list[str]) -> dict[str, float]:
+    return {
+        stage: stages.count(stage) / len(stages)
+        for stage in ("retrieval", "generation", "pass", "unresolved")
+    }
+
+
+def assert_metrics(log: EvalLog, stages: list[str], *, lucky: int) -> None:
+    """The stage shares over `stages`, one per scored run, and the count of
+    runs labelled correct that missed required evidence."""
+    assert log.results is not None
+    (result,) = log.results.scores
+    metrics = {name: metric.value for name, metric in result.metrics.items()}
+    for stage, share in shares(stages).items():
+        assert metrics[stage] == pytest.approx(share), stage
+    assert metrics["lucky_answers"] == lucky
+
+
+@pytest.mark.parametrize("source", ["labels", "grader"])
+def test_a_failing_sample_under_fail_on_error_stays_a_sample_error(
+    work: Path, source: str
+) -> None:
+    done = inspect(
+        work,
+        *("eval", "runs.py", *SOURCES[source]),
+        *("--fail-on-error", "0.5", "--log-dir", "logs"),
+        fail_once="full-wrong",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    (log,) = logs(work / "logs")
+    assert log.status == "success", log.error
+    assert log.samples is not None
+    (failed,) = [s for s in log.samples if s.error is not None]
+    assert failed.id == "full-wrong"
+    assert "the retriever timed out on full-wrong" in failed.error.message
+    scored = {key: value for key, value in stage_values(log).items()}
+    assert scored == {(k, 1): v for k, v in STAGES.items() if k != "full-wrong"}
+    assert log.results is not None
+    assert log.results.completed_samples == 3
+    assert_metrics(log, ["retrieval", "pass", "retrieval"], lucky=1)
+
+
+@pytest.mark.parametrize("source", ["labels", "grader"])
+def test_eval_retry_finishes_the_run_with_metrics_over_every_sample(
+    work: Path, source: str
+) -> None:
+    first = inspect(
+        work,
+        "eval",
+        "runs.py",
+        *SOURCES[source],
+        "--log-dir",
+        "logs",
+        fail_once="full-right",
+    )
+    assert first.returncode in (0, 1), first.stderr
+    (failed,) = logs(work / "logs")
+    assert failed.status == "error"
+
+    retried = inspect(work, "eval-retry", failed.location, "--log-dir", "logs")
+    assert retried.returncode == 0, retried.stderr
+    assert "Traceback" not in retried.stdout + retried.stderr
+    log = logs(work / "logs")[-1]
+    assert log.status == "success", log.error
+    assert stage_values(log) == {(k, 1): v for k, v in STAGES.items()}
+    assert log.results is not None
+    assert log.results.completed_samples == 4
+    assert_metrics(log, list(STAGES.values()), lucky=1)
+    expected_source = (
+        "labels file labels.jsonl" if source == "labels" else "scorer match"
+    )
+    assert log.samples is not None
+    for sample in log.samples:
+        metadata = (sample.scores or {})["stage_diagnosis"].metadata or {}
+        assert metadata["read_from"]["correct"] == expected_source
+        assert metadata["record"]["correct"] is LABELS[str(sample.id)]
+
+
+def test_eval_retry_of_a_tolerated_failure_scores_the_rest(work: Path) -> None:
+    first = inspect(
+        work,
+        *("eval", "runs.py", *SOURCES["labels"]),
+        *("--fail-on-error", "0.5", "--log-dir", "logs"),
+        fail_once="gap-wrong",
+    )
+    assert first.returncode == 0, first.stderr
+    (tolerated,) = logs(work / "logs")
+    assert tolerated.status == "success"
+
+    retried = inspect(work, "eval-retry", tolerated.location, "--log-dir", "logs")
+    assert retried.returncode == 0, retried.stderr
+    log = logs(work / "logs")[-1]
+    assert log.status == "success", log.error
+    assert stage_values(log) == {(k, 1): v for k, v in STAGES.items()}
+    assert_metrics(log, list(STAGES.values()), lucky=1)
+
+
+def test_epochs_labelled_one_by_one_survive_a_retry(work: Path) -> None:
+    """Epoch 2 of full-right fails, then is retried; the staff judged its
+    two answers apart (epoch 2 wrong), and each epoch gets its own stage."""
+    per_epoch = [
+        {
+            "id": key,
+            "epoch": epoch,
+            "correct": value and (key, epoch) != ("full-right", 2),
+        }
+        for key, value in LABELS.items()
+        for epoch in (1, 2)
+    ]
+    write_lines(work / "epochs.jsonl", per_epoch)
+    first = inspect(
+        work,
+        *("eval", "runs.py", "-T", "labels=epochs.jsonl", "--epochs", "2"),
+        *("--log-dir", "logs"),
+        fail_once="full-right:2",
+    )
+    assert first.returncode in (0, 1), first.stderr
+    (failed,) = logs(work / "logs")
+    assert failed.status == "error"
+
+    retried = inspect(work, "eval-retry", failed.location, "--log-dir", "logs")
+    assert retried.returncode == 0, retried.stderr
+    log = logs(work / "logs")[-1]
+    assert log.status == "success", log.error
+    expected = {(k, epoch): v for k, v in STAGES.items() for epoch in (1, 2)}
+    expected[("full-right", 2)] = "generation"
+    assert stage_values(log) == expected
+    assert log.results is not None
+    assert log.results.completed_samples == 8
+    assert_metrics(log, list(expected.values()), lucky=2)
+    (result,) = log.results.scores
+    # full-right passed once and failed generation once: ties go to the
+    # earlier stage, generation, so no sample passes by its mode.
+    assert result.metrics["pass_mode"].value == 0
+    assert result.metrics["generation_mode"].value == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("source", ["labels", "grader"])
+def test_eval_set_retries_a_failed_sample_and_keeps_the_labels(
+    work: Path, source: str
+) -> None:
+    done = inspect(
+        work,
+        *("eval-set", "runs.py", *SOURCES[source]),
+        *("--log-dir", "set", "--retry-attempts", "2", "--retry-wait", "0"),
+        fail_once="gap-right",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    # The first attempt's failure is shown (Inspect prints the sample's
+    # traceback); nothing is said of the labels.
+    assert "the retriever timed out on gap-right" in done.stdout + done.stderr
+    assert "LabelsError" not in done.stdout + done.stderr
+    final = [log for log in logs(work / "set") if log.status == "success"]
+    assert len(final) == 1, [log.status for log in logs(work / "set")]
+    (log,) = final
+    assert stage_values(log) == {(k, 1): v for k, v in STAGES.items()}
+    assert_metrics(log, list(STAGES.values()), lucky=1)
+    assert (work / "failed" / "gap-right").exists()
+
+
+def test_the_task_file_labels_match_the_grader(work: Path) -> None:
+    """The two label sources agree on these answers, so either gives the
+    same stages; the labels file is the staff's word, match()'s is its own."""
+    for source in ("labels", "grader"):
+        done = inspect(work, "eval", "runs.py", *SOURCES[source], "--log-dir", source)
+        assert done.returncode == 0, done.stderr
+        (log,) = logs(work / source)
+        assert log.status == "success"
+        assert stage_values(log) == {(k, 1): v for k, v in STAGES.items()}
+    assert json.loads((work / "labels.jsonl").read_text().splitlines()[0]) == {
+        "id": "gap-right",
+        "correct": True,
+    }
