@@ -818,3 +818,52 @@ def test_a_run_at_the_limit_is_one_log(tmp_path: Path) -> None:
     (log,) = summary["logs"]
     assert summary["log"] == log and "-part" not in log
     assert read_eval_log(log, header_only=True).eval.metadata is None
+
+
+def test_a_field_no_record_has_is_warned_of_in_the_terminal_json_and_log(
+    tmp_path: Path,
+) -> None:
+    # "requird": the typo that makes every run `unresolved`, each rightly.
+    dataset = tmp_path / "typo.jsonl"
+    write_lines(
+        dataset,
+        [
+            json.dumps({"id": name, "input": {"requird": ["D1"], "context": []}})
+            for name in ("a", "b")
+        ],
+    )
+    as_json = run_score(
+        "stage_diagnosis", str(dataset), "--log-dir", str(tmp_path / "logs"), "--json"
+    )
+    summary = json.loads(as_json.stdout)
+    fields = [warning["field"] for warning in summary["warnings"]]
+    assert fields == ["required", "correct"]
+    assert '"requird"' in summary["warnings"][0]["message"]
+    (log,) = summary["logs"]
+    metadata = read_eval_log(log, header_only=True).eval.metadata
+    assert metadata is not None
+    assert metadata["tracegrade_warnings"] == [
+        warning["message"] for warning in summary["warnings"]
+    ]
+
+    shown = run_score(
+        "stage_diagnosis", str(dataset), "--log-dir", str(tmp_path / "logs2")
+    )
+    flat = " ".join(shown.output.split())
+    assert "warning: no record of" in flat
+    assert 'has "required" in its input' in flat
+
+
+def test_a_file_with_every_field_has_no_warning(tmp_path: Path) -> None:
+    result = run_score(
+        "stage_diagnosis",
+        str(packaged_fixture("stage_diagnosis.jsonl")),
+        "--log-dir",
+        str(tmp_path),
+        "--json",
+    )
+    summary = json.loads(result.stdout)
+    assert summary["warnings"] == []
+    (log,) = summary["logs"]
+    metadata = read_eval_log(log, header_only=True).eval.metadata or {}
+    assert "tracegrade_warnings" not in metadata

@@ -285,6 +285,9 @@ class BulkLog:
     max_json_bytes: int | None = None
     """By default `MAX_JSON_LOG_BYTES`."""
     timings: Timings = field(default_factory=Timings)
+    warnings: list[str] = field(default_factory=list)
+    """What the run should say of the whole file (a field no record has),
+    kept in each log's `eval.metadata["tracegrade_warnings"]`."""
 
     def __post_init__(self) -> None:
         if self.log_format not in LOG_FORMATS:
@@ -576,12 +579,16 @@ class BulkLog:
             revision=resolve_package_revision(distribution) or resolve_revision(),
             packages=packages,
             scorers=resolve_eval_scorers([as_scorer_spec(self.scorer)]),
-            metadata=(
-                None
-                if part is None
-                else {"tracegrade_part": {"index": part[0], "count": part[1]}}
-            ),
+            metadata=self._metadata(part),
         )
+
+    def _metadata(self, part: tuple[int, int] | None) -> dict[str, Any] | None:
+        metadata: dict[str, Any] = {}
+        if part is not None:
+            metadata["tracegrade_part"] = {"index": part[0], "count": part[1]}
+        if self.warnings:
+            metadata["tracegrade_warnings"] = list(self.warnings)
+        return metadata or None
 
     def close(self) -> None:
         """Drop everything without writing a log (nothing to log)."""

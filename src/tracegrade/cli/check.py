@@ -9,61 +9,9 @@ from typing import Any
 
 import click
 
+from ..bulk.presence import READ_FIELDS, FieldPresence
 from ._failures import CommandStopped, fault
 from ._stream import TASK_ARGUMENT, byte_progress, progress_enabled, progress_option
-
-# The input fields each task reads, and what a run without one becomes.
-READ_FIELDS = {
-    "stage_diagnosis": {
-        "required": "unresolved (nothing to diagnose)",
-        "context": "invalid-input (the context was never recorded)",
-        "correct": "answer-label (no label)",
-    },
-    "ordered_extraction": {
-        "source": "invalid-input (no source IDs)",
-        "answer": "invalid-input (no recorded answer)",
-    },
-}
-# Distinct input keys remembered for the warning; a file with more is
-# not a typo case, and memory must not grow with it.
-KEYS_KEPT = 50
-
-
-@dataclass
-class FieldPresence:
-    """Which of a task's fields some record's input has, and the keys seen.
-
-    A field in no record at all is most likely misspelled in the file (or
-    the file is for another task): every run would get the same error or
-    `unresolved`, which each record alone cannot show.
-    """
-
-    fields: dict[str, str]
-    found: set[str] = field(default_factory=set)
-    keys: set[str] = field(default_factory=set)
-
-    def note(self, record_input: dict[str, Any]) -> None:
-        for key in record_input:
-            if key in self.fields:
-                self.found.add(key)
-            if len(self.keys) < KEYS_KEPT:
-                self.keys.add(key)
-
-    def warnings(self, path: str) -> list[dict[str, str]]:
-        from ..scorers.keys import listed_keys
-
-        keys = listed_keys(self.keys)
-        return [
-            {
-                "field": name,
-                "message": (
-                    f'no record of {path} has "{name}" in its input (the '
-                    f"inputs' keys: {keys}); without it every run is {without}"
-                ),
-            }
-            for name, without in self.fields.items()
-            if name not in self.found
-        ]
 
 
 @dataclass

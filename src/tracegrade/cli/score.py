@@ -46,6 +46,8 @@ class ScoreSummary:
     results: str | None = None
     seconds: float = 0.0
     metrics: dict[str, dict[str, Number | None]] = field(default_factory=dict)
+    warnings: list[dict[str, str]] = field(default_factory=list)
+    """Fields of the task that no record has (see `bulk.presence`)."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -68,6 +70,7 @@ class ScoreSummary:
             "samples_per_second": (
                 round(self.records / self.seconds, 1) if self.seconds else None
             ),
+            "warnings": self.warnings,
         }
 
 
@@ -259,6 +262,9 @@ class _ScoreRun:
         self.results_path = out
         self.last_line = 0
         self.finishing = False
+        from ..bulk.presence import READ_FIELDS, FieldPresence
+
+        self.presence = FieldPresence(READ_FIELDS[task])
 
     def open(self) -> None:
         """Create the spool and the temporary results file; `stop` removes
@@ -304,11 +310,12 @@ class _ScoreRun:
         from ..core import canonical_json
         from ..lines import is_blank, read_lines
 
-        summary, log, results, timings = (
+        summary, log, results, timings, presence = (
             self.summary,
             self.log,
             self.stream,
             self.timings,
+            self.presence,
         )
         with byte_progress(
             self.path, "scoring", progress_enabled(self.progress)
@@ -324,6 +331,8 @@ class _ScoreRun:
                 started_at = datetime.now(timezone.utc).isoformat()
                 started = perf_counter()
                 outcome = self.scorer.score_line(raw.number, raw.text)
+                if outcome.case is not None:
+                    presence.note(outcome.case.input)
                 problem = outcome.problem
                 if outcome.case is not None and outcome.score is not None:
                     log.add_sample(
@@ -374,6 +383,8 @@ class _ScoreRun:
         else:
             self.stream.flush()
         self.scorer.seen.forget()
+        self.summary.warnings = self.presence.warnings(self.path)
+        self.log.warnings = [warning["message"] for warning in self.summary.warnings]
         written = self.log.finish()
         if self.results is not None:
             self.results.commit()
@@ -452,6 +463,7 @@ def _report(
         return
 
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     console = Console(stderr=to_stderr, highlight=False)
@@ -494,6 +506,8 @@ def _report(
             console.print(f"  {location}", markup=False, soft_wrap=True)
     if summary.logs:
         console.print(f"Results: {summary.results}", markup=False, soft_wrap=True)
+    for warning in summary.warnings:
+        console.print(f"[yellow]warning:[/yellow] {escape(warning['message'])}")
     if summary.records == 0:
         console.print("[red]The file holds no records; no log was written.[/red]")
     elif summary.line_errors:

@@ -1,0 +1,61 @@
+"""Which of a task's input fields a whole file has: a key typo's warning.
+
+A field in no record at all is most likely misspelled in the file (or the
+file is for another task): every run gets the same error or `unresolved`,
+each right for its own record, and nothing says why. Both `tracegrade
+check` and `tracegrade score` read every record, so they can say so of the
+whole file, which the Inspect scorer (seeing one sample at a time) cannot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+# The input fields each task reads, and what a run without one becomes.
+READ_FIELDS = {
+    "stage_diagnosis": {
+        "required": "unresolved (nothing to diagnose)",
+        "context": "invalid-input (the context was never recorded)",
+        "correct": "answer-label (no label)",
+    },
+    "ordered_extraction": {
+        "source": "invalid-input (no source IDs)",
+        "answer": "invalid-input (no recorded answer)",
+    },
+}
+# Distinct input keys remembered for the warning; a file with more is
+# not a typo case, and memory must not grow with it.
+KEYS_KEPT = 50
+
+
+@dataclass
+class FieldPresence:
+    """Which of a task's fields some record's input has, and the keys seen."""
+
+    fields: dict[str, str]
+    found: set[str] = field(default_factory=set)
+    keys: set[str] = field(default_factory=set)
+
+    def note(self, record_input: dict[str, Any]) -> None:
+        for key in record_input:
+            if key in self.fields:
+                self.found.add(key)
+            if len(self.keys) < KEYS_KEPT:
+                self.keys.add(key)
+
+    def warnings(self, path: str) -> list[dict[str, str]]:
+        from ..scorers.keys import listed_keys
+
+        keys = listed_keys(self.keys)
+        return [
+            {
+                "field": name,
+                "message": (
+                    f'no record of {path} has "{name}" in its input (the '
+                    f"inputs' keys: {keys}); without it every run is {without}"
+                ),
+            }
+            for name, without in self.fields.items()
+            if name not in self.found
+        ]
