@@ -120,3 +120,14 @@ def test_equal_values_are_one_object_and_unequal_types_are_not(
     assert as_int is not as_float
     assert repr(as_float) == "{'membership': 1.0, 'order': 0.0}"
     results.close()
+
+
+def test_sample_ids_of_any_text_read_back_exactly() -> None:
+    # Ids come from JSON: any Unicode, a lone surrogate included.
+    ids = ["", "a", "é", "\u0410", "e\u0301", "\U0001f600", "\ud800", "x" * 300]
+    scores = LightScores()
+    for sample_id in ids:
+        scores.append("pass", None, sample_id, SHARED)
+    assert scores.sample_ids == ids
+    assert [score.sample_id for score in scores] == ids
+    assert [scores[position].sample_id for position in range(len(ids))] == ids

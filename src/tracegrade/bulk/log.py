@@ -261,7 +261,6 @@ class WrittenRun:
     results: EvalResults
     """The metrics over every sample of the run, as one log of all of them
     would have them."""
-    headers: list[EvalLog]
 
 
 @dataclass
@@ -470,7 +469,7 @@ class BulkLog:
                 for part in parts
                 for sample_id in part.results.scores.sample_ids
             }
-        headers = []
+        first_results: EvalResults | None = None
         for part in parts:
             if part is not parts[-1]:
                 part.writer.resume()  # every part but the last was suspended
@@ -494,22 +493,23 @@ class BulkLog:
             )
             part.writer.complete(header, reductions)
             part.results.close()
-            headers.append(header)
+            # Not the header: its sample ids would keep a string per sample
+            # alive through the pooled metrics, the run's peak of memory.
+            first_results = first_results or results
             self.timings.write += perf_counter() - begun
         begun = perf_counter()
         total = sum(part.samples for part in parts)
         pooled = (
-            headers[0].results
+            first_results
             if len(parts) == 1
             else pooled_results([part.results for part in parts], total)
         )
         assert pooled is not None
         self.timings.results += perf_counter() - begun
         locations = [self._location(part.index, len(parts)) for part in parts]
-        for part, location, header in zip(parts, locations, headers, strict=True):
+        for part, location in zip(parts, locations, strict=True):
             part.writer.publish(location)
-            header.location = str(location)
-        return WrittenRun(logs=locations, results=pooled, headers=headers)
+        return WrittenRun(logs=locations, results=pooled)
 
     def _location(self, index: int, count: int) -> Path:
         if count == 1:

@@ -137,17 +137,48 @@ class _Table:
         return found
 
 
+class _SampleIds:
+    """Sample ids as one UTF-8 text and where each ends: about 12 bytes an
+    id instead of a string object's 60 and a list's pointer. A string is
+    made as each is read."""
+
+    __slots__ = ("_ends", "_text")
+
+    def __init__(self) -> None:
+        self._text = bytearray()
+        self._ends = array("Q")
+
+    def append(self, sample_id: str) -> None:
+        # surrogatepass: an id read from JSON may hold a lone surrogate.
+        self._text += sample_id.encode("utf-8", "surrogatepass")
+        self._ends.append(len(self._text))
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    def __getitem__(self, position: int) -> str:
+        start = self._ends[position - 1] if position else 0
+        return self._text[start : self._ends[position]].decode("utf-8", "surrogatepass")
+
+    def __iter__(self) -> Iterator[str]:
+        text, start = self._text, 0
+        for end in self._ends:
+            yield text[start:end].decode("utf-8", "surrogatepass")
+            start = end
+
+
 class LightScores(Sequence[LightScore]):
     """A run's scores as columns, a `LightScore` made as each is read.
 
     The values, reasons and metadata of a run are a few distinct objects
     (stages, failure kinds, the shared metadata of `RunResults`), so each
-    sample stores three small codes into their tables, and its id: about
-    a quarter of the memory of a `LightScore` object a sample.
+    sample stores three small codes into their tables, and its id in
+    `_SampleIds`: about a fifth of the memory of a `LightScore` and its id
+    string a sample.
     """
 
     def __init__(self) -> None:
-        self.sample_ids: list[str] = []
+        self._ids = _SampleIds()
         self._codes = array("I")
         """Three a sample: its value's, reason's and metadata's."""
         self._values = _Table()
@@ -162,12 +193,17 @@ class LightScores(Sequence[LightScore]):
         self._codes.append(self._values.code(id(value), value))
         self._codes.append(self._reasons.code(reason, reason))
         self._codes.append(self._metadata.code(id(metadata), metadata))
-        self.sample_ids.append(sample_id)
+        self._ids.append(sample_id)
+
+    @property
+    def sample_ids(self) -> list[str]:
+        """Every sample's id, in order (made anew: keep only what you need)."""
+        return list(self._ids)
 
     def with_values(self, change: Callable[[Any], Any]) -> LightScores:
         """The same scores, each value `change`d (once per distinct value)."""
         changed = LightScores()
-        changed.sample_ids = self.sample_ids
+        changed._ids = self._ids
         changed._codes = self._codes
         changed._values = _Table([change(value) for value in self._values.items])
         changed._reasons = self._reasons
@@ -175,7 +211,7 @@ class LightScores(Sequence[LightScore]):
         return changed
 
     def __len__(self) -> int:
-        return len(self.sample_ids)
+        return len(self._ids)
 
     @overload
     def __getitem__(self, index: int) -> LightScore: ...
@@ -191,7 +227,7 @@ class LightScores(Sequence[LightScore]):
         return LightScore(
             self._values.items[value],
             self._reasons.items[reason],
-            self.sample_ids[position],
+            self._ids[position],
             self._metadata.items[metadata],
         )
 
@@ -200,7 +236,7 @@ class LightScores(Sequence[LightScore]):
         reasons = self._reasons.items
         metadata = self._metadata.items
         codes = self._codes
-        for position, sample_id in enumerate(self.sample_ids):
+        for position, sample_id in enumerate(self._ids):
             base = 3 * position
             yield LightScore(
                 values[codes[base]],
