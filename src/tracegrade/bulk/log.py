@@ -71,7 +71,8 @@ from .._inspect_internals import (
 from ..datasets import FixtureCase, case_sample
 from ..scorers.outcome import ErrorInfo, data_error
 from ..tasks.replay import REPLAY_MODEL, replay
-from .evallog import EvalLogWriter, StreamedReductions
+from .evallog import StreamedReductions
+from .forked import ForkedEvalLogWriter, WriterProcess
 from .results import RunResults, pooled_results
 from .scoring import BulkTask, Problem, Timings, replayed_answer, replayed_store
 
@@ -312,7 +313,14 @@ class BulkLog:
         the stem of every part's name."""
         self._templates = _Templates.make()
         self._parts: list[_Part] = []
-        self._new_part(first_task_id)
+        self._writer_process: WriterProcess | None = None
+        if self.log_format == "eval":
+            self._writer_process = WriterProcess()
+        try:
+            self._new_part(first_task_id)
+        except BaseException:
+            self.abort()
+            raise
 
     def _new_part(self, task_id: str | None = None) -> _Part:
         if self._parts:
@@ -331,8 +339,11 @@ class BulkLog:
 
                 writer = JsonLogWriter(working)
             else:
+                assert self._writer_process is not None
                 spec = self._spec(eval_id, task_id, sample_ids=None, part=None)
-                writer = EvalLogWriter(working, spec, self._plan())
+                writer = ForkedEvalLogWriter(
+                    self._writer_process, index, working, spec, self._plan()
+                )
         except BaseException:
             results.close()
             raise
@@ -509,6 +520,8 @@ class BulkLog:
         locations = [self._location(part.index, len(parts)) for part in parts]
         for part, location in zip(parts, locations, strict=True):
             part.writer.publish(location)
+        if self._writer_process is not None:
+            self._writer_process.close()
         return WrittenRun(logs=locations, results=pooled)
 
     def _location(self, index: int, count: int) -> Path:
@@ -602,6 +615,8 @@ class BulkLog:
         paths of anything that could not be removed, else None.
         """
         left: list[str] = []
+        if self._writer_process is not None:
+            self._writer_process.abort()  # first: it may be writing a part
         for part in self._parts:
             part.results.close()
             if (kept := part.writer.abort()) is not None:
