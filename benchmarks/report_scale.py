@@ -51,6 +51,7 @@ from rich.table import Table  # noqa: E402
 
 from bulk_eval_log import (  # noqa: E402
     Template,
+    count_sample,
     make_template,
     sample_id,
     synthetic_header,
@@ -112,16 +113,14 @@ def write_log(
     part: tuple[int, int] | None = None,
     run_id: str | None = None,
 ) -> dict[str, int]:
-    """Write one log; its stage counts (and lucky answers, as "lucky")."""
+    """Write one log; its counts (`count_sample`): stages, lucky answers,
+    recalls."""
     stages: Counter[str] = Counter()
     with EvalArchive(location) as archive:
         archive.start(template.header.eval, template.header.plan)
         for index in range(first, first + count):
             sample = synthetic_sample(template.sample, index)
-            stage = sample["scores"]["stage_diagnosis"].value
-            stages[stage] += 1
-            if stage == "retrieval" and sample["metadata"]["correct"] is True:
-                stages["lucky"] += 1
+            count_sample(stages, sample)
             data = to_json(
                 to_jsonable_python(sample, exclude_none=True), exclude_none=True
             )

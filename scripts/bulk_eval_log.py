@@ -7,7 +7,7 @@ transcript dropped as `tracegrade score` has none, and each copy gets its
 own id, uuid, record (required and context IDs, label) and the very
 `Score` tracegrade gives that record. The header is the template log's,
 with the sample count and ids, and the stage metrics (shares, modes,
-lucky answers) worked out for the synthetic records.
+lucky answers, mean recall) worked out for the synthetic records.
 
 Timed per sample, separately: making the sample (not the writer's cost),
 serialising it as Inspect does (which `tracegrade score` already pays),
@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import resource
@@ -33,6 +34,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +55,8 @@ CONTEXT_KEY = "RetrievalTrace:context"
 STAGES = ("retrieval", "generation", "pass", "unresolved")
 # Shapes the records cycle through, so every stage and explanation occurs.
 RECORD_SHAPES = 6
+# The stage counts also count each recall, under "recall=" and its hex.
+RECALL_KEY = "recall="
 
 
 @dataclass(frozen=True)
@@ -112,12 +116,44 @@ def synthetic_sample(template: dict[str, Any], index: int) -> dict[str, Any]:
     }
 
 
+def count_sample(stages: Counter[str], sample: dict[str, Any]) -> None:
+    """Count a synthetic sample's stage, whether it is a lucky answer, and
+    its recall, for `stage_score`.
+
+    A recall is counted under its exact value (`float.hex`), so the counts
+    stay integers that add up across parts, and the mean is exact.
+    """
+    score = sample["scores"]["stage_diagnosis"]
+    stage = score.value
+    stages[stage] += 1
+    if stage == "retrieval" and sample["metadata"]["correct"] is True:
+        stages["lucky"] += 1
+    recall = score.metadata["recall"]
+    if recall is not None:
+        stages[RECALL_KEY + recall.hex()] += 1
+
+
+def mean_recall(stages: Counter[str]) -> float:
+    """The `context_recall` of the counted samples, to the last bit.
+
+    The metric divides `math.fsum` of the recalls, their exact sum rounded
+    once, by their number; the exact sum of the counted values, rounded
+    once by `float`, is that same double.
+    """
+    total = Fraction(0)
+    diagnosed = 0
+    for key, count in stages.items():
+        if key.startswith(RECALL_KEY):
+            total += Fraction(float.fromhex(key.removeprefix(RECALL_KEY))) * count
+            diagnosed += count
+    return float(total) / diagnosed if diagnosed else math.nan
+
+
 def synthetic_header(
     template: Template, count: int, stages: Counter[str] | None = None
 ) -> EvalLog:
     """The template's header for `count` samples, with the stage metrics of
-    the samples written when `stages` counts their stages (and the lucky
-    answers, under "lucky")."""
+    the samples written when `stages` counts them (`count_sample`)."""
     header = template.header
     dataset = header.eval.dataset.model_copy(
         update={"samples": count, "sample_ids": [sample_id(i) for i in range(count)]}
@@ -150,6 +186,8 @@ def stage_score(score: EvalScore, stages: Counter[str], count: int) -> EvalScore
             value = stages[stage] / count
         elif key == "lucky_answers":
             value = float(stages["lucky"])
+        elif key == "context_recall":
+            value = mean_recall(stages)
         elif key == "scored_runs":
             value = float(count)
         else:
@@ -210,10 +248,7 @@ def write_synthetic_log(
             started = time.perf_counter()
             sample = synthetic_sample(template.sample, index)
             made = time.perf_counter()
-            stage = sample["scores"]["stage_diagnosis"].value
-            stages[stage] += 1
-            if stage == "retrieval" and sample["metadata"]["correct"] is True:
-                stages["lucky"] += 1
+            count_sample(stages, sample)
             data = to_json(
                 to_jsonable_python(sample, exclude_none=True), exclude_none=True
             )

@@ -134,6 +134,7 @@ def test_the_lucky_answer_gap_reads_like_the_document() -> None:
         "record": record,
         "read_from": stage_read_from(),
         "error": None,
+        "recall": 0.5,
     }
 
 

@@ -11,6 +11,7 @@ keys its registry by type, so a task and a scorer may share a name), the
 
 from .scorers import (
     answer_failures,
+    context_recall,
     criteria_shares,
     lucky_answers,
     ordered_extraction_scorer,
@@ -23,6 +24,7 @@ from .tasks.live import ordered_extraction
 
 __all__ = [
     "answer_failures",
+    "context_recall",
     "criteria_shares",
     "lucky_answers",
     "ordered_extraction",

@@ -1,8 +1,8 @@
 """The framework-free rules: no Inspect AI import below this package.
 
-`itemise` is here too, though it is no rule of the reference evaluators:
-it is a pure function of the same ID lists, shared by the scorer, its
-explanations and `tracegrade report`.
+`itemise` and `stage_recall` are here too, though they are no rules of the
+reference evaluators: pure functions of the same ID lists, shared by the
+scorers, their explanations and `tracegrade report`.
 """
 
 from .canonical import canonical_json
@@ -10,6 +10,7 @@ from .errors import InvalidRecord
 from .extraction import ExtractionResult, grade_extraction, has_duplicates
 from .itemise import Itemisation, itemise
 from .javascript import js_sorted
+from .recall import id_recall, stage_recall
 from .stage import StageResult, diagnose_stage
 
 __all__ = [
@@ -21,6 +22,8 @@ __all__ = [
     "diagnose_stage",
     "grade_extraction",
     "has_duplicates",
+    "id_recall",
     "itemise",
     "js_sorted",
+    "stage_recall",
 ]

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Iterator
 from itertools import groupby
 from typing import Any
 
@@ -122,6 +123,49 @@ def lucky_answers() -> Metric:
             if _metadata(sample_score, "record").get("correct") is True:
                 lucky += 1
         return lucky
+
+    return compute
+
+
+@metric(scores="unreduced")
+def context_recall() -> Metric:
+    """Mean ID recall over diagnosed runs: the share of each run's unique
+    required IDs that reached its context, averaged.
+
+    Each score's metadata `recall` (`tracegrade.core.recall`) is taken as
+    it is, so the figure is Ragas' ID-based context recall and TREC's `R@k`
+    averaged over runs. Only diagnosed runs (retrieval, generation, pass)
+    have a recall: `unresolved` runs require nothing and are left out, not
+    counted as 0 or 1, and unscored runs (data errors) never reach a metric.
+    With no diagnosed run it is NaN. Each epoch counts as a run, as in
+    `stage_shares`.
+
+    Summed by `math.fsum`, which rounds the exact sum once: the figure does
+    not depend on the order of the runs, so `tracegrade score` (which reads
+    them in file order) and `inspect eval` give the same bits.
+    """
+
+    def compute(scores: list[SampleScore]) -> float:
+        diagnosed = 0
+
+        def recalls() -> Iterator[float]:
+            nonlocal diagnosed
+            for sample_score in scores:
+                recall = _metadata(sample_score, "recall")
+                if recall is None:
+                    continue
+                # An int is a JSON 0 or 1 that lost its ".0"; a bool is not.
+                if type(recall) not in (float, int) or not 0 <= recall <= 1:
+                    raise ValueError(
+                        f"sample {sample_score.sample_id!r}: score metadata "
+                        f"recall must be null or a share from 0 to 1, got {recall!r}"
+                    )
+                diagnosed += 1
+                yield recall
+
+        # A generator, not a list: a million runs need no million floats.
+        total = math.fsum(recalls())
+        return total / diagnosed if diagnosed else math.nan
 
     return compute
 

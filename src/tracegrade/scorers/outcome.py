@@ -29,6 +29,15 @@
   for failures of the model's answer (the score fails both extraction
   criteria, so a model cannot escape grading).
 
+Stage scores also carry `recall`: the share of the run's unique required
+IDs that its context held, as `tracegrade.core.recall` defines it (Ragas'
+ID-based context recall; TREC's recall over the whole context). It is a
+number exactly when `result` has `missing`, and derived from it; `None`
+when nothing is required (`unresolved`) and on every data error, including
+`answer-label`, whose record the rules refused before finding what was
+missing. Absent on `tracegrade score`'s placeholder for a line that is not
+a record, and in logs written before `recall` existed.
+
 Extraction scores also carry `itemised`: where exactly a graded answer
 went wrong, as `tracegrade.core.itemise` defines it, for the lists in
 `record`:

@@ -18,6 +18,7 @@ from inspect_ai.solver import TaskState
 
 from ..core import InvalidRecord, diagnose_stage
 from ..core.errors import quote
+from ..core.recall import stage_recall
 from ..labels import StaffLabels
 from .explain import explain_invalid, explain_stage, explain_unrecorded_context
 from .grader import (
@@ -29,11 +30,23 @@ from .grader import (
     resolve_label_scorer,
 )
 from .keys import KeyWatch, absent_metadata_key, listed_keys
-from .metrics import lucky_answers, scored_runs, stage_modes, stage_shares
+from .metrics import (
+    context_recall,
+    lucky_answers,
+    scored_runs,
+    stage_modes,
+    stage_shares,
+)
 from .outcome import ErrorInfo, data_error, graded, metadata_source, stage_answer
 from .store import context_store_key, recorded_context
 
-STAGE_METRICS = [stage_shares(), stage_modes(), lucky_answers(), scored_runs()]
+STAGE_METRICS = [
+    stage_shares(),
+    stage_modes(),
+    lucky_answers(),
+    context_recall(),
+    scored_runs(),
+]
 
 
 def diagnosis_score(
@@ -44,7 +57,7 @@ def diagnosis_score(
     output: str = "",
     no_label: str | None = None,
 ) -> Score:
-    """The score for one record, errors included.
+    """The score for one record, errors included, with its `recall`.
 
     `context_recorded` is False when the context came from an unset
     `RetrievalTrace` (absent, or `null` in the store), so the error can say
@@ -53,7 +66,33 @@ def diagnosis_score(
     `answer`, which the viewer shows beside the input. `no_label` says why
     a grader gave no label, to explain an `answer-label` error with instead
     of "no staff label was found".
+
+    Every score made here has `recall` in its metadata: a number for a
+    diagnosed stage, None otherwise (see `tracegrade.core.recall`).
     """
+    score = _diagnosis_score(
+        record,
+        read_from,
+        context_recorded=context_recorded,
+        output=output,
+        no_label=no_label,
+    )
+    assert score.metadata is not None
+    result = score.metadata["result"]
+    score.metadata["recall"] = (
+        stage_recall(record, result) if isinstance(result, dict) else None
+    )
+    return score
+
+
+def _diagnosis_score(
+    record: dict[str, Any],
+    read_from: dict[str, str],
+    *,
+    context_recorded: bool,
+    output: str,
+    no_label: str | None,
+) -> Score:
     answer = stage_answer(record, output)
     try:
         result = diagnose_stage(record)
