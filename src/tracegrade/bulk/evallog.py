@@ -258,6 +258,45 @@ def _fast_summary_applies(sample: Mapping[str, Any]) -> bool:
     )
 
 
+# The `EvalSample` fields a summary reads, but for its messages: only their
+# number, under a key no `EvalSample` has.
+_SUMMARY_FIELDS = (
+    "id",
+    "epoch",
+    "input",
+    "choices",
+    "target",
+    "description",
+    "metadata",
+    "scores",
+    "model_usage",
+    "role_usage",
+    *_COPIED_BEFORE_ERROR,
+    "error",
+    "limit",
+    "error_retries",
+    *_COPIED_AFTER_COUNTS,
+)
+_MESSAGE_COUNT: Final = "__message_count__"
+
+
+def summary_source(sample: Mapping[str, Any]) -> dict[str, Any]:
+    """What `sample_summary` reads of `sample`, with the scores as plain
+    dicts and the messages as their number: little to copy to the process
+    that makes the summary (see `bulk.forked`). A sample the fast path does
+    not take is kept whole."""
+    if not _fast_summary_applies(sample):
+        return dict(sample)
+    source = {key: sample[key] for key in _SUMMARY_FIELDS if key in sample}
+    if (scores := source.get("scores")) is not None:
+        source["scores"] = {
+            name: dict(vars(score)) if isinstance(score, Score) else score
+            for name, score in scores.items()
+        }
+    source[_MESSAGE_COUNT] = len(sample.get("messages") or [])
+    return source
+
+
 def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
     """What `EvalSample.summary()` would give for this sample, serialised.
 
@@ -308,7 +347,11 @@ def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
     if (retries := sample.get("error_retries")) is not None:
         summary["retries"] = len(retries)
     summary["completed"] = True
-    summary["message_count"] = len(sample.get("messages") or [])
+    summary["message_count"] = (
+        sample[_MESSAGE_COUNT]
+        if _MESSAGE_COUNT in sample
+        else len(sample.get("messages") or [])
+    )
     for key in _COPIED_AFTER_COUNTS:
         if (value := sample.get(key)) is not None:
             summary[key] = value

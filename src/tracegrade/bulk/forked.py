@@ -9,9 +9,11 @@ the next line, while the child reads the sample back, summarises it and
 writes it into its part's archive.
 
 What is written is what the in-process writer writes: the child runs the
-same `EvalLogWriter`, and a sample's summary is made from the sample as
-its log member holds it (`tests/test_cli_score.py` holds the logs to
-`inspect eval`'s).
+same `EvalLogWriter`, and a sample's summary is made from the same fields
+(`evallog.summary_source`, pickled beside the sample: reading them back
+costs a tenth of parsing the sample's JSON). `tests/test_cli_score.py`
+holds the logs to `inspect eval`'s.
+
 
 The fault guarantees stay:
 - The child ignores SIGINT, SIGTERM and SIGHUP (a terminal's Ctrl-C
@@ -28,6 +30,7 @@ The fault guarantees stay:
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import pickle
 import select
@@ -38,21 +41,30 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from inspect_ai.log import EvalLog, EvalPlan, EvalSpec
-from pydantic_core import from_json
 
-from .evallog import PARTIAL_SUFFIX, EvalLogWriter, StreamedReductions
+from ..outputs import OutputError
+from .evallog import (
+    PARTIAL_SUFFIX,
+    EvalLogWriter,
+    StreamedReductions,
+    summary_source,
+)
 
 _FRAME: Final = struct.Struct("<BIQ")
 """A message: its kind, the part it is for, and its payload's length."""
+_SIZE: Final = struct.Struct("<Q")
 
 _START, _ADD, _SUSPEND, _RESUME, _COMPLETE, _CHUNK, _END, _PUBLISH, _CLOSE = range(9)
-_FLUSH_AT: Final = 1 << 18
+_FLUSH_AT: Final = 1 << 16
 """Bytes of messages gathered before they go down the pipe."""
+_PIPE_SIZE: Final = 1 << 20
+"""Linux's largest pipe for an unprivileged process, by default."""
 _REDUCTIONS_CHUNK: Final = 1 << 20
 
 
-class WriterDied(RuntimeError):
-    """The writer process ended without saying why (killed, out of memory)."""
+class WriterDied(OutputError):
+    """The writer process ended without saying why (killed, out of memory):
+    the log cannot be written, as when its file cannot."""
 
 
 class WriterProcess:
@@ -60,6 +72,11 @@ class WriterProcess:
 
     def __init__(self) -> None:
         commands_read, commands_write = os.pipe()
+        # A pipe holds 64 KiB: the main process would wait on every batch
+        # while the child works through it, and the two would take turns.
+        # A larger one lets the main process run ahead.
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(commands_write, fcntl.F_SETPIPE_SZ, _PIPE_SIZE)
         replies_read, replies_write = os.pipe()
         pid = os.fork()
         if pid == 0:  # the child: it never returns from here
@@ -217,7 +234,10 @@ class ForkedEvalLogWriter:
         process.call(_START, part, pickle.dumps((working, eval_spec, plan)))
 
     def add(self, sample_id: str, sample: bytes, data: dict[str, Any]) -> None:
-        self._process.send(_ADD, self._part, sample)
+        # The summary's fields pickled beside the sample: reading them back
+        # costs a tenth of parsing the sample's JSON again.
+        source = pickle.dumps(summary_source(data), pickle.HIGHEST_PROTOCOL)
+        self._process.send(_ADD, self._part, _SIZE.pack(len(sample)) + sample + source)
         self.spooled += len(sample)
 
     def suspend(self) -> None:
@@ -234,7 +254,13 @@ class ForkedEvalLogWriter:
         self.published = location
 
     def abort(self) -> str | None:
-        return self._process.abort().get(self._part)
+        self._process.abort()
+        # The child has removed its file, unless it was killed first.
+        try:
+            self.partial.unlink(missing_ok=True)
+        except OSError:
+            return str(self.partial)
+        return None
 
 
 def _read_exactly(fd: int, size: int) -> bytes:
@@ -286,7 +312,10 @@ def _run(reader: IO[bytes], writers: dict[int, EvalLogWriter], replies: int) -> 
     while (message := _next(reader)) is not None:
         kind, part, payload = message
         if kind == _ADD:
-            writers[part].add("", payload, from_json(payload))
+            (size,) = _SIZE.unpack_from(payload)
+            end = _SIZE.size + size
+            sample = payload[_SIZE.size : end]
+            writers[part].add("", sample, pickle.loads(memoryview(payload)[end:]))
         elif kind == _START:
             working, eval_spec, plan = pickle.loads(payload)
             writers[part] = EvalLogWriter(working, eval_spec, plan)

@@ -1,0 +1,115 @@
+"""The `.eval` writer's child process, hit the way it is hit in real runs.
+
+`tracegrade score` writes `.eval` logs in a forked child (`bulk.forked`). A
+terminal's Ctrl-C reaches the child too; the out-of-memory killer may take
+it alone. Either way the run must end as any fault does: one clear line,
+nothing under a final name, not even a `.partial` file left behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.faults.conftest import (
+    assert_no_final_outputs,
+    digest,
+    one_clear_line,
+    snapshot,
+)
+from tests.support import SUBPROCESS_ENV
+
+
+def _start(large_input: Path, work: Path) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tracegrade.cli",
+            "score",
+            "stage_diagnosis",
+            str(large_input),
+            "--log-dir",
+            str(work / "logs"),
+            "--max-samples-per-log",
+            "60000",
+        ],
+        cwd=work,
+        env=SUBPROCESS_ENV,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # Its own process group, as a terminal gives a command; SIGINT as
+        # from a terminal (a background test run inherits it ignored).
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
+def _writer_pid(pid: int, timeout: float = 120.0) -> int:
+    """The pid of the writer child `tracegrade score` forks at start."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        if children:
+            return int(children[0])
+        time.sleep(0.01)
+    raise AssertionError("tracegrade score started no writer process")
+
+
+def _wait_for_a_partial_log(work: Path, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if list((work / "logs").glob("*.eval.partial")):
+            time.sleep(1.0)  # well into the line loop
+            return
+        time.sleep(0.01)
+    raise AssertionError("no .partial log appeared")
+
+
+def test_a_killed_writer_stops_the_run_with_one_line_and_nothing_left(
+    tmp_path: Path, large_input: Path
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    before = snapshot(work)
+    input_digest = digest(large_input)
+    process = _start(large_input, work)
+    writer = _writer_pid(process.pid)
+    _wait_for_a_partial_log(work)
+    os.kill(writer, signal.SIGKILL)
+    _, stderr = process.communicate(timeout=300)
+
+    assert process.returncode == 2, stderr
+    line = one_clear_line(stderr)
+    assert line.startswith("tracegrade score: the log writer process ended")
+    assert "killed by SIGKILL" in line
+    assert "no log or results were written" in line
+    assert digest(large_input) == input_digest
+    assert_no_final_outputs(work, before)
+    assert snapshot(work) == before  # no .partial either: the run removed them
+
+
+def test_ctrl_c_to_the_process_group_is_handled_once_by_the_run(
+    tmp_path: Path, large_input: Path
+) -> None:
+    # The writer ignores SIGINT; the main process removes everything, the
+    # writer's files included, and says so once.
+    work = tmp_path / "work"
+    work.mkdir()
+    before = snapshot(work)
+    process = _start(large_input, work)
+    _writer_pid(process.pid)
+    _wait_for_a_partial_log(work)
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=300)
+
+    assert process.returncode == 130, stderr
+    line = one_clear_line(stderr)
+    assert line.startswith("tracegrade score: interrupted (SIGINT)")
+    assert snapshot(work) == before
