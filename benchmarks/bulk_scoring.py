@@ -188,8 +188,14 @@ class Measured:
     cpu_seconds: float
     """User and system time: less moved than wall time by other load."""
     peak_mib: float
+    """The run's peak memory: its processes' summed PSS, sampled, and at
+    least the largest process's peak RSS."""
     stdout: str
     exit_code: int
+    largest_process_mib: float = 0.0
+    """Peak RSS of the largest process of the run (wait4)."""
+    rss_sum_mib: float = 0.0
+    """Peak of the processes' summed RSS (shared pages counted twice)."""
 
 
 # On Linux a child's peak RSS (ru_maxrss) starts at the resident size of the
@@ -198,17 +204,63 @@ class Measured:
 # logs, which would then pass for tracegrade's. So each measured command is
 # started by this launcher, a fresh interpreter without site-packages of a
 # few MiB, which times it and reports its rusage from `os.wait4`.
+#
+# `tracegrade score` writes .eval logs in a forked child, so the run is two
+# processes, and wait4's peak is only the larger one's. The launcher also
+# samples, every 50 ms, the proportional set size (PSS) of the command and
+# its descendants and sums it: the memory the run holds, pages the two
+# share counted once. That sum's peak is the figure reported; the summed
+# RSS, which counts shared pages twice, is kept beside it.
 LAUNCHER = """
-import json, os, subprocess, sys, time
+import json, os, subprocess, sys, threading, time
+
+def tree(pid):
+    found = [pid]
+    for each in found:
+        try:
+            with open(f"/proc/{each}/task/{each}/children") as listed:
+                found += [int(child) for child in listed.read().split()]
+        except OSError:
+            pass
+    return found
+
+def sizes(pid):
+    rss = pss = 0
+    for each in tree(pid):
+        try:
+            with open(f"/proc/{each}/smaps_rollup") as rollup:
+                for line in rollup:
+                    if line.startswith("Rss:"):
+                        rss += int(line.split()[1])
+                    elif line.startswith("Pss:"):
+                        pss += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            pass
+    return rss, pss
+
+peaks = {"rss_sum_kib": 0, "pss_sum_kib": 0}
+done = threading.Event()
+
+def sample(pid):
+    while not done.wait(0.05):
+        rss, pss = sizes(pid)
+        peaks["rss_sum_kib"] = max(peaks["rss_sum_kib"], rss)
+        peaks["pss_sum_kib"] = max(peaks["pss_sum_kib"], pss)
+
 started = time.perf_counter()
 child = subprocess.Popen(sys.argv[2:])
+sampler = threading.Thread(target=sample, args=(child.pid,), daemon=True)
+sampler.start()
 _, status, usage = os.wait4(child.pid, 0)
 seconds = time.perf_counter() - started
+done.set()
+sampler.join()
 with open(sys.argv[1], "w") as out:
     json.dump({
         "seconds": seconds,
         "cpu_seconds": usage.ru_utime + usage.ru_stime,
         "maxrss_kib": usage.ru_maxrss,
+        **peaks,
         "exit_code": os.waitstatus_to_exitcode(status),
     }, out)
 """
@@ -249,9 +301,13 @@ def run_measured(command: Sequence[str], cwd: Path) -> Measured:
     return Measured(
         usage["seconds"],
         usage["cpu_seconds"],
-        usage["maxrss_kib"] / 1024,
+        # A sample can miss a peak that wait4 saw: never below the largest
+        # process's own peak.
+        max(usage["pss_sum_kib"], usage["maxrss_kib"]) / 1024,
         stdout,
         usage["exit_code"],
+        largest_process_mib=usage["maxrss_kib"] / 1024,
+        rss_sum_mib=usage["rss_sum_kib"] / 1024,
     )
 
 
@@ -841,6 +897,8 @@ def bench_task(
                         "records_per_s": records / measured.seconds,
                         "cpu_seconds": measured.cpu_seconds,
                         "peak_mib": measured.peak_mib,
+                        "largest_process_peak_mib": measured.largest_process_mib,
+                        "rss_sum_peak_mib": measured.rss_sum_mib,
                         "exit_code": measured.exit_code,
                         "in_process_seconds": summary["seconds"],
                         "startup_and_exit_seconds": measured.seconds
@@ -938,9 +996,14 @@ def build_report(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "command": command_line(args),
         "peak_rss": (
-            "ru_maxrss of the measured command from os.wait4, in a launcher "
-            "process (a bare interpreter) so that this script's own resident "
-            "size, which Linux carries into a child's peak, is not counted"
+            "peak_mib: the peak of the summed proportional set size (PSS) of "
+            "the measured command and its descendants (the .eval writer's "
+            "child), sampled every 50 ms by a launcher process (a bare "
+            "interpreter, so this script's own resident size, which Linux "
+            "carries into a child's peak, is not counted), and at least the "
+            "largest process's ru_maxrss from os.wait4 "
+            "(largest_process_peak_mib); rss_sum_peak_mib sums RSS instead, "
+            "counting pages the processes share twice"
         ),
         "what": (
             "wall seconds of the `tracegrade score` subprocess (start-up "
@@ -1029,7 +1092,10 @@ def markdown(report: dict[str, Any]) -> str:
         f"`{report['command']}` on {machine['cpus']} CPUs, Python "
         f"{machine['python']}, inspect_ai {report['inspect_ai']}. Seconds are "
         "the wall time of the `tracegrade score` subprocess, start-up "
-        "included; peak MiB its peak RSS; log MB all its logs (the `logs` "
+        "included; peak MiB the peak of the memory its processes hold "
+        "together (the `.eval` writer is a forked child: their summed PSS, "
+        "shared pages counted once, sampled every 50 ms, and never below "
+        "the larger one's peak RSS); log MB all its logs (the `logs` "
         "parts of one run); viewer s the seconds until `inspect view` lists "
         "the first `.eval` log's samples (`-`: not timed for `.json`); "
         "vs inspect eval: `inspect eval`'s time for the same records, "
