@@ -154,6 +154,17 @@ class AtomicFile:
             finally:
                 os.close(directory)
 
+    @classmethod
+    def write_text(cls, path: str, text: str) -> None:
+        """Write `text` to `path` whole or not at all."""
+        written = cls(path)
+        try:
+            written.handle.write(text)
+            written.commit()
+        except BaseException:
+            written.discard()
+            raise
+
     def write_with(self, write: Callable[[str], object]) -> None:
         """Fill the file through `write(path)` and commit it.
 

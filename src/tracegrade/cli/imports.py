@@ -143,11 +143,5 @@ def trec(
     if output is None:
         click.echo(text, nl=False)
         return
-    written = AtomicFile(output)
-    try:
-        written.handle.write(text)
-        written.commit()
-    except BaseException:
-        written.discard()
-        raise
+    AtomicFile.write_text(output, text)
     click.echo(f"{len(records)} records written to {output}", err=True)

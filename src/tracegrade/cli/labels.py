@@ -89,13 +89,7 @@ def export(log: str, out: str | None, force: bool) -> None:
     if out is None:
         click.echo(text, nl=False)
         return
-    written = AtomicFile(out)
-    try:
-        written.handle.write(text)
-        written.commit()
-    except BaseException:
-        written.discard()
-        raise
+    AtomicFile.write_text(out, text)
     click.echo(f"{len(lines)} lines to label written to {out}", err=True)
 
 

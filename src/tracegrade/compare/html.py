@@ -109,13 +109,7 @@ def write_html(comparison: Comparison, path: Path) -> None:
     from ..outputs import AtomicFile
 
     page = render_html(comparison)
-    written = AtomicFile(str(path))
-    try:
-        written.handle.write(page)
-        written.commit()
-    except BaseException:
-        written.discard()
-        raise
+    AtomicFile.write_text(str(path), page)
 
 
 __all__ = ["render_html", "transition_figure", "write_html"]

@@ -336,13 +336,7 @@ def write_html(report: Report, path: Path) -> None:
     from ..outputs import AtomicFile
 
     page = render_html(report)
-    written = AtomicFile(str(path))
-    try:
-        written.handle.write(page)
-        written.commit()
-    except BaseException:
-        written.discard()
-        raise
+    AtomicFile.write_text(str(path), page)
 
 
 __all__ = [
