@@ -20,7 +20,7 @@ The fault guarantees stay:
   reaches the whole process group): the main process handles them, and
   stops the child by closing the pipe.
 - End of input, whole or mid-message, means abort: the child removes its
-  `.partial` files, says what it could not remove, and exits. So a main
+  `.partial` files, says it is done, and exits. So a main
   process killed outright (SIGKILL) leaves no partial log behind it either.
 - An error in the child (a full disk) is sent back and raised in the main
   process as the same exception at the next exchange, or when the pipe
@@ -90,8 +90,6 @@ class WriterProcess:
         self._replies = replies_read
         self._buffer = bytearray()
         self._ended = False
-        self.left: dict[int, str | None] = {}
-        """What the child could not remove, by part, once it aborted."""
 
     # -- sending ------------------------------------------------------------------
 
@@ -158,9 +156,8 @@ class WriterProcess:
         kind, value = self._receive()
         if kind == "error":
             self._ended = True
-            self.left = value[1]
             self._reap()
-            raise value[0]
+            raise value
         return value
 
     def _receive(self) -> tuple[str, Any]:
@@ -183,9 +180,10 @@ class WriterProcess:
             self._ended = True
         self._reap()
 
-    def abort(self) -> dict[int, str | None]:
-        """Stop the child, which removes every part it has not published;
-        what it could not remove, by part. Never raises."""
+    def abort(self) -> None:
+        """Stop the child, which removes every part it has not published,
+        and wait until it has. Never raises; each part's writer then checks
+        its own file (the child may have been killed before removing it)."""
         if self._commands is not None:
             with contextlib.suppress(OSError):
                 os.close(self._commands)
@@ -193,10 +191,8 @@ class WriterProcess:
         if not self._ended:
             self._ended = True
             with contextlib.suppress(Exception):
-                kind, value = self._receive()
-                self.left = value if kind == "aborted" else value[1]
+                self._receive()  # "aborted", or an error already moot
         self._reap()
-        return self.left
 
     def _reap(self) -> str:
         if self._commands is not None:
@@ -295,14 +291,15 @@ def _serve(commands: int, replies: int) -> None:
         if _run(reader, writers, replies):
             status = 0
         else:
-            _reply(replies, ("aborted", _abort_all(writers)))
+            _abort_all(writers)
+            _reply(replies, ("aborted", None))
             status = 0
     except BaseException as error:  # sent back, raised in the main process
-        left = _abort_all(writers)
+        _abort_all(writers)
         try:
-            _reply(replies, ("error", (error, left)))
+            _reply(replies, ("error", error))
         except Exception:
-            _reply(replies, ("error", (WriterDied(repr(error)), left)))
+            _reply(replies, ("error", WriterDied(repr(error))))
     finally:
         os._exit(status)  # never the parent's exit handlers or buffers
 
@@ -371,8 +368,9 @@ def _next(reader: IO[bytes]) -> tuple[int, int, bytes] | None:
     return kind, part, payload
 
 
-def _abort_all(writers: dict[int, EvalLogWriter]) -> dict[int, str | None]:
-    return {part: writer.abort() for part, writer in writers.items()}
+def _abort_all(writers: dict[int, EvalLogWriter]) -> None:
+    for writer in writers.values():
+        writer.abort()
 
 
 def _reply(replies: int, reply: tuple[str, Any]) -> None:
