@@ -8,12 +8,15 @@ nothing under a final name, not even a `.partial` file left behind.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from tests.faults.conftest import (
     assert_no_final_outputs,
@@ -22,6 +25,7 @@ from tests.faults.conftest import (
     snapshot,
 )
 from tests.support import SUBPROCESS_ENV
+from tracegrade.bulk.forked import WriterProcess
 
 
 def _start(large_input: Path, work: Path) -> subprocess.Popen[str]:
@@ -113,3 +117,17 @@ def test_ctrl_c_to_the_process_group_is_handled_once_by_the_run(
     line = one_clear_line(stderr)
     assert line.startswith("tracegrade score: interrupted (SIGINT)")
     assert snapshot(work) == before
+
+
+@pytest.mark.parametrize("end", ["close", "abort"])
+def test_the_writer_leaves_the_garbage_collector_as_it_found_it(end: str) -> None:
+    """The writer freezes the objects it shares with its child (so neither
+    process's collections copy their pages) only for the run's length: a
+    program scoring many files must get its garbage collected again."""
+    before = gc.get_freeze_count()
+    process = WriterProcess()
+    assert gc.get_freeze_count() > 0
+    getattr(process, end)()
+    assert gc.get_freeze_count() == before
+    with pytest.raises(ChildProcessError):
+        os.waitpid(process.pid, os.WNOHANG)  # reaped
