@@ -1,10 +1,16 @@
-"""The ids `tracegrade score` gives samples, messages and logs."""
+"""The ids `tracegrade score` gives samples, messages and logs, and the
+memory of ids it checks for repeats."""
 
 from __future__ import annotations
 
+import random
 from collections import Counter
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from tracegrade.bulk.log import _ID_ALPHABET, uuid
+from tracegrade.bulk.scoring import MemoryIds
 
 
 def test_ids_have_inspects_shortuuid_form_and_never_repeat() -> None:
@@ -21,3 +27,78 @@ def test_every_character_is_about_equally_likely() -> None:
     counts = Counter("".join(uuid() for _ in range(100_000)))
     expected = 22 * 100_000 / len(_ID_ALPHABET)
     assert all(abs(count - expected) < 0.1 * expected for count in counts.values())
+
+
+# --- MemoryIds: the duplicate check of `tracegrade score` ------------------------
+
+
+def _dict_first_lines(ids: list[str]) -> list[int | None]:
+    """What a plain dict says: the reference `MemoryIds` must agree with."""
+    seen: dict[str, int] = {}
+    answers: list[int | None] = []
+    for line, sample_id in enumerate(ids, start=1):
+        first = seen.setdefault(sample_id, line)
+        answers.append(first if first != line else None)
+    return answers
+
+
+def _memory_first_lines(ids: list[str]) -> list[int | None]:
+    memory = MemoryIds()
+    return [memory.first_line(sample_id, line) for line, sample_id in enumerate(ids, 1)]
+
+
+def test_memory_ids_remember_first_lines() -> None:
+    seen = MemoryIds()
+    assert seen.first_line("a", 1) is None
+    assert seen.first_line("b", 2) is None
+    assert seen.first_line("a", 5) == 1
+    assert seen.first_line("a", 9) == 1
+    # A lone surrogate is a valid JSON string id, and distinct.
+    assert seen.first_line("\ud800", 10) is None
+    assert seen.first_line("\ud801", 11) is None
+    assert seen.first_line("\ud800", 12) == 10
+    # Two lone surrogates are not the character they would pair into.
+    assert seen.first_line("\U0001f600", 13) is None
+    assert seen.first_line("\ud83d\ude00", 14) is None
+    assert seen.first_line("", 15) is None
+    assert seen.first_line("", 16) == 15
+
+
+def test_memory_ids_agree_with_a_dict_through_every_growth() -> None:
+    # 300,000 ids grow the table from 65,536 slots four times; every tenth
+    # line repeats an earlier id, and look-alikes differ by one character.
+    rng = random.Random(11)
+    ids: list[str] = []
+    for line in range(300_000):
+        if line and line % 10 == 0:
+            ids.append(ids[rng.randrange(len(ids))])
+        else:
+            ids.append(f"run-{line:07d}" + rng.choice(["", "é", "\ud800", " "]))
+    assert _memory_first_lines(ids) == _dict_first_lines(ids)
+
+
+class _Colliding(str):
+    """A str whose hash is always the same: every id probes the same slots."""
+
+    __slots__ = ()
+
+    def __hash__(self) -> int:
+        return 42
+
+
+def test_memory_ids_tell_ids_apart_when_their_hashes_collide() -> None:
+    ids = [_Colliding(f"id-{n % 700}") for n in range(1_000)]
+    assert _memory_first_lines(ids) == _dict_first_lines(ids)
+
+
+@given(st.lists(st.text(max_size=4), max_size=200))
+def test_memory_ids_agree_with_a_dict_on_any_text(ids: list[str]) -> None:
+    assert _memory_first_lines(ids) == _dict_first_lines(ids)
+
+
+def test_forgotten_ids_are_new_again() -> None:
+    seen = MemoryIds()
+    assert seen.first_line("a", 1) is None
+    seen.forget()
+    assert seen.first_line("a", 2) is None
+    assert seen.first_line("a", 3) == 2
