@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Protocol, TypeVar
 
 from inspect_ai.dataset import MemoryDataset, Sample
 
@@ -237,8 +237,19 @@ def parse_case_line(path: str, number: int, line: str) -> FixtureCase:
     )
 
 
-def case_sample(case: FixtureCase, *, target_field: str | None = None) -> Sample:
-    """The sample for one case; `target_field` becomes the target as JSON."""
+class SampleFields(NamedTuple):
+    """What a case's `Sample` holds besides its id."""
+
+    input: str
+    target: str
+    metadata: dict[str, Any]
+
+
+def case_sample_fields(
+    case: FixtureCase, *, target_field: str | None = None
+) -> SampleFields:
+    """The fields of `case_sample`, without validating a `Sample`: the bulk
+    path serialises them directly, a million times."""
     metadata: dict[str, Any] = dict(case.input)
     if case.expected is not None:
         metadata["expected"] = case.expected
@@ -247,11 +258,14 @@ def case_sample(case: FixtureCase, *, target_field: str | None = None) -> Sample
     target = ""
     if target_field is not None and target_field in case.input:
         target = canonical_json(case.input[target_field])
+    return SampleFields(canonical_json(case.input), target, metadata)
+
+
+def case_sample(case: FixtureCase, *, target_field: str | None = None) -> Sample:
+    """The sample for one case; `target_field` becomes the target as JSON."""
+    fields = case_sample_fields(case, target_field=target_field)
     return Sample(
-        id=case.id,
-        input=canonical_json(case.input),
-        target=target,
-        metadata=metadata,
+        id=case.id, input=fields.input, target=fields.target, metadata=fields.metadata
     )
 
 

@@ -68,7 +68,7 @@ from .._inspect_internals import (
     resolve_task_distribution,
     to_json_safe,
 )
-from ..datasets import FixtureCase, case_sample
+from ..datasets import FixtureCase, case_sample_fields
 from ..scorers.outcome import ErrorInfo, data_error
 from ..tasks.replay import REPLAY_MODEL, replay
 from .evallog import StreamedReductions
@@ -367,10 +367,9 @@ class BulkLog:
         """Log one case with its score, as `inspect eval` would have."""
         begun = perf_counter()
         part = self._current_part()
-        sample = case_sample(case, target_field=self.task.target_field)
+        sample = case_sample_fields(case, target_field=self.task.target_field)
         templates = self._templates
         input_text = sample.input
-        assert isinstance(input_text, str)
         messages: list[dict[str, Any]] = [
             {**templates.user_message, "id": uuid(), "content": input_text}
         ]
@@ -393,7 +392,7 @@ class BulkLog:
             "messages": messages,
             "output": output,
             "scores": {self.scorer_name: score},
-            "metadata": sample.metadata or {},
+            "metadata": sample.metadata,
             "store": replayed_store(case.input),
             "started_at": started_at,
             "completed_at": _now(),

@@ -11,7 +11,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+"""Made once: `json.dumps` with these options builds an encoder per call,
+a third of the time of a small value's text."""
+
 
 def canonical_json(value: Any) -> str:
     """Serialise `value` compactly, key order kept, non-ASCII escaped."""
-    return json.dumps(value, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(value)
