@@ -131,3 +131,28 @@ def test_sample_ids_of_any_text_read_back_exactly() -> None:
     assert scores.sample_ids == ids
     assert [score.sample_id for score in scores] == ids
     assert [scores[position].sample_id for position in range(len(ids))] == ids
+
+
+def test_recalls_read_back_exactly_and_equal_ones_are_one_float() -> None:
+    recalls = [None, 0.5, 1 / 3, 0.0, 0.5, None, 1.0, 1 / 3]
+    scores = LightScores()
+    for position, recall in enumerate(recalls):
+        scores.append("pass", None, f"s{position}", SHARED, recall)
+    read = [score.recall for score in scores]
+    assert read == recalls
+    assert [scores[position].recall for position in range(len(recalls))] == recalls
+    assert read[1] is read[4] and read[2] is read[7]
+    assert read[3] is not None and math.copysign(1.0, read[3]) == 1.0
+
+
+def test_recalls_past_the_shared_ones_still_read_back(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("tracegrade.bulk.results._SHARED_RECALLS", 2)
+    recalls = [k / 7 for k in range(7)] * 2
+    scores = LightScores()
+    for position, recall in enumerate(recalls):
+        scores.append("pass", None, f"s{position}", SHARED, recall)
+    read = [score.recall for score in scores]
+    assert read == recalls
+    assert read[1] is read[8]  # among the first two: shared

@@ -30,7 +30,7 @@ import tempfile
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import IO, Any, overload
+from typing import IO, Any, Final, overload
 
 from inspect_ai.log import EvalResults, EvalSampleReductions, EvalSampleScore
 from inspect_ai.scorer import Score, Scorer, mean_score
@@ -189,6 +189,11 @@ class _SampleIds:
             start = end
 
 
+_SHARED_RECALLS: Final = 1 << 12
+"""Distinct recalls shared while reading a column; the rest, if any, are
+each their own float."""
+
+
 class LightScores(Sequence[LightScore]):
     """A run's scores as columns, a `LightScore` made as each is read.
 
@@ -281,15 +286,27 @@ class LightScores(Sequence[LightScore]):
         metadata = self._metadata.items
         codes = self._codes
         recalls = self._recalls
+        # Every score read from the column would be a float object of its
+        # own, and Inspect's metrics hold them all at once; recalls are a
+        # few fractions, so equal ones share one (by value: `id_recall`
+        # never gives -0.0, the one float equal to another of other bits).
+        shared_recalls: dict[float, float] = {}
         for position, sample_id in enumerate(self._ids):
             base = 3 * position
-            recall = None if recalls is None else recalls[position]
+            recall: float | None = None
+            if recalls is not None:
+                number = recalls[position]
+                if not math.isnan(number):
+                    if len(shared_recalls) < _SHARED_RECALLS:
+                        recall = shared_recalls.setdefault(number, number)
+                    else:
+                        recall = shared_recalls.get(number, number)
             yield LightScore(
                 values[codes[base]],
                 reasons[codes[base + 1]],
                 sample_id,
                 metadata[codes[base + 2]],
-                None if recall is None or math.isnan(recall) else recall,
+                recall,
             )
 
 
