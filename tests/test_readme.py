@@ -74,6 +74,7 @@ def test_readme_speed_figures_are_the_committed_benchmark_run() -> None:
     assert len(table) == 2 + len(benchmark("bulk_scoring")["rows"])
     for line in table:
         assert line in README, line
+    _bulk_prose_is_the_committed_run(" ".join(README.split()))
     viewer = benchmark("viewer")
     assert f"up to {viewer['limit_samples']:,} samples" in README
     assert f"({viewer['limit_samples_deep_link']:,} when a sample" in README
@@ -92,3 +93,32 @@ def test_readme_speed_figures_are_the_committed_benchmark_run() -> None:
         f"took {before['seconds']:.0f} s and {before['peak_mib']:,.0f} MiB",
     ):
         assert said in flat, said
+
+
+def _bulk_prose_is_the_committed_run(flat: str) -> None:
+    """The figures the bulk paragraph quotes, from the benchmark's JSON."""
+    report = benchmark("bulk_scoring")
+    run = {(row["task"], row["records"], row["format"]): row for row in report["rows"]}
+
+    def ours(task: str, records: int, log_format: str) -> dict[str, Any]:
+        found: dict[str, Any] = run[task, records, log_format]["tracegrade"]
+        return found
+
+    stage, extraction = "stage_diagnosis", "ordered_extraction"
+    said = (
+        f"1,000,000 stage records in {ours(stage, 1_000_000, 'eval')['seconds']:.1f} s "
+        f"(`.eval`) and {ours(stage, 1_000_000, 'json')['seconds']:.1f} s (`.json`), "
+        f"100,000 in {ours(stage, 100_000, 'eval')['seconds']:.1f} s and "
+        f"{ours(stage, 100_000, 'json')['seconds']:.1f} s, and peaks of "
+        f"{ours(stage, 1_000_000, 'eval')['peak_mib']:.0f} and "
+        f"{ours(stage, 1_000_000, 'json')['peak_mib']:.0f} MiB (stage) and "
+        f"{ours(extraction, 1_000_000, 'eval')['peak_mib']:.0f} and "
+        f"{ours(extraction, 1_000_000, 'json')['peak_mib']:.0f} MiB (extraction)"
+    )
+    assert said in flat, said
+    if "All three are met" in flat:
+        assert all(target["met"] for row in report["rows"] for target in row["targets"])
+    closest = ours(stage, 100_000, "eval")["seconds"]
+    assert f"{round(100 * (1 - closest / 10))}% under it" in flat
+    listed = run[extraction, 1_000_000, "eval"]["viewer"]["seconds"]
+    assert f"extraction records took {listed:.1f} s to list" in flat
