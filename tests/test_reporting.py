@@ -32,6 +32,7 @@ from tracegrade.datasets import packaged_fixture, read_fixture_cases
 from tracegrade.report.build import (
     ExtractionSummary,
     LogPart,
+    LogScores,
     Proportion,
     Report,
     ReportError,
@@ -609,3 +610,26 @@ def test_a_proportion_of_nothing_has_no_share() -> None:
     assert proportion.share == 0.75
     assert proportion.low is not None and proportion.high is not None
     assert proportion.low < 0.75 < proportion.high
+
+
+def test_log_scores_keep_the_scoreless_samples_only_when_asked(
+    offline_logs: OfflineLogs, tmp_path: Path
+) -> None:
+    """Compare pairs a sample without a tracegrade score as "no score" and
+    needs its id; the report only counts it."""
+    path = rewritten(
+        offline_logs.stage, tmp_path, "lucky-answer-gap", "stage_diagnosis", metadata={}
+    )
+    counted = LogScores(read_log(path))
+    kept = LogScores(read_log(path), keep_scoreless=True)
+    yielded = [(sample.id, name, scorer) for sample, name, scorer, _ in counted]
+    assert [(sample.id, name) for sample, name, _, _ in kept] == [
+        (sample_id, name) for sample_id, name, _ in yielded
+    ]
+    assert {scorer for _, _, scorer in yielded} == {"stage_diagnosis"}
+    assert "lucky-answer-gap" not in {sample_id for sample_id, _, _ in yielded}
+    assert counted.scoreless is None
+    assert kept.scoreless == [("lucky-answer-gap", 1, False)]
+    assert counted.summary() == kept.summary()
+    assert counted.summary().samples_without_tracegrade_score == 1
+    assert counted.summary().samples == len(yielded) + 1

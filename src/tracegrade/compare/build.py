@@ -23,14 +23,12 @@ from typing import Any, Final
 from ..report.build import (
     COUNTING_UNIT,
     LogRead,
+    LogScores,
     LogSummary,
     ReportError,
     find_logs,
-    is_tracegrade_metadata,
-    log_part,
     part_warnings,
     read_log,
-    tracegrade_scorer,
 )
 from ..report.samples import ScoreRead, UnreadableLog
 from .pairing import (
@@ -187,59 +185,24 @@ def _side_observations(
 def _log_observations(
     log: LogRead, logs: list[LogSummary], texts: dict[str, str]
 ) -> Iterator[Observation]:
-    path, spec = log.path, log.header.eval
-    samples = tracegrade_scores = sample_errors = 0
-    other: set[str] = set()
-    # Score name -> tracegrade scorer (None: not one), matched once per name.
-    scorers: dict[str, str | None] = {}
-    in_log: dict[str, str] = {}
-    scoreless: list[tuple[int | str, int, bool]] = []
-    for sample in log.samples:
-        samples += 1
-        sample_errors += sample.errored
-        found = 0
-        for name, score in sample.scores.items():
-            if name not in scorers:
-                scorers[name] = tracegrade_scorer(name)
-            kind = scorers[name]
-            if kind is None or not is_tracegrade_metadata(score.metadata):
-                other.add(name)
-                continue
-            found += 1
-            in_log[name] = kind
-            try:
-                run = _run(kind, score, path, texts)
-            except UnreadableScore as error:
-                raise UnreadableScore(
-                    f"{path}: sample {sample.id!r} epoch {sample.epoch}, "
-                    f"score {name!r}: {error}"
-                ) from None
-            yield Observation(name, kind, sample.id, sample.epoch, run)
-        tracegrade_scores += found
-        if not found:
-            scoreless.append((sample.id, sample.epoch, sample.errored))
-    for name, kind in in_log.items():
-        for sample_id, epoch, errored in scoreless:
+    scores = LogScores(log, keep_scoreless=True)
+    for sample, name, kind, score in scores:
+        try:
+            run = _run(kind, score, log.path, texts)
+        except UnreadableScore as error:
+            raise UnreadableScore(
+                f"{log.path}: sample {sample.id!r} epoch {sample.epoch}, "
+                f"score {name!r}: {error}"
+            ) from None
+        yield Observation(name, kind, sample.id, sample.epoch, run)
+    assert scores.scoreless is not None
+    for name, kind in scores.scorers.items():
+        for sample_id, epoch, errored in scores.scoreless:
             explanation = _NO_SCORE_ERRORED if errored else _NO_SCORE
             yield Observation(
-                name, kind, sample_id, epoch, Run(NO_SCORE, None, explanation, path)
+                name, kind, sample_id, epoch, Run(NO_SCORE, None, explanation, log.path)
             )
-    logs.append(
-        LogSummary(
-            path=path,
-            task=spec.task,
-            model=spec.model,
-            run_id=spec.run_id,
-            part=log_part(spec.metadata),
-            status=log.header.status,
-            epochs=spec.config.epochs or 1,
-            samples=samples,
-            tracegrade_scores=tracegrade_scores,
-            samples_without_tracegrade_score=len(scoreless),
-            sample_errors=sample_errors,
-            other_scorers=sorted(other),
-        )
-    )
+    logs.append(scores.summary())
 
 
 def _run(kind: str, score: ScoreRead, path: str, texts: dict[str, str]) -> Run:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from statistics import NormalDist
@@ -44,7 +44,7 @@ from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 from ..core.itemise import dropped_ids, invented_ids
 from ..scorers.explain import show_id
 from ..scorers.metrics import STAGES
-from .samples import SampleRead, UnreadableLog, eval_header, log_samples
+from .samples import SampleRead, ScoreRead, UnreadableLog, eval_header, log_samples
 
 STAGE_SCORER = "stage_diagnosis"
 EXTRACTION_SCORER = "ordered_extraction"
@@ -398,58 +398,25 @@ class _Aggregate:
 
     def add_log(self, log: LogRead) -> None:
         """Count the log's samples as they are read; only counters stay."""
-        path, spec = log.path, log.header.eval
-        epochs = spec.config.epochs or 1
-        samples = tracegrade_scores = without = errored = 0
-        other: set[str] = set()
-        # The scorer each score name belongs to, matched once per name.
-        scorers: dict[str, str | None] = {}
-        for sample in log.samples:
-            samples += 1
-            errored += sample.errored
-            found = 0
-            for key, score in sample.scores.items():
-                if key not in scorers:
-                    scorers[key] = tracegrade_scorer(key)
-                scorer = scorers[key]
-                metadata = score.metadata
-                if scorer is None or not is_tracegrade_metadata(metadata):
-                    other.add(key)
-                    continue
-                found += 1
-                group = (spec.task, spec.model, key)
-                where = _Where(path, sample, key)
-                counts: _StageCounts | _ExtractionCounts | None
-                if scorer == STAGE_SCORER:
-                    counts = self.stage.get(group)
-                    if counts is None:
-                        counts = self.stage[group] = _StageCounts()
-                    _count_stage(counts, score.value, metadata, where)
-                else:
-                    counts = self.extraction.get(group)
-                    if counts is None:
-                        counts = self.extraction[group] = _ExtractionCounts()
-                    _count_extraction(counts, score.value, metadata, where)
-                counts.logs.add(path)
-                counts.epochs.add(epochs)
-            tracegrade_scores += found
-            without += found == 0
-        self.logs.append(
-            LogSummary(
-                path=path,
-                task=spec.task,
-                model=spec.model,
-                run_id=spec.run_id,
-                part=log_part(spec.metadata),
-                status=log.header.status,
-                epochs=epochs,
-                samples=samples,
-                tracegrade_scores=tracegrade_scores,
-                samples_without_tracegrade_score=without,
-                sample_errors=errored,
-                other_scorers=sorted(other),
-            )
-        )
+        spec = log.header.eval
+        scores = LogScores(log)
+        for sample, key, scorer, score in scores:
+            group = (spec.task, spec.model, key)
+            where = _Where(log.path, sample, key)
+            counts: _StageCounts | _ExtractionCounts | None
+            if scorer == STAGE_SCORER:
+                counts = self.stage.get(group)
+                if counts is None:
+                    counts = self.stage[group] = _StageCounts()
+                _count_stage(counts, score.value, score.metadata, where)
+            else:
+                counts = self.extraction.get(group)
+                if counts is None:
+                    counts = self.extraction[group] = _ExtractionCounts()
+                _count_extraction(counts, score.value, score.metadata, where)
+            counts.logs.add(log.path)
+            counts.epochs.add(scores.epochs)
+        self.logs.append(scores.summary())
 
     def report(self, top: int) -> Report:
         if not self.stage and not self.extraction:
@@ -468,6 +435,75 @@ class _Aggregate:
                 _extraction_summary(key, counts, top)
                 for key, counts in sorted(self.extraction.items())
             ],
+        )
+
+
+class LogScores:
+    """The tracegrade scores of one log, a sample at a time, and the
+    counts of its `LogSummary` once every sample is read.
+
+    Iterating gives `(sample, score name, scorer, score)` for each score
+    a tracegrade scorer made (by its name and metadata); every other score
+    name is only noted. `tracegrade report` and `tracegrade compare` read
+    logs through this one loop, so they count samples alike.
+    `keep_scoreless` keeps the id, epoch and error flag of each sample
+    with no tracegrade score (compare pairs them as "no score"); otherwise
+    they are only counted, so a log of another scorer's million samples
+    costs nothing.
+    """
+
+    def __init__(self, log: LogRead, *, keep_scoreless: bool = False) -> None:
+        self.log = log
+        self.epochs: int = log.header.eval.config.epochs or 1
+        self.samples = 0
+        self.sample_errors = 0
+        self.tracegrade_scores = 0
+        self.without = 0
+        self.scoreless: list[tuple[int | str, int, bool]] | None = (
+            [] if keep_scoreless else None
+        )
+        self.scorers: dict[str, str] = {}
+        """Each tracegrade score name seen, with its scorer."""
+        self.other: set[str] = set()
+
+    def __iter__(self) -> Iterator[tuple[SampleRead, str, str, ScoreRead]]:
+        # The scorer each score name belongs to, matched once per name.
+        matched: dict[str, str | None] = {}
+        for sample in self.log.samples:
+            self.samples += 1
+            self.sample_errors += sample.errored
+            found = 0
+            for name, score in sample.scores.items():
+                if name not in matched:
+                    matched[name] = tracegrade_scorer(name)
+                scorer = matched[name]
+                if scorer is None or not is_tracegrade_metadata(score.metadata):
+                    self.other.add(name)
+                    continue
+                found += 1
+                self.scorers[name] = scorer
+                yield sample, name, scorer, score
+            self.tracegrade_scores += found
+            if not found:
+                self.without += 1
+                if self.scoreless is not None:
+                    self.scoreless.append((sample.id, sample.epoch, sample.errored))
+
+    def summary(self) -> LogSummary:
+        spec = self.log.header.eval
+        return LogSummary(
+            path=self.log.path,
+            task=spec.task,
+            model=spec.model,
+            run_id=spec.run_id,
+            part=log_part(spec.metadata),
+            status=self.log.header.status,
+            epochs=self.epochs,
+            samples=self.samples,
+            tracegrade_scores=self.tracegrade_scores,
+            samples_without_tracegrade_score=self.without,
+            sample_errors=self.sample_errors,
+            other_scorers=sorted(self.other),
         )
 
 
