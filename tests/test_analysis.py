@@ -67,11 +67,14 @@ def stage_row(
     missing: list[str] | None,
     label: bool | None,
     error: str | None = None,
+    *,
+    recall: float | None = None,
 ) -> dict[str, Any]:
     return {
         "stage": stage,
         "stage_missing": missing,
         "stage_missing_count": None if missing is None else len(missing),
+        "stage_recall": recall,
         "stage_label": label,
         "stage_label_from": LABEL_FROM,
         "stage_error": error,
@@ -83,23 +86,23 @@ def stage_row(
 STAGE_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "long-gap": (
         {"required": LONG, "context": LONG[:100], "correct": True},
-        stage_row("retrieval", LONG[100:], True),
+        stage_row("retrieval", LONG[100:], True, recall=100 / len(LONG)),
     ),
     "gap-wrong": (
         {"required": ["D2", "D1", "D3"], "context": ["D3"], "correct": False},
-        stage_row("retrieval", ["D1", "D2"], False),
+        stage_row("retrieval", ["D1", "D2"], False, recall=1 / 3),
     ),
     "gap-lucky": (
         {"required": ["D1"], "context": [], "correct": True},
-        stage_row("retrieval", ["D1"], True),
+        stage_row("retrieval", ["D1"], True, recall=0.0),
     ),
     "generation": (
         {"required": ["D1"], "context": ["D1", "D2"], "correct": False},
-        stage_row("generation", [], False),
+        stage_row("generation", [], False, recall=1.0),
     ),
     "pass": (
         {"required": ["D1", "D2"], "context": ["D2", "D1"], "correct": True},
-        stage_row("pass", [], True),
+        stage_row("pass", [], True, recall=1.0),
     ),
     "unresolved": (
         {"required": [], "context": ["D1"], "correct": True},
@@ -204,11 +207,11 @@ def fixture_file(path: Path, cases: dict[str, tuple[dict[str, Any], Any]]) -> st
 
 
 def cell(value: Any) -> Any:
-    """A frame cell as plain Python: `<NA>` as None, whole floats as ints."""
+    """A frame cell as plain Python: `<NA>` as None, whole floats as ints
+    (pandas makes whole numbers beside a None floats)."""
     if value is None or value is pd.NA:
         return None
-    if isinstance(value, float):
-        assert value.is_integer(), value
+    if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, np.ndarray):
         # A list in an `object` column (`parallel=True` only, tested there).
@@ -332,6 +335,7 @@ def test_columns_are_typed_and_lists_are_lists(stage_frame: pd.DataFrame) -> Non
         ), (name, arrow[name])
     assert arrow["stage_missing"] == pa.list_(pa.string())
     assert arrow["stage_label"] == pa.bool_()
+    assert arrow["stage_recall"] == pa.float64()
     # Whole numbers beside None: pandas makes them floats.
     assert arrow["stage_missing_count"] in (pa.int64(), pa.float64())
 
@@ -557,6 +561,22 @@ def test_a_log_from_before_itemised_is_itemised_from_its_record(
     )
 
 
+def test_a_log_from_before_recall_gets_it_from_its_record(
+    stage_log: str, tmp_path: Path
+) -> None:
+    log = read_eval_log(stage_log)
+    for sample in log.samples or []:
+        assert sample.scores is not None
+        metadata = sample.scores["stage_diagnosis"].metadata
+        assert metadata is not None
+        del metadata["recall"]
+    older = str(tmp_path / "older.eval")
+    write_eval_log(log, older)
+    assert rows(frame(older, StageColumns), STAGE_NAMES) == expected_rows(
+        STAGE_CASES, EPOCHS
+    )
+
+
 def test_the_prefix_names_every_column() -> None:
     names = [column.name for column in extraction_columns(prefix="x")]
     assert all(name.startswith("x_") for name in names)
@@ -601,7 +621,7 @@ def test_the_readme_recipe_answers_its_questions(
             exec(compile(code, "README", "exec"), namespace)
         else:
             answers.append(builtins.eval(expression, namespace))
-    shares, most_missed, kept_membership = answers
+    shares, recall, most_missed, kept_membership = answers
 
     # Stage shares per model: the stage metrics of the log.
     results = read_eval_log(stage_log, header_only=True).results
@@ -616,6 +636,11 @@ def test_the_readme_recipe_answers_its_questions(
     assert shares["none/none"].to_dict() == pytest.approx(
         {"retrieval": 3 / 6, "generation": 1 / 6, "pass": 1 / 6, "unresolved": 1 / 6}
     )
+    # Context recall per model: the log's `context_recall` metric.
+    assert recall["none/none"] == pytest.approx(
+        stage_scores.metrics["context_recall"].value
+    )
+    assert recall["none/none"] == pytest.approx((100 / 300 + 1 / 3 + 0 + 1 + 1) / 5)
     # The most-missed IDs: D1 by two runs in each epoch, then IDs missed once.
     assert most_missed.index[0] == "D1"
     assert most_missed.tolist() == [2 * EPOCHS] + [EPOCHS] * 9

@@ -61,6 +61,7 @@ from inspect_ai.scorer import Score
 
 from .bulk.evallog import METADATA_VALUE_REMOVED
 from .core.itemise import itemise
+from .core.recall import id_recall
 
 STAGE_SCORE: Final = "stage_diagnosis"
 EXTRACTION_SCORE: Final = "ordered_extraction"
@@ -84,6 +85,11 @@ def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Co
       them; `[]` for `generation` and `pass`; None where nothing was
       diagnosed (`unresolved`, data errors).
     - `stage_missing_count` (int): how many; None with the list.
+    - `stage_recall` (float): the share of the run's unique required IDs
+      that reached its context (metadata `recall`, as `context_recall`
+      averages it); None with the list. A score logged before tracegrade
+      wrote `recall` gets it from its `record` and `result`, by the same
+      definition (`tracegrade.core.id_recall`).
     - `stage_label` (bool): `record.correct`, the run's label as the
       scorer read it; None when absent or not a JSON boolean.
     - `stage_label_from` (str): `read_from.correct`, where the label was
@@ -97,6 +103,7 @@ def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Co
         _column(prefix, _stage, score, full=False, type=str),
         _column(f"{prefix}_missing", _missing, score, type=_LIST),
         _column(f"{prefix}_missing_count", _missing_count, score, type=int),
+        _column(f"{prefix}_recall", _recall, score, type=float),
         _column(f"{prefix}_label", _label, score, type=bool),
         _column(f"{prefix}_label_from", _label_from, score, type=str),
         _column(f"{prefix}_error", _error_kind, score, full=False, type=str),
@@ -233,6 +240,22 @@ def _missing(sample: _Sample, score: str) -> list[str] | None:
 def _missing_count(sample: _Sample, score: str) -> int | None:
     missing = _missing(sample, score)
     return None if missing is None else len(missing)
+
+
+def _recall(sample: _Sample, score: str) -> float | None:
+    found = _score(sample, score)
+    if found is None or not isinstance(found.metadata, Mapping):
+        return None
+    if "recall" in found.metadata:
+        recall = _metadata(sample, score, "recall")
+        # A JSON 0 or 1 that lost its ".0" is still the share; a bool is not.
+        return float(recall) if type(recall) in (float, int) else None
+    # Logged before `recall` existed: from its record and result.
+    required = _id_list(_field(_metadata(sample, score, "record"), "required"))
+    missing = _missing(sample, score)
+    if not required or missing is None or len(missing) > len(set(required)):
+        return None
+    return id_recall(required, missing)
 
 
 def _label(sample: _Sample, score: str) -> bool | None:
