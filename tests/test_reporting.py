@@ -7,12 +7,15 @@ packaged fixture files and the pure core (`diagnose_stage`,
 
 from __future__ import annotations
 
+import math
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from inspect_ai import Task, eval, score
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
@@ -37,6 +40,7 @@ from tracegrade.report.build import (
     Report,
     ReportError,
     StageSummary,
+    _ExactSum,
     build_report,
     find_logs,
     logs_read,
@@ -315,6 +319,13 @@ def test_figures_agree_with_the_metrics_inspect_logged(
     for stage, proportion in summary.stages.items():
         assert proportion.share == pytest.approx(stage_metrics[stage].value)
     assert summary.lucky.count == stage_metrics["lucky_answers"].value
+    # Summed as exactly as the metric sums: the same bits, not approximately.
+    assert summary.recall == stage_metrics["context_recall"].value
+    assert summary.recall_runs == sum(
+        proportion.count
+        for stage, proportion in summary.stages.items()
+        if stage != "unresolved"
+    )
     extraction = only_extraction(report)
     assert extraction.membership.share == pytest.approx(accuracy["membership"])
     assert extraction.order.share == pytest.approx(accuracy["order"])
@@ -365,6 +376,8 @@ def test_logs_of_one_task_and_model_are_pooled(
     assert pooled.logs == 2
     assert pooled.runs == 2 * only_stage(report).runs
     assert pooled.lucky.count == 2 * only_stage(report).lucky.count
+    assert pooled.recall == only_stage(report).recall
+    assert pooled.recall_runs == 2 * only_stage(report).recall_runs
 
 
 @pytest.fixture(scope="session")
@@ -633,3 +646,40 @@ def test_log_scores_keep_the_scoreless_samples_only_when_asked(
     assert counted.summary() == kept.summary()
     assert counted.summary().samples_without_tracegrade_score == 1
     assert counted.summary().samples == len(yielded) + 1
+
+
+@given(st.lists(st.floats(min_value=-1e300, max_value=1e300), max_size=200))
+def test_the_exact_sum_is_fsums(values: list[float]) -> None:
+    """The report's running sum of recalls rounds as `math.fsum` of the
+    whole list does (floats of any size short of overflowing: recalls are
+    shares, but the algorithm is general)."""
+    total = _ExactSum()
+    for value in values:
+        total.add(value)
+    assert total.count == len(values)
+    if not values:
+        assert total.mean() is None
+        return
+    expected = math.fsum(values)
+    assert math.fsum(total.partials) == expected
+    assert total.mean() == expected / len(values)
+
+
+def test_a_diagnosed_score_whose_id_lists_disagree_names_the_sample(
+    offline_logs: OfflineLogs, tmp_path: Path
+) -> None:
+    log = read_eval_log(offline_logs.stage)
+    assert log.samples is not None
+    sample = next(
+        s
+        for s in log.samples
+        if s.scores and s.scores["stage_diagnosis"].value == "pass"
+    )
+    assert sample.scores is not None
+    metadata = sample.scores["stage_diagnosis"].metadata
+    assert metadata is not None
+    metadata["record"] = {**metadata["record"], "required": []}
+    path = tmp_path / JSON_LOG_NAME.format("disagreeing")
+    write_eval_log(log, str(path))
+    with pytest.raises(ReportError, match=rf"sample {sample.id!r} .*disagree"):
+        build_report([str(path)])

@@ -61,7 +61,8 @@ def report(
     Reads the stage_diagnosis and ordered_extraction scores in each LOG
     (.eval or .json, from `inspect eval` or `tracegrade score`) or in every
     log under each DIR, and shows per task and model: stage shares, lucky
-    answers, errors by kind, the most often missing document IDs, the IDs
+    answers, context recall, errors by kind, the most often missing
+    document IDs, the IDs
     extraction answers most often dropped and invented, and membership
     versus order accuracy with their gap.
 

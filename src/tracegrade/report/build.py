@@ -42,6 +42,7 @@ from urllib.parse import unquote, urlparse
 from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
 from ..core.itemise import dropped_ids, invented_ids
+from ..core.recall import id_recall
 from ..scorers.explain import show_id
 from ..scorers.metrics import STAGES
 from .samples import SampleRead, ScoreRead, UnreadableLog, eval_header, log_samples
@@ -166,7 +167,10 @@ class StageSummary:
     `runs` counts every sample-epoch scored by the scorer; `diagnosed`
     those that got a stage, the denominator of the stage shares. `lucky`
     is the share of runs labelled correct, among those with a required
-    set, whose required evidence never reached the context.
+    set, whose required evidence never reached the context. `recall` is
+    the mean context recall of the `recall_runs` runs diagnosed
+    retrieval, generation or pass (None without one): what the
+    `context_recall` metric gives, summed as exactly, over pooled logs.
     """
 
     task: str
@@ -178,6 +182,8 @@ class StageSummary:
     diagnosed: int
     stages: dict[str, Proportion]
     lucky: Proportion
+    recall: float | None
+    recall_runs: int
     errors: list[ErrorCount]
     missed: list[MissedDocument]
     distinct_missed: int
@@ -358,6 +364,36 @@ def tracegrade_scorer(score_name: str) -> str | None:
     return None if match is None else match.group(1)
 
 
+class _ExactSum:
+    """A sum of floats rounded once, as `math.fsum` rounds it, without a
+    list of every value: the few partials of Shewchuk's algorithm (the one
+    behind `fsum`), so the mean equals the `context_recall` metric's
+    `fsum(recalls) / n` bit for bit, whatever the order of the runs."""
+
+    __slots__ = ("count", "partials")
+
+    def __init__(self) -> None:
+        self.partials: list[float] = []
+        self.count = 0
+
+    def add(self, value: float) -> None:
+        kept = 0
+        for partial in self.partials:
+            if abs(value) < abs(partial):
+                value, partial = partial, value
+            high = value + partial
+            low = partial - (high - value)
+            if low:
+                self.partials[kept] = low
+                kept += 1
+            value = high
+        self.partials[kept:] = [value]
+        self.count += 1
+
+    def mean(self) -> float | None:
+        return math.fsum(self.partials) / self.count if self.count else None
+
+
 @dataclass
 class _StageCounts:
     logs: set[str] = field(default_factory=set)
@@ -369,6 +405,7 @@ class _StageCounts:
     errors: Counter[tuple[str, str]] = field(default_factory=Counter)
     missed: Counter[str] = field(default_factory=Counter)
     required: Counter[str] = field(default_factory=Counter)
+    recall: _ExactSum = field(default_factory=_ExactSum)
 
 
 @dataclass
@@ -575,6 +612,10 @@ def _count_stage(
             f"result.missing, got {required!r} and {missing!r}"
         )
     counts.required.update(set(required))
+    try:
+        counts.recall.add(id_recall(required, missing))
+    except ValueError as error:  # no required ID, or more missing than required
+        raise where.fail(f"a diagnosed score's ID lists disagree: {error}") from None
     if record.get("correct") is True:
         counts.labelled_correct += 1
     if value == "retrieval":
@@ -684,6 +725,8 @@ def _stage_summary(key: _GroupKey, counts: _StageCounts, top: int) -> StageSumma
             stage: Proportion.of(counts.stages[stage], diagnosed) for stage in STAGES
         },
         lucky=Proportion.of(counts.lucky, counts.labelled_correct),
+        recall=counts.recall.mean(),
+        recall_runs=counts.recall.count,
         errors=_error_counts(counts.errors),
         missed=[
             MissedDocument(document_id, missed, counts.required[document_id])
@@ -887,6 +930,21 @@ def report_tables(report: Report) -> list[Table]:
                         str(s.lucky.total),
                         share_with_interval(s.lucky),
                     ]
+                    for s in report.stage_diagnosis
+                ],
+            )
+        )
+        tables.append(
+            Table(
+                key="recall",
+                title="Context recall",
+                caption="The mean share of each run's unique required IDs that "
+                "reached its context, over runs diagnosed retrieval, generation "
+                "or pass (the context_recall metric); no interval.",
+                columns=["task", "model", "recall", "runs"],
+                numeric=[False, False, True, True],
+                rows=[
+                    [task_label(s), s.model, percent(s.recall), str(s.recall_runs)]
                     for s in report.stage_diagnosis
                 ],
             )
