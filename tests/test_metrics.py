@@ -196,7 +196,7 @@ def test_lucky_answers_are_retrieval_gaps_labelled_correct() -> None:
             sample_score("retrieval", correct=True),
         ],
     )
-    assert lucky == 2
+    assert lucky == {"lucky_answers": 2}
 
 
 def test_answer_failures_count_answer_side_errors_only() -> None:
@@ -253,6 +253,8 @@ def test_scored_runs_count_what_reaches_the_metrics() -> None:
 def test_the_counts_are_known_by_their_logged_names() -> None:
     # As Inspect logs them: a scalar by its registry name, a mapping's
     # entries with the metric's name as their group.
+    assert is_count(EvalMetric(name="lucky_answers", group="lucky_answers", value=1.0))
+    # Logs from before `lucky_answers` was a mapping.
     assert is_count(EvalMetric(name="tracegrade/lucky_answers", value=3.0))
     assert is_count(EvalMetric(name="unreadable", group="answer_failures", value=1.0))
     assert is_count(EvalMetric(name="scored_runs", group="scored_runs", value=0.0))
@@ -264,7 +266,7 @@ def test_metrics_accept_an_empty_list() -> None:
     shares = compute(stage_shares(), [])
     assert isinstance(shares, dict) and set(shares) == set(STAGES)
     assert all(math.isnan(share) for share in shares.values())
-    assert compute(lucky_answers(), []) == 0
+    assert compute(lucky_answers(), []) == {"lucky_answers": 0}
     assert compute(answer_failures(), []) == {"duplicate-id": 0, "unreadable": 0}
     # A mapping, so Inspect logs the 0 rather than NaN.
     assert compute(scored_runs(), []) == {"scored_runs": 0}
@@ -361,6 +363,7 @@ def test_a_run_where_every_sample_is_an_error_succeeds_and_says_so(
     values = metric_values(score)
     assert all(math.isnan(values[stage]) for stage in STAGES)
     assert values["scored_runs"] == 0
+    assert values["lucky_answers"] == 0  # not NaN: none was lucky
     assert log.samples is not None
     reasons = [
         (sample.scores or {})["stage_diagnosis"].reason for sample in log.samples

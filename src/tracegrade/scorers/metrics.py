@@ -112,17 +112,19 @@ def lucky_answers() -> Metric:
 
     A correct label cannot erase a retrieval gap, so these are retrieval
     failures, not grounded passes; the count says how often a right answer
-    hid one.
+    hid one. A mapping, `{"lucky_answers": n}`, for the reason
+    `scored_runs` is one: over no scored run Inspect logs a scalar as NaN,
+    and the count is 0.
     """
 
-    def compute(scores: list[SampleScore]) -> int:
+    def compute(scores: list[SampleScore]) -> dict[str, int]:
         lucky = 0
         for sample_score in scores:
             if _stage(sample_score) != "retrieval":
                 continue
             if _metadata(sample_score, "record").get("correct") is True:
                 lucky += 1
-        return lucky
+        return {"lucky_answers": lucky}
 
     return compute
 
