@@ -51,7 +51,7 @@ import io
 import json
 import math
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -312,38 +312,63 @@ def _malformed(
     )
 
 
+def _records(
+    path: str,
+    read: Callable[[_NumberedText], Iterator[Any]],
+    fields: tuple[str, ...],
+    numeric: int,
+    kind: str,
+) -> Iterator[tuple[_NumberedText, Any]]:
+    """Each record ir-measures' `read` makes of the file at `path`, with
+    the file as read so far (its current line); a line the reader refuses
+    raises `TrecFileError` (see `_malformed`)."""
+    with _open(path) as binary:
+        numbered = _NumberedText(path, binary)
+        records = read(numbered)
+        while True:
+            try:
+                record = next(records)
+            except StopIteration:
+                return
+            except TrecError:
+                raise
+            except ValueError as error:
+                raise _malformed(numbered, fields, numeric, kind, error) from None
+            yield numbered, record
+
+
+def _first_time(
+    docs: Mapping[str, Judgement | Ranked],
+    record: Any,
+    numbered: _NumberedText,
+    done: str,
+) -> None:
+    """Refuse a document the file already `done` (judged, ranked) for the
+    record's query, as trec_eval does."""
+    earlier = docs.get(record.doc_id)
+    if earlier is not None:
+        raise TrecFileError(
+            numbered.path,
+            numbered.line,
+            f"document {quote(record.doc_id)} of query "
+            f"{quote(record.query_id)} is already {done} on line "
+            f"{earlier.line}; trec_eval refuses a document {done} twice",
+            field="doc_id",
+        )
+
+
 def read_qrels(path: str | Path) -> Qrels:
     """Read a qrels file (`query_id iteration doc_id relevance` per line)
     with ir-measures' reader; raises `TrecFileError` naming the line."""
     reader = _ir_measures()
     qrels = Qrels(str(path))
-    with _open(qrels.path) as binary:
-        numbered = _NumberedText(qrels.path, binary)
-        records = reader.read_trec_qrels(numbered)
-        while True:
-            try:
-                qrel = next(records)
-            except StopIteration:
-                break
-            except TrecError:
-                raise
-            except ValueError as error:
-                raise _malformed(
-                    numbered, QRELS_FIELDS, 3, "an integer", error
-                ) from None
-            docs = qrels.queries.setdefault(qrel.query_id, {})
-            qrels.lines.setdefault(qrel.query_id, numbered.line)
-            earlier = docs.get(qrel.doc_id)
-            if earlier is not None:
-                raise TrecFileError(
-                    qrels.path,
-                    numbered.line,
-                    f"document {quote(qrel.doc_id)} of query "
-                    f"{quote(qrel.query_id)} is already judged on line "
-                    f"{earlier.line}; trec_eval refuses a document judged twice",
-                    field="doc_id",
-                )
-            docs[qrel.doc_id] = Judgement(qrel.relevance, numbered.line)
+    for numbered, qrel in _records(
+        qrels.path, reader.read_trec_qrels, QRELS_FIELDS, 3, "an integer"
+    ):
+        docs = qrels.queries.setdefault(qrel.query_id, {})
+        qrels.lines.setdefault(qrel.query_id, numbered.line)
+        _first_time(docs, qrel, numbered, "judged")
+        docs[qrel.doc_id] = Judgement(qrel.relevance, numbered.line)
     if not qrels.queries:
         raise TrecFileError(
             qrels.path,
@@ -359,40 +384,22 @@ def read_run(path: str | Path) -> Run:
     ir-measures' reader; raises `TrecFileError` naming the line."""
     reader = _ir_measures()
     run = Run(str(path))
-    with _open(run.path) as binary:
-        numbered = _NumberedText(run.path, binary)
-        records = reader.read_trec_run(numbered)
-        while True:
-            try:
-                scored = next(records)
-            except StopIteration:
-                break
-            except TrecError:
-                raise
-            except ValueError as error:
-                raise _malformed(numbered, RUN_FIELDS, 4, "a number", error) from None
-            if math.isnan(scored.score):
-                raise TrecFileError(
-                    run.path,
-                    numbered.line,
-                    f"field 5 (score) {quote(numbered.text.split()[4], 80)} of "
-                    f"document {quote(scored.doc_id)} is not a number, so it "
-                    "has no place in a ranking",
-                    field="score",
-                )
-            docs = run.queries.setdefault(scored.query_id, {})
-            run.lines.setdefault(scored.query_id, numbered.line)
-            earlier = docs.get(scored.doc_id)
-            if earlier is not None:
-                raise TrecFileError(
-                    run.path,
-                    numbered.line,
-                    f"document {quote(scored.doc_id)} of query "
-                    f"{quote(scored.query_id)} is already ranked on line "
-                    f"{earlier.line}; trec_eval refuses a document ranked twice",
-                    field="doc_id",
-                )
-            docs[scored.doc_id] = Ranked(scored.score, numbered.line)
+    for numbered, scored in _records(
+        run.path, reader.read_trec_run, RUN_FIELDS, 4, "a number"
+    ):
+        if math.isnan(scored.score):
+            raise TrecFileError(
+                run.path,
+                numbered.line,
+                f"field 5 (score) {quote(numbered.text.split()[4], 80)} of "
+                f"document {quote(scored.doc_id)} is not a number, so it "
+                "has no place in a ranking",
+                field="score",
+            )
+        docs = run.queries.setdefault(scored.query_id, {})
+        run.lines.setdefault(scored.query_id, numbered.line)
+        _first_time(docs, scored, numbered, "ranked")
+        docs[scored.doc_id] = Ranked(scored.score, numbered.line)
     if not run.queries:
         raise TrecFileError(
             run.path,
