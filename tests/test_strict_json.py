@@ -1,0 +1,75 @@
+"""`strict_json_loads` decodes with one decoder made once; it must answer
+exactly as `json.loads` given the same hooks, for any text (short of the
+nesting limit it adds, which these values never reach)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tracegrade.lines import (
+    _bounded_int,
+    _finite_float,
+    _reject_constant,
+    _unique_keys,
+    strict_json_loads,
+)
+
+
+def _per_call(text: str) -> Any:
+    """The hooks given to `json.loads` on each call, as before."""
+    return json.loads(
+        text,
+        object_pairs_hook=_unique_keys,
+        parse_constant=_reject_constant,
+        parse_float=_finite_float,
+        parse_int=_bounded_int,
+    )
+
+
+def _outcome(read: Any, text: str) -> tuple[str, Any]:
+    try:
+        return "value", read(text)
+    except (ValueError, RecursionError) as error:  # UnsupportedJSON included
+        return type(error).__name__, str(error)
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(st.text(max_size=3), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
+def _texts() -> st.SearchStrategy[str]:
+    dumped = JSON_VALUES.map(lambda value: json.dumps(value, ensure_ascii=False))
+    return st.one_of(
+        dumped,
+        dumped.map(lambda text: "\ufeff" + text),
+        dumped.map(lambda text: text[: len(text) // 2]),
+        st.text(max_size=30),
+        st.sampled_from(['{"a": 1, "a": 2}', "NaN", "[1e400]", "-Infinity", " 1 "]),
+    )
+
+
+@given(_texts())
+def test_one_decoder_answers_as_json_loads_with_the_hooks(text: str) -> None:
+    ours = _outcome(strict_json_loads, text)
+    reference = _outcome(_per_call, text)
+    if ours[0] == reference[0] == "value":
+        # Compared as text: in Python True == 1 and 1 == 1.0.
+        assert json.dumps(ours[1]) == json.dumps(reference[1])
+    else:
+        assert ours == reference
+
+
+def test_a_byte_order_mark_is_refused_as_json_loads_refuses_it() -> None:
+    with pytest.raises(json.JSONDecodeError, match="Unexpected UTF-8 BOM"):
+        strict_json_loads('\ufeff{"id": "bom"}')
