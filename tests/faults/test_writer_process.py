@@ -131,3 +131,21 @@ def test_the_writer_leaves_the_garbage_collector_as_it_found_it(end: str) -> Non
     assert gc.get_freeze_count() == before
     with pytest.raises(ChildProcessError):
         os.waitpid(process.pid, os.WNOHANG)  # reaped
+
+
+def test_a_fork_that_fails_leaves_no_pipe_and_nothing_frozen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Out of processes (EAGAIN), the run fails as any fault does, and the
+    program is left as it was."""
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    before_frozen = gc.get_freeze_count()
+    before_fds = set(os.listdir("/proc/self/fd"))
+    monkeypatch.setattr(os, "fork", no_fork)
+    with pytest.raises(BlockingIOError):
+        WriterProcess()
+    assert gc.get_freeze_count() == before_frozen
+    assert set(os.listdir("/proc/self/fd")) == before_fds

@@ -89,7 +89,14 @@ class WriterProcess:
         self._unfreeze = gc.get_freeze_count() == 0
         gc.collect()
         gc.freeze()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except BaseException:  # no process to write the log: leave nothing
+            if self._unfreeze:
+                gc.unfreeze()
+            for fd in (commands_read, commands_write, replies_read, replies_write):
+                os.close(fd)
+            raise
         if pid == 0:  # the child: it never returns from here
             os.close(commands_write)
             os.close(replies_read)
