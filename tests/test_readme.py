@@ -118,7 +118,18 @@ def _bulk_prose_is_the_committed_run(flat: str) -> None:
     assert said in flat, said
     if "All three are met" in flat:
         assert all(target["met"] for row in report["rows"] for target in row["targets"])
-    closest = ours(stage, 100_000, "eval")["seconds"]
-    assert f"{round(100 * (1 - closest / 10))}% under it" in flat
-    listed = run[extraction, 1_000_000, "eval"]["viewer"]["seconds"]
-    assert f"extraction records took {listed:.1f} s to list" in flat
+    # The target with the least room, and the slowest sample list.
+    margin, closest = min(
+        (
+            (1 - target["value"] / target["at_most"], row)
+            for row in report["rows"]
+            for target in row["targets"]
+        ),
+        key=lambda room: room[0],
+    )
+    assert f"{round(100 * margin)}% under it" in flat
+    kind = "stage" if closest["task"] == stage else "extraction"
+    closest_format = f"`.{closest['format']}`"
+    assert f"{closest['records']:,} {kind} records as {closest_format}" in flat
+    slowest = max(row["viewer"]["seconds"] or 0 for row in report["rows"])
+    assert f"slowest sample list in the viewer took {slowest:.1f} s" in flat
