@@ -253,9 +253,12 @@ def _recall(sample: _Sample, score: str) -> float | None:
     # Logged before `recall` existed: from its record and result.
     required = _id_list(_field(_metadata(sample, score, "record"), "required"))
     missing = _missing(sample, score)
-    if not required or missing is None or len(missing) > len(set(required)):
+    if required is None or missing is None:
         return None
-    return id_recall(required, missing)
+    try:
+        return id_recall(required, missing)
+    except ValueError:  # no required ID, or more missing than required: none
+        return None
 
 
 def _label(sample: _Sample, score: str) -> bool | None:
