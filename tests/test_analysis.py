@@ -545,17 +545,24 @@ def test_an_appended_score_reads_under_its_own_name(
             assert row["relabelled_label_from"] == f"labels file {labels}"
 
 
+def without_metadata(log_path: str, score: str, key: str, out: Path) -> str:
+    """A copy of the log as tracegrade wrote it before scores carried `key`."""
+    log = read_eval_log(log_path)
+    for sample in log.samples or []:
+        assert sample.scores is not None
+        metadata = sample.scores[score].metadata
+        assert metadata is not None
+        del metadata[key]
+    write_eval_log(log, str(out))
+    return str(out)
+
+
 def test_a_log_from_before_itemised_is_itemised_from_its_record(
     extraction_log: str, tmp_path: Path
 ) -> None:
-    log = read_eval_log(extraction_log)
-    for sample in log.samples or []:
-        assert sample.scores is not None
-        metadata = sample.scores["ordered_extraction"].metadata
-        assert metadata is not None
-        del metadata["itemised"]
-    older = str(tmp_path / "older.eval")
-    write_eval_log(log, older)
+    older = without_metadata(
+        extraction_log, "ordered_extraction", "itemised", tmp_path / "older.eval"
+    )
     assert rows(frame(older, ExtractionColumns), EXTRACTION_NAMES) == expected_rows(
         EXTRACTION_CASES, EPOCHS
     )
@@ -564,14 +571,9 @@ def test_a_log_from_before_itemised_is_itemised_from_its_record(
 def test_a_log_from_before_recall_gets_it_from_its_record(
     stage_log: str, tmp_path: Path
 ) -> None:
-    log = read_eval_log(stage_log)
-    for sample in log.samples or []:
-        assert sample.scores is not None
-        metadata = sample.scores["stage_diagnosis"].metadata
-        assert metadata is not None
-        del metadata["recall"]
-    older = str(tmp_path / "older.eval")
-    write_eval_log(log, older)
+    older = without_metadata(
+        stage_log, "stage_diagnosis", "recall", tmp_path / "older.eval"
+    )
     assert rows(frame(older, StageColumns), STAGE_NAMES) == expected_rows(
         STAGE_CASES, EPOCHS
     )

@@ -3,14 +3,17 @@ memory of ids it checks for repeats."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 from collections import Counter
+from collections.abc import Sequence
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from tracegrade.bulk.log import _ID_ALPHABET, uuid
-from tracegrade.bulk.scoring import MemoryIds
+from tracegrade.bulk.scoring import DiskIds, MemoryIds, SeenIds
 
 
 def test_ids_have_inspects_shortuuid_form_and_never_repeat() -> None:
@@ -32,7 +35,7 @@ def test_every_character_is_about_equally_likely() -> None:
 # --- MemoryIds: the duplicate check of `tracegrade score` ------------------------
 
 
-def _dict_first_lines(ids: list[str]) -> list[int | None]:
+def _dict_first_lines(ids: Sequence[str]) -> list[int | None]:
     """What a plain dict says: the reference `MemoryIds` must agree with."""
     seen: dict[str, int] = {}
     answers: list[int | None] = []
@@ -42,26 +45,32 @@ def _dict_first_lines(ids: list[str]) -> list[int | None]:
     return answers
 
 
-def _memory_first_lines(ids: list[str]) -> list[int | None]:
+def _memory_first_lines(ids: Sequence[str]) -> list[int | None]:
     memory = MemoryIds()
     return [memory.first_line(sample_id, line) for line, sample_id in enumerate(ids, 1)]
 
 
-def test_memory_ids_remember_first_lines() -> None:
-    seen = MemoryIds()
-    assert seen.first_line("a", 1) is None
-    assert seen.first_line("b", 2) is None
-    assert seen.first_line("a", 5) == 1
-    assert seen.first_line("a", 9) == 1
-    # A lone surrogate is a valid JSON string id, and distinct.
-    assert seen.first_line("\ud800", 10) is None
-    assert seen.first_line("\ud801", 11) is None
-    assert seen.first_line("\ud800", 12) == 10
-    # Two lone surrogates are not the character they would pair into.
-    assert seen.first_line("\U0001f600", 13) is None
-    assert seen.first_line("\ud83d\ude00", 14) is None
-    assert seen.first_line("", 15) is None
-    assert seen.first_line("", 16) == 15
+@pytest.mark.parametrize("kind", ["memory", "disk"])
+def test_seen_ids_remember_first_lines(kind: str) -> None:
+    """`tracegrade score` keeps ids in memory, `tracegrade check` on disk;
+    both answer alike."""
+    with contextlib.ExitStack() as stack:
+        seen: SeenIds = (
+            MemoryIds() if kind == "memory" else stack.enter_context(DiskIds())
+        )
+        assert seen.first_line("a", 1) is None
+        assert seen.first_line("b", 2) is None
+        assert seen.first_line("a", 5) == 1
+        assert seen.first_line("a", 9) == 1
+        # A lone surrogate is a valid JSON string id, and distinct.
+        assert seen.first_line("\ud800", 10) is None
+        assert seen.first_line("\ud801", 11) is None
+        assert seen.first_line("\ud800", 12) == 10
+        # Two lone surrogates are not the character they would pair into.
+        assert seen.first_line("\U0001f600", 13) is None
+        assert seen.first_line("\ud83d\ude00", 14) is None
+        assert seen.first_line("", 15) is None
+        assert seen.first_line("", 16) == 15
 
 
 def test_memory_ids_agree_with_a_dict_through_every_growth() -> None:

@@ -303,18 +303,6 @@ def _deleted_open_files() -> set[str]:
     return found
 
 
-def test_disk_ids_remember_first_lines() -> None:
-    with DiskIds() as seen:
-        assert seen.first_line("a", 1) is None
-        assert seen.first_line("b", 2) is None
-        assert seen.first_line("a", 5) == 1
-        assert seen.first_line("a", 9) == 1
-        # A lone surrogate is a valid JSON string id, and distinct.
-        assert seen.first_line("\ud800", 10) is None
-        assert seen.first_line("\ud801", 11) is None
-        assert seen.first_line("\ud800", 12) == 10
-
-
 @pytest.mark.skipif(
     not Path("/proc/self/fd").is_dir(), reason="needs Linux's /proc to see files"
 )
