@@ -11,7 +11,7 @@ checked to stay unreadable.
 from __future__ import annotations
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracegrade.scorers import UnreadableAnswer, extraction_score, parse_answer_ids
@@ -159,6 +159,8 @@ LIST_STYLES: dict[ReadAs, str] = {
 }
 
 
+# A quick property: Hypothesis's own 100 examples, not the profile's thousands.
+@settings(max_examples=100)
 @given(ids=st.lists(bare_ids, min_size=2, max_size=6))
 def test_every_list_reading_gives_back_the_ids_exactly_as_written(
     ids: list[str],

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracegrade.bulk.log import _ID_ALPHABET, uuid
@@ -100,6 +100,8 @@ def test_memory_ids_tell_ids_apart_when_their_hashes_collide() -> None:
     assert _memory_first_lines(ids) == _dict_first_lines(ids)
 
 
+# A quick property: Hypothesis's own 100 examples, not the profile's thousands.
+@settings(max_examples=100)
 @given(st.lists(st.text(max_size=4), max_size=200))
 def test_memory_ids_agree_with_a_dict_on_any_text(ids: list[str]) -> None:
     assert _memory_first_lines(ids) == _dict_first_lines(ids)

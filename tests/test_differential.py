@@ -1,11 +1,12 @@
 """Differential tests: the Python evaluators against the original Node ones.
 
-Ten thousand generated in-contract records per evaluator go through one
-long-lived Node process each and through the Python core, and the canonical
-JSON texts must be identical. IDs come from all of Unicode, astral planes and
-lone surrogates included, and from a small pool per record plus near-copies
-(case, whitespace, NFC/NFD and compatibility forms), so that `Set`,
-`includes` and `sort` meet real collisions rather than distinct random text.
+Generated in-contract records per evaluator (10,000 in CI, 2,500 by default:
+see tests/conftest.py) go through one long-lived Node process each and
+through the Python core, and the canonical JSON texts must be identical.
+IDs come from all of Unicode, astral planes and lone surrogates included,
+and from a small pool per record plus near-copies (case, whitespace,
+NFC/NFD and compatibility forms), so that `Set`, `includes` and `sort` meet
+real collisions rather than distinct random text.
 
 Both sides see the same JSON text: Node parses the request line, and Python
 gets `json.loads` of that same text, since the contract is a record as parsed
@@ -36,11 +37,8 @@ from tracegrade.core import (
 Record = dict[str, Any]
 T = TypeVar("T")
 
-DIFFERENTIAL: Final = settings(
-    max_examples=10_000,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+# As many examples as the profile gives (tests/conftest.py): 10,000 in CI.
+DIFFERENTIAL: Final = settings(suppress_health_check=[HealthCheck.too_slow])
 # Searches only need one example, not the smallest: no shrink phase.
 SEARCH: Final = settings(
     max_examples=5_000, deadline=None, database=None, phases=[Phase.generate]

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from inspect_ai import Task, eval, score
 from inspect_ai.dataset import Sample
@@ -648,6 +648,8 @@ def test_log_scores_keep_the_scoreless_samples_only_when_asked(
     assert counted.summary().samples == len(yielded) + 1
 
 
+# A quick property: Hypothesis's own 100 examples, not the profile's thousands.
+@settings(max_examples=100)
 @given(st.lists(st.floats(min_value=-1e300, max_value=1e300), max_size=200))
 def test_the_exact_sum_is_fsums(values: list[float]) -> None:
     """The report's running sum of recalls rounds as `math.fsum` of the

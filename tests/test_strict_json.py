@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracegrade.lines import (
@@ -59,6 +59,8 @@ def _texts() -> st.SearchStrategy[str]:
     )
 
 
+# A quick property: Hypothesis's own 100 examples, not the profile's thousands.
+@settings(max_examples=100)
 @given(_texts())
 def test_one_decoder_answers_as_json_loads_with_the_hooks(text: str) -> None:
     ours = _outcome(strict_json_loads, text)
