@@ -405,10 +405,19 @@ def test_cli_exits_2_on_a_malformed_file(
 
 
 def test_python_m_parity_runs_packaged_and_extra_files(tmp_path: Path) -> None:
+    """The entry point `nox -s parity` runs; the Inspect-log side is the one
+    `test_cli_runs_extra_files_with_and_without_expected` runs in process."""
     extra = write_fixture(tmp_path / "extra.jsonl", [ASTRAL_GAP])
 
     completed = subprocess.run(
-        [sys.executable, "-m", "parity", "--stage-diagnosis", str(extra)],
+        [
+            sys.executable,
+            "-m",
+            "parity",
+            "--core-only",
+            "--stage-diagnosis",
+            str(extra),
+        ],
         cwd=REPOSITORY,
         capture_output=True,
         text=True,
