@@ -20,8 +20,6 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +33,8 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from plotly.offline import get_plotlyjs
 from scipy.stats import binomtest
 
-from tests.support import SUBPROCESS_ENV, inspect_cli, write_lines
+from tests.commands import run_inspect, run_tracegrade
+from tests.support import write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.cli import main
 from tracegrade.compare.build import compare_logs
@@ -748,7 +747,7 @@ def test_a_ci_job_gates_on_inspect_evals_logs(
     """The README's CI step as a user runs it: `inspect eval` twice, then
     `tracegrade compare --fail-on-regression`, each its own process."""
     for name in ("base", "worse"):
-        completed = inspect_cli(
+        completed = run_inspect(
             "eval",
             "tracegrade/stage_diagnosis",
             "-T",
@@ -761,24 +760,14 @@ def test_a_ci_job_gates_on_inspect_evals_logs(
         assert read_eval_log(str(log), header_only=True).status == "success", (
             completed.stderr
         )
-    gate = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tracegrade.cli",
-            "compare",
-            "logs/base",
-            "logs/worse",
-            "--fail-on-regression",
-            "--html",
-            "compare.html",
-        ],
+    gate = run_tracegrade(
+        "compare",
+        "logs/base",
+        "logs/worse",
+        "--fail-on-regression",
+        "--html",
+        "compare.html",
         cwd=tmp_path,
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
     )
     assert gate.returncode == 3, gate.stderr
     assert "the gate failed on significant regressions" in gate.stderr

@@ -16,7 +16,6 @@ import json
 import math
 import re
 import subprocess
-import sys
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +36,8 @@ from inspect_ai.log import (
 )
 from inspect_ai.log._file import eval_log_json
 
-from tests.support import SUBPROCESS_ENV, write_lines
+from tests.commands import run_inspect
+from tests.support import write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.bulk import log as bulk_log
 from tracegrade.cli import main
@@ -100,26 +100,16 @@ def inspect_score(
 ) -> subprocess.CompletedProcess[str]:
     """`inspect score LOG --scorer SCORER ... --action append`, as a user
     runs it (`--overwrite`: without a terminal it would prompt and abort)."""
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "inspect_ai",
-            "score",
-            log,
-            "--scorer",
-            scorer,
-            *extra,
-            "--action",
-            "append",
-            "--overwrite",
-        ],
+    return run_inspect(
+        "score",
+        log,
+        "--scorer",
+        scorer,
+        *extra,
+        "--action",
+        "append",
+        "--overwrite",
         cwd=cwd,
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
     )
 
 

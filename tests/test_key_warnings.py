@@ -15,8 +15,6 @@ import asyncio
 import json
 import logging
 import math
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +25,8 @@ from inspect_ai.model import ModelName
 from inspect_ai.scorer import Target
 from inspect_ai.solver import TaskState
 
-from tests.support import SUBPROCESS_ENV, write_lines
+from tests.commands import run_inspect
+from tests.support import write_lines
 from tracegrade import stage_diagnosis_scorer
 from tracegrade.cli import main
 from tracegrade.datasets import packaged_fixture
@@ -85,14 +84,8 @@ def work(tmp_path: Path) -> Path:
 def inspect_eval(work: Path, *task_args: str) -> tuple[str, EvalLog]:
     """Run the task file; the output (stdout and stderr) and the log."""
     args = [arg for task_arg in task_args for arg in ("-T", task_arg)]
-    done = subprocess.run(
-        [sys.executable, "-m", "inspect_ai", "eval", "gold.py", *args],
-        cwd=work,
-        env={**SUBPROCESS_ENV, "INSPECT_LOG_DIR": str(work / "logs")},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    done = run_inspect(
+        "eval", "gold.py", *args, cwd=work, env={"INSPECT_LOG_DIR": str(work / "logs")}
     )
     assert done.returncode == 0, done.stderr
     (info,) = list_eval_logs(str(work / "logs"))

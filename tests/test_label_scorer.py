@@ -33,7 +33,8 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
-from tests.support import inspect_cli, write_lines
+from tests.commands import run_inspect
+from tests.support import write_lines
 from tracegrade import LabelScorerError, diagnose_stage, stage_diagnosis_scorer
 from tracegrade.scorers import label_from_value
 from tracegrade.tasks import replay
@@ -392,7 +393,7 @@ def unlabelled_log(tmp_path: Path) -> Path:
 def test_inspect_score_takes_the_grader_by_name(
     tmp_path: Path, unlabelled_log: Path
 ) -> None:
-    done = inspect_cli(
+    done = run_inspect(
         *("score", str(unlabelled_log)),
         *("--scorer", "tracegrade/stage_diagnosis", "-S", "label_scorer=match"),
         *("--action", "append", "--overwrite"),
@@ -414,7 +415,7 @@ def test_inspect_score_takes_a_grader_with_arguments(
 ) -> None:
     """Inspect's own form for a scorer argument: type, name and params."""
     grader = "{type: scorer, name: match, params: {location: begin}}"
-    done = inspect_cli(
+    done = run_inspect(
         *("score", str(unlabelled_log)),
         *("--scorer", "tracegrade/stage_diagnosis", "-S", f"label_scorer={grader}"),
         *("--action", "append", "--overwrite"),
@@ -450,7 +451,7 @@ def test_inspect_score_says_what_is_wrong_with_the_grader(
 ) -> None:
     write_lines(tmp_path / "labels.jsonl", [{"id": "right", "correct": True}])
     before = unlabelled_log.read_bytes()
-    done = inspect_cli(
+    done = run_inspect(
         *("score", str(unlabelled_log)),
         *("--scorer", "tracegrade/stage_diagnosis", *args),
         *("--action", "append", "--overwrite"),

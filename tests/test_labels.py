@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,8 @@ from inspect_ai.model import ModelName
 from inspect_ai.scorer import Score, Target
 from inspect_ai.solver import TaskState
 
-from tests.support import SUBPROCESS_ENV, write_lines
+from tests.commands import run_inspect
+from tests.support import write_lines
 from tracegrade import LabelsError, stage_diagnosis, stage_diagnosis_scorer
 from tracegrade.labels import StaffLabels
 
@@ -150,18 +150,11 @@ def stage_log(tmp_path: Path) -> Path:
 
 
 def inspect_score(log: Path, labels: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            *(sys.executable, "-m", "inspect_ai", "score", str(log)),
-            *("--scorer", "tracegrade/stage_diagnosis", "-S", f"labels={labels}"),
-            *("--action", "append", "--overwrite"),
-        ],
+    return run_inspect(
+        *("score", str(log)),
+        *("--scorer", "tracegrade/stage_diagnosis", "-S", f"labels={labels}"),
+        *("--action", "append", "--overwrite"),
         cwd=log.parent,
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
     )
 
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +19,9 @@ import pytest
 from inspect_ai import eval
 from inspect_ai.log import EvalLog, read_eval_log
 
+from tests.commands import run_tracegrade as tracegrade
 from tests.faults.conftest import one_clear_line, snapshot
-from tests.support import SUBPROCESS_ENV, write_lines
+from tests.support import write_lines
 from tracegrade import ordered_extraction_recorded
 from tracegrade.tasks import replay, stage_diagnosis
 
@@ -31,18 +30,6 @@ RUNS = {
     "full": {"required": ["D1"], "context": ["D1"]},
     "other": {"required": ["D3"], "context": ["D3"]},
 }
-
-
-def tracegrade(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tracegrade.cli", *args],
-        cwd=cwd,
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def run_log(tmp_path: Path, log_format: str = "eval", **kwargs: Any) -> Path:

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
-from tests.support import SUBPROCESS_ENV, write_lines
+from tests.commands import run_inspect
+from tests.support import write_lines
 
 TASK_FILE = '''\
 import os
@@ -110,18 +110,10 @@ def work(tmp_path: Path) -> Path:
 def inspect(
     work: Path, *args: str, fail_once: str = ""
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "inspect_ai", *args],
+    return run_inspect(
+        *args,
         cwd=work,
-        env={
-            **SUBPROCESS_ENV,
-            "FAIL_ONCE": fail_once,
-            "FAIL_DIR": str(work / "failed"),
-        },
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        env={"FAIL_ONCE": fail_once, "FAIL_DIR": str(work / "failed")},
     )
 
 

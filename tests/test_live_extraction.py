@@ -10,10 +10,8 @@ download, which fails with no network.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,14 +22,12 @@ from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
 from inspect_ai.model import ChatMessage, Model, ModelOutput, ModelUsage, get_model
 
 import tracegrade
+from tests.commands import run_inspect
 from tracegrade.datasets import DatasetError, packaged_fixture, read_source_documents
 from tracegrade.tasks.live import DEFAULT_PROMPT, PromptError, ordered_extraction
 
 DOCUMENTS = read_source_documents(packaged_fixture("extraction_documents.jsonl"))
 BY_ID = {document.id: document for document in DOCUMENTS}
-ENV = {
-    key: value for key, value in os.environ.items() if not key.startswith("INSPECT_")
-}
 
 
 def mock_model(
@@ -474,19 +470,12 @@ def test_the_task_is_exported_and_registered() -> None:
 
 
 def inspect_eval(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            *(sys.executable, "-m", "inspect_ai", "eval"),
-            "tracegrade/ordered_extraction",
-            *args,
-            *("--log-dir", "logs", "--display", "plain"),
-        ],
+    return run_inspect(
+        "eval",
+        "tracegrade/ordered_extraction",
+        *args,
+        *("--log-dir", "logs", "--display", "plain"),
         cwd=cwd,
-        env={**ENV, "COLUMNS": "400"},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
     )
 
 

@@ -33,7 +33,8 @@ from inspect_ai.scorer import (
     mean_score,
 )
 
-from tests.support import inspect_cli, write_lines
+from tests.commands import run_inspect
+from tests.support import write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
 from tracegrade.scorers import (
@@ -405,7 +406,7 @@ def test_the_terminal_results_show_how_many_runs_were_scored(tmp_path: Path) -> 
             {"id": "no-context", "input": {"required": ["D1"], "correct": True}},
         ],
     )
-    cli = inspect_cli(
+    cli = run_inspect(
         *("eval", "tracegrade/stage_diagnosis", "-T", f"dataset={dataset}"),
         *("--log-dir", "logs", "--display", "plain"),
         cwd=tmp_path,

@@ -15,7 +15,8 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
 
-from tests.support import inspect_cli, write_lines
+from tests.commands import run_inspect
+from tests.support import write_lines
 from tracegrade import (
     DatasetError,
     ordered_extraction_recorded,
@@ -90,7 +91,7 @@ def test_the_stage_context_goes_through_the_store(tmp_path: Path) -> None:
 def test_the_inspect_eval_cli_runs_the_stage_task_with_no_model(
     tmp_path: Path,
 ) -> None:
-    result = inspect_cli(
+    result = run_inspect(
         "eval", "tracegrade/stage_diagnosis", "--log-dir", "logs", cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr
@@ -104,7 +105,7 @@ def test_the_extraction_scorer_resolves_by_name_in_inspect_score(
     tmp_path: Path,
 ) -> None:
     log = run(ordered_extraction_recorded(), tmp_path / "logs")
-    result = inspect_cli(
+    result = run_inspect(
         "score",
         log.location,
         "--scorer",
@@ -133,7 +134,7 @@ def test_the_cli_takes_a_users_own_file(tmp_path: Path) -> None:
             {"id": "q-18", "input": {"source": ["B", "A"], "answer": "B A"}},
         ],
     )
-    result = inspect_cli(
+    result = run_inspect(
         "eval",
         "tracegrade/ordered_extraction_recorded",
         "-T",
@@ -267,7 +268,7 @@ def test_an_empty_or_missing_file_is_an_error(tmp_path: Path) -> None:
 
 def test_the_cli_reports_a_malformed_file_before_running(tmp_path: Path) -> None:
     dataset = write_lines(tmp_path / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
-    result = inspect_cli(
+    result = run_inspect(
         "eval",
         "tracegrade/stage_diagnosis",
         "-T",

@@ -25,7 +25,8 @@ from click.testing import CliRunner, Result
 from inspect_ai.log import list_eval_logs, read_eval_log
 
 import tracegrade
-from tests.support import SUBPROCESS_ENV, inspect_cli, write_lines
+from tests.commands import run_inspect
+from tests.support import SUBPROCESS_ENV, write_lines
 from tracegrade.cli import main
 from tracegrade.trec import (
     InvalidCutoff,
@@ -739,7 +740,7 @@ def test_inspect_eval_runs_the_imported_file(
         str(out),
     )
     assert imported.exit_code == 0, imported.output
-    result = inspect_cli(
+    result = run_inspect(
         "eval",
         "tracegrade/stage_diagnosis",
         "-T",
