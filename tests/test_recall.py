@@ -141,10 +141,17 @@ def test_recall_refuses_what_no_diagnosis_gives() -> None:
         id_recall(["A"], ["A", "B"])
 
 
-# Hypothesis' text holds no lone surrogates by default; NUL is left out
-# for pytrec_eval (see LOOK_ALIKES).
+# Any ID our rules may meet, lone surrogates included: `characters()` with
+# no codec draws them (only `text()`'s default alphabet, characters(codec=
+# "utf-8"), leaves them out). NUL is left out (see LOOK_ALIKES).
 ID = st.sampled_from(LOOK_ALIKES) | st.text(
     st.characters(exclude_characters="\x00"), max_size=3
+)
+# The IDs a TREC file can hold, for the tests against pytrec_eval: no lone
+# surrogate, which has no UTF-8 form (pytrec_eval's C code then copies a
+# null pointer and the interpreter dies), and no NUL.
+TREC_ID = st.sampled_from(LOOK_ALIKES) | st.text(
+    st.characters(codec="utf-8", exclude_characters="\x00"), max_size=3
 )
 
 
@@ -370,6 +377,12 @@ def trec_inputs(
     ir-measures then gives it the measure's default, 0.0, the recall of a
     context that holds nothing.
     """
+    # pytrec_eval takes each ID's UTF-8 form as a C string: an ID without one
+    # would crash the interpreter, and a NUL would end the ID early. Fail
+    # here, naming the ID, rather than lose the whole test run.
+    for required, context in pairs:
+        for doc in (*required, *context):
+            assert is_trec_id(doc), f"not an ID pytrec_eval can take: {doc!r}"
     qrels = []
     run = []
     k = 1
@@ -383,6 +396,25 @@ def trec_inputs(
             for rank, doc in enumerate(ranked)
         )
     return qrels, run, k
+
+
+def is_trec_id(doc: str) -> bool:
+    """Whether pytrec_eval can take `doc`: it has a UTF-8 form, with no NUL."""
+    try:
+        doc.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return "\x00" not in doc
+
+
+def test_trec_inputs_refuse_what_would_crash_pytrec_eval() -> None:
+    # A lone surrogate (or a NUL) in a pair fails the test in Python, before
+    # any pytrec_eval call: there, a lone surrogate is a segmentation fault.
+    for bad in ("\udc8b", "\x1f\udc8b", "a\x00b"):
+        with pytest.raises(AssertionError, match="not an ID pytrec_eval can take"):
+            trec_inputs([(["A"], ["A", bad])])
+        with pytest.raises(AssertionError, match="not an ID pytrec_eval can take"):
+            trec_inputs([([bad], [])])
 
 
 def our_recall(required: list[str], context: list[str]) -> float:
@@ -457,8 +489,8 @@ def test_recall_is_trec_recall_on_thousands_of_generated_pairs() -> None:
 @given(
     pairs=st.lists(
         st.tuples(
-            st.lists(ID, min_size=1, max_size=8),
-            st.lists(ID, max_size=10),
+            st.lists(TREC_ID, min_size=1, max_size=8),
+            st.lists(TREC_ID, max_size=10),
         ),
         min_size=1,
         max_size=12,
