@@ -71,16 +71,16 @@ REPORT = "from tracegrade.cli import main; main()"
 BASELINE = """
 import json, sys
 from inspect_ai.log import read_eval_log
-from tracegrade.report.build import LogRead, build_report
-from tracegrade.report.samples import from_eval_sample
+from tracegrade.logs.samples import from_eval_sample
+from tracegrade.report.aggregate import build_report
 
 def whole_log(path):
     log = read_eval_log(
         path, exclude_fields={"messages", "events", "store", "attachments"}
     )
-    return LogRead(path, log, [from_eval_sample(s) for s in log.samples or []])
+    return [from_eval_sample(s) for s in log.samples or []]
 
-print(json.dumps(build_report(sys.argv[1:], read=whole_log).to_json()))
+print(json.dumps(build_report(sys.argv[1:], samples=whole_log).to_json()))
 """
 
 

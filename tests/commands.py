@@ -36,7 +36,7 @@ PRELOADED = (
     "tracegrade.cli",
     "tracegrade._registry",
     "tracegrade.bulk.log",
-    "tracegrade.report.build",
+    "tracegrade.report.aggregate",
     "tracegrade.compare.build",
 )
 

@@ -40,7 +40,7 @@ from tracegrade.cli import main
 from tracegrade.compare.build import compare_logs
 from tracegrade.compare.tables import comparison_tables
 from tracegrade.datasets import stage_diagnosis_dataset
-from tracegrade.report.samples import from_eval_sample, log_samples
+from tracegrade.logs.samples import from_eval_sample, log_samples
 from tracegrade.scorers import stage_diagnosis_scorer
 from tracegrade.tasks.replay import replay
 
@@ -157,6 +157,13 @@ def compared(base: str, new: str, *args: str) -> dict[str, Any]:
     return read
 
 
+def only_pair(read: dict[str, Any]) -> dict[str, Any]:
+    """The one pair of evals compared."""
+    (pair,) = read["pairs"]
+    assert isinstance(pair, dict)
+    return pair
+
+
 def matrix(stage: dict[str, Any]) -> dict[tuple[str, str], int]:
     """The non-zero cells of a transition matrix, by (BASE, NEW) state."""
     states = stage["states"]
@@ -170,7 +177,7 @@ def matrix(stage: dict[str, Any]) -> dict[tuple[str, str], int]:
 
 def test_twelve_regressions_and_no_fix_are_significant(logs: dict[str, str]) -> None:
     result = compared(logs["base"], logs["worse"])
-    (stage,) = result["stage_diagnosis"]
+    (stage,) = only_pair(result)["stage_diagnosis"]
 
     assert stage["states"] == STATES
     assert stage["transitions"] == [
@@ -224,7 +231,7 @@ def test_two_regressions_and_one_fix_are_too_few_to_tell(
     logs: dict[str, str],
 ) -> None:
     result = compared(logs["base"], logs["slight"])
-    (stage,) = result["stage_diagnosis"]
+    (stage,) = only_pair(result)["stage_diagnosis"]
 
     assert matrix(stage) == {
         ("retrieval", "retrieval"): 1,
@@ -310,6 +317,34 @@ def test_the_json_shape(logs: dict[str, str]) -> None:
         "effect_size",
         "base",
         "new",
+        "pairs",
+        "only_in_base",
+        "only_in_new",
+        "warnings",
+        "gate",
+    }
+    assert (read["format"], read["unit"], read["alpha"]) == (2, "sample-epoch", 0.05)
+    assert read["warnings"] == [] and read["only_in_new"] == []
+    assert set(read["base"]) == {"path", "evals", "superseded"}
+    (evaluated,) = read["base"]["evals"]
+    assert set(evaluated) == {
+        "key",
+        "name",
+        "task",
+        "model",
+        "created",
+        "status",
+        "epochs",
+        "logs",
+    }
+    assert evaluated["task"] == "tracegrade/stage_diagnosis"
+    assert evaluated["logs"] == [logs["base"]]
+    pair = only_pair(read)
+    assert set(pair) == {
+        "name",
+        "base",
+        "new",
+        "logs",
         "warnings",
         "stage_diagnosis",
         "ordered_extraction",
@@ -317,13 +352,16 @@ def test_the_json_shape(logs: dict[str, str]) -> None:
         "scores_only_in_new",
         "gate",
     }
-    assert (read["format"], read["unit"], read["alpha"]) == (1, "sample-epoch", 0.05)
-    assert read["warnings"] == [] and read["ordered_extraction"] == []
-    assert set(read["base"]) == {"path", "logs", "tasks", "models"}
-    assert read["base"]["tasks"] == ["tracegrade/stage_diagnosis"]
-    (log,) = read["new"]["logs"]
-    assert (log["path"], log["samples"], log["part"]) == (logs["worse"], 19, None)
-    (stage,) = read["stage_diagnosis"]
+    assert pair["name"] == "tracegrade/stage_diagnosis (none/none)"
+    assert pair["warnings"] == [] and pair["ordered_extraction"] == []
+    assert pair["gate"] == read["gate"]
+    base_log, new_log = pair["logs"]
+    assert (new_log["path"], new_log["samples"], new_log["part"]) == (
+        logs["worse"],
+        19,
+        None,
+    )
+    (stage,) = pair["stage_diagnosis"]
     assert set(stage) == {
         "score",
         "kind",
@@ -343,11 +381,15 @@ def test_the_json_shape(logs: dict[str, str]) -> None:
         "outcome",
         "higher_is_better",
         "alpha",
+        "test",
         "pairs",
+        "samples",
         "base_count",
         "new_count",
         "b",
         "c",
+        "fell",
+        "rose",
         "p_value",
         "difference",
         "smallest_p_value",
@@ -361,9 +403,10 @@ def test_the_json_shape(logs: dict[str, str]) -> None:
     assert set(change["base"]) == {"state", "missing", "explanation", "log"}
     # Every key is documented.
     documented = (ROOT / "docs" / "compare.md").read_text(encoding="utf-8")
-    keys = {*read, *read["base"], *read["base"]["logs"][0], *read["gate"]}
+    keys = {*read, *read["base"], *evaluated, *pair, *base_log, *read["gate"]}
     keys |= {*stage, *stage["tests"][0], *change, *change["base"]}
     keys |= {"lost_membership", "gained_membership", "lost_order", "gained_order"}
+    keys |= {"path", "by", "retry"}  # a superseded log
     for key in keys:
         assert f'"{key}"' in documented, key
 
@@ -372,7 +415,7 @@ def test_extraction_pairs_gain_and_lose_membership_and_order(
     logs: dict[str, str],
 ) -> None:
     result = compared(logs["extraction_base"], logs["extraction_new"])
-    (extraction,) = result["ordered_extraction"]
+    (extraction,) = only_pair(result)["ordered_extraction"]
 
     assert extraction["states"] == [
         "pass",
@@ -417,7 +460,7 @@ def test_extraction_pairs_gain_and_lose_membership_and_order(
     )
 
 
-def test_directories_compare_every_score_in_them(
+def test_directories_pair_their_evals_by_task_and_model(
     logs: dict[str, str], tmp_path: Path
 ) -> None:
     for side, names in (("base", ["base", "extraction_base"]), ("new", ["worse"])):
@@ -428,13 +471,17 @@ def test_directories_compare_every_score_in_them(
 
     assert result.exit_code == 0, result.output
     read = json.loads(result.stdout)
-    assert [c["score"] for c in read["stage_diagnosis"]] == ["stage_diagnosis"]
-    assert read["scores_only_in_base"] == {"ordered_extraction": 6}
-    assert (
-        "score 'ordered_extraction' is in BASE only (6 runs); it is not compared."
-        in read["warnings"]
+    pair = only_pair(read)
+    assert [c["score"] for c in pair["stage_diagnosis"]] == ["stage_diagnosis"]
+    assert pair["base"]["task"] == pair["new"]["task"] == "tracegrade/stage_diagnosis"
+    # The extraction eval has no eval of its task in NEW: listed, not compared.
+    (unpaired,) = read["only_in_base"]
+    assert unpaired["task"] == "tracegrade/ordered_extraction_recorded"
+    assert any(
+        "has no eval of the same task and model in NEW" in warning
+        for warning in read["warnings"]
     )
-    assert "warning: score 'ordered_extraction' is in BASE only" in result.stderr
+    assert "has no eval of the same task and model in NEW" in result.stderr
 
 
 def test_the_terminal_shows_the_matrix_tests_and_lists(logs: dict[str, str]) -> None:
@@ -446,13 +493,14 @@ def test_the_terminal_shows_the_matrix_tests_and_lists(logs: dict[str, str]) -> 
         out
     )
     assert re.search(
-        r"│ stage_diagnosis │ pass\s+│\s+17 │\s+14 │\s+2 │\s+12 │\s+0 │\s+0\.00049 │"
-        r"\s+-70\.6 pp │ worse",
+        r"│ stage_diagnosis │ pass\s+│ McNemar │\s+17 │\s+17 │\s+14 │\s+2 │\s+12 │"
+        r"\s+0 │\s+12 │\s+0 │\s+0\.00049 │\s+-70\.6 pp │ worse",
         out,
     )
     assert (
         "- stage_diagnosis pass: Worse in NEW: 12 of 17 pairs had pass in BASE "
-        "only and 0 in NEW only; p = 0.00049 <= alpha = 0.05." in out
+        "only and 0 in NEW only (exact McNemar test); p = 0.00049 <= alpha = 0.05."
+        in out
     )
     assert "Regressions: stage_diagnosis (pass → retrieval or generation)" in out
     assert "│ p01    │     1 │ pass → generation │ none" in out
@@ -478,16 +526,17 @@ def test_the_html_page_has_a_heatmap_and_every_table(
     assert get_plotlyjs() in page
     assert not re.search(r"<script[^>]*\ssrc=", page)
     call = re.search(
-        r'Plotly\.newPlot\(\s*"chart-transitions-stage_diagnosis",\s*', page
+        r'Plotly\.newPlot\(\s*"chart-transitions-1-stage_diagnosis",\s*', page
     )
     assert call is not None
     (heatmap,), _ = json.JSONDecoder().raw_decode(page, call.end())
     comparison = compare_logs(logs["base"], logs["slight"])
-    (stage,) = comparison.stage_diagnosis
+    (pair,) = comparison.pairs
+    (stage,) = pair.stage_diagnosis
     assert heatmap["type"] == "heatmap"
     assert heatmap["z"] == stage.transitions
     assert heatmap["x"] == heatmap["y"] == STATES
-    for table in comparison_tables(comparison):
+    for table in comparison_tables(comparison, pair):
         assert f'id="table-{table.key}"' in page
     assert "ids-stage_diagnosis" in page and "fixes-stage_diagnosis" in page
     assert "Too few to tell: 2 of 17 pairs" in page
@@ -513,14 +562,19 @@ def epoch_logs(
 
 
 def test_epochs_pair_with_their_own_epoch(epoch_logs: dict[str, str]) -> None:
-    (stage,) = compared(epoch_logs["base"], epoch_logs["slight"])["stage_diagnosis"]
+    (stage,) = only_pair(compared(epoch_logs["base"], epoch_logs["slight"]))[
+        "stage_diagnosis"
+    ]
 
     assert stage["pairs"] == 36
     assert matrix(stage)[("pass", "pass")] == 24
     passed = stage["tests"][0]
     assert (passed["pairs"], passed["b"], passed["c"]) == (34, 4, 2)
-    assert passed["p_value"] == binomtest(4, 6, 0.5).pvalue
-    assert passed["verdict"] == "not significant"
+    # The sample is the unit: p01 and p02 fell in both epochs, gen rose.
+    assert passed["test"] == "exact sign test on per-sample differences"
+    assert (passed["samples"], passed["fell"], passed["rose"]) == (17, 2, 1)
+    assert passed["p_value"] == binomtest(2, 3, 0.5).pvalue
+    assert passed["verdict"] == "too few to tell"
     assert [(c["id"], c["epoch"]) for c in stage["regressions"]] == [
         ("p01", 1),
         ("p01", 2),
@@ -532,7 +586,9 @@ def test_epochs_pair_with_their_own_epoch(epoch_logs: dict[str, str]) -> None:
 def test_an_epoch_in_one_run_only_is_listed(
     logs: dict[str, str], epoch_logs: dict[str, str]
 ) -> None:
-    (stage,) = compared(logs["base"], epoch_logs["slight"])["stage_diagnosis"]
+    (stage,) = only_pair(compared(logs["base"], epoch_logs["slight"]))[
+        "stage_diagnosis"
+    ]
 
     assert stage["pairs"] == 18
     only_in_new = [(ref["id"], ref["epoch"]) for ref in stage["only_in_new"]]
@@ -542,16 +598,19 @@ def test_an_epoch_in_one_run_only_is_listed(
     assert [ref["id"] for ref in stage["only_in_base"]] == ["gone"]
 
 
-def test_a_sample_scored_twice_in_one_run_is_refused(
+def test_two_evals_of_one_task_and_model_on_a_side_are_refused(
     logs: dict[str, str], epoch_logs: dict[str, str], tmp_path: Path
 ) -> None:
     shutil.copy(logs["base"], tmp_path)
     shutil.copy(epoch_logs["base"], tmp_path)
+    shutil.copy(logs["extraction_base"], tmp_path)
     result = invoke(str(tmp_path), logs["worse"])
 
     assert result.exit_code == 1
     assert re.search(
-        r"BASE: sample '\w+' epoch 1 has two 'stage_diagnosis' scores", result.stderr
+        r"BASE holds 2 evals of task 'tracegrade/stage_diagnosis' and model "
+        r"'none/none' \(.*\.eval, .*\.eval\): which to pair is unclear",
+        result.stderr,
     )
 
 
@@ -596,13 +655,19 @@ def test_the_parts_of_a_split_run_are_pooled(
     pooled = compared(logs["base"], str(Path(parts[0]).parent))
     whole = compared(logs["base"], logs["worse"])
 
-    assert [log["part"] for log in pooled["new"]["logs"]] == [
+    (split,) = pooled["new"]["evals"]
+    assert split["logs"] == parts and split["name"].endswith("(3 parts)")
+    _, *new_logs = only_pair(pooled)["logs"]
+    assert [log["part"] for log in new_logs] == [
         {"index": index, "count": 3} for index in (1, 2, 3)
     ]
-    assert pooled["new"]["models"] == ["none/none"]
-    assert pooled["warnings"] == []
+    assert split["task"] == "tracegrade/stage_diagnosis"
+    assert split["model"] == "none/none"
+    assert pooled["warnings"] == only_pair(pooled)["warnings"][1:] == []
     for key in ("stage_diagnosis", "gate"):
-        assert without_logs(pooled[key]) == without_logs(whole[key])
+        assert without_logs(only_pair(pooled)[key]) == without_logs(
+            only_pair(whole)[key]
+        )
 
 
 def test_a_missing_part_is_warned_of_and_its_samples_listed(
@@ -613,15 +678,16 @@ def test_a_missing_part_is_warned_of_and_its_samples_listed(
     result = invoke(logs["base"], str(tmp_path), "--json")
     read = json.loads(result.stdout)
 
-    (warning,) = read["warnings"]
+    pair = only_pair(read)
+    warning = next(w for w in pair["warnings"] if "part" in w)
     assert re.fullmatch(
-        r"NEW: run \w+ has 3 parts but 2 were read \(missing: 2\); its figures "
-        r"cover only those read\.",
+        r"NEW: \S+\.eval \(3 parts\) is missing part 2; only the parts read are "
+        r"compared\.",
         warning,
     )
     assert f"warning: {warning}" in result.stderr
     missing_part = read_eval_log(parts[1], header_only=True).eval.dataset.sample_ids
-    (stage,) = read["stage_diagnosis"]
+    (stage,) = pair["stage_diagnosis"]
     assert missing_part is not None and len(missing_part) == 7
     assert sorted(ref["id"] for ref in stage["only_in_base"]) == sorted(
         ["gone", *map(str, missing_part)]
@@ -650,7 +716,7 @@ def test_a_sample_that_errored_is_no_score_not_missing(
         scorer=stage_diagnosis_scorer(),
     )
     (log,) = evaluate([task], tmp_path, fail_on_error=False)
-    (stage,) = compared(logs["base"], log)["stage_diagnosis"]
+    (stage,) = only_pair(compared(logs["base"], log))["stage_diagnosis"]
 
     assert matrix(stage)[("pass", "no score")] == 1
     assert matrix(stage)[("pass", "pass")] == 14  # `gone` is in both here

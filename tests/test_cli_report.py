@@ -15,14 +15,10 @@ from plotly.offline import get_plotlyjs
 from tests.support import split_into_parts
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.cli import main
-from tracegrade.report.build import (
-    Report,
-    build_report,
-    find_logs,
-    report_tables,
-    share_with_interval,
-)
+from tracegrade.logs.evals import find_logs
+from tracegrade.report.aggregate import Report, build_report
 from tracegrade.report.html import plot_text
+from tracegrade.report.tables import report_tables, share_with_interval
 from tracegrade.scorers.explain import show_id
 
 
@@ -41,7 +37,7 @@ def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def report(log_dir: Path) -> Report:
-    return build_report(find_logs([log_dir]))
+    return build_report([str(log_dir)])
 
 
 def invoke(*args: str) -> Result:
@@ -212,12 +208,12 @@ def parts_dir(log_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return parts
 
 
-def test_parts_of_a_run_are_said_to_be_pooled(parts_dir: Path) -> None:
+def test_parts_of_a_run_are_one_eval(parts_dir: Path) -> None:
     result = invoke(str(parts_dir))
 
     assert result.exit_code == 0, result.output
-    assert "3 logs (parts 1\u20133 of one run)" in result.stdout
-    assert re.search(r"part1of3\.eval\s+│\s+1 of 3\s+│\s+success", result.stdout)
+    assert "1 eval in 3 logs" in result.stdout
+    assert re.search(r"E1\s+│\s+\S+\.eval \(3 parts\)\s+│\s+success", result.stdout)
     assert "warning" not in result.stdout
 
 
@@ -229,8 +225,8 @@ def test_a_missing_part_is_warned_of_everywhere(
     as_json = invoke(*map(str, two), "--json", "--html", str(tmp_path / "r.html"))
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
 
-    warning = "has 3 parts but 2 were read (missing: 2)"
-    assert "2 logs (parts 1, 3 of one run)" in text.stdout
+    warning = "is missing part 2; its figures cover only the parts read"
+    assert "1 eval in 2 logs" in text.stdout
     assert len([line for line in text.stdout.splitlines() if warning in line]) == 1
     assert warning in as_json.stderr and warning in page
     assert [log["part"] for log in json.loads(as_json.stdout)["logs"]] == [

@@ -24,29 +24,26 @@ from inspect_ai.scorer import Score
 
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.bulk.evallog import EvalArchive, sample_summary
-from tracegrade.report import samples
-from tracegrade.report.build import (
-    LogRead,
-    Report,
-    ReportError,
-    build_report,
-    find_logs,
-    read_log,
-)
-from tracegrade.report.samples import eval_header, from_eval_sample
+from tracegrade.logs import samples
+from tracegrade.logs.evals import find_logs
+from tracegrade.logs.samples import SampleRead, eval_header, from_eval_sample
+from tracegrade.logs.scores import LogError, read_log
+from tracegrade.report.aggregate import Report, build_report
 
 EPOCHS = 2
 JSON_LOG_NAME = "2026-01-01T00-00-00+00-00_{}.json"
 
 
-def whole_log(path: str) -> LogRead:
+def whole_log(path: str) -> list[SampleRead]:
     """The reference reader: the whole log, validated by Inspect."""
-    log = read_eval_log(path)
-    return LogRead(path, log, [from_eval_sample(s) for s in log.samples or []])
+    return [from_eval_sample(s) for s in read_eval_log(path).samples or []]
 
 
 def both_ways(paths: list[str], top: int = 10) -> tuple[Report, Report]:
-    return build_report(paths, top=top), build_report(paths, top=top, read=whole_log)
+    return (
+        build_report(paths, top=top),
+        build_report(paths, top=top, samples=whole_log),
+    )
 
 
 @pytest.fixture(scope="module", params=["eval", "json"])
@@ -197,7 +194,7 @@ def test_reads_across_window_edges_give_the_same_report(
     """Windows of 7 bytes: every value, name and directory entry crosses
     an edge, numbers cut short included."""
     paths = find_logs([log_dir])
-    whole = build_report(paths, read=whole_log)
+    whole = build_report(paths, samples=whole_log)
     monkeypatch.setattr(samples, "_CHUNK", 7)
 
     assert build_report(paths) == whole
@@ -207,7 +204,7 @@ def test_members_parsed_as_a_stream_read_the_same(
     log_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     paths = find_logs([log_dir])
-    whole = build_report(paths, read=whole_log)
+    whole = build_report(paths, samples=whole_log)
     monkeypatch.setattr(samples, "STREAM_OVER", 0)
 
     assert build_report(paths) == whole
@@ -280,7 +277,7 @@ def test_an_unreadable_sample_names_its_member(
         name = next(n for n in archive.namelist() if n.startswith("samples/"))
         archive.writestr(name, b'{"id": "x", "epoch": 1, "scores": ')
 
-    with pytest.raises(ReportError, match=rf"cannot read .*member {name}: .*not JSON"):
+    with pytest.raises(LogError, match=rf"cannot read .*member {name}: .*not JSON"):
         build_report([str(path)])
 
 

@@ -7,15 +7,12 @@ packaged fixture files and the pure core (`diagnose_stage`,
 
 from __future__ import annotations
 
-import math
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 from inspect_ai import Task, eval, score
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
@@ -32,23 +29,26 @@ from tracegrade import (
 )
 from tracegrade.core import has_duplicates
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
-from tracegrade.report.build import (
+from tracegrade.logs.evals import find_logs
+from tracegrade.logs.scores import LogError, LogPart, LogScores, read_log
+from tracegrade.report.aggregate import (
     ExtractionSummary,
-    LogPart,
-    LogScores,
-    Proportion,
     Report,
     ReportError,
     StageSummary,
-    _ExactSum,
     build_report,
-    find_logs,
-    logs_read,
-    part_warnings,
-    read_log,
-    report_tables,
-    task_label,
+)
+from tracegrade.report.shares import (
+    Proportion,
+    effective_trials,
+    effective_wilson_interval,
     wilson_interval,
+)
+from tracegrade.report.tables import (
+    eval_label,
+    eval_warnings,
+    evals_read,
+    interval_note,
 )
 from tracegrade.tasks import replay
 
@@ -155,7 +155,15 @@ def offline_logs(tmp_path_factory: pytest.TempPathFactory) -> OfflineLogs:
 
 @pytest.fixture(scope="session")
 def report(offline_logs: OfflineLogs) -> Report:
-    return build_report(find_logs([offline_logs.log_dir]))
+    return build_report([str(offline_logs.log_dir)])
+
+
+def figures(
+    summaries: list[StageSummary],
+) -> list[StageSummary]:
+    """The summaries but for the labels of their evals, which number the
+    evals of one report."""
+    return [replace(summary, evals=[]) for summary in summaries]
 
 
 def only_stage(report: Report) -> StageSummary:
@@ -293,11 +301,10 @@ def test_a_log_written_before_itemisation_gives_the_same_figures(
     old = without_itemised(offline_logs.extraction, tmp_path)
 
     assert only_extraction(build_report([old])) == only_extraction(report)
-    pooled = only_extraction(build_report([old, offline_logs.extraction]))
-    assert pooled.itemised == 2 * only_extraction(report).itemised
-    assert [(d.id, d.dropped) for d in pooled.dropped] == [
-        (d.id, 2 * d.dropped) for d in only_extraction(report).dropped
-    ]
+    # A copy of one eval beside it is that eval, counted once.
+    both = build_report([old, offline_logs.extraction])
+    assert only_extraction(both) == only_extraction(report)
+    assert len(both.superseded) == 1
 
 
 def test_figures_agree_with_the_metrics_inspect_logged(
@@ -364,20 +371,134 @@ def test_each_sample_epoch_counts(tmp_path: Path, report: Report) -> None:
     assert [(d.id, d.missed) for d in twice.missed] == [
         (d.id, 2 * d.missed) for d in once.missed
     ]
+    # A replay answers alike in every epoch: the second adds no evidence, so
+    # the intervals, clustered by sample, are those of one epoch.
+    assert twice.samples == once.samples == len(STAGE_CASES)
+    for stage, proportion in twice.stages.items():
+        assert proportion.effective_total == once.stages[stage].total
+        assert (proportion.low, proportion.high) == pytest.approx(
+            (once.stages[stage].low, once.stages[stage].high), abs=1e-12
+        )
+    assert "the sample as the cluster" in interval_note(build_report([log.location]))
+    assert "cluster" not in interval_note(report)
 
 
-def test_logs_of_one_task_and_model_are_pooled(
+def test_two_evals_of_one_task_and_model_are_two_rows(
     offline_logs: OfflineLogs, report: Report, tmp_path: Path
 ) -> None:
-    copy = tmp_path / Path(offline_logs.stage).name
-    shutil.copyfile(offline_logs.stage, copy)
-    pooled = only_stage(build_report([offline_logs.stage, str(copy)]))
+    """`inspect eval` run twice on one file: two evals, never summed."""
+    (again,) = run([stage_diagnosis()], tmp_path)
+    both = build_report([offline_logs.stage, again.location])
 
-    assert pooled.logs == 2
-    assert pooled.runs == 2 * only_stage(report).runs
-    assert pooled.lucky.count == 2 * only_stage(report).lucky.count
-    assert pooled.recall == only_stage(report).recall
-    assert pooled.recall_runs == 2 * only_stage(report).recall_runs
+    first, second = both.stage_diagnosis
+    assert (first.evals, second.evals) == (["E1"], ["E2"])
+    assert first == replace(only_stage(report), evals=["E1"])
+    assert replace(second, evals=["E1"]) == first
+    assert evals_read(both) == "2 evals in 2 logs"
+
+
+def test_pool_refuses_evals_that_scored_the_same_samples(
+    offline_logs: OfflineLogs, tmp_path: Path
+) -> None:
+    (again,) = run([stage_diagnosis()], tmp_path)
+
+    with pytest.raises(
+        ReportError,
+        match=r"--pool: evals E1 and E2 \(tracegrade/stage_diagnosis, none/none, "
+        rf"score 'stage_diagnosis'\) both scored {len(STAGE_CASES)} sample ids",
+    ):
+        build_report([offline_logs.stage, again.location], pool=True)
+
+
+def test_pool_pools_evals_of_different_samples(
+    offline_logs: OfflineLogs, report: Report, tmp_path: Path
+) -> None:
+    """Two halves of the packaged cases, run as two evals, pool to the
+    figures of the whole."""
+    cases = packaged_fixture("stage_diagnosis.jsonl")
+    lines = Path(cases).read_text(encoding="utf-8").splitlines(keepends=True)
+    halves = []
+    for index, part in enumerate((lines[: len(lines) // 2], lines[len(lines) // 2 :])):
+        path = tmp_path / f"half{index}.jsonl"
+        path.write_text("".join(part), encoding="utf-8")
+        (log,) = run([stage_diagnosis(dataset=str(path))], tmp_path / f"logs{index}")
+        halves.append(log.location)
+    pooled = build_report(halves, pool=True)
+
+    (summary,) = pooled.stage_diagnosis
+    whole = only_stage(report)
+    assert summary.evals == ["E1", "E2"]
+    assert summary.stages == whole.stages
+    assert summary.lucky == whole.lucky
+    assert summary.recall == whole.recall
+    assert evals_read(pooled) == "2 evals in 2 logs, pooled by task, model and score"
+
+
+FLAKY_TASK = """
+from pathlib import Path
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.solver import solver
+
+from tracegrade import stage_diagnosis_scorer
+from tracegrade.tasks import replay
+
+
+@solver
+def flaky():
+    # Sample b fails the first time it runs, as a flaky retriever would.
+    async def solve(state, generate):
+        marker = Path(__file__).parent / "failed-once"
+        if state.sample_id == "b" and not marker.exists():
+            marker.touch()
+            raise RuntimeError("the retriever timed out")
+        return state
+
+    return solve
+
+
+@task
+def flaky_runs():
+    return Task(
+        dataset=[
+            Sample(
+                id=sample_id,
+                input="q",
+                metadata={"required": ["D1"], "context": ["D1"], "correct": True},
+            )
+            for sample_id in "abc"
+        ],
+        solver=[flaky(), replay()],
+        scorer=stage_diagnosis_scorer(context_key="context"),
+    )
+"""
+
+
+def test_a_retried_eval_counts_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The failed log and its `eval-retry` share a task id: only the newest
+    is counted, and the report says why the other is not."""
+    from inspect_ai import eval_retry
+
+    (tmp_path / "flaky.py").write_text(FLAKY_TASK, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    logs = str(tmp_path / "logs")
+    (failed,) = eval("flaky.py", display="none", log_dir=logs)
+    assert failed.status == "error"
+    (retried,) = eval_retry(failed.location, display="none", log_dir=logs)
+    assert retried.status == "success"
+    result = build_report([logs])
+
+    (summary,) = result.stage_diagnosis
+    assert summary.runs == 3
+    assert summary.stages["pass"].count == 3
+    assert [s.path for s in result.superseded] == [failed.location]
+    assert result.superseded[0].by == retried.location
+    assert evals_read(result) == (
+        "1 eval in 2 logs (1 log superseded by its retry, not counted)"
+    )
 
 
 @pytest.fixture(scope="session")
@@ -387,50 +508,54 @@ def stage_parts(
     return split_into_parts(offline_logs.stage, tmp_path_factory.mktemp("parts"), 3)
 
 
-def test_the_parts_of_a_run_pool_to_the_whole_run(
+def test_the_parts_of_a_run_are_one_eval(
     stage_parts: list[str], report: Report
 ) -> None:
     pooled = build_report(stage_parts)
 
-    assert pooled.stage_diagnosis == [replace(only_stage(report), logs=3)]
+    assert figures(pooled.stage_diagnosis) == figures(report.stage_diagnosis)
     assert [log.part for log in pooled.logs] == [LogPart(k, 3) for k in (1, 2, 3)]
-    assert len({log.run_id for log in pooled.logs}) == 1
+    (summary,) = pooled.evals
+    assert summary.logs == stage_parts
+    assert summary.name.endswith("(3 parts)")
     assert sum(log.samples for log in pooled.logs) == len(STAGE_CASES)
-    assert logs_read(pooled.logs) == "3 logs (parts 1\u20133 of one run)"
-    assert part_warnings(pooled.logs) == []
+    assert evals_read(pooled) == "1 eval in 3 logs"
+    assert eval_warnings(pooled) == []
 
 
 def test_a_missing_part_is_warned_of_in_one_line(stage_parts: list[str]) -> None:
     first, _, last = stage_parts
-    logs = build_report([first, last]).logs
-    (warning,) = part_warnings(logs)
+    result = build_report([first, last])
+    (warning,) = eval_warnings(result)
 
-    assert logs_read(logs) == "2 logs (parts 1, 3 of one run)"
+    (summary,) = result.evals
+    assert summary.status == "incomplete"
     assert warning == (
-        f"run {logs[0].run_id} has 3 parts but 2 were read (missing: 2); "
-        "its figures cover only those read."
+        f"E1 ({summary.name}) is missing part 2; its figures cover only the parts read."
     )
 
 
-def test_a_part_read_twice_is_warned_of(
-    stage_parts: list[str], offline_logs: OfflineLogs, tmp_path: Path
+def test_a_part_read_twice_is_counted_once(
+    stage_parts: list[str], report: Report, tmp_path: Path
 ) -> None:
     copy = tmp_path / "copy-of-part-1.eval"
     shutil.copyfile(stage_parts[0], copy)
-    logs = build_report([*stage_parts, str(copy), offline_logs.extraction]).logs
+    result = build_report([*stage_parts, str(copy)])
 
-    assert logs_read(logs) == "5 logs (parts 1\u20133 of one run)"
-    (warning,) = part_warnings(logs)
-    assert "part 1 read more than once" in warning
+    assert figures(result.stage_diagnosis) == figures(report.stage_diagnosis)
+    (superseded,) = result.superseded
+    assert {superseded.path, superseded.by} == {stage_parts[0], str(copy)}
+    assert not superseded.retry
+    assert evals_read(result) == (
+        "1 eval in 4 logs (1 log superseded by a newer copy of the same eval, "
+        "not counted)"
+    )
 
 
 def test_logs_that_are_not_parts_say_nothing_of_parts(report: Report) -> None:
-    assert logs_read(report.logs) == "2 logs"
+    assert evals_read(report) == "2 evals in 2 logs"
     assert [log.part for log in report.logs] == [None, None]
-    assert part_warnings(report.logs) == []
-    assert (
-        "part" not in next(t for t in report_tables(report) if t.key == "logs").columns
-    )
+    assert eval_warnings(report) == []
 
 
 def test_a_malformed_part_number_is_no_part(
@@ -443,6 +568,7 @@ def test_a_malformed_part_number_is_no_part(
     (summary,) = build_report([str(path)]).logs
 
     assert summary.part is None
+    assert eval_warnings(build_report([str(path)])) == []
 
 
 def test_json_logs_read_like_eval_logs(
@@ -452,7 +578,9 @@ def test_json_logs_read_like_eval_logs(
     write_eval_log(read_eval_log(offline_logs.stage), str(json_log))
 
     assert find_logs([tmp_path]) == [str(json_log)]
-    assert build_report([str(json_log)]).stage_diagnosis == report.stage_diagnosis
+    assert figures(build_report([str(json_log)]).stage_diagnosis) == figures(
+        report.stage_diagnosis
+    )
 
 
 def test_an_appended_score_is_reported_on_its_own(
@@ -469,7 +597,7 @@ def test_an_appended_score_is_reported_on_its_own(
     first, appended = build_report([str(path)]).stage_diagnosis
 
     assert (first.scorer, appended.scorer) == ("stage_diagnosis", "stage_diagnosis1")
-    assert task_label(appended) == "tracegrade/stage_diagnosis [stage_diagnosis1]"
+    assert eval_label(appended) == "E1 [stage_diagnosis1]"
     assert appended.stages == first.stages == only_stage(report).stages
 
 
@@ -576,7 +704,7 @@ def test_a_malformed_itemisation_names_the_sample(
 def test_a_directory_without_logs_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "notes.json").write_text("{}")
 
-    with pytest.raises(ReportError, match="no Inspect logs"):
+    with pytest.raises(LogError, match="no Inspect logs"):
         find_logs([tmp_path])
 
 
@@ -584,7 +712,7 @@ def test_a_file_that_is_not_a_log_is_an_error(tmp_path: Path) -> None:
     broken = tmp_path / "broken.eval"
     broken.write_bytes(b"not a zip file")
 
-    with pytest.raises(ReportError, match=r"cannot read .*broken\.eval"):
+    with pytest.raises(LogError, match=r"cannot read .*broken\.eval"):
         read_log(str(broken))
 
 
@@ -608,6 +736,45 @@ def test_wilson_interval_matches_published_values(
     computed = wilson_interval(successes, trials)
 
     assert computed == (pytest.approx(low, abs=5e-5), pytest.approx(high, abs=5e-5))
+
+
+@pytest.mark.parametrize(("successes", "trials"), [(0, 1), (3, 7), (20, 20), (81, 263)])
+def test_the_effective_interval_is_wilsons_at_whole_trials(
+    successes: int, trials: int
+) -> None:
+    assert effective_wilson_interval(successes / trials, trials) == pytest.approx(
+        wilson_interval(successes, trials), abs=1e-12
+    )
+
+
+@pytest.mark.parametrize(
+    ("clusters", "effective"),
+    [
+        # One epoch each: every run is independent.
+        ([(1, 1), (0, 1), (1, 1), (1, 1)], 4.0),
+        # Epochs that always agree: each sample counts once.
+        ([(3, 3), (0, 3), (3, 3), (0, 3)], 4.0),
+        # Epochs as varied as the runs overall: no less than the runs.
+        ([(1, 3), (2, 3), (1, 3), (2, 3)], 12.0),
+        # All or none of the runs: no variance to weigh, the samples count.
+        ([(0, 3), (0, 3)], 2.0),
+        ([(2, 2)], 1.0),
+    ],
+)
+def test_effective_trials_lie_between_the_samples_and_the_runs(
+    clusters: list[tuple[int, int]], effective: float
+) -> None:
+    assert effective_trials(clusters) == effective
+
+
+def test_partly_alike_epochs_narrow_the_interval_between_the_bounds() -> None:
+    clusters = [(3, 3), (2, 3), (0, 3), (1, 3), (3, 3), (0, 3)]
+    clustered = Proportion.of(9, 18, clusters)
+    assert clustered.effective_total is not None
+    assert 6 < clustered.effective_total < 18
+    as_runs, as_samples = Proportion.of(9, 18), effective_wilson_interval(0.5, 6)
+    assert clustered.low is not None and as_runs.low is not None
+    assert as_samples[0] < clustered.low < as_runs.low
 
 
 def test_wilson_interval_refuses_impossible_counts() -> None:
@@ -648,25 +815,6 @@ def test_log_scores_keep_the_scoreless_samples_only_when_asked(
     assert counted.summary().samples == len(yielded) + 1
 
 
-# A quick property: Hypothesis's own 100 examples, not the profile's thousands.
-@settings(max_examples=100)
-@given(st.lists(st.floats(min_value=-1e300, max_value=1e300), max_size=200))
-def test_the_exact_sum_is_fsums(values: list[float]) -> None:
-    """The report's running sum of recalls rounds as `math.fsum` of the
-    whole list does (floats of any size short of overflowing: recalls are
-    shares, but the algorithm is general)."""
-    total = _ExactSum()
-    for value in values:
-        total.add(value)
-    assert total.count == len(values)
-    if not values:
-        assert total.mean() is None
-        return
-    expected = math.fsum(values)
-    assert math.fsum(total.partials) == expected
-    assert total.mean() == expected / len(values)
-
-
 def test_a_diagnosed_score_whose_id_lists_disagree_names_the_sample(
     offline_logs: OfflineLogs, tmp_path: Path
 ) -> None:
@@ -680,8 +828,31 @@ def test_a_diagnosed_score_whose_id_lists_disagree_names_the_sample(
     assert sample.scores is not None
     metadata = sample.scores["stage_diagnosis"].metadata
     assert metadata is not None
+    # As written before scores carried their recall: it is taken from the
+    # record and the result, which must agree.
+    del metadata["recall"]
     metadata["record"] = {**metadata["record"], "required": []}
     path = tmp_path / JSON_LOG_NAME.format("disagreeing")
     write_eval_log(log, str(path))
     with pytest.raises(ReportError, match=rf"sample {sample.id!r} .*disagree"):
+        build_report([str(path)])
+
+
+def test_a_recall_outside_zero_to_one_names_the_sample(
+    offline_logs: OfflineLogs, tmp_path: Path
+) -> None:
+    log = read_eval_log(offline_logs.stage)
+    assert log.samples is not None
+    sample = next(
+        s
+        for s in log.samples
+        if s.scores and s.scores["stage_diagnosis"].value == "pass"
+    )
+    assert sample.scores is not None
+    metadata = sample.scores["stage_diagnosis"].metadata
+    assert metadata is not None
+    metadata["recall"] = 1.5
+    path = tmp_path / JSON_LOG_NAME.format("recall")
+    write_eval_log(log, str(path))
+    with pytest.raises(ReportError, match=rf"sample {sample.id!r} .*got 1\.5"):
         build_report([str(path)])

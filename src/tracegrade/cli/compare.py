@@ -10,7 +10,10 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..compare.build import Comparison
+    from ..logs.evals import Evals
 
 REGRESSION_EXIT = 3
 """Exit code of `--fail-on-regression` when the gate fails; 1 and 2 are
@@ -25,13 +28,21 @@ taken by logs that cannot be compared and by usage errors."""
     default=0.05,
     show_default=True,
     type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    help="Significance level of the exact McNemar tests (p <= alpha).",
+    help="Significance level of the paired tests (p <= alpha).",
 )
+@click.option(
+    "--task",
+    default=None,
+    help="Compare only the evals of this task (as logged, or its own name "
+    "without the package: stage_diagnosis).",
+)
+@click.option("--model", default=None, help="Compare only the evals of this model.")
 @click.option(
     "--fail-on-regression",
     is_flag=True,
     help=f"Exit {REGRESSION_EXIT} when NEW is significantly worse at --alpha "
-    "(pass rate for stage diagnosis; membership or order for extraction).",
+    "in any pair of evals (pass rate for stage diagnosis; membership or "
+    "order for extraction).",
 )
 @click.option(
     "--strict",
@@ -69,6 +80,8 @@ def compare(
     base: str,
     new: str,
     alpha: float,
+    task: str | None,
+    model: str | None,
     fail_on_regression: bool,
     strict: bool,
     show: int,
@@ -79,44 +92,54 @@ def compare(
     """Compare the tracegrade scores of two runs, sample by sample.
 
     BASE and NEW are each a log (.eval or .json, from `inspect eval` or
-    `tracegrade score`) or a directory of logs, pooled: the parts of a run
-    that `tracegrade score` split are one run. Samples are paired by sample
-    id and epoch under each tracegrade score name found in both.
+    `tracegrade score`) or a directory of logs. Each is read as evals: a
+    log, the newest log of an eval retried with `inspect eval-retry` (the
+    older ones are superseded and not read), or the parts of a run
+    `tracegrade score` split. BASE's evals are paired with NEW's by task
+    and model, so directories from `inspect eval --model a,b` or from an
+    eval set compare pair by pair; --task and --model select. One eval on
+    each side is paired whatever it ran (two models, say). Evals on one
+    side only are listed. Within a pair, samples are paired by sample id
+    and epoch under each tracegrade score name found in both.
 
-    Shows, per score: the transition matrix (BASE state by NEW state), the
-    regressions (stage pass to retrieval or generation) and fixes with each
-    run's missing IDs and explanation, the document IDs newly missing and
-    newly found, the extraction samples that lost or gained membership and
-    order, and the samples in one run only. Each paired binary outcome
-    (pass, retrieval failure, membership, order) gets an exact McNemar
-    test, with its effect size (NEW share minus BASE share) and a plain
-    verdict: worse, better, not significant, or too few to tell.
+    Shows, per pair of evals and score: the transition matrix (BASE state
+    by NEW state), the regressions (stage pass to retrieval or generation)
+    and fixes with each run's missing IDs and explanation, the document
+    IDs newly missing and newly found, the extraction samples that lost or
+    gained membership and order, and the samples in one run only. Each
+    paired binary outcome (pass, retrieval failure, membership, order) is
+    tested with the sample as the unit: the exact McNemar test when each
+    sample ran once, the exact sign test on per-sample differences when it
+    ran several epochs (epochs of one sample are not independent). Each
+    gets its effect size (NEW share minus BASE share) and a plain verdict:
+    worse, better, not significant, or too few to tell.
 
     \b
     Exit codes: 0 compared (regressions or not, unless the gate is asked
-    for), 1 a log cannot be read or the runs cannot be compared (no
-    tracegrade score, none in common, no sample in common, a sample scored
-    twice in one run), 2 usage error or an output that cannot be written,
-    3 --fail-on-regression and NEW regressed: significantly at --alpha,
-    or at all with --strict.
+    for), 1 a log cannot be read or the evals cannot be compared (no
+    tracegrade score, no eval or sample in common, evals whose pairing is
+    unclear), 2 usage error or an output that cannot be written, 3
+    --fail-on-regression and NEW regressed in some pair of evals:
+    significantly at --alpha, or at all with --strict.
     """
     if strict and not fail_on_regression:
         raise click.UsageError("--strict applies only with --fail-on-regression")
     # Imported here so that `tracegrade --help` does not load Inspect.
-    from ..compare.build import compare_logs
     from ..compare.pairing import CompareError
+    from ..logs.evals import read_evals
+    from ..logs.scores import LogError
     from ..outputs import check_output
-    from ..report.build import ReportError, find_logs
 
     try:
+        sides = read_evals([base]), read_evals([new])
         if html_path is not None:
-            inputs = [base, new, *find_logs([base]), *find_logs([new])]
+            inputs = [base, new]
+            for evals in sides:
+                inputs += [log.path for run in evals.runs for log in run.logs]
+                inputs += [superseded.path for superseded in evals.superseded]
             check_output(str(html_path), inputs=inputs, option="--html", force=force)
-        if as_json:
-            result = compare_logs(base, new, alpha=alpha)
-        else:
-            result = _compare_with_progress(base, new, alpha)
-    except (ReportError, CompareError) as error:
+        result = _compare(base, new, sides, alpha, task, model, progress=not as_json)
+    except (LogError, CompareError) as error:
         raise click.ClickException(str(error)) from error
 
     if html_path is not None:
@@ -126,7 +149,7 @@ def compare(
 
     if as_json:
         # stdout stays the JSON alone.
-        for warning in result.warnings:
+        for warning in _all_warnings(result):
             click.echo(f"warning: {warning}", err=True)
         click.echo(json.dumps(result.to_json(), indent=2, allow_nan=False))
     else:
@@ -147,58 +170,111 @@ def compare(
             sys.exit(REGRESSION_EXIT)
 
 
-def _compare_with_progress(base: str, new: str, alpha: float) -> Comparison:
+def _compare(
+    base: str,
+    new: str,
+    sides: tuple[Evals, Evals],
+    alpha: float,
+    task: str | None,
+    model: str | None,
+    *,
+    progress: bool,
+) -> Comparison:
     from rich.console import Console
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
 
-    from ..compare.build import compare_logs
+    from ..compare.build import compare_evals
 
-    # The number of logs is known only as each side is listed, so a count
-    # rather than a bar; the spinner and clock show life on a large log.
+    def compared(on_log_read: Callable[[str], None] | None) -> Comparison:
+        return compare_evals(
+            base,
+            sides[0],
+            new,
+            sides[1],
+            alpha=alpha,
+            task=task,
+            model=model,
+            on_log_read=on_log_read,
+        )
+
+    if not progress:
+        return compared(None)
+    # The spinner and clock show life while one large log is read.
     columns = (
         SpinnerColumn(),
-        TextColumn("Reading logs: {task.completed:.0f} read"),
+        TextColumn("Reading logs"),
+        BarColumn(),
+        MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
+    total = sum(len(run.logs) for evals in sides for run in evals.runs)
     console = Console(file=sys.stderr)
-    with Progress(*columns, console=console, transient=True) as progress:
-        reading = progress.add_task("read", total=None)
-        return compare_logs(
-            base,
-            new,
-            alpha=alpha,
-            on_log_read=lambda _path: progress.advance(reading),
-        )
+    with Progress(*columns, console=console, transient=True) as bar:
+        reading = bar.add_task("read", total=total)
+        return compared(lambda _path: bar.advance(reading))
+
+
+def _all_warnings(result: Comparison) -> list[str]:
+    several = len(result.pairs) > 1
+    return [*result.warnings] + [
+        f"{pair.name}: {warning}" if several else warning
+        for pair in result.pairs
+        for warning in pair.warnings
+    ]
 
 
 def _print_tables(result: Comparison, show: int) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    from ..compare.tables import comparison_tables, gate_line, summary_line, test_notes
+    from ..compare.tables import (
+        comparison_tables,
+        evals_table,
+        gate_line,
+        summary_line,
+        test_notes,
+    )
     from .report import print_table
 
     console = Console()
     console.print(
         Text.assemble(("tracegrade compare", "bold"), f": {summary_line(result)}")
     )
-    for warning in result.warnings:
+    for warning in _all_warnings(result):
         console.print(Text.assemble(("warning", "yellow"), f": {warning}"))
-    tables = comparison_tables(result, show)
-    # The pairs and the matrices first, then the tests and what they say,
-    # then the lists.
-    lists_from = (
-        next(index for index, table in enumerate(tables) if table.key == "tests") + 1
-    )
-    for spec in tables[:lists_from]:
+    for pair in result.pairs:
+        if len(result.pairs) > 1:
+            console.print()
+            console.rule(Text(pair.name, style="bold"))
+        tables = comparison_tables(result, pair, show)
+        # The pairs and the matrices first, then the tests and what they
+        # say, then the lists.
+        lists_from = (
+            next(
+                index
+                for index, table in enumerate(tables)
+                if table.key.endswith("tests")
+            )
+            + 1
+        )
+        for spec in tables[:lists_from]:
+            console.print()
+            print_table(console, spec)
         console.print()
-        print_table(console, spec)
+        for note in test_notes(result, pair):
+            console.print(Text(f"- {note}"))
+        for spec in tables[lists_from:]:
+            console.print()
+            print_table(console, spec)
     console.print()
-    for note in test_notes(result):
-        console.print(Text(f"- {note}"))
-    for spec in tables[lists_from:]:
-        console.print()
-        print_table(console, spec)
+    print_table(console, evals_table(result))
     console.print()
     style = (
         "red"

@@ -13,8 +13,9 @@ import click
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..report.build import Report
-    from ..report.build import Table as TableSpec
+    from ..logs.evals import Evals
+    from ..report.aggregate import Report
+    from ..report.tables import Table as TableSpec
 
 
 @click.command("report")
@@ -31,6 +32,12 @@ if TYPE_CHECKING:
     show_default=True,
     type=click.IntRange(min=1),
     help="How many of the most often missing, dropped and invented IDs to show.",
+)
+@click.option(
+    "--pool",
+    is_flag=True,
+    help="Pool the evals of each task, model and score into one row "
+    "(refused for evals that scored the same sample ids).",
 )
 @click.option(
     "--html",
@@ -52,6 +59,7 @@ if TYPE_CHECKING:
 def report(
     paths: Sequence[str],
     top: int,
+    pool: bool,
     html_path: Path | None,
     force: bool,
     as_json: bool,
@@ -66,30 +74,40 @@ def report(
     extraction answers most often dropped and invented, and membership
     versus order accuracy with their gap.
 
-    Runs are counted per sample-epoch (a sample run for 3 epochs counts 3
-    times); logs of the same task and model are pooled, and so are the
-    parts of a run that `tracegrade score` split (a warning says when some
-    part is missing). Logs are read a sample at a time, so memory does not
-    grow with their size. Intervals are 95% Wilson score intervals.
+    Each eval is its own row (E1, E2, ...): a log; the newest log of an
+    eval retried with `inspect eval-retry` (the older ones are superseded,
+    not counted, and said so); or the parts of a run `tracegrade score`
+    split. Two evals of one task and model, such as a baseline and a new
+    run under one directory, are never summed; --pool pools them on
+    purpose. Runs are counted per sample-epoch (a sample run for 3 epochs
+    counts 3 times); intervals are 95% Wilson score intervals, with the
+    sample as the cluster when it ran several epochs. Logs are read a
+    sample at a time, so memory does not grow with their size.
 
-    Exit codes: 0 success, 1 no tracegrade scores found or a log cannot be
-    read, 2 usage error.
+    Exit codes: 0 success, 1 no tracegrade scores found, a log cannot be
+    read or evals cannot be pooled, 2 usage error or an --html file that
+    cannot be written.
     """
     # Imported here so that `tracegrade --help` does not load Inspect.
+    from ..logs.evals import read_evals
+    from ..logs.scores import LogError
     from ..outputs import check_output
-    from ..report.build import ReportError, build_report, find_logs, part_warnings
+    from ..report.aggregate import report_evals
+    from ..report.tables import eval_warnings
 
     try:
-        logs = find_logs(paths)
+        evals = read_evals(paths)
         if html_path is not None:
+            logs = [log.path for run in evals.runs for log in run.logs]
+            logs += [superseded.path for superseded in evals.superseded]
             check_output(
                 str(html_path), inputs=[*paths, *logs], option="--html", force=force
             )
         if as_json:
-            result = build_report(logs, top=top)
+            result = report_evals(evals, top=top, pool=pool)
         else:
-            result = _build_with_progress(logs, top)
-    except ReportError as error:
+            result = _build_with_progress(evals, top, pool)
+    except LogError as error:
         raise click.ClickException(str(error)) from error
 
     if html_path is not None:
@@ -99,7 +117,7 @@ def report(
 
     if as_json:
         # stdout stays the JSON alone.
-        for warning in part_warnings(result.logs):
+        for warning in eval_warnings(result):
             click.echo(f"warning: {warning}", err=True)
         click.echo(json.dumps(result.to_json(), indent=2, allow_nan=False))
         return
@@ -114,7 +132,7 @@ def _stderr_console() -> Console:
     return Console(file=sys.stderr)
 
 
-def _build_with_progress(logs: Sequence[str], top: int) -> Report:
+def _build_with_progress(evals: Evals, top: int, pool: bool) -> Report:
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -124,7 +142,7 @@ def _build_with_progress(logs: Sequence[str], top: int) -> Report:
         TimeElapsedColumn,
     )
 
-    from ..report.build import build_report
+    from ..report.aggregate import report_evals
 
     # The spinner and clock show life while one large log is read.
     columns = (
@@ -135,9 +153,13 @@ def _build_with_progress(logs: Sequence[str], top: int) -> Report:
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=_stderr_console(), transient=True) as progress:
-        reading = progress.add_task("read", total=len(logs))
-        return build_report(
-            logs, top=top, on_log_read=lambda _path: progress.advance(reading)
+        total = sum(len(run.logs) for run in evals.runs)
+        reading = progress.add_task("read", total=total)
+        return report_evals(
+            evals,
+            top=top,
+            pool=pool,
+            on_log_read=lambda _path: progress.advance(reading),
         )
 
 
@@ -145,31 +167,24 @@ def _print_tables(result: Report) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    from ..report.build import interval_note, logs_read, part_warnings, report_tables
+    from ..report.tables import eval_warnings, evals_read, interval_note, report_tables
 
     console = Console()
     samples = sum(log.samples for log in result.logs)
     console.print(
         Text.assemble(
             ("tracegrade report", "bold"),
-            f": {logs_read(result.logs)}, "
-            f"{samples} sample-epochs. {interval_note(result)}",
+            f": {evals_read(result)}, {samples} sample-epochs. {interval_note(result)}",
         )
     )
-    for warning in part_warnings(result.logs):
+    for warning in eval_warnings(result):
         console.print(Text.assemble(("warning", "yellow"), f": {warning}"))
-    for log in result.logs:
-        if log.status != "success":
-            console.print(
-                Text.assemble(
-                    ("warning", "yellow"),
-                    f": {log.path} has status {log.status!r}; "
-                    "only its logged samples are counted.",
-                )
-            )
     for spec in report_tables(result):
         console.print()
         print_table(console, spec)
+
+
+_NAME_WIDTH = 32
 
 
 def print_table(console: Console, spec: TableSpec) -> None:
@@ -184,9 +199,21 @@ def print_table(console: Console, spec: TableSpec) -> None:
         title_justify="left",
         caption_justify="left",
     )
-    for column, numeric in zip(spec.columns, spec.numeric, strict=True):
+    for index, (column, numeric) in enumerate(
+        zip(spec.columns, spec.numeric, strict=True)
+    ):
+        # Text wraps between words; a word (a task, a model, a log name)
+        # folds only past a bound: "tracegrade/stage_d|iagnosis" is
+        # unreadable.
+        longest = max(
+            (len(word) for row in spec.rows for word in row[index].split()),
+            default=0,
+        )
         table.add_column(
-            column, justify="right" if numeric else "left", overflow="fold"
+            column,
+            justify="right" if numeric else "left",
+            overflow="fold",
+            min_width=None if numeric else min(longest, _NAME_WIDTH),
         )
     for row in spec.rows:
         table.add_row(*(Text(cell) for cell in row))

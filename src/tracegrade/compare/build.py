@@ -1,16 +1,18 @@
 """From two sets of Inspect logs to a `Comparison`.
 
-Logs are found and read the way `tracegrade report` reads them
-(`report.build.find_logs`, `read_log`: a sample at a time, `.eval` or
-`.json`); the logs of one side are pooled, so the parts of a run that
-`tracegrade score` split are one run here too, with the report's warning
-when a part is missing. Each tracegrade score becomes an `Observation`
-for `pairing.pair_runs`, which holds BASE's runs and pairs NEW's as they
-are read.
+Each side is read as evals (`tracegrade.logs.evals`): a log, the newest
+log of a retried eval, or the parts of a run `tracegrade score` split.
+The evals of BASE and NEW are paired by task and model, so a directory
+from `inspect eval --model a,b`, or from an eval set of several tasks,
+compares pair by pair without flags; `task` and `model` select. A side
+with one eval is paired with the other's one eval whatever they ran, as
+when two models are compared. Evals found on one side only are listed.
 
-A sample that is in a log but has no tracegrade score (it errored before
-scoring) is a `no score` run under every tracegrade score name of its log,
-so a run that passed in BASE and crashed in NEW shows in the matrix
+Within a pair, each tracegrade score becomes an `Observation` for
+`pairing.pair_runs`, which holds BASE's runs and pairs NEW's as they are
+read. A sample that is in a log but has no tracegrade score (it errored
+before scoring), or whose score says the sample errored, is a `no score`
+run, so a run that passed in BASE and crashed in NEW shows in the matrix
 rather than as a sample missing from NEW.
 """
 
@@ -20,17 +22,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from ..report.build import (
-    COUNTING_UNIT,
-    LogRead,
-    LogScores,
-    LogSummary,
-    ReportError,
-    find_logs,
-    part_warnings,
-    read_log,
-)
-from ..report.samples import ScoreRead, UnreadableLog
+from ..logs.evals import EvalRun, Evals, Superseded, read_evals, superseded_note
+from ..logs.samples import ScoreRead, UnreadableLog
+from ..logs.scores import LogError, LogRead, LogScores, LogSummary
 from .pairing import (
     DATA_ERROR,
     DIAGNOSED,
@@ -42,17 +36,20 @@ from .pairing import (
     Gate,
     NothingInCommon,
     Observation,
-    Paired,
     Run,
     StageComparison,
     pair_runs,
 )
 from .stats import DEFAULT_ALPHA, check_alpha
 
-JSON_FORMAT: Final = 1
+JSON_FORMAT: Final = 2
+UNIT: Final = "sample-epoch"
 TEST: Final = (
-    "exact McNemar test: two-sided binomial test (scipy.stats.binomtest) of b "
-    "against b + c discordant pairs, p = 0.5; significant when p <= alpha"
+    "two-sided exact binomial test at 1/2 (scipy.stats.binomtest): McNemar's "
+    "test of b against c when every sample has one epoch; with several, the "
+    "sign test of the samples whose share of epochs with the outcome fell "
+    "against those whose share rose (the sample as the cluster); significant "
+    "when p <= alpha"
 )
 EFFECT_SIZE: Final = (
     "difference in proportions: (c - b) / pairs = NEW share - BASE share"
@@ -70,22 +67,56 @@ class UnreadableScore(CompareError):
 
 
 @dataclass(frozen=True)
+class EvalInfo:
+    """One eval of one side, as its logs' headers describe it."""
+
+    key: str
+    name: str
+    task: str
+    model: str
+    created: str
+    status: str
+    epochs: int
+    logs: list[str]
+
+
+@dataclass(frozen=True)
 class SideSummary:
-    """What was read for one side: the path given, the logs found under it,
-    and the tasks and models they ran."""
+    """What was found for one side: the path given, its evals (after
+    --task and --model), and the logs superseded by a retry."""
 
     path: str
+    evals: list[EvalInfo]
+    superseded: list[Superseded]
+
+
+@dataclass(frozen=True)
+class EvalPair:
+    """One eval of BASE against one of NEW, and everything compared.
+
+    `logs` are the logs read for the pair, BASE's first. `warnings` are
+    said in every output form: an eval that did not finish, a log with no
+    tracegrade score, a score in one eval only, evals of different tasks.
+    """
+
+    name: str
+    base: EvalInfo
+    new: EvalInfo
     logs: list[LogSummary]
-    tasks: list[str]
-    models: list[str]
+    warnings: list[str]
+    stage_diagnosis: list[StageComparison]
+    ordered_extraction: list[ExtractionComparison]
+    scores_only_in_base: dict[str, int]
+    scores_only_in_new: dict[str, int]
+    gate: Gate
 
 
 @dataclass(frozen=True)
 class Comparison:
     """Everything `tracegrade compare` shows, in every output form.
 
-    `warnings` are said in every form: a missing part, a log that did not
-    finish, a log with no tracegrade score, runs of different tasks.
+    `gate` is over every pair: it fails when any pair's does, and its
+    `significant` entries name the pair.
     """
 
     format: int
@@ -95,11 +126,10 @@ class Comparison:
     effect_size: str
     base: SideSummary
     new: SideSummary
+    pairs: list[EvalPair]
+    only_in_base: list[EvalInfo]
+    only_in_new: list[EvalInfo]
     warnings: list[str]
-    stage_diagnosis: list[StageComparison]
-    ordered_extraction: list[ExtractionComparison]
-    scores_only_in_base: dict[str, int]
-    scores_only_in_new: dict[str, int]
     gate: Gate
 
     def to_json(self) -> dict[str, Any]:
@@ -111,47 +141,204 @@ def compare_logs(
     new: str,
     *,
     alpha: float = DEFAULT_ALPHA,
+    task: str | None = None,
+    model: str | None = None,
     on_log_read: Callable[[str], None] | None = None,
 ) -> Comparison:
-    """Compare the logs at or under `base` with those at or under `new`.
+    """Compare the evals at or under `base` with those at or under `new`.
 
-    Raises `ReportError` for a log that cannot be read (or a directory with
-    none), `CompareError` when the runs cannot be compared.
+    Raises `LogError` for a log that cannot be read (or a directory with
+    none), `CompareError` when the evals cannot be compared.
     """
+    return compare_evals(
+        base,
+        read_evals([base]),
+        new,
+        read_evals([new]),
+        alpha=alpha,
+        task=task,
+        model=model,
+        on_log_read=on_log_read,
+    )
+
+
+def compare_evals(
+    base_path: str,
+    base: Evals,
+    new_path: str,
+    new: Evals,
+    *,
+    alpha: float = DEFAULT_ALPHA,
+    task: str | None = None,
+    model: str | None = None,
+    on_log_read: Callable[[str], None] | None = None,
+) -> Comparison:
+    """`compare_logs` of evals already found."""
     alpha = check_alpha(alpha)
-    paths = {"BASE": find_logs([base]), "NEW": find_logs([new])}
+    sides = {
+        "BASE": _selected("BASE", base.runs, task, model),
+        "NEW": _selected("NEW", new.runs, task, model),
+    }
+    matched, only_in_base, only_in_new = _pair_evals(sides["BASE"], sides["NEW"])
+    pairs = [
+        _compare_pair(base_run, new_run, alpha, on_log_read)
+        for base_run, new_run in matched
+    ]
+    warnings = [
+        f"{side}: {note}"
+        for side, evals in (("BASE", base), ("NEW", new))
+        if (note := superseded_note(evals.superseded))
+    ]
+    warnings += [
+        f"{side}: {_described(run)} has no eval of the same task and model in "
+        f"{other}; it is not compared."
+        for side, other, runs in (
+            ("BASE", "NEW", only_in_base),
+            ("NEW", "BASE", only_in_new),
+        )
+        for run in runs
+    ]
+    return Comparison(
+        format=JSON_FORMAT,
+        unit=UNIT,
+        alpha=alpha,
+        test=TEST,
+        effect_size=EFFECT_SIZE,
+        base=SideSummary(
+            base_path, [_info(run) for run in sides["BASE"]], base.superseded
+        ),
+        new=SideSummary(new_path, [_info(run) for run in sides["NEW"]], new.superseded),
+        pairs=pairs,
+        only_in_base=[_info(run) for run in only_in_base],
+        only_in_new=[_info(run) for run in only_in_new],
+        warnings=warnings,
+        gate=_overall_gate(pairs, alpha),
+    )
+
+
+def _matches(run: EvalRun, task: str | None, model: str | None) -> bool:
+    # A task is named as logged ("tracegrade/stage_diagnosis") or by its
+    # own name alone ("stage_diagnosis").
+    task_ok = task is None or task in (run.task, run.task.rsplit("/", 1)[-1])
+    return task_ok and (model is None or model == run.model)
+
+
+def _selected(
+    side: str, runs: Sequence[EvalRun], task: str | None, model: str | None
+) -> list[EvalRun]:
+    selected = [run for run in runs if _matches(run, task, model)]
+    if not selected:
+        asked = " and ".join(
+            f"{what} {value!r}"
+            for what, value in (("task", task), ("model", model))
+            if value is not None
+        )
+        found = "; ".join(sorted({f"{run.task} ({run.model})" for run in runs}))
+        raise CompareError(f"{side} has no eval of {asked}; it has {found}")
+    return selected
+
+
+def _described(run: EvalRun) -> str:
+    return f"{run.name} ({run.task}, {run.model})"
+
+
+def _pair_evals(
+    base: list[EvalRun], new: list[EvalRun]
+) -> tuple[list[tuple[EvalRun, EvalRun]], list[EvalRun], list[EvalRun]]:
+    """BASE's evals paired with NEW's, and those on one side only."""
+    if len(base) == 1 and len(new) == 1:
+        return [(base[0], new[0])], [], []
+    by_key = {"BASE": _by_task_and_model(base), "NEW": _by_task_and_model(new)}
+    common = [key for key in by_key["BASE"] if key in by_key["NEW"]]
+    for key in common:
+        for side in SIDES:
+            found = by_key[side][key]
+            if len(found) > 1:
+                raise CompareError(
+                    f"{side} holds {len(found)} evals of task {key[0]!r} and model "
+                    f"{key[1]!r} ({', '.join(run.name for run in found)}): which "
+                    "to pair is unclear; give each side one eval of it (a log or "
+                    "a directory of its own)"
+                )
+    if not common:
+        raise NothingInCommon(
+            "no eval of the same task and model is on both sides: BASE has "
+            f"{_listed(base)}; NEW has {_listed(new)} (--task and --model select)"
+        )
+    pairs = [(by_key["BASE"][key][0], by_key["NEW"][key][0]) for key in common]
+    only_base = [
+        run
+        for key, runs in by_key["BASE"].items()
+        if key not in by_key["NEW"]
+        for run in runs
+    ]
+    only_new = [
+        run
+        for key, runs in by_key["NEW"].items()
+        if key not in by_key["BASE"]
+        for run in runs
+    ]
+    return pairs, only_base, only_new
+
+
+def _by_task_and_model(runs: list[EvalRun]) -> dict[tuple[str, str], list[EvalRun]]:
+    grouped: dict[tuple[str, str], list[EvalRun]] = {}
+    for run in runs:
+        grouped.setdefault((run.task, run.model), []).append(run)
+    return grouped
+
+
+def _listed(runs: Sequence[EvalRun]) -> str:
+    return ", ".join(f"{run.task} ({run.model})" for run in runs)
+
+
+def _info(run: EvalRun) -> EvalInfo:
+    return EvalInfo(
+        key=run.key,
+        name=run.name,
+        task=run.task,
+        model=run.model,
+        created=run.created,
+        status=run.status,
+        epochs=run.epochs,
+        logs=[log.path for log in run.logs],
+    )
+
+
+def _compare_pair(
+    base: EvalRun,
+    new: EvalRun,
+    alpha: float,
+    on_log_read: Callable[[str], None] | None,
+) -> EvalPair:
     logs: dict[str, list[LogSummary]] = {"BASE": [], "NEW": []}
     observations = {
-        side: _side_observations(side, paths[side], logs[side], on_log_read)
-        for side in SIDES
+        side: _eval_observations(side, run, logs[side], on_log_read)
+        for side, run in zip(SIDES, (base, new), strict=True)
     }
     try:
-        paired = pair_runs(observations["BASE"], observations["NEW"], alpha=alpha)
-    except NothingInCommon:
+        paired = pair_runs(
+            observations["BASE"],
+            observations["NEW"],
+            alpha=alpha,
+            clustered=base.epochs > 1 or new.epochs > 1,
+        )
+    except NothingInCommon as error:
         for side in SIDES:
             # A side with no tracegrade score at all says more than "nothing
             # in common". NEW may be unread when BASE is the one refused.
             if logs[side] and not any(log.tracegrade_scores for log in logs[side]):
                 raise CompareError(_nothing_found(side, logs[side])) from None
-        raise
-    sides = {
-        side: SideSummary(
-            path=given,
-            logs=logs[side],
-            tasks=sorted({log.task for log in logs[side]}),
-            models=sorted({log.model for log in logs[side]}),
-        )
-        for side, given in zip(SIDES, (base, new), strict=True)
-    }
-    return Comparison(
-        format=JSON_FORMAT,
-        unit=COUNTING_UNIT,
-        alpha=alpha,
-        test=TEST,
-        effect_size=EFFECT_SIZE,
-        base=sides["BASE"],
-        new=sides["NEW"],
-        warnings=_warnings(sides["BASE"], sides["NEW"], paired),
+        raise CompareError(f"{_pair_name(base, new)}: {error}") from None
+    name = _pair_name(base, new)
+    return EvalPair(
+        name=name,
+        base=_info(base),
+        new=_info(new),
+        logs=[*logs["BASE"], *logs["NEW"]],
+        warnings=_warnings(
+            base, new, logs, paired.scores_only_in_base, paired.scores_only_in_new
+        ),
         stage_diagnosis=paired.stage_diagnosis,
         ordered_extraction=paired.ordered_extraction,
         scores_only_in_base=paired.scores_only_in_base,
@@ -160,26 +347,31 @@ def compare_logs(
     )
 
 
-def _side_observations(
+def _pair_name(base: EvalRun, new: EvalRun) -> str:
+    if (base.task, base.model) == (new.task, new.model):
+        return f"{new.task} ({new.model})"
+    return f"{base.task} ({base.model}) vs {new.task} ({new.model})"
+
+
+def _eval_observations(
     side: str,
-    paths: Sequence[str],
+    run: EvalRun,
     logs: list[LogSummary],
     on_log_read: Callable[[str], None] | None,
 ) -> Iterator[Observation]:
-    """The observations of every log of one side, a log at a time; each
+    """The observations of every log of one eval, a log at a time; each
     log's summary is appended to `logs` once it has been read."""
     # One copy of each explanation text: most runs of a stage share theirs.
     texts: dict[str, str] = {}
-    for path in paths:
-        log = read_log(path)
+    for log in run.reads():
         try:
             yield from _log_observations(log, logs, texts)
         except (UnreadableLog, OSError) as error:
-            raise ReportError(
-                f"{side}: cannot read {path!r} as an Inspect log ({error})"
+            raise LogError(
+                f"{side}: cannot read {log.path!r} as an Inspect log ({error})"
             ) from error
         if on_log_read is not None:
-            on_log_read(path)
+            on_log_read(log.path)
 
 
 def _log_observations(
@@ -214,13 +406,18 @@ def _run(kind: str, score: ScoreRead, path: str, texts: dict[str, str]) -> Run:
         explanation = texts.setdefault(explanation, explanation)
     error = metadata["error"]
     if error is not None and (
-        not isinstance(error, dict) or error.get("side") not in ("data", "answer")
+        not isinstance(error, dict)
+        or error.get("side") not in ("data", "run", "answer")
     ):
         raise UnreadableScore(
-            f"metadata error must be null or have a side, got {error!r}"
+            f"metadata error must be null or have a side (data, run, answer), "
+            f"got {error!r}"
         )
     if error is not None and error["side"] == "data":
         return Run(DATA_ERROR, None, explanation, path)
+    if error is not None and error["side"] == "run":
+        # The sample errored, and was scored only to say so.
+        return Run(NO_SCORE, None, explanation, path)
     if kind == STAGE:
         return _stage_run(score.value, metadata, explanation, path)
     if kind == EXTRACTION:
@@ -278,35 +475,66 @@ def _nothing_found(side: str, logs: Sequence[LogSummary]) -> str:
     )
 
 
-def _warnings(base: SideSummary, new: SideSummary, paired: Paired) -> list[str]:
+def _warnings(
+    base: EvalRun,
+    new: EvalRun,
+    logs: dict[str, list[LogSummary]],
+    only_in_base: dict[str, int],
+    only_in_new: dict[str, int],
+) -> list[str]:
     warnings: list[str] = []
-    for side, summary in zip(SIDES, (base, new), strict=True):
-        warnings.extend(f"{side}: {w}" for w in part_warnings(summary.logs))
-        for log in summary.logs:
-            if log.status != "success":
-                warnings.append(
-                    f"{side}: {log.path} has status {log.status!r}; only its "
-                    "logged samples are compared."
-                )
+    if base.key == new.key and base.logs == new.logs:
+        warnings.append(
+            f"BASE and NEW are the same eval ({base.name}): every pair is "
+            "unchanged by construction."
+        )
+    for side, run in zip(SIDES, (base, new), strict=True):
+        if run.missing_parts:
+            missing = ", ".join(map(str, run.missing_parts))
+            warnings.append(
+                f"{side}: {run.name} is missing part {missing}; only the parts "
+                "read are compared."
+            )
+        elif run.status != "success":
+            warnings.append(
+                f"{side}: {run.name} has status {run.status!r}; only its logged "
+                "samples are compared."
+            )
+        for log in logs[side]:
             if not log.tracegrade_scores:
                 warnings.append(
                     f"{side}: {log.path} holds no tracegrade score; its "
                     f"{log.samples} samples are not compared."
                 )
-    for side, scores in (
-        ("BASE", paired.scores_only_in_base),
-        ("NEW", paired.scores_only_in_new),
-    ):
+    for side, scores in (("BASE", only_in_base), ("NEW", only_in_new)):
         for score, runs in scores.items():
             warnings.append(
                 f"score {score!r} is in {side} only ({runs} runs); it is not compared."
             )
-    if base.tasks != new.tasks:
+    if base.task != new.task:
         warnings.append(
-            f"BASE ran {', '.join(base.tasks)} and NEW ran {', '.join(new.tasks)}: "
-            "samples are paired by sample id and epoch alone."
+            f"BASE ran {base.task} and NEW ran {new.task}: samples are paired by "
+            "sample id and epoch alone."
         )
     return warnings
+
+
+def _overall_gate(pairs: Sequence[EvalPair], alpha: float) -> Gate:
+    """The gate over every pair; each entry is named by its pair when
+    there are several."""
+
+    def named(pair: EvalPair, entry: str) -> str:
+        return entry if len(pairs) == 1 else f"{pair.name}: {entry}"
+
+    significant = [named(p, entry) for p in pairs for entry in p.gate.significant]
+    return Gate(
+        alpha=alpha,
+        outcomes=[named(p, entry) for p in pairs for entry in p.gate.outcomes],
+        regressions=sum(p.gate.regressions for p in pairs),
+        significant=significant,
+        fails=any(p.gate.fails for p in pairs),
+        fails_strict=any(p.gate.fails_strict for p in pairs),
+    )
 
 
 __all__ = [
@@ -314,7 +542,10 @@ __all__ = [
     "JSON_FORMAT",
     "TEST",
     "Comparison",
+    "EvalInfo",
+    "EvalPair",
     "SideSummary",
     "UnreadableScore",
+    "compare_evals",
     "compare_logs",
 ]

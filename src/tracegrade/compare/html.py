@@ -22,9 +22,16 @@ from ..report.html import (
     plot_text,
     table_html,
 )
-from .build import Comparison
+from .build import Comparison, EvalPair
 from .pairing import ScoreComparison
-from .tables import ARROW, comparison_tables, gate_line, summary_line, test_notes
+from .tables import (
+    ARROW,
+    comparison_tables,
+    evals_table,
+    gate_line,
+    summary_line,
+    test_notes,
+)
 
 # White for no pairs, darkening with the count.
 _COLOURS = "Blues"
@@ -71,20 +78,16 @@ def transition_figure(compared: ScoreComparison) -> Any:
 
 
 def render_html(comparison: Comparison) -> str:
-    """The whole page: heatmaps, the gate's verdict, the tests' sentences,
-    then every table."""
-    compared = [*comparison.stage_diagnosis, *comparison.ordered_extraction]
-    charts = [
-        chart_html(transition_figure(c), f"transitions-{c.score}") for c in compared
-    ]
-    if len(charts) % 2:
-        charts[-1] = charts[-1].replace('class="chart"', 'class="chart wide"', 1)
+    """The whole page: the gate's verdict, then per pair of evals its
+    heatmaps, the tests' sentences and its tables; then the evals."""
     warnings = "".join(
         f'<p class="warning">warning: {html.escape(warning)}</p>'
         for warning in comparison.warnings
     )
-    notes = "".join(f"<li>{html.escape(note)}</li>" for note in test_notes(comparison))
-    tables = "".join(table_html(table) for table in comparison_tables(comparison))
+    sections = "".join(
+        _pair_section(comparison, index, pair)
+        for index, pair in enumerate(comparison.pairs)
+    )
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
@@ -97,10 +100,33 @@ def render_html(comparison: Comparison) -> str:
         f"{warnings}"
         f'<p id="gate"><strong>Regressions:</strong> '
         f"{html.escape(gate_line(comparison))}</p>"
-        f'<div class="charts">{"".join(charts)}</div>'
-        f'<section id="notes"><h2>What the tests say</h2><ul>{notes}</ul></section>'
-        f"{tables}"
+        f"{sections}"
+        f"{table_html(evals_table(comparison))}"
         "</body></html>\n"
+    )
+
+
+def _pair_section(comparison: Comparison, index: int, pair: EvalPair) -> str:
+    compared = [*pair.stage_diagnosis, *pair.ordered_extraction]
+    charts = [
+        chart_html(transition_figure(c), f"transitions-{index + 1}-{c.score}")
+        for c in compared
+    ]
+    if len(charts) % 2:
+        charts[-1] = charts[-1].replace('class="chart"', 'class="chart wide"', 1)
+    warnings = "".join(
+        f'<p class="warning">warning: {html.escape(warning)}</p>'
+        for warning in pair.warnings
+    )
+    notes = "".join(
+        f"<li>{html.escape(note)}</li>" for note in test_notes(comparison, pair)
+    )
+    tables = "".join(table_html(table) for table in comparison_tables(comparison, pair))
+    return (
+        f'<section class="pair"><h2>{html.escape(pair.name)}</h2>{warnings}'
+        f'<div class="charts">{"".join(charts)}</div>'
+        f'<section class="notes"><h3>What the tests say</h3><ul>{notes}</ul>'
+        f"</section>{tables}</section>"
     )
 
 

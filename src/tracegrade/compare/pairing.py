@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Final
 
-from .stats import DEFAULT_ALPHA, McNemar, mcnemar
+from .stats import DEFAULT_ALPHA, PairedTest, paired_test
 
 STAGE: Final = "stage_diagnosis"
 EXTRACTION: Final = "ordered_extraction"
@@ -160,7 +160,7 @@ class ScoreComparison:
     transitions: list[list[int]]
     only_in_base: list[SampleRef]
     only_in_new: list[SampleRef]
-    tests: list[McNemar]
+    tests: list[PairedTest]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -276,9 +276,15 @@ _Pair = tuple[SampleKey, Run, Run]
 
 @dataclass
 class _OutcomeTally:
-    """The 2x2 table of one outcome, and its discordant pairs."""
+    """The 2x2 table of one outcome, and its discordant pairs.
+
+    `by_sample` (kept when a sample can have several epochs) holds each
+    sample's NEW count minus BASE count of the outcome over its paired
+    epochs: the sign of its difference, for the test.
+    """
 
     outcome: _Outcome
+    by_sample: dict[SampleId, int] | None = None
     pairs: int = 0
     base: int = 0
     new: int = 0
@@ -286,7 +292,7 @@ class _OutcomeTally:
     new_only: list[_Pair] = field(default_factory=list)
 
     def add(self, pair: _Pair) -> None:
-        _, base_run, new_run = pair
+        key, base_run, new_run = pair
         population = self.outcome.population
         if base_run.state not in population or new_run.state not in population:
             return
@@ -299,9 +305,13 @@ class _OutcomeTally:
             self.base_only.append(pair)
         elif in_new and not in_base:
             self.new_only.append(pair)
+        if self.by_sample is not None:
+            sample = key[0]
+            self.by_sample[sample] = self.by_sample.get(sample, 0) + in_new - in_base
 
-    def test(self, alpha: float) -> McNemar:
-        return mcnemar(
+    def test(self, alpha: float) -> PairedTest:
+        clusters = self.by_sample
+        return paired_test(
             self.outcome.name,
             pairs=self.pairs,
             base_count=self.base,
@@ -310,6 +320,9 @@ class _OutcomeTally:
             c=len(self.new_only),
             alpha=alpha,
             higher_is_better=self.outcome.higher_is_better,
+            samples=None if clusters is None else len(clusters),
+            fell=None if clusters is None else sum(d < 0 for d in clusters.values()),
+            rose=None if clusters is None else sum(d > 0 for d in clusters.values()),
         )
 
 
@@ -318,6 +331,7 @@ class _ScoreTally:
     """Everything counted for one score name while NEW is read."""
 
     kind: str
+    clustered: bool
     transitions: Counter[tuple[str, str]] = field(default_factory=Counter)
     only_in_new: list[SampleRef] = field(default_factory=list)
     regressions: list[_Pair] = field(default_factory=list)
@@ -328,7 +342,10 @@ class _ScoreTally:
     outcomes: list[_OutcomeTally] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.outcomes = [_OutcomeTally(outcome) for outcome in _OUTCOMES[self.kind]]
+        self.outcomes = [
+            _OutcomeTally(outcome, {} if self.clustered else None)
+            for outcome in _OUTCOMES[self.kind]
+        ]
 
     def add(self, pair: _Pair) -> None:
         _, base_run, new_run = pair
@@ -353,11 +370,14 @@ def pair_runs(
     new: Iterable[Observation],
     *,
     alpha: float = DEFAULT_ALPHA,
+    clustered: bool = False,
 ) -> Paired:
     """Pair BASE's observations with NEW's and compare every common score.
 
     BASE is held, one small `Run` per sample-epoch; NEW is consumed as it
-    comes, each pair counted once. Raises `DuplicateRun` for a sample-epoch
+    comes, each pair counted once. `clustered` when a sample may have
+    several epochs: the tests then take the sample as the unit (see
+    `stats.py`). Raises `DuplicateRun` for a sample-epoch
     scored twice under one name in a run, and `NothingInCommon` when no
     score name, or no sample-epoch of a common one, is in both runs.
     """
@@ -386,7 +406,9 @@ def pair_runs(
             continue
         tally = tallies.get(observation.score)
         if tally is None:
-            tally = tallies[observation.score] = _ScoreTally(observation.kind)
+            tally = tallies[observation.score] = _ScoreTally(
+                observation.kind, clustered
+            )
         base_run = paired_with.get(key)
         if base_run is None:
             tally.only_in_new.append(SampleRef(*key, observation.run.log))

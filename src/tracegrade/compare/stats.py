@@ -1,4 +1,4 @@
-"""The exact McNemar test on one paired binary outcome, and what it can tell.
+"""The paired test of one binary outcome, and what it can tell.
 
 Two runs of the same samples are paired data: the question is not whether
 the shares differ, as if the runs were independent samples, but whether
@@ -12,15 +12,27 @@ the two-sided binomial test of `b` against p = 1/2. It is computed by
 or chi-squared approximation, which fails at the small counts a CI run
 often has).
 
+With several epochs the unit is still the sample. A sample's epochs are
+not independent (a question a model cannot answer fails every epoch), so
+counting each sample-epoch as a pair would turn 4 changed questions into
+12 changed "pairs" and a p of 0.125 into 0.0005. Epochs are clusters, as
+in Inspect's `stderr(cluster=...)` and "Adding Error Bars to Evals"
+(Miller, 2024): each sample's difference is its share of paired epochs
+with the outcome in NEW minus that in BASE, and the exact sign test
+weighs the samples whose share fell against those whose share rose. Under
+the null each changed sample is equally likely to go either way however
+alike its epochs are, so the test keeps its nominal false-positive rate;
+with one epoch per sample it is exactly McNemar's test.
+
 The effect size is the difference in proportions, `(c - b) / n` over the
 `n` pairs tested: exactly the outcome's share in NEW minus its share in
 BASE, in the unit a reader thinks in ("the pass rate fell 12 points"). It
 is defined whatever `b` and `c` are; the paired odds ratio `c / b` is
 infinite when `b` is 0, which is the most common lopsided case.
 
-A test with few discordant pairs cannot be significant whatever they
-show: the most lopsided split of `m` pairs, `m` to 0, has p = 2 * 0.5**m,
-so at alpha = 0.05 at least 6 are needed (p = 0.03125; 5 give 0.0625).
+A test with few changed samples cannot be significant whatever they
+show: the most lopsided split of `m`, `m` to 0, has p = 2 * 0.5**m, so at
+alpha = 0.05 at least 6 are needed (p = 0.03125; 5 give 0.0625).
 `smallest_p_value` and `discordant_needed` are computed with the same
 `binomtest`, so "too few to tell" is said exactly, not by a rule of thumb.
 Significance is p <= alpha.
@@ -92,13 +104,22 @@ def discordant_needed(alpha: float) -> int:
     return needed
 
 
+MCNEMAR = "exact McNemar test"
+SIGN = "exact sign test on per-sample differences"
+
+
 @dataclass(frozen=True)
-class McNemar:
-    """The exact McNemar test of one outcome over `pairs` paired runs.
+class PairedTest:
+    """One outcome tested over `pairs` paired runs of `samples` samples.
 
     `b`: pairs with the outcome in BASE only; `c`: in NEW only.
     `base_count` and `new_count` are the runs with the outcome in each.
-    `p_value` is None when no pair is discordant, `difference` (NEW share
+    The test weighs `fell` against `rose`: the samples whose share of
+    their paired epochs with the outcome fell (or rose) from BASE to NEW.
+    With one epoch a sample is a pair, `fell` is `b` and `rose` is `c`, and
+    the test is McNemar's; with several it is the sign test on per-sample
+    differences, which stays exact however alike a sample's epochs are.
+    `p_value` is None when no sample changed, `difference` (NEW share
     minus BASE share, `(c - b) / pairs`) when there are no pairs.
     `higher_is_better` says which way is a regression: for `pass` fewer is
     worse, for `retrieval failure` more is.
@@ -107,11 +128,15 @@ class McNemar:
     outcome: str
     higher_is_better: bool
     alpha: float
+    test: str
     pairs: int
+    samples: int
     base_count: int
     new_count: int
     b: int
     c: int
+    fell: int
+    rose: int
     p_value: float | None
     difference: float | None
     smallest_p_value: float | None
@@ -126,7 +151,7 @@ class McNemar:
         return self.verdict is Verdict.WORSE
 
 
-def mcnemar(
+def paired_test(
     outcome: str,
     *,
     pairs: int,
@@ -136,9 +161,17 @@ def mcnemar(
     c: int,
     alpha: float = DEFAULT_ALPHA,
     higher_is_better: bool = True,
-) -> McNemar:
-    """Test whether `outcome` changed between BASE and NEW over `pairs`
-    paired runs, and say so in one plain sentence."""
+    samples: int | None = None,
+    fell: int | None = None,
+    rose: int | None = None,
+) -> PairedTest:
+    """Test whether `outcome` changed between BASE and NEW, and say so in
+    one plain sentence.
+
+    Without `samples` each pair is a sample of its own (one epoch): the
+    exact McNemar test of `b` against `c`. With `samples`, `fell` and `rose`
+    (see `PairedTest`), the sign test over the samples.
+    """
     alpha = check_alpha(alpha)
     counts = {"pairs": pairs, "base_count": base_count, "new_count": new_count}
     counts |= {"b": b, "c": c}
@@ -154,36 +187,79 @@ def mcnemar(
             f"the runs with the outcome in both must agree: base_count - b = "
             f"{base_count - b}, new_count - c = {new_count - c}, got {counts}"
         )
-    discordant = b + c
+    if samples is None:
+        test, samples, fell, rose = MCNEMAR, pairs, b, c
+    else:
+        if fell is None or rose is None:
+            raise InvalidCounts("a sign test needs fell and rose with samples")
+        if not (0 <= fell <= b and 0 <= rose <= c and fell + rose <= samples <= pairs):
+            raise InvalidCounts(
+                "fell and rose count samples with a discordant pair, of at most "
+                f"{samples} samples in {pairs} pairs; got fell={fell} (b={b}), "
+                f"rose={rose} (c={c})"
+            )
+        test = SIGN
+    changed = fell + rose
     needed = discordant_needed(alpha)
-    p_value = mcnemar_p_value(b, c) if discordant else None
-    lowest = smallest_p_value(discordant) if discordant else None
+    p_value = mcnemar_p_value(fell, rose) if changed else None
+    lowest = smallest_p_value(changed) if changed else None
     significant = p_value is not None and p_value <= alpha
-    if not discordant or discordant < needed:
+    if not changed or changed < needed:
         verdict = Verdict.TOO_FEW
     elif not significant:
         verdict = Verdict.NOT_SIGNIFICANT
-    elif (c > b) == higher_is_better:
+    elif (rose > fell) == higher_is_better:
         verdict = Verdict.BETTER
     else:
         verdict = Verdict.WORSE
-    return McNemar(
+    unit = _Unit(test, pairs, samples, b, c, fell, rose)
+    return PairedTest(
         outcome=outcome,
         higher_is_better=higher_is_better,
         alpha=alpha,
+        test=test,
         pairs=pairs,
+        samples=samples,
         base_count=base_count,
         new_count=new_count,
         b=b,
         c=c,
+        fell=fell,
+        rose=rose,
         p_value=p_value,
         difference=(c - b) / pairs if pairs else None,
         smallest_p_value=lowest,
         discordant_needed=needed,
         significant=significant,
         verdict=verdict,
-        note=_note(outcome, pairs, b, c, p_value, alpha, needed, verdict),
+        note=_note(outcome, unit, p_value, alpha, needed, verdict),
     )
+
+
+@dataclass(frozen=True)
+class _Unit:
+    """What a test counted, for its sentence."""
+
+    test: str
+    pairs: int
+    samples: int
+    b: int
+    c: int
+    fell: int
+    rose: int
+
+    def changed(self, outcome: str) -> str:
+        if self.test == MCNEMAR:
+            return (
+                f"{self.b} of {self.pairs} pairs had {outcome} in BASE only and "
+                f"{self.c} in NEW only (exact McNemar test)"
+            )
+        return (
+            f"of {self.samples} samples ({self.pairs} paired epochs), {self.fell} "
+            f"had {outcome} in fewer of their epochs in NEW and {self.rose} in "
+            "more (exact sign test, the sample as the unit: a sample's epochs are "
+            "not independent evidence)"
+        )
 
 
 def format_p(p_value: float) -> str:
@@ -193,29 +269,28 @@ def format_p(p_value: float) -> str:
 
 def _note(
     outcome: str,
-    pairs: int,
-    b: int,
-    c: int,
+    unit: _Unit,
     p_value: float | None,
     alpha: float,
     needed: int,
     verdict: Verdict,
 ) -> str:
-    if pairs == 0:
+    if unit.pairs == 0:
         return f"Too few to tell: no pair was tested for {outcome}."
     if p_value is None:
         return (
-            f"Too few to tell: none of the {pairs} pairs changed {outcome}, so "
-            "the test has no discordant pair to weigh."
+            f"Too few to tell: none of the {unit.pairs} pairs changed {outcome}, "
+            "so the test has nothing to weigh."
         )
-    changed = f"{b} of {pairs} pairs had {outcome} in BASE only and {c} in NEW only"
+    changed = unit.changed(outcome)
     if verdict is Verdict.TOO_FEW:
-        discordant = b + c
+        discordant = unit.fell + unit.rose
         lowest = smallest_p_value(discordant)
+        what = "changed pairs" if unit.test == MCNEMAR else "changed samples"
         return (
             f"Too few to tell: {changed}; even a {discordant} to 0 split would "
             f"give p = {format_p(lowest)} > alpha = {alpha:g}, and at least "
-            f"{needed} changed pairs are needed."
+            f"{needed} {what} are needed."
         )
     if verdict is Verdict.NOT_SIGNIFICANT:
         return (
@@ -229,14 +304,16 @@ def _note(
 
 __all__ = [
     "DEFAULT_ALPHA",
+    "MCNEMAR",
+    "SIGN",
     "InvalidAlpha",
     "InvalidCounts",
-    "McNemar",
+    "PairedTest",
     "Verdict",
     "check_alpha",
     "discordant_needed",
     "format_p",
-    "mcnemar",
     "mcnemar_p_value",
+    "paired_test",
     "smallest_p_value",
 ]

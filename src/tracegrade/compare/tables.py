@@ -1,10 +1,12 @@
 """A `Comparison` as presentation-neutral tables, for the terminal and HTML.
 
 Both renderings take these, as `tracegrade report`'s do its
-`report_tables`, so the page and the terminal never disagree. Long lists
-(the changed samples, the samples in one run only) are cut to `show` rows
-in the terminal, with the count of the rest in the caption; the HTML page
-lists them all, and so does the JSON.
+`report_tables`, so the page and the terminal never disagree. Each pair
+of evals has its own tables, titled with the pair when there are several.
+Long lists (the changed samples, the samples in one run only) are cut to
+`show` rows in the terminal, with the count of the rest in the caption;
+the HTML page lists them all, and so does the JSON. Document IDs and
+sample ids are quoted, so an empty ID or a trailing space shows.
 """
 
 from __future__ import annotations
@@ -12,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..report.build import Table, logs_read
-from ..scorers.explain import list_ids
-from .build import Comparison, SideSummary
+from ..report.tables import Table
+from ..scorers.explain import list_ids, show_id
+from .build import Comparison, EvalPair, SideSummary
 from .pairing import (
     EXTRACTION,
     Change,
@@ -22,7 +24,7 @@ from .pairing import (
     ScoreComparison,
     StageComparison,
 )
-from .stats import McNemar, discordant_needed, format_p
+from .stats import MCNEMAR, SIGN, PairedTest, discordant_needed, format_p
 
 ARROW = "\u2192"
 
@@ -43,20 +45,22 @@ STATE_MEANINGS = {
 
 def summary_line(comparison: Comparison) -> str:
     """One line: what was compared with what, and the significance level."""
-    pairs = sum(c.pairs for c in _compared(comparison))
+    pairs = sum(c.pairs for pair in comparison.pairs for c in _compared(pair))
+    evals = len(comparison.pairs)
     return (
         f"BASE {_side(comparison.base)} against NEW {_side(comparison.new)}; "
-        f"{pairs} pairs ({comparison.unit}s in both, by sample id and epoch); "
-        f"alpha = {comparison.alpha:g}."
+        f"{evals} pair{'s' if evals != 1 else ''} of evals, {pairs} pairs of "
+        f"{comparison.unit}s (by sample id and epoch); alpha = {comparison.alpha:g}."
     )
 
 
 def _side(side: SideSummary) -> str:
-    return f"{Path(side.path).name} ({logs_read(side.logs)}; {', '.join(side.models)})"
+    evals = len(side.evals)
+    return f"{Path(side.path).name} ({evals} eval{'s' if evals != 1 else ''})"
 
 
-def _compared(comparison: Comparison) -> list[StageComparison | ExtractionComparison]:
-    return [*comparison.stage_diagnosis, *comparison.ordered_extraction]
+def _compared(pair: EvalPair) -> list[StageComparison | ExtractionComparison]:
+    return [*pair.stage_diagnosis, *pair.ordered_extraction]
 
 
 def gate_line(comparison: Comparison) -> str:
@@ -74,25 +78,51 @@ def gate_line(comparison: Comparison) -> str:
     )
 
 
-def test_notes(comparison: Comparison) -> list[str]:
-    """Each test's plain sentence, named by score and outcome."""
+def test_notes(comparison: Comparison, pair: EvalPair) -> list[str]:
+    """Each test's plain sentence, named by score and outcome (and by the
+    pair, when there are several)."""
+    prefix = f"{pair.name}, " if len(comparison.pairs) > 1 else ""
     return [
-        f"{c.score} {t.outcome}: {t.note}"
-        for c in _compared(comparison)
+        f"{prefix}{c.score} {t.outcome}: {t.note}"
+        for c in _compared(pair)
         for t in c.tests
     ]
 
 
-def comparison_tables(comparison: Comparison, show: int | None = None) -> list[Table]:
-    """The tables, in display order; lists with no rows are left out.
+def comparison_tables(
+    comparison: Comparison, pair: EvalPair, show: int | None = None
+) -> list[Table]:
+    """One pair's tables, in display order; lists with no rows are left out.
 
     `show` cuts each list of samples or IDs to that many rows (None: all).
     """
-    compared = _compared(comparison)
+    several = len(comparison.pairs) > 1
+    index = comparison.pairs.index(pair)
+    tables = _pair_tables(comparison, pair, show)
+    if not several:
+        return [table for table in tables if table.rows]
+    return [
+        Table(
+            key=f"{index + 1}-{table.key}",
+            title=f"{pair.name}: {table.title}",
+            caption=table.caption,
+            columns=table.columns,
+            numeric=table.numeric,
+            rows=table.rows,
+        )
+        for table in tables
+        if table.rows
+    ]
+
+
+def _pair_tables(
+    comparison: Comparison, pair: EvalPair, show: int | None
+) -> list[Table]:
+    compared = _compared(pair)
     tables = [_summary_table(compared)]
     tables.extend(_transition_table(c) for c in compared)
-    tables.append(_tests_table(comparison))
-    for c in comparison.stage_diagnosis:
+    tables.append(_tests_table(comparison, pair))
+    for c in pair.stage_diagnosis:
         tables.append(
             _changes_table(
                 c,
@@ -106,7 +136,7 @@ def comparison_tables(comparison: Comparison, show: int | None = None) -> list[T
             _changes_table(c, "fixes", f"Fixes: {c.score} (now pass)", c.fixes, show)
         )
         tables.append(_ids_table(c, show))
-    for e in comparison.ordered_extraction:
+    for e in pair.ordered_extraction:
         for key, title, changes in (
             ("lost-membership", "Lost membership", e.lost_membership),
             ("gained-membership", "Gained membership", e.gained_membership),
@@ -115,8 +145,41 @@ def comparison_tables(comparison: Comparison, show: int | None = None) -> list[T
         ):
             tables.append(_changes_table(e, key, f"{title}: {e.score}", changes, show))
     tables.append(_one_run_table(compared, show))
-    tables.append(_logs_table(comparison))
-    return [table for table in tables if table.rows]
+    tables.append(_logs_table(pair))
+    return tables
+
+
+def evals_table(comparison: Comparison) -> Table:
+    """Every eval found on either side, and what it was paired with."""
+    paired = {
+        (side, info.key): pair.name
+        for pair in comparison.pairs
+        for side, info in (("BASE", pair.base), ("NEW", pair.new))
+    }
+    rows = [
+        [
+            side,
+            info.name,
+            info.task,
+            info.model,
+            info.status,
+            str(info.epochs),
+            paired.get((side, info.key), "not paired"),
+        ]
+        for side, summary in (("BASE", comparison.base), ("NEW", comparison.new))
+        for info in summary.evals
+    ]
+    return Table(
+        key="evals",
+        title="Evals",
+        caption="An eval is one log, the newest of a retried eval (older logs "
+        "are superseded and not read), or the parts of a run `tracegrade "
+        "score` split. Evals are paired by task and model; one eval on each "
+        "side is paired whatever it ran.",
+        columns=["side", "eval", "task", "model", "status", "epochs", "paired as"],
+        numeric=[False, False, False, False, False, True, False],
+        rows=rows,
+    )
 
 
 def _summary_table(compared: Sequence[StageComparison | ExtractionComparison]) -> Table:
@@ -183,44 +246,57 @@ def _transition_table(c: ScoreComparison) -> Table:
     )
 
 
-def _tests_table(comparison: Comparison) -> Table:
-    rows = [_test_row(c.score, test) for c in _compared(comparison) for test in c.tests]
+def _tests_table(comparison: Comparison, pair: EvalPair) -> Table:
+    tests = [(c.score, test) for c in _compared(pair) for test in c.tests]
+    rows = [_test_row(score, test) for score, test in tests]
     needed = discordant_needed(comparison.alpha)
+    unit = "samples" if any(test.test == SIGN for _, test in tests) else "pairs"
     return Table(
         key="tests",
-        title="Significance (exact McNemar)",
+        title="Significance",
         caption="Over the pairs with a stage (or a grade) in both runs. b: pairs "
-        "with the outcome in BASE only; c: in NEW only. p: two-sided exact "
-        "McNemar test, the binomial test of b in b + c at 1/2. change: NEW share "
-        "minus BASE share, (c - b) / pairs, in percentage points. With fewer "
-        f"than {needed} changed pairs no split can reach alpha = "
-        f"{comparison.alpha:g}: too few to tell.",
+        "with the outcome in BASE only; c: in NEW only. With one epoch per "
+        "sample, p is the exact McNemar test (the binomial test of b in b + c "
+        "at 1/2); with several, the sample is the unit: fell and rose count "
+        "the samples whose share of epochs with the outcome fell or rose, and "
+        "p is the exact sign test of them. change: NEW share minus BASE share, "
+        f"(c - b) / pairs, in percentage points. With fewer than {needed} "
+        f"changed {unit} no split can reach alpha = {comparison.alpha:g}: too "
+        "few to tell.",
         columns=[
             "score",
             "outcome",
+            "test",
             "pairs",
+            "samples",
             "BASE",
             "NEW",
             "b",
             "c",
+            "fell",
+            "rose",
             "p",
             "change",
             "verdict",
         ],
-        numeric=[False, False, *[True] * 7, False],
+        numeric=[False, False, False, *[True] * 10, False],
         rows=rows,
     )
 
 
-def _test_row(score: str, test: McNemar) -> list[str]:
+def _test_row(score: str, test: PairedTest) -> list[str]:
     return [
         score,
         test.outcome,
+        "McNemar" if test.test == MCNEMAR else "sign",
         str(test.pairs),
+        str(test.samples),
         str(test.base_count),
         str(test.new_count),
         str(test.b),
         str(test.c),
+        str(test.fell),
+        str(test.rose),
         "n/a" if test.p_value is None else format_p(test.p_value),
         "n/a" if test.difference is None else f"{100 * test.difference:+.1f} pp",
         test.verdict.value,
@@ -252,7 +328,7 @@ def _changes_table(
     rows = []
     for change in changes:
         row = [
-            str(change.id),
+            _sample(change.id),
             str(change.epoch),
             f"{change.base.state} {ARROW} {change.new.state}",
         ]
@@ -282,7 +358,7 @@ def _ids_table(c: StageComparison, show: int | None) -> Table:
         missing.keys() | found.keys(),
         key=lambda i: (-missing.get(i, 0), -found.get(i, 0), i),
     )
-    rows = [[i, str(missing.get(i, 0)), str(found.get(i, 0))] for i in ordered]
+    rows = [[show_id(i), str(missing.get(i, 0)), str(found.get(i, 0))] for i in ordered]
     shown, count = _cut(rows, show, "document IDs changed")
     return Table(
         key=f"ids-{c.score}",
@@ -301,7 +377,7 @@ def _one_run_table(
     compared: Sequence[StageComparison | ExtractionComparison], show: int | None
 ) -> Table:
     rows = [
-        [c.score, side, str(ref.id), str(ref.epoch), Path(ref.log).name]
+        [c.score, side, _sample(ref.id), str(ref.epoch), Path(ref.log).name]
         for c in compared
         for side, refs in (("BASE", c.only_in_base), ("NEW", c.only_in_new))
         for ref in refs
@@ -319,41 +395,40 @@ def _one_run_table(
     )
 
 
-def _logs_table(comparison: Comparison) -> Table:
+def _sample(sample_id: int | str) -> str:
+    """A sample id as an ID is shown (`show_id`), and a string of digits
+    quoted, so the string "7" and the integer 7 differ."""
+    if isinstance(sample_id, int):
+        return str(sample_id)
+    if sample_id.isascii() and sample_id.isdigit():
+        return f'"{sample_id}"'
+    return show_id(sample_id)
+
+
+def _logs_table(pair: EvalPair) -> Table:
+    sides = {path: "BASE" for path in pair.base.logs} | {
+        path: "NEW" for path in pair.new.logs
+    }
     rows = [
         [
-            side,
+            sides.get(log.path, ""),
             Path(log.path).name,
             "" if log.part is None else f"{log.part.index} of {log.part.count}",
-            log.task,
-            log.model,
             log.status,
             str(log.epochs),
             str(log.samples),
             str(log.samples_without_tracegrade_score),
         ]
-        for side, summary in (("BASE", comparison.base), ("NEW", comparison.new))
-        for log in summary.logs
+        for log in pair.logs
     ]
     return Table(
         key="logs",
         title="Logs read",
         caption="samples: sample-epochs in the log. no score: samples with no "
         "tracegrade score, such as one that errored before scoring. part: the "
-        "log's part of a run split by `tracegrade score`; a side's logs are "
-        "pooled.",
-        columns=[
-            "run",
-            "log",
-            "part",
-            "task",
-            "model",
-            "status",
-            "epochs",
-            "samples",
-            "no score",
-        ],
-        numeric=[False, False, True, False, False, False, True, True, True],
+        "log's part of a run split by `tracegrade score`.",
+        columns=["side", "log", "part", "status", "epochs", "samples", "no score"],
+        numeric=[False, False, True, False, True, True, True],
         rows=rows,
     )
 
@@ -361,6 +436,7 @@ def _logs_table(comparison: Comparison) -> Table:
 __all__ = [
     "ARROW",
     "comparison_tables",
+    "evals_table",
     "gate_line",
     "summary_line",
     "test_notes",

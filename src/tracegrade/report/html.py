@@ -19,19 +19,17 @@ from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
 
 from ..scorers.explain import show_id
 from ..scorers.metrics import STAGES
-from .build import (
-    ExtractionSummary,
-    Proportion,
-    Report,
-    StageSummary,
+from .aggregate import ExtractionSummary, Report, StageSummary
+from .shares import Proportion
+from .tables import (
     Table,
+    eval_label,
+    eval_warnings,
+    evals_read,
     id_count_title,
     id_rankings,
     interval_note,
-    logs_read,
-    part_warnings,
     report_tables,
-    task_label,
 )
 
 STAGE_COLOURS = {
@@ -63,7 +61,10 @@ def plot_text(text: str) -> str:
 
 
 def group_label(summary: StageSummary | ExtractionSummary) -> str:
-    return f"{plot_text(summary.model)}<br>{plot_text(task_label(summary))}"
+    return (
+        f"{plot_text(eval_label(summary))} {plot_text(summary.model)}"
+        f"<br>{plot_text(summary.task)}"
+    )
 
 
 def chart_title(text: str, subtitle: str) -> dict[str, Any]:
@@ -174,7 +175,7 @@ def id_figure(report: Report, kind: str) -> Any:
     rankings = id_rankings(report, kind)
     figure = go.Figure()
     for ranking in rankings:
-        name = f"{ranking.summary.model} {task_label(ranking.summary)}"
+        name = f"{eval_label(ranking.summary)} {ranking.summary.model}"
         counts = [ranked.count for ranked in ranking.ids]
         figure.add_trace(
             go.Bar(
@@ -307,12 +308,10 @@ def render_html(report: Report) -> str:
     if len(charts) % 2:
         charts[-1] = charts[-1].replace('class="chart"', 'class="chart wide"', 1)
     samples = sum(log.samples for log in report.logs)
-    summary = (
-        f"{logs_read(report.logs)}, {samples} sample-epochs. {interval_note(report)}"
-    )
+    summary = f"{evals_read(report)}, {samples} sample-epochs. {interval_note(report)}"
     warnings = "".join(
         f'<p class="warning">warning: {html.escape(warning)}</p>'
-        for warning in part_warnings(report.logs)
+        for warning in eval_warnings(report)
     )
     tables = "".join(table_html(table) for table in report_tables(report))
     return (

@@ -1,0 +1,288 @@
+"""Logs grouped into evals: `report` and `compare` count evals, not files.
+
+A log directory holds more files than evals, and pooling them silently
+counts some runs twice:
+
+- `inspect eval-retry` writes a new log of the same eval (the same
+  `eval.task_id`, seeded with every sample the failed log finished) and
+  leaves the failed log beside it. Inspect's eval sets keep the newest log
+  of each task id, and so does this module: the older logs are
+  superseded, never counted, and listed as such.
+- `tracegrade score` splits a large run into parts: logs that share
+  `eval.run_id`, each numbered in `eval.metadata["tracegrade_part"]`.
+  The parts are one eval; one that is missing or did not finish leaves
+  the eval incomplete.
+
+Every other log is an eval of its own, including two evals of the same
+task and model (`inspect eval` and `tracegrade score` of one file, or
+`base/` and `new/` under one root): they are different runs and are
+never summed by accident.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+from urllib.parse import unquote, urlparse
+
+from inspect_ai.log import EvalLog, list_eval_logs
+
+from .samples import SampleRead, log_samples
+from .scores import LogError, LogPart, LogRead, log_part, read_header
+
+LOG_SUFFIXES: Final = (".eval", ".json")
+SampleReader = Callable[[str], Iterable[SampleRead]]
+"""Reads a log's samples from its path (`log_samples`, or in the tests
+Inspect's own reader, to compare)."""
+_PART_SUFFIX = re.compile(r"-part\d+of\d+$")
+
+
+def find_logs(paths: Iterable[str | Path]) -> list[str]:
+    """The log files named by `paths`, directories searched recursively.
+
+    A directory is listed the way `inspect view` lists it (`.eval` files,
+    and `.json` files named like Inspect logs), so manifests and other
+    JSON beside the logs are not mistaken for logs. A file named directly
+    must be a `.eval` or `.json` log. Raises `LogError` when a directory
+    holds no log or a file is not one.
+    """
+    found: list[str] = []
+    for given in paths:
+        path = Path(given)
+        if path.is_dir():
+            listed = sorted(
+                _local_path(info.name) for info in list_eval_logs(str(path))
+            )
+            if not listed:
+                raise LogError(
+                    f"no Inspect logs ({', '.join(LOG_SUFFIXES)}) under {str(path)!r}"
+                )
+            found.extend(listed)
+        elif path.suffix in LOG_SUFFIXES:
+            found.append(str(path))
+        else:
+            raise LogError(_not_a_log(str(path)))
+    return list(dict.fromkeys(found))
+
+
+def _not_a_log(path: str) -> str:
+    if path.endswith(".jsonl"):
+        return (
+            f"{path!r} is JSON Lines, not an Inspect log (.eval or .json); if it "
+            "holds recorded runs, score it first (`tracegrade score TASK "
+            f"{path}`, or `inspect eval tracegrade/TASK -T dataset={path}`) and "
+            "give the logs that writes"
+        )
+    return f"{path!r} is not an Inspect log: a log ends in .eval or .json"
+
+
+def _local_path(name: str) -> str:
+    if name.startswith("file://"):
+        return unquote(urlparse(name).path)
+    return name
+
+
+@dataclass(frozen=True)
+class LogFile:
+    """A log's path, header and modification time, before its samples."""
+
+    path: str
+    header: EvalLog
+    mtime: float
+
+    @property
+    def part(self) -> LogPart | None:
+        return log_part(self.header.eval.metadata)
+
+    def read(self, samples: SampleReader = log_samples) -> LogRead:
+        """The log, its samples read by `samples` as they are iterated."""
+        return LogRead(self.path, self.header, samples(self.path))
+
+
+@dataclass(frozen=True)
+class Superseded:
+    """A log not counted: `by` is the newer log of the same eval.
+    `retry` is False for a copy of the same eval (the same `eval_id`),
+    such as a rescored one written beside it."""
+
+    path: str
+    by: str
+    retry: bool
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    """One eval: its log, or the parts of a split run in part order.
+
+    `key` identifies it among the evals read: `task:` and the task id of
+    an Inspect eval (shared by its retries), or `run:` and the run id of a
+    split run.
+    """
+
+    key: str
+    logs: tuple[LogFile, ...]
+
+    @property
+    def task(self) -> str:
+        return self.logs[0].header.eval.task
+
+    @property
+    def model(self) -> str:
+        return self.logs[0].header.eval.model
+
+    @property
+    def created(self) -> str:
+        return self.logs[0].header.eval.created
+
+    @property
+    def epochs(self) -> int:
+        return self.logs[0].header.eval.config.epochs or 1
+
+    @property
+    def missing_parts(self) -> list[int]:
+        part = self.logs[0].part
+        if part is None:
+            return []
+        found = {log.part.index for log in self.logs if log.part is not None}
+        return [index for index in range(1, part.count + 1) if index not in found]
+
+    @property
+    def status(self) -> str:
+        """Inspect's status of its log, or the first that is not `success`
+        among its parts; `incomplete` when a part is missing."""
+        for log in self.logs:
+            if log.header.status != "success":
+                return log.header.status
+        return "incomplete" if self.missing_parts else "success"
+
+    @property
+    def complete(self) -> bool:
+        return self.status == "success"
+
+    @property
+    def name(self) -> str:
+        """The log's file name; for a split run, its name without the part
+        number, and the number of parts."""
+        first = Path(self.logs[0].path)
+        part = self.logs[0].part
+        if part is None:
+            return first.name
+        stem = _PART_SUFFIX.sub("", first.stem)
+        return f"{stem}{first.suffix} ({part.count} parts)"
+
+    def reads(self, samples: SampleReader = log_samples) -> Iterator[LogRead]:
+        """Each of its logs, its samples read by `samples` as they are
+        iterated."""
+        for log in self.logs:
+            yield log.read(samples)
+
+
+@dataclass(frozen=True)
+class Evals:
+    """The evals found, in the order of their first log, and the logs
+    superseded by a newer log of the same eval."""
+
+    runs: list[EvalRun]
+    superseded: list[Superseded]
+
+    @property
+    def logs(self) -> int:
+        return sum(len(run.logs) for run in self.runs) + len(self.superseded)
+
+
+def read_evals(paths: Iterable[str | Path]) -> Evals:
+    """The evals of the logs at or under `paths`, headers read, samples
+    not yet. Raises `LogError` for a path that holds no log or a log whose
+    header cannot be read."""
+    files = []
+    for path in find_logs(paths):
+        header = read_header(path)
+        try:
+            mtime = os.stat(path).st_mtime
+        except OSError as error:
+            raise LogError(f"cannot read {path!r} ({error.strerror})") from error
+        files.append(LogFile(path, header, mtime))
+    return group_evals(files)
+
+
+def group_evals(files: Sequence[LogFile]) -> Evals:
+    """Split runs by run id, every other log by task id keeping the newest;
+    see the module's docstring."""
+    groups: dict[str, list[LogFile]] = {}
+    for file in files:
+        spec = file.header.eval
+        # A run id and a task id are both Inspect's 22-letter ids: prefixed,
+        # they cannot meet.
+        key = f"run:{spec.run_id}" if file.part is not None else f"task:{spec.task_id}"
+        groups.setdefault(key, []).append(file)
+    runs: list[EvalRun] = []
+    superseded: list[Superseded] = []
+    for key, group in groups.items():
+        # The newest log of each part of a split run, or of each eval.
+        by_part: dict[int, list[LogFile]] = {}
+        for file in group:
+            by_part.setdefault(_part_index(file), []).append(file)
+        kept = []
+        for copies in by_part.values():
+            newest, *older = sorted(copies, key=_age, reverse=True)
+            kept.append(newest)
+            superseded.extend(
+                Superseded(
+                    log.path,
+                    newest.path,
+                    retry=log.header.eval.eval_id != newest.header.eval.eval_id,
+                )
+                for log in older
+            )
+        runs.append(EvalRun(key, tuple(sorted(kept, key=_part_index))))
+    return Evals(runs, sorted(superseded, key=lambda s: s.path))
+
+
+def _part_index(file: LogFile) -> int:
+    part = file.part
+    return 0 if part is None else part.index
+
+
+def _age(file: LogFile) -> tuple[str, float, str]:
+    # `created` has whole seconds; a retry within the second is newer on disk.
+    return (file.header.eval.created, file.mtime, file.path)
+
+
+def superseded_note(superseded: Sequence[Superseded]) -> str | None:
+    """ "2 logs superseded by their retry, not counted", or None."""
+    if not superseded:
+        return None
+    retries = sum(s.retry for s in superseded)
+    copies = len(superseded) - retries
+    parts = []
+    if retries:
+        parts.append(f"{_logs(retries)} superseded by {_their(retries)} retry")
+    if copies:
+        parts.append(f"{_logs(copies)} superseded by a newer copy of the same eval")
+    return "; ".join(parts) + ", not counted"
+
+
+def _logs(count: int) -> str:
+    return f"{count} log{'s' if count != 1 else ''}"
+
+
+def _their(count: int) -> str:
+    return "its" if count == 1 else "their"
+
+
+__all__ = [
+    "LOG_SUFFIXES",
+    "EvalRun",
+    "Evals",
+    "LogFile",
+    "SampleReader",
+    "Superseded",
+    "find_logs",
+    "group_evals",
+    "read_evals",
+    "superseded_note",
+]

@@ -1,0 +1,202 @@
+"""The tracegrade scores of one log, read a sample at a time.
+
+`tracegrade report` and `tracegrade compare` read every log through
+`LogScores`, so they agree on which scores are tracegrade's (by name and
+metadata) and on how samples are counted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TypeGuard
+
+from inspect_ai.log import EvalLog, read_eval_log
+
+from .samples import SampleRead, ScoreRead, UnreadableLog, eval_header, log_samples
+
+STAGE_SCORER: Final = "stage_diagnosis"
+EXTRACTION_SCORER: Final = "ordered_extraction"
+METADATA_KEYS: Final = frozenset({"result", "record", "read_from", "error"})
+PART_KEY: Final = "tracegrade_part"
+
+# Inspect keys `sample.scores` by the scorer's unqualified name, adding 1,
+# 2, ... when a log already holds a score of that name (`inspect score
+# --action append`).
+_SCORE_KEY = re.compile(rf"({STAGE_SCORER}|{EXTRACTION_SCORER})\d*")
+
+
+class LogError(ValueError):
+    """A log that cannot be read, or logs that hold nothing to count; the
+    message names the log."""
+
+
+@dataclass(frozen=True)
+class LogPart:
+    """The log is part `index` (from 1) of the `count` logs of one run."""
+
+    index: int
+    count: int
+
+
+@dataclass(frozen=True)
+class LogSummary:
+    """What was read from one log file.
+
+    `part` is set for a part of a run that `tracegrade score` split;
+    the parts of a run share `run_id`.
+    """
+
+    path: str
+    task: str
+    model: str
+    run_id: str
+    part: LogPart | None
+    status: str
+    epochs: int
+    samples: int
+    tracegrade_scores: int
+    samples_without_tracegrade_score: int
+    sample_errors: int
+    other_scorers: list[str]
+
+
+@dataclass(frozen=True)
+class LogRead:
+    """A log's header, and its samples as they are read, one at a time."""
+
+    path: str
+    header: EvalLog
+    samples: Iterable[SampleRead]
+
+
+def read_header(path: str) -> EvalLog:
+    """The header of the log at `path`; `LogError` when it cannot be read."""
+    try:
+        header = eval_header(path) if path.endswith(".eval") else None
+        if header is None:
+            header = read_eval_log(path, header_only=True)
+    except Exception as error:
+        # Inspect raises whatever its readers raise (JSON, zip, pydantic,
+        # OS errors); any of them means the same here: not a readable log.
+        raise LogError(f"cannot read {path!r} as an Inspect log ({error})") from error
+    return header
+
+
+def read_log(path: str) -> LogRead:
+    """The header of the log at `path` and an iterator over its samples.
+
+    Raises `LogError` when the header cannot be read; a sample that cannot
+    be read raises `UnreadableLog` (or `OSError`) when reached.
+    """
+    return LogRead(path, read_header(path), log_samples(path))
+
+
+def is_tracegrade_metadata(metadata: Any) -> TypeGuard[dict[str, Any]]:
+    """A score's metadata has the keys every tracegrade score carries."""
+    return isinstance(metadata, dict) and metadata.keys() >= METADATA_KEYS
+
+
+def tracegrade_scorer(score_name: str) -> str | None:
+    """The tracegrade scorer a score name belongs to (`stage_diagnosis1` is
+    a `stage_diagnosis` score appended by `inspect score`), or None."""
+    match = _SCORE_KEY.fullmatch(score_name)
+    return None if match is None else match.group(1)
+
+
+def log_part(metadata: Mapping[str, Any] | None) -> LogPart | None:
+    """The part `tracegrade score` numbered the log, if it is one; a
+    malformed number is no part, so the log is still counted."""
+    part = (metadata or {}).get(PART_KEY)
+    if not isinstance(part, dict):
+        return None
+    index, count = part.get("index"), part.get("count")
+    if type(index) is not int or type(count) is not int or not 1 <= index <= count:
+        return None
+    return LogPart(index, count)
+
+
+class LogScores:
+    """The tracegrade scores of one log, a sample at a time, and the
+    counts of its `LogSummary` once every sample is read.
+
+    Iterating gives `(sample, score name, scorer, score)` for each score
+    a tracegrade scorer made (by its name and metadata); every other score
+    name is only noted. `keep_scoreless` keeps the id, epoch and error flag
+    of each sample with no tracegrade score (compare pairs them as "no
+    score"); otherwise they are only counted, so a log of another scorer's
+    million samples costs nothing.
+    """
+
+    def __init__(self, log: LogRead, *, keep_scoreless: bool = False) -> None:
+        self.log = log
+        self.epochs: int = log.header.eval.config.epochs or 1
+        self.samples = 0
+        self.sample_errors = 0
+        self.tracegrade_scores = 0
+        self.without = 0
+        self.scoreless: list[tuple[int | str, int, bool]] | None = (
+            [] if keep_scoreless else None
+        )
+        self.scorers: dict[str, str] = {}
+        """Each tracegrade score name seen, with its scorer."""
+        self.other: set[str] = set()
+
+    def __iter__(self) -> Iterator[tuple[SampleRead, str, str, ScoreRead]]:
+        # The scorer each score name belongs to, matched once per name.
+        matched: dict[str, str | None] = {}
+        for sample in self.log.samples:
+            self.samples += 1
+            self.sample_errors += sample.errored
+            found = 0
+            for name, score in sample.scores.items():
+                if name not in matched:
+                    matched[name] = tracegrade_scorer(name)
+                scorer = matched[name]
+                if scorer is None or not is_tracegrade_metadata(score.metadata):
+                    self.other.add(name)
+                    continue
+                found += 1
+                self.scorers[name] = scorer
+                yield sample, name, scorer, score
+            self.tracegrade_scores += found
+            if not found:
+                self.without += 1
+                if self.scoreless is not None:
+                    self.scoreless.append((sample.id, sample.epoch, sample.errored))
+
+    def summary(self) -> LogSummary:
+        spec = self.log.header.eval
+        return LogSummary(
+            path=self.log.path,
+            task=spec.task,
+            model=spec.model,
+            run_id=spec.run_id,
+            part=log_part(spec.metadata),
+            status=self.log.header.status,
+            epochs=self.epochs,
+            samples=self.samples,
+            tracegrade_scores=self.tracegrade_scores,
+            samples_without_tracegrade_score=self.without,
+            sample_errors=self.sample_errors,
+            other_scorers=sorted(self.other),
+        )
+
+
+__all__ = [
+    "EXTRACTION_SCORER",
+    "PART_KEY",
+    "STAGE_SCORER",
+    "LogError",
+    "LogPart",
+    "LogRead",
+    "LogScores",
+    "LogSummary",
+    "UnreadableLog",
+    "is_tracegrade_metadata",
+    "log_part",
+    "read_header",
+    "read_log",
+    "tracegrade_scorer",
+]

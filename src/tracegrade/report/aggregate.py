@@ -1,0 +1,774 @@
+"""From evals to the figures `tracegrade report` shows.
+
+The aggregation reads each eval's samples one at a time (`tracegrade.logs`)
+and keeps only counters; the terminal, HTML and JSON renderings are built
+from the one `Report` it returns, so they cannot disagree.
+
+Choices a reader of the figures needs to know:
+
+- Each eval is its own row: a log, its retry (only the newest log of an
+  eval is counted), or the parts of a run `tracegrade score` split. Two
+  evals of the same task and model are two rows; `pool=True` pools the
+  evals of a task, model and score into one row, and refuses evals that
+  score the same sample ids, which would count those samples twice.
+- Counts are per sample-epoch, as tracegrade's metrics count them: a
+  sample run for three epochs counts three times. Reducing epochs first
+  would need a rule for a sample diagnosed `retrieval` once and `pass`
+  twice, and any such rule hides the run that failed. The intervals of
+  the shares do take the sample as the unit (see `shares.py`).
+- Data errors and sample errors (unscored samples) are counted by kind,
+  never as a stage or a grade; answer failures count as failed grades,
+  as in the metrics.
+- Context recall is the `context_recall` metric's mean, over every run
+  whose score carries a recall.
+- The most often dropped and invented IDs come from each graded answer's
+  `itemised` metadata. Answers the rules did not grade (a repeated ID, an
+  unreadable answer) have none and are not counted. A score logged before
+  tracegrade wrote `itemised` (or `recall`) is itemised (or its recall
+  taken) from its `record`, by the same definitions, so old and new logs
+  give the same figures.
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final, TypeGuard
+
+from ..core.itemise import dropped_ids, invented_ids
+from ..core.recall import id_recall
+from ..logs.evals import EvalRun, Evals, SampleReader, Superseded, read_evals
+from ..logs.samples import SampleRead, UnreadableLog, log_samples
+from ..logs.scores import (
+    EXTRACTION_SCORER,
+    STAGE_SCORER,
+    LogError,
+    LogScores,
+    LogSummary,
+)
+from ..scorers.metrics import STAGES
+from .shares import CONFIDENCE, INTERVAL_METHOD, Cluster, Proportion
+
+COUNTING_UNIT: Final = "sample-epoch"
+DIAGNOSED_STAGES: Final = ("retrieval", "generation", "pass")
+UNSCORED_SIDES: Final = ("data", "run")
+"""Error sides of an unscored sample: its data is at fault, or the run
+itself failed before there was an answer (a sample error)."""
+ERROR_SIDES: Final = (*UNSCORED_SIDES, "answer")
+# The three ranked ID counts, each shown as a table and a chart: the
+# documents diagnosed runs missed, and the IDs itemised answers dropped and
+# invented.
+ID_COUNTS: Final = ("missed", "dropped", "invented")
+_NO_RECALL: Final = object()
+
+
+class ReportError(LogError):
+    """Logs that cannot be reported on: a malformed tracegrade score, evals
+    that cannot be pooled, or no tracegrade score at all."""
+
+
+@dataclass(frozen=True)
+class ErrorCount:
+    """Runs of one error kind; `side` is "data" or "run" (unscored) or
+    "answer" (a failed grade)."""
+
+    kind: str
+    side: str
+    count: int
+
+
+@dataclass(frozen=True)
+class MissedDocument:
+    """How often a required document never reached the context.
+
+    `required` counts the diagnosed runs that required it, so that a
+    document missed 3 times in 3 differs from one missed 3 times in 300.
+    """
+
+    id: str
+    missed: int
+    required: int
+
+
+@dataclass(frozen=True)
+class DroppedID:
+    """How often itemised answers left out a source ID, of the itemised
+    answers whose source held it."""
+
+    id: str
+    dropped: int
+    in_source: int
+
+
+@dataclass(frozen=True)
+class InventedID:
+    """How often itemised answers held an ID their source did not; its
+    share is of all itemised answers (`ExtractionSummary.itemised`)."""
+
+    id: str
+    invented: int
+
+
+@dataclass(frozen=True)
+class EvalSummary:
+    """One eval read: `label` names it in the tables (E1, E2, ...)."""
+
+    label: str
+    key: str
+    name: str
+    task: str
+    model: str
+    created: str
+    status: str
+    epochs: int
+    logs: list[str]
+    missing_parts: list[int]
+
+
+@dataclass(frozen=True)
+class StageSummary:
+    """Stage diagnosis figures for one eval (or pooled evals) and score.
+
+    `runs` counts every sample-epoch scored; `samples` the distinct
+    samples, the clusters of the intervals; `diagnosed` the runs that got
+    a stage, the denominator of the stage shares. `lucky` is the share of
+    runs labelled correct, among diagnosed ones, whose required evidence
+    never reached the context. `recall` is the mean context recall of the
+    `recall_runs` runs that have one (None without one).
+    """
+
+    evals: list[str]
+    task: str
+    model: str
+    scorer: str
+    status: str
+    epochs: list[int]
+    samples: int
+    runs: int
+    diagnosed: int
+    stages: dict[str, Proportion]
+    lucky: Proportion
+    recall: float | None
+    recall_runs: int
+    errors: list[ErrorCount]
+    missed: list[MissedDocument]
+    distinct_missed: int
+
+
+@dataclass(frozen=True)
+class ExtractionSummary:
+    """Ordered extraction figures for one eval (or pooled evals) and score.
+
+    `graded` counts runs with a grade, answer failures included (they fail
+    both criteria). An order pass implies a membership pass, so the gap
+    between the accuracies is itself a proportion: the runs that kept
+    every ID but lost the source order.
+    """
+
+    evals: list[str]
+    task: str
+    model: str
+    scorer: str
+    status: str
+    epochs: list[int]
+    samples: int
+    runs: int
+    graded: int
+    membership: Proportion
+    order: Proportion
+    gap: Proportion
+    errors: list[ErrorCount]
+    itemised: int
+    dropped: list[DroppedID]
+    invented: list[InventedID]
+    distinct_dropped: int
+    distinct_invented: int
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything `tracegrade report` shows, in every output form."""
+
+    unit: str
+    interval: str
+    confidence: float
+    top: int
+    pooled: bool
+    evals: list[EvalSummary]
+    superseded: list[Superseded]
+    logs: list[LogSummary]
+    stage_diagnosis: list[StageSummary]
+    ordered_extraction: list[ExtractionSummary]
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def build_report(
+    paths: Sequence[str],
+    *,
+    top: int = 10,
+    pool: bool = False,
+    on_log_read: Callable[[str], None] | None = None,
+    samples: SampleReader = log_samples,
+) -> Report:
+    """Read every eval at or under `paths` and aggregate its tracegrade
+    scores; `pool` pools the evals of each task, model and score.
+
+    `on_log_read` is called after each log, for a progress display;
+    `samples` reads a log's samples (the tests give Inspect's own reader,
+    to compare). Raises `LogError` for a log that cannot be read,
+    `ReportError` for a malformed tracegrade score, evals that cannot be
+    pooled, or when no log holds a tracegrade score.
+    """
+    return report_evals(
+        read_evals(paths),
+        top=top,
+        pool=pool,
+        on_log_read=on_log_read,
+        samples=samples,
+    )
+
+
+def report_evals(
+    evals: Evals,
+    *,
+    top: int = 10,
+    pool: bool = False,
+    on_log_read: Callable[[str], None] | None = None,
+    samples: SampleReader = log_samples,
+) -> Report:
+    """`build_report` of evals already found."""
+    if top < 1:
+        raise ValueError(f"top must be at least 1, got {top}")
+    aggregate = _Aggregate(pool)
+    for number, run in enumerate(evals.runs, start=1):
+        aggregate.add_eval(f"E{number}", run, on_log_read, samples)
+    return aggregate.report(top, evals.superseded)
+
+
+@dataclass
+class _Clusters:
+    """Per sample, how many of its runs had each outcome; kept only when a
+    sample can run more than once."""
+
+    samples: dict[Any, Counter[str]] = field(default_factory=dict)
+
+    def add(self, sample: Any, *outcomes: str) -> None:
+        counts = self.samples.get(sample)
+        if counts is None:
+            counts = self.samples[sample] = Counter()
+        counts.update(outcomes)
+
+    def of(self, outcome: str, population: str) -> list[Cluster]:
+        return [
+            (counts[outcome], counts[population])
+            for counts in self.samples.values()
+            if counts[population]
+        ]
+
+
+@dataclass
+class _Counts:
+    """What every summary counts."""
+
+    evals: list[str] = field(default_factory=list)
+    statuses: set[str] = field(default_factory=set)
+    epochs: set[int] = field(default_factory=set)
+    runs: int = 0
+    errors: Counter[tuple[str, str]] = field(default_factory=Counter)
+    clusters: _Clusters | None = None
+
+
+@dataclass
+class _StageCounts(_Counts):
+    stages: Counter[str] = field(default_factory=Counter)
+    lucky: int = 0
+    labelled_correct: int = 0
+    missed: Counter[str] = field(default_factory=Counter)
+    required: Counter[str] = field(default_factory=Counter)
+    recalls: array[float] = field(default_factory=lambda: array("d"))
+
+
+@dataclass
+class _ExtractionCounts(_Counts):
+    graded: int = 0
+    membership: int = 0
+    order: int = 0
+    kept_not_ordered: int = 0
+    itemised: int = 0
+    dropped: Counter[str] = field(default_factory=Counter)
+    in_source: Counter[str] = field(default_factory=Counter)
+    invented: Counter[str] = field(default_factory=Counter)
+
+
+_GroupKey = tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class _Where:
+    path: str
+    sample: SampleRead
+    scorer: str
+
+    def fail(self, problem: str) -> ReportError:
+        return ReportError(
+            f"{self.path}: sample {self.sample.id!r} epoch {self.sample.epoch}, "
+            f"score {self.scorer!r}: {problem}"
+        )
+
+
+class _Aggregate:
+    def __init__(self, pool: bool) -> None:
+        self.pool = pool
+        self.evals: list[EvalSummary] = []
+        self.logs: list[LogSummary] = []
+        self.stage: dict[_GroupKey, _StageCounts] = {}
+        self.extraction: dict[_GroupKey, _ExtractionCounts] = {}
+        # Each group's task, model and score name.
+        self.meta: dict[_GroupKey, tuple[str, str, str]] = {}
+        # With pool: the evals of each group and the sample ids each scored.
+        self.pooled_ids: dict[_GroupKey, dict[str, set[Any]]] = {}
+
+    def add_eval(
+        self,
+        label: str,
+        run: EvalRun,
+        on_log_read: Callable[[str], None] | None,
+        samples: SampleReader,
+    ) -> None:
+        """Count the eval's samples as they are read; only counters stay."""
+        clustered = run.epochs > 1
+        for log in run.reads(samples):
+            scores = LogScores(log)
+            try:
+                for sample, name, scorer, score in scores:
+                    key = self._key(label, run, name)
+                    where = _Where(log.path, sample, name)
+                    counts = self._counts(key, scorer, label, run, clustered)
+                    sample_key = sample.id if self.pool else (label, sample.id)
+                    if scorer == STAGE_SCORER:
+                        assert isinstance(counts, _StageCounts)
+                        _count_stage(
+                            counts, sample_key, score.value, score.metadata, where
+                        )
+                    else:
+                        assert isinstance(counts, _ExtractionCounts)
+                        _count_extraction(
+                            counts, sample_key, score.value, score.metadata, where
+                        )
+                    if self.pool:
+                        self.pooled_ids.setdefault(key, {}).setdefault(
+                            label, set()
+                        ).add(sample.id)
+            except (UnreadableLog, OSError) as error:
+                raise LogError(
+                    f"cannot read {log.path!r} as an Inspect log ({error})"
+                ) from error
+            self.logs.append(scores.summary())
+            if on_log_read is not None:
+                on_log_read(log.path)
+        self.evals.append(
+            EvalSummary(
+                label=label,
+                key=run.key,
+                name=run.name,
+                task=run.task,
+                model=run.model,
+                created=run.created,
+                status=run.status,
+                epochs=run.epochs,
+                logs=[log.path for log in run.logs],
+                missing_parts=run.missing_parts,
+            )
+        )
+
+    def _key(self, label: str, run: EvalRun, score: str) -> _GroupKey:
+        if self.pool:
+            return (run.task, run.model, score)
+        return (label, score)
+
+    def _counts(
+        self, key: _GroupKey, scorer: str, label: str, run: EvalRun, clustered: bool
+    ) -> _StageCounts | _ExtractionCounts:
+        groups: dict[_GroupKey, Any] = (
+            self.stage if scorer == STAGE_SCORER else self.extraction
+        )
+        counts: _StageCounts | _ExtractionCounts | None = groups.get(key)
+        if counts is None:
+            counts = _StageCounts() if scorer == STAGE_SCORER else _ExtractionCounts()
+            groups[key] = counts
+            self.meta[key] = (run.task, run.model, key[-1])
+        if label not in counts.evals:
+            counts.evals.append(label)
+            counts.statuses.add(run.status)
+            counts.epochs.add(run.epochs)
+        if clustered and counts.clusters is None:
+            counts.clusters = _Clusters()
+        return counts
+
+    def report(self, top: int, superseded: list[Superseded]) -> Report:
+        if not self.stage and not self.extraction:
+            raise ReportError(_nothing_found(self.logs))
+        self._check_pooled()
+        return Report(
+            unit=COUNTING_UNIT,
+            interval=INTERVAL_METHOD,
+            confidence=CONFIDENCE,
+            top=top,
+            pooled=self.pool,
+            evals=self.evals,
+            superseded=superseded,
+            logs=self.logs,
+            stage_diagnosis=[
+                _stage_summary(self.meta[key], counts, top)
+                for key, counts in sorted(self.stage.items(), key=self._order)
+            ],
+            ordered_extraction=[
+                _extraction_summary(self.meta[key], counts, top)
+                for key, counts in sorted(self.extraction.items(), key=self._order)
+            ],
+        )
+
+    def _order(self, item: tuple[_GroupKey, _Counts]) -> tuple[str, str, str, int]:
+        task, model, score = self.meta[item[0]]
+        first = int(item[1].evals[0][1:])
+        return (task, model, score, first)
+
+    def _check_pooled(self) -> None:
+        """Refuse to pool evals that scored the same sample ids."""
+        for key, by_eval in self.pooled_ids.items():
+            labels = list(by_eval)
+            for index, first in enumerate(labels):
+                for second in labels[index + 1 :]:
+                    shared = by_eval[first] & by_eval[second]
+                    if shared:
+                        raise ReportError(_shared_samples(key, first, second, shared))
+
+
+def _shared_samples(key: _GroupKey, first: str, second: str, shared: set[Any]) -> str:
+    example = sorted(shared, key=str)[0]
+    task, model, score = key
+    return (
+        f"--pool: evals {first} and {second} ({task}, {model}, score {score!r}) "
+        f"both scored {len(shared)} sample id{'s' if len(shared) != 1 else ''} "
+        f"(such as {example!r}); pooling them would count those samples twice. "
+        "Pool evals of different samples, or report them as separate rows "
+        "without --pool"
+    )
+
+
+def _count_error(
+    errors: Counter[tuple[str, str]], metadata: Mapping[str, Any], where: _Where
+) -> str | None:
+    """Count the score's error, if any, and return its side."""
+    error = metadata["error"]
+    if error is None:
+        return None
+    if (
+        not isinstance(error, dict)
+        or not isinstance(error.get("kind"), str)
+        or error.get("side") not in ERROR_SIDES
+    ):
+        raise where.fail(
+            "metadata error must be null or have a kind and a side "
+            f"({', '.join(ERROR_SIDES)}), got {error!r}"
+        )
+    side: str = error["side"]
+    errors[error["kind"], side] += 1
+    return side
+
+
+def _is_id_list(value: Any) -> TypeGuard[list[str]]:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _recall(metadata: Mapping[str, Any], value: str, where: _Where) -> float | None:
+    """The run's recall: its metadata's, or for a log written before
+    recall existed, from the diagnosis (None for no diagnosis)."""
+    recall = metadata.get("recall", _NO_RECALL)
+    if recall is None:
+        return None
+    if recall is not _NO_RECALL:
+        if type(recall) is not float or not 0.0 <= recall <= 1.0:
+            raise where.fail(
+                f"metadata recall must be null or in [0, 1], got {recall!r}"
+            )
+        return recall
+    if value not in DIAGNOSED_STAGES:
+        return None
+    record, result = metadata["record"], metadata["result"]
+    try:
+        return id_recall(record["required"], result["missing"])
+    except (KeyError, TypeError, ValueError) as error:
+        raise where.fail(f"a diagnosed score's ID lists disagree: {error}") from None
+
+
+def _count_stage(
+    counts: _StageCounts,
+    sample: Any,
+    value: Any,
+    metadata: Mapping[str, Any],
+    where: _Where,
+) -> None:
+    counts.runs += 1
+    if counts.clusters is not None:
+        counts.clusters.add(sample)
+    side = _count_error(counts.errors, metadata, where)
+    if side in UNSCORED_SIDES:
+        # An unscored run has no stage, but a recall of its own (a run with
+        # no label still had a context).
+        recall = _recall(metadata, "", where)
+        if recall is not None:
+            counts.recalls.append(recall)
+        return
+    if not isinstance(value, str) or value not in STAGES:
+        raise where.fail(f"the value must be one of {', '.join(STAGES)}, got {value!r}")
+    counts.stages[value] += 1
+    outcomes = ["staged", value]
+    if value in DIAGNOSED_STAGES:
+        record, result = metadata["record"], metadata["result"]
+        if not isinstance(record, dict) or not isinstance(result, dict):
+            raise where.fail(
+                "a diagnosed score needs its record and result in metadata"
+            )
+        required = record.get("required")
+        missing = result.get("missing")
+        if not _is_id_list(required) or not _is_id_list(missing):
+            raise where.fail(
+                "a diagnosed score needs the ID lists record.required and "
+                f"result.missing, got {required!r} and {missing!r}"
+            )
+        counts.required.update(set(required))
+        if record.get("correct") is True:
+            counts.labelled_correct += 1
+            outcomes.append("labelled_correct")
+        if value == "retrieval":
+            counts.missed.update(missing)
+            if record.get("correct") is True:
+                counts.lucky += 1
+                outcomes.append("lucky")
+    recall = _recall(metadata, value, where)
+    if recall is not None:
+        counts.recalls.append(recall)
+    if counts.clusters is not None:
+        counts.clusters.add(sample, *outcomes)
+
+
+def _count_extraction(
+    counts: _ExtractionCounts,
+    sample: Any,
+    value: Any,
+    metadata: Mapping[str, Any],
+    where: _Where,
+) -> None:
+    counts.runs += 1
+    if counts.clusters is not None:
+        counts.clusters.add(sample)
+    if _count_error(counts.errors, metadata, where) in UNSCORED_SIDES:
+        return
+    if (
+        not isinstance(value, dict)
+        or type(value.get("membership")) is not bool
+        or type(value.get("order")) is not bool
+    ):
+        raise where.fail(
+            f"the value must be {{'membership': bool, 'order': bool}}, got {value!r}"
+        )
+    membership: bool = value["membership"]
+    order: bool = value["order"]
+    if order and not membership:
+        raise where.fail(
+            "order passes without membership, which the grading rules never give"
+        )
+    counts.graded += 1
+    counts.membership += membership
+    counts.order += order
+    counts.kept_not_ordered += membership and not order
+    if counts.clusters is not None:
+        outcomes = ["graded"]
+        outcomes += ["membership"] if membership else []
+        outcomes += ["order"] if order else []
+        outcomes += ["gap"] if membership and not order else []
+        counts.clusters.add(sample, *outcomes)
+    itemised = _dropped_and_invented(metadata, where)
+    if itemised is None:
+        return
+    source, dropped, invented = itemised
+    counts.itemised += 1
+    counts.in_source.update(source)
+    counts.dropped.update(dropped)
+    counts.invented.update(invented)
+
+
+def _dropped_and_invented(
+    metadata: Mapping[str, Any], where: _Where
+) -> tuple[list[str], list[str], list[str]] | None:
+    """The graded source, and the IDs the answer dropped and invented.
+
+    None for a score with no grade to itemise. A score logged before
+    `itemised` existed is itemised from its record.
+    """
+    result = metadata["result"]
+    if not isinstance(result, dict) or "membership" not in result:
+        return None
+    record = metadata["record"]
+    source = record.get("source") if isinstance(record, dict) else None
+    answer = record.get("answer") if isinstance(record, dict) else None
+    if not _is_id_list(source):
+        raise where.fail(
+            f"a graded score needs the ID list record.source, got {source!r}"
+        )
+    if "itemised" not in metadata:
+        if not _is_id_list(answer):
+            raise where.fail(
+                f"a graded score needs the ID list record.answer, got {answer!r}"
+            )
+        return source, dropped_ids(source, answer), invented_ids(source, answer)
+    itemised = metadata["itemised"]
+    if not isinstance(itemised, dict):
+        raise where.fail(
+            f"a graded score's metadata itemised must be an object, got {itemised!r}"
+        )
+    dropped = itemised.get("dropped")
+    invented = itemised.get("invented")
+    if not _is_id_list(dropped) or not _is_id_list(invented):
+        raise where.fail(
+            "metadata itemised needs the ID lists dropped and invented, "
+            f"got {dropped!r} and {invented!r}"
+        )
+    return source, dropped, invented
+
+
+def _error_counts(errors: Counter[tuple[str, str]]) -> list[ErrorCount]:
+    # Unscored runs first: they shrink the denominators of every figure.
+    ordered = sorted(
+        errors.items(),
+        key=lambda item: (item[0][1] not in UNSCORED_SIDES, -item[1], item[0][0]),
+    )
+    return [ErrorCount(kind, side, count) for (kind, side), count in ordered]
+
+
+def _status(statuses: Iterable[str]) -> str:
+    """ "success", or the first other status of the evals counted."""
+    others = sorted(status for status in set(statuses) if status != "success")
+    return others[0] if others else "success"
+
+
+def _share(
+    counts: _Counts, outcome: str, count: int, population: str, total: int
+) -> Proportion:
+    clusters = (
+        None if counts.clusters is None else counts.clusters.of(outcome, population)
+    )
+    return Proportion.of(count, total, clusters)
+
+
+def _samples(counts: _Counts) -> int:
+    return counts.runs if counts.clusters is None else len(counts.clusters.samples)
+
+
+def _ranked(counter: Counter[str]) -> list[tuple[str, int]]:
+    """Most frequent first; ties in code point order, so the list is stable."""
+    return sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+
+
+def _stage_summary(
+    meta: tuple[str, str, str], counts: _StageCounts, top: int
+) -> StageSummary:
+    task, model, scorer = meta
+    staged = sum(counts.stages.values())
+    ranked = _ranked(counts.missed)
+    return StageSummary(
+        evals=counts.evals,
+        task=task,
+        model=model,
+        scorer=scorer,
+        status=_status(counts.statuses),
+        epochs=sorted(counts.epochs),
+        samples=_samples(counts),
+        runs=counts.runs,
+        diagnosed=staged,
+        stages={
+            stage: _share(counts, stage, counts.stages[stage], "staged", staged)
+            for stage in STAGES
+        },
+        lucky=_share(
+            counts, "lucky", counts.lucky, "labelled_correct", counts.labelled_correct
+        ),
+        recall=(
+            math.fsum(counts.recalls) / len(counts.recalls) if counts.recalls else None
+        ),
+        recall_runs=len(counts.recalls),
+        errors=_error_counts(counts.errors),
+        missed=[
+            MissedDocument(document_id, missed, counts.required[document_id])
+            for document_id, missed in ranked[:top]
+        ],
+        distinct_missed=len(ranked),
+    )
+
+
+def _extraction_summary(
+    meta: tuple[str, str, str], counts: _ExtractionCounts, top: int
+) -> ExtractionSummary:
+    task, model, scorer = meta
+    dropped = _ranked(counts.dropped)
+    invented = _ranked(counts.invented)
+    graded = counts.graded
+    return ExtractionSummary(
+        evals=counts.evals,
+        task=task,
+        model=model,
+        scorer=scorer,
+        status=_status(counts.statuses),
+        epochs=sorted(counts.epochs),
+        samples=_samples(counts),
+        runs=counts.runs,
+        graded=graded,
+        membership=_share(counts, "membership", counts.membership, "graded", graded),
+        order=_share(counts, "order", counts.order, "graded", graded),
+        gap=_share(counts, "gap", counts.kept_not_ordered, "graded", graded),
+        errors=_error_counts(counts.errors),
+        itemised=counts.itemised,
+        dropped=[
+            DroppedID(document_id, times, counts.in_source[document_id])
+            for document_id, times in dropped[:top]
+        ],
+        invented=[
+            InventedID(document_id, times) for document_id, times in invented[:top]
+        ],
+        distinct_dropped=len(dropped),
+        distinct_invented=len(invented),
+    )
+
+
+def _nothing_found(logs: Sequence[LogSummary]) -> str:
+    other = sorted({name for log in logs for name in log.other_scorers})
+    found = f"; scores found: {', '.join(other)}" if other else "; no scores at all"
+    read = ", ".join(log.path for log in logs[:3])
+    more = f" and {len(logs) - 3} more" if len(logs) > 3 else ""
+    return (
+        f"no tracegrade scores ({STAGE_SCORER}, {EXTRACTION_SCORER}) in "
+        f"{len(logs)} log{'s' if len(logs) != 1 else ''} ({read}{more}){found}"
+    )
+
+
+__all__ = [
+    "COUNTING_UNIT",
+    "ID_COUNTS",
+    "DroppedID",
+    "ErrorCount",
+    "EvalSummary",
+    "ExtractionSummary",
+    "InventedID",
+    "MissedDocument",
+    "Report",
+    "ReportError",
+    "StageSummary",
+    "build_report",
+    "report_evals",
+]

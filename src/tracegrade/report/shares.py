@@ -1,0 +1,127 @@
+"""Shares of runs, and their confidence intervals.
+
+A share is `count` of `total` runs (sample-epochs). Its interval is the
+Wilson score interval, which stays inside [0, 1] and behaves at 0 and n
+successes where the normal approximation does not; scipy computes it.
+
+With several epochs the runs of one sample are not independent: a
+question a model cannot answer fails every epoch, so three epochs are
+not three times the evidence. There the sample is the cluster, as in
+Inspect's `stderr(cluster=...)` and "Adding Error Bars to Evals" (Miller,
+2024): the interval is Wilson's over the effective number of runs,
+n / deff, where the design effect deff is the clustered variance of the
+share (Inspect's estimator, with its C / (C - 1) correction) over its
+variance if every run were independent. n / deff is not a whole number,
+which scipy's binomial interval requires, so that case applies the same
+Wilson formula to it directly. The effective number lies between the
+number of samples and the number of runs; when every run has the outcome
+or none has, no variance shows how alike a sample's epochs are, and the
+samples alone are counted.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from scipy.stats import binomtest, norm  # type: ignore[import-untyped]
+
+CONFIDENCE: Final = 0.95
+INTERVAL_METHOD: Final = "wilson"
+
+Cluster = tuple[int, int]
+"""One sample's runs: how many had the outcome, of how many."""
+
+
+def wilson_interval(
+    successes: int, trials: int, confidence: float = CONFIDENCE
+) -> tuple[float, float]:
+    """The Wilson score interval for `successes` out of `trials`."""
+    if trials <= 0:
+        raise ValueError(f"a proportion needs at least one trial, got {trials}")
+    if not 0 <= successes <= trials:
+        raise ValueError(f"successes must lie in 0..{trials}, got {successes}")
+    interval = binomtest(successes, trials).proportion_ci(
+        confidence_level=confidence, method="wilson"
+    )
+    return float(interval.low), float(interval.high)
+
+
+def effective_wilson_interval(
+    share: float, trials: float, confidence: float = CONFIDENCE
+) -> tuple[float, float]:
+    """The Wilson score interval of `share` over a fractional number of
+    `trials`, the same formula `wilson_interval` applies to whole ones."""
+    if trials <= 0:
+        raise ValueError(f"a proportion needs trials, got {trials}")
+    z = float(norm.ppf(0.5 + confidence / 2))
+    z2_n = z * z / trials
+    centre = (share + z2_n / 2) / (1 + z2_n)
+    half = (
+        z / (1 + z2_n) * math.sqrt(share * (1 - share) / trials + z2_n / (4 * trials))
+    )
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def effective_trials(clusters: Sequence[Cluster]) -> float:
+    """The number of independent runs the clustered runs are worth."""
+    runs = sum(size for _, size in clusters)
+    count = sum(had for had, _ in clusters)
+    samples = len(clusters)
+    if runs == 0:
+        raise ValueError("no runs to count")
+    share = count / runs
+    if samples < 2 or count in (0, runs):
+        return float(samples)
+    deviations = math.fsum((had - size * share) ** 2 for had, size in clusters)
+    clustered = deviations * samples / (samples - 1) / runs**2
+    independent = share * (1 - share) / (runs - 1)
+    return min(float(runs), max(float(samples), runs * independent / clustered))
+
+
+@dataclass(frozen=True)
+class Proportion:
+    """`count` of `total` runs, with its share and Wilson interval.
+
+    `effective_total` is the number of independent runs the interval
+    rests on when runs were clustered by sample (None when every sample
+    ran once). With no runs there is no share: `share`, `low` and `high`
+    are None.
+    """
+
+    count: int
+    total: int
+    share: float | None
+    low: float | None
+    high: float | None
+    effective_total: float | None = None
+
+    @classmethod
+    def of(
+        cls, count: int, total: int, clusters: Sequence[Cluster] | None = None
+    ) -> Proportion:
+        """The share; `clusters`, one per sample with its runs in `total`,
+        when a sample may have run more than once."""
+        if total == 0:
+            return cls(count, 0, None, None, None)
+        if clusters is None or all(size == 1 for _, size in clusters):
+            low, high = wilson_interval(count, total)
+            return cls(count, total, count / total, low, high)
+        if sum(size for _, size in clusters) != total:
+            raise ValueError("the clusters must hold the runs counted, no more")
+        effective = effective_trials(clusters)
+        low, high = effective_wilson_interval(count / total, effective)
+        return cls(count, total, count / total, low, high, effective)
+
+
+__all__ = [
+    "CONFIDENCE",
+    "INTERVAL_METHOD",
+    "Cluster",
+    "Proportion",
+    "effective_trials",
+    "effective_wilson_interval",
+    "wilson_interval",
+]
