@@ -67,8 +67,9 @@ def run(request):
         os.open(request["stderr"], os.O_WRONLY | os.O_TRUNC),
     )
     for number, stream in enumerate(streams):
-        os.dup2(stream, number)
-        os.close(stream)
+        if stream != number:
+            os.dup2(stream, number)
+            os.close(stream)
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
@@ -112,7 +113,7 @@ while True:
     request = json.loads(line)
     pid = os.fork()
     if pid == 0:
-        requests.close()
+        # The protocol's pipes: fd 0 is replaced by the command's stdin.
         replies.close()
         run(request)
     replies.write(json.dumps({"pid": pid}).encode() + b"\n")
