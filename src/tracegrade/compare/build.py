@@ -22,7 +22,14 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Final
 
-from ..logs.evals import EvalRun, Evals, Superseded, read_evals, superseded_note
+from ..logs.evals import (
+    EvalRun,
+    Evals,
+    Superseded,
+    read_evals,
+    superseded_note,
+    unused_reducer,
+)
 from ..logs.samples import ScoreRead, UnreadableLog
 from ..logs.scores import LogError, LogRead, LogScores, LogSummary
 from .pairing import (
@@ -36,6 +43,7 @@ from .pairing import (
     Gate,
     NothingInCommon,
     Observation,
+    Paired,
     Run,
     StageComparison,
     pair_runs,
@@ -336,9 +344,7 @@ def _compare_pair(
         base=_info(base),
         new=_info(new),
         logs=[*logs["BASE"], *logs["NEW"]],
-        warnings=_warnings(
-            base, new, logs, paired.scores_only_in_base, paired.scores_only_in_new
-        ),
+        warnings=_warnings(base, new, logs, paired),
         stage_diagnosis=paired.stage_diagnosis,
         ordered_extraction=paired.ordered_extraction,
         scores_only_in_base=paired.scores_only_in_base,
@@ -476,13 +482,10 @@ def _nothing_found(side: str, logs: Sequence[LogSummary]) -> str:
 
 
 def _warnings(
-    base: EvalRun,
-    new: EvalRun,
-    logs: dict[str, list[LogSummary]],
-    only_in_base: dict[str, int],
-    only_in_new: dict[str, int],
+    base: EvalRun, new: EvalRun, logs: dict[str, list[LogSummary]], paired: Paired
 ) -> list[str]:
     warnings: list[str] = []
+    staged = bool(paired.stage_diagnosis)
     if base.key == new.key and base.logs == new.logs:
         warnings.append(
             f"BASE and NEW are the same eval ({base.name}): every pair is "
@@ -506,7 +509,13 @@ def _warnings(
                     f"{side}: {log.path} holds no tracegrade score; its "
                     f"{log.samples} samples are not compared."
                 )
-    for side, scores in (("BASE", only_in_base), ("NEW", only_in_new)):
+        unused = unused_reducer(run.name, run.epochs_reducer)
+        if unused and staged:
+            warnings.append(f"{side}: {unused}")
+    for side, scores in (
+        ("BASE", paired.scores_only_in_base),
+        ("NEW", paired.scores_only_in_new),
+    ):
         for score, runs in scores.items():
             warnings.append(
                 f"score {score!r} is in {side} only ({runs} runs); it is not compared."

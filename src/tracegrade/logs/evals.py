@@ -143,6 +143,11 @@ class EvalRun:
         return self.logs[0].header.eval.config.epochs or 1
 
     @property
+    def epochs_reducer(self) -> list[str] | None:
+        """The reducers asked for (`--epochs-reducer`), if any."""
+        return self.logs[0].header.eval.config.epochs_reducer
+
+    @property
     def missing_parts(self) -> list[int]:
         part = self.logs[0].part
         if part is None:
@@ -266,6 +271,22 @@ def superseded_note(superseded: Sequence[Superseded]) -> str | None:
     return "; ".join(parts) + ", not counted"
 
 
+def unused_reducer(name: str, reducers: Sequence[str] | None) -> str | None:
+    """Why eval `name`'s `--epochs-reducer` leaves its stage figures alone,
+    or None when it asked for none. A stage is a category: Inspect's
+    reducers (mean, max, at_least_k, ...) are defined on numbers, so every
+    stage figure counts each epoch, and `stage_modes` gives each sample's
+    most frequent stage; extraction's reduced metrics do use the reducer."""
+    if not reducers:
+        return None
+    return (
+        f"{name} asked for the epochs reducer {', '.join(reducers)}, which "
+        "stage diagnosis does not use: a stage is a category, so its figures "
+        "count every epoch (stage_modes gives each sample's most frequent "
+        "stage)."
+    )
+
+
 def _logs(count: int) -> str:
     return f"{count} log{'s' if count != 1 else ''}"
 
@@ -285,4 +306,5 @@ __all__ = [
     "group_evals",
     "read_evals",
     "superseded_note",
+    "unused_reducer",
 ]

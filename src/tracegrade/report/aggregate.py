@@ -124,6 +124,7 @@ class EvalSummary:
     created: str
     status: str
     epochs: int
+    epochs_reducer: list[str] | None
     logs: list[str]
     missing_parts: list[int]
 
@@ -381,6 +382,7 @@ class _Aggregate:
                 created=run.created,
                 status=run.status,
                 epochs=run.epochs,
+                epochs_reducer=run.epochs_reducer,
                 logs=[log.path for log in run.logs],
                 missing_parts=run.missing_parts,
             )

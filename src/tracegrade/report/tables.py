@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..logs.evals import superseded_note
+from ..logs.evals import superseded_note, unused_reducer
 from ..logs.scores import EXTRACTION_SCORER, STAGE_SCORER, LogSummary
 from ..scorers.explain import show_id
 from .aggregate import ExtractionSummary, Report, StageSummary
@@ -93,9 +93,14 @@ def evals_read(report: Report) -> str:
 
 
 def eval_warnings(report: Report) -> list[str]:
-    """One line per eval that did not complete."""
+    """One line per eval that did not complete, and per eval of stage
+    scores that asked for an epochs reducer (which they do not use)."""
     warnings = []
+    staged = {label for s in report.stage_diagnosis for label in s.evals}
     for summary in report.evals:
+        unused = unused_reducer(summary.label, summary.epochs_reducer)
+        if unused and summary.label in staged:
+            warnings.append(unused)
         if summary.missing_parts:
             warnings.append(
                 f"{summary.label} ({summary.name}) is missing part "

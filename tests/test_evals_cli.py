@@ -1,0 +1,303 @@
+"""`report` and `compare` count evals, as a user's log directories hold them.
+
+Every log here is made the way users make them, with the real commands:
+`inspect eval` (one model or several), `inspect eval-retry`, `inspect
+eval-set` and `tracegrade score`. The directories then hold more files
+than evals, or evals of several models and tasks, and the figures must
+still count each run once and pair like with like.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.commands import run_inspect, run_tracegrade
+from tests.support import write_lines
+
+OK = {"required": ["D1"], "context": ["D1"], "correct": True}
+WRONG = {"required": ["D1"], "context": ["D1"], "correct": False}
+QUESTIONS = [f"q{index:02d}" for index in range(1, 15)]
+
+FLAKY_TASK = """
+from pathlib import Path
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+from inspect_ai.solver import solver
+
+from tracegrade import stage_diagnosis_scorer
+from tracegrade.tasks import replay
+
+
+@solver
+def flaky():
+    # q02 fails the first time it runs, as a flaky retriever would.
+    async def solve(state, generate):
+        marker = Path("failed-once")
+        if state.sample_id == "q02" and not marker.exists():
+            marker.touch()
+            raise RuntimeError("the retriever timed out")
+        return state
+
+    return solve
+
+
+@task
+def flaky_runs():
+    return Task(
+        dataset=[
+            Sample(
+                id=f"q{index:02d}",
+                input="q",
+                metadata={"required": ["D1"], "context": ["D1"], "correct": True},
+            )
+            for index in range(1, 6)
+        ],
+        solver=[flaky(), replay()],
+        scorer=stage_diagnosis_scorer(context_key="context"),
+    )
+"""
+
+
+def dataset(path: Path, records: dict[str, Any]) -> str:
+    return write_lines(
+        path,
+        [{"id": sample_id, "input": record} for sample_id, record in records.items()],
+    )
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """BASE passes 14 questions; WORSE fails 8 of them (significant: 8 to 0
+    gives p = 0.0078)."""
+    directory = tmp_path_factory.mktemp("datasets")
+    worse = {q: WRONG if index < 8 else OK for index, q in enumerate(QUESTIONS)}
+    return {
+        "base": dataset(directory / "base.jsonl", dict.fromkeys(QUESTIONS, OK)),
+        "worse": dataset(directory / "worse.jsonl", worse),
+        "small": dataset(directory / "runs.jsonl", {"r1": OK, "r2": WRONG}),
+    }
+
+
+def inspect_eval(cwd: Path, *args: str) -> None:
+    done = run_inspect("eval", *args, "--display", "none", cwd=cwd)
+    assert done.returncode == 0, done.stderr
+
+
+def report(cwd: Path, *args: str) -> dict[str, Any]:
+    done = run_tracegrade("report", *args, "--json", cwd=cwd)
+    assert done.returncode == 0, done.stderr
+    read: dict[str, Any] = json.loads(done.stdout)
+    return read
+
+
+def test_the_readmes_two_runs_of_one_file_are_two_evals(
+    files: dict[str, str], tmp_path: Path
+) -> None:
+    """`inspect eval -T dataset=runs.jsonl`, then `tracegrade score` of the
+    same file into the same directory: two evals of 2 runs, not 4 runs."""
+    inspect_eval(
+        tmp_path,
+        "tracegrade/stage_diagnosis",
+        "-T",
+        f"dataset={files['small']}",
+        "--log-dir",
+        "logs",
+    )
+    scored = run_tracegrade(
+        "score", "stage_diagnosis", files["small"], "--log-dir", "logs", cwd=tmp_path
+    )
+    assert scored.returncode == 0, scored.stderr
+    read = report(tmp_path, "logs")
+
+    assert [s["runs"] for s in read["stage_diagnosis"]] == [2, 2]
+    assert [s["evals"] for s in read["stage_diagnosis"]] == [["E1"], ["E2"]]
+    assert read["pooled"] is False
+    text = run_tracegrade("report", "logs", cwd=tmp_path).stdout
+    assert "2 evals in 2 logs, 4 sample-epochs" in text
+
+
+def test_base_and_new_under_one_root_are_separate_rows(
+    files: dict[str, str], tmp_path: Path
+) -> None:
+    for name in ("base", "worse"):
+        inspect_eval(
+            tmp_path,
+            "tracegrade/stage_diagnosis",
+            "-T",
+            f"dataset={files[name]}",
+            "--log-dir",
+            f"logs/{name}",
+        )
+    read = report(tmp_path, "logs")
+
+    base, worse = sorted(
+        read["stage_diagnosis"], key=lambda s: s["stages"]["pass"]["count"]
+    )[::-1]
+    assert base["stages"]["pass"]["count"] == 14
+    assert worse["stages"]["pass"]["count"] == 6
+    # Pooling them would count every question twice: refused, naming both.
+    pooled = run_tracegrade("report", "logs", "--pool", cwd=tmp_path)
+    assert pooled.returncode == 1
+    assert "--pool: evals E1 and E2" in pooled.stderr
+    assert "both scored 14 sample ids" in pooled.stderr
+    assert len(pooled.stderr.strip().splitlines()) == 1
+
+
+def test_a_retried_eval_counts_once_and_compares(
+    files: dict[str, str], tmp_path: Path
+) -> None:
+    """`inspect eval` fails on one sample; `inspect eval-retry` finishes it.
+    The directory holds both logs, one eval."""
+    (tmp_path / "flaky.py").write_text(FLAKY_TASK, encoding="utf-8")
+    inspect_eval(tmp_path, "flaky.py", "--log-dir", "logs", "--fail-on-error")
+    (failed,) = (tmp_path / "logs").iterdir()
+    retried = run_inspect("eval-retry", str(failed), "--log-dir", "logs", cwd=tmp_path)
+    assert retried.returncode == 0, retried.stderr
+    read = report(tmp_path, "logs")
+
+    (summary,) = read["stage_diagnosis"]
+    assert summary["runs"] == 5  # not 5 + the 1 the failed log finished
+    assert [s["path"] for s in read["superseded"]] == [str(failed)]
+    text = run_tracegrade("report", "logs", cwd=tmp_path).stdout
+    assert "1 eval in 2 logs (1 log superseded by its retry, not counted)" in text
+
+    # The same directory compares with a clean run of the same task.
+    inspect_eval(tmp_path, "flaky.py", "--log-dir", "clean")
+    compared = run_tracegrade("compare", "clean", "logs", "--json", cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    (pair,) = json.loads(compared.stdout)["pairs"]
+    assert pair["stage_diagnosis"][0]["pairs"] == 5
+    assert "NEW: 1 log superseded by its retry, not counted" in compared.stderr
+
+
+@pytest.fixture(scope="module")
+def two_models(files: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """ci/base: `inspect eval --model mockllm/a,mockllm/b` of BASE. ci/new:
+    model a still answers BASE, model b regressed to WORSE."""
+    root = tmp_path_factory.mktemp("ci")
+    inspect_eval(
+        root,
+        "tracegrade/stage_diagnosis",
+        "-T",
+        f"dataset={files['base']}",
+        "--model",
+        "mockllm/a,mockllm/b",
+        "--log-dir",
+        "base",
+    )
+    for model, name in (("mockllm/a", "base"), ("mockllm/b", "worse")):
+        inspect_eval(
+            root,
+            "tracegrade/stage_diagnosis",
+            "-T",
+            f"dataset={files[name]}",
+            "--model",
+            model,
+            "--log-dir",
+            "new",
+        )
+    return root
+
+
+def test_a_two_model_directory_compares_pair_by_pair(two_models: Path) -> None:
+    done = run_tracegrade(
+        "compare", "base", "new", "--json", "--fail-on-regression", cwd=two_models
+    )
+
+    assert done.returncode == 3, done.stderr
+    read = json.loads(done.stdout)
+    names = [pair["name"] for pair in read["pairs"]]
+    assert sorted(names) == [
+        "tracegrade/stage_diagnosis (mockllm/a)",
+        "tracegrade/stage_diagnosis (mockllm/b)",
+    ]
+    by_name = {pair["name"]: pair for pair in read["pairs"]}
+    assert by_name["tracegrade/stage_diagnosis (mockllm/a)"]["gate"]["fails"] is False
+    assert by_name["tracegrade/stage_diagnosis (mockllm/b)"]["gate"]["fails"] is True
+    assert read["gate"]["significant"] == [
+        "tracegrade/stage_diagnosis (mockllm/b): stage_diagnosis: pass"
+    ]
+    assert (
+        "tracegrade/stage_diagnosis (mockllm/b): stage_diagnosis: pass" in done.stderr
+    )
+
+
+def test_model_selects_one_pair(two_models: Path) -> None:
+    done = run_tracegrade(
+        "compare",
+        "base",
+        "new",
+        "--model",
+        "mockllm/a",
+        "--fail-on-regression",
+        cwd=two_models,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "1 pair of evals" in done.stdout
+
+    unknown = run_tracegrade("compare", "base", "new", "--model", "c", cwd=two_models)
+    assert unknown.returncode == 1
+    assert "BASE has no eval of model 'c'" in unknown.stderr
+
+
+def test_eval_sets_of_two_tasks_pair_by_task(tmp_path: Path) -> None:
+    tasks = ("tracegrade/stage_diagnosis", "tracegrade/ordered_extraction_recorded")
+    for name in ("base", "new"):
+        done = run_inspect(
+            "eval-set", *tasks, "--log-dir", name, "--display", "none", cwd=tmp_path
+        )
+        assert done.returncode == 0, done.stderr
+    compared = run_tracegrade("compare", "base", "new", "--json", cwd=tmp_path)
+
+    assert compared.returncode == 0, compared.stderr
+    read = json.loads(compared.stdout)
+    assert sorted(pair["name"] for pair in read["pairs"]) == [
+        f"{task} (none/none)" for task in sorted(tasks)
+    ]
+    only = run_tracegrade(
+        "compare", "base", "new", "--task", "stage_diagnosis", "--json", cwd=tmp_path
+    )
+    (pair,) = json.loads(only.stdout)["pairs"]
+    assert pair["name"] == "tracegrade/stage_diagnosis (none/none)"
+
+
+def test_a_dataset_given_to_report_is_named_as_one(
+    files: dict[str, str], tmp_path: Path
+) -> None:
+    done = run_tracegrade("report", files["small"], cwd=tmp_path)
+
+    assert done.returncode == 1
+    (line,) = done.stderr.strip().splitlines()
+    assert "is JSON Lines, not an Inspect log" in line
+    assert "tracegrade score TASK" in line and "No recorder" not in line
+
+
+def test_an_epochs_reducer_stage_figures_do_not_use_is_said(tmp_path: Path) -> None:
+    """Inspect's reducers are defined on numbers; a stage is a category, so
+    `--epochs-reducer` changes no stage figure, and report and compare say
+    so rather than ignore it silently."""
+    for name in ("base", "new"):
+        inspect_eval(
+            tmp_path,
+            "tracegrade/stage_diagnosis",
+            "--epochs",
+            "2",
+            "--epochs-reducer",
+            "mode",
+            "--log-dir",
+            name,
+        )
+    reported = run_tracegrade("report", "base", cwd=tmp_path)
+    compared = run_tracegrade("compare", "base", "new", cwd=tmp_path)
+
+    said = (
+        "asked for the epochs reducer mode, which stage diagnosis does not use: "
+        "a stage is a category, so its figures count every epoch"
+    )
+    assert reported.returncode == 0 and said in reported.stdout
+    assert compared.returncode == 0 and said in compared.stdout
