@@ -535,6 +535,27 @@ def test_a_missing_part_is_warned_of_in_one_line(stage_parts: list[str]) -> None
     )
 
 
+def test_a_header_claiming_a_billion_parts_lists_a_few(
+    offline_logs: OfflineLogs, tmp_path: Path
+) -> None:
+    """A part count comes from a header anyone can edit: what it makes the
+    reader list (and allocate) is bounded."""
+    log = read_eval_log(offline_logs.stage)
+    log.eval.metadata = {"tracegrade_part": {"index": 1, "count": 1_000_000_000}}
+    path = tmp_path / JSON_LOG_NAME.format("billion-parts")
+    write_eval_log(log, str(path))
+    result = build_report([str(path)])
+    (warning,) = eval_warnings(result)
+
+    (summary,) = result.evals
+    assert summary.missing_count == 999_999_999
+    assert summary.missing_parts == list(range(2, 12))
+    assert (
+        "is missing 999,999,999 parts (2, 3, 4, 5, 6, 7, 8, 9, 10, 11 and " in warning
+    )
+    assert "999,999,989 more)" in warning
+
+
 def test_a_part_read_twice_is_counted_once(
     stage_parts: list[str], report: Report, tmp_path: Path
 ) -> None:

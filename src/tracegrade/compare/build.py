@@ -26,6 +26,7 @@ from ..logs.evals import (
     EvalRun,
     Evals,
     Superseded,
+    missing_parts_text,
     read_evals,
     superseded_note,
     unused_reducer,
@@ -492,11 +493,11 @@ def _warnings(
             "unchanged by construction."
         )
     for side, run in zip(SIDES, (base, new), strict=True):
-        if run.missing_parts:
-            missing = ", ".join(map(str, run.missing_parts))
+        if run.missing_count:
+            missing = missing_parts_text(run.missing_parts, run.missing_count)
             warnings.append(
-                f"{side}: {run.name} is missing part {missing}; only the parts "
-                "read are compared."
+                f"{side}: {run.name} is missing {missing}; only the parts read "
+                "are compared."
             )
         elif run.status != "success":
             warnings.append(

@@ -35,6 +35,7 @@ from .samples import SampleRead, log_samples
 from .scores import LogError, LogPart, LogRead, log_part, read_header
 
 LOG_SUFFIXES: Final = (".eval", ".json")
+LISTED_PARTS: Final = 10
 SampleReader = Callable[[str], Iterable[SampleRead]]
 """Reads a log's samples from its path (`log_samples`, or in the tests
 Inspect's own reader, to compare)."""
@@ -148,12 +149,27 @@ class EvalRun:
         return self.logs[0].header.eval.config.epochs_reducer
 
     @property
+    def missing_count(self) -> int:
+        """How many parts of a split run were not found (0 for a log)."""
+        part = self.logs[0].part
+        return 0 if part is None else part.count - len(self.logs)
+
+    @property
     def missing_parts(self) -> list[int]:
+        """The first few parts not found, in order. A header sets the count,
+        so no more than `LISTED_PARTS` are ever listed: a log claiming a
+        billion parts costs nothing."""
         part = self.logs[0].part
         if part is None:
             return []
         found = {log.part.index for log in self.logs if log.part is not None}
-        return [index for index in range(1, part.count + 1) if index not in found]
+        listed: list[int] = []
+        for index in range(1, part.count + 1):
+            if len(listed) == LISTED_PARTS:
+                break
+            if index not in found:
+                listed.append(index)
+        return listed
 
     @property
     def status(self) -> str:
@@ -162,7 +178,7 @@ class EvalRun:
         for log in self.logs:
             if log.header.status != "success":
                 return log.header.status
-        return "incomplete" if self.missing_parts else "success"
+        return "incomplete" if self.missing_count else "success"
 
     @property
     def complete(self) -> bool:
@@ -271,6 +287,16 @@ def superseded_note(superseded: Sequence[Superseded]) -> str | None:
     return "; ".join(parts) + ", not counted"
 
 
+def missing_parts_text(listed: Sequence[int], count: int) -> str:
+    """ "part 2", "parts 2, 3, 5", or "1,000 parts (2, 3, ... and 990 more)"."""
+    shown = ", ".join(f"{index:,}" for index in listed)
+    if count == 1:
+        return f"part {shown}"
+    if count <= len(listed):
+        return f"parts {shown}"
+    return f"{count:,} parts ({shown} and {count - len(listed):,} more)"
+
+
 def unused_reducer(name: str, reducers: Sequence[str] | None) -> str | None:
     """Why eval `name`'s `--epochs-reducer` leaves its stage figures alone,
     or None when it asked for none. A stage is a category: Inspect's
@@ -296,6 +322,7 @@ def _their(count: int) -> str:
 
 
 __all__ = [
+    "LISTED_PARTS",
     "LOG_SUFFIXES",
     "EvalRun",
     "Evals",
@@ -304,6 +331,7 @@ __all__ = [
     "Superseded",
     "find_logs",
     "group_evals",
+    "missing_parts_text",
     "read_evals",
     "superseded_note",
     "unused_reducer",

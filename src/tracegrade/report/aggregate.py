@@ -127,6 +127,8 @@ class EvalSummary:
     epochs_reducer: list[str] | None
     logs: list[str]
     missing_parts: list[int]
+    """The first of the parts not found (see `EvalRun.missing_parts`)."""
+    missing_count: int
 
 
 @dataclass(frozen=True)
@@ -385,6 +387,7 @@ class _Aggregate:
                 epochs_reducer=run.epochs_reducer,
                 logs=[log.path for log in run.logs],
                 missing_parts=run.missing_parts,
+                missing_count=run.missing_count,
             )
         )
 

@@ -7,17 +7,14 @@ evals says which logs each label stands for.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..logs.evals import superseded_note, unused_reducer
+from ..logs.evals import missing_parts_text, superseded_note, unused_reducer
 from ..logs.scores import EXTRACTION_SCORER, STAGE_SCORER, LogSummary
 from ..scorers.explain import show_id
 from .aggregate import ExtractionSummary, Report, StageSummary
 from .shares import Proportion
-
-_EN_DASH = "\u2013"
 
 
 @dataclass(frozen=True)
@@ -63,21 +60,6 @@ def interval_note(report: Report) -> str:
     return note + "."
 
 
-def span(numbers: Iterable[int]) -> str:
-    """ "1-3, 5" (with an en dash): numbers in order, consecutive ones as
-    a range."""
-    spans: list[list[int]] = []
-    for number in sorted(set(numbers)):
-        if spans and number == spans[-1][-1] + 1:
-            spans[-1].append(number)
-        else:
-            spans.append([number])
-    return ", ".join(
-        str(part[0]) if len(part) == 1 else f"{part[0]}{_EN_DASH}{part[-1]}"
-        for part in spans
-    )
-
-
 def evals_read(report: Report) -> str:
     """ "3 evals in 4 logs (1 log superseded by its retry, not counted)"."""
     evals = len(report.evals)
@@ -101,11 +83,11 @@ def eval_warnings(report: Report) -> list[str]:
         unused = unused_reducer(summary.label, summary.epochs_reducer)
         if unused and summary.label in staged:
             warnings.append(unused)
-        if summary.missing_parts:
+        if summary.missing_count:
+            missing = missing_parts_text(summary.missing_parts, summary.missing_count)
             warnings.append(
-                f"{summary.label} ({summary.name}) is missing part "
-                f"{span(summary.missing_parts)}; its figures cover only the "
-                "parts read."
+                f"{summary.label} ({summary.name}) is missing {missing}; its "
+                "figures cover only the parts read."
             )
         elif summary.status != "success":
             warnings.append(
@@ -401,11 +383,6 @@ def _id_table(report: Report, kind: str) -> Table | None:
     )
 
 
-def logs_read(logs: Sequence[LogSummary]) -> str:
-    """ "3 logs": how many logs were read."""
-    return f"{len(logs)} log{'s' if len(logs) != 1 else ''}"
-
-
 __all__ = [
     "IdRanking",
     "RankedID",
@@ -416,9 +393,7 @@ __all__ = [
     "id_count_title",
     "id_rankings",
     "interval_note",
-    "logs_read",
     "percent",
     "report_tables",
     "share_with_interval",
-    "span",
 ]
