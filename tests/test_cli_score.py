@@ -29,6 +29,7 @@ from inspect_ai._view.common import get_log_file, get_logs
 from inspect_ai.log import (
     EvalLog,
     EvalSample,
+    headline_metric,
     list_eval_logs,
     read_eval_log,
     read_eval_log_sample,
@@ -233,6 +234,16 @@ def test_header_only_reads_are_the_same(log_pair: LogPair) -> None:
     assert ours.status == theirs.status == "success"
 
 
+def test_the_headline_is_the_same_and_higher_is_better(log_pair: LogPair) -> None:
+    """The metric `inspect view` shows for a run: the pass share, or the
+    membership share of an extraction."""
+    expected = "pass" if log_pair.task == "stage_diagnosis" else "membership"
+    for path in (log_pair.ours, log_pair.inspect_log):
+        headline = headline_metric(read_eval_log(path, header_only=True))
+        assert headline is not None
+        assert headline.name == expected, path
+
+
 def test_each_sample_reads_the_same_alone(log_pair: LogPair) -> None:
     header = read_eval_log(log_pair.inspect_log, header_only=True)
     assert header.eval.dataset.sample_ids is not None
@@ -289,6 +300,8 @@ def test_tracegrade_report_is_the_same(log_pair: LogPair) -> None:
         for log_read in read["logs"]:
             assert log_read.pop("path") == log
             assert log_read.pop("run_id")  # differs between any two runs
+        (evaluated,) = read.pop("evals")
+        assert evaluated["logs"] == [log]
         return read
 
     ours = report(log_pair.ours)
@@ -770,8 +783,9 @@ def test_a_run_over_the_limit_is_split_into_parts_that_pool(
         assert [log["part"] for log in listed] == (
             [{"index": k, "count": 3} for k in (1, 2, 3)] if logs == 3 else [None]
         )
-        (stage,) = pooled["stage_diagnosis"]
-        assert stage.pop("logs") == logs
+        (evaluated,) = pooled.pop("evals")
+        assert len(evaluated["logs"]) == logs
+        assert evaluated["missing_count"] == 0
         return pooled
 
     assert report(str(tmp_path / "split"), 3) == report(whole["log"], 1)
