@@ -789,6 +789,8 @@ def test_an_unreadable_log_exits_1(logs: dict[str, str], tmp_path: Path) -> None
         [".", ".", "--strict"],
         [".", ".", "--alpha", "0"],
         [".", ".", "--alpha", "1"],
+        [".", ".", "--alpha", "nan"],
+        [".", ".", "--alpha", "inf"],
         [".", ".", "--show", "0"],
     ],
 )
@@ -839,3 +841,12 @@ def test_a_ci_job_gates_on_inspect_evals_logs(
     assert "the gate failed on significant regressions" in gate.stderr
     assert "Traceback" not in gate.stderr
     assert (tmp_path / "compare.html").stat().st_size > 0
+
+
+def test_a_tiny_alpha_is_a_level_like_any(logs: dict[str, str]) -> None:
+    """1e-320 lies inside (0, 1): 1,065 changed samples would be needed."""
+    (passed, _) = only_pair(compared(logs["base"], logs["worse"], "--alpha", "1e-320"))[
+        "stage_diagnosis"
+    ][0]["tests"]
+    assert passed["discordant_needed"] == 1065
+    assert passed["verdict"] == "too few to tell"

@@ -2,16 +2,20 @@
 
 Every file a tracegrade command writes goes through `AtomicFile`: it is
 written under a temporary name beside its final one (`NAME.XXXXXX.partial`,
-which no reader takes for a log or results file), flushed to disk, and
-renamed into place only once it is complete. A failure, a signal or a full
-disk removes the temporary file; only `SIGKILL` can leave it, and then
-under its `.partial` name. The rename is atomic, so an existing file is
-either replaced whole or left exactly as it was.
+which no reader takes for a log or results file), flushed to disk, and put
+under its final name only once it is complete (`publish`). A failure, a
+signal or a full disk removes the temporary file; only `SIGKILL` can leave
+it, and then under its `.partial` name.
 
 Before anything is written, `check_output` refuses an output that is one
 of the command's inputs (compared by device and inode, so hard and
 symbolic links are caught) even with `--force`, and an existing file
-unless `--force` is given.
+unless `--force` is given. A file that appears under the final name while
+the command runs (another run, a user's `echo > out`) is not replaced
+either: without `--force` the finished file is hard-linked to its name,
+which fails if the name is taken, and the command then keeps what it
+wrote under a name it reports (`OutputAppeared`). With `--force` the
+rename replaces the file atomically: whole or not at all.
 
 Devices and pipes (`/dev/null`, a FIFO, `/dev/stdout`) cannot be renamed
 into: they are streams, and are written in place.
@@ -20,6 +24,7 @@ into: they are streams, and are written in place.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 import tempfile
@@ -31,6 +36,52 @@ PARTIAL_SUFFIX = ".partial"
 
 class OutputError(Exception):
     """An output a command must not write; the message says why and how."""
+
+
+class OutputAppeared(OutputError):
+    """The output's name was taken while the command ran; what was written
+    is kept under `kept`."""
+
+    def __init__(self, path: str, kept: str) -> None:
+        self.path = path
+        self.kept = kept
+        super().__init__(
+            f"{path!r} appeared while the command ran and was not replaced (pass "
+            f"--force to replace it); what was written is kept as {kept!r}"
+        )
+
+
+# Hard links are not everywhere (some network and FUSE file systems).
+_NO_LINKS = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK})
+
+
+def publish(temporary: str, final: str, *, replace: bool) -> None:
+    """Put the finished file `temporary` under the name `final`.
+
+    With `replace`, an atomic rename over whatever is there. Without it,
+    never over an existing file, even one that appeared a moment ago:
+    `FileExistsError` then, and `temporary` is left as it is. A hard link
+    is the atomic "create unless it exists"; where the file system has
+    none, the name is checked and then renamed onto, which leaves a moment
+    for a race.
+    """
+    if replace:
+        os.replace(temporary, final)
+        return
+    try:
+        os.link(temporary, final)
+    except FileExistsError:
+        raise
+    except OSError as error:
+        if error.errno not in _NO_LINKS:
+            raise
+        if os.path.lexists(final):
+            raise FileExistsError(
+                errno.EEXIST, os.strerror(errno.EEXIST), final
+            ) from None
+        os.rename(temporary, final)
+        return
+    os.unlink(temporary)
 
 
 def describe_os_error(error: OSError) -> str:
@@ -63,6 +114,20 @@ def check_output(path: str, *, inputs: Iterable[str], option: str, force: bool) 
 
     Raises `OutputError` with a one-line message naming `option`.
     """
+    if not path:
+        raise OutputError(f"{option} '' names no file; give a file name")
+    if path.endswith(os.sep):
+        raise OutputError(
+            f"{option} {path!r} ends in {os.sep}, as a directory does; give a file name"
+        )
+    if os.path.islink(path) and not os.path.exists(path):
+        try:
+            os.stat(path)
+        except OSError as error:
+            if error.errno == errno.ELOOP:
+                raise OutputError(
+                    f"{option} {path!r} is a loop of symbolic links; give a file"
+                ) from None
     identity = _identity(path)
     if identity is not None:
         for source in inputs:
@@ -86,6 +151,48 @@ def check_output(path: str, *, inputs: Iterable[str], option: str, force: bool) 
         )
 
 
+_STREAMS = {1: "standard output", 2: "standard error"}
+
+
+def check_standard_streams(inputs: Iterable[str]) -> None:
+    """Refuse to run with stdout or stderr redirected into an input
+    (`>> runs.jsonl`, `1<>runs.jsonl`): the command would read its own
+    output back, growing the file without end, or overwrite it as it reads.
+
+    Raises `OutputError` naming the stream and the input. The message
+    goes to stderr, so when stderr is the input it is pointed at stdout
+    first (or, if that is the input too, at nothing): not even the refusal
+    is written into the input.
+    """
+    identities: dict[tuple[int, int], str] = {}
+    for source in inputs:
+        identity = _identity(source)
+        if identity is not None:
+            identities.setdefault(identity, source)
+    found: dict[int, str] = {}
+    for descriptor in _STREAMS:
+        try:
+            status = os.fstat(descriptor)
+        except OSError:
+            continue  # closed: nothing will be written there
+        if stat.S_ISREG(status.st_mode):
+            same = identities.get((status.st_dev, status.st_ino))
+            if same is not None:
+                found[descriptor] = same
+    if not found:
+        return
+    if 2 in found:
+        if 1 in found:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), 2)
+        else:
+            os.dup2(1, 2)
+    descriptor, source = next(iter(found.items()))
+    raise OutputError(
+        f"{_STREAMS[descriptor]} is the input {source!r} (redirected into it); "
+        "the command would write into the file it reads, so redirect it elsewhere"
+    )
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -97,11 +204,16 @@ class AtomicFile:
 
     Use `handle` to write, then `commit()`; on any failure call
     `discard()`, which never raises. A stream path (see `is_stream`) is
-    opened in place instead: it has no final name to protect.
+    opened in place instead: it has no final name to protect. `replace`
+    (the command's `--force`) lets `commit` replace a file under the final
+    name; without it a file there is never replaced (see `publish`).
     """
 
-    def __init__(self, path: str, *, binary: bool = False) -> None:
+    def __init__(
+        self, path: str, *, binary: bool = False, replace: bool = False
+    ) -> None:
         self.path = path
+        self.replace = replace
         self.streaming = is_stream(path)
         mode = "wb" if binary else "w"
         encoding = None if binary else "utf-8"
@@ -140,12 +252,22 @@ class AtomicFile:
             os.fsync(self.handle.fileno())
 
     def commit(self) -> None:
-        """Put the finished file under its final name."""
+        """Put the finished file under its final name.
+
+        Raises `OutputAppeared` when the name was taken meanwhile and
+        `replace` was not given; the file is then kept under another name.
+        """
         self.flush_to_disk()
         self.handle.close()
         if self.temporary is None:
             return
-        os.replace(self.temporary, self._final)
+        try:
+            publish(self.temporary, self._final, replace=self.replace)
+        except FileExistsError:
+            kept = self.temporary.removesuffix(PARTIAL_SUFFIX)
+            publish(self.temporary, kept, replace=False)
+            self.temporary = None
+            raise OutputAppeared(self.path, kept) from None
         self.temporary = None
         with contextlib.suppress(OSError):
             directory = os.open(os.path.dirname(self._final), os.O_RDONLY)
@@ -155,9 +277,9 @@ class AtomicFile:
                 os.close(directory)
 
     @classmethod
-    def write_text(cls, path: str, text: str) -> None:
+    def write_text(cls, path: str, text: str, *, replace: bool = False) -> None:
         """Write `text` to `path` whole or not at all."""
-        written = cls(path)
+        written = cls(path, replace=replace)
         try:
             written.handle.write(text)
             written.commit()

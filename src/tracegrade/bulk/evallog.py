@@ -74,6 +74,8 @@ from inspect_ai.log import (
 from inspect_ai.scorer import Score
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
+from ..outputs import PARTIAL_SUFFIX, publish
+
 # --- Inspect's member names ----------------------------------------------------
 
 START_JSON: Final = "_journal/start.json"
@@ -663,7 +665,6 @@ class _ZipWriter:
 
 # --- The archive -----------------------------------------------------------------
 
-PARTIAL_SUFFIX: Final = ".partial"
 DEFAULT_JOURNAL_EVERY: Final = 1000
 _BUFFER_SIZE: Final = 1 << 20
 
@@ -874,7 +875,7 @@ class EvalArchive:
         self._expect("completed")
         target = self.location if location is None else location
         try:
-            os.replace(self.partial, target)
+            publish(str(self.partial), str(target), replace=False)
             _sync_directory(target.parent)
         except BaseException:
             self._state = "failed"

@@ -44,9 +44,8 @@ from typing import IO, Any, Final
 
 from inspect_ai.log import EvalLog, EvalPlan, EvalSpec
 
-from ..outputs import OutputError
+from ..outputs import PARTIAL_SUFFIX, OutputError
 from .evallog import (
-    PARTIAL_SUFFIX,
     EvalLogWriter,
     StreamedReductions,
     summary_source,

@@ -22,6 +22,7 @@ from typing import IO, Any
 from inspect_ai.log import EvalLog
 
 from .._inspect_internals import to_json_safe
+from ..outputs import PARTIAL_SUFFIX, publish
 from .evallog import StreamedReductions
 
 
@@ -30,7 +31,7 @@ class JsonLogWriter:
 
     def __init__(self, location: Path) -> None:
         self.location = location
-        self.partial = location.with_name(location.name + ".partial")
+        self.partial = location.with_name(location.name + PARTIAL_SUFFIX)
         self.published: Path | None = None
         # Unnamed, so it disappears with the process whatever happens.
         self._spool: IO[bytes] = tempfile.TemporaryFile(dir=location.parent)  # noqa: SIM115
@@ -101,7 +102,7 @@ class JsonLogWriter:
                 spool.close()
 
     def publish(self, location: Path) -> None:
-        os.replace(self.partial, location)
+        publish(str(self.partial), str(location), replace=False)
         self.published = location
 
     def abort(self) -> str | None:

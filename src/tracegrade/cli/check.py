@@ -107,6 +107,9 @@ def check(
     1 some record would be a data error or the file has no records,
     2 usage error or a file that cannot be read, 130 interrupted.
     """
+    from ..outputs import check_standard_streams
+
+    check_standard_streams([path])
     summary = CheckSummary(task=task, path=path)
     listed: list[dict[str, Any]] = []  # only with --json
     listed_count = 0

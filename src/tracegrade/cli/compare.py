@@ -27,8 +27,10 @@ taken by logs that cannot be compared and by usage errors."""
     "--alpha",
     default=0.05,
     show_default=True,
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    help="Significance level of the paired tests (p <= alpha).",
+    type=float,
+    callback=lambda _ctx, _param, value: _alpha(value),
+    help="Significance level of the paired tests (p <= alpha), strictly "
+    "between 0 and 1.",
 )
 @click.option(
     "--task",
@@ -128,15 +130,16 @@ def compare(
     from ..compare.pairing import CompareError
     from ..logs.evals import read_evals
     from ..logs.scores import LogError
-    from ..outputs import check_output
+    from ..outputs import check_output, check_standard_streams
 
     try:
         sides = read_evals([base]), read_evals([new])
+        inputs = [base, new]
+        for evals in sides:
+            inputs += [log.path for run in evals.runs for log in run.logs]
+            inputs += [superseded.path for superseded in evals.superseded]
+        check_standard_streams(inputs)
         if html_path is not None:
-            inputs = [base, new]
-            for evals in sides:
-                inputs += [log.path for run in evals.runs for log in run.logs]
-                inputs += [superseded.path for superseded in evals.superseded]
             check_output(str(html_path), inputs=inputs, option="--html", force=force)
         result = _compare(base, new, sides, alpha, task, model, progress=not as_json)
     except (LogError, CompareError) as error:
@@ -145,7 +148,7 @@ def compare(
     if html_path is not None:
         from ..compare.html import write_html
 
-        write_html(result, html_path)
+        write_html(result, html_path, replace=force)
 
     if as_json:
         # stdout stays the JSON alone.
@@ -168,6 +171,15 @@ def compare(
                 err=True,
             )
             sys.exit(REGRESSION_EXIT)
+
+
+def _alpha(value: float) -> float:
+    from ..compare.stats import InvalidAlpha, check_alpha
+
+    try:
+        return check_alpha(value)
+    except InvalidAlpha as error:
+        raise click.BadParameter(str(error)) from None
 
 
 def _compare(

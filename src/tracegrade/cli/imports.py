@@ -113,10 +113,11 @@ def trec(
     2 usage error, ir-measures not installed, or a file that cannot be
     read or written.
     """
-    from ..outputs import AtomicFile, check_output
+    from ..outputs import AtomicFile, check_output, check_standard_streams
     from ..trec import IrMeasuresMissing, TrecError, import_trec, records_text
 
     inputs = [qrels, run_file, *([labels] if labels is not None else [])]
+    check_standard_streams(inputs)
     if output is not None:
         check_output(output, inputs=inputs, option="--output", force=force)
     try:
@@ -143,5 +144,5 @@ def trec(
     if output is None:
         click.echo(text, nl=False)
         return
-    AtomicFile.write_text(output, text)
+    AtomicFile.write_text(output, text, replace=force)
     click.echo(f"{len(records)} records written to {output}", err=True)

@@ -89,7 +89,7 @@ def export(log: str, out: str | None, force: bool) -> None:
     if out is None:
         click.echo(text, nl=False)
         return
-    AtomicFile.write_text(out, text)
+    AtomicFile.write_text(out, text, replace=force)
     click.echo(f"{len(lines)} lines to label written to {out}", err=True)
 
 
@@ -179,7 +179,8 @@ def apply(
         )
 
     fmt = _log_format(target, fallback=_log_format(log, fallback="eval"))
-    written = AtomicFile(target, binary=True)
+    # The log itself is rewritten on purpose; another --out only with --force.
+    written = AtomicFile(target, binary=True, replace=force or target == log)
     try:
         written.write_with(lambda path: write_eval_log(labelled, path, format=fmt))
     except BaseException:

@@ -91,15 +91,16 @@ def report(
     # Imported here so that `tracegrade --help` does not load Inspect.
     from ..logs.evals import read_evals
     from ..logs.scores import LogError
-    from ..outputs import check_output
+    from ..outputs import check_output, check_standard_streams
     from ..report.aggregate import report_evals
     from ..report.tables import eval_warnings
 
     try:
         evals = read_evals(paths)
+        logs = [log.path for run in evals.runs for log in run.logs]
+        logs += [superseded.path for superseded in evals.superseded]
+        check_standard_streams(logs)
         if html_path is not None:
-            logs = [log.path for run in evals.runs for log in run.logs]
-            logs += [superseded.path for superseded in evals.superseded]
             check_output(
                 str(html_path), inputs=[*paths, *logs], option="--html", force=force
             )
@@ -113,7 +114,7 @@ def report(
     if html_path is not None:
         from ..report.html import write_html
 
-        write_html(result, html_path)
+        write_html(result, html_path, replace=force)
 
     if as_json:
         # stdout stays the JSON alone.

@@ -30,6 +30,36 @@ from ._stream import (
 Number = int | float
 """A metric in the summary: an int for a count, else a float."""
 
+LOG_FORMATS = ("eval", "json")
+LOG_FORMAT_VARIABLES = ("INSPECT_LOG_FORMAT", "INSPECT_EVAL_LOG_FORMAT")
+
+
+def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """`eval` or `json`, from the option or Inspect's variables, naming the
+    variable when it holds something else."""
+    chosen = value.lower()
+    if chosen in LOG_FORMATS:
+        return chosen
+    source = ctx.get_parameter_source(param.name or "log_format")
+    if source is click.core.ParameterSource.ENVIRONMENT:
+        import os
+
+        variable = next(
+            (name for name in LOG_FORMAT_VARIABLES if os.environ.get(name) == value),
+            LOG_FORMAT_VARIABLES[0],
+        )
+        raise click.BadParameter(
+            f"the environment variable {variable}={value!r} is not a log format; "
+            f"use {' or '.join(LOG_FORMATS)}",
+            ctx=ctx,
+            param=param,
+        )
+    raise click.BadParameter(
+        f"{value!r} is not a log format; use {' or '.join(LOG_FORMATS)}",
+        ctx=ctx,
+        param=param,
+    )
+
 
 @dataclass
 class ScoreSummary:
@@ -83,15 +113,16 @@ class ScoreSummary:
     default="./logs",
     envvar="INSPECT_LOG_DIR",
     show_default=True,
-    help="Directory for the Inspect eval log (as for `inspect eval`).",
+    help="Directory for the Inspect eval log (as for `inspect eval`; a "
+    "file:// URL is a local directory, a remote one is refused).",
 )
 @click.option(
     "--log-format",
-    type=click.Choice(["eval", "json"], case_sensitive=False),
     default="eval",
-    envvar=["INSPECT_LOG_FORMAT", "INSPECT_EVAL_LOG_FORMAT"],
+    envvar=list(LOG_FORMAT_VARIABLES),
     show_default=True,
-    help="Format of the eval log (as for `inspect eval`).",
+    callback=_log_format,
+    help="Format of the eval log, eval or json (as for `inspect eval`).",
 )
 @click.option(
     "--max-samples-per-log",
@@ -187,14 +218,22 @@ def score(
     """
     if out == "-" and as_json:
         raise click.UsageError("--out - and --json both want stdout; choose one")
-    from ..outputs import check_output
+    from ..outputs import check_output, check_standard_streams
 
+    check_standard_streams([path])
     if out not in (None, "-"):
         check_output(out, inputs=[path], option="--out", force=force)
-    _make_log_dir(log_dir)
+    log_dir = _make_log_dir(log_dir)
 
     run = _ScoreRun(
-        task, path, log_dir, out, progress, log_format.lower(), max_samples_per_log
+        task,
+        path,
+        log_dir,
+        out,
+        progress,
+        log_format.lower(),
+        max_samples_per_log,
+        replace=force,
     )
     try:
         run.open()
@@ -214,9 +253,11 @@ def score(
     raise SystemExit(1 if summary.line_errors else 0)
 
 
-def _make_log_dir(log_dir: str) -> None:
+def _make_log_dir(log_dir: str) -> str:
+    """The local directory `log_dir` names, made if need be."""
     from ..outputs import OutputError
 
+    log_dir = _local_directory(log_dir)
     try:
         Path(log_dir).mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
@@ -227,6 +268,27 @@ def _make_log_dir(log_dir: str) -> None:
         raise OutputError(
             f"--log-dir {log_dir!r} cannot be created ({error.strerror})"
         ) from None
+    return log_dir
+
+
+def _local_directory(log_dir: str) -> str:
+    """A `file://` URL as the path it names, as `inspect eval` reads it; any
+    other URL is refused, rather than written to a local look-alike path
+    (`./s3:/bucket/x`)."""
+    from urllib.parse import unquote, urlparse
+
+    from ..outputs import OutputError
+
+    if "://" not in log_dir:
+        return log_dir
+    url = urlparse(log_dir)
+    if url.scheme == "file" and url.netloc in ("", "localhost"):
+        return unquote(url.path)
+    raise OutputError(
+        f"--log-dir {log_dir!r} is a remote location ({url.scheme}://); tracegrade "
+        "score writes its logs to a local directory: give one, then copy the "
+        "logs there"
+    )
 
 
 class _ScoreRun:
@@ -247,8 +309,11 @@ class _ScoreRun:
         progress: bool | None,
         log_format: str,
         max_samples_per_log: int,
+        *,
+        replace: bool,
     ) -> None:
         self.begun = perf_counter()
+        self.replace = replace
         self.log_format = log_format
         self.max_samples_per_log = max_samples_per_log
         self.task = task
@@ -296,7 +361,7 @@ class _ScoreRun:
         self.stream: IO[str] = sys.stdout
         if self.results_path != "-":
             try:
-                self.results = AtomicFile(self.results_path)
+                self.results = AtomicFile(self.results_path, replace=self.replace)
             except OSError as error:
                 raise OutputError(
                     f"cannot write the results {self.results_path!r} ({error.strerror})"
@@ -403,6 +468,7 @@ class _ScoreRun:
 
     def stop(self, error: BaseException) -> None:
         """Clean up after `error`; raise `CommandStopped` saying what was left."""
+        from ..outputs import OutputAppeared
         from ._failures import CommandStopped, fault, signals_held
 
         with signals_held():
@@ -416,6 +482,8 @@ class _ScoreRun:
         kept = [path for path in left if path is not None]
         if kept:
             what = "left unfinished: " + ", ".join(kept) + " (remove them)"
+        elif isinstance(error, OutputAppeared):
+            what = "no log was written"  # the results are kept, as it says
         else:
             what = "no log or results were written"
         if self.results_path == "-" and self.last_line:

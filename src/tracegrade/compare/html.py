@@ -130,12 +130,13 @@ def _pair_section(comparison: Comparison, index: int, pair: EvalPair) -> str:
     )
 
 
-def write_html(comparison: Comparison, path: Path) -> None:
-    """Write the page whole or not at all (see `tracegrade.outputs`)."""
+def write_html(comparison: Comparison, path: Path, *, replace: bool = False) -> None:
+    """Write the page whole or not at all (see `tracegrade.outputs`);
+    `replace` (`--force`) lets it replace a file already there."""
     from ..outputs import AtomicFile
 
     page = render_html(comparison)
-    AtomicFile.write_text(str(path), page)
+    AtomicFile.write_text(str(path), page, replace=replace)
 
 
 __all__ = ["render_html", "transition_figure", "write_html"]

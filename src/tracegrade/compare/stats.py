@@ -96,9 +96,10 @@ def discordant_needed(alpha: float) -> int:
     """The fewest discordant pairs whose most lopsided split is significant
     at `alpha`: below it the test cannot reject, whatever the data."""
     alpha = check_alpha(alpha)
-    # 2 * 0.5**m is about alpha at m = log2(2 / alpha): start just below
-    # and let the test itself decide, so the answer is exact.
-    needed = max(1, math.floor(math.log2(2 / alpha)) - 1)
+    # 2 * 0.5**m is about alpha at m = log2(2 / alpha) = 1 - log2(alpha)
+    # (written so, since 2 / alpha overflows for the smallest alphas):
+    # start just below and let the test itself decide, so it is exact.
+    needed = max(1, math.floor(1 - math.log2(alpha)) - 1)
     while smallest_p_value(needed) > alpha:
         needed += 1
     return needed

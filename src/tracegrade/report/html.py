@@ -330,12 +330,13 @@ def render_html(report: Report) -> str:
     )
 
 
-def write_html(report: Report, path: Path) -> None:
-    """Write the page whole or not at all (see `tracegrade.outputs`)."""
+def write_html(report: Report, path: Path, *, replace: bool = False) -> None:
+    """Write the page whole or not at all (see `tracegrade.outputs`);
+    `replace` (`--force`) lets it replace a file already there."""
     from ..outputs import AtomicFile
 
     page = render_html(report)
-    AtomicFile.write_text(str(path), page)
+    AtomicFile.write_text(str(path), page, replace=replace)
 
 
 __all__ = [
