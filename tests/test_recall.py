@@ -2,12 +2,13 @@
 
 What is checked:
 
-- the definition: recall is (unique required - missing) / unique required,
-  with `missing` the rules' own, so it equals Ragas' ID-based context
-  recall, |set(context) & set(required)| / |set(required)|, and stage and
-  missing are unchanged by it;
-- where it is null (nothing required, data errors) and what the metric
-  makes of that;
+- the definition: recall is a fact of the record alone, |set(context) &
+  set(required)| / |set(required)| (Ragas' ID-based context recall), equal
+  to (unique required - missing) / unique required wherever the rules
+  report `missing`, and stage and missing are unchanged by it;
+- a run without a label (`answer-label`) has it too; it is null where
+  nothing is required or an ID list is not one, and what the metric makes
+  of that (an unscored run never reaches it);
 - a differential test against ir-measures' TREC recall (`R@k`, trec_eval's
   code through pytrec_eval) on thousands of generated (required, context)
   pairs with repeats and Unicode look-alikes;
@@ -116,7 +117,7 @@ def test_recall_counts_unique_ids_on_both_sides() -> None:
     result = diagnose_stage({**record, "correct": True})
     assert result == {"stage": "retrieval", "missing": ["B", "C"]}
     # Three unique required IDs, one supplied (twice): 1/3, not 2/4 or 2/3.
-    assert stage_recall(record, result) == 1 / 3
+    assert stage_recall(record) == 1 / 3
     assert id_recall(record["required"], result["missing"]) == 1 / 3
 
 
@@ -124,14 +125,36 @@ def test_look_alikes_are_different_ids() -> None:
     required = ["A", "\u00e9", "\u00df"]
     context = ["\u0410", "e\u0301", "ss"]  # Cyrillic A, NFD é, "ss"
     result = diagnose_stage({"required": required, "context": context, "correct": True})
-    assert stage_recall({"required": required}, result) == 0.0
+    assert result["stage"] == "retrieval"
+    assert stage_recall({"required": required, "context": context}) == 0.0
 
 
-def test_recall_is_none_where_the_rules_give_no_missing() -> None:
-    unresolved = diagnose_stage({"required": [], "context": ["A"], "correct": True})
-    assert stage_recall({"required": []}, unresolved) is None
-    no_label = diagnose_stage({"required": ["A"], "context": ["A"]})
-    assert stage_recall({"required": ["A"]}, no_label) is None
+def test_recall_needs_no_label() -> None:
+    record = {"required": ["A", "B"], "context": ["B"]}
+    assert diagnose_stage(record) == {"error": "answer-label"}
+    assert stage_recall(record) == 0.5
+    assert stage_recall({**record, "correct": "yes"}) == 0.5
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"required": [], "context": ["A"]},
+        {"context": ["A"]},
+        {"required": None, "context": ["A"]},
+        {"required": ["A"]},
+        {"required": ["A"], "context": None},
+        {"required": ["A"], "context": "A"},
+        {"required": ["A"], "context": ("A",)},
+        {"required": ["A", 1], "context": ["A"]},
+        {"required": ["A"], "context": ["A", None]},
+        {"required": "A", "context": ["A"]},
+    ],
+)
+def test_recall_is_none_without_a_required_set_or_id_lists(
+    record: dict[str, Any],
+) -> None:
+    assert stage_recall(record) is None
 
 
 def test_recall_refuses_what_no_diagnosis_gives() -> None:
@@ -156,11 +179,17 @@ TREC_ID = st.sampled_from(LOOK_ALIKES) | st.text(
 
 
 @settings(max_examples=2_000, deadline=None, derandomize=True)
-@given(required=st.lists(ID, max_size=12), context=st.lists(ID, max_size=12))
+@given(
+    required=st.lists(ID, max_size=12),
+    context=st.lists(ID, max_size=12),
+    label=st.sampled_from([False, True, None, "yes"]),
+)
 def test_recall_is_ragas_id_recall_and_leaves_the_result_alone(
-    required: list[str], context: list[str]
+    required: list[str], context: list[str], label: Any
 ) -> None:
-    record = {"required": required, "context": context, "correct": False}
+    record: dict[str, Any] = {"required": required, "context": context}
+    if label is not None:
+        record["correct"] = label
     before = diagnose_stage(dict(record))
     score = diagnosis_score(dict(record), READ_FROM, context_recorded=True)
     assert score.metadata is not None
@@ -169,10 +198,15 @@ def test_recall_is_ragas_id_recall_and_leaves_the_result_alone(
     recall = score.metadata["recall"]
     if not required:
         assert before == {"stage": "unresolved"} and recall is None
-    else:
-        # Exactly, not approximately: both are one division of the same ints.
-        assert recall == ragas_recall(required, context)
+        return
+    # Exactly, not approximately: both are one division of the same ints.
+    assert recall == ragas_recall(required, context)
+    if "missing" in before:
+        # The missing-based form, where the rules report `missing`.
+        assert recall == id_recall(required, before["missing"])
         assert (recall == 1.0) == (before["stage"] != "retrieval")
+    else:
+        assert before == {"error": "answer-label"}
 
 
 # --- the scorer and the metric ------------------------------------------------
@@ -187,7 +221,8 @@ def test_recall_is_ragas_id_recall_and_leaves_the_result_alone(
         ({"required": ["A", "B"], "context": [], "correct": False}, 0.0),
         ({"required": [], "context": ["A"], "correct": True}, None),
         ({"context": ["A"], "correct": True}, None),  # required absent
-        ({"required": ["A"], "context": ["A"]}, None),  # answer-label
+        ({"required": ["A"], "context": ["A"]}, 1.0),  # answer-label
+        ({"required": ["A", "B"], "context": ["B"], "correct": None}, 0.5),
         ({"required": ["A"], "context": "A", "correct": True}, None),  # invalid
         ({"required": ["A"], "correct": True}, None),  # context never recorded
     ],
@@ -199,6 +234,7 @@ def test_recall_is_ragas_id_recall_and_leaves_the_result_alone(
         "unresolved",
         "required-absent",
         "answer-label",
+        "answer-label-null",
         "invalid-input",
         "unrecorded",
     ],
@@ -277,8 +313,9 @@ def test_inspect_eval_logs_the_mean_over_diagnosed_runs_of_every_epoch(
         for sample in log.samples or []
         if sample.scores is not None
     )
-    # Each epoch is a run of its own, as in the stage shares.
-    assert recalls == {1 / 3: 2, 1.0: 4, 2 / 3: 2, None: 4}
+    # Each epoch is a run of its own, as in the stage shares. The unlabelled
+    # run has its recall (1.0) too, but is unscored: no metric sees it.
+    assert recalls == {1 / 3: 2, 1.0: 6, 2 / 3: 2, None: 2}
 
 
 # --- the bulk path ------------------------------------------------------------
@@ -332,7 +369,9 @@ def test_a_column_made_late_holds_none_for_the_runs_before(tmp_path: Path) -> No
     results.add(
         "p", score_stage_input({"required": ["A"], "context": ["A"], "correct": True})
     )
-    assert [s.metadata["recall"] for s in results.scores] == [None, None, 1.0]
+    # The unlabelled run has its recall, but is unscored: the metric is the
+    # diagnosed run's alone.
+    assert [s.metadata["recall"] for s in results.scores] == [None, 0.5, 1.0]
     (logged,) = results.results(total=3)[0].scores
     assert logged.metrics["context_recall"].value == 1.0
 

@@ -25,7 +25,7 @@ from click.testing import CliRunner, Result
 from inspect_ai.log import list_eval_logs, read_eval_log
 
 import tracegrade
-from tests.commands import run_inspect
+from tests.commands import run_inspect, run_tracegrade
 from tests.support import SUBPROCESS_ENV, write_lines
 from tracegrade.cli import main
 from tracegrade.trec import (
@@ -700,6 +700,84 @@ def test_the_import_pipes_into_tracegrade_score(
     assert log.status == "success"
     assert [entry["id"] for entry in entries] == ["42", "301", "7"]
     assert {sample.id for sample in log.samples or []} == {"42", "301", "7"}
+
+
+# Judged and ranked simply (no ties, one cut-off) for the comparison with
+# trec_eval below: q1 finds one of its two relevant documents in the top 3,
+# q2 all three, q3 none, and q4 has none relevant.
+SIMPLE_QRELS = {
+    "q1": {"A": 1, "B": 2, "C": 0},
+    "q2": {"D": 1, "E": 1, "F": 1},
+    "q3": {"G": 1},
+    "q4": {"H": 0},
+}
+SIMPLE_RUN = {
+    "q1": {"A": 5.0, "X": 4.0, "C": 3.0, "B": 2.0},
+    "q2": {"D": 3.0, "E": 2.0, "F": 1.0},
+    "q3": {"Y": 2.0, "Z": 1.0},
+    "q4": {"H": 1.0},
+}
+
+
+def test_an_unlabelled_import_scores_recall_for_every_query_as_trec_eval(
+    tmp_path: Path,
+) -> None:
+    """No labels: every query is answer-label, and yet each has its recall,
+    trec_eval's R@k for the import's k."""
+    qrels = write(
+        tmp_path / "qrels.txt",
+        "".join(
+            f"{query} 0 {doc} {relevance}\n"
+            for query, docs in SIMPLE_QRELS.items()
+            for doc, relevance in docs.items()
+        ),
+    )
+    run = write(
+        tmp_path / "run.txt",
+        "".join(
+            f"{query} Q0 {doc} {rank} {score} sys\n"
+            for query, docs in SIMPLE_RUN.items()
+            for rank, (doc, score) in enumerate(docs.items(), start=1)
+        ),
+    )
+    k = 3
+    imported = run_tracegrade(
+        *("import", "trec", "--qrels", qrels, "--run", run, "--k", str(k)),
+        *("--output", "runs.jsonl"),
+        cwd=tmp_path,
+    )
+    assert imported.returncode == 0, imported.stderr
+    scored = run_tracegrade(
+        *("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs"),
+        *("--out", "results.jsonl", "--no-progress"),
+        cwd=tmp_path,
+    )
+    assert scored.returncode == 0, scored.stderr
+    (info,) = list_eval_logs(str(tmp_path / "logs"))
+    log = read_eval_log(info.name)
+    assert log.samples is not None
+    scores = {
+        sample.id: (sample.scores or {})["stage_diagnosis"] for sample in log.samples
+    }
+    assert {key: score.reason for key, score in scores.items()} == {
+        "q1": "answer-label",
+        "q2": "answer-label",
+        "q3": "answer-label",
+        "q4": None,  # nothing relevant: unresolved, which needs no label
+    }
+    recalls = {key: (score.metadata or {})["recall"] for key, score in scores.items()}
+    trec_eval = {
+        metric.query_id: metric.value
+        for metric in ir_measures.pytrec_eval.iter_calc(
+            [ir_measures.R @ k], SIMPLE_QRELS, SIMPLE_RUN
+        )
+    }
+    # Exactly: both divide the same two integers.
+    assert {key: recalls[key] for key in ("q1", "q2", "q3")} == {
+        key: trec_eval[key] for key in ("q1", "q2", "q3")
+    }
+    assert (recalls["q1"], recalls["q2"], recalls["q3"]) == (0.5, 1.0, 0.0)
+    assert recalls["q4"] is None
 
 
 def test_tracegrade_check_passes_the_labelled_import_and_lists_the_rest(

@@ -61,7 +61,7 @@ from inspect_ai.scorer import Score
 
 from .bulk.evallog import METADATA_VALUE_REMOVED
 from .core.itemise import itemise
-from .core.recall import id_recall
+from .core.recall import stage_recall
 
 STAGE_SCORE: Final = "stage_diagnosis"
 EXTRACTION_SCORE: Final = "ordered_extraction"
@@ -86,10 +86,14 @@ def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Co
       diagnosed (`unresolved`, data errors).
     - `stage_missing_count` (int): how many; None with the list.
     - `stage_recall` (float): the share of the run's unique required IDs
-      that reached its context (metadata `recall`, as `context_recall`
-      averages it); None with the list. A score logged before tracegrade
-      wrote `recall` gets it from its `record` and `result`, by the same
-      definition (`tracegrade.core.id_recall`).
+      that reached its context (metadata `recall`), labelled or not: an
+      `answer-label` run has one, which the `context_recall` metric never
+      sees (Inspect gives metrics scored runs only), so the mean of this
+      column over every run with evidence can differ from that metric.
+      None when nothing is required and for a record outside the
+      contract. A score logged before tracegrade wrote
+      `recall` gets it from its `record`, by the same definition
+      (`tracegrade.core.stage_recall`).
     - `stage_label` (bool): `record.correct`, the run's label as the
       scorer read it; None when absent or not a JSON boolean.
     - `stage_label_from` (str): `read_from.correct`, where the label was
@@ -250,15 +254,9 @@ def _recall(sample: _Sample, score: str) -> float | None:
         recall = _metadata(sample, score, "recall")
         # A JSON 0 or 1 that lost its ".0" is still the share; a bool is not.
         return float(recall) if type(recall) in (float, int) else None
-    # Logged before `recall` existed: from its record and result.
-    required = _id_list(_field(_metadata(sample, score, "record"), "required"))
-    missing = _missing(sample, score)
-    if required is None or missing is None:
-        return None
-    try:
-        return id_recall(required, missing)
-    except ValueError:  # no required ID, or more missing than required: none
-        return None
+    # Logged before `recall` existed: from its record.
+    record = _metadata(sample, score, "record")
+    return stage_recall(record) if isinstance(record, Mapping) else None
 
 
 def _label(sample: _Sample, score: str) -> bool | None:

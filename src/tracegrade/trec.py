@@ -34,7 +34,9 @@ ir-measures is the `trec` extra: `pip install 'tracegrade[trec]'`.
 `correct`, the staff label, comes only from a labels file, in the format
 `tracegrade labels` uses: JSON Lines, one `{"id": QUERY, "correct":
 true|false}` per line. A query without one has no `correct`, and scores
-`answer-label` until labelled: labels are never guessed.
+`answer-label` until labelled: labels are never guessed. Its `recall`, a
+fact of `required` and `context` alone, is in its score all the same,
+and is trec_eval's `R@k` for the query.
 
 Both files are read whole before any record is built, so that a caller
 writes every record or none; memory grows with the run (a few hundred

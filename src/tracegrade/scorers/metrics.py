@@ -136,10 +136,13 @@ def context_recall() -> Metric:
 
     Each score's metadata `recall` (`tracegrade.core.recall`) is taken as
     it is, so the figure is Ragas' ID-based context recall and TREC's `R@k`
-    averaged over runs. Only diagnosed runs (retrieval, generation, pass)
-    have a recall: `unresolved` runs require nothing and are left out, not
-    counted as 0 or 1, and unscored runs (data errors) never reach a metric.
-    With no diagnosed run it is NaN. Each epoch counts as a run, as in
+    averaged over runs. Of the runs a metric sees, the diagnosed ones
+    (retrieval, generation, pass) have a recall: `unresolved` runs require
+    nothing and are left out, not counted as 0 or 1. An `answer-label` run
+    has a recall in its metadata too, but it is unscored, and Inspect
+    gives no metric an unscored sample: its recall is read from the
+    metadata (`tracegrade.analysis`' `stage_recall`), not here. With no
+    diagnosed run it is NaN. Each epoch counts as a run, as in
     `stage_shares`.
 
     Summed by `math.fsum`, which rounds the exact sum once: the figure does

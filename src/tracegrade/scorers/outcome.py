@@ -31,12 +31,17 @@
 
 Stage scores also carry `recall`: the share of the run's unique required
 IDs that its context held, as `tracegrade.core.recall` defines it (Ragas'
-ID-based context recall; TREC's recall over the whole context). It is a
-number exactly when `result` has `missing`, and derived from it; `None`
-when nothing is required (`unresolved`) and on every data error, including
-`answer-label`, whose record the rules refused before finding what was
-missing. Absent on `tracegrade score`'s placeholder for a line that is not
-a record, and in logs written before `recall` existed.
+ID-based context recall; TREC's recall over the whole context), from the
+record alone. It is a number whenever `required` is a non-empty ID list
+and `context` an ID list, label or no label: a diagnosed stage (where it
+agrees with `missing`) and an `answer-label` run alike, since what reached
+the context does not depend on whether the answer was judged. `None` when
+nothing is required (`unresolved`) and on `invalid-input` (an ID list is not
+one). An `answer-label` score is unscored, so its
+recall is in its metadata (and `tracegrade.analysis`' `stage_recall`) but
+never reaches the `context_recall` metric: Inspect gives metrics scored
+samples only. Absent on `tracegrade score`'s placeholder for a line that
+is not a record, and in logs written before `recall` existed.
 
 Extraction scores also carry `itemised`: where exactly a graded answer
 went wrong, as `tracegrade.core.itemise` defines it, for the lists in

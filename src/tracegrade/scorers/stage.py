@@ -67,8 +67,9 @@ def diagnosis_score(
     a grader gave no label, to explain an `answer-label` error with instead
     of "no staff label was found".
 
-    Every score made here has `recall` in its metadata: a number for a
-    diagnosed stage, None otherwise (see `tracegrade.core.recall`).
+    Every score made here has `recall` in its metadata, from the record
+    alone (`tracegrade.core.recall`): a number wherever something is
+    required and both ID lists are lists of IDs, labelled or not.
     """
     score = _diagnosis_score(
         record,
@@ -78,10 +79,7 @@ def diagnosis_score(
         no_label=no_label,
     )
     assert score.metadata is not None
-    result = score.metadata["result"]
-    score.metadata["recall"] = (
-        stage_recall(record, result) if isinstance(result, dict) else None
-    )
+    score.metadata["recall"] = stage_recall(record)
     return score
 
 
