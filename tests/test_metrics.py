@@ -20,6 +20,7 @@ from inspect_ai.log import (
     EvalLog,
     EvalMetric,
     EvalScore,
+    headline_metric,
     list_eval_logs,
     read_eval_log,
 )
@@ -134,6 +135,13 @@ def test_stage_shares_count_each_stage() -> None:
         "pass": 0.25,
         "unresolved": 0.25,
     }
+    # Pass first: Inspect's headline is a score's first metric.
+    assert list(cast(dict[str, float], shares)) == [
+        "pass",
+        "retrieval",
+        "generation",
+        "unresolved",
+    ]
 
 
 def epoch_scores(stages_by_sample: dict[str, list[str]]) -> list[SampleScore]:
@@ -299,6 +307,23 @@ def test_stage_metrics_survive_epochs(tmp_path: Path, epochs: int | Epochs) -> N
     assert score.unscored_samples == data_errors * runs
     assert score.scored_samples == (len(STAGE_CASES) - data_errors) * runs
     assert values["scored_runs"] == score.scored_samples
+
+
+def test_the_headline_is_the_pass_share(tmp_path: Path) -> None:
+    """`inspect view` and eval sets show a log's headline: the first metric
+    of its first score. A stage run's is its pass share (higher is
+    better); every other metric is still logged after it."""
+    log = run(stage_diagnosis(), tmp_path)
+    for read in (log, read_eval_log(log.location)):
+        headline = headline_metric(read)
+        assert headline is not None
+        assert headline.name == "pass"
+        assert headline.metric.value == pytest.approx(expected_stage_shares()["pass"])
+        assert list(headline.score.metrics) == [
+            *("pass", "retrieval", "generation", "unresolved"),
+            *("pass_mode", "retrieval_mode", "generation_mode", "unresolved_mode"),
+            *("lucky_answers", "context_recall", "scored_runs"),
+        ]
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,13 @@ from inspect_ai.log import EvalMetric
 from inspect_ai.scorer import Metric, SampleScore, metric, value_to_float
 
 STAGES = ("retrieval", "generation", "pass", "unresolved")
+"""The stages, worst first: a tie between modes goes to the earlier one."""
+
+SHOWN_STAGES = ("pass", "retrieval", "generation", "unresolved")
+"""The order the stage metrics are logged in. Inspect's headline (the
+metric `inspect view` and eval sets show for a run) is the first metric
+of the first score, so it is the pass share: higher is better, as a
+headline is read."""
 
 CRITERIA = ("membership", "order")
 """The keys of an extraction score's value, each graded separately."""
@@ -59,16 +66,20 @@ def _metadata(sample_score: SampleScore, key: str) -> Any:
 
 @metric(scores="unreduced")
 def stage_shares() -> Metric:
-    """Share of scored runs in each stage: retrieval, generation, pass, unresolved.
+    """Share of scored runs in each stage: pass, retrieval, generation, unresolved.
 
     The shares sum to 1 over runs that got a stage; with no such run each
-    share is NaN, since nothing was diagnosed.
+    share is NaN, since nothing was diagnosed. `pass` comes first, so it
+    is the log's headline (see `SHOWN_STAGES`).
     """
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         counts = Counter(_stage(sample_score) for sample_score in scores)
         total = len(scores)
-        return {stage: counts[stage] / total if total else math.nan for stage in STAGES}
+        return {
+            stage: counts[stage] / total if total else math.nan
+            for stage in SHOWN_STAGES
+        }
 
     return compute
 
@@ -79,7 +90,7 @@ def stage_modes() -> Metric:
 
     Inspect's epoch reducers only feed reduced metrics, and a reduced stage
     metric would break under the default mean reducer (a string mean is 0),
-    so the mode across epochs is taken here: `retrieval_mode`, ... Ties go
+    so the mode across epochs is taken here: `pass_mode`, ... Ties go
     to the earlier stage in `STAGES`, so a sample that failed retrieval as
     often as it passed is not reported as passing. With one epoch these
     equal the `stage_shares`.
@@ -100,7 +111,7 @@ def stage_modes() -> Metric:
             total += 1
         return {
             f"{stage}_mode": modes[stage] / total if total else math.nan
-            for stage in STAGES
+            for stage in SHOWN_STAGES
         }
 
     return compute
