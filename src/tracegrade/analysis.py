@@ -90,8 +90,8 @@ def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Co
       `answer-label` run has one, which the `context_recall` metric never
       sees (Inspect gives metrics scored runs only), so the mean of this
       column over every run with evidence can differ from that metric.
-      None when nothing is required and for a record outside the
-      contract. A score logged before tracegrade wrote
+      None when nothing is required, for a record outside the contract
+      and for a `sample-error`. A score logged before tracegrade wrote
       `recall` gets it from its `record`, by the same definition
       (`tracegrade.core.stage_recall`).
     - `stage_label` (bool): `record.correct`, the run's label as the
@@ -99,9 +99,9 @@ def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Co
     - `stage_label_from` (str): `read_from.correct`, where the label was
       read, e.g. `metadata["correct"]` or `labels file labels.jsonl`.
     - `stage_error` (str): the error kind (`answer-label`,
-      `invalid-input`, or from `tracegrade score` a line's
+      `invalid-input`, `sample-error`, or from `tracegrade score` a line's
       `malformed-json`, ...), from the score's `reason`; None without one.
-    - `stage_error_side` (str): `error.side`, `data` or `answer`.
+    - `stage_error_side` (str): `error.side`, `data`, `answer` or `run`.
     """
     return [
         _column(prefix, _stage, score, full=False, type=str),
@@ -127,9 +127,10 @@ def extraction_columns(
       in the output (`json`, `lines`, ...); None when none did, and for a
       recorded answer, which is not read from text.
     - `extraction_error` (str): the error kind (`duplicate-source-id`,
-      `invalid-input`, `duplicate-answer-id`, `unreadable-answer`, ...),
+      `invalid-input`, `duplicate-answer-id`, `unreadable-answer`,
+      `sample-error`, ...),
       from the score's `reason`; None without one.
-    - `extraction_error_side` (str): `error.side`, `data` or `answer`.
+    - `extraction_error_side` (str): `error.side`, `data`, `answer` or `run`.
     - `extraction_dropped`, `extraction_invented` (list of str): from
       `itemised`, the source IDs the answer left out and the IDs it added.
     - `extraction_first_order_break` (int): the first 1-based position

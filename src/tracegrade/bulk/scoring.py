@@ -46,7 +46,7 @@ from ..scorers.store import context_store_key
 from ..tasks import ordered_extraction_recorded, stage_diagnosis
 from ..tasks.replay import _answer_text
 
-Side = Literal["data", "answer"]
+Side = Literal["data", "answer", "run"]
 
 LINE_ERRORS = (MALFORMED_JSON, NOT_A_FIXTURE_LINE, DUPLICATE_SAMPLE_ID)
 """Kinds of line that cannot become a sample; `inspect eval` refuses such a file."""
@@ -59,14 +59,16 @@ class Problem:
     `side` is "data" for anything that leaves the line unscored (the line
     errors above, and the scorers' data errors such as `invalid-input`) and
     "answer" for a recorded answer that is scored as failing both criteria
-    (`duplicate-answer-id`). `field` is the record field at fault, "id" for
-    a repeated sample id and "line" for a line that is no case at all.
-    `first_line` is set for a repeated sample id.
+    (`duplicate-answer-id`). "run", a run that failed before answering, is
+    a side of the scores' `error` too, but a recorded line has no run to
+    fail. `field` is the record field at fault, "id" for a repeated sample
+    id and "line" for a line that is no case at all; None where no field
+    is. `first_line` is set for a repeated sample id.
     """
 
     kind: str
     side: Side
-    field: str
+    field: str | None
     message: str
     first_line: int | None = None
 

@@ -17,13 +17,14 @@ from .metrics import (
     stage_modes,
     stage_shares,
 )
-from .outcome import ANSWER_FAILURES, DATA_ERRORS
+from .outcome import ANSWER_FAILURES, DATA_ERRORS, RUN_ERRORS
 from .stage import diagnosis_score, stage_diagnosis_scorer
 from .store import RetrievalTrace
 
 __all__ = [
     "ANSWER_FAILURES",
     "DATA_ERRORS",
+    "RUN_ERRORS",
     "LabelScorerError",
     "RetrievalTrace",
     "UnreadableAnswer",

@@ -18,7 +18,15 @@ from ..lines import strict_json_loads
 from .answer_parsing import ReadAs, UnreadableAnswer, read_answer_ids
 from .explain import explain_extraction, explain_invalid, explain_unreadable
 from .metrics import answer_failures, criteria_shares, scored_runs
-from .outcome import ErrorInfo, data_error, graded, metadata_source, shown
+from .outcome import (
+    ErrorInfo,
+    data_error,
+    graded,
+    metadata_source,
+    run_error,
+    shown,
+)
+from .sample_error import sample_error
 
 
 def failed_both() -> dict[str, bool]:
@@ -236,8 +244,11 @@ def ordered_extraction_scorer(
     repeated source ID or a record outside the contract is a data error:
     `Score.unscored`, counted neither way. A graded answer's metadata
     `itemised` lists the IDs it dropped and invented, where its order first
-    breaks and how many IDs it kept in order. See
-    `tracegrade.scorers.outcome` for the metadata every score carries.
+    breaks and how many IDs it kept in order. A sample whose run failed
+    before answering (scored under `--score-on-error`, e.g. after the model
+    API raised) is `sample-error`, unscored: no answer is not an unreadable
+    one. See `tracegrade.scorers.outcome` for the metadata every score
+    carries.
 
     Args:
         source_key: Sample metadata key of the source IDs, in source order.
@@ -267,6 +278,18 @@ def ordered_extraction_scorer(
     }
 
     async def score(state: TaskState, target: Target) -> Score:
+        failure = sample_error()
+        if failure is not None:
+            # An empty output after an API error is no answer at all, so
+            # it is not an unreadable one.
+            failed = run_error(
+                failure, answer=state.output.completion, read_from=read_from
+            )
+            assert failed.metadata is not None
+            failed.metadata["itemised"] = None
+            if answer_key is None:
+                failed.metadata["read_as"] = None
+            return failed
         metadata = state.metadata
         record: dict[str, Any] = {}
         if source_key is None:

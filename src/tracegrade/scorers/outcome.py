@@ -23,11 +23,19 @@
   `{"context": "store RetrievalTrace:context"}`.
 - `error`: `None`, or `{"kind", "side", "field", "message"}`. `field` is
   the record field at fault (for invalid input, exactly what
-  `InvalidRecord.field` reports, such as `"context[1]"`). `side` is
-  `"data"` for errors in what the sample supplied (the score is
-  `Score.unscored`, counted neither correct nor incorrect) and `"answer"`
-  for failures of the model's answer (the score fails both extraction
-  criteria, so a model cannot escape grading).
+  `InvalidRecord.field` reports, such as `"context[1]"`), `None` when no
+  field is. `side` says whose fault it is:
+  - `"data"`: what the sample supplied (the score is `Score.unscored`,
+    counted neither correct nor incorrect);
+  - `"answer"`: the model's answer (the score fails both extraction
+    criteria, so a model cannot escape grading);
+  - `"run"`: the run itself failed before an answer existed, e.g. the
+    model API raised: the sample's own error, which Inspect scores only
+    under `--score-on-error` (and `inspect score` rescores). Kind
+    `sample-error`, `field` `None`, `message` the sample's error message;
+    `Score.unscored`, since a run that never answered has no stage and no
+    grade (an empty output is not a wrong answer). `result` is `None`
+    and `record` empty: nothing was read or graded.
 
 Stage scores also carry `recall`: the share of the run's unique required
 IDs that its context held, as `tracegrade.core.recall` defines it (Ragas'
@@ -36,8 +44,8 @@ record alone. It is a number whenever `required` is a non-empty ID list
 and `context` an ID list, label or no label: a diagnosed stage (where it
 agrees with `missing`) and an `answer-label` run alike, since what reached
 the context does not depend on whether the answer was judged. `None` when
-nothing is required (`unresolved`) and on `invalid-input` (an ID list is not
-one). An `answer-label` score is unscored, so its
+nothing is required (`unresolved`), on `invalid-input` (an ID list is not
+one) and on `sample-error`. An `answer-label` score is unscored, so its
 recall is in its metadata (and `tracegrade.analysis`' `stage_recall`) but
 never reaches the `context_recall` metric: Inspect gives metrics scored
 samples only. Absent on `tracegrade score`'s placeholder for a line that
@@ -68,7 +76,7 @@ existed; `tracegrade report` itemises the graded scores of such logs from
 
 Error kinds: data side `answer-label`, `invalid-input`,
 `duplicate-source-id`; answer side `duplicate-answer-id`,
-`unreadable-answer`.
+`unreadable-answer`; run side `sample-error`.
 """
 
 from __future__ import annotations
@@ -81,7 +89,7 @@ from inspect_ai.scorer import Score, Value
 from ..core import canonical_json
 from ..core.errors import quote
 
-ErrorSide = Literal["data", "answer"]
+ErrorSide = Literal["data", "answer", "run"]
 
 DATA_ERRORS = ("answer-label", "invalid-input", "duplicate-source-id")
 """Kinds of error in what the sample supplied; such samples are unscored."""
@@ -89,11 +97,19 @@ DATA_ERRORS = ("answer-label", "invalid-input", "duplicate-source-id")
 ANSWER_FAILURES = ("duplicate-answer-id", "unreadable-answer")
 """Kinds of failure of the model's answer; such answers fail both criteria."""
 
+_SHOWN_ERROR = 200
+"""Characters of a sample's error message an explanation quotes; the
+metadata `error.message` keeps it whole."""
+
+RUN_ERRORS = ("sample-error",)
+"""Kinds of failure of the run itself, before any answer; such samples are
+unscored."""
+
 
 class ErrorInfo(TypedDict):
     kind: str
     side: ErrorSide
-    field: str
+    field: str | None
     message: str
 
 
@@ -174,6 +190,35 @@ def data_error(
             "record": {key: as_json_value(item) for key, item in record.items()},
             "read_from": read_from,
             "error": error,
+        },
+    )
+
+
+def run_error(message: str, *, answer: str | None, read_from: dict[str, str]) -> Score:
+    """The score of a sample whose run failed before an answer existed.
+
+    Nothing is read or graded: what the run left (an empty output, a
+    context perhaps never recorded) is no evidence of where a pipeline
+    fails or what an answer got wrong, so it is neither a stage nor a
+    grade, and no warning of an absent key is due.
+    """
+    shown_message = (
+        message if len(message) <= _SHOWN_ERROR else message[:_SHOWN_ERROR] + "..."
+    )
+    return Score.unscored(
+        reason="sample-error",
+        answer=answer or None,
+        explanation=(
+            f"The run failed before an answer existed ({shown_message}), so "
+            "there is nothing to grade; inspect eval-retry runs it again."
+        ),
+        metadata={
+            "result": None,
+            "record": {},
+            "read_from": read_from,
+            "error": ErrorInfo(
+                kind="sample-error", side="run", field=None, message=message
+            ),
         },
     )
 

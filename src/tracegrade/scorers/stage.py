@@ -37,7 +37,15 @@ from .metrics import (
     stage_modes,
     stage_shares,
 )
-from .outcome import ErrorInfo, data_error, graded, metadata_source, stage_answer
+from .outcome import (
+    ErrorInfo,
+    data_error,
+    graded,
+    metadata_source,
+    run_error,
+    stage_answer,
+)
+from .sample_error import sample_error
 from .store import context_store_key, recorded_context
 
 STAGE_METRICS = [
@@ -155,7 +163,9 @@ def stage_diagnosis_scorer(
     The value is the stage. A missing or non-Boolean label
     (`answer-label`) and a record outside the contract (`invalid-input`,
     e.g. a context that was never recorded) are data errors: the score is
-    `Score.unscored`, never a guessed stage. See `tracegrade.scorers.outcome`
+    `Score.unscored`, never a guessed stage. A sample whose run failed
+    (scored under `--score-on-error`) is `sample-error`, also unscored: it
+    never answered, so it has no stage. See `tracegrade.scorers.outcome`
     for the metadata every score carries.
 
     The label has one source: sample metadata (`correct_key`, the
@@ -260,6 +270,14 @@ def stage_diagnosis_scorer(
     )
 
     async def score(state: TaskState, target: Target) -> Score:
+        failure = sample_error()
+        if failure is not None:
+            failed = run_error(
+                failure, answer=state.output.completion, read_from=read_from
+            )
+            assert failed.metadata is not None
+            failed.metadata["recall"] = None
+            return failed
         record, context_recorded = reader.record(state)
         if grader is None:
             return diagnosis_score(
