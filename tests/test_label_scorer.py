@@ -1,9 +1,13 @@
-"""Labels from a grader: `stage_diagnosis_scorer(label_scorer=...)`.
+"""Labels from a grader: `stage_diagnosis_scorer(label_scorer=...)` and
+`stage_diagnosis_scorer(label_from=...)`.
 
 Every row of the mapping table is tried, through the pure mapping and
 through the scorer; the record the core receives is checked to be what
-the metadata records; and `label_scorer` is given from the command line
-by registry name, as `inspect score -S label_scorer=match`.
+the metadata records; `label_scorer` is given from the command line by
+registry name, as `inspect score -S label_scorer=match`; a grader's
+error is the sample's; and `label_from` reads a score an earlier scorer
+gave, in one eval (the judge called once) and under `inspect score
+--action append`.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -87,14 +92,20 @@ def test_a_grader_value_that_is_no_label(value: Any) -> None:
     assert label_from_value(value) is None
 
 
-def test_the_table_is_the_documented_one() -> None:
-    """The README and the docstrings show the same rows."""
+def test_the_table_is_in_one_place() -> None:
+    """The grader module's docstring holds the table; the README and the
+    scorer's docstring point to it rather than keep a copy to drift."""
     readme = (Path(__file__).parents[1] / "README.md").read_text("utf-8")
-    from tracegrade.scorers import grader
+    from tracegrade.scorers import grader, stage
 
-    for text in (readme, grader.__doc__ or ""):
-        assert '| `CORRECT` (`"C"`), `True`, `1`, `1.0` | `true` |' in text
-        assert '| `INCORRECT` (`"I"`), `False`, `0`, `0.0` | `false` |' in text
+    table = grader.__doc__ or ""
+    assert '| `CORRECT` (`"C"`), `True`, `1`, `1.0` | `true` |' in table
+    assert '| `INCORRECT` (`"I"`), `False`, `0`, `0.0` | `false` |' in table
+    assert "raises" not in table.split("| grader value |")[1].split("\n\n")[0]
+    assert "(src/tracegrade/scorers/grader.py)" in readme
+    for text in (readme, stage.stage_diagnosis_scorer.__doc__ or ""):
+        assert "| grader value | label |" not in text
+    assert "tracegrade.scorers.grader" in (stage.stage_diagnosis_scorer.__doc__ or "")
 
 
 # --- graders to test with -----------------------------------------------------------
@@ -109,9 +120,23 @@ def fixed_grade(value: Any = CORRECT, fail: bool = False, none: bool = False) ->
             raise RuntimeError("the grading model is unreachable")
         if none:
             return None
-        return Score(value=value, answer="graded answer", explanation="why")
+        return Score(
+            value=value,
+            answer="graded answer",
+            explanation="why",
+            reason="judged",
+            metadata={"judge": "fixed"},
+        )
 
     return grade
+
+
+GRADER_SCORE = {
+    "answer": "graded answer",
+    "explanation": "why",
+    "reason": "judged",
+    "metadata": {"judge": "fixed"},
+}
 
 
 @scorer(metrics=[])
@@ -168,13 +193,7 @@ def test_a_label_from_the_grader_decides_the_stage(value: Any, label: bool) -> N
     metadata = metadata_of(result)
     assert metadata["record"] == {**RUN, "correct": label}
     assert metadata["read_from"]["correct"] == "scorer fixed_grade"
-    assert metadata["grader"] == {
-        "name": "fixed_grade",
-        "value": value,
-        "answer": "graded answer",
-        "explanation": "why",
-        "error": None,
-    }
+    assert metadata["grader"] == {"name": "fixed_grade", "value": value, **GRADER_SCORE}
     # The record in the metadata is what the core received: parity with
     # the reference evaluators holds whoever supplied the label.
     assert diagnose_stage(metadata["record"]) == metadata["result"]
@@ -222,25 +241,15 @@ def test_a_grader_that_returns_no_score_gives_no_label() -> None:
         "value": None,
         "answer": None,
         "explanation": None,
-        "error": None,
+        "reason": None,
+        "metadata": None,
     }
 
 
-def test_a_grader_that_raises_gives_no_label_and_is_warned_of(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    with caplog.at_level(logging.WARNING, logger="tracegrade"):
-        result = score_run(fixed_grade(fail=True))
-    assert result.reason == "answer-label"
-    assert result.explanation is not None
-    assert (
-        "The grader fixed_grade failed (RuntimeError: the grading model is unreachable)"
-    ) in result.explanation
-    assert metadata_of(result)["grader"]["error"] == (
-        "RuntimeError: the grading model is unreachable"
-    )
-    (warning,) = [r.getMessage() for r in caplog.records if "grader" in r.getMessage()]
-    assert 'the grader fixed_grade failed on sample "q1"' in warning
+def test_what_a_grader_raises_goes_up() -> None:
+    """As from any Inspect scorer: Inspect makes it the sample's error."""
+    with pytest.raises(RuntimeError, match="the grading model is unreachable"):
+        score_run(fixed_grade(fail=True))
 
 
 def test_the_grader_is_run_on_the_same_state_and_target() -> None:
@@ -281,13 +290,63 @@ def test_a_grader_named_by_its_registry_name(name: str, made_by: Any) -> None:
 # --- mistakes ------------------------------------------------------------------------
 
 
+ONE_SOURCE = (
+    "but a run's label has one source: a staff labels file (labels), a grader "
+    "(label_scorer) or an earlier scorer's score (label_from); give one"
+)
+
+
 def test_labels_and_a_grader_together_are_refused(tmp_path: Path) -> None:
     labels = write_lines(tmp_path / "labels.jsonl", [{"id": "q1", "correct": True}])
     with pytest.raises(LabelScorerError) as refused:
         stage_diagnosis_scorer(labels=labels, label_scorer="match")
     assert str(refused.value) == (
-        f'labels="{labels}" and label_scorer="match" were both given, but a run\'s '
-        "label has one source: a staff labels file or a grader, not both"
+        f'labels="{labels}" and label_scorer="match" were given, {ONE_SOURCE}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("sources", "said"),
+    [
+        ({"label_scorer": match()}, 'label_scorer=match() and label_from="judge"'),
+        ({"labels": "labels.jsonl"}, 'labels="labels.jsonl" and label_from="judge"'),
+        (
+            {"labels": "labels.jsonl", "label_scorer": "match"},
+            'labels="labels.jsonl" and label_scorer="match" and label_from="judge"',
+        ),
+    ],
+)
+def test_label_from_with_another_source_is_refused(
+    sources: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(LabelScorerError) as refused:
+        stage_diagnosis_scorer(label_from="judge", **sources)
+    assert str(refused.value) == f"{said} were given, {ONE_SOURCE}"
+    assert "\n" not in str(refused.value)
+
+
+@pytest.mark.parametrize(("name", "quoted"), [("", '""'), ("  ", '"  "'), (7, "7")])
+def test_a_label_from_that_names_no_score_is_refused(name: Any, quoted: str) -> None:
+    with pytest.raises(LabelScorerError) as refused:
+        stage_diagnosis_scorer(label_from=name)
+    assert str(refused.value) == (
+        "label_from must name a score an earlier scorer gives, such as "
+        f'"model_graded_qa", got {quoted}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("factory", "name"),
+    [(match, "match"), (includes, "includes"), (fixed_grade, "fixed_grade")],
+)
+def test_an_uncalled_scorer_function_is_refused(factory: Any, name: str) -> None:
+    """`label_scorer=match` is registered as a scorer too; it is the function
+    that makes one, and the message says what to write."""
+    with pytest.raises(LabelScorerError) as refused:
+        stage_diagnosis_scorer(label_scorer=factory)
+    assert str(refused.value).startswith(f"label_scorer {name} is the @scorer function")
+    assert str(refused.value).endswith(
+        f"call it: label_scorer={name}() (with any arguments it takes)"
     )
 
 
@@ -317,8 +376,11 @@ def test_an_unregistered_grader_is_refused() -> None:
 # --- in real runs --------------------------------------------------------------------
 
 
-def graded_task(label_scorer: Scorer | str | None) -> Task:
-    """Recorded runs with an answer and a reference answer each."""
+def graded_task(
+    label_scorer: Scorer | str | None, scorers: list[Scorer] | None = None
+) -> Task:
+    """Recorded runs with an answer and a reference answer each, scored by
+    `scorers` or else the stage scorer with `label_scorer`."""
     runs = {
         "right": (["D1"], ["D1"], "-18 degrees C."),
         "wrong": (["D1"], ["D1"], "I do not know."),
@@ -335,7 +397,7 @@ def graded_task(label_scorer: Scorer | str | None) -> Task:
             for run_id, (required, context, answer) in runs.items()
         ],
         solver=replay(),
-        scorer=stage_diagnosis_scorer(label_scorer=label_scorer),
+        scorer=scorers or stage_diagnosis_scorer(label_scorer=label_scorer),
         name="graded_runs",
     )
 
@@ -442,7 +504,11 @@ def test_inspect_score_takes_a_grader_with_arguments(
         ),
         (
             ["-S", "label_scorer=match", "-S", "labels=labels.jsonl"],
-            "were both given, but a run's label has one source",
+            "were given, but a run's label has one source",
+        ),
+        (
+            ["-S", "label_from=match", "-S", "labels=labels.jsonl"],
+            'labels="labels.jsonl" and label_from="match" were given',
         ),
     ],
 )
@@ -461,3 +527,147 @@ def test_inspect_score_says_what_is_wrong_with_the_grader(
     assert "Traceback" not in done.stderr
     assert said in done.stdout + done.stderr
     assert unlabelled_log.read_bytes() == before
+
+
+# --- label_from: a score an earlier scorer gave ---------------------------------
+
+
+def score_given(
+    given: dict[str, Score], metadata: dict[str, Any] | None = None, **kwargs: Any
+) -> Score:
+    """The stage score of RUN, with `given` the scores earlier scorers gave."""
+    state = TaskState(
+        model=ModelName("none/none"),
+        sample_id="q1",
+        epoch=1,
+        input="",
+        messages=[],
+        metadata=dict(RUN if metadata is None else metadata),
+        scores=dict(given),
+    )
+    stage_scorer = stage_diagnosis_scorer(context_key="context", **kwargs)
+    result = asyncio.run(stage_scorer(state, Target("")))
+    assert isinstance(result, Score)
+    return result
+
+
+@pytest.mark.parametrize(("value", "label"), [*LABELS, (PARTIAL, None)], ids=repr)
+def test_a_given_score_is_read_by_the_same_table(value: Any, label: Any) -> None:
+    judged = Score(value=value, explanation="why", reason="judged", metadata={"k": 1})
+    result = score_given({"judge": judged}, label_from="judge")
+    metadata = metadata_of(result)
+    assert metadata["read_from"]["correct"] == "score judge"
+    assert metadata["grader"] == {
+        "name": "judge",
+        "value": value,
+        "answer": None,
+        "explanation": "why",
+        "reason": "judged",
+        "metadata": {"k": 1},
+    }
+    if label is None:
+        assert result.reason == "answer-label"
+        assert result.explanation == (
+            'The score judge gave "P", which is not a label (only CORRECT "C", '
+            'true or 1 and INCORRECT "I", false or 0 are), so the answer cannot '
+            "be called correct or incorrect."
+        )
+    else:
+        assert result.value == ("pass" if label else "generation")
+        assert metadata["record"]["correct"] is label
+
+
+def test_a_missing_given_score_is_answer_label_and_warned_of_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    stage_scorer = stage_diagnosis_scorer(context_key="context", label_from="judge")
+    results = []
+    with caplog.at_level(logging.WARNING, logger="tracegrade"):
+        for sample_id in ("q1", "q2"):
+            state = TaskState(
+                model=ModelName("none/none"),
+                sample_id=sample_id,
+                epoch=1,
+                input="",
+                messages=[],
+                metadata=dict(RUN),
+                scores={"match": Score(value=CORRECT)},
+            )
+            results.append(asyncio.run(stage_scorer(state, Target(""))))
+    for result in results:
+        assert isinstance(result, Score)
+        assert result.reason == "answer-label"
+        assert result.explanation == (
+            'No score "judge" was given to this run before the stage diagnosis '
+            '(label_from="judge"), so the answer cannot be called correct or '
+            "incorrect."
+        )
+        assert metadata_of(result)["grader"]["value"] is None
+    (warning,) = [r.getMessage() for r in caplog.records]
+    assert warning.startswith(
+        'stage_diagnosis: sample "q1" has no score "judge" (label_from="judge"), '
+        'and no run scored before it had one. Its scores: "match".'
+    )
+    assert "--action append" in warning
+
+
+CALLS: Counter[Any] = Counter()
+
+
+@scorer(metrics=[])
+def counted_judge() -> Scorer:
+    """match(), counting its calls per sample: a model judge costs each."""
+    judge = match()
+
+    async def grade(state: TaskState, target: Target) -> Score:
+        CALLS[state.sample_id] += 1
+        judged = await judge(state, target)
+        assert judged is not None
+        return judged
+
+    return grade
+
+
+def test_one_eval_calls_the_judge_once_and_labels_from_its_score(
+    tmp_path: Path,
+) -> None:
+    CALLS.clear()
+    task = graded_task(
+        None, [counted_judge(), stage_diagnosis_scorer(label_from="counted_judge")]
+    )
+    (log,) = eval(task, display="none", log_dir=str(tmp_path))
+    assert log.status == "success", log.error
+    assert stages(log) == EXPECTED
+    assert CALLS == {"right": 1, "wrong": 1, "lucky": 1}
+    assert log.samples is not None
+    for sample in log.samples:
+        scores = sample.scores or {}
+        judged = scores["counted_judge"]
+        grader = (scores["stage_diagnosis"].metadata or {})["grader"]
+        assert grader["value"] == judged.value
+        assert grader["answer"] == judged.answer
+        assert grader["explanation"] == judged.explanation
+        assert (scores["stage_diagnosis"].metadata or {})["read_from"][
+            "correct"
+        ] == "score counted_judge"
+
+
+def test_inspect_score_labels_from_a_score_in_the_log(tmp_path: Path) -> None:
+    """`-S label_from=match` under `--action append`: Inspect gives the
+    scorer the log's scores, so match() is not run again."""
+    (log,) = eval(
+        graded_task(None, [match(), stage_diagnosis_scorer()]),
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+    )
+    assert log.status == "success", log.error
+    done = run_inspect(
+        *("score", log.location, "--scorer", "tracegrade/stage_diagnosis"),
+        *("-S", "label_from=match", "--action", "append", "--overwrite"),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    rescored = read_eval_log(log.location)
+    assert stages(rescored, "stage_diagnosis1") == EXPECTED
+    assert rescored.results is not None
+    assert rescored.results.scores[-1].params["label_from"] == "match"

@@ -19,15 +19,18 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from inspect_ai import eval
+from inspect_ai import Task, eval
+from inspect_ai.dataset import Sample
 from inspect_ai.log import read_eval_log
+from inspect_ai.scorer import CORRECT, PARTIAL, Score, Scorer, Target, scorer
+from inspect_ai.solver import TaskState
 
 # The example's helpers (pytest puts tests/ on sys.path).
 from test_rag_example import QUESTIONS, answering_model, rag
-from tracegrade import LabelsError, ordered_extraction_recorded
+from tracegrade import LabelsError, ordered_extraction_recorded, stage_diagnosis_scorer
 from tracegrade.cli import main
 from tracegrade.labels import StaffLabels, label_requests
-from tracegrade.tasks import stage_diagnosis
+from tracegrade.tasks import replay, stage_diagnosis
 
 ENV = {
     **{k: v for k, v in os.environ.items() if not k.startswith("INSPECT_")},
@@ -90,12 +93,21 @@ def test_the_round_trip_diagnoses_every_run(tmp_path: Path, rag_log: Path) -> No
             "required",
             "context",
             "correct",
+            "grader",
         ]
         assert line["question"] == sample.input
         assert line["answer"] == sample.output.completion
         assert line["required"] == sample.metadata["required"]
         assert line["context"] == sample.store["RetrievalTrace:context"]
-        assert line["correct"] is None
+        # Pre-filled with match()'s verdict, for staff to check.
+        judged = ((sample.scores or {})["stage_diagnosis"].metadata or {})["grader"]
+        assert judged["value"] in ("C", "I")
+        assert line["correct"] is (judged["value"] == "C")
+        assert line["correct"] is (line["id"] in ANSWERED_RIGHT)
+        assert line["grader"] == {
+            "name": "match",
+            "explanation": judged["explanation"],
+        }
 
     # 3. staff fill in the labels
     labels = tmp_path / "labels.jsonl"
@@ -183,7 +195,13 @@ def test_the_exported_file_reads_as_labels_once_filled(
     lines = label_requests(read_eval_log(str(rag_log)))
     path = tmp_path / "labels.jsonl"
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    # Unfilled, the first line is refused: labels are never guessed.
+    # Pre-filled with match()'s verdicts, it reads as match() judged.
+    assert StaffLabels.read(path).labels == {
+        line["id"]: line["id"] in ANSWERED_RIGHT for line in lines
+    }
+    # A line without a verdict is refused: labels are never guessed.
+    lines[0]["correct"] = None
+    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
     with pytest.raises(LabelsError, match="line 1: 'correct' must be true or false"):
         StaffLabels.read(path)
     path.write_text("".join(json.dumps(x) + "\n" for x in staff_fill(lines)))
@@ -231,6 +249,45 @@ def test_runs_without_a_stage_score_are_exported_with_a_warning(
     assert [(x["id"], x["required"], x["context"]) for x in lines] == [
         ("r1", ["D1"], ["D1"]),
         ("r2", ["D1"], None),
+    ]
+    # No grader gave these labels: nothing is pre-filled.
+    assert [(x["correct"], x["grader"]) for x in lines] == [(None, None)] * 2
+
+
+@scorer(metrics=[])
+def unsure_judge() -> Scorer:
+    """PARTIAL for run "r2", CORRECT otherwise, with a reason each."""
+
+    async def judge(state: TaskState, target: Target) -> Score:
+        unsure = state.sample_id == "r2"
+        return Score(
+            value=PARTIAL if unsure else CORRECT,
+            explanation="half of it" if unsure else "all of it",
+        )
+
+    return judge
+
+
+def test_a_verdict_that_is_no_label_is_exported_as_null(tmp_path: Path) -> None:
+    """From a `label_from` grader too; its explanation is there either way."""
+    runs = {"r1": (["D1"], ["D1"]), "r2": (["D1"], ["D2"])}
+    task = Task(
+        dataset=[
+            Sample(id=key, input="?", metadata={"required": r, "context": c})
+            for key, (r, c) in runs.items()
+        ],
+        solver=replay(),
+        scorer=[
+            unsure_judge(),
+            stage_diagnosis_scorer(context_key="context", label_from="unsure_judge"),
+        ],
+    )
+    (log,) = eval(task, display="none", log_dir=str(tmp_path / "logs"))
+    assert log.status == "success", log.error
+    lines = label_requests(log)
+    assert [(x["id"], x["correct"], x["grader"]) for x in lines] == [
+        ("r1", True, {"name": "unsure_judge", "explanation": "all of it"}),
+        ("r2", None, {"name": "unsure_judge", "explanation": "half of it"}),
     ]
 
 
@@ -339,4 +396,5 @@ def test_a_multi_epoch_log_exports_one_line_per_epoch(tmp_path: Path) -> None:
         "required",
         "context",
         "correct",
+        "grader",
     ]

@@ -5,9 +5,10 @@ A task scored with staff labels (`labels=`) or a grader
 under `--fail-on-error 0.5` the failure stays a sample error, and
 `inspect eval-retry` (or `eval_set`'s own retry) finishes the run with
 metrics over every sample. The task file below fails each listed sample
-once, the first time it runs, as a flaky retriever would; every run is
-the real `inspect` command, and each log's `status` is checked, since
-`inspect eval` exits 0 even when the eval fails.
+once, the first time it runs, as a flaky retriever would, and its flaky
+grader likewise, as a grading model that is briefly unreachable; every
+run is the real `inspect` command, and each log's `status` is checked,
+since `inspect eval` exits 0 even when the eval fails.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pathlib import Path
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
-from inspect_ai.scorer import match
+from inspect_ai.scorer import Score, Scorer, Target, match, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from tracegrade import stage_diagnosis_scorer
@@ -61,8 +62,25 @@ def flaky() -> Solver:
     return solve
 
 
+@scorer(metrics=[])
+def flaky_match() -> Scorer:
+    """match(), but raising the first time for each run in GRADER_FAILS_ONCE."""
+    judge = match()
+
+    async def grade(state: TaskState, target: Target) -> Score | None:
+        name = str(state.sample_id)
+        if name in os.environ.get("GRADER_FAILS_ONCE", "").split(","):
+            marker = Path(os.environ["FAIL_DIR"]) / f"grader-{name}"
+            if not marker.exists():
+                marker.touch()
+                raise RuntimeError(f"the grading model is unreachable on {name}")
+        return await judge(state, target)
+
+    return grade
+
+
 @task
-def runs(labels: str | None = None, grader: bool = False) -> Task:
+def runs(labels: str | None = None, grader: bool | str = False) -> Task:
     return Task(
         dataset=[
             Sample(
@@ -75,7 +93,10 @@ def runs(labels: str | None = None, grader: bool = False) -> Task:
         ],
         solver=[flaky(), replay()],
         scorer=stage_diagnosis_scorer(
-            labels=labels, label_scorer=match() if grader else None
+            labels=labels,
+            label_scorer=(
+                flaky_match() if grader == "flaky" else match() if grader else None
+            ),
         ),
     )
 '''
@@ -108,12 +129,16 @@ def work(tmp_path: Path) -> Path:
 
 
 def inspect(
-    work: Path, *args: str, fail_once: str = ""
+    work: Path, *args: str, fail_once: str = "", grader_fails_once: str = ""
 ) -> subprocess.CompletedProcess[str]:
     return run_inspect(
         *args,
         cwd=work,
-        env={"FAIL_ONCE": fail_once, "FAIL_DIR": str(work / "failed")},
+        env={
+            "FAIL_ONCE": fail_once,
+            "GRADER_FAILS_ONCE": grader_fails_once,
+            "FAIL_DIR": str(work / "failed"),
+        },
     )
 
 
@@ -209,6 +234,44 @@ def test_eval_retry_finishes_the_run_with_metrics_over_every_sample(
         metadata = (sample.scores or {})["stage_diagnosis"].metadata or {}
         assert metadata["read_from"]["correct"] == expected_source
         assert metadata["record"]["correct"] is LABELS[str(sample.id)]
+
+
+def test_a_grader_that_raises_fails_the_sample_and_eval_retry_finishes_it(
+    work: Path,
+) -> None:
+    """As any Inspect scorer's error: the sample is an error with its
+    traceback (not an answer-label guessed from an outage), and eval-retry
+    scores it once the grader answers."""
+    first = inspect(
+        work,
+        *("eval", "runs.py", "-T", "grader=flaky"),
+        *("--fail-on-error", "0.5", "--log-dir", "logs"),
+        grader_fails_once="full-wrong",
+    )
+    assert first.returncode == 0, first.stderr
+    (tolerated,) = logs(work / "logs")
+    assert tolerated.status == "success", tolerated.error
+    assert tolerated.samples is not None
+    (failed,) = [s for s in tolerated.samples if s.error is not None]
+    assert failed.id == "full-wrong"
+    assert failed.error is not None
+    assert "the grading model is unreachable on full-wrong" in failed.error.message
+    assert "in grade" in failed.error.traceback
+    assert "stage_diagnosis" not in (failed.scores or {})
+    assert stage_values(tolerated) == {
+        (k, 1): v for k, v in STAGES.items() if k != "full-wrong"
+    }
+
+    retried = inspect(work, "eval-retry", tolerated.location, "--log-dir", "logs")
+    assert retried.returncode == 0, retried.stderr
+    log = logs(work / "logs")[-1]
+    assert log.status == "success", log.error
+    assert stage_values(log) == {(k, 1): v for k, v in STAGES.items()}
+    assert_metrics(log, list(STAGES.values()), lucky=1)
+    assert log.samples is not None
+    for sample in log.samples:
+        metadata = (sample.scores or {})["stage_diagnosis"].metadata or {}
+        assert metadata["read_from"]["correct"] == "scorer flaky_match"
 
 
 def test_eval_retry_of_a_tolerated_failure_scores_the_rest(work: Path) -> None:

@@ -153,7 +153,8 @@ def test_a_fresh_run_waits_for_no_one(fresh_log: EvalLog) -> None:
             "value": "I",
             "answer": "I do not know.",
             "explanation": "I do not know.",
-            "error": None,
+            "reason": None,
+            "metadata": None,
         }
     assert fresh_log.results is not None
     (result,) = fresh_log.results.scores

@@ -97,7 +97,8 @@ def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Co
     - `stage_label` (bool): `record.correct`, the run's label as the
       scorer read it; None when absent or not a JSON boolean.
     - `stage_label_from` (str): `read_from.correct`, where the label was
-      read, e.g. `metadata["correct"]` or `labels file labels.jsonl`.
+      read, e.g. `metadata["correct"]`, `labels file labels.jsonl`,
+      `scorer match` (a grader) or `score model_graded_qa` (`label_from`).
     - `stage_error` (str): the error kind (`answer-label`,
       `invalid-input`, `sample-error`, or from `tracegrade score` a line's
       `malformed-json`, ...), from the score's `reason`; None without one.

@@ -277,13 +277,26 @@ def stage_score(sample: EvalSample) -> Score | None:
 
 
 def label_requests(log: EvalLog) -> list[dict[str, Any]]:
-    """One line to label per run in `log`, with `"correct": null` to fill.
+    """One line to label per run in `log`, its `"correct"` to fill or check.
 
-    Each line holds the sample `id`, the `question` (the sample input), the
-    model's `answer` (its output text), and the `required` and `context`
-    IDs the stage scorer read (null where the score has none). A log run
-    with several epochs gets one line per sample and epoch, with an
-    `epoch` field, since each epoch's answer needs its own judgement; a
+    Each line holds, in this order:
+
+    - `id` (and `epoch`, see below): the run;
+    - `question`: the sample input; `answer`: the model's output text;
+    - `required`, `context`: the IDs the stage scorer read (null where the
+      score has none);
+    - `correct`: the label to fill. Where the stage score's label came from
+      a grader (`label_scorer=` or `label_from=`), it is pre-filled with
+      the grader's verdict, the label its value gives by the table of
+      `tracegrade.scorers.grader` (null when it gives none), so staff
+      check and correct a verdict rather than start from nothing; else
+      null. A pre-filled label is the grader's word until staff change or
+      keep it: applied as it stands, the file says what the grader said.
+    - `grader`: null without a grader, else `{"name", "explanation"}`:
+      which grader gave the verdict and why, in its own words.
+
+    A log run with several epochs gets one line per sample and epoch, with
+    an `epoch` field, since each epoch's answer needs its own judgement; a
     single-epoch log gets one line per sample, without one.
 
     Lines follow the log's sample order, epochs in order. Raises
@@ -311,7 +324,9 @@ def label_requests(log: EvalLog) -> list[dict[str, Any]]:
 
 def _label_request(sample: EvalSample, per_epoch: bool) -> dict[str, Any]:
     score = stage_score(sample)
-    record = (score.metadata or {})["record"] if score is not None else {}
+    metadata = (score.metadata or {}) if score is not None else {}
+    record = metadata.get("record", {})
+    grader = metadata.get("grader")
     line: dict[str, Any] = {"id": sample.id}
     if per_epoch:
         line["epoch"] = sample.epoch
@@ -320,6 +335,17 @@ def _label_request(sample: EvalSample, per_epoch: bool) -> dict[str, Any]:
     line["required"] = record.get("required")
     line["context"] = record.get("context")
     line["correct"] = None
+    line["grader"] = None
+    if isinstance(grader, dict):
+        from .scorers import label_from_value
+
+        # The raw value stays out: a NaN is no JSON, and the file must read
+        # back; the label it gives is what staff check.
+        line["correct"] = label_from_value(grader.get("value"))
+        line["grader"] = {
+            "name": grader.get("name"),
+            "explanation": grader.get("explanation"),
+        }
     return line
 
 

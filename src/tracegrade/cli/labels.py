@@ -41,8 +41,12 @@ def export(log: str, out: str | None, force: bool) -> None:
     """Write one JSON line per run of LOG for staff to label.
 
     Each line holds the sample id, the question, the model's answer, the
-    required and context document IDs, and "correct": null to fill in
-    with true or false. A log run with several epochs gets one line per
+    required and context document IDs, "correct" to fill in with true or
+    false, and "grader". Where LOG's labels came from a grader
+    (label_scorer= or label_from=), "correct" is pre-filled with its
+    verdict (null when its value is no label) and "grader" holds its name
+    and explanation: check each and correct it. Otherwise "correct" and
+    "grader" are null. A log run with several epochs gets one line per
     sample and epoch, with an "epoch" field: each answer is labelled on
     its own. The filled file is what `-S labels=` of the stage scorer
     reads; other fields in it are ignored.

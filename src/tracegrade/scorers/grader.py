@@ -1,8 +1,11 @@
 """Labels from a grader: any Inspect scorer's verdict, read one documented way.
 
-`stage_diagnosis_scorer(label_scorer=match())` runs the grader on the same
-state and target, and its score's value becomes the staff label the rules
-need, by this table and nothing else:
+The stage scorer takes a label from a grader in two ways: it runs one on
+the same state and target (`stage_diagnosis_scorer(label_scorer=match())`),
+or it reads the score an earlier scorer of the same sample already gave
+(`label_from="model_graded_qa"`), so a model judge is called once. Either
+way the score's value becomes the label the rules need by this table, and
+nothing else:
 
 | grader value | label |
 |---|---|
@@ -12,7 +15,7 @@ need, by this table and nothing else:
 | any other number (`0.5`, `2`, `-1`), NaN or infinity | none |
 | any other string: `"1"`, `"0"`, `"c"`, `"true"`, `"yes"`, `"correct"` | none |
 | a list or a dict | none |
-| the grader returns no score (`None`), or raises | none |
+| the grader returns no score (`None`); no earlier score of that name | none |
 
 Numbers are read by value and type together: `True`, `1` and `1.0` are
 the same verdict however the grader spells it, but a string is a label
@@ -23,16 +26,21 @@ decides between `pass` and `generation`, and a label is never guessed.
 
 "None" means the run has no label: its stage score is the `answer-label`
 data error, and the explanation quotes what the grader gave. The grader's
-own score (value, answer, explanation) is kept in the stage score's
-metadata under `grader`, whatever it was.
+own score (`value`, `answer`, `explanation`, `reason`, `metadata`) is kept
+in the stage score's metadata under `grader`, whatever it was.
+
+A grader that raises is not in the table: its error is the sample's, as
+any scorer's is in Inspect. The sample is an error in the log, with its
+traceback, and `inspect eval-retry` scores it again; a label is not lost
+to a passing outage, nor a stage given without one.
 """
 
 from __future__ import annotations
 
-import logging
+import inspect
 import math
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target
 from inspect_ai.solver import TaskState
@@ -41,14 +49,17 @@ from inspect_ai.util import registry_create, registry_info
 from .._inspect_internals import PrerequisiteError
 from ..core.errors import quote
 
-logger = logging.getLogger(__name__)
-
-LABEL_SOURCE = "scorer"
+LABEL_SOURCE: Literal["scorer"] = "scorer"
 """`read_from["correct"]` is `"scorer NAME"` for a label from a grader."""
+
+GIVEN_SOURCE: Literal["score"] = "score"
+"""`read_from["correct"]` is `"score NAME"` for a label from a score an
+earlier scorer gave (`label_from`)."""
 
 
 class LabelScorerError(PrerequisiteError):
-    """A `label_scorer` argument that names or is no usable grader.
+    """A `label_scorer` or `label_from` argument that names or is no usable
+    grader, or more than one label source.
 
     Not a `ValueError`, like `LabelsError` and for the same reason: Inspect's
     scorer loader (`inspect score --scorer ... -S label_scorer=...`) replaces
@@ -123,7 +134,24 @@ def resolve_label_scorer(grader: Any) -> Scorer:
         raise LabelScorerError(
             f"label_scorer {quote(info.name)} is a registered {info.type}, not a scorer"
         )
+    if not _is_async_callable(grader):
+        # The `@scorer` function and the scorer it makes share a registry
+        # entry; only the scorer is awaited with a state and a target.
+        name = info.name.removeprefix("inspect_ai/")
+        raise LabelScorerError(
+            f"label_scorer {name} is the @scorer function, not a scorer; call it: "
+            f"label_scorer={name}() (with any arguments it takes)"
+        )
     return cast(Scorer, grader)
+
+
+def _is_async_callable(candidate: Any) -> bool:
+    """Whether calling `candidate` gives a coroutine: an `async def`, or an
+    object whose `__call__` is one."""
+    # Only callables get here, and a callable's type has a `__call__`.
+    return inspect.iscoroutinefunction(candidate) or inspect.iscoroutinefunction(
+        type(candidate).__call__
+    )
 
 
 def grader_name(grader: Scorer) -> str:
@@ -135,16 +163,17 @@ def grader_name(grader: Scorer) -> str:
 
 @dataclass(frozen=True)
 class Verdict:
-    """What one run's grader gave: its score or its error, and the label.
+    """What one run's grader gave, and the label it makes.
 
-    Exactly one of `score` and `error` is set, unless the grader returned
-    no score at all (both None).
+    `source` is `LABEL_SOURCE` for a grader run by the stage scorer and
+    `GIVEN_SOURCE` for a score an earlier scorer gave; `score` is None when
+    the grader returned none, or the sample has no score of that name.
     """
 
+    source: Literal["scorer", "score"]
     grader: str
     label: bool | None
     score: Score | None = None
-    error: str | None = None
 
     def as_metadata(self) -> dict[str, Any]:
         """The stage score's `metadata["grader"]`: the grader's own score."""
@@ -156,21 +185,27 @@ class Verdict:
             "value": None if score is None else score.value,
             "answer": None if score is None else score.answer,
             "explanation": None if score is None else score.explanation,
-            "error": self.error,
+            "reason": None if score is None else score.reason,
+            "metadata": None if score is None else score.metadata,
         }
 
     def why_no_label(self) -> str:
         """Why this run has no label, quoting what the grader gave."""
-        if self.error is not None:
-            what = f"failed ({self.error})"
-        elif self.score is None:
+        if self.score is None and self.source == GIVEN_SOURCE:
+            return (
+                f"No score {quote(self.grader)} was given to this run before the "
+                f"stage diagnosis (label_from={quote(self.grader)}), so the answer "
+                "cannot be called correct or incorrect."
+            )
+        if self.score is None:
             what = "returned no score"
         elif _is_nan(self.score.value):
             what = "left the run unscored (NaN)"
         else:
             what = f"gave {quote(self.score.value, 80)}"
+        who = "grader" if self.source == LABEL_SOURCE else "score"
         return (
-            f"The grader {self.grader} {what}, which is not a label (only "
+            f"The {who} {self.grader} {what}, which is not a label (only "
             'CORRECT "C", true or 1 and INCORRECT "I", false or 0 are), '
             "so the answer cannot be called correct or incorrect."
         )
@@ -181,25 +216,29 @@ def _is_nan(value: Any) -> bool:
 
 
 async def grade(grader: Scorer, name: str, state: TaskState, target: Target) -> Verdict:
-    """Run the grader on the run's state and target; never raises for it.
+    """Run the grader on the run's state and target.
 
-    A grader that raises gives no label, its error quoted: a stage score
-    must not be lost, nor a label guessed, because a grader failed.
-    Cancellation is not caught.
+    What it raises goes up: the sample's error, as for any scorer.
     """
-    try:
-        score = await grader(state, target)
-    except Exception as error:
-        return Verdict(name, None, error=f"{type(error).__name__}: {error}")
+    score = await grader(state, target)
+    return given_verdict(name, score, source="scorer")
+
+
+def given_verdict(
+    name: str, score: Score | None, *, source: Literal["scorer", "score"] = "score"
+) -> Verdict:
+    """The verdict of `score`, named `name`; None for no score."""
     if score is None:
-        return Verdict(name, None)
-    return Verdict(name, label_from_value(score.value), score=score)
+        return Verdict(source, name, None)
+    return Verdict(source, name, label_from_value(score.value), score=score)
 
 
 __all__ = [
+    "GIVEN_SOURCE",
     "LABEL_SOURCE",
     "LabelScorerError",
     "Verdict",
+    "given_verdict",
     "grade",
     "grader_name",
     "label_from_value",

@@ -4,17 +4,21 @@ A thin wrapper over `tracegrade.core.diagnose_stage`: the closure only
 gathers the record (required IDs, the context actually supplied, the
 label) from the task state, and `diagnosis_score` turns the core's result
 into a `Score` without seeing the state. The label comes from one source:
-sample metadata, a staff labels file (`labels=`) or a grader
-(`label_scorer=`, see `tracegrade.scorers.grader`).
+sample metadata, a staff labels file (`labels=`), a grader run here
+(`label_scorer=`) or a score an earlier scorer already gave the sample
+(`label_from=`); see `tracegrade.scorers.grader` for how a grader's value
+becomes a label.
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
+from inspect_ai.util import registry_info
 
 from ..core import InvalidRecord, diagnose_stage
 from ..core.errors import quote
@@ -22,9 +26,10 @@ from ..core.recall import stage_recall
 from ..labels import StaffLabels
 from .explain import explain_invalid, explain_stage, explain_unrecorded_context
 from .grader import (
+    GIVEN_SOURCE,
     LABEL_SOURCE,
     LabelScorerError,
-    Verdict,
+    given_verdict,
     grade,
     grader_name,
     resolve_label_scorer,
@@ -157,6 +162,7 @@ def stage_diagnosis_scorer(
     context_key: str | None = None,
     labels: str | None = None,
     label_scorer: Scorer | str | None = None,
+    label_from: str | None = None,
 ) -> Scorer:
     """Diagnose each run's failing stage: retrieval, generation, pass or unresolved.
 
@@ -169,19 +175,15 @@ def stage_diagnosis_scorer(
     for the metadata every score carries.
 
     The label has one source: sample metadata (`correct_key`, the
-    default), a staff labels file (`labels`) or a grader (`label_scorer`).
-    A grader's value becomes the label by one table, and nothing else is
-    a label:
-
-    | grader value | label |
-    |---|---|
-    | `CORRECT` (`"C"`), `True`, `1`, `1.0` | `true` |
-    | `INCORRECT` (`"I"`), `False`, `0`, `0.0` | `false` |
-    | anything else: `PARTIAL`, `NOANSWER`, `0.5`, NaN, `"1"`, `"yes"`, ... | none |
-    | no score (`None`), or the grader raised | none |
-
-    A run without a label is `answer-label`, its explanation quoting what
-    the grader gave (`tracegrade.scorers.grader` has the full table).
+    default), a staff labels file (`labels`), a grader (`label_scorer`) or
+    a score an earlier scorer gave (`label_from`). A grader's value
+    becomes the label by one table, in `tracegrade.scorers.grader`:
+    `CORRECT`, true or 1 are `true`, `INCORRECT`, false or 0 are `false`,
+    and nothing else is a label. A run without a label is `answer-label`,
+    its explanation quoting what the grader gave. `read_from["correct"]`
+    names the grader (`"scorer match"`) or the score (`"score
+    model_graded_qa"`), and the metadata's `grader` keeps its score:
+    `name`, `value`, `answer`, `explanation`, `reason` and `metadata`.
 
     A run that lacks a key the scorer reads, when no run scored before it
     had the key, is warned of once, in the terminal and in the log (see
@@ -192,8 +194,8 @@ def stage_diagnosis_scorer(
         required_key: Sample metadata key of the required document IDs. An
             absent key or `null` means nothing is required: `unresolved`.
         correct_key: Sample metadata key of the staff label; only JSON
-            `true` and `false` are labels. Not read when `labels` or
-            `label_scorer` is given.
+            `true` and `false` are labels. Not read when another label
+            source is given.
         context_key: Sample metadata key of the supplied context IDs. By
             default (None) the context is what a solver recorded in the
             `RetrievalTrace` store model, which is what a RAG pipeline
@@ -209,17 +211,27 @@ def stage_diagnosis_scorer(
             `eval-retry` scores only the retried ones): `tracegrade labels
             apply LOG LABELS` checks it against the log before it writes.
         label_scorer: A grader, any Inspect scorer such as `match()`,
-            `includes()` or `model_graded_qa()`, or its registry name
-            (`"match"`, as `-S label_scorer=match` gives it). It runs on
-            the same state and target, and its value becomes the label by
-            the table above. `read_from["correct"]` names it, and its own
-            score (value, answer, explanation) is kept in the metadata
-            under `grader`. Cannot be given with `labels`.
+            `includes()` or `model_graded_qa()` (called: the scorer, not
+            its `@scorer` function), or its registry name (`"match"`, as
+            `-S label_scorer=match` gives it). It runs on the same state
+            and target, and its value becomes the label. A grader that
+            raises fails the sample, as any scorer's error does: the log
+            keeps the traceback and `eval-retry` scores it again.
+        label_from: The name of a score an earlier scorer of the same
+            sample already gave, such as `"model_graded_qa"` in
+            `scorer=[model_graded_qa(), stage_diagnosis_scorer(
+            label_from="model_graded_qa")]`: its value becomes the label by
+            the same table, and the judge is called once. Under `inspect
+            score --action append` the log's own scores count too. A run
+            without that score has no label (`answer-label`), warned of
+            when no run scored before it had one.
 
     Raises:
         LabelsError: The labels file cannot be read or has a bad line.
-        LabelScorerError: `label_scorer` is no registered scorer, or is
-            given together with `labels`.
+        LabelScorerError: `label_scorer` is no scorer (an uncalled
+            `@scorer` function, a name no scorer is registered under),
+            `label_from` is no score name, or more than one label source
+            is given.
 
     Examples:
         In your own task, with the context recorded by your RAG solver and
@@ -238,12 +250,7 @@ def stage_diagnosis_scorer(
         tracegrade labels apply LOG labels.jsonl
         ```
     """
-    if labels is not None and label_scorer is not None:
-        raise LabelScorerError(
-            f"labels={quote(labels)} and label_scorer={_shown_grader(label_scorer)} "
-            "were both given, but a run's label has one source: a staff labels "
-            "file or a grader, not both"
-        )
+    _one_label_source(labels=labels, label_scorer=label_scorer, label_from=label_from)
     staff_labels = StaffLabels.read(labels) if labels is not None else None
     grader = resolve_label_scorer(label_scorer) if label_scorer is not None else None
     read_from = {
@@ -256,6 +263,8 @@ def stage_diagnosis_scorer(
         "correct": (
             f"{LABEL_SOURCE} {grader_name(grader)}"
             if grader is not None
+            else f"{GIVEN_SOURCE} {label_from}"
+            if label_from is not None
             else f"labels file {labels}"
             if labels is not None
             else metadata_source(correct_key)
@@ -266,7 +275,7 @@ def stage_diagnosis_scorer(
         correct_key=correct_key,
         context_key=context_key,
         staff_labels=staff_labels,
-        label_from_grader=grader is not None,
+        label_in_metadata=grader is None and label_from is None,
     )
 
     async def score(state: TaskState, target: Target) -> Score:
@@ -279,15 +288,19 @@ def stage_diagnosis_scorer(
             failed.metadata["recall"] = None
             return failed
         record, context_recorded = reader.record(state)
-        if grader is None:
+        if grader is not None:
+            verdict = await grade(grader, grader_name(grader), state, target)
+        elif label_from is not None:
+            given = (state.scores or {}).get(label_from)
+            reader.note_given_score(state, label_from, given is not None)
+            verdict = given_verdict(label_from, given)
+        else:
             return diagnosis_score(
                 record,
                 read_from,
                 context_recorded=context_recorded,
                 output=state.output.completion,
             )
-        verdict = await grade(grader, grader_name(grader), state, target)
-        reader.note_verdict(state, verdict)
         if verdict.label is not None:
             record["correct"] = verdict.label
         result = diagnosis_score(
@@ -304,6 +317,34 @@ def stage_diagnosis_scorer(
     return score
 
 
+def _one_label_source(
+    *, labels: str | None, label_scorer: Any, label_from: Any
+) -> None:
+    """Refuse more than one label source, and a `label_from` that names no score."""
+    given = [
+        f"{argument}={shown}"
+        for argument, value, shown in (
+            ("labels", labels, quote(labels)),
+            ("label_scorer", label_scorer, _shown_grader(label_scorer)),
+            ("label_from", label_from, quote(label_from)),
+        )
+        if value is not None
+    ]
+    if len(given) > 1:
+        raise LabelScorerError(
+            f"{' and '.join(given)} were given, but a run's label has one "
+            "source: a staff labels file (labels), a grader (label_scorer) or an "
+            "earlier scorer's score (label_from); give one"
+        )
+    if label_from is not None and (
+        not isinstance(label_from, str) or not label_from.strip()
+    ):
+        raise LabelScorerError(
+            f"label_from must name a score an earlier scorer gives, such as "
+            f'"model_graded_qa", got {quote(label_from)}'
+        )
+
+
 @dataclass
 class _RecordReader:
     """Gathers a run's record from its state, as the scorer's arguments say,
@@ -313,7 +354,7 @@ class _RecordReader:
     correct_key: str
     context_key: str | None
     staff_labels: StaffLabels | None
-    label_from_grader: bool
+    label_in_metadata: bool
     watch: KeyWatch = field(default_factory=KeyWatch)
 
     def record(self, state: TaskState) -> tuple[dict[str, Any], bool]:
@@ -344,15 +385,15 @@ class _RecordReader:
             )
             if label is not None:
                 record["correct"] = label
-        elif not self.label_from_grader:
+        elif self.label_in_metadata:
             self._note_key(state, "correct", self.correct_key)
             if self.correct_key in metadata:
                 record["correct"] = metadata[self.correct_key]
         return record, context_recorded
 
-    def note_verdict(self, state: TaskState, verdict: Verdict) -> None:
+    def note_given_score(self, state: TaskState, name: str, present: bool) -> None:
         self.watch.note(
-            "grader", verdict.error is None, lambda: _grader_warning(state, verdict)
+            "label_from", present, lambda: _no_given_score_warning(state, name)
         )
 
     def _note_key(self, state: TaskState, role: str, key: str) -> None:
@@ -378,9 +419,14 @@ _WITHOUT = {
 
 
 def _shown_grader(grader: Any) -> str:
+    """A grader as it was written: `"match"`, `match()`, `match`."""
     if isinstance(grader, str):
         return quote(grader)
-    return str(getattr(grader, "__name__", type(grader).__name__))
+    try:
+        name = registry_info(grader).name.removeprefix("inspect_ai/")
+    except ValueError:  # not registered
+        return str(getattr(grader, "__name__", type(grader).__name__))
+    return f"{name}()" if inspect.iscoroutinefunction(grader) else name
 
 
 def _unrecorded_warning(state: TaskState) -> str:
@@ -404,11 +450,15 @@ def _unlabelled_warning(state: TaskState, labels: StaffLabels) -> str:
     )
 
 
-def _grader_warning(state: TaskState, verdict: Verdict) -> str:
+def _no_given_score_warning(state: TaskState, name: str) -> str:
     return (
-        f"stage_diagnosis: the grader {verdict.grader} failed on sample "
-        f"{quote(state.sample_id)} ({verdict.error}), and on every run scored "
-        "before it. A run it fails on has no label: answer-label."
+        f"stage_diagnosis: sample {quote(state.sample_id)} has no score "
+        f"{quote(name)} (label_from={quote(name)}), and no run scored before it "
+        f"had one. Its scores: {listed_keys(state.scores or {})}. A run without "
+        "it has no label: answer-label. The score must come from a scorer listed "
+        "before stage_diagnosis, or from the log under inspect score --action "
+        "append (--action overwrite scores without the log's scores). If no "
+        "sample has it, check label_from."
     )
 
 
