@@ -75,8 +75,8 @@ def test_labels_are_joined_beside_the_first_score(tmp_path: Path) -> None:
         "'other' epoch 1); they are answer-label."
     ) in done.stderr
     assert (
-        f"3 runs of 3 samples diagnosed with the labels in {labels} as "
-        f"stage_diagnosis1; log written to {log}"
+        f"2 of 3 runs labelled and diagnosed with the labels in {labels} as "
+        f"stage_diagnosis1; 1 has no label (answer-label); log written to {log}"
     ) in done.stderr
 
     labelled = read_eval_log(str(log))
@@ -140,7 +140,7 @@ def test_epoch_labels_are_checked_against_the_logs_epochs(tmp_path: Path) -> Non
     )
     done = tracegrade("labels", "apply", str(log), per_epoch, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "6 runs of 3 samples (2 epochs)" in done.stderr
+    assert "6 of 6 runs (3 samples, 2 epochs) labelled and diagnosed" in done.stderr
     assert stages(read_eval_log(str(log)), "stage_diagnosis1") == {
         ("full", 1): "pass",
         ("full", 2): "generation",
@@ -193,10 +193,12 @@ def test_the_keys_the_log_was_scored_with_are_kept(tmp_path: Path) -> None:
     assert read_from["read_from"]["context"] == 'metadata["retrieved"]'
 
 
-def test_a_label_for_a_sample_that_errored_is_no_error(tmp_path: Path) -> None:
-    """The errored sample is a sample of the log (its dataset names it):
-    its label is accepted, and Inspect's scoring scores it too, as the
-    scorer scores any run that failed before answering: `sample-error`."""
+def test_the_summary_says_how_many_runs_were_labelled(tmp_path: Path) -> None:
+    """Partial labels, an unresolved run and a sample that errored: each
+    run is counted by what its labelled score is. The errored sample is a
+    sample of the log (its dataset names it), so its label is accepted;
+    Inspect's scoring scores it too, and it is `sample-error`, as the
+    scorer makes any run that failed before answering."""
     from inspect_ai import Task
     from inspect_ai.dataset import Sample
     from inspect_ai.solver import Generate, TaskState, solver
@@ -212,8 +214,13 @@ def test_a_label_for_a_sample_that_errored_is_no_error(tmp_path: Path) -> None:
 
         return solve
 
+    runs = {
+        **RUNS,
+        "spare": {"required": ["D4"], "context": ["D4"]},
+        "empty": {"required": [], "context": []},
+    }
     task = Task(
-        dataset=[Sample(id=key, input="?", metadata=run) for key, run in RUNS.items()],
+        dataset=[Sample(id=key, input="?", metadata=run) for key, run in runs.items()],
         solver=fail_on_gap(),
         scorer=stage_diagnosis_scorer(context_key="context"),
     )
@@ -227,19 +234,41 @@ def test_a_label_for_a_sample_that_errored_is_no_error(tmp_path: Path) -> None:
     )
     done = tracegrade("labels", "apply", first.location, labels, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
+    assert (
+        f"warning: 1 run(s) of {first.location} have no label in {labels} (first: "
+        "sample 'spare' epoch 1); they are answer-label."
+    ) in done.stderr
+    assert (
+        f"2 of 5 runs labelled and diagnosed with the labels in {labels} as "
+        "stage_diagnosis1; 1 has no label (answer-label); 1 has no label and "
+        "needs none (unresolved); 1 errored before answering (sample-error); "
+        f"log written to {first.location}"
+    ) in done.stderr
     labelled = read_eval_log(first.location)
     # Inspect names an appended score per sample: the errored sample had
     # no score, so its labelled one is `stage_diagnosis`, the others'
     # `stage_diagnosis1`. Each is found by where its label came from.
     assert labelled.samples is not None
     by_labels = {
-        sample.id: score.value
+        sample.id: (score.value, score.reason)
         for sample in labelled.samples
         for score in (sample.scores or {}).values()
         if (score.metadata or {})["read_from"]["correct"] == f"labels file {labels}"
     }
-    assert is_nan(by_labels.pop("gap"))
-    assert by_labels == {"full": "pass", "other": "pass"}
+    assert {key: reason for key, (_, reason) in by_labels.items()} == {
+        "gap": "sample-error",
+        "full": None,
+        "other": None,
+        "spare": "answer-label",
+        "empty": None,
+    }
+    assert {
+        key: value for key, (value, _) in by_labels.items() if not is_nan(value)
+    } == {
+        "full": "pass",
+        "other": "pass",
+        "empty": "unresolved",
+    }
 
 
 @pytest.mark.parametrize("log_format", ["eval", "json"])

@@ -119,7 +119,7 @@ def test_the_round_trip_diagnoses_every_run(tmp_path: Path, rag_log: Path) -> No
         str(TRACEGRADE), "labels", "apply", str(rag_log), str(labels), cwd=tmp_path
     )
     assert scored.returncode == 0, scored.stderr
-    assert "30 runs of 30 samples diagnosed with the labels in" in scored.stderr
+    assert "30 of 30 runs labelled and diagnosed with the labels in" in scored.stderr
     log = read_eval_log(str(rag_log))
     assert log.status == "success"
     assert log.samples is not None

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Literal
 import click
 
 if TYPE_CHECKING:
-    from inspect_ai.log import EvalLog
+    from inspect_ai.log import EvalLog, EvalSample
 
-    from ..labels import ApplyAction
+    from ..labels import ApplyAction, StaffLabels
 
 
 @click.group("labels")
@@ -133,7 +133,10 @@ def apply(
     of LOG: its sample ids (errored samples included) and epochs are
     checked first, and a label naming none is an error that leaves LOG
     as it was. A run the file does not label gets no label
-    (answer-label), and is counted in a warning.
+    (answer-label), and is counted in a warning. The last line counts
+    the runs labelled and diagnosed, and says why each other run was
+    not: no label, none needed (unresolved), a run that failed
+    (sample-error).
 
     The stage scorer is run again with the keys LOG's stage scores were
     read with and the labels as its only label source, through Inspect's
@@ -168,11 +171,8 @@ def apply(
             "samples are labelled.",
             err=True,
         )
-    unlabelled = [
-        sample
-        for sample in labelled.samples or []
-        if staff.label_for(sample.id, sample.epoch) is None
-    ]
+    outcomes = _outcomes(labelled, staff, labels_file)
+    unlabelled = outcomes.get("answer-label", [])
     if unlabelled:
         first = unlabelled[0]
         click.echo(
@@ -193,13 +193,68 @@ def apply(
         raise
     ids, epochs = log_runs(labelled)
     score_name = _new_score_name(labelled)
+    runs = len(labelled.samples or [])
+    diagnosed = len(outcomes.get(_DIAGNOSED, []))
     click.echo(
-        f"{len(labelled.samples or [])} runs of {len(ids)} samples"
-        + (f" ({epochs} epochs)" if epochs > 1 else "")
-        + f" diagnosed with the labels in {labels_file} as {score_name}; "
-        f"log written to {target}",
+        f"{diagnosed} of {runs} runs"
+        + (f" ({len(ids)} samples, {epochs} epochs)" if epochs > 1 else "")
+        + f" labelled and diagnosed with the labels in {labels_file} as "
+        f"{score_name}"
+        + "".join(
+            f"; {len(outcomes[kind])} {one if len(outcomes[kind]) == 1 else more}"
+            for kind, (one, more) in _NOT_DIAGNOSED.items()
+            if outcomes.get(kind)
+        )
+        + "".join(
+            f"; {len(found)} {kind}"
+            for kind, found in outcomes.items()
+            if kind != _DIAGNOSED and kind not in _NOT_DIAGNOSED
+        )
+        + f"; log written to {target}",
         err=True,
     )
+
+
+_DIAGNOSED = "diagnosed"
+"""The outcome of a run the file labels whose new score has a stage."""
+
+_NOT_DIAGNOSED = {
+    "answer-label": ("has no label (answer-label)", "have no label (answer-label)"),
+    "unlabelled": (
+        "has no label and needs none (unresolved)",
+        "have no label and need none (unresolved)",
+    ),
+    "sample-error": ("errored before answering (sample-error)",) * 2,
+}
+"""How the summary says each outcome of a run that was not labelled and
+diagnosed; any other (`invalid-input`) is named by its kind."""
+
+
+def _outcomes(
+    log: EvalLog, staff: StaffLabels, labels_file: str
+) -> dict[str, list[EvalSample]]:
+    """The runs of the labelled `log` by what the labelled score made of
+    them: `diagnosed`, `unlabelled` (no label, and the rules need none), or
+    the score's error kind. A run the scorer could not score is left out."""
+    source = f"labels file {labels_file}"
+    outcomes: dict[str, list[EvalSample]] = {}
+    for sample in log.samples or []:
+        # The score the labels gave is the last one read from the file:
+        # Inspect names it per sample (`stage_diagnosis1`, or
+        # `stage_diagnosis` for a sample that had no score).
+        scores = [
+            score
+            for score in (sample.scores or {}).values()
+            if ((score.metadata or {}).get("read_from") or {}).get("correct") == source
+        ]
+        if not scores:
+            continue
+        kind = scores[-1].reason
+        if kind is None:
+            labelled = staff.label_for(sample.id, sample.epoch) is not None
+            kind = _DIAGNOSED if labelled else "unlabelled"
+        outcomes.setdefault(kind, []).append(sample)
+    return outcomes
 
 
 def _finalise_quietly() -> None:
