@@ -7,6 +7,7 @@ packaged fixture files and the pure core (`diagnose_stage`,
 
 from __future__ import annotations
 
+import math
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field, replace
@@ -164,6 +165,10 @@ def figures(
     """The summaries but for the labels of their evals, which number the
     evals of one report."""
     return [replace(summary, evals=[]) for summary in summaries]
+
+
+def is_nan(value: object) -> bool:
+    return isinstance(value, float) and math.isnan(value)
 
 
 def only_stage(report: Report) -> StageSummary:
@@ -326,13 +331,27 @@ def test_figures_agree_with_the_metrics_inspect_logged(
     for stage, proportion in summary.stages.items():
         assert proportion.share == pytest.approx(stage_metrics[stage].value)
     assert summary.lucky.count == stage_metrics["lucky_answers"].value
-    # Summed as exactly as the metric sums: the same bits, not approximately.
-    assert summary.recall == stage_metrics["context_recall"].value
-    assert summary.recall_runs == sum(
-        proportion.count
-        for stage, proportion in summary.stages.items()
-        if stage != "unresolved"
-    )
+    # Recall is every run's with a required set and a context, labelled or
+    # not; the metric sees only the scored ones (Inspect gives no unscored
+    # run to a metric). Both are summed as exactly: the same bits.
+    log = read_eval_log(offline_logs.stage)
+    recalls = {
+        sample.id: (score.metadata or {})["recall"]
+        for sample in log.samples or []
+        for score in (sample.scores or {}).values()
+        if (score.metadata or {}).get("recall") is not None
+    }
+    unscored = {
+        sample.id
+        for sample in log.samples or []
+        if sample.scores and is_nan(sample.scores["stage_diagnosis"].value)
+    }
+    diagnosed = summary.diagnosed - summary.stages["unresolved"].count
+    assert summary.recall_runs == len(recalls) > diagnosed
+    assert summary.recall == math.fsum(recalls.values()) / len(recalls)
+    metric = [recall for key, recall in recalls.items() if key not in unscored]
+    assert len(metric) == diagnosed
+    assert stage_metrics["context_recall"].value == math.fsum(metric) / len(metric)
     extraction = only_extraction(report)
     assert extraction.membership.share == pytest.approx(accuracy["membership"])
     assert extraction.order.share == pytest.approx(accuracy["order"])

@@ -19,8 +19,11 @@ Choices a reader of the figures needs to know:
 - Data errors and sample errors (unscored samples) are counted by kind,
   never as a stage or a grade; answer failures count as failed grades,
   as in the metrics.
-- Context recall is the `context_recall` metric's mean, over every run
-  whose score carries a recall.
+- Context recall is the mean of each run's recall over every run with a
+  required set and a context, labelled or not: a run without a label is
+  unscored, but its context still held what it held. (The logged
+  `context_recall` metric covers the scored runs only: Inspect gives no
+  unscored run to a metric.)
 - The most often dropped and invented IDs come from each graded answer's
   `itemised` metadata. Answers the rules did not grade (a repeated ID, an
   unreadable answer) have none and are not counted. A score logged before

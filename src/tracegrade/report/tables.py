@@ -167,8 +167,8 @@ def report_tables(report: Report) -> list[Table]:
                 title="Context recall",
                 caption="The mean share of each run's unique required IDs that "
                 "reached its context, over the runs with a required set and a "
-                "context, labelled or not (the context_recall metric); no "
-                "interval.",
+                "context, labelled or not (the logged context_recall metric "
+                "covers the scored runs only); no interval.",
                 columns=[*_ROW_COLUMNS, "recall", "runs"],
                 numeric=[*_ROW_NUMERIC, True, True],
                 rows=[
