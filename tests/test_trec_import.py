@@ -749,10 +749,15 @@ def test_an_unlabelled_import_scores_recall_for_every_query_as_trec_eval(
     assert imported.returncode == 0, imported.stderr
     scored = run_tracegrade(
         *("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs"),
-        *("--out", "results.jsonl", "--no-progress"),
+        *("--out", "results.jsonl", "--no-progress", "--json"),
         cwd=tmp_path,
     )
     assert scored.returncode == 0, scored.stderr
+    # The summary's recall is over every query with something relevant,
+    # labelled or not; the logged metric sees no unscored query.
+    summary = json.loads(scored.stdout)
+    assert summary["recall"] == {"mean": (0.5 + 1.0 + 0.0) / 3, "runs": 3}
+    assert summary["metrics"]["stage_diagnosis"]["context_recall"] is None
     (info,) = list_eval_logs(str(tmp_path / "logs"))
     log = read_eval_log(info.name)
     assert log.samples is not None

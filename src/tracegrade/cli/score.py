@@ -76,6 +76,11 @@ class ScoreSummary:
     results: str | None = None
     seconds: float = 0.0
     metrics: dict[str, dict[str, Number | None]] = field(default_factory=dict)
+    recall_sum: float = 0.0
+    recall_runs: int = 0
+    """Stage recall over every run with a required set and a context,
+    labelled or not: the logged `context_recall` metric sees only the
+    scored runs (an unlabelled TREC import has none)."""
     warnings: list[dict[str, str]] = field(default_factory=list)
     """Fields of the task that no record has (see `bulk.presence`)."""
 
@@ -96,6 +101,12 @@ class ScoreSummary:
             "answer_failures": sum(self.answer_failures.values()),
             "by_kind": dict(sorted((self.not_scored + self.answer_failures).items())),
             "metrics": self.metrics,
+            "recall": {
+                "mean": self.recall_sum / self.recall_runs
+                if self.recall_runs
+                else None,
+                "runs": self.recall_runs,
+            },
             "seconds": round(self.seconds, 3),
             "samples_per_second": (
                 round(self.records / self.seconds, 1) if self.seconds else None
@@ -407,6 +418,9 @@ class _ScoreRun:
                         perf_counter() - started,
                     )
                     metadata = outcome.score.metadata or {}
+                    if (recall := metadata.get("recall")) is not None:
+                        summary.recall_sum += recall
+                        summary.recall_runs += 1
                     entry = {
                         "line": raw.number,
                         "id": outcome.id,
@@ -560,6 +574,12 @@ def _report(
                 shown = f"{value:.4g}"
             table.add_row(f"{score_name} {metric_name}", shown)
     rate = summary.records / summary.seconds if summary.seconds else 0.0
+    if summary.recall_runs:
+        mean = summary.recall_sum / summary.recall_runs
+        table.add_row(
+            "context recall, labelled or not",
+            f"{mean:.4g} over {summary.recall_runs:,} runs",
+        )
     table.add_row("seconds", f"{summary.seconds:.2f} ({rate:,.0f} records/s)")
     console.print(table)
     if len(summary.logs) == 1:
