@@ -24,7 +24,7 @@ from test_live_extraction import BY_ID, mock_model
 from test_live_extraction import source as source_ids
 from test_rag_example import answering_model, rag
 from tracegrade import stage_diagnosis_scorer
-from tracegrade.labels import label_requests
+from tracegrade.label_logs import label_requests
 
 EPOCHS = 3
 

@@ -29,7 +29,8 @@ from inspect_ai.solver import TaskState
 from test_rag_example import QUESTIONS, answering_model, rag
 from tracegrade import LabelsError, ordered_extraction_recorded, stage_diagnosis_scorer
 from tracegrade.cli import main
-from tracegrade.labels import StaffLabels, label_requests
+from tracegrade.label_logs import label_requests
+from tracegrade.labels import StaffLabels
 from tracegrade.tasks import replay, stage_diagnosis
 
 ENV = {

@@ -11,7 +11,8 @@ import click
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
 
-    from ..labels import ApplyAction, StaffLabels
+    from ..label_logs import ApplyAction
+    from ..labels import StaffLabels
 
 
 @click.group("labels")
@@ -59,7 +60,8 @@ def export(log: str, out: str | None, force: bool) -> None:
     diagnosis scores, 2 usage error or a file that cannot be written.
     """
     # Imported here so that `tracegrade --help` does not load Inspect.
-    from ..labels import LabelsError, label_requests, stage_score
+    from ..label_logs import label_requests, stage_score
+    from ..labels import LabelsError
     from ..outputs import AtomicFile, check_output
 
     if out is not None:
@@ -150,7 +152,8 @@ def apply(
     # Imported here so that `tracegrade --help` does not load Inspect.
     from inspect_ai.log import write_eval_log
 
-    from ..labels import LabelsError, StaffLabels, apply_labels, log_runs
+    from ..label_logs import apply_labels, log_runs
+    from ..labels import LabelsError, StaffLabels
     from ..outputs import AtomicFile, OutputError, check_output, is_stream
 
     target = log if out is None else out
