@@ -3,22 +3,13 @@
 from __future__ import annotations
 
 import json
-import math
-import sys
-from collections import Counter
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
-from time import perf_counter
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import click
 
 if TYPE_CHECKING:
-    from inspect_ai.log import EvalMetric, EvalResults
-
-    from ..bulk.log import BulkLog
-    from ..outputs import AtomicFile
+    from ..bulk.run import ScoreRun, ScoreSummary
 
 from ._stream import (
     TASK_ARGUMENT,
@@ -26,9 +17,6 @@ from ._stream import (
     progress_enabled,
     progress_option,
 )
-
-Number = int | float
-"""A metric in the summary: an int for a count, else a float."""
 
 LOG_FORMATS = ("eval", "json")
 LOG_FORMAT_VARIABLES = ("INSPECT_LOG_FORMAT", "INSPECT_EVAL_LOG_FORMAT")
@@ -59,60 +47,6 @@ def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
         ctx=ctx,
         param=param,
     )
-
-
-@dataclass
-class ScoreSummary:
-    task: str
-    path: str
-    lines: int = 0
-    blank: int = 0
-    records: int = 0
-    scored: int = 0
-    answer_failures: Counter[str] = field(default_factory=Counter)
-    not_scored: Counter[str] = field(default_factory=Counter)
-    line_errors: int = 0
-    logs: list[str] = field(default_factory=list)
-    results: str | None = None
-    seconds: float = 0.0
-    metrics: dict[str, dict[str, Number | None]] = field(default_factory=dict)
-    recall_sum: float = 0.0
-    recall_runs: int = 0
-    """Stage recall over every run with a required set and a context,
-    labelled or not: the logged `context_recall` metric sees only the
-    scored runs (an unlabelled TREC import has none)."""
-    warnings: list[dict[str, str]] = field(default_factory=list)
-    """Fields of the task that no record has (see `bulk.presence`)."""
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "task": self.task,
-            "path": self.path,
-            # The one log, or null when the run was split (see "logs").
-            "log": self.logs[0] if len(self.logs) == 1 else None,
-            "logs": self.logs,
-            "results": self.results,
-            "lines": self.lines,
-            "blank": self.blank,
-            "records": self.records,
-            "scored": self.scored,
-            "not_scored": sum(self.not_scored.values()),
-            "line_errors": self.line_errors,
-            "answer_failures": sum(self.answer_failures.values()),
-            "by_kind": dict(sorted((self.not_scored + self.answer_failures).items())),
-            "metrics": self.metrics,
-            "recall": {
-                "mean": self.recall_sum / self.recall_runs
-                if self.recall_runs
-                else None,
-                "runs": self.recall_runs,
-            },
-            "seconds": round(self.seconds, 3),
-            "samples_per_second": (
-                round(self.records / self.seconds, 1) if self.seconds else None
-            ),
-            "warnings": self.warnings,
-        }
 
 
 @click.command()
@@ -236,25 +170,27 @@ def score(
         check_output(out, inputs=[path], option="--out", force=force)
     log_dir = _make_log_dir(log_dir)
 
-    run = _ScoreRun(
+    from ..bulk.run import ScoreRun
+
+    run = ScoreRun(
         task,
         path,
         log_dir,
         out,
-        progress,
-        log_format.lower(),
+        log_format,
         max_samples_per_log,
         replace=force,
     )
     try:
         run.open()
-        run.score_lines()
+        with byte_progress(path, "scoring", progress_enabled(progress)) as advance:
+            run.score_lines(advance)
         if run.summary.records == 0:
             run.discard()
         else:
             run.finish()
     except BaseException as error:
-        run.stop(error)
+        _stop(run, error)
         raise
 
     summary = run.summary
@@ -302,235 +238,34 @@ def _local_directory(log_dir: str) -> str:
     )
 
 
-class _ScoreRun:
-    """One `score` run: the line loop, and its outputs kept whole or not at all.
+def _stop(run: ScoreRun, error: BaseException) -> None:
+    """Clean up after `error`; raise `CommandStopped` saying what was left."""
+    from ..outputs import OutputAppeared
+    from ._failures import CommandStopped, fault, signals_held
 
-    The logs and the results are written under temporary names (each log
-    as `NAME-partK.eval.partial` or `.json.partial`, the results as
-    `.XXXXXX.partial`) and renamed only once all are complete; `stop`
-    removes them and says what happened.
-    """
-
-    def __init__(
-        self,
-        task: str,
-        path: str,
-        log_dir: str,
-        out: str | None,
-        progress: bool | None,
-        log_format: str,
-        max_samples_per_log: int,
-        *,
-        replace: bool,
-    ) -> None:
-        self.begun = perf_counter()
-        self.replace = replace
-        self.log_format = log_format
-        self.max_samples_per_log = max_samples_per_log
-        self.task = task
-        self.path = path
-        self.log_dir = log_dir
-        self.out = out
-        self.progress = progress
-        self.summary = ScoreSummary(task=task, path=path)
-        self.log: BulkLog | None = None
-        self.results: AtomicFile | None = None
-        self.results_path = out
-        self.last_line = 0
-        self.finishing = False
-        from ..bulk.presence import READ_FIELDS, FieldPresence
-
-        self.presence = FieldPresence(READ_FIELDS[task])
-
-    def open(self) -> None:
-        """Create the spool and the temporary results file; `stop` removes
-        whatever of them exists, wherever a signal lands."""
-        from ..bulk.log import BulkLog
-        from ..bulk.scoring import TASKS, LineScorer, MemoryIds
-        from ..outputs import AtomicFile, OutputError
-
-        bulk_task = TASKS[self.task]
-        try:
-            self.log = BulkLog(
-                bulk_task,
-                self.path,
-                Path(self.log_dir),
-                log_format=self.log_format,
-                max_samples=self.max_samples_per_log,
-            )
-        except OSError as error:
-            raise OutputError(
-                f"cannot write into --log-dir {self.log_dir!r} ({error.strerror})"
-            ) from None
-        self.timings = self.log.timings
-        if self.results_path is None:
-            base = self.log.base
-            self.results_path = str(base.with_name(base.name + ".results.jsonl"))
-        self.scorer = LineScorer(
-            bulk_task, self.path, MemoryIds(), timings=self.timings
-        )
-        self.stream: IO[str] = sys.stdout
-        if self.results_path != "-":
-            try:
-                self.results = AtomicFile(self.results_path, replace=self.replace)
-            except OSError as error:
-                raise OutputError(
-                    f"cannot write the results {self.results_path!r} ({error.strerror})"
-                ) from None
-            self.stream = self.results.handle
-
-    def score_lines(self) -> None:
-        assert self.log is not None
-        from ..bulk.log import score_value_json, unreadable_explanation
-        from ..bulk.scoring import LINE_ERRORS
-        from ..core import canonical_json
-        from ..lines import is_blank, read_lines
-
-        summary, log, results, timings, presence = (
-            self.summary,
-            self.log,
-            self.stream,
-            self.timings,
-            self.presence,
-        )
-        with byte_progress(
-            self.path, "scoring", progress_enabled(self.progress)
-        ) as advance:
-            for raw in read_lines(self.path):
-                self.last_line = raw.number
-                summary.lines += 1
-                advance(raw.bytes_read)
-                if is_blank(raw.text):
-                    summary.blank += 1
-                    continue
-                summary.records += 1
-                started_at = datetime.now(timezone.utc).isoformat()
-                started = perf_counter()
-                outcome = self.scorer.score_line(raw.number, raw.text)
-                if outcome.case is not None:
-                    presence.note(outcome.case.input)
-                problem = outcome.problem
-                if outcome.case is not None and outcome.score is not None:
-                    log.add_sample(
-                        outcome.case,
-                        outcome.score,
-                        started_at,
-                        perf_counter() - started,
-                    )
-                    metadata = outcome.score.metadata or {}
-                    if (recall := metadata.get("recall")) is not None:
-                        summary.recall_sum += recall
-                        summary.recall_runs += 1
-                    entry = {
-                        "line": raw.number,
-                        "id": outcome.id,
-                        "value": score_value_json(outcome.score),
-                        "result": metadata.get("result"),
-                        "explanation": outcome.score.explanation,
-                        "error": metadata.get("error"),
-                    }
-                else:
-                    assert problem is not None
-                    log.add_unreadable(raw.number, raw.text, problem)
-                    entry = {
-                        "line": raw.number,
-                        "id": outcome.id,
-                        "value": None,
-                        "result": None,
-                        "explanation": unreadable_explanation(raw.number, problem),
-                        "error": problem.as_json(),
-                    }
-                if problem is None:
-                    summary.scored += 1
-                elif problem.side == "answer":
-                    summary.scored += 1
-                    summary.answer_failures[problem.kind] += 1
-                else:
-                    summary.not_scored[problem.kind] += 1
-                    if problem.kind in LINE_ERRORS:
-                        summary.line_errors += 1
-                writing = perf_counter()
-                results.write(canonical_json(entry) + "\n")
-                timings.jsonl += perf_counter() - writing
-
-    def finish(self) -> None:
-        """Write the log, then put both outputs under their final names."""
-        assert self.log is not None
-        self.finishing = True
-        if self.results is not None:
-            self.results.flush_to_disk()
-        else:
-            self.stream.flush()
-        self.scorer.seen.forget()
-        self.summary.warnings = self.presence.warnings(self.path)
-        self.log.warnings = [warning["message"] for warning in self.summary.warnings]
-        written = self.log.finish()
-        if self.results is not None:
-            self.results.commit()
-        self.summary.results = self.results_path
-        self.summary.logs = [str(location) for location in written.logs]
-        self.summary.seconds = perf_counter() - self.begun
-        self.summary.metrics = _metrics(written.results)
-
-    def discard(self) -> None:
-        """No records: nothing to write, and nothing left behind."""
-        assert self.log is not None
-        self.log.close()
-        if self.results is not None:
-            self.results.discard()
-        self.summary.seconds = perf_counter() - self.begun
-
-    def stop(self, error: BaseException) -> None:
-        """Clean up after `error`; raise `CommandStopped` saying what was left."""
-        from ..outputs import OutputAppeared
-        from ._failures import CommandStopped, fault, signals_held
-
-        with signals_held():
-            left = [] if self.results is None else [self.results.discard()]
-            if self.log is not None:
-                left.append(self.log.abort())
-        described = fault(error)
-        if described is None:
-            return  # a bug: the traceback is the report
-        reason, exit_code = described
-        kept = [path for path in left if path is not None]
-        if kept:
-            what = "left unfinished: " + ", ".join(kept) + " (remove them)"
-        elif isinstance(error, OutputAppeared):
-            what = "no log was written"  # the results are kept, as it says
-        else:
-            what = "no log or results were written"
-        if self.results_path == "-" and self.last_line:
-            what += "; the results already written to stdout are incomplete"
-        if self.finishing:
-            where = f", writing the log of all {self.summary.records:,} records"
-        elif self.last_line:
-            where = f", at line {self.last_line:,} of {self.path}"
-        else:
-            where = ""
-        raise CommandStopped(
-            f"tracegrade score: {reason}{where}; {what}", exit_code
-        ) from None
-
-
-def _metrics(results: EvalResults) -> dict[str, dict[str, Number | None]]:
-    metrics: dict[str, dict[str, Number | None]] = {}
-    for eval_score in results.scores:
-        # A scorer with reduced and unreduced metrics has an entry for each
-        # under its name (`ordered_extraction`); their metric names differ.
-        metrics.setdefault(eval_score.name, {}).update(
-            (name, _metric_value(metric)) for name, metric in eval_score.metrics.items()
-        )
-    return metrics
-
-
-def _metric_value(metric: EvalMetric) -> Number | None:
-    """NaN as None; a count as the integer it is (Inspect logs a float)."""
-    from ..scorers.metrics import is_count
-
-    if math.isnan(metric.value):
-        return None
-    return int(metric.value) if is_count(metric) else metric.value
+    with signals_held():
+        kept = run.abort()
+    described = fault(error)
+    if described is None:
+        return  # a bug: the traceback is the report
+    reason, exit_code = described
+    if kept:
+        what = "left unfinished: " + ", ".join(kept) + " (remove them)"
+    elif isinstance(error, OutputAppeared):
+        what = "no log was written"  # the results are kept, as it says
+    else:
+        what = "no log or results were written"
+    if run.results_path == "-" and run.last_line:
+        what += "; the results already written to stdout are incomplete"
+    if run.finishing:
+        where = f", writing the log of all {run.summary.records:,} records"
+    elif run.last_line:
+        where = f", at line {run.last_line:,} of {run.path}"
+    else:
+        where = ""
+    raise CommandStopped(
+        f"tracegrade score: {reason}{where}; {what}", exit_code
+    ) from None
 
 
 def _report(
