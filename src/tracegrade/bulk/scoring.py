@@ -44,7 +44,7 @@ from ..scorers import (
 from ..scorers.outcome import metadata_source
 from ..scorers.store import context_store_key
 from ..tasks import ordered_extraction_recorded, stage_diagnosis
-from ..tasks.replay import _answer_text
+from ..tasks.replay import answer_text
 
 Side = Literal["data", "answer", "run"]
 
@@ -232,7 +232,7 @@ def replayed_store(record_input: dict[str, Any]) -> dict[str, Any]:
 def replayed_answer(record_input: dict[str, Any]) -> str | None:
     """The output text the replay solver gives the sample, if any."""
     if "answer" in record_input:
-        return _answer_text(record_input["answer"])
+        return answer_text(record_input["answer"])
     return None
 
 

@@ -19,7 +19,9 @@ from ..scorers.store import record_context
 REPLAY_MODEL = "tracegrade/replay"
 
 
-def _answer_text(answer: Any) -> str:
+def answer_text(answer: Any) -> str:
+    """A recorded answer as the text a model would have given: a string as
+    it is, a list of IDs (or any JSON) as compact JSON."""
     return answer if isinstance(answer, str) else canonical_json(answer)
 
 
@@ -42,7 +44,7 @@ def replay(context_key: str = "context", answer_key: str = "answer") -> Solver:
             record_context(state.store, state.metadata[context_key])
         if answer_key in state.metadata:
             state.output = ModelOutput.from_content(
-                model=REPLAY_MODEL, content=_answer_text(state.metadata[answer_key])
+                model=REPLAY_MODEL, content=answer_text(state.metadata[answer_key])
             )
             state.messages.append(state.output.message)
         return state
