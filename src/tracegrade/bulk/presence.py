@@ -45,7 +45,7 @@ class FieldPresence:
                 self.keys.add(key)
 
     def warnings(self, path: str) -> list[dict[str, str]]:
-        from ..scorers.keys import listed_keys
+        from ..scorers.key_warnings import listed_keys
 
         keys = listed_keys(self.keys)
         return [

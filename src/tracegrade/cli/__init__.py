@@ -53,7 +53,7 @@ def main() -> None:
 
 from .check import check  # noqa: E402
 from .compare import compare  # noqa: E402
-from .imports import import_group  # noqa: E402
+from .import_runs import import_group  # noqa: E402
 from .labels import labels  # noqa: E402
 from .report import report  # noqa: E402
 from .score import score  # noqa: E402

@@ -34,7 +34,7 @@ from .grader import (
     grader_name,
     resolve_label_scorer,
 )
-from .keys import KeyWatch, absent_metadata_key, listed_keys
+from .key_warnings import KeyWatch, absent_metadata_key, listed_keys
 from .metrics import (
     context_recall,
     lucky_answers,
@@ -187,7 +187,7 @@ def stage_diagnosis_scorer(
 
     A run that lacks a key the scorer reads, when no run scored before it
     had the key, is warned of once, in the terminal and in the log (see
-    `tracegrade.scorers.keys`): a typo in a key would otherwise give a
+    `tracegrade.scorers.key_warnings`): a typo in a key would otherwise give a
     run that is silently all `unresolved` or all `answer-label`.
 
     Args:
@@ -348,7 +348,7 @@ def _one_label_source(
 @dataclass
 class _RecordReader:
     """Gathers a run's record from its state, as the scorer's arguments say,
-    and notes each source it read (see `tracegrade.scorers.keys`)."""
+    and notes each source it read (see `tracegrade.scorers.key_warnings`)."""
 
     required_key: str
     correct_key: str
