@@ -1,6 +1,8 @@
-"""`strict_json_loads` decodes with one decoder made once; it must answer
+"""`strict_json_loads` decodes with decoders made once; it must answer
 exactly as `json.loads` given the same hooks, for any text (short of the
-nesting limit it adds, which these values never reach)."""
+nesting limit it adds, which these values never reach), lone surrogates
+in keys included: only a line with a surrogate escape has its keys
+looked at, and no other line can hold one."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from tracegrade.lines import (
     _bounded_int,
     _finite_float,
     _reject_constant,
-    _unique_keys,
+    _unique_keys_of_text,
     strict_json_loads,
 )
 
@@ -24,7 +26,7 @@ def _per_call(text: str) -> Any:
     """The hooks given to `json.loads` on each call, as before."""
     return json.loads(
         text,
-        object_pairs_hook=_unique_keys,
+        object_pairs_hook=_unique_keys_of_text,
         parse_constant=_reject_constant,
         parse_float=_finite_float,
         parse_int=_bounded_int,
@@ -48,10 +50,23 @@ JSON_VALUES = st.recursive(
 )
 
 
+# Any string, lone surrogates included, as keys and values: JSON escapes
+# them (ensure_ascii), as a file must hold them.
+ANY_TEXT = st.text(st.characters(codec=None), max_size=3)
+JSON_VALUES_ANY_TEXT = st.recursive(
+    st.none() | st.integers() | ANY_TEXT,
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(ANY_TEXT, inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+
+
 def _texts() -> st.SearchStrategy[str]:
     dumped = JSON_VALUES.map(lambda value: json.dumps(value, ensure_ascii=False))
     return st.one_of(
         dumped,
+        JSON_VALUES_ANY_TEXT.map(lambda value: json.dumps(value, ensure_ascii=True)),
         dumped.map(lambda text: "\ufeff" + text),
         dumped.map(lambda text: text[: len(text) // 2]),
         st.text(max_size=30),
@@ -75,3 +90,23 @@ def test_one_decoder_answers_as_json_loads_with_the_hooks(text: str) -> None:
 def test_a_byte_order_mark_is_refused_as_json_loads_refuses_it() -> None:
     with pytest.raises(json.JSONDecodeError, match="Unexpected UTF-8 BOM"):
         strict_json_loads('\ufeff{"id": "bom"}')
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"\\udc00": 1}',
+        '{"input": {"required": [], "\\uD800x": 1}}',
+        '[{"a": {"b": {"\\udfff": null}}}]',
+    ],
+)
+def test_a_lone_surrogate_in_a_key_is_json_no_log_can_hold(text: str) -> None:
+    with pytest.raises(
+        ValueError, match="holds a lone surrogate, which no log can hold"
+    ):
+        strict_json_loads(text)
+
+
+def test_a_lone_surrogate_in_a_value_and_a_pair_in_a_key_are_read() -> None:
+    assert strict_json_loads('{"a": "\\udc00"}') == {"a": "\udc00"}
+    assert strict_json_loads('{"\\ud83d\\ude00": 1}') == {"\U0001f600": 1}

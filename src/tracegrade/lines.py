@@ -114,6 +114,18 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return dict(pairs)
 
 
+def _unique_keys_of_text(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """`_unique_keys`, refusing a key with a lone surrogate: Inspect escapes
+    one in a value, but no log can hold one in a key."""
+    for key, _ in pairs:
+        if has_lone_surrogate(key):
+            raise UnsupportedJSON(
+                f"the object key {json.dumps(key)} holds a lone surrogate, which "
+                "no log can hold in a key"
+            )
+    return _unique_keys(pairs)
+
+
 def _finite_float(text: str) -> float:
     value = float(text)
     if math.isinf(value):
@@ -156,6 +168,16 @@ _STRICT_DECODER = json.JSONDecoder(
 )
 """Made once: `json.loads` with hooks builds a decoder per call, which
 took as long as decoding a short record."""
+_KEY_CHECKING_DECODER = json.JSONDecoder(
+    object_pairs_hook=_unique_keys_of_text,
+    parse_constant=_reject_constant,
+    parse_float=_finite_float,
+    parse_int=_bounded_int,
+)
+"""For a line that may hold a lone surrogate: text read from UTF-8 can
+only hold one as an escape (`\\udc00`), so only such a line pays for
+looking at every key."""
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def strict_json_loads(text: str) -> Any:
@@ -169,8 +191,11 @@ def strict_json_loads(text: str) -> Any:
         raise json.JSONDecodeError(
             "Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0
         )
+    decoder = (
+        _KEY_CHECKING_DECODER if _SURROGATE_ESCAPE.search(text) else _STRICT_DECODER
+    )
     try:
-        value = _STRICT_DECODER.decode(text)
+        value = decoder.decode(text)
     except RecursionError:
         # Too deep to tell valid JSON from unclosed brackets: not readable.
         raise ValueError("nested too deeply to read") from None
