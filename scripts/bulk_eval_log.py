@@ -55,8 +55,10 @@ CONTEXT_KEY = "RetrievalTrace:context"
 STAGES = ("retrieval", "generation", "pass", "unresolved")
 # Shapes the records cycle through, so every stage and explanation occurs.
 RECORD_SHAPES = 6
-# The stage counts also count each recall, under "recall=" and its hex.
+# The stage counts also count each recall and precision, under "recall="
+# (or "precision=") and its hex.
 RECALL_KEY = "recall="
+PRECISION_KEY = "precision="
 
 
 @dataclass(frozen=True)
@@ -118,9 +120,9 @@ def synthetic_sample(template: dict[str, Any], index: int) -> dict[str, Any]:
 
 def count_sample(stages: Counter[str], sample: dict[str, Any]) -> None:
     """Count a synthetic sample's stage, whether it is a lucky answer, and
-    its recall, for `stage_score`.
+    its recall and precision, for `stage_score`.
 
-    A recall is counted under its exact value (`float.hex`), so the counts
+    A share is counted under its exact value (`float.hex`), so the counts
     stay integers that add up across parts, and the mean is exact.
     """
     score = sample["scores"]["stage_diagnosis"]
@@ -128,25 +130,27 @@ def count_sample(stages: Counter[str], sample: dict[str, Any]) -> None:
     stages[stage] += 1
     if stage == "retrieval" and sample["metadata"]["correct"] is True:
         stages["lucky"] += 1
-    recall = score.metadata["recall"]
-    if recall is not None:
-        stages[RECALL_KEY + recall.hex()] += 1
+    for prefix, name in ((RECALL_KEY, "recall"), (PRECISION_KEY, "precision")):
+        share = score.metadata[name]
+        if share is not None:
+            stages[prefix + share.hex()] += 1
 
 
-def mean_recall(stages: Counter[str]) -> float:
-    """The `context_recall` of the counted samples, to the last bit.
+def mean_recall(stages: Counter[str], prefix: str = RECALL_KEY) -> float:
+    """The `context_recall` of the counted samples, to the last bit (with
+    `PRECISION_KEY`, their `context_precision`).
 
-    The metric divides `math.fsum` of the recalls, their exact sum rounded
+    The metric divides `math.fsum` of the shares, their exact sum rounded
     once, by their number; the exact sum of the counted values, rounded
     once by `float`, is that same double.
     """
     total = Fraction(0)
-    diagnosed = 0
+    counted = 0
     for key, count in stages.items():
-        if key.startswith(RECALL_KEY):
-            total += Fraction(float.fromhex(key.removeprefix(RECALL_KEY))) * count
-            diagnosed += count
-    return float(total) / diagnosed if diagnosed else math.nan
+        if key.startswith(prefix):
+            total += Fraction(float.fromhex(key.removeprefix(prefix))) * count
+            counted += count
+    return float(total) / counted if counted else math.nan
 
 
 def synthetic_header(
@@ -188,6 +192,8 @@ def stage_score(score: EvalScore, stages: Counter[str], count: int) -> EvalScore
             value = float(stages["lucky"])
         elif key == "context_recall":
             value = mean_recall(stages)
+        elif key == "context_precision":
+            value = mean_recall(stages, PRECISION_KEY)
         elif key == "scored_runs":
             value = float(count)
         else:

@@ -148,7 +148,7 @@ def test_recalls_read_back_exactly_and_equal_ones_are_one_float() -> None:
 def test_recalls_past_the_shared_ones_still_read_back(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("tracegrade.bulk.results._SHARED_RECALLS", 2)
+    monkeypatch.setattr("tracegrade.bulk.results._SHARED_SHARES", 2)
     recalls = [k / 7 for k in range(7)] * 2
     scores = LightScores()
     for position, recall in enumerate(recalls):

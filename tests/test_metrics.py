@@ -322,7 +322,7 @@ def test_the_headline_is_the_pass_share(tmp_path: Path) -> None:
         assert list(headline.score.metrics) == [
             *("pass", "retrieval", "generation", "unresolved"),
             *("pass_mode", "retrieval_mode", "generation_mode", "unresolved_mode"),
-            *("lucky_answers", "context_recall", "scored_runs"),
+            *("lucky_answers", "context_recall", "context_precision", "scored_runs"),
         ]
 
 

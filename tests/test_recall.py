@@ -342,9 +342,9 @@ def test_the_bulk_path_keeps_recall_in_a_column_and_gives_the_same_metric(
     # ... yet the shared metadata table stays a few objects: the recalls are
     # a column of doubles, not one metadata dict a sample.
     assert len(results.scores._metadata.items) <= 4
-    assert results.scores._recalls is not None
-    assert results.scores._recalls.typecode == "d"
-    assert len(results.scores._recalls) == 600
+    assert results.scores._recalls.values is not None
+    assert results.scores._recalls.values.typecode == "d"
+    assert len(results.scores._recalls.values) == 600
     # Each light score reads back with the recall its score had.
     assert [s.metadata["recall"] for s in results.scores] == [
         s.score.metadata["recall"] for s in scores
@@ -357,7 +357,7 @@ def test_an_extraction_run_has_no_recall_column(tmp_path: Path) -> None:
     bulk = TASKS["ordered_extraction"]
     results = RunResults(bulk.make_scorer(), bulk.name, str(tmp_path))
     results.add("s", bulk.score_input({"source": ["A"], "answer": ["A"]}))
-    assert results.scores._recalls is None
+    assert results.scores._recalls.values is None
     assert "recall" not in results.scores[0].metadata
 
 

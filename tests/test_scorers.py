@@ -135,6 +135,7 @@ def test_the_lucky_answer_gap_reads_like_the_document() -> None:
         "read_from": stage_read_from(),
         "error": None,
         "recall": 0.5,
+        "precision": 1.0,
     }
 
 

@@ -11,6 +11,7 @@ keys its registry by type, so a task and a scorer may share a name), the
 
 from .scorers import (
     answer_failures,
+    context_precision,
     context_recall,
     criteria_shares,
     lucky_answers,
@@ -24,6 +25,7 @@ from .tasks.live import ordered_extraction
 
 __all__ = [
     "answer_failures",
+    "context_precision",
     "context_recall",
     "criteria_shares",
     "lucky_answers",

@@ -5,9 +5,10 @@ at once: at a million samples, over a gigabyte of pydantic objects. Here
 each sample keeps only what the scorer's metrics read, in one small
 `LightScore` (a value, a reason, a sample id, a metadata dict shared by
 every sample with the same content: `record.correct` for `lucky_answers`,
-`error.kind` and `error.side` for `answer_failures`; and the one metadata
-value that is a sample's own, a stage score's `recall` for
-`context_recall`, kept as a float in a column of its own). The metrics are the
+`error.kind` and `error.side` for `answer_failures`; and the metadata
+values that are a sample's own, a stage score's `recall` for
+`context_recall` and `precision` for `context_precision`, each kept as a
+float in a column of its own). The metrics are the
 scorer's own, called through Inspect's own `compute_eval_scores`, so metric
 names, NaN filtering and dictionary metrics follow `inspect eval` exactly;
 `tests/test_cli_score.py` holds the two to the same results, for both
@@ -30,6 +31,7 @@ import tempfile
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import repeat
 from typing import IO, Any, Final, overload
 
 from inspect_ai.log import EvalResults, EvalSampleReductions, EvalSampleScore
@@ -54,13 +56,14 @@ class LightScore:
     metrics read. `score` is the object itself, so `item.score.value`, the
     way metrics read a value, works unchanged.
 
-    `shared` is the metadata shared with every sample alike; `recall`, when
-    not None, is this sample's own `recall`, put into the metadata only
-    when a metric reads it. A dict a sample made up front would be held by
-    every metric that sorts the scores (`stage_modes`): 200 MB a million.
+    `shared` is the metadata shared with every sample alike; `recall` and
+    `precision`, when not None, are this sample's own, put into the
+    metadata only when a metric reads it. A dict a sample made up front
+    would be held by every metric that sorts the scores (`stage_modes`):
+    200 MB a million.
     """
 
-    __slots__ = ("reason", "recall", "sample_id", "shared", "value")
+    __slots__ = ("precision", "reason", "recall", "sample_id", "shared", "value")
 
     def __init__(
         self,
@@ -69,18 +72,25 @@ class LightScore:
         sample_id: str,
         shared: Any,
         recall: float | None = None,
+        precision: float | None = None,
     ) -> None:
         self.value = value
         self.reason = reason
         self.sample_id = sample_id
         self.shared = shared
         self.recall = recall
+        self.precision = precision
 
     @property
     def metadata(self) -> Any:
-        if self.recall is None:
+        if self.recall is None and self.precision is None:
             return self.shared
-        return {**self.shared, "recall": self.recall}
+        metadata = dict(self.shared)
+        if self.recall is not None:
+            metadata["recall"] = self.recall
+        if self.precision is not None:
+            metadata["precision"] = self.precision
+        return metadata
 
     @property
     def score(self) -> LightScore:
@@ -99,7 +109,12 @@ class LightScore:
         # a dictionary value; nothing else of it is written, so a shallow
         # copy suffices, and shared metadata stays shared.
         return LightScore(
-            self.value, self.reason, self.sample_id, self.shared, self.recall
+            self.value,
+            self.reason,
+            self.sample_id,
+            self.shared,
+            self.recall,
+            self.precision,
         )
 
 
@@ -189,9 +204,54 @@ class _SampleIds:
             start = end
 
 
-_SHARED_RECALLS: Final = 1 << 12
-"""Distinct recalls shared while reading a column; the rest, if any, are
-each their own float."""
+_SHARED_SHARES: Final = 1 << 12
+"""Distinct shares (recalls, precisions) shared while reading a column;
+the rest, if any, are each their own float."""
+
+
+class _ShareColumn:
+    """One float a sample (NaN for none), made at the first sample that
+    has one: a run with none pays nothing."""
+
+    __slots__ = ("values",)
+
+    def __init__(self) -> None:
+        self.values: array[float] | None = None
+
+    def append(self, share: float | None, before: int) -> None:
+        """Add a sample's share; `before` is how many samples came first."""
+        if share is not None and self.values is None:
+            self.values = array("d", [_NAN]) * before
+        if self.values is not None:
+            self.values.append(_NAN if share is None else share)
+
+    def get(self, position: int) -> float | None:
+        if self.values is None:
+            return None
+        share = self.values[position]
+        return None if math.isnan(share) else share
+
+    def shared(self, count: int) -> Iterator[float | None]:
+        """The `count` samples' shares in order, equal ones one float object.
+
+        Every share read from the column would be a float object of its
+        own, and Inspect's metrics hold them all at once; shares are a few
+        fractions, so equal ones share one (by value: a share of two
+        integers is never -0.0, the one float equal to another of other
+        bits).
+        """
+        values = self.values
+        if values is None:
+            yield from repeat(None, count)
+            return
+        seen: dict[float, float] = {}
+        for number in values:
+            if math.isnan(number):
+                yield None
+            elif len(seen) < _SHARED_SHARES:
+                yield seen.setdefault(number, number)
+            else:
+                yield seen.get(number, number)
 
 
 class LightScores(Sequence[LightScore]):
@@ -204,7 +264,7 @@ class LightScores(Sequence[LightScore]):
     string a sample. A recall is a sample's own number, not one of a few
     objects, so it is a column of doubles (8 bytes a sample, NaN for
     none), made at the first sample that has one: an extraction run has
-    none and pays nothing.
+    none and pays nothing. So is a precision.
     """
 
     def __init__(self) -> None:
@@ -214,8 +274,8 @@ class LightScores(Sequence[LightScore]):
         self._values = _Table()
         self._reasons = _Table()
         self._metadata = _Table()
-        self._recalls: array[float] | None = None
-        """Each sample's recall, NaN for none; None until one has a recall."""
+        self._recalls = _ShareColumn()
+        self._precisions = _ShareColumn()
 
     def append(
         self,
@@ -224,28 +284,21 @@ class LightScores(Sequence[LightScore]):
         sample_id: str,
         metadata: Any,
         recall: float | None = None,
+        precision: float | None = None,
     ) -> None:
         # Values and metadata are shared objects (see `RunResults`), so
         # their identity is their key; reasons are keyed by their text.
         self._codes.append(self._values.code(id(value), value))
         self._codes.append(self._reasons.code(reason, reason))
         self._codes.append(self._metadata.code(id(metadata), metadata))
-        if recall is not None and self._recalls is None:
-            self._recalls = array("d", [_NAN]) * len(self._ids)
-        if self._recalls is not None:
-            self._recalls.append(_NAN if recall is None else recall)
+        self._recalls.append(recall, len(self._ids))
+        self._precisions.append(precision, len(self._ids))
         self._ids.append(sample_id)
 
     @property
     def sample_ids(self) -> list[str]:
         """Every sample's id, in order (made anew: keep only what you need)."""
         return list(self._ids)
-
-    def _recall(self, position: int) -> float | None:
-        if self._recalls is None:
-            return None
-        recall = self._recalls[position]
-        return None if math.isnan(recall) else recall
 
     def with_values(self, change: Callable[[Any], Any]) -> LightScores:
         """The same scores, each value `change`d (once per distinct value)."""
@@ -256,6 +309,7 @@ class LightScores(Sequence[LightScore]):
         changed._reasons = self._reasons
         changed._metadata = self._metadata
         changed._recalls = self._recalls
+        changed._precisions = self._precisions
         return changed
 
     def __len__(self) -> int:
@@ -277,7 +331,8 @@ class LightScores(Sequence[LightScore]):
             self._reasons.items[reason],
             self._ids[position],
             self._metadata.items[metadata],
-            self._recall(position),
+            self._recalls.get(position),
+            self._precisions.get(position),
         )
 
     def __iter__(self) -> Iterator[LightScore]:
@@ -285,28 +340,22 @@ class LightScores(Sequence[LightScore]):
         reasons = self._reasons.items
         metadata = self._metadata.items
         codes = self._codes
-        recalls = self._recalls
-        # Every score read from the column would be a float object of its
-        # own, and Inspect's metrics hold them all at once; recalls are a
-        # few fractions, so equal ones share one (by value: `id_recall`
-        # never gives -0.0, the one float equal to another of other bits).
-        shared_recalls: dict[float, float] = {}
-        for position, sample_id in enumerate(self._ids):
+        for position, (sample_id, recall, precision) in enumerate(
+            zip(
+                self._ids,
+                self._recalls.shared(len(self)),
+                self._precisions.shared(len(self)),
+                strict=True,
+            )
+        ):
             base = 3 * position
-            recall: float | None = None
-            if recalls is not None:
-                number = recalls[position]
-                if not math.isnan(number):
-                    if len(shared_recalls) < _SHARED_RECALLS:
-                        recall = shared_recalls.setdefault(number, number)
-                    else:
-                        recall = shared_recalls.get(number, number)
             yield LightScore(
                 values[codes[base]],
                 reasons[codes[base + 1]],
                 sample_id,
                 metadata[codes[base + 2]],
                 recall,
+                precision,
             )
 
 
@@ -365,8 +414,9 @@ class RunResults:
     def _light_metadata(self, metadata: dict[str, Any]) -> Any:
         """The metadata keys tracegrade's metrics read, shared by content.
 
-        A score with `recall` shares `"recall": None`; its number, if any,
-        is the sample's own (`LightScores`' column), put in by `LightScore`.
+        A score with `recall` shares `"recall": None`, and one with
+        `precision` `"precision": None`; their numbers, if any, are the
+        sample's own (`LightScores`' columns), put in by `LightScore`.
         """
         record = metadata.get("record")
         # `lucky_answers` asks only whether the label is JSON `true`.
@@ -375,6 +425,7 @@ class RunResults:
         kind = error.get("kind") if isinstance(error, dict) else None
         side = error.get("side") if isinstance(error, dict) else None
         has_recall = "recall" in metadata
+        has_precision = "precision" in metadata
 
         def make() -> dict[str, Any]:
             shared: dict[str, Any] = {
@@ -383,11 +434,13 @@ class RunResults:
             }
             if has_recall:
                 shared["recall"] = None
+            if has_precision:
+                shared["precision"] = None
             return shared
 
         return _shared(
             self._metadata_cache,
-            (labelled_true, error is None, kind, side, has_recall),
+            (labelled_true, error is None, kind, side, has_recall, has_precision),
             make,
         )
 
@@ -409,16 +462,19 @@ class RunResults:
     def add(self, sample_id: str, score: Score) -> None:
         metadata = score.metadata or {}
         recall = metadata.get("recall")
-        # The scores here are tracegrade's own: a recall is None or a share
-        # from `tracegrade.core.recall`, never NaN (the column's "none").
-        if recall is not None and type(recall) is not float:
-            raise TypeError(f"a stage score's recall is a float, got {recall!r}")
+        precision = metadata.get("precision")
+        # The scores here are tracegrade's own: a share is None or a float
+        # from `tracegrade.core.recall`, never NaN (the columns' "none").
+        for name, share in (("recall", recall), ("precision", precision)):
+            if share is not None and type(share) is not float:
+                raise TypeError(f"a stage score's {name} is a float, got {share!r}")
         self.scores.append(
             self._light_value(score.value),
             score.reason,
             sample_id,
             self._light_metadata(metadata),
             recall,
+            precision,
         )
         if self._reductions is None:
             return

@@ -1,8 +1,8 @@
 """The framework-free rules: no Inspect AI import below this package.
 
-`itemise` and `stage_recall` are here too, though they are no rules of the
-reference evaluators: pure functions of the same ID lists, shared by the
-scorers, their explanations and `tracegrade report`.
+`itemise`, `stage_recall` and `stage_precision` are here too, though they
+are no rules of the reference evaluators: pure functions of the same ID
+lists, shared by the scorers, their explanations and `tracegrade report`.
 """
 
 from .canonical import canonical_json
@@ -10,7 +10,7 @@ from .errors import InvalidRecord
 from .extraction import ExtractionResult, grade_extraction, has_duplicates
 from .itemise import Itemisation, itemise
 from .javascript import js_sorted
-from .recall import id_recall, stage_recall
+from .recall import id_recall, stage_precision, stage_recall
 from .stage import StageResult, diagnose_stage
 
 __all__ = [
@@ -25,5 +25,6 @@ __all__ = [
     "id_recall",
     "itemise",
     "js_sorted",
+    "stage_precision",
     "stage_recall",
 ]

@@ -1,4 +1,5 @@
-"""ID recall of a run: the share of its required IDs its context held.
+"""ID recall and ID precision of a run: the share of its required IDs its
+context held, and the share of its context that was required.
 
 Not a rule of the reference evaluators, and outside the parity claim: it
 sits beside the diagnosis, and never changes it. It is a fact of the
@@ -23,6 +24,33 @@ divided and recall can never disagree with `missing` (`id_recall` is that
 form). Undefined (None) when nothing is required, the share of nothing,
 and when `required` or `context` is not a list of string IDs, since then
 there is no set to take a share of (the rules refuse such a record too).
+
+Precision is the other side of the same intersection:
+
+    precision = |unique context IDs that are required| / |unique context IDs|
+
+A context ID supplied twice is one document, counted once in both
+numerator and denominator, as trec_eval and ir-measures count it: a TREC
+ranking holds a document once (trec_eval refuses a run that ranks one
+twice, "duplicate docs"), and ir-measures, given a ranking that repeats a
+document, keeps one entry for it (its runs are a dict of documents by
+query, the later score replacing the earlier). So precision is trec_eval's
+`P@k` of the context's unique IDs at k = their number, whichever of a
+repeated ID's ranks is kept: the context ["A", "A", "B"] with "A"
+required is 1/2, not 2/3 (a count of positions) nor 1/3 (`P@3`, which
+divides by a cut-off the two documents never fill). It is also Ragas'
+`IDBasedContextPrecision`, |set(retrieved) & set(reference)| /
+|set(retrieved)|, for string IDs (Ragas first turns every ID into a string
+with `str`, so the integer 1 and "1" are one ID there; here an ID list
+holds strings only).
+
+Precision is defined whenever the context holds an ID and both lists are
+ID lists, an empty `required` included: nothing in the context was
+required, so it is 0.0, as trec_eval gives `P@k` = 0 for a judged query
+with nothing relevant and Ragas 0.0 for an empty reference. It is None
+for an empty context (a share of nothing: Ragas gives NaN), and when
+`required` is absent or null or either value is not a list of string IDs,
+as for recall: no judgement of the context was recorded.
 """
 
 from __future__ import annotations
@@ -64,8 +92,21 @@ def stage_recall(record: Mapping[str, Any]) -> float | None:
     return (unique - len(absent)) / unique
 
 
+def stage_precision(record: Mapping[str, Any]) -> float | None:
+    """The precision of a run from its record alone, or None when the
+    context is empty or absent, or either value is not a list of string
+    IDs (`required` absent or null included); an empty `required` is 0.0."""
+    required = record.get("required")
+    context = record.get("context")
+    if not _is_id_list(required) or not _is_id_list(context) or not context:
+        return None
+    supplied = set(context)
+    # One division of two integers, as trec_eval and Ragas divide.
+    return len(supplied.intersection(required)) / len(supplied)
+
+
 def _is_id_list(value: Any) -> TypeGuard[list[str]]:
     return type(value) is list and all(isinstance(item, str) for item in value)
 
 
-__all__ = ["id_recall", "stage_recall"]
+__all__ = ["id_recall", "stage_precision", "stage_recall"]

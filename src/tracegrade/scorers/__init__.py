@@ -10,6 +10,7 @@ from .extraction import extraction_score, ordered_extraction_scorer
 from .grader import LabelScorerError, label_from_value
 from .metrics import (
     answer_failures,
+    context_precision,
     context_recall,
     criteria_shares,
     lucky_answers,
@@ -29,6 +30,7 @@ __all__ = [
     "RetrievalTrace",
     "UnreadableAnswer",
     "answer_failures",
+    "context_precision",
     "context_recall",
     "criteria_shares",
     "diagnosis_score",

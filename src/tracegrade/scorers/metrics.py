@@ -161,27 +161,56 @@ def context_recall() -> Metric:
     them in file order) and `inspect eval` give the same bits.
     """
 
-    def compute(scores: list[SampleScore]) -> float:
-        diagnosed = 0
+    return _mean_share("recall")
 
-        def recalls() -> Iterator[float]:
-            nonlocal diagnosed
+
+@metric(scores="unreduced")
+def context_precision() -> Metric:
+    """Mean ID precision over scored runs that have one: the share of each
+    run's unique context IDs that were required, averaged.
+
+    Each score's metadata `precision` (`tracegrade.core.recall`) is taken
+    as it is, so the figure is Ragas' ID-based context precision, and
+    trec_eval's `P@k` at k = the number of unique context IDs, averaged
+    over runs. Precision is null for an empty context (nothing to take a
+    share of), and such runs are left out, not counted as 0 or 1; an
+    `unresolved` run with an empty required list and a context has 0.0
+    (nothing it was given was required), and counts. An `answer-label` run
+    has a precision in its metadata too, but it is unscored and Inspect
+    gives no metric an unscored sample (`tracegrade.analysis`'
+    `stage_precision` has it). With no such run it is NaN. Each epoch
+    counts as a run, as in `stage_shares`; summed by `math.fsum`, as
+    `context_recall` is.
+    """
+
+    return _mean_share("precision")
+
+
+def _mean_share(key: str) -> Metric:
+    """The mean of the metadata share `key` over the runs where it is not
+    null (NaN over none), summed by `math.fsum`."""
+
+    def compute(scores: list[SampleScore]) -> float:
+        counted = 0
+
+        def shares() -> Iterator[float]:
+            nonlocal counted
             for sample_score in scores:
-                recall = _metadata(sample_score, "recall")
-                if recall is None:
+                share = _metadata(sample_score, key)
+                if share is None:
                     continue
                 # An int is a JSON 0 or 1 that lost its ".0"; a bool is not.
-                if type(recall) not in (float, int) or not 0 <= recall <= 1:
+                if type(share) not in (float, int) or not 0 <= share <= 1:
                     raise ValueError(
                         f"sample {sample_score.sample_id!r}: score metadata "
-                        f"recall must be null or a share from 0 to 1, got {recall!r}"
+                        f"{key} must be null or a share from 0 to 1, got {share!r}"
                     )
-                diagnosed += 1
-                yield recall
+                counted += 1
+                yield share
 
         # A generator, not a list: a million runs need no million floats.
-        total = math.fsum(recalls())
-        return total / diagnosed if diagnosed else math.nan
+        total = math.fsum(shares())
+        return total / counted if counted else math.nan
 
     return compute
 

@@ -51,6 +51,17 @@ never reaches the `context_recall` metric: Inspect gives metrics scored
 samples only. Absent on `tracegrade score`'s placeholder for a line that
 is not a record, and in logs written before `recall` existed.
 
+Beside it, `precision`: the share of the run's unique context IDs that
+are required (a repeated context ID is one document, as trec_eval and
+ir-measures count it; Ragas' ID-based context precision; trec_eval's
+`P@k` at k = the unique context IDs), from the record alone too. A number
+whenever both values are ID lists and the context holds an ID, labelled
+or not, and 0.0 when `required` is an empty list (nothing supplied was
+required). `None` for an empty context (a share of nothing), when
+`required` is absent or null (nothing was judged), on `invalid-input` and
+on `sample-error`. It reaches the `context_precision` metric on scored
+runs only, as recall does; absent where `recall` is.
+
 Extraction scores also carry `itemised`: where exactly a graded answer
 went wrong, as `tracegrade.core.itemise` defines it, for the lists in
 `record`:

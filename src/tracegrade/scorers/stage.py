@@ -22,7 +22,7 @@ from inspect_ai.util import registry_info
 
 from ..core import InvalidRecord, diagnose_stage
 from ..core.errors import quote
-from ..core.recall import stage_recall
+from ..core.recall import stage_precision, stage_recall
 from ..labels import StaffLabels
 from .explain import explain_invalid, explain_stage, explain_unrecorded_context
 from .grader import (
@@ -36,6 +36,7 @@ from .grader import (
 )
 from .key_warnings import KeyWatch, absent_metadata_key, listed_keys
 from .metrics import (
+    context_precision,
     context_recall,
     lucky_answers,
     scored_runs,
@@ -58,6 +59,7 @@ STAGE_METRICS = [
     stage_modes(),
     lucky_answers(),
     context_recall(),
+    context_precision(),
     scored_runs(),
 ]
 
@@ -70,7 +72,8 @@ def diagnosis_score(
     output: str = "",
     no_label: str | None = None,
 ) -> Score:
-    """The score for one record, errors included, with its `recall`.
+    """The score for one record, errors included, with its `recall` and
+    `precision`.
 
     `context_recorded` is False when the context came from an unset
     `RetrievalTrace` (absent, or `null` in the store), so the error can say
@@ -80,9 +83,10 @@ def diagnosis_score(
     a grader gave no label, to explain an `answer-label` error with instead
     of "no staff label was found".
 
-    Every score made here has `recall` in its metadata, from the record
-    alone (`tracegrade.core.recall`): a number wherever something is
-    required and both ID lists are lists of IDs, labelled or not.
+    Every score made here has `recall` and `precision` in its metadata,
+    from the record alone (`tracegrade.core.recall`), labelled or not:
+    recall a number wherever something is required and both ID lists are
+    lists of IDs, precision wherever both are and the context holds an ID.
     """
     score = _diagnosis_score(
         record,
@@ -93,6 +97,7 @@ def diagnosis_score(
     )
     assert score.metadata is not None
     score.metadata["recall"] = stage_recall(record)
+    score.metadata["precision"] = stage_precision(record)
     return score
 
 
@@ -286,6 +291,7 @@ def stage_diagnosis_scorer(
             )
             assert failed.metadata is not None
             failed.metadata["recall"] = None
+            failed.metadata["precision"] = None
             return failed
         record, context_recorded = reader.record(state)
         if grader is not None:

@@ -1,0 +1,592 @@
+"""ID precision beside recall, and `context_precision` over runs.
+
+What is checked:
+
+- the definition: precision is a fact of the record alone,
+  |set(context) & set(required)| / |set(context)| (Ragas' ID-based context
+  precision), with a repeated context ID one document; 0.0 for an empty
+  required list, null for an empty context, an absent or null `required`,
+  or a value that is no ID list; the stage result and recall unchanged;
+- repeats exactly as ir-measures feeds trec_eval a ranking that repeats a
+  document: the context as it is, repeats and all, scored by rank, gives
+  `P@k` equal to precision at k = the number of unique context IDs (and
+  not at k = the context's length, nor by counting positions);
+- a differential test against ir-measures' `P@k` (trec_eval's code
+  through pytrec_eval) on thousands of generated pairs with repeats and
+  Unicode look-alikes, one cut-off per comparison;
+- against trec_eval's `P_k` through `tracegrade import trec --k k` and
+  `tracegrade score`: equal per query wherever the run ranked at least k
+  documents; a shorter run keeps the same hits, which trec_eval divides by
+  k and precision by what was supplied;
+- the metric over scored runs, from `inspect eval` and from the bulk
+  path's column of doubles.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final, cast
+
+import ir_measures
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from inspect_ai import eval
+from inspect_ai.log import list_eval_logs, read_eval_log
+from inspect_ai.scorer import MetricProtocol, SampleScore, Score
+
+from tests.commands import run_tracegrade
+from tests.support import write_lines
+from tests.test_recall import (
+    ID,
+    READ_FROM,
+    TREC_ID,
+    generated_pairs,
+    is_trec_id,
+    ragas_recall,
+)
+from tracegrade import stage_diagnosis
+from tracegrade.bulk.results import RunResults
+from tracegrade.bulk.scoring import TASKS, score_stage_input
+from tracegrade.core import diagnose_stage, stage_precision, stage_recall
+from tracegrade.scorers import context_precision
+from tracegrade.scorers.stage import diagnosis_score
+
+# A judged document no generated context holds: a query whose required
+# set is empty is judged on it (relevance 0), so trec_eval evaluates the
+# query, as it does a TREC query with nothing relevant.
+JUDGED_NOT_RELEVANT: Final = "judged-not-relevant"
+
+
+def precision_metric(scores: Sequence[Any]) -> Any:
+    return cast(MetricProtocol, context_precision())(list(scores))
+
+
+def ragas_precision(required: Sequence[str], context: Sequence[str]) -> float:
+    """Ragas' `IDBasedContextPrecision` for string IDs, as its source has it."""
+    retrieved = set(context)
+    return len(retrieved & set(required)) / len(retrieved)
+
+
+def stage_score_with(precision: Any, sample_id: str = "s") -> SampleScore:
+    return SampleScore(
+        sample_id=sample_id,
+        score=Score(value="pass", metadata={"precision": precision}),
+    )
+
+
+def our_precision(required: list[str], context: list[str]) -> float | None:
+    record = {"required": required, "context": context, "correct": True}
+    score = diagnosis_score(record, READ_FROM, context_recorded=True)
+    assert score.metadata is not None
+    precision = score.metadata["precision"]
+    assert precision is None or type(precision) is float
+    return cast("float | None", precision)
+
+
+# --- the definition -----------------------------------------------------------
+
+
+def test_a_repeated_context_id_is_one_document() -> None:
+    # "A" supplied twice is one required document of two supplied: 1/2,
+    # not 2/3 (positions) nor 1/3 (P@3, a cut-off two documents never fill).
+    assert stage_precision({"required": ["A"], "context": ["A", "A", "B"]}) == 0.5
+    # A repeated required ID is required once; its place does not matter.
+    assert stage_precision({"required": ["B", "B"], "context": ["A", "A", "B"]}) == 0.5
+    assert stage_precision({"required": ["A"], "context": ["B", "A", "B"]}) == 0.5
+
+
+def test_look_alikes_are_different_ids() -> None:
+    record = {"required": ["A", "\u00e9"], "context": ["\u0410", "e\u0301", "A"]}
+    assert stage_precision(record) == 1 / 3
+
+
+@pytest.mark.parametrize(
+    ("record", "precision"),
+    [
+        ({"required": [], "context": ["A", "B"]}, 0.0),
+        ({"required": ["A"], "context": []}, None),
+        ({"required": [], "context": []}, None),
+        ({"context": ["A"]}, None),
+        ({"required": None, "context": ["A"]}, None),
+        ({"required": ["A"]}, None),
+        ({"required": ["A"], "context": None}, None),
+        ({"required": ["A"], "context": "A"}, None),
+        ({"required": ["A", 1], "context": ["A"]}, None),
+        ({"required": ["A"], "context": ["A", None]}, None),
+        ({"required": "A", "context": ["A"]}, None),
+    ],
+)
+def test_where_precision_is_defined(
+    record: dict[str, Any], precision: float | None
+) -> None:
+    found = stage_precision(record)
+    assert found == precision and type(found) is type(precision)
+
+
+@settings(max_examples=2_000, deadline=None, derandomize=True)
+@given(
+    required=st.lists(ID, max_size=12),
+    context=st.lists(ID, max_size=12),
+    label=st.sampled_from([False, True, None, "yes"]),
+)
+def test_precision_is_ragas_id_precision_and_leaves_the_rest_alone(
+    required: list[str], context: list[str], label: Any
+) -> None:
+    record: dict[str, Any] = {"required": required, "context": context}
+    if label is not None:
+        record["correct"] = label
+    before = diagnose_stage(dict(record))
+    score = diagnosis_score(dict(record), READ_FROM, context_recorded=True)
+    assert score.metadata is not None
+    # Beside the result and the recall, never instead of them.
+    assert score.metadata["result"] == before
+    assert score.metadata["recall"] == (
+        ragas_recall(required, context) if required else None
+    )
+    precision = score.metadata["precision"]
+    if not context:
+        assert precision is None
+    else:
+        # Exactly: one division of the same two integers.
+        assert precision == ragas_precision(required, context)
+    if "missing" in before and context:
+        # Every unique required ID found is a unique context ID required.
+        found = len(set(required)) - len(before["missing"])
+        assert precision == found / len(set(context))
+
+
+@pytest.mark.parametrize(
+    ("record", "precision"),
+    [
+        ({"required": ["A", "B"], "context": ["A", "B"], "correct": True}, 1.0),
+        ({"required": ["A"], "context": ["B", "A"], "correct": False}, 0.5),
+        ({"required": ["A", "B"], "context": ["B", "X"], "correct": True}, 0.5),
+        ({"required": ["A", "B"], "context": [], "correct": False}, None),
+        ({"required": [], "context": ["A"], "correct": True}, 0.0),
+        ({"context": ["A"], "correct": True}, None),  # required absent
+        ({"required": ["A"], "context": ["A", "X"]}, 0.5),  # answer-label
+        ({"required": ["A"], "context": "A", "correct": True}, None),  # invalid
+        ({"required": ["A"], "correct": True}, None),  # context never recorded
+    ],
+    ids=[
+        "pass",
+        "generation",
+        "retrieval",
+        "nothing-supplied",
+        "unresolved-judged",
+        "required-absent",
+        "answer-label",
+        "invalid-input",
+        "unrecorded",
+    ],
+)
+def test_every_stage_score_has_precision(
+    record: dict[str, Any], precision: float | None
+) -> None:
+    score = score_stage_input(record)
+    assert score.metadata is not None
+    assert score.metadata["precision"] == precision
+    assert type(score.metadata["precision"]) is type(precision)
+
+
+# --- against ir-measures: TREC's precision ------------------------------------
+
+
+def raw_run(query: str, context: Sequence[str]) -> list[Any]:
+    """The context as ir-measures is given it: every position, repeats
+    included, scored n - rank so the first is ranked highest."""
+    return [
+        ir_measures.ScoredDoc(query, doc, float(len(context) - rank))
+        for rank, doc in enumerate(context)
+    ]
+
+
+def trec_precisions(
+    pairs: Sequence[tuple[list[str], list[str]]], *, deduplicated: bool = False
+) -> dict[int, float]:
+    """ir-measures' `P@k` of each pair with a context, k its number of
+    unique IDs, keyed by the pair's index.
+
+    Qrels: each unique required ID relevant (1), and one document judged
+    not relevant (0) that no context holds, so that a query requiring
+    nothing is judged, as a TREC query with nothing relevant is. Run: the
+    context as it is (`raw_run`), or with repeats dropped. One call per
+    cut-off: pairs of the same k together.
+    """
+    for required, context in pairs:
+        for doc in (*required, *context):
+            assert is_trec_id(doc), f"not an ID pytrec_eval can take: {doc!r}"
+    by_k: dict[int, tuple[list[Any], list[Any]]] = {}
+    for index, (required, context) in enumerate(pairs):
+        if not context:
+            continue
+        query = f"q{index}"
+        qrels, run = by_k.setdefault(len(set(context)), ([], []))
+        qrels.extend(ir_measures.Qrel(query, doc, 1) for doc in dict.fromkeys(required))
+        qrels.append(ir_measures.Qrel(query, JUDGED_NOT_RELEVANT, 0))
+        run.extend(
+            raw_run(query, list(dict.fromkeys(context)) if deduplicated else context)
+        )
+    found: dict[int, float] = {}
+    for k, (qrels, run) in by_k.items():
+        for metric in ir_measures.pytrec_eval.iter_calc(
+            [ir_measures.P @ k], qrels, run
+        ):
+            found[int(metric.query_id[1:])] = metric.value
+    return found
+
+
+def test_repeats_count_as_ir_measures_feeds_trec_eval_a_repeated_document() -> None:
+    """ir-measures keeps one entry per document of a query (the later
+    score replacing the earlier), so a repeated ID is one document; its
+    rank moves to its last position, which P@k at k = the unique IDs does
+    not see."""
+    qrels = [ir_measures.Qrel("q", "A", 1)]
+
+    def p_at(k: int, context: list[str]) -> float:
+        (metric,) = ir_measures.pytrec_eval.iter_calc(
+            [ir_measures.P @ k], qrels, raw_run("q", context)
+        )
+        return float(metric.value)
+
+    context = ["A", "A", "B"]
+    assert stage_precision({"required": ["A"], "context": context}) == 0.5
+    assert p_at(2, context) == 0.5  # k = the unique IDs: precision
+    assert p_at(3, context) == 1 / 3  # k = the positions: not a share of them
+    # B first, A, B again: B's later score wins, so A is ranked first and
+    # P@1 is 1.0; at k = 2 the order no longer matters.
+    moved = ["B", "A", "B"]
+    assert p_at(1, moved) == 1.0
+    assert (
+        p_at(2, moved) == 0.5 == stage_precision({"required": ["A"], "context": moved})
+    )
+
+
+def test_precision_is_trec_precision_on_thousands_of_generated_pairs() -> None:
+    pairs = generated_pairs(seed=20240612, count=5_000)
+    # Empty required sets too: judged, nothing relevant.
+    generator = random.Random(5)
+    pairs += [([], context) for _, context in generator.sample(pairs, 200)]
+    # The premise: the pairs hold what the test claims to cover.
+    assert sum(len(set(c)) < len(c) for _, c in pairs) > 1_000
+    assert sum(not c for _, c in pairs) > 50
+    assert any("A" in c and "\u0410" in r for r, c in pairs)
+    ours = [our_precision(required, context) for required, context in pairs]
+    theirs = trec_precisions(pairs)
+    # An empty context has no precision here; ir-measures never sees it.
+    assert [i for i, p in enumerate(ours) if p is None] == [
+        i for i, (_, context) in enumerate(pairs) if not context
+    ]
+    assert sorted(theirs) == [i for i, p in enumerate(ours) if p is not None]
+    # Per query, exactly: trec_eval divides the same two integers. The
+    # ranking with repeats dropped gives the very same figures.
+    assert {i: ours[i] for i in theirs} == theirs
+    assert trec_precisions(pairs, deduplicated=True) == theirs
+    assert len(set(theirs.values())) > 30
+    assert sum(p == 0.0 for p in theirs.values()) > 200
+    # The metric: the mean of the queries ir-measures evaluated.
+    scores = [
+        SampleScore(
+            sample_id=str(i),
+            score=diagnosis_score(
+                {"required": r, "context": c, "correct": True},
+                READ_FROM,
+                context_recorded=True,
+            ),
+        )
+        for i, (r, c) in enumerate(pairs)
+    ]
+    assert precision_metric(scores) == math.fsum(theirs.values()) / len(theirs)
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(
+    pairs=st.lists(
+        st.tuples(st.lists(TREC_ID, max_size=8), st.lists(TREC_ID, max_size=10)),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_precision_is_trec_precision_on_hypothesis_pairs(
+    pairs: list[tuple[list[str], list[str]]],
+) -> None:
+    theirs = trec_precisions(pairs)
+    ours = {i: our_precision(r, c) for i, (r, c) in enumerate(pairs) if c}
+    assert ours == theirs
+
+
+# --- against trec_eval's P_k through `tracegrade import trec` ------------------
+
+
+def ranked_run(
+    seed: int,
+) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
+    """Judgements and a run with ties, short runs and unjudged documents."""
+    rng = random.Random(seed)
+    pool = [f"D{n}" for n in range(1, 20)] + ["d1", "D01", "\u00c4"]
+    qrels: dict[str, dict[str, int]] = {}
+    run: dict[str, dict[str, float]] = {}
+    for query in range(60):
+        docs = rng.sample(pool, rng.randint(1, 12))
+        run[f"q{query}"] = {doc: rng.choice([0.0, 0.5, 1.0, 2.5]) for doc in docs}
+        judged = rng.sample(pool, rng.randint(1, 8))
+        qrels[f"q{query}"] = {doc: rng.choice([0, 0, 1, 2]) for doc in judged}
+    return qrels, run
+
+
+def trec_files(
+    tmp_path: Path, qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]
+) -> tuple[Path, Path]:
+    qrels_path = tmp_path / "qrels.txt"
+    qrels_path.write_text(
+        "".join(
+            f"{query} 0 {doc} {relevance}\n"
+            for query, docs in qrels.items()
+            for doc, relevance in docs.items()
+        ),
+        encoding="utf-8",
+    )
+    run_path = tmp_path / "run.txt"
+    run_path.write_text(
+        "".join(
+            f"{query} Q0 {doc} {rank} {score!r} sys\n"
+            for query, docs in run.items()
+            for rank, (doc, score) in enumerate(docs.items(), start=1)
+        ),
+        encoding="utf-8",
+    )
+    return qrels_path, run_path
+
+
+def import_trec(tmp_path: Path, qrels: Path, run: Path, k: int) -> list[Any]:
+    """The records of `tracegrade import trec --k k`."""
+    out = tmp_path / f"records-{k}.jsonl"
+    result = run_tracegrade(
+        *("import", "trec", "--qrels", str(qrels), "--run", str(run)),
+        *("--k", str(k), "--output", str(out)),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in out.read_text("utf-8").splitlines()]
+
+
+def test_imported_precision_is_trec_evals_p_k(tmp_path: Path) -> None:
+    """The records `tracegrade import trec --k k` makes: wherever the run
+    ranked k documents or more, precision is trec_eval's `P_k`; a shorter
+    run has the same hits, which trec_eval divides by k."""
+    qrels, run = ranked_run(seed=3)
+    qrels_path, run_path = trec_files(tmp_path, qrels, run)
+    full = short = 0
+    for k in (1, 3, 10):
+        measure = ir_measures.P @ k
+        theirs = {
+            m.query_id: m.value
+            for m in ir_measures.pytrec_eval.iter_calc([measure], qrels, run)
+        }
+        records = import_trec(tmp_path, qrels_path, run_path, k)
+        assert {record["id"] for record in records} == set(theirs)
+        for record in records:
+            query, graded = record["id"], record["input"]
+            precision = our_precision(graded["required"], graded["context"])
+            assert precision is not None
+            supplied = len(graded["context"])
+            if supplied == k:
+                full += 1
+                assert precision == theirs[query], (query, k)
+            else:
+                short += 1
+                assert supplied < k
+                assert round(precision * supplied) == round(theirs[query] * k)
+    assert full > 60 and short > 20  # the premise
+
+
+def test_import_then_score_logs_trec_evals_p_k(tmp_path: Path) -> None:
+    """End to end: `tracegrade import trec` into `tracegrade score`. q1 to
+    q4 ranked at least k documents: each precision is trec_eval's P_k, q4
+    (judged, nothing relevant) 0.0 on both; q5 ranked two, with one
+    relevant: 1/2 here, 1/3 for trec_eval."""
+    qrels = {
+        "q1": {"A": 1, "B": 2, "C": 0},
+        "q2": {"D": 1, "E": 1, "F": 1},
+        "q3": {"G": 1},
+        "q4": {"H": 0},
+        "q5": {"K": 1},
+    }
+    run = {
+        "q1": {"A": 5.0, "X": 4.0, "C": 3.0, "B": 2.0},
+        "q2": {"D": 4.0, "E": 3.0, "F": 2.0, "G": 1.0},
+        "q3": {"Y": 3.0, "Z": 2.0, "W": 1.0},
+        "q4": {"H": 3.0, "I": 2.0, "J": 1.0},
+        "q5": {"K": 2.0, "L": 1.0},
+    }
+    qrels_path, run_path = trec_files(tmp_path, qrels, run)
+    labels = write_lines(
+        tmp_path / "labels.jsonl",
+        [{"id": query, "correct": True} for query in qrels],
+    )
+    k = 3
+    imported = run_tracegrade(
+        *("import", "trec", "--qrels", str(qrels_path), "--run", str(run_path)),
+        *("--k", str(k), "--labels", labels, "--output", "runs.jsonl"),
+        cwd=tmp_path,
+    )
+    assert imported.returncode == 0, imported.stderr
+    scored = run_tracegrade(
+        *("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs"),
+        *("--out", "results.jsonl", "--no-progress", "--json"),
+        cwd=tmp_path,
+    )
+    assert scored.returncode == 0, scored.stderr
+    (info,) = list_eval_logs(str(tmp_path / "logs"))
+    log = read_eval_log(info.name)
+    assert log.samples is not None and log.results is not None
+    ours = {
+        sample.id: (sample.scores or {})["stage_diagnosis"].metadata["precision"]
+        for sample in log.samples
+    }
+    trec_eval = {
+        m.query_id: m.value
+        for m in ir_measures.pytrec_eval.iter_calc([ir_measures.P @ k], qrels, run)
+    }
+    assert {q: ours[q] for q in ("q1", "q2", "q3", "q4")} == {
+        q: trec_eval[q] for q in ("q1", "q2", "q3", "q4")
+    }
+    assert (ours["q1"], ours["q2"], ours["q3"], ours["q4"]) == (1 / 3, 1.0, 0.0, 0.0)
+    assert (ours["q5"], trec_eval["q5"]) == (1 / 2, 1 / 3)
+    # Every query is scored (q4 unresolved, the rest labelled), so the
+    # logged metric is the mean of all five.
+    (score,) = log.results.scores
+    assert score.metrics["context_precision"].value == math.fsum(ours.values()) / 5
+    summary = json.loads(scored.stdout)
+    assert summary["metrics"]["stage_diagnosis"]["context_precision"] == (
+        score.metrics["context_precision"].value
+    )
+
+
+# --- the metric ---------------------------------------------------------------
+
+
+def test_the_metric_averages_runs_with_a_precision() -> None:
+    scores = [stage_score_with(p) for p in (1.0, 0.5, None, 0.0, None)]
+    assert precision_metric(scores) == 0.5
+    assert math.isnan(precision_metric([stage_score_with(None)]))
+    assert math.isnan(precision_metric([]))
+
+
+@pytest.mark.parametrize("bad", ["0.5", True, 1.5, -0.1, math.nan, [0.5]])
+def test_the_metric_refuses_what_is_no_share(bad: Any) -> None:
+    with pytest.raises(ValueError, match="precision must be null or a share"):
+        precision_metric([stage_score_with(bad)])
+
+
+def test_the_metric_needs_a_tracegrade_score() -> None:
+    foreign = SampleScore(sample_id="s", score=Score(value="pass", metadata={}))
+    with pytest.raises(ValueError, match="has no 'precision'"):
+        precision_metric([foreign])
+
+
+RECORDS: Final = [
+    {"required": ["A", "B", "C"], "context": ["A", "X"], "correct": True},  # 1/2
+    {"required": ["A", "B"], "context": ["A", "B", "A"], "correct": False},  # 1
+    {"required": ["A"], "context": ["A", "X", "Y"], "correct": True},  # 1/3
+    {"required": ["A"], "context": [], "correct": False},  # retrieval, null
+    {"required": [], "context": ["A"], "correct": True},  # unresolved, 0
+    {"required": ["A"], "context": ["A"]},  # answer-label: unscored, 1
+]
+EXPECTED_MEAN: Final = math.fsum([1 / 2, 1.0, 1 / 3, 0.0]) / 4
+
+
+def test_inspect_eval_logs_the_mean_over_scored_runs_of_every_epoch(
+    tmp_path: Path,
+) -> None:
+    dataset = write_lines(
+        tmp_path / "runs.jsonl",
+        [{"id": f"r{i}", "input": record} for i, record in enumerate(RECORDS)],
+    )
+    (log,) = eval(
+        stage_diagnosis(dataset=dataset),
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+        epochs=2,
+    )
+    assert log.status == "success", log.error
+    assert log.results is not None
+    (score,) = log.results.scores
+    assert score.metrics["context_precision"].value == EXPECTED_MEAN
+    precisions = Counter(
+        sample.scores["stage_diagnosis"].metadata["precision"]
+        for sample in log.samples or []
+        if sample.scores is not None
+    )
+    # The unlabelled run has its precision (1.0) too, but is unscored.
+    assert precisions == {1 / 2: 2, 1.0: 4, 1 / 3: 2, None: 2, 0.0: 2}
+
+
+# --- the bulk path ------------------------------------------------------------
+
+
+def test_the_bulk_path_keeps_precision_in_a_column_and_gives_the_same_metric(
+    tmp_path: Path,
+) -> None:
+    bulk = TASKS["stage_diagnosis"]
+    results = RunResults(bulk.make_scorer(), bulk.name, str(tmp_path))
+    generator = random.Random(12)
+    scores = []
+    for index in range(600):
+        required, context = (
+            [f"D{generator.randrange(15)}" for _ in range(generator.randint(0, 9))]
+            for _ in range(2)
+        )
+        record = {"required": required, "context": context, "correct": index % 2 == 0}
+        score = score_stage_input(record)
+        scores.append(SampleScore(sample_id=f"s{index}", score=score))
+        results.add(f"s{index}", score)
+    distinct = {s.score.metadata["precision"] for s in scores}
+    assert len(distinct) > 15 and None in distinct
+    # The shared metadata stays a few objects: the shares are columns.
+    assert len(results.scores._metadata.items) <= 4
+    column = results.scores._precisions.values
+    assert column is not None and column.typecode == "d" and len(column) == 600
+    read_back = [s.metadata for s in results.scores]
+    assert [m.get("precision") for m in read_back] == [
+        s.score.metadata["precision"] for s in scores
+    ]
+    assert [m.get("recall") for m in read_back] == [
+        s.score.metadata["recall"] for s in scores
+    ]
+    (logged,) = results.results(total=600)[0].scores
+    assert logged.metrics["context_precision"].value == precision_metric(scores)
+
+
+def test_an_extraction_run_has_no_precision_column(tmp_path: Path) -> None:
+    bulk = TASKS["ordered_extraction"]
+    results = RunResults(bulk.make_scorer(), bulk.name, str(tmp_path))
+    results.add("s", bulk.score_input({"source": ["A"], "answer": ["A"]}))
+    assert results.scores._precisions.values is None
+    assert "precision" not in results.scores[0].metadata
+
+
+def test_a_column_made_late_holds_none_for_the_runs_before(tmp_path: Path) -> None:
+    bulk = TASKS["stage_diagnosis"]
+    results = RunResults(bulk.make_scorer(), bulk.name, str(tmp_path))
+    results.add("e", score_stage_input({"required": ["A"], "context": []}))
+    results.add("u", score_stage_input({"required": [], "context": ["A"]}))
+    results.add(
+        "p",
+        score_stage_input({"required": ["A"], "context": ["A", "B"], "correct": True}),
+    )
+    assert [s.metadata["precision"] for s in results.scores] == [None, 0.0, 0.5]
+    (logged,) = results.results(total=3)[0].scores
+    assert logged.metrics["context_precision"].value == 0.25
+
+
+def test_stage_recall_and_precision_read_the_same_record() -> None:
+    record = {"required": ["A", "B", "C"], "context": ["A", "B", "X", "Y", "A"]}
+    # Two of three required found; two of four supplied required.
+    assert (stage_recall(record), stage_precision(record)) == (2 / 3, 1 / 2)
