@@ -1,21 +1,31 @@
-"""Reading answer text: JSON first, then one ID per line (also ending in
-periods, also after a lead-in line), then a comma list, then one lone ID.
+"""Reading answer text, as docs/answer-formats.md documents it: JSON
+first, then a whole-text Python list, one ID per line, a comma list (each
+perhaps after a lead-in, with final periods, with marks), one lone ID.
 
 Each reading is checked for what it reads, what it removes (list markers,
-fences, surrounding whitespace, final periods, a lead-in) and what it
-leaves exactly as written; and the texts that must not be read as a list
-(refusals, prose, single words without a digit, non-string JSON) are
-checked to stay unreadable.
+fences, surrounding whitespace, final periods, marks, a lead-in) and what
+it leaves exactly as written; every `read_as` name is checked to be one a
+text can get; and the near-misses (refusals, prose, single words without a
+digit, non-string JSON, Python lists that could mean two lists, marks or
+periods on some items only) are checked to stay unreadable.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import tracegrade.scorers.answer_parsing as answer_parsing
 from tracegrade.scorers import UnreadableAnswer, extraction_score, parse_answer_ids
-from tracegrade.scorers.answer_parsing import AnswerReading, ReadAs, read_answer_ids
+from tracegrade.scorers.answer_parsing import (
+    READ_AS_NAMES,
+    AnswerReading,
+    ReadAs,
+    read_answer_ids,
+)
 
 
 @pytest.mark.parametrize(
@@ -47,9 +57,7 @@ def test_a_json_array_is_read_first(text: str, ids: list[str]) -> None:
         ("- C\n- A\n- B", ["C", "A", "B"]),
         ("* C\n+ A\n\u2022 B", ["C", "A", "B"]),
         ("1. C\n2. A\n3. B", ["C", "A", "B"]),
-        # The numbers are not read: the order of the lines is the answer.
-        ("2) A\n1) C", ["A", "C"]),
-        ("10.\tTC-10\n9. TC-9", ["TC-10", "TC-9"]),
+        ("3) C\n4) A", ["C", "A"]),
         ("```\nC\nA\n```", ["C", "A"]),
         ("```text\n- C\n- A\n```", ["C", "A"]),
         # Exactly as written otherwise: case, look-alikes, repeats, order.
@@ -133,6 +141,147 @@ def test_one_lead_in_line_ending_in_a_colon_is_set_aside(
     assert read_answer_ids(text) == AnswerReading(ids, read_as)
 
 
+# --- what models commonly write ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "ids", "read_as"),
+    [
+        ("- **C-3**\n- **A-1**\n- **B-2**", ["C-3", "A-1", "B-2"], "lines-with-marks"),
+        ("- `C-3`\n- `A-1`\n- `B-2`", ["C-3", "A-1", "B-2"], "lines-with-marks"),
+        ("['C-3', 'A-1', 'B-2']", ["C-3", "A-1", "B-2"], "python-list"),
+        ('["C-3","A-1","B-2",]', ["C-3", "A-1", "B-2"], "python-list"),
+        ("IDs:\nC-3, A-1, B-2", ["C-3", "A-1", "B-2"], "lead-in-commas"),
+        ("IDs: C-3, A-1, B-2", ["C-3", "A-1", "B-2"], "lead-in-commas"),
+        ("C-3, A-1, B-2.", ["C-3", "A-1", "B-2"], "commas-with-period"),
+        # The line order is the answer, and read_as says the numbers were not.
+        ("3. C-3\n1. A-1\n2. B-2", ["C-3", "A-1", "B-2"], "lines-ignoring-numbers"),
+    ],
+)
+def test_the_formats_models_commonly_write_are_read(
+    text: str, ids: list[str], read_as: ReadAs
+) -> None:
+    assert read_answer_ids(text) == AnswerReading(ids, read_as)
+
+
+@pytest.mark.parametrize(
+    ("text", "ids", "read_as"),
+    [
+        ("*C*\n*A*", ["C", "A"], "lines-with-marks"),
+        ("* *C*\n* *A*", ["C", "A"], "lines-with-marks"),
+        ("***C***\n***A***", ["C", "A"], "lines-with-marks"),
+        ("1. **`C-3`**\n2. **`A-1`**", ["C-3", "A-1"], "lines-with-marks"),
+        ("- **C-3**.\n- **A-1**.", ["C-3", "A-1"], "lines-with-periods-and-marks"),
+        ("IDs:\n- `C-3`\n- `A-1`", ["C-3", "A-1"], "lead-in-lines-with-marks"),
+        ("`C-3`, `A-1`, `B-2`", ["C-3", "A-1", "B-2"], "commas-with-marks"),
+        ("**C-3**, **A-1**.", ["C-3", "A-1"], "commas-with-period-and-marks"),
+        ("IDs: `C-3`, `A-1`.", ["C-3", "A-1"], "lead-in-commas-with-period-and-marks"),
+        # Inside the marks, the ID is exactly as written.
+        ("`v1.2:alpha#3`\n`_tmp`", ["v1.2:alpha#3", "_tmp"], "lines-with-marks"),
+    ],
+)
+def test_the_same_marks_around_every_id_are_removed(
+    text: str, ids: list[str], read_as: ReadAs
+) -> None:
+    assert read_answer_ids(text) == AnswerReading(ids, read_as)
+
+
+def test_underscores_are_part_of_an_id_not_marks() -> None:
+    """`_` is a bare ID's own character, so `__C__` could be either; it is
+    read as written, as it was before marks were read."""
+    assert read_answer_ids("__C__\n__A__") == AnswerReading(["__C__", "__A__"], "lines")
+    assert read_answer_ids("_C_, _A_") == AnswerReading(["_C_", "_A_"], "commas")
+
+
+@pytest.mark.parametrize(
+    ("text", "ids", "read_as"),
+    [
+        ("['C', 'A', 'B']", ["C", "A", "B"], "python-list"),
+        ("['C', \"A\", 'B',]", ["C", "A", "B"], "python-list"),
+        ("[\n    'C',\n    'A',\n]", ["C", "A"], "python-list"),
+        ("```python\n['C', 'A']\n```", ["C", "A"], "python-list"),
+        ("Here you go:\n['C', 'A']", ["C", "A"], "lead-in-python-list"),
+        ("Here:\n```python\n['C',\n 'A']\n```", ["C", "A"], "lead-in-python-list"),
+        ("IDs: ['C', 'A']", ["C", "A"], "lead-in-python-list"),
+        ('IDs: ["C", "A",]', ["C", "A"], "lead-in-python-list"),
+        # Quoted, an item may hold anything but a backslash or a line break.
+        (
+            "['Smith 2019', \"it's\", 'a, b', '']",
+            ["Smith 2019", "it's", "a, b", ""],
+            "python-list",
+        ),
+        ("['B', 'A', 'B']", ["B", "A", "B"], "python-list"),
+    ],
+)
+def test_a_text_that_is_a_python_list_of_plain_strings_is_read(
+    text: str, ids: list[str], read_as: ReadAs
+) -> None:
+    assert read_answer_ids(text) == AnswerReading(ids, read_as)
+
+
+@pytest.mark.parametrize(
+    ("text", "ids", "read_as"),
+    [
+        ("3. C\n4. A\n5. B", ["C", "A", "B"], "lines"),
+        ("0) C\n1) A", ["C", "A"], "lines"),
+        ("1. C\n3. A\n2. B", ["C", "A", "B"], "lines-ignoring-numbers"),
+        ("1. C\n1. A\n1. B", ["C", "A", "B"], "lines-ignoring-numbers"),
+        ("1. C\n2. A\n4. B", ["C", "A", "B"], "lines-ignoring-numbers"),
+        ("1. C\n- A", ["C", "A"], "lines-ignoring-numbers"),
+        ("10.\tTC-10\n9. TC-9", ["TC-10", "TC-9"], "lines-ignoring-numbers"),
+        ("2) A.\n1) C.", ["A", "C"], "lines-ignoring-numbers-with-periods"),
+        ("IDs:\n2. A\n1. C", ["A", "C"], "lead-in-lines-ignoring-numbers"),
+        (f"{'9' * 40}. C\n{'9' * 40}0. A", ["C", "A"], "lines-ignoring-numbers"),
+    ],
+)
+def test_numbered_lines_are_read_in_line_order_and_say_when_numbers_disagree(
+    text: str, ids: list[str], read_as: ReadAs
+) -> None:
+    assert read_answer_ids(text) == AnswerReading(ids, read_as)
+
+
+def text_read_as(name: ReadAs) -> str:
+    """A text of the IDs C and A that `name` describes, built from its parts."""
+    lead_in = name.startswith("lead-in-")
+    rest = name.removeprefix("lead-in-")
+    base, _, removed = rest.partition("-with-")
+    marks = "marks" in removed.split("-and-")
+    period = {"periods", "period"} & set(removed.split("-and-"))
+    items = [f"**{item}**" if marks else item for item in ("C", "A")]
+    if base == "python-list":
+        body = "['C', 'A']"
+    elif base == "commas":
+        body = ", ".join(items) + ("." if period else "")
+    else:
+        numbers = ("2. ", "1. ") if base == "lines-ignoring-numbers" else ("- ", "- ")
+        ending = "." if period else ""
+        body = "\n".join(
+            f"{number}{item}{ending}"
+            for number, item in zip(numbers, items, strict=True)
+        )
+    return f"IDs:\n{body}" if lead_in else body
+
+
+@pytest.mark.parametrize("name", sorted(READ_AS_NAMES - {"json", "single-id"}))
+def test_every_read_as_name_is_what_its_parts_say(name: ReadAs) -> None:
+    assert read_answer_ids(text_read_as(name)) == AnswerReading(["C", "A"], name)
+
+
+def test_read_as_names_are_the_28_the_docs_describe() -> None:
+    docs = (Path(__file__).parent.parent / "docs" / "answer-formats.md").read_text()
+    assert len(READ_AS_NAMES) == 28
+    assert "28 in all" in docs
+    parts = {
+        part
+        for name in READ_AS_NAMES
+        for part in name.removeprefix("lead-in-").partition("-with-")[::2]
+        if part
+    }
+    for part in parts:
+        assert f"`{part}`" in docs, part
+    assert "docs/answer-formats.md" in (answer_parsing.__doc__ or "")
+
+
 @pytest.mark.parametrize(
     ("text", "bare_id"),
     [
@@ -152,10 +301,11 @@ def test_one_bare_id_with_a_digit_is_a_one_id_list(text: str, bare_id: str) -> N
 # repeats and IDs differing only in case come up often.
 bare_ids = st.from_regex(r"[aAb1_](?:[aAb1_.:/#-]{0,4}[aAb1_])?", fullmatch=True)
 LIST_STYLES: dict[ReadAs, str] = {
-    "lines": "{}",
-    "lines-with-periods": "- {}.",
-    "lead-in-lines": "1. {}",
-    "lead-in-lines-with-periods": "* {}.",
+    "lines": "{number}. {id}",
+    "lines-with-periods": "- {id}.",
+    "lines-with-marks": "* `{id}`",
+    "lead-in-lines": "{number}) {id}",
+    "lead-in-lines-with-periods-and-marks": "**{id}**.",
 }
 
 
@@ -167,10 +317,18 @@ def test_every_list_reading_gives_back_the_ids_exactly_as_written(
 ) -> None:
     """No reading sorts, case-folds or drops a repeat."""
     for read_as, style in LIST_STYLES.items():
-        lines = "\n".join(style.format(item) for item in ids)
+        lines = "\n".join(
+            style.format(number=number, id=item) for number, item in enumerate(ids, 1)
+        )
         text = f"Here are the IDs:\n{lines}" if read_as.startswith("lead-in") else lines
         assert read_answer_ids(text) == AnswerReading(ids, read_as)
-    assert read_answer_ids(", ".join(ids)) == AnswerReading(ids, "commas")
+    commas = ", ".join(ids)
+    assert read_answer_ids(commas) == AnswerReading(ids, "commas")
+    assert read_answer_ids(f"IDs: {commas}.") == AnswerReading(
+        ids, "lead-in-commas-with-period"
+    )
+    python = repr(ids)
+    assert read_answer_ids(python) == AnswerReading(ids, "python-list")
 
 
 @pytest.mark.parametrize(
@@ -199,9 +357,8 @@ def test_every_list_reading_gives_back_the_ids_exactly_as_written(
         ("Sure!\nHere are the IDs:\n- C\n- A", 'line 1 "Sure!" is not a bare ID'),
         ("IDs:\nIDs:\nC\nA", 'line 2 "IDs:" is not a bare ID'),
         ("Here are the IDs:\n- C\n- A\nHope this helps!", 'line 4 "Hope this'),
-        ("Result:\nNone found", '"Result:" is followed by one line'),
+        ("Result:\nNone found", '"Result:" is followed by one line with no comma'),
         ("Here is the ID:\n- DOC-1", '"Here is the ID:" is followed by one line'),
-        ("IDs:\nC, A", '"IDs:" is followed by one line'),
         ("IDs:\n```\n```", '"IDs:" is followed by nothing'),
         (
             "Here is what I found:\nI looked.\nThere are no IDs.",
@@ -212,9 +369,7 @@ def test_every_list_reading_gives_back_the_ids_exactly_as_written(
         ("C\nA\nDone.", 'line 3 "Done." ends in a period, which is dropped only'),
         ("C.\nA", 'line 1 "C." ends in a period'),
         ("C..\nA..", 'line 1 "C.." is not a bare ID, even without its final period'),
-        ("`C`\n`A`", "line 1"),
         ('"C", "A"', 'item 1 .*"\\\\"C\\\\"", not a bare ID'),
-        ("[C, A]", 'item 1 .*"\\[C", not a bare ID'),
         ("C, A,", "item 3 of the comma-separated text is empty"),
         ("C,, A", "item 2 of the comma-separated text is empty"),
         ("C, A\nB, D", "line 1"),
@@ -236,6 +391,105 @@ def test_what_is_not_a_list_stays_unreadable(text: str, problem: str) -> None:
         read_answer_ids(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        # A lead-in on the line of the answer: before a list, and the first only.
+        ("ID: DOC-1", 'the lead-in "ID:" is followed by "DOC-1", which is no comma'),
+        ("Result: None found", 'the lead-in "Result:" is followed by "None found"'),
+        ("IDs: C, A\nB", 'line 1 "IDs: C, A" is not a bare ID'),
+        (
+            "Source order: C-3, A-1. Sorted: A-1, C-3",
+            'item 2 of the comma-separated text after the lead-in "Source order:" '
+            'is "A-1. Sorted: A-1", not a bare ID',
+        ),
+        ("I'm sorry: no, I can't.", "item 2 of the comma-separated text after the"),
+        # A period ends a comma list, never an item inside it.
+        ("C, A, .", "item 3 of the comma-separated text is empty"),
+        ("C., A", 'item 1 of the comma-separated text is "C.", not a bare ID'),
+        # Marks go only when every ID has the same ones, outside any period.
+        ("- **C**\n- A", 'line 1 "- **C**" has "**" marks around its ID, which'),
+        ("- **C**\n- `A`", 'line 1 "- **C**" has "**" marks around its ID'),
+        ("**C**\n*A*", 'line 1 "**C**" has "**" marks around its ID'),
+        ("**C*\n**A*", 'line 1 "**C*" is not a bare ID'),
+        ("`C`, A", 'item 1 of the comma-separated text is "`C`", whose marks are'),
+        ("**C, A**", 'item 1 of the comma-separated text is "**C", not a bare ID'),
+        ("- **C.**\n- **A.**", "ends in a period inside its marks"),
+        ("**DOC-1**", 'the single line "**DOC-1**" is not read as a one-ID list'),
+        ("`DOC-1`", 'the single line "`DOC-1`" is not read as a one-ID list'),
+        # A Python list: the whole text, of plain quoted strings only.
+        ("['C' 'A']", "which Python joins into one (a missing comma)"),
+        ("['C', 'A' 'B']", "which Python joins into one (a missing comma)"),
+        ("[u'C', u'A']", "not every item is one plain quoted string"),
+        ("['''C''', 'A']", "not every item is one plain quoted string"),
+        ("['C\\\\d', 'A']", "holds a backslash, which Python and JSON read"),
+        ('["C\\/D",]', "holds a backslash, which Python and JSON read"),
+        ("[['C', 'A']]", "is a Python value, but not a flat list of strings"),
+        ("['C', None]", "is a Python value, but not a flat list of strings"),
+        ("['C', 1]", "is a Python value, but not a flat list of strings"),
+        ("[C, A]", 'the bracketed text "[C, A]" is no Python list literal'),
+        ("[,]", 'the bracketed text "[,]" is no Python list literal'),
+        ("IDs: ['C' 'A']", "which Python joins into one"),
+        ("['C', 'A']\nDone.", "line 1 \"['C', 'A']\" is not a bare ID"),
+        ("The IDs are ['C', 'A']", 'item 1 of the comma-separated text is "The IDs'),
+        ("{'ids': ['C', 'A']}", "no JSON array of string IDs"),
+        ("{'ids': 'C, A'}", "no JSON array of string IDs"),
+    ],
+)
+def test_near_misses_of_the_readings_stay_unreadable(text: str, said: str) -> None:
+    with pytest.raises(UnreadableAnswer) as raised:
+        read_answer_ids(text)
+    assert said in str(raised.value)
+
+
+# Texts near the readings: list markers, marks, quotes, brackets, colons,
+# commas, periods, fences and line breaks around a few IDs.
+near_texts = st.lists(
+    st.sampled_from(
+        [
+            "C",
+            "A-1",
+            "_",
+            "**",
+            "*",
+            "`",
+            "```",
+            "'",
+            '"',
+            "[",
+            "]",
+            "{",
+            "}",
+            ",",
+            ", ",
+            ".",
+            ":",
+            ": ",
+            "\n",
+            " ",
+            "1. ",
+            "- ",
+            "\\",
+            "None",
+            "u",
+        ]
+    ),
+    max_size=14,
+).map("".join)
+
+
+@settings(max_examples=300)
+@given(text=near_texts)
+def test_any_text_is_read_by_a_named_reading_or_is_unreadable(text: str) -> None:
+    """Never another exception: a text the rules miss must still be refused."""
+    try:
+        reading = read_answer_ids(text)
+    except UnreadableAnswer:
+        return
+    assert reading.read_as in READ_AS_NAMES
+    assert all(isinstance(item, str) for item in reading.ids)
+
+
 def test_parse_answer_ids_is_the_ids_of_the_reading() -> None:
     assert parse_answer_ids("- C\n- A") == ["C", "A"]
     assert parse_answer_ids('["C"]') == ["C"]
@@ -255,6 +509,15 @@ def test_parse_answer_ids_is_the_ids_of_the_reading() -> None:
             '["C","B","A"]',
         ),
         ("A, B, C", "commas", (True, False), '["A","B","C"]'),
+        ("['C', 'A', 'B']", "python-list", (True, True), '["C","A","B"]'),
+        (
+            "- **C**\n- **A**\n- **B**",
+            "lines-with-marks",
+            (True, True),
+            '["C","A","B"]',
+        ),
+        ("IDs: C, A, B.", "lead-in-commas-with-period", (True, True), '["C","A","B"]'),
+        ("3. B\n1. C\n2. A", "lines-ignoring-numbers", (True, False), '["B","C","A"]'),
         ("C1", "single-id", (False, False), '["C1"]'),
         ("C\nA\nB\nA", "lines", (False, False), '["C","A","B","A"]'),
         ("I'm sorry, I can't help with that.", None, (False, False), None),

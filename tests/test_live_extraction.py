@@ -160,6 +160,31 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
         lambda ids: ", ".join(ids),
         ((True, True), "commas", None),
     ),
+    "bold_lines": (
+        pick("shipping_manifest", 2),
+        lambda ids: "\n".join(f"- **{i}**" for i in ids),
+        ((True, True), "lines-with-marks", None),
+    ),
+    "python_list": (
+        pick("invoice_register", 2),
+        lambda ids: repr(ids),
+        ((True, True), "python-list", None),
+    ),
+    "lead_in_commas": (
+        pick("commit_list", 2),
+        lambda ids: "IDs: " + ", ".join(ids) + ".",
+        ((True, True), "lead-in-commas-with-period", None),
+    ),
+    "renumbered": (
+        pick("test_run_report", 2),
+        lambda ids: "\n".join(f"{len(ids) - n}. {i}" for n, i in enumerate(ids)),
+        ((True, True), "lines-ignoring-numbers", None),
+    ),
+    "python_list_missing_comma": (
+        pick("lab_sample_sheet", 3),
+        lambda ids: "[" + " ".join(repr(i) for i in ids) + "]",
+        ((False, False), None, "unreadable-answer"),
+    ),
     "lone_id": (
         pick("test_run_report", 1),
         lambda ids: ids[0],
@@ -254,13 +279,13 @@ def test_the_metrics_count_each_case_once(live_log: EvalLog) -> None:
     }
     passed_membership = sum(1 for _, _, e in CASES.values() if e[0][0])
     passed_order = sum(1 for _, _, e in CASES.values() if e[0][1])
-    assert (passed_membership, passed_order) == (9, 8)
-    assert metrics[("membership", "accuracy")] == pytest.approx(9 / 20)
-    assert metrics[("order", "accuracy")] == pytest.approx(8 / 20)
+    assert (passed_membership, passed_order) == (13, 12)
+    assert metrics[("membership", "accuracy")] == pytest.approx(13 / 25)
+    assert metrics[("order", "accuracy")] == pytest.approx(12 / 25)
     assert metrics[("ordered_extraction", "duplicate-id")] == 2
-    assert metrics[("ordered_extraction", "unreadable")] == 6
+    assert metrics[("ordered_extraction", "unreadable")] == 7
     (headline,) = [s for s in live_log.results.scores if s.name == "membership"]
-    assert headline.scored_samples == 20
+    assert headline.scored_samples == 25
 
 
 def test_each_sample_is_one_document(live_log: EvalLog) -> None:

@@ -1,107 +1,57 @@
 """Reading a model's answer text as a list of IDs.
 
-These readings are tried, in this order; the first that applies is the
-answer, and the scorer records which one in `Score.metadata["read_as"]`.
-
-1. `"json"`: the one JSON array of strings anywhere in the text, also
-   inside a code fence or surrounded by prose. Only top-level JSON values
-   count: an array inside another array or inside an object (`[["A"]]`,
-   `{"ids": ["A"]}`) is part of that value, not an answer, and a value that
-   is not an array of strings (`[1, 2]`, `["A", null]`, `{"a": 1}`) makes
-   the answer unreadable. The same array repeated (a model restating its
-   answer) is one answer; two different arrays are a guess we refuse to
-   make. A JSON array may carry any string as an ID.
-2. `"lines"`: otherwise, one ID per line, when the text has two or more
-   non-blank lines and every one of them is a bare ID (below).
-3. `"lines-with-periods"`: otherwise, the same list with a period at the
-   end of every line (`"- A.\\n- B."`); that one period is dropped from
-   each line.
-4. `"lead-in-lines"` and `"lead-in-lines-with-periods"`: otherwise, one
-   lead-in line ending in `:` (`"Here are the IDs:"`), then the rest of
-   the text read as 2 or 3 would read it on its own.
-5. `"commas"`: otherwise, a comma-separated list of bare IDs on one line,
-   with at least one comma.
-6. `"single-id"`: otherwise, a text that is one bare ID and nothing else
-   (a code fence aside), holding at least one digit (`"MSCU1234565"`,
-   `"smith2019a"`).
-
-The bare-list readings (2 to 6) are tried only when the text holds no
-JSON array or object at all; they remove exactly this and nothing else:
-
-- whitespace around the whole text, around each line, and (commas) around
-  each item; blank lines;
-- in the one-ID-per-line readings, one list marker at the start of each
-  line, when whitespace follows it: `-`, `*`, `+`, `•`, or a number
-  followed by `.` or `)` (`1.`, `12)`). The numbers are not read: the
-  order of the lines is the answer's order. A marker can never be part of
-  a bare ID, since a bare ID holds no whitespace;
-- a code fence around the whole list: a first line of three or more
-  backticks (with or without a language name) and a last line of
-  backticks; after a lead-in, around the rest of the text;
-- in the `-with-periods` readings, the one final period of each line;
-  in the `lead-in-` readings, the lead-in line.
-
-Nothing else is changed: no case folding, no change inside an ID, no
-sorting, no removal of repeats (a repeated ID fails as a repeated ID).
-
-A bare ID starts and ends with a letter, a digit or `_` (Unicode letters
-and digits included), and in between holds only those and `. : / # -`.
-So a bare ID has no whitespace, no quotes, brackets, commas or
-semicolons, and does not end in sentence punctuation. That is what tells
-a list from prose: "I'm sorry, I can't help with that" is one line of
-words, not a list of two IDs, and a sentence ending in "." is not an ID.
-An ID outside these rules (one with a space, say) can still be answered,
-as a JSON array, which is what the prompt asks for.
-
-Why the later readings are safe, given that rule:
-
-- A dropped period or lead-in can never be (part of) an ID the other
-  readings would have read: a bare ID ends in a letter, digit or `_`,
-  never in `.` or `:`. So these readings only read texts that were
-  otherwise unreadable, and an ID that truly ends in `.` (answered bare,
-  it was unreadable before) now fails membership instead: a failure
-  either way, so the rule costs no answer anything it was owed.
-- Periods are dropped only when every line ends in one: that is a
-  model's list style. A period on some lines only is a sentence among the
-  IDs ("A\\nB\\nDone."), and the text stays unreadable.
-- A lead-in is exactly one line, and the list after it must pass the
-  same test as on its own (two or more lines, each a bare ID), so no
-  sentence is read as an ID. A second line before the list, any line
-  after it, a single line after the lead-in ("Result:\\nNone found") or a
-  lead-in before a comma list is not read: those are prose as often as
-  lists, and telling which is the guess we refuse to make.
-- A single ID is the weakest evidence of a list, so nothing around it is
-  removed (a list marker or a final period makes it unreadable), and it
-  must hold a digit. One-word non-answers ("None", "N/A", "Sorry",
-  "unknown", "nil", and their like in other languages) hold none, while
-  most IDs hold one: container and ticket numbers, citation keys with a
-  year, DOIs, most hashes. A one-ID answer without a digit is answered as
-  a JSON array, as the prompt asks.
-
-What is never done is guessing: a text that fits none of the readings is
-an `UnreadableAnswer`, and the scorer fails it on both criteria, so a model
-neither escapes grading nor is graded on a list it did not clearly give.
-A reply that happens to be bare words separated by commas ("No, thanks")
-is read as a list of those words; it then fails membership as any wrong
-list does, so the rule costs such a reply nothing it was owed.
+`read_answer_ids` tries each reading in turn, and the score's
+`metadata["read_as"]` names the one that found the IDs. The readings, what
+each removes from the text and why none can misread an answer are in
+docs/answer-formats.md. One rule governs them all: never misread. A text
+that could mean two different lists, or that is not clearly a list, is an
+`UnreadableAnswer`, and fails both criteria.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, NoReturn
+from itertools import pairwise
+from typing import Any, NoReturn
 
-ReadAs = Literal[
-    "json",
-    "lines",
-    "lines-with-periods",
-    "lead-in-lines",
-    "lead-in-lines-with-periods",
-    "commas",
-    "single-id",
-]
+ReadAs = str
+"""The name of a reading, one of `READ_AS_NAMES`."""
+
+
+def _reading_name(base: str, *, lead_in: bool, removed: Sequence[str] = ()) -> ReadAs:
+    """`lead-in-lines-with-periods-and-marks`: the base reading, whether a
+    lead-in was set aside, and what was removed from every item."""
+    name = f"lead-in-{base}" if lead_in else base
+    return f"{name}-with-{'-and-'.join(removed)}" if removed else name
+
+
+_LINE_REMOVALS = ((), ("periods",), ("marks",), ("periods", "marks"))
+_COMMA_REMOVALS = ((), ("period",), ("marks",), ("period", "marks"))
+
+READ_AS_NAMES: frozenset[ReadAs] = frozenset(
+    {
+        "json",
+        "single-id",
+        *(_reading_name("python-list", lead_in=lead_in) for lead_in in (False, True)),
+        *(
+            _reading_name(base, lead_in=lead_in, removed=removed)
+            for base in ("lines", "lines-ignoring-numbers")
+            for lead_in in (False, True)
+            for removed in _LINE_REMOVALS
+        ),
+        *(
+            _reading_name("commas", lead_in=lead_in, removed=removed)
+            for lead_in in (False, True)
+            for removed in _COMMA_REMOVALS
+        ),
+    }
+)
+"""Every name `AnswerReading.read_as` can take; docs/answer-formats.md
+explains each part of a name."""
 
 
 class UnreadableAnswer(ValueError):
@@ -126,10 +76,23 @@ _FAILED_READ_BUDGET = 20
 _JSON_START = re.compile(r"[\[{]")
 
 _BARE_ID = re.compile(r"\w(?:[\w.:/#-]*\w)?")
-_LIST_MARKER = re.compile(r"(?:[-*+\u2022]|[0-9]+[.)])\s+")
+_LIST_MARKER = re.compile(r"(?:[-*+\u2022]|(?P<number>[0-9]+)[.)])\s+")
 _FENCE_OPEN = re.compile(r"`{3,}[\w+-]*")
 _FENCE_CLOSE = re.compile(r"`{3,}")
 _DIGIT = re.compile(r"\d")
+# A colon and whitespace: inside a bare ID a colon is never followed by either.
+_SAME_LINE_LEAD_IN = re.compile(r":\s+")
+# Emphasis (`*`, `**`, `***`), code (a backtick) or both, closed in reverse.
+# Neither mark can be part of a bare ID; `_` emphasis can, so it is not one.
+_MARKED = re.compile(r"(?P<open>\*{1,3}`?|`)(?P<inner>[^*`]+)(?P<close>`?\*{1,3}|`)")
+# Python's plain string literals: quoted, with no backslash or line break,
+# so that Python and JSON could not read one differently.
+_PYTHON_STRING = r"""'[^'\\\n]*'|"[^"\\\n]*\""""
+_PYTHON_LIST = re.compile(
+    rf"\[\s*(?:(?:{_PYTHON_STRING})\s*(?:,\s*(?:{_PYTHON_STRING})\s*)*,?\s*)?\]"
+)
+# Longer numbers are not counted, only read as markers.
+_COUNTED_DIGITS = 30
 _NO_JSON = "no JSON array of string IDs"
 
 
@@ -138,16 +101,20 @@ def _is_id_list(value: Any) -> bool:
 
 
 def read_answer_ids(text: str) -> AnswerReading:
-    """The IDs in `text` and how they were read; see the module docstring.
+    """The IDs in `text` and how they were read (docs/answer-formats.md).
 
     >>> read_answer_ids('Here you go:\\n```json\\n["C", "A", "B"]\\n```')
     AnswerReading(ids=['C', 'A', 'B'], read_as='json')
+    >>> read_answer_ids("['C', 'A', 'B']")
+    AnswerReading(ids=['C', 'A', 'B'], read_as='python-list')
     >>> read_answer_ids("1. C\\n2. A\\n3. B")
     AnswerReading(ids=['C', 'A', 'B'], read_as='lines')
-    >>> read_answer_ids("Here are the IDs:\\n- C.\\n- A.\\n- B.")
-    AnswerReading(ids=['C', 'A', 'B'], read_as='lead-in-lines-with-periods')
-    >>> read_answer_ids("C, A, B")
-    AnswerReading(ids=['C', 'A', 'B'], read_as='commas')
+    >>> read_answer_ids("3. C\\n1. A\\n2. B")
+    AnswerReading(ids=['C', 'A', 'B'], read_as='lines-ignoring-numbers')
+    >>> read_answer_ids("Here are the IDs:\\n- **C**.\\n- **A**.\\n- **B**.")
+    AnswerReading(ids=['C', 'A', 'B'], read_as='lead-in-lines-with-periods-and-marks')
+    >>> read_answer_ids("IDs: C, A, B.")
+    AnswerReading(ids=['C', 'A', 'B'], read_as='lead-in-commas-with-period')
     >>> read_answer_ids("INC-0042")
     AnswerReading(ids=['INC-0042'], read_as='single-id')
 
@@ -215,8 +182,8 @@ def _json_values(text: str) -> tuple[list[list[str]], list[Any]]:
 
 
 def _bare_list(text: str) -> AnswerReading:
-    """A one-ID-per-line list (perhaps after a lead-in), a comma list on one
-    line, or one ID alone, of bare IDs only."""
+    """The readings for a text that holds no JSON value: a Python list, one
+    ID per line, a comma list (each perhaps after a lead-in), or one ID."""
     lines = [line.strip() for line in text.strip().split("\n")]
     # One line and nothing more is never a lead-in: no list follows it.
     if len(lines) > 1 and lines[0].endswith(":"):
@@ -224,22 +191,19 @@ def _bare_list(text: str) -> AnswerReading:
     lines = _content_lines(lines)
     if not lines:
         raise UnreadableAnswer("the answer text is empty")
+    if _bracketed(lines):
+        return AnswerReading(_python_list("\n".join(lines)), "python-list")
     if len(lines) >= 2:
-        ids, periods = _one_id_per_line(lines, first_number=1)
-        return AnswerReading(ids, "lines-with-periods" if periods else "lines")
+        return _one_id_per_line(lines, first_number=1, lead_in=False)
 
     line = lines[0]
+    lead_in_end = _SAME_LINE_LEAD_IN.search(line)
+    if lead_in_end is not None:
+        return _list_after_same_line_lead_in(
+            line[: lead_in_end.start() + 1], line[lead_in_end.end() :]
+        )
     if "," in line:
-        items = [item.strip() for item in line.split(",")]
-        for number, item in enumerate(items, 1):
-            if not _BARE_ID.fullmatch(item):
-                what = "empty" if not item else f"{_quote(item)}, not a bare ID"
-                raise UnreadableAnswer(
-                    f"{_NO_JSON}, and item {number} of the comma-separated text is "
-                    f"{what}, so the text is not a comma-separated list either"
-                )
-        return AnswerReading(items, "commas")
-
+        return _comma_list(line, lead_in=None)
     if _BARE_ID.fullmatch(line):
         if _DIGIT.search(line):
             return AnswerReading([line], "single-id")
@@ -250,14 +214,15 @@ def _bare_list(text: str) -> AnswerReading:
             "JSON array)"
         )
     unmarked = _LIST_MARKER.sub("", line, count=1)
+    candidates = (unmarked, unmarked.removesuffix("."), _unmarked(unmarked))
     if any(
         _BARE_ID.fullmatch(candidate) and _DIGIT.search(candidate)
-        for candidate in (unmarked, unmarked.removesuffix("."))
+        for candidate in candidates
     ):
         raise UnreadableAnswer(
             f"{_NO_JSON}; the single line {_quote(line)} is not read as a one-ID "
             "list: a lone ID is read only as the whole answer, with no list "
-            "marker or final period"
+            "marker, final period, emphasis or code marks"
         )
     raise UnreadableAnswer(f"{_NO_JSON} in the text {_quote(text)}")
 
@@ -273,38 +238,120 @@ def _content_lines(lines: list[str]) -> list[str]:
     return lines[1:-1] if fenced else lines
 
 
+def _bracketed(lines: list[str]) -> bool:
+    """Whether the text is in square brackets: a Python list, or nothing.
+
+    No bare ID holds a bracket, so no other reading could read it."""
+    return bool(lines) and lines[0].startswith("[") and lines[-1].endswith("]")
+
+
 def _list_after_lead_in(lead_in: str, lines: list[str]) -> AnswerReading:
     """The list after a lead-in line, which must be readable on its own."""
-    if len(lines) < 2:
-        follows = "one line" if lines else "nothing"
-        raise UnreadableAnswer(
-            f"{_NO_JSON}, and the lead-in line {_quote(lead_in)} is followed by "
-            f"{follows}; a lead-in is read only before a list of two or more "
-            "lines, one ID each"
-        )
-    # The lead-in is line 1, so the numbers in errors are the text's own.
-    ids, periods = _one_id_per_line(lines, first_number=2)
-    return AnswerReading(
-        ids, "lead-in-lines-with-periods" if periods else "lead-in-lines"
+    if _bracketed(lines):
+        ids = _python_list("\n".join(lines))
+        return AnswerReading(ids, _reading_name("python-list", lead_in=True))
+    if len(lines) >= 2:
+        # The lead-in is line 1, so the numbers in errors are the text's own.
+        return _one_id_per_line(lines, first_number=2, lead_in=True)
+    if len(lines) == 1 and "," in lines[0]:
+        return _comma_list(lines[0], lead_in=lead_in)
+    follows = "one line with no comma" if lines else "nothing"
+    raise UnreadableAnswer(
+        f"{_NO_JSON}, and the lead-in line {_quote(lead_in)} is followed by "
+        f"{follows}; a lead-in is read only before a list: two or more lines "
+        "of one ID each, a comma list or a Python list"
     )
 
 
-def _one_id_per_line(lines: list[str], first_number: int) -> tuple[list[str], bool]:
-    """The ID on each line, and whether a final period was dropped from each.
+def _list_after_same_line_lead_in(lead_in: str, rest: str) -> AnswerReading:
+    """The comma list or Python list after a lead-in on the same line."""
+    if rest.startswith("[") and rest.endswith("]"):
+        ids = _python_list(rest)
+        return AnswerReading(ids, _reading_name("python-list", lead_in=True))
+    if "," in rest:
+        return _comma_list(rest, lead_in=lead_in)
+    raise UnreadableAnswer(
+        f"{_NO_JSON}, and the lead-in {_quote(lead_in)} is followed by "
+        f"{_quote(rest)}, which is no comma list or Python list; a lead-in on "
+        "the line of the answer is read only before one of those"
+    )
+
+
+def _python_list(text: str) -> list[str]:
+    """The strings of the Python list literal that `text` is, exactly.
+
+    Only a list of plain quoted strings is read: a backslash, triple quotes
+    or two strings side by side (which Python joins into one: a missing
+    comma) could each mean another list.
+    """
+    if _PYTHON_LIST.fullmatch(text):
+        ids = ast.literal_eval(text)
+        assert _is_id_list(ids), "the pattern admits only lists of strings"
+        return list(ids)
+    if "\\" in text:
+        problem = (
+            "holds a backslash, which Python and JSON read differently, so it "
+            "is read only in a JSON array"
+        )
+    else:
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            problem = "is no Python list literal"
+        else:
+            problem = (
+                "is a Python list of strings, but not every item is one plain "
+                "quoted string: a prefix, triple quotes, or two strings side by "
+                "side, which Python joins into one (a missing comma)"
+                if _is_id_list(value)
+                else "is a Python value, but not a flat list of strings"
+            )
+    raise UnreadableAnswer(
+        f"{_NO_JSON}, and the bracketed text {_quote(text)} {problem}"
+    )
+
+
+def _one_id_per_line(
+    lines: list[str], *, first_number: int, lead_in: bool
+) -> AnswerReading:
+    """The ID on each line, read as docs/answer-formats.md says.
 
     Raises `UnreadableAnswer` naming the first line that is no bare ID.
     """
-    items = [_LIST_MARKER.sub("", line, count=1) for line in lines]
+    markers = [_LIST_MARKER.match(line) for line in lines]
+    items = [
+        line[marker.end() :] if marker else line
+        for line, marker in zip(lines, markers, strict=True)
+    ]
+    numbers = [marker["number"] if marker else None for marker in markers]
     # A bare ID never ends in ".": no list reads both with and without them.
     periods = all(item.endswith(".") for item in items)
     if periods:
         items = [item[:-1] for item in items]
+    mark = _common_mark(items)
+    if mark is not None:
+        items = [item[len(mark) : -len(mark)] for item in items]
     numbered = enumerate(zip(lines, items, strict=True), first_number)
     for number, (line, item) in numbered:
         if _BARE_ID.fullmatch(item):
             continue
-        if periods:
+        own_mark = _mark_of(item)
+        if (
+            mark is None
+            and own_mark is not None
+            and _BARE_ID.fullmatch(_unmarked(item))
+        ):
+            problem = (
+                f"has {_quote(own_mark)} marks around its ID, which are removed "
+                "only when every line's ID has the same marks"
+            )
+        elif periods:
             problem = "is not a bare ID, even without its final period"
+        elif mark is not None and item.endswith(".") and _BARE_ID.fullmatch(item[:-1]):
+            problem = (
+                "ends in a period inside its marks, which is dropped only outside "
+                "them, at the end of every line"
+            )
         elif item.endswith(".") and _BARE_ID.fullmatch(item[:-1]):
             problem = (
                 "ends in a period, which is dropped only when every line ends in one"
@@ -315,7 +362,76 @@ def _one_id_per_line(lines: list[str], first_number: int) -> tuple[list[str], bo
             f"{_NO_JSON}, and non-blank line {number} {_quote(line)} {problem}, "
             "so the text is not a one-ID-per-line list either"
         )
-    return items, periods
+    base = "lines" if _count_up(numbers) else "lines-ignoring-numbers"
+    removed = [name for name, done in (("periods", periods), ("marks", mark)) if done]
+    return AnswerReading(items, _reading_name(base, lead_in=lead_in, removed=removed))
+
+
+def _count_up(numbers: list[str | None]) -> bool:
+    """Whether the list's numbers agree with its line order: none at all, or
+    one on every line, each one more than the line before's."""
+    if all(number is None for number in numbers):
+        return True
+    if any(number is None or len(number) > _COUNTED_DIGITS for number in numbers):
+        return False
+    values = [int(number) for number in numbers if number is not None]
+    return all(after == before + 1 for before, after in pairwise(values))
+
+
+def _comma_list(line: str, *, lead_in: str | None) -> AnswerReading:
+    """The bare IDs of a one-line comma list, perhaps ending in a period."""
+    # The final period ends the list, never an ID: a bare ID never ends in one.
+    period = line.endswith(".")
+    items = [item.strip() for item in line.removesuffix(".").split(",")]
+    mark = _common_mark(items)
+    if mark is not None:
+        items = [item[len(mark) : -len(mark)] for item in items]
+    where = (
+        "the comma-separated text"
+        if lead_in is None
+        else f"the comma-separated text after the lead-in {_quote(lead_in)}"
+    )
+    for number, item in enumerate(items, 1):
+        if _BARE_ID.fullmatch(item):
+            continue
+        if not item:
+            what = "empty"
+        elif mark is None and _BARE_ID.fullmatch(_unmarked(item)):
+            what = (
+                f"{_quote(item)}, whose marks are removed only when every item "
+                "has the same marks"
+            )
+        else:
+            what = f"{_quote(item)}, not a bare ID"
+        raise UnreadableAnswer(
+            f"{_NO_JSON}, and item {number} of {where} is {what}, so the text is "
+            "not a comma-separated list either"
+        )
+    removed = [name for name, done in (("period", period), ("marks", mark)) if done]
+    name = _reading_name("commas", lead_in=lead_in is not None, removed=removed)
+    return AnswerReading(items, name)
+
+
+def _mark_of(item: str) -> str | None:
+    """The emphasis or code marks around `item` (`**`, a backtick), if any."""
+    marked = _MARKED.fullmatch(item)
+    if marked is None or marked["close"] != marked["open"][::-1]:
+        return None
+    return marked["open"]
+
+
+def _unmarked(item: str) -> str:
+    """`item` without the marks around it, if it has any."""
+    mark = _mark_of(item)
+    return item[len(mark) : -len(mark)] if mark is not None else item
+
+
+def _common_mark(items: list[str]) -> str | None:
+    """The marks every item has, the same on each; None if any differs."""
+    mark = _mark_of(items[0]) if items else None
+    if mark is None or any(_mark_of(item) != mark for item in items):
+        return None
+    return mark
 
 
 def _quote(value: Any, limit: int = 80) -> str:
@@ -325,6 +441,7 @@ def _quote(value: Any, limit: int = 80) -> str:
 
 
 __all__ = [
+    "READ_AS_NAMES",
     "AnswerReading",
     "ReadAs",
     "UnreadableAnswer",

@@ -256,12 +256,13 @@ def ordered_extraction_scorer(
             array (`Sample(target='["C", "A", "B"]')`).
         answer_key: None (the default) grades the model's output: the one
             JSON array of strings in its text, also inside a code fence or
-            prose; failing that, a bare list of IDs, one per line (also
-            after a lead-in line, also ending in periods), comma-separated,
-            or one ID alone (see `tracegrade.scorers.answer_parsing`). The
-            score's metadata `read_as` names the reading used. A metadata
-            key grades a recorded answer instead, which must be an array
-            of strings like any other record field.
+            prose; failing that, a Python list, one ID per line or a comma
+            list (each perhaps after a lead-in, with final periods or
+            emphasis and code marks), or one ID alone, as
+            docs/answer-formats.md details. The score's metadata `read_as`
+            names the reading used. A metadata key grades a recorded
+            answer instead, which must be an array of strings like any
+            other record field.
 
     Examples:
         ```python

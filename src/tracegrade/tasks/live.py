@@ -147,12 +147,13 @@ def ordered_extraction(dataset: str | None = None, prompt: str | None = None) ->
     and order separately.
 
     The answer is read as a JSON array of strings, or failing that as a
-    bare list: one ID per line (also after a lead-in line, also ending in
-    periods), comma-separated, or one ID alone (see
-    `tracegrade.scorers.answer_parsing`); an answer that is none of these
-    fails both criteria as `unreadable-answer`. With `--epochs N`, each
-    epoch is graded, and the reported membership and order accuracies are
-    over the per-sample means of the epochs (the task's reducer is "mean").
+    Python list, one ID per line or a comma list (each perhaps after a
+    lead-in, with final periods or emphasis and code marks), or one ID
+    alone (docs/answer-formats.md); an answer that is none of these, or
+    that could mean two lists, fails both criteria as `unreadable-answer`.
+    With `--epochs N`, each epoch is graded, and the reported membership
+    and order accuracies are over the per-sample means of the epochs (the
+    task's reducer is "mean").
 
     Args:
         dataset: A JSON Lines file of your own documents, one
