@@ -69,12 +69,14 @@ def stage_row(
     error: str | None = None,
     *,
     recall: float | None = None,
+    precision: float | None = None,
 ) -> dict[str, Any]:
     return {
         "stage": stage,
         "stage_missing": missing,
         "stage_missing_count": None if missing is None else len(missing),
         "stage_recall": recall,
+        "stage_precision": precision,
         "stage_label": label,
         "stage_label_from": LABEL_FROM,
         "stage_error": error,
@@ -86,11 +88,11 @@ def stage_row(
 STAGE_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "long-gap": (
         {"required": LONG, "context": LONG[:100], "correct": True},
-        stage_row("retrieval", LONG[100:], True, recall=100 / len(LONG)),
+        stage_row("retrieval", LONG[100:], True, recall=100 / len(LONG), precision=1.0),
     ),
     "gap-wrong": (
         {"required": ["D2", "D1", "D3"], "context": ["D3"], "correct": False},
-        stage_row("retrieval", ["D1", "D2"], False, recall=1 / 3),
+        stage_row("retrieval", ["D1", "D2"], False, recall=1 / 3, precision=1.0),
     ),
     "gap-lucky": (
         {"required": ["D1"], "context": [], "correct": True},
@@ -98,24 +100,24 @@ STAGE_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     ),
     "generation": (
         {"required": ["D1"], "context": ["D1", "D2"], "correct": False},
-        stage_row("generation", [], False, recall=1.0),
+        stage_row("generation", [], False, recall=1.0, precision=0.5),
     ),
     "pass": (
         {"required": ["D1", "D2"], "context": ["D2", "D1"], "correct": True},
-        stage_row("pass", [], True, recall=1.0),
+        stage_row("pass", [], True, recall=1.0, precision=1.0),
     ),
     "unresolved": (
         {"required": [], "context": ["D1"], "correct": True},
-        stage_row("unresolved", None, True),
+        stage_row("unresolved", None, True, precision=0.0),
     ),
     # No label: no stage, but what reached the context is known all the same.
     "no-label": (
         {"required": ["D1"], "context": ["D1"]},
-        stage_row(None, None, None, "answer-label", recall=1.0),
+        stage_row(None, None, None, "answer-label", recall=1.0, precision=1.0),
     ),
     "string-label": (
         {"required": ["D1", "D2"], "context": ["D1"], "correct": "yes"},
-        stage_row(None, None, None, "answer-label", recall=0.5),
+        stage_row(None, None, None, "answer-label", recall=0.5, precision=1.0),
     ),
     "context-not-a-list": (
         {"required": ["D1"], "context": "D1", "correct": True},
@@ -337,6 +339,7 @@ def test_columns_are_typed_and_lists_are_lists(stage_frame: pd.DataFrame) -> Non
     assert arrow["stage_missing"] == pa.list_(pa.string())
     assert arrow["stage_label"] == pa.bool_()
     assert arrow["stage_recall"] == pa.float64()
+    assert arrow["stage_precision"] == pa.float64()
     # Whole numbers beside None: pandas makes them floats.
     assert arrow["stage_missing_count"] in (pa.int64(), pa.float64())
 
@@ -574,6 +577,17 @@ def test_a_log_from_before_recall_gets_it_from_its_record(
 ) -> None:
     older = without_metadata(
         stage_log, "stage_diagnosis", "recall", tmp_path / "older.eval"
+    )
+    assert rows(frame(older, StageColumns), STAGE_NAMES) == expected_rows(
+        STAGE_CASES, EPOCHS
+    )
+
+
+def test_a_log_from_before_precision_gets_it_from_its_record(
+    stage_log: str, tmp_path: Path
+) -> None:
+    older = without_metadata(
+        stage_log, "stage_diagnosis", "precision", tmp_path / "older.eval"
     )
     assert rows(frame(older, StageColumns), STAGE_NAMES) == expected_rows(
         STAGE_CASES, EPOCHS

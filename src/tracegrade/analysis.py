@@ -61,7 +61,7 @@ from inspect_ai.scorer import Score
 
 from .bulk.evallog import METADATA_VALUE_REMOVED
 from .core.itemise import itemise
-from .core.recall import stage_recall
+from .core.recall import stage_precision, stage_recall
 
 STAGE_SCORE: Final = "stage_diagnosis"
 EXTRACTION_SCORE: Final = "ordered_extraction"
@@ -94,6 +94,14 @@ def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Co
       and for a `sample-error`. A score logged before tracegrade wrote
       `recall` gets it from its `record`, by the same definition
       (`tracegrade.core.stage_recall`).
+    - `stage_precision` (float): the share of the run's unique context IDs
+      that are required (metadata `precision`; a repeated context ID is
+      one document), labelled or not, as `stage_recall` is; 0.0 when the
+      required list is empty. None for an empty context, when nothing was
+      judged (`required` absent or null), for a record outside the
+      contract and for a `sample-error`. A score logged before tracegrade
+      wrote `precision` gets it from its `record`
+      (`tracegrade.core.stage_precision`).
     - `stage_label` (bool): `record.correct`, the run's label as the
       scorer read it; None when absent or not a JSON boolean.
     - `stage_label_from` (str): `read_from.correct`, where the label was
@@ -109,6 +117,7 @@ def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Co
         _column(f"{prefix}_missing", _missing, score, type=_LIST),
         _column(f"{prefix}_missing_count", _missing_count, score, type=int),
         _column(f"{prefix}_recall", _recall, score, type=float),
+        _column(f"{prefix}_precision", _precision, score, type=float),
         _column(f"{prefix}_label", _label, score, type=bool),
         _column(f"{prefix}_label_from", _label_from, score, type=str),
         _column(f"{prefix}_error", _error_kind, score, full=False, type=str),
@@ -259,6 +268,19 @@ def _recall(sample: _Sample, score: str) -> float | None:
     # Logged before `recall` existed: from its record.
     record = _metadata(sample, score, "record")
     return stage_recall(record) if isinstance(record, Mapping) else None
+
+
+def _precision(sample: _Sample, score: str) -> float | None:
+    found = _score(sample, score)
+    if found is None or not isinstance(found.metadata, Mapping):
+        return None
+    if "precision" in found.metadata:
+        precision = _metadata(sample, score, "precision")
+        # A JSON 0 or 1 that lost its ".0" is still the share; a bool is not.
+        return float(precision) if type(precision) in (float, int) else None
+    # Logged before `precision` existed: from its record.
+    record = _metadata(sample, score, "record")
+    return stage_precision(record) if isinstance(record, Mapping) else None
 
 
 def _label(sample: _Sample, score: str) -> bool | None:
