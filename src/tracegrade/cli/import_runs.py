@@ -1,16 +1,91 @@
 """`tracegrade import`: other tools' files as tracegrade's JSON Lines records.
 
-The logic is in `tracegrade.trec`; this only reads options, writes the
-records, and turns its errors into one line and an exit code.
+The logic is in `tracegrade.importers`; this only reads options, writes the
+records, and turns its errors into one line and an exit code. Every
+subcommand has the same shape: its inputs, `--labels`, `--output` and
+`--force`, and the same notes and exit codes.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import click
 
 from ._failures import CommandStopped
 
 _INPUT = click.Path(exists=True, dir_okay=False, readable=True, path_type=str)
+
+Command = TypeVar("Command", bound=Callable[..., Any])
+
+
+def _output_options(command: Command) -> Command:
+    """`--labels`, `--output` and `--force`, the same for every importer."""
+    command = click.option(
+        "--force",
+        is_flag=True,
+        help="Replace an existing --output file (never an input).",
+    )(command)
+    command = click.option(
+        "-o",
+        "--output",
+        "--out",
+        "output",
+        type=click.Path(dir_okay=False, path_type=str),
+        help="Write the records to this file instead of stdout.",
+    )(command)
+    return click.option(
+        "--labels",
+        type=_INPUT,
+        help='Staff labels, JSON Lines {"id": ID, "correct": true|false}.',
+    )(command)
+
+
+def _run_import(
+    inputs: Sequence[str],
+    output: str | None,
+    force: bool,
+    build: Callable[[], list[dict[str, Any]]],
+    noun: str,
+    labels: str | None,
+    notes: Callable[[list[dict[str, Any]]], list[str]] = lambda records: [],
+) -> None:
+    """Check the outputs, build the records, say what needs saying, write.
+
+    `build` reads and checks every input before it returns, so the records
+    are written whole (to --output, atomically) or not at all.
+    """
+    from ..importers.common import ImportRefused, plural, records_text, unlabelled
+    from ..outputs import AtomicFile, check_output, check_standard_streams
+
+    check_standard_streams(inputs)
+    if output is not None:
+        check_output(output, inputs=inputs, option="--output", force=force)
+    try:
+        records = build()
+    except ImportRefused as error:
+        raise click.ClickException(error.message) from None
+    except OSError as error:
+        raise CommandStopped(f"Error: {error}", 2) from None
+
+    for note in notes(records):
+        click.echo(f"note: {note}", err=True)
+    missing = unlabelled(records)
+    if missing:
+        why = f"no label in {labels}" if labels else "no label (no --labels given)"
+        click.echo(
+            f"note: {missing} of {len(records)} {plural(noun)} have required "
+            f"documents and {why}; they score answer-label until labelled",
+            err=True,
+        )
+
+    text = records_text(records)
+    if output is None:
+        click.echo(text, nl=False)
+        return
+    AtomicFile.write_text(output, text, replace=force)
+    click.echo(f"{len(records)} records written to {output}", err=True)
 
 
 @click.group("import")
@@ -20,6 +95,9 @@ def import_group() -> None:
     The JSON Lines written are fixture-format records that `tracegrade
     check`, `tracegrade score` and `inspect eval tracegrade/stage_diagnosis
     -T dataset=` read as they are.
+
+    \b
+      trec           TREC qrels and a run, one record per query
     """
 
 
@@ -44,28 +122,24 @@ def import_group() -> None:
     help="Required: documents judged N or higher (trec_eval -l N).",
 )
 @click.option(
-    "--labels",
-    type=_INPUT,
-    help='Staff labels, JSON Lines {"id": QUERY, "correct": true|false}.',
-)
-@click.option(
-    "-o",
-    "--output",
-    "--out",
-    "output",
-    type=click.Path(dir_okay=False, path_type=str),
-    help="Write the records to this file instead of stdout.",
-)
-@click.option(
-    "--force",
+    "-c",
+    "--complete",
     is_flag=True,
-    help="Replace an existing --output file (never an input).",
+    help=(
+        "A query judged in the qrels but absent from the run retrieved "
+        "nothing: import it with an empty context, a retrieval failure "
+        "(trec_eval -c). Off by default, when such a query is refused: a "
+        "query missing from a run is more often a run cut short, or made "
+        "for other queries, than a retriever that found nothing."
+    ),
 )
+@_output_options
 def trec(
     qrels: str,
     run_file: str,
     k: int,
     min_rel: int,
+    complete: bool,
     labels: str | None,
     output: str | None,
     force: bool,
@@ -89,20 +163,24 @@ def trec(
       required [] and scores unresolved.
     - context: the run's top K for the query, by score highest first,
       ties broken by document id descending (byte order), as trec_eval
-      sorts; the rank column is ignored, as trec_eval ignores it.
+      sorts; the rank column is ignored, as trec_eval ignores it. With
+      -c, a judged query the run lacks has context [].
     - correct: the query's label from --labels (the `tracegrade labels`
       format; "epoch" is refused), else absent, which scores
       answer-label. Labels are never guessed.
 
+    Lines are read as trec_eval reads them: fields split on ASCII
+    whitespace only (a document id ending in an EM SPACE keeps it), a
+    relevance of the form [+-]?[0-9]+, a score a decimal number
+    (digits, optional point and exponent) or inf; a line starting with #
+    is a comment.
+
     Refused, with file, line and field, and nothing written: a query in
     one file and not the other (the first 10 of each file named, all
-    counted), a line of the wrong shape or not UTF-8, a relevance that is
-    not an integer, a score that is not a number (NaN included), a
-    document judged or ranked twice for a query, an empty file, a label
-    naming no query. A .gz file is read through gzip.
-
-    The files are read with ir-measures' readers, the `trec` extra:
-    pip install 'tracegrade[trec]'.
+    counted; see -c), a line of the wrong shape or not UTF-8, a relevance
+    or score of any other form (0_1, 1_000, an Arabic-Indic digit, NaN),
+    a NUL in a field, a document judged or ranked twice for a query, an
+    empty file, a label naming no query. A .gz file is read through gzip.
 
     Records are written only once both files are read and checked; --output
     appears complete or not at all, never replaces an input, and replaces
@@ -110,39 +188,32 @@ def trec(
 
     \b
     Exit codes: 0 success, 1 the files are malformed or disagree,
-    2 usage error, ir-measures not installed, or a file that cannot be
-    read or written.
+    2 usage error, or a file that cannot be read or written.
     """
-    from ..outputs import AtomicFile, check_output, check_standard_streams
-    from ..trec import IrMeasuresMissing, TrecError, import_trec, records_text
+    from ..importers.common import named
+    from ..importers.trec import import_trec
+
+    not_run: list[str] = []
+
+    def build() -> list[dict[str, Any]]:
+        imported = import_trec(
+            qrels,
+            run_file,
+            k=k,
+            min_rel=min_rel,
+            labels_path=labels,
+            complete=complete,
+        )
+        not_run.extend(imported.not_run)
+        return imported.records
+
+    def notes(records: list[dict[str, Any]]) -> list[str]:
+        if not not_run:
+            return []
+        return [
+            f"{len(not_run)} of {len(records)} queries judged in {qrels} are not "
+            f"in {run_file}; imported with an empty context (-c): {named(not_run)}"
+        ]
 
     inputs = [qrels, run_file, *([labels] if labels is not None else [])]
-    check_standard_streams(inputs)
-    if output is not None:
-        check_output(output, inputs=inputs, option="--output", force=force)
-    try:
-        records = import_trec(qrels, run_file, k=k, min_rel=min_rel, labels_path=labels)
-    except IrMeasuresMissing as error:
-        raise CommandStopped(f"Error: {error.message}", 2) from None
-    except TrecError as error:
-        raise click.ClickException(error.message) from None
-
-    unlabelled = sum(
-        1
-        for record in records
-        if record["input"]["required"] and "correct" not in record["input"]
-    )
-    if unlabelled:
-        why = f"no label in {labels}" if labels else "no label (no --labels given)"
-        click.echo(
-            f"note: {unlabelled} of {len(records)} queries have relevant "
-            f"documents and {why}; they score answer-label until labelled",
-            err=True,
-        )
-
-    text = records_text(records)
-    if output is None:
-        click.echo(text, nl=False)
-        return
-    AtomicFile.write_text(output, text, replace=force)
-    click.echo(f"{len(records)} records written to {output}", err=True)
+    _run_import(inputs, output, force, build, "query", labels, notes)

@@ -1,0 +1,177 @@
+"""What every importer shares: its errors, its labels, and its output.
+
+An importer turns another tool's files into fixture-format records, one
+`{"id", "input": {"required", "context", "correct"?, ...}}` per run. All of
+them follow the same rules, which this module holds once:
+
+- a file that cannot become records is refused with its path, line and
+  field, quoting the bad value (`InputFileError`);
+- a label comes only from a labels file in the format `tracegrade labels`
+  uses (`read_labels`), and a label naming no record is refused
+  (`check_labels_name_records`): labels are never guessed;
+- every file is read and checked before any record is returned, so a
+  caller writes every record or none (`records_text`).
+
+Importing this module imports neither Inspect AI nor any importer's
+optional dependency.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import quote
+
+# How many names a refusal or a note shows before it only counts.
+SHOWN = 10
+
+SampleId = str | int
+
+
+class ImportRefused(ValueError):
+    """Files that cannot become records; `message` says why, in one line."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        super().__init__(message)
+
+
+class InputFileError(ImportRefused):
+    """A malformed, empty or unreadable input file.
+
+    `line` is None when the problem is the file as a whole; `field` names
+    the column or field at fault, when one is.
+    """
+
+    def __init__(
+        self, path: str, line: int | None, problem: str, *, field: str | None = None
+    ) -> None:
+        self.path = path
+        self.line = line
+        self.field = field
+        self.problem = problem
+        where = path if line is None else f"{path}, line {line}"
+        super().__init__(f"{where}: {problem}")
+
+
+class LabelsRefused(ImportRefused):
+    """A labels file that cannot label this import: unreadable, malformed,
+    labelling by epoch, or naming records the import does not have."""
+
+
+def named(names: Sequence[str], lines: Mapping[str, int] | None = None) -> str:
+    """The first `SHOWN` names quoted (each with its line, when known),
+    then how many more."""
+    shown = ", ".join(
+        quote(name) + ("" if lines is None else f" (line {lines[name]})")
+        for name in names[:SHOWN]
+    )
+    more = len(names) - SHOWN
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def plural(noun: str) -> str:
+    """`queries`, `rows`, `traces`: the nouns importers count."""
+    return noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+
+
+def counted(count: int, noun: str) -> str:
+    """`1 query`, `2 queries`."""
+    return f"1 {noun}" if count == 1 else f"{count} {plural(noun)}"
+
+
+@dataclass(frozen=True)
+class RecordLabels:
+    """Staff labels by record id, with the line each was read from."""
+
+    path: str
+    labels: dict[SampleId, bool]
+    lines: dict[SampleId, int]
+
+
+def read_labels(path: str | Path) -> RecordLabels:
+    """Read a labels file as `tracegrade labels` and the stage scorer read
+    one; raises `LabelsRefused` naming the line.
+
+    A line labelling an `epoch` is refused: epochs are repeated runs of one
+    sample in a log, and an imported run is one record with one label.
+    """
+    # Imported here: the labels module loads Inspect AI.
+    from ..labels import LabelsError, StaffLabels
+
+    try:
+        staff = StaffLabels.read(path)
+    except LabelsError as error:
+        raise LabelsRefused(str(error)) from None
+    if staff.epoch_labels:
+        (sample_id, epoch), line = min(
+            staff.epoch_lines.items(), key=lambda item: item[1]
+        )
+        raise LabelsRefused(
+            f"{staff.path}, line {line}: id {quote(sample_id)} has an 'epoch' "
+            f"({epoch}); an imported run is one record with one label, so "
+            "leave 'epoch' out"
+        )
+    return RecordLabels(staff.path, staff.labels, staff.lines)
+
+
+def check_labels_name_records(
+    labels: RecordLabels, ids: Collection[str], what: str, where: str
+) -> None:
+    """Refuse labels naming no record: `ids` are the records' ids, `what`
+    the noun for one ("query"), `where` the files they came from.
+
+    A label naming nothing is most often a typo or a label for another
+    file; applied silently, the run it meant would stay unlabelled.
+    """
+    unmatched = [sample_id for sample_id in labels.labels if sample_id not in ids]
+    if not unmatched:
+        return
+    shown = ", ".join(
+        f"{quote(sample_id)} (line {labels.lines[sample_id]})"
+        for sample_id in unmatched[:SHOWN]
+    )
+    more = len(unmatched) - SHOWN
+    if more > 0:
+        shown += f" and {more} more"
+    label_count = (
+        "1 label names" if len(unmatched) == 1 else f"{len(unmatched)} labels name"
+    )
+    message = f"{labels.path}: {label_count} no {what} of {where}: {shown}"
+    numbers = [sample_id for sample_id in unmatched if isinstance(sample_id, int)]
+    if numbers:
+        message += (
+            f"; {what} ids are text, so write {quote(str(numbers[0]))}, "
+            f"not {numbers[0]}"
+        )
+    raise LabelsRefused(message)
+
+
+def label_record(
+    record: dict[str, Any], sample_id: str, labels: RecordLabels | None
+) -> None:
+    """Give `record` its label from `labels`, if it has one; else none."""
+    if labels is not None and sample_id in labels.labels:
+        record["correct"] = labels.labels[sample_id]
+
+
+def unlabelled(records: Sequence[Mapping[str, Any]]) -> int:
+    """How many records need a label and have none: they score
+    answer-label until labelled."""
+    return sum(
+        1
+        for record in records
+        if record["input"].get("required") and "correct" not in record["input"]
+    )
+
+
+def records_text(records: Sequence[Mapping[str, Any]]) -> str:
+    """The records as JSON Lines, one compact line each."""
+    return "".join(
+        json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+        for record in records
+    )
