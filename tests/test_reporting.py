@@ -352,6 +352,19 @@ def test_figures_agree_with_the_metrics_inspect_logged(
     metric = [recall for key, recall in recalls.items() if key not in unscored]
     assert len(metric) == diagnosed
     assert stage_metrics["context_recall"].value == math.fsum(metric) / len(metric)
+    # Precision the same way: every run's whose context held an ID, and
+    # the metric over the scored ones.
+    precisions = {
+        sample.id: (score.metadata or {})["precision"]
+        for sample in log.samples or []
+        for score in (sample.scores or {}).values()
+        if (score.metadata or {}).get("precision") is not None
+    }
+    assert summary.precision_runs == len(precisions) > 0
+    assert summary.precision == math.fsum(precisions.values()) / len(precisions)
+    scored = [p for key, p in precisions.items() if key not in unscored]
+    assert len(scored) < len(precisions)
+    assert stage_metrics["context_precision"].value == math.fsum(scored) / len(scored)
     extraction = only_extraction(report)
     assert extraction.membership.share == pytest.approx(accuracy["membership"])
     assert extraction.order.share == pytest.approx(accuracy["order"])
@@ -450,6 +463,7 @@ def test_pool_pools_evals_of_different_samples(
     assert summary.stages == whole.stages
     assert summary.lucky == whole.lucky
     assert summary.recall == whole.recall
+    assert summary.precision == whole.precision
     assert evals_read(pooled) == "2 evals in 2 logs, pooled by task, model and score"
 
 
@@ -878,8 +892,27 @@ def test_a_diagnosed_score_whose_id_lists_disagree_names_the_sample(
         build_report([str(path)])
 
 
-def test_a_recall_outside_zero_to_one_names_the_sample(
-    offline_logs: OfflineLogs, tmp_path: Path
+def test_a_log_written_before_precision_gives_the_same_figures(
+    offline_logs: OfflineLogs, report: Report, tmp_path: Path
+) -> None:
+    log = read_eval_log(offline_logs.stage)
+    for sample in log.samples or []:
+        for logged in (sample.scores or {}).values():
+            assert logged.metadata is not None
+            del logged.metadata["precision"]
+    path = tmp_path / JSON_LOG_NAME.format("before-precision")
+    write_eval_log(log, str(path))
+    (old,) = build_report([str(path)]).stage_diagnosis
+    whole = only_stage(report)
+    assert (old.precision, old.precision_runs) == (
+        whole.precision,
+        whole.precision_runs,
+    )
+
+
+@pytest.mark.parametrize("key", ["recall", "precision"])
+def test_a_share_outside_zero_to_one_names_the_sample(
+    offline_logs: OfflineLogs, tmp_path: Path, key: str
 ) -> None:
     log = read_eval_log(offline_logs.stage)
     assert log.samples is not None
@@ -891,8 +924,8 @@ def test_a_recall_outside_zero_to_one_names_the_sample(
     assert sample.scores is not None
     metadata = sample.scores["stage_diagnosis"].metadata
     assert metadata is not None
-    metadata["recall"] = 1.5
-    path = tmp_path / JSON_LOG_NAME.format("recall")
+    metadata[key] = 1.5
+    path = tmp_path / JSON_LOG_NAME.format(key)
     write_eval_log(log, str(path))
     with pytest.raises(ReportError, match=rf"sample {sample.id!r} .*got 1\.5"):
         build_report([str(path)])

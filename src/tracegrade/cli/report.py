@@ -69,10 +69,9 @@ def report(
     Reads the stage_diagnosis and ordered_extraction scores in each LOG
     (.eval or .json, from `inspect eval` or `tracegrade score`) or in every
     log under each DIR, and shows per task and model: stage shares, lucky
-    answers, context recall, errors by kind, the most often missing
-    document IDs, the IDs
-    extraction answers most often dropped and invented, and membership
-    versus order accuracy with their gap.
+    answers, context recall and precision, errors by kind, the most often
+    missing document IDs, the IDs extraction answers most often dropped
+    and invented, and membership versus order accuracy with their gap.
 
     Each eval is its own row (E1, E2, ...): a log; the newest log of an
     eval retried with `inspect eval-retry` (the older ones are superseded,

@@ -23,13 +23,15 @@ Choices a reader of the figures needs to know:
   required set and a context, labelled or not: a run without a label is
   unscored, but its context still held what it held. (The logged
   `context_recall` metric covers the scored runs only: Inspect gives no
-  unscored run to a metric.)
+  unscored run to a metric.) Context precision likewise, over every run
+  with a precision: a context that held an ID, judged against a required
+  list (an empty one gives 0.0).
 - The most often dropped and invented IDs come from each graded answer's
   `itemised` metadata. Answers the rules did not grade (a repeated ID, an
   unreadable answer) have none and are not counted. A score logged before
-  tracegrade wrote `itemised` (or `recall`) is itemised (or its recall
-  taken) from its `record`, by the same definitions, so old and new logs
-  give the same figures.
+  tracegrade wrote `itemised` (or `recall`, `precision`) is itemised (or
+  its recall or precision taken) from its `record`, by the same
+  definitions, so old and new logs give the same figures.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Final, TypeGuard
 
 from ..core.itemise import dropped_ids, invented_ids
-from ..core.recall import id_recall
+from ..core.recall import id_recall, stage_precision
 from ..logs.evals import EvalRun, Evals, SampleReader, Superseded, read_evals
 from ..logs.samples import SampleRead, UnreadableLog, log_samples
 from ..logs.scores import (
@@ -143,7 +145,8 @@ class StageSummary:
     a stage, the denominator of the stage shares. `lucky` is the share of
     runs labelled correct, among diagnosed ones, whose required evidence
     never reached the context. `recall` is the mean context recall of the
-    `recall_runs` runs that have one (None without one).
+    `recall_runs` runs that have one (None without one), `precision` the
+    mean context precision of the `precision_runs` runs that have one.
     """
 
     evals: list[str]
@@ -159,6 +162,8 @@ class StageSummary:
     lucky: Proportion
     recall: float | None
     recall_runs: int
+    precision: float | None
+    precision_runs: int
     errors: list[ErrorCount]
     missed: list[MissedDocument]
     distinct_missed: int
@@ -297,6 +302,7 @@ class _StageCounts(_Counts):
     missed: Counter[str] = field(default_factory=Counter)
     required: Counter[str] = field(default_factory=Counter)
     recalls: array[float] = field(default_factory=lambda: array("d"))
+    precisions: array[float] = field(default_factory=lambda: array("d"))
 
 
 @dataclass
@@ -515,6 +521,34 @@ def _recall(metadata: Mapping[str, Any], value: str, where: _Where) -> float | N
         raise where.fail(f"a diagnosed score's ID lists disagree: {error}") from None
 
 
+def _precision(metadata: Mapping[str, Any], where: _Where) -> float | None:
+    """The run's precision: its metadata's, or for a log written before
+    precision existed, from its record (the same definition)."""
+    if "precision" not in metadata:
+        record = metadata.get("record")
+        return stage_precision(record) if isinstance(record, Mapping) else None
+    precision = metadata["precision"]
+    if precision is not None and (
+        type(precision) is not float or not 0.0 <= precision <= 1.0
+    ):
+        raise where.fail(
+            f"metadata precision must be null or in [0, 1], got {precision!r}"
+        )
+    return precision
+
+
+def _count_shares(
+    counts: _StageCounts, metadata: Mapping[str, Any], value: str, where: _Where
+) -> None:
+    """Count the run's recall and precision, those it has."""
+    recall = _recall(metadata, value, where)
+    if recall is not None:
+        counts.recalls.append(recall)
+    precision = _precision(metadata, where)
+    if precision is not None:
+        counts.precisions.append(precision)
+
+
 def _count_stage(
     counts: _StageCounts,
     sample: Any,
@@ -527,11 +561,9 @@ def _count_stage(
         counts.clusters.add(sample)
     side = _count_error(counts.errors, metadata, where)
     if side in UNSCORED_SIDES:
-        # An unscored run has no stage, but a recall of its own (a run with
-        # no label still had a context).
-        recall = _recall(metadata, "", where)
-        if recall is not None:
-            counts.recalls.append(recall)
+        # An unscored run has no stage, but a recall and a precision of its
+        # own (a run with no label still had a context).
+        _count_shares(counts, metadata, "", where)
         return
     if not isinstance(value, str) or value not in STAGES:
         raise where.fail(f"the value must be one of {', '.join(STAGES)}, got {value!r}")
@@ -559,9 +591,7 @@ def _count_stage(
             if record.get("correct") is True:
                 counts.lucky += 1
                 outcomes.append("lucky")
-    recall = _recall(metadata, value, where)
-    if recall is not None:
-        counts.recalls.append(recall)
+    _count_shares(counts, metadata, value, where)
     if counts.clusters is not None:
         counts.clusters.add(sample, *outcomes)
 
@@ -707,10 +737,10 @@ def _stage_summary(
         lucky=_share(
             counts, "lucky", counts.lucky, "labelled_correct", counts.labelled_correct
         ),
-        recall=(
-            math.fsum(counts.recalls) / len(counts.recalls) if counts.recalls else None
-        ),
+        recall=_mean(counts.recalls),
         recall_runs=len(counts.recalls),
+        precision=_mean(counts.precisions),
+        precision_runs=len(counts.precisions),
         errors=_error_counts(counts.errors),
         missed=[
             MissedDocument(document_id, missed, counts.required[document_id])
@@ -718,6 +748,10 @@ def _stage_summary(
         ],
         distinct_missed=len(ranked),
     )
+
+
+def _mean(shares: array[float]) -> float | None:
+    return math.fsum(shares) / len(shares) if shares else None
 
 
 def _extraction_summary(

@@ -163,16 +163,32 @@ def report_tables(report: Report) -> list[Table]:
         )
         tables.append(
             Table(
-                key="recall",
-                title="Context recall",
-                caption="The mean share of each run's unique required IDs that "
-                "reached its context, over the runs with a required set and a "
-                "context, labelled or not (the logged context_recall metric "
-                "covers the scored runs only); no interval.",
-                columns=[*_ROW_COLUMNS, "recall", "runs"],
-                numeric=[*_ROW_NUMERIC, True, True],
+                key="context",
+                title="Context recall and precision",
+                caption="recall: the mean share of each run's unique required "
+                "IDs that reached its context, over the runs with a required "
+                "set and a context. precision: the mean share of each run's "
+                "unique context IDs that were required (a repeated ID is one "
+                "document), over the runs whose context held an ID and was "
+                "judged (an empty required list gives 0). Labelled or not: the "
+                "logged context_recall and context_precision metrics cover the "
+                "scored runs only. Means; no interval.",
+                columns=[
+                    *_ROW_COLUMNS,
+                    "recall",
+                    "recall runs",
+                    "precision",
+                    "precision runs",
+                ],
+                numeric=[*_ROW_NUMERIC, True, True, True, True],
                 rows=[
-                    [*_row_start(s), percent(s.recall), str(s.recall_runs)]
+                    [
+                        *_row_start(s),
+                        percent(s.recall),
+                        str(s.recall_runs),
+                        percent(s.precision),
+                        str(s.precision_runs),
+                    ]
                     for s in report.stage_diagnosis
                 ],
             )
