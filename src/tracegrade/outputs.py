@@ -193,6 +193,14 @@ def check_standard_streams(inputs: Iterable[str]) -> None:
     )
 
 
+def _not_written(path: str, error: OSError) -> OutputError:
+    """A failed write as one line naming the file: a full disk's bare
+    "No space left on device" says neither which file nor what was left."""
+    return OutputError(
+        f"cannot write {path!r} ({error.strerror or error}); nothing was written"
+    )
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -279,27 +287,49 @@ class AtomicFile:
     @classmethod
     def write_text(cls, path: str, text: str, *, replace: bool = False) -> None:
         """Write `text` to `path` whole or not at all."""
-        written = cls(path, replace=replace)
+        try:
+            written = cls(path, replace=replace)
+        except OSError as error:
+            raise _not_written(path, error) from None
         try:
             written.handle.write(text)
             written.commit()
+        except OSError as error:
+            written.discard()
+            raise _not_written(path, error) from None
         except BaseException:
             written.discard()
             raise
 
-    def write_with(self, write: Callable[[str], object]) -> None:
+    def write_with(
+        self,
+        write: Callable[[str], object],
+        before_commit: Callable[[], None] = lambda: None,
+    ) -> None:
         """Fill the file through `write(path)` and commit it.
 
         For a writer that opens the path itself, such as Inspect's
         `write_eval_log`; it is given the temporary name. Not for a stream,
-        which such a writer may need to seek in.
+        which such a writer may need to seek in. `before_commit` runs once
+        the file is written, and may still refuse to publish it by raising.
         """
         if self.temporary is None:
             raise OutputError(f"{self.path!r} is not a regular file; give a file")
         self.handle.close()
-        write(self.temporary)
+        try:
+            write(self.temporary)
+        except OSError as error:
+            raise _not_written(self.path, error) from None
         self.handle = open(self.temporary, "ab")  # noqa: SIM115
-        self.commit()
+        before_commit()
+        try:
+            self.commit()
+        except OSError as error:
+            raise _not_written(self.path, error) from None
+
+    def discard_quietly(self) -> None:
+        """`discard`, for a caller that needs no answer (a signal handler)."""
+        self.discard()
 
     def discard(self) -> str | None:
         """Drop the unfinished file; the path of anything left, else None.

@@ -9,8 +9,9 @@ code. A traceback is left only for a bug in tracegrade itself.
 
 from __future__ import annotations
 
+import os
 import signal
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
@@ -66,6 +67,37 @@ def signals_held() -> Iterator[None]:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _BLOCKED)
+
+
+@contextmanager
+def exit_on_signal(
+    message: Callable[[str], str], cleanup: Callable[[], None] = lambda: None
+) -> Iterator[None]:
+    """End the process at once on SIGINT, SIGTERM or SIGHUP while the block
+    runs: `cleanup`, then `message(signal name)` on stderr, then exit.
+
+    For work inside Inspect's event loop and its worker threads (`score`,
+    `write_eval_log`): an exception raised there may be caught by asyncio,
+    so the work goes on, or leave a worker thread that keeps the process
+    alive. Nothing of the command is published until the block ends, so
+    `cleanup` removing what was begun is all there is to undo.
+    """
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)  # no second one
+        try:
+            cleanup()
+        finally:
+            name = signal.Signals(signum).name
+            os.write(2, (message(name) + "\n").encode("utf-8", "replace"))
+            os._exit(128 + signum)
+
+    previous = {signum: signal.signal(signum, stop) for signum in _BLOCKED}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
 
 
 def fault(error: BaseException) -> tuple[str, int] | None:

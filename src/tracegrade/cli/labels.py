@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Literal
 
 import click
@@ -122,7 +124,8 @@ def export(log: str, out: str | None, force: bool) -> None:
 @click.option(
     "--force",
     is_flag=True,
-    help="Replace an existing --out file.",
+    help="Replace an existing --out file; label a log whose eval has not "
+    "finished (status started), which that eval may overwrite.",
 )
 def apply(
     log: str, labels_file: str, action: ApplyAction, out: str | None, force: bool
@@ -146,27 +149,56 @@ def apply(
     `inspect view`, `tracegrade report` and `inspect score` read. LOG (or
     --out) is replaced whole, in its own format, or not at all.
 
-    Exit codes: 0 success, 1 a label names no run of LOG, or LOG or LABELS
-    cannot be read or used, 2 usage error or a file that cannot be written.
+    Two applies on logs of one directory take turns (a lock on the
+    directory), so neither loses the other's labels. A log another program
+    changes meanwhile is not replaced: the command fails and says so. A
+    log whose eval has not finished (status started) is refused unless
+    --force. Ctrl-C or SIGTERM ends the command at once, LOG unchanged.
+
+    Exit codes: 0 success, 1 a label names no run of LOG, LOG or LABELS
+    cannot be read or used, or LOG's eval has not finished, 2 usage error,
+    a file that cannot be written, or LOG changed while it was labelled.
     """
-    # Imported here so that `tracegrade --help` does not load Inspect.
-    from inspect_ai.log import write_eval_log
+    from ..outputs import OutputError, check_output, check_standard_streams, is_stream
 
-    from ..label_logs import apply_labels, log_runs
-    from ..labels import LabelsError, StaffLabels
-    from ..outputs import AtomicFile, OutputError, check_output, is_stream
-
+    check_standard_streams([log, labels_file])
     target = log if out is None else out
     if out is not None:
         check_output(out, inputs=[log, labels_file], option="--out", force=force)
         if is_stream(out):
             raise OutputError(f"--out {out!r} is not a regular file; give a file")
-    eval_log = _read_log(log)
-    try:
-        labelled = apply_labels(eval_log, labels_file, action=action)
-        staff = StaffLabels.read(labels_file)
-    except LabelsError as error:
-        raise click.ClickException(str(error)) from error
+    with _directory_locked(log):
+        _apply(log, labels_file, action, target, force)
+
+
+def _apply(
+    log: str, labels_file: str, action: ApplyAction, target: str, force: bool
+) -> None:
+    # Imported here so that `tracegrade --help` does not load Inspect.
+    from inspect_ai.log import write_eval_log
+
+    from ..label_logs import apply_labels, log_runs
+    from ..labels import LabelsError, StaffLabels
+    from ..outputs import AtomicFile, OutputError
+    from ._failures import exit_on_signal
+
+    read = _file_state(log)
+    unchanged = f"{log} was not changed"
+    with exit_on_signal(
+        lambda name: f"tracegrade labels apply: stopped by {name}; {unchanged}"
+    ):
+        eval_log = _read_log(log)
+        if eval_log.status == "started" and not force:
+            raise click.ClickException(
+                f"{log!r} has status 'started': its eval has not finished, and "
+                "would write over the labels when it does; wait until it ends, "
+                "or pass --force"
+            )
+        try:
+            labelled = apply_labels(eval_log, labels_file, action=action)
+            staff = StaffLabels.read(labels_file)
+        except LabelsError as error:
+            raise click.ClickException(str(error)) from error
 
     if labelled.status != "success":
         click.echo(
@@ -185,11 +217,26 @@ def apply(
             err=True,
         )
 
+    def unchanged_since_read() -> None:
+        if _file_state(log) != read:
+            raise OutputError(
+                f"{log!r} changed while its labels were applied (an eval or "
+                "another program wrote it); nothing was written: run the "
+                "command again"
+            )
+
     fmt = _log_format(target, fallback=_log_format(log, fallback="eval"))
     # The log itself is rewritten on purpose; another --out only with --force.
     written = AtomicFile(target, binary=True, replace=force or target == log)
     try:
-        written.write_with(lambda path: write_eval_log(labelled, path, format=fmt))
+        with exit_on_signal(
+            lambda name: f"tracegrade labels apply: stopped by {name}; {unchanged}",
+            cleanup=written.discard_quietly,
+        ):
+            written.write_with(
+                lambda path: write_eval_log(labelled, path, format=fmt),
+                before_commit=unchanged_since_read,
+            )
     except BaseException:
         written.discard()
         _finalise_quietly()
@@ -277,6 +324,37 @@ def _finalise_quietly() -> None:
             shown(unraisable)
 
     sys.unraisablehook = drop_zip_finaliser
+
+
+@contextmanager
+def _directory_locked(log: str) -> Iterator[None]:
+    """Hold the lock of LOG's directory: two applies there take turns, so
+    each reads the log the other wrote and no labels are lost. Advisory:
+    only tracegrade takes it."""
+    import fcntl
+    import os
+
+    directory = os.open(os.path.dirname(os.path.abspath(log)), os.O_RDONLY)
+    try:
+        try:
+            fcntl.flock(directory, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            click.echo(
+                f"waiting for another tracegrade labels apply in {log}'s directory",
+                err=True,
+            )
+            fcntl.flock(directory, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(directory)  # which releases the lock
+
+
+def _file_state(path: str) -> tuple[int, int, int, int]:
+    """What changes when anything writes or replaces the file."""
+    import os
+
+    status = os.stat(path)
+    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
 
 
 def _read_log(log: str) -> EvalLog:
