@@ -24,6 +24,7 @@ from inspect_ai.solver import generate
 from ..core import canonical_json
 from ..datasets import SourceDocument, packaged_fixture, read_source_documents
 from ..scorers import ordered_extraction_scorer
+from .building import said_in_any_display
 
 DEFAULT_PROMPT = """\
 List the {target} in the document below.
@@ -165,12 +166,13 @@ def ordered_extraction(dataset: str | None = None, prompt: str | None = None) ->
             must contain `{document}` and may contain `{target}`; by
             default `DEFAULT_PROMPT`.
     """
-    return Task(
-        dataset=extraction_documents_dataset(dataset, prompt),
-        solver=generate(),
-        scorer=ordered_extraction_scorer(),
-        epochs=Epochs(1, "mean"),
-    )
+    with said_in_any_display():
+        return Task(
+            dataset=extraction_documents_dataset(dataset, prompt),
+            solver=generate(),
+            scorer=ordered_extraction_scorer(),
+            epochs=Epochs(1, "mean"),
+        )
 
 
 __all__ = [

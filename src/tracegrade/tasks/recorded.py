@@ -11,6 +11,7 @@ from inspect_ai import Task, task
 
 from ..datasets import ordered_extraction_dataset, stage_diagnosis_dataset
 from ..scorers import ordered_extraction_scorer, stage_diagnosis_scorer
+from .building import said_in_any_display
 from .replay import replay
 
 
@@ -26,11 +27,12 @@ def stage_diagnosis(dataset: str | None = None) -> Task:
             `{"id", "input": {"required", "context", "correct"}}`; by
             default the packaged cases.
     """
-    return Task(
-        dataset=stage_diagnosis_dataset(dataset),
-        solver=replay(),
-        scorer=stage_diagnosis_scorer(),
-    )
+    with said_in_any_display():
+        return Task(
+            dataset=stage_diagnosis_dataset(dataset),
+            solver=replay(),
+            scorer=stage_diagnosis_scorer(),
+        )
 
 
 @task
@@ -45,8 +47,9 @@ def ordered_extraction_recorded(dataset: str | None = None) -> Task:
             answers, each `{"id", "input": {"source", "answer"}}`; by
             default the packaged cases.
     """
-    return Task(
-        dataset=ordered_extraction_dataset(dataset),
-        solver=replay(),
-        scorer=ordered_extraction_scorer(answer_key="answer"),
-    )
+    with said_in_any_display():
+        return Task(
+            dataset=ordered_extraction_dataset(dataset),
+            solver=replay(),
+            scorer=ordered_extraction_scorer(answer_key="answer"),
+        )
