@@ -21,13 +21,37 @@ from ..outputs import OutputError, describe_os_error
 SIGINT_EXIT = 128 + signal.SIGINT
 FILE_SYSTEM_EXIT = 2
 
-_HANDLED = (signal.SIGTERM, signal.SIGHUP)
-_BLOCKED = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+TERMINATING: tuple[signal.Signals, ...] = tuple(
+    getattr(signal, name)
+    for name in (
+        "SIGTERM",
+        "SIGHUP",
+        "SIGQUIT",
+        "SIGUSR1",
+        "SIGUSR2",
+        "SIGALRM",
+        "SIGVTALRM",
+        "SIGPROF",
+        "SIGXCPU",
+        "SIGIO",
+        "SIGPWR",
+    )
+    if hasattr(signal, name)
+)
+"""Every signal whose default action ends the process and that can be
+caught, but SIGINT (Python's KeyboardInterrupt). Not among them: SIGKILL
+(it cannot be caught: what it leaves is under `.partial` names), SIGSTOP
+and SIGTSTP (they pause), the faults of the process itself (SIGSEGV,
+SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGSYS, SIGTRAP: a crash of the
+interpreter), SIGPIPE (Python ignores it: a closed pipe is an `OSError`)
+and SIGXFSZ (Python ignores it: a file too large is an `OSError`)."""
+_BLOCKED = {signal.SIGINT, *TERMINATING}
 
 
 class Terminated(BaseException):
-    """SIGTERM or SIGHUP, raised where the process is, like KeyboardInterrupt,
-    so that cleanup runs; Python's default would exit on the spot."""
+    """A terminating signal, raised where the process is, like
+    KeyboardInterrupt, so that cleanup runs; Python's default would exit on
+    the spot, leaving what was begun."""
 
     def __init__(self, signum: int) -> None:
         self.signum = signum
@@ -49,8 +73,10 @@ def _raise_terminated(signum: int, _frame: FrameType | None) -> None:
 
 @contextmanager
 def signals_as_exceptions() -> Iterator[None]:
-    """Turn SIGTERM and SIGHUP into `Terminated` while the block runs."""
-    previous = {signum: signal.signal(signum, _raise_terminated) for signum in _HANDLED}
+    """Turn the `TERMINATING` signals into `Terminated` while the block runs."""
+    previous = {
+        signum: signal.signal(signum, _raise_terminated) for signum in TERMINATING
+    }
     try:
         yield
     finally:
@@ -60,8 +86,9 @@ def signals_as_exceptions() -> Iterator[None]:
 
 @contextmanager
 def signals_held() -> Iterator[None]:
-    """Hold SIGINT, SIGTERM and SIGHUP until cleanup is done, so a second
-    signal cannot cut it short; they are delivered when the block ends."""
+    """Hold SIGINT and the `TERMINATING` signals until cleanup is done, so
+    a second signal cannot cut it short; they are delivered when the block
+    ends."""
     signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)
     try:
         yield
@@ -73,8 +100,8 @@ def signals_held() -> Iterator[None]:
 def exit_on_signal(
     message: Callable[[str], str], cleanup: Callable[[], None] = lambda: None
 ) -> Iterator[None]:
-    """End the process at once on SIGINT, SIGTERM or SIGHUP while the block
-    runs: `cleanup`, then `message(signal name)` on stderr, then exit.
+    """End the process at once on SIGINT or a `TERMINATING` signal while the
+    block runs: `cleanup`, then `message(signal name)` on stderr, then exit.
 
     For work inside Inspect's event loop and its worker threads (`score`,
     `write_eval_log`): an exception raised there may be caught by asyncio,
