@@ -11,6 +11,7 @@ import click
 
 from ..bulk.presence import READ_FIELDS, FieldPresence
 from ._failures import CommandStopped, fault
+from ._paths import InputPath
 from ._stream import TASK_ARGUMENT, byte_progress, progress_enabled, progress_option
 
 
@@ -48,7 +49,7 @@ class CheckSummary:
 
 @click.command()
 @click.argument("task", type=TASK_ARGUMENT)
-@click.argument("path", type=click.Path(exists=True, dir_okay=False, readable=True))
+@click.argument("path", type=InputPath(dir_okay=False, readable=True))
 @click.option(
     "--max-listed",
     type=click.IntRange(min=0),

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._paths import InputPath
+
 if TYPE_CHECKING:
     from collections.abc import Callable
 
@@ -21,8 +23,8 @@ taken by logs that cannot be compared and by usage errors."""
 
 
 @click.command("compare")
-@click.argument("base", metavar="BASE", type=click.Path(exists=True, path_type=str))
-@click.argument("new", metavar="NEW", type=click.Path(exists=True, path_type=str))
+@click.argument("base", metavar="BASE", type=InputPath(path_type=str))
+@click.argument("new", metavar="NEW", type=InputPath(path_type=str))
 @click.option(
     "--alpha",
     default=0.05,

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Literal
 
 import click
 
+from ._paths import InputPath
+
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
 
@@ -29,7 +31,7 @@ def labels() -> None:
 
 
 @labels.command("export")
-@click.argument("log", type=click.Path(exists=True, dir_okay=False, path_type=str))
+@click.argument("log", type=InputPath(dir_okay=False, path_type=str))
 @click.option(
     "--out",
     type=click.Path(),
@@ -102,11 +104,11 @@ def export(log: str, out: str | None, force: bool) -> None:
 
 
 @labels.command("apply")
-@click.argument("log", type=click.Path(exists=True, dir_okay=False, path_type=str))
+@click.argument("log", type=InputPath(dir_okay=False, path_type=str))
 @click.argument(
     "labels_file",
     metavar="LABELS",
-    type=click.Path(exists=True, dir_okay=False, path_type=str),
+    type=InputPath(dir_okay=False, path_type=str),
 )
 @click.option(
     "--action",

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._paths import InputPath
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     metavar="LOG_OR_DIR...",
     nargs=-1,
     required=True,
-    type=click.Path(exists=True, path_type=str),
+    type=InputPath(path_type=str),
 )
 @click.option(
     "--top",

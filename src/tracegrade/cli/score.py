@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ._paths import InputPath
+
 if TYPE_CHECKING:
     from ..bulk.run import ScoreRun, ScoreSummary
 
@@ -51,7 +53,7 @@ def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
 
 @click.command()
 @click.argument("task", type=TASK_ARGUMENT)
-@click.argument("path", type=click.Path(exists=True, dir_okay=False, readable=True))
+@click.argument("path", type=InputPath(dir_okay=False, readable=True))
 @click.option(
     "--log-dir",
     type=click.Path(file_okay=False),
