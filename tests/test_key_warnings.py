@@ -7,6 +7,10 @@ scored before it had one; Inspect prints the warning and records it in
 that sample's transcript. These tests run the real `inspect eval` and
 read the warning from its output and from the log, and `tracegrade check`
 on a file whose records all lack a field.
+
+A key that is no key at all (a list, a number) or an argument the scorer
+does not take is refused when the scorer is built; `inspect score -S`
+shows that refusal as one line, with no traceback.
 """
 
 from __future__ import annotations
@@ -187,6 +191,62 @@ def test_keys_every_sample_has_are_not_warned_of(work: Path) -> None:
     assert values(log) == {"q1": "pass", "q2": "retrieval"}
     assert logged_warnings(log) == []
     assert "stage_diagnosis:" not in output
+
+
+# --- refused when the scorer is built ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def stage_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    work = tmp_path_factory.mktemp("score")
+    (work / "gold.py").write_text(TASK_FILE)
+    inspect_eval(work)
+    (path,) = (work / "logs").glob("*.eval")
+    return path
+
+
+@pytest.mark.parametrize(
+    ("scorer", "argument", "said"),
+    [
+        (
+            "stage_diagnosis",
+            "required_key=[gold_docs]",
+            "required_key must be one sample metadata key, a non-empty string, "
+            'got ["gold_docs"]',
+        ),
+        (
+            "stage_diagnosis",
+            "required_key=7",
+            "required_key must be one sample metadata key, a non-empty string, got 7",
+        ),
+        (
+            "stage_diagnosis",
+            "requried_key=gold_docs",
+            'stage_diagnosis takes no argument requried_key="gold_docs"; it takes '
+            "required_key, correct_key, context_key, labels, label_scorer and "
+            "label_from",
+        ),
+        (
+            "ordered_extraction",
+            "sorce_key=ids",
+            'ordered_extraction takes no argument sorce_key="ids"; it takes '
+            "source_key and answer_key",
+        ),
+    ],
+)
+def test_inspect_score_refuses_a_bad_argument_in_one_line(
+    stage_log: Path, scorer: str, argument: str, said: str
+) -> None:
+    before = stage_log.read_bytes()
+    done = run_inspect(
+        *("score", str(stage_log), "--scorer", f"tracegrade/{scorer}"),
+        *("-S", argument, "--action", "append", "--overwrite"),
+        cwd=stage_log.parent,
+    )
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    assert said in " ".join((done.stdout + done.stderr).split())
+    assert stage_log.read_bytes() == before
 
 
 # --- the rule, one run at a time ---------------------------------------------------

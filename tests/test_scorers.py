@@ -20,6 +20,7 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import registry_info
 
 import tracegrade
+from tracegrade._inspect_internals import PrerequisiteError
 from tracegrade.core import canonical_json, itemise
 from tracegrade.datasets import FixtureCase, packaged_fixture, read_fixture_cases
 from tracegrade.scorers import (
@@ -33,6 +34,7 @@ from tracegrade.scorers import (
     parse_answer_ids,
     stage_diagnosis_scorer,
 )
+from tracegrade.scorers.arguments import ScorerArgumentError
 from tracegrade.scorers.explain import (
     explain_extraction,
     explain_stage,
@@ -661,6 +663,88 @@ def test_the_extraction_scorer_reads_recorded_answers_from_metadata() -> None:
         ordered_extraction_scorer(source_key="ids", answer_key="recorded"), state
     )
     assert score.value == {"membership": True, "order": False}
+
+
+# --- arguments, checked when the scorer is built ------------------------------
+
+STAGE_ARGUMENTS = (
+    "required_key, correct_key, context_key, labels, label_scorer and label_from"
+)
+
+
+@pytest.mark.parametrize(
+    ("factory", "arguments", "said"),
+    [
+        (
+            stage_diagnosis_scorer,
+            {"required_key": ["gold_docs"]},
+            "required_key must be one sample metadata key, a non-empty string, "
+            'got ["gold_docs"]',
+        ),
+        (
+            stage_diagnosis_scorer,
+            {"required_key": 7},
+            "required_key must be one sample metadata key, a non-empty string, got 7",
+        ),
+        (
+            stage_diagnosis_scorer,
+            {"required_key": None},
+            "required_key must be one sample metadata key, a non-empty string, "
+            "got null",
+        ),
+        (
+            stage_diagnosis_scorer,
+            {"correct_key": " "},
+            'correct_key must be one sample metadata key, a non-empty string, got " "',
+        ),
+        (
+            stage_diagnosis_scorer,
+            {"context_key": {"retrieved": 1}},
+            "context_key must be one sample metadata key, a non-empty string, or "
+            'None, got {"retrieved": 1}',
+        ),
+        (
+            ordered_extraction_scorer,
+            {"source_key": ["ids"]},
+            "source_key must be one sample metadata key, a non-empty string, or "
+            'None, got ["ids"]',
+        ),
+        (
+            ordered_extraction_scorer,
+            {"answer_key": True},
+            "answer_key must be one sample metadata key, a non-empty string, or "
+            "None, got true",
+        ),
+        (
+            stage_diagnosis_scorer,
+            {"requried_key": "gold"},
+            f'stage_diagnosis takes no argument requried_key="gold"; it takes '
+            f"{STAGE_ARGUMENTS}",
+        ),
+        (
+            stage_diagnosis_scorer,
+            {"requried_key": "gold", "context": ["D1"]},
+            f'stage_diagnosis takes no arguments requried_key="gold", '
+            f'context=["D1"]; it takes {STAGE_ARGUMENTS}',
+        ),
+        (
+            ordered_extraction_scorer,
+            {"sorce_key": "ids"},
+            'ordered_extraction takes no argument sorce_key="ids"; it takes '
+            "source_key and answer_key",
+        ),
+    ],
+)
+def test_a_bad_argument_is_refused_when_the_scorer_is_built(
+    factory: Any, arguments: dict[str, Any], said: str
+) -> None:
+    with pytest.raises(ScorerArgumentError) as raised:
+        factory(**arguments)
+    assert str(raised.value) == said
+    # Inspect's CLI prints a PrerequisiteError's message alone; its scorer
+    # loader would hide a ValueError's behind "couldn't be loaded".
+    assert isinstance(raised.value, PrerequisiteError)
+    assert not isinstance(raised.value, ValueError)
 
 
 # --- the store model and the registry -----------------------------------------

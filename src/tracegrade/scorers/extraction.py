@@ -8,7 +8,7 @@ the state.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
@@ -16,6 +16,7 @@ from inspect_ai.solver import TaskState
 from ..core import InvalidRecord, grade_extraction, has_duplicates, itemise
 from ..lines import strict_json_loads
 from .answer_parsing import ReadAs, UnreadableAnswer, read_answer_ids
+from .arguments import check_key, refuse_unknown_arguments
 from .explain import explain_extraction, explain_invalid, explain_unreadable
 from .metrics import answer_failures, criteria_shares, scored_runs
 from .outcome import (
@@ -235,6 +236,7 @@ def source_from_target(target: Target) -> Any:
 def ordered_extraction_scorer(
     source_key: str | None = "source",
     answer_key: str | None = None,
+    **unknown: NoReturn,
 ) -> Scorer:
     """Grade membership and order of an extracted ID list separately.
 
@@ -272,7 +274,15 @@ def ordered_extraction_scorer(
         ```
 
         Recorded answers: `ordered_extraction_scorer(answer_key="answer")`.
+
+    Raises:
+        ScorerArgumentError: A key argument is neither None nor a
+            non-empty string, or an argument this scorer does not take is
+            given (`-S sorce_key=...`).
     """
+    refuse_unknown_arguments("ordered_extraction", ordered_extraction_scorer, unknown)
+    check_key("source_key", source_key, optional=True)
+    check_key("answer_key", answer_key, optional=True)
     read_from = {
         "source": metadata_source(source_key) if source_key is not None else "target",
         "answer": metadata_source(answer_key) if answer_key is not None else "output",

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
@@ -24,6 +24,7 @@ from ..core import InvalidRecord, diagnose_stage
 from ..core.errors import quote
 from ..core.recall import stage_precision, stage_recall
 from ..labels import StaffLabels
+from .arguments import check_key, refuse_unknown_arguments
 from .explain import explain_invalid, explain_stage, explain_unrecorded_context
 from .grader import (
     GIVEN_SOURCE,
@@ -168,6 +169,7 @@ def stage_diagnosis_scorer(
     labels: str | None = None,
     label_scorer: Scorer | str | None = None,
     label_from: str | None = None,
+    **unknown: NoReturn,
 ) -> Scorer:
     """Diagnose each run's failing stage: retrieval, generation, pass or unresolved.
 
@@ -232,6 +234,9 @@ def stage_diagnosis_scorer(
             when no run scored before it had one.
 
     Raises:
+        ScorerArgumentError: A key argument is no non-empty string (None
+            too, but for `context_key`), or an argument this scorer does
+            not take is given (`-S requried_key=...`).
         LabelsError: The labels file cannot be read or has a bad line.
         LabelScorerError: `label_scorer` is no scorer (an uncalled
             `@scorer` function, a name no scorer is registered under),
@@ -255,6 +260,10 @@ def stage_diagnosis_scorer(
         tracegrade labels apply LOG labels.jsonl
         ```
     """
+    refuse_unknown_arguments("stage_diagnosis", stage_diagnosis_scorer, unknown)
+    check_key("required_key", required_key)
+    check_key("correct_key", correct_key)
+    check_key("context_key", context_key, optional=True)
     _one_label_source(labels=labels, label_scorer=label_scorer, label_from=label_from)
     staff_labels = StaffLabels.read(labels) if labels is not None else None
     grader = resolve_label_scorer(label_scorer) if label_scorer is not None else None

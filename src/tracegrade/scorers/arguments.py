@@ -1,0 +1,68 @@
+"""The scorers' arguments, checked when a scorer is built.
+
+A key of the wrong type (`required_key=["gold_docs"]`, which is what
+`-S 'required_key=[gold_docs]'` gives) was accepted, and then every sample
+failed with a raw `TypeError: unhashable type: 'list'`; an argument the
+scorer does not take (`-S requried_key=gold`) failed in Inspect's loader
+with a traceback. Both are refused here instead, before any sample runs,
+in one line that names the argument and the value.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .._inspect_internals import PrerequisiteError
+from ..core.errors import quote
+
+
+class ScorerArgumentError(PrerequisiteError):
+    """A scorer argument that no scorer can be built with.
+
+    Not a `ValueError`, like `LabelScorerError` and for the same reason:
+    Inspect's scorer loader (`inspect score --scorer ... -S key=value`)
+    replaces a `ValueError` raised while building a scorer with "couldn't
+    be loaded", hiding the value to fix. A `PrerequisiteError`, so
+    Inspect's CLI prints the message alone, with no traceback.
+    """
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        Exception.__init__(self, message)
+
+
+def check_key(argument: str, value: object, *, optional: bool = False) -> None:
+    """Refuse a metadata key argument that is no non-empty string (or None,
+    where None means the value is read elsewhere)."""
+    if optional and value is None:
+        return
+    if isinstance(value, str) and value.strip():
+        return
+    expected = "one sample metadata key, a non-empty string"
+    if optional:
+        expected += ", or None"
+    raise ScorerArgumentError(f"{argument} must be {expected}, got {quote(value)}")
+
+
+def refuse_unknown_arguments(
+    scorer: str, factory: Callable[..., Any], unknown: Mapping[str, object]
+) -> None:
+    """Refuse arguments `factory` does not take, naming those it does."""
+    if not unknown:
+        return
+    given = ", ".join(f"{name}={quote(value)}" for name, value in unknown.items())
+    taken = [
+        name
+        for name, parameter in inspect.signature(factory).parameters.items()
+        if parameter.kind is not inspect.Parameter.VAR_KEYWORD
+    ]
+    plural = "s" if len(unknown) > 1 else ""
+    raise ScorerArgumentError(
+        f"{scorer} takes no argument{plural} {given}; it takes "
+        f"{', '.join(taken[:-1])} and {taken[-1]}"
+    )
+
+
+__all__ = ["ScorerArgumentError", "check_key", "refuse_unknown_arguments"]
