@@ -1,9 +1,10 @@
 """No silent key typos: a key that no run has is warned of, once.
 
 A misspelled `required_key` gives a run that is all `unresolved`, a
-misspelled `correct_key` one that is all `answer-label`, each score right
-for its own sample. The scorer warns when a run lacks a key while no run
-scored before it had one; Inspect prints the warning and records it in
+misspelled `correct_key` one that is all `answer-label`, a misspelled
+`source_key` or `answer_key` one that is all `invalid-input`, each score
+right for its own sample. The scorers warn when a run lacks a key while no
+run scored before it had one; Inspect prints the warning and records it in
 that sample's transcript. These tests run the real `inspect eval` and
 read the warning from its output and from the log, and `tracegrade check`
 on a file whose records all lack a field.
@@ -31,7 +32,7 @@ from inspect_ai.solver import TaskState
 
 from tests.commands import run_inspect
 from tests.support import write_lines
-from tracegrade import stage_diagnosis_scorer
+from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
 from tracegrade.cli import main
 from tracegrade.datasets import packaged_fixture
 
@@ -78,18 +79,41 @@ def gold(
 
 METADATA_KEYS = '"context", "gold_docs", "judged", "retrieved"'
 
+EXTRACTION_TASK_FILE = """\
+from inspect_ai import Task, task
+from inspect_ai.dataset import Sample
+
+from tracegrade import ordered_extraction_scorer
+from tracegrade.tasks import replay
+
+
+@task
+def ids(source_key: str = "ids", answer_key: str = "recorded") -> Task:
+    return Task(
+        dataset=[
+            Sample(id=n, input="?", metadata={"ids": ["A", "B"], "recorded": answer})
+            for n, answer in enumerate([["A", "B"], ["B", "A"]], 1)
+        ],
+        solver=replay(),
+        scorer=ordered_extraction_scorer(source_key=source_key, answer_key=answer_key),
+    )
+"""
+
 
 @pytest.fixture
 def work(tmp_path: Path) -> Path:
     (tmp_path / "gold.py").write_text(TASK_FILE)
+    (tmp_path / "ids.py").write_text(EXTRACTION_TASK_FILE)
     return tmp_path
 
 
-def inspect_eval(work: Path, *task_args: str) -> tuple[str, EvalLog]:
+def inspect_eval(
+    work: Path, *task_args: str, task_file: str = "gold.py"
+) -> tuple[str, EvalLog]:
     """Run the task file; the output (stdout and stderr) and the log."""
     args = [arg for task_arg in task_args for arg in ("-T", task_arg)]
     done = run_inspect(
-        "eval", "gold.py", *args, cwd=work, env={"INSPECT_LOG_DIR": str(work / "logs")}
+        "eval", task_file, *args, cwd=work, env={"INSPECT_LOG_DIR": str(work / "logs")}
     )
     assert done.returncode == 0, done.stderr
     (info,) = list_eval_logs(str(work / "logs"))
@@ -191,6 +215,23 @@ def test_keys_every_sample_has_are_not_warned_of(work: Path) -> None:
     assert values(log) == {"q1": "pass", "q2": "retrieval"}
     assert logged_warnings(log) == []
     assert "stage_diagnosis:" not in output
+
+
+def test_a_misspelled_extraction_key_is_warned_of_too(work: Path) -> None:
+    output, log = inspect_eval(work, "source_key=idz", task_file="ids.py")
+    assert log.samples is not None
+    assert {s.scores["ordered_extraction"].reason for s in log.samples if s.scores} == {
+        "invalid-input"
+    }
+    (logged,) = logged_warnings(log)
+    sample_id, message = logged
+    assert (
+        f'ordered_extraction: sample {sample_id} has no metadata key "idz" '
+        '(source_key="idz"), and no run scored before it had one. Its metadata '
+        'keys: "ids", "recorded". A run without it is not graded: invalid-input. '
+        "If no sample has the key, check source_key."
+    ) in message
+    assert output.count('has no metadata key "idz"') == 1
 
 
 # --- refused when the scorer is built ------------------------------------------------
@@ -299,6 +340,46 @@ def test_a_key_the_first_runs_lack_is_warned_of_once(
         '(correct_key="correct"), and no run scored before it had one.'
     )
     assert 'Its metadata keys: "context", "required".' in warning
+
+
+def extraction_state(metadata: dict[str, Any], number: int) -> TaskState:
+    return TaskState(
+        model=ModelName("none/none"),
+        sample_id=f"r{number}",
+        epoch=1,
+        input="",
+        messages=[],
+        metadata=metadata,
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "warned"),
+    [
+        ({"source_key": "sources", "answer_key": "answer"}, ["sources"]),
+        ({"source_key": "source", "answer_key": "answers"}, ["answers"]),
+        ({"source_key": "sources", "answer_key": "answers"}, ["sources", "answers"]),
+        # Keys every run has, and the target and the output, are never warned of.
+        ({"source_key": "source", "answer_key": "answer"}, []),
+        ({"source_key": None}, []),
+    ],
+)
+def test_the_extraction_scorer_warns_once_of_each_key_no_run_has(
+    caplog: pytest.LogCaptureFixture, arguments: dict[str, Any], warned: list[str]
+) -> None:
+    scorer = ordered_extraction_scorer(**arguments)
+    run = {"source": ["A"], "answer": ["A"]}
+    with caplog.at_level(logging.WARNING, logger="tracegrade"):
+        for number in range(3):
+            asyncio.run(scorer(extraction_state(run, number), Target('["A"]')))
+    found = warnings_of(caplog)
+    # Each at the first run, none again.
+    assert len(found) == len(warned)
+    for message, key in zip(found, warned, strict=True):
+        assert message.startswith(
+            f'ordered_extraction: sample "r0" has no metadata key "{key}"'
+        )
+        assert 'Its metadata keys: "answer", "source".' in message
 
 
 # --- tracegrade check ----------------------------------------------------------------

@@ -14,10 +14,12 @@ from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 
 from ..core import InvalidRecord, grade_extraction, has_duplicates, itemise
+from ..core.errors import quote
 from ..lines import strict_json_loads
 from .answer_parsing import ReadAs, UnreadableAnswer, read_answer_ids
 from .arguments import check_key, refuse_unknown_arguments
 from .explain import explain_extraction, explain_invalid, explain_unreadable
+from .key_warnings import KeyWatch, absent_metadata_key
 from .metrics import answer_failures, criteria_shares, scored_runs
 from .outcome import (
     ErrorInfo,
@@ -252,6 +254,11 @@ def ordered_extraction_scorer(
     one. See `tracegrade.scorers.outcome` for the metadata every score
     carries.
 
+    A run that lacks a metadata key the scorer reads, when no run scored
+    before it had the key, is warned of once, in the terminal and in the
+    log (see `tracegrade.scorers.key_warnings`): a typo in `source_key` or
+    `answer_key` would otherwise give a run that is all `invalid-input`.
+
     Args:
         source_key: Sample metadata key of the source IDs, in source order.
             None reads them from the target instead, written as a JSON
@@ -283,6 +290,7 @@ def ordered_extraction_scorer(
     refuse_unknown_arguments("ordered_extraction", ordered_extraction_scorer, unknown)
     check_key("source_key", source_key, optional=True)
     check_key("answer_key", answer_key, optional=True)
+    watch = KeyWatch()
     read_from = {
         "source": metadata_source(source_key) if source_key is not None else "target",
         "answer": metadata_source(answer_key) if answer_key is not None else "output",
@@ -310,17 +318,36 @@ def ordered_extraction_scorer(
                 return _with_itemisation(
                     _invalid(invalid, state.output.completion, record, read_from)
                 )
-        elif source_key in metadata:
-            record["source"] = metadata[source_key]
+        else:
+            _note_key(watch, state, "source", source_key)
+            if source_key in metadata:
+                record["source"] = metadata[source_key]
         if answer_key is None:
             return extraction_score(
                 record, read_from, answer_text=state.output.completion
             )
+        _note_key(watch, state, "answer", answer_key)
         if answer_key in metadata:
             record["answer"] = metadata[answer_key]
         return extraction_score(record, read_from)
 
     return score
+
+
+def _note_key(watch: KeyWatch, state: TaskState, field: str, key: str) -> None:
+    """Note whether this run has the metadata key `field` is read from."""
+    watch.note(
+        field,
+        key in state.metadata,
+        lambda: absent_metadata_key(
+            "ordered_extraction",
+            quote(state.sample_id),
+            key=key,
+            argument=f"{field}_key",
+            keys=state.metadata,
+            consequence="A run without it is not graded: invalid-input.",
+        ),
+    )
 
 
 __all__ = ["extraction_score", "ordered_extraction_scorer", "source_from_target"]

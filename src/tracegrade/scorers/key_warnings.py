@@ -1,11 +1,13 @@
 """A warning when a key the scorer reads seems to be in no sample at all.
 
-A typo in `required_key` gives a run that is 100% `unresolved`, and one
-in `correct_key` a run that is 100% `answer-label`, with nothing said:
-each score is right for its own sample. So the scorer watches each source
-it reads (a metadata key, the recorded context, a labels file). The first
-time a run lacks one while no run scored before it had it, it logs one
-warning, naming the key, the sample and the keys that sample does have.
+A typo in `required_key` gives a run that is 100% `unresolved`, one in
+`correct_key` a run that is 100% `answer-label`, and one in the extraction
+scorer's `source_key` or `answer_key` a run that is 100% `invalid-input`,
+with nothing said: each score is right for its own sample. So both scorers
+watch each source they read (a metadata key, the recorded context, a
+labels file). The first time a run lacks one while no run scored before
+it had it, the scorer logs one warning, naming the key, the sample and the
+keys that sample does have.
 
 The warning is logged while the sample is scored, as Inspect's own
 `target_perplexity` warns of a missing metadata key: Inspect prints it in
