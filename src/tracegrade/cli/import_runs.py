@@ -98,6 +98,7 @@ def import_group() -> None:
 
     \b
       trec           TREC qrels and a run, one record per query
+      ragas          a Ragas evaluation dataset, one record per sample
     """
 
 
@@ -217,3 +218,73 @@ def trec(
 
     inputs = [qrels, run_file, *([labels] if labels is not None else [])]
     _run_import(inputs, output, force, build, "query", labels, notes)
+
+
+@import_group.command("ragas")
+@click.argument("dataset", type=_INPUT)
+@click.option(
+    "--format",
+    "file_format",
+    type=click.Choice(["jsonl", "csv"]),
+    help="How DATASET is written; by default CSV for a .csv name, else JSONL.",
+)
+@_output_options
+def ragas(
+    dataset: str,
+    file_format: str | None,
+    labels: str | None,
+    output: str | None,
+    force: bool,
+) -> None:
+    """One stage-diagnosis record per sample of a Ragas evaluation dataset.
+
+    \b
+      tracegrade import ragas dataset.jsonl --labels labels.jsonl > runs.jsonl
+      inspect eval tracegrade/stage_diagnosis -T dataset=runs.jsonl
+
+    DATASET is JSON Lines or CSV as Ragas's EvaluationDataset.to_jsonl and
+    to_csv write it, single-turn samples with user_input,
+    retrieved_context_ids, reference_context_ids, response and reference.
+    Each line written is {"id": INDEX, "input": {"required": [...],
+    "context": [...], "correct": ..., "question": ..., "answer": ...,
+    "reference": ...}}, samples in dataset order:
+
+    \b
+    - id: the sample's index in the dataset, from "0", as Ragas numbers
+      it (dataset[i], the rows of the result's to_pandas()).
+    - required: reference_context_ids; context: retrieved_context_ids,
+      in the order given. An integer ID becomes its decimal text, as
+      IDBasedContextRecall compares str(id); each record's recall is
+      then Ragas's ID-based context recall.
+    - correct: the sample's label from --labels (the `tracegrade labels`
+      format, keyed by id), else absent, which scores answer-label. The
+      response is never compared with the reference: labels are never
+      guessed.
+    - question, answer, reference: user_input, response and reference,
+      when present, for whoever labels the answers.
+
+    In CSV, a list is the text to_csv writes for it (['D1', 'D2'];
+    ["D1", "D2"] reads too), and an empty cell is absent.
+
+    Refused, with file, line and field, and nothing written: a line or
+    row that is not JSON or CSV, or not UTF-8; a sample without
+    reference_context_ids or retrieved_context_ids; an ID that is neither
+    text nor an integer; a multi-turn sample; an empty file; a label
+    naming no sample.
+
+    Records are written only once every sample is read and checked;
+    --output appears complete or not at all, never replaces an input, and
+    replaces an existing file only with --force.
+
+    \b
+    Exit codes: 0 success, 1 the dataset or labels are malformed,
+    2 usage error, or a file that cannot be read or written.
+    """
+    from ..importers.ragas import import_ragas
+
+    def build() -> list[dict[str, Any]]:
+        chosen: Any = file_format
+        return import_ragas(dataset, labels_path=labels, file_format=chosen)
+
+    inputs = [dataset, *([labels] if labels is not None else [])]
+    _run_import(inputs, output, force, build, "sample", labels)

@@ -1,0 +1,318 @@
+"""Ragas evaluation datasets as stage-diagnosis records.
+
+A Ragas `EvaluationDataset` of single-turn samples already holds what stage
+diagnosis needs when it carries context IDs: `reference_context_ids` are
+the documents an answer needs (`required`), `retrieved_context_ids` what
+the retriever returned (`context`). This module reads the dataset as
+`EvaluationDataset.to_jsonl` and `to_csv` write it, and makes one
+fixture-format record per sample:
+
+    {"id": "0", "input": {"required": [...], "context": [...],
+     "correct"?: true|false, "question"?: ..., "answer"?: ..., "reference"?: ...}}
+
+- `id` is the sample's index in the dataset, from 0, as Ragas numbers it
+  (`dataset[i]`, the rows of `evaluate(...).to_pandas()`), as text.
+- IDs are kept as written; an integer ID becomes its decimal text, as
+  `IDBasedContextRecall` compares `str(id)`. A record's recall is then
+  Ragas's ID-based context recall: both count each ID once.
+- `question`, `answer` and `reference` carry `user_input`, `response` and
+  `reference` when present, for whoever labels the answers (`answer` is
+  replayed as the run's output); no rule reads them.
+- `correct` comes only from a labels file, keyed by `id`; a sample without
+  one scores `answer-label` until labelled. A response is never compared
+  with its reference here: labels are never guessed.
+
+JSON Lines: one JSON object per line, blank lines skipped, `null` as
+absent (Ragas writes no key for a field it does not have). CSV: a header
+row, then one row per sample; a list is the text Ragas's `to_csv` writes
+for it, Python's `repr` (`['D1', 'D2']`; JSON's `["D1", "D2"]` reads
+too), and an empty cell is absent, since `to_csv` writes both a missing
+field and an empty text that way.
+
+Refused, with file, line and field: a line or row that cannot be read, a
+sample without either ID list (Ragas's metric asserts both), an ID that is
+neither text nor an integer, a multi-turn sample, text that no log can
+hold, and an empty file. Everything is read and checked before any record
+is returned, so a caller writes every record or none. Nothing here needs
+Ragas.
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from ..core.errors import quote
+from ..lines import (
+    UnsupportedJSON,
+    has_lone_surrogate,
+    is_blank,
+    read_lines,
+    strict_json_loads,
+    undecodable,
+)
+from .common import (
+    InputFileError,
+    RecordLabels,
+    check_labels_name_records,
+    label_record,
+    read_labels,
+)
+
+Format = Literal["jsonl", "csv"]
+
+ID_COLUMNS = {"reference_context_ids": "required", "retrieved_context_ids": "context"}
+TEXT_COLUMNS = {
+    "user_input": "question",
+    "response": "answer",
+    "reference": "reference",
+}
+
+_LIST_FORM = "a list of IDs, as Ragas writes one (['D1', 'D2'])"
+
+
+def format_of(path: str | Path) -> Format:
+    """CSV for a `.csv` name, else JSON Lines (what `to_jsonl` writes)."""
+    return "csv" if str(path).lower().endswith(".csv") else "jsonl"
+
+
+# --- reading the rows ----------------------------------------------------------
+
+
+def _jsonl_rows(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    for raw in read_lines(path):
+        if is_blank(raw.text):
+            continue
+        problem = undecodable(raw.text)
+        if problem is not None:
+            raise InputFileError(path, raw.number, problem)
+        try:
+            value = strict_json_loads(raw.text)
+        except UnsupportedJSON as error:
+            raise InputFileError(
+                path, raw.number, f"JSON that no Inspect log can hold: {error}"
+            ) from None
+        except ValueError as error:
+            hint = ""
+            if raw.number == 1 and raw.text.lstrip().startswith("["):
+                hint = "; a Ragas dataset is JSON Lines (to_jsonl), not a JSON array"
+            raise InputFileError(
+                path, raw.number, f"not valid JSON ({error}){hint}"
+            ) from None
+        if not isinstance(value, dict):
+            raise InputFileError(
+                path,
+                raw.number,
+                f"a sample must be a JSON object, got {quote(value, 80)}",
+            )
+        yield raw.number, value
+
+
+def _csv_text(path: str) -> str:
+    data = Path(path).read_bytes()
+    try:
+        # "utf-8-sig": a spreadsheet's byte-order mark is not part of the
+        # first column's name.
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = data.count(b"\n", 0, error.start) + 1
+        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
+        raise InputFileError(
+            path,
+            line,
+            f"not valid UTF-8 text (byte 0x{data[error.start]:02X} at column {column})",
+        ) from None
+
+
+def _csv_rows(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each data row as {column: cell}, empty cells left out, with the line
+    it starts on (a quoted cell may span lines)."""
+    reader = csv.reader(io.StringIO(_csv_text(path), newline=""), strict=True)
+    header: list[str] | None = None
+    header_line = 0
+    while True:
+        start = reader.line_num + 1
+        try:
+            cells = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            raise InputFileError(path, start, f"not a CSV row ({error})") from None
+        if not cells or cells == [""]:
+            continue
+        if header is None:
+            header, header_line = cells, start
+            _check_header(path, start, header)
+            continue
+        if len(cells) != len(header):
+            raise InputFileError(
+                path,
+                start,
+                f"a row of {len(cells)} cells, where the header (line "
+                f"{header_line}) names {len(header)} columns",
+            )
+        yield (
+            start,
+            {
+                name: cell
+                for name, cell in zip(header, cells, strict=True)
+                if cell != ""
+            },
+        )
+
+
+def _check_header(path: str, line: int, header: list[str]) -> None:
+    seen: set[str] = set()
+    for name in header:
+        if name in seen:
+            raise InputFileError(
+                path, line, f"column {quote(name)} is named twice in the header"
+            )
+        seen.add(name)
+    absent = [name for name in ID_COLUMNS if name not in seen]
+    if absent:
+        raise InputFileError(
+            path,
+            line,
+            f"the header has no column {quote(absent[0])}; found "
+            + ", ".join(quote(name) for name in header),
+            field=absent[0],
+        )
+
+
+# --- the fields ------------------------------------------------------------------
+
+
+def _id_list(path: str, line: int, name: str, value: Any, from_csv: bool) -> list[str]:
+    """A column of IDs as text, or an `InputFileError` naming it."""
+
+    def refuse(problem: str) -> InputFileError:
+        return InputFileError(path, line, name + problem, field=name)
+
+    if value is None:
+        raise refuse(
+            " is absent; Ragas's IDBasedContextRecall needs both "
+            "reference_context_ids and retrieved_context_ids"
+        )
+    if from_csv:
+        text = value
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+            raise refuse(f" {quote(text, 80)} is not {_LIST_FORM}") from None
+    if type(value) is not list:
+        raise refuse(f" must be {_LIST_FORM}, got {quote(value, 80)}")
+    ids: list[str] = []
+    for position, item in enumerate(value):
+        if type(item) is int:
+            ids.append(str(item))
+        elif isinstance(item, str):
+            if has_lone_surrogate(item):
+                raise refuse(
+                    f"[{position}] {quote(item, 80)} holds a lone surrogate, "
+                    "which no log can hold"
+                )
+            ids.append(item)
+        else:
+            raise refuse(
+                f"[{position}] {quote(item, 80)} is not an ID: Ragas takes text "
+                "or an integer"
+            )
+    return ids
+
+
+def _text(path: str, line: int, name: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    if name == "user_input" and isinstance(value, list):
+        raise InputFileError(
+            path,
+            line,
+            "user_input is a list of messages, a multi-turn sample, which has "
+            "no context IDs to diagnose",
+            field=name,
+        )
+    if not isinstance(value, str):
+        raise InputFileError(
+            path, line, f"{name} must be text, got {quote(value, 80)}", field=name
+        )
+    if has_lone_surrogate(value):
+        raise InputFileError(
+            path,
+            line,
+            f"{name} {quote(value, 80)} holds a lone surrogate, which no log can hold",
+            field=name,
+        )
+    return value
+
+
+def read_ragas(
+    path: str | Path, file_format: Format | None = None
+) -> list[dict[str, Any]]:
+    """One record per sample of the dataset at `path` (see the module),
+    unlabelled; raises `InputFileError` naming the line and field."""
+    path = str(path)
+    chosen = file_format or format_of(path)
+    from_csv = chosen == "csv"
+    try:
+        rows = list(_csv_rows(path) if from_csv else _jsonl_rows(path))
+    except OSError as error:
+        raise InputFileError(
+            path, None, f"cannot be read ({error.strerror or error})"
+        ) from None
+    records: list[dict[str, Any]] = []
+    for index, (line, row) in enumerate(rows):
+        record: dict[str, Any] = {}
+        for column, key in ID_COLUMNS.items():
+            record[key] = _id_list(path, line, column, row.get(column), from_csv)
+        for column, key in TEXT_COLUMNS.items():
+            text = _text(path, line, column, row.get(column))
+            if text is not None:
+                record[key] = text
+        records.append({"id": str(index), "input": record})
+    if not records:
+        columns = ", ".join(ID_COLUMNS)
+        raise InputFileError(path, None, f"holds no samples; each needs {columns}")
+    return records
+
+
+def ragas_records(
+    records: list[dict[str, Any]], path: str, labels: RecordLabels | None
+) -> list[dict[str, Any]]:
+    """The records with their labels; `LabelsRefused` if a label names no
+    sample of the dataset at `path`."""
+    if labels is None:
+        return records
+    check_labels_name_records(
+        labels, {record["id"] for record in records}, "sample", path
+    )
+    return [_labelled(record, labels) for record in records]
+
+
+def _labelled(record: dict[str, Any], labels: RecordLabels) -> dict[str, Any]:
+    """The record with `correct` from `labels` after the ID lists, where
+    every importer puts it."""
+    fields = dict(record["input"])
+    ordered = {"required": fields.pop("required"), "context": fields.pop("context")}
+    label_record(ordered, record["id"], labels)
+    return {"id": record["id"], "input": {**ordered, **fields}}
+
+
+def import_ragas(
+    path: str | Path,
+    *,
+    labels_path: str | Path | None = None,
+    file_format: Format | None = None,
+) -> list[dict[str, Any]]:
+    """Read the dataset (and the labels) and build the records.
+
+    Everything is checked before anything is returned, so a caller writes
+    either every record or none.
+    """
+    records = read_ragas(path, file_format)
+    labels = None if labels_path is None else read_labels(labels_path)
+    return ragas_records(records, str(path), labels)

@@ -1,0 +1,560 @@
+"""`tracegrade import ragas`: Ragas evaluation datasets as stage-diagnosis records.
+
+The reference files in tests/data/ragas were written by ragas 0.4.3 itself
+(`EvaluationDataset.to_jsonl` and `to_csv`), and scores.json holds what its
+`IDBasedContextRecall` gave each sample (`write_with_ragas` below made
+them; the test that runs it is skipped where ragas is not installed,
+which it is not in the test environment: see docs/import-ragas.md).
+Each imported record's recall must be Ragas's score. On data without
+repeated IDs it is also the documented formula, "number of reference
+context IDs found in retrieved context IDs / total number of reference
+context IDs"; with repeats, Ragas's code (and tracegrade) count each ID
+once, where that sentence read over lists would count repeats.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+from click.testing import CliRunner, Result
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import tracegrade
+from tests.commands import run_tracegrade
+from tests.support import SUBPROCESS_ENV, write_lines
+from tracegrade.cli import main
+from tracegrade.core import stage_recall
+from tracegrade.importers.common import InputFileError, LabelsRefused
+from tracegrade.importers.ragas import import_ragas
+
+DATA = Path(__file__).parent / "data" / "ragas"
+RAGAS_JSONL = DATA / "dataset.jsonl"
+RAGAS_CSV = DATA / "dataset.csv"
+RAGAS_SCORES: list[float | None] = json.loads(
+    (DATA / "scores.json").read_text(encoding="utf-8")
+)
+
+# The samples of the reference files, as given to ragas.
+SAMPLES: list[dict[str, Any]] = [
+    {
+        "user_input": "Which documents say when the plant opened?",
+        "retrieved_context_ids": ["D1", "D2", "D3"],
+        "reference_context_ids": ["D1", "D4"],
+        "response": 'It opened in 1998, "per D1".',
+        "reference": "1998, says D1;\nD4 agrees.",
+    },
+    {
+        "user_input": "Integer IDs",
+        "retrieved_context_ids": [1, 2, 3],
+        "reference_context_ids": [2, 5],
+        "response": "two",
+        "reference": "2",
+    },
+    {
+        "user_input": "Nothing retrieved",
+        "retrieved_context_ids": [],
+        "reference_context_ids": ["D1"],
+        "response": "no idea",
+        "reference": "D1",
+    },
+    {
+        "user_input": "Nothing required",
+        "retrieved_context_ids": ["D1"],
+        "reference_context_ids": [],
+        "response": "x",
+        "reference": "y",
+    },
+    {
+        "user_input": "Quotes, commas and spaces",
+        "retrieved_context_ids": ["a'b", 'q"uote', "comma,id", "D\u2003"],
+        "reference_context_ids": ["a'b", "x"],
+        "response": "",
+        "reference": "\u00e9",
+    },
+    {
+        "user_input": "Mixed types",
+        "retrieved_context_ids": ["7", 8],
+        "reference_context_ids": [7, "8"],
+    },
+    {"retrieved_context_ids": ["D9"], "reference_context_ids": ["D9"]},
+    {
+        "user_input": "Repeats",
+        "retrieved_context_ids": ["D1", "D1", "D2"],
+        "reference_context_ids": ["D1", "D1", "D3"],
+        "response": "r",
+        "reference": "s",
+    },
+]
+
+RECORDS = [
+    {
+        "id": "0",
+        "input": {
+            "required": ["D1", "D4"],
+            "context": ["D1", "D2", "D3"],
+            "question": "Which documents say when the plant opened?",
+            "answer": 'It opened in 1998, "per D1".',
+            "reference": "1998, says D1;\nD4 agrees.",
+        },
+    },
+    {
+        "id": "1",
+        "input": {
+            "required": ["2", "5"],
+            "context": ["1", "2", "3"],
+            "question": "Integer IDs",
+            "answer": "two",
+            "reference": "2",
+        },
+    },
+    {
+        "id": "2",
+        "input": {
+            "required": ["D1"],
+            "context": [],
+            "question": "Nothing retrieved",
+            "answer": "no idea",
+            "reference": "D1",
+        },
+    },
+    {
+        "id": "3",
+        "input": {
+            "required": [],
+            "context": ["D1"],
+            "question": "Nothing required",
+            "answer": "x",
+            "reference": "y",
+        },
+    },
+    {
+        "id": "4",
+        "input": {
+            "required": ["a'b", "x"],
+            "context": ["a'b", 'q"uote', "comma,id", "D\u2003"],
+            "question": "Quotes, commas and spaces",
+            "answer": "",
+            "reference": "\u00e9",
+        },
+    },
+    {
+        "id": "5",
+        "input": {
+            "required": ["7", "8"],
+            "context": ["7", "8"],
+            "question": "Mixed types",
+        },
+    },
+    {"id": "6", "input": {"required": ["D9"], "context": ["D9"]}},
+    {
+        "id": "7",
+        "input": {
+            "required": ["D1", "D1", "D3"],
+            "context": ["D1", "D1", "D2"],
+            "question": "Repeats",
+            "answer": "r",
+            "reference": "s",
+        },
+    },
+]
+
+
+def write_with_ragas(directory: Path) -> list[float | None]:
+    """Write SAMPLES with ragas's own writers and score them with its
+    IDBasedContextRecall, as the reference files were made."""
+    from ragas import EvaluationDataset, SingleTurnSample
+    from ragas.metrics import IDBasedContextRecall
+
+    dataset = EvaluationDataset(samples=[SingleTurnSample(**s) for s in SAMPLES])
+    dataset.to_jsonl(directory / "dataset.jsonl")
+    dataset.to_csv(directory / "dataset.csv")
+    metric = IDBasedContextRecall()
+
+    async def scores() -> list[float | None]:
+        values = [await metric.single_turn_ascore(sample) for sample in dataset]
+        return [None if math.isnan(value) else value for value in values]
+
+    return asyncio.run(scores())
+
+
+def test_the_reference_files_are_what_ragas_writes(tmp_path: Path) -> None:
+    pytest.importorskip("ragas")
+    os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
+    assert write_with_ragas(tmp_path) == RAGAS_SCORES
+    for name in ("dataset.jsonl", "dataset.csv"):
+        assert (tmp_path / name).read_bytes() == (DATA / name).read_bytes()
+
+
+# --- the records ------------------------------------------------------------------
+
+
+def test_a_dataset_ragas_wrote_as_jsonl_becomes_one_record_a_sample() -> None:
+    assert import_ragas(RAGAS_JSONL) == RECORDS
+
+
+def test_the_same_dataset_as_csv_gives_the_same_records() -> None:
+    """But for an empty response: to_csv writes "" and no response alike,
+    as an empty cell, so CSV cannot tell them apart (absent wins)."""
+    expected = json.loads(json.dumps(RECORDS))
+    del expected[4]["input"]["answer"]
+    assert import_ragas(RAGAS_CSV) == expected
+
+
+@pytest.mark.parametrize("path", [RAGAS_JSONL, RAGAS_CSV], ids=["jsonl", "csv"])
+def test_each_records_recall_is_ragas_id_based_context_recall(path: Path) -> None:
+    """Exactly, repeats included: both count each ID once, and an integer
+    ID is its decimal text, as Ragas compares str(id). Nothing required is
+    Ragas's NaN and tracegrade's null (unresolved)."""
+    recalls = [stage_recall(record["input"]) for record in import_ragas(path)]
+    assert recalls == RAGAS_SCORES
+
+
+def documented(required: list[str], context: list[str]) -> float | None:
+    """The formula Ragas documents for IDBasedContextRecall, read over the
+    lists as written: reference IDs found in the retrieved IDs, over all
+    reference IDs."""
+    if not required:
+        return None
+    found = sum(1 for item in required if item in context)
+    return found / len(required)
+
+
+IDS = st.sampled_from(["D1", "D2", "d1", "D01", "\u0410", "A", "x y", "7"])
+
+
+# Few examples: the lists are short and from eight IDs; tests/test_recall.py
+# holds recall itself to trec_eval on thousands.
+@settings(max_examples=300)
+@given(st.lists(IDS, unique=True), st.lists(IDS, unique=True))
+def test_without_repeats_recall_is_the_documented_formula(
+    required: list[str], context: list[str]
+) -> None:
+    assert stage_recall({"required": required, "context": context}) == (
+        documented(required, context)
+    )
+
+
+@settings(max_examples=300)
+@given(st.lists(IDS), st.lists(IDS))
+def test_with_repeats_recall_counts_each_id_once_as_ragas_code_does(
+    required: list[str], context: list[str]
+) -> None:
+    unique = set(required)
+    expected = len(unique & set(context)) / len(unique) if unique else None
+    assert stage_recall({"required": required, "context": context}) == expected
+
+
+def test_the_documented_formula_read_over_lists_differs_on_repeats() -> None:
+    """Sample 7 of the reference files: Ragas's code gives 0.5 (D1 of D1
+    and D3), the sentence read over the list 2/3 (two of three entries)."""
+    record = RECORDS[7]["input"]
+    assert RAGAS_SCORES[7] == stage_recall(record) == 0.5
+    assert documented(record["required"], record["context"]) == 2 / 3
+
+
+def test_the_records_are_the_fixture_lines_the_readers_take(tmp_path: Path) -> None:
+    from tracegrade.datasets import read_fixture_cases
+
+    path = write_lines(tmp_path / "runs.jsonl", RECORDS)
+    assert [case.input for case in read_fixture_cases(path)] == [
+        record["input"] for record in RECORDS
+    ]
+    schema = json.loads(
+        (Path(tracegrade.__file__).parent / "data" / "fixture.schema.json").read_text()
+    )
+    for record in RECORDS:
+        jsonschema.validate(record, schema)
+
+
+def test_labels_give_correct_after_the_id_lists(tmp_path: Path) -> None:
+    labels = write_lines(
+        tmp_path / "labels.jsonl",
+        [{"id": "0", "correct": True}, {"id": "2", "correct": False}],
+    )
+    records = import_ragas(RAGAS_JSONL, labels_path=labels)
+    assert list(records[0]["input"])[:3] == ["required", "context", "correct"]
+    assert records[0]["input"]["correct"] is True
+    assert records[2]["input"]["correct"] is False
+    assert all("correct" not in record["input"] for record in records[3:])
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        (
+            [{"id": "8", "correct": True}],
+            f'1 label names no sample of {RAGAS_JSONL}: "8" (line 1)',
+        ),
+        (
+            [{"id": 0, "correct": True}],
+            'sample ids are text, so write "0", not 0',
+        ),
+        (
+            [{"id": "0", "epoch": 1, "correct": True}],
+            "an imported run is one record with one label",
+        ),
+    ],
+)
+def test_labels_that_cannot_label_the_dataset_are_refused(
+    tmp_path: Path, lines: list[Any], expected: str
+) -> None:
+    labels = write_lines(tmp_path / "labels.jsonl", lines)
+    with pytest.raises(LabelsRefused) as caught:
+        import_ragas(RAGAS_JSONL, labels_path=labels)
+    assert expected in caught.value.message
+
+
+# --- refusals ----------------------------------------------------------------------
+
+GOOD = {"retrieved_context_ids": ["D1"], "reference_context_ids": ["D1"]}
+
+
+@pytest.mark.parametrize(
+    ("line", "field", "expected"),
+    [
+        (
+            {"retrieved_context_ids": ["D1"]},
+            "reference_context_ids",
+            "reference_context_ids is absent; Ragas's IDBasedContextRecall needs "
+            "both reference_context_ids and retrieved_context_ids",
+        ),
+        (
+            {**GOOD, "retrieved_context_ids": None},
+            "retrieved_context_ids",
+            "retrieved_context_ids is absent",
+        ),
+        (
+            {**GOOD, "retrieved_context_ids": "D1"},
+            "retrieved_context_ids",
+            "retrieved_context_ids must be a list of IDs, as Ragas writes one "
+            "(['D1', 'D2']), got \"D1\"",
+        ),
+        (
+            {**GOOD, "reference_context_ids": ["D1", True]},
+            "reference_context_ids",
+            "reference_context_ids[1] true is not an ID: Ragas takes text or "
+            "an integer",
+        ),
+        (
+            {**GOOD, "reference_context_ids": [1.0]},
+            "reference_context_ids",
+            "reference_context_ids[0] 1.0 is not an ID",
+        ),
+        (
+            {**GOOD, "user_input": [{"content": "hi", "type": "human"}]},
+            "user_input",
+            "user_input is a list of messages, a multi-turn sample",
+        ),
+        ({**GOOD, "response": 3}, "response", "response must be text, got 3"),
+    ],
+)
+def test_a_sample_that_cannot_be_a_record_is_named_by_line_and_field(
+    tmp_path: Path, line: dict[str, Any], field: str, expected: str
+) -> None:
+    path = write_lines(tmp_path / "d.jsonl", [GOOD, "", line])
+    with pytest.raises(InputFileError) as caught:
+        import_ragas(path)
+    assert caught.value.message.startswith(f"{path}, line 3: {expected}")
+    assert (caught.value.line, caught.value.field) == (3, field)
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "expected"),
+    [
+        ('{"a": 1}\nnot json\n', 2, "not valid JSON"),
+        ("[1, 2]\n", 1, "a sample must be a JSON object, got [1, 2]"),
+        ('[{"a": 1},\n', 1, "a Ragas dataset is JSON Lines (to_jsonl), not a JSON"),
+        ('{"reference_context_ids": ["\\ud800"]}\n', 1, "holds a lone surrogate"),
+        ('{"a": 1, "a": 2}\n', 1, "not valid JSON"),
+    ],
+)
+def test_a_jsonl_line_that_is_not_a_sample_is_named(
+    tmp_path: Path, text: str, line: int, expected: str
+) -> None:
+    path = tmp_path / "d.jsonl"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputFileError) as caught:
+        import_ragas(path)
+    assert caught.value.line == line
+    assert expected in caught.value.message
+
+
+HEADER = "user_input,retrieved_context_ids,reference_context_ids\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "line", "expected"),
+    [
+        (
+            "user_input,retrieved_context_ids\nq,['D1']\n",
+            1,
+            'the header has no column "reference_context_ids"; found '
+            '"user_input", "retrieved_context_ids"',
+        ),
+        (
+            "reference_context_ids,retrieved_context_ids,reference_context_ids\n",
+            1,
+            'column "reference_context_ids" is named twice',
+        ),
+        (
+            HEADER + 'q,"[\'D1\']","[\'D1\']"\n"a\nb",[],x\n',
+            3,
+            'reference_context_ids "x" is not a list of IDs, as Ragas writes one',
+        ),
+        (
+            HEADER + "q,['D1'],\"{'D1'}\"\n",
+            2,
+            "reference_context_ids must be a list of IDs, as Ragas writes one "
+            "(['D1', 'D2']), got",
+        ),
+        (HEADER + "q,['D1']\n", 2, "a row of 2 cells, where the header (line 1)"),
+        (HEADER + "q,['D1'],\n", 2, "reference_context_ids is absent"),
+        (HEADER + "q,\"['D1']\"x,[]\n", 2, "not a CSV row"),
+    ],
+)
+def test_a_csv_row_that_is_not_a_sample_is_named(
+    tmp_path: Path, text: str, line: int, expected: str
+) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text(text, encoding="utf-8", newline="")
+    with pytest.raises(InputFileError) as caught:
+        import_ragas(path)
+    assert caught.value.line == line, caught.value.message
+    assert expected in caught.value.message
+
+
+def test_bytes_that_are_not_utf8_are_named_by_line_and_column(tmp_path: Path) -> None:
+    for name in ("d.csv", "d.jsonl"):
+        path = tmp_path / name
+        path.write_bytes(b'{"a": 1}\n{"b": "\xe9"}\n')
+        with pytest.raises(InputFileError) as caught:
+            import_ragas(path)
+        assert caught.value.message.endswith(
+            "line 2: not valid UTF-8 text (byte 0xE9 at column 8)"
+        ), name
+
+
+@pytest.mark.parametrize(("name", "text"), [("d.jsonl", "\n \n"), ("d.csv", HEADER)])
+def test_an_empty_dataset_is_refused(tmp_path: Path, name: str, text: str) -> None:
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(InputFileError, match="holds no samples") as caught:
+        import_ragas(path)
+    assert caught.value.line is None
+
+
+# --- the command ---------------------------------------------------------------------
+
+
+def import_cli(*args: str) -> Result:
+    return CliRunner().invoke(main, ["import", "ragas", *args], catch_exceptions=False)
+
+
+def test_the_command_writes_the_records_and_counts_the_unlabelled() -> None:
+    result = import_cli(str(RAGAS_JSONL))
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line) for line in result.stdout.splitlines()] == RECORDS
+    assert result.stderr == (
+        "note: 7 of 8 samples have required documents and no label (no --labels "
+        "given); they score answer-label until labelled\n"
+    )
+
+
+def test_format_reads_a_csv_under_any_name(tmp_path: Path) -> None:
+    path = tmp_path / "dataset.txt"
+    path.write_bytes(RAGAS_CSV.read_bytes())
+    result = import_cli(str(path), "--format", "csv")
+    assert result.exit_code == 0, result.output
+    assert len(result.stdout.splitlines()) == 8
+    refused = import_cli(str(path))
+    assert refused.exit_code == 1
+    assert "line 1: not valid JSON" in refused.stderr
+
+
+def test_a_refused_import_writes_nothing_and_says_one_line(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "d.jsonl", [GOOD, {"retrieved_context_ids": []}])
+    out = tmp_path / "runs.jsonl"
+    result = import_cli(path, "--output", str(out))
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"Error: {path}, line 2: reference_context_ids is absent; Ragas's "
+        "IDBasedContextRecall needs both reference_context_ids and "
+        "retrieved_context_ids\n"
+    )
+    assert sorted(os.listdir(tmp_path)) == ["d.jsonl"]
+
+
+def test_help_states_the_conventions() -> None:
+    result = CliRunner().invoke(main, ["import", "ragas", "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.split())
+    for phrase in (
+        "required: reference_context_ids; context: retrieved_context_ids",
+        "as IDBasedContextRecall compares str(id)",
+        "which scores answer-label",
+        "labels are never guessed",
+        "an empty cell is absent",
+    ):
+        assert phrase in text, phrase
+
+
+def test_the_import_scores_with_ragas_recall(tmp_path: Path) -> None:
+    """Into `tracegrade score`, as separate processes: the summary's recall
+    is the mean of Ragas's scores over the samples that have one."""
+    imported = run_tracegrade(
+        "import", "ragas", str(RAGAS_CSV), "-o", "runs.jsonl", cwd=tmp_path
+    )
+    assert imported.returncode == 0, imported.stderr
+    scored = run_tracegrade(
+        *("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs"),
+        *("--out", "results.jsonl", "--no-progress", "--json"),
+        cwd=tmp_path,
+    )
+    assert scored.returncode == 0, scored.stderr
+    defined = [score for score in RAGAS_SCORES if score is not None]
+    assert json.loads(scored.stdout)["recall"] == {
+        "mean": pytest.approx(sum(defined) / len(defined)),
+        "runs": len(defined),
+    }
+
+
+def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
+    """docs/import-ragas.md's shell block, run by bash with this
+    interpreter's `tracegrade`, gives the stages the page states."""
+    page = (Path(__file__).parent.parent / "docs" / "import-ragas.md").read_text()
+    match = re.search(r"```bash\n(.*?)```", page, re.DOTALL)
+    assert match is not None
+    python = shlex.quote(sys.executable)
+    define = f'tracegrade() {{ {python} -m tracegrade.cli "$@"; }}\n'
+    result = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", define + match.group(1)],
+        cwd=tmp_path,
+        env=SUBPROCESS_ENV,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    results = [
+        json.loads(line)
+        for line in (tmp_path / "results.jsonl").read_text().splitlines()
+    ]
+    assert {entry["id"]: entry["result"] for entry in results} == {
+        "0": {"stage": "pass", "missing": []},
+        "1": {"stage": "retrieval", "missing": ["D3"]},
+        "2": {"stage": "generation", "missing": []},
+    }
