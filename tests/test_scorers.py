@@ -657,6 +657,20 @@ def test_a_target_that_is_not_a_json_array_is_invalid_input() -> None:
     assert score.metadata["error"]["field"] == "source"
 
 
+def test_a_list_target_is_quoted_as_written_not_as_its_joined_text() -> None:
+    """Inspect's `Target.text` of `["C", "A", "B"]` is "CAB", which no one wrote."""
+    state = task_state({}, completion='["C", "A", "B"]')
+    score = asyncio.run(
+        ordered_extraction_scorer(source_key=None)(state, Target(["C", "A", "B"]))
+    )
+    assert is_unscored(score)
+    assert score.metadata is not None
+    message = score.metadata["error"]["message"]
+    assert message.endswith('not of IDs, got ["C", "A", "B"]')
+    assert "must be one JSON array of string IDs in the target's text" in message
+    assert "CAB" not in message
+
+
 def test_the_extraction_scorer_reads_recorded_answers_from_metadata() -> None:
     state = task_state({"ids": ["A", "B"], "recorded": ["B", "A"]}, completion="junk")
     score = run(

@@ -212,7 +212,20 @@ def _answer_value_score(record: dict[str, Any], read_from: dict[str, str]) -> Sc
 
 
 def source_from_target(target: Target) -> Any:
-    """The source IDs written as a JSON array in the target text."""
+    """The source IDs written as a JSON array in the target text.
+
+    A list target (`Sample(target=["C", "A", "B"])`) is refused as the user
+    wrote it: Inspect reads it as alternative answers, and its `text` runs
+    the items together (`"CAB"`), which no one wrote.
+    """
+    if len(target.target) != 1:
+        raise InvalidRecord(
+            "source",
+            target.target,
+            "must be one JSON array of string IDs in the target's text, as in "
+            'Sample(target=\'["C", "A"]\'); a list target is a list of '
+            "alternative answers to Inspect, not of IDs",
+        )
     text = target.text
     try:
         return strict_json_loads(text)
