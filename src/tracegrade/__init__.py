@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .scorers import (
         LabelScorerError,
         RetrievalTrace,
+        ScorerArgumentError,
         ordered_extraction_scorer,
         stage_diagnosis_scorer,
     )
@@ -41,6 +42,7 @@ _LAZY = {
     "LabelScorerError": "tracegrade.scorers",
     "LabelsError": "tracegrade.labels",
     "RetrievalTrace": "tracegrade.scorers",
+    "ScorerArgumentError": "tracegrade.scorers",
     "ordered_extraction": "tracegrade.tasks.live",
     "ordered_extraction_dataset": "tracegrade.datasets",
     "ordered_extraction_recorded": "tracegrade.tasks",
@@ -71,6 +73,7 @@ __all__ = [
     "LabelScorerError",
     "LabelsError",
     "RetrievalTrace",
+    "ScorerArgumentError",
     "StageResult",
     "canonical_json",
     "diagnose_stage",

@@ -6,6 +6,7 @@
 """
 
 from .answer_parsing import UnreadableAnswer, parse_answer_ids
+from .arguments import ScorerArgumentError
 from .extraction import extraction_score, ordered_extraction_scorer
 from .grader import LabelScorerError, label_from_value
 from .metrics import (
@@ -28,6 +29,7 @@ __all__ = [
     "RUN_ERRORS",
     "LabelScorerError",
     "RetrievalTrace",
+    "ScorerArgumentError",
     "UnreadableAnswer",
     "answer_failures",
     "context_precision",
