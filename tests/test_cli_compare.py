@@ -315,6 +315,7 @@ def test_the_json_shape(logs: dict[str, str]) -> None:
         "alpha",
         "test",
         "effect_size",
+        "figure_test",
         "base",
         "new",
         "pairs",
@@ -368,9 +369,12 @@ def test_the_json_shape(logs: dict[str, str]) -> None:
         "pairs",
         "states",
         "transitions",
+        "worse",
+        "better",
         "only_in_base",
         "only_in_new",
         "tests",
+        "figures",
         "regressions",
         "fixes",
         "ids_compared",
@@ -398,13 +402,33 @@ def test_the_json_shape(logs: dict[str, str]) -> None:
         "verdict",
         "note",
     }
+    assert [figure["figure"] for figure in stage["figures"]] == ["recall", "precision"]
+    assert set(stage["figures"][0]) == {
+        "figure",
+        "alpha",
+        "test",
+        "pairs",
+        "samples",
+        "base_mean",
+        "new_mean",
+        "difference",
+        "fell",
+        "rose",
+        "p_value",
+        "smallest_p_value",
+        "discordant_needed",
+        "significant",
+        "verdict",
+        "note",
+    }
     change = stage["regressions"][0]
     assert set(change) == {"id", "epoch", "base", "new"}
     assert set(change["base"]) == {"state", "missing", "explanation", "log"}
     # Every key is documented.
     documented = (ROOT / "docs" / "compare.md").read_text(encoding="utf-8")
     keys = {*read, *read["base"], *evaluated, *pair, *base_log, *read["gate"]}
-    keys |= {*stage, *stage["tests"][0], *change, *change["base"]}
+    keys |= {*stage, *stage["tests"][0], *stage["figures"][0]}
+    keys |= {*change, *change["base"]}
     keys |= {"lost_membership", "gained_membership", "lost_order", "gained_order"}
     keys |= {"path", "by", "retry"}  # a superseded log
     for key in keys:

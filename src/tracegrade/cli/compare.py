@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -60,7 +59,15 @@ taken by logs that cannot be compared and by usage errors."""
     show_default=True,
     type=click.IntRange(min=1),
     help="How many rows of each list of samples or IDs the terminal shows "
-    "(--json and --html list all).",
+    "(--json lists all).",
+)
+@click.option(
+    "--html-show",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="How many rows of each list of samples or IDs the --html page shows, "
+    "with the count of the rest (--json lists all).",
 )
 @click.option(
     "--html",
@@ -89,6 +96,7 @@ def compare(
     fail_on_regression: bool,
     strict: bool,
     show: int,
+    html_show: int,
     html_path: Path | None,
     force: bool,
     as_json: bool,
@@ -110,7 +118,10 @@ def compare(
     by NEW state), the regressions (stage pass to retrieval or generation)
     and fixes with each run's missing IDs and explanation, the document
     IDs newly missing and newly found, the extraction samples that lost or
-    gained membership and order, and the samples in one run only. Each
+    gained membership and order, the samples in one run only, and context
+    recall and precision (mean in each run over the pairs that have them,
+    the change, and the exact sign test of the per-sample changes;
+    reported, not gated). Each
     paired binary outcome (pass, retrieval failure, membership, order) is
     tested with the sample as the unit: the exact McNemar test when each
     sample ran once, the exact sign test on per-sample differences when it
@@ -147,20 +158,25 @@ def compare(
     except (LogError, CompareError) as error:
         raise click.ClickException(str(error)) from error
 
-    if html_path is not None:
-        from ..compare.html import write_html
-
-        write_html(result, html_path, replace=force)
-
-    if as_json:
-        # stdout stays the JSON alone.
-        for warning in _all_warnings(result):
-            click.echo(f"warning: {warning}", err=True)
-        click.echo(json.dumps(result.to_json(), indent=2, allow_nan=False))
-    else:
-        _print_tables(result, show)
+    try:
         if html_path is not None:
-            click.echo(f"HTML comparison written to {html_path}", err=True)
+            from ..compare.html import write_html
+
+            write_html(result, html_path, replace=force, show=html_show)
+
+        if as_json:
+            # stdout stays the JSON alone, written as it is made: the lists
+            # of changed samples are read back from disk item by item.
+            for warning in _all_warnings(result):
+                click.echo(f"warning: {warning}", err=True)
+            result.write_json(sys.stdout)
+            sys.stdout.flush()
+        else:
+            _print_tables(result, show)
+            if html_path is not None:
+                click.echo(f"HTML comparison written to {html_path}", err=True)
+    finally:
+        result.close()
 
     if fail_on_regression:
         gate = result.gate

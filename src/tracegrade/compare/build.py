@@ -14,14 +14,26 @@ read. A sample that is in a log but has no tracegrade score (it errored
 before scoring), or whose score says the sample errored, is a `no score`
 run, so a run that passed in BASE and crashed in NEW shows in the matrix
 rather than as a sample missing from NEW.
+
+A stage run also keeps its context recall and precision (the score's
+metadata, or for a log written before they existed, its record), which
+are compared over the pairs where both runs have them.
+
+The JSON is written as it is made (`write_json`): the long lists are
+`SortedSpool`s on disk, streamed item by item, so neither the lists nor
+the JSON text is ever whole in memory.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
-from typing import Any, Final
+from dataclasses import dataclass
+from enum import Enum
+from typing import IO, Any, Final
 
+from ..core.recall import stage_precision, stage_recall
 from ..logs.evals import (
     EvalRun,
     Evals,
@@ -49,6 +61,7 @@ from .pairing import (
     StageComparison,
     pair_runs,
 )
+from .spool import SortedSpool
 from .stats import DEFAULT_ALPHA, check_alpha
 
 JSON_FORMAT: Final = 2
@@ -62,6 +75,13 @@ TEST: Final = (
 )
 EFFECT_SIZE: Final = (
     "difference in proportions: (c - b) / pairs = NEW share - BASE share"
+)
+FIGURE_TEST: Final = (
+    "context recall and precision over the pairs where both runs have the "
+    "figure: the mean of each side, NEW minus BASE, and the two-sided exact "
+    "sign test (scipy.stats.binomtest at 1/2) of the samples whose mean "
+    "figure over their paired epochs fell against those whose rose; reported, "
+    "not gated"
 )
 SIDES: Final = ("BASE", "NEW")
 
@@ -133,6 +153,7 @@ class Comparison:
     alpha: float
     test: str
     effect_size: str
+    figure_test: str
     base: SideSummary
     new: SideSummary
     pairs: list[EvalPair]
@@ -142,7 +163,81 @@ class Comparison:
     gate: Gate
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        """The whole comparison as JSON-ready data, every list in memory
+        (`write_json` streams the same document instead)."""
+        data = json.loads("".join(_json_chunks(self, 0)))
+        assert isinstance(data, dict)
+        return data
+
+    def write_json(self, out: IO[str]) -> None:
+        """Write the comparison as indented JSON to `out`, the long lists
+        item by item as they are read back (one line an item)."""
+        pending: list[str] = []
+        size = 0
+        for chunk in _json_chunks(self, 0):
+            pending.append(chunk)
+            size += len(chunk)
+            if size >= 1 << 16:
+                out.write("".join(pending))
+                pending, size = [], 0
+        out.write("".join(pending) + "\n")
+
+    def close(self) -> None:
+        """Free the temporary files of every list."""
+        for pair in self.pairs:
+            for compared in [*pair.stage_diagnosis, *pair.ordered_extraction]:
+                for item in dataclasses.fields(compared):
+                    value = getattr(compared, item.name)
+                    if isinstance(value, SortedSpool):
+                        value.close()
+
+
+_INDENT: Final = "  "
+
+
+def _json_chunks(value: Any, level: int) -> Iterator[str]:
+    """JSON text of `value` (dataclasses as objects, `SortedSpool`s as
+    lists of their items' JSON), indented as `json.dumps(indent=2)`."""
+    if isinstance(value, SortedSpool):
+        if not len(value):
+            yield "[]"
+            return
+        inner = "\n" + _INDENT * (level + 1)
+        separator = "["
+        for text in value.json_items():
+            yield separator + inner + text
+            separator = ","
+        yield "\n" + _INDENT * level + "]"
+        return
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        if not value:
+            yield "{}"
+            return
+        inner = "\n" + _INDENT * (level + 1)
+        separator = "{"
+        for key, item in value.items():
+            yield f"{separator}{inner}{json.dumps(str(key))}: "
+            yield from _json_chunks(item, level + 1)
+            separator = ","
+        yield "\n" + _INDENT * level + "}"
+        return
+    if isinstance(value, (list, tuple)):
+        if not value:
+            yield "[]"
+            return
+        inner = "\n" + _INDENT * (level + 1)
+        separator = "["
+        for item in value:
+            yield separator + inner
+            yield from _json_chunks(item, level + 1)
+            separator = ","
+        yield "\n" + _INDENT * level + "]"
+        return
+    if isinstance(value, Enum):
+        value = value.value
+    yield json.dumps(value, allow_nan=False)
 
 
 def compare_logs(
@@ -213,6 +308,7 @@ def compare_evals(
         alpha=alpha,
         test=TEST,
         effect_size=EFFECT_SIZE,
+        figure_test=FIGURE_TEST,
         base=SideSummary(
             base_path, [_info(run) for run in sides["BASE"]], base.superseded
         ),
@@ -368,11 +464,13 @@ def _eval_observations(
 ) -> Iterator[Observation]:
     """The observations of every log of one eval, a log at a time; each
     log's summary is appended to `logs` once it has been read."""
-    # One copy of each explanation text: most runs of a stage share theirs.
+    # One copy of each explanation text: most runs of a stage share theirs;
+    # and of each recall and precision, a few fractions.
     texts: dict[str, str] = {}
+    shares: dict[float, float] = {}
     for log in run.reads():
         try:
-            yield from _log_observations(log, logs, texts)
+            yield from _log_observations(log, logs, texts, shares)
         except (UnreadableLog, OSError) as error:
             raise LogError(
                 f"{side}: cannot read {log.path!r} as an Inspect log ({error})"
@@ -382,12 +480,15 @@ def _eval_observations(
 
 
 def _log_observations(
-    log: LogRead, logs: list[LogSummary], texts: dict[str, str]
+    log: LogRead,
+    logs: list[LogSummary],
+    texts: dict[str, str],
+    shares: dict[float, float],
 ) -> Iterator[Observation]:
     scores = LogScores(log, keep_scoreless=True)
     for sample, name, kind, score in scores:
         try:
-            run = _run(kind, score, log.path, texts)
+            run = _run(kind, score, log.path, texts, shares)
         except UnreadableScore as error:
             raise UnreadableScore(
                 f"{log.path}: sample {sample.id!r} epoch {sample.epoch}, "
@@ -404,9 +505,53 @@ def _log_observations(
     logs.append(scores.summary())
 
 
-def _run(kind: str, score: ScoreRead, path: str, texts: dict[str, str]) -> Run:
+def _run(
+    kind: str,
+    score: ScoreRead,
+    path: str,
+    texts: dict[str, str],
+    shares: dict[float, float],
+) -> Run:
     """The state of one tracegrade score, checked as `tracegrade report`
     checks it; `UnreadableScore` says what is wrong, the caller where."""
+    run = _state(kind, score, path, texts)
+    if kind != STAGE:
+        return run
+    recall, precision = (
+        _figure(score.metadata, name, shares) for name in ("recall", "precision")
+    )
+    if recall is None and precision is None:
+        return run
+    return dataclasses.replace(run, recall=recall, precision=precision)
+
+
+_FROM_RECORD: Final = {"recall": stage_recall, "precision": stage_precision}
+_SHARED_FIGURES: Final = 1 << 12
+
+
+def _figure(
+    metadata: dict[str, Any], name: str, shares: dict[float, float]
+) -> float | None:
+    """A stage score's recall or precision: its metadata's, or for a log
+    written before the score carried it, from its record."""
+    if name not in metadata:
+        record = metadata.get("record")
+        value = _FROM_RECORD[name](record) if isinstance(record, dict) else None
+    else:
+        value = metadata[name]
+        if value is not None and (type(value) is not float or not 0 <= value <= 1):
+            raise UnreadableScore(
+                f"metadata {name} must be null or in [0, 1], got {value!r}"
+            )
+    if value is None:
+        return None
+    if len(shares) < _SHARED_FIGURES:
+        return shares.setdefault(value, value)
+    return shares.get(value, value)
+
+
+def _state(kind: str, score: ScoreRead, path: str, texts: dict[str, str]) -> Run:
+    """The run's state, explanation and missing IDs (see `_run`)."""
     metadata: dict[str, Any] = score.metadata
     explanation = score.explanation
     if explanation is not None:
@@ -549,6 +694,7 @@ def _overall_gate(pairs: Sequence[EvalPair], alpha: float) -> Gate:
 
 __all__ = [
     "EFFECT_SIZE",
+    "FIGURE_TEST",
     "JSON_FORMAT",
     "TEST",
     "Comparison",

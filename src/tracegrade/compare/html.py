@@ -1,5 +1,8 @@
 """A `Comparison` as one self-contained HTML page: a transition heatmap per
-score, then every table of the terminal, with every changed sample listed.
+score, then every table of the terminal, each list cut to `show` rows
+(`--html-show`, default `HTML_SHOW`) with the count of the rest: a page of
+a million changed pairs would be one no browser opens, and the JSON lists
+them all.
 
 Built like `tracegrade report --html` (`report/html.py`): plotly.js inline
 in the head, so the page opens offline, e.g. as a CI artifact.
@@ -26,6 +29,7 @@ from .build import Comparison, EvalPair
 from .pairing import ScoreComparison
 from .tables import (
     ARROW,
+    HTML_SHOW,
     comparison_tables,
     evals_table,
     gate_line,
@@ -77,15 +81,16 @@ def transition_figure(compared: ScoreComparison) -> Any:
     return figure
 
 
-def render_html(comparison: Comparison) -> str:
+def render_html(comparison: Comparison, show: int = HTML_SHOW) -> str:
     """The whole page: the gate's verdict, then per pair of evals its
-    heatmaps, the tests' sentences and its tables; then the evals."""
+    heatmaps, the tests' sentences and its tables (each list cut to `show`
+    rows); then the evals."""
     warnings = "".join(
         f'<p class="warning">warning: {html.escape(warning)}</p>'
         for warning in comparison.warnings
     )
     sections = "".join(
-        _pair_section(comparison, index, pair)
+        _pair_section(comparison, index, pair, show)
         for index, pair in enumerate(comparison.pairs)
     )
     return (
@@ -106,7 +111,7 @@ def render_html(comparison: Comparison) -> str:
     )
 
 
-def _pair_section(comparison: Comparison, index: int, pair: EvalPair) -> str:
+def _pair_section(comparison: Comparison, index: int, pair: EvalPair, show: int) -> str:
     compared = [*pair.stage_diagnosis, *pair.ordered_extraction]
     charts = [
         chart_html(transition_figure(c), f"transitions-{index + 1}-{c.score}")
@@ -121,7 +126,10 @@ def _pair_section(comparison: Comparison, index: int, pair: EvalPair) -> str:
     notes = "".join(
         f"<li>{html.escape(note)}</li>" for note in test_notes(comparison, pair)
     )
-    tables = "".join(table_html(table) for table in comparison_tables(comparison, pair))
+    tables = "".join(
+        table_html(table)
+        for table in comparison_tables(comparison, pair, show, "--html-show")
+    )
     return (
         f'<section class="pair"><h2>{html.escape(pair.name)}</h2>{warnings}'
         f'<div class="charts">{"".join(charts)}</div>'
@@ -130,12 +138,18 @@ def _pair_section(comparison: Comparison, index: int, pair: EvalPair) -> str:
     )
 
 
-def write_html(comparison: Comparison, path: Path, *, replace: bool = False) -> None:
+def write_html(
+    comparison: Comparison,
+    path: Path,
+    *,
+    replace: bool = False,
+    show: int = HTML_SHOW,
+) -> None:
     """Write the page whole or not at all (see `tracegrade.outputs`);
     `replace` (`--force`) lets it replace a file already there."""
     from ..outputs import AtomicFile
 
-    page = render_html(comparison)
+    page = render_html(comparison, show)
     AtomicFile.write_text(str(path), page, replace=replace)
 
 

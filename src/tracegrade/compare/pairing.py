@@ -25,18 +25,29 @@ The rules a reader of the comparison needs:
   on both sides: stages for stage diagnosis, grades for extraction. A data
   error or a missing score says nothing about the model, so it is neither
   a pass nor a failure; such pairs stay visible in the matrix.
+- Context recall and precision, the per-run figures of a stage score, are
+  compared over the pairs where both runs have the figure: the two means,
+  their difference, and the exact sign test of the per-sample mean
+  differences (`stats.figure_test`). Reported, never gated.
 - Each sample-epoch may appear once per score in a run: two runs of the
   same samples in one directory cannot be paired, and are refused.
+- The lists of changed pairs and of samples in one run only are written to
+  `SortedSpool`s as they are found, never held whole: memory is flat in
+  their length. BASE's runs are held, one small `Run` per sample-epoch.
 """
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Final
+from fractions import Fraction
+from functools import lru_cache
+from typing import Any, Final
 
-from .stats import DEFAULT_ALPHA, PairedTest, paired_test
+from .spool import SortedSpool
+from .stats import DEFAULT_ALPHA, FigureTest, PairedTest, figure_test, paired_test
 
 STAGE: Final = "stage_diagnosis"
 EXTRACTION: Final = "ordered_extraction"
@@ -51,6 +62,8 @@ STATES: Final = {
     EXTRACTION: (*GRADED, DATA_ERROR, NO_SCORE),
 }
 REGRESSED_TO: Final = ("retrieval", "generation")
+FIGURES: Final = ("recall", "precision")
+"""The per-run figures of a stage score compared pair by pair."""
 
 SampleId = int | str
 SampleKey = tuple[SampleId, int]
@@ -77,13 +90,16 @@ class Run:
     """One sample-epoch's outcome under one score, as read from `log`.
 
     `missing` is the required IDs that never reached the context, for a
-    diagnosed stage run (None otherwise).
+    diagnosed stage run (None otherwise). `recall` and `precision` are the
+    stage score's figures, where it has them.
     """
 
     state: str
     missing: tuple[str, ...] | None = None
     explanation: str | None = None
     log: str = ""
+    recall: float | None = None
+    precision: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +166,11 @@ class ScoreComparison:
     """What is common to both kinds: the pairs, the matrix, the tests.
 
     `transitions[i][j]` counts the pairs in `states[i]` in BASE and
-    `states[j]` in NEW.
+    `states[j]` in NEW. `worse` counts the pairs that regressed (stage:
+    pass to retrieval or generation; extraction: lost membership or order),
+    `better` those that improved (stage: a fix; extraction: gained
+    membership or order). The lists are `SortedSpool`s: iterate them, or
+    take their `len`.
     """
 
     score: str
@@ -158,8 +178,10 @@ class ScoreComparison:
     pairs: int
     states: list[str]
     transitions: list[list[int]]
-    only_in_base: list[SampleRef]
-    only_in_new: list[SampleRef]
+    worse: int
+    better: int
+    only_in_base: SortedSpool[SampleRef]
+    only_in_new: SortedSpool[SampleRef]
     tests: list[PairedTest]
 
 
@@ -169,11 +191,13 @@ class StageComparison(ScoreComparison):
 
     `newly_missing` counts, per document ID, the pairs diagnosed on both
     sides whose NEW run missed it and whose BASE run did not; `newly_found`
-    the reverse. `ids_compared` is how many pairs that is.
+    the reverse. `ids_compared` is how many pairs that is. `figures`
+    compares context recall and precision over the pairs that have them.
     """
 
-    regressions: list[Change]
-    fixes: list[Change]
+    figures: list[FigureTest]
+    regressions: SortedSpool[Change]
+    fixes: SortedSpool[Change]
     ids_compared: int
     newly_missing: list[IdCount]
     newly_found: list[IdCount]
@@ -184,10 +208,10 @@ class ExtractionComparison(ScoreComparison):
     """Ordered extraction: the graded pairs that lost or gained each
     criterion."""
 
-    lost_membership: list[Change]
-    gained_membership: list[Change]
-    lost_order: list[Change]
-    gained_order: list[Change]
+    lost_membership: SortedSpool[Change]
+    gained_membership: SortedSpool[Change]
+    lost_order: SortedSpool[Change]
+    gained_order: SortedSpool[Change]
 
 
 @dataclass(frozen=True)
@@ -274,40 +298,101 @@ _OUTCOMES: Final = {
 _Pair = tuple[SampleKey, Run, Run]
 
 
+def change_spool() -> SortedSpool[Change]:
+    """An empty list of changed pairs, by sample id and epoch."""
+    return SortedSpool(_encode_change, _decode_change)
+
+
+def ref_spool() -> SortedSpool[SampleRef]:
+    """An empty list of sample-epochs in one run only."""
+    return SortedSpool(_encode_ref, _decode_ref)
+
+
+def _encode_side(side: Side) -> dict[str, Any]:
+    return {
+        "state": side.state,
+        "missing": side.missing,
+        "explanation": side.explanation,
+        "log": side.log,
+    }
+
+
+def _encode_change(change: Change) -> dict[str, Any]:
+    return {
+        "id": change.id,
+        "epoch": change.epoch,
+        "base": _encode_side(change.base),
+        "new": _encode_side(change.new),
+    }
+
+
+def _decode_change(data: dict[str, Any]) -> Change:
+    return Change(data["id"], data["epoch"], Side(**data["base"]), Side(**data["new"]))
+
+
+def _encode_ref(ref: SampleRef) -> dict[str, Any]:
+    return {"id": ref.id, "epoch": ref.epoch, "log": ref.log}
+
+
+def _decode_ref(data: dict[str, Any]) -> SampleRef:
+    return SampleRef(data["id"], data["epoch"], data["log"])
+
+
+def _add_change(spool: SortedSpool[Change], pair: _Pair) -> None:
+    key, base_run, new_run = pair
+    spool.add(_key_order(key), Change(key[0], key[1], _side(base_run), _side(new_run)))
+
+
+def _add_ref(spool: SortedSpool[SampleRef], ref: SampleRef) -> None:
+    spool.add(_key_order((ref.id, ref.epoch)), ref)
+
+
 @dataclass
 class _OutcomeTally:
     """The 2x2 table of one outcome, and its discordant pairs.
 
     `by_sample` (kept when a sample can have several epochs) holds each
     sample's NEW count minus BASE count of the outcome over its paired
-    epochs: the sign of its difference, for the test.
+    epochs: the sign of its difference, for the test. `lost` and `gained`
+    list the discordant pairs, when the kind lists them (extraction).
     """
 
     outcome: _Outcome
     by_sample: dict[SampleId, int] | None = None
+    listed: bool = False
     pairs: int = 0
     base: int = 0
     new: int = 0
-    base_only: list[_Pair] = field(default_factory=list)
-    new_only: list[_Pair] = field(default_factory=list)
+    b: int = 0
+    c: int = 0
+    lost: SortedSpool[Change] = field(default_factory=change_spool)
+    gained: SortedSpool[Change] = field(default_factory=change_spool)
 
-    def add(self, pair: _Pair) -> None:
+    def add(self, pair: _Pair) -> int:
+        """Count the pair; -1 if it lost the outcome, 1 if it gained it."""
         key, base_run, new_run = pair
         population = self.outcome.population
         if base_run.state not in population or new_run.state not in population:
-            return
+            return 0
         in_base = self.outcome.has(base_run.state)
         in_new = self.outcome.has(new_run.state)
         self.pairs += 1
         self.base += in_base
         self.new += in_new
-        if in_base and not in_new:
-            self.base_only.append(pair)
-        elif in_new and not in_base:
-            self.new_only.append(pair)
         if self.by_sample is not None:
             sample = key[0]
             self.by_sample[sample] = self.by_sample.get(sample, 0) + in_new - in_base
+        if in_base and not in_new:
+            self.b += 1
+            if self.listed:
+                _add_change(self.lost, pair)
+            return -1
+        if in_new and not in_base:
+            self.c += 1
+            if self.listed:
+                _add_change(self.gained, pair)
+            return 1
+        return 0
 
     def test(self, alpha: float) -> PairedTest:
         clusters = self.by_sample
@@ -316,8 +401,8 @@ class _OutcomeTally:
             pairs=self.pairs,
             base_count=self.base,
             new_count=self.new,
-            b=len(self.base_only),
-            c=len(self.new_only),
+            b=self.b,
+            c=self.c,
             alpha=alpha,
             higher_is_better=self.outcome.higher_is_better,
             samples=None if clusters is None else len(clusters),
@@ -326,38 +411,149 @@ class _OutcomeTally:
         )
 
 
+class _ExactSum:
+    """The exact sum of floats, added one at a time (Shewchuk's partials,
+    as `math.fsum` keeps them), without holding the floats."""
+
+    __slots__ = ("partials",)
+
+    def __init__(self) -> None:
+        self.partials: list[float] = []
+
+    def add(self, value: float) -> None:
+        kept = 0
+        for partial in self.partials:
+            if abs(value) < abs(partial):
+                value, partial = partial, value
+            high = value + partial
+            low = partial - (high - value)
+            if low:
+                self.partials[kept] = low
+                kept += 1
+            value = high
+        self.partials[kept:] = [value]
+
+    def mean(self, count: int) -> float | None:
+        # `math.fsum` of the partials is their exact sum rounded once: the
+        # same double as `math.fsum` of every value added.
+        return math.fsum(self.partials) / count if count else None
+
+
+@lru_cache(maxsize=1 << 12)
+def _share(value: float) -> Fraction:
+    """The share of two integers that `value` is the double of.
+
+    A figure is found / total of ID counts; the nearest fraction with a
+    denominator below 2**24 is that share again, exactly (two such shares
+    differ by more than 2**-48, a double errs by at most 2**-53). So a
+    sample whose epochs' figures move by 1/3 and -1/3, or 1/2 and -1/3 - 1/6,
+    did not move, as the doubles' own sums might say otherwise.
+    """
+    return Fraction(value).limit_denominator(1 << 24)
+
+
+@dataclass
+class _FigureTally:
+    """One figure (recall, precision) over the pairs that have it on both
+    sides: the exact sums of each side, and which samples fell or rose.
+
+    With one epoch a pair is a sample, and its sign is the comparison of
+    two doubles (exact: two shares of small integers round apart). With
+    several, `by_sample` sums each sample's differences as exact fractions.
+    """
+
+    figure: str
+    by_sample: dict[SampleId, Fraction] | None = None
+    pairs: int = 0
+    fell: int = 0
+    rose: int = 0
+    base_sum: _ExactSum = field(default_factory=_ExactSum)
+    new_sum: _ExactSum = field(default_factory=_ExactSum)
+
+    def add(self, pair: _Pair) -> None:
+        key, base_run, new_run = pair
+        base = getattr(base_run, self.figure)
+        new = getattr(new_run, self.figure)
+        if base is None or new is None:
+            return
+        self.pairs += 1
+        self.base_sum.add(base)
+        self.new_sum.add(new)
+        if self.by_sample is None:
+            self.fell += new < base
+            self.rose += new > base
+            return
+        sample = key[0]
+        moved = _share(new) - _share(base)
+        self.by_sample[sample] = self.by_sample.get(sample, Fraction(0)) + moved
+
+    def test(self, alpha: float) -> FigureTest:
+        fell, rose, samples = self.fell, self.rose, self.pairs
+        if self.by_sample is not None:
+            samples = len(self.by_sample)
+            fell = sum(moved < 0 for moved in self.by_sample.values())
+            rose = sum(moved > 0 for moved in self.by_sample.values())
+        return figure_test(
+            self.figure,
+            pairs=self.pairs,
+            samples=samples,
+            base_mean=self.base_sum.mean(self.pairs),
+            new_mean=self.new_sum.mean(self.pairs),
+            fell=fell,
+            rose=rose,
+            alpha=alpha,
+        )
+
+
 @dataclass
 class _ScoreTally:
-    """Everything counted for one score name while NEW is read."""
+    """Everything counted for one score name while NEW is read; nothing
+    that grows with the changed pairs is held (see `SortedSpool`)."""
 
     kind: str
     clustered: bool
     transitions: Counter[tuple[str, str]] = field(default_factory=Counter)
-    only_in_new: list[SampleRef] = field(default_factory=list)
-    regressions: list[_Pair] = field(default_factory=list)
-    fixes: list[_Pair] = field(default_factory=list)
+    only_in_new: SortedSpool[SampleRef] = field(default_factory=ref_spool)
+    regressions: SortedSpool[Change] = field(default_factory=change_spool)
+    fixes: SortedSpool[Change] = field(default_factory=change_spool)
+    worse: int = 0
+    better: int = 0
     ids_compared: int = 0
     newly_missing: Counter[str] = field(default_factory=Counter)
     newly_found: Counter[str] = field(default_factory=Counter)
     outcomes: list[_OutcomeTally] = field(default_factory=list)
+    figures: list[_FigureTally] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.outcomes = [
-            _OutcomeTally(outcome, {} if self.clustered else None)
+            _OutcomeTally(
+                outcome, {} if self.clustered else None, listed=self.kind != STAGE
+            )
             for outcome in _OUTCOMES[self.kind]
         ]
+        if self.kind == STAGE:
+            self.figures = [
+                _FigureTally(figure, {} if self.clustered else None)
+                for figure in FIGURES
+            ]
 
     def add(self, pair: _Pair) -> None:
         _, base_run, new_run = pair
         self.transitions[base_run.state, new_run.state] += 1
-        for outcome in self.outcomes:
-            outcome.add(pair)
+        moves = [outcome.add(pair) for outcome in self.outcomes]
         if self.kind != STAGE:
+            # A pair that lost (or gained) membership, order or both.
+            self.worse += -1 in moves
+            self.better += 1 in moves
             return
+        for figure in self.figures:
+            figure.add(pair)
         if base_run.state == "pass" and new_run.state in REGRESSED_TO:
-            self.regressions.append(pair)
+            self.worse += 1
+            _add_change(self.regressions, pair)
         elif new_run.state == "pass" and base_run.state != "pass":
-            self.fixes.append(pair)
+            self.better += 1
+            _add_change(self.fixes, pair)
         if base_run.missing is not None and new_run.missing is not None:
             self.ids_compared += 1
             base_missing, new_missing = set(base_run.missing), set(new_run.missing)
@@ -411,7 +607,7 @@ def pair_runs(
             )
         base_run = paired_with.get(key)
         if base_run is None:
-            tally.only_in_new.append(SampleRef(*key, observation.run.log))
+            _add_ref(tally.only_in_new, SampleRef(*key, observation.run.log))
         else:
             tally.add((key, base_run, observation.run))
 
@@ -427,14 +623,10 @@ def pair_runs(
     extraction: list[ExtractionComparison] = []
     for score in sorted(tallies):
         tally = tallies[score]
-        only_in_base = sorted(
-            (
-                SampleRef(*key, run.log)
-                for key, run in base_runs[score].items()
-                if key not in new_seen[score]
-            ),
-            key=_ref_order,
-        )
+        only_in_base = ref_spool()
+        for key, run in base_runs[score].items():
+            if key not in new_seen[score]:
+                _add_ref(only_in_base, SampleRef(*key, run.log))
         compared = _compared(score, tally, only_in_base, alpha)
         if isinstance(compared, StageComparison):
             stage.append(compared)
@@ -484,21 +676,9 @@ def _key_order(key: SampleKey) -> tuple[int, int, str, int]:
     return (1, 0, sample_id, epoch)
 
 
-def _ref_order(ref: SampleRef) -> tuple[int, int, str, int]:
-    return _key_order((ref.id, ref.epoch))
-
-
 def _side(run: Run) -> Side:
     missing = None if run.missing is None else list(run.missing)
     return Side(run.state, missing, run.explanation, run.log)
-
-
-def _changes(pairs: Iterable[_Pair]) -> list[Change]:
-    ordered = sorted(pairs, key=lambda pair: _key_order(pair[0]))
-    return [
-        Change(key[0], key[1], _side(base_run), _side(new_run))
-        for key, base_run, new_run in ordered
-    ]
 
 
 def _ranked(counter: Counter[str]) -> list[IdCount]:
@@ -508,14 +688,17 @@ def _ranked(counter: Counter[str]) -> list[IdCount]:
 
 
 def _compared(
-    score: str, tally: _ScoreTally, only_in_base: list[SampleRef], alpha: float
+    score: str,
+    tally: _ScoreTally,
+    only_in_base: SortedSpool[SampleRef],
+    alpha: float,
 ) -> StageComparison | ExtractionComparison:
     states = list(STATES[tally.kind])
     pairs = sum(tally.transitions.values())
     transitions = [
         [tally.transitions[row, column] for column in states] for row in states
     ]
-    only_in_new = sorted(tally.only_in_new, key=_ref_order)
+    only_in_new = tally.only_in_new
     tests = [outcome.test(alpha) for outcome in tally.outcomes]
     if tally.kind == STAGE:
         return StageComparison(
@@ -524,11 +707,14 @@ def _compared(
             pairs=pairs,
             states=states,
             transitions=transitions,
+            worse=tally.worse,
+            better=tally.better,
             only_in_base=only_in_base,
             only_in_new=only_in_new,
             tests=tests,
-            regressions=_changes(tally.regressions),
-            fixes=_changes(tally.fixes),
+            figures=[figure.test(alpha) for figure in tally.figures],
+            regressions=tally.regressions,
+            fixes=tally.fixes,
             ids_compared=tally.ids_compared,
             newly_missing=_ranked(tally.newly_missing),
             newly_found=_ranked(tally.newly_found),
@@ -540,13 +726,15 @@ def _compared(
         pairs=pairs,
         states=states,
         transitions=transitions,
+        worse=tally.worse,
+        better=tally.better,
         only_in_base=only_in_base,
         only_in_new=only_in_new,
         tests=tests,
-        lost_membership=_changes(membership.base_only),
-        gained_membership=_changes(membership.new_only),
-        lost_order=_changes(order.base_only),
-        gained_order=_changes(order.new_only),
+        lost_membership=membership.lost,
+        gained_membership=membership.gained,
+        lost_order=order.lost,
+        gained_order=order.gained,
     )
 
 
@@ -566,11 +754,7 @@ def _gate(
         for test in c.tests
         if test.outcome in gated[c.kind] and test.worse
     ]
-    regressions = sum(len(c.regressions) for c in stage)
-    for c in extraction:
-        regressions += len(
-            {(change.id, change.epoch) for change in c.lost_membership + c.lost_order}
-        )
+    regressions = sum(c.worse for c in compared)
     return Gate(
         alpha=alpha,
         outcomes=[f"{c.score}: {name}" for c in compared for name in gated[c.kind]],
@@ -585,6 +769,7 @@ __all__ = [
     "DATA_ERROR",
     "DIAGNOSED",
     "EXTRACTION",
+    "FIGURES",
     "GRADED",
     "KINDS",
     "NO_SCORE",

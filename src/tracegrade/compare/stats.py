@@ -237,6 +237,132 @@ def paired_test(
     )
 
 
+FIGURE_TEST = "exact sign test on per-sample mean differences"
+
+
+@dataclass(frozen=True)
+class FigureTest:
+    """A per-run figure (context recall, context precision) compared over
+    the `pairs` paired runs where both sides have it, of `samples` samples.
+
+    `base_mean` and `new_mean` are the figure's means over those pairs,
+    `difference` NEW minus BASE. The test is the exact sign test with the
+    sample as the unit: each sample's difference is the mean of NEW minus
+    BASE over its paired epochs; `fell` samples went down, `rose` went up,
+    the rest did not move, and under no change each moving sample is as
+    likely to go either way. Higher is better for both figures. Reported,
+    never gated.
+    """
+
+    figure: str
+    alpha: float
+    test: str
+    pairs: int
+    samples: int
+    base_mean: float | None
+    new_mean: float | None
+    difference: float | None
+    fell: int
+    rose: int
+    p_value: float | None
+    smallest_p_value: float | None
+    discordant_needed: int
+    significant: bool
+    verdict: Verdict
+    note: str
+
+
+def figure_test(
+    figure: str,
+    *,
+    pairs: int,
+    samples: int,
+    base_mean: float | None,
+    new_mean: float | None,
+    fell: int,
+    rose: int,
+    alpha: float = DEFAULT_ALPHA,
+) -> FigureTest:
+    """Test whether a figure moved between BASE and NEW, and say so."""
+    alpha = check_alpha(alpha)
+    if (
+        min(pairs, samples, fell, rose) < 0
+        or fell + rose > samples
+        or (samples > pairs)
+    ):
+        raise InvalidCounts(
+            f"fell and rose count samples of at most {samples} samples in "
+            f"{pairs} pairs; got fell={fell}, rose={rose}"
+        )
+    if (base_mean is None or new_mean is None) != (pairs == 0):
+        raise InvalidCounts("the means are None exactly when there are no pairs")
+    changed = fell + rose
+    needed = discordant_needed(alpha)
+    p_value = mcnemar_p_value(fell, rose) if changed else None
+    significant = p_value is not None and p_value <= alpha
+    if not changed or changed < needed:
+        verdict = Verdict.TOO_FEW
+    elif not significant:
+        verdict = Verdict.NOT_SIGNIFICANT
+    else:
+        verdict = Verdict.BETTER if rose > fell else Verdict.WORSE
+    difference = None if base_mean is None or new_mean is None else new_mean - base_mean
+    return FigureTest(
+        figure=figure,
+        alpha=alpha,
+        test=FIGURE_TEST,
+        pairs=pairs,
+        samples=samples,
+        base_mean=base_mean,
+        new_mean=new_mean,
+        difference=difference,
+        fell=fell,
+        rose=rose,
+        p_value=p_value,
+        smallest_p_value=smallest_p_value(changed) if changed else None,
+        discordant_needed=needed,
+        significant=significant,
+        verdict=verdict,
+        note=_figure_note(figure, samples, pairs, fell, rose, p_value, alpha, verdict),
+    )
+
+
+def _figure_note(
+    figure: str,
+    samples: int,
+    pairs: int,
+    fell: int,
+    rose: int,
+    p_value: float | None,
+    alpha: float,
+    verdict: Verdict,
+) -> str:
+    if pairs == 0:
+        return f"Too few to tell: no pair has {figure} on both sides."
+    if p_value is None:
+        return (
+            f"Too few to tell: {figure} moved in none of the {samples} samples "
+            f"({pairs} paired runs), so the test has nothing to weigh."
+        )
+    moved = (
+        f"of {samples} samples ({pairs} paired runs with {figure} on both "
+        f"sides), {figure} fell in {fell} and rose in {rose} (exact sign test "
+        "on per-sample mean differences)"
+    )
+    if verdict is Verdict.TOO_FEW:
+        lowest = smallest_p_value(fell + rose)
+        return (
+            f"Too few to tell: {moved}; even a {fell + rose} to 0 split would "
+            f"give p = {format_p(lowest)} > alpha = {alpha:g}."
+        )
+    if verdict is Verdict.NOT_SIGNIFICANT:
+        return f"Not significant: {moved}; p = {format_p(p_value)} > alpha = {alpha:g}."
+    return (
+        f"{verdict.value.capitalize()} in NEW: {moved}; p = {format_p(p_value)} "
+        f"<= alpha = {alpha:g}."
+    )
+
+
 @dataclass(frozen=True)
 class _Unit:
     """What a test counted, for its sentence."""
@@ -305,14 +431,17 @@ def _note(
 
 __all__ = [
     "DEFAULT_ALPHA",
+    "FIGURE_TEST",
     "MCNEMAR",
     "SIGN",
+    "FigureTest",
     "InvalidAlpha",
     "InvalidCounts",
     "PairedTest",
     "Verdict",
     "check_alpha",
     "discordant_needed",
+    "figure_test",
     "format_p",
     "mcnemar_p_value",
     "paired_test",

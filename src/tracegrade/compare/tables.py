@@ -3,15 +3,19 @@
 Both renderings take these, as `tracegrade report`'s do its
 `report_tables`, so the page and the terminal never disagree. Each pair
 of evals has its own tables, titled with the pair when there are several.
-Long lists (the changed samples, the samples in one run only) are cut to
-`show` rows in the terminal, with the count of the rest in the caption;
-the HTML page lists them all, and so does the JSON. Document IDs and
-sample ids are quoted, so an empty ID or a trailing space shows.
+Long lists (the changed samples, the IDs that changed, the samples in
+one run only) are cut to `show` rows, with the count of the rest in the
+caption: in the terminal `--show` (default 10), on the HTML page
+`--html-show` (default `HTML_SHOW`), so that a million changed pairs make
+a page a browser opens. Only the rows shown are read back from the lists'
+spools. The JSON lists all. Document IDs and sample ids are quoted, so an
+empty ID or a trailing space shows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from itertools import chain, islice
 from pathlib import Path
 
 from ..report.tables import Table
@@ -21,12 +25,23 @@ from .pairing import (
     EXTRACTION,
     Change,
     ExtractionComparison,
+    SampleRef,
     ScoreComparison,
     StageComparison,
 )
-from .stats import MCNEMAR, SIGN, PairedTest, discordant_needed, format_p
+from .spool import SortedSpool
+from .stats import (
+    MCNEMAR,
+    SIGN,
+    FigureTest,
+    PairedTest,
+    discordant_needed,
+    format_p,
+)
 
 ARROW = "\u2192"
+HTML_SHOW = 1000
+"""How many rows of each list the HTML page shows by default."""
 
 STATE_MEANINGS = {
     "stage_diagnosis": (
@@ -82,23 +97,33 @@ def test_notes(comparison: Comparison, pair: EvalPair) -> list[str]:
     """Each test's plain sentence, named by score and outcome (and by the
     pair, when there are several)."""
     prefix = f"{pair.name}, " if len(comparison.pairs) > 1 else ""
-    return [
+    notes = [
         f"{prefix}{c.score} {t.outcome}: {t.note}"
         for c in _compared(pair)
         for t in c.tests
     ]
+    notes += [
+        f"{prefix}{c.score} context {f.figure}: {f.note}"
+        for c in pair.stage_diagnosis
+        for f in c.figures
+    ]
+    return notes
 
 
 def comparison_tables(
-    comparison: Comparison, pair: EvalPair, show: int | None = None
+    comparison: Comparison,
+    pair: EvalPair,
+    show: int | None = None,
+    option: str = "--show",
 ) -> list[Table]:
     """One pair's tables, in display order; lists with no rows are left out.
 
-    `show` cuts each list of samples or IDs to that many rows (None: all).
+    `show` cuts each list of samples or IDs to that many rows (None: all);
+    `option` is the option that sets it, named in the captions.
     """
     several = len(comparison.pairs) > 1
     index = comparison.pairs.index(pair)
-    tables = _pair_tables(comparison, pair, show)
+    tables = _pair_tables(comparison, pair, _Cut(show, option))
     if not several:
         return [table for table in tables if table.rows]
     return [
@@ -115,13 +140,12 @@ def comparison_tables(
     ]
 
 
-def _pair_tables(
-    comparison: Comparison, pair: EvalPair, show: int | None
-) -> list[Table]:
+def _pair_tables(comparison: Comparison, pair: EvalPair, show: _Cut) -> list[Table]:
     compared = _compared(pair)
     tables = [_summary_table(compared)]
     tables.extend(_transition_table(c) for c in compared)
     tables.append(_tests_table(comparison, pair))
+    tables.append(_figures_table(comparison, pair))
     for c in pair.stage_diagnosis:
         tables.append(
             _changes_table(
@@ -185,19 +209,14 @@ def evals_table(comparison: Comparison) -> Table:
 def _summary_table(compared: Sequence[StageComparison | ExtractionComparison]) -> Table:
     rows = []
     for c in compared:
-        if isinstance(c, StageComparison):
-            worse, better = len(c.regressions), len(c.fixes)
-        else:
-            worse = len(_pairs(c.lost_membership, c.lost_order))
-            better = len(_pairs(c.gained_membership, c.gained_order))
         changed = c.pairs - sum(c.transitions[i][i] for i in range(len(c.states)))
         rows.append(
             [
                 c.score,
                 str(c.pairs),
                 str(changed),
-                str(worse),
-                str(better),
+                str(c.worse),
+                str(c.better),
                 str(len(c.only_in_base)),
                 str(len(c.only_in_new)),
             ]
@@ -222,10 +241,6 @@ def _summary_table(compared: Sequence[StageComparison | ExtractionComparison]) -
         numeric=[False, *[True] * 6],
         rows=rows,
     )
-
-
-def _pairs(*lists: list[Change]) -> set[tuple[int | str, int]]:
-    return {(change.id, change.epoch) for changes in lists for change in changes}
 
 
 def _transition_table(c: ScoreComparison) -> Table:
@@ -303,16 +318,76 @@ def _test_row(score: str, test: PairedTest) -> list[str]:
     ]
 
 
-def _cut(
-    rows: list[list[str]], show: int | None, what: str
-) -> tuple[list[list[str]], str]:
-    """The first `show` rows, and a caption sentence saying how many there are."""
-    count = f"{len(rows)} {what}."
-    if show is None or len(rows) <= show:
-        return rows, count
-    return rows[
-        :show
-    ], f"{count} The first {show} are shown (--show); --json lists all."
+def _figures_table(comparison: Comparison, pair: EvalPair) -> Table:
+    figures = [(c.score, f) for c in pair.stage_diagnosis for f in c.figures]
+    needed = discordant_needed(comparison.alpha)
+    return Table(
+        key="figures",
+        title="Context recall and precision",
+        caption="Over the pairs where both runs have the figure (recall: "
+        "something required and a context; precision: a context holding an "
+        "ID), labelled or not. BASE and NEW: the figure's mean over those "
+        "pairs; change: NEW minus BASE, in percentage points. fell and rose "
+        "count the samples whose mean over their paired epochs fell or rose; "
+        "p is the exact sign test of them (the sample as the unit). Reported, "
+        f"not gated. With fewer than {needed} samples moved no split can "
+        f"reach alpha = {comparison.alpha:g}: too few to tell.",
+        columns=[
+            "score",
+            "figure",
+            "pairs",
+            "samples",
+            "BASE",
+            "NEW",
+            "change",
+            "fell",
+            "rose",
+            "p",
+            "verdict",
+        ],
+        numeric=[False, False, *[True] * 8, False],
+        rows=[_figure_row(score, figure) for score, figure in figures],
+    )
+
+
+def _figure_row(score: str, figure: FigureTest) -> list[str]:
+    def mean(value: float | None) -> str:
+        return "n/a" if value is None else f"{100 * value:.1f}%"
+
+    return [
+        score,
+        f"context {figure.figure}",
+        str(figure.pairs),
+        str(figure.samples),
+        mean(figure.base_mean),
+        mean(figure.new_mean),
+        "n/a" if figure.difference is None else f"{100 * figure.difference:+.1f} pp",
+        str(figure.fell),
+        str(figure.rose),
+        "n/a" if figure.p_value is None else format_p(figure.p_value),
+        figure.verdict.value,
+    ]
+
+
+class _Cut:
+    """How many rows of a list to show, and the option that says so."""
+
+    def __init__(self, show: int | None, option: str) -> None:
+        self.show = show
+        self.option = option
+
+    def rows(
+        self, rows: Iterable[list[str]], total: int, what: str
+    ) -> tuple[list[list[str]], str]:
+        """The first `show` of `rows` (only those are made), and a caption
+        sentence saying how many there are in all."""
+        count = f"{total} {what}."
+        if self.show is None or total <= self.show:
+            return list(rows), count
+        return list(islice(rows, self.show)), (
+            f"{count} The first {self.show} are shown ({self.option}); --json "
+            "lists all."
+        )
 
 
 def _ids(ids: list[str] | None) -> str:
@@ -322,21 +397,25 @@ def _ids(ids: list[str] | None) -> str:
 
 
 def _changes_table(
-    c: ScoreComparison, key: str, title: str, changes: list[Change], show: int | None
+    c: ScoreComparison,
+    key: str,
+    title: str,
+    changes: SortedSpool[Change],
+    show: _Cut,
 ) -> Table:
     stage = isinstance(c, StageComparison)
-    rows = []
-    for change in changes:
-        row = [
+
+    def row(change: Change) -> list[str]:
+        cells = [
             _sample(change.id),
             str(change.epoch),
             f"{change.base.state} {ARROW} {change.new.state}",
         ]
         if stage:
-            row += [_ids(change.base.missing), _ids(change.new.missing)]
-        row += [change.base.explanation or "", change.new.explanation or ""]
-        rows.append(row)
-    shown, count = _cut(rows, show, "pairs")
+            cells += [_ids(change.base.missing), _ids(change.new.missing)]
+        return [*cells, change.base.explanation or "", change.new.explanation or ""]
+
+    shown, count = show.rows(map(row, changes), len(changes), "pairs")
     columns = ["sample", "epoch", f"BASE {ARROW} NEW"]
     if stage:
         columns += ["missing in BASE", "missing in NEW"]
@@ -351,15 +430,15 @@ def _changes_table(
     )
 
 
-def _ids_table(c: StageComparison, show: int | None) -> Table:
+def _ids_table(c: StageComparison, show: _Cut) -> Table:
     missing = {i.id: i.count for i in c.newly_missing}
     found = {i.id: i.count for i in c.newly_found}
     ordered = sorted(
         missing.keys() | found.keys(),
         key=lambda i: (-missing.get(i, 0), -found.get(i, 0), i),
     )
-    rows = [[show_id(i), str(missing.get(i, 0)), str(found.get(i, 0))] for i in ordered]
-    shown, count = _cut(rows, show, "document IDs changed")
+    rows = ([show_id(i), str(missing.get(i, 0)), str(found.get(i, 0))] for i in ordered)
+    shown, count = show.rows(rows, len(ordered), "document IDs changed")
     return Table(
         key=f"ids-{c.score}",
         title=f"Document IDs newly missing and newly found: {c.score}",
@@ -374,15 +453,22 @@ def _ids_table(c: StageComparison, show: int | None) -> Table:
 
 
 def _one_run_table(
-    compared: Sequence[StageComparison | ExtractionComparison], show: int | None
+    compared: Sequence[StageComparison | ExtractionComparison], show: _Cut
 ) -> Table:
-    rows = [
-        [c.score, side, _sample(ref.id), str(ref.epoch), Path(ref.log).name]
+    lists: list[tuple[str, str, SortedSpool[SampleRef]]] = [
+        (c.score, side, refs)
         for c in compared
         for side, refs in (("BASE", c.only_in_base), ("NEW", c.only_in_new))
-        for ref in refs
     ]
-    shown, count = _cut(rows, show, "sample-epochs are in one run only")
+    rows = chain.from_iterable(
+        (
+            [score, side, _sample(ref.id), str(ref.epoch), Path(ref.log).name]
+            for ref in refs
+        )
+        for score, side, refs in lists
+    )
+    total = sum(len(refs) for _, _, refs in lists)
+    shown, count = show.rows(rows, total, "sample-epochs are in one run only")
     return Table(
         key="one-run",
         title="Samples in one run only",
@@ -435,6 +521,7 @@ def _logs_table(pair: EvalPair) -> Table:
 
 __all__ = [
     "ARROW",
+    "HTML_SHOW",
     "comparison_tables",
     "evals_table",
     "gate_line",
