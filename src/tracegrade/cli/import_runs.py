@@ -99,6 +99,7 @@ def import_group() -> None:
     \b
       trec           TREC qrels and a run, one record per query
       ragas          a Ragas evaluation dataset, one record per sample
+      openinference  OpenInference traces (OTLP JSON), one record per trace
     """
 
 
@@ -288,3 +289,127 @@ def ragas(
 
     inputs = [dataset, *([labels] if labels is not None else [])]
     _run_import(inputs, output, force, build, "sample", labels)
+
+
+@import_group.command("openinference")
+@click.argument("spans", type=_INPUT)
+@click.option(
+    "--gold",
+    required=True,
+    type=_INPUT,
+    help='What each trace needed: JSON Lines {"key": K, "required": [...]}.',
+)
+@click.option(
+    "--key",
+    required=True,
+    metavar="ATTRIBUTE",
+    help="The span attribute whose value is the gold key (input.value: the "
+    "root span's input).",
+)
+@_output_options
+def openinference(
+    spans: str,
+    gold: str,
+    key: str,
+    labels: str | None,
+    output: str | None,
+    force: bool,
+) -> None:
+    """One stage-diagnosis record per trace of OpenInference spans.
+
+    \b
+      tracegrade import openinference spans.jsonl --gold gold.jsonl \\
+          --key example.id > runs.jsonl
+      inspect eval tracegrade/stage_diagnosis -T dataset=runs.jsonl
+
+    SPANS is OTLP JSON, one ExportTraceServiceRequest a line, as the
+    OpenTelemetry SDK's and the Collector's file exporters write it, of
+    spans following the OpenInference conventions (Arize Phoenix,
+    OpenLLMetry-style instrumentation). Ids are read as OTLP JSON's hex or
+    protobuf JSON's base64. Each line written is {"id": TRACE_ID,
+    "input": {"required": [...], "context": [...], "correct": ...,
+    "question": ..., "answer": ...}}, traces in the order they first
+    appear:
+
+    \b
+    - context: the document ids of the trace's RETRIEVER spans
+      (retrieval.documents.N.document.id), spans in start order,
+      documents by N.
+    - required, and correct when the gold line has one: from the GOLD
+      line whose "key" equals the trace's ATTRIBUTE (the root span's,
+      else the one value its spans agree on), type included: 7 is not
+      "7".
+    - correct may instead come from --labels, keyed by trace id; never
+      from both, and never guessed.
+    - answer: the root span's output.value, else the last LLM span's;
+      question: the root span's input.value.
+
+    A trace matching no gold line is written without required (it scores
+    unresolved, nothing to diagnose) and counted and listed on stderr,
+    never dropped; so are gold lines no trace matched, and traces with no
+    RETRIEVER span, written without context (invalid-input: the context
+    was never recorded, which an empty one would blame on the retriever).
+
+    Refused, with file, line and field, and nothing written: a line that
+    is not OTLP JSON trace data or not UTF-8, an id of neither encoding,
+    a span exported twice, an attribute given twice, a retrieved document
+    without document.id, a span kind in the wrong case ("retriever"), a
+    trace whose spans give two keys, a repeated gold key, an empty file, a
+    label naming no trace or labelling a trace the gold file labels.
+
+    Records are written only once every file is read and checked;
+    --output appears complete or not at all, never replaces an input, and
+    replaces an existing file only with --force.
+
+    \b
+    Exit codes: 0 success, 1 the files are malformed or disagree,
+    2 usage error, or a file that cannot be read or written.
+    """
+    from ..core.errors import quote
+    from ..importers.common import SHOWN, counted, named
+    from ..importers.openinference import OpenInferenceImport, import_openinference
+
+    result: list[OpenInferenceImport] = []
+
+    def build() -> list[dict[str, Any]]:
+        imported = import_openinference(spans, gold, key=key, labels_path=labels)
+        result.append(imported)
+        return imported.records
+
+    def notes(records: list[dict[str, Any]]) -> list[str]:
+        (imported,) = result
+        said = []
+        if imported.unmatched:
+            shown = ", ".join(
+                quote(trace_id)
+                + (f" (no {key})" if value is None else f" ({key} {quote(value)})")
+                for trace_id, value in imported.unmatched[:SHOWN]
+            )
+            more = len(imported.unmatched) - SHOWN
+            said.append(
+                f"{len(imported.unmatched)} of {counted(len(records), 'trace')} "
+                f"match no line of {gold} by {key}; written without required, "
+                f"they score unresolved: {shown}"
+                + (f" and {more} more" if more > 0 else "")
+            )
+        if imported.unretrieved:
+            said.append(
+                f"{len(imported.unretrieved)} of {counted(len(records), 'trace')} "
+                "have no RETRIEVER span; written without context, they are "
+                f"invalid-input (the context was never recorded): "
+                f"{named(imported.unretrieved)}"
+            )
+        if imported.unused_gold:
+            shown = ", ".join(
+                f"{quote(line.key)} (line {line.line})"
+                for line in imported.unused_gold[:SHOWN]
+            )
+            more = len(imported.unused_gold) - SHOWN
+            said.append(
+                f"{counted(len(imported.unused_gold), 'gold line')} of {gold} "
+                f"match no trace: {shown}" + (f" and {more} more" if more > 0 else "")
+            )
+        return said
+
+    inputs = [spans, gold, *([labels] if labels is not None else [])]
+    _run_import(inputs, output, force, build, "trace", labels, notes)

@@ -1,0 +1,685 @@
+"""OpenInference traces, exported as OTLP JSON, as stage-diagnosis records.
+
+A RAG pipeline instrumented with OpenInference's conventions (Arize
+Phoenix, OpenLLMetry-style instrumentation) records what stage diagnosis
+needs as it runs: its `RETRIEVER` spans name the documents they returned
+(`retrieval.documents.N.document.id`), and its `LLM` or root span holds
+the answer (`output.value`). What the answer needed, and whether it was
+right, comes from a gold file, joined to each trace by a key the user
+names. One fixture-format record per trace:
+
+    {"id": TRACE_ID, "input": {"required": [...], "context": [...],
+     "correct"?: true|false, "question"?: ..., "answer"?: ...}}
+
+- `id` is the trace id, 32 lowercase hex digits.
+- `context` is the document ids of the trace's RETRIEVER spans, spans in
+  start order (ties in file order), each span's documents by their index
+  N; an integer id becomes its decimal text. A trace with no RETRIEVER
+  span has no `context`: it was never recorded, and the run scores
+  `invalid-input`, where an empty one would blame the retriever.
+- `answer` is the root span's `output.value`, or, where the root has
+  none, the last LLM span's; `question` the root span's `input.value`.
+  The root is the span with no parent (the earliest, if several).
+- The key is the attribute `key` of the root span, or, where the root
+  lacks it, the one value the trace's other spans give it (two different
+  values are refused). `--key input.value` joins by the question text.
+- `required` (and `correct`, when the gold line has one) come from the
+  gold line whose `key` equals it, type included: `7` is not `"7"`. A
+  label may also come from a labels file keyed by trace id, but one trace
+  is never labelled by both. Labels are never guessed.
+- A trace that matches no gold line is kept, without `required` (so it
+  scores `unresolved`: nothing to diagnose), and counted and listed
+  (`OpenInferenceImport.unmatched`); so are gold lines no trace matched.
+
+The spans file is JSON Lines, one OTLP `ExportTraceServiceRequest` per
+line, as the OpenTelemetry SDK's OTLP JSON file exporter and the
+Collector's file exporter write it. Both encodings of ids are read: OTLP
+JSON's hex, and the base64 of protobuf's own JSON mapping (told apart by
+length), and both forms of 64-bit integers (string or number). Unknown
+fields are ignored, as OTLP/JSON asks of a receiver.
+
+The gold file is JSON Lines, one `{"key": ..., "required": [ids],
+"correct"?: true|false}` per line; other fields are ignored.
+
+Refused, with file, line and field: a line that is not an OTLP JSON trace
+request, an id that is neither encoding, a span exported twice, an
+attribute given twice, a retrieved document with no `document.id`, a
+repeated gold key, and empty files. Everything is read and checked before
+any record is returned, so a caller writes every record or none. Nothing
+here needs OpenTelemetry or OpenInference packages.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import quote
+from ..lines import (
+    UnsupportedJSON,
+    has_lone_surrogate,
+    is_blank,
+    read_lines,
+    strict_json_loads,
+    undecodable,
+)
+from .common import (
+    InputFileError,
+    LabelsRefused,
+    RecordLabels,
+    check_labels_name_records,
+    read_labels,
+)
+
+# The OpenInference semantic conventions' attribute names.
+SPAN_KIND = "openinference.span.kind"
+INPUT_VALUE = "input.value"
+OUTPUT_VALUE = "output.value"
+RETRIEVER = "RETRIEVER"
+LLM = "LLM"
+DOCUMENT_PREFIX = "retrieval.documents."
+_DOCUMENT = re.compile(r"retrieval\.documents\.(0|[1-9][0-9]*)\.document\.(.+)")
+_DIGITS = re.compile(r"[+-]?[0-9]+")
+
+TRACE_ID_BYTES = 16
+SPAN_ID_BYTES = 8
+
+Key = str | int
+
+
+@dataclass
+class Span:
+    """One span, its attributes decoded; `order` is its place in the file."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    start: int
+    line: int
+    where: str
+    order: int
+    attributes: dict[str, Any]
+    attribute_paths: dict[str, str]
+
+    @property
+    def kind(self) -> Any:
+        return self.attributes.get(SPAN_KIND)
+
+
+@dataclass
+class Trace:
+    trace_id: str
+    spans: list[Span] = field(default_factory=list)
+
+    def ordered(self) -> list[Span]:
+        return sorted(self.spans, key=lambda span: (span.start, span.order))
+
+    def root(self) -> Span | None:
+        roots = [span for span in self.ordered() if span.parent_id is None]
+        return roots[0] if roots else None
+
+
+@dataclass(frozen=True)
+class GoldLine:
+    key: Key
+    required: list[str]
+    correct: bool | None
+    line: int
+
+
+@dataclass
+class OpenInferenceImport:
+    """The records; the traces that matched no gold line, as (trace id,
+    key or None); the gold lines no trace matched; and the traces with no
+    RETRIEVER span."""
+
+    records: list[dict[str, Any]]
+    unmatched: list[tuple[str, Key | None]]
+    unused_gold: list[GoldLine]
+    unretrieved: list[str]
+
+
+# --- reading the spans -----------------------------------------------------------
+
+
+class _Line:
+    """One line of a JSON Lines file, for refusals naming it."""
+
+    def __init__(self, path: str, number: int) -> None:
+        self.path = path
+        self.number = number
+
+    def refuse(self, where: str, problem: str) -> InputFileError:
+        prefix = f"{where}: " if where else ""
+        return InputFileError(self.path, self.number, prefix + problem, field=where)
+
+
+def _json_lines(path: str) -> Iterator[tuple[_Line, Any]]:
+    try:
+        for raw in read_lines(path):
+            if is_blank(raw.text):
+                continue
+            line = _Line(path, raw.number)
+            problem = undecodable(raw.text)
+            if problem is not None:
+                raise line.refuse("", problem)
+            try:
+                value = strict_json_loads(raw.text)
+            except UnsupportedJSON as error:
+                raise line.refuse(
+                    "", f"JSON that no Inspect log can hold: {error}"
+                ) from None
+            except ValueError as error:
+                raise line.refuse("", f"not valid JSON ({error})") from None
+            yield line, value
+    except OSError as error:
+        raise InputFileError(
+            path, None, f"cannot be read ({error.strerror or error})"
+        ) from None
+
+
+def _list(line: _Line, where: str, value: Any, required: bool = False) -> list[Any]:
+    """A repeated field: absent is empty, as protobuf's JSON leaves it out."""
+    if value is None and not required:
+        return []
+    if type(value) is not list:
+        raise line.refuse(where, f"must be a JSON array, got {quote(value, 80)}")
+    return value
+
+
+def _object(line: _Line, where: str, value: Any) -> dict[str, Any]:
+    if type(value) is not dict:
+        raise line.refuse(where, f"must be a JSON object, got {quote(value, 80)}")
+    return value
+
+
+def _text(line: _Line, where: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise line.refuse(where, f"must be text, got {quote(value, 80)}")
+    if has_lone_surrogate(value):
+        raise line.refuse(
+            where, f"{quote(value, 80)} holds a lone surrogate, which no log can hold"
+        )
+    return value
+
+
+def _identifier(line: _Line, where: str, value: Any, size: int) -> str:
+    """A trace or span id as lowercase hex: OTLP JSON writes hex, protobuf's
+    JSON mapping base64; their lengths differ, so neither is mistaken for
+    the other."""
+    text = _text(line, where, value)
+    hex_length = 2 * size
+    base64_length = 4 * -(-size // 3)
+    decoded: bytes | None = None
+    if len(text) == hex_length:
+        try:
+            decoded = bytes.fromhex(text)
+        except ValueError:
+            decoded = None
+    elif len(text) == base64_length:
+        try:
+            decoded = base64.b64decode(
+                text.replace("-", "+").replace("_", "/"), validate=True
+            )
+        except (binascii.Error, ValueError):
+            decoded = None
+        if decoded is not None and len(decoded) != size:
+            decoded = None
+    if decoded is None:
+        raise line.refuse(
+            where,
+            f"{quote(text, 80)} is not a {size}-byte id, as {hex_length} hex "
+            f"digits (OTLP JSON) or {base64_length} base64 characters "
+            "(protobuf's JSON mapping)",
+        )
+    if not any(decoded):
+        raise line.refuse(where, f"{quote(text, 80)} is all zeros, an invalid id")
+    return decoded.hex()
+
+
+def _integer(line: _Line, where: str, value: Any) -> int:
+    """A 64-bit integer, which protobuf's JSON writes as a string or a number."""
+    if type(value) is int:
+        return value
+    if isinstance(value, str) and _DIGITS.fullmatch(value):
+        return int(value)
+    raise line.refuse(where, f"{quote(value, 80)} is not an integer")
+
+
+def _any_value(line: _Line, where: str, value: Any) -> Any:
+    """An OTLP AnyValue as Python: text, int, float, bool, list, dict, bytes,
+    or None when it holds nothing."""
+    value = _object(line, where, value)
+    present = [name for name in _VALUE_KINDS if name in value]
+    if len(present) > 1:
+        raise line.refuse(
+            where, "holds " + " and ".join(present) + "; an AnyValue holds one"
+        )
+    if not present:
+        return None
+    kind = present[0]
+    inner = value[kind]
+    inner_where = f"{where}.{kind}"
+    if kind == "stringValue":
+        return _text(line, inner_where, inner)
+    if kind == "intValue":
+        return _integer(line, inner_where, inner)
+    if kind == "boolValue":
+        if type(inner) is not bool:
+            raise line.refuse(inner_where, f"must be true or false, got {quote(inner)}")
+        return inner
+    if kind == "doubleValue":
+        if isinstance(inner, (int, float)) and type(inner) is not bool:
+            return float(inner)
+        if inner in ("NaN", "Infinity", "-Infinity"):
+            return float(inner.replace("Infinity", "inf"))
+        raise line.refuse(inner_where, f"{quote(inner, 80)} is not a number")
+    if kind == "bytesValue":
+        try:
+            return base64.b64decode(_text(line, inner_where, inner), validate=True)
+        except (binascii.Error, ValueError):
+            raise line.refuse(
+                inner_where, f"{quote(inner, 80)} is not base64"
+            ) from None
+    values = _list(
+        line, f"{inner_where}.values", _object(line, inner_where, inner).get("values")
+    )
+    if kind == "arrayValue":
+        return [
+            _any_value(line, f"{inner_where}.values[{position}]", item)
+            for position, item in enumerate(values)
+        ]
+    pairs, _ = _attributes(line, f"{inner_where}.values", values)
+    return pairs
+
+
+_VALUE_KINDS = (
+    "stringValue",
+    "boolValue",
+    "intValue",
+    "doubleValue",
+    "arrayValue",
+    "kvlistValue",
+    "bytesValue",
+)
+
+
+def _attributes(
+    line: _Line, where: str, items: list[Any]
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """Attributes by key, and the path each was read at; a key given twice
+    is refused (which one counts would be a guess)."""
+    attributes: dict[str, Any] = {}
+    paths: dict[str, str] = {}
+    for position, item in enumerate(items):
+        path = f"{where}[{position}]"
+        pair = _object(line, path, item)
+        key = _text(line, f"{path}.key", pair.get("key"))
+        if key in attributes:
+            raise line.refuse(
+                f"{path}.key",
+                f"attribute {quote(key)} is already given at {paths[key]}",
+            )
+        attributes[key] = _any_value(line, f"{path}.value", pair.get("value", {}))
+        paths[key] = path
+    return attributes, paths
+
+
+def _spans(line: _Line, request: Any, order: int) -> Iterator[Span]:
+    request = _object(line, "", request)
+    if "resourceSpans" not in request:
+        other = [
+            name for name in ("resourceMetrics", "resourceLogs") if name in request
+        ]
+        problem = (
+            f"holds {other[0]}, not resourceSpans: an export of "
+            f"{'metrics' if other[0] == 'resourceMetrics' else 'logs'}, not traces"
+            if other
+            else "no resourceSpans: not an OTLP JSON trace export "
+            "(ExportTraceServiceRequest)"
+        )
+        raise line.refuse("", problem)
+    for r, resource in enumerate(
+        _list(line, "resourceSpans", request["resourceSpans"])
+    ):
+        r_where = f"resourceSpans[{r}]"
+        resource = _object(line, r_where, resource)
+        for s, scope in enumerate(
+            _list(line, f"{r_where}.scopeSpans", resource.get("scopeSpans"))
+        ):
+            s_where = f"{r_where}.scopeSpans[{s}]"
+            scope = _object(line, s_where, scope)
+            for n, span in enumerate(
+                _list(line, f"{s_where}.spans", scope.get("spans"))
+            ):
+                where = f"{s_where}.spans[{n}]"
+                span = _object(line, where, span)
+                parent = span.get("parentSpanId", "")
+                attributes, paths = _attributes(
+                    line,
+                    f"{where}.attributes",
+                    _list(line, f"{where}.attributes", span.get("attributes")),
+                )
+                yield Span(
+                    trace_id=_identifier(
+                        line, f"{where}.traceId", span.get("traceId"), TRACE_ID_BYTES
+                    ),
+                    span_id=_identifier(
+                        line, f"{where}.spanId", span.get("spanId"), SPAN_ID_BYTES
+                    ),
+                    parent_id=None
+                    if parent in ("", None)
+                    else _identifier(
+                        line, f"{where}.parentSpanId", parent, SPAN_ID_BYTES
+                    ),
+                    start=_integer(
+                        line,
+                        f"{where}.startTimeUnixNano",
+                        span.get("startTimeUnixNano", 0),
+                    ),
+                    line=line.number,
+                    where=where,
+                    order=order + n,
+                    attributes=attributes,
+                    attribute_paths=paths,
+                )
+
+
+def read_traces(path: str | Path) -> dict[str, Trace]:
+    """The spans file's traces by id, in the order each first appears;
+    raises `InputFileError` naming the line and field."""
+    path = str(path)
+    traces: dict[str, Trace] = {}
+    seen: dict[tuple[str, str], Span] = {}
+    order = 0
+    for line, request in _json_lines(path):
+        for span in _spans(line, request, order):
+            order += 1
+            earlier = seen.get((span.trace_id, span.span_id))
+            if earlier is not None:
+                raise line.refuse(
+                    f"{span.where}.spanId",
+                    f"span {quote(span.span_id)} of trace {quote(span.trace_id)} "
+                    f"is already on line {earlier.line} ({earlier.where}); a "
+                    "span exported twice",
+                )
+            seen[(span.trace_id, span.span_id)] = span
+            traces.setdefault(span.trace_id, Trace(span.trace_id)).spans.append(span)
+    if not traces:
+        raise InputFileError(
+            path,
+            None,
+            "holds no spans; it should be OTLP JSON, one ExportTraceServiceRequest "
+            "a line",
+        )
+    return traces
+
+
+# --- what a trace says -------------------------------------------------------------
+
+
+def _refuse_at(path: str, span: Span, key: str, problem: str) -> InputFileError:
+    where = span.attribute_paths.get(key, span.where)
+    return InputFileError(path, span.line, f"{where}: {problem}", field=where)
+
+
+def _kind(path: str, span: Span) -> Any:
+    """The span's OpenInference kind; "retriever" or "Llm" is refused, not
+    skipped, since a retriever missed would read as one that found nothing."""
+    kind = span.kind
+    if (
+        isinstance(kind, str)
+        and kind.upper() in (RETRIEVER, LLM)
+        and kind != kind.upper()
+    ):
+        raise _refuse_at(
+            path,
+            span,
+            SPAN_KIND,
+            f"span kind {quote(kind)} is not OpenInference's {quote(kind.upper())}",
+        )
+    return kind
+
+
+def _context(path: str, trace: Trace) -> list[str] | None:
+    """The documents the trace's RETRIEVER spans returned, in order; None
+    when it has no RETRIEVER span, so the context was never recorded (an
+    empty one would say the retriever found nothing)."""
+    retrievers = [span for span in trace.ordered() if _kind(path, span) == RETRIEVER]
+    if not retrievers:
+        return None
+    context: list[str] = []
+    for span in retrievers:
+        documents: dict[int, dict[str, str]] = {}
+        for key in span.attributes:
+            if not key.startswith(DOCUMENT_PREFIX):
+                continue
+            found = _DOCUMENT.fullmatch(key)
+            if found is None:
+                raise _refuse_at(
+                    path,
+                    span,
+                    key,
+                    f"attribute {quote(key)} is not retrieval.documents.N.document."
+                    "FIELD, N an index without leading zeros",
+                )
+            documents.setdefault(int(found.group(1)), {})[found.group(2)] = key
+        for index in sorted(documents):
+            id_key = documents[index].get("id")
+            if id_key is None:
+                raise _refuse_at(
+                    path,
+                    span,
+                    next(iter(documents[index].values())),
+                    f"document {index} of RETRIEVER span {quote(span.span_id)} "
+                    "has no retrieval.documents."
+                    f"{index}.document.id, so what it returned is unknown",
+                )
+            value = span.attributes[id_key]
+            if type(value) is int:
+                context.append(str(value))
+            elif isinstance(value, str):
+                context.append(value)
+            else:
+                raise _refuse_at(
+                    path,
+                    span,
+                    id_key,
+                    f"document id {quote(value, 80)} is neither text nor an integer",
+                )
+    return context
+
+
+def _span_text(path: str, span: Span, key: str) -> str | None:
+    value = span.attributes.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _refuse_at(path, span, key, f"{key} must be text, got {quote(value, 80)}")
+    return value
+
+
+def _answer(path: str, trace: Trace) -> str | None:
+    root = trace.root()
+    if root is not None:
+        answer = _span_text(path, root, OUTPUT_VALUE)
+        if answer is not None:
+            return answer
+    answers = [
+        _span_text(path, span, OUTPUT_VALUE)
+        for span in trace.ordered()
+        if _kind(path, span) == LLM
+    ]
+    given = [answer for answer in answers if answer is not None]
+    return given[-1] if given else None
+
+
+def _key(path: str, trace: Trace, name: str) -> Key | None:
+    """The trace's value of attribute `name`: the root's, else the one value
+    its other spans agree on."""
+    root = trace.root()
+    spans = trace.ordered()
+    if root is not None and name in root.attributes:
+        spans = [root]
+    found: dict[Any, Span] = {}
+    for span in spans:
+        if name not in span.attributes:
+            continue
+        value = span.attributes[name]
+        if type(value) is not int and not isinstance(value, str):
+            raise _refuse_at(
+                path,
+                span,
+                name,
+                f"key {quote(name)} is {quote(value, 80)}; a key is text or an integer",
+            )
+        found.setdefault((type(value), value), span)
+    if len(found) > 1:
+        (first, first_span), (second, second_span) = list(found.items())[:2]
+        raise InputFileError(
+            path,
+            second_span.line,
+            f"trace {quote(trace.trace_id)} has {len(found)} values for key "
+            f"{quote(name)} and no root span holding one: {quote(first[1])} "
+            f"(line {first_span.line}, {first_span.where}) and "
+            f"{quote(second[1])} ({second_span.where}); which one the trace "
+            "answers would be a guess",
+            field=name,
+        )
+    if not found:
+        return None
+    ((_, value),) = found
+    key: Key = value
+    return key
+
+
+# --- the gold file -------------------------------------------------------------
+
+
+def read_gold(path: str | Path) -> dict[tuple[type, Key], GoldLine]:
+    """Gold lines by typed key; raises `InputFileError` naming the line."""
+    path = str(path)
+    gold: dict[tuple[type, Key], GoldLine] = {}
+    for line, value in _json_lines(path):
+        value = _object(line, "", value)
+        if "key" not in value:
+            raise line.refuse(
+                "key",
+                "no 'key'; a gold line is "
+                '{"key": ..., "required": [...], "correct"?: ...}',
+            )
+        key = value["key"]
+        if type(key) is not int and not isinstance(key, str):
+            raise line.refuse("key", f"{quote(key, 80)} is neither text nor an integer")
+        if isinstance(key, str):
+            _text(line, "key", key)
+        required = value.get("required")
+        if type(required) is not list:
+            raise line.refuse(
+                "required", f"must be a list of document ids, got {quote(required, 80)}"
+            )
+        for position, item in enumerate(required):
+            _text(line, f"required[{position}]", item)
+        correct = value.get("correct")
+        if correct is not None and type(correct) is not bool:
+            raise line.refuse(
+                "correct", f"must be true, false or absent, got {quote(correct, 80)}"
+            )
+        typed = (type(key), key)
+        if typed in gold:
+            raise line.refuse(
+                "key",
+                f"key {quote(key)} is already on line {gold[typed].line}; one gold "
+                "line per key",
+            )
+        gold[typed] = GoldLine(key, list(required), correct, line.number)
+    if not gold:
+        raise InputFileError(
+            path,
+            None,
+            'holds no gold lines; give one {"key": ..., "required": [...]} a line',
+        )
+    return gold
+
+
+# --- the records ---------------------------------------------------------------
+
+
+def openinference_records(
+    spans_path: str,
+    traces: dict[str, Trace],
+    gold: dict[tuple[type, Key], GoldLine],
+    gold_path: str,
+    key: str,
+    labels: RecordLabels | None = None,
+) -> OpenInferenceImport:
+    """One record per trace, in the order traces first appear (see the
+    module); raises `InputFileError` for what a trace cannot say, and
+    `LabelsRefused` for a label naming no trace or a trace labelled twice."""
+    if labels is not None:
+        check_labels_name_records(labels, traces, "trace", spans_path)
+    records: list[dict[str, Any]] = []
+    unmatched: list[tuple[str, Key | None]] = []
+    unretrieved: list[str] = []
+    used: set[tuple[type, Key]] = set()
+    for trace_id, trace in traces.items():
+        value = _key(spans_path, trace, key)
+        line = None if value is None else gold.get((type(value), value))
+        record: dict[str, Any] = {}
+        if line is None:
+            unmatched.append((trace_id, value))
+        else:
+            used.add((type(line.key), line.key))
+            record["required"] = list(line.required)
+        context = _context(spans_path, trace)
+        if context is None:
+            unretrieved.append(trace_id)
+        else:
+            record["context"] = context
+        correct = None if line is None else line.correct
+        if labels is not None and trace_id in labels.labels:
+            if correct is not None:
+                assert line is not None
+                raise LabelsRefused(
+                    f"{labels.path}, line {labels.lines[trace_id]}: trace "
+                    f"{quote(trace_id)} is already labelled by {gold_path}, "
+                    f"line {line.line}; a trace's label comes from one file"
+                )
+            correct = labels.labels[trace_id]
+        if correct is not None:
+            record["correct"] = correct
+        root = trace.root()
+        question = None if root is None else _span_text(spans_path, root, INPUT_VALUE)
+        if question is not None:
+            record["question"] = question
+        answer = _answer(spans_path, trace)
+        if answer is not None:
+            record["answer"] = answer
+        records.append({"id": trace_id, "input": record})
+    unused = [line for typed, line in gold.items() if typed not in used]
+    return OpenInferenceImport(records, unmatched, unused, unretrieved)
+
+
+def import_openinference(
+    spans_path: str | Path,
+    gold_path: str | Path,
+    *,
+    key: str,
+    labels_path: str | Path | None = None,
+) -> OpenInferenceImport:
+    """Read the spans, the gold file (and the labels) and build the records.
+
+    Everything is checked before anything is returned, so a caller writes
+    either every record or none.
+    """
+    traces = read_traces(spans_path)
+    gold = read_gold(gold_path)
+    labels = None if labels_path is None else read_labels(labels_path)
+    return openinference_records(
+        str(spans_path), traces, gold, str(gold_path), key, labels
+    )

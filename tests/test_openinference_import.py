@@ -1,0 +1,633 @@
+"""`tracegrade import openinference`: OpenInference traces as stage-diagnosis records.
+
+The spans are real: made with the OpenTelemetry SDK under the attribute
+names of openinference-semantic-conventions, and exported twice, by the
+SDK's own encoders: its OTLP JSON file exporter (hex ids, a line per
+export), and its protobuf encoder (`encode_spans`) written with protobuf's
+JSON mapping (base64 ids, enum names). Both files must import to the same
+records. The refusals use hand-written lines, each wrong in one place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from google.protobuf.json_format import MessageToJson
+from openinference.semconv.trace import (
+    DocumentAttributes,
+    OpenInferenceSpanKindValues,
+    SpanAttributes,
+)
+from opentelemetry import trace as trace_api
+from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+    InMemorySpanExporter,
+)
+from opentelemetry.sdk.trace.id_generator import IdGenerator
+
+from tests.commands import run_tracegrade
+from tests.support import SUBPROCESS_ENV, write_lines
+from tracegrade.cli import main
+from tracegrade.importers.common import InputFileError, LabelsRefused
+from tracegrade.importers.openinference import import_openinference
+
+KIND = SpanAttributes.OPENINFERENCE_SPAN_KIND
+RETRIEVER = OpenInferenceSpanKindValues.RETRIEVER.value
+LLM = OpenInferenceSpanKindValues.LLM.value
+CHAIN = OpenInferenceSpanKindValues.CHAIN.value
+EXAMPLE = "example.id"
+
+
+def document_id(index: int) -> str:
+    return (
+        f"{SpanAttributes.RETRIEVAL_DOCUMENTS}.{index}.{DocumentAttributes.DOCUMENT_ID}"
+    )
+
+
+def document_score(index: int) -> str:
+    return (
+        f"{SpanAttributes.RETRIEVAL_DOCUMENTS}.{index}."
+        f"{DocumentAttributes.DOCUMENT_SCORE}"
+    )
+
+
+class SequentialIds(IdGenerator):
+    """Ids in order, so that records can be written out by hand."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def generate_span_id(self) -> int:
+        self.count += 1
+        return self.count
+
+    def generate_trace_id(self) -> int:
+        self.count += 1
+        return 0xFEED << 64 | self.count
+
+
+def trace_hex(number: int) -> str:
+    return f"{0xFEED << 64 | number:032x}"
+
+
+def run_pipeline(
+    provider: TracerProvider,
+) -> None:
+    """Five traces of a RAG pipeline, as instrumentation would record them."""
+    tracer = provider.get_tracer("rag")
+    clock = iter(range(1_000, 100_000, 10))
+
+    def span(
+        name: str, attributes: dict[str, Any], parent: Any = None
+    ) -> trace_api.Span:
+        context = None if parent is None else trace_api.set_span_in_context(parent)
+        return tracer.start_span(
+            name, context=context, attributes=attributes, start_time=next(clock)
+        )
+
+    # Trace 1, example ex-1: two retrievals, the second exported first but
+    # started later; the root holds the key, the question and the answer.
+    root = span(
+        "rag",
+        {KIND: CHAIN, EXAMPLE: "ex-1", SpanAttributes.INPUT_VALUE: "When?"},
+    )
+    first = span(
+        "retrieve",
+        {KIND: RETRIEVER, document_id(0): "D1", document_id(1): "D2"},
+        root,
+    )
+    second = span(
+        "retrieve-more",
+        {KIND: RETRIEVER, document_id(0): "D3", document_score(0): 0.5},
+        root,
+    )
+    second.end(end_time=next(clock))
+    first.end(end_time=next(clock))
+    llm = span("generate", {KIND: LLM, SpanAttributes.OUTPUT_VALUE: "1998"}, root)
+    llm.end(end_time=next(clock))
+    root.set_attribute(SpanAttributes.OUTPUT_VALUE, "It opened in 1998.")
+    root.end(end_time=next(clock))
+
+    # Trace 2, example ex-2: the key only on the LLM span, no root output:
+    # the answer is the LLM's. Documents listed out of index order.
+    root = span("rag", {KIND: CHAIN})
+    retrieve = span(
+        "retrieve",
+        {KIND: RETRIEVER, document_id(1): "D6", document_id(0): "D5"},
+        root,
+    )
+    retrieve.end(end_time=next(clock))
+    llm = span(
+        "generate",
+        {KIND: LLM, EXAMPLE: "ex-2", SpanAttributes.OUTPUT_VALUE: "Ms Ito"},
+        root,
+    )
+    llm.end(end_time=next(clock))
+    root.end(end_time=next(clock))
+
+    # Trace 3: a key the gold file does not have.
+    root = span("rag", {KIND: CHAIN, EXAMPLE: "ex-9"})
+    retrieve = span("retrieve", {KIND: RETRIEVER, document_id(0): "D7"}, root)
+    retrieve.end(end_time=next(clock))
+    root.end(end_time=next(clock))
+
+    # Trace 4: no key at all, and a retriever that found nothing.
+    root = span("rag", {KIND: CHAIN})
+    retrieve = span("retrieve", {KIND: RETRIEVER}, root)
+    retrieve.end(end_time=next(clock))
+    root.end(end_time=next(clock))
+
+    # Trace 5: an integer key and an integer document id.
+    root = span("rag", {KIND: CHAIN, EXAMPLE: 7})
+    retrieve = span("retrieve", {KIND: RETRIEVER, document_id(0): 42}, root)
+    retrieve.end(end_time=next(clock))
+    llm = span("generate", {KIND: LLM, SpanAttributes.OUTPUT_VALUE: "no"}, root)
+    llm.end(end_time=next(clock))
+    root.end(end_time=next(clock))
+
+    # Trace 6, example ex-1 again: no retriever instrumented, so no context
+    # was recorded (not an empty one).
+    root = span("rag", {KIND: CHAIN, EXAMPLE: "ex-1"})
+    llm = span("generate", {KIND: LLM, SpanAttributes.OUTPUT_VALUE: "1999"}, root)
+    llm.end(end_time=next(clock))
+    root.end(end_time=next(clock))
+
+
+# Trace ids: each trace's id is drawn just before its root span's.
+TRACES = [trace_hex(n) for n in (1, 6, 10, 13, 16, 20)]
+
+GOLD = [
+    {"key": "ex-1", "required": ["D1", "D3"], "correct": True},
+    {"key": "ex-2", "required": ["D4", "D5"], "note": "no label yet"},
+    {"key": 7, "required": ["42"], "correct": False},
+    {"key": "ex-unused", "required": ["D1"]},
+]
+
+RECORDS = [
+    {
+        "id": TRACES[0],
+        "input": {
+            "required": ["D1", "D3"],
+            "context": ["D1", "D2", "D3"],
+            "correct": True,
+            "question": "When?",
+            "answer": "It opened in 1998.",
+        },
+    },
+    {
+        "id": TRACES[1],
+        "input": {
+            "required": ["D4", "D5"],
+            "context": ["D5", "D6"],
+            "answer": "Ms Ito",
+        },
+    },
+    {"id": TRACES[2], "input": {"context": ["D7"]}},
+    {"id": TRACES[3], "input": {"context": []}},
+    {
+        "id": TRACES[4],
+        "input": {
+            "required": ["42"],
+            "context": ["42"],
+            "correct": False,
+            "answer": "no",
+        },
+    },
+    {
+        "id": TRACES[5],
+        "input": {"required": ["D1", "D3"], "correct": True, "answer": "1999"},
+    },
+]
+
+
+def provider_with(*processors: Any) -> TracerProvider:
+    provider = TracerProvider(id_generator=SequentialIds())
+    for processor in processors:
+        provider.add_span_processor(processor)
+    return provider
+
+
+def otlp_json_file(path: Path) -> Path:
+    """The spans as the SDK's OTLP JSON file exporter writes them: one
+    request a line, one line per span ended."""
+    exporter = FileSpanExporter(path)
+    provider = provider_with(SimpleSpanProcessor(exporter))
+    run_pipeline(provider)
+    provider.shutdown()
+    return path
+
+
+def by_trace(spans: tuple[ReadableSpan, ...]) -> Iterator[list[ReadableSpan]]:
+    groups: dict[int, list[ReadableSpan]] = {}
+    for span in spans:
+        assert span.context is not None
+        groups.setdefault(span.context.trace_id, []).append(span)
+    yield from groups.values()
+
+
+def protobuf_json_file(path: Path) -> Path:
+    """The spans as the SDK's protobuf encoder makes them, in protobuf's JSON
+    mapping: base64 ids, enum names, one request per trace."""
+    memory = InMemorySpanExporter()
+    provider = provider_with(SimpleSpanProcessor(memory))
+    run_pipeline(provider)
+    lines = [
+        MessageToJson(encode_spans(group), indent=None) + "\n"
+        for group in by_trace(memory.get_finished_spans())
+    ]
+    path.write_text("".join(lines), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def spans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    directory = tmp_path_factory.mktemp("spans")
+    return {
+        "otlp": otlp_json_file(directory / "spans.jsonl"),
+        "protobuf": protobuf_json_file(directory / "protobuf.jsonl"),
+        "gold": Path(write_lines(directory / "gold.jsonl", GOLD)),
+    }
+
+
+# --- the records --------------------------------------------------------------
+
+
+def test_the_exports_are_the_two_json_encodings(spans: dict[str, Path]) -> None:
+    otlp = [json.loads(line) for line in spans["otlp"].read_text().splitlines()]
+    protobuf = [json.loads(line) for line in spans["protobuf"].read_text().splitlines()]
+    # One line per span ended, against one per trace.
+    assert (len(otlp), len(protobuf)) == (16, 6)
+    first = otlp[0]["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    assert first["traceId"] == TRACES[0]
+    assert first["kind"] == 1
+    encoded = protobuf[0]["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    assert len(encoded["traceId"]) == 24  # base64 of 16 bytes
+    assert encoded["kind"] == "SPAN_KIND_INTERNAL"
+
+
+@pytest.mark.parametrize("encoding", ["otlp", "protobuf"])
+def test_one_record_per_trace_from_either_encoding(
+    spans: dict[str, Path], encoding: str
+) -> None:
+    imported = import_openinference(spans[encoding], spans["gold"], key=EXAMPLE)
+    assert imported.records == RECORDS
+    assert imported.unmatched == [(TRACES[2], "ex-9"), (TRACES[3], None)]
+    assert [line.key for line in imported.unused_gold] == ["ex-unused"]
+    assert imported.unretrieved == [TRACES[5]]
+
+
+def test_input_value_joins_by_the_root_spans_question(
+    spans: dict[str, Path], tmp_path: Path
+) -> None:
+    gold = write_lines(tmp_path / "gold.jsonl", [{"key": "When?", "required": ["D9"]}])
+    imported = import_openinference(spans["otlp"], gold, key=SpanAttributes.INPUT_VALUE)
+    assert imported.records[0]["input"]["required"] == ["D9"]
+    # No span of the other traces has an input.value.
+    assert [trace for trace, _ in imported.unmatched] == TRACES[1:]
+
+
+def test_labels_label_traces_by_id_but_never_one_the_gold_labels(
+    spans: dict[str, Path], tmp_path: Path
+) -> None:
+    labels = write_lines(
+        tmp_path / "labels.jsonl", [{"id": TRACES[1], "correct": True}]
+    )
+    imported = import_openinference(
+        spans["otlp"], spans["gold"], key=EXAMPLE, labels_path=labels
+    )
+    assert imported.records[1]["input"]["correct"] is True
+    assert list(imported.records[1]["input"])[:3] == ["required", "context", "correct"]
+
+    twice = write_lines(tmp_path / "twice.jsonl", [{"id": TRACES[0], "correct": True}])
+    with pytest.raises(LabelsRefused, match=r"is already labelled by .*line 1"):
+        import_openinference(
+            spans["otlp"], spans["gold"], key=EXAMPLE, labels_path=twice
+        )
+    nothing = write_lines(tmp_path / "none.jsonl", [{"id": "ab" * 16, "correct": True}])
+    with pytest.raises(LabelsRefused, match="1 label names no trace of"):
+        import_openinference(
+            spans["otlp"], spans["gold"], key=EXAMPLE, labels_path=nothing
+        )
+
+
+# --- refusals ----------------------------------------------------------------
+
+TRACE = "0af7651916cd43dd8448eb211c80319c"
+SPAN = "b7ad6b7169203331"
+
+
+def request(*spans: dict[str, Any]) -> dict[str, Any]:
+    return {"resourceSpans": [{"scopeSpans": [{"spans": list(spans)}]}]}
+
+
+def span_json(**fields: Any) -> dict[str, Any]:
+    return {"traceId": TRACE, "spanId": SPAN, "name": "s", **fields}
+
+
+def attribute(key: str, value: dict[str, Any]) -> dict[str, Any]:
+    return {"key": key, "value": value}
+
+
+WHERE = "resourceSpans[0].scopeSpans[0].spans[0]"
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("not json", "line 1: not valid JSON"),
+        ({"resourceMetrics": []}, "holds resourceMetrics, not resourceSpans"),
+        ({"spans": []}, "no resourceSpans: not an OTLP JSON trace export"),
+        (
+            request(span_json(traceId="abc")),
+            f'line 1: {WHERE}.traceId: "abc" is not a 16-byte id, as 32 hex '
+            "digits (OTLP JSON) or 24 base64 characters (protobuf's JSON mapping)",
+        ),
+        (request(span_json(traceId="0" * 32)), "is all zeros, an invalid id"),
+        (request(span_json(spanId=None)), f"{WHERE}.spanId: must be text, got null"),
+        (
+            request(span_json(startTimeUnixNano="1.5")),
+            f'{WHERE}.startTimeUnixNano: "1.5" is not an integer',
+        ),
+        (
+            request(
+                span_json(
+                    attributes=[
+                        attribute(KIND, {"stringValue": RETRIEVER}),
+                        attribute(KIND, {"stringValue": LLM}),
+                    ]
+                )
+            ),
+            f'{WHERE}.attributes[1].key: attribute "openinference.span.kind" is '
+            f"already given at {WHERE}.attributes[0]",
+        ),
+        (
+            request(
+                span_json(
+                    attributes=[
+                        attribute(KIND, {"stringValue": RETRIEVER}),
+                        attribute(document_score(0), {"doubleValue": 0.5}),
+                    ]
+                )
+            ),
+            f"{WHERE}.attributes[1]: document 0 of RETRIEVER span "
+            f'"{SPAN}" has no retrieval.documents.0.document.id',
+        ),
+        (
+            request(
+                span_json(
+                    attributes=[
+                        attribute(KIND, {"stringValue": RETRIEVER}),
+                        attribute(
+                            "retrieval.documents.01.document.id", {"stringValue": "D"}
+                        ),
+                    ]
+                )
+            ),
+            "N an index without leading zeros",
+        ),
+        (
+            request(
+                span_json(
+                    attributes=[
+                        attribute(KIND, {"stringValue": RETRIEVER}),
+                        attribute(document_id(0), {"doubleValue": 1.5}),
+                    ]
+                )
+            ),
+            "document id 1.5 is neither text nor an integer",
+        ),
+        (
+            request(
+                span_json(attributes=[attribute(KIND, {"stringValue": "retriever"})])
+            ),
+            'span kind "retriever" is not OpenInference\'s "RETRIEVER"',
+        ),
+        (
+            request(span_json(attributes=[attribute(EXAMPLE, {"doubleValue": 1})])),
+            'key "example.id" is 1.0; a key is text or an integer',
+        ),
+        (
+            request(
+                span_json(
+                    attributes=[attribute("x", {"stringValue": "a", "intValue": 1})]
+                )
+            ),
+            "holds stringValue and intValue; an AnyValue holds one",
+        ),
+    ],
+)
+def test_a_span_line_that_cannot_be_read_is_named_by_line_and_field(
+    tmp_path: Path, line: Any, expected: str, spans: dict[str, Path]
+) -> None:
+    path = write_lines(tmp_path / "spans.jsonl", [line])
+    with pytest.raises(InputFileError) as caught:
+        import_openinference(path, spans["gold"], key=EXAMPLE)
+    assert expected in caught.value.message
+    assert caught.value.message.startswith(f"{path}, line 1: ")
+
+
+def test_a_span_exported_twice_is_refused(
+    tmp_path: Path, spans: dict[str, Path]
+) -> None:
+    path = write_lines(
+        tmp_path / "spans.jsonl", [request(span_json()), "", request(span_json())]
+    )
+    with pytest.raises(InputFileError) as caught:
+        import_openinference(path, spans["gold"], key=EXAMPLE)
+    assert caught.value.line == 3
+    assert f'span "{SPAN}" of trace "{TRACE}" is already on line 1' in (
+        caught.value.message
+    )
+
+
+def test_two_keys_in_a_trace_without_a_root_holding_one_are_refused(
+    tmp_path: Path, spans: dict[str, Path]
+) -> None:
+    root = span_json(spanId="1" * 16)
+    children = [
+        span_json(
+            spanId=f"{n}" * 16,
+            parentSpanId="1" * 16,
+            attributes=[attribute(EXAMPLE, {"stringValue": key})],
+        )
+        for n, key in ((2, "ex-1"), (3, "ex-2"))
+    ]
+    path = write_lines(tmp_path / "spans.jsonl", [request(root, *children)])
+    with pytest.raises(InputFileError, match=r'has 2 values for key "example\.id"'):
+        import_openinference(path, spans["gold"], key=EXAMPLE)
+
+
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        ([{"required": []}], "line 1: key: no 'key'"),
+        ([{"key": True, "required": []}], "key: true is neither text nor an integer"),
+        ([{"key": "a", "required": "D1"}], "required: must be a list of document"),
+        ([{"key": "a", "required": [1]}], "required[0]: must be text, got 1"),
+        ([{"key": "a", "required": [], "correct": "yes"}], "correct: must be true"),
+        (
+            [{"key": "a", "required": []}, {"key": "a", "required": []}],
+            'line 2: key: key "a" is already on line 1',
+        ),
+        ([], "holds no gold lines"),
+    ],
+)
+def test_a_gold_file_that_cannot_be_joined_is_refused(
+    tmp_path: Path, spans: dict[str, Path], lines: list[Any], expected: str
+) -> None:
+    gold = write_lines(tmp_path / "gold.jsonl", lines)
+    with pytest.raises(InputFileError) as caught:
+        import_openinference(spans["otlp"], gold, key=EXAMPLE)
+    assert expected in caught.value.message
+
+
+def test_a_file_without_spans_is_refused(
+    tmp_path: Path, spans: dict[str, Path]
+) -> None:
+    path = write_lines(tmp_path / "spans.jsonl", [request()])
+    with pytest.raises(InputFileError, match="holds no spans"):
+        import_openinference(path, spans["gold"], key=EXAMPLE)
+
+
+# --- the command --------------------------------------------------------------
+
+
+def import_cli(*args: str) -> Result:
+    return CliRunner().invoke(
+        main, ["import", "openinference", *args], catch_exceptions=False
+    )
+
+
+def test_the_command_lists_unmatched_traces_and_gold_and_drops_none(
+    spans: dict[str, Path],
+) -> None:
+    result = import_cli(
+        str(spans["otlp"]), "--gold", str(spans["gold"]), "--key", EXAMPLE
+    )
+    assert result.exit_code == 0, result.output
+    assert [json.loads(line) for line in result.stdout.splitlines()] == RECORDS
+    gold = spans["gold"]
+    assert result.stderr.splitlines() == [
+        f"note: 2 of 6 traces match no line of {gold} by example.id; written "
+        f'without required, they score unresolved: "{TRACES[2]}" (example.id '
+        f'"ex-9"), "{TRACES[3]}" (no example.id)',
+        f"note: 1 of 6 traces have no RETRIEVER span; written without context, "
+        "they are invalid-input (the context was never recorded): "
+        f'"{TRACES[5]}"',
+        f'note: 1 gold line of {gold} match no trace: "ex-unused" (line 4)',
+        "note: 1 of 6 traces have required documents and no label (no --labels "
+        "given); they score answer-label until labelled",
+    ]
+
+
+def test_a_refused_import_writes_nothing(
+    spans: dict[str, Path], tmp_path: Path
+) -> None:
+    bad = write_lines(tmp_path / "spans.jsonl", [request(span_json(traceId="x"))])
+    out = tmp_path / "runs.jsonl"
+    result = import_cli(
+        bad, "--gold", str(spans["gold"]), "--key", EXAMPLE, "-o", str(out)
+    )
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"Error: {bad}, line 1: {WHERE}.traceId: ")
+    assert sorted(os.listdir(tmp_path)) == ["spans.jsonl"]
+
+
+def test_help_states_the_conventions() -> None:
+    result = CliRunner().invoke(
+        main, ["import", "openinference", "--help"], terminal_width=200
+    )
+    assert result.exit_code == 0
+    text = " ".join(result.stdout.split())
+    for phrase in (
+        "the document ids of the trace's RETRIEVER spans "
+        "(retrieval.documents.N.document.id), spans in start order, documents by N",
+        "answer: the root span's output.value, else the last LLM span's",
+        "counted and listed on stderr, never dropped",
+        "never from both, and never guessed",
+    ):
+        assert phrase in text, phrase
+
+
+def test_the_import_scores_as_the_gold_says(
+    spans: dict[str, Path], tmp_path: Path
+) -> None:
+    imported = run_tracegrade(
+        *("import", "openinference", str(spans["protobuf"])),
+        *("--gold", str(spans["gold"]), "--key", EXAMPLE, "-o", "runs.jsonl"),
+        cwd=tmp_path,
+    )
+    assert imported.returncode == 0, imported.stderr
+    scored = run_tracegrade(
+        *("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs"),
+        *("--out", "results.jsonl", "--no-progress"),
+        cwd=tmp_path,
+    )
+    assert scored.returncode == 0, scored.stderr
+    lines = (tmp_path / "results.jsonl").read_text().splitlines()
+    results = {entry["id"]: entry["result"] for entry in map(json.loads, lines)}
+    assert results == {
+        TRACES[0]: {"stage": "pass", "missing": []},
+        TRACES[1]: {"error": "answer-label"},
+        TRACES[2]: {"stage": "unresolved"},
+        TRACES[3]: {"stage": "unresolved"},
+        TRACES[4]: {"stage": "generation", "missing": []},
+        TRACES[5]: None,
+    }
+    errors = {
+        entry["id"]: entry["error"]
+        for entry in map(json.loads, lines)
+        if entry["error"]
+    }
+    assert errors[TRACES[5]]["kind"] == "invalid-input"
+    assert errors[TRACES[5]]["field"] == "context"
+
+
+def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
+    """docs/import-openinference.md: its Python block writes the spans with
+    the SDK, its shell block imports and scores them, as the page says."""
+    page = (
+        Path(__file__).parent.parent / "docs" / "import-openinference.md"
+    ).read_text()
+    python = re.search(r"```python\n(.*?)```", page, re.DOTALL)
+    shell = re.search(r"```bash\n(.*?)```", page, re.DOTALL)
+    assert python is not None and shell is not None
+    (tmp_path / "pipeline.py").write_text(python.group(1))
+    interpreter = shlex.quote(sys.executable)
+    define = (
+        f'tracegrade() {{ {interpreter} -m tracegrade.cli "$@"; }}\n'
+        f'python() {{ {interpreter} "$@"; }}\n'
+    )
+    result = subprocess.run(
+        ["bash", "-e", "-o", "pipefail", "-c", define + shell.group(1)],
+        cwd=tmp_path,
+        env=SUBPROCESS_ENV,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    results = [
+        json.loads(line)
+        for line in (tmp_path / "results.jsonl").read_text().splitlines()
+    ]
+    assert [entry["result"] for entry in results] == [
+        {"stage": "pass", "missing": []},
+        {"stage": "retrieval", "missing": ["doc-7"]},
+    ]
