@@ -1,13 +1,14 @@
 """Inspect `.eval` logs written in a stream, a sample at a time.
 
-`tracegrade score` writes logs of a million samples. Inspect's own `.eval`
-writer goes through its recorder, which keeps a `ZipInfo` per member (about
-560 bytes each, so 560 MB of bookkeeping for a million samples), and makes
-a twelve-thread zstd compressor per member (close to a millisecond each).
-`EvalArchive` writes the same archive directly: each sample is compressed
-and appended as it comes, its central-directory record goes to a spool
-file, and only a chunk of the journal's summaries is ever in memory. Memory
-stays flat however many samples are written.
+`tracegrade score` writes logs of a million samples, split into parts of
+at most 75,000 (what `inspect view` lists in time). Inspect's own `.eval`
+writer goes through its recorder, which holds the whole log and makes a
+twelve-thread zstd compressor per member (close to a millisecond each).
+`EvalArchive` writes the same archive with the standard library's
+`zipfile` directly: each sample is compressed and appended as it comes,
+the summaries wait in a temporary file, and only a chunk of the journal's
+summaries is in memory. What grows is zipfile's `ZipInfo` per member of
+the part being written (half a kilobyte); a suspended part keeps none.
 
 The archive is laid out as `EvalRecorder` (Inspect 0.3.285) lays out a
 finished log, so `read_eval_log`, `read_eval_log_sample`,
@@ -21,11 +22,11 @@ read it as they read one from `inspect eval`:
     reductions.json            when `finish` is given reductions
     header.json                the log without samples or reductions
 
-Members are compressed as Inspect compresses them: zstd (ZIP method 93),
-level 3, no frame checksum or content size, and no frame over 200 MiB of
-input (the browser viewer's decoder fails on larger frames). Member
-headers, the ZIP64 rules and the end records are those of Python's
-`zipfile`, which Inspect writes with.
+Members are deflated (zlib level 1) where Inspect uses zstd: every reader,
+the viewer included, reads both, and deflate needs no compressor outside
+the standard library (`benchmarks/results/evalarchive.json` has the
+measurements). The summaries and reductions are streamed into the archive
+with ZIP64 sizes, as Inspect streams a member.
 
 The file is written under `<name>.partial` beside the final name, created
 exclusively, and renamed only once complete and synced; a writer that
@@ -33,36 +34,25 @@ fails, is aborted or killed leaves at most the `.partial` file, which
 neither `list_eval_logs` nor `inspect view` lists.
 
 Nothing here imports Inspect's private modules. What is mirrored from them
-instead, and checked against them by `tests/test_evalarchive.py`:
-
-- `inspect_ai._util.json.to_json_safe`, the serialiser behind every Inspect
-  log member (`_json_bytes`);
-- `inspect_ai.log._util.thin_text`, `truncate_text`, `thin_metadata` and
-  their limits, with which `EvalSampleSummary` trims what a summary keeps
-  (`sample_summary`);
-- `inspect_ai._util.zipfile`: method 93, level 3, 200 MiB frames;
-- the member names and the header's fields from
-  `inspect_ai.log._recorders.eval` (`EvalRecorder.log_finish`).
+instead is listed in `tracegrade._inspect_internals`, and held to Inspect's
+own output by `tests/test_inspect_internals.py` and
+`tests/test_evalarchive.py`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import io
 import os
-import struct
 import tempfile
 import textwrap
-import time
-import zlib
-from collections.abc import Iterable, Mapping, Sequence
+import zipfile
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from types import TracebackType
 from typing import IO, Any, Final, Literal
 
-import zstandard
 from inspect_ai.log import (
     EvalLog,
     EvalPlan,
@@ -360,313 +350,13 @@ def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
     return summary
 
 
-# --- ZIP structures, as Python's zipfile writes them ---------------------------
-
-_LOCAL_HEADER = struct.Struct("<4s2B4HL2L2H")
-_CENTRAL_HEADER = struct.Struct("<4s4B4HL2L5H2L")
-_ZIP64_END = struct.Struct("<4sQ2H2L4Q")
-_ZIP64_LOCATOR = struct.Struct("<4sLQL")
-_END = struct.Struct("<4s4H2LH")
-
-ZIP_ZSTANDARD: Final = 93
-ZSTD_LEVEL: Final = 3
-# Below the browser viewer's zstd decoder's 256 MiB frame limit.
-MAX_FRAME_INPUT: Final = 200 * 1024 * 1024
-
-_ZIP64_LIMIT: Final = (1 << 31) - 1
-_ZIP_FILECOUNT_LIMIT: Final = (1 << 16) - 1
-_DEFAULT_VERSION: Final = 20
-_ZIP64_VERSION: Final = 45
-_UNIX: Final = 3
-_UTF8_NAME: Final = 0x800
-_READ_WRITE_OWNER: Final = 0o600 << 16
-_COPY_CHUNK: Final = 1 << 20
-
-
-class _DosClock:
-    """Each member's modification time, as zipfile stamps it (local time,
-    two-second steps), worked out once a second rather than per member."""
-
-    def __init__(self) -> None:
-        self._second = -1
-        self._stamp = (0, 0)
-
-    def now(self) -> tuple[int, int]:
-        second = int(time.time())
-        if second != self._second:
-            year, month, day, hour, minute, sec = time.localtime(second)[:6]
-            self._stamp = (
-                hour << 11 | minute << 5 | sec // 2,
-                (year - 1980) << 9 | month << 5 | day,
-            )
-            self._second = second
-        return self._stamp
-
-
-class _Compressed:
-    """A member's content, compressed, with what its headers need."""
-
-    __slots__ = ("chunks", "compressed_size", "crc", "size")
-
-    def __init__(
-        self, chunks: Iterable[bytes], crc: int, size: int, compressed_size: int
-    ) -> None:
-        self.chunks = chunks
-        self.crc = crc
-        self.size = size
-        self.compressed_size = compressed_size
-
-
-def _zstd_compressor() -> zstandard.ZstdCompressor:
-    return zstandard.ZstdCompressor(
-        level=ZSTD_LEVEL, write_content_size=False, write_checksum=False
-    )
-
-
-class _CompressedSpool:
-    """A member too large to hold, compressed into an unnamed temporary file
-    as it is produced and copied into the archive at the end."""
-
-    def __init__(self, directory: Path) -> None:
-        # A context of its own: a zstd context runs one operation at a time,
-        # and this one stays open while other members are compressed.
-        self._compressor: zstandard.ZstdCompressor | None = None
-        self._file: IO[bytes] = tempfile.TemporaryFile(dir=directory)  # noqa: SIM115
-        self._frame: zstandard.ZstdCompressionObj | None = None
-        self._frame_input = 0
-        self.crc = 0
-        self.size = 0
-        self.compressed_size = 0
-
-    def _current_frame(self) -> zstandard.ZstdCompressionObj:
-        if self._frame is None:
-            if self._compressor is None:
-                self._compressor = _zstd_compressor()
-            self._frame = self._compressor.compressobj()
-        return self._frame
-
-    def write(self, data: bytes) -> None:
-        self.crc = zlib.crc32(data, self.crc)
-        self.size += len(data)
-        if self._frame_input + len(data) < MAX_FRAME_INPUT:
-            self._frame_input += len(data)
-            self._emit(self._current_frame().compress(data))
-            return
-        view = memoryview(data)
-        while view:
-            room = MAX_FRAME_INPUT - self._frame_input
-            piece, view = view[:room], view[room:]
-            self._emit(self._current_frame().compress(piece))
-            self._frame_input += len(piece)
-            if self._frame_input >= MAX_FRAME_INPUT:
-                self._end_frame()
-
-    def _emit(self, compressed: bytes) -> None:
-        if compressed:
-            self._file.write(compressed)
-            self.compressed_size += len(compressed)
-
-    def _end_frame(self) -> None:
-        self._emit(self._current_frame().flush(zstandard.COMPRESSOBJ_FLUSH_FINISH))
-        self._frame = None
-        self._frame_input = 0
-
-    def suspend(self) -> None:
-        """End the frame and let the compressor go; `write` makes another.
-
-        A suspended spool holds only its file: a zstd context costs a few
-        megabytes, and a run split into parts keeps every part's summaries
-        open until the end."""
-        if self._frame_input:
-            self._end_frame()
-        self._compressor = None
-        self._frame = None
-
-    def done(self) -> _Compressed:
-        if self._frame_input:
-            self._end_frame()
-        self._file.flush()
-        self._file.seek(0)
-        return _Compressed(
-            iter(lambda: self._file.read(_COPY_CHUNK), b""),
-            self.crc,
-            self.size,
-            self.compressed_size,
-        )
-
-    def close(self) -> None:
-        self._file.close()
-
-
-class _ZipWriter:
-    """Appends zstd-compressed members to a ZIP file; their central directory
-    waits in an unnamed temporary file until `close`."""
-
-    def __init__(self, out: IO[bytes], directory: Path) -> None:
-        self._out = out
-        self._central: IO[bytes] = tempfile.TemporaryFile(dir=directory)  # noqa: SIM115
-        self._offset = 0
-        self._central_size = 0
-        self._count = 0
-        self._clock = _DosClock()
-        # One context reused for every member: Inspect's patched zipfile
-        # makes a new twelve-thread one per member, close to a millisecond.
-        self._compressor: zstandard.ZstdCompressor | None = None
-
-    def suspend(self) -> None:
-        """Let the compressor go until the next member."""
-        self._compressor = None
-
-    def reopen(self, out: IO[bytes]) -> None:
-        """Go on writing into `out`, the same file reopened."""
-        self._out = out
-
-    def add(self, name: str, data: bytes) -> None:
-        """Compress and append one member held in memory."""
-        if self._compressor is None:
-            self._compressor = _zstd_compressor()
-        if len(data) <= MAX_FRAME_INPUT:
-            compressed = self._compressor.compress(data)
-            self._add(name, (compressed,), zlib.crc32(data), len(data), len(compressed))
-            return
-        view = memoryview(data)
-        compressor = self._compressor
-        frames = [
-            compressor.compress(view[start : start + MAX_FRAME_INPUT])
-            for start in range(0, len(data), MAX_FRAME_INPUT)
-        ]
-        self._add(name, frames, zlib.crc32(data), len(data), sum(map(len, frames)))
-
-    def add_spooled(self, name: str, member: _Compressed) -> None:
-        """Append a member compressed beforehand, copying it in chunks."""
-        self._add(name, member.chunks, member.crc, member.size, member.compressed_size)
-
-    def _add(
-        self,
-        name: str,
-        chunks: Iterable[bytes],
-        crc: int,
-        size: int,
-        compressed_size: int,
-    ) -> None:
-        try:
-            encoded, flags = name.encode("ascii"), 0
-        except UnicodeEncodeError:
-            encoded, flags = name.encode("utf-8"), _UTF8_NAME
-        dos_time, dos_date = self._clock.now()
-        # zipfile's rules: ZIP64 sizes in the local header when the content
-        # might pass 2 GiB, a ZIP64 extra in the central directory for any
-        # size or offset past it.
-        if size * 1.05 > _ZIP64_LIMIT or compressed_size > _ZIP64_LIMIT:
-            version = _ZIP64_VERSION
-            local_extra = struct.pack("<HHQQ", 1, 16, size, compressed_size)
-            local_sizes = (0xFFFFFFFF, 0xFFFFFFFF)
-        else:
-            version = _DEFAULT_VERSION
-            local_extra = b""
-            local_sizes = (compressed_size, size)
-        offset = self._offset
-        out = self._out
-        out.write(
-            _LOCAL_HEADER.pack(
-                b"PK\x03\x04",
-                version,
-                0,
-                flags,
-                ZIP_ZSTANDARD,
-                dos_time,
-                dos_date,
-                crc,
-                *local_sizes,
-                len(encoded),
-                len(local_extra),
-            )
-        )
-        out.write(encoded + local_extra)
-        written = _LOCAL_HEADER.size + len(encoded) + len(local_extra)
-        for chunk in chunks:
-            out.write(chunk)
-            written += len(chunk)
-        self._offset += written
-
-        central_extra = b""
-        central_sizes = (compressed_size, size)
-        central_offset = offset
-        if (
-            size > _ZIP64_LIMIT
-            or compressed_size > _ZIP64_LIMIT
-            or offset > _ZIP64_LIMIT
-        ):
-            values: list[int] = []
-            if size > _ZIP64_LIMIT or compressed_size > _ZIP64_LIMIT:
-                values += [size, compressed_size]
-                central_sizes = (0xFFFFFFFF, 0xFFFFFFFF)
-            if offset > _ZIP64_LIMIT:
-                values.append(offset)
-                central_offset = 0xFFFFFFFF
-            central_extra = struct.pack(
-                f"<HH{len(values)}Q", 1, 8 * len(values), *values
-            )
-            version = _ZIP64_VERSION
-        record = (
-            _CENTRAL_HEADER.pack(
-                b"PK\x01\x02",
-                version,
-                _UNIX,
-                version,
-                0,
-                flags,
-                ZIP_ZSTANDARD,
-                dos_time,
-                dos_date,
-                crc,
-                *central_sizes,
-                len(encoded),
-                len(central_extra),
-                0,
-                0,
-                0,
-                _READ_WRITE_OWNER,
-                central_offset,
-            )
-            + encoded
-            + central_extra
-        )
-        self._central.write(record)
-        self._central_size += len(record)
-        self._count += 1
-
-    def close(self) -> None:
-        """Write the central directory and the end records."""
-        out = self._out
-        start = self._offset
-        self._central.flush()
-        self._central.seek(0)
-        while chunk := self._central.read(_COPY_CHUNK):
-            out.write(chunk)
-        self._central.close()
-        size, count = self._central_size, self._count
-        if count > _ZIP_FILECOUNT_LIMIT or start > _ZIP64_LIMIT or size > _ZIP64_LIMIT:
-            end64 = start + size
-            out.write(
-                _ZIP64_END.pack(
-                    b"PK\x06\x06", 44, 45, 45, 0, 0, count, count, size, start
-                )
-            )
-            out.write(_ZIP64_LOCATOR.pack(b"PK\x06\x07", 0, end64, 1))
-            count = min(count, 0xFFFF)
-            size = min(size, 0xFFFFFFFF)
-            start = min(start, 0xFFFFFFFF)
-        out.write(_END.pack(b"PK\x05\x06", 0, 0, count, count, size, start, 0))
-
-    def discard(self) -> None:
-        self._central.close()
-
-
 # --- The archive -----------------------------------------------------------------
 
 DEFAULT_JOURNAL_EVERY: Final = 1000
-_BUFFER_SIZE: Final = 1 << 20
+DEFLATE_LEVEL: Final = 1
+"""zlib's fastest level: on these small JSON members it compresses about as
+well as Inspect's zstd level 3, and spends least time doing it."""
+_COPY_CHUNK: Final = 1 << 20
 
 _State = Literal[
     "created", "started", "suspended", "completed", "finished", "aborted", "failed"
@@ -699,8 +389,9 @@ class EvalArchive:
     publish several logs together once all are complete). Until then the
     bytes are in `partial`; `abort` (or leaving a `with` block without
     `finish`) removes them. After any failed write the archive only accepts
-    `abort`. Between samples, `suspend` lets go of the memory only writing
-    needs, until `resume`.
+    `abort`. Between samples, `suspend` writes the archive's directory and
+    lets go of what `zipfile` keeps per member, until `resume` reads the
+    directory back.
 
     Sample ids and epochs must be unique: like Inspect's readers, every
     reader would take the last member of a name, but the summaries would
@@ -713,20 +404,21 @@ class EvalArchive:
         if location.suffix != ".eval":
             raise ValueError(f"an .eval log's name ends in .eval: {location}")
         if journal_every < 1:
-            raise ValueError("journal_every must be at least 1")
+            raise ValueError(f"journal_every must be at least 1, got {journal_every}")
         self.location = location
         self.partial = location.with_name(location.name + PARTIAL_SUFFIX)
         self._journal_every = journal_every
-        # "x": never reuse another writer's partial file.
-        self._file = io.FileIO(self.partial, "xb")
-        self._out = io.BufferedWriter(self._file, buffer_size=_BUFFER_SIZE)
-        self._suspended = False
         self._state: _State = "created"
-        self._zip: _ZipWriter | None = None
-        self._summaries: _CompressedSpool | None = None
+        self._zip: zipfile.ZipFile | None = None
+        self._summaries: IO[bytes] | None = None
+        # "x": never reuse another writer's partial file; "+": `resume`
+        # reads the directory back.
+        self._file = open(self.partial, "x+b")  # noqa: SIM115
         try:
-            self._zip = _ZipWriter(self._out, location.parent)
-            self._summaries = _CompressedSpool(location.parent)
+            self._zip = self._open_zip("w")
+            # The summaries, as JSON, until `complete` copies them into the
+            # archive: zipfile writes one member at a time.
+            self._summaries = tempfile.TemporaryFile(dir=location.parent)  # noqa: SIM115
             self._summaries.write(b"[")
         except BaseException:
             self.abort()
@@ -734,6 +426,14 @@ class EvalArchive:
         self._journal: list[bytes] = []
         self._journal_files = 0
         self.samples_written = 0
+
+    def _open_zip(self, mode: Literal["w", "a"]) -> zipfile.ZipFile:
+        return zipfile.ZipFile(
+            self._file,
+            mode,
+            compression=zipfile.ZIP_DEFLATED,
+            compresslevel=DEFLATE_LEVEL,
+        )
 
     # -- writing ------------------------------------------------------------------
 
@@ -768,10 +468,6 @@ class EvalArchive:
             summary_json = _plain_json_bytes(summary)
         data = sample if isinstance(sample, bytes) else _json_bytes(sample)
         self._add(sample_member(sample_id, epoch), data)
-        self._add_summary(summary_json)
-        self.samples_written += 1
-
-    def _add_summary(self, summary_json: bytes) -> None:
         assert self._summaries is not None
         try:
             self._summaries.write(
@@ -780,6 +476,7 @@ class EvalArchive:
         except BaseException:
             self._state = "failed"
             raise
+        self.samples_written += 1
         self._journal.append(summary_json)
         if len(self._journal) >= self._journal_every:
             self._flush_journal()
@@ -795,35 +492,49 @@ class EvalArchive:
     def _add(self, name: str, data: bytes) -> None:
         assert self._zip is not None
         try:
-            self._zip.add(name, data)
+            self._zip.writestr(name, data)
+        except BaseException:
+            self._state = "failed"
+            raise
+
+    def _add_streamed(self, name: str, chunks: Iterable[bytes]) -> None:
+        """A member too large to hold, written a chunk at a time (as
+        Inspect's recorder streams one: ZIP64 sizes, since its size is
+        unknown when its header is written)."""
+        assert self._zip is not None
+        try:
+            with self._zip.open(name, "w", force_zip64=True) as member:
+                for chunk in chunks:
+                    member.write(chunk)
         except BaseException:
             self._state = "failed"
             raise
 
     def suspend(self) -> None:
-        """Write the journal so far and let go of the compressors and the
-        write buffer, keeping only open files; `resume` goes on."""
+        """Write the journal so far and the archive's directory, and let go
+        of the `ZipInfo` zipfile keeps per member (half a kilobyte each:
+        a run split into parts keeps every part open until the end)."""
         self._expect("started")
-        assert self._zip is not None and self._summaries is not None
+        assert self._zip is not None
         try:
             self._flush_journal()
-            self._summaries.suspend()
-            self._zip.suspend()
-            self._out.flush()
-            self._out.detach()
-            self._suspended = True
+            self._zip.close()
+            self._file.flush()
         except BaseException:
             self._state = "failed"
             raise
+        self._zip = None
         self._state = "suspended"
 
     def resume(self) -> None:
-        """Go on after `suspend`, in the same file."""
+        """Go on after `suspend`, in the same file: the directory is read
+        back, and the next member overwrites it."""
         self._expect("suspended")
-        assert self._zip is not None
-        self._out = io.BufferedWriter(self._file, _BUFFER_SIZE)
-        self._suspended = False
-        self._zip.reopen(self._out)
+        try:
+            self._zip = self._open_zip("a")
+        except BaseException:
+            self._state = "failed"
+            raise
         self._state = "started"
 
     def finish(
@@ -851,19 +562,23 @@ class EvalArchive:
         if self._state == "suspended":
             self.resume()
         self._expect("started")
-        assert self._zip is not None and self._summaries is not None
+        summaries = self._summaries
+        assert self._zip is not None and summaries is not None
         try:
             self._flush_journal()
-            self._summaries.write(b"]")
-            self._zip.add_spooled(SUMMARIES_JSON, self._summaries.done())
-            self._summaries.close()
+            summaries.write(b"]")
+            summaries.seek(0)
+            self._add_streamed(
+                SUMMARIES_JSON, iter(lambda: summaries.read(_COPY_CHUNK), b"")
+            )
+            summaries.close()
             if reductions is not None:
-                self._add_reductions(reductions)
-            self._zip.add(HEADER_JSON, _json_bytes(_header(header)))
+                self._add_streamed(REDUCTIONS_JSON, _reductions_json(reductions))
+            self._add(HEADER_JSON, _json_bytes(_header(header)))
             self._zip.close()
-            self._out.flush()
-            os.fsync(self._out.fileno())
-            self._out.close()
+            self._file.flush()
+            os.fsync(self._file.fileno())
+            self._file.close()
         except BaseException:
             self._state = "failed"
             raise
@@ -884,50 +599,24 @@ class EvalArchive:
         self._state = "finished"
         return target
 
-    def _add_reductions(
-        self, reductions: Sequence[EvalSampleReductions] | StreamedReductions
-    ) -> None:
-        """`reductions.json`, a reduced score at a time: serialised whole, a
-        million of them would be a second copy in memory."""
-        assert self._zip is not None
-        spool = _CompressedSpool(self.location.parent)
-        try:
-            spool.write(b"[")
-            if isinstance(reductions, StreamedReductions):
-                spool.write(_reductions_head(reductions.head))
-                for chunk in reductions.samples_json:
-                    spool.write(chunk)
-                spool.write(b"]}")
-            else:
-                for index, reduction in enumerate(reductions):
-                    if index:
-                        spool.write(b",")
-                    spool.write(_reductions_head(reduction))
-                    for position, sample_score in enumerate(reduction.samples):
-                        if position:
-                            spool.write(b",")
-                        spool.write(_json_bytes(sample_score))
-                    spool.write(b"]}")
-            spool.write(b"]")
-            self._zip.add_spooled(REDUCTIONS_JSON, spool.done())
-        finally:
-            spool.close()
-
     # -- giving up ----------------------------------------------------------------
 
     def abort(self) -> None:
         """Remove the partial file. Safe to call again, and after `finish`
         (when it does nothing); it raises nothing on a full disk, since the
-        buffered bytes it fails to write are being thrown away."""
+        bytes it fails to write are being thrown away."""
         if self._state in ("finished", "aborted"):
             return
         self._state = "aborted"
-        for close in (
-            self._file.close if self._suspended else self._out.close,
-            *((self._zip.discard,) if self._zip is not None else ()),
-            *((self._summaries.close,) if self._summaries is not None else ()),
-        ):
-            with contextlib.suppress(OSError):
+        closing = [self._file.close]
+        if self._zip is not None:
+            # Before the file: once closed, zipfile never writes again (nor
+            # complains when collected).
+            closing.insert(0, self._zip.close)
+        if self._summaries is not None:
+            closing.append(self._summaries.close)
+        for close in closing:
+            with contextlib.suppress(OSError, ValueError):
                 close()
         self.partial.unlink(missing_ok=True)
 
@@ -949,6 +638,29 @@ class EvalArchive:
             raise EvalArchiveError(
                 f"the archive is {self._state}; this needs it {state}"
             )
+
+
+def _reductions_json(
+    reductions: Sequence[EvalSampleReductions] | StreamedReductions,
+) -> Iterator[bytes]:
+    """`reductions.json`, a reduced score at a time: serialised whole, a
+    million of them would be a second copy in memory."""
+    yield b"["
+    if isinstance(reductions, StreamedReductions):
+        yield _reductions_head(reductions.head)
+        yield from reductions.samples_json
+        yield b"]}"
+    else:
+        for index, reduction in enumerate(reductions):
+            if index:
+                yield b","
+            yield _reductions_head(reduction)
+            for position, sample_score in enumerate(reduction.samples):
+                if position:
+                    yield b","
+                yield _json_bytes(sample_score)
+            yield b"]}"
+    yield b"]"
 
 
 def _reductions_head(reductions: EvalSampleReductions) -> bytes:
