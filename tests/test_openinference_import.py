@@ -527,7 +527,7 @@ def test_the_command_lists_unmatched_traces_and_gold_and_drops_none(
         f"note: 1 of 6 traces have no RETRIEVER span; written without context, "
         "they are invalid-input (the context was never recorded): "
         f'"{TRACES[5]}"',
-        f'note: 1 gold line of {gold} match no trace: "ex-unused" (line 4)',
+        f'note: 1 gold line of {gold} matches no trace: "ex-unused" (line 4)',
         "note: 1 of 6 traces have required documents and no label (no --labels "
         "given); they score answer-label until labelled",
     ]

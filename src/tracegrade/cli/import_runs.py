@@ -94,12 +94,9 @@ def import_group() -> None:
 
     The JSON Lines written are fixture-format records that `tracegrade
     check`, `tracegrade score` and `inspect eval tracegrade/stage_diagnosis
-    -T dataset=` read as they are.
-
-    \b
-      trec           TREC qrels and a run, one record per query
-      ragas          a Ragas evaluation dataset, one record per sample
-      openinference  OpenInference traces (OTLP JSON), one record per trace
+    -T dataset=` read as they are: one per query of TREC files (trec),
+    per sample of a Ragas dataset (ragas), per trace of OpenInference spans
+    (openinference).
     """
 
 
@@ -405,9 +402,10 @@ def openinference(
                 for line in imported.unused_gold[:SHOWN]
             )
             more = len(imported.unused_gold) - SHOWN
+            verb = "matches" if len(imported.unused_gold) == 1 else "match"
             said.append(
                 f"{counted(len(imported.unused_gold), 'gold line')} of {gold} "
-                f"match no trace: {shown}" + (f" and {more} more" if more > 0 else "")
+                f"{verb} no trace: {shown}" + (f" and {more} more" if more > 0 else "")
             )
         return said
 

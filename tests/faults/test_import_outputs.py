@@ -1,0 +1,136 @@
+"""`tracegrade import ragas` and `import openinference`: whole or absent.
+
+The real command, in a process of its own, on input that is bad only far
+into the file (after many good lines): it must exit 1 with one line naming
+the file, line and field, and leave no output and no changed input. Asked
+to write over one of its inputs, it must refuse before reading anything.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.commands import run_tracegrade
+from tests.faults.conftest import assert_no_final_outputs, one_clear_line, snapshot
+
+pytestmark = pytest.mark.xdist_group("faults")
+
+GOOD_ROWS = 2_000
+
+
+def ragas_files(directory: Path, bad: bool) -> list[str]:
+    rows = [
+        {"retrieved_context_ids": [f"D{n}"], "reference_context_ids": [f"D{n}"]}
+        for n in range(GOOD_ROWS)
+    ]
+    if bad:
+        rows.append({"retrieved_context_ids": ["D1"], "reference_context_ids": [True]})
+    path = directory / "dataset.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    return ["ragas", "dataset.jsonl"]
+
+
+def span(trace: int, document: object) -> dict[str, object]:
+    return {
+        "traceId": f"{trace + 1:032x}",
+        "spanId": f"{trace + 1:016x}",
+        "attributes": [
+            {"key": "openinference.span.kind", "value": {"stringValue": "RETRIEVER"}},
+            {"key": "retrieval.documents.0.document.id", "value": document},
+            {"key": "example.id", "value": {"stringValue": f"ex-{trace}"}},
+        ],
+    }
+
+
+def openinference_files(directory: Path, bad: bool) -> list[str]:
+    lines = [
+        {
+            "resourceSpans": [
+                {"scopeSpans": [{"spans": [span(n, {"stringValue": "D"})]}]}
+            ]
+        }
+        for n in range(GOOD_ROWS)
+    ]
+    if bad:
+        lines.append(
+            {
+                "resourceSpans": [
+                    {"scopeSpans": [{"spans": [span(GOOD_ROWS, {"boolValue": True})]}]}
+                ]
+            }
+        )
+    (directory / "spans.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in lines)
+    )
+    (directory / "gold.jsonl").write_text(
+        json.dumps({"key": "ex-0", "required": ["D"]}) + "\n"
+    )
+    return [
+        "openinference",
+        "spans.jsonl",
+        "--gold",
+        "gold.jsonl",
+        "--key",
+        "example.id",
+    ]
+
+
+IMPORTERS = {
+    "ragas": (
+        ragas_files,
+        f"dataset.jsonl, line {GOOD_ROWS + 1}: reference_context_ids[0] true is "
+        "not an ID: Ragas takes text or an integer",
+    ),
+    "openinference": (
+        openinference_files,
+        f"spans.jsonl, line {GOOD_ROWS + 1}: resourceSpans[0].scopeSpans[0]."
+        "spans[0].attributes[1]: document id true is neither text nor an integer",
+    ),
+}
+
+
+@pytest.mark.parametrize("importer", IMPORTERS)
+def test_bad_input_late_in_the_file_leaves_no_output(
+    tmp_path: Path, importer: str
+) -> None:
+    make, expected = IMPORTERS[importer]
+    args = make(tmp_path, bad=True)
+    before = snapshot(tmp_path)
+    result = run_tracegrade("import", *args, "--output", "runs.jsonl", cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert one_clear_line(result.stderr) == f"Error: {expected}"
+    assert_no_final_outputs(tmp_path, before)
+    assert not list(tmp_path.glob("runs.jsonl*"))
+
+
+@pytest.mark.parametrize("importer", IMPORTERS)
+def test_an_output_naming_an_input_is_refused_and_the_input_kept(
+    tmp_path: Path, importer: str
+) -> None:
+    make, _ = IMPORTERS[importer]
+    args = make(tmp_path, bad=False)
+    before = snapshot(tmp_path)
+    result = run_tracegrade(
+        "import", *args, "--output", args[1], "--force", cwd=tmp_path
+    )
+    assert result.returncode == 2
+    assert "would destroy the input" in one_clear_line(result.stderr)
+    assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("importer", IMPORTERS)
+def test_a_good_import_appears_whole(tmp_path: Path, importer: str) -> None:
+    make, _ = IMPORTERS[importer]
+    args = make(tmp_path, bad=False)
+    result = run_tracegrade("import", *args, "--output", "runs.jsonl", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = (tmp_path / "runs.jsonl").read_text().splitlines()
+    assert len(lines) == GOOD_ROWS
+    assert all(json.loads(line)["input"]["context"] for line in lines)
+    assert (
+        result.stderr.splitlines()[-1] == f"{GOOD_ROWS} records written to runs.jsonl"
+    )
