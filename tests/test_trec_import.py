@@ -665,12 +665,11 @@ def test_every_accepted_score_is_one_strtod_reads_whole_to_the_same_double(
     """The grammar against the C library: what is accepted, strtod reads
     whole to the same double; what strtod reads whole and is refused is a
     hexadecimal float (no decimal form) or a NaN (no place in a ranking)."""
-    from tracegrade.importers.trec import TrecLine, _score
+    from tracegrade.importers.trec import _score
 
-    line = TrecLine("run", 1, text, ["q", "Q0", "D", "1", text, "t"])
     whole, value = c_reads_whole("strtod", text)
     try:
-        ours = _score(line)
+        ours = _score("run", 1, ["q", "Q0", "D", "1", text, "t"])
     except InputFileError:
         assert not whole or "x" in text.lower() or "nan" in text.lower(), text
     else:
@@ -681,12 +680,11 @@ def test_every_accepted_score_is_one_strtod_reads_whole_to_the_same_double(
 @settings(max_examples=1_000)
 @given(NUMBER_TEXT)
 def test_a_relevance_is_accepted_exactly_when_atol_reads_it_whole(text: str) -> None:
-    from tracegrade.importers.trec import TrecLine, _relevance
+    from tracegrade.importers.trec import _relevance
 
-    line = TrecLine("qrels", 1, text, ["q", "0", "D", text])
     whole, value = c_reads_whole("strtol", text)
     try:
-        ours = _relevance(line)
+        ours = _relevance("qrels", 1, ["q", "0", "D", text])
     except InputFileError:
         assert not whole, text
     else:
