@@ -32,7 +32,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracegrade
-from tests.commands import run_tracegrade
 from tests.support import SUBPROCESS_ENV, write_lines
 from tracegrade.cli import main
 from tracegrade.core import stage_recall
@@ -509,26 +508,6 @@ def test_help_states_the_conventions() -> None:
         "an empty cell is absent",
     ):
         assert phrase in text, phrase
-
-
-def test_the_import_scores_with_ragas_recall(tmp_path: Path) -> None:
-    """Into `tracegrade score`, as separate processes: the summary's recall
-    is the mean of Ragas's scores over the samples that have one."""
-    imported = run_tracegrade(
-        "import", "ragas", str(RAGAS_CSV), "-o", "runs.jsonl", cwd=tmp_path
-    )
-    assert imported.returncode == 0, imported.stderr
-    scored = run_tracegrade(
-        *("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs"),
-        *("--out", "results.jsonl", "--no-progress", "--json"),
-        cwd=tmp_path,
-    )
-    assert scored.returncode == 0, scored.stderr
-    defined = [score for score in RAGAS_SCORES if score is not None]
-    assert json.loads(scored.stdout)["recall"] == {
-        "mean": pytest.approx(sum(defined) / len(defined)),
-        "runs": len(defined),
-    }
 
 
 def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
