@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -169,8 +171,7 @@ def compare(
             # of changed samples are read back from disk item by item.
             for warning in _all_warnings(result):
                 click.echo(f"warning: {warning}", err=True)
-            result.write_json(sys.stdout)
-            sys.stdout.flush()
+            _write_json(result)
         else:
             _print_tables(result, show)
             if html_path is not None:
@@ -189,6 +190,27 @@ def compare(
                 err=True,
             )
             sys.exit(REGRESSION_EXIT)
+
+
+def _write_json(result: Comparison) -> None:
+    """The JSON on stdout as it is made. A reader that stops early (`|
+    head`) ends the command with one line and the exit code of SIGPIPE, as
+    a pipeline expects, not a traceback; stdout is pointed at /dev/null so
+    that nothing tries to flush into the closed pipe again."""
+    from ._failures import CommandStopped
+
+    try:
+        result.write_json(sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        raise CommandStopped(
+            "tracegrade compare: stdout was closed before the JSON was all "
+            "written (the reader stopped early)",
+            128 + signal.SIGPIPE,
+        ) from None
 
 
 def _alpha(value: float) -> float:

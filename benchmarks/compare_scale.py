@@ -1,0 +1,242 @@
+"""`tracegrade compare` memory against the number of changed pairs.
+
+BASE is one run of `--samples` stage records that all pass; each NEW is
+the same records with the first `changed` share of them regressed (the
+first required document never reached the context), so the runs differ
+only in how many pairs changed. Both are logged by `tracegrade score`.
+Then `tracegrade compare BASE NEW --json` (stdout to a file) and
+`tracegrade compare BASE NEW --html PAGE` run as subprocesses, each
+measured by the kernel's figure for that child alone (`wait4`): wall
+seconds and peak resident memory. Flat memory means the peaks at 0 and at
+all pairs changed are about the same: BASE's runs are held by design (one
+small record a sample-epoch), the changed pairs are not.
+
+`--baseline REV` also runs the `tracegrade` of git revision REV (its
+`src/` exported to a scratch directory and put first on `PYTHONPATH`) on
+the largest NEW, to measure what the change saved.
+
+    python benchmarks/compare_scale.py [--samples 1000000]
+        [--changed 0,0.5,1] [--baseline REV] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+CLI = "from tracegrade.cli import main; main()"
+CLEAN_ENV = {
+    key: value for key, value in os.environ.items() if not key.startswith("INSPECT_")
+}
+
+
+def write_records(path: Path, samples: int, regressed: int) -> None:
+    """Stage records that pass, the first `regressed` of them missing one
+    required document (a regression against the passing run)."""
+    with path.open("w", encoding="utf-8") as out:
+        for number in range(samples):
+            required = [f"doc-{number % 997:04d}", f"ref-{(number * 7) % 389:04d}"]
+            context = [*required, f"other-{(number * 13) % 211:04d}"]
+            if number < regressed:
+                context = context[1:]
+            record = {"required": required, "context": context, "correct": True}
+            out.write(json.dumps({"id": f"run-{number:08d}", "input": record}) + "\n")
+
+
+def run_measured(
+    command: Sequence[str],
+    stdout: Path | None = None,
+    env: dict[str, str] | None = None,
+) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS (MiB) and stderr of one subprocess."""
+    with tempfile.TemporaryFile() as err:
+        out = stdout.open("wb") if stdout is not None else subprocess.DEVNULL
+        try:
+            started = time.perf_counter()
+            process = subprocess.Popen(
+                command,
+                env=env or CLEAN_ENV,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+            )
+            _, status, usage = os.wait4(process.pid, 0)
+            seconds = time.perf_counter() - started
+        finally:
+            if stdout is not None and not isinstance(out, int):
+                out.close()
+        err.seek(0)
+        stderr = err.read().decode("utf-8", "replace")
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 3):
+        raise RuntimeError(f"{list(command)[3:6]} exited {code}:\n{stderr[-3000:]}")
+    return seconds, usage.ru_maxrss / 1024, stderr
+
+
+def score(records: Path, log_dir: Path) -> float:
+    seconds, _, _ = run_measured(
+        [
+            sys.executable,
+            "-c",
+            CLI,
+            "score",
+            "stage_diagnosis",
+            str(records),
+            "--log-dir",
+            str(log_dir),
+            "--no-progress",
+        ]
+    )
+    return seconds
+
+
+def compare(
+    base: Path,
+    new: Path,
+    work: Path,
+    regressed: int,
+    env: dict[str, str] | None = None,
+    label: str = "this tree",
+) -> list[dict[str, Any]]:
+    rows = []
+    json_out = work / "compare.json"
+    seconds, peak, _ = run_measured(
+        [sys.executable, "-c", CLI, "compare", str(base), str(new), "--json"],
+        stdout=json_out,
+        env=env,
+    )
+    with json_out.open("rb") as read:
+        found = json.load(read)
+    (pair,) = found["pairs"]
+    (stage,) = pair["stage_diagnosis"]
+    rows.append(
+        {
+            "code": label,
+            "output": "--json",
+            "changed": regressed,
+            "seconds": round(seconds, 1),
+            "peak_mib": round(peak, 1),
+            "output_mb": round(json_out.stat().st_size / 1e6, 1),
+            "listed": len(stage["regressions"]),
+            "correct": len(stage["regressions"]) == regressed,
+        }
+    )
+    json_out.unlink()
+    page = work / "compare.html"
+    seconds, peak, _ = run_measured(
+        [
+            *(sys.executable, "-c", CLI, "compare", str(base), str(new)),
+            *("--html", str(page), "--force"),
+        ],
+        env=env,
+    )
+    rows.append(
+        {
+            "code": label,
+            "output": "--html",
+            "changed": regressed,
+            "seconds": round(seconds, 1),
+            "peak_mib": round(peak, 1),
+            "output_mb": round(page.stat().st_size / 1e6, 1),
+            "listed": None,
+            "correct": None,
+        }
+    )
+    page.unlink()
+    return rows
+
+
+def baseline_env(revision: str, scratch: Path) -> dict[str, str]:
+    """An environment whose `tracegrade` is the one of git `revision`."""
+    target = scratch / "baseline"
+    target.mkdir()
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", revision, "src"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return {**CLEAN_ENV, "PYTHONPATH": str(target / "src")}
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--samples", type=int, default=1_000_000)
+    parser.add_argument(
+        "--changed",
+        default="0,0.5,1",
+        help="comma-separated shares of the samples that regress in NEW",
+    )
+    parser.add_argument("--baseline", metavar="REV", default=None)
+    parser.add_argument("--json", type=Path, metavar="OUT")
+    args = parser.parse_args(argv)
+    args.shares = [float(share) for share in args.changed.split(",")]
+    if args.samples < 1 or not all(0 <= share <= 1 for share in args.shares):
+        parser.error("--samples must be positive and --changed shares in [0, 1]")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    rows: list[dict[str, Any]] = []
+    scoring: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="tracegrade-compare-scale-") as scratch:
+        work = Path(scratch)
+        records = work / "base.jsonl"
+        write_records(records, args.samples, 0)
+        base = work / "base"
+        scoring["base"] = round(score(records, base), 1)
+        news = []
+        for share in args.shares:
+            regressed = round(share * args.samples)
+            records = work / f"new-{regressed}.jsonl"
+            write_records(records, args.samples, regressed)
+            new = work / f"new-{regressed}"
+            scoring[new.name] = round(score(records, new), 1)
+            records.unlink()
+            news.append((regressed, new))
+        for regressed, new in news:
+            rows += compare(base, new, work, regressed)
+            print(json.dumps(rows[-2:]), flush=True)
+        if args.baseline is not None:
+            regressed, new = news[-1]
+            env = baseline_env(args.baseline, work)
+            rows += compare(base, new, work, regressed, env, f"git {args.baseline}")
+            print(json.dumps(rows[-2:]), flush=True)
+    result = {
+        "command": "python benchmarks/compare_scale.py"
+        f" --samples={args.samples} --changed={args.changed}"
+        + (f" --baseline={args.baseline}" if args.baseline else ""),
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+        },
+        "samples": args.samples,
+        "scoring_seconds": scoring,
+        "rows": rows,
+    }
+    if args.json is not None:
+        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    for row in rows:
+        print(
+            f"{row['code']:>14} {row['output']:>7} changed {row['changed']:>9,}: "
+            f"{row['seconds']:7.1f} s, peak {row['peak_mib']:8,.0f} MiB, "
+            f"output {row['output_mb']:8,.1f} MB"
+        )
+    print(f"Reproduce: {result['command']}")
+    return 0 if all(row["correct"] in (None, True) for row in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""`tracegrade compare` writing long lists, as a real process.
+
+The lists of changed pairs are spooled to disk and streamed (see
+`tracegrade.compare.spool`); `TRACEGRADE_COMPARE_CHUNK` makes the spools
+spill after a few pairs, so a few hundred pairs take the on-disk path a
+million would. Checked: the streamed JSON lists every pair in order, the
+HTML page shows `--html-show` rows with the count of the rest, a reader
+that stops early ends the command with one line and SIGPIPE's exit code,
+and stdout on a full disk is one line and exit 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.commands import run_tracegrade
+from tests.support import SUBPROCESS_ENV, write_lines
+
+PAIRS = 600
+CHUNK_ENV = {"TRACEGRADE_COMPARE_CHUNK": "50"}
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """BASE passes every record; NEW misses a required document in each."""
+    root = tmp_path_factory.mktemp("compare-outputs")
+    for name, context in (("base", ["D1", "D2"]), ("new", ["D2"])):
+        records = write_lines(
+            root / f"{name}.jsonl",
+            [
+                {
+                    "id": f"run-{n:05d}",
+                    "input": {
+                        "required": ["D1", "D2"],
+                        "context": context,
+                        "correct": True,
+                    },
+                }
+                for n in range(PAIRS)
+            ],
+        )
+        scored = run_tracegrade(
+            *("score", "stage_diagnosis", records, "--log-dir", name),
+            "--no-progress",
+            cwd=root,
+        )
+        assert scored.returncode == 0, scored.stderr
+    return {"root": root, "base": root / "base", "new": root / "new"}
+
+
+def compare(
+    runs: dict[str, Path], *args: str, stdout: int | None = subprocess.PIPE
+) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [
+            *(sys.executable, "-m", "tracegrade.cli", "compare"),
+            *(str(runs["base"]), str(runs["new"]), *args),
+        ],
+        cwd=runs["root"],
+        env={**SUBPROCESS_ENV, **CHUNK_ENV},
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=subprocess.PIPE,
+    )
+
+
+def test_the_json_streams_every_pair_and_the_page_shows_a_few(
+    runs: dict[str, Path],
+) -> None:
+    page = runs["root"] / "compare.html"
+    process = compare(runs, "--json", "--html", str(page), "--html-show", "7")
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr.decode()
+    assert b"Traceback" not in stderr
+    read = json.loads(stdout)
+    (pair,) = read["pairs"]
+    (stage,) = pair["stage_diagnosis"]
+    assert [change["id"] for change in stage["regressions"]] == [
+        f"run-{n:05d}" for n in range(PAIRS)
+    ]
+    assert stage["worse"] == PAIRS and read["gate"]["regressions"] == PAIRS
+    # One line an item of a long list.
+    items = [
+        line
+        for line in stdout.splitlines()
+        if line.lstrip().startswith(b'{"id": "run-')
+    ]
+    assert len(items) == PAIRS
+    recall, precision = stage["figures"]
+    assert (recall["base_mean"], recall["new_mean"], recall["fell"]) == (
+        1.0,
+        0.5,
+        PAIRS,
+    )
+    assert (precision["base_mean"], precision["new_mean"]) == (1.0, 1.0)
+    assert recall["verdict"] == "worse"
+    html = page.read_text("utf-8")
+    table = html[html.index("Regressions: stage_diagnosis") :]
+    table = table[: table.index("</table>")]
+    assert table.count("<tr>") == 1 + 7
+    assert f"{PAIRS} pairs. The first 7 are shown (--html-show); --json lists all." in (
+        html
+    )
+
+
+def test_a_reader_that_stops_early_ends_the_command_in_one_line(
+    runs: dict[str, Path],
+) -> None:
+    process = compare(runs, "--json")
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.read(200).startswith(b"{")
+    process.stdout.close()
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=300) == 128 + signal.SIGPIPE
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr
+    (line,) = [line for line in stderr.splitlines() if not line.startswith("warning")]
+    assert line.startswith("tracegrade compare: stdout was closed")
+
+
+def test_json_to_a_full_disk_is_one_line_and_exit_2(runs: dict[str, Path]) -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "wb") as full:
+        process = compare(runs, "--json", stdout=full.fileno())
+        _, stderr_bytes = process.communicate(timeout=300)
+    stderr = stderr_bytes.decode()
+    assert process.returncode == 2, stderr
+    assert "Traceback" not in stderr and "Exception ignored" not in stderr
+    (line,) = [line for line in stderr.splitlines() if not line.startswith("warning")]
+    assert line.startswith("tracegrade:")
