@@ -36,6 +36,14 @@ alpha = 0.05 at least 6 are needed (p = 0.03125; 5 give 0.0625).
 `smallest_p_value` and `discordant_needed` are computed with the same
 `binomtest`, so "too few to tell" is said exactly, not by a rule of thumb.
 Significance is p <= alpha.
+
+Context recall and precision are per-run shares, not outcomes: a pair has
+no b or c, but a difference. `figure_test` weighs the samples whose mean
+figure fell against those whose rose with the same exact binomial test
+(the sign test), the sample as the unit; it is exact whatever the ties
+(most differences of a share of a few IDs are 0 or the same few values,
+where Wilcoxon's signed-rank test has no exact null distribution), and
+its effect size is the difference of the two means.
 """
 
 from __future__ import annotations
