@@ -230,7 +230,7 @@ def test_streamed_fields_keep_only_what_the_report_reads() -> None:
             "events": [],
         }
     ).encode()
-    fields = samples._streamed_fields(Chunks(text))
+    fields = samples._streamed_fields(Chunks(text), len(text))
 
     assert fields == {
         "id": 3,
@@ -238,6 +238,61 @@ def test_streamed_fields_keep_only_what_the_report_reads() -> None:
         "scores": {"s": {"value": {"a": [1, 2.5]}, "metadata": None}},
         "error": {"message": "m"},
     }
+
+
+class CountingReader:
+    """A stream that counts the reads made of it."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = memoryview(data)
+        self.reads = 0
+
+    def read(self, size: int = -1) -> bytes:
+        self.reads += 1
+        size = len(self.data) if size < 0 else size
+        chunk, self.data = self.data[:size], self.data[size:]
+        return bytes(chunk)
+
+
+@pytest.mark.parametrize("length", [1_000, 3_000_000, 12_000_000])
+def test_a_streamed_member_is_read_in_a_bounded_number_of_pieces(
+    length: int,
+) -> None:
+    """ijson's parser scans a value split across reads again from its
+    start at each read: a value of n pieces costs n times its length. So
+    however long the member (and its one long string), it is read in at
+    most `STREAM_READS` pieces and the end, and parsing stays linear."""
+    text = json.dumps(
+        {"id": "long", "epoch": 1, "input": "x" * length, "scores": {}}
+    ).encode()
+    stream = CountingReader(text)
+
+    fields = samples._streamed_fields(stream, len(text))
+
+    assert fields == {"id": "long", "epoch": 1, "scores": {}}
+    # Beside the pieces: ijson's first read of nothing (bytes or text?) and
+    # the read that finds the end.
+    assert stream.reads <= samples.STREAM_READS + 2
+
+
+def test_a_sample_too_large_to_parse_whole_reads_from_the_log(
+    eval_logs: list[Path], tmp_path: Path
+) -> None:
+    """A sample over `STREAM_OVER` bytes, its input one long string (the
+    shape that was read in quadratic time), reads as the same sample."""
+    source = next(log for log in eval_logs if "stage" in log.name)
+    log = read_eval_log(str(source))
+    assert log.samples is not None
+    sample = log.samples[0].model_dump(mode="json", exclude_none=True)
+    sample["input"] = "D" * (samples.STREAM_OVER + 1)
+    with EvalArchive(tmp_path / source.name) as archive:
+        archive.start(log.eval, log.plan)
+        archive.add_sample(sample, sample_summary(sample))
+        path = archive.finish(log, None)
+
+    (read,) = samples.eval_samples(str(path))
+
+    assert read == from_eval_sample(log.samples[0])
 
 
 def json_log_with_nan(source: str, tmp_path: Path) -> str:

@@ -35,6 +35,13 @@ computed by the code `eval_results` uses, so names and NaN handling agree:
   metric `inspect view` shows first, chosen as `eval_results` chooses it;
 - `metric_scores` (`scorer._metric`): whether a metric reads reduced or
   unreduced scores.
+
+Reading the logs `inspect eval` writes (`logs/samples.py`):
+
+- `_util.zipfile`, imported for its effect: it teaches the standard
+  library's `zipfile` (before Python 3.14) to read zstd members (ZIP
+  method 93), however many frames; Inspect's logs are zstd, and the
+  report reads them with `zipfile`.
 """
 
 from __future__ import annotations
@@ -53,6 +60,9 @@ from inspect_ai._util.json import to_json_safe
 from inspect_ai._util.log_layout import eval_log_name
 from inspect_ai._util.path import cwd_relative_path
 from inspect_ai._util.registry import registry_unqualified_name
+
+# Imported for its effect: zipfile reads zstd members (see above).
+from inspect_ai._util.zipfile import zipfile_compress_kwargs  # noqa: F401
 from inspect_ai.log._headline import headline_metric_ref, resolve_headline_metric
 from inspect_ai.log._log import eval_config_defaults
 from inspect_ai.scorer._metric import metric_scores
