@@ -3,17 +3,15 @@ memory of ids it checks for repeats."""
 
 from __future__ import annotations
 
-import contextlib
 import random
 from collections import Counter
 from collections.abc import Sequence
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracegrade.bulk.log import _ID_ALPHABET, uuid
-from tracegrade.bulk.scoring import DiskIds, MemoryIds, SeenIds
+from tracegrade.bulk.scoring import DiskIds
 
 
 def test_ids_have_inspects_shortuuid_form_and_never_repeat() -> None:
@@ -32,11 +30,11 @@ def test_every_character_is_about_equally_likely() -> None:
     assert all(abs(count - expected) < 0.1 * expected for count in counts.values())
 
 
-# --- MemoryIds: the duplicate check of `tracegrade score` ------------------------
+# --- DiskIds: the duplicate check of `tracegrade check` and `tracegrade score` --
 
 
 def _dict_first_lines(ids: Sequence[str]) -> list[int | None]:
-    """What a plain dict says: the reference `MemoryIds` must agree with."""
+    """What a plain dict says: the reference `DiskIds` must agree with."""
     seen: dict[str, int] = {}
     answers: list[int | None] = []
     for line, sample_id in enumerate(ids, start=1):
@@ -45,19 +43,15 @@ def _dict_first_lines(ids: Sequence[str]) -> list[int | None]:
     return answers
 
 
-def _memory_first_lines(ids: Sequence[str]) -> list[int | None]:
-    memory = MemoryIds()
-    return [memory.first_line(sample_id, line) for line, sample_id in enumerate(ids, 1)]
+def _disk_first_lines(ids: Sequence[str]) -> list[int | None]:
+    with DiskIds() as seen:
+        return [
+            seen.first_line(sample_id, line) for line, sample_id in enumerate(ids, 1)
+        ]
 
 
-@pytest.mark.parametrize("kind", ["memory", "disk"])
-def test_seen_ids_remember_first_lines(kind: str) -> None:
-    """`tracegrade score` keeps ids in memory, `tracegrade check` on disk;
-    both answer alike."""
-    with contextlib.ExitStack() as stack:
-        seen: SeenIds = (
-            MemoryIds() if kind == "memory" else stack.enter_context(DiskIds())
-        )
+def test_seen_ids_remember_first_lines() -> None:
+    with DiskIds() as seen:
         assert seen.first_line("a", 1) is None
         assert seen.first_line("b", 2) is None
         assert seen.first_line("a", 5) == 1
@@ -73,43 +67,21 @@ def test_seen_ids_remember_first_lines(kind: str) -> None:
         assert seen.first_line("", 16) == 15
 
 
-def test_memory_ids_agree_with_a_dict_through_every_growth() -> None:
-    # 300,000 ids grow the table from 65,536 slots four times; every tenth
-    # line repeats an earlier id, and look-alikes differ by one character.
+def test_disk_ids_agree_with_a_dict_on_many_ids() -> None:
+    # Every tenth line repeats an earlier id; look-alikes differ by one
+    # character.
     rng = random.Random(11)
     ids: list[str] = []
-    for line in range(300_000):
+    for line in range(20_000):
         if line and line % 10 == 0:
             ids.append(ids[rng.randrange(len(ids))])
         else:
             ids.append(f"run-{line:07d}" + rng.choice(["", "é", "\ud800", " "]))
-    assert _memory_first_lines(ids) == _dict_first_lines(ids)
-
-
-class _Colliding(str):
-    """A str whose hash is always the same: every id probes the same slots."""
-
-    __slots__ = ()
-
-    def __hash__(self) -> int:
-        return 42
-
-
-def test_memory_ids_tell_ids_apart_when_their_hashes_collide() -> None:
-    ids = [_Colliding(f"id-{n % 700}") for n in range(1_000)]
-    assert _memory_first_lines(ids) == _dict_first_lines(ids)
+    assert _disk_first_lines(ids) == _dict_first_lines(ids)
 
 
 # A quick property: Hypothesis's own 100 examples, not the profile's thousands.
 @settings(max_examples=100)
 @given(st.lists(st.text(max_size=4), max_size=200))
-def test_memory_ids_agree_with_a_dict_on_any_text(ids: list[str]) -> None:
-    assert _memory_first_lines(ids) == _dict_first_lines(ids)
-
-
-def test_forgotten_ids_are_new_again() -> None:
-    seen = MemoryIds()
-    assert seen.first_line("a", 1) is None
-    seen.forget()
-    assert seen.first_line("a", 2) is None
-    assert seen.first_line("a", 3) == 2
+def test_disk_ids_agree_with_a_dict_on_any_text(ids: list[str]) -> None:
+    assert _disk_first_lines(ids) == _dict_first_lines(ids)

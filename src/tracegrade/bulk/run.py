@@ -27,7 +27,7 @@ from ..outputs import AtomicFile, OutputError
 from ..scorers.metrics import is_count
 from .log import BulkLog, score_value_json, unreadable_explanation
 from .presence import READ_FIELDS, FieldPresence
-from .scoring import LINE_ERRORS, TASKS, LineScorer, MemoryIds
+from .scoring import LINE_ERRORS, TASKS, DiskIds, LineScorer
 
 Number = int | float
 """A metric in the summary: an int for a count, else a float."""
@@ -143,9 +143,7 @@ class ScoreRun:
         if self.results_path is None:
             base = self.log.base
             self.results_path = str(base.with_name(base.name + ".results.jsonl"))
-        self.scorer = LineScorer(
-            bulk_task, self.path, MemoryIds(), timings=self.timings
-        )
+        self.scorer = LineScorer(bulk_task, self.path, DiskIds(), timings=self.timings)
         self.stream: IO[str] = sys.stdout
         if self.results_path != "-":
             try:
@@ -232,7 +230,7 @@ class ScoreRun:
             self.results.flush_to_disk()
         else:
             self.stream.flush()
-        self.scorer.seen.forget()
+        self.scorer.seen.close()
         self.summary.warnings = self.presence.warnings(self.path)
         self.log.warnings = [warning["message"] for warning in self.summary.warnings]
         written = self.log.finish()

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
-from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from time import perf_counter
-from typing import Any, Final, Literal, Protocol
+from typing import Any, Literal
 
 from inspect_ai.scorer import Score, Scorer
 
@@ -239,89 +238,14 @@ def replayed_answer(record_input: dict[str, Any]) -> str | None:
 # --- Remembering sample ids ---------------------------------------------------
 
 
-class SeenIds(Protocol):
-    def first_line(self, sample_id: str, line: int) -> int | None:
-        """The line `sample_id` was first seen on, or None (and remember it)."""
-
-    def forget(self) -> None:
-        """Let the ids go: every line is read."""
-
-
-class MemoryIds:
-    """Sample ids in memory, as compact as a fast lookup allows.
-
-    A dict of id strings to line numbers costs about 136 bytes an id, which
-    was a third of a million-record run's peak. Here the ids are one UTF-8
-    text (where each ends, its hash and its line in arrays) under an
-    open-addressed table of positions: about 50 bytes an id. A hash match
-    is confirmed on the id's own bytes, so two ids are the same only when
-    they are equal.
-    """
-
-    __slots__ = ("_ends", "_hashes", "_lines", "_mask", "_slots", "_text")
-
-    _FIRST_SIZE: Final = 1 << 16
-
-    def __init__(self) -> None:
-        self._slots: array[int]
-        self._mask: int
-        self._hashes: array[int]
-        self._lines: array[int]
-        self._text: bytearray
-        self._ends: array[int]
-        self.forget()
-
-    def first_line(self, sample_id: str, line: int) -> int | None:
-        key = hash(sample_id)
-        # surrogatepass: an id read from JSON may hold a lone surrogate;
-        # the encoding stays one-to-one.
-        encoded = sample_id.encode("utf-8", "surrogatepass")
-        slots, mask, hashes = self._slots, self._mask, self._hashes
-        slot = key & mask
-        while (position := slots[slot]) >= 0:
-            if hashes[position] == key:
-                end = self._ends[position]
-                start = self._ends[position - 1] if position else 0
-                if self._text[start:end] == encoded:
-                    return self._lines[position]
-            slot = (slot + 1) & mask
-        position = len(hashes)
-        slots[slot] = position
-        hashes.append(key)
-        self._lines.append(line)
-        self._text += encoded
-        self._ends.append(len(self._text))
-        if 2 * len(hashes) > mask:  # at most half full: probes stay short
-            self._grow()
-        return None
-
-    def _grow(self) -> None:
-        mask = 2 * self._mask + 1
-        slots = array("i", [-1]) * (mask + 1)
-        for position, key in enumerate(self._hashes):
-            slot = key & mask
-            while slots[slot] >= 0:
-                slot = (slot + 1) & mask
-            slots[slot] = position
-        self._slots, self._mask = slots, mask
-
-    def forget(self) -> None:
-        # Finishing the logs is the run's peak of memory; the ids need not
-        # be part of it.
-        self._slots = array("i", [-1]) * self._FIRST_SIZE
-        self._mask = self._FIRST_SIZE - 1
-        self._hashes = array("q")
-        self._lines = array("Q")
-        self._text = bytearray()
-        self._ends = array("Q")
-
-
 class DiskIds:
-    """Sample ids in a temporary SQLite database, so memory stays flat.
+    """Sample ids in a temporary SQLite database, so memory stays flat;
+    `tracegrade check` and `tracegrade score` remember ids with it.
 
     Duplicate detection must remember every id, so something grows with the
     file; here it is SQLite's private temporary database (the empty file
-    name), while the process keeps only its page cache (`cache_kib`).
+    name), while the process keeps only its page cache (`cache_kib`): about
+    4 µs an id, where a dict takes a third of that and 130 bytes an id.
     SQLite deletes that file right after opening it, so no kill, however
     abrupt, can leave it behind. Ids are stored as 128-bit BLAKE2b digests:
     fixed size whatever the id's length, and a false match among a billion
@@ -344,6 +268,7 @@ class DiskIds:
         self._db.execute("BEGIN")
 
     def first_line(self, sample_id: str, line: int) -> int | None:
+        """The line `sample_id` was first seen on, or None (and remember it)."""
         digest = hashlib.blake2b(
             sample_id.encode("utf-8", "surrogatepass"), digest_size=16
         ).digest()
@@ -357,10 +282,8 @@ class DiskIds:
         ).fetchone()
         return int(row[0])
 
-    def forget(self) -> None:
-        self.close()
-
     def close(self) -> None:
+        """Let the ids go (finishing the logs is a run's peak of memory)."""
         self._db.close()
 
     def __enter__(self) -> DiskIds:
@@ -379,7 +302,7 @@ class LineScorer:
 
     task: BulkTask
     path: str
-    seen: SeenIds
+    seen: DiskIds
     timings: Timings = field(default_factory=Timings)
 
     def score_line(self, number: int, text: str) -> ScoredLine:
