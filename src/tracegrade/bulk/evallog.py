@@ -603,20 +603,20 @@ class EvalArchive:
 
     def abort(self) -> None:
         """Remove the partial file. Safe to call again, and after `finish`
-        (when it does nothing); it raises nothing on a full disk, since the
-        bytes it fails to write are being thrown away."""
+        (when it does nothing); it raises nothing on a full disk or out of
+        memory, since what it fails to write is being thrown away."""
         if self._state in ("finished", "aborted"):
             return
         self._state = "aborted"
+        # The file first: zipfile then cannot write the directory of what is
+        # thrown away, and is closed for good (nothing more when collected).
         closing = [self._file.close]
         if self._zip is not None:
-            # Before the file: once closed, zipfile never writes again (nor
-            # complains when collected).
-            closing.insert(0, self._zip.close)
+            closing.append(self._zip.close)
         if self._summaries is not None:
             closing.append(self._summaries.close)
         for close in closing:
-            with contextlib.suppress(OSError, ValueError):
+            with contextlib.suppress(OSError, ValueError, MemoryError):
                 close()
         self.partial.unlink(missing_ok=True)
 

@@ -24,13 +24,13 @@ The fault guarantees stay:
   process killed outright (SIGKILL) leaves no partial log behind it either.
 - An error in the child (a full disk) is sent back and raised in the main
   process as the same exception at the next exchange, or when the pipe
-  breaks; the child has removed its files by then.
+  breaks; the child has removed its files by then. Running out of memory
+  (`ulimit -v`) comes back as `WriterDied`, one line like any fault.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import gc
 import os
@@ -304,7 +304,6 @@ def _serve(commands: int, replies: int) -> None:
         null = os.open(os.devnull, os.O_RDWR)
         for fd in (0, 1, 2):
             os.dup2(null, fd)
-    _LIBC.fixed_mmap_threshold()
     writers: dict[int, EvalLogWriter] = {}
     status = 1
     try:
@@ -316,6 +315,10 @@ def _serve(commands: int, replies: int) -> None:
             _reply(replies, ("aborted", None))
             status = 0
     except BaseException as error:  # sent back, raised in the main process
+        if isinstance(error, MemoryError):
+            # A fault of the machine, not of tracegrade: one line, as a
+            # full disk is.
+            error = WriterDied("the log writer process ran out of memory")
         _abort_all(writers)
         try:
             _reply(replies, ("error", error))
@@ -350,7 +353,6 @@ def _run(reader: IO[bytes], writers: dict[int, EvalLogWriter], replies: int) -> 
             if head is not None:
                 for _ in chunks:  # the end marker, if the writer stopped early
                     pass
-            _LIBC.trim()
             _reply(replies, ("ok", None))
         elif kind == _PUBLISH:
             writers[part].publish(Path(os.fsdecode(payload)))
@@ -361,40 +363,6 @@ def _run(reader: IO[bytes], writers: dict[int, EvalLogWriter], replies: int) -> 
         else:
             raise WriterDied(f"the log writer got an unknown message {kind}")
     return False
-
-
-class _Libc:
-    """glibc's allocator, told to give freed memory back to the system.
-
-    The child frees large buffers (zstd contexts, a part's header) as each
-    part completes, and glibc keeps such memory for reuse rather than
-    return it: a million-record run's child grew by 60 MiB while finishing
-    its parts. A fixed mmap threshold gives large blocks back as they are
-    freed, and a trim after each part the rest. Elsewhere than glibc both
-    do nothing.
-    """
-
-    _M_MMAP_THRESHOLD: Final = -3
-    _MMAP_THRESHOLD: Final = 1 << 17
-    """glibc's default, which it otherwise raises to the largest block freed."""
-
-    def __init__(self) -> None:
-        try:
-            self._libc: Any = ctypes.CDLL("libc.so.6")
-            self._libc.malloc_trim  # noqa: B018 (glibc only)
-        except (OSError, AttributeError):
-            self._libc = None
-
-    def fixed_mmap_threshold(self) -> None:
-        if self._libc is not None:
-            self._libc.mallopt(self._M_MMAP_THRESHOLD, self._MMAP_THRESHOLD)
-
-    def trim(self) -> None:
-        if self._libc is not None:
-            self._libc.malloc_trim(0)
-
-
-_LIBC: Final = _Libc()
 
 
 class _EndOfInput(Exception):
