@@ -97,3 +97,52 @@ def test_a_writer_out_of_memory_stops_the_run_with_one_line(tmp_path: Path) -> N
     line = one_clear_line(stderr)
     assert "the log writer process ran out of memory" in line, line
     assert_no_final_outputs(tmp_path, before)
+
+
+MALFORMED_LINES = 30_000
+MALFORMED_WIDTH = 1_000
+"""Each line cut to 1,000 characters of text; the log shows up to 2,000."""
+
+
+def _peak_mib(*args: str, cwd: Path) -> float:
+    """`tracegrade ARGS` run to its end; its peak resident memory in MiB
+    (ru_maxrss of the process alone: a `.json` log has no writer child).
+    Exit 1 is a run whose lines had errors, all logged."""
+    process = start_tracegrade(*args, cwd=cwd)
+    _, status, usage = os.wait4(process.pid, 0)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    _, stderr = process.communicate()
+    assert process.returncode in (0, 1), stderr
+    return usage.ru_maxrss / 1024
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in KiB")
+def test_a_file_of_malformed_lines_costs_no_more_than_a_good_one(
+    tmp_path: Path,
+) -> None:
+    """A large wrong file passed by mistake: every line malformed. Each
+    becomes an unscored sample written at the end; until then it must not
+    be held in memory (it was: 1M short lines peaked at 694 MB)."""
+    write_stage_records(tmp_path / "good.jsonl", MALFORMED_LINES)
+    with (tmp_path / "wrong.jsonl").open("w", encoding="utf-8") as out:
+        for number in range(MALFORMED_LINES):
+            out.write(f"not json {number} ".ljust(MALFORMED_WIDTH, "x") + "\n")
+    peaks = {
+        name: _peak_mib(
+            "score",
+            "stage_diagnosis",
+            f"{name}.jsonl",
+            "--log-dir",
+            f"logs-{name}",
+            "--log-format",
+            "json",
+            "--out",
+            f"{name}.results.jsonl",
+            cwd=tmp_path,
+        )
+        for name in ("good", "wrong")
+    }
+    for name in peaks:
+        assert list((tmp_path / f"logs-{name}").glob("*.json")), name
+    # Held in memory, the wrong file's lines alone would be 60 MB more.
+    assert peaks["wrong"] <= peaks["good"] + 15, peaks

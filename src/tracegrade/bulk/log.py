@@ -30,13 +30,17 @@ round-trips through `EvalLog` validation unchanged.
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
 import os
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from time import perf_counter
-from typing import Any, Protocol
+from typing import IO, Any, Protocol
 
 from inspect_ai.log import (
     EvalConfig,
@@ -78,6 +82,7 @@ from .scoring import BulkTask, Problem, Timings, replayed_answer, replayed_store
 
 MODEL = "none/none"
 UNREADABLE_INPUT_LIMIT = 2000
+UNREADABLE_ID_PREFIX = "line-"
 
 
 class LogWriter(Protocol):
@@ -201,17 +206,28 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Unreadable:
     """A line that cannot become a sample; its sample is built at the end,
-    once every real sample id is known, so its own id cannot collide."""
+    once every real sample id is known, so its own id cannot collide.
+    Until then it waits in its part's spool file, not in memory: a large
+    file of malformed lines costs no more than a good one."""
 
     line: int
     text: str
     problem: Problem
     position: int
     """How many samples came before it in the file, to list it in place."""
-    sample_id: str = ""
+
+    def to_json(self) -> bytes:
+        # ensure_ascii: any lone surrogate is escaped, and read back as is.
+        record = [self.line, self.text, self.position, self.problem.as_json()]
+        return json.dumps(record).encode("ascii") + b"\n"
+
+    @classmethod
+    def from_json(cls, text: bytes) -> _Unreadable:
+        line, shown, position, problem = json.loads(text)
+        return cls(line, shown, Problem(**problem), position)
 
 
 LOG_FORMATS = ("eval", "json")
@@ -235,7 +251,9 @@ class _Part:
     task_id: str
     writer: LogWriter
     results: RunResults
-    unreadable: list[_Unreadable] = field(default_factory=list)
+    unreadable: IO[bytes] | None = None
+    """The spool of its unreadable lines (`_Unreadable.to_json`), once it has one."""
+    unreadable_count: int = 0
     samples: int = 0
     """Samples added so far, the unreadable ones included once written."""
     waiting_bytes: int = 0
@@ -244,13 +262,27 @@ class _Part:
     @property
     def size(self) -> int:
         """Samples in the log, written or waiting."""
-        return self.samples + len(self.unreadable)
+        return self.samples + self.unreadable_count
 
     @property
     def spooled(self) -> int:
         """Bytes of samples and reductions so far, and the unreadable ones'
         as they will be."""
         return self.writer.spooled + self.results.spooled + self.waiting_bytes
+
+    def unreadable_lines(self) -> Iterator[_Unreadable]:
+        """The unreadable lines spooled, in file order."""
+        if self.unreadable is None:
+            return
+        self.unreadable.seek(0)
+        for text in self.unreadable:
+            yield _Unreadable.from_json(text)
+
+    def close(self) -> None:
+        self.results.close()
+        if self.unreadable is not None:
+            with contextlib.suppress(OSError):
+                self.unreadable.close()
 
 
 @dataclass(frozen=True)
@@ -313,6 +345,8 @@ class BulkLog:
         the stem of every part's name."""
         self._templates = _Templates.make()
         self._parts: list[_Part] = []
+        self._line_like_ids: set[str] = set()
+        """Real sample ids an unreadable line's id could clash with."""
         self._writer_process: WriterProcess | None = None
         if self.log_format == "eval":
             self._writer_process = WriterProcess()
@@ -384,6 +418,8 @@ class BulkLog:
                 "choices": [{**templates.replay_choice, "message": message}],
                 "completion": answer,
             }
+        if case.id.startswith(UNREADABLE_ID_PREFIX):
+            self._line_like_ids.add(case.id)
         data = {
             **templates.sample,
             "id": case.id,
@@ -432,16 +468,26 @@ class BulkLog:
         if len(text) > UNREADABLE_INPUT_LIMIT:
             shown = shown[:UNREADABLE_INPUT_LIMIT] + "..."
         part = self._current_part()
-        part.unreadable.append(_Unreadable(line, shown, problem, position=part.samples))
+        if part.unreadable is None:
+            part.unreadable = tempfile.TemporaryFile(dir=self.log_dir)  # noqa: SIM115
+        part.unreadable.write(
+            _Unreadable(line, shown, problem, position=part.samples).to_json()
+        )
+        part.unreadable_count += 1
         # Summed as they come: `spooled` is read before every sample.
         part.waiting_bytes += 2 * len(shown) + _UNREADABLE_OVERHEAD
 
-    def _unreadable_samples(self, part: _Part, taken: set[str]) -> None:
-        for unreadable in part.unreadable:
+    def _unreadable_samples(
+        self, part: _Part, taken: set[str]
+    ) -> list[tuple[int, str]]:
+        """Write the part's unreadable lines as samples; where each stands
+        (`_Unreadable.position`) and the id it was given."""
+        placed: list[tuple[int, str]] = []
+        for unreadable in part.unreadable_lines():
             begun = perf_counter()
             sample_id = unreadable_sample_id(unreadable.line, taken)
-            unreadable.sample_id = sample_id
             taken.add(sample_id)
+            placed.append((unreadable.position, sample_id))
             score = unreadable_score(unreadable.line, unreadable.problem, self.task)
             text = unreadable.text
             now = _now()
@@ -462,6 +508,7 @@ class BulkLog:
                 "uuid": uuid(),
             }
             self._add(part, sample_id, data, score, begun)
+        return placed
 
     # -- finishing -----------------------------------------------------------
 
@@ -472,18 +519,13 @@ class BulkLog:
         stopped part way leaves nothing that looks like a finished log.
         """
         parts = self._parts
-        taken: set[str] = set()
-        if any(part.unreadable for part in parts):
-            taken = {
-                sample_id
-                for part in parts
-                for sample_id in part.results.scores.sample_ids
-            }
+        # The only real ids an unreadable line's `line-N` can meet.
+        taken = set(self._line_like_ids)
         first_results: EvalResults | None = None
         for part in parts:
             if part is not parts[-1]:
                 part.writer.resume()  # every part but the last was suspended
-            self._unreadable_samples(part, taken)
+            placed = self._unreadable_samples(part, taken)
             begun = perf_counter()
             results, reductions = part.results.results(part.samples)
             self.timings.results += perf_counter() - begun
@@ -494,7 +536,7 @@ class BulkLog:
                 eval=self._spec(
                     part.eval_id,
                     part.task_id,
-                    sample_ids=self._sample_ids(part),
+                    sample_ids=self._sample_ids(part, placed),
                     part=(part.index, len(parts)) if len(parts) > 1 else None,
                 ),
                 plan=self._plan(),
@@ -502,7 +544,7 @@ class BulkLog:
                 stats=EvalStats(started_at=self.started_at, completed_at=iso_now()),
             )
             part.writer.complete(header, reductions)
-            part.results.close()
+            part.close()
             # Not the header: its sample ids would keep a string per sample
             # alive through the pooled metrics, the run's peak of memory.
             first_results = first_results or results
@@ -539,17 +581,17 @@ class BulkLog:
         return plan
 
     @staticmethod
-    def _sample_ids(part: _Part) -> list[int | str]:
+    def _sample_ids(part: _Part, placed: list[tuple[int, str]]) -> list[int | str]:
         """The part's sample ids in file order: each unreadable line's
-        sample where its line stood."""
+        sample (`placed`, its position and id) where its line stood."""
         read = part.results.scores.sample_ids
-        read = read[: len(read) - len(part.unreadable)]
+        read = read[: len(read) - len(placed)]
         sample_ids: list[int | str] = []
         start = 0
-        for unreadable in part.unreadable:
-            sample_ids.extend(read[start : unreadable.position])
-            sample_ids.append(unreadable.sample_id)
-            start = unreadable.position
+        for position, sample_id in placed:
+            sample_ids.extend(read[start:position])
+            sample_ids.append(sample_id)
+            start = position
         sample_ids.extend(read[start:])
         return sample_ids
 
@@ -617,7 +659,7 @@ class BulkLog:
         if self._writer_process is not None:
             self._writer_process.abort()  # first: it may be writing a part
         for part in self._parts:
-            part.results.close()
+            part.close()
             if (kept := part.writer.abort()) is not None:
                 left.append(kept)
             if part.writer.published is not None:
@@ -656,7 +698,7 @@ def _version(distribution: str) -> str:
 
 def unreadable_sample_id(line: int, taken: set[str]) -> str:
     """`line-N` for line N, unless a real sample already has that id."""
-    candidate = f"line-{line}"
+    candidate = f"{UNREADABLE_ID_PREFIX}{line}"
     suffix = 2
     while candidate in taken:
         candidate = f"line-{line}~{suffix}"
