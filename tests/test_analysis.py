@@ -40,13 +40,13 @@ from tracegrade import (
     stage_diagnosis,
     stage_diagnosis_scorer,
 )
+from tracegrade._inspect_internals import METADATA_VALUE_REMOVED
 from tracegrade.analysis import (
     ExtractionColumns,
     StageColumns,
     extraction_columns,
     stage_columns,
 )
-from tracegrade.bulk.evallog import METADATA_VALUE_REMOVED
 from tracegrade.cli import main
 from tracegrade.datasets import ordered_extraction_dataset
 from tracegrade.tasks import replay

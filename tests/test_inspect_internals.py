@@ -1,17 +1,45 @@
-"""Private Inspect AI symbols are used in one module only.
+"""Private Inspect AI symbols are used in one module only, and what is
+mirrored from Inspect is held to Inspect's own output.
 
 `tracegrade._inspect_internals` is the one place to follow a release that
 moves them; an import of `inspect_ai._...` (or of a private submodule such
 as `inspect_ai.log._log`) anywhere else in the package would escape it.
+The mirrored rules (a sample summary's, the `SampleScore` stand-in that
+metrics read) are compared with Inspect's output on the same data here, so
+`nox -s compat`, on the newest `inspect-ai`, fails the day Inspect changes
+one of them.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai.log import EvalSample, EvalSampleSummary
+from inspect_ai.scorer import SampleScore, Score
+from pydantic_core import to_jsonable_python
 
 import tracegrade
 import tracegrade._inspect_internals as internals
+from tracegrade._inspect_internals import (
+    MAX_TEXT_LENGTH,
+    METADATA_VALUE_LIMIT,
+    METADATA_VALUE_REMOVED,
+    THIN_TEXT_SCAN,
+    THIN_TEXT_WIDTH,
+    compute_eval_scores,
+)
+from tracegrade.bulk.evallog import sample_summary
+from tracegrade.bulk.results import (
+    RunResults,
+    _reducer_name,
+    _split_views,
+    pooled_results,
+)
+from tracegrade.bulk.scoring import TASKS
 
 PACKAGE = Path(tracegrade.__file__).parent
 
@@ -46,3 +74,189 @@ def test_the_adapter_documents_every_symbol_it_exports() -> None:
     undocumented = [name for name in internals.__all__ if f"`{name}`" not in doc]
     assert undocumented == []
     assert all(hasattr(internals, name) for name in internals.__all__)
+
+
+# --- Mirrored rules, held to Inspect's own output --------------------------------
+
+SUMMARY_FIELDS = [
+    "id",
+    "epoch",
+    "input",
+    "choices",
+    "target",
+    "description",
+    "metadata",
+    "scores",
+    "model_usage",
+    "role_usage",
+    "model_fallbacks",
+    "started_at",
+    "completed_at",
+    "total_time",
+    "working_time",
+    "uuid",
+    "error",
+    "limit",
+    "limit_reason",
+    "retries",
+    "completed",
+    "message_count",
+    "turn_count",
+    "token_limit",
+    "token_limit_type",
+    "token_limit_usage",
+    "message_limit",
+    "time_limit",
+]
+"""The fields of `EvalSampleSummary` that `sample_summary` was written for."""
+
+
+def test_a_summary_has_the_fields_the_copy_was_written_for() -> None:
+    """A field Inspect adds to summaries must be added to `sample_summary`."""
+    assert list(EvalSampleSummary.model_fields) == SUMMARY_FIELDS
+
+
+def _as_json(value: Any) -> str:
+    # Text, so that NaN equals NaN and True never equals 1.
+    return json.dumps(
+        to_jsonable_python(value, exclude_none=True), sort_keys=True, indent=1
+    )
+
+
+def _metadata_value(characters: int) -> list[str]:
+    """A list whose indented JSON has exactly `characters` characters."""
+    value = ["x" * (characters - 8)]
+    assert len(json.dumps(value, indent=2)) == characters
+    return value
+
+
+def _sample_at_every_limit() -> dict[str, Any]:
+    """A sample with every field a summary copies set, and each text and
+    metadata value at, and one past, the limit that trims it."""
+    width, scan, limit = THIN_TEXT_WIDTH, THIN_TEXT_SCAN, METADATA_VALUE_LIMIT
+    usage = {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7}
+    return {
+        "id": "every-limit",
+        "epoch": 2,
+        "input": "i" * (MAX_TEXT_LENGTH + 1),
+        "choices": ["A", "B"],
+        "target": ["t" * MAX_TEXT_LENGTH, "u" * (MAX_TEXT_LENGTH + 1)],
+        "description": "described",
+        "metadata": {
+            "at_limit": _metadata_value(limit),
+            "past_limit": _metadata_value(limit + 1),
+            "long_text": "word " * width,
+            "spaced_text": " \n ".join(["w"] * 10),
+            "mostly_space": " " * scan + "tail",
+            "number": 1.5,
+            "flag": True,
+            "nothing": None,
+            "nested": {"a": [1, 2, {"b": "c"}]},
+        },
+        "scores": {
+            "s": {
+                "value": float("nan"),
+                "answer": "a" * (width + 1),
+                "explanation": "e " * width,
+                "reason": "r",
+                "metadata": {"past_limit": _metadata_value(limit + 1), "ok": 1},
+                "history": [{"value": 1}],
+            }
+        },
+        "messages": [{"role": "user", "content": "hi"}],
+        "model_usage": {"m": usage},
+        "role_usage": {"grader": usage},
+        "model_fallbacks": [{"model": "a/b", "fallback_model": "c/d", "count": 2}],
+        "started_at": "2026-01-01T02:00:00.5+02:00",
+        "completed_at": "2026-01-01T00:00:01",
+        "total_time": 1.25,
+        "working_time": 1.0,
+        "uuid": "u",
+        "error": {"message": "boom", "traceback": "", "traceback_ansi": ""},
+        "limit": {"type": "token", "limit": 10, "reason": "too many"},
+        "error_retries": [{"message": "m", "traceback": "", "traceback_ansi": ""}],
+        "turn_count": 3,
+        "token_limit": 100,
+        "token_limit_type": "total",
+        "token_limit_usage": 90,
+        "message_limit": 20,
+        "time_limit": 60,
+    }
+
+
+def test_the_summary_copy_trims_as_inspect_at_every_limit() -> None:
+    sample = _sample_at_every_limit()
+    theirs = EvalSample.model_validate(sample).summary()
+
+    assert _as_json(sample_summary(sample)) == _as_json(theirs)
+    # The mirrored literals, read off Inspect's own output.
+    assert theirs.metadata["past_limit"] == METADATA_VALUE_REMOVED
+    assert theirs.metadata["at_limit"] == sample["metadata"]["at_limit"]
+    assert {
+        field for field in SUMMARY_FIELDS if getattr(theirs, field) is None
+    } == set(), "every field set, so every rule is compared"
+
+
+SCORE_FIELDS = ["value", "answer", "explanation", "reason", "metadata", "history"]
+SAMPLE_SCORE_FIELDS = ["score", "sample_id", "sample_metadata", "scorer"]
+
+
+def test_a_sample_score_has_the_fields_the_stand_in_was_written_for() -> None:
+    """`LightScore` stands in for a `SampleScore` and its `Score`, holding
+    what metrics read; a field Inspect adds may be one a metric reads."""
+    assert list(Score.model_fields) == SCORE_FIELDS
+    assert list(SampleScore.model_fields) == SAMPLE_SCORE_FIELDS
+
+
+RECORDS = {
+    "stage_diagnosis": [
+        {"required": ["D1", "D2"], "context": ["D1", "D2"], "correct": True},
+        {"required": ["D1", "D2"], "context": ["D1"], "correct": True},
+        {"required": ["D1", "D2"], "context": ["D2", "D1"], "correct": False},
+        {"required": ["D1"], "context": ["D1"]},
+        {"required": ["D1"], "context": None, "correct": True},
+        {"required": ["D1", "D1"], "context": ["D1"], "correct": True},
+    ],
+    "ordered_extraction": [
+        {"source": ["a", "b"], "answer": ["a", "b"]},
+        {"source": ["a", "b"], "answer": ["b", "a"]},
+        {"source": ["a", "b", "c"], "answer": ["a", "x"]},
+        {"source": ["a"], "answer": []},
+        {"source": "not a list", "answer": ["a"]},
+        {"source": ["a", "a"], "answer": ["a"]},
+    ],
+}
+
+
+@pytest.mark.parametrize("task", sorted(RECORDS))
+def test_metrics_over_the_stand_in_are_inspects_over_sample_scores(
+    task: str, tmp_path: Path
+) -> None:
+    """The packaged scorer's own metrics, through `compute_eval_scores`,
+    over `LightScore`s and over Inspect's `SampleScore`s of the same
+    scores (each record twice over, so shares are not all 0 or 1)."""
+    bulk = TASKS[task]
+    results = RunResults(bulk.make_scorer(), task, str(tmp_path))
+    scores = [bulk.score_input(record) for record in RECORDS[task] * 2]
+    for number, score in enumerate(scores):
+        results.add(f"s{number}", score)
+    views = _split_views(results.info.metrics)
+
+    theirs = []
+    for view, reduce in ((views.reduced, True), (views.unreduced, False)):
+        if view is None:
+            continue
+        sample_scores = [
+            SampleScore(
+                score=results.reducer([score]) if reduce else score,
+                sample_id=f"s{number}",
+            )
+            for number, score in enumerate(scores)
+        ]
+        reducer = _reducer_name(views) if reduce else None
+        theirs += compute_eval_scores(sample_scores, view, task, results.info, reducer)
+    ours = pooled_results([results], len(scores)).scores
+    results.close()
+
+    assert theirs, "the scorer has metrics"
+    assert _as_json(ours) == _as_json(theirs)

@@ -1,10 +1,13 @@
-"""Every symbol tracegrade takes from Inspect AI's private modules.
+"""Every coupling of tracegrade to Inspect AI's private code, imported or mirrored.
 
 Inspect's public API does not cover these jobs; if a release moves one of
 them, this module is the one place to follow it, and the `compat` nox
 session (the newest `inspect-ai` from the package index) is where a break
 shows first. Nothing else in `src/` imports from `inspect_ai._*` or a
-private submodule (a test keeps it so).
+private submodule (a test keeps it so). What is mirrored (copied rather
+than imported, for speed) is listed at the end, each with the test that
+compares the copy with Inspect's own output and so fails the day Inspect
+changes.
 
 Errors a user can cause:
 
@@ -42,9 +45,41 @@ Reading the logs `inspect eval` writes (`logs/samples.py`):
   library's `zipfile` (before Python 3.14) to read zstd members (ZIP
   method 93), however many frames; Inspect's logs are zstd, and the
   report reads them with `zipfile`.
+
+How a sample summary is trimmed (`log._util`), used by the `.eval` writer
+(`bulk/evallog.py`), which builds summaries as `EvalSample.summary()` would
+without validating an `EvalSample` per sample:
+
+- `MAX_TEXT_LENGTH`, `THIN_TEXT_WIDTH`, `THIN_TEXT_SCAN`: Inspect's own
+  limits, imported;
+- `METADATA_VALUE_LIMIT` and `METADATA_VALUE_REMOVED`: mirrored, being
+  literals in `thin_metadata` (a metadata value over 1024 characters of
+  JSON is replaced by "Key removed from summary (> 1k)"); `analysis.py`
+  reads the placeholder too.
+
+Mirrored, with the test that holds each copy to Inspect's output:
+
+- the rules of `truncate_text`, `thin_text`, `thin_metadata` and
+  `EvalSample.summary()` (which fields a summary copies, and how), in
+  `evallog.sample_summary`: `tests/test_inspect_internals.py` compares
+  it with `EvalSample.summary()` at every limit and with every field set,
+  and fails on a field Inspect adds to `EvalSampleSummary`;
+  `tests/test_evalarchive.py` on real logs and random samples;
+- `to_json_safe`'s output (`evallog._json_bytes`, `bulk.log.sample_json`):
+  `tests/test_evalarchive.py` and `tests/test_cli_score.py` compare the
+  members with the bytes Inspect wrote;
+- the member names and the header's fields of `EvalRecorder.log_finish`
+  (`evallog._header`): `tests/test_evalarchive.py` compares them with a
+  log `inspect eval` wrote;
+- the `SampleScore` that `compute_eval_scores` reads, stood in for by
+  `bulk.results.LightScore`: `tests/test_inspect_internals.py` compares
+  the results of the packaged scorers' metrics over both, and fails on a
+  field Inspect adds to `SampleScore` or `Score`.
 """
 
 from __future__ import annotations
+
+from typing import Final
 
 from inspect_ai._eval.task.log import (
     plan_to_eval_plan,
@@ -65,11 +100,22 @@ from inspect_ai._util.registry import registry_unqualified_name
 from inspect_ai._util.zipfile import zipfile_compress_kwargs  # noqa: F401
 from inspect_ai.log._headline import headline_metric_ref, resolve_headline_metric
 from inspect_ai.log._log import eval_config_defaults
+from inspect_ai.log._util import MAX_TEXT_LENGTH, THIN_TEXT_SCAN, THIN_TEXT_WIDTH
 from inspect_ai.scorer._metric import metric_scores
 from inspect_ai.scorer._scorer import as_scorer_spec
 from inspect_ai.solver._plan import Plan
 
+METADATA_VALUE_LIMIT: Final = 1024
+"""Characters of indented JSON a metadata value may have in a summary."""
+METADATA_VALUE_REMOVED: Final = "Key removed from summary (> 1k)"
+"""What a summary holds instead of a longer metadata value."""
+
 __all__ = [
+    "MAX_TEXT_LENGTH",
+    "METADATA_VALUE_LIMIT",
+    "METADATA_VALUE_REMOVED",
+    "THIN_TEXT_SCAN",
+    "THIN_TEXT_WIDTH",
     "Metrics",
     "Plan",
     "PrerequisiteError",

@@ -59,7 +59,7 @@ from inspect_ai.analysis import Column, ColumnType, SampleColumn
 from inspect_ai.log import EvalSample, EvalSampleSummary
 from inspect_ai.scorer import Score
 
-from .bulk.evallog import METADATA_VALUE_REMOVED
+from ._inspect_internals import METADATA_VALUE_REMOVED
 from .core.itemise import itemise
 from .core.recall import stage_precision, stage_recall
 

@@ -64,6 +64,13 @@ from inspect_ai.log import (
 from inspect_ai.scorer import Score
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
+from .._inspect_internals import (
+    MAX_TEXT_LENGTH,
+    METADATA_VALUE_LIMIT,
+    METADATA_VALUE_REMOVED,
+    THIN_TEXT_SCAN,
+    THIN_TEXT_WIDTH,
+)
 from ..outputs import PARTIAL_SUFFIX, publish
 
 # --- Inspect's member names ----------------------------------------------------
@@ -124,15 +131,11 @@ def _plain_json_bytes(value: Any, indent: int | None = None) -> bytes:
 
 # --- Sample summaries ------------------------------------------------------------
 
-# `inspect_ai.log._util`: summaries keep 5120 characters of an input or target,
-# and shorten other text to 1024 characters after collapsing its whitespace
-# (looking at 8x that much), and drop a metadata value over 1024 characters
-# of indented JSON.
-MAX_TEXT_LENGTH: Final = 5120
-THIN_TEXT_WIDTH: Final = 1024
-THIN_TEXT_SCAN: Final = THIN_TEXT_WIDTH * 8
-METADATA_VALUE_LIMIT: Final = 1024
-METADATA_VALUE_REMOVED: Final = "Key removed from summary (> 1k)"
+# Inspect's rules, mirrored here for speed (see `_inspect_internals`):
+# summaries keep `MAX_TEXT_LENGTH` characters of an input or target, and
+# shorten other text to `THIN_TEXT_WIDTH` characters after collapsing its
+# whitespace (looking at `THIN_TEXT_SCAN` of them), and drop a metadata value
+# over `METADATA_VALUE_LIMIT` characters of indented JSON.
 
 # `EvalSample` fields a summary copies when they are set, in summary order.
 _COPIED_BEFORE_ERROR = (
