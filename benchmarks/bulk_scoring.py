@@ -589,7 +589,7 @@ def memory_cause(trace: dict[str, Any]) -> str:
 # run holds for every record, without the fixed cost of imports and of
 # caches the first record fills. Then the peak while finishing (metrics,
 # reductions, headers) on top of it. Only Python's own allocator is seen
-# (not zstd's buffers, say).
+# (not zlib's or SQLite's buffers, say).
 TRACER = """
 import json, sys, tracemalloc
 from tracegrade.bulk import log as bulk_log

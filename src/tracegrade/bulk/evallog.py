@@ -23,10 +23,13 @@ read it as they read one from `inspect eval`:
     header.json                the log without samples or reductions
 
 Members are deflated (zlib level 1) where Inspect uses zstd: every reader,
-the viewer included, reads both, and deflate needs no compressor outside
-the standard library (`benchmarks/results/evalarchive.json` has the
-measurements). The summaries and reductions are streamed into the archive
-with ZIP64 sizes, as Inspect streams a member.
+the viewer included, reads both, zipfile writes deflate without a patch,
+and on these members of a few kilobytes the two compress alike (a
+20,000-sample stage log: 15.8 MB deflated, 15.7 MB as zstd). Writing
+costs more than the hand-written ZIP layer this replaced did, about 39 µs
+a sample against 15 µs (in the writer process, beside the scoring). The
+summaries and reductions are streamed into the archive with ZIP64 sizes,
+as Inspect streams a member.
 
 The file is written under `<name>.partial` beside the final name, created
 exclusively, and renamed only once complete and synced; a writer that
@@ -358,7 +361,8 @@ def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
 DEFAULT_JOURNAL_EVERY: Final = 1000
 DEFLATE_LEVEL: Final = 1
 """zlib's fastest level: on these small JSON members it compresses about as
-well as Inspect's zstd level 3, and spends least time doing it."""
+well as Inspect's zstd level 3 (level 6 saves little more, and costs about
+three times as long)."""
 _COPY_CHUNK: Final = 1 << 20
 
 _State = Literal[
