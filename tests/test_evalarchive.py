@@ -15,6 +15,7 @@ at most `<name>.partial`, which log listings do not show.
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import os
@@ -499,6 +500,31 @@ def test_steps_out_of_order_are_refused(tmp_path: Path, inspect_log: Path) -> No
             archive.start(log.eval, log.plan)
     with pytest.raises(ValueError, match=r"\.eval"):
         EvalArchive(tmp_path / "log.json")
+
+
+def _live_member_records() -> int:
+    return sum(isinstance(item, zipfile.ZipInfo) for item in gc.get_objects())
+
+
+def test_suspended_and_completed_archives_keep_no_member_records(
+    tmp_path: Path, inspect_log: Path
+) -> None:
+    """zipfile keeps a `ZipInfo` per member, half a kilobyte: a million-
+    sample run keeps its parts suspended, then complete, until it publishes
+    them all, so neither may hold them (a completed one held 560 MB)."""
+    log = small_header(inspect_log)
+    before = _live_member_records()
+    archive = EvalArchive(tmp_path / "parked.eval")
+    archive.start(log.eval, log.plan)
+    for index in range(300):
+        add_one(archive, index)
+    assert _live_member_records() >= before + 300
+    archive.suspend()
+    assert _live_member_records() == before
+    archive.complete(log, None)
+    assert _live_member_records() == before
+    archive.publish()
+    assert len(read_eval_log_sample_summaries(str(archive.location))) == 300
 
 
 def test_another_writers_partial_file_is_never_reused(tmp_path: Path) -> None:

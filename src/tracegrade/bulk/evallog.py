@@ -583,6 +583,8 @@ class EvalArchive:
                 self._add_streamed(REDUCTIONS_JSON, _reductions_json(reductions))
             self._add(HEADER_JSON, _json_bytes(_header(header)))
             self._zip.close()
+            # Its `ZipInfo`s too: a run's parts wait, complete, to be published.
+            self._zip = None
             self._file.flush()
             os.fsync(self._file.fileno())
             self._file.close()
