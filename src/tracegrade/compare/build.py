@@ -632,10 +632,12 @@ def _warnings(
 ) -> list[str]:
     warnings: list[str] = []
     staged = bool(paired.stage_diagnosis)
-    if base.key == new.key and base.logs == new.logs:
+    if base.key == new.key:
+        # One task id: the same log, a copy of it, or its eval-retry.
         warnings.append(
-            f"BASE and NEW are the same eval ({base.name}): every pair is "
-            "unchanged by construction."
+            f"BASE and NEW are the same eval ({base.name}): NEW is the same "
+            "log as BASE, a copy or a retry of it, not a new run; pairs can "
+            "differ only where a retry ran samples again."
         )
     for side, run in zip(SIDES, (base, new), strict=True):
         if run.missing_count:

@@ -361,13 +361,13 @@ def _figure_note(
         lowest = smallest_p_value(fell + rose)
         return (
             f"Too few to tell: {moved}; even a {fell + rose} to 0 split would "
-            f"give p = {format_p(lowest)} > alpha = {alpha:g}."
+            f"give p = {format_p(lowest)} > alpha = {alpha}."
         )
     if verdict is Verdict.NOT_SIGNIFICANT:
-        return f"Not significant: {moved}; p = {format_p(p_value)} > alpha = {alpha:g}."
+        return f"Not significant: {moved}; p = {format_p(p_value)} > alpha = {alpha}."
     return (
         f"{verdict.value.capitalize()} in NEW: {moved}; p = {format_p(p_value)} "
-        f"<= alpha = {alpha:g}."
+        f"<= alpha = {alpha}."
     )
 
 
@@ -424,16 +424,16 @@ def _note(
         what = "changed pairs" if unit.test == MCNEMAR else "changed samples"
         return (
             f"Too few to tell: {changed}; even a {discordant} to 0 split would "
-            f"give p = {format_p(lowest)} > alpha = {alpha:g}, and at least "
+            f"give p = {format_p(lowest)} > alpha = {alpha}, and at least "
             f"{needed} {what} are needed."
         )
     if verdict is Verdict.NOT_SIGNIFICANT:
         return (
-            f"Not significant: {changed}; p = {format_p(p_value)} > alpha = {alpha:g}."
+            f"Not significant: {changed}; p = {format_p(p_value)} > alpha = {alpha}."
         )
     return (
         f"{verdict.value.capitalize()} in NEW: {changed}; p = {format_p(p_value)} "
-        f"<= alpha = {alpha:g}."
+        f"<= alpha = {alpha}."
     )
 
 

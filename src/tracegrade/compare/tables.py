@@ -65,7 +65,7 @@ def summary_line(comparison: Comparison) -> str:
     return (
         f"BASE {_side(comparison.base)} against NEW {_side(comparison.new)}; "
         f"{evals} pair{'s' if evals != 1 else ''} of evals, {pairs} pairs of "
-        f"{comparison.unit}s (by sample id and epoch); alpha = {comparison.alpha:g}."
+        f"{comparison.unit}s (by sample id and epoch); alpha = {comparison.alpha}."
     )
 
 
@@ -84,11 +84,11 @@ def gate_line(comparison: Comparison) -> str:
     regressions = f"{gate.regressions} regression{'s' if gate.regressions != 1 else ''}"
     if gate.significant:
         return (
-            f"{regressions}; significantly worse at alpha = {gate.alpha:g}: "
+            f"{regressions}; significantly worse at alpha = {gate.alpha}: "
             f"{'; '.join(gate.significant)}."
         )
     return (
-        f"{regressions}; none significant at alpha = {gate.alpha:g} "
+        f"{regressions}; none significant at alpha = {gate.alpha} "
         f"(tested: {'; '.join(gate.outcomes)})."
     )
 
@@ -276,7 +276,7 @@ def _tests_table(comparison: Comparison, pair: EvalPair) -> Table:
         "the samples whose share of epochs with the outcome fell or rose, and "
         "p is the exact sign test of them. change: NEW share minus BASE share, "
         f"(c - b) / pairs, in percentage points. With fewer than {needed} "
-        f"changed {unit} no split can reach alpha = {comparison.alpha:g}: too "
+        f"changed {unit} no split can reach alpha = {comparison.alpha}: too "
         "few to tell.",
         columns=[
             "score",
@@ -331,7 +331,7 @@ def _figures_table(comparison: Comparison, pair: EvalPair) -> Table:
         "count the samples whose mean over their paired epochs fell or rose; "
         "p is the exact sign test of them (the sample as the unit). Reported, "
         f"not gated. With fewer than {needed} samples moved no split can "
-        f"reach alpha = {comparison.alpha:g}: too few to tell.",
+        f"reach alpha = {comparison.alpha}: too few to tell.",
         columns=[
             "score",
             "figure",
