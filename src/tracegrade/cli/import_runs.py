@@ -69,6 +69,13 @@ def _run_import(
     except OSError as error:
         raise CommandStopped(f"Error: {error}", 2) from None
 
+    text = records_text(records)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        AtomicFile.write_text(output, text, replace=force)
+
+    # Said once the records are out: a write that fails says only that.
     for note in notes(records):
         click.echo(f"note: {note}", err=True)
     missing = unlabelled(records)
@@ -79,13 +86,8 @@ def _run_import(
             f"documents and {why}; they score answer-label until labelled",
             err=True,
         )
-
-    text = records_text(records)
-    if output is None:
-        click.echo(text, nl=False)
-        return
-    AtomicFile.write_text(output, text, replace=force)
-    click.echo(f"{len(records)} records written to {output}", err=True)
+    if output is not None:
+        click.echo(f"{len(records)} records written to {output}", err=True)
 
 
 @click.group("import")
