@@ -266,32 +266,6 @@ def test_an_empty_or_missing_file_is_an_error(tmp_path: Path) -> None:
         stage_diagnosis_dataset(tmp_path / "absent.jsonl")
 
 
-@pytest.mark.parametrize("display", ["full", "plain", "none"])
-def test_the_cli_reports_a_malformed_file_before_running(
-    tmp_path: Path, display: str
-) -> None:
-    """In every display, once: Inspect prints it (on stdout), but through
-    rich, which `--display none` silences; then tracegrade does (stderr)."""
-    dataset = write_lines(tmp_path / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
-    result = run_inspect(
-        "eval",
-        "tracegrade/stage_diagnosis",
-        "-T",
-        f"dataset={dataset}",
-        "--log-dir",
-        "logs",
-        "--display",
-        display,
-        cwd=tmp_path,
-    )
-    assert result.returncode != 0
-    # Inspect prints its prerequisite errors as the message alone.
-    assert "Traceback" not in result.stderr
-    said = f"{dataset}, line 2: not valid JSON"
-    assert (result.stdout + result.stderr).count(said) == 1
-    assert not (tmp_path / "logs").exists()
-
-
 def test_an_out_of_contract_input_is_a_sample_not_a_malformed_line(
     tmp_path: Path,
 ) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Literal
 
@@ -66,8 +66,9 @@ def export(log: str, out: str | None, force: bool) -> None:
     # Imported here so that `tracegrade --help` does not load Inspect.
     from ..label_logs import label_requests, stage_score
     from ..labels import LabelsError
-    from ..outputs import AtomicFile, check_output
+    from ..outputs import AtomicFile, check_output, check_standard_streams
 
+    check_standard_streams([log])
     if out is not None:
         check_output(out, inputs=[log], option="--out", force=force)
 
@@ -162,6 +163,7 @@ def apply(
     a file that cannot be written, or LOG changed while it was labelled.
     """
     from ..outputs import OutputError, check_output, check_standard_streams, is_stream
+    from ._failures import exit_on_signal
 
     check_standard_streams([log, labels_file])
     target = log if out is None else out
@@ -169,12 +171,38 @@ def apply(
         check_output(out, inputs=[log, labels_file], option="--out", force=force)
         if is_stream(out):
             raise OutputError(f"--out {out!r} is not a regular file; give a file")
-    with _directory_locked(log):
-        _apply(log, labels_file, action, target, force)
+    # From the wait for the lock on, a signal ends the command at once
+    # (see exit_on_signal), and the message says what it left.
+    stopped_by = _stopped_by(target)
+    with exit_on_signal(stopped_by), _directory_locked(log):
+        _apply(log, labels_file, action, target, force, stopped_by)
+
+
+def _stopped_by(target: str) -> Callable[[str], str]:
+    """The line for a signal: whether `target` was already written, which
+    is told by looking at it (a signal may come the moment after)."""
+    import os
+
+    before = _file_state(target) if os.path.exists(target) else None
+
+    def message(name: str) -> str:
+        now = _file_state(target) if os.path.exists(target) else None
+        if now != before:
+            left = "was written"
+        else:
+            left = "was not changed" if before is not None else "was not written"
+        return f"tracegrade labels apply: stopped by {name}; {target} {left}"
+
+    return message
 
 
 def _apply(
-    log: str, labels_file: str, action: ApplyAction, target: str, force: bool
+    log: str,
+    labels_file: str,
+    action: ApplyAction,
+    target: str,
+    force: bool,
+    stopped_by: Callable[[str], str],
 ) -> None:
     # Imported here so that `tracegrade --help` does not load Inspect.
     from inspect_ai.log import write_eval_log
@@ -185,22 +213,18 @@ def _apply(
     from ._failures import exit_on_signal
 
     read = _file_state(log)
-    unchanged = f"{log} was not changed"
-    with exit_on_signal(
-        lambda name: f"tracegrade labels apply: stopped by {name}; {unchanged}"
-    ):
-        eval_log = _read_log(log)
-        if eval_log.status == "started" and not force:
-            raise click.ClickException(
-                f"{log!r} has status 'started': its eval has not finished, and "
-                "would write over the labels when it does; wait until it ends, "
-                "or pass --force"
-            )
-        try:
-            labelled = apply_labels(eval_log, labels_file, action=action)
-            staff = StaffLabels.read(labels_file)
-        except LabelsError as error:
-            raise click.ClickException(str(error)) from error
+    eval_log = _read_log(log)
+    if eval_log.status == "started" and not force:
+        raise click.ClickException(
+            f"{log!r} has status 'started': its eval has not finished, and "
+            "would write over the labels when it does; wait until it ends, "
+            "or pass --force"
+        )
+    try:
+        labelled = apply_labels(eval_log, labels_file, action=action)
+        staff = StaffLabels.read(labels_file)
+    except LabelsError as error:
+        raise click.ClickException(str(error)) from error
 
     if labelled.status != "success":
         click.echo(
@@ -231,10 +255,7 @@ def _apply(
     # The log itself is rewritten on purpose; another --out only with --force.
     written = AtomicFile(target, binary=True, replace=force or target == log)
     try:
-        with exit_on_signal(
-            lambda name: f"tracegrade labels apply: stopped by {name}; {unchanged}",
-            cleanup=written.discard_quietly,
-        ):
+        with exit_on_signal(stopped_by, cleanup=written.discard_quietly):
             written.write_with(
                 lambda path: write_eval_log(labelled, path, format=fmt),
                 before_commit=unchanged_since_read,

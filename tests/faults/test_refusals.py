@@ -1,0 +1,444 @@
+"""Mistakes a user can make on the command line: each is refused in one
+line that says what is wrong, before anything is read or written.
+
+Streams redirected into an input, `--log-dir` URLs, a bad
+INSPECT_LOG_FORMAT, loops of links, output names that are no file, options
+out of range, a header that claims a billion parts, a full disk under
+each command's output, and a bad dataset under every display of
+`inspect eval`. Every command runs in a real process; its inputs are
+checked by hash before and after.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from inspect_ai.log import read_eval_log, write_eval_log
+
+from tests.commands import run_inspect, run_tracegrade
+from tests.faults.conftest import (
+    mounted_tmpfs,
+    needs_mount,
+    one_clear_line,
+    snapshot,
+    tracegrade,
+    write_stage_records,
+)
+from tests.support import SUBPROCESS_ENV, write_lines
+
+RECORDS = 40
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`runs.jsonl`, its log `log.eval`, `base/` and `new/` holding a copy
+    of it each, staff labels, and TREC files: every command's input."""
+    folder = tmp_path_factory.mktemp("scored")
+    write_stage_records(folder / "runs.jsonl", RECORDS)
+    done = run_tracegrade(
+        "score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs", cwd=folder
+    )
+    assert done.returncode == 0, done.stderr
+    (log,) = (folder / "logs").glob("*.eval")
+    shutil.move(log, folder / "log.eval")
+    shutil.rmtree(folder / "logs")
+    for side in ("base", "new"):
+        (folder / side).mkdir()
+        shutil.copyfile(folder / "log.eval", folder / side / log.name)
+    (folder / "staff.jsonl").write_text(
+        "".join(
+            json.dumps({"id": f"run-{number}", "correct": number % 2 == 0}) + "\n"
+            for number in range(RECORDS)
+        )
+    )
+    (folder / "qrels.txt").write_text("q1 0 D1 1\nq1 0 D2 1\n")
+    (folder / "run.txt").write_text("q1 Q0 D1 1 2.5 bm25\nq1 Q0 D3 2 1.5 bm25\n")
+    return folder
+
+
+@pytest.fixture()
+def work(tmp_path: Path, scored: Path) -> Path:
+    shutil.copytree(scored, tmp_path, dirs_exist_ok=True)
+    return tmp_path
+
+
+# Each command that reads a file, and that file.
+READERS = {
+    "score": (["score", "stage_diagnosis", "runs.jsonl", "--out", "-"], "runs.jsonl"),
+    "check": (["check", "stage_diagnosis", "runs.jsonl"], "runs.jsonl"),
+    "report": (["report", "log.eval"], "log.eval"),
+    "compare": (["compare", "base", "new"], "base"),
+    "labels export": (["labels", "export", "log.eval"], "log.eval"),
+    "labels apply": (
+        ["labels", "apply", "log.eval", "staff.jsonl", "--out", "out.eval"],
+        "staff.jsonl",
+    ),
+    "import trec": (
+        ["import", "trec", "--qrels", "qrels.txt", "--run", "run.txt", "--k", "10"],
+        "run.txt",
+    ),
+}
+
+
+def _input_file(work: Path, name: str) -> Path:
+    path = work / name
+    return next(path.iterdir()) if path.is_dir() else path
+
+
+def _run_with_streams(
+    work: Path, args: list[str], stdout: int, stderr: int
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tracegrade.cli", *args],
+        cwd=work,
+        env=SUBPROCESS_ENV,
+        stdin=subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("command", sorted(READERS))
+def test_standard_output_appended_to_the_input_is_refused(
+    work: Path, command: str
+) -> None:
+    """`tracegrade ... >> INPUT`: it would read its own output back."""
+    args, name = READERS[command]
+    path = _input_file(work, name)
+    before = snapshot(work)
+    with path.open("ab") as into_input:
+        done = _run_with_streams(work, args, into_input.fileno(), subprocess.PIPE)
+
+    assert done.returncode == 2, done.stderr
+    line = one_clear_line(done.stderr)
+    # As given; compare names a log it found under the directory given.
+    shown = path if command == "compare" else path.relative_to(work)
+    assert f"standard output is the input '{shown}' (redirected into it)" in line
+    assert snapshot(work) == before
+
+
+def test_standard_output_opened_read_write_on_the_input_is_refused(
+    work: Path,
+) -> None:
+    """`1<>runs.jsonl`: it would overwrite the input as it reads it."""
+    before = snapshot(work)
+    with (work / "runs.jsonl").open("r+b") as into_input:
+        done = _run_with_streams(
+            work, READERS["score"][0], into_input.fileno(), subprocess.PIPE
+        )
+
+    assert done.returncode == 2, done.stderr
+    assert "standard output is the input 'runs.jsonl'" in one_clear_line(done.stderr)
+    assert snapshot(work) == before
+
+
+def test_standard_error_into_the_input_is_refused_on_standard_output(
+    work: Path,
+) -> None:
+    """`2>>runs.jsonl`: not even the refusal is written into the input."""
+    before = snapshot(work)
+    with (work / "runs.jsonl").open("ab") as into_input:
+        done = _run_with_streams(
+            work, READERS["check"][0], subprocess.PIPE, into_input.fileno()
+        )
+
+    assert done.returncode == 2
+    assert "standard error is the input 'runs.jsonl'" in one_clear_line(done.stdout)
+    assert snapshot(work) == before
+
+
+# --- --log-dir URLs and INSPECT_LOG_FORMAT -----------------------------------
+
+
+def test_a_file_url_log_dir_is_the_directory_it_names(work: Path) -> None:
+    logs = work / "url logs"
+    done = run_tracegrade(
+        "score",
+        "stage_diagnosis",
+        "runs.jsonl",
+        "--log-dir",
+        logs.as_uri(),
+        cwd=work,
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert len(list(logs.glob("*.eval"))) == 1
+    assert not (work / "file:").exists()
+
+
+@pytest.mark.parametrize("url", ["s3://bucket/logs", "gs://bucket/logs"])
+def test_a_remote_log_dir_is_refused_not_written_to_a_look_alike(
+    work: Path, url: str
+) -> None:
+    before = snapshot(work)
+    done = run_tracegrade(
+        "score", "stage_diagnosis", "runs.jsonl", "--log-dir", url, cwd=work
+    )
+
+    assert done.returncode == 2, done.stderr
+    line = one_clear_line(done.stderr)
+    assert f"--log-dir {url!r} is a remote location" in line
+    assert snapshot(work) == before
+    assert sorted(path.name for path in work.iterdir()) == sorted(
+        path.name for path in work.iterdir() if ":" not in path.name
+    )
+
+
+def test_a_bad_inspect_log_format_names_the_variable(work: Path) -> None:
+    before = snapshot(work)
+    done = run_tracegrade(
+        "score",
+        "stage_diagnosis",
+        "runs.jsonl",
+        "--log-dir",
+        "logs",
+        cwd=work,
+        env={"INSPECT_LOG_FORMAT": "yaml"},
+    )
+
+    assert done.returncode == 2
+    assert "the environment variable INSPECT_LOG_FORMAT='yaml' is not a log format" in (
+        done.stderr
+    )
+    assert "Traceback" not in done.stderr
+    assert snapshot(work) == before
+
+
+# --- Names that are no file --------------------------------------------------
+
+
+def _loop(work: Path, name: str) -> None:
+    (work / name).symlink_to(f"{name}-other")
+    (work / f"{name}-other").symlink_to(name)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["compare", "loop", "new"],
+        ["compare", "base", "loop"],
+        ["report", "loop"],
+        ["check", "stage_diagnosis", "loop"],
+        ["labels", "export", "loop"],
+    ],
+    ids=" ".join,
+)
+def test_a_loop_of_links_as_an_input_is_named_as_one(
+    work: Path, args: list[str]
+) -> None:
+    _loop(work, "loop")
+    before = snapshot(work)
+    done = run_tracegrade(*args, cwd=work)
+
+    assert done.returncode == 2, done.stderr
+    assert "'loop' is a loop of symbolic links" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert snapshot(work) == before
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["report", "log.eval", "--html", "loop"], "is a loop of symbolic links"),
+        (["compare", "base", "new", "--html", "loop"], "is a loop of symbolic links"),
+        (["score", "stage_diagnosis", "runs.jsonl", "--out", ""], "names no file"),
+        (
+            ["score", "stage_diagnosis", "runs.jsonl", "--out", "newdir/"],
+            "ends in /, as a directory does",
+        ),
+        (["labels", "export", "log.eval", "--out", ""], "names no file"),
+        (["labels", "export", "log.eval", "--out", "newdir/"], "ends in /"),
+        (["report", "log.eval", "--html", "base"], "is a directory, not a file"),
+        (
+            [
+                "import",
+                "trec",
+                "--qrels",
+                "qrels.txt",
+                "--run",
+                "run.txt",
+                "--k",
+                "10",
+                "-o",
+                "",
+            ],
+            "names no file",
+        ),
+    ],
+    ids=lambda value: " ".join(value) if isinstance(value, list) else "",
+)
+def test_an_output_name_that_is_no_file_is_refused(
+    work: Path, args: list[str], said: str
+) -> None:
+    _loop(work, "loop")
+    before = snapshot(work)
+    done = run_tracegrade(*args, cwd=work)
+
+    assert done.returncode == 2, done.stderr
+    assert said in one_clear_line(done.stderr)
+    # Nothing beside the inputs, nor in the parent directory.
+    assert snapshot(work) == before
+    assert not (work / "newdir").exists()
+    assert not list(work.parent.glob("*.partial"))
+
+
+# --- compare's options and warnings ------------------------------------------
+
+
+@pytest.mark.parametrize("alpha", ["nan", "inf", "-inf", "0", "1", "1.5", "x"])
+def test_an_alpha_out_of_range_is_a_usage_error(work: Path, alpha: str) -> None:
+    done = run_tracegrade("compare", "base", "new", "--alpha", alpha, cwd=work)
+
+    assert done.returncode == 2, done.stderr
+    assert "Invalid value for '--alpha'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_tiny_alpha_in_range_is_used(work: Path) -> None:
+    done = run_tracegrade("compare", "base", "new", "--alpha", "1e-320", cwd=work)
+
+    assert done.returncode == 0, done.stderr
+    # As given, not rounded to another number.
+    assert "none significant at alpha = 1e-320" in " ".join(done.stdout.split())
+
+
+def test_comparing_an_eval_with_itself_warns(work: Path) -> None:
+    done = run_tracegrade("compare", "base", "new", cwd=work)
+
+    assert done.returncode == 0, done.stderr
+    said = " ".join((done.stdout + done.stderr).split())
+    assert "warning: BASE and NEW are the same eval" in said
+
+
+def test_one_log_is_counted_in_the_singular(work: Path) -> None:
+    done = run_tracegrade("report", "log.eval", cwd=work)
+
+    assert done.returncode == 0, done.stderr
+    said = " ".join(done.stdout.split())
+    assert "1 eval in 1 log," in said
+    assert " were read" not in said
+
+
+# --- A header that claims a billion parts ------------------------------------
+
+
+def _address_space(limit: int) -> Callable[[], None]:
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    return apply
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_a_header_claiming_a_billion_parts_costs_nothing(
+    work: Path, command: str
+) -> None:
+    """Listing a billion missing parts took 24 GB; under a 3 GiB address
+    space, the command must finish and say how many are missing."""
+    for path in [work / "log.eval", *(work / "new").iterdir()]:
+        log = read_eval_log(str(path))
+        log.eval.metadata = {"tracegrade_part": {"index": 1, "count": 1_000_000_000}}
+        write_eval_log(log, str(path))
+    args = ["report", "log.eval"] if command == "report" else ["compare", "base", "new"]
+    done = tracegrade(*args, cwd=work, preexec_fn=_address_space(3 << 30))
+
+    assert done.returncode == 0, done.stderr
+    said = " ".join((done.stdout + done.stderr).split())
+    assert "missing 999,999,999 parts (2, 3, 4, 5, 6, 7, 8, 9, 10, 11 and" in said
+
+
+# --- A full disk under each command's output ---------------------------------
+
+FULL_DISK_OUTPUTS = {
+    "report --html": ["report", "log.eval", "--html", "mnt/report.html"],
+    "compare --html": ["compare", "base", "new", "--html", "mnt/compare.html"],
+    "labels export": ["labels", "export", "log.eval", "--out", "mnt/labels.jsonl"],
+    "labels apply": [
+        "labels",
+        "apply",
+        "log.eval",
+        "staff.jsonl",
+        "--out",
+        "mnt/l.eval",
+    ],
+    "import trec": [
+        "import",
+        "trec",
+        "--qrels",
+        "qrels.txt",
+        "--run",
+        "run.txt",
+        "--k",
+        "10",
+        "--output",
+        "mnt/runs.jsonl",
+    ],
+}
+
+
+@needs_mount
+@pytest.mark.parametrize("command", sorted(FULL_DISK_OUTPUTS))
+def test_a_full_disk_names_the_file_and_says_nothing_was_written(
+    work: Path, command: str
+) -> None:
+    args = FULL_DISK_OUTPUTS[command]
+    output = args[-1]
+    before = snapshot(work)
+    with mounted_tmpfs(work / "mnt", "size=64k"):
+        # All but a few bytes taken: any output fails part-way.
+        filler = os.open(work / "mnt" / "filler", os.O_WRONLY | os.O_CREAT)
+        try:
+            while os.write(filler, b"x" * 512):
+                pass
+        except OSError as error:
+            assert error.errno == errno.ENOSPC
+        finally:
+            os.close(filler)
+        done = run_tracegrade(*args, cwd=work)
+
+        assert done.returncode == 2, done.stderr
+        line = one_clear_line(done.stderr)
+        assert f"cannot write '{output}' (No space left on device)" in line, line
+        assert "nothing was written" in line
+        assert [path.name for path in (work / "mnt").iterdir()] == ["filler"]
+    assert snapshot(work) == before
+
+
+# --- A bad dataset under every display of inspect eval -----------------------
+
+
+@pytest.mark.parametrize("display", ["full", "plain", "none"])
+def test_a_bad_dataset_line_reaches_the_user_in_every_display(
+    tmp_path: Path, display: str
+) -> None:
+    """Once in every display: Inspect prints it (on stdout), but through
+    rich, which `--display none` silences; then tracegrade does (stderr)."""
+    dataset = write_lines(tmp_path / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
+    result = run_inspect(
+        "eval",
+        "tracegrade/stage_diagnosis",
+        "-T",
+        f"dataset={dataset}",
+        "--log-dir",
+        "logs",
+        "--display",
+        display,
+        cwd=tmp_path,
+    )
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    said = f"{dataset}, line 2: not valid JSON"
+    assert (result.stdout + result.stderr).count(said) == 1
+    assert not (tmp_path / "logs").exists()
