@@ -66,6 +66,22 @@ HOSTILE: list[tuple[str, str, str]] = [
         _case("i", OK.replace('"D1"]', '"D1", "\\ud800"]', 1)),
         "",
     ),
+    # A key no log can hold (no UTF-8 form), at any depth of the line.
+    (
+        "lone-surrogate-key",
+        _case("n", OK[:-1] + ', "\\udc00": 1}'),
+        "not-a-fixture-line",
+    ),
+    (
+        "lone-surrogate-nested-key",
+        _case("o", OK[:-1] + ', "x": [{"\\ud800": {"y": 1}}]}'),
+        "not-a-fixture-line",
+    ),
+    (
+        "lone-surrogate-top-key",
+        _case("p", OK)[:-1] + ', "\\udfff": 1}',
+        "not-a-fixture-line",
+    ),
     ("empty-id", _case("", OK), "not-a-fixture-line"),
     (
         "null-context",
@@ -173,6 +189,7 @@ def test_check_score_and_the_dataset_reader_agree_on_every_line(
         ("overflow-label", "out of range"),
         ("deep-refused", "nested more than 100 levels deep"),
         ("lone-surrogate-id", "lone surrogate"),
+        ("lone-surrogate-key", "lone surrogate"),
         ("nbsp", "not valid JSON"),
     ],
 )
