@@ -141,6 +141,10 @@ class WriterProcess:
     def complete(
         self, part: int, header: EvalLog, reductions: StreamedReductions | None
     ) -> None:
+        """Hand the part's header and reductions down, without waiting: the
+        child completes the part (its summaries compressed, its directory
+        written) while this process works out the next part's metrics. An
+        error comes back at the next exchange, `publish`'s at the latest."""
         head = None if reductions is None else reductions.head
         self.send(_COMPLETE, part, pickle.dumps((header, head)))
         if reductions is not None:
@@ -154,7 +158,6 @@ class WriterProcess:
                 self.send(_CHUNK, part, bytes(pending))
             self.send(_END, part)
         self.flush()
-        self._read_reply()
 
     # -- replies ------------------------------------------------------------------
 
@@ -353,7 +356,6 @@ def _run(reader: IO[bytes], writers: dict[int, EvalLogWriter], replies: int) -> 
             if head is not None:
                 for _ in chunks:  # the end marker, if the writer stopped early
                     pass
-            _reply(replies, ("ok", None))
         elif kind == _PUBLISH:
             writers[part].publish(Path(os.fsdecode(payload)))
             _reply(replies, ("ok", None))
