@@ -15,8 +15,12 @@ small record a sample-epoch), the changed pairs are not.
 `src/` exported to a scratch directory and put first on `PYTHONPATH`) on
 the largest NEW, to measure what the change saved.
 
+`--work DIR` keeps the logs in DIR (`base`, `new-N` for N changed pairs)
+and reuses those already there, so that the compares can be measured
+again without scoring a million records anew.
+
     python benchmarks/compare_scale.py [--samples 1000000]
-        [--changed 0,0.5,1] [--baseline REV] [--json OUT]
+        [--changed 0,0.5,1] [--baseline REV] [--work DIR] [--json OUT]
 """
 
 from __future__ import annotations
@@ -178,6 +182,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="comma-separated shares of the samples that regress in NEW",
     )
     parser.add_argument("--baseline", metavar="REV", default=None)
+    parser.add_argument("--work", type=Path, metavar="DIR", default=None)
     parser.add_argument("--json", type=Path, metavar="OUT")
     args = parser.parse_args(argv)
     args.shares = [float(share) for share in args.changed.split(",")]
@@ -191,32 +196,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     scoring: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="tracegrade-compare-scale-") as scratch:
-        work = Path(scratch)
-        records = work / "base.jsonl"
-        write_records(records, args.samples, 0)
-        base = work / "base"
-        scoring["base"] = round(score(records, base), 1)
+        work = Path(scratch) if args.work is None else args.work
+        work.mkdir(parents=True, exist_ok=True)
         news = []
-        for share in args.shares:
-            regressed = round(share * args.samples)
-            records = work / f"new-{regressed}.jsonl"
-            write_records(records, args.samples, regressed)
-            new = work / f"new-{regressed}"
-            scoring[new.name] = round(score(records, new), 1)
-            records.unlink()
-            news.append((regressed, new))
+        for name, regressed in [
+            ("base", 0),
+            *(
+                (f"new-{round(s * args.samples)}", round(s * args.samples))
+                for s in args.shares
+            ),
+        ]:
+            logs = work / name
+            if not logs.is_dir():
+                records = work / f"{name}.jsonl"
+                write_records(records, args.samples, regressed)
+                scoring[name] = round(score(records, logs), 1)
+                records.unlink()
+            if name != "base":
+                news.append((regressed, logs))
+        base = work / "base"
+        scratch_dir = Path(scratch)
         for regressed, new in news:
-            rows += compare(base, new, work, regressed)
+            rows += compare(base, new, scratch_dir, regressed)
             print(json.dumps(rows[-2:]), flush=True)
         if args.baseline is not None:
             regressed, new = news[-1]
-            env = baseline_env(args.baseline, work)
-            rows += compare(base, new, work, regressed, env, f"git {args.baseline}")
+            env = baseline_env(args.baseline, scratch_dir)
+            rows += compare(
+                base, new, scratch_dir, regressed, env, f"git {args.baseline}"
+            )
             print(json.dumps(rows[-2:]), flush=True)
     result = {
         "command": "python benchmarks/compare_scale.py"
         f" --samples={args.samples} --changed={args.changed}"
-        + (f" --baseline={args.baseline}" if args.baseline else ""),
+        + (f" --baseline={args.baseline}" if args.baseline else "")
+        + (f" --work={args.work}" if args.work else ""),
         "machine": {
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
