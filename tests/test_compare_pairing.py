@@ -271,7 +271,7 @@ def test_a_sample_scored_twice_in_one_run_is_refused(side: str) -> None:
 
     with pytest.raises(
         DuplicateRun,
-        match=rf"^{side}: sample 'a' epoch 1 has two 'stage_diagnosis' scores, "
+        match=rf'^{side}: sample "a" epoch 1 has two "stage_diagnosis" scores, '
         r"in '1\.eval' and again in '2\.eval'",
     ):
         pair_runs(base, new)

@@ -242,7 +242,7 @@ def test_model_selects_one_pair(two_models: Path) -> None:
 
     unknown = run_tracegrade("compare", "base", "new", "--model", "c", cwd=two_models)
     assert unknown.returncode == 1
-    assert "BASE has no eval of model 'c'" in unknown.stderr
+    assert 'BASE has no eval of model "c"' in unknown.stderr
 
 
 def test_eval_sets_of_two_tasks_pair_by_task(tmp_path: Path) -> None:

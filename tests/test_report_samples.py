@@ -343,7 +343,7 @@ def test_an_unreadable_sample_names_its_member(
         ({"id": "a"}, "an integer epoch"),
         ({"id": None, "epoch": 1}, "needs an id"),
         ({"id": "a", "epoch": 1, "scores": []}, "scores must be an object"),
-        ({"id": "a", "epoch": 1, "scores": {"s": {}}}, "score 's' has no value"),
+        ({"id": "a", "epoch": 1, "scores": {"s": {}}}, 'score "s" has no value'),
         (
             {"id": "a", "epoch": 1, "scores": {"s": {"value": 1, "metadata": [1]}}},
             "metadata must be an object",

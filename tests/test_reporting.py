@@ -29,6 +29,7 @@ from tracegrade import (
     stage_diagnosis_scorer,
 )
 from tracegrade.core import has_duplicates
+from tracegrade.core.errors import quote
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
 from tracegrade.logs.evals import find_logs
 from tracegrade.logs.scores import LogError, LogPart, LogScores, read_log
@@ -437,7 +438,7 @@ def test_pool_refuses_evals_that_scored_the_same_samples(
     with pytest.raises(
         ReportError,
         match=r"--pool: evals E1 and E2 \(tracegrade/stage_diagnosis, none/none, "
-        rf"score 'stage_diagnosis'\) both scored {len(STAGE_CASES)} sample ids",
+        rf'score "stage_diagnosis"\) both scored {len(STAGE_CASES)} sample ids',
     ):
         build_report([offline_logs.stage, again.location], pool=True)
 
@@ -703,7 +704,10 @@ def test_a_malformed_stage_names_the_sample(
         offline_logs.stage, tmp_path, "lucky-answer-gap", "stage_diagnosis", value="x"
     )
 
-    with pytest.raises(ReportError, match=r"'lucky-answer-gap' epoch 1.*got 'x'"):
+    with pytest.raises(
+        ReportError,
+        match=r'sample "lucky-answer-gap" epoch 1, score "stage_diagnosis": .*got "x"$',
+    ):
         build_report([path])
 
 
@@ -718,17 +722,19 @@ def test_order_without_membership_is_refused(
         value={"membership": False, "order": True},
     )
 
-    with pytest.raises(ReportError, match=r"'reversed'.*order passes without"):
+    with pytest.raises(
+        ReportError, match=r'sample "reversed" epoch 1.*order passes without'
+    ):
         build_report([path])
 
 
 @pytest.mark.parametrize(
     ("metadata_changes", "problem"),
     [
-        ({"itemised": None}, r"itemised must be an object, got None"),
-        ({"itemised": {"dropped": "C", "invented": []}}, r"got 'C' and \[\]"),
-        ({"record": {"source": ["A", "B", "C"]}}, r"record\.answer, got None"),
-        ({"record": {"answer": ["A", "B"]}}, r"record\.source, got None"),
+        ({"itemised": None}, r"itemised must be an object, got null$"),
+        ({"itemised": {"dropped": "C", "invented": []}}, r'got "C" and \[\]$'),
+        ({"record": {"source": ["A", "B", "C"]}}, r"record\.answer, got null$"),
+        ({"record": {"answer": ["A", "B"]}}, r"record\.source, got null$"),
     ],
     ids=["itemised null", "dropped not a list", "no answer", "no source"],
 )
@@ -751,7 +757,7 @@ def test_a_malformed_itemisation_names_the_sample(
     path = tmp_path / JSON_LOG_NAME.format("malformed-itemised")
     write_eval_log(log, str(path))
 
-    with pytest.raises(ReportError, match=rf"'missing-id' epoch 1.*{problem}"):
+    with pytest.raises(ReportError, match=rf'sample "missing-id" epoch 1.*{problem}'):
         build_report([str(path)])
 
 
@@ -888,7 +894,7 @@ def test_a_diagnosed_score_whose_id_lists_disagree_names_the_sample(
     metadata["record"] = {**metadata["record"], "required": []}
     path = tmp_path / JSON_LOG_NAME.format("disagreeing")
     write_eval_log(log, str(path))
-    with pytest.raises(ReportError, match=rf"sample {sample.id!r} .*disagree"):
+    with pytest.raises(ReportError, match=rf"sample {quote(sample.id)} .*disagree"):
         build_report([str(path)])
 
 
@@ -927,5 +933,5 @@ def test_a_share_outside_zero_to_one_names_the_sample(
     metadata[key] = 1.5
     path = tmp_path / JSON_LOG_NAME.format(key)
     write_eval_log(log, str(path))
-    with pytest.raises(ReportError, match=rf"sample {sample.id!r} .*got 1\.5"):
+    with pytest.raises(ReportError, match=rf"sample {quote(sample.id)} .*got 1\.5"):
         build_report([str(path)])

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import IO, Any, Final
 
+from ..core.errors import quote
 from ..core.recall import stage_precision, stage_recall
 from ..logs.evals import (
     EvalRun,
@@ -334,7 +335,7 @@ def _selected(
     selected = [run for run in runs if _matches(run, task, model)]
     if not selected:
         asked = " and ".join(
-            f"{what} {value!r}"
+            f"{what} {quote(value)}"
             for what, value in (("task", task), ("model", model))
             if value is not None
         )
@@ -491,8 +492,8 @@ def _log_observations(
             run = _run(kind, score, log.path, texts, shares)
         except UnreadableScore as error:
             raise UnreadableScore(
-                f"{log.path}: sample {sample.id!r} epoch {sample.epoch}, "
-                f"score {name!r}: {error}"
+                f"{log.path}: sample {quote(sample.id)} epoch {sample.epoch}, "
+                f"score {quote(name)}: {error}"
             ) from None
         yield Observation(name, kind, sample.id, sample.epoch, run)
     assert scores.scoreless is not None
@@ -541,7 +542,7 @@ def _figure(
         value = metadata[name]
         if value is not None and (type(value) is not float or not 0 <= value <= 1):
             raise UnreadableScore(
-                f"metadata {name} must be null or in [0, 1], got {value!r}"
+                f"metadata {name} must be null or in [0, 1], got {quote(value)}"
             )
     if value is None:
         return None
@@ -563,7 +564,7 @@ def _state(kind: str, score: ScoreRead, path: str, texts: dict[str, str]) -> Run
     ):
         raise UnreadableScore(
             f"metadata error must be null or have a side (data, run, answer), "
-            f"got {error!r}"
+            f"got {quote(error)}"
         )
     if error is not None and error["side"] == "data":
         return Run(DATA_ERROR, None, explanation, path)
@@ -583,7 +584,7 @@ def _stage_run(
     stage = _STAGES.get(value) if isinstance(value, str) else None
     if stage is None:
         raise UnreadableScore(
-            f"the value must be one of {', '.join(DIAGNOSED)}, got {value!r}"
+            f"the value must be one of {', '.join(DIAGNOSED)}, got {quote(value)}"
         )
     if stage == "unresolved":
         return Run(stage, None, explanation, path)
@@ -591,7 +592,7 @@ def _stage_run(
     missing = result.get("missing") if isinstance(result, dict) else None
     if not isinstance(missing, list) or not all(isinstance(i, str) for i in missing):
         raise UnreadableScore(
-            f"a diagnosed score needs the ID list result.missing, got {missing!r}"
+            f"a diagnosed score needs the ID list result.missing, got {quote(missing)}"
         )
     return Run(stage, tuple(missing), explanation, path)
 
@@ -603,7 +604,8 @@ def _extraction_run(value: Any, explanation: str | None, path: str) -> Run:
         or type(value.get("order")) is not bool
     ):
         raise UnreadableScore(
-            f"the value must be {{'membership': bool, 'order': bool}}, got {value!r}"
+            'the value must be {"membership": bool, "order": bool}, got '
+            f"{quote(value)}"
         )
     if value["order"] and not value["membership"]:
         raise UnreadableScore(
@@ -666,7 +668,8 @@ def _warnings(
     ):
         for score, runs in scores.items():
             warnings.append(
-                f"score {score!r} is in {side} only ({runs} runs); it is not compared."
+                f"score {quote(score)} is in {side} only ({runs} runs); it is not "
+                "compared."
             )
     if base.task != new.task:
         warnings.append(

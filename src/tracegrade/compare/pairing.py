@@ -46,6 +46,7 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Final
 
+from ..core.errors import quote
 from .spool import SortedSpool
 from .stats import DEFAULT_ALPHA, FigureTest, PairedTest, figure_test, paired_test
 
@@ -658,8 +659,8 @@ def _duplicate(side: str, observation: Observation, first_log: str) -> Duplicate
         else f"twice in {first_log!r}"
     )
     return DuplicateRun(
-        f"{side}: sample {observation.sample_id!r} epoch {observation.epoch} has "
-        f"two {observation.score!r} scores, {where}; compare one run with one "
+        f"{side}: sample {quote(observation.sample_id)} epoch {observation.epoch} has "
+        f"two {quote(observation.score)} scores, {where}; compare one run with one "
         "run (the parts of a split run hold each sample once)"
     )
 

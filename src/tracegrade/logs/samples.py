@@ -50,6 +50,7 @@ from inspect_ai.log import EvalLog, EvalSample
 from pydantic_core import from_json
 
 from .. import _inspect_internals  # noqa: F401 (zipfile reads zstd members)
+from ..core.errors import quote
 
 SAMPLES_DIR: Final = "samples/"
 HEADER_MEMBER: Final = "header.json"
@@ -111,29 +112,30 @@ def sample_read(data: Any) -> SampleRead:
         or type(epoch) is not int
     ):
         raise UnreadableLog(
-            f"a sample needs an id and an integer epoch, got {sample_id!r} "
-            f"and {epoch!r}"
+            f"a sample needs an id and an integer epoch, got {quote(sample_id)} "
+            f"and {quote(epoch)}"
         )
     logged = data.get("scores")
     scores: dict[str, ScoreRead] = {}
     if logged is not None:
         if not isinstance(logged, dict):
-            raise UnreadableLog(f"sample {sample_id!r}: scores must be an object")
+            raise UnreadableLog(f"sample {quote(sample_id)}: scores must be an object")
         for name, score in logged.items():
             if not isinstance(score, dict) or "value" not in score:
                 raise UnreadableLog(
-                    f"sample {sample_id!r}: score {name!r} has no value"
+                    f"sample {quote(sample_id)}: score {quote(name)} has no value"
                 )
             metadata = score.get("metadata")
             if metadata is not None and not isinstance(metadata, dict):
                 raise UnreadableLog(
-                    f"sample {sample_id!r}: score {name!r} metadata must be an object"
+                    f"sample {quote(sample_id)}: score {quote(name)} metadata must be "
+                    "an object"
                 )
             explanation = score.get("explanation")
             if explanation is not None and not isinstance(explanation, str):
                 raise UnreadableLog(
-                    f"sample {sample_id!r}: score {name!r} explanation must be "
-                    f"a string, got {explanation!r}"
+                    f"sample {quote(sample_id)}: score {quote(name)} explanation "
+                    f"must be a string, got {quote(explanation)}"
                 )
             scores[name] = ScoreRead(score["value"], metadata, explanation)
     return SampleRead(sample_id, epoch, scores, data.get("error") is not None)

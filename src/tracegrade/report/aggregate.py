@@ -43,6 +43,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final, TypeGuard
 
+from ..core.errors import quote
 from ..core.itemise import dropped_ids, invented_ids
 from ..core.recall import id_recall, stage_precision
 from ..logs.evals import EvalRun, Evals, SampleReader, Superseded, read_evals
@@ -328,8 +329,8 @@ class _Where:
 
     def fail(self, problem: str) -> ReportError:
         return ReportError(
-            f"{self.path}: sample {self.sample.id!r} epoch {self.sample.epoch}, "
-            f"score {self.scorer!r}: {problem}"
+            f"{self.path}: sample {quote(self.sample.id)} epoch {self.sample.epoch}, "
+            f"score {quote(self.scorer)}: {problem}"
         )
 
 
@@ -467,9 +468,9 @@ def _shared_samples(key: _GroupKey, first: str, second: str, shared: set[Any]) -
     example = sorted(shared, key=str)[0]
     task, model, score = key
     return (
-        f"--pool: evals {first} and {second} ({task}, {model}, score {score!r}) "
+        f"--pool: evals {first} and {second} ({task}, {model}, score {quote(score)}) "
         f"both scored {len(shared)} sample id{'s' if len(shared) != 1 else ''} "
-        f"(such as {example!r}); pooling them would count those samples twice. "
+        f"(such as {quote(example)}); pooling them would count those samples twice. "
         "Pool evals of different samples, or report them as separate rows "
         "without --pool"
     )
@@ -489,7 +490,7 @@ def _count_error(
     ):
         raise where.fail(
             "metadata error must be null or have a kind and a side "
-            f"({', '.join(ERROR_SIDES)}), got {error!r}"
+            f"({', '.join(ERROR_SIDES)}), got {quote(error)}"
         )
     side: str = error["side"]
     errors[error["kind"], side] += 1
@@ -509,7 +510,7 @@ def _recall(metadata: Mapping[str, Any], value: str, where: _Where) -> float | N
     if recall is not _NO_RECALL:
         if type(recall) is not float or not 0.0 <= recall <= 1.0:
             raise where.fail(
-                f"metadata recall must be null or in [0, 1], got {recall!r}"
+                f"metadata recall must be null or in [0, 1], got {quote(recall)}"
             )
         return recall
     if value not in DIAGNOSED_STAGES:
@@ -532,7 +533,7 @@ def _precision(metadata: Mapping[str, Any], where: _Where) -> float | None:
         type(precision) is not float or not 0.0 <= precision <= 1.0
     ):
         raise where.fail(
-            f"metadata precision must be null or in [0, 1], got {precision!r}"
+            f"metadata precision must be null or in [0, 1], got {quote(precision)}"
         )
     return precision
 
@@ -566,7 +567,9 @@ def _count_stage(
         _count_shares(counts, metadata, "", where)
         return
     if not isinstance(value, str) or value not in STAGES:
-        raise where.fail(f"the value must be one of {', '.join(STAGES)}, got {value!r}")
+        raise where.fail(
+            f"the value must be one of {', '.join(STAGES)}, got {quote(value)}"
+        )
     counts.stages[value] += 1
     outcomes = ["staged", value]
     if value in DIAGNOSED_STAGES:
@@ -580,7 +583,7 @@ def _count_stage(
         if not _is_id_list(required) or not _is_id_list(missing):
             raise where.fail(
                 "a diagnosed score needs the ID lists record.required and "
-                f"result.missing, got {required!r} and {missing!r}"
+                f"result.missing, got {quote(required)} and {quote(missing)}"
             )
         counts.required.update(set(required))
         if record.get("correct") is True:
@@ -614,7 +617,8 @@ def _count_extraction(
         or type(value.get("order")) is not bool
     ):
         raise where.fail(
-            f"the value must be {{'membership': bool, 'order': bool}}, got {value!r}"
+            'the value must be {"membership": bool, "order": bool}, got '
+            f"{quote(value)}"
         )
     membership: bool = value["membership"]
     order: bool = value["order"]
@@ -658,25 +662,26 @@ def _dropped_and_invented(
     answer = record.get("answer") if isinstance(record, dict) else None
     if not _is_id_list(source):
         raise where.fail(
-            f"a graded score needs the ID list record.source, got {source!r}"
+            f"a graded score needs the ID list record.source, got {quote(source)}"
         )
     if "itemised" not in metadata:
         if not _is_id_list(answer):
             raise where.fail(
-                f"a graded score needs the ID list record.answer, got {answer!r}"
+                f"a graded score needs the ID list record.answer, got {quote(answer)}"
             )
         return source, dropped_ids(source, answer), invented_ids(source, answer)
     itemised = metadata["itemised"]
     if not isinstance(itemised, dict):
         raise where.fail(
-            f"a graded score's metadata itemised must be an object, got {itemised!r}"
+            "a graded score's metadata itemised must be an object, got "
+            f"{quote(itemised)}"
         )
     dropped = itemised.get("dropped")
     invented = itemised.get("invented")
     if not _is_id_list(dropped) or not _is_id_list(invented):
         raise where.fail(
             "metadata itemised needs the ID lists dropped and invented, "
-            f"got {dropped!r} and {invented!r}"
+            f"got {quote(dropped)} and {quote(invented)}"
         )
     return source, dropped, invented
 
