@@ -428,9 +428,7 @@ def _note(
             f"{needed} {what} are needed."
         )
     if verdict is Verdict.NOT_SIGNIFICANT:
-        return (
-            f"Not significant: {changed}; p = {format_p(p_value)} > alpha = {alpha}."
-        )
+        return f"Not significant: {changed}; p = {format_p(p_value)} > alpha = {alpha}."
     return (
         f"{verdict.value.capitalize()} in NEW: {changed}; p = {format_p(p_value)} "
         f"<= alpha = {alpha}."
