@@ -22,10 +22,18 @@ import math
 from collections import Counter
 from collections.abc import Iterator
 from itertools import groupby
-from typing import Any
+from typing import Any, cast
 
 from inspect_ai.log import EvalMetric
-from inspect_ai.scorer import Metric, SampleScore, metric, value_to_float
+from inspect_ai.scorer import (
+    Metric,
+    MetricProtocol,
+    SampleScore,
+    Value,
+    frequency,
+    metric,
+    value_to_float,
+)
 
 STAGES = ("retrieval", "generation", "pass", "unresolved")
 """The stages, worst first: a tie between modes goes to the earlier one."""
@@ -68,18 +76,21 @@ def _metadata(sample_score: SampleScore, key: str) -> Any:
 def stage_shares() -> Metric:
     """Share of scored runs in each stage: pass, retrieval, generation, unresolved.
 
-    The shares sum to 1 over runs that got a stage; with no such run each
-    share is NaN, since nothing was diagnosed. `pass` comes first, so it
-    is the log's headline (see `SHOWN_STAGES`).
+    Inspect's `frequency()` over the stages, with two differences that
+    matter to a reader: a value that is not a stage is refused, not
+    counted as a stage of its own, and with no diagnosed run each share is
+    NaN (nothing was diagnosed), not 0. `pass` comes first, so it is the
+    log's headline (see `SHOWN_STAGES`).
     """
+    # Called with SampleScores, as every metric of Inspect's today is.
+    shares = cast(MetricProtocol, frequency(categories=SHOWN_STAGES))
 
-    def compute(scores: list[SampleScore]) -> dict[str, float]:
-        counts = Counter(_stage(sample_score) for sample_score in scores)
-        total = len(scores)
-        return {
-            stage: counts[stage] / total if total else math.nan
-            for stage in SHOWN_STAGES
-        }
+    def compute(scores: list[SampleScore]) -> Value:
+        if not scores:
+            return dict.fromkeys(SHOWN_STAGES, math.nan)
+        for sample_score in scores:
+            _stage(sample_score)
+        return shares(scores)
 
     return compute
 
