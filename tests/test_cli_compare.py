@@ -538,6 +538,28 @@ def test_the_terminal_shows_the_matrix_tests_and_lists(logs: dict[str, str]) -> 
     assert "│ p12 " in invoke(logs["base"], logs["worse"], "--show", "12").stdout
 
 
+def test_an_80_column_terminal_shows_every_figure_within_its_width(
+    logs: dict[str, str],
+) -> None:
+    """A table too wide for the terminal is drawn compact, or as one record
+    per row, never cropped at the edge."""
+    narrow = CliRunner().invoke(
+        main, ["compare", logs["base"], logs["worse"]], env={"COLUMNS": "80"}
+    )
+
+    assert narrow.exit_code == 0, narrow.output
+    assert max(map(len, narrow.stdout.splitlines())) <= 80
+    # The significance row, in the widest table, as a record.
+    said = " ".join(narrow.stdout.split())
+    for field in ("outcome pass", "test McNemar", "p 0.00049", "change -70.6 pp"):
+        assert field in said
+    assert "verdict worse" in said
+    # The matrix, compact: its pass row whole on one line.
+    assert re.search(r"^pass\s+0\s+12\s+2\s+0\s+0\s+0\s+14$", narrow.stdout, re.M)
+    for title in ("Pairs", "Transitions: stage_diagnosis", "Significance", "Evals"):
+        assert re.search(rf"^{title}\s*$", narrow.stdout, re.M), title
+
+
 def test_the_html_page_has_a_heatmap_and_every_table(
     logs: dict[str, str], tmp_path: Path
 ) -> None:

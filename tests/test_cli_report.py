@@ -58,6 +58,33 @@ def test_terminal_output_shows_every_table(log_dir: Path, report: Report) -> Non
             assert re.search(pattern, result.stdout), row
 
 
+def test_an_80_column_terminal_shows_every_row_within_its_width(
+    log_dir: Path, report: Report
+) -> None:
+    """Rows name their eval by label; the task, model and logs are in the
+    table of evals, so the figures fit 80 columns, none cropped."""
+    result = CliRunner().invoke(main, ["report", str(log_dir)], env={"COLUMNS": "80"})
+
+    assert result.exit_code == 0, result.output
+    logs = {log.path for log in report.logs}
+    for line in result.stdout.splitlines():
+        # The log paths alone run on unbroken, to be copied whole.
+        assert len(line) <= 80 or line.split(": ", 1)[-1] in logs, line
+    said = " ".join(result.stdout.replace("│", " ").split())
+    for table in report_tables(report):
+        assert table.title in result.stdout
+        for row in table.rows:
+            # A row of a table, or a record of "column value" lines.
+            as_row = " ".join(" ".join(cell.split()) for cell in row)
+            as_record = " ".join(
+                f"{column} {' '.join(cell.split())}"
+                for column, cell in zip(table.columns, row, strict=True)
+            )
+            assert as_row in said or as_record in said, row
+        for note in table.notes:
+            assert note in result.stdout.splitlines()
+
+
 def test_terminal_rows_carry_the_counts_and_intervals(
     log_dir: Path, report: Report
 ) -> None:
@@ -213,7 +240,12 @@ def test_parts_of_a_run_are_one_eval(parts_dir: Path) -> None:
 
     assert result.exit_code == 0, result.output
     assert "1 eval in 3 logs" in result.stdout
-    assert re.search(r"E1\s+│\s+\S+\.eval \(3 parts\)\s+│\s+success", result.stdout)
+    assert re.search(
+        r"E1\s+│\s+tracegrade/stage_diagnosis\s+│.*│\s+success", result.stdout
+    )
+    assert re.search(
+        r"^E1: 3 parts, \S+-part1of3\.eval to \S+-part3of3\.eval$", result.stdout, re.M
+    )
     assert "warning" not in result.stdout
 
 

@@ -14,6 +14,7 @@ from ._paths import InputPath
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
     from ..logs.evals import Evals
     from ..report.aggregate import Report
@@ -190,33 +191,87 @@ _NAME_WIDTH = 32
 
 
 def print_table(console: Console, spec: TableSpec) -> None:
-    """One presentation-neutral table as a rich table (`compare` too)."""
+    """One presentation-neutral table as a rich table (`compare` too); as a
+    record per row where the table would not fit the terminal, which rich
+    would crop."""
+    from rich.measure import Measurement
+    from rich.text import Text
+
+    # Measured as if the terminal had no edge: rich clamps a measure to it.
+    unbounded = console.options.update_width(sys.maxsize)
+    for compact in (False, True):
+        table = _rich_table(spec, compact=compact)
+        if Measurement.get(console, unbounded, table).minimum <= console.width:
+            console.print(table)
+            break
+    else:
+        _print_records(console, spec)
+    # The caption as wide as the terminal, not the table.
+    console.print(Text(spec.caption, style="dim"))
+    for note in spec.notes:
+        # Unbroken, so that a log's path can be copied from the terminal.
+        console.print(Text(note, style="dim"), soft_wrap=True)
+
+
+def _rich_table(spec: TableSpec, *, compact: bool) -> Table:
+    """`compact`: no outer border, and one space between columns."""
+    from rich import box
     from rich.table import Table
     from rich.text import Text
 
     # Text, not markup: an ID or a task may hold square brackets.
     table = Table(
         title=Text(spec.title, style="bold"),
-        caption=Text(spec.caption, style="dim"),
         title_justify="left",
-        caption_justify="left",
+        box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
+        show_edge=not compact,
+        pad_edge=not compact,
+        collapse_padding=compact,
     )
     for index, (column, numeric) in enumerate(
         zip(spec.columns, spec.numeric, strict=True)
     ):
-        # Text wraps between words; a word (a task, a model, a log name)
-        # folds only past a bound: "tracegrade/stage_d|iagnosis" is
-        # unreadable.
-        longest = max(
-            (len(word) for row in spec.rows for word in row[index].split()),
-            default=0,
-        )
+        cells = [row[index] for row in spec.rows]
+        if numeric:
+            # A figure ("33.3% [6.1, 79.2]") never breaks.
+            widest = max((len(cell) for cell in cells), default=0)
+        else:
+            # Text wraps between words; a word (a task, a model, an ID)
+            # folds only past a bound: "tracegrade/stage_d|iagnosis" is
+            # unreadable.
+            words = (word for cell in cells for word in cell.split())
+            longest = max(map(len, words), default=0)
+            widest = min(longest, _NAME_WIDTH)
+        heading = max((len(word) for word in column.split()), default=0)
+        narrowest = max(widest, heading)
+        whole = max((len(text) for text in [column, *cells]), default=0)
         table.add_column(
             column,
             justify="right" if numeric else "left",
             overflow="fold",
-            min_width=None if numeric else min(longest, _NAME_WIDTH),
+            min_width=narrowest,
+            # Rich narrows a table that is too wide by wrapping its widest
+            # columns, then widens any below its min_width again, past the
+            # terminal's edge: only a column that can wrap may be narrowed.
+            no_wrap=narrowest >= whole,
         )
     for row in spec.rows:
         table.add_row(*(Text(cell) for cell in row))
-    console.print(table)
+    return table
+
+
+def _print_records(console: Console, spec: TableSpec) -> None:
+    """Each row as lines of `column  value`, for a terminal too narrow for
+    the table."""
+    from rich.padding import Padding
+    from rich.table import Table
+    from rich.text import Text
+
+    console.print(Text(spec.title, style="bold"))
+    for row in spec.rows:
+        record = Table.grid(padding=(0, 2))
+        record.add_column(style="dim", no_wrap=True)
+        record.add_column(overflow="fold")
+        for column, cell in zip(spec.columns, row, strict=True):
+            record.add_row(Text(column), Text(cell))
+        console.print(Padding(record, (0, 0, 1, 2), expand=False))

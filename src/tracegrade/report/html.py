@@ -266,12 +266,15 @@ def table_html(table: Table) -> str:
         )
 
     body = "".join(f"<tr>{cells('td', row)}</tr>" for row in table.rows)
+    notes = "".join(f"<li>{html.escape(note)}</li>" for note in table.notes)
     return (
         f'<section class="table" id="table-{table.key}">'
         f"<h2>{html.escape(table.title)}</h2>"
         f"<table><thead><tr>{cells('th', table.columns)}</tr></thead>"
         f"<tbody>{body}</tbody></table>"
-        f'<p class="caption">{html.escape(table.caption)}</p></section>'
+        f'<p class="caption">{html.escape(table.caption)}</p>'
+        + (f'<ul class="caption">{notes}</ul>' if notes else "")
+        + "</section>"
     )
 
 

@@ -7,7 +7,7 @@ evals says which logs each label stands for.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..logs.evals import missing_parts_text, superseded_note, unused_reducer
@@ -27,6 +27,8 @@ class Table:
     columns: list[str]
     numeric: list[bool]
     rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+    """Lines shown under the caption, one each (the logs of each eval)."""
 
 
 def percent(share: float | None) -> str:
@@ -108,11 +110,13 @@ def eval_label(summary: StageSummary | ExtractionSummary) -> str:
 
 
 def _row_start(summary: StageSummary | ExtractionSummary) -> list[str]:
-    return [eval_label(summary), summary.task, summary.model]
+    return [eval_label(summary)]
 
 
-_ROW_COLUMNS = ["eval", "task", "model"]
-_ROW_NUMERIC = [False, False, False]
+# A row names its eval by label alone: the table of evals gives each
+# label's task, model and logs, which would not fit beside the figures.
+_ROW_COLUMNS = ["eval"]
+_ROW_NUMERIC = [False]
 
 
 def report_tables(report: Report) -> list[Table]:
@@ -250,23 +254,26 @@ def report_tables(report: Report) -> list[Table]:
 def _evals_table(report: Report) -> Table:
     logs = {log.path: log for log in report.logs}
     rows = []
+    notes = []
     for summary in report.evals:
         read: list[LogSummary] = [logs[path] for path in summary.logs]
         rows.append(
             [
                 summary.label,
-                summary.name,
+                summary.task,
+                summary.model,
                 summary.status,
                 str(summary.epochs),
                 str(sum(log.samples for log in read)),
                 str(sum(log.samples_without_tracegrade_score for log in read)),
             ]
         )
+        notes.append(f"{summary.label}: {_logs_of(summary.logs)}")
     caption = (
         "samples: sample-epochs in its logs. no score: samples with no "
         "tracegrade score, such as one that errored before scoring. An eval "
         "is one log, the newest of a retried eval, or the parts of a run "
-        "`tracegrade score` split."
+        "`tracegrade score` split; its logs are listed below."
     )
     note = superseded_note(report.superseded)
     if note:
@@ -276,10 +283,20 @@ def _evals_table(report: Report) -> Table:
         key="evals",
         title="Evals read",
         caption=caption,
-        columns=["eval", "log", "status", "epochs", "samples", "no score"],
-        numeric=[False, False, False, True, True, True],
+        columns=["eval", "task", "model", "status", "epochs", "samples", "no score"],
+        numeric=[False, False, False, False, True, True, True],
         rows=rows,
+        notes=notes,
     )
+
+
+def _logs_of(paths: list[str]) -> str:
+    """An eval's logs: the one, or the first and last of its parts."""
+    if len(paths) == 1:
+        return paths[0]
+    if len(paths) == 2:
+        return f"{paths[0]} and {paths[1]}"
+    return f"{len(paths)} parts, {paths[0]} to {paths[-1]}"
 
 
 @dataclass(frozen=True)
