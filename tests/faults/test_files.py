@@ -3,19 +3,31 @@
 Each output option of every command is tried against each fault. The
 answer is always one clear line on stderr, exit code 2, every input
 unchanged, and nothing left under an output's name.
+
+Commands run in real processes (`run_tracegrade`, forked from a server that
+imported Inspect once: tests/commands.py). A fresh `python -m` runs each
+command's first refusal, whose start and exit are part of the proof, and
+what the server cannot set up: a process limit (`ulimit -f`), a pipe as
+standard input. The other refusals, which stop before anything is
+written, run in this process through click.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
+import shutil
 import subprocess
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from tests.commands import run_tracegrade
 from tests.faults.conftest import (
     assert_no_final_outputs,
     digest,
@@ -26,26 +38,37 @@ from tests.faults.conftest import (
     tracegrade,
     write_stage_records,
 )
+from tracegrade.cli import main
 
 STAGE_OK = {"required": ["D1"], "context": ["D1"], "correct": True}
 
 
-@pytest.fixture()
-def work(tmp_path: Path) -> Path:
-    """A folder with a small input and a real log of it."""
-    write_stage_records(tmp_path / "runs.jsonl", 50)
-    done = tracegrade(
-        "score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs", cwd=tmp_path
+@pytest.fixture(scope="session")
+def scored_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A small input, a real log of it and staff labels, scored once per
+    session: `work` copies it for each test."""
+    folder = tmp_path_factory.mktemp("scored")
+    write_stage_records(folder / "runs.jsonl", 50)
+    done = run_tracegrade(
+        "score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs", cwd=folder
     )
     assert done.returncode == 0, done.stderr
-    (log,) = (tmp_path / "logs").glob("*.eval")
-    (tmp_path / "log.eval").hardlink_to(log)
-    (tmp_path / "staff.jsonl").write_text(
+    (folder / "staff.jsonl").write_text(
         "".join(
             json.dumps({"id": f"run-{number}", "correct": number % 3 == 0}) + "\n"
             for number in range(50)
         )
     )
+    return folder
+
+
+@pytest.fixture()
+def work(tmp_path: Path, scored_folder: Path) -> Path:
+    """A folder of the test's own with a small input and a real log of it,
+    `log.eval` a second (hard) link to the log."""
+    shutil.copytree(scored_folder, tmp_path, dirs_exist_ok=True)
+    (log,) = (tmp_path / "logs").glob("*.eval")
+    (tmp_path / "log.eval").hardlink_to(log)
     return tmp_path
 
 
@@ -66,11 +89,41 @@ def _commands(work: Path) -> list[tuple[list[str], str]]:
     ]
 
 
-def _refused(work: Path, args: list[str], target: str, said: str) -> None:
+# As in a user's shell (see `SUBPROCESS_ENV`): no INSPECT_* settings, and a
+# console wide enough that no message is wrapped.
+_IN_PROCESS_ENV: dict[str, str | None] = {
+    **{key: None for key in os.environ if key.startswith("INSPECT_")},
+    "COLUMNS": "400",
+}
+
+
+def _tracegrade_in_process(work: Path, *args: str) -> tuple[int, str]:
+    """`tracegrade ARGS` run from `work` by click in this process: its exit
+    code and stderr. For refusals, which stop before anything is written;
+    a subprocess would cost a second of start-up each."""
+    with contextlib.chdir(work):
+        result = CliRunner().invoke(main, list(args), env=_IN_PROCESS_ENV)
+    if result.exc_info is not None and not isinstance(result.exception, SystemExit):
+        # What a subprocess would have printed as a traceback.
+        return result.exit_code, "".join(traceback.format_exception(*result.exc_info))
+    return result.exit_code, result.stderr
+
+
+def _refused(
+    work: Path, args: list[str], target: str, said: str, *, in_process: bool = True
+) -> None:
+    """`tracegrade ARGS TARGET` refused: exit code 2, one clear line saying
+    `said`, and not a file changed. In-process unless `in_process` is False:
+    each command's real exit path is proven once, by
+    `test_no_output_option_writes_over_its_input_by_any_name`."""
     before = snapshot(work)
-    done = tracegrade(*args, target, cwd=work)
-    assert done.returncode == 2, done.stderr
-    assert said in one_clear_line(done.stderr)
+    if in_process:
+        returncode, stderr = _tracegrade_in_process(work, *args, target)
+    else:
+        done = tracegrade(*args, target, cwd=work)
+        returncode, stderr = done.returncode, done.stderr
+    assert returncode == 2, stderr
+    assert said in one_clear_line(stderr)
     assert snapshot(work) == before
 
 
@@ -81,9 +134,20 @@ def test_no_output_option_writes_over_its_input_by_any_name(
     args, source = _commands(work)[command]
     (work / "hard").hardlink_to(work / source)
     (work / "soft").symlink_to(work / source)
-    for target in (source, "hard", "soft", f"./{source}"):
-        for force in ([], ["--force"]):
-            _refused(work, [*args[:-1], *force, args[-1]], target, "is the input")
+    tries = [
+        (target, force)
+        for target in (source, "hard", "soft", f"./{source}")
+        for force in ([], ["--force"])
+    ]
+    for number, (target, force) in enumerate(tries):
+        # The first as a user runs it, the real exit path; the rest in-process.
+        _refused(
+            work,
+            [*args[:-1], *force, args[-1]],
+            target,
+            "is the input",
+            in_process=number > 0,
+        )
 
 
 @pytest.mark.parametrize("command", [0, 1, 2, 3])
@@ -93,7 +157,7 @@ def test_an_existing_file_is_replaced_only_with_force(work: Path, command: int) 
 
     _refused(work, args, "filled.jsonl", "already exists; pass --force")
 
-    done = tracegrade(*args[:-1], "--force", args[-1], "filled.jsonl", cwd=work)
+    done = run_tracegrade(*args[:-1], "--force", args[-1], "filled.jsonl", cwd=work)
     assert done.returncode in (0, 1), done.stderr
     # Replaced: by text, or by a log (labels apply writes one, in binary).
     assert (work / "filled.jsonl").read_bytes() != b'{"id": "staff", "correct": true}\n'
@@ -101,7 +165,7 @@ def test_an_existing_file_is_replaced_only_with_force(work: Path, command: int) 
 
 def test_labels_export_twice_keeps_the_filled_labels(work: Path) -> None:
     log = _log(work)
-    first = tracegrade("labels", "export", log, "--out", "labels.jsonl", cwd=work)
+    first = run_tracegrade("labels", "export", log, "--out", "labels.jsonl", cwd=work)
     assert first.returncode == 0, first.stderr
     filled = (
         (work / "labels.jsonl")
@@ -110,10 +174,7 @@ def test_labels_export_twice_keeps_the_filled_labels(work: Path) -> None:
     )
     (work / "labels.jsonl").write_text(filled)
 
-    second = tracegrade("labels", "export", log, "--out", "labels.jsonl", cwd=work)
-
-    assert second.returncode == 2
-    assert "already exists" in one_clear_line(second.stderr)
+    _refused(work, ["labels", "export", log, "--out"], "labels.jsonl", "already exists")
     assert (work / "labels.jsonl").read_text() == filled
 
 
@@ -121,7 +182,7 @@ def test_a_link_to_an_output_is_followed_and_the_link_kept(work: Path) -> None:
     (work / "real.jsonl").write_text("old\n")
     (work / "link.jsonl").symlink_to("real.jsonl")
 
-    done = tracegrade(
+    done = run_tracegrade(
         "score",
         "stage_diagnosis",
         "runs.jsonl",
@@ -163,7 +224,7 @@ def test_unwritable_output_paths_are_one_line_before_anything_runs(
 def test_a_read_only_file_system_is_one_line(work: Path, args: list[str]) -> None:
     with mounted_tmpfs(work / "mnt", "ro", "size=1m"):
         before = snapshot(work)
-        done = tracegrade("score", "stage_diagnosis", "runs.jsonl", *args, cwd=work)
+        done = run_tracegrade("score", "stage_diagnosis", "runs.jsonl", *args, cwd=work)
         assert done.returncode == 2, done.stderr
         assert "Read-only file system" in one_clear_line(done.stderr)
         assert_no_final_outputs(work, before)
@@ -203,7 +264,9 @@ def test_a_full_disk_leaves_nothing_and_says_so_once(
             else ["--log-dir", "logs", "--out", "mnt/results.jsonl"]
         )
         args += ["--log-format", log_format]
-        done = tracegrade("score", "stage_diagnosis", "runs.jsonl", *args, cwd=tmp_path)
+        done = run_tracegrade(
+            "score", "stage_diagnosis", "runs.jsonl", *args, cwd=tmp_path
+        )
 
         assert done.returncode == 2, done.stderr
         line = one_clear_line(done.stderr)
@@ -276,60 +339,41 @@ def test_labels_apply_refuses_a_stream_as_out(work: Path) -> None:
     )
 
 
-def _results(work: Path, name: str) -> list[dict[str, object]]:
-    lines = (work / name).read_text().splitlines()
+def _results(path: Path) -> list[dict[str, object]]:
+    lines = path.read_text().splitlines()
     return [{**json.loads(line), "explanation": None} for line in lines]
 
 
 @pytest.mark.parametrize("how", ["fifo", "stdin"])
 def test_a_pipe_as_input_is_read_like_a_file(work: Path, how: str) -> None:
-    reference = tracegrade(
-        "score",
-        "stage_diagnosis",
-        "runs.jsonl",
-        "--log-dir",
-        "a",
-        "--out",
-        "a.jsonl",
-        cwd=work,
-    )
+    # The results of runs.jsonl read as a file: those of the scored folder.
+    (reference,) = (work / "logs").glob("*.results.jsonl")
+    args = ("score", "stage_diagnosis")
+    outputs = ("--log-dir", "b", "--out", "b.jsonl")
     if how == "fifo":
         os.mkfifo(work / "pipe")
         feeder = subprocess.Popen(["sh", "-c", "cat runs.jsonl > pipe"], cwd=work)
-        done = tracegrade(
-            "score",
-            "stage_diagnosis",
-            "pipe",
-            "--log-dir",
-            "b",
-            "--out",
-            "b.jsonl",
-            cwd=work,
-        )
-        feeder.wait(timeout=60)
+        done = run_tracegrade(*args, "pipe", *outputs, cwd=work)
     else:
-        with (work / "runs.jsonl").open("rb") as piped:
-            done = tracegrade(
-                "score",
-                "stage_diagnosis",
-                "/dev/stdin",
-                "--log-dir",
-                "b",
-                "--out",
-                "b.jsonl",
-                cwd=work,
-                stdin=piped,
-            )
+        # `cat runs.jsonl | tracegrade score stage_diagnosis /dev/stdin`: a
+        # pipe the command server cannot give (its stdin is a named file).
+        feeder = subprocess.Popen(
+            ["cat", "runs.jsonl"], cwd=work, stdout=subprocess.PIPE
+        )
+        assert feeder.stdout is not None
+        done = tracegrade(*args, "/dev/stdin", *outputs, cwd=work, stdin=feeder.stdout)
+        feeder.stdout.close()
+    feeder.wait(timeout=60)
 
-    assert reference.returncode == 0 and done.returncode == 0, done.stderr
-    assert _results(work, "b.jsonl") == _results(work, "a.jsonl")
+    assert done.returncode == 0, done.stderr
+    assert _results(work / "b.jsonl") == _results(reference)
 
 
 def test_an_empty_or_blank_input_leaves_no_stray_files(tmp_path: Path) -> None:
     for name, text in [("empty.jsonl", ""), ("blank.jsonl", "\n  \n\t\r\n")]:
         (tmp_path / name).write_text(text)
         before = snapshot(tmp_path)
-        done = tracegrade(
+        done = run_tracegrade(
             "score",
             "stage_diagnosis",
             name,

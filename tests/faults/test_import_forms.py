@@ -17,8 +17,6 @@ import pytest
 from tests.commands import run_tracegrade
 from tests.faults.conftest import assert_no_final_outputs, one_clear_line, snapshot
 
-pytestmark = pytest.mark.xdist_group("faults")
-
 QRELS = "q1 0 D1 1\nq1 0 D2 1\nq2 0 D3 1\n"
 RUN = "q1 Q0 D1 1 3.0 tag\nq1 Q0 D2 2 2.0 tag\nq2 Q0 D3 1 1.0 tag\n"
 

@@ -16,8 +16,6 @@ import pytest
 from tests.commands import run_tracegrade
 from tests.faults.conftest import assert_no_final_outputs, one_clear_line, snapshot
 
-pytestmark = pytest.mark.xdist_group("faults")
-
 GOOD_ROWS = 2_000
 
 

@@ -1,4 +1,4 @@
-"""Signals at random points of a 200,000-record run leave nothing half-written.
+"""Signals at random points of a run leave nothing half-written.
 
 `tracegrade score` writes its log and results under `.partial` names and
 renames them only when both are complete. SIGINT and SIGTERM must remove
@@ -8,80 +8,58 @@ sample ids in a temporary database that SQLite deletes as soon as it is
 opened, so not even SIGKILL leaves that behind.
 
 The points are random (seeded by pytest's test id, so a failure can be
-rerun), spread over the line loop and the final writing of the logs, for
-both log formats; the `.eval` run is split into parts, so that several are
-open at once.
+rerun), spread over the line loop, and at the start of the final writing
+of the logs, for both log formats; the `.eval` run is split into parts, so
+that several are open at once. Each signal lands where it must on a
+machine of any speed: the run is frozen at a progress marker (how far it
+has read its input), checked from /proc, then signalled (see conftest).
 """
 
 from __future__ import annotations
 
 import random
 import signal
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.faults.conftest import (
+    SIGNAL_PART_SAMPLES,
+    InputWatch,
     assert_no_final_outputs,
+    assert_still_writing,
     digest,
+    frozen,
     one_clear_line,
+    signal_mid_input,
     snapshot,
     start_tracegrade,
 )
 
-# From start-up (past the interpreter's own, before tracegrade can catch a
-# signal) to well into the line loop of the 200,000-record run on the
-# project's 2-core machine; the `finishing` cases cover what comes after.
-LOOP_SECONDS = (1.0, 8.0)
-
-
-def _wait_for(predicate: object, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.01)
-    return False
-
-
-class _InputWatch:
-    """Watches, through /proc, a process read a file."""
-
-    def __init__(self, pid: int, path: Path) -> None:
-        self.pid = pid
-        self.path = path.resolve()
-        self.size = path.stat().st_size
-        self.opened = False
-
-    def read_whole(self) -> bool:
-        """Whether it has read the file to its end, or read and closed it:
-        from then on it is writing its logs."""
-        positions = []
-        for fd in Path(f"/proc/{self.pid}/fd").iterdir():
-            try:
-                if Path(fd.readlink()) == self.path:
-                    info = Path(f"/proc/{self.pid}/fdinfo/{fd.name}").read_text()
-                    positions.append(int(info.split("pos:", 1)[1].split()[0]))
-            except OSError:
-                continue  # closed meanwhile
-        if positions:
-            self.opened = True
-            return max(positions) >= self.size
-        return self.opened
-
+# Where in the input a "loop" signal lands: past the start of the line
+# loop, and far enough from its end that the freeze comes well before it.
+LOOP_FRACTIONS = (0.05, 0.6)
 
 # `eval` split into parts, so that several parts are open when the signal
 # comes; `json` whole.
 FORMATS = {
-    "eval": ("--log-format", "eval", "--max-samples-per-log", "60000"),
+    "eval": (
+        "--log-format",
+        "eval",
+        "--max-samples-per-log",
+        str(SIGNAL_PART_SAMPLES),
+    ),
     "json": ("--log-format", "json"),
 }
 
 
+def _loop_fraction(seed: str) -> float:
+    return random.Random(seed).uniform(*LOOP_FRACTIONS)
+
+
 def _signal_score(
     tmp_path: Path,
-    large_input: Path,
+    signal_input: Path,
     signum: int,
     when: str,
     seed: str,
@@ -92,12 +70,12 @@ def _signal_score(
     work.mkdir()
     (work / "old.results.jsonl").write_text("kept\n")
     before = snapshot(work)
-    input_digest = digest(large_input)
+    input_digest = digest(signal_input)
     logs = work / "logs"
     process = start_tracegrade(
         "score",
         "stage_diagnosis",
-        str(large_input),
+        str(signal_input),
         "--log-dir",
         str(logs),
         "--out",
@@ -106,13 +84,15 @@ def _signal_score(
         cwd=work,
     )
     if when == "loop":
-        time.sleep(random.Random(seed).uniform(*LOOP_SECONDS))
+        signal_mid_input(process, signal_input, signum, _loop_fraction(seed))
     else:
-        watch = _InputWatch(process.pid, large_input)
-        assert _wait_for(watch.read_whole, timeout=300)
-    process.send_signal(signum)
+        watch = InputWatch(process, signal_input)
+        with frozen(process, once=watch.wait_until_closed):
+            watch.assert_closed()
+            assert_still_writing(work, before)
+            process.send_signal(signum)
     _, stderr = process.communicate(timeout=300)
-    assert digest(large_input) == input_digest
+    assert digest(signal_input) == input_digest
     return process.returncode, stderr, work, before
 
 
@@ -127,7 +107,7 @@ def _signal_score(
 )
 def test_a_caught_signal_removes_everything_begun_and_says_so(
     tmp_path: Path,
-    large_input: Path,
+    signal_input: Path,
     signum: int,
     exit_code: int,
     said: str,
@@ -136,7 +116,7 @@ def test_a_caught_signal_removes_everything_begun_and_says_so(
     request: pytest.FixtureRequest,
 ) -> None:
     returncode, stderr, work, before = _signal_score(
-        tmp_path, large_input, signum, when, request.node.nodeid, log_format
+        tmp_path, signal_input, signum, when, request.node.nodeid, log_format
     )
 
     assert returncode == exit_code, stderr
@@ -151,13 +131,13 @@ def test_a_caught_signal_removes_everything_begun_and_says_so(
 @pytest.mark.parametrize("when", ["loop", "finishing"])
 def test_sigkill_leaves_only_partial_names(
     tmp_path: Path,
-    large_input: Path,
+    signal_input: Path,
     when: str,
     log_format: str,
     request: pytest.FixtureRequest,
 ) -> None:
     returncode, _, work, before = _signal_score(
-        tmp_path, large_input, signal.SIGKILL, when, request.node.nodeid, log_format
+        tmp_path, signal_input, signal.SIGKILL, when, request.node.nodeid, log_format
     )
 
     assert returncode == -signal.SIGKILL
@@ -168,24 +148,25 @@ def test_sigkill_leaves_only_partial_names(
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
 def test_check_leaves_no_temporary_id_database(
-    tmp_path: Path, large_input: Path, signum: int, request: pytest.FixtureRequest
+    tmp_path: Path, signal_input: Path, signum: int, request: pytest.FixtureRequest
 ) -> None:
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     process = start_tracegrade(
         "check",
         "stage_diagnosis",
-        str(large_input),
+        str(signal_input),
         cwd=tmp_path,
         env={"TMPDIR": str(temporary), "SQLITE_TMPDIR": str(temporary)},
     )
-    time.sleep(random.Random(request.node.nodeid).uniform(*LOOP_SECONDS))
-    process.send_signal(signum)
+    signal_mid_input(process, signal_input, signum, _loop_fraction(request.node.nodeid))
     _, stderr = process.communicate(timeout=300)
 
     assert list(temporary.iterdir()) == []
     if signum == signal.SIGTERM:
-        assert process.returncode == 143
+        assert process.returncode == 143, stderr
         line = one_clear_line(stderr)
         assert line.startswith("tracegrade check: stopped by SIGTERM after line")
         assert line.endswith("the check is incomplete")
+    else:
+        assert process.returncode == -signal.SIGKILL

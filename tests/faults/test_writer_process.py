@@ -14,21 +14,27 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from tests.faults.conftest import (
+    SIGNAL_PART_SAMPLES,
+    InputWatch,
     assert_no_final_outputs,
     digest,
+    frozen,
     one_clear_line,
+    process_state,
     snapshot,
 )
 from tests.support import SUBPROCESS_ENV
 from tracegrade.bulk.forked import WriterProcess
 
 
-def _start(large_input: Path, work: Path) -> subprocess.Popen[str]:
+def _start(signal_input: Path, work: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
         [
             sys.executable,
@@ -36,11 +42,11 @@ def _start(large_input: Path, work: Path) -> subprocess.Popen[str]:
             "tracegrade.cli",
             "score",
             "stage_diagnosis",
-            str(large_input),
+            str(signal_input),
             "--log-dir",
             str(work / "logs"),
             "--max-samples-per-log",
-            "60000",
+            str(SIGNAL_PART_SAMPLES),
         ],
         cwd=work,
         env=SUBPROCESS_ENV,
@@ -62,31 +68,36 @@ def _writer_pid(pid: int, timeout: float = 120.0) -> int:
         children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
         if children:
             return int(children[0])
+        if process_state(pid) == "Z":
+            raise AssertionError("tracegrade score ended without a writer process")
         time.sleep(0.01)
     raise AssertionError("tracegrade score started no writer process")
 
 
-def _wait_for_a_partial_log(work: Path, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if list((work / "logs").glob("*.eval.partial")):
-            time.sleep(1.0)  # well into the line loop
-            return
-        time.sleep(0.01)
-    raise AssertionError("no .partial log appeared")
+@contextmanager
+def _frozen_in_the_line_loop(
+    process: subprocess.Popen[str], signal_input: Path, work: Path
+) -> Iterator[None]:
+    """`process` and its writer frozen a third of the way through the input,
+    its logs begun (see `frozen`): a signal sent in the block lands there."""
+    watch = InputWatch(process, signal_input)
+    with frozen(process, once=lambda: watch.wait_until_past(1 / 3)):
+        watch.assert_mid_input()
+        assert list((work / "logs").glob("*.eval.partial")), "no log was begun"
+        yield
 
 
 def test_a_killed_writer_stops_the_run_with_one_line_and_nothing_left(
-    tmp_path: Path, large_input: Path
+    tmp_path: Path, signal_input: Path
 ) -> None:
     work = tmp_path / "work"
     work.mkdir()
     before = snapshot(work)
-    input_digest = digest(large_input)
-    process = _start(large_input, work)
+    input_digest = digest(signal_input)
+    process = _start(signal_input, work)
     writer = _writer_pid(process.pid)
-    _wait_for_a_partial_log(work)
-    os.kill(writer, signal.SIGKILL)
+    with _frozen_in_the_line_loop(process, signal_input, work):
+        os.kill(writer, signal.SIGKILL)
     _, stderr = process.communicate(timeout=300)
 
     assert process.returncode == 2, stderr
@@ -94,23 +105,23 @@ def test_a_killed_writer_stops_the_run_with_one_line_and_nothing_left(
     assert line.startswith("tracegrade score: the log writer process ended")
     assert "killed by SIGKILL" in line
     assert "no log or results were written" in line
-    assert digest(large_input) == input_digest
+    assert digest(signal_input) == input_digest
     assert_no_final_outputs(work, before)
     assert snapshot(work) == before  # no .partial either: the run removed them
 
 
 def test_ctrl_c_to_the_process_group_is_handled_once_by_the_run(
-    tmp_path: Path, large_input: Path
+    tmp_path: Path, signal_input: Path
 ) -> None:
     # The writer ignores SIGINT; the main process removes everything, the
     # writer's files included, and says so once.
     work = tmp_path / "work"
     work.mkdir()
     before = snapshot(work)
-    process = _start(large_input, work)
+    process = _start(signal_input, work)
     _writer_pid(process.pid)
-    _wait_for_a_partial_log(work)
-    os.killpg(process.pid, signal.SIGINT)
+    with _frozen_in_the_line_loop(process, signal_input, work):
+        os.killpg(process.pid, signal.SIGINT)
     _, stderr = process.communicate(timeout=300)
 
     assert process.returncode == 130, stderr
