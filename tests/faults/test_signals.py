@@ -17,8 +17,11 @@ has read its input), checked from /proc, then signalled (see conftest).
 
 from __future__ import annotations
 
+import os
 import random
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,6 +38,7 @@ from tests.faults.conftest import (
     snapshot,
     start_tracegrade,
 )
+from tests.support import SUBPROCESS_ENV
 
 # Where in the input a "loop" signal lands: past the start of the line
 # loop, and far enough from its end that the freeze comes well before it.
@@ -170,3 +174,56 @@ def test_check_leaves_no_temporary_id_database(
         assert line.endswith("the check is incomplete")
     else:
         assert process.returncode == -signal.SIGKILL
+
+
+_SPILLING_IDS = """
+import os, sys
+from tracegrade.bulk.scoring import DiskIds
+
+ids = DiskIds(cache_kib=64)
+number = 0
+while True:
+    for _ in range(1_000):
+        ids.first_line(f"run-{number}", number)
+        number += 1
+    links = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            links.append(os.readlink(f"/proc/self/fd/{fd}"))
+        except OSError:
+            pass  # the listing's own descriptor, closed by now
+    if any(link.startswith(os.environ["TMPDIR"]) for link in links):
+        print(number, flush=True)
+        break
+sys.stdin.read()
+"""
+
+
+def test_the_id_database_leaves_no_file_even_when_killed(tmp_path: Path) -> None:
+    """`check` keeps its ids in SQLite's page cache up to 8 MiB, so the runs
+    above may never write the database to disk. Here a 64 KiB cache makes
+    it spill within a few thousand ids: the file is open, yet no longer in
+    the directory, so SIGKILL cannot leave it."""
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    where = {"TMPDIR": str(temporary), "SQLITE_TMPDIR": str(temporary)}
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SPILLING_IDS],
+        env={**SUBPROCESS_ENV, **where},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    spilled_after = process.stdout.readline()
+    assert spilled_after.strip().isdigit(), "the database never reached the disk"
+    open_files = [os.readlink(fd) for fd in Path(f"/proc/{process.pid}/fd").iterdir()]
+    assert any(
+        name.startswith(str(temporary)) and name.endswith(" (deleted)")
+        for name in open_files
+    ), open_files
+    assert list(temporary.iterdir()) == []
+
+    process.kill()
+    process.wait(timeout=60)
+    assert list(temporary.iterdir()) == []
