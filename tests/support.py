@@ -1,12 +1,9 @@
-"""Helpers shared by the tests: writing JSON Lines, running Inspect's CLI,
-splitting a log into parts."""
+"""Helpers shared by the tests: writing JSON Lines, splitting a log into parts."""
 
 from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,19 +32,6 @@ def write_lines(path: Path, lines: list[Any], newline: str = "\n") -> str:
         newline="",
     )
     return str(path)
-
-
-def inspect_cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """`inspect ARGS` as a user runs it; check the log, not the exit code."""
-    return subprocess.run(
-        [sys.executable, "-m", "inspect_ai", *args],
-        cwd=cwd,
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def split_into_parts(source: str, out_dir: Path, count: int) -> list[str]:

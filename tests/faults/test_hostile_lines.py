@@ -16,8 +16,8 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log
 
-from tests.faults.conftest import one_clear_line, tracegrade
-from tests.support import inspect_cli
+from tests.commands import run_inspect, run_tracegrade
+from tests.faults.conftest import one_clear_line
 from tracegrade import stage_diagnosis
 from tracegrade.datasets import DatasetError, read_fixture_cases
 
@@ -109,14 +109,16 @@ def _write(path: Path, lines: list[str], raw: bytes | None = None) -> Path:
 
 
 def _check_verdicts(path: Path) -> dict[int, str]:
-    done = tracegrade("check", "stage_diagnosis", str(path), "--json", cwd=path.parent)
+    done = run_tracegrade(
+        "check", "stage_diagnosis", str(path), "--json", cwd=path.parent
+    )
     assert "Traceback" not in done.stderr, done.stderr
     report = json.loads(done.stdout)
     return {problem["line"]: problem["kind"] for problem in report["problems"]}
 
 
 def _score_verdicts(path: Path) -> tuple[dict[int, str], dict[str, Any]]:
-    done = tracegrade(
+    done = run_tracegrade(
         "score",
         "stage_diagnosis",
         str(path),
@@ -199,7 +201,7 @@ def test_inspect_eval_names_the_line_without_a_traceback(
     (line,) = [text for case, text, _ in HOSTILE if case == name]
     path = _write(tmp_path / "runs.jsonl", [HOSTILE[0][1], line])
 
-    result = inspect_cli(
+    result = run_inspect(
         "eval",
         "tracegrade/stage_diagnosis",
         "-T",
@@ -219,7 +221,7 @@ def test_inspect_eval_names_the_line_without_a_traceback(
 def test_invalid_utf8_through_inspect_eval_names_the_line(tmp_path: Path) -> None:
     path = _write(tmp_path / "runs.jsonl", [HOSTILE[0][1]], INVALID_UTF8)
 
-    result = inspect_cli(
+    result = run_inspect(
         "eval",
         "tracegrade/stage_diagnosis",
         "-T",
@@ -240,7 +242,7 @@ def test_a_clean_run_of_the_accepted_lines_logs_every_sample(tmp_path: Path) -> 
         if verdict not in ("blank", "malformed-json", "not-a-fixture-line")
     ]
     path = _write(tmp_path / "accepted.jsonl", accepted)
-    result = inspect_cli(
+    result = run_inspect(
         "eval",
         "tracegrade/stage_diagnosis",
         "-T",
