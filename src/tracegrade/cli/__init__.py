@@ -44,12 +44,12 @@ def main() -> None:
     """Deterministic RAG stage diagnosis and ordered-extraction grading.
 
     Exit codes: 0 success; 1 an input is not what the command needs (data
-    errors, lines that cannot become samples, an unreadable log or labels
-    file, nothing to report or compare); 2 a usage error, or an output
-    that cannot be written (nothing is left under its name); 3 `compare
-    --fail-on-regression` found a regression; 128+N stopped by signal N
-    (130 for Ctrl-C, 143 for SIGTERM). Each command's --help says which
-    of these it gives, and when.
+    errors, lines that cannot become samples, a file that is not a log or
+    labels file, nothing to report or compare); 2 a usage error (a missing
+    input included), or a file that cannot be read or written (nothing is
+    left under an output's name); 3 `compare --fail-on-regression` found a
+    regression; 128+N stopped by signal N (130 for Ctrl-C, 143 for
+    SIGTERM). Each command's --help says which of these it gives, and when.
     """
 
 
