@@ -508,6 +508,36 @@ def test_data_errors_are_results_and_exit_0(tmp_path: Path) -> None:
     assert summary["metrics"]["stage_diagnosis"]["retrieval"] is None
 
 
+def test_context_recall_and_precision_count_unlabelled_runs(tmp_path: Path) -> None:
+    """Both need only the required and context IDs, so a run without a label
+    counts; the logged metrics see only the scored run."""
+    path = write_lines(
+        tmp_path / "runs.jsonl",
+        [
+            {
+                "id": "a",
+                "input": {"required": ["D1", "D2"], "context": ["D1", "X", "Y"]},
+            },
+            {"id": "b", "input": STAGE_OK},
+        ],
+    )
+    result, summary = score_file("stage_diagnosis", path, tmp_path / "logs")
+    assert result.exit_code == 0, result.output
+    assert summary["recall"] == {"mean": (0.5 + 1.0) / 2, "runs": 2}
+    assert summary["precision"] == {"mean": (1 / 3 + 1.0) / 2, "runs": 2}
+    metrics = summary["metrics"]["stage_diagnosis"]
+    assert metrics["context_recall"] == metrics["context_precision"] == 1.0
+
+    shown = run_score("stage_diagnosis", path, "--log-dir", str(tmp_path / "again"))
+    assert shown.exit_code == 0, shown.output
+    assert re.search(
+        r"context recall, labelled or not\W+0\.75 over 2 runs", shown.stdout
+    )
+    assert re.search(
+        r"context precision, labelled or not\W+0\.6667 over 2 runs", shown.stdout
+    )
+
+
 def test_counts_read_as_integers(tmp_path: Path) -> None:
     """The summary printed metrics to four significant digits, so 10,001
     lucky answers read `1e+04`; counts are integers, shares stay floats."""

@@ -1091,6 +1091,12 @@ def test_an_unlabelled_import_scores_recall_for_every_query_as_trec_eval(
     }
     assert (recalls["q1"], recalls["q2"], recalls["q3"]) == (0.5, 1.0, 0.0)
     assert recalls["q4"] is None
+    # Precision too, over every query whose context held an ID.
+    precisions = {
+        key: (score.metadata or {})["precision"] for key, score in scores.items()
+    }
+    assert precisions == {"q1": 1 / 3, "q2": 1.0, "q3": 0.0, "q4": 0.0}
+    assert summary["precision"] == {"mean": (1 / 3 + 1.0) / 4, "runs": 4}
 
 
 def test_tracegrade_check_passes_the_labelled_import_and_lists_the_rest(

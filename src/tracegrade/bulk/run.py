@@ -34,6 +34,26 @@ Number = int | float
 
 
 @dataclass
+class RunMean:
+    """The mean of a figure over the runs that have one (None is none)."""
+
+    total: float = 0.0
+    runs: int = 0
+
+    def add(self, value: float | None) -> None:
+        if value is not None:
+            self.total += value
+            self.runs += 1
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.runs if self.runs else None
+
+    def as_json(self) -> dict[str, float | int | None]:
+        return {"mean": self.mean, "runs": self.runs}
+
+
+@dataclass
 class ScoreSummary:
     task: str
     path: str
@@ -48,11 +68,11 @@ class ScoreSummary:
     results: str | None = None
     seconds: float = 0.0
     metrics: dict[str, dict[str, Number | None]] = field(default_factory=dict)
-    recall_sum: float = 0.0
-    recall_runs: int = 0
-    """Stage recall over every run with a required set and a context,
-    labelled or not: the logged `context_recall` metric sees only the
-    scored runs (an unlabelled TREC import has none)."""
+    recall: RunMean = field(default_factory=lambda: RunMean())
+    precision: RunMean = field(default_factory=lambda: RunMean())
+    """Stage recall and precision over every run that has one, labelled or
+    not: the logged `context_recall` and `context_precision` metrics see
+    only the scored runs (an unlabelled TREC import has none)."""
     warnings: list[dict[str, str]] = field(default_factory=list)
     """Fields of the task that no record has (see `bulk.presence`)."""
 
@@ -73,12 +93,8 @@ class ScoreSummary:
             "answer_failures": sum(self.answer_failures.values()),
             "by_kind": dict(sorted((self.not_scored + self.answer_failures).items())),
             "metrics": self.metrics,
-            "recall": {
-                "mean": self.recall_sum / self.recall_runs
-                if self.recall_runs
-                else None,
-                "runs": self.recall_runs,
-            },
+            "recall": self.recall.as_json(),
+            "precision": self.precision.as_json(),
             "seconds": round(self.seconds, 3),
             "samples_per_second": (
                 round(self.records / self.seconds, 1) if self.seconds else None
@@ -187,9 +203,8 @@ class ScoreRun:
                     perf_counter() - started,
                 )
                 metadata = outcome.score.metadata or {}
-                if (recall := metadata.get("recall")) is not None:
-                    summary.recall_sum += recall
-                    summary.recall_runs += 1
+                summary.recall.add(metadata.get("recall"))
+                summary.precision.add(metadata.get("precision"))
                 entry = {
                     "line": raw.number,
                     "id": outcome.id,
@@ -276,4 +291,11 @@ def metric_value(metric: EvalMetric) -> Number | None:
     return int(metric.value) if is_count(metric) else metric.value
 
 
-__all__ = ["Number", "ScoreRun", "ScoreSummary", "metric_value", "metrics_of"]
+__all__ = [
+    "Number",
+    "RunMean",
+    "ScoreRun",
+    "ScoreSummary",
+    "metric_value",
+    "metrics_of",
+]

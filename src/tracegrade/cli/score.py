@@ -311,12 +311,12 @@ def _report(
                 shown = f"{value:.4g}"
             table.add_row(f"{score_name} {metric_name}", shown)
     rate = summary.records / summary.seconds if summary.seconds else 0.0
-    if summary.recall_runs:
-        mean = summary.recall_sum / summary.recall_runs
-        table.add_row(
-            "context recall, labelled or not",
-            f"{mean:.4g} over {summary.recall_runs:,} runs",
-        )
+    for name, figure in (("recall", summary.recall), ("precision", summary.precision)):
+        if figure.mean is not None:
+            table.add_row(
+                f"context {name}, labelled or not",
+                f"{figure.mean:.4g} over {figure.runs:,} runs",
+            )
     table.add_row("seconds", f"{summary.seconds:.2f} ({rate:,.0f} records/s)")
     console.print(table)
     if len(summary.logs) == 1:
