@@ -1,4 +1,4 @@
-"""Make the README's screenshot of `tracegrade report --html`.
+"""Make the docs' screenshot of `tracegrade report --html`.
 
 Runs the two offline tasks on the packaged fixtures into a temporary log
 directory, writes the HTML report from those logs with the `tracegrade`

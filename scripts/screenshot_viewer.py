@@ -1,4 +1,4 @@
-"""Make the README's screenshot of a diagnosed sample in `inspect view`.
+"""Make the docs' screenshot of a diagnosed sample in `inspect view`.
 
 Runs the offline stage diagnosis task on the packaged fixtures into a
 temporary log directory, serves it with `inspect view` on a free localhost

@@ -93,17 +93,19 @@ def test_a_grader_value_that_is_no_label(value: Any) -> None:
 
 
 def test_the_table_is_in_one_place() -> None:
-    """The grader module's docstring holds the table; the README and the
+    """The grader module's docstring holds the table; the docs and the
     scorer's docstring point to it rather than keep a copy to drift."""
-    readme = (Path(__file__).parents[1] / "README.md").read_text("utf-8")
+    root = Path(__file__).parents[1]
+    page = (root / "docs" / "scores.md").read_text("utf-8")
+    readme = (root / "README.md").read_text("utf-8")
     from tracegrade.scorers import grader, stage
 
     table = grader.__doc__ or ""
     assert '| `CORRECT` (`"C"`), `True`, `1`, `1.0` | `true` |' in table
     assert '| `INCORRECT` (`"I"`), `False`, `0`, `0.0` | `false` |' in table
     assert "raises" not in table.split("| grader value |")[1].split("\n\n")[0]
-    assert "(src/tracegrade/scorers/grader.py)" in readme
-    for text in (readme, stage.stage_diagnosis_scorer.__doc__ or ""):
+    assert "(../src/tracegrade/scorers/grader.py)" in page
+    for text in (readme, page, stage.stage_diagnosis_scorer.__doc__ or ""):
         assert "| grader value | label |" not in text
     assert "tracegrade.scorers.grader" in (stage.stage_diagnosis_scorer.__doc__ or "")
 
