@@ -68,6 +68,8 @@ if str(ROOT) not in sys.path:
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from benchmarks import measure  # noqa: E402
+from benchmarks.measure import Measured  # noqa: E402
 from benchmarks.throughput import (  # noqa: E402
     positive,
     small_extraction_record,
@@ -182,133 +184,10 @@ def head(source: Path, target: Path, lines: int) -> None:
             out.write(line)
 
 
-@dataclass
-class Measured:
-    seconds: float
-    cpu_seconds: float
-    """User and system time: less moved than wall time by other load."""
-    peak_mib: float
-    """The run's peak memory: its processes' summed PSS, sampled, and at
-    least the largest process's peak RSS."""
-    stdout: str
-    exit_code: int
-    largest_process_mib: float = 0.0
-    """Peak RSS of the largest process of the run (wait4)."""
-    rss_sum_mib: float = 0.0
-    """Peak of the processes' summed RSS (shared pages counted twice)."""
-
-
-# On Linux a child's peak RSS (ru_maxrss) starts at the resident size of the
-# process it was spawned from, since exec carries the old address space's
-# high-water mark over; this script holds a few hundred MiB after reading
-# logs, which would then pass for tracegrade's. So each measured command is
-# started by this launcher, a fresh interpreter without site-packages of a
-# few MiB, which times it and reports its rusage from `os.wait4`.
-#
-# `tracegrade score` writes .eval logs in a forked child, so the run is two
-# processes, and wait4's peak is only the larger one's. The launcher also
-# samples, every 50 ms, the proportional set size (PSS) of the command and
-# its descendants and sums it: the memory the run holds, pages the two
-# share counted once. That sum's peak is the figure reported; the summed
-# RSS, which counts shared pages twice, is kept beside it.
-LAUNCHER = """
-import json, os, subprocess, sys, threading, time
-
-def tree(pid):
-    found = [pid]
-    for each in found:
-        try:
-            with open(f"/proc/{each}/task/{each}/children") as listed:
-                found += [int(child) for child in listed.read().split()]
-        except OSError:
-            pass
-    return found
-
-def sizes(pid):
-    rss = pss = 0
-    for each in tree(pid):
-        try:
-            with open(f"/proc/{each}/smaps_rollup") as rollup:
-                for line in rollup:
-                    if line.startswith("Rss:"):
-                        rss += int(line.split()[1])
-                    elif line.startswith("Pss:"):
-                        pss += int(line.split()[1])
-        except (OSError, ValueError, IndexError):
-            pass
-    return rss, pss
-
-peaks = {"rss_sum_kib": 0, "pss_sum_kib": 0}
-done = threading.Event()
-
-def sample(pid):
-    while not done.wait(0.05):
-        rss, pss = sizes(pid)
-        peaks["rss_sum_kib"] = max(peaks["rss_sum_kib"], rss)
-        peaks["pss_sum_kib"] = max(peaks["pss_sum_kib"], pss)
-
-started = time.perf_counter()
-child = subprocess.Popen(sys.argv[2:])
-sampler = threading.Thread(target=sample, args=(child.pid,), daemon=True)
-sampler.start()
-_, status, usage = os.wait4(child.pid, 0)
-seconds = time.perf_counter() - started
-done.set()
-sampler.join()
-with open(sys.argv[1], "w") as out:
-    json.dump({
-        "seconds": seconds,
-        "cpu_seconds": usage.ru_utime + usage.ru_stime,
-        "maxrss_kib": usage.ru_maxrss,
-        **peaks,
-        "exit_code": os.waitstatus_to_exitcode(status),
-    }, out)
-"""
-
-
 def run_measured(command: Sequence[str], cwd: Path) -> Measured:
-    """Wall seconds, CPU seconds, peak RSS, stdout and exit code of one
-    subprocess, started through `LAUNCHER` so its peak is its own."""
-    with (
-        tempfile.TemporaryFile() as out,
-        tempfile.TemporaryFile() as err,
-        tempfile.TemporaryDirectory() as scratch,
-    ):
-        usage_file = Path(scratch) / "usage.json"
-        launcher = subprocess.run(
-            [sys.executable, "-I", "-S", "-c", LAUNCHER, str(usage_file), *command],
-            cwd=cwd,
-            env=CLEAN_ENV,
-            stdin=subprocess.DEVNULL,
-            stdout=out,
-            stderr=err,
-            check=False,
-        )
-        out.seek(0)
-        err.seek(0)
-        stdout = out.read().decode()
-        if not usage_file.exists():
-            raise RuntimeError(
-                f"the launcher exited {launcher.returncode}:\n"
-                f"{err.read().decode()[-3000:]}"
-            )
-        usage = json.loads(usage_file.read_text(encoding="utf-8"))
-        if usage["exit_code"] not in (0, 1):
-            raise RuntimeError(
-                f"{list(command)[:6]} exited {usage['exit_code']}:\n"
-                f"{err.read().decode()[-3000:]}"
-            )
-    return Measured(
-        usage["seconds"],
-        usage["cpu_seconds"],
-        # A sample can miss a peak that wait4 saw: never below the largest
-        # process's own peak.
-        max(usage["pss_sum_kib"], usage["maxrss_kib"]) / 1024,
-        stdout,
-        usage["exit_code"],
-        largest_process_mib=usage["maxrss_kib"] / 1024,
-        rss_sum_mib=usage["rss_sum_kib"] / 1024,
-    )
+    """One `tracegrade` run, its peak its own (see `benchmarks.measure`);
+    exit 1 is a result here (data errors), not a failure."""
+    return measure.run_measured(command, cwd, env=CLEAN_ENV, exit_codes=(0, 1))
 
 
 def tracegrade_command(

@@ -1,7 +1,7 @@
 """`tracegrade check` memory on a million lines against a hundred thousand.
 
-Each check runs as its own subprocess and its peak resident memory is the
-kernel's figure for that process alone (`wait4`). The files hold the same
+Each check runs as its own subprocess, its peak memory its own (see
+`benchmarks.measure`). The files hold the same
 kind of records, so the only difference is their length: if the check
 streams, the peaks match. What does grow with the file is the set of
 sample ids needed to find duplicates; it lives in a temporary SQLite file
@@ -17,16 +17,20 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.measure import run_measured  # noqa: E402
 
 
 def write_records(path: Path, count: int) -> None:
@@ -60,22 +64,15 @@ def measure(path: Path) -> dict[str, Any]:
         "0",
         "--no-progress",
     ]
-    with tempfile.TemporaryFile() as out:
-        started = time.perf_counter()
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.DEVNULL)
-        _, status, usage = os.wait4(process.pid, 0)
-        seconds = time.perf_counter() - started
-        out.seek(0)
-        summary = json.loads(out.read())
-    exit_code = os.waitstatus_to_exitcode(status)
-    if exit_code not in (0, 1):
-        raise RuntimeError(f"tracegrade check exited {exit_code}")
+    measured = run_measured(command, exit_codes=(0, 1))
+    summary = json.loads(measured.stdout)
+    seconds = measured.seconds
     return {
         "lines": summary["lines"],
         "bytes": path.stat().st_size,
         "seconds": seconds,
         "lines_per_s": summary["lines"] / seconds,
-        "peak_mib": usage.ru_maxrss / 1024,
+        "peak_mib": measured.peak_mib,
         "problems": summary["data_errors"],
     }
 

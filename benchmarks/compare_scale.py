@@ -6,8 +6,9 @@ first required document never reached the context), so the runs differ
 only in how many pairs changed. Both are logged by `tracegrade score`.
 Then `tracegrade compare BASE NEW --json` (stdout to a file) and
 `tracegrade compare BASE NEW --html PAGE` run as subprocesses, each
-measured by the kernel's figure for that child alone (`wait4`): wall
-seconds and peak resident memory. Flat memory means the peaks at 0 and at
+started through `benchmarks.measure`'s launcher so that its peak is its
+own, not this script's (which holds the parsed JSON): wall seconds and
+peak memory. Flat memory means the peaks at 0 and at
 all pairs changed are about the same: BASE's runs are held by design (one
 small record a sample-epoch), the changed pairs are not.
 
@@ -32,12 +33,16 @@ import platform
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from benchmarks.measure import run_measured  # noqa: E402
+
 CLI = "from tracegrade.cli import main; main()"
 CLEAN_ENV = {
     key: value for key, value in os.environ.items() if not key.startswith("INSPECT_")
@@ -57,38 +62,8 @@ def write_records(path: Path, samples: int, regressed: int) -> None:
             out.write(json.dumps({"id": f"run-{number:08d}", "input": record}) + "\n")
 
 
-def run_measured(
-    command: Sequence[str],
-    stdout: Path | None = None,
-    env: dict[str, str] | None = None,
-) -> tuple[float, float, str]:
-    """Wall seconds, peak RSS (MiB) and stderr of one subprocess."""
-    with tempfile.TemporaryFile() as err:
-        out = stdout.open("wb") if stdout is not None else subprocess.DEVNULL
-        try:
-            started = time.perf_counter()
-            process = subprocess.Popen(
-                command,
-                env=env or CLEAN_ENV,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-            )
-            _, status, usage = os.wait4(process.pid, 0)
-            seconds = time.perf_counter() - started
-        finally:
-            if stdout is not None and not isinstance(out, int):
-                out.close()
-        err.seek(0)
-        stderr = err.read().decode("utf-8", "replace")
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (0, 3):
-        raise RuntimeError(f"{list(command)[3:6]} exited {code}:\n{stderr[-3000:]}")
-    return seconds, usage.ru_maxrss / 1024, stderr
-
-
 def score(records: Path, log_dir: Path) -> float:
-    seconds, _, _ = run_measured(
+    return run_measured(
         [
             sys.executable,
             "-c",
@@ -99,9 +74,9 @@ def score(records: Path, log_dir: Path) -> float:
             "--log-dir",
             str(log_dir),
             "--no-progress",
-        ]
-    )
-    return seconds
+        ],
+        env=CLEAN_ENV,
+    ).seconds
 
 
 def compare(
@@ -114,10 +89,11 @@ def compare(
 ) -> list[dict[str, Any]]:
     rows = []
     json_out = work / "compare.json"
-    seconds, peak, _ = run_measured(
+    measured = run_measured(
         [sys.executable, "-c", CLI, "compare", str(base), str(new), "--json"],
-        stdout=json_out,
-        env=env,
+        env=env or CLEAN_ENV,
+        stdout_to=json_out,
+        exit_codes=(0, 3),
     )
     with json_out.open("rb") as read:
         found = json.load(read)
@@ -128,8 +104,8 @@ def compare(
             "code": label,
             "output": "--json",
             "changed": regressed,
-            "seconds": round(seconds, 1),
-            "peak_mib": round(peak, 1),
+            "seconds": round(measured.seconds, 1),
+            "peak_mib": round(measured.peak_mib, 1),
             "output_mb": round(json_out.stat().st_size / 1e6, 1),
             "listed": len(stage["regressions"]),
             "correct": len(stage["regressions"]) == regressed,
@@ -137,20 +113,23 @@ def compare(
     )
     json_out.unlink()
     page = work / "compare.html"
-    seconds, peak, _ = run_measured(
+    # The parsed JSON is this script's, not the command's: drop it first.
+    del found, pair, stage
+    measured = run_measured(
         [
             *(sys.executable, "-c", CLI, "compare", str(base), str(new)),
             *("--html", str(page), "--force"),
         ],
-        env=env,
+        env=env or CLEAN_ENV,
+        exit_codes=(0, 3),
     )
     rows.append(
         {
             "code": label,
             "output": "--html",
             "changed": regressed,
-            "seconds": round(seconds, 1),
-            "peak_mib": round(peak, 1),
+            "seconds": round(measured.seconds, 1),
+            "peak_mib": round(measured.peak_mib, 1),
             "output_mb": round(page.stat().st_size / 1e6, 1),
             "listed": None,
             "correct": None,

@@ -9,11 +9,12 @@ separate logs sharing `eval.run_id`, each with `eval.metadata
 ["tracegrade_part"]`, written two at a time, one per core.
 
 Each report is `tracegrade report --json` as a subprocess, so interpreter
-start-up and imports count. Its wall-clock seconds and its peak resident
-memory are the kernel's figures for that child alone (`wait4`'s rusage:
-what `getrusage(RUSAGE_CHILDREN)` reports, without the writers' children
-mixed in). Its figures are checked against the stages counted while the
-samples were written: a fast wrong report would mean nothing.
+start-up and imports count. Its wall-clock seconds and its peak memory
+are its own, measured through `benchmarks.measure`'s launcher: this
+script holds Inspect and the writers' templates, which a child started
+from it directly would count as its own. Its figures are checked
+against the stages counted while the samples were written: a fast wrong
+report would mean nothing.
 
 `--baseline` also times the reader `tracegrade report` had before, the
 whole log through `read_eval_log`, on the single log.
@@ -28,7 +29,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +49,7 @@ from pydantic_core import to_json, to_jsonable_python  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from benchmarks.measure import run_measured as run_launched  # noqa: E402
 from bulk_eval_log import (  # noqa: E402
     Template,
     count_sample,
@@ -165,20 +166,10 @@ def write_parts(
 
 
 def run_measured(command: Sequence[str]) -> tuple[float, float, str, str]:
-    """Wall seconds, peak RSS (MiB), stdout and stderr of one subprocess."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        started = time.perf_counter()
-        process = subprocess.Popen(
-            command, env=CLEAN_ENV, stdin=subprocess.DEVNULL, stdout=out, stderr=err
-        )
-        _, status, usage = os.wait4(process.pid, 0)
-        seconds = time.perf_counter() - started
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read().decode(), err.read().decode()
-    if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{list(command)[:4]} failed:\n{stderr[-3000:]}")
-    return seconds, usage.ru_maxrss / 1024, stdout, stderr
+    """Wall seconds, peak memory (MiB), stdout and stderr of one subprocess,
+    its peak its own (see `benchmarks.measure`)."""
+    measured = run_launched(command, env=CLEAN_ENV)
+    return measured.seconds, measured.peak_mib, measured.stdout, measured.stderr
 
 
 def figures_match(report: dict[str, Any], samples: int, stages: Counter[str]) -> bool:

@@ -406,10 +406,11 @@ def test_bulk_targets_apply_by_task_and_size_and_misses_carry_causes() -> None:
     assert "raised the peak 30.0 MiB more" in memory_miss
 
 
-def test_bulk_peak_memory_is_the_childs_own_not_its_parents() -> None:
+def test_a_measured_peak_is_the_childs_own_not_its_parents(tmp_path: Path) -> None:
     """Linux starts a child's ru_maxrss at its parent's resident size; the
-    launcher keeps the benchmark's own memory out of tracegrade's figure."""
-    from benchmarks.bulk_scoring import run_measured
+    launcher keeps a benchmark's own memory out of tracegrade's figure. Every
+    benchmark that reports a peak measures through it."""
+    from benchmarks.measure import run_measured
 
     ballast = bytearray(300 * 2**20)
     ballast[::4096] = b"\x01" * len(ballast[::4096])  # make it resident
@@ -426,3 +427,17 @@ def test_bulk_peak_memory_is_the_childs_own_not_its_parents() -> None:
     )
     assert grown.peak_mib > 200, grown
     del ballast
+    # Output to a file, an exit code allowed or refused.
+    written = tmp_path / "out.txt"
+    said = run_measured(
+        [sys.executable, "-c", "print('hi'); raise SystemExit(3)"],
+        stdout_to=written,
+        exit_codes=(3,),
+    )
+    assert (said.exit_code, said.stdout, written.read_text()) == (3, "", "hi\n")
+    with pytest.raises(RuntimeError, match="exited 3"):
+        run_measured([sys.executable, "-c", "raise SystemExit(3)"])
+    for script in ("bulk_scoring", "compare_scale", "report_scale", "check_memory"):
+        text = (ROOT / "benchmarks" / f"{script}.py").read_text("utf-8")
+        assert "from benchmarks.measure import" in text, script
+        assert "os.wait4(" not in text, script

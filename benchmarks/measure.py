@@ -1,0 +1,161 @@
+"""One measured subprocess: its wall and CPU time and its own peak memory.
+
+On Linux a child's peak RSS (`ru_maxrss`) starts at the resident size of
+the process it was spawned from, since exec carries the old address
+space's high-water mark over. A benchmark that holds what it has read
+(a parsed million-pair `compare --json`, say) would pass its own memory
+off as tracegrade's: `compare_scale.py` once reported 2,667 MiB for a
+`compare --html` that peaked at about 800. So every measured command is
+started by `LAUNCHER`, a fresh interpreter without site-packages of a few
+MiB, which times it and reports its rusage from `os.wait4`.
+
+A command can be several processes (`tracegrade score` writes `.eval`
+logs in a forked child), and wait4's peak is only the larger one's. The
+launcher also samples, every 50 ms, the proportional set size (PSS) of
+the command and its descendants and sums it: the memory the run holds,
+pages they share counted once. That sum's peak is the figure reported
+(never below the largest process's own peak, which a sample can miss);
+the summed RSS, which counts shared pages twice, is kept beside it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import subprocess
+import sys
+import tempfile
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+LAUNCHER = """
+import json, os, subprocess, sys, threading, time
+
+def tree(pid):
+    found = [pid]
+    for each in found:
+        try:
+            with open(f"/proc/{each}/task/{each}/children") as listed:
+                found += [int(child) for child in listed.read().split()]
+        except OSError:
+            pass
+    return found
+
+def sizes(pid):
+    rss = pss = 0
+    for each in tree(pid):
+        try:
+            with open(f"/proc/{each}/smaps_rollup") as rollup:
+                for line in rollup:
+                    if line.startswith("Rss:"):
+                        rss += int(line.split()[1])
+                    elif line.startswith("Pss:"):
+                        pss += int(line.split()[1])
+        except (OSError, ValueError, IndexError):
+            pass
+    return rss, pss
+
+peaks = {"rss_sum_kib": 0, "pss_sum_kib": 0}
+done = threading.Event()
+
+def sample(pid):
+    while not done.wait(0.05):
+        rss, pss = sizes(pid)
+        peaks["rss_sum_kib"] = max(peaks["rss_sum_kib"], rss)
+        peaks["pss_sum_kib"] = max(peaks["pss_sum_kib"], pss)
+
+started = time.perf_counter()
+child = subprocess.Popen(sys.argv[2:])
+sampler = threading.Thread(target=sample, args=(child.pid,), daemon=True)
+sampler.start()
+_, status, usage = os.wait4(child.pid, 0)
+seconds = time.perf_counter() - started
+done.set()
+sampler.join()
+with open(sys.argv[1], "w") as out:
+    json.dump({
+        "seconds": seconds,
+        "cpu_seconds": usage.ru_utime + usage.ru_stime,
+        "maxrss_kib": usage.ru_maxrss,
+        **peaks,
+        "exit_code": os.waitstatus_to_exitcode(status),
+    }, out)
+"""
+
+
+@dataclass
+class Measured:
+    seconds: float
+    cpu_seconds: float
+    """User and system time: less moved than wall time by other load."""
+    peak_mib: float
+    """The run's peak memory: its processes' summed PSS, sampled, and at
+    least the largest process's peak RSS."""
+    stdout: str
+    """Empty when it went to a file (`stdout_to`)."""
+    stderr: str
+    exit_code: int
+    largest_process_mib: float = 0.0
+    """Peak RSS of the largest process of the run (wait4)."""
+    rss_sum_mib: float = 0.0
+    """Peak of the processes' summed RSS (shared pages counted twice)."""
+
+
+def run_measured(
+    command: Sequence[str],
+    cwd: Path | None = None,
+    *,
+    env: Mapping[str, str] | None = None,
+    stdout_to: Path | None = None,
+    exit_codes: Collection[int] = (0,),
+) -> Measured:
+    """Run `command` through `LAUNCHER` so that its peak is its own; raise
+    if it exits with a code not in `exit_codes`. `stdout_to` sends its
+    output to a file rather than into memory."""
+    with (
+        tempfile.TemporaryFile() as captured,
+        tempfile.TemporaryFile() as err,
+        tempfile.TemporaryDirectory() as scratch,
+    ):
+        usage_file = Path(scratch) / "usage.json"
+        with contextlib.ExitStack() as stack:
+            out: IO[bytes] = captured
+            if stdout_to is not None:
+                out = stack.enter_context(stdout_to.open("wb"))
+            launcher = subprocess.run(
+                [sys.executable, "-I", "-S", "-c", LAUNCHER, str(usage_file), *command],
+                cwd=cwd,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                check=False,
+            )
+        captured.seek(0)
+        err.seek(0)
+        stdout = captured.read().decode("utf-8", "replace")
+        stderr = err.read().decode("utf-8", "replace")
+        if not usage_file.exists():
+            raise RuntimeError(
+                f"the launcher exited {launcher.returncode}:\n{stderr[-3000:]}"
+            )
+        usage = json.loads(usage_file.read_text(encoding="utf-8"))
+    if usage["exit_code"] not in exit_codes:
+        raise RuntimeError(
+            f"{list(command)[:6]} exited {usage['exit_code']}:\n{stderr[-3000:]}"
+        )
+    return Measured(
+        usage["seconds"],
+        usage["cpu_seconds"],
+        max(usage["pss_sum_kib"], usage["maxrss_kib"]) / 1024,
+        stdout,
+        stderr,
+        usage["exit_code"],
+        largest_process_mib=usage["maxrss_kib"] / 1024,
+        rss_sum_mib=usage["rss_sum_kib"] / 1024,
+    )
+
+
+__all__ = ["LAUNCHER", "Measured", "run_measured"]
