@@ -7,11 +7,10 @@ task, N recorded runs (seeded, the record mix of `benchmarks/throughput.py`)
 are written to a fixture-format file, and for each N and log format:
 
 - `tracegrade score` runs as a subprocess, so interpreter start-up, imports
-  and exit are in the seconds, as a user waits for them; its peak resident
-  memory is the kernel's figure for that process alone (`os.wait4`); the
-  bytes of every log it wrote (all parts when the run is split at
-  `--max-samples-per-log`) and its own timers (where the time went) are
-  kept;
+  and exit are in the seconds, as a user waits for them; its peak memory
+  is its own processes' (see `benchmarks/measure.py`); the bytes of every
+  log it wrote (all parts when the run is split at `--max-samples-per-log`)
+  and its own timers (where the time went) are kept;
 - for an `.eval` log, `inspect view` serves the log directory and a fresh
   headless Chromium navigates to the sample list of the log (the first
   part when split): the seconds until the first sample shows, measured by
