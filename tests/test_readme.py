@@ -213,6 +213,38 @@ def test_speed_figures_are_the_committed_benchmark_run() -> None:
         assert said in flat(SPEED), said
 
 
+def test_compare_memory_figures_are_the_committed_benchmark_run() -> None:
+    found = benchmark("compare_scale")
+    rows = {(row["code"], row["output"], row["changed"]): row for row in found["rows"]}
+    samples = found["samples"]
+    ours = "this tree"
+    (before,) = {code for code, _, _ in rows if code != ours}
+    revision = before.removeprefix("git ")
+
+    def peak(code: str, output: str, changed: int) -> str:
+        return f"{rows[code, output, changed]['peak_mib']:,.0f} MiB"
+
+    text = flat(SPEED)
+    for said in (
+        f"two runs of {samples:,} stage records peaked at "
+        f"{peak(ours, '--json', 0)} with no pair changed",
+        f"at {peak(ours, '--json', samples)} (`--json`, "
+        f"{rows[ours, '--json', samples]['output_mb']:,.1f} MB of JSON) and "
+        f"{peak(ours, '--html', samples)} (`--html`, a "
+        f"{rows[ours, '--html', samples]['output_mb']:,.1f} MB page)",
+        f"The revision before, {revision}, peaked at "
+        f"{peak(before, '--json', samples)} (`--json`) and "
+        f"{peak(before, '--html', samples)} (`--html`, a "
+        f"{rows[before, '--html', samples]['output_mb']:,.1f} MB page)",
+    ):
+        assert said in text, said
+    # Flat: no changed pair costs memory worth a line of the table.
+    assert rows[ours, "--html", 0]["peak_mib"] == pytest.approx(
+        rows[ours, "--html", samples]["peak_mib"], rel=0.05
+    )
+    assert all(row["correct"] in (None, True) for row in found["rows"])
+
+
 def _bulk_prose_is_the_committed_run(text: str) -> None:
     """The figures the bulk paragraph quotes, from the benchmark's JSON."""
     report = benchmark("bulk_scoring")
