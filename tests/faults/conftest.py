@@ -86,7 +86,26 @@ def start_tracegrade(
         stderr=subprocess.PIPE,
         text=True,
         preexec_fn=_interruptible,
+        # Its own process group, so that `wait_for_group` can wait for the
+        # processes it forks (the `.eval` writer) as well as for it.
+        start_new_session=True,
     )
+
+
+def wait_for_group(process: subprocess.Popen[str], timeout: float = 60) -> None:
+    """Wait until every process of the command's group has ended. After a
+    SIGKILL the command is gone at once, but the `.eval` writer it forked
+    lives on to remove its partial files: a look at the directory before
+    it ends races with it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            os.killpg(process.pid, 0)
+        except ProcessLookupError:
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"processes of group {process.pid} still running")
+        time.sleep(0.01)
 
 
 def _interruptible() -> None:

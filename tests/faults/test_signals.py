@@ -37,6 +37,7 @@ from tests.faults.conftest import (
     signal_mid_input,
     snapshot,
     start_tracegrade,
+    wait_for_group,
 )
 from tests.support import SUBPROCESS_ENV
 
@@ -96,6 +97,7 @@ def _signal_score(
             assert_still_writing(work, before)
             process.send_signal(signum)
     _, stderr = process.communicate(timeout=300)
+    wait_for_group(process)
     assert digest(signal_input) == input_digest
     return process.returncode, stderr, work, before
 
