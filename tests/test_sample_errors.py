@@ -147,6 +147,7 @@ def test_a_failed_run_is_no_stage_and_no_grade(scored_on_error: EvalLog) -> None
     for run_id in FAILING:
         stage = assert_sample_error(samples[run_id], "stage_diagnosis")
         assert (stage.metadata or {})["recall"] is None
+        assert (stage.metadata or {})["precision"] is None
         assert "grader" not in (stage.metadata or {})
         extraction = assert_sample_error(samples[run_id], "ordered_extraction")
         assert (extraction.metadata or {})["itemised"] is None
@@ -211,14 +212,15 @@ def test_the_kind_is_a_run_error() -> None:
 def test_the_bulk_path_takes_a_run_error_as_inspect_does(tmp_path: Path) -> None:
     """`tracegrade score` never meets one (a recorded line has no run to
     fail), but its problems and its metrics read side "run" as they should."""
-    failed = run_error(API_DOWN, answer="", read_from={})
+    failed = run_error(
+        API_DOWN, answer="", read_from={}, absent=("recall", "precision")
+    )
     problem = score_problem(failed)
     assert problem is not None
     assert (problem.kind, problem.side, problem.field) == ("sample-error", "run", None)
     assert problem.as_json()["field"] is None
     bulk = TASKS["stage_diagnosis"]
     results = RunResults(bulk.make_scorer(), bulk.name, str(tmp_path))
-    failed.metadata = {**(failed.metadata or {}), "recall": None}
     results.add("r", failed)
     results.add("u", score_stage_input({"required": [], "context": []}))
     (logged,) = results.results(total=2)[0].scores

@@ -314,14 +314,12 @@ def ordered_extraction_scorer(
         if failure is not None:
             # An empty output after an API error is no answer at all, so
             # it is not an unreadable one.
-            failed = run_error(
-                failure, answer=state.output.completion, read_from=read_from
+            return run_error(
+                failure,
+                answer=state.output.completion,
+                read_from=read_from,
+                absent=("itemised", "read_as") if answer_key is None else ("itemised",),
             )
-            assert failed.metadata is not None
-            failed.metadata["itemised"] = None
-            if answer_key is None:
-                failed.metadata["read_as"] = None
-            return failed
         metadata = state.metadata
         record: dict[str, Any] = {}
         if source_key is None:

@@ -205,13 +205,20 @@ def data_error(
     )
 
 
-def run_error(message: str, *, answer: str | None, read_from: dict[str, str]) -> Score:
+def run_error(
+    message: str,
+    *,
+    answer: str | None,
+    read_from: dict[str, str],
+    absent: tuple[str, ...] = (),
+) -> Score:
     """The score of a sample whose run failed before an answer existed.
 
     Nothing is read or graded: what the run left (an empty output, a
     context perhaps never recorded) is no evidence of where a pipeline
     fails or what an answer got wrong, so it is neither a stage nor a
-    grade, and no warning of an absent key is due.
+    grade, and no warning of an absent key is due. `absent` names the
+    scorer's own metadata keys, which such a sample has as None.
     """
     shown_message = (
         message if len(message) <= _SHOWN_ERROR else message[:_SHOWN_ERROR] + "..."
@@ -230,6 +237,7 @@ def run_error(message: str, *, answer: str | None, read_from: dict[str, str]) ->
             "error": ErrorInfo(
                 kind="sample-error", side="run", field=None, message=message
             ),
+            **dict.fromkeys(absent),
         },
     )
 

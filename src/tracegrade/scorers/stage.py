@@ -295,13 +295,12 @@ def stage_diagnosis_scorer(
     async def score(state: TaskState, target: Target) -> Score:
         failure = sample_error()
         if failure is not None:
-            failed = run_error(
-                failure, answer=state.output.completion, read_from=read_from
+            return run_error(
+                failure,
+                answer=state.output.completion,
+                read_from=read_from,
+                absent=("recall", "precision"),
             )
-            assert failed.metadata is not None
-            failed.metadata["recall"] = None
-            failed.metadata["precision"] = None
-            return failed
         record, context_recorded = reader.record(state)
         if grader is not None:
             verdict = await grade(grader, grader_name(grader), state, target)
