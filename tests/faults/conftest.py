@@ -104,7 +104,7 @@ def wait_for_group(process: subprocess.Popen[str], timeout: float = 60) -> None:
         except ProcessLookupError:
             return
         if time.monotonic() > deadline:
-            raise AssertionError(f"processes of group {process.pid} still running")
+            pytest.fail(f"processes of group {process.pid} still running")
         time.sleep(0.01)
 
 
