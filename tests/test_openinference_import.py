@@ -13,9 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shlex
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -39,7 +36,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from tests.commands import run_tracegrade
-from tests.support import SUBPROCESS_ENV, write_lines
+from tests.support import tracegrade_shell, write_lines
 from tracegrade.cli import main
 from tracegrade.importers.common import InputFileError, LabelsRefused
 from tracegrade.importers.openinference import import_openinference
@@ -608,20 +605,7 @@ def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
     shell = re.search(r"```bash\n(.*?)```", page, re.DOTALL)
     assert python is not None and shell is not None
     (tmp_path / "pipeline.py").write_text(python.group(1))
-    interpreter = shlex.quote(sys.executable)
-    define = (
-        f'tracegrade() {{ {interpreter} -m tracegrade.cli "$@"; }}\n'
-        f'python() {{ {interpreter} "$@"; }}\n'
-    )
-    result = subprocess.run(
-        ["bash", "-e", "-o", "pipefail", "-c", define + shell.group(1)],
-        cwd=tmp_path,
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = tracegrade_shell(shell.group(1), tmp_path, errexit=True)
     assert result.returncode == 0, result.stderr
     results = [
         json.loads(line)

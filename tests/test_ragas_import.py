@@ -19,9 +19,6 @@ import json
 import math
 import os
 import re
-import shlex
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracegrade
-from tests.support import SUBPROCESS_ENV, write_lines
+from tests.support import tracegrade_shell, write_lines
 from tracegrade.cli import main
 from tracegrade.core import stage_recall
 from tracegrade.importers.common import InputFileError, LabelsRefused
@@ -516,17 +513,7 @@ def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
     page = (Path(__file__).parent.parent / "docs" / "import-ragas.md").read_text()
     match = re.search(r"```bash\n(.*?)```", page, re.DOTALL)
     assert match is not None
-    python = shlex.quote(sys.executable)
-    define = f'tracegrade() {{ {python} -m tracegrade.cli "$@"; }}\n'
-    result = subprocess.run(
-        ["bash", "-e", "-o", "pipefail", "-c", define + match.group(1)],
-        cwd=tmp_path,
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = tracegrade_shell(match.group(1), tmp_path, errexit=True)
     assert result.returncode == 0, result.stderr
     results = [
         json.loads(line)

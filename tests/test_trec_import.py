@@ -15,8 +15,6 @@ import json
 import math
 import os
 import random
-import shlex
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,7 +29,7 @@ from inspect_ai.log import list_eval_logs, read_eval_log
 
 import tracegrade
 from tests.commands import run_inspect, run_tracegrade
-from tests.support import SUBPROCESS_ENV, write_lines
+from tests.support import tracegrade_shell, write_lines
 from tracegrade.cli import main
 from tracegrade.importers.common import InputFileError, LabelsRefused, records_text
 from tracegrade.importers.trec import (
@@ -966,22 +964,6 @@ def test_help_states_the_conventions() -> None:
 
 
 # --- end to end: into check, score and inspect eval --------------------------
-
-
-def tracegrade_shell(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    """A bash pipeline in which `tracegrade` is this interpreter's."""
-    define = (
-        f'tracegrade() {{ {shlex.quote(sys.executable)} -m tracegrade.cli "$@"; }}; '
-    )
-    return subprocess.run(
-        ["bash", "-o", "pipefail", "-c", define + command],
-        cwd=cwd,
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 @pytest.mark.parametrize("labelled", [True, False])
