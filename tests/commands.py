@@ -9,22 +9,31 @@ tracegrade once, as `multiprocessing`'s forkserver does (which itself
 cannot run a module as `__main__` with exit codes, atexit handlers and
 standard streams as a command has them).
 
-A test of start-up itself (what a command imports, a signal before
-tracegrade can catch it) starts a fresh interpreter with `subprocess`.
+`run_module` runs a command to its end; `start_module` leaves it running,
+for a test that signals it, freezes it or watches it from /proc, as it
+would a `subprocess.Popen`. A test of start-up itself (what a command
+imports, a signal before tracegrade can catch it) or of a process's own
+peak memory (a forked one shares the server's) starts a fresh interpreter
+with `subprocess`.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import os
 import selectors
+import shutil
 import signal
 import subprocess
 import sys
 import tempfile
 import threading
+import time
+import weakref
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from tests.support import SUBPROCESS_ENV
 
@@ -41,7 +50,7 @@ PRELOADED = (
 )
 
 _SERVER = r"""
-import atexit, importlib, json, os, runpy, signal, sys, tempfile, threading
+import atexit, importlib, json, os, runpy, selectors, signal, sys, tempfile, threading
 
 for name in sys.argv[1:]:
     importlib.import_module(name)
@@ -61,6 +70,12 @@ def exit_code(stop):
 
 
 def run(request):
+    if request["new_session"]:
+        # As Popen(start_new_session=True) from a terminal: a process group
+        # of its own, and SIGINT raising KeyboardInterrupt even when the
+        # tests run in the background with SIGINT ignored.
+        os.setsid()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     streams = (
         os.open(request["stdin"] or os.devnull, os.O_RDONLY),
         os.open(request["stdout"], os.O_WRONLY | os.O_TRUNC),
@@ -100,28 +115,73 @@ def run(request):
     os._exit(code)
 
 
+# Requests come in on fd 0, one JSON line each; each is forked at once and
+# answered with its pid, and later, when it has ended, with its status.
+# Several run at a time: a test may start a command and run another.
 requests = os.fdopen(0, "rb", buffering=0)
 replies = os.fdopen(os.dup(1), "wb", buffering=0)
+waiting = selectors.DefaultSelector()
+waiting.register(requests, selectors.EVENT_READ)
 pending = b""
-while True:
-    while b"\n" not in pending:
-        chunk = requests.read(65536)
-        if not chunk:
-            sys.exit(0)
-        pending += chunk
-    line, pending = pending.split(b"\n", 1)
-    request = json.loads(line)
+
+
+def reply(message):
+    replies.write(json.dumps(message).encode() + b"\n")
+
+
+def start(request):
     pid = os.fork()
     if pid == 0:
-        # The protocol's pipes: fd 0 is replaced by the command's stdin.
+        # Nothing of the server's stays open in the command: its pipes
+        # (fd 0 is replaced by the command's stdin) and the pidfds of
+        # the other commands.
         replies.close()
+        for key in list(waiting.get_map().values()):
+            if key.fileobj is not requests:
+                os.close(key.fd)
+        waiting.close()
         run(request)
-    replies.write(json.dumps({"pid": pid}).encode() + b"\n")
-    _, status = os.waitpid(pid, 0)
-    replies.write(
-        json.dumps({"status": os.waitstatus_to_exitcode(status)}).encode() + b"\n"
-    )
+    waiting.register(os.pidfd_open(pid), selectors.EVENT_READ, (request["id"], pid))
+    reply({"id": request["id"], "pid": pid})
+
+
+while True:
+    for key, _ in waiting.select():
+        if key.fileobj is requests:
+            chunk = requests.read(65536)
+            if not chunk:
+                sys.exit(0)
+            pending += chunk
+            while b"\n" in pending:
+                line, pending = pending.split(b"\n", 1)
+                start(json.loads(line))
+        else:
+            number, pid = key.data
+            waiting.unregister(key.fd)
+            os.close(key.fd)
+            _, status = os.waitpid(pid, 0)
+            reply({"id": number, "status": os.waitstatus_to_exitcode(status)})
 """
+
+
+class Running(Protocol):
+    """A command left running: a `subprocess.Popen` (text mode) or a
+    `ServedProcess`, as the fault tests handle either."""
+
+    pid: int
+
+    @property
+    def returncode(self) -> int | Any: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def send_signal(self, sig: int) -> None: ...
+
+    def kill(self) -> None: ...
+
+    def communicate(self, timeout: float | None = None) -> tuple[Any, Any]: ...
 
 
 class _Server:
@@ -138,24 +198,13 @@ class _Server:
         assert self.process.stdin is not None and self.process.stdout is not None
         self.requests: IO[bytes] = self.process.stdin
         self.replies: IO[bytes] = self.process.stdout
+        # Replies read while waiting for another one: (request, "pid" or
+        # "status") -> value. Whoever waits reads, under the lock.
+        self.arrived: dict[tuple[int, str], int] = {}
         self.lock = threading.Lock()
+        self.numbers = itertools.count()
 
-    def _reply(self, timeout: float | None) -> dict[str, Any] | None:
-        """The server's next reply, or None when `timeout` passes first."""
-        with selectors.DefaultSelector() as waiting:
-            waiting.register(self.replies, selectors.EVENT_READ)
-            if not waiting.select(timeout):
-                return None
-        line = self.replies.readline()
-        if not line:
-            raise RuntimeError(
-                f"the command server ended (exit {self.process.wait()}); "
-                "its stderr is in the test's output"
-            )
-        reply: dict[str, Any] = json.loads(line)
-        return reply
-
-    def run(
+    def start(
         self,
         module: str,
         args: tuple[str, ...],
@@ -163,40 +212,155 @@ class _Server:
         cwd: Path,
         env: dict[str, str],
         stdin: Path | None,
-        timeout: float,
-    ) -> subprocess.CompletedProcess[str]:
-        argv = [sys.executable, "-m", module, *args]
-        with self.lock, tempfile.TemporaryDirectory() as streams:
-            out, err = Path(streams, "stdout"), Path(streams, "stderr")
-            out.touch()
-            err.touch()
-            request = {
-                "module": module,
-                "args": list(args),
-                "cwd": str(cwd),
-                "env": env,
-                "stdin": None if stdin is None else str(stdin),
-                "stdout": str(out),
-                "stderr": str(err),
-            }
+        new_session: bool,
+    ) -> ServedProcess:
+        number = next(self.numbers)
+        streams = Path(tempfile.mkdtemp(prefix="tracegrade-command-"))
+        out, err = streams / "stdout", streams / "stderr"
+        out.touch()
+        err.touch()
+        request = {
+            "id": number,
+            "module": module,
+            "args": list(args),
+            "cwd": str(cwd),
+            "env": env,
+            "stdin": None if stdin is None else str(stdin),
+            "stdout": str(out),
+            "stderr": str(err),
+            "new_session": new_session,
+        }
+        with self.lock:
             self.requests.write(json.dumps(request).encode() + b"\n")
             self.requests.flush()
-            started = self._reply(timeout=60)
-            assert started is not None, "the command server did not answer"
-            finished = self._reply(timeout)
-            if finished is None:
-                os.kill(started["pid"], signal.SIGKILL)
-                self._reply(None)
-                raise subprocess.TimeoutExpired(argv, timeout)
-            return subprocess.CompletedProcess(
-                argv,
-                finished["status"],
-                out.read_text(encoding="utf-8"),
-                err.read_text(encoding="utf-8"),
-            )
+        pid = self.reply(number, "pid", timeout=60)
+        assert pid is not None, "the command server did not answer"
+        argv = [sys.executable, "-m", module, *args]
+        return ServedProcess(self, number, pid, argv, streams)
+
+    def reply(self, number: int, kind: str, timeout: float | None) -> int | None:
+        """The server's reply of `kind` to request `number`, or None when
+        `timeout` passes first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self.lock:
+            while (number, kind) not in self.arrived:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining < 0:
+                    return None
+                with selectors.DefaultSelector() as waiting:
+                    waiting.register(self.replies, selectors.EVENT_READ)
+                    if not waiting.select(remaining):
+                        return None
+                line = self.replies.readline()
+                if not line:
+                    raise RuntimeError(
+                        f"the command server ended (exit {self.process.wait()}); "
+                        "its stderr is in the test's output"
+                    )
+                message = json.loads(line)
+                found = "pid" if "pid" in message else "status"
+                self.arrived[message["id"], found] = message[found]
+            return self.arrived.pop((number, kind))
+
+
+class ServedProcess:
+    """A command forked by the server, handled as a `subprocess.Popen` is:
+    its pid for /proc, `send_signal`, `poll`, `wait`, `communicate`. Its
+    standard output and error go to files, read once it has ended.
+
+    The server reaps a command as soon as it ends, where a Popen's pid
+    stays a zombie until waited for: signals go through a pidfd, so that
+    one sent late finds nothing rather than a process given the pid since.
+    """
+
+    def __init__(
+        self, server: _Server, number: int, pid: int, args: list[str], streams: Path
+    ) -> None:
+        self.args = args
+        self.pid = pid
+        self.returncode: int | None = None
+        self._server = server
+        self._number = number
+        self._streams = streams
+        try:
+            self._pidfd: int | None = os.pidfd_open(pid)
+        except ProcessLookupError:
+            self._pidfd = None  # ended and reaped already
+        self._cleanup = weakref.finalize(self, _forget, self._pidfd, streams)
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            self.returncode = self._server.reply(self._number, "status", timeout=0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
+            self.returncode = self._server.reply(self._number, "status", timeout)
+            if self.returncode is None:
+                raise subprocess.TimeoutExpired(self.args, timeout or 0)
+        return self.returncode
+
+    def send_signal(self, signum: int) -> None:
+        """Send `signum`, unless the command has ended."""
+        if self._pidfd is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(self._pidfd, signum)
+
+    def kill(self) -> None:
+        self.send_signal(signal.SIGKILL)
+
+    def terminate(self) -> None:
+        self.send_signal(signal.SIGTERM)
+
+    def stderr_so_far(self) -> str:
+        """What the command has written to its standard error until now."""
+        return (self._streams / "stderr").read_text(encoding="utf-8")
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        """Wait for the command; its standard output and error."""
+        self.wait(timeout)
+        output = (
+            (self._streams / "stdout").read_text(encoding="utf-8"),
+            (self._streams / "stderr").read_text(encoding="utf-8"),
+        )
+        self._cleanup()
+        return output
+
+
+def _forget(pidfd: int | None, streams: Path) -> None:
+    if pidfd is not None:
+        os.close(pidfd)
+    shutil.rmtree(streams, ignore_errors=True)
 
 
 _server: _Server | None = None
+
+
+def _served() -> _Server:
+    global _server
+    if _server is None or _server.process.poll() is not None:
+        _server = _Server()
+    return _server
+
+
+def start_module(
+    module: str,
+    *args: str,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    stdin: Path | None = None,
+) -> ServedProcess:
+    """`python -m MODULE ARGS` started in a process of its own, and left
+    running: as `subprocess.Popen(..., start_new_session=True)` from a
+    terminal, for a test that signals it or watches it from /proc."""
+    return _served().start(
+        module,
+        args,
+        cwd=cwd,
+        env={**SUBPROCESS_ENV, **(env or {})},
+        stdin=stdin,
+        new_session=True,
+    )
 
 
 def run_module(
@@ -207,19 +371,24 @@ def run_module(
     stdin: Path | None = None,
     timeout: float = 300,
 ) -> subprocess.CompletedProcess[str]:
-    """`python -m MODULE ARGS` in a process of its own; see the module's
-    docstring. `env` adds to the environment tests run commands with."""
-    global _server
-    if _server is None or _server.process.poll() is not None:
-        _server = _Server()
-    return _server.run(
+    """`python -m MODULE ARGS` in a process of its own, run to its end; see
+    the module's docstring. `env` adds to the environment tests run
+    commands with."""
+    process = _served().start(
         module,
         args,
         cwd=cwd,
         env={**SUBPROCESS_ENV, **(env or {})},
         stdin=stdin,
-        timeout=timeout,
+        new_session=False,
     )
+    try:
+        stdout, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
+    return subprocess.CompletedProcess(process.args, process.wait(), stdout, stderr)
 
 
 def run_inspect(
@@ -243,4 +412,12 @@ def run_tracegrade(
     )
 
 
-__all__ = ["PRELOADED", "run_inspect", "run_module", "run_tracegrade"]
+__all__ = [
+    "PRELOADED",
+    "Running",
+    "ServedProcess",
+    "run_inspect",
+    "run_module",
+    "run_tracegrade",
+    "start_module",
+]

@@ -3,18 +3,23 @@
 `tests/commands.py` forks each command from a server that imported
 Inspect once; these checks hold it to what a real process gives: exit
 codes, streams, working directory, environment, uncaught exceptions, and a
-timeout that ends the command.
+timeout that ends the command; a command left running (`start_module`) is
+signalled and waited for as a `subprocess.Popen` started in a session of
+its own from a terminal.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.commands import run_module
+from tests.commands import ServedProcess, run_module, start_module
 
 PROBE = """
 import os, sys, time
@@ -34,6 +39,13 @@ if what == "pipe":
     print(min(read, write) > 2)
 if what == "sleep":
     time.sleep(60)
+if what == "wait":
+    try:
+        print("ready", file=sys.stderr, flush=True)
+        time.sleep(60)
+    except KeyboardInterrupt:
+        print(os.getpgid(0) == os.getpid(), flush=True)
+        raise
 """
 
 
@@ -93,3 +105,64 @@ def test_a_timeout_ends_the_command_and_the_next_one_runs(probe: Path) -> None:
     with pytest.raises(subprocess.TimeoutExpired):
         run_module("probe", "sleep", cwd=probe, timeout=1)
     assert run_module("probe", "exit", "4", cwd=probe).returncode == 4
+
+
+def _started(probe: Path, *args: str) -> ServedProcess:
+    """A probe left running, once it has said it is ready."""
+    process = start_module("probe", *args, cwd=probe)
+    deadline = time.monotonic() + 60
+    while "ready" not in process.stderr_so_far():
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "the probe never got ready"
+        time.sleep(0.01)
+    return process
+
+
+def _fresh_started(probe: Path, *args: str) -> subprocess.Popen[str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "probe", *args],
+        cwd=probe,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        start_new_session=True,
+    )
+    assert process.stderr is not None
+    assert process.stderr.readline() == "ready\n"
+    return process
+
+
+def test_a_started_command_ends_on_ctrl_c_as_a_fresh_one(probe: Path) -> None:
+    forked = _started(probe, "wait")
+    real = _fresh_started(probe, "wait")
+    assert forked.poll() is None and real.poll() is None
+
+    forked.send_signal(signal.SIGINT)
+    real.send_signal(signal.SIGINT)
+    forked_out, forked_err = forked.communicate(timeout=60)
+    real_out, real_err = real.communicate(timeout=60)
+
+    # Its own process group, KeyboardInterrupt, and death by SIGINT.
+    assert forked_out == real_out == "True\n"
+    assert forked.returncode == real.returncode == -signal.SIGINT
+    assert forked_err.splitlines()[-1] == real_err.splitlines()[-1]
+
+
+def test_a_started_command_is_waited_for_and_signalled_as_popen(
+    probe: Path,
+) -> None:
+    first = _started(probe, "wait")
+    second = start_module("probe", "exit", "5", cwd=probe)
+    # One command running does not hold up another.
+    assert second.wait(timeout=60) == 5
+    with pytest.raises(subprocess.TimeoutExpired):
+        first.wait(timeout=0.1)
+    assert os.getpgid(first.pid) == first.pid
+
+    first.kill()
+    assert first.wait(timeout=60) == -signal.SIGKILL
+    # Ended and reaped: a late signal reaches nothing, as with Popen.
+    first.send_signal(signal.SIGTERM)
+    assert first.poll() == -signal.SIGKILL

@@ -32,6 +32,7 @@ from typing import IO, NoReturn
 
 import pytest
 
+from tests.commands import Running, ServedProcess, start_module
 from tests.support import SUBPROCESS_ENV
 
 # Enough for every marker of the signal tests (about 1.1 MB). On the
@@ -76,23 +77,31 @@ def tracegrade(
 
 def start_tracegrade(
     *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.Popen[str]:
+) -> ServedProcess:
+    """`tracegrade ARGS` started and left running, as from a terminal, in a
+    process group of its own (so that `wait_for_group` can wait for the
+    processes it forks, the `.eval` writer, as well as for it)."""
+    return start_module("tracegrade.cli", *args, cwd=cwd, env=env)
+
+
+def start_fresh_tracegrade(*args: str, cwd: Path) -> subprocess.Popen[str]:
+    """As `start_tracegrade`, in a new interpreter: for a test of the
+    process's own peak memory (`os.wait4`), which a forked one shares with
+    the command server."""
     return subprocess.Popen(
         [sys.executable, "-m", "tracegrade.cli", *args],
         cwd=cwd,
-        env={**SUBPROCESS_ENV, **(env or {})},
+        env=SUBPROCESS_ENV,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         preexec_fn=_interruptible,
-        # Its own process group, so that `wait_for_group` can wait for the
-        # processes it forks (the `.eval` writer) as well as for it.
         start_new_session=True,
     )
 
 
-def wait_for_group(process: subprocess.Popen[str], timeout: float = 60) -> None:
+def wait_for_group(process: Running, timeout: float = 60) -> None:
     """Wait until every process of the command's group has ended. After a
     SIGKILL the command is gone at once, but the `.eval` writer it forked
     lives on to remove its partial files: a look at the directory before
@@ -181,7 +190,7 @@ def workload_too_small(what: str) -> NoReturn:
     )
 
 
-def ended_before(process: subprocess.Popen[str], what: str) -> NoReturn:
+def ended_before(process: Running, what: str) -> NoReturn:
     """Fail a test whose process ended before `what`: too fast if it
     succeeded, else failed, with its stderr."""
     _, stderr = process.communicate()
@@ -215,7 +224,7 @@ class InputWatch:
     at once) needs a marker of its own.
     """
 
-    def __init__(self, process: subprocess.Popen[str], path: Path) -> None:
+    def __init__(self, process: Running, path: Path) -> None:
         self.process = process
         self.pid = process.pid
         self.path = path.resolve()
@@ -341,7 +350,7 @@ def _wait_stopped(pid: int, timeout: float) -> bool:
 
 @contextmanager
 def frozen(
-    process: subprocess.Popen[str],
+    process: Running,
     once: Callable[[], None] = lambda: None,
     timeout: float = 60.0,
 ) -> Iterator[None]:
@@ -356,8 +365,8 @@ def frozen(
     pid = process.pid
     with _promptly():
         once()
-        os.kill(pid, signal.SIGSTOP)
-    stopped = [pid]
+        process.send_signal(signal.SIGSTOP)
+    children: list[int] = []
     try:
         if not _wait_stopped(pid, timeout):
             ended_before(process, "it could be frozen")
@@ -366,17 +375,18 @@ def frozen(
         for child in _children(pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child, signal.SIGSTOP)
-                stopped.append(child)
+                children.append(child)
                 _wait_stopped(child, timeout)  # or ended: then it does nothing
         yield
     finally:
-        for stopped_pid in reversed(stopped):
+        for child in reversed(children):
             with contextlib.suppress(ProcessLookupError):
-                os.kill(stopped_pid, signal.SIGCONT)
+                os.kill(child, signal.SIGCONT)
+        process.send_signal(signal.SIGCONT)
 
 
 def signal_mid_input(
-    process: subprocess.Popen[str], path: Path, signum: int, fraction: float
+    process: Running, path: Path, signum: int, fraction: float
 ) -> None:
     """Send `signum` to `process` once it has read `fraction` of `path`, while
     it is still reading it: frozen at the marker, checked, signalled,

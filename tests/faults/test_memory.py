@@ -22,6 +22,7 @@ from tests.faults.conftest import (
     assert_no_final_outputs,
     one_clear_line,
     snapshot,
+    start_fresh_tracegrade,
     start_tracegrade,
     write_stage_records,
 )
@@ -108,7 +109,7 @@ def _peak_mib(*args: str, cwd: Path) -> float:
     """`tracegrade ARGS` run to its end; its peak resident memory in MiB
     (ru_maxrss of the process alone: a `.json` log has no writer child).
     Exit 1 is a run whose lines had errors, all logged."""
-    process = start_tracegrade(*args, cwd=cwd)
+    process = start_fresh_tracegrade(*args, cwd=cwd)
     _, status, usage = os.wait4(process.pid, 0)
     process.returncode = os.waitstatus_to_exitcode(status)
     _, stderr = process.communicate()

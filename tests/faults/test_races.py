@@ -21,14 +21,13 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
 from inspect_ai.log import read_eval_log, write_eval_log
 
-from tests.commands import run_tracegrade
+from tests.commands import ServedProcess, run_tracegrade
 from tests.faults.conftest import (
     POLL_SECONDS,
     InputWatch,
@@ -63,7 +62,7 @@ def _results_of(path: Path) -> list[str]:
 # --- An output name taken during the run ---------------------------------
 
 
-def _score(signal_input: Path, work: Path, *extra: str) -> subprocess.Popen[str]:
+def _score(signal_input: Path, work: Path, *extra: str) -> ServedProcess:
     return start_tracegrade(
         "score",
         "stage_diagnosis",
@@ -235,7 +234,7 @@ def labelled(tmp_path: Path, labelled_folder: Path) -> Path:
     return tmp_path
 
 
-def _apply(work: Path, labels: str, *extra: str) -> subprocess.Popen[str]:
+def _apply(work: Path, labels: str, *extra: str) -> ServedProcess:
     return start_tracegrade("labels", "apply", "log.eval", labels, *extra, cwd=work)
 
 
@@ -249,7 +248,7 @@ def _holds_flock(pid: int) -> bool:
     return False
 
 
-def _wait_for(reached: object, process: subprocess.Popen[str], what: str) -> None:
+def _wait_for(reached: object, process: ServedProcess, what: str) -> None:
     assert callable(reached)
     deadline = time.monotonic() + 300
     while not reached():
@@ -281,9 +280,9 @@ def test_two_applies_take_turns_and_both_labels_stay(labelled: Path) -> None:
         first, once=lambda: _wait_for(lambda: _holds_flock(first.pid), first, "a lock")
     ):
         second = _apply(labelled, "odd.jsonl")
-        assert second.stderr is not None
         # The second waits for the first, and says so.
-        waiting = second.stderr.readline()
+        _wait_for(lambda: second.stderr_so_far(), second, "a line on stderr")
+        waiting = second.stderr_so_far()
         assert waiting.startswith("waiting for another tracegrade labels apply")
     _, first_stderr = first.communicate(timeout=300)
     _, second_stderr = second.communicate(timeout=300)
@@ -302,7 +301,7 @@ def test_two_applies_take_turns_and_both_labels_stay(labelled: Path) -> None:
     }
 
 
-def _wait_for_partial(work: Path, process: subprocess.Popen[str]) -> None:
+def _wait_for_partial(work: Path, process: ServedProcess) -> None:
     _wait_for(
         lambda: any(work.glob("log.eval.*.partial")), process, "the log's .partial"
     )

@@ -13,7 +13,6 @@ frozen: still running, and the log not yet replaced.
 from __future__ import annotations
 
 import json
-import os
 import random
 import shutil
 import signal
@@ -23,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import run_tracegrade
+from tests.commands import ServedProcess, run_tracegrade
 from tests.faults.conftest import (
     POLL_SECONDS,
     digest,
@@ -112,7 +111,7 @@ def _holds_flock(pid: int) -> bool:
     return False
 
 
-def _start_apply(work: Path) -> tuple[subprocess.Popen[str], float]:
+def _start_apply(work: Path) -> tuple[ServedProcess, float]:
     """`labels apply` started, once it holds its lock; and that moment."""
     process = start_tracegrade("labels", "apply", "log.eval", "labels.jsonl", cwd=work)
     deadline = time.monotonic() + 300
@@ -139,14 +138,14 @@ def apply_seconds(
 
 
 def _signal_if_unpublished(
-    process: subprocess.Popen[str], log: Path, original: str, signum: int
+    process: ServedProcess, log: Path, original: str, signum: int
 ) -> bool:
     """Freeze the process; if it is still running and `log` is as it was,
     send `signum`. Then let it go on. Whether the signal was sent.
 
     Unlike `frozen`, a process that has already ended is no failure: the
     point drawn came too late."""
-    os.kill(process.pid, signal.SIGSTOP)  # not yet reaped: never another's pid
+    process.send_signal(signal.SIGSTOP)  # nothing, if it has ended
     try:
         while (state := process_state(process.pid)) not in ("T", "t"):
             if state in (None, "Z", "X"):
@@ -157,7 +156,7 @@ def _signal_if_unpublished(
         process.send_signal(signum)
         return True
     finally:
-        os.kill(process.pid, signal.SIGCONT)
+        process.send_signal(signal.SIGCONT)
 
 
 @pytest.mark.parametrize(
