@@ -26,6 +26,7 @@ import os
 import selectors
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -33,7 +34,7 @@ import threading
 import time
 import weakref
 from pathlib import Path
-from typing import IO, Any, Protocol
+from typing import Any, Protocol
 
 from tests.support import SUBPROCESS_ENV
 
@@ -50,7 +51,8 @@ PRELOADED = (
 )
 
 _SERVER = r"""
-import atexit, importlib, json, os, runpy, selectors, signal, sys, tempfile, threading
+import atexit, importlib, json, os, resource, runpy, selectors, signal, socket
+import sys, tempfile, threading
 
 for name in sys.argv[1:]:
     importlib.import_module(name)
@@ -69,22 +71,20 @@ def exit_code(stop):
     return 1
 
 
-def run(request):
+def run(request, streams):
     if request["new_session"]:
         # As Popen(start_new_session=True) from a terminal: a process group
         # of its own, and SIGINT raising KeyboardInterrupt even when the
         # tests run in the background with SIGINT ignored.
         os.setsid()
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    streams = (
-        os.open(request["stdin"] or os.devnull, os.O_RDONLY),
-        os.open(request["stdout"], os.O_WRONLY | os.O_TRUNC),
-        os.open(request["stderr"], os.O_WRONLY | os.O_TRUNC),
-    )
+    for limit, soft, hard in request["rlimits"]:
+        resource.setrlimit(limit, (soft, hard))
+    # The descriptors the test passed: stdin, stdout, stderr.
     for number, stream in enumerate(streams):
-        if stream != number:
-            os.dup2(stream, number)
-            os.close(stream)
+        os.dup2(stream, number)
+    for stream in streams:
+        os.close(stream)
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
@@ -115,46 +115,43 @@ def run(request):
     os._exit(code)
 
 
-# Requests come in on fd 0, one JSON line each; each is forked at once and
-# answered with its pid, and later, when it has ended, with its status.
+# fd 0 is a socket to the test process. Each request is one message, JSON
+# with the command's three standard streams attached; it is forked at once
+# and answered with its pid, and later, when it has ended, with its status.
 # Several run at a time: a test may start a command and run another.
-requests = os.fdopen(0, "rb", buffering=0)
-replies = os.fdopen(os.dup(1), "wb", buffering=0)
+channel = socket.socket(fileno=0)
 waiting = selectors.DefaultSelector()
-waiting.register(requests, selectors.EVENT_READ)
-pending = b""
+waiting.register(channel, selectors.EVENT_READ)
 
 
 def reply(message):
-    replies.write(json.dumps(message).encode() + b"\n")
+    channel.send(json.dumps(message).encode())
 
 
-def start(request):
+def start(request, streams):
     pid = os.fork()
     if pid == 0:
-        # Nothing of the server's stays open in the command: its pipes
-        # (fd 0 is replaced by the command's stdin) and the pidfds of
-        # the other commands.
-        replies.close()
+        # Nothing of the server's stays open in the command: the socket
+        # (fd 0 becomes the command's stdin) and the other commands' pidfds.
+        channel.detach()
         for key in list(waiting.get_map().values()):
-            if key.fileobj is not requests:
+            if key.fileobj is not channel:
                 os.close(key.fd)
         waiting.close()
-        run(request)
+        run(request, streams)
+    for stream in streams:
+        os.close(stream)
     waiting.register(os.pidfd_open(pid), selectors.EVENT_READ, (request["id"], pid))
     reply({"id": request["id"], "pid": pid})
 
 
 while True:
     for key, _ in waiting.select():
-        if key.fileobj is requests:
-            chunk = requests.read(65536)
-            if not chunk:
+        if key.fileobj is channel:
+            message, streams, _, _ = socket.recv_fds(channel, 1 << 20, 3)
+            if not message:
                 sys.exit(0)
-            pending += chunk
-            while b"\n" in pending:
-                line, pending = pending.split(b"\n", 1)
-                start(json.loads(line))
+            start(json.loads(message), streams)
         else:
             number, pid = key.data
             waiting.unregister(key.fd)
@@ -162,6 +159,13 @@ while True:
             _, status = os.waitpid(pid, 0)
             reply({"id": number, "status": os.waitstatus_to_exitcode(status)})
 """
+
+# A command's standard stream: a file to read it from (stdin), a descriptor
+# of the test's own, or None: stdin from /dev/null, stdout and stderr
+# captured, as `subprocess.PIPE` does, for `communicate`.
+Stream = Path | int | None
+# (resource.RLIMIT_*, soft, hard), set in the command as a preexec_fn would.
+Limit = tuple[int, int, int]
 
 
 class Running(Protocol):
@@ -188,16 +192,14 @@ class _Server:
     """The fork server of one test process, started on first use."""
 
     def __init__(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", _SERVER, *PRELOADED],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=SUBPROCESS_ENV,
-            cwd=tempfile.gettempdir(),
-        )
-        assert self.process.stdin is not None and self.process.stdout is not None
-        self.requests: IO[bytes] = self.process.stdin
-        self.replies: IO[bytes] = self.process.stdout
+        self.channel, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        with theirs:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", _SERVER, *PRELOADED],
+                stdin=theirs.fileno(),
+                env=SUBPROCESS_ENV,
+                cwd=tempfile.gettempdir(),
+            )
         # Replies read while waiting for another one: (request, "pid" or
         # "status") -> value. Whoever waits reads, under the lock.
         self.arrived: dict[tuple[int, str], int] = {}
@@ -211,32 +213,57 @@ class _Server:
         *,
         cwd: Path,
         env: dict[str, str],
-        stdin: Path | None,
+        stdin: Stream,
+        stdout: Stream,
+        stderr: Stream,
         new_session: bool,
+        rlimits: tuple[Limit, ...],
     ) -> ServedProcess:
         number = next(self.numbers)
-        streams = Path(tempfile.mkdtemp(prefix="tracegrade-command-"))
-        out, err = streams / "stdout", streams / "stderr"
-        out.touch()
-        err.touch()
+        captured = Path(tempfile.mkdtemp(prefix="tracegrade-command-"))
         request = {
             "id": number,
             "module": module,
             "args": list(args),
             "cwd": str(cwd),
             "env": env,
-            "stdin": None if stdin is None else str(stdin),
-            "stdout": str(out),
-            "stderr": str(err),
             "new_session": new_session,
+            "rlimits": list(rlimits),
         }
-        with self.lock:
-            self.requests.write(json.dumps(request).encode() + b"\n")
-            self.requests.flush()
+        with contextlib.ExitStack() as opened:
+
+            def descriptor(stream: Stream, read: bool, capture: Path) -> int:
+                if isinstance(stream, int):
+                    return stream
+                if read:
+                    path = os.devnull if stream is None else stream
+                    flags = os.O_RDONLY
+                else:
+                    path = capture if stream is None else stream
+                    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC
+                fd = os.open(path, flags | os.O_CLOEXEC, 0o644)
+                opened.callback(os.close, fd)
+                return fd
+
+            streams = [
+                descriptor(stdin, True, Path(os.devnull)),
+                descriptor(stdout, False, captured / "stdout"),
+                descriptor(stderr, False, captured / "stderr"),
+            ]
+            with self.lock:
+                socket.send_fds(self.channel, [json.dumps(request).encode()], streams)
         pid = self.reply(number, "pid", timeout=60)
         assert pid is not None, "the command server did not answer"
         argv = [sys.executable, "-m", module, *args]
-        return ServedProcess(self, number, pid, argv, streams)
+        return ServedProcess(
+            self,
+            number,
+            pid,
+            argv,
+            captured,
+            stdout is None,
+            stderr is None,
+        )
 
     def reply(self, number: int, kind: str, timeout: float | None) -> int | None:
         """The server's reply of `kind` to request `number`, or None when
@@ -248,16 +275,16 @@ class _Server:
                 if remaining is not None and remaining < 0:
                     return None
                 with selectors.DefaultSelector() as waiting:
-                    waiting.register(self.replies, selectors.EVENT_READ)
+                    waiting.register(self.channel, selectors.EVENT_READ)
                     if not waiting.select(remaining):
                         return None
-                line = self.replies.readline()
-                if not line:
+                received = self.channel.recv(65536)
+                if not received:
                     raise RuntimeError(
                         f"the command server ended (exit {self.process.wait()}); "
                         "its stderr is in the test's output"
                     )
-                message = json.loads(line)
+                message = json.loads(received)
                 found = "pid" if "pid" in message else "status"
                 self.arrived[message["id"], found] = message[found]
             return self.arrived.pop((number, kind))
@@ -265,8 +292,9 @@ class _Server:
 
 class ServedProcess:
     """A command forked by the server, handled as a `subprocess.Popen` is:
-    its pid for /proc, `send_signal`, `poll`, `wait`, `communicate`. Its
-    standard output and error go to files, read once it has ended.
+    its pid for /proc, `send_signal`, `poll`, `wait`, `communicate`. The
+    standard output and error it captures go to files, read once it has
+    ended.
 
     The server reaps a command as soon as it ends, where a Popen's pid
     stays a zombie until waited for: signals go through a pidfd, so that
@@ -274,19 +302,27 @@ class ServedProcess:
     """
 
     def __init__(
-        self, server: _Server, number: int, pid: int, args: list[str], streams: Path
+        self,
+        server: _Server,
+        number: int,
+        pid: int,
+        args: list[str],
+        captured: Path,
+        stdout_captured: bool,
+        stderr_captured: bool,
     ) -> None:
         self.args = args
         self.pid = pid
         self.returncode: int | None = None
         self._server = server
         self._number = number
-        self._streams = streams
+        self._captured = captured
+        self._streams = {"stdout": stdout_captured, "stderr": stderr_captured}
         try:
             self._pidfd: int | None = os.pidfd_open(pid)
         except ProcessLookupError:
             self._pidfd = None  # ended and reaped already
-        self._cleanup = weakref.finalize(self, _forget, self._pidfd, streams)
+        self._cleanup = weakref.finalize(self, _forget, self._pidfd, captured)
 
     def poll(self) -> int | None:
         if self.returncode is None:
@@ -313,18 +349,22 @@ class ServedProcess:
         self.send_signal(signal.SIGTERM)
 
     def stderr_so_far(self) -> str:
-        """What the command has written to its standard error until now."""
-        return (self._streams / "stderr").read_text(encoding="utf-8")
+        """What the command has written to its captured stderr until now."""
+        return self._read("stderr") or ""
 
-    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
-        """Wait for the command; its standard output and error."""
+    def communicate(self, timeout: float | None = None) -> tuple[Any, Any]:
+        """Wait for the command; its captured standard output and error (None
+        for a stream the test gave it)."""
         self.wait(timeout)
-        output = (
-            (self._streams / "stdout").read_text(encoding="utf-8"),
-            (self._streams / "stderr").read_text(encoding="utf-8"),
-        )
+        output = self._read("stdout"), self._read("stderr")
         self._cleanup()
         return output
+
+    def _read(self, stream: str) -> str | None:
+        if not self._streams[stream]:
+            return None
+        # As Popen(text=True) decodes: universal newlines.
+        return (self._captured / stream).read_text(encoding="utf-8")
 
 
 def _forget(pidfd: int | None, streams: Path) -> None:
@@ -348,7 +388,10 @@ def start_module(
     *args: str,
     cwd: Path,
     env: dict[str, str] | None = None,
-    stdin: Path | None = None,
+    stdin: Stream = None,
+    stdout: Stream = None,
+    stderr: Stream = None,
+    rlimits: tuple[Limit, ...] = (),
 ) -> ServedProcess:
     """`python -m MODULE ARGS` started in a process of its own, and left
     running: as `subprocess.Popen(..., start_new_session=True)` from a
@@ -359,7 +402,10 @@ def start_module(
         cwd=cwd,
         env={**SUBPROCESS_ENV, **(env or {})},
         stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
         new_session=True,
+        rlimits=rlimits,
     )
 
 
@@ -368,27 +414,34 @@ def run_module(
     *args: str,
     cwd: Path,
     env: dict[str, str] | None = None,
-    stdin: Path | None = None,
+    stdin: Stream = None,
+    stdout: Stream = None,
+    stderr: Stream = None,
+    rlimits: tuple[Limit, ...] = (),
     timeout: float = 300,
 ) -> subprocess.CompletedProcess[str]:
     """`python -m MODULE ARGS` in a process of its own, run to its end; see
     the module's docstring. `env` adds to the environment tests run
-    commands with."""
+    commands with; `stdin`, `stdout` and `stderr` are a file or a
+    descriptor (else /dev/null, and captured); `rlimits` are set in it."""
     process = _served().start(
         module,
         args,
         cwd=cwd,
         env={**SUBPROCESS_ENV, **(env or {})},
         stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
         new_session=False,
+        rlimits=rlimits,
     )
     try:
-        stdout, stderr = process.communicate(timeout=timeout)
+        out, err = process.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         process.kill()
         process.communicate()
         raise
-    return subprocess.CompletedProcess(process.args, process.wait(), stdout, stderr)
+    return subprocess.CompletedProcess(process.args, process.wait(), out, err)
 
 
 def run_inspect(
@@ -403,19 +456,32 @@ def run_tracegrade(
     *args: str,
     cwd: Path,
     env: dict[str, str] | None = None,
-    stdin: Path | None = None,
+    stdin: Stream = None,
+    stdout: Stream = None,
+    stderr: Stream = None,
+    rlimits: tuple[Limit, ...] = (),
     timeout: float = 300,
 ) -> subprocess.CompletedProcess[str]:
     """`tracegrade ARGS`."""
     return run_module(
-        "tracegrade.cli", *args, cwd=cwd, env=env, stdin=stdin, timeout=timeout
+        "tracegrade.cli",
+        *args,
+        cwd=cwd,
+        env=env,
+        stdin=stdin,
+        stdout=stdout,
+        stderr=stderr,
+        rlimits=rlimits,
+        timeout=timeout,
     )
 
 
 __all__ = [
     "PRELOADED",
+    "Limit",
     "Running",
     "ServedProcess",
+    "Stream",
     "run_inspect",
     "run_module",
     "run_tracegrade",

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, NoReturn
+from typing import NoReturn
 
 import pytest
 
@@ -52,27 +52,6 @@ FINAL_SUFFIXES = (".json", ".eval", ".jsonl", ".html")
 # for; less often while the command starts, before it opens its input.
 POLL_SECONDS = 0.0005
 STARTING_POLL_SECONDS = 0.005
-
-
-def tracegrade(
-    *args: str,
-    cwd: Path,
-    env: dict[str, str] | None = None,
-    stdin: IO[bytes] | int = subprocess.DEVNULL,
-    preexec_fn: Callable[[], None] | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """`tracegrade ARGS` as a user runs it, in a subprocess."""
-    return subprocess.run(
-        [sys.executable, "-m", "tracegrade.cli", *args],
-        cwd=cwd,
-        env={**SUBPROCESS_ENV, **(env or {})},
-        stdin=stdin,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        preexec_fn=preexec_fn,
-    )
 
 
 def start_tracegrade(

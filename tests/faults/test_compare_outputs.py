@@ -12,15 +12,14 @@ and stdout on a full disk is one line and exit 2; never a traceback.
 from __future__ import annotations
 
 import json
+import os
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.commands import run_tracegrade
-from tests.support import SUBPROCESS_ENV, write_lines
+from tests.commands import ServedProcess, run_tracegrade, start_module
+from tests.support import write_lines
 
 PAIRS = 600
 CHUNK_ENV = {"TRACEGRADE_COMPARE_CHUNK": "50"}
@@ -55,18 +54,16 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def compare(
-    runs: dict[str, Path], *args: str, stdout: int | None = subprocess.PIPE
-) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [
-            *(sys.executable, "-m", "tracegrade.cli", "compare"),
-            *(str(runs["base"]), str(runs["new"]), *args),
-        ],
+    runs: dict[str, Path], *args: str, stdout: int | None = None
+) -> ServedProcess:
+    """`tracegrade compare BASE NEW ARGS`; stdout captured, or the given
+    descriptor."""
+    return start_module(
+        "tracegrade.cli",
+        *("compare", str(runs["base"]), str(runs["new"]), *args),
         cwd=runs["root"],
-        env={**SUBPROCESS_ENV, **CHUNK_ENV},
-        stdin=subprocess.DEVNULL,
+        env=CHUNK_ENV,
         stdout=stdout,
-        stderr=subprocess.PIPE,
     )
 
 
@@ -76,8 +73,8 @@ def test_the_json_streams_every_pair_and_the_page_shows_a_few(
     page = runs["root"] / "compare.html"
     process = compare(runs, "--json", "--html", str(page), "--html-show", "7")
     stdout, stderr = process.communicate(timeout=300)
-    assert process.returncode == 0, stderr.decode()
-    assert b"Traceback" not in stderr
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr
     read = json.loads(stdout)
     (pair,) = read["pairs"]
     (stage,) = pair["stage_diagnosis"]
@@ -87,9 +84,7 @@ def test_the_json_streams_every_pair_and_the_page_shows_a_few(
     assert stage["worse"] == PAIRS and read["gate"]["regressions"] == PAIRS
     # One line an item of a long list.
     items = [
-        line
-        for line in stdout.splitlines()
-        if line.lstrip().startswith(b'{"id": "run-')
+        line for line in stdout.splitlines() if line.lstrip().startswith('{"id": "run-')
     ]
     assert len(items) == PAIRS
     recall, precision = stage["figures"]
@@ -112,12 +107,13 @@ def test_the_json_streams_every_pair_and_the_page_shows_a_few(
 def test_a_reader_that_stops_early_ends_the_command_in_one_line(
     runs: dict[str, Path],
 ) -> None:
-    process = compare(runs, "--json")
-    assert process.stdout is not None and process.stderr is not None
-    assert process.stdout.read(200).startswith(b"{")
-    process.stdout.close()
-    stderr = process.stderr.read().decode()
-    assert process.wait(timeout=300) == 128 + signal.SIGPIPE
+    read, write = os.pipe()
+    process = compare(runs, "--json", stdout=write)
+    os.close(write)
+    with open(read, "rb") as reader:
+        assert reader.read(200).startswith(b"{")
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 128 + signal.SIGPIPE
     assert "Traceback" not in stderr and "Exception ignored" not in stderr
     (line,) = [line for line in stderr.splitlines() if not line.startswith("warning")]
     assert line.startswith("tracegrade compare: stdout was closed")
@@ -128,8 +124,7 @@ def test_json_to_a_full_disk_is_one_line_and_exit_2(runs: dict[str, Path]) -> No
         pytest.skip("no /dev/full")
     with open("/dev/full", "wb") as full:
         process = compare(runs, "--json", stdout=full.fileno())
-        _, stderr_bytes = process.communicate(timeout=300)
-    stderr = stderr_bytes.decode()
+        _, stderr = process.communicate(timeout=300)
     assert process.returncode == 2, stderr
     assert "Traceback" not in stderr and "Exception ignored" not in stderr
     (line,) = [line for line in stderr.splitlines() if not line.startswith("warning")]

@@ -21,13 +21,12 @@ import resource
 import shutil
 import subprocess
 import traceback
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from tests.commands import run_tracegrade
+from tests.commands import Limit, run_tracegrade
 from tests.faults.conftest import (
     assert_no_final_outputs,
     digest,
@@ -35,7 +34,6 @@ from tests.faults.conftest import (
     needs_mount,
     one_clear_line,
     snapshot,
-    tracegrade,
     write_stage_records,
 )
 from tracegrade.cli import main
@@ -120,7 +118,7 @@ def _refused(
     if in_process:
         returncode, stderr = _tracegrade_in_process(work, *args, target)
     else:
-        done = tracegrade(*args, target, cwd=work)
+        done = run_tracegrade(*args, target, cwd=work)
         returncode, stderr = done.returncode, done.stderr
     assert returncode == 2, stderr
     assert said in one_clear_line(stderr)
@@ -279,11 +277,8 @@ def test_a_full_disk_leaves_nothing_and_says_so_once(
     assert digest(tmp_path / "runs.jsonl") == input_digest
 
 
-def _file_size_limit(limit: int) -> Callable[[], None]:
-    def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
-
-    return apply
+def _file_size_limit(limit: int) -> tuple[Limit, ...]:
+    return ((resource.RLIMIT_FSIZE, limit, limit),)
 
 
 @pytest.mark.parametrize("limit", [10_000, 200_000, 2_000_000])
@@ -292,14 +287,14 @@ def test_a_file_size_limit_is_a_full_disk_too(tmp_path: Path, limit: int) -> Non
     SIGXFSZ), the way a full disk fails them, and need no root."""
     write_stage_records(tmp_path / "runs.jsonl", 3000)
     input_digest = digest(tmp_path / "runs.jsonl")
-    done = tracegrade(
+    done = run_tracegrade(
         "score",
         "stage_diagnosis",
         "runs.jsonl",
         "--log-dir",
         "logs",
         cwd=tmp_path,
-        preexec_fn=_file_size_limit(limit),
+        rlimits=_file_size_limit(limit),
     )
 
     assert done.returncode == 2, done.stderr
@@ -319,10 +314,10 @@ def test_labels_apply_past_a_file_size_limit_leaves_the_log_whole(
     log = _log(work)
     size = (work / log).stat().st_size
     before = snapshot(work)
-    done = tracegrade(
+    done = run_tracegrade(
         *("labels", "apply", log, "staff.jsonl", *out),
         cwd=work,
-        preexec_fn=_file_size_limit(size // 2),
+        rlimits=_file_size_limit(size // 2),
     )
     assert done.returncode == 2, done.stderr
     assert "File too large" in one_clear_line(done.stderr)
@@ -355,14 +350,15 @@ def test_a_pipe_as_input_is_read_like_a_file(work: Path, how: str) -> None:
         feeder = subprocess.Popen(["sh", "-c", "cat runs.jsonl > pipe"], cwd=work)
         done = run_tracegrade(*args, "pipe", *outputs, cwd=work)
     else:
-        # `cat runs.jsonl | tracegrade score stage_diagnosis /dev/stdin`: a
-        # pipe the command server cannot give (its stdin is a named file).
+        # `cat runs.jsonl | tracegrade score stage_diagnosis /dev/stdin`.
         feeder = subprocess.Popen(
             ["cat", "runs.jsonl"], cwd=work, stdout=subprocess.PIPE
         )
         assert feeder.stdout is not None
-        done = tracegrade(*args, "/dev/stdin", *outputs, cwd=work, stdin=feeder.stdout)
-        feeder.stdout.close()
+        with feeder.stdout:
+            done = run_tracegrade(
+                *args, "/dev/stdin", *outputs, cwd=work, stdin=feeder.stdout.fileno()
+            )
     feeder.wait(timeout=60)
 
     assert done.returncode == 0, done.stderr

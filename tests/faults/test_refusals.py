@@ -16,9 +16,6 @@ import json
 import os
 import resource
 import shutil
-import subprocess
-import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -30,10 +27,9 @@ from tests.faults.conftest import (
     needs_mount,
     one_clear_line,
     snapshot,
-    tracegrade,
     write_stage_records,
 )
-from tests.support import SUBPROCESS_ENV, write_lines
+from tests.support import write_lines
 
 RECORDS = 40
 
@@ -94,22 +90,6 @@ def _input_file(work: Path, name: str) -> Path:
     return next(path.iterdir()) if path.is_dir() else path
 
 
-def _run_with_streams(
-    work: Path, args: list[str], stdout: int, stderr: int
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tracegrade.cli", *args],
-        cwd=work,
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.DEVNULL,
-        stdout=stdout,
-        stderr=stderr,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-
-
 @pytest.mark.parametrize("command", sorted(READERS))
 def test_standard_output_appended_to_the_input_is_refused(
     work: Path, command: str
@@ -119,7 +99,7 @@ def test_standard_output_appended_to_the_input_is_refused(
     path = _input_file(work, name)
     before = snapshot(work)
     with path.open("ab") as into_input:
-        done = _run_with_streams(work, args, into_input.fileno(), subprocess.PIPE)
+        done = run_tracegrade(*args, cwd=work, stdout=into_input.fileno())
 
     assert done.returncode == 2, done.stderr
     line = one_clear_line(done.stderr)
@@ -135,8 +115,8 @@ def test_standard_output_opened_read_write_on_the_input_is_refused(
     """`1<>runs.jsonl`: it would overwrite the input as it reads it."""
     before = snapshot(work)
     with (work / "runs.jsonl").open("r+b") as into_input:
-        done = _run_with_streams(
-            work, READERS["score"][0], into_input.fileno(), subprocess.PIPE
+        done = run_tracegrade(
+            *READERS["score"][0], cwd=work, stdout=into_input.fileno()
         )
 
     assert done.returncode == 2, done.stderr
@@ -150,8 +130,8 @@ def test_standard_error_into_the_input_is_refused_on_standard_output(
     """`2>>runs.jsonl`: not even the refusal is written into the input."""
     before = snapshot(work)
     with (work / "runs.jsonl").open("ab") as into_input:
-        done = _run_with_streams(
-            work, READERS["check"][0], subprocess.PIPE, into_input.fileno()
+        done = run_tracegrade(
+            *READERS["check"][0], cwd=work, stderr=into_input.fileno()
         )
 
     assert done.returncode == 2
@@ -334,13 +314,6 @@ def test_one_log_is_counted_in_the_singular(work: Path) -> None:
 # --- A header that claims a billion parts ------------------------------------
 
 
-def _address_space(limit: int) -> Callable[[], None]:
-    def apply() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-
-    return apply
-
-
 @pytest.mark.parametrize("command", ["report", "compare"])
 def test_a_header_claiming_a_billion_parts_costs_nothing(
     work: Path, command: str
@@ -352,7 +325,9 @@ def test_a_header_claiming_a_billion_parts_costs_nothing(
         log.eval.metadata = {"tracegrade_part": {"index": 1, "count": 1_000_000_000}}
         write_eval_log(log, str(path))
     args = ["report", "log.eval"] if command == "report" else ["compare", "base", "new"]
-    done = tracegrade(*args, cwd=work, preexec_fn=_address_space(3 << 30))
+    done = run_tracegrade(
+        *args, cwd=work, rlimits=((resource.RLIMIT_AS, 3 << 30, 3 << 30),)
+    )
 
     assert done.returncode == 0, done.stderr
     said = " ".join((done.stdout + done.stderr).split())

@@ -11,8 +11,6 @@ from __future__ import annotations
 import gc
 import os
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import ServedProcess
 from tests.faults.conftest import (
     SIGNAL_PART_SAMPLES,
     InputWatch,
@@ -29,35 +28,17 @@ from tests.faults.conftest import (
     one_clear_line,
     process_state,
     snapshot,
+    start_tracegrade,
 )
-from tests.support import SUBPROCESS_ENV
 from tracegrade.bulk.forked import WriterProcess
 
 
-def _start(signal_input: Path, work: Path) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tracegrade.cli",
-            "score",
-            "stage_diagnosis",
-            str(signal_input),
-            "--log-dir",
-            str(work / "logs"),
-            "--max-samples-per-log",
-            str(SIGNAL_PART_SAMPLES),
-        ],
+def _start(signal_input: Path, work: Path) -> ServedProcess:
+    return start_tracegrade(
+        *("score", "stage_diagnosis", str(signal_input)),
+        *("--log-dir", str(work / "logs")),
+        *("--max-samples-per-log", str(SIGNAL_PART_SAMPLES)),
         cwd=work,
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        # Its own process group, as a terminal gives a command; SIGINT as
-        # from a terminal (a background test run inherits it ignored).
-        start_new_session=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
 
 
@@ -65,18 +46,21 @@ def _writer_pid(pid: int, timeout: float = 120.0) -> int:
     """The pid of the writer child `tracegrade score` forks at start."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        try:
+            children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        except OSError:
+            children = []  # ended, and reaped
+        if process_state(pid) in (None, "Z"):
+            raise AssertionError("tracegrade score ended without a writer process")
         if children:
             return int(children[0])
-        if process_state(pid) == "Z":
-            raise AssertionError("tracegrade score ended without a writer process")
         time.sleep(0.01)
     raise AssertionError("tracegrade score started no writer process")
 
 
 @contextmanager
 def _frozen_in_the_line_loop(
-    process: subprocess.Popen[str], signal_input: Path, work: Path
+    process: ServedProcess, signal_input: Path, work: Path
 ) -> Iterator[None]:
     """`process` and its writer frozen a third of the way through the input,
     its logs begun (see `frozen`): a signal sent in the block lands there."""
