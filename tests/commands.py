@@ -39,26 +39,54 @@ from typing import Any, Protocol
 from tests.support import SUBPROCESS_ENV
 
 # What the server imports before it forks: all that a command's start-up
-# would import, so a child starts at once.
+# would import, and what an eval imports only once it runs (its control
+# server, hooks, the `none` model, Markdown rendering: 0.7 s), so a
+# child starts at once. `test_commands` fails if one is gone.
 PRELOADED = (
     "inspect_ai._cli.main",
     "inspect_ai.log",
+    "inspect_ai.agent._acp.server",
+    "inspect_ai.hooks._startup",
+    "inspect_ai.model._providers.none",
+    "inspect_ai._control.scoring",
+    "inspect_ai.solver._transcript",
+    "inspect_ai._control.current_server",
+    "inspect_ai.agent._acp.transport_live",
+    "anyio._backends._asyncio",
+    "fastapi",
+    "uvicorn.main",
+    "starlette.staticfiles",
+    "opentelemetry.propagate",
+    "opentelemetry.metrics",
+    "pydantic.v1",
+    "rich.markdown",
+    "multiprocessing.connection",
+    "logging.config",
+    "logging.handlers",
+    "markdown_it",
+    "linkify_it",
     "tracegrade.cli",
     "tracegrade._registry",
     "tracegrade.bulk.log",
+    "tracegrade.bulk.run",
     "tracegrade.report.aggregate",
+    "tracegrade.report.tables",
     "tracegrade.compare.build",
+    "tracegrade.compare.tables",
 )
 
 _SERVER = r"""
-import atexit, importlib, json, os, resource, runpy, selectors, signal, socket
-import sys, tempfile, threading
+import atexit, gc, importlib, json, os, resource, runpy, selectors, signal
+import socket, sys, tempfile, threading
 
 for name in sys.argv[1:]:
     importlib.import_module(name)
 # A fork copies only the forking thread; one started by an import would
 # leave the children with its locks held.
 assert threading.active_count() == 1, threading.enumerate()
+# Out of the collector's sight, so that each child's collections neither
+# walk nor copy what it shares with the server.
+gc.freeze()
 
 
 def exit_code(stop):
