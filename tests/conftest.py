@@ -4,12 +4,19 @@ Property tests draw a few thousand examples on a developer's machine and
 10,000 where `CI=true`, whose run is the one that gates a change; a test
 that needs fewer says so with its own `@settings(max_examples=...)`.
 `HYPOTHESIS_PROFILE=ci` asks for the CI profile anywhere.
+
+What a test process has imported and collected stays for the session, so
+it is frozen out of the garbage collector's sight: each collection then
+walks only what the tests create (a tenth of the time of the tests that
+run evals in-process).
 """
 
 from __future__ import annotations
 
+import gc
 import os
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("dev", max_examples=2_500, deadline=None)
@@ -19,3 +26,8 @@ settings.load_profile(
         "HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") == "true" else "dev"
     )
 )
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    gc.collect()
+    gc.freeze()

@@ -114,6 +114,18 @@ def test_ctrl_c_to_the_process_group_is_handled_once_by_the_run(
     assert snapshot(work) == before
 
 
+@pytest.fixture
+def nothing_frozen() -> Iterator[None]:
+    """A program that has frozen nothing, as `tracegrade score` has not (the
+    test session freezes what it has collected: tests/conftest.py)."""
+    frozen = gc.get_freeze_count()
+    gc.unfreeze()
+    yield
+    if frozen:
+        gc.freeze()
+
+
+@pytest.mark.usefixtures("nothing_frozen")
 @pytest.mark.parametrize("end", ["close", "abort"])
 def test_the_writer_leaves_the_garbage_collector_as_it_found_it(end: str) -> None:
     """The writer freezes the objects it shares with its child (so neither
@@ -128,6 +140,7 @@ def test_the_writer_leaves_the_garbage_collector_as_it_found_it(end: str) -> Non
         os.waitpid(process.pid, os.WNOHANG)  # reaped
 
 
+@pytest.mark.usefixtures("nothing_frozen")
 def test_a_fork_that_fails_leaves_no_pipe_and_nothing_frozen(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
