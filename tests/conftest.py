@@ -28,6 +28,12 @@ settings.load_profile(
 )
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # Workers take whole files in this order: the long ones first, so that
+    # no worker is left alone with one at the end.
+    items.sort(key=lambda item: item.get_closest_marker("runs_long") is None)
+
+
 def pytest_collection_finish(session: pytest.Session) -> None:
     gc.collect()
     gc.freeze()

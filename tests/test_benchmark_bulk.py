@@ -16,6 +16,8 @@ import pytest
 
 from tests.support import SUBPROCESS_ENV
 
+pytestmark = pytest.mark.runs_long
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # --- benchmarks/bulk_scoring.py ------------------------------------------------

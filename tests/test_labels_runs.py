@@ -24,6 +24,8 @@ from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 from tests.commands import run_inspect
 from tests.support import write_lines
 
+pytestmark = pytest.mark.runs_long
+
 TASK_FILE = '''\
 import os
 from pathlib import Path

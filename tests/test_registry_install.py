@@ -36,6 +36,8 @@ import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+pytestmark = pytest.mark.runs_long
+
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE_FILES = ("pyproject.toml", "README.md", "LICENSE")
 TASKS = ("tracegrade/stage_diagnosis", "tracegrade/ordered_extraction_recorded")

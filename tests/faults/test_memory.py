@@ -27,6 +27,8 @@ from tests.faults.conftest import (
     write_stage_records,
 )
 
+pytestmark = pytest.mark.runs_long
+
 RECORDS = 20_000
 """Far more than the writer gets through before its limit is set: each
 sample adds a `ZipInfo` to the part, and a new arena for them soon."""

@@ -39,6 +39,8 @@ from tests.faults.conftest import (
     write_stage_records,
 )
 
+pytestmark = pytest.mark.runs_long
+
 APPEARED = re.compile(
     r"'(?P<name>[^']+)' appeared while the command ran and was not replaced "
     r"\(pass --force to replace it\); what was written is kept as '(?P<kept>[^']+)'"
