@@ -1,8 +1,10 @@
 """Shared pieces of the fault tests: inputs, real runs, markers, and the checks.
 
 Faults are caused the way they happen to users: the real `tracegrade`
-command in a subprocess, real signals, a real full or read-only file
-system, real links. After each, the same four things are checked: the
+command in a process of its own (forked from the command server of
+`tests/commands.py`, which has imported Inspect once; a fresh interpreter
+where the process's own peak memory is measured), real signals, a real full
+or read-only file system, real links. After each, the same four things are checked: the
 inputs are unchanged (`digest`, `snapshot`), nothing complete-looking is
 left (`assert_no_final_outputs`), stderr is one clear line, and there is
 no traceback (`one_clear_line`).
