@@ -24,6 +24,7 @@ import itertools
 import json
 import os
 import selectors
+import shlex
 import shutil
 import signal
 import socket
@@ -79,7 +80,7 @@ _SERVER = r"""
 import atexit, gc, importlib, json, os, resource, runpy, selectors, signal
 import socket, sys, tempfile, threading
 
-for name in sys.argv[1:]:
+for name in sys.argv[2:]:
     importlib.import_module(name)
 # A fork copies only the forking thread; one started by an import would
 # leave the children with its locks held.
@@ -146,46 +147,68 @@ def run(request, streams):
 # fd 0 is a socket to the test process. Each request is one message, JSON
 # with the command's three standard streams attached; it is forked at once
 # and answered with its pid, and later, when it has ended, with its status.
-# Several run at a time: a test may start a command and run another.
+# Several run at a time: a test may start a command and run another. The
+# listening socket at fd argv[1] takes the same requests from
+# `tests/served.py`, the stand-in for a command in a shell script, one
+# connection each.
 channel = socket.socket(fileno=0)
+listener = socket.socket(fileno=int(sys.argv[1]))
 waiting = selectors.DefaultSelector()
-waiting.register(channel, selectors.EVENT_READ)
+waiting.register(channel, selectors.EVENT_READ, "test")
+waiting.register(listener, selectors.EVENT_READ, "listener")
 
 
-def reply(message):
-    channel.send(json.dumps(message).encode())
+def reply(to, message):
+    to.send(json.dumps(message).encode())
 
 
-def start(request, streams):
+def start(request, streams, to):
     pid = os.fork()
     if pid == 0:
-        # Nothing of the server's stays open in the command: the socket
+        # Nothing of the server's stays open in the command: its sockets
         # (fd 0 becomes the command's stdin) and the other commands' pidfds.
-        channel.detach()
         for key in list(waiting.get_map().values()):
-            if key.fileobj is not channel:
+            if isinstance(key.fileobj, socket.socket):
+                key.fileobj.detach()
+            if key.fd != 0:
                 os.close(key.fd)
         waiting.close()
         run(request, streams)
     for stream in streams:
         os.close(stream)
-    waiting.register(os.pidfd_open(pid), selectors.EVENT_READ, (request["id"], pid))
-    reply({"id": request["id"], "pid": pid})
+    pidfd = os.pidfd_open(pid)
+    waiting.register(pidfd, selectors.EVENT_READ, (request["id"], pid, to))
+    reply(to, {"id": request["id"], "pid": pid})
+
+
+def receive(source):
+    message, streams, _, _ = socket.recv_fds(source, 1 << 20, 3)
+    if message:
+        start(json.loads(message), streams, source)
+    return bool(message)
 
 
 while True:
     for key, _ in waiting.select():
-        if key.fileobj is channel:
-            message, streams, _, _ = socket.recv_fds(channel, 1 << 20, 3)
-            if not message:
+        if key.data == "test":
+            if not receive(channel):
                 sys.exit(0)
-            start(json.loads(message), streams)
+        elif key.data == "listener":
+            connection, _ = listener.accept()
+            waiting.register(connection, selectors.EVENT_READ, "shell")
+        elif key.data == "shell":
+            if not receive(key.fileobj):
+                waiting.unregister(key.fileobj)
+                key.fileobj.close()
         else:
-            number, pid = key.data
+            number, pid, to = key.data
             waiting.unregister(key.fd)
             os.close(key.fd)
             _, status = os.waitpid(pid, 0)
-            reply({"id": number, "status": os.waitstatus_to_exitcode(status)})
+            try:
+                reply(to, {"id": number, "status": os.waitstatus_to_exitcode(status)})
+            except OSError:
+                pass  # a shell's stand-in that is gone
 """
 
 # A command's standard stream: a file to read it from (stdin), a descriptor
@@ -221,9 +244,19 @@ class _Server:
 
     def __init__(self) -> None:
         self.channel, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        with theirs:
+        self.sockets = tempfile.mkdtemp(prefix="tracegrade-commands-")
+        # Where `tests/served.py` reaches the server.
+        self.address = os.path.join(self.sockets, "server")
+        weakref.finalize(self, shutil.rmtree, self.sockets, True)
+        # Listening before the server starts: a stand-in may connect while
+        # the server is still importing.
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        listener.bind(self.address)
+        listener.listen()
+        with theirs, listener:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", _SERVER, *PRELOADED],
+                [sys.executable, "-c", _SERVER, str(listener.fileno()), *PRELOADED],
+                pass_fds=(listener.fileno(),),
                 stdin=theirs.fileno(),
                 env=SUBPROCESS_ENV,
                 cwd=tempfile.gettempdir(),
@@ -504,6 +537,36 @@ def run_tracegrade(
     )
 
 
+def server_address() -> str:
+    """Where `tests/served.py` reaches the command server (its
+    TRACEGRADE_COMMAND_SERVER)."""
+    return _served().address
+
+
+def tracegrade_shell(
+    script: str, cwd: Path, *, errexit: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """A bash script, as in the docs, in which `tracegrade` is run by the
+    command server (`tests/served.py`) and `python` is this interpreter; a
+    pipeline fails if any command in it fails, and with `errexit` the
+    script stops at the first that does."""
+    interpreter = shlex.quote(sys.executable)
+    stand_in = shlex.quote(str(Path(__file__).with_name("served.py")))
+    define = (
+        f'tracegrade() {{ {interpreter} -S {stand_in} tracegrade.cli "$@"; }}\n'
+        f'python() {{ {interpreter} "$@"; }}\n'
+    )
+    return subprocess.run(
+        ["bash", *(["-e"] if errexit else []), "-o", "pipefail", "-c", define + script],
+        cwd=cwd,
+        env={**SUBPROCESS_ENV, "TRACEGRADE_COMMAND_SERVER": server_address()},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 __all__ = [
     "PRELOADED",
     "Limit",
@@ -513,5 +576,7 @@ __all__ = [
     "run_inspect",
     "run_module",
     "run_tracegrade",
+    "server_address",
     "start_module",
+    "tracegrade_shell",
 ]

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -23,28 +20,6 @@ SUBPROCESS_ENV = {
     },
     "COLUMNS": "400",
 }
-
-
-def tracegrade_shell(
-    script: str, cwd: Path, *, errexit: bool = False
-) -> subprocess.CompletedProcess[str]:
-    """A bash script, as in the docs, in which `tracegrade` and `python` are
-    this interpreter's; a pipeline fails if any command in it fails, and
-    with `errexit` the script stops at the first that does."""
-    interpreter = shlex.quote(sys.executable)
-    define = (
-        f'tracegrade() {{ {interpreter} -m tracegrade.cli "$@"; }}\n'
-        f'python() {{ {interpreter} "$@"; }}\n'
-    )
-    return subprocess.run(
-        ["bash", *(["-e"] if errexit else []), "-o", "pipefail", "-c", define + script],
-        cwd=cwd,
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
 
 
 def write_lines(path: Path, lines: list[Any], newline: str = "\n") -> str:

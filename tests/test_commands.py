@@ -20,7 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import PRELOADED, ServedProcess, run_module, start_module
+from tests.commands import (
+    PRELOADED,
+    ServedProcess,
+    run_module,
+    server_address,
+    start_module,
+)
+from tests.support import SUBPROCESS_ENV
 
 PROBE = """
 import os, sys, time
@@ -175,3 +182,32 @@ def test_every_module_the_server_preloads_exists(module: str) -> None:
     that an Inspect release renames or drops fails here, by name, rather
     than every test that runs a command."""
     assert importlib.util.find_spec(module) is not None, module
+
+
+def test_a_command_in_a_shell_pipeline_runs_as_a_fresh_one(probe: Path) -> None:
+    """`tests/served.py`, the stand-in for `tracegrade` in a test's shell
+    script: stdin and stdout are the pipeline's pipes, its exit code and
+    its death by a signal are the command's."""
+    served = str(Path(__file__).with_name("served.py"))
+    environment = {**SUBPROCESS_ENV, "TRACEGRADE_COMMAND_SERVER": server_address()}
+    runs = {}
+    for name, command in (
+        ("forked", f"{sys.executable} -S {served} probe"),
+        ("fresh", f"{sys.executable} -m probe"),
+    ):
+        runs[name] = subprocess.run(
+            [
+                "bash",
+                "-c",
+                f"printf hi | {command} echo | tr a-z A-Z; "
+                f"{command} exit 3; echo $?; "
+                f"{command} raise 2>/dev/null; echo $?",
+            ],
+            cwd=probe,
+            env={**environment, "PROBE": "set"},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert runs["forked"].stdout == runs["fresh"].stdout
+    assert runs["forked"].stdout == f"HI {str(probe).upper()} SET\n3\n1\n"

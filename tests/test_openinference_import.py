@@ -35,8 +35,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 from opentelemetry.sdk.trace.id_generator import IdGenerator
 
-from tests.commands import run_tracegrade
-from tests.support import tracegrade_shell, write_lines
+from tests.commands import run_tracegrade, tracegrade_shell
+from tests.support import write_lines
 from tracegrade.cli import main
 from tracegrade.importers.common import InputFileError, LabelsRefused
 from tracegrade.importers.openinference import import_openinference

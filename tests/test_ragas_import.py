@@ -29,7 +29,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracegrade
-from tests.support import tracegrade_shell, write_lines
+from tests.commands import tracegrade_shell
+from tests.support import write_lines
 from tracegrade.cli import main
 from tracegrade.core import stage_recall
 from tracegrade.importers.common import InputFileError, LabelsRefused

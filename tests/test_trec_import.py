@@ -28,8 +28,8 @@ from hypothesis import strategies as st
 from inspect_ai.log import list_eval_logs, read_eval_log
 
 import tracegrade
-from tests.commands import run_inspect, run_tracegrade
-from tests.support import tracegrade_shell, write_lines
+from tests.commands import run_inspect, run_tracegrade, tracegrade_shell
+from tests.support import write_lines
 from tracegrade.cli import main
 from tracegrade.importers.common import InputFileError, LabelsRefused, records_text
 from tracegrade.importers.trec import (
