@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -45,14 +46,29 @@ def _environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if not k.startswith("INSPECT_")}
 
 
+def run_inspect(
+    args: Sequence[str], env: Mapping[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """`inspect ARGS` in an interpreter of its own, as a user runs it.
+
+    Looked up at each call, so that the tests can run it through their
+    command server (a fork of an interpreter that imported Inspect)."""
+    return subprocess.run(
+        [sys.executable, "-m", "inspect_ai", *args],
+        env=dict(env),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
 def run_task(
     evaluator: EvaluatorName, dataset: Path, log_dir: Path
 ) -> list[EvalSample]:
     """Run the packaged task on `dataset` and return the logged samples."""
     command = [
-        sys.executable,
-        "-m",
-        "inspect_ai",
+        "inspect",
         "eval",
         TASKS[evaluator],
         "-T",
@@ -64,24 +80,17 @@ def run_task(
         "--display",
         "none",
     ]
-    finished = subprocess.run(
-        command,
-        env=_environment(),
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    finished = run_inspect(command[1:], _environment())
     logs = list_eval_logs(str(log_dir))
     if len(logs) != 1:
         raise EvalRunError(
-            f"`{' '.join(command[2:])}` left {len(logs)} logs, expected 1 "
+            f"`{' '.join(command)}` left {len(logs)} logs, expected 1 "
             f"(exit {finished.returncode}): {finished.stderr.strip()[-2000:]}"
         )
     log = read_eval_log(logs[0])
     if log.status != "success" or log.samples is None:
         raise EvalRunError(
-            f"`{' '.join(command[2:])}` ended with status {log.status!r}: {log.error}"
+            f"`{' '.join(command)}` ended with status {log.status!r}: {log.error}"
         )
     return log.samples
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gc
 import os
+import subprocess
 
 import pytest
 from hypothesis import settings
@@ -37,3 +38,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def pytest_collection_finish(session: pytest.Session) -> None:
     gc.collect()
     gc.freeze()
+
+
+@pytest.fixture
+def parity_evals_served(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python -m parity`'s `inspect eval` runs forked from the command
+    server (tests/commands.py), not in a fresh interpreter: 0.7 s an eval
+    rather than 3. `test_parity_logs` keeps one fresh run."""
+    from collections.abc import Mapping, Sequence
+    from pathlib import Path
+
+    from tests.commands import run_inspect
+
+    def served(
+        args: Sequence[str], env: Mapping[str, str]
+    ) -> subprocess.CompletedProcess[str]:
+        return run_inspect(*args, cwd=Path.cwd(), env=dict(env))
+
+    monkeypatch.setattr("parity.logs.run_inspect", served)
