@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import math
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -46,34 +47,41 @@ def both_ways(paths: list[str], top: int = 10) -> tuple[Report, Report]:
     )
 
 
+@pytest.fixture(scope="module")
+def epoch_runs(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Callable[[str], list[Path]]:
+    """The logs of both packaged tasks over `EPOCHS` epochs in a format,
+    evaluated once for the module: the tests only read them."""
+    made: dict[str, list[Path]] = {}
+
+    def logs(log_format: str) -> list[Path]:
+        if log_format not in made:
+            evaluated = eval(
+                [stage_diagnosis(), ordered_extraction_recorded()],
+                epochs=EPOCHS,
+                display="none",
+                log_dir=str(tmp_path_factory.mktemp(f"epochs-{log_format}")),
+                log_format=log_format,
+            )
+            for log in evaluated:
+                assert log.status == "success", log.error
+            made[log_format] = [Path(log.location) for log in evaluated]
+        return made[log_format]
+
+    return logs
+
+
 @pytest.fixture(scope="module", params=["eval", "json"])
 def log_dir(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest, epoch_runs: Callable[[str], list[Path]]
 ) -> Path:
-    log_dir = tmp_path_factory.mktemp(f"epochs-{request.param}")
-    logs = eval(
-        [stage_diagnosis(), ordered_extraction_recorded()],
-        epochs=EPOCHS,
-        display="none",
-        log_dir=str(log_dir),
-        log_format=request.param,
-    )
-    for log in logs:
-        assert log.status == "success", log.error
-    return log_dir
+    return epoch_runs(request.param)[0].parent
 
 
 @pytest.fixture(scope="module")
-def eval_logs(tmp_path_factory: pytest.TempPathFactory) -> list[Path]:
-    log_dir = tmp_path_factory.mktemp("epochs-eval-only")
-    logs = eval(
-        [stage_diagnosis(), ordered_extraction_recorded()],
-        epochs=EPOCHS,
-        display="none",
-        log_dir=str(log_dir),
-        log_format="eval",
-    )
-    return [Path(log.location) for log in logs]
+def eval_logs(epoch_runs: Callable[[str], list[Path]]) -> list[Path]:
+    return epoch_runs("eval")
 
 
 @pytest.mark.parametrize("top", [10, 3])
