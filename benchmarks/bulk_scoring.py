@@ -199,7 +199,7 @@ def tracegrade_command(
     command = [
         sys.executable,
         "-c",
-        "from tracegrade.cli import main; main()",
+        "from tracegrade.cli import run; run()",
         "score",
         task,
         str(dataset),

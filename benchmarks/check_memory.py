@@ -55,7 +55,7 @@ def measure(path: Path) -> dict[str, Any]:
     command = [
         sys.executable,
         "-c",
-        "from tracegrade.cli import main; main()",
+        "from tracegrade.cli import run; run()",
         "check",
         "stage_diagnosis",
         str(path),

@@ -43,7 +43,7 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.measure import run_measured  # noqa: E402
 
-CLI = "from tracegrade.cli import main; main()"
+CLI = "from tracegrade.cli import run; run()"
 CLEAN_ENV = {
     key: value for key, value in os.environ.items() if not key.startswith("INSPECT_")
 }

@@ -67,7 +67,7 @@ STAGES = ("retrieval", "generation", "pass", "unresolved")
 CLEAN_ENV = {
     key: value for key, value in os.environ.items() if not key.startswith("INSPECT_")
 }
-REPORT = "from tracegrade.cli import main; main()"
+REPORT = "from tracegrade.cli import run; run()"
 # The reader before samples were streamed: the whole log, validated.
 BASELINE = """
 import json, sys

@@ -333,7 +333,7 @@ def generate_stage_file(path: Path, records: int) -> None:
 def peak_rss_mib(*args: str) -> float:
     """Peak resident memory of one `tracegrade` run, from the kernel."""
     process = subprocess.Popen(
-        [sys.executable, "-c", "from tracegrade.cli import main; main()", *args],
+        [sys.executable, "-c", "from tracegrade.cli import run; run()", *args],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

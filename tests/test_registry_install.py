@@ -231,6 +231,13 @@ def test_the_installed_package_is_the_one_used(
     assert Path(origin).resolve() == Path(module).resolve().parent / "_registry.py"
 
 
+def test_the_installed_script_runs_the_program(installed_venv: Path) -> None:
+    """`tracegrade` is `tracegrade.cli.run`: `main`, then a quick exit."""
+    script = (installed_venv / "bin" / "tracegrade").read_text(encoding="utf-8")
+    assert "from tracegrade.cli import run\n" in script
+    assert "sys.exit(run())" in script
+
+
 def test_the_declared_dependencies_are_satisfied(installed_venv: Path) -> None:
     result = pip(installed_venv, "check")
     assert result.returncode == 0, result.stdout + result.stderr

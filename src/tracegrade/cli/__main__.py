@@ -1,5 +1,5 @@
 """`python -m tracegrade.cli`, the same as the `tracegrade` command."""
 
-from . import main
+from . import run
 
-main(prog_name="tracegrade")
+run()
