@@ -12,9 +12,10 @@ standard streams as a command has them).
 `run_module` runs a command to its end; `start_module` leaves it running,
 for a test that signals it, freezes it or watches it from /proc, as it
 would a `subprocess.Popen`. A test of start-up itself (what a command
-imports, a signal before tracegrade can catch it) or of a process's own
-peak memory (a forked one shares the server's) starts a fresh interpreter
-with `subprocess`.
+imports, a signal before tracegrade can catch it) starts a fresh
+interpreter with `subprocess`. A command's peak memory comes back with
+its status (`ServedProcess.peak_rss_kib`, from `os.wait4`); a fork starts
+with the server's pages resident, so tests compare two commands' peaks.
 """
 
 from __future__ import annotations
@@ -204,9 +205,11 @@ while True:
             number, pid, to = key.data
             waiting.unregister(key.fd)
             os.close(key.fd)
-            _, status = os.waitpid(pid, 0)
+            _, status, usage = os.wait4(pid, 0)
+            ended = {"status": os.waitstatus_to_exitcode(status)}
+            ended["peak_rss_kib"] = usage.ru_maxrss
             try:
-                reply(to, {"id": number, "status": os.waitstatus_to_exitcode(status)})
+                reply(to, {"id": number, **ended})
             except OSError:
                 pass  # a shell's stand-in that is gone
 """
@@ -261,8 +264,9 @@ class _Server:
                 env=SUBPROCESS_ENV,
                 cwd=tempfile.gettempdir(),
             )
-        # Replies read while waiting for another one: (request, "pid" or
-        # "status") -> value. Whoever waits reads, under the lock.
+        # Replies read while waiting for another one: (request, "pid",
+        # "status" or "peak_rss_kib") -> value. Whoever waits reads, under
+        # the lock.
         self.arrived: dict[tuple[int, str], int] = {}
         self.lock = threading.Lock()
         self.numbers = itertools.count()
@@ -346,8 +350,9 @@ class _Server:
                         "its stderr is in the test's output"
                     )
                 message = json.loads(received)
-                found = "pid" if "pid" in message else "status"
-                self.arrived[message["id"], found] = message[found]
+                for found in ("pid", "status", "peak_rss_kib"):
+                    if found in message:
+                        self.arrived[message["id"], found] = message[found]
             return self.arrived.pop((number, kind))
 
 
@@ -375,6 +380,11 @@ class ServedProcess:
         self.args = args
         self.pid = pid
         self.returncode: int | None = None
+        self.peak_rss_kib: int | None = None
+        """Once it has ended: its peak resident memory (`ru_maxrss` from
+        `os.wait4`), its own and its children's. A fork starts resident
+        with the server's pages, so only a difference between two commands
+        says what they held."""
         self._server = server
         self._number = number
         self._captured = captured
@@ -387,15 +397,21 @@ class ServedProcess:
 
     def poll(self) -> int | None:
         if self.returncode is None:
-            self.returncode = self._server.reply(self._number, "status", timeout=0)
+            self._ended(self._server.reply(self._number, "status", timeout=0))
         return self.returncode
 
     def wait(self, timeout: float | None = None) -> int:
         if self.returncode is None:
-            self.returncode = self._server.reply(self._number, "status", timeout)
+            self._ended(self._server.reply(self._number, "status", timeout))
             if self.returncode is None:
                 raise subprocess.TimeoutExpired(self.args, timeout or 0)
         return self.returncode
+
+    def _ended(self, status: int | None) -> None:
+        if status is not None:
+            # Both came in the one message.
+            self.peak_rss_kib = self._server.reply(self._number, "peak_rss_kib", 0)
+            self.returncode = status
 
     def send_signal(self, signum: int) -> None:
         """Send `signum`, unless the command has ended."""

@@ -47,6 +47,8 @@ if what == "pipe":
     print(min(read, write) > 2)
 if what == "sleep":
     time.sleep(60)
+if what == "hold":
+    held = b"x" * (int(sys.argv[2]) << 20)  # written, so resident
 if what == "wait":
     try:
         print("ready", file=sys.stderr, flush=True)
@@ -174,6 +176,20 @@ def test_a_started_command_is_waited_for_and_signalled_as_popen(
     # Ended and reaped: a late signal reaches nothing, as with Popen.
     first.send_signal(signal.SIGTERM)
     assert first.poll() == -signal.SIGKILL
+
+
+def test_a_commands_peak_memory_is_its_own_on_top_of_the_servers(
+    probe: Path,
+) -> None:
+    peaks = {}
+    for mib in (0, 200):
+        process = start_module("probe", "hold", str(mib), cwd=probe)
+        assert process.peak_rss_kib is None  # until it is waited for
+        assert process.wait(timeout=60) == 0
+        assert process.peak_rss_kib is not None
+        peaks[mib] = process.peak_rss_kib / 1024
+
+    assert 190 < peaks[200] - peaks[0] < 230, peaks
 
 
 @pytest.mark.parametrize("module", PRELOADED)

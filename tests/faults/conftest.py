@@ -2,12 +2,11 @@
 
 Faults are caused the way they happen to users: the real `tracegrade`
 command in a process of its own (forked from the command server of
-`tests/commands.py`, which has imported Inspect once; a fresh interpreter
-where the process's own peak memory is measured), real signals, a real full
-or read-only file system, real links. After each, the same four things are checked: the
-inputs are unchanged (`digest`, `snapshot`), nothing complete-looking is
-left (`assert_no_final_outputs`), stderr is one clear line, and there is
-no traceback (`one_clear_line`).
+`tests/commands.py`, which has imported Inspect once), real signals, a
+real full or read-only file system, real links. After each, the same four
+things are checked: the inputs are unchanged (`digest`, `snapshot`),
+nothing complete-looking is left (`assert_no_final_outputs`), stderr is
+one clear line, and there is no traceback (`one_clear_line`).
 
 A signal is never sent after a guessed delay: the test waits for a
 progress marker seen from outside (how far the process has read its input,
@@ -35,7 +34,6 @@ from typing import NoReturn
 import pytest
 
 from tests.commands import Running, ServedProcess, start_module
-from tests.support import SUBPROCESS_ENV
 
 # Enough for every marker of the signal tests (about 1.1 MB). On the
 # project's 2-core machine, from idle to loaded: `score` reads it in 0.4 s
@@ -65,23 +63,6 @@ def start_tracegrade(
     return start_module("tracegrade.cli", *args, cwd=cwd, env=env)
 
 
-def start_fresh_tracegrade(*args: str, cwd: Path) -> subprocess.Popen[str]:
-    """As `start_tracegrade`, in a new interpreter: for a test of the
-    process's own peak memory (`os.wait4`), which a forked one shares with
-    the command server."""
-    return subprocess.Popen(
-        [sys.executable, "-m", "tracegrade.cli", *args],
-        cwd=cwd,
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=_interruptible,
-        start_new_session=True,
-    )
-
-
 def wait_for_group(process: Running, timeout: float = 60) -> None:
     """Wait until every process of the command's group has ended. After a
     SIGKILL the command is gone at once, but the `.eval` writer it forked
@@ -96,13 +77,6 @@ def wait_for_group(process: Running, timeout: float = 60) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"processes of group {process.pid} still running")
         time.sleep(0.01)
-
-
-def _interruptible() -> None:
-    # As from a terminal: a test run started in the background (`nox &`,
-    # `nohup`) inherits SIGINT ignored, and a process that starts with it
-    # ignored rightly keeps ignoring it.
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def digest(path: Path) -> str:

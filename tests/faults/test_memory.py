@@ -22,7 +22,6 @@ from tests.faults.conftest import (
     assert_no_final_outputs,
     one_clear_line,
     snapshot,
-    start_fresh_tracegrade,
     start_tracegrade,
     write_stage_records,
 )
@@ -109,14 +108,14 @@ MALFORMED_WIDTH = 1_000
 
 def _peak_mib(*args: str, cwd: Path) -> float:
     """`tracegrade ARGS` run to its end; its peak resident memory in MiB
-    (ru_maxrss of the process alone: a `.json` log has no writer child).
-    Exit 1 is a run whose lines had errors, all logged."""
-    process = start_fresh_tracegrade(*args, cwd=cwd)
-    _, status, usage = os.wait4(process.pid, 0)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    _, stderr = process.communicate()
+    (ru_maxrss: a `.json` log has no writer child), the command server's
+    pages it starts with included. Exit 1 is a run whose lines had errors,
+    all logged."""
+    process = start_tracegrade(*args, cwd=cwd)
+    _, stderr = process.communicate(timeout=300)
     assert process.returncode in (0, 1), stderr
-    return usage.ru_maxrss / 1024
+    assert process.peak_rss_kib is not None
+    return process.peak_rss_kib / 1024
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in KiB")
