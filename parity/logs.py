@@ -67,8 +67,7 @@ def run_task(
     evaluator: EvaluatorName, dataset: Path, log_dir: Path
 ) -> list[EvalSample]:
     """Run the packaged task on `dataset` and return the logged samples."""
-    command = [
-        "inspect",
+    args = [
         "eval",
         TASKS[evaluator],
         "-T",
@@ -80,18 +79,17 @@ def run_task(
         "--display",
         "none",
     ]
-    finished = run_inspect(command[1:], _environment())
+    finished = run_inspect(args, _environment())
+    command = " ".join(["inspect", *args])
     logs = list_eval_logs(str(log_dir))
     if len(logs) != 1:
         raise EvalRunError(
-            f"`{' '.join(command)}` left {len(logs)} logs, expected 1 "
+            f"`{command}` left {len(logs)} logs, expected 1 "
             f"(exit {finished.returncode}): {finished.stderr.strip()[-2000:]}"
         )
     log = read_eval_log(logs[0])
     if log.status != "success" or log.samples is None:
-        raise EvalRunError(
-            f"`{' '.join(command)}` ended with status {log.status!r}: {log.error}"
-        )
+        raise EvalRunError(f"`{command}` ended with status {log.status!r}: {log.error}")
     return log.samples
 
 

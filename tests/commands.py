@@ -469,6 +469,7 @@ def start_module(
     stdout: Stream = None,
     stderr: Stream = None,
     rlimits: tuple[Limit, ...] = (),
+    new_session: bool = True,
 ) -> ServedProcess:
     """`python -m MODULE ARGS` started in a process of its own, and left
     running: as `subprocess.Popen(..., start_new_session=True)` from a
@@ -481,7 +482,7 @@ def start_module(
         stdin=stdin,
         stdout=stdout,
         stderr=stderr,
-        new_session=True,
+        new_session=new_session,
         rlimits=rlimits,
     )
 
@@ -501,16 +502,16 @@ def run_module(
     the module's docstring. `env` adds to the environment tests run
     commands with; `stdin`, `stdout` and `stderr` are a file or a
     descriptor (else /dev/null, and captured); `rlimits` are set in it."""
-    process = _served().start(
+    process = start_module(
         module,
-        args,
+        *args,
         cwd=cwd,
-        env={**SUBPROCESS_ENV, **(env or {})},
+        env=env,
         stdin=stdin,
         stdout=stdout,
         stderr=stderr,
-        new_session=False,
         rlimits=rlimits,
+        new_session=False,
     )
     try:
         out, err = process.communicate(timeout=timeout)
