@@ -473,7 +473,8 @@ def start_module(
 ) -> ServedProcess:
     """`python -m MODULE ARGS` started in a process of its own, and left
     running: as `subprocess.Popen(..., start_new_session=True)` from a
-    terminal, for a test that signals it or watches it from /proc."""
+    terminal, for a test that signals it or watches it from /proc
+    (`new_session=False`: in the tests' own session, as `run_module`)."""
     return _served().start(
         module,
         args,
