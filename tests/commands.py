@@ -206,10 +206,13 @@ while True:
             waiting.unregister(key.fd)
             os.close(key.fd)
             _, status, usage = os.wait4(pid, 0)
-            ended = {"status": os.waitstatus_to_exitcode(status)}
-            ended["peak_rss_kib"] = usage.ru_maxrss
+            ended = {
+                "id": number,
+                "status": os.waitstatus_to_exitcode(status),
+                "peak_rss_kib": usage.ru_maxrss,
+            }
             try:
-                reply(to, {"id": number, **ended})
+                reply(to, ended)
             except OSError:
                 pass  # a shell's stand-in that is gone
 """
