@@ -97,7 +97,7 @@ STAGES = {
     "parse": "parsing lines",
     "score": "the core and its Score",
     "sample": "building log samples",
-    "serialize": "serialising samples",
+    "serialize": "handing samples to the writer",
     "jsonl": "writing the JSON Lines results",
     "results": "metrics and reductions",
     "write": "writing the log",

@@ -224,7 +224,7 @@ def test_bulk_targets_apply_by_task_and_size_and_misses_carry_causes() -> None:
     stage_100k, stage_1m = rows[1], rows[2]
     (seconds_miss,) = stage_100k["misses"]
     assert "12.0 s against at most 10 s" in seconds_miss
-    assert "serialising samples 3.0 s" in seconds_miss  # the largest, first
+    assert "handing samples to the writer 3.0 s" in seconds_miss  # the largest, first
     assert [check["met"] for check in stage_1m["targets"]] == [True, False]
     (memory_miss,) = stage_1m["misses"]
     assert "peak 480 MiB against at most 381 MiB" in memory_miss

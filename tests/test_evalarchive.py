@@ -19,6 +19,7 @@ import gc
 import json
 import math
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -44,15 +45,19 @@ from inspect_ai.log import (
     read_eval_log_sample,
     read_eval_log_sample_summaries,
 )
+from inspect_ai.scorer import Score, ScoreEdit
 from pydantic_core import to_json, to_jsonable_python
 
 from tests.support import SUBPROCESS_ENV
 from tracegrade import ordered_extraction_recorded as extraction_task
 from tracegrade import stage_diagnosis
+from tracegrade._inspect_internals import to_json_safe
 from tracegrade.bulk.evallog import (
     EvalArchive,
     EvalArchiveError,
     StreamedReductions,
+    plain_scores,
+    sample_json,
     sample_member,
     sample_summary,
 )
@@ -414,6 +419,54 @@ def test_sample_summary_of_chat_input_goes_through_inspect() -> None:
     summary = sample_summary(sample)
     assert summary["input"][0]["content"][0]["text"] == "(Image)"
     assert as_json(summary) == inspect_summary_json(sample)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    value=st.one_of(
+        st.floats(allow_nan=True),
+        st.sampled_from(["pass", "retrieval"]),
+        st.dictionaries(st.text(max_size=4), st.booleans(), max_size=2),
+    ),
+    answer=st.one_of(st.none(), TEXT),
+    explanation=st.one_of(st.none(), TEXT),
+    reason=st.one_of(st.none(), st.just("grader_failed")),
+    metadata=st.one_of(
+        st.none(), st.dictionaries(st.text(max_size=6), JSON_VALUE, max_size=4)
+    ),
+    edited=st.booleans(),
+)
+def test_a_sample_crosses_to_the_writer_process_unchanged(
+    value: Any,
+    answer: str | None,
+    explanation: str | None,
+    reason: str | None,
+    metadata: dict[str, Any] | None,
+    edited: bool,
+) -> None:
+    """`bulk.forked` pickles `plain_scores(data)`; the child must write the
+    bytes and summary the main process would have written from the Scores."""
+    score = Score(
+        value=value,
+        answer=answer,
+        explanation=explanation,
+        reason=reason,
+        metadata=metadata,
+    )
+    if edited:
+        score.history.append(ScoreEdit(value="pass", explanation="staff"))
+    data = {
+        "id": "s",
+        "epoch": 1,
+        "input": "in",
+        "target": "",
+        "messages": [],
+        "scores": {"scorer": score, "other": Score(value=1.0)},
+        "metadata": {},
+    }
+    crossed = pickle.loads(pickle.dumps(plain_scores(data), pickle.HIGHEST_PROTOCOL))
+    assert sample_json(crossed) == sample_json(data) == to_json_safe(data, indent=None)
+    assert as_json(sample_summary(crossed)) == as_json(sample_summary(data))
 
 
 def test_summary_model_and_dict_give_the_same_member(

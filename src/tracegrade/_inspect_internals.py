@@ -65,7 +65,7 @@ Mirrored, with the test that holds each copy to Inspect's output:
   it with `EvalSample.summary()` at every limit and with every field set,
   and fails on a field Inspect adds to `EvalSampleSummary`;
   `tests/test_evalarchive.py` on real logs and random samples;
-- `to_json_safe`'s output (`evallog._json_bytes`, `bulk.log.sample_json`):
+- `to_json_safe`'s output (`evallog._json_bytes`, `evallog.sample_json`):
   `tests/test_evalarchive.py` and `tests/test_cli_score.py` compare the
   members with the bytes Inspect wrote;
 - the member names and the header's fields of `EvalRecorder.log_finish`

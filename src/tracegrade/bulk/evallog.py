@@ -73,6 +73,7 @@ from .._inspect_internals import (
     METADATA_VALUE_REMOVED,
     THIN_TEXT_SCAN,
     THIN_TEXT_WIDTH,
+    to_json_safe,
 )
 from ..outputs import PARTIAL_SUFFIX, publish
 
@@ -122,6 +123,43 @@ def _json_bytes(value: Any, indent: int | None = None) -> bytes:
             exclude_none=True,
             fallback=_no_value,
         )
+
+
+def sample_json(data: Mapping[str, Any]) -> bytes:
+    """`to_json_safe(data, indent=None)`, in one pass where it can be.
+
+    Inspect's `to_json_safe` turns the value into JSON-safe Python first and
+    then serialises that, retrying with lone surrogates escaped. A sample
+    built by `bulk.log` is JSON-safe already but for its scores (`Score`,
+    or their fields as `plain_scores` leaves them), which pydantic
+    serialises alike in one pass; that saves a third of the cost. Only
+    when that pass fails (a lone surrogate) does Inspect's own function
+    run. The equivalence tests hold the output to `inspect eval`'s."""
+    try:
+        return to_json(data, exclude_none=True, fallback=_no_value)
+    except PydanticSerializationError:
+        serialised: bytes = to_json_safe(data, indent=None)
+        return serialised
+
+
+def plain_scores(data: Mapping[str, Any]) -> dict[str, Any]:
+    """`data` with each `Score` as its fields but those that are None.
+
+    Pickling a pydantic model costs several times pickling its fields, and
+    a sample crosses to the writer process this way; None fields are left
+    out as `Score`'s serialiser leaves them out, so `sample_json` writes
+    the same bytes."""
+    return {
+        **data,
+        "scores": {
+            name: (
+                {key: value for key, value in vars(score).items() if value is not None}
+                if isinstance(score, Score)
+                else score
+            )
+            for name, score in data["scores"].items()
+        },
+    }
 
 
 def _plain_json_bytes(value: Any, indent: int | None = None) -> bytes:
@@ -256,45 +294,6 @@ def _fast_summary_applies(sample: Mapping[str, Any]) -> bool:
     )
 
 
-# The `EvalSample` fields a summary reads, but for its messages: only their
-# number, under a key no `EvalSample` has.
-_SUMMARY_FIELDS = (
-    "id",
-    "epoch",
-    "input",
-    "choices",
-    "target",
-    "description",
-    "metadata",
-    "scores",
-    "model_usage",
-    "role_usage",
-    *_COPIED_BEFORE_ERROR,
-    "error",
-    "limit",
-    "error_retries",
-    *_COPIED_AFTER_COUNTS,
-)
-_MESSAGE_COUNT: Final = "__message_count__"
-
-
-def summary_source(sample: Mapping[str, Any]) -> dict[str, Any]:
-    """What `sample_summary` reads of `sample`, with the scores as plain
-    dicts and the messages as their number: little to copy to the process
-    that makes the summary (see `bulk.forked`). A sample the fast path does
-    not take is kept whole."""
-    if not _fast_summary_applies(sample):
-        return dict(sample)
-    source = {key: sample[key] for key in _SUMMARY_FIELDS if key in sample}
-    if (scores := source.get("scores")) is not None:
-        source["scores"] = {
-            name: dict(vars(score)) if isinstance(score, Score) else score
-            for name, score in scores.items()
-        }
-    source[_MESSAGE_COUNT] = len(sample.get("messages") or [])
-    return source
-
-
 def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
     """What `EvalSample.summary()` would give for this sample, serialised.
 
@@ -345,11 +344,7 @@ def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
     if (retries := sample.get("error_retries")) is not None:
         summary["retries"] = len(retries)
     summary["completed"] = True
-    summary["message_count"] = (
-        sample[_MESSAGE_COUNT]
-        if _MESSAGE_COUNT in sample
-        else len(sample.get("messages") or [])
-    )
+    summary["message_count"] = len(sample.get("messages") or [])
     for key in _COPIED_AFTER_COUNTS:
         if (value := sample.get(key)) is not None:
             summary[key] = value
@@ -722,7 +717,8 @@ class EvalLogWriter:
             raise
         self.spooled = 0
 
-    def add(self, sample_id: str, sample: bytes, data: dict[str, Any]) -> None:
+    def add(self, sample_id: str, data: Mapping[str, Any]) -> None:
+        sample = sample_json(data)
         self._archive.add_sample(sample, sample_summary(data))
         self.spooled += len(sample)
 

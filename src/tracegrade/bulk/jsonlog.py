@@ -23,7 +23,7 @@ from inspect_ai.log import EvalLog
 
 from .._inspect_internals import to_json_safe
 from ..outputs import PARTIAL_SUFFIX, publish
-from .evallog import StreamedReductions
+from .evallog import StreamedReductions, sample_json
 
 
 class JsonLogWriter:
@@ -40,7 +40,8 @@ class JsonLogWriter:
         self._lengths = array("Q")
         self.spooled = 0
 
-    def add(self, sample_id: str, sample: bytes, data: dict[str, Any]) -> None:
+    def add(self, sample_id: str, data: dict[str, Any]) -> None:
+        sample = sample_json(data)
         self._spool.write(sample)
         self._ids.append(sample_id)
         self._offsets.append(self.spooled)

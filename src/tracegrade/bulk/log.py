@@ -11,8 +11,8 @@ the task's own reducer (`results.py`); every value serialised by
 `eval_log_name`.
 
 What differs is how it is put together, because `inspect eval` keeps the
-whole log in memory: each sample is serialised as soon as it is scored
-and handed to a writer (`evallog.EvalLogWriter` for Inspect's default
+whole log in memory: each sample is handed to a writer as soon as it
+is scored (`evallog.EvalLogWriter` for Inspect's default
 `.eval` format, `jsonlog.JsonLogWriter` for `.json`); only a few small
 objects per sample stay in memory for the metrics. At the end the results
 are computed and the writer finishes the file, under a temporary
@@ -55,7 +55,6 @@ from inspect_ai.log import (
 from inspect_ai.model import ChatMessageUser, GenerateConfig, ModelOutput
 from inspect_ai.scorer import Score
 from inspect_ai.util import registry_info
-from pydantic_core import PydanticSerializationError, to_json
 
 from .._inspect_internals import (
     Plan,
@@ -70,7 +69,6 @@ from .._inspect_internals import (
     resolve_package_revision,
     resolve_revision,
     resolve_task_distribution,
-    to_json_safe,
 )
 from ..datasets import FixtureCase, case_sample_fields
 from ..scorers.outcome import ErrorInfo, data_error
@@ -97,10 +95,11 @@ class LogWriter(Protocol):
     published: Path | None
     """Where `publish` put the log; None before."""
     spooled: int
-    """Bytes of samples written so far."""
+    """Bytes of samples written (or handed to the writer process) so far."""
 
-    def add(self, sample_id: str, sample: bytes, data: dict[str, Any]) -> None:
-        """One sample, serialised, and as data for its summary if needed."""
+    def add(self, sample_id: str, data: dict[str, Any]) -> None:
+        """One sample, as JSON-safe data but for its `Score`s; the writer
+        serialises it (`evallog.sample_json`)."""
 
     def suspend(self) -> None:
         """Let go of what only adding samples needs; `resume` goes on."""
@@ -449,7 +448,7 @@ class BulkLog:
         part.results.add(sample_id, score)
         serialising = perf_counter()
         self.timings.sample += serialising - begun
-        part.writer.add(sample_id, sample_json(data), data)
+        part.writer.add(sample_id, data)
         part.samples += 1
         self.timings.serialize += perf_counter() - serialising
 
@@ -668,26 +667,6 @@ class BulkLog:
                 except OSError:
                     left.append(str(part.writer.published))
         return ", ".join(left) or None
-
-
-def sample_json(data: dict[str, Any]) -> bytes:
-    """`to_json_safe(data, indent=None)`, in one pass where it can be.
-
-    Inspect's `to_json_safe` turns the value into JSON-safe Python first and
-    then serialises that, retrying with lone surrogates escaped. A sample
-    built here is JSON-safe already but for its `Score`, which pydantic
-    serialises alike in one pass; that saves a third of the cost. Only
-    when that pass fails (a lone surrogate) does Inspect's own function
-    run. The equivalence tests hold the output to `inspect eval`'s."""
-    try:
-        return to_json(data, exclude_none=True, fallback=_no_value)
-    except PydanticSerializationError:
-        serialised: bytes = to_json_safe(data, indent=None)
-        return serialised
-
-
-def _no_value(_: Any) -> None:
-    return None
 
 
 def _version(distribution: str) -> str:

@@ -110,7 +110,8 @@ class Timings:
     sample: float = 0.0
     """Building the log's sample around the score."""
     serialize: float = 0.0
-    """Serialising each sample into the spool."""
+    """Handing each sample to its writer: serialised into the spool
+    (`.json`), or pickled for the writer process (`.eval`)."""
     jsonl: float = 0.0
     """Writing the JSON Lines results."""
     results: float = 0.0
