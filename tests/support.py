@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -58,3 +59,17 @@ def split_into_parts(source: str, out_dir: Path, count: int) -> list[str]:
         write_eval_log(part, str(path))
         paths.append(str(path))
     return paths
+
+
+def stored_member(path: Path, name: str) -> bytes:
+    """A zip member's bytes as stored (compressed), read through its local
+    header: how a reader tells one deflate implementation from another."""
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(name)
+    with path.open("rb") as file:
+        file.seek(info.header_offset)
+        header = file.read(30)
+        name_length = int.from_bytes(header[26:28], "little")
+        extra_length = int.from_bytes(header[28:30], "little")
+        file.seek(name_length + extra_length, os.SEEK_CUR)
+        return file.read(info.compress_size)

@@ -36,11 +36,13 @@ from inspect_ai.log import (
     read_eval_log_sample_summaries,
 )
 from inspect_ai.log._file import eval_log_json
+from isal import isal_zlib
 
 from tests.commands import run_inspect
-from tests.support import write_lines
+from tests.support import stored_member, write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.bulk import log as bulk_log
+from tracegrade.bulk.evallog import DEFLATE_LEVEL, sample_member
 from tracegrade.cli import main
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
 
@@ -220,6 +222,15 @@ def test_log_is_indistinguishable_from_inspect_eval(log_pair: LogPair) -> None:
         assert same_json(
             without_message_ids(dump(mine)), without_message_ids(dump(theirs))
         ), mine.id
+    if log_pair.log_format == "eval":
+        # Deflated by ISA-L in the writer process (`deflating_with_isal`).
+        member = sample_member(ours.samples[0].id, 1)
+        with zipfile.ZipFile(log_pair.ours) as archive:
+            content = archive.read(member)
+        stream = isal_zlib.compressobj(DEFLATE_LEVEL, isal_zlib.DEFLATED, -15)
+        assert stored_member(Path(log_pair.ours), member) == (
+            stream.compress(content) + stream.flush()
+        )
 
 
 def test_header_only_reads_are_the_same(log_pair: LogPair) -> None:

@@ -15,6 +15,7 @@ at most `<name>.partial`, which log listings do not show.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import math
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import textwrap
 import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -46,16 +48,19 @@ from inspect_ai.log import (
     read_eval_log_sample_summaries,
 )
 from inspect_ai.scorer import Score, ScoreEdit
+from isal import isal_zlib
 from pydantic_core import to_json, to_jsonable_python
 
-from tests.support import SUBPROCESS_ENV
+from tests.support import SUBPROCESS_ENV, stored_member
 from tracegrade import ordered_extraction_recorded as extraction_task
 from tracegrade import stage_diagnosis
 from tracegrade._inspect_internals import to_json_safe
 from tracegrade.bulk.evallog import (
+    DEFLATE_LEVEL,
     EvalArchive,
     EvalArchiveError,
     StreamedReductions,
+    deflating_with_isal,
     plain_scores,
     sample_json,
     sample_member,
@@ -500,6 +505,42 @@ def small_header(inspect_log: Path) -> EvalLog:
 def add_one(archive: EvalArchive, index: int) -> None:
     sample = {"id": f"s{index}", "epoch": 1, "input": "in", "target": ""}
     archive.add_sample(sample, sample_summary(sample))
+
+
+def test_the_writer_process_deflates_with_isal(
+    tmp_path: Path, inspect_log: Path
+) -> None:
+    """Inside `deflating_with_isal` zipfile deflates with ISA-L: each member
+    is ISA-L's stream, not zlib's, and reads back the same. Fails the day
+    zipfile stops asking `_get_compressor` for its compressor."""
+    header = small_header(inspect_log)
+    sample = {"id": "s", "epoch": 1, "input": "retrieval gap " * 200, "target": ""}
+    data = sample_json(sample)
+    stdlib_compressor = zipfile._get_compressor  # type: ignore[attr-defined]
+    written = {}
+    for kind in ("isal", "zlib"):
+        block = deflating_with_isal() if kind == "isal" else contextlib.nullcontext()
+        with block, EvalArchive(tmp_path / f"{kind}.eval") as archive:
+            archive.start(header.eval, header.plan)
+            archive.add_sample(data, sample_summary(sample))
+            written[kind] = archive.finish(header, None)
+    assert zipfile._get_compressor is stdlib_compressor  # type: ignore[attr-defined]
+
+    member = sample_member("s", 1)
+    isal_stream = isal_zlib.compressobj(DEFLATE_LEVEL, isal_zlib.DEFLATED, -15)
+    zlib_stream = zlib.compressobj(DEFLATE_LEVEL, zlib.DEFLATED, -15)
+    assert stored_member(written["isal"], member) == (
+        isal_stream.compress(data) + isal_stream.flush()
+    )
+    assert stored_member(written["zlib"], member) == (
+        zlib_stream.compress(data) + zlib_stream.flush()
+    )
+    assert stored_member(written["isal"], member) != stored_member(
+        written["zlib"], member
+    )
+    for path in written.values():
+        assert member_bytes(path, member) == data
+        assert read_eval_log_sample(str(path), id="s").input == sample["input"]
 
 
 def test_an_aborted_archive_leaves_no_file(tmp_path: Path, inspect_log: Path) -> None:

@@ -75,6 +75,11 @@ Mirrored, with the test that holds each copy to Inspect's output:
   `bulk.results.LightScore`: `tests/test_inspect_internals.py` compares
   the results of the packaged scorers' metrics over both, and fails on a
   field Inspect adds to `SampleScore` or `Score`.
+
+Not Inspect's, but private all the same: the standard library's
+`zipfile._get_compressor`, which `bulk.evallog.deflating_with_isal` wraps
+in the `.eval` writer process (as `zipfile_zstd` wraps it for Inspect);
+`tests/test_evalarchive.py` fails the day zipfile stops calling it.
 """
 
 from __future__ import annotations

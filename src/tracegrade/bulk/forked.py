@@ -45,7 +45,12 @@ from typing import IO, Any, Final
 from inspect_ai.log import EvalLog, EvalPlan, EvalSpec
 
 from ..outputs import PARTIAL_SUFFIX, OutputError
-from .evallog import EvalLogWriter, StreamedReductions, plain_scores
+from .evallog import (
+    EvalLogWriter,
+    StreamedReductions,
+    deflating_with_isal,
+    plain_scores,
+)
 
 _FRAME: Final = struct.Struct("<BIQ")
 """A message: its kind, the part it is for, and its payload's length."""
@@ -306,12 +311,12 @@ def _serve(commands: int, replies: int) -> None:
     status = 1
     try:
         reader = os.fdopen(commands, "rb", buffering=1 << 20)
-        if _run(reader, writers, replies):
-            status = 0
-        else:
+        with deflating_with_isal():
+            served = _run(reader, writers, replies)
+        if not served:
             _abort_all(writers)
             _reply(replies, ("aborted", None))
-            status = 0
+        status = 0
     except BaseException as error:  # sent back, raised in the main process
         if isinstance(error, MemoryError):
             # A fault of the machine, not of tracegrade: one line, as a
