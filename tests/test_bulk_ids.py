@@ -3,6 +3,7 @@ memory of ids it checks for repeats."""
 
 from __future__ import annotations
 
+import os
 import random
 from collections import Counter
 from collections.abc import Sequence
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracegrade.bulk.log import _ID_ALPHABET, uuid
+from tracegrade.bulk.samples import _ID_ALPHABET, uuid
 from tracegrade.bulk.scoring import DiskIds
 
 
@@ -19,6 +20,25 @@ def test_ids_have_inspects_shortuuid_form_and_never_repeat() -> None:
     assert len(set(ids)) == len(ids)
     assert {len(sample_id) for sample_id in ids} == {22}
     assert set("".join(ids)) == set(_ID_ALPHABET)
+
+
+def test_a_forked_child_takes_ids_its_parent_does_not() -> None:
+    """The `.eval` writer process makes message ids and sample uuids while
+    its parent makes log ids: both start from the buffer the parent held."""
+    uuid()  # the buffer holds ids to come
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        os.write(write, "".join(uuid() for _ in range(100)).encode("ascii"))
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        taken = pipe.read().decode("ascii")
+    os.waitpid(pid, 0)
+    childs = {taken[start : start + 22] for start in range(0, len(taken), 22)}
+    parents = {uuid() for _ in range(100)}
+    assert len(childs) == len(parents) == 100
+    assert not childs & parents
 
 
 def test_every_character_is_about_equally_likely() -> None:

@@ -61,11 +61,11 @@ from tracegrade.bulk.evallog import (
     EvalArchiveError,
     StreamedReductions,
     deflating_with_isal,
-    plain_scores,
     sample_json,
     sample_member,
     sample_summary,
 )
+from tracegrade.bulk.samples import SampleParts, SampleTemplates
 
 EPOCHS = 2
 
@@ -449,7 +449,7 @@ def test_a_sample_crosses_to_the_writer_process_unchanged(
     metadata: dict[str, Any] | None,
     edited: bool,
 ) -> None:
-    """`bulk.forked` pickles `plain_scores(data)`; the child must write the
+    """`bulk.forked` pickles `SampleParts.plain()`; the child must write the
     bytes and summary the main process would have written from the Scores."""
     score = Score(
         value=value,
@@ -460,18 +460,26 @@ def test_a_sample_crosses_to_the_writer_process_unchanged(
     )
     if edited:
         score.history.append(ScoreEdit(value="pass", explanation="staff"))
-    data = {
-        "id": "s",
-        "epoch": 1,
-        "input": "in",
-        "target": "",
-        "messages": [],
-        "scores": {"scorer": score, "other": Score(value=1.0)},
-        "metadata": {},
-    }
-    crossed = pickle.loads(pickle.dumps(plain_scores(data), pickle.HIGHEST_PROTOCOL))
-    assert sample_json(crossed) == sample_json(data) == to_json_safe(data, indent=None)
-    assert as_json(sample_summary(crossed)) == as_json(sample_summary(data))
+    parts = SampleParts(
+        id="s",
+        input="in",
+        target="",
+        metadata={},
+        answer=answer,
+        scores={"scorer": score, "other": Score(value=1.0)},
+        store={},
+        started_at="2026-01-01T00:00:00+00:00",
+        completed_at="2026-01-01T00:00:01+00:00",
+        seconds=1.0,
+    )
+    crossed = pickle.loads(pickle.dumps(parts.plain(), pickle.HIGHEST_PROTOCOL))
+    built = SampleTemplates.make().build(crossed)
+    # The same sample with the Scores themselves (its ids are fresh per build).
+    scored = {**built, "scores": parts.scores}
+    assert (
+        sample_json(built) == sample_json(scored) == to_json_safe(scored, indent=None)
+    )
+    assert as_json(sample_summary(built)) == as_json(sample_summary(scored))
 
 
 def test_summary_model_and_dict_give_the_same_member(

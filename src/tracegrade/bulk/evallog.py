@@ -77,6 +77,7 @@ from .._inspect_internals import (
     to_json_safe,
 )
 from ..outputs import PARTIAL_SUFFIX, publish
+from .samples import SampleParts, SampleTemplates
 
 # --- Inspect's member names ----------------------------------------------------
 
@@ -131,8 +132,8 @@ def sample_json(data: Mapping[str, Any]) -> bytes:
 
     Inspect's `to_json_safe` turns the value into JSON-safe Python first and
     then serialises that, retrying with lone surrogates escaped. A sample
-    built by `bulk.log` is JSON-safe already but for its scores (`Score`,
-    or their fields as `plain_scores` leaves them), which pydantic
+    built by `bulk.samples` is JSON-safe already but for its scores (`Score`,
+    or their fields as `SampleParts.plain` leaves them), which pydantic
     serialises alike in one pass; that saves a third of the cost. Only
     when that pass fails (a lone surrogate) does Inspect's own function
     run. The equivalence tests hold the output to `inspect eval`'s."""
@@ -141,26 +142,6 @@ def sample_json(data: Mapping[str, Any]) -> bytes:
     except PydanticSerializationError:
         serialised: bytes = to_json_safe(data, indent=None)
         return serialised
-
-
-def plain_scores(data: Mapping[str, Any]) -> dict[str, Any]:
-    """`data` with each `Score` as its fields but those that are None.
-
-    Pickling a pydantic model costs several times pickling its fields, and
-    a sample crosses to the writer process this way; None fields are left
-    out as `Score`'s serialiser leaves them out, so `sample_json` writes
-    the same bytes."""
-    return {
-        **data,
-        "scores": {
-            name: (
-                {key: value for key, value in vars(score).items() if value is not None}
-                if isinstance(score, Score)
-                else score
-            )
-            for name, score in data["scores"].items()
-        },
-    }
 
 
 def _plain_json_bytes(value: Any, indent: int | None = None) -> bytes:
@@ -738,7 +719,14 @@ class EvalLogWriter:
     """`tracegrade score`'s log writer for the `.eval` format: each sample
     goes into an `EvalArchive` as it is scored, with its summary."""
 
-    def __init__(self, working: Path, eval_spec: EvalSpec, plan: EvalPlan) -> None:
+    def __init__(
+        self,
+        working: Path,
+        eval_spec: EvalSpec,
+        plan: EvalPlan,
+        templates: SampleTemplates,
+    ) -> None:
+        self._templates = templates
         self._archive = EvalArchive(working)
         self.partial = self._archive.partial
         self.published: Path | None = None
@@ -749,7 +737,8 @@ class EvalLogWriter:
             raise
         self.spooled = 0
 
-    def add(self, sample_id: str, data: Mapping[str, Any]) -> None:
+    def add(self, sample_id: str, parts: SampleParts) -> None:
+        data = self._templates.build(parts)
         sample = sample_json(data)
         self._archive.add_sample(sample, sample_summary(data))
         self.spooled += len(sample)

@@ -17,20 +17,22 @@ import os
 import tempfile
 from array import array
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 from inspect_ai.log import EvalLog
 
 from .._inspect_internals import to_json_safe
 from ..outputs import PARTIAL_SUFFIX, publish
 from .evallog import StreamedReductions, sample_json
+from .samples import SampleParts, SampleTemplates
 
 
 class JsonLogWriter:
     """A `.json` log: samples spooled as they come, the file made at the end."""
 
-    def __init__(self, location: Path) -> None:
+    def __init__(self, location: Path, templates: SampleTemplates) -> None:
         self.location = location
+        self._templates = templates
         self.partial = location.with_name(location.name + PARTIAL_SUFFIX)
         self.published: Path | None = None
         # Unnamed, so it disappears with the process whatever happens.
@@ -40,8 +42,8 @@ class JsonLogWriter:
         self._lengths = array("Q")
         self.spooled = 0
 
-    def add(self, sample_id: str, data: dict[str, Any]) -> None:
-        sample = sample_json(data)
+    def add(self, sample_id: str, parts: SampleParts) -> None:
+        sample = sample_json(self._templates.build(parts))
         self._spool.write(sample)
         self._ids.append(sample_id)
         self._offsets.append(self.spooled)

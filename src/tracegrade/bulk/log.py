@@ -21,11 +21,8 @@ are computed and the writer finishes the file, under a temporary
 A run larger than `inspect view` can list is split into parts, each a
 whole log of its own samples and their metrics (see `BulkLog`).
 
-Samples are built from templates that Inspect's models produce once (a
-user message, a replayed output, an empty `EvalSample`), with only the
-per-sample values filled in; validating a pydantic model per sample would
-cost more than everything else together. The tests prove the result
-round-trips through `EvalLog` validation unchanged.
+Samples are built from templates that Inspect's models produce once,
+with only the per-sample values filled in (`samples.py`).
 """
 
 from __future__ import annotations
@@ -33,7 +30,6 @@ from __future__ import annotations
 import contextlib
 import json
 import math
-import os
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -48,11 +44,10 @@ from inspect_ai.log import (
     EvalLog,
     EvalPlan,
     EvalResults,
-    EvalSample,
     EvalSpec,
     EvalStats,
 )
-from inspect_ai.model import ChatMessageUser, GenerateConfig, ModelOutput
+from inspect_ai.model import GenerateConfig
 from inspect_ai.scorer import Score
 from inspect_ai.util import registry_info
 
@@ -72,13 +67,13 @@ from .._inspect_internals import (
 )
 from ..datasets import FixtureCase, case_sample_fields
 from ..scorers.outcome import ErrorInfo, data_error
-from ..tasks.replay import REPLAY_MODEL, replay
+from ..tasks.replay import replay
 from .evallog import StreamedReductions
 from .forked import ForkedEvalLogWriter, WriterProcess
 from .results import RunResults, pooled_results
+from .samples import MODEL, SampleParts, SampleTemplates, uuid
 from .scoring import BulkTask, Problem, Timings, replayed_answer, replayed_store
 
-MODEL = "none/none"
 UNREADABLE_INPUT_LIMIT = 2000
 UNREADABLE_ID_PREFIX = "line-"
 
@@ -97,9 +92,9 @@ class LogWriter(Protocol):
     spooled: int
     """Bytes of samples written (or handed to the writer process) so far."""
 
-    def add(self, sample_id: str, data: dict[str, Any]) -> None:
-        """One sample, as JSON-safe data but for its `Score`s; the writer
-        serialises it (`evallog.sample_json`)."""
+    def add(self, sample_id: str, parts: SampleParts) -> None:
+        """One sample, as its parts; the writer builds it
+        (`SampleTemplates.build`) and serialises it (`evallog.sample_json`)."""
 
     def suspend(self) -> None:
         """Let go of what only adding samples needs; `resume` goes on."""
@@ -115,90 +110,6 @@ class LogWriter(Protocol):
 
     def abort(self) -> str | None:
         """Remove the partial file; its path if that failed, else None."""
-
-
-# Shortuuid's alphabet and length, which Inspect's ids use. These ids need
-# to be unique, not secret, and `shortuuid.uuid()` costs a quarter of the
-# time of a bulk sample: so they are cut from a buffer of OS random bytes,
-# each byte below 4 x 57 standing for one character (the rest dropped, so
-# every character is equally likely).
-_ID_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-_ID_LENGTH = 22
-_ID_BYTE_LIMIT = 4 * len(_ID_ALPHABET)
-_ID_TABLE = bytes(
-    ord(_ID_ALPHABET[byte % len(_ID_ALPHABET)]) if byte < _ID_BYTE_LIMIT else 0
-    for byte in range(256)
-)
-_ID_DROPPED = bytes(range(_ID_BYTE_LIMIT, 256))
-
-
-class _IdSource:
-    def __init__(self) -> None:
-        self._characters = ""
-        self._next = 0
-
-    def take(self) -> str:
-        start = self._next
-        if start + _ID_LENGTH > len(self._characters):
-            fresh = os.urandom(8192).translate(_ID_TABLE, _ID_DROPPED)
-            self._characters = self._characters[start:] + fresh.decode("ascii")
-            start = 0
-        self._next = start + _ID_LENGTH
-        return self._characters[start : self._next]
-
-
-_ids = _IdSource()
-
-
-def uuid() -> str:
-    """A fresh 22-character id in Inspect's shortuuid form."""
-    return _ids.take()
-
-
-def _dump(model: Any) -> dict[str, Any]:
-    dumped: dict[str, Any] = model.model_dump(mode="json", exclude_none=True)
-    return dumped
-
-
-@dataclass(frozen=True)
-class _Templates:
-    """Inspect's own serialised shapes, made once, filled in per sample."""
-
-    sample: dict[str, Any]
-    user_message: dict[str, Any]
-    no_output: dict[str, Any]
-    replay_output: dict[str, Any]
-    replay_choice: dict[str, Any]
-    replay_message: dict[str, Any]
-
-    @classmethod
-    def make(cls) -> _Templates:
-        empty = EvalSample(
-            id="",
-            epoch=1,
-            input="",
-            target="",
-            output=ModelOutput(model=MODEL),
-            scores={},
-            store={},
-            started_at=iso_now(),
-            completed_at=iso_now(),
-            total_time=0.0,
-            working_time=0.0,
-            uuid="",
-            error_retries=[],
-            turn_count=0,
-        )
-        replayed = _dump(ModelOutput.from_content(model=REPLAY_MODEL, content=""))
-        (choice,) = replayed["choices"]
-        return cls(
-            sample=_dump(empty),
-            user_message=_dump(ChatMessageUser(content="", source="input")),
-            no_output=_dump(ModelOutput(model=MODEL)),
-            replay_output=replayed,
-            replay_choice=choice,
-            replay_message=choice["message"],
-        )
 
 
 def _now() -> str:
@@ -342,7 +253,7 @@ class BulkLog:
         )
         """The logs' name without suffix: the log of an unsplit run, and
         the stem of every part's name."""
-        self._templates = _Templates.make()
+        self._templates = SampleTemplates.make()
         self._parts: list[_Part] = []
         self._line_like_ids: set[str] = set()
         """Real sample ids an unreadable line's id could clash with."""
@@ -370,12 +281,17 @@ class BulkLog:
             if self.log_format == "json":
                 from .jsonlog import JsonLogWriter
 
-                writer = JsonLogWriter(working)
+                writer = JsonLogWriter(working, self._templates)
             else:
                 assert self._writer_process is not None
                 spec = self._spec(eval_id, task_id, sample_ids=None, part=None)
                 writer = ForkedEvalLogWriter(
-                    self._writer_process, index, working, spec, self._plan()
+                    self._writer_process,
+                    index,
+                    working,
+                    spec,
+                    self._plan(),
+                    self._templates,
                 )
         except BaseException:
             results.close()
@@ -401,54 +317,27 @@ class BulkLog:
         begun = perf_counter()
         part = self._current_part()
         sample = case_sample_fields(case, target_field=self.task.target_field)
-        templates = self._templates
-        input_text = sample.input
-        messages: list[dict[str, Any]] = [
-            {**templates.user_message, "id": uuid(), "content": input_text}
-        ]
-        answer = replayed_answer(case.input)
-        if answer is None:
-            output = templates.no_output
-        else:
-            message = {**templates.replay_message, "id": uuid(), "content": answer}
-            messages.append(message)
-            output = {
-                **templates.replay_output,
-                "choices": [{**templates.replay_choice, "message": message}],
-                "completion": answer,
-            }
         if case.id.startswith(UNREADABLE_ID_PREFIX):
             self._line_like_ids.add(case.id)
-        data = {
-            **templates.sample,
-            "id": case.id,
-            "input": input_text,
-            "target": sample.target,
-            "messages": messages,
-            "output": output,
-            "scores": {self.scorer_name: score},
-            "metadata": sample.metadata,
-            "store": replayed_store(case.input),
-            "started_at": started_at,
-            "completed_at": _now(),
-            "total_time": round(elapsed, 3),
-            "working_time": round(elapsed, 3),
-            "uuid": uuid(),
-        }
-        self._add(part, case.id, data, score, begun)
+        parts = SampleParts(
+            id=case.id,
+            input=sample.input,
+            target=sample.target,
+            metadata=sample.metadata,
+            answer=replayed_answer(case.input),
+            scores={self.scorer_name: score},
+            store=replayed_store(case.input),
+            started_at=started_at,
+            completed_at=_now(),
+            seconds=elapsed,
+        )
+        self._add(part, parts, score, begun)
 
-    def _add(
-        self,
-        part: _Part,
-        sample_id: str,
-        data: dict[str, Any],
-        score: Score,
-        begun: float,
-    ) -> None:
-        part.results.add(sample_id, score)
+    def _add(self, part: _Part, parts: SampleParts, score: Score, begun: float) -> None:
+        part.results.add(parts.id, score)
         serialising = perf_counter()
         self.timings.sample += serialising - begun
-        part.writer.add(sample_id, data)
+        part.writer.add(parts.id, parts)
         part.samples += 1
         self.timings.serialize += perf_counter() - serialising
 
@@ -488,25 +377,20 @@ class BulkLog:
             taken.add(sample_id)
             placed.append((unreadable.position, sample_id))
             score = unreadable_score(unreadable.line, unreadable.problem, self.task)
-            text = unreadable.text
             now = _now()
-            data = {
-                **self._templates.sample,
-                "id": sample_id,
-                "input": text,
-                "target": "",
-                "messages": [
-                    {**self._templates.user_message, "id": uuid(), "content": text}
-                ],
-                "output": self._templates.no_output,
-                "scores": {self.scorer_name: score},
-                "metadata": {"line": unreadable.line},
-                "store": {},
-                "started_at": now,
-                "completed_at": now,
-                "uuid": uuid(),
-            }
-            self._add(part, sample_id, data, score, begun)
+            parts = SampleParts(
+                id=sample_id,
+                input=unreadable.text,
+                target="",
+                metadata={"line": unreadable.line},
+                answer=None,
+                scores={self.scorer_name: score},
+                store={},
+                started_at=now,
+                completed_at=now,
+                seconds=0.0,
+            )
+            self._add(part, parts, score, begun)
         return placed
 
     # -- finishing -----------------------------------------------------------

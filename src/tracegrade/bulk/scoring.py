@@ -108,10 +108,10 @@ class Timings:
     score: float = 0.0
     """The core and the `Score` around its result (`diagnosis_score`, ...)."""
     sample: float = 0.0
-    """Building the log's sample around the score."""
+    """Gathering each sample's parts around the score (`SampleParts`)."""
     serialize: float = 0.0
-    """Handing each sample to its writer: serialised into the spool
-    (`.json`), or pickled for the writer process (`.eval`)."""
+    """Handing each sample to its writer: built and serialised into the
+    spool (`.json`), or its parts pickled for the writer process (`.eval`)."""
     jsonl: float = 0.0
     """Writing the JSON Lines results."""
     results: float = 0.0

@@ -1,0 +1,196 @@
+"""The samples of a bulk log, built from Inspect's own shapes.
+
+A sample of `tracegrade score` differs from the next only in a few values:
+its id, input, target, metadata, replayed answer, score, store and times
+(`SampleParts`). The rest comes from templates that Inspect's models make
+once (`SampleTemplates`): validating a pydantic model per sample would
+cost more than everything else together. The tests prove the result
+round-trips through `EvalLog` validation unchanged.
+
+Parts are what crosses to the `.eval` writer process: a third of the
+pickle the whole sample would be, so the main process, which scores,
+spends less on each sample, and the writer builds it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from inspect_ai.log import EvalSample
+from inspect_ai.model import ChatMessageUser, ModelOutput
+from inspect_ai.scorer import Score
+
+from .._inspect_internals import iso_now
+from ..tasks.replay import REPLAY_MODEL
+
+MODEL = "none/none"
+"""The model a replayed run is logged under, as `inspect eval` logs it."""
+
+# --- Ids -------------------------------------------------------------------------
+
+# Shortuuid's alphabet and length, which Inspect's ids use. These ids need
+# to be unique, not secret, and `shortuuid.uuid()` costs a quarter of the
+# time of a bulk sample: so they are cut from a buffer of OS random bytes,
+# each byte below 4 x 57 standing for one character (the rest dropped, so
+# every character is equally likely).
+_ID_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
+_ID_LENGTH = 22
+_ID_BYTE_LIMIT = 4 * len(_ID_ALPHABET)
+_ID_TABLE = bytes(
+    ord(_ID_ALPHABET[byte % len(_ID_ALPHABET)]) if byte < _ID_BYTE_LIMIT else 0
+    for byte in range(256)
+)
+_ID_DROPPED = bytes(range(_ID_BYTE_LIMIT, 256))
+
+
+class _IdSource:
+    def __init__(self) -> None:
+        self.forget()
+
+    def forget(self) -> None:
+        self._characters = ""
+        self._next = 0
+
+    def take(self) -> str:
+        start = self._next
+        if start + _ID_LENGTH > len(self._characters):
+            fresh = os.urandom(8192).translate(_ID_TABLE, _ID_DROPPED)
+            self._characters = self._characters[start:] + fresh.decode("ascii")
+            start = 0
+        self._next = start + _ID_LENGTH
+        return self._characters[start : self._next]
+
+
+_ids = _IdSource()
+# A forked child (the `.eval` writer) would otherwise take the very ids its
+# parent takes next from the buffer both hold.
+os.register_at_fork(after_in_child=_ids.forget)
+
+
+def uuid() -> str:
+    """A fresh 22-character id in Inspect's shortuuid form."""
+    return _ids.take()
+
+
+# --- Samples ---------------------------------------------------------------------
+
+
+class SampleParts(NamedTuple):
+    """What a sample has of its own; `SampleTemplates.sample` adds the rest."""
+
+    id: str
+    input: str
+    target: str | list[str]
+    metadata: dict[str, Any] | None
+    answer: str | None
+    """The replayed output's text; None: the sample has no output."""
+    scores: dict[str, Score] | dict[str, dict[str, Any]]
+    """Each scorer's `Score`, or its fields (`plain`)."""
+    store: dict[str, Any]
+    started_at: str
+    completed_at: str
+    seconds: float
+
+    def plain(self) -> SampleParts:
+        """These parts with each `Score` as its fields but those that are
+        None: pickling a pydantic model costs several times pickling its
+        fields, and None fields are left out as `Score`'s serialiser
+        leaves them out, so the sample serialises to the same bytes."""
+        return self._replace(
+            scores={
+                name: (
+                    {
+                        key: value
+                        for key, value in vars(score).items()
+                        if value is not None
+                    }
+                    if isinstance(score, Score)
+                    else score
+                )
+                for name, score in self.scores.items()
+            }
+        )
+
+
+def _dump(model: Any) -> dict[str, Any]:
+    dumped: dict[str, Any] = model.model_dump(mode="json", exclude_none=True)
+    return dumped
+
+
+@dataclass(frozen=True)
+class SampleTemplates:
+    """Inspect's own serialised shapes, made once, filled in per sample."""
+
+    sample: dict[str, Any]
+    user_message: dict[str, Any]
+    no_output: dict[str, Any]
+    replay_output: dict[str, Any]
+    replay_choice: dict[str, Any]
+    replay_message: dict[str, Any]
+
+    @classmethod
+    def make(cls) -> SampleTemplates:
+        empty = EvalSample(
+            id="",
+            epoch=1,
+            input="",
+            target="",
+            output=ModelOutput(model=MODEL),
+            scores={},
+            store={},
+            started_at=iso_now(),
+            completed_at=iso_now(),
+            total_time=0.0,
+            working_time=0.0,
+            uuid="",
+            error_retries=[],
+            turn_count=0,
+        )
+        replayed = _dump(ModelOutput.from_content(model=REPLAY_MODEL, content=""))
+        (choice,) = replayed["choices"]
+        return cls(
+            sample=_dump(empty),
+            user_message=_dump(ChatMessageUser(content="", source="input")),
+            no_output=_dump(ModelOutput(model=MODEL)),
+            replay_output=replayed,
+            replay_choice=choice,
+            replay_message=choice["message"],
+        )
+
+    def build(self, parts: SampleParts) -> dict[str, Any]:
+        """The sample as `inspect eval` of the replay task logs it, as
+        JSON-safe data but for its scores; its message ids and `uuid` are
+        fresh."""
+        messages: list[dict[str, Any]] = [
+            {**self.user_message, "id": uuid(), "content": parts.input}
+        ]
+        answer = parts.answer
+        if answer is None:
+            output = self.no_output
+        else:
+            message = {**self.replay_message, "id": uuid(), "content": answer}
+            messages.append(message)
+            output = {
+                **self.replay_output,
+                "choices": [{**self.replay_choice, "message": message}],
+                "completion": answer,
+            }
+        seconds = round(parts.seconds, 3)
+        return {
+            **self.sample,
+            "id": parts.id,
+            "input": parts.input,
+            "target": parts.target,
+            "messages": messages,
+            "output": output,
+            "scores": parts.scores,
+            "metadata": parts.metadata,
+            "store": parts.store,
+            "started_at": parts.started_at,
+            "completed_at": parts.completed_at,
+            "total_time": seconds,
+            "working_time": seconds,
+            "uuid": uuid(),
+        }
