@@ -31,6 +31,11 @@ between different answers would mean nothing, so `tracegrade score` also
 scores the first M records in each format and its log is compared with
 `inspect eval`'s sample by sample, through `read_eval_log`.
 
+`--baseline REV` also runs, right after each row's run, the same command
+with the `tracegrade` of git revision REV (its `src/` first on
+PYTHONPATH): a machine that runs slower one hour than the next slows
+both alike, so the pair shows what the code since REV changed.
+
 Scratch files go to a temporary directory and each run's logs are deleted
 once measured (1M records write gigabytes). The report goes to --json
 (`benchmarks/results/bulk_scoring.json` by default) and its table to the
@@ -41,7 +46,8 @@ without measuring anything.
         [--formats eval,json] [--tasks stage_diagnosis,ordered_extraction]
         [--inspect-records 2000] [--max-samples-per-log N] [--seed 7]
         [--viewer/--no-viewer] [--viewer-give-up-seconds 120]
-        [--chromium PATH] [--json OUT] [--markdown OUT] [--render JSON]
+        [--chromium PATH] [--baseline REV] [--json OUT] [--markdown OUT]
+        [--render JSON]
 """
 
 from __future__ import annotations
@@ -68,7 +74,7 @@ from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
 from benchmarks import measure  # noqa: E402
-from benchmarks.measure import Measured  # noqa: E402
+from benchmarks.measure import TRACEGRADE, Measured, revision_env  # noqa: E402
 from benchmarks.throughput import (  # noqa: E402
     positive,
     small_extraction_record,
@@ -183,10 +189,12 @@ def head(source: Path, target: Path, lines: int) -> None:
             out.write(line)
 
 
-def run_measured(command: Sequence[str], cwd: Path) -> Measured:
+def run_measured(
+    command: Sequence[str], cwd: Path, env: dict[str, str] | None = None
+) -> Measured:
     """One `tracegrade` run, its peak its own (see `benchmarks.measure`);
     exit 1 is a result here (data errors), not a failure."""
-    return measure.run_measured(command, cwd, env=CLEAN_ENV, exit_codes=(0, 1))
+    return measure.run_measured(command, cwd, env=env or CLEAN_ENV, exit_codes=(0, 1))
 
 
 def tracegrade_command(
@@ -199,7 +207,7 @@ def tracegrade_command(
     command = [
         sys.executable,
         "-c",
-        "from tracegrade.cli import run; run()",
+        TRACEGRADE,
         "score",
         task,
         str(dataset),
@@ -663,10 +671,12 @@ def score_once(
     log_format: str,
     max_samples_per_log: int | None,
     work: Path,
+    env: dict[str, str] | None = None,
 ) -> tuple[Measured, dict[str, Any]]:
     measured = run_measured(
         tracegrade_command(task, dataset, log_dir, log_format, max_samples_per_log),
         work,
+        env,
     )
     return measured, json.loads(measured.stdout)
 
@@ -682,7 +692,11 @@ class TaskRun:
 
 
 def bench_task(
-    task: str, args: argparse.Namespace, viewer: Viewer, work: Path
+    task: str,
+    args: argparse.Namespace,
+    viewer: Viewer,
+    work: Path,
+    baseline_env: dict[str, str] | None,
 ) -> TaskRun:
     """Rows for every size and format of `task`, its inspect eval fit, its
     answer comparisons and what holds its memory."""
@@ -801,6 +815,24 @@ def bench_task(
                 }
             )
             shutil.rmtree(log_dir)
+            rows[-1]["baseline"] = None
+            if baseline_env is not None:
+                before, _ = score_once(
+                    task,
+                    dataset,
+                    log_dir,
+                    log_format,
+                    args.max_samples_per_log,
+                    work,
+                    baseline_env,
+                )
+                shutil.rmtree(log_dir)
+                rows[-1]["baseline"] = {
+                    "revision": args.baseline,
+                    "seconds": before.seconds,
+                    "cpu_seconds": before.cpu_seconds,
+                    "peak_mib": before.peak_mib,
+                }
         if dataset != full:
             dataset.unlink()
     full.unlink()
@@ -846,6 +878,8 @@ def command_line(args: argparse.Namespace) -> str:
     if args.max_samples_per_log is not None:
         line += f" --max-samples-per-log={args.max_samples_per_log}"
     line += " --viewer" if args.viewer else " --no-viewer"
+    if args.baseline is not None:
+        line += f" --baseline={args.baseline}"
     return line
 
 
@@ -864,8 +898,11 @@ def build_report(args: argparse.Namespace) -> dict[str, Any]:
     comparisons: list[dict[str, Any]] = []
     memory: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="tracegrade-bulk-") as scratch:
+        baseline_env = None
+        if args.baseline is not None:
+            baseline_env = revision_env(args.baseline, Path(scratch), CLEAN_ENV)
         for task in args.tasks:
-            run = bench_task(task, args, viewer, Path(scratch))
+            run = bench_task(task, args, viewer, Path(scratch), baseline_env)
             rows += run.rows
             fits.append(run.fit)
             comparisons += run.comparisons
@@ -893,6 +930,7 @@ def build_report(args: argparse.Namespace) -> dict[str, Any]:
         "machine": machine,
         "inspect_ai": version("inspect_ai"),
         "tracegrade": tracegrade_source(),
+        "baseline": args.baseline,
         "chromium": viewer.version,
         "viewer_unavailable": viewer.unavailable,
         "targets": [target.as_json() for target in TARGETS],
@@ -917,13 +955,15 @@ def viewer_text(row: dict[str, Any]) -> str:
     return "-" if row["format"] != "eval" else "n/a"
 
 
-def table_cells(row: dict[str, Any]) -> list[str]:
+def table_cells(row: dict[str, Any], with_baseline: bool = False) -> list[str]:
     ours = row["tracegrade"]
+    before = row.get("baseline")
     return [
         row["task"],
         f"{row['records']:,}",
         f".{row['format']}",
         f"{ours['seconds']:.1f}",
+        *([f"{before['seconds']:.1f}" if before else "-"] if with_baseline else []),
         f"{ours['records_per_s']:,.0f}",
         f"{ours['peak_mib']:,.0f}",
         f"{ours['log_bytes'] / 1e6:,.1f}",
@@ -949,21 +989,33 @@ COLUMNS = (
 )
 
 
+def table_columns(report: dict[str, Any]) -> tuple[str, ...]:
+    """The table's columns: "before s" beside "seconds" with a baseline."""
+    if not report.get("baseline"):
+        return COLUMNS
+    return (*COLUMNS[:4], "before s", *COLUMNS[4:])
+
+
 def markdown(report: dict[str, Any]) -> str:
     """The table and its misses, for READMEs to quote."""
+    names = table_columns(report)
+    with_baseline = bool(report.get("baseline"))
     lines = [
         "<!-- Written by benchmarks/bulk_scoring.py from bulk_scoring.json;"
         " rerun it (or --render) rather than editing. -->",
         "",
-        "| " + " | ".join(COLUMNS) + " |",
+        "| " + " | ".join(names) + " |",
         "|"
         + "|".join(
-            "---:" if 3 <= index < len(COLUMNS) - 1 else "---"
-            for index in range(len(COLUMNS))
+            "---:" if 3 <= index < len(names) - 1 else "---"
+            for index in range(len(names))
         )
         + "|",
     ]
-    lines += ["| " + " | ".join(table_cells(row)) + " |" for row in report["rows"]]
+    lines += [
+        "| " + " | ".join(table_cells(row, with_baseline)) + " |"
+        for row in report["rows"]
+    ]
     machine = report["machine"]
     lines += [
         "",
@@ -981,7 +1033,13 @@ def markdown(report: dict[str, Any]) -> str:
         + " and ".join(
             f"{run['records']:,}" for run in report["inspect_eval"][0]["runs"]
         )
-        + " records, over `tracegrade score`'s.",
+        + " records, over `tracegrade score`'s."
+        + (
+            f" before s: the same run, right after it, of git revision "
+            f"`{report['baseline']}` (its `src/` first on PYTHONPATH)."
+            if with_baseline
+            else ""
+        ),
         "",
     ]
     if report.get("viewer_unavailable"):
@@ -1014,10 +1072,12 @@ def markdown(report: dict[str, Any]) -> str:
 def show(report: dict[str, Any]) -> None:
     console = Console(width=max(Console().width, 140))
     table = Table(title="tracegrade score (wall clock, subprocess)")
-    for index, column in enumerate(COLUMNS):
+    for index, column in enumerate(table_columns(report)):
         table.add_column(column, justify="left" if index < 3 else "right")
+    with_baseline = bool(report.get("baseline"))
     for row in report["rows"]:
-        table.add_row(*(cell.replace("**", "") for cell in table_cells(row)))
+        cells = table_cells(row, with_baseline)
+        table.add_row(*(cell.replace("**", "") for cell in cells))
     console.print(table)
 
     breakdown = Table(title="Where tracegrade's time goes (seconds)")
@@ -1120,6 +1180,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--viewer-give-up-seconds", type=float, default=120.0)
     parser.add_argument("--chromium", help="Chromium binary")
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also time each row with the tracegrade of this git revision",
+    )
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, metavar="OUT")
     parser.add_argument(
         "--markdown", type=Path, metavar="OUT", help="default: --json, ending .md"

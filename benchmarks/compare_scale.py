@@ -30,7 +30,6 @@ import argparse
 import json
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -41,9 +40,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.measure import run_measured  # noqa: E402
+from benchmarks.measure import TRACEGRADE, revision_env, run_measured  # noqa: E402
 
-CLI = "from tracegrade.cli import run; run()"
+CLI = TRACEGRADE
 CLEAN_ENV = {
     key: value for key, value in os.environ.items() if not key.startswith("INSPECT_")
 }
@@ -140,19 +139,6 @@ def compare(
     return rows
 
 
-def baseline_env(revision: str, scratch: Path) -> dict[str, str]:
-    """An environment whose `tracegrade` is the one of git `revision`."""
-    target = scratch / "baseline"
-    target.mkdir()
-    archive = subprocess.run(
-        ["git", "-C", str(ROOT), "archive", revision, "src"],
-        check=True,
-        capture_output=True,
-    ).stdout
-    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
-    return {**CLEAN_ENV, "PYTHONPATH": str(target / "src")}
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--samples", type=int, default=1_000_000)
@@ -201,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(rows[-2:]), flush=True)
         if args.baseline is not None:
             regressed, new = news[-1]
-            env = baseline_env(args.baseline, scratch_dir)
+            env = revision_env(args.baseline, scratch_dir, CLEAN_ENV)
             rows += compare(
                 base, new, scratch_dir, regressed, env, f"git {args.baseline}"
             )

@@ -30,6 +30,29 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+ROOT = Path(__file__).resolve().parent.parent
+
+TRACEGRADE = "import tracegrade.cli as cli; getattr(cli, 'run', cli.main)()"
+"""`python -c` code that runs `tracegrade` as its console script does
+(`main` in revisions from before `run`, which `--baseline` may measure)."""
+
+
+def revision_env(
+    revision: str, scratch: Path, env: Mapping[str, str]
+) -> dict[str, str]:
+    """`env` with the `tracegrade` of git `revision` first on PYTHONPATH:
+    its `src/`, exported under `scratch` (to measure what a change saved)."""
+    target = scratch / f"revision-{revision}"
+    target.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", revision, "src"],
+        check=True,
+        capture_output=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
+    return {**env, "PYTHONPATH": str(target / "src")}
+
+
 LAUNCHER = """
 import json, os, subprocess, sys, threading, time
 

@@ -43,6 +43,8 @@ def bulk(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path
             f"--max-samples-per-log={PER_LOG}",
             f"--trace-memory-records={BULK_RECORDS}",
             "--no-viewer",
+            # The committed tree's own tracegrade, as a baseline would be.
+            "--baseline=HEAD",
             f"--json={out}",
         ],
         env=SUBPROCESS_ENV,
@@ -81,6 +83,10 @@ def test_bulk_report_has_a_row_per_size_and_format(
         assert row["ratio"] == pytest.approx(
             theirs["extrapolated_seconds"] / ours["seconds"]
         )
+        before = row["baseline"]
+        assert before["revision"] == "HEAD"
+        assert before["seconds"] > 0 and before["cpu_seconds"] > 0
+        assert before["peak_mib"] > 0
 
 
 def test_bulk_answers_are_inspect_evals_in_both_formats(
@@ -117,6 +123,8 @@ def test_bulk_report_says_how_where_and_against_which_targets(
     report, _ = bulk
     assert report["command"].startswith("python benchmarks/bulk_scoring.py")
     assert f"--max-samples-per-log={PER_LOG}" in report["command"]
+    assert report["command"].endswith(" --baseline=HEAD")
+    assert report["baseline"] == "HEAD"
     assert report["machine"]["cpus"] >= 1
     assert report["inspect_ai"].count(".") == 2
     assert [target["records"] for target in report["targets"]] == [
@@ -164,6 +172,11 @@ def test_bulk_markdown_is_rendered_from_the_json(
     table = [line for line in written.splitlines() if line.startswith("| stage")]
     assert len(table) == 2
     assert table[0].startswith(f"| stage_diagnosis | {BULK_RECORDS} | .eval |")
+    assert "| seconds | before s | records/s |" in written
+    report, _ = bulk
+    before = report["rows"][0]["baseline"]["seconds"]
+    assert table[0].split(" | ")[4] == f"{before:.1f}"
+    assert "of git revision `HEAD`" in written
     again = tmp_path / "again.md"
     assert main(["--render", str(out), "--markdown", str(again)]) == 0
     assert again.read_text(encoding="utf-8") == written
