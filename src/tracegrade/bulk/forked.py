@@ -1,13 +1,13 @@
 """The `.eval` writer in a second process, so both cores share a bulk run.
 
-Summarising, compressing and archiving a sample costs about half as much
-as reading, scoring and serialising it, and a run does them one after the
-other on one core. Here a child forked when the run begins (sharing the
-imported code, so it starts at once) holds the run's `EvalLogWriter`s:
-the main process hands each sample's parts (`samples.SampleParts`) down
-a pipe, pickled, and goes on to the next line, while the child builds the
-sample, serialises and summarises it, and writes it into its part's
-archive.
+Building, serialising, summarising, compressing and archiving a sample
+cost about as much as reading and scoring it, and in one process a run
+would do them one after the other on one core. Here a child forked when
+the run begins (sharing the imported code, so it starts at once) holds
+the run's `EvalLogWriter`s: the main process hands each sample's parts
+(`samples.SampleParts`) down a pipe, pickled, and goes on to the next
+line, while the child builds the sample, serialises and summarises it,
+and writes it into its part's archive.
 
 What is written is what the in-process writer writes: the child runs the
 same `EvalLogWriter` on the same parts (`SampleParts.plain`: pickling
