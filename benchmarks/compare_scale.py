@@ -42,7 +42,6 @@ if str(ROOT) not in sys.path:
 
 from benchmarks.measure import TRACEGRADE, revision_env, run_measured  # noqa: E402
 
-CLI = TRACEGRADE
 CLEAN_ENV = {
     key: value for key, value in os.environ.items() if not key.startswith("INSPECT_")
 }
@@ -66,7 +65,7 @@ def score(records: Path, log_dir: Path) -> float:
         [
             sys.executable,
             "-c",
-            CLI,
+            TRACEGRADE,
             "score",
             "stage_diagnosis",
             str(records),
@@ -89,7 +88,7 @@ def compare(
     rows = []
     json_out = work / "compare.json"
     measured = run_measured(
-        [sys.executable, "-c", CLI, "compare", str(base), str(new), "--json"],
+        [sys.executable, "-c", TRACEGRADE, "compare", str(base), str(new), "--json"],
         env=env or CLEAN_ENV,
         stdout_to=json_out,
         exit_codes=(0, 3),
@@ -117,7 +116,7 @@ def compare(
     del found, pair, stage
     measured = run_measured(
         [
-            *(sys.executable, "-c", CLI, "compare", str(base), str(new)),
+            *(sys.executable, "-c", TRACEGRADE, "compare", str(base), str(new)),
             *("--html", str(page), "--force"),
         ],
         env=env or CLEAN_ENV,
