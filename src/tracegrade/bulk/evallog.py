@@ -280,11 +280,13 @@ def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
     """What `EvalSample.summary()` would give for this sample, serialised.
 
     `sample` is an `EvalSample` as JSON-safe data (what its log member
-    holds). Building and validating an `EvalSample` per sample would cost
-    more than writing it; this builds the summary's JSON directly, trimmed
-    by the same rules, for the common case of a text input. Anything else
-    (an input of chat messages, with images to replace) goes through
-    Inspect's own models. Timestamps are normalised to UTC, as Inspect does.
+    holds), its scores `Score`s or their fields (`SampleParts.plain`,
+    what the writer process gets). Building and validating an
+    `EvalSample` per sample would cost more than writing it; this builds
+    the summary's JSON directly, trimmed by the same rules, for the common
+    case of a text input. Anything else (an input of chat messages, with
+    images to replace) goes through Inspect's own models. Timestamps are
+    normalised to UTC, as Inspect does.
     """
     if not _fast_summary_applies(sample):
         validated = EvalSample.model_validate(dict(sample)).summary()
