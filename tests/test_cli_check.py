@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from tests.commands import start_module
+from tests.commands import peak_rss_mib
 from tests.support import write_lines
 from tracegrade.bulk.scoring import TASKS, DiskIds
 from tracegrade.cli import main
@@ -328,16 +328,6 @@ def generate_stage_file(path: Path, records: int) -> None:
                 "correct": n % 3 == 0,
             }
             out.write(json.dumps({"id": f"run-{n:07d}", "input": record}) + "\n")
-
-
-def peak_rss_mib(*args: str, cwd: Path) -> float:
-    """Peak resident memory of one `tracegrade` run, from the kernel: the
-    command server's pages, which it starts with, and what it added."""
-    process = start_module("tracegrade.cli", *args, cwd=cwd)
-    _, stderr = process.communicate(timeout=300)
-    assert process.returncode == 0, stderr
-    assert process.peak_rss_kib is not None
-    return process.peak_rss_kib / 1024  # kibibytes on Linux
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss is in KiB on Linux")

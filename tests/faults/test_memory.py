@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import peak_rss_mib
 from tests.faults.conftest import (
     assert_no_final_outputs,
     one_clear_line,
@@ -106,18 +107,6 @@ MALFORMED_WIDTH = 1_000
 """Each line cut to 1,000 characters of text; the log shows up to 2,000."""
 
 
-def _peak_mib(*args: str, cwd: Path) -> float:
-    """`tracegrade ARGS` run to its end; its peak resident memory in MiB
-    (ru_maxrss: a `.json` log has no writer child), the command server's
-    pages it starts with included. Exit 1 is a run whose lines had errors,
-    all logged."""
-    process = start_tracegrade(*args, cwd=cwd)
-    _, stderr = process.communicate(timeout=300)
-    assert process.returncode in (0, 1), stderr
-    assert process.peak_rss_kib is not None
-    return process.peak_rss_kib / 1024
-
-
 @pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in KiB")
 def test_a_file_of_malformed_lines_costs_no_more_than_a_good_one(
     tmp_path: Path,
@@ -130,7 +119,7 @@ def test_a_file_of_malformed_lines_costs_no_more_than_a_good_one(
         for number in range(MALFORMED_LINES):
             out.write(f"not json {number} ".ljust(MALFORMED_WIDTH, "x") + "\n")
     peaks = {
-        name: _peak_mib(
+        name: peak_rss_mib(
             "score",
             "stage_diagnosis",
             f"{name}.jsonl",
@@ -141,6 +130,7 @@ def test_a_file_of_malformed_lines_costs_no_more_than_a_good_one(
             "--out",
             f"{name}.results.jsonl",
             cwd=tmp_path,
+            exit_codes=(0, 1),  # 1: a run whose lines had errors, all logged
         )
         for name in ("good", "wrong")
     }
