@@ -996,10 +996,15 @@ def table_columns(report: dict[str, Any]) -> tuple[str, ...]:
     return (*COLUMNS[:4], "before s", *COLUMNS[4:])
 
 
+def table_rows(report: dict[str, Any]) -> list[list[str]]:
+    """The table's cells, row by row, under `table_columns(report)`."""
+    with_baseline = bool(report.get("baseline"))
+    return [table_cells(row, with_baseline) for row in report["rows"]]
+
+
 def markdown(report: dict[str, Any]) -> str:
     """The table and its misses, for READMEs to quote."""
     names = table_columns(report)
-    with_baseline = bool(report.get("baseline"))
     lines = [
         "<!-- Written by benchmarks/bulk_scoring.py from bulk_scoring.json;"
         " rerun it (or --render) rather than editing. -->",
@@ -1012,10 +1017,7 @@ def markdown(report: dict[str, Any]) -> str:
         )
         + "|",
     ]
-    lines += [
-        "| " + " | ".join(table_cells(row, with_baseline)) + " |"
-        for row in report["rows"]
-    ]
+    lines += ["| " + " | ".join(cells) + " |" for cells in table_rows(report)]
     machine = report["machine"]
     lines += [
         "",
@@ -1037,7 +1039,7 @@ def markdown(report: dict[str, Any]) -> str:
         + (
             f" before s: the same run, right after it, of git revision "
             f"`{report['baseline']}` (its `src/` first on PYTHONPATH)."
-            if with_baseline
+            if report.get("baseline")
             else ""
         ),
         "",
@@ -1074,9 +1076,7 @@ def show(report: dict[str, Any]) -> None:
     table = Table(title="tracegrade score (wall clock, subprocess)")
     for index, column in enumerate(table_columns(report)):
         table.add_column(column, justify="left" if index < 3 else "right")
-    with_baseline = bool(report.get("baseline"))
-    for row in report["rows"]:
-        cells = table_cells(row, with_baseline)
+    for cells in table_rows(report):
         table.add_row(*(cell.replace("**", "") for cell in cells))
     console.print(table)
 
