@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -33,7 +34,7 @@ from typing import NoReturn
 
 import pytest
 
-from tests.commands import Running, ServedProcess, start_module
+from tests.commands import Running, ServedProcess, run_tracegrade, start_module
 
 # Enough for every marker of the signal tests (about 1.1 MB). On the
 # project's 2-core machine, from idle to loaded: `score` reads it in 0.4 s
@@ -122,6 +123,31 @@ def write_stage_records(path: Path, count: int) -> None:
                 "correct": number % 2 == 0,
             }
             out.write(json.dumps({"id": f"run-{number}", "input": record}) + "\n")
+
+
+def write_stage_log(folder: Path, count: int) -> Path:
+    """`folder/log.eval`: `tracegrade score` of `count` records of
+    `write_stage_records`, the input to the commands that read a log."""
+    write_stage_records(folder / "runs.jsonl", count)
+    done = run_tracegrade(
+        "score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs", cwd=folder
+    )
+    assert done.returncode == 0, done.stderr
+    (log,) = (folder / "logs").glob("*.eval")
+    shutil.move(log, folder / "log.eval")
+    shutil.rmtree(folder / "logs")
+    return folder / "log.eval"
+
+
+def write_labels(path: Path, count: int, every: int) -> None:
+    """Staff labels for the runs of `write_stage_records`: every `every`th
+    one correct."""
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"run-{number}", "correct": number % every == 0}) + "\n"
+            for number in range(count)
+        )
+    )
 
 
 @pytest.fixture(scope="session")

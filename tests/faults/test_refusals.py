@@ -12,7 +12,6 @@ checked by hash before and after.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import resource
 import shutil
@@ -27,7 +26,8 @@ from tests.faults.conftest import (
     needs_mount,
     one_clear_line,
     snapshot,
-    write_stage_records,
+    write_labels,
+    write_stage_log,
 )
 from tests.support import write_lines
 
@@ -39,23 +39,11 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`runs.jsonl`, its log `log.eval`, `base/` and `new/` holding a copy
     of it each, staff labels, and TREC files: every command's input."""
     folder = tmp_path_factory.mktemp("scored")
-    write_stage_records(folder / "runs.jsonl", RECORDS)
-    done = run_tracegrade(
-        "score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs", cwd=folder
-    )
-    assert done.returncode == 0, done.stderr
-    (log,) = (folder / "logs").glob("*.eval")
-    shutil.move(log, folder / "log.eval")
-    shutil.rmtree(folder / "logs")
+    log = write_stage_log(folder, RECORDS)
     for side in ("base", "new"):
         (folder / side).mkdir()
-        shutil.copyfile(folder / "log.eval", folder / side / log.name)
-    (folder / "staff.jsonl").write_text(
-        "".join(
-            json.dumps({"id": f"run-{number}", "correct": number % 2 == 0}) + "\n"
-            for number in range(RECORDS)
-        )
-    )
+        shutil.copyfile(log, folder / side / "run.eval")
+    write_labels(folder / "staff.jsonl", RECORDS, every=2)
     (folder / "qrels.txt").write_text("q1 0 D1 1\nq1 0 D2 1\n")
     (folder / "run.txt").write_text("q1 Q0 D1 1 2.5 bm25\nq1 Q0 D3 2 1.5 bm25\n")
     return folder

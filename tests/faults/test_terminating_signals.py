@@ -12,7 +12,6 @@ frozen: still running, and the log not yet replaced.
 
 from __future__ import annotations
 
-import json
 import random
 import shutil
 import signal
@@ -22,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import ServedProcess, run_tracegrade
+from tests.commands import ServedProcess
 from tests.faults.conftest import (
     POLL_SECONDS,
     digest,
@@ -33,7 +32,8 @@ from tests.faults.conftest import (
     snapshot,
     start_tracegrade,
     workload_too_small,
-    write_stage_records,
+    write_labels,
+    write_stage_log,
 )
 
 
@@ -83,21 +83,9 @@ def apply_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """`log.eval` of `APPLY_SAMPLES` unlabelled runs and `labels.jsonl`
     labelling every one."""
     folder = tmp_path_factory.mktemp("apply")
-    write_stage_records(folder / "runs.jsonl", APPLY_SAMPLES)
-    done = run_tracegrade(
-        "score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs", cwd=folder
-    )
-    assert done.returncode == 0, done.stderr
-    (log,) = (folder / "logs").glob("*.eval")
-    shutil.move(log, folder / "log.eval")
-    shutil.rmtree(folder / "logs")
+    write_stage_log(folder, APPLY_SAMPLES)
     (folder / "runs.jsonl").unlink()
-    (folder / "labels.jsonl").write_text(
-        "".join(
-            json.dumps({"id": f"run-{number}", "correct": number % 3 == 0}) + "\n"
-            for number in range(APPLY_SAMPLES)
-        )
-    )
+    write_labels(folder / "labels.jsonl", APPLY_SAMPLES, every=3)
     return folder
 
 
