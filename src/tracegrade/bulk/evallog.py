@@ -739,7 +739,7 @@ class EvalLogWriter:
             raise
         self.spooled = 0
 
-    def add(self, sample_id: str, parts: SampleParts) -> None:
+    def add(self, parts: SampleParts) -> None:
         data = self._templates.build(parts)
         sample = sample_json(data)
         self._archive.add_sample(sample, sample_summary(data))

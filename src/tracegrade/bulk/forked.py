@@ -252,7 +252,7 @@ class ForkedEvalLogWriter:
         self.spooled = 0
         process.call(_START, part, pickle.dumps((working, eval_spec, plan, templates)))
 
-    def add(self, sample_id: str, parts: SampleParts) -> None:
+    def add(self, parts: SampleParts) -> None:
         payload = pickle.dumps(parts.plain(), pickle.HIGHEST_PROTOCOL)
         self._process.send(_ADD, self._part, payload)
         self.spooled += len(payload)
@@ -334,7 +334,7 @@ def _run(reader: IO[bytes], writers: dict[int, EvalLogWriter], replies: int) -> 
     while (message := _next(reader)) is not None:
         kind, part, payload = message
         if kind == _ADD:
-            writers[part].add("", pickle.loads(payload))
+            writers[part].add(pickle.loads(payload))
         elif kind == _START:
             working, eval_spec, plan, templates = pickle.loads(payload)
             writers[part] = EvalLogWriter(working, eval_spec, plan, templates)

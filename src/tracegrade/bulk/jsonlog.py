@@ -42,10 +42,10 @@ class JsonLogWriter:
         self._lengths = array("Q")
         self.spooled = 0
 
-    def add(self, sample_id: str, parts: SampleParts) -> None:
+    def add(self, parts: SampleParts) -> None:
         sample = sample_json(self._templates.build(parts))
         self._spool.write(sample)
-        self._ids.append(sample_id)
+        self._ids.append(parts.id)
         self._offsets.append(self.spooled)
         self._lengths.append(len(sample))
         self.spooled += len(sample)

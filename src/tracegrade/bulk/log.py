@@ -92,7 +92,7 @@ class LogWriter(Protocol):
     spooled: int
     """Bytes of samples written (or handed to the writer process) so far."""
 
-    def add(self, sample_id: str, parts: SampleParts) -> None:
+    def add(self, parts: SampleParts) -> None:
         """One sample, as its parts; the writer builds it
         (`SampleTemplates.build`) and serialises it (`evallog.sample_json`)."""
 
@@ -337,7 +337,7 @@ class BulkLog:
         part.results.add(parts.id, score)
         serialising = perf_counter()
         self.timings.sample += serialising - begun
-        part.writer.add(parts.id, parts)
+        part.writer.add(parts)
         part.samples += 1
         self.timings.serialize += perf_counter() - serialising
 
