@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.measure import run_measured  # noqa: E402
+from benchmarks.measure import TRACEGRADE, run_measured  # noqa: E402
 
 
 def write_records(path: Path, count: int) -> None:
@@ -55,7 +55,7 @@ def measure(path: Path) -> dict[str, Any]:
     command = [
         sys.executable,
         "-c",
-        "from tracegrade.cli import run; run()",
+        TRACEGRADE,
         "check",
         "stage_diagnosis",
         str(path),

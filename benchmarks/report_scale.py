@@ -49,6 +49,7 @@ from pydantic_core import to_json, to_jsonable_python  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
+from benchmarks.measure import TRACEGRADE  # noqa: E402
 from benchmarks.measure import run_measured as run_launched  # noqa: E402
 from bulk_eval_log import (  # noqa: E402
     Template,
@@ -67,7 +68,6 @@ STAGES = ("retrieval", "generation", "pass", "unresolved")
 CLEAN_ENV = {
     key: value for key, value in os.environ.items() if not key.startswith("INSPECT_")
 }
-REPORT = "from tracegrade.cli import run; run()"
 # The reader before samples were streamed: the whole log, validated.
 BASELINE = """
 import json, sys
@@ -197,7 +197,7 @@ def measure(
     warnings = ""
     for _ in range(repeat):
         seconds, peak, stdout, warnings = run_measured(
-            [sys.executable, "-c", REPORT, "report", "--json", *map(str, given)]
+            [sys.executable, "-c", TRACEGRADE, "report", "--json", *map(str, given)]
         )
         report = json.loads(stdout)
         runs.append({"seconds": round(seconds, 3), "peak_mib": round(peak, 1)})
