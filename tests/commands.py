@@ -588,12 +588,26 @@ def tracegrade_shell(
     )
 
 
+def peak_rss_mib(*args: str, cwd: Path, exit_codes: tuple[int, ...] = (0,)) -> float:
+    """`tracegrade ARGS` run to its end; its peak resident memory in MiB,
+    from the kernel (ru_maxrss, KiB on Linux): the command server's pages,
+    which it starts with, and what it added. It is the largest peak of the
+    command's processes, not their sum: measure `.json` runs or `check`,
+    which fork no `.eval` writer."""
+    process = start_module("tracegrade.cli", *args, cwd=cwd)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode in exit_codes, stderr
+    assert process.peak_rss_kib is not None
+    return process.peak_rss_kib / 1024
+
+
 __all__ = [
     "PRELOADED",
     "Limit",
     "Running",
     "ServedProcess",
     "Stream",
+    "peak_rss_mib",
     "run_inspect",
     "run_module",
     "run_tracegrade",
@@ -601,15 +615,3 @@ __all__ = [
     "start_module",
     "tracegrade_shell",
 ]
-
-
-def peak_rss_mib(*args: str, cwd: Path, exit_codes: tuple[int, ...] = (0,)) -> float:
-    """`tracegrade ARGS` run to its end; its peak resident memory in MiB,
-    from the kernel (ru_maxrss, KiB on Linux): the command server's pages,
-    which it starts with, and what it added. A forked `.eval` writer is not
-    counted, so measure `.json` runs or `check`."""
-    process = start_module("tracegrade.cli", *args, cwd=cwd)
-    _, stderr = process.communicate(timeout=300)
-    assert process.returncode in exit_codes, stderr
-    assert process.peak_rss_kib is not None
-    return process.peak_rss_kib / 1024
