@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 import os
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any
 
 from inspect_ai.log import read_eval_log, write_eval_log
+
+from tracegrade.bulk.evallog import DEFLATE_LEVEL
 
 # No INSPECT_* settings from the caller (a default model, a log dir), and a
 # wide console so error messages are not wrapped mid-sentence.
@@ -73,3 +76,11 @@ def stored_member(path: Path, name: str) -> bytes:
         extra_length = int.from_bytes(header[28:30], "little")
         file.seek(name_length + extra_length, os.SEEK_CUR)
         return file.read(info.compress_size)
+
+
+def deflated(data: bytes, library: Any = zlib) -> bytes:
+    """`data` as the raw deflate stream `library` (`zlib`, or ISA-L's
+    `isal_zlib`) writes into a zip member at the writer's level."""
+    stream = library.compressobj(DEFLATE_LEVEL, library.DEFLATED, -15)
+    compressed: bytes = stream.compress(data) + stream.flush()
+    return compressed

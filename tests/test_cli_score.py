@@ -39,10 +39,10 @@ from inspect_ai.log._file import eval_log_json
 from isal import isal_zlib
 
 from tests.commands import run_inspect
-from tests.support import stored_member, write_lines
+from tests.support import deflated, stored_member, write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.bulk import log as bulk_log
-from tracegrade.bulk.evallog import DEFLATE_LEVEL, sample_member
+from tracegrade.bulk.evallog import sample_member
 from tracegrade.cli import main
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
 
@@ -227,9 +227,8 @@ def test_log_is_indistinguishable_from_inspect_eval(log_pair: LogPair) -> None:
         member = sample_member(ours.samples[0].id, 1)
         with zipfile.ZipFile(log_pair.ours) as archive:
             content = archive.read(member)
-        stream = isal_zlib.compressobj(DEFLATE_LEVEL, isal_zlib.DEFLATED, -15)
-        assert stored_member(Path(log_pair.ours), member) == (
-            stream.compress(content) + stream.flush()
+        assert stored_member(Path(log_pair.ours), member) == deflated(
+            content, isal_zlib
         )
 
 

@@ -51,12 +51,11 @@ from inspect_ai.scorer import Score, ScoreEdit
 from isal import isal_zlib
 from pydantic_core import to_json, to_jsonable_python
 
-from tests.support import SUBPROCESS_ENV, stored_member
+from tests.support import SUBPROCESS_ENV, deflated, stored_member
 from tracegrade import ordered_extraction_recorded as extraction_task
 from tracegrade import stage_diagnosis
 from tracegrade._inspect_internals import to_json_safe
 from tracegrade.bulk.evallog import (
-    DEFLATE_LEVEL,
     EvalArchive,
     EvalArchiveError,
     StreamedReductions,
@@ -535,14 +534,8 @@ def test_the_writer_process_deflates_with_isal(
     assert zipfile._get_compressor is stdlib_compressor  # type: ignore[attr-defined]
 
     member = sample_member("s", 1)
-    isal_stream = isal_zlib.compressobj(DEFLATE_LEVEL, isal_zlib.DEFLATED, -15)
-    zlib_stream = zlib.compressobj(DEFLATE_LEVEL, zlib.DEFLATED, -15)
-    assert stored_member(written["isal"], member) == (
-        isal_stream.compress(data) + isal_stream.flush()
-    )
-    assert stored_member(written["zlib"], member) == (
-        zlib_stream.compress(data) + zlib_stream.flush()
-    )
+    assert stored_member(written["isal"], member) == deflated(data, isal_zlib)
+    assert stored_member(written["zlib"], member) == deflated(data, zlib)
     assert stored_member(written["isal"], member) != stored_member(
         written["zlib"], member
     )
