@@ -1,0 +1,310 @@
+"""List literals in text: JSON values, and Python lists of plain strings.
+
+Two readers need them: the extraction scorer, which must find every list
+a model's answer holds (docs/answer-formats.md), and the Ragas importer,
+whose CSV cells each hold one list. Both must read a literal one way or
+refuse it, on text a hostile user wrote. So nothing here calls
+`ast.literal_eval`, which reads far more than a list of strings and can
+exhaust memory, and nothing retries a failed read from every bracket,
+which costs quadratic time. `scan_literals` walks the text once: a read
+that fails resumes where it failed, a read that succeeds resumes after
+its literal, and nesting is kept on an explicit stack, one byte a level.
+
+A JSON value is read as `json` reads it, strictly (no NaN, no control
+characters inside strings). A Python list is read only when its items are
+plain quoted strings, `'...'` or `"..."`, with no backslash and no control
+character, separated by commas, a trailing comma allowed: such an item
+means the same to Python and to JSON, so no reader could take it for
+another list. Between tokens only JSON's whitespace counts (space, tab,
+CR, LF); Python would refuse NBSP or U+3000 there, and so does this.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal as Kind
+from typing import NoReturn
+
+Form = Kind["json", "python-list"]
+
+_OPENING = re.compile(r"[\[{]")
+# A run of `[` and whitespace: one character class, so no backtracking.
+_ARRAY_RUN = re.compile(r"\[[\[ \t\r\n]*")
+_WHITESPACE = re.compile(r"[ \t\r\n]*")
+# What ends the plain run of a JSON string: its quote, an escape, or a
+# control character, which JSON forbids unescaped.
+_JSON_STRING_STOP = re.compile(r'["\\\x00-\x1f]')
+_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+_NOT_PLAIN = re.compile(r"[\\\x00-\x1f]")
+# One item of a Python list, plain and quoted, and the comma after it.
+_PYTHON_ITEM = re.compile(
+    r"""(?:'([^'\\\x00-\x1f]*)'|"([^"\\\x00-\x1f]*)")[ \t\r\n]*(?:(,)[ \t\r\n]*)?"""
+)
+_SIMPLE_ESCAPES = frozenset('"\\/bfnrt')
+
+
+@dataclass(frozen=True)
+class ListLiteral:
+    """A literal read from `text[start:end]`.
+
+    `ids` holds its items when it is an array of strings, and is None for
+    any other value (an object, an array holding anything but strings),
+    which no reader takes for a list of IDs.
+    """
+
+    start: int
+    end: int
+    form: Form
+    ids: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class BrokenLiteral:
+    """A bracket that opens no literal: reading failed at `stop`."""
+
+    start: int
+    stop: int
+
+
+def scan_literals(text: str) -> Iterator[ListLiteral | BrokenLiteral]:
+    """Every literal in `text`, and every bracket that opens none, in order.
+
+    Only top-level literals are given: an array inside another array or an
+    object is part of that value. Each `[` or `{` outside a literal is
+    either the start of one or a `BrokenLiteral`.
+    """
+    position = 0
+    while (opening := _OPENING.search(text, position)) is not None:
+        start = opening.start()
+        found = read_literal_at(text, start)
+        if isinstance(found, ListLiteral):
+            position = found.end
+        else:
+            position = max(found.stop, start + 1)
+        yield found
+
+
+def read_literal_at(text: str, start: int) -> ListLiteral | BrokenLiteral:
+    """The literal that begins with the bracket at `text[start]`."""
+    as_json = _read_json(text, start)
+    if isinstance(as_json, ListLiteral) or text[start] != "[":
+        return as_json
+    as_python = _read_python_list(text, start)
+    if isinstance(as_python, ListLiteral):
+        return as_python
+    return BrokenLiteral(start, max(as_json.stop, as_python.stop))
+
+
+def _skip(text: str, position: int) -> int:
+    match = _WHITESPACE.match(text, position)
+    assert match is not None, "the pattern matches the empty string"
+    return match.end()
+
+
+def _json_string_end(text: str, start: int) -> int | None:
+    """The index after the JSON string whose quote is at `start`; None
+    when it is not one (unclosed, a bad escape, a raw control character)."""
+    position = start + 1
+    while (stop := _JSON_STRING_STOP.search(text, position)) is not None:
+        at = stop.start()
+        character = text[at]
+        if character == '"':
+            return at + 1
+        if character != "\\":
+            return None
+        escaped = text[at + 1 : at + 2]
+        if escaped in _SIMPLE_ESCAPES and escaped:
+            position = at + 2
+        elif escaped == "u" and _HEX4.fullmatch(text, at + 2, at + 6):
+            position = at + 6
+        else:
+            return None
+    return None
+
+
+class _Constant(ValueError):
+    """NaN or Infinity, which `json` reads and JSON does not have."""
+
+
+def _no_constant(name: str) -> NoReturn:
+    raise _Constant(name)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
+
+def _read_json(text: str, start: int) -> ListLiteral | BrokenLiteral:
+    """The JSON array or object at `start`.
+
+    `json` reads it, in C, and says where a broken value fails. Values it
+    cannot settle (nested deeper than its recursion allows, or holding
+    NaN, whose place it does not say) are read by `_read_json_by_hand`.
+    """
+    try:
+        value, end = _DECODER.raw_decode(text, start)
+    except json.JSONDecodeError as error:
+        return BrokenLiteral(start, max(error.pos, start + 1))
+    except (_Constant, RecursionError):
+        return _read_json_by_hand(text, start)
+    strings = type(value) is list and all(type(item) is str for item in value)
+    return ListLiteral(start, end, "json", tuple(value) if strings else None)
+
+
+_VALUE, _VALUE_OR_CLOSE, _NEXT, _KEY, _KEY_OR_CLOSE, _COLON = range(6)
+
+
+def _read_json_by_hand(text: str, start: int) -> ListLiteral | BrokenLiteral:
+    """The JSON value at `start`, by a parser with a stack of one byte a level."""
+    stack = bytearray()
+    strings_only = text[start] == "["
+    expect = _VALUE
+    position = start
+    length = len(text)
+    while True:
+        position = _skip(text, position)
+        if position >= length:
+            return BrokenLiteral(start, length)
+        character = text[position]
+        if expect in (_VALUE, _VALUE_OR_CLOSE):
+            if character in "[{":
+                if character == "[":
+                    # A run of openers at once: deep nesting is how a hostile
+                    # text makes a parser slow.
+                    run = _ARRAY_RUN.match(text, position)
+                    assert run is not None, "the run starts with this `[`"
+                    opened = run.group().count("[")
+                    position = run.end()
+                else:
+                    opened = 1
+                    position += 1
+                if stack or opened > 1:
+                    strings_only = False
+                stack += character.encode("ascii") * opened
+                expect = _VALUE_OR_CLOSE if character == "[" else _KEY_OR_CLOSE
+                continue
+            if character == "]" and expect == _VALUE_OR_CLOSE:
+                stack.pop()
+                position += 1
+            elif character == '"':
+                end = _json_string_end(text, position)
+                if end is None:
+                    return BrokenLiteral(start, position)
+                position = end
+            else:
+                end = _scalar_end(text, position)
+                if end is None:
+                    return BrokenLiteral(start, position)
+                strings_only = strings_only and len(stack) > 1
+                position = end
+        elif expect == _NEXT:
+            closing = "]" if stack[-1] == ord("[") else "}"
+            if character == ",":
+                position += 1
+                expect = _VALUE if closing == "]" else _KEY
+                continue
+            if character != closing:
+                return BrokenLiteral(start, position)
+            stack.pop()
+            position += 1
+        elif expect in (_KEY, _KEY_OR_CLOSE):
+            if character == "}" and expect == _KEY_OR_CLOSE:
+                stack.pop()
+                position += 1
+            elif character == '"':
+                end = _json_string_end(text, position)
+                if end is None:
+                    return BrokenLiteral(start, position)
+                position = end
+                expect = _COLON
+                continue
+            else:
+                return BrokenLiteral(start, position)
+        else:  # _COLON
+            if character != ":":
+                return BrokenLiteral(start, position)
+            position += 1
+            expect = _VALUE
+            continue
+        if not stack:
+            return _json_literal(text, start, position, strings_only)
+        expect = _NEXT
+
+
+def _scalar_end(text: str, position: int) -> int | None:
+    """The index after the JSON number, true, false or null at `position`."""
+    for word in ("true", "false", "null"):
+        if text.startswith(word, position):
+            return position + len(word)
+    number = _NUMBER.match(text, position)
+    return number.end() if number is not None else None
+
+
+def _json_literal(text: str, start: int, end: int, strings_only: bool) -> ListLiteral:
+    if not strings_only:
+        return ListLiteral(start, end, "json", None)
+    # A flat array of strings, already checked: json decodes it exactly,
+    # escapes and surrogate pairs included, without recursing.
+    ids: list[str] = json.loads(text[start:end])
+    return ListLiteral(start, end, "json", tuple(ids))
+
+
+def _read_python_list(text: str, start: int) -> ListLiteral | BrokenLiteral:
+    """The Python list of plain quoted strings at `start`."""
+    items: list[str] = []
+    position = _skip(text, start + 1)
+    while not text.startswith("]", position):
+        item = _PYTHON_ITEM.match(text, position)
+        if item is None:
+            return BrokenLiteral(start, _python_item_failure(text, position))
+        single, double, comma = item.groups()
+        items.append(single if single is not None else double)
+        position = item.end()
+        if comma is None and not text.startswith("]", position):
+            return BrokenLiteral(start, position)
+    return ListLiteral(start, position + 1, "python-list", tuple(items))
+
+
+def _python_item_failure(text: str, position: int) -> int:
+    """Where the item at `position` stops being a plain quoted string."""
+    quote = text[position : position + 1]
+    if quote not in ("'", '"'):
+        return position
+    close = text.find(quote, position + 1)
+    if close < 0:
+        return len(text)
+    not_plain = _NOT_PLAIN.search(text, position + 1, close)
+    return not_plain.start() if not_plain is not None else close
+
+
+def read_id_list(text: str) -> tuple[tuple[str, ...], Form] | None:
+    """The strings of `text` when it is one list literal of strings and
+    nothing else (whitespace aside); None otherwise.
+
+    For a cell or a field that must hold one list: `["D1", "D2"]` and
+    `['D1', 'D2']` are read, `['D1' 'D2']`, `[1_000]` and `["D1"] x` are not.
+    """
+    start = _skip(text, 0)
+    if not text.startswith("[", start):
+        return None
+    found = read_literal_at(text, start)
+    if (
+        isinstance(found, BrokenLiteral)
+        or found.ids is None
+        or _skip(text, found.end) != len(text)
+    ):
+        return None
+    return found.ids, found.form
+
+
+__all__ = [
+    "BrokenLiteral",
+    "Form",
+    "ListLiteral",
+    "read_id_list",
+    "read_literal_at",
+    "scan_literals",
+]
