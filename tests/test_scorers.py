@@ -423,7 +423,6 @@ def test_a_large_reversed_answer_is_itemised() -> None:
         ('["C", "A", "B"]', ["C", "A", "B"]),
         ('The IDs are ["C","A","B"] in source order.', ["C", "A", "B"]),
         ('```json\n[\n  "C",\n  "A"\n]\n```', ["C", "A"]),
-        ('See [1] and [note]: ["X"]', ["X"]),
         ('["A", "B"]\n\nFinal answer: ["A", "B"]', ["A", "B"]),
         ("[]", []),
         ('["\\u00e9", "e\\u0301"]', ["\u00e9", "e\u0301"]),
@@ -441,15 +440,16 @@ def test_an_id_list_is_read_from_anywhere_in_the_text(
     [
         ("", "empty"),
         ("   \n", "empty"),
-        ("C A B", "no JSON array"),
-        ('["A", "B"] or maybe ["B", "A"]', "2 different ID lists"),
-        ('[["A"]]', "is a list of string IDs; the first"),
-        ('["A", 1]', "is a list of string IDs; the first"),
-        ('["A", null]', "is a list of string IDs; the first"),
-        ("[NaN]", "no JSON array"),
-        ('["A", "B"', "no JSON array"),
-        ("[" * 5000, "too many unclosed or deeply nested brackets"),
-        ("[1," * 5000, "too many unclosed or deeply nested brackets"),
+        ("C A B", "no list of IDs in the text"),
+        ('["A", "B"] or maybe ["B", "A"]', "two different lists"),
+        ('See [1] and ["X"]', "is no list of string IDs, beside the list"),
+        ('[["A"]]', "is no list of string IDs"),
+        ('["A", 1]', "is no list of string IDs"),
+        ('["A", null]', "is no list of string IDs"),
+        ("[NaN]", "is not a JSON array"),
+        ('["A", "B"', "is not a JSON array"),
+        ("[" * 5000, "is not a JSON array"),
+        ("[1," * 5000, "is not a JSON array"),
     ],
 )
 def test_an_answer_without_one_clear_id_list_is_unreadable(
@@ -730,6 +730,25 @@ STAGE_ARGUMENTS = (
             "None, got true",
         ),
         (
+            ordered_extraction_scorer,
+            {"structured_key": "ids", "answer_key": "answer"},
+            'structured_key reads the model\'s output, and answer_key="answer" '
+            "grades a recorded answer instead; give one",
+        ),
+        (
+            ordered_extraction_scorer,
+            {"output_key": "output"},
+            'output_key="output" reads a recorded output beside recorded answers, '
+            "so it needs answer_key too; without answer_key the model's own "
+            "output is graded",
+        ),
+        (
+            ordered_extraction_scorer,
+            {"structured_key": ""},
+            "structured_key must be one sample metadata key, a non-empty string, "
+            'or None, got ""',
+        ),
+        (
             stage_diagnosis_scorer,
             {"requried_key": "gold"},
             f'stage_diagnosis takes no argument requried_key="gold"; it takes '
@@ -745,7 +764,7 @@ STAGE_ARGUMENTS = (
             ordered_extraction_scorer,
             {"sorce_key": "ids"},
             'ordered_extraction takes no argument sorce_key="ids"; it takes '
-            "source_key and answer_key",
+            "source_key, answer_key, structured_key and output_key",
         ),
     ],
 )

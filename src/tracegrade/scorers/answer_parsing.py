@@ -1,25 +1,41 @@
-"""Reading a model's answer text as a list of IDs.
+"""Reading a model's answer text as a list of IDs: one reading, or none.
 
-`read_answer_ids` tries each reading in turn, and the score's
-`metadata["read_as"]` names the one that found the IDs. The readings, what
-each removes from the text and why none can misread an answer are in
-docs/answer-formats.md. One rule governs them all: never misread. A text
-that could mean two different lists, or that is not clearly a list, is an
-`UnreadableAnswer`, and fails both criteria.
+A grader whose promise is "no judge that changes its mind" must never
+grade a list the model did not give. So readings are not tried in turn
+with the first match winning: every candidate list that any reading finds
+anywhere in the text is collected, and the text is read only when they
+all agree on one list, the same IDs in the same order. Anything else is
+an `UnreadableAnswer` naming why, which fails both criteria. The readings,
+each refusal and why none can misread are in docs/answer-formats.md.
+
+An `ANSWER:` line, which a prompt can ask for, settles what the answer is
+when there is one: its list is then the one candidate. And a task that
+asks for structured output can name the key its schema puts the list
+under (`structured_key`): a text that is exactly that JSON object is read
+as its list.
+
+Everything here takes time linear in the text's length (no regular
+expression that can backtrack over it, no `ast.literal_eval`), and a text
+over `MAX_ANSWER_CHARACTERS` is refused without being scanned.
 """
 
 from __future__ import annotations
 
-import ast
 import json
 import re
-from collections.abc import Sequence
+from array import array
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
-from typing import Any, NoReturn
+from typing import Any
+
+from ..literals import BrokenLiteral, ListLiteral, read_literal_at, scan_literals
 
 ReadAs = str
 """The name of a reading, one of `READ_AS_NAMES`."""
+
+MAX_ANSWER_CHARACTERS = 1_000_000
+"""A longer answer is unreadable as too long, and is not scanned."""
 
 
 def _reading_name(base: str, *, lead_in: bool, removed: Sequence[str] = ()) -> ReadAs:
@@ -31,12 +47,14 @@ def _reading_name(base: str, *, lead_in: bool, removed: Sequence[str] = ()) -> R
 
 _LINE_REMOVALS = ((), ("periods",), ("marks",), ("periods", "marks"))
 _COMMA_REMOVALS = ((), ("period",), ("marks",), ("period", "marks"))
+_ANSWER_LINE = "answer-line-"
 
 READ_AS_NAMES: frozenset[ReadAs] = frozenset(
     {
         "json",
+        "python-list",
         "single-id",
-        *(_reading_name("python-list", lead_in=lead_in) for lead_in in (False, True)),
+        "structured",
         *(
             _reading_name(base, lead_in=lead_in, removed=removed)
             for base in ("lines", "lines-ignoring-numbers")
@@ -46,6 +64,12 @@ READ_AS_NAMES: frozenset[ReadAs] = frozenset(
         *(
             _reading_name("commas", lead_in=lead_in, removed=removed)
             for lead_in in (False, True)
+            for removed in _COMMA_REMOVALS
+        ),
+        f"{_ANSWER_LINE}json",
+        f"{_ANSWER_LINE}python-list",
+        *(
+            _ANSWER_LINE + _reading_name("commas", lead_in=False, removed=removed)
             for removed in _COMMA_REMOVALS
         ),
     }
@@ -66,350 +90,124 @@ class AnswerReading:
     read_as: ReadAs
 
 
-def _reject_constant(name: str) -> NoReturn:
-    # NaN and Infinity are not JSON; `JSON.parse` rejects them too.
-    raise ValueError(f"{name} is not JSON")
+@dataclass(frozen=True, slots=True)
+class _Candidate:
+    """A list that one reading finds in the text, or a value that is none.
+
+    `ids` is None for a JSON value that is no list of string IDs (`value`
+    is then the start of its text): it is a candidate all the same, so
+    that it makes the answer ambiguous rather than being skipped.
+    `refusal` says why this candidate cannot be the answer by itself (a
+    bare list with a heading beside it, say); such a candidate still
+    counts against any other list.
+    """
+
+    ids: tuple[str, ...] | None
+    read_as: ReadAs
+    line: int
+    refusal: str | None = None
+    value: str = ""
+
+    @property
+    def shown(self) -> str:
+        return _quote(self.value) if self.ids is None else _shown_ids(self.ids)
 
 
-_DECODER = json.JSONDecoder(parse_constant=_reject_constant)
-_FAILED_READ_BUDGET = 20
-_JSON_START = re.compile(r"[\[{]")
+class _Candidates:
+    """The candidates found so far, which must all agree.
 
-_BARE_ID = re.compile(r"\w(?:[\w.:/#-]*\w)?")
-_LIST_MARKER = re.compile(r"(?:[-*+\u2022]|(?P<number>[0-9]+)[.)])\s+")
-_FENCE_OPEN = re.compile(r"`{3,}[\w+-]*")
-_FENCE_CLOSE = re.compile(r"`{3,}")
+    Raises `UnreadableAnswer` the moment one disagrees with the first, so
+    that a text of ten thousand lists costs no more than its first two.
+    """
+
+    def __init__(self, among: str = "") -> None:
+        self.among = among
+        self.first: _Candidate | None = None
+        self.readable: _Candidate | None = None
+
+    def add(self, candidate: _Candidate) -> None:
+        first = self.first
+        if first is None:
+            self.first = candidate
+        elif candidate.ids is None or candidate.ids != first.ids:
+            raise UnreadableAnswer(_disagreement(first, candidate) + self.among)
+        if self.readable is None and candidate.refusal is None:
+            self.readable = candidate
+
+    def add_literal(
+        self, layout: _Layout, literal: ListLiteral, read_as: ReadAs | None = None
+    ) -> None:
+        if self.readable is not None and literal.ids == self.readable.ids:
+            return  # the list already read, repeated
+        value = ""
+        if literal.ids is None:
+            value = layout.text[literal.start : min(literal.end, literal.start + 80)]
+        line = layout.line_of(literal.start)
+        self.add(_Candidate(literal.ids, read_as or literal.form, line, None, value))
+
+    def reading(self) -> AnswerReading | None:
+        """The list they agree on; None when there is no candidate at all."""
+        first = self.first
+        if first is None:
+            return None
+        if first.ids is None:
+            raise UnreadableAnswer(
+                f"the JSON value {first.shown} (line {first.line}) is no list of "
+                f"string IDs{self.among}"
+            )
+        if self.readable is None:
+            raise UnreadableAnswer(first.refusal or "")
+        assert self.readable.ids is not None
+        return AnswerReading(list(self.readable.ids), self.readable.read_as)
+
+
+def _disagreement(one: _Candidate, other: _Candidate) -> str:
+    first, second = sorted((one, other), key=lambda candidate: candidate.line)
+    if first.ids is not None and second.ids is not None:
+        return (
+            f"two different lists: {first.shown} (line {first.line}) and "
+            f"{second.shown} (line {second.line})"
+        )
+    value, beside = (first, second) if first.ids is None else (second, first)
+    kind = "the list" if beside.ids is not None else "the JSON value"
+    return (
+        f"the JSON value {value.shown} (line {value.line}) is no list of string "
+        f"IDs, beside {kind} {beside.shown} (line {beside.line})"
+    )
+
+
+# --- Lines, items and bare IDs -------------------------------------------------
+
+# A bare ID starts and ends with a word character (Unicode letters, digits,
+# `_`), with only those and `. : / # -` between: no whitespace, quote,
+# bracket, comma or mark. Each pattern is matched at one place and cannot
+# backtrack more than once over an item.
+_BARE_ID = re.compile(r"\w[\w.:/#-]*")
+_WORD = re.compile(r"\w")
 _DIGIT = re.compile(r"\d")
-# A colon and whitespace: inside a bare ID a colon is never followed by either.
-_SAME_LINE_LEAD_IN = re.compile(r":\s+")
+_LIST_MARKER = re.compile(r"(?:[-*+\u2022]|(?P<number>[0-9]+)[.)])\s+")
+_FENCE = re.compile(r"`{3,}[\w+-]*")
 # Emphasis (`*`, `**`, `***`), code (a backtick) or both, closed in reverse.
-# Neither mark can be part of a bare ID; `_` emphasis can, so it is not one.
+# `_` emphasis is not one: `_` belongs to bare IDs.
 _MARKED = re.compile(r"(?P<open>\*{1,3}`?|`)(?P<inner>[^*`]+)(?P<close>`?\*{1,3}|`)")
-# Python's plain string literals: quoted, with no backslash or line break,
-# so that Python and JSON could not read one differently.
-_PYTHON_STRING = r"""'[^'\\\n]*'|"[^"\\\n]*\""""
-_PYTHON_LIST = re.compile(
-    rf"\[\s*(?:(?:{_PYTHON_STRING})\s*(?:,\s*(?:{_PYTHON_STRING})\s*)*,?\s*)?\]"
-)
+# Where a sentence or a lead-in ends inside a line. A bare ID holds no
+# whitespace, so no item of a list is ever split.
+_SEGMENT_END = re.compile(r"(?<=[.!?;:])\s+")
+_TOKEN = re.compile(r"[\w.:/#-]+")
+_ANSWER_MARKER = re.compile(r"answer[ \t]*:", re.IGNORECASE)
+# Where `str.splitlines` ends a line.
+_LINE_BREAK = re.compile(r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
 # Longer numbers are not counted, only read as markers.
 _COUNTED_DIGITS = 30
-_NO_JSON = "no JSON array of string IDs"
+_ADVICE = "answer with a JSON array, or end with a line ANSWER: [...]"
 
 
-def _is_id_list(value: Any) -> bool:
-    return type(value) is list and all(isinstance(item, str) for item in value)
+def _is_bare(item: str) -> bool:
+    return _BARE_ID.fullmatch(item) is not None and _WORD.match(item[-1]) is not None
 
 
-def read_answer_ids(text: str) -> AnswerReading:
-    """The IDs in `text` and how they were read (docs/answer-formats.md).
-
-    >>> read_answer_ids('Here you go:\\n```json\\n["C", "A", "B"]\\n```')
-    AnswerReading(ids=['C', 'A', 'B'], read_as='json')
-    >>> read_answer_ids("['C', 'A', 'B']")
-    AnswerReading(ids=['C', 'A', 'B'], read_as='python-list')
-    >>> read_answer_ids("1. C\\n2. A\\n3. B")
-    AnswerReading(ids=['C', 'A', 'B'], read_as='lines')
-    >>> read_answer_ids("3. C\\n1. A\\n2. B")
-    AnswerReading(ids=['C', 'A', 'B'], read_as='lines-ignoring-numbers')
-    >>> read_answer_ids("Here are the IDs:\\n- **C**.\\n- **A**.\\n- **B**.")
-    AnswerReading(ids=['C', 'A', 'B'], read_as='lead-in-lines-with-periods-and-marks')
-    >>> read_answer_ids("IDs: C, A, B.")
-    AnswerReading(ids=['C', 'A', 'B'], read_as='lead-in-commas-with-period')
-    >>> read_answer_ids("INC-0042")
-    AnswerReading(ids=['INC-0042'], read_as='single-id')
-
-    Raises `UnreadableAnswer` saying what was found instead.
-    """
-    found, rejected = _json_values(text)
-    if len(found) == 1:
-        return AnswerReading(found[0], "json")
-    if len(found) > 1:
-        listed = " and ".join(_quote(ids) for ids in found[:2])
-        raise UnreadableAnswer(
-            f"the text holds {len(found)} different ID lists ({listed}"
-            f"{', ...' if len(found) > 2 else ''}), so none can be chosen"
-        )
-    if rejected:
-        raise UnreadableAnswer(
-            "no JSON array in the text is a list of string IDs; "
-            f"the first JSON value is {_quote(rejected[0])}"
-        )
-    return _bare_list(text)
-
-
-def parse_answer_ids(text: str) -> list[str]:
-    """The IDs in `text`, by the first reading that applies.
-
-    >>> parse_answer_ids('The IDs are ["C", "A", "B"].')
-    ['C', 'A', 'B']
-
-    Raises `UnreadableAnswer`; `read_answer_ids` also says which reading
-    was used.
-    """
-    return read_answer_ids(text).ids
-
-
-def _json_values(text: str) -> tuple[list[list[str]], list[Any]]:
-    """The distinct top-level ID lists in `text`, and the other JSON values."""
-    found: list[list[str]] = []
-    rejected: list[Any] = []
-    # Characters failed decodes may read before giving up. Each '[' and '{'
-    # is tried, so thousands of unclosed or nested brackets would otherwise
-    # cost quadratic time; ordinary prose fails within a few characters.
-    budget = _FAILED_READ_BUDGET * (len(text) + 1000)
-    start = _JSON_START.search(text)
-    while start is not None:
-        position = start.start()
-        try:
-            value, end = _DECODER.raw_decode(text, position)
-        except (ValueError, RecursionError) as error:
-            # A RecursionError (deep nesting) may have read to the end.
-            stop = error.pos if isinstance(error, json.JSONDecodeError) else len(text)
-            budget -= stop - position + 1
-            if budget < 0:
-                raise UnreadableAnswer(
-                    "too many unclosed or deeply nested brackets to read an ID list"
-                ) from None
-            start = _JSON_START.search(text, position + 1)
-            continue
-        if _is_id_list(value):
-            if value not in found:
-                found.append(value)
-        else:
-            rejected.append(value)
-        start = _JSON_START.search(text, end)
-    return found, rejected
-
-
-def _bare_list(text: str) -> AnswerReading:
-    """The readings for a text that holds no JSON value: a Python list, one
-    ID per line, a comma list (each perhaps after a lead-in), or one ID."""
-    lines = [line.strip() for line in text.strip().split("\n")]
-    # One line and nothing more is never a lead-in: no list follows it.
-    if len(lines) > 1 and lines[0].endswith(":"):
-        return _list_after_lead_in(lines[0], _content_lines(lines[1:]))
-    lines = _content_lines(lines)
-    if not lines:
-        raise UnreadableAnswer("the answer text is empty")
-    if _bracketed(lines):
-        return AnswerReading(_python_list("\n".join(lines)), "python-list")
-    if len(lines) >= 2:
-        return _one_id_per_line(lines, first_number=1, lead_in=False)
-
-    line = lines[0]
-    lead_in_end = _SAME_LINE_LEAD_IN.search(line)
-    if lead_in_end is not None:
-        return _list_after_same_line_lead_in(
-            line[: lead_in_end.start() + 1], line[lead_in_end.end() :]
-        )
-    if "," in line:
-        return _comma_list(line, lead_in=None)
-    if _BARE_ID.fullmatch(line):
-        if _DIGIT.search(line):
-            return AnswerReading([line], "single-id")
-        raise UnreadableAnswer(
-            f"{_NO_JSON}; the single word {_quote(line)} has no digit, so it is "
-            "not read as a one-ID list: it cannot be told from a one-word reply "
-            'such as "None" or "N/A" (a one-ID answer without a digit must be a '
-            "JSON array)"
-        )
-    unmarked = _LIST_MARKER.sub("", line, count=1)
-    candidates = (unmarked, unmarked.removesuffix("."), _unmarked(unmarked))
-    if any(
-        _BARE_ID.fullmatch(candidate) and _DIGIT.search(candidate)
-        for candidate in candidates
-    ):
-        raise UnreadableAnswer(
-            f"{_NO_JSON}; the single line {_quote(line)} is not read as a one-ID "
-            "list: a lone ID is read only as the whole answer, with no list "
-            "marker, final period, emphasis or code marks"
-        )
-    raise UnreadableAnswer(f"{_NO_JSON} in the text {_quote(text)}")
-
-
-def _content_lines(lines: list[str]) -> list[str]:
-    """The non-blank lines, without a code fence around them all."""
-    lines = [line for line in lines if line]
-    fenced = (
-        len(lines) >= 2
-        and _FENCE_OPEN.fullmatch(lines[0]) is not None
-        and _FENCE_CLOSE.fullmatch(lines[-1]) is not None
-    )
-    return lines[1:-1] if fenced else lines
-
-
-def _bracketed(lines: list[str]) -> bool:
-    """Whether the text is in square brackets: a Python list, or nothing.
-
-    No bare ID holds a bracket, so no other reading could read it."""
-    return bool(lines) and lines[0].startswith("[") and lines[-1].endswith("]")
-
-
-def _list_after_lead_in(lead_in: str, lines: list[str]) -> AnswerReading:
-    """The list after a lead-in line, which must be readable on its own."""
-    if _bracketed(lines):
-        ids = _python_list("\n".join(lines))
-        return AnswerReading(ids, _reading_name("python-list", lead_in=True))
-    if len(lines) >= 2:
-        # The lead-in is line 1, so the numbers in errors are the text's own.
-        return _one_id_per_line(lines, first_number=2, lead_in=True)
-    if len(lines) == 1 and "," in lines[0]:
-        return _comma_list(lines[0], lead_in=lead_in)
-    follows = "one line with no comma" if lines else "nothing"
-    raise UnreadableAnswer(
-        f"{_NO_JSON}, and the lead-in line {_quote(lead_in)} is followed by "
-        f"{follows}; a lead-in is read only before a list: two or more lines "
-        "of one ID each, a comma list or a Python list"
-    )
-
-
-def _list_after_same_line_lead_in(lead_in: str, rest: str) -> AnswerReading:
-    """The comma list or Python list after a lead-in on the same line."""
-    if rest.startswith("[") and rest.endswith("]"):
-        ids = _python_list(rest)
-        return AnswerReading(ids, _reading_name("python-list", lead_in=True))
-    if "," in rest:
-        return _comma_list(rest, lead_in=lead_in)
-    raise UnreadableAnswer(
-        f"{_NO_JSON}, and the lead-in {_quote(lead_in)} is followed by "
-        f"{_quote(rest)}, which is no comma list or Python list; a lead-in on "
-        "the line of the answer is read only before one of those"
-    )
-
-
-def _python_list(text: str) -> list[str]:
-    """The strings of the Python list literal that `text` is, exactly.
-
-    Only a list of plain quoted strings is read: a backslash, triple quotes
-    or two strings side by side (which Python joins into one: a missing
-    comma) could each mean another list.
-    """
-    if _PYTHON_LIST.fullmatch(text):
-        ids = ast.literal_eval(text)
-        assert _is_id_list(ids), "the pattern admits only lists of strings"
-        return list(ids)
-    if "\\" in text:
-        problem = (
-            "holds a backslash, which Python and JSON read differently, so it "
-            "is read only in a JSON array"
-        )
-    else:
-        try:
-            value = ast.literal_eval(text)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            problem = "is no Python list literal"
-        else:
-            problem = (
-                "is a Python list of strings, but not every item is one plain "
-                "quoted string: a prefix, triple quotes, or two strings side by "
-                "side, which Python joins into one (a missing comma)"
-                if _is_id_list(value)
-                else "is a Python value, but not a flat list of strings"
-            )
-    raise UnreadableAnswer(
-        f"{_NO_JSON}, and the bracketed text {_quote(text)} {problem}"
-    )
-
-
-def _one_id_per_line(
-    lines: list[str], *, first_number: int, lead_in: bool
-) -> AnswerReading:
-    """The ID on each line, read as docs/answer-formats.md says.
-
-    Raises `UnreadableAnswer` naming the first line that is no bare ID.
-    """
-    markers = [_LIST_MARKER.match(line) for line in lines]
-    items = [
-        line[marker.end() :] if marker else line
-        for line, marker in zip(lines, markers, strict=True)
-    ]
-    numbers = [marker["number"] if marker else None for marker in markers]
-    # A bare ID never ends in ".": no list reads both with and without them.
-    periods = all(item.endswith(".") for item in items)
-    if periods:
-        items = [item[:-1] for item in items]
-    mark = _common_mark(items)
-    if mark is not None:
-        items = [item[len(mark) : -len(mark)] for item in items]
-    numbered = enumerate(zip(lines, items, strict=True), first_number)
-    for number, (line, item) in numbered:
-        if _BARE_ID.fullmatch(item):
-            continue
-        own_mark = _mark_of(item)
-        if (
-            mark is None
-            and own_mark is not None
-            and _BARE_ID.fullmatch(_unmarked(item))
-        ):
-            problem = (
-                f"has {_quote(own_mark)} marks around its ID, which are removed "
-                "only when every line's ID has the same marks"
-            )
-        elif periods:
-            problem = "is not a bare ID, even without its final period"
-        elif mark is not None and item.endswith(".") and _BARE_ID.fullmatch(item[:-1]):
-            problem = (
-                "ends in a period inside its marks, which is dropped only outside "
-                "them, at the end of every line"
-            )
-        elif item.endswith(".") and _BARE_ID.fullmatch(item[:-1]):
-            problem = (
-                "ends in a period, which is dropped only when every line ends in one"
-            )
-        else:
-            problem = "is not a bare ID"
-        raise UnreadableAnswer(
-            f"{_NO_JSON}, and non-blank line {number} {_quote(line)} {problem}, "
-            "so the text is not a one-ID-per-line list either"
-        )
-    base = "lines" if _count_up(numbers) else "lines-ignoring-numbers"
-    removed = [name for name, done in (("periods", periods), ("marks", mark)) if done]
-    return AnswerReading(items, _reading_name(base, lead_in=lead_in, removed=removed))
-
-
-def _count_up(numbers: list[str | None]) -> bool:
-    """Whether the list's numbers agree with its line order: none at all, or
-    one on every line, each one more than the line before's."""
-    if all(number is None for number in numbers):
-        return True
-    if any(number is None or len(number) > _COUNTED_DIGITS for number in numbers):
-        return False
-    values = [int(number) for number in numbers if number is not None]
-    return all(after == before + 1 for before, after in pairwise(values))
-
-
-def _comma_list(line: str, *, lead_in: str | None) -> AnswerReading:
-    """The bare IDs of a one-line comma list, perhaps ending in a period."""
-    # The final period ends the list, never an ID: a bare ID never ends in one.
-    period = line.endswith(".")
-    items = [item.strip() for item in line.removesuffix(".").split(",")]
-    mark = _common_mark(items)
-    if mark is not None:
-        items = [item[len(mark) : -len(mark)] for item in items]
-    where = (
-        "the comma-separated text"
-        if lead_in is None
-        else f"the comma-separated text after the lead-in {_quote(lead_in)}"
-    )
-    for number, item in enumerate(items, 1):
-        if _BARE_ID.fullmatch(item):
-            continue
-        if not item:
-            what = "empty"
-        elif mark is None and _BARE_ID.fullmatch(_unmarked(item)):
-            what = (
-                f"{_quote(item)}, whose marks are removed only when every item "
-                "has the same marks"
-            )
-        else:
-            what = f"{_quote(item)}, not a bare ID"
-        raise UnreadableAnswer(
-            f"{_NO_JSON}, and item {number} of {where} is {what}, so the text is "
-            "not a comma-separated list either"
-        )
-    removed = [name for name, done in (("period", period), ("marks", mark)) if done]
-    name = _reading_name("commas", lead_in=lead_in is not None, removed=removed)
-    return AnswerReading(items, name)
+def _has_digit(item: str) -> bool:
+    return _DIGIT.search(item) is not None
 
 
 def _mark_of(item: str) -> str | None:
@@ -420,27 +218,632 @@ def _mark_of(item: str) -> str | None:
     return marked["open"]
 
 
-def _unmarked(item: str) -> str:
-    """`item` without the marks around it, if it has any."""
-    mark = _mark_of(item)
-    return item[len(mark) : -len(mark)] if mark is not None else item
-
-
-def _common_mark(items: list[str]) -> str | None:
-    """The marks every item has, the same on each; None if any differs."""
-    mark = _mark_of(items[0]) if items else None
-    if mark is None or any(_mark_of(item) != mark for item in items):
-        return None
-    return mark
-
-
 def _quote(value: Any, limit: int = 80) -> str:
     """JSON text of `value`, cut short: exact enough to find, short enough to read."""
     text = json.dumps(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _shown_ids(ids: Sequence[str], limit: int = 80) -> str:
+    """`_quote` of a list, dumping only as many items as are shown."""
+    shown: list[str] = []
+    length = 0
+    for item in ids:
+        if length > limit:
+            shown.append("...")
+            break
+        shown.append(item)
+        length += len(item) + 4
+    return _quote(shown, limit)
+
+
+class _Layout:
+    """A text's lines, as `str.splitlines` ends them, found when first asked."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._starts: array[int] | None = None
+
+    @property
+    def starts(self) -> array[int]:
+        """The offset where each line starts, and the text's length."""
+        if self._starts is None:
+            starts = array("q", [0])
+            for line_break in _LINE_BREAK.finditer(self.text):
+                starts.append(line_break.end())
+            if starts[-1] != len(self.text):
+                starts.append(len(self.text))
+            self._starts = starts
+        return self._starts
+
+    def line_of(self, offset: int) -> int:
+        starts = self.starts
+        return max(1, min(bisect_right(starts, offset), len(starts) - 1))
+
+    def line_end(self, number: int) -> int:
+        """The offset just past line `number` and its line break."""
+        return self.starts[min(number, len(self.starts) - 1)]
+
+    def spans(self) -> Iterator[tuple[int, int, int]]:
+        """Each line's number, start and end (past its line break)."""
+        starts = self.starts
+        for number in range(1, len(starts)):
+            yield number, starts[number - 1], starts[number]
+
+
+class _Lines:
+    """The lines of an answer that are neither blank nor a code fence.
+
+    For each, its number, whether a blank line stands between it and the
+    line before, and its text outside any literal, stripped; for a line
+    that a literal starts, ends or runs on, also the pieces of text between
+    the literals. Kept in parallel arrays: a long answer of short lines
+    would otherwise cost more in objects than in text.
+    """
+
+    def __init__(self, layout: _Layout, starts: array[int], ends: array[int]) -> None:
+        self.numbers = array("q")
+        self.after_blank = bytearray()
+        self.texts: list[str] = []
+        self.pieces: dict[int, tuple[str, ...]] = {}
+        self._blank = False
+        if not starts:
+            for number, line in enumerate(layout.text.splitlines(), 1):
+                self._add(number, line.strip())
+            return
+        text = layout.text
+        literal = 0
+        for number, start, end in layout.spans():
+            if literal >= len(starts) or starts[literal] >= end:
+                self._add(number, text[start:end].strip())
+                continue
+            pieces: list[str] = []
+            position = start
+            while literal < len(starts) and starts[literal] < end:
+                pieces.append(text[position : max(position, starts[literal])].strip())
+                position = max(position, ends[literal])
+                if ends[literal] > end:
+                    break
+                literal += 1
+            pieces.append(text[position:end].strip() if position < end else "")
+            self.pieces[len(self.texts)] = tuple(pieces)
+            self._append(number, " ".join(piece for piece in pieces if piece))
+
+    def _add(self, number: int, text: str) -> None:
+        if not text:
+            self._blank = True
+        elif _FENCE.fullmatch(text) is None:
+            self._append(number, text)
+
+    def _append(self, number: int, text: str) -> None:
+        self.numbers.append(number)
+        self.after_blank.append(self._blank)
+        self.texts.append(text)
+        self._blank = False
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def literal(self, index: int) -> bool:
+        """Whether a literal starts, ends or runs on the line."""
+        return index in self.pieces
+
+    def lead_in(self, index: int) -> bool:
+        """Whether the line can lead in to a list: prose ending in a colon."""
+        return index not in self.pieces and self.texts[index].endswith(":")
+
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    """One line read as a list item: its ID and what surrounded it."""
+
+    ident: str
+    number: str | None
+    marker: bool
+    period: bool
+    mark: str | None
+
+    @property
+    def plain(self) -> bool:
+        """Whether the line is the bare ID alone: no marker, period or marks."""
+        return not (self.marker or self.period or self.mark)
+
+
+def _item(text: str) -> _Item | None:
+    """A line read as an item of a list of lines, if it can be one.
+
+    A line with a list marker is an item whatever its ID; a line without
+    one only when its ID holds a digit: a one-word line without a digit
+    (`Answer`, `Done`, `IDs`) is a heading or a sign-off as often as an ID.
+    """
+    marker = _LIST_MARKER.match(text)
+    rest = text[marker.end() :] if marker else text
+    period = rest.endswith(".")
+    core = rest[:-1] if period else rest
+    mark = _mark_of(core)
+    ident = core[len(mark) : -len(mark)] if mark else core
+    if not _is_bare(ident) or (marker is None and not _has_digit(ident)):
+        return None
+    number = marker["number"] if marker else None
+    return _Item(ident, number, marker is not None, period, mark)
+
+
+class _Run:
+    """Item lines in a row, read as one list as they come.
+
+    A list of lines is read only when every line has the same form: a list
+    marker on all or none, a final period on all or none, the same marks
+    on all or none. Otherwise an odd line may be a heading or a sentence
+    among the IDs, or an ID singled out, and `add` raises
+    `UnreadableAnswer` naming it.
+    """
+
+    def __init__(self, lines: _Lines, index: int, item: _Item) -> None:
+        self.lines = lines
+        self.first = index
+        self.head = item
+        self.end = index + 1
+        self.ids = [item.ident]
+        self.last_number = item.number
+        # Numbers that agree with the line order: none, or one more each line.
+        self.counted = item.number is None or len(item.number) <= _COUNTED_DIGITS
+
+    def add(self, index: int, item: _Item) -> None:
+        head = self.head
+        if item.marker != head.marker:
+            odd = index if not item.marker else self.first
+            problem = (
+                "has no list marker, unlike the other lines of its list, so it "
+                "may be a heading or a remark rather than an item"
+            )
+        elif item.period != head.period:
+            odd = index if item.period else self.first
+            problem = (
+                "ends in a period, and not every line of its list does, so it "
+                "may be a sentence among the IDs"
+            )
+        elif item.mark != head.mark:
+            odd, mark = (index, item.mark) if item.mark else (self.first, head.mark)
+            problem = (
+                f"has {_quote(mark)} marks around its ID, which are removed only "
+                "when every line's ID has the same marks"
+            )
+        else:
+            self.ids.append(item.ident)
+            self._count(item.number)
+            self.end = index + 1
+            return
+        number, text = self.lines.numbers[odd], self.lines.texts[odd]
+        raise UnreadableAnswer(f"line {number}, {_quote(text)}, {problem}")
+
+    def continued_by(self, index: int, item: _Item) -> bool:
+        """Whether the item on line `index` continues this list, rather than
+        start another: not after a blank line, and not numbered afresh
+        (`1. 2.` then `1.` again)."""
+        if self.lines.after_blank[index]:
+            return False
+        first, last = self.head.number, self.last_number
+        return item.number is None or item.number != first or last == first
+
+    def _count(self, number: str | None) -> None:
+        last, self.last_number = self.last_number, number
+        if not self.counted or (last is None and number is None):
+            return
+        self.counted = (
+            last is not None
+            and number is not None
+            and len(number) <= _COUNTED_DIGITS
+            and int(number) == int(last) + 1
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _CommaList:
+    """A comma list read from a segment of a line."""
+
+    ids: tuple[str, ...]
+    period: bool
+    mark: str | None
+
+
+def _comma_list(segment: str, *, least: int = 2) -> _CommaList | str:
+    """`segment` read as bare IDs separated by commas, perhaps ending in a
+    period, every ID perhaps in the same marks; else why it is none."""
+    period = segment.endswith(".")
+    items = [item.strip() for item in segment.removesuffix(".").split(",")]
+    if len(items) < least:
+        return "it has no comma"
+    mark = _mark_of(items[0])
+    if mark is None or any(_mark_of(item) != mark for item in items):
+        mark = None
+    for number, item in enumerate(items, 1):
+        ident = item[len(mark) : -len(mark)] if mark else item
+        if _is_bare(ident):
+            continue
+        if not item:
+            return f"item {number} is empty"
+        if mark is None and _mark_of(item) is not None:
+            return (
+                f"item {number}, {_quote(item)}, has marks around it, which are "
+                "removed only when every item has the same marks"
+            )
+        return f"item {number}, {_quote(item)}, is not a bare ID"
+    ids = tuple(item[len(mark) : -len(mark)] if mark else item for item in items)
+    return _CommaList(ids, period, mark)
+
+
+def _segments(piece: str) -> list[str]:
+    """A piece of a line cut into sentences and lead-ins (each ending in
+    `. ! ? ;` or `:` before whitespace)."""
+    return [segment for segment in _SEGMENT_END.split(piece) if segment]
+
+
+def _glued_lead_in(ids: Sequence[str]) -> str | None:
+    """Why the first ID may be a lead-in glued to an ID (`IDs:C-3`), if it may.
+
+    A list whose every ID starts with the same text up to its first colon
+    (`PMID:1, PMID:2`) has that prefix as part of its IDs."""
+    first = ids[0] if ids else ""
+    if ":" not in first:
+        return None
+    prefix = first[: first.index(":") + 1]
+    if len(ids) >= 2 and all(item.startswith(prefix) for item in ids):
+        return None
+    return (
+        f"the first ID {_quote(first)} could be the lead-in {_quote(prefix)} "
+        f"glued to the ID {_quote(first[len(prefix) :])}; a lead-in's colon must "
+        "be followed by a space or a line break"
+    )
+
+
+def _mentioned(lead_in: str, ids: Sequence[str]) -> str | None:
+    """An ID of the list that the lead-in names, if any: a lead-in that
+    names the list's IDs may give another list of them."""
+    wanted = set(ids)
+    for token in _TOKEN.finditer(lead_in):
+        word = token.group().rstrip(".:/#-")
+        if word in wanted:
+            return word
+    return None
+
+
+# --- The answer as a whole ------------------------------------------------------
+
+
+def read_answer_ids(text: str, *, structured_key: str | None = None) -> AnswerReading:
+    """The one list of IDs in `text`, and how it was read (docs/answer-formats.md).
+
+    >>> read_answer_ids('Here you go:\\n```json\\n["C-3", "A-1", "B-2"]\\n```')
+    AnswerReading(ids=['C-3', 'A-1', 'B-2'], read_as='json')
+    >>> read_answer_ids("I checked twice.\\nANSWER: ['C-3', 'A-1']")
+    AnswerReading(ids=['C-3', 'A-1'], read_as='answer-line-python-list')
+    >>> read_answer_ids("IDs:\\n- **C-3**.\\n- **A-1**.")
+    AnswerReading(ids=['C-3', 'A-1'], read_as='lead-in-lines-with-periods-and-marks')
+    >>> read_answer_ids("INC-0042")
+    AnswerReading(ids=['INC-0042'], read_as='single-id')
+
+    With `structured_key`, a text that is exactly one JSON object holding
+    only that key is read as the list under it (`read_as` "structured").
+
+    Raises `UnreadableAnswer` saying why, for example when two readings
+    give two different lists:
+
+    >>> read_answer_ids('Source: ["C-3", "A-1"]\\nSorted: ["A-1", "C-3"]')
+    Traceback (most recent call last):
+    ...
+    tracegrade.scorers.answer_parsing.UnreadableAnswer: two different lists: \
+["C-3", "A-1"] (line 1) and ["A-1", "C-3"] (line 2)
+    """
+    if len(text) > MAX_ANSWER_CHARACTERS:
+        raise UnreadableAnswer(
+            f"too long: the answer has {len(text):,} characters, over the "
+            f"{MAX_ANSWER_CHARACTERS:,} that are read"
+        )
+    if structured_key is not None:
+        structured = _structured(text, structured_key)
+        if structured is not None:
+            return structured
+    layout = _Layout(text)
+    marked = _Candidates(among=", in its ANSWER: lines")
+    _add_answer_lines(layout, marked)
+    reading = marked.reading()
+    if reading is not None:
+        return reading
+    found = _Candidates()
+    starts, ends = array("q"), array("q")
+    for literal in scan_literals(text):
+        if isinstance(literal, BrokenLiteral):
+            raise UnreadableAnswer(_broken(layout, literal))
+        starts.append(literal.start)
+        ends.append(literal.end)
+        found.add_literal(layout, literal)
+    lines = _Lines(layout, starts, ends)
+    _add_bare_candidates(lines, found)
+    reading = found.reading()
+    if reading is None:
+        raise UnreadableAnswer(_no_list(lines))
+    return reading
+
+
+def parse_answer_ids(text: str) -> list[str]:
+    """The IDs of the one list in `text`.
+
+    >>> parse_answer_ids('The IDs are ["C", "A", "B"].')
+    ['C', 'A', 'B']
+
+    Raises `UnreadableAnswer`; `read_answer_ids` also says which reading
+    found the list.
+    """
+    return read_answer_ids(text).ids
+
+
+def _broken(layout: _Layout, broken: BrokenLiteral) -> str:
+    line = layout.line_of(broken.start)
+    end = min(layout.line_end(line), broken.start + 80)
+    opened = layout.text[broken.start : end].rstrip()
+    kind = "a JSON object"
+    if layout.text[broken.start] == "[":
+        kind = "a JSON array, nor a Python list of plain quoted strings"
+    return (
+        f"the bracketed text {_quote(opened)} (line {line}) is not {kind}: "
+        "the list it may hold cannot be read without a guess"
+    )
+
+
+def _structured(text: str, key: str) -> AnswerReading | None:
+    """The list under `key` when `text` is exactly one JSON object; None
+    when it is not one, so that the other readings apply."""
+    stripped = text.strip(" \t\r\n")
+    if not stripped.startswith("{"):
+        return None
+    found = read_literal_at(stripped, 0)
+    if isinstance(found, BrokenLiteral) or found.end != len(stripped):
+        return None
+    try:
+        value = json.loads(stripped)
+    except RecursionError:
+        raise UnreadableAnswer("the structured answer is nested too deeply") from None
+    ids = value.get(key)
+    if (
+        set(value) != {key}
+        or type(ids) is not list
+        or not all(type(item) is str for item in ids)
+    ):
+        raise UnreadableAnswer(
+            f"the structured answer {_quote(stripped)} is not the object its "
+            f"schema asks for: {{{_quote(key)}: [string IDs]}}, and nothing else"
+        )
+    return AnswerReading(ids, "structured")
+
+
+def _add_answer_lines(layout: _Layout, found: _Candidates) -> None:
+    """The list of each `ANSWER:` line: a line that starts with `ANSWER:`
+    (in any case), with a list after it on the same line."""
+    text = layout.text
+    for marker in _ANSWER_MARKER.finditer(text):
+        number = layout.line_of(marker.start())
+        start, end = layout.starts[number - 1], layout.line_end(number)
+        rest = text[marker.end() : end]
+        if text[start : marker.start()].strip() or not rest.strip():
+            continue
+        at = marker.end() + len(rest) - len(rest.lstrip())
+        said = f"the ANSWER: line {number}"
+        if text[at] in "[{":
+            literal = read_literal_at(text, at)
+            if isinstance(literal, BrokenLiteral):
+                raise UnreadableAnswer(f"{said}: {_broken(layout, literal)}")
+            after = text[literal.end : layout.line_end(layout.line_of(literal.end))]
+            if after.strip():
+                raise UnreadableAnswer(
+                    f"{said} goes on after its list: {_quote(after.strip())}"
+                )
+            found.add_literal(layout, literal, _ANSWER_LINE + literal.form)
+            continue
+        listed = _comma_list(rest.strip(), least=1)
+        if isinstance(listed, str):
+            raise UnreadableAnswer(
+                f"{said} gives {_quote(rest.strip())}, which is no list of IDs: "
+                f"{listed}"
+            )
+        refusal = _glued_lead_in(listed.ids)
+        if refusal is not None:
+            raise UnreadableAnswer(f"{said}: {refusal}")
+        removed = _removed(("period", listed.period), ("marks", listed.mark))
+        read_as = _ANSWER_LINE + _reading_name("commas", lead_in=False, removed=removed)
+        found.add(_Candidate(listed.ids, read_as, number))
+
+
+def _removed(*done: tuple[str, object]) -> list[str]:
+    """The names of what was removed from every item, for `read_as`."""
+    return [name for name, removed in done if removed]
+
+
+# --- Bare lists: lines of one ID each, comma lists, one ID ----------------------
+
+
+def _add_bare_candidates(lines: _Lines, found: _Candidates) -> None:
+    """The lists of bare IDs among `lines`.
+
+    Each run of item lines is one candidate, and each comma list in any
+    sentence of any other line another. A bare list may be read alone only
+    when it is the whole text, after at most one lead-in: a heading, a
+    sign-off or a remark beside it could belong to it or not, and nothing
+    tells which.
+    """
+    run: _Run | None = None
+    for index, text in enumerate(lines.texts):
+        item = None if lines.literal(index) else _item(text)
+        if run is not None and (item is None or not run.continued_by(index, item)):
+            found.add(_run_candidate(run))
+            run = None
+        if item is None:
+            for candidate in _comma_candidates(lines, index):
+                found.add(candidate)
+        elif run is None:
+            run = _Run(lines, index, item)
+        else:
+            run.add(index, item)
+    if run is not None:
+        found.add(_run_candidate(run))
+
+
+def _whole_text_refusal(
+    lines: _Lines, first: int, end: int, *, lead_in_allowed: bool
+) -> tuple[str | None, str | None]:
+    """Why the bare list on lines `first` to `end` is not the whole text
+    (None when it is), and the lead-in line before it, if it has one."""
+    lead_in = first == 1 and lead_in_allowed and lines.lead_in(0)
+    if first > 0 and not lead_in:
+        other: int | None = 0
+    else:
+        other = end if end < len(lines) else None
+    if other is None:
+        return None, lines.texts[0] if lead_in else None
+    numbers = lines.numbers
+    where = "before" if other < first else "after"
+    on = f"line {numbers[first]}"
+    if end - first > 1:
+        on = f"lines {numbers[first]}-{numbers[end - 1]}"
+    return (
+        f"line {numbers[other]}, {_quote(lines.texts[other])}, stands {where} the "
+        f"list on {on} and is not part of it: beside a list of bare IDs, a "
+        "heading, a sign-off or a remark leaves it unclear what the list is; "
+        f"{_ADVICE}"
+    ), None
+
+
+def _lead_in_refusal(lead_in: str | None, ids: Sequence[str]) -> str | None:
+    named = _mentioned(lead_in, ids) if lead_in else None
+    if named is None:
+        return _glued_lead_in(ids)
+    return (
+        f"the lead-in {_quote(lead_in)} names {_quote(named)}, an ID of the list "
+        "after it, so it may give another list of the same IDs"
+    )
+
+
+def _run_candidate(run: _Run) -> _Candidate:
+    """The item lines of `run` as one list."""
+    lines, head, ids, end = run.lines, run.head, tuple(run.ids), run.end
+    number = lines.numbers[run.first]
+    if len(ids) == 1:
+        refusal: str | None = None
+        if not head.plain:
+            refusal = (
+                f"the single line {_quote(lines.texts[run.first])} is not read as "
+                "a one-ID list: a lone ID is read only as the whole answer, with "
+                "no list marker, final period, emphasis or code marks"
+            )
+        else:
+            refusal, _ = _whole_text_refusal(
+                lines, run.first, end, lead_in_allowed=False
+            )
+        return _Candidate(ids, "single-id", number, refusal or _glued_lead_in(ids))
+    refusal, lead_in = _whole_text_refusal(lines, run.first, end, lead_in_allowed=True)
+    refusal = refusal or _lead_in_refusal(lead_in, ids)
+    base = "lines" if run.counted else "lines-ignoring-numbers"
+    removed = _removed(("periods", head.period), ("marks", head.mark))
+    read_as = _reading_name(base, lead_in=lead_in is not None, removed=removed)
+    return _Candidate(ids, read_as, number, refusal)
+
+
+def _comma_candidates(lines: _Lines, index: int) -> Iterator[_Candidate]:
+    """The comma lists in the sentences of a line that is no item.
+
+    One is read alone only as the whole line, perhaps after a lead-in on
+    the line (ending in a colon and a space) or on the line before."""
+    number = lines.numbers[index]
+    literal = lines.literal(index)
+    for piece in lines.pieces.get(index, (lines.texts[index],)):
+        segments = _segments(piece)
+        for position, segment in enumerate(segments):
+            if segment.endswith(":"):
+                continue
+            listed = _comma_list(segment)
+            after_lead_in = position > 0 and segments[position - 1].endswith(":")
+            if isinstance(listed, str):
+                lone = _comma_list(segment, least=1)
+                if after_lead_in and isinstance(lone, _CommaList):
+                    yield from _lone_id(lone, " ".join(segments[:position]), number)
+                continue
+            whole = not literal and position == len(segments) - 1
+            lead_in = " ".join(segments[:position]) or None
+            if whole and (lead_in is None or lead_in.endswith(":")):
+                refusal, lead_in_line = _whole_text_refusal(
+                    lines, index, index + 1, lead_in_allowed=lead_in is None
+                )
+                lead_in = lead_in or lead_in_line
+                refusal = refusal or _lead_in_refusal(lead_in, listed.ids)
+            else:
+                refusal = (
+                    f"the comma list {_quote(segment)} (line {number}) is part "
+                    f"of a sentence, not the whole answer; {_ADVICE}"
+                )
+            removed = _removed(("period", listed.period), ("marks", listed.mark))
+            read_as = _reading_name("commas", lead_in=bool(lead_in), removed=removed)
+            yield _Candidate(listed.ids, read_as, number, refusal)
+
+
+def _lone_id(lone: _CommaList, lead_in: str, number: int) -> Iterator[_Candidate]:
+    """A lone ID after a lead-in, as a candidate that is never read alone:
+    `ID: DOC-1` as the answer, or `Also: B-2` beside one."""
+    if _has_digit(lone.ids[0]):
+        yield _Candidate(
+            lone.ids,
+            "single-id",
+            number,
+            f"the lone ID after {_quote(lead_in)} (line {number}) is not read as "
+            "a list: a lone ID is read only as the whole answer, with nothing "
+            "around it",
+        )
+
+
+def _no_list(lines: _Lines) -> str:
+    """Why a text with no candidate holds no list, as exactly as can be said."""
+    if not lines:
+        return "the answer text is empty"
+    if len(lines) == 1:
+        text = lines.texts[0]
+        if _is_bare(text):
+            return (
+                f"no list of IDs: the single word {_quote(text)} has no digit, so "
+                "it is not read as a one-ID list: it cannot be told from a "
+                'one-word reply such as "None" or "N/A" (a one-ID answer without '
+                "a digit must be a JSON array)"
+            )
+        segments = _segments(text)
+        if len(segments) > 1 and segments[-2].endswith(":"):
+            listed = _comma_list(segments[-1], least=1)
+            reason = listed if isinstance(listed, str) else "it is a single item"
+            return (
+                f"no list of IDs: the lead-in {_quote(' '.join(segments[:-1]))} is "
+                f"followed by {_quote(segments[-1])}, which is no comma list "
+                f"({reason})"
+            )
+        if "," in text:
+            listed = _comma_list(text)
+            if isinstance(listed, str):
+                return f"no list of IDs: read as a comma list, {listed}"
+        return f"no list of IDs in the text {_quote(text)}; {_ADVICE}"
+    index = next(
+        (index for index, text in enumerate(lines.texts) if _item(text) is None), 0
+    )
+    text = lines.texts[index]
+    if _is_bare(text):
+        problem = (
+            "has no list marker and no digit, so it may be a heading or a word "
+            "of prose: lines without a marker are read as IDs only when each "
+            "holds a digit"
+        )
+    elif index == 0 and lines.lead_in(0):
+        problem = "is a lead-in, and no list of IDs follows it"
+    else:
+        problem = "is neither an ID on a line of its own nor a comma list"
+    return f"no list of IDs: line {lines.numbers[index]}, {_quote(text)}, {problem}"
+
+
 __all__ = [
+    "MAX_ANSWER_CHARACTERS",
     "READ_AS_NAMES",
     "AnswerReading",
     "ReadAs",

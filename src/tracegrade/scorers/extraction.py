@@ -8,8 +8,11 @@ the state.
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from collections.abc import Callable
+from functools import partial
+from typing import Any, Final, NoReturn
 
+import anyio
 from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
 from inspect_ai.solver import TaskState
 
@@ -17,7 +20,7 @@ from ..core import InvalidRecord, grade_extraction, has_duplicates, itemise
 from ..core.errors import quote
 from ..lines import strict_json_loads
 from .answer_parsing import ReadAs, UnreadableAnswer, read_answer_ids
-from .arguments import check_key, refuse_unknown_arguments
+from .arguments import ScorerArgumentError, check_key, refuse_unknown_arguments
 from .explain import explain_extraction, explain_invalid, explain_unreadable
 from .key_warnings import KeyWatch, absent_metadata_key
 from .metrics import answer_failures, criteria_shares, scored_runs
@@ -30,6 +33,9 @@ from .outcome import (
     shown,
 )
 from .sample_error import sample_error
+
+READ_IN_THREAD_CHARACTERS: Final = 100_000
+"""An output at least this long is read in a worker thread, off the event loop."""
 
 
 def failed_both() -> dict[str, bool]:
@@ -103,20 +109,22 @@ def extraction_score(
     read_from: dict[str, str],
     *,
     answer_text: str | None = None,
+    structured_key: str | None = None,
 ) -> Score:
     """The score for one record, errors included.
 
     With `answer_text`, the answer is the model's output and is read from
-    it; an unreadable text is the model's failure, and the metadata's
-    `read_as` says which reading found the IDs (a `ReadAs` name such as
-    "json" or "lines"; None when none did). Without it, `record` already
-    holds the answer (a recorded one, from metadata), an answer of the
-    wrong type is the data's error, and there is no `read_as`.
+    it (`read_answer_ids`, with `structured_key`); an unreadable text is
+    the model's failure, and the metadata's `read_as` says which reading
+    found the IDs (a `ReadAs` name such as "json" or "lines"; None when
+    none did). Without it, `record` already holds the answer (a recorded
+    one, from metadata), an answer of the wrong type is the data's error,
+    and there is no `read_as`.
     """
     if answer_text is None:
         return _with_itemisation(_answer_value_score(record, read_from))
     try:
-        reading = read_answer_ids(answer_text)
+        reading = read_answer_ids(answer_text, structured_key=structured_key)
     except UnreadableAnswer as unreadable:
         score = _unreadable_answer_score(record, answer_text, read_from, unreadable)
         read_as: ReadAs | None = None
@@ -251,6 +259,8 @@ def source_from_target(target: Target) -> Any:
 def ordered_extraction_scorer(
     source_key: str | None = "source",
     answer_key: str | None = None,
+    structured_key: str | None = None,
+    output_key: str | None = None,
     **unknown: NoReturn,
 ) -> Scorer:
     """Grade membership and order of an extracted ID list separately.
@@ -276,15 +286,23 @@ def ordered_extraction_scorer(
         source_key: Sample metadata key of the source IDs, in source order.
             None reads them from the target instead, written as a JSON
             array (`Sample(target='["C", "A", "B"]')`).
-        answer_key: None (the default) grades the model's output: the one
-            JSON array of strings in its text, also inside a code fence or
-            prose; failing that, a Python list, one ID per line or a comma
-            list (each perhaps after a lead-in, with final periods or
-            emphasis and code marks), or one ID alone, as
+        answer_key: None (the default) grades the model's output, read
+            only when every list found in it agrees on one: the list of an
+            `ANSWER:` line when there is one, else every JSON array, Python
+            list, list of lines, comma list or lone ID in the text, as
             docs/answer-formats.md details. The score's metadata `read_as`
             names the reading used. A metadata key grades a recorded
             answer instead, which must be an array of strings like any
             other record field.
+        structured_key: For a task that asks for structured output (a
+            `response_schema` of an object holding the list under one
+            key): that key. An output that is exactly such an object is
+            read as its list (`read_as` "structured"); any other output is
+            read as usual, for providers that ignore the schema.
+        output_key: With `answer_key`, the metadata key of a recorded
+            model output, a text: a run that has it instead of a recorded
+            answer is graded on the list read from that text, as a live
+            model's output is read. A run with both is invalid input.
 
     Examples:
         ```python
@@ -293,7 +311,10 @@ def ordered_extraction_scorer(
              scorer=ordered_extraction_scorer(source_key=None))
         ```
 
-        Recorded answers: `ordered_extraction_scorer(answer_key="answer")`.
+        Recorded answers: `ordered_extraction_scorer(answer_key="answer")`;
+        recorded answers or outputs, as `tracegrade/ordered_extraction_recorded`
+        grades them: `ordered_extraction_scorer(answer_key="answer",
+        output_key="output")`.
 
     Raises:
         ScorerArgumentError: A key argument is neither None nor a
@@ -303,10 +324,28 @@ def ordered_extraction_scorer(
     refuse_unknown_arguments("ordered_extraction", ordered_extraction_scorer, unknown)
     check_key("source_key", source_key, optional=True)
     check_key("answer_key", answer_key, optional=True)
+    check_key("structured_key", structured_key, optional=True)
+    check_key("output_key", output_key, optional=True)
+    if structured_key is not None and answer_key is not None:
+        raise ScorerArgumentError(
+            "structured_key reads the model's output, and answer_key="
+            f"{quote(answer_key)} grades a recorded answer instead; give one"
+        )
+    if output_key is not None and answer_key is None:
+        raise ScorerArgumentError(
+            f"output_key={quote(output_key)} reads a recorded output beside "
+            "recorded answers, so it needs answer_key too; without answer_key "
+            "the model's own output is graded"
+        )
     watch = KeyWatch()
+    source_from = metadata_source(source_key) if source_key is not None else "target"
     read_from = {
-        "source": metadata_source(source_key) if source_key is not None else "target",
+        "source": source_from,
         "answer": metadata_source(answer_key) if answer_key is not None else "output",
+    }
+    output_read_from = {
+        "source": source_from,
+        "answer": metadata_source(output_key) if output_key is not None else "output",
     }
 
     async def score(state: TaskState, target: Target) -> Score:
@@ -334,8 +373,22 @@ def ordered_extraction_scorer(
             if source_key in metadata:
                 record["source"] = metadata[source_key]
         if answer_key is None:
-            return extraction_score(
-                record, read_from, answer_text=state.output.completion
+            text = state.output.completion
+            read = partial(
+                extraction_score,
+                record,
+                read_from,
+                answer_text=text,
+                structured_key=structured_key,
+            )
+            return await _off_the_loop_if_long(read, text)
+        if output_key is not None and output_key in metadata:
+            watch.note("answer", True, str)
+            output = metadata[output_key]
+            recorded = answer_key in metadata
+            read = partial(recorded_output_score, record, output_read_from, output)
+            return await _off_the_loop_if_long(
+                partial(read, answer_too=recorded), output
             )
         _note_key(watch, state, "answer", answer_key)
         if answer_key in metadata:
@@ -343,6 +396,39 @@ def ordered_extraction_scorer(
         return extraction_score(record, read_from)
 
     return score
+
+
+def recorded_output_score(
+    record: dict[str, Any],
+    read_from: dict[str, str],
+    output: Any,
+    *,
+    answer_too: bool = False,
+) -> Score:
+    """The score of a run that recorded the model's output text instead of
+    its answer: the answer is read from the text as a live output is.
+
+    An output that is no text, or one recorded beside an answer (two
+    answers, which may differ), is invalid input.
+    """
+    if isinstance(output, str) and not answer_too:
+        return extraction_score(record, read_from, answer_text=output)
+    problem = (
+        "is given beside a recorded answer: a run records its answer once, as "
+        "a list or as the output text"
+        if answer_too
+        else "must be a text, the model's output"
+    )
+    invalid = InvalidRecord("output", output, problem)
+    return _with_itemisation(_invalid(invalid, shown(output), record, read_from))
+
+
+async def _off_the_loop_if_long(read: Callable[[], Score], text: object) -> Score:
+    """`read()`, in a worker thread when `text` is long: reading is linear,
+    but a long text would stall every other sample's scoring."""
+    if not isinstance(text, str) or len(text) < READ_IN_THREAD_CHARACTERS:
+        return read()
+    return await anyio.to_thread.run_sync(read)
 
 
 def _note_key(watch: KeyWatch, state: TaskState, field: str, key: str) -> None:
@@ -361,4 +447,9 @@ def _note_key(watch: KeyWatch, state: TaskState, field: str, key: str) -> None:
     )
 
 
-__all__ = ["extraction_score", "ordered_extraction_scorer", "source_from_target"]
+__all__ = [
+    "extraction_score",
+    "ordered_extraction_scorer",
+    "recorded_output_score",
+    "source_from_target",
+]
