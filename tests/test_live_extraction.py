@@ -19,12 +19,24 @@ from typing import Any
 import pytest
 from inspect_ai import eval
 from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
-from inspect_ai.model import ChatMessage, Model, ModelOutput, ModelUsage, get_model
+from inspect_ai.model import (
+    ChatMessage,
+    GenerateConfig,
+    Model,
+    ModelOutput,
+    ModelUsage,
+    get_model,
+)
 
 import tracegrade
 from tests.commands import run_inspect
 from tracegrade.datasets import DatasetError, packaged_fixture, read_source_documents
-from tracegrade.tasks.live import DEFAULT_PROMPT, PromptError, ordered_extraction
+from tracegrade.tasks.live import (
+    DEFAULT_PROMPT,
+    RESPONSE_SCHEMA,
+    PromptError,
+    ordered_extraction,
+)
 
 DOCUMENTS = read_source_documents(packaged_fixture("extraction_documents.jsonl"))
 BY_ID = {document.id: document for document in DOCUMENTS}
@@ -210,9 +222,53 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
         lambda ids: "None",
         ((False, False), None, "unreadable-answer"),
     ),
-    "ids_object": (
+    # The task asks for structured output, so its object is read.
+    "structured": (
         pick("log_excerpt", 2),
         lambda ids: json.dumps({"ids": ids}),
+        ((True, True), "structured", None),
+    ),
+    "structured_with_a_note": (
+        pick("log_excerpt", 3),
+        lambda ids: json.dumps({"ids": ids, "note": "checked"}),
+        ((False, False), None, "unreadable-answer"),
+    ),
+    # Reasoning, then the ANSWER line the prompt asks for: its list is read.
+    "answer_line": (
+        pick("citation_list", 4),
+        lambda ids: (
+            f"The document cites {ids[-1]} last and {ids[0]} first. Sorted, "
+            f"they would be {json.dumps(sorted(ids))}.\nANSWER: {json.dumps(ids)}"
+        ),
+        ((True, True), "answer-line-json", None),
+    ),
+    # Issue 27's answers: an aside or an echo with another list is refused.
+    "aside": (
+        pick("invoice_register", 3),
+        lambda ids: (
+            "```json\n"
+            + json.dumps(ids, indent=2)[:-2]
+            + ',\n]\n```\nI left out ["INV-00000"] because it only appears in '
+            "a footnote."
+        ),
+        ((False, False), None, "unreadable-answer"),
+    ),
+    "echo": (
+        pick("shipping_manifest", 3),
+        lambda ids: (
+            f"Source order per the document: {json.dumps(ids)}\n"
+            f"My answer (sorted): {sorted(ids)!r}"
+        ),
+        ((False, False), None, "unreadable-answer"),
+    ),
+    "heading": (
+        pick("test_run_report", 3),
+        lambda ids: "Answer\n" + "\n".join(f"- {i}" for i in ids),
+        ((False, False), None, "unreadable-answer"),
+    ),
+    "sign_off": (
+        pick("incident_timeline", 3),
+        lambda ids: "\n".join(ids) + "\nDone",
         ((False, False), None, "unreadable-answer"),
     ),
     "lead_in_then_prose": (
@@ -279,13 +335,13 @@ def test_the_metrics_count_each_case_once(live_log: EvalLog) -> None:
     }
     passed_membership = sum(1 for _, _, e in CASES.values() if e[0][0])
     passed_order = sum(1 for _, _, e in CASES.values() if e[0][1])
-    assert (passed_membership, passed_order) == (13, 12)
-    assert metrics[("membership", "accuracy")] == pytest.approx(13 / 25)
-    assert metrics[("order", "accuracy")] == pytest.approx(12 / 25)
+    assert (passed_membership, passed_order) == (15, 14)
+    assert metrics[("membership", "accuracy")] == pytest.approx(15 / 31)
+    assert metrics[("order", "accuracy")] == pytest.approx(14 / 31)
     assert metrics[("ordered_extraction", "duplicate-id")] == 2
-    assert metrics[("ordered_extraction", "unreadable")] == 7
+    assert metrics[("ordered_extraction", "unreadable")] == 11
     (headline,) = [s for s in live_log.results.scores if s.name == "membership"]
-    assert headline.scored_samples == 25
+    assert headline.scored_samples == 31
 
 
 def test_each_sample_is_one_document(live_log: EvalLog) -> None:
@@ -314,7 +370,8 @@ def first_input(task_args: dict[str, str]) -> str:
     return text
 
 
-def test_the_default_prompt_asks_for_a_json_array_in_source_order() -> None:
+def test_the_default_prompt_asks_for_an_answer_line_in_source_order() -> None:
+    assert 'ANSWER: ["...", "..."]' in DEFAULT_PROMPT
     assert "JSON array of strings" in DEFAULT_PROMPT
     assert "do not sort" in DEFAULT_PROMPT
     document = DOCUMENTS[0]
@@ -322,6 +379,49 @@ def test_the_default_prompt_asks_for_a_json_array_in_source_order() -> None:
     assert text == DEFAULT_PROMPT.replace("{target}", document.target).replace(
         "{document}", document.text
     )
+
+
+@pytest.mark.parametrize("structured", [True, False])
+def test_structured_output_is_asked_for_unless_turned_off(
+    tmp_path: Path, structured: bool
+) -> None:
+    """The model is sent the response schema (the mock model sees the
+    config a provider would be given), answers with the object, and the
+    object is read; without it, the same object is a value, not a list."""
+    document = DOCUMENTS[0]
+    configs: list[GenerateConfig] = []
+
+    def reply(
+        messages: list[ChatMessage], tools: Any, choice: Any, config: Any
+    ) -> ModelOutput:
+        configs.append(config)
+        output = ModelOutput.from_content(
+            model="mockllm/model", content=json.dumps({"ids": document.source})
+        )
+        output.usage = ModelUsage(input_tokens=500, output_tokens=50, total_tokens=550)
+        return output
+
+    (log,) = eval(
+        ordered_extraction(structured=structured),
+        model=get_model("mockllm/model", custom_outputs=reply),
+        sample_id=[document.id],
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )
+    assert log.status == "success", log.error
+    (config,) = configs
+    assert config.response_schema == (RESPONSE_SCHEMA if structured else None)
+    schema = RESPONSE_SCHEMA.json_schema.model_dump(exclude_none=True)
+    assert schema["properties"]["ids"]["items"] == {"type": "string"}
+    assert schema["required"] == ["ids"]
+    assert schema["additionalProperties"] is False
+    score = (sample_of(log, document.id).scores or {})["ordered_extraction"]
+    if structured:
+        assert score.value == {"membership": True, "order": True}
+        assert (score.metadata or {})["read_as"] == "structured"
+    else:
+        assert score.reason == "unreadable-answer"
+        assert "is no list of string IDs" in (score.explanation or "")
 
 
 def test_a_prompt_string_replaces_the_default() -> None:
@@ -512,7 +612,11 @@ def test_the_cli_finds_the_task_and_reads_a_prompt_file(tmp_path: Path) -> None:
     (info,) = list_eval_logs(str(tmp_path / "logs"))
     log = read_eval_log(info.name)
     assert log.eval.task == "tracegrade/ordered_extraction", result.stderr
-    assert log.eval.task_args == {"dataset": None, "prompt": "prompt.txt"}
+    assert log.eval.task_args == {
+        "dataset": None,
+        "prompt": "prompt.txt",
+        "structured": True,
+    }
     assert log.samples is not None
     assert len(log.samples) == 2
     for sample in log.samples:

@@ -19,7 +19,9 @@ from pathlib import Path
 
 from inspect_ai import Epochs, Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.model import GenerateConfig, ResponseSchema
 from inspect_ai.solver import generate
+from inspect_ai.util import JSONSchema
 
 from ..core import canonical_json
 from ..datasets import SourceDocument, packaged_fixture, read_source_documents
@@ -29,18 +31,52 @@ from .building import said_in_any_display
 DEFAULT_PROMPT = """\
 List the {target} in the document below.
 
-Answer with a JSON array of strings, like ["...", "..."], and nothing else.
 - Write each one exactly as the document writes it.
 - List each one once.
 - Keep the order in which they appear in the document; do not sort them.
+
+End your reply with one line that gives them as a JSON array of strings:
+ANSWER: ["...", "..."]
 
 <document>
 {document}
 </document>
 """
-"""The prompt unless `-T prompt=...` replaces it: what to extract, the
-format the scorer reads first, and the two ways models most often spoil an
-ordered list (tidying it into sorted order, repeating an item)."""
+"""The prompt unless `-T prompt=...` replaces it: what to extract, the two
+ways models most often spoil an ordered list (tidying it into sorted order,
+repeating an item), and an `ANSWER:` line, whose list the scorer reads
+whatever else the reply says (docs/answer-formats.md)."""
+
+STRUCTURED_KEY = "ids"
+"""The key the structured output's object holds the list under."""
+
+RESPONSE_SCHEMA = ResponseSchema(
+    name="extracted_ids",
+    description="The IDs the document names, each once, in source order.",
+    json_schema=JSONSchema(
+        type="object",
+        properties={
+            STRUCTURED_KEY: JSONSchema(
+                type="array",
+                items=JSONSchema(type="string"),
+                description=(
+                    "Unique strings, each exactly as the document writes it, "
+                    "in the order they first appear; never sorted."
+                ),
+            )
+        },
+        required=[STRUCTURED_KEY],
+        additionalProperties=False,
+    ),
+    strict=True,
+)
+"""The structured output the task asks for: an object holding the list.
+
+An object, not a bare array, because OpenAI's structured outputs take only
+an object at the top. Uniqueness is asked for in words, not by
+`uniqueItems`: providers' strict modes refuse that keyword, and a repeated
+ID is the model's failure to grade (`duplicate-answer-id`), not one to
+prevent while decoding."""
 
 DOCUMENTS_FILE = "extraction_documents.jsonl"
 
@@ -143,18 +179,23 @@ def extraction_documents_dataset(
 
 
 @task
-def ordered_extraction(dataset: str | None = None, prompt: str | None = None) -> Task:
+def ordered_extraction(
+    dataset: str | None = None, prompt: str | None = None, structured: bool = True
+) -> Task:
     """Ask a model for each document's IDs in source order; grade membership
     and order separately.
 
-    The answer is read as a JSON array of strings, or failing that as a
-    Python list, one ID per line or a comma list (each perhaps after a
-    lead-in, with final periods or emphasis and code marks), or one ID
-    alone (docs/answer-formats.md); an answer that is none of these, or
-    that could mean two lists, fails both criteria as `unreadable-answer`.
-    With `--epochs N`, each epoch is graded, and the reported membership
-    and order accuracies are over the per-sample means of the epochs (the
-    task's reducer is "mean").
+    The model is asked for structured output, an object `{"ids": [...]}`,
+    where its provider supports it (Inspect passes `response_schema` to
+    OpenAI, Anthropic, Google, Mistral, Grok, Groq, vLLM and SGLang); the
+    answer is then JSON by construction. Elsewhere the prompt asks for a
+    last line `ANSWER: [...]`, and the answer is read as
+    docs/answer-formats.md says: an `ANSWER:` line's list, else the one
+    list every reading of the text agrees on. An answer with no list, or
+    with two, fails both criteria as `unreadable-answer`. With `--epochs
+    N`, each epoch is graded, and the reported membership and order
+    accuracies are over the per-sample means of the epochs (the task's
+    reducer is "mean").
 
     Args:
         dataset: A JSON Lines file of your own documents, one
@@ -165,18 +206,29 @@ def ordered_extraction(dataset: str | None = None, prompt: str | None = None) ->
         prompt: A prompt template, or the path of a file holding one. It
             must contain `{document}` and may contain `{target}`; by
             default `DEFAULT_PROMPT`.
+        structured: Ask for structured output (`RESPONSE_SCHEMA`); false
+            (`-T structured=false`) leaves the model's reply free, for
+            comparing the two: structured output can change how well a
+            model does a task, as Inspect's documentation warns.
     """
     with said_in_any_display():
         return Task(
             dataset=extraction_documents_dataset(dataset, prompt),
             solver=generate(),
-            scorer=ordered_extraction_scorer(),
+            scorer=ordered_extraction_scorer(
+                structured_key=STRUCTURED_KEY if structured else None
+            ),
+            config=GenerateConfig(
+                response_schema=RESPONSE_SCHEMA if structured else None
+            ),
             epochs=Epochs(1, "mean"),
         )
 
 
 __all__ = [
     "DEFAULT_PROMPT",
+    "RESPONSE_SCHEMA",
+    "STRUCTURED_KEY",
     "PromptError",
     "document_sample",
     "extraction_documents_dataset",
