@@ -47,6 +47,11 @@ from tracegrade.cli import main
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
 
 STAGE_OK = {"required": ["D1"], "context": ["D1"], "correct": True}
+ANSWERED = 'Checked twice.\nANSWER: ["C-3", "A-1", "B-2"]'
+ECHOED = (
+    'Source order per the document: ["C-3", "A-1", "B-2"]\n'
+    "My answer (sorted): ['A-1', 'B-2', 'C-3']"
+)
 
 # Fields of a sample that belong to one run, not to its content.
 RUN_SPECIFIC_SAMPLE_FIELDS = {
@@ -132,9 +137,18 @@ def extended_fixture(tmp_path: Path, task: str) -> str:
             {"id": "Zz-no-expected", "input": {"required": [], "context": []}},
         ]
     else:
+        source = ["C-3", "A-1", "B-2"]
         extra = [
             {"id": "运行-1", "input": {"source": ["é", "e"], "answer": ["e", "é"]}},
             {"id": "Zz-context", "input": {"source": [], "answer": [], "context": []}},
+            # Recorded outputs, read from their text as a live output is.
+            {"id": "output-read", "input": {"source": source, "output": ANSWERED}},
+            {"id": "output-echo", "input": {"source": source, "output": ECHOED}},
+            {
+                "id": "output-and-answer",
+                "input": {"source": source, "answer": source, "output": ANSWERED},
+            },
+            {"id": "output-no-text", "input": {"source": source, "output": source}},
         ]
     return write_lines(tmp_path / f"{task}.jsonl", [*lines, *extra])
 

@@ -40,10 +40,11 @@ from ..scorers import (
     ordered_extraction_scorer,
     stage_diagnosis_scorer,
 )
+from ..scorers.extraction import recorded_output_score
 from ..scorers.outcome import metadata_source
 from ..scorers.store import context_store_key
 from ..tasks import ordered_extraction_recorded, stage_diagnosis
-from ..tasks.replay import answer_text
+from ..tasks.replay import replayed_output
 
 Side = Literal["data", "answer", "run"]
 
@@ -136,11 +137,12 @@ def _stage_read_from() -> dict[str, str]:
     }
 
 
-def _extraction_read_from() -> dict[str, str]:
-    # What `ordered_extraction_scorer(answer_key="answer")` records.
+def _extraction_read_from(answer_from: str = "answer") -> dict[str, str]:
+    # What `ordered_extraction_scorer(answer_key="answer", output_key="output")`
+    # records, for a recorded answer and for a recorded output.
     return {
         "source": metadata_source("source"),
-        "answer": metadata_source("answer"),
+        "answer": metadata_source(answer_from),
     }
 
 
@@ -168,10 +170,18 @@ def score_stage_input(record_input: dict[str, Any]) -> Score:
 
 
 def score_extraction_input(record_input: dict[str, Any]) -> Score:
-    """The score `tracegrade/ordered_extraction_recorded` gives this `input`."""
+    """The score `tracegrade/ordered_extraction_recorded` gives this `input`:
+    a recorded `answer` as recorded, a recorded `output` text read."""
     record: dict[str, Any] = {}
     if "source" in record_input:
         record["source"] = record_input["source"]
+    if "output" in record_input:
+        return recorded_output_score(
+            record,
+            EXTRACTION_OUTPUT_READ_FROM,
+            record_input["output"],
+            answer_too="answer" in record_input,
+        )
     if "answer" in record_input:
         record["answer"] = record_input["answer"]
     return extraction_score(record, EXTRACTION_READ_FROM)
@@ -179,6 +189,7 @@ def score_extraction_input(record_input: dict[str, Any]) -> Score:
 
 STAGE_READ_FROM = _stage_read_from()
 EXTRACTION_READ_FROM = _extraction_read_from()
+EXTRACTION_OUTPUT_READ_FROM = _extraction_read_from("output")
 
 
 @dataclass(frozen=True)
@@ -213,7 +224,9 @@ TASKS: dict[str, BulkTask] = {
     "ordered_extraction": BulkTask(
         name="ordered_extraction",
         task=ordered_extraction_recorded,
-        make_scorer=lambda: ordered_extraction_scorer(answer_key="answer"),
+        make_scorer=lambda: ordered_extraction_scorer(
+            answer_key="answer", output_key="output"
+        ),
         dataset_name="ordered_extraction",
         target_field="source",
         read_from=EXTRACTION_READ_FROM,
@@ -231,9 +244,7 @@ def replayed_store(record_input: dict[str, Any]) -> dict[str, Any]:
 
 def replayed_answer(record_input: dict[str, Any]) -> str | None:
     """The output text the replay solver gives the sample, if any."""
-    if "answer" in record_input:
-        return answer_text(record_input["answer"])
-    return None
+    return replayed_output(record_input)
 
 
 # --- Remembering sample ids ---------------------------------------------------

@@ -39,17 +39,22 @@ def stage_diagnosis(dataset: str | None = None) -> Task:
 def ordered_extraction_recorded(dataset: str | None = None) -> Task:
     """Grade recorded extraction answers for membership and order.
 
-    The recorded `answer` is graded as recorded, so an answer of the wrong
-    type is the dataset's error (invalid input), not the model's.
+    A recorded `answer` list is graded as recorded, so an answer of the
+    wrong type is the dataset's error (invalid input), not the model's. A
+    run may record the model's `output` text instead: the list is then
+    read from it exactly as the live task reads a model's output
+    (docs/answer-formats.md), and an unreadable text is the model's
+    failure.
 
     Args:
         dataset: A fixture-format JSON Lines file of your own recorded
-            answers, each `{"id", "input": {"source", "answer"}}`; by
-            default the packaged cases.
+            runs, each `{"id", "input": {"source", "answer"}}` or
+            `{"id", "input": {"source", "output"}}`; by default the
+            packaged cases.
     """
     with said_in_any_display():
         return Task(
             dataset=ordered_extraction_dataset(dataset),
             solver=replay(),
-            scorer=ordered_extraction_scorer(answer_key="answer"),
+            scorer=ordered_extraction_scorer(answer_key="answer", output_key="output"),
         )

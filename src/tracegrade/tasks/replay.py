@@ -25,8 +25,21 @@ def answer_text(answer: Any) -> str:
     return answer if isinstance(answer, str) else canonical_json(answer)
 
 
+def replayed_output(
+    record: dict[str, Any], answer_key: str = "answer", output_key: str = "output"
+) -> str | None:
+    """The output text a replayed run shows: its recorded answer as text,
+    else its recorded output as it is (when it is a text), else none."""
+    if answer_key in record:
+        return answer_text(record[answer_key])
+    output = record.get(output_key)
+    return output if isinstance(output, str) else None
+
+
 @solver(name="replay")
-def replay(context_key: str = "context", answer_key: str = "answer") -> Solver:
+def replay(
+    context_key: str = "context", answer_key: str = "answer", output_key: str = "output"
+) -> Solver:
     """Replay a recorded run without calling a model.
 
     Args:
@@ -37,15 +50,16 @@ def replay(context_key: str = "context", answer_key: str = "answer") -> Solver:
         answer_key: Metadata key of the recorded answer; when present it
             becomes the output (a list as its JSON text), for display and
             for scorers that grade the output.
+        output_key: Metadata key of a recorded output text, which becomes
+            the output as it is, when there is no recorded answer.
     """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         if context_key in state.metadata:
             record_context(state.store, state.metadata[context_key])
-        if answer_key in state.metadata:
-            state.output = ModelOutput.from_content(
-                model=REPLAY_MODEL, content=answer_text(state.metadata[answer_key])
-            )
+        text = replayed_output(state.metadata, answer_key, output_key)
+        if text is not None:
+            state.output = ModelOutput.from_content(model=REPLAY_MODEL, content=text)
             state.messages.append(state.output.message)
         return state
 

@@ -1,0 +1,196 @@
+"""Recorded model outputs, graded as a live output is read: issue 27's
+answers, through a real `inspect eval` of the recorded task and through
+`tracegrade score`, which must agree sample by sample.
+
+Each answer is read as the list a careful reader sees, or refused with
+the reason in the explanation; none is graded on a list the model did
+not give.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from inspect_ai import eval
+from inspect_ai.log import EvalLog
+
+from tests.support import write_lines
+from tracegrade import ordered_extraction_recorded
+from tracegrade.cli import main
+
+SOURCE = ["C-3", "A-1", "B-2"]
+
+# id: (output, (membership, order), read_as, what the explanation says)
+OUTPUTS: dict[str, tuple[str, tuple[bool, bool], str | None, str]] = {
+    "fence-then-aside": (
+        '```json\n[\n  "C-3",\n  "A-1",\n  "B-2",\n]\n```\nI left out ["D-4"] '
+        "because it only appears in a footnote.",
+        (False, False),
+        None,
+        'two different lists: ["C-3", "A-1", "B-2"] (line 2) and ["D-4"] (line 8)',
+    ),
+    "echo-then-sorted": (
+        'Source order per the document: ["C-3", "A-1", "B-2"]\n'
+        "My answer (sorted): ['A-1', 'B-2', 'C-3']",
+        (False, False),
+        None,
+        'two different lists: ["C-3", "A-1", "B-2"] (line 1) and ["A-1", "B-2", '
+        '"C-3"] (line 2)',
+    ),
+    "two-sentences": (
+        "C-3, A-1, B-2. Sorted: A-1, B-2, C-3",
+        (False, False),
+        None,
+        "two different lists",
+    ),
+    "glued-lead-in": (
+        "IDs:C-3, A-1, B-2",
+        (False, False),
+        None,
+        'the first ID "IDs:C-3" could be the lead-in "IDs:"',
+    ),
+    "heading": (
+        "Answer\n- C-3\n- A-1\n- B-2",
+        (False, False),
+        None,
+        'line 1, "Answer", stands before the list on lines 2-4',
+    ),
+    "sign-off": (
+        "C-3\nA-1\nB-2\nDone",
+        (False, False),
+        None,
+        'line 4, "Done", stands after the list on lines 1-3',
+    ),
+    "object-then-list": (
+        '{"ids": ["X-9"]} ["A-1", "B-2"]',
+        (False, False),
+        None,
+        "is no list of string IDs, beside the list",
+    ),
+    "nbsp-in-python-list": (
+        "['C-3',\u00a0'A-1', 'B-2']",
+        (False, False),
+        None,
+        "is not a JSON array, nor a Python list of plain quoted strings",
+    ),
+    "answer-line": (
+        "The document names A-1 first in its table of contents, but the text "
+        'gives C-3 first.\nANSWER: ["C-3", "A-1", "B-2"]',
+        (True, True),
+        "answer-line-json",
+        "",
+    ),
+    "plain-json": ('["C-3", "A-1", "B-2"]', (True, True), "json", ""),
+    "sorted-lines": (
+        "Here are the IDs:\n1. A-1\n2. B-2\n3. C-3",
+        (True, False),
+        "lead-in-lines",
+        "",
+    ),
+}
+
+
+def fixture_lines() -> list[dict[str, Any]]:
+    return [
+        {"id": name, "input": {"source": SOURCE, "output": output}}
+        for name, (output, *_) in OUTPUTS.items()
+    ]
+
+
+@pytest.fixture(scope="module")
+def fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("outputs") / "outputs.jsonl"
+    write_lines(path, list(fixture_lines()))
+    return path
+
+
+@pytest.fixture(scope="module")
+def evaluated(fixture: Path) -> EvalLog:
+    (log,) = eval(
+        ordered_extraction_recorded(dataset=str(fixture)),
+        display="none",
+        log_dir=str(fixture.parent / "logs"),
+    )
+    assert log.status == "success", log.error
+    return log
+
+
+@pytest.fixture(scope="module")
+def scored(fixture: Path) -> dict[str, dict[str, Any]]:
+    result = CliRunner().invoke(
+        main,
+        ["score", "ordered_extraction", str(fixture), "--json"],
+        catch_exceptions=False,
+    )
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    lines = Path(summary["results"]).read_text(encoding="utf-8").splitlines()
+    return {entry["id"]: entry for entry in map(json.loads, lines)}
+
+
+@pytest.mark.parametrize("name", list(OUTPUTS))
+def test_an_output_is_read_right_or_refused_in_inspect_eval(
+    evaluated: EvalLog, name: str
+) -> None:
+    _, (membership, order), read_as, said = OUTPUTS[name]
+    (sample,) = [sample for sample in evaluated.samples or [] if sample.id == name]
+    score = (sample.scores or {})["ordered_extraction"]
+    metadata = score.metadata or {}
+    assert score.value == {"membership": membership, "order": order}
+    assert metadata["read_as"] == read_as
+    assert metadata["read_from"]["answer"] == 'metadata["output"]'
+    assert said in (score.explanation or "")
+    if read_as is None:
+        assert score.reason == "unreadable-answer"
+        assert said in metadata["error"]["message"]
+    # The replay solver shows the recorded output as the model's.
+    assert sample.output.completion == OUTPUTS[name][0]
+
+
+@pytest.mark.parametrize("name", list(OUTPUTS))
+def test_tracegrade_score_gives_the_same_result(
+    evaluated: EvalLog, scored: dict[str, dict[str, Any]], name: str
+) -> None:
+    (sample,) = [sample for sample in evaluated.samples or [] if sample.id == name]
+    score = (sample.scores or {})["ordered_extraction"]
+    entry = scored[name]
+    assert entry["value"] == score.value
+    assert entry["explanation"] == score.explanation
+    assert entry["result"] == (score.metadata or {})["result"]
+
+
+def test_an_output_beside_an_answer_or_not_a_text_is_invalid_input(
+    tmp_path: Path,
+) -> None:
+    path = write_lines(
+        tmp_path / "bad.jsonl",
+        [
+            {
+                "id": "both",
+                "input": {"source": SOURCE, "answer": SOURCE, "output": "x"},
+            },
+            {"id": "list", "input": {"source": SOURCE, "output": SOURCE}},
+        ],
+    )
+    (log,) = eval(
+        ordered_extraction_recorded(dataset=path),
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+    )
+    assert log.status == "success", log.error
+    scores = {
+        sample.id: (sample.scores or {})["ordered_extraction"]
+        for sample in log.samples or []
+    }
+    for name, said in (
+        ("both", "is given beside a recorded answer"),
+        ("list", "must be a text, the model's output"),
+    ):
+        metadata = scores[name].metadata or {}
+        assert scores[name].reason == "invalid-input"
+        assert metadata["error"]["field"] == "output"
+        assert said in metadata["error"]["message"]
