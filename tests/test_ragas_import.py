@@ -15,6 +15,7 @@ once, where that sentence read over lists would count repeats.
 from __future__ import annotations
 
 import asyncio
+import csv
 import json
 import math
 import os
@@ -336,7 +337,8 @@ GOOD = {"retrieved_context_ids": ["D1"], "reference_context_ids": ["D1"]}
             {**GOOD, "retrieved_context_ids": "D1"},
             "retrieved_context_ids",
             "retrieved_context_ids must be a list of IDs, as Ragas writes one "
-            "(['D1', 'D2']), got \"D1\"",
+            "(['D1', 'D2']): a JSON array, or a Python list of quoted strings "
+            'with a comma between each two, got "D1"',
         ),
         (
             {**GOOD, "reference_context_ids": ["D1", True]},
@@ -413,8 +415,24 @@ HEADER = "user_input,retrieved_context_ids,reference_context_ids\n"
         (
             HEADER + "q,['D1'],\"{'D1'}\"\n",
             2,
-            "reference_context_ids must be a list of IDs, as Ragas writes one "
-            "(['D1', 'D2']), got",
+            "reference_context_ids \"{'D1'}\" is not a list of IDs, as Ragas "
+            "writes one",
+        ),
+        # Python's reader would take these for other lists: refused.
+        (
+            HEADER + "q,['D1'],['D1' 'D2']\n",
+            2,
+            "reference_context_ids \"['D1' 'D2']\" is not a list of IDs",
+        ),
+        (
+            HEADER + "q,['D1'],\"[1_000, 0x10]\"\n",
+            2,
+            'reference_context_ids "[1_000, 0x10]" is not a list of IDs',
+        ),
+        (
+            HEADER + "q,['D1'],['D\\a']\n",
+            2,
+            "reference_context_ids \"['D\\\\a']\" is not a list of IDs",
         ),
         (HEADER + "q,['D1']\n", 2, "a row of 2 cells, where the header (line 1)"),
         (HEADER + "q,['D1'],\n", 2, "reference_context_ids is absent"),
@@ -525,3 +543,39 @@ def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
         "1": {"stage": "retrieval", "missing": ["D3"]},
         "2": {"stage": "generation", "missing": []},
     }
+
+
+@pytest.mark.parametrize(
+    ("cell", "ids"),
+    [
+        # JSON first: `\/` is `/` to JSON, and kept by Python's reader.
+        ('"[""doc\\/1""]"', ["doc/1"]),
+        ('"[\'D1\', ""it\'s""]"', ["D1", "it's"]),
+        ("\"['D\\u2003', 'tab\\there']\"", ["D\u2003", "tab\there"]),
+        ("\"[7, '8']\"", ["7", "8"]),
+    ],
+)
+def test_a_csv_list_cell_is_read_as_json_or_as_repr_writes_it(
+    tmp_path: Path, cell: str, ids: list[str]
+) -> None:
+    path = tmp_path / "d.csv"
+    path.write_text(HEADER + f"q,['D1'],{cell}\n", encoding="utf-8", newline="")
+    (record,) = import_ragas(path)
+    assert record["input"]["required"] == ids
+
+
+def test_a_context_cell_over_the_csv_modules_limit_is_read(tmp_path: Path) -> None:
+    """The csv module refuses a cell over 128 KiB unless told otherwise; a
+    retrieved context is often that long, and the JSON Lines file of the
+    same dataset imports."""
+    context = "x" * 200_000
+    path = tmp_path / "d.csv"
+    path.write_text(
+        "user_input,retrieved_contexts,retrieved_context_ids,reference_context_ids\n"
+        f"q,\"['{context}']\",['D1'],['D1']\n",
+        encoding="utf-8",
+        newline="",
+    )
+    (record,) = import_ragas(path)
+    assert record["input"]["context"] == ["D1"]
+    assert csv.field_size_limit() == 131_072

@@ -45,6 +45,17 @@ _PYTHON_ITEM = re.compile(
     r"""(?:'([^'\\\x00-\x1f]*)'|"([^"\\\x00-\x1f]*)")[ \t\r\n]*(?:(,)[ \t\r\n]*)?"""
 )
 _SIMPLE_ESCAPES = frozenset('"\\/bfnrt')
+# A string literal item as `repr` writes one: any escape is matched here,
+# and `_unescape` refuses those `repr` never writes.
+_REPR_ITEM = re.compile(
+    r"""(?:'((?:[^'\\\x00-\x1f]|\\[^\x00-\x1f])*)'"""
+    r"""|"((?:[^"\\\x00-\x1f]|\\[^\x00-\x1f])*)"|(-?(?:0|[1-9][0-9]{0,99})))"""
+    r"""[ \t\r\n]*(?:(,)[ \t\r\n]*)?"""
+)
+_REPR_ESCAPE = re.compile(
+    r"\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|([\\'\"nrt]))|\\"
+)
+_REPR_SIMPLE = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "r": "\r", "t": "\t"}
 
 
 @dataclass(frozen=True)
@@ -280,6 +291,59 @@ def _python_item_failure(text: str, position: int) -> int:
     return not_plain.start() if not_plain is not None else close
 
 
+def _unescape(body: str) -> str | None:
+    """A string literal's body with the escapes `repr` writes decoded;
+    None if it holds any other backslash (`\\a`, octal, `\\N{...}`)."""
+    failed = False
+
+    def decoded(escape: re.Match[str]) -> str:
+        nonlocal failed
+        code = escape.group(1) or escape.group(2) or escape.group(3)
+        if code is not None and int(code, 16) <= 0x10FFFF:
+            return chr(int(code, 16))
+        simple = escape.group(4)
+        if simple is not None:
+            return _REPR_SIMPLE[simple]
+        failed = True
+        return ""
+
+    text = _REPR_ESCAPE.sub(decoded, body)
+    return None if failed else text
+
+
+def read_repr_list(text: str) -> list[str | int] | None:
+    """The items of `text` when it is exactly one Python list of string
+    literals and decimal integers as `repr` writes them
+    (`['D1', "it's", 'D\\u2003', 7]`), and nothing else; None otherwise.
+
+    Only the escapes `repr` writes are read (`\\\\`, `\\'`, `\\"`, `\\n`,
+    `\\r`, `\\t`, `\\xHH`, `\\uHHHH`, `\\UHHHHHHHH`), each meaning what it
+    means to Python. A cell a spreadsheet tool wrote is read this way only
+    after JSON, for which `\\/` is `/`, has failed.
+    """
+    position = _skip(text, 0)
+    if not text.startswith("[", position):
+        return None
+    items: list[str | int] = []
+    position = _skip(text, position + 1)
+    while not text.startswith("]", position):
+        item = _REPR_ITEM.match(text, position)
+        if item is None:
+            return None
+        single, double, integer, comma = item.groups()
+        if integer is not None:
+            items.append(int(integer))
+        else:
+            body = _unescape(single if single is not None else double)
+            if body is None:
+                return None
+            items.append(body)
+        position = item.end()
+        if comma is None and not text.startswith("]", position):
+            return None
+    return items if _skip(text, position + 1) == len(text) else None
+
+
 def read_id_list(text: str) -> tuple[tuple[str, ...], Form] | None:
     """The strings of `text` when it is one list literal of strings and
     nothing else (whitespace aside); None otherwise.
@@ -306,5 +370,6 @@ __all__ = [
     "ListLiteral",
     "read_id_list",
     "read_literal_at",
+    "read_repr_list",
     "scan_literals",
 ]

@@ -25,9 +25,14 @@ fixture-format record per sample:
 JSON Lines: one JSON object per line, blank lines skipped, `null` as
 absent (Ragas writes no key for a field it does not have). CSV: a header
 row, then one row per sample; a list is the text Ragas's `to_csv` writes
-for it, Python's `repr` (`['D1', 'D2']`; JSON's `["D1", "D2"]` reads
-too), and an empty cell is absent, since `to_csv` writes both a missing
-field and an empty text that way.
+for it, Python's `repr` (`['D1', 'D2']`), or JSON (`["D1", "D2"]`). A
+cell is read as JSON, or else as a Python list of quoted strings (with
+the escapes `repr` writes) with a comma between each two items, and
+nothing else: `['D1' 'D2']` (which
+Python would read as the one ID `D1D2`) and `[1_000, 0x10]` are refused,
+naming the file, line and column. An empty cell is absent, since `to_csv`
+writes both a missing field and an empty text that way. A cell may be of
+any length (a retrieved context often passes the csv module's 128 KiB).
 
 Refused, with file, line and field: a line or row that cannot be read, a
 sample without either ID list (Ragas's metric asserts both), an ID that is
@@ -39,7 +44,6 @@ Ragas.
 
 from __future__ import annotations
 
-import ast
 import csv
 import io
 from collections.abc import Iterator
@@ -55,6 +59,7 @@ from ..lines import (
     strict_json_loads,
     undecodable,
 )
+from ..literals import read_repr_list
 from .common import (
     InputFileError,
     RecordLabels,
@@ -72,7 +77,13 @@ TEXT_COLUMNS = {
     "reference": "reference",
 }
 
-_LIST_FORM = "a list of IDs, as Ragas writes one (['D1', 'D2'])"
+CSV_FIELD_LIMIT = 2**31 - 1
+"""The largest cell read: the largest C long on every platform."""
+
+_LIST_FORM = (
+    "a list of IDs, as Ragas writes one (['D1', 'D2']): a JSON array, or a "
+    "Python list of quoted strings with a comma between each two"
+)
 
 
 def format_of(path: str | Path) -> Format:
@@ -132,6 +143,16 @@ def _csv_rows(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """Each data row as {column: cell}, empty cells left out, with the line
     it starts on (a quoted cell may span lines)."""
     reader = csv.reader(io.StringIO(_csv_text(path), newline=""), strict=True)
+    # The csv module refuses cells over 128 KiB by default; a retrieved
+    # context is often longer. The limit is the module's, so it is set back.
+    limit = csv.field_size_limit(CSV_FIELD_LIMIT)
+    try:
+        yield from _csv_body(path, reader)
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _csv_body(path: str, reader: Any) -> Iterator[tuple[int, dict[str, Any]]]:
     header: list[str] | None = None
     header_line = 0
     while True:
@@ -187,6 +208,19 @@ def _check_header(path: str, line: int, header: list[str]) -> None:
 # --- the fields ------------------------------------------------------------------
 
 
+def _cell_list(text: str) -> Any:
+    """A CSV cell's list: JSON, or else a Python list of string literals and
+    integers with commas between the items, as `to_csv` writes it (`repr`); None for
+    anything else. Python's own reader would take `['D1' 'D2']` as the one
+    ID `D1D2` and `[1_000, 0x10]` as `1000` and `16`, and keep the
+    backslash of JSON's `"doc\\/1"`: a misread each."""
+    try:
+        return strict_json_loads(text)
+    except ValueError:
+        pass
+    return read_repr_list(text)
+
+
 def _id_list(path: str, line: int, name: str, value: Any, from_csv: bool) -> list[str]:
     """A column of IDs as text, or an `InputFileError` naming it."""
 
@@ -199,11 +233,9 @@ def _id_list(path: str, line: int, name: str, value: Any, from_csv: bool) -> lis
             "reference_context_ids and retrieved_context_ids"
         )
     if from_csv:
-        text = value
-        try:
-            value = ast.literal_eval(text)
-        except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            raise refuse(f" {quote(text, 80)} is not {_LIST_FORM}") from None
+        text, value = value, _cell_list(value)
+        if value is None:
+            raise refuse(f" {quote(text, 80)} is not {_LIST_FORM}")
     if type(value) is not list:
         raise refuse(f" must be {_LIST_FORM}, got {quote(value, 80)}")
     ids: list[str] = []
