@@ -436,6 +436,144 @@ def test_a_span_line_that_cannot_be_read_is_named_by_line_and_field(
     assert caught.value.message.startswith(f"{path}, line 1: ")
 
 
+DOCUMENTS = SpanAttributes.RETRIEVAL_DOCUMENTS
+
+
+def document_object(document: str | int) -> dict[str, Any]:
+    key = "intValue" if isinstance(document, int) else "stringValue"
+    return {
+        "kvlistValue": {
+            "values": [
+                attribute("document.id", {key: document}),
+                attribute("document.score", {"doubleValue": 0.5}),
+            ]
+        }
+    }
+
+
+@pytest.mark.parametrize(
+    "documents",
+    [
+        {"arrayValue": {"values": [document_object("D7"), document_object(9)]}},
+        {
+            "stringValue": json.dumps(
+                [{"document.id": "D7", "document.content": "x"}, {"document.id": 9}]
+            )
+        },
+    ],
+    ids=["array-of-objects", "json-text"],
+)
+def test_documents_given_as_one_attribute_are_read(
+    tmp_path: Path, spans: dict[str, Path], documents: dict[str, Any]
+) -> None:
+    """Some exporters keep OpenInference's list of documents as one
+    attribute; read as an empty context, the run would blame the retriever."""
+    line = request(
+        span_json(
+            attributes=[
+                attribute(KIND, {"stringValue": RETRIEVER}),
+                attribute(DOCUMENTS, documents),
+            ]
+        )
+    )
+    path = write_lines(tmp_path / "spans.jsonl", [line])
+    (record,) = import_openinference(path, spans["gold"], key=EXAMPLE).records
+    assert record["input"]["context"] == ["D7", "9"]
+
+
+@pytest.mark.parametrize(
+    ("documents", "expected"),
+    [
+        (
+            {"stringValue": "[{'document.id': 'D7'}]"},
+            "retrieval.documents must be an array of objects each holding "
+            "document.id (or a JSON text of one); its text is not JSON",
+        ),
+        ({"stringValue": '{"document.id": "D7"}'}, 'got {"document.id": "D7"}'),
+        (
+            {"arrayValue": {"values": [{"stringValue": "D7"}]}},
+            'document 0 is "D7", so what the span returned is unknown',
+        ),
+        (
+            {"stringValue": '[{"document.content": "x"}]'},
+            'document 0 is {"document.content": "x"}',
+        ),
+    ],
+)
+def test_documents_in_one_attribute_that_cannot_be_read_are_refused(
+    tmp_path: Path, spans: dict[str, Path], documents: dict[str, Any], expected: str
+) -> None:
+    line = request(
+        span_json(
+            attributes=[
+                attribute(KIND, {"stringValue": RETRIEVER}),
+                attribute(DOCUMENTS, documents),
+            ]
+        )
+    )
+    path = write_lines(tmp_path / "spans.jsonl", [line])
+    with pytest.raises(InputFileError) as caught:
+        import_openinference(path, spans["gold"], key=EXAMPLE)
+    assert expected in caught.value.message
+    assert f"{WHERE}.attributes[1]" in caught.value.message
+
+
+def test_documents_given_both_ways_are_refused(
+    tmp_path: Path, spans: dict[str, Path]
+) -> None:
+    line = request(
+        span_json(
+            attributes=[
+                attribute(KIND, {"stringValue": RETRIEVER}),
+                attribute(document_id(0), {"stringValue": "D1"}),
+                attribute(DOCUMENTS, {"stringValue": '[{"document.id": "D2"}]'}),
+            ]
+        )
+    )
+    path = write_lines(tmp_path / "spans.jsonl", [line])
+    with pytest.raises(InputFileError, match="gives its documents twice"):
+        import_openinference(path, spans["gold"], key=EXAMPLE)
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        # Spaces inside a hex id: bytes.fromhex would skip them and read a
+        # shorter id, which two traces could share.
+        ({"traceId": TRACE[:10] + " " + TRACE[11:]}, "is not a 16-byte id"),
+        ({"traceId": TRACE[:16] + "  " + TRACE[18:]}, "is not a 16-byte id"),
+        ({"spanId": SPAN[:4] + " " + SPAN[5:]}, "is not an 8-byte id"),
+        ({"traceId": "0AF7651916CD43DD8448EB211C80319G"}, "is not a 16-byte id"),
+        # Integers past 64 bits, even past Python's 4,300-digit limit.
+        ({"startTimeUnixNano": "1" * 5000}, "is not a 64-bit integer"),
+        ({"startTimeUnixNano": str(2**64)}, "is not a 64-bit integer"),
+        (
+            {"attributes": [attribute("x", {"intValue": "9" * 4400})]},
+            "is not a 64-bit integer",
+        ),
+        (
+            {
+                "attributes": [
+                    attribute(KIND, {"stringValue": RETRIEVER}),
+                    attribute(
+                        f"retrieval.documents.{'1' * 4400}.document.id",
+                        {"stringValue": "D1"},
+                    ),
+                ]
+            },
+            "N an index without leading zeros",
+        ),
+    ],
+)
+def test_an_id_or_integer_out_of_its_form_is_refused_not_a_traceback(
+    tmp_path: Path, spans: dict[str, Path], fields: dict[str, Any], expected: str
+) -> None:
+    path = write_lines(tmp_path / "spans.jsonl", [request(span_json(**fields))])
+    with pytest.raises(InputFileError) as caught:
+        import_openinference(path, spans["gold"], key=EXAMPLE)
+    assert expected in caught.value.message
+
+
 def test_a_span_exported_twice_is_refused(
     tmp_path: Path, spans: dict[str, Path]
 ) -> None:

@@ -14,7 +14,10 @@ names. One fixture-format record per trace:
 - `id` is the trace id, 32 lowercase hex digits.
 - `context` is the document ids of the trace's RETRIEVER spans, spans in
   start order (ties in file order), each span's documents by their index
-  N; an integer id becomes its decimal text. A trace with no RETRIEVER
+  N; an integer id becomes its decimal text. A span may give its documents
+  as one attribute `retrieval.documents` instead (an array of objects each
+  holding `document.id`, or a JSON text of one), as some exporters keep
+  them; both forms in one span are refused. A trace with no RETRIEVER
   span has no `context`: it was never recorded, and the run scores
   `invalid-input`, where an empty one would blame the retriever.
 - `answer` is the root span's `output.value`, or, where the root has
@@ -34,9 +37,11 @@ names. One fixture-format record per trace:
 The spans file is JSON Lines, one OTLP `ExportTraceServiceRequest` per
 line, as the OpenTelemetry SDK's OTLP JSON file exporter and the
 Collector's file exporter write it. Both encodings of ids are read: OTLP
-JSON's hex, and the base64 of protobuf's own JSON mapping (told apart by
-length), and both forms of 64-bit integers (string or number). Unknown
-fields are ignored, as OTLP/JSON asks of a receiver.
+JSON's hex (hex digits only: an id with a space in it is refused, never
+read as a shorter one), and the base64 of protobuf's own JSON mapping (told
+apart by length), and both forms of 64-bit integers (string or number;
+one out of 64-bit range is refused). Unknown fields are ignored, as
+OTLP/JSON asks of a receiver.
 
 The gold file is JSON Lines, one `{"key": ..., "required": [ids],
 "correct"?: true|false}` per line; other fields are ignored.
@@ -82,9 +87,15 @@ INPUT_VALUE = "input.value"
 OUTPUT_VALUE = "output.value"
 RETRIEVER = "RETRIEVER"
 LLM = "LLM"
-DOCUMENT_PREFIX = "retrieval.documents."
+DOCUMENTS = "retrieval.documents"
+DOCUMENT_PREFIX = f"{DOCUMENTS}."
 _DOCUMENT = re.compile(r"retrieval\.documents\.(0|[1-9][0-9]*)\.document\.(.+)")
 _DIGITS = re.compile(r"[+-]?[0-9]+")
+_HEX = re.compile(r"[0-9a-fA-F]+")
+# The widest integer OTLP carries (uint64 times, int64 values); longer
+# digit strings are refused before Python's int() refuses them itself.
+_INTEGER_DIGITS = 20
+_INTEGER_RANGE = (-(2**63), 2**64 - 1)
 
 TRACE_ID_BYTES = 16
 SPAN_ID_BYTES = 8
@@ -217,10 +228,9 @@ def _identifier(line: _Line, where: str, value: Any, size: int) -> str:
     base64_length = 4 * -(-size // 3)
     decoded: bytes | None = None
     if len(text) == hex_length:
-        try:
+        # Only hex digits: `bytes.fromhex` would skip spaces and merge ids.
+        if _HEX.fullmatch(text):
             decoded = bytes.fromhex(text)
-        except ValueError:
-            decoded = None
     elif len(text) == base64_length:
         try:
             decoded = base64.b64decode(
@@ -233,7 +243,8 @@ def _identifier(line: _Line, where: str, value: Any, size: int) -> str:
     if decoded is None:
         raise line.refuse(
             where,
-            f"{quote(text, 80)} is not a {size}-byte id, as {hex_length} hex "
+            f"{quote(text, 80)} is not {'an' if size == 8 else 'a'} {size}-byte "
+            f"id, as {hex_length} hex "
             f"digits (OTLP JSON) or {base64_length} base64 characters "
             "(protobuf's JSON mapping)",
         )
@@ -244,11 +255,20 @@ def _identifier(line: _Line, where: str, value: Any, size: int) -> str:
 
 def _integer(line: _Line, where: str, value: Any) -> int:
     """A 64-bit integer, which protobuf's JSON writes as a string or a number."""
+    number: int | None = None
     if type(value) is int:
-        return value
-    if isinstance(value, str) and _DIGITS.fullmatch(value):
-        return int(value)
-    raise line.refuse(where, f"{quote(value, 80)} is not an integer")
+        number = value
+    elif isinstance(value, str) and _DIGITS.fullmatch(value):
+        if len(value.lstrip("+-")) <= _INTEGER_DIGITS:
+            number = int(value)
+    else:
+        raise line.refuse(where, f"{quote(value, 80)} is not an integer")
+    low, high = _INTEGER_RANGE
+    if number is None or not low <= number <= high:
+        raise line.refuse(
+            where, f"{quote(value, 80)} is not a 64-bit integer, as OTLP's are"
+        )
+    return number
 
 
 def _any_value(line: _Line, where: str, value: Any) -> Any:
@@ -455,44 +475,109 @@ def _context(path: str, trace: Trace) -> list[str] | None:
         return None
     context: list[str] = []
     for span in retrievers:
-        documents: dict[int, dict[str, str]] = {}
-        for key in span.attributes:
-            if not key.startswith(DOCUMENT_PREFIX):
-                continue
-            found = _DOCUMENT.fullmatch(key)
-            if found is None:
-                raise _refuse_at(
-                    path,
-                    span,
-                    key,
-                    f"attribute {quote(key)} is not retrieval.documents.N.document."
-                    "FIELD, N an index without leading zeros",
-                )
-            documents.setdefault(int(found.group(1)), {})[found.group(2)] = key
-        for index in sorted(documents):
-            id_key = documents[index].get("id")
-            if id_key is None:
-                raise _refuse_at(
-                    path,
-                    span,
-                    next(iter(documents[index].values())),
-                    f"document {index} of RETRIEVER span {quote(span.span_id)} "
-                    "has no retrieval.documents."
-                    f"{index}.document.id, so what it returned is unknown",
-                )
-            value = span.attributes[id_key]
-            if type(value) is int:
-                context.append(str(value))
-            elif isinstance(value, str):
-                context.append(value)
-            else:
-                raise _refuse_at(
-                    path,
-                    span,
-                    id_key,
-                    f"document id {quote(value, 80)} is neither text nor an integer",
-                )
+        context += _documents(path, span)
     return context
+
+
+def _documents(path: str, span: Span) -> list[str]:
+    """The ids of the documents one RETRIEVER span returned, in order.
+
+    OpenInference flattens its list of documents into attributes
+    `retrieval.documents.N.document.id`; some exporters keep the list as one
+    attribute `retrieval.documents`, an array of objects or a JSON text of
+    one. Either is read. Both at once is refused: which one the span meant
+    would be a guess.
+    """
+    documents: dict[int, dict[str, str]] = {}
+    for key in span.attributes:
+        if not key.startswith(DOCUMENT_PREFIX):
+            continue
+        found = _DOCUMENT.fullmatch(key)
+        if found is None or len(found.group(1)) > _INTEGER_DIGITS:
+            raise _refuse_at(
+                path,
+                span,
+                key,
+                f"attribute {quote(key)} is not retrieval.documents.N.document."
+                "FIELD, N an index without leading zeros",
+            )
+        documents.setdefault(int(found.group(1)), {})[found.group(2)] = key
+    if DOCUMENTS in span.attributes:
+        if documents:
+            raise _refuse_at(
+                path,
+                span,
+                DOCUMENTS,
+                f"RETRIEVER span {quote(span.span_id)} gives its documents twice: "
+                f"as {DOCUMENTS} and as {DOCUMENT_PREFIX}N.document.* attributes",
+            )
+        return _document_list(path, span)
+    ids: list[str] = []
+    for index in sorted(documents):
+        id_key = documents[index].get("id")
+        if id_key is None:
+            raise _refuse_at(
+                path,
+                span,
+                next(iter(documents[index].values())),
+                f"document {index} of RETRIEVER span {quote(span.span_id)} "
+                "has no retrieval.documents."
+                f"{index}.document.id, so what it returned is unknown",
+            )
+        ids.append(_document_id(path, span, id_key, span.attributes[id_key]))
+    return ids
+
+
+def _document_list(path: str, span: Span) -> list[str]:
+    """The ids of a `retrieval.documents` attribute: an array of objects,
+    each holding `document.id`, or a JSON text of one."""
+    value = span.attributes[DOCUMENTS]
+    form = (
+        f"{DOCUMENTS} must be an array of objects each holding document.id "
+        "(or a JSON text of one)"
+    )
+    if isinstance(value, str):
+        try:
+            value = strict_json_loads(value)
+        except ValueError as error:
+            raise _refuse_at(
+                path, span, DOCUMENTS, f"{form}; its text is not JSON ({error})"
+            ) from None
+    if type(value) is not list:
+        raise _refuse_at(path, span, DOCUMENTS, f"{form}, got {quote(value, 80)}")
+    ids: list[str] = []
+    for index, document in enumerate(value):
+        if type(document) is not dict or "document.id" not in document:
+            raise _refuse_at(
+                path,
+                span,
+                DOCUMENTS,
+                f"{form}; document {index} is {quote(document, 80)}, so what "
+                "the span returned is unknown",
+            )
+        ids.append(_document_id(path, span, DOCUMENTS, document["document.id"]))
+    return ids
+
+
+def _document_id(path: str, span: Span, key: str, value: Any) -> str:
+    if type(value) is int:
+        return str(value)
+    if isinstance(value, str):
+        if has_lone_surrogate(value):
+            raise _refuse_at(
+                path,
+                span,
+                key,
+                f"document id {quote(value, 80)} holds a lone "
+                "surrogate, which no log can hold",
+            )
+        return value
+    raise _refuse_at(
+        path,
+        span,
+        key,
+        f"document id {quote(value, 80)} is neither text nor an integer",
+    )
 
 
 def _span_text(path: str, span: Span, key: str) -> str | None:
