@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -617,11 +617,8 @@ def counted_calls() -> Iterator[list[int]]:
 
 
 def calls_to_read(text: str) -> int:
-    with counted_calls() as count:
-        try:
-            read_answer_ids(text)
-        except UnreadableAnswer:
-            pass
+    with counted_calls() as count, suppress(UnreadableAnswer):
+        read_answer_ids(text)
     return count[0]
 
 
