@@ -646,18 +646,19 @@ def _log_observations(
                 f"{log.path}: sample {quote(sample.id)} epoch {sample.epoch}, "
                 f"score {quote(name)}: {error}"
             ) from None
-        yield Observation(name, kind, sample.id, sample.epoch, run)
+        why = _why(score.metadata, texts)
+        yield Observation(name, kind, sample.id, sample.epoch, run, why)
     assert scores.scoreless is not None
     for name, kind in scores.score_names().items():
         for sample_id, epoch, errored in scores.scoreless:
             explanation = _NO_SCORE_ERRORED if errored else _NO_SCORE
             why = SAMPLE_ERROR if errored else NO_SCORE_WHY
-            run = Run(NO_SCORE, None, explanation, log.path, why=why)
-            yield Observation(name, kind, sample_id, epoch, run)
+            run = Run(NO_SCORE, None, explanation, log.path)
+            yield Observation(name, kind, sample_id, epoch, run, why)
         # A sample the eval never ran got no result either.
         for sample_id, epoch in scores.not_run_keys():
-            run = Run(NO_SCORE, None, _NOT_RUN, log.path, why=NOT_RUN)
-            yield Observation(name, kind, sample_id, epoch, run)
+            run = Run(NO_SCORE, None, _NOT_RUN, log.path)
+            yield Observation(name, kind, sample_id, epoch, run, NOT_RUN)
     logs.append(scores.summary())
 
 
@@ -721,22 +722,28 @@ def _state(kind: str, score: ScoreRead, path: str, texts: dict[str, str]) -> Run
             f"metadata error must be null or have a side (data, run, answer), "
             f"got {quote(error)}"
         )
-    if error is not None and error["side"] in ("data", "run"):
-        error_kind = error.get("kind")
-        why = (
-            texts.setdefault(error_kind, error_kind)
-            if isinstance(error_kind, str)
-            else None
-        )
-        if error["side"] == "data":
-            return Run(DATA_ERROR, None, explanation, path, why=why or "data-error")
+    if error is not None and error["side"] == "data":
+        return Run(DATA_ERROR, None, explanation, path)
+    if error is not None and error["side"] == "run":
         # The sample errored, and was scored only to say so.
-        return Run(NO_SCORE, None, explanation, path, why=why or SAMPLE_ERROR)
+        return Run(NO_SCORE, None, explanation, path)
     if kind == STAGE:
         return _stage_run(score.value, metadata, explanation, path)
     if kind == EXTRACTION:
         return _extraction_run(score.value, explanation, path)
     raise UnreadableScore(f"no tracegrade scorer {kind!r}")
+
+
+def _why(metadata: dict[str, Any], texts: dict[str, str]) -> str | None:
+    """Why a score checked by `_state` gives no result: its unscored
+    error's kind (one copy of each); None for a result."""
+    error = metadata["error"]
+    if error is None or error["side"] not in ("data", "run"):
+        return None
+    kind = error.get("kind")
+    if not isinstance(kind, str):
+        return "data-error" if error["side"] == "data" else SAMPLE_ERROR
+    return texts.setdefault(kind, kind)
 
 
 def _stage_run(

@@ -7,8 +7,9 @@ The rules a reader of the comparison needs:
 
 - A pair is the same sample id and epoch under the same score name in
   BASE and in NEW (`stage_diagnosis`, or `stage_diagnosis1` after
-  `inspect score --action append`). Score names in only one run are not
-  compared, and said; sample-epochs in only one run are counted and listed.
+  `inspect score --action append`). A score name in NEW only is not
+  compared; one in BASE only is, with nothing: its results are lost (below).
+  Sample-epochs in only one run are counted and listed.
 - A run has one state. Stage diagnosis: its stage (`retrieval`,
   `generation`, `pass`, `unresolved`), `data error` (unscored: the sample's
   data is at fault) or `no score` (the sample is in the log but the score
@@ -110,9 +111,8 @@ class Run:
 
     `missing` is the required IDs that never reached the context, for a
     diagnosed stage run (None otherwise). `recall` and `precision` are the
-    stage score's figures, where it has them. `why` says why a run with no
-    result has none (`report.runs`: a data error's kind, `sample-error`,
-    `no-score`, `not-run`).
+    stage score's figures, where it has them. BASE's runs are held, one
+    per sample-epoch: a field more is megabytes more at a million runs.
     """
 
     state: str
@@ -121,19 +121,22 @@ class Run:
     log: str = ""
     recall: float | None = None
     precision: float | None = None
-    why: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Observation:
     """A run of `sample_id`, `epoch` under the score named `score`, of a
-    tracegrade scorer of kind `kind` (`STAGE` or `EXTRACTION`)."""
+    tracegrade scorer of kind `kind` (`STAGE` or `EXTRACTION`). `why` says
+    why a run with no result has none (`report.runs`: a data error's kind,
+    `sample-error`, `no-score`, `not-run`); it is counted as the run is
+    read, not held with it."""
 
     score: str
     kind: str
     sample_id: SampleId
     epoch: int
     run: Run
+    why: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in STATES:
@@ -544,8 +547,9 @@ class _FigureTally:
         )
 
 
-def count_run(counted: AllRuns, kind: str, run: Run) -> None:
-    """Count one run of a score of `kind` among its side's runs."""
+def count_run(counted: AllRuns, observation: Observation) -> None:
+    """Count one run among its side's runs of its score."""
+    kind, run = observation.kind, observation.run
     state = run.state
     if kind == STAGE:
         outcomes: tuple[str, ...] = ("pass",) if state == "pass" else ()
@@ -553,7 +557,9 @@ def count_run(counted: AllRuns, kind: str, run: Run) -> None:
         outcomes = ("membership", "order")
     else:
         outcomes = ("membership",) if state == "order fail" else ()
-    counted.add(state in RESULTS[kind], run.why, outcomes, run.recall, run.precision)
+    counted.add(
+        state in RESULTS[kind], observation.why, outcomes, run.recall, run.precision
+    )
 
 
 def run_count(counted: AllRuns, kind: str) -> RunCount:
@@ -655,10 +661,12 @@ def pair_runs(
     name, or no sample-epoch of a common one, is in both runs.
     """
     base_runs: dict[str, dict[SampleKey, Run]] = {}
+    base_counted: dict[str, AllRuns] = {}
     kinds: dict[str, str] = {}
     for observation in base:
         runs = base_runs.setdefault(observation.score, {})
         kinds[observation.score] = observation.kind
+        count_run(base_counted.setdefault(observation.score, AllRuns()), observation)
         key = (observation.sample_id, observation.epoch)
         if key in runs:
             raise _duplicate("BASE", observation, runs[key].log)
@@ -682,7 +690,7 @@ def pair_runs(
             tally = tallies[observation.score] = _ScoreTally(
                 observation.kind, clustered
             )
-        count_run(tally.new_runs, tally.kind, observation.run)
+        count_run(tally.new_runs, observation)
         base_run = paired_with.get(key)
         if base_run is None:
             _add_ref(tally.only_in_new, SampleRef(*key, observation.run.log))
@@ -705,10 +713,8 @@ def pair_runs(
     for score in sorted(tallies):
         tally = tallies[score]
         only_in_base = ref_spool()
-        base_counted = AllRuns()
         seen = new_seen.get(score, {})
         for key, run in base_runs[score].items():
-            count_run(base_counted, tally.kind, run)
             if key in seen:
                 continue
             _add_ref(only_in_base, SampleRef(*key, run.log))
@@ -718,7 +724,7 @@ def pair_runs(
                 missing = Side(NOT_IN_NEW, None, None, "")
                 change = Change(key[0], key[1], _side(run), missing)
                 tally.lost_runs.add(_key_order(key), change)
-        compared = _compared(score, tally, only_in_base, base_counted, alpha)
+        compared = _compared(score, tally, only_in_base, base_counted[score], alpha)
         if isinstance(compared, StageComparison):
             stage.append(compared)
         else:
