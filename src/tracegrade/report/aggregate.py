@@ -426,8 +426,9 @@ class _Aggregate:
         """Count the eval's samples as they are read; only counters stay.
         `clustered`: keep each sample's outcomes, for the intervals."""
         for log in run.reads(samples):
-            # The ids of samples with no score: clusters, and pooling's check.
-            scores = LogScores(log, keep_scoreless=clustered or self.pool)
+            # The ids of samples with no score, for the clusters; otherwise
+            # only counted, so a log of another scorer's samples costs nothing.
+            scores = LogScores(log, keep_scoreless=clustered)
             try:
                 for sample, name, scorer, score in scores:
                     key = self._key(label, run, name)
