@@ -548,6 +548,18 @@ def test_an_appended_score_reads_under_its_own_name(
         for row in (relabelled[case_id, epoch] for case_id in STAGE_CASES):
             assert row["relabelled_label_from"] == f"labels file {labels}"
 
+    # The walkthrough's lines for the staff's score, after `labels apply`.
+    namespace: dict[str, Any] = {}
+    *statements, shares = readme_recipe('stage_columns("stage_diagnosis1"')
+    for line in statements:
+        exec(compile(line.replace('"LOG"', repr(path)), "docs", "exec"), namespace)
+    staff = builtins.eval(compile(shares.split("#")[0], "docs", "eval"), namespace)
+    stages = [row["relabelled"] for row in relabelled.values()]
+    counted = {stage: stages.count(stage) for stage in set(stages) if stage}
+    assert staff.to_dict() == pytest.approx(
+        {stage: count / sum(counted.values()) for stage, count in counted.items()}
+    )
+
 
 def without_metadata(log_path: str, score: str, key: str, out: Path) -> str:
     """A copy of the log as tracegrade wrote it before scores carried `key`."""
@@ -606,13 +618,18 @@ def test_the_prefix_names_every_column() -> None:
 # --- the README recipe --------------------------------------------------------------
 
 
-def readme_recipe() -> list[str]:
-    """The recipe's lines, from the walkthrough the README links to."""
-    (block,) = re.findall(
-        r"```python\n(from inspect_ai\.analysis import .*?)```",
-        (ROOT / "docs" / "evaluate-your-own-model.md").read_text("utf-8"),
-        re.DOTALL,
-    )
+def readme_recipe(needle: str = "+ StageColumns +") -> list[str]:
+    """The recipe's lines, from the walkthrough the README links to: the
+    `samples_df` block holding `needle`."""
+    (block,) = [
+        block
+        for block in re.findall(
+            r"```python\n(from inspect_ai\.analysis import .*?)```",
+            (ROOT / "docs" / "evaluate-your-own-model.md").read_text("utf-8"),
+            re.DOTALL,
+        )
+        if needle in block
+    ]
     return block.splitlines()
 
 

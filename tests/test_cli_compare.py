@@ -12,7 +12,8 @@ and `gone`, which only BASE has. Against it:
   error labelled into a pass, and `ret` missing D1 where it missed D2:
   b = 2, c = 1, p = 1, too few to tell.
 
-Both NEW runs add `added`, which BASE lacks.
+Both NEW runs add `added`, which BASE lacks, and lack `gone`, a pass in
+BASE: a lost result, which the gate counts unless `--allow-lost`.
 """
 
 from __future__ import annotations
@@ -217,11 +218,28 @@ def test_twelve_regressions_and_no_fix_are_significant(logs: dict[str, str]) -> 
     assert stage["ids_compared"] == 16
     assert stage["only_in_base"] == [{"id": "gone", "epoch": 1, "log": logs["base"]}]
     assert stage["only_in_new"] == [{"id": "added", "epoch": 1, "log": logs["worse"]}]
+    # `gone` passed in BASE and is not in NEW: a result lost.
+    assert (stage["lost"], stage["lost_from"]) == (
+        1,
+        [{"base": "pass", "new": "not in NEW", "count": 1}],
+    )
+    (lost,) = stage["lost_runs"]
+    assert (lost["id"], lost["base"]["state"], lost["new"]["state"]) == (
+        "gone",
+        "pass",
+        "not in NEW",
+    )
     assert result["gate"] == {
         "alpha": 0.05,
         "outcomes": ["stage_diagnosis: pass"],
         "regressions": 12,
+        "regressed": ["stage_diagnosis: 12 regressions"],
         "significant": ["stage_diagnosis: pass"],
+        "lost": 1,
+        "lost_results": ["stage_diagnosis: lost 1 (1 pass \u2192 not in NEW)"],
+        "failed_evals": [],
+        "missing_evals": [],
+        "lost_gated": True,
         "fails": True,
         "fails_strict": True,
     }
@@ -268,10 +286,16 @@ def test_two_regressions_and_one_fix_are_too_few_to_tell(
     assert stage["newly_missing"] == [{"id": "D1", "count": 2}]
     assert stage["newly_found"] == [{"id": "D2", "count": 1}]
     gate = result["gate"]
-    assert (gate["regressions"], gate["fails"], gate["fails_strict"]) == (
-        2,
+    # Not significant, but `gone` is lost: the gate fails on it.
+    assert (gate["regressions"], gate["lost"], gate["fails"]) == (2, 1, True)
+    assert gate["significant"] == [] and gate["fails_strict"] is True
+    allowed = compared(
+        logs["base"], logs["slight"], "--fail-on-regression", "--allow-lost"
+    )["gate"]
+    assert (allowed["lost"], allowed["lost_gated"], allowed["fails"]) == (
+        1,
         False,
-        True,
+        False,
     )
 
 
@@ -281,24 +305,30 @@ def test_two_regressions_and_one_fix_are_too_few_to_tell(
         ("worse", [], 0),
         ("worse", ["--fail-on-regression"], 3),
         ("worse", ["--fail-on-regression", "--strict"], 3),
-        # p = 0.00049 is not significant at 0.0001; any regression still is.
-        ("worse", ["--fail-on-regression", "--alpha", "0.0001"], 0),
+        # p = 0.00049 is not significant at 0.0001; any regression still is,
+        # and so is the result lost with `gone`.
+        ("worse", ["--fail-on-regression", "--alpha", "0.0001", "--allow-lost"], 0),
+        ("worse", ["--fail-on-regression", "--alpha", "0.0001"], 3),
         ("worse", ["--fail-on-regression", "--alpha", "0.0001", "--strict"], 3),
-        ("slight", ["--fail-on-regression"], 0),
-        ("slight", ["--fail-on-regression", "--strict"], 3),
+        ("slight", ["--fail-on-regression"], 3),
+        ("slight", ["--fail-on-regression", "--allow-lost"], 0),
+        ("slight", ["--fail-on-regression", "--allow-lost", "--strict"], 3),
         ("base", ["--fail-on-regression", "--strict"], 0),
     ],
 )
 def test_the_gate_exits_3_on_regression(
     logs: dict[str, str], new: str, options: list[str], exit_code: int
 ) -> None:
-    for output in ([], ["--json"]):
+    for output in ([], ["--json"], ["--markdown"]):
         result = invoke(logs["base"], logs[new], *options, *output)
         assert result.exit_code == exit_code, result.output
-        failed = "tracegrade compare: the gate failed" in result.stderr
+        failed = "tracegrade compare: Gate failed (" in result.stderr
         assert failed == (exit_code == 3)
-    if exit_code == 3 and "--strict" in options:
-        assert "any regression (--strict)" in result.stderr
+    if exit_code == 3 and "--strict" in options and "--allow-lost" in options:
+        # The regressions named by their score, not every score tested.
+        assert (
+            "- regressions (--strict): stage_diagnosis: 2 regressions" in result.stderr
+        )
 
 
 def test_the_json_shape(logs: dict[str, str]) -> None:
@@ -323,8 +353,20 @@ def test_the_json_shape(logs: dict[str, str]) -> None:
         "only_in_new",
         "warnings",
         "gate",
+        "thresholds",
+        "verdict",
     }
-    assert (read["format"], read["unit"], read["alpha"]) == (2, "sample-epoch", 0.05)
+    assert (read["format"], read["unit"], read["alpha"]) == (3, "sample-epoch", 0.05)
+    assert read["thresholds"] == []
+    assert read["verdict"] == {
+        "asked": [],
+        "failed": False,
+        "failed_on": [],
+        "checked": [
+            "no gate asked (--fail-on-regression, --fail-under): the comparison "
+            "is reported, not gated"
+        ],
+    }
     assert read["warnings"] == [] and read["only_in_new"] == []
     assert set(read["base"]) == {"path", "evals", "superseded"}
     (evaluated,) = read["base"]["evals"]
@@ -371,9 +413,14 @@ def test_the_json_shape(logs: dict[str, str]) -> None:
         "transitions",
         "worse",
         "better",
+        "lost",
+        "lost_from",
+        "base_runs",
+        "new_runs",
         "only_in_base",
         "only_in_new",
         "tests",
+        "lost_runs",
         "figures",
         "regressions",
         "fixes",
@@ -424,9 +471,27 @@ def test_the_json_shape(logs: dict[str, str]) -> None:
     change = stage["regressions"][0]
     assert set(change) == {"id", "epoch", "base", "new"}
     assert set(change["base"]) == {"state", "missing", "explanation", "log"}
+    assert stage["new_runs"] == {
+        "runs": 19,
+        "diagnosed": 18,
+        "not_diagnosed": [{"why": "answer-label", "count": 1}],
+        # p13, p14 and `added` pass, of every run. Recall: `ret` found 1 of 2
+        # required, the rest all; `unres` requires nothing, so has none.
+        "over_all_runs": {
+            "pass": 3 / 19,
+            "context_recall": 17.5 / 18,
+            "context_precision": 1.0,
+        },
+    }
     # Every key is documented.
     documented = (ROOT / "docs" / "compare.md").read_text(encoding="utf-8")
     keys = {*read, *read["base"], *evaluated, *pair, *base_log, *read["gate"]}
+    keys |= {
+        *read["verdict"],
+        *stage["new_runs"],
+        *stage["new_runs"]["not_diagnosed"][0],
+    }
+    keys |= {*stage["lost_from"][0]}
     keys |= {*stage, *stage["tests"][0], *stage["figures"][0]}
     keys |= {*change, *change["base"]}
     keys |= {"lost_membership", "gained_membership", "lost_order", "gained_order"}
@@ -534,7 +599,14 @@ def test_the_terminal_shows_the_matrix_tests_and_lists(logs: dict[str, str]) -> 
     assert "12 pairs. The first 10 are shown (--show); --json lists all." in out
     assert re.search(r"│ stage_diagnosis │ BASE\s+│ gone\s+│\s+1 │", out)
     assert re.search(r"│ stage_diagnosis │ NEW\s+│ added\s+│\s+1 │", out)
-    assert "Regressions: 12 regressions; significantly worse at alpha = 0.05" in out
+    assert (
+        "Regressions: 12 regressions (stage_diagnosis: 12 regressions); "
+        "significantly worse at alpha = 0.05" in out
+    )
+    assert re.search(
+        r"│ stage_diagnosis │ NEW\s+│\s+19 │\s+18 │\s+1 │ 1 answer-label", out
+    )
+    assert "│ gone   │     1 │ pass → not in NEW │" in out
     assert "│ p12 " in invoke(logs["base"], logs["worse"], "--show", "12").stdout
 
 
@@ -884,7 +956,7 @@ def test_a_ci_job_gates_on_inspect_evals_logs(
         cwd=tmp_path,
     )
     assert gate.returncode == 3, gate.stderr
-    assert "the gate failed on significant regressions" in gate.stderr
+    assert "- significantly worse at alpha = 0.05: stage_diagnosis: pass" in gate.stderr
     assert "Traceback" not in gate.stderr
     assert (tmp_path / "compare.html").stat().st_size > 0
 

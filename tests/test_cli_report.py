@@ -185,10 +185,19 @@ def test_html_charts_plot_the_report(
     (extraction,) = report.ordered_extraction
 
     stacked = {trace["name"]: trace for trace in chart_data(page, "chart-stages")}
-    assert list(stacked) == list(stages.stages)
+    # Shares of every run: the runs not diagnosed are a segment of their own.
+    assert list(stacked) == [*stages.stages, "not diagnosed"]
     for stage, proportion in stages.stages.items():
-        assert stacked[stage]["y"] == [pytest.approx(100 * proportion.share)]
+        assert stacked[stage]["y"] == [
+            pytest.approx(100 * proportion.count / stages.runs)
+        ]
         assert stacked[stage]["text"] == [str(proportion.count)]
+    undiagnosed = stages.runs - stages.diagnosed
+    assert undiagnosed > 0
+    assert stacked["not diagnosed"]["y"] == [
+        pytest.approx(100 * undiagnosed / stages.runs)
+    ]
+    assert sum(trace["y"][0] for trace in stacked.values()) == pytest.approx(100)
     (missed,) = chart_data(page, "chart-missed")
     assert missed["y"] == [document.missed for document in stages.missed]
     bars = {trace["name"]: trace for trace in chart_data(page, "chart-extraction")}

@@ -104,28 +104,40 @@ def simulated_side(
     return observations
 
 
-def false_positive_rate(clustered: bool, comparisons: int = 1_000) -> float:
-    significant = 0
+def false_positive_rates(
+    clustered: bool, comparisons: int = 1_000
+) -> tuple[float, float]:
+    """Under the null: the share of comparisons whose pass test is
+    significant, and of those whose gate fails (significantly worse)."""
+    significant = failed = 0
     for seed in range(comparisons):
         rng = random.Random(seed)
         chances = [rng.uniform(0.05, 0.95) for _ in range(30)]
         base = simulated_side(rng, chances, epochs=3, agreeing=0.9, log="base")
         new = simulated_side(rng, chances, epochs=3, agreeing=0.9, log="new")
-        (compared,) = pair_runs(base, new, clustered=clustered).stage_diagnosis
+        paired = pair_runs(base, new, clustered=clustered)
+        (compared,) = paired.stage_diagnosis
         significant += compared.tests[0].significant
-    return significant / comparisons
+        failed += paired.gate.fails
+    return significant / comparisons, failed / comparisons
 
 
 def test_the_sample_as_the_unit_holds_the_false_positive_rate() -> None:
     """Under the null, 1,000 comparisons of 30 samples by 3 strongly
-    correlated epochs: at alpha = 0.05 at most 6% are significant."""
-    assert false_positive_rate(clustered=True) <= 0.06
+    correlated epochs: at alpha = 0.05 at most 6% are significant. The
+    test is two-sided and the gate fails on "worse" alone, one tail: at
+    most alpha / 2 = 2.5% fail it (docs/compare.md), with this many
+    comparisons' error allowed for."""
+    significant, failed = false_positive_rates(clustered=True)
+    assert significant <= 0.06
+    assert failed <= 0.035
+    assert failed <= significant
 
 
 def test_sample_epochs_as_independent_pairs_would_not() -> None:
     """The same simulation with every sample-epoch its own pair, as before
     epochs were clusters: the rate is several times alpha."""
-    assert false_positive_rate(clustered=False) > 0.06
+    assert false_positive_rates(clustered=False)[0] > 0.06
 
 
 def test_only_samples_that_changed_direction_count(tmp_path: Path) -> None:

@@ -6,7 +6,9 @@ import pytest
 from scipy.stats import binomtest
 
 from tracegrade.compare.pairing import (
+    NOT_IN_NEW,
     DuplicateRun,
+    LostCount,
     NothingInCommon,
     Observation,
     Run,
@@ -244,10 +246,17 @@ def test_scores_are_paired_by_name() -> None:
     ]
     paired = pair_runs(base, new)
 
-    assert [c.score for c in paired.stage_diagnosis] == ["stage_diagnosis"]
+    # A score NEW lacks is compared too: each of its results is lost.
+    common, lost = paired.stage_diagnosis
+    assert (common.score, common.pairs, common.lost) == ("stage_diagnosis", 1, 0)
+    assert (lost.score, lost.pairs, lost.lost) == ("stage_diagnosis1", 0, 1)
+    assert lost.lost_from == [LostCount("pass", NOT_IN_NEW, 1)]
     assert paired.ordered_extraction == []
     assert paired.scores_only_in_base == {"stage_diagnosis1": 1}
     assert paired.scores_only_in_new == {"ordered_extraction": 2}
+    assert paired.gate.lost_results == [
+        "stage_diagnosis1: lost 1 (1 pass \u2192 not in NEW)"
+    ]
 
 
 def test_no_common_score_is_refused_naming_both() -> None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
+import shlex
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -445,6 +447,20 @@ def test_an_unscored_grader_is_kept_in_the_log_as_it_gave_it(tmp_path: Path) -> 
         assert "left the run unscored (NaN)" in score.explanation
 
 
+SCORES_PAGE = (Path(__file__).parents[1] / "docs" / "scores.md").read_text("utf-8")
+
+
+def documented_score(needle: str, log: str) -> list[str]:
+    """The `inspect score LOG ...` command of docs/scores.md holding
+    `needle`, as arguments of `inspect`, with LOG the log given: the docs'
+    lines run as written, with no terminal to answer a prompt."""
+    blocks = re.findall(r"```bash\n(inspect score LOG .*?)```", SCORES_PAGE, re.S)
+    (block,) = [block for block in blocks if needle in block]
+    words = shlex.split(block.replace("\\\n", " "))
+    assert words[:3] == ["inspect", "score", "LOG"], words
+    return ["score", log, *words[3:]]
+
+
 @pytest.fixture
 def unlabelled_log(tmp_path: Path) -> Path:
     (log,) = eval(graded_task(None), display="none", log_dir=str(tmp_path / "logs"))
@@ -458,9 +474,7 @@ def test_inspect_score_takes_the_grader_by_name(
     tmp_path: Path, unlabelled_log: Path
 ) -> None:
     done = run_inspect(
-        *("score", str(unlabelled_log)),
-        *("--scorer", "tracegrade/stage_diagnosis", "-S", "label_scorer=match"),
-        *("--action", "append", "--overwrite"),
+        *documented_score("-S label_scorer=match ", str(unlabelled_log)),
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
@@ -479,12 +493,9 @@ def test_inspect_score_takes_a_grader_with_arguments(
 ) -> None:
     """Inspect's own form for a scorer argument: type, name and params."""
     grader = "{type: scorer, name: match, params: {location: begin}}"
-    done = run_inspect(
-        *("score", str(unlabelled_log)),
-        *("--scorer", "tracegrade/stage_diagnosis", "-S", f"label_scorer={grader}"),
-        *("--action", "append", "--overwrite"),
-        cwd=tmp_path,
-    )
+    command = documented_score(grader, str(unlabelled_log))
+    assert f"label_scorer={grader}" in command
+    done = run_inspect(*command, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     log = read_eval_log(str(unlabelled_log))
     # "-18 degrees C." begins with the target; "I do not know." does not.
@@ -663,11 +674,10 @@ def test_inspect_score_labels_from_a_score_in_the_log(tmp_path: Path) -> None:
         log_dir=str(tmp_path / "logs"),
     )
     assert log.status == "success", log.error
-    done = run_inspect(
-        *("score", log.location, "--scorer", "tracegrade/stage_diagnosis"),
-        *("-S", "label_from=match", "--action", "append", "--overwrite"),
-        cwd=tmp_path,
-    )
+    # The page's judge is model_graded_qa; this log's is match().
+    command = documented_score("label_from=", log.location)
+    command[command.index("label_from=model_graded_qa")] = "label_from=match"
+    done = run_inspect(*command, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     rescored = read_eval_log(log.location)
     assert stages(rescored, "stage_diagnosis1") == EXPECTED

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import list_eval_logs, read_eval_log
 
-from tests.commands import run_inspect, run_tracegrade
+from tests.commands import run_inspect, run_tracegrade, tracegrade_shell
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text("utf-8")
@@ -117,9 +117,18 @@ def test_the_report_rows_are_the_evals_it_lists(tour: Tour) -> None:
     assert stage["runs"] == 30
 
 
+def records(name: str) -> dict[str, dict[str, object]]:
+    lines = (ROOT / "examples" / "runs" / name).read_text("utf-8").splitlines()
+    return {line["id"]: line["input"] for line in map(json.loads, lines)}
+
+
 def test_the_changes_the_tour_counts_are_compares(tour: Tour) -> None:
     dropped = said_in_the_tour(r"drops a required document in (\d+) runs that passed")
-    assert "and fixes one:" in " ".join(README.split())
+    fixed = said_in_the_tour(r"One run passes that did not, (q\d+), but not thanks")
+    # Not the retriever's doing: the same context, another label.
+    before, after = records("base.jsonl")[fixed], records("new.jsonl")[fixed]
+    assert before["context"] == after["context"]
+    assert (before["correct"], after["correct"]) == (False, True)
     as_json = run_tracegrade(
         "compare", "logs/base", "logs/new", "--json", cwd=tour.work
     )
@@ -133,4 +142,73 @@ def test_the_changes_the_tour_counts_are_compares(tour: Tour) -> None:
             "retrieval",
         )
         assert regression["new"]["missing"], regression
-    assert len(stage["fixes"]) == 1
+    assert [fix["id"] for fix in stage["fixes"]] == [fixed]
+    assert stage["lost"] == 0
+
+
+def ci_gate_script(page: str) -> str:
+    """The `run:` script of the CI step named "Gate on regressions" in a
+    page's YAML block, as GitHub Actions runs it."""
+    (block,) = [
+        block
+        for block in re.findall(r"```yaml\n(.*?)```", page, re.DOTALL)
+        if "- name: Gate on regressions" in block
+    ]
+    step = block.split("- name: Gate on regressions\n", 1)[1]
+    assert step.startswith("  run: |\n"), step
+    lines = []
+    for line in step.splitlines()[1:]:
+        if not line.startswith("    "):
+            break
+        lines.append(line[4:])
+    return "\n".join(lines) + "\n"
+
+
+def test_the_readmes_ci_gate_runs_as_written_twice(tour: Tour) -> None:
+    """The gate step, verbatim, twice in one directory, as a job rerun
+    runs it (`bash -e`, as GitHub Actions does), on the tour's logs: the
+    evaluate step before it needs a model and a key, so the tour's
+    `inspect eval` logs stand in for its output. Then on a NEW that is
+    BASE evaluated again, which passes."""
+    script = ci_gate_script(README)
+    assert script == ci_gate_script((ROOT / "docs" / "cli.md").read_text("utf-8"))
+    assert "--fail-under" in script and "--markdown" in script
+    work = tour.work / "ci"
+    for side, logs in (("baseline", "base"), ("new", "new")):
+        shutil.copytree(tour.work / "logs" / logs, work / "eval" / side)
+    summary = work / "summary.md"
+    summary.touch()
+    # The runner's own environment, not part of the step.
+    step = f"GITHUB_STEP_SUMMARY={shlex.quote(str(summary))}\n{script}"
+    for _ in range(2):
+        done = tracegrade_shell(step, work, errexit=True)
+        assert done.returncode == 3, done.stderr
+        assert "Traceback" not in done.stderr
+        assert "- significantly worse at alpha = 0.05: stage_diagnosis: pass" in (
+            done.stderr
+        )
+    pages = summary.read_text("utf-8").split("## tracegrade compare\n")
+    assert pages[0] == "" and len(pages) == 3
+    for page in pages[1:]:
+        assert page.startswith(
+            "\n**Gate failed (--fail-on-regression, --fail-under pass=0.7)**\n"
+        )
+        assert len(page) < 65_536
+    assert "<html" in (work / "compare.html").read_text("utf-8")
+
+    shutil.rmtree(work / "eval" / "new")
+    evaluated = run_inspect(
+        *("eval", "tracegrade/stage_diagnosis", "--log-dir", "eval/new"),
+        *("-T", f"dataset={tour.work / 'examples' / 'runs' / 'base.jsonl'}"),
+        cwd=work,
+    )
+    (info,) = list_eval_logs(str(work / "eval" / "new"))
+    assert read_eval_log(info.name, header_only=True).status == "success", (
+        evaluated.stderr
+    )
+    done = tracegrade_shell(step, work, errexit=True)
+    assert done.returncode == 0, done.stderr
+    last = summary.read_text("utf-8").split("## tracegrade compare\n")[-1]
+    assert last.startswith(
+        "\n**Gate passed (--fail-on-regression, --fail-under pass=0.7)**\n"
+    )

@@ -40,6 +40,7 @@ from tracegrade.report.aggregate import (
     StageSummary,
     build_report,
 )
+from tracegrade.report.runs import Undiagnosed
 from tracegrade.report.shares import (
     Proportion,
     effective_trials,
@@ -692,7 +693,9 @@ def test_a_same_named_score_without_tracegrade_metadata_is_ignored(
     result = build_report([path])
     (log,) = result.logs
 
-    assert only_stage(result).runs == len(STAGE_CASES) - 1
+    # Not a tracegrade score, so the run has none: counted, not diagnosed.
+    assert only_stage(result).runs == len(STAGE_CASES)
+    assert Undiagnosed("no-score", 1) in only_stage(result).not_diagnosed
     assert log.samples_without_tracegrade_score == 1
     assert log.other_scorers == ["stage_diagnosis"]
 

@@ -48,9 +48,11 @@ def main() -> None:
     errors, lines that cannot become samples, a file that is not a log or
     labels file, nothing to report or compare); 2 a usage error (a missing
     input included), or a file that cannot be read or written (nothing is
-    left under an output's name); 3 `compare --fail-on-regression` found a
-    regression; 128+N stopped by signal N (130 for Ctrl-C, 143 for
-    SIGTERM). Each command's --help says which of these it gives, and when.
+    left under an output's name); 3 a gate failed (`compare
+    --fail-on-regression` found a regression or a lost result, or a
+    `--fail-under` threshold of `report` or `compare` is not met); 128+N
+    stopped by signal N (130 for Ctrl-C, 143 for SIGTERM). Each command's
+    --help says which of these it gives, and when.
     """
 
 

@@ -11,16 +11,18 @@ from typing import TYPE_CHECKING
 import click
 
 from ._paths import InputPath
+from .report import THRESHOLD_EXIT, fail_under_option, markdown_option
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ..compare.build import Comparison
+    from ..compare.build import Comparison, GateOptions
     from ..logs.evals import Evals
+    from ..report.thresholds import Threshold
 
-REGRESSION_EXIT = 3
-"""Exit code of `--fail-on-regression` when the gate fails; 1 and 2 are
-taken by logs that cannot be compared and by usage errors."""
+REGRESSION_EXIT = THRESHOLD_EXIT
+"""Exit code when the gate fails (`--fail-on-regression`, `--fail-under`);
+1 and 2 are taken by logs that cannot be compared and by usage errors."""
 
 
 @click.command("compare")
@@ -47,7 +49,9 @@ taken by logs that cannot be compared and by usage errors."""
     is_flag=True,
     help=f"Exit {REGRESSION_EXIT} when NEW is significantly worse at --alpha "
     "in any pair of evals (pass rate for stage diagnosis; membership or "
-    "order for extraction).",
+    "order for extraction), or lost results: a run with a result in BASE "
+    "and none in NEW (an error, a data error, no score, missing), a NEW "
+    "eval that did not finish, a BASE eval with no NEW eval.",
 )
 @click.option(
     "--strict",
@@ -55,6 +59,14 @@ taken by logs that cannot be compared and by usage errors."""
     help="With --fail-on-regression: exit "
     f"{REGRESSION_EXIT} on any regression at all, significant or not.",
 )
+@click.option(
+    "--allow-lost",
+    is_flag=True,
+    help="With --fail-on-regression: do not fail on lost results, NEW evals "
+    "that did not finish or BASE evals with no NEW eval; they are still "
+    "shown, and the output says they were not gated.",
+)
+@fail_under_option()
 @click.option(
     "--show",
     default=10,
@@ -89,6 +101,7 @@ taken by logs that cannot be compared and by usage errors."""
     is_flag=True,
     help="Print the comparison as JSON on stdout instead of tables.",
 )
+@markdown_option()
 def compare(
     base: str,
     new: str,
@@ -97,11 +110,14 @@ def compare(
     model: str | None,
     fail_on_regression: bool,
     strict: bool,
+    allow_lost: bool,
+    fail_under: list[Threshold],
     show: int,
     html_show: int,
     html_path: Path | None,
     force: bool,
     as_json: bool,
+    markdown: bool,
 ) -> None:
     """Compare the tracegrade scores of two runs, sample by sample.
 
@@ -116,9 +132,11 @@ def compare(
     side only are listed. Within a pair, samples are paired by sample id
     and epoch under each tracegrade score name found in both.
 
-    Shows, per pair of evals and score: the transition matrix (BASE state
-    by NEW state), the regressions (stage pass to retrieval or generation)
-    and fixes with each run's missing IDs and explanation, the document
+    Shows, per pair of evals and score: each side's runs, with a result or
+    not and why; the transition matrix (BASE state by NEW state); the lost
+    results (a result in BASE, none in NEW); the regressions (stage pass
+    to retrieval or generation) and fixes with each run's missing IDs and
+    explanation, the document
     IDs newly missing and newly found, the extraction samples that lost or
     gained membership and order, the samples in one run only, and context
     recall and precision (mean in each run over the pairs that have them,
@@ -129,24 +147,45 @@ def compare(
     sample ran once, the exact sign test on per-sample differences when it
     ran several epochs (epochs of one sample are not independent). Each
     gets its effect size (NEW share minus BASE share) and a plain verdict:
-    worse, better, not significant, or too few to tell.
+    worse, better, not significant, or too few to tell. The tests are
+    two-sided; the gate fails only on "worse".
+
+    The gate: --fail-on-regression fails on a significantly worse outcome
+    and on every lost result, NEW eval that did not finish and BASE eval
+    with no NEW eval (--allow-lost shows those without failing);
+    --fail-under checks NEW's shares over all runs.
 
     \b
     Exit codes: 0 compared (regressions or not, unless the gate is asked
     for), 1 a log cannot be read or the evals cannot be compared (no
     tracegrade score, no eval or sample in common, evals whose pairing is
-    unclear), 2 usage error or an output that cannot be written, 3
-    --fail-on-regression and NEW regressed in some pair of evals:
-    significantly at --alpha, or at all with --strict.
+    unclear), 2 usage error (a --fail-under of an unknown metric, a value
+    outside [0, 1], or a metric no compared score has) or an output that
+    cannot be written, 3 the gate failed: with --fail-on-regression, NEW
+    regressed in some pair of evals (significantly at --alpha, or at all
+    with --strict) or lost results (runs, an eval that did not finish, an
+    eval missing); or a --fail-under threshold is not met.
     """
     if strict and not fail_on_regression:
         raise click.UsageError("--strict applies only with --fail-on-regression")
+    if allow_lost and not fail_on_regression:
+        raise click.UsageError("--allow-lost applies only with --fail-on-regression")
+    if as_json and markdown:
+        raise click.UsageError("--json and --markdown both print on stdout: give one")
     # Imported here so that `tracegrade --help` does not load Inspect.
+    from ..compare.build import GateOptions
     from ..compare.pairing import CompareError
     from ..logs.evals import read_evals
     from ..logs.scores import LogError
     from ..outputs import check_output, check_standard_streams
+    from ..report.thresholds import InvalidThreshold
 
+    options = GateOptions(
+        fail_on_regression=fail_on_regression,
+        strict=strict,
+        allow_lost=allow_lost,
+        thresholds=fail_under,
+    )
     try:
         sides = read_evals([base]), read_evals([new])
         inputs = [base, new]
@@ -156,9 +195,20 @@ def compare(
         check_standard_streams(inputs)
         if html_path is not None:
             check_output(str(html_path), inputs=inputs, option="--html", force=force)
-        result = _compare(base, new, sides, alpha, task, model, progress=not as_json)
+        result = _compare(
+            base,
+            new,
+            sides,
+            alpha,
+            task,
+            model,
+            options,
+            progress=not (as_json or markdown),
+        )
     except (LogError, CompareError) as error:
         raise click.ClickException(str(error)) from error
+    except InvalidThreshold as error:
+        raise click.UsageError(str(error)) from error
 
     try:
         if html_path is not None:
@@ -166,12 +216,20 @@ def compare(
 
             write_html(result, html_path, replace=force, show=html_show)
 
-        if as_json:
-            # stdout stays the JSON alone, written as it is made: the lists
-            # of changed samples are read back from disk item by item.
-            for warning in _all_warnings(result):
+        if as_json or markdown:
+            from ..compare.tables import all_warnings
+
+            # stdout stays the JSON (or the Markdown) alone; the JSON is
+            # written as it is made: the lists of changed samples are read
+            # back from disk item by item.
+            for warning in all_warnings(result):
                 click.echo(f"warning: {warning}", err=True)
-            _write_json(result)
+            if as_json:
+                _write_json(result)
+            else:
+                from ..compare.markdown import compare_markdown
+
+                click.echo(compare_markdown(result, show), nl=False)
         else:
             _print_tables(result, show)
             if html_path is not None:
@@ -179,17 +237,14 @@ def compare(
     finally:
         result.close()
 
-    if fail_on_regression:
-        gate = result.gate
-        if gate.fails_strict if strict else gate.fails:
-            from ..compare.tables import gate_line
+    if result.verdict.failed:
+        from ..compare.tables import verdict_lines
 
-            how = "any regression (--strict)" if strict else "significant regressions"
-            click.echo(
-                f"tracegrade compare: the gate failed on {how}: {gate_line(result)}",
-                err=True,
-            )
-            sys.exit(REGRESSION_EXIT)
+        head = verdict_lines(result)[0]
+        click.echo(f"tracegrade compare: {head}:", err=True)
+        for reason in result.verdict.failed_on:
+            click.echo(f"- {reason}", err=True)
+        sys.exit(REGRESSION_EXIT)
 
 
 def _write_json(result: Comparison) -> None:
@@ -229,6 +284,7 @@ def _compare(
     alpha: float,
     task: str | None,
     model: str | None,
+    options: GateOptions,
     *,
     progress: bool,
 ) -> Comparison:
@@ -253,6 +309,7 @@ def _compare(
             alpha=alpha,
             task=task,
             model=model,
+            options=options,
             on_log_read=on_log_read,
         )
 
@@ -273,25 +330,19 @@ def _compare(
         return compared(lambda _path: bar.advance(reading))
 
 
-def _all_warnings(result: Comparison) -> list[str]:
-    several = len(result.pairs) > 1
-    return [*result.warnings] + [
-        f"{pair.name}: {warning}" if several else warning
-        for pair in result.pairs
-        for warning in pair.warnings
-    ]
-
-
 def _print_tables(result: Comparison, show: int) -> None:
     from rich.console import Console
     from rich.text import Text
 
     from ..compare.tables import (
+        all_warnings,
         comparison_tables,
         evals_table,
         gate_line,
+        gate_tables,
         summary_line,
         test_notes,
+        verdict_lines,
     )
     from .report import print_table
 
@@ -299,7 +350,7 @@ def _print_tables(result: Comparison, show: int) -> None:
     console.print(
         Text.assemble(("tracegrade compare", "bold"), f": {summary_line(result)}")
     )
-    for warning in _all_warnings(result):
+    for warning in all_warnings(result):
         console.print(Text.assemble(("warning", "yellow"), f": {warning}"))
     for pair in result.pairs:
         if len(result.pairs) > 1:
@@ -327,14 +378,24 @@ def _print_tables(result: Comparison, show: int) -> None:
             print_table(console, spec)
     console.print()
     print_table(console, evals_table(result))
+    for table in gate_tables(result):
+        console.print()
+        print_table(console, table)
     console.print()
+    gate = result.gate
     style = (
         "red"
-        if result.gate.significant
+        if gate.significant or (gate.lost_gated and gate.fails)
         else "green"
-        if not result.gate.regressions
+        if not (gate.regressions or gate.lost)
         else "yellow"
     )
     console.print(
         Text.assemble(("Regressions", f"bold {style}"), f": {gate_line(result)}")
     )
+    # The verdict last, where a CI log ends.
+    head, *reasons = verdict_lines(result)
+    verdict_style = "bold red" if result.verdict.failed else "bold"
+    console.print(Text(head, style=verdict_style))
+    for reason in reasons:
+        console.print(Text(f"- {reason}"))

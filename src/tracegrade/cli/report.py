@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +19,51 @@ if TYPE_CHECKING:
     from ..logs.evals import Evals
     from ..report.aggregate import Report
     from ..report.tables import Table as TableSpec
+    from ..report.thresholds import Threshold
+
+THRESHOLD_EXIT = 3
+"""Exit code when a `--fail-under` threshold is not met, as `compare`'s
+gate; 1 and 2 are taken by logs that cannot be read and usage errors."""
+
+
+def parse_thresholds(
+    _ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
+) -> list[Threshold]:
+    """`--fail-under NAME=VALUE`, each checked as it is given (`report` and
+    `compare` take the same option)."""
+    from ..report.thresholds import InvalidThreshold, parse_threshold
+
+    try:
+        return [parse_threshold(value) for value in values]
+    except InvalidThreshold as error:
+        raise click.BadParameter(str(error)) from None
+
+
+def fail_under_option() -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """The `--fail-under` option of `report` and `compare`."""
+    return click.option(
+        "--fail-under",
+        "fail_under",
+        multiple=True,
+        metavar="NAME=VALUE",
+        callback=parse_thresholds,
+        help=f"Exit {THRESHOLD_EXIT} when a share over all runs is under VALUE "
+        "(in [0, 1]) in some eval; repeatable. NAME: pass, context_recall, "
+        "context_precision (stage diagnosis), membership, order (extraction). "
+        "Runs with no result (sample errors, data errors, runs never run) "
+        "count as not passing.",
+    )
+
+
+def markdown_option() -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """The `--markdown` option of `report` and `compare`."""
+    return click.option(
+        "--markdown",
+        is_flag=True,
+        help="Print the summary as GitHub-flavoured Markdown on stdout, the "
+        "verdict first, under 65,536 characters (for $GITHUB_STEP_SUMMARY or "
+        "a pull-request comment).",
+    )
 
 
 @click.command("report")
@@ -42,6 +87,7 @@ if TYPE_CHECKING:
     help="Pool the evals of each task, model and score into one row "
     "(refused for evals that scored the same sample ids).",
 )
+@fail_under_option()
 @click.option(
     "--html",
     "html_path",
@@ -59,13 +105,16 @@ if TYPE_CHECKING:
     is_flag=True,
     help="Print the report as JSON on stdout instead of tables.",
 )
+@markdown_option()
 def report(
     paths: Sequence[str],
     top: int,
     pool: bool,
+    fail_under: list[Threshold],
     html_path: Path | None,
     force: bool,
     as_json: bool,
+    markdown: bool,
 ) -> None:
     """Summarise tracegrade scores in Inspect logs.
 
@@ -82,20 +131,31 @@ def report(
     split. Two evals of one task and model, such as a baseline and a new
     run under one directory, are never summed; --pool pools them on
     purpose. Runs are counted per sample-epoch (a sample run for 3 epochs
-    counts 3 times); intervals are 95% Wilson score intervals, with the
-    sample as the cluster when it ran several epochs. Logs are read a
-    sample at a time, so memory does not grow with their size.
+    counts 3 times), every run of the eval: each share is given beside
+    the runs it rests on and the runs with no result, and why (sample
+    errors, data errors, runs never run). Intervals are 95% Wilson score
+    intervals, with the sample as the cluster when it ran several epochs.
+    Logs are read a sample at a time, so memory does not grow with their
+    size.
+
+    --fail-under gates: each threshold is checked in every eval against
+    the share over all runs, runs with no result counted as not passing.
 
     Exit codes: 0 success, 1 no tracegrade scores found, a log cannot be
-    read or evals cannot be pooled, 2 usage error or an --html file that
-    cannot be written.
+    read or evals cannot be pooled, 2 usage error (a --fail-under of an
+    unknown metric, a value outside [0, 1], or a metric no eval has) or an
+    --html file that cannot be written, 3 a --fail-under threshold is not
+    met.
     """
+    if as_json and markdown:
+        raise click.UsageError("--json and --markdown both print on stdout: give one")
     # Imported here so that `tracegrade --help` does not load Inspect.
     from ..logs.evals import read_evals
     from ..logs.scores import LogError
     from ..outputs import check_output, check_standard_streams
     from ..report.aggregate import report_evals
     from ..report.tables import eval_warnings
+    from ..report.thresholds import InvalidThreshold, threshold_line
 
     try:
         evals = read_evals(paths)
@@ -107,26 +167,41 @@ def report(
                 str(html_path), inputs=[*paths, *logs], option="--html", force=force
             )
         if as_json:
-            result = report_evals(evals, top=top, pool=pool)
+            result = report_evals(evals, top=top, pool=pool, thresholds=fail_under)
         else:
-            result = _build_with_progress(evals, top, pool)
+            result = _build_with_progress(evals, top, pool, fail_under)
     except LogError as error:
         raise click.ClickException(str(error)) from error
+    except InvalidThreshold as error:
+        raise click.UsageError(str(error)) from error
 
     if html_path is not None:
         from ..report.html import write_html
 
         write_html(result, html_path, replace=force)
 
-    if as_json:
-        # stdout stays the JSON alone.
+    if as_json or markdown:
+        # stdout stays the JSON (or the Markdown) alone.
         for warning in eval_warnings(result):
             click.echo(f"warning: {warning}", err=True)
-        click.echo(json.dumps(result.to_json(), indent=2, allow_nan=False))
-        return
-    _print_tables(result)
+        if as_json:
+            click.echo(json.dumps(result.to_json(), indent=2, allow_nan=False))
+        else:
+            from ..report.markdown import report_markdown
+
+            click.echo(report_markdown(result), nl=False)
+    else:
+        _print_tables(result)
     if html_path is not None:
         click.echo(f"HTML report written to {html_path}", err=True)
+    failed = [check for check in result.thresholds if not check.met]
+    if failed:
+        for check in failed:
+            click.echo(
+                f"tracegrade report: threshold not met: {threshold_line(check)}",
+                err=True,
+            )
+        sys.exit(THRESHOLD_EXIT)
 
 
 def _stderr_console() -> Console:
@@ -135,7 +210,9 @@ def _stderr_console() -> Console:
     return Console(file=sys.stderr)
 
 
-def _build_with_progress(evals: Evals, top: int, pool: bool) -> Report:
+def _build_with_progress(
+    evals: Evals, top: int, pool: bool, thresholds: list[Threshold]
+) -> Report:
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -162,6 +239,7 @@ def _build_with_progress(evals: Evals, top: int, pool: bool) -> Report:
             evals,
             top=top,
             pool=pool,
+            thresholds=thresholds,
             on_log_read=lambda _path: progress.advance(reading),
         )
 
@@ -170,7 +248,14 @@ def _print_tables(result: Report) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    from ..report.tables import eval_warnings, evals_read, interval_note, report_tables
+    from ..report.tables import (
+        eval_warnings,
+        evals_read,
+        gate_lines,
+        headlines,
+        interval_note,
+        report_tables,
+    )
 
     console = Console()
     samples = sum(log.samples for log in result.logs)
@@ -180,6 +265,14 @@ def _print_tables(result: Report) -> None:
             f": {evals_read(result)}, {samples} sample-epochs. {interval_note(result)}",
         )
     )
+    verdict = gate_lines(result)
+    if verdict:
+        style = "bold red" if verdict[0].startswith("Gate failed") else "bold green"
+        console.print(Text(verdict[0], style=style))
+        for line in verdict[1:]:
+            console.print(Text(f"- {line}"))
+    for line in headlines(result):
+        console.print(Text(f"- {line}"))
     for warning in eval_warnings(result):
         console.print(Text.assemble(("warning", "yellow"), f": {warning}"))
     for spec in report_tables(result):

@@ -12,8 +12,15 @@ Within a pair, each tracegrade score becomes an `Observation` for
 `pairing.pair_runs`, which holds BASE's runs and pairs NEW's as they are
 read. A sample that is in a log but has no tracegrade score (it errored
 before scoring), or whose score says the sample errored, is a `no score`
-run, so a run that passed in BASE and crashed in NEW shows in the matrix
-rather than as a sample missing from NEW.
+run, and so is a sample an eval that stopped never ran (its header lists
+it), so a run that passed in BASE and crashed in NEW shows in the matrix
+rather than as a sample missing from NEW, and counts as a lost result.
+
+The gate (`--fail-on-regression`) fails on a significant regression and,
+unless `--allow-lost`, on every result NEW lost, on a NEW eval that did
+not finish and on a BASE eval with no NEW eval; `--fail-under` checks
+NEW's shares over all runs (`report.thresholds`). `GateOptions` says
+what was asked, and `Comparison.verdict` what the gate decided and why.
 
 A stage run also keeps its context recall and precision (the score's
 metadata, or for a log written before they existed, its record), which
@@ -46,6 +53,16 @@ from ..logs.evals import (
 )
 from ..logs.samples import ScoreRead, UnreadableLog
 from ..logs.scores import LogError, LogRead, LogScores, LogSummary
+from ..report.runs import NO_SCORE as NO_SCORE_WHY
+from ..report.runs import NOT_RUN, SAMPLE_ERROR
+from ..report.thresholds import (
+    OVER_ALL_RUNS,
+    Target,
+    Threshold,
+    ThresholdCheck,
+    check_thresholds,
+    threshold_line,
+)
 from .pairing import (
     DATA_ERROR,
     DIAGNOSED,
@@ -65,7 +82,7 @@ from .pairing import (
 from .spool import SortedSpool
 from .stats import DEFAULT_ALPHA, check_alpha
 
-JSON_FORMAT: Final = 2
+JSON_FORMAT: Final = 3
 UNIT: Final = "sample-epoch"
 TEST: Final = (
     "two-sided exact binomial test at 1/2 (scipy.stats.binomtest): McNemar's "
@@ -89,6 +106,7 @@ SIDES: Final = ("BASE", "NEW")
 _STAGES: Final = {stage: stage for stage in DIAGNOSED}
 _NO_SCORE_ERRORED: Final = "The sample errored before it was scored."
 _NO_SCORE: Final = "The sample is in the log without this score."
+_NOT_RUN: Final = "The eval stopped before it ran the sample."
 
 
 class UnreadableScore(CompareError):
@@ -142,11 +160,45 @@ class EvalPair:
 
 
 @dataclass(frozen=True)
+class GateOptions:
+    """What the gate was asked: `fail_on_regression` (with `strict`: on
+    any regression), `allow_lost` (lost results, unfinished NEW evals and
+    BASE evals with no NEW eval are shown but do not fail it), and the
+    `--fail-under` thresholds, checked against NEW."""
+
+    fail_on_regression: bool = False
+    strict: bool = False
+    allow_lost: bool = False
+    thresholds: Sequence[Threshold] = ()
+
+    def asked(self) -> list[str]:
+        """The options, as given on the command line."""
+        options = ["--fail-on-regression"] if self.fail_on_regression else []
+        options += ["--strict"] if self.strict else []
+        options += ["--allow-lost"] if self.allow_lost else []
+        options += [f"--fail-under {t.metric}={t.text}" for t in self.thresholds]
+        return options
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the gate decided: `asked`, the gate's options; `failed`, the
+    command exits 3; `failed_on`, each thing that failed it; `checked`,
+    what it checked and found right, and how thresholds are counted."""
+
+    asked: list[str]
+    failed: bool
+    failed_on: list[str]
+    checked: list[str]
+
+
+@dataclass(frozen=True)
 class Comparison:
     """Everything `tracegrade compare` shows, in every output form.
 
     `gate` is over every pair: it fails when any pair's does, and its
-    `significant` entries name the pair.
+    entries name the pair. `thresholds` are the `--fail-under` checks of
+    NEW's evals; `verdict` is what the gate decided.
     """
 
     format: int
@@ -162,6 +214,8 @@ class Comparison:
     only_in_new: list[EvalInfo]
     warnings: list[str]
     gate: Gate
+    thresholds: list[ThresholdCheck]
+    verdict: Verdict
 
     def to_json(self) -> dict[str, Any]:
         """The whole comparison as JSON-ready data, every list in memory
@@ -248,12 +302,15 @@ def compare_logs(
     alpha: float = DEFAULT_ALPHA,
     task: str | None = None,
     model: str | None = None,
+    options: GateOptions | None = None,
     on_log_read: Callable[[str], None] | None = None,
 ) -> Comparison:
-    """Compare the evals at or under `base` with those at or under `new`.
+    """Compare the evals at or under `base` with those at or under `new`;
+    `options` is what the gate was asked.
 
     Raises `LogError` for a log that cannot be read (or a directory with
-    none), `CompareError` when the evals cannot be compared.
+    none), `CompareError` when the evals cannot be compared, and
+    `InvalidThreshold` for a threshold of a metric no compared score has.
     """
     return compare_evals(
         base,
@@ -263,6 +320,7 @@ def compare_logs(
         alpha=alpha,
         task=task,
         model=model,
+        options=options,
         on_log_read=on_log_read,
     )
 
@@ -276,17 +334,19 @@ def compare_evals(
     alpha: float = DEFAULT_ALPHA,
     task: str | None = None,
     model: str | None = None,
+    options: GateOptions | None = None,
     on_log_read: Callable[[str], None] | None = None,
 ) -> Comparison:
     """`compare_logs` of evals already found."""
     alpha = check_alpha(alpha)
+    options = options or GateOptions()
     sides = {
         "BASE": _selected("BASE", base.runs, task, model),
         "NEW": _selected("NEW", new.runs, task, model),
     }
     matched, only_in_base, only_in_new = _pair_evals(sides["BASE"], sides["NEW"])
     pairs = [
-        _compare_pair(base_run, new_run, alpha, on_log_read)
+        _compare_pair(base_run, new_run, alpha, not options.allow_lost, on_log_read)
         for base_run, new_run in matched
     ]
     warnings = [
@@ -294,15 +354,31 @@ def compare_evals(
         for side, evals in (("BASE", base), ("NEW", new))
         if (note := superseded_note(evals.superseded))
     ]
+    counted = "not gated (--allow-lost)" if options.allow_lost else "lost in NEW"
     warnings += [
-        f"{side}: {_described(run)} has no eval of the same task and model in "
-        f"{other}; it is not compared."
-        for side, other, runs in (
-            ("BASE", "NEW", only_in_base),
-            ("NEW", "BASE", only_in_new),
-        )
-        for run in runs
+        f"BASE: {_described(run)} has no eval of the same task and model in "
+        f"NEW; it is not compared, and its results count as {counted}."
+        for run in only_in_base
     ]
+    warnings += [
+        f"NEW: {_described(run)} has no eval of the same task and model in "
+        "BASE; it is not compared."
+        for run in only_in_new
+    ]
+    failed_evals = [
+        f"NEW: {_described(run)} has status {run.status!r}"
+        for run in sides["NEW"]
+        if run.status != "success"
+    ]
+    missing_evals = [f"BASE: {_described(run)} has no NEW eval" for run in only_in_base]
+    gate = _overall_gate(
+        pairs, alpha, failed_evals, missing_evals, gate_lost=not options.allow_lost
+    )
+    thresholds = (
+        check_thresholds(options.thresholds, _new_targets(pairs))
+        if options.thresholds
+        else []
+    )
     return Comparison(
         format=JSON_FORMAT,
         unit=UNIT,
@@ -318,7 +394,78 @@ def compare_evals(
         only_in_base=[_info(run) for run in only_in_base],
         only_in_new=[_info(run) for run in only_in_new],
         warnings=warnings,
-        gate=_overall_gate(pairs, alpha),
+        gate=gate,
+        thresholds=thresholds,
+        verdict=_verdict(gate, thresholds, options),
+    )
+
+
+def _new_targets(pairs: Sequence[EvalPair]) -> Iterator[Target]:
+    """Each NEW eval's scores, for `--fail-under`."""
+    for pair in pairs:
+        compared: list[StageComparison | ExtractionComparison] = [
+            *pair.stage_diagnosis,
+            *pair.ordered_extraction,
+        ]
+        for c in compared:
+            yield Target(
+                eval=f"NEW {pair.new.name}",
+                task=pair.new.task,
+                model=pair.new.model,
+                score=c.score,
+                kind=c.kind,
+                runs=c.new_runs.runs,
+                over_all_runs=c.new_runs.over_all_runs,
+            )
+
+
+def _verdict(
+    gate: Gate, thresholds: Sequence[ThresholdCheck], options: GateOptions
+) -> Verdict:
+    """What the gate decided, and why, in plain sentences."""
+    failing: list[str] = []
+    checked: list[str] = []
+    if options.fail_on_regression:
+        if gate.significant:
+            failing.append(
+                f"significantly worse at alpha = {gate.alpha}: "
+                f"{'; '.join(gate.significant)}"
+            )
+        else:
+            checked.append(
+                f"no outcome significantly worse at alpha = {gate.alpha} "
+                f"(tested: {'; '.join(gate.outcomes)})"
+            )
+        if options.strict:
+            if gate.regressions:
+                failing.append(f"regressions (--strict): {'; '.join(gate.regressed)}")
+            else:
+                checked.append("no regression (--strict)")
+        lost = [
+            *(f"lost results: {entry}" for entry in gate.lost_results),
+            *gate.failed_evals,
+            *gate.missing_evals,
+        ]
+        if lost and gate.lost_gated:
+            failing.extend(lost)
+        elif lost:
+            checked.extend(f"not gated (--allow-lost): {entry}" for entry in lost)
+        else:
+            checked.append("no result lost")
+    for check in thresholds:
+        line = threshold_line(check)
+        (checked if check.met else failing).append(
+            f"{'threshold met' if check.met else 'threshold not met'}: {line}"
+        )
+    if thresholds:
+        checked.append(f"thresholds are {OVER_ALL_RUNS}")
+    if not (options.fail_on_regression or thresholds):
+        checked.append(
+            "no gate asked (--fail-on-regression, --fail-under): the "
+            "comparison is reported, not gated"
+        )
+    return Verdict(
+        asked=options.asked(), failed=bool(failing), failed_on=failing, checked=checked
     )
 
 
@@ -415,6 +562,7 @@ def _compare_pair(
     base: EvalRun,
     new: EvalRun,
     alpha: float,
+    gate_lost: bool,
     on_log_read: Callable[[str], None] | None,
 ) -> EvalPair:
     logs: dict[str, list[LogSummary]] = {"BASE": [], "NEW": []}
@@ -428,6 +576,9 @@ def _compare_pair(
             observations["NEW"],
             alpha=alpha,
             clustered=base.epochs > 1 or new.epochs > 1,
+            new_epochs=new.epochs,
+            new_complete=new.complete,
+            gate_lost=gate_lost,
         )
     except NothingInCommon as error:
         for side in SIDES:
@@ -495,14 +646,19 @@ def _log_observations(
                 f"{log.path}: sample {quote(sample.id)} epoch {sample.epoch}, "
                 f"score {quote(name)}: {error}"
             ) from None
-        yield Observation(name, kind, sample.id, sample.epoch, run)
+        why = _why(score.metadata, texts)
+        yield Observation(name, kind, sample.id, sample.epoch, run, why)
     assert scores.scoreless is not None
-    for name, kind in scores.scorers.items():
+    for name, kind in scores.score_names().items():
         for sample_id, epoch, errored in scores.scoreless:
             explanation = _NO_SCORE_ERRORED if errored else _NO_SCORE
-            yield Observation(
-                name, kind, sample_id, epoch, Run(NO_SCORE, None, explanation, log.path)
-            )
+            why = SAMPLE_ERROR if errored else NO_SCORE_WHY
+            run = Run(NO_SCORE, None, explanation, log.path)
+            yield Observation(name, kind, sample_id, epoch, run, why)
+        # A sample the eval never ran got no result either.
+        for sample_id, epoch in scores.not_run_keys():
+            run = Run(NO_SCORE, None, _NOT_RUN, log.path)
+            yield Observation(name, kind, sample_id, epoch, run, NOT_RUN)
     logs.append(scores.summary())
 
 
@@ -578,6 +734,18 @@ def _state(kind: str, score: ScoreRead, path: str, texts: dict[str, str]) -> Run
     raise UnreadableScore(f"no tracegrade scorer {kind!r}")
 
 
+def _why(metadata: dict[str, Any], texts: dict[str, str]) -> str | None:
+    """Why a score checked by `_state` gives no result: its unscored
+    error's kind (one copy of each); None for a result."""
+    error = metadata["error"]
+    if error is None or error["side"] not in ("data", "run"):
+        return None
+    kind = error.get("kind")
+    if not isinstance(kind, str):
+        return "data-error" if error["side"] == "data" else SAMPLE_ERROR
+    return texts.setdefault(kind, kind)
+
+
 def _stage_run(
     value: Any, metadata: dict[str, Any], explanation: str | None, path: str
 ) -> Run:
@@ -649,9 +817,12 @@ def _warnings(
                 "are compared."
             )
         elif run.status != "success":
+            never = sum(log.not_run for log in logs[side])
             warnings.append(
-                f"{side}: {run.name} has status {run.status!r}; only its logged "
-                "samples are compared."
+                f"{side}: {run.name} has status {run.status!r}; its samples "
+                "with no result"
+                + (f" ({never} sample-epochs it never ran among them)" if never else "")
+                + (" count as lost where BASE had a result." if side == "NEW" else ".")
             )
         for log in logs[side]:
             if not log.tracegrade_scores:
@@ -662,15 +833,24 @@ def _warnings(
         unused = unused_reducer(run.name, run.epochs_reducer)
         if unused and staged:
             warnings.append(f"{side}: {unused}")
-    for side, scores in (
-        ("BASE", paired.scores_only_in_base),
-        ("NEW", paired.scores_only_in_new),
-    ):
-        for score, runs in scores.items():
-            warnings.append(
-                f"score {quote(score)} is in {side} only ({runs} runs); it is not "
-                "compared."
-            )
+    for score, runs in paired.scores_only_in_base.items():
+        warnings.append(
+            f"score {quote(score)} is in BASE only ({runs} runs): NEW has none of "
+            "its results, and those BASE had count as lost."
+        )
+    for score, runs in paired.scores_only_in_new.items():
+        warnings.append(
+            f"score {quote(score)} is in NEW only ({runs} runs); it is not compared."
+        )
+    if base.epochs != new.epochs:
+        fewer, more = sorted((base.epochs, new.epochs))
+        side = "NEW" if new.epochs > base.epochs else "BASE"
+        warnings.append(
+            f"BASE ran {_epochs(base.epochs)} and NEW {_epochs(new.epochs)}: "
+            f"samples pair by epoch, so only epochs 1 to {fewer} are compared; "
+            f"{side}'s epochs {fewer + 1} to {more} are in one run only"
+            + (", not counted as lost." if side == "BASE" else ".")
+        )
     if base.task != new.task:
         warnings.append(
             f"BASE ran {base.task} and NEW ran {new.task}: samples are paired by "
@@ -679,21 +859,46 @@ def _warnings(
     return warnings
 
 
-def _overall_gate(pairs: Sequence[EvalPair], alpha: float) -> Gate:
-    """The gate over every pair; each entry is named by its pair when
-    there are several."""
+def _epochs(count: int) -> str:
+    return f"{count} epoch{'s' if count != 1 else ''}"
+
+
+def _overall_gate(
+    pairs: Sequence[EvalPair],
+    alpha: float,
+    failed_evals: list[str],
+    missing_evals: list[str],
+    *,
+    gate_lost: bool,
+) -> Gate:
+    """The gate over every pair, and the NEW evals that did not finish or
+    are missing; each entry is named by its pair when there are several."""
 
     def named(pair: EvalPair, entry: str) -> str:
         return entry if len(pairs) == 1 else f"{pair.name}: {entry}"
 
-    significant = [named(p, entry) for p in pairs for entry in p.gate.significant]
+    def entries(field: str) -> list[str]:
+        return [named(p, entry) for p in pairs for entry in getattr(p.gate, field)]
+
+    significant = entries("significant")
+    regressions = sum(p.gate.regressions for p in pairs)
+    lost = sum(p.gate.lost for p in pairs)
+    fails = bool(significant) or (
+        gate_lost and bool(lost or failed_evals or missing_evals)
+    )
     return Gate(
         alpha=alpha,
-        outcomes=[named(p, entry) for p in pairs for entry in p.gate.outcomes],
-        regressions=sum(p.gate.regressions for p in pairs),
+        outcomes=entries("outcomes"),
+        regressions=regressions,
+        regressed=entries("regressed"),
         significant=significant,
-        fails=any(p.gate.fails for p in pairs),
-        fails_strict=any(p.gate.fails_strict for p in pairs),
+        lost=lost,
+        lost_results=entries("lost_results"),
+        failed_evals=failed_evals,
+        missing_evals=missing_evals,
+        lost_gated=gate_lost,
+        fails=fails,
+        fails_strict=fails or regressions > 0,
     )
 
 
@@ -705,8 +910,10 @@ __all__ = [
     "Comparison",
     "EvalInfo",
     "EvalPair",
+    "GateOptions",
     "SideSummary",
     "UnreadableScore",
+    "Verdict",
     "compare_evals",
     "compare_logs",
 ]

@@ -33,8 +33,10 @@ from .tables import (
     comparison_tables,
     evals_table,
     gate_line,
+    gate_tables,
     summary_line,
     test_notes,
+    verdict_lines,
 )
 
 # White for no pairs, darkening with the count.
@@ -82,9 +84,9 @@ def transition_figure(compared: ScoreComparison) -> Any:
 
 
 def render_html(comparison: Comparison, show: int = HTML_SHOW) -> str:
-    """The whole page: the gate's verdict, then per pair of evals its
-    heatmaps, the tests' sentences and its tables (each list cut to `show`
-    rows); then the evals."""
+    """The whole page: the gate's verdict and why, then per pair of evals
+    its heatmaps, the tests' sentences and its tables (each list cut to
+    `show` rows); then the evals and the thresholds."""
     warnings = "".join(
         f'<p class="warning">warning: {html.escape(warning)}</p>'
         for warning in comparison.warnings
@@ -93,6 +95,13 @@ def render_html(comparison: Comparison, show: int = HTML_SHOW) -> str:
         _pair_section(comparison, index, pair, show)
         for index, pair in enumerate(comparison.pairs)
     )
+    head, *reasons = verdict_lines(comparison)
+    verdict = (
+        f'<p id="verdict"><strong>{html.escape(head)}</strong></p><ul>'
+        + "".join(f"<li>{html.escape(reason)}</li>" for reason in reasons)
+        + "</ul>"
+    )
+    thresholds = "".join(table_html(table) for table in gate_tables(comparison))
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en"><head><meta charset="utf-8">'
@@ -101,10 +110,12 @@ def render_html(comparison: Comparison, show: int = HTML_SHOW) -> str:
         f'<script type="text/javascript">{get_plotlyjs()}</script>'
         "</head><body>"
         "<h1>tracegrade compare</h1>"
+        f"{verdict}"
         f'<p class="note">{html.escape(summary_line(comparison))}</p>'
         f"{warnings}"
         f'<p id="gate"><strong>Regressions:</strong> '
         f"{html.escape(gate_line(comparison))}</p>"
+        f"{thresholds}"
         f"{sections}"
         f"{table_html(evals_table(comparison))}"
         "</body></html>\n"

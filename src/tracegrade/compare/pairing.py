@@ -7,8 +7,9 @@ The rules a reader of the comparison needs:
 
 - A pair is the same sample id and epoch under the same score name in
   BASE and in NEW (`stage_diagnosis`, or `stage_diagnosis1` after
-  `inspect score --action append`). Score names in only one run are not
-  compared, and said; sample-epochs in only one run are counted and listed.
+  `inspect score --action append`). A score name in NEW only is not
+  compared; one in BASE only is, with nothing: its results are lost (below).
+  Sample-epochs in only one run are counted and listed.
 - A run has one state. Stage diagnosis: its stage (`retrieval`,
   `generation`, `pass`, `unresolved`), `data error` (unscored: the sample's
   data is at fault) or `no score` (the sample is in the log but the score
@@ -25,6 +26,16 @@ The rules a reader of the comparison needs:
   on both sides: stages for stage diagnosis, grades for extraction. A data
   error or a missing score says nothing about the model, so it is neither
   a pass nor a failure; such pairs stay visible in the matrix.
+- A lost result is a run that had a stage (a grade) in BASE and has none
+  in NEW: a data error, no score (the sample errored, or its eval stopped
+  before running it), or no run at all (the sample is missing from NEW,
+  or NEW lacks the score). The tests cannot weigh it, so the gate counts
+  it on its own: a broken NEW run fails the gate instead of passing it
+  with fewer pairs. BASE runs of an epoch NEW was not configured to run
+  (`new_epochs`) are not lost: NEW was never asked for them.
+- Each side's runs of a score are counted whole (`RunCount`): every run,
+  those with a result, the rest by why, and the shares over all runs
+  that `--fail-under` checks.
 - Context recall and precision, the per-run figures of a stage score, are
   compared over the pairs where both runs have the figure: the two means,
   their difference, and the exact sign test of the per-sample mean
@@ -38,7 +49,6 @@ The rules a reader of the comparison needs:
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -47,6 +57,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from ..core.errors import quote
+from ..report.runs import AllRuns, ExactSum, Undiagnosed, undiagnosed
 from .spool import SortedSpool
 from .stats import DEFAULT_ALPHA, FigureTest, PairedTest, figure_test, paired_test
 
@@ -61,6 +72,14 @@ GRADED: Final = ("pass", "order fail", "membership fail")
 STATES: Final = {
     STAGE: (*DIAGNOSED, DATA_ERROR, NO_SCORE),
     EXTRACTION: (*GRADED, DATA_ERROR, NO_SCORE),
+}
+RESULTS: Final = {STAGE: DIAGNOSED, EXTRACTION: GRADED}
+"""The states that are a result: a stage, a grade."""
+NOT_IN_NEW: Final = "not in NEW"
+"""The NEW side of a lost run that NEW does not hold at all."""
+FIGURES_OVER_ALL_RUNS: Final = {
+    STAGE: ("pass", "context_recall", "context_precision"),
+    EXTRACTION: ("membership", "order"),
 }
 REGRESSED_TO: Final = ("retrieval", "generation")
 FIGURES: Final = ("recall", "precision")
@@ -92,7 +111,8 @@ class Run:
 
     `missing` is the required IDs that never reached the context, for a
     diagnosed stage run (None otherwise). `recall` and `precision` are the
-    stage score's figures, where it has them.
+    stage score's figures, where it has them. BASE's runs are held, one
+    per sample-epoch: a field more is megabytes more at a million runs.
     """
 
     state: str
@@ -106,13 +126,17 @@ class Run:
 @dataclass(frozen=True, slots=True)
 class Observation:
     """A run of `sample_id`, `epoch` under the score named `score`, of a
-    tracegrade scorer of kind `kind` (`STAGE` or `EXTRACTION`)."""
+    tracegrade scorer of kind `kind` (`STAGE` or `EXTRACTION`). `why` says
+    why a run with no result has none (`report.runs`: a data error's kind,
+    `sample-error`, `no-score`, `not-run`); it is counted as the run is
+    read, not held with it."""
 
     score: str
     kind: str
     sample_id: SampleId
     epoch: int
     run: Run
+    why: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in STATES:
@@ -162,6 +186,30 @@ class IdCount:
     count: int
 
 
+@dataclass(frozen=True)
+class LostCount:
+    """Lost runs of one kind: `count` runs in state `base` in BASE and
+    `new` in NEW (`data error`, `no score`, or `not in NEW`)."""
+
+    base: str
+    new: str
+    count: int
+
+
+@dataclass(frozen=True)
+class RunCount:
+    """One side's runs of one score: every run, `diagnosed` those with a
+    result (a stage; extraction: a grade), `not_diagnosed` the rest by
+    why, and `over_all_runs` the shares `--fail-under` checks (stage:
+    pass, context_recall, context_precision; extraction: membership,
+    order), the runs with no result counted as not passing."""
+
+    runs: int
+    diagnosed: int
+    not_diagnosed: list[Undiagnosed]
+    over_all_runs: dict[str, float | None]
+
+
 @dataclass(frozen=True, kw_only=True)
 class ScoreComparison:
     """What is common to both kinds: the pairs, the matrix, the tests.
@@ -170,8 +218,11 @@ class ScoreComparison:
     `states[j]` in NEW. `worse` counts the pairs that regressed (stage:
     pass to retrieval or generation; extraction: lost membership or order),
     `better` those that improved (stage: a fix; extraction: gained
-    membership or order). The lists are `SortedSpool`s: iterate them, or
-    take their `len`.
+    membership or order). `lost` counts the runs with a result in BASE
+    and none in NEW, `lost_from` by their states, `lost_runs` lists them.
+    `base_runs` and `new_runs` count each side's runs of the score, paired
+    or not. The lists are `SortedSpool`s: iterate them, or take their
+    `len`.
     """
 
     score: str
@@ -181,9 +232,14 @@ class ScoreComparison:
     transitions: list[list[int]]
     worse: int
     better: int
+    lost: int
+    lost_from: list[LostCount]
+    base_runs: RunCount
+    new_runs: RunCount
     only_in_base: SortedSpool[SampleRef]
     only_in_new: SortedSpool[SampleRef]
     tests: list[PairedTest]
+    lost_runs: SortedSpool[Change]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -221,17 +277,30 @@ class Gate:
 
     `regressions` counts the pairs that regressed: stage runs from pass to
     retrieval or generation, and extraction runs that lost membership or
-    order. `significant` names the outcomes (`score: outcome`) significantly
-    worse in NEW at `alpha`, among `outcomes`: pass for stage diagnosis,
-    membership and order for extraction, the outcomes a regression is
-    defined on. `fails` is the default gate, `fails_strict` the `--strict`
-    one (any regression at all, or a significant one).
+    order; `regressed` names the scores they are in (`score: 2
+    regressions`). `significant` names the outcomes (`score: outcome`)
+    significantly worse in NEW at `alpha`, among `outcomes`: pass for
+    stage diagnosis, membership and order for extraction, the outcomes a
+    regression is defined on. `lost` counts the lost results and
+    `lost_results` names them by score (`score: lost 13 (13 pass → data
+    error)`); over every pair, `failed_evals` names the NEW evals that did
+    not finish and `missing_evals` the BASE evals with no NEW eval. All
+    three count against NEW unless `lost_gated` is False (`--allow-lost`).
+    `fails` is the default gate (a significant regression, or a lost
+    result gated), `fails_strict` the `--strict` one (that, or any
+    regression at all).
     """
 
     alpha: float
     outcomes: list[str]
     regressions: int
+    regressed: list[str]
     significant: list[str]
+    lost: int
+    lost_results: list[str]
+    failed_evals: list[str]
+    missing_evals: list[str]
+    lost_gated: bool
     fails: bool
     fails_strict: bool
 
@@ -412,34 +481,6 @@ class _OutcomeTally:
         )
 
 
-class _ExactSum:
-    """The exact sum of floats, added one at a time (Shewchuk's partials,
-    as `math.fsum` keeps them), without holding the floats."""
-
-    __slots__ = ("partials",)
-
-    def __init__(self) -> None:
-        self.partials: list[float] = []
-
-    def add(self, value: float) -> None:
-        kept = 0
-        for partial in self.partials:
-            if abs(value) < abs(partial):
-                value, partial = partial, value
-            high = value + partial
-            low = partial - (high - value)
-            if low:
-                self.partials[kept] = low
-                kept += 1
-            value = high
-        self.partials[kept:] = [value]
-
-    def mean(self, count: int) -> float | None:
-        # `math.fsum` of the partials is their exact sum rounded once: the
-        # same double as `math.fsum` of every value added.
-        return math.fsum(self.partials) / count if count else None
-
-
 @lru_cache(maxsize=1 << 12)
 def _share(value: float) -> Fraction:
     """The share of two integers that `value` is the double of.
@@ -468,8 +509,8 @@ class _FigureTally:
     pairs: int = 0
     fell: int = 0
     rose: int = 0
-    base_sum: _ExactSum = field(default_factory=_ExactSum)
-    new_sum: _ExactSum = field(default_factory=_ExactSum)
+    base_sum: ExactSum = field(default_factory=ExactSum)
+    new_sum: ExactSum = field(default_factory=ExactSum)
 
     def add(self, pair: _Pair) -> None:
         key, base_run, new_run = pair
@@ -506,6 +547,30 @@ class _FigureTally:
         )
 
 
+def count_run(counted: AllRuns, observation: Observation) -> None:
+    """Count one run among its side's runs of its score."""
+    kind, run = observation.kind, observation.run
+    state = run.state
+    if kind == STAGE:
+        outcomes: tuple[str, ...] = ("pass",) if state == "pass" else ()
+    elif state == "pass":
+        outcomes = ("membership", "order")
+    else:
+        outcomes = ("membership",) if state == "order fail" else ()
+    counted.add(
+        state in RESULTS[kind], observation.why, outcomes, run.recall, run.precision
+    )
+
+
+def run_count(counted: AllRuns, kind: str) -> RunCount:
+    return RunCount(
+        runs=counted.runs,
+        diagnosed=counted.diagnosed,
+        not_diagnosed=undiagnosed(counted.why),
+        over_all_runs=counted.figures(FIGURES_OVER_ALL_RUNS[kind]),
+    )
+
+
 @dataclass
 class _ScoreTally:
     """Everything counted for one score name while NEW is read; nothing
@@ -517,6 +582,9 @@ class _ScoreTally:
     only_in_new: SortedSpool[SampleRef] = field(default_factory=ref_spool)
     regressions: SortedSpool[Change] = field(default_factory=change_spool)
     fixes: SortedSpool[Change] = field(default_factory=change_spool)
+    lost_runs: SortedSpool[Change] = field(default_factory=change_spool)
+    lost_from: Counter[tuple[str, str]] = field(default_factory=Counter)
+    new_runs: AllRuns = field(default_factory=AllRuns)
     worse: int = 0
     better: int = 0
     ids_compared: int = 0
@@ -541,6 +609,10 @@ class _ScoreTally:
     def add(self, pair: _Pair) -> None:
         _, base_run, new_run = pair
         self.transitions[base_run.state, new_run.state] += 1
+        results = RESULTS[self.kind]
+        if base_run.state in results and new_run.state not in results:
+            self.lost_from[base_run.state, new_run.state] += 1
+            _add_change(self.lost_runs, pair)
         moves = [outcome.add(pair) for outcome in self.outcomes]
         if self.kind != STAGE:
             # A pair that lost (or gained) membership, order or both.
@@ -568,21 +640,33 @@ def pair_runs(
     *,
     alpha: float = DEFAULT_ALPHA,
     clustered: bool = False,
+    new_epochs: int | None = None,
+    new_complete: bool = True,
+    gate_lost: bool = True,
 ) -> Paired:
     """Pair BASE's observations with NEW's and compare every common score.
 
     BASE is held, one small `Run` per sample-epoch; NEW is consumed as it
     comes, each pair counted once. `clustered` when a sample may have
     several epochs: the tests then take the sample as the unit (see
-    `stats.py`). Raises `DuplicateRun` for a sample-epoch
-    scored twice under one name in a run, and `NothingInCommon` when no
-    score name, or no sample-epoch of a common one, is in both runs.
+    `stats.py`). A BASE run with a result that NEW lacks is lost (see the
+    module), unless its epoch is past `new_epochs`, the epochs NEW ran. A
+    score BASE has and NEW lacks is compared too, every run of it lost,
+    when some other score is in both or NEW is not `new_complete` (its
+    eval did not finish: it may have stopped before scoring anything).
+    `gate_lost` False leaves lost results out of the gate (`--allow-lost`).
+
+    Raises `DuplicateRun` for a sample-epoch scored twice under one name
+    in a run, and `NothingInCommon` when NEW is complete and no score
+    name, or no sample-epoch of a common one, is in both runs.
     """
     base_runs: dict[str, dict[SampleKey, Run]] = {}
+    base_counted: dict[str, AllRuns] = {}
     kinds: dict[str, str] = {}
     for observation in base:
         runs = base_runs.setdefault(observation.score, {})
         kinds[observation.score] = observation.kind
+        count_run(base_counted.setdefault(observation.score, AllRuns()), observation)
         key = (observation.sample_id, observation.epoch)
         if key in runs:
             raise _duplicate("BASE", observation, runs[key].log)
@@ -606,6 +690,7 @@ def pair_runs(
             tally = tallies[observation.score] = _ScoreTally(
                 observation.kind, clustered
             )
+        count_run(tally.new_runs, observation)
         base_run = paired_with.get(key)
         if base_run is None:
             _add_ref(tally.only_in_new, SampleRef(*key, observation.run.log))
@@ -615,25 +700,36 @@ def pair_runs(
     only_in_base_scores = {
         score: len(runs) for score, runs in base_runs.items() if score not in tallies
     }
-    if not tallies:
+    if not tallies and new_complete:
         raise NothingInCommon(
             "no tracegrade score is in both runs: BASE has "
             f"{_names(base_runs)}, NEW has {_names(only_in_new_scores)}"
         )
+    for score in only_in_base_scores:
+        # NEW lacks the score: every BASE run of it with a result is lost.
+        tallies[score] = _ScoreTally(kinds[score], clustered)
     stage: list[StageComparison] = []
     extraction: list[ExtractionComparison] = []
     for score in sorted(tallies):
         tally = tallies[score]
         only_in_base = ref_spool()
+        seen = new_seen.get(score, {})
         for key, run in base_runs[score].items():
-            if key not in new_seen[score]:
-                _add_ref(only_in_base, SampleRef(*key, run.log))
-        compared = _compared(score, tally, only_in_base, alpha)
+            if key in seen:
+                continue
+            _add_ref(only_in_base, SampleRef(*key, run.log))
+            asked = new_epochs is None or key[1] <= new_epochs
+            if asked and run.state in RESULTS[tally.kind]:
+                tally.lost_from[run.state, NOT_IN_NEW] += 1
+                missing = Side(NOT_IN_NEW, None, None, "")
+                change = Change(key[0], key[1], _side(run), missing)
+                tally.lost_runs.add(_key_order(key), change)
+        compared = _compared(score, tally, only_in_base, base_counted[score], alpha)
         if isinstance(compared, StageComparison):
             stage.append(compared)
         else:
             extraction.append(compared)
-    if not any(c.pairs for c in [*stage, *extraction]):
+    if new_complete and not any(c.pairs for c in [*stage, *extraction]):
         counts = "; ".join(
             f"{c.score}: {len(c.only_in_base)} in BASE only, "
             f"{len(c.only_in_new)} in NEW only"
@@ -648,7 +744,7 @@ def pair_runs(
         ordered_extraction=extraction,
         scores_only_in_base=dict(sorted(only_in_base_scores.items())),
         scores_only_in_new=dict(sorted(only_in_new_scores.items())),
-        gate=_gate(stage, extraction, alpha),
+        gate=_gate(stage, extraction, alpha, gate_lost=gate_lost),
     )
 
 
@@ -688,10 +784,24 @@ def _ranked(counter: Counter[str]) -> list[IdCount]:
     return [IdCount(document_id, count) for document_id, count in ordered]
 
 
+def _lost_from(counts: Counter[tuple[str, str]]) -> list[LostCount]:
+    """Most first; ties by states, so the list is stable."""
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return [LostCount(base, new, count) for (base, new), count in ordered]
+
+
+def lost_text(lost: list[LostCount]) -> str:
+    """ "13 (12 pass → data error, 1 generation → no score)"."""
+    total = sum(item.count for item in lost)
+    kinds = ", ".join(f"{i.count} {i.base} \u2192 {i.new}" for i in lost)
+    return f"{total} ({kinds})" if total else "0"
+
+
 def _compared(
     score: str,
     tally: _ScoreTally,
     only_in_base: SortedSpool[SampleRef],
+    base_counted: AllRuns,
     alpha: float,
 ) -> StageComparison | ExtractionComparison:
     states = list(STATES[tally.kind])
@@ -699,20 +809,26 @@ def _compared(
     transitions = [
         [tally.transitions[row, column] for column in states] for row in states
     ]
-    only_in_new = tally.only_in_new
-    tests = [outcome.test(alpha) for outcome in tally.outcomes]
+    common: dict[str, Any] = {
+        "score": score,
+        "kind": tally.kind,
+        "pairs": pairs,
+        "states": states,
+        "transitions": transitions,
+        "worse": tally.worse,
+        "better": tally.better,
+        "lost": sum(tally.lost_from.values()),
+        "lost_from": _lost_from(tally.lost_from),
+        "base_runs": run_count(base_counted, tally.kind),
+        "new_runs": run_count(tally.new_runs, tally.kind),
+        "only_in_base": only_in_base,
+        "only_in_new": tally.only_in_new,
+        "tests": [outcome.test(alpha) for outcome in tally.outcomes],
+        "lost_runs": tally.lost_runs,
+    }
     if tally.kind == STAGE:
         return StageComparison(
-            score=score,
-            kind=tally.kind,
-            pairs=pairs,
-            states=states,
-            transitions=transitions,
-            worse=tally.worse,
-            better=tally.better,
-            only_in_base=only_in_base,
-            only_in_new=only_in_new,
-            tests=tests,
+            **common,
             figures=[figure.test(alpha) for figure in tally.figures],
             regressions=tally.regressions,
             fixes=tally.fixes,
@@ -722,16 +838,7 @@ def _compared(
         )
     membership, order = tally.outcomes
     return ExtractionComparison(
-        score=score,
-        kind=tally.kind,
-        pairs=pairs,
-        states=states,
-        transitions=transitions,
-        worse=tally.worse,
-        better=tally.better,
-        only_in_base=only_in_base,
-        only_in_new=only_in_new,
-        tests=tests,
+        **common,
         lost_membership=membership.lost,
         gained_membership=membership.gained,
         lost_order=order.lost,
@@ -743,6 +850,8 @@ def _gate(
     stage: list[StageComparison],
     extraction: list[ExtractionComparison],
     alpha: float,
+    *,
+    gate_lost: bool,
 ) -> Gate:
     gated = {
         kind: [outcome.name for outcome in outcomes if outcome.gates]
@@ -756,13 +865,27 @@ def _gate(
         if test.outcome in gated[c.kind] and test.worse
     ]
     regressions = sum(c.worse for c in compared)
+    lost = sum(c.lost for c in compared)
+    fails = bool(significant) or (gate_lost and lost > 0)
     return Gate(
         alpha=alpha,
         outcomes=[f"{c.score}: {name}" for c in compared for name in gated[c.kind]],
         regressions=regressions,
+        regressed=[
+            f"{c.score}: {c.worse} regression{'s' if c.worse != 1 else ''}"
+            for c in compared
+            if c.worse
+        ],
         significant=significant,
-        fails=bool(significant),
-        fails_strict=bool(significant) or regressions > 0,
+        lost=lost,
+        lost_results=[
+            f"{c.score}: lost {lost_text(c.lost_from)}" for c in compared if c.lost
+        ],
+        failed_evals=[],
+        missing_evals=[],
+        lost_gated=gate_lost,
+        fails=fails,
+        fails_strict=fails or regressions > 0,
     )
 
 
@@ -773,7 +896,9 @@ __all__ = [
     "FIGURES",
     "GRADED",
     "KINDS",
+    "NOT_IN_NEW",
     "NO_SCORE",
+    "RESULTS",
     "STAGE",
     "STATES",
     "Change",
@@ -782,14 +907,19 @@ __all__ = [
     "ExtractionComparison",
     "Gate",
     "IdCount",
+    "LostCount",
     "NothingInCommon",
     "Observation",
     "Paired",
     "Run",
+    "RunCount",
     "SampleRef",
     "ScoreComparison",
     "Side",
     "StageComparison",
     "UnknownKind",
+    "count_run",
+    "lost_text",
     "pair_runs",
+    "run_count",
 ]

@@ -1,6 +1,7 @@
-"""A `Comparison` as presentation-neutral tables, for the terminal and HTML.
+"""A `Comparison` as presentation-neutral tables, for the terminal, HTML
+and Markdown.
 
-Both renderings take these, as `tracegrade report`'s do its
+Every rendering takes these, as `tracegrade report`'s do its
 `report_tables`, so the page and the terminal never disagree. Each pair
 of evals has its own tables, titled with the pair when there are several.
 Long lists (the changed samples, the IDs that changed, the samples in
@@ -18,7 +19,8 @@ from collections.abc import Iterable, Sequence
 from itertools import chain, islice
 from pathlib import Path
 
-from ..report.tables import Table
+from ..report.runs import why_text
+from ..report.tables import Table, thresholds_table
 from ..scorers.explain import list_ids, show_id
 from .build import Comparison, EvalPair, SideSummary
 from .pairing import (
@@ -28,6 +30,7 @@ from .pairing import (
     SampleRef,
     ScoreComparison,
     StageComparison,
+    lost_text,
 )
 from .spool import SortedSpool
 from .stats import (
@@ -47,13 +50,15 @@ STATE_MEANINGS = {
     "stage_diagnosis": (
         "States: the stage (retrieval, generation, pass, unresolved); data "
         "error: unscored, the sample's data is at fault; no score: the sample "
-        "is in the log without this score (it errored before scoring)."
+        "is in the log without this score (it errored before scoring), or its "
+        "eval stopped before running it."
     ),
     EXTRACTION: (
         "States: pass: every ID kept, in source order; order fail: every ID "
         "kept, order lost; membership fail: an ID dropped, invented or "
         "repeated, or the answer unreadable (order fails too); data error: "
-        "unscored; no score: the sample is in the log without this score."
+        "unscored; no score: the sample is in the log without this score, or "
+        "its eval stopped before running it."
     ),
 }
 
@@ -78,19 +83,60 @@ def _compared(pair: EvalPair) -> list[StageComparison | ExtractionComparison]:
     return [*pair.stage_diagnosis, *pair.ordered_extraction]
 
 
+def all_warnings(comparison: Comparison) -> list[str]:
+    """The comparison's warnings, then each pair's, named by the pair
+    when there are several."""
+    several = len(comparison.pairs) > 1
+    return [*comparison.warnings] + [
+        f"{pair.name}: {warning}" if several else warning
+        for pair in comparison.pairs
+        for warning in pair.warnings
+    ]
+
+
 def gate_line(comparison: Comparison) -> str:
-    """What `--fail-on-regression` would decide, in one sentence."""
+    """What `--fail-on-regression` counts, in one sentence: the
+    regressions and where, whether any is significant, and the results
+    NEW lost."""
     gate = comparison.gate
     regressions = f"{gate.regressions} regression{'s' if gate.regressions != 1 else ''}"
+    if gate.regressed:
+        regressions += f" ({'; '.join(gate.regressed)})"
     if gate.significant:
-        return (
-            f"{regressions}; significantly worse at alpha = {gate.alpha}: "
-            f"{'; '.join(gate.significant)}."
+        regressions += (
+            f"; significantly worse at alpha = {gate.alpha}: "
+            f"{'; '.join(gate.significant)}"
         )
-    return (
-        f"{regressions}; none significant at alpha = {gate.alpha} "
-        f"(tested: {'; '.join(gate.outcomes)})."
-    )
+    else:
+        regressions += (
+            f"; none significant at alpha = {gate.alpha} "
+            f"(tested: {'; '.join(gate.outcomes)})"
+        )
+    lost = [
+        *(f"lost results: {entry}" for entry in gate.lost_results),
+        *gate.failed_evals,
+        *gate.missing_evals,
+    ]
+    if lost:
+        counted = "" if gate.lost_gated else ", not gated (--allow-lost)"
+        regressions += f"; {'; '.join(lost)}{counted}"
+    else:
+        regressions += "; no result lost"
+    return regressions + "."
+
+
+def verdict_lines(comparison: Comparison) -> list[str]:
+    """The gate's verdict first, then why: each thing that failed it, or
+    what it checked."""
+    verdict = comparison.verdict
+    asked = f" ({', '.join(verdict.asked)})" if verdict.asked else ""
+    if not verdict.asked:
+        head = "No gate asked"
+    elif verdict.failed:
+        head = f"Gate failed{asked}"
+    else:
+        head = f"Gate passed{asked}"
+    return [head, *verdict.failed_on, *verdict.checked]
 
 
 def test_notes(comparison: Comparison, pair: EvalPair) -> list[str]:
@@ -142,10 +188,20 @@ def comparison_tables(
 
 def _pair_tables(comparison: Comparison, pair: EvalPair, show: _Cut) -> list[Table]:
     compared = _compared(pair)
-    tables = [_summary_table(compared)]
+    tables = [_summary_table(compared), _runs_table(compared)]
     tables.extend(_transition_table(c) for c in compared)
     tables.append(_tests_table(comparison, pair))
     tables.append(_figures_table(comparison, pair))
+    for c in compared:
+        tables.append(
+            _changes_table(
+                c,
+                "lost",
+                f"Lost results: {c.score} (a result in BASE, none in NEW)",
+                c.lost_runs,
+                show,
+            )
+        )
     for c in pair.stage_diagnosis:
         tables.append(
             _changes_table(
@@ -171,6 +227,13 @@ def _pair_tables(comparison: Comparison, pair: EvalPair, show: _Cut) -> list[Tab
     tables.append(_one_run_table(compared, show))
     tables.append(_logs_table(pair))
     return tables
+
+
+def gate_tables(comparison: Comparison) -> list[Table]:
+    """The `--fail-under` checks of NEW's evals, when asked."""
+    if not comparison.thresholds:
+        return []
+    return [thresholds_table(comparison.thresholds)]
 
 
 def evals_table(comparison: Comparison) -> Table:
@@ -217,6 +280,7 @@ def _summary_table(compared: Sequence[StageComparison | ExtractionComparison]) -
                 str(changed),
                 str(c.worse),
                 str(c.better),
+                lost_text(c.lost_from),
                 str(len(c.only_in_base)),
                 str(len(c.only_in_new)),
             ]
@@ -228,17 +292,49 @@ def _summary_table(compared: Sequence[StageComparison | ExtractionComparison]) -
         "changed. worse: stage regressions (pass to retrieval or generation), "
         "or extraction pairs that lost membership or order. better: stage "
         "fixes (pass in NEW, not in BASE), or extraction pairs that gained "
-        "membership or order. Samples in one run only are listed below.",
+        "membership or order. lost: runs with a result (a stage, a grade) in "
+        "BASE and none in NEW (a data error, no score, or not in NEW at all), "
+        "by their states; the gate counts them. Samples in one run only are "
+        "listed below.",
         columns=[
             "score",
             "pairs",
             "changed",
             "worse",
             "better",
+            "lost",
             "only in BASE",
             "only in NEW",
         ],
-        numeric=[False, *[True] * 6],
+        numeric=[False, *[True] * 4, False, True, True],
+        rows=rows,
+    )
+
+
+def _runs_table(compared: Sequence[StageComparison | ExtractionComparison]) -> Table:
+    rows = [
+        [
+            c.score,
+            side,
+            str(counted.runs),
+            str(counted.diagnosed),
+            str(counted.runs - counted.diagnosed),
+            why_text(counted.not_diagnosed) or "none",
+        ]
+        for c in compared
+        for side, counted in (("BASE", c.base_runs), ("NEW", c.new_runs))
+    ]
+    return Table(
+        key="runs",
+        title="Runs",
+        caption="runs: every sample-epoch of the eval under the score, paired "
+        "or not. diagnosed: runs with a result (a stage; extraction: a grade). "
+        "not diagnosed: runs with none, and why: a data error, a sample error, "
+        "a run logged without the score, or one its eval never ran. The tests "
+        "weigh only pairs with a result on both sides; a run BASE diagnosed "
+        "and NEW did not is a lost result (table Pairs).",
+        columns=["score", "side", "runs", "diagnosed", "not diagnosed", "why"],
+        numeric=[False, False, True, True, True, False],
         rows=rows,
     )
 
@@ -522,9 +618,12 @@ def _logs_table(pair: EvalPair) -> Table:
 __all__ = [
     "ARROW",
     "HTML_SHOW",
+    "all_warnings",
     "comparison_tables",
     "evals_table",
     "gate_line",
+    "gate_tables",
     "summary_line",
     "test_notes",
+    "verdict_lines",
 ]

@@ -60,6 +60,9 @@ class LogSummary:
     samples_without_tracegrade_score: int
     sample_errors: int
     other_scorers: list[str]
+    not_run: int = 0
+    """Sample-epochs the eval was to run (its header's sample ids, times
+    its epochs) that the log does not hold, when it did not finish."""
 
 
 @dataclass(frozen=True)
@@ -127,6 +130,11 @@ class LogScores:
     of each sample with no tracegrade score (compare pairs them as "no
     score"); otherwise they are only counted, so a log of another scorer's
     million samples costs nothing.
+
+    Once every sample is read, `score_names` gives the tracegrade scores a
+    sample without one lacks, and `not_run` how many sample-epochs an
+    eval that did not finish never logged: both are runs that got no
+    result, which `report` and `compare` count rather than leave out.
     """
 
     def __init__(self, log: LogRead, *, keep_scoreless: bool = False) -> None:
@@ -136,12 +144,19 @@ class LogScores:
         self.sample_errors = 0
         self.tracegrade_scores = 0
         self.without = 0
+        self.without_errored = 0
         self.scoreless: list[tuple[int | str, int, bool]] | None = (
             [] if keep_scoreless else None
         )
         self.scorers: dict[str, str] = {}
         """Each tracegrade score name seen, with its scorer."""
         self.other: set[str] = set()
+        # The sample-epochs logged, for a log that did not finish: those its
+        # header lists beyond them were never run.
+        unfinished = log.header.status != "success"
+        self.logged: set[tuple[int | str, int]] | None = (
+            set() if unfinished and log.header.eval.dataset.sample_ids else None
+        )
 
     def __iter__(self) -> Iterator[tuple[SampleRead, str, str, ScoreRead]]:
         # The scorer each score name belongs to, matched once per name.
@@ -149,6 +164,8 @@ class LogScores:
         for sample in self.log.samples:
             self.samples += 1
             self.sample_errors += sample.errored
+            if self.logged is not None:
+                self.logged.add((sample.id, sample.epoch))
             found = 0
             for name, score in sample.scores.items():
                 if name not in matched:
@@ -163,8 +180,47 @@ class LogScores:
             self.tracegrade_scores += found
             if not found:
                 self.without += 1
+                self.without_errored += sample.errored
                 if self.scoreless is not None:
                     self.scoreless.append((sample.id, sample.epoch, sample.errored))
+
+    def not_run_keys(self) -> Iterator[tuple[int | str, int]]:
+        """The sample-epochs the header lists that the log does not hold,
+        for a log that did not finish (`error`, `cancelled`, `started`),
+        in the header's order; none for a finished one, whose header may
+        list samples it skipped on purpose (early stopping)."""
+        if self.logged is None:
+            return
+        for epoch in range(1, self.epochs + 1):
+            for sample_id in self.log.header.eval.dataset.sample_ids or []:
+                if (sample_id, epoch) not in self.logged:
+                    yield sample_id, epoch
+
+    @property
+    def not_run(self) -> int:
+        """How many `not_run_keys` there are."""
+        if self.logged is None:
+            return 0
+        return sum(1 for _ in self.not_run_keys())
+
+    def score_names(self) -> dict[str, str]:
+        """The tracegrade score names of the log, with their scorers: those
+        its samples hold; when none does (every sample errored, or none
+        ran), those its header's scorers are named, so that the runs that
+        got no score are still counted under them."""
+        if self.scorers or not (self.without_errored or self.not_run):
+            return self.scorers
+        # A registered name may carry its package ("tracegrade/..."); the
+        # score is keyed by the name alone.
+        named = (
+            scorer.name.rsplit("/", 1)[-1]
+            for scorer in self.log.header.eval.scorers or []
+        )
+        return {
+            name: scorer
+            for name in named
+            if (scorer := tracegrade_scorer(name)) is not None
+        }
 
     def summary(self) -> LogSummary:
         spec = self.log.header.eval
@@ -181,6 +237,7 @@ class LogScores:
             samples_without_tracegrade_score=self.without,
             sample_errors=self.sample_errors,
             other_scorers=sorted(self.other),
+            not_run=self.not_run,
         )
 
 

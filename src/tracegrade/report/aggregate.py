@@ -16,9 +16,15 @@ Choices a reader of the figures needs to know:
   would need a rule for a sample diagnosed `retrieval` once and `pass`
   twice, and any such rule hides the run that failed. The intervals of
   the shares do take the sample as the unit (see `shares.py`).
-- Data errors and sample errors (unscored samples) are counted by kind,
-  never as a stage or a grade; answer failures count as failed grades,
-  as in the metrics.
+- Every run counts, whether it got a result or not: a data error, a
+  sample that errored (scored as `sample-error` or not scored at all), a
+  sample logged without the score, and a sample an eval that stopped
+  never ran (its header lists it). None is a stage or a grade: each share
+  is of the runs diagnosed (graded), and each summary says beside it how
+  many runs there were and why the rest got none (`not_diagnosed`,
+  `not_graded`). Answer failures count as failed grades, as in the
+  metrics. `over_all_runs` gives the shares that `--fail-under` checks,
+  with every run counted and those not diagnosed as not passing.
 - Context recall is the mean of each run's recall over every run with a
   required set and a context, labelled or not: a run without a label is
   unscored, but its context still held what it held. (The logged
@@ -36,10 +42,11 @@ Choices a reader of the figures needs to know:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final, TypeGuard
 
@@ -56,7 +63,17 @@ from ..logs.scores import (
     LogSummary,
 )
 from ..scorers.metrics import STAGES
+from .runs import (
+    NO_SCORE,
+    NOT_RUN,
+    SAMPLE_ERROR,
+    Undiagnosed,
+    mean_over_all,
+    share_of,
+    undiagnosed,
+)
 from .shares import CONFIDENCE, INTERVAL_METHOD, Cluster, Proportion
+from .thresholds import Target, Threshold, ThresholdCheck, check_thresholds
 
 COUNTING_UNIT: Final = "sample-epoch"
 DIAGNOSED_STAGES: Final = ("retrieval", "generation", "pass")
@@ -141,9 +158,13 @@ class EvalSummary:
 class StageSummary:
     """Stage diagnosis figures for one eval (or pooled evals) and score.
 
-    `runs` counts every sample-epoch scored; `samples` the distinct
-    samples, the clusters of the intervals; `diagnosed` the runs that got
-    a stage, the denominator of the stage shares. `lucky` is the share of
+    `runs` counts every sample-epoch of the eval, with a result or not;
+    `samples` the distinct samples logged, the clusters of the intervals;
+    `diagnosed` the runs that got a stage, the denominator of the stage
+    shares, and `not_diagnosed` the rest, by why. `over_all_runs` has the
+    figures `--fail-under` checks: `pass` of every run, and the mean
+    `context_recall` and `context_precision` over the runs that have one
+    and the runs not diagnosed that lack one (those count 0). `lucky` is the share of
     runs labelled correct, among diagnosed ones, whose required evidence
     never reached the context. `recall` is the mean context recall of the
     `recall_runs` runs that have one (None without one), `precision` the
@@ -159,6 +180,8 @@ class StageSummary:
     samples: int
     runs: int
     diagnosed: int
+    not_diagnosed: list[Undiagnosed]
+    over_all_runs: dict[str, float | None]
     stages: dict[str, Proportion]
     lucky: Proportion
     recall: float | None
@@ -175,7 +198,9 @@ class ExtractionSummary:
     """Ordered extraction figures for one eval (or pooled evals) and score.
 
     `graded` counts runs with a grade, answer failures included (they fail
-    both criteria). An order pass implies a membership pass, so the gap
+    both criteria), and `not_graded` the rest of the `runs`, by why.
+    `over_all_runs` has `membership` and `order` of every run, the figures
+    `--fail-under` checks. An order pass implies a membership pass, so the gap
     between the accuracies is itself a proportion: the runs that kept
     every ID but lost the source order.
     """
@@ -189,6 +214,8 @@ class ExtractionSummary:
     samples: int
     runs: int
     graded: int
+    not_graded: list[Undiagnosed]
+    over_all_runs: dict[str, float | None]
     membership: Proportion
     order: Proportion
     gap: Proportion
@@ -202,7 +229,11 @@ class ExtractionSummary:
 
 @dataclass(frozen=True)
 class Report:
-    """Everything `tracegrade report` shows, in every output form."""
+    """Everything `tracegrade report` shows, in every output form.
+
+    `thresholds` are the `--fail-under` checks, one per threshold and
+    summary of its scorer; the gate fails when one is not `met`.
+    """
 
     unit: str
     interval: str
@@ -214,6 +245,7 @@ class Report:
     logs: list[LogSummary]
     stage_diagnosis: list[StageSummary]
     ordered_extraction: list[ExtractionSummary]
+    thresholds: list[ThresholdCheck] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -224,22 +256,26 @@ def build_report(
     *,
     top: int = 10,
     pool: bool = False,
+    thresholds: Sequence[Threshold] = (),
     on_log_read: Callable[[str], None] | None = None,
     samples: SampleReader = log_samples,
 ) -> Report:
     """Read every eval at or under `paths` and aggregate its tracegrade
-    scores; `pool` pools the evals of each task, model and score.
+    scores; `pool` pools the evals of each task, model and score, and
+    each of `thresholds` is checked against every summary of its scorer.
 
     `on_log_read` is called after each log, for a progress display;
     `samples` reads a log's samples (the tests give Inspect's own reader,
     to compare). Raises `LogError` for a log that cannot be read,
     `ReportError` for a malformed tracegrade score, evals that cannot be
-    pooled, or when no log holds a tracegrade score.
+    pooled, or when no log holds a tracegrade score, and
+    `InvalidThreshold` for a threshold no summary has the metric of.
     """
     return report_evals(
         read_evals(paths),
         top=top,
         pool=pool,
+        thresholds=thresholds,
         on_log_read=on_log_read,
         samples=samples,
     )
@@ -250,6 +286,7 @@ def report_evals(
     *,
     top: int = 10,
     pool: bool = False,
+    thresholds: Sequence[Threshold] = (),
     on_log_read: Callable[[str], None] | None = None,
     samples: SampleReader = log_samples,
 ) -> Report:
@@ -257,9 +294,35 @@ def report_evals(
     if top < 1:
         raise ValueError(f"top must be at least 1, got {top}")
     aggregate = _Aggregate(pool)
+    # Pooled, an eval of one epoch and one of several make one row, whose
+    # intervals need every run clustered by sample from the first.
+    several = {(run.task, run.model) for run in evals.runs if run.epochs > 1}
     for number, run in enumerate(evals.runs, start=1):
-        aggregate.add_eval(f"E{number}", run, on_log_read, samples)
-    return aggregate.report(top, evals.superseded)
+        clustered = run.epochs > 1 or (pool and (run.task, run.model) in several)
+        aggregate.add_eval(f"E{number}", run, clustered, on_log_read, samples)
+    report = aggregate.report(top, evals.superseded)
+    if thresholds:
+        checks = check_thresholds(thresholds, _targets(report))
+        report = dataclasses.replace(report, thresholds=checks)
+    return report
+
+
+def _targets(report: Report) -> Iterator[Target]:
+    summaries: list[StageSummary | ExtractionSummary] = [
+        *report.stage_diagnosis,
+        *report.ordered_extraction,
+    ]
+    for summary in summaries:
+        staged = isinstance(summary, StageSummary)
+        yield Target(
+            eval="+".join(summary.evals),
+            task=summary.task,
+            model=summary.model,
+            score=summary.scorer,
+            kind=STAGE_SCORER if staged else EXTRACTION_SCORER,
+            runs=summary.runs,
+            over_all_runs=summary.over_all_runs,
+        )
 
 
 @dataclass
@@ -291,7 +354,10 @@ class _Counts:
     statuses: set[str] = field(default_factory=set)
     epochs: set[int] = field(default_factory=set)
     runs: int = 0
+    not_run: int = 0
     errors: Counter[tuple[str, str]] = field(default_factory=Counter)
+    # Runs with no stage (or grade), by why.
+    unscored: Counter[str] = field(default_factory=Counter)
     clusters: _Clusters | None = None
 
 
@@ -304,6 +370,9 @@ class _StageCounts(_Counts):
     required: Counter[str] = field(default_factory=Counter)
     recalls: array[float] = field(default_factory=lambda: array("d"))
     precisions: array[float] = field(default_factory=lambda: array("d"))
+    # Runs not diagnosed that lack the figure: they count 0 over all runs.
+    without_recall: int = 0
+    without_precision: int = 0
 
 
 @dataclass
@@ -350,13 +419,16 @@ class _Aggregate:
         self,
         label: str,
         run: EvalRun,
+        clustered: bool,
         on_log_read: Callable[[str], None] | None,
         samples: SampleReader,
     ) -> None:
-        """Count the eval's samples as they are read; only counters stay."""
-        clustered = run.epochs > 1
+        """Count the eval's samples as they are read; only counters stay.
+        `clustered`: keep each sample's outcomes, for the intervals."""
         for log in run.reads(samples):
-            scores = LogScores(log)
+            # The ids of samples with no score, for the clusters; otherwise
+            # only counted, so a log of another scorer's samples costs nothing.
+            scores = LogScores(log, keep_scoreless=clustered)
             try:
                 for sample, name, scorer, score in scores:
                     key = self._key(label, run, name)
@@ -381,6 +453,7 @@ class _Aggregate:
                 raise LogError(
                     f"cannot read {log.path!r} as an Inspect log ({error})"
                 ) from error
+            self._count_unscored(label, run, clustered, scores)
             self.logs.append(scores.summary())
             if on_log_read is not None:
                 on_log_read(log.path)
@@ -400,6 +473,36 @@ class _Aggregate:
                 missing_count=run.missing_count,
             )
         )
+
+    def _count_unscored(
+        self, label: str, run: EvalRun, clustered: bool, scores: LogScores
+    ) -> None:
+        """Count, under each tracegrade score of the log, its samples with
+        no tracegrade score and the sample-epochs it never ran."""
+        errored = scores.without_errored
+        unscored = scores.without - errored
+        not_run = scores.not_run
+        if not (errored or unscored or not_run):
+            return
+        for name, scorer in scores.score_names().items():
+            key = self._key(label, run, name)
+            counts = self._counts(key, scorer, label, run, clustered)
+            missing = errored + unscored + not_run
+            counts.runs += missing
+            counts.not_run += not_run
+            counts.unscored[SAMPLE_ERROR] += errored
+            counts.errors[SAMPLE_ERROR, "run"] += errored
+            counts.unscored[NO_SCORE] += unscored
+            counts.unscored[NOT_RUN] += not_run
+            if isinstance(counts, _StageCounts):
+                counts.without_recall += missing
+                counts.without_precision += missing
+            if counts.clusters is not None and scores.scoreless is not None:
+                for sample_id, _, _ in scores.scoreless:
+                    counts.clusters.add(sample_id if self.pool else (label, sample_id))
+            if self.pool:
+                ids = self.pooled_ids.setdefault(key, {}).setdefault(label, set())
+                ids.update(sample_id for sample_id, _, _ in scores.scoreless or [])
 
     def _key(self, label: str, run: EvalRun, score: str) -> _GroupKey:
         if self.pool:
@@ -448,10 +551,10 @@ class _Aggregate:
             ],
         )
 
-    def _order(self, item: tuple[_GroupKey, _Counts]) -> tuple[str, str, str, int]:
-        task, model, score = self.meta[item[0]]
+    def _order(self, item: tuple[_GroupKey, _Counts]) -> tuple[int, str]:
+        # Rows in the order of the evals (E1, E2, ...), as the evals table.
         first = int(item[1].evals[0][1:])
-        return (task, model, score, first)
+        return (first, self.meta[item[0]][2])
 
     def _check_pooled(self) -> None:
         """Refuse to pool evals that scored the same sample ids."""
@@ -477,9 +580,10 @@ def _shared_samples(key: _GroupKey, first: str, second: str, shared: set[Any]) -
 
 
 def _count_error(
-    errors: Counter[tuple[str, str]], metadata: Mapping[str, Any], where: _Where
+    counts: _Counts, metadata: Mapping[str, Any], where: _Where
 ) -> str | None:
-    """Count the score's error, if any, and return its side."""
+    """Count the score's error, if any, and return its side; an unscored
+    one is also counted as a run with no result, by its kind."""
     error = metadata["error"]
     if error is None:
         return None
@@ -493,7 +597,9 @@ def _count_error(
             f"({', '.join(ERROR_SIDES)}), got {quote(error)}"
         )
     side: str = error["side"]
-    errors[error["kind"], side] += 1
+    counts.errors[error["kind"], side] += 1
+    if side in UNSCORED_SIDES:
+        counts.unscored[error["kind"]] += 1
     return side
 
 
@@ -539,15 +645,25 @@ def _precision(metadata: Mapping[str, Any], where: _Where) -> float | None:
 
 
 def _count_shares(
-    counts: _StageCounts, metadata: Mapping[str, Any], value: str, where: _Where
+    counts: _StageCounts,
+    metadata: Mapping[str, Any],
+    value: str,
+    where: _Where,
+    *,
+    diagnosed: bool,
 ) -> None:
-    """Count the run's recall and precision, those it has."""
+    """Count the run's recall and precision, those it has; a run not
+    diagnosed that lacks one counts 0 over all runs."""
     recall = _recall(metadata, value, where)
     if recall is not None:
         counts.recalls.append(recall)
+    elif not diagnosed:
+        counts.without_recall += 1
     precision = _precision(metadata, where)
     if precision is not None:
         counts.precisions.append(precision)
+    elif not diagnosed:
+        counts.without_precision += 1
 
 
 def _count_stage(
@@ -560,11 +676,11 @@ def _count_stage(
     counts.runs += 1
     if counts.clusters is not None:
         counts.clusters.add(sample)
-    side = _count_error(counts.errors, metadata, where)
+    side = _count_error(counts, metadata, where)
     if side in UNSCORED_SIDES:
         # An unscored run has no stage, but a recall and a precision of its
         # own (a run with no label still had a context).
-        _count_shares(counts, metadata, "", where)
+        _count_shares(counts, metadata, "", where, diagnosed=False)
         return
     if not isinstance(value, str) or value not in STAGES:
         raise where.fail(
@@ -594,7 +710,7 @@ def _count_stage(
             if record.get("correct") is True:
                 counts.lucky += 1
                 outcomes.append("lucky")
-    _count_shares(counts, metadata, value, where)
+    _count_shares(counts, metadata, value, where, diagnosed=True)
     if counts.clusters is not None:
         counts.clusters.add(sample, *outcomes)
 
@@ -609,7 +725,7 @@ def _count_extraction(
     counts.runs += 1
     if counts.clusters is not None:
         counts.clusters.add(sample)
-    if _count_error(counts.errors, metadata, where) in UNSCORED_SIDES:
+    if _count_error(counts, metadata, where) in UNSCORED_SIDES:
         return
     if (
         not isinstance(value, dict)
@@ -711,7 +827,14 @@ def _share(
 
 
 def _samples(counts: _Counts) -> int:
-    return counts.runs if counts.clusters is None else len(counts.clusters.samples)
+    """The samples logged: a sample never run is in no cluster."""
+    if counts.clusters is None:
+        return counts.runs - counts.not_run
+    return len(counts.clusters.samples)
+
+
+def _mean_over_all(shares: array[float], without: int) -> float | None:
+    return mean_over_all(math.fsum(shares), len(shares), without)
 
 
 def _ranked(counter: Counter[str]) -> list[tuple[str, int]]:
@@ -735,6 +858,14 @@ def _stage_summary(
         samples=_samples(counts),
         runs=counts.runs,
         diagnosed=staged,
+        not_diagnosed=undiagnosed(counts.unscored),
+        over_all_runs={
+            "pass": share_of(counts.stages["pass"], counts.runs),
+            "context_recall": _mean_over_all(counts.recalls, counts.without_recall),
+            "context_precision": _mean_over_all(
+                counts.precisions, counts.without_precision
+            ),
+        },
         stages={
             stage: _share(counts, stage, counts.stages[stage], "staged", staged)
             for stage in STAGES
@@ -776,6 +907,11 @@ def _extraction_summary(
         samples=_samples(counts),
         runs=counts.runs,
         graded=graded,
+        not_graded=undiagnosed(counts.unscored),
+        over_all_runs={
+            "membership": share_of(counts.membership, counts.runs),
+            "order": share_of(counts.order, counts.runs),
+        },
         membership=_share(counts, "membership", counts.membership, "graded", graded),
         order=_share(counts, "order", counts.order, "graded", graded),
         gap=_share(counts, "gap", counts.kept_not_ordered, "graded", graded),

@@ -20,12 +20,15 @@ from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
 from ..scorers.explain import show_id
 from ..scorers.metrics import STAGES
 from .aggregate import ExtractionSummary, Report, StageSummary
+from .runs import Undiagnosed, why_text
 from .shares import Proportion
 from .tables import (
     Table,
     eval_label,
     eval_warnings,
     evals_read,
+    gate_lines,
+    headlines,
     id_count_title,
     id_rankings,
     interval_note,
@@ -38,6 +41,8 @@ STAGE_COLOURS = {
     "pass": "#2ca02c",
     "unresolved": "#9a9a9a",
 }
+NOT_DIAGNOSED_COLOUR = "#3b3b3b"
+"""Runs with no stage: dark, apart from every stage's colour."""
 CRITERION_COLOURS = {"membership": "#1f77b4", "order": "#17becf", "gap": "#9467bd"}
 ID_COLOURS = {"dropped": "#8c564b", "invented": "#e377c2"}
 _WHOLE_TICKS_UP_TO = 10
@@ -100,8 +105,21 @@ def _interval_text(p: Proportion) -> str:
     )
 
 
+def _of_all(count: int, runs: int) -> float | None:
+    return 100 * count / runs if runs else None
+
+
+def _left_out(runs: int, undiagnosed: list[Undiagnosed]) -> str:
+    count = sum(item.count for item in undiagnosed)
+    if not count:
+        return "none"
+    return f"{count} of {runs} runs: {plot_text(why_text(undiagnosed))}"
+
+
 def stages_figure(summaries: Sequence[StageSummary]) -> Any:
-    """Stacked shares of each stage, one bar per task and model."""
+    """Stacked shares of every run, one bar per eval: a segment per stage
+    and one for the runs not diagnosed, so an eval that lost half its runs
+    to errors is half a bar of stages, never a full one."""
     labels = [group_label(s) for s in summaries]
     figure = go.Figure()
     for stage in STAGES:
@@ -110,25 +128,43 @@ def stages_figure(summaries: Sequence[StageSummary]) -> Any:
             go.Bar(
                 name=stage,
                 x=labels,
-                y=[_percent(p.share) for p in proportions],
+                y=[_of_all(s.stages[stage].count, s.runs) for s in summaries],
                 text=[str(p.count) for p in proportions],
                 textposition="inside",
                 textangle=0,
-                customdata=[_interval_text(p) for p in proportions],
+                customdata=[
+                    f"{s.stages[stage].count} of {s.runs} runs; of the "
+                    f"diagnosed, {_interval_text(s.stages[stage])}"
+                    for s in summaries
+                ],
                 hovertemplate=f"{stage}: %{{customdata}}<extra></extra>",
                 marker_color=STAGE_COLOURS[stage],
             )
         )
+    figure.add_trace(
+        go.Bar(
+            name="not diagnosed",
+            x=labels,
+            y=[_of_all(s.runs - s.diagnosed, s.runs) for s in summaries],
+            text=[str(s.runs - s.diagnosed) for s in summaries],
+            textposition="inside",
+            textangle=0,
+            customdata=[_left_out(s.runs, s.not_diagnosed) for s in summaries],
+            hovertemplate="not diagnosed: %{customdata}<extra></extra>",
+            marker_color=NOT_DIAGNOSED_COLOUR,
+        )
+    )
     figure.update_layout(
         LAYOUT,
         title=chart_title(
             "Stages per task and model",
-            "share of runs that got a stage; bar labels are run counts",
+            "share of every run; not diagnosed: runs with no stage (sample "
+            "errors, data errors, runs never run); bar labels are run counts",
         ),
         barmode="stack",
         # Small segments keep a readable count rather than shrinking it away.
         uniformtext={"minsize": 11, "mode": "show"},
-        yaxis={"title": "share of diagnosed runs (%)", "range": [0, 100]},
+        yaxis={"title": "share of all runs (%)", "range": [0, 100]},
         xaxis={"type": "category"},
     )
     return figure
@@ -230,11 +266,22 @@ def extraction_figure(summaries: Sequence[ExtractionSummary]) -> Any:
                 marker_color=CRITERION_COLOURS[name],
             )
         )
+    figure.add_trace(
+        go.Bar(
+            name="not graded (of all runs)",
+            x=labels,
+            y=[_of_all(s.runs - s.graded, s.runs) for s in summaries],
+            customdata=[_left_out(s.runs, s.not_graded) for s in summaries],
+            hovertemplate="not graded: %{customdata}<extra></extra>",
+            marker_color=NOT_DIAGNOSED_COLOUR,
+        )
+    )
     figure.update_layout(
         LAYOUT,
         title=chart_title(
             "Membership versus order accuracy",
-            "gap = membership minus order; error bars: 95% Wilson intervals",
+            "of graded runs; gap = membership minus order; error bars: 95% "
+            "Wilson intervals; not graded: runs with no grade, of all runs",
         ),
         barmode="group",
         yaxis={"title": "share of graded runs (%)", "range": [0, 100]},
@@ -300,7 +347,9 @@ def render_html(report: Report) -> str:
     charts: list[str] = []
     if report.stage_diagnosis:
         charts.append(chart_html(stages_figure(report.stage_diagnosis), "stages"))
-        charts.append(chart_html(id_figure(report, "missed"), "missed"))
+        # Like the tables, an ID chart with no IDs to show is left out.
+        if any(ranking.ids for ranking in id_rankings(report, "missed")):
+            charts.append(chart_html(id_figure(report, "missed"), "missed"))
     if report.ordered_extraction:
         extraction = report.ordered_extraction
         charts.append(chart_html(extraction_figure(extraction), "extraction"))
@@ -316,6 +365,15 @@ def render_html(report: Report) -> str:
         f'<p class="warning">warning: {html.escape(warning)}</p>'
         for warning in eval_warnings(report)
     )
+    verdict = gate_lines(report)
+    gate = (
+        f'<p id="verdict"><strong>{html.escape(verdict[0])}</strong></p><ul>'
+        + "".join(f"<li>{html.escape(line)}</li>" for line in verdict[1:])
+        + "</ul>"
+        if verdict
+        else ""
+    )
+    summaries = "".join(f"<li>{html.escape(line)}</li>" for line in headlines(report))
     tables = "".join(table_html(table) for table in report_tables(report))
     return (
         "<!DOCTYPE html>\n"
@@ -325,7 +383,9 @@ def render_html(report: Report) -> str:
         f'<script type="text/javascript">{get_plotlyjs()}</script>'
         "</head><body>"
         "<h1>tracegrade report</h1>"
+        f"{gate}"
         f'<p class="note">{html.escape(summary)}</p>'
+        f'<ul id="headlines">{summaries}</ul>'
         f"{warnings}"
         f'<div class="charts">{"".join(charts)}</div>'
         f"{tables}"

@@ -1,8 +1,12 @@
-"""A `Report` as presentation-neutral tables, for the terminal and HTML.
+"""A `Report` as presentation-neutral tables, for the terminal, HTML and
+Markdown.
 
-Both renderings take these tables, so the page and the terminal never
-disagree. Rows name their eval by its label (E1, E2, ...); the table of
-evals says which logs each label stands for.
+Every rendering takes these tables, so they never disagree. Rows name
+their eval by its label (E1, E2, ...), its task and model, in the order
+of the evals; the table of evals says which logs each label stands for.
+The headline of each summary and the first table say how many runs
+there were and why those not diagnosed got no stage, so no share is read
+without the runs it leaves out.
 """
 
 from __future__ import annotations
@@ -14,7 +18,9 @@ from ..logs.evals import missing_parts_text, superseded_note, unused_reducer
 from ..logs.scores import EXTRACTION_SCORER, STAGE_SCORER, LogSummary
 from ..scorers.explain import show_id
 from .aggregate import ExtractionSummary, Report, StageSummary
+from .runs import why_text
 from .shares import Proportion
+from .thresholds import OVER_ALL_RUNS, ThresholdCheck, threshold_line
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,77 @@ def share_with_interval(proportion: Proportion) -> str:
         f"{percent(proportion.share)} "
         f"[{100 * proportion.low:.1f}, {100 * proportion.high:.1f}]"
     )
+
+
+def _plural(count: int, one: str, many: str | None = None) -> str:
+    return f"{count} {one if count == 1 else many or one + 's'}"
+
+
+def headline(summary: StageSummary | ExtractionSummary) -> str:
+    """The summary in one line, every share beside the runs it rests on
+    and the runs left out: "E1 (task, model): pass 18 of 30 runs: 18
+    diagnosed, 100.0% [82.4, 100.0] of them pass; 12 not diagnosed: 12
+    sample errors"."""
+    name = f"{eval_label(summary)} ({summary.task}, {summary.model})"
+    if isinstance(summary, StageSummary):
+        passed = summary.stages["pass"]
+        shares = (
+            f"pass {passed.count} of {_plural(summary.runs, 'run')}: "
+            f"{summary.diagnosed} diagnosed"
+        )
+        if summary.diagnosed:
+            shares += f", {share_with_interval(passed)} of them pass"
+        missing, undiagnosed, word = (
+            summary.runs - summary.diagnosed,
+            summary.not_diagnosed,
+            "diagnosed",
+        )
+    else:
+        shares = (
+            f"membership {summary.membership.count} and order "
+            f"{summary.order.count} of {_plural(summary.runs, 'run')}: "
+            f"{summary.graded} graded"
+        )
+        if summary.graded:
+            shares += (
+                f", membership {share_with_interval(summary.membership)} and "
+                f"order {share_with_interval(summary.order)} of them"
+            )
+        missing, undiagnosed, word = (
+            summary.runs - summary.graded,
+            summary.not_graded,
+            "graded",
+        )
+    if missing:
+        shares += f"; {missing} not {word}: {why_text(undiagnosed)}"
+    return f"{name}: {shares}."
+
+
+def headlines(report: Report) -> list[str]:
+    """Every summary's `headline`, in the order of the tables."""
+    summaries: list[StageSummary | ExtractionSummary] = [
+        *report.stage_diagnosis,
+        *report.ordered_extraction,
+    ]
+    return [headline(summary) for summary in summaries]
+
+
+def gate_lines(report: Report) -> list[str]:
+    """The verdict of `--fail-under`: each threshold not met, or that all
+    were; none when no threshold was asked."""
+    if not report.thresholds:
+        return []
+    failed = [check for check in report.thresholds if not check.met]
+    if failed:
+        return [
+            f"Gate failed: {len(failed)} of {len(report.thresholds)} thresholds "
+            f"not met (--fail-under, {OVER_ALL_RUNS}).",
+            *(f"Not met: {threshold_line(check)}." for check in failed),
+        ]
+    return [
+        f"Gate passed: all {len(report.thresholds)} thresholds met "
+        f"(--fail-under, {OVER_ALL_RUNS})."
+    ]
 
 
 def interval_note(report: Report) -> str:
@@ -81,6 +158,7 @@ def eval_warnings(report: Report) -> list[str]:
     scores that asked for an epochs reducer (which they do not use)."""
     warnings = []
     staged = {label for s in report.stage_diagnosis for label in s.evals}
+    logs = {log.path: log for log in report.logs}
     for summary in report.evals:
         unused = unused_reducer(summary.label, summary.epochs_reducer)
         if unused and summary.label in staged:
@@ -92,9 +170,16 @@ def eval_warnings(report: Report) -> list[str]:
                 "figures cover only the parts read."
             )
         elif summary.status != "success":
+            not_run = sum(logs[path].not_run for path in summary.logs if path in logs)
+            never = (
+                f"; the {_plural(not_run, 'sample-epoch')} it never ran count as "
+                "runs not diagnosed"
+                if not_run
+                else ""
+            )
             warnings.append(
                 f"{summary.label} ({summary.name}) has status "
-                f"{summary.status!r}; only its logged samples are counted."
+                f"{summary.status!r}{never}."
             )
     return warnings
 
@@ -110,28 +195,109 @@ def eval_label(summary: StageSummary | ExtractionSummary) -> str:
 
 
 def _row_start(summary: StageSummary | ExtractionSummary) -> list[str]:
-    return [eval_label(summary)]
+    return [eval_label(summary), summary.task, summary.model]
 
 
-# A row names its eval by label alone: the table of evals gives each
-# label's task, model and logs, which would not fit beside the figures.
-_ROW_COLUMNS = ["eval"]
-_ROW_NUMERIC = [False]
+# A row names its eval by label, task and model; the table of evals gives
+# each label's logs.
+_ROW_COLUMNS = ["eval", "task", "model"]
+_ROW_NUMERIC = [False, False, False]
+
+
+def _of_all(count: int, runs: int) -> str:
+    return percent(count / runs if runs else None)
+
+
+def _runs_table(report: Report) -> Table:
+    summaries: list[StageSummary | ExtractionSummary] = sorted(
+        [*report.stage_diagnosis, *report.ordered_extraction],
+        # In the order of the evals, as the table of evals.
+        key=lambda summary: int(summary.evals[0][1:]),
+    )
+    rows = []
+    for s in summaries:
+        if isinstance(s, StageSummary):
+            got, undiagnosed = s.diagnosed, s.not_diagnosed
+        else:
+            got, undiagnosed = s.graded, s.not_graded
+        rows.append(
+            [
+                *_row_start(s),
+                s.scorer,
+                str(s.runs),
+                str(got),
+                str(s.runs - got),
+                why_text(undiagnosed) or "none",
+            ]
+        )
+    return Table(
+        key="runs",
+        title="Runs",
+        caption="runs: every sample-epoch of the eval, with a result or not. "
+        "diagnosed: runs that got a stage (extraction: a grade, answer "
+        "failures included); every share below is of these, and says so. "
+        "not diagnosed: runs with no result, and why: a data error (the "
+        "sample's data is at fault), a sample error (the sample errored before "
+        "it had an answer, scored so or not scored at all), a run logged "
+        "without the score, or one its eval never ran (it stopped).",
+        columns=[*_ROW_COLUMNS, "score", "runs", "diagnosed", "not diagnosed", "why"],
+        numeric=[*_ROW_NUMERIC, False, True, True, True, False],
+        rows=rows,
+    )
+
+
+def thresholds_table(checks: list[ThresholdCheck]) -> Table:
+    """The `--fail-under` checks, each against one eval's score."""
+    return Table(
+        key="thresholds",
+        title="Thresholds (--fail-under)",
+        caption=f"Each value is {OVER_ALL_RUNS}. The gate fails when a value "
+        "is under its threshold.",
+        columns=[
+            *_ROW_COLUMNS,
+            "score",
+            "metric",
+            "runs",
+            "value",
+            "threshold",
+            "met",
+        ],
+        numeric=[*_ROW_NUMERIC, False, False, True, True, True, False],
+        rows=[
+            [
+                check.eval,
+                check.task,
+                check.model,
+                check.score,
+                check.metric,
+                str(check.runs),
+                "none" if check.value is None else f"{check.value:.4f}",
+                f"{check.threshold:g}",
+                "yes" if check.met else "NO",
+            ]
+            for check in checks
+        ],
+    )
 
 
 def report_tables(report: Report) -> list[Table]:
     """The report's tables, in display order; empty sections are left out."""
     note = interval_note(report)
     ci = f"share [{round(100 * report.confidence)}% CI]"
-    tables: list[Table] = []
+    tables: list[Table] = [_runs_table(report)]
+    if report.thresholds:
+        tables.append(thresholds_table(report.thresholds))
     if report.stage_diagnosis:
         tables.append(
             Table(
                 key="stages",
                 title="Stage shares",
-                caption=f"Of runs that got a stage; unscored runs excluded. {note}",
-                columns=[*_ROW_COLUMNS, "stage", "runs", "of", ci],
-                numeric=[*_ROW_NUMERIC, False, True, True, True],
+                caption="runs: runs in the stage; of: the runs diagnosed, which "
+                "the share and its interval are of; of all runs: the runs in the "
+                "stage over every run, those not diagnosed (table Runs) "
+                f"included. {note}",
+                columns=[*_ROW_COLUMNS, "stage", "runs", "of", ci, "of all runs"],
+                numeric=[*_ROW_NUMERIC, False, True, True, True, True],
                 rows=[
                     [
                         *_row_start(s),
@@ -139,6 +305,7 @@ def report_tables(report: Report) -> list[Table]:
                         str(p.count),
                         str(p.total),
                         share_with_interval(p),
+                        _of_all(p.count, s.runs),
                     ]
                     for s in report.stage_diagnosis
                     for stage, p in s.stages.items()
@@ -176,7 +343,8 @@ def report_tables(report: Report) -> list[Table]:
                 "document), over the runs whose context held an ID and was "
                 "judged (an empty required list gives 0). Labelled or not: the "
                 "logged context_recall and context_precision metrics cover the "
-                "scored runs only. Means; no interval.",
+                "scored runs only. Means; no interval. Runs with no figure (a "
+                "sample error has no context) are in the Runs table.",
                 columns=[
                     *_ROW_COLUMNS,
                     "recall",
@@ -232,16 +400,30 @@ def report_tables(report: Report) -> list[Table]:
                 title="Membership versus order",
                 caption="Accuracy over graded runs; answer failures count as "
                 "failures. gap = membership minus order accuracy: the runs "
-                f"that kept every ID but lost the source order. {note}",
-                columns=[*_ROW_COLUMNS, "graded", "membership", "order", "gap"],
-                numeric=[*_ROW_NUMERIC, True, True, True, True],
+                "that kept every ID but lost the source order. of all runs: "
+                "membership and order over every run, those not graded (table "
+                f"Runs) included. {note}",
+                columns=[
+                    *_ROW_COLUMNS,
+                    "runs",
+                    "graded",
+                    "membership",
+                    "order",
+                    "gap",
+                    "membership of all runs",
+                    "order of all runs",
+                ],
+                numeric=[*_ROW_NUMERIC, *[True] * 7],
                 rows=[
                     [
                         *_row_start(s),
+                        str(s.runs),
                         str(s.graded),
                         share_with_interval(s.membership),
                         share_with_interval(s.order),
                         share_with_interval(s.gap),
+                        _of_all(s.membership.count, s.runs),
+                        _of_all(s.order.count, s.runs),
                     ]
                     for s in report.ordered_extraction
                 ],
@@ -423,10 +605,14 @@ __all__ = [
     "eval_label",
     "eval_warnings",
     "evals_read",
+    "gate_lines",
+    "headline",
+    "headlines",
     "id_count_title",
     "id_rankings",
     "interval_note",
     "percent",
     "report_tables",
     "share_with_interval",
+    "thresholds_table",
 ]

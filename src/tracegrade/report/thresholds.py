@@ -1,0 +1,177 @@
+"""`--fail-under NAME=VALUE`: a floor under a share of every run.
+
+`tracegrade report` checks each eval's figures, `tracegrade compare` each
+NEW eval's. A threshold is checked against the share over all runs, not
+over the runs that got a result: a run that errored, a data error, a
+sample logged without the score and one an eval that stopped never ran
+all count as not passing. Otherwise an eval that loses half its runs to
+errors would clear any threshold its other half clears. So `pass` is the
+passes over every run; `membership` and `order` likewise; the mean
+`context_recall` and `context_precision` are over the runs that have the
+figure and the runs not diagnosed that lack one, which count 0 (a
+diagnosed run without the figure, such as one with nothing required, has
+none to give and is left out, as in the report).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from ..core.errors import quote
+
+STAGE: Final = "stage_diagnosis"
+EXTRACTION: Final = "ordered_extraction"
+METRICS: Final = {
+    "pass": STAGE,
+    "context_recall": STAGE,
+    "context_precision": STAGE,
+    "membership": EXTRACTION,
+    "order": EXTRACTION,
+}
+"""Each metric `--fail-under` takes, and the scorer whose runs it is of."""
+OVER_ALL_RUNS: Final = (
+    "over all runs: runs not diagnosed (sample errors, data errors, runs "
+    "without the score or never run) count as not passing; context recall "
+    "and precision are means over the runs with the figure and the runs not "
+    "diagnosed, which count 0"
+)
+
+
+class InvalidThreshold(ValueError):
+    """A `--fail-under` that is not NAME=VALUE with a known NAME and a VALUE
+    in [0, 1], or that names a metric of no eval read."""
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """The least `metric` may be, as given (`text`) and as a number."""
+
+    metric: str
+    minimum: float
+    text: str
+
+
+@dataclass(frozen=True)
+class ThresholdCheck:
+    """One threshold checked against one eval's score.
+
+    `value` is the metric over all runs (None when there is none to take,
+    as with no runs: not met); `met` is `value >= threshold`.
+    """
+
+    metric: str
+    threshold: float
+    value: float | None
+    met: bool
+    eval: str
+    task: str
+    model: str
+    score: str
+    runs: int
+
+
+@dataclass(frozen=True)
+class Target:
+    """What one eval's score gives the thresholds: its runs, and its
+    figures over all runs (`StageSummary.over_all_runs`)."""
+
+    eval: str
+    task: str
+    model: str
+    score: str
+    kind: str
+    runs: int
+    over_all_runs: Mapping[str, float | None]
+
+
+def parse_threshold(text: str) -> Threshold:
+    """`pass=0.8` as a `Threshold`; `InvalidThreshold` quoting what is wrong."""
+    name, equals, value = text.partition("=")
+    name = name.strip()
+    if not equals:
+        raise InvalidThreshold(
+            f"{quote(text)} is not NAME=VALUE (such as pass=0.8); NAME is one "
+            f"of {', '.join(METRICS)}"
+        )
+    if name not in METRICS:
+        raise InvalidThreshold(
+            f"no metric {quote(name)}; --fail-under takes {', '.join(METRICS)}"
+        )
+    try:
+        minimum = float(value)
+    except ValueError:
+        raise InvalidThreshold(
+            f"{name}: the threshold must be a number in [0, 1], got {quote(value)}"
+        ) from None
+    if not (math.isfinite(minimum) and 0 <= minimum <= 1):
+        raise InvalidThreshold(
+            f"{name}: the threshold must lie in [0, 1] (a share, 0.8 for 80%), "
+            f"got {quote(value.strip())}"
+        )
+    return Threshold(name, minimum, value.strip())
+
+
+def check_thresholds(
+    thresholds: Sequence[Threshold], targets: Iterable[Target]
+) -> list[ThresholdCheck]:
+    """Each threshold against every target of its scorer, in target order.
+
+    Raises `InvalidThreshold` for a metric of no target: a gate that
+    cannot fail is a mistake in the gate, not a pass.
+    """
+    targets = list(targets)
+    checks: list[ThresholdCheck] = []
+    for threshold in thresholds:
+        kind = METRICS[threshold.metric]
+        found = [target for target in targets if target.kind == kind]
+        if not found:
+            raise InvalidThreshold(
+                f"--fail-under {threshold.metric}={threshold.text}: no "
+                f"{kind} score was read to check it against"
+            )
+        for target in found:
+            value = target.over_all_runs.get(threshold.metric)
+            checks.append(
+                ThresholdCheck(
+                    metric=threshold.metric,
+                    threshold=threshold.minimum,
+                    value=value,
+                    met=value is not None and value >= threshold.minimum,
+                    eval=target.eval,
+                    task=target.task,
+                    model=target.model,
+                    score=target.score,
+                    runs=target.runs,
+                )
+            )
+    return checks
+
+
+def threshold_line(check: ThresholdCheck) -> str:
+    """ "pass 0.4333 < 0.8 in E1 (task, model), stage_diagnosis, over all 30 runs"."""
+    value = "none (no runs)" if check.value is None else f"{check.value:.4f}"
+    relation = ">=" if check.met else "<"
+    if check.value is None:
+        relation = "is not >="
+    return (
+        f"{check.metric} {value} {relation} {check.threshold:g} in {check.eval} "
+        f"({check.task}, {check.model}), {check.score}, over all {check.runs} runs"
+    )
+
+
+__all__ = [
+    "EXTRACTION",
+    "METRICS",
+    "OVER_ALL_RUNS",
+    "STAGE",
+    "InvalidThreshold",
+    "Target",
+    "Threshold",
+    "ThresholdCheck",
+    "check_thresholds",
+    "parse_threshold",
+    "threshold_line",
+]

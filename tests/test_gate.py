@@ -1,0 +1,515 @@
+"""A gate that a broken run cannot pass, on real logs from `inspect eval`.
+
+BASE is the tour's 30 recorded runs (`examples/runs/base.jsonl`: 24
+pass, 2 generation, 2 retrieval, 1 unresolved, 1 without a label).
+Against it, NEW runs that lose results rather than get worse:
+
+- `nolabel`: the label removed from every other run (a data error);
+- `errors`: 12 samples raising under `--no-fail-on-error`;
+- `stopped`: one sample raising under `--fail-on-error`, so the eval
+  has status `error` and never runs most of its samples;
+- `pairs/`: BASE holds a stage eval and an extraction eval, NEW the
+  stage eval alone;
+
+and a control, `control`, the same runs evaluated again: the gate
+passes. Every expected count is recomputed from the raw logs with
+`read_eval_log`, not taken from tracegrade.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+from inspect_ai import Task, eval, task_with
+from inspect_ai.log import read_eval_log
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from tests.support import write_lines
+from tracegrade import ordered_extraction_recorded, stage_diagnosis
+from tracegrade.cli import main
+from tracegrade.datasets import stage_diagnosis_dataset
+from tracegrade.report.markdown import COMMENT_LIMIT, MarkdownPage, escape
+from tracegrade.report.tables import Table
+from tracegrade.scorers import stage_diagnosis_scorer
+from tracegrade.tasks.replay import replay
+
+ROOT = Path(__file__).resolve().parent.parent
+TOUR_BASE = ROOT / "examples" / "runs" / "base.jsonl"
+# Twelve runs that pass in BASE, which raise in `errors`.
+RAISING = ["q01", "q02", "q04", "q05", "q06", "q07", "q08", "q09", "q10", "q12"]
+RAISING += ["q13", "q14"]
+STAGES = ("retrieval", "generation", "pass", "unresolved")
+
+
+@solver
+def replay_raising(failing: list[str]) -> Solver:
+    """Replay, but the samples `failing` raise before they are scored."""
+    replayed = replay()
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        if state.sample_id in failing:
+            raise RuntimeError(f"the retriever timed out on {state.sample_id}")
+        return await replayed(state, generate)
+
+    return solve
+
+
+def raising_task(failing: list[str], *, fail_on_error: bool) -> Task:
+    return Task(
+        dataset=stage_diagnosis_dataset(str(TOUR_BASE)),
+        solver=replay_raising(failing),
+        scorer=stage_diagnosis_scorer(),
+        name="stage_diagnosis",
+        fail_on_error=fail_on_error,
+    )
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Each run's log, by name, from one `eval` of every task; and the
+    `pairs-base` and `pairs-new` directories."""
+    work = tmp_path_factory.mktemp("gate")
+    lines = [json.loads(line) for line in TOUR_BASE.read_text("utf-8").splitlines()]
+    for line in lines[::2]:
+        line["input"].pop("correct", None)
+    nolabel = write_lines(work / "nolabel.jsonl", lines)
+    # Two of BASE's passes, run for two epochs.
+    two = write_lines(
+        work / "two.jsonl",
+        [json.loads(line) for line in TOUR_BASE.read_text("utf-8").splitlines()][:2],
+    )
+    passing = {"required": ["D1"], "context": ["D1"], "correct": True}
+    other = write_lines(
+        work / "other.jsonl", [{"id": f"o{n}", "input": passing} for n in (1, 2, 3)]
+    )
+    tasks = {
+        "base": stage_diagnosis(dataset=str(TOUR_BASE)),
+        "control": stage_diagnosis(dataset=str(TOUR_BASE)),
+        "nolabel": stage_diagnosis(dataset=nolabel),
+        "extraction": ordered_extraction_recorded(),
+        "epochs2": task_with(stage_diagnosis(dataset=two), epochs=2),
+        "other2": task_with(stage_diagnosis(dataset=other), epochs=2),
+        "errors": raising_task(RAISING, fail_on_error=False),
+        "stopped": raising_task(["q05"], fail_on_error=True),
+    }
+    logs = eval(list(tasks.values()), display="none", log_dir=str(work / "logs"))
+    found: dict[str, str] = {}
+    for name, log in zip(tasks, logs, strict=True):
+        # inspect eval exits 0 even when the eval fails: the log says.
+        assert log.status == ("error" if name == "stopped" else "success"), log.error
+        found[name] = log.location
+    for side, names in (("base", ["base", "extraction"]), ("new", ["control"])):
+        directory = work / f"pairs-{side}"
+        directory.mkdir()
+        for name in names:
+            shutil.copy(found[name], directory)
+        found[f"pairs-{side}"] = str(directory)
+    return found
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), env={"COLUMNS": "400"})
+
+
+def as_json(*args: str, exit_code: int) -> dict[str, Any]:
+    result = invoke(*args, "--json")
+    assert result.exit_code == exit_code, result.output
+    read: dict[str, Any] = json.loads(result.stdout)
+    return read
+
+
+def stages(path: str) -> dict[str, str | None]:
+    """Each sample's stage as logged, None without one: recomputed from the
+    raw log, whatever tracegrade makes of it."""
+    found: dict[str, str | None] = {}
+    for sample in read_eval_log(path).samples or []:
+        score = (sample.scores or {}).get("stage_diagnosis")
+        value = None if score is None else score.value
+        found[str(sample.id)] = value if value in STAGES else None
+    return found
+
+
+def lost_in(base: str, new: str) -> int:
+    """The runs with a stage in BASE and none in NEW, missing ones included."""
+    had, has = stages(base), stages(new)
+    return sum(1 for sample, stage in had.items() if stage and not has.get(sample))
+
+
+# --- Lost results are regressions -------------------------------------------------
+
+
+def test_labels_removed_are_lost_results(runs: dict[str, str]) -> None:
+    args = ("compare", runs["base"], runs["nolabel"], "--fail-on-regression")
+    result = invoke(*args, "--strict")
+
+    assert result.exit_code == 3, result.output
+    lost = lost_in(runs["base"], runs["nolabel"])
+    assert lost == 14
+    said = re.search(
+        r"- lost results: stage_diagnosis: lost (\d+) \((.*)\)", result.stderr
+    )
+    assert said is not None, result.stderr
+    assert int(said[1]) == lost
+    assert "11 pass \u2192 data error" in said[2]
+    # The pairs table has its own row of lost results.
+    assert re.search(r"│\s+0 │\s+0 │ 14 \(11 pass → data error, ", result.stdout)
+    (pair,) = as_json(*args, exit_code=3)["pairs"]
+    (stage,) = pair["stage_diagnosis"]
+    assert stage["lost"] == lost == len(stage["lost_runs"])
+    assert {change["new"]["state"] for change in stage["lost_runs"]} == {"data error"}
+    assert stage["new_runs"]["not_diagnosed"] == [{"why": "answer-label", "count": 15}]
+    # No test can weigh a data error: without the lost results, nothing fails.
+    assert stage["worse"] == 0 and pair["gate"]["significant"] == []
+
+
+def test_allow_lost_leaves_them_out_and_says_so(runs: dict[str, str]) -> None:
+    result = invoke(
+        "compare",
+        runs["base"],
+        runs["nolabel"],
+        "--fail-on-regression",
+        "--allow-lost",
+    )
+
+    assert result.exit_code == 0, result.output
+    assert "Gate passed (--fail-on-regression, --allow-lost)" in result.stdout
+    assert "- not gated (--allow-lost): lost results: stage_diagnosis: lost 14" in (
+        result.stdout
+    )
+    read = as_json(
+        "compare",
+        runs["base"],
+        runs["nolabel"],
+        "--fail-on-regression",
+        "--allow-lost",
+        exit_code=0,
+    )
+    assert (read["gate"]["lost"], read["gate"]["lost_gated"]) == (14, False)
+    assert read["verdict"]["asked"] == ["--fail-on-regression", "--allow-lost"]
+
+
+def test_sample_errors_are_lost_results(runs: dict[str, str]) -> None:
+    read = as_json(
+        "compare", runs["base"], runs["errors"], "--fail-on-regression", exit_code=3
+    )
+
+    (stage,) = read["pairs"][0]["stage_diagnosis"]
+    assert stage["lost"] == lost_in(runs["base"], runs["errors"]) == len(RAISING)
+    assert stage["lost_from"] == [
+        {"base": "pass", "new": "no score", "count": len(RAISING)}
+    ]
+    assert stage["new_runs"]["runs"] == 30
+    assert {"why": "sample-error", "count": 12} in stage["new_runs"]["not_diagnosed"]
+    assert read["verdict"]["failed"] is True
+    assert read["verdict"]["failed_on"] == [
+        "lost results: stage_diagnosis: lost 12 (12 pass \u2192 no score)"
+    ]
+
+
+def test_an_eval_that_stopped_fails_the_gate(runs: dict[str, str]) -> None:
+    logged = read_eval_log(runs["stopped"])
+    assert logged.status == "error"
+    never_ran = 30 - len(logged.samples or [])
+    assert never_ran > 0
+
+    result = invoke("compare", runs["base"], runs["stopped"], "--fail-on-regression")
+    assert result.exit_code == 3, result.output
+    assert re.search(
+        r"- NEW: \S+\.eval \(stage_diagnosis, none/none\) has status 'error'",
+        result.stderr,
+    )
+    read = as_json(
+        "compare", runs["base"], runs["stopped"], "--fail-on-regression", exit_code=3
+    )
+    (stage,) = read["pairs"][0]["stage_diagnosis"]
+    # The samples it never ran pair as no score: lost where BASE had a stage.
+    assert stage["lost"] == lost_in(runs["base"], runs["stopped"])
+    assert stage["only_in_base"] == []
+    assert {"why": "not-run", "count": never_ran} in stage["new_runs"]["not_diagnosed"]
+    assert stage["new_runs"]["runs"] == 30
+    # Even with --allow-lost the eval is named, not gated.
+    allowed = invoke(
+        "compare", runs["base"], runs["stopped"], "--fail-on-regression", "--allow-lost"
+    )
+    assert allowed.exit_code == 0, allowed.output
+    assert "- not gated (--allow-lost): NEW: " in allowed.stdout
+
+
+def test_a_pair_missing_from_new_fails_the_gate(runs: dict[str, str]) -> None:
+    result = invoke(
+        "compare", runs["pairs-base"], runs["pairs-new"], "--fail-on-regression"
+    )
+
+    assert result.exit_code == 3, result.output
+    assert re.search(
+        r"- BASE: \S+\.eval \(tracegrade/ordered_extraction_recorded, none/none\) "
+        r"has no NEW eval",
+        result.stderr,
+    )
+    read = as_json("compare", runs["pairs-base"], runs["pairs-new"], exit_code=0)
+    (missing,) = read["gate"]["missing_evals"]
+    assert "ordered_extraction_recorded" in missing
+    # Reported without the gate, never failing it.
+    assert read["verdict"]["failed"] is False
+
+
+def test_the_control_passes_every_gate(runs: dict[str, str]) -> None:
+    """NEW is BASE's runs again: nothing lost, nothing worse."""
+    result = invoke(
+        "compare",
+        runs["base"],
+        runs["control"],
+        "--fail-on-regression",
+        "--strict",
+        "--fail-under",
+        "pass=0.8",
+        "--fail-under",
+        "context_recall=0.9",
+    )
+
+    assert result.exit_code == 0, result.output
+    assert "Gate passed (--fail-on-regression, --strict, --fail-under pass=0.8, " in (
+        result.stdout
+    )
+    assert "no result lost" in result.stdout
+    assert "warning" not in result.stdout
+    control = stages(runs["control"])
+    assert stages(runs["base"]) == control
+    assert sum(stage == "pass" for stage in control.values()) / 30 == 0.8
+
+
+# --- Every share beside the runs it rests on --------------------------------------
+
+
+def test_a_report_counts_the_runs_that_errored(
+    runs: dict[str, str], tmp_path: Path
+) -> None:
+    logged = stages(runs["errors"])
+    passed = sum(stage == "pass" for stage in logged.values())
+    diagnosed = sum(stage is not None for stage in logged.values())
+    assert (passed, diagnosed) == (12, 17)
+
+    result = invoke("report", runs["errors"], "--html", str(tmp_path / "r.html"))
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.stdout.split())
+    assert (
+        "E1 (stage_diagnosis, none/none): pass 12 of 30 runs: 17 diagnosed, 70.6% "
+        "[46.9, 86.7] of them pass; 13 not diagnosed: 12 sample errors, 1 "
+        "answer-label data error." in said
+    )
+    read = as_json("report", runs["errors"], exit_code=0)
+    (summary,) = read["stage_diagnosis"]
+    assert (summary["runs"], summary["diagnosed"]) == (30, 17)
+    assert summary["not_diagnosed"] == [
+        {"why": "sample-error", "count": 12},
+        {"why": "answer-label", "count": 1},
+    ]
+    assert summary["over_all_runs"]["pass"] == 12 / 30
+    # The chart: a dark segment of the 13, not a bar of diagnosed runs.
+    page = (tmp_path / "r.html").read_text("utf-8")
+    assert '"name":"not diagnosed"' in page
+    assert '"text":["13"]' in page
+
+
+def test_a_report_counts_the_runs_an_eval_never_ran(runs: dict[str, str]) -> None:
+    never_ran = 30 - len(read_eval_log(runs["stopped"]).samples or [])
+    result = invoke("report", runs["stopped"])
+
+    assert result.exit_code == 0, result.output
+    said = " ".join(result.stdout.split())
+    assert f"{never_ran} not run (the eval stopped)" in said
+    assert re.search(
+        rf"has status 'error'; the {never_ran} sample-epochs it never ran count "
+        r"as runs not diagnosed",
+        said,
+    )
+    (summary,) = as_json("report", runs["stopped"], exit_code=0)["stage_diagnosis"]
+    assert summary["runs"] == 30
+
+
+# --- Thresholds -------------------------------------------------------------------
+
+
+def test_a_threshold_is_of_every_run(runs: dict[str, str]) -> None:
+    result = invoke("report", runs["errors"], "--fail-under", "pass=0.5")
+
+    assert result.exit_code == 3, result.output
+    assert (
+        "tracegrade report: threshold not met: pass 0.4000 < 0.5 in E1 "
+        "(stage_diagnosis, none/none), stage_diagnosis, over all 30 runs"
+        in result.stderr
+    )
+    # 70.6% of the diagnosed runs pass; the threshold sees 12 of 30.
+    assert invoke("report", runs["errors"], "--fail-under", "pass=0.4").exit_code == 0
+    read = as_json("report", runs["control"], "--fail-under", "pass=0.8", exit_code=0)
+    (check,) = read["thresholds"]
+    assert (check["metric"], check["value"], check["met"]) == ("pass", 0.8, True)
+    assert invoke("report", runs["control"], "--fail-under", "pass=0.81").exit_code == 3
+
+
+def test_compare_checks_thresholds_against_new(runs: dict[str, str]) -> None:
+    result = invoke(
+        "compare", runs["control"], runs["errors"], "--fail-under", "pass=0.5"
+    )
+    assert result.exit_code == 3, result.output
+    assert re.search(
+        r"- threshold not met: pass 0.4000 < 0.5 in NEW \S+\.eval "
+        r"\(stage_diagnosis, none/none\), stage_diagnosis, over all 30 runs",
+        result.stderr,
+    )
+    # BASE, which passes 24 of 30, is not what is checked.
+    assert (
+        invoke(
+            "compare", runs["errors"], runs["control"], "--fail-under", "pass=0.8"
+        ).exit_code
+        == 0
+    )
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        ("recall=0.5", 'no metric "recall"'),
+        ("pass=1.5", "must lie in [0, 1]"),
+        ("pass=nan", "must lie in [0, 1]"),
+        ("pass=-0.1", "must lie in [0, 1]"),
+        ("pass=high", "must be a number in [0, 1]"),
+        ("pass", "is not NAME=VALUE"),
+        ("membership=0.5", "no ordered_extraction score was read"),
+    ],
+)
+def test_a_bad_threshold_is_a_usage_error(
+    runs: dict[str, str], option: str, said: str
+) -> None:
+    for command in (
+        ("report", runs["base"]),
+        ("compare", runs["base"], runs["control"]),
+    ):
+        result = invoke(*command, "--fail-under", option)
+        assert result.exit_code == 2, result.output
+        assert said in " ".join(result.stderr.split())
+        assert "Traceback" not in result.output
+
+
+# --- Markdown ---------------------------------------------------------------------
+
+
+def test_markdown_gives_the_verdict_first(runs: dict[str, str]) -> None:
+    result = invoke(
+        "compare", runs["base"], runs["errors"], "--fail-on-regression", "--markdown"
+    )
+
+    assert result.exit_code == 3
+    lines = result.stdout.splitlines()
+    assert lines[:3] == [
+        "## tracegrade compare",
+        "",
+        "**Gate failed (--fail-on-regression)**",
+    ]
+    assert lines[4].startswith("- lost results: stage\\_diagnosis: lost 12")
+    assert "### Pairs" in result.stdout and "### Runs" in result.stdout
+    assert "| stage\\_diagnosis | NEW | 30 | 17 | 13 |" in result.stdout
+    report = invoke("report", runs["errors"], "--fail-under", "pass=0.5", "--markdown")
+    assert report.exit_code == 3
+    assert report.stdout.startswith(
+        "## tracegrade report\n\n**Gate failed: 1 of 1 thresholds not met"
+    )
+    assert "- E1 (stage\\_diagnosis, none/none): pass 12 of 30 runs" in report.stdout
+    both = invoke("report", runs["base"], "--markdown", "--json")
+    assert both.exit_code == 2
+
+
+def test_markdown_stays_under_githubs_limit_and_says_what_it_left_out() -> None:
+    ids = [f"D{n}|<b>@x" for n in range(50_000)]
+    table = Table(
+        key="ids",
+        title="IDs",
+        caption="Every ID.",
+        columns=["document", "count"],
+        numeric=[False, True],
+        rows=[[document, "1"] for document in ids],
+    )
+    page = MarkdownPage("tracegrade compare")
+    page.verdict("Gate failed", ["a reason"])
+    page.table(table)
+    page.table(table)
+    text = page.render()
+
+    assert len(text) < COMMENT_LIMIT
+    assert text.startswith("## tracegrade compare\n\n**Gate failed**\n\n- a reason")
+    shown = re.findall(r"^\| D\d+", text, re.M)
+    assert 0 < len(shown) < 50_000
+    assert re.search(
+        rf"Left out to stay under 65,536 characters \(GitHub's limit for a "
+        rf"comment\): table 'IDs': {50_000 - len(shown)} of 50000 rows; table "
+        r"'IDs' \(all 50000 rows\)\. --json lists everything\.",
+        text,
+    )
+    # A cell cannot end the table or inject markup, nor mention anyone.
+    assert "| D0\\|&lt;b&gt;&#64;x | 1 |" in text
+    assert escape("x" * 1000).endswith("\u2026") and len(escape("x" * 1000)) == 300
+
+
+# --- Epochs, pooling, order, charts -------------------------------------------------
+
+
+def test_epochs_that_differ_are_warned_of(runs: dict[str, str]) -> None:
+    more = invoke(
+        "compare", runs["base"], runs["epochs2"], "--fail-on-regression", "--allow-lost"
+    )
+    assert more.exit_code == 0, more.output
+    assert (
+        "warning: BASE ran 1 epoch and NEW 2 epochs: samples pair by epoch, so "
+        "only epochs 1 to 1 are compared; NEW's epochs 2 to 2 are in one run only."
+        in " ".join(more.stdout.split())
+    )
+    # BASE's second epochs were never asked of NEW: not lost.
+    fewer = invoke("compare", runs["epochs2"], runs["base"], "--fail-on-regression")
+    assert fewer.exit_code == 0, fewer.output
+    assert "no result lost" in fewer.stdout
+    assert "BASE's epochs 2 to 2 are in one run only, not counted as lost." in (
+        " ".join(fewer.stdout.split())
+    )
+
+
+def test_pooling_one_epoch_then_several_is_counted(runs: dict[str, str]) -> None:
+    read = as_json("report", "--pool", runs["base"], runs["other2"], exit_code=0)
+
+    (pooled,) = read["stage_diagnosis"]
+    assert pooled["evals"] == ["E1", "E2"]
+    assert pooled["runs"] == 30 + 3 * 2
+    assert pooled["samples"] == 33
+    assert pooled["stages"]["pass"]["count"] == 24 + 6
+
+
+def test_report_rows_follow_the_evals_with_task_and_model(
+    runs: dict[str, str],
+) -> None:
+    """E1's task sorts after E2's; its rows still come first."""
+    result = invoke("report", runs["base"], runs["errors"], runs["extraction"])
+
+    assert result.exit_code == 0, result.output
+    stage_rows = re.findall(
+        r"^│ (E\d) +│ (\S+) +│ (\S+) +│ pass +│", result.stdout, re.M
+    )
+    assert stage_rows == [
+        ("E1", "tracegrade/stage_diagnosis", "none/none"),
+        ("E2", "stage_diagnosis", "none/none"),
+    ]
+    runs_table = result.stdout.split("Runs")[1].split("\n\n")[0]
+    assert re.findall(r"^│ (E\d) ", runs_table, re.M) == ["E1", "E2", "E3"]
+
+
+def test_no_missing_id_chart_when_nothing_is_missing(
+    runs: dict[str, str], tmp_path: Path
+) -> None:
+    html = tmp_path / "r.html"
+    assert invoke("report", runs["other2"], "--html", str(html)).exit_code == 0
+    page = html.read_text("utf-8")
+    assert "chart-stages" in page and "chart-missed" not in page
