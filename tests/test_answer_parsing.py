@@ -683,6 +683,24 @@ def test_an_unreadable_answer_says_why_in_the_explanation() -> None:
     )
 
 
+def test_a_failure_inside_the_reader_is_an_unreadable_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Nothing the reader meets escapes to the eval, even what no rule foresaw."""
+
+    def exhausted(text: str, **kwargs: Any) -> AnswerReading:
+        raise MemoryError("out of memory")
+
+    monkeypatch.setattr("tracegrade.scorers.extraction.read_answer_ids", exhausted)
+    score = extraction_score({"source": ["C"]}, {}, answer_text='["C"]')
+    assert score.value == {"membership": False, "order": False}
+    assert score.reason == "unreadable-answer"
+    assert score.metadata is not None
+    assert score.metadata["error"]["message"] == (
+        "the answer could not be read (MemoryError: out of memory)"
+    )
+
+
 def test_a_recorded_answer_has_no_reading() -> None:
     score = extraction_score({"source": ["A"], "answer": ["A"]}, {})
     assert score.metadata is not None

@@ -77,6 +77,58 @@ OUTPUTS: dict[str, tuple[str, tuple[bool, bool], str | None, str]] = {
         None,
         "is not a JSON array, nor a Python list of plain quoted strings",
     ),
+    # Characters that made `ast.literal_eval` raise, which stopped the eval.
+    **{
+        f"python-list-with-{name}": (
+            f"['C-3',{character}'A-1', 'B-2']",
+            (False, False),
+            None,
+            "is not a JSON array, nor a Python list of plain quoted strings",
+        )
+        for name, character in (
+            ("u3000", "\u3000"),
+            ("u2028", "\u2028"),
+            ("vertical-tab", "\x0b"),
+            ("nul", "\x00"),
+        )
+    },
+    "python-list-with-nul-inside": (
+        "['C-3\x00', 'A-1', 'B-2']",
+        (False, False),
+        None,
+        "is not a JSON array, nor a Python list of plain quoted strings",
+    ),
+    "python-list-with-cr-between": (
+        "['C-3',\r'A-1', 'B-2']",
+        (True, True),
+        "python-list",
+        "",
+    ),
+    "python-list-with-lone-surrogate": (
+        "['C-3\ud800', 'A-1', 'B-2']",
+        (False, False),
+        "python-list",
+        "",
+    ),
+    # Issue 27's quadratic answers, at 100 KB: read in linear time.
+    "digits-then-a-word": (
+        "1" * 100_000 + " x",
+        (False, False),
+        None,
+        "no list of IDs in the text",
+    ),
+    "python-list-of-spaces": (
+        "['a'" + " " * 100_000 + "x]",
+        (False, False),
+        None,
+        "is not a JSON array, nor a Python list",
+    ),
+    "many-json-arrays": (
+        "".join(f'["a{i}"] ' for i in range(12_000)),
+        (False, False),
+        None,
+        'two different lists: ["a0"] (line 1) and ["a1"] (line 1)',
+    ),
     "answer-line": (
         "The document names A-1 first in its table of contents, but the text "
         'gives C-3 first.\nANSWER: ["C-3", "A-1", "B-2"]',
@@ -148,7 +200,8 @@ def test_an_output_is_read_right_or_refused_in_inspect_eval(
         assert score.reason == "unreadable-answer"
         assert said in metadata["error"]["message"]
     # The replay solver shows the recorded output as the model's.
-    assert sample.output.completion == OUTPUTS[name][0]
+    if "surrogate" not in name:
+        assert sample.output.completion == OUTPUTS[name][0]
 
 
 @pytest.mark.parametrize("name", list(OUTPUTS))

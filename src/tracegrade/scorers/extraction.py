@@ -125,7 +125,16 @@ def extraction_score(
         return _with_itemisation(_answer_value_score(record, read_from))
     try:
         reading = read_answer_ids(answer_text, structured_key=structured_key)
-    except UnreadableAnswer as unreadable:
+    except Exception as failure:
+        # Whatever the reader meets is the answer's to answer for, never the
+        # eval's: a failure the rules did not foresee is still a refusal.
+        unreadable = (
+            failure
+            if isinstance(failure, UnreadableAnswer)
+            else UnreadableAnswer(
+                f"the answer could not be read ({type(failure).__name__}: {failure})"
+            )
+        )
         score = _unreadable_answer_score(record, answer_text, read_from, unreadable)
         read_as: ReadAs | None = None
     else:
