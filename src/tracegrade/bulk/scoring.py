@@ -42,7 +42,7 @@ from ..scorers import (
 )
 from ..scorers.extraction import recorded_output_score
 from ..scorers.outcome import metadata_source
-from ..scorers.store import context_store_key
+from ..scorers.store import context_store_key, steps_store_key
 from ..tasks import ordered_extraction_recorded, stage_diagnosis
 from ..tasks.replay import replayed_output
 
@@ -159,11 +159,17 @@ def score_stage_input(record_input: dict[str, Any]) -> Score:
         record["required"] = record_input["required"]
     if "context" in record_input:
         record["context"] = record_input["context"]
+    read_from = STAGE_READ_FROM
+    # The replay solver records steps that are not null, and the scorer
+    # reads them, and says so, only then.
+    if record_input.get("steps") is not None:
+        record["steps"] = record_input["steps"]
+        read_from = STAGE_STEPS_READ_FROM
     if "correct" in record_input:
         record["correct"] = record_input["correct"]
     return diagnosis_score(
         record,
-        STAGE_READ_FROM,
+        read_from,
         context_recorded=record_input.get("context") is not None,
         output=replayed_answer(record_input) or "",
     )
@@ -188,6 +194,7 @@ def score_extraction_input(record_input: dict[str, Any]) -> Score:
 
 
 STAGE_READ_FROM = _stage_read_from()
+STAGE_STEPS_READ_FROM = {**STAGE_READ_FROM, "steps": f"store {steps_store_key()}"}
 EXTRACTION_READ_FROM = _extraction_read_from()
 EXTRACTION_OUTPUT_READ_FROM = _extraction_read_from("output")
 
@@ -236,10 +243,14 @@ TASKS: dict[str, BulkTask] = {
 
 
 def replayed_store(record_input: dict[str, Any]) -> dict[str, Any]:
-    """The sample store after the replay solver: the context, as recorded."""
+    """The sample store after the replay solver: the context and the
+    steps, as recorded."""
+    store: dict[str, Any] = {}
     if "context" in record_input:
-        return {context_store_key(): record_input["context"]}
-    return {}
+        store[context_store_key()] = record_input["context"]
+    if "steps" in record_input:
+        store[steps_store_key()] = record_input["steps"]
+    return store
 
 
 def replayed_answer(record_input: dict[str, Any]) -> str | None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..core import ExtractionResult, InvalidRecord, StageResult
 from ..core.itemise import dropped_ids, first_order_break, invented_ids
+from ..core.steps import CONTEXT, LostDocument, Step
 
 _PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/#-]*")
 _LISTED = 5
@@ -95,6 +96,44 @@ def explain_stage(
         "Every required document reached the context and the answer is "
         "labelled correct: a grounded pass."
     )
+
+
+def explain_lost(
+    lost: Sequence[LostDocument], steps: Sequence[Step], context: Sequence[str]
+) -> str:
+    """One sentence per missing ID: where in the pipeline it was lost.
+
+    "D19: retrieved at rank 14 by retriever, dropped by reranker (which
+    kept 5)." Listed as far as `_LISTED`, then counted.
+    """
+    sizes = {step.name: len(step.ids) for step in steps}
+    first = steps[0].name
+    sentences = []
+    for document in lost[:_LISTED]:
+        shown = show_id(document["id"])
+        last_step, last_rank = document["last_step"], document["last_rank"]
+        lost_at = document["lost_at"]
+        if last_step is None:
+            sentences.append(
+                f"{shown}: never retrieved; {first} did not return it "
+                f"(it returned {sizes[first]})."
+            )
+            continue
+        if lost_at == CONTEXT:
+            sentences.append(
+                f"{shown}: kept by every step, last at rank {last_rank} by "
+                f"{last_step}, but not among the {len(context)} that reached "
+                "the model."
+            )
+        else:
+            verb = "retrieved" if last_step == first else "kept"
+            sentences.append(
+                f"{shown}: {verb} at rank {last_rank} by {last_step}, dropped by "
+                f"{lost_at} (which kept {sizes[lost_at]})."
+            )
+    if len(lost) > _LISTED:
+        sentences.append(f"And {len(lost) - _LISTED} more, in the score's `lost`.")
+    return " ".join(sentences)
 
 
 def explain_extraction(

@@ -23,9 +23,15 @@ from inspect_ai.util import registry_info
 from ..core import InvalidRecord, diagnose_stage
 from ..core.errors import quote
 from ..core.recall import stage_precision, stage_recall
+from ..core.steps import Step, lost_documents, read_steps, step_recalls
 from ..labels import StaffLabels
 from .arguments import check_key, refuse_unknown_arguments
-from .explain import explain_invalid, explain_stage, explain_unrecorded_context
+from .explain import (
+    explain_invalid,
+    explain_lost,
+    explain_stage,
+    explain_unrecorded_context,
+)
 from .grader import (
     GIVEN_SOURCE,
     LABEL_SOURCE,
@@ -53,7 +59,7 @@ from .outcome import (
     stage_answer,
 )
 from .sample_error import sample_error
-from .store import context_store_key, recorded_context
+from .store import context_store_key, recorded_context, steps_store_key
 
 STAGE_METRICS = [
     stage_shares(),
@@ -88,17 +94,31 @@ def diagnosis_score(
     from the record alone (`tracegrade.core.recall`), labelled or not:
     recall a number wherever something is required and both ID lists are
     lists of IDs, precision wherever both are and the context holds an ID.
+
+    A record with `steps` (`tracegrade.core.steps`) also gets `lost`, where
+    each missing ID was lost, wherever the rules report `missing`, and
+    `step_recall`, each step's recall, wherever recall is a number; the
+    explanation then says where each was lost. Without steps neither key
+    is there, and nothing else differs.
     """
-    score = _diagnosis_score(
+    score, steps = _diagnosis_score(
         record,
         read_from,
         context_recorded=context_recorded,
         output=output,
         no_label=no_label,
     )
-    assert score.metadata is not None
-    score.metadata["recall"] = stage_recall(record)
-    score.metadata["precision"] = stage_precision(record)
+    metadata = score.metadata
+    assert metadata is not None
+    recall = stage_recall(record)
+    metadata["recall"] = recall
+    metadata["precision"] = stage_precision(record)
+    if steps is not None:
+        result = metadata["result"]
+        if isinstance(result, dict) and "missing" in result:
+            metadata["lost"] = lost_documents(result["missing"], steps)
+        if recall is not None:
+            metadata["step_recall"] = step_recalls(record["required"], steps)
     return score
 
 
@@ -109,10 +129,11 @@ def _diagnosis_score(
     context_recorded: bool,
     output: str,
     no_label: str | None,
-) -> Score:
+) -> tuple[Score, list[Step] | None]:
     answer = stage_answer(record, output)
     try:
         result = diagnose_stage(record)
+        steps = read_steps(record)
     except InvalidRecord as invalid:
         unrecorded = invalid.field == "context" and not context_recorded
         recorded_null = "context" in record and record["context"] is None
@@ -132,11 +153,15 @@ def _diagnosis_score(
             result=None,
             record=record,
             read_from=read_from,
-        )
+        ), None
     if "error" in result and no_label is not None:
         explanation = no_label
     else:
         explanation = explain_stage(record, result, label_from=read_from["correct"])
+    missing = result.get("missing")
+    if steps is not None and isinstance(missing, list) and missing:
+        lost = lost_documents(missing, steps)
+        explanation += " " + explain_lost(lost, steps, record["context"])
     if "error" in result:
         return data_error(
             ErrorInfo(
@@ -150,7 +175,7 @@ def _diagnosis_score(
             result=result,
             record=record,
             read_from=read_from,
-        )
+        ), steps
     return graded(
         result["stage"],
         answer=answer,
@@ -158,7 +183,7 @@ def _diagnosis_score(
         result=result,
         record=record,
         read_from=read_from,
-    )
+    ), steps
 
 
 @scorer(metrics=STAGE_METRICS, name="stage_diagnosis")
@@ -169,6 +194,7 @@ def stage_diagnosis_scorer(
     labels: str | None = None,
     label_scorer: Scorer | str | None = None,
     label_from: str | None = None,
+    steps_key: str | None = None,
     **unknown: NoReturn,
 ) -> Scorer:
     """Diagnose each run's failing stage: retrieval, generation, pass or unresolved.
@@ -232,6 +258,12 @@ def stage_diagnosis_scorer(
             score --action append` the log's own scores count too. A run
             without that score has no label (`answer-label`), warned of
             when no run scored before it had one.
+        steps_key: Sample metadata key of the pipeline's steps, each
+            `{"name": ..., "ids": [...]}` in pipeline order, its output IDs
+            in rank order. By default (None) the steps are what a solver
+            recorded in `RetrievalTrace.steps`, if it recorded any. A run
+            with steps gets `lost` (where each missing ID was lost) and
+            `step_recall` in its score; one without has neither.
 
     Raises:
         ScorerArgumentError: A key argument is no non-empty string (None
@@ -264,6 +296,7 @@ def stage_diagnosis_scorer(
     check_key("required_key", required_key)
     check_key("correct_key", correct_key)
     check_key("context_key", context_key, optional=True)
+    check_key("steps_key", steps_key, optional=True)
     _one_label_source(labels=labels, label_scorer=label_scorer, label_from=label_from)
     staff_labels = StaffLabels.read(labels) if labels is not None else None
     grader = resolve_label_scorer(label_scorer) if label_scorer is not None else None
@@ -284,10 +317,16 @@ def stage_diagnosis_scorer(
             else metadata_source(correct_key)
         ),
     }
+    steps_from = (
+        metadata_source(steps_key)
+        if steps_key is not None
+        else f"store {steps_store_key()}"
+    )
     reader = _RecordReader(
         required_key=required_key,
         correct_key=correct_key,
         context_key=context_key,
+        steps_key=steps_key,
         staff_labels=staff_labels,
         label_in_metadata=grader is None and label_from is None,
     )
@@ -302,6 +341,15 @@ def stage_diagnosis_scorer(
                 absent=("recall", "precision"),
             )
         record, context_recorded = reader.record(state)
+        # Where a run's steps came from is said only of a run that has them.
+        run_read_from = (
+            read_from
+            if "steps" not in record
+            else {
+                **read_from,
+                "steps": steps_from,
+            }
+        )
         if grader is not None:
             verdict = await grade(grader, grader_name(grader), state, target)
         elif label_from is not None:
@@ -311,7 +359,7 @@ def stage_diagnosis_scorer(
         else:
             return diagnosis_score(
                 record,
-                read_from,
+                run_read_from,
                 context_recorded=context_recorded,
                 output=state.output.completion,
             )
@@ -319,7 +367,7 @@ def stage_diagnosis_scorer(
             record["correct"] = verdict.label
         result = diagnosis_score(
             record,
-            read_from,
+            run_read_from,
             context_recorded=context_recorded,
             output=state.output.completion,
             no_label=verdict.why_no_label() if verdict.label is None else None,
@@ -367,6 +415,7 @@ class _RecordReader:
     required_key: str
     correct_key: str
     context_key: str | None
+    steps_key: str | None
     staff_labels: StaffLabels | None
     label_in_metadata: bool
     watch: KeyWatch = field(default_factory=KeyWatch)
@@ -391,6 +440,13 @@ class _RecordReader:
             self.watch.note(
                 "context", context_recorded, lambda: _unrecorded_warning(state)
             )
+        # Steps are optional: only a key the user named is warned of.
+        if self.steps_key is not None:
+            self._note_key(state, "steps", self.steps_key)
+            if self.steps_key in metadata:
+                record["steps"] = metadata[self.steps_key]
+        elif state.store.get(steps_store_key()) is not None:
+            record["steps"] = state.store.get(steps_store_key())
         if self.staff_labels is not None:
             labels = self.staff_labels
             label = labels.label_for(state.sample_id, state.epoch)
@@ -429,6 +485,7 @@ _WITHOUT = {
     "required": "A run without it has nothing to diagnose: unresolved.",
     "context": "A run without it is not graded: invalid-input.",
     "correct": "A run without it has no label: answer-label.",
+    "steps": "A run without it is diagnosed without steps: no lost.",
 }
 
 

@@ -16,7 +16,8 @@ from pydantic import Field
 
 
 class RetrievalTrace(StoreModel):
-    """The context document IDs a run supplied to the model.
+    """The context document IDs a run supplied to the model, and, where the
+    pipeline has several, the IDs each of its steps output.
 
     `None` (the default) means the retrieval step never recorded anything,
     which the stage scorer reports as invalid input: a run with no
@@ -37,9 +38,24 @@ class RetrievalTrace(StoreModel):
 
         return solve
     ```
+
+    `steps` is optional: the pipeline's steps in order, each the IDs it
+    output in rank order, as `{"name": "retriever", "ids": [...]}`. With
+    them the stage score says where each missing document was lost
+    (`tracegrade.core.steps`); `context` stays what reached the model:
+
+    ```python
+    trace = state.store_as(RetrievalTrace)
+    trace.steps = [
+        {"name": "retriever", "ids": retrieved},  # top 20
+        {"name": "reranker", "ids": reranked},  # top 5 of those
+    ]
+    trace.context = reranked[:3]  # what the prompt holds
+    ```
     """
 
     context: list[str] | None = Field(default=None, strict=True)
+    steps: list[dict[str, Any]] | None = Field(default=None)
 
 
 def context_store_key() -> str:
@@ -51,6 +67,11 @@ def context_store_key() -> str:
     a list), and the contract check belongs to the core, not to pydantic.
     """
     return f"{RetrievalTrace.__name__}:context"
+
+
+def steps_store_key() -> str:
+    """The store key `RetrievalTrace.steps` lives under (see `context_store_key`)."""
+    return f"{RetrievalTrace.__name__}:steps"
 
 
 def recorded_context(store: Store) -> Any:
@@ -67,4 +88,16 @@ def record_context(store: Store, context: Any) -> None:
     store.set(context_store_key(), context)
 
 
-__all__ = ["RetrievalTrace", "context_store_key", "record_context", "recorded_context"]
+def record_steps(store: Store, steps: Any) -> None:
+    """Record a run's steps exactly as given, as `record_context` does."""
+    store.set(steps_store_key(), steps)
+
+
+__all__ = [
+    "RetrievalTrace",
+    "context_store_key",
+    "record_context",
+    "record_steps",
+    "recorded_context",
+    "steps_store_key",
+]

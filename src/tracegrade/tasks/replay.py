@@ -14,7 +14,7 @@ from inspect_ai.model import ModelOutput
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from ..core import canonical_json
-from ..scorers.store import record_context
+from ..scorers.store import record_context, record_steps
 
 REPLAY_MODEL = "tracegrade/replay"
 
@@ -38,7 +38,10 @@ def replayed_output(
 
 @solver(name="replay")
 def replay(
-    context_key: str = "context", answer_key: str = "answer", output_key: str = "output"
+    context_key: str = "context",
+    answer_key: str = "answer",
+    output_key: str = "output",
+    steps_key: str = "steps",
 ) -> Solver:
     """Replay a recorded run without calling a model.
 
@@ -52,11 +55,16 @@ def replay(
             for scorers that grade the output.
         output_key: Metadata key of a recorded output text, which becomes
             the output as it is, when there is no recorded answer.
+        steps_key: Metadata key of the recorded pipeline steps; when
+            present they are recorded in `RetrievalTrace.steps`, as a RAG
+            solver would.
     """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         if context_key in state.metadata:
             record_context(state.store, state.metadata[context_key])
+        if steps_key in state.metadata:
+            record_steps(state.store, state.metadata[steps_key])
         text = replayed_output(state.metadata, answer_key, output_key)
         if text is not None:
             state.output = ModelOutput.from_content(model=REPLAY_MODEL, content=text)

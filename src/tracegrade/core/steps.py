@@ -1,0 +1,202 @@
+"""Where in the pipeline each missing document was lost.
+
+Stage diagnosis says a run failed at retrieval and which required IDs
+never reached the context. A record may also carry the pipeline's steps,
+in pipeline order, each with the IDs it output in rank order:
+
+    "steps": [{"name": "retriever", "ids": [...]}, {"name": "reranker", "ids": [...]}]
+
+`context` stays what reached the model. Then, for each ID the rules report
+missing, in the order of `missing`:
+
+- `lost_at` is the first step whose output lacks it (never retrieved: the
+  first step; retrieved, then dropped: the step that dropped it); if every
+  step kept it and it still did not reach the model, `"context"`: it was
+  ranked below the cut that fills the prompt;
+- `last_step` is the last step that had it, `last_rank` its 1-based rank
+  there; both null when no step ever had it.
+
+Each answer has its own fix (embeddings or chunking, a filter, the
+reranker, k), and this is a fact of IDs alone, as exact as the rules: no
+rule of the reference evaluators reads `steps`, so the diagnosis itself,
+`stage` and `missing`, is the same with and without them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+from .errors import InvalidRecord
+from .fields import id_list
+
+CONTEXT = "context"
+"""`lost_at` for an ID every step kept that still did not reach the model."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a pipeline: its name and the IDs it output, in rank order."""
+
+    name: str
+    ids: list[str]
+
+
+class LostDocument(TypedDict):
+    id: str
+    lost_at: str
+    last_step: str | None
+    last_rank: int | None
+
+
+_STEP_FORM = 'an object {"name": "...", "ids": [...]}'
+
+
+def read_steps(record: Mapping[str, Any]) -> list[Step] | None:
+    """The record's steps, checked; None when it has none (absent or null).
+
+    Raises `InvalidRecord` naming the step: steps that are no list, an
+    empty list, a step that is not an object with `name` and `ids`, a name
+    that is empty, repeated or `"context"` (which `lost_at` uses), IDs
+    that are not a list of strings, or an ID a step lists twice (a ranking
+    holds a document once; which rank counts would be a guess).
+    """
+    steps = record.get("steps")
+    if steps is None:
+        return None
+    if type(steps) is not list:
+        raise InvalidRecord(
+            "steps", steps, f"must be an array of steps, each {_STEP_FORM}"
+        )
+    if not steps:
+        raise InvalidRecord(
+            "steps",
+            steps,
+            "must list at least one step; leave it out when the pipeline's "
+            "steps were not recorded",
+        )
+    read: list[Step] = []
+    seen: dict[str, int] = {}
+    for position, step in enumerate(steps):
+        where = f"steps[{position}]"
+        if type(step) is not dict or "name" not in step or "ids" not in step:
+            raise InvalidRecord(where, step, f"must be {_STEP_FORM}")
+        name = step["name"]
+        if not isinstance(name, str) or not name:
+            raise InvalidRecord(f"{where}.name", name, "must be a non-empty string")
+        if name == CONTEXT:
+            raise InvalidRecord(
+                f"{where}.name",
+                name,
+                'is reserved: lost_at "context" means an ID every step kept',
+            )
+        if name in seen:
+            raise InvalidRecord(
+                f"{where}.name",
+                name,
+                f"names steps[{seen[name]}] too; a record's step names are unique",
+            )
+        seen[name] = position
+        try:
+            ids = id_list(step, "ids")
+        except InvalidRecord as invalid:
+            raise InvalidRecord(
+                f"{where}.{invalid.field}",
+                invalid.value,
+                f"(step {name!r}) {invalid.problem}",
+            ) from None
+        if len(set(ids)) != len(ids):
+            ranks: dict[str, int] = {}
+            for rank, item in enumerate(ids, 1):
+                if item in ranks:
+                    raise InvalidRecord(
+                        f"{where}.ids[{rank - 1}]",
+                        item,
+                        f"(step {name!r}) repeats rank {ranks[item]}; a step "
+                        "ranks each ID once",
+                    )
+                ranks[item] = rank
+        read.append(Step(name, ids))
+    return read
+
+
+def lost_documents(missing: Sequence[str], steps: Sequence[Step]) -> list[LostDocument]:
+    """For each missing ID, in the order given, where it was lost (see the module)."""
+    ranks = [{item: rank for rank, item in enumerate(step.ids, 1)} for step in steps]
+    lost: list[LostDocument] = []
+    for item in missing:
+        lost_at: str | None = None
+        last_step: str | None = None
+        last_rank: int | None = None
+        for step, ranked in zip(steps, ranks, strict=True):
+            rank = ranked.get(item)
+            if rank is None:
+                lost_at = lost_at or step.name
+            else:
+                last_step, last_rank = step.name, rank
+        lost.append(
+            {
+                "id": item,
+                "lost_at": lost_at or CONTEXT,
+                "last_step": last_step,
+                "last_rank": last_rank,
+            }
+        )
+    return lost
+
+
+def step_recalls(required: Sequence[str], steps: Sequence[Step]) -> dict[str, float]:
+    """Each step's recall: the share of the unique required IDs in its
+    output, counted as context recall is (`tracegrade.core.recall`).
+
+    `required` must hold at least one ID.
+    """
+    wanted = set(required)
+    if not wanted:
+        raise ValueError("recall needs at least one required ID")
+    return {
+        step.name: len(wanted.intersection(step.ids)) / len(wanted) for step in steps
+    }
+
+
+def reciprocal_rank(required: Iterable[str], ranked: Sequence[str]) -> float:
+    """1 over the rank of the first required ID in `ranked`; 0.0 when none
+    is there (trec_eval's `recip_rank`)."""
+    wanted = set(required)
+    for rank, item in enumerate(ranked, 1):
+        if item in wanted:
+            return 1 / rank
+    return 0.0
+
+
+def ndcg_at(required: Iterable[str], ranked: Sequence[str], k: int) -> float:
+    """nDCG at cut-off `k`, each required ID of gain 1 (trec_eval's
+    `ndcg_cut.k`, with the required IDs as the relevant documents): the
+    discounted gain of the first `k` ranks over that of an ideal ranking.
+
+    The required IDs must hold at least one.
+    """
+    wanted = set(required)
+    if not wanted:
+        raise ValueError("nDCG needs at least one required ID")
+    gain = sum(
+        1 / math.log2(rank + 1)
+        for rank, item in enumerate(ranked[:k], 1)
+        if item in wanted
+    )
+    ideal = sum(1 / math.log2(rank + 1) for rank in range(1, min(k, len(wanted)) + 1))
+    return gain / ideal
+
+
+__all__ = [
+    "CONTEXT",
+    "LostDocument",
+    "Step",
+    "lost_documents",
+    "ndcg_at",
+    "read_steps",
+    "reciprocal_rank",
+    "step_recalls",
+]

@@ -1,0 +1,304 @@
+"""Where in the pipeline each missing document was lost (issue 30).
+
+The rules of `tracegrade.core.steps` are held to an independent statement
+of each, on random pipelines: `lost_at` is the first step whose output
+lacks the ID, or "context" when every step kept it; `last_step` the last
+step that had it and `last_rank` its rank there, null when none did. The
+seed's fields must not move: `result` is byte for byte the same with steps
+and without, and the same as the core's. Step recall, reciprocal rank and
+nDCG are checked against ir-measures (trec_eval's own code).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import ir_measures
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from inspect_ai import Task, eval
+from inspect_ai.dataset import Sample
+from inspect_ai.solver import Generate, Solver, TaskState, solver
+
+from tracegrade import diagnose_stage
+from tracegrade.bulk.scoring import score_stage_input
+from tracegrade.core import canonical_json
+from tracegrade.core.steps import (
+    Step,
+    ndcg_at,
+    read_steps,
+    reciprocal_rank,
+    step_recalls,
+)
+from tracegrade.scorers import RetrievalTrace, stage_diagnosis_scorer
+
+IDS = [f"D{number}" for number in range(12)]
+
+
+@st.composite
+def pipelines(draw: st.DrawFn) -> dict[str, Any]:
+    """A record with random steps: each step a ranking of some of the IDs
+    (not only a subset of the one before: a step may add IDs back)."""
+    required = draw(st.lists(st.sampled_from(IDS), max_size=6))
+    names = draw(
+        st.lists(
+            st.sampled_from(["retriever", "filter", "reranker", "dedupe", "bm25"]),
+            min_size=1,
+            max_size=4,
+            unique=True,
+        )
+    )
+    steps = [
+        {"name": name, "ids": draw(st.permutations(IDS))[: draw(st.integers(0, 12))]}
+        for name in names
+    ]
+    context = draw(st.lists(st.sampled_from(IDS), max_size=6))
+    return {
+        "required": required,
+        "context": context,
+        "correct": draw(st.booleans()),
+        "steps": steps,
+    }
+
+
+def lost_as_stated(document: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """The issue's rule, word for word, with no shared code."""
+    lacking = [step["name"] for step in steps if document not in step["ids"]]
+    having = [step for step in steps if document in step["ids"]]
+    return {
+        "id": document,
+        "lost_at": lacking[0] if lacking else "context",
+        "last_step": having[-1]["name"] if having else None,
+        "last_rank": having[-1]["ids"].index(document) + 1 if having else None,
+    }
+
+
+@settings(max_examples=150)
+@given(record=pipelines())
+def test_lost_is_the_rule_as_stated(record: dict[str, Any]) -> None:
+    score = score_stage_input(record)
+    metadata = score.metadata or {}
+    result = diagnose_stage(record)
+    if "missing" not in result:
+        assert "lost" not in metadata
+        return
+    assert metadata["lost"] == [
+        lost_as_stated(document, record["steps"]) for document in result["missing"]
+    ]
+    if not result["missing"]:
+        assert metadata["lost"] == []
+
+
+@settings(max_examples=150)
+@given(record=pipelines())
+def test_the_seeds_fields_are_the_same_with_and_without_steps(
+    record: dict[str, Any],
+) -> None:
+    without = {key: value for key, value in record.items() if key != "steps"}
+    with_steps, plain = score_stage_input(record), score_stage_input(without)
+    assert canonical_json((with_steps.metadata or {})["result"]) == canonical_json(
+        (plain.metadata or {})["result"]
+    )
+    assert canonical_json((plain.metadata or {})["result"]) == canonical_json(
+        diagnose_stage(without)
+    )
+    assert with_steps.value == plain.value
+    assert (with_steps.metadata or {})["recall"] == (plain.metadata or {})["recall"]
+    # Nothing else differs: the steps' own keys aside, the metadata match.
+    extra = {"lost", "step_recall"}
+    mine = {
+        key: value
+        for key, value in (with_steps.metadata or {}).items()
+        if key not in extra | {"record", "read_from"}
+    }
+    theirs = {
+        key: value
+        for key, value in (plain.metadata or {}).items()
+        if key not in {"record", "read_from"}
+    }
+    assert mine == theirs
+    assert "lost" not in (plain.metadata or {})
+    assert "step_recall" not in (plain.metadata or {})
+
+
+@settings(max_examples=150)
+@given(record=pipelines())
+def test_step_recall_is_each_steps_share_of_the_required_ids(
+    record: dict[str, Any],
+) -> None:
+    metadata = score_stage_input(record).metadata or {}
+    wanted = set(record["required"])
+    if not wanted:
+        assert "step_recall" not in metadata
+        return
+    assert metadata["step_recall"] == {
+        step["name"]: sum(1 for item in wanted if item in step["ids"]) / len(wanted)
+        for step in record["steps"]
+    }
+    # A step that outputs the context has the context's recall.
+    context_step = {"name": "prompt", "ids": list(dict.fromkeys(record["context"]))}
+    steps = [*(read_steps(record) or []), Step(**context_step)]
+    recalls = step_recalls(record["required"], steps)
+    assert recalls["prompt"] == metadata["recall"]
+
+
+def test_the_explanation_says_where_each_missing_id_was_lost() -> None:
+    retrieved = [
+        f"D{number}" for number in (2, 8, 3, 5, 7, 1, 9, 10, 11, 12, 13, 14, 15, 19)
+    ]
+    record = {
+        "required": ["D19", "D40", "D7"],
+        "context": ["D2", "D8", "D3"],
+        "correct": False,
+        "steps": [
+            {"name": "retriever", "ids": retrieved},
+            {"name": "reranker", "ids": ["D2", "D8", "D3", "D7", "D5"]},
+        ],
+    }
+    score = score_stage_input(record)
+    assert score.explanation is not None
+    for said in (
+        "D19: retrieved at rank 14 by retriever, dropped by reranker (which kept 5).",
+        "D40: never retrieved; retriever did not return it (it returned 14).",
+        "D7: kept by every step, last at rank 4 by reranker, but not among the 3 "
+        "that reached the model.",
+    ):
+        assert said in score.explanation
+    assert (score.metadata or {})["read_from"]["steps"] == "store RetrievalTrace:steps"
+
+
+@pytest.mark.parametrize(
+    ("steps", "field", "said"),
+    [
+        ("retriever", "steps", "must be an array of steps"),
+        ([], "steps", "must list at least one step"),
+        (["D1"], "steps[0]", 'must be an object {"name": "...", "ids": [...]}'),
+        ([{"name": "r"}], "steps[0]", "must be an object"),
+        ([{"name": "", "ids": []}], "steps[0].name", "must be a non-empty string"),
+        ([{"name": 1, "ids": []}], "steps[0].name", "must be a non-empty string"),
+        ([{"name": "context", "ids": []}], "steps[0].name", "is reserved"),
+        (
+            [{"name": "r", "ids": []}, {"name": "r", "ids": []}],
+            "steps[1].name",
+            "names steps[0] too",
+        ),
+        ([{"name": "r", "ids": "D1"}], "steps[0].ids", "(step 'r') must be an array"),
+        ([{"name": "r", "ids": ["D1", 2]}], "steps[0].ids[1]", "must be a string ID"),
+        (
+            [{"name": "r", "ids": ["D1", "D2", "D1"]}],
+            "steps[0].ids[2]",
+            "(step 'r') repeats rank 1",
+        ),
+    ],
+)
+def test_steps_outside_the_contract_are_a_data_error_naming_the_step(
+    steps: Any, field: str, said: str
+) -> None:
+    score = score_stage_input(
+        {"required": ["D1"], "context": ["D1"], "correct": True, "steps": steps}
+    )
+    error = (score.metadata or {})["error"]
+    assert score.reason == "invalid-input"
+    assert error["field"] == field
+    assert said in error["message"]
+
+
+def test_null_steps_are_no_steps() -> None:
+    score = score_stage_input(
+        {"required": ["D1"], "context": [], "correct": True, "steps": None}
+    )
+    assert "lost" not in (score.metadata or {})
+    assert "steps" not in (score.metadata or {})["read_from"]
+
+
+# --- rank figures, against ir-measures --------------------------------------------
+
+
+@settings(max_examples=200)
+@given(
+    required=st.lists(st.sampled_from(IDS), min_size=1, max_size=6),
+    ranked=st.permutations(IDS).flatmap(
+        lambda ids: st.integers(0, len(ids)).map(lambda k: ids[:k])
+    ),
+    cut=st.integers(1, 12),
+)
+def test_reciprocal_rank_and_ndcg_are_trec_evals(
+    required: list[str], ranked: list[str], cut: int
+) -> None:
+    qrels = [ir_measures.Qrel("q", document, 1) for document in dict.fromkeys(required)]
+    run = [
+        ir_measures.ScoredDoc("q", document, float(len(ranked) - rank))
+        for rank, document in enumerate(ranked)
+    ]
+    expected = {
+        str(measure): value
+        for measure, value in ir_measures.calc_aggregate(
+            [ir_measures.RR, ir_measures.nDCG @ cut],
+            qrels,
+            run or [ir_measures.ScoredDoc("q", "none", 0.0)],
+        ).items()
+    }
+    assert math.isclose(
+        reciprocal_rank(required, ranked), expected["RR"], abs_tol=1e-12
+    )
+    assert math.isclose(
+        ndcg_at(required, ranked, cut), expected[f"nDCG@{cut}"], abs_tol=1e-12
+    )
+
+
+# --- through Inspect: steps from the store and from metadata ----------------------
+
+
+@solver
+def pipeline(steps: list[dict[str, Any]], context: list[str]) -> Solver:
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        trace = state.store_as(RetrievalTrace)
+        trace.steps = steps
+        trace.context = context
+        return state
+
+    return solve
+
+
+STEPS = [
+    {"name": "retriever", "ids": ["D1", "D2", "D3", "D4"]},
+    {"name": "reranker", "ids": ["D2", "D1"]},
+]
+
+
+@pytest.mark.parametrize("source", ["store", "metadata"])
+def test_the_scorer_reads_steps_from_the_store_or_a_metadata_key(source: str) -> None:
+    metadata: dict[str, Any] = {"required": ["D1", "D3"], "correct": True}
+    if source == "metadata":
+        metadata["pipeline"] = STEPS
+    task = Task(
+        dataset=[Sample(input="q", metadata=metadata)],
+        solver=pipeline(STEPS if source == "store" else [], ["D2"]),
+        scorer=stage_diagnosis_scorer(
+            steps_key="pipeline" if source == "metadata" else None
+        ),
+    )
+    if source == "metadata":
+        # An empty list in the store is not read: the key names the source.
+        task = Task(
+            dataset=task.dataset,
+            solver=pipeline(None, ["D2"]),  # type: ignore[arg-type]
+            scorer=task.scorer,
+        )
+    (log,) = eval(task, model="mockllm/model", display="none", log_dir=None)
+    assert log.status == "success", log.error
+    (sample,) = log.samples or []
+    score = (sample.scores or {})["stage_diagnosis"]
+    metadata_out = score.metadata or {}
+    assert metadata_out["lost"] == [
+        {"id": "D1", "lost_at": "context", "last_step": "reranker", "last_rank": 2},
+        {"id": "D3", "lost_at": "reranker", "last_step": "retriever", "last_rank": 3},
+    ]
+    assert metadata_out["step_recall"] == {"retriever": 1.0, "reranker": 0.5}
+    assert metadata_out["read_from"]["steps"] == (
+        'metadata["pipeline"]' if source == "metadata" else "store RetrievalTrace:steps"
+    )
+    assert json.loads(json.dumps(metadata_out["record"]["steps"])) == STEPS
