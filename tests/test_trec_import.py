@@ -30,6 +30,7 @@ from inspect_ai.log import list_eval_logs, read_eval_log
 import tracegrade
 from tests.commands import run_inspect, run_tracegrade, tracegrade_shell
 from tests.support import write_lines
+from tracegrade.bulk.scoring import score_stage_input
 from tracegrade.cli import main
 from tracegrade.importers.common import InputFileError, LabelsRefused, records_text
 from tracegrade.importers.trec import (
@@ -80,10 +81,29 @@ RUN = """\
 # relevant and no label.
 LABELS = [{"id": "42", "correct": True}, {"id": "301", "correct": False}]
 
+# Each query's whole ranking, trec_eval's: ties by document id descending.
+RANKED = {
+    "42": ["D3", "D9", "D10", "D1", "D2"],
+    "301": ["D5", "D6", "D8", "D11"],
+    "7": ["D7"],
+}
+
+
+def run_step(ids: list[str]) -> list[dict[str, Any]]:
+    """The one step a TREC record carries: the whole ranked run."""
+    return [{"name": "run", "ids": ids}]
+
+
 RECORDS_K3 = [
-    {"id": "42", "input": {"required": ["D1", "D2"], "context": ["D3", "D9", "D10"]}},
-    {"id": "301", "input": {"required": ["D5", "D6"], "context": ["D5", "D6", "D8"]}},
-    {"id": "7", "input": {"required": [], "context": ["D7"]}},
+    {
+        "id": query,
+        "input": {
+            "required": required,
+            "context": RANKED[query][:3],
+            "steps": run_step(RANKED[query]),
+        },
+    }
+    for query, required in (("42", ["D1", "D2"]), ("301", ["D5", "D6"]), ("7", []))
 ]
 
 LABELLED_RESULTS = {
@@ -271,7 +291,7 @@ def test_the_ranking_is_trec_evals_on_ties(tmp_path: Path, seed: int) -> None:
         for metric in ir_measures.pytrec_eval.iter_calc([ir_measures.RR], qrels, copied)
     }
     for query, docs in run.items():
-        ours = ranked.top(query, len(docs))
+        ours = ranked.ranked(query)
         assert [ranks[f"{query}|{doc}"] for doc in ours] == list(
             range(1, len(docs) + 1)
         ), query
@@ -718,6 +738,7 @@ def test_a_unicode_space_stays_in_its_field(tmp_path: Path, space: str) -> None:
     assert record["input"] == {
         "required": ["D1", "D2"],
         "context": [f"D1{space}", f"D{space}2"],
+        "steps": run_step([f"D1{space}", f"D{space}2"]),
     }
 
 
@@ -727,7 +748,11 @@ def test_vertical_tab_form_feed_and_a_lone_cr_separate_fields(
     qrels = write(tmp_path / "qrels", "q1\v0\fD1\r1\r\n")
     run = write(tmp_path / "run", "q1 Q0\tD1 1\r2.0 tag\r\n")
     (record,) = import_trec(qrels, run, k=1)
-    assert record["input"] == {"required": ["D1"], "context": ["D1"]}
+    assert record["input"] == {
+        "required": ["D1"],
+        "context": ["D1"],
+        "steps": run_step(["D1"]),
+    }
 
 
 def test_comment_lines_are_skipped_as_trec_eval_skips_them(tmp_path: Path) -> None:
@@ -765,8 +790,11 @@ def test_complete_imports_a_judged_query_without_a_run_as_retrieving_nothing(
     assert imported.not_run == ["99", "100"]
     assert imported.records == [
         *RECORDS_K3,
-        {"id": "99", "input": {"required": ["D1"], "context": []}},
-        {"id": "100", "input": {"required": [], "context": []}},
+        {
+            "id": "99",
+            "input": {"required": ["D1"], "context": [], "steps": run_step([])},
+        },
+        {"id": "100", "input": {"required": [], "context": [], "steps": run_step([])}},
     ]
     from tracegrade.core import diagnose_stage, stage_recall
 
@@ -843,13 +871,26 @@ def test_the_command_takes_labels_and_min_rel(files: dict[str, str]) -> None:
     assert output_records(result) == [
         {
             "id": "42",
-            "input": {"required": ["D1"], "context": ["D3", "D9"], "correct": True},
+            "input": {
+                "required": ["D1"],
+                "context": ["D3", "D9"],
+                "steps": run_step(RANKED["42"]),
+                "correct": True,
+            },
         },
         {
             "id": "301",
-            "input": {"required": ["D5"], "context": ["D5", "D6"], "correct": False},
+            "input": {
+                "required": ["D5"],
+                "context": ["D5", "D6"],
+                "steps": run_step(RANKED["301"]),
+                "correct": False,
+            },
         },
-        {"id": "7", "input": {"required": [], "context": ["D7"]}},
+        {
+            "id": "7",
+            "input": {"required": [], "context": ["D7"], "steps": run_step(["D7"])},
+        },
     ]
     assert result.stderr == ""
 
@@ -1143,3 +1184,23 @@ def test_inspect_eval_runs_the_imported_file(
         sample_id: (score.metadata or {})["result"]
         for sample_id, score in scores.items()
     } == LABELLED_RESULTS
+
+
+def test_a_document_ranked_below_k_was_lost_at_the_cut(tmp_path: Path) -> None:
+    """The whole ranking is the record's one step, so a required document
+    at rank 14 with k = 10 was lost at the cut that fills the context."""
+    qrels = write(tmp_path / "qrels", "q1 0 D14 1\nq1 0 D99 1\n")
+    run = write(
+        tmp_path / "run",
+        "".join(f"q1 Q0 D{rank} {rank} {100 - rank}.0 tag\n" for rank in range(1, 21)),
+    )
+    (record,) = import_trec(qrels, run, k=10)
+    score = score_stage_input({**record["input"], "correct": True})
+    assert (score.metadata or {})["lost"] == [
+        {"id": "D14", "lost_at": "context", "last_step": "run", "last_rank": 14},
+        {"id": "D99", "lost_at": "run", "last_step": None, "last_rank": None},
+    ]
+    assert (score.metadata or {})["step_recall"] == {"run": 0.5}
+    assert "D14: kept by every step, last at rank 14 by run, but not among the 10" in (
+        score.explanation or ""
+    )

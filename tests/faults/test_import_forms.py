@@ -101,5 +101,9 @@ def test_an_em_space_after_a_document_id_is_kept(tmp_path: Path) -> None:
     first = json.loads(data.decode("utf-8").splitlines()[0])
     assert first == {
         "id": "q1",
-        "input": {"required": ["D1", "D2"], "context": ["D1", "D2\u2003"]},
+        "input": {
+            "required": ["D1", "D2"],
+            "context": ["D1", "D2\u2003"],
+            "steps": [{"name": "run", "ids": ["D1", "D2\u2003"]}],
+        },
     }

@@ -28,7 +28,10 @@ ir-measures, which runs trec_eval's code) would say of the same files:
 - A run is ranked by score, highest first, ties broken by document id in
   descending order (`strcmp`, so "D9" before "D10" before "D1"), as
   trec_eval's `comp_sim_docno` does. The rank column is ignored, as
-  trec_eval ignores it. The top `k` are the context.
+  trec_eval ignores it. The top `k` are the context, and the whole ranking
+  is the record's one step, `run`: a required document ranked 14th with
+  k = 10 was lost at the cut that fills the context, last seen at rank 14
+  (`tracegrade.core.steps`).
 - A document judged twice for a query, or ranked twice, is refused, as
   trec_eval refuses it ("duplicate docs").
 - With `complete` (trec_eval's `-c`), a query judged but absent from the
@@ -55,7 +58,6 @@ bytes a ranked document). Nothing here needs ir-measures or Inspect AI.
 from __future__ import annotations
 
 import gzip
-import heapq
 import re
 import unicodedata
 import zlib
@@ -77,6 +79,8 @@ from .common import (
 )
 
 QRELS_FIELDS = ("query_id", "iteration", "doc_id", "relevance")
+RUN_STEP = "run"
+"""The name of the step that holds the whole ranked run, cut at k for the context."""
 RUN_FIELDS = ("query_id", "iteration", "doc_id", "rank", "score", "tag")
 
 # C's isspace() in the "C" locale, the only separators trec_eval knows.
@@ -182,12 +186,14 @@ class Run:
     queries: dict[str, dict[str, Ranked]] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
 
-    def top(self, query_id: str, k: int) -> list[str]:
-        """The query's first `k` documents as trec_eval ranks them: score
-        descending, then document id descending. Code point order is the
-        byte order of UTF-8, so this is `strcmp`'s order too."""
+    def ranked(self, query_id: str) -> list[str]:
+        """The query's documents as trec_eval ranks them: score descending,
+        then document id descending. Code point order is the byte order of
+        UTF-8, so this is `strcmp`'s order too."""
         docs = self.queries.get(query_id, {})
-        return heapq.nlargest(k, docs, key=lambda doc_id: (docs[doc_id].score, doc_id))
+        return sorted(
+            docs, key=lambda doc_id: (docs[doc_id].score, doc_id), reverse=True
+        )
 
 
 def _open(path: str) -> IO[bytes] | gzip.GzipFile:
@@ -422,7 +428,8 @@ def trec_records(
     appearance.
 
     `required` is the query's documents judged `min_rel` or higher, in qrels
-    order; `context` the run's top `k`, best first; `correct` the query's
+    order; `context` the run's top `k`, best first; `steps` the whole
+    ranking, as the one step `run`; `correct` the query's
     label, absent without one. Raises `QueryMismatch` unless both files have
     the same queries (with `complete`, a judged query the run lacks is
     imported with an empty context), and `LabelsRefused` if a label names
@@ -438,9 +445,11 @@ def trec_records(
         check_labels_name_records(labels, qrels.queries, "query", qrels.path)
     records: list[dict[str, Any]] = []
     for query_id in qrels.queries:
+        ranked = run.ranked(query_id)
         record: dict[str, Any] = {
             "required": qrels.relevant(query_id, min_rel),
-            "context": run.top(query_id, k),
+            "context": ranked[:k],
+            "steps": [{"name": RUN_STEP, "ids": ranked}],
         }
         label_record(record, query_id, labels)
         records.append({"id": query_id, "input": record})
