@@ -192,3 +192,28 @@ def test_the_report_scale_benchmark_says_when_it_skips(tmp_path: Path) -> None:
     assert "parts of one run: skipped (--pooled 0)" in completed.stdout
     (_, skipped) = json.loads(out.read_text(encoding="utf-8"))["rows"]
     assert skipped["skipped"] == "--pooled 0"
+
+
+def test_the_answer_reading_benchmark_reports_each_family(tmp_path: Path) -> None:
+    from benchmarks import answer_reading
+
+    out = tmp_path / "answers.json"
+    sizes = "1000,2000,4000"
+    assert (
+        answer_reading.main(["--sizes", sizes, "--repeat", "1", "--json", str(out)])
+        == 0
+    )
+    report = json.loads(out.read_text())
+    assert [row["family"] for row in report["rows"]] == list(answer_reading.FAMILIES)
+    for row in report["rows"]:
+        assert [point["characters"] for point in row["points"]] == pytest.approx(
+            [1000, 2000, 4000], abs=20
+        )
+        assert row["growth"] > 0
+        assert row["max_peak_multiple"] > 0
+    outcomes = {row["family"]: row["points"][-1]["outcome"] for row in report["rows"]}
+    assert outcomes["one JSON array of IDs"] == "json"
+    assert outcomes["unclosed brackets"].startswith("unreadable: the bracketed text")
+    assert report["command"] == (
+        "python benchmarks/answer_reading.py --sizes=1000,2000,4000 --repeat=1"
+    )

@@ -285,3 +285,33 @@ def _bulk_prose_is_the_committed_run(text: str) -> None:
     assert f"{closest['records']:,} {kind} records as {closest_format}" in text
     slowest = max(row["viewer"]["seconds"] or 0 for row in report["rows"])
     assert f"slowest sample list in the viewer took {slowest:.1f} s" in text
+
+
+def test_answer_reading_figures_are_the_committed_benchmark_run() -> None:
+    found = benchmark("answer_reading")
+    rows = {row["family"]: row for row in found["rows"]}
+    text = flat(SPEED)
+    slowest = max(found["rows"], key=lambda row: row["points"][-1]["seconds"])
+    growths = sorted(row["growth"] for row in found["rows"])
+    steepest = max(found["rows"], key=lambda row: row["growth"])
+
+    def seconds(family: str) -> str:
+        return f"{rows[family]['points'][-1]['seconds']:.3f} s"
+
+    for said in (
+        f"on {len(rows)} families of hostile answer text",
+        f"The slowest family at 1,000,000 characters, `{slowest['family']}`",
+        f"took {slowest['points'][-1]['seconds']:.2f} s;",
+        f"between {growths[0]:.1f} and {growths[-1]:.1f} times as long",
+        f"(the {steepest['growth']:.1f} is `{steepest['family']}`, a whole read of "
+        f"{steepest['points'][-1]['seconds']:.3f} s",
+        f"now read 1,000,000 characters in {seconds('digits then a word')} (digits "
+        f"then a word), {seconds('a Python list of spaces')} (a Python list of "
+        f"spaces) and {seconds('distinct JSON arrays')} (ten thousand",
+        f"at most {found['max_peak_multiple']:.1f} times the text",
+    ):
+        assert said in text, said
+    assert found["command"] == (
+        "python benchmarks/answer_reading.py "
+        "--sizes=125000,250000,500000,1000000 --repeat=5"
+    )
