@@ -20,6 +20,10 @@ names. One fixture-format record per trace:
   them; both forms in one span are refused. A trace with no RETRIEVER
   span has no `context`: it was never recorded, and the run scores
   `invalid-input`, where an empty one would blame the retriever.
+- `steps`, for a trace with a RERANKER span: each RETRIEVER span and each
+  RERANKER span (its `reranker.output_documents`) is a step, in start
+  order, and `context` is the last step's output instead. A trace
+  without a reranker has no steps and the context above.
 - `answer` is the root span's `output.value`, or, where the root has
   none, the last LLM span's; `question` the root span's `input.value`.
   The root is the span with no parent (the earliest, if several).
@@ -87,9 +91,9 @@ INPUT_VALUE = "input.value"
 OUTPUT_VALUE = "output.value"
 RETRIEVER = "RETRIEVER"
 LLM = "LLM"
-DOCUMENTS = "retrieval.documents"
-DOCUMENT_PREFIX = f"{DOCUMENTS}."
-_DOCUMENT = re.compile(r"retrieval\.documents\.(0|[1-9][0-9]*)\.document\.(.+)")
+RERANKER = "RERANKER"
+RETRIEVED = "retrieval.documents"
+RERANKED = "reranker.output_documents"
 _DIGITS = re.compile(r"[+-]?[0-9]+")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 # The widest integer OTLP carries (uint64 times, int64 values); longer
@@ -449,12 +453,13 @@ def _refuse_at(path: str, span: Span, key: str, problem: str) -> InputFileError:
 
 
 def _kind(path: str, span: Span) -> Any:
-    """The span's OpenInference kind; "retriever" or "Llm" is refused, not
-    skipped, since a retriever missed would read as one that found nothing."""
+    """The span's OpenInference kind; "retriever", "Reranker" or "Llm" is
+    refused, not skipped, since a retriever missed would read as one that
+    found nothing."""
     kind = span.kind
     if (
         isinstance(kind, str)
-        and kind.upper() in (RETRIEVER, LLM)
+        and kind.upper() in (RETRIEVER, RERANKER, LLM)
         and kind != kind.upper()
     ):
         raise _refuse_at(
@@ -475,65 +480,95 @@ def _context(path: str, trace: Trace) -> list[str] | None:
         return None
     context: list[str] = []
     for span in retrievers:
-        context += _documents(path, span)
+        context += _documents(path, span, RETRIEVED)
     return context
 
 
-def _documents(path: str, span: Span) -> list[str]:
-    """The ids of the documents one RETRIEVER span returned, in order.
+def _steps(path: str, trace: Trace) -> list[dict[str, Any]] | None:
+    """The trace's pipeline steps, when it has a RERANKER span; None when not.
 
-    OpenInference flattens its list of documents into attributes
+    Each RETRIEVER span (its documents) and each RERANKER span (its
+    `reranker.output_documents`) is a step, in start order, named by its
+    kind: `retriever`, `reranker`, and `retriever-2`, `reranker-2` ... for
+    later spans of a kind. A trace without a reranker has no steps: its
+    record is as it was, the context being the retrievers' documents.
+    """
+    spans = [
+        span for span in trace.ordered() if _kind(path, span) in (RETRIEVER, RERANKER)
+    ]
+    if not any(span.kind == RERANKER for span in spans):
+        return None
+    steps: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for span in spans:
+        name = span.kind.lower()
+        seen[name] = seen.get(name, 0) + 1
+        if seen[name] > 1:
+            name = f"{name}-{seen[name]}"
+        documents = RETRIEVED if span.kind == RETRIEVER else RERANKED
+        steps.append({"name": name, "ids": _documents(path, span, documents)})
+    return steps
+
+
+def _documents(path: str, span: Span, documents: str) -> list[str]:
+    """The ids of a span's list of documents `documents`, in order:
+    `retrieval.documents` for a RETRIEVER, `reranker.output_documents` for a
+    RERANKER.
+
+    OpenInference flattens a list of documents into attributes
     `retrieval.documents.N.document.id`; some exporters keep the list as one
     attribute `retrieval.documents`, an array of objects or a JSON text of
     one. Either is read. Both at once is refused: which one the span meant
     would be a guess.
     """
-    documents: dict[int, dict[str, str]] = {}
+    prefix = f"{documents}."
+    pattern = re.compile(re.escape(prefix) + r"(0|[1-9][0-9]*)\.document\.(.+)")
+    found_documents: dict[int, dict[str, str]] = {}
     for key in span.attributes:
-        if not key.startswith(DOCUMENT_PREFIX):
+        if not key.startswith(prefix):
             continue
-        found = _DOCUMENT.fullmatch(key)
+        found = pattern.fullmatch(key)
         if found is None or len(found.group(1)) > _INTEGER_DIGITS:
             raise _refuse_at(
                 path,
                 span,
                 key,
-                f"attribute {quote(key)} is not retrieval.documents.N.document."
-                "FIELD, N an index without leading zeros",
+                f"attribute {quote(key)} is not {documents}.N.document.FIELD, N "
+                "an index without leading zeros",
             )
-        documents.setdefault(int(found.group(1)), {})[found.group(2)] = key
-    if DOCUMENTS in span.attributes:
-        if documents:
+        found_documents.setdefault(int(found.group(1)), {})[found.group(2)] = key
+    if documents in span.attributes:
+        if found_documents:
             raise _refuse_at(
                 path,
                 span,
-                DOCUMENTS,
-                f"RETRIEVER span {quote(span.span_id)} gives its documents twice: "
-                f"as {DOCUMENTS} and as {DOCUMENT_PREFIX}N.document.* attributes",
+                documents,
+                f"{span.kind} span {quote(span.span_id)} gives its documents twice: "
+                f"as {documents} and as {prefix}N.document.* attributes",
             )
-        return _document_list(path, span)
+        return _document_list(path, span, documents)
     ids: list[str] = []
-    for index in sorted(documents):
-        id_key = documents[index].get("id")
+    for index in sorted(found_documents):
+        id_key = found_documents[index].get("id")
         if id_key is None:
             raise _refuse_at(
                 path,
                 span,
-                next(iter(documents[index].values())),
-                f"document {index} of RETRIEVER span {quote(span.span_id)} "
-                "has no retrieval.documents."
-                f"{index}.document.id, so what it returned is unknown",
+                next(iter(found_documents[index].values())),
+                f"document {index} of {span.kind} span {quote(span.span_id)} "
+                f"has no {prefix}{index}.document.id, so what it returned is "
+                "unknown",
             )
         ids.append(_document_id(path, span, id_key, span.attributes[id_key]))
     return ids
 
 
-def _document_list(path: str, span: Span) -> list[str]:
-    """The ids of a `retrieval.documents` attribute: an array of objects,
-    each holding `document.id`, or a JSON text of one."""
-    value = span.attributes[DOCUMENTS]
+def _document_list(path: str, span: Span, documents: str) -> list[str]:
+    """The ids of a list of documents given as one attribute: an array of
+    objects, each holding `document.id`, or a JSON text of one."""
+    value = span.attributes[documents]
     form = (
-        f"{DOCUMENTS} must be an array of objects each holding document.id "
+        f"{documents} must be an array of objects each holding document.id "
         "(or a JSON text of one)"
     )
     if isinstance(value, str):
@@ -541,21 +576,21 @@ def _document_list(path: str, span: Span) -> list[str]:
             value = strict_json_loads(value)
         except ValueError as error:
             raise _refuse_at(
-                path, span, DOCUMENTS, f"{form}; its text is not JSON ({error})"
+                path, span, documents, f"{form}; its text is not JSON ({error})"
             ) from None
     if type(value) is not list:
-        raise _refuse_at(path, span, DOCUMENTS, f"{form}, got {quote(value, 80)}")
+        raise _refuse_at(path, span, documents, f"{form}, got {quote(value, 80)}")
     ids: list[str] = []
     for index, document in enumerate(value):
         if type(document) is not dict or "document.id" not in document:
             raise _refuse_at(
                 path,
                 span,
-                DOCUMENTS,
+                documents,
                 f"{form}; document {index} is {quote(document, 80)}, so what "
                 "the span returned is unknown",
             )
-        ids.append(_document_id(path, span, DOCUMENTS, document["document.id"]))
+        ids.append(_document_id(path, span, documents, document["document.id"]))
     return ids
 
 
@@ -722,10 +757,15 @@ def openinference_records(
             used.add((type(line.key), line.key))
             record["required"] = list(line.required)
         context = _context(spans_path, trace)
+        steps = _steps(spans_path, trace)
         if context is None:
             unretrieved.append(trace_id)
-        else:
+        elif steps is None:
             record["context"] = context
+        else:
+            # What reached the model is what the pipeline's last step output.
+            record["context"] = list(steps[-1]["ids"])
+            record["steps"] = steps
         correct = None if line is None else line.correct
         if labels is not None and trace_id in labels.labels:
             if correct is not None:
