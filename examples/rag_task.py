@@ -1,9 +1,12 @@
 """A RAG task diagnosed by tracegrade: BM25 retrieval, one answer, a stage.
 
 Copy this file to start your own: replace the corpus, the questions and the
-retriever, and keep the two lines that matter to tracegrade, marked below:
-the solver records the IDs of the documents it actually put in the prompt,
-and the scorer is `stage_diagnosis_scorer(label_scorer=match())`.
+retriever, and keep the lines that matter to tracegrade, marked below: the
+solver records the IDs of the documents it actually put in the prompt, and
+BM25's ranked output as the pipeline's one step (`bm25`), so that each
+missing document's score says whether BM25 never ranked it in its top
+`depth` or ranked it below the cut of `top_k`; and the scorer is
+`stage_diagnosis_scorer(label_scorer=match())`.
 
 The corpus is tracegrade's packaged example (46 short documents about a
 fictional company, 30 questions, each listing the document IDs an answer
@@ -16,6 +19,7 @@ Run it (the retriever is the `bm25s` package: `pip install "tracegrade[rag]"`):
     export OPENAI_API_KEY=...
     inspect eval examples/rag_task.py --model openai/gpt-4o-mini
     inspect eval examples/rag_task.py -T top_k=5 --model openai/gpt-4o-mini
+    inspect eval examples/rag_task.py -T depth=40 --model openai/gpt-4o-mini
 
 Every run is diagnosed in the one pass: `match()` judges each answer
 against the sample's reference answer (CORRECT or INCORRECT becomes the
@@ -97,14 +101,19 @@ class BM25Index:
 
 
 @solver
-def retrieve_then_prompt(index: BM25Index, top_k: int = 3) -> Solver:
-    """Retrieve `top_k` documents for the question and put them in the prompt."""
+def retrieve_then_prompt(index: BM25Index, top_k: int = 3, depth: int = 20) -> Solver:
+    """Rank `depth` documents for the question and put the first `top_k` in
+    the prompt."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         question = state.input_text
-        documents = index.search(question, top_k)
-        # tracegrade: record the context actually supplied, in the order given.
-        state.store_as(RetrievalTrace).context = [d.id for d in documents]
+        ranked = index.search(question, max(depth, top_k))
+        documents = ranked[:top_k]
+        # tracegrade: record the pipeline's steps (here one, BM25's ranking)
+        # and the context actually supplied, in the order given.
+        trace = state.store_as(RetrievalTrace)
+        trace.steps = [{"name": "bm25", "ids": [d.id for d in ranked]}]
+        trace.context = [d.id for d in documents]
         state.user_prompt.text = PROMPT.format(
             documents="\n\n".join(
                 f'<document id="{d.id}" title="{d.title}">\n{d.text}\n</document>'
@@ -135,17 +144,18 @@ def questions_dataset() -> MemoryDataset:
 
 
 @task
-def rag_qa(top_k: int = 3) -> Task:
+def rag_qa(top_k: int = 3, depth: int = 20) -> Task:
     """Answer questions about Brindlewick Logistics from BM25-retrieved documents.
 
     Args:
-        top_k: How many documents to retrieve and put in the prompt.
+        top_k: How many documents to put in the prompt: the cut.
+        depth: How many documents BM25 ranks, recorded as the step `bm25`.
     """
     index = BM25Index([Document(**d) for d in packaged_lines("rag_corpus.jsonl")])
     return Task(
         dataset=questions_dataset(),
-        solver=[retrieve_then_prompt(index, top_k), generate()],
-        # tracegrade: required IDs from metadata, the context from
+        solver=[retrieve_then_prompt(index, top_k, depth), generate()],
+        # tracegrade: required IDs from metadata, the context and steps from
         # RetrievalTrace, the label from match() against the target.
         scorer=stage_diagnosis_scorer(label_scorer=match()),
     )

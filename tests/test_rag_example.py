@@ -116,8 +116,10 @@ def test_every_question_runs_with_its_context_recorded(
     by_id = {q["id"]: q for q in QUESTIONS}
     for sample in fresh_log.samples:
         question = by_id[str(sample.id)]
-        expected = [d.id for d in index.search(question["question"], 3)]
+        ranked = [d.id for d in index.search(question["question"], 20)]
+        expected = ranked[:3]
         assert sample.store["RetrievalTrace:context"] == expected
+        assert sample.store["RetrievalTrace:steps"] == [{"name": "bm25", "ids": ranked}]
         # The prompt holds the retrieved documents and the question.
         (user,) = [m for m in sample.messages if m.role == "user"]
         assert user.text.endswith(f"Question: {question['question']}\n")
@@ -138,16 +140,30 @@ def test_a_fresh_run_waits_for_no_one(fresh_log: EvalLog) -> None:
         context = sample.store["RetrievalTrace:context"]
         missed = set(sample.metadata["required"]) - set(context)
         assert score.value == ("retrieval" if missed else "generation")
+        steps = sample.store["RetrievalTrace:steps"]
         assert metadata["record"] == {
             "required": sample.metadata["required"],
             "context": context,
+            "steps": steps,
             "correct": False,
         }
         assert metadata["read_from"] == {
             "required": 'metadata["required"]',
             "context": "store RetrievalTrace:context",
             "correct": "scorer match",
+            "steps": "store RetrievalTrace:steps",
         }
+        # Each missing document: below the cut (kept by BM25) or never ranked.
+        ranked = steps[0]["ids"]
+        assert metadata["lost"] == [
+            {
+                "id": document,
+                "lost_at": "context" if document in ranked else "bm25",
+                "last_step": "bm25" if document in ranked else None,
+                "last_rank": ranked.index(document) + 1 if document in ranked else None,
+            }
+            for document in sorted(missed)
+        ]
         assert metadata["grader"] == {
             "name": "match",
             "value": "I",
@@ -177,6 +193,12 @@ def test_a_right_answer_passes_and_a_lucky_one_is_a_retrieval_gap(
     assert log.samples is not None
     stages = {s.id: (s.scores or {})["stage_diagnosis"].value for s in log.samples}
     assert stages == {"Q-001": "pass", "Q-004": "retrieval"}
+    (lucky,) = [sample for sample in log.samples if sample.id == "Q-004"]
+    (lost,) = ((lucky.scores or {})["stage_diagnosis"].metadata or {})["lost"]
+    assert lost["id"] == "DOC-008"
+    assert lost["lost_at"] == "context"
+    assert lost["last_step"] == "bm25"
+    assert lost["last_rank"] > 3
     assert log.results is not None
     (result,) = log.results.scores
     assert result.metrics["lucky_answers"].value == 1
@@ -187,7 +209,7 @@ def test_top_k_sets_the_context_size(tmp_path: Path) -> None:
     assert log.samples is not None
     for sample in log.samples:
         assert len(sample.store["RetrievalTrace:context"]) == 5
-    assert log.eval.task_args == {"top_k": 5}
+    assert log.eval.task_args == {"top_k": 5, "depth": 20}
 
 
 def test_a_label_in_metadata_is_diagnosed(tmp_path: Path) -> None:
@@ -213,6 +235,12 @@ def test_a_label_in_metadata_is_diagnosed(tmp_path: Path) -> None:
     stages = {s.id: (s.scores or {})["stage_diagnosis"].value for s in log.samples}
     # Q-004 needs DOC-008, which BM25 ranks below the top 3: a lucky answer.
     assert stages == {"Q-001": "pass", "Q-004": "retrieval"}
+    (lucky,) = [sample for sample in log.samples if sample.id == "Q-004"]
+    (lost,) = ((lucky.scores or {})["stage_diagnosis"].metadata or {})["lost"]
+    assert lost["id"] == "DOC-008"
+    assert lost["lost_at"] == "context"
+    assert lost["last_step"] == "bm25"
+    assert lost["last_rank"] > 3
     assert log.results is not None
     (result,) = log.results.scores
     assert result.metrics["lucky_answers"].value == 1

@@ -34,7 +34,7 @@ def stage_score(sample: EvalSample) -> Score | None:
         if (
             isinstance(metadata.get("record"), dict)
             and isinstance(read_from, dict)
-            and read_from.keys() == STAGE_READ_FROM
+            and read_from.keys() >= STAGE_READ_FROM
         ):
             return logged
     return None
