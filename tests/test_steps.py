@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 import ir_measures
@@ -23,7 +24,7 @@ from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from tracegrade import diagnose_stage
+from tracegrade import diagnose_stage, stage_diagnosis
 from tracegrade.bulk.scoring import score_stage_input
 from tracegrade.core import canonical_json
 from tracegrade.core.steps import (
@@ -35,6 +36,7 @@ from tracegrade.core.steps import (
 )
 from tracegrade.scorers import RetrievalTrace, stage_diagnosis_scorer
 
+ROOT = Path(__file__).resolve().parent.parent
 IDS = [f"D{number}" for number in range(12)]
 
 
@@ -302,3 +304,37 @@ def test_the_scorer_reads_steps_from_the_store_or_a_metadata_key(source: str) ->
         'metadata["pipeline"]' if source == "metadata" else "store RetrievalTrace:steps"
     )
     assert json.loads(json.dumps(metadata_out["record"]["steps"])) == STEPS
+
+
+def test_the_worked_example_is_what_its_page_says(tmp_path: Path) -> None:
+    """docs/pipeline-steps.md: the example's runs q03, q04 and q05."""
+    page = (ROOT / "docs" / "pipeline-steps.md").read_text(encoding="utf-8")
+    assert (
+        "inspect eval tracegrade/stage_diagnosis -T "
+        "dataset=examples/pipeline/runs.jsonl --log-dir logs/pipeline"
+    ) in page
+    (log,) = eval(
+        stage_diagnosis(dataset=str(ROOT / "examples" / "pipeline" / "runs.jsonl")),
+        display="none",
+        log_dir=str(tmp_path),
+    )
+    assert log.status == "success", log.error
+    scores = {
+        sample.id: (sample.scores or {})["stage_diagnosis"]
+        for sample in log.samples or []
+    }
+    q04 = scores["q04"].metadata or {}
+    assert {
+        "value": scores["q04"].value,
+        "lost": q04["lost"],
+        "step_recall": q04["step_recall"],
+    } == json.loads(page.split("Its score:\n\n```json\n")[1].split("```")[0])
+    assert (scores["q03"].metadata or {})["lost"] == [
+        {"id": "DOC-068", "lost_at": "context", "last_step": "reranker", "last_rank": 5}
+    ]
+    assert (scores["q05"].metadata or {})["lost"] == [
+        {"id": "DOC-089", "lost_at": "retriever", "last_step": None, "last_rank": None}
+    ]
+    for sentence in page.split("\n> ")[1:]:
+        said = sentence.split("\n")[0]
+        assert any(said in (score.explanation or "") for score in scores.values()), said
