@@ -311,5 +311,8 @@ def test_import_trec_works_on_a_plain_install(
         check=False,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout == '{"id":"q1","input":{"required":["D1"],"context":["D1"]}}\n'
+    assert result.stdout == (
+        '{"id":"q1","input":{"required":["D1"],"context":["D1"],'
+        '"steps":[{"name":"run","ids":["D1"]}]}}\n'
+    )
     assert "ir_measures" not in result.stderr
