@@ -264,14 +264,14 @@ def stage_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
             "stage_diagnosis",
             "requried_key=gold_docs",
             'stage_diagnosis takes no argument requried_key="gold_docs"; it takes '
-            "required_key, correct_key, context_key, labels, label_scorer and "
-            "label_from",
+            "required_key, correct_key, context_key, labels, label_scorer, "
+            "label_from and steps_key",
         ),
         (
             "ordered_extraction",
             "sorce_key=ids",
             'ordered_extraction takes no argument sorce_key="ids"; it takes '
-            "source_key and answer_key",
+            "source_key, answer_key, structured_key and output_key",
         ),
     ],
 )
