@@ -1,7 +1,7 @@
 """How a command stops on a fault: one line on stderr, an exit code, no traceback.
 
 A fault the user can cause (a signal, a full disk, a path that cannot be
-written) is never shown as a traceback. The command that meets it cleans
+written, a memory limit) is never shown as a traceback. The command that meets it cleans
 up, then raises `CommandStopped` with one line saying what happened and
 what was left; the `tracegrade` group prints that line and exits with its
 code. A traceback is left only for a bug in tracegrade itself.
@@ -137,4 +137,7 @@ def fault(error: BaseException) -> tuple[str, int] | None:
         return describe_os_error(error), FILE_SYSTEM_EXIT
     if isinstance(error, OutputError):
         return str(error), FILE_SYSTEM_EXIT
+    if isinstance(error, MemoryError):
+        # A limit of the machine (`ulimit -v`, a container's), not a bug.
+        return "out of memory", FILE_SYSTEM_EXIT
     return None
