@@ -77,7 +77,7 @@ from .._inspect_internals import (
     THIN_TEXT_WIDTH,
     to_json_safe,
 )
-from ..outputs import PARTIAL_SUFFIX, publish
+from ..outputs import PARTIAL_SUFFIX, publish, sync_directory
 from .samples import SampleParts, SampleTemplates
 
 # --- Inspect's member names ----------------------------------------------------
@@ -629,7 +629,7 @@ class EvalArchive:
         target = self.location if location is None else location
         try:
             publish(str(self.partial), str(target), replace=False)
-            _sync_directory(target.parent)
+            sync_directory(str(target.parent))
         except BaseException:
             self._state = "failed"
             raise
@@ -725,15 +725,6 @@ def _header(log: EvalLog) -> EvalLog:
         status=log.status,
         error=log.error,
     )
-
-
-def _sync_directory(directory: Path) -> None:
-    """Make the rename itself durable."""
-    handle = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)
 
 
 class EvalLogWriter:

@@ -73,13 +73,8 @@ class JsonLogWriter:
                 separator = b"\n"
                 for position in order:
                     out.write(separator)
-                    out.write(
-                        os.pread(
-                            spool.fileno(),
-                            self._lengths[position],
-                            self._offsets[position],
-                        )
-                    )
+                    spool.seek(self._offsets[position])
+                    out.write(spool.read(self._lengths[position]))
                     separator = b",\n"
                 out.write(b"\n  ]")
                 if reductions is not None:

@@ -89,6 +89,7 @@ class LogWriter(Protocol):
     partial: Path
     published: Path | None
     """Where `publish` put the log; None before."""
+
     @property
     def spooled(self) -> int:
         """Bytes of samples written so far."""

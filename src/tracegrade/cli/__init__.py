@@ -4,12 +4,14 @@ run-to-run comparison."""
 from __future__ import annotations
 
 import gc
+import os
+import sys
 from typing import Any
 
 import click
 
-from ..outputs import OutputError
-from ._failures import CommandStopped, fault, signals_as_exceptions
+from ..outputs import OutputError, check_standard_output, written_outputs
+from ._failures import SIGPIPE_EXIT, CommandStopped, fault, signals_as_exceptions
 
 
 class _Group(click.Group):
@@ -22,16 +24,46 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         with signals_as_exceptions():
             try:
-                return super().invoke(ctx)
+                try:
+                    return super().invoke(ctx)
+                finally:
+                    # What is still buffered goes out here, where a full
+                    # disk is one line like any other write's.
+                    sys.stdout.flush()
             except CommandStopped as stopped:
                 _stop(ctx, stopped.message, stopped.exit_code)
             except OutputError as error:
                 _stop(ctx, f"Error: {error}", 2)
+            except BrokenPipeError:
+                _stop_reading_stopped(ctx)
             except BaseException as error:
                 described = fault(error)
                 if described is None:
                     raise
-                _stop(ctx, f"tracegrade: {described[0]}", described[1])
+                message, exit_code = described
+                if exit_code > 128 and (written := written_outputs()):
+                    # A signal after the outputs were complete: they stay.
+                    message += f"; {', '.join(written)} {_was(written)} written"
+                _stop(ctx, f"tracegrade: {message}", exit_code)
+
+
+def _was(written: list[str]) -> str:
+    return "was" if len(written) == 1 else "were"
+
+
+def _stop_reading_stopped(ctx: click.Context) -> None:
+    """Standard output is a pipe whose reader stopped early (`| head`): one
+    line and the exit code of SIGPIPE, as a pipeline expects; stdout then
+    goes nowhere, so that nothing tries to flush into the pipe again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    _stop(
+        ctx,
+        "tracegrade: standard output was closed before everything was written "
+        "(the reader stopped early)",
+        SIGPIPE_EXIT,
+    )
 
 
 def _stop(ctx: click.Context, message: str, exit_code: int) -> None:
@@ -79,6 +111,7 @@ def run() -> None:
     go; only cycles are left to the OS, and a command has closed its
     files and reaped its processes before it returns.
     """
+    check_standard_output()
     try:
         main(prog_name="tracegrade")
     finally:

@@ -19,6 +19,9 @@ from ..outputs import OutputError, describe_os_error
 
 # The exit codes a shell gives a process killed by the signal.
 SIGINT_EXIT = 128 + signal.SIGINT
+SIGPIPE_EXIT = 128 + getattr(signal, "SIGPIPE", 13)
+"""What a pipeline expects of a writer whose reader stopped (13 is SIGPIPE
+where it exists; Windows has none)."""
 FILE_SYSTEM_EXIT = 2
 
 TERMINATING: tuple[signal.Signals, ...] = tuple(
@@ -89,11 +92,45 @@ def signals_held() -> Iterator[None]:
     """Hold SIGINT and the `TERMINATING` signals until cleanup is done, so
     a second signal cannot cut it short; they are delivered when the block
     ends."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows
+        with _signals_noted() as noted:
+            yield
+        if noted:
+            signal.raise_signal(noted[0])
+        return
     signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)
     try:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _BLOCKED)
+
+
+@contextmanager
+def _signals_noted() -> Iterator[list[int]]:
+    """Where signals cannot be blocked (Windows has no signal mask), each
+    one that comes in the block is noted instead of handled; the list
+    holds them, in order, once the block ends."""
+    noted: list[int] = []
+
+    def note(signum: int, _frame: FrameType | None) -> None:
+        noted.append(signum)
+
+    previous = {signum: signal.signal(signum, note) for signum in _BLOCKED}
+    try:
+        yield noted
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _block_further_signals() -> None:
+    """From now on, SIGINT and the `TERMINATING` signals wait (or, where
+    there is no signal mask, are ignored): the process is ending."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)
+    else:
+        for signum in _BLOCKED:
+            signal.signal(signum, signal.SIG_IGN)
 
 
 @contextmanager
@@ -111,7 +148,7 @@ def exit_on_signal(
     """
 
     def stop(signum: int, _frame: FrameType | None) -> None:
-        signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)  # no second one
+        _block_further_signals()  # no second one
         try:
             cleanup()
         finally:
