@@ -44,7 +44,9 @@ class _Group(click.Group):
                 if exit_code > 128 and (written := written_outputs()):
                     # A signal after the outputs were complete: they stay.
                     message += f"; {', '.join(written)} {_was(written)} written"
-                _stop(ctx, f"tracegrade: {message}", exit_code)
+                if not message.startswith("tracegrade "):
+                    message = f"tracegrade: {message}"
+                _stop(ctx, message, exit_code)
 
 
 def _was(written: list[str]) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -173,6 +174,10 @@ def fault(error: BaseException) -> tuple[str, int] | None:
     if isinstance(error, OSError):
         return describe_os_error(error), FILE_SYSTEM_EXIT
     if isinstance(error, OutputError):
+        return str(error), FILE_SYSTEM_EXIT
+    # Loaded only with Inspect, which `--help` must not load.
+    internals = sys.modules.get("tracegrade._inspect_internals")
+    if internals is not None and isinstance(error, internals.InspectTooOld):
         return str(error), FILE_SYSTEM_EXIT
     if isinstance(error, MemoryError):
         # A limit of the machine (`ulimit -v`, a container's), not a bug.

@@ -322,6 +322,8 @@ def _outcomes(
     """The runs of the labelled `log` by what the labelled score made of
     them: `diagnosed`, `unlabelled` (no label, and the rules need none), or
     the score's error kind. A run the scorer could not score is left out."""
+    from ..scorers.outcome import error_kind
+
     source = f"labels file {labels_file}"
     outcomes: dict[str, list[EvalSample]] = {}
     for sample in log.samples or []:
@@ -335,7 +337,7 @@ def _outcomes(
         ]
         if not scores:
             continue
-        kind = scores[-1].reason
+        kind = error_kind(scores[-1])
         if kind is None:
             labelled = staff.label_for(sample.id, sample.epoch) is not None
             kind = _DIAGNOSED if labelled else "unlabelled"
