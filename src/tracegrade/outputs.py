@@ -616,7 +616,7 @@ def check_standard_output() -> None:
     and Windows writes to its console otherwise)."""
     global _standard_output
     stream = sys.stdout
-    if not isinstance(stream, io.TextIOWrapper):
+    if _standard_output is not None or not isinstance(stream, io.TextIOWrapper):
         return
     try:
         if stream.fileno() != 1 or os.isatty(1):
