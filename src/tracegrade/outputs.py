@@ -135,24 +135,37 @@ def _give_usual_mode(descriptor: int) -> None:
             raise
 
 
-_written: list[str] = []
+_outputs: list[tuple[str, str, int, int]] = []
 
 
-def note_written(path: str) -> None:
-    """Record that the output `path` is complete under its final name: a
-    signal from now on says it was written (`written_outputs`)."""
-    _written.append(path)
-
-
-def forget_written(path: str) -> None:
-    """`path`, noted as written, was removed again (its run failed later)."""
-    with contextlib.suppress(ValueError):
-        _written.remove(path)
+def publish_output(
+    temporary: str, final: str, *, replace: bool, shown: str | None = None
+) -> None:
+    """`publish`, noting the output (as `shown`, by default `final`) for
+    `written_outputs` first."""
+    status = os.stat(temporary)
+    _outputs.append((shown or final, final, status.st_dev, status.st_ino))
+    publish(temporary, final, replace=replace)
 
 
 def written_outputs() -> list[str]:
-    """The outputs this process has put under their final names, in order."""
-    return list(_written)
+    """The outputs this process has put under their final names, and that
+    are there still: what a signal that stops the command now leaves.
+
+    Told by looking at each name (`publish_output` notes the file it puts
+    there, and a rename keeps a file's identity), so a signal a moment
+    after or before a rename gets the truth, and a log a failed run
+    removed again is not among them.
+    """
+    found: list[str] = []
+    for shown, path, device, inode in _outputs:
+        try:
+            status = os.stat(path)
+        except OSError:
+            continue
+        if (status.st_dev, status.st_ino) == (device, inode) and shown not in found:
+            found.append(shown)
+    return found
 
 
 FileState = tuple[int, int, int, int]
@@ -454,7 +467,9 @@ class AtomicFile:
                         self.temporary, self._final, self.unless_changed
                     )
             else:
-                publish(self.temporary, self._final, replace=self.replace)
+                publish_output(
+                    self.temporary, self._final, replace=self.replace, shown=self.path
+                )
         except FileExistsError:
             kept = self.temporary.removesuffix(PARTIAL_SUFFIX)
             publish(self.temporary, kept, replace=False)
@@ -462,7 +477,6 @@ class AtomicFile:
             raise OutputAppeared(self.path, kept) from None
         self.temporary = None
         sync_directory(os.path.dirname(self._final))
-        note_written(self.path)
 
     @classmethod
     def write_text(cls, path: str, text: str, *, replace: bool = False) -> None:

@@ -77,7 +77,7 @@ from .._inspect_internals import (
     THIN_TEXT_WIDTH,
     to_json_safe,
 )
-from ..outputs import PARTIAL_SUFFIX, publish, sync_directory
+from ..outputs import PARTIAL_SUFFIX, publish_output, sync_directory
 from .samples import SampleParts, SampleTemplates
 
 # --- Inspect's member names ----------------------------------------------------
@@ -628,7 +628,7 @@ class EvalArchive:
         self._expect("completed")
         target = self.location if location is None else location
         try:
-            publish(str(self.partial), str(target), replace=False)
+            publish_output(str(self.partial), str(target), replace=False)
             sync_directory(str(target.parent))
         except BaseException:
             self._state = "failed"

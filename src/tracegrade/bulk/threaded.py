@@ -43,9 +43,11 @@ from .samples import SampleParts, SampleTemplates
 _START, _ADD, _SUSPEND, _RESUME, _COMPLETE, _CHUNK, _END, _PUBLISH, _CLOSE = range(9)
 _STOP: Final = (-1, 0, None)
 """Wakes a writer waiting for work when the run is aborted."""
-_QUEUED: Final = 512
-"""Messages the main thread may run ahead of the writer by."""
-_REDUCTIONS_CHUNK: Final = 1 << 16
+_QUEUED: Final = 128
+"""Messages the main thread may run ahead of the writer by: enough to
+keep both busy, few enough that what waits (samples, chunks of
+reductions) is no weight beside the run."""
+_REDUCTIONS_CHUNK: Final = 1 << 14
 _WAIT: Final = 0.5
 """Seconds between looks at whether the writer has failed, while the main
 thread waits for it (a wait that never ends could not be interrupted

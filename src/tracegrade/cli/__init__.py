@@ -11,7 +11,13 @@ from typing import Any
 import click
 
 from ..outputs import OutputError, check_standard_output, written_outputs
-from ._failures import SIGPIPE_EXIT, CommandStopped, fault, signals_as_exceptions
+from ._failures import (
+    SIGPIPE_EXIT,
+    CommandStopped,
+    fault,
+    signals_as_exceptions,
+    stop_at_once_on_signal,
+)
 
 
 class _Group(click.Group):
@@ -21,7 +27,18 @@ class _Group(click.Group):
     for anything else; see `_failures` for the rules.
     """
 
+    ending_handled = False
+    """Whether a signal after the command, while the program ends, is told
+    as one too (`run` sets it: the program's, not a caller's, signals)."""
+
     def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return self._invoke(ctx)
+        finally:
+            if self.ending_handled:
+                stop_at_once_on_signal(_stopped_message)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         with signals_as_exceptions():
             try:
                 try:
@@ -41,16 +58,21 @@ class _Group(click.Group):
                 if described is None:
                     raise
                 message, exit_code = described
-                if exit_code > 128 and (written := written_outputs()):
-                    # A signal after the outputs were complete: they stay.
-                    message += f"; {', '.join(written)} {_was(written)} written"
-                if not message.startswith("tracegrade "):
+                if exit_code > 128:
+                    message = _stopped_message(message)
+                elif not message.startswith("tracegrade "):
                     message = f"tracegrade: {message}"
                 _stop(ctx, message, exit_code)
 
 
-def _was(written: list[str]) -> str:
-    return "was" if len(written) == 1 else "were"
+def _stopped_message(stopped: str) -> str:
+    """`tracegrade: stopped by SIGNAL`, and which outputs it leaves complete
+    (a signal after they were written: they stay, and are whole)."""
+    message = f"tracegrade: {stopped}"
+    if written := written_outputs():
+        was = "was" if len(written) == 1 else "were"
+        message += f"; {', '.join(written)} {was} written"
+    return message
 
 
 def _stop_reading_stopped(ctx: click.Context) -> None:
@@ -114,6 +136,7 @@ def run() -> None:
     files and reaped its processes before it returns.
     """
     check_standard_output()
+    _Group.ending_handled = True
     try:
         main(prog_name="tracegrade")
     finally:

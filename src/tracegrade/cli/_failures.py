@@ -165,6 +165,25 @@ def exit_on_signal(
             signal.signal(signum, handler)
 
 
+def stop_at_once_on_signal(message: Callable[[str], str]) -> None:
+    """From now until the process ends, SIGINT or a `TERMINATING` signal
+    ends it at once: `message("stopped by NAME")` on stderr, exit 128+N.
+
+    For the moments after a command has returned, while the program ends:
+    no exception could be caught there any more, and the default action
+    would end it without a word of what it had written.
+    """
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        _block_further_signals()
+        name = signal.Signals(signum).name
+        os.write(2, (message(f"stopped by {name}") + "\n").encode("utf-8", "replace"))
+        os._exit(128 + signum)
+
+    for signum in _BLOCKED:
+        signal.signal(signum, stop)
+
+
 def fault(error: BaseException) -> tuple[str, int] | None:
     """What stopped a command, in words, and its exit code; None for a bug."""
     if isinstance(error, KeyboardInterrupt):

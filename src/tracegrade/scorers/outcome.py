@@ -129,6 +129,8 @@ def error_kind(score: Score) -> str | None:
     error = (score.metadata or {}).get("error")
     kind = error.get("kind") if isinstance(error, dict) else None
     return kind if isinstance(kind, str) else None
+
+
 """Characters of a sample's error message an explanation quotes; the
 metadata `error.message` keeps it whole."""
 
