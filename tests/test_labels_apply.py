@@ -10,7 +10,6 @@ user runs them, in a subprocess.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import os
@@ -24,7 +23,7 @@ from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 
 from tests.commands import run_tracegrade as tracegrade
 from tests.faults.conftest import one_clear_line, snapshot
-from tests.support import write_lines
+from tests.support import working_in, write_lines
 from tracegrade import ordered_extraction_recorded, outputs
 from tracegrade.cli import main
 from tracegrade.tasks import replay, stage_diagnosis
@@ -356,7 +355,7 @@ def test_an_unreadable_log_is_refused(tmp_path: Path) -> None:
 
 
 def _apply_in_process(log: Path, labels: str) -> tuple[int, str]:
-    with contextlib.chdir(log.parent):
+    with working_in(log.parent):
         result = CliRunner().invoke(main, ["labels", "apply", str(log), labels])
     assert result.exception is None or isinstance(result.exception, SystemExit)
     return result.exit_code, result.stderr

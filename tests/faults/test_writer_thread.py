@@ -32,6 +32,7 @@ from tests.faults.conftest import (
     start_tracegrade,
     write_stage_records,
 )
+from tests.support import working_in
 from tracegrade.bulk import evallog
 from tracegrade.bulk.scoring import LineScorer
 from tracegrade.cli import main
@@ -80,7 +81,7 @@ def _no_thread_left() -> Iterator[None]:
 def _score_in_process(work: Path) -> tuple[int, str]:
     """`tracegrade score` of `runs.jsonl` in this process (through click),
     so that the test can slow down or break its writer."""
-    with contextlib.chdir(work):
+    with working_in(work):
         result = CliRunner().invoke(
             main, ["score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs"]
         )
