@@ -28,6 +28,9 @@ import socket
 import sys
 from typing import Any
 
+WINDOWS_SIGNALS = {"SIGINT", "SIGTERM", "SIGABRT", "SIGFPE", "SIGILL", "SIGSEGV"}
+"""The signals Python has on Windows (and SIGBREAK, which Linux lacks)."""
+
 HIDDEN: dict[str, dict[str, tuple[str, ...]]] = {
     "windows": {
         "modules": ("fcntl",),
@@ -41,19 +44,16 @@ HIDDEN: dict[str, dict[str, tuple[str, ...]]] = {
             "fchmod",  # Windows has it from Python 3.13 only
         ),
         "socket": ("send_fds", "recv_fds"),
+        # Every signal but Windows's few, and the mask of them.
         "signal": (
             "pthread_sigmask",
-            "SIGHUP",
-            "SIGQUIT",
-            "SIGUSR1",
-            "SIGUSR2",
-            "SIGALRM",
-            "SIGVTALRM",
-            "SIGPROF",
-            "SIGXCPU",
-            "SIGIO",
-            "SIGPWR",
-            "SIGPIPE",
+            *(
+                name
+                for name in dir(signal)
+                if name.startswith("SIG")
+                and not name.startswith("SIG_")
+                and name not in WINDOWS_SIGNALS
+            ),
         ),
     },
     "macos": {

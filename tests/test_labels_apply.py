@@ -373,6 +373,11 @@ def _rewrite(log: Path) -> bytes:
     return data
 
 
+def _assert_refused_as_changed(exit_code: int, stderr: str) -> None:
+    assert exit_code == 2, stderr
+    assert "changed while its labels were applied" in one_clear_line(stderr)
+
+
 def _all_labelled(tmp_path: Path) -> str:
     return write_lines(
         tmp_path / "labels.jsonl",
@@ -397,9 +402,7 @@ def test_a_log_rewritten_during_the_final_sync_is_not_replaced(
             rewritten.append(_rewrite(log))
 
     monkeypatch.setattr(outputs.AtomicFile, "flush_to_disk", sync_then_rewrite)
-    exit_code, stderr = _apply_in_process(log, labels)
-    assert exit_code == 2, stderr
-    assert "changed while its labels were applied" in one_clear_line(stderr)
+    _assert_refused_as_changed(*_apply_in_process(log, labels))
     assert log.read_bytes() == rewritten[0]
     assert sorted(path.name for path in log.parent.iterdir()) == [log.name]
 
@@ -421,9 +424,7 @@ def test_a_log_rewritten_the_moment_before_the_rename_is_not_replaced(
         publish(temporary, final, replace=replace)
 
     monkeypatch.setattr(outputs, "publish", rewrite_then_publish)
-    exit_code, stderr = _apply_in_process(log, labels)
-    assert exit_code == 2, stderr
-    assert "changed while its labels were applied" in one_clear_line(stderr)
+    _assert_refused_as_changed(*_apply_in_process(log, labels))
     assert log.read_bytes() == rewritten[0]
     assert sorted(path.name for path in log.parent.iterdir()) == [log.name]
 
@@ -446,8 +447,6 @@ def test_a_write_into_the_log_as_it_is_replaced_wins(
                 still_open.write(b"appended")
 
     monkeypatch.setattr(outputs, "publish", publish_then_write_aside)
-    exit_code, stderr = _apply_in_process(log, labels)
-    assert exit_code == 2, stderr
-    assert "changed while its labels were applied" in one_clear_line(stderr)
+    _assert_refused_as_changed(*_apply_in_process(log, labels))
     assert log.read_bytes() == before + b"appended"
     assert sorted(path.name for path in log.parent.iterdir()) == [log.name]

@@ -71,47 +71,35 @@ def _tracegrade(
         )
 
 
+EXPORT = ("labels", "export", "log.eval")
+SCORE_TO_STDOUT = ("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs")
+
+
 @needs_mount
-@pytest.mark.parametrize("unbuffered", [True, False], ids=["unbuffered", "buffered"])
+@pytest.mark.parametrize(
+    ("args", "unbuffered", "held"),
+    [
+        (EXPORT, True, b""),
+        (EXPORT, False, b""),
+        # `>>`: what the file held before stays, and only that.
+        ((*SCORE_TO_STDOUT, "--out", "-"), True, b"kept\n"),
+    ],
+    ids=["unbuffered", "buffered", "appended"],
+)
 def test_standard_output_to_a_full_disk_is_one_line_and_cut_back(
-    folder: Path, unbuffered: bool
+    folder: Path, args: tuple[str, ...], unbuffered: bool, held: bytes
 ) -> None:
-    with mounted_tmpfs(folder / f"mnt-{unbuffered}", "size=64k") as mounted:
-        out = mounted / "to-label.jsonl"
+    with mounted_tmpfs(folder / f"mnt-{len(args)}-{unbuffered}", "size=64k") as mnt:
+        out = mnt / "out.jsonl"
+        out.write_bytes(held)
         done = _tracegrade(
-            "labels",
-            "export",
-            "log.eval",
-            cwd=folder,
-            stdout=out,
-            unbuffered=unbuffered,
+            *args, cwd=folder, stdout=out, unbuffered=unbuffered, append=bool(held)
         )
         assert done.returncode == 2, done.stderr
         line = one_clear_line(done.stderr)
         assert "cannot write standard output (No space left on device)" in line
-        assert "cut back to what it held before the command" in line
-        assert out.read_bytes() == b""
-
-
-@needs_mount
-def test_appended_standard_output_is_cut_back_to_what_it_held(folder: Path) -> None:
-    with mounted_tmpfs(folder / "mnt-append", "size=64k") as mounted:
-        out = mounted / "results.jsonl"
-        out.write_bytes(b"kept\n")
-        done = _tracegrade(
-            *("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs"),
-            *("--out", "-"),
-            cwd=folder,
-            stdout=out,
-            unbuffered=True,
-            append=True,
-        )
-        assert done.returncode == 2, done.stderr
-        line = one_clear_line(done.stderr)
-        assert "cannot write standard output (No space left on device)" in line
-        assert "no log or results were written" in line
-        assert out.read_bytes() == b"kept\n"
-        assert not (folder / "logs").exists() or not any((folder / "logs").iterdir())
+        assert out.read_bytes() == held
+    assert not (folder / "logs").exists() or not any((folder / "logs").iterdir())
 
 
 def test_a_short_write_to_standard_output_is_never_taken_for_the_whole(
