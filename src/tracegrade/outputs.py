@@ -212,7 +212,7 @@ def replace_unless_changed(temporary: str, final: str, expected: FileState) -> N
         os.unlink(aside)
         raise
     try:
-        if file_state(aside) != expected:
+        if not _unchanged(file_state(aside), expected):
             raise OutputChanged(f"{final!r} was rewritten by another program")
         publish(temporary, final, replace=False)
     except FileExistsError:
@@ -221,10 +221,18 @@ def replace_unless_changed(temporary: str, final: str, expected: FileState) -> N
     except BaseException:
         _put_back(aside, final)
         raise
-    if file_state(aside) != expected:
+    if not _unchanged(file_state(aside), expected):
         os.replace(aside, final)
         raise OutputChanged(f"{final!r} was rewritten by another program")
     os.unlink(aside)
+
+
+def _unchanged(moved: FileState, expected: FileState) -> bool:
+    """Whether the file moved aside is still the one of state `expected`:
+    the same device, size and time of last change. Not its inode, which a
+    rename keeps on most file systems but not through every FUSE driver
+    (FAT has no inodes): a rewrite there gets a later time of change."""
+    return (moved[0], *moved[2:]) == (expected[0], *expected[2:])
 
 
 def _put_back(aside: str, final: str) -> None:

@@ -10,7 +10,12 @@ from typing import Any
 
 import click
 
-from ..outputs import OutputError, check_standard_output, written_outputs
+from ..outputs import (
+    OutputError,
+    StandardOutputFailed,
+    check_standard_output,
+    written_outputs,
+)
 from ._failures import (
     SIGPIPE_EXIT,
     CommandStopped,
@@ -49,6 +54,8 @@ class _Group(click.Group):
                     sys.stdout.flush()
             except CommandStopped as stopped:
                 _stop(ctx, stopped.message, stopped.exit_code)
+            except StandardOutputFailed as error:
+                _stop(ctx, f"tracegrade: {error}", 2)
             except OutputError as error:
                 _stop(ctx, f"Error: {error}", 2)
             except BrokenPipeError:
@@ -103,10 +110,13 @@ def main() -> None:
     Exit codes: 0 success; 1 an input is not what the command needs (data
     errors, lines that cannot become samples, a file that is not a log or
     labels file, nothing to report or compare); 2 a usage error (a missing
-    input included), or a file that cannot be read or written (nothing is
-    left under an output's name); 3 `compare --fail-on-regression` found a
-    regression; 128+N stopped by signal N (130 for Ctrl-C, 143 for
-    SIGTERM). Each command's --help says which of these it gives, and when.
+    input included), a file that cannot be read or written (nothing is left
+    under an output's name), a memory limit, or an Inspect AI too old for
+    the command (`tracegrade score` needs 0.3.269: the line says which to
+    install); 3 `compare --fail-on-regression` found a regression; 128+N
+    stopped by signal N (130 for Ctrl-C, 143 for SIGTERM; when it comes
+    after an output was written, the line names it: it is complete, and
+    stays). Each command's --help says which of these it gives, and when.
     """
 
 
