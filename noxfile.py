@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import nox
 
 nox.options.default_venv_backend = "uv|virtualenv"
@@ -9,6 +12,39 @@ nox.options.sessions = ["tests", "lint", "parity"]
 nox.options.reuse_venv = "yes"
 
 PYTHON = "3.11"
+
+PYPROJECT = Path(__file__).with_name("pyproject.toml").read_text(encoding="utf-8")
+
+
+def _inspect_floor() -> str:
+    """The oldest `inspect-ai` pyproject.toml allows: what is supported.
+    (Read by pattern: `tomllib` is not in Python 3.10, which nox may run on.)"""
+    found = re.search(r'^\s*"inspect-ai>=([\w.]+)",?$', PYPROJECT, re.MULTILINE)
+    if found is None:
+        raise ValueError("pyproject.toml gives no inspect-ai>= floor")
+    return found[1]
+
+
+OLDEST_INSPECT = _inspect_floor()
+PLUGIN_TESTS = (
+    "tests/test_core.py",
+    "tests/test_itemise.py",
+    "tests/test_strict_json.py",
+    "tests/test_fixtures.py",
+    "tests/test_generated_datasets.py",
+    "tests/test_originals.py",
+    "tests/test_registry_install.py",
+    "tests/test_scorers.py",
+    "tests/test_tasks.py",
+    "tests/test_epochs.py",
+    "tests/test_labels.py",
+    "tests/test_label_scorer.py",
+    "tests/test_key_warnings.py",
+    "tests/test_live_extraction.py",
+)
+"""The plugin's tests: the registry and entry point, the scorers in tasks of
+their own, `inspect eval tracegrade/...` and `inspect score`. Not the
+`tracegrade` commands' (`tracegrade score` needs a newer Inspect)."""
 
 
 @nox.session(python=PYTHON)
@@ -32,6 +68,16 @@ def compat(session: nox.Session) -> None:
     session.install("--upgrade", "inspect-ai")
     session.run("python", "-m", "pip", "show", "inspect-ai")
     session.run("pytest", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def oldest(session: nox.Session) -> None:
+    """Run the plugin's tests against the oldest `inspect-ai` pyproject.toml
+    allows, as a team that pinned it would run them (`PLUGIN_TESTS`, or
+    the files given: `nox -s oldest -- tests/test_scorers.py`)."""
+    session.install(".[test]", f"inspect-ai=={OLDEST_INSPECT}")
+    session.run("python", "-m", "pip", "show", "inspect-ai")
+    session.run("pytest", *(session.posargs or PLUGIN_TESTS))
 
 
 @nox.session(python=PYTHON)

@@ -9,10 +9,11 @@ off as tracegrade's: `compare_scale.py` once reported 2,667 MiB for a
 started by `LAUNCHER`, a fresh interpreter without site-packages of a few
 MiB, which times it and reports its rusage from `os.wait4`.
 
-A command can be several processes (`tracegrade score` writes `.eval`
-logs in a forked child), and wait4's peak is only the larger one's. The
-launcher also samples, every 50 ms, the proportional set size (PSS) of
-the command and its descendants and sums it: the memory the run holds,
+A command can be several processes (`tracegrade score` wrote `.eval`
+logs in a forked child before its writer became a thread, and a
+`--baseline` revision may), and wait4's peak is only the larger one's.
+The launcher also samples, every 50 ms, the proportional set size (PSS)
+of the command and its descendants and sums it: the memory the run holds,
 pages they share counted once. That sum's peak is the figure reported
 (never below the largest process's own peak, which a sample can miss);
 the summed RSS, which counts shared pages twice, is kept beside it.

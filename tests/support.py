@@ -7,6 +7,8 @@ import json
 import os
 import zipfile
 import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -84,3 +86,15 @@ def deflated(data: bytes, library: Any = zlib) -> bytes:
     stream = library.compressobj(DEFLATE_LEVEL, library.DEFLATED, -15)
     compressed: bytes = stream.compress(data) + stream.flush()
     return compressed
+
+
+@contextmanager
+def working_in(directory: Path) -> Iterator[None]:
+    """The current directory is `directory` for the block (what
+    `contextlib.chdir` does from Python 3.11; the tests run on 3.10 too)."""
+    previous = os.getcwd()
+    os.chdir(directory)
+    try:
+        yield
+    finally:
+        os.chdir(previous)

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 import random
+import threading
+import time
 from collections import Counter
 from collections.abc import Sequence
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -22,23 +25,29 @@ def test_ids_have_inspects_shortuuid_form_and_never_repeat() -> None:
     assert set("".join(ids)) == set(_ID_ALPHABET)
 
 
-def test_a_forked_child_takes_ids_its_parent_does_not() -> None:
-    """The `.eval` writer process makes message ids and sample uuids while
-    its parent makes log ids: both start from the buffer the parent held."""
-    uuid()  # the buffer holds ids to come
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        os.write(write, "".join(uuid() for _ in range(100)).encode("ascii"))
-        os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        taken = pipe.read().decode("ascii")
-    os.waitpid(pid, 0)
-    childs = {taken[start : start + 22] for start in range(0, len(taken), 22)}
-    parents = {uuid() for _ in range(100)}
-    assert len(childs) == len(parents) == 100
-    assert not childs & parents
+def test_two_threads_never_take_the_same_ids(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The `.eval` writer thread makes message ids and sample uuids while
+    the main thread makes log ids. Each refills its buffer with the other
+    in the middle of its own refill (the OS's random bytes made slow),
+    the moment a buffer shared by both would hand out one id twice."""
+    urandom = os.urandom
+
+    def slow_urandom(size: int) -> bytes:
+        time.sleep(0.01)  # the other thread runs meanwhile
+        return urandom(size)
+
+    monkeypatch.setattr(os, "urandom", slow_urandom)
+    taken: list[list[str]] = [[], []]
+    threads = [
+        threading.Thread(target=lambda ids=ids: ids.extend(uuid() for _ in range(2000)))
+        for ids in taken
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    every = taken[0] + taken[1]
+    assert len(set(every)) == len(every) == 4000
 
 
 def test_every_character_is_about_equally_likely() -> None:

@@ -20,7 +20,6 @@ import gc
 import json
 import math
 import os
-import pickle
 import signal
 import subprocess
 import sys
@@ -440,7 +439,7 @@ def test_sample_summary_of_chat_input_goes_through_inspect() -> None:
     ),
     edited=st.booleans(),
 )
-def test_a_sample_crosses_to_the_writer_process_unchanged(
+def test_a_sample_built_from_its_scores_serialises_as_inspect_does(
     value: Any,
     answer: str | None,
     explanation: str | None,
@@ -448,8 +447,10 @@ def test_a_sample_crosses_to_the_writer_process_unchanged(
     metadata: dict[str, Any] | None,
     edited: bool,
 ) -> None:
-    """`bulk.forked` pickles `SampleParts.plain()`; the child must write the
-    bytes and summary the main process would have written from the Scores."""
+    """The writer thread builds each sample from its parts, the `Score`s
+    themselves among them: serialised in one pass, it must be what
+    Inspect's `to_json_safe` writes, and its summary what the summary of
+    Inspect's own `EvalSample` holds."""
     score = Score(
         value=value,
         answer=answer,
@@ -471,14 +472,12 @@ def test_a_sample_crosses_to_the_writer_process_unchanged(
         completed_at="2026-01-01T00:00:01+00:00",
         seconds=1.0,
     )
-    crossed = pickle.loads(pickle.dumps(parts.plain(), pickle.HIGHEST_PROTOCOL))
-    built = SampleTemplates.make().build(crossed)
-    # The same sample with the Scores themselves (its ids are fresh per build).
-    scored = {**built, "scores": parts.scores}
-    assert (
-        sample_json(built) == sample_json(scored) == to_json_safe(scored, indent=None)
+    built = SampleTemplates.make().build(parts)
+    assert sample_json(built) == to_json_safe(built, indent=None)
+    inspects = EvalSample.model_validate_json(to_json_safe(built, indent=None))
+    assert as_json(sample_summary(built)) == as_json(
+        to_jsonable_python(inspects.summary(), exclude_none=True)
     )
-    assert as_json(sample_summary(built)) == as_json(sample_summary(scored))
 
 
 def test_summary_model_and_dict_give_the_same_member(

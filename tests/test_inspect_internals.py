@@ -13,7 +13,11 @@ one of them.
 from __future__ import annotations
 
 import ast
+import importlib
 import json
+import subprocess
+import sys
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +28,7 @@ from pydantic_core import to_jsonable_python
 
 import tracegrade
 import tracegrade._inspect_internals as internals
+from tests.support import SUBPROCESS_ENV
 from tracegrade._inspect_internals import (
     MAX_TEXT_LENGTH,
     METADATA_VALUE_LIMIT,
@@ -74,6 +79,75 @@ def test_the_adapter_documents_every_symbol_it_exports() -> None:
     undocumented = [name for name in internals.__all__ if f"`{name}`" not in doc]
     assert undocumented == []
     assert all(hasattr(internals, name) for name in internals.__all__)
+
+
+def test_every_name_loaded_when_used_is_where_inspect_keeps_it() -> None:
+    """Each name `tracegrade score` loads from Inspect, loaded: a release
+    that moves one fails here (and `tracegrade score` says which release it
+    needs, below)."""
+    for name, module in internals._LOADED_WHEN_USED.items():
+        loaded = getattr(internals, name)
+        assert loaded is getattr(importlib.import_module(module), name), name
+
+
+_PLUGIN_LOADED = """
+import json, sys
+import tracegrade._registry
+from tracegrade import stage_diagnosis, ordered_extraction_recorded
+from tracegrade import stage_diagnosis_scorer, ordered_extraction_scorer
+stage_diagnosis(), ordered_extraction_recorded()
+stage_diagnosis_scorer(), ordered_extraction_scorer()
+internals = sys.modules["tracegrade._inspect_internals"]
+loaded = vars(internals)
+print(json.dumps([name for name in internals._LOADED_WHEN_USED if name in loaded]))
+"""
+
+
+def test_the_plugin_loads_no_private_name_but_prerequisite_error() -> None:
+    """What `inspect eval tracegrade/...` and a user's own task load: the
+    registry, the tasks and the scorers, built. None of the names of
+    `tracegrade score`'s writer, which an older Inspect may lack."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PLUGIN_LOADED],
+        capture_output=True,
+        text=True,
+        env=SUBPROCESS_ENV,
+        check=True,
+    )
+    assert json.loads(done.stdout) == []
+
+
+_MOVED = """
+import sys
+import tracegrade._inspect_internals as internals
+# As on an Inspect without the module (0.3.250 has no _util.log_layout).
+internals._LOADED_WHEN_USED["eval_log_name"] = "inspect_ai._util.not_there"
+from tracegrade.cli import run
+sys.argv = ["tracegrade", *sys.argv[1:]]
+run()
+"""
+
+
+def test_score_on_an_inspect_too_old_says_which_release_in_one_line(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "runs.jsonl").write_text(
+        json.dumps({"id": "a", "input": {"required": [], "context": []}}) + "\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", _MOVED, "score", "stage_diagnosis", "runs.jsonl"],
+        capture_output=True,
+        text=True,
+        env=SUBPROCESS_ENV,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"tracegrade score needs inspect-ai {internals.SCORE_NEEDS} or newer "
+        f"({version('inspect_ai')} is installed): pip install --upgrade "
+        f"'inspect-ai>={internals.SCORE_NEEDS}'"
+    ]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["runs.jsonl"]
 
 
 # --- Mirrored rules, held to Inspect's own output --------------------------------

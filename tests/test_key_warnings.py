@@ -35,6 +35,7 @@ from tests.support import write_lines
 from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
 from tracegrade.cli import main
 from tracegrade.datasets import packaged_fixture
+from tracegrade.scorers.outcome import error_kind
 
 TASK_FILE = """\
 from inspect_ai import Task, task
@@ -220,9 +221,9 @@ def test_keys_every_sample_has_are_not_warned_of(work: Path) -> None:
 def test_a_misspelled_extraction_key_is_warned_of_too(work: Path) -> None:
     output, log = inspect_eval(work, "source_key=idz", task_file="ids.py")
     assert log.samples is not None
-    assert {s.scores["ordered_extraction"].reason for s in log.samples if s.scores} == {
-        "invalid-input"
-    }
+    assert {
+        error_kind(s.scores["ordered_extraction"]) for s in log.samples if s.scores
+    } == {"invalid-input"}
     (logged,) = logged_warnings(log)
     sample_id, message = logged
     assert (

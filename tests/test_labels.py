@@ -26,6 +26,7 @@ from tests.commands import run_inspect
 from tests.support import write_lines
 from tracegrade import LabelsError, stage_diagnosis, stage_diagnosis_scorer
 from tracegrade.labels import StaffLabels
+from tracegrade.scorers.outcome import error_kind
 
 
 def score_state(scorer: Any, sample_id: str | int, metadata: dict[str, Any]) -> Score:
@@ -137,7 +138,7 @@ def test_the_labels_file_replaces_metadata_labels(tmp_path: Path) -> None:
     assert overridden.metadata["read_from"]["correct"] == f"labels file {path}"
 
     unlabelled = score_state(scorer, "q2", run)
-    assert unlabelled.reason == "answer-label"
+    assert error_kind(unlabelled) == "answer-label"
     assert unlabelled.explanation is not None
     assert f"No staff label was found in labels file {path}" in unlabelled.explanation
 
@@ -189,7 +190,7 @@ def test_inspect_score_appends_staff_labels(tmp_path: Path, stage_log: Path) -> 
     assert relabelled("lucky-answer-gap").value == "retrieval"
     assert relabelled("wrong-generation").value == "pass"
     unlabelled = relabelled("missing-context")
-    assert unlabelled.reason == "answer-label"
+    assert error_kind(unlabelled) == "answer-label"
     assert unlabelled.metadata is not None
     assert unlabelled.metadata["result"] == {"error": "answer-label"}
     # Unresolved runs never consult the label, with or without a file.
@@ -197,7 +198,7 @@ def test_inspect_score_appends_staff_labels(tmp_path: Path, stage_log: Path) -> 
 
     original = samples["missing-answer-label"].scores
     assert original is not None
-    assert original["stage_diagnosis"].reason == "answer-label"
+    assert error_kind(original["stage_diagnosis"]) == "answer-label"
     assert log.results is not None
     appended = [
         score for score in log.results.scores if score.name == "stage_diagnosis1"
@@ -276,7 +277,7 @@ def test_a_labels_file_that_matches_no_run_is_warned_of(
     assert rescored.samples is not None
     (sample,) = rescored.samples
     assert sample.scores is not None
-    assert sample.scores["stage_diagnosis1"].reason == "answer-label"
+    assert error_kind(sample.scores["stage_diagnosis1"]) == "answer-label"
 
 
 def test_a_relabelled_log_recomputes_without_the_labels_file(

@@ -12,17 +12,20 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from inspect_ai import eval
-from inspect_ai.log import EvalLog, read_eval_log
+from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 
 from tests.commands import run_tracegrade as tracegrade
 from tests.faults.conftest import one_clear_line, snapshot
-from tests.support import write_lines
-from tracegrade import ordered_extraction_recorded
+from tests.support import working_in, write_lines
+from tracegrade import ordered_extraction_recorded, outputs
+from tracegrade.cli import main
 from tracegrade.tasks import replay, stage_diagnosis
 
 RUNS = {
@@ -346,3 +349,104 @@ def test_an_unreadable_log_is_refused(tmp_path: Path) -> None:
         done.stderr
     )
     assert bogus.read_text() == "hello"
+
+
+# --- A log rewritten at the last moment ------------------------------------------
+
+
+def _apply_in_process(log: Path, labels: str) -> tuple[int, str]:
+    with working_in(log.parent):
+        result = CliRunner().invoke(main, ["labels", "apply", str(log), labels])
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    return result.exit_code, result.stderr
+
+
+def _rewrite(log: Path) -> bytes:
+    """Another program's rewrite of `log` (an eval, another labeller), put
+    in place by a rename, as Inspect writes; its bytes."""
+    rewritten = read_eval_log(str(log))
+    rewritten.eval.metadata = {"by": "another program"}
+    other = log.with_name("other.eval")
+    write_eval_log(rewritten, str(other))
+    data = other.read_bytes()
+    os.replace(other, log)
+    return data
+
+
+def _assert_refused_as_changed(exit_code: int, stderr: str) -> None:
+    assert exit_code == 2, stderr
+    assert "changed while its labels were applied" in one_clear_line(stderr)
+
+
+def _all_labelled(tmp_path: Path) -> str:
+    return write_lines(
+        tmp_path / "labels.jsonl",
+        [{"id": key, "correct": True} for key in RUNS],
+    )
+
+
+def test_a_log_rewritten_during_the_final_sync_is_not_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rewrite lands while the labelled log is synced to disk, after
+    the last look at the log before it (where a check then a rename lost
+    it)."""
+    log = run_log(tmp_path)
+    labels = _all_labelled(tmp_path)
+    flush_to_disk = outputs.AtomicFile.flush_to_disk
+    rewritten: list[bytes] = []
+
+    def sync_then_rewrite(self: outputs.AtomicFile) -> None:
+        flush_to_disk(self)
+        if not rewritten:
+            rewritten.append(_rewrite(log))
+
+    monkeypatch.setattr(outputs.AtomicFile, "flush_to_disk", sync_then_rewrite)
+    _assert_refused_as_changed(*_apply_in_process(log, labels))
+    assert log.read_bytes() == rewritten[0]
+    assert sorted(path.name for path in log.parent.iterdir()) == [log.name]
+
+
+def test_a_log_rewritten_the_moment_before_the_rename_is_not_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The rewrite lands after the log was moved aside and found unchanged,
+    the instant before the labelled log takes its name."""
+    log = run_log(tmp_path)
+    labels = _all_labelled(tmp_path)
+    publish = outputs.publish
+    rewritten: list[bytes] = []
+
+    def rewrite_then_publish(temporary: str, final: str, *, replace: bool) -> None:
+        if final == str(log) and not rewritten:
+            rewritten.append(b"written by another program")
+            log.write_bytes(rewritten[0])
+        publish(temporary, final, replace=replace)
+
+    monkeypatch.setattr(outputs, "publish", rewrite_then_publish)
+    _assert_refused_as_changed(*_apply_in_process(log, labels))
+    assert log.read_bytes() == rewritten[0]
+    assert sorted(path.name for path in log.parent.iterdir()) == [log.name]
+
+
+def test_a_write_into_the_log_as_it_is_replaced_wins(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program that had the log open writes into it while it is being
+    replaced: its write is kept, the labelled log is not."""
+    log = run_log(tmp_path)
+    labels = _all_labelled(tmp_path)
+    publish = outputs.publish
+    before = log.read_bytes()
+
+    def publish_then_write_aside(temporary: str, final: str, *, replace: bool) -> None:
+        publish(temporary, final, replace=replace)
+        if final == str(log):
+            (aside,) = log.parent.glob(f"{log.name}.*.replaced")
+            with aside.open("ab") as still_open:
+                still_open.write(b"appended")
+
+    monkeypatch.setattr(outputs, "publish", publish_then_write_aside)
+    _assert_refused_as_changed(*_apply_in_process(log, labels))
+    assert log.read_bytes() == before + b"appended"
+    assert sorted(path.name for path in log.parent.iterdir()) == [log.name]

@@ -41,6 +41,7 @@ from tracegrade.scorers.explain import (
     list_ids,
     show_id,
 )
+from tracegrade.scorers.outcome import error_kind
 from tracegrade.scorers.store import context_store_key, recorded_context
 
 STAGE_CASES = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
@@ -95,7 +96,7 @@ def check_case(case: FixtureCase, score: Score) -> None:
         assert metadata["result"] is None
         assert metadata["error"]["kind"] == "invalid-input"
         assert metadata["error"]["field"] == case.expected["invalid"], case.id
-        assert score.reason == "invalid-input"
+        assert error_kind(score) == "invalid-input"
     else:
         assert metadata["result"] == case.expected, case.id
         # Compare as JSON text too: `==` would let True stand for 1.
@@ -112,11 +113,11 @@ def test_every_packaged_stage_case_is_scored_as_documented(case: FixtureCase) ->
     assert case.expected is not None
     if "stage" in case.expected:
         assert score.value == case.expected["stage"]
-        assert score.reason is None
+        assert error_kind(score) is None
         assert score.metadata is not None and score.metadata["error"] is None
     elif case.expected == {"error": "answer-label"}:
         assert is_unscored(score)
-        assert score.reason == "answer-label"
+        assert error_kind(score) == "answer-label"
     # No output here: the answer is the context supplied, not the record.
     if "context" in case.input:
         assert score.answer == canonical_json(case.input["context"])
@@ -194,11 +195,11 @@ def test_every_packaged_extraction_case_is_scored_as_documented(
         repeated_source = len(set(case.input["source"])) != len(case.input["source"])
         if repeated_source:
             assert is_unscored(score)
-            assert score.reason == "duplicate-source-id"
+            assert error_kind(score) == "duplicate-source-id"
             assert metadata["error"]["side"] == "data"
         else:
             assert score.value == {"membership": False, "order": False}
-            assert score.reason == "duplicate-answer-id"
+            assert error_kind(score) == "duplicate-answer-id"
             assert metadata["error"]["side"] == "answer"
 
 
@@ -236,7 +237,7 @@ def test_packaged_answers_graded_from_output_text(case: FixtureCase) -> None:
         check_case(case, score)
     else:
         assert score.value == {"membership": False, "order": False}, case.id
-        assert score.reason == "unreadable-answer"
+        assert error_kind(score) == "unreadable-answer"
         assert score.metadata is not None and score.metadata["result"] is None
 
 
@@ -245,7 +246,7 @@ def test_an_unreadable_answer_fails_both_criteria() -> None:
         {"source": ["C", "A", "B"]}, {}, answer_text="I think it is C then A then B."
     )
     assert score.value == {"membership": False, "order": False}
-    assert score.reason == "unreadable-answer"
+    assert error_kind(score) == "unreadable-answer"
     assert score.answer == "I think it is C then A then B."
     assert score.explanation is not None
     assert score.explanation.startswith("The answer cannot be read as a list of IDs")
@@ -256,10 +257,10 @@ def test_an_unreadable_answer_fails_both_criteria() -> None:
 def test_a_broken_source_outranks_an_unreadable_answer() -> None:
     repeated = extraction_score({"source": ["A", "A"]}, {}, answer_text="no list")
     assert is_unscored(repeated)
-    assert repeated.reason == "duplicate-source-id"
+    assert error_kind(repeated) == "duplicate-source-id"
     missing = extraction_score({}, {}, answer_text="no list")
     assert is_unscored(missing)
-    assert missing.reason == "invalid-input"
+    assert error_kind(missing) == "invalid-input"
     assert missing.metadata is not None
     assert missing.metadata["error"]["field"] == "source"
 
@@ -390,7 +391,7 @@ def test_answers_the_rules_do_not_grade_are_not_itemised(
 ) -> None:
     score = extraction_score(record, {}, answer_text=answer_text)
 
-    assert score.reason == reason
+    assert error_kind(score) == reason
     assert score.metadata is not None
     assert score.metadata["itemised"] is None
 
@@ -399,7 +400,7 @@ def test_a_broken_target_source_carries_itemised_none() -> None:
     state = task_state({}, completion='["C"]', target="C, A, B")
     score = run(ordered_extraction_scorer(source_key=None), state)
 
-    assert score.reason == "invalid-input"
+    assert error_kind(score) == "invalid-input"
     assert score.metadata is not None
     assert score.metadata["itemised"] is None
 
@@ -623,7 +624,7 @@ def test_a_stage_run_with_nothing_in_retrieval_trace_is_invalid_input() -> None:
     state = task_state({"required": ["D1"], "context": ["D1"], "correct": True})
     score = run(stage_diagnosis_scorer(), state)
     assert is_unscored(score)
-    assert score.reason == "invalid-input"
+    assert error_kind(score) == "invalid-input"
     assert score.explanation is not None and "never recorded" in score.explanation
 
 

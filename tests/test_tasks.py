@@ -30,6 +30,7 @@ from tracegrade.datasets import (
     read_fixture_cases,
     stage_diagnosis_dataset,
 )
+from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import replay
 
 
@@ -151,7 +152,7 @@ def test_the_cli_takes_a_users_own_file(tmp_path: Path) -> None:
         sample.id: (sample.scores or {})["ordered_extraction"] for sample in log.samples
     }
     assert scores["q-17"].value == {"membership": True, "order": False}
-    assert scores["q-18"].reason == "invalid-input"
+    assert error_kind(scores["q-18"]) == "invalid-input"
 
 
 def test_own_file_samples_keep_ids_inputs_and_expectations(tmp_path: Path) -> None:
@@ -283,7 +284,7 @@ def test_an_out_of_contract_input_is_a_sample_not_a_malformed_line(
     (sample,) = log.samples
     assert sample.scores is not None
     score = sample.scores["stage_diagnosis"]
-    assert score.reason == "invalid-input"
+    assert error_kind(score) == "invalid-input"
     assert score.metadata is not None
     assert score.metadata["error"]["field"] == "required"
 

@@ -7,7 +7,17 @@ shows first. Nothing else in `src/` imports from `inspect_ai._*` or a
 private submodule (a test keeps it so). What is mirrored (copied rather
 than imported, for speed) is listed at the end, each with the test that
 compares the copy with Inspect's own output and so fails the day Inspect
-changes.
+changes; `tests/test_inspect_internals.py` loads every imported name, and
+fails the day a release moves one.
+
+The plugin (`inspect eval tracegrade/...`, the scorers in a user's own
+task, `inspect score`) needs one name, `PrerequisiteError`, which every
+supported Inspect has (`inspect-ai` 0.3.250 on; `nox -s oldest` runs the
+plugin's tests on it). Everything else is loaded only when first used
+(`__getattr__`), by `tracegrade score`'s writer (`bulk/`) and the log
+reader (`logs/`): a team that pins an older Inspect keeps the plugin, and
+`tracegrade score` says in one line which release it needs
+(`InspectTooOld`, `SCORE_NEEDS`).
 
 Errors a user can cause:
 
@@ -41,10 +51,10 @@ computed by the code `eval_results` uses, so names and NaN handling agree:
 
 Reading the logs `inspect eval` writes (`logs/samples.py`):
 
-- `_util.zipfile`, imported for its effect: it teaches the standard
-  library's `zipfile` (before Python 3.14) to read zstd members (ZIP
-  method 93), however many frames; Inspect's logs are zstd, and the
-  report reads them with `zipfile`.
+- `read_zstd_members`: imports `_util.zipfile` for its effect, which
+  teaches the standard library's `zipfile` (before Python 3.14) to read
+  zstd members (ZIP method 93), however many frames; Inspect's logs are
+  zstd, and the report reads them with `zipfile`.
 
 How a sample summary is trimmed (`log._util`), used by the `.eval` writer
 (`bulk/evallog.py`), which builds summaries as `EvalSample.summary()` would
@@ -84,43 +94,113 @@ in the `.eval` writer process (as `zipfile_zstd` wraps it for Inspect);
 
 from __future__ import annotations
 
-from typing import Final
+import importlib
+from importlib.metadata import version
+from typing import TYPE_CHECKING, Any, Final
 
-from inspect_ai._eval.task.log import (
-    plan_to_eval_plan,
-    resolve_eval_scorers,
-    resolve_package_revision,
-    resolve_revision,
-    resolve_task_distribution,
-)
-from inspect_ai._eval.task.results import Metrics, ScorerInfo, compute_eval_scores
-from inspect_ai._util.dateutil import iso_now
 from inspect_ai._util.error import PrerequisiteError
-from inspect_ai._util.json import to_json_safe
-from inspect_ai._util.log_layout import eval_log_name
-from inspect_ai._util.path import cwd_relative_path
-from inspect_ai._util.registry import registry_unqualified_name
 
-# Imported for its effect: zipfile reads zstd members (see above).
-from inspect_ai._util.zipfile import zipfile_compress_kwargs  # noqa: F401
-from inspect_ai.log._headline import headline_metric_ref, resolve_headline_metric
-from inspect_ai.log._log import eval_config_defaults
-from inspect_ai.log._util import MAX_TEXT_LENGTH, THIN_TEXT_SCAN, THIN_TEXT_WIDTH
-from inspect_ai.scorer._metric import metric_scores
-from inspect_ai.scorer._scorer import as_scorer_spec
-from inspect_ai.solver._plan import Plan
+if TYPE_CHECKING:  # loaded on first use, by `__getattr__`
+    from inspect_ai._eval.task.log import (
+        plan_to_eval_plan,
+        resolve_eval_scorers,
+        resolve_package_revision,
+        resolve_revision,
+        resolve_task_distribution,
+    )
+    from inspect_ai._eval.task.results import (
+        Metrics,
+        ScorerInfo,
+        compute_eval_scores,
+    )
+    from inspect_ai._util.dateutil import iso_now
+    from inspect_ai._util.json import to_json_safe
+    from inspect_ai._util.log_layout import eval_log_name
+    from inspect_ai._util.path import cwd_relative_path
+    from inspect_ai._util.registry import registry_unqualified_name
+    from inspect_ai.log._headline import headline_metric_ref, resolve_headline_metric
+    from inspect_ai.log._log import eval_config_defaults
+    from inspect_ai.log._util import MAX_TEXT_LENGTH, THIN_TEXT_SCAN, THIN_TEXT_WIDTH
+    from inspect_ai.scorer._metric import metric_scores
+    from inspect_ai.scorer._scorer import as_scorer_spec
+    from inspect_ai.solver._plan import Plan
 
 METADATA_VALUE_LIMIT: Final = 1024
 """Characters of indented JSON a metadata value may have in a summary."""
 METADATA_VALUE_REMOVED: Final = "Key removed from summary (> 1k)"
 """What a summary holds instead of a longer metadata value."""
 
+SCORE_NEEDS: Final = "0.3.269"
+"""The first `inspect-ai` with every name `tracegrade score` loads from here
+(`eval_log_name`, the last to come)."""
+
+_LOADED_WHEN_USED: Final = {
+    "plan_to_eval_plan": "inspect_ai._eval.task.log",
+    "resolve_eval_scorers": "inspect_ai._eval.task.log",
+    "resolve_package_revision": "inspect_ai._eval.task.log",
+    "resolve_revision": "inspect_ai._eval.task.log",
+    "resolve_task_distribution": "inspect_ai._eval.task.log",
+    "Metrics": "inspect_ai._eval.task.results",
+    "ScorerInfo": "inspect_ai._eval.task.results",
+    "compute_eval_scores": "inspect_ai._eval.task.results",
+    "iso_now": "inspect_ai._util.dateutil",
+    "to_json_safe": "inspect_ai._util.json",
+    "eval_log_name": "inspect_ai._util.log_layout",
+    "cwd_relative_path": "inspect_ai._util.path",
+    "registry_unqualified_name": "inspect_ai._util.registry",
+    "headline_metric_ref": "inspect_ai.log._headline",
+    "resolve_headline_metric": "inspect_ai.log._headline",
+    "eval_config_defaults": "inspect_ai.log._log",
+    "MAX_TEXT_LENGTH": "inspect_ai.log._util",
+    "THIN_TEXT_SCAN": "inspect_ai.log._util",
+    "THIN_TEXT_WIDTH": "inspect_ai.log._util",
+    "metric_scores": "inspect_ai.scorer._metric",
+    "as_scorer_spec": "inspect_ai.scorer._scorer",
+    "Plan": "inspect_ai.solver._plan",
+}
+"""Every name `tracegrade score` takes from here, and Inspect's module of it."""
+
+
+class InspectTooOld(ImportError):
+    """The installed `inspect-ai` lacks a name a command needs; the message
+    says which release to install, in one line."""
+
+
+def __getattr__(name: str) -> Any:
+    """Load one of `_LOADED_WHEN_USED` from Inspect when it is first asked
+    for (`from tracegrade._inspect_internals import NAME`), so that the
+    plugin, which needs only `PrerequisiteError`, loads with any Inspect
+    tracegrade supports."""
+    module = _LOADED_WHEN_USED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    try:
+        value = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        raise InspectTooOld(
+            f"tracegrade score needs inspect-ai {SCORE_NEEDS} or newer "
+            f"({version('inspect_ai')} is installed): "
+            f"pip install --upgrade 'inspect-ai>={SCORE_NEEDS}'"
+        ) from None
+    globals()[name] = value  # found at once from now on
+    return value
+
+
+def read_zstd_members() -> None:
+    """Teach the standard library's `zipfile` to read zstd members (ZIP
+    method 93), as Inspect does for its own readers: `_util.zipfile`,
+    imported for its effect."""
+    importlib.import_module("inspect_ai._util.zipfile")
+
+
 __all__ = [
     "MAX_TEXT_LENGTH",
     "METADATA_VALUE_LIMIT",
     "METADATA_VALUE_REMOVED",
+    "SCORE_NEEDS",
     "THIN_TEXT_SCAN",
     "THIN_TEXT_WIDTH",
+    "InspectTooOld",
     "Metrics",
     "Plan",
     "PrerequisiteError",
@@ -134,6 +214,7 @@ __all__ = [
     "iso_now",
     "metric_scores",
     "plan_to_eval_plan",
+    "read_zstd_members",
     "registry_unqualified_name",
     "resolve_eval_scorers",
     "resolve_headline_metric",

@@ -62,6 +62,7 @@ from inspect_ai.scorer import Score
 from ._inspect_internals import METADATA_VALUE_REMOVED
 from .core.itemise import itemise
 from .core.recall import stage_precision, stage_recall
+from .scorers.outcome import error_kind
 
 STAGE_SCORE: Final = "stage_diagnosis"
 EXTRACTION_SCORE: Final = "ordered_extraction"
@@ -295,7 +296,7 @@ def _error_kind(sample: _Sample, score: str) -> str | None:
     # `reason` is the error kind on every tracegrade score, and unlike the
     # metadata `error` a summary keeps it whatever the message's length.
     found = _score(sample, score)
-    return _typed(found.reason if found is not None else None, str)
+    return error_kind(found) if found is not None else None
 
 
 def _error_side(sample: _Sample, score: str) -> str | None:

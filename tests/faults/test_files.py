@@ -14,7 +14,6 @@ written, run in this process through click.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import resource
@@ -36,6 +35,7 @@ from tests.faults.conftest import (
     snapshot,
     write_stage_records,
 )
+from tests.support import working_in
 from tracegrade.cli import main
 
 STAGE_OK = {"required": ["D1"], "context": ["D1"], "correct": True}
@@ -99,7 +99,7 @@ def _tracegrade_in_process(work: Path, *args: str) -> tuple[int, str]:
     """`tracegrade ARGS` run from `work` by click in this process: its exit
     code and stderr. For refusals, which stop before anything is written;
     a subprocess would cost a second of start-up each."""
-    with contextlib.chdir(work):
+    with working_in(work):
         result = CliRunner().invoke(main, list(args), env=_IN_PROCESS_ENV)
     if result.exc_info is not None and not isinstance(result.exception, SystemExit):
         # What a subprocess would have printed as a traceback.

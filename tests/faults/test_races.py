@@ -38,6 +38,7 @@ from tests.faults.conftest import (
     start_tracegrade,
     write_stage_records,
 )
+from tracegrade.cli.labels import lock_path
 
 pytestmark = pytest.mark.runs_long
 
@@ -240,12 +241,21 @@ def _apply(work: Path, labels: str, *extra: str) -> ServedProcess:
     return start_tracegrade("labels", "apply", "log.eval", labels, *extra, cwd=work)
 
 
-def _holds_flock(pid: int) -> bool:
-    """Whether `pid` holds a flock (/proc/locks lists held ones first, and
-    waiting ones after '->')."""
+def _holds_lock(pid: int, directory: Path) -> bool:
+    """Whether `pid` holds the lock of `labels apply` for `directory`, a
+    lock on its lock file (/proc/locks lists held ones first, and waiting
+    ones after '->')."""
+    try:
+        inode = Path(lock_path(str(directory / "log.eval"))).stat().st_ino
+    except FileNotFoundError:
+        return False
     for line in Path("/proc/locks").read_text().splitlines():
         fields = line.split()
-        if fields[1] == "FLOCK" and fields[4] == str(pid):
+        if (
+            fields[1] != "->"
+            and fields[4] == str(pid)
+            and fields[5].rsplit(":", 1)[-1] == str(inode)
+        ):
             return True
     return False
 
@@ -279,7 +289,10 @@ def _labelled_by(log: Path, labels: str) -> dict[str, bool]:
 def test_two_applies_take_turns_and_both_labels_stay(labelled: Path) -> None:
     first = _apply(labelled, "even.jsonl")
     with frozen(
-        first, once=lambda: _wait_for(lambda: _holds_flock(first.pid), first, "a lock")
+        first,
+        once=lambda: _wait_for(
+            lambda: _holds_lock(first.pid, labelled), first, "a lock"
+        ),
     ):
         second = _apply(labelled, "odd.jsonl")
         # The second waits for the first, and says so.

@@ -35,6 +35,7 @@ from tests.faults.conftest import (
     write_labels,
     write_stage_log,
 )
+from tracegrade.cli.labels import lock_path
 
 
 @pytest.mark.parametrize(
@@ -89,12 +90,21 @@ def apply_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _holds_flock(pid: int) -> bool:
-    """Whether `pid` holds a flock: `labels apply` has begun its work (it
-    takes the lock of the log's directory first)."""
+def _holds_lock(pid: int, work: Path) -> bool:
+    """Whether `pid` holds the lock of `labels apply` for `work`: it has
+    begun its work (it takes that lock first). /proc/locks lists held
+    locks first, and waiting ones after '->'."""
+    try:
+        inode = Path(lock_path(str(work / "log.eval"))).stat().st_ino
+    except FileNotFoundError:
+        return False
     for line in Path("/proc/locks").read_text().splitlines():
         fields = line.split()
-        if fields[1] == "FLOCK" and fields[4] == str(pid):
+        if (
+            fields[1] != "->"
+            and fields[4] == str(pid)
+            and fields[5].rsplit(":", 1)[-1] == str(inode)
+        ):
             return True
     return False
 
@@ -103,7 +113,7 @@ def _start_apply(work: Path) -> tuple[ServedProcess, float]:
     """`labels apply` started, once it holds its lock; and that moment."""
     process = start_tracegrade("labels", "apply", "log.eval", "labels.jsonl", cwd=work)
     deadline = time.monotonic() + 300
-    while not _holds_flock(process.pid):
+    while not _holds_lock(process.pid, work):
         if process.poll() is not None:
             ended_before(process, "it took its lock")
         if time.monotonic() > deadline:

@@ -26,7 +26,7 @@ Members are deflated (level 1) where Inspect uses zstd: every reader,
 the viewer included, reads both, zipfile writes deflate without a patch,
 and on these members of a few kilobytes the two compress alike (a
 20,000-sample stage log: 15.8 MB deflated, 15.7 MB as zstd). Deflating
-is most of a member's cost; `tracegrade score`'s writer process does it
+is most of a member's cost; `tracegrade score`'s writer thread does it
 with ISA-L, in half zlib's time (`deflating_with_isal`). The summaries
 and reductions are streamed into the archive with ZIP64 sizes, as
 Inspect streams a member.
@@ -48,6 +48,7 @@ import contextlib
 import os
 import tempfile
 import textwrap
+import threading
 import zipfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -76,7 +77,7 @@ from .._inspect_internals import (
     THIN_TEXT_WIDTH,
     to_json_safe,
 )
-from ..outputs import PARTIAL_SUFFIX, publish
+from ..outputs import PARTIAL_SUFFIX, publish_output, sync_directory
 from .samples import SampleParts, SampleTemplates
 
 # --- Inspect's member names ----------------------------------------------------
@@ -280,8 +281,7 @@ def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
     """What `EvalSample.summary()` would give for this sample, serialised.
 
     `sample` is an `EvalSample` as JSON-safe data (what its log member
-    holds), its scores `Score`s or their fields (`SampleParts.plain`,
-    what the writer process gets). Building and validating an
+    holds), its scores `Score`s or their fields. Building and validating an
     `EvalSample` per sample would cost more than writing it; this builds
     the summary's JSON directly, trimmed by the same rules, for the common
     case of a text input. Anything else (an input of chat messages, with
@@ -345,34 +345,53 @@ about three times as long)."""
 _COPY_CHUNK: Final = 1 << 20
 
 
+_isal_threads = threading.local()
+_isal_lock = threading.Lock()
+_isal_users = 0
+_stdlib_compressor: Any = None
+
+
+def _compressor(compress_type: int, compresslevel: int | None = None) -> Any:
+    if (
+        getattr(_isal_threads, "active", False)
+        and compress_type == zipfile.ZIP_DEFLATED
+        and compresslevel is not None
+        and compresslevel <= isal_zlib.ISAL_BEST_COMPRESSION
+    ):
+        return isal_zlib.compressobj(compresslevel, isal_zlib.DEFLATED, -15)
+    return _stdlib_compressor(compress_type, compresslevel)
+
+
 @contextlib.contextmanager
 def deflating_with_isal() -> Iterator[None]:
-    """Within the block, `zipfile` deflates with ISA-L (`isal`), not zlib.
+    """Within the block, `zipfile` deflates with ISA-L (`isal`), not zlib,
+    on this thread; other threads go on with zlib.
 
-    A `.eval` log deflates one member a sample; on a sample's 2 KB of JSON
-    zlib's fastest level takes about 30 µs, ISA-L's half that, for output
-    as small (the same format: any reader inflates it). zipfile has no
-    public way to choose its compressor, so this wraps its private
-    `_get_compressor` for the time of the block, as `zipfile_zstd` (which
-    Inspect imports) wraps it for good; `tests/test_evalarchive.py` fails
-    if zipfile stops calling it. `tracegrade score`'s writer process, which
-    writes nothing else, runs inside it.
+    A `.eval` log deflates one member a sample, and ISA-L's fastest level
+    is faster than zlib's on it (`docs/speed.md`), for output as small
+    (the same format: any reader inflates it). zipfile has no public way
+    to choose its compressor, so this wraps its private `_get_compressor`
+    while any thread is in the block, as `zipfile_zstd` (which Inspect
+    imports) wraps it for good; `tests/test_evalarchive.py` fails if
+    zipfile stops calling it. `tracegrade score`'s writer thread, which
+    writes the run's logs, runs inside it.
     """
-    stdlib_compressor = zipfile._get_compressor  # type: ignore[attr-defined]
-
-    def compressor(compress_type: int, compresslevel: int | None = None) -> Any:
-        if compress_type == zipfile.ZIP_DEFLATED and (
-            compresslevel is not None
-            and compresslevel <= isal_zlib.ISAL_BEST_COMPRESSION
-        ):
-            return isal_zlib.compressobj(compresslevel, isal_zlib.DEFLATED, -15)
-        return stdlib_compressor(compress_type, compresslevel)
-
-    zipfile._get_compressor = compressor  # type: ignore[attr-defined]
+    global _isal_users, _stdlib_compressor
+    with _isal_lock:
+        if _isal_users == 0:
+            _stdlib_compressor = zipfile._get_compressor  # type: ignore[attr-defined]
+            zipfile._get_compressor = _compressor  # type: ignore[attr-defined]
+        _isal_users += 1
+    was_active = getattr(_isal_threads, "active", False)
+    _isal_threads.active = True
     try:
         yield
     finally:
-        zipfile._get_compressor = stdlib_compressor  # type: ignore[attr-defined]
+        _isal_threads.active = was_active
+        with _isal_lock:
+            _isal_users -= 1
+            if _isal_users == 0:
+                zipfile._get_compressor = _stdlib_compressor  # type: ignore[attr-defined]
 
 
 _State = Literal[
@@ -609,8 +628,8 @@ class EvalArchive:
         self._expect("completed")
         target = self.location if location is None else location
         try:
-            publish(str(self.partial), str(target), replace=False)
-            _sync_directory(target.parent)
+            publish_output(str(self.partial), str(target), replace=False)
+            sync_directory(str(target.parent))
         except BaseException:
             self._state = "failed"
             raise
@@ -706,15 +725,6 @@ def _header(log: EvalLog) -> EvalLog:
         status=log.status,
         error=log.error,
     )
-
-
-def _sync_directory(directory: Path) -> None:
-    """Make the rename itself durable."""
-    handle = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(handle)
-    finally:
-        os.close(handle)
 
 
 class EvalLogWriter:

@@ -22,7 +22,7 @@ from typing import IO
 from inspect_ai.log import EvalLog
 
 from .._inspect_internals import to_json_safe
-from ..outputs import PARTIAL_SUFFIX, publish
+from ..outputs import PARTIAL_SUFFIX, publish_output
 from .evallog import StreamedReductions, sample_json
 from .samples import SampleParts, SampleTemplates
 
@@ -73,13 +73,8 @@ class JsonLogWriter:
                 separator = b"\n"
                 for position in order:
                     out.write(separator)
-                    out.write(
-                        os.pread(
-                            spool.fileno(),
-                            self._lengths[position],
-                            self._offsets[position],
-                        )
-                    )
+                    spool.seek(self._offsets[position])
+                    out.write(spool.read(self._lengths[position]))
                     separator = b",\n"
                 out.write(b"\n  ]")
                 if reductions is not None:
@@ -105,7 +100,7 @@ class JsonLogWriter:
                 spool.close()
 
     def publish(self, location: Path) -> None:
-        publish(str(self.partial), str(location), replace=False)
+        publish_output(str(self.partial), str(location), replace=False)
         self.published = location
 
     def abort(self) -> str | None:

@@ -69,10 +69,10 @@ from ..datasets import FixtureCase, case_sample_fields
 from ..scorers.outcome import ErrorInfo, data_error
 from ..tasks.replay import replay
 from .evallog import StreamedReductions
-from .forked import ForkedEvalLogWriter, WriterProcess
 from .results import RunResults, pooled_results
 from .samples import MODEL, SampleParts, SampleTemplates, uuid
 from .scoring import BulkTask, Problem, Timings, replayed_answer, replayed_store
+from .threaded import ThreadedEvalLogWriter, WriterThread
 
 UNREADABLE_INPUT_LIMIT = 2000
 UNREADABLE_ID_PREFIX = "line-"
@@ -89,8 +89,10 @@ class LogWriter(Protocol):
     partial: Path
     published: Path | None
     """Where `publish` put the log; None before."""
-    spooled: int
-    """Bytes of samples written (or handed to the writer process) so far."""
+
+    @property
+    def spooled(self) -> int:
+        """Bytes of samples written so far."""
 
     def add(self, parts: SampleParts) -> None:
         """One sample, as its parts; the writer builds it
@@ -257,9 +259,9 @@ class BulkLog:
         self._parts: list[_Part] = []
         self._line_like_ids: set[str] = set()
         """Real sample ids an unreadable line's id could clash with."""
-        self._writer_process: WriterProcess | None = None
+        self._writer_thread: WriterThread | None = None
         if self.log_format == "eval":
-            self._writer_process = WriterProcess()
+            self._writer_thread = WriterThread()
         try:
             self._new_part(first_task_id)
         except BaseException:
@@ -283,10 +285,10 @@ class BulkLog:
 
                 writer = JsonLogWriter(working, self._templates)
             else:
-                assert self._writer_process is not None
+                assert self._writer_thread is not None
                 spec = self._spec(eval_id, task_id, sample_ids=None, part=None)
-                writer = ForkedEvalLogWriter(
-                    self._writer_process,
+                writer = ThreadedEvalLogWriter(
+                    self._writer_thread,
                     index,
                     working,
                     spec,
@@ -444,8 +446,8 @@ class BulkLog:
         locations = [self._location(part.index, len(parts)) for part in parts]
         for part, location in zip(parts, locations, strict=True):
             part.writer.publish(location)
-        if self._writer_process is not None:
-            self._writer_process.close()
+        if self._writer_thread is not None:
+            self._writer_thread.close()
         return WrittenRun(logs=locations, results=pooled)
 
     def _location(self, index: int, count: int) -> Path:
@@ -539,8 +541,8 @@ class BulkLog:
         paths of anything that could not be removed, else None.
         """
         left: list[str] = []
-        if self._writer_process is not None:
-            self._writer_process.abort()  # first: it may be writing a part
+        if self._writer_thread is not None:
+            self._writer_thread.abort()  # first: it may be writing a part
         for part in self._parts:
             part.close()
             if (kept := part.writer.abort()) is not None:

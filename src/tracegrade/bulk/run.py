@@ -196,12 +196,15 @@ class ScoreRun:
                 presence.note(outcome.case.input)
             problem = outcome.problem
             if outcome.case is not None and outcome.score is not None:
-                log.add_sample(
-                    outcome.case,
-                    outcome.score,
-                    started_at,
-                    perf_counter() - started,
-                )
+                try:
+                    log.add_sample(
+                        outcome.case,
+                        outcome.score,
+                        started_at,
+                        perf_counter() - started,
+                    )
+                except OSError as error:
+                    raise self._naming_the_logs(error) from None
                 metadata = outcome.score.metadata or {}
                 summary.recall.add(metadata.get("recall"))
                 summary.precision.add(metadata.get("precision"))
@@ -215,7 +218,10 @@ class ScoreRun:
                 }
             else:
                 assert problem is not None
-                log.add_unreadable(raw.number, raw.text, problem)
+                try:
+                    log.add_unreadable(raw.number, raw.text, problem)
+                except OSError as error:
+                    raise self._naming_the_logs(error) from None
                 entry = {
                     "line": raw.number,
                     "id": outcome.id,
@@ -248,13 +254,23 @@ class ScoreRun:
         self.scorer.seen.close()
         self.summary.warnings = self.presence.warnings(self.path)
         self.log.warnings = [warning["message"] for warning in self.summary.warnings]
-        written = self.log.finish()
+        try:
+            written = self.log.finish()
+        except OSError as error:
+            raise self._naming_the_logs(error) from None
         if self.results is not None:
             self.results.commit()
         self.summary.results = self.results_path
         self.summary.logs = [str(location) for location in written.logs]
         self.summary.seconds = perf_counter() - self.begun
         self.summary.metrics = metrics_of(written.results)
+
+    def _naming_the_logs(self, error: OSError) -> OSError:
+        """`error` naming the log directory, if it names no file: the logs
+        and their spools are written there."""
+        if error.filename is not None:
+            return error
+        return OSError(error.errno, error.strerror, self.log_dir)
 
     def discard(self) -> None:
         """No records: nothing to write, and nothing left behind."""

@@ -7,14 +7,14 @@ once (`SampleTemplates`): validating a pydantic model per sample would
 cost more than everything else together. The tests prove the result
 round-trips through `EvalLog` validation unchanged.
 
-Parts are what crosses to the `.eval` writer process: a third of the
-pickle the whole sample would be, so the main process, which scores,
-spends less on each sample, and the writer builds it.
+Parts are what the main thread hands to the `.eval` writer thread, which
+builds the sample: the thread that scores does not.
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -45,11 +45,10 @@ _ID_TABLE = bytes(
 _ID_DROPPED = bytes(range(_ID_BYTE_LIMIT, 256))
 
 
-class _IdSource:
-    def __init__(self) -> None:
-        self.forget()
+class _IdSource(threading.local):
+    """A buffer per thread: the `.eval` writer thread takes ids too."""
 
-    def forget(self) -> None:
+    def __init__(self) -> None:
         self._characters = ""
         self._next = 0
 
@@ -64,9 +63,6 @@ class _IdSource:
 
 
 _ids = _IdSource()
-# A forked child (the `.eval` writer) would otherwise take the very ids its
-# parent takes next from the buffer both hold.
-os.register_at_fork(after_in_child=_ids.forget)
 
 
 def uuid() -> str:
@@ -86,32 +82,11 @@ class SampleParts(NamedTuple):
     metadata: dict[str, Any] | None
     answer: str | None
     """The replayed output's text; None: the sample has no output."""
-    scores: dict[str, Score] | dict[str, dict[str, Any]]
-    """Each scorer's `Score`, or its fields (`plain`)."""
+    scores: dict[str, Score]
     store: dict[str, Any]
     started_at: str
     completed_at: str
     seconds: float
-
-    def plain(self) -> SampleParts:
-        """These parts with each `Score` as its fields but those that are
-        None: pickling a pydantic model costs several times pickling its
-        fields, and None fields are left out as `Score`'s serialiser
-        leaves them out, so the sample serialises to the same bytes."""
-        return self._replace(
-            scores={
-                name: (
-                    {
-                        key: value
-                        for key, value in vars(score).items()
-                        if value is not None
-                    }
-                    if isinstance(score, Score)
-                    else score
-                )
-                for name, score in self.scores.items()
-            }
-        )
 
 
 def _dump(model: Any) -> dict[str, Any]:

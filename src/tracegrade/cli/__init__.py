@@ -4,12 +4,25 @@ run-to-run comparison."""
 from __future__ import annotations
 
 import gc
+import os
+import sys
 from typing import Any
 
 import click
 
-from ..outputs import OutputError
-from ._failures import CommandStopped, fault, signals_as_exceptions
+from ..outputs import (
+    OutputError,
+    StandardOutputFailed,
+    check_standard_output,
+    written_outputs,
+)
+from ._failures import (
+    SIGPIPE_EXIT,
+    CommandStopped,
+    fault,
+    signals_as_exceptions,
+    stop_at_once_on_signal,
+)
 
 
 class _Group(click.Group):
@@ -19,19 +32,69 @@ class _Group(click.Group):
     for anything else; see `_failures` for the rules.
     """
 
+    ending_handled = False
+    """Whether a signal after the command, while the program ends, is told
+    as one too (`run` sets it: the program's, not a caller's, signals)."""
+
     def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return self._invoke(ctx)
+        finally:
+            if self.ending_handled:
+                stop_at_once_on_signal(_stopped_message)
+
+    def _invoke(self, ctx: click.Context) -> Any:
         with signals_as_exceptions():
             try:
-                return super().invoke(ctx)
+                try:
+                    return super().invoke(ctx)
+                finally:
+                    # What is still buffered goes out here, where a full
+                    # disk is one line like any other write's.
+                    sys.stdout.flush()
             except CommandStopped as stopped:
                 _stop(ctx, stopped.message, stopped.exit_code)
+            except StandardOutputFailed as error:
+                _stop(ctx, f"tracegrade: {error}", 2)
             except OutputError as error:
                 _stop(ctx, f"Error: {error}", 2)
+            except BrokenPipeError:
+                _stop_reading_stopped(ctx)
             except BaseException as error:
                 described = fault(error)
                 if described is None:
                     raise
-                _stop(ctx, f"tracegrade: {described[0]}", described[1])
+                message, exit_code = described
+                if exit_code > 128:
+                    message = _stopped_message(message)
+                elif not message.startswith("tracegrade "):
+                    message = f"tracegrade: {message}"
+                _stop(ctx, message, exit_code)
+
+
+def _stopped_message(stopped: str) -> str:
+    """`tracegrade: stopped by SIGNAL`, and which outputs it leaves complete
+    (a signal after they were written: they stay, and are whole)."""
+    message = f"tracegrade: {stopped}"
+    if written := written_outputs():
+        was = "was" if len(written) == 1 else "were"
+        message += f"; {', '.join(written)} {was} written"
+    return message
+
+
+def _stop_reading_stopped(ctx: click.Context) -> None:
+    """Standard output is a pipe whose reader stopped early (`| head`): one
+    line and the exit code of SIGPIPE, as a pipeline expects; stdout then
+    goes nowhere, so that nothing tries to flush into the pipe again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    _stop(
+        ctx,
+        "tracegrade: standard output was closed before everything was written "
+        "(the reader stopped early)",
+        SIGPIPE_EXIT,
+    )
 
 
 def _stop(ctx: click.Context, message: str, exit_code: int) -> None:
@@ -47,12 +110,15 @@ def main() -> None:
     Exit codes: 0 success; 1 an input is not what the command needs (data
     errors, lines that cannot become samples, a file that is not a log or
     labels file, nothing to report or compare); 2 a usage error (a missing
-    input included), or a file that cannot be read or written (nothing is
-    left under an output's name); 3 a gate failed (`compare
-    --fail-on-regression` found a regression or a lost result, or a
-    `--fail-under` threshold of `report` or `compare` is not met); 128+N
-    stopped by signal N (130 for Ctrl-C, 143 for SIGTERM). Each command's
-    --help says which of these it gives, and when.
+    input included), a file that cannot be read or written (nothing is left
+    under an output's name), a memory limit, or an Inspect AI too old for
+    the command (`tracegrade score` needs 0.3.269: the line says which to
+    install); 3 a gate failed (`compare --fail-on-regression` found a
+    regression or a lost result, or a `--fail-under` threshold of `report`
+    or `compare` is not met); 128+N stopped by signal N (130 for Ctrl-C,
+    143 for SIGTERM; when it comes after an output was written, the line
+    names it: it is complete, and stays). Each command's --help says which
+    of these it gives, and when.
     """
 
 
@@ -81,6 +147,8 @@ def run() -> None:
     go; only cycles are left to the OS, and a command has closed its
     files and reaped its processes before it returns.
     """
+    check_standard_output()
+    _Group.ending_handled = True
     try:
         main(prog_name="tracegrade")
     finally:

@@ -1,7 +1,7 @@
 """How a command stops on a fault: one line on stderr, an exit code, no traceback.
 
 A fault the user can cause (a signal, a full disk, a path that cannot be
-written) is never shown as a traceback. The command that meets it cleans
+written, a memory limit) is never shown as a traceback. The command that meets it cleans
 up, then raises `CommandStopped` with one line saying what happened and
 what was left; the `tracegrade` group prints that line and exits with its
 code. A traceback is left only for a bug in tracegrade itself.
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -19,6 +20,9 @@ from ..outputs import OutputError, describe_os_error
 
 # The exit codes a shell gives a process killed by the signal.
 SIGINT_EXIT = 128 + signal.SIGINT
+SIGPIPE_EXIT = 128 + getattr(signal, "SIGPIPE", 13)
+"""What a pipeline expects of a writer whose reader stopped (13 is SIGPIPE
+where it exists; Windows has none)."""
 FILE_SYSTEM_EXIT = 2
 
 TERMINATING: tuple[signal.Signals, ...] = tuple(
@@ -89,11 +93,45 @@ def signals_held() -> Iterator[None]:
     """Hold SIGINT and the `TERMINATING` signals until cleanup is done, so
     a second signal cannot cut it short; they are delivered when the block
     ends."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows
+        with _signals_noted() as noted:
+            yield
+        if noted:
+            signal.raise_signal(noted[0])
+        return
     signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)
     try:
         yield
     finally:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, _BLOCKED)
+
+
+@contextmanager
+def _signals_noted() -> Iterator[list[int]]:
+    """Where signals cannot be blocked (Windows has no signal mask), each
+    one that comes in the block is noted instead of handled; the list
+    holds them, in order, once the block ends."""
+    noted: list[int] = []
+
+    def note(signum: int, _frame: FrameType | None) -> None:
+        noted.append(signum)
+
+    previous = {signum: signal.signal(signum, note) for signum in _BLOCKED}
+    try:
+        yield noted
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _block_further_signals() -> None:
+    """From now on, SIGINT and the `TERMINATING` signals wait (or, where
+    there is no signal mask, are ignored): the process is ending."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)
+    else:
+        for signum in _BLOCKED:
+            signal.signal(signum, signal.SIG_IGN)
 
 
 @contextmanager
@@ -111,7 +149,7 @@ def exit_on_signal(
     """
 
     def stop(signum: int, _frame: FrameType | None) -> None:
-        signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED)  # no second one
+        _block_further_signals()  # no second one
         try:
             cleanup()
         finally:
@@ -127,6 +165,25 @@ def exit_on_signal(
             signal.signal(signum, handler)
 
 
+def stop_at_once_on_signal(message: Callable[[str], str]) -> None:
+    """From now until the process ends, SIGINT or a `TERMINATING` signal
+    ends it at once: `message("stopped by NAME")` on stderr, exit 128+N.
+
+    For the moments after a command has returned, while the program ends:
+    no exception could be caught there any more, and the default action
+    would end it without a word of what it had written.
+    """
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        _block_further_signals()
+        name = signal.Signals(signum).name
+        os.write(2, (message(f"stopped by {name}") + "\n").encode("utf-8", "replace"))
+        os._exit(128 + signum)
+
+    for signum in _BLOCKED:
+        signal.signal(signum, stop)
+
+
 def fault(error: BaseException) -> tuple[str, int] | None:
     """What stopped a command, in words, and its exit code; None for a bug."""
     if isinstance(error, KeyboardInterrupt):
@@ -137,4 +194,11 @@ def fault(error: BaseException) -> tuple[str, int] | None:
         return describe_os_error(error), FILE_SYSTEM_EXIT
     if isinstance(error, OutputError):
         return str(error), FILE_SYSTEM_EXIT
+    # Loaded only with Inspect, which `--help` must not load.
+    internals = sys.modules.get("tracegrade._inspect_internals")
+    if internals is not None and isinstance(error, internals.InspectTooOld):
+        return str(error), FILE_SYSTEM_EXIT
+    if isinstance(error, MemoryError):
+        # A limit of the machine (`ulimit -v`, a container's), not a bug.
+        return "out of memory", FILE_SYSTEM_EXIT
     return None

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import signal
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -252,7 +251,7 @@ def _write_json(result: Comparison) -> None:
     head`) ends the command with one line and the exit code of SIGPIPE, as
     a pipeline expects, not a traceback; stdout is pointed at /dev/null so
     that nothing tries to flush into the closed pipe again."""
-    from ._failures import CommandStopped
+    from ._failures import SIGPIPE_EXIT, CommandStopped
 
     try:
         result.write_json(sys.stdout)
@@ -264,7 +263,7 @@ def _write_json(result: Comparison) -> None:
         raise CommandStopped(
             "tracegrade compare: stdout was closed before the JSON was all "
             "written (the reader stopped early)",
-            128 + signal.SIGPIPE,
+            SIGPIPE_EXIT,
         ) from None
 
 

@@ -183,10 +183,12 @@ def _stopped_by(target: str) -> Callable[[str], str]:
     is told by looking at it (a signal may come the moment after)."""
     import os
 
-    before = _file_state(target) if os.path.exists(target) else None
+    from ..outputs import file_state
+
+    before = file_state(target) if os.path.exists(target) else None
 
     def message(name: str) -> str:
-        now = _file_state(target) if os.path.exists(target) else None
+        now = file_state(target) if os.path.exists(target) else None
         if now != before:
             left = "was written"
         else:
@@ -209,10 +211,10 @@ def _apply(
 
     from ..label_logs import apply_labels, log_runs
     from ..labels import LabelsError, StaffLabels
-    from ..outputs import AtomicFile, OutputError
-    from ._failures import exit_on_signal
+    from ..outputs import AtomicFile, OutputChanged, OutputError, file_state
+    from ._failures import exit_on_signal, signals_held
 
-    read = _file_state(log)
+    read = file_state(log)
     eval_log = _read_log(log)
     if eval_log.status == "started" and not force:
         raise click.ClickException(
@@ -243,23 +245,34 @@ def _apply(
             err=True,
         )
 
+    changed = OutputError(
+        f"{log!r} changed while its labels were applied (an eval or another "
+        "program wrote it); nothing was written: run the command again"
+    )
+
     def unchanged_since_read() -> None:
-        if _file_state(log) != read:
-            raise OutputError(
-                f"{log!r} changed while its labels were applied (an eval or "
-                "another program wrote it); nothing was written: run the "
-                "command again"
-            )
+        if file_state(log) != read:
+            raise changed
 
     fmt = _log_format(target, fallback=_log_format(log, fallback="eval"))
-    # The log itself is rewritten on purpose; another --out only with --force.
-    written = AtomicFile(target, binary=True, replace=force or target == log)
+    # The log itself is rewritten on purpose, unless another program has
+    # rewritten it since it was read; another --out only with --force.
+    written = AtomicFile(
+        target,
+        binary=True,
+        replace=force,
+        unless_changed=read if target == log else None,
+        held=signals_held,
+    )
     try:
         with exit_on_signal(stopped_by, cleanup=written.discard_quietly):
             written.write_with(
                 lambda path: write_eval_log(labelled, path, format=fmt),
                 before_commit=unchanged_since_read,
             )
+    except OutputChanged as error:
+        written.discard()
+        raise OutputError(f"{changed} ({error})") from None
     except BaseException:
         written.discard()
         _finalise_quietly()
@@ -309,6 +322,8 @@ def _outcomes(
     """The runs of the labelled `log` by what the labelled score made of
     them: `diagnosed`, `unlabelled` (no label, and the rules need none), or
     the score's error kind. A run the scorer could not score is left out."""
+    from ..scorers.outcome import error_kind
+
     source = f"labels file {labels_file}"
     outcomes: dict[str, list[EvalSample]] = {}
     for sample in log.samples or []:
@@ -322,7 +337,7 @@ def _outcomes(
         ]
         if not scores:
             continue
-        kind = scores[-1].reason
+        kind = error_kind(scores[-1])
         if kind is None:
             labelled = staff.label_for(sample.id, sample.epoch) is not None
             kind = _DIAGNOSED if labelled else "unlabelled"
@@ -349,35 +364,67 @@ def _finalise_quietly() -> None:
     sys.unraisablehook = drop_zip_finaliser
 
 
+_LOCK_WAIT = 0.2
+"""Seconds of each wait for the lock: signals are handled between waits."""
+
+
+def lock_path(log: str) -> str:
+    """The file whose lock `labels apply` takes for LOG's directory: in the
+    temporary directory, named by the directory's device and inode (the
+    same directory by any path), so the log's directory gets no file."""
+    import os
+    import tempfile
+
+    directory = os.stat(os.path.dirname(os.path.abspath(log)))
+    name = f"tracegrade-labels-{directory.st_dev}-{directory.st_ino}.lock"
+    return os.path.join(tempfile.gettempdir(), name)
+
+
 @contextmanager
 def _directory_locked(log: str) -> Iterator[None]:
     """Hold the lock of LOG's directory: two applies there take turns, so
     each reads the log the other wrote and no labels are lost. Advisory:
-    only tracegrade takes it."""
-    import fcntl
-    import os
+    only tracegrade takes it.
 
-    directory = os.open(os.path.dirname(os.path.abspath(log)), os.O_RDONLY)
+    The lock is SQLite's exclusive lock on the file `lock_path` names (the
+    standard library's, on every platform: the operating system's own
+    locks, held by the process and released when it ends, however it
+    ends). Where that file cannot be made (a temporary directory that is
+    read-only) the command goes on without taking turns.
+    """
+    import sqlite3
+
+    from ..outputs import OutputError
+
+    path = lock_path(log)
     try:
-        try:
-            fcntl.flock(directory, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            click.echo(
-                f"waiting for another tracegrade labels apply in {log}'s directory",
-                err=True,
-            )
-            fcntl.flock(directory, fcntl.LOCK_EX)
+        lock = sqlite3.connect(path, timeout=_LOCK_WAIT, isolation_level=None)
+    except sqlite3.Error:
+        yield
+        return
+    try:
+        waiting = False
+        while True:
+            try:
+                # No journal: the file holds nothing, and leaves no other.
+                lock.execute("PRAGMA journal_mode = OFF")
+                lock.execute("BEGIN EXCLUSIVE")
+                break
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error):
+                    raise OutputError(
+                        f"cannot lock {path!r} to take turns with other "
+                        f"tracegrade labels apply runs ({error})"
+                    ) from None
+            if not waiting:
+                waiting = True
+                click.echo(
+                    f"waiting for another tracegrade labels apply in {log}'s directory",
+                    err=True,
+                )
         yield
     finally:
-        os.close(directory)  # which releases the lock
-
-
-def _file_state(path: str) -> tuple[int, int, int, int]:
-    """What changes when anything writes or replaces the file."""
-    import os
-
-    status = os.stat(path)
-    return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
+        lock.close()  # which releases the lock
 
 
 def _read_log(log: str) -> EvalLog:

@@ -170,9 +170,10 @@ def score(
     check_standard_streams([path])
     if out not in (None, "-"):
         check_output(out, inputs=[path], option="--out", force=force)
-    log_dir = _make_log_dir(log_dir)
-
+    # Before anything is made: an Inspect too old for the writer says so.
     from ..bulk.run import ScoreRun
+
+    log_dir = _make_log_dir(log_dir)
 
     run = ScoreRun(
         task,

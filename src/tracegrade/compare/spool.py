@@ -192,15 +192,24 @@ def _first(entry: tuple[SortKey, str]) -> SortKey:
     return entry[0]
 
 
+def _read_at(descriptor: int, size: int, position: int) -> bytes:
+    """`os.pread`, or where there is none (Windows) a seek and a read: the
+    runs are read in turn, by one thread."""
+    if hasattr(os, "pread"):
+        return os.pread(descriptor, size, position)
+    os.lseek(descriptor, position, os.SEEK_SET)
+    return os.read(descriptor, size)
+
+
 def _run_entries(
     descriptor: int, start: int, end: int
 ) -> Iterator[tuple[SortKey, str]]:
-    """The entries of one run, read a block at a time with `os.pread`, so
-    that runs read side by side share no file position."""
+    """The entries of one run, read a block at a time at its own position
+    (`_read_at`), so that runs read side by side share no file position."""
     position = start
     pending = b""
     while position < end:
-        block = os.pread(descriptor, min(_BLOCK, end - position), position)
+        block = _read_at(descriptor, min(_BLOCK, end - position), position)
         if not block:
             raise OSError(f"the compare spool ended early at byte {position}")
         position += len(block)

@@ -49,7 +49,7 @@ import zstandard
 from inspect_ai.log import EvalLog, EvalSample
 from pydantic_core import from_json
 
-from .. import _inspect_internals  # noqa: F401 (zipfile reads zstd members)
+from .._inspect_internals import read_zstd_members
 from ..core.errors import quote
 
 SAMPLES_DIR: Final = "samples/"
@@ -223,6 +223,7 @@ def eval_header(path: str) -> EvalLog | None:
 
 
 def _open_archive(path: str) -> zipfile.ZipFile:
+    read_zstd_members()  # Inspect's logs are zstd
     try:
         return zipfile.ZipFile(path)
     except zipfile.BadZipFile as error:

@@ -185,7 +185,8 @@ class Verdict:
             "value": None if score is None else score.value,
             "answer": None if score is None else score.answer,
             "explanation": None if score is None else score.explanation,
-            "reason": None if score is None else score.reason,
+            # No `Score.reason` before Inspect 0.3.261.
+            "reason": None if score is None else getattr(score, "reason", None),
             "metadata": None if score is None else score.metadata,
         }
 

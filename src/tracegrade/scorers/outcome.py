@@ -109,6 +109,28 @@ ANSWER_FAILURES = ("duplicate-answer-id", "unreadable-answer")
 """Kinds of failure of the model's answer; such answers fail both criteria."""
 
 _SHOWN_ERROR = 200
+
+_SCORES_HAVE_REASON = "reason" in Score.model_fields
+"""`Score.reason` came with Inspect 0.3.261. Before it, a score's error
+kind is in `metadata["error"]` alone, where `error_kind` finds it too."""
+
+
+def _reason(kind: str | None) -> dict[str, Any]:
+    """`reason=kind` for `Score`, where Inspect's scores have a reason."""
+    return {"reason": kind} if _SCORES_HAVE_REASON else {}
+
+
+def error_kind(score: Score) -> str | None:
+    """The kind of a tracegrade score's error (None when it has none): its
+    `reason`, or on an Inspect before `Score.reason` its metadata's."""
+    reason = getattr(score, "reason", None)
+    if reason is not None or _SCORES_HAVE_REASON:
+        return reason if isinstance(reason, str) else None
+    error = (score.metadata or {}).get("error")
+    kind = error.get("kind") if isinstance(error, dict) else None
+    return kind if isinstance(kind, str) else None
+
+
 """Characters of a sample's error message an explanation quotes; the
 metadata `error.message` keeps it whole."""
 
@@ -172,7 +194,7 @@ def graded(
         value=value,
         answer=answer,
         explanation=explanation,
-        reason=error["kind"] if error else None,
+        **_reason(error["kind"] if error else None),
         metadata={
             "result": result,
             "record": record,
@@ -193,7 +215,7 @@ def data_error(
 ) -> Score:
     """An unscored sample: the data, not the model, is at fault."""
     return Score.unscored(
-        reason=error["kind"],
+        **_reason(error["kind"]),
         answer=answer,
         explanation=explanation,
         metadata={
@@ -224,7 +246,7 @@ def run_error(
         message if len(message) <= _SHOWN_ERROR else message[:_SHOWN_ERROR] + "..."
     )
     return Score.unscored(
-        reason="sample-error",
+        **_reason("sample-error"),
         answer=answer or None,
         explanation=(
             f"The run failed before an answer existed ({shown_message}), so "

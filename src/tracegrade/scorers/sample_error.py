@@ -24,10 +24,15 @@ from inspect_ai.log import TranscriptHistoryUnavailableError, transcript
 
 def sample_error() -> str | None:
     """The error message of the sample being scored, or None if it ran."""
+    history = transcript().history
     try:
-        event = transcript().history.find_last(
-            lambda event: isinstance(event, ErrorEvent)
-        )
+        if hasattr(history, "find_last"):
+            event = history.find_last(lambda event: isinstance(event, ErrorEvent))
+        else:
+            # Inspect before 0.3.279 has no `find_last`: the events from
+            # the last error on, or every event if there was none.
+            since = history.events_since_last(ErrorEvent)
+            event = since[0] if since else None
     except TranscriptHistoryUnavailableError:
         # A bounded transcript with no history to read back, and no error
         # among its recent events: Inspect logs the error just before

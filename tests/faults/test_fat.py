@@ -1,0 +1,198 @@
+"""A file system without hard links or permissions: FAT, through FUSE.
+
+USB sticks and SD cards (FAT, exFAT) and some network and FUSE file
+systems have no hard links, and FAT through FUSE has no modes either:
+`fchmod` fails with ENOSYS where `cp` and a shell redirect work. Each
+command's outputs are written there as anywhere, and an output name
+taken while a command runs is still never replaced without --force.
+
+The file system is a real one: a FAT image mounted with `fusefat`
+(Debian's `fusefat` and `dosfstools`), which needs root.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from inspect_ai.log import read_eval_log
+
+from tests.commands import run_tracegrade
+from tests.faults.conftest import one_clear_line, write_stage_records
+from tracegrade.outputs import publish
+
+pytestmark = pytest.mark.skipif(
+    not (
+        os.name == "posix"
+        and os.geteuid() == 0
+        and shutil.which("fusefat")
+        and shutil.which("mkfs.vfat")
+    ),
+    reason="needs root, fusefat and mkfs.vfat (Debian: fusefat, dosfstools)",
+)
+
+RACES = 600
+
+
+@pytest.fixture(scope="module")
+def fat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A FAT file system mounted at a directory of its own, for the module."""
+    root = tmp_path_factory.mktemp("fat")
+    image, mounted = root / "fat.img", root / "mnt"
+    mounted.mkdir()
+    with image.open("wb") as out:
+        out.truncate(64 * 2**20)
+    subprocess.run(["mkfs.vfat", str(image)], check=True, capture_output=True)
+    subprocess.run(
+        ["fusefat", "-o", "rw+", str(image), str(mounted)],
+        check=True,
+        capture_output=True,
+    )
+    try:
+        yield mounted
+    finally:
+        subprocess.run(["umount", str(mounted)], check=False)
+
+
+@pytest.fixture()
+def folder(fat: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """A directory of the test's own on the FAT file system."""
+    folder = fat / request.node.name[:40].replace("[", "_").replace("]", "")
+    folder.mkdir()
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_the_file_system_has_no_links_and_no_modes(folder: Path) -> None:
+    """What the tests below stand on: the FUSE driver refuses both."""
+    (folder / "a").write_text("a")
+    with pytest.raises(OSError):
+        os.link(folder / "a", folder / "b")
+    with pytest.raises(OSError):
+        os.chmod(folder / "a", 0o644)
+
+
+def test_every_output_is_written_there(folder: Path, tmp_path: Path) -> None:
+    """Results, labels, a labelled log and a report, written onto FAT.
+    The run's logs are written elsewhere and a `.json` log copied there:
+    `fusefat` can neither read a file once it is removed while open (the
+    logs' spools) nor extend a file after a write went back into it
+    (every zip writer, Inspect's `.eval` one too)."""
+    write_stage_records(tmp_path / "runs.jsonl", 200)
+    scored = run_tracegrade(
+        *("score", "stage_diagnosis", "runs.jsonl", "--log-format", "json"),
+        *("--log-dir", "logs", "--out", str(folder / "results.jsonl")),
+        cwd=tmp_path,
+    )
+    assert scored.returncode == 0, scored.stderr
+    assert len((folder / "results.jsonl").read_text().splitlines()) == 200
+    (written,) = (tmp_path / "logs").glob("*.json")
+    log = folder / "log.json"
+    shutil.copyfile(written, log)
+
+    exported = run_tracegrade(
+        "labels",
+        "export",
+        str(log),
+        "--out",
+        str(folder / "labels.jsonl"),
+        cwd=tmp_path,
+    )
+    assert exported.returncode == 0, exported.stderr
+    labels = [json.loads(line) for line in (folder / "labels.jsonl").open()]
+    for line in labels:
+        line["correct"] = True
+    (tmp_path / "filled.jsonl").write_text(
+        "".join(json.dumps(line) + "\n" for line in labels)
+    )
+    # --out: in place, the log is moved aside and checked by its time and
+    # size, which fusefat changes on a rename; the command then refuses,
+    # as for a log another program rewrote (known, not yet mended).
+    labelled = folder / "labelled.json"
+    applied = run_tracegrade(
+        *("labels", "apply", str(log), "filled.jsonl", "--out", str(labelled)),
+        cwd=tmp_path,
+    )
+    assert applied.returncode == 0, applied.stderr
+    results = read_eval_log(str(labelled)).results
+    assert results is not None and len(results.scores) == 2
+
+    reported = run_tracegrade(
+        "report", str(log), "--html", str(folder / "report.html"), cwd=tmp_path
+    )
+    assert reported.returncode == 0, reported.stderr
+    assert "<html" in (folder / "report.html").read_text()
+    assert sorted(path.name for path in folder.iterdir()) == [
+        "labelled.json",
+        "labels.jsonl",
+        "log.json",
+        "report.html",
+        "results.jsonl",
+    ]
+
+
+def test_an_existing_output_is_refused_there_too(folder: Path, tmp_path: Path) -> None:
+    write_stage_records(tmp_path / "runs.jsonl", 20)
+    (folder / "results.jsonl").write_text("precious\n")
+    done = run_tracegrade(
+        *("score", "stage_diagnosis", "runs.jsonl"),
+        *("--log-dir", "logs", "--out", str(folder / "results.jsonl")),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "already exists; pass --force" in one_clear_line(done.stderr)
+    assert (folder / "results.jsonl").read_text() == "precious\n"
+
+
+def test_a_file_that_appears_at_the_last_moment_is_never_replaced(
+    folder: Path,
+) -> None:
+    """Another program creates the output's name just as `publish` puts the
+    finished file there, `RACES` times. Each time exactly one of the two
+    gets the name, and a file the other program made is never replaced.
+    (A check of the name and then a rename lost 5 to 14 races in 600.)"""
+    go = threading.Barrier(2)
+    theirs: list[bool] = []
+    final, temporary = folder / "out", folder / "out.partial"
+
+    def other_program() -> None:
+        for _ in range(RACES):
+            go.wait()
+            try:
+                made = os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+            except FileExistsError:
+                theirs.append(False)
+            else:
+                os.write(made, b"theirs")
+                os.close(made)
+                theirs.append(True)
+            go.wait()
+
+    other = threading.Thread(target=other_program)
+    other.start()
+    ours: list[bool] = []
+    try:
+        for race in range(RACES):
+            temporary.write_bytes(b"ours")
+            go.wait()
+            try:
+                publish(str(temporary), str(final), replace=False)
+                ours.append(True)
+            except FileExistsError:
+                ours.append(False)
+            go.wait()
+            # Whoever got the name holds it; an empty claim never stays.
+            assert ours[race] != theirs[race], race
+            assert final.read_bytes() == (b"ours" if ours[race] else b"theirs")
+            final.unlink()
+            temporary.unlink(missing_ok=True)
+    finally:
+        go.abort()
+        other.join()
+    assert 0 < sum(ours) < RACES  # each side won some: the races were real

@@ -1,0 +1,80 @@
+"""Every command with the Linux-only calls hidden, as on Windows and macOS.
+
+Inspect AI runs on Linux, macOS and Windows. `tests/hidden_calls.py`
+removes from a fresh interpreter what those platforms lack (`fcntl`,
+`os.fork`, `os.pidfd_open`, `socket.send_fds` and more as on Windows;
+`fcntl.F_SETPIPE_SZ` as on macOS), then runs the commands there, one
+after the other: each must work, and write what it writes anywhere else.
+The real platforms run the whole suite in CI (`.github/workflows/ci.yml`).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from inspect_ai.log import read_eval_log
+
+from tests.faults.conftest import write_stage_records
+from tests.support import SUBPROCESS_ENV
+
+SHIM = Path(__file__).with_name("hidden_calls.py")
+RECORDS = 300
+
+
+SCORE = "tracegrade score stage_diagnosis runs.jsonl"
+STEPS = {
+    "windows": [
+        # The .eval writer thread, and the .json writer's spool.
+        f"{SCORE} --log-dir logs --out results.jsonl",
+        f"{SCORE} --log-dir json --log-format json --out json.jsonl",
+        "tracegrade check stage_diagnosis runs.jsonl",
+        "tracegrade labels export logs/*.eval --out to-label.jsonl",
+        # The lock, the log moved aside and checked, signals held.
+        "tracegrade labels apply logs/*.eval staff.jsonl",
+        "tracegrade report logs/*.eval --html report.html",
+        # Spilled to the spool in runs of 50 (`_read_at`).
+        "tracegrade compare logs json --json",
+        "inspect-eval tracegrade/stage_diagnosis plugin",
+    ],
+    # What met macOS's missing pipe size (the writer process is gone).
+    "macos": [
+        f"{SCORE} --log-dir logs --out results.jsonl",
+        "tracegrade labels apply logs/*.eval staff.jsonl",
+    ],
+}
+"""What runs with each platform's calls hidden: every command on Windows's."""
+
+
+@pytest.mark.parametrize("platform", ["windows", "macos"])
+def test_every_command_works_without_the_linux_only_calls(
+    tmp_path: Path, platform: str
+) -> None:
+    write_stage_records(tmp_path / "runs.jsonl", RECORDS)
+    (tmp_path / "staff.jsonl").write_text(
+        "".join(
+            json.dumps({"id": f"run-{number}", "correct": number % 2 == 0}) + "\n"
+            for number in range(RECORDS)
+        )
+    )
+    steps = [step.split() for step in STEPS[platform]]
+    (tmp_path / "steps.json").write_text(json.dumps(steps))
+    done = subprocess.run(
+        [sys.executable, str(SHIM), platform, "steps.json"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**SUBPROCESS_ENV, "TRACEGRADE_COMPARE_CHUNK": "50"},
+    )
+    assert done.returncode == 0, done.stderr
+    results = json.loads(done.stdout.splitlines()[-1])
+    expected = ["success" if step[0] == "inspect-eval" else 0 for step in steps]
+    assert results == expected, done.stderr
+    (log,) = (tmp_path / "logs").glob("*.eval")
+    labelled = read_eval_log(str(log))
+    assert labelled.status == "success"
+    assert labelled.results is not None and len(labelled.results.scores) == 2
+    assert len((tmp_path / "results.jsonl").read_text().splitlines()) == RECORDS
