@@ -59,8 +59,8 @@ class LightScore:
     `shared` is the metadata shared with every sample alike; `recall` and
     `precision`, when not None, are this sample's own, put into the
     metadata only when a metric reads it. A dict a sample made up front
-    would be held by every metric that sorts the scores (`stage_modes`):
-    200 MB a million.
+    would be held by every metric that sorts the scores (`stage_modes`),
+    one per sample for the length of the run.
     """
 
     __slots__ = ("precision", "reason", "recall", "sample_id", "shared", "value")

@@ -1,16 +1,16 @@
 """A log's samples one at a time, holding only what the report reads.
 
 `read_eval_log` validates every sample as a pydantic `EvalSample` and keeps
-the whole log in memory: on a log of 100,000 samples `tracegrade report`
-took 21-31 s and 1.27 GB. The report needs four things of a sample: its id
-and epoch (to name it in an error), its scores' values and metadata, and
-whether it errored; `tracegrade compare` also reads each score's
-explanation, to show why a run changed. So each sample is parsed as plain
-JSON, those are taken, and the rest is dropped before the next sample is
-read. Inspect's public per-sample readers (`read_eval_log_samples`)
-validate an `EvalSample` each, which alone costs several times the
-budget, and its sample summaries drop metadata values over 1 KB, such as
-a long list of missing IDs.
+the whole log in memory, which on a bulk log of many thousands of samples
+is more than a report should cost (`docs/speed.md`). The report needs four
+things of a sample: its id and epoch (to name it in an error), its scores'
+values and metadata, and whether it errored; `tracegrade compare` also
+reads each score's explanation, to show why a run changed. So each sample
+is parsed as plain JSON, those are taken, and the rest is dropped before
+the next sample is read. Inspect's public per-sample readers
+(`read_eval_log_samples`) validate an `EvalSample` each, which alone costs
+several times the budget, and its sample summaries drop metadata values
+over 1 KB, such as a long list of missing IDs.
 
 `.eval` logs are ZIP archives (`samples/{id}_epoch_{n}.json`), read with
 the standard library's `zipfile`: members are deflated (`tracegrade
@@ -18,8 +18,7 @@ score`, older Inspect logs) or zstd (`inspect eval`), which zipfile reads
 through the patch Inspect installs (`tracegrade._inspect_internals`).
 Samples are read in archive order, each dropped before the next; of a
 name logged twice, the last, as Inspect reads. What stays in memory is
-zipfile's `ZipInfo` per member, half a kilobyte (40 MB for a part of
-75,000), and the counters. A member too large to parse whole
+zipfile's `ZipInfo` per member and the counters. A member too large to parse whole
 (`STREAM_OVER` bytes) is parsed as a stream with ijson, keeping only the
 fields read here, as Inspect's `exclude_fields` does (or whole, if it
 holds a NaN, which ijson refuses).
@@ -205,8 +204,8 @@ def eval_header(path: str) -> EvalLog | None:
     still being written; Inspect's reader then reads its journal).
 
     `read_eval_log(header_only=True)` also reads and validates every
-    reduced score (`reductions.json`): 56 MB, and a peak near 600 MiB, for
-    a part of 75,000 extraction samples. The report needs none of them.
+    reduced score (`reductions.json`), which on a large extraction log is
+    most of the memory it takes. The report needs none of them.
     """
     with _open_archive(path) as archive:
         try:

@@ -108,8 +108,8 @@ def stage_modes() -> Metric:
     """
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
-        # Grouped by sorting rather than a Counter per sample id: at a
-        # million samples those would take 300 MB (`tracegrade score`).
+        # Grouped by sorting rather than a Counter per sample id: a dict
+        # per sample would hold memory in proportion to a bulk run.
         modes: Counter[str] = Counter()
         total = 0
         for _, group in groupby(sorted(scores, key=_sample_key), key=_sample_key):
