@@ -315,3 +315,27 @@ def test_answer_reading_figures_are_the_committed_benchmark_run() -> None:
         "python benchmarks/answer_reading.py "
         "--sizes=125000,250000,500000,1000000 --repeat=5"
     )
+
+
+def test_the_architecture_page_names_every_package_and_only_real_ones() -> None:
+    import importlib
+    import pkgutil
+
+    import tracegrade
+
+    page = DOCS[ROOT / "docs" / "architecture.md"]
+    first_cells = re.findall(r"^\| ([^|]*) \|", page, re.MULTILINE)
+    named = {
+        name for cell in first_cells for name in re.findall(r"tracegrade\.\w+", cell)
+    }
+    packages = {
+        f"tracegrade.{module.name}"
+        for module in pkgutil.iter_modules(tracegrade.__path__)
+        if module.ispkg
+    }
+    assert packages <= named, packages - named
+    for module in named:
+        importlib.import_module(module)
+    for module, function in re.findall(r"`(stage|extraction|steps)\.(\w+)`", page):
+        core = importlib.import_module(f"tracegrade.core.{module}")
+        assert callable(getattr(core, function)), f"{module}.{function}"
