@@ -1,0 +1,186 @@
+"""Where the missing documents were lost, over many runs (`report.steps`).
+
+Each figure is held to an independent statement of it: the step figures to
+ir-measures (trec_eval's own code) over the same runs as queries, the
+counts to a plain recount of each run's `lost` as the stage scorer wrote it.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+import ir_measures
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracegrade.bulk.scoring import score_stage_input
+from tracegrade.core.steps import read_steps
+from tracegrade.report.steps import NDCG_DEPTH, NEAR_THE_CUT, PipelineTally
+
+IDS = [f"D{number}" for number in range(16)]
+STEP_NAMES = ["retriever", "reranker"]
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Runs of one two-step pipeline; the context a prefix of the last step
+    (a prompt filled to k), so IDs lost at the cut lie just below it."""
+    records = []
+    for _ in range(draw(st.integers(1, 8))):
+        retrieved = draw(st.permutations(IDS))[: draw(st.integers(0, 16))]
+        reranked = [item for item in retrieved if draw(st.booleans())]
+        cut = draw(st.integers(0, len(reranked)))
+        records.append(
+            {
+                "required": draw(
+                    st.lists(st.sampled_from(IDS), min_size=1, max_size=5)
+                ),
+                "context": reranked[:cut],
+                "correct": draw(st.booleans()),
+                "steps": [
+                    {"name": "retriever", "ids": retrieved},
+                    {"name": "reranker", "ids": reranked},
+                ],
+            }
+        )
+    return records
+
+
+def tallied(records: list[dict[str, Any]]) -> PipelineTally:
+    tally = PipelineTally()
+    for record in records:
+        metadata = score_stage_input(record).metadata or {}
+        steps = read_steps(record)
+        assert steps is not None
+        tally.add(record["required"], record["context"], steps, metadata.get("lost"))
+    return tally
+
+
+def trec_eval(records: list[dict[str, Any]], step: int) -> dict[str, float]:
+    qrels = [
+        ir_measures.Qrel(str(query), document, 1)
+        for query, record in enumerate(records)
+        for document in dict.fromkeys(record["required"])
+    ]
+    ranked = [
+        ir_measures.ScoredDoc(str(query), document, float(100 - rank))
+        for query, record in enumerate(records)
+        for rank, document in enumerate(record["steps"][step]["ids"])
+    ]
+    # A query with an empty ranking still counts, as a 0: one unjudged
+    # document below every other keeps it in trec_eval's mean.
+    ranked += [
+        ir_measures.ScoredDoc(str(query), "none", 0.0) for query in range(len(records))
+    ]
+    measures = [ir_measures.RR, ir_measures.nDCG @ NDCG_DEPTH, ir_measures.R @ 1000]
+    return {
+        str(measure): value
+        for measure, value in ir_measures.calc_aggregate(
+            measures, qrels, ranked
+        ).items()
+    }
+
+
+@settings(max_examples=30, deadline=None)
+@given(records=runs())
+def test_each_steps_recall_mrr_and_ndcg_are_trec_evals_means(
+    records: list[dict[str, Any]],
+) -> None:
+    summary = tallied(records).summary()
+    assert summary is not None
+    assert [figures.step for figures in summary.steps] == STEP_NAMES
+    for index, figures in enumerate(summary.steps):
+        expected = trec_eval(records, index)
+        assert figures.runs == len(records)
+        assert figures.mrr is not None and figures.ndcg is not None
+        assert figures.recall is not None
+        assert math.isclose(figures.mrr, expected["RR"], abs_tol=1e-12)
+        assert math.isclose(figures.ndcg, expected[f"nDCG@{NDCG_DEPTH}"], abs_tol=1e-12)
+        assert math.isclose(figures.recall, expected["R@1000"], abs_tol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(records=runs())
+def test_the_losses_are_a_recount_of_each_runs_lost(
+    records: list[dict[str, Any]],
+) -> None:
+    summary = tallied(records).summary()
+    assert summary is not None
+    lost_at: dict[str, int] = {}
+    cut_ranks: list[int] = []
+    near = 0
+    for record in records:
+        # The rule as the issue states it, recounted from the IDs.
+        required = dict.fromkeys(record["required"])
+        missing = [item for item in required if item not in record["context"]]
+        retrieved, reranked = (step["ids"] for step in record["steps"])
+        for item in missing:
+            if item not in retrieved:
+                where = "retriever"
+            elif item not in reranked:
+                where = "reranker"
+            else:
+                where = "context"
+                rank = reranked.index(item) + 1
+                cut_ranks.append(rank)
+                near += rank <= len(record["context"]) + NEAR_THE_CUT
+            lost_at[where] = lost_at.get(where, 0) + 1
+    total = sum(lost_at.values())
+    assert summary.missing == total
+    assert {figures.step: figures.lost for figures in summary.steps} == {
+        name: lost_at.get(name, 0) for name in STEP_NAMES
+    }
+    assert summary.context.lost == lost_at.get("context", 0)
+    assert summary.context.near_the_cut == near
+    if total:
+        shares = [figures.lost_share for figures in summary.steps]
+        assert math.isclose(sum(shares) + (summary.context.share or 0.0), 1.0)
+    else:
+        assert summary.context.share is None
+    if cut_ranks:
+        assert summary.context.median_last_rank == statistics.median(cut_ranks)
+    else:
+        assert summary.context.median_last_rank is None
+
+
+def test_steps_are_listed_in_first_seen_order_and_counted_where_present() -> None:
+    tally = PipelineTally()
+    first = {
+        "required": ["A"],
+        "context": [],
+        "correct": True,
+        "steps": [{"name": "bm25", "ids": ["B", "A"]}],
+    }
+    second = {
+        "required": ["A"],
+        "context": ["A"],
+        "correct": True,
+        "steps": [{"name": "dense", "ids": ["A"]}, {"name": "bm25", "ids": ["A"]}],
+    }
+    for record in (first, second):
+        steps = read_steps(record)
+        assert steps is not None
+        tally.add(
+            record["required"],
+            record["context"],
+            steps,
+            score_stage_input(record).metadata["lost"],
+        )  # type: ignore[index]
+    summary = tally.summary()
+    assert summary is not None
+    assert [
+        (step.step, step.runs, step.recall, step.mrr) for step in summary.steps
+    ] == [
+        ("bm25", 2, 1.0, 0.75),
+        ("dense", 1, 1.0, 1.0),
+    ]
+    # First run: A was at bm25's rank 2, the context empty: lost at the cut.
+    assert summary.context.lost == 1
+    assert summary.context.median_last_rank == 2.0
+    assert summary.context.near_the_cut == 1
+
+
+def test_no_run_with_steps_is_no_summary() -> None:
+    assert PipelineTally().summary() is None
