@@ -8,7 +8,8 @@ every sample with the same content: `record.correct` for `lucky_answers`,
 `error.kind` and `error.side` for `answer_failures`; and the metadata
 values that are a sample's own, a stage score's `recall` for
 `context_recall` and `precision` for `context_precision`, each kept as a
-float in a column of its own). The metrics are the
+float in a column of its own; a `step_recall` for the metric of that name,
+shared by content). The metrics are the
 scorer's own, called through Inspect's own `compute_eval_scores`, so metric
 names, NaN filtering and dictionary metrics follow `inspect eval` exactly;
 `tests/test_cli_score.py` holds the two to the same results, for both
@@ -417,6 +418,7 @@ class RunResults:
         A score with `recall` shares `"recall": None`, and one with
         `precision` `"precision": None`; their numbers, if any, are the
         sample's own (`LightScores`' columns), put in by `LightScore`.
+        A `step_recall` is shared by content.
         """
         record = metadata.get("record")
         # `lucky_answers` asks only whether the label is JSON `true`.
@@ -426,6 +428,10 @@ class RunResults:
         side = error.get("side") if isinstance(error, dict) else None
         has_recall = "recall" in metadata
         has_precision = "precision" in metadata
+        # Each step's recall, for `step_recall`: shares of small counts, so
+        # runs share a handful of distinct dictionaries.
+        step_recall = metadata.get("step_recall")
+        step_key = tuple(step_recall.items()) if isinstance(step_recall, dict) else None
 
         def make() -> dict[str, Any]:
             shared: dict[str, Any] = {
@@ -436,11 +442,21 @@ class RunResults:
                 shared["recall"] = None
             if has_precision:
                 shared["precision"] = None
+            if step_key is not None:
+                shared["step_recall"] = dict(step_key)
             return shared
 
         return _shared(
             self._metadata_cache,
-            (labelled_true, error is None, kind, side, has_recall, has_precision),
+            (
+                labelled_true,
+                error is None,
+                kind,
+                side,
+                has_recall,
+                has_precision,
+                step_key,
+            ),
             make,
         )
 

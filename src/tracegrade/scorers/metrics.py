@@ -226,6 +226,58 @@ def _mean_share(key: str) -> Metric:
     return compute
 
 
+@metric(scores="unreduced")
+def step_recall() -> Metric:
+    """Each pipeline step's mean recall, named after the step:
+    `{"retriever_recall": ..., "reranker_recall": ...}`.
+
+    A run whose record carried the pipeline's steps has `step_recall` in
+    its metadata (`tracegrade.core.steps`): the share of its required IDs
+    in each step's output, counted as context recall is. Each step's mean
+    is over the runs that have that step, beside `context_recall`, so a
+    reader sees where recall falls along the pipeline. Runs without steps
+    add nothing, and a log with none has no such figure (the dictionary
+    is empty, and Inspect shows nothing for it). Summed by `math.fsum`, as
+    `context_recall` is.
+    """
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        steps: dict[str, None] = {}
+        for sample_score in scores:
+            recalls = (sample_score.score.metadata or {}).get("step_recall")
+            if recalls is None:
+                continue
+            if not isinstance(recalls, dict) or not all(
+                isinstance(name, str)
+                and type(share) in (float, int)
+                and 0 <= share <= 1
+                for name, share in recalls.items()
+            ):
+                raise ValueError(
+                    f"sample {sample_score.sample_id!r}: score metadata step_recall "
+                    f"must map step names to shares from 0 to 1, got {recalls!r}"
+                )
+            steps.update(dict.fromkeys(recalls))
+
+        def mean_of(step: str) -> float:
+            counted = 0
+
+            def shares() -> Iterator[float]:
+                nonlocal counted
+                for sample_score in scores:
+                    recalls = (sample_score.score.metadata or {}).get("step_recall")
+                    if recalls is not None and step in recalls:
+                        counted += 1
+                        yield recalls[step]
+
+            total = math.fsum(shares())
+            return total / counted
+
+        return {f"{step}_recall": mean_of(step) for step in steps}
+
+    return compute
+
+
 # Column labels, short enough for Inspect's results table; the full kinds
 # are the scores' `reason`.
 FAILURE_LABELS = {
