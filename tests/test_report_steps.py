@@ -7,19 +7,30 @@ counts to a plain recount of each run's `lost` as the stage scorer wrote it.
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
+from pathlib import Path
 from typing import Any
 
 import ir_measures
+import pytest
+from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from inspect_ai import eval
+from inspect_ai.log import read_eval_log
 
+from tracegrade import stage_diagnosis
 from tracegrade.bulk.scoring import score_stage_input
+from tracegrade.cli import main
 from tracegrade.core.steps import read_steps
 from tracegrade.report.steps import NDCG_DEPTH, NEAR_THE_CUT, PipelineTally
 
 IDS = [f"D{number}" for number in range(16)]
+EXAMPLE = (
+    Path(__file__).resolve().parent.parent / "examples" / "pipeline" / "runs.jsonl"
+)
 STEP_NAMES = ["retriever", "reranker"]
 
 
@@ -184,3 +195,68 @@ def test_steps_are_listed_in_first_seen_order_and_counted_where_present() -> Non
 
 def test_no_run_with_steps_is_no_summary() -> None:
     assert PipelineTally().summary() is None
+
+
+# --- through a real eval and `tracegrade report` ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def pipeline_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    log_dir = tmp_path_factory.mktemp("pipeline")
+    (log,) = eval(
+        stage_diagnosis(dataset=str(EXAMPLE)), display="none", log_dir=str(log_dir)
+    )
+    assert log.status == "success", log.error
+    return log_dir
+
+
+def report_of(*args: str) -> Result:
+    result = CliRunner().invoke(main, ["report", *args])
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_the_report_says_where_the_examples_missing_documents_were_lost(
+    pipeline_log: Path,
+) -> None:
+    (path,) = pipeline_log.glob("*.eval")
+    samples = read_eval_log(str(path)).samples or []
+    metadata = [
+        (sample.scores or {})["stage_diagnosis"].metadata or {} for sample in samples
+    ]
+    lost = [entry for each in metadata for entry in each.get("lost", [])]
+    records = [each["record"] for each in metadata]
+    reported = json.loads(report_of(str(pipeline_log), "--json").output)
+    (summary,) = reported["stage_diagnosis"]
+    pipeline = summary["pipeline"]
+    assert pipeline["runs"] == len(samples)
+    assert pipeline["missing"] == len(lost) > 0
+    for index, step in enumerate(pipeline["steps"]):
+        assert step["lost"] == sum(entry["lost_at"] == step["step"] for entry in lost)
+        assert step["recall"] == pytest.approx(
+            statistics.fmean(each["step_recall"][step["step"]] for each in metadata)
+        )
+        expected = trec_eval(records, index)
+        assert step["mrr"] == pytest.approx(expected["RR"])
+        assert step["ndcg"] == pytest.approx(expected[f"nDCG@{NDCG_DEPTH}"])
+    at_the_cut = [entry for entry in lost if entry["lost_at"] == "context"]
+    assert pipeline["context"]["lost"] == len(at_the_cut) > 0
+    assert pipeline["context"]["median_last_rank"] == statistics.median(
+        entry["last_rank"] for entry in at_the_cut
+    )
+    markdown = report_of(str(pipeline_log), "--markdown").output
+    assert "Where missing documents were lost" in markdown
+    assert "Lost at the prompt's cut" in markdown
+    html_path = pipeline_log.parent / "pipeline-report.html"
+    report_of(str(pipeline_log), "--html", str(html_path), "--force")
+    page = html_path.read_text(encoding="utf-8")
+    assert "Where missing documents were lost" in page
+    assert "Lost at the prompt&#x27;s cut" in page or "Lost at the prompt's cut" in page
+
+
+def test_a_report_of_runs_without_steps_has_no_pipeline_section(tmp_path: Path) -> None:
+    (log,) = eval(stage_diagnosis(), display="none", log_dir=str(tmp_path))
+    assert log.status == "success", log.error
+    reported = json.loads(report_of(str(tmp_path), "--json").output)
+    assert all(summary["pipeline"] is None for summary in reported["stage_diagnosis"])
+    assert "Where missing documents were lost" not in report_of(str(tmp_path)).output

@@ -73,6 +73,7 @@ from .runs import (
     undiagnosed,
 )
 from .shares import CONFIDENCE, INTERVAL_METHOD, Cluster, Proportion
+from .steps import PipelineLosses, PipelineTally, scored_pipeline
 from .thresholds import Target, Threshold, ThresholdCheck, check_thresholds
 
 COUNTING_UNIT: Final = "sample-epoch"
@@ -191,6 +192,9 @@ class StageSummary:
     errors: list[ErrorCount]
     missed: list[MissedDocument]
     distinct_missed: int
+    pipeline: PipelineLosses | None = None
+    """Where the missing documents were lost, over the diagnosed runs whose
+    records carried the pipeline's steps; None when none did."""
 
 
 @dataclass(frozen=True)
@@ -373,6 +377,7 @@ class _StageCounts(_Counts):
     # Runs not diagnosed that lack the figure: they count 0 over all runs.
     without_recall: int = 0
     without_precision: int = 0
+    pipeline: PipelineTally = field(default_factory=PipelineTally)
 
 
 @dataclass
@@ -710,6 +715,15 @@ def _count_stage(
             if record.get("correct") is True:
                 counts.lucky += 1
                 outcomes.append("lucky")
+        try:
+            pipeline = scored_pipeline(record, metadata)
+        except ValueError as error:
+            raise where.fail(str(error)) from None
+        if pipeline is not None:
+            context = record.get("context")
+            counts.pipeline.add(
+                required, context if _is_id_list(context) else [], *pipeline
+            )
     _count_shares(counts, metadata, value, where, diagnosed=True)
     if counts.clusters is not None:
         counts.clusters.add(sample, *outcomes)
@@ -883,6 +897,7 @@ def _stage_summary(
             for document_id, missed in ranked[:top]
         ],
         distinct_missed=len(ranked),
+        pipeline=counts.pipeline.summary(),
     )
 
 

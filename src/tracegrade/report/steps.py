@@ -10,7 +10,7 @@ that fills the prompt (k)? So, per step, in pipeline order:
   missing IDs of runs with steps;
 - the step's recall (the share of required IDs in its output), mean
   reciprocal rank and nDCG at `NDCG_DEPTH` of the required IDs, means
-  over the runs whose score has step recalls, as trec_eval computes them
+  over the diagnosed runs that have the step, as trec_eval computes them
   (`tests/test_report_steps.py` holds them to ir-measures);
 
 and for the IDs lost at the cut (`lost_at` "context": every step kept them),
@@ -28,11 +28,19 @@ from __future__ import annotations
 import statistics
 from array import array
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Any, Final
 
-from ..core.steps import CONTEXT, LostDocument, Step, ndcg_at, reciprocal_rank
+from ..core.errors import InvalidRecord, quote
+from ..core.steps import (
+    CONTEXT,
+    LostDocument,
+    Step,
+    ndcg_at,
+    read_steps,
+    reciprocal_rank,
+)
 from .runs import ExactSum
 
 NDCG_DEPTH: Final = 10
@@ -45,7 +53,7 @@ a k larger by at most this would have kept them."""
 
 @dataclass(frozen=True)
 class StepFigures:
-    """One step: its runs (with step recalls), their mean recall, MRR and
+    """One step: its diagnosed runs, their mean recall, MRR and
     nDCG@`NDCG_DEPTH`, and the missing IDs lost at it (`lost`, and
     `lost_share` of all the missing IDs of runs with steps)."""
 
@@ -82,6 +90,45 @@ class PipelineLosses:
     ndcg_depth: int
     steps: list[StepFigures]
     context: LostAtTheCut
+
+
+def scored_pipeline(
+    record: Mapping[str, Any], metadata: Mapping[str, Any]
+) -> tuple[list[Step], list[LostDocument] | None] | None:
+    """A diagnosed stage score's steps (from its record) and `lost`, or
+    None for a record without steps.
+
+    Raises `ValueError` naming the field when either is not what the stage
+    scorer writes: a log is read, not repaired.
+    """
+    try:
+        steps = read_steps(record)
+    except InvalidRecord as invalid:
+        raise ValueError(f"record.{invalid}") from None
+    lost = metadata.get("lost")
+    if steps is None:
+        if lost is not None:
+            raise ValueError("metadata lost is given, but record has no steps")
+        return None
+    if lost is None:
+        return steps, None
+    names = {step.name for step in steps} | {CONTEXT}
+    if not isinstance(lost, list) or not all(
+        isinstance(entry, dict)
+        and isinstance(entry.get("id"), str)
+        and entry.get("lost_at") in names
+        and (entry.get("last_step") is None or entry.get("last_step") in names)
+        and (
+            entry.get("last_rank") is None
+            or (type(entry.get("last_rank")) is int and entry["last_rank"] >= 1)
+        )
+        for entry in lost
+    ):
+        raise ValueError(
+            "metadata lost must list {id, lost_at, last_step, last_rank} with "
+            f"lost_at and last_step among the record's steps, got {quote(lost)}"
+        )
+    return steps, lost
 
 
 @dataclass
@@ -177,4 +224,5 @@ __all__ = [
     "PipelineLosses",
     "PipelineTally",
     "StepFigures",
+    "scored_pipeline",
 ]
