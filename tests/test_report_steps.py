@@ -244,6 +244,13 @@ def test_the_report_says_where_the_examples_missing_documents_were_lost(
     assert pipeline["context"]["median_last_rank"] == statistics.median(
         entry["last_rank"] for entry in at_the_cut
     )
+    page = (EXAMPLE.parent.parent.parent / "docs" / "pipeline-steps.md").read_text()
+    retriever, reranker = pipeline["steps"]
+    assert " ".join(
+        f"On the worked example: of {pipeline['missing']} missing IDs, "
+        f"{retriever['lost']} were lost at the retriever, {reranker['lost']} at the "
+        f"reranker and {pipeline['context']['lost']} at the cut.".split()
+    ) in " ".join(page.split())
     markdown = report_of(str(pipeline_log), "--markdown").output
     assert "Where missing documents were lost" in markdown
     assert "Lost at the prompt's cut" in markdown
@@ -260,3 +267,60 @@ def test_a_report_of_runs_without_steps_has_no_pipeline_section(tmp_path: Path) 
     reported = json.loads(report_of(str(tmp_path), "--json").output)
     assert all(summary["pipeline"] is None for summary in reported["stage_diagnosis"])
     assert "Where missing documents were lost" not in report_of(str(tmp_path)).output
+
+
+def test_compare_pairs_each_steps_recall_by_sample(
+    pipeline_log: Path, tmp_path: Path
+) -> None:
+    """NEW's reranker keeps the retriever's top 10 instead of its own 5:
+    the reranker's recall rises, the retriever's does not move."""
+    records = [json.loads(line) for line in EXAMPLE.read_text().splitlines()]
+    for record in records:
+        retriever, reranker = record["input"]["steps"]
+        reranker["ids"] = retriever["ids"][:10]
+    dataset = tmp_path / "runs.jsonl"
+    dataset.write_text("".join(json.dumps(record) + "\n" for record in records))
+    (new,) = eval(
+        stage_diagnosis(dataset=str(dataset)),
+        display="none",
+        log_dir=str(tmp_path / "new"),
+    )
+    assert new.status == "success", new.error
+    (path,) = pipeline_log.glob("*.eval")
+    base = read_eval_log(str(path))
+
+    def step_recalls(log: Any) -> dict[str, dict[str, float]]:
+        return {
+            sample.id: (sample.scores or {})["stage_diagnosis"].metadata["step_recall"]
+            for sample in log.samples
+        }
+
+    before, after = step_recalls(base), step_recalls(new)
+    result = CliRunner().invoke(
+        main, ["compare", str(pipeline_log), str(tmp_path / "new"), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    (pair,) = json.loads(result.output)["pairs"]
+    (comparison,) = pair["stage_diagnosis"]
+    figures = {figure["figure"]: figure for figure in comparison["figures"]}
+    for step in ("retriever", "reranker"):
+        figure = figures[f"{step}_recall"]
+        assert figure["pairs"] == len(before) == 12
+        assert figure["base_mean"] == pytest.approx(
+            statistics.fmean(each[step] for each in before.values())
+        )
+        assert figure["new_mean"] == pytest.approx(
+            statistics.fmean(each[step] for each in after.values())
+        )
+        assert figure["fell"] == sum(after[i][step] < before[i][step] for i in before)
+        assert figure["rose"] == sum(after[i][step] > before[i][step] for i in before)
+    assert (
+        figures["retriever_recall"]["fell"] == figures["retriever_recall"]["rose"] == 0
+    )
+    assert figures["reranker_recall"]["rose"] > 0
+    assert list(figures)[:2] == ["recall", "precision"]
+    markdown = CliRunner().invoke(
+        main, ["compare", str(pipeline_log), str(tmp_path / "new"), "--markdown"]
+    )
+    assert markdown.exit_code == 0, markdown.output
+    assert "| stage\\_diagnosis | reranker\\_recall | 12 |" in markdown.output

@@ -617,9 +617,10 @@ def _eval_observations(
     """The observations of every log of one eval, a log at a time; each
     log's summary is appended to `logs` once it has been read."""
     # One copy of each explanation text: most runs of a stage share theirs;
-    # and of each recall and precision, a few fractions.
+    # and of each recall and precision, a few fractions, and of each
+    # step-recall tuple.
     texts: dict[str, str] = {}
-    shares: dict[float, float] = {}
+    shares: dict[Any, Any] = {}
     for log in run.reads():
         try:
             yield from _log_observations(log, logs, texts, shares)
@@ -635,7 +636,7 @@ def _log_observations(
     log: LogRead,
     logs: list[LogSummary],
     texts: dict[str, str],
-    shares: dict[float, float],
+    shares: dict[Any, Any],
 ) -> Iterator[Observation]:
     scores = LogScores(log, keep_scoreless=True)
     for sample, name, kind, score in scores:
@@ -667,7 +668,7 @@ def _run(
     score: ScoreRead,
     path: str,
     texts: dict[str, str],
-    shares: dict[float, float],
+    shares: dict[Any, Any],
 ) -> Run:
     """The state of one tracegrade score, checked as `tracegrade report`
     checks it; `UnreadableScore` says what is wrong, the caller where."""
@@ -677,9 +678,37 @@ def _run(
     recall, precision = (
         _figure(score.metadata, name, shares) for name in ("recall", "precision")
     )
-    if recall is None and precision is None:
+    step_recall = _step_recall(score.metadata, shares)
+    if recall is None and precision is None and step_recall is None:
         return run
-    return dataclasses.replace(run, recall=recall, precision=precision)
+    return dataclasses.replace(
+        run, recall=recall, precision=precision, step_recall=step_recall
+    )
+
+
+def _step_recall(
+    metadata: dict[str, Any], shares: dict[Any, Any]
+) -> tuple[tuple[str, float], ...] | None:
+    """A stage score's `step_recall`, (step, share) in pipeline order; runs
+    of one pipeline share a few such tuples, kept once as shares are."""
+    recalls = metadata.get("step_recall")
+    if recalls is None:
+        return None
+    if not isinstance(recalls, dict) or not all(
+        isinstance(name, str) and type(share) is float and 0 <= share <= 1
+        for name, share in recalls.items()
+    ):
+        raise UnreadableScore(
+            "metadata step_recall must map step names to shares in [0, 1], "
+            f"got {quote(recalls)}"
+        )
+    read: tuple[tuple[str, float], ...] = tuple(recalls.items())
+    kept: tuple[tuple[str, float], ...] = (
+        shares.setdefault(read, read)
+        if len(shares) < _SHARED_FIGURES
+        else shares.get(read, read)
+    )
+    return kept
 
 
 _FROM_RECORD: Final = {"recall": stage_recall, "precision": stage_precision}
@@ -687,7 +716,7 @@ _SHARED_FIGURES: Final = 1 << 12
 
 
 def _figure(
-    metadata: dict[str, Any], name: str, shares: dict[float, float]
+    metadata: dict[str, Any], name: str, shares: dict[Any, Any]
 ) -> float | None:
     """A stage score's recall or precision: its metadata's, or for a log
     written before the score carried it, from its record."""
@@ -702,9 +731,12 @@ def _figure(
             )
     if value is None:
         return None
-    if len(shares) < _SHARED_FIGURES:
-        return shares.setdefault(value, value)
-    return shares.get(value, value)
+    kept: float = (
+        shares.setdefault(value, value)
+        if len(shares) < _SHARED_FIGURES
+        else shares.get(value, value)
+    )
+    return kept
 
 
 def _state(kind: str, score: ScoreRead, path: str, texts: dict[str, str]) -> Run:
