@@ -81,6 +81,8 @@ def stage_row(
         "stage_label_from": LABEL_FROM,
         "stage_error": error,
         "stage_error_side": "data" if error else None,
+        # No case has pipeline steps (tests/test_report_steps.py has them).
+        "stage_lost_at": None,
     }
 
 

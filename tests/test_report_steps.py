@@ -324,3 +324,33 @@ def test_compare_pairs_each_steps_recall_by_sample(
     )
     assert markdown.exit_code == 0, markdown.output
     assert "| stage\\_diagnosis | reranker\\_recall | 12 |" in markdown.output
+
+
+def test_the_analysis_columns_say_where_each_was_lost_and_each_steps_recall(
+    pipeline_log: Path,
+) -> None:
+    from inspect_ai.analysis import SampleSummary, samples_df
+
+    from tracegrade.analysis import StageColumns, step_recall_columns
+
+    (path,) = pipeline_log.glob("*.eval")
+    expected = {
+        sample.id: (sample.scores or {})["stage_diagnosis"].metadata
+        for sample in read_eval_log(str(path)).samples or []
+    }
+    frame = samples_df(
+        str(pipeline_log),
+        columns=SampleSummary
+        + StageColumns
+        + step_recall_columns("retriever", "reranker"),
+    )
+    assert len(frame) == len(expected)
+    for row in frame.itertuples():
+        metadata = expected[row.id]
+        assert list(row.stage_lost_at) == [
+            entry["lost_at"] for entry in metadata["lost"]
+        ]
+        assert row.stage_retriever_recall == metadata["step_recall"]["retriever"]
+        assert row.stage_reranker_recall == metadata["step_recall"]["reranker"]
+    with pytest.raises(ValueError, match="at least one step"):
+        step_recall_columns()

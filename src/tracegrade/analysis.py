@@ -112,6 +112,11 @@ def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Co
       `invalid-input`, `sample-error`, or from `tracegrade score` a line's
       `malformed-json`, ...), from the score's `reason`; None without one.
     - `stage_error_side` (str): `error.side`, `data`, `answer` or `run`.
+    - `stage_lost_at` (list of str): where each missing ID was lost, in the
+      order of `stage_missing` (metadata `lost`: a step's name, or
+      `context` for an ID every step kept but the prompt's cut left out);
+      None for a run whose record carried no pipeline steps. Each step's
+      recall is in `step_recall_columns`, named after the steps.
     """
     return [
         _column(prefix, _stage, score, full=False, type=str),
@@ -123,6 +128,30 @@ def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Co
         _column(f"{prefix}_label_from", _label_from, score, type=str),
         _column(f"{prefix}_error", _error_kind, score, full=False, type=str),
         _column(f"{prefix}_error_side", _error_side, score, type=str),
+        _column(f"{prefix}_lost_at", _lost_at, score, type=_LIST),
+    ]
+
+
+def step_recall_columns(
+    *steps: str, score: str = STAGE_SCORE, prefix: str = "stage"
+) -> list[Column]:
+    """A column per named pipeline step, `{prefix}_{step}_recall` (float):
+    the share of the run's required IDs in that step's output (metadata
+    `step_recall`), as `stage_recall` is of its context; None for a run
+    without that step.
+
+    Steps are named by the pipeline that recorded them, so the caller names
+    the ones to read: `samples_df(logs, columns=SampleSummary + StageColumns
+    + step_recall_columns("retriever", "reranker"))`.
+    """
+    if not steps:
+        raise ValueError("step_recall_columns needs at least one step name")
+    for step in steps:
+        if not isinstance(step, str) or not step:
+            raise ValueError(f"a step name is a non-empty string, got {step!r}")
+    return [
+        _column(f"{prefix}_{step}_recall", _step_recall, score, type=float, step=step)
+        for step in dict.fromkeys(steps)
     ]
 
 
@@ -284,6 +313,18 @@ def _precision(sample: _Sample, score: str) -> float | None:
     return stage_precision(record) if isinstance(record, Mapping) else None
 
 
+def _lost_at(sample: _Sample, score: str) -> list[str] | None:
+    lost = _metadata(sample, score, "lost")
+    if not isinstance(lost, list):
+        return None
+    return _id_list([_field(entry, "lost_at") for entry in lost])
+
+
+def _step_recall(sample: _Sample, score: str, step: str) -> float | None:
+    share = _field(_metadata(sample, score, "step_recall"), step)
+    return share if type(share) is float else None
+
+
 def _label(sample: _Sample, score: str) -> bool | None:
     return _typed(_field(_metadata(sample, score, "record"), "correct"), bool)
 
@@ -344,4 +385,5 @@ __all__ = [
     "StageColumns",
     "extraction_columns",
     "stage_columns",
+    "step_recall_columns",
 ]
