@@ -812,6 +812,20 @@ def test_wilson_interval_matches_published_values(
     assert computed == (pytest.approx(low, abs=5e-5), pytest.approx(high, abs=5e-5))
 
 
+def test_wilson_interval_is_scipys() -> None:
+    """The report computes the interval itself (scipy costs its start-up
+    more than a large log does); scipy's is the reference."""
+    from scipy.stats import binomtest  # type: ignore[import-untyped]
+
+    for trials in [*range(1, 41), 263, 1000, 99_999]:
+        for successes in range(0, trials + 1, max(1, trials // 25)):
+            expected = binomtest(successes, trials).proportion_ci(method="wilson")
+            assert wilson_interval(successes, trials) == (
+                pytest.approx(expected.low, abs=1e-12),
+                pytest.approx(expected.high, abs=1e-12),
+            )
+
+
 @pytest.mark.parametrize(("successes", "trials"), [(0, 1), (3, 7), (20, 20), (81, 263)])
 def test_the_effective_interval_is_wilsons_at_whole_trials(
     successes: int, trials: int
