@@ -26,6 +26,7 @@ from tracegrade.bulk.scoring import score_stage_input
 from tracegrade.cli import main
 from tracegrade.core.steps import read_steps
 from tracegrade.report.steps import NDCG_DEPTH, NEAR_THE_CUT, PipelineTally
+from tracegrade.schema import InvalidScore, read_stage
 
 IDS = [f"D{number}" for number in range(16)]
 EXAMPLE = (
@@ -59,13 +60,20 @@ def runs(draw: st.DrawFn) -> list[dict[str, Any]]:
     return records
 
 
+def add_scored(tally: PipelineTally, record: dict[str, Any]) -> None:
+    """Count the record's score as the report reads it: through the schema."""
+    score = score_stage_input(record)
+    staged = read_stage(score.value, score.metadata)
+    assert staged.required is not None and staged.steps is not None
+    assert staged.steps == read_steps(record)
+    assert staged.context_size == len(record["context"])
+    tally.add(staged.required, staged.context_size, staged.steps, staged.lost)
+
+
 def tallied(records: list[dict[str, Any]]) -> PipelineTally:
     tally = PipelineTally()
     for record in records:
-        metadata = score_stage_input(record).metadata or {}
-        steps = read_steps(record)
-        assert steps is not None
-        tally.add(record["required"], record["context"], steps, metadata.get("lost"))
+        add_scored(tally, record)
     return tally
 
 
@@ -171,14 +179,7 @@ def test_steps_are_listed_in_first_seen_order_and_counted_where_present() -> Non
         "steps": [{"name": "dense", "ids": ["A"]}, {"name": "bm25", "ids": ["A"]}],
     }
     for record in (first, second):
-        steps = read_steps(record)
-        assert steps is not None
-        tally.add(
-            record["required"],
-            record["context"],
-            steps,
-            score_stage_input(record).metadata["lost"],
-        )  # type: ignore[index]
+        add_scored(tally, record)
     summary = tally.summary()
     assert summary is not None
     assert [
@@ -354,3 +355,20 @@ def test_the_analysis_columns_say_where_each_was_lost_and_each_steps_recall(
         assert row.stage_reranker_recall == metadata["step_recall"]["reranker"]
     with pytest.raises(ValueError, match="at least one step"):
         step_recall_columns()
+
+
+def test_a_score_whose_steps_and_lost_disagree_is_refused_by_name() -> None:
+    record = {
+        "required": ["A"],
+        "context": [],
+        "correct": True,
+        "steps": [{"name": "bm25", "ids": ["A"]}],
+    }
+    score = score_stage_input(record)
+    metadata = dict(score.metadata or {})
+    without_lost = {key: value for key, value in metadata.items() if key != "lost"}
+    with pytest.raises(InvalidScore, match=r"lost and record\.steps go together"):
+        read_stage(score.value, without_lost)
+    broken = {**metadata, "record": {**record, "steps": [{"name": "bm25"}]}}
+    with pytest.raises(InvalidScore, match=r"record\.field 'steps\[0\]'"):
+        read_stage(score.value, broken)

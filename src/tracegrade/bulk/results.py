@@ -47,6 +47,7 @@ from .._inspect_internals import (
     resolve_headline_metric,
     to_json_safe,
 )
+from ..schema import read_error, read_share
 from .evallog import StreamedReductions
 
 _NAN = math.nan
@@ -423,9 +424,9 @@ class RunResults:
         record = metadata.get("record")
         # `lucky_answers` asks only whether the label is JSON `true`.
         labelled_true = isinstance(record, dict) and record.get("correct") is True
-        error = metadata.get("error")
-        kind = error.get("kind") if isinstance(error, dict) else None
-        side = error.get("side") if isinstance(error, dict) else None
+        error = read_error(metadata)
+        kind = None if error is None else error.kind
+        side = None if error is None else error.side
         has_recall = "recall" in metadata
         has_precision = "precision" in metadata
         # Each step's recall, for `step_recall`: shares of small counts, so
@@ -477,13 +478,9 @@ class RunResults:
 
     def add(self, sample_id: str, score: Score) -> None:
         metadata = score.metadata or {}
-        recall = metadata.get("recall")
-        precision = metadata.get("precision")
-        # The scores here are tracegrade's own: a share is None or a float
-        # from `tracegrade.core.recall`, never NaN (the columns' "none").
-        for name, share in (("recall", recall), ("precision", precision)):
-            if share is not None and type(share) is not float:
-                raise TypeError(f"a stage score's {name} is a float, got {share!r}")
+        # A share is None or a float in [0, 1], never NaN (the columns' "none").
+        recall = read_share(metadata, "recall")
+        precision = read_share(metadata, "precision")
         self.scores.append(
             self._light_value(score.value),
             score.reason,

@@ -23,8 +23,9 @@ NEW's shares over all runs (`report.thresholds`). `GateOptions` says
 what was asked, and `Comparison.verdict` what the gate decided and why.
 
 A stage run also keeps its context recall and precision (the score's
-metadata, or for a log written before they existed, its record), which
-are compared over the pairs where both runs have them.
+metadata), which are compared over the pairs where both runs have them.
+Scores are read through `tracegrade.schema`, as `tracegrade report` reads
+them, so a score one refuses the other refuses too.
 
 The JSON is written as it is made (`write_json`): the long lists are
 `SortedSpool`s on disk, streamed item by item, so neither the lists nor
@@ -41,7 +42,6 @@ from enum import Enum
 from typing import IO, Any, Final
 
 from ..core.errors import quote
-from ..core.recall import stage_precision, stage_recall
 from ..logs.evals import (
     EvalRun,
     Evals,
@@ -63,6 +63,7 @@ from ..report.thresholds import (
     check_thresholds,
     threshold_line,
 )
+from ..schema import ExtractionScore, InvalidScore, read_extraction, read_stage
 from .pairing import (
     DATA_ERROR,
     DIAGNOSED,
@@ -641,13 +642,12 @@ def _log_observations(
     scores = LogScores(log, keep_scoreless=True)
     for sample, name, kind, score in scores:
         try:
-            run = _run(kind, score, log.path, texts, shares)
-        except UnreadableScore as error:
+            run, why = _run(kind, score, log.path, texts, shares)
+        except InvalidScore as error:
             raise UnreadableScore(
                 f"{log.path}: sample {quote(sample.id)} epoch {sample.epoch}, "
                 f"score {quote(name)}: {error}"
             ) from None
-        why = _why(score.metadata, texts)
         yield Observation(name, kind, sample.id, sample.epoch, run, why)
     assert scores.scoreless is not None
     for name, kind in scores.score_names().items():
@@ -669,40 +669,55 @@ def _run(
     path: str,
     texts: dict[str, str],
     shares: dict[Any, Any],
-) -> Run:
-    """The state of one tracegrade score, checked as `tracegrade report`
-    checks it; `UnreadableScore` says what is wrong, the caller where."""
-    run = _state(kind, score, path, texts)
+) -> tuple[Run, str | None]:
+    """The state of one tracegrade score, read through `tracegrade.schema`
+    as `tracegrade report` reads it, and why it gives no result (its
+    unscored error's kind, one copy of each; None for a result).
+    `InvalidScore` says what is wrong, the caller where."""
+    explanation = score.explanation
+    if explanation is not None:
+        explanation = texts.setdefault(explanation, explanation)
+    why: str | None = None
+    if kind == STAGE:
+        staged = read_stage(score.value, score.metadata)
+        error = staged.error
+    else:
+        graded = read_extraction(score.value, score.metadata)
+        error = graded.error
+    if error is not None and error.unscored:
+        # A run-side error: the sample errored, and was scored only to say so.
+        state = DATA_ERROR if error.side == "data" else NO_SCORE
+        run = Run(state, None, explanation, path)
+        why = texts.setdefault(error.kind, error.kind)
+    elif kind == STAGE:
+        assert staged.stage is not None
+        missing = None if staged.missing is None else tuple(staged.missing)
+        run = Run(_STAGES[staged.stage], missing, explanation, path)
+    else:
+        return _extraction_run(graded, explanation, path), None
     if kind != STAGE:
-        return run
+        return run, why
+    # A run with no stage still had its context: an unscored run keeps its
+    # recall and precision too.
     recall, precision = (
-        _figure(score.metadata, name, shares) for name in ("recall", "precision")
+        _shared_figure(figure, shares) for figure in (staged.recall, staged.precision)
     )
-    step_recall = _step_recall(score.metadata, shares)
+    step_recall = _shared_steps(staged.step_recall, shares)
     if recall is None and precision is None and step_recall is None:
-        return run
+        return run, why
     return dataclasses.replace(
         run, recall=recall, precision=precision, step_recall=step_recall
-    )
+    ), why
 
 
-def _step_recall(
-    metadata: dict[str, Any], shares: dict[Any, Any]
+def _shared_steps(
+    recalls: dict[str, float] | None, shares: dict[Any, Any]
 ) -> tuple[tuple[str, float], ...] | None:
-    """A stage score's `step_recall`, (step, share) in pipeline order; runs
-    of one pipeline share a few such tuples, kept once as shares are."""
-    recalls = metadata.get("step_recall")
+    """A stage score's `step_recall` as (step, share) in pipeline order;
+    runs of one pipeline share a few such tuples, kept once as figures are."""
     if recalls is None:
         return None
-    if not isinstance(recalls, dict) or not all(
-        isinstance(name, str) and type(share) is float and 0 <= share <= 1
-        for name, share in recalls.items()
-    ):
-        raise UnreadableScore(
-            "metadata step_recall must map step names to shares in [0, 1], "
-            f"got {quote(recalls)}"
-        )
-    read: tuple[tuple[str, float], ...] = tuple(recalls.items())
+    read = tuple(recalls.items())
     kept: tuple[tuple[str, float], ...] = (
         shares.setdefault(read, read)
         if len(shares) < _SHARED_FIGURES
@@ -711,24 +726,12 @@ def _step_recall(
     return kept
 
 
-_FROM_RECORD: Final = {"recall": stage_recall, "precision": stage_precision}
 _SHARED_FIGURES: Final = 1 << 12
 
 
-def _figure(
-    metadata: dict[str, Any], name: str, shares: dict[Any, Any]
-) -> float | None:
-    """A stage score's recall or precision: its metadata's, or for a log
-    written before the score carried it, from its record."""
-    if name not in metadata:
-        record = metadata.get("record")
-        value = _FROM_RECORD[name](record) if isinstance(record, dict) else None
-    else:
-        value = metadata[name]
-        if value is not None and (type(value) is not float or not 0 <= value <= 1):
-            raise UnreadableScore(
-                f"metadata {name} must be null or in [0, 1], got {quote(value)}"
-            )
+def _shared_figure(value: float | None, shares: dict[Any, Any]) -> float | None:
+    """One float object for each of the first few distinct figures: most
+    runs share a few fractions."""
     if value is None:
         return None
     kept: float = (
@@ -739,81 +742,10 @@ def _figure(
     return kept
 
 
-def _state(kind: str, score: ScoreRead, path: str, texts: dict[str, str]) -> Run:
-    """The run's state, explanation and missing IDs (see `_run`)."""
-    metadata: dict[str, Any] = score.metadata
-    explanation = score.explanation
-    if explanation is not None:
-        explanation = texts.setdefault(explanation, explanation)
-    error = metadata["error"]
-    if error is not None and (
-        not isinstance(error, dict)
-        or error.get("side") not in ("data", "run", "answer")
-    ):
-        raise UnreadableScore(
-            f"metadata error must be null or have a side (data, run, answer), "
-            f"got {quote(error)}"
-        )
-    if error is not None and error["side"] == "data":
-        return Run(DATA_ERROR, None, explanation, path)
-    if error is not None and error["side"] == "run":
-        # The sample errored, and was scored only to say so.
-        return Run(NO_SCORE, None, explanation, path)
-    if kind == STAGE:
-        return _stage_run(score.value, metadata, explanation, path)
-    if kind == EXTRACTION:
-        return _extraction_run(score.value, explanation, path)
-    raise UnreadableScore(f"no tracegrade scorer {kind!r}")
-
-
-def _why(metadata: dict[str, Any], texts: dict[str, str]) -> str | None:
-    """Why a score checked by `_state` gives no result: its unscored
-    error's kind (one copy of each); None for a result."""
-    error = metadata["error"]
-    if error is None or error["side"] not in ("data", "run"):
-        return None
-    kind = error.get("kind")
-    if not isinstance(kind, str):
-        return "data-error" if error["side"] == "data" else SAMPLE_ERROR
-    return texts.setdefault(kind, kind)
-
-
-def _stage_run(
-    value: Any, metadata: dict[str, Any], explanation: str | None, path: str
-) -> Run:
-    stage = _STAGES.get(value) if isinstance(value, str) else None
-    if stage is None:
-        raise UnreadableScore(
-            f"the value must be one of {', '.join(DIAGNOSED)}, got {quote(value)}"
-        )
-    if stage == "unresolved":
-        return Run(stage, None, explanation, path)
-    result = metadata["result"]
-    missing = result.get("missing") if isinstance(result, dict) else None
-    if not isinstance(missing, list) or not all(isinstance(i, str) for i in missing):
-        raise UnreadableScore(
-            f"a diagnosed score needs the ID list result.missing, got {quote(missing)}"
-        )
-    return Run(stage, tuple(missing), explanation, path)
-
-
-def _extraction_run(value: Any, explanation: str | None, path: str) -> Run:
-    if (
-        not isinstance(value, dict)
-        or type(value.get("membership")) is not bool
-        or type(value.get("order")) is not bool
-    ):
-        raise UnreadableScore(
-            'the value must be {"membership": bool, "order": bool}, got '
-            f"{quote(value)}"
-        )
-    if value["order"] and not value["membership"]:
-        raise UnreadableScore(
-            "order passes without membership, which the grading rules never give"
-        )
-    if value["order"]:
+def _extraction_run(score: ExtractionScore, explanation: str | None, path: str) -> Run:
+    if score.order:
         return Run("pass", None, explanation, path)
-    if value["membership"]:
+    if score.membership:
         return Run("order fail", None, explanation, path)
     return Run("membership fail", None, explanation, path)
 

@@ -28,19 +28,12 @@ from __future__ import annotations
 import statistics
 from array import array
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Final
 
-from ..core.errors import InvalidRecord, quote
-from ..core.steps import (
-    CONTEXT,
-    LostDocument,
-    Step,
-    ndcg_at,
-    read_steps,
-    reciprocal_rank,
-)
+from ..core.steps import CONTEXT, Step, ndcg_at, reciprocal_rank
+from ..schema import LostID
 from .runs import ExactSum
 
 NDCG_DEPTH: Final = 10
@@ -92,45 +85,6 @@ class PipelineLosses:
     context: LostAtTheCut
 
 
-def scored_pipeline(
-    record: Mapping[str, Any], metadata: Mapping[str, Any]
-) -> tuple[list[Step], list[LostDocument] | None] | None:
-    """A diagnosed stage score's steps (from its record) and `lost`, or
-    None for a record without steps.
-
-    Raises `ValueError` naming the field when either is not what the stage
-    scorer writes: a log is read, not repaired.
-    """
-    try:
-        steps = read_steps(record)
-    except InvalidRecord as invalid:
-        raise ValueError(f"record.{invalid}") from None
-    lost = metadata.get("lost")
-    if steps is None:
-        if lost is not None:
-            raise ValueError("metadata lost is given, but record has no steps")
-        return None
-    if lost is None:
-        return steps, None
-    names = {step.name for step in steps} | {CONTEXT}
-    if not isinstance(lost, list) or not all(
-        isinstance(entry, dict)
-        and isinstance(entry.get("id"), str)
-        and entry.get("lost_at") in names
-        and (entry.get("last_step") is None or entry.get("last_step") in names)
-        and (
-            entry.get("last_rank") is None
-            or (type(entry.get("last_rank")) is int and entry["last_rank"] >= 1)
-        )
-        for entry in lost
-    ):
-        raise ValueError(
-            "metadata lost must list {id, lost_at, last_step, last_rank} with "
-            f"lost_at and last_step among the record's steps, got {quote(lost)}"
-        )
-    return steps, lost
-
-
 @dataclass
 class _StepSums:
     recall: ExactSum = field(default_factory=ExactSum)
@@ -153,12 +107,12 @@ class PipelineTally:
     def add(
         self,
         required: Sequence[str],
-        context: Sequence[str],
+        cut: int,
         steps: Sequence[Step],
-        lost: Sequence[LostDocument] | None,
+        lost: Sequence[LostID] | None,
     ) -> None:
-        """Count one run with steps: `lost` is its score's (None when the
-        rules reported no missing IDs); step figures need required IDs."""
+        """Count one diagnosed run with steps, as its score gives them
+        (`tracegrade.schema.StageScore`): `cut` is the IDs its prompt held."""
         self.runs += 1
         for step in steps:
             self.sums.setdefault(step.name, _StepSums())
@@ -169,13 +123,12 @@ class PipelineTally:
                 sums.recall.add(len(wanted.intersection(step.ids)) / len(wanted))
                 sums.rr.add(reciprocal_rank(wanted, step.ids))
                 sums.ndcg.add(ndcg_at(wanted, step.ids, NDCG_DEPTH))
-        cut = len(context)
         for document in lost or ():
             self.missing += 1
-            self.lost_at[document["lost_at"]] += 1
-            if document["lost_at"] == CONTEXT and document["last_rank"] is not None:
-                self.cut_ranks.append(document["last_rank"])
-                self.near_the_cut += document["last_rank"] <= cut + NEAR_THE_CUT
+            self.lost_at[document.lost_at] += 1
+            if document.lost_at == CONTEXT and document.last_rank is not None:
+                self.cut_ranks.append(document.last_rank)
+                self.near_the_cut += document.last_rank <= cut + NEAR_THE_CUT
 
     def summary(self) -> PipelineLosses | None:
         """The figures, or None when no run had steps."""
@@ -224,5 +177,4 @@ __all__ = [
     "PipelineLosses",
     "PipelineTally",
     "StepFigures",
-    "scored_pipeline",
 ]

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..logs.evals import missing_parts_text, superseded_note, unused_reducer
-from ..logs.scores import EXTRACTION_SCORER, STAGE_SCORER, LogSummary
+from ..logs.scores import LogSummary
+from ..schema import EXTRACTION_SCORER, STAGE_SCORER
 from ..scorers.explain import show_id
 from .aggregate import ExtractionSummary, Report, StageSummary
 from .runs import why_text
