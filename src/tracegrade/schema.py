@@ -378,7 +378,7 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
     recall = read_share(metadata, "recall")
     precision = read_share(metadata, "precision")
     lost = _read_lost(metadata)
-    step_recall = _read_step_recall(metadata)
+    step_recall = read_step_recall(metadata)
     if error is not None and error.unscored:
         return StageScore(
             None, error, recall, precision, None, None, False, lost, step_recall
@@ -466,7 +466,8 @@ def _read_lost(metadata: Mapping[str, Any]) -> list[LostID] | None:
     return read
 
 
-def _read_step_recall(metadata: Mapping[str, Any]) -> dict[str, float] | None:
+def read_step_recall(metadata: Mapping[str, Any]) -> dict[str, float] | None:
+    """The metadata's `step_recall`, step name to share, or None when absent."""
     recalls = metadata.get("step_recall")
     if recalls is None:
         return None

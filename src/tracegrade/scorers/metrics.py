@@ -42,6 +42,7 @@ from ..schema import (
     read_error,
     read_share,
     read_stage_value,
+    read_step_recall,
 )
 
 SHOWN_STAGES = ("pass", "retrieval", "generation", "unresolved")
@@ -242,23 +243,16 @@ def step_recall() -> Metric:
     `context_recall` is.
     """
 
+    def step_recalls(sample_score: SampleScore) -> dict[str, float] | None:
+        try:
+            return read_step_recall(sample_score.score.metadata or {})
+        except InvalidScore as invalid:
+            raise ValueError(f"sample {sample_score.sample_id!r}: {invalid}") from None
+
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         steps: dict[str, None] = {}
         for sample_score in scores:
-            recalls = (sample_score.score.metadata or {}).get("step_recall")
-            if recalls is None:
-                continue
-            if not isinstance(recalls, dict) or not all(
-                isinstance(name, str)
-                and type(share) in (float, int)
-                and 0 <= share <= 1
-                for name, share in recalls.items()
-            ):
-                raise ValueError(
-                    f"sample {sample_score.sample_id!r}: score metadata step_recall "
-                    f"must map step names to shares from 0 to 1, got {recalls!r}"
-                )
-            steps.update(dict.fromkeys(recalls))
+            steps.update(dict.fromkeys(step_recalls(sample_score) or ()))
 
         def mean_of(step: str) -> float:
             counted = 0
@@ -266,7 +260,7 @@ def step_recall() -> Metric:
             def shares() -> Iterator[float]:
                 nonlocal counted
                 for sample_score in scores:
-                    recalls = (sample_score.score.metadata or {}).get("step_recall")
+                    recalls = step_recalls(sample_score)
                     if recalls is not None and step in recalls:
                         counted += 1
                         yield recalls[step]
