@@ -247,13 +247,21 @@ def test_the_report_says_where_the_examples_missing_documents_were_lost(
     )
     page = (EXAMPLE.parent.parent.parent / "docs" / "pipeline-steps.md").read_text()
     retriever, reranker = pipeline["steps"]
+    context = pipeline["context"]
     assert " ".join(
-        f"On the worked example: of {pipeline['missing']} missing IDs, "
+        f"--markdown`): of {pipeline['missing']} missing IDs, "
         f"{retriever['lost']} were lost at the retriever, {reranker['lost']} at the "
-        f"reranker and {pipeline['context']['lost']} at the cut.".split()
+        f"reranker and {context['lost']} at the cut, all {context['near_the_cut']} "
+        "within 5 ranks of it.".split()
     ) in " ".join(page.split())
+    assert context["near_the_cut"] == context["lost"]
     markdown = report_of(str(pipeline_log), "--markdown").output
     assert "Where missing documents were lost" in markdown
+    # The page's tables are the report's own rows.
+    shown = [line.strip() for line in page.splitlines() if line.startswith("  | E1 |")]
+    assert len(shown) == 4
+    for line in shown:
+        assert line in markdown.splitlines(), line
     assert "Lost at the prompt's cut" in markdown
     html_path = pipeline_log.parent / "pipeline-report.html"
     report_of(str(pipeline_log), "--html", str(html_path), "--force")
