@@ -121,7 +121,7 @@ def run_tracegrade(
             prog_name="tracegrade",
         )
     stderr = result.stderr
-    if result.exc_info is not None and not isinstance(result.exception, SystemExit):
+    if result.exc_info is not None and not isinstance(result.exc_info[1], SystemExit):
         # As the interpreter prints an uncaught exception.
         stderr += "".join(traceback.format_exception(*result.exc_info))
     return _completed(["tracegrade", *argv], result.exit_code, result.stdout, stderr)
@@ -144,12 +144,16 @@ def _exit_code(stop: SystemExit) -> tuple[int, str]:
     return 1, f"{stop.code}\n"
 
 
+_inspect_excepthook: Callable[..., Any] | None = None
+
+
 def run_inspect(
     *args: str, cwd: Path, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """`inspect ARGS` in this interpreter: the `inspect` console script's
     own function, with `ARGS` as its command line. Check the log's status,
     not the exit code, since `inspect eval` exits 0 when the eval fails."""
+    global _inspect_excepthook
     inspect = _console_script("inspect")
     argv = [str(arg) for arg in args]
     runner = CliRunner()
@@ -159,14 +163,23 @@ def run_inspect(
     ):
         saved_argv = sys.argv
         sys.argv = ["inspect", *argv]
+        if _inspect_excepthook is not None:
+            sys.excepthook = _inspect_excepthook
         try:
-            inspect()
+            try:
+                inspect()
+            finally:
+                # The script sets its hook once per interpreter, on its
+                # first run; each later run has it too.
+                _inspect_excepthook = sys.excepthook
             exit_code = 0
         except SystemExit as stop:
             exit_code, said = _exit_code(stop)
             sys.stderr.write(said)
         except Exception:
-            traceback.print_exc()
+            # As the interpreter reports it: through `sys.excepthook`,
+            # which the script replaces with Inspect's own.
+            sys.excepthook(*sys.exc_info())
             exit_code = 1
         finally:
             sys.argv = saved_argv
@@ -295,6 +308,18 @@ def start_tracegrade(
     )
 
 
+def _to_its_end(
+    process: CommandProcess, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    try:
+        out, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        raise
+    return subprocess.CompletedProcess(process.args, process.wait(), out, err)
+
+
 def tracegrade_process(
     *args: str,
     cwd: Path,
@@ -318,13 +343,19 @@ def tracegrade_process(
         stderr=stderr,
         rlimits=rlimits,
     )
-    try:
-        out, err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
-        raise
-    return subprocess.CompletedProcess(process.args, process.wait(), out, err)
+    return _to_its_end(process, timeout)
+
+
+def inspect_process(
+    *args: str, cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
+    """`inspect ARGS` (`python -m inspect_ai`) in a fresh interpreter, run to
+    its end: for a test of what Inspect sets once per process, such as its
+    display, which it keeps from the first eval on."""
+    process = CommandProcess(
+        [sys.executable, "-m", "inspect_ai", *args], cwd=cwd, env=env, new_session=False
+    )
+    return _to_its_end(process, timeout)
 
 
 def tracegrade_shell(
@@ -387,6 +418,7 @@ __all__ = [
     "CommandProcess",
     "Limit",
     "Stream",
+    "inspect_process",
     "peak_rss_mib",
     "run_inspect",
     "run_tracegrade",
