@@ -392,20 +392,16 @@ sys.exit(code)
 """
 
 
-def peak_rss_mib(*args: str, cwd: Path, exit_codes: tuple[int, ...] = (0,)) -> float:
-    """`tracegrade ARGS` run to its end in a fresh interpreter; its peak
-    resident memory in MiB, from the kernel (ru_maxrss, KiB on Linux),
-    start-up and imports included: compare two commands' peaks."""
+def peak_rss_mib_of(
+    argv: Sequence[str], *, cwd: Path, exit_codes: tuple[int, ...] = (0,)
+) -> float:
+    """The program `argv` run to its end; its peak resident memory in MiB,
+    from the kernel (ru_maxrss, KiB on Linux): the largest of its
+    processes', start-up and imports included."""
     with tempfile.TemporaryDirectory(prefix="tracegrade-peak-") as measured:
         peak = Path(measured) / "peak"
         process = CommandProcess(
-            [
-                sys.executable,
-                "-c",
-                _MEASURED,
-                str(peak),
-                *(sys.executable, "-m", "tracegrade.cli", *args),
-            ],
+            [sys.executable, "-c", _MEASURED, str(peak), *argv],
             cwd=cwd,
             new_session=False,
         )
@@ -414,12 +410,22 @@ def peak_rss_mib(*args: str, cwd: Path, exit_codes: tuple[int, ...] = (0,)) -> f
         return int(peak.read_text()) / 1024
 
 
+def peak_rss_mib(*args: str, cwd: Path, exit_codes: tuple[int, ...] = (0,)) -> float:
+    """`tracegrade ARGS` in a fresh interpreter: its peak resident memory in
+    MiB (`peak_rss_mib_of`). Inspect's import is in it: compare two
+    commands' peaks."""
+    return peak_rss_mib_of(
+        [sys.executable, "-m", "tracegrade.cli", *args], cwd=cwd, exit_codes=exit_codes
+    )
+
+
 __all__ = [
     "CommandProcess",
     "Limit",
     "Stream",
     "inspect_process",
     "peak_rss_mib",
+    "peak_rss_mib_of",
     "run_inspect",
     "run_tracegrade",
     "start_tracegrade",
