@@ -28,8 +28,8 @@ PROBE = (
 
 
 def test_the_program_ends_with_the_collector_frozen_even_on_an_error() -> None:
-    # A fresh interpreter: one forked from the tests' command server starts
-    # frozen already, and could not tell.
+    # A fresh interpreter: the tests' own has frozen what it imported
+    # (tests/conftest.py), and could not tell.
     completed = subprocess.run(
         [sys.executable, "-c", PROBE, "check"],
         env=SUBPROCESS_ENV,
