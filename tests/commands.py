@@ -60,7 +60,7 @@ def _environment(env: Mapping[str, str] | None) -> dict[str, str | None]:
 
 
 @contextlib.contextmanager
-def _as_a_command(cwd: Path, env: Mapping[str, str] | None) -> Iterator[None]:
+def _as_a_command(cwd: Path) -> Iterator[None]:
     """What a command changes in the interpreter stays with it: the working
     directory, the temporary directory (read again from TMPDIR, as at
     start-up), the exception hook and the outputs a signal would name."""
@@ -94,29 +94,18 @@ def _completed(
     return subprocess.CompletedProcess(argv, exit_code, text(stdout), text(stderr))
 
 
-def _input(stdin: Path | str | None) -> bytes | str | None:
-    if isinstance(stdin, Path):
-        return stdin.read_bytes()
-    return stdin
-
-
 def run_tracegrade(
-    *args: str,
-    cwd: Path,
-    env: Mapping[str, str] | None = None,
-    stdin: Path | str | None = None,
+    *args: str, cwd: Path, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """`tracegrade ARGS` in this interpreter, in `cwd`, with `env` added to
-    the environment tests run commands with, `stdin` (a file or its text)
-    as standard input."""
+    the environment tests run commands with, and nothing on stdin."""
     from tracegrade.cli import main
 
     argv = [str(arg) for arg in args]
-    with _as_a_command(cwd, env):
+    with _as_a_command(cwd):
         result = CliRunner().invoke(
             main,
             argv,
-            input=_input(stdin),
             env=_environment(env),
             prog_name="tracegrade",
         )
@@ -158,7 +147,7 @@ def run_inspect(
     argv = [str(arg) for arg in args]
     runner = CliRunner()
     with (
-        _as_a_command(cwd, env),
+        _as_a_command(cwd),
         runner.isolation(env=_environment(env)) as (stdout, stderr, _),
     ):
         saved_argv = sys.argv
