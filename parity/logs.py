@@ -51,8 +51,8 @@ def run_inspect(
 ) -> subprocess.CompletedProcess[str]:
     """`inspect ARGS` in an interpreter of its own, as a user runs it.
 
-    Looked up at each call, so that the tests can run it through their
-    command server (a fork of an interpreter that imported Inspect)."""
+    Looked up at each call, so that the tests can run it in their own
+    interpreter, which has imported Inspect already."""
     return subprocess.run(
         [sys.executable, "-m", "inspect_ai", *args],
         env=dict(env),

@@ -7,8 +7,9 @@ that needs fewer says so with its own `@settings(max_examples=...)`.
 
 What a test process has imported and collected stays for the session, so
 it is frozen out of the garbage collector's sight: each collection then
-walks only what the tests create (a tenth of the time of the tests that
-run evals in-process).
+walks only what the tests create, not Inspect's imports, which the
+commands and evals the tests run in-process would otherwise walk again
+and again.
 """
 
 from __future__ import annotations
@@ -41,18 +42,20 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.fixture
-def parity_evals_served(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`python -m parity`'s `inspect eval` runs forked from the command
-    server (tests/commands.py), not in a fresh interpreter: 0.7 s an eval
-    rather than 3. `test_parity_logs` keeps one fresh run."""
+def parity_evals_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python -m parity`'s `inspect eval` runs in this interpreter
+    (tests/commands.py), not in a fresh one, which would import Inspect
+    for each eval. `test_parity_logs` keeps one fresh run."""
     from collections.abc import Mapping, Sequence
     from pathlib import Path
 
     from tests.commands import run_inspect
 
-    def served(
+    def in_process(
         args: Sequence[str], env: Mapping[str, str]
     ) -> subprocess.CompletedProcess[str]:
-        return run_inspect(*args, cwd=Path.cwd(), env=dict(env))
+        # `env` is parity's whole environment: this one without INSPECT_*,
+        # which `run_inspect` leaves out as well.
+        return run_inspect(*args, cwd=Path.cwd())
 
-    monkeypatch.setattr("parity.logs.run_inspect", served)
+    monkeypatch.setattr("parity.logs.run_inspect", in_process)

@@ -237,7 +237,7 @@ def test_log_is_indistinguishable_from_inspect_eval(log_pair: LogPair) -> None:
             without_message_ids(dump(mine)), without_message_ids(dump(theirs))
         ), mine.id
     if log_pair.log_format == "eval":
-        # Deflated by ISA-L in the writer process (`deflating_with_isal`).
+        # Deflated by ISA-L on the writer thread (`deflating_with_isal`).
         member = sample_member(ours.samples[0].id, 1)
         with zipfile.ZipFile(log_pair.ours) as archive:
             content = archive.read(member)

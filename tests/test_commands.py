@@ -1,19 +1,18 @@
-"""The test suite's command runner behaves as a fresh `python -m` would.
+"""The test suite's command runners behave as the commands do for a user.
 
-`tests/commands.py` forks each command from a server that imported
-Inspect once; these checks hold it to what a real process gives: exit
-codes, streams, working directory, environment, uncaught exceptions, and a
-timeout that ends the command; a command left running (`start_module`) is
-signalled and waited for as a `subprocess.Popen` started in a session of
-its own from a terminal.
+`tests/commands.py` runs `tracegrade` and `inspect` in the test's own
+interpreter; these checks hold that to a fresh interpreter (exit codes,
+standard output and error), and to what a process keeps to itself (its
+working directory, environment, exception hook, outputs named to a
+signal). A command started in a fresh interpreter is signalled, limited
+and measured as a `subprocess.Popen` is.
 """
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import os
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -21,209 +20,159 @@ from pathlib import Path
 import pytest
 
 from tests.commands import (
-    PRELOADED,
-    ServedProcess,
-    run_module,
-    server_address,
-    start_module,
+    CommandProcess,
+    inspect_process,
+    peak_rss_mib_of,
+    run_inspect,
+    run_tracegrade,
+    tracegrade_process,
 )
-from tests.support import SUBPROCESS_ENV
+from tests.support import write_lines
 
-PROBE = """
-import os, sys, time
-
-what = sys.argv[1]
-if what == "exit":
-    sys.exit(int(sys.argv[2]))
-if what == "exit-text":
-    sys.exit("stopped: " + sys.argv[2])
-if what == "raise":
-    raise ValueError("boom")
-if what == "echo":
-    print(sys.stdin.read().upper(), os.getcwd(), os.environ.get("PROBE"))
-    print("to stderr", file=sys.stderr)
-if what == "pipe":
-    read, write = os.pipe()
-    print(min(read, write) > 2)
-if what == "sleep":
-    time.sleep(60)
-if what == "hold":
-    held = b"x" * (int(sys.argv[2]) << 20)  # written, so resident
-if what == "wait":
-    try:
-        print("ready", file=sys.stderr, flush=True)
-        time.sleep(60)
-    except KeyboardInterrupt:
-        print(os.getpgid(0) == os.getpid(), flush=True)
-        raise
-"""
+RECORD = {"required": ["D1"], "context": ["D1"], "correct": True}
 
 
 @pytest.fixture
-def probe(tmp_path: Path) -> Path:
-    (tmp_path / "probe.py").write_text(PROBE, encoding="utf-8")
+def work(tmp_path: Path) -> Path:
+    write_lines(
+        tmp_path / "runs.jsonl", [{"id": "r1", "input": RECORD}, {"id": "r2"}, "{"]
+    )
     return tmp_path
-
-
-def fresh(
-    probe: Path, *args: str, stdin: Path | None = None
-) -> subprocess.CompletedProcess[str]:
-    with open(stdin or "/dev/null", "rb") as given:
-        return subprocess.run(
-            [sys.executable, "-m", "probe", *args],
-            cwd=probe,
-            stdin=given,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
 
 
 @pytest.mark.parametrize(
     "args",
-    [["exit", "0"], ["exit", "3"], ["exit", "258"], ["exit-text", "why"], ["raise"]],
+    [
+        ["--version"],
+        ["check"],
+        ["check", "stage_diagnosis", "missing.jsonl"],
+        ["check", "stage_diagnosis", "runs.jsonl"],
+    ],
+    ids=["version", "usage", "missing", "bad-lines"],
 )
-def test_exit_codes_and_stderr_are_a_fresh_processs(
-    probe: Path, args: list[str]
+def test_in_process_a_command_ends_as_in_a_fresh_interpreter(
+    work: Path, args: list[str]
 ) -> None:
-    forked = run_module("probe", *args, cwd=probe)
-    real = fresh(probe, *args)
+    in_process = run_tracegrade(*args, cwd=work)
+    fresh = tracegrade_process(*args, cwd=work)
 
-    assert forked.returncode == real.returncode
-    assert forked.stdout == real.stdout
-    # A traceback names the same error; its frames differ (runpy's).
-    assert forked.stderr.splitlines()[-1:] == real.stderr.splitlines()[-1:]
-
-
-def test_stdin_cwd_and_environment_are_the_commands(probe: Path) -> None:
-    given = probe / "in.txt"
-    given.write_text("hello", encoding="utf-8")
-    forked = run_module("probe", "echo", cwd=probe, env={"PROBE": "set"}, stdin=given)
-
-    assert forked.returncode == 0
-    assert forked.stdout == f"HELLO {probe} set\n"
-    assert forked.stderr == "to stderr\n"
+    assert in_process.returncode == fresh.returncode
+    assert in_process.stdout == fresh.stdout
+    assert in_process.stderr == fresh.stderr
 
 
-def test_a_pipe_the_command_opens_never_takes_a_standard_descriptor(
-    probe: Path,
+def test_a_bug_is_a_traceback_and_exit_code_1_as_the_interpreter_prints_it(
+    work: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert run_module("probe", "pipe", cwd=probe).stdout == "True\n"
+    def broken(*args: object, **kwargs: object) -> None:
+        raise ZeroDivisionError("a bug")
+
+    # The module, which the group's `check` command hides by its name.
+    check = importlib.import_module("tracegrade.cli.check")
+    monkeypatch.setattr(check, "_print_summary", broken)
+    done = run_tracegrade("check", "stage_diagnosis", "runs.jsonl", cwd=work)
+
+    assert done.returncode == 1
+    assert "Traceback (most recent call last)" in done.stderr
+    assert done.stderr.splitlines()[-1] == "ZeroDivisionError: a bug"
 
 
-def test_a_timeout_ends_the_command_and_the_next_one_runs(probe: Path) -> None:
-    with pytest.raises(subprocess.TimeoutExpired):
-        run_module("probe", "sleep", cwd=probe, timeout=1)
-    assert run_module("probe", "exit", "4", cwd=probe).returncode == 4
+def test_a_command_has_its_own_directory_and_environment(
+    work: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A caller's INSPECT_* setting: not the command's, as `SUBPROCESS_ENV`
+    # runs one.
+    monkeypatch.setenv("INSPECT_LOG_FORMAT", "yaml")
+    here = os.getcwd()
+    args = ("score", "stage_diagnosis", "runs.jsonl", "--no-progress")
+    plain = run_tracegrade(*args, "--log-dir", "plain", cwd=work)
+    given = run_tracegrade(
+        *args, "--log-dir", "given", cwd=work, env={"INSPECT_LOG_FORMAT": "json"}
+    )
+
+    # Each relative to its directory, with the variables it was given.
+    assert plain.returncode == given.returncode == 1, (plain.stderr, given.stderr)
+    assert len(list((work / "plain").glob("*.eval"))) == 1
+    assert len(list((work / "given").glob("*.json"))) == 1
+    assert os.getcwd() == here
+    assert os.environ["INSPECT_LOG_FORMAT"] == "yaml"
 
 
-def _started(probe: Path, *args: str) -> ServedProcess:
-    """A probe left running, once it has said it is ready."""
-    process = start_module("probe", *args, cwd=probe)
+def test_inspect_in_process_ends_as_in_a_fresh_interpreter(tmp_path: Path) -> None:
+    """Twice in-process: the script sets Inspect's exception hook only once
+    per interpreter, and each run must report through it."""
+    dataset = write_lines(tmp_path / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
+    args = (
+        *("eval", "tracegrade/stage_diagnosis", "-T", f"dataset={dataset}"),
+        *("--log-dir", "logs", "--display", "none"),
+    )
+    fresh = inspect_process(*args, cwd=tmp_path)
+    for _ in range(2):
+        in_process = run_inspect(*args, cwd=tmp_path)
+        assert in_process.returncode == fresh.returncode == 1
+        assert in_process.stderr == fresh.stderr
+        assert "Traceback" not in in_process.stderr
+
+
+PROBE = """
+import os, resource, sys, time
+
+what = sys.argv[1]
+if what == "limits":
+    print(*resource.getrlimit(resource.RLIMIT_FSIZE))
+if what == "hold":
+    held = b"x" * (int(sys.argv[2]) << 20)  # written, so resident
+if what == "wait":
+    print(os.getpgid(0) == os.getpid(), flush=True)
+    print("ready", file=sys.stderr, flush=True)
+    time.sleep(60)
+"""
+
+
+def test_a_started_command_is_waited_for_and_signalled_as_popen(
+    tmp_path: Path,
+) -> None:
+    process = CommandProcess(
+        [sys.executable, "-c", PROBE, "wait"], cwd=tmp_path, new_session=True
+    )
     deadline = time.monotonic() + 60
     while "ready" not in process.stderr_so_far():
         assert process.poll() is None, process.communicate()
         assert time.monotonic() < deadline, "the probe never got ready"
         time.sleep(0.01)
-    return process
+    assert process.poll() is None
+
+    process.send_signal(signal.SIGTERM)
+    stdout, stderr = process.communicate(timeout=60)
+    # In a session, and so a process group, of its own.
+    assert stdout == "True\n"
+    assert stderr == "ready\n"
+    assert process.returncode == -signal.SIGTERM
+    process.send_signal(signal.SIGKILL)  # ended: nothing, as with Popen
+    assert process.poll() == -signal.SIGTERM
 
 
-def _fresh_started(probe: Path, *args: str) -> subprocess.Popen[str]:
-    process = subprocess.Popen(
-        [sys.executable, "-m", "probe", *args],
-        cwd=probe,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
-        start_new_session=True,
+@pytest.mark.skipif(sys.platform == "win32", reason="resource limits are POSIX")
+def test_a_limit_is_set_before_the_command_starts(tmp_path: Path) -> None:
+    import resource
+
+    process = CommandProcess(
+        [sys.executable, "-c", PROBE, "limits"],
+        cwd=tmp_path,
+        rlimits=((resource.RLIMIT_FSIZE, 10_000, 20_000),),
     )
-    assert process.stderr is not None
-    assert process.stderr.readline() == "ready\n"
-    return process
+    stdout, stderr = process.communicate(timeout=60)
+    assert process.returncode == 0, stderr
+    assert stdout == "10000 20000\n"
 
 
-def test_a_started_command_ends_on_ctrl_c_as_a_fresh_one(probe: Path) -> None:
-    forked = _started(probe, "wait")
-    real = _fresh_started(probe, "wait")
-    assert forked.poll() is None and real.poll() is None
-
-    forked.send_signal(signal.SIGINT)
-    real.send_signal(signal.SIGINT)
-    forked_out, forked_err = forked.communicate(timeout=60)
-    real_out, real_err = real.communicate(timeout=60)
-
-    # Its own process group, KeyboardInterrupt, and death by SIGINT.
-    assert forked_out == real_out == "True\n"
-    assert forked.returncode == real.returncode == -signal.SIGINT
-    assert forked_err.splitlines()[-1] == real_err.splitlines()[-1]
-
-
-def test_a_started_command_is_waited_for_and_signalled_as_popen(
-    probe: Path,
-) -> None:
-    first = _started(probe, "wait")
-    second = start_module("probe", "exit", "5", cwd=probe)
-    # One command running does not hold up another.
-    assert second.wait(timeout=60) == 5
-    with pytest.raises(subprocess.TimeoutExpired):
-        first.wait(timeout=0.1)
-    assert os.getpgid(first.pid) == first.pid
-
-    first.kill()
-    assert first.wait(timeout=60) == -signal.SIGKILL
-    # Ended and reaped: a late signal reaches nothing, as with Popen.
-    first.send_signal(signal.SIGTERM)
-    assert first.poll() == -signal.SIGKILL
-
-
-def test_a_commands_peak_memory_is_its_own_on_top_of_the_servers(
-    probe: Path,
-) -> None:
-    peaks = {}
-    for mib in (0, 200):
-        process = start_module("probe", "hold", str(mib), cwd=probe)
-        assert process.peak_rss_kib is None  # until it is waited for
-        assert process.wait(timeout=60) == 0
-        assert process.peak_rss_kib is not None
-        peaks[mib] = process.peak_rss_kib / 1024
+@pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss is in KiB on Linux")
+def test_a_programs_peak_memory_is_its_own(tmp_path: Path) -> None:
+    peaks = {
+        mib: peak_rss_mib_of(
+            [sys.executable, "-c", PROBE, "hold", str(mib)], cwd=tmp_path
+        )
+        for mib in (0, 200)
+    }
 
     assert 190 < peaks[200] - peaks[0] < 230, peaks
-
-
-@pytest.mark.parametrize("module", PRELOADED)
-def test_every_module_the_server_preloads_exists(module: str) -> None:
-    """The server imports Inspect's own modules by name, some private: one
-    that an Inspect release renames or drops fails here, by name, rather
-    than every test that runs a command."""
-    assert importlib.util.find_spec(module) is not None, module
-
-
-def test_a_command_in_a_shell_pipeline_runs_as_a_fresh_one(probe: Path) -> None:
-    """`tests/served.py`, the stand-in for `tracegrade` in a test's shell
-    script: stdin and stdout are the pipeline's pipes, its exit code and
-    its death by a signal are the command's."""
-    served = str(Path(__file__).with_name("served.py"))
-    environment = {**SUBPROCESS_ENV, "TRACEGRADE_COMMAND_SERVER": server_address()}
-    runs = {}
-    for name, command in (
-        ("forked", f"{sys.executable} -S {served} probe"),
-        ("fresh", f"{sys.executable} -m probe"),
-    ):
-        runs[name] = subprocess.run(
-            [
-                "bash",
-                "-c",
-                f"printf hi | {command} echo | tr a-z A-Z; "
-                f"{command} exit 3; echo $?; "
-                f"{command} raise 2>/dev/null; echo $?",
-            ],
-            cwd=probe,
-            env={**environment, "PROBE": "set"},
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    assert runs["forked"].stdout == runs["fresh"].stdout
-    assert runs["forked"].stdout == f"HI {str(probe).upper()} SET\n3\n1\n"

@@ -351,7 +351,7 @@ def test_line_numbers_count_newlines_only(tmp_path: Path) -> None:
 # --- the command line ------------------------------------------------------------
 
 
-@pytest.mark.usefixtures("parity_evals_served")
+@pytest.mark.usefixtures("parity_evals_in_process")
 def test_cli_runs_extra_files_with_and_without_expected(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

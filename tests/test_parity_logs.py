@@ -33,7 +33,7 @@ LONE_SURROGATE_CASE = {
 }
 
 
-@pytest.mark.usefixtures("parity_evals_served")
+@pytest.mark.usefixtures("parity_evals_in_process")
 def test_logged_results_of_every_packaged_case_agree_with_node() -> None:
     fixtures = packaged_fixtures()
 
@@ -81,7 +81,7 @@ def test_a_logged_result_that_differs_from_node_fails(
     assert "Python and Node answers differ" in render(reports, "Inspect log")
 
 
-@pytest.mark.usefixtures("parity_evals_served")
+@pytest.mark.usefixtures("parity_evals_in_process")
 def test_an_eval_that_cannot_start_is_an_error_not_a_pass(tmp_path: Path) -> None:
     malformed = tmp_path / "bad.jsonl"
     malformed.write_text('{"id": "x"}\n', "utf-8")
@@ -97,7 +97,7 @@ def test_inspect_log_writer_loses_lone_surrogates(tmp_path: Path) -> None:
     (`backslashreplace`), so such an ID cannot survive a log; the core's own
     answer is exact. If this starts failing, Inspect fixed it: update the
     table. Its eval runs in a fresh interpreter, as `python -m parity`
-    runs them (the other tests here fork theirs from the command server).
+    runs them (the other tests here run theirs in-process).
     """
     path = tmp_path / "lone.jsonl"
     path.write_text(json.dumps(LONE_SURROGATE_CASE) + "\n", "utf-8")
@@ -112,7 +112,7 @@ def test_inspect_log_writer_loses_lone_surrogates(tmp_path: Path) -> None:
     assert case.node.result_json == '{"stage":"retrieval","missing":["\\ud800"]}'
 
 
-@pytest.mark.usefixtures("parity_evals_served")
+@pytest.mark.usefixtures("parity_evals_in_process")
 def test_one_file_given_for_both_evaluators_has_no_false_difference(
     tmp_path: Path,
 ) -> None:

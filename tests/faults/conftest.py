@@ -1,9 +1,9 @@
 """Shared pieces of the fault tests: inputs, real runs, markers, and the checks.
 
 Faults are caused the way they happen to users: the real `tracegrade`
-command in a process of its own (forked from the command server of
-`tests/commands.py`, which has imported Inspect once), real signals, a
-real full or read-only file system, real links. After each, the same four
+command (in a fresh interpreter of its own where the fault needs a
+process: a signal, a resource limit, its standard streams), real signals,
+a real full or read-only file system, real links. After each, the same four
 things are checked: the inputs are unchanged (`digest`, `snapshot`),
 nothing complete-looking is left (`assert_no_final_outputs`), stderr is
 one clear line, and there is no traceback (`one_clear_line`).
@@ -18,7 +18,6 @@ so fast that the point has passed fails the test, saying so.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -34,13 +33,12 @@ from typing import NoReturn
 
 import pytest
 
-from tests.commands import Running, ServedProcess, run_tracegrade, start_module
+from tests.commands import CommandProcess, run_tracegrade
 
-# Enough for every marker of the signal tests (about 1.1 MB). On the
-# project's 2-core machine, from idle to loaded: `score` reads it in 0.4 s
-# or more as .json, 0.6 s as .eval, `check` in 0.2 s; finishing (input
-# closed to the first output under its final name) lasts 75 ms or more as
-# .json, 110 ms as .eval. A freeze lands 1 to 6 ms after its marker.
+# Enough records that each phase a marker stands for (`score` and `check`
+# reading the input, `score` finishing its outputs) lasts far longer than
+# the time between a marker and the freeze that follows it; a machine too
+# fast for that fails the test, saying so (`workload_too_small`).
 SIGNAL_RECORDS = 12_000
 # --max-samples-per-log for the `.eval` runs: 8 parts, so several are open
 # when a signal comes in the line loop, and 8 to complete when it comes
@@ -53,31 +51,6 @@ FINAL_SUFFIXES = (".json", ".eval", ".jsonl", ".html")
 # for; less often while the command starts, before it opens its input.
 POLL_SECONDS = 0.0005
 STARTING_POLL_SECONDS = 0.005
-
-
-def start_tracegrade(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> ServedProcess:
-    """`tracegrade ARGS` started and left running, as from a terminal, in a
-    process group of its own (so that `wait_for_group` can wait for the
-    processes it forks, the `.eval` writer, as well as for it)."""
-    return start_module("tracegrade.cli", *args, cwd=cwd, env=env)
-
-
-def wait_for_group(process: Running, timeout: float = 60) -> None:
-    """Wait until every process of the command's group has ended. After a
-    SIGKILL the command is gone at once, but the `.eval` writer it forked
-    lives on to remove its partial files: a look at the directory before
-    it ends races with it."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            os.killpg(process.pid, 0)
-        except ProcessLookupError:
-            return
-        if time.monotonic() > deadline:
-            pytest.fail(f"processes of group {process.pid} still running")
-        time.sleep(0.01)
 
 
 def digest(path: Path) -> str:
@@ -171,7 +144,7 @@ def workload_too_small(what: str) -> NoReturn:
     )
 
 
-def ended_before(process: Running, what: str) -> NoReturn:
+def ended_before(process: CommandProcess, what: str) -> NoReturn:
     """Fail a test whose process ended before `what`: too fast if it
     succeeded, else failed, with its stderr."""
     _, stderr = process.communicate()
@@ -205,7 +178,7 @@ class InputWatch:
     at once) needs a marker of its own.
     """
 
-    def __init__(self, process: Running, path: Path) -> None:
+    def __init__(self, process: CommandProcess, path: Path) -> None:
         self.process = process
         self.pid = process.pid
         self.path = path.resolve()
@@ -289,16 +262,6 @@ class InputWatch:
         assert self.opened and self.position() is None, self.path
 
 
-def _children(pid: int) -> list[int]:
-    """The process's children, by all of its threads."""
-    found: list[int] = []
-    with contextlib.suppress(OSError):
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            with contextlib.suppress(OSError):
-                found += [int(c) for c in (task / "children").read_text().split()]
-    return found
-
-
 @contextmanager
 def _promptly() -> Iterator[None]:
     """This thread ahead of ordinary processes (nice -10, as root) for the
@@ -331,13 +294,14 @@ def _wait_stopped(pid: int, timeout: float) -> bool:
 
 @contextmanager
 def frozen(
-    process: Running,
+    process: CommandProcess,
     once: Callable[[], None] = lambda: None,
     timeout: float = 60.0,
 ) -> Iterator[None]:
-    """The process and its children stopped (SIGSTOP) for the block, then
-    continued (SIGCONT); stopped as soon as `once` returns, which waits for
-    a marker (`InputWatch.wait_until_past`, `wait_until_closed`).
+    """The process stopped (SIGSTOP) for the block, all its threads (the
+    `.eval` writer's too), then continued (SIGCONT); stopped as soon as
+    `once` returns, which waits for a marker (`InputWatch.wait_until_past`,
+    `wait_until_closed`).
 
     What the block checks from outside cannot change before a signal sent
     inside it arrives: a caught signal waits, pending, until the process
@@ -347,27 +311,16 @@ def frozen(
     with _promptly():
         once()
         process.send_signal(signal.SIGSTOP)
-    children: list[int] = []
     try:
         if not _wait_stopped(pid, timeout):
             ended_before(process, "it could be frozen")
-        # With the parent stopped none is added; one already there, such
-        # as `score`'s `.eval` writer, would go on working.
-        for child in _children(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signal.SIGSTOP)
-                children.append(child)
-                _wait_stopped(child, timeout)  # or ended: then it does nothing
         yield
     finally:
-        for child in reversed(children):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(child, signal.SIGCONT)
         process.send_signal(signal.SIGCONT)
 
 
 def signal_mid_input(
-    process: Running, path: Path, signum: int, fraction: float
+    process: CommandProcess, path: Path, signum: int, fraction: float
 ) -> None:
     """Send `signum` to `process` once it has read `fraction` of `path`, while
     it is still reading it: frozen at the marker, checked, signalled,

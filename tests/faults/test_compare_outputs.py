@@ -1,4 +1,4 @@
-"""`tracegrade compare` writing long lists, as a real process.
+"""`tracegrade compare` writing long lists, and into a pipe or a full disk.
 
 The lists of changed pairs are spooled to disk and streamed (see
 `tracegrade.compare.spool`); `TRACEGRADE_COMPARE_CHUNK` makes the spools
@@ -6,7 +6,9 @@ spill after a few pairs, so a few hundred pairs take the on-disk path a
 million would. Checked: the streamed JSON lists every pair in order, the
 HTML page shows `--html-show` rows with the count of the rest, a reader
 that stops early ends the command with one line and SIGPIPE's exit code,
-and stdout on a full disk is one line and exit 2; never a traceback.
+and stdout on a full disk is one line and exit 2; never a traceback. The
+last two are the command's own standard output: it runs in a process of
+its own.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import ServedProcess, run_tracegrade, start_module
+from tests.commands import CommandProcess, run_tracegrade, start_tracegrade
 from tests.support import write_lines
 
 PAIRS = 600
@@ -53,13 +55,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"root": root, "base": root / "base", "new": root / "new"}
 
 
-def compare(
-    runs: dict[str, Path], *args: str, stdout: int | None = None
-) -> ServedProcess:
-    """`tracegrade compare BASE NEW ARGS`; stdout captured, or the given
-    descriptor."""
-    return start_module(
-        "tracegrade.cli",
+def compare(runs: dict[str, Path], *args: str, stdout: int) -> CommandProcess:
+    """`tracegrade compare BASE NEW ARGS` in a process of its own, its stdout
+    the given descriptor."""
+    return start_tracegrade(
         *("compare", str(runs["base"]), str(runs["new"]), *args),
         cwd=runs["root"],
         env=CHUNK_ENV,
@@ -71,9 +70,14 @@ def test_the_json_streams_every_pair_and_the_page_shows_a_few(
     runs: dict[str, Path],
 ) -> None:
     page = runs["root"] / "compare.html"
-    process = compare(runs, "--json", "--html", str(page), "--html-show", "7")
-    stdout, stderr = process.communicate(timeout=300)
-    assert process.returncode == 0, stderr
+    done = run_tracegrade(
+        *("compare", str(runs["base"]), str(runs["new"])),
+        *("--json", "--html", str(page), "--html-show", "7"),
+        cwd=runs["root"],
+        env=CHUNK_ENV,
+    )
+    stdout, stderr = done.stdout, done.stderr
+    assert done.returncode == 0, stderr
     assert "Traceback" not in stderr
     read = json.loads(stdout)
     (pair,) = read["pairs"]

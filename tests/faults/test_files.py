@@ -4,12 +4,10 @@ Each output option of every command is tried against each fault. The
 answer is always one clear line on stderr, exit code 2, every input
 unchanged, and nothing left under an output's name.
 
-Commands run in real processes (`run_tracegrade`, forked from a server that
-imported Inspect once: tests/commands.py). A fresh `python -m` runs each
-command's first refusal, whose start and exit are part of the proof, and
-what the server cannot set up: a process limit (`ulimit -f`), a pipe as
-standard input. The other refusals, which stop before anything is
-written, run in this process through click.
+Commands run in this process through click (`run_tracegrade`), on real
+links, a real full or read-only tmpfs, a real named pipe. A fresh
+interpreter (`tracegrade_process`) runs what needs a process of its own: a
+file size limit (`ulimit -f`), a pipe as its standard input.
 """
 
 from __future__ import annotations
@@ -19,13 +17,11 @@ import os
 import resource
 import shutil
 import subprocess
-import traceback
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from tests.commands import Limit, run_tracegrade
+from tests.commands import Limit, run_tracegrade, tracegrade_process
 from tests.faults.conftest import (
     assert_no_final_outputs,
     digest,
@@ -35,8 +31,6 @@ from tests.faults.conftest import (
     snapshot,
     write_stage_records,
 )
-from tests.support import working_in
-from tracegrade.cli import main
 
 STAGE_OK = {"required": ["D1"], "context": ["D1"], "correct": True}
 
@@ -87,41 +81,13 @@ def _commands(work: Path) -> list[tuple[list[str], str]]:
     ]
 
 
-# As in a user's shell (see `SUBPROCESS_ENV`): no INSPECT_* settings, and a
-# console wide enough that no message is wrapped.
-_IN_PROCESS_ENV: dict[str, str | None] = {
-    **{key: None for key in os.environ if key.startswith("INSPECT_")},
-    "COLUMNS": "400",
-}
-
-
-def _tracegrade_in_process(work: Path, *args: str) -> tuple[int, str]:
-    """`tracegrade ARGS` run from `work` by click in this process: its exit
-    code and stderr. For refusals, which stop before anything is written;
-    a subprocess would cost a second of start-up each."""
-    with working_in(work):
-        result = CliRunner().invoke(main, list(args), env=_IN_PROCESS_ENV)
-    if result.exc_info is not None and not isinstance(result.exception, SystemExit):
-        # What a subprocess would have printed as a traceback.
-        return result.exit_code, "".join(traceback.format_exception(*result.exc_info))
-    return result.exit_code, result.stderr
-
-
-def _refused(
-    work: Path, args: list[str], target: str, said: str, *, in_process: bool = True
-) -> None:
+def _refused(work: Path, args: list[str], target: str, said: str) -> None:
     """`tracegrade ARGS TARGET` refused: exit code 2, one clear line saying
-    `said`, and not a file changed. In-process unless `in_process` is False:
-    each command's real exit path is proven once, by
-    `test_no_output_option_writes_over_its_input_by_any_name`."""
+    `said`, and not a file changed."""
     before = snapshot(work)
-    if in_process:
-        returncode, stderr = _tracegrade_in_process(work, *args, target)
-    else:
-        done = run_tracegrade(*args, target, cwd=work)
-        returncode, stderr = done.returncode, done.stderr
-    assert returncode == 2, stderr
-    assert said in one_clear_line(stderr)
+    done = run_tracegrade(*args, target, cwd=work)
+    assert done.returncode == 2, done.stderr
+    assert said in one_clear_line(done.stderr)
     assert snapshot(work) == before
 
 
@@ -137,15 +103,8 @@ def test_no_output_option_writes_over_its_input_by_any_name(
         for target in (source, "hard", "soft", f"./{source}")
         for force in ([], ["--force"])
     ]
-    for number, (target, force) in enumerate(tries):
-        # The first as a user runs it, the real exit path; the rest in-process.
-        _refused(
-            work,
-            [*args[:-1], *force, args[-1]],
-            target,
-            "is the input",
-            in_process=number > 0,
-        )
+    for target, force in tries:
+        _refused(work, [*args[:-1], *force, args[-1]], target, "is the input")
 
 
 @pytest.mark.parametrize("command", [0, 1, 2, 3])
@@ -287,7 +246,7 @@ def test_a_file_size_limit_is_a_full_disk_too(tmp_path: Path, limit: int) -> Non
     SIGXFSZ), the way a full disk fails them, and need no root."""
     write_stage_records(tmp_path / "runs.jsonl", 3000)
     input_digest = digest(tmp_path / "runs.jsonl")
-    done = run_tracegrade(
+    done = tracegrade_process(
         "score",
         "stage_diagnosis",
         "runs.jsonl",
@@ -314,7 +273,7 @@ def test_labels_apply_past_a_file_size_limit_leaves_the_log_whole(
     log = _log(work)
     size = (work / log).stat().st_size
     before = snapshot(work)
-    done = run_tracegrade(
+    done = tracegrade_process(
         *("labels", "apply", log, "staff.jsonl", *out),
         cwd=work,
         rlimits=_file_size_limit(size // 2),
@@ -356,7 +315,7 @@ def test_a_pipe_as_input_is_read_like_a_file(work: Path, how: str) -> None:
         )
         assert feeder.stdout is not None
         with feeder.stdout:
-            done = run_tracegrade(
+            done = tracegrade_process(
                 *args, "/dev/stdin", *outputs, cwd=work, stdin=feeder.stdout.fileno()
             )
     feeder.wait(timeout=60)

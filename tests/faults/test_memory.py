@@ -18,13 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import peak_rss_mib
+from tests.commands import peak_rss_mib, start_tracegrade
 from tests.faults.conftest import (
     InputWatch,
     assert_no_final_outputs,
     one_clear_line,
     snapshot,
-    start_tracegrade,
     write_stage_records,
 )
 

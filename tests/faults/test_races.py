@@ -27,7 +27,7 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import read_eval_log, write_eval_log
 
-from tests.commands import ServedProcess, run_tracegrade
+from tests.commands import CommandProcess, run_tracegrade, start_tracegrade
 from tests.faults.conftest import (
     POLL_SECONDS,
     InputWatch,
@@ -35,7 +35,6 @@ from tests.faults.conftest import (
     ended_before,
     frozen,
     one_clear_line,
-    start_tracegrade,
     write_stage_records,
 )
 from tracegrade.cli.labels import lock_path
@@ -65,7 +64,7 @@ def _results_of(path: Path) -> list[str]:
 # --- An output name taken during the run ---------------------------------
 
 
-def _score(signal_input: Path, work: Path, *extra: str) -> ServedProcess:
+def _score(signal_input: Path, work: Path, *extra: str) -> CommandProcess:
     return start_tracegrade(
         "score",
         "stage_diagnosis",
@@ -237,7 +236,7 @@ def labelled(tmp_path: Path, labelled_folder: Path) -> Path:
     return tmp_path
 
 
-def _apply(work: Path, labels: str, *extra: str) -> ServedProcess:
+def _apply(work: Path, labels: str, *extra: str) -> CommandProcess:
     return start_tracegrade("labels", "apply", "log.eval", labels, *extra, cwd=work)
 
 
@@ -260,7 +259,7 @@ def _holds_lock(pid: int, directory: Path) -> bool:
     return False
 
 
-def _wait_for(reached: object, process: ServedProcess, what: str) -> None:
+def _wait_for(reached: object, process: CommandProcess, what: str) -> None:
     assert callable(reached)
     deadline = time.monotonic() + 300
     while not reached():
@@ -316,7 +315,7 @@ def test_two_applies_take_turns_and_both_labels_stay(labelled: Path) -> None:
     }
 
 
-def _wait_for_partial(work: Path, process: ServedProcess) -> None:
+def _wait_for_partial(work: Path, process: CommandProcess) -> None:
     _wait_for(
         lambda: any(work.glob("log.eval.*.partial")), process, "the log's .partial"
     )

@@ -5,8 +5,9 @@ Streams redirected into an input, `--log-dir` URLs, a bad
 INSPECT_LOG_FORMAT, loops of links, output names that are no file, options
 out of range, a header that claims a billion parts, a full disk under
 each command's output, and a bad dataset under every display of
-`inspect eval`. Every command runs in a real process; its inputs are
-checked by hash before and after.
+`inspect eval`. A command whose standard streams or resource limit are
+the point runs in a process of its own; the others in this one, through
+click. Inputs are checked by hash before and after.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import read_eval_log, write_eval_log
 
-from tests.commands import run_inspect, run_tracegrade
+from tests.commands import inspect_process, run_tracegrade, tracegrade_process
 from tests.faults.conftest import (
     mounted_tmpfs,
     needs_mount,
@@ -87,7 +88,7 @@ def test_standard_output_appended_to_the_input_is_refused(
     path = _input_file(work, name)
     before = snapshot(work)
     with path.open("ab") as into_input:
-        done = run_tracegrade(*args, cwd=work, stdout=into_input.fileno())
+        done = tracegrade_process(*args, cwd=work, stdout=into_input.fileno())
 
     assert done.returncode == 2, done.stderr
     line = one_clear_line(done.stderr)
@@ -103,7 +104,7 @@ def test_standard_output_opened_read_write_on_the_input_is_refused(
     """`1<>runs.jsonl`: it would overwrite the input as it reads it."""
     before = snapshot(work)
     with (work / "runs.jsonl").open("r+b") as into_input:
-        done = run_tracegrade(
+        done = tracegrade_process(
             *READERS["score"][0], cwd=work, stdout=into_input.fileno()
         )
 
@@ -118,7 +119,7 @@ def test_standard_error_into_the_input_is_refused_on_standard_output(
     """`2>>runs.jsonl`: not even the refusal is written into the input."""
     before = snapshot(work)
     with (work / "runs.jsonl").open("ab") as into_input:
-        done = run_tracegrade(
+        done = tracegrade_process(
             *READERS["check"][0], cwd=work, stderr=into_input.fileno()
         )
 
@@ -313,7 +314,7 @@ def test_a_header_claiming_a_billion_parts_costs_nothing(
         log.eval.metadata = {"tracegrade_part": {"index": 1, "count": 1_000_000_000}}
         write_eval_log(log, str(path))
     args = ["report", "log.eval"] if command == "report" else ["compare", "base", "new"]
-    done = run_tracegrade(
+    done = tracegrade_process(
         *args, cwd=work, rlimits=((resource.RLIMIT_AS, 3 << 30, 3 << 30),)
     )
 
@@ -387,9 +388,11 @@ def test_a_bad_dataset_line_reaches_the_user_in_every_display(
     tmp_path: Path, display: str
 ) -> None:
     """Once in every display: Inspect prints it (on stdout), but through
-    rich, which `--display none` silences; then tracegrade does (stderr)."""
+    rich, which `--display none` silences; then tracegrade does (stderr).
+    In a fresh interpreter each: Inspect keeps the display of its first
+    eval for the life of the process."""
     dataset = write_lines(tmp_path / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
-    result = run_inspect(
+    result = inspect_process(
         "eval",
         "tracegrade/stage_diagnosis",
         "-T",

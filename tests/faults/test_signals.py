@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.commands import start_tracegrade
 from tests.faults.conftest import (
     SIGNAL_PART_SAMPLES,
     InputWatch,
@@ -36,8 +37,6 @@ from tests.faults.conftest import (
     one_clear_line,
     signal_mid_input,
     snapshot,
-    start_tracegrade,
-    wait_for_group,
 )
 from tests.support import SUBPROCESS_ENV
 
@@ -97,7 +96,6 @@ def _signal_score(
             assert_still_writing(work, before)
             process.send_signal(signum)
     _, stderr = process.communicate(timeout=300)
-    wait_for_group(process)
     assert digest(signal_input) == input_digest
     return process.returncode, stderr, work, before
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import ServedProcess
+from tests.commands import CommandProcess, start_tracegrade
 from tests.faults.conftest import (
     POLL_SECONDS,
     digest,
@@ -30,7 +30,6 @@ from tests.faults.conftest import (
     process_state,
     signal_mid_input,
     snapshot,
-    start_tracegrade,
     workload_too_small,
     write_labels,
     write_stage_log,
@@ -71,8 +70,8 @@ def test_score_ends_on_any_terminating_signal_leaving_nothing(
 
 # --- labels apply ------------------------------------------------------------
 
-# Enough runs that reading, scoring and writing the log each last a while:
-# about 2 s of work after start-up on the project's machine.
+# Enough runs that reading, scoring and writing the log each last a while,
+# so that a point drawn at random lands in any of them.
 APPLY_SAMPLES = 600
 # A point that lands after the log was replaced proves nothing: it is drawn
 # again, from an earlier part of the run, this many times at most.
@@ -109,7 +108,7 @@ def _holds_lock(pid: int, work: Path) -> bool:
     return False
 
 
-def _start_apply(work: Path) -> tuple[ServedProcess, float]:
+def _start_apply(work: Path) -> tuple[CommandProcess, float]:
     """`labels apply` started, once it holds its lock; and that moment."""
     process = start_tracegrade("labels", "apply", "log.eval", "labels.jsonl", cwd=work)
     deadline = time.monotonic() + 300
@@ -136,7 +135,7 @@ def apply_seconds(
 
 
 def _signal_if_unpublished(
-    process: ServedProcess, log: Path, original: str, signum: int
+    process: CommandProcess, log: Path, original: str, signum: int
 ) -> bool:
     """Freeze the process; if it is still running and `log` is as it was,
     send `signum`. Then let it go on. Whether the signal was sent.

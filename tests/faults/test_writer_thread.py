@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from tests.commands import start_tracegrade
 from tests.faults.conftest import (
     SIGNAL_PART_SAMPLES,
     InputWatch,
@@ -29,7 +30,6 @@ from tests.faults.conftest import (
     frozen,
     one_clear_line,
     snapshot,
-    start_tracegrade,
     write_stage_records,
 )
 from tests.support import working_in
