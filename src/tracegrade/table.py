@@ -22,11 +22,11 @@ pyarrow is imported when called, so `import tracegrade` needs none.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from .core import InvalidRecord, diagnose_stage, grade_extraction
-from .core.errors import quote
+from .core.errors import _LONE_SURROGATE, _escape_surrogate, quote
 from .core.itemise import dropped_ids, invented_ids
 from .core.recall import stage_precision, stage_recall
 from .core.steps import lost_documents, read_steps
@@ -184,22 +184,41 @@ def score_table(table: Any, task: str = "stage_diagnosis", **keys: str) -> pa.Ta
             if value is not None
         }
         results.append(score_row(record, steps))
-    outputs = list(zip(*results, strict=True)) if results else [()] * (
-        len(schema) - 1
-    )
+    outputs = list(zip(*results, strict=True)) if results else [()] * (len(schema) - 1)
     arrays = [pa.array(ids, pa.string())]
     arrays += [
-        pa.array(list(column), schema.field(position + 1).type)
+        _column(list(column), schema.field(position + 1).type)
         for position, column in enumerate(outputs)
     ]
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
+def _column(values: list[Any], kind: pa.DataType) -> pa.Array:
+    """A result column; a lone surrogate, which Arrow's UTF-8 cannot hold,
+    as the JSON escape it was read from (`\\ud83d`), as error messages
+    quote it. Only an answer read from output text can hold one (a JSON
+    escape in the text); a table's own strings cannot."""
+    import pyarrow as pa
+
+    try:
+        return pa.array(values, kind)
+    except UnicodeEncodeError:
+        return pa.array(_escaped(values), kind)
+
+
+def _escaped(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub(_escape_surrogate, value)
+    if isinstance(value, list):
+        return [_escaped(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _escaped(item) for key, item in value.items()}
+    return value
+
+
 def _check_task(task: object) -> None:
     if task not in TASKS:
-        raise ScoreTableError(
-            f"task must be {' or '.join(TASKS)}, got {quote(task)}"
-        )
+        raise ScoreTableError(f"task must be {' or '.join(TASKS)}, got {quote(task)}")
 
 
 def _columns(task: str, keys: Mapping[str, object]) -> dict[str, str]:
@@ -257,10 +276,14 @@ def _check_columns(task: str, columns: Mapping[str, str], names: set[str]) -> No
         for field, column in columns.items()
         if field not in optional and column not in names
     ]
-    if task == "ordered_extraction" and not {
-        columns["answer"],
-        columns["output"],
-    } & names:
+    if (
+        task == "ordered_extraction"
+        and not {
+            columns["answer"],
+            columns["output"],
+        }
+        & names
+    ):
         absent.append(("answer", columns["answer"]))
     if absent:
         field, column = absent[0]
@@ -271,37 +294,125 @@ def _check_columns(task: str, columns: Mapping[str, str], names: set[str]) -> No
         )
 
 
+_NO_ERROR: Final = (None, None, None, None)
+
+
+def record_schema(task: str = "stage_diagnosis") -> pa.Schema:
+    """The columns of records as `score_table` reads them by default, and
+    as `tracegrade import --format parquet` writes them: `id`, then each
+    field of a record's `input` (the text fields, read by no rule, for
+    whoever labels the answers)."""
+    import pyarrow as pa
+
+    _check_task(task)
+    ids = pa.list_(pa.string())
+    if task == "ordered_extraction":
+        fields = [("source", ids), ("answer", ids), ("output", pa.string())]
+    else:
+        step = pa.struct([pa.field("name", pa.string()), pa.field("ids", ids)])
+        fields = [
+            ("required", ids),
+            ("context", ids),
+            ("correct", pa.bool_()),
+            ("steps", pa.list_(step)),
+            ("question", pa.string()),
+            ("answer", pa.string()),
+            ("reference", pa.string()),
+        ]
+    return pa.schema([pa.field("id", pa.string()), *(pa.field(*f) for f in fields)])
+
+
+def records_table(records: Sequence[Mapping[str, Any]], task: str) -> pa.Table:
+    """Fixture-format records (`{"id", "input": {...}}`) as `record_schema`
+    columns; an absent field is a null cell.
+
+    Raises `ScoreTableError` for a field the schema has no column for, or a
+    value its column cannot hold (a label that is not a Boolean): written,
+    it would be lost or changed, so nothing is written.
+    """
+    import pyarrow as pa
+
+    schema = record_schema(task)
+    names = schema.names[1:]
+    columns: dict[str, list[Any]] = {name: [] for name in schema.names}
+    for record in records:
+        fields = record["input"]
+        for field in fields:
+            if field not in columns or field == "id":
+                raise ScoreTableError(
+                    f"record {quote(record['id'])} has a field {quote(field)}, "
+                    f"which a {task} record table has no column for; its "
+                    f"columns are {', '.join(names)}"
+                )
+        columns["id"].append(record["id"])
+        for name in names:
+            columns[name].append(fields.get(name))
+    arrays = []
+    for field in schema:
+        try:
+            arrays.append(pa.array(columns[field.name], field.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
+            raise ScoreTableError(
+                f"the field {quote(field.name)} of some record is not "
+                f"{field.type} ({error})"
+            ) from None
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
 # --- One row --------------------------------------------------------------------
 
 
-def _error_cells(score: Score) -> tuple[Any, Any, Any, Any]:
-    error = (score.metadata or {}).get("error")
+def _error_cells(error: Mapping[str, Any] | None) -> tuple[Any, ...]:
     if error is None:
-        return (None, None, None, None)
+        return _NO_ERROR
     return (error["kind"], error["side"], error["field"], error["message"])
+
+
+def score_cells(task: str, score: Score, *, steps: bool) -> tuple[Any, ...]:
+    """The result cells (all but `id`) of a tracegrade `Score`, as
+    `result_schema(task, steps=steps)` orders them: what `score_table`
+    gives a row that `tracegrade score` scored, and what that command
+    writes as Parquet."""
+    metadata = score.metadata or {}
+    error = _error_cells(metadata.get("error"))
+    if task == "stage_diagnosis":
+        result = metadata.get("result")
+        diagnosis: dict[str, Any] = result if isinstance(result, dict) else {}
+        lost = (metadata.get("lost"),) if steps else ()
+        return (
+            diagnosis.get("stage"),
+            diagnosis.get("missing"),
+            *lost,
+            metadata.get("recall"),
+            metadata.get("precision"),
+            *error,
+        )
+    value = score.value
+    grade: Mapping[str, Any] = value if isinstance(value, dict) else {}
+    itemised = metadata.get("itemised")
+    return (
+        grade.get("membership"),
+        grade.get("order"),
+        itemised["dropped"] if itemised is not None else None,
+        itemised["invented"] if itemised is not None else None,
+        *error,
+    )
+
+
+def problem_cells(
+    task: str, error: Mapping[str, Any], *, steps: bool
+) -> tuple[Any, ...]:
+    """The result cells of a line that never became a record
+    (`malformed-json`, ...): every figure null, the error given."""
+    width = len(result_schema(task, steps=steps)) - 1 - len(_NO_ERROR)
+    return (None,) * width + _error_cells(error)
 
 
 def _scored_stage(record: dict[str, Any], steps: bool) -> tuple[Any, ...]:
     """A row the rules refuse or cannot decide: `tracegrade score`'s own path."""
     from .bulk.scoring import score_stage_input
 
-    score = score_stage_input(record)
-    metadata = score.metadata or {}
-    result = metadata.get("result")
-    stage = result.get("stage") if isinstance(result, dict) else None
-    missing = result.get("missing") if isinstance(result, dict) else None
-    lost = (metadata.get("lost"),) if steps else ()
-    return (
-        stage,
-        missing,
-        *lost,
-        metadata.get("recall"),
-        metadata.get("precision"),
-        *_error_cells(score),
-    )
-
-
-_NO_ERROR: Final = (None, None, None, None)
+    return score_cells("stage_diagnosis", score_stage_input(record), steps=steps)
 
 
 def _stage_row(record: dict[str, Any], steps: bool) -> tuple[Any, ...]:
@@ -312,7 +423,8 @@ def _stage_row(record: dict[str, Any], steps: bool) -> tuple[Any, ...]:
         return _scored_stage(record, steps)
     if "error" in result:
         return _scored_stage(record, steps)
-    missing = result.get("missing")
+    # Absent exactly on `unresolved`: the rules found nothing to miss.
+    missing = cast("list[str] | None", result.get("missing"))
     lost: tuple[Any, ...] = ()
     if steps:
         lost = (
@@ -333,17 +445,8 @@ def _stage_row(record: dict[str, Any], steps: bool) -> tuple[Any, ...]:
 def _scored_extraction(record: dict[str, Any]) -> tuple[Any, ...]:
     from .bulk.scoring import score_extraction_input
 
-    score = score_extraction_input(record)
-    metadata = score.metadata or {}
-    value = score.value
-    graded = isinstance(value, dict)
-    itemised = metadata.get("itemised")
-    return (
-        value["membership"] if graded else None,
-        value["order"] if graded else None,
-        itemised["dropped"] if itemised is not None else None,
-        itemised["invented"] if itemised is not None else None,
-        *_error_cells(score),
+    return score_cells(
+        "ordered_extraction", score_extraction_input(record), steps=False
     )
 
 
@@ -367,9 +470,7 @@ def _extraction_row(record: dict[str, Any], _steps: bool) -> tuple[Any, ...]:
 
 
 _STAGE: Final[Callable[[dict[str, Any], bool], tuple[Any, ...]]] = _stage_row
-_EXTRACTION: Final[Callable[[dict[str, Any], bool], tuple[Any, ...]]] = (
-    _extraction_row
-)
+_EXTRACTION: Final[Callable[[dict[str, Any], bool], tuple[Any, ...]]] = _extraction_row
 
 
 __all__ = [
@@ -377,6 +478,10 @@ __all__ = [
     "TASKS",
     "ScoreTableError",
     "lost_type",
+    "problem_cells",
+    "record_schema",
+    "records_table",
     "result_schema",
+    "score_cells",
     "score_table",
 ]
