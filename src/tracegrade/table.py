@@ -187,13 +187,13 @@ def score_table(table: Any, task: str = "stage_diagnosis", **keys: str) -> pa.Ta
     outputs = list(zip(*results, strict=True)) if results else [()] * (len(schema) - 1)
     arrays = [pa.array(ids, pa.string())]
     arrays += [
-        _column(list(column), schema.field(position + 1).type)
+        arrow_column(list(column), schema.field(position + 1).type)
         for position, column in enumerate(outputs)
     ]
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _column(values: list[Any], kind: pa.DataType) -> pa.Array:
+def arrow_column(values: list[Any], kind: pa.DataType) -> pa.Array:
     """A result column; a lone surrogate, which Arrow's UTF-8 cannot hold,
     as the JSON escape it was read from (`\\ud83d`), as error messages
     quote it. Only an answer read from output text can hold one (a JSON
@@ -477,6 +477,7 @@ __all__ = [
     "KEYS",
     "TASKS",
     "ScoreTableError",
+    "arrow_column",
     "lost_type",
     "problem_cells",
     "record_schema",
