@@ -22,7 +22,7 @@ pyarrow is imported when called, so `import tracegrade` needs none.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from .core import InvalidRecord, diagnose_stage, grade_extraction
@@ -132,6 +132,36 @@ def result_schema(task: str = "stage_diagnosis", *, steps: bool = False) -> pa.S
     return schema
 
 
+def result_ddl(task: str = "stage_diagnosis", *, steps: bool = False) -> str:
+    """`result_schema` as a Spark SQL DDL string, the schema
+    `DataFrame.mapInArrow` must be told the results have."""
+    return ", ".join(
+        f"`{field.name}` {_ddl_type(field.type)}"
+        for field in result_schema(task, steps=steps)
+    )
+
+
+def _ddl_type(kind: pa.DataType) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_list(kind):
+        return f"array<{_ddl_type(kind.value_type)}>"
+    if pa.types.is_struct(kind):
+        fields = (kind.field(position) for position in range(kind.num_fields))
+        return (
+            "struct<"
+            + ", ".join(f"`{field.name}`: {_ddl_type(field.type)}" for field in fields)
+            + ">"
+        )
+    names = {
+        pa.string(): "string",
+        pa.bool_(): "boolean",
+        pa.float64(): "double",
+        pa.int64(): "bigint",
+    }
+    return names[kind]
+
+
 def _field(name: str, kind: pa.DataType) -> pa.Field:
     import pyarrow as pa
 
@@ -214,6 +244,17 @@ def _escaped(value: Any) -> Any:
     if isinstance(value, dict):
         return {key: _escaped(item) for key, item in value.items()}
     return value
+
+
+def score_batches(
+    batches: Iterable[pa.RecordBatch], task: str = "stage_diagnosis", **keys: str
+) -> Iterator[pa.RecordBatch]:
+    """`score_table` over a stream of Arrow batches: the function Spark's
+    `DataFrame.mapInArrow` calls on each partition (with `functools.partial`
+    for the task and keys, and `result_ddl` as its schema). A function of
+    this module, so Spark's workers import it rather than unpickle a copy."""
+    for batch in batches:
+        yield from score_table(batch, task, **keys).to_batches()
 
 
 def _check_task(task: object) -> None:
@@ -482,7 +523,9 @@ __all__ = [
     "problem_cells",
     "record_schema",
     "records_table",
+    "result_ddl",
     "result_schema",
+    "score_batches",
     "score_cells",
     "score_table",
 ]
