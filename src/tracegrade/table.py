@@ -23,6 +23,7 @@ pyarrow is imported when called, so `import tracegrade` needs none.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import cache
 from typing import TYPE_CHECKING, Any, Final, cast
 
 from .core import InvalidRecord, diagnose_stage, grade_extraction
@@ -456,6 +457,13 @@ def _scored_stage(record: dict[str, Any], steps: bool) -> tuple[Any, ...]:
     return score_cells("stage_diagnosis", score_stage_input(record), steps=steps)
 
 
+@cache
+def _no_label_error() -> tuple[Any, ...]:
+    """The error cells `tracegrade score` gives a record with no label."""
+    unlabelled = _scored_stage({"required": ["D1"], "context": []}, False)
+    return unlabelled[-len(_NO_ERROR) :]
+
+
 def _stage_row(record: dict[str, Any], steps: bool) -> tuple[Any, ...]:
     try:
         result = diagnose_stage(record)
@@ -463,7 +471,18 @@ def _stage_row(record: dict[str, Any], steps: bool) -> tuple[Any, ...]:
     except InvalidRecord:
         return _scored_stage(record, steps)
     if "error" in result:
-        return _scored_stage(record, steps)
+        if "correct" in record:
+            return _scored_stage(record, steps)
+        # No label: common (an unlabelled import is all such rows), and its
+        # error the same for every record, so scored once a process.
+        return (
+            None,
+            None,
+            *((None,) if steps else ()),
+            stage_recall(record),
+            stage_precision(record),
+            *_no_label_error(),
+        )
     # Absent exactly on `unresolved`: the rules found nothing to miss.
     missing = cast("list[str] | None", result.get("missing"))
     lost: tuple[Any, ...] = ()
