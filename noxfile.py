@@ -84,9 +84,10 @@ def oldest(session: nox.Session) -> None:
 def spark(session: nox.Session) -> None:
     """Run the Spark `mapInArrow` recipe on a local Spark (tests/test_spark.py).
 
-    Not in the default set: pyspark is a large install and a local Spark
-    takes a large share of the suite's time budget (docs/speed.md has the
-    figures); the `tests` session skips the file. Needs Java 17 or newer.
+    Not in the default set: pyspark is a large install, and starting a
+    local Spark and running the recipe would take a large share of the
+    suite's time budget; the `tests` session skips the file. Needs Java 17
+    or newer.
     """
     session.run("java", "-version", external=True)
     session.install(".[test]", "pyspark>=4.0")

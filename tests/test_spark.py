@@ -1,8 +1,8 @@
 """Spark: the documented `mapInArrow` recipe, run on a local Spark.
 
 Not in the default `nox` run: pyspark is a large install, a local Spark
-takes a large share of the suite's time budget to start and run (the
-figures are in docs/speed.md), and it needs Java 17. `nox -s spark`
+would take a large share of the suite's time budget to start and run,
+and it needs Java 17. `nox -s spark`
 installs pyspark and runs this file; where pyspark is not installed (the
 `tests` session), it is skipped.
 """
