@@ -351,6 +351,16 @@ def test_a_column_of_the_wrong_type_is_an_error_row_for_each_row() -> None:
     assert [row["id"] for row in rows] == [None, None]
 
 
+def test_ids_that_are_numbers_are_carried_over_as_text() -> None:
+    table = pa.table({"id": [7, 8], "source": [["A"], ["B"]], "answer": [["A"], []]})
+    rows = score_table(table, "ordered_extraction").to_pylist()
+    assert [row["id"] for row in rows] == ["7", "8"]
+    with pytest.raises(ScoreTableError, match='the id column "id" is list<item'):
+        score_table(
+            table.set_column(0, "id", pa.array([[1], [2]])), "ordered_extraction"
+        )
+
+
 def test_records_a_table_cannot_hold_are_refused() -> None:
     with pytest.raises(ScoreTableError, match='has a field "note"'):
         records_table([{"id": "a", "input": {"note": "x"}}], "stage_diagnosis")

@@ -197,11 +197,11 @@ def score_table(table: Any, task: str = "stage_diagnosis", **keys: str) -> pa.Ta
     names = set(table.schema.names)
     _check_columns(task, columns, names)
     present = {field: column for field, column in columns.items() if column in names}
+    rows = table.num_rows
+    ids = _ids(table, present.pop("id", None))
     values = {
         field: table.column(column).to_pylist() for field, column in present.items()
     }
-    rows = table.num_rows
-    ids = values.pop("id", [None] * rows)
     fields = list(values)
     cells = list(zip(*values.values(), strict=True)) if fields else [()] * rows
     score_row = _STAGE if task == "stage_diagnosis" else _EXTRACTION
@@ -216,12 +216,30 @@ def score_table(table: Any, task: str = "stage_diagnosis", **keys: str) -> pa.Ta
         }
         results.append(score_row(record, steps))
     outputs = list(zip(*results, strict=True)) if results else [()] * (len(schema) - 1)
-    arrays = [pa.array(ids, pa.string())]
+    arrays: list[Any] = [ids]
     arrays += [
         arrow_column(list(column), schema.field(position + 1).type)
         for position, column in enumerate(outputs)
     ]
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _ids(table: pa.Table, column: str | None) -> pa.ChunkedArray:
+    """The id column as text, carried over as it is (null without one)."""
+    import pyarrow as pa
+
+    if column is None:
+        return pa.chunked_array([pa.nulls(table.num_rows, pa.string())])
+    ids = table.column(column)
+    if ids.type == pa.string():
+        return ids
+    try:
+        return ids.cast(pa.string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise ScoreTableError(
+            f"the id column {quote(column)} is {ids.type}, which is not text "
+            "and cannot be made text; ids are text or numbers"
+        ) from None
 
 
 def arrow_column(values: list[Any], kind: pa.DataType) -> pa.Array:
@@ -298,7 +316,8 @@ def _as_arrow(table: Any) -> pa.Table:
         return table
     if isinstance(table, pa.RecordBatch):
         return pa.Table.from_batches([table])
-    if type(table).__name__ == "DataFrame" and hasattr(table, "to_dict"):
+    # pandas is not imported to ask: a DataFrame can only come from it.
+    if type(table).__module__.split(".")[0] == "pandas" and hasattr(table, "columns"):
         try:
             return pa.Table.from_pandas(table, preserve_index=False)
         except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
