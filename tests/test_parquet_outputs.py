@@ -17,6 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 
+from tests.commands import run_tracegrade
 from tests.test_cli_score import read_results, run_score, score_file
 from tests.test_score_table import random_records
 from tracegrade import score_table
@@ -159,3 +160,25 @@ def test_imported_parquet_needs_a_file(tmp_path: Path) -> None:
     assert "writes a file, not stdout" in stdout.output
     assert "add --output-format parquet" in misnamed.output
     assert sorted(item.name for item in tmp_path.iterdir()) == ["qrels", "run"]
+
+
+def test_no_records_leave_no_parquet_file(tmp_path: Path) -> None:
+    (tmp_path / "runs.jsonl").write_text("\n\n")
+    done = run_tracegrade(
+        "score",
+        "stage_diagnosis",
+        "runs.jsonl",
+        "--log-dir",
+        "logs",
+        "--out",
+        "results.parquet",
+        "--results-format",
+        "parquet",
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1
+    # The abandoned writer must not write its footer into a closed file
+    # when it is collected (pyarrow would print that it could not).
+    assert "Exception ignored" not in done.stderr
+    assert sorted(item.name for item in tmp_path.iterdir()) == ["logs", "runs.jsonl"]
+    assert list((tmp_path / "logs").iterdir()) == []

@@ -36,6 +36,7 @@ pytestmark = pytest.mark.runs_long
 DISTINCT = 1_000
 COPIES = 100
 FILES = 4
+ERROR_KEYS = ("kind", "side", "field", "message")
 
 
 @pytest.fixture(scope="module")
@@ -51,16 +52,32 @@ def local_ray() -> Iterator[None]:
         ray.shutdown()
 
 
-def copied_table(records: list[dict[str, Any]], task: str) -> pa.Table:
-    """`COPIES` copies of the records' table, each row's id `BASE~copy-K`."""
-    table = records_table(records, task)
-    copies = []
+def copies(table: pa.Table) -> pa.Table:
+    """`COPIES` copies of a table, each row's id `BASE~copy-K`."""
+    copied = []
     for copy in range(COPIES):
         ids = pc.binary_join_element_wise(
             table.column("id"), pa.scalar(f"copy-{copy}"), "~"
         )
-        copies.append(table.set_column(0, "id", ids))
-    return pa.concat_tables(copies)
+        copied.append(table.set_column(0, "id", ids))
+    return pa.concat_tables(copied)
+
+
+COMPARED = ["id", "stage", "missing", *(f"error_{key}" for key in ERROR_KEYS)]
+
+
+def expected_table(entries: list[dict[str, Any]]) -> pa.Table:
+    """tracegrade score's results as the columns of score_table they give."""
+    schema = result_schema("stage_diagnosis")
+    columns: dict[str, list[Any]] = {name: [] for name in COMPARED}
+    for entry in entries:
+        result, error = entry["result"] or {}, entry["error"] or {}
+        columns["id"].append(entry["id"])
+        columns["stage"].append(result.get("stage"))
+        columns["missing"].append(result.get("missing"))
+        for key in ERROR_KEYS:
+            columns[f"error_{key}"].append(error.get(key))
+    return pa.table(columns, schema=pa.schema([schema.field(n) for n in COMPARED]))
 
 
 def test_the_ray_recipe_scores_as_tracegrade_score(
@@ -73,11 +90,11 @@ def test_the_ray_recipe_scores_as_tracegrade_score(
     path = tmp_path / "runs.jsonl"
     path.write_text("".join(json.dumps(record) + "\n" for record in records))
     _, summary = score_file(task, str(path), tmp_path / "logs")
-    by_id = {entry["id"]: entry for entry in read_results(summary)}
+    entries = read_results(summary)
 
     traces = tmp_path / "traces"
     traces.mkdir()
-    table = copied_table(records, task)
+    table = copies(records_table(records, task))
     assert table.num_rows == DISTINCT * COPIES
     part = table.num_rows // FILES
     for number in range(FILES):
@@ -97,21 +114,10 @@ def test_the_ray_recipe_scores_as_tracegrade_score(
     results = pads.dataset(tmp_path / "results").to_table()
     assert results.num_rows == DISTINCT * COPIES
     assert results.schema == result_schema(task, steps=True)
-    copies_seen: dict[str, int] = {}
-    kinds = set()
-    for row in results.to_pylist():
-        base = row["id"].rsplit("~", 1)[0]
-        copies_seen[base] = copies_seen.get(base, 0) + 1
-        entry = by_id[base]
-        error = entry["error"] or {}
-        kinds.add(error.get("kind"))
-        assert [
-            row[f"error_{key}"] for key in ("kind", "side", "field", "message")
-        ] == [error.get(key) for key in ("kind", "side", "field", "message")]
-        result = entry["result"] or {}
-        assert (row["stage"], row["missing"]) == (
-            result.get("stage"),
-            result.get("missing"),
-        )
-    assert copies_seen == dict.fromkeys(by_id, COPIES)
+    got = results.select(COMPARED).sort_by("id")
+    expected = copies(expected_table(entries)).sort_by("id")
+    if not got.equals(expected):
+        for row, wanted in zip(got.to_pylist(), expected.to_pylist(), strict=True):
+            assert row == wanted
+    kinds = set(results.column("error_kind").to_pylist())
     assert len(kinds) >= 3  # errors as well as results went through Ray
