@@ -81,6 +81,8 @@ def stage_row(
         "stage_label_from": LABEL_FROM,
         "stage_error": error,
         "stage_error_side": "data" if error else None,
+        # No case has pipeline steps (tests/test_report_steps.py has them).
+        "stage_lost_at": None,
     }
 
 
@@ -573,37 +575,28 @@ def without_metadata(log_path: str, score: str, key: str, out: Path) -> str:
     return str(out)
 
 
-def test_a_log_from_before_itemised_is_itemised_from_its_record(
-    extraction_log: str, tmp_path: Path
+@pytest.mark.parametrize(
+    ("score", "key", "problem"),
+    [
+        ("ordered_extraction", "itemised", "needs metadata itemised"),
+        ("stage_diagnosis", "recall", "needs metadata recall"),
+        ("stage_diagnosis", "precision", "needs metadata precision"),
+    ],
+)
+def test_a_log_from_before_0_1_0_is_refused_naming_the_sample(
+    stage_log: str,
+    extraction_log: str,
+    tmp_path: Path,
+    score: str,
+    key: str,
+    problem: str,
 ) -> None:
+    staged = score == "stage_diagnosis"
     older = without_metadata(
-        extraction_log, "ordered_extraction", "itemised", tmp_path / "older.eval"
+        stage_log if staged else extraction_log, score, key, tmp_path / "older.eval"
     )
-    assert rows(frame(older, ExtractionColumns), EXTRACTION_NAMES) == expected_rows(
-        EXTRACTION_CASES, EPOCHS
-    )
-
-
-def test_a_log_from_before_recall_gets_it_from_its_record(
-    stage_log: str, tmp_path: Path
-) -> None:
-    older = without_metadata(
-        stage_log, "stage_diagnosis", "recall", tmp_path / "older.eval"
-    )
-    assert rows(frame(older, StageColumns), STAGE_NAMES) == expected_rows(
-        STAGE_CASES, EPOCHS
-    )
-
-
-def test_a_log_from_before_precision_gets_it_from_its_record(
-    stage_log: str, tmp_path: Path
-) -> None:
-    older = without_metadata(
-        stage_log, "stage_diagnosis", "precision", tmp_path / "older.eval"
-    )
-    assert rows(frame(older, StageColumns), STAGE_NAMES) == expected_rows(
-        STAGE_CASES, EPOCHS
-    )
+    with pytest.raises(ValueError, match=rf"score {score!r} of sample .*{problem}"):
+        frame(older, StageColumns if staged else ExtractionColumns)
 
 
 def test_the_prefix_names_every_column() -> None:

@@ -150,17 +150,3 @@ def test_figure_test_needs_means_exactly_when_there_are_pairs() -> None:
         figure_test(
             "recall", pairs=1, samples=1, base_mean=None, new_mean=0.5, fell=0, rose=0
         )
-
-
-def test_a_log_from_before_the_figures_has_them_from_its_record() -> None:
-    from tracegrade.compare.build import UnreadableScore, _figure
-
-    record = {"required": ["A", "B"], "context": ["A", "A", "X"], "correct": True}
-    shares: dict[float, float] = {}
-    assert _figure({"record": record}, "recall", shares) == 0.5
-    assert _figure({"record": record}, "precision", shares) == 0.5
-    assert _figure({"record": {}}, "precision", shares) is None
-    assert _figure({"record": record, "recall": None}, "recall", shares) is None
-    assert _figure({"recall": 0.25}, "recall", shares) == 0.25
-    with pytest.raises(UnreadableScore, match="precision must be null or in"):
-        _figure({"precision": 2.0}, "precision", shares)

@@ -38,6 +38,7 @@ from tests.commands import run_inspect
 from tests.support import write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
+from tracegrade.schema import STAGES
 from tracegrade.scorers import (
     answer_failures,
     criteria_shares,
@@ -46,7 +47,7 @@ from tracegrade.scorers import (
     stage_modes,
     stage_shares,
 )
-from tracegrade.scorers.metrics import FAILURE_LABELS, STAGES, is_count
+from tracegrade.scorers.metrics import FAILURE_LABELS, is_count
 from tracegrade.scorers.outcome import ANSWER_FAILURES
 
 STAGE_CASES = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))

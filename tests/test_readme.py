@@ -338,3 +338,29 @@ def test_score_table_figures_are_the_committed_benchmark_run() -> None:
     assert f"took {ray['unchanged_wall_seconds']:.1f} s" in text
     per_record = 1e6 / one["records_per_second_per_core"]
     assert f"about {per_record:.0f} µs of CPU a record" in text
+
+
+def test_the_architecture_page_names_every_package_and_only_real_ones() -> None:
+    import importlib
+    import pkgutil
+
+    import tracegrade
+
+    page = DOCS[ROOT / "docs" / "architecture.md"]
+    first_cells = re.findall(r"^\| ([^|]*) \|", page, re.MULTILINE)
+    named = {
+        name for cell in first_cells for name in re.findall(r"tracegrade\.\w+", cell)
+    }
+    packages = {
+        f"tracegrade.{module.name}"
+        for module in pkgutil.iter_modules(tracegrade.__path__)
+        if module.ispkg
+    }
+    assert packages <= named, packages - named
+    for module in named:
+        importlib.import_module(module)
+    for module, function in re.findall(
+        r"`(stage|extraction|steps)\.(?!py`)(\w+)`", page
+    ):
+        core = importlib.import_module(f"tracegrade.core.{module}")
+        assert callable(getattr(core, function)), f"{module}.{function}"

@@ -344,6 +344,57 @@ def test_an_unreadable_sample_names_its_member(
         build_report([str(path)])
 
 
+def damaged(source: Path, target: Path, damage: str) -> tuple[Path, str]:
+    """A copy of `source`, deflated, with its first sample member damaged:
+    a byte of its data flipped, marked encrypted, or given an unknown
+    compression method; and the member's name."""
+    path = rezipped(source, target, compression=zipfile.ZIP_DEFLATED)
+    with zipfile.ZipFile(path) as archive:
+        info = next(i for i in archive.infolist() if i.filename.startswith("samples/"))
+    data = bytearray(path.read_bytes())
+    local = info.header_offset
+    if damage == "flipped":
+        start = local + 30 + len(info.filename.encode()) + len(info.extra)
+        data[start + info.compress_size // 2] ^= 0xFF
+    else:
+        name = info.filename.encode()
+        directory = data.index(b"PK\x01\x02")
+        while data[directory + 46 : directory + 46 + len(name)] != name:
+            directory = data.index(b"PK\x01\x02", directory + 1)
+        if damage == "encrypted":
+            data[directory + 8] |= 0x01
+        else:
+            data[directory + 10 : directory + 12] = (99).to_bytes(2, "little")
+    path.write_bytes(bytes(data))
+    return path, info.filename
+
+
+@pytest.mark.parametrize(
+    ("damage", "problem"),
+    [
+        ("flipped", "(deflate|size and CRC|Error -3)"),
+        ("encrypted", "it is encrypted"),
+        ("method", "compression method 99 is not supported"),
+    ],
+)
+def test_a_damaged_member_is_named(
+    eval_logs: list[Path], tmp_path: Path, damage: str, problem: str
+) -> None:
+    source = eval_logs[0]
+    path, name = damaged(source, tmp_path / source.name, damage)
+
+    with pytest.raises(LogError, match=rf"cannot read .*member {name}: .*{problem}"):
+        build_report([str(path)])
+
+
+def test_a_cut_archive_is_not_read(eval_logs: list[Path], tmp_path: Path) -> None:
+    cut = tmp_path / eval_logs[0].name
+    cut.write_bytes(eval_logs[0].read_bytes()[:-30])
+
+    with pytest.raises(LogError, match="not a ZIP archive"):
+        build_report([str(cut)])
+
+
 @pytest.mark.parametrize(
     ("sample", "problem"),
     [

@@ -287,31 +287,42 @@ def test_top_limits_dropped_and_invented_ids(
     assert top_two.distinct_dropped == full.distinct_dropped
 
 
-def without_itemised(source: str, tmp_path: Path) -> str:
-    """A copy of the log `source` as tracegrade wrote it before `itemised`."""
-    log = read_eval_log(source)
-    assert log.samples is not None
-    removed = 0
-    for sample in log.samples:
-        for sample_score in (sample.scores or {}).values():
-            if sample_score.metadata is not None:
-                removed += sample_score.metadata.pop("itemised", None) is not None
-    assert removed == expected_extraction().itemised
-    path = tmp_path / JSON_LOG_NAME.format("before-itemised")
-    write_eval_log(log, str(path))
-    return str(path)
-
-
-def test_a_log_written_before_itemisation_gives_the_same_figures(
-    offline_logs: OfflineLogs, report: Report, tmp_path: Path
+@pytest.mark.parametrize(
+    ("score", "key", "problem"),
+    [
+        (
+            "ordered_extraction",
+            "itemised",
+            "a scored extraction score needs metadata itemised",
+        ),
+        ("stage_diagnosis", "recall", "a scored stage score needs metadata recall"),
+        (
+            "stage_diagnosis",
+            "precision",
+            "a scored stage score needs metadata precision",
+        ),
+    ],
+)
+def test_a_score_from_before_0_1_0_is_refused_not_worked_out_again(
+    offline_logs: OfflineLogs, tmp_path: Path, score: str, key: str, problem: str
 ) -> None:
-    old = without_itemised(offline_logs.extraction, tmp_path)
+    """Scores without `itemised`, `recall` or `precision` predate 0.1.0:
+    the report names the first, where it once rebuilt them from the record."""
+    source = (
+        offline_logs.stage if score == "stage_diagnosis" else offline_logs.extraction
+    )
+    log = read_eval_log(source)
+    for sample in log.samples or []:
+        for logged in (sample.scores or {}).values():
+            assert logged.metadata is not None
+            logged.metadata.pop(key, None)
+    path = tmp_path / JSON_LOG_NAME.format(f"before-{key}")
+    write_eval_log(log, str(path))
 
-    assert only_extraction(build_report([old])) == only_extraction(report)
-    # A copy of one eval beside it is that eval, counted once.
-    both = build_report([old, offline_logs.extraction])
-    assert only_extraction(both) == only_extraction(report)
-    assert len(both.superseded) == 1
+    with pytest.raises(
+        ReportError, match=rf'sample ".*" epoch 1, score "{score}": {problem}$'
+    ):
+        build_report([str(path)])
 
 
 def test_figures_agree_with_the_metrics_inspect_logged(
@@ -736,10 +747,13 @@ def test_order_without_membership_is_refused(
     [
         ({"itemised": None}, r"itemised must be an object, got null$"),
         ({"itemised": {"dropped": "C", "invented": []}}, r'got "C" and \[\]$'),
-        ({"record": {"source": ["A", "B", "C"]}}, r"record\.answer, got null$"),
         ({"record": {"answer": ["A", "B"]}}, r"record\.source, got null$"),
+        (
+            {"itemised": {"dropped": [], "invented": [], "kept_in_order": -1}},
+            "got null and -1$",
+        ),
     ],
-    ids=["itemised null", "dropped not a list", "no answer", "no source"],
+    ids=["itemised null", "dropped not a list", "no source", "kept_in_order negative"],
 )
 def test_a_malformed_itemisation_names_the_sample(
     offline_logs: OfflineLogs,
@@ -752,9 +766,6 @@ def test_a_malformed_itemisation_names_the_sample(
     (sample,) = [s for s in log.samples if s.id == "missing-id"]
     assert sample.scores is not None
     metadata = dict(sample.scores["ordered_extraction"].metadata or {})
-    if "record" in metadata_changes:
-        # Written before itemisation: the record is all there is to read.
-        del metadata["itemised"]
     metadata.update(metadata_changes)
     sample.scores["ordered_extraction"].metadata = metadata
     path = tmp_path / JSON_LOG_NAME.format("malformed-itemised")
@@ -799,6 +810,20 @@ def test_wilson_interval_matches_published_values(
     computed = wilson_interval(successes, trials)
 
     assert computed == (pytest.approx(low, abs=5e-5), pytest.approx(high, abs=5e-5))
+
+
+def test_wilson_interval_is_scipys() -> None:
+    """The report computes the interval itself (scipy costs its start-up
+    more than a large log does); scipy's is the reference."""
+    from scipy.stats import binomtest  # type: ignore[import-untyped]
+
+    for trials in [*range(1, 41), 263, 1000, 99_999]:
+        for successes in range(0, trials + 1, max(1, trials // 25)):
+            expected = binomtest(successes, trials).proportion_ci(method="wilson")
+            assert wilson_interval(successes, trials) == (
+                pytest.approx(expected.low, abs=1e-12),
+                pytest.approx(expected.high, abs=1e-12),
+            )
 
 
 @pytest.mark.parametrize(("successes", "trials"), [(0, 1), (3, 7), (20, 20), (81, 263)])
@@ -878,7 +903,7 @@ def test_log_scores_keep_the_scoreless_samples_only_when_asked(
     assert counted.summary().samples == len(yielded) + 1
 
 
-def test_a_diagnosed_score_whose_id_lists_disagree_names_the_sample(
+def test_a_diagnosed_score_without_a_recall_names_the_sample(
     offline_logs: OfflineLogs, tmp_path: Path
 ) -> None:
     log = read_eval_log(offline_logs.stage)
@@ -891,32 +916,13 @@ def test_a_diagnosed_score_whose_id_lists_disagree_names_the_sample(
     assert sample.scores is not None
     metadata = sample.scores["stage_diagnosis"].metadata
     assert metadata is not None
-    # As written before scores carried their recall: it is taken from the
-    # record and the result, which must agree.
-    del metadata["recall"]
-    metadata["record"] = {**metadata["record"], "required": []}
-    path = tmp_path / JSON_LOG_NAME.format("disagreeing")
+    metadata["recall"] = None
+    path = tmp_path / JSON_LOG_NAME.format("no-recall")
     write_eval_log(log, str(path))
-    with pytest.raises(ReportError, match=rf"sample {quote(sample.id)} .*disagree"):
+    with pytest.raises(
+        ReportError, match=rf"sample {quote(sample.id)} .*recall must be a share"
+    ):
         build_report([str(path)])
-
-
-def test_a_log_written_before_precision_gives_the_same_figures(
-    offline_logs: OfflineLogs, report: Report, tmp_path: Path
-) -> None:
-    log = read_eval_log(offline_logs.stage)
-    for sample in log.samples or []:
-        for logged in (sample.scores or {}).values():
-            assert logged.metadata is not None
-            del logged.metadata["precision"]
-    path = tmp_path / JSON_LOG_NAME.format("before-precision")
-    write_eval_log(log, str(path))
-    (old,) = build_report([str(path)]).stage_diagnosis
-    whole = only_stage(report)
-    assert (old.precision, old.precision_runs) == (
-        whole.precision,
-        whole.precision_runs,
-    )
 
 
 @pytest.mark.parametrize("key", ["recall", "precision"])

@@ -18,14 +18,17 @@ from typing import Any
 
 import ir_measures
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
+from inspect_ai.log import read_eval_log
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from tracegrade import diagnose_stage, stage_diagnosis
 from tracegrade.bulk.scoring import score_stage_input
+from tracegrade.cli import main
 from tracegrade.core import canonical_json
 from tracegrade.core.steps import (
     Step,
@@ -338,3 +341,42 @@ def test_the_worked_example_is_what_its_page_says(tmp_path: Path) -> None:
     for sentence in page.split("\n> ")[1:]:
         said = sentence.split("\n")[0]
         assert any(said in (score.explanation or "") for score in scores.values()), said
+
+
+def test_each_steps_recall_is_a_metric_named_after_it_in_eval_and_bulk_logs(
+    tmp_path: Path,
+) -> None:
+    """`step_recall`: the mean of each step's recall, the same figure from
+    `inspect eval` and from `tracegrade score` on the worked example."""
+    dataset = ROOT / "examples" / "pipeline" / "runs.jsonl"
+    records = [json.loads(line)["input"] for line in dataset.read_text().splitlines()]
+    expected = {
+        f"{name}_recall": math.fsum(
+            step_recalls(record["required"], read_steps(record) or [])[name]
+            for record in records
+        )
+        / len(records)
+        for name in ("retriever", "reranker")
+    }
+    (log,) = eval(
+        stage_diagnosis(dataset=str(dataset)),
+        display="none",
+        log_dir=str(tmp_path / "eval"),
+    )
+    assert log.status == "success", log.error
+    result = CliRunner().invoke(
+        main,
+        ["score", "stage_diagnosis", str(dataset), "--log-dir", str(tmp_path / "bulk")],
+    )
+    assert result.exit_code == 0, result.output
+    (bulk_path,) = (tmp_path / "bulk").glob("*.eval")
+    bulk = read_eval_log(str(bulk_path), header_only=True)
+    for read in (log, bulk):
+        assert read.results is not None
+        metrics = {
+            name: metric.value
+            for score in read.results.scores
+            for name, metric in score.metrics.items()
+        }
+        assert {name: metrics[name] for name in expected} == expected
+        assert metrics["context_recall"] < expected["reranker_recall"]

@@ -49,13 +49,6 @@ computed by the code `eval_results` uses, so names and NaN handling agree:
 - `metric_scores` (`scorer._metric`): whether a metric reads reduced or
   unreduced scores.
 
-Reading the logs `inspect eval` writes (`logs/samples.py`):
-
-- `read_zstd_members`: imports `_util.zipfile` for its effect, which
-  teaches the standard library's `zipfile` (before Python 3.14) to read
-  zstd members (ZIP method 93), however many frames; Inspect's logs are
-  zstd, and the report reads them with `zipfile`.
-
 How a sample summary is trimmed (`log._util`), used by the `.eval` writer
 (`bulk/evallog.py`), which builds summaries as `EvalSample.summary()` would
 without validating an `EvalSample` per sample:
@@ -186,13 +179,6 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-def read_zstd_members() -> None:
-    """Teach the standard library's `zipfile` to read zstd members (ZIP
-    method 93), as Inspect does for its own readers: `_util.zipfile`,
-    imported for its effect."""
-    importlib.import_module("inspect_ai._util.zipfile")
-
-
 __all__ = [
     "MAX_TEXT_LENGTH",
     "METADATA_VALUE_LIMIT",
@@ -214,7 +200,6 @@ __all__ = [
     "iso_now",
     "metric_scores",
     "plan_to_eval_plan",
-    "read_zstd_members",
     "registry_unqualified_name",
     "resolve_eval_scorers",
     "resolve_headline_metric",

@@ -12,6 +12,12 @@ are typed, and the ID lists are lists (pyarrow `list<string>`), not the
 JSON text Inspect makes of a list by default. A column is None (`<NA>`)
 where it does not apply: no missing IDs on an `unresolved` stage or a data
 error, no membership on an unscored sample, no score of that name at all.
+A score that is not one tracegrade writes (a share that is no float
+from 0.0 to 1.0, a diagnosed stage without its ID lists, a score from
+before 0.1.0 without `recall` or `itemised`) raises `InvalidScore` (a
+`ValueError`) naming the sample: the columns read scores through
+`tracegrade.schema`, as `tracegrade report` and `compare` do, so they
+refuse what those refuse.
 
 **Types in the frame.** Inspect infers each column's pyarrow type from
 the values: a list column is `list<string>`, or `list<null>` when every
@@ -60,12 +66,23 @@ from inspect_ai.log import EvalSample, EvalSampleSummary
 from inspect_ai.scorer import Score
 
 from ._inspect_internals import METADATA_VALUE_REMOVED
-from .core.itemise import itemise
-from .core.recall import stage_precision, stage_recall
+from .schema import (
+    EXTRACTION_SCORER,
+    STAGE_SCORER,
+    ExtractionScore,
+    InvalidScore,
+    StageScore,
+    is_nan,
+    read_as,
+    read_criteria,
+    read_extraction,
+    read_stage,
+    read_stage_value,
+)
 from .scorers.outcome import error_kind
 
-STAGE_SCORE: Final = "stage_diagnosis"
-EXTRACTION_SCORE: Final = "ordered_extraction"
+STAGE_SCORE: Final = STAGE_SCORER
+EXTRACTION_SCORE: Final = EXTRACTION_SCORER
 
 # Inspect turns a list into JSON text unless the column's type is one the
 # value already is; `list` is not among the `ColumnType`s it declares, but
@@ -92,17 +109,13 @@ def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Co
       sees (Inspect gives metrics scored runs only), so the mean of this
       column over every run with evidence can differ from that metric.
       None when nothing is required, for a record outside the contract
-      and for a `sample-error`. A score logged before tracegrade wrote
-      `recall` gets it from its `record`, by the same definition
-      (`tracegrade.core.stage_recall`).
+      and for a `sample-error`.
     - `stage_precision` (float): the share of the run's unique context IDs
       that are required (metadata `precision`; a repeated context ID is
       one document), labelled or not, as `stage_recall` is; 0.0 when the
       required list is empty. None for an empty context, when nothing was
       judged (`required` absent or null), for a record outside the
-      contract and for a `sample-error`. A score logged before tracegrade
-      wrote `precision` gets it from its `record`
-      (`tracegrade.core.stage_precision`).
+      contract and for a `sample-error`.
     - `stage_label` (bool): `record.correct`, the run's label as the
       scorer read it; None when absent or not a JSON boolean.
     - `stage_label_from` (str): `read_from.correct`, where the label was
@@ -112,6 +125,11 @@ def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Co
       `invalid-input`, `sample-error`, or from `tracegrade score` a line's
       `malformed-json`, ...), from the score's `reason`; None without one.
     - `stage_error_side` (str): `error.side`, `data`, `answer` or `run`.
+    - `stage_lost_at` (list of str): where each missing ID was lost, in the
+      order of `stage_missing` (metadata `lost`: a step's name, or
+      `context` for an ID every step kept but the prompt's cut left out);
+      None for a run whose record carried no pipeline steps. Each step's
+      recall is in `step_recall_columns`, named after the steps.
     """
     return [
         _column(prefix, _stage, score, full=False, type=str),
@@ -122,7 +140,33 @@ def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Co
         _column(f"{prefix}_label", _label, score, type=bool),
         _column(f"{prefix}_label_from", _label_from, score, type=str),
         _column(f"{prefix}_error", _error_kind, score, full=False, type=str),
-        _column(f"{prefix}_error_side", _error_side, score, type=str),
+        _column(
+            f"{prefix}_error_side", _error_side, score, type=str, scorer=STAGE_SCORER
+        ),
+        _column(f"{prefix}_lost_at", _lost_at, score, type=_LIST),
+    ]
+
+
+def step_recall_columns(
+    *steps: str, score: str = STAGE_SCORE, prefix: str = "stage"
+) -> list[Column]:
+    """A column per named pipeline step, `{prefix}_{step}_recall` (float):
+    the share of the run's required IDs in that step's output (metadata
+    `step_recall`), as `stage_recall` is of its context; None for a run
+    without that step.
+
+    Steps are named by the pipeline that recorded them, so the caller names
+    the ones to read: `samples_df(logs, columns=SampleSummary + StageColumns
+    + step_recall_columns("retriever", "reranker"))`.
+    """
+    if not steps:
+        raise ValueError("step_recall_columns needs at least one step name")
+    for step in steps:
+        if not isinstance(step, str) or not step:
+            raise ValueError(f"a step name is a non-empty string, got {step!r}")
+    return [
+        _column(f"{prefix}_{step}_recall", _step_recall, score, type=float, step=step)
+        for step in dict.fromkeys(steps)
     ]
 
 
@@ -150,9 +194,7 @@ def extraction_columns(
       kept in source order.
 
     The four `itemised` columns are None where the rules did not grade
-    (a repeated ID, an unreadable answer, a data error). A graded score
-    logged before tracegrade wrote `itemised` is itemised from its
-    `record`, by the same definitions, as `tracegrade report` does.
+    (a repeated ID, an unreadable answer, a data error).
     """
     columns = [
         _column(
@@ -168,7 +210,13 @@ def extraction_columns(
     columns += [
         _column(f"{prefix}_read_as", _read_as, score, full=False, type=str),
         _column(f"{prefix}_error", _error_kind, score, full=False, type=str),
-        _column(f"{prefix}_error_side", _error_side, score, type=str),
+        _column(
+            f"{prefix}_error_side",
+            _error_side,
+            score,
+            type=str,
+            scorer=EXTRACTION_SCORER,
+        ),
     ]
     columns += [
         _column(f"{prefix}_{key}", _itemised, score, type=key_type, key=key)
@@ -206,34 +254,46 @@ def _score(sample: _Sample, score: str) -> Score | None:
     return (sample.scores or {}).get(score)
 
 
-def _metadata(sample: _Sample, score: str, key: str) -> Any:
-    """`metadata[key]` of the score, or None; refuses a summary's stub.
+def _where(sample: _Sample, score: str) -> str:
+    return f"score {score!r} of sample {sample.id!r} epoch {sample.epoch}"
+
+
+def _read(sample: _Sample, score: str, read: Callable[[Score], _T]) -> _T | None:
+    """`read` of the score named `score` (None without one), its
+    `InvalidScore` named by sample."""
+    found = _score(sample, score)
+    if found is None:
+        return None
+    try:
+        return read(found)
+    except InvalidScore as invalid:
+        raise InvalidScore(f"{_where(sample, score)}: {invalid}") from None
+
+
+def _whole(found: Score) -> dict[str, Any]:
+    """The score's metadata, refusing a summary's stub.
 
     The full-sample columns never see a summary from `samples_df`; read
     one some other way and a removed value must not pass for "none".
     """
-    found = _score(sample, score)
-    metadata = found.metadata if found is not None else None
-    if not isinstance(metadata, Mapping):
-        return None
-    value = metadata.get(key)
-    if isinstance(value, str) and value == METADATA_VALUE_REMOVED:
-        raise ValueError(
-            f"score {score!r} of sample {sample.id!r} epoch {sample.epoch}: "
-            f"metadata {key!r} was removed from the sample summary (over 1k "
-            "characters); read it from the full sample (full=True)"
-        )
-    return value
+    metadata = found.metadata or {}
+    for key, value in metadata.items():
+        if isinstance(value, str) and value == METADATA_VALUE_REMOVED:
+            raise InvalidScore(
+                f"metadata {key!r} was removed from the sample summary (over "
+                "1k characters); read it from the full sample (full=True)"
+            )
+    return metadata
 
 
-def _field(value: Any, key: str) -> Any:
-    return value.get(key) if isinstance(value, Mapping) else None
+def _staged(sample: _Sample, score: str) -> StageScore | None:
+    return _read(sample, score, lambda found: read_stage(found.value, _whole(found)))
 
 
-def _id_list(value: Any) -> list[str] | None:
-    if isinstance(value, list) and all(isinstance(item, str) for item in value):
-        return value
-    return None
+def _graded(sample: _Sample, score: str) -> ExtractionScore | None:
+    return _read(
+        sample, score, lambda found: read_extraction(found.value, _whole(found))
+    )
 
 
 def _typed(value: Any, kind: type[_T]) -> _T | None:
@@ -244,13 +304,17 @@ def _typed(value: Any, kind: type[_T]) -> _T | None:
 
 
 def _stage(sample: _Sample, score: str) -> str | None:
-    found = _score(sample, score)
-    # An unscored sample's value is NaN.
-    return _typed(found.value if found is not None else None, str)
+    # A summary keeps the value whole; an unscored sample's value is NaN.
+    return _read(
+        sample,
+        score,
+        lambda found: None if is_nan(found.value) else read_stage_value(found.value),
+    )
 
 
 def _missing(sample: _Sample, score: str) -> list[str] | None:
-    return _id_list(_field(_metadata(sample, score, "result"), "missing"))
+    staged = _staged(sample, score)
+    return None if staged is None else staged.missing
 
 
 def _missing_count(sample: _Sample, score: str) -> int | None:
@@ -259,37 +323,45 @@ def _missing_count(sample: _Sample, score: str) -> int | None:
 
 
 def _recall(sample: _Sample, score: str) -> float | None:
-    found = _score(sample, score)
-    if found is None or not isinstance(found.metadata, Mapping):
-        return None
-    if "recall" in found.metadata:
-        recall = _metadata(sample, score, "recall")
-        # A JSON 0 or 1 that lost its ".0" is still the share; a bool is not.
-        return float(recall) if type(recall) in (float, int) else None
-    # Logged before `recall` existed: from its record.
-    record = _metadata(sample, score, "record")
-    return stage_recall(record) if isinstance(record, Mapping) else None
+    staged = _staged(sample, score)
+    return None if staged is None else staged.recall
 
 
 def _precision(sample: _Sample, score: str) -> float | None:
-    found = _score(sample, score)
-    if found is None or not isinstance(found.metadata, Mapping):
+    staged = _staged(sample, score)
+    return None if staged is None else staged.precision
+
+
+def _record_field(sample: _Sample, score: str, key: str, field: str) -> Any:
+    """`metadata[key][field]` of a score read whole, or None."""
+    if _staged(sample, score) is None:
         return None
-    if "precision" in found.metadata:
-        precision = _metadata(sample, score, "precision")
-        # A JSON 0 or 1 that lost its ".0" is still the share; a bool is not.
-        return float(precision) if type(precision) in (float, int) else None
-    # Logged before `precision` existed: from its record.
-    record = _metadata(sample, score, "record")
-    return stage_precision(record) if isinstance(record, Mapping) else None
+    found = _score(sample, score)
+    assert found is not None and found.metadata is not None
+    value = found.metadata[key]
+    return value.get(field) if isinstance(value, Mapping) else None
+
+
+def _lost_at(sample: _Sample, score: str) -> list[str] | None:
+    staged = _staged(sample, score)
+    if staged is None or staged.lost is None:
+        return None
+    return [entry.lost_at for entry in staged.lost]
+
+
+def _step_recall(sample: _Sample, score: str, step: str) -> float | None:
+    staged = _staged(sample, score)
+    if staged is None or staged.step_recall is None:
+        return None
+    return staged.step_recall.get(step)
 
 
 def _label(sample: _Sample, score: str) -> bool | None:
-    return _typed(_field(_metadata(sample, score, "record"), "correct"), bool)
+    return _typed(_record_field(sample, score, "record", "correct"), bool)
 
 
 def _label_from(sample: _Sample, score: str) -> str | None:
-    return _typed(_field(_metadata(sample, score, "read_from"), "correct"), str)
+    return _typed(_record_field(sample, score, "read_from", "correct"), str)
 
 
 def _error_kind(sample: _Sample, score: str) -> str | None:
@@ -299,34 +371,32 @@ def _error_kind(sample: _Sample, score: str) -> str | None:
     return error_kind(found) if found is not None else None
 
 
-def _error_side(sample: _Sample, score: str) -> str | None:
-    return _typed(_field(_metadata(sample, score, "error"), "side"), str)
+def _error_side(sample: _Sample, score: str, scorer: str) -> str | None:
+    read = _staged if scorer == STAGE_SCORER else _graded
+    decoded = read(sample, score)
+    error = None if decoded is None else decoded.error
+    return None if error is None else error.side
 
 
 def _criterion(sample: _Sample, score: str, criterion: str) -> bool | None:
-    found = _score(sample, score)
-    return _typed(_field(found.value if found is not None else None, criterion), bool)
+    def read(found: Score) -> bool | None:
+        if is_nan(found.value):
+            return None
+        membership, order = read_criteria(found.value)
+        return membership if criterion == "membership" else order
+
+    return _read(sample, score, read)
 
 
 def _read_as(sample: _Sample, score: str) -> str | None:
-    return _typed(_metadata(sample, score, "read_as"), str)
+    return _read(sample, score, lambda found: read_as(_whole(found)))
 
 
 def _itemised(sample: _Sample, score: str, key: str) -> Any:
-    found = _score(sample, score)
-    if found is None or not isinstance(found.metadata, Mapping):
+    graded = _graded(sample, score)
+    if graded is None or graded.itemised is None:
         return None
-    if "itemised" in found.metadata:
-        return _field(_metadata(sample, score, "itemised"), key)
-    # Logged before `itemised` existed: itemise a grade from its record.
-    result = _metadata(sample, score, "result")
-    record = _metadata(sample, score, "record")
-    source = _id_list(_field(record, "source"))
-    answer = _id_list(_field(record, "answer"))
-    if _field(result, "membership") is None or source is None or answer is None:
-        return None
-    itemisation: Mapping[str, Any] = itemise(source, answer)
-    return itemisation[key]
+    return getattr(graded.itemised, key)
 
 
 StageColumns: list[Column] = stage_columns()
@@ -344,4 +414,5 @@ __all__ = [
     "StageColumns",
     "extraction_columns",
     "stage_columns",
+    "step_recall_columns",
 ]

@@ -167,7 +167,7 @@ _STRICT_DECODER = json.JSONDecoder(
     parse_int=_bounded_int,
 )
 """Made once: `json.loads` with hooks builds a decoder per call, which
-took as long as decoding a short record."""
+costs as much as decoding a short record."""
 _KEY_CHECKING_DECODER = json.JSONDecoder(
     object_pairs_hook=_unique_keys_of_text,
     parse_constant=_reject_constant,

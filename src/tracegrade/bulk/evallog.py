@@ -24,10 +24,10 @@ read it as they read one from `inspect eval`:
 
 Members are deflated (level 1) where Inspect uses zstd: every reader,
 the viewer included, reads both, zipfile writes deflate without a patch,
-and on these members of a few kilobytes the two compress alike (a
-20,000-sample stage log: 15.8 MB deflated, 15.7 MB as zstd). Deflating
-is most of a member's cost; `tracegrade score`'s writer thread does it
-with ISA-L, in half zlib's time (`deflating_with_isal`). The summaries
+and on these members of a few kilobytes the two compress alike
+(`docs/speed.md`). Deflating is most of a member's cost; `tracegrade
+score`'s writer thread does it with ISA-L, the faster of the two
+(`deflating_with_isal`). The summaries
 and reductions are streamed into the archive with ZIP64 sizes, as
 Inspect streams a member.
 

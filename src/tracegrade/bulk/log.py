@@ -145,7 +145,7 @@ class _Unreadable:
 LOG_FORMATS = ("eval", "json")
 MAX_SAMPLES_PER_LOG = 75_000
 """The most samples `inspect view` lists, and opens one of by its address,
-within 15 s on a 2-core machine (`benchmarks/results/viewer.json`)."""
+within the viewer's target time (`docs/speed.md`)."""
 MAX_JSON_LOG_BYTES = 90 * 1024 * 1024
 """Samples and reductions a `.json` log may hold: the viewer reads only the
 header of a `.json` log over 100 MiB, so a larger one lists no samples.

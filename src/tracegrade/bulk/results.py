@@ -8,7 +8,8 @@ every sample with the same content: `record.correct` for `lucky_answers`,
 `error.kind` and `error.side` for `answer_failures`; and the metadata
 values that are a sample's own, a stage score's `recall` for
 `context_recall` and `precision` for `context_precision`, each kept as a
-float in a column of its own). The metrics are the
+float in a column of its own; a `step_recall` for the metric of that name,
+shared by content). The metrics are the
 scorer's own, called through Inspect's own `compute_eval_scores`, so metric
 names, NaN filtering and dictionary metrics follow `inspect eval` exactly;
 `tests/test_cli_score.py` holds the two to the same results, for both
@@ -46,6 +47,7 @@ from .._inspect_internals import (
     resolve_headline_metric,
     to_json_safe,
 )
+from ..schema import read_error, read_share
 from .evallog import StreamedReductions
 
 _NAN = math.nan
@@ -59,8 +61,8 @@ class LightScore:
     `shared` is the metadata shared with every sample alike; `recall` and
     `precision`, when not None, are this sample's own, put into the
     metadata only when a metric reads it. A dict a sample made up front
-    would be held by every metric that sorts the scores (`stage_modes`):
-    200 MB a million.
+    would be held by every metric that sorts the scores (`stage_modes`),
+    one per sample for the length of the run.
     """
 
     __slots__ = ("precision", "reason", "recall", "sample_id", "shared", "value")
@@ -417,15 +419,20 @@ class RunResults:
         A score with `recall` shares `"recall": None`, and one with
         `precision` `"precision": None`; their numbers, if any, are the
         sample's own (`LightScores`' columns), put in by `LightScore`.
+        A `step_recall` is shared by content.
         """
         record = metadata.get("record")
         # `lucky_answers` asks only whether the label is JSON `true`.
         labelled_true = isinstance(record, dict) and record.get("correct") is True
-        error = metadata.get("error")
-        kind = error.get("kind") if isinstance(error, dict) else None
-        side = error.get("side") if isinstance(error, dict) else None
+        error = read_error(metadata)
+        kind = None if error is None else error.kind
+        side = None if error is None else error.side
         has_recall = "recall" in metadata
         has_precision = "precision" in metadata
+        # Each step's recall, for `step_recall`: shares of small counts, so
+        # runs share a handful of distinct dictionaries.
+        step_recall = metadata.get("step_recall")
+        step_key = tuple(step_recall.items()) if isinstance(step_recall, dict) else None
 
         def make() -> dict[str, Any]:
             shared: dict[str, Any] = {
@@ -436,11 +443,21 @@ class RunResults:
                 shared["recall"] = None
             if has_precision:
                 shared["precision"] = None
+            if step_key is not None:
+                shared["step_recall"] = dict(step_key)
             return shared
 
         return _shared(
             self._metadata_cache,
-            (labelled_true, error is None, kind, side, has_recall, has_precision),
+            (
+                labelled_true,
+                error is None,
+                kind,
+                side,
+                has_recall,
+                has_precision,
+                step_key,
+            ),
             make,
         )
 
@@ -461,13 +478,9 @@ class RunResults:
 
     def add(self, sample_id: str, score: Score) -> None:
         metadata = score.metadata or {}
-        recall = metadata.get("recall")
-        precision = metadata.get("precision")
-        # The scores here are tracegrade's own: a share is None or a float
-        # from `tracegrade.core.recall`, never NaN (the columns' "none").
-        for name, share in (("recall", recall), ("precision", precision)):
-            if share is not None and type(share) is not float:
-                raise TypeError(f"a stage score's {name} is a float, got {share!r}")
+        # A share is None or a float in [0, 1], never NaN (the columns' "none").
+        recall = read_share(metadata, "recall")
+        precision = read_share(metadata, "precision")
         self.scores.append(
             self._light_value(score.value),
             score.reason,

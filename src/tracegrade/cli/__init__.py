@@ -3,7 +3,6 @@ run-to-run comparison."""
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from typing import Any
@@ -139,17 +138,8 @@ main.add_command(score)
 
 def run() -> None:
     """The `tracegrade` program (and `python -m tracegrade.cli`): `main`,
-    then an exit without the interpreter's last garbage collections.
-
-    Those walk every object Inspect's import made, half a second at the
-    end of every command on a 2-core machine, to free memory the OS takes
-    back anyway. Frozen, the objects are still released as the modules
-    go; only cycles are left to the OS, and a command has closed its
-    files and reaped its processes before it returns.
-    """
+    with standard output checked first, so a closed or unwritable stream
+    is told before any work is done."""
     check_standard_output()
     _Group.ending_handled = True
-    try:
-        main(prog_name="tracegrade")
-    finally:
-        gc.freeze()
+    main(prog_name="tracegrade")

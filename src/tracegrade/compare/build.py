@@ -23,8 +23,9 @@ NEW's shares over all runs (`report.thresholds`). `GateOptions` says
 what was asked, and `Comparison.verdict` what the gate decided and why.
 
 A stage run also keeps its context recall and precision (the score's
-metadata, or for a log written before they existed, its record), which
-are compared over the pairs where both runs have them.
+metadata), which are compared over the pairs where both runs have them.
+Scores are read through `tracegrade.schema`, as `tracegrade report` reads
+them, so a score one refuses the other refuses too.
 
 The JSON is written as it is made (`write_json`): the long lists are
 `SortedSpool`s on disk, streamed item by item, so neither the lists nor
@@ -41,7 +42,6 @@ from enum import Enum
 from typing import IO, Any, Final
 
 from ..core.errors import quote
-from ..core.recall import stage_precision, stage_recall
 from ..logs.evals import (
     EvalRun,
     Evals,
@@ -63,6 +63,7 @@ from ..report.thresholds import (
     check_thresholds,
     threshold_line,
 )
+from ..schema import ExtractionScore, InvalidScore, read_extraction, read_stage
 from .pairing import (
     DATA_ERROR,
     DIAGNOSED,
@@ -617,9 +618,10 @@ def _eval_observations(
     """The observations of every log of one eval, a log at a time; each
     log's summary is appended to `logs` once it has been read."""
     # One copy of each explanation text: most runs of a stage share theirs;
-    # and of each recall and precision, a few fractions.
+    # and of each recall and precision, a few fractions, and of each
+    # step-recall tuple.
     texts: dict[str, str] = {}
-    shares: dict[float, float] = {}
+    shares: dict[Any, Any] = {}
     for log in run.reads():
         try:
             yield from _log_observations(log, logs, texts, shares)
@@ -635,18 +637,17 @@ def _log_observations(
     log: LogRead,
     logs: list[LogSummary],
     texts: dict[str, str],
-    shares: dict[float, float],
+    shares: dict[Any, Any],
 ) -> Iterator[Observation]:
     scores = LogScores(log, keep_scoreless=True)
     for sample, name, kind, score in scores:
         try:
-            run = _run(kind, score, log.path, texts, shares)
-        except UnreadableScore as error:
+            run, why = _run(kind, score, log.path, texts, shares)
+        except InvalidScore as error:
             raise UnreadableScore(
                 f"{log.path}: sample {quote(sample.id)} epoch {sample.epoch}, "
                 f"score {quote(name)}: {error}"
             ) from None
-        why = _why(score.metadata, texts)
         yield Observation(name, kind, sample.id, sample.epoch, run, why)
     assert scores.scoreless is not None
     for name, kind in scores.score_names().items():
@@ -667,121 +668,84 @@ def _run(
     score: ScoreRead,
     path: str,
     texts: dict[str, str],
-    shares: dict[float, float],
-) -> Run:
-    """The state of one tracegrade score, checked as `tracegrade report`
-    checks it; `UnreadableScore` says what is wrong, the caller where."""
-    run = _state(kind, score, path, texts)
-    if kind != STAGE:
-        return run
-    recall, precision = (
-        _figure(score.metadata, name, shares) for name in ("recall", "precision")
-    )
-    if recall is None and precision is None:
-        return run
-    return dataclasses.replace(run, recall=recall, precision=precision)
-
-
-_FROM_RECORD: Final = {"recall": stage_recall, "precision": stage_precision}
-_SHARED_FIGURES: Final = 1 << 12
-
-
-def _figure(
-    metadata: dict[str, Any], name: str, shares: dict[float, float]
-) -> float | None:
-    """A stage score's recall or precision: its metadata's, or for a log
-    written before the score carried it, from its record."""
-    if name not in metadata:
-        record = metadata.get("record")
-        value = _FROM_RECORD[name](record) if isinstance(record, dict) else None
-    else:
-        value = metadata[name]
-        if value is not None and (type(value) is not float or not 0 <= value <= 1):
-            raise UnreadableScore(
-                f"metadata {name} must be null or in [0, 1], got {quote(value)}"
-            )
-    if value is None:
-        return None
-    if len(shares) < _SHARED_FIGURES:
-        return shares.setdefault(value, value)
-    return shares.get(value, value)
-
-
-def _state(kind: str, score: ScoreRead, path: str, texts: dict[str, str]) -> Run:
-    """The run's state, explanation and missing IDs (see `_run`)."""
-    metadata: dict[str, Any] = score.metadata
+    shares: dict[Any, Any],
+) -> tuple[Run, str | None]:
+    """The state of one tracegrade score, read through `tracegrade.schema`
+    as `tracegrade report` reads it, and why it gives no result (its
+    unscored error's kind, one copy of each; None for a result).
+    `InvalidScore` says what is wrong, the caller where."""
     explanation = score.explanation
     if explanation is not None:
         explanation = texts.setdefault(explanation, explanation)
-    error = metadata["error"]
-    if error is not None and (
-        not isinstance(error, dict)
-        or error.get("side") not in ("data", "run", "answer")
-    ):
-        raise UnreadableScore(
-            f"metadata error must be null or have a side (data, run, answer), "
-            f"got {quote(error)}"
-        )
-    if error is not None and error["side"] == "data":
-        return Run(DATA_ERROR, None, explanation, path)
-    if error is not None and error["side"] == "run":
-        # The sample errored, and was scored only to say so.
-        return Run(NO_SCORE, None, explanation, path)
+    why: str | None = None
     if kind == STAGE:
-        return _stage_run(score.value, metadata, explanation, path)
-    if kind == EXTRACTION:
-        return _extraction_run(score.value, explanation, path)
-    raise UnreadableScore(f"no tracegrade scorer {kind!r}")
+        staged = read_stage(score.value, score.metadata)
+        error = staged.error
+    else:
+        graded = read_extraction(score.value, score.metadata)
+        error = graded.error
+    if error is not None and error.unscored:
+        # A run-side error: the sample errored, and was scored only to say so.
+        state = DATA_ERROR if error.side == "data" else NO_SCORE
+        run = Run(state, None, explanation, path)
+        why = texts.setdefault(error.kind, error.kind)
+    elif kind == STAGE:
+        assert staged.stage is not None
+        missing = None if staged.missing is None else tuple(staged.missing)
+        run = Run(_STAGES[staged.stage], missing, explanation, path)
+    else:
+        return _extraction_run(graded, explanation, path), None
+    if kind != STAGE:
+        return run, why
+    # A run with no stage still had its context: an unscored run keeps its
+    # recall and precision too.
+    recall, precision = (
+        _shared_figure(figure, shares) for figure in (staged.recall, staged.precision)
+    )
+    step_recall = _shared_steps(staged.step_recall, shares)
+    if recall is None and precision is None and step_recall is None:
+        return run, why
+    return dataclasses.replace(
+        run, recall=recall, precision=precision, step_recall=step_recall
+    ), why
 
 
-def _why(metadata: dict[str, Any], texts: dict[str, str]) -> str | None:
-    """Why a score checked by `_state` gives no result: its unscored
-    error's kind (one copy of each); None for a result."""
-    error = metadata["error"]
-    if error is None or error["side"] not in ("data", "run"):
+def _shared_steps(
+    recalls: dict[str, float] | None, shares: dict[Any, Any]
+) -> tuple[tuple[str, float], ...] | None:
+    """A stage score's `step_recall` as (step, share) in pipeline order;
+    runs of one pipeline share a few such tuples, kept once as figures are."""
+    if recalls is None:
         return None
-    kind = error.get("kind")
-    if not isinstance(kind, str):
-        return "data-error" if error["side"] == "data" else SAMPLE_ERROR
-    return texts.setdefault(kind, kind)
+    read = tuple(recalls.items())
+    kept: tuple[tuple[str, float], ...] = (
+        shares.setdefault(read, read)
+        if len(shares) < _SHARED_FIGURES
+        else shares.get(read, read)
+    )
+    return kept
 
 
-def _stage_run(
-    value: Any, metadata: dict[str, Any], explanation: str | None, path: str
-) -> Run:
-    stage = _STAGES.get(value) if isinstance(value, str) else None
-    if stage is None:
-        raise UnreadableScore(
-            f"the value must be one of {', '.join(DIAGNOSED)}, got {quote(value)}"
-        )
-    if stage == "unresolved":
-        return Run(stage, None, explanation, path)
-    result = metadata["result"]
-    missing = result.get("missing") if isinstance(result, dict) else None
-    if not isinstance(missing, list) or not all(isinstance(i, str) for i in missing):
-        raise UnreadableScore(
-            f"a diagnosed score needs the ID list result.missing, got {quote(missing)}"
-        )
-    return Run(stage, tuple(missing), explanation, path)
+_SHARED_FIGURES: Final = 1 << 12
 
 
-def _extraction_run(value: Any, explanation: str | None, path: str) -> Run:
-    if (
-        not isinstance(value, dict)
-        or type(value.get("membership")) is not bool
-        or type(value.get("order")) is not bool
-    ):
-        raise UnreadableScore(
-            'the value must be {"membership": bool, "order": bool}, got '
-            f"{quote(value)}"
-        )
-    if value["order"] and not value["membership"]:
-        raise UnreadableScore(
-            "order passes without membership, which the grading rules never give"
-        )
-    if value["order"]:
+def _shared_figure(value: float | None, shares: dict[Any, Any]) -> float | None:
+    """One float object for each of the first few distinct figures: most
+    runs share a few fractions."""
+    if value is None:
+        return None
+    kept: float = (
+        shares.setdefault(value, value)
+        if len(shares) < _SHARED_FIGURES
+        else shares.get(value, value)
+    )
+    return kept
+
+
+def _extraction_run(score: ExtractionScore, explanation: str | None, path: str) -> Run:
+    if score.order:
         return Run("pass", None, explanation, path)
-    if value["membership"]:
+    if score.membership:
         return Run("order fail", None, explanation, path)
     return Run("membership fail", None, explanation, path)
 

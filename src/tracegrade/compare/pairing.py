@@ -39,7 +39,9 @@ The rules a reader of the comparison needs:
 - Context recall and precision, the per-run figures of a stage score, are
   compared over the pairs where both runs have the figure: the two means,
   their difference, and the exact sign test of the per-sample mean
-  differences (`stats.figure_test`). Reported, never gated.
+  differences (`stats.figure_test`). Reported, never gated. So is each
+  pipeline step's recall (`retriever_recall`), over the pairs whose runs
+  both have that step: where along the pipeline recall moved.
 - Each sample-epoch may appear once per score in a run: two runs of the
   same samples in one directory cannot be paired, and are refused.
 - The lists of changed pairs and of samples in one run only are written to
@@ -111,8 +113,10 @@ class Run:
 
     `missing` is the required IDs that never reached the context, for a
     diagnosed stage run (None otherwise). `recall` and `precision` are the
-    stage score's figures, where it has them. BASE's runs are held, one
-    per sample-epoch: a field more is megabytes more at a million runs.
+    stage score's figures, where it has them, and `step_recall` each
+    pipeline step's recall, (step, share) in pipeline order, where its
+    record had steps. BASE's runs are held, one per sample-epoch: a field
+    more is megabytes more at a million runs.
     """
 
     state: str
@@ -121,6 +125,7 @@ class Run:
     log: str = ""
     recall: float | None = None
     precision: float | None = None
+    step_recall: tuple[tuple[str, float], ...] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -494,9 +499,17 @@ def _share(value: float) -> Fraction:
     return Fraction(value).limit_denominator(1 << 24)
 
 
+def _step_share(run: Run, step: str) -> float | None:
+    for name, share in run.step_recall or ():
+        if name == step:
+            return share
+    return None
+
+
 @dataclass
 class _FigureTally:
-    """One figure (recall, precision) over the pairs that have it on both
+    """One figure (recall, precision, or a step's recall when `step` is
+    given, named `{step}_recall`) over the pairs that have it on both
     sides: the exact sums of each side, and which samples fell or rose.
 
     With one epoch a pair is a sample, and its sign is the comparison of
@@ -506,6 +519,7 @@ class _FigureTally:
 
     figure: str
     by_sample: dict[SampleId, Fraction] | None = None
+    step: str | None = None
     pairs: int = 0
     fell: int = 0
     rose: int = 0
@@ -514,8 +528,12 @@ class _FigureTally:
 
     def add(self, pair: _Pair) -> None:
         key, base_run, new_run = pair
-        base = getattr(base_run, self.figure)
-        new = getattr(new_run, self.figure)
+        if self.step is None:
+            base = getattr(base_run, self.figure)
+            new = getattr(new_run, self.figure)
+        else:
+            base = _step_share(base_run, self.step)
+            new = _step_share(new_run, self.step)
         if base is None or new is None:
             return
         self.pairs += 1
@@ -592,6 +610,7 @@ class _ScoreTally:
     newly_found: Counter[str] = field(default_factory=Counter)
     outcomes: list[_OutcomeTally] = field(default_factory=list)
     figures: list[_FigureTally] = field(default_factory=list)
+    step_figures: dict[str, _FigureTally] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.outcomes = [
@@ -621,6 +640,8 @@ class _ScoreTally:
             return
         for figure in self.figures:
             figure.add(pair)
+        if base_run.step_recall is not None and new_run.step_recall is not None:
+            self._add_steps(pair)
         if base_run.state == "pass" and new_run.state in REGRESSED_TO:
             self.worse += 1
             _add_change(self.regressions, pair)
@@ -632,6 +653,22 @@ class _ScoreTally:
             base_missing, new_missing = set(base_run.missing), set(new_run.missing)
             self.newly_missing.update(new_missing - base_missing)
             self.newly_found.update(base_missing - new_missing)
+
+    def _add_steps(self, pair: _Pair) -> None:
+        """Pair each step's recall, for the steps both runs have; a step is
+        compared from the first pair that has it on both sides, after the
+        figures of the score itself, in the order steps first appear."""
+        _, base_run, new_run = pair
+        assert base_run.step_recall is not None and new_run.step_recall is not None
+        base_steps = {name for name, _ in base_run.step_recall}
+        for name, _ in new_run.step_recall:
+            if name in base_steps and name not in self.step_figures:
+                tally = _FigureTally(
+                    f"{name}_recall", {} if self.clustered else None, step=name
+                )
+                self.step_figures[name] = tally
+                self.figures.append(tally)
+                tally.add(pair)
 
 
 def pair_runs(

@@ -2,7 +2,7 @@
 
 `tracegrade compare` lists every changed pair and every sample in one run
 only, ordered by sample id and epoch. On a million changed pairs those
-lists were most of its memory: 4.6 GB to write 702 MB of JSON. A
+lists were most of its memory, several times the JSON they wrote. A
 `SortedSpool` takes each item as it is produced, as its JSON text, and
 holds at most `chunk` of them in memory: a full chunk is sorted and
 written to an unnamed temporary file as one run of lines, and reading

@@ -149,7 +149,7 @@ def test_notes(comparison: Comparison, pair: EvalPair) -> list[str]:
         for t in c.tests
     ]
     notes += [
-        f"{prefix}{c.score} context {f.figure}: {f.note}"
+        f"{prefix}{c.score} {figure_name(f)}: {f.note}"
         for c in pair.stage_diagnosis
         for f in c.figures
     ]
@@ -422,10 +422,12 @@ def _figures_table(comparison: Comparison, pair: EvalPair) -> Table:
         title="Context recall and precision",
         caption="Over the pairs where both runs have the figure (recall: "
         "something required and a context; precision: a context holding an "
-        "ID), labelled or not. BASE and NEW: the figure's mean over those "
-        "pairs; change: NEW minus BASE, in percentage points. fell and rose "
-        "count the samples whose mean over their paired epochs fell or rose; "
-        "p is the exact sign test of them (the sample as the unit). Reported, "
+        "ID; {step}_recall: a pipeline step's recall, where both runs' "
+        "records have that step), labelled or not. BASE and NEW: the "
+        "figure's mean over those pairs; change: NEW minus BASE, in "
+        "percentage points. fell and rose count the samples whose mean over "
+        "their paired epochs fell or rose; p is the exact sign test of them "
+        "(the sample as the unit). Reported, "
         f"not gated. With fewer than {needed} samples moved no split can "
         f"reach alpha = {comparison.alpha}: too few to tell.",
         columns=[
@@ -446,13 +448,20 @@ def _figures_table(comparison: Comparison, pair: EvalPair) -> Table:
     )
 
 
+def figure_name(figure: FigureTest) -> str:
+    """ "context recall", "context precision", or a step's "retriever_recall"."""
+    if figure.figure in ("recall", "precision"):
+        return f"context {figure.figure}"
+    return figure.figure
+
+
 def _figure_row(score: str, figure: FigureTest) -> list[str]:
     def mean(value: float | None) -> str:
         return "n/a" if value is None else f"{100 * value:.1f}%"
 
     return [
         score,
-        f"context {figure.figure}",
+        figure_name(figure),
         str(figure.pairs),
         str(figure.samples),
         mean(figure.base_mean),

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from .errors import InvalidRecord
 
 # `isinstance(item, str)` as a function `map` can call without a Python frame.
 _is_string = str.__instancecheck__
+
+
+def is_id_list(value: Any) -> TypeGuard[list[str]]:
+    """A JSON array of strings, what every ID list of a record is; the one
+    test of it that the core, the importers and the score readers share."""
+    return type(value) is list and all(map(_is_string, value))
 
 
 def as_record(record: Any) -> Mapping[str, Any]:

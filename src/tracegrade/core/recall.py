@@ -56,7 +56,9 @@ as for recall: no judgement of the context was recorded.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sized
-from typing import Any, TypeGuard
+from typing import Any
+
+from .fields import is_id_list
 
 
 def id_recall(required: Iterable[str], missing: Sized) -> float:
@@ -82,7 +84,7 @@ def stage_recall(record: Mapping[str, Any]) -> float | None:
     is empty or absent or either list is not a list of string IDs."""
     required = record.get("required")
     context = record.get("context")
-    if not _is_id_list(required) or not required or not _is_id_list(context):
+    if not is_id_list(required) or not required or not is_id_list(context):
         return None
     # Removing in place, as the rules find `missing`: what is left of the
     # required set is exactly the IDs the context lacks.
@@ -98,15 +100,11 @@ def stage_precision(record: Mapping[str, Any]) -> float | None:
     IDs (`required` absent or null included); an empty `required` is 0.0."""
     required = record.get("required")
     context = record.get("context")
-    if not _is_id_list(required) or not _is_id_list(context) or not context:
+    if not is_id_list(required) or not is_id_list(context) or not context:
         return None
     supplied = set(context)
     # One division of two integers, as trec_eval and Ragas divide.
     return len(supplied.intersection(required)) / len(supplied)
-
-
-def _is_id_list(value: Any) -> TypeGuard[list[str]]:
-    return type(value) is list and all(isinstance(item, str) for item in value)
 
 
 __all__ = ["id_recall", "stage_precision", "stage_recall"]

@@ -1,28 +1,29 @@
 """A log's samples one at a time, holding only what the report reads.
 
 `read_eval_log` validates every sample as a pydantic `EvalSample` and keeps
-the whole log in memory: on a log of 100,000 samples `tracegrade report`
-took 21-31 s and 1.27 GB. The report needs four things of a sample: its id
-and epoch (to name it in an error), its scores' values and metadata, and
-whether it errored; `tracegrade compare` also reads each score's
-explanation, to show why a run changed. So each sample is parsed as plain
-JSON, those are taken, and the rest is dropped before the next sample is
-read. Inspect's public per-sample readers (`read_eval_log_samples`)
-validate an `EvalSample` each, which alone costs several times the
-budget, and its sample summaries drop metadata values over 1 KB, such as
-a long list of missing IDs.
+the whole log in memory, which on a bulk log of many thousands of samples
+is more than a report should cost (`docs/speed.md`). The report needs four
+things of a sample: its id and epoch (to name it in an error), its scores'
+values and metadata, and whether it errored; `tracegrade compare` also
+reads each score's explanation, to show why a run changed. So each sample
+is parsed as plain JSON, those are taken, and the rest is dropped before
+the next sample is read. Inspect's public per-sample readers
+(`read_eval_log_samples`) validate an `EvalSample` each, which alone costs
+several times the budget, and its sample summaries drop metadata values
+over 1 KB, such as a long list of missing IDs.
 
-`.eval` logs are ZIP archives (`samples/{id}_epoch_{n}.json`), read with
-the standard library's `zipfile`: members are deflated (`tracegrade
-score`, older Inspect logs) or zstd (`inspect eval`), which zipfile reads
-through the patch Inspect installs (`tracegrade._inspect_internals`).
-Samples are read in archive order, each dropped before the next; of a
-name logged twice, the last, as Inspect reads. What stays in memory is
-zipfile's `ZipInfo` per member, half a kilobyte (40 MB for a part of
-75,000), and the counters. A member too large to parse whole
-(`STREAM_OVER` bytes) is parsed as a stream with ijson, keeping only the
-fields read here, as Inspect's `exclude_fields` does (or whole, if it
-holds a NaN, which ijson refuses).
+`.eval` logs are ZIP archives (`samples/{id}_epoch_{n}.json`): members
+are deflated (`tracegrade score`, older Inspect logs) or zstd (`inspect
+eval`). The central directory is read with `struct` into a few numbers a
+sample member (where it lies, its sizes, method and CRC), not through
+`zipfile`, which builds an object of most of a kilobyte for every
+member as it opens; then the samples are read in archive order, each
+dropped before the next; of a name logged twice, the last, as Inspect
+reads. What stays in memory is those numbers and the counters. A
+member too large to parse whole (`STREAM_OVER` bytes) is parsed as a
+stream with ijson, keeping only the fields read here, as Inspect's
+`exclude_fields` does (or whole, if it holds a NaN, which ijson
+refuses).
 
 `.json` logs are one JSON object: its values are decoded one at a time
 with the standard library, the samples among them, each dropped before
@@ -39,17 +40,17 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import zipfile
+import struct
 import zlib
+from array import array
 from collections.abc import Iterator
-from typing import IO, Any, Final, NamedTuple
+from typing import IO, Any, Final, NamedTuple, Protocol
 
 import ijson  # type: ignore[import-untyped]
 import zstandard
 from inspect_ai.log import EvalLog, EvalSample
 from pydantic_core import from_json
 
-from .._inspect_internals import read_zstd_members
 from ..core.errors import quote
 
 SAMPLES_DIR: Final = "samples/"
@@ -193,11 +194,11 @@ def _parse(text: bytes) -> Any:
 def eval_samples(path: str) -> Iterator[SampleRead]:
     """The samples of a `.eval` log, in archive order, each read once; of a
     name written twice (a re-logged sample), only the last, as Inspect."""
-    with _open_archive(path) as archive:
-        for info in archive.infolist():
-            name = info.filename
-            if _is_sample(name) and archive.getinfo(name) is info:
-                yield _read_member(archive, info)
+    with _open_archive(path) as file:
+        members = _SampleMembers(file)
+        for position in range(len(members)):
+            if not members.superseded(position):
+                yield _read_member(file, members.entry(position))
 
 
 def eval_header(path: str) -> EvalLog | None:
@@ -205,16 +206,17 @@ def eval_header(path: str) -> EvalLog | None:
     still being written; Inspect's reader then reads its journal).
 
     `read_eval_log(header_only=True)` also reads and validates every
-    reduced score (`reductions.json`): 56 MB, and a peak near 600 MiB, for
-    a part of 75,000 extraction samples. The report needs none of them.
+    reduced score (`reductions.json`), which the report does not need.
     """
-    with _open_archive(path) as archive:
-        try:
-            info = archive.getinfo(HEADER_MEMBER)
-        except KeyError:
+    with _open_archive(path) as file:
+        found = next(
+            (entry for entry in _directory(file) if entry.name == HEADER_MEMBER),
+            None,
+        )
+        if found is None:
             return None
         try:
-            data = _parse(archive.read(info))
+            data = _parse(_member_bytes(file, found))
         except _MEMBER_ERRORS as error:
             raise UnreadableLog(f"member {HEADER_MEMBER}: {error}") from error
     header = EvalLog.model_validate(data)
@@ -222,46 +224,330 @@ def eval_header(path: str) -> EvalLog | None:
     return header
 
 
-def _open_archive(path: str) -> zipfile.ZipFile:
-    read_zstd_members()  # Inspect's logs are zstd
-    try:
-        return zipfile.ZipFile(path)
-    except zipfile.BadZipFile as error:
-        raise UnreadableLog(f"not a ZIP archive ({error})") from error
+def _open_archive(path: str) -> IO[bytes]:
+    return open(path, "rb")
+
+
+# --- the ZIP archive -------------------------------------------------------------
+#
+# The archive is read with `struct` and `zlib` or `zstandard`, not
+# `zipfile`: a `ZipFile` builds a `ZipInfo` for every member as it opens
+# (about 700 bytes each, over 200 MB for a log of 300,000 samples), where
+# the report needs one member at a time. The central directory is read a
+# chunk at a time into a few numbers a sample member (`_SampleMembers`).
+
+_END = struct.Struct("<4s4H2LH")
+_END_SIGNATURE = b"PK\x05\x06"
+_END64_LOCATOR = struct.Struct("<4sLQL")
+_END64_LOCATOR_SIGNATURE = b"PK\x06\x07"
+_END64 = struct.Struct("<4sQ2H2L4Q")
+_END64_SIGNATURE = b"PK\x06\x06"
+_CENTRAL = struct.Struct("<4s6H3L5H2L")
+_CENTRAL_SIGNATURE = b"PK\x01\x02"
+_LOCAL = struct.Struct("<4s5H3L2H")
+_LOCAL_SIGNATURE = b"PK\x03\x04"
+_ZIP64_EXTRA = 0x0001
+_STORED, _DEFLATED, _ZSTD = 0, 8, 93
+_ENCRYPTED = 0x1
+_LIMIT32 = 0xFFFFFFFF
+
+
+class _Entry(NamedTuple):
+    """One member, as its central directory entry describes it."""
+
+    name: str
+    offset: int
+    compressed: int
+    size: int
+    method: int
+    flags: int
+    crc: int
+
+
+def _directory(file: IO[bytes]) -> Iterator[_Entry]:
+    """The central directory's entries, in archive order, read a chunk at a
+    time."""
+    start, count = _find_directory(file)
+    file.seek(start)
+    buffer = b""
+    at = 0
+
+    def holds(length: int) -> bool:
+        nonlocal buffer, at
+        if len(buffer) - at < length:
+            pieces = [buffer[at:]]
+            held = len(pieces[0])
+            while held < length and (piece := file.read(max(_CHUNK, length))):
+                pieces.append(piece)
+                held += len(piece)
+            buffer, at = b"".join(pieces), 0
+        return len(buffer) - at >= length
+
+    for _ in range(count):
+        if not holds(_CENTRAL.size) or buffer[at : at + 4] != _CENTRAL_SIGNATURE:
+            raise UnreadableLog("its central directory is damaged")
+        fields = _CENTRAL.unpack_from(buffer, at)
+        (_, _, _, flags, method, _, _, crc, compressed, size) = fields[:10]
+        name_length, extra_length, comment_length = fields[10:13]
+        offset = fields[16]
+        length = _CENTRAL.size + name_length + extra_length + comment_length
+        if not holds(length):
+            raise UnreadableLog("its central directory is damaged")
+        name_end = at + _CENTRAL.size + name_length
+        raw_name = buffer[at + _CENTRAL.size : name_end]
+        if _LIMIT32 in (compressed, size, offset):
+            size, compressed, offset = _zip64_sizes(
+                buffer[name_end : name_end + extra_length], size, compressed, offset
+            )
+        # Bit 11: the name is UTF-8; else CP437, as zipfile reads it.
+        name = raw_name.decode("utf-8" if flags & 0x800 else "cp437")
+        yield _Entry(name, offset, compressed, size, method, flags, crc)
+        at += length
+
+
+def _find_directory(file: IO[bytes]) -> tuple[int, int]:
+    """Where the central directory starts, and how many entries it has."""
+    file.seek(0, 2)
+    end = file.tell()
+    # The end record is 22 bytes and a comment of at most 65,535.
+    tail_start = max(0, end - _END.size - 0xFFFF)
+    file.seek(tail_start)
+    tail = file.read()
+    found = tail.rfind(_END_SIGNATURE)
+    if found < 0 or len(tail) - found < _END.size:
+        raise UnreadableLog("not a ZIP archive (no end of central directory)")
+    fields = _END.unpack_from(tail, found)
+    count, start = fields[4], fields[6]
+    locator_at = found - _END64_LOCATOR.size
+    if (
+        locator_at >= 0
+        and tail[locator_at : locator_at + 4] == _END64_LOCATOR_SIGNATURE
+    ):
+        end64_at = _END64_LOCATOR.unpack_from(tail, locator_at)[2]
+        file.seek(end64_at)
+        record = file.read(_END64.size)
+        if len(record) < _END64.size or record[:4] != _END64_SIGNATURE:
+            raise UnreadableLog("not a ZIP archive (its zip64 end record is damaged)")
+        end64 = _END64.unpack(record)
+        count, start = end64[7], end64[9]
+    return start, count
+
+
+def _zip64_sizes(
+    extra: bytes, size: int, compressed: int, offset: int
+) -> tuple[int, int, int]:
+    """The 64-bit sizes and offset a zip64 extra field holds for those
+    the entry gives as 0xFFFFFFFF, in that order."""
+    at = 0
+    while at + 4 <= len(extra):
+        kind, length = struct.unpack_from("<2H", extra, at)
+        if kind == _ZIP64_EXTRA:
+            values = iter(struct.unpack_from(f"<{length // 8}Q", extra, at + 4))
+            try:
+                size = next(values) if size == _LIMIT32 else size
+                compressed = next(values) if compressed == _LIMIT32 else compressed
+                offset = next(values) if offset == _LIMIT32 else offset
+            except StopIteration:
+                break
+            return size, compressed, offset
+        at += 4 + length
+    raise UnreadableLog("its central directory is damaged (a zip64 size is missing)")
+
+
+class _SampleMembers:
+    """The sample members of an archive, a few numbers each, and which of
+    them a later member of the same name supersedes."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self._offsets = array("Q")
+        self._compressed = array("Q")
+        self._sizes = array("Q")
+        self._methods = array("L")
+        self._crcs = array("L")
+        hashes = array("q")
+        for entry in _directory(file):
+            if _is_sample(entry.name):
+                self._offsets.append(entry.offset)
+                self._compressed.append(entry.compressed)
+                self._sizes.append(entry.size)
+                self._methods.append(entry.method << 16 | entry.flags)
+                self._crcs.append(entry.crc)
+                hashes.append(hash(entry.name))
+        self._superseded = _superseded(file, hashes) if hashes else set()
+
+    def __len__(self) -> int:
+        return len(self._offsets)
+
+    def superseded(self, position: int) -> bool:
+        return position in self._superseded
+
+    def entry(self, position: int) -> _Entry:
+        method = self._methods[position]
+        return _Entry(
+            "",
+            self._offsets[position],
+            self._compressed[position],
+            self._sizes[position],
+            method >> 16,
+            method & 0xFFFF,
+            self._crcs[position],
+        )
+
+
+def _superseded(file: IO[bytes], hashes: array[int]) -> set[int]:
+    """The positions of the sample members a later one of the same name
+    replaces. Names are compared by hash first, and by name only where
+    two hashes agree, so no name is kept for a log without repeats."""
+    seen: set[int] = set()
+    repeated: set[int] = set()
+    for value in hashes:
+        (repeated if value in seen else seen).add(value)
+    del seen
+    if not repeated:
+        return set()
+    last: dict[str, int] = {}
+    superseded: set[int] = set()
+    position = 0
+    for entry in _directory(file):
+        if not _is_sample(entry.name):
+            continue
+        if hashes[position] in repeated:
+            earlier = last.get(entry.name)
+            if earlier is not None:
+                superseded.add(earlier)
+            last[entry.name] = position
+        position += 1
+    return superseded
 
 
 def _is_sample(name: str) -> bool:
     return name.startswith(SAMPLES_DIR) and name.endswith(".json")
 
 
-# What reading a damaged member raises: zipfile's own errors, a truncated or
-# corrupt stream's, a compression method zipfile lacks, an encrypted member
-# (RuntimeError), and invalid JSON (UnreadableLog).
-_MEMBER_ERRORS = (
-    UnreadableLog,
-    zipfile.BadZipFile,
-    zlib.error,
-    zstandard.ZstdError,
-    EOFError,
-    NotImplementedError,
-    RuntimeError,
-)
+# What reading a damaged member raises: a truncated or corrupt stream's
+# errors, and invalid JSON (UnreadableLog).
+_MEMBER_ERRORS = (UnreadableLog, zlib.error, zstandard.ZstdError, EOFError)
 
 
-def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> SampleRead:
+def _read_member(file: IO[bytes], entry: _Entry) -> SampleRead:
+    name = ""
     try:
+        name, data_start = _local_header(file, entry)
         data = None
-        if info.file_size > STREAM_OVER:
-            with archive.open(info) as stream:
-                data = _streamed_fields(stream, info.file_size)
+        if entry.size > STREAM_OVER:
+            stream = _MemberStream(file, entry, data_start)
+            data = _streamed_fields(stream, entry.size)
         if data is None:
-            data = _parse(archive.read(info))
+            data = _parse(_member_bytes(file, entry, data_start))
         return sample_read(data)
     except _MEMBER_ERRORS as error:
-        raise UnreadableLog(f"member {info.filename}: {error}") from error
+        raise UnreadableLog(f"member {name or entry.offset}: {error}") from error
 
 
-def _streamed_fields(stream: IO[bytes], size: int) -> dict[str, Any] | None:
+def _local_header(file: IO[bytes], entry: _Entry) -> tuple[str, int]:
+    """The member's name, and where its data starts."""
+    file.seek(entry.offset)
+    header = file.read(_LOCAL.size)
+    if len(header) < _LOCAL.size or header[:4] != _LOCAL_SIGNATURE:
+        raise UnreadableLog("its local header is damaged")
+    fields = _LOCAL.unpack(header)
+    name_length, extra_length = fields[9], fields[10]
+    raw_name = file.read(name_length)
+    name = raw_name.decode("utf-8" if entry.flags & 0x800 else "cp437", "replace")
+    if entry.flags & _ENCRYPTED:
+        raise UnreadableLog(f"member {name}: it is encrypted")
+    return name, entry.offset + _LOCAL.size + name_length + extra_length
+
+
+def _member_bytes(
+    file: IO[bytes], entry: _Entry, data_start: int | None = None
+) -> bytes:
+    """The member's data, decompressed and checked against its CRC."""
+    if data_start is None:
+        _, data_start = _local_header(file, entry)
+    file.seek(data_start)
+    raw = file.read(entry.compressed)
+    if len(raw) < entry.compressed:
+        raise UnreadableLog("the archive ends inside it")
+    if entry.method == _STORED:
+        data = raw
+    elif entry.method == _DEFLATED:
+        inflate = zlib.decompressobj(-zlib.MAX_WBITS)
+        data = inflate.decompress(raw) + inflate.flush()
+        if not inflate.eof:
+            raise UnreadableLog("its deflate stream is cut short")
+    elif entry.method == _ZSTD:
+        unzstd = _Unzstd()
+        data = unzstd.decompress(raw)
+        if not unzstd.ended:
+            raise UnreadableLog("its zstd stream is cut short")
+    else:
+        raise UnreadableLog(f"compression method {entry.method} is not supported")
+    if len(data) != entry.size or zlib.crc32(data) != entry.crc:
+        raise UnreadableLog("its data does not match its size and CRC")
+    return data
+
+
+class _Unzstd:
+    """Decompresses a zstd member of any number of frames (Inspect writes
+    several); a zstandard decompression object reads one."""
+
+    def __init__(self) -> None:
+        self._frame = zstandard.ZstdDecompressor().decompressobj()
+        self.ended = False
+
+    def decompress(self, raw: bytes) -> bytes:
+        pieces = []
+        while raw:
+            pieces.append(self._frame.decompress(raw))
+            self.ended = self._frame.eof
+            raw = self._frame.unused_data if self.ended else b""
+            if raw:
+                self._frame = zstandard.ZstdDecompressor().decompressobj()
+        return b"".join(pieces)
+
+
+class _MemberStream:
+    """A member's decompressed data as a stream, for one too large to
+    hold decompressed whole."""
+
+    def __init__(self, file: IO[bytes], entry: _Entry, data_start: int) -> None:
+        self._file = file
+        self._at = data_start
+        self._left = entry.compressed
+        self._method = entry.method
+        self._pending = b""
+        self._inflate: Any
+        if entry.method == _DEFLATED:
+            self._inflate = zlib.decompressobj(-zlib.MAX_WBITS)
+        elif entry.method == _ZSTD:
+            self._inflate = _Unzstd()
+        elif entry.method != _STORED:
+            raise UnreadableLog(f"compression method {entry.method} is not supported")
+
+    def read(self, wanted: int = -1) -> bytes:
+        while (wanted < 0 or len(self._pending) < wanted) and self._left:
+            self._file.seek(self._at)
+            raw = self._file.read(min(self._left, _CHUNK))
+            if not raw:
+                raise UnreadableLog("the archive ends inside it")
+            self._at += len(raw)
+            self._left -= len(raw)
+            self._pending += (
+                raw if self._method == _STORED else self._inflate.decompress(raw)
+            )
+        if wanted < 0 or wanted >= len(self._pending):
+            chunk, self._pending = self._pending, b""
+        else:
+            chunk, self._pending = self._pending[:wanted], self._pending[wanted:]
+        return chunk
+
+
+class _Readable(Protocol):
+    def read(self, wanted: int = -1, /) -> bytes: ...
+
+
+def _streamed_fields(stream: _Readable, size: int) -> dict[str, Any] | None:
     """The top-level `READ_FIELDS` of a JSON object of `size` bytes read as
     a stream; the other fields are parsed past without being built.
 

@@ -10,15 +10,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, TypeGuard
+from typing import Any, Final
 
 from inspect_ai.log import EvalLog, read_eval_log
 
+from ..schema import EXTRACTION_SCORER, STAGE_SCORER, is_tracegrade_metadata
 from .samples import SampleRead, ScoreRead, UnreadableLog, eval_header, log_samples
 
-STAGE_SCORER: Final = "stage_diagnosis"
-EXTRACTION_SCORER: Final = "ordered_extraction"
-METADATA_KEYS: Final = frozenset({"result", "record", "read_from", "error"})
 PART_KEY: Final = "tracegrade_part"
 
 # Inspect keys `sample.scores` by the scorer's unqualified name, adding 1,
@@ -94,11 +92,6 @@ def read_log(path: str) -> LogRead:
     be read raises `UnreadableLog` (or `OSError`) when reached.
     """
     return LogRead(path, read_header(path), log_samples(path))
-
-
-def is_tracegrade_metadata(metadata: Any) -> TypeGuard[dict[str, Any]]:
-    """A score's metadata has the keys every tracegrade score carries."""
-    return isinstance(metadata, dict) and metadata.keys() >= METADATA_KEYS
 
 
 def tracegrade_scorer(score_name: str) -> str | None:
@@ -251,7 +244,6 @@ __all__ = [
     "LogScores",
     "LogSummary",
     "UnreadableLog",
-    "is_tracegrade_metadata",
     "log_part",
     "read_header",
     "read_log",

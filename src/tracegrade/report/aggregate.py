@@ -34,10 +34,10 @@ Choices a reader of the figures needs to know:
   list (an empty one gives 0.0).
 - The most often dropped and invented IDs come from each graded answer's
   `itemised` metadata. Answers the rules did not grade (a repeated ID, an
-  unreadable answer) have none and are not counted. A score logged before
-  tracegrade wrote `itemised` (or `recall`, `precision`) is itemised (or
-  its recall or precision taken) from its `record`, by the same
-  definitions, so old and new logs give the same figures.
+  unreadable answer) have none and are not counted.
+- Every score is read through `tracegrade.schema`, as compare and the
+  analysis columns read it: a score one of them refuses (a logged
+  before 0.1.0 among them) is refused here, naming the sample.
 """
 
 from __future__ import annotations
@@ -46,23 +46,26 @@ import dataclasses
 import math
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Final, TypeGuard
+from typing import Any, Final
 
 from ..core.errors import quote
-from ..core.itemise import dropped_ids, invented_ids
-from ..core.recall import id_recall, stage_precision
 from ..logs.evals import EvalRun, Evals, SampleReader, Superseded, read_evals
 from ..logs.samples import SampleRead, UnreadableLog, log_samples
-from ..logs.scores import (
+from ..logs.scores import LogError, LogScores, LogSummary
+from ..schema import (
     EXTRACTION_SCORER,
     STAGE_SCORER,
-    LogError,
-    LogScores,
-    LogSummary,
+    STAGES,
+    UNSCORED_SIDES,
+    ExtractionScore,
+    InvalidScore,
+    ScoreError,
+    StageScore,
+    read_extraction,
+    read_stage,
 )
-from ..scorers.metrics import STAGES
 from .runs import (
     NO_SCORE,
     NOT_RUN,
@@ -73,19 +76,14 @@ from .runs import (
     undiagnosed,
 )
 from .shares import CONFIDENCE, INTERVAL_METHOD, Cluster, Proportion
+from .steps import PipelineLosses, PipelineTally
 from .thresholds import Target, Threshold, ThresholdCheck, check_thresholds
 
 COUNTING_UNIT: Final = "sample-epoch"
-DIAGNOSED_STAGES: Final = ("retrieval", "generation", "pass")
-UNSCORED_SIDES: Final = ("data", "run")
-"""Error sides of an unscored sample: its data is at fault, or the run
-itself failed before there was an answer (a sample error)."""
-ERROR_SIDES: Final = (*UNSCORED_SIDES, "answer")
 # The three ranked ID counts, each shown as a table and a chart: the
 # documents diagnosed runs missed, and the IDs itemised answers dropped and
 # invented.
 ID_COUNTS: Final = ("missed", "dropped", "invented")
-_NO_RECALL: Final = object()
 
 
 class ReportError(LogError):
@@ -191,6 +189,9 @@ class StageSummary:
     errors: list[ErrorCount]
     missed: list[MissedDocument]
     distinct_missed: int
+    pipeline: PipelineLosses | None = None
+    """Where the missing documents were lost, over the diagnosed runs whose
+    records carried the pipeline's steps; None when none did."""
 
 
 @dataclass(frozen=True)
@@ -373,6 +374,7 @@ class _StageCounts(_Counts):
     # Runs not diagnosed that lack the figure: they count 0 over all runs.
     without_recall: int = 0
     without_precision: int = 0
+    pipeline: PipelineTally = field(default_factory=PipelineTally)
 
 
 @dataclass
@@ -390,17 +392,13 @@ class _ExtractionCounts(_Counts):
 _GroupKey = tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class _Where:
-    path: str
-    sample: SampleRead
-    scorer: str
-
-    def fail(self, problem: str) -> ReportError:
-        return ReportError(
-            f"{self.path}: sample {quote(self.sample.id)} epoch {self.sample.epoch}, "
-            f"score {quote(self.scorer)}: {problem}"
-        )
+def _invalid(
+    path: str, sample: SampleRead, score: str, invalid: InvalidScore
+) -> ReportError:
+    return ReportError(
+        f"{path}: sample {quote(sample.id)} epoch {sample.epoch}, "
+        f"score {quote(score)}: {invalid}"
+    )
 
 
 class _Aggregate:
@@ -432,19 +430,19 @@ class _Aggregate:
             try:
                 for sample, name, scorer, score in scores:
                     key = self._key(label, run, name)
-                    where = _Where(log.path, sample, name)
                     counts = self._counts(key, scorer, label, run, clustered)
                     sample_key = sample.id if self.pool else (label, sample.id)
-                    if scorer == STAGE_SCORER:
-                        assert isinstance(counts, _StageCounts)
-                        _count_stage(
-                            counts, sample_key, score.value, score.metadata, where
-                        )
-                    else:
-                        assert isinstance(counts, _ExtractionCounts)
-                        _count_extraction(
-                            counts, sample_key, score.value, score.metadata, where
-                        )
+                    try:
+                        if scorer == STAGE_SCORER:
+                            assert isinstance(counts, _StageCounts)
+                            staged = read_stage(score.value, score.metadata)
+                            _count_stage(counts, sample_key, staged)
+                        else:
+                            assert isinstance(counts, _ExtractionCounts)
+                            graded = read_extraction(score.value, score.metadata)
+                            _count_extraction(counts, sample_key, graded)
+                    except InvalidScore as invalid:
+                        raise _invalid(log.path, sample, name, invalid) from None
                     if self.pool:
                         self.pooled_ids.setdefault(key, {}).setdefault(
                             label, set()
@@ -579,169 +577,70 @@ def _shared_samples(key: _GroupKey, first: str, second: str, shared: set[Any]) -
     )
 
 
-def _count_error(
-    counts: _Counts, metadata: Mapping[str, Any], where: _Where
-) -> str | None:
-    """Count the score's error, if any, and return its side; an unscored
-    one is also counted as a run with no result, by its kind."""
-    error = metadata["error"]
+def _count_error(counts: _Counts, error: ScoreError | None) -> None:
+    """Count the score's error, if any; an unscored one is also counted
+    as a run with no result, by its kind."""
     if error is None:
-        return None
-    if (
-        not isinstance(error, dict)
-        or not isinstance(error.get("kind"), str)
-        or error.get("side") not in ERROR_SIDES
-    ):
-        raise where.fail(
-            "metadata error must be null or have a kind and a side "
-            f"({', '.join(ERROR_SIDES)}), got {quote(error)}"
-        )
-    side: str = error["side"]
-    counts.errors[error["kind"], side] += 1
-    if side in UNSCORED_SIDES:
-        counts.unscored[error["kind"]] += 1
-    return side
+        return
+    counts.errors[error.kind, error.side] += 1
+    if error.unscored:
+        counts.unscored[error.kind] += 1
 
 
-def _is_id_list(value: Any) -> TypeGuard[list[str]]:
-    return isinstance(value, list) and all(isinstance(item, str) for item in value)
-
-
-def _recall(metadata: Mapping[str, Any], value: str, where: _Where) -> float | None:
-    """The run's recall: its metadata's, or for a log written before
-    recall existed, from the diagnosis (None for no diagnosis)."""
-    recall = metadata.get("recall", _NO_RECALL)
-    if recall is None:
-        return None
-    if recall is not _NO_RECALL:
-        if type(recall) is not float or not 0.0 <= recall <= 1.0:
-            raise where.fail(
-                f"metadata recall must be null or in [0, 1], got {quote(recall)}"
-            )
-        return recall
-    if value not in DIAGNOSED_STAGES:
-        return None
-    record, result = metadata["record"], metadata["result"]
-    try:
-        return id_recall(record["required"], result["missing"])
-    except (KeyError, TypeError, ValueError) as error:
-        raise where.fail(f"a diagnosed score's ID lists disagree: {error}") from None
-
-
-def _precision(metadata: Mapping[str, Any], where: _Where) -> float | None:
-    """The run's precision: its metadata's, or for a log written before
-    precision existed, from its record (the same definition)."""
-    if "precision" not in metadata:
-        record = metadata.get("record")
-        return stage_precision(record) if isinstance(record, Mapping) else None
-    precision = metadata["precision"]
-    if precision is not None and (
-        type(precision) is not float or not 0.0 <= precision <= 1.0
-    ):
-        raise where.fail(
-            f"metadata precision must be null or in [0, 1], got {quote(precision)}"
-        )
-    return precision
-
-
-def _count_shares(
-    counts: _StageCounts,
-    metadata: Mapping[str, Any],
-    value: str,
-    where: _Where,
-    *,
-    diagnosed: bool,
-) -> None:
+def _count_shares(counts: _StageCounts, score: StageScore) -> None:
     """Count the run's recall and precision, those it has; a run not
     diagnosed that lacks one counts 0 over all runs."""
-    recall = _recall(metadata, value, where)
-    if recall is not None:
-        counts.recalls.append(recall)
-    elif not diagnosed:
+    if score.recall is not None:
+        counts.recalls.append(score.recall)
+    elif score.stage is None:
         counts.without_recall += 1
-    precision = _precision(metadata, where)
-    if precision is not None:
-        counts.precisions.append(precision)
-    elif not diagnosed:
+    if score.precision is not None:
+        counts.precisions.append(score.precision)
+    elif score.stage is None:
         counts.without_precision += 1
 
 
-def _count_stage(
-    counts: _StageCounts,
-    sample: Any,
-    value: Any,
-    metadata: Mapping[str, Any],
-    where: _Where,
-) -> None:
+def _count_stage(counts: _StageCounts, sample: Any, score: StageScore) -> None:
     counts.runs += 1
     if counts.clusters is not None:
         counts.clusters.add(sample)
-    side = _count_error(counts, metadata, where)
-    if side in UNSCORED_SIDES:
-        # An unscored run has no stage, but a recall and a precision of its
-        # own (a run with no label still had a context).
-        _count_shares(counts, metadata, "", where, diagnosed=False)
+    _count_error(counts, score.error)
+    # An unscored run has no stage, but a recall and a precision of its own
+    # (a run with no label still had a context).
+    _count_shares(counts, score)
+    stage = score.stage
+    if stage is None:
         return
-    if not isinstance(value, str) or value not in STAGES:
-        raise where.fail(
-            f"the value must be one of {', '.join(STAGES)}, got {quote(value)}"
-        )
-    counts.stages[value] += 1
-    outcomes = ["staged", value]
-    if value in DIAGNOSED_STAGES:
-        record, result = metadata["record"], metadata["result"]
-        if not isinstance(record, dict) or not isinstance(result, dict):
-            raise where.fail(
-                "a diagnosed score needs its record and result in metadata"
-            )
-        required = record.get("required")
-        missing = result.get("missing")
-        if not _is_id_list(required) or not _is_id_list(missing):
-            raise where.fail(
-                "a diagnosed score needs the ID lists record.required and "
-                f"result.missing, got {quote(required)} and {quote(missing)}"
-            )
-        counts.required.update(set(required))
-        if record.get("correct") is True:
+    counts.stages[stage] += 1
+    outcomes = ["staged", stage]
+    if score.required is not None and score.missing is not None:
+        counts.required.update(set(score.required))
+        if score.labelled_correct:
             counts.labelled_correct += 1
             outcomes.append("labelled_correct")
-        if value == "retrieval":
-            counts.missed.update(missing)
-            if record.get("correct") is True:
+        if stage == "retrieval":
+            counts.missed.update(score.missing)
+            if score.labelled_correct:
                 counts.lucky += 1
                 outcomes.append("lucky")
-    _count_shares(counts, metadata, value, where, diagnosed=True)
+        if score.steps is not None:
+            counts.pipeline.add(
+                score.required, score.context_size or 0, score.steps, score.lost
+            )
     if counts.clusters is not None:
         counts.clusters.add(sample, *outcomes)
 
 
 def _count_extraction(
-    counts: _ExtractionCounts,
-    sample: Any,
-    value: Any,
-    metadata: Mapping[str, Any],
-    where: _Where,
+    counts: _ExtractionCounts, sample: Any, score: ExtractionScore
 ) -> None:
     counts.runs += 1
     if counts.clusters is not None:
         counts.clusters.add(sample)
-    if _count_error(counts, metadata, where) in UNSCORED_SIDES:
+    _count_error(counts, score.error)
+    membership, order = score.membership, score.order
+    if membership is None or order is None:
         return
-    if (
-        not isinstance(value, dict)
-        or type(value.get("membership")) is not bool
-        or type(value.get("order")) is not bool
-    ):
-        raise where.fail(
-            'the value must be {"membership": bool, "order": bool}, got '
-            f"{quote(value)}"
-        )
-    membership: bool = value["membership"]
-    order: bool = value["order"]
-    if order and not membership:
-        raise where.fail(
-            "order passes without membership, which the grading rules never give"
-        )
     counts.graded += 1
     counts.membership += membership
     counts.order += order
@@ -752,54 +651,12 @@ def _count_extraction(
         outcomes += ["order"] if order else []
         outcomes += ["gap"] if membership and not order else []
         counts.clusters.add(sample, *outcomes)
-    itemised = _dropped_and_invented(metadata, where)
-    if itemised is None:
+    if score.itemised is None or score.source is None:
         return
-    source, dropped, invented = itemised
     counts.itemised += 1
-    counts.in_source.update(source)
-    counts.dropped.update(dropped)
-    counts.invented.update(invented)
-
-
-def _dropped_and_invented(
-    metadata: Mapping[str, Any], where: _Where
-) -> tuple[list[str], list[str], list[str]] | None:
-    """The graded source, and the IDs the answer dropped and invented.
-
-    None for a score with no grade to itemise. A score logged before
-    `itemised` existed is itemised from its record.
-    """
-    result = metadata["result"]
-    if not isinstance(result, dict) or "membership" not in result:
-        return None
-    record = metadata["record"]
-    source = record.get("source") if isinstance(record, dict) else None
-    answer = record.get("answer") if isinstance(record, dict) else None
-    if not _is_id_list(source):
-        raise where.fail(
-            f"a graded score needs the ID list record.source, got {quote(source)}"
-        )
-    if "itemised" not in metadata:
-        if not _is_id_list(answer):
-            raise where.fail(
-                f"a graded score needs the ID list record.answer, got {quote(answer)}"
-            )
-        return source, dropped_ids(source, answer), invented_ids(source, answer)
-    itemised = metadata["itemised"]
-    if not isinstance(itemised, dict):
-        raise where.fail(
-            "a graded score's metadata itemised must be an object, got "
-            f"{quote(itemised)}"
-        )
-    dropped = itemised.get("dropped")
-    invented = itemised.get("invented")
-    if not _is_id_list(dropped) or not _is_id_list(invented):
-        raise where.fail(
-            "metadata itemised needs the ID lists dropped and invented, "
-            f"got {quote(dropped)} and {quote(invented)}"
-        )
-    return source, dropped, invented
+    counts.in_source.update(score.source)
+    counts.dropped.update(score.itemised.dropped)
+    counts.invented.update(score.itemised.invented)
 
 
 def _error_counts(errors: Counter[tuple[str, str]]) -> list[ErrorCount]:
@@ -883,6 +740,7 @@ def _stage_summary(
             for document_id, missed in ranked[:top]
         ],
         distinct_missed=len(ranked),
+        pipeline=counts.pipeline.summary(),
     )
 
 

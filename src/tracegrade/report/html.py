@@ -17,8 +17,8 @@ from typing import Any
 import plotly.graph_objects as go  # type: ignore[import-untyped]
 from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
 
+from ..schema import STAGES
 from ..scorers.explain import show_id
-from ..scorers.metrics import STAGES
 from .aggregate import ExtractionSummary, Report, StageSummary
 from .runs import Undiagnosed, why_text
 from .shares import Proportion

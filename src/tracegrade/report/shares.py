@@ -2,7 +2,11 @@
 
 A share is `count` of `total` runs (sample-epochs). Its interval is the
 Wilson score interval, which stays inside [0, 1] and behaves at 0 and n
-successes where the normal approximation does not; scipy computes it.
+successes where the normal approximation does not. It is computed here
+from its formula, with the standard library's normal quantile, as
+scipy's `binomtest(...).proportion_ci(method="wilson")` computes it (the
+tests hold the two together): importing scipy for it cost `tracegrade
+report` more time and memory than reading a large log.
 
 With several epochs the runs of one sample are not independent: a
 question a model cannot answer fails every epoch, so three epochs are
@@ -12,8 +16,7 @@ Inspect's `stderr(cluster=...)` and "Adding Error Bars to Evals" (Miller,
 n / deff, where the design effect deff is the clustered variance of the
 share (Inspect's estimator, with its C / (C - 1) correction) over its
 variance if every run were independent. n / deff is not a whole number,
-which scipy's binomial interval requires, so that case applies the same
-Wilson formula to it directly. The effective number lies between the
+which is no hindrance to the formula. The effective number lies between the
 number of samples and the number of runs; when every run has the outcome
 or none has, no variance shows how alike a sample's epochs are, and the
 samples alone are counted.
@@ -24,9 +27,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Final
-
-from scipy.stats import binomtest, norm  # type: ignore[import-untyped]
 
 CONFIDENCE: Final = 0.95
 INTERVAL_METHOD: Final = "wilson"
@@ -43,20 +45,17 @@ def wilson_interval(
         raise ValueError(f"a proportion needs at least one trial, got {trials}")
     if not 0 <= successes <= trials:
         raise ValueError(f"successes must lie in 0..{trials}, got {successes}")
-    interval = binomtest(successes, trials).proportion_ci(
-        confidence_level=confidence, method="wilson"
-    )
-    return float(interval.low), float(interval.high)
+    return effective_wilson_interval(successes / trials, trials, confidence)
 
 
 def effective_wilson_interval(
     share: float, trials: float, confidence: float = CONFIDENCE
 ) -> tuple[float, float]:
     """The Wilson score interval of `share` over a fractional number of
-    `trials`, the same formula `wilson_interval` applies to whole ones."""
+    `trials`, the formula `wilson_interval` applies to whole ones."""
     if trials <= 0:
         raise ValueError(f"a proportion needs trials, got {trials}")
-    z = float(norm.ppf(0.5 + confidence / 2))
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
     z2_n = z * z / trials
     centre = (share + z2_n / 2) / (1 + z2_n)
     half = (

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..logs.evals import missing_parts_text, superseded_note, unused_reducer
-from ..logs.scores import EXTRACTION_SCORER, STAGE_SCORER, LogSummary
+from ..logs.scores import LogSummary
+from ..schema import EXTRACTION_SCORER, STAGE_SCORER
 from ..scorers.explain import show_id
 from .aggregate import ExtractionSummary, Report, StageSummary
 from .runs import why_text
@@ -365,6 +366,7 @@ def report_tables(report: Report) -> list[Table]:
                 ],
             )
         )
+        tables.extend(pipeline_tables(report.stage_diagnosis))
     summaries: list[StageSummary | ExtractionSummary] = [
         *report.stage_diagnosis,
         *report.ordered_extraction,
@@ -431,6 +433,104 @@ def report_tables(report: Report) -> list[Table]:
         )
     tables.append(_evals_table(report))
     return tables
+
+
+def _figure(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
+    """ "Where missing documents were lost", per step and at the prompt's
+    cut, for the summaries whose runs carried the pipeline's steps."""
+    with_steps = [(s, s.pipeline) for s in summaries if s.pipeline is not None]
+    if not with_steps:
+        return []
+    depth = with_steps[0][1].ndcg_depth
+    near = with_steps[0][1].context.near
+    steps = Table(
+        key="pipeline",
+        title="Where missing documents were lost",
+        caption="Over the diagnosed runs whose records carried the pipeline's "
+        "steps (runs with steps), each missing required ID counted at the "
+        "first step whose output lacked it. lost: missing IDs lost at the "
+        "step; share: of all the missing IDs of those runs. context: every "
+        "step kept the ID, but it was ranked below the cut that fills the "
+        "prompt. recall, MRR and nDCG@"
+        f"{depth}: the step's output against the required IDs, means over the "
+        "diagnosed runs that have the step (runs), as trec_eval computes them.",
+        columns=[
+            *_ROW_COLUMNS,
+            "step",
+            "lost",
+            "share",
+            "recall",
+            "MRR",
+            f"nDCG@{depth}",
+            "runs",
+        ],
+        numeric=[*_ROW_NUMERIC, False, *[True] * 6],
+        rows=[
+            row
+            for s, losses in with_steps
+            for row in (
+                *(
+                    [
+                        *_row_start(s),
+                        step.step,
+                        str(step.lost),
+                        percent(step.lost_share),
+                        percent(step.recall),
+                        _figure(step.mrr),
+                        _figure(step.ndcg),
+                        str(step.runs),
+                    ]
+                    for step in losses.steps
+                ),
+                [
+                    *_row_start(s),
+                    "context",
+                    str(losses.context.lost),
+                    percent(losses.context.share),
+                    "",
+                    "",
+                    "",
+                    str(losses.runs),
+                ],
+            )
+        ],
+    )
+    cut = Table(
+        key="cut",
+        title="Lost at the prompt's cut",
+        caption="The missing IDs every step kept but the prompt did not hold "
+        "(lost at context): the rank where each was last seen, in the last "
+        "step's output; the cut is the run's context size. within "
+        f"{near} of the cut: last seen at most {near} ranks below it, where a "
+        "slightly larger k would have kept it.",
+        columns=[
+            *_ROW_COLUMNS,
+            "lost at the cut",
+            "median last rank",
+            f"within {near} of the cut",
+        ],
+        numeric=[*_ROW_NUMERIC, True, True, True],
+        rows=[
+            [
+                *_row_start(s),
+                str(losses.context.lost),
+                _median(losses.context.median_last_rank),
+                str(losses.context.near_the_cut),
+            ]
+            for s, losses in with_steps
+        ],
+    )
+    return [steps, cut]
+
+
+def _median(rank: float | None) -> str:
+    if rank is None:
+        return "n/a"
+    return str(int(rank)) if rank.is_integer() else f"{rank:.1f}"
 
 
 def _evals_table(report: Report) -> Table:

@@ -18,6 +18,7 @@ from .metrics import (
     scored_runs,
     stage_modes,
     stage_shares,
+    step_recall,
 )
 from .outcome import ANSWER_FAILURES, DATA_ERRORS, RUN_ERRORS
 from .stage import diagnosis_score, stage_diagnosis_scorer
@@ -45,4 +46,5 @@ __all__ = [
     "stage_diagnosis_scorer",
     "stage_modes",
     "stage_shares",
+    "step_recall",
 ]

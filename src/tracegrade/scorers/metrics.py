@@ -35,8 +35,15 @@ from inspect_ai.scorer import (
     value_to_float,
 )
 
-STAGES = ("retrieval", "generation", "pass", "unresolved")
-"""The stages, worst first: a tie between modes goes to the earlier one."""
+from ..schema import (
+    CRITERIA,
+    STAGES,
+    InvalidScore,
+    read_error,
+    read_share,
+    read_stage_value,
+    read_step_recall,
+)
 
 SHOWN_STAGES = ("pass", "retrieval", "generation", "unresolved")
 """The order the stage metrics are logged in. Inspect's headline (the
@@ -44,18 +51,12 @@ metric `inspect view` and eval sets show for a run) is the first metric
 of the first score, so it is the pass share: higher is better, as a
 headline is read."""
 
-CRITERIA = ("membership", "order")
-"""The keys of an extraction score's value, each graded separately."""
-
 
 def _stage(sample_score: SampleScore) -> str:
-    value = sample_score.score.value
-    if not isinstance(value, str) or value not in STAGES:
-        raise ValueError(
-            f"sample {sample_score.sample_id!r}: a stage metric needs one of "
-            f"{', '.join(STAGES)} as the score value, got {value!r}"
-        )
-    return value
+    try:
+        return read_stage_value(sample_score.score.value)
+    except InvalidScore as invalid:
+        raise ValueError(f"sample {sample_score.sample_id!r}: {invalid}") from None
 
 
 def _sample_key(sample_score: SampleScore) -> str:
@@ -108,8 +109,8 @@ def stage_modes() -> Metric:
     """
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
-        # Grouped by sorting rather than a Counter per sample id: at a
-        # million samples those would take 300 MB (`tracegrade score`).
+        # Grouped by sorting rather than a Counter per sample id: a dict
+        # per sample would hold memory in proportion to a bulk run.
         modes: Counter[str] = Counter()
         total = 0
         for _, group in groupby(sorted(scores, key=_sample_key), key=_sample_key):
@@ -144,7 +145,8 @@ def lucky_answers() -> Metric:
         for sample_score in scores:
             if _stage(sample_score) != "retrieval":
                 continue
-            if _metadata(sample_score, "record").get("correct") is True:
+            record = _metadata(sample_score, "record")
+            if type(record) is dict and record.get("correct") is True:
                 lucky += 1
         return {"lucky_answers": lucky}
 
@@ -207,21 +209,66 @@ def _mean_share(key: str) -> Metric:
         def shares() -> Iterator[float]:
             nonlocal counted
             for sample_score in scores:
-                share = _metadata(sample_score, key)
+                _metadata(sample_score, key)  # a tracegrade score's
+                try:
+                    share = read_share(sample_score.score.metadata or {}, key)
+                except InvalidScore as invalid:
+                    raise ValueError(
+                        f"sample {sample_score.sample_id!r}: {invalid}"
+                    ) from None
                 if share is None:
                     continue
-                # An int is a JSON 0 or 1 that lost its ".0"; a bool is not.
-                if type(share) not in (float, int) or not 0 <= share <= 1:
-                    raise ValueError(
-                        f"sample {sample_score.sample_id!r}: score metadata "
-                        f"{key} must be null or a share from 0 to 1, got {share!r}"
-                    )
                 counted += 1
                 yield share
 
         # A generator, not a list: a million runs need no million floats.
         total = math.fsum(shares())
         return total / counted if counted else math.nan
+
+    return compute
+
+
+@metric(scores="unreduced")
+def step_recall() -> Metric:
+    """Each pipeline step's mean recall, named after the step:
+    `{"retriever_recall": ..., "reranker_recall": ...}`.
+
+    A run whose record carried the pipeline's steps has `step_recall` in
+    its metadata (`tracegrade.core.steps`): the share of its required IDs
+    in each step's output, counted as context recall is. Each step's mean
+    is over the runs that have that step, beside `context_recall`, so a
+    reader sees where recall falls along the pipeline. Runs without steps
+    add nothing, and a log with none has no such figure (the dictionary
+    is empty, and Inspect shows nothing for it). Summed by `math.fsum`, as
+    `context_recall` is.
+    """
+
+    def step_recalls(sample_score: SampleScore) -> dict[str, float] | None:
+        try:
+            return read_step_recall(sample_score.score.metadata or {})
+        except InvalidScore as invalid:
+            raise ValueError(f"sample {sample_score.sample_id!r}: {invalid}") from None
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        steps: dict[str, None] = {}
+        for sample_score in scores:
+            steps.update(dict.fromkeys(step_recalls(sample_score) or ()))
+
+        def mean_of(step: str) -> float:
+            counted = 0
+
+            def shares() -> Iterator[float]:
+                nonlocal counted
+                for sample_score in scores:
+                    recalls = step_recalls(sample_score)
+                    if recalls is not None and step in recalls:
+                        counted += 1
+                        yield recalls[step]
+
+            total = math.fsum(shares())
+            return total / counted
+
+        return {f"{step}_recall": mean_of(step) for step in steps}
 
     return compute
 
@@ -246,9 +293,15 @@ def answer_failures() -> Metric:
     def compute(scores: list[SampleScore]) -> dict[str, int]:
         counts = dict.fromkeys(FAILURE_LABELS.values(), 0)
         for sample_score in scores:
-            error = _metadata(sample_score, "error")
-            if error is not None and error.get("side") == "answer":
-                counts[FAILURE_LABELS[error["kind"]]] += 1
+            _metadata(sample_score, "error")  # a tracegrade score's
+            try:
+                error = read_error(sample_score.score.metadata or {})
+            except InvalidScore as invalid:
+                raise ValueError(
+                    f"sample {sample_score.sample_id!r}: {invalid}"
+                ) from None
+            if error is not None and error.side == "answer":
+                counts[FAILURE_LABELS[error.kind]] += 1
         return counts
 
     return compute
@@ -313,6 +366,7 @@ def _criterion(sample_score: SampleScore, criterion: str) -> Any:
             f"{{{', '.join(repr(c) for c in CRITERIA)}}} as the score value, "
             f"got {value!r}"
         )
+    # Reduced over epochs, a criterion is a mean (a float), not a bool.
     return value[criterion]
 
 

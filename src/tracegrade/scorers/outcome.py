@@ -49,7 +49,7 @@ one) and on `sample-error`. An `answer-label` score is unscored, so its
 recall is in its metadata (and `tracegrade.analysis`' `stage_recall`) but
 never reaches the `context_recall` metric: Inspect gives metrics scored
 samples only. Absent on `tracegrade score`'s placeholder for a line that
-is not a record, and in logs written before `recall` existed.
+is not a record.
 
 Beside it, `precision`: the share of the run's unique context IDs that
 are required (a repeated context ID is one document, as trec_eval and
@@ -81,9 +81,10 @@ ID list, and every data error. The rules refuse to grade those lists, and
 itemising them would mean guessing which list was meant, e.g. reading an
 unreadable answer as an empty one. The key is absent, rather than `None`,
 on `tracegrade score`'s placeholder for a line that is not a record (a
-data error with an empty `record`) and in logs written before `itemised`
-existed; `tracegrade report` itemises the graded scores of such logs from
-`record`, which gives the same figures.
+data error with an empty `record`).
+
+`tracegrade.schema` declares each of these keys once, with its type, and
+reads them for every reader of a score; this module writes them.
 
 Error kinds: data side `answer-label`, `invalid-input`,
 `duplicate-source-id`; answer side `duplicate-answer-id`,
@@ -93,14 +94,13 @@ Error kinds: data side `answer-label`, `invalid-input`,
 from __future__ import annotations
 
 import json
-from typing import Any, Literal, TypedDict
+from typing import Any, TypedDict
 
 from inspect_ai.scorer import Score, Value
 
 from ..core import canonical_json
 from ..core.errors import quote
-
-ErrorSide = Literal["data", "answer", "run"]
+from ..schema import ErrorSide
 
 DATA_ERRORS = ("answer-label", "invalid-input", "duplicate-source-id")
 """Kinds of error in what the sample supplied; such samples are unscored."""

@@ -49,6 +49,7 @@ from .metrics import (
     scored_runs,
     stage_modes,
     stage_shares,
+    step_recall,
 )
 from .outcome import (
     ErrorInfo,
@@ -67,6 +68,7 @@ STAGE_METRICS = [
     lucky_answers(),
     context_recall(),
     context_precision(),
+    step_recall(),
     scored_runs(),
 ]
 

@@ -1,0 +1,180 @@
+"""Where in the pipeline the missing documents were lost, over many runs.
+
+A stage score whose record carried the pipeline's steps says, per missing
+ID, the step that lost it (`tracegrade.core.steps`). A team reading a
+report asks the same question of the whole run: is the loss at the
+retriever (embeddings, chunking), a filter or the reranker, or the cut
+that fills the prompt (k)? So, per step, in pipeline order:
+
+- how many of the missing IDs were lost there, and their share of all the
+  missing IDs of runs with steps;
+- the step's recall (the share of required IDs in its output), mean
+  reciprocal rank and nDCG at `NDCG_DEPTH` of the required IDs, means
+  over the diagnosed runs that have the step, as trec_eval computes them
+  (`tests/test_report_steps.py` holds them to ir-measures);
+
+and for the IDs lost at the cut (`lost_at` "context": every step kept them),
+the ranks where they were last seen: the median, and how many lay within
+`NEAR_THE_CUT` ranks below it, where a slightly larger k would have kept
+them. The cut is the run's context size: the prompt held that many IDs.
+
+Steps are named per record, so runs may differ in their steps; a step is
+listed in the order it first appears, and its figures are over the runs
+that have it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from array import array
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from ..core.steps import CONTEXT, Step, ndcg_at, reciprocal_rank
+from ..schema import LostID
+from .runs import ExactSum
+
+NDCG_DEPTH: Final = 10
+"""The cut-off of the nDCG reported per step (trec_eval's `ndcg_cut.10`)."""
+
+NEAR_THE_CUT: Final = 5
+"""IDs lost at the cut within this many ranks below it are counted apart:
+a k larger by at most this would have kept them."""
+
+
+@dataclass(frozen=True)
+class StepFigures:
+    """One step: its diagnosed runs, their mean recall, MRR and
+    nDCG@`NDCG_DEPTH`, and the missing IDs lost at it (`lost`, and
+    `lost_share` of all the missing IDs of runs with steps)."""
+
+    step: str
+    runs: int
+    recall: float | None
+    mrr: float | None
+    ndcg: float | None
+    lost: int
+    lost_share: float | None
+
+
+@dataclass(frozen=True)
+class LostAtTheCut:
+    """The missing IDs every step kept, ranked below the prompt's cut:
+    how many, their share of all missing IDs of runs with steps, the
+    median of their last ranks, and how many lay within `near` ranks
+    below the cut."""
+
+    lost: int
+    share: float | None
+    median_last_rank: float | None
+    near: int
+    near_the_cut: int
+
+
+@dataclass(frozen=True)
+class PipelineLosses:
+    """`runs` with steps, the `missing` IDs of those runs, each step's
+    figures, and the IDs lost at the cut."""
+
+    runs: int
+    missing: int
+    ndcg_depth: int
+    steps: list[StepFigures]
+    context: LostAtTheCut
+
+
+@dataclass
+class _StepSums:
+    recall: ExactSum = field(default_factory=ExactSum)
+    rr: ExactSum = field(default_factory=ExactSum)
+    ndcg: ExactSum = field(default_factory=ExactSum)
+
+
+@dataclass
+class PipelineTally:
+    """Counts a report's runs with steps as they are read; only sums and
+    the last ranks of IDs lost at the cut are kept."""
+
+    runs: int = 0
+    missing: int = 0
+    lost_at: Counter[str] = field(default_factory=Counter)
+    sums: dict[str, _StepSums] = field(default_factory=dict)
+    cut_ranks: array[int] = field(default_factory=lambda: array("q"))
+    near_the_cut: int = 0
+
+    def add(
+        self,
+        required: Sequence[str],
+        cut: int,
+        steps: Sequence[Step],
+        lost: Sequence[LostID] | None,
+    ) -> None:
+        """Count one diagnosed run with steps, as its score gives them
+        (`tracegrade.schema.StageScore`): `cut` is the IDs its prompt held."""
+        self.runs += 1
+        for step in steps:
+            self.sums.setdefault(step.name, _StepSums())
+        if required:
+            for step in steps:
+                sums = self.sums[step.name]
+                wanted = set(required)
+                sums.recall.add(len(wanted.intersection(step.ids)) / len(wanted))
+                sums.rr.add(reciprocal_rank(wanted, step.ids))
+                sums.ndcg.add(ndcg_at(wanted, step.ids, NDCG_DEPTH))
+        for document in lost or ():
+            self.missing += 1
+            self.lost_at[document.lost_at] += 1
+            if document.lost_at == CONTEXT and document.last_rank is not None:
+                self.cut_ranks.append(document.last_rank)
+                self.near_the_cut += document.last_rank <= cut + NEAR_THE_CUT
+
+    def summary(self) -> PipelineLosses | None:
+        """The figures, or None when no run had steps."""
+        if not self.runs:
+            return None
+
+        def share(count: int) -> float | None:
+            return count / self.missing if self.missing else None
+
+        steps = []
+        for name, sums in self.sums.items():
+            runs = sums.recall.count
+            steps.append(
+                StepFigures(
+                    step=name,
+                    runs=runs,
+                    recall=sums.recall.mean(runs),
+                    mrr=sums.rr.mean(runs),
+                    ndcg=sums.ndcg.mean(runs),
+                    lost=self.lost_at[name],
+                    lost_share=share(self.lost_at[name]),
+                )
+            )
+        at_the_cut = self.lost_at[CONTEXT]
+        return PipelineLosses(
+            runs=self.runs,
+            missing=self.missing,
+            ndcg_depth=NDCG_DEPTH,
+            steps=steps,
+            context=LostAtTheCut(
+                lost=at_the_cut,
+                share=share(at_the_cut),
+                median_last_rank=(
+                    float(statistics.median(self.cut_ranks)) if self.cut_ranks else None
+                ),
+                near=NEAR_THE_CUT,
+                near_the_cut=self.near_the_cut,
+            ),
+        )
+
+
+__all__ = [
+    "NDCG_DEPTH",
+    "NEAR_THE_CUT",
+    "LostAtTheCut",
+    "PipelineLosses",
+    "PipelineTally",
+    "StepFigures",
+]

@@ -1,0 +1,622 @@
+"""What a tracegrade score holds, declared once and read one way.
+
+Every reader of a logged or live score decodes it here: `tracegrade
+report` and `compare`, the columns of `tracegrade.analysis`, the metrics
+and the bulk results. When they each read the metadata themselves they
+drifted apart (one took a JSON integer as a recall, another refused it);
+now a score one refuses, all refuse, in the same words.
+
+As ir-measures declares each measure once (its name, its type, what it
+means), `FIELDS` declares each part of a score's metadata, and
+docs/scores.md's table is made from it (`fields_table`; the tests hold
+the page to it). The readers (`read_stage`, `read_extraction` and the
+field readers under them) check what they read and raise `InvalidScore`
+saying which field is wrong and how; the caller adds which sample.
+
+The checks are the strict ones: a share is a JSON number with a fraction
+(`0.0`, never `0`), since tracegrade writes floats and a score that holds
+an integer was not written by it; an ID list holds strings only. Scores
+written before 0.1.0 (without `recall`, `precision` or `itemised`) are
+refused where those are due, not worked out again from the record.
+
+Nothing here imports Inspect AI: the report and compare paths, and any
+analysis of a log, can read scores without loading it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal, TypeGuard
+
+from .core.errors import InvalidRecord, quote
+from .core.fields import is_id_list
+from .core.steps import Step, read_steps
+
+STAGE_SCORER: Final = "stage_diagnosis"
+EXTRACTION_SCORER: Final = "ordered_extraction"
+SCORERS: Final = (STAGE_SCORER, EXTRACTION_SCORER)
+
+STAGES: Final = ("retrieval", "generation", "pass", "unresolved")
+"""The stages, worst first: a tie between modes goes to the earlier one."""
+DIAGNOSED_STAGES: Final = ("retrieval", "generation", "pass")
+"""The stages of a run that required something: they have `missing`."""
+CRITERIA: Final = ("membership", "order")
+"""The keys of an extraction score's value, each graded separately."""
+
+ErrorSide = Literal["data", "answer", "run"]
+ERROR_SIDES: Final = ("data", "answer", "run")
+UNSCORED_SIDES: Final = ("data", "run")
+"""Error sides of an unscored score: its data is at fault, or the run
+itself failed before there was an answer."""
+
+METADATA_KEYS: Final = frozenset({"result", "record", "read_from", "error"})
+"""The keys every tracegrade score's metadata has, errors included."""
+
+BOTH: Final = "both"
+
+
+@dataclass(frozen=True)
+class Field:
+    """One part of a score's metadata: its `key` (a dotted path for a part
+    of an object), which scorer's scores have it (`scores`: a scorer name
+    or `BOTH`), its JSON `type`, when it is there, and what it means."""
+
+    key: str
+    scores: str
+    type: str
+    present: str
+    meaning: str
+
+
+FIELDS: Final = (
+    Field(
+        "result",
+        BOTH,
+        "object or null",
+        "always",
+        "the evaluator's exact output, the JSON the core and the Node "
+        'originals return (`{"stage": ..., "missing": [...]}`, '
+        '`{"membership": ..., "order": ...}`, `{"error": "duplicate-id"}`); '
+        "null when the core never ran",
+    ),
+    Field(
+        "record",
+        BOTH,
+        "object",
+        "always",
+        "the record graded, as the core received it; empty when nothing "
+        "was read (`sample-error`, a line that is no record)",
+    ),
+    Field(
+        "read_from",
+        BOTH,
+        "object of strings",
+        "always",
+        'where each field of the record was read, e.g. `{"context": '
+        '"store RetrievalTrace:context"}`',
+    ),
+    Field(
+        "error",
+        BOTH,
+        "object or null",
+        "always",
+        "null, or what kept the score from being a stage or a grade",
+    ),
+    Field(
+        "error.kind",
+        BOTH,
+        "string",
+        "with an error",
+        "the error kind, also the score's `reason`: `answer-label`, "
+        "`invalid-input`, `duplicate-source-id`, `duplicate-answer-id`, "
+        "`unreadable-answer`, `sample-error`, or from `tracegrade score` a "
+        "line's `malformed-json`, ...",
+    ),
+    Field(
+        "error.side",
+        BOTH,
+        '`"data"`, `"answer"` or `"run"`',
+        "with an error",
+        "whose fault: the sample's data or the run (unscored), or the "
+        "model's answer (fails both extraction criteria)",
+    ),
+    Field(
+        "error.field",
+        BOTH,
+        "string or null",
+        "with an error",
+        'the record field at fault, e.g. `"context[1]"`; null when no field is',
+    ),
+    Field(
+        "error.message",
+        BOTH,
+        "string",
+        "with an error",
+        "what is wrong, in a sentence",
+    ),
+    Field(
+        "recall",
+        STAGE_SCORER,
+        "number in [0, 1] or null",
+        "every stage score but a line that is no record",
+        "the share of the run's unique required IDs its context held; a "
+        "number on every diagnosed stage, null when nothing is required, "
+        "on `invalid-input` and on `sample-error`",
+    ),
+    Field(
+        "precision",
+        STAGE_SCORER,
+        "number in [0, 1] or null",
+        "where `recall` is",
+        "the share of the run's unique context IDs that are required; null "
+        "for an empty context and when nothing was judged",
+    ),
+    Field(
+        "lost",
+        STAGE_SCORER,
+        "array of objects",
+        "with pipeline steps, where `result` has `missing`",
+        "per missing ID, in `missing` order: `id`, `lost_at` (the first "
+        'step whose output lacks it, or `"context"`), `last_step` and '
+        "`last_rank` (the last step that had it and its 1-based rank "
+        "there; null when none did)",
+    ),
+    Field(
+        "step_recall",
+        STAGE_SCORER,
+        "object of numbers in [0, 1]",
+        "with pipeline steps, where `recall` is a number",
+        "each step's recall, by step name, in pipeline order",
+    ),
+    Field(
+        "grader",
+        STAGE_SCORER,
+        "object",
+        "with `label_scorer=` or `label_from=`",
+        "the grader's own score: `name`, `value`, `answer`, `explanation`, "
+        "`reason`, `metadata`",
+    ),
+    Field(
+        "itemised",
+        EXTRACTION_SCORER,
+        "object or null",
+        "every extraction score but a line that is no record",
+        "where a graded answer went wrong: `dropped`, `invented` (ID "
+        "lists), `first_order_break` (1-based position, or null when the "
+        "lists are equal), `kept_in_order` (an integer); null wherever "
+        "`result` is not a grade",
+    ),
+    Field(
+        "read_as",
+        EXTRACTION_SCORER,
+        "string or null",
+        "when the answer was read from output text",
+        "the reading that found the IDs (`json`, `lines`, ..., see "
+        "answer-formats.md); null when none did",
+    ),
+)
+
+
+def fields_table() -> str:
+    """`FIELDS` as the Markdown table docs/scores.md shows."""
+    rows = [
+        "| key | scores | type | present | meaning |",
+        "|---|---|---|---|---|",
+    ]
+    for field in FIELDS:
+        cells = (
+            f"`{field.key}`",
+            field.scores,
+            field.type,
+            field.present,
+            field.meaning,
+        )
+        rows.append("| " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n"
+
+
+class InvalidScore(ValueError):
+    """A score's value or metadata is not what a tracegrade scorer writes.
+
+    The message says which field and what it holds; the reader that
+    raises it from a log adds which log, sample and score.
+    """
+
+
+# --- the parts ---------------------------------------------------------------
+
+
+def is_share(value: Any) -> TypeGuard[float]:
+    """A float from 0 to 1: what tracegrade writes for a share (never an
+    integer, a bool or NaN)."""
+    return type(value) is float and 0.0 <= value <= 1.0
+
+
+def is_tracegrade_metadata(metadata: Any) -> TypeGuard[dict[str, Any]]:
+    """Metadata with the keys every tracegrade score carries."""
+    return type(metadata) is dict and metadata.keys() >= METADATA_KEYS
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreError:
+    """A score's `error`: its `kind`, `side`, `field` and `message`.
+
+    `field` and `message` are None where a reader was given a copy of
+    the error without them (the bulk results keep kind and side alone).
+    """
+
+    kind: str
+    side: ErrorSide
+    field: str | None = None
+    message: str | None = None
+
+    @property
+    def unscored(self) -> bool:
+        return self.side in UNSCORED_SIDES
+
+
+def read_error(metadata: Mapping[str, Any]) -> ScoreError | None:
+    """The metadata's `error`, checked; None for no error."""
+    error = metadata.get("error")
+    if error is None:
+        return None
+    kind = error.get("kind") if type(error) is dict else None
+    side = error.get("side") if type(error) is dict else None
+    if type(kind) is not str or not kind or side not in ERROR_SIDES:
+        raise InvalidScore(
+            "metadata error must be null or have a kind and a side "
+            f"({', '.join(ERROR_SIDES)}), got {quote(error)}"
+        )
+    assert isinstance(error, dict)
+    field = error.get("field")
+    message = error.get("message")
+    if field is not None and type(field) is not str:
+        raise InvalidScore(
+            f"metadata error.field must be a string or null, got {quote(field)}"
+        )
+    if message is not None and type(message) is not str:
+        raise InvalidScore(
+            f"metadata error.message must be a string, got {quote(message)}"
+        )
+    return ScoreError(kind, side, field, message)
+
+
+def read_share(metadata: Mapping[str, Any], key: str) -> float | None:
+    """The metadata's `recall` or `precision` (`key`): a share or None
+    (also when absent)."""
+    share = metadata.get(key)
+    if share is None or is_share(share):
+        return share
+    raise InvalidScore(
+        f"metadata {key} must be null or a share from 0.0 to 1.0, got {quote(share)}"
+    )
+
+
+def read_stage_value(value: Any) -> str:
+    """A scored stage score's value: one of `STAGES`."""
+    if type(value) is str and value in STAGES:
+        return value
+    raise InvalidScore(
+        f"the value must be one of {', '.join(STAGES)}, got {quote(value)}"
+    )
+
+
+def read_criteria(value: Any) -> tuple[bool, bool]:
+    """A scored extraction score's value: `(membership, order)`."""
+    if (
+        type(value) is not dict
+        or type(value.get("membership")) is not bool
+        or type(value.get("order")) is not bool
+    ):
+        raise InvalidScore(
+            'the value must be {"membership": bool, "order": bool}, got '
+            f"{quote(value)}"
+        )
+    membership: bool = value["membership"]
+    order: bool = value["order"]
+    if order and not membership:
+        raise InvalidScore(
+            "order passes without membership, which the grading rules never give"
+        )
+    return membership, order
+
+
+def read_as(metadata: Mapping[str, Any]) -> str | None:
+    """The metadata's `read_as`: a reading's name, or None."""
+    reading = metadata.get("read_as")
+    if reading is None or (type(reading) is str and reading):
+        return reading
+    raise InvalidScore(
+        f"metadata read_as must be a reading's name or null, got {quote(reading)}"
+    )
+
+
+# --- stage scores --------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LostID:
+    """One entry of `lost`: where in the pipeline a missing ID was lost."""
+
+    id: str
+    lost_at: str
+    last_step: str | None
+    last_rank: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class StageScore:
+    """A stage diagnosis score, read.
+
+    `stage` is None for an unscored score (`error.unscored`). A diagnosed
+    stage has its `required` and `missing` ID lists; `labelled_correct`
+    says whether its record's label is JSON `true`. `lost` and
+    `step_recall` are there only for a record with pipeline steps; a
+    diagnosed one also has its record's `steps` and `context_size` (the
+    IDs its prompt held: the cut below which a kept ID was lost).
+    """
+
+    stage: str | None
+    error: ScoreError | None
+    recall: float | None
+    precision: float | None
+    required: list[str] | None = None
+    missing: list[str] | None = None
+    labelled_correct: bool = False
+    lost: list[LostID] | None = None
+    step_recall: dict[str, float] | None = None
+    steps: list[Step] | None = None
+    context_size: int | None = None
+
+
+def read_stage(value: Any, metadata: Any) -> StageScore:
+    """A stage score from its value and metadata, checked as a whole."""
+    metadata = _tracegrade_metadata(metadata)
+    error = read_error(metadata)
+    recall = read_share(metadata, "recall")
+    precision = read_share(metadata, "precision")
+    lost = _read_lost(metadata)
+    step_recall = read_step_recall(metadata)
+    if error is not None and error.unscored:
+        return StageScore(
+            None, error, recall, precision, None, None, False, lost, step_recall
+        )
+    stage = read_stage_value(value)
+    for key in ("recall", "precision"):
+        if key not in metadata:
+            raise InvalidScore(f"a scored stage score needs metadata {key}")
+    if stage not in DIAGNOSED_STAGES:
+        return StageScore(
+            stage, error, recall, precision, None, None, False, lost, step_recall
+        )
+    record, result = metadata["record"], metadata["result"]
+    required = record.get("required") if type(record) is dict else None
+    missing = result.get("missing") if type(result) is dict else None
+    if not is_id_list(required) or not is_id_list(missing):
+        raise InvalidScore(
+            "a diagnosed score needs the ID lists record.required and "
+            f"result.missing, got {quote(required)} and {quote(missing)}"
+        )
+    if recall is None:
+        raise InvalidScore(
+            "a diagnosed score's metadata recall must be a share, got null"
+        )
+    assert isinstance(record, dict)
+    try:
+        steps = read_steps(record)
+    except InvalidRecord as invalid:
+        raise InvalidScore(f"record.{invalid}") from None
+    context = record.get("context")
+    if steps is not None and not is_id_list(context):
+        raise InvalidScore(
+            f"a diagnosed score with steps needs the ID list record.context, "
+            f"got {quote(context)}"
+        )
+    if (steps is None) != (lost is None):
+        raise InvalidScore(
+            "metadata lost and record.steps go together, got "
+            f"{'lost' if lost is not None else 'steps'} alone"
+        )
+    return StageScore(
+        stage,
+        error,
+        recall,
+        precision,
+        required,
+        missing,
+        record.get("correct") is True,
+        lost,
+        step_recall,
+        steps,
+        len(context) if steps is not None and is_id_list(context) else None,
+    )
+
+
+def _read_lost(metadata: Mapping[str, Any]) -> list[LostID] | None:
+    lost = metadata.get("lost")
+    if lost is None:
+        return None
+    if type(lost) is not list:
+        raise InvalidScore(f"metadata lost must be an array, got {quote(lost)}")
+    read = []
+    for position, entry in enumerate(lost):
+        fields = (
+            (entry.get(key) for key in ("id", "lost_at", "last_step", "last_rank"))
+            if type(entry) is dict
+            else None
+        )
+        if fields is not None:
+            item, lost_at, last_step, last_rank = fields
+            if (
+                type(item) is str
+                and type(lost_at) is str
+                and (last_step is None or type(last_step) is str)
+                and (last_rank is None or (type(last_rank) is int and last_rank >= 1))
+                and (last_step is None) == (last_rank is None)
+            ):
+                read.append(LostID(item, lost_at, last_step, last_rank))
+                continue
+        raise InvalidScore(
+            f"metadata lost[{position}] must be an object of a string id and "
+            "lost_at, and a last_step (a string) and last_rank (from 1) both "
+            f"null or both set, got {quote(entry)}"
+        )
+    return read
+
+
+def read_step_recall(metadata: Mapping[str, Any]) -> dict[str, float] | None:
+    """The metadata's `step_recall`, step name to share, or None when absent."""
+    recalls = metadata.get("step_recall")
+    if recalls is None:
+        return None
+    if type(recalls) is not dict or not all(
+        is_share(share) for share in recalls.values()
+    ):
+        raise InvalidScore(
+            "metadata step_recall must map each step's name to a share from "
+            f"0.0 to 1.0, got {quote(recalls)}"
+        )
+    return recalls
+
+
+# --- extraction scores -----------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Itemised:
+    """An extraction score's `itemised`."""
+
+    dropped: list[str]
+    invented: list[str]
+    first_order_break: int | None
+    kept_in_order: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractionScore:
+    """An ordered extraction score, read.
+
+    `membership` and `order` are None for an unscored score. A graded one
+    (its `result` a grade, not a refusal) has its `source` and `itemised`;
+    an answer failure has neither.
+    """
+
+    membership: bool | None
+    order: bool | None
+    error: ScoreError | None
+    read_as: str | None
+    source: list[str] | None = None
+    itemised: Itemised | None = None
+
+
+def read_extraction(value: Any, metadata: Any) -> ExtractionScore:
+    """An extraction score from its value and metadata, checked as a whole."""
+    metadata = _tracegrade_metadata(metadata)
+    error = read_error(metadata)
+    reading = read_as(metadata)
+    if error is not None and error.unscored:
+        return ExtractionScore(None, None, error, reading)
+    membership, order = read_criteria(value)
+    if "itemised" not in metadata:
+        raise InvalidScore("a scored extraction score needs metadata itemised")
+    itemised = metadata["itemised"]
+    result = metadata["result"]
+    if type(result) is not dict or "membership" not in result:
+        if itemised is not None:
+            raise InvalidScore(
+                "metadata itemised must be null where result is no grade, got "
+                f"{quote(itemised)}"
+            )
+        return ExtractionScore(membership, order, error, reading)
+    record = metadata["record"]
+    source = record.get("source") if type(record) is dict else None
+    if not is_id_list(source):
+        raise InvalidScore(
+            f"a graded score needs the ID list record.source, got {quote(source)}"
+        )
+    return ExtractionScore(
+        membership, order, error, reading, source, _read_itemised(itemised)
+    )
+
+
+def _read_itemised(itemised: Any) -> Itemised:
+    if type(itemised) is not dict:
+        raise InvalidScore(
+            "a graded score's metadata itemised must be an object, got "
+            f"{quote(itemised)}"
+        )
+    dropped = itemised.get("dropped")
+    invented = itemised.get("invented")
+    if not is_id_list(dropped) or not is_id_list(invented):
+        raise InvalidScore(
+            "metadata itemised needs the ID lists dropped and invented, "
+            f"got {quote(dropped)} and {quote(invented)}"
+        )
+    first_break = itemised.get("first_order_break")
+    kept = itemised.get("kept_in_order")
+    if (
+        (first_break is not None and not _is_count(first_break, 1))
+        or type(kept) is not int
+        or kept < 0
+    ):
+        raise InvalidScore(
+            "metadata itemised needs first_order_break (from 1, or null) and "
+            f"kept_in_order (from 0), got {quote(first_break)} and {quote(kept)}"
+        )
+    return Itemised(dropped, invented, first_break, kept)
+
+
+def _is_count(value: Any, least: int) -> bool:
+    return type(value) is int and value >= least
+
+
+def _tracegrade_metadata(metadata: Any) -> dict[str, Any]:
+    if not is_tracegrade_metadata(metadata):
+        keys = sorted(metadata) if isinstance(metadata, dict) else None
+        raise InvalidScore(
+            f"the metadata must hold {', '.join(sorted(METADATA_KEYS))}, got "
+            + ("no object" if keys is None else f"the keys {quote(keys)}")
+        )
+    return metadata
+
+
+def is_nan(value: Any) -> bool:
+    """An unscored score's value (`Score.unscored`, NaN)."""
+    return type(value) is float and math.isnan(value)
+
+
+__all__ = [
+    "BOTH",
+    "CRITERIA",
+    "DIAGNOSED_STAGES",
+    "ERROR_SIDES",
+    "EXTRACTION_SCORER",
+    "FIELDS",
+    "METADATA_KEYS",
+    "SCORERS",
+    "STAGES",
+    "STAGE_SCORER",
+    "UNSCORED_SIDES",
+    "ErrorSide",
+    "ExtractionScore",
+    "Field",
+    "InvalidScore",
+    "Itemised",
+    "LostID",
+    "ScoreError",
+    "StageScore",
+    "fields_table",
+    "is_id_list",
+    "is_nan",
+    "is_share",
+    "is_tracegrade_metadata",
+    "read_as",
+    "read_criteria",
+    "read_error",
+    "read_extraction",
+    "read_share",
+    "read_stage",
+    "read_stage_value",
+]

@@ -1,0 +1,382 @@
+"""Where the missing documents were lost, over many runs (`report.steps`).
+
+Each figure is held to an independent statement of it: the step figures to
+ir-measures (trec_eval's own code) over the same runs as queries, the
+counts to a plain recount of each run's `lost` as the stage scorer wrote it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from pathlib import Path
+from typing import Any
+
+import ir_measures
+import pytest
+from click.testing import CliRunner, Result
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from inspect_ai import eval
+from inspect_ai.log import read_eval_log
+
+from tracegrade import stage_diagnosis
+from tracegrade.bulk.scoring import score_stage_input
+from tracegrade.cli import main
+from tracegrade.core.steps import read_steps
+from tracegrade.report.steps import NDCG_DEPTH, NEAR_THE_CUT, PipelineTally
+from tracegrade.schema import InvalidScore, read_stage
+
+IDS = [f"D{number}" for number in range(16)]
+EXAMPLE = (
+    Path(__file__).resolve().parent.parent / "examples" / "pipeline" / "runs.jsonl"
+)
+STEP_NAMES = ["retriever", "reranker"]
+
+
+@st.composite
+def runs(draw: st.DrawFn) -> list[dict[str, Any]]:
+    """Runs of one two-step pipeline; the context a prefix of the last step
+    (a prompt filled to k), so IDs lost at the cut lie just below it."""
+    records = []
+    for _ in range(draw(st.integers(1, 8))):
+        retrieved = draw(st.permutations(IDS))[: draw(st.integers(0, 16))]
+        reranked = [item for item in retrieved if draw(st.booleans())]
+        cut = draw(st.integers(0, len(reranked)))
+        records.append(
+            {
+                "required": draw(
+                    st.lists(st.sampled_from(IDS), min_size=1, max_size=5)
+                ),
+                "context": reranked[:cut],
+                "correct": draw(st.booleans()),
+                "steps": [
+                    {"name": "retriever", "ids": retrieved},
+                    {"name": "reranker", "ids": reranked},
+                ],
+            }
+        )
+    return records
+
+
+def add_scored(tally: PipelineTally, record: dict[str, Any]) -> None:
+    """Count the record's score as the report reads it: through the schema."""
+    score = score_stage_input(record)
+    staged = read_stage(score.value, score.metadata)
+    assert staged.required is not None and staged.steps is not None
+    assert staged.steps == read_steps(record)
+    assert staged.context_size == len(record["context"])
+    tally.add(staged.required, staged.context_size, staged.steps, staged.lost)
+
+
+def tallied(records: list[dict[str, Any]]) -> PipelineTally:
+    tally = PipelineTally()
+    for record in records:
+        add_scored(tally, record)
+    return tally
+
+
+def trec_eval(records: list[dict[str, Any]], step: int) -> dict[str, float]:
+    qrels = [
+        ir_measures.Qrel(str(query), document, 1)
+        for query, record in enumerate(records)
+        for document in dict.fromkeys(record["required"])
+    ]
+    ranked = [
+        ir_measures.ScoredDoc(str(query), document, float(100 - rank))
+        for query, record in enumerate(records)
+        for rank, document in enumerate(record["steps"][step]["ids"])
+    ]
+    # A query with an empty ranking still counts, as a 0: one unjudged
+    # document below every other keeps it in trec_eval's mean.
+    ranked += [
+        ir_measures.ScoredDoc(str(query), "none", 0.0) for query in range(len(records))
+    ]
+    measures = [ir_measures.RR, ir_measures.nDCG @ NDCG_DEPTH, ir_measures.R @ 1000]
+    return {
+        str(measure): value
+        for measure, value in ir_measures.calc_aggregate(
+            measures, qrels, ranked
+        ).items()
+    }
+
+
+@settings(max_examples=30, deadline=None)
+@given(records=runs())
+def test_each_steps_recall_mrr_and_ndcg_are_trec_evals_means(
+    records: list[dict[str, Any]],
+) -> None:
+    summary = tallied(records).summary()
+    assert summary is not None
+    assert [figures.step for figures in summary.steps] == STEP_NAMES
+    for index, figures in enumerate(summary.steps):
+        expected = trec_eval(records, index)
+        assert figures.runs == len(records)
+        assert figures.mrr is not None and figures.ndcg is not None
+        assert figures.recall is not None
+        assert math.isclose(figures.mrr, expected["RR"], abs_tol=1e-12)
+        assert math.isclose(figures.ndcg, expected[f"nDCG@{NDCG_DEPTH}"], abs_tol=1e-12)
+        assert math.isclose(figures.recall, expected["R@1000"], abs_tol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(records=runs())
+def test_the_losses_are_a_recount_of_each_runs_lost(
+    records: list[dict[str, Any]],
+) -> None:
+    summary = tallied(records).summary()
+    assert summary is not None
+    lost_at: dict[str, int] = {}
+    cut_ranks: list[int] = []
+    near = 0
+    for record in records:
+        # The rule as the issue states it, recounted from the IDs.
+        required = dict.fromkeys(record["required"])
+        missing = [item for item in required if item not in record["context"]]
+        retrieved, reranked = (step["ids"] for step in record["steps"])
+        for item in missing:
+            if item not in retrieved:
+                where = "retriever"
+            elif item not in reranked:
+                where = "reranker"
+            else:
+                where = "context"
+                rank = reranked.index(item) + 1
+                cut_ranks.append(rank)
+                near += rank <= len(record["context"]) + NEAR_THE_CUT
+            lost_at[where] = lost_at.get(where, 0) + 1
+    total = sum(lost_at.values())
+    assert summary.missing == total
+    assert {figures.step: figures.lost for figures in summary.steps} == {
+        name: lost_at.get(name, 0) for name in STEP_NAMES
+    }
+    assert summary.context.lost == lost_at.get("context", 0)
+    assert summary.context.near_the_cut == near
+    if total:
+        shares = [figures.lost_share for figures in summary.steps]
+        assert math.isclose(sum(shares) + (summary.context.share or 0.0), 1.0)
+    else:
+        assert summary.context.share is None
+    if cut_ranks:
+        assert summary.context.median_last_rank == statistics.median(cut_ranks)
+    else:
+        assert summary.context.median_last_rank is None
+
+
+def test_steps_are_listed_in_first_seen_order_and_counted_where_present() -> None:
+    tally = PipelineTally()
+    first = {
+        "required": ["A"],
+        "context": [],
+        "correct": True,
+        "steps": [{"name": "bm25", "ids": ["B", "A"]}],
+    }
+    second = {
+        "required": ["A"],
+        "context": ["A"],
+        "correct": True,
+        "steps": [{"name": "dense", "ids": ["A"]}, {"name": "bm25", "ids": ["A"]}],
+    }
+    for record in (first, second):
+        add_scored(tally, record)
+    summary = tally.summary()
+    assert summary is not None
+    assert [
+        (step.step, step.runs, step.recall, step.mrr) for step in summary.steps
+    ] == [
+        ("bm25", 2, 1.0, 0.75),
+        ("dense", 1, 1.0, 1.0),
+    ]
+    # First run: A was at bm25's rank 2, the context empty: lost at the cut.
+    assert summary.context.lost == 1
+    assert summary.context.median_last_rank == 2.0
+    assert summary.context.near_the_cut == 1
+
+
+def test_no_run_with_steps_is_no_summary() -> None:
+    assert PipelineTally().summary() is None
+
+
+# --- through a real eval and `tracegrade report` ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def pipeline_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    log_dir = tmp_path_factory.mktemp("pipeline")
+    (log,) = eval(
+        stage_diagnosis(dataset=str(EXAMPLE)), display="none", log_dir=str(log_dir)
+    )
+    assert log.status == "success", log.error
+    return log_dir
+
+
+def report_of(*args: str) -> Result:
+    result = CliRunner().invoke(main, ["report", *args])
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def test_the_report_says_where_the_examples_missing_documents_were_lost(
+    pipeline_log: Path,
+) -> None:
+    (path,) = pipeline_log.glob("*.eval")
+    samples = read_eval_log(str(path)).samples or []
+    metadata = [
+        (sample.scores or {})["stage_diagnosis"].metadata or {} for sample in samples
+    ]
+    lost = [entry for each in metadata for entry in each.get("lost", [])]
+    records = [each["record"] for each in metadata]
+    reported = json.loads(report_of(str(pipeline_log), "--json").output)
+    (summary,) = reported["stage_diagnosis"]
+    pipeline = summary["pipeline"]
+    assert pipeline["runs"] == len(samples)
+    assert pipeline["missing"] == len(lost) > 0
+    for index, step in enumerate(pipeline["steps"]):
+        assert step["lost"] == sum(entry["lost_at"] == step["step"] for entry in lost)
+        assert step["recall"] == pytest.approx(
+            statistics.fmean(each["step_recall"][step["step"]] for each in metadata)
+        )
+        expected = trec_eval(records, index)
+        assert step["mrr"] == pytest.approx(expected["RR"])
+        assert step["ndcg"] == pytest.approx(expected[f"nDCG@{NDCG_DEPTH}"])
+    at_the_cut = [entry for entry in lost if entry["lost_at"] == "context"]
+    assert pipeline["context"]["lost"] == len(at_the_cut) > 0
+    assert pipeline["context"]["median_last_rank"] == statistics.median(
+        entry["last_rank"] for entry in at_the_cut
+    )
+    page = (EXAMPLE.parent.parent.parent / "docs" / "pipeline-steps.md").read_text()
+    retriever, reranker = pipeline["steps"]
+    context = pipeline["context"]
+    assert " ".join(
+        f"--markdown`): of {pipeline['missing']} missing IDs, "
+        f"{retriever['lost']} were lost at the retriever, {reranker['lost']} at the "
+        f"reranker and {context['lost']} at the cut, all {context['near_the_cut']} "
+        "within 5 ranks of it.".split()
+    ) in " ".join(page.split())
+    assert context["near_the_cut"] == context["lost"]
+    markdown = report_of(str(pipeline_log), "--markdown").output
+    assert "Where missing documents were lost" in markdown
+    # The page's tables are the report's own rows.
+    shown = [line.strip() for line in page.splitlines() if line.startswith("  | E1 |")]
+    assert len(shown) == 4
+    for line in shown:
+        assert line in markdown.splitlines(), line
+    assert "Lost at the prompt's cut" in markdown
+    html_path = pipeline_log.parent / "pipeline-report.html"
+    report_of(str(pipeline_log), "--html", str(html_path), "--force")
+    page = html_path.read_text(encoding="utf-8")
+    assert "Where missing documents were lost" in page
+    assert "Lost at the prompt&#x27;s cut" in page or "Lost at the prompt's cut" in page
+
+
+def test_a_report_of_runs_without_steps_has_no_pipeline_section(tmp_path: Path) -> None:
+    (log,) = eval(stage_diagnosis(), display="none", log_dir=str(tmp_path))
+    assert log.status == "success", log.error
+    reported = json.loads(report_of(str(tmp_path), "--json").output)
+    assert all(summary["pipeline"] is None for summary in reported["stage_diagnosis"])
+    assert "Where missing documents were lost" not in report_of(str(tmp_path)).output
+
+
+def test_compare_pairs_each_steps_recall_by_sample(
+    pipeline_log: Path, tmp_path: Path
+) -> None:
+    """NEW's reranker keeps the retriever's top 10 instead of its own 5:
+    the reranker's recall rises, the retriever's does not move."""
+    records = [json.loads(line) for line in EXAMPLE.read_text().splitlines()]
+    for record in records:
+        retriever, reranker = record["input"]["steps"]
+        reranker["ids"] = retriever["ids"][:10]
+    dataset = tmp_path / "runs.jsonl"
+    dataset.write_text("".join(json.dumps(record) + "\n" for record in records))
+    (new,) = eval(
+        stage_diagnosis(dataset=str(dataset)),
+        display="none",
+        log_dir=str(tmp_path / "new"),
+    )
+    assert new.status == "success", new.error
+    (path,) = pipeline_log.glob("*.eval")
+    base = read_eval_log(str(path))
+
+    def step_recalls(log: Any) -> dict[str, dict[str, float]]:
+        return {
+            sample.id: (sample.scores or {})["stage_diagnosis"].metadata["step_recall"]
+            for sample in log.samples
+        }
+
+    before, after = step_recalls(base), step_recalls(new)
+    result = CliRunner().invoke(
+        main, ["compare", str(pipeline_log), str(tmp_path / "new"), "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    (pair,) = json.loads(result.output)["pairs"]
+    (comparison,) = pair["stage_diagnosis"]
+    figures = {figure["figure"]: figure for figure in comparison["figures"]}
+    for step in ("retriever", "reranker"):
+        figure = figures[f"{step}_recall"]
+        assert figure["pairs"] == len(before) == 12
+        assert figure["base_mean"] == pytest.approx(
+            statistics.fmean(each[step] for each in before.values())
+        )
+        assert figure["new_mean"] == pytest.approx(
+            statistics.fmean(each[step] for each in after.values())
+        )
+        assert figure["fell"] == sum(after[i][step] < before[i][step] for i in before)
+        assert figure["rose"] == sum(after[i][step] > before[i][step] for i in before)
+    assert (
+        figures["retriever_recall"]["fell"] == figures["retriever_recall"]["rose"] == 0
+    )
+    assert figures["reranker_recall"]["rose"] > 0
+    assert list(figures)[:2] == ["recall", "precision"]
+    markdown = CliRunner().invoke(
+        main, ["compare", str(pipeline_log), str(tmp_path / "new"), "--markdown"]
+    )
+    assert markdown.exit_code == 0, markdown.output
+    assert "| stage\\_diagnosis | reranker\\_recall | 12 |" in markdown.output
+
+
+def test_the_analysis_columns_say_where_each_was_lost_and_each_steps_recall(
+    pipeline_log: Path,
+) -> None:
+    from inspect_ai.analysis import SampleSummary, samples_df
+
+    from tracegrade.analysis import StageColumns, step_recall_columns
+
+    (path,) = pipeline_log.glob("*.eval")
+    expected = {
+        sample.id: (sample.scores or {})["stage_diagnosis"].metadata
+        for sample in read_eval_log(str(path)).samples or []
+    }
+    frame = samples_df(
+        str(pipeline_log),
+        columns=SampleSummary
+        + StageColumns
+        + step_recall_columns("retriever", "reranker"),
+    )
+    assert len(frame) == len(expected)
+    for row in frame.itertuples():
+        metadata = expected[row.id]
+        assert list(row.stage_lost_at) == [
+            entry["lost_at"] for entry in metadata["lost"]
+        ]
+        assert row.stage_retriever_recall == metadata["step_recall"]["retriever"]
+        assert row.stage_reranker_recall == metadata["step_recall"]["reranker"]
+    with pytest.raises(ValueError, match="at least one step"):
+        step_recall_columns()
+
+
+def test_a_score_whose_steps_and_lost_disagree_is_refused_by_name() -> None:
+    record = {
+        "required": ["A"],
+        "context": [],
+        "correct": True,
+        "steps": [{"name": "bm25", "ids": ["A"]}],
+    }
+    score = score_stage_input(record)
+    metadata = dict(score.metadata or {})
+    without_lost = {key: value for key, value in metadata.items() if key != "lost"}
+    with pytest.raises(InvalidScore, match=r"lost and record\.steps go together"):
+        read_stage(score.value, without_lost)
+    broken = {**metadata, "record": {**record, "steps": [{"name": "bm25"}]}}
+    with pytest.raises(InvalidScore, match=r"record\.field 'steps\[0\]'"):
+        read_stage(score.value, broken)

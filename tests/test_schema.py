@@ -1,0 +1,280 @@
+"""One score schema: every reader gives a score the same verdict.
+
+report, compare, the analysis columns, the metrics and the bulk results
+once each decoded score metadata themselves, and disagreed (the analysis
+columns took a JSON integer as a recall, the report refused it). Here one
+logged score is broken a field at a time and given to each reader of that
+field: all refuse it, with the schema's words.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from inspect_ai import eval
+from inspect_ai.analysis import SampleSummary, samples_df
+from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
+from inspect_ai.scorer import SampleScore
+
+from tracegrade import stage_diagnosis_scorer
+from tracegrade.analysis import StageColumns
+from tracegrade.bulk.results import RunResults
+from tracegrade.compare.build import UnreadableScore, compare_logs
+from tracegrade.report.aggregate import ReportError, build_report
+from tracegrade.schema import (
+    FIELDS,
+    InvalidScore,
+    LostID,
+    fields_table,
+    read_extraction,
+    read_stage,
+)
+from tracegrade.scorers.metrics import (
+    answer_failures,
+    context_precision,
+    context_recall,
+)
+from tracegrade.scorers.stage import diagnosis_score
+from tracegrade.tasks import stage_diagnosis
+
+ROOT = Path(__file__).resolve().parent.parent
+SCORE = "stage_diagnosis"
+
+
+@pytest.fixture(scope="module")
+def logged(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
+    """A real log of one diagnosed run (retrieval: B never reached the context)."""
+    work = tmp_path_factory.mktemp("schema")
+    dataset = work / "runs.jsonl"
+    record = {"required": ["A", "B"], "context": ["A", "C"], "correct": True}
+    dataset.write_text(json.dumps({"id": "gap", "input": record}) + "\n")
+    (log,) = eval(
+        stage_diagnosis(dataset=str(dataset)), display="none", log_dir=str(work)
+    )
+    assert log.status == "success", log.error
+    return read_eval_log(log.location)
+
+
+def broken(logged: EvalLog, change: Callable[[dict[str, Any]], None]) -> EvalLog:
+    log = copy.deepcopy(logged)
+    (sample,) = log.samples or []
+    assert sample.scores is not None
+    metadata = sample.scores[SCORE].metadata
+    assert metadata is not None
+    change(metadata)
+    return log
+
+
+def setting(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(metadata: dict[str, Any]) -> None:
+        metadata[key] = value
+
+    return change
+
+
+def missing_as(value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(metadata: dict[str, Any]) -> None:
+        metadata["result"] = {**metadata["result"], "missing": value}
+
+    return change
+
+
+# Each break, the schema's words for it, and the metric that reads the
+# field (the bulk results read what the metrics read); report, compare and
+# the columns read every field.
+BREAKS = {
+    "integer recall": (
+        setting("recall", 1),
+        "metadata recall must be null or a share from 0.0 to 1.0, got 1",
+        "recall",
+    ),
+    "boolean recall": (
+        setting("recall", True),
+        "metadata recall must be null or a share from 0.0 to 1.0, got true",
+        "recall",
+    ),
+    "integer precision": (
+        setting("precision", 0),
+        "metadata precision must be null or a share from 0.0 to 1.0, got 0",
+        "precision",
+    ),
+    "recall over 1": (
+        setting("recall", 1.5),
+        "metadata recall must be null or a share from 0.0 to 1.0, got 1.5",
+        "recall",
+    ),
+    "error of no side": (
+        setting("error", {"kind": "x", "side": "elsewhere"}),
+        "metadata error must be null or have a kind and a side",
+        "failures",
+    ),
+    "missing not a list": (
+        missing_as("B"),
+        "a diagnosed score needs the ID lists record.required and "
+        'result.missing, got ["A", "B"] and "B"',
+        None,
+    ),
+    "step recall of an integer": (
+        setting("step_recall", {"retriever": 1}),
+        "metadata step_recall must map each step's name to a share",
+        None,
+    ),
+    "lost without lost_at": (
+        setting("lost", [{"id": "B"}]),
+        "metadata lost[0] must be an object",
+        None,
+    ),
+}
+METRICS = {
+    "recall": context_recall,
+    "precision": context_precision,
+    "failures": answer_failures,
+}
+
+
+def refusals(log: EvalLog, tmp_path: Path, metric: str | None) -> dict[str, str]:
+    """What each reader of the broken field says of the log's one score."""
+    path = tmp_path / "broken.eval"
+    write_eval_log(log, str(path))
+    said: dict[str, str] = {}
+    with pytest.raises(ReportError) as report:
+        build_report([str(path)])
+    said["report"] = str(report.value)
+    with pytest.raises(UnreadableScore) as compared:
+        compare_logs(str(path), str(path))
+    said["compare"] = str(compared.value)
+    said["analysis"] = column_refusal(path)
+    (sample,) = read_eval_log(str(path)).samples or []
+    if metric is not None:
+        score = (sample.scores or {})[SCORE]
+        sample_score = SampleScore(score=score, sample_id=sample.id)
+        with pytest.raises(ValueError) as refused:
+            METRICS[metric]()([sample_score])  # type: ignore[call-arg,arg-type]
+        said[f"metric {metric}"] = str(refused.value)
+        results = RunResults(stage_diagnosis_scorer(), SCORE, str(tmp_path))
+        try:
+            with pytest.raises(InvalidScore) as bulk:
+                results.add(str(sample.id), score)
+        finally:
+            results.close()
+        said["bulk results"] = str(bulk.value)
+    return said
+
+
+def column_refusal(path: Path) -> str:
+    """What `samples_df` says reading the stage columns of the log."""
+    try:
+        samples_df(str(path), columns=SampleSummary + StageColumns, quiet=True)
+    except ValueError as refused:
+        return str(refused)
+    return "accepted"
+
+
+@pytest.mark.parametrize("case", list(BREAKS))
+def test_every_reader_refuses_a_broken_score_in_the_same_words(
+    logged: EvalLog, tmp_path: Path, case: str
+) -> None:
+    change, words, metric = BREAKS[case]
+    said = refusals(broken(logged, change), tmp_path, metric)
+    assert len(said) == (5 if metric else 3)
+    for reader, text in said.items():
+        assert words in text, (reader, text)
+
+
+def test_every_reader_reads_the_score_as_logged(
+    logged: EvalLog, tmp_path: Path
+) -> None:
+    path = tmp_path / "whole.eval"
+    write_eval_log(logged, str(path))
+    (stage,) = build_report([str(path)]).stage_diagnosis
+    assert (stage.recall, stage.precision, stage.lucky.count) == (0.5, 0.5, 1)
+    assert len(compare_logs(str(path), str(path)).pairs) == 1
+    assert column_refusal(path) == "accepted"
+    (sample,) = logged.samples or []
+    score = (sample.scores or {})[SCORE]
+    assert context_recall()([SampleScore(score=score, sample_id="gap")]) == 0.5  # type: ignore[call-arg,arg-type]
+
+
+def test_a_stage_score_with_steps_reads_where_each_id_was_lost() -> None:
+    record = {
+        "required": ["A", "B", "C"],
+        "context": ["A"],
+        "correct": False,
+        "steps": [
+            {"name": "retriever", "ids": ["A", "B", "X"]},
+            {"name": "reranker", "ids": ["A", "B"]},
+        ],
+    }
+    read_from = {key: f'metadata["{key}"]' for key in record}
+    score = diagnosis_score(record, read_from, context_recorded=True)
+    read = read_stage(score.value, score.metadata)
+    assert read.stage == "retrieval"
+    assert read.lost == [
+        LostID("B", "context", "reranker", 2),
+        LostID("C", "retriever", None, None),
+    ]
+    assert read.step_recall == {"retriever": 2 / 3, "reranker": 2 / 3}
+
+
+def test_an_extraction_score_refuses_an_itemisation_where_nothing_was_graded() -> None:
+    metadata = {
+        "result": {"error": "duplicate-id"},
+        "record": {"source": ["A"], "answer": ["A", "A"]},
+        "read_from": {},
+        "error": {
+            "kind": "duplicate-answer-id",
+            "side": "answer",
+            "field": None,
+            "message": "m",
+        },
+        "itemised": {
+            "dropped": [],
+            "invented": [],
+            "first_order_break": None,
+            "kept_in_order": 1,
+        },
+    }
+    value = {"membership": False, "order": False}
+    with pytest.raises(
+        InvalidScore, match="itemised must be null where result is no grade"
+    ):
+        read_extraction(value, metadata)
+    metadata["itemised"] = None
+    assert read_extraction(value, metadata).itemised is None
+
+
+def test_scores_md_shows_the_schema_s_fields() -> None:
+    page = (ROOT / "docs" / "scores.md").read_text("utf-8")
+    found = re.search(
+        r"<!-- schema:fields -->\n(.*?)<!-- /schema:fields -->", page, re.DOTALL
+    )
+    assert found is not None, "docs/scores.md lost its schema:fields markers"
+    assert found.group(1) == fields_table(), (
+        "docs/scores.md's field table differs from tracegrade.schema.FIELDS; "
+        "paste tracegrade.schema.fields_table() between its markers"
+    )
+    assert len({field.key for field in FIELDS}) == len(FIELDS)
+
+
+def test_the_schema_imports_no_inspect() -> None:
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, tracegrade.schema; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('inspect_ai', 'pydantic', 'pandas')))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert loaded.stdout.strip() == "[]"
