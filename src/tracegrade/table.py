@@ -36,6 +36,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from inspect_ai.scorer import Score
 
+    from .schema import ScoreError
+
 TASKS: Final = ("stage_diagnosis", "ordered_extraction")
 
 KEYS: Final[Mapping[str, Mapping[str, str]]] = {
@@ -429,33 +431,46 @@ def _error_cells(error: Mapping[str, Any] | None) -> tuple[Any, ...]:
     return (error["kind"], error["side"], error["field"], error["message"])
 
 
+def _read_error_cells(error: ScoreError | None) -> tuple[Any, ...]:
+    if error is None:
+        return _NO_ERROR
+    return (error.kind, error.side, error.field, error.message)
+
+
 def score_cells(task: str, score: Score, *, steps: bool) -> tuple[Any, ...]:
     """The result cells (all but `id`) of a tracegrade `Score`, as
     `result_schema(task, steps=steps)` orders them: what `score_table`
     gives a row that `tracegrade score` scored, and what that command
-    writes as Parquet."""
-    metadata = score.metadata or {}
-    error = _error_cells(metadata.get("error"))
+    writes as Parquet. Read through `tracegrade.schema`, as every reader
+    of a score reads it."""
+    from dataclasses import asdict
+
+    from .schema import read_extraction, read_stage
+
     if task == "stage_diagnosis":
-        result = metadata.get("result")
-        diagnosis: dict[str, Any] = result if isinstance(result, dict) else {}
-        lost = (metadata.get("lost"),) if steps else ()
+        staged = read_stage(score.value, score.metadata)
+        error = _read_error_cells(staged.error)
+        lost = staged.lost
         return (
-            diagnosis.get("stage"),
-            diagnosis.get("missing"),
-            *lost,
-            metadata.get("recall"),
-            metadata.get("precision"),
+            staged.stage,
+            staged.missing,
+            *(
+                ([asdict(item) for item in lost] if lost is not None else None,)
+                if steps
+                else ()
+            ),
+            staged.recall,
+            staged.precision,
             *error,
         )
-    value = score.value
-    grade: Mapping[str, Any] = value if isinstance(value, dict) else {}
-    itemised = metadata.get("itemised")
+    graded = read_extraction(score.value, score.metadata)
+    error = _read_error_cells(graded.error)
+    itemised = graded.itemised
     return (
-        grade.get("membership"),
-        grade.get("order"),
-        itemised["dropped"] if itemised is not None else None,
-        itemised["invented"] if itemised is not None else None,
+        graded.membership,
+        graded.order,
+        itemised.dropped if itemised is not None else None,
+        itemised.invented if itemised is not None else None,
         *error,
     )
 
