@@ -182,3 +182,40 @@ def test_no_records_leave_no_parquet_file(tmp_path: Path) -> None:
     assert "Exception ignored" not in done.stderr
     assert sorted(item.name for item in tmp_path.iterdir()) == ["logs", "runs.jsonl"]
     assert list((tmp_path / "logs").iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["score", "import"])
+def test_parquet_without_pyarrow_says_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+
+    def without_pyarrow(name: str, *args: Any) -> Any:
+        return None if name == "pyarrow" else real_find_spec(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", without_pyarrow)
+    (tmp_path / "runs.jsonl").write_text(
+        json.dumps(random_records("stage_diagnosis", 1, 1)[0])
+    )
+    (tmp_path / "qrels").write_text("q1 0 D1 1\n")
+    (tmp_path / "run").write_text("q1 Q0 D1 1 2.0 r\n")
+    score = [
+        *("score", "stage_diagnosis", str(tmp_path / "runs.jsonl")),
+        *("--log-dir", str(tmp_path / "logs"), "--results-format", "parquet"),
+    ]
+    trec = [
+        *("import", "trec", "--qrels", str(tmp_path / "qrels")),
+        *("--run", str(tmp_path / "run"), "--k", "1"),
+        *("--output", str(tmp_path / "r.parquet"), "--output-format", "parquet"),
+    ]
+    args = score if command == "score" else trec
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 2
+    assert "need pyarrow: pip install 'tracegrade[parquet]'" in result.output
+    assert sorted(item.name for item in tmp_path.iterdir()) == [
+        "qrels",
+        "run",
+        "runs.jsonl",
+    ]
