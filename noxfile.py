@@ -81,6 +81,20 @@ def oldest(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def spark(session: nox.Session) -> None:
+    """Run the Spark `mapInArrow` recipe on a local Spark (tests/test_spark.py).
+
+    Not in the default set: pyspark is a large install, and starting a
+    local Spark and running the recipe would take a large share of the
+    suite's time budget; the `tests` session skips the file. Needs Java 17
+    or newer.
+    """
+    session.run("java", "-version", external=True)
+    session.install(".[test]", "pyspark>=4.0")
+    session.run("pytest", "-n", "0", *(session.posargs or ["tests/test_spark.py"]))
+
+
+@nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """Check style with ruff and types with mypy --strict.
 

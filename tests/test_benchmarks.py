@@ -217,3 +217,19 @@ def test_the_answer_reading_benchmark_reports_each_family(tmp_path: Path) -> Non
     assert report["command"] == (
         "python benchmarks/answer_reading.py --sizes=1000,2000,4000 --repeat=1"
     )
+
+
+def test_the_score_table_benchmark_reports_one_core(tmp_path: Path) -> None:
+    """`benchmarks/score_table.py` at a toy size, without Ray (whose run is
+    tests/test_ray.py's); no timing is asserted."""
+    from benchmarks import score_table
+
+    out = tmp_path / "score_table.json"
+    argv = ["--records", "3000", "--files", "3", "--no-ray", "--json", str(out)]
+    assert score_table.main(argv) == 0
+    report = json.loads(out.read_text())
+    assert report["one_core"]["records"] == 3000
+    assert report["one_core"]["records_per_second_per_core"] > 0
+    assert len(report["one_core"]["load_average_before"]) == 3
+    assert {"answer-label", "invalid-input", "none"} <= set(report["error_kinds"])
+    assert "ray" not in report

@@ -317,6 +317,29 @@ def test_answer_reading_figures_are_the_committed_benchmark_run() -> None:
     )
 
 
+def test_score_table_figures_are_the_committed_benchmark_run() -> None:
+    run = benchmark("score_table")
+    one, ray = run["one_core"], run["ray"]
+    text = flat(SPEED)
+    rows = [
+        f"| one core, in process | {one['records_per_second_per_core']:,} "
+        f"| {one['records_per_second_per_core']:,} | CPU seconds of the process |",
+        f"| one core, in process | {one['records_per_second_wall']:,} "
+        f"| {one['records_per_second_wall']:,} | wall clock |",
+        f"| Ray Data, 2 workers | {ray['records_per_second']:,} "
+        f"| {ray['records_per_second_per_core']:,} | wall clock, `ray.init` apart |",
+    ]
+    for row in rows:
+        assert row in SPEED, row
+    assert f"{run['records']:,} stage records" in text
+    assert f"load average was {one['load_average_before'][0]}" in text
+    assert f"{ray['load_average_after'][0]} when it ended" in text
+    assert f"Ray's wall clock was {ray['wall_seconds']:.1f} s" in text
+    assert f"took {ray['unchanged_wall_seconds']:.1f} s" in text
+    per_record = 1e6 / one["records_per_second_per_core"]
+    assert f"about {per_record:.0f} µs of CPU a record" in text
+
+
 def test_the_architecture_page_names_every_package_and_only_real_ones() -> None:
     import importlib
     import pkgutil

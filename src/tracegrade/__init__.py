@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         ordered_extraction_scorer,
         stage_diagnosis_scorer,
     )
+    from .table import ScoreTableError, score_table
     from .tasks import ordered_extraction_recorded, stage_diagnosis
     from .tasks.live import ordered_extraction
 
@@ -42,6 +43,7 @@ _LAZY = {
     "LabelScorerError": "tracegrade.scorers",
     "LabelsError": "tracegrade.labels",
     "RetrievalTrace": "tracegrade.scorers",
+    "ScoreTableError": "tracegrade.table",
     "ScorerArgumentError": "tracegrade.scorers",
     "ordered_extraction": "tracegrade.tasks.live",
     "ordered_extraction_dataset": "tracegrade.datasets",
@@ -50,6 +52,7 @@ _LAZY = {
     "stage_diagnosis": "tracegrade.tasks",
     "stage_diagnosis_dataset": "tracegrade.datasets",
     "stage_diagnosis_scorer": "tracegrade.scorers",
+    "score_table": "tracegrade.table",
 }
 
 
@@ -73,6 +76,7 @@ __all__ = [
     "LabelScorerError",
     "LabelsError",
     "RetrievalTrace",
+    "ScoreTableError",
     "ScorerArgumentError",
     "StageResult",
     "canonical_json",
@@ -82,6 +86,7 @@ __all__ = [
     "ordered_extraction_dataset",
     "ordered_extraction_recorded",
     "ordered_extraction_scorer",
+    "score_table",
     "stage_diagnosis",
     "stage_diagnosis_dataset",
     "stage_diagnosis_scorer",

@@ -489,12 +489,25 @@ class AtomicFile:
     @classmethod
     def write_text(cls, path: str, text: str, *, replace: bool = False) -> None:
         """Write `text` to `path` whole or not at all."""
+        cls.write_through(path, lambda handle: handle.write(text), replace=replace)
+
+    @classmethod
+    def write_through(
+        cls,
+        path: str,
+        write: Callable[[IO[Any]], object],
+        *,
+        binary: bool = False,
+        replace: bool = False,
+    ) -> None:
+        """Fill `path` by `write(handle)`, whole or not at all (a Parquet
+        writer given the handle, say)."""
         try:
-            written = cls(path, replace=replace)
+            written = cls(path, binary=binary, replace=replace)
         except OSError as error:
             raise _not_written(path, error) from None
         try:
-            written.handle.write(text)
+            write(written.handle)
             written.commit()
         except OSError as error:
             written.discard()

@@ -236,6 +236,39 @@ def test_a_full_disk_leaves_nothing_and_says_so_once(
     assert digest(tmp_path / "runs.jsonl") == input_digest
 
 
+@needs_mount
+@pytest.mark.parametrize("size", ["64k", "112k"])
+def test_a_full_disk_under_parquet_results_leaves_nothing(
+    tmp_path: Path, size: str
+) -> None:
+    """10,000 records give about 130 kB of Parquet results, written a row
+    group of 8,192 (about 105 kB) at a time: the disk fills at the first
+    row group, or at the last with the footer."""
+    write_stage_records(tmp_path / "runs.jsonl", 10_000)
+    input_digest = digest(tmp_path / "runs.jsonl")
+    with mounted_tmpfs(tmp_path / "mnt", f"size={size}"):
+        done = run_tracegrade(
+            "score",
+            "stage_diagnosis",
+            "runs.jsonl",
+            "--log-dir",
+            "logs",
+            "--out",
+            "mnt/results.parquet",
+            "--results-format",
+            "parquet",
+            cwd=tmp_path,
+        )
+
+        assert done.returncode == 2, done.stderr
+        line = one_clear_line(done.stderr)
+        assert "No space left on device" in line
+        assert "no log or results were written" in line
+        assert list((tmp_path / "mnt").iterdir()) == []
+        assert not any((tmp_path / "logs").iterdir())
+    assert digest(tmp_path / "runs.jsonl") == input_digest
+
+
 def _file_size_limit(limit: int) -> tuple[Limit, ...]:
     return ((resource.RLIMIT_FSIZE, limit, limit),)
 

@@ -25,7 +25,9 @@ from ..core import canonical_json
 from ..lines import is_blank, read_lines
 from ..outputs import AtomicFile, OutputError
 from ..scorers.metrics import is_count
+from ..table import problem_cells, score_cells
 from .log import BulkLog, score_value_json, unreadable_explanation
+from .parquet import ParquetResults
 from .presence import READ_FIELDS, FieldPresence
 from .scoring import LINE_ERRORS, TASKS, DiskIds, LineScorer
 
@@ -122,6 +124,7 @@ class ScoreRun:
         max_samples_per_log: int,
         *,
         replace: bool,
+        results_format: str = "jsonl",
     ) -> None:
         self.begun = perf_counter()
         self.replace = replace
@@ -134,6 +137,8 @@ class ScoreRun:
         self.summary = ScoreSummary(task=task, path=path)
         self.log: BulkLog | None = None
         self.results: AtomicFile | None = None
+        self.results_format = results_format
+        self.parquet: ParquetResults | None = None
         self.results_path = out
         self.last_line = 0
         self.finishing = False
@@ -158,12 +163,22 @@ class ScoreRun:
         self.timings = self.log.timings
         if self.results_path is None:
             base = self.log.base
-            self.results_path = str(base.with_name(base.name + ".results.jsonl"))
+            suffix = (
+                ".results.parquet"
+                if self.results_format == "parquet"
+                else ".results.jsonl"
+            )
+            self.results_path = str(base.with_name(base.name + suffix))
         self.scorer = LineScorer(bulk_task, self.path, DiskIds(), timings=self.timings)
         self.stream: IO[str] = sys.stdout
         if self.results_path != "-":
+            parquet = self.results_format == "parquet"
             try:
-                self.results = AtomicFile(self.results_path, replace=self.replace)
+                self.results = AtomicFile(
+                    self.results_path, binary=parquet, replace=self.replace
+                )
+                if parquet:
+                    self.parquet = ParquetResults(self.results.handle, self.task)
             except OSError as error:
                 raise OutputError(
                     f"cannot write the results {self.results_path!r} ({error.strerror})"
@@ -174,13 +189,18 @@ class ScoreRun:
         """Score every line; `advance` is told the bytes read so far (None
         from a pipe), for a progress bar."""
         assert self.log is not None
-        summary, log, results, timings, presence = (
+        summary, log, results, timings, presence, parquet = (
             self.summary,
             self.log,
             self.stream,
             self.timings,
             self.presence,
+            self.parquet,
         )
+        task = self.task
+        # Every stage row has `lost` in Parquet: the columns are fixed
+        # before the first record shows whether any has steps.
+        steps = task == "stage_diagnosis"
         for raw in read_lines(self.path):
             self.last_line = raw.number
             summary.lines += 1
@@ -216,6 +236,11 @@ class ScoreRun:
                     "explanation": outcome.score.explanation,
                     "error": metadata.get("error"),
                 }
+                cells = (
+                    score_cells(task, outcome.score, steps=steps)
+                    if parquet is not None
+                    else ()
+                )
             else:
                 assert problem is not None
                 try:
@@ -230,6 +255,11 @@ class ScoreRun:
                     "explanation": unreadable_explanation(raw.number, problem),
                     "error": problem.as_json(),
                 }
+                cells = (
+                    problem_cells(task, problem.as_json(), steps=steps)
+                    if parquet is not None
+                    else ()
+                )
             if problem is None:
                 summary.scored += 1
             elif problem.side == "answer":
@@ -240,13 +270,18 @@ class ScoreRun:
                 if problem.kind in LINE_ERRORS:
                     summary.line_errors += 1
             writing = perf_counter()
-            results.write(canonical_json(entry) + "\n")
+            if parquet is not None:
+                parquet.add(raw.number, outcome.id, cells)
+            else:
+                results.write(canonical_json(entry) + "\n")
             timings.jsonl += perf_counter() - writing
 
     def finish(self) -> None:
         """Write the log, then put both outputs under their final names."""
         assert self.log is not None
         self.finishing = True
+        if self.parquet is not None:
+            self.parquet.close()
         if self.results is not None:
             self.results.flush_to_disk()
         else:
@@ -276,6 +311,8 @@ class ScoreRun:
         """No records: nothing to write, and nothing left behind."""
         assert self.log is not None
         self.log.close()
+        if self.parquet is not None:
+            self.parquet.abandon()
         if self.results is not None:
             self.results.discard()
         self.summary.seconds = perf_counter() - self.begun
@@ -283,6 +320,8 @@ class ScoreRun:
     def abort(self) -> list[str]:
         """Remove whatever was begun; the paths of anything that could not
         be removed. Never raises."""
+        if self.parquet is not None:
+            self.parquet.abandon()
         left = [] if self.results is None else [self.results.discard()]
         if self.log is not None:
             left.append(self.log.abort())

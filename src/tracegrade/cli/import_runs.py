@@ -21,7 +21,16 @@ Command = TypeVar("Command", bound=Callable[..., Any])
 
 
 def _output_options(command: Command) -> Command:
-    """`--labels`, `--output` and `--force`, the same for every importer."""
+    """`--labels`, `--output`, `--output-format` and `--force`, the same
+    for every importer."""
+    command = click.option(
+        "--output-format",
+        type=click.Choice(["jsonl", "parquet"]),
+        default="jsonl",
+        show_default=True,
+        help="jsonl, or parquet: the records as the columns "
+        "tracegrade.score_table reads (needs --output and pyarrow).",
+    )(command)
     command = click.option(
         "--force",
         is_flag=True,
@@ -50,6 +59,7 @@ def _run_import(
     noun: str,
     labels: str | None,
     notes: Callable[[list[dict[str, Any]]], list[str]] = lambda records: [],
+    output_format: str = "jsonl",
 ) -> None:
     """Check the outputs, build the records, say what needs saying, write.
 
@@ -60,6 +70,7 @@ def _run_import(
     from ..outputs import AtomicFile, check_output, check_standard_streams
 
     check_standard_streams(inputs)
+    _check_output_format(output, output_format)
     if output is not None:
         check_output(output, inputs=inputs, option="--output", force=force)
     try:
@@ -69,11 +80,13 @@ def _run_import(
     except OSError as error:
         raise CommandStopped(f"Error: {error}", 2) from None
 
-    text = records_text(records)
-    if output is None:
-        click.echo(text, nl=False)
+    if output_format == "parquet":
+        assert output is not None
+        _write_parquet(records, output, replace=force)
+    elif output is None:
+        click.echo(records_text(records), nl=False)
     else:
-        AtomicFile.write_text(output, text, replace=force)
+        AtomicFile.write_text(output, records_text(records), replace=force)
 
     # Said once the records are out: a write that fails says only that.
     for note in notes(records):
@@ -88,6 +101,50 @@ def _run_import(
         )
     if output is not None:
         click.echo(f"{len(records)} records written to {output}", err=True)
+
+
+def _check_output_format(output: str | None, output_format: str) -> None:
+    """Parquet to a named file, with pyarrow there; never a name that says
+    the other format."""
+    if output_format == "jsonl":
+        if output is not None and output.lower().endswith(".parquet"):
+            raise click.UsageError(
+                f"--output {output!r} names a Parquet file, but the records are "
+                "JSON Lines; add --output-format parquet"
+            )
+        return
+    if output is None or output == "-":
+        raise click.UsageError(
+            "--output-format parquet writes a file, not stdout; give --output PATH"
+        )
+    import importlib.util
+
+    if importlib.util.find_spec("pyarrow") is None:
+        from ..bulk.parquet import PARQUET_NEEDS
+
+        raise click.UsageError(PARQUET_NEEDS.replace("results", "records"))
+
+
+def _write_parquet(
+    records: list[dict[str, Any]], output: str, *, replace: bool
+) -> None:
+    """The records as `tracegrade.table.record_schema` columns, published
+    whole or not at all, like the JSON Lines."""
+    import pyarrow.parquet as pq
+
+    from ..outputs import AtomicFile
+    from ..table import ScoreTableError, records_table
+
+    try:
+        table = records_table(records, "stage_diagnosis")
+    except ScoreTableError as error:
+        raise click.ClickException(str(error)) from None
+    AtomicFile.write_through(
+        output,
+        lambda handle: pq.write_table(table, handle),
+        binary=True,
+        replace=replace,
+    )
 
 
 @click.group("import")
@@ -143,6 +200,7 @@ def trec(
     complete: bool,
     labels: str | None,
     output: str | None,
+    output_format: str,
     force: bool,
 ) -> None:
     """One stage-diagnosis record per query of TREC qrels and a run.
@@ -217,7 +275,7 @@ def trec(
         ]
 
     inputs = [qrels, run_file, *([labels] if labels is not None else [])]
-    _run_import(inputs, output, force, build, "query", labels, notes)
+    _run_import(inputs, output, force, build, "query", labels, notes, output_format)
 
 
 @import_group.command("ragas")
@@ -234,6 +292,7 @@ def ragas(
     file_format: str | None,
     labels: str | None,
     output: str | None,
+    output_format: str,
     force: bool,
 ) -> None:
     """One stage-diagnosis record per sample of a Ragas evaluation dataset.
@@ -287,7 +346,9 @@ def ragas(
         return import_ragas(dataset, labels_path=labels, file_format=chosen)
 
     inputs = [dataset, *([labels] if labels is not None else [])]
-    _run_import(inputs, output, force, build, "sample", labels)
+    _run_import(
+        inputs, output, force, build, "sample", labels, output_format=output_format
+    )
 
 
 @import_group.command("openinference")
@@ -312,6 +373,7 @@ def openinference(
     key: str,
     labels: str | None,
     output: str | None,
+    output_format: str,
     force: bool,
 ) -> None:
     """One stage-diagnosis record per trace of OpenInference spans.
@@ -412,4 +474,4 @@ def openinference(
         return said
 
     inputs = [spans, gold, *([labels] if labels is not None else [])]
-    _run_import(inputs, output, force, build, "trace", labels, notes)
+    _run_import(inputs, output, force, build, "trace", labels, notes, output_format)

@@ -21,6 +21,7 @@ from ._stream import (
 )
 
 LOG_FORMATS = ("eval", "json")
+RESULTS_FORMATS = ("jsonl", "parquet")
 LOG_FORMAT_VARIABLES = ("INSPECT_LOG_FORMAT", "INSPECT_EVAL_LOG_FORMAT")
 
 
@@ -84,8 +85,17 @@ def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
     "--out",
     type=click.Path(allow_dash=True),
     default=None,
-    help="JSON Lines results file, or - for stdout "
-    "(default: beside the log, named like it, ending .results.jsonl).",
+    help="Results file, or - for stdout (JSON Lines only) "
+    "(default: beside the log, named like it, ending .results.jsonl "
+    "or .results.parquet).",
+)
+@click.option(
+    "--results-format",
+    type=click.Choice(RESULTS_FORMATS),
+    default="jsonl",
+    show_default=True,
+    help="Format of the per-record results: jsonl, or parquet (the columns "
+    "of tracegrade.score_table after a line column; needs pyarrow).",
 )
 @click.option(
     "--json",
@@ -106,6 +116,7 @@ def score(
     log_format: str,
     max_samples_per_log: int,
     out: str | None,
+    results_format: str,
     as_json: bool,
     force: bool,
     progress: bool | None,
@@ -121,7 +132,9 @@ def score(
     Two outputs. The JSON Lines results, one line per input record, in input
     order: {"line", "id", "value", "result", "explanation", "error"}, where
     `result` is the evaluator's exact output (null when it never ran) and
-    `error` is null or {"kind", "side", "field", "message"}. And an Inspect eval
+    `error` is null or {"kind", "side", "field", "message"}; or, with
+    --results-format parquet, the same rows as typed columns: `line`, then
+    those of `tracegrade.score_table` (docs/beyond-one-machine.md). And an Inspect eval
     log (.eval, or .json with --log-format json) in LOG_DIR, which `inspect
     view`, `inspect score`, `read_eval_log` and `inspect_ai.analysis` open
     like a log of `inspect eval`: same samples, scores, metrics and
@@ -165,6 +178,7 @@ def score(
     """
     if out == "-" and as_json:
         raise click.UsageError("--out - and --json both want stdout; choose one")
+    _check_results_format(out, results_format)
     from ..outputs import check_output, check_standard_streams
 
     check_standard_streams([path])
@@ -183,6 +197,7 @@ def score(
         log_format,
         max_samples_per_log,
         replace=force,
+        results_format=results_format,
     )
     try:
         run.open()
@@ -201,6 +216,28 @@ def score(
     if summary.records == 0:
         raise SystemExit(1)
     raise SystemExit(1 if summary.line_errors else 0)
+
+
+def _check_results_format(out: str | None, results_format: str) -> None:
+    """Parquet to a file, with pyarrow there; never a name that says the
+    other format."""
+    if results_format == "jsonl":
+        if out is not None and out.lower().endswith(".parquet"):
+            raise click.UsageError(
+                f"--out {out!r} names a Parquet file, but the results are JSON "
+                "Lines; add --results-format parquet"
+            )
+        return
+    if out == "-":
+        raise click.UsageError(
+            "--results-format parquet writes a file, not stdout; give --out PATH"
+        )
+    import importlib.util
+
+    if importlib.util.find_spec("pyarrow") is None:
+        from ..bulk.parquet import PARQUET_NEEDS
+
+        raise click.UsageError(PARQUET_NEEDS)
 
 
 def _make_log_dir(log_dir: str) -> str:

@@ -1,0 +1,236 @@
+"""`tracegrade.score_table` on one core, and through Ray Data with 2 workers.
+
+Issue 31 asks for records per second per core through `score_table` on
+one machine, and through Ray with 2 workers on the same machine. N stage
+records (seeded; outcomes of every kind: `retrieval`, `generation`,
+`pass`, `unresolved`, `answer-label`, a refused context, broken steps;
+3 in 10 with two steps) are written as Parquet in `--files` files, then:
+
+- **one core**: the files read with `pyarrow.parquet` and scored a batch
+  of `--batch-size` rows at a time in this process. The seconds are CPU
+  seconds of this process (`time.process_time`), less moved by other
+  load than wall seconds; reading the files, and the import of Inspect AI
+  that the first refused row costs a process, are timed apart.
+- **Ray, 2 workers**: `ray.init(num_cpus=2)`, then the documented recipe,
+  `read_parquet` -> `map_batches(score_table, batch_format="pyarrow")` ->
+  `write_parquet`, timed by the wall clock from the first call to the
+  written files, `ray.init` apart. Per core is that rate over 2. Each
+  worker's imports are in it, as they are in a real job. The same
+  pipeline with a function that returns its batch unchanged runs first:
+  the engine's own cost (and its workers' start), without scoring.
+
+One core's wall seconds are given too, the figure to set beside Ray's.
+
+The results of both are checked to be the same rows before anything is
+reported. The machine's load average is recorded before and after each
+part: on a shared machine it says how much of the two cores was ours.
+
+    python benchmarks/score_table.py [--records 200000] [--files 8]
+        [--batch-size 8192] [--seed 31] [--no-ray] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+import tracegrade  # noqa: E402
+from tracegrade.table import records_table  # noqa: E402
+
+IDS = [f"doc-{number}" for number in range(40)]
+
+
+def make_records(count: int, seed: int) -> list[dict[str, Any]]:
+    """Seeded stage records of every outcome."""
+    chooser = random.Random(seed)
+    records = []
+    for number in range(count):
+        required = chooser.sample(IDS, chooser.randint(0, 4))
+        context = chooser.sample(IDS, chooser.randint(1, 8))
+        if required and chooser.random() < 0.5:
+            context += required[: chooser.randint(1, len(required))]
+        fields: dict[str, Any] = {"required": required, "context": context}
+        if chooser.random() < 0.9:
+            fields["correct"] = chooser.random() < 0.5
+        if chooser.random() < 0.3:
+            retrieved = chooser.sample(IDS, 12)
+            fields["steps"] = [
+                {"name": "retriever", "ids": retrieved},
+                {"name": "reranker", "ids": retrieved[:6]},
+            ]
+        if chooser.random() < 0.01:
+            del fields["context"]
+        if chooser.random() < 0.01:
+            fields["steps"] = [{"name": "context", "ids": []}]
+        records.append({"id": f"run-{number}", "input": fields})
+    return records
+
+
+def load() -> list[float]:
+    return [round(figure, 2) for figure in os.getloadavg()]
+
+
+def one_core(files: list[Path], batch_size: int) -> tuple[dict[str, Any], pa.Table]:
+    loads = load()
+    # A row the rules refuse is scored through tracegrade score's own path,
+    # which imports Inspect AI: once a process, timed apart.
+    started = time.process_time()
+    import tracegrade.bulk.scoring
+
+    imports = time.process_time() - started
+    started = time.process_time()
+    tables = [pq.read_table(path) for path in files]
+    read = time.process_time() - started
+    scored = []
+    started = time.process_time()
+    wall = time.perf_counter()
+    for table in tables:
+        for batch in table.to_batches(max_chunksize=batch_size):
+            scored.append(tracegrade.score_table(batch))
+    seconds = time.process_time() - started
+    wall = time.perf_counter() - wall
+    results = pa.concat_tables(scored)
+    records = results.num_rows
+    return {
+        "records": records,
+        "import_cpu_seconds": round(imports, 3),
+        "read_cpu_seconds": round(read, 3),
+        "score_cpu_seconds": round(seconds, 3),
+        "records_per_second_per_core": round(records / seconds),
+        "score_wall_seconds": round(wall, 3),
+        "records_per_second_wall": round(records / wall),
+        "load_average_before": loads,
+        "load_average_after": load(),
+    }, results
+
+
+def unchanged(table: pa.Table) -> pa.Table:
+    """The engine's own floor: the same pipeline, no scoring."""
+    return table
+
+
+def through_ray(
+    folder: Path, batch_size: int, files: int
+) -> tuple[dict[str, Any], pa.Table]:
+    import ray
+    import ray.data
+
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"
+    loads = load()
+    started = time.perf_counter()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    init = time.perf_counter() - started
+    try:
+        timed = {}
+        for name, function, kwargs in (
+            ("unchanged", unchanged, {}),
+            ("scored", tracegrade.score_table, {"task": "stage_diagnosis"}),
+        ):
+            out = folder / f"ray-{name}"
+            started = time.perf_counter()
+            (
+                ray.data.read_parquet(str(folder / "traces"), override_num_blocks=files)
+                .map_batches(
+                    function,
+                    batch_format="pyarrow",
+                    batch_size=batch_size,
+                    fn_kwargs=kwargs,
+                )
+                .write_parquet(str(out))
+            )
+            timed[name] = time.perf_counter() - started
+        seconds = timed["scored"]
+    finally:
+        ray.shutdown()
+    results = pq.read_table(folder / "ray-scored")
+    records = results.num_rows
+    return {
+        "records": records,
+        "workers": 2,
+        "init_seconds": round(init, 2),
+        "unchanged_wall_seconds": round(timed["unchanged"], 3),
+        "wall_seconds": round(seconds, 3),
+        "records_per_second": round(records / seconds),
+        "records_per_second_per_core": round(records / seconds / 2),
+        "ray": ray.__version__,
+        "load_average_before": loads,
+        "load_average_after": load(),
+    }, results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--batch-size", type=int, default=8192)
+    parser.add_argument("--seed", type=int, default=31)
+    parser.add_argument("--no-ray", action="store_true")
+    parser.add_argument(
+        "--json", default=str(ROOT / "benchmarks" / "results" / "score_table.json")
+    )
+    args = parser.parse_args(argv)
+
+    report: dict[str, Any] = {
+        "command": " ".join(
+            [
+                "python benchmarks/score_table.py",
+                *(argv if argv is not None else sys.argv[1:]),
+            ]
+        ),
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            "pyarrow": pa.__version__,
+        },
+        "records": args.records,
+        "files": args.files,
+        "batch_size": args.batch_size,
+    }
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = Path(scratch)
+        table = records_table(make_records(args.records, args.seed), "stage_diagnosis")
+        (folder / "traces").mkdir()
+        part = -(-table.num_rows // args.files)
+        paths = []
+        for number in range(args.files):
+            path = folder / "traces" / f"part-{number:03}.parquet"
+            pq.write_table(table.slice(number * part, part), path)
+            paths.append(path)
+        report["one_core"], local = one_core(paths, args.batch_size)
+        kinds = local.column("error_kind").value_counts().to_pylist()
+        report["error_kinds"] = {
+            item["values"] or "none": item["counts"] for item in kinds
+        }
+        if not args.no_ray:
+            report["ray"], distributed = through_ray(
+                folder, args.batch_size, args.files
+            )
+            if sorted(distributed.to_pylist(), key=lambda row: row["id"]) != sorted(
+                local.to_pylist(), key=lambda row: row["id"]
+            ):
+                print("Ray's results differ from one core's", file=sys.stderr)
+                return 1
+    Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

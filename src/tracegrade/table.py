@@ -1,0 +1,584 @@
+"""Scoring records held as Arrow columns: `score_table`, for engines that
+hand a function a batch at a time (Ray Data's `map_batches`, Spark's
+`mapInArrow`) and for Parquet on one machine.
+
+A row is a record: the cell of each key's column is that field's value,
+exactly as `tracegrade score` reads the field from a line's `input`. A
+null cell is an absent field, since Parquet cannot tell the two apart:
+where the original JSON held an explicit `null`, the kind and field of
+any error are the same, and the message says the field is missing rather
+than quoting `null`.
+
+Each row's figures are the core's (`tracegrade.core`); a row the rules
+refuse, or whose label is missing, is scored by the same function as
+`tracegrade score`'s line (`tracegrade.bulk.scoring`), so its error kind,
+side, field and message are that line's. Rows are independent: one bad
+row is an error row, never a failed batch. A table that lacks a column
+the task reads fails as a whole, before any row, since every row would be
+the same mistake (a misspelt key).
+
+pyarrow is imported when called, so `import tracegrade` needs none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import cache
+from typing import TYPE_CHECKING, Any, Final, cast
+
+from .core import InvalidRecord, diagnose_stage, grade_extraction
+from .core.errors import _LONE_SURROGATE, _escape_surrogate, quote
+from .core.itemise import dropped_ids, invented_ids
+from .core.recall import stage_precision, stage_recall
+from .core.steps import lost_documents, read_steps
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from inspect_ai.scorer import Score
+
+    from .schema import ScoreError
+
+TASKS: Final = ("stage_diagnosis", "ordered_extraction")
+
+KEYS: Final[Mapping[str, Mapping[str, str]]] = {
+    "stage_diagnosis": {
+        "id_key": "id",
+        "required_key": "required",
+        "context_key": "context",
+        "correct_key": "correct",
+        "steps_key": "steps",
+    },
+    "ordered_extraction": {
+        "id_key": "id",
+        "source_key": "source",
+        "answer_key": "answer",
+        "output_key": "output",
+    },
+}
+"""Each task's key arguments and their default columns; a key names the
+column the record field of the same name (without `_key`) is read from."""
+
+OPTIONAL_COLUMNS: Final[Mapping[str, frozenset[str]]] = {
+    # No steps: no `lost` column. No id: ids are null (results keep row order).
+    "stage_diagnosis": frozenset({"id", "steps"}),
+    # An extraction records its answer as a list or as output text: one of
+    # the two columns is enough (checked apart).
+    "ordered_extraction": frozenset({"id", "answer", "output"}),
+}
+
+
+class ScoreTableError(ValueError):
+    """A call `score_table` cannot score any row of: an unknown task or key
+    argument, a key that is no column name, a table of no tabular type, or a
+    table without a column the task reads."""
+
+
+def _schemas() -> dict[str, pa.Schema]:
+    import pyarrow as pa
+
+    ids = pa.list_(pa.string())
+    errors = [
+        pa.field("error_kind", pa.string()),
+        pa.field("error_side", pa.string()),
+        pa.field("error_field", pa.string()),
+        pa.field("error_message", pa.string()),
+    ]
+    return {
+        "stage_diagnosis": pa.schema(
+            [
+                pa.field("id", pa.string()),
+                pa.field("stage", pa.string()),
+                pa.field("missing", ids),
+                pa.field("recall", pa.float64()),
+                pa.field("precision", pa.float64()),
+                *errors,
+            ]
+        ),
+        "ordered_extraction": pa.schema(
+            [
+                pa.field("id", pa.string()),
+                pa.field("membership", pa.bool_()),
+                pa.field("order", pa.bool_()),
+                pa.field("dropped", ids),
+                pa.field("invented", ids),
+                *errors,
+            ]
+        ),
+    }
+
+
+def lost_type() -> pa.DataType:
+    """`lost`: where each missing ID was lost (`tracegrade.core.steps`)."""
+    import pyarrow as pa
+
+    return pa.list_(
+        pa.struct(
+            [
+                pa.field("id", pa.string()),
+                pa.field("lost_at", pa.string()),
+                pa.field("last_step", pa.string()),
+                pa.field("last_rank", pa.int64()),
+            ]
+        )
+    )
+
+
+def result_schema(task: str = "stage_diagnosis", *, steps: bool = False) -> pa.Schema:
+    """The schema of `score_table`'s results for `task`; with `steps`, a
+    stage table's, which then has `lost` after `missing`."""
+    _check_task(task)
+    schema = _schemas()[task]
+    if task == "stage_diagnosis" and steps:
+        schema = schema.insert(
+            schema.get_field_index("missing") + 1, _field("lost", lost_type())
+        )
+    return schema
+
+
+def result_ddl(task: str = "stage_diagnosis", *, steps: bool = False) -> str:
+    """`result_schema` as a Spark SQL DDL string, the schema
+    `DataFrame.mapInArrow` must be told the results have."""
+    return ", ".join(
+        f"`{field.name}` {_ddl_type(field.type)}"
+        for field in result_schema(task, steps=steps)
+    )
+
+
+def _ddl_type(kind: pa.DataType) -> str:
+    import pyarrow as pa
+
+    if pa.types.is_list(kind):
+        return f"array<{_ddl_type(kind.value_type)}>"
+    if pa.types.is_struct(kind):
+        fields = (kind.field(position) for position in range(kind.num_fields))
+        return (
+            "struct<"
+            + ", ".join(f"`{field.name}`: {_ddl_type(field.type)}" for field in fields)
+            + ">"
+        )
+    names = {
+        pa.string(): "string",
+        pa.bool_(): "boolean",
+        pa.float64(): "double",
+        pa.int64(): "bigint",
+    }
+    return names[kind]
+
+
+def _field(name: str, kind: pa.DataType) -> pa.Field:
+    import pyarrow as pa
+
+    return pa.field(name, kind)
+
+
+def score_table(table: Any, task: str = "stage_diagnosis", **keys: str) -> pa.Table:
+    """Score every row of `table` as `tracegrade score` scores a record.
+
+    `table` is a `pyarrow.Table` or `RecordBatch` (or a pandas DataFrame)
+    with a column per record field, ID lists as `list<string>`: for
+    `stage_diagnosis`, `required`, `context`, `correct` and optionally
+    `steps` (`list<struct<name: string, ids: list<string>>>`); for
+    `ordered_extraction`, `source` and `answer` (or `output`, the model's
+    text). An `id` column, if any, is carried over. Key arguments name
+    other columns, as the scorers' do: `required_key="gold_docs"`.
+
+    Returns one row per input row, in input order (see `result_schema`):
+    the core's figures, and `error_kind`, `error_side`, `error_field` and
+    `error_message` where `tracegrade score` records an error. A stage
+    table with a steps column gets `lost` too.
+
+    Raises:
+        ScoreTableError: An unknown task or key argument, a table of no
+            tabular type, or a column the task reads absent from it.
+    """
+    import pyarrow as pa
+
+    _check_task(task)
+    columns = _columns(task, keys)
+    table = _as_arrow(table)
+    names = set(table.schema.names)
+    _check_columns(task, columns, names)
+    present = {field: column for field, column in columns.items() if column in names}
+    rows = table.num_rows
+    ids = _ids(table, present.pop("id", None))
+    values = {
+        field: table.column(column).to_pylist() for field, column in present.items()
+    }
+    fields = list(values)
+    cells = list(zip(*values.values(), strict=True)) if fields else [()] * rows
+    score_row = _STAGE if task == "stage_diagnosis" else _EXTRACTION
+    steps = task == "stage_diagnosis" and "steps" in present
+    schema = result_schema(task, steps=steps)
+    results: list[tuple[Any, ...]] = []
+    for row in cells:
+        record = {
+            field: value
+            for field, value in zip(fields, row, strict=True)
+            if value is not None
+        }
+        results.append(score_row(record, steps))
+    outputs = list(zip(*results, strict=True)) if results else [()] * (len(schema) - 1)
+    arrays: list[Any] = [ids]
+    arrays += [
+        arrow_column(list(column), schema.field(position + 1).type)
+        for position, column in enumerate(outputs)
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _ids(table: pa.Table, column: str | None) -> pa.ChunkedArray:
+    """The id column as text, carried over as it is (null without one)."""
+    import pyarrow as pa
+
+    if column is None:
+        return pa.chunked_array([pa.nulls(table.num_rows, pa.string())])
+    ids = table.column(column)
+    if ids.type == pa.string():
+        return ids
+    try:
+        return ids.cast(pa.string())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        raise ScoreTableError(
+            f"the id column {quote(column)} is {ids.type}, which is not text "
+            "and cannot be made text; ids are text or numbers"
+        ) from None
+
+
+def arrow_column(values: list[Any], kind: pa.DataType) -> pa.Array:
+    """A result column; a lone surrogate, which Arrow's UTF-8 cannot hold,
+    as the JSON escape it was read from (`\\ud83d`), as error messages
+    quote it. Only an answer read from output text can hold one (a JSON
+    escape in the text); a table's own strings cannot."""
+    import pyarrow as pa
+
+    try:
+        return pa.array(values, kind)
+    except UnicodeEncodeError:
+        return pa.array(_escaped(values), kind)
+
+
+def _escaped(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub(_escape_surrogate, value)
+    if isinstance(value, list):
+        return [_escaped(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _escaped(item) for key, item in value.items()}
+    return value
+
+
+def score_batches(
+    batches: Iterable[pa.RecordBatch], task: str = "stage_diagnosis", **keys: str
+) -> Iterator[pa.RecordBatch]:
+    """`score_table` over a stream of Arrow batches: the function Spark's
+    `DataFrame.mapInArrow` calls on each partition (with `functools.partial`
+    for the task and keys, and `result_ddl` as its schema). A function of
+    this module, so Spark's workers import it rather than unpickle a copy."""
+    for batch in batches:
+        yield from score_table(batch, task, **keys).to_batches()
+
+
+def _check_task(task: object) -> None:
+    if task not in TASKS:
+        raise ScoreTableError(f"task must be {' or '.join(TASKS)}, got {quote(task)}")
+
+
+def _columns(task: str, keys: Mapping[str, object]) -> dict[str, str]:
+    """The column of each record field, checked."""
+    taken = KEYS[task]
+    unknown = [key for key in keys if key not in taken]
+    if unknown:
+        raise ScoreTableError(
+            f"{task} takes no key argument {unknown[0]}={quote(keys[unknown[0]])}; "
+            f"it takes {', '.join(taken)}"
+        )
+    columns: dict[str, str] = {}
+    for key, default in taken.items():
+        column = keys.get(key, default)
+        if not isinstance(column, str) or not column:
+            raise ScoreTableError(
+                f"{key} must be a column name, a non-empty string, got {quote(column)}"
+            )
+        columns[key.removesuffix("_key")] = column
+    named: dict[str, str] = {}
+    for field, column in columns.items():
+        if column in named:
+            raise ScoreTableError(
+                f"{field}_key and {named[column]}_key both name the column "
+                f"{quote(column)}; each field is read from a column of its own"
+            )
+        named[column] = field
+    return columns
+
+
+def _as_arrow(table: Any) -> pa.Table:
+    import pyarrow as pa
+
+    if isinstance(table, pa.Table):
+        return table
+    if isinstance(table, pa.RecordBatch):
+        return pa.Table.from_batches([table])
+    # pandas is not imported to ask: a DataFrame can only come from it.
+    if type(table).__module__.split(".")[0] == "pandas" and hasattr(table, "columns"):
+        try:
+            return pa.Table.from_pandas(table, preserve_index=False)
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
+            raise ScoreTableError(
+                f"the DataFrame cannot be read as Arrow columns ({error})"
+            ) from None
+    raise ScoreTableError(
+        "table must be a pyarrow Table or RecordBatch, or a pandas DataFrame, "
+        f"got {type(table).__module__}.{type(table).__qualname__}"
+    )
+
+
+def _check_columns(task: str, columns: Mapping[str, str], names: set[str]) -> None:
+    optional = OPTIONAL_COLUMNS[task]
+    absent = [
+        (field, column)
+        for field, column in columns.items()
+        if field not in optional and column not in names
+    ]
+    if (
+        task == "ordered_extraction"
+        and not {
+            columns["answer"],
+            columns["output"],
+        }
+        & names
+    ):
+        absent.append(("answer", columns["answer"]))
+    if absent:
+        field, column = absent[0]
+        shown = ", ".join(quote(name, 60) for name in sorted(names)) or "none"
+        raise ScoreTableError(
+            f"the table has no column {quote(column)} ({field}_key), which "
+            f"{task} reads; its columns are {shown}"
+        )
+
+
+_NO_ERROR: Final = (None, None, None, None)
+
+
+def record_schema(task: str = "stage_diagnosis") -> pa.Schema:
+    """The columns of records as `score_table` reads them by default, and
+    as `tracegrade import --format parquet` writes them: `id`, then each
+    field of a record's `input` (the text fields, read by no rule, for
+    whoever labels the answers)."""
+    import pyarrow as pa
+
+    _check_task(task)
+    ids = pa.list_(pa.string())
+    if task == "ordered_extraction":
+        fields = [("source", ids), ("answer", ids), ("output", pa.string())]
+    else:
+        step = pa.struct([pa.field("name", pa.string()), pa.field("ids", ids)])
+        fields = [
+            ("required", ids),
+            ("context", ids),
+            ("correct", pa.bool_()),
+            ("steps", pa.list_(step)),
+            ("question", pa.string()),
+            ("answer", pa.string()),
+            ("reference", pa.string()),
+        ]
+    return pa.schema([pa.field("id", pa.string()), *(pa.field(*f) for f in fields)])
+
+
+def records_table(records: Sequence[Mapping[str, Any]], task: str) -> pa.Table:
+    """Fixture-format records (`{"id", "input": {...}}`) as `record_schema`
+    columns; an absent field is a null cell.
+
+    Raises `ScoreTableError` for a field the schema has no column for, or a
+    value its column cannot hold (a label that is not a Boolean): written,
+    it would be lost or changed, so nothing is written.
+    """
+    import pyarrow as pa
+
+    schema = record_schema(task)
+    names = schema.names[1:]
+    columns: dict[str, list[Any]] = {name: [] for name in schema.names}
+    for record in records:
+        fields = record["input"]
+        for field in fields:
+            if field not in columns or field == "id":
+                raise ScoreTableError(
+                    f"record {quote(record['id'])} has a field {quote(field)}, "
+                    f"which a {task} record table has no column for; its "
+                    f"columns are {', '.join(names)}"
+                )
+        columns["id"].append(record["id"])
+        for name in names:
+            columns[name].append(fields.get(name))
+    arrays = []
+    for field in schema:
+        try:
+            arrays.append(pa.array(columns[field.name], field.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
+            raise ScoreTableError(
+                f"the field {quote(field.name)} of some record is not "
+                f"{field.type} ({error})"
+            ) from None
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+# --- One row --------------------------------------------------------------------
+
+
+def _error_cells(error: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    if error is None:
+        return _NO_ERROR
+    return (error["kind"], error["side"], error["field"], error["message"])
+
+
+def _read_error_cells(error: ScoreError | None) -> tuple[Any, ...]:
+    if error is None:
+        return _NO_ERROR
+    return (error.kind, error.side, error.field, error.message)
+
+
+def score_cells(task: str, score: Score, *, steps: bool) -> tuple[Any, ...]:
+    """The result cells (all but `id`) of a tracegrade `Score`, as
+    `result_schema(task, steps=steps)` orders them: what `score_table`
+    gives a row that `tracegrade score` scored, and what that command
+    writes as Parquet. Read through `tracegrade.schema`, as every reader
+    of a score reads it."""
+    from dataclasses import asdict
+
+    from .schema import read_extraction, read_stage
+
+    if task == "stage_diagnosis":
+        staged = read_stage(score.value, score.metadata)
+        error = _read_error_cells(staged.error)
+        lost = staged.lost
+        return (
+            staged.stage,
+            staged.missing,
+            *(
+                ([asdict(item) for item in lost] if lost is not None else None,)
+                if steps
+                else ()
+            ),
+            staged.recall,
+            staged.precision,
+            *error,
+        )
+    graded = read_extraction(score.value, score.metadata)
+    error = _read_error_cells(graded.error)
+    itemised = graded.itemised
+    return (
+        graded.membership,
+        graded.order,
+        itemised.dropped if itemised is not None else None,
+        itemised.invented if itemised is not None else None,
+        *error,
+    )
+
+
+def problem_cells(
+    task: str, error: Mapping[str, Any], *, steps: bool
+) -> tuple[Any, ...]:
+    """The result cells of a line that never became a record
+    (`malformed-json`, ...): every figure null, the error given."""
+    width = len(result_schema(task, steps=steps)) - 1 - len(_NO_ERROR)
+    return (None,) * width + _error_cells(error)
+
+
+def _scored_stage(record: dict[str, Any], steps: bool) -> tuple[Any, ...]:
+    """A row the rules refuse or cannot decide: `tracegrade score`'s own path."""
+    from .bulk.scoring import score_stage_input
+
+    return score_cells("stage_diagnosis", score_stage_input(record), steps=steps)
+
+
+@cache
+def _no_label_error() -> tuple[Any, ...]:
+    """The error cells `tracegrade score` gives a record with no label."""
+    unlabelled = _scored_stage({"required": ["D1"], "context": []}, False)
+    return unlabelled[-len(_NO_ERROR) :]
+
+
+def _stage_row(record: dict[str, Any], steps: bool) -> tuple[Any, ...]:
+    try:
+        result = diagnose_stage(record)
+        recorded_steps = read_steps(record)
+    except InvalidRecord:
+        return _scored_stage(record, steps)
+    if "error" in result:
+        if "correct" in record:
+            return _scored_stage(record, steps)
+        # No label: common (an unlabelled import is all such rows), and its
+        # error the same for every record, so scored once a process.
+        return (
+            None,
+            None,
+            *((None,) if steps else ()),
+            stage_recall(record),
+            stage_precision(record),
+            *_no_label_error(),
+        )
+    # Absent exactly on `unresolved`: the rules found nothing to miss.
+    missing = cast("list[str] | None", result.get("missing"))
+    lost: tuple[Any, ...] = ()
+    if steps:
+        lost = (
+            lost_documents(missing, recorded_steps)
+            if missing is not None and recorded_steps is not None
+            else None,
+        )
+    return (
+        result["stage"],
+        missing,
+        *lost,
+        stage_recall(record),
+        stage_precision(record),
+        *_NO_ERROR,
+    )
+
+
+def _scored_extraction(record: dict[str, Any]) -> tuple[Any, ...]:
+    from .bulk.scoring import score_extraction_input
+
+    return score_cells(
+        "ordered_extraction", score_extraction_input(record), steps=False
+    )
+
+
+def _extraction_row(record: dict[str, Any], _steps: bool) -> tuple[Any, ...]:
+    if "output" in record:
+        return _scored_extraction(record)
+    try:
+        result = grade_extraction(record)
+    except InvalidRecord:
+        return _scored_extraction(record)
+    if "error" in result:
+        return _scored_extraction(record)
+    source, answer = record["source"], record["answer"]
+    return (
+        result["membership"],
+        result["order"],
+        dropped_ids(source, answer),
+        invented_ids(source, answer),
+        *_NO_ERROR,
+    )
+
+
+_STAGE: Final[Callable[[dict[str, Any], bool], tuple[Any, ...]]] = _stage_row
+_EXTRACTION: Final[Callable[[dict[str, Any], bool], tuple[Any, ...]]] = _extraction_row
+
+
+__all__ = [
+    "KEYS",
+    "TASKS",
+    "ScoreTableError",
+    "arrow_column",
+    "lost_type",
+    "problem_cells",
+    "record_schema",
+    "records_table",
+    "result_ddl",
+    "result_schema",
+    "score_batches",
+    "score_cells",
+    "score_table",
+]

@@ -1,0 +1,401 @@
+"""`tracegrade.score_table`: records as Arrow columns, scored row by row.
+
+Each row must be exactly what `tracegrade score` makes of the same record:
+the core's result, recall, precision and `lost`, and the same error kind,
+side, field and message. Random tables (the differential tests' records,
+with Arrow's own ways of being wrong: null cells, null IDs, broken steps)
+are held to `tracegrade score`'s per-line function and to the core; a file
+of records is held to the command's JSON Lines results.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.test_cli_score import read_results, score_file
+from tests.test_differential import extraction_records, stage_records
+from tracegrade import ScoreTableError, diagnose_stage, grade_extraction, score_table
+from tracegrade.bulk.scoring import score_extraction_input, score_stage_input
+from tracegrade.core import InvalidRecord
+from tracegrade.core.itemise import dropped_ids, invented_ids
+from tracegrade.core.recall import stage_precision, stage_recall
+from tracegrade.core.steps import lost_documents, read_steps
+from tracegrade.table import record_schema, records_table, result_schema
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+STEP_NAMES = ["retriever", "reranker", "filter", "context", ""]
+
+
+def arrow_text(text: str) -> str:
+    """Arrow holds UTF-8 only: a lone surrogate becomes U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text)
+
+
+def arrow_ids(
+    draw: st.DrawFn, ids: list[str], *, null_items: bool = True
+) -> list[str | None]:
+    listed: list[str | None] = [arrow_text(item) for item in ids]
+    if null_items and listed and draw(st.integers(0, 9)) == 0:
+        listed[draw(st.integers(0, len(listed) - 1))] = None
+    return listed
+
+
+def maybe_null(draw: st.DrawFn, value: Any) -> Any:
+    return None if draw(st.integers(0, 9)) == 0 else value
+
+
+@st.composite
+def stage_rows(draw: st.DrawFn) -> dict[str, Any]:
+    """A record as a table row: every field a cell, null for absent."""
+    record = draw(stage_records())
+    pool = [*record["required"], *record["context"], "D1", "D2"]
+    correct = record.get("correct")
+    steps: list[dict[str, Any]] | None = None
+    if draw(st.booleans()):
+        names = draw(
+            st.lists(st.sampled_from(STEP_NAMES), min_size=0, max_size=3)
+        )  # repeats, "context" and "" are refused
+        steps = [
+            {
+                "name": maybe_null(draw, name),
+                "ids": maybe_null(
+                    draw,
+                    arrow_ids(draw, draw(st.lists(st.sampled_from(pool), max_size=5))),
+                ),
+            }
+            for name in names
+        ]
+    return {
+        "required": maybe_null(draw, arrow_ids(draw, record["required"])),
+        "context": maybe_null(draw, arrow_ids(draw, record["context"])),
+        "correct": correct if type(correct) is bool else None,
+        "steps": steps,
+    }
+
+
+@st.composite
+def extraction_rows(draw: st.DrawFn) -> dict[str, Any]:
+    record = draw(extraction_records())
+    row: dict[str, Any] = {
+        "source": maybe_null(draw, arrow_ids(draw, record["source"])),
+        "answer": maybe_null(draw, arrow_ids(draw, record["answer"])),
+        "output": None,
+    }
+    if draw(st.integers(0, 4)) == 0:
+        # The model's text instead of (or, refused, beside) a recorded list.
+        answer = [arrow_text(item) for item in record["answer"]]
+        row["output"] = "ANSWER: " + json.dumps(answer, ensure_ascii=False)
+        if draw(st.booleans()):
+            row["answer"] = None
+    return row
+
+
+def as_record(row: dict[str, Any]) -> dict[str, Any]:
+    """The record a row stands for: a null cell is an absent field."""
+    return {field: value for field, value in row.items() if value is not None}
+
+
+def table_of(rows: list[dict[str, Any]], task: str) -> pa.Table:
+    schema = record_schema(task)
+    fields = [name for name in schema.names if name != "id" and name in rows[0]]
+    columns = {"id": [f"run-{number}" for number in range(len(rows))]}
+    columns.update({field: [row[field] for row in rows] for field in fields})
+    return pa.table(columns, schema=pa.schema([schema.field(name) for name in columns]))
+
+
+def error_cells(metadata: dict[str, Any]) -> dict[str, Any]:
+    error = metadata["error"] or {}
+    return {
+        f"error_{key}": error.get(key) for key in ("kind", "side", "field", "message")
+    }
+
+
+def expected_stage(record: dict[str, Any], *, steps: bool) -> dict[str, Any]:
+    """`tracegrade score`'s per-line score of the record, and the core's
+    own figures where the core decides."""
+    score = score_stage_input(record)
+    metadata = score.metadata or {}
+    result = metadata["result"]
+    row: dict[str, Any] = {
+        "stage": result.get("stage") if result else None,
+        "missing": result.get("missing") if result else None,
+    }
+    if steps:
+        row["lost"] = metadata.get("lost")
+    row["recall"] = metadata["recall"]
+    row["precision"] = metadata["precision"]
+    row.update(error_cells(metadata))
+    if metadata["error"] is None:
+        assert result == diagnose_stage(record)
+        assert row["recall"] == stage_recall(record)
+        assert row["precision"] == stage_precision(record)
+        recorded = read_steps(record)
+        if steps and recorded is not None and "missing" in result:
+            assert row["lost"] == lost_documents(result["missing"], recorded)
+    return row
+
+
+def expected_extraction(record: dict[str, Any]) -> dict[str, Any]:
+    score = score_extraction_input(record)
+    metadata = score.metadata or {}
+    value = score.value if isinstance(score.value, dict) else {}
+    itemised = metadata.get("itemised") or {}
+    row = {
+        "membership": value.get("membership"),
+        "order": value.get("order"),
+        "dropped": itemised.get("dropped"),
+        "invented": itemised.get("invented"),
+        **error_cells(metadata),
+    }
+    if metadata["error"] is None and "output" not in record:
+        assert grade_extraction(record) == value
+        assert row["dropped"] == dropped_ids(record["source"], record["answer"])
+        assert row["invented"] == invented_ids(record["source"], record["answer"])
+    return row
+
+
+def _refusal(evaluate: Any, record: dict[str, Any]) -> str | None:
+    try:
+        evaluate(record)
+    except InvalidRecord as invalid:
+        return invalid.field
+    return None
+
+
+@settings(max_examples=60)
+@given(rows=st.lists(stage_rows(), min_size=1, max_size=30), steps=st.booleans())
+def test_each_stage_row_is_what_tracegrade_score_makes_of_it(
+    rows: list[dict[str, Any]], steps: bool
+) -> None:
+    if not steps:
+        rows = [{**row, "steps": None} for row in rows]
+    table = table_of(rows, "stage_diagnosis")
+    if not steps:
+        table = table.drop_columns(["steps"])
+
+    scored = score_table(table)
+
+    assert scored.schema == result_schema("stage_diagnosis", steps=steps)
+    got = scored.to_pylist()
+    assert [row.pop("id") for row in got] == table.column("id").to_pylist()
+    for row, given_row in zip(got, rows, strict=True):
+        assert row == expected_stage(as_record(given_row), steps=steps)
+
+
+@settings(max_examples=60)
+@given(rows=st.lists(extraction_rows(), min_size=1, max_size=30))
+def test_each_extraction_row_is_what_tracegrade_score_makes_of_it(
+    rows: list[dict[str, Any]],
+) -> None:
+    scored = score_table(table_of(rows, "ordered_extraction"), "ordered_extraction")
+
+    assert scored.schema == result_schema("ordered_extraction")
+    for row, given_row in zip(scored.to_pylist(), rows, strict=True):
+        del row["id"]
+        assert row == expected_extraction(as_record(given_row))
+
+
+def random_records(task: str, count: int, seed: int) -> list[dict[str, Any]]:
+    """Fixture-format records of every outcome, bad ones included, with
+    absent fields where a table has null cells."""
+    chooser = random.Random(seed)
+    ids = [f"D{number}" for number in range(8)]
+
+    def some() -> list[str]:
+        return chooser.sample(ids, chooser.randint(0, 4))
+
+    records = []
+    for number in range(count):
+        if task == "stage_diagnosis":
+            fields: dict[str, Any] = {"required": some(), "context": some()}
+            if chooser.random() < 0.8:
+                fields["correct"] = chooser.random() < 0.5
+            if chooser.random() < 0.3:
+                fields["steps"] = [
+                    {"name": "retriever", "ids": some()},
+                    {"name": "reranker", "ids": some()},
+                ]
+            if chooser.random() < 0.05:
+                del fields["context"]
+            if chooser.random() < 0.05:
+                fields["steps"] = [{"name": "context", "ids": []}]
+        else:
+            source = some()
+            answer = chooser.sample(source, len(source)) + some()[:1]
+            fields = {"source": source, "answer": answer}
+            if chooser.random() < 0.1:
+                fields["source"] = source + source[:1]
+            if chooser.random() < 0.1:
+                fields["output"] = "no list here"
+                del fields["answer"]
+        records.append({"id": f"run-{number}", "input": fields})
+    return records
+
+
+@pytest.mark.parametrize("task", ["stage_diagnosis", "ordered_extraction"])
+def test_a_file_of_records_scores_as_tracegrade_score_scores_it(
+    tmp_path: Path, task: str
+) -> None:
+    records = random_records(task, 400, seed=31)
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    result, summary = score_file(task, str(path), tmp_path / "logs")
+    assert result.exit_code == 0, result.output
+    entries = read_results(summary)
+
+    scored = score_table(records_table(records, task), task).to_pylist()
+
+    assert len(scored) == len(entries) == 400
+    kinds = set()
+    for row, entry in zip(scored, entries, strict=True):
+        assert row["id"] == entry["id"]
+        error = entry["error"] or {}
+        for key in ("kind", "side", "field", "message"):
+            assert row[f"error_{key}"] == error.get(key)
+        kinds.add(error.get("kind"))
+        if task == "stage_diagnosis":
+            result = entry["result"] or {}
+            assert row["stage"] == result.get("stage")
+            assert row["missing"] == result.get("missing")
+        else:
+            value = entry["value"] or {}
+            assert row["membership"] == value.get("membership")
+            assert row["order"] == value.get("order")
+    # The file reaches errors as well as results.
+    assert None in kinds and len(kinds) >= 3
+
+
+def test_a_pandas_frame_scores_as_its_arrow_table() -> None:
+    records = random_records("stage_diagnosis", 50, seed=7)
+    table = records_table(records, "stage_diagnosis")
+    assert score_table(table.to_pandas()).equals(score_table(table))
+
+
+def test_no_rows_give_no_rows_of_the_same_schema() -> None:
+    table = records_table([], "ordered_extraction")
+    scored = score_table(table, "ordered_extraction")
+    assert scored.num_rows == 0
+    assert scored.schema == result_schema("ordered_extraction")
+
+
+def test_key_arguments_name_other_columns() -> None:
+    table = pa.table(
+        {
+            "run": ["a"],
+            "gold": [["D1", "D2"]],
+            "supplied": [["D2"]],
+            "label": [True],
+        }
+    )
+    (row,) = score_table(
+        table,
+        id_key="run",
+        required_key="gold",
+        context_key="supplied",
+        correct_key="label",
+    ).to_pylist()
+    assert row["id"] == "a"
+    assert (row["stage"], row["missing"], row["recall"]) == ("retrieval", ["D1"], 0.5)
+
+
+@pytest.mark.parametrize(
+    ("call", "said"),
+    [
+        (lambda table: score_table(table, "stage"), "task must be stage_diagnosis"),
+        (
+            lambda table: score_table(table, requried_key="gold"),
+            'no key argument requried_key="gold"',
+        ),
+        (lambda table: score_table(table, correct_key=""), "correct_key must be"),
+        (
+            lambda table: score_table(table, context_key="required"),
+            "context_key and required_key both name",
+        ),
+        (
+            lambda table: score_table(table, required_key="gold"),
+            'no column "gold" (required_key)',
+        ),
+        (lambda table: score_table(table.to_pylist()), "table must be a pyarrow"),
+        (
+            lambda table: score_table(table, "ordered_extraction"),
+            'no column "source" (source_key)',
+        ),
+    ],
+)
+def test_a_call_no_row_can_be_scored_by_is_refused_naming_what(
+    call: Any, said: str
+) -> None:
+    table = records_table(random_records("stage_diagnosis", 3, 1), "stage_diagnosis")
+    with pytest.raises(ScoreTableError, match=re.escape(said)):
+        call(table)
+
+
+def test_a_column_of_the_wrong_type_is_an_error_row_for_each_row() -> None:
+    """A whole column of integers is what a record of integer IDs is: each
+    row names the field, and the batch is scored."""
+    table = pa.table(
+        {"required": [[1], [2]], "context": [["D1"], ["D2"]], "correct": [True, False]}
+    )
+    rows = score_table(table).to_pylist()
+    assert [row["error_field"] for row in rows] == ["required[0]", "required[0]"]
+    assert [row["id"] for row in rows] == [None, None]
+
+
+def test_ids_that_are_numbers_are_carried_over_as_text() -> None:
+    table = pa.table({"id": [7, 8], "source": [["A"], ["B"]], "answer": [["A"], []]})
+    rows = score_table(table, "ordered_extraction").to_pylist()
+    assert [row["id"] for row in rows] == ["7", "8"]
+    with pytest.raises(ScoreTableError, match='the id column "id" is list<item'):
+        score_table(
+            table.set_column(0, "id", pa.array([[1], [2]])), "ordered_extraction"
+        )
+
+
+def test_records_a_table_cannot_hold_are_refused() -> None:
+    with pytest.raises(ScoreTableError, match='has a field "note"'):
+        records_table([{"id": "a", "input": {"note": "x"}}], "stage_diagnosis")
+    with pytest.raises(ScoreTableError, match='field "correct" of some record'):
+        records_table([{"id": "a", "input": {"correct": "yes"}}], "stage_diagnosis")
+
+
+def test_a_lone_surrogate_read_from_output_text_is_its_escape() -> None:
+    """JSON text may escape a lone surrogate; Arrow's UTF-8 cannot hold
+    one, so the row shows the escape, as an error message quotes it."""
+    table = pa.table(
+        {"source": [["A"], ["B"]], "output": ['ANSWER: ["\\ud83d"]', 'ANSWER: ["B"]']}
+    )
+    rows = score_table(table, "ordered_extraction").to_pylist()
+    assert rows[0]["invented"] == ["\\ud83d"]
+    assert rows[0]["dropped"] == ["A"]
+    assert rows[1]["order"] is True
+
+
+def test_importing_tracegrade_does_not_import_pyarrow() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, tracegrade; tracegrade.score_table; "
+        "print('pyarrow' in sys.modules)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == "False"
+
+
+def test_pandas_is_only_read() -> None:
+    frame = pd.DataFrame({"source": [["A"]], "answer": [["A"]]})
+    before = frame.copy()
+    score_table(frame, "ordered_extraction")
+    assert frame.equals(before)

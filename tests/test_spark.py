@@ -1,0 +1,90 @@
+"""Spark: the documented `mapInArrow` recipe, run on a local Spark.
+
+Not in the default `nox` run: pyspark is a large install, a local Spark
+would take a large share of the suite's time budget to start and run,
+and it needs Java 17. `nox -s spark`
+installs pyspark and runs this file; where pyspark is not installed (the
+`tests` session), it is skipped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+
+import tracegrade
+from tests.test_cli_score import read_results, score_file
+from tests.test_score_table import random_records
+from tracegrade.table import records_table, result_ddl, score_batches
+
+pyspark_sql = pytest.importorskip(
+    "pyspark.sql", reason="pyspark is installed by `nox -s spark`, which runs this"
+)
+
+pytestmark = pytest.mark.runs_long
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator[Any]:
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    session = (
+        pyspark_sql.SparkSession.builder.master("local[2]")
+        .appName("tracegrade-test")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+def test_the_spark_recipe_scores_as_tracegrade_score(
+    spark: Any, tmp_path: Path
+) -> None:
+    records = random_records("stage_diagnosis", 3_000, seed=17)
+    path = tmp_path / "runs.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
+    _, summary = score_file("stage_diagnosis", str(path), tmp_path / "logs")
+    by_id = {entry["id"]: entry for entry in read_results(summary)}
+    table = records_table(records, "stage_diagnosis")
+    (tmp_path / "traces").mkdir()
+    for number in range(3):
+        part = table.slice(number * 1_000, 1_000)
+        pq.write_table(part, tmp_path / "traces" / f"{number}.parquet")
+
+    traces = spark.read.parquet(str(tmp_path / "traces"))
+    scored = traces.mapInArrow(
+        partial(score_batches, task="stage_diagnosis"), result_ddl(steps=True)
+    )
+    scored.write.parquet(str(tmp_path / "results"))
+
+    results = pq.read_table(tmp_path / "results").to_pylist()
+    assert sorted(row["id"] for row in results) == sorted(by_id)
+    kinds = set()
+    for row in results:
+        entry = by_id[row["id"]]
+        error = entry["error"] or {}
+        kinds.add(error.get("kind"))
+        for key in ("kind", "side", "field", "message"):
+            assert row[f"error_{key}"] == error.get(key)
+        result = entry["result"] or {}
+        assert (row["stage"], row["missing"]) == (
+            result.get("stage"),
+            result.get("missing"),
+        )
+    local = tracegrade.score_table(table).to_pylist()
+    assert sorted(results, key=lambda row: row["id"]) == sorted(
+        local, key=lambda row: row["id"]
+    )
+    assert len(kinds) >= 3
