@@ -250,6 +250,7 @@ _ZIP64_EXTRA = 0x0001
 _STORED, _DEFLATED, _ZSTD = 0, 8, 93
 _ENCRYPTED = 0x1
 _LIMIT32 = 0xFFFFFFFF
+_HASH_BITS = 1 << 24
 
 
 class _Entry(NamedTuple):
@@ -397,12 +398,26 @@ class _SampleMembers:
 def _superseded(file: IO[bytes], hashes: array[int]) -> set[int]:
     """The positions of the sample members a later one of the same name
     replaces. Names are compared by hash first, and by name only where
-    two hashes agree, so no name is kept for a log without repeats."""
+    two hashes agree, so no name is kept for a log without repeats.
+
+    The hashes seen are marked in a bitmap, not a set: a set of every
+    hash would be the largest thing the report holds. A hash whose bit
+    was already set is a candidate, counted exactly in a second pass.
+    """
+    bits = bytearray(_HASH_BITS // 8)
+    candidates: set[int] = set()
+    for value in hashes:
+        slot = value & (_HASH_BITS - 1)
+        if bits[slot >> 3] & (1 << (slot & 7)):
+            candidates.add(value)
+        else:
+            bits[slot >> 3] |= 1 << (slot & 7)
+    del bits
     seen: set[int] = set()
     repeated: set[int] = set()
     for value in hashes:
-        (repeated if value in seen else seen).add(value)
-    del seen
+        if value in candidates:
+            (repeated if value in seen else seen).add(value)
     if not repeated:
         return set()
     last: dict[str, int] = {}
