@@ -16,11 +16,16 @@ from it directly would count as its own. Its figures are checked
 against the stages counted while the samples were written: a fast wrong
 report would mean nothing.
 
-`--baseline` also times the reader `tracegrade report` had before, the
-whole log through `read_eval_log`, on the single log.
+`--baseline REV` also runs the same command with git revision REV's
+`src/` first on PYTHONPATH (as `bulk_scoring.py --baseline` does) on the
+single log, in alternating pairs (`--repeat` of them, the order swapped
+each pair, so that load from other work on a shared machine falls on
+both alike), each pair with the load average when it ran; its figures
+are checked as this revision's are. The ratios are of the best times
+and the highest peaks.
 
     python benchmarks/report_scale.py [--samples 100000] [--pooled 1000000]
-        [--part-size 75000] [--repeat 3] [--baseline] [--json OUT]
+        [--part-size 75000] [--repeat 3] [--baseline REV] [--json OUT]
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ from pydantic_core import to_json, to_jsonable_python  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
-from benchmarks.measure import TRACEGRADE  # noqa: E402
+from benchmarks.measure import TRACEGRADE, revision_env  # noqa: E402
 from benchmarks.measure import run_measured as run_launched  # noqa: E402
 from bulk_eval_log import (  # noqa: E402
     Template,
@@ -68,21 +73,8 @@ STAGES = ("retrieval", "generation", "pass", "unresolved")
 CLEAN_ENV = {
     key: value for key, value in os.environ.items() if not key.startswith("INSPECT_")
 }
-# The reader before samples were streamed: the whole log, validated.
-BASELINE = """
-import json, sys
-from inspect_ai.log import read_eval_log
-from tracegrade.logs.samples import from_eval_sample
-from tracegrade.report.aggregate import build_report
-
-def whole_log(path):
-    log = read_eval_log(
-        path, exclude_fields={"messages", "events", "store", "attachments"}
-    )
-    return [from_eval_sample(s) for s in log.samples or []]
-
-print(json.dumps(build_report(sys.argv[1:], samples=whole_log).to_json()))
-"""
+TARGET_RATIO = 1.1
+"""At most this many times the baseline revision's time and peak memory."""
 
 
 def part_header(
@@ -165,11 +157,19 @@ def write_parts(
     return paths, stages
 
 
-def run_measured(command: Sequence[str]) -> tuple[float, float, str, str]:
-    """Wall seconds, peak memory (MiB), stdout and stderr of one subprocess,
-    its peak its own (see `benchmarks.measure`)."""
-    measured = run_launched(command, env=CLEAN_ENV)
-    return measured.seconds, measured.peak_mib, measured.stdout, measured.stderr
+def run_measured(
+    command: Sequence[str], env: dict[str, str] | None = None
+) -> tuple[float, float, float, str, str]:
+    """Wall seconds, CPU seconds, peak memory (MiB), stdout and stderr of
+    one subprocess, its peak its own (see `benchmarks.measure`)."""
+    measured = run_launched(command, env=env or CLEAN_ENV)
+    return (
+        measured.seconds,
+        measured.cpu_seconds,
+        measured.peak_mib,
+        measured.stdout,
+        measured.stderr,
+    )
 
 
 def figures_match(report: dict[str, Any], samples: int, stages: Counter[str]) -> bool:
@@ -196,11 +196,15 @@ def measure(
     report: dict[str, Any] = {}
     warnings = ""
     for _ in range(repeat):
-        seconds, peak, stdout, warnings = run_measured(
-            [sys.executable, "-c", TRACEGRADE, "report", "--json", *map(str, given)]
-        )
+        seconds, cpu, peak, stdout, warnings = run_measured(report_command(given))
         report = json.loads(stdout)
-        runs.append({"seconds": round(seconds, 3), "peak_mib": round(peak, 1)})
+        runs.append(
+            {
+                "seconds": round(seconds, 3),
+                "cpu_seconds": round(cpu, 3),
+                "peak_mib": round(peak, 1),
+            }
+        )
     seconds = min(run["seconds"] for run in runs)
     peak = max(run["peak_mib"] for run in runs)
     return {
@@ -224,14 +228,77 @@ def measure(
     }
 
 
-def baseline(path: Path, samples: int, stages: Counter[str]) -> dict[str, Any]:
-    seconds, peak, stdout, _ = run_measured([sys.executable, "-c", BASELINE, str(path)])
+def report_command(given: Sequence[Path]) -> list[str]:
+    return [sys.executable, "-c", TRACEGRADE, "report", "--json", *map(str, given)]
+
+
+def measured_run(
+    given: Sequence[Path],
+    env: dict[str, str] | None,
+    samples: int,
+    stages: Counter[str],
+) -> dict[str, Any]:
+    load = os.getloadavg()[0]
+    seconds, cpu, peak, stdout, _ = run_measured(report_command(given), env)
     return {
-        "case": "one log, whole-log reader (before)",
-        "samples": samples,
         "seconds": round(seconds, 3),
+        "cpu_seconds": round(cpu, 3),
         "peak_mib": round(peak, 1),
+        "load_average": round(load, 2),
         "figures_match": figures_match(json.loads(stdout), samples, stages),
+    }
+
+
+def against_revision(
+    revision: str,
+    path: Path,
+    samples: int,
+    stages: Counter[str],
+    repeat: int,
+    scratch: Path,
+) -> dict[str, Any]:
+    """This revision and `revision` on one log, in `repeat` alternating
+    pairs; each run's figures are checked."""
+    env = revision_env(revision, scratch, CLEAN_ENV)
+    pairs: list[dict[str, Any]] = []
+    for number in range(repeat):
+        order = ("new", "baseline") if number % 2 == 0 else ("baseline", "new")
+        pair = {
+            side: measured_run(
+                [path], env if side == "baseline" else None, samples, stages
+            )
+            for side in order
+        }
+        pairs.append({"first": order[0], **pair})
+    best = {
+        side: {
+            "seconds": min(pair[side]["seconds"] for pair in pairs),
+            "cpu_seconds": min(pair[side]["cpu_seconds"] for pair in pairs),
+            "peak_mib": max(pair[side]["peak_mib"] for pair in pairs),
+        }
+        for side in ("new", "baseline")
+    }
+    ratios = {
+        key: round(best["new"][key] / best["baseline"][key], 3)
+        for key in ("seconds", "cpu_seconds", "peak_mib")
+    }
+    return {
+        "case": f"one log, against {revision}",
+        "revision": revision,
+        "samples": samples,
+        "pairs": pairs,
+        "best": best,
+        "ratios": ratios,
+        "target_ratio": TARGET_RATIO,
+        "met": {
+            "seconds": ratios["seconds"] <= TARGET_RATIO,
+            "peak": ratios["peak_mib"] <= TARGET_RATIO,
+        },
+        "figures_match": all(
+            pair[side]["figures_match"]
+            for pair in pairs
+            for side in ("new", "baseline")
+        ),
     }
 
 
@@ -243,7 +310,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--part-size", type=int, default=75_000)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--baseline", action="store_true")
+    parser.add_argument(
+        "--baseline",
+        metavar="REV",
+        help="also run git revision REV on the single log, in alternating pairs",
+    )
     parser.add_argument("--json", type=Path, metavar="OUT")
     args = parser.parse_args(argv)
     if args.samples < 1 or args.part_size < 1 or args.repeat < 1 or args.pooled < 0:
@@ -256,7 +327,7 @@ def command_line(args: argparse.Namespace) -> str:
         "python benchmarks/report_scale.py"
         f" --samples={args.samples} --pooled={args.pooled}"
         f" --part-size={args.part_size} --repeat={args.repeat}"
-        + (" --baseline" if args.baseline else "")
+        + (f" --baseline={args.baseline}" if args.baseline else "")
     )
 
 
@@ -265,7 +336,7 @@ def show(result: dict[str, Any]) -> None:
     table = Table(title="tracegrade report --json (wall clock, subprocess)")
     for column in ("case", "samples", "logs", "seconds", "peak MiB", "figures"):
         table.add_column(column, justify="left" if column == "case" else "right")
-    for row in [*result["rows"], *filter(None, [result["baseline"]])]:
+    for row in result["rows"]:
         if "skipped" in row:
             table.add_row(row["case"], f"{row['samples']:,}", "", "skipped", "", "")
             continue
@@ -278,6 +349,40 @@ def show(result: dict[str, Any]) -> None:
             "match" if row["figures_match"] else "DIFFER",
         )
     console.print(table)
+    before = result["baseline"]
+    if before is not None:
+        pairs = Table(title=f"against {before['revision']}, alternating pairs")
+        for column in (
+            "pair",
+            "load",
+            "new s",
+            "new CPU s",
+            "new MiB",
+            "base s",
+            "base CPU s",
+            "base MiB",
+        ):
+            pairs.add_column(column, justify="right")
+        for number, pair in enumerate(before["pairs"], start=1):
+            new, base = pair["new"], pair["baseline"]
+            pairs.add_row(
+                f"{number} ({pair['first']} first)",
+                f"{new['load_average']:.1f}/{base['load_average']:.1f}",
+                f"{new['seconds']:.2f}",
+                f"{new['cpu_seconds']:.2f}",
+                f"{new['peak_mib']:,.0f}",
+                f"{base['seconds']:.2f}",
+                f"{base['cpu_seconds']:.2f}",
+                f"{base['peak_mib']:,.0f}",
+            )
+        console.print(pairs)
+        ratios = before["ratios"]
+        console.print(
+            f"Best of each against {before['revision']}: time x{ratios['seconds']}"
+            f" (CPU x{ratios['cpu_seconds']}), peak x{ratios['peak_mib']}; at most"
+            f" x{before['target_ratio']}: time {_met(before['met']['seconds'])},"
+            f" peak {_met(before['met']['peak'])}."
+        )
     for row in result["rows"]:
         if "skipped" in row:
             console.print(f"{row['case']}: skipped ({row['skipped']}).")
@@ -311,7 +416,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             measure("one log", [one], [one], args.samples, stages, args.repeat, written)
         )
         if args.baseline:
-            before = baseline(one, args.samples, stages)
+            before = against_revision(
+                args.baseline, one, args.samples, stages, args.repeat, work
+            )
         one.unlink()
 
         if args.pooled:
@@ -354,7 +461,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     show(result)
     if args.json is not None:
         args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    return 0 if all(row.get("figures_match", True) for row in rows) else 1
+    checked = [*rows, *([before] if before else [])]
+    return 0 if all(row.get("figures_match", True) for row in checked) else 1
 
 
 if __name__ == "__main__":

@@ -171,6 +171,39 @@ def test_the_report_scale_benchmark_checks_its_figures(tmp_path: Path) -> None:
     assert result["command"].startswith("python benchmarks/report_scale.py")
 
 
+def test_the_report_scale_benchmark_runs_a_revision_in_alternating_pairs(
+    tmp_path: Path,
+) -> None:
+    """`--baseline REV` at toy sizes, against this very revision; no timing
+    is asserted, only that both sides ran in turn and read the log alike."""
+    out = tmp_path / "report_scale.json"
+    completed = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "report_scale.py"),
+            "--samples=12",
+            "--pooled=0",
+            "--repeat=2",
+            "--baseline=HEAD",
+            f"--json={out}",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+        timeout=600,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    before = json.loads(out.read_text(encoding="utf-8"))["baseline"]
+    assert before["revision"] == "HEAD" and before["figures_match"] is True
+    assert [pair["first"] for pair in before["pairs"]] == ["new", "baseline"]
+    for pair in before["pairs"]:
+        for side in ("new", "baseline"):
+            assert pair[side]["seconds"] > 0 and pair[side]["peak_mib"] > 0
+            assert "load_average" in pair[side]
+    assert set(before["ratios"]) == {"seconds", "cpu_seconds", "peak_mib"}
+
+
 def test_the_report_scale_benchmark_says_when_it_skips(tmp_path: Path) -> None:
     out = tmp_path / "report_scale.json"
     completed = subprocess.run(

@@ -33,12 +33,13 @@ from ._inspect_internals import PrerequisiteError
 from .core import canonical_json
 from .core.errors import quote
 from .lines import (
-    UnsupportedJSON,
+    NOT_AN_OBJECT,
+    UNSUPPORTED_JSON,
+    LineError,
     has_lone_surrogate,
     is_blank,
+    json_object,
     read_lines,
-    strict_json_loads,
-    undecodable,
 )
 
 if TYPE_CHECKING:
@@ -47,12 +48,11 @@ if TYPE_CHECKING:
 
 FIXTURE_FIELDS = ("id", "input", "expected", "reason")
 
-MALFORMED_JSON = "malformed-json"
 NOT_A_FIXTURE_LINE = "not-a-fixture-line"
 DUPLICATE_SAMPLE_ID = "duplicate-sample-id"
 
 
-class DatasetError(ValueError, PrerequisiteError):
+class DatasetError(LineError, ValueError, PrerequisiteError):
     """A fixture file or line that cannot become samples, named by file and line.
 
     `line` is None when the problem is the file as a whole. `kind` says
@@ -71,15 +71,13 @@ class DatasetError(ValueError, PrerequisiteError):
         *,
         kind: str | None = None,
         sample_id: str | None = None,
+        field: str | None = None,
     ) -> None:
-        self.path = path
-        self.line = line
-        self.problem = problem
-        self.kind = kind
+        # JSON no log can hold, or no object, is a line of the wrong shape.
+        if kind in (UNSUPPORTED_JSON, NOT_AN_OBJECT):
+            kind = NOT_A_FIXTURE_LINE
         self.sample_id = sample_id
-        where = path if line is None else f"{path}, line {line}"
-        self.message = f"{where}: {problem}"
-        super().__init__(self.message)
+        super().__init__(path, line, problem, field=field, kind=kind)
 
 
 @dataclass(frozen=True)
@@ -160,17 +158,7 @@ def _json_object_line(
     def fail(problem: str, kind: str = NOT_A_FIXTURE_LINE) -> NoReturn:
         raise DatasetError(path, number, problem, kind=kind, sample_id=sample_id)
 
-    bad_bytes = undecodable(line)
-    if bad_bytes is not None:
-        fail(bad_bytes, MALFORMED_JSON)
-    try:
-        value = strict_json_loads(line)
-    except UnsupportedJSON as error:
-        fail(f"JSON that no Inspect log can hold: {error}")
-    except ValueError as error:
-        fail(f"not valid JSON ({error})", MALFORMED_JSON)
-    if not isinstance(value, dict):
-        fail(f"a {what} must be a JSON object, got {quote(value, 80)}")
+    value = json_object(path, number, line, what, DatasetError)
     item_id = value.get("id")
     if isinstance(item_id, str) and item_id and not has_lone_surrogate(item_id):
         sample_id = item_id

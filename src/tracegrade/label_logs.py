@@ -72,9 +72,11 @@ def label_requests(log: EvalLog) -> list[dict[str, Any]]:
     if not any(stage_score(sample) is not None for sample in samples):
         location = log.location or "the log"
         raise LabelsError(
-            f"{location}: no sample has a stage_diagnosis score, so there is "
+            location,
+            None,
+            "no sample has a stage_diagnosis score, so there is "
             "nothing to label; export a log of a task scored with "
-            "tracegrade's stage_diagnosis_scorer"
+            "tracegrade's stage_diagnosis_scorer",
         )
     position: dict[SampleId, int] = {}
     for sample in samples:
@@ -157,9 +159,11 @@ def stage_keys(log: EvalLog) -> dict[str, str | None]:
             "context_key": _metadata_key(read_from["context"]),
         }
     raise LabelsError(
-        f"{location}: no sample has a stage_diagnosis score, so there is nothing "
+        location,
+        None,
+        "no sample has a stage_diagnosis score, so there is nothing "
         "to join labels onto; apply labels to a log of a task scored with "
-        "tracegrade's stage_diagnosis_scorer"
+        "tracegrade's stage_diagnosis_scorer",
     )
 
 

@@ -32,20 +32,14 @@ from typing import Any, NoReturn
 
 from ._inspect_internals import PrerequisiteError
 from .core.errors import quote
-from .lines import (
-    has_lone_surrogate,
-    is_blank,
-    read_lines,
-    strict_json_loads,
-    undecodable,
-)
+from .lines import LineError, has_lone_surrogate, is_blank, json_object, read_lines
 
 SampleId = str | int
 EpochKey = tuple[SampleId, int]
 
 
-class LabelsError(PrerequisiteError):
-    """A labels file that cannot be trusted, named by path and line.
+class LabelsError(LineError, PrerequisiteError):
+    """A labels file that cannot be trusted, named by path, line and field.
 
     Not a `ValueError`, unlike tracegrade's other input errors: Inspect's
     scorer loader (`inspect score --scorer ...`) catches `ValueError` while
@@ -53,10 +47,6 @@ class LabelsError(PrerequisiteError):
     would hide the line to fix. A `PrerequisiteError`, so Inspect's CLI
     prints the message alone, with no traceback.
     """
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-        Exception.__init__(self, message)
 
 
 def _is_sample_id(value: Any) -> bool:
@@ -94,36 +84,50 @@ class StaffLabels:
             numbered = [(raw.number, raw.text) for raw in read_lines(path)]
         except OSError as error:
             raise LabelsError(
-                f"cannot read labels file {path} ({error.strerror or error})"
+                path, None, f"cannot read the labels file ({error.strerror or error})"
             ) from None
         for number, line in numbered:
             if is_blank(line):
                 continue
             sample_id, epoch, correct = _parse_line(path, number, line)
-            where = f"{path}, line {number}: id {quote(sample_id)}"
+            where = f"id {quote(sample_id)}"
             if epoch is None:
                 if sample_id in labels:
                     raise LabelsError(
+                        path,
+                        number,
                         f"{where} is already labelled on line {lines[sample_id]}; "
-                        "one label per sample"
+                        "one label per sample",
+                        field="id",
                     )
                 if sample_id in first_epoch_line:
                     other_epoch, other_line = first_epoch_line[sample_id]
-                    raise LabelsError(_mixed_message(where, other_epoch, other_line))
+                    raise LabelsError(
+                        path,
+                        number,
+                        _mixed_message(where, other_epoch, other_line),
+                        field="epoch",
+                    )
                 labels[sample_id] = correct
                 lines[sample_id] = number
                 continue
             key = (sample_id, epoch)
             if key in epoch_labels:
                 raise LabelsError(
+                    path,
+                    number,
                     f"{where} epoch {epoch} is already labelled on line "
-                    f"{epoch_lines[key]}; one label per sample and epoch"
+                    f"{epoch_lines[key]}; one label per sample and epoch",
+                    field="epoch",
                 )
             if sample_id in labels:
                 raise LabelsError(
+                    path,
+                    number,
                     f"{where} epoch {epoch}: line {lines[sample_id]} already "
                     "labels every epoch of this sample; label a sample either "
-                    "once for all epochs or epoch by epoch, not both"
+                    "once for all epochs or epoch by epoch, not both",
+                    field="epoch",
                 )
             first_epoch_line.setdefault(sample_id, (epoch, number))
             epoch_labels[key] = correct
@@ -131,8 +135,10 @@ class StaffLabels:
         if not labels and not epoch_labels:
             # Every sample would silently become `answer-label`.
             raise LabelsError(
-                f"labels file {path} holds no labels; give one "
-                '{"id": ..., "correct": true|false} line per sample'
+                path,
+                None,
+                "the labels file holds no labels; give one "
+                '{"id": ..., "correct": true|false} line per sample',
             )
         return cls(
             path=path,
@@ -181,7 +187,9 @@ class StaffLabels:
                 f", {epochs} epochs" if epochs > 1 else ""
             )
             raise LabelsError(
-                _unmatched_text(self.path, sorted(unmatched), f"{where} ({runs})")
+                self.path,
+                None,
+                _unmatched_text(sorted(unmatched), f"{where} ({runs})"),
             )
 
 
@@ -193,7 +201,7 @@ def _mixed_message(where: str, epoch: int, line: int) -> str:
     )
 
 
-def _unmatched_text(path: str, unmatched: list[tuple[int, str]], where: str) -> str:
+def _unmatched_text(unmatched: list[tuple[int, str]], where: str) -> str:
     """The message for labels, as (line, '"id"' or '"id" epoch N'), that
     name no run of `where`."""
     shown = ", ".join(f"{name} (line {line})" for line, name in unmatched[:5])
@@ -202,50 +210,44 @@ def _unmatched_text(path: str, unmatched: list[tuple[int, str]], where: str) -> 
         "1 label names" if len(unmatched) == 1 else f"{len(unmatched)} labels name"
     )
     return (
-        f"{path}: {counted} no run of {where}: {shown}{more}. "
+        f"{counted} no run of {where}: {shown}{more}. "
         'Sample ids match exactly, type included ("1" is not 1).'
     )
 
 
 def _parse_line(path: str, number: int, line: str) -> tuple[SampleId, int | None, bool]:
-    def fail(problem: str) -> NoReturn:
-        raise LabelsError(f"{path}, line {number}: {problem}")
+    def fail(problem: str, field: str | None = None) -> NoReturn:
+        raise LabelsError(path, number, problem, field=field)
 
-    bad_bytes = undecodable(line)
-    if bad_bytes is not None:
-        fail(bad_bytes)
-    try:
-        record = strict_json_loads(line)
-    except ValueError as error:
-        fail(f"not valid JSON ({error})")
-    if not isinstance(record, dict):
-        shape = '{"id": ..., "correct": true}'
-        fail(f"expected an object like {shape}, got {quote(record, 80)}")
+    record = json_object(path, number, line, "label", LabelsError)
     if "id" not in record:
-        fail("no 'id' field")
+        fail("no 'id' field", "id")
     sample_id = record["id"]
     if not _is_sample_id(sample_id):
         got = quote(sample_id, 80)
-        fail(f"'id' must be a non-empty string or an integer, got {got}")
+        fail(f"'id' must be a non-empty string or an integer, got {got}", "id")
     if isinstance(sample_id, str) and has_lone_surrogate(sample_id):
         fail(
             f"'id' {quote(sample_id, 80)} holds a lone surrogate, which no "
-            "sample id can; sample ids must be valid Unicode text"
+            "sample id can; sample ids must be valid Unicode text",
+            "id",
         )
     shown_id = quote(sample_id, 80)
     if "correct" not in record:
-        fail(f"no 'correct' field for id {shown_id}")
+        fail(f"no 'correct' field for id {shown_id}", "correct")
     correct = record["correct"]
     if type(correct) is not bool:
         fail(
             f"'correct' must be true or false for id {shown_id}, "
-            f"got {quote(correct, 80)}; labels are never guessed"
+            f"got {quote(correct, 80)}; labels are never guessed",
+            "correct",
         )
     epoch = record.get("epoch")
     if "epoch" in record and (type(epoch) is not int or epoch < 1):
         fail(
             f"'epoch' must be a positive integer for id {shown_id}, "
-            f"got {quote(epoch, 80)}; leave it out to label every epoch"
+            f"got {quote(epoch, 80)}; leave it out to label every epoch",
+            "epoch",
         )
     return sample_id, epoch, correct
 

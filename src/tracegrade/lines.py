@@ -14,6 +14,11 @@ line is numbered, skipped as blank, or refused in exactly one way.
 - JSON that parses but that no Inspect log can hold is refused as
   `UnsupportedJSON`: numbers that overflow to infinity (`1e400`), and
   nesting deeper than `MAX_DEPTH`.
+
+`json_objects` is the one reader of a JSON Lines file of objects: fixture
+datasets, labels files and the JSON Lines importers read through it, a
+line at a time, and their errors are `LineError`s, which name the file,
+the line and the field at fault the same way whichever reader refused.
 """
 
 from __future__ import annotations
@@ -25,7 +30,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, NoReturn
+from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
+
+from .core.errors import quote
 
 if TYPE_CHECKING:
     from importlib.resources.abc import Traversable
@@ -46,6 +53,52 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 class UnsupportedJSON(ValueError):
     """Valid JSON that tracegrade cannot carry into an Inspect log."""
+
+
+MALFORMED_JSON = "malformed-json"
+"""A line that is not JSON, or not UTF-8 text."""
+UNSUPPORTED_JSON = "unsupported-json"
+"""JSON that no Inspect log can hold (`UnsupportedJSON`)."""
+NOT_AN_OBJECT = "not-an-object"
+"""JSON that is not an object."""
+
+
+class LineError(Exception):
+    """Input a reader of JSON Lines refuses, named by file, line and field.
+
+    The base of every such reader's error (`DatasetError`, `LabelsError`,
+    the importers' `InputFileError`), each of which keeps the other bases
+    its callers need. `line` is None when the problem is the file as a
+    whole, `field` None when no one field is at fault; `kind` says what
+    kind of problem it is, where a reader sorts them (`MALFORMED_JSON`,
+    ...). `message` is what the user reads: the place, then the problem.
+    """
+
+    def __init__(
+        self,
+        path: str,
+        line: int | None,
+        problem: str,
+        *,
+        field: str | None = None,
+        kind: str | None = None,
+    ) -> None:
+        self.path = path
+        self.line = line
+        self.problem = problem
+        self.field = field
+        self.kind = kind
+        where = path if line is None else f"{path}, line {line}"
+        # Typed loosely: subclasses are also Inspect's PrerequisiteError,
+        # whose `message` is any rich renderable.
+        self.message: Any = f"{where}: {problem}"
+        super().__init__(self.message)
+        # Inspect's PrerequisiteError, a base of some, keeps no args: the
+        # message is what the error says, whichever base comes next.
+        self.args = (self.message,)
+
+
+_Error = TypeVar("_Error", bound=LineError)
 
 
 @dataclass(frozen=True)
@@ -76,6 +129,50 @@ def read_lines(source: str | Path | Traversable) -> Iterator[RawLine]:
             if line.endswith("\n"):
                 line = line[:-1]
             yield RawLine(number, line, binary.tell() if seekable else None)
+
+
+def json_object(
+    path: str, number: int, text: str, what: str, error: type[_Error]
+) -> dict[str, Any]:
+    """The JSON object on line `number`, else `error` saying why, with its
+    kind: not UTF-8 or not JSON (`MALFORMED_JSON`), JSON no log can hold
+    (`UNSUPPORTED_JSON`), or not an object (`NOT_AN_OBJECT`; `what` names
+    what the line should be)."""
+    problem = undecodable(text)
+    if problem is not None:
+        raise error(path, number, problem, kind=MALFORMED_JSON)
+    try:
+        value = strict_json_loads(text)
+    except UnsupportedJSON as unsupported:
+        raise error(
+            path,
+            number,
+            f"JSON that no Inspect log can hold: {unsupported}",
+            kind=UNSUPPORTED_JSON,
+        ) from None
+    except ValueError as invalid:
+        raise error(
+            path, number, f"not valid JSON ({invalid})", kind=MALFORMED_JSON
+        ) from None
+    if type(value) is not dict:
+        raise error(
+            path,
+            number,
+            f"a {what} must be a JSON object, got {quote(value, 80)}",
+            kind=NOT_AN_OBJECT,
+        )
+    return value
+
+
+def json_objects(
+    source: str | Path | Traversable, what: str, error: type[_Error]
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each non-blank line's object with its number, one line in memory at
+    a time (`json_object`); `OSError` as the file raises it."""
+    path = str(source)
+    for raw in read_lines(source):
+        if not is_blank(raw.text):
+            yield raw.number, json_object(path, raw.number, raw.text, what, error)
 
 
 def is_blank(text: str) -> bool:

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from typing import Literal as Kind
 from typing import NoReturn
 
+from .core.fields import is_id_list
+
 Form = Kind["json", "python-list"]
 
 _OPENING = re.compile(r"[\[{]")
@@ -161,8 +163,7 @@ def _read_json(text: str, start: int) -> ListLiteral | BrokenLiteral:
         return BrokenLiteral(start, max(error.pos, start + 1))
     except (_Constant, RecursionError):
         return _read_json_by_hand(text, start)
-    strings = type(value) is list and all(type(item) is str for item in value)
-    return ListLiteral(start, end, "json", tuple(value) if strings else None)
+    return ListLiteral(start, end, "json", tuple(value) if is_id_list(value) else None)
 
 
 _VALUE, _VALUE_OR_CLOSE, _NEXT, _KEY, _KEY_OR_CLOSE, _COLON = range(6)

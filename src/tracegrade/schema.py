@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final, Literal, TypeGuard
+from typing import Any, Final, Literal, NamedTuple, TypeGuard
 
 from .core.errors import InvalidRecord, quote
 from .core.fields import is_id_list
@@ -239,8 +239,7 @@ def is_tracegrade_metadata(metadata: Any) -> TypeGuard[dict[str, Any]]:
     return type(metadata) is dict and metadata.keys() >= METADATA_KEYS
 
 
-@dataclass(frozen=True, slots=True)
-class ScoreError:
+class ScoreError(NamedTuple):
     """A score's `error`: its `kind`, `side`, `field` and `message`.
 
     `field` and `message` are None where a reader was given a copy of
@@ -336,8 +335,7 @@ def read_as(metadata: Mapping[str, Any]) -> str | None:
 # --- stage scores --------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class LostID:
+class LostID(NamedTuple):
     """One entry of `lost`: where in the pipeline a missing ID was lost."""
 
     id: str
@@ -346,8 +344,7 @@ class LostID:
     last_rank: int | None
 
 
-@dataclass(frozen=True, slots=True)
-class StageScore:
+class StageScore(NamedTuple):
     """A stage diagnosis score, read.
 
     `stage` is None for an unscored score (`error.unscored`). A diagnosed
@@ -484,8 +481,7 @@ def read_step_recall(metadata: Mapping[str, Any]) -> dict[str, float] | None:
 # --- extraction scores -----------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Itemised:
+class Itemised(NamedTuple):
     """An extraction score's `itemised`."""
 
     dropped: list[str]
@@ -494,8 +490,7 @@ class Itemised:
     kept_in_order: int
 
 
-@dataclass(frozen=True, slots=True)
-class ExtractionScore:
+class ExtractionScore(NamedTuple):
     """An ordered extraction score, read.
 
     `membership` and `order` are None for an unscored score. A graded one

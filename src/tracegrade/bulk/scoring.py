@@ -28,12 +28,12 @@ from inspect_ai.scorer import Score, Scorer
 from ..core.errors import quote
 from ..datasets import (
     DUPLICATE_SAMPLE_ID,
-    MALFORMED_JSON,
     NOT_A_FIXTURE_LINE,
     DatasetError,
     FixtureCase,
     parse_case_line,
 )
+from ..lines import MALFORMED_JSON
 from ..scorers import (
     diagnosis_score,
     extraction_score,

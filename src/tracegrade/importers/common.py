@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import quote
+from ..lines import LineError
 
 # How many names a refusal or a note shows before it only counts.
 SHOWN = 10
@@ -40,22 +41,10 @@ class ImportRefused(ValueError):
         super().__init__(message)
 
 
-class InputFileError(ImportRefused):
-    """A malformed, empty or unreadable input file.
-
-    `line` is None when the problem is the file as a whole; `field` names
-    the column or field at fault, when one is.
-    """
-
-    def __init__(
-        self, path: str, line: int | None, problem: str, *, field: str | None = None
-    ) -> None:
-        self.path = path
-        self.line = line
-        self.field = field
-        self.problem = problem
-        where = path if line is None else f"{path}, line {line}"
-        super().__init__(f"{where}: {problem}")
+class InputFileError(LineError, ImportRefused):
+    """A malformed, empty or unreadable input file, named by file, line
+    (None for the file as a whole) and field (the column or field at
+    fault, when one is), as every JSON Lines reader names it."""
 
 
 class LabelsRefused(ImportRefused):

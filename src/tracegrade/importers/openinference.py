@@ -70,12 +70,9 @@ from typing import Any
 
 from ..core.errors import quote
 from ..lines import (
-    UnsupportedJSON,
     has_lone_surrogate,
-    is_blank,
-    read_lines,
+    json_objects,
     strict_json_loads,
-    undecodable,
 )
 from .common import (
     InputFileError,
@@ -174,24 +171,10 @@ class _Line:
         return InputFileError(self.path, self.number, prefix + problem, field=where)
 
 
-def _json_lines(path: str) -> Iterator[tuple[_Line, Any]]:
+def _json_lines(path: str) -> Iterator[tuple[_Line, dict[str, Any]]]:
     try:
-        for raw in read_lines(path):
-            if is_blank(raw.text):
-                continue
-            line = _Line(path, raw.number)
-            problem = undecodable(raw.text)
-            if problem is not None:
-                raise line.refuse("", problem)
-            try:
-                value = strict_json_loads(raw.text)
-            except UnsupportedJSON as error:
-                raise line.refuse(
-                    "", f"JSON that no Inspect log can hold: {error}"
-                ) from None
-            except ValueError as error:
-                raise line.refuse("", f"not valid JSON ({error})") from None
-            yield line, value
+        for number, value in json_objects(path, "line", InputFileError):
+            yield _Line(path, number), value
     except OSError as error:
         raise InputFileError(
             path, None, f"cannot be read ({error.strerror or error})"

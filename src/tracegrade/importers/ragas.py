@@ -52,12 +52,11 @@ from typing import Any, Literal
 
 from ..core.errors import quote
 from ..lines import (
-    UnsupportedJSON,
+    MALFORMED_JSON,
     has_lone_surrogate,
-    is_blank,
+    json_objects,
     read_lines,
     strict_json_loads,
-    undecodable,
 )
 from ..literals import read_repr_list
 from .common import (
@@ -95,32 +94,24 @@ def format_of(path: str | Path) -> Format:
 
 
 def _jsonl_rows(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
-    for raw in read_lines(path):
-        if is_blank(raw.text):
-            continue
-        problem = undecodable(raw.text)
-        if problem is not None:
-            raise InputFileError(path, raw.number, problem)
-        try:
-            value = strict_json_loads(raw.text)
-        except UnsupportedJSON as error:
-            raise InputFileError(
-                path, raw.number, f"JSON that no Inspect log can hold: {error}"
-            ) from None
-        except ValueError as error:
-            hint = ""
-            if raw.number == 1 and raw.text.lstrip().startswith("["):
-                hint = "; a Ragas dataset is JSON Lines (to_jsonl), not a JSON array"
-            raise InputFileError(
-                path, raw.number, f"not valid JSON ({error}){hint}"
-            ) from None
-        if not isinstance(value, dict):
+    try:
+        yield from json_objects(path, "sample", InputFileError)
+    except InputFileError as error:
+        if error.line == 1 and error.kind == MALFORMED_JSON and _is_array(path):
             raise InputFileError(
                 path,
-                raw.number,
-                f"a sample must be a JSON object, got {quote(value, 80)}",
-            )
-        yield raw.number, value
+                1,
+                f"{error.problem}; a Ragas dataset is JSON Lines (to_jsonl), "
+                "not a JSON array",
+                kind=MALFORMED_JSON,
+            ) from None
+        raise
+
+
+def _is_array(path: str) -> bool:
+    """The file's first line opens a JSON array."""
+    first = next(read_lines(path), None)
+    return first is not None and first.text.lstrip().startswith("[")
 
 
 def _csv_text(path: str) -> str:

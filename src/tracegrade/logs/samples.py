@@ -55,6 +55,8 @@ from ..core.errors import quote
 
 SAMPLES_DIR: Final = "samples/"
 HEADER_MEMBER: Final = "header.json"
+_SAMPLES_DIR: Final = SAMPLES_DIR.encode()
+_HEADER_MEMBER: Final = HEADER_MEMBER.encode()
 # Members above this many bytes of JSON are parsed as a stream.
 STREAM_OVER: Final = 16 * 1024 * 1024
 # A member parsed as a stream is read in about this many pieces.
@@ -210,7 +212,7 @@ def eval_header(path: str) -> EvalLog | None:
     """
     with _open_archive(path) as file:
         found = next(
-            (entry for entry in _directory(file) if entry.name == HEADER_MEMBER),
+            (entry for entry in _directory(file) if entry.name == _HEADER_MEMBER),
             None,
         )
         if found is None:
@@ -250,12 +252,14 @@ _ZIP64_EXTRA = 0x0001
 _STORED, _DEFLATED, _ZSTD = 0, 8, 93
 _ENCRYPTED = 0x1
 _LIMIT32 = 0xFFFFFFFF
+_HASH_BITS = 1 << 24
 
 
 class _Entry(NamedTuple):
-    """One member, as its central directory entry describes it."""
+    """One member, as its central directory entry describes it (its name
+    as stored, undecoded: names are only compared)."""
 
-    name: str
+    name: bytes
     offset: int
     compressed: int
     size: int
@@ -294,13 +298,11 @@ def _directory(file: IO[bytes]) -> Iterator[_Entry]:
         if not holds(length):
             raise UnreadableLog("its central directory is damaged")
         name_end = at + _CENTRAL.size + name_length
-        raw_name = buffer[at + _CENTRAL.size : name_end]
+        name = buffer[at + _CENTRAL.size : name_end]
         if _LIMIT32 in (compressed, size, offset):
             size, compressed, offset = _zip64_sizes(
                 buffer[name_end : name_end + extra_length], size, compressed, offset
             )
-        # Bit 11: the name is UTF-8; else CP437, as zipfile reads it.
-        name = raw_name.decode("utf-8" if flags & 0x800 else "cp437")
         yield _Entry(name, offset, compressed, size, method, flags, crc)
         at += length
 
@@ -384,7 +386,7 @@ class _SampleMembers:
     def entry(self, position: int) -> _Entry:
         method = self._methods[position]
         return _Entry(
-            "",
+            b"",
             self._offsets[position],
             self._compressed[position],
             self._sizes[position],
@@ -397,15 +399,29 @@ class _SampleMembers:
 def _superseded(file: IO[bytes], hashes: array[int]) -> set[int]:
     """The positions of the sample members a later one of the same name
     replaces. Names are compared by hash first, and by name only where
-    two hashes agree, so no name is kept for a log without repeats."""
+    two hashes agree, so no name is kept for a log without repeats.
+
+    The hashes seen are marked in a bitmap, not a set: a set of every
+    hash would be the largest thing the report holds. A hash whose bit
+    was already set is a candidate, counted exactly in a second pass.
+    """
+    bits = bytearray(_HASH_BITS // 8)
+    candidates: set[int] = set()
+    for value in hashes:
+        slot = value & (_HASH_BITS - 1)
+        if bits[slot >> 3] & (1 << (slot & 7)):
+            candidates.add(value)
+        else:
+            bits[slot >> 3] |= 1 << (slot & 7)
+    del bits
     seen: set[int] = set()
     repeated: set[int] = set()
     for value in hashes:
-        (repeated if value in seen else seen).add(value)
-    del seen
+        if value in candidates:
+            (repeated if value in seen else seen).add(value)
     if not repeated:
         return set()
-    last: dict[str, int] = {}
+    last: dict[bytes, int] = {}
     superseded: set[int] = set()
     position = 0
     for entry in _directory(file):
@@ -420,8 +436,8 @@ def _superseded(file: IO[bytes], hashes: array[int]) -> set[int]:
     return superseded
 
 
-def _is_sample(name: str) -> bool:
-    return name.startswith(SAMPLES_DIR) and name.endswith(".json")
+def _is_sample(name: bytes) -> bool:
+    return name.startswith(_SAMPLES_DIR) and name.endswith(b".json")
 
 
 # What reading a damaged member raises: a truncated or corrupt stream's
@@ -452,8 +468,10 @@ def _local_header(file: IO[bytes], entry: _Entry) -> tuple[str, int]:
         raise UnreadableLog("its local header is damaged")
     fields = _LOCAL.unpack(header)
     name_length, extra_length = fields[9], fields[10]
-    raw_name = file.read(name_length)
-    name = raw_name.decode("utf-8" if entry.flags & 0x800 else "cp437", "replace")
+    # Bit 11: the name is UTF-8; else CP437, as zipfile reads it.
+    name = file.read(name_length).decode(
+        "utf-8" if entry.flags & 0x800 else "cp437", "replace"
+    )
     if entry.flags & _ENCRYPTED:
         raise UnreadableLog(f"member {name}: it is encrypted")
     return name, entry.offset + _LOCAL.size + name_length + extra_length

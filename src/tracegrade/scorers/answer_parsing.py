@@ -29,6 +29,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.fields import is_id_list
 from ..literals import BrokenLiteral, ListLiteral, read_literal_at, scan_literals
 
 ReadAs = str
@@ -604,11 +605,7 @@ def _structured(text: str, key: str) -> AnswerReading | None:
     except RecursionError:
         raise UnreadableAnswer("the structured answer is nested too deeply") from None
     ids = value.get(key)
-    if (
-        set(value) != {key}
-        or type(ids) is not list
-        or not all(type(item) is str for item in ids)
-    ):
+    if set(value) != {key} or not is_id_list(ids):
         raise UnreadableAnswer(
             f"the structured answer {_quote(stripped)} is not the object its "
             f"schema asks for: {{{_quote(key)}: [string IDs]}}, and nothing else"
