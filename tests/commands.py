@@ -63,16 +63,18 @@ def _environment(env: Mapping[str, str] | None) -> dict[str, str | None]:
 def _as_a_command(cwd: Path) -> Iterator[None]:
     """What a command changes in the interpreter stays with it: the working
     directory, the temporary directory (read again from TMPDIR, as at
-    start-up), the exception hook and the outputs a signal would name."""
+    start-up) and the outputs a signal would name.
+
+    Not the exception hook: Inspect sets its own once per interpreter, from
+    the `inspect` script or its first eval, and every later eval reports
+    through it."""
     from tracegrade import outputs
 
-    hook = sys.excepthook
     tempfile.tempdir = None
     try:
         with working_in(cwd):
             yield
     finally:
-        sys.excepthook = hook
         tempfile.tempdir = None
         # What `tracegrade.outputs.written_outputs` reports to a signal:
         # this command's, not the one before's.
@@ -133,16 +135,16 @@ def _exit_code(stop: SystemExit) -> tuple[int, str]:
     return 1, f"{stop.code}\n"
 
 
-_inspect_excepthook: Callable[..., Any] | None = None
-
-
 def run_inspect(
     *args: str, cwd: Path, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """`inspect ARGS` in this interpreter: the `inspect` console script's
     own function, with `ARGS` as its command line. Check the log's status,
-    not the exit code, since `inspect eval` exits 0 when the eval fails."""
-    global _inspect_excepthook
+    not the exit code, since `inspect eval` exits 0 when the eval fails.
+
+    What Inspect sets once per interpreter stays as the first eval set it:
+    its display, and its logging to the terminal. A test of what `inspect`
+    prints there runs it in a fresh interpreter (`inspect_process`)."""
     inspect = _console_script("inspect")
     argv = [str(arg) for arg in args]
     runner = CliRunner()
@@ -152,15 +154,8 @@ def run_inspect(
     ):
         saved_argv = sys.argv
         sys.argv = ["inspect", *argv]
-        if _inspect_excepthook is not None:
-            sys.excepthook = _inspect_excepthook
         try:
-            try:
-                inspect()
-            finally:
-                # The script sets its hook once per interpreter, on its
-                # first run; each later run has it too.
-                _inspect_excepthook = sys.excepthook
+            inspect()
             exit_code = 0
         except SystemExit as stop:
             exit_code, said = _exit_code(stop)

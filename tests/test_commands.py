@@ -99,14 +99,20 @@ def test_a_command_has_its_own_directory_and_environment(
 
 
 def test_inspect_in_process_ends_as_in_a_fresh_interpreter(tmp_path: Path) -> None:
-    """Twice in-process: the script sets Inspect's exception hook only once
-    per interpreter, and each run must report through it."""
+    """Twice in-process, after a `tracegrade` command: Inspect sets its
+    exception hook once per interpreter, and each run must report through
+    it."""
     dataset = write_lines(tmp_path / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
     args = (
         *("eval", "tracegrade/stage_diagnosis", "-T", f"dataset={dataset}"),
         *("--log-dir", "logs", "--display", "none"),
     )
     fresh = inspect_process(*args, cwd=tmp_path)
+    write_lines(tmp_path / "runs.jsonl", [{"id": "r1", "input": RECORD}])
+    scored = run_tracegrade(
+        "score", "stage_diagnosis", "runs.jsonl", "--log-dir", "scored", cwd=tmp_path
+    )
+    assert scored.returncode == 0, scored.stderr
     for _ in range(2):
         in_process = run_inspect(*args, cwd=tmp_path)
         assert in_process.returncode == fresh.returncode == 1

@@ -30,7 +30,7 @@ from inspect_ai.model import ModelName
 from inspect_ai.scorer import Target
 from inspect_ai.solver import TaskState
 
-from tests.commands import run_inspect
+from tests.commands import inspect_process
 from tests.support import write_lines
 from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
 from tracegrade.cli import main
@@ -111,9 +111,11 @@ def work(tmp_path: Path) -> Path:
 def inspect_eval(
     work: Path, *task_args: str, task_file: str = "gold.py"
 ) -> tuple[str, EvalLog]:
-    """Run the task file; the output (stdout and stderr) and the log."""
+    """Run the task file, in an interpreter of its own (what Inspect prints
+    goes through the display it sets once per process); the output (stdout
+    and stderr) and the log."""
     args = [arg for task_arg in task_args for arg in ("-T", task_arg)]
-    done = run_inspect(
+    done = inspect_process(
         "eval", task_file, *args, cwd=work, env={"INSPECT_LOG_DIR": str(work / "logs")}
     )
     assert done.returncode == 0, done.stderr
@@ -280,7 +282,7 @@ def test_inspect_score_refuses_a_bad_argument_in_one_line(
     stage_log: Path, scorer: str, argument: str, said: str
 ) -> None:
     before = stage_log.read_bytes()
-    done = run_inspect(
+    done = inspect_process(
         *("score", str(stage_log), "--scorer", f"tracegrade/{scorer}"),
         *("-S", argument, "--action", "append", "--overwrite"),
         cwd=stage_log.parent,

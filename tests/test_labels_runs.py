@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
-from tests.commands import run_inspect
+from tests.commands import inspect_process, run_inspect
 from tests.support import write_lines
 
 pytestmark = pytest.mark.runs_long
@@ -131,9 +131,16 @@ def work(tmp_path: Path) -> Path:
 
 
 def inspect(
-    work: Path, *args: str, fail_once: str = "", grader_fails_once: str = ""
+    work: Path,
+    *args: str,
+    fail_once: str = "",
+    grader_fails_once: str = "",
+    fresh: bool = False,
 ) -> subprocess.CompletedProcess[str]:
-    return run_inspect(
+    """`inspect ARGS` in `work`; `fresh`: in an interpreter of its own, for
+    a test of what Inspect prints, which it does through the display and
+    exception hook it sets once per process."""
+    return (inspect_process if fresh else run_inspect)(
         *args,
         cwd=work,
         env={
@@ -344,6 +351,7 @@ def test_eval_set_retries_a_failed_sample_and_keeps_the_labels(
         *("eval-set", "runs.py", *SOURCES[source]),
         *("--log-dir", "set", "--retry-attempts", "2", "--retry-wait", "0"),
         fail_once="gap-right",
+        fresh=True,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     # The first attempt's failure is shown (Inspect prints the sample's

@@ -35,7 +35,7 @@ from inspect_ai.model import (
 )
 
 import tracegrade
-from tests.commands import run_inspect
+from tests.commands import inspect_process
 from tracegrade.datasets import DatasetError, packaged_fixture, read_source_documents
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks.live import (
@@ -602,7 +602,9 @@ def test_the_task_is_exported_and_registered() -> None:
 
 
 def inspect_eval(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run_inspect(
+    """`inspect eval` with the plain display, in an interpreter of its own:
+    Inspect keeps the display of a process's first eval."""
+    return inspect_process(
         "eval",
         "tracegrade/ordered_extraction",
         *args,

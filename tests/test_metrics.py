@@ -34,7 +34,7 @@ from inspect_ai.scorer import (
     mean_score,
 )
 
-from tests.commands import run_inspect
+from tests.commands import inspect_process
 from tests.support import write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
@@ -432,7 +432,9 @@ def test_the_terminal_results_show_how_many_runs_were_scored(tmp_path: Path) -> 
             {"id": "no-context", "input": {"required": ["D1"], "correct": True}},
         ],
     )
-    cli = run_inspect(
+    # In an interpreter of its own: Inspect keeps the display of a
+    # process's first eval.
+    cli = inspect_process(
         *("eval", "tracegrade/stage_diagnosis", "-T", f"dataset={dataset}"),
         *("--log-dir", "logs", "--display", "plain"),
         cwd=tmp_path,
