@@ -427,7 +427,7 @@ def test_structured_output_is_asked_for_unless_turned_off(
         assert score.value == {"membership": True, "order": True}
         assert (score.metadata or {})["read_as"] == "structured"
     else:
-        assert score.reason == "unreadable-answer"
+        assert error_kind(score) == "unreadable-answer"
         assert "is no list of string IDs" in (score.explanation or "")
 
 
