@@ -368,25 +368,46 @@ class StageScore(NamedTuple):
     context_size: int | None = None
 
 
+_make_stage = StageScore._make
+
+
 def read_stage(value: Any, metadata: Any) -> StageScore:
-    """A stage score from its value and metadata, checked as a whole."""
-    metadata = _tracegrade_metadata(metadata)
-    error = read_error(metadata)
-    recall = read_share(metadata, "recall")
-    precision = read_share(metadata, "precision")
-    lost = _read_lost(metadata)
-    step_recall = read_step_recall(metadata)
+    """A stage score from its value and metadata, checked as a whole.
+
+    `tracegrade report` reads one per sample, so the usual score (no error,
+    no steps, shares that are floats) takes the shortest path through the
+    same checks.
+    """
+    if type(metadata) is not dict or not (
+        "result" in metadata
+        and "record" in metadata
+        and "read_from" in metadata
+        and "error" in metadata
+    ):
+        _tracegrade_metadata(metadata)  # raises, saying what is wrong
+    error = None if metadata["error"] is None else read_error(metadata)
+    recall = metadata.get("recall")
+    if recall is not None and not is_share(recall):
+        read_share(metadata, "recall")  # raises
+    precision = metadata.get("precision")
+    if precision is not None and not is_share(precision):
+        read_share(metadata, "precision")  # raises
+    lost = None if metadata.get("lost") is None else _read_lost(metadata)
+    step_recall = (
+        None if metadata.get("step_recall") is None else read_step_recall(metadata)
+    )
     if error is not None and error.unscored:
         return StageScore(
             None, error, recall, precision, None, None, False, lost, step_recall
         )
-    stage = read_stage_value(value)
-    for key in ("recall", "precision"):
-        if key not in metadata:
-            raise InvalidScore(f"a scored stage score needs metadata {key}")
-    if stage not in DIAGNOSED_STAGES:
+    if type(value) is not str or value not in STAGES:
+        read_stage_value(value)  # raises
+    if "recall" not in metadata or "precision" not in metadata:
+        key = "recall" if "recall" not in metadata else "precision"
+        raise InvalidScore(f"a scored stage score needs metadata {key}")
+    if value == "unresolved":
         return StageScore(
-            stage, error, recall, precision, None, None, False, lost, step_recall
+            value, error, recall, precision, None, None, False, lost, step_recall
         )
     record, result = metadata["record"], metadata["result"]
     required = record.get("required") if type(record) is dict else None
@@ -405,29 +426,35 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
         steps = read_steps(record)
     except InvalidRecord as invalid:
         raise InvalidScore(f"record.{invalid}") from None
-    context = record.get("context")
-    if steps is not None and not is_id_list(context):
-        raise InvalidScore(
-            f"a diagnosed score with steps needs the ID list record.context, "
-            f"got {quote(context)}"
-        )
+    context_size = None
+    if steps is not None:
+        context = record.get("context")
+        if not is_id_list(context):
+            raise InvalidScore(
+                "a diagnosed score with steps needs the ID list record.context, "
+                f"got {quote(context)}"
+            )
+        context_size = len(context)
     if (steps is None) != (lost is None):
         raise InvalidScore(
             "metadata lost and record.steps go together, got "
             f"{'lost' if lost is not None else 'steps'} alone"
         )
-    return StageScore(
-        stage,
-        error,
-        recall,
-        precision,
-        required,
-        missing,
-        record.get("correct") is True,
-        lost,
-        step_recall,
-        steps,
-        len(context) if steps is not None and is_id_list(context) else None,
+    # `_make` builds the tuple in C; the generated `__new__` is Python.
+    return _make_stage(
+        (
+            value,
+            error,
+            recall,
+            precision,
+            required,
+            missing,
+            record.get("correct") is True,
+            lost,
+            step_recall,
+            steps,
+            context_size,
+        )
     )
 
 

@@ -443,7 +443,6 @@ def score_cells(task: str, score: Score, *, steps: bool) -> tuple[Any, ...]:
     gives a row that `tracegrade score` scored, and what that command
     writes as Parquet. Read through `tracegrade.schema`, as every reader
     of a score reads it."""
-    from dataclasses import asdict
 
     from .schema import read_extraction, read_stage
 
@@ -455,7 +454,7 @@ def score_cells(task: str, score: Score, *, steps: bool) -> tuple[Any, ...]:
             staged.stage,
             staged.missing,
             *(
-                ([asdict(item) for item in lost] if lost is not None else None,)
+                ([item._asdict() for item in lost] if lost is not None else None,)
                 if steps
                 else ()
             ),

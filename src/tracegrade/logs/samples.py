@@ -218,7 +218,9 @@ def eval_header(path: str) -> EvalLog | None:
         if found is None:
             return None
         try:
-            data = _parse(_member_bytes(file, found))
+            _, _, raw = _local_member(file, found, with_data=True)
+            assert raw is not None
+            data = _parse(_decompressed(raw, found))
         except _MEMBER_ERRORS as error:
             raise UnreadableLog(f"member {HEADER_MEMBER}: {error}") from error
     header = EvalLog.model_validate(data)
@@ -446,59 +448,59 @@ _MEMBER_ERRORS = (UnreadableLog, zlib.error, zstandard.ZstdError, EOFError)
 
 
 def _read_member(file: IO[bytes], entry: _Entry) -> SampleRead:
-    name = ""
+    name = b""
     try:
-        name, data_start = _local_header(file, entry)
+        whole = entry.size <= STREAM_OVER
+        name, data_start, raw = _local_member(file, entry, with_data=whole)
+        if entry.flags & _ENCRYPTED:
+            raise UnreadableLog("it is encrypted")
         data = None
-        if entry.size > STREAM_OVER:
-            stream = _MemberStream(file, entry, data_start)
-            data = _streamed_fields(stream, entry.size)
+        if raw is None:
+            data = _streamed_fields(_MemberStream(file, entry, data_start), entry.size)
+            if data is None:
+                _, _, raw = _local_member(file, entry, with_data=True)
         if data is None:
-            data = _parse(_member_bytes(file, entry, data_start))
+            assert raw is not None
+            data = _parse(_decompressed(raw, entry))
         return sample_read(data)
     except _MEMBER_ERRORS as error:
-        raise UnreadableLog(f"member {name or entry.offset}: {error}") from error
+        # Bit 11: the name is UTF-8; else CP437, as zipfile reads it.
+        shown = name.decode("utf-8" if entry.flags & 0x800 else "cp437", "replace")
+        raise UnreadableLog(f"member {shown or entry.offset}: {error}") from error
 
 
-def _local_header(file: IO[bytes], entry: _Entry) -> tuple[str, int]:
-    """The member's name, and where its data starts."""
+def _local_member(
+    file: IO[bytes], entry: _Entry, *, with_data: bool
+) -> tuple[bytes, int, bytes | None]:
+    """The member's stored name, where its data starts, and (`with_data`)
+    its compressed data, read with its local header in one read."""
     file.seek(entry.offset)
     header = file.read(_LOCAL.size)
     if len(header) < _LOCAL.size or header[:4] != _LOCAL_SIGNATURE:
         raise UnreadableLog("its local header is damaged")
     fields = _LOCAL.unpack(header)
     name_length, extra_length = fields[9], fields[10]
-    # Bit 11: the name is UTF-8; else CP437, as zipfile reads it.
-    name = file.read(name_length).decode(
-        "utf-8" if entry.flags & 0x800 else "cp437", "replace"
-    )
-    if entry.flags & _ENCRYPTED:
-        raise UnreadableLog(f"member {name}: it is encrypted")
-    return name, entry.offset + _LOCAL.size + name_length + extra_length
-
-
-def _member_bytes(
-    file: IO[bytes], entry: _Entry, data_start: int | None = None
-) -> bytes:
-    """The member's data, decompressed and checked against its CRC."""
-    if data_start is None:
-        _, data_start = _local_header(file, entry)
-    file.seek(data_start)
-    raw = file.read(entry.compressed)
+    data_start = entry.offset + _LOCAL.size + name_length + extra_length
+    if not with_data:
+        return file.read(name_length), data_start, None
+    rest = file.read(name_length + extra_length + entry.compressed)
+    raw = rest[name_length + extra_length :]
     if len(raw) < entry.compressed:
         raise UnreadableLog("the archive ends inside it")
-    if entry.method == _STORED:
-        data = raw
-    elif entry.method == _DEFLATED:
-        inflate = zlib.decompressobj(-zlib.MAX_WBITS)
-        data = inflate.decompress(raw) + inflate.flush()
-        if not inflate.eof:
-            raise UnreadableLog("its deflate stream is cut short")
+    return rest[:name_length], data_start, raw
+
+
+def _decompressed(raw: bytes, entry: _Entry) -> bytes:
+    """The member's data, decompressed and checked against its size and CRC."""
+    if entry.method == _DEFLATED:
+        data = zlib.decompress(raw, -zlib.MAX_WBITS)
     elif entry.method == _ZSTD:
         unzstd = _Unzstd()
         data = unzstd.decompress(raw)
         if not unzstd.ended:
             raise UnreadableLog("its zstd stream is cut short")
+    elif entry.method == _STORED:
+        data = raw
     else:
         raise UnreadableLog(f"compression method {entry.method} is not supported")
     if len(data) != entry.size or zlib.crc32(data) != entry.crc:
