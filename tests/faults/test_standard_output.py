@@ -11,15 +11,16 @@ once an output is complete says it was written, not that nothing was.
 
 from __future__ import annotations
 
+import os
 import resource
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.commands import start_tracegrade, tracegrade_process
 from tests.faults.conftest import (
     frozen,
     mounted_tmpfs,
@@ -27,7 +28,6 @@ from tests.faults.conftest import (
     one_clear_line,
     write_stage_log,
 )
-from tests.support import SUBPROCESS_ENV
 
 REPORT = ("report", "log.eval", "--html", "report.html")
 LOG_SAMPLES = 1000
@@ -49,25 +49,16 @@ def _tracegrade(
     append: bool = False,
     file_size: int | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in SUBPROCESS_ENV.items()}
-    env.pop("PYTHONUNBUFFERED", None)
-    if unbuffered:
-        env["PYTHONUNBUFFERED"] = "1"
-
-    def limit() -> None:
-        if file_size is not None:
-            resource.setrlimit(resource.RLIMIT_FSIZE, (file_size, file_size))
-
+    """`tracegrade ARGS > STDOUT` (`>>` with `append`), buffered or not, under
+    `ulimit -f FILE_SIZE` if given."""
+    # An empty PYTHONUNBUFFERED is as good as none, whatever the caller's.
+    env = {"PYTHONUNBUFFERED": "1" if unbuffered else ""}
+    limits = (
+        [] if file_size is None else [(resource.RLIMIT_FSIZE, file_size, file_size)]
+    )
     with stdout.open("ab" if append else "wb") as out:
-        return subprocess.run(
-            [sys.executable, "-m", "tracegrade.cli", *args],
-            cwd=cwd,
-            env=env,
-            stdout=out,
-            stderr=subprocess.PIPE,
-            text=True,
-            preexec_fn=limit,
-            timeout=300,
+        return tracegrade_process(
+            *args, cwd=cwd, env=env, stdout=out.fileno(), rlimits=limits
         )
 
 
@@ -129,20 +120,13 @@ def test_a_signal_after_the_output_is_written_says_so(folder: Path) -> None:
     the page stays, whole, and the line says it was written."""
     html = folder / "report.html"
     html.unlink(missing_ok=True)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "tracegrade.cli", *REPORT],
-        cwd=folder,
-        env=SUBPROCESS_ENV,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    process = start_tracegrade(*REPORT, cwd=folder, stdout=Path(os.devnull))
 
     def published() -> None:
         deadline = time.monotonic() + 300
         while not html.exists():
             if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"no report was written: {process.stderr}")
+                pytest.fail(f"no report was written: {process.communicate()}")
             time.sleep(0.0005)
 
     with frozen(process, once=published):
