@@ -213,6 +213,38 @@ def test_speed_figures_are_the_committed_benchmark_run() -> None:
         assert said in flat(SPEED), said
 
 
+def test_report_against_the_last_round_is_the_committed_benchmark_run() -> None:
+    """docs/speed.md gives `report_scale.py --baseline`'s run as committed:
+    its command, every pair with its load, the best of each side and the
+    ratios against the target."""
+    result = benchmark("report_regression")
+    before = result["baseline"]
+    text = flat(SPEED)
+    assert f"`{result['command']}`" in text
+    best, ratios = before["best"], before["ratios"]
+    said = [
+        f"{before['samples']:,} stage records",
+        f"{best['new']['seconds']:.1f} s ({best['new']['cpu_seconds']:.1f} s of "
+        f"CPU) and {best['new']['peak_mib']:.1f} MiB",
+        f"{best['baseline']['seconds']:.1f} s ({best['baseline']['cpu_seconds']:.1f}"
+        f" s of CPU) and {best['baseline']['peak_mib']:.1f} MiB",
+        f"time x{ratios['seconds']:.2f}, CPU x{ratios['cpu_seconds']:.2f}, peak "
+        f"memory x{ratios['peak_mib']:.2f}",
+    ]
+    for pair in before["pairs"]:
+        new, base = pair["new"], pair["baseline"]
+        said.append(
+            f"| {pair['first']} | {new['load_average']:.1f} / "
+            f"{base['load_average']:.1f} | {new['seconds']:.1f} | "
+            f"{new['cpu_seconds']:.1f} | {new['peak_mib']:.1f} | "
+            f"{base['seconds']:.1f} | {base['cpu_seconds']:.1f} | "
+            f"{base['peak_mib']:.1f} |"
+        )
+    for line in said:
+        assert line in text, line
+    assert before["figures_match"] is True
+
+
 def test_compare_memory_figures_are_the_committed_benchmark_run() -> None:
     found = benchmark("compare_scale")
     rows = {(row["code"], row["output"], row["changed"]): row for row in found["rows"]}
