@@ -40,7 +40,7 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
-from tests.commands import run_inspect
+from tests.commands import inspect_process, run_inspect
 from tests.support import write_lines
 from tracegrade import LabelScorerError, diagnose_stage, stage_diagnosis_scorer
 from tracegrade.scorers import label_from_value
@@ -535,7 +535,9 @@ def test_inspect_score_says_what_is_wrong_with_the_grader(
 ) -> None:
     write_lines(tmp_path / "labels.jsonl", [{"id": "right", "correct": True}])
     before = unlabelled_log.read_bytes()
-    done = run_inspect(
+    # What Inspect prints of an error goes through the exception hook it
+    # sets once per process: in an interpreter of its own.
+    done = inspect_process(
         *("score", str(unlabelled_log)),
         *("--scorer", "tracegrade/stage_diagnosis", *args),
         *("--action", "append", "--overwrite"),

@@ -22,7 +22,7 @@ from inspect_ai.model import ModelName
 from inspect_ai.scorer import Score, Target
 from inspect_ai.solver import TaskState
 
-from tests.commands import run_inspect
+from tests.commands import inspect_process, run_inspect
 from tests.support import write_lines
 from tracegrade import LabelsError, stage_diagnosis, stage_diagnosis_scorer
 from tracegrade.labels import StaffLabels
@@ -150,8 +150,13 @@ def stage_log(tmp_path: Path) -> Path:
     return Path(log.location)
 
 
-def inspect_score(log: Path, labels: str) -> subprocess.CompletedProcess[str]:
-    return run_inspect(
+def inspect_score(
+    log: Path, labels: str, *, fresh: bool = False
+) -> subprocess.CompletedProcess[str]:
+    """`inspect score` of LOG with LABELS; `fresh`: in an interpreter of its
+    own, for what Inspect prints of an error, through the exception hook it
+    sets once per process."""
+    return (inspect_process if fresh else run_inspect)(
         *("score", str(log)),
         *("--scorer", "tracegrade/stage_diagnosis", "-S", f"labels={labels}"),
         *("--action", "append", "--overwrite"),
@@ -243,7 +248,7 @@ def test_inspect_score_refuses_a_repeated_label(
         tmp_path / "labels.jsonl",
         [{"id": "wrong-generation", "correct": True}] * 2,
     )
-    result = inspect_score(stage_log, labels)
+    result = inspect_score(stage_log, labels, fresh=True)
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     assert 'line 2: id "wrong-generation" is already labelled on line 1' in (
