@@ -43,12 +43,12 @@ def work(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     "args",
     [
-        ["--version"],
+        ["report"],
         ["check"],
         ["check", "stage_diagnosis", "missing.jsonl"],
         ["check", "stage_diagnosis", "runs.jsonl"],
     ],
-    ids=["version", "usage", "missing", "bad-lines"],
+    ids=["no-input", "usage", "missing", "bad-lines"],
 )
 def test_in_process_a_command_ends_as_in_a_fresh_interpreter(
     work: Path, args: list[str]

@@ -535,7 +535,8 @@ def test_inspect_score_says_what_is_wrong_with_the_grader(
 ) -> None:
     write_lines(tmp_path / "labels.jsonl", [{"id": "right", "correct": True}])
     before = unlabelled_log.read_bytes()
-    # What Inspect prints: a fresh interpreter (its display is set once).
+    # What Inspect prints of an error goes through the exception hook it
+    # sets once per process: in an interpreter of its own.
     done = inspect_process(
         *("score", str(unlabelled_log)),
         *("--scorer", "tracegrade/stage_diagnosis", *args),

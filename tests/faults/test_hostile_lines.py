@@ -16,7 +16,7 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log
 
-from tests.commands import run_inspect, run_tracegrade
+from tests.commands import inspect_process, run_inspect, run_tracegrade
 from tests.faults.conftest import one_clear_line
 from tracegrade import stage_diagnosis
 from tracegrade.datasets import DatasetError, read_fixture_cases
@@ -201,7 +201,9 @@ def test_inspect_eval_names_the_line_without_a_traceback(
     (line,) = [text for case, text, _ in HOSTILE if case == name]
     path = _write(tmp_path / "runs.jsonl", [HOSTILE[0][1], line])
 
-    result = run_inspect(
+    # What Inspect prints of an error goes through the exception hook it
+    # sets once per process: in an interpreter of its own.
+    result = inspect_process(
         "eval",
         "tracegrade/stage_diagnosis",
         "-T",
@@ -221,7 +223,7 @@ def test_inspect_eval_names_the_line_without_a_traceback(
 def test_invalid_utf8_through_inspect_eval_names_the_line(tmp_path: Path) -> None:
     path = _write(tmp_path / "runs.jsonl", [HOSTILE[0][1]], INVALID_UTF8)
 
-    result = run_inspect(
+    result = inspect_process(
         "eval",
         "tracegrade/stage_diagnosis",
         "-T",
