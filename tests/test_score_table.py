@@ -134,6 +134,15 @@ def expected_stage(record: dict[str, Any], *, steps: bool) -> dict[str, Any]:
         row["lost"] = metadata.get("lost")
     row["recall"] = metadata["recall"]
     row["precision"] = metadata["precision"]
+    # What the report reads of a diagnosed run, from the score's record.
+    diagnosed = score.value in ("retrieval", "generation", "pass")
+    logged = metadata["record"]
+    row["required"] = logged["required"] if diagnosed else None
+    row["labelled_correct"] = logged.get("correct") is True if diagnosed else None
+    if steps:
+        with_steps = diagnosed and logged.get("steps") is not None
+        row["steps"] = logged["steps"] if with_steps else None
+        row["context_size"] = len(logged["context"]) if with_steps else None
     row.update(error_cells(metadata))
     if metadata["error"] is None:
         assert result == diagnose_stage(record)
@@ -155,6 +164,10 @@ def expected_extraction(record: dict[str, Any]) -> dict[str, Any]:
         "order": value.get("order"),
         "dropped": itemised.get("dropped"),
         "invented": itemised.get("invented"),
+        "source": metadata["record"]["source"] if itemised else None,
+        "first_order_break": itemised.get("first_order_break"),
+        "kept_in_order": itemised.get("kept_in_order"),
+        "read_as": metadata.get("read_as"),
         **error_cells(metadata),
     }
     if metadata["error"] is None and "output" not in record:
