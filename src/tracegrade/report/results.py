@@ -229,7 +229,11 @@ def read_results(
         row = 0
         try:
             batches = ds.dataset(file, format="parquet").to_batches(
-                columns=columns, batch_size=BATCH_ROWS
+                columns=columns,
+                batch_size=BATCH_ROWS,
+                # pyarrow reads up to 16 batches ahead by default: memory
+                # that buys no speed here, where decoding is the slow part.
+                batch_readahead=2,
             )
             for batch in batches:
                 values = [batch.column(name).to_pylist() for name in columns]
