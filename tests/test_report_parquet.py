@@ -10,6 +10,7 @@ the eval differs: its task, model and path.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from tests.test_score_table import random_records
 from tracegrade import score_table
 from tracegrade.cli import main
 from tracegrade.report.results import MODEL, TASK
+from tracegrade.schema import StageScore
 from tracegrade.table import records_table
 
 pytestmark = pytest.mark.runs_long
@@ -275,3 +277,73 @@ def test_memory_is_flat_in_the_number_of_rows(tmp_path: Path) -> None:
     # Held whole as Python values, the 90,000 more rows would take over a
     # hundred MiB; their shares take under 2.
     assert peaks[100_000] - peaks[10_000] < 16, peaks
+
+
+def test_each_row_is_decoded_into_the_logs_score_of_its_record(
+    scored: dict[str, Any],
+) -> None:
+    """Row by row, the score the report counts is the one it reads from
+    the log, but for `step_recall`, which the results do not hold."""
+    from inspect_ai.log import read_eval_log
+
+    from tracegrade.report.results import open_results, read_results
+    from tracegrade.schema import read_extraction, read_stage
+
+    task = scored["task"]
+    read = read_stage if task == "stage_diagnosis" else read_extraction
+    log = read_eval_log(scored["log"])
+    assert log.samples is not None
+    from_log = [
+        read(sample.scores[task].value, sample.scores[task].metadata)
+        for sample in log.samples
+        if sample.scores is not None
+    ]
+    from_rows = [score for _, score in read_results(open_results(scored["results"]))]
+
+    def key(score: Any) -> str:
+        if isinstance(score, StageScore):
+            score = dataclasses.replace(score, step_recall=None)
+        return repr(score)
+
+    assert len(from_rows) == len(from_log) == scored["records"] + 3
+    assert sorted(map(key, from_rows)) == sorted(map(key, from_log))
+
+
+def test_results_given_twice_are_one_eval_and_pool_with_others(
+    tmp_path: Path,
+) -> None:
+    table = score_table(
+        records_table(random_records("stage_diagnosis", 100, seed=6), "stage_diagnosis")
+    )
+    for name, part in (("a", table.slice(0, 60)), ("b", table.slice(60))):
+        (tmp_path / name).mkdir()
+        pq.write_table(part, tmp_path / name / "part-0.parquet")
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+
+    twice = report_json(a, a + "/", str(tmp_path / "a" / "."))
+    pooled = report_json(a, b, "--pool")
+    apart = report_json(a, b)
+
+    assert [s["runs"] for s in twice["stage_diagnosis"]] == [60]
+    assert [(s["evals"], s["runs"]) for s in pooled["stage_diagnosis"]] == [
+        (["E1", "E2"], 100)
+    ]
+    assert [s["runs"] for s in apart["stage_diagnosis"]] == [60, 40]
+    refused = invoke(a, str(tmp_path / "a" / "part-0.parquet"), "--pool")
+    assert refused.exit_code == 1
+    assert "both scored 60 sample ids" in refused.stderr
+
+
+def test_a_log_directory_is_read_as_logs_not_with_its_results(
+    scored: dict[str, Any],
+) -> None:
+    """`tracegrade score` writes its Parquet results beside its log: the
+    directory is the log's, and the results are not counted again."""
+    directory = Path(scored["log"]).parent
+    (directory / "runs.results.parquet").write_bytes(
+        (Path(scored["results"]) / "runs.results.parquet").read_bytes()
+    )
+    report = report_json(str(directory))
+
+    assert [s["runs"] for s in report[scored["task"]]] == [scored["records"] + 3]
+    assert report["evals"][0]["logs"] == [scored["log"]]

@@ -168,13 +168,12 @@ def report(
     from ..logs.scores import LogError
     from ..outputs import check_output, check_standard_streams
     from ..report.aggregate import report_evals
-    from ..report.results import ResultsError, is_results_path, open_results
+    from ..report.results import ResultsError, split_paths
     from ..report.tables import eval_warnings
     from ..report.thresholds import InvalidThreshold, threshold_line
 
     try:
-        log_paths = [path for path in paths if not is_results_path(path)]
-        results = [open_results(path) for path in paths if path not in log_paths]
+        log_paths, results = split_paths(paths)
         evals = read_evals(log_paths) if log_paths else Evals([], [])
         logs = [log.path for run in evals.runs for log in run.logs]
         logs += [superseded.path for superseded in evals.superseded]

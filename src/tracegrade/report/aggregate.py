@@ -277,9 +277,9 @@ def build_report(
     pooled, or when no log holds a tracegrade score, and
     `InvalidThreshold` for a threshold no summary has the metric of.
     """
-    from .results import is_results_path, open_results
+    from .results import split_paths
 
-    logs = [path for path in paths if not is_results_path(path)]
+    logs, results = split_paths(paths)
     return report_evals(
         read_evals(logs) if logs else Evals([], []),
         top=top,
@@ -287,7 +287,7 @@ def build_report(
         thresholds=thresholds,
         on_log_read=on_log_read,
         samples=samples,
-        results=[open_results(path) for path in paths if path not in logs],
+        results=results,
     )
 
 

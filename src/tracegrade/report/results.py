@@ -125,6 +125,19 @@ def is_results_path(path: str) -> bool:
     return found
 
 
+def split_paths(paths: Sequence[str]) -> tuple[list[str], list[ResultsDataset]]:
+    """The paths of logs, and the Parquet results opened (each once, however
+    often or by whichever name it is given)."""
+    logs: list[str] = []
+    results: dict[str, str] = {}
+    for path in paths:
+        if is_results_path(path):
+            results.setdefault(os.path.realpath(path), path)
+        else:
+            logs.append(path)
+    return logs, [open_results(path) for path in results.values()]
+
+
 def _files_under(directory: Path) -> Iterator[Path]:
     for root, folders, names in os.walk(directory):
         # Hidden and engine bookkeeping (`_SUCCESS`, `.crc`), as pyarrow skips.
@@ -419,4 +432,5 @@ __all__ = [
     "is_results_path",
     "open_results",
     "read_results",
+    "split_paths",
 ]
