@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -347,3 +348,19 @@ def test_a_log_directory_is_read_as_logs_not_with_its_results(
 
     assert [s["runs"] for s in report[scored["task"]]] == [scored["records"] + 3]
     assert report["evals"][0]["logs"] == [scored["log"]]
+
+
+def test_results_without_pyarrow_say_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    file = tmp_path / "results.parquet"
+    table = records_table(
+        random_records("stage_diagnosis", 5, seed=1), "stage_diagnosis"
+    )
+    pq.write_table(score_table(table), file)
+    # A None entry makes `import pyarrow.dataset` raise ImportError.
+    monkeypatch.setitem(sys.modules, "pyarrow.dataset", None)
+
+    one_line_usage_error(
+        invoke(str(file)), repr(str(file)), "pip install 'tracegrade[parquet]'"
+    )
