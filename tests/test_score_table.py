@@ -30,7 +30,9 @@ from tracegrade.core import InvalidRecord
 from tracegrade.core.itemise import dropped_ids, invented_ids
 from tracegrade.core.recall import stage_precision, stage_recall
 from tracegrade.core.steps import lost_documents, read_steps
-from tracegrade.table import record_schema, records_table, result_schema
+from tracegrade.table import record_schema, records_table, result_ddl, result_schema
+
+ROOT = Path(__file__).resolve().parents[1]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 STEP_NAMES = ["retriever", "reranker", "filter", "context", ""]
@@ -412,3 +414,31 @@ def test_pandas_is_only_read() -> None:
     before = frame.copy()
     score_table(frame, "ordered_extraction")
     assert frame.equals(before)
+
+
+def test_the_result_columns_are_those_the_docs_list() -> None:
+    """Existing columns keep their place; what `tracegrade report` reads
+    comes after the figures, before the error, in Spark's DDL too."""
+    errors = ["error_kind", "error_side", "error_field", "error_message"]
+    stage = ["id", "stage", "missing", "recall", "precision"]
+    stage += ["required", "labelled_correct"]
+    assert result_schema("stage_diagnosis").names == [*stage, *errors]
+    assert result_schema("stage_diagnosis", steps=True).names == [
+        *stage[:3],
+        "lost",
+        *stage[3:],
+        "steps",
+        "context_size",
+        *errors,
+    ]
+    extraction = ["id", "membership", "order", "dropped", "invented", "source"]
+    extraction += ["first_order_break", "kept_in_order", "read_as"]
+    assert result_schema("ordered_extraction").names == [*extraction, *errors]
+    ddl = result_ddl(steps=True)
+    assert (
+        "`steps` array<struct<`name`: string, `ids`: array<string>>>, "
+        "`context_size` bigint"
+    ) in ddl
+    page = (ROOT / "docs" / "beyond-one-machine.md").read_text(encoding="utf-8")
+    for name in {*stage, "lost", "steps", "context_size", *extraction}:
+        assert f"`{name}`" in page, name
