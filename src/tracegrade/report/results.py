@@ -150,6 +150,7 @@ def _files_under(directory: Path) -> Iterator[Path]:
 def open_results(path: str) -> ResultsDataset:
     """The results at `path`, every file's columns checked, no row read."""
     try:
+        import pyarrow as pa
         import pyarrow.dataset as ds
     except ImportError:
         from ..bulk.parquet import PARQUET_NEEDS
@@ -175,7 +176,7 @@ def open_results(path: str) -> ResultsDataset:
             newest = max(newest, os.stat(file).st_mtime)
         except OSError as error:
             raise ResultsError(f"cannot read {file!r} ({error})") from None
-        except Exception as error:  # pyarrow's ArrowInvalid, ...
+        except pa.ArrowException as error:
             raise ResultsError(f"{file!r} is not a Parquet file ({error})") from None
         names = set(dataset.schema.names)
         this = _scorer_of(file, names)
@@ -232,6 +233,7 @@ def read_results(
 ) -> Iterator[tuple[Any, StageScore | ExtractionScore]]:
     """Each row's `id` and score, a batch at a time; `ResultsError` for a
     cell no tracegrade result holds, naming file, row and column."""
+    import pyarrow as pa
     import pyarrow.dataset as ds
 
     columns = list(COLUMNS[results.scorer])
@@ -260,9 +262,9 @@ def read_results(
                     row += 1
         except OSError as error:
             raise ResultsError(f"cannot read {file!r} ({error})") from None
-        except ResultsError:
-            raise
-        except Exception as error:  # pyarrow's ArrowInvalid, a bad cast, ...
+        except pa.ArrowException as error:
+            # A file changed since it was opened, or a column's type changed
+            # between its row groups.
             raise ResultsError(f"cannot read {file!r}, row {row} ({error})") from None
 
 
