@@ -30,7 +30,9 @@ from tracegrade.core import InvalidRecord
 from tracegrade.core.itemise import dropped_ids, invented_ids
 from tracegrade.core.recall import stage_precision, stage_recall
 from tracegrade.core.steps import lost_documents, read_steps
-from tracegrade.table import record_schema, records_table, result_schema
+from tracegrade.table import record_schema, records_table, result_ddl, result_schema
+
+ROOT = Path(__file__).resolve().parents[1]
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 STEP_NAMES = ["retriever", "reranker", "filter", "context", ""]
@@ -134,6 +136,15 @@ def expected_stage(record: dict[str, Any], *, steps: bool) -> dict[str, Any]:
         row["lost"] = metadata.get("lost")
     row["recall"] = metadata["recall"]
     row["precision"] = metadata["precision"]
+    # What the report reads of a diagnosed run, from the score's record.
+    diagnosed = score.value in ("retrieval", "generation", "pass")
+    logged = metadata["record"]
+    row["required"] = logged["required"] if diagnosed else None
+    row["labelled_correct"] = logged.get("correct") is True if diagnosed else None
+    if steps:
+        with_steps = diagnosed and logged.get("steps") is not None
+        row["steps"] = logged["steps"] if with_steps else None
+        row["context_size"] = len(logged["context"]) if with_steps else None
     row.update(error_cells(metadata))
     if metadata["error"] is None:
         assert result == diagnose_stage(record)
@@ -155,6 +166,10 @@ def expected_extraction(record: dict[str, Any]) -> dict[str, Any]:
         "order": value.get("order"),
         "dropped": itemised.get("dropped"),
         "invented": itemised.get("invented"),
+        "source": metadata["record"]["source"] if itemised else None,
+        "first_order_break": itemised.get("first_order_break"),
+        "kept_in_order": itemised.get("kept_in_order"),
+        "read_as": metadata.get("read_as"),
         **error_cells(metadata),
     }
     if metadata["error"] is None and "output" not in record:
@@ -399,3 +414,31 @@ def test_pandas_is_only_read() -> None:
     before = frame.copy()
     score_table(frame, "ordered_extraction")
     assert frame.equals(before)
+
+
+def test_the_result_columns_are_those_the_docs_list() -> None:
+    """Existing columns keep their place; what `tracegrade report` reads
+    comes after the figures, before the error, in Spark's DDL too."""
+    errors = ["error_kind", "error_side", "error_field", "error_message"]
+    stage = ["id", "stage", "missing", "recall", "precision"]
+    stage += ["required", "labelled_correct"]
+    assert result_schema("stage_diagnosis").names == [*stage, *errors]
+    assert result_schema("stage_diagnosis", steps=True).names == [
+        *stage[:3],
+        "lost",
+        *stage[3:],
+        "steps",
+        "context_size",
+        *errors,
+    ]
+    extraction = ["id", "membership", "order", "dropped", "invented", "source"]
+    extraction += ["first_order_break", "kept_in_order", "read_as"]
+    assert result_schema("ordered_extraction").names == [*extraction, *errors]
+    ddl = result_ddl(steps=True)
+    assert (
+        "`steps` array<struct<`name`: string, `ids`: array<string>>>, "
+        "`context_size` bigint"
+    ) in ddl
+    page = (ROOT / "docs" / "beyond-one-machine.md").read_text(encoding="utf-8")
+    for name in {*stage, "lost", "steps", "context_size", *extraction}:
+        assert f"`{name}`" in page, name

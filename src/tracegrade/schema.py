@@ -459,11 +459,16 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
 
 
 def _read_lost(metadata: Mapping[str, Any]) -> list[LostID] | None:
-    lost = metadata.get("lost")
+    return read_lost(metadata.get("lost"))
+
+
+def read_lost(lost: Any, where: str = "metadata lost") -> list[LostID] | None:
+    """`lost` (None when null), checked; `where` names it in an error (a
+    column of Parquet results is not a score's metadata)."""
     if lost is None:
         return None
     if type(lost) is not list:
-        raise InvalidScore(f"metadata lost must be an array, got {quote(lost)}")
+        raise InvalidScore(f"{where} must be an array, got {quote(lost)}")
     read = []
     for position, entry in enumerate(lost):
         fields = (
@@ -483,7 +488,7 @@ def _read_lost(metadata: Mapping[str, Any]) -> list[LostID] | None:
                 read.append(LostID(item, lost_at, last_step, last_rank))
                 continue
         raise InvalidScore(
-            f"metadata lost[{position}] must be an object of a string id and "
+            f"{where}[{position}] must be an object of a string id and "
             "lost_at, and a last_step (a string) and last_rank (from 1) both "
             f"null or both set, got {quote(entry)}"
         )
@@ -638,6 +643,7 @@ __all__ = [
     "read_criteria",
     "read_error",
     "read_extraction",
+    "read_lost",
     "read_share",
     "read_stage",
     "read_stage_value",

@@ -28,9 +28,10 @@ from typing import TYPE_CHECKING, Any, Final, cast
 
 from .core import InvalidRecord, diagnose_stage, grade_extraction
 from .core.errors import _LONE_SURROGATE, _escape_surrogate, quote
-from .core.itemise import dropped_ids, invented_ids
+from .core.itemise import itemise
 from .core.recall import stage_precision, stage_recall
-from .core.steps import lost_documents, read_steps
+from .core.steps import Step, lost_documents, read_steps
+from .schema import DIAGNOSED_STAGES
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -91,6 +92,10 @@ def _schemas() -> dict[str, pa.Schema]:
                 pa.field("missing", ids),
                 pa.field("recall", pa.float64()),
                 pa.field("precision", pa.float64()),
+                # What `tracegrade report` reads of a diagnosed run besides
+                # its figures: null on every other row.
+                pa.field("required", ids),
+                pa.field("labelled_correct", pa.bool_()),
                 *errors,
             ]
         ),
@@ -101,6 +106,12 @@ def _schemas() -> dict[str, pa.Schema]:
                 pa.field("order", pa.bool_()),
                 pa.field("dropped", ids),
                 pa.field("invented", ids),
+                # The rest of a graded answer's itemisation, and its source:
+                # null where the rules graded no lists.
+                pa.field("source", ids),
+                pa.field("first_order_break", pa.int64()),
+                pa.field("kept_in_order", pa.int64()),
+                pa.field("read_as", pa.string()),
                 *errors,
             ]
         ),
@@ -123,15 +134,33 @@ def lost_type() -> pa.DataType:
     )
 
 
+def steps_type() -> pa.DataType:
+    """`steps`: a pipeline's steps as a record holds them, each step's name
+    and the IDs it output in rank order (`tracegrade.core.steps`)."""
+    import pyarrow as pa
+
+    return pa.list_(
+        pa.struct(
+            [pa.field("name", pa.string()), pa.field("ids", pa.list_(pa.string()))]
+        )
+    )
+
+
 def result_schema(task: str = "stage_diagnosis", *, steps: bool = False) -> pa.Schema:
     """The schema of `score_table`'s results for `task`; with `steps`, a
-    stage table's, which then has `lost` after `missing`."""
+    stage table's, which then has `lost` after `missing`, and the
+    diagnosed run's `steps` and `context_size` after `labelled_correct`."""
+    import pyarrow as pa
+
     _check_task(task)
     schema = _schemas()[task]
     if task == "stage_diagnosis" and steps:
         schema = schema.insert(
             schema.get_field_index("missing") + 1, _field("lost", lost_type())
         )
+        after = schema.get_field_index("labelled_correct") + 1
+        schema = schema.insert(after, _field("steps", steps_type()))
+        schema = schema.insert(after + 1, _field("context_size", pa.int64()))
     return schema
 
 
@@ -450,6 +479,7 @@ def score_cells(task: str, score: Score, *, steps: bool) -> tuple[Any, ...]:
         staged = read_stage(score.value, score.metadata)
         error = _read_error_cells(staged.error)
         lost = staged.lost
+        diagnosed = staged.stage in DIAGNOSED_STAGES
         return (
             staged.stage,
             staged.missing,
@@ -460,6 +490,9 @@ def score_cells(task: str, score: Score, *, steps: bool) -> tuple[Any, ...]:
             ),
             staged.recall,
             staged.precision,
+            staged.required,
+            staged.labelled_correct if diagnosed else None,
+            *((_step_cells(staged.steps), staged.context_size) if steps else ()),
             *error,
         )
     graded = read_extraction(score.value, score.metadata)
@@ -468,10 +501,26 @@ def score_cells(task: str, score: Score, *, steps: bool) -> tuple[Any, ...]:
     return (
         graded.membership,
         graded.order,
-        itemised.dropped if itemised is not None else None,
-        itemised.invented if itemised is not None else None,
+        *(
+            (
+                itemised.dropped,
+                itemised.invented,
+                graded.source,
+                itemised.first_order_break,
+                itemised.kept_in_order,
+            )
+            if itemised is not None
+            else (None,) * 5
+        ),
+        graded.read_as,
         *error,
     )
+
+
+def _step_cells(steps: Sequence[Step] | None) -> list[dict[str, Any]] | None:
+    if steps is None:
+        return None
+    return [{"name": step.name, "ids": step.ids} for step in steps]
 
 
 def problem_cells(
@@ -514,16 +563,27 @@ def _stage_row(record: dict[str, Any], steps: bool) -> tuple[Any, ...]:
             *((None,) if steps else ()),
             stage_recall(record),
             stage_precision(record),
+            None,
+            None,
+            *((None, None) if steps else ()),
             *_no_label_error(),
         )
     # Absent exactly on `unresolved`: the rules found nothing to miss.
     missing = cast("list[str] | None", result.get("missing"))
     lost: tuple[Any, ...] = ()
+    diagnosed = result["stage"] in DIAGNOSED_STAGES
+    # As `tracegrade.schema.read_stage` reads a diagnosed score's record.
+    pipeline: tuple[Any, ...] = ()
     if steps:
+        with_steps = diagnosed and recorded_steps is not None
         lost = (
             lost_documents(missing, recorded_steps)
             if missing is not None and recorded_steps is not None
             else None,
+        )
+        pipeline = (
+            _step_cells(recorded_steps) if with_steps else None,
+            len(record["context"]) if with_steps else None,
         )
     return (
         result["stage"],
@@ -531,6 +591,9 @@ def _stage_row(record: dict[str, Any], steps: bool) -> tuple[Any, ...]:
         *lost,
         stage_recall(record),
         stage_precision(record),
+        record["required"] if diagnosed else None,
+        record.get("correct") is True if diagnosed else None,
+        *pipeline,
         *_NO_ERROR,
     )
 
@@ -553,11 +616,16 @@ def _extraction_row(record: dict[str, Any], _steps: bool) -> tuple[Any, ...]:
     if "error" in result:
         return _scored_extraction(record)
     source, answer = record["source"], record["answer"]
+    itemised = itemise(source, answer)
     return (
         result["membership"],
         result["order"],
-        dropped_ids(source, answer),
-        invented_ids(source, answer),
+        itemised["dropped"],
+        itemised["invented"],
+        source,
+        itemised["first_order_break"],
+        itemised["kept_in_order"],
+        None,  # read_as: the answer was a list, not text
         *_NO_ERROR,
     )
 
@@ -580,4 +648,5 @@ __all__ = [
     "score_batches",
     "score_cells",
     "score_table",
+    "steps_type",
 ]

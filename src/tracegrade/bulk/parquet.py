@@ -1,7 +1,8 @@
 """`tracegrade score`'s per-record results as Parquet, beside the JSON Lines.
 
 The columns are `score_table`'s (`tracegrade.table.result_schema`, with
-`lost` for every stage run, null where a record has no steps) after a
+`lost`, `steps` and `context_size` for every stage run, null where a
+record has no steps) after a
 `line` column, so a directory of either reads as one dataset. Rows are
 written in batches into the results' temporary file (`AtomicFile`), which
 is put under its name only once the run is complete.
@@ -26,7 +27,7 @@ PARQUET_NEEDS = (
 
 
 def results_file_schema(task: str) -> pa.Schema:
-    """`line`, then `score_table`'s columns (stage runs with `lost`)."""
+    """`line`, then `score_table`'s columns (stage runs with steps')."""
     import pyarrow as pa
 
     schema = result_schema(task, steps=task == "stage_diagnosis")

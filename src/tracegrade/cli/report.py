@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from ..logs.evals import Evals
     from ..report.aggregate import Report
+    from ..report.results import ResultsDataset
     from ..report.tables import Table as TableSpec
     from ..report.thresholds import Threshold
 
@@ -64,6 +65,13 @@ def markdown_option() -> Callable[[Callable[..., None]], Callable[..., None]]:
         "verdict first, under 65,536 characters (for $GITHUB_STEP_SUMMARY or "
         "a pull-request comment).",
     )
+
+
+class ResultsInputError(click.ClickException):
+    """Parquet input that is not tracegrade results: a usage error, on one
+    line (click's `UsageError` would print the usage above it)."""
+
+    exit_code = 2
 
 
 @click.command("report")
@@ -116,11 +124,14 @@ def report(
     as_json: bool,
     markdown: bool,
 ) -> None:
-    """Summarise tracegrade scores in Inspect logs.
+    """Summarise tracegrade scores in Inspect logs or Parquet results.
 
     Reads the stage_diagnosis and ordered_extraction scores in each LOG
     (.eval or .json, from `inspect eval` or `tracegrade score`) or in every
-    log under each DIR, and shows per task and model: stage shares, lucky
+    log under each DIR, and the Parquet results (from `tracegrade score
+    --results-format parquet`, or `score_table` on Ray or Spark) in each
+    .parquet file or DIR holding them and no log, and shows per task and
+    model: stage shares, lucky
     answers, context recall and precision, errors by kind, the most often
     missing document IDs, the IDs extraction answers most often dropped
     and invented, and membership versus order accuracy with their gap.
@@ -136,40 +147,50 @@ def report(
     errors, data errors, runs never run). Intervals are 95% Wilson score
     intervals, with the sample as the cluster when it ran several epochs.
     Logs are read a sample at a time, so memory does not grow with their
-    size.
+    size. Parquet results are read a batch at a time: each file or DIR of
+    them is one eval, named by its path, of task `parquet` and model
+    `unknown`; each row is a run of one epoch.
 
     --fail-under gates: each threshold is checked in every eval against
     the share over all runs, runs with no result counted as not passing.
 
     Exit codes: 0 success, 1 no tracegrade scores found, a log cannot be
     read or evals cannot be pooled, 2 usage error (a --fail-under of an
-    unknown metric, a value outside [0, 1], or a metric no eval has) or an
-    --html file that cannot be written, 3 a --fail-under threshold is not
-    met.
+    unknown metric, a value outside [0, 1], or a metric no eval has),
+    Parquet that is not tracegrade results (a column missing, a cell no
+    result holds), or an --html file that cannot be written, 3 a
+    --fail-under threshold is not met.
     """
     if as_json and markdown:
         raise click.UsageError("--json and --markdown both print on stdout: give one")
     # Imported here so that `tracegrade --help` does not load Inspect.
-    from ..logs.evals import read_evals
+    from ..logs.evals import Evals, read_evals
     from ..logs.scores import LogError
     from ..outputs import check_output, check_standard_streams
     from ..report.aggregate import report_evals
+    from ..report.results import ResultsError, split_paths
     from ..report.tables import eval_warnings
     from ..report.thresholds import InvalidThreshold, threshold_line
 
     try:
-        evals = read_evals(paths)
+        log_paths, results = split_paths(paths)
+        evals = read_evals(log_paths) if log_paths else Evals([], [])
         logs = [log.path for run in evals.runs for log in run.logs]
         logs += [superseded.path for superseded in evals.superseded]
+        logs += [file for dataset in results for file in dataset.files]
         check_standard_streams(logs)
         if html_path is not None:
             check_output(
                 str(html_path), inputs=[*paths, *logs], option="--html", force=force
             )
         if as_json:
-            result = report_evals(evals, top=top, pool=pool, thresholds=fail_under)
+            result = report_evals(
+                evals, top=top, pool=pool, thresholds=fail_under, results=results
+            )
         else:
-            result = _build_with_progress(evals, top, pool, fail_under)
+            result = _build_with_progress(evals, results, top, pool, fail_under)
+    except ResultsError as error:
+        raise ResultsInputError(str(error)) from error
     except LogError as error:
         raise click.ClickException(str(error)) from error
     except InvalidThreshold as error:
@@ -211,7 +232,11 @@ def _stderr_console() -> Console:
 
 
 def _build_with_progress(
-    evals: Evals, top: int, pool: bool, thresholds: list[Threshold]
+    evals: Evals,
+    results: Sequence[ResultsDataset],
+    top: int,
+    pool: bool,
+    thresholds: list[Threshold],
 ) -> Report:
     from rich.progress import (
         BarColumn,
@@ -233,7 +258,7 @@ def _build_with_progress(
         TimeElapsedColumn(),
     )
     with Progress(*columns, console=_stderr_console(), transient=True) as progress:
-        total = sum(len(run.logs) for run in evals.runs)
+        total = sum(len(run.logs) for run in evals.runs) + len(results)
         reading = progress.add_task("read", total=total)
         return report_evals(
             evals,
@@ -241,6 +266,7 @@ def _build_with_progress(
             pool=pool,
             thresholds=thresholds,
             on_log_read=lambda _path: progress.advance(reading),
+            results=results,
         )
 
 

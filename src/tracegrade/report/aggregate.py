@@ -48,7 +48,7 @@ from array import array
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..core.errors import quote
 from ..logs.evals import EvalRun, Evals, SampleReader, Superseded, read_evals
@@ -78,6 +78,9 @@ from .runs import (
 from .shares import CONFIDENCE, INTERVAL_METHOD, Cluster, Proportion
 from .steps import PipelineLosses, PipelineTally
 from .thresholds import Target, Threshold, ThresholdCheck, check_thresholds
+
+if TYPE_CHECKING:
+    from .results import ResultsDataset
 
 COUNTING_UNIT: Final = "sample-epoch"
 # The three ranked ID counts, each shown as a table and a chart: the
@@ -264,6 +267,8 @@ def build_report(
     """Read every eval at or under `paths` and aggregate its tracegrade
     scores; `pool` pools the evals of each task, model and score, and
     each of `thresholds` is checked against every summary of its scorer.
+    A path of Parquet results (`tracegrade.report.results`) is an eval
+    of its own, after the logs' evals.
 
     `on_log_read` is called after each log, for a progress display;
     `samples` reads a log's samples (the tests give Inspect's own reader,
@@ -272,13 +277,17 @@ def build_report(
     pooled, or when no log holds a tracegrade score, and
     `InvalidThreshold` for a threshold no summary has the metric of.
     """
+    from .results import split_paths
+
+    logs, results = split_paths(paths)
     return report_evals(
-        read_evals(paths),
+        read_evals(logs) if logs else Evals([], []),
         top=top,
         pool=pool,
         thresholds=thresholds,
         on_log_read=on_log_read,
         samples=samples,
+        results=results,
     )
 
 
@@ -290,8 +299,9 @@ def report_evals(
     thresholds: Sequence[Threshold] = (),
     on_log_read: Callable[[str], None] | None = None,
     samples: SampleReader = log_samples,
+    results: Sequence[ResultsDataset] = (),
 ) -> Report:
-    """`build_report` of evals already found."""
+    """`build_report` of evals and Parquet results already found."""
     if top < 1:
         raise ValueError(f"top must be at least 1, got {top}")
     aggregate = _Aggregate(pool)
@@ -301,6 +311,9 @@ def report_evals(
     for number, run in enumerate(evals.runs, start=1):
         clustered = run.epochs > 1 or (pool and (run.task, run.model) in several)
         aggregate.add_eval(f"E{number}", run, clustered, on_log_read, samples)
+    for number, dataset in enumerate(results, start=len(evals.runs) + 1):
+        clustered = pool and (dataset.task, dataset.model) in several
+        aggregate.add_results(f"E{number}", dataset, clustered, on_log_read)
     report = aggregate.report(top, evals.superseded)
     if thresholds:
         checks = check_thresholds(thresholds, _targets(report))
@@ -392,6 +405,19 @@ class _ExtractionCounts(_Counts):
 _GroupKey = tuple[str, ...]
 
 
+class _Eval(Protocol):
+    """What a summary takes from its eval: a log's, or Parquet results'."""
+
+    @property
+    def task(self) -> str: ...
+    @property
+    def model(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def epochs(self) -> int: ...
+
+
 def _invalid(
     path: str, sample: SampleRead, score: str, invalid: InvalidScore
 ) -> ReportError:
@@ -472,6 +498,71 @@ class _Aggregate:
             )
         )
 
+    def add_results(
+        self,
+        label: str,
+        results: ResultsDataset,
+        clustered: bool,
+        on_log_read: Callable[[str], None] | None,
+    ) -> None:
+        """Count Parquet results as their batches are read: each row a run
+        of its own sample, decoded into the score a log's would be."""
+        from .results import read_results
+
+        scorer = results.scorer
+        key = self._key(label, results, scorer)
+        counts = self._counts(key, scorer, label, results, clustered)
+        ids: set[Any] | None = None
+        if self.pool:
+            ids = self.pooled_ids.setdefault(key, {}).setdefault(label, set())
+        for row, (sample_id, score) in enumerate(read_results(results)):
+            # A row without an id is a sample no other eval can share.
+            sample = sample_id if sample_id is not None else (label, row)
+            if isinstance(score, StageScore):
+                assert isinstance(counts, _StageCounts)
+                _count_stage(counts, sample if self.pool else (label, sample), score)
+            else:
+                assert isinstance(counts, _ExtractionCounts)
+                _count_extraction(
+                    counts, sample if self.pool else (label, sample), score
+                )
+            if ids is not None:
+                ids.add(sample)
+        self.logs.append(
+            LogSummary(
+                path=results.path,
+                task=results.task,
+                model=results.model,
+                run_id="",
+                part=None,
+                status=results.status,
+                epochs=results.epochs,
+                samples=results.rows,
+                tracegrade_scores=results.rows,
+                samples_without_tracegrade_score=0,
+                sample_errors=0,
+                other_scorers=[],
+            )
+        )
+        if on_log_read is not None:
+            on_log_read(results.path)
+        self.evals.append(
+            EvalSummary(
+                label=label,
+                key=f"parquet:{results.path}",
+                name=results.path,
+                task=results.task,
+                model=results.model,
+                created=results.created,
+                status=results.status,
+                epochs=results.epochs,
+                epochs_reducer=None,
+                logs=[results.path],
+                missing_parts=[],
+                missing_count=0,
+            )
+        )
+
     def _count_unscored(
         self, label: str, run: EvalRun, clustered: bool, scores: LogScores
     ) -> None:
@@ -502,13 +593,13 @@ class _Aggregate:
                 ids = self.pooled_ids.setdefault(key, {}).setdefault(label, set())
                 ids.update(sample_id for sample_id, _, _ in scores.scoreless or [])
 
-    def _key(self, label: str, run: EvalRun, score: str) -> _GroupKey:
+    def _key(self, label: str, run: _Eval, score: str) -> _GroupKey:
         if self.pool:
             return (run.task, run.model, score)
         return (label, score)
 
     def _counts(
-        self, key: _GroupKey, scorer: str, label: str, run: EvalRun, clustered: bool
+        self, key: _GroupKey, scorer: str, label: str, run: _Eval, clustered: bool
     ) -> _StageCounts | _ExtractionCounts:
         groups: dict[_GroupKey, Any] = (
             self.stage if scorer == STAGE_SCORER else self.extraction

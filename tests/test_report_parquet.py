@@ -1,0 +1,368 @@
+"""`tracegrade report` on Parquet results: the same report as the logs of
+the same records, read a batch at a time.
+
+The same records are scored by `tracegrade score` into a log and into
+Parquet results, and by `score_table` into a directory of several files
+as Ray's `write_parquet` leaves it; every figure of `report --json`
+(`--markdown`, `--fail-under`) must be the same for each. Only what names
+the eval differs: its task, model and path.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from click.testing import CliRunner, Result
+
+from tests.commands import peak_rss_mib
+from tests.test_cli_score import score_file
+from tests.test_parquet_outputs import write_records
+from tests.test_score_table import random_records
+from tracegrade import score_table
+from tracegrade.cli import main
+from tracegrade.report.results import MODEL, TASK
+from tracegrade.schema import StageScore
+from tracegrade.table import records_table
+
+pytestmark = pytest.mark.runs_long
+
+TASKS = ["stage_diagnosis", "ordered_extraction"]
+# What identifies an eval rather than what was counted in it.
+NAMING = ("evals", "task", "model")
+
+
+def invoke(*args: str) -> Result:
+    return CliRunner().invoke(main, ["report", *args], env={"COLUMNS": "250"})
+
+
+def report_json(*args: str) -> dict[str, Any]:
+    result = invoke(*args, "--json")
+    assert result.exit_code == 0, result.output
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+def figures(report: dict[str, Any], task: str) -> list[dict[str, Any]]:
+    summaries: list[dict[str, Any]] = report[task]
+    return [
+        {key: value for key, value in summary.items() if key not in NAMING}
+        for summary in summaries
+    ]
+
+
+@pytest.fixture(scope="module", params=TASKS)
+def scored(request: pytest.FixtureRequest, tmp_path_factory: Any) -> dict[str, Any]:
+    """One file of records (bad lines included) as a log, as `tracegrade
+    score`'s Parquet results, and as a Ray-style directory of results."""
+    task: str = request.param
+    root: Path = tmp_path_factory.mktemp(f"report-parquet-{task}")
+    records = random_records(task, 600, seed=11)
+    path = root / "runs.jsonl"
+    write_records(path, records)
+    _, logged = score_file(task, str(path), root / "logs")
+    results = root / "scored"
+    results.mkdir()
+    score_file(
+        task,
+        str(path),
+        root / "logs2",
+        "--results-format",
+        "parquet",
+        "--out",
+        str(results / "runs.results.parquet"),
+    )
+    # As Ray's write_parquet leaves a run: several files, and bookkeeping.
+    engine = root / "engine"
+    engine.mkdir()
+    table = records_table(records, task)
+    for number, start in enumerate(range(0, len(records), 250)):
+        part = score_table(table.slice(start, 250), task)
+        pq.write_table(part, engine / f"part-{number:05d}.parquet")
+    (engine / "_SUCCESS").write_text("")
+    return {
+        "task": task,
+        "log": logged["logs"][0],
+        "results": str(results),
+        "engine": str(engine),
+        "records": len(records),
+        "root": root,
+    }
+
+
+def test_parquet_results_report_every_figure_the_log_reports(
+    scored: dict[str, Any],
+) -> None:
+    task = scored["task"]
+    from_log = report_json(scored["log"])
+    from_results = report_json(scored["results"])
+
+    assert figures(from_results, task) == figures(from_log, task)
+    other = next(name for name in TASKS if name != task)
+    assert from_results[other] == from_log[other] == []
+    summary = from_results[task][0]
+    assert (summary["task"], summary["model"]) == (TASK, MODEL)
+    assert summary["runs"] == scored["records"] + len(
+        # The bad lines: a line's error is a row of the results, too.
+        ["{not json", "no input", "duplicate id"]
+    )
+    (evaluated,) = from_results["evals"]
+    assert evaluated["name"] == scored["results"]
+    assert evaluated["logs"] == [scored["results"]]
+    if task == "stage_diagnosis":
+        # The records have steps: where documents were lost is reported too.
+        assert summary["pipeline"] is not None
+        assert summary["pipeline"]["missing"] > 0
+
+
+def test_a_directory_of_results_from_an_engine_reports_the_same(
+    scored: dict[str, Any],
+) -> None:
+    """`score_table`'s rows, in several files: the records without the bad
+    lines, so the log's figures less those lines' runs."""
+    task = scored["task"]
+    records = scored["root"] / "records.jsonl"
+    good = random_records(task, 600, seed=11)
+    records.write_text("".join(json.dumps(record) + "\n" for record in good))
+    _, logged = score_file(task, str(records), scored["root"] / "logs-good")
+
+    assert figures(report_json(scored["engine"]), task) == figures(
+        report_json(logged["logs"][0]), task
+    )
+
+
+def neutral(text: str, report: dict[str, Any]) -> str:
+    """`text` with what names the report's one eval (paths first, as they
+    may hold the task's name) put as NAME, plain or Markdown-escaped."""
+    (evaluated,) = report["evals"]
+    names = [*evaluated["logs"], evaluated["name"], evaluated["task"]]
+    for name in [*names, evaluated["model"]]:
+        for shown in (name, name.replace("_", "\\_")):
+            text = text.replace(shown, "NAME")
+    return text
+
+
+def test_markdown_and_the_gate_are_the_logs(scored: dict[str, Any]) -> None:
+    metric = "pass" if scored["task"] == "stage_diagnosis" else "order"
+    for threshold, code in (("0.99", 3), ("0.0", 0)):
+        gate = [f"--fail-under={metric}={threshold}"]
+        from_log = invoke(scored["log"], "--markdown", *gate)
+        from_results = invoke(scored["results"], "--markdown", *gate)
+
+        assert from_log.exit_code == from_results.exit_code == code
+        assert neutral(from_results.stdout, report_json(scored["results"])) == (
+            neutral(from_log.stdout, report_json(scored["log"]))
+        )
+
+
+def test_html_and_terminal_tables_from_results(
+    scored: dict[str, Any], tmp_path: Path
+) -> None:
+    page = tmp_path / "report.html"
+    result = invoke(scored["results"], "--html", str(page))
+
+    assert result.exit_code == 0, result.output
+    assert "1 eval" in result.stdout
+    assert scored["results"] in page.read_text(encoding="utf-8")
+
+
+# --- bad input -----------------------------------------------------------------
+
+
+def one_line_usage_error(result: Result, *said: str) -> None:
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, lines
+    for text in said:
+        assert text in lines[0]
+
+
+def test_records_are_not_results(tmp_path: Path) -> None:
+    records = tmp_path / "runs.parquet"
+    table = records_table(
+        random_records("stage_diagnosis", 5, seed=1), "stage_diagnosis"
+    )
+    pq.write_table(table, records)
+
+    one_line_usage_error(
+        invoke(str(records)), repr(str(records)), "not tracegrade results", "'stage'"
+    )
+
+
+def test_a_missing_column_is_named(tmp_path: Path) -> None:
+    table = score_table(
+        records_table(random_records("stage_diagnosis", 5, seed=1), "stage_diagnosis")
+    )
+    pq.write_table(table.drop_columns(["required"]), tmp_path / "part-0.parquet")
+
+    one_line_usage_error(
+        invoke(str(tmp_path)), "part-0.parquet", "no column 'required'"
+    )
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "said"),
+    [
+        ("recall", 1.5, "column recall must be null or a share"),
+        ("stage", "lost", "column stage must be one of"),
+        ("error_side", "model", "column error_side must be one of"),
+    ],
+)
+def test_a_cell_no_result_holds_is_named_by_file_row_and_column(
+    tmp_path: Path, column: str, value: Any, said: str
+) -> None:
+    table = score_table(
+        records_table(random_records("stage_diagnosis", 40, seed=4), "stage_diagnosis")
+    )
+    rows = table.to_pylist()
+    row = next(number for number, row in enumerate(rows) if row["stage"] == "retrieval")
+    rows[row][column] = value
+    if column == "error_side":
+        rows[row]["error_kind"] = "answer-label"
+    file = tmp_path / "part-0.parquet"
+    pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), file)
+
+    one_line_usage_error(invoke(str(file)), repr(str(file)), f"row {row}", said)
+
+
+def test_a_file_that_is_no_parquet(tmp_path: Path) -> None:
+    file = tmp_path / "results.parquet"
+    file.write_text("id,stage\n")
+
+    one_line_usage_error(invoke(str(file)), repr(str(file)), "not a Parquet file")
+
+
+def test_one_directory_is_one_task(tmp_path: Path) -> None:
+    for number, task in enumerate(TASKS):
+        table = records_table(random_records(task, 5, seed=1), task)
+        pq.write_table(score_table(table, task), tmp_path / f"part-{number}.parquet")
+
+    one_line_usage_error(invoke(str(tmp_path)), "part-1.parquet", "one run")
+
+
+def test_a_directory_with_neither_logs_nor_results_exits_1(tmp_path: Path) -> None:
+    (tmp_path / "_SUCCESS").write_text("")
+    result = invoke(str(tmp_path))
+
+    assert result.exit_code == 1
+    assert "no Inspect logs" in result.stderr
+
+
+# --- memory --------------------------------------------------------------------
+
+
+def test_memory_is_flat_in_the_number_of_rows(tmp_path: Path) -> None:
+    """Ten times the rows, far less than their size added to the peak: the
+    rows are read a batch at a time, and what grows with them is the
+    report's per-run shares (16 bytes a row)."""
+    records = random_records("stage_diagnosis", 2_000, seed=8)
+    scored = score_table(records_table(records, "stage_diagnosis"))
+    peaks = {}
+    for rows in (5_000, 50_000):
+        directory = tmp_path / str(rows)
+        directory.mkdir()
+        # Files of 5,000 rows: more rows are more files, each read in
+        # batches of the same size.
+        repeated = pa.concat_tables([scored] * 2 + [scored.slice(0, 1_000)])
+        for number in range(rows // repeated.num_rows):
+            pq.write_table(
+                repeated, directory / f"part-{number}.parquet", row_group_size=8_192
+            )
+        peaks[rows] = peak_rss_mib("report", str(directory), "--json", cwd=tmp_path)
+    # Held whole as Python values (`to_pylist`), the 45,000 more rows
+    # raise the peak by about 75 MiB; read in batches, by what the more
+    # files' reads leave in the allocators (about 13) and their shares (1).
+    assert peaks[50_000] - peaks[5_000] < 40, peaks
+
+
+def test_each_row_is_decoded_into_the_logs_score_of_its_record(
+    scored: dict[str, Any],
+) -> None:
+    """Row by row, the score the report counts is the one it reads from
+    the log, but for `step_recall`, which the results do not hold."""
+    from inspect_ai.log import read_eval_log
+
+    from tracegrade.report.results import open_results, read_results
+    from tracegrade.schema import read_extraction, read_stage
+
+    task = scored["task"]
+    read = read_stage if task == "stage_diagnosis" else read_extraction
+    log = read_eval_log(scored["log"])
+    assert log.samples is not None
+    from_log = [
+        read(sample.scores[task].value, sample.scores[task].metadata)
+        for sample in log.samples
+        if sample.scores is not None
+    ]
+    from_rows = [score for _, score in read_results(open_results(scored["results"]))]
+
+    def key(score: Any) -> str:
+        if isinstance(score, StageScore):
+            score = dataclasses.replace(score, step_recall=None)
+        return repr(score)
+
+    assert len(from_rows) == len(from_log) == scored["records"] + 3
+    assert sorted(map(key, from_rows)) == sorted(map(key, from_log))
+
+
+def test_results_given_twice_are_one_eval_and_pool_with_others(
+    tmp_path: Path,
+) -> None:
+    table = score_table(
+        records_table(random_records("stage_diagnosis", 100, seed=6), "stage_diagnosis")
+    )
+    for name, part in (("a", table.slice(0, 60)), ("b", table.slice(60))):
+        (tmp_path / name).mkdir()
+        pq.write_table(part, tmp_path / name / "part-0.parquet")
+    a, b = str(tmp_path / "a"), str(tmp_path / "b")
+
+    twice = report_json(a, a + "/", str(tmp_path / "a" / "."))
+    pooled = report_json(a, b, "--pool")
+    apart = report_json(a, b)
+
+    assert [s["runs"] for s in twice["stage_diagnosis"]] == [60]
+    assert [(s["evals"], s["runs"]) for s in pooled["stage_diagnosis"]] == [
+        (["E1", "E2"], 100)
+    ]
+    assert [s["runs"] for s in apart["stage_diagnosis"]] == [60, 40]
+    refused = invoke(a, str(tmp_path / "a" / "part-0.parquet"), "--pool")
+    assert refused.exit_code == 1
+    assert "both scored 60 sample ids" in refused.stderr
+
+
+def test_a_log_directory_is_read_as_logs_not_with_its_results(
+    scored: dict[str, Any],
+) -> None:
+    """`tracegrade score` writes its Parquet results beside its log: the
+    directory is the log's, and the results are not counted again."""
+    directory = Path(scored["log"]).parent
+    (directory / "runs.results.parquet").write_bytes(
+        (Path(scored["results"]) / "runs.results.parquet").read_bytes()
+    )
+    report = report_json(str(directory))
+
+    assert [s["runs"] for s in report[scored["task"]]] == [scored["records"] + 3]
+    assert report["evals"][0]["logs"] == [scored["log"]]
+
+
+def test_results_without_pyarrow_say_what_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    file = tmp_path / "results.parquet"
+    table = records_table(
+        random_records("stage_diagnosis", 5, seed=1), "stage_diagnosis"
+    )
+    pq.write_table(score_table(table), file)
+    # A None entry makes `import pyarrow.dataset` raise ImportError.
+    monkeypatch.setitem(sys.modules, "pyarrow.dataset", None)
+
+    one_line_usage_error(
+        invoke(str(file)), repr(str(file)), "pip install 'tracegrade[parquet]'"
+    )
