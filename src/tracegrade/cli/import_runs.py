@@ -508,17 +508,16 @@ def openinference(
     """
     from ..core.errors import quote
     from ..importers.common import SHOWN, counted, named
-    from ..importers.openinference import OpenInferenceImport, import_openinference
+    from ..importers.openinference import OpenInferenceNotes, stream_openinference
 
-    result: list[OpenInferenceImport] = []
+    imported = OpenInferenceNotes()
 
-    def build() -> list[dict[str, Any]]:
-        imported = import_openinference(spans, gold, key=key, labels_path=labels)
-        result.append(imported)
-        return imported.records
+    def build() -> Iterable[dict[str, Any]]:
+        return stream_openinference(
+            spans, gold, key=key, labels_path=labels, notes=imported
+        )
 
     def notes(count: int) -> list[str]:
-        (imported,) = result
         said = []
         if imported.unmatched:
             shown = ", ".join(
