@@ -2,7 +2,8 @@
 
 `import ragas` and `import openinference` hold one sample, or one trace,
 at a time (and OpenInference an index of where each trace's spans are),
-so their peak grows with the largest record, not with the file. Each
+so their peak grows with the largest record, not with the file (for
+OpenInference, with the number of traces by a few hundred bytes each). Each
 command runs in a fresh interpreter, its peak taken from the kernel. And a
 memory limit met while importing is one line, exit 2, nothing written.
 """
@@ -143,8 +144,9 @@ def test_openinference_memory_does_not_grow_with_the_spans(tmp_path: Path) -> No
         *("openinference", "spans.jsonl", "--gold", "gold.jsonl"),
         *("--key", "example.id"),
     )
-    # What grows is the index of where each trace is, and the notes.
-    assert peaks[LARGE_MB] <= peaks[SMALL_MB] + 30, peaks
+    # What grows is what is kept per trace, not per byte: where its spans
+    # are and their ids, and its gold line (the gold file is read whole).
+    assert peaks[LARGE_MB] <= peaks[SMALL_MB] + 40, peaks
 
 
 @pytest.mark.parametrize("importer", ["ragas", "openinference"])

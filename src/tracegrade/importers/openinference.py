@@ -65,11 +65,12 @@ from __future__ import annotations
 import base64
 import binascii
 import re
+from array import array
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeAlias
 
 from ..core.errors import quote
 from ..lines import (
@@ -441,9 +442,10 @@ def _unreadable(path: str, error: OSError) -> InputFileError:
     return InputFileError(path, None, f"cannot be read ({error.strerror or error})")
 
 
-TraceLines = list[int]
+TraceLines: TypeAlias = "array[int]"
 """Where a trace's spans are: for each line holding one, its byte offset,
-its number and how many spans the file has before it, one after another."""
+its number and how many spans the file has before it, one after another
+(machine integers: the index is what grows with the file)."""
 
 
 def index_traces(path: str | Path) -> dict[str, TraceLines]:
@@ -469,9 +471,9 @@ def index_traces(path: str | Path) -> dict[str, TraceLines]:
                     if int(span.span_id, 16) in seen:
                         raise _exported_twice(path, span, line)
                     seen.add(int(span.span_id, 16))
-                    lines = index.setdefault(span.trace_id, [])
+                    lines = index.setdefault(span.trace_id, array("q"))
                     if not lines or lines[-3] != offset:
-                        lines += (offset, number, first)
+                        lines.extend((offset, number, first))
     except OSError as error:
         raise _unreadable(path, error) from None
     if not index:
