@@ -106,6 +106,21 @@ def test_bad_input_late_in_the_file_leaves_no_output(
 
 
 @pytest.mark.parametrize("importer", IMPORTERS)
+def test_bad_input_late_in_the_file_writes_nothing_to_stdout(
+    tmp_path: Path, importer: str
+) -> None:
+    """The records before the bad one wait in a spool, never on stdout."""
+    make, expected = IMPORTERS[importer]
+    result = run_tracegrade("import", *make(tmp_path, bad=True), cwd=tmp_path)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert one_clear_line(result.stderr) == f"Error: {expected}"
+    good = run_tracegrade("import", *make(tmp_path, bad=False), cwd=tmp_path)
+    assert good.returncode == 0, good.stderr
+    assert len(good.stdout.splitlines()) == GOOD_ROWS
+
+
+@pytest.mark.parametrize("importer", IMPORTERS)
 def test_an_output_naming_an_input_is_refused_and_the_input_kept(
     tmp_path: Path, importer: str
 ) -> None:

@@ -8,8 +8,8 @@ subcommand has the same shape: its inputs, `--labels`, `--output` and
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import IO, Any, TypeVar
 
 import click
 
@@ -55,52 +55,132 @@ def _run_import(
     inputs: Sequence[str],
     output: str | None,
     force: bool,
-    build: Callable[[], list[dict[str, Any]]],
+    build: Callable[[], Iterable[dict[str, Any]]],
     noun: str,
     labels: str | None,
-    notes: Callable[[list[dict[str, Any]]], list[str]] = lambda records: [],
+    notes: Callable[[int], list[str]] = lambda count: [],
     output_format: str = "jsonl",
 ) -> None:
-    """Check the outputs, build the records, say what needs saying, write.
+    """Check the outputs, write the records as `build` gives them, say what
+    needs saying.
 
-    `build` reads and checks every input before it returns, so the records
-    are written whole (to --output, atomically) or not at all.
+    `build` may refuse its input after giving some records, so they are
+    written where they can be dropped (--output's temporary file, or a
+    spool for stdout) and kept only once it has ended: the records are
+    written whole (to --output, atomically) or not at all. `notes` is
+    given the number of records.
     """
-    from ..importers.common import ImportRefused, plural, records_text, unlabelled
-    from ..outputs import AtomicFile, check_output, check_standard_streams
+    from ..importers.common import ImportRefused, plural, unlabelled
+    from ..outputs import check_output, check_standard_streams
 
     check_standard_streams(inputs)
     _check_output_format(output, output_format)
     if output is not None:
         check_output(output, inputs=inputs, option="--output", force=force)
+    written = _Written()
     try:
-        records = build()
+        if output_format == "parquet":
+            assert output is not None
+            # A Parquet table is built whole: the records are listed.
+            records = list(_read(build()))
+            written.count = len(records)
+            written.unlabelled = unlabelled(records)
+            _write_parquet(records, output, replace=force)
+        elif output is None:
+            _spool_to_stdout(build(), written)
+        else:
+            from ..outputs import AtomicFile
+
+            AtomicFile.write_through(
+                output,
+                lambda handle: _write_records(build(), handle, written),
+                replace=force,
+            )
     except ImportRefused as error:
         raise click.ClickException(error.message) from None
-    except OSError as error:
-        raise CommandStopped(f"Error: {error}", 2) from None
-
-    if output_format == "parquet":
-        assert output is not None
-        _write_parquet(records, output, replace=force)
-    elif output is None:
-        click.echo(records_text(records), nl=False)
-    else:
-        AtomicFile.write_text(output, records_text(records), replace=force)
+    except _InputUnreadable as error:
+        raise CommandStopped(f"Error: {error.error}", 2) from None
 
     # Said once the records are out: a write that fails says only that.
-    for note in notes(records):
+    for note in notes(written.count):
         click.echo(f"note: {note}", err=True)
-    missing = unlabelled(records)
-    if missing:
+    if written.unlabelled:
         why = f"no label in {labels}" if labels else "no label (no --labels given)"
         click.echo(
-            f"note: {missing} of {len(records)} {plural(noun)} have required "
-            f"documents and {why}; they score answer-label until labelled",
+            f"note: {written.unlabelled} of {written.count} {plural(noun)} have "
+            f"required documents and {why}; they score answer-label until labelled",
             err=True,
         )
     if output is not None:
-        click.echo(f"{len(records)} records written to {output}", err=True)
+        click.echo(f"{written.count} records written to {output}", err=True)
+
+
+class _Written:
+    """What was written: how many records, and how many need a label."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.unlabelled = 0
+
+
+class _InputUnreadable(Exception):
+    """An input that failed to read (an `OSError` of its own), told apart
+    from a failed write of the output."""
+
+    def __init__(self, error: OSError) -> None:
+        self.error = error
+        super().__init__(str(error))
+
+
+def _read(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The records, an `OSError` of reading them as `_InputUnreadable`."""
+    iterator = iter(records)
+    while True:
+        try:
+            record = next(iterator, None)
+        except OSError as error:
+            raise _InputUnreadable(error) from None
+        if record is None:
+            return
+        yield record
+
+
+def _write_records(
+    records: Iterable[dict[str, Any]], handle: IO[str], written: _Written
+) -> None:
+    """Each record as a line of `handle`, counted in `written`."""
+    from ..importers.common import needs_label, record_line
+
+    for record in _read(records):
+        handle.write(record_line(record))
+        written.count += 1
+        written.unlabelled += needs_label(record)
+
+
+def _spool_to_stdout(records: Iterable[dict[str, Any]], written: _Written) -> None:
+    """The records to stdout, once all of them are written: until then they
+    wait in an unnamed temporary file, so a refusal part way leaves
+    stdout empty, and memory holds one record at a time."""
+    import tempfile
+
+    with tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n") as spool:
+        try:
+            _write_records(records, spool, written)
+            spool.flush()
+        except OSError as error:
+            raise CommandStopped(
+                f"Error: cannot write a temporary file in {tempfile.gettempdir()!r} "
+                f"to hold the records ({error.strerror or error}); nothing was "
+                "written (set TMPDIR to a directory with space)",
+                2,
+            ) from None
+        spool.seek(0)
+        while chunk := spool.read(_CHUNK):
+            click.echo(chunk, nl=False)
+
+
+_CHUNK = 1 << 16
+"""Characters copied from the spool to stdout at a time."""
 
 
 def _check_output_format(output: str | None, output_format: str) -> None:
@@ -266,11 +346,11 @@ def trec(
         not_run.extend(imported.not_run)
         return imported.records
 
-    def notes(records: list[dict[str, Any]]) -> list[str]:
+    def notes(count: int) -> list[str]:
         if not not_run:
             return []
         return [
-            f"{len(not_run)} of {len(records)} queries judged in {qrels} are not "
+            f"{len(not_run)} of {count} queries judged in {qrels} are not "
             f"in {run_file}; imported with an empty context (-c): {named(not_run)}"
         ]
 
@@ -339,11 +419,11 @@ def ragas(
     Exit codes: 0 success, 1 the dataset or labels are malformed,
     2 usage error, or a file that cannot be read or written.
     """
-    from ..importers.ragas import import_ragas
+    from ..importers.ragas import stream_ragas
 
-    def build() -> list[dict[str, Any]]:
+    def build() -> Iterable[dict[str, Any]]:
         chosen: Any = file_format
-        return import_ragas(dataset, labels_path=labels, file_format=chosen)
+        return stream_ragas(dataset, labels_path=labels, file_format=chosen)
 
     inputs = [dataset, *([labels] if labels is not None else [])]
     _run_import(
@@ -428,17 +508,16 @@ def openinference(
     """
     from ..core.errors import quote
     from ..importers.common import SHOWN, counted, named
-    from ..importers.openinference import OpenInferenceImport, import_openinference
+    from ..importers.openinference import OpenInferenceNotes, stream_openinference
 
-    result: list[OpenInferenceImport] = []
+    imported = OpenInferenceNotes()
 
-    def build() -> list[dict[str, Any]]:
-        imported = import_openinference(spans, gold, key=key, labels_path=labels)
-        result.append(imported)
-        return imported.records
+    def build() -> Iterable[dict[str, Any]]:
+        return stream_openinference(
+            spans, gold, key=key, labels_path=labels, notes=imported
+        )
 
-    def notes(records: list[dict[str, Any]]) -> list[str]:
-        (imported,) = result
+    def notes(count: int) -> list[str]:
         said = []
         if imported.unmatched:
             shown = ", ".join(
@@ -448,14 +527,14 @@ def openinference(
             )
             more = len(imported.unmatched) - SHOWN
             said.append(
-                f"{len(imported.unmatched)} of {counted(len(records), 'trace')} "
+                f"{len(imported.unmatched)} of {counted(count, 'trace')} "
                 f"match no line of {gold} by {key}; written without required, "
                 f"they score unresolved: {shown}"
                 + (f" and {more} more" if more > 0 else "")
             )
         if imported.unretrieved:
             said.append(
-                f"{len(imported.unretrieved)} of {counted(len(records), 'trace')} "
+                f"{len(imported.unretrieved)} of {counted(count, 'trace')} "
                 "have no RETRIEVER span; written without context, they are "
                 f"invalid-input (the context was never recorded): "
                 f"{named(imported.unretrieved)}"

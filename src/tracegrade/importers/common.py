@@ -9,8 +9,9 @@ them follow the same rules, which this module holds once:
 - a label comes only from a labels file in the format `tracegrade labels`
   uses (`read_labels`), and a label naming no record is refused
   (`check_labels_name_records`): labels are never guessed;
-- every file is read and checked before any record is returned, so a
-  caller writes every record or none (`records_text`).
+- a caller writes every record or none: the streaming importers give
+  records as they read, and a refusal may come after some, so they are
+  written where they can be dropped until every input is checked.
 
 Importing this module imports neither Inspect AI nor any importer's
 optional dependency.
@@ -19,7 +20,7 @@ optional dependency.
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,7 +110,7 @@ def read_labels(path: str | Path) -> RecordLabels:
 
 
 def check_labels_name_records(
-    labels: RecordLabels, ids: Collection[str], what: str, where: str
+    labels: RecordLabels, ids: Container[object], what: str, where: str
 ) -> None:
     """Refuse labels naming no record: `ids` are the records' ids, `what`
     the noun for one ("query"), `where` the files they came from.
@@ -148,19 +149,23 @@ def label_record(
         record["correct"] = labels.labels[sample_id]
 
 
-def unlabelled(records: Sequence[Mapping[str, Any]]) -> int:
-    """How many records need a label and have none: they score
+def needs_label(record: Mapping[str, Any]) -> bool:
+    """Whether the record has required documents and no label: it scores
     answer-label until labelled."""
-    return sum(
-        1
-        for record in records
-        if record["input"].get("required") and "correct" not in record["input"]
-    )
+    fields = record["input"]
+    return bool(fields.get("required")) and "correct" not in fields
+
+
+def unlabelled(records: Sequence[Mapping[str, Any]]) -> int:
+    """How many records need a label and have none (`needs_label`)."""
+    return sum(1 for record in records if needs_label(record))
+
+
+def record_line(record: Mapping[str, Any]) -> str:
+    """The record as one compact JSON line."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
 def records_text(records: Sequence[Mapping[str, Any]]) -> str:
     """The records as JSON Lines, one compact line each."""
-    return "".join(
-        json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-        for record in records
-    )
+    return "".join(record_line(record) for record in records)

@@ -53,9 +53,11 @@ The gold file is JSON Lines, one `{"key": ..., "required": [ids],
 Refused, with file, line and field: a line that is not an OTLP JSON trace
 request, an id that is neither encoding, a span exported twice, an
 attribute given twice, a retrieved document with no `document.id`, a
-repeated gold key, and empty files. Everything is read and checked before
-any record is returned, so a caller writes every record or none. Nothing
-here needs OpenTelemetry or OpenInference packages.
+repeated gold key, and empty files. Every span is read and checked before
+any record is made; records then come a trace at a time
+(`stream_openinference`), and a refusal may come after some, so a caller
+writes them where it can drop them and keeps them only once all are
+made. Nothing here needs OpenTelemetry or OpenInference packages.
 """
 
 from __future__ import annotations
@@ -63,14 +65,18 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import Iterator
+from array import array
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, TypeAlias
 
 from ..core.errors import quote
 from ..lines import (
     has_lone_surrogate,
+    is_blank,
+    json_object,
     json_objects,
     strict_json_loads,
 )
@@ -397,34 +403,167 @@ def _spans(line: _Line, request: Any, order: int) -> Iterator[Span]:
                 )
 
 
-def read_traces(path: str | Path) -> dict[str, Trace]:
-    """The spans file's traces by id, in the order each first appears;
-    raises `InputFileError` naming the line and field."""
+def _numbered_lines(binary: IO[bytes]) -> Iterator[tuple[int, int, bytes]]:
+    """Each line's number, byte offset and bytes (its end removed), lines
+    ending at "\\n", "\\r\\n" or a lone "\\r" and numbered as `read_lines`
+    numbers them; one line in memory at a time."""
+    number = 0
+    offset = 0
+    for raw in binary:
+        for piece in _pieces(raw):
+            number += 1
+            yield number, offset, piece
+            offset += len(piece) + 1
+        if raw.endswith(b"\r\n"):
+            offset += 1
+
+
+def _pieces(raw: bytes) -> list[bytes]:
+    """A line read up to "\\n", cut at each lone "\\r" too."""
+    ended = raw.endswith(b"\n")
+    body = raw[:-1] if ended else raw
+    if ended and body.endswith(b"\r"):
+        body = body[:-1]
+    pieces = body.split(b"\r")
+    if not ended and len(pieces) > 1 and not pieces[-1]:
+        pieces.pop()
+    return pieces
+
+
+def _request(path: str, number: int, data: bytes) -> dict[str, Any] | None:
+    """The line's JSON object, None for a blank line."""
+    text = data.decode("utf-8", "surrogateescape")
+    if is_blank(text):
+        return None
+    return json_object(path, number, text, "line", InputFileError)
+
+
+def _unreadable(path: str, error: OSError) -> InputFileError:
+    return InputFileError(path, None, f"cannot be read ({error.strerror or error})")
+
+
+TraceLines: TypeAlias = "array[int]"
+"""Where a trace's spans are: for each line holding one, its byte offset,
+its number and how many spans the file has before it, one after another
+(machine integers: the index is what grows with the file)."""
+
+
+def index_traces(path: str | Path) -> dict[str, TraceLines]:
+    """The lines each trace's spans are on, traces in the order each first
+    appears, every span read and checked; raises `InputFileError` naming
+    the line and field. Only the index is kept: a trace's spans are read
+    again, by `read_trace`, when its record is made."""
     path = str(path)
-    traces: dict[str, Trace] = {}
-    seen: dict[tuple[str, str], Span] = {}
+    index: dict[str, TraceLines] = {}
+    span_ids: dict[str, set[int]] = {}
     order = 0
-    for line, request in _json_lines(path):
-        for span in _spans(line, request, order):
-            order += 1
-            earlier = seen.get((span.trace_id, span.span_id))
-            if earlier is not None:
-                raise line.refuse(
-                    f"{span.where}.spanId",
-                    f"span {quote(span.span_id)} of trace {quote(span.trace_id)} "
-                    f"is already on line {earlier.line} ({earlier.where}); a "
-                    "span exported twice",
-                )
-            seen[(span.trace_id, span.span_id)] = span
-            traces.setdefault(span.trace_id, Trace(span.trace_id)).spans.append(span)
-    if not traces:
+    try:
+        with open(path, "rb") as binary:
+            for number, offset, data in _numbered_lines(binary):
+                request = _request(path, number, data)
+                if request is None:
+                    continue
+                line = _Line(path, number)
+                first = order
+                for span in _spans(line, request, first):
+                    order += 1
+                    seen = span_ids.setdefault(span.trace_id, set())
+                    if int(span.span_id, 16) in seen:
+                        raise _exported_twice(path, span, line)
+                    seen.add(int(span.span_id, 16))
+                    lines = index.setdefault(span.trace_id, array("q"))
+                    if not lines or lines[-3] != offset:
+                        lines.extend((offset, number, first))
+    except OSError as error:
+        raise _unreadable(path, error) from None
+    if not index:
         raise InputFileError(
             path,
             None,
             "holds no spans; it should be OTLP JSON, one ExportTraceServiceRequest "
             "a line",
         )
-    return traces
+    return index
+
+
+def _exported_twice(path: str, span: Span, line: _Line) -> InputFileError:
+    """A span already read: where it first was is found by reading the file
+    again up to it, which only a refusal needs."""
+    earlier = next(
+        other
+        for _, other in _all_spans(path)
+        if (other.trace_id, other.span_id) == (span.trace_id, span.span_id)
+    )
+    return line.refuse(
+        f"{span.where}.spanId",
+        f"span {quote(span.span_id)} of trace {quote(span.trace_id)} "
+        f"is already on line {earlier.line} ({earlier.where}); a "
+        "span exported twice",
+    )
+
+
+def _all_spans(path: str) -> Iterator[tuple[int, Span]]:
+    order = 0
+    with open(path, "rb") as binary:
+        for number, _, data in _numbered_lines(binary):
+            request = _request(path, number, data)
+            if request is not None:
+                for span in _spans(_Line(path, number), request, order):
+                    order += 1
+                    yield number, span
+
+
+class TraceReader:
+    """Reads a trace's spans again from the lines `index_traces` found
+    them on. A line holding several traces' spans is kept, decoded, for
+    the next few traces, as the next traces are most often on it too."""
+
+    KEPT_LINES = 4
+
+    def __init__(self, path: str, binary: IO[bytes]) -> None:
+        self.path = path
+        self.binary = binary
+        self.kept: OrderedDict[int, dict[str, list[Span]]] = OrderedDict()
+
+    def read(self, trace_id: str, lines: TraceLines) -> Trace:
+        trace = Trace(trace_id)
+        for position in range(0, len(lines), 3):
+            offset, number, first = lines[position : position + 3]
+            trace.spans += self._line(offset, number, first).get(trace_id, [])
+        return trace
+
+    def _line(self, offset: int, number: int, first: int) -> dict[str, list[Span]]:
+        by_trace = self.kept.get(offset)
+        if by_trace is not None:
+            self.kept.move_to_end(offset)
+            return by_trace
+        self.binary.seek(offset)
+        (data, *_) = _pieces(self.binary.readline())
+        by_trace = {}
+        request = _request(self.path, number, data)
+        if request is not None:
+            for span in _spans(_Line(self.path, number), request, first):
+                by_trace.setdefault(span.trace_id, []).append(span)
+        self.kept[offset] = by_trace
+        if len(self.kept) > self.KEPT_LINES:
+            self.kept.popitem(last=False)
+        return by_trace
+
+
+def read_traces(path: str | Path) -> dict[str, Trace]:
+    """The spans file's traces by id, in the order each first appears,
+    all in memory; raises `InputFileError` naming the line and field."""
+    path = str(path)
+    index = index_traces(path)
+    try:
+        with open(path, "rb") as binary:
+            reader = TraceReader(path, binary)
+            return {
+                trace_id: reader.read(trace_id, lines)
+                for trace_id, lines in index.items()
+            }
+    except OSError as error:
+        raise _unreadable(path, error) from None
 
 
 # --- what a trace says -------------------------------------------------------------
@@ -713,36 +852,44 @@ def read_gold(path: str | Path) -> dict[tuple[type, Key], GoldLine]:
 # --- the records ---------------------------------------------------------------
 
 
+@dataclass
+class OpenInferenceNotes:
+    """What an import's notes say, complete once its records all are: the
+    traces that matched no gold line, as (trace id, key or None); the gold
+    lines no trace matched; and the traces with no RETRIEVER span."""
+
+    unmatched: list[tuple[str, Key | None]] = field(default_factory=list)
+    unused_gold: list[GoldLine] = field(default_factory=list)
+    unretrieved: list[str] = field(default_factory=list)
+
+
 def openinference_records(
     spans_path: str,
-    traces: dict[str, Trace],
+    traces: Iterable[Trace],
     gold: dict[tuple[type, Key], GoldLine],
     gold_path: str,
     key: str,
-    labels: RecordLabels | None = None,
-) -> OpenInferenceImport:
-    """One record per trace, in the order traces first appear (see the
-    module); raises `InputFileError` for what a trace cannot say, and
-    `LabelsRefused` for a label naming no trace or a trace labelled twice."""
-    if labels is not None:
-        check_labels_name_records(labels, traces, "trace", spans_path)
-    records: list[dict[str, Any]] = []
-    unmatched: list[tuple[str, Key | None]] = []
-    unretrieved: list[str] = []
+    labels: RecordLabels | None,
+    notes: OpenInferenceNotes,
+) -> Iterator[dict[str, Any]]:
+    """One record per trace, as they come (see the module), filling
+    `notes`; raises `InputFileError` for what a trace cannot say, and
+    `LabelsRefused` for a trace labelled twice."""
     used: set[tuple[type, Key]] = set()
-    for trace_id, trace in traces.items():
+    for trace in traces:
+        trace_id = trace.trace_id
         value = _key(spans_path, trace, key)
         line = None if value is None else gold.get((type(value), value))
         record: dict[str, Any] = {}
         if line is None:
-            unmatched.append((trace_id, value))
+            notes.unmatched.append((trace_id, value))
         else:
             used.add((type(line.key), line.key))
             record["required"] = list(line.required)
         context = _context(spans_path, trace)
         steps = _steps(spans_path, trace)
         if context is None:
-            unretrieved.append(trace_id)
+            notes.unretrieved.append(trace_id)
         elif steps is None:
             record["context"] = context
         else:
@@ -768,9 +915,43 @@ def openinference_records(
         answer = _answer(spans_path, trace)
         if answer is not None:
             record["answer"] = answer
-        records.append({"id": trace_id, "input": record})
-    unused = [line for typed, line in gold.items() if typed not in used]
-    return OpenInferenceImport(records, unmatched, unused, unretrieved)
+        yield {"id": trace_id, "input": record}
+    notes.unused_gold += [line for typed, line in gold.items() if typed not in used]
+
+
+def stream_openinference(
+    spans_path: str | Path,
+    gold_path: str | Path,
+    *,
+    key: str,
+    labels_path: str | Path | None = None,
+    notes: OpenInferenceNotes,
+) -> Iterator[dict[str, Any]]:
+    """Read the spans, the gold file (and the labels) and give the records
+    one at a time, filling `notes`.
+
+    Every span is read and checked first, keeping only where each trace's
+    are; then each trace's spans are read again to make its record, so
+    one trace's spans are in memory at a time. A refusal may still come
+    after some records (a trace whose spans disagree): a caller writes
+    them where it can drop them, and keeps them only once the iterator
+    has ended.
+    """
+    spans = str(spans_path)
+    index = index_traces(spans)
+    gold = read_gold(gold_path)
+    labels = None if labels_path is None else read_labels(labels_path)
+    if labels is not None:
+        check_labels_name_records(labels, index, "trace", spans)
+    try:
+        with open(spans, "rb") as binary:
+            reader = TraceReader(spans, binary)
+            traces = (reader.read(trace_id, lines) for trace_id, lines in index.items())
+            yield from openinference_records(
+                spans, traces, gold, str(gold_path), key, labels, notes
+            )
+    except OSError as error:
+        raise _unreadable(spans, error) from None
 
 
 def import_openinference(
@@ -785,9 +966,12 @@ def import_openinference(
     Everything is checked before anything is returned, so a caller writes
     either every record or none.
     """
-    traces = read_traces(spans_path)
-    gold = read_gold(gold_path)
-    labels = None if labels_path is None else read_labels(labels_path)
-    return openinference_records(
-        str(spans_path), traces, gold, str(gold_path), key, labels
+    notes = OpenInferenceNotes()
+    records = list(
+        stream_openinference(
+            spans_path, gold_path, key=key, labels_path=labels_path, notes=notes
+        )
+    )
+    return OpenInferenceImport(
+        records, notes.unmatched, notes.unused_gold, notes.unretrieved
     )

@@ -37,16 +37,17 @@ any length (a retrieved context often passes the csv module's 128 KiB).
 Refused, with file, line and field: a line or row that cannot be read, a
 sample without either ID list (Ragas's metric asserts both), an ID that is
 neither text nor an integer, a multi-turn sample, text that no log can
-hold, and an empty file. Everything is read and checked before any record
-is returned, so a caller writes every record or none. Nothing here needs
-Ragas.
+hold, and an empty file. Records come a sample at a time (`stream_ragas`),
+and a refusal may come after some: a caller writes them where it can drop
+them, and keeps them only once every sample is read and checked. Nothing
+here needs Ragas.
 """
 
 from __future__ import annotations
 
 import csv
-import io
-from collections.abc import Iterator
+import re
+from collections.abc import Container, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -61,6 +62,7 @@ from ..lines import (
 from ..literals import read_repr_list
 from .common import (
     InputFileError,
+    LabelsRefused,
     RecordLabels,
     check_labels_name_records,
     label_record,
@@ -114,31 +116,60 @@ def _is_array(path: str) -> bool:
     return first is not None and first.text.lstrip().startswith("[")
 
 
-def _csv_text(path: str) -> str:
-    data = Path(path).read_bytes()
-    try:
-        # "utf-8-sig": a spreadsheet's byte-order mark is not part of the
-        # first column's name.
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = data.count(b"\n", 0, error.start) + 1
-        column = error.start - (data.rfind(b"\n", 0, error.start) + 1) + 1
-        raise InputFileError(
-            path,
-            line,
-            f"not valid UTF-8 text (byte 0x{data[error.start]:02X} at column {column})",
-        ) from None
+def _csv_lines(path: str) -> Iterator[str]:
+    """The file's lines as text, one in memory at a time, each ending as
+    the csv module wants it (at "\\n", "\\r\\n" or a lone "\\r", kept): a
+    quoted cell spanning lines is joined by the reader. Bytes that are not
+    UTF-8 are refused by line and column."""
+    with open(path, "rb") as binary:
+        for number, raw in enumerate(binary, start=1):
+            try:
+                # "utf-8-sig": a spreadsheet's byte-order mark is not part
+                # of the first column's name.
+                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+            except UnicodeDecodeError as error:
+                raise InputFileError(
+                    path,
+                    number,
+                    f"not valid UTF-8 text (byte 0x{raw[error.start]:02X} at "
+                    f"column {error.start + 1})",
+                ) from None
+            yield from _split_at_carriage_returns(text)
+
+
+def _split_at_carriage_returns(text: str) -> Iterator[str]:
+    """A line read up to "\\n", split after each lone "\\r" too, as a text
+    file opened with newline="" splits it."""
+    if "\r" not in text:
+        yield text
+        return
+    ending = ""
+    if text.endswith("\r\n"):
+        text, ending = text[:-2], "\r\n"
+    pieces = text.split("\r")
+    for piece in pieces[:-1]:
+        yield piece + "\r"
+    last = pieces[-1] + ending
+    if last:
+        yield last
 
 
 def _csv_rows(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """Each data row as {column: cell}, empty cells left out, with the line
     it starts on (a quoted cell may span lines)."""
-    reader = csv.reader(io.StringIO(_csv_text(path), newline=""), strict=True)
+    lines = _csv_lines(path)
+    reader = csv.reader(lines, strict=True)
     # The csv module refuses cells over 128 KiB by default; a retrieved
     # context is often longer. The limit is the module's, so it is set back.
     limit = csv.field_size_limit(CSV_FIELD_LIMIT)
     try:
         yield from _csv_body(path, reader)
+    except InputFileError:
+        # Bytes that are not UTF-8 anywhere are said first: the file is
+        # not text, so what its rows say is beside the point.
+        for _ in lines:
+            pass
+        raise
     finally:
         csv.field_size_limit(limit)
 
@@ -273,47 +304,99 @@ def _text(path: str, line: int, name: str, value: Any) -> str | None:
     return value
 
 
-def read_ragas(
+def ragas_samples(
     path: str | Path, file_format: Format | None = None
-) -> list[dict[str, Any]]:
+) -> Iterator[dict[str, Any]]:
     """One record per sample of the dataset at `path` (see the module),
-    unlabelled; raises `InputFileError` naming the line and field."""
+    unlabelled, a row in memory at a time; raises `InputFileError` naming
+    the line and field, an empty file's once every line is read.
+
+    A row that cannot be read is refused before a sample that can but is
+    wrong, wherever each is: the rest of the file is read for one first.
+    """
     path = str(path)
     chosen = file_format or format_of(path)
     from_csv = chosen == "csv"
+    rows = _csv_rows(path) if from_csv else _jsonl_rows(path)
+    index = 0
+    while (found := _next_row(path, rows)) is not None:
+        line, row = found
+        try:
+            record = _sample(path, line, row, from_csv)
+        except InputFileError:
+            while _next_row(path, rows) is not None:
+                pass
+            raise
+        yield {"id": str(index), "input": record}
+        index += 1
+    if index == 0:
+        columns = ", ".join(ID_COLUMNS)
+        raise InputFileError(path, None, f"holds no samples; each needs {columns}")
+
+
+def _next_row(
+    path: str, rows: Iterator[tuple[int, dict[str, Any]]]
+) -> tuple[int, dict[str, Any]] | None:
     try:
-        rows = list(_csv_rows(path) if from_csv else _jsonl_rows(path))
+        return next(rows, None)
     except OSError as error:
         raise InputFileError(
             path, None, f"cannot be read ({error.strerror or error})"
         ) from None
-    records: list[dict[str, Any]] = []
-    for index, (line, row) in enumerate(rows):
-        record: dict[str, Any] = {}
-        for column, key in ID_COLUMNS.items():
-            record[key] = _id_list(path, line, column, row.get(column), from_csv)
-        for column, key in TEXT_COLUMNS.items():
-            text = _text(path, line, column, row.get(column))
-            if text is not None:
-                record[key] = text
-        records.append({"id": str(index), "input": record})
-    if not records:
-        columns = ", ".join(ID_COLUMNS)
-        raise InputFileError(path, None, f"holds no samples; each needs {columns}")
-    return records
+
+
+def _sample(
+    path: str, line: int, row: dict[str, Any], from_csv: bool
+) -> dict[str, Any]:
+    record: dict[str, Any] = {}
+    for column, key in ID_COLUMNS.items():
+        record[key] = _id_list(path, line, column, row.get(column), from_csv)
+    for column, key in TEXT_COLUMNS.items():
+        text = _text(path, line, column, row.get(column))
+        if text is not None:
+            record[key] = text
+    return record
+
+
+def read_ragas(
+    path: str | Path, file_format: Format | None = None
+) -> list[dict[str, Any]]:
+    """Every record of `ragas_samples`, in a list."""
+    return list(ragas_samples(path, file_format))
+
+
+class SampleIds(Container[object]):
+    """The ids of `count` samples, "0" to str(count - 1), without a set of
+    them: a sample's id is its index."""
+
+    def __init__(self, count: int) -> None:
+        self.count = count
+
+    def __contains__(self, sample_id: object) -> bool:
+        return (
+            isinstance(sample_id, str)
+            and len(sample_id) <= len(str(self.count))
+            and _INDEX.fullmatch(sample_id) is not None
+            and int(sample_id) < self.count
+        )
+
+
+_INDEX = re.compile(r"0|[1-9][0-9]*")
 
 
 def ragas_records(
-    records: list[dict[str, Any]], path: str, labels: RecordLabels | None
-) -> list[dict[str, Any]]:
-    """The records with their labels; `LabelsRefused` if a label names no
-    sample of the dataset at `path`."""
+    samples: Iterable[dict[str, Any]], path: str, labels: RecordLabels | None
+) -> Iterator[dict[str, Any]]:
+    """The records with their labels, as they come; then `LabelsRefused`
+    if a label names no sample of the dataset at `path`."""
     if labels is None:
-        return records
-    check_labels_name_records(
-        labels, {record["id"] for record in records}, "sample", path
-    )
-    return [_labelled(record, labels) for record in records]
+        yield from samples
+        return
+    count = 0
+    for record in samples:
+        count += 1
+        yield _labelled(record, labels)
+    check_labels_name_records(labels, SampleIds(count), "sample", path)
 
 
 def _labelled(record: dict[str, Any], labels: RecordLabels) -> dict[str, Any]:
@@ -323,6 +406,34 @@ def _labelled(record: dict[str, Any], labels: RecordLabels) -> dict[str, Any]:
     ordered = {"required": fields.pop("required"), "context": fields.pop("context")}
     label_record(ordered, record["id"], labels)
     return {"id": record["id"], "input": {**ordered, **fields}}
+
+
+def stream_ragas(
+    path: str | Path,
+    *,
+    labels_path: str | Path | None = None,
+    file_format: Format | None = None,
+) -> Iterator[dict[str, Any]]:
+    """The records, labelled, one at a time, a sample read for each.
+
+    A refusal may come after some records: a caller writes them where it
+    can drop them (a temporary file) and keeps them only once the
+    iterator has ended. A problem of the dataset is refused before one of
+    the labels file, as when the dataset was read first.
+    """
+    labels: RecordLabels | None = None
+    refused: LabelsRefused | None = None
+    if labels_path is not None:
+        try:
+            labels = read_labels(labels_path)
+        except LabelsRefused as error:
+            refused = error
+    samples = ragas_samples(path, file_format)
+    if refused is not None:
+        for _ in samples:
+            pass
+        raise refused
+    yield from ragas_records(samples, str(path), labels)
 
 
 def import_ragas(
@@ -336,6 +447,4 @@ def import_ragas(
     Everything is checked before anything is returned, so a caller writes
     either every record or none.
     """
-    records = read_ragas(path, file_format)
-    labels = None if labels_path is None else read_labels(labels_path)
-    return ragas_records(records, str(path), labels)
+    return list(stream_ragas(path, labels_path=labels_path, file_format=file_format))

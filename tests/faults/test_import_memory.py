@@ -1,0 +1,194 @@
+"""Importers stream: a file ten times larger costs little more memory.
+
+`import ragas` and `import openinference` hold one sample, or one trace,
+at a time (and OpenInference an index of where each trace's spans are),
+so their peak grows with the largest record, not with the file (for
+OpenInference, with the number of traces by a few hundred bytes each). Each
+command runs in a fresh interpreter, its peak taken from the kernel. And a
+memory limit met while importing is one line, exit 2, nothing written.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.commands import peak_rss_mib, tracegrade_process
+from tests.faults.conftest import assert_no_final_outputs, one_clear_line, snapshot
+
+pytestmark = [
+    pytest.mark.runs_long,
+    pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in KiB"),
+]
+
+SMALL_MB = 20
+LARGE_MB = 200
+TEXT = "x" * 2_000
+"""Each record's long text: a retrieved passage, a question, an answer."""
+
+
+def _write_ragas(path: Path, megabytes: int) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        number = 0
+        while out.tell() < megabytes << 20:
+            out.write(
+                json.dumps(
+                    {
+                        "user_input": f"question {number} {TEXT}",
+                        "retrieved_context_ids": [f"D{number}", f"E{number}"],
+                        "reference_context_ids": [f"D{number}"],
+                        "response": f"answer {number} {TEXT}",
+                    }
+                )
+                + "\n"
+            )
+            number += 1
+
+
+def _attribute(key: str, value: str) -> dict[str, Any]:
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def _span(trace: int, span: int, kind: str, *attributes: dict[str, Any]) -> Any:
+    return {
+        "traceId": f"{trace + 1:032x}",
+        "spanId": f"{span + 1:016x}",
+        "parentSpanId": "" if kind == "CHAIN" else f"{3 * trace + 1:016x}",
+        "startTimeUnixNano": str(1_000 + span),
+        "attributes": [_attribute("openinference.span.kind", kind), *attributes],
+    }
+
+
+def _trace_spans(trace: int) -> list[Any]:
+    """A root holding the key, question and answer; a retriever; an LLM."""
+    first = 3 * trace
+    return [
+        _span(
+            trace,
+            first,
+            "CHAIN",
+            _attribute("example.id", f"ex-{trace}"),
+            _attribute("input.value", f"question {trace} {TEXT}"),
+            _attribute("output.value", f"answer {trace}"),
+        ),
+        _span(
+            trace,
+            first + 1,
+            "RETRIEVER",
+            _attribute("retrieval.documents.0.document.id", f"D{trace}"),
+            _attribute("retrieval.documents.0.document.content", TEXT),
+        ),
+        _span(trace, first + 2, "LLM", _attribute("output.value", TEXT)),
+    ]
+
+
+def _write_spans(path: Path, gold: Path, megabytes: int) -> None:
+    """Each trace's spans on three lines, each line holding spans of three
+    traces: the spans of a trace are spread, as a batch exporter spreads
+    them."""
+    with path.open("w", encoding="utf-8") as out, gold.open("w") as keys:
+        trace = 0
+        pending: list[list[Any]] = []
+        while out.tell() < megabytes << 20 or pending:
+            if out.tell() < megabytes << 20:
+                pending.append(_trace_spans(trace))
+                keys.write(json.dumps({"key": f"ex-{trace}", "required": ["D1"]}))
+                keys.write("\n")
+                trace += 1
+            line = [spans.pop(0) for spans in pending]
+            pending = [spans for spans in pending if spans]
+            request = {"resourceSpans": [{"scopeSpans": [{"spans": line}]}]}
+            out.write(json.dumps(request) + "\n")
+
+
+def _peak(tmp_path: Path, *args: str) -> float:
+    return peak_rss_mib("import", *args, "--output", "out.jsonl", cwd=tmp_path)
+
+
+def _peaks(tmp_path: Path, write: Any, *args: str) -> dict[int, float]:
+    """The peaks importing a small and a large input, each checked to give
+    records (the output holds at least an eighth of what was read)."""
+    peaks = {}
+    for megabytes in (SMALL_MB, LARGE_MB):
+        directory = tmp_path / str(megabytes)
+        directory.mkdir()
+        write(directory, megabytes)
+        peaks[megabytes] = _peak(directory, *args)
+        assert (directory / "out.jsonl").stat().st_size > megabytes << 17
+        for name in directory.iterdir():
+            name.unlink()  # the machine's disk is shared
+    return peaks
+
+
+def test_ragas_memory_does_not_grow_with_the_dataset(tmp_path: Path) -> None:
+    peaks = _peaks(
+        tmp_path,
+        lambda directory, size: _write_ragas(directory / "d.jsonl", size),
+        *("ragas", "d.jsonl"),
+    )
+    # Held whole, the 180 MB more would be several times that in memory.
+    assert peaks[LARGE_MB] <= peaks[SMALL_MB] + 20, peaks
+
+
+def test_openinference_memory_does_not_grow_with_the_spans(tmp_path: Path) -> None:
+    peaks = _peaks(
+        tmp_path,
+        lambda directory, size: _write_spans(
+            directory / "spans.jsonl", directory / "gold.jsonl", size
+        ),
+        *("openinference", "spans.jsonl", "--gold", "gold.jsonl"),
+        *("--key", "example.id"),
+    )
+    # What grows is what is kept per trace, not per byte: where its spans
+    # are and their ids, and its gold line (the gold file is read whole).
+    assert peaks[LARGE_MB] <= peaks[SMALL_MB] + 40, peaks
+
+
+@pytest.mark.parametrize("importer", ["ragas", "openinference"])
+def test_a_memory_limit_while_importing_is_one_line(
+    tmp_path: Path, importer: str
+) -> None:
+    """A limit of the address space far below what a record needs: the
+    command says it ran out of memory, exits 2, and writes nothing."""
+    if importer == "ragas":
+        (tmp_path / "d.jsonl").write_text(
+            json.dumps(
+                {
+                    "retrieved_context_ids": ["D1"] * 6_000_000,
+                    "reference_context_ids": ["D1"],
+                }
+            )
+            + "\n"
+        )
+        args = ["ragas", "d.jsonl"]
+    else:
+        spans = _trace_spans(0)
+        spans[1]["attributes"] += [
+            _attribute(f"retrieval.documents.{n}.document.id", f"D{n}")
+            for n in range(1, 1_000_000)
+        ]
+        request = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+        (tmp_path / "spans.jsonl").write_text(json.dumps(request) + "\n")
+        (tmp_path / "gold.jsonl").write_text('{"key": "ex-0", "required": []}\n')
+        args = ["openinference", "spans.jsonl", "--gold", "gold.jsonl"]
+        args += ["--key", "example.id"]
+    before = snapshot(tmp_path)
+    limit = 512 << 20
+    done = tracegrade_process(
+        "import",
+        *args,
+        "--output",
+        "out.jsonl",
+        cwd=tmp_path,
+        rlimits=((resource.RLIMIT_AS, limit, limit),),
+    )
+
+    assert done.returncode == 2, done.stderr
+    line = one_clear_line(done.stderr)
+    assert "out of memory" in line, line
+    assert_no_final_outputs(tmp_path, before)
