@@ -82,18 +82,18 @@ def _run_import(
         if output_format == "parquet":
             assert output is not None
             # A Parquet table is built whole: the records are listed.
-            records = list(_read(build()))
+            records = list(_read(build))
             written.count = len(records)
             written.unlabelled = unlabelled(records)
             _write_parquet(records, output, replace=force)
         elif output is None:
-            _spool_to_stdout(build(), written)
+            _spool_to_stdout(build, written)
         else:
             from ..outputs import AtomicFile
 
             AtomicFile.write_through(
                 output,
-                lambda handle: _write_records(build(), handle, written),
+                lambda handle: _write_records(build, handle, written),
                 replace=force,
             )
     except ImportRefused as error:
@@ -132,9 +132,13 @@ class _InputUnreadable(Exception):
         super().__init__(str(error))
 
 
-def _read(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """The records, an `OSError` of reading them as `_InputUnreadable`."""
-    iterator = iter(records)
+def _read(build: Callable[[], Iterable[dict[str, Any]]]) -> Iterator[dict[str, Any]]:
+    """The records `build` gives, an `OSError` of reading the inputs for
+    them (by `build` or as they come) as `_InputUnreadable`."""
+    try:
+        iterator = iter(build())
+    except OSError as error:
+        raise _InputUnreadable(error) from None
     while True:
         try:
             record = next(iterator, None)
@@ -146,18 +150,20 @@ def _read(records: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
 
 
 def _write_records(
-    records: Iterable[dict[str, Any]], handle: IO[str], written: _Written
+    build: Callable[[], Iterable[dict[str, Any]]], handle: IO[str], written: _Written
 ) -> None:
-    """Each record as a line of `handle`, counted in `written`."""
+    """Each record `build` gives as a line of `handle`, counted in `written`."""
     from ..importers.common import needs_label, record_line
 
-    for record in _read(records):
+    for record in _read(build):
         handle.write(record_line(record))
         written.count += 1
         written.unlabelled += needs_label(record)
 
 
-def _spool_to_stdout(records: Iterable[dict[str, Any]], written: _Written) -> None:
+def _spool_to_stdout(
+    build: Callable[[], Iterable[dict[str, Any]]], written: _Written
+) -> None:
     """The records to stdout, once all of them are written: until then they
     wait in an unnamed temporary file, so a refusal part way leaves
     stdout empty, and memory holds one record at a time."""
@@ -165,7 +171,7 @@ def _spool_to_stdout(records: Iterable[dict[str, Any]], written: _Written) -> No
 
     with tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n") as spool:
         try:
-            _write_records(records, spool, written)
+            _write_records(build, spool, written)
             spool.flush()
         except OSError as error:
             raise CommandStopped(
