@@ -65,7 +65,7 @@ def test_labels_are_read_by_id(tmp_path: Path) -> None:
     [
         ("{", "line 1: not valid JSON"),
         ('{"id": "a", "correct": true, "correct": false}', "twice"),
-        ('["a", true]', "line 1: expected an object"),
+        ('["a", true]', "line 1: a label must be a JSON object"),
         ({"correct": True}, "line 1: no 'id' field"),
         ({"id": "", "correct": True}, "'id' must be a non-empty string or an integer"),
         ({"id": True, "correct": True}, "got true"),
@@ -102,7 +102,7 @@ def test_a_repeated_id_is_an_error_naming_both_lines(tmp_path: Path) -> None:
 
 
 def test_a_missing_labels_file_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(LabelsError, match="cannot read labels file"):
+    with pytest.raises(LabelsError, match="cannot read the labels file"):
         stage_diagnosis_scorer(labels=str(tmp_path / "absent.jsonl"))
 
 

@@ -10,7 +10,6 @@ the eval differs: its task, model and path.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -305,7 +304,7 @@ def test_each_row_is_decoded_into_the_logs_score_of_its_record(
 
     def key(score: Any) -> str:
         if isinstance(score, StageScore):
-            score = dataclasses.replace(score, step_recall=None)
+            score = score._replace(step_recall=None)
         return repr(score)
 
     assert len(from_rows) == len(from_log) == scored["records"] + 3
