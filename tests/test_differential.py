@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
+from random import Random
 from typing import Any, Final, TypeVar
 
 import pytest
@@ -525,5 +526,8 @@ def test_sorted_missing_ids_reach_the_utf16_order_case() -> None:
         assert isinstance(missing, list)
         return missing != sorted(missing)
 
-    found = find(stage_records(), sorted_differently, settings=SEARCH)
+    # Seeded: the case is rare (two astral or high IDs both missing), and an
+    # unseeded search of 5,000 records missed it now and then; a fixed seed
+    # proves the generator reaches it, every run alike.
+    found = find(stage_records(), sorted_differently, settings=SEARCH, random=Random(0))
     assert sorted_differently(found)
