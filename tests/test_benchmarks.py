@@ -139,19 +139,13 @@ def test_a_differing_answer_is_reported() -> None:
     assert first_mismatch(same, same * 2) is not None
 
 
-def test_the_report_scale_benchmark_checks_its_figures(tmp_path: Path) -> None:
-    """`benchmarks/report_scale.py` at toy sizes; no timing is asserted."""
-    out = tmp_path / "report_scale.json"
+def run_report_scale(out_dir: Path, *options: str) -> tuple[dict[str, Any], str]:
+    """`benchmarks/report_scale.py OPTIONS` to its end: its JSON and what it
+    printed."""
+    out = out_dir / "report_scale.json"
     completed = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "report_scale.py"),
-            "--samples=40",
-            "--pooled=70",
-            "--part-size=25",
-            "--repeat=1",
-            f"--json={out}",
-        ],
+        [sys.executable, str(ROOT / "benchmarks" / "report_scale.py"), *options]
+        + [f"--json={out}"],
         capture_output=True,
         text=True,
         check=False,
@@ -159,7 +153,36 @@ def test_the_report_scale_benchmark_checks_its_figures(tmp_path: Path) -> None:
         timeout=600,
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
-    result = json.loads(out.read_text(encoding="utf-8"))
+    return json.loads(out.read_text(encoding="utf-8")), completed.stdout
+
+
+@pytest.fixture(scope="module")
+def report_scale(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[dict[str, Any], str]:
+    """One log and one run in parts, at toy sizes, once."""
+    out_dir = tmp_path_factory.mktemp("report_scale")
+    return run_report_scale(
+        out_dir, "--samples=40", "--pooled=70", "--part-size=25", "--repeat=1"
+    )
+
+
+@pytest.fixture(scope="module")
+def report_scale_against_head(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[dict[str, Any], str]:
+    """`--baseline REV` against this very revision, the pooled case skipped."""
+    out_dir = tmp_path_factory.mktemp("report_scale_baseline")
+    return run_report_scale(
+        out_dir, "--samples=12", "--pooled=0", "--repeat=2", "--baseline=HEAD"
+    )
+
+
+def test_the_report_scale_benchmark_checks_its_figures(
+    report_scale: tuple[dict[str, Any], str],
+) -> None:
+    """`benchmarks/report_scale.py` at toy sizes; no timing is asserted."""
+    result, _ = report_scale
     one, parts = result["rows"]
     assert (one["samples"], one["logs"], one["logs_read"]) == (40, 1, 1)
     assert (parts["samples"], parts["logs"], parts["logs_read"]) == (70, 3, 3)
@@ -172,29 +195,12 @@ def test_the_report_scale_benchmark_checks_its_figures(tmp_path: Path) -> None:
 
 
 def test_the_report_scale_benchmark_runs_a_revision_in_alternating_pairs(
-    tmp_path: Path,
+    report_scale_against_head: tuple[dict[str, Any], str],
 ) -> None:
-    """`--baseline REV` at toy sizes, against this very revision; no timing
-    is asserted, only that both sides ran in turn and read the log alike."""
-    out = tmp_path / "report_scale.json"
-    completed = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "report_scale.py"),
-            "--samples=12",
-            "--pooled=0",
-            "--repeat=2",
-            "--baseline=HEAD",
-            f"--json={out}",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-        timeout=600,
-    )
-    assert completed.returncode == 0, completed.stdout + completed.stderr
-    before = json.loads(out.read_text(encoding="utf-8"))["baseline"]
+    """No timing is asserted, only that both sides ran in turn and read the
+    log alike."""
+    result, _ = report_scale_against_head
+    before = result["baseline"]
     assert before["revision"] == "HEAD" and before["figures_match"] is True
     assert [pair["first"] for pair in before["pairs"]] == ["new", "baseline"]
     for pair in before["pairs"]:
@@ -204,26 +210,12 @@ def test_the_report_scale_benchmark_runs_a_revision_in_alternating_pairs(
     assert set(before["ratios"]) == {"seconds", "cpu_seconds", "peak_mib"}
 
 
-def test_the_report_scale_benchmark_says_when_it_skips(tmp_path: Path) -> None:
-    out = tmp_path / "report_scale.json"
-    completed = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "report_scale.py"),
-            "--samples=5",
-            "--pooled=0",
-            "--repeat=1",
-            f"--json={out}",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd=ROOT,
-        timeout=600,
-    )
-    assert completed.returncode == 0, completed.stdout + completed.stderr
-    assert "parts of one run: skipped (--pooled 0)" in completed.stdout
-    (_, skipped) = json.loads(out.read_text(encoding="utf-8"))["rows"]
+def test_the_report_scale_benchmark_says_when_it_skips(
+    report_scale_against_head: tuple[dict[str, Any], str],
+) -> None:
+    result, printed = report_scale_against_head
+    assert "parts of one run: skipped (--pooled 0)" in printed
+    (_, skipped) = result["rows"]
     assert skipped["skipped"] == "--pooled 0"
 
 
