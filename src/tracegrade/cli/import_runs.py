@@ -14,6 +14,7 @@ from typing import IO, Any, TypeVar
 import click
 
 from ._failures import CommandStopped
+from ._paths import check_output_format
 
 _INPUT = click.Path(exists=True, dir_okay=False, readable=True, path_type=str)
 
@@ -74,7 +75,14 @@ def _run_import(
     from ..outputs import check_output, check_standard_streams
 
     check_standard_streams(inputs)
-    _check_output_format(output, output_format)
+    check_output_format(
+        output,
+        output_format,
+        path_option="--output",
+        format_option="--output-format",
+        holding="records",
+        stdout_default=True,
+    )
     if output is not None:
         check_output(output, inputs=inputs, option="--output", force=force)
     written = _Written()
@@ -187,28 +195,6 @@ def _spool_to_stdout(
 
 _CHUNK = 1 << 16
 """Characters copied from the spool to stdout at a time."""
-
-
-def _check_output_format(output: str | None, output_format: str) -> None:
-    """Parquet to a named file, with pyarrow there; never a name that says
-    the other format."""
-    if output_format == "jsonl":
-        if output is not None and output.lower().endswith(".parquet"):
-            raise click.UsageError(
-                f"--output {output!r} names a Parquet file, but the records are "
-                "JSON Lines; add --output-format parquet"
-            )
-        return
-    if output is None or output == "-":
-        raise click.UsageError(
-            "--output-format parquet writes a file, not stdout; give --output PATH"
-        )
-    import importlib.util
-
-    if importlib.util.find_spec("pyarrow") is None:
-        from ..bulk.parquet import PARQUET_NEEDS
-
-        raise click.UsageError(PARQUET_NEEDS.replace("results", "records"))
 
 
 def _write_parquet(

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ._paths import InputPath
+from ._paths import InputPath, check_output_format
 
 if TYPE_CHECKING:
     from ..bulk.run import ScoreRun, ScoreSummary
@@ -178,7 +178,14 @@ def score(
     """
     if out == "-" and as_json:
         raise click.UsageError("--out - and --json both want stdout; choose one")
-    _check_results_format(out, results_format)
+    check_output_format(
+        out,
+        results_format,
+        path_option="--out",
+        format_option="--results-format",
+        holding="results",
+        stdout_default=False,
+    )
     from ..outputs import check_output, check_standard_streams
 
     check_standard_streams([path])
@@ -216,28 +223,6 @@ def score(
     if summary.records == 0:
         raise SystemExit(1)
     raise SystemExit(1 if summary.line_errors else 0)
-
-
-def _check_results_format(out: str | None, results_format: str) -> None:
-    """Parquet to a file, with pyarrow there; never a name that says the
-    other format."""
-    if results_format == "jsonl":
-        if out is not None and out.lower().endswith(".parquet"):
-            raise click.UsageError(
-                f"--out {out!r} names a Parquet file, but the results are JSON "
-                "Lines; add --results-format parquet"
-            )
-        return
-    if out == "-":
-        raise click.UsageError(
-            "--results-format parquet writes a file, not stdout; give --out PATH"
-        )
-    import importlib.util
-
-    if importlib.util.find_spec("pyarrow") is None:
-        from ..bulk.parquet import PARQUET_NEEDS
-
-        raise click.UsageError(PARQUET_NEEDS)
 
 
 def _make_log_dir(log_dir: str) -> str:
