@@ -21,6 +21,8 @@ import json
 import logging
 import math
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -31,7 +33,7 @@ from inspect_ai.model import ModelName
 from inspect_ai.scorer import Target
 from inspect_ai.solver import TaskState
 
-from tests.commands import inspect_process, run_inspect
+from tests.commands import CommandProcess, inspect_process
 from tests.support import write_lines
 from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
 from tracegrade.cli import main
@@ -294,59 +296,117 @@ def test_a_misspelled_extraction_key_is_warned_of_too(evaluated: Eval) -> None:
 # --- refused when the scorer is built ------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def stage_log(evaluated: Eval, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A copy of a stage_diagnosis log, for `inspect score` to refuse to touch."""
-    work = tmp_path_factory.mktemp("score")
-    log = evaluated.paths["every_key"]
-    return Path(shutil.copy(log, work / log.name))
+# Runs `inspect` commands in turn with `run_inspect`, in an interpreter where
+# no test ran before: the first command sets Inspect's exception hook (over
+# the interpreter's own, which prints a traceback) and its display as the
+# `inspect` script does, and a refused command changes neither for the next.
+# In the test's own interpreter an earlier `eval(display="none")` leaves
+# Inspect's console quiet, and a refusal would print nothing.
+_INSPECT_IN_TURN = """
+import json, sys
+from pathlib import Path
+sys.path[:0] = json.loads(sys.argv[1])
+from tests.commands import run_inspect
+done = []
+for args, cwd in json.loads(sys.argv[2]):
+    result = run_inspect(*args, cwd=Path(cwd))
+    done.append((result.returncode, result.stdout, result.stderr))
+print(json.dumps(done))
+"""
 
 
-@pytest.mark.parametrize(
-    ("scorer", "argument", "said"),
-    [
-        (
-            "stage_diagnosis",
-            "required_key=[gold_docs]",
-            "required_key must be one sample metadata key, a non-empty string, "
-            'got ["gold_docs"]',
-        ),
-        (
-            "stage_diagnosis",
-            "required_key=7",
-            "required_key must be one sample metadata key, a non-empty string, got 7",
-        ),
-        (
-            "stage_diagnosis",
-            "requried_key=gold_docs",
-            'stage_diagnosis takes no argument requried_key="gold_docs"; it takes '
-            "required_key, correct_key, context_key, labels, label_scorer, "
-            "label_from and steps_key",
-        ),
-        (
-            "ordered_extraction",
-            "sorce_key=ids",
-            'ordered_extraction takes no argument sorce_key="ids"; it takes '
-            "source_key, answer_key, structured_key and output_key",
-        ),
-    ],
-)
-def test_inspect_score_refuses_a_bad_argument_in_one_line(
-    stage_log: Path, scorer: str, argument: str, said: str
-) -> None:
-    before = stage_log.read_bytes()
-    # In this interpreter: the refusal is printed by the exception hook the
-    # `inspect` script sets (once per process, wrapping the interpreter's,
-    # which would print a traceback to the command's stderr here too).
-    done = run_inspect(
-        *("score", str(stage_log), "--scorer", f"tracegrade/{scorer}"),
-        *("-S", argument, "--action", "append", "--overwrite"),
-        cwd=stage_log.parent,
+def inspect_in_one_fresh_process(
+    commands: list[tuple[list[str], Path]],
+) -> list[subprocess.CompletedProcess[str]]:
+    """Each `inspect ARGS` run in `cwd`, all in one fresh interpreter (one
+    import of Inspect), each with its own exit code and streams."""
+    run = [[list(args), str(cwd)] for args, cwd in commands]
+    process = CommandProcess(
+        [sys.executable, "-c", _INSPECT_IN_TURN, json.dumps(sys.path), json.dumps(run)],
+        cwd=Path.cwd(),
+        new_session=False,
     )
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    return [
+        subprocess.CompletedProcess(["inspect", *args], code, out, err)
+        for (args, _), (code, out, err) in zip(
+            commands, json.loads(stdout), strict=True
+        )
+    ]
+
+
+REFUSALS = [
+    (
+        "stage_diagnosis",
+        "required_key=[gold_docs]",
+        "required_key must be one sample metadata key, a non-empty string, "
+        'got ["gold_docs"]',
+    ),
+    (
+        "stage_diagnosis",
+        "required_key=7",
+        "required_key must be one sample metadata key, a non-empty string, got 7",
+    ),
+    (
+        "stage_diagnosis",
+        "requried_key=gold_docs",
+        'stage_diagnosis takes no argument requried_key="gold_docs"; it takes '
+        "required_key, correct_key, context_key, labels, label_scorer, "
+        "label_from and steps_key",
+    ),
+    (
+        "ordered_extraction",
+        "sorce_key=ids",
+        'ordered_extraction takes no argument sorce_key="ids"; it takes '
+        "source_key, answer_key, structured_key and output_key",
+    ),
+]
+
+
+class Refused(NamedTuple):
+    """The stage log `inspect score` was given, its bytes before, and what
+    each refused command (by its -S argument) ended with."""
+
+    log: Path
+    before: bytes
+    done: dict[str, subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture(scope="module")
+def refused(evaluated: Eval, tmp_path_factory: pytest.TempPathFactory) -> Refused:
+    """Every bad argument given to `inspect score` of a copy of a
+    stage_diagnosis log, in one fresh interpreter."""
+    work = tmp_path_factory.mktemp("score")
+    log = Path(shutil.copy(evaluated.paths["every_key"], work))
+    before = log.read_bytes()
+    commands = [
+        (
+            [
+                *("score", str(log), "--scorer", f"tracegrade/{scorer}"),
+                *("-S", argument, "--action", "append", "--overwrite"),
+            ],
+            work,
+        )
+        for scorer, argument, _ in REFUSALS
+    ]
+    done = inspect_in_one_fresh_process(commands)
+    return Refused(
+        log, before, {a: d for (_, a, _), d in zip(REFUSALS, done, strict=True)}
+    )
+
+
+@pytest.mark.parametrize(("scorer", "argument", "said"), REFUSALS)
+def test_inspect_score_refuses_a_bad_argument_in_one_line(
+    refused: Refused, scorer: str, argument: str, said: str
+) -> None:
+    done = refused.done[argument]
+    assert done.args[:4] == ["inspect", "score", str(refused.log), "--scorer"]
+    assert done.args[4:7] == [f"tracegrade/{scorer}", "-S", argument]
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
     assert said in " ".join((done.stdout + done.stderr).split())
-    assert stage_log.read_bytes() == before
+    assert refused.log.read_bytes() == refused.before
 
 
 # --- the rule, one run at a time ---------------------------------------------------
