@@ -308,19 +308,28 @@ from pathlib import Path
 sys.path[:0] = json.loads(sys.argv[1])
 from tests.commands import run_inspect
 done = []
-for args, cwd in json.loads(sys.argv[2]):
-    result = run_inspect(*args, cwd=Path(cwd))
+for args, cwd, env in json.loads(sys.argv[2]):
+    result = run_inspect(*args, cwd=Path(cwd), env=env)
     done.append((result.returncode, result.stdout, result.stderr))
 print(json.dumps(done))
 """
 
 
+class InspectCommand(NamedTuple):
+    """`inspect ARGS` in `cwd`, with `env` added to the environment tests
+    run commands with."""
+
+    args: list[str]
+    cwd: Path
+    env: dict[str, str] | None = None
+
+
 def inspect_in_one_fresh_process(
-    commands: list[tuple[list[str], Path]],
+    commands: list[InspectCommand],
 ) -> list[subprocess.CompletedProcess[str]]:
-    """Each `inspect ARGS` run in `cwd`, all in one fresh interpreter (one
-    import of Inspect), each with its own exit code and streams."""
-    run = [[list(args), str(cwd)] for args, cwd in commands]
+    """Each command run in turn, all in one fresh interpreter (one import of
+    Inspect), each with its own exit code and streams."""
+    run = [[command.args, str(command.cwd), command.env] for command in commands]
     process = CommandProcess(
         [sys.executable, "-c", _INSPECT_IN_TURN, json.dumps(sys.path), json.dumps(run)],
         cwd=Path.cwd(),
@@ -329,10 +338,8 @@ def inspect_in_one_fresh_process(
     stdout, stderr = process.communicate(timeout=300)
     assert process.returncode == 0, stderr
     return [
-        subprocess.CompletedProcess(["inspect", *args], code, out, err)
-        for (args, _), (code, out, err) in zip(
-            commands, json.loads(stdout), strict=True
-        )
+        subprocess.CompletedProcess(["inspect", *command.args], code, out, err)
+        for command, (code, out, err) in zip(commands, json.loads(stdout), strict=True)
     ]
 
 
@@ -381,7 +388,7 @@ def refused(evaluated: Eval, tmp_path_factory: pytest.TempPathFactory) -> Refuse
     log = Path(shutil.copy(evaluated.paths["every_key"], work))
     before = log.read_bytes()
     commands = [
-        (
+        InspectCommand(
             [
                 *("score", str(log), "--scorer", f"tracegrade/{scorer}"),
                 *("-S", argument, "--action", "append", "--overwrite"),

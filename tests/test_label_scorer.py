@@ -43,7 +43,7 @@ from inspect_ai.solver import TaskState
 
 from tests.commands import run_inspect
 from tests.support import write_lines
-from tests.test_key_warnings import inspect_in_one_fresh_process
+from tests.test_key_warnings import InspectCommand, inspect_in_one_fresh_process
 from tracegrade import LabelScorerError, diagnose_stage, stage_diagnosis_scorer
 from tracegrade.scorers import label_from_value
 from tracegrade.scorers.outcome import error_kind
@@ -552,7 +552,7 @@ def refused(tmp_path_factory: pytest.TempPathFactory) -> Refused:
     write_lines(work / "labels.jsonl", [{"id": "right", "correct": True}])
     before = path.read_bytes()
     commands = [
-        (
+        InspectCommand(
             [
                 *("score", str(path), "--scorer", "tracegrade/stage_diagnosis"),
                 *args,

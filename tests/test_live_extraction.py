@@ -35,7 +35,7 @@ from inspect_ai.model import (
 )
 
 import tracegrade
-from tests.test_key_warnings import inspect_in_one_fresh_process
+from tests.test_key_warnings import InspectCommand, inspect_in_one_fresh_process
 from tracegrade.datasets import DatasetError, packaged_fixture, read_source_documents
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks.live import (
@@ -625,7 +625,9 @@ def cli_evals(
         (work / name).mkdir()
         command = ["eval", "tracegrade/ordered_extraction", *args]
         commands.append(
-            ([*command, "--log-dir", "logs", "--display", "plain"], work / name)
+            InspectCommand(
+                [*command, "--log-dir", "logs", "--display", "plain"], work / name
+            )
         )
     (work / "prompt_file" / "prompt.txt").write_text("Find the {target}:\n{document}")
     done = inspect_in_one_fresh_process(commands)
