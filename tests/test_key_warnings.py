@@ -20,17 +20,20 @@ import asyncio
 import json
 import logging
 import math
+import shutil
+import subprocess
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from click.testing import CliRunner
-from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
+from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ModelName
 from inspect_ai.scorer import Target
 from inspect_ai.solver import TaskState
 
-from tests.commands import inspect_process
+from tests.commands import CommandProcess, inspect_process
 from tests.support import write_lines
 from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
 from tracegrade.cli import main
@@ -41,12 +44,12 @@ TASK_FILE = """\
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
 
-from tracegrade import stage_diagnosis_scorer
+from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
 from tracegrade.tasks import replay
 
 
-@task
 def gold(
+    name: str,
     required_key: str = "gold_docs",
     correct_key: str = "judged",
     context_key: str | None = None,
@@ -55,9 +58,12 @@ def gold(
 ) -> Task:
     runs = {"q1": (["D1"], ["D1"], True), "q2": (["D2"], ["D1"], False)}
     return Task(
+        name=name,
         dataset=[
             Sample(
-                id=run_id,
+                # Each task's own ids, so that its lines of the shared output
+                # are told from the others'.
+                id=f"{name}-{run_id}",
                 input="?",
                 metadata={
                     "gold_docs": required,
@@ -76,53 +82,94 @@ def gold(
             labels=labels,
         ),
     )
-"""
-
-METADATA_KEYS = '"context", "gold_docs", "judged", "retrieved"'
-
-EXTRACTION_TASK_FILE = """\
-from inspect_ai import Task, task
-from inspect_ai.dataset import Sample
-
-from tracegrade import ordered_extraction_scorer
-from tracegrade.tasks import replay
 
 
 @task
-def ids(source_key: str = "ids", answer_key: str = "recorded") -> Task:
+def required_typo() -> Task:
+    return gold("required_typo", required_key="gold_doc")
+
+
+@task
+def correct_typo() -> Task:
+    return gold("correct_typo", correct_key="jugded")
+
+
+@task
+def context_typo() -> Task:
+    return gold("context_typo", context_key="retreived")
+
+
+@task
+def unrecorded() -> Task:
+    return gold("unrecorded", record_context=False)
+
+
+@task
+def unmatched_labels() -> Task:
+    return gold("unmatched_labels", labels="labels.jsonl")
+
+
+@task
+def every_key() -> Task:
+    return gold("every_key", context_key="retrieved")
+
+
+@task
+def source_typo() -> Task:
     return Task(
+        name="source_typo",
         dataset=[
             Sample(id=n, input="?", metadata={"ids": ["A", "B"], "recorded": answer})
             for n, answer in enumerate([["A", "B"], ["B", "A"]], 1)
         ],
         solver=replay(),
-        scorer=ordered_extraction_scorer(source_key=source_key, answer_key=answer_key),
+        scorer=ordered_extraction_scorer(source_key="idz", answer_key="recorded"),
     )
 """
 
+METADATA_KEYS = '"context", "gold_docs", "judged", "retrieved"'
+STAGE_TASKS = [
+    "required_typo",
+    "correct_typo",
+    "context_typo",
+    "unrecorded",
+    "unmatched_labels",
+    "every_key",
+]
 
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    (tmp_path / "gold.py").write_text(TASK_FILE)
-    (tmp_path / "ids.py").write_text(EXTRACTION_TASK_FILE)
-    return tmp_path
+
+class Eval(NamedTuple):
+    """One `inspect eval` of every task of TASK_FILE: what it printed (stdout
+    and stderr, shared by the tasks) and each task's log."""
+
+    output: str
+    logs: dict[str, EvalLog]
+    paths: dict[str, Path]
 
 
-def inspect_eval(
-    work: Path, *task_args: str, task_file: str = "gold.py"
-) -> tuple[str, EvalLog]:
-    """Run the task file, in an interpreter of its own (what Inspect prints
-    goes through the display it sets once per process); the output (stdout
-    and stderr) and the log."""
-    args = [arg for task_arg in task_args for arg in ("-T", task_arg)]
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory: pytest.TempPathFactory) -> Eval:
+    """The tasks run in ONE interpreter of its own (what Inspect prints goes
+    through the display it sets once per process); each scorer is its own
+    instance, so each task warns as it would alone."""
+    work = tmp_path_factory.mktemp("warnings")
+    (work / "tasks.py").write_text(TASK_FILE)
+    write_lines(
+        work / "labels.jsonl",
+        [{"id": "Q1", "correct": True}, {"id": "Q2", "correct": False}],
+    )
     done = inspect_process(
-        "eval", task_file, *args, cwd=work, env={"INSPECT_LOG_DIR": str(work / "logs")}
+        "eval", "tasks.py", cwd=work, env={"INSPECT_LOG_DIR": str(work / "logs")}
     )
     assert done.returncode == 0, done.stderr
-    (info,) = list_eval_logs(str(work / "logs"))
-    log = read_eval_log(info.name)
-    assert log.status == "success", log.error
-    return done.stdout + done.stderr, log
+    logs, paths = {}, {}
+    for path in (work / "logs").glob("*.eval"):
+        log = read_eval_log(str(path))
+        assert log.status == "success", log.error
+        logs[log.eval.task] = log
+        paths[log.eval.task] = path
+    assert sorted(logs) == sorted([*STAGE_TASKS, "source_typo"])
+    return Eval(done.stdout + done.stderr, logs, paths)
 
 
 def logged_warnings(log: EvalLog) -> list[tuple[Any, str]]:
@@ -135,29 +182,37 @@ def logged_warnings(log: EvalLog) -> list[tuple[Any, str]]:
     return found
 
 
+def printed_warnings(evaluated: Eval, task: str) -> list[str]:
+    """The first line of each warning in the shared output that names one of
+    `task`'s samples (its ids start with the task's name)."""
+    named = f'"{task}-'
+    lines = evaluated.output.splitlines()
+    return [line for line in lines if "stage_diagnosis:" in line and named in line]
+
+
 def values(log: EvalLog) -> dict[Any, Any]:
     return {s.id: (s.scores or {})["stage_diagnosis"].value for s in log.samples or []}
 
 
 @pytest.mark.parametrize(
-    ("task_args", "key", "argument", "consequence", "value"),
+    ("task", "key", "argument", "consequence", "value"),
     [
         (
-            ["required_key=gold_doc"],
+            "required_typo",
             "gold_doc",
             "required_key",
             "A run without it has nothing to diagnose: unresolved.",
             "unresolved",
         ),
         (
-            ["correct_key=jugded"],
+            "correct_typo",
             "jugded",
             "correct_key",
             "A run without it has no label: answer-label.",
             math.nan,
         ),
         (
-            ["context_key=retreived"],
+            "context_typo",
             "retreived",
             "context_key",
             "A run without it is not graded: invalid-input.",
@@ -166,14 +221,14 @@ def values(log: EvalLog) -> dict[Any, Any]:
     ],
 )
 def test_a_misspelled_key_is_warned_of_once_in_the_terminal_and_the_log(
-    work: Path,
-    task_args: list[str],
+    evaluated: Eval,
+    task: str,
     key: str,
     argument: str,
     consequence: str,
     value: Any,
 ) -> None:
-    output, log = inspect_eval(work, *task_args)
+    log = evaluated.logs[task]
     # Per-sample semantics are unchanged: each run gets what the rules say.
     for got in values(log).values():
         if isinstance(value, float):
@@ -188,40 +243,41 @@ def test_a_misspelled_key_is_warned_of_once_in_the_terminal_and_the_log(
         f"Its metadata keys: {METADATA_KEYS}. {consequence} "
         f"If no sample has the key, check {argument}."
     ) in message
-    assert f'has no metadata key "{key}"' in output
-    assert output.count(f'has no metadata key "{key}"') == 1
+    (printed,) = printed_warnings(evaluated, task)
+    assert f'has no metadata key "{key}"' in printed
+    assert evaluated.output.count(f'has no metadata key "{key}"') == 1
 
 
-def test_a_context_no_solver_recorded_is_warned_of(work: Path) -> None:
-    output, log = inspect_eval(work, "record_context=false")
-    (logged,) = logged_warnings(log)
+def test_a_context_no_solver_recorded_is_warned_of(evaluated: Eval) -> None:
+    (logged,) = logged_warnings(evaluated.logs["unrecorded"])
     assert "recorded no context (no solver set RetrievalTrace.context)" in logged[1]
     assert "Its store keys: none." in logged[1]
-    assert "recorded no context" in output
+    (printed,) = printed_warnings(evaluated, "unrecorded")
+    assert "recorded no context" in printed
 
 
-def test_a_labels_file_that_matches_no_sample_is_warned_of(work: Path) -> None:
-    write_lines(
-        work / "labels.jsonl",
-        [{"id": "Q1", "correct": True}, {"id": "Q2", "correct": False}],
-    )
-    output, log = inspect_eval(work, "labels=labels.jsonl")
+def test_a_labels_file_that_matches_no_sample_is_warned_of(evaluated: Eval) -> None:
+    log = evaluated.logs["unmatched_labels"]
     assert all(math.isnan(v) for v in values(log).values())
     (logged,) = logged_warnings(log)
     assert "labels file labels.jsonl has no label for sample" in logged[1]
     assert 'It labels ids "Q1", "Q2".' in logged[1]
-    assert "labels file labels.jsonl has no label" in output
+    (printed,) = printed_warnings(evaluated, "unmatched_labels")
+    assert "labels file labels.jsonl has no label" in printed
 
 
-def test_keys_every_sample_has_are_not_warned_of(work: Path) -> None:
-    output, log = inspect_eval(work, "context_key=retrieved")
-    assert values(log) == {"q1": "pass", "q2": "retrieval"}
+def test_keys_every_sample_has_are_not_warned_of(evaluated: Eval) -> None:
+    log = evaluated.logs["every_key"]
+    assert values(log) == {"every_key-q1": "pass", "every_key-q2": "retrieval"}
     assert logged_warnings(log) == []
-    assert "stage_diagnosis:" not in output
+    assert printed_warnings(evaluated, "every_key") == []
+    # Every warning printed is one that a task with a missing key logged.
+    logged = sum(len(logged_warnings(evaluated.logs[t])) for t in STAGE_TASKS)
+    assert evaluated.output.count("stage_diagnosis:") == logged
 
 
-def test_a_misspelled_extraction_key_is_warned_of_too(work: Path) -> None:
-    output, log = inspect_eval(work, "source_key=idz", task_file="ids.py")
+def test_a_misspelled_extraction_key_is_warned_of_too(evaluated: Eval) -> None:
+    log = evaluated.logs["source_typo"]
     assert log.samples is not None
     assert {
         error_kind(s.scores["ordered_extraction"]) for s in log.samples if s.scores
@@ -234,63 +290,130 @@ def test_a_misspelled_extraction_key_is_warned_of_too(work: Path) -> None:
         'keys: "ids", "recorded". A run without it is not graded: invalid-input. '
         "If no sample has the key, check source_key."
     ) in message
-    assert output.count('has no metadata key "idz"') == 1
+    assert evaluated.output.count('has no metadata key "idz"') == 1
 
 
 # --- refused when the scorer is built ------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def stage_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    work = tmp_path_factory.mktemp("score")
-    (work / "gold.py").write_text(TASK_FILE)
-    inspect_eval(work)
-    (path,) = (work / "logs").glob("*.eval")
-    return path
+# Runs `inspect` commands in turn with `run_inspect`, in an interpreter where
+# no test ran before: the first command sets Inspect's exception hook (over
+# the interpreter's own, which prints a traceback) and its display as the
+# `inspect` script does, and a refused command changes neither for the next.
+# In the test's own interpreter an earlier `eval(display="none")` leaves
+# Inspect's console quiet, and a refusal would print nothing.
+_INSPECT_IN_TURN = """
+import json, sys
+from pathlib import Path
+sys.path[:0] = json.loads(sys.argv[1])
+from tests.commands import run_inspect
+done = []
+for args, cwd, env in json.loads(sys.argv[2]):
+    result = run_inspect(*args, cwd=Path(cwd), env=env)
+    done.append((result.returncode, result.stdout, result.stderr))
+print(json.dumps(done))
+"""
 
 
-@pytest.mark.parametrize(
-    ("scorer", "argument", "said"),
-    [
-        (
-            "stage_diagnosis",
-            "required_key=[gold_docs]",
-            "required_key must be one sample metadata key, a non-empty string, "
-            'got ["gold_docs"]',
-        ),
-        (
-            "stage_diagnosis",
-            "required_key=7",
-            "required_key must be one sample metadata key, a non-empty string, got 7",
-        ),
-        (
-            "stage_diagnosis",
-            "requried_key=gold_docs",
-            'stage_diagnosis takes no argument requried_key="gold_docs"; it takes '
-            "required_key, correct_key, context_key, labels, label_scorer, "
-            "label_from and steps_key",
-        ),
-        (
-            "ordered_extraction",
-            "sorce_key=ids",
-            'ordered_extraction takes no argument sorce_key="ids"; it takes '
-            "source_key, answer_key, structured_key and output_key",
-        ),
-    ],
-)
-def test_inspect_score_refuses_a_bad_argument_in_one_line(
-    stage_log: Path, scorer: str, argument: str, said: str
-) -> None:
-    before = stage_log.read_bytes()
-    done = inspect_process(
-        *("score", str(stage_log), "--scorer", f"tracegrade/{scorer}"),
-        *("-S", argument, "--action", "append", "--overwrite"),
-        cwd=stage_log.parent,
+class InspectCommand(NamedTuple):
+    """`inspect ARGS` in `cwd`, with `env` added to the environment tests
+    run commands with."""
+
+    args: list[str]
+    cwd: Path
+    env: dict[str, str] | None = None
+
+
+def inspect_in_one_fresh_process(
+    commands: list[InspectCommand],
+) -> list[subprocess.CompletedProcess[str]]:
+    """Each command run in turn, all in one fresh interpreter (one import of
+    Inspect), each with its own exit code and streams."""
+    run = [[command.args, str(command.cwd), command.env] for command in commands]
+    process = CommandProcess(
+        [sys.executable, "-c", _INSPECT_IN_TURN, json.dumps(sys.path), json.dumps(run)],
+        cwd=Path.cwd(),
+        new_session=False,
     )
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    return [
+        subprocess.CompletedProcess(["inspect", *command.args], code, out, err)
+        for command, (code, out, err) in zip(commands, json.loads(stdout), strict=True)
+    ]
+
+
+REFUSALS = [
+    (
+        "stage_diagnosis",
+        "required_key=[gold_docs]",
+        "required_key must be one sample metadata key, a non-empty string, "
+        'got ["gold_docs"]',
+    ),
+    (
+        "stage_diagnosis",
+        "required_key=7",
+        "required_key must be one sample metadata key, a non-empty string, got 7",
+    ),
+    (
+        "stage_diagnosis",
+        "requried_key=gold_docs",
+        'stage_diagnosis takes no argument requried_key="gold_docs"; it takes '
+        "required_key, correct_key, context_key, labels, label_scorer, "
+        "label_from and steps_key",
+    ),
+    (
+        "ordered_extraction",
+        "sorce_key=ids",
+        'ordered_extraction takes no argument sorce_key="ids"; it takes '
+        "source_key, answer_key, structured_key and output_key",
+    ),
+]
+
+
+class Refused(NamedTuple):
+    """The stage log `inspect score` was given, its bytes before, and what
+    each refused command (by its -S argument) ended with."""
+
+    log: Path
+    before: bytes
+    done: dict[str, subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture(scope="module")
+def refused(evaluated: Eval, tmp_path_factory: pytest.TempPathFactory) -> Refused:
+    """Every bad argument given to `inspect score` of a copy of a
+    stage_diagnosis log, in one fresh interpreter."""
+    work = tmp_path_factory.mktemp("score")
+    log = Path(shutil.copy(evaluated.paths["every_key"], work))
+    before = log.read_bytes()
+    commands = [
+        InspectCommand(
+            [
+                *("score", str(log), "--scorer", f"tracegrade/{scorer}"),
+                *("-S", argument, "--action", "append", "--overwrite"),
+            ],
+            work,
+        )
+        for scorer, argument, _ in REFUSALS
+    ]
+    done = inspect_in_one_fresh_process(commands)
+    return Refused(
+        log, before, {a: d for (_, a, _), d in zip(REFUSALS, done, strict=True)}
+    )
+
+
+@pytest.mark.parametrize(("scorer", "argument", "said"), REFUSALS)
+def test_inspect_score_refuses_a_bad_argument_in_one_line(
+    refused: Refused, scorer: str, argument: str, said: str
+) -> None:
+    done = refused.done[argument]
+    assert done.args[:4] == ["inspect", "score", str(refused.log), "--scorer"]
+    assert done.args[4:7] == [f"tracegrade/{scorer}", "-S", argument]
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
     assert said in " ".join((done.stdout + done.stderr).split())
-    assert stage_log.read_bytes() == before
+    assert refused.log.read_bytes() == refused.before
 
 
 # --- the rule, one run at a time ---------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -143,11 +144,20 @@ def test_the_labels_file_replaces_metadata_labels(tmp_path: Path) -> None:
     assert f"No staff label was found in labels file {path}" in unlabelled.explanation
 
 
-@pytest.fixture
-def stage_log(tmp_path: Path) -> Path:
-    (log,) = eval(stage_diagnosis(), display="none", log_dir=str(tmp_path / "logs"))
+@pytest.fixture(scope="module")
+def evaluated_stage_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The packaged stage task evaluated once for the module."""
+    logs = tmp_path_factory.mktemp("stage") / "logs"
+    (log,) = eval(stage_diagnosis(), display="none", log_dir=str(logs))
     assert log.status == "success"
     return Path(log.location)
+
+
+@pytest.fixture
+def stage_log(tmp_path: Path, evaluated_stage_log: Path) -> Path:
+    """A copy of the evaluated log of its own, for a test to score again."""
+    (tmp_path / "logs").mkdir()
+    return Path(shutil.copy(evaluated_stage_log, tmp_path / "logs"))
 
 
 def inspect_score(

@@ -11,9 +11,7 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -27,36 +25,21 @@ from inspect_ai.solver import TaskState
 
 # The example's helpers (pytest puts tests/ on sys.path).
 from test_rag_example import QUESTIONS, answering_model, rag
+from tests.commands import run_tracegrade
 from tracegrade import LabelsError, ordered_extraction_recorded, stage_diagnosis_scorer
 from tracegrade.cli import main
 from tracegrade.label_logs import label_requests
 from tracegrade.labels import StaffLabels
 from tracegrade.tasks import replay, stage_diagnosis
 
-ENV = {
-    **{k: v for k, v in os.environ.items() if not k.startswith("INSPECT_")},
-    "COLUMNS": "400",
-}
-TRACEGRADE = Path(sys.executable).parent / "tracegrade"
 REFERENCE = {q["id"]: q["answer"] for q in QUESTIONS}
 # The mock model answers these right (the reference answer), the rest not.
 ANSWERED_RIGHT = {"Q-001", "Q-002", "Q-004", "Q-005", "Q-010", "Q-021"}
 
 
-def run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        args,
-        cwd=cwd,
-        env=ENV,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-@pytest.fixture
-def rag_log(tmp_path: Path) -> Path:
+@pytest.fixture(scope="module")
+def evaluated_rag_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The RAG example evaluated once for the module; tests take a copy."""
     answers = {
         q: [REFERENCE[q] if q in ANSWERED_RIGHT else "I do not know."]
         for q in REFERENCE
@@ -64,11 +47,18 @@ def rag_log(tmp_path: Path) -> Path:
     (log,) = eval(
         rag.rag_qa(),
         model=answering_model(answers),
-        log_dir=str(tmp_path / "logs"),
+        log_dir=str(tmp_path_factory.mktemp("rag") / "logs"),
         display="none",
     )
     assert log.status == "success"
     return Path(log.location)
+
+
+@pytest.fixture
+def rag_log(tmp_path: Path, evaluated_rag_log: Path) -> Path:
+    """A copy of the evaluated log of its own, for a test to relabel."""
+    (tmp_path / "logs").mkdir()
+    return Path(shutil.copy(evaluated_rag_log, tmp_path / "logs"))
 
 
 def staff_fill(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -80,7 +70,7 @@ def staff_fill(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def test_the_round_trip_diagnoses_every_run(tmp_path: Path, rag_log: Path) -> None:
     # 2. export, as the README says: to stdout, redirected to a file
-    exported = run(str(TRACEGRADE), "labels", "export", str(rag_log), cwd=tmp_path)
+    exported = run_tracegrade("labels", "export", str(rag_log), cwd=tmp_path)
     assert exported.returncode == 0, exported.stderr
     lines = [json.loads(line) for line in exported.stdout.splitlines()]
     assert [line["id"] for line in lines] == [q["id"] for q in QUESTIONS]
@@ -116,9 +106,7 @@ def test_the_round_trip_diagnoses_every_run(tmp_path: Path, rag_log: Path) -> No
     labels.write_text("".join(json.dumps(line) + "\n" for line in filled))
 
     # 4. labels apply joins them back
-    scored = run(
-        str(TRACEGRADE), "labels", "apply", str(rag_log), str(labels), cwd=tmp_path
-    )
+    scored = run_tracegrade("labels", "apply", str(rag_log), str(labels), cwd=tmp_path)
     assert scored.returncode == 0, scored.stderr
     assert "30 of 30 runs labelled and diagnosed with the labels in" in scored.stderr
     log = read_eval_log(str(rag_log))

@@ -21,8 +21,9 @@ from typing import Any
 import pytest
 from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
-from tests.commands import inspect_process, run_inspect
+from tests.commands import run_inspect
 from tests.support import write_lines
+from tests.test_key_warnings import InspectCommand, inspect_in_one_fresh_process
 
 pytestmark = pytest.mark.runs_long
 
@@ -119,35 +120,39 @@ LABELS = {
 SOURCES = {"labels": ["-T", "labels=labels.jsonl"], "grader": ["-T", "grader=true"]}
 
 
-@pytest.fixture
-def work(tmp_path: Path) -> Path:
-    (tmp_path / "runs.py").write_text(TASK_FILE)
+def set_up(directory: Path) -> Path:
+    """`directory` with the task file, the labels file and no failure yet."""
+    (directory / "runs.py").write_text(TASK_FILE)
     write_lines(
-        tmp_path / "labels.jsonl",
+        directory / "labels.jsonl",
         [{"id": key, "correct": value} for key, value in LABELS.items()],
     )
-    (tmp_path / "failed").mkdir()
-    return tmp_path
+    (directory / "failed").mkdir()
+    return directory
+
+
+@pytest.fixture
+def work(tmp_path: Path) -> Path:
+    return set_up(tmp_path)
+
+
+def failures(
+    work: Path, fail_once: str = "", grader_fails_once: str = ""
+) -> dict[str, str]:
+    """The environment that makes the runs named fail the first time."""
+    return {
+        "FAIL_ONCE": fail_once,
+        "GRADER_FAILS_ONCE": grader_fails_once,
+        "FAIL_DIR": str(work / "failed"),
+    }
 
 
 def inspect(
-    work: Path,
-    *args: str,
-    fail_once: str = "",
-    grader_fails_once: str = "",
-    fresh: bool = False,
+    work: Path, *args: str, fail_once: str = "", grader_fails_once: str = ""
 ) -> subprocess.CompletedProcess[str]:
-    """`inspect ARGS` in `work`; `fresh`: in an interpreter of its own, for
-    a test of what Inspect prints, which it does through the display and
-    exception hook it sets once per process."""
-    return (inspect_process if fresh else run_inspect)(
-        *args,
-        cwd=work,
-        env={
-            "FAIL_ONCE": fail_once,
-            "GRADER_FAILS_ONCE": grader_fails_once,
-            "FAIL_DIR": str(work / "failed"),
-        },
+    """`inspect ARGS` in `work`, in this interpreter."""
+    return run_inspect(
+        *args, cwd=work, env=failures(work, fail_once, grader_fails_once)
     )
 
 
@@ -342,17 +347,36 @@ def test_epochs_labelled_one_by_one_survive_a_retry(work: Path) -> None:
     assert result.metrics["generation_mode"].value == pytest.approx(0.5)
 
 
+@pytest.fixture(scope="module")
+def eval_sets(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, tuple[Path, subprocess.CompletedProcess[str]]]:
+    """An eval set of the task file with each label source, gap-right failing
+    once, each in a directory of its own: what Inspect prints goes through
+    the display and exception hook it sets once per process, so both run in
+    turn in one fresh interpreter, where nothing ran before."""
+    commands, works = [], {}
+    for source in SOURCES:
+        work = works[source] = set_up(tmp_path_factory.mktemp(source))
+        args = [
+            *("eval-set", "runs.py", *SOURCES[source]),
+            *("--log-dir", "set", "--retry-attempts", "2", "--retry-wait", "0"),
+        ]
+        commands.append(
+            InspectCommand(args, work, failures(work, fail_once="gap-right"))
+        )
+    done = inspect_in_one_fresh_process(commands)
+    return {
+        source: (works[source], result)
+        for source, result in zip(SOURCES, done, strict=True)
+    }
+
+
 @pytest.mark.parametrize("source", ["labels", "grader"])
 def test_eval_set_retries_a_failed_sample_and_keeps_the_labels(
-    work: Path, source: str
+    eval_sets: dict[str, tuple[Path, subprocess.CompletedProcess[str]]], source: str
 ) -> None:
-    done = inspect(
-        work,
-        *("eval-set", "runs.py", *SOURCES[source]),
-        *("--log-dir", "set", "--retry-attempts", "2", "--retry-wait", "0"),
-        fail_once="gap-right",
-        fresh=True,
-    )
+    work, done = eval_sets[source]
     assert done.returncode == 0, done.stdout + done.stderr
     # The first attempt's failure is shown (Inspect prints the sample's
     # traceback); nothing is said of the labels.

@@ -35,7 +35,7 @@ from inspect_ai.model import (
 )
 
 import tracegrade
-from tests.commands import inspect_process
+from tests.test_key_warnings import InspectCommand, inspect_in_one_fresh_process
 from tracegrade.datasets import DatasetError, packaged_fixture, read_source_documents
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks.live import (
@@ -601,23 +601,48 @@ def test_the_task_is_exported_and_registered() -> None:
     assert registry_info(ordered_extraction).name == "tracegrade/ordered_extraction"
 
 
-def inspect_eval(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`inspect eval` with the plain display, in an interpreter of its own:
-    Inspect keeps the display of a process's first eval."""
-    return inspect_process(
-        "eval",
-        "tracegrade/ordered_extraction",
-        *args,
-        *("--log-dir", "logs", "--display", "plain"),
-        cwd=cwd,
-    )
+# What each CLI test runs, by name: `inspect eval` arguments, with the
+# plain display and the log in the command's own directory.
+CLI_EVALS = {
+    # First: the display is the one of a process's first eval.
+    "results": ["--model", "none", "--solver", "tracegrade/replay", "--limit", "3"],
+    "prompt_file": ["-T", "prompt=prompt.txt", "--limit", "2"],
+    "no_document": ["-T", "prompt=List the IDs.", "--model", "none"],
+}
 
 
-def test_the_cli_finds_the_task_and_reads_a_prompt_file(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def cli_evals(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, tuple[Path, subprocess.CompletedProcess[str]]]:
+    """Each of CLI_EVALS in a directory of its own, all in turn in one fresh
+    interpreter (Inspect keeps the display of a process's first eval, here
+    the plain one every command asks for): its directory and what it ended
+    with."""
+    work = tmp_path_factory.mktemp("cli")
+    commands = []
+    for name, args in CLI_EVALS.items():
+        (work / name).mkdir()
+        command = ["eval", "tracegrade/ordered_extraction", *args]
+        commands.append(
+            InspectCommand(
+                [*command, "--log-dir", "logs", "--display", "plain"], work / name
+            )
+        )
+    (work / "prompt_file" / "prompt.txt").write_text("Find the {target}:\n{document}")
+    done = inspect_in_one_fresh_process(commands)
+    return {
+        name: (work / name, result)
+        for name, result in zip(CLI_EVALS, done, strict=True)
+    }
+
+
+def test_the_cli_finds_the_task_and_reads_a_prompt_file(
+    cli_evals: dict[str, tuple[Path, subprocess.CompletedProcess[str]]],
+) -> None:
     """With the `none` model no sample can be answered, but the log still
     shows the task resolved by name and each prompt built from the file."""
-    (tmp_path / "prompt.txt").write_text("Find the {target}:\n{document}")
-    result = inspect_eval(tmp_path, "-T", "prompt=prompt.txt", "--limit", "2")
+    tmp_path, result = cli_evals["prompt_file"]
     (info,) = list_eval_logs(str(tmp_path / "logs"))
     log = read_eval_log(info.name)
     assert log.eval.task == "tracegrade/ordered_extraction", result.stderr
@@ -633,14 +658,14 @@ def test_the_cli_finds_the_task_and_reads_a_prompt_file(tmp_path: Path) -> None:
         assert sample.input == f"Find the {document.target}:\n{document.text}"
 
 
-def test_the_cli_results_have_no_empty_entry(tmp_path: Path) -> None:
+def test_the_cli_results_have_no_empty_entry(
+    cli_evals: dict[str, tuple[Path, subprocess.CompletedProcess[str]]],
+) -> None:
     """Offline, with the replay solver (nothing to replay: every output is
     empty, so unreadable). Inspect gives the scorer an entry for its plain
     metrics of each view; the reduced one once held none, was logged empty
     and, being first, left the log with no headline."""
-    result = inspect_eval(
-        tmp_path, "--model", "none", "--solver", "tracegrade/replay", "--limit", "3"
-    )
+    tmp_path, result = cli_evals["results"]
     (info,) = list_eval_logs(str(tmp_path / "logs"))
     log = read_eval_log(info.name)
     assert log.status == "success", result.stderr
@@ -663,8 +688,10 @@ def test_the_cli_results_have_no_empty_entry(tmp_path: Path) -> None:
     assert re.search(r"\bscored_runs +3\.000\b", result.stdout), result.stdout
 
 
-def test_the_cli_refuses_a_prompt_without_the_document(tmp_path: Path) -> None:
-    result = inspect_eval(tmp_path, "-T", "prompt=List the IDs.", "--model", "none")
+def test_the_cli_refuses_a_prompt_without_the_document(
+    cli_evals: dict[str, tuple[Path, subprocess.CompletedProcess[str]]],
+) -> None:
+    tmp_path, result = cli_evals["no_document"]
     assert result.returncode != 0
     assert "PromptError: the prompt" in result.stderr
     assert "has no {document} placeholder" in result.stderr

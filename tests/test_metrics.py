@@ -288,12 +288,26 @@ def test_metrics_accept_an_empty_list() -> None:
 # --- real evals ---------------------------------------------------------------
 
 
+@pytest.fixture(scope="module")
+def stage_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
+    """The packaged stage task evaluated once, one epoch, for the tests
+    that read the same run."""
+    return run(stage_diagnosis(), tmp_path_factory.mktemp("stage"))
+
+
 @pytest.mark.parametrize(
     "epochs", [1, 3, Epochs(3, "mode")], ids=["1", "3-default-reducer", "3-mode"]
 )
-def test_stage_metrics_survive_epochs(tmp_path: Path, epochs: int | Epochs) -> None:
-    log = run(stage_diagnosis(), tmp_path, epochs)
-    runs = 1 if epochs == 1 else 3
+def test_stage_metrics_survive_epochs(
+    request: pytest.FixtureRequest, tmp_path: Path, epochs: int | Epochs
+) -> None:
+    one_epoch = epochs == 1
+    log = (
+        request.getfixturevalue("stage_log")
+        if one_epoch
+        else run(stage_diagnosis(), tmp_path, epochs)
+    )
+    runs = 1 if one_epoch else 3
     (score,) = scores_by_name(log).values()
     values = metric_values(score)
     for stage, share in expected_stage_shares().items():
@@ -310,12 +324,11 @@ def test_stage_metrics_survive_epochs(tmp_path: Path, epochs: int | Epochs) -> N
     assert values["scored_runs"] == score.scored_samples
 
 
-def test_the_headline_is_the_pass_share(tmp_path: Path) -> None:
+def test_the_headline_is_the_pass_share(stage_log: EvalLog) -> None:
     """`inspect view` and eval sets show a log's headline: the first metric
     of its first score. A stage run's is its pass share (higher is
     better); every other metric is still logged after it."""
-    log = run(stage_diagnosis(), tmp_path)
-    for read in (log, read_eval_log(log.location)):
+    for read in (stage_log, read_eval_log(stage_log.location)):
         headline = headline_metric(read)
         assert headline is not None
         assert headline.name == "pass"

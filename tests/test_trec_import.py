@@ -1127,19 +1127,19 @@ def test_an_unlabelled_import_scores_recall_for_every_query_as_trec_eval(
 def test_tracegrade_check_passes_the_labelled_import_and_lists_the_rest(
     files: dict[str, str], tmp_path: Path
 ) -> None:
-    base = f"tracegrade import trec --qrels {files['qrels']} --run {files['run']} --k 3"
-    labelled = tracegrade_shell(
-        f"{base} --labels {files['labels']} -o runs.jsonl && "
-        "tracegrade check stage_diagnosis runs.jsonl",
-        tmp_path,
+    base = ["import", "trec", "--qrels", files["qrels"], "--run", files["run"]]
+    base += ["--k", "3"]
+    imported = run_tracegrade(
+        *base, "--labels", files["labels"], "-o", "runs.jsonl", cwd=tmp_path
     )
+    assert imported.returncode == 0, imported.stderr
+    labelled = run_tracegrade("check", "stage_diagnosis", "runs.jsonl", cwd=tmp_path)
     assert labelled.returncode == 0, labelled.stdout + labelled.stderr
     assert "All 3 records would be scored." in labelled.stdout
 
-    unlabelled = tracegrade_shell(
-        f"{base} -o bare.jsonl && tracegrade check stage_diagnosis bare.jsonl",
-        tmp_path,
-    )
+    imported = run_tracegrade(*base, "-o", "bare.jsonl", cwd=tmp_path)
+    assert imported.returncode == 0, imported.stderr
+    unlabelled = run_tracegrade("check", "stage_diagnosis", "bare.jsonl", cwd=tmp_path)
     assert unlabelled.returncode == 1
     assert 'bare.jsonl:1: "42": answer-label' in unlabelled.stdout
     assert 'bare.jsonl:2: "301": answer-label' in unlabelled.stdout
