@@ -39,11 +39,11 @@ from tests.commands import CommandProcess, run_tracegrade
 # reading the input, `score` finishing its outputs) lasts far longer than
 # the time between a marker and the freeze that follows it; a machine too
 # fast for that fails the test, saying so (`workload_too_small`).
-SIGNAL_RECORDS = 12_000
+SIGNAL_RECORDS = 6_000
 # --max-samples-per-log for the `.eval` runs: 8 parts, so several are open
 # when a signal comes in the line loop, and 8 to complete when it comes
 # while the logs are finished.
-SIGNAL_PART_SAMPLES = 1_500
+SIGNAL_PART_SAMPLES = SIGNAL_RECORDS // 8
 # Names a reader takes for a finished output. Anything else left after a
 # kill must end in `.partial`.
 FINAL_SUFFIXES = (".json", ".eval", ".jsonl", ".html")
