@@ -26,14 +26,14 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 import pytest
 
-from tests.commands import CommandProcess, run_tracegrade
+from tests.commands import CommandProcess, Limit, run_tracegrade
 
 # Enough records that each phase a marker stands for (`score` and `check`
 # reading the input, `score` finishing its outputs) lasts far longer than
@@ -341,6 +341,106 @@ def assert_still_writing(directory: Path, before: dict[str, str]) -> None:
         workload_too_small(f"the run had finished when frozen ({final})")
     if not any(name.endswith(".partial") for name in new):
         workload_too_small("no output was begun when frozen")
+
+
+# --- Several commands in one fresh interpreter --------------------------------
+
+
+class StreamedCommand(NamedTuple):
+    """One `tracegrade` command of `tracegrade_commands`: its arguments, its
+    directory, and its standard output and error: a file and how it is
+    opened (`append` as `>>`, `read-write` as `1<>`), or None to capture
+    the stream."""
+
+    args: Sequence[str]
+    cwd: Path
+    stdout: tuple[Path, str] | None = None
+    stderr: tuple[Path, str] | None = None
+
+
+# Runs each command as the `tracegrade` program runs (`tracegrade.cli.run`,
+# which checks the standard streams first), with descriptors 1 and 2 opened
+# anew on its files, in its directory; writes each exit code beside it.
+_COMMANDS = """
+import json, os, sys
+from tracegrade.cli import run
+
+FLAGS = {
+    "append": os.O_WRONLY | os.O_APPEND,
+    "read-write": os.O_RDWR,
+    "capture": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+}
+for case in json.loads(sys.argv[1]):
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for descriptor, (path, how) in ((1, case["stdout"]), (2, case["stderr"])):
+        opened = os.open(path, FLAGS[how])
+        os.dup2(opened, descriptor)
+        os.close(opened)
+    os.chdir(case["cwd"])
+    sys.argv = ["tracegrade", *case["args"]]
+    try:
+        run()
+        code = 0
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with open(case["exit"], "w") as out:
+        out.write(str(code))
+"""
+
+
+def tracegrade_commands(
+    commands: Sequence[StreamedCommand],
+    folder: Path,
+    rlimits: Sequence[Limit] = (),
+) -> list[subprocess.CompletedProcess[str]]:
+    """`commands` run one after the other in one fresh interpreter, under
+    `rlimits`: for commands whose standard streams or resource limit are
+    the point, that the interpreter's imports need not be paid for each.
+    Captured streams and exit codes are kept in `folder`."""
+    cases = []
+    for number, command in enumerate(commands):
+        streams = {}
+        for name, given in (("stdout", command.stdout), ("stderr", command.stderr)):
+            streams[name] = (
+                [str(given[0]), given[1]]
+                if given is not None
+                else [str(folder / f"{number}.{name}"), "capture"]
+            )
+        cases.append(
+            {
+                "args": [str(arg) for arg in command.args],
+                "cwd": str(command.cwd),
+                **streams,
+                "exit": str(folder / f"{number}.exit"),
+            }
+        )
+    process = CommandProcess(
+        [sys.executable, "-c", _COMMANDS, json.dumps(cases)],
+        cwd=folder,
+        rlimits=rlimits,
+    )
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    done = []
+    for case in cases:
+        captured = {
+            name: Path(case[name][0]).read_text(encoding="utf-8")
+            if case[name][1] == "capture"
+            else ""
+            for name in ("stdout", "stderr")
+        }
+        done.append(
+            subprocess.CompletedProcess(
+                ["tracegrade", *case["args"]],
+                int(Path(case["exit"]).read_text()),
+                captured["stdout"],
+                captured["stderr"],
+            )
+        )
+    return done
 
 
 # --- File systems ------------------------------------------------------------
