@@ -348,21 +348,27 @@ def assert_still_writing(directory: Path, before: dict[str, str]) -> None:
 
 class StreamedCommand(NamedTuple):
     """One `tracegrade` command of `tracegrade_commands`: its arguments, its
-    directory, and its standard output and error: a file and how it is
-    opened (`append` as `>>`, `read-write` as `1<>`), or None to capture
-    the stream."""
+    directory, its standard output and error (a file and how it is opened:
+    `append` as `>>`, `read-write` as `1<>`; or None to capture the
+    stream), and soft resource limits for it alone: (resource.RLIMIT_*,
+    soft), as `ulimit -f` sets one."""
 
     args: Sequence[str]
     cwd: Path
     stdout: tuple[Path, str] | None = None
     stderr: tuple[Path, str] | None = None
+    soft_limits: Sequence[tuple[int, int]] = ()
 
 
 # Runs each command as the `tracegrade` program runs (`tracegrade.cli.run`,
 # which checks the standard streams first), with descriptors 1 and 2 opened
-# anew on its files, in its directory; writes each exit code beside it.
+# anew on its files, in its directory, under its own soft limits; writes
+# each exit code beside it. What a command leaves in the interpreter for
+# the program's end (the checked stdout it set, the outputs it wrote, the
+# temporary directory) is reset before the next, as a fresh one has it.
 _COMMANDS = """
-import json, os, sys
+import json, os, resource, sys, tempfile
+from tracegrade import outputs
 from tracegrade.cli import run
 
 FLAGS = {
@@ -370,22 +376,36 @@ FLAGS = {
     "read-write": os.O_RDWR,
     "capture": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
 }
+stdout = sys.stdout
 for case in json.loads(sys.argv[1]):
     sys.stdout.flush()
     sys.stderr.flush()
+    sys.stdout = stdout
+    outputs._standard_output = None
+    outputs._outputs.clear()
+    tempfile.tempdir = None
     for descriptor, (path, how) in ((1, case["stdout"]), (2, case["stderr"])):
         opened = os.open(path, FLAGS[how])
         os.dup2(opened, descriptor)
         os.close(opened)
     os.chdir(case["cwd"])
+    limits = {}
+    for limit, soft in case["soft_limits"]:
+        limits[limit] = resource.getrlimit(limit)
+        resource.setrlimit(limit, (soft, limits[limit][1]))
     sys.argv = ["tracegrade", *case["args"]]
     try:
         run()
         code = 0
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else 1
+    except BaseException:
+        sys.excepthook(*sys.exc_info())  # as the interpreter ends on it
+        code = 1
     sys.stdout.flush()
     sys.stderr.flush()
+    for limit, before in limits.items():
+        resource.setrlimit(limit, before)
     with open(case["exit"], "w") as out:
         out.write(str(code))
 """
@@ -414,6 +434,7 @@ def tracegrade_commands(
                 "args": [str(arg) for arg in command.args],
                 "cwd": str(command.cwd),
                 **streams,
+                "soft_limits": [list(limit) for limit in command.soft_limits],
                 "exit": str(folder / f"{number}.exit"),
             }
         )
