@@ -2,7 +2,9 @@
 
 Faults are caused the way they happen to users: the real `tracegrade`
 command (in a fresh interpreter of its own where the fault needs a
-process: a signal, a resource limit, its standard streams), real signals,
+process: a signal, a resource limit, its standard streams; commands that
+end on their own, each with its own streams and limits, may share one,
+`commands_in_one_interpreter`), real signals,
 a real full or read-only file system, real links. After each, the same four
 things are checked: the inputs are unchanged (`digest`, `snapshot`),
 nothing complete-looking is left (`assert_no_final_outputs`), stderr is
@@ -347,29 +349,43 @@ def assert_still_writing(directory: Path, before: dict[str, str]) -> None:
 
 
 class StreamedCommand(NamedTuple):
-    """One `tracegrade` command of `tracegrade_commands`: its arguments, its
-    directory, its standard output and error (a file and how it is opened:
-    `append` as `>>`, `read-write` as `1<>`; or None to capture the
-    stream), and soft resource limits for it alone: (resource.RLIMIT_*,
-    soft), as `ulimit -f` sets one."""
+    """One command of `commands_in_one_interpreter`: its program
+    (`tracegrade` or `inspect`), its arguments, its directory, its standard
+    output and error (a file and how it is opened: `append` as `>>`,
+    `read-write` as `1<>`; or None to capture the stream), and soft
+    resource limits for it alone: (resource.RLIMIT_*, soft), as `ulimit -f`
+    sets one."""
 
     args: Sequence[str]
     cwd: Path
     stdout: tuple[Path, str] | None = None
     stderr: tuple[Path, str] | None = None
     soft_limits: Sequence[tuple[int, int]] = ()
+    program: str = "tracegrade"
 
 
-# Runs each command as the `tracegrade` program runs (`tracegrade.cli.run`,
-# which checks the standard streams first), with descriptors 1 and 2 opened
+# Runs each command as its program runs (`tracegrade.cli.run`, which checks
+# the standard streams first; the `inspect` console script's function, and
+# an exception it lets out told through the exception hook as the
+# interpreter tells it, by Inspect's hook once Inspect has set it), with
+# descriptors 1 and 2 opened
 # anew on its files, in its directory, under its own soft limits; writes
 # each exit code beside it. What a command leaves in the interpreter for
 # the program's end (the checked stdout it set, the outputs it wrote, the
 # temporary directory) is reset before the next, as a fresh one has it.
 _COMMANDS = """
 import json, os, resource, sys, tempfile
+from importlib.metadata import entry_points
 from tracegrade import outputs
 from tracegrade.cli import run
+
+
+def program(name):
+    if name == "tracegrade":
+        return run
+    (script,) = entry_points(group="console_scripts", name=name)
+    return script.load()
+
 
 FLAGS = {
     "append": os.O_WRONLY | os.O_APPEND,
@@ -393,9 +409,9 @@ for case in json.loads(sys.argv[1]):
     for limit, soft in case["soft_limits"]:
         limits[limit] = resource.getrlimit(limit)
         resource.setrlimit(limit, (soft, limits[limit][1]))
-    sys.argv = ["tracegrade", *case["args"]]
+    sys.argv = [case["program"], *case["args"]]
     try:
-        run()
+        program(case["program"])()
         code = 0
     except SystemExit as stop:
         code = stop.code if isinstance(stop.code, int) else 1
@@ -411,7 +427,7 @@ for case in json.loads(sys.argv[1]):
 """
 
 
-def tracegrade_commands(
+def commands_in_one_interpreter(
     commands: Sequence[StreamedCommand],
     folder: Path,
     rlimits: Sequence[Limit] = (),
@@ -431,6 +447,7 @@ def tracegrade_commands(
             )
         cases.append(
             {
+                "program": command.program,
                 "args": [str(arg) for arg in command.args],
                 "cwd": str(command.cwd),
                 **streams,
@@ -455,7 +472,7 @@ def tracegrade_commands(
         }
         done.append(
             subprocess.CompletedProcess(
-                ["tracegrade", *case["args"]],
+                [case["program"], *case["args"]],
                 int(Path(case["exit"]).read_text()),
                 captured["stdout"],
                 captured["stderr"],

@@ -8,7 +8,7 @@ Commands run in this process through click (`run_tracegrade`), on real
 links, a real full or read-only tmpfs, a real named pipe. A fresh
 interpreter runs what needs a process of its own: a file size limit
 (`ulimit -f`: the commands under one run one after the other in one
-interpreter, `tracegrade_commands`, each under its own limit), a pipe as
+interpreter, `commands_in_one_interpreter`, each under its own limit), a pipe as
 its standard input (`tracegrade_process`).
 """
 
@@ -28,12 +28,12 @@ from tests.commands import run_tracegrade, tracegrade_process
 from tests.faults.conftest import (
     StreamedCommand,
     assert_no_final_outputs,
+    commands_in_one_interpreter,
     digest,
     mounted_tmpfs,
     needs_mount,
     one_clear_line,
     snapshot,
-    tracegrade_commands,
     write_stage_records,
 )
 
@@ -313,7 +313,7 @@ def file_size_limited(
             soft_limits=((resource.RLIMIT_FSIZE, size // 2),),
         )
     befores = {key: snapshot(command.cwd) for key, command in commands.items()}
-    done = tracegrade_commands(
+    done = commands_in_one_interpreter(
         list(commands.values()), tmp_path_factory.mktemp("file-size")
     )
     return {

@@ -27,11 +27,11 @@ from inspect_ai.log import read_eval_log, write_eval_log
 from tests.commands import inspect_process, run_tracegrade
 from tests.faults.conftest import (
     StreamedCommand,
+    commands_in_one_interpreter,
     mounted_tmpfs,
     needs_mount,
     one_clear_line,
     snapshot,
-    tracegrade_commands,
     write_labels,
     write_stage_log,
 )
@@ -119,7 +119,7 @@ def refused_streams(
             stdout=into if descriptor == 1 else None,
             stderr=into if descriptor == 2 else None,
         )
-    done = tracegrade_commands(
+    done = commands_in_one_interpreter(
         list(commands.values()), tmp_path_factory.mktemp("streams")
     )
     return {
@@ -365,7 +365,7 @@ def billion_parts(
             }
             write_eval_log(log, str(path))
         commands.append(StreamedCommand(args, work))
-    done = tracegrade_commands(
+    done = commands_in_one_interpreter(
         commands,
         tmp_path_factory.mktemp("billion"),
         rlimits=((resource.RLIMIT_AS, 3 << 30, 3 << 30),),
