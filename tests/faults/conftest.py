@@ -2,7 +2,9 @@
 
 Faults are caused the way they happen to users: the real `tracegrade`
 command (in a fresh interpreter of its own where the fault needs a
-process: a signal, a resource limit, its standard streams), real signals,
+process: a signal, a resource limit, its standard streams; commands that
+end on their own, each with its own streams and limits, may share one,
+`commands_in_one_interpreter`), real signals,
 a real full or read-only file system, real links. After each, the same four
 things are checked: the inputs are unchanged (`digest`, `snapshot`),
 nothing complete-looking is left (`assert_no_final_outputs`), stderr is
@@ -26,24 +28,24 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import NamedTuple, NoReturn
 
 import pytest
 
-from tests.commands import CommandProcess, run_tracegrade
+from tests.commands import CommandProcess, Limit, run_tracegrade
 
 # Enough records that each phase a marker stands for (`score` and `check`
 # reading the input, `score` finishing its outputs) lasts far longer than
 # the time between a marker and the freeze that follows it; a machine too
 # fast for that fails the test, saying so (`workload_too_small`).
-SIGNAL_RECORDS = 12_000
+SIGNAL_RECORDS = 6_000
 # --max-samples-per-log for the `.eval` runs: 8 parts, so several are open
 # when a signal comes in the line loop, and 8 to complete when it comes
 # while the logs are finished.
-SIGNAL_PART_SAMPLES = 1_500
+SIGNAL_PART_SAMPLES = SIGNAL_RECORDS // 8
 # Names a reader takes for a finished output. Anything else left after a
 # kill must end in `.partial`.
 FINAL_SUFFIXES = (".json", ".eval", ".jsonl", ".html")
@@ -341,6 +343,142 @@ def assert_still_writing(directory: Path, before: dict[str, str]) -> None:
         workload_too_small(f"the run had finished when frozen ({final})")
     if not any(name.endswith(".partial") for name in new):
         workload_too_small("no output was begun when frozen")
+
+
+# --- Several commands in one fresh interpreter --------------------------------
+
+
+class StreamedCommand(NamedTuple):
+    """One command of `commands_in_one_interpreter`: its program
+    (`tracegrade` or `inspect`), its arguments, its directory, its standard
+    output and error (a file and how it is opened: `append` as `>>`,
+    `read-write` as `1<>`; or None to capture the stream), and soft
+    resource limits for it alone: (resource.RLIMIT_*, soft), as `ulimit -f`
+    sets one."""
+
+    args: Sequence[str]
+    cwd: Path
+    stdout: tuple[Path, str] | None = None
+    stderr: tuple[Path, str] | None = None
+    soft_limits: Sequence[tuple[int, int]] = ()
+    program: str = "tracegrade"
+
+
+# Runs each command as its program runs (`tracegrade.cli.run`, which checks
+# the standard streams first; the `inspect` console script's function, and
+# an exception it lets out told through the exception hook as the
+# interpreter tells it, by Inspect's hook once Inspect has set it), with
+# descriptors 1 and 2 opened
+# anew on its files, in its directory, under its own soft limits; writes
+# each exit code beside it. What a command leaves in the interpreter for
+# the program's end (the checked stdout it set, the outputs it wrote, the
+# temporary directory) is reset before the next, as a fresh one has it.
+_COMMANDS = """
+import json, os, resource, sys, tempfile
+from importlib.metadata import entry_points
+from tracegrade import outputs
+from tracegrade.cli import run
+
+
+def program(name):
+    if name == "tracegrade":
+        return run
+    (script,) = entry_points(group="console_scripts", name=name)
+    return script.load()
+
+
+FLAGS = {
+    "append": os.O_WRONLY | os.O_APPEND,
+    "read-write": os.O_RDWR,
+    "capture": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+}
+stdout = sys.stdout
+for case in json.loads(sys.argv[1]):
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.stdout = stdout
+    outputs._standard_output = None
+    outputs._outputs.clear()
+    tempfile.tempdir = None
+    for descriptor, (path, how) in ((1, case["stdout"]), (2, case["stderr"])):
+        opened = os.open(path, FLAGS[how])
+        os.dup2(opened, descriptor)
+        os.close(opened)
+    os.chdir(case["cwd"])
+    limits = {}
+    for limit, soft in case["soft_limits"]:
+        limits[limit] = resource.getrlimit(limit)
+        resource.setrlimit(limit, (soft, limits[limit][1]))
+    sys.argv = [case["program"], *case["args"]]
+    try:
+        program(case["program"])()
+        code = 0
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 1
+    except BaseException:
+        sys.excepthook(*sys.exc_info())  # as the interpreter ends on it
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for limit, before in limits.items():
+        resource.setrlimit(limit, before)
+    with open(case["exit"], "w") as out:
+        out.write(str(code))
+"""
+
+
+def commands_in_one_interpreter(
+    commands: Sequence[StreamedCommand],
+    folder: Path,
+    rlimits: Sequence[Limit] = (),
+) -> list[subprocess.CompletedProcess[str]]:
+    """`commands` run one after the other in one fresh interpreter, under
+    `rlimits`: for commands whose standard streams or resource limit are
+    the point, that the interpreter's imports need not be paid for each.
+    Captured streams and exit codes are kept in `folder`."""
+    cases = []
+    for number, command in enumerate(commands):
+        streams = {}
+        for name, given in (("stdout", command.stdout), ("stderr", command.stderr)):
+            streams[name] = (
+                [str(given[0]), given[1]]
+                if given is not None
+                else [str(folder / f"{number}.{name}"), "capture"]
+            )
+        cases.append(
+            {
+                "program": command.program,
+                "args": [str(arg) for arg in command.args],
+                "cwd": str(command.cwd),
+                **streams,
+                "soft_limits": [list(limit) for limit in command.soft_limits],
+                "exit": str(folder / f"{number}.exit"),
+            }
+        )
+    process = CommandProcess(
+        [sys.executable, "-c", _COMMANDS, json.dumps(cases)],
+        cwd=folder,
+        rlimits=rlimits,
+    )
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    done = []
+    for case in cases:
+        captured = {
+            name: Path(case[name][0]).read_text(encoding="utf-8")
+            if case[name][1] == "capture"
+            else ""
+            for name in ("stdout", "stderr")
+        }
+        done.append(
+            subprocess.CompletedProcess(
+                [case["program"], *case["args"]],
+                int(Path(case["exit"]).read_text()),
+                captured["stdout"],
+                captured["stderr"],
+            )
+        )
+    return done
 
 
 # --- File systems ------------------------------------------------------------

@@ -6,8 +6,10 @@ unchanged, and nothing left under an output's name.
 
 Commands run in this process through click (`run_tracegrade`), on real
 links, a real full or read-only tmpfs, a real named pipe. A fresh
-interpreter (`tracegrade_process`) runs what needs a process of its own: a
-file size limit (`ulimit -f`), a pipe as its standard input.
+interpreter runs what needs a process of its own: a file size limit
+(`ulimit -f`: the commands under one run one after the other in one
+interpreter, `commands_in_one_interpreter`, each under its own limit), a pipe as
+its standard input (`tracegrade_process`).
 """
 
 from __future__ import annotations
@@ -18,12 +20,15 @@ import resource
 import shutil
 import subprocess
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
-from tests.commands import Limit, run_tracegrade, tracegrade_process
+from tests.commands import run_tracegrade, tracegrade_process
 from tests.faults.conftest import (
+    StreamedCommand,
     assert_no_final_outputs,
+    commands_in_one_interpreter,
     digest,
     mounted_tmpfs,
     needs_mount,
@@ -269,48 +274,78 @@ def test_a_full_disk_under_parquet_results_leaves_nothing(
     assert digest(tmp_path / "runs.jsonl") == input_digest
 
 
-def _file_size_limit(limit: int) -> tuple[Limit, ...]:
-    return ((resource.RLIMIT_FSIZE, limit, limit),)
+SCORE_FILE_SIZE_LIMITS = (10_000, 200_000, 2_000_000)
+APPLY_OUTS = {"in place": (), "--out": ("--out", "labelled.eval")}
 
 
-@pytest.mark.parametrize("limit", [10_000, 200_000, 2_000_000])
-def test_a_file_size_limit_is_a_full_disk_too(tmp_path: Path, limit: int) -> None:
+class _Limited(NamedTuple):
+    work: Path
+    before: dict[str, str]
+    done: subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="module")
+def file_size_limited(
+    tmp_path_factory: pytest.TempPathFactory, scored_folder: Path
+) -> dict[object, _Limited]:
+    """`score` under three file size limits (`ulimit -f`) and `labels apply`
+    under one, in place and to --out, each command in a directory of its
+    own: one fresh interpreter runs them one after the other, each under
+    its own limit."""
+    commands: dict[object, StreamedCommand] = {}
+    for limit in SCORE_FILE_SIZE_LIMITS:
+        work = tmp_path_factory.mktemp(f"file-size-{limit}")
+        write_stage_records(work / "runs.jsonl", 3000)
+        commands[limit] = StreamedCommand(
+            ("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs"),
+            work,
+            soft_limits=((resource.RLIMIT_FSIZE, limit),),
+        )
+    for name, out in APPLY_OUTS.items():
+        work = tmp_path_factory.mktemp("file-size-apply")
+        shutil.copytree(scored_folder, work, dirs_exist_ok=True)
+        log = _log(work)
+        (work / "log.eval").hardlink_to(work / log)  # as `work` has it
+        size = (work / log).stat().st_size
+        commands[name] = StreamedCommand(
+            ("labels", "apply", log, "staff.jsonl", *out),
+            work,
+            soft_limits=((resource.RLIMIT_FSIZE, size // 2),),
+        )
+    befores = {key: snapshot(command.cwd) for key, command in commands.items()}
+    done = commands_in_one_interpreter(
+        list(commands.values()), tmp_path_factory.mktemp("file-size")
+    )
+    return {
+        key: _Limited(command.cwd, befores[key], result)
+        for (key, command), result in zip(commands.items(), done, strict=True)
+    }
+
+
+@pytest.mark.parametrize("limit", SCORE_FILE_SIZE_LIMITS)
+def test_a_file_size_limit_is_a_full_disk_too(
+    file_size_limited: dict[object, _Limited], limit: int
+) -> None:
     """`ulimit -f`: writes past the limit fail with EFBIG (Python ignores
     SIGXFSZ), the way a full disk fails them, and need no root."""
-    write_stage_records(tmp_path / "runs.jsonl", 3000)
-    input_digest = digest(tmp_path / "runs.jsonl")
-    done = tracegrade_process(
-        "score",
-        "stage_diagnosis",
-        "runs.jsonl",
-        "--log-dir",
-        "logs",
-        cwd=tmp_path,
-        rlimits=_file_size_limit(limit),
-    )
+    work, before, done = file_size_limited[limit]
 
     assert done.returncode == 2, done.stderr
     line = one_clear_line(done.stderr)
     assert "File too large" in line
     assert "no log or results were written" in line
-    assert list((tmp_path / "logs").iterdir()) == []
-    assert digest(tmp_path / "runs.jsonl") == input_digest
+    assert list((work / "logs").iterdir()) == []
+    assert snapshot(work) == before  # the input as it was, nothing beside it
 
 
-@pytest.mark.parametrize("out", [[], ["--out", "labelled.eval"]])
+@pytest.mark.parametrize("out", sorted(APPLY_OUTS))
 def test_labels_apply_past_a_file_size_limit_leaves_the_log_whole(
-    work: Path, out: list[str]
+    file_size_limited: dict[object, _Limited], out: str
 ) -> None:
     """The log is rewritten under a temporary name and renamed only when
     complete: a write that fails leaves LOG as it was and nothing new."""
-    log = _log(work)
-    size = (work / log).stat().st_size
-    before = snapshot(work)
-    done = tracegrade_process(
-        *("labels", "apply", log, "staff.jsonl", *out),
-        cwd=work,
-        rlimits=_file_size_limit(size // 2),
-    )
+    work, before, done = file_size_limited[out]
+
     assert done.returncode == 2, done.stderr
     assert "File too large" in one_clear_line(done.stderr)
     assert_no_final_outputs(work, before)

@@ -9,6 +9,7 @@ parses must be graded or named; none may crash a reader.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +17,12 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log
 
-from tests.commands import inspect_process, run_inspect, run_tracegrade
-from tests.faults.conftest import one_clear_line
+from tests.commands import run_inspect, run_tracegrade
+from tests.faults.conftest import (
+    StreamedCommand,
+    commands_in_one_interpreter,
+    one_clear_line,
+)
 from tracegrade import stage_diagnosis
 from tracegrade.datasets import DatasetError, read_fixture_cases
 
@@ -185,53 +190,70 @@ def test_check_score_and_the_dataset_reader_agree_on_every_line(
             assert reason == scored[number] == verdict, name
 
 
-@pytest.mark.parametrize(
-    ("name", "said"),
-    [
-        ("overflow-label", "out of range"),
-        ("deep-refused", "nested more than 100 levels deep"),
-        ("lone-surrogate-id", "lone surrogate"),
-        ("lone-surrogate-key", "lone surrogate"),
-        ("nbsp", "not valid JSON"),
-    ],
-)
-def test_inspect_eval_names_the_line_without_a_traceback(
-    tmp_path: Path, name: str, said: str
-) -> None:
-    (line,) = [text for case, text, _ in HOSTILE if case == name]
-    path = _write(tmp_path / "runs.jsonl", [HOSTILE[0][1], line])
+REFUSED_BY_INSPECT = {
+    "overflow-label": "out of range",
+    "deep-refused": "nested more than 100 levels deep",
+    "lone-surrogate-id": "lone surrogate",
+    "lone-surrogate-key": "lone surrogate",
+    "nbsp": "not valid JSON",
+}
 
-    # What Inspect prints of an error goes through the exception hook it
-    # sets once per process: in an interpreter of its own.
-    result = inspect_process(
-        "eval",
-        "tracegrade/stage_diagnosis",
-        "-T",
-        f"dataset={path}",
-        "--log-dir",
-        "logs",
-        cwd=tmp_path,
+
+EVAL = ("eval", "tracegrade/stage_diagnosis", "-T")
+
+
+@pytest.fixture(scope="module")
+def inspect_refusals(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, tuple[Path, subprocess.CompletedProcess[str]]]:
+    """`inspect eval` of a dataset whose line 2 is each refused line, and
+    one whose line 2 is not UTF-8, each in a directory of its own. What
+    Inspect prints of an error goes through the exception hook it sets
+    once per process, so not in this one: one fresh interpreter runs them
+    all, the first setting the hook as any first eval does."""
+    datasets = {}
+    for name in REFUSED_BY_INSPECT:
+        (line,) = [text for case, text, _ in HOSTILE if case == name]
+        folder = tmp_path_factory.mktemp(name)
+        datasets[name] = _write(folder / "runs.jsonl", [HOSTILE[0][1], line])
+    folder = tmp_path_factory.mktemp("invalid-utf8")
+    datasets["invalid-utf8"] = _write(
+        folder / "runs.jsonl", [HOSTILE[0][1]], INVALID_UTF8
     )
+    evals = [
+        StreamedCommand(
+            [*EVAL, f"dataset={path}", "--log-dir", "logs"],
+            path.parent,
+            program="inspect",
+        )
+        for path in datasets.values()
+    ]
+    done = commands_in_one_interpreter(evals, tmp_path_factory.mktemp("inspect"))
+    return {
+        name: (path, result)
+        for (name, path), result in zip(datasets.items(), done, strict=True)
+    }
+
+
+@pytest.mark.parametrize(("name", "said"), sorted(REFUSED_BY_INSPECT.items()))
+def test_inspect_eval_names_the_line_without_a_traceback(
+    inspect_refusals: dict[str, tuple[Path, subprocess.CompletedProcess[str]]],
+    name: str,
+    said: str,
+) -> None:
+    path, result = inspect_refusals[name]
 
     assert result.returncode != 0
     message = one_clear_line(result.stdout + result.stderr)
     assert message.startswith(f"{path}, line 2: ")
     assert said in message
-    assert not (tmp_path / "logs").exists()
+    assert not (path.parent / "logs").exists()
 
 
-def test_invalid_utf8_through_inspect_eval_names_the_line(tmp_path: Path) -> None:
-    path = _write(tmp_path / "runs.jsonl", [HOSTILE[0][1]], INVALID_UTF8)
-
-    result = inspect_process(
-        "eval",
-        "tracegrade/stage_diagnosis",
-        "-T",
-        f"dataset={path}",
-        "--log-dir",
-        "logs",
-        cwd=tmp_path,
-    )
+def test_invalid_utf8_through_inspect_eval_names_the_line(
+    inspect_refusals: dict[str, tuple[Path, subprocess.CompletedProcess[str]]],
+) -> None:
+    path, result = inspect_refusals["invalid-utf8"]
 
     message = one_clear_line(result.stdout + result.stderr)
     assert message == f"{path}, line 2: not valid UTF-8 text (byte 0xFF at column 10)"

@@ -5,9 +5,10 @@ Streams redirected into an input, `--log-dir` URLs, a bad
 INSPECT_LOG_FORMAT, loops of links, output names that are no file, options
 out of range, a header that claims a billion parts, a full disk under
 each command's output, and a bad dataset under every display of
-`inspect eval`. A command whose standard streams or resource limit are
-the point runs in a process of its own; the others in this one, through
-click. Inputs are checked by hash before and after.
+`inspect eval`. Commands whose standard streams or resource limit are
+the point run in a fresh interpreter, one after the other in one for each
+kind (each command with its own streams and directory); the others in
+this one, through click. Inputs are checked by hash before and after.
 """
 
 from __future__ import annotations
@@ -16,13 +17,17 @@ import errno
 import os
 import resource
 import shutil
+import subprocess
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from inspect_ai.log import read_eval_log, write_eval_log
 
-from tests.commands import inspect_process, run_tracegrade, tracegrade_process
+from tests.commands import inspect_process, run_tracegrade
 from tests.faults.conftest import (
+    StreamedCommand,
+    commands_in_one_interpreter,
     mounted_tmpfs,
     needs_mount,
     one_clear_line,
@@ -79,16 +84,57 @@ def _input_file(work: Path, name: str) -> Path:
     return next(path.iterdir()) if path.is_dir() else path
 
 
+# The refusals of a stream redirected into an input, each command in a
+# directory of its own: `>> INPUT` for each reader, `1<>runs.jsonl` and
+# `2>>runs.jsonl`. One fresh interpreter runs them all, its standard
+# streams opened anew for each command.
+STREAM_CASES = {
+    **{f">> {command}": (command, 1, "append") for command in READERS},
+    "1<>": ("score", 1, "read-write"),
+    "2>>": ("check", 2, "append"),
+}
+
+
+class _Refused(NamedTuple):
+    work: Path
+    before: dict[str, str]
+    done: subprocess.CompletedProcess[str]
+
+
+@pytest.fixture(scope="module")
+def refused_streams(
+    tmp_path_factory: pytest.TempPathFactory, scored: Path
+) -> dict[str, _Refused]:
+    commands = {}
+    befores = {}
+    for number, (case, (command, descriptor, how)) in enumerate(STREAM_CASES.items()):
+        work = tmp_path_factory.mktemp(f"stream-{number}")
+        shutil.copytree(scored, work, dirs_exist_ok=True)
+        args, name = READERS[command]
+        into = (_input_file(work, name), how)
+        befores[case] = snapshot(work)
+        commands[case] = StreamedCommand(
+            args,
+            work,
+            stdout=into if descriptor == 1 else None,
+            stderr=into if descriptor == 2 else None,
+        )
+    done = commands_in_one_interpreter(
+        list(commands.values()), tmp_path_factory.mktemp("streams")
+    )
+    return {
+        case: _Refused(command.cwd, befores[case], result)
+        for (case, command), result in zip(commands.items(), done, strict=True)
+    }
+
+
 @pytest.mark.parametrize("command", sorted(READERS))
 def test_standard_output_appended_to_the_input_is_refused(
-    work: Path, command: str
+    refused_streams: dict[str, _Refused], command: str
 ) -> None:
     """`tracegrade ... >> INPUT`: it would read its own output back."""
-    args, name = READERS[command]
-    path = _input_file(work, name)
-    before = snapshot(work)
-    with path.open("ab") as into_input:
-        done = tracegrade_process(*args, cwd=work, stdout=into_input.fileno())
+    work, before, done = refused_streams[f">> {command}"]
+    path = _input_file(work, READERS[command][1])
 
     assert done.returncode == 2, done.stderr
     line = one_clear_line(done.stderr)
@@ -99,14 +145,10 @@ def test_standard_output_appended_to_the_input_is_refused(
 
 
 def test_standard_output_opened_read_write_on_the_input_is_refused(
-    work: Path,
+    refused_streams: dict[str, _Refused],
 ) -> None:
     """`1<>runs.jsonl`: it would overwrite the input as it reads it."""
-    before = snapshot(work)
-    with (work / "runs.jsonl").open("r+b") as into_input:
-        done = tracegrade_process(
-            *READERS["score"][0], cwd=work, stdout=into_input.fileno()
-        )
+    work, before, done = refused_streams["1<>"]
 
     assert done.returncode == 2, done.stderr
     assert "standard output is the input 'runs.jsonl'" in one_clear_line(done.stderr)
@@ -114,14 +156,10 @@ def test_standard_output_opened_read_write_on_the_input_is_refused(
 
 
 def test_standard_error_into_the_input_is_refused_on_standard_output(
-    work: Path,
+    refused_streams: dict[str, _Refused],
 ) -> None:
     """`2>>runs.jsonl`: not even the refusal is written into the input."""
-    before = snapshot(work)
-    with (work / "runs.jsonl").open("ab") as into_input:
-        done = tracegrade_process(
-            *READERS["check"][0], cwd=work, stderr=into_input.fileno()
-        )
+    work, before, done = refused_streams["2>>"]
 
     assert done.returncode == 2
     assert "standard error is the input 'runs.jsonl'" in one_clear_line(done.stdout)
@@ -303,20 +341,45 @@ def test_one_log_is_counted_in_the_singular(work: Path) -> None:
 # --- A header that claims a billion parts ------------------------------------
 
 
-@pytest.mark.parametrize("command", ["report", "compare"])
+BILLION_PARTS = {
+    "report": ["report", "log.eval"],
+    "compare": ["compare", "base", "new"],
+}
+
+
+@pytest.fixture(scope="module")
+def billion_parts(
+    tmp_path_factory: pytest.TempPathFactory, scored: Path
+) -> dict[str, subprocess.CompletedProcess[str]]:
+    """`report` and `compare` of logs whose header claims a billion parts,
+    one after the other in one fresh interpreter under a 3 GiB address
+    space (the second with what the first left: no more room than alone)."""
+    commands = []
+    for command, args in BILLION_PARTS.items():
+        work = tmp_path_factory.mktemp(f"billion-{command}")
+        shutil.copytree(scored, work, dirs_exist_ok=True)
+        for path in [work / "log.eval", *(work / "new").iterdir()]:
+            log = read_eval_log(str(path))
+            log.eval.metadata = {
+                "tracegrade_part": {"index": 1, "count": 1_000_000_000}
+            }
+            write_eval_log(log, str(path))
+        commands.append(StreamedCommand(args, work))
+    done = commands_in_one_interpreter(
+        commands,
+        tmp_path_factory.mktemp("billion"),
+        rlimits=((resource.RLIMIT_AS, 3 << 30, 3 << 30),),
+    )
+    return dict(zip(BILLION_PARTS, done, strict=True))
+
+
+@pytest.mark.parametrize("command", sorted(BILLION_PARTS))
 def test_a_header_claiming_a_billion_parts_costs_nothing(
-    work: Path, command: str
+    billion_parts: dict[str, subprocess.CompletedProcess[str]], command: str
 ) -> None:
     """Listing a billion missing parts took 24 GB; under a 3 GiB address
     space, the command must finish and say how many are missing."""
-    for path in [work / "log.eval", *(work / "new").iterdir()]:
-        log = read_eval_log(str(path))
-        log.eval.metadata = {"tracegrade_part": {"index": 1, "count": 1_000_000_000}}
-        write_eval_log(log, str(path))
-    args = ["report", "log.eval"] if command == "report" else ["compare", "base", "new"]
-    done = tracegrade_process(
-        *args, cwd=work, rlimits=((resource.RLIMIT_AS, 3 << 30, 3 << 30),)
-    )
+    done = billion_parts[command]
 
     assert done.returncode == 0, done.stderr
     said = " ".join((done.stdout + done.stderr).split())
