@@ -12,7 +12,9 @@ A test of what only a process has (signals, resource limits, the standard
 streams themselves, start-up, the platform checks) starts a fresh
 interpreter with `subprocess`: `start_tracegrade` leaves the command
 running, for a test that signals it, freezes it or watches it from /proc;
-`tracegrade_process` runs it to its end; `tracegrade_shell` runs a shell
+`tracegrade_process` runs it to its end; `inspect_in_one_fresh_process`
+runs several `inspect` commands in turn in one interpreter where no test
+ran before; `tracegrade_shell` runs a shell
 script of the docs; `peak_rss_mib` measures a command's peak memory.
 """
 
@@ -31,7 +33,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from click.testing import CliRunner
 
@@ -340,6 +342,53 @@ def inspect_process(
         [sys.executable, "-m", "inspect_ai", *args], cwd=cwd, env=env, new_session=False
     )
     return _to_its_end(process, timeout)
+
+
+# Runs `inspect` commands in turn with `run_inspect`, in an interpreter where
+# no test ran before: the first command sets Inspect's exception hook (over
+# the interpreter's own, which prints a traceback) and its display as the
+# `inspect` script does, and a refused command changes neither for the next.
+# In the test's own interpreter an earlier `eval(display="none")` leaves
+# Inspect's console quiet, and a refusal would print nothing.
+_INSPECT_IN_TURN = """
+import json, sys
+from pathlib import Path
+sys.path[:0] = json.loads(sys.argv[1])
+from tests.commands import run_inspect
+done = []
+for args, cwd, env in json.loads(sys.argv[2]):
+    result = run_inspect(*args, cwd=Path(cwd), env=env)
+    done.append((result.returncode, result.stdout, result.stderr))
+print(json.dumps(done))
+"""
+
+
+class InspectCommand(NamedTuple):
+    """`inspect ARGS` in `cwd`, with `env` added to the environment tests
+    run commands with."""
+
+    args: list[str]
+    cwd: Path
+    env: dict[str, str] | None = None
+
+
+def inspect_in_one_fresh_process(
+    commands: list[InspectCommand],
+) -> list[subprocess.CompletedProcess[str]]:
+    """Each command run in turn, all in one fresh interpreter (one import of
+    Inspect), each with its own exit code and streams."""
+    run = [[command.args, str(command.cwd), command.env] for command in commands]
+    process = CommandProcess(
+        [sys.executable, "-c", _INSPECT_IN_TURN, json.dumps(sys.path), json.dumps(run)],
+        cwd=Path.cwd(),
+        new_session=False,
+    )
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    return [
+        subprocess.CompletedProcess(["inspect", *command.args], code, out, err)
+        for command, (code, out, err) in zip(commands, json.loads(stdout), strict=True)
+    ]
 
 
 def tracegrade_shell(

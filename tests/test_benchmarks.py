@@ -144,8 +144,10 @@ def run_report_scale(out_dir: Path, *options: str) -> tuple[dict[str, Any], str]
     printed."""
     out = out_dir / "report_scale.json"
     completed = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "report_scale.py"), *options]
-        + [f"--json={out}"],
+        [
+            *(sys.executable, str(ROOT / "benchmarks" / "report_scale.py")),
+            *(*options, f"--json={out}"),
+        ],
         capture_output=True,
         text=True,
         check=False,

@@ -22,7 +22,6 @@ import logging
 import math
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -33,7 +32,7 @@ from inspect_ai.model import ModelName
 from inspect_ai.scorer import Target
 from inspect_ai.solver import TaskState
 
-from tests.commands import CommandProcess, inspect_process
+from tests.commands import InspectCommand, inspect_in_one_fresh_process, inspect_process
 from tests.support import write_lines
 from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
 from tracegrade.cli import main
@@ -294,53 +293,6 @@ def test_a_misspelled_extraction_key_is_warned_of_too(evaluated: Eval) -> None:
 
 
 # --- refused when the scorer is built ------------------------------------------------
-
-
-# Runs `inspect` commands in turn with `run_inspect`, in an interpreter where
-# no test ran before: the first command sets Inspect's exception hook (over
-# the interpreter's own, which prints a traceback) and its display as the
-# `inspect` script does, and a refused command changes neither for the next.
-# In the test's own interpreter an earlier `eval(display="none")` leaves
-# Inspect's console quiet, and a refusal would print nothing.
-_INSPECT_IN_TURN = """
-import json, sys
-from pathlib import Path
-sys.path[:0] = json.loads(sys.argv[1])
-from tests.commands import run_inspect
-done = []
-for args, cwd, env in json.loads(sys.argv[2]):
-    result = run_inspect(*args, cwd=Path(cwd), env=env)
-    done.append((result.returncode, result.stdout, result.stderr))
-print(json.dumps(done))
-"""
-
-
-class InspectCommand(NamedTuple):
-    """`inspect ARGS` in `cwd`, with `env` added to the environment tests
-    run commands with."""
-
-    args: list[str]
-    cwd: Path
-    env: dict[str, str] | None = None
-
-
-def inspect_in_one_fresh_process(
-    commands: list[InspectCommand],
-) -> list[subprocess.CompletedProcess[str]]:
-    """Each command run in turn, all in one fresh interpreter (one import of
-    Inspect), each with its own exit code and streams."""
-    run = [[command.args, str(command.cwd), command.env] for command in commands]
-    process = CommandProcess(
-        [sys.executable, "-c", _INSPECT_IN_TURN, json.dumps(sys.path), json.dumps(run)],
-        cwd=Path.cwd(),
-        new_session=False,
-    )
-    stdout, stderr = process.communicate(timeout=300)
-    assert process.returncode == 0, stderr
-    return [
-        subprocess.CompletedProcess(["inspect", *command.args], code, out, err)
-        for command, (code, out, err) in zip(commands, json.loads(stdout), strict=True)
-    ]
 
 
 REFUSALS = [

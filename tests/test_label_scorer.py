@@ -41,9 +41,8 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
-from tests.commands import run_inspect
+from tests.commands import InspectCommand, inspect_in_one_fresh_process, run_inspect
 from tests.support import write_lines
-from tests.test_key_warnings import InspectCommand, inspect_in_one_fresh_process
 from tracegrade import LabelScorerError, diagnose_stage, stage_diagnosis_scorer
 from tracegrade.scorers import label_from_value
 from tracegrade.scorers.outcome import error_kind

@@ -21,9 +21,8 @@ from typing import Any
 import pytest
 from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
-from tests.commands import run_inspect
+from tests.commands import InspectCommand, inspect_in_one_fresh_process, run_inspect
 from tests.support import write_lines
-from tests.test_key_warnings import InspectCommand, inspect_in_one_fresh_process
 
 pytestmark = pytest.mark.runs_long
 

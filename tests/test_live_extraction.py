@@ -35,7 +35,7 @@ from inspect_ai.model import (
 )
 
 import tracegrade
-from tests.test_key_warnings import InspectCommand, inspect_in_one_fresh_process
+from tests.commands import InspectCommand, inspect_in_one_fresh_process
 from tracegrade.datasets import DatasetError, packaged_fixture, read_source_documents
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks.live import (
