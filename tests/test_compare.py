@@ -10,6 +10,7 @@ deviation) does not.
 from __future__ import annotations
 
 import json
+import runpy
 import stat
 import subprocess
 import sys
@@ -407,28 +408,31 @@ def test_cli_exits_2_on_a_malformed_file(
     assert f"parity: {path}:2: not a JSON value" in capsys.readouterr().err
 
 
-def test_python_m_parity_runs_packaged_and_extra_files(tmp_path: Path) -> None:
+def test_python_m_parity_runs_packaged_and_extra_files(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     """The entry point `nox -s parity` runs; the Inspect-log side is the one
-    `test_cli_runs_extra_files_with_and_without_expected` runs in process."""
+    `test_cli_runs_extra_files_with_and_without_expected` runs in process.
+    `runpy` runs the module as `python -m` does, here in this interpreter:
+    nothing the entry point does needs a process of its own."""
     extra = write_fixture(tmp_path / "extra.jsonl", [ASTRAL_GAP])
-
-    completed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "parity",
-            "--core-only",
-            "--stage-diagnosis",
-            str(extra),
-        ],
-        cwd=REPOSITORY,
-        capture_output=True,
-        text=True,
-        check=False,
+    monkeypatch.chdir(REPOSITORY)
+    # This module imported parity.__main__; `-m` runs it afresh, as here.
+    monkeypatch.delitem(sys.modules, "parity.__main__")
+    monkeypatch.setattr(
+        sys,
+        "argv",
+        ["parity", "--core-only", "--stage-diagnosis", str(extra)],
     )
 
-    assert completed.returncode == 0, completed.stdout + completed.stderr
-    summary = completed.stdout.splitlines()
+    with pytest.raises(SystemExit) as exited:
+        runpy.run_module("parity", run_name="__main__", alter_sys=True)
+    completed = capsys.readouterr()
+
+    assert exited.value.code == 0, completed.out + completed.err
+    summary = completed.out.splitlines()
     # The packaged files are wherever tracegrade is installed: `src/` in an
     # editable install, site-packages in a nox session.
     for name in ("stage_diagnosis", "ordered_extraction"):

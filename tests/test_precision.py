@@ -129,7 +129,7 @@ def test_where_precision_is_defined(
     assert found == precision and type(found) is type(precision)
 
 
-@settings(max_examples=2_000, deadline=None, derandomize=True)
+@settings(max_examples=500, deadline=None, derandomize=True)
 @given(
     required=st.lists(ID, max_size=12),
     context=st.lists(ID, max_size=12),

@@ -178,7 +178,7 @@ TREC_ID = st.sampled_from(LOOK_ALIKES) | st.text(
 )
 
 
-@settings(max_examples=2_000, deadline=None, derandomize=True)
+@settings(max_examples=500, deadline=None, derandomize=True)
 @given(
     required=st.lists(ID, max_size=12),
     context=st.lists(ID, max_size=12),

@@ -4,10 +4,11 @@
 (`report/samples.py`). The reference is what it did before: `read_eval_log`
 of the whole log, every sample validated as an `EvalSample`. Both go
 through the same aggregation, so any difference is the reading's. The logs
-are `inspect eval`'s own, `.eval` and `.json`, with two epochs, and the
-same logs rewritten as other writers lay them out: `EvalArchive` (what
-`tracegrade score` writes), deflated and stored members, ZIP64 records, a
-sample logged twice, NaN in a `.json` log.
+are `inspect eval`'s own `.eval` logs with two epochs, the same logs as
+Inspect's JSON writer lays them out in `.json`, and the same logs
+rewritten as other writers lay them out: `EvalArchive` (what `tracegrade
+score` writes), deflated and stored members, ZIP64 records, a sample
+logged twice, NaN in a `.json` log.
 """
 
 from __future__ import annotations
@@ -52,24 +53,27 @@ def epoch_runs(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Callable[[str], list[Path]]:
     """The logs of both packaged tasks over `EPOCHS` epochs in a format,
-    evaluated once for the module: the tests only read them."""
-    made: dict[str, list[Path]] = {}
-
-    def logs(log_format: str) -> list[Path]:
-        if log_format not in made:
-            evaluated = eval(
-                [stage_diagnosis(), ordered_extraction_recorded()],
-                epochs=EPOCHS,
-                display="none",
-                log_dir=str(tmp_path_factory.mktemp(f"epochs-{log_format}")),
-                log_format=log_format,
-            )
-            for log in evaluated:
-                assert log.status == "success", log.error
-            made[log_format] = [Path(log.location) for log in evaluated]
-        return made[log_format]
-
-    return logs
+    evaluated once for the module: the tests only read them. The `.json`
+    logs are the `.eval` logs written again by `write_eval_log`, which is
+    the very writer (`JSONRecorder.write_log`) `inspect eval` ends a
+    `.json` log with, so one eval serves both formats."""
+    evaluated = eval(
+        [stage_diagnosis(), ordered_extraction_recorded()],
+        epochs=EPOCHS,
+        display="none",
+        log_dir=str(tmp_path_factory.mktemp("epochs-eval")),
+        log_format="eval",
+    )
+    for log in evaluated:
+        assert log.status == "success", log.error
+    made = {"eval": [Path(log.location) for log in evaluated]}
+    json_dir = tmp_path_factory.mktemp("epochs-json")
+    made["json"] = []
+    for path in made["eval"]:
+        json_path = json_dir / path.with_suffix(".json").name
+        write_eval_log(read_eval_log(str(path)), str(json_path), format="json")
+        made["json"].append(json_path)
+    return made.__getitem__
 
 
 @pytest.fixture(scope="module", params=["eval", "json"])

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
-from inspect_ai import Task, eval, score
+from inspect_ai import Task, eval, score, task_with
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 from inspect_ai.scorer import match
@@ -159,6 +159,43 @@ def offline_logs(tmp_path_factory: pytest.TempPathFactory) -> OfflineLogs:
 @pytest.fixture(scope="session")
 def report(offline_logs: OfflineLogs) -> Report:
     return build_report([str(offline_logs.log_dir)])
+
+
+@dataclass(frozen=True)
+class MoreStageEvals:
+    """Other evals of the packaged stage task, each in its own log."""
+
+    two_epochs: str
+    again: str
+    halves: tuple[str, str]
+
+
+@pytest.fixture(scope="module")
+def more_stage_evals(tmp_path_factory: pytest.TempPathFactory) -> MoreStageEvals:
+    """The stage task over two epochs, once more as the offline logs ran
+    it, and each half of its cases: one eval, the tests only read the logs."""
+    directory = tmp_path_factory.mktemp("more-stage-evals")
+    cases = Path(packaged_fixture("stage_diagnosis.jsonl"))
+    lines = cases.read_text(encoding="utf-8").splitlines(keepends=True)
+    halves = []
+    for index, part in enumerate((lines[: len(lines) // 2], lines[len(lines) // 2 :])):
+        path = directory / f"half{index}.jsonl"
+        path.write_text("".join(part), encoding="utf-8")
+        halves.append(stage_diagnosis(dataset=str(path)))
+    # No epochs for the eval as a whole: each task's own count holds.
+    logs = eval(
+        [task_with(stage_diagnosis(), epochs=2), stage_diagnosis(), *halves],
+        display="none",
+        log_dir=str(directory / "logs"),
+    )
+    for log in logs:
+        assert log.status == "success", log.error
+    two_epochs, again, *halved = logs
+    return MoreStageEvals(
+        two_epochs.location,
+        again.location,
+        (halved[0].location, halved[1].location),
+    )
 
 
 def figures(
@@ -402,9 +439,10 @@ def test_log_summaries_account_for_every_sample(
     assert stage_log.other_scorers == []
 
 
-def test_each_sample_epoch_counts(tmp_path: Path, report: Report) -> None:
-    (log,) = run([stage_diagnosis()], tmp_path, epochs=2)
-    twice = only_stage(build_report([log.location]))
+def test_each_sample_epoch_counts(
+    more_stage_evals: MoreStageEvals, report: Report
+) -> None:
+    twice = only_stage(build_report([more_stage_evals.two_epochs]))
     once = only_stage(report)
 
     assert twice.epochs == [2]
@@ -424,16 +462,17 @@ def test_each_sample_epoch_counts(tmp_path: Path, report: Report) -> None:
         assert (proportion.low, proportion.high) == pytest.approx(
             (once.stages[stage].low, once.stages[stage].high), abs=1e-12
         )
-    assert "the sample as the cluster" in interval_note(build_report([log.location]))
+    assert "the sample as the cluster" in interval_note(
+        build_report([more_stage_evals.two_epochs])
+    )
     assert "cluster" not in interval_note(report)
 
 
 def test_two_evals_of_one_task_and_model_are_two_rows(
-    offline_logs: OfflineLogs, report: Report, tmp_path: Path
+    offline_logs: OfflineLogs, report: Report, more_stage_evals: MoreStageEvals
 ) -> None:
     """`inspect eval` run twice on one file: two evals, never summed."""
-    (again,) = run([stage_diagnosis()], tmp_path)
-    both = build_report([offline_logs.stage, again.location])
+    both = build_report([offline_logs.stage, more_stage_evals.again])
 
     first, second = both.stage_diagnosis
     assert (first.evals, second.evals) == (["E1"], ["E2"])
@@ -443,32 +482,22 @@ def test_two_evals_of_one_task_and_model_are_two_rows(
 
 
 def test_pool_refuses_evals_that_scored_the_same_samples(
-    offline_logs: OfflineLogs, tmp_path: Path
+    offline_logs: OfflineLogs, more_stage_evals: MoreStageEvals
 ) -> None:
-    (again,) = run([stage_diagnosis()], tmp_path)
-
     with pytest.raises(
         ReportError,
         match=r"--pool: evals E1 and E2 \(tracegrade/stage_diagnosis, none/none, "
         rf'score "stage_diagnosis"\) both scored {len(STAGE_CASES)} sample ids',
     ):
-        build_report([offline_logs.stage, again.location], pool=True)
+        build_report([offline_logs.stage, more_stage_evals.again], pool=True)
 
 
 def test_pool_pools_evals_of_different_samples(
-    offline_logs: OfflineLogs, report: Report, tmp_path: Path
+    report: Report, more_stage_evals: MoreStageEvals
 ) -> None:
     """Two halves of the packaged cases, run as two evals, pool to the
     figures of the whole."""
-    cases = packaged_fixture("stage_diagnosis.jsonl")
-    lines = Path(cases).read_text(encoding="utf-8").splitlines(keepends=True)
-    halves = []
-    for index, part in enumerate((lines[: len(lines) // 2], lines[len(lines) // 2 :])):
-        path = tmp_path / f"half{index}.jsonl"
-        path.write_text("".join(part), encoding="utf-8")
-        (log,) = run([stage_diagnosis(dataset=str(path))], tmp_path / f"logs{index}")
-        halves.append(log.location)
-    pooled = build_report(halves, pool=True)
+    pooled = build_report(list(more_stage_evals.halves), pool=True)
 
     (summary,) = pooled.stage_diagnosis
     whole = only_stage(report)

@@ -8,6 +8,7 @@ before anything runs.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -68,19 +69,36 @@ def check_logged_samples(log: EvalLog, fixture: str, scorer_name: str) -> None:
             ), case_id
 
 
-def test_stage_diagnosis_replays_every_packaged_case(tmp_path: Path) -> None:
-    log = run(stage_diagnosis(), tmp_path)
-    assert log.eval.model == "none/none"
-    check_logged_samples(log, "stage_diagnosis.jsonl", "stage_diagnosis")
+@pytest.fixture(scope="module")
+def packaged_stage_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
+    """The packaged stage task evaluated once for the module: tests read it."""
+    return run(stage_diagnosis(), tmp_path_factory.mktemp("stage"))
 
 
-def test_ordered_extraction_replays_every_packaged_case(tmp_path: Path) -> None:
-    log = run(ordered_extraction_recorded(), tmp_path)
-    check_logged_samples(log, "ordered_extraction.jsonl", "ordered_extraction")
+@pytest.fixture(scope="module")
+def packaged_extraction_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
+    """The packaged extraction task evaluated once for the module; a test
+    that rescores it rescores its own copy."""
+    return run(ordered_extraction_recorded(), tmp_path_factory.mktemp("extraction"))
 
 
-def test_the_stage_context_goes_through_the_store(tmp_path: Path) -> None:
-    log = run(stage_diagnosis(), tmp_path)
+def test_stage_diagnosis_replays_every_packaged_case(
+    packaged_stage_log: EvalLog,
+) -> None:
+    assert packaged_stage_log.eval.model == "none/none"
+    check_logged_samples(packaged_stage_log, "stage_diagnosis.jsonl", "stage_diagnosis")
+
+
+def test_ordered_extraction_replays_every_packaged_case(
+    packaged_extraction_log: EvalLog,
+) -> None:
+    check_logged_samples(
+        packaged_extraction_log, "ordered_extraction.jsonl", "ordered_extraction"
+    )
+
+
+def test_the_stage_context_goes_through_the_store(packaged_stage_log: EvalLog) -> None:
+    log = packaged_stage_log
     assert log.samples is not None
     for sample in log.samples:
         if "context" in sample.metadata:
@@ -103,12 +121,14 @@ def test_the_inspect_eval_cli_runs_the_stage_task_with_no_model(
 
 
 def test_the_extraction_scorer_resolves_by_name_in_inspect_score(
-    tmp_path: Path,
+    packaged_extraction_log: EvalLog, tmp_path: Path
 ) -> None:
-    log = run(ordered_extraction_recorded(), tmp_path / "logs")
+    (tmp_path / "logs").mkdir()
+    source = Path(packaged_extraction_log.location)
+    location = str(shutil.copy(source, tmp_path / "logs" / source.name))
     result = run_inspect(
         "score",
-        log.location,
+        location,
         "--scorer",
         "tracegrade/ordered_extraction",
         "-S",
@@ -119,7 +139,7 @@ def test_the_extraction_scorer_resolves_by_name_in_inspect_score(
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr
-    rescored = read_eval_log(log.location)
+    rescored = read_eval_log(location)
     assert rescored.status == "success"
     check_logged_samples(rescored, "ordered_extraction.jsonl", "ordered_extraction")
     assert rescored.eval.scorers is not None
