@@ -16,7 +16,9 @@ parts.
 
 The fault guarantees:
 - Signals reach the main thread only. It stops the writer (`abort`), which
-  removes every `.partial` file of the run before the command reports.
+  removes every `.partial` file of the run before the command reports. A
+  signal waits for the end of an exchange through a queue (`_held`), so
+  that it never leaves a queue's lock taken.
 - An error on the writer thread (a full disk) is raised in the main thread
   as the same exception at the next exchange; the writer has removed its
   files by then. Running out of memory there comes back as `WriterDied`,
@@ -36,6 +38,7 @@ from typing import Any, Final
 
 from inspect_ai.log import EvalLog, EvalPlan, EvalSpec
 
+from .._held import EXCHANGE
 from ..outputs import PARTIAL_SUFFIX, OutputError
 from .evallog import EvalLogWriter, StreamedReductions, deflating_with_isal
 from .samples import SampleParts, SampleTemplates
@@ -86,7 +89,8 @@ class WriterThread:
         while True:
             self._raise_if_failed()
             try:
-                self._commands.put(message, timeout=_WAIT)
+                with EXCHANGE:
+                    self._commands.put(message, timeout=_WAIT)
                 return
             except queue.Full:
                 continue
@@ -96,7 +100,8 @@ class WriterThread:
         self.send(kind, part, payload)
         while True:
             try:
-                return self._replies.get(timeout=_WAIT)
+                with EXCHANGE:
+                    return self._replies.get(timeout=_WAIT)
             except queue.Empty:
                 self._raise_if_failed()
 

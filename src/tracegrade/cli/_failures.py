@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
 
+from .._held import EXCHANGE
 from ..outputs import OutputError, describe_os_error
 
 # The exit codes a shell gives a process killed by the signal.
@@ -72,15 +73,26 @@ class CommandStopped(Exception):
 
 
 def _raise_terminated(signum: int, _frame: FrameType | None) -> None:
-    raise Terminated(signum)
+    if not EXCHANGE.notes(signum):
+        raise Terminated(signum)
+
+
+def _raise_interrupt(signum: int, _frame: FrameType | None) -> None:
+    if not EXCHANGE.notes(signum):
+        raise KeyboardInterrupt
 
 
 @contextmanager
 def signals_as_exceptions() -> Iterator[None]:
-    """Turn the `TERMINATING` signals into `Terminated` while the block runs."""
+    """Turn the `TERMINATING` signals into `Terminated`, and SIGINT into
+    KeyboardInterrupt as Python does (unless the process was started with
+    it ignored, as a background job is), while the block runs; either
+    waits for the end of an exchange with a thread (`_held`)."""
     previous = {
         signum: signal.signal(signum, _raise_terminated) for signum in TERMINATING
     }
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_interrupt)
     try:
         yield
     finally:
