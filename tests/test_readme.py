@@ -319,6 +319,36 @@ def _bulk_prose_is_the_committed_run(text: str) -> None:
     assert f"slowest sample list in the viewer took {slowest:.1f} s" in text
 
 
+def test_thread_writer_figures_are_the_committed_benchmark_run() -> None:
+    """docs/speed.md's table of the `.eval` writer thread against the forked
+    writer it replaced is `benchmarks/results/bulk_thread.json`, row by row,
+    with the command that made it."""
+    run = benchmark("bulk_thread")
+    text = flat(SPEED)
+    assert f"`python {run['command'].removeprefix('python ')}`" in text
+    for row in run["rows"]:
+        ours, before = row["tracegrade"], row["baseline"]
+        line = (
+            f"| {row['records']:,} | {ours['seconds']:.1f} | "
+            f"{ours['cpu_seconds']:.1f} | {ours['peak_mib']:.0f} | "
+            f"{before['seconds']:.1f} | {before['cpu_seconds']:.1f} | "
+            f"{before['peak_mib']:.0f} |"
+        )
+        assert line in SPEED, line
+    assert f"forked (`{run['baseline']}`)" in SPEED
+    small, large = run["rows"]
+    thread, forked = large["tracegrade"], large["baseline"]
+    for said in (
+        f"spent {thread['timings']['serialize']:.1f} s of the "
+        f"{thread['seconds']:.1f} handing samples to the writer",
+        f"the thread peaked at {thread['peak_mib']:.0f} MiB",
+        f"against {forked['peak_mib']:.0f} MiB for the two forked processes",
+        f"took {small['baseline']['seconds']:.1f} s in the same minute",
+    ):
+        assert said in text, said
+    assert thread["seconds"] > 2 * forked["seconds"]  # "by more than twice"
+
+
 def test_answer_reading_figures_are_the_committed_benchmark_run() -> None:
     found = benchmark("answer_reading")
     rows = {row["family"]: row for row in found["rows"]}
