@@ -402,6 +402,20 @@ def test_score_table_figures_are_the_committed_benchmark_run() -> None:
     assert f"about {per_record:.0f} µs of CPU a record" in text
 
 
+def test_what_ray_costs_is_the_committed_benchmark_run() -> None:
+    found = benchmark("ray_cost")
+    page = flat((ROOT / "docs" / "beyond-one-machine.md").read_text())
+    only = found["packages_only_ray_needs"]
+    named = ", ".join(f"ray {found['ray']}" if name == "ray" else name for name in only)
+    for said in (
+        f"brings {len(only)} packages nothing else in it needs ({named})",
+        f"{found['install_seconds']:.1f} s to install",
+        f"{found['installed_mib']:.1f} MiB on disk",
+        f"takes {found['ray_test']['seconds']:.1f} s of the suite",
+    ):
+        assert said in page, said
+
+
 def test_the_architecture_page_names_every_package_and_only_real_ones() -> None:
     import importlib
     import pkgutil
