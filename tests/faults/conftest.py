@@ -28,14 +28,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple, NoReturn
+from typing import NamedTuple, NoReturn, TypeVar
 
 import pytest
 
 from tests.commands import CommandProcess, Limit, run_tracegrade
+
+Key = TypeVar("Key", bound=Hashable)
 
 # Enough records that each phase a marker stands for (`score` and `check`
 # reading the input, `score` finishing its outputs) lasts far longer than
@@ -479,6 +481,29 @@ def commands_in_one_interpreter(
             )
         )
     return done
+
+
+class CommandRun(NamedTuple):
+    """A command of `runs_in_one_interpreter`: its directory, what the
+    directory held before the command ran (`snapshot`), how it ended."""
+
+    work: Path
+    before: dict[str, str]
+    done: subprocess.CompletedProcess[str]
+
+
+def runs_in_one_interpreter(
+    commands: Mapping[Key, StreamedCommand], folder: Path
+) -> dict[Key, CommandRun]:
+    """`commands_in_one_interpreter` of `commands`, keyed as they are, each
+    command's directory snapshotted first: for a test that the command
+    left its directory as it found it."""
+    befores = {key: snapshot(command.cwd) for key, command in commands.items()}
+    done = commands_in_one_interpreter(list(commands.values()), folder)
+    return {
+        key: CommandRun(command.cwd, befores[key], result)
+        for (key, command), result in zip(commands.items(), done, strict=True)
+    }
 
 
 # --- File systems ------------------------------------------------------------

@@ -8,7 +8,7 @@ Commands run in this process through click (`run_tracegrade`), on real
 links, a real full or read-only tmpfs, a real named pipe. A fresh
 interpreter runs what needs a process of its own: a file size limit
 (`ulimit -f`: the commands under one run one after the other in one
-interpreter, `commands_in_one_interpreter`, each under its own limit), a pipe as
+interpreter, `runs_in_one_interpreter`, each under its own limit), a pipe as
 its standard input (`tracegrade_process`).
 """
 
@@ -20,19 +20,19 @@ import resource
 import shutil
 import subprocess
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 
 from tests.commands import run_tracegrade, tracegrade_process
 from tests.faults.conftest import (
+    CommandRun,
     StreamedCommand,
     assert_no_final_outputs,
-    commands_in_one_interpreter,
     digest,
     mounted_tmpfs,
     needs_mount,
     one_clear_line,
+    runs_in_one_interpreter,
     snapshot,
     write_stage_records,
 )
@@ -278,16 +278,10 @@ SCORE_FILE_SIZE_LIMITS = (10_000, 200_000, 2_000_000)
 APPLY_OUTS = {"in place": (), "--out": ("--out", "labelled.eval")}
 
 
-class _Limited(NamedTuple):
-    work: Path
-    before: dict[str, str]
-    done: subprocess.CompletedProcess[str]
-
-
 @pytest.fixture(scope="module")
 def file_size_limited(
     tmp_path_factory: pytest.TempPathFactory, scored_folder: Path
-) -> dict[object, _Limited]:
+) -> dict[object, CommandRun]:
     """`score` under three file size limits (`ulimit -f`) and `labels apply`
     under one, in place and to --out, each command in a directory of its
     own: one fresh interpreter runs them one after the other, each under
@@ -312,19 +306,12 @@ def file_size_limited(
             work,
             soft_limits=((resource.RLIMIT_FSIZE, size // 2),),
         )
-    befores = {key: snapshot(command.cwd) for key, command in commands.items()}
-    done = commands_in_one_interpreter(
-        list(commands.values()), tmp_path_factory.mktemp("file-size")
-    )
-    return {
-        key: _Limited(command.cwd, befores[key], result)
-        for (key, command), result in zip(commands.items(), done, strict=True)
-    }
+    return runs_in_one_interpreter(commands, tmp_path_factory.mktemp("file-size"))
 
 
 @pytest.mark.parametrize("limit", SCORE_FILE_SIZE_LIMITS)
 def test_a_file_size_limit_is_a_full_disk_too(
-    file_size_limited: dict[object, _Limited], limit: int
+    file_size_limited: dict[object, CommandRun], limit: int
 ) -> None:
     """`ulimit -f`: writes past the limit fail with EFBIG (Python ignores
     SIGXFSZ), the way a full disk fails them, and need no root."""
@@ -340,7 +327,7 @@ def test_a_file_size_limit_is_a_full_disk_too(
 
 @pytest.mark.parametrize("out", sorted(APPLY_OUTS))
 def test_labels_apply_past_a_file_size_limit_leaves_the_log_whole(
-    file_size_limited: dict[object, _Limited], out: str
+    file_size_limited: dict[object, CommandRun], out: str
 ) -> None:
     """The log is rewritten under a temporary name and renamed only when
     complete: a write that fails leaves LOG as it was and nothing new."""

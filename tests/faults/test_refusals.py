@@ -19,18 +19,19 @@ import resource
 import shutil
 import subprocess
 from pathlib import Path
-from typing import NamedTuple
 
 import pytest
 from inspect_ai.log import read_eval_log, write_eval_log
 
 from tests.commands import inspect_process, run_tracegrade
 from tests.faults.conftest import (
+    CommandRun,
     StreamedCommand,
     commands_in_one_interpreter,
     mounted_tmpfs,
     needs_mount,
     one_clear_line,
+    runs_in_one_interpreter,
     snapshot,
     write_labels,
     write_stage_log,
@@ -95,42 +96,28 @@ STREAM_CASES = {
 }
 
 
-class _Refused(NamedTuple):
-    work: Path
-    before: dict[str, str]
-    done: subprocess.CompletedProcess[str]
-
-
 @pytest.fixture(scope="module")
 def refused_streams(
     tmp_path_factory: pytest.TempPathFactory, scored: Path
-) -> dict[str, _Refused]:
-    commands = {}
-    befores = {}
+) -> dict[str, CommandRun]:
+    commands: dict[str, StreamedCommand] = {}
     for number, (case, (command, descriptor, how)) in enumerate(STREAM_CASES.items()):
         work = tmp_path_factory.mktemp(f"stream-{number}")
         shutil.copytree(scored, work, dirs_exist_ok=True)
         args, name = READERS[command]
         into = (_input_file(work, name), how)
-        befores[case] = snapshot(work)
         commands[case] = StreamedCommand(
             args,
             work,
             stdout=into if descriptor == 1 else None,
             stderr=into if descriptor == 2 else None,
         )
-    done = commands_in_one_interpreter(
-        list(commands.values()), tmp_path_factory.mktemp("streams")
-    )
-    return {
-        case: _Refused(command.cwd, befores[case], result)
-        for (case, command), result in zip(commands.items(), done, strict=True)
-    }
+    return runs_in_one_interpreter(commands, tmp_path_factory.mktemp("streams"))
 
 
 @pytest.mark.parametrize("command", sorted(READERS))
 def test_standard_output_appended_to_the_input_is_refused(
-    refused_streams: dict[str, _Refused], command: str
+    refused_streams: dict[str, CommandRun], command: str
 ) -> None:
     """`tracegrade ... >> INPUT`: it would read its own output back."""
     work, before, done = refused_streams[f">> {command}"]
@@ -145,7 +132,7 @@ def test_standard_output_appended_to_the_input_is_refused(
 
 
 def test_standard_output_opened_read_write_on_the_input_is_refused(
-    refused_streams: dict[str, _Refused],
+    refused_streams: dict[str, CommandRun],
 ) -> None:
     """`1<>runs.jsonl`: it would overwrite the input as it reads it."""
     work, before, done = refused_streams["1<>"]
@@ -156,7 +143,7 @@ def test_standard_output_opened_read_write_on_the_input_is_refused(
 
 
 def test_standard_error_into_the_input_is_refused_on_standard_output(
-    refused_streams: dict[str, _Refused],
+    refused_streams: dict[str, CommandRun],
 ) -> None:
     """`2>>runs.jsonl`: not even the refusal is written into the input."""
     work, before, done = refused_streams["2>>"]
