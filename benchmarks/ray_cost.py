@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         install_seconds = time.perf_counter() - started
         added_bytes = site_packages_bytes(environment) - before
-    suite = ray_test_seconds(Path(tempfile.mkdtemp(prefix="tracegrade-ray-test-")))
+        suite = ray_test_seconds(work)
     result: dict[str, Any] = {
         "command": "python benchmarks/ray_cost.py",
         "machine": {
