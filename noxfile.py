@@ -81,6 +81,23 @@ def oldest(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def benchmarks(session: nox.Session) -> None:
+    """Run each benchmark script end to end at toy sizes (`-m benchmark`).
+
+    Not in the default set: a benchmark starts `tracegrade`, `inspect eval`
+    and a baseline revision as processes of their own, which would take a
+    large share of the suite's time budget, and a change to a benchmark is
+    a change to a measuring tool, not to what users run. The figures the
+    docs give are held to the committed results by the `tests` session
+    (tests/test_readme.py). Needs `git` (`--baseline=HEAD`) and `node`.
+    """
+    session.run("node", "--version", external=True)
+    session.run("git", "--version", external=True)
+    session.install(".[test]")
+    session.run("pytest", "-m", "benchmark", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def spark(session: nox.Session) -> None:
     """Run the Spark `mapInArrow` recipe on a local Spark (tests/test_spark.py).
 

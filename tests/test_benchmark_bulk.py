@@ -2,6 +2,8 @@
 runs end to end, and `benchmarks/measure.py` measures a command's own peak.
 
 Smoke tests, as in `test_benchmarks.py`: tiny inputs, no timing asserted.
+The end-to-end run is marked `benchmark` (`nox -s benchmarks`); the
+targets' check and the launcher are tested in every run.
 """
 
 from __future__ import annotations
@@ -15,8 +17,6 @@ from typing import Any
 import pytest
 
 from tests.support import SUBPROCESS_ENV
-
-pytestmark = pytest.mark.runs_long
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -61,6 +61,7 @@ def bulk(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path
     return result, out
 
 
+@pytest.mark.benchmark
 def test_bulk_report_has_a_row_per_size_and_format(
     bulk: tuple[dict[str, Any], Path],
 ) -> None:
@@ -90,6 +91,7 @@ def test_bulk_report_has_a_row_per_size_and_format(
         assert before["peak_mib"] > 0
 
 
+@pytest.mark.benchmark
 def test_bulk_answers_are_inspect_evals(
     bulk: tuple[dict[str, Any], Path],
 ) -> None:
@@ -104,6 +106,7 @@ def test_bulk_answers_are_inspect_evals(
     assert [run["records"] for run in fit["runs"]] == [2, 20]
 
 
+@pytest.mark.benchmark
 def test_bulk_viewer_is_null_with_a_reason_when_not_measured(
     bulk: tuple[dict[str, Any], Path],
 ) -> None:
@@ -114,6 +117,7 @@ def test_bulk_viewer_is_null_with_a_reason_when_not_measured(
     assert "--no-viewer" in report["viewer_unavailable"]
 
 
+@pytest.mark.benchmark
 def test_bulk_report_says_how_where_and_against_which_targets(
     bulk: tuple[dict[str, Any], Path],
 ) -> None:
@@ -133,6 +137,7 @@ def test_bulk_report_says_how_where_and_against_which_targets(
         assert row["targets"] == [] and row["met"] is None and row["misses"] == []
 
 
+@pytest.mark.benchmark
 def test_bulk_memory_is_traced_per_task_and_format(
     bulk: tuple[dict[str, Any], Path],
 ) -> None:
@@ -158,6 +163,7 @@ def test_bulk_memory_is_traced_per_task_and_format(
             }
 
 
+@pytest.mark.benchmark
 def test_bulk_markdown_is_rendered_from_the_json(
     bulk: tuple[dict[str, Any], Path], tmp_path: Path
 ) -> None:

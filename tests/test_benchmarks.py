@@ -8,7 +8,9 @@ test workers share the load.
 Smoke tests only: tiny inputs, one pass, and no assertion on any timing, which
 would make CI depend on the machine. What is checked is the shape of the
 report and that both sides answered identically, since a speed ratio between
-different answers would mean nothing.
+different answers would mean nothing. The report_scale runs, which start a
+baseline revision and `tracegrade report` as processes, are marked
+`benchmark`: `nox -s benchmarks` runs them, a bare `pytest` does not.
 """
 
 from __future__ import annotations
@@ -180,6 +182,7 @@ def report_scale_against_head(
     )
 
 
+@pytest.mark.benchmark
 def test_the_report_scale_benchmark_checks_its_figures(
     report_scale: tuple[dict[str, Any], str],
 ) -> None:
@@ -196,6 +199,7 @@ def test_the_report_scale_benchmark_checks_its_figures(
     assert result["command"].startswith("python benchmarks/report_scale.py")
 
 
+@pytest.mark.benchmark
 def test_the_report_scale_benchmark_runs_a_revision_in_alternating_pairs(
     report_scale_against_head: tuple[dict[str, Any], str],
 ) -> None:
@@ -212,6 +216,7 @@ def test_the_report_scale_benchmark_runs_a_revision_in_alternating_pairs(
     assert set(before["ratios"]) == {"seconds", "cpu_seconds", "peak_mib"}
 
 
+@pytest.mark.benchmark
 def test_the_report_scale_benchmark_says_when_it_skips(
     report_scale_against_head: tuple[dict[str, Any], str],
 ) -> None:
