@@ -1002,11 +1002,12 @@ def table_rows(report: dict[str, Any]) -> list[list[str]]:
     return [table_cells(row, with_baseline) for row in report["rows"]]
 
 
-def markdown(report: dict[str, Any]) -> str:
-    """The table and its misses, for READMEs to quote."""
+def markdown(report: dict[str, Any], source: str) -> str:
+    """The table and its misses, for READMEs to quote; `source` names the
+    JSON it was rendered from, so a reader knows which run to rerun."""
     names = table_columns(report)
     lines = [
-        "<!-- Written by benchmarks/bulk_scoring.py from bulk_scoring.json;"
+        f"<!-- Written by benchmarks/bulk_scoring.py from {source};"
         " rerun it (or --render) rather than editing. -->",
         "",
         "| " + " | ".join(names) + " |",
@@ -1219,15 +1220,16 @@ def split_choices(
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.render is not None:
-        report = json.loads(args.render.read_text(encoding="utf-8"))
-        markdown_path = args.markdown or args.render.with_suffix(".md")
+        source = args.render
+        report = json.loads(source.read_text(encoding="utf-8"))
     else:
+        source = args.json
         report = build_report(args)
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-        markdown_path = args.markdown or args.json.with_suffix(".md")
+        source.parent.mkdir(parents=True, exist_ok=True)
+        source.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    markdown_path = args.markdown or source.with_suffix(".md")
     show(report)
-    markdown_path.write_text(markdown(report), encoding="utf-8")
+    markdown_path.write_text(markdown(report, source.name), encoding="utf-8")
     identical = all(row["answers_identical"] for row in report["rows"])
     return 0 if identical else 1
 

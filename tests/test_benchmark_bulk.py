@@ -285,3 +285,17 @@ def test_a_measured_peak_is_the_childs_own_not_its_parents(tmp_path: Path) -> No
         text = (ROOT / "benchmarks" / f"{script}.py").read_text("utf-8")
         assert "from benchmarks.measure import" in text, script
         assert "os.wait4(" not in text, script
+
+
+@pytest.mark.parametrize("name", ["bulk_scoring", "bulk_thread"])
+def test_each_committed_table_is_its_json_rendered(name: str, tmp_path: Path) -> None:
+    """The docs quote the Markdown; it must be the committed run's, and say
+    which JSON to rerun."""
+    from benchmarks.bulk_scoring import main
+
+    results = ROOT / "benchmarks" / "results"
+    rendered = tmp_path / f"{name}.md"
+    main(["--render", str(results / f"{name}.json"), "--markdown", str(rendered)])
+    committed = (results / f"{name}.md").read_text(encoding="utf-8")
+    assert rendered.read_text(encoding="utf-8") == committed
+    assert f"from {name}.json;" in committed.splitlines()[0]
