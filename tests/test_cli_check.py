@@ -337,9 +337,9 @@ def test_check_memory_does_not_grow_with_the_file(tmp_path: Path) -> None:
     Both files are checked in one interpreter, the small one first
     (`peaks_in_one_interpreter`). Its lines kept, the 50,000-line file
     (8 MB) raises the peak by about 17 MiB, nearly three times the
-    margin, which leaves room for SQLite's page cache of the id file
-    (50,000 ids fill less than half of it); `benchmarks/check_memory.py`
-    does the same at a million lines.
+    margin, which leaves room for SQLite's page cache of the id file to
+    grow with the ids; `benchmarks/check_memory.py` does the same at a
+    million lines.
     """
     small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
     generate_stage_file(small, 5_000)
