@@ -33,6 +33,11 @@ from tracegrade.table import records_table
 pytestmark = pytest.mark.runs_long
 
 TASKS = ["stage_diagnosis", "ordered_extraction"]
+RECORDS = 300
+"""Random records of each task: each case `random_records` draws, the
+rarest (one in twenty) ten times or more, and two files of the
+engine's."""
+ENGINE_FILE_ROWS = 250
 # What identifies an eval rather than what was counted in it.
 NAMING = ("evals", "task", "model")
 
@@ -62,7 +67,7 @@ def scored(request: pytest.FixtureRequest, tmp_path_factory: Any) -> dict[str, A
     score`'s Parquet results, and as a Ray-style directory of results."""
     task: str = request.param
     root: Path = tmp_path_factory.mktemp(f"report-parquet-{task}")
-    records = random_records(task, 600, seed=11)
+    records = random_records(task, RECORDS, seed=11)
     path = root / "runs.jsonl"
     write_records(path, records)
     results = root / "scored"
@@ -81,8 +86,8 @@ def scored(request: pytest.FixtureRequest, tmp_path_factory: Any) -> dict[str, A
     engine = root / "engine"
     engine.mkdir()
     table = records_table(records, task)
-    for number, start in enumerate(range(0, len(records), 250)):
-        part = score_table(table.slice(start, 250), task)
+    for number, start in enumerate(range(0, len(records), ENGINE_FILE_ROWS)):
+        part = score_table(table.slice(start, ENGINE_FILE_ROWS), task)
         pq.write_table(part, engine / f"part-{number:05d}.parquet")
     (engine / "_SUCCESS").write_text("")
     return {
@@ -127,7 +132,7 @@ def test_a_directory_of_results_from_an_engine_reports_the_same(
     lines, so the log's figures less those lines' runs."""
     task = scored["task"]
     records = scored["root"] / "records.jsonl"
-    good = random_records(task, 600, seed=11)
+    good = random_records(task, RECORDS, seed=11)
     records.write_text("".join(json.dumps(record) + "\n" for record in good))
     _, logged = score_file(task, str(records), scored["root"] / "logs-good")
 
