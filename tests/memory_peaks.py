@@ -1,15 +1,16 @@
 """Peak memory of `tracegrade` commands run one after the other in one
 fresh interpreter.
 
-A memory test compares a command on a small input with the same command
-on a far larger one. In one interpreter the imports (Inspect's, pyarrow's)
-are paid once, by the first command, and the peak after each command is
-the interpreter's high-water mark so far, from the kernel (VmHWM):
-what the larger input adds to it is what the command holds beyond what
-the smaller one needed. The smaller runs first, so a reader holding its
-input whole shows as the rise of the larger's peak; the memory the
-smaller run freed can be taken again by the larger, which hides at most
-what the smaller held, a tenth of what the larger would.
+A memory test compares a command's peak on one input with its peak on
+another: a far larger one, or one as long whose every line is malformed.
+In one interpreter the imports (Inspect's, pyarrow's) are paid once, by
+the first command, and the peak after each command is the interpreter's
+high-water mark so far, from the kernel (VmHWM): what the second input
+adds to it is what the command holds beyond what the first needed. So a
+command holding its input whole shows as the rise of the second peak;
+the memory the first run freed can be taken again by the second, which
+hides at most what the first held (for a ten times smaller input, a
+tenth of what the larger one would).
 """
 
 from __future__ import annotations
