@@ -22,7 +22,10 @@ from tests.faults.conftest import write_stage_records
 from tests.support import SUBPROCESS_ENV
 
 SHIM = Path(__file__).with_name("hidden_calls.py")
-RECORDS = 300
+RECORDS = 120
+"""Enough that each of `compare`'s lists of runs spills to its spool in
+two runs of 50 (`TRACEGRADE_COMPARE_CHUNK`), read side by side and
+merged with the 20 left in memory."""
 
 
 SCORE = "tracegrade score stage_diagnosis runs.jsonl"
