@@ -30,6 +30,7 @@ import sys
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple, NoReturn, TypeVar
 
@@ -52,9 +53,14 @@ SIGNAL_PART_SAMPLES = SIGNAL_RECORDS // 8
 # kill must end in `.partial`.
 FINAL_SUFFIXES = (".json", ".eval", ".jsonl", ".html")
 # Between two looks at /proc: far shorter than any phase a marker stands
-# for; less often while the command starts, before it opens its input.
+# for; less often while the command starts, before it opens its input, and
+# where a watch is told its marker is still far (`tight_within`).
 POLL_SECONDS = 0.0005
 STARTING_POLL_SECONDS = 0.005
+# The share of its input before a mark from which the signal tests watch
+# tightly: a mark is still seen within `POLL_SECONDS`, and the long read
+# up to it is looked at ten times less often.
+TIGHT_WITHIN = 0.05
 
 
 def digest(path: Path) -> str:
@@ -220,36 +226,56 @@ class InputWatch:
         except OSError:
             return None  # closed meanwhile
 
-    def wait_until_past(self, fraction: float, timeout: float = 300.0) -> None:
-        """Return as soon as the process has read `fraction` of the file."""
+    def wait_until_past(
+        self, fraction: float, timeout: float = 300.0, *, tight_within: float = 1.0
+    ) -> None:
+        """Return as soon as the process has read `fraction` of the file.
+
+        Polls are `POLL_SECONDS` apart once the process is within
+        `tight_within` of the file before the mark (by default from its
+        opening on), `STARTING_POLL_SECONDS` before: a long wait for a
+        distant mark costs the test's process a few hundred looks, not
+        thousands, and the mark is still seen as promptly."""
         target = fraction * self.size
         self._wait(
             lambda position: position is not None and position >= target,
             f"{fraction:.0%} of {self.path.name}",
             timeout,
+            tight_from=target - tight_within * self.size,
         )
 
-    def wait_until_closed(self, timeout: float = 300.0) -> None:
+    def wait_until_closed(
+        self, timeout: float = 300.0, *, tight_within: float = 1.0
+    ) -> None:
         """Return as soon as the process has read the file and closed it:
-        it is past its line loop, writing its outputs."""
+        it is past its line loop, writing its outputs. Polls are tight
+        within `tight_within` of the file's end (see `wait_until_past`)."""
         self._wait(
             lambda position: position is None and self.opened,
             f"the closing of {self.path.name}",
             timeout,
+            tight_from=(1 - tight_within) * self.size,
         )
 
     def _wait(
-        self, reached: Callable[[int | None], bool], what: str, timeout: float
+        self,
+        reached: Callable[[int | None], bool],
+        what: str,
+        timeout: float,
+        tight_from: float,
     ) -> None:
         deadline = time.monotonic() + timeout
         while True:
-            if reached(self.position()):
+            position = self.position()
+            if reached(position):
                 return
             if process_state(self.pid) in (None, "Z"):
                 ended_before(self.process, what)
             if time.monotonic() > deadline:
                 pytest.fail(f"no sign of {what} after {timeout:.0f} s")
-            time.sleep(POLL_SECONDS if self.opened else STARTING_POLL_SECONDS)
+            # Once read and closed the file is past any mark: tight, too.
+            near = self.opened and (position is None or position >= tight_from)
+            time.sleep(POLL_SECONDS if near else STARTING_POLL_SECONDS)
 
     def assert_mid_input(self) -> None:
         """The file still open and not read to its end: the process is in
@@ -330,7 +356,8 @@ def signal_mid_input(
     it is still reading it: frozen at the marker, checked, signalled,
     continued."""
     watch = InputWatch(process, path)
-    with frozen(process, once=lambda: watch.wait_until_past(fraction)):
+    wait = partial(watch.wait_until_past, fraction, tight_within=TIGHT_WITHIN)
+    with frozen(process, once=wait):
         watch.assert_mid_input()
         process.send_signal(signum)
 
