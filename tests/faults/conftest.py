@@ -45,6 +45,12 @@ Key = TypeVar("Key", bound=Hashable)
 # the time between a marker and the freeze that follows it; a machine too
 # fast for that fails the test, saying so (`workload_too_small`).
 SIGNAL_RECORDS = 6_000
+# Half as many for the signal tests of `score` and `check`
+# (`short_signal_input`), a fresh interpreter each: what they read and
+# write beyond their imports is their cost. The input is still read in
+# many buffered steps (`lines.read_lines`), and its last `TIGHT_WITHIN`
+# in more than one, so a mark is met between two steps.
+SHORT_SIGNAL_RECORDS = SIGNAL_RECORDS // 2
 # --max-samples-per-log for the `.eval` runs: 8 parts, so several are open
 # when a signal comes in the line loop, and 8 to complete when it comes
 # while the logs are finished.
@@ -141,6 +147,14 @@ def signal_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def short_signal_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`SHORT_SIGNAL_RECORDS` stage records, written once per session."""
+    path = tmp_path_factory.mktemp("short-signal-input") / "runs.jsonl"
+    write_stage_records(path, SHORT_SIGNAL_RECORDS)
+    return path
+
+
 # --- Signals at a point of the run, shown by a marker ------------------------
 
 
@@ -149,7 +163,8 @@ def workload_too_small(what: str) -> NoReturn:
     proved nothing."""
     pytest.fail(
         f"{what}: the workload is too small for this machine "
-        "(raise SIGNAL_RECORDS in tests/faults/conftest.py)",
+        "(raise SIGNAL_RECORDS, or SHORT_SIGNAL_RECORDS for the test's "
+        "short_signal_input, in tests/faults/conftest.py)",
         pytrace=False,
     )
 

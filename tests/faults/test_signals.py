@@ -50,7 +50,7 @@ import pytest
 
 from tests.commands import start_tracegrade
 from tests.faults.conftest import (
-    SIGNAL_RECORDS,
+    SHORT_SIGNAL_RECORDS,
     TIGHT_WITHIN,
     InputWatch,
     assert_no_final_outputs,
@@ -78,7 +78,7 @@ FORMATS = {
         "--log-format",
         "eval",
         "--max-samples-per-log",
-        str(SIGNAL_RECORDS // EVAL_PARTS),
+        str(SHORT_SIGNAL_RECORDS // EVAL_PARTS),
     ),
     "json": ("--log-format", "json"),
 }
@@ -90,7 +90,7 @@ def _loop_fraction(seed: str) -> float:
 
 def _signal_score(
     tmp_path: Path,
-    signal_input: Path,
+    short_signal_input: Path,
     signum: int,
     when: str,
     seed: str,
@@ -101,12 +101,12 @@ def _signal_score(
     work.mkdir()
     (work / "old.results.jsonl").write_text("kept\n")
     before = snapshot(work)
-    input_digest = digest(signal_input)
+    input_digest = digest(short_signal_input)
     logs = work / "logs"
     process = start_tracegrade(
         "score",
         "stage_diagnosis",
-        str(signal_input),
+        str(short_signal_input),
         "--log-dir",
         str(logs),
         "--out",
@@ -115,16 +115,16 @@ def _signal_score(
         cwd=work,
     )
     if when == "loop":
-        signal_mid_input(process, signal_input, signum, _loop_fraction(seed))
+        signal_mid_input(process, short_signal_input, signum, _loop_fraction(seed))
     else:
-        watch = InputWatch(process, signal_input)
+        watch = InputWatch(process, short_signal_input)
         wait = partial(watch.wait_until_closed, tight_within=TIGHT_WITHIN)
         with frozen(process, once=wait):
             watch.assert_closed()
             assert_still_writing(work, before)
             process.send_signal(signum)
     _, stderr = process.communicate(timeout=300)
-    assert digest(signal_input) == input_digest
+    assert digest(short_signal_input) == input_digest
     return process.returncode, stderr, work, before
 
 
@@ -149,7 +149,7 @@ def _signal_score(
 )
 def test_a_caught_signal_removes_everything_begun_and_says_so(
     tmp_path: Path,
-    signal_input: Path,
+    short_signal_input: Path,
     signum: int,
     exit_code: int,
     said: str,
@@ -158,7 +158,7 @@ def test_a_caught_signal_removes_everything_begun_and_says_so(
     request: pytest.FixtureRequest,
 ) -> None:
     returncode, stderr, work, before = _signal_score(
-        tmp_path, signal_input, signum, when, request.node.nodeid, log_format
+        tmp_path, short_signal_input, signum, when, request.node.nodeid, log_format
     )
 
     assert returncode == exit_code, stderr
@@ -179,13 +179,18 @@ def test_a_caught_signal_removes_everything_begun_and_says_so(
 )
 def test_sigkill_leaves_only_partial_names(
     tmp_path: Path,
-    signal_input: Path,
+    short_signal_input: Path,
     when: str,
     log_format: str,
     request: pytest.FixtureRequest,
 ) -> None:
     returncode, _, work, before = _signal_score(
-        tmp_path, signal_input, signal.SIGKILL, when, request.node.nodeid, log_format
+        tmp_path,
+        short_signal_input,
+        signal.SIGKILL,
+        when,
+        request.node.nodeid,
+        log_format,
     )
 
     assert returncode == -signal.SIGKILL
@@ -196,18 +201,23 @@ def test_sigkill_leaves_only_partial_names(
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
 def test_check_leaves_no_temporary_id_database(
-    tmp_path: Path, signal_input: Path, signum: int, request: pytest.FixtureRequest
+    tmp_path: Path,
+    short_signal_input: Path,
+    signum: int,
+    request: pytest.FixtureRequest,
 ) -> None:
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     process = start_tracegrade(
         "check",
         "stage_diagnosis",
-        str(signal_input),
+        str(short_signal_input),
         cwd=tmp_path,
         env={"TMPDIR": str(temporary), "SQLITE_TMPDIR": str(temporary)},
     )
-    signal_mid_input(process, signal_input, signum, _loop_fraction(request.node.nodeid))
+    signal_mid_input(
+        process, short_signal_input, signum, _loop_fraction(request.node.nodeid)
+    )
     _, stderr = process.communicate(timeout=300)
 
     assert list(temporary.iterdir()) == []

@@ -41,14 +41,17 @@ from tracegrade.cli.labels import lock_path
     "signum", [signal.SIGUSR1, signal.SIGALRM, signal.SIGHUP, signal.SIGQUIT]
 )
 def test_score_ends_on_any_terminating_signal_leaving_nothing(
-    tmp_path: Path, signal_input: Path, signum: int, request: pytest.FixtureRequest
+    tmp_path: Path,
+    short_signal_input: Path,
+    signum: int,
+    request: pytest.FixtureRequest,
 ) -> None:
     before = snapshot(tmp_path)
-    input_digest = digest(signal_input)
+    input_digest = digest(short_signal_input)
     process = start_tracegrade(
         "score",
         "stage_diagnosis",
-        str(signal_input),
+        str(short_signal_input),
         "--log-dir",
         "logs",
         "--out",
@@ -56,7 +59,7 @@ def test_score_ends_on_any_terminating_signal_leaving_nothing(
         cwd=tmp_path,
     )
     fraction = random.Random(request.node.nodeid).uniform(0.05, 0.6)
-    signal_mid_input(process, signal_input, signum, fraction)
+    signal_mid_input(process, short_signal_input, signum, fraction)
     _, stderr = process.communicate(timeout=300)
 
     assert process.returncode == 128 + signum, stderr
@@ -65,7 +68,7 @@ def test_score_ends_on_any_terminating_signal_leaving_nothing(
     assert line.startswith(f"tracegrade score: stopped by {name}, at line ")
     assert line.endswith("no log or results were written")
     assert snapshot(tmp_path) == before
-    assert digest(signal_input) == input_digest
+    assert digest(short_signal_input) == input_digest
 
 
 # --- labels apply ------------------------------------------------------------
