@@ -45,11 +45,12 @@ Key = TypeVar("Key", bound=Hashable)
 # the time between a marker and the freeze that follows it; a machine too
 # fast for that fails the test, saying so (`workload_too_small`).
 SIGNAL_RECORDS = 6_000
-# Half as many for the signal tests of `score` and `check`
+# Half as many for the signal tests of `score` writing an `.eval` log
 # (`short_signal_input`), a fresh interpreter each: what they read and
-# write beyond their imports is their cost. The input is still read in
-# many buffered steps (`lines.read_lines`), and its last `TIGHT_WITHIN`
-# in more than one, so a mark is met between two steps.
+# write beyond their imports is their cost, and the writer deflating each
+# record keeps their phases as long as a `.json` run's of
+# `SIGNAL_RECORDS`. The input is still read in many buffered steps
+# (`lines.read_lines`), and its last `TIGHT_WITHIN` in more than one.
 SHORT_SIGNAL_RECORDS = SIGNAL_RECORDS // 2
 # --max-samples-per-log for the `.eval` runs: 8 parts, so several are open
 # when a signal comes in the line loop, and 8 to complete when it comes

@@ -84,13 +84,22 @@ FORMATS = {
 }
 
 
+def _records_for(log_format: str, signal_input: Path, short_input: Path) -> Path:
+    """What a `score` run reads: an `.eval` run the short input, since the
+    writer deflates each record it scores, so that its line loop and its
+    finishing still last longer than a `.json` run's of the full input; a
+    `.json` run the full input, whose log is written quickly enough that
+    fewer records would leave its finishing little longer than a freeze."""
+    return short_input if log_format == "eval" else signal_input
+
+
 def _loop_fraction(seed: str) -> float:
     return random.Random(seed).uniform(*LOOP_FRACTIONS)
 
 
 def _signal_score(
     tmp_path: Path,
-    short_signal_input: Path,
+    records: Path,
     signum: int,
     when: str,
     seed: str,
@@ -101,12 +110,12 @@ def _signal_score(
     work.mkdir()
     (work / "old.results.jsonl").write_text("kept\n")
     before = snapshot(work)
-    input_digest = digest(short_signal_input)
+    input_digest = digest(records)
     logs = work / "logs"
     process = start_tracegrade(
         "score",
         "stage_diagnosis",
-        str(short_signal_input),
+        str(records),
         "--log-dir",
         str(logs),
         "--out",
@@ -115,16 +124,16 @@ def _signal_score(
         cwd=work,
     )
     if when == "loop":
-        signal_mid_input(process, short_signal_input, signum, _loop_fraction(seed))
+        signal_mid_input(process, records, signum, _loop_fraction(seed))
     else:
-        watch = InputWatch(process, short_signal_input)
+        watch = InputWatch(process, records)
         wait = partial(watch.wait_until_closed, tight_within=TIGHT_WITHIN)
         with frozen(process, once=wait):
             watch.assert_closed()
             assert_still_writing(work, before)
             process.send_signal(signum)
     _, stderr = process.communicate(timeout=300)
-    assert digest(short_signal_input) == input_digest
+    assert digest(records) == input_digest
     return process.returncode, stderr, work, before
 
 
@@ -149,6 +158,7 @@ def _signal_score(
 )
 def test_a_caught_signal_removes_everything_begun_and_says_so(
     tmp_path: Path,
+    signal_input: Path,
     short_signal_input: Path,
     signum: int,
     exit_code: int,
@@ -157,8 +167,9 @@ def test_a_caught_signal_removes_everything_begun_and_says_so(
     log_format: str,
     request: pytest.FixtureRequest,
 ) -> None:
+    records = _records_for(log_format, signal_input, short_signal_input)
     returncode, stderr, work, before = _signal_score(
-        tmp_path, short_signal_input, signum, when, request.node.nodeid, log_format
+        tmp_path, records, signum, when, request.node.nodeid, log_format
     )
 
     assert returncode == exit_code, stderr
@@ -179,6 +190,7 @@ def test_a_caught_signal_removes_everything_begun_and_says_so(
 )
 def test_sigkill_leaves_only_partial_names(
     tmp_path: Path,
+    signal_input: Path,
     short_signal_input: Path,
     when: str,
     log_format: str,
@@ -186,7 +198,7 @@ def test_sigkill_leaves_only_partial_names(
 ) -> None:
     returncode, _, work, before = _signal_score(
         tmp_path,
-        short_signal_input,
+        _records_for(log_format, signal_input, short_signal_input),
         signal.SIGKILL,
         when,
         request.node.nodeid,
@@ -202,7 +214,7 @@ def test_sigkill_leaves_only_partial_names(
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
 def test_check_leaves_no_temporary_id_database(
     tmp_path: Path,
-    short_signal_input: Path,
+    signal_input: Path,
     signum: int,
     request: pytest.FixtureRequest,
 ) -> None:
@@ -211,13 +223,11 @@ def test_check_leaves_no_temporary_id_database(
     process = start_tracegrade(
         "check",
         "stage_diagnosis",
-        str(short_signal_input),
+        str(signal_input),
         cwd=tmp_path,
         env={"TMPDIR": str(temporary), "SQLITE_TMPDIR": str(temporary)},
     )
-    signal_mid_input(
-        process, short_signal_input, signum, _loop_fraction(request.node.nodeid)
-    )
+    signal_mid_input(process, signal_input, signum, _loop_fraction(request.node.nodeid))
     _, stderr = process.communicate(timeout=300)
 
     assert list(temporary.iterdir()) == []

@@ -74,8 +74,10 @@ def test_score_ends_on_any_terminating_signal_leaving_nothing(
 # --- labels apply ------------------------------------------------------------
 
 # Enough runs that reading, scoring and writing the log each last a while,
-# so that a point drawn at random lands in any of them.
-APPLY_SAMPLES = 600
+# so that a point drawn at random lands in any of them (writing the
+# `.partial` log alone lasts far longer than a freeze); few enough that
+# the timed run and each drawn one cost little beyond Inspect's import.
+APPLY_SAMPLES = 400
 # A point that lands after the log was replaced proves nothing: it is drawn
 # again, from an earlier part of the run, this many times at most.
 DRAWS = 6
