@@ -30,6 +30,7 @@ import sys
 import time
 from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import NamedTuple, NoReturn, TypeVar
 
@@ -44,6 +45,13 @@ Key = TypeVar("Key", bound=Hashable)
 # the time between a marker and the freeze that follows it; a machine too
 # fast for that fails the test, saying so (`workload_too_small`).
 SIGNAL_RECORDS = 6_000
+# Half as many for the signal tests of `score` writing an `.eval` log
+# (`short_signal_input`), a fresh interpreter each: what they read and
+# write beyond their imports is their cost, and the writer deflating each
+# record keeps their phases as long as a `.json` run's of
+# `SIGNAL_RECORDS`. The input is still read in many buffered steps
+# (`lines.read_lines`), and its last `TIGHT_WITHIN` in more than one.
+SHORT_SIGNAL_RECORDS = SIGNAL_RECORDS // 2
 # --max-samples-per-log for the `.eval` runs: 8 parts, so several are open
 # when a signal comes in the line loop, and 8 to complete when it comes
 # while the logs are finished.
@@ -52,9 +60,14 @@ SIGNAL_PART_SAMPLES = SIGNAL_RECORDS // 8
 # kill must end in `.partial`.
 FINAL_SUFFIXES = (".json", ".eval", ".jsonl", ".html")
 # Between two looks at /proc: far shorter than any phase a marker stands
-# for; less often while the command starts, before it opens its input.
+# for; less often while the command starts, before it opens its input, and
+# where a watch is told its marker is still far (`tight_within`).
 POLL_SECONDS = 0.0005
 STARTING_POLL_SECONDS = 0.005
+# The share of its input before a mark from which the signal tests watch
+# tightly: a mark is still seen within `POLL_SECONDS`, and the long read
+# up to it is looked at ten times less often.
+TIGHT_WITHIN = 0.05
 
 
 def digest(path: Path) -> str:
@@ -135,6 +148,14 @@ def signal_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def short_signal_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`SHORT_SIGNAL_RECORDS` stage records, written once per session."""
+    path = tmp_path_factory.mktemp("short-signal-input") / "runs.jsonl"
+    write_stage_records(path, SHORT_SIGNAL_RECORDS)
+    return path
+
+
 # --- Signals at a point of the run, shown by a marker ------------------------
 
 
@@ -143,7 +164,8 @@ def workload_too_small(what: str) -> NoReturn:
     proved nothing."""
     pytest.fail(
         f"{what}: the workload is too small for this machine "
-        "(raise SIGNAL_RECORDS in tests/faults/conftest.py)",
+        "(raise SIGNAL_RECORDS, or SHORT_SIGNAL_RECORDS for the test's "
+        "short_signal_input, in tests/faults/conftest.py)",
         pytrace=False,
     )
 
@@ -220,36 +242,56 @@ class InputWatch:
         except OSError:
             return None  # closed meanwhile
 
-    def wait_until_past(self, fraction: float, timeout: float = 300.0) -> None:
-        """Return as soon as the process has read `fraction` of the file."""
+    def wait_until_past(
+        self, fraction: float, timeout: float = 300.0, *, tight_within: float = 1.0
+    ) -> None:
+        """Return as soon as the process has read `fraction` of the file.
+
+        Polls are `POLL_SECONDS` apart once the process is within
+        `tight_within` of the file before the mark (by default from its
+        opening on), `STARTING_POLL_SECONDS` before: a long wait for a
+        distant mark costs the test's process a few hundred looks, not
+        thousands, and the mark is still seen as promptly."""
         target = fraction * self.size
         self._wait(
             lambda position: position is not None and position >= target,
             f"{fraction:.0%} of {self.path.name}",
             timeout,
+            tight_from=target - tight_within * self.size,
         )
 
-    def wait_until_closed(self, timeout: float = 300.0) -> None:
+    def wait_until_closed(
+        self, timeout: float = 300.0, *, tight_within: float = 1.0
+    ) -> None:
         """Return as soon as the process has read the file and closed it:
-        it is past its line loop, writing its outputs."""
+        it is past its line loop, writing its outputs. Polls are tight
+        within `tight_within` of the file's end (see `wait_until_past`)."""
         self._wait(
             lambda position: position is None and self.opened,
             f"the closing of {self.path.name}",
             timeout,
+            tight_from=(1 - tight_within) * self.size,
         )
 
     def _wait(
-        self, reached: Callable[[int | None], bool], what: str, timeout: float
+        self,
+        reached: Callable[[int | None], bool],
+        what: str,
+        timeout: float,
+        tight_from: float,
     ) -> None:
         deadline = time.monotonic() + timeout
         while True:
-            if reached(self.position()):
+            position = self.position()
+            if reached(position):
                 return
             if process_state(self.pid) in (None, "Z"):
                 ended_before(self.process, what)
             if time.monotonic() > deadline:
                 pytest.fail(f"no sign of {what} after {timeout:.0f} s")
-            time.sleep(POLL_SECONDS if self.opened else STARTING_POLL_SECONDS)
+            # Once read and closed the file is past any mark: tight, too.
+            near = self.opened and (position is None or position >= tight_from)
+            time.sleep(POLL_SECONDS if near else STARTING_POLL_SECONDS)
 
     def assert_mid_input(self) -> None:
         """The file still open and not read to its end: the process is in
@@ -330,7 +372,8 @@ def signal_mid_input(
     it is still reading it: frozen at the marker, checked, signalled,
     continued."""
     watch = InputWatch(process, path)
-    with frozen(process, once=lambda: watch.wait_until_past(fraction)):
+    wait = partial(watch.wait_until_past, fraction, tight_within=TIGHT_WITHIN)
+    with frozen(process, once=wait):
         watch.assert_mid_input()
         process.send_signal(signum)
 

@@ -63,12 +63,26 @@ def _results_of(path: Path) -> list[str]:
 
 # --- An output name taken during the run ---------------------------------
 
+# Records scored by the runs that race for an output name: each run reads
+# them all and writes its whole log, and the file is read in buffered
+# chunks of a few kilobytes, so a run frozen at 30% of it is still well
+# inside its line loop.
+RACE_RECORDS = 2_000
 
-def _score(signal_input: Path, work: Path, *extra: str) -> CommandProcess:
+
+@pytest.fixture(scope="module")
+def race_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`RACE_RECORDS` stage records, written once for the module."""
+    path = tmp_path_factory.mktemp("race-input") / "runs.jsonl"
+    write_stage_records(path, RACE_RECORDS)
+    return path
+
+
+def _score(race_input: Path, work: Path, *extra: str) -> CommandProcess:
     return start_tracegrade(
         "score",
         "stage_diagnosis",
-        str(signal_input),
+        str(race_input),
         "--log-dir",
         "logs",
         "--log-format",
@@ -81,11 +95,11 @@ def _score(signal_input: Path, work: Path, *extra: str) -> CommandProcess:
 
 
 def test_a_file_written_under_the_output_name_mid_run_is_kept(
-    tmp_path: Path, signal_input: Path
+    tmp_path: Path, race_input: Path
 ) -> None:
     """`score --out R &`, then `echo precious > R`: precious stays."""
-    process = _score(signal_input, tmp_path)
-    watch = InputWatch(process, signal_input)
+    process = _score(race_input, tmp_path)
+    watch = InputWatch(process, race_input)
     with frozen(process, once=lambda: watch.wait_until_past(0.3)):
         watch.assert_mid_input()
         (tmp_path / "results.jsonl").write_text("precious\n")
@@ -97,15 +111,15 @@ def test_a_file_written_under_the_output_name_mid_run_is_kept(
     assert line.endswith("no log was written")
     assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").iterdir())
     assert (tmp_path / "results.jsonl").read_text() == "precious\n"
-    assert len(_results_of(tmp_path / kept)) == signal_input.read_text().count("\n")
+    assert len(_results_of(tmp_path / kept)) == race_input.read_text().count("\n")
     assert not list(tmp_path.rglob("*.partial"))
 
 
 def test_with_force_the_run_replaces_a_file_that_appeared(
-    tmp_path: Path, signal_input: Path
+    tmp_path: Path, race_input: Path
 ) -> None:
-    process = _score(signal_input, tmp_path, "--force")
-    watch = InputWatch(process, signal_input)
+    process = _score(race_input, tmp_path, "--force")
+    watch = InputWatch(process, race_input)
     with frozen(process, once=lambda: watch.wait_until_past(0.3)):
         watch.assert_mid_input()
         (tmp_path / "results.jsonl").write_text("old\n")
@@ -113,23 +127,23 @@ def test_with_force_the_run_replaces_a_file_that_appeared(
 
     assert process.returncode == 0, stderr
     results = _results_of(tmp_path / "results.jsonl")
-    assert len(results) == signal_input.read_text().count("\n")
+    assert len(results) == race_input.read_text().count("\n")
     assert json.loads(results[0])["id"] == "run-0"
 
 
 def test_two_runs_with_one_out_lose_neither_result(
-    tmp_path: Path, signal_input: Path
+    tmp_path: Path, race_input: Path
 ) -> None:
     """The second to finish fails, keeping its results under another name;
     the first run's results stay under the name."""
-    first = _score(signal_input, tmp_path)
-    watch = InputWatch(first, signal_input)
+    first = _score(race_input, tmp_path)
+    watch = InputWatch(first, race_input)
     with frozen(first, once=lambda: watch.wait_until_past(0.3)):
         watch.assert_mid_input()
         second = run_tracegrade(
             "score",
             "stage_diagnosis",
-            str(signal_input),
+            str(race_input),
             "--log-dir",
             "logs",
             "--out",
@@ -181,8 +195,10 @@ def test_report_html_that_appears_mid_run_is_kept(
         "report", log.name, "--html", "report.html", "--json", cwd=tmp_path
     )
     watch = InputWatch(process, log)
-    # Past the header: reading the samples, after the --html check.
-    with frozen(process, once=lambda: watch.wait_until_past(0.5)):
+    # Past the header: reading the samples, after the --html check. A
+    # quarter in, so that most of the samples (read a mebibyte at a time)
+    # are still to be read when the freeze comes on a loaded machine.
+    with frozen(process, once=lambda: watch.wait_until_past(0.25)):
         watch.assert_mid_input()
         (tmp_path / "report.html").write_text("precious\n")
     _, stderr = process.communicate(timeout=300)
@@ -195,7 +211,12 @@ def test_report_html_that_appears_mid_run_is_kept(
 
 # --- labels apply --------------------------------------------------------
 
-LABELLED_SAMPLES = 400
+# Runs of the labelled log: enough that each labels file labels dozens,
+# few enough that each `labels apply` (three fresh interpreters, two in
+# this one) costs little more than its imports. Writing its `.partial` log
+# through Inspect's writer still lasts far longer than the poll and freeze
+# that the race waits for.
+LABELLED_SAMPLES = 100
 
 
 @pytest.fixture(scope="module")

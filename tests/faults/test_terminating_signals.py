@@ -41,14 +41,17 @@ from tracegrade.cli.labels import lock_path
     "signum", [signal.SIGUSR1, signal.SIGALRM, signal.SIGHUP, signal.SIGQUIT]
 )
 def test_score_ends_on_any_terminating_signal_leaving_nothing(
-    tmp_path: Path, signal_input: Path, signum: int, request: pytest.FixtureRequest
+    tmp_path: Path,
+    short_signal_input: Path,
+    signum: int,
+    request: pytest.FixtureRequest,
 ) -> None:
     before = snapshot(tmp_path)
-    input_digest = digest(signal_input)
+    input_digest = digest(short_signal_input)
     process = start_tracegrade(
         "score",
         "stage_diagnosis",
-        str(signal_input),
+        str(short_signal_input),
         "--log-dir",
         "logs",
         "--out",
@@ -56,7 +59,7 @@ def test_score_ends_on_any_terminating_signal_leaving_nothing(
         cwd=tmp_path,
     )
     fraction = random.Random(request.node.nodeid).uniform(0.05, 0.6)
-    signal_mid_input(process, signal_input, signum, fraction)
+    signal_mid_input(process, short_signal_input, signum, fraction)
     _, stderr = process.communicate(timeout=300)
 
     assert process.returncode == 128 + signum, stderr
@@ -65,14 +68,16 @@ def test_score_ends_on_any_terminating_signal_leaving_nothing(
     assert line.startswith(f"tracegrade score: stopped by {name}, at line ")
     assert line.endswith("no log or results were written")
     assert snapshot(tmp_path) == before
-    assert digest(signal_input) == input_digest
+    assert digest(short_signal_input) == input_digest
 
 
 # --- labels apply ------------------------------------------------------------
 
 # Enough runs that reading, scoring and writing the log each last a while,
-# so that a point drawn at random lands in any of them.
-APPLY_SAMPLES = 600
+# so that a point drawn at random lands in any of them (writing the
+# `.partial` log alone lasts far longer than a freeze); few enough that
+# the timed run and each drawn one cost little beyond Inspect's import.
+APPLY_SAMPLES = 400
 # A point that lands after the log was replaced proves nothing: it is drawn
 # again, from an earlier part of the run, this many times at most.
 DRAWS = 6
@@ -156,11 +161,13 @@ def _signal_if_unpublished(
         process.send_signal(signal.SIGCONT)
 
 
-# Several random points for SIGTERM, each in a fresh interpreter: a few
-# spread over reading, scoring and writing, not one for each.
+# Two random points for SIGTERM, each in a fresh interpreter, and one each
+# for SIGINT (raised as KeyboardInterrupt) and SIGUSR1 (one of the other
+# terminating signals, raised as SIGTERM is): each point drawn from its
+# own seed, spread over reading, scoring and writing.
 @pytest.mark.parametrize(
     "signum",
-    [signal.SIGTERM] * 3 + [signal.SIGINT, signal.SIGUSR1],
+    [signal.SIGTERM] * 2 + [signal.SIGINT, signal.SIGUSR1],
     ids=lambda signum: signal.Signals(signum).name,
 )
 def test_a_signal_at_a_random_point_of_labels_apply_ends_it_unchanged(
