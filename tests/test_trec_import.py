@@ -3,7 +3,8 @@
 The files are small and written here. The ranking convention is checked
 against trec_eval's own code (through ir-measures' pytrec_eval provider)
 on generated runs full of ties, and the output is fed to `tracegrade
-check`, `tracegrade score` and `inspect eval` as separate processes.
+check`, `tracegrade score` and `inspect eval`, and once through a pipe
+from one `tracegrade` process into another.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import json
 import math
 import os
 import random
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -1009,17 +1011,30 @@ def test_help_states_the_conventions() -> None:
 # --- end to end: into check, score and inspect eval --------------------------
 
 
-@pytest.mark.parametrize("labelled", [True, False])
+@pytest.mark.parametrize(
+    ("labelled", "piped"), [(True, True), (False, False)], ids=["labelled", "bare"]
+)
 def test_the_import_pipes_into_tracegrade_score(
-    files: dict[str, str], tmp_path: Path, labelled: bool
+    files: dict[str, str], tmp_path: Path, labelled: bool, piped: bool
 ) -> None:
-    labels = f"--labels {files['labels']}" if labelled else ""
-    result = tracegrade_shell(
-        f"tracegrade import trec --qrels {files['qrels']} --run {files['run']} "
-        f"--k 3 {labels} | tracegrade score stage_diagnosis /dev/stdin "
-        "--log-dir logs --out results.jsonl --no-progress",
-        tmp_path,
-    )
+    """The labelled import through a real pipe, a fresh `tracegrade` on each
+    side; the unlabelled one, whose records differ only in their labels,
+    through a file, both commands in this interpreter."""
+    labels = ["--labels", files["labels"]] if labelled else []
+    imported = ["import", "trec", "--qrels", files["qrels"], "--run", files["run"]]
+    imported += ["--k", "3", *labels]
+    scored = ["score", "stage_diagnosis", "/dev/stdin", "--log-dir", "logs"]
+    scored += ["--out", "results.jsonl", "--no-progress"]
+    if piped:
+        result = tracegrade_shell(
+            f"tracegrade {shlex.join(imported)} | tracegrade {shlex.join(scored)}",
+            tmp_path,
+        )
+    else:
+        result = run_tracegrade(*imported, "-o", "runs.jsonl", cwd=tmp_path)
+        assert result.returncode == 0, result.stderr
+        scored[2] = "runs.jsonl"
+        result = run_tracegrade(*scored, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     entries = [
         json.loads(line)

@@ -7,21 +7,25 @@ million would. Checked: the streamed JSON lists every pair in order, the
 HTML page shows `--html-show` rows with the count of the rest, a reader
 that stops early ends the command with one line and SIGPIPE's exit code,
 and stdout on a full disk is one line and exit 2; never a traceback. The
-last two are the command's own standard output: it runs in a process of
-its own.
+last two are the command's own standard output: they run one after the
+other in one fresh interpreter, each with its own.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
+import subprocess
+import threading
 from pathlib import Path
 
 import pytest
 
-from tests.commands import CommandProcess, run_tracegrade, start_tracegrade
-from tests.support import write_lines
+from tests.commands import run_tracegrade
+from tests.faults.conftest import StreamedCommand, commands_in_one_interpreter
+from tests.support import SUBPROCESS_ENV, write_lines
 
 PAIRS = 600
 CHUNK_ENV = {"TRACEGRADE_COMPARE_CHUNK": "50"}
@@ -55,15 +59,49 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"root": root, "base": root / "base", "new": root / "new"}
 
 
-def compare(runs: dict[str, Path], *args: str, stdout: int) -> CommandProcess:
-    """`tracegrade compare BASE NEW ARGS` in a process of its own, its stdout
-    the given descriptor."""
-    return start_tracegrade(
-        *("compare", str(runs["base"]), str(runs["new"]), *args),
-        cwd=runs["root"],
-        env=CHUNK_ENV,
-        stdout=stdout,
-    )
+@pytest.fixture(scope="module")
+def to_streams(
+    tmp_path_factory: pytest.TempPathFactory, runs: dict[str, Path]
+) -> dict[str, subprocess.CompletedProcess[str]]:
+    """`tracegrade compare BASE NEW --json` with its standard output a pipe
+    whose reader stops after 200 bytes (a named one, read here), and
+    /dev/full (where there is one): one after the other in one fresh
+    interpreter, each with its own standard output."""
+    folder = tmp_path_factory.mktemp("compare-streams")
+    pipe = folder / "pipe"
+    os.mkfifo(pipe)
+    read: list[bytes] = []
+
+    def reader() -> None:
+        with open(pipe, "rb") as stream:
+            read.append(stream.read(200))
+
+    reading = threading.Thread(target=reader, daemon=True)
+    reading.start()
+    streams = {"pipe": pipe}
+    if Path("/dev/full").exists():
+        streams["full"] = Path("/dev/full")
+    args = ("compare", str(runs["base"]), str(runs["new"]), "--json")
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            for name, value in CHUNK_ENV.items():
+                patch.setitem(SUBPROCESS_ENV, name, value)
+            done = commands_in_one_interpreter(
+                [
+                    StreamedCommand(args, runs["root"], stdout=(path, "append"))
+                    for path in streams.values()
+                ],
+                folder,
+            )
+    finally:
+        if reading.is_alive():
+            # The command never opened the pipe: open it, so that the
+            # reader's open returns.
+            with contextlib.suppress(OSError):
+                os.close(os.open(pipe, os.O_WRONLY | os.O_NONBLOCK))
+        reading.join(timeout=60)
+    assert read and read[0].startswith(b"{"), read
+    return dict(zip(streams, done, strict=True))
 
 
 def test_the_json_streams_every_pair_and_the_page_shows_a_few(
@@ -109,27 +147,24 @@ def test_the_json_streams_every_pair_and_the_page_shows_a_few(
 
 
 def test_a_reader_that_stops_early_ends_the_command_in_one_line(
-    runs: dict[str, Path],
+    to_streams: dict[str, subprocess.CompletedProcess[str]],
 ) -> None:
-    read, write = os.pipe()
-    process = compare(runs, "--json", stdout=write)
-    os.close(write)
-    with open(read, "rb") as reader:
-        assert reader.read(200).startswith(b"{")
-    _, stderr = process.communicate(timeout=300)
-    assert process.returncode == 128 + signal.SIGPIPE
+    done = to_streams["pipe"]
+    assert done.returncode == 128 + signal.SIGPIPE, done.stderr
+    stderr = done.stderr
     assert "Traceback" not in stderr and "Exception ignored" not in stderr
     (line,) = [line for line in stderr.splitlines() if not line.startswith("warning")]
     assert line.startswith("tracegrade compare: stdout was closed")
 
 
-def test_json_to_a_full_disk_is_one_line_and_exit_2(runs: dict[str, Path]) -> None:
-    if not Path("/dev/full").exists():
+def test_json_to_a_full_disk_is_one_line_and_exit_2(
+    to_streams: dict[str, subprocess.CompletedProcess[str]],
+) -> None:
+    if "full" not in to_streams:
         pytest.skip("no /dev/full")
-    with open("/dev/full", "wb") as full:
-        process = compare(runs, "--json", stdout=full.fileno())
-        _, stderr = process.communicate(timeout=300)
-    assert process.returncode == 2, stderr
+    done = to_streams["full"]
+    assert done.returncode == 2, done.stderr
+    stderr = done.stderr
     assert "Traceback" not in stderr and "Exception ignored" not in stderr
     (line,) = [line for line in stderr.splitlines() if not line.startswith("warning")]
     assert line.startswith("tracegrade:")

@@ -166,7 +166,10 @@ def test_check_score_and_the_dataset_reader_agree_on_every_line(
     assert summary["records"] + summary["blank"] == summary["lines"]
     # The dataset reader `inspect eval` uses: each refused line alone is a
     # DatasetError of the same kind naming line 1; each accepted line is a
-    # sample with the same reason.
+    # sample with the same reason, each alone in the dataset of its own
+    # task, all the tasks one eval.
+    accepted: list[tuple[int, str, str]] = []  # (number, line, verdict)
+    tasks = []
     for number, (name, line, verdict) in enumerate(HOSTILE, start=1):
         alone = _write(tmp_path / f"{name}.jsonl", [line])
         if verdict == "blank":
@@ -177,17 +180,19 @@ def test_check_score_and_the_dataset_reader_agree_on_every_line(
                 read_fixture_cases(alone)
             assert (refused.value.kind, refused.value.line) == (verdict, 1), name
         else:
-            (log,) = inspect_eval(
-                stage_diagnosis(dataset=str(alone)),
-                display="none",
-                log_dir=str(tmp_path / "eval-logs"),
-            )
-            assert log.status == "success", name
-            assert log.samples is not None
-            (sample,) = log.samples
-            assert sample.scores is not None
-            reason = sample.scores["stage_diagnosis"].reason or ""
-            assert reason == scored[number] == verdict, name
+            accepted.append((number, line, verdict))
+            tasks.append(stage_diagnosis(dataset=str(alone)))
+    logs = inspect_eval(tasks, display="none", log_dir=str(tmp_path / "eval-logs"))
+    assert len(logs) == len(accepted)
+    for (number, line, verdict), log in zip(accepted, logs, strict=True):
+        name = HOSTILE[number - 1][0]
+        assert log.status == "success", name
+        assert log.samples is not None
+        (sample,) = log.samples
+        assert sample.id == json.loads(line)["id"], name  # the line's own log
+        assert sample.scores is not None
+        reason = sample.scores["stage_diagnosis"].reason or ""
+        assert reason == scored[number] == verdict, name
 
 
 REFUSED_BY_INSPECT = {

@@ -6,9 +6,11 @@ INSPECT_LOG_FORMAT, loops of links, output names that are no file, options
 out of range, a header that claims a billion parts, a full disk under
 each command's output, and a bad dataset under every display of
 `inspect eval`. Commands whose standard streams or resource limit are
-the point run in a fresh interpreter, one after the other in one for each
-kind (each command with its own streams and directory); the others in
-this one, through click. Inputs are checked by hash before and after.
+the point, and one display of `inspect eval`, run one after the other in
+one fresh interpreter (each command with its own streams, limits and
+directory); the other displays each in a fresh interpreter of its own, as
+the first eval of a process; the rest in this one, through click. Inputs
+are checked by hash before and after.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import errno
 import os
 import resource
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,6 @@ from tests.commands import inspect_process, run_tracegrade
 from tests.faults.conftest import (
     CommandRun,
     StreamedCommand,
-    commands_in_one_interpreter,
     mounted_tmpfs,
     needs_mount,
     one_clear_line,
@@ -85,34 +85,91 @@ def _input_file(work: Path, name: str) -> Path:
     return next(path.iterdir()) if path.is_dir() else path
 
 
-# The refusals of a stream redirected into an input, each command in a
-# directory of its own: `>> INPUT` for each reader, `1<>runs.jsonl` and
-# `2>>runs.jsonl`. One fresh interpreter runs them all, its standard
-# streams opened anew for each command.
+def _bad_dataset(folder: Path) -> Path:
+    """A dataset whose line 2 is not JSON, for `inspect eval`."""
+    return Path(write_lines(folder / "bad.jsonl", [{"id": "a", "input": {}}, "{"]))
+
+
+def _bad_dataset_eval(folder: Path, display: str) -> StreamedCommand:
+    return StreamedCommand(
+        [
+            "eval",
+            "tracegrade/stage_diagnosis",
+            "-T",
+            f"dataset={_bad_dataset(folder)}",
+            "--log-dir",
+            "logs",
+            "--display",
+            display,
+        ],
+        folder,
+        program="inspect",
+    )
+
+
+# The display of the bad dataset eval that runs first in the shared
+# interpreter: Inspect keeps the display of a process's first eval, so the
+# others each have a fresh interpreter of their own.
+FIRST_DISPLAY = "full"
+
+# What needs a process but not one of its own, each command in a directory
+# of its own, in one fresh interpreter: the bad dataset eval under
+# FIRST_DISPLAY (first, as the first eval of any process), the refusals of
+# a stream redirected into an input (`>> INPUT` for each reader,
+# `1<>runs.jsonl` and `2>>runs.jsonl`), and `report` and `compare` of logs
+# whose header claims a billion parts, each under a 3 GiB address space.
 STREAM_CASES = {
     **{f">> {command}": (command, 1, "append") for command in READERS},
     "1<>": ("score", 1, "read-write"),
     "2>>": ("check", 2, "append"),
 }
+BILLION_PARTS = {
+    "report": ["report", "log.eval"],
+    "compare": ["compare", "base", "new"],
+}
+ADDRESS_SPACE = 3 << 30
 
 
 @pytest.fixture(scope="module")
-def refused_streams(
+def in_one_interpreter(
     tmp_path_factory: pytest.TempPathFactory, scored: Path
-) -> dict[str, CommandRun]:
-    commands: dict[str, StreamedCommand] = {}
+) -> dict[tuple[str, str], CommandRun]:
+    commands: dict[tuple[str, str], StreamedCommand] = {
+        ("display", FIRST_DISPLAY): _bad_dataset_eval(
+            tmp_path_factory.mktemp("display"), FIRST_DISPLAY
+        )
+    }
     for number, (case, (command, descriptor, how)) in enumerate(STREAM_CASES.items()):
         work = tmp_path_factory.mktemp(f"stream-{number}")
         shutil.copytree(scored, work, dirs_exist_ok=True)
         args, name = READERS[command]
         into = (_input_file(work, name), how)
-        commands[case] = StreamedCommand(
+        commands["stream", case] = StreamedCommand(
             args,
             work,
             stdout=into if descriptor == 1 else None,
             stderr=into if descriptor == 2 else None,
         )
-    return runs_in_one_interpreter(commands, tmp_path_factory.mktemp("streams"))
+    for command, args in BILLION_PARTS.items():
+        work = tmp_path_factory.mktemp(f"billion-{command}")
+        shutil.copytree(scored, work, dirs_exist_ok=True)
+        for path in [work / "log.eval", *(work / "new").iterdir()]:
+            log = read_eval_log(str(path))
+            log.eval.metadata = {
+                "tracegrade_part": {"index": 1, "count": 1_000_000_000}
+            }
+            write_eval_log(log, str(path))
+        commands["billion", command] = StreamedCommand(
+            args, work, soft_limits=((resource.RLIMIT_AS, ADDRESS_SPACE),)
+        )
+    return runs_in_one_interpreter(commands, tmp_path_factory.mktemp("commands"))
+
+
+@pytest.fixture(scope="module")
+def refused_streams(
+    in_one_interpreter: dict[tuple[str, str], CommandRun],
+) -> dict[str, CommandRun]:
+    return {case: in_one_interpreter["stream", case] for case in STREAM_CASES}
 
 
 @pytest.mark.parametrize("command", sorted(READERS))
@@ -328,45 +385,14 @@ def test_one_log_is_counted_in_the_singular(work: Path) -> None:
 # --- A header that claims a billion parts ------------------------------------
 
 
-BILLION_PARTS = {
-    "report": ["report", "log.eval"],
-    "compare": ["compare", "base", "new"],
-}
-
-
-@pytest.fixture(scope="module")
-def billion_parts(
-    tmp_path_factory: pytest.TempPathFactory, scored: Path
-) -> dict[str, subprocess.CompletedProcess[str]]:
-    """`report` and `compare` of logs whose header claims a billion parts,
-    one after the other in one fresh interpreter under a 3 GiB address
-    space (the second with what the first left: no more room than alone)."""
-    commands = []
-    for command, args in BILLION_PARTS.items():
-        work = tmp_path_factory.mktemp(f"billion-{command}")
-        shutil.copytree(scored, work, dirs_exist_ok=True)
-        for path in [work / "log.eval", *(work / "new").iterdir()]:
-            log = read_eval_log(str(path))
-            log.eval.metadata = {
-                "tracegrade_part": {"index": 1, "count": 1_000_000_000}
-            }
-            write_eval_log(log, str(path))
-        commands.append(StreamedCommand(args, work))
-    done = commands_in_one_interpreter(
-        commands,
-        tmp_path_factory.mktemp("billion"),
-        rlimits=((resource.RLIMIT_AS, 3 << 30, 3 << 30),),
-    )
-    return dict(zip(BILLION_PARTS, done, strict=True))
-
-
 @pytest.mark.parametrize("command", sorted(BILLION_PARTS))
 def test_a_header_claiming_a_billion_parts_costs_nothing(
-    billion_parts: dict[str, subprocess.CompletedProcess[str]], command: str
+    in_one_interpreter: dict[tuple[str, str], CommandRun], command: str
 ) -> None:
     """Listing a billion missing parts took 24 GB; under a 3 GiB address
-    space, the command must finish and say how many are missing."""
-    done = billion_parts[command]
+    space (the second command with what the first left: no more room than
+    alone), the command must finish and say how many are missing."""
+    done = in_one_interpreter["billion", command].done
 
     assert done.returncode == 0, done.stderr
     said = " ".join((done.stdout + done.stderr).split())
@@ -435,26 +461,21 @@ def test_a_full_disk_names_the_file_and_says_nothing_was_written(
 
 @pytest.mark.parametrize("display", ["full", "plain", "none"])
 def test_a_bad_dataset_line_reaches_the_user_in_every_display(
-    tmp_path: Path, display: str
+    in_one_interpreter: dict[tuple[str, str], CommandRun],
+    tmp_path: Path,
+    display: str,
 ) -> None:
     """Once in every display: Inspect prints it (on stdout), but through
     rich, which `--display none` silences; then tracegrade does (stderr).
-    In a fresh interpreter each: Inspect keeps the display of its first
-    eval for the life of the process."""
-    dataset = write_lines(tmp_path / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
-    result = inspect_process(
-        "eval",
-        "tracegrade/stage_diagnosis",
-        "-T",
-        f"dataset={dataset}",
-        "--log-dir",
-        "logs",
-        "--display",
-        display,
-        cwd=tmp_path,
-    )
+    Each as the first eval of a fresh interpreter: Inspect keeps the
+    display of its first eval for the life of the process."""
+    if display == FIRST_DISPLAY:
+        work, _, result = in_one_interpreter["display", display]
+    else:
+        work = tmp_path
+        result = inspect_process(*_bad_dataset_eval(work, display).args, cwd=work)
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
-    said = f"{dataset}, line 2: not valid JSON"
+    said = f"{work / 'bad.jsonl'}, line 2: not valid JSON"
     assert (result.stdout + result.stderr).count(said) == 1
-    assert not (tmp_path / "logs").exists()
+    assert not (work / "logs").exists()

@@ -11,23 +11,28 @@ once an output is complete says it was written, not that nothing was.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.commands import start_tracegrade, tracegrade_process
 from tests.faults.conftest import (
+    StreamedCommand,
+    commands_in_one_interpreter,
     frozen,
     mounted_tmpfs,
     needs_mount,
     one_clear_line,
     write_stage_log,
 )
+from tests.support import SUBPROCESS_ENV
 
 REPORT = ("report", "log.eval", "--html", "report.html")
 LOG_SAMPLES = 1000
@@ -41,73 +46,105 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _tracegrade(
-    *args: str,
-    cwd: Path,
-    stdout: Path,
-    unbuffered: bool,
-    append: bool = False,
-    file_size: int | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """`tracegrade ARGS > STDOUT` (`>>` with `append`), buffered or not, under
-    `ulimit -f FILE_SIZE` if given."""
+def _buffered(*args: str, cwd: Path, stdout: Path) -> subprocess.CompletedProcess[str]:
+    """`tracegrade ARGS > STDOUT` in a fresh interpreter, buffered."""
     # An empty PYTHONUNBUFFERED is as good as none, whatever the caller's.
-    env = {"PYTHONUNBUFFERED": "1" if unbuffered else ""}
-    limits = (
-        [] if file_size is None else [(resource.RLIMIT_FSIZE, file_size, file_size)]
-    )
-    with stdout.open("ab" if append else "wb") as out:
+    with stdout.open("wb") as out:
         return tracegrade_process(
-            *args, cwd=cwd, env=env, stdout=out.fileno(), rlimits=limits
+            *args, cwd=cwd, env={"PYTHONUNBUFFERED": ""}, stdout=out.fileno()
         )
 
 
 EXPORT = ("labels", "export", "log.eval")
 SCORE_TO_STDOUT = ("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs")
+# Standard output on a 64 KB file system, as (arguments, unbuffered, what
+# the file held before: `>>` when it held something).
+FULL_DISK = {
+    "unbuffered": (EXPORT, True, b""),
+    "buffered": (EXPORT, False, b""),
+    # `>>`: what the file held before stays, and only that.
+    "appended": ((*SCORE_TO_STDOUT, "--out", "-"), True, b"kept\n"),
+}
+SHORT_WRITE_LIMIT = 10_000
+# Whether a tmpfs can be mounted here (needs_mount skips the tests of a
+# full disk otherwise).
+MOUNTABLE = not needs_mount.args[0]
+
+
+@pytest.fixture(scope="module")
+def unbuffered(
+    tmp_path_factory: pytest.TempPathFactory, folder: Path
+) -> Iterator[dict[str, tuple[Path, subprocess.CompletedProcess[str]]]]:
+    """The unbuffered commands (PYTHONUNBUFFERED=1, read once, as the
+    interpreter starts), one after the other in one fresh interpreter, each
+    with its own standard output: into a full disk of its own, `>` or `>>`
+    (FULL_DISK, where a tmpfs can be mounted), and `labels export` under
+    `ulimit -f SHORT_WRITE_LIMIT`. Each case with its output file and how
+    it ended; the disks stay mounted for the module."""
+    outputs: dict[str, Path] = {}
+    commands: list[StreamedCommand] = []
+    with contextlib.ExitStack() as mounts:
+        for case, (args, is_unbuffered, held) in FULL_DISK.items():
+            if not is_unbuffered or not MOUNTABLE:
+                continue
+            mnt = mounts.enter_context(
+                mounted_tmpfs(folder / f"mnt-{case}", "size=64k")
+            )
+            outputs[case] = mnt / "out.jsonl"
+            outputs[case].write_bytes(held)
+            how = "append" if held else "capture"
+            commands.append(StreamedCommand(args, folder, stdout=(outputs[case], how)))
+        outputs["short write"] = folder / "limited.jsonl"
+        commands.append(
+            StreamedCommand(
+                EXPORT,
+                folder,
+                stdout=(outputs["short write"], "capture"),
+                soft_limits=((resource.RLIMIT_FSIZE, SHORT_WRITE_LIMIT),),
+            )
+        )
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setitem(SUBPROCESS_ENV, "PYTHONUNBUFFERED", "1")
+            done = commands_in_one_interpreter(
+                commands, tmp_path_factory.mktemp("unbuffered")
+            )
+        yield {
+            case: (out, result)
+            for (case, out), result in zip(outputs.items(), done, strict=True)
+        }
 
 
 @needs_mount
-@pytest.mark.parametrize(
-    ("args", "unbuffered", "held"),
-    [
-        (EXPORT, True, b""),
-        (EXPORT, False, b""),
-        # `>>`: what the file held before stays, and only that.
-        ((*SCORE_TO_STDOUT, "--out", "-"), True, b"kept\n"),
-    ],
-    ids=["unbuffered", "buffered", "appended"],
-)
+@pytest.mark.parametrize("case", list(FULL_DISK))
 def test_standard_output_to_a_full_disk_is_one_line_and_cut_back(
-    folder: Path, args: tuple[str, ...], unbuffered: bool, held: bytes
+    folder: Path,
+    unbuffered: dict[str, tuple[Path, subprocess.CompletedProcess[str]]],
+    case: str,
 ) -> None:
-    with mounted_tmpfs(folder / f"mnt-{len(args)}-{unbuffered}", "size=64k") as mnt:
-        out = mnt / "out.jsonl"
-        out.write_bytes(held)
-        done = _tracegrade(
-            *args, cwd=folder, stdout=out, unbuffered=unbuffered, append=bool(held)
-        )
+    args, is_unbuffered, held = FULL_DISK[case]
+    if is_unbuffered:
+        out, done = unbuffered[case]
         assert done.returncode == 2, done.stderr
         line = one_clear_line(done.stderr)
         assert "cannot write standard output (No space left on device)" in line
         assert out.read_bytes() == held
+    else:
+        with mounted_tmpfs(folder / f"mnt-{case}", "size=64k") as mnt:
+            out = mnt / "out.jsonl"
+            done = _buffered(*args, cwd=folder, stdout=out)
+            assert done.returncode == 2, done.stderr
+            line = one_clear_line(done.stderr)
+            assert "cannot write standard output (No space left on device)" in line
+            assert out.read_bytes() == held
     assert not (folder / "logs").exists() or not any((folder / "logs").iterdir())
 
 
 def test_a_short_write_to_standard_output_is_never_taken_for_the_whole(
-    folder: Path,
+    unbuffered: dict[str, tuple[Path, subprocess.CompletedProcess[str]]],
 ) -> None:
     """`ulimit -f`: the write that crosses the limit writes part of its
     bytes (a short write), the next fails; Python ignored the short one."""
-    out = folder / "limited.jsonl"
-    done = _tracegrade(
-        "labels",
-        "export",
-        "log.eval",
-        cwd=folder,
-        stdout=out,
-        unbuffered=True,
-        file_size=10_000,
-    )
+    out, done = unbuffered["short write"]
     assert done.returncode == 2, done.stderr
     assert "cannot write standard output (File too large)" in one_clear_line(
         done.stderr
