@@ -476,11 +476,13 @@ def commands_in_one_interpreter(
     commands: Sequence[StreamedCommand],
     folder: Path,
     rlimits: Sequence[Limit] = (),
+    env: Mapping[str, str] | None = None,
 ) -> list[subprocess.CompletedProcess[str]]:
     """`commands` run one after the other in one fresh interpreter, under
-    `rlimits`: for commands whose standard streams or resource limit are
-    the point, that the interpreter's imports need not be paid for each.
-    Captured streams and exit codes are kept in `folder`."""
+    `rlimits`, with `env` added to its environment: for commands whose
+    standard streams or resource limit are the point, that the
+    interpreter's imports need not be paid for each. Captured streams and
+    exit codes are kept in `folder`."""
     cases = []
     for number, command in enumerate(commands):
         streams = {}
@@ -503,6 +505,7 @@ def commands_in_one_interpreter(
     process = CommandProcess(
         [sys.executable, "-c", _COMMANDS, json.dumps(cases)],
         cwd=folder,
+        env=env,
         rlimits=rlimits,
     )
     _, stderr = process.communicate(timeout=300)

@@ -25,7 +25,7 @@ import pytest
 
 from tests.commands import run_tracegrade
 from tests.faults.conftest import StreamedCommand, commands_in_one_interpreter
-from tests.support import SUBPROCESS_ENV, write_lines
+from tests.support import write_lines
 
 PAIRS = 600
 CHUNK_ENV = {"TRACEGRADE_COMPARE_CHUNK": "50"}
@@ -83,16 +83,14 @@ def to_streams(
         streams["full"] = Path("/dev/full")
     args = ("compare", str(runs["base"]), str(runs["new"]), "--json")
     try:
-        with pytest.MonkeyPatch.context() as patch:
-            for name, value in CHUNK_ENV.items():
-                patch.setitem(SUBPROCESS_ENV, name, value)
-            done = commands_in_one_interpreter(
-                [
-                    StreamedCommand(args, runs["root"], stdout=(path, "append"))
-                    for path in streams.values()
-                ],
-                folder,
-            )
+        done = commands_in_one_interpreter(
+            [
+                StreamedCommand(args, runs["root"], stdout=(path, "append"))
+                for path in streams.values()
+            ],
+            folder,
+            env=CHUNK_ENV,
+        )
     finally:
         if reading.is_alive():
             # The command never opened the pipe: open it, so that the

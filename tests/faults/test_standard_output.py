@@ -32,7 +32,6 @@ from tests.faults.conftest import (
     one_clear_line,
     write_stage_log,
 )
-from tests.support import SUBPROCESS_ENV
 
 REPORT = ("report", "log.eval", "--html", "report.html")
 LOG_SAMPLES = 1000
@@ -103,11 +102,11 @@ def unbuffered(
                 soft_limits=((resource.RLIMIT_FSIZE, SHORT_WRITE_LIMIT),),
             )
         )
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setitem(SUBPROCESS_ENV, "PYTHONUNBUFFERED", "1")
-            done = commands_in_one_interpreter(
-                commands, tmp_path_factory.mktemp("unbuffered")
-            )
+        done = commands_in_one_interpreter(
+            commands,
+            tmp_path_factory.mktemp("unbuffered"),
+            env={"PYTHONUNBUFFERED": "1"},
+        )
         yield {
             case: (out, result)
             for (case, out), result in zip(outputs.items(), done, strict=True)
