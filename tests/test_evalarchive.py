@@ -16,14 +16,14 @@ at most `<name>.partial`, which log listings do not show.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 import math
 import os
+import select
 import signal
-import subprocess
-import sys
-import textwrap
+import traceback
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -50,7 +50,7 @@ from inspect_ai.scorer import Score, ScoreEdit
 from isal import isal_zlib
 from pydantic_core import to_json, to_jsonable_python
 
-from tests.support import SUBPROCESS_ENV, deflated, stored_member
+from tests.support import deflated, stored_member
 from tracegrade import ordered_extraction_recorded as extraction_task
 from tracegrade import stage_diagnosis
 from tracegrade._inspect_internals import to_json_safe
@@ -201,45 +201,68 @@ def without_location(log: EvalLog) -> EvalLog:
     return log.model_copy(update={"location": ""})
 
 
+# What a reader gives of Inspect's own log, read once for the three
+# rewrites of it that are compared with it, not once for each.
+
+
+@functools.cache
+def inspects_log(inspect_log: Path, header_only: bool = False) -> str:
+    read = read_eval_log(str(inspect_log), header_only=header_only)
+    return as_json(without_location(read))
+
+
+@functools.cache
+def inspects_sample(inspect_log: Path, id: Any, epoch: int) -> str:
+    return as_json(read_eval_log_sample(str(inspect_log), id=id, epoch=epoch))
+
+
+@functools.cache
+def inspects_sample_summaries(inspect_log: Path) -> str:
+    return as_json(read_eval_log_sample_summaries(str(inspect_log)))
+
+
+@functools.cache
+def inspects_samples_df(inspect_log: Path) -> pd.DataFrame:
+    return samples_df(str(inspect_log), quiet=True)
+
+
 # --- Readers ---------------------------------------------------------------------
 
 
 def test_read_eval_log_gives_the_same_log(inspect_log: Path, rewritten: Path) -> None:
-    theirs = read_eval_log(str(inspect_log))
     ours = read_eval_log(str(rewritten))
     assert ours.samples is not None
     assert len(ours.samples) == len(inspect_summaries(inspect_log))
-    assert as_json(without_location(ours)) == as_json(without_location(theirs))
+    assert as_json(without_location(ours)) == inspects_log(inspect_log)
 
 
 def test_header_only_read_gives_the_same_header(
     inspect_log: Path, rewritten: Path
 ) -> None:
-    theirs = read_eval_log(str(inspect_log), header_only=True)
     ours = read_eval_log(str(rewritten), header_only=True)
     assert ours.samples is None and ours.status == "success"
-    assert as_json(without_location(ours)) == as_json(without_location(theirs))
+    assert as_json(without_location(ours)) == inspects_log(
+        inspect_log, header_only=True
+    )
 
 
 def test_each_sample_reads_the_same(inspect_log: Path, rewritten: Path) -> None:
     for summary in inspect_summaries(inspect_log):
         ids = {"id": summary["id"], "epoch": summary["epoch"]}
-        theirs = read_eval_log_sample(str(inspect_log), **ids)
         ours = read_eval_log_sample(str(rewritten), **ids)
-        assert as_json(ours) == as_json(theirs), ids
+        assert as_json(ours) == inspects_sample(inspect_log, **ids), ids
     by_uuid = read_eval_log_sample(str(rewritten), uuid=summary["uuid"])
     assert (by_uuid.id, by_uuid.epoch) == (summary["id"], summary["epoch"])
 
 
 def test_sample_summaries_read_the_same(inspect_log: Path, rewritten: Path) -> None:
-    theirs = read_eval_log_sample_summaries(str(inspect_log))
     ours = read_eval_log_sample_summaries(str(rewritten))
     assert len(ours) == len(inspect_summaries(inspect_log))
-    assert as_json(ours) == as_json(theirs)
+    assert as_json(ours) == inspects_sample_summaries(inspect_log)
 
 
 def test_samples_dataframe_is_the_same(inspect_log: Path, rewritten: Path) -> None:
-    theirs = samples_df(str(inspect_log), quiet=True)
+    theirs = inspects_samples_df(inspect_log)
     ours = samples_df(str(rewritten), quiet=True)
     assert len(ours) == len(inspect_summaries(inspect_log))
     assert set(ours["log"]) == {str(rewritten)}
@@ -323,9 +346,8 @@ def test_zip64_structures_read_everywhere(
     data = ours.read_bytes()
     assert b"PK\x06\x06" in data[-200:] and b"PK\x06\x07" in data[-100:]
     assert members(ours)["header.json"].create_version == 45
-    theirs = read_eval_log(str(inspect_log))
-    assert as_json(without_location(read_eval_log(str(ours)))) == as_json(
-        without_location(theirs)
+    assert as_json(without_location(read_eval_log(str(ours)))) == inspects_log(
+        inspect_log
     )
     assert len(read_eval_log_sample_summaries(str(ours))) == len(
         inspect_summaries(inspect_log)
@@ -659,57 +681,58 @@ def test_abort_after_a_full_disk_raises_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
-KILLED_WRITER = textwrap.dedent(
-    """
-    import sys
-    from pathlib import Path
-    from inspect_ai.log import read_eval_log
-    from tracegrade.bulk.evallog import EvalArchive, sample_summary
-
-    log = read_eval_log(sys.argv[1], header_only=True)
-    archive = EvalArchive(Path(sys.argv[2]) / "killed.eval", journal_every=3)
-    archive.start(log.eval, log.plan)
-    for index in range(50):
-        sample = {"id": f"s{index}", "epoch": 1, "input": "in", "target": ""}
-        archive.add_sample(sample, sample_summary(sample))
-    archive._file.flush()
-    print("written", flush=True)
-    sys.stdin.read()
-    """
-)
+def write_until_killed(header: EvalLog, log_dir: Path, written: int) -> None:
+    """In the forked writer: 50 samples into an archive, flushed, then
+    "written" on the descriptor `written`, and a wait for the SIGKILL.
+    Never returns: any failure ends the process with its traceback on
+    `written` instead, so that the test's own code never runs twice."""
+    try:
+        archive = EvalArchive(log_dir / "killed.eval", journal_every=3)
+        archive.start(header.eval, header.plan)
+        for index in range(50):
+            add_one(archive, index)
+        archive._file.flush()
+        os.write(written, b"written\n")
+        while True:
+            signal.pause()
+    except BaseException:
+        os.write(written, traceback.format_exc().encode())
+    finally:
+        os._exit(1)
 
 
 # One header is enough to start an archive: a writer killed under either
-# task's header leaves the same file, so one fresh interpreter is killed.
+# task's header leaves the same file, so one writer is killed. It is this
+# interpreter forked, not a fresh one, which would import Inspect again
+# only to write what this one has imported to write.
 @pytest.mark.parametrize("inspect_log", ["stage_diagnosis"], indirect=True)
 def test_a_killed_writer_leaves_only_its_partial_file(
     tmp_path: Path, inspect_log: Path
 ) -> None:
+    header = small_header(inspect_log)
     log_dir = tmp_path / "logs"
     log_dir.mkdir()
-    writer = subprocess.Popen(
-        [sys.executable, "-c", KILLED_WRITER, str(inspect_log), str(log_dir)],
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    read_end, written = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_end)
+        write_until_killed(header, log_dir, written)
+    os.close(written)
     try:
-        assert writer.stdout is not None
-        line = writer.stdout.readline()
-        assert line == "written\n", writer.stderr.read() if writer.stderr else ""
+        with os.fdopen(read_end, "rb") as said:
+            ready, _, _ = select.select([said], [], [], 60)
+            line = said.readline().decode() if ready else "(nothing in 60 s)"
+            assert line == "written\n", line + said.read().decode()
         # The summaries' spool has no name to leave.
         assert [path.name for path in log_dir.iterdir()] == ["killed.eval.partial"]
-        os.kill(writer.pid, signal.SIGKILL)
-        assert writer.wait(timeout=60) == -signal.SIGKILL
+        os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
+        pid = 0
     finally:
-        if writer.poll() is None:
-            writer.kill()
-            writer.wait()
-        for stream in (writer.stdin, writer.stdout, writer.stderr):
-            if stream is not None:
-                stream.close()
+        if pid:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
     assert [path.name for path in log_dir.iterdir()] == ["killed.eval.partial"]
     assert (log_dir / "killed.eval.partial").stat().st_size > 0
     assert list_eval_logs(str(log_dir)) == []
