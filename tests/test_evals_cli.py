@@ -250,8 +250,11 @@ def test_model_selects_one_pair(two_models: Path) -> None:
 def test_eval_sets_of_two_tasks_pair_by_task(tmp_path: Path) -> None:
     tasks = ("tracegrade/stage_diagnosis", "tracegrade/ordered_extraction_recorded")
     for name in ("base", "new"):
+        # A few samples of each task: what is paired is the tasks.
         done = run_inspect(
-            "eval-set", *tasks, "--log-dir", name, "--display", "none", cwd=tmp_path
+            *("eval-set", *tasks, "--limit", "3", "--log-dir", name),
+            *("--display", "none"),
+            cwd=tmp_path,
         )
         assert done.returncode == 0, done.stderr
     compared = run_tracegrade("compare", "base", "new", "--json", cwd=tmp_path)
@@ -282,17 +285,14 @@ def test_a_dataset_given_to_report_is_named_as_one(
 def test_an_epochs_reducer_stage_figures_do_not_use_is_said(tmp_path: Path) -> None:
     """Inspect's reducers are defined on numbers; a stage is a category, so
     `--epochs-reducer` changes no stage figure, and report and compare say
-    so rather than ignore it silently."""
+    so rather than ignore it silently. A few samples: what is said is of
+    the reducer asked for."""
     for name in ("base", "new"):
         inspect_eval(
             tmp_path,
             "tracegrade/stage_diagnosis",
-            "--epochs",
-            "2",
-            "--epochs-reducer",
-            "mode",
-            "--log-dir",
-            name,
+            *("--limit", "3", "--epochs", "2", "--epochs-reducer", "mode"),
+            *("--log-dir", name),
         )
     reported = run_tracegrade("report", "base", cwd=tmp_path)
     compared = run_tracegrade("compare", "base", "new", cwd=tmp_path)
