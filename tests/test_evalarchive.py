@@ -21,9 +21,10 @@ import gc
 import json
 import math
 import os
-import select
 import signal
-import traceback
+import subprocess
+import sys
+import textwrap
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -50,7 +51,7 @@ from inspect_ai.scorer import Score, ScoreEdit
 from isal import isal_zlib
 from pydantic_core import to_json, to_jsonable_python
 
-from tests.support import deflated, stored_member
+from tests.support import SUBPROCESS_ENV, deflated, stored_member
 from tracegrade import ordered_extraction_recorded as extraction_task
 from tracegrade import stage_diagnosis
 from tracegrade._inspect_internals import to_json_safe
@@ -681,58 +682,57 @@ def test_abort_after_a_full_disk_raises_nothing(
     assert list(tmp_path.iterdir()) == []
 
 
-def write_until_killed(header: EvalLog, log_dir: Path, written: int) -> None:
-    """In the forked writer: 50 samples into an archive, flushed, then
-    "written" on the descriptor `written`, and a wait for the SIGKILL.
-    Never returns: any failure ends the process with its traceback on
-    `written` instead, so that the test's own code never runs twice."""
-    try:
-        archive = EvalArchive(log_dir / "killed.eval", journal_every=3)
-        archive.start(header.eval, header.plan)
-        for index in range(50):
-            add_one(archive, index)
-        archive._file.flush()
-        os.write(written, b"written\n")
-        while True:
-            signal.pause()
-    except BaseException:
-        os.write(written, traceback.format_exc().encode())
-    finally:
-        os._exit(1)
+KILLED_WRITER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from inspect_ai.log import read_eval_log
+    from tracegrade.bulk.evallog import EvalArchive, sample_summary
+
+    log = read_eval_log(sys.argv[1], header_only=True)
+    archive = EvalArchive(Path(sys.argv[2]) / "killed.eval", journal_every=3)
+    archive.start(log.eval, log.plan)
+    for index in range(50):
+        sample = {"id": f"s{index}", "epoch": 1, "input": "in", "target": ""}
+        archive.add_sample(sample, sample_summary(sample))
+    archive._file.flush()
+    print("written", flush=True)
+    sys.stdin.read()
+    """
+)
 
 
 # One header is enough to start an archive: a writer killed under either
-# task's header leaves the same file, so one writer is killed. It is this
-# interpreter forked, not a fresh one, which would import Inspect again
-# only to write what this one has imported to write.
+# task's header leaves the same file, so one fresh interpreter is killed.
 @pytest.mark.parametrize("inspect_log", ["stage_diagnosis"], indirect=True)
 def test_a_killed_writer_leaves_only_its_partial_file(
     tmp_path: Path, inspect_log: Path
 ) -> None:
-    header = small_header(inspect_log)
     log_dir = tmp_path / "logs"
     log_dir.mkdir()
-    read_end, written = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_end)
-        write_until_killed(header, log_dir, written)
-    os.close(written)
+    writer = subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(inspect_log), str(log_dir)],
+        env=SUBPROCESS_ENV,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        with os.fdopen(read_end, "rb") as said:
-            ready, _, _ = select.select([said], [], [], 60)
-            line = said.readline().decode() if ready else "(nothing in 60 s)"
-            assert line == "written\n", line + said.read().decode()
+        assert writer.stdout is not None
+        line = writer.stdout.readline()
+        assert line == "written\n", writer.stderr.read() if writer.stderr else ""
         # The summaries' spool has no name to leave.
         assert [path.name for path in log_dir.iterdir()] == ["killed.eval.partial"]
-        os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-        assert os.WIFSIGNALED(status) and os.WTERMSIG(status) == signal.SIGKILL
-        pid = 0
+        os.kill(writer.pid, signal.SIGKILL)
+        assert writer.wait(timeout=60) == -signal.SIGKILL
     finally:
-        if pid:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+        if writer.poll() is None:
+            writer.kill()
+            writer.wait()
+        for stream in (writer.stdin, writer.stdout, writer.stderr):
+            if stream is not None:
+                stream.close()
     assert [path.name for path in log_dir.iterdir()] == ["killed.eval.partial"]
     assert (log_dir / "killed.eval.partial").stat().st_size > 0
     assert list_eval_logs(str(log_dir)) == []
