@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import functools
 import json
 import math
 import re
+import shutil
 import subprocess
 import zipfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +28,7 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner, Result
 from inspect_ai import eval
+from inspect_ai._util import package as inspect_package
 from inspect_ai._view.common import get_log_file, get_logs
 from inspect_ai.log import (
     EvalLog,
@@ -34,6 +38,7 @@ from inspect_ai.log import (
     read_eval_log,
     read_eval_log_sample,
     read_eval_log_sample_summaries,
+    write_eval_log,
 )
 from inspect_ai.log._file import eval_log_json
 from isal import isal_zlib
@@ -45,6 +50,24 @@ from tracegrade.bulk import log as bulk_log
 from tracegrade.bulk.evallog import sample_member
 from tracegrade.cli import main
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
+
+
+@pytest.fixture(scope="module", autouse=True)
+def distributions_scanned_once() -> Iterator[None]:
+    """Each eval, and each log `tracegrade score` writes, asks Inspect which
+    installed distribution ships the task; for an editable install it finds
+    out by scanning the files of every installed distribution
+    (`packages_distributions`), most of what a small eval or score costs.
+    Nothing is installed while these tests run, so the scan's answer is
+    kept for the module: the same answer, found once."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(
+            inspect_package,
+            "packages_distributions",
+            functools.cache(inspect_package.packages_distributions),
+        )
+        yield
+
 
 STAGE_OK = {"required": ["D1"], "context": ["D1"], "correct": True}
 ANSWERED = 'Checked twice.\nANSWER: ["C-3", "A-1", "B-2"]'
@@ -171,6 +194,30 @@ class LogPair:
     summary: dict[str, Any]
 
 
+@pytest.fixture(scope="module")
+def inspect_eval_logs(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, Path]:
+    """Each task's `.eval` log of its extended fixture, evaluated once for
+    the module, in a directory holding the fixture."""
+    logs = {}
+    for task, make in TASK_FUNCTIONS.items():
+        tmp_path = tmp_path_factory.mktemp(f"{task}-inspect")
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            monkeypatch.chdir(tmp_path)
+            # Relative, as a user would pass it: both logs record it as given.
+            path = Path(extended_fixture(tmp_path, task)).name
+            (evaluated,) = eval(
+                make(dataset=path),
+                display="none",
+                log_dir="inspect-logs",
+                log_format="eval",
+            )
+        assert evaluated.status == "success"
+        logs[task] = tmp_path / evaluated.location
+    return logs
+
+
 @pytest.fixture(
     scope="module",
     params=[
@@ -181,32 +228,37 @@ class LogPair:
     ids=lambda param: "-".join(param),
 )
 def log_pair(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    inspect_eval_logs: dict[str, Path],
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> LogPair:
+    """The `.json` log of `inspect eval` is its `.eval` log written again by
+    `write_eval_log`, the very writer (`JSONRecorder.write_log`) `inspect
+    eval --log-format json` ends its log with, so one eval serves both
+    formats."""
     task, log_format = request.param
+    inspect_log = inspect_eval_logs[task]
     tmp_path = tmp_path_factory.mktemp(f"{task}-{log_format}")
+    path = f"{task}.jsonl"
+    shutil.copy(inspect_log.parent.parent / path, tmp_path / path)
+    if log_format == "json":
+        in_json = tmp_path / "inspect-logs" / inspect_log.with_suffix(".json").name
+        in_json.parent.mkdir()
+        write_eval_log(read_eval_log(str(inspect_log)), str(in_json), format="json")
+        inspect_log = in_json
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.chdir(tmp_path)
-        # Relative, as a user would pass it: both logs record it as given.
-        path = Path(extended_fixture(tmp_path, task)).name
-        (evaluated,) = eval(
-            TASK_FUNCTIONS[task](dataset=path),
-            display="none",
-            log_dir="inspect-logs",
-            log_format=log_format,
-        )
-        assert evaluated.status == "success"
         result, summary = score_file(
             task, path, Path("tracegrade-logs"), "--log-format", log_format
         )
-        assert result.exit_code == 0
-        return LogPair(
-            task,
-            log_format,
-            str(tmp_path / evaluated.location),
-            str(tmp_path / summary["log"]),
-            summary,
-        )
+    assert result.exit_code == 0
+    return LogPair(
+        task,
+        log_format,
+        str(inspect_log),
+        str(tmp_path / summary["log"]),
+        summary,
+    )
 
 
 def test_log_is_indistinguishable_from_inspect_eval(log_pair: LogPair) -> None:
@@ -270,12 +322,18 @@ def test_the_headline_is_the_same_and_higher_is_better(log_pair: LogPair) -> Non
 
 def test_each_sample_reads_the_same_alone(log_pair: LogPair) -> None:
     header = read_eval_log(log_pair.inspect_log, header_only=True)
-    assert header.eval.dataset.sample_ids is not None
-    for sample_id in header.eval.dataset.sample_ids:
-        ours = read_eval_log_sample(log_pair.ours, id=sample_id, epoch=1)
-        theirs = read_eval_log_sample(log_pair.inspect_log, id=sample_id, epoch=1)
+    sample_ids = header.eval.dataset.sample_ids
+    assert sample_ids is not None
+    # Every sample of one log, then every sample of the other: Inspect keeps
+    # the last `.json` log it read a sample from, and reading the two logs
+    # in turn read each whole again for each sample.
+    ours, theirs = (
+        [read_eval_log_sample(log, id=sample_id, epoch=1) for sample_id in sample_ids]
+        for log in (log_pair.ours, log_pair.inspect_log)
+    )
+    for sample_id, mine, reference in zip(sample_ids, ours, theirs, strict=True):
         assert same_json(
-            without_message_ids(dump(ours)), without_message_ids(dump(theirs))
+            without_message_ids(dump(mine)), without_message_ids(dump(reference))
         ), sample_id
 
 

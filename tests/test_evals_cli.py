@@ -9,16 +9,37 @@ still count each run once and pair like with like.
 
 from __future__ import annotations
 
+import functools
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from inspect_ai._util import package as inspect_package
 
 from tests.commands import run_inspect, run_tracegrade
 from tests.support import write_lines
 
 pytestmark = pytest.mark.runs_long
+
+
+@pytest.fixture(scope="module", autouse=True)
+def distributions_scanned_once() -> Iterator[None]:
+    """Each eval, and each log `tracegrade score` writes, asks Inspect which
+    installed distribution ships the task; for an editable install it finds
+    out by scanning the files of every installed distribution
+    (`packages_distributions`), most of what a small eval or score costs.
+    Nothing is installed while these tests run, so the scan's answer is
+    kept for the module: the same answer, found once."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(
+            inspect_package,
+            "packages_distributions",
+            functools.cache(inspect_package.packages_distributions),
+        )
+        yield
+
 
 OK = {"required": ["D1"], "context": ["D1"], "correct": True}
 WRONG = {"required": ["D1"], "context": ["D1"], "correct": False}
@@ -250,8 +271,11 @@ def test_model_selects_one_pair(two_models: Path) -> None:
 def test_eval_sets_of_two_tasks_pair_by_task(tmp_path: Path) -> None:
     tasks = ("tracegrade/stage_diagnosis", "tracegrade/ordered_extraction_recorded")
     for name in ("base", "new"):
+        # A few samples of each task: what is paired is the tasks.
         done = run_inspect(
-            "eval-set", *tasks, "--log-dir", name, "--display", "none", cwd=tmp_path
+            *("eval-set", *tasks, "--limit", "3", "--log-dir", name),
+            *("--display", "none"),
+            cwd=tmp_path,
         )
         assert done.returncode == 0, done.stderr
     compared = run_tracegrade("compare", "base", "new", "--json", cwd=tmp_path)
@@ -282,17 +306,14 @@ def test_a_dataset_given_to_report_is_named_as_one(
 def test_an_epochs_reducer_stage_figures_do_not_use_is_said(tmp_path: Path) -> None:
     """Inspect's reducers are defined on numbers; a stage is a category, so
     `--epochs-reducer` changes no stage figure, and report and compare say
-    so rather than ignore it silently."""
+    so rather than ignore it silently. A few samples: what is said is of
+    the reducer asked for."""
     for name in ("base", "new"):
         inspect_eval(
             tmp_path,
             "tracegrade/stage_diagnosis",
-            "--epochs",
-            "2",
-            "--epochs-reducer",
-            "mode",
-            "--log-dir",
-            name,
+            *("--limit", "3", "--epochs", "2", "--epochs-reducer", "mode"),
+            *("--log-dir", name),
         )
     reported = run_tracegrade("report", "base", cwd=tmp_path)
     compared = run_tracegrade("compare", "base", "new", cwd=tmp_path)

@@ -20,21 +20,25 @@ import asyncio
 import json
 import logging
 import math
-import shutil
 import subprocess
 from pathlib import Path
 from typing import Any, NamedTuple
 
 import pytest
 from click.testing import CliRunner
+from inspect_ai import eval
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import ModelName
 from inspect_ai.scorer import Target
 from inspect_ai.solver import TaskState
 
-from tests.commands import InspectCommand, inspect_in_one_fresh_process, inspect_process
+from tests.commands import InspectCommand, inspect_in_one_fresh_process
 from tests.support import write_lines
-from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
+from tracegrade import (
+    ordered_extraction_scorer,
+    stage_diagnosis,
+    stage_diagnosis_scorer,
+)
 from tracegrade.cli import main
 from tracegrade.datasets import packaged_fixture
 from tracegrade.scorers.outcome import error_kind
@@ -146,29 +150,88 @@ class Eval(NamedTuple):
     paths: dict[str, Path]
 
 
+class Refused(NamedTuple):
+    """The stage log `inspect score` was given, its bytes before, and what
+    each refused command (by its -S argument) ended with."""
+
+    log: Path
+    before: bytes
+    done: dict[str, subprocess.CompletedProcess[str]]
+
+
+class Commands(NamedTuple):
+    evaluated: Eval
+    refused: Refused
+
+
 @pytest.fixture(scope="module")
-def evaluated(tmp_path_factory: pytest.TempPathFactory) -> Eval:
-    """The tasks run in ONE interpreter of its own (what Inspect prints goes
-    through the display it sets once per process); each scorer is its own
-    instance, so each task warns as it would alone."""
+def commands(tmp_path_factory: pytest.TempPathFactory) -> Commands:
+    """`inspect eval` of every task of TASK_FILE, then every bad argument
+    given to `inspect score` of a stage_diagnosis log, in turn in ONE
+    interpreter of its own: what Inspect prints goes through the display
+    and exception hook it sets once per process, from the eval, its first
+    command. Each scorer of the eval is its own instance, so each task warns
+    as it would alone.
+
+    The commands are given before that interpreter starts, so the log
+    scored is evaluated beforehand in the test's own (two samples of the
+    packaged stage task): what is refused is the scorer's argument, which
+    any stage_diagnosis log would be scored with."""
     work = tmp_path_factory.mktemp("warnings")
     (work / "tasks.py").write_text(TASK_FILE)
     write_lines(
         work / "labels.jsonl",
         [{"id": "Q1", "correct": True}, {"id": "Q2", "correct": False}],
     )
-    done = inspect_process(
-        "eval", "tasks.py", cwd=work, env={"INSPECT_LOG_DIR": str(work / "logs")}
+    scored = tmp_path_factory.mktemp("score")
+    (log,) = eval(stage_diagnosis(), limit=2, display="none", log_dir=str(scored))
+    assert log.status == "success", log.error
+    path = Path(log.location)
+    before = path.read_bytes()
+    refusals = [
+        InspectCommand(
+            [
+                *("score", str(path), "--scorer", f"tracegrade/{scorer}"),
+                *("-S", argument, "--action", "append", "--overwrite"),
+            ],
+            scored,
+        )
+        for scorer, argument, _ in REFUSALS
+    ]
+    done, *refused = inspect_in_one_fresh_process(
+        [
+            InspectCommand(
+                ["eval", "tasks.py"], work, {"INSPECT_LOG_DIR": str(work / "logs")}
+            ),
+            *refusals,
+        ]
     )
     assert done.returncode == 0, done.stderr
     logs, paths = {}, {}
-    for path in (work / "logs").glob("*.eval"):
-        log = read_eval_log(str(path))
-        assert log.status == "success", log.error
-        logs[log.eval.task] = log
-        paths[log.eval.task] = path
+    for found in (work / "logs").glob("*.eval"):
+        read = read_eval_log(str(found))
+        assert read.status == "success", read.error
+        logs[read.eval.task] = read
+        paths[read.eval.task] = found
     assert sorted(logs) == sorted([*STAGE_TASKS, "source_typo"])
-    return Eval(done.stdout + done.stderr, logs, paths)
+    return Commands(
+        Eval(done.stdout + done.stderr, logs, paths),
+        Refused(
+            path,
+            before,
+            {a: d for (_, a, _), d in zip(REFUSALS, refused, strict=True)},
+        ),
+    )
+
+
+@pytest.fixture(scope="module")
+def evaluated(commands: Commands) -> Eval:
+    return commands.evaluated
+
+
+@pytest.fixture(scope="module")
+def refused(commands: Commands) -> Refused:
+    return commands.refused
 
 
 def logged_warnings(log: EvalLog) -> list[tuple[Any, str]]:
@@ -321,38 +384,6 @@ REFUSALS = [
         "source_key, answer_key, structured_key and output_key",
     ),
 ]
-
-
-class Refused(NamedTuple):
-    """The stage log `inspect score` was given, its bytes before, and what
-    each refused command (by its -S argument) ended with."""
-
-    log: Path
-    before: bytes
-    done: dict[str, subprocess.CompletedProcess[str]]
-
-
-@pytest.fixture(scope="module")
-def refused(evaluated: Eval, tmp_path_factory: pytest.TempPathFactory) -> Refused:
-    """Every bad argument given to `inspect score` of a copy of a
-    stage_diagnosis log, in one fresh interpreter."""
-    work = tmp_path_factory.mktemp("score")
-    log = Path(shutil.copy(evaluated.paths["every_key"], work))
-    before = log.read_bytes()
-    commands = [
-        InspectCommand(
-            [
-                *("score", str(log), "--scorer", f"tracegrade/{scorer}"),
-                *("-S", argument, "--action", "append", "--overwrite"),
-            ],
-            work,
-        )
-        for scorer, argument, _ in REFUSALS
-    ]
-    done = inspect_in_one_fresh_process(commands)
-    return Refused(
-        log, before, {a: d for (_, a, _), d in zip(REFUSALS, done, strict=True)}
-    )
 
 
 @pytest.mark.parametrize(("scorer", "argument", "said"), REFUSALS)

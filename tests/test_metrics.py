@@ -8,14 +8,18 @@ fooled by it.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
+import subprocess
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import pytest
 from inspect_ai import Epochs, eval
+from inspect_ai._util import package as inspect_package
 from inspect_ai.log import (
     EvalLog,
     EvalMetric,
@@ -49,6 +53,24 @@ from tracegrade.scorers import (
 )
 from tracegrade.scorers.metrics import FAILURE_LABELS, is_count
 from tracegrade.scorers.outcome import ANSWER_FAILURES
+
+
+@pytest.fixture(scope="module", autouse=True)
+def distributions_scanned_once() -> Iterator[None]:
+    """Each eval, and each log `tracegrade score` writes, asks Inspect which
+    installed distribution ships the task; for an editable install it finds
+    out by scanning the files of every installed distribution
+    (`packages_distributions`), most of what a small eval or score costs.
+    Nothing is installed while these tests run, so the scan's answer is
+    kept for the module: the same answer, found once."""
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        monkeypatch.setattr(
+            inspect_package,
+            "packages_distributions",
+            functools.cache(inspect_package.packages_distributions),
+        )
+        yield
+
 
 STAGE_CASES = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
 EXTRACTION_CASES = read_fixture_cases(packaged_fixture("ordered_extraction.jsonl"))
@@ -386,17 +408,42 @@ def assert_no_empty_entry(log: EvalLog) -> None:
     assert empty == []
 
 
-def test_a_run_where_every_sample_is_an_error_succeeds_and_says_so(
-    tmp_path: Path,
-) -> None:
+class ErrorsOnly(NamedTuple):
+    """`inspect eval` of a stage run where every sample is a data error:
+    what it printed, and its log."""
+
+    printed: subprocess.CompletedProcess[str]
+    log: EvalLog
+
+
+@pytest.fixture(scope="module")
+def errors_only(tmp_path_factory: pytest.TempPathFactory) -> ErrorsOnly:
+    """One eval, in an interpreter of its own, as a user runs it: Inspect
+    keeps the display of a process's first eval, and the terminal's results
+    are one test's; the log is the other's."""
+    work = tmp_path_factory.mktemp("errors-only")
     dataset = write_lines(
-        tmp_path / "errors.jsonl",
+        work / "errors.jsonl",
         [
             {"id": "no-label", "input": {"required": ["D1"], "context": ["D1"]}},
             {"id": "no-context", "input": {"required": ["D1"], "correct": True}},
         ],
     )
-    log = run(stage_diagnosis(dataset=dataset), tmp_path)
+    cli = inspect_process(
+        *("eval", "tracegrade/stage_diagnosis", "-T", f"dataset={dataset}"),
+        *("--log-dir", "logs", "--display", "plain"),
+        cwd=work,
+    )
+    (info,) = list_eval_logs(str(work / "logs"))
+    log = read_eval_log(info.name)
+    assert log.status == "success", cli.stderr
+    return ErrorsOnly(cli, log)
+
+
+def test_a_run_where_every_sample_is_an_error_succeeds_and_says_so(
+    errors_only: ErrorsOnly,
+) -> None:
+    log = errors_only.log
     (score,) = scores_by_name(log).values()
     assert score.scored_samples == 0
     assert score.unscored_samples == 2
@@ -435,25 +482,12 @@ def test_an_extraction_run_of_data_errors_only_succeeds(tmp_path: Path) -> None:
     assert all(math.isnan(share) for share in shares.values())
 
 
-def test_the_terminal_results_show_how_many_runs_were_scored(tmp_path: Path) -> None:
+def test_the_terminal_results_show_how_many_runs_were_scored(
+    errors_only: ErrorsOnly,
+) -> None:
     """Inspect's terminal prints metrics only, not the unscored count: a run
     of data errors alone showed NaN everywhere. `scored_runs` says 0."""
-    dataset = write_lines(
-        tmp_path / "errors.jsonl",
-        [
-            {"id": "no-label", "input": {"required": ["D1"], "context": ["D1"]}},
-            {"id": "no-context", "input": {"required": ["D1"], "correct": True}},
-        ],
-    )
-    # In an interpreter of its own: Inspect keeps the display of a
-    # process's first eval.
-    cli = inspect_process(
-        *("eval", "tracegrade/stage_diagnosis", "-T", f"dataset={dataset}"),
-        *("--log-dir", "logs", "--display", "plain"),
-        cwd=tmp_path,
-    )
-    (info,) = list_eval_logs(str(tmp_path / "logs"))
-    assert read_eval_log(info.name).status == "success", cli.stderr
+    cli = errors_only.printed
     results = cli.stdout[cli.stdout.index("stage_diagnosis (2 samples)") :]
     assert re.search(r"^retrieval +nan *$", results, re.MULTILINE)
     assert re.search(r"^scored_runs +0\.000 *$", results, re.MULTILINE), results

@@ -4,9 +4,9 @@ An editable install and pytest's `pythonpath` can hide a packaging mistake:
 an entry point that names the wrong module, fixtures left out of the wheel.
 So, once per test session, pip builds tracegrade's wheel (hatchling, in an
 isolated build env) from a copy of the sources and installs it, not editable,
-into a fresh venv, and Inspect's own CLI is run from that venv in a directory
-outside the source tree: one `inspect eval` of both tasks, whose logs the
-tests share, and one `inspect score`.
+into a fresh venv, and Inspect's own CLI is run from that venv in directories
+outside the source tree, in one interpreter: one `inspect score`, then one
+`inspect eval` of both tasks, whose logs the tests share.
 
 The trade-off: the venv's dependencies are not installed but linked from the
 environment pytest runs in (about 3 s for the whole venv; installing
@@ -31,6 +31,7 @@ import sys
 import sysconfig
 from importlib import metadata
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from packaging.requirements import Requirement
@@ -164,26 +165,113 @@ def run_in(
     )
 
 
-def inspect_cli(venv: Path, cwd: Path, *args: str) -> None:
-    """Inspect's CLI from the venv: `python -m inspect_ai` runs the `main` its
-    `inspect` script would (that script is not linked: it names the test
-    environment's interpreter)."""
-    result = run_in(venv, cwd, "python", "-m", "inspect_ai", *args, check=False)
-    assert result.returncode == 0, result.stderr
+# Run in the venv's interpreter, outside the source tree: each `inspect`
+# command given as JSON in turn, as `python -m inspect_ai` runs it (the
+# `inspect` script is not linked: it names the test environment's
+# interpreter), then what the import of tracegrade and Inspect's entry point
+# find. Written as JSON to the file named first: the exit codes, then the
+# module and entry points.
+VENV_COMMANDS = """
+import importlib.util, json, os, runpy, sys
+from importlib.metadata import entry_points
+
+out, commands = sys.argv[1], json.loads(sys.argv[2])
+codes = []
+for cwd, args in commands:
+    os.chdir(cwd)
+    sys.argv = ["inspect", *args]
+    try:
+        runpy.run_module("inspect_ai", run_name="__main__", alter_sys=True)
+        codes.append(0)
+    except SystemExit as stop:
+        codes.append(stop.code if isinstance(stop.code, int) else int(bool(stop.code)))
+import tracegrade
+found = [
+    (ep.name, importlib.util.find_spec(ep.module).origin)
+    for ep in entry_points(group="inspect_ai")
+]
+with open(out, "w") as file:
+    json.dump([codes, tracegrade.__file__, found], file)
+"""
+
+
+class VenvRun(NamedTuple):
+    """What the venv's one run of Inspect gave: the stage log it scored, in
+    a directory of its own, each task's log from its eval, and the
+    tracegrade module and entry points its import then found."""
+
+    scored: Path
+    eval_logs: dict[str, Path]
+    module: str
+    entry_points: list[tuple[str, str]]
 
 
 @pytest.fixture(scope="session")
-def eval_logs(
-    installed_venv: Path, tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, Path]:
-    """Each task's log from one `inspect eval` of both, which the tests below
-    share (each Inspect start costs about 2 s, most of it importing Inspect)."""
+def venv_run(installed_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> VenvRun:
+    """`inspect score`, then one `inspect eval` of both tasks, in one
+    interpreter of the venv (each start imports Inspect again), each test
+    reading its part.
+
+    The score comes first, so that it looks the scorer up before anything in
+    that interpreter has imported tracegrade: Inspect finds it through the
+    installed entry point, as in a process of its own. The eval then finds
+    the tasks through the registry that entry point loaded, the installed
+    copy's: no other is on the venv's path. The log scored is the packaged
+    stage task's, evaluated in pytest's interpreter beforehand (the same
+    Inspect, the same task), since the commands are given before the venv's
+    interpreter starts; it is scored in a directory of its own, so that the
+    test sees whatever else the score writes there."""
+    from inspect_ai import eval
+
+    from tracegrade import stage_diagnosis
+
+    scoring = tmp_path_factory.mktemp("registry-score")
+    # Its first samples, the one the labels file labels among them.
+    (made,) = eval(
+        stage_diagnosis(), limit=4, display="none", log_dir=str(scoring / "made")
+    )
+    assert made.status == "success", made.error
+    log = scoring / "logs" / Path(made.location).name
+    log.parent.mkdir()
+    shutil.move(made.location, log)
+    labels = scoring / "labels.jsonl"
+    labels.write_text('{"id": "missing-answer-label", "correct": false}\n')
+    evaluating = tmp_path_factory.mktemp("registry-eval")
+    commands = [
+        (
+            str(scoring),
+            [
+                *("score", str(log), "--scorer", "tracegrade/stage_diagnosis"),
+                *("-S", f"labels={labels}", "--action", "append", "--overwrite"),
+            ],
+        ),
+        (str(evaluating), ["eval", *TASKS, "--log-dir", "logs"]),
+    ]
+    out = tmp_path_factory.mktemp("registry-out") / "run.json"
+    run_in(
+        installed_venv,
+        out.parent,
+        "python",
+        "-c",
+        VENV_COMMANDS,
+        str(out),
+        json.dumps(commands),
+    )
+    codes, module, entry_points = json.loads(out.read_text())
+    assert codes == [0, 0]
+    return VenvRun(
+        log,
+        logs_by_task(evaluating / "logs"),
+        module,
+        [tuple(entry_point) for entry_point in entry_points],
+    )
+
+
+def logs_by_task(log_dir: Path) -> dict[str, Path]:
     from inspect_ai.log import list_eval_logs, read_eval_log
 
-    cwd = tmp_path_factory.mktemp("registry-eval")
-    inspect_cli(installed_venv, cwd, "eval", *TASKS, "--log-dir", "logs")
     logs: dict[str, Path] = {}
-    for info in list_eval_logs(str(cwd / "logs")):
+    for info in list_eval_logs(str(log_dir)):
         log = read_eval_log(info, header_only=True)
         logs[log.eval.task] = Path(log.location.removeprefix("file://"))
     assert sorted(logs) == sorted(TASKS)
@@ -211,24 +299,18 @@ def summarise(path: Path) -> dict[str, object]:
 
 
 def test_the_installed_package_is_the_one_used(
-    installed_venv: Path, tmp_path: Path
+    installed_venv: Path, venv_run: VenvRun
 ) -> None:
     """Both the import and Inspect's entry point find the venv's own copy, not
     a link to the test environment's."""
-    code = (
-        "import importlib.util, json, tracegrade\n"
-        "from importlib.metadata import entry_points\n"
-        "eps = entry_points(group='inspect_ai')\n"
-        "print(json.dumps([tracegrade.__file__, [(ep.name, "
-        "importlib.util.find_spec(ep.module).origin) for ep in eps]]))\n"
-    )
-    result = run_in(installed_venv, tmp_path, "python", "-c", code)
-    module, entry_points = json.loads(result.stdout)
     venv = installed_venv.resolve()
-    assert Path(module).resolve().is_relative_to(venv)
-    ((name, origin),) = entry_points
+    assert Path(venv_run.module).resolve().is_relative_to(venv)
+    ((name, origin),) = venv_run.entry_points
     assert name == "tracegrade"
-    assert Path(origin).resolve() == Path(module).resolve().parent / "_registry.py"
+    assert (
+        Path(origin).resolve()
+        == Path(venv_run.module).resolve().parent / "_registry.py"
+    )
 
 
 def test_the_installed_script_runs_the_program(installed_venv: Path) -> None:
@@ -251,37 +333,17 @@ def test_the_declared_dependencies_are_satisfied(installed_venv: Path) -> None:
     ],
 )
 def test_inspect_eval_finds_the_installed_tasks(
-    eval_logs: dict[str, Path], task: str, scorer: str
+    venv_run: VenvRun, task: str, scorer: str
 ) -> None:
-    summary = summarise(eval_logs[task])
+    summary = summarise(venv_run.eval_logs[task])
     assert summary["status"] == "success"
     assert summary["model"] == "none/none"
     assert summary["scorers"] == [scorer]
     assert summary["with_result"] == summary["samples"]
 
 
-def test_inspect_score_finds_the_installed_scorer(
-    installed_venv: Path, eval_logs: dict[str, Path], tmp_path: Path
-) -> None:
-    """Scores a copy, so the shared log stays as `inspect eval` wrote it."""
-    log = tmp_path / "logs" / eval_logs["tracegrade/stage_diagnosis"].name
-    log.parent.mkdir()
-    shutil.copy2(eval_logs["tracegrade/stage_diagnosis"], log)
-    labels = tmp_path / "labels.jsonl"
-    labels.write_text('{"id": "missing-answer-label", "correct": false}\n')
-    inspect_cli(
-        installed_venv,
-        tmp_path,
-        "score",
-        str(log),
-        "--scorer",
-        "tracegrade/stage_diagnosis",
-        "-S",
-        f"labels={labels}",
-        "--action",
-        "append",
-        "--overwrite",
-    )
+def test_inspect_score_finds_the_installed_scorer(venv_run: VenvRun) -> None:
+    log = venv_run.scored
     assert [path.name for path in log.parent.iterdir()] == [log.name]
     summary = summarise(log)
     assert summary["status"] == "success"
