@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import functools
 import json
 import math
 import re
 import shutil
 import subprocess
 import zipfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,7 +26,6 @@ import pandas as pd
 import pytest
 from click.testing import CliRunner, Result
 from inspect_ai import eval
-from inspect_ai._util import package as inspect_package
 from inspect_ai._view.common import get_log_file, get_logs
 from inspect_ai.log import (
     EvalLog,
@@ -50,24 +47,6 @@ from tracegrade.bulk import log as bulk_log
 from tracegrade.bulk.evallog import sample_member
 from tracegrade.cli import main
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
-
-
-@pytest.fixture(scope="module", autouse=True)
-def distributions_scanned_once() -> Iterator[None]:
-    """Each eval, and each log `tracegrade score` writes, asks Inspect which
-    installed distribution ships the task; for an editable install it finds
-    out by scanning the files of every installed distribution
-    (`packages_distributions`), most of what a small eval or score costs.
-    Nothing is installed while these tests run, so the scan's answer is
-    kept for the module: the same answer, found once."""
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr(
-            inspect_package,
-            "packages_distributions",
-            functools.cache(inspect_package.packages_distributions),
-        )
-        yield
-
 
 STAGE_OK = {"required": ["D1"], "context": ["D1"], "correct": True}
 ANSWERED = 'Checked twice.\nANSWER: ["C-3", "A-1", "B-2"]'

@@ -9,36 +9,16 @@ still count each run once and pair like with like.
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai._util import package as inspect_package
 
 from tests.commands import run_inspect, run_tracegrade
 from tests.support import write_lines
 
 pytestmark = pytest.mark.runs_long
-
-
-@pytest.fixture(scope="module", autouse=True)
-def distributions_scanned_once() -> Iterator[None]:
-    """Each eval, and each log `tracegrade score` writes, asks Inspect which
-    installed distribution ships the task; for an editable install it finds
-    out by scanning the files of every installed distribution
-    (`packages_distributions`), most of what a small eval or score costs.
-    Nothing is installed while these tests run, so the scan's answer is
-    kept for the module: the same answer, found once."""
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr(
-            inspect_package,
-            "packages_distributions",
-            functools.cache(inspect_package.packages_distributions),
-        )
-        yield
 
 
 OK = {"required": ["D1"], "context": ["D1"], "correct": True}

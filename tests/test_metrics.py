@@ -8,18 +8,15 @@ fooled by it.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import subprocess
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
 import pytest
 from inspect_ai import Epochs, eval
-from inspect_ai._util import package as inspect_package
 from inspect_ai.log import (
     EvalLog,
     EvalMetric,
@@ -53,24 +50,6 @@ from tracegrade.scorers import (
 )
 from tracegrade.scorers.metrics import FAILURE_LABELS, is_count
 from tracegrade.scorers.outcome import ANSWER_FAILURES
-
-
-@pytest.fixture(scope="module", autouse=True)
-def distributions_scanned_once() -> Iterator[None]:
-    """Each eval, and each log `tracegrade score` writes, asks Inspect which
-    installed distribution ships the task; for an editable install it finds
-    out by scanning the files of every installed distribution
-    (`packages_distributions`), most of what a small eval or score costs.
-    Nothing is installed while these tests run, so the scan's answer is
-    kept for the module: the same answer, found once."""
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr(
-            inspect_package,
-            "packages_distributions",
-            functools.cache(inspect_package.packages_distributions),
-        )
-        yield
-
 
 STAGE_CASES = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
 EXTRACTION_CASES = read_fixture_cases(packaged_fixture("ordered_extraction.jsonl"))
