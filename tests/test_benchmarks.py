@@ -25,8 +25,6 @@ import pytest
 
 from benchmarks.throughput import batched, first_mismatch, make_inputs
 
-pytestmark = pytest.mark.runs_long
-
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "benchmarks" / "throughput.py"
 SMALL_RECORDS = 40

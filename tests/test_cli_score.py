@@ -48,6 +48,8 @@ from tracegrade.bulk.evallog import sample_member
 from tracegrade.cli import main
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
 
+pytestmark = pytest.mark.runs_long
+
 STAGE_OK = {"required": ["D1"], "context": ["D1"], "correct": True}
 ANSWERED = 'Checked twice.\nANSWER: ["C-3", "A-1", "B-2"]'
 ECHOED = (

@@ -46,8 +46,6 @@ from parity.node import (
 )
 from tracegrade.core import canonical_json
 
-pytestmark = pytest.mark.runs_long
-
 REPOSITORY = PARITY_DIR.parent
 
 

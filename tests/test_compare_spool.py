@@ -40,8 +40,6 @@ from tracegrade.compare.pairing import (
 )
 from tracegrade.compare.spool import CHUNK_ENVIRONMENT, SortedSpool, default_chunk
 
-pytestmark = pytest.mark.runs_long
-
 
 def spool(chunk: int) -> SortedSpool[dict[str, Any]]:
     return SortedSpool(lambda item: item, lambda data: data, chunk=chunk)

@@ -36,6 +36,8 @@ from tracegrade.core import (
     js_sorted,
 )
 
+pytestmark = pytest.mark.runs_long
+
 Record = dict[str, Any]
 T = TypeVar("T")
 

@@ -66,6 +66,8 @@ from tracegrade.bulk.evallog import (
 )
 from tracegrade.bulk.samples import SampleParts, SampleTemplates
 
+pytestmark = pytest.mark.runs_long
+
 EPOCHS = 2
 
 

@@ -18,9 +18,6 @@ import pytest
 from tests.commands import run_inspect, run_tracegrade
 from tests.support import write_lines
 
-pytestmark = pytest.mark.runs_long
-
-
 OK = {"required": ["D1"], "context": ["D1"], "correct": True}
 WRONG = {"required": ["D1"], "context": ["D1"], "correct": False}
 QUESTIONS = [f"q{index:02d}" for index in range(1, 15)]

@@ -51,6 +51,8 @@ from tracegrade.scorers import (
 from tracegrade.scorers.metrics import FAILURE_LABELS, is_count
 from tracegrade.scorers.outcome import ANSWER_FAILURES
 
+pytestmark = pytest.mark.runs_long
+
 STAGE_CASES = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
 EXTRACTION_CASES = read_fixture_cases(packaged_fixture("ordered_extraction.jsonl"))
 

@@ -25,8 +25,6 @@ from parity.compare import (
 )
 from parity.logs import EvalRunError, LogSource, run_task
 
-pytestmark = pytest.mark.runs_long
-
 LONE_SURROGATE_CASE = {
     "id": "lone-surrogate",
     "input": {"required": ["\ud800", "a"], "context": ["a"], "correct": True},

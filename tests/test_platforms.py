@@ -21,6 +21,8 @@ from inspect_ai.log import read_eval_log
 from tests.faults.conftest import write_stage_records
 from tests.support import SUBPROCESS_ENV
 
+pytestmark = pytest.mark.runs_long
+
 SHIM = Path(__file__).with_name("hidden_calls.py")
 RECORDS = 120
 """Enough that each of `compare`'s lists of runs spills to its spool in

@@ -30,8 +30,6 @@ from tracegrade.report.results import MODEL, TASK
 from tracegrade.schema import StageScore
 from tracegrade.table import records_table
 
-pytestmark = pytest.mark.runs_long
-
 TASKS = ["stage_diagnosis", "ordered_extraction"]
 RECORDS = 300
 """Random records of each task: each case `random_records` draws, the

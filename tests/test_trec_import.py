@@ -44,8 +44,6 @@ from tracegrade.importers.trec import (
 )
 from tracegrade.importers.trec import import_trec as import_trec_files
 
-pytestmark = pytest.mark.runs_long
-
 
 def import_trec(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
     return import_trec_files(*args, **kwargs).records

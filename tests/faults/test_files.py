@@ -37,6 +37,8 @@ from tests.faults.conftest import (
     write_stage_records,
 )
 
+pytestmark = pytest.mark.runs_long
+
 STAGE_OK = {"required": ["D1"], "context": ["D1"], "correct": True}
 
 

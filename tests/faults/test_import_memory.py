@@ -21,10 +21,7 @@ import pytest
 from tests.commands import peak_rss_mib, tracegrade_process
 from tests.faults.conftest import assert_no_final_outputs, one_clear_line, snapshot
 
-pytestmark = [
-    pytest.mark.runs_long,
-    pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in KiB"),
-]
+pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in KiB")
 
 SMALL_MB = 2
 LARGE_MB = 20

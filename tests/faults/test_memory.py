@@ -28,8 +28,6 @@ from tests.faults.conftest import (
 )
 from tests.memory_peaks import peaks_in_one_interpreter
 
-pytestmark = pytest.mark.runs_long
-
 RECORDS = 20_000
 """Far more than the run gets through before its limit is set: each
 sample adds a `ZipInfo` to the part, and a new arena for them soon."""

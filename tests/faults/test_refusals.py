@@ -38,6 +38,8 @@ from tests.faults.conftest import (
 )
 from tests.support import write_lines
 
+pytestmark = pytest.mark.runs_long
+
 RECORDS = 40
 
 

@@ -244,6 +244,8 @@ _SPILLING_IDS = """
 import os, sys
 from tracegrade.bulk.scoring import DiskIds
 
+pytestmark = pytest.mark.runs_long
+
 ids = DiskIds(cache_kib=64)
 number = 0
 while True:

@@ -33,6 +33,8 @@ from tests.faults.conftest import (
     write_stage_log,
 )
 
+pytestmark = pytest.mark.runs_long
+
 REPORT = ("report", "log.eval", "--html", "report.html")
 LOG_SAMPLES = 1000
 """About 200 KB of lines to label: more than the full disk takes."""

@@ -36,6 +36,8 @@ from tests.faults.conftest import (
 )
 from tracegrade.cli.labels import lock_path
 
+pytestmark = pytest.mark.runs_long
+
 
 @pytest.mark.parametrize(
     "signum", [signal.SIGUSR1, signal.SIGALRM, signal.SIGHUP, signal.SIGQUIT]
