@@ -63,6 +63,8 @@ from tests.faults.conftest import (
 )
 from tests.support import SUBPROCESS_ENV
 
+pytestmark = pytest.mark.runs_long
+
 # Where in the input a "loop" signal lands: past the start of the line
 # loop, and far enough from its end that the freeze comes well before it.
 LOOP_FRACTIONS = (0.05, 0.6)
@@ -243,8 +245,6 @@ def test_check_leaves_no_temporary_id_database(
 _SPILLING_IDS = """
 import os, sys
 from tracegrade.bulk.scoring import DiskIds
-
-pytestmark = pytest.mark.runs_long
 
 ids = DiskIds(cache_kib=64)
 number = 0
