@@ -14,7 +14,7 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -302,6 +302,30 @@ def extraction_log(
 
 
 @pytest.fixture(scope="module")
+def scored_with_malformed(
+    stage_file: str, extraction_file: str, tmp_path_factory: pytest.TempPathFactory
+) -> Callable[[str, str], tuple[str, str]]:
+    """`tracegrade score` of a task's runs with a line that is not JSON after
+    them, by task and log format: the runs it read and its one log. Each
+    is scored once, when first asked for, and only read after that."""
+    done: dict[tuple[str, str], tuple[str, str]] = {}
+
+    def scored(task: str, log_format: str) -> tuple[str, str]:
+        if (task, log_format) not in done:
+            work = tmp_path_factory.mktemp(f"score-{task}-{log_format}")
+            path = stage_file if task == "stage_diagnosis" else extraction_file
+            lines = Path(path).read_text("utf-8").splitlines()
+            runs = write_lines(work / "runs.jsonl", [*lines, MALFORMED])
+            (log,) = tracegrade_score(
+                task, runs, work / "logs", "--log-format", log_format
+            )
+            done[task, log_format] = (runs, log)
+        return done[task, log_format]
+
+    return scored
+
+
+@pytest.fixture(scope="module")
 def stage_frame(stage_log: str) -> pd.DataFrame:
     return frame(stage_log, StageColumns)
 
@@ -469,7 +493,7 @@ def test_tracegrade_score_logs_read_as_inspect_eval_logs(
     extraction_file: str,
     stage_log: str,
     extraction_log: str,
-    tmp_path: Path,
+    scored_with_malformed: Callable[[str, str], tuple[str, str]],
 ) -> None:
     cases, path, evaluated, columns = (
         (STAGE_CASES, stage_file, stage_log, StageColumns)
@@ -478,10 +502,8 @@ def test_tracegrade_score_logs_read_as_inspect_eval_logs(
     )
     # A line that is not JSON becomes an unscored sample of its own.
     lines = Path(path).read_text("utf-8").splitlines()
-    with_malformed = write_lines(tmp_path / "runs.jsonl", [*lines, MALFORMED])
-    (log,) = tracegrade_score(
-        task, with_malformed, tmp_path / "logs", "--log-format", log_format
-    )
+    with_malformed, log = scored_with_malformed(task, log_format)
+    assert Path(with_malformed).read_text("utf-8").splitlines()[:-1] == lines
     assert log.endswith(f".{log_format}")
     scored = rows(frame(log, columns), names)
 
@@ -502,12 +524,13 @@ def test_tracegrade_score_logs_read_as_inspect_eval_logs(
 
 @pytest.mark.parametrize("log_format", ["eval", "json"])
 def test_a_run_split_into_parts_reads_as_the_whole(
-    log_format: str, stage_file: str, tmp_path: Path
+    log_format: str,
+    scored_with_malformed: Callable[[str, str], tuple[str, str]],
+    tmp_path: Path,
 ) -> None:
-    lines = Path(stage_file).read_text("utf-8").splitlines()
-    path = write_lines(tmp_path / "runs.jsonl", [*lines, MALFORMED])
+    # The whole run is the one the test above reads: the same runs, scored.
+    path, whole = scored_with_malformed("stage_diagnosis", log_format)
     fmt = ("--log-format", log_format)
-    (whole,) = tracegrade_score("stage_diagnosis", path, tmp_path / "whole", *fmt)
     parts = tracegrade_score(
         "stage_diagnosis", path, tmp_path / "split", *fmt, "--max-samples-per-log=3"
     )
