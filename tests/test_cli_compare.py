@@ -115,6 +115,8 @@ def datasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "slight": SLIGHT,
         "extraction_base": EXTRACTION_BASE,
         "extraction_new": EXTRACTION_NEW,
+        # A run that shares no sample with any other.
+        "other": {"elsewhere": OK},
     }
     return {name: fixture_file(directory, name, r) for name, r in runs.items()}
 
@@ -135,7 +137,7 @@ def logs(
     datasets: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, str]:
     """One log per run, each in a directory of its own."""
-    stage_runs = ["base", "worse", "slight"]
+    stage_runs = ["base", "worse", "slight", "other"]
     extraction_runs = ["extraction_base", "extraction_new"]
     tasks = [stage_diagnosis(dataset=datasets[name]) for name in stage_runs]
     tasks += [
@@ -883,12 +885,8 @@ def test_runs_with_no_score_in_common_are_refused(
     assert message in result.stderr
 
 
-def test_runs_with_no_sample_in_common_are_refused(
-    logs: dict[str, str], tmp_path: Path
-) -> None:
-    path = fixture_file(tmp_path, "other", {"elsewhere": OK})
-    (log,) = evaluate([stage_diagnosis(dataset=path)], tmp_path)
-    result = invoke(logs["base"], log)
+def test_runs_with_no_sample_in_common_are_refused(logs: dict[str, str]) -> None:
+    result = invoke(logs["base"], logs["other"])
 
     assert result.exit_code == 1
     assert "no sample-epoch (sample id and epoch) is in both runs" in result.stderr
