@@ -115,12 +115,18 @@ def datasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "slight": SLIGHT,
         "extraction_base": EXTRACTION_BASE,
         "extraction_new": EXTRACTION_NEW,
+        # A run that shares no sample with any other.
+        "other": {"elsewhere": OK},
     }
     return {name: fixture_file(directory, name, r) for name, r in runs.items()}
 
 
 def evaluate(tasks: list[Task], log_dir: Path, **options: Any) -> list[str]:
-    logs = eval(tasks, display="none", log_dir=str(log_dir), **options)
+    # Nothing watches these evals live: the buffer of each sample's events
+    # that `inspect view` reads while one runs would be cost alone.
+    logs = eval(
+        tasks, display="none", log_dir=str(log_dir), log_realtime=False, **options
+    )
     for log in logs:
         assert log.status == "success", log.error
     return [log.location for log in logs]
@@ -131,15 +137,33 @@ def logs(
     datasets: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, str]:
     """One log per run, each in a directory of its own."""
-    stage_runs = ["base", "worse", "slight"]
+    stage_runs = ["base", "worse", "slight", "other"]
     extraction_runs = ["extraction_base", "extraction_new"]
     tasks = [stage_diagnosis(dataset=datasets[name]) for name in stage_runs]
     tasks += [
         ordered_extraction_recorded(dataset=datasets[name]) for name in extraction_runs
     ]
+    # BASE with p13 raising, its error logged and the eval going on.
+    tasks.append(
+        Task(
+            dataset=stage_diagnosis_dataset(datasets["base"]),
+            solver=replay_failing("p13"),
+            scorer=stage_diagnosis_scorer(),
+            fail_on_error=False,
+        )
+    )
+    # A log scored by Inspect's own scorer alone.
+    tasks.append(
+        Task(
+            dataset=[Sample(id="p01", input="q", target="a")],
+            solver=replay(),
+            scorer=match(),
+        )
+    )
+    names = [*stage_runs, *extraction_runs, "p13_errored", "scored_by_match"]
     locations = evaluate(tasks, tmp_path_factory.mktemp("compare-logs"))
     placed = {}
-    for name, location in zip(stage_runs + extraction_runs, locations, strict=True):
+    for name, location in zip(names, locations, strict=True):
         directory = tmp_path_factory.mktemp(name)
         placed[name] = str(directory / Path(location).name)
         shutil.copy(location, placed[name])
@@ -825,16 +849,8 @@ def replay_failing(failing: str) -> Solver:
     return solve
 
 
-def test_a_sample_that_errored_is_no_score_not_missing(
-    logs: dict[str, str], datasets: dict[str, str], tmp_path: Path
-) -> None:
-    task = Task(
-        dataset=stage_diagnosis_dataset(datasets["base"]),
-        solver=replay_failing("p13"),
-        scorer=stage_diagnosis_scorer(),
-    )
-    (log,) = evaluate([task], tmp_path, fail_on_error=False)
-    (stage,) = only_pair(compared(logs["base"], log))["stage_diagnosis"]
+def test_a_sample_that_errored_is_no_score_not_missing(logs: dict[str, str]) -> None:
+    (stage,) = only_pair(compared(logs["base"], logs["p13_errored"]))["stage_diagnosis"]
 
     assert matrix(stage)[("pass", "no score")] == 1
     assert matrix(stage)[("pass", "pass")] == 14  # `gone` is in both here
@@ -844,16 +860,8 @@ def test_a_sample_that_errored_is_no_score_not_missing(
     assert stage["regressions"] == []
 
 
-def test_a_log_without_tracegrade_scores_is_refused(
-    logs: dict[str, str], tmp_path: Path
-) -> None:
-    task = Task(
-        dataset=[Sample(id="p01", input="q", target="a")],
-        solver=replay(),
-        scorer=match(),
-    )
-    (other,) = evaluate([task], tmp_path)
-    result = invoke(logs["base"], other)
+def test_a_log_without_tracegrade_scores_is_refused(logs: dict[str, str]) -> None:
+    result = invoke(logs["base"], logs["scored_by_match"])
 
     assert result.exit_code == 1
     assert "NEW holds no tracegrade score" in result.stderr
@@ -879,12 +887,8 @@ def test_runs_with_no_score_in_common_are_refused(
     assert message in result.stderr
 
 
-def test_runs_with_no_sample_in_common_are_refused(
-    logs: dict[str, str], tmp_path: Path
-) -> None:
-    path = fixture_file(tmp_path, "other", {"elsewhere": OK})
-    (log,) = evaluate([stage_diagnosis(dataset=path)], tmp_path)
-    result = invoke(logs["base"], log)
+def test_runs_with_no_sample_in_common_are_refused(logs: dict[str, str]) -> None:
+    result = invoke(logs["base"], logs["other"])
 
     assert result.exit_code == 1
     assert "no sample-epoch (sample id and epoch) is in both runs" in result.stderr

@@ -50,7 +50,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, int], str]
             )
     # One eval of the four runs, each task with its own epochs; Inspect
     # returns their logs in the order of the tasks.
-    evaluated = eval(list(tasks.values()), display="none", log_dir=str(directory))
+    # Nothing watches these evals live: the buffer of each sample's events
+    # that `inspect view` reads while one runs would be cost alone.
+    evaluated = eval(
+        list(tasks.values()),
+        display="none",
+        log_dir=str(directory),
+        log_realtime=False,
+    )
     logs = {}
     for key, log in zip(tasks, evaluated, strict=True):
         assert log.status == "success", log.error

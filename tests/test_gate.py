@@ -98,7 +98,14 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "errors": raising_task(RAISING, fail_on_error=False),
         "stopped": raising_task(["q05"], fail_on_error=True),
     }
-    logs = eval(list(tasks.values()), display="none", log_dir=str(work / "logs"))
+    # Nothing watches these evals live: the buffer of each sample's events
+    # that `inspect view` reads while one runs would be cost alone.
+    logs = eval(
+        list(tasks.values()),
+        display="none",
+        log_dir=str(work / "logs"),
+        log_realtime=False,
+    )
     found: dict[str, str] = {}
     for name, log in zip(tasks, logs, strict=True):
         # inspect eval exits 0 even when the eval fails: the log says.

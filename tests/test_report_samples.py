@@ -57,12 +57,15 @@ def epoch_runs(
     logs are the `.eval` logs written again by `write_eval_log`, which is
     the very writer (`JSONRecorder.write_log`) `inspect eval` ends a
     `.json` log with, so one eval serves both formats."""
+    # Nothing watches the eval live: the buffer of each sample's events that
+    # `inspect view` reads while one runs would be cost alone.
     evaluated = eval(
         [stage_diagnosis(), ordered_extraction_recorded()],
         epochs=EPOCHS,
         display="none",
         log_dir=str(tmp_path_factory.mktemp("epochs-eval")),
         log_format="eval",
+        log_realtime=False,
     )
     for log in evaluated:
         assert log.status == "success", log.error

@@ -136,7 +136,15 @@ def expected_extraction() -> ExpectedExtraction:
 
 
 def run(tasks: list[Task], log_dir: Path, epochs: int = 1) -> list[EvalLog]:
-    logs = eval(tasks, display="none", log_dir=str(log_dir), epochs=epochs)
+    # Nothing watches these evals live: the buffer of each sample's events
+    # that `inspect view` reads while one runs would be cost alone.
+    logs = eval(
+        tasks,
+        display="none",
+        log_dir=str(log_dir),
+        epochs=epochs,
+        log_realtime=False,
+    )
     for log in logs:
         assert log.status == "success", log.error
     return logs
@@ -183,10 +191,12 @@ def more_stage_evals(tmp_path_factory: pytest.TempPathFactory) -> MoreStageEvals
         path.write_text("".join(part), encoding="utf-8")
         halves.append(stage_diagnosis(dataset=str(path)))
     # No epochs for the eval as a whole: each task's own count holds.
+    # As in `run`, nothing watches it live.
     logs = eval(
         [task_with(stage_diagnosis(), epochs=2), stage_diagnosis(), *halves],
         display="none",
         log_dir=str(directory / "logs"),
+        log_realtime=False,
     )
     for log in logs:
         assert log.status == "success", log.error
