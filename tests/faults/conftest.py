@@ -573,6 +573,8 @@ def mounted_tmpfs(where: Path, *options: str) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
+CAN_MOUNT = _can_mount()
+"""Whether a tmpfs can be mounted here: the full-disk tests need one."""
 needs_mount = pytest.mark.skipif(
-    not _can_mount(), reason="mounting a tmpfs needs root on Linux"
+    not CAN_MOUNT, reason="mounting a tmpfs needs root on Linux"
 )

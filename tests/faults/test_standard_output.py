@@ -24,6 +24,7 @@ import pytest
 
 from tests.commands import start_tracegrade, tracegrade_process
 from tests.faults.conftest import (
+    CAN_MOUNT,
     StreamedCommand,
     commands_in_one_interpreter,
     frozen,
@@ -67,9 +68,6 @@ FULL_DISK = {
     "appended": ((*SCORE_TO_STDOUT, "--out", "-"), True, b"kept\n"),
 }
 SHORT_WRITE_LIMIT = 10_000
-# Whether a tmpfs can be mounted here (needs_mount skips the tests of a
-# full disk otherwise).
-MOUNTABLE = not needs_mount.args[0]
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +84,7 @@ def unbuffered(
     commands: list[StreamedCommand] = []
     with contextlib.ExitStack() as mounts:
         for case, (args, is_unbuffered, held) in FULL_DISK.items():
-            if not is_unbuffered or not MOUNTABLE:
+            if not is_unbuffered or not CAN_MOUNT:
                 continue
             mnt = mounts.enter_context(
                 mounted_tmpfs(folder / f"mnt-{case}", "size=64k")
