@@ -335,18 +335,29 @@ def extraction_node() -> Iterator[NodeEvaluator]:
         yield node
 
 
+def assert_batch_matches(
+    node: NodeEvaluator,
+    records: list[Record],
+    evaluate: Callable[[Any], Any],
+    category: Callable[[Record], str],
+) -> None:
+    """Each record of a batch: the original answered without throwing, and
+    Python's canonical JSON is byte for byte the original's."""
+    answers = node.evaluate_many(records)
+    for record, answer in zip(records, answers, strict=True):
+        python_text = canonical_json(evaluate(as_parsed(record)))
+        event(f"{node.evaluator.replace('_', ' ')}: {category(record)}")
+
+        assert answer.threw is None, record
+        assert python_text == answer.result_json, record
+
+
 @DIFFERENTIAL
 @given(records=batches(stage_records()))
 def test_stage_diagnosis_matches_the_original(
     stage_node: NodeEvaluator, records: list[Record]
 ) -> None:
-    answers = stage_node.evaluate_many(records)
-    for record, node in zip(records, answers, strict=True):
-        python_text = canonical_json(diagnose_stage(as_parsed(record)))
-        event(f"stage diagnosis: {stage_category(record)}")
-
-        assert node.threw is None, record
-        assert python_text == node.result_json, record
+    assert_batch_matches(stage_node, records, diagnose_stage, stage_category)
 
 
 @DIFFERENTIAL
@@ -354,13 +365,9 @@ def test_stage_diagnosis_matches_the_original(
 def test_ordered_extraction_matches_the_original(
     extraction_node: NodeEvaluator, records: list[Record]
 ) -> None:
-    answers = extraction_node.evaluate_many(records)
-    for record, node in zip(records, answers, strict=True):
-        python_text = canonical_json(grade_extraction(as_parsed(record)))
-        event(f"ordered extraction: {extraction_category(record)}")
-
-        assert node.threw is None, record
-        assert python_text == node.result_json, record
+    assert_batch_matches(
+        extraction_node, records, grade_extraction, extraction_category
+    )
 
 
 @st.composite
