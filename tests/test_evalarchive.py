@@ -636,9 +636,9 @@ def _live_member_records() -> int:
 def test_suspended_and_completed_archives_keep_no_member_records(
     tmp_path: Path, inspect_log: Path
 ) -> None:
-    """zipfile keeps a `ZipInfo` per member, half a kilobyte: a million-
-    sample run keeps its parts suspended, then complete, until it publishes
-    them all, so neither may hold them (a completed one held 560 MB)."""
+    """zipfile keeps a `ZipInfo` per member: a million-sample run keeps
+    its parts suspended, then complete, until it publishes them all, so
+    neither may hold them, or memory grows with every sample."""
     log = small_header(inspect_log)
     before = _live_member_records()
     archive = EvalArchive(tmp_path / "parked.eval")

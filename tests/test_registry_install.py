@@ -9,8 +9,8 @@ outside the source tree, in one interpreter: one `inspect score`, then one
 `inspect eval` of both tasks, whose logs the tests share.
 
 The trade-off: the venv's dependencies are not installed but linked from the
-environment pytest runs in (about 3 s for the whole venv; installing
-inspect-ai and its ~100 dependencies took about 40). Only the distributions
+environment pytest runs in, as installing inspect-ai and its hundred
+dependencies afresh would take most of a test run. Only the distributions
 that tracegrade's declared dependencies need, transitively, are linked, so
 the venv holds what a plain `pip install tracegrade` would: no extra
 (ir-measures, pandas), no other tracegrade (the dev venv's editable one,
@@ -116,7 +116,7 @@ def link_dependencies(venv: Path) -> None:
 
 def make_venv(venv: Path) -> None:
     """A fresh venv with tracegrade pip-installed (not editable) from a copy,
-    and its dependencies linked in (about 3 s)."""
+    and its dependencies linked in."""
     source = venv.parent / "tracegrade-src"
     source.mkdir()
     for name in PACKAGE_FILES:

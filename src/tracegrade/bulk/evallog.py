@@ -3,12 +3,13 @@
 `tracegrade score` writes logs of a million samples, split into parts of
 at most 75,000 (what `inspect view` lists in time). Inspect's own `.eval`
 writer goes through its recorder, which holds the whole log and makes a
-twelve-thread zstd compressor per member (close to a millisecond each).
+twelve-thread zstd compressor per member, a cost that outweighs the
+small member it compresses.
 `EvalArchive` writes the same archive with the standard library's
 `zipfile` directly: each sample is compressed and appended as it comes,
 the summaries wait in a temporary file, and only a chunk of the journal's
 summaries is in memory. What grows is zipfile's `ZipInfo` per member of
-the part being written (half a kilobyte); a suspended part keeps none.
+the part being written; a suspended part keeps none.
 
 The archive is laid out as `EvalRecorder` (Inspect 0.3.285) lays out a
 finished log, so `read_eval_log`, `read_eval_log_sample`,
@@ -135,7 +136,7 @@ def sample_json(data: Mapping[str, Any]) -> bytes:
     then serialises that, retrying with lone surrogates escaped. A sample
     built by `bulk.samples` is JSON-safe already but for its scores (`Score`,
     or their fields as `SampleParts.plain` leaves them), which pydantic
-    serialises alike in one pass; that saves a third of the cost. Only
+    serialises alike in one pass, where two would walk the sample twice. Only
     when that pass fails (a lone surrogate) does Inspect's own function
     run. The equivalence tests hold the output to `inspect eval`'s."""
     try:
@@ -340,8 +341,7 @@ def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
 DEFAULT_JOURNAL_EVERY: Final = 1000
 DEFLATE_LEVEL: Final = 1
 """A fast level: on these small JSON members it compresses about as well
-as Inspect's zstd level 3 (zlib's level 6 saves little more, and costs
-about three times as long)."""
+as Inspect's zstd level 3, and higher levels save little for their time."""
 _COPY_CHUNK: Final = 1 << 20
 
 
@@ -548,8 +548,8 @@ class EvalArchive:
 
     def suspend(self) -> None:
         """Write the journal so far and the archive's directory, and let go
-        of the `ZipInfo` zipfile keeps per member (half a kilobyte each:
-        a run split into parts keeps every part open until the end)."""
+        of the `ZipInfo` zipfile keeps per member (a run split into parts
+        keeps every part open until the end, and those grow with it)."""
         self._expect("started")
         assert self._zip is not None
         try:

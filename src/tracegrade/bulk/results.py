@@ -177,9 +177,9 @@ class _Table:
 
 
 class _SampleIds:
-    """Sample ids as one UTF-8 text and where each ends: about 12 bytes an
-    id instead of a string object's 60 and a list's pointer. A string is
-    made as each is read."""
+    """Sample ids as one UTF-8 text and where each ends: an id's bytes and
+    an offset, not a string object and a list's pointer to it, which
+    would be most of a run's memory. A string is made as each is read."""
 
     __slots__ = ("_ends", "_text")
 
@@ -262,11 +262,10 @@ class LightScores(Sequence[LightScore]):
     The values, reasons and metadata of a run are a few distinct objects
     (stages, failure kinds, the shared metadata of `RunResults`), so each
     sample stores three small codes into their tables, and its id in
-    `_SampleIds`: about a fifth of the memory of a `LightScore` and its id
-    string a sample. A recall is a sample's own number, not one of a few
-    objects, so it is a column of doubles (8 bytes a sample, NaN for
-    none), made at the first sample that has one: an extraction run has
-    none and pays nothing. So is a precision.
+    `_SampleIds`, not a `LightScore` and an id string per sample. A
+    recall is a sample's own number, not one of a few objects, so it is a
+    column of doubles (NaN for none), made at the first sample that has
+    one: an extraction run has none and pays nothing. So is a precision.
     """
 
     def __init__(self) -> None:

@@ -31,10 +31,10 @@ MODEL = "none/none"
 # --- Ids -------------------------------------------------------------------------
 
 # Shortuuid's alphabet and length, which Inspect's ids use. These ids need
-# to be unique, not secret, and `shortuuid.uuid()` costs a quarter of the
-# time of a bulk sample: so they are cut from a buffer of OS random bytes,
-# each byte below 4 x 57 standing for one character (the rest dropped, so
-# every character is equally likely).
+# to be unique, not secret, and `shortuuid.uuid()` would be a large share
+# of a bulk sample's time: so they are cut from a buffer of OS random
+# bytes, each byte below 4 x 57 standing for one character (the rest
+# dropped, so every character is equally likely).
 _ID_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 _ID_LENGTH = 22
 _ID_BYTE_LIMIT = 4 * len(_ID_ALPHABET)

@@ -98,10 +98,10 @@ def check(
 
     The file is read as a stream, one line at a time. What grows is the set
     of sample ids seen, needed to find duplicates; it is kept in SQLite's
-    private temporary file (about 28 bytes an id on disk, deleted as soon
-    as it is opened, so even a kill leaves nothing), not in memory. With
-    --json, the listed problems are held until the end; --max-listed
-    bounds them. PATH may be a pipe or FIFO.
+    private temporary file (deleted as soon as it is opened, so even a
+    kill leaves nothing), not in memory. With --json, the listed
+    problems are held until the end; --max-listed bounds them. PATH may
+    be a pipe or FIFO.
 
     \b
     Exit codes: 0 every record would be scored (answer failures included),

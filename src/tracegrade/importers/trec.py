@@ -51,8 +51,8 @@ guessed. Its `recall`, a fact of `required` and `context` alone, is in
 its score all the same, and is trec_eval's `R@k` for the query.
 
 Both files are read whole before any record is built, so that a caller
-writes every record or none; memory grows with the run (a few hundred
-bytes a ranked document). Nothing here needs ir-measures or Inspect AI.
+writes every record or none; memory grows with the run's ranked
+documents. Nothing here needs ir-measures or Inspect AI.
 """
 
 from __future__ import annotations

@@ -16,10 +16,10 @@ over 1 KB, such as a long list of missing IDs.
 are deflated (`tracegrade score`, older Inspect logs) or zstd (`inspect
 eval`). The central directory is read with `struct` into a few numbers a
 sample member (where it lies, its sizes, method and CRC), not through
-`zipfile`, which builds an object of most of a kilobyte for every
-member as it opens; then the samples are read in archive order, each
-dropped before the next; of a name logged twice, the last, as Inspect
-reads. What stays in memory is those numbers and the counters. A
+`zipfile`, which builds an object for every member as it opens; then
+the samples are read in archive order, each dropped before the next; of
+a name logged twice, the last, as Inspect reads. What stays in memory
+is those numbers and the counters. A
 member too large to parse whole (`STREAM_OVER` bytes) is parsed as a
 stream with ijson, keeping only the fields read here, as Inspect's
 `exclude_fields` does (or whole, if it holds a NaN, which ijson
@@ -235,9 +235,9 @@ def _open_archive(path: str) -> IO[bytes]:
 # --- the ZIP archive -------------------------------------------------------------
 #
 # The archive is read with `struct` and `zlib` or `zstandard`, not
-# `zipfile`: a `ZipFile` builds a `ZipInfo` for every member as it opens
-# (about 700 bytes each, over 200 MB for a log of 300,000 samples), where
-# the report needs one member at a time. The central directory is read a
+# `zipfile`: a `ZipFile` builds a `ZipInfo` for every member as it opens,
+# memory that grows with the log, where the report needs one member at a
+# time. The central directory is read a
 # chunk at a time into a few numbers a sample member (`_SampleMembers`).
 
 _END = struct.Struct("<4s4H2LH")
