@@ -1,9 +1,11 @@
 """Settings for the whole suite.
 
-Property tests draw a few thousand examples on a developer's machine and
-10,000 where `CI=true`, whose run is the one that gates a change; a test
-that needs fewer says so with its own `@settings(max_examples=...)`.
-`HYPOTHESIS_PROFILE=ci` asks for the CI profile anywhere.
+Property tests draw a few thousand examples each, in every run, so that
+the suite keeps within its time where it gates a change; a test that
+needs fewer says so with its own `@settings(max_examples=...)`.
+`HYPOTHESIS_PROFILE=deep` draws 10,000: CI's `properties` job runs the
+property tests alone that way (`pytest -m hypothesis`, the marker
+Hypothesis gives every `@given` test).
 
 What a test process has imported and collected stays for the session, so
 it is frozen out of the garbage collector's sight: each collection then
@@ -22,12 +24,8 @@ import pytest
 from hypothesis import settings
 
 settings.register_profile("dev", max_examples=2_500, deadline=None)
-settings.register_profile("ci", max_examples=10_000, deadline=None)
-settings.load_profile(
-    os.environ.get(
-        "HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") == "true" else "dev"
-    )
-)
+settings.register_profile("deep", max_examples=10_000, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -63,3 +63,17 @@ def test_the_matrix_is_every_platform_with_the_oldest_and_newest_python() -> Non
     assert sorted(matrix["os"]) == ["macos-latest", "ubuntu-latest", "windows-latest"]
     steps = workflow["jobs"]["nox"]["steps"]
     assert any("nox" in step.get("run", "") for step in steps)
+
+
+def test_the_properties_job_runs_the_property_tests_at_a_registered_profile() -> None:
+    """The deep run asks for a profile by name; one tests/conftest.py no
+    longer registers would fail only on GitHub, so it is looked up here."""
+    from hypothesis import settings
+
+    job = yaml.safe_load(WORKFLOW.read_text(encoding="utf-8"))["jobs"]["properties"]
+    profile = settings.get_profile(job["env"]["HYPOTHESIS_PROFILE"])
+    assert profile.max_examples > settings.get_profile("dev").max_examples
+    (run,) = [
+        step["run"] for step in job["steps"] if "nox -s tests" in step.get("run", "")
+    ]
+    assert run.endswith("-- -m hypothesis")
