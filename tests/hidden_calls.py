@@ -94,7 +94,9 @@ def run_step(step: list[str]) -> Any:
         from inspect_ai import eval
 
         _, task, log_dir = step
-        (log,) = eval(task, model="none/none", display="none", log_dir=log_dir)
+        (log,) = eval(
+            task, model="none/none", display="none", log_dir=log_dir, log_realtime=False
+        )
         return log.status
     from tracegrade.cli import run
 

@@ -248,7 +248,12 @@ def expected_rows(
 
 def run_eval(task: Task, log_dir: Path, **options: Any) -> str:
     (log,) = eval(
-        task, model="none/none", display="none", log_dir=str(log_dir), **options
+        task,
+        model="none/none",
+        display="none",
+        log_dir=str(log_dir),
+        **options,
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     return log.location

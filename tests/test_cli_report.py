@@ -29,6 +29,7 @@ def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         [stage_diagnosis(), ordered_extraction_recorded()],
         display="none",
         log_dir=str(log_dir),
+        log_realtime=False,
     )
     for log in logs:
         assert log.status == "success", log.error

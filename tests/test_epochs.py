@@ -87,6 +87,7 @@ def extraction_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
         epochs=EPOCHS,
         log_dir=str(tmp_path_factory.mktemp("epochs")),
         display="none",
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     return log
@@ -143,6 +144,7 @@ def rag_epochs_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
         epochs=EPOCHS,
         log_dir=str(tmp_path_factory.mktemp("rag-epochs")),
         display="none",
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     return log

@@ -110,6 +110,7 @@ def inspect_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             display="none",
             log_dir=str(tmp_path_factory.mktemp("inspect-logs")),
             log_format="eval",
+            log_realtime=False,
         )
         assert log.status == "success", log.error
         logs[name] = Path(log.location)

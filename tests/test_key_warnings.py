@@ -184,7 +184,13 @@ def commands(tmp_path_factory: pytest.TempPathFactory) -> Commands:
         [{"id": "Q1", "correct": True}, {"id": "Q2", "correct": False}],
     )
     scored = tmp_path_factory.mktemp("score")
-    (log,) = eval(stage_diagnosis(), limit=2, display="none", log_dir=str(scored))
+    (log,) = eval(
+        stage_diagnosis(),
+        limit=2,
+        display="none",
+        log_dir=str(scored),
+        log_realtime=False,
+    )
     assert log.status == "success", log.error
     path = Path(log.location)
     before = path.read_bytes()

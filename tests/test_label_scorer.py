@@ -420,7 +420,9 @@ EXPECTED = {"right": "pass", "wrong": "generation", "lucky": "retrieval"}
 
 
 def test_one_eval_diagnoses_every_run(tmp_path: Path) -> None:
-    (log,) = eval(graded_task(match()), display="none", log_dir=str(tmp_path))
+    (log,) = eval(
+        graded_task(match()), display="none", log_dir=str(tmp_path), log_realtime=False
+    )
     assert log.status == "success", log.error
     assert stages(log) == EXPECTED
     assert log.results is not None
@@ -438,7 +440,10 @@ def test_one_eval_diagnoses_every_run(tmp_path: Path) -> None:
 
 def test_an_unscored_grader_is_kept_in_the_log_as_it_gave_it(tmp_path: Path) -> None:
     (log,) = eval(
-        graded_task(fixed_grade(float("nan"))), display="none", log_dir=str(tmp_path)
+        graded_task(fixed_grade(float("nan"))),
+        display="none",
+        log_dir=str(tmp_path),
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     logged = read_eval_log(log.location)
@@ -469,7 +474,12 @@ def documented_score(needle: str, log: str) -> list[str]:
 
 @pytest.fixture
 def unlabelled_log(tmp_path: Path) -> Path:
-    (log,) = eval(graded_task(None), display="none", log_dir=str(tmp_path / "logs"))
+    (log,) = eval(
+        graded_task(None),
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+        log_realtime=False,
+    )
     assert log.status == "success", log.error
     # No label anywhere: every run is answer-label.
     assert all(math.isnan(value) for value in stages(log).values())
@@ -545,7 +555,12 @@ def refused(tmp_path_factory: pytest.TempPathFactory) -> Refused:
     interpreter: what Inspect prints of an error goes through the exception
     hook and the console it sets once per process."""
     work = tmp_path_factory.mktemp("refused")
-    (log,) = eval(graded_task(None), display="none", log_dir=str(work / "logs"))
+    (log,) = eval(
+        graded_task(None),
+        display="none",
+        log_dir=str(work / "logs"),
+        log_realtime=False,
+    )
     assert log.status == "success", log.error
     path = Path(log.location)
     write_lines(work / "labels.jsonl", [{"id": "right", "correct": True}])
@@ -684,7 +699,7 @@ def test_one_eval_calls_the_judge_once_and_labels_from_its_score(
     task = graded_task(
         None, [counted_judge(), stage_diagnosis_scorer(label_from="counted_judge")]
     )
-    (log,) = eval(task, display="none", log_dir=str(tmp_path))
+    (log,) = eval(task, display="none", log_dir=str(tmp_path), log_realtime=False)
     assert log.status == "success", log.error
     assert stages(log) == EXPECTED
     assert CALLS == {"right": 1, "wrong": 1, "lucky": 1}
@@ -708,6 +723,7 @@ def test_inspect_score_labels_from_a_score_in_the_log(tmp_path: Path) -> None:
         graded_task(None, [match(), stage_diagnosis_scorer()]),
         display="none",
         log_dir=str(tmp_path / "logs"),
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     # The page's judge is model_graded_qa; this log's is match().

@@ -148,7 +148,9 @@ def test_the_labels_file_replaces_metadata_labels(tmp_path: Path) -> None:
 def evaluated_stage_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The packaged stage task evaluated once for the module."""
     logs = tmp_path_factory.mktemp("stage") / "logs"
-    (log,) = eval(stage_diagnosis(), display="none", log_dir=str(logs))
+    (log,) = eval(
+        stage_diagnosis(), display="none", log_dir=str(logs), log_realtime=False
+    )
     assert log.status == "success"
     return Path(log.location)
 
@@ -277,7 +279,10 @@ def test_a_labels_file_that_matches_no_run_is_warned_of(
         [{"id": "r1", "input": {"required": ["D1"], "context": ["D1"]}}],
     )
     (log,) = eval(
-        stage_diagnosis(dataset=dataset), display="none", log_dir=str(tmp_path)
+        stage_diagnosis(dataset=dataset),
+        display="none",
+        log_dir=str(tmp_path),
+        log_realtime=False,
     )
     labels = write_lines(tmp_path / "labels.jsonl", [{"id": "R1", "correct": True}])
     with caplog.at_level(logging.WARNING, logger="tracegrade"):

@@ -47,6 +47,7 @@ def run_log(tmp_path: Path, log_format: str = "eval", **kwargs: Any) -> Path:
         log_dir=str(tmp_path / "logs"),
         log_format=log_format,  # type: ignore[arg-type]
         **kwargs,
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     return Path(log.location)
@@ -176,7 +177,9 @@ def test_the_keys_the_log_was_scored_with_are_kept(tmp_path: Path) -> None:
             required_key="gold_docs", context_key="retrieved"
         ),
     )
-    (first,) = eval(task, display="none", log_dir=str(tmp_path / "logs"))
+    (first,) = eval(
+        task, display="none", log_dir=str(tmp_path / "logs"), log_realtime=False
+    )
     labels = write_lines(
         tmp_path / "labels.jsonl",
         [{"id": key, "correct": True} for key in RUNS],
@@ -228,7 +231,11 @@ def test_the_summary_says_how_many_runs_were_labelled(tmp_path: Path) -> None:
         scorer=stage_diagnosis_scorer(context_key="context"),
     )
     (first,) = eval(
-        task, display="none", log_dir=str(tmp_path / "logs"), fail_on_error=0.5
+        task,
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+        fail_on_error=0.5,
+        log_realtime=False,
     )
     assert first.status == "success"
     labels = write_lines(
@@ -329,7 +336,10 @@ def test_a_bad_labels_file_leaves_the_log_as_it_was(
 
 def test_a_log_without_stage_scores_is_refused(tmp_path: Path) -> None:
     (log,) = eval(
-        ordered_extraction_recorded(), display="none", log_dir=str(tmp_path / "logs")
+        ordered_extraction_recorded(),
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+        log_realtime=False,
     )
     labels = write_lines(tmp_path / "labels.jsonl", [{"id": "x", "correct": True}])
     before = snapshot(tmp_path)

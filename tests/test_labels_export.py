@@ -49,6 +49,7 @@ def evaluated_rag_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
         model=answering_model(answers),
         log_dir=str(tmp_path_factory.mktemp("rag") / "logs"),
         display="none",
+        log_realtime=False,
     )
     assert log.status == "success"
     return Path(log.location)
@@ -200,7 +201,10 @@ def test_the_exported_file_reads_as_labels_once_filled(
 
 def test_a_log_without_stage_scores_is_refused(tmp_path: Path) -> None:
     (log,) = eval(
-        ordered_extraction_recorded(), display="none", log_dir=str(tmp_path / "logs")
+        ordered_extraction_recorded(),
+        display="none",
+        log_dir=str(tmp_path / "logs"),
+        log_realtime=False,
     )
     result = CliRunner().invoke(main, ["labels", "export", log.location])
     assert result.exit_code == 1
@@ -233,6 +237,7 @@ def test_runs_without_a_stage_score_are_exported_with_a_warning(
         stage_diagnosis(dataset=str(dataset)),
         display="none",
         log_dir=str(tmp_path / "logs"),
+        log_realtime=False,
     )
     lines = label_requests(log)
     assert [(x["id"], x["required"], x["context"]) for x in lines] == [
@@ -271,7 +276,9 @@ def test_a_verdict_that_is_no_label_is_exported_as_null(tmp_path: Path) -> None:
             stage_diagnosis_scorer(context_key="context", label_from="unsure_judge"),
         ],
     )
-    (log,) = eval(task, display="none", log_dir=str(tmp_path / "logs"))
+    (log,) = eval(
+        task, display="none", log_dir=str(tmp_path / "logs"), log_realtime=False
+    )
     assert log.status == "success", log.error
     lines = label_requests(log)
     assert [(x["id"], x["correct"], x["grader"]) for x in lines] == [
@@ -371,6 +378,7 @@ def test_a_multi_epoch_log_exports_one_line_per_epoch(tmp_path: Path) -> None:
         epochs=2,
         log_dir=str(tmp_path),
         display="none",
+        log_realtime=False,
     )
     lines = label_requests(log)
     assert [(x["id"], x["epoch"], x["answer"]) for x in lines] in (

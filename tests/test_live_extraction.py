@@ -87,6 +87,7 @@ def run_live(
         log_dir=str(tmp_path / "logs"),
         display="none",
         **kwargs,
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     return log
@@ -414,6 +415,7 @@ def test_structured_output_is_asked_for_unless_turned_off(
         sample_id=[document.id],
         log_dir=str(tmp_path / "logs"),
         display="none",
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     (config,) = configs

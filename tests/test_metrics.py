@@ -81,7 +81,9 @@ def metric_values(score: EvalScore) -> dict[str, float]:
 
 
 def run(task: Any, tmp_path: Path, epochs: int | Epochs = 1) -> EvalLog:
-    (log,) = eval(task, display="none", log_dir=str(tmp_path), epochs=epochs)
+    (log,) = eval(
+        task, display="none", log_dir=str(tmp_path), epochs=epochs, log_realtime=False
+    )
     assert log.status == "success", log.error
     return log
 

@@ -514,6 +514,7 @@ def test_inspect_eval_logs_the_mean_over_scored_runs_of_every_epoch(
         display="none",
         log_dir=str(tmp_path / "logs"),
         epochs=2,
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     assert log.results is not None

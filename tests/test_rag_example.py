@@ -65,6 +65,7 @@ def run_example(tmp_path: Path, **kwargs: Any) -> EvalLog:
         log_dir=str(tmp_path / "logs"),
         display="none",
         **kwargs,
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     return log
@@ -230,6 +231,7 @@ def test_a_label_in_metadata_is_diagnosed(tmp_path: Path) -> None:
         log_dir=str(tmp_path),
         display="none",
         sample_id=["Q-001", "Q-004"],
+        log_realtime=False,
     )
     assert log.samples is not None
     stages = {s.id: (s.scores or {})["stage_diagnosis"].value for s in log.samples}
@@ -259,6 +261,7 @@ def test_inspect_runs_the_example_file_by_path(
         limit=2,
         log_dir=str(tmp_path),
         display="none",
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     assert log.eval.task == "rag_qa"

@@ -166,6 +166,7 @@ def evaluated(fixture: Path) -> EvalLog:
         ordered_extraction_recorded(dataset=str(fixture)),
         display="none",
         log_dir=str(fixture.parent / "logs"),
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     return log
@@ -233,6 +234,7 @@ def test_an_output_beside_an_answer_or_not_a_text_is_invalid_input(
         ordered_extraction_recorded(dataset=path),
         display="none",
         log_dir=str(tmp_path / "logs"),
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     scores = {

@@ -228,7 +228,11 @@ def venv_run(installed_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     scoring = tmp_path_factory.mktemp("registry-score")
     # Its first samples, the one the labels file labels among them.
     (made,) = eval(
-        stage_diagnosis(), limit=4, display="none", log_dir=str(scoring / "made")
+        stage_diagnosis(),
+        limit=4,
+        display="none",
+        log_dir=str(scoring / "made"),
+        log_realtime=False,
     )
     assert made.status == "success", made.error
     log = scoring / "logs" / Path(made.location).name

@@ -205,7 +205,10 @@ def test_no_run_with_steps_is_no_summary() -> None:
 def pipeline_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     log_dir = tmp_path_factory.mktemp("pipeline")
     (log,) = eval(
-        stage_diagnosis(dataset=str(EXAMPLE)), display="none", log_dir=str(log_dir)
+        stage_diagnosis(dataset=str(EXAMPLE)),
+        display="none",
+        log_dir=str(log_dir),
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     return log_dir
@@ -271,7 +274,9 @@ def test_the_report_says_where_the_examples_missing_documents_were_lost(
 
 
 def test_a_report_of_runs_without_steps_has_no_pipeline_section(tmp_path: Path) -> None:
-    (log,) = eval(stage_diagnosis(), display="none", log_dir=str(tmp_path))
+    (log,) = eval(
+        stage_diagnosis(), display="none", log_dir=str(tmp_path), log_realtime=False
+    )
     assert log.status == "success", log.error
     reported = json.loads(report_of(str(tmp_path), "--json").output)
     assert all(summary["pipeline"] is None for summary in reported["stage_diagnosis"])
@@ -293,6 +298,7 @@ def test_compare_pairs_each_steps_recall_by_sample(
         stage_diagnosis(dataset=str(dataset)),
         display="none",
         log_dir=str(tmp_path / "new"),
+        log_realtime=False,
     )
     assert new.status == "success", new.error
     (path,) = pipeline_log.glob("*.eval")

@@ -570,7 +570,7 @@ def test_a_retried_eval_counts_once(
     (tmp_path / "flaky.py").write_text(FLAKY_TASK, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     logs = str(tmp_path / "logs")
-    (failed,) = eval("flaky.py", display="none", log_dir=logs)
+    (failed,) = eval("flaky.py", display="none", log_dir=logs, log_realtime=False)
     assert failed.status == "error"
     (retried,) = eval_retry(failed.location, display="none", log_dir=logs)
     assert retried.status == "success"

@@ -98,6 +98,7 @@ def run(tmp_path: Path, scorers: list[Scorer], **kwargs: Any) -> EvalLog:
         fail_on_error=False,
         retry_on_error=0,
         **kwargs,
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     return log

@@ -57,7 +57,10 @@ def logged(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     record = {"required": ["A", "B"], "context": ["A", "C"], "correct": True}
     dataset.write_text(json.dumps({"id": "gap", "input": record}) + "\n")
     (log,) = eval(
-        stage_diagnosis(dataset=str(dataset)), display="none", log_dir=str(work)
+        stage_diagnosis(dataset=str(dataset)),
+        display="none",
+        log_dir=str(work),
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     return read_eval_log(log.location)

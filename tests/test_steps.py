@@ -293,7 +293,9 @@ def test_the_scorer_reads_steps_from_the_store_or_a_metadata_key(source: str) ->
             solver=pipeline(None, ["D2"]),  # type: ignore[arg-type]
             scorer=task.scorer,
         )
-    (log,) = eval(task, model="mockllm/model", display="none", log_dir=None)
+    (log,) = eval(
+        task, model="mockllm/model", display="none", log_dir=None, log_realtime=False
+    )
     assert log.status == "success", log.error
     (sample,) = log.samples or []
     score = (sample.scores or {})["stage_diagnosis"]
@@ -320,6 +322,7 @@ def test_the_worked_example_is_what_its_page_says(tmp_path: Path) -> None:
         stage_diagnosis(dataset=str(ROOT / "examples" / "pipeline" / "runs.jsonl")),
         display="none",
         log_dir=str(tmp_path),
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     scores = {
@@ -362,6 +365,7 @@ def test_each_steps_recall_is_a_metric_named_after_it_in_eval_and_bulk_logs(
         stage_diagnosis(dataset=str(dataset)),
         display="none",
         log_dir=str(tmp_path / "eval"),
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     result = CliRunner().invoke(

@@ -36,7 +36,7 @@ from tracegrade.tasks import replay
 
 
 def run(task: Task, tmp_path: Path) -> EvalLog:
-    (log,) = eval(task, display="none", log_dir=str(tmp_path))
+    (log,) = eval(task, display="none", log_dir=str(tmp_path), log_realtime=False)
     assert log.status == "success", log.error
     return log
 
