@@ -42,7 +42,7 @@ from tracegrade.bulk.scoring import LineScorer
 
 pytestmark = pytest.mark.runs_long
 
-LARGE_RECORDS = 48_000
+LARGE_RECORDS = 14_000
 """Stage records of `write_stage_records` enough to pass
 `spawned.WRITER_PROCESS_FROM`: a run of them writes in a child process."""
 

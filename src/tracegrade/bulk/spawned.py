@@ -41,9 +41,10 @@ from typing import IO, Any, Final
 
 from .threaded import _CLOSE, Message, WriterDied, WriterServer
 
-WRITER_PROCESS_FROM: Final = 4 << 20
+WRITER_PROCESS_FROM: Final = 1 << 20
 """Input bytes from which a run writes `.eval` in a process of its own:
-below it, the second interpreter's start-up costs more than it saves."""
+below it, the second interpreter's start-up costs about what it saves
+(`docs/speed.md`)."""
 _BATCH: Final = 64
 """Messages sent at once: fewer, larger writes down the pipe."""
 _LENGTH: Final = struct.Struct("<Q")
