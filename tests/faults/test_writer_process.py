@@ -15,6 +15,7 @@ import errno
 import os
 import random
 import signal
+import sys
 import time
 from functools import partial
 from pathlib import Path
@@ -40,7 +41,13 @@ from tests.support import working_in
 from tracegrade.bulk import spawned
 from tracegrade.bulk.scoring import LineScorer
 
-pytestmark = pytest.mark.runs_long
+pytestmark = [
+    pytest.mark.runs_long,
+    pytest.mark.skipif(
+        sys.platform != "linux",
+        reason="watches the run through /proc and signals process groups",
+    ),
+]
 
 LARGE_RECORDS = 14_000
 """Stage records of `write_stage_records` enough to pass
