@@ -10,7 +10,10 @@ step of STEPS.json runs in this process, in order: `["tracegrade", ARGS...]`
 as the `tracegrade` program runs it (its exit code kept; an argument with
 a `*` is the one file it matches then), or
 `["inspect-eval", TASK, LOG_DIR]` through `inspect_ai.eval` (the log's
-status kept). The results go to stdout as one JSON list.
+status kept), or `["writer-process"]`: from then on `tracegrade score`
+writes `.eval` in a child process whatever the input's size, and the
+child hides the same calls as it starts (a `sitecustomize` on its path),
+saying so in `hidden-in-child`. The results go to stdout as one JSON list.
 
 What it cannot hide is the kernel (paths, file locks and signals still
 behave as Linux's), nor what a library does on Linux alone because
@@ -86,10 +89,35 @@ def hide(platform: str) -> None:
             delattr(signal, name)
 
 
-def run_step(step: list[str]) -> Any:
+def write_in_a_child_process(platform: str) -> None:
+    """`tracegrade score`'s `.eval` writer in a child (`bulk.spawned`) from
+    now on, with `platform`'s calls hidden there too."""
+    from tracegrade.bulk import spawned
+
+    spawned.WRITER_PROCESS_FROM = 0  # type: ignore[misc]
+    startup = os.path.abspath("child-startup")
+    os.makedirs(startup, exist_ok=True)
+    with open(os.path.join(startup, "sitecustomize.py"), "w") as hook:
+        hook.write(
+            "import sys\n"
+            f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
+            "import hidden_calls\n"
+            f"hidden_calls.hide({platform!r})\n"
+            f"open({os.path.abspath('hidden-in-child')!r}, 'a').write('hidden\\n')\n"
+        )
+    inherited = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = (
+        startup if not inherited else startup + os.pathsep + inherited
+    )
+
+
+def run_step(step: list[str], platform: str) -> Any:
     # A pattern stands for the one file it matches when the step runs (the
     # log an earlier step wrote, named as it was written).
     step = [_one(argument) if "*" in argument else argument for argument in step]
+    if step[0] == "writer-process":
+        write_in_a_child_process(platform)
+        return 0
     if step[0] == "inspect-eval":
         from inspect_ai import eval
 
@@ -117,7 +145,7 @@ def main() -> None:
     platform, steps = sys.argv[1], sys.argv[2]
     hide(platform)
     with open(steps, encoding="utf-8") as listed:
-        results = [run_step(step) for step in json.load(listed)]
+        results = [run_step(step, platform) for step in json.load(listed)]
     sys.stdout.flush()
     os.write(1, (json.dumps(results) + "\n").encode())
 

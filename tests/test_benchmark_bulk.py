@@ -287,7 +287,7 @@ def test_a_measured_peak_is_the_childs_own_not_its_parents(tmp_path: Path) -> No
         assert "os.wait4(" not in text, script
 
 
-@pytest.mark.parametrize("name", ["bulk_scoring", "bulk_thread"])
+@pytest.mark.parametrize("name", ["bulk_scoring", "bulk_thread", "bulk_writer"])
 def test_each_committed_table_is_its_json_rendered(name: str, tmp_path: Path) -> None:
     """The docs quote the Markdown; it must be the committed run's, and say
     which JSON to rerun."""

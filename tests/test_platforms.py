@@ -44,11 +44,15 @@ STEPS = {
         # Spilled to the spool in runs of 50 (`_read_at`).
         "tracegrade compare logs json --json",
         "inspect-eval tracegrade/stage_diagnosis plugin",
+        # A large input's .eval writer, a child process.
+        "writer-process",
+        f"{SCORE} --log-dir in-child --out in-child.jsonl",
     ],
-    # What met macOS's missing pipe size (the writer process is gone).
     "macos": [
         f"{SCORE} --log-dir logs --out results.jsonl",
         "tracegrade labels apply logs/*.eval staff.jsonl",
+        "writer-process",
+        f"{SCORE} --log-dir in-child --out in-child.jsonl",
     ],
 }
 """What runs with each platform's calls hidden: every command on Windows's."""
@@ -78,6 +82,17 @@ def test_every_command_works_without_the_linux_only_calls(
     results = json.loads(done.stdout.splitlines()[-1])
     expected = ["success" if step[0] == "inspect-eval" else 0 for step in steps]
     assert results == expected, done.stderr
+    # The child that wrote `in-child` started with the same calls hidden.
+    assert (tmp_path / "hidden-in-child").read_text() == "hidden\n"
+    (in_child,) = (tmp_path / "in-child").glob("*.eval")
+    written = read_eval_log(str(in_child))
+    assert written.status == "success"
+    assert sorted(str(sample.id) for sample in written.samples or []) == sorted(
+        f"run-{number}" for number in range(RECORDS)
+    )
+    assert (tmp_path / "in-child.jsonl").read_text() == (
+        tmp_path / "results.jsonl"
+    ).read_text()
     (log,) = (tmp_path / "logs").glob("*.eval")
     labelled = read_eval_log(str(log))
     assert labelled.status == "success"

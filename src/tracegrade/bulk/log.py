@@ -72,7 +72,7 @@ from .evallog import StreamedReductions
 from .results import RunResults, pooled_results
 from .samples import MODEL, SampleParts, SampleTemplates, uuid
 from .scoring import BulkTask, Problem, Timings, replayed_answer, replayed_store
-from .threaded import ThreadedEvalLogWriter, WriterThread
+from .threaded import ServedEvalLogWriter, WriterServer, WriterThread
 
 UNREADABLE_INPUT_LIMIT = 2000
 UNREADABLE_ID_PREFIX = "line-"
@@ -259,9 +259,9 @@ class BulkLog:
         self._parts: list[_Part] = []
         self._line_like_ids: set[str] = set()
         """Real sample ids an unreadable line's id could clash with."""
-        self._writer_thread: WriterThread | None = None
+        self._writer: WriterServer | None = None
         if self.log_format == "eval":
-            self._writer_thread = WriterThread()
+            self._writer = _start_writer(self.dataset_path)
         try:
             self._new_part(first_task_id)
         except BaseException:
@@ -285,10 +285,10 @@ class BulkLog:
 
                 writer = JsonLogWriter(working, self._templates)
             else:
-                assert self._writer_thread is not None
+                assert self._writer is not None
                 spec = self._spec(eval_id, task_id, sample_ids=None, part=None)
-                writer = ThreadedEvalLogWriter(
-                    self._writer_thread,
+                writer = ServedEvalLogWriter(
+                    self._writer,
                     index,
                     working,
                     spec,
@@ -446,8 +446,8 @@ class BulkLog:
         locations = [self._location(part.index, len(parts)) for part in parts]
         for part, location in zip(parts, locations, strict=True):
             part.writer.publish(location)
-        if self._writer_thread is not None:
-            self._writer_thread.close()
+        if self._writer is not None:
+            self._writer.close()
         return WrittenRun(logs=locations, results=pooled)
 
     def _location(self, index: int, count: int) -> Path:
@@ -541,8 +541,8 @@ class BulkLog:
         paths of anything that could not be removed, else None.
         """
         left: list[str] = []
-        if self._writer_thread is not None:
-            self._writer_thread.abort()  # first: it may be writing a part
+        if self._writer is not None:
+            self._writer.abort()  # first: it may be writing a part
         for part in self._parts:
             part.close()
             if (kept := part.writer.abort()) is not None:
@@ -553,6 +553,15 @@ class BulkLog:
                 except OSError:
                     left.append(str(part.writer.published))
         return ", ".join(left) or None
+
+
+def _start_writer(dataset_path: str) -> WriterServer:
+    """A process of its own for a large input, else a thread (`bulk.spawned`)."""
+    from .spawned import WriterProcess, writes_in_a_process
+
+    if writes_in_a_process(dataset_path):
+        return WriterProcess()
+    return WriterThread()
 
 
 def _version(distribution: str) -> str:

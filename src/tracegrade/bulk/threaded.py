@@ -1,12 +1,14 @@
-"""The `.eval` writer on a thread of its own, so deflating overlaps scoring.
+"""The `.eval` writer on a thread of its own, and the loop every writer runs.
 
 A sample's member is built, serialised, summarised and deflated; the
 deflating (ISA-L, or zlib) and the file writes run without the GIL, so on
-a thread they overlap the main thread's reading and scoring. A thread is
-what runs the same on every platform: no `fork` (which macOS does not
-support safely once Inspect is imported, and Windows lacks), and no second
-interpreter importing Inspect again and holding its own copy of it
-(`docs/speed.md` has the figures of the choice).
+a thread they overlap the main thread's reading and scoring, but the
+rest takes turns with it. A small input's run writes here: no `fork`
+(which macOS does not support safely once Inspect is imported, and
+Windows lacks), and no second interpreter to start. A large input's run
+writes in a process of its own (`bulk.spawned`), which runs the same loop
+(`serve`) on the same messages; `docs/speed.md` has the figures of the
+choice.
 
 The main thread hands each sample's parts (`samples.SampleParts`) to the
 writer through a bounded queue and goes on to the next line; the writer
@@ -32,7 +34,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
@@ -65,7 +67,53 @@ class WriterDied(OutputError):
 Message = tuple[int, int, Any]
 
 
-class WriterThread:
+class WriterServer:
+    """What the main thread asks of the run's writer, a thread
+    (`WriterThread`) or a process (`spawned.WriterProcess`)."""
+
+    def send(self, kind: int, part: int, payload: Any = None) -> None:
+        """Hand one message over, first raising any error the writer met."""
+        raise NotImplementedError
+
+    def call(self, kind: int, part: int, payload: Any = None) -> Any:
+        """Send one message and wait for the writer's answer."""
+        raise NotImplementedError
+
+    def spooled(self, part: int) -> int:
+        """Bytes of the part's samples written so far, where known here."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """End the writer after every part is published."""
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        """Stop the writer, which removes every part it has not published,
+        and wait until it has. Never raises."""
+        raise NotImplementedError
+
+    def complete(
+        self, part: int, header: EvalLog, reductions: StreamedReductions | None
+    ) -> None:
+        """Hand the part's header and reductions over, without waiting: the
+        writer completes the part (its summaries compressed, its directory
+        written) while this thread works out the next part's metrics. An
+        error comes back at the next exchange, `publish`'s at the latest."""
+        head = None if reductions is None else reductions.head
+        self.send(_COMPLETE, part, (header, head))
+        if reductions is not None:
+            pending = bytearray()
+            for chunk in reductions.samples_json:
+                pending += chunk
+                if len(pending) >= _REDUCTIONS_CHUNK:
+                    self.send(_CHUNK, part, bytes(pending))
+                    pending.clear()
+            if pending:
+                self.send(_CHUNK, part, bytes(pending))
+            self.send(_END, part)
+
+
+class WriterThread(WriterServer):
     """The thread holding every part's `EvalLogWriter` of one run."""
 
     def __init__(self) -> None:
@@ -105,25 +153,9 @@ class WriterThread:
             except queue.Empty:
                 self._raise_if_failed()
 
-    def complete(
-        self, part: int, header: EvalLog, reductions: StreamedReductions | None
-    ) -> None:
-        """Hand the part's header and reductions over, without waiting: the
-        writer completes the part (its summaries compressed, its directory
-        written) while this thread works out the next part's metrics. An
-        error comes back at the next exchange, `publish`'s at the latest."""
-        head = None if reductions is None else reductions.head
-        self.send(_COMPLETE, part, (header, head))
-        if reductions is not None:
-            pending = bytearray()
-            for chunk in reductions.samples_json:
-                pending += chunk
-                if len(pending) >= _REDUCTIONS_CHUNK:
-                    self.send(_CHUNK, part, bytes(pending))
-                    pending.clear()
-            if pending:
-                self.send(_CHUNK, part, bytes(pending))
-            self.send(_END, part)
+    def spooled(self, part: int) -> int:
+        # A count the writer only ever raises, read across threads.
+        return self.writers[part].spooled
 
     def _raise_if_failed(self) -> None:
         if self._ended or not self._thread.is_alive():
@@ -159,9 +191,9 @@ class WriterThread:
             with deflating_with_isal():
                 served = self._run(writers)
             if not served:
-                _abort_all(writers)
+                abort_all(writers)
         except BaseException as error:  # raised in the main thread
-            _abort_all(writers)
+            abort_all(writers)
             if isinstance(error, MemoryError):
                 # A fault of the machine, not of tracegrade: one line, as a
                 # full disk is.
@@ -176,63 +208,74 @@ class WriterThread:
         return None if message is _STOP or self._aborting else message
 
     def _run(self, writers: dict[int, EvalLogWriter]) -> bool:
-        """Serve messages until `_CLOSE` (True) or an abort (False)."""
-        while (message := self._next()) is not None:
-            kind, part, payload = message
-            if kind == _ADD:
-                writers[part].add(payload)
-            elif kind == _START:
-                writers[part] = EvalLogWriter(*payload)
-                self._replies.put(None)
-            elif kind == _SUSPEND:
-                writers[part].suspend()
-            elif kind == _RESUME:
-                writers[part].resume()
-            elif kind == _COMPLETE:
-                header, head = payload
-                chunks = self._chunks()
-                reductions = None if head is None else StreamedReductions(head, chunks)
-                writers[part].complete(header, reductions)
-                if head is not None:
-                    for _ in chunks:  # the end marker, if the writer stopped early
-                        pass
-            elif kind == _PUBLISH:
-                writers[part].publish(payload)
-                self._replies.put(None)
-            elif kind == _CLOSE:
-                self._replies.put(None)
-                return True
-            else:
-                raise WriterDied(f"the log writer got an unknown message {kind}")
-        return False
+        return serve(self._next, lambda: self._replies.put(None), writers)
 
-    def _chunks(self) -> Iterator[bytes]:
-        while True:
-            message = self._next()
-            if message is None:
-                raise _Aborted
-            kind, _, payload = message
-            if kind == _END:
-                return
-            yield payload
+
+def serve(
+    next_message: Callable[[], Message | None],
+    reply: Callable[[], None],
+    writers: dict[int, EvalLogWriter],
+) -> bool:
+    """Serve messages until `_CLOSE` (True) or an abort, `next_message`
+    giving None (False). The one loop of the writer, on a thread or in a
+    process of its own (`bulk.spawned`)."""
+    while (message := next_message()) is not None:
+        kind, part, payload = message
+        if kind == _ADD:
+            writers[part].add(payload)
+        elif kind == _START:
+            writers[part] = EvalLogWriter(*payload)
+            reply()
+        elif kind == _SUSPEND:
+            writers[part].suspend()
+        elif kind == _RESUME:
+            writers[part].resume()
+        elif kind == _COMPLETE:
+            header, head = payload
+            chunks = _chunks(next_message)
+            reductions = None if head is None else StreamedReductions(head, chunks)
+            writers[part].complete(header, reductions)
+            if head is not None:
+                for _ in chunks:  # the end marker, if the writer stopped early
+                    pass
+        elif kind == _PUBLISH:
+            writers[part].publish(payload)
+            reply()
+        elif kind == _CLOSE:
+            reply()
+            return True
+        else:
+            raise WriterDied(f"the log writer got an unknown message {kind}")
+    return False
+
+
+def _chunks(next_message: Callable[[], Message | None]) -> Iterator[bytes]:
+    while True:
+        message = next_message()
+        if message is None:
+            raise _Aborted
+        kind, _, payload = message
+        if kind == _END:
+            return
+        yield payload
 
 
 class _Aborted(Exception):
     """The run was aborted inside the reductions."""
 
 
-def _abort_all(writers: dict[int, EvalLogWriter]) -> None:
+def abort_all(writers: dict[int, EvalLogWriter]) -> None:
     for writer in writers.values():
         writer.abort()
 
 
-class ThreadedEvalLogWriter:
-    """One part's `.eval` log, written by the run's `WriterThread`
-    (the `LogWriter` protocol of `bulk.log`)."""
+class ServedEvalLogWriter:
+    """One part's `.eval` log, written by the run's writer, a thread or a
+    process (the `LogWriter` protocol of `bulk.log`)."""
 
     def __init__(
         self,
-        writer: WriterThread,
+        writer: WriterServer,
         part: int,
         working: Path,
         eval_spec: EvalSpec,
@@ -250,9 +293,8 @@ class ThreadedEvalLogWriter:
 
     @property
     def spooled(self) -> int:
-        """Bytes of samples written so far (read across threads: a count
-        the writer only ever raises)."""
-        return self._writer.writers[self._part].spooled
+        """Bytes of samples written so far, where the writer can say."""
+        return self._writer.spooled(self._part)
 
     def suspend(self) -> None:
         self._writer.send(_SUSPEND, self._part)
