@@ -319,13 +319,11 @@ def _bulk_prose_is_the_committed_run(text: str) -> None:
     assert f"slowest sample list in the viewer took {slowest:.1f} s" in text
 
 
-def test_thread_writer_figures_are_the_committed_benchmark_run() -> None:
-    """docs/speed.md's table of the `.eval` writer thread against the forked
-    writer it replaced is `benchmarks/results/bulk_thread.json`, row by row,
-    with the command that made it."""
-    run = benchmark("bulk_thread")
-    text = flat(SPEED)
-    assert f"`python {run['command'].removeprefix('python ')}`" in text
+def assert_paired_rows_in_speed(run: dict[str, Any]) -> None:
+    """A `bulk_scoring.py --baseline` run's rows are docs/speed.md's table
+    of them (seconds, CPU and peak, this code's then the baseline's), and
+    the command that made it stands beside."""
+    assert f"`python {run['command'].removeprefix('python ')}`" in flat(SPEED)
     for row in run["rows"]:
         ours, before = row["tracegrade"], row["baseline"]
         line = (
@@ -335,6 +333,15 @@ def test_thread_writer_figures_are_the_committed_benchmark_run() -> None:
             f"{before['peak_mib']:.0f} |"
         )
         assert line in SPEED, line
+
+
+def test_thread_writer_figures_are_the_committed_benchmark_run() -> None:
+    """docs/speed.md's table of the `.eval` writer thread against the forked
+    writer it replaced is `benchmarks/results/bulk_thread.json`, row by row,
+    with the command that made it."""
+    run = benchmark("bulk_thread")
+    text = flat(SPEED)
+    assert_paired_rows_in_speed(run)
     assert f"forked (`{run['baseline']}`)" in SPEED
     small, large = run["rows"]
     thread, forked = large["tracegrade"], large["baseline"]
@@ -356,16 +363,7 @@ def test_writer_process_figures_are_the_committed_benchmark_run() -> None:
     run = benchmark("bulk_writer")
     thread_run = benchmark("bulk_thread")
     text = flat(SPEED)
-    assert f"`python {run['command'].removeprefix('python ')}`" in text
-    for row in run["rows"]:
-        ours, before = row["tracegrade"], row["baseline"]
-        line = (
-            f"| {row['records']:,} | {ours['seconds']:.1f} | "
-            f"{ours['cpu_seconds']:.1f} | {ours['peak_mib']:.0f} | "
-            f"{before['seconds']:.1f} | {before['cpu_seconds']:.1f} | "
-            f"{before['peak_mib']:.0f} |"
-        )
-        assert line in SPEED, line
+    assert_paired_rows_in_speed(run)
     rows = {row["records"]: row for row in run["rows"]}
     assert sorted(rows) == [10_000, 100_000, 1_000_000]
     ratios = [

@@ -37,9 +37,9 @@ import struct
 import subprocess
 import sys
 from collections import deque
-from typing import IO, Any, Final
+from typing import IO, Any, Final, NoReturn
 
-from .threaded import _CLOSE, Message, WriterDied, WriterServer
+from .threaded import _CLOSE, Message, WriterDied, WriterServer, serve
 
 WRITER_PROCESS_FROM: Final = 1 << 20
 """Input bytes from which a run writes `.eval` in a process of its own:
@@ -134,7 +134,7 @@ class WriterProcess(WriterServer):
         except Exception:  # an error that does not unpickle here
             return None
 
-    def _fail(self, answer: Any) -> None:
+    def _fail(self, answer: Any) -> NoReturn:
         self._end()
         if isinstance(answer, BaseException):
             raise answer
@@ -194,16 +194,12 @@ def serve_standard_streams() -> None:
     """The child's whole life: serve messages from standard input until
     `_CLOSE`, abort at end of input or on any error, and send the error
     back on standard output, where the parent raises it."""
-    from .evallog import EvalLogWriter, deflating_with_isal
-    from .threaded import abort_all, serve
-
     received: deque[Message] = deque()
     source = sys.stdin.buffer
     # Answers go down the original standard output alone: anything a
     # library prints goes to standard error instead.
     answers = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    writers: dict[int, EvalLogWriter] = {}
 
     def next_message() -> Message | None:
         while not received:
@@ -213,15 +209,8 @@ def serve_standard_streams() -> None:
             received.extend(batch)
         return received.popleft()
 
-    try:
-        with deflating_with_isal():
-            served = serve(next_message, lambda: _write_frame(answers, _DONE), writers)
-        if not served:
-            abort_all(writers)
-    except BaseException as error:  # sent back, raised in the main process
-        abort_all(writers)
-        if isinstance(error, MemoryError):
-            error = WriterDied("the log writer process ran out of memory")
+    error = serve(next_message, lambda: _write_frame(answers, _DONE), {}, "process")
+    if error is not None:  # sent back, raised in the main process
         try:
             try:
                 _write_frame(answers, error)

@@ -186,19 +186,10 @@ class WriterThread(WriterServer):
     # -- the writer thread -------------------------------------------------------
 
     def _serve(self) -> None:
-        writers = self.writers
-        try:
-            with deflating_with_isal():
-                served = self._run(writers)
-            if not served:
-                abort_all(writers)
-        except BaseException as error:  # raised in the main thread
-            abort_all(writers)
-            if isinstance(error, MemoryError):
-                # A fault of the machine, not of tracegrade: one line, as a
-                # full disk is.
-                error = WriterDied("the log writer thread ran out of memory")
-            self._error = error
+        # Raised in the main thread.
+        self._error = serve(
+            self._next, lambda: self._replies.put(None), self.writers, "thread"
+        )
 
     def _next(self) -> Message | None:
         """The next message, or None once the run is aborted."""
@@ -207,18 +198,37 @@ class WriterThread(WriterServer):
         message = self._commands.get()
         return None if message is _STOP or self._aborting else message
 
-    def _run(self, writers: dict[int, EvalLogWriter]) -> bool:
-        return serve(self._next, lambda: self._replies.put(None), writers)
-
 
 def serve(
     next_message: Callable[[], Message | None],
     reply: Callable[[], None],
     writers: dict[int, EvalLogWriter],
+    where: str,
+) -> BaseException | None:
+    """The writer's whole work, on a thread or in a process of its own
+    (`bulk.spawned`, `where` says which): serve messages until `_CLOSE`.
+    An abort (`next_message` giving None) or any error removes every part
+    not published; the error is returned, for the main thread to raise."""
+    try:
+        with deflating_with_isal():
+            if not _serve_messages(next_message, reply, writers):
+                _abort_all(writers)
+    except BaseException as error:
+        _abort_all(writers)
+        if isinstance(error, MemoryError):
+            # A fault of the machine, not of tracegrade: one line, as a
+            # full disk is.
+            return WriterDied(f"the log writer {where} ran out of memory")
+        return error
+    return None
+
+
+def _serve_messages(
+    next_message: Callable[[], Message | None],
+    reply: Callable[[], None],
+    writers: dict[int, EvalLogWriter],
 ) -> bool:
-    """Serve messages until `_CLOSE` (True) or an abort, `next_message`
-    giving None (False). The one loop of the writer, on a thread or in a
-    process of its own (`bulk.spawned`)."""
+    """Serve messages until `_CLOSE` (True) or an abort (False)."""
     while (message := next_message()) is not None:
         kind, part, payload = message
         if kind == _ADD:
@@ -264,7 +274,7 @@ class _Aborted(Exception):
     """The run was aborted inside the reductions."""
 
 
-def abort_all(writers: dict[int, EvalLogWriter]) -> None:
+def _abort_all(writers: dict[int, EvalLogWriter]) -> None:
     for writer in writers.values():
         writer.abort()
 
