@@ -670,12 +670,3 @@ def check_standard_output() -> None:
     )
     _standard_output = raw
 
-
-def retract_standard_output() -> bool:
-    """Cut standard output back to where it was when the command began, if
-    it is a regular file (a command that failed after writing part of its
-    results there); whether it was."""
-    if _standard_output is None:
-        return False
-    _standard_output.failed = True  # nothing more goes there, buffered or not
-    return _standard_output.retract()

@@ -1,8 +1,3 @@
 """`tracegrade compare BASE NEW`: which samples got better or worse, and is
-it real?
-
-`pairing.py` pairs two runs' scores and counts what changed, and
-`stats.py` holds the exact McNemar test; both are pure. `reading.py` reads
-the logs into them, `tables.py` lays the result out for the terminal and
-HTML (`html.py`).
-"""
+it real? `build.py` reads the logs into `pairing.py`'s pure counts and
+`stats.py`'s exact tests; the renderers lay them out."""

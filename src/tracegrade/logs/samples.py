@@ -1,39 +1,6 @@
-"""A log's samples one at a time, holding only what the report reads.
-
-`read_eval_log` validates every sample as a pydantic `EvalSample` and keeps
-the whole log in memory, which on a bulk log of many thousands of samples
-is more than a report should cost (`docs/speed.md`). The report needs four
-things of a sample: its id and epoch (to name it in an error), its scores'
-values and metadata, and whether it errored; `tracegrade compare` also
-reads each score's explanation, to show why a run changed. So each sample
-is parsed as plain JSON, those are taken, and the rest is dropped before
-the next sample is read. Inspect's public per-sample readers
-(`read_eval_log_samples`) validate an `EvalSample` each, which alone costs
-several times the budget, and its sample summaries drop metadata values
-over 1 KB, such as a long list of missing IDs.
-
-`.eval` logs are ZIP archives (`samples/{id}_epoch_{n}.json`): members
-are deflated (`tracegrade score`, older Inspect logs) or zstd (`inspect
-eval`). The central directory is read with `struct` into a few numbers a
-sample member (where it lies, its sizes, method and CRC), not through
-`zipfile`, which builds an object for every member as it opens; then
-the samples are read in archive order, each dropped before the next; of
-a name logged twice, the last, as Inspect reads. What stays in memory
-is those numbers and the counters. A
-member too large to parse whole (`STREAM_OVER` bytes) is parsed as a
-stream with ijson, keeping only the fields read here, as Inspect's
-`exclude_fields` does (or whole, if it holds a NaN, which ijson
-refuses).
-
-`.json` logs are one JSON object: its values are decoded one at a time
-with the standard library, the samples among them, each dropped before
-the next (`_JsonText`); what follows the samples is not read.
-
-A sample still in the old `score` shape (one unnamed score) is validated
-as an `EvalSample`, which migrates it, so it reads as Inspect reads it.
-A sample that cannot be read (not JSON, not UTF-8, nested deeper than
-Python's parser goes) raises `UnreadableLog` naming it.
-"""
+"""A log's samples one at a time, each reduced to what report and compare
+read (id, epoch, scores, error) before the next: `read_eval_log` would hold
+and validate them all (docs/architecture.md, "Reading logs")."""
 
 from __future__ import annotations
 
@@ -41,9 +8,10 @@ import itertools
 import json
 import re
 import struct
+import zipfile
 import zlib
-from array import array
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO, Any, Final, NamedTuple, Protocol
 
 import ijson  # type: ignore[import-untyped]
@@ -55,8 +23,6 @@ from ..core.errors import quote
 
 SAMPLES_DIR: Final = "samples/"
 HEADER_MEMBER: Final = "header.json"
-_SAMPLES_DIR: Final = SAMPLES_DIR.encode()
-_HEADER_MEMBER: Final = HEADER_MEMBER.encode()
 # Members above this many bytes of JSON are parsed as a stream.
 STREAM_OVER: Final = 16 * 1024 * 1024
 # A member parsed as a stream is read in about this many pieces.
@@ -196,11 +162,11 @@ def _parse(text: bytes) -> Any:
 def eval_samples(path: str) -> Iterator[SampleRead]:
     """The samples of a `.eval` log, in archive order, each read once; of a
     name written twice (a re-logged sample), only the last, as Inspect."""
-    with _open_archive(path) as file:
-        members = _SampleMembers(file)
-        for position in range(len(members)):
-            if not members.superseded(position):
-                yield _read_member(file, members.entry(position))
+    with _open_archive(path) as archive:
+        for info in archive.infolist():
+            name = info.filename
+            if _is_sample(name) and archive.getinfo(name) is info:
+                yield _read_member(archive, info)
 
 
 def eval_header(path: str) -> EvalLog | None:
@@ -210,17 +176,13 @@ def eval_header(path: str) -> EvalLog | None:
     `read_eval_log(header_only=True)` also reads and validates every
     reduced score (`reductions.json`), which the report does not need.
     """
-    with _open_archive(path) as file:
-        found = next(
-            (entry for entry in _directory(file) if entry.name == _HEADER_MEMBER),
-            None,
-        )
-        if found is None:
+    with _open_archive(path) as archive:
+        try:
+            found = archive.getinfo(HEADER_MEMBER)
+        except KeyError:
             return None
         try:
-            _, _, raw = _local_member(file, found, with_data=True)
-            assert raw is not None
-            data = _parse(_decompressed(raw, found))
+            data = _parse(_decompressed(_raw_member(archive, found), found))
         except _MEMBER_ERRORS as error:
             raise UnreadableLog(f"member {HEADER_MEMBER}: {error}") from error
     header = EvalLog.model_validate(data)
@@ -228,218 +190,26 @@ def eval_header(path: str) -> EvalLog | None:
     return header
 
 
-def _open_archive(path: str) -> IO[bytes]:
-    return open(path, "rb")
+@contextmanager
+def _open_archive(path: str) -> Iterator[zipfile.ZipFile]:
+    """The archive, its directory read by `zipfile`; members are read raw,
+    as `zipfile` reads no zstd before Python 3.14."""
+    try:
+        archive = zipfile.ZipFile(path)
+    except zipfile.BadZipFile as error:
+        raise UnreadableLog(f"not a ZIP archive ({error})") from error
+    with archive:
+        yield archive
 
 
-# --- the ZIP archive -------------------------------------------------------------
-#
-# The archive is read with `struct` and `zlib` or `zstandard`, not
-# `zipfile`: a `ZipFile` builds a `ZipInfo` for every member as it opens,
-# memory that grows with the log, where the report needs one member at a
-# time. The central directory is read a
-# chunk at a time into a few numbers a sample member (`_SampleMembers`).
-
-_END = struct.Struct("<4s4H2LH")
-_END_SIGNATURE = b"PK\x05\x06"
-_END64_LOCATOR = struct.Struct("<4sLQL")
-_END64_LOCATOR_SIGNATURE = b"PK\x06\x07"
-_END64 = struct.Struct("<4sQ2H2L4Q")
-_END64_SIGNATURE = b"PK\x06\x06"
-_CENTRAL = struct.Struct("<4s6H3L5H2L")
-_CENTRAL_SIGNATURE = b"PK\x01\x02"
 _LOCAL = struct.Struct("<4s5H3L2H")
 _LOCAL_SIGNATURE = b"PK\x03\x04"
-_ZIP64_EXTRA = 0x0001
 _STORED, _DEFLATED, _ZSTD = 0, 8, 93
 _ENCRYPTED = 0x1
-_LIMIT32 = 0xFFFFFFFF
-_HASH_BITS = 1 << 24
 
 
-class _Entry(NamedTuple):
-    """One member, as its central directory entry describes it (its name
-    as stored, undecoded: names are only compared)."""
-
-    name: bytes
-    offset: int
-    compressed: int
-    size: int
-    method: int
-    flags: int
-    crc: int
-
-
-def _directory(file: IO[bytes]) -> Iterator[_Entry]:
-    """The central directory's entries, in archive order, read a chunk at a
-    time."""
-    start, count = _find_directory(file)
-    file.seek(start)
-    buffer = b""
-    at = 0
-
-    def holds(length: int) -> bool:
-        nonlocal buffer, at
-        if len(buffer) - at < length:
-            pieces = [buffer[at:]]
-            held = len(pieces[0])
-            while held < length and (piece := file.read(max(_CHUNK, length))):
-                pieces.append(piece)
-                held += len(piece)
-            buffer, at = b"".join(pieces), 0
-        return len(buffer) - at >= length
-
-    for _ in range(count):
-        if not holds(_CENTRAL.size) or buffer[at : at + 4] != _CENTRAL_SIGNATURE:
-            raise UnreadableLog("its central directory is damaged")
-        fields = _CENTRAL.unpack_from(buffer, at)
-        (_, _, _, flags, method, _, _, crc, compressed, size) = fields[:10]
-        name_length, extra_length, comment_length = fields[10:13]
-        offset = fields[16]
-        length = _CENTRAL.size + name_length + extra_length + comment_length
-        if not holds(length):
-            raise UnreadableLog("its central directory is damaged")
-        name_end = at + _CENTRAL.size + name_length
-        name = buffer[at + _CENTRAL.size : name_end]
-        if _LIMIT32 in (compressed, size, offset):
-            size, compressed, offset = _zip64_sizes(
-                buffer[name_end : name_end + extra_length], size, compressed, offset
-            )
-        yield _Entry(name, offset, compressed, size, method, flags, crc)
-        at += length
-
-
-def _find_directory(file: IO[bytes]) -> tuple[int, int]:
-    """Where the central directory starts, and how many entries it has."""
-    file.seek(0, 2)
-    end = file.tell()
-    # The end record is 22 bytes and a comment of at most 65,535.
-    tail_start = max(0, end - _END.size - 0xFFFF)
-    file.seek(tail_start)
-    tail = file.read()
-    found = tail.rfind(_END_SIGNATURE)
-    if found < 0 or len(tail) - found < _END.size:
-        raise UnreadableLog("not a ZIP archive (no end of central directory)")
-    fields = _END.unpack_from(tail, found)
-    count, start = fields[4], fields[6]
-    locator_at = found - _END64_LOCATOR.size
-    if (
-        locator_at >= 0
-        and tail[locator_at : locator_at + 4] == _END64_LOCATOR_SIGNATURE
-    ):
-        end64_at = _END64_LOCATOR.unpack_from(tail, locator_at)[2]
-        file.seek(end64_at)
-        record = file.read(_END64.size)
-        if len(record) < _END64.size or record[:4] != _END64_SIGNATURE:
-            raise UnreadableLog("not a ZIP archive (its zip64 end record is damaged)")
-        end64 = _END64.unpack(record)
-        count, start = end64[7], end64[9]
-    return start, count
-
-
-def _zip64_sizes(
-    extra: bytes, size: int, compressed: int, offset: int
-) -> tuple[int, int, int]:
-    """The 64-bit sizes and offset a zip64 extra field holds for those
-    the entry gives as 0xFFFFFFFF, in that order."""
-    at = 0
-    while at + 4 <= len(extra):
-        kind, length = struct.unpack_from("<2H", extra, at)
-        if kind == _ZIP64_EXTRA:
-            values = iter(struct.unpack_from(f"<{length // 8}Q", extra, at + 4))
-            try:
-                size = next(values) if size == _LIMIT32 else size
-                compressed = next(values) if compressed == _LIMIT32 else compressed
-                offset = next(values) if offset == _LIMIT32 else offset
-            except StopIteration:
-                break
-            return size, compressed, offset
-        at += 4 + length
-    raise UnreadableLog("its central directory is damaged (a zip64 size is missing)")
-
-
-class _SampleMembers:
-    """The sample members of an archive, a few numbers each, and which of
-    them a later member of the same name supersedes."""
-
-    def __init__(self, file: IO[bytes]) -> None:
-        self._offsets = array("Q")
-        self._compressed = array("Q")
-        self._sizes = array("Q")
-        self._methods = array("L")
-        self._crcs = array("L")
-        hashes = array("q")
-        for entry in _directory(file):
-            if _is_sample(entry.name):
-                self._offsets.append(entry.offset)
-                self._compressed.append(entry.compressed)
-                self._sizes.append(entry.size)
-                self._methods.append(entry.method << 16 | entry.flags)
-                self._crcs.append(entry.crc)
-                hashes.append(hash(entry.name))
-        self._superseded = _superseded(file, hashes) if hashes else set()
-
-    def __len__(self) -> int:
-        return len(self._offsets)
-
-    def superseded(self, position: int) -> bool:
-        return position in self._superseded
-
-    def entry(self, position: int) -> _Entry:
-        method = self._methods[position]
-        return _Entry(
-            b"",
-            self._offsets[position],
-            self._compressed[position],
-            self._sizes[position],
-            method >> 16,
-            method & 0xFFFF,
-            self._crcs[position],
-        )
-
-
-def _superseded(file: IO[bytes], hashes: array[int]) -> set[int]:
-    """The positions of the sample members a later one of the same name
-    replaces. Names are compared by hash first, and by name only where
-    two hashes agree, so no name is kept for a log without repeats.
-
-    The hashes seen are marked in a bitmap, not a set: a set of every
-    hash would be the largest thing the report holds. A hash whose bit
-    was already set is a candidate, counted exactly in a second pass.
-    """
-    bits = bytearray(_HASH_BITS // 8)
-    candidates: set[int] = set()
-    for value in hashes:
-        slot = value & (_HASH_BITS - 1)
-        if bits[slot >> 3] & (1 << (slot & 7)):
-            candidates.add(value)
-        else:
-            bits[slot >> 3] |= 1 << (slot & 7)
-    del bits
-    seen: set[int] = set()
-    repeated: set[int] = set()
-    for value in hashes:
-        if value in candidates:
-            (repeated if value in seen else seen).add(value)
-    if not repeated:
-        return set()
-    last: dict[bytes, int] = {}
-    superseded: set[int] = set()
-    position = 0
-    for entry in _directory(file):
-        if not _is_sample(entry.name):
-            continue
-        if hashes[position] in repeated:
-            earlier = last.get(entry.name)
-            if earlier is not None:
-                superseded.add(earlier)
-            last[entry.name] = position
-        position += 1
-    return superseded
-
-
-def _is_sample(name: bytes) -> bool:
-    return name.startswith(_SAMPLES_DIR) and name.endswith(b".json")
+def _is_sample(name: str) -> bool:
+    return name.startswith(SAMPLES_DIR) and name.endswith(".json")
 
 
 # What reading a damaged member raises: a truncated or corrupt stream's
@@ -447,63 +217,59 @@ def _is_sample(name: bytes) -> bool:
 _MEMBER_ERRORS = (UnreadableLog, zlib.error, zstandard.ZstdError, EOFError)
 
 
-def _read_member(file: IO[bytes], entry: _Entry) -> SampleRead:
-    name = b""
+def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> SampleRead:
     try:
-        whole = entry.size <= STREAM_OVER
-        name, data_start, raw = _local_member(file, entry, with_data=whole)
-        if entry.flags & _ENCRYPTED:
+        if info.flag_bits & _ENCRYPTED:
             raise UnreadableLog("it is encrypted")
         data = None
-        if raw is None:
-            data = _streamed_fields(_MemberStream(file, entry, data_start), entry.size)
-            if data is None:
-                _, _, raw = _local_member(file, entry, with_data=True)
+        if info.file_size > STREAM_OVER:
+            stream = _MemberStream(archive, info)
+            data = _streamed_fields(stream, info.file_size)
         if data is None:
-            assert raw is not None
-            data = _parse(_decompressed(raw, entry))
+            data = _parse(_decompressed(_raw_member(archive, info), info))
         return sample_read(data)
     except _MEMBER_ERRORS as error:
-        # Bit 11: the name is UTF-8; else CP437, as zipfile reads it.
-        shown = name.decode("utf-8" if entry.flags & 0x800 else "cp437", "replace")
-        raise UnreadableLog(f"member {shown or entry.offset}: {error}") from error
+        raise UnreadableLog(f"member {info.filename}: {error}") from error
 
 
-def _local_member(
-    file: IO[bytes], entry: _Entry, *, with_data: bool
-) -> tuple[bytes, int, bytes | None]:
-    """The member's stored name, where its data starts, and (`with_data`)
-    its compressed data, read with its local header in one read."""
-    file.seek(entry.offset)
+def _data_start(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
+    """Where the member's data starts, past its local header."""
+    file = archive.fp
+    assert file is not None
+    file.seek(info.header_offset)
     header = file.read(_LOCAL.size)
     if len(header) < _LOCAL.size or header[:4] != _LOCAL_SIGNATURE:
         raise UnreadableLog("its local header is damaged")
-    fields = _LOCAL.unpack(header)
-    name_length, extra_length = fields[9], fields[10]
-    data_start = entry.offset + _LOCAL.size + name_length + extra_length
-    if not with_data:
-        return file.read(name_length), data_start, None
-    rest = file.read(name_length + extra_length + entry.compressed)
-    raw = rest[name_length + extra_length :]
-    if len(raw) < entry.compressed:
+    name_length, extra_length = _LOCAL.unpack(header)[9:11]
+    return int(info.header_offset + _LOCAL.size + name_length + extra_length)
+
+
+def _raw_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """The member's compressed data."""
+    file = archive.fp
+    assert file is not None
+    start = _data_start(archive, info)
+    file.seek(start)
+    raw = file.read(info.compress_size)
+    if len(raw) < info.compress_size:
         raise UnreadableLog("the archive ends inside it")
-    return rest[:name_length], data_start, raw
+    return raw
 
 
-def _decompressed(raw: bytes, entry: _Entry) -> bytes:
+def _decompressed(raw: bytes, info: zipfile.ZipInfo) -> bytes:
     """The member's data, decompressed and checked against its size and CRC."""
-    if entry.method == _DEFLATED:
+    if info.compress_type == _DEFLATED:
         data = zlib.decompress(raw, -zlib.MAX_WBITS)
-    elif entry.method == _ZSTD:
+    elif info.compress_type == _ZSTD:
         unzstd = _Unzstd()
         data = unzstd.decompress(raw)
         if not unzstd.ended:
             raise UnreadableLog("its zstd stream is cut short")
-    elif entry.method == _STORED:
+    elif info.compress_type == _STORED:
         data = raw
     else:
-        raise UnreadableLog(f"compression method {entry.method} is not supported")
-    if len(data) != entry.size or zlib.crc32(data) != entry.crc:
+        raise UnreadableLog(f"compression method {info.compress_type} is not supported")
+    if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
         raise UnreadableLog("its data does not match its size and CRC")
     return data
 
@@ -531,19 +297,20 @@ class _MemberStream:
     """A member's decompressed data as a stream, for one too large to
     hold decompressed whole."""
 
-    def __init__(self, file: IO[bytes], entry: _Entry, data_start: int) -> None:
-        self._file = file
-        self._at = data_start
-        self._left = entry.compressed
-        self._method = entry.method
+    def __init__(self, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
+        assert archive.fp is not None
+        self._file = archive.fp
+        self._at = _data_start(archive, info)
+        self._left = info.compress_size
+        self._method = info.compress_type
         self._pending = b""
         self._inflate: Any
-        if entry.method == _DEFLATED:
+        if self._method == _DEFLATED:
             self._inflate = zlib.decompressobj(-zlib.MAX_WBITS)
-        elif entry.method == _ZSTD:
+        elif self._method == _ZSTD:
             self._inflate = _Unzstd()
-        elif entry.method != _STORED:
-            raise UnreadableLog(f"compression method {entry.method} is not supported")
+        elif self._method != _STORED:
+            raise UnreadableLog(f"compression method {self._method} is not supported")
 
     def read(self, wanted: int = -1) -> bytes:
         while (wanted < 0 or len(self._pending) < wanted) and self._left:

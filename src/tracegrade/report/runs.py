@@ -143,13 +143,6 @@ class AllRuns:
         elif not diagnosed:
             self.without_precision += 1
 
-    def add_not_run(self, count: int) -> None:
-        """Runs an eval that stopped never ran."""
-        self.runs += count
-        self.why[NOT_RUN] += count
-        self.without_recall += count
-        self.without_precision += count
-
     def figures(self, names: tuple[str, ...]) -> dict[str, float | None]:
         """The shares over all runs `--fail-under` checks, of `names`."""
         found: dict[str, float | None] = {}
