@@ -436,7 +436,8 @@ def test_the_result_columns_are_those_the_docs_list() -> None:
     assert result_schema("ordered_extraction").names == [*extraction, *errors]
     ddl = result_ddl(steps=True)
     assert (
-        "`steps` array<struct<`name`: string, `ids`: array<string>>>, "
+        "`steps` array<struct<`name`: string, `ids`: array<string>, "
+        "`inputs`: array<string>>>, "
         "`context_size` bigint"
     ) in ddl
     page = (ROOT / "docs" / "beyond-one-machine.md").read_text(encoding="utf-8")
