@@ -64,6 +64,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from array import array
 from collections import OrderedDict
@@ -81,12 +82,16 @@ from ..lines import (
     strict_json_loads,
 )
 from .common import (
+    SHOWN,
+    ImportRefused,
     InputFileError,
     LabelsRefused,
     RecordLabels,
     check_labels_name_records,
+    counted,
     read_labels,
 )
+from .model_input import TwoReadings, documents_in
 
 # The OpenInference semantic conventions' attribute names.
 SPAN_KIND = "openinference.span.kind"
@@ -117,6 +122,7 @@ class Span:
     trace_id: str
     span_id: str
     parent_id: str | None
+    name: str
     start: int
     line: int
     where: str
@@ -152,14 +158,10 @@ class GoldLine:
 
 @dataclass
 class OpenInferenceImport:
-    """The records; the traces that matched no gold line, as (trace id,
-    key or None); the gold lines no trace matched; and the traces with no
-    RETRIEVER span."""
+    """The records, and what the import's notes say of them."""
 
     records: list[dict[str, Any]]
-    unmatched: list[tuple[str, Key | None]]
-    unused_gold: list[GoldLine]
-    unretrieved: list[str]
+    notes: OpenInferenceNotes
 
 
 # --- reading the spans -----------------------------------------------------------
@@ -390,6 +392,7 @@ def _spans(line: _Line, request: Any, order: int) -> Iterator[Span]:
                     else _identifier(
                         line, f"{where}.parentSpanId", parent, SPAN_ID_BYTES
                     ),
+                    name=_text(line, f"{where}.name", span.get("name", "")),
                     start=_integer(
                         line,
                         f"{where}.startTimeUnixNano",
@@ -606,34 +609,217 @@ def _context(path: str, trace: Trace) -> list[str] | None:
     return context
 
 
-def _steps(path: str, trace: Trace) -> list[dict[str, Any]] | None:
-    """The trace's pipeline steps, when it has a RERANKER span; None when not.
-
-    Each RETRIEVER span (its documents) and each RERANKER span (its
-    `reranker.output_documents`) is a step, in start order, named by its
-    kind: `retriever`, `reranker`, and `retriever-2`, `reranker-2` ... for
-    later spans of a kind. A trace without a reranker has no steps: its
-    record is as it was, the context being the retrievers' documents.
-    """
-    spans = [
-        span for span in trace.ordered() if _kind(path, span) in (RETRIEVER, RERANKER)
-    ]
-    if not any(span.kind == RERANKER for span in spans):
-        return None
-    steps: list[dict[str, Any]] = []
-    seen: dict[str, int] = {}
+def _post_order(path: str, trace: Trace) -> list[Span]:
+    """The spans as their outputs were ready: a span after the spans under
+    it, siblings in start order (ties in file order)."""
+    spans = trace.ordered()
+    known = {span.span_id for span in spans}
+    children: dict[str | None, list[Span]] = {}
     for span in spans:
-        name = span.kind.lower()
-        seen[name] = seen.get(name, 0) + 1
-        if seen[name] > 1:
-            name = f"{name}-{seen[name]}"
-        documents = RETRIEVED if span.kind == RETRIEVER else RERANKED
-        steps.append({"name": name, "ids": _documents(path, span, documents)})
-    return steps
+        parent = span.parent_id if span.parent_id in known else None
+        children.setdefault(parent, []).append(span)
+    order: list[Span] = []
+    stack = [(span, False) for span in reversed(children.get(None, []))]
+    while stack:
+        span, below_done = stack.pop()
+        if below_done:
+            order.append(span)
+            continue
+        stack.append((span, True))
+        stack += [(child, False) for child in reversed(children.get(span.span_id, []))]
+    if len(order) != len(spans):
+        lost = next(span for span in spans if span not in order)
+        raise InputFileError(
+            path,
+            lost.line,
+            f"{lost.where}: span {quote(lost.span_id)} of trace "
+            f"{quote(trace.trace_id)} is its own ancestor (its parents loop)",
+            field=lost.where,
+        )
+    return order
+
+
+def _above(trace: Trace, spans: Iterable[Span]) -> set[str]:
+    """The span ids of every span that `spans` are under."""
+    parents = {span.span_id: span.parent_id for span in trace.spans}
+    above: set[str] = set()
+    for span in spans:
+        parent = span.parent_id
+        while parent is not None and parent in parents and parent not in above:
+            above.add(parent)
+            parent = parents[parent]
+    return above
+
+
+@dataclass
+class _Steps:
+    """A trace's steps, and each document's contents as its spans give them
+    (None where a span gives none)."""
+
+    steps: list[dict[str, Any]]
+    contents: dict[str, set[str | None]]
+
+
+def _steps(path: str, trace: Trace) -> _Steps:
+    """Each RETRIEVER span (its documents) and each RERANKER span (its
+    `reranker.output_documents`) is a step, in the order their outputs were
+    ready (`_post_order`), named by kind: `retriever`, `reranker`, then
+    `retriever-2` ... A RETRIEVER with no step under it reads the question:
+    it takes no step's output, so retrievers side by side fan in to the
+    step after them. A step span of the kind of the one just under it,
+    which gave the same documents or none, is that step traced twice
+    (LlamaIndex's `retrieve` and `_retrieve`): its documents count."""
+    order = _post_order(path, trace)
+    kinds = {span.span_id: _kind(path, span) for span in order}
+    spans = [span for span in order if kinds[span.span_id] in (RETRIEVER, RERANKER)]
+    wrapping = _above(trace, spans)
+    steps: list[dict[str, Any]] = []
+    contents: dict[str, set[str | None]] = {}
+    unread: list[str] = []
+    counts: dict[str, int] = {}
+    previous: tuple[Span, list[str]] | None = None
+    for span in spans:
+        kind = kinds[span.span_id]
+        fields = _document_fields(
+            path, span, RETRIEVED if kind == RETRIEVER else RERANKED
+        )
+        for document, content in fields:
+            contents.setdefault(document, set()).add(content)
+        ids = [document for document, _ in fields]
+        if (
+            previous is not None
+            and previous[0].kind == kind
+            and previous[1] in (ids, [])
+            and span.span_id in _above(trace, [previous[0]])
+        ):
+            previous = (span, ids)
+            steps[-1]["ids"] = ids
+            continue
+        previous = (span, ids)
+        counts[kind] = counts.get(kind, 0) + 1
+        name = kind.lower() + ("" if counts[kind] == 1 else f"-{counts[kind]}")
+        if kind == RETRIEVER and span.span_id not in wrapping:
+            inputs, unread = [], [*unread, name]
+        else:
+            inputs, unread = unread, [name]
+        step: dict[str, Any] = {"name": name, "ids": ids}
+        if inputs != [last["name"] for last in steps[-1:]]:
+            step["inputs"] = inputs
+        steps.append(step)
+    return _Steps(steps, contents)
+
+
+PROMPT_TEMPLATE = "llm.prompt_template."
+INPUT_MESSAGES = "llm.input_messages."
+OUTPUT_MESSAGES = "llm.output_messages."
+PROMPTS = "llm.prompts"
+INPUT_MIME_TYPE = "input.mime_type"
+JSON_MIME_TYPE = "application/json"
+
+
+def _builds_prompt(span: Span) -> bool:
+    """An LLM span that renders a template (Haystack's PromptBuilder): its
+    output is the prompt, its input every document offered to it."""
+    return any(key.startswith(PROMPT_TEMPLATE) for key in span.attributes)
+
+
+def _model_input(path: str, trace: Trace) -> list[str]:
+    """The texts the trace shows a model received: each LLM span's input
+    messages or prompts (else its input.value), a prompt builder's output."""
+    texts: list[str] = []
+    for span in trace.ordered():
+        if _kind(path, span) != LLM:
+            continue
+        if _builds_prompt(span):
+            texts += _texts(path, span, OUTPUT_VALUE)
+            continue
+        given = [
+            text
+            for key in span.attributes
+            if key == PROMPTS
+            or (
+                key.startswith((INPUT_MESSAGES, PROMPTS + "."))
+                and key.endswith((".content", ".text"))
+            )
+            for text in _texts(path, span, key)
+        ]
+        texts += given or _json_texts(path, span)
+    return texts
+
+
+def _texts(path: str, span: Span, key: str) -> list[str]:
+    """An attribute that holds text, or an array of texts, as a list."""
+    value = span.attributes.get(key)
+    if value is None:
+        return []
+    if type(value) is list and all(isinstance(item, str) for item in value):
+        return value
+    if not isinstance(value, str):
+        raise _refuse_at(
+            path, span, key, f"{key} must be text or texts, got {quote(value, 80)}"
+        )
+    return [value]
+
+
+def _json_texts(path: str, span: Span) -> list[str]:
+    """The span's input.value; when JSON, the texts in it, as a model
+    would read them unescaped."""
+    texts = _texts(path, span, INPUT_VALUE)
+    if not texts or span.attributes.get(INPUT_MIME_TYPE) != JSON_MIME_TYPE:
+        return texts
+    try:
+        pending = [strict_json_loads(texts[0])]
+    except ValueError:
+        return texts
+    found: list[str] = []
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, dict):
+            pending += reversed(list(value.values()))
+        elif isinstance(value, list):
+            pending += reversed(value)
+    return found
+
+
+def _untyped(
+    path: str, trace: Trace, contents: dict[str, set[str | None]]
+) -> list[str]:
+    """The names of spans, typed neither RETRIEVER nor RERANKER (nor LLM or
+    PROMPT), whose output holds a trace document's content, and that no
+    such span or model or step span is under: a ranker the instrumentor
+    typed CHAIN, which no step reads."""
+    marks = {content for texts in contents.values() for content in texts if content}
+    marks |= {json.dumps(mark, ensure_ascii=False)[1:-1] for mark in marks}
+    if not marks:
+        return []
+    holding, typed = [], []
+    for span in trace.ordered():
+        kind = _kind(path, span)
+        if kind in (RETRIEVER, RERANKER, LLM):
+            typed.append(span)
+            continue
+        output = span.attributes.get(OUTPUT_VALUE)
+        if (
+            kind != "PROMPT"
+            and isinstance(output, str)
+            and any(mark in output for mark in marks)
+        ):
+            holding.append(span)
+    above = _above(trace, [*holding, *typed])
+    return [span.name for span in holding if span.span_id not in above]
 
 
 def _documents(path: str, span: Span, documents: str) -> list[str]:
-    """The ids of a span's list of documents `documents`, in order:
+    """The ids of a span's list of documents `documents`, in order."""
+    return [document for document, _ in _document_fields(path, span, documents)]
+
+
+def _document_fields(
+    path: str, span: Span, documents: str
+) -> list[tuple[str, str | None]]:
+    """The ids and contents of a span's list of documents `documents`, in order:
     `retrieval.documents` for a RETRIEVER, `reranker.output_documents` for a
     RERANKER.
 
@@ -669,7 +855,7 @@ def _documents(path: str, span: Span, documents: str) -> list[str]:
                 f"as {documents} and as {prefix}N.document.* attributes",
             )
         return _document_list(path, span, documents)
-    ids: list[str] = []
+    ids: list[tuple[str, str | None]] = []
     for index in sorted(found_documents):
         id_key = found_documents[index].get("id")
         if id_key is None:
@@ -681,11 +867,19 @@ def _documents(path: str, span: Span, documents: str) -> list[str]:
                 f"has no {prefix}{index}.document.id, so what it returned is "
                 "unknown",
             )
-        ids.append(_document_id(path, span, id_key, span.attributes[id_key]))
+        content_key = found_documents[index].get("content")
+        ids.append(
+            (
+                _document_id(path, span, id_key, span.attributes[id_key]),
+                None if content_key is None else _span_text(path, span, content_key),
+            )
+        )
     return ids
 
 
-def _document_list(path: str, span: Span, documents: str) -> list[str]:
+def _document_list(
+    path: str, span: Span, documents: str
+) -> list[tuple[str, str | None]]:
     """The ids of a list of documents given as one attribute: an array of
     objects, each holding `document.id`, or a JSON text of one."""
     value = span.attributes[documents]
@@ -702,7 +896,7 @@ def _document_list(path: str, span: Span, documents: str) -> list[str]:
             ) from None
     if type(value) is not list:
         raise _refuse_at(path, span, documents, f"{form}, got {quote(value, 80)}")
-    ids: list[str] = []
+    ids: list[tuple[str, str | None]] = []
     for index, document in enumerate(value):
         if type(document) is not dict or "document.id" not in document:
             raise _refuse_at(
@@ -712,7 +906,13 @@ def _document_list(path: str, span: Span, documents: str) -> list[str]:
                 f"{form}; document {index} is {quote(document, 80)}, so what "
                 "the span returned is unknown",
             )
-        ids.append(_document_id(path, span, documents, document["document.id"]))
+        content = document.get("document.content")
+        ids.append(
+            (
+                _document_id(path, span, documents, document["document.id"]),
+                content if isinstance(content, str) else None,
+            )
+        )
     return ids
 
 
@@ -747,18 +947,49 @@ def _span_text(path: str, span: Span, key: str) -> str | None:
 
 
 def _answer(path: str, trace: Trace) -> str | None:
-    root = trace.root()
-    if root is not None:
-        answer = _span_text(path, root, OUTPUT_VALUE)
+    """What the last model returned: its output messages, else its
+    output.value; None when no LLM span (prompt builders aside) says."""
+    models = [
+        span
+        for span in trace.ordered()
+        if _kind(path, span) == LLM and not _builds_prompt(span)
+    ]
+    for span in reversed(models):
+        said = [
+            text
+            for key in span.attributes
+            if key.startswith(OUTPUT_MESSAGES) and key.endswith(".content")
+            for text in _texts(path, span, key)
+        ]
+        if said:
+            return "\n".join(said)
+        answer = _span_text(path, span, OUTPUT_VALUE)
         if answer is not None:
             return answer
-    answers = [
-        _span_text(path, span, OUTPUT_VALUE)
-        for span in trace.ordered()
-        if _kind(path, span) == LLM
-    ]
-    given = [answer for answer in answers if answer is not None]
-    return given[-1] if given else None
+    return None
+
+
+def _question(path: str, trace: Trace) -> str | None:
+    """The user's text: the root's input.value unless JSON, else the first
+    retriever's (its `query` where JSON), else the root's as it is."""
+    root = trace.root()
+    if root is None:
+        return None
+    question = _span_text(path, root, INPUT_VALUE)
+    if question is None or root.attributes.get(INPUT_MIME_TYPE) != JSON_MIME_TYPE:
+        return question
+    retrievers = [span for span in trace.ordered() if _kind(path, span) == RETRIEVER]
+    text = None if not retrievers else _span_text(path, retrievers[0], INPUT_VALUE)
+    if text is None:
+        return question
+    if retrievers[0].attributes.get(INPUT_MIME_TYPE) != JSON_MIME_TYPE:
+        return text
+    try:
+        arguments = strict_json_loads(text)
+    except ValueError:
+        return question
+    query = arguments.get("query") if type(arguments) is dict else None
+    return query if isinstance(query, str) else question
 
 
 def _key(path: str, trace: Trace, name: str) -> Key | None:
@@ -856,11 +1087,76 @@ def read_gold(path: str | Path) -> dict[tuple[type, Key], GoldLine]:
 class OpenInferenceNotes:
     """What an import's notes say, complete once its records all are: the
     traces that matched no gold line, as (trace id, key or None); the gold
-    lines no trace matched; and the traces with no RETRIEVER span."""
+    lines no trace matched; the traces with no RETRIEVER span; those whose
+    context is their last step's output as no model input shows it, with
+    why; and the untyped spans that returned documents, by name, with how
+    many traces have one."""
 
     unmatched: list[tuple[str, Key | None]] = field(default_factory=list)
     unused_gold: list[GoldLine] = field(default_factory=list)
     unretrieved: list[str] = field(default_factory=list)
+    last_step: list[tuple[str, str]] = field(default_factory=list)
+    untyped: dict[str, int] = field(default_factory=dict)
+
+
+MODEL_INPUT = "model-input"
+LAST_STEP = "last-step"
+NO_MODEL_INPUT = "no model input"
+NO_CONTENT = "documents without content"
+
+
+@dataclass(frozen=True)
+class ImportRules:
+    """How traces become records: the gold key's attribute, the sample
+    id's (None: the key's), the context rule, and whether a trace that
+    matches no gold line is let through."""
+
+    key: str
+    sample_id: str | None = None
+    context: str = MODEL_INPUT
+    allow_unmatched: bool = False
+
+
+class UnmatchedTraces(ImportRefused):
+    """Traces that match no gold line, with no --allow-unmatched."""
+
+    exit_code = 2
+
+
+def _trace_context(
+    path: str, trace: Trace, rule: str, notes: OpenInferenceNotes
+) -> tuple[list[str] | None, list[dict[str, Any]] | None]:
+    """The trace's context and steps by `rule` (see the module)."""
+    retrieved = _context(path, trace)
+    if retrieved is None:
+        notes.unretrieved.append(trace.trace_id)
+        return None, None
+    found = _steps(path, trace)
+    for name in dict.fromkeys(_untyped(path, trace, found.contents)):
+        notes.untyped[name] = notes.untyped.get(name, 0) + 1
+    if rule == MODEL_INPUT:
+        texts = _model_input(path, trace)
+        why = NO_MODEL_INPUT
+        if texts:
+            contents = {
+                document: [text for text in texts_of if text]
+                for document, texts_of in found.contents.items()
+            }
+            try:
+                context = documents_in(texts, contents)
+            except TwoReadings as error:
+                raise ImportRefused(
+                    f"{path}: trace {quote(trace.trace_id)}: {error}; "
+                    "--context last-step takes its last step's output instead"
+                ) from None
+            unseen = [d for d in contents if not contents[d] and d not in context]
+            if not unseen:
+                return context, found.steps
+            why = NO_CONTENT
+        notes.last_step.append((trace.trace_id, why))
+    if not any(step["name"].startswith("reranker") for step in found.steps):
+        return retrieved, None
+    return list(found.steps[-1]["ids"]), found.steps
 
 
 def openinference_records(
@@ -868,62 +1164,116 @@ def openinference_records(
     traces: Iterable[Trace],
     gold: dict[tuple[type, Key], GoldLine],
     gold_path: str,
-    key: str,
+    rules: ImportRules,
     labels: RecordLabels | None,
     notes: OpenInferenceNotes,
 ) -> Iterator[dict[str, Any]]:
     """One record per trace, as they come (see the module), filling
-    `notes`; raises `InputFileError` for what a trace cannot say, and
-    `LabelsRefused` for a trace labelled twice."""
+    `notes`; raises `InputFileError` for what a trace cannot say,
+    `ImportRefused` for a sample id two traces share, `LabelsRefused` for
+    a record labelled twice or a label naming none, and `UnmatchedTraces`
+    at the end, unless let through."""
     used: set[tuple[type, Key]] = set()
+    traces_by_id: dict[tuple[type, Key], str] = {}
     for trace in traces:
         trace_id = trace.trace_id
-        value = _key(spans_path, trace, key)
+        value = _key(spans_path, trace, rules.key)
         line = None if value is None else gold.get((type(value), value))
+        sample_id = _sample_id(spans_path, trace, rules, value)
+        typed = (type(sample_id), sample_id)
+        if typed in traces_by_id:
+            raise ImportRefused(
+                f"{spans_path}: traces {quote(traces_by_id[typed])} and "
+                f"{quote(trace_id)} both have sample id {quote(sample_id)} "
+                f"({rules.sample_id or rules.key}); a sample id names one run"
+            )
+        traces_by_id[typed] = trace_id
         record: dict[str, Any] = {}
         if line is None:
             notes.unmatched.append((trace_id, value))
         else:
             used.add((type(line.key), line.key))
             record["required"] = list(line.required)
-        context = _context(spans_path, trace)
-        steps = _steps(spans_path, trace)
-        if context is None:
-            notes.unretrieved.append(trace_id)
-        elif steps is None:
+        context, steps = _trace_context(spans_path, trace, rules.context, notes)
+        if context is not None:
             record["context"] = context
-        else:
-            # What reached the model is what the pipeline's last step output.
-            record["context"] = list(steps[-1]["ids"])
+        if steps is not None:
             record["steps"] = steps
         correct = None if line is None else line.correct
-        if labels is not None and trace_id in labels.labels:
+        if labels is not None and sample_id in labels.labels:
             if correct is not None:
                 assert line is not None
                 raise LabelsRefused(
-                    f"{labels.path}, line {labels.lines[trace_id]}: trace "
-                    f"{quote(trace_id)} is already labelled by {gold_path}, "
-                    f"line {line.line}; a trace's label comes from one file"
+                    f"{labels.path}, line {labels.lines[sample_id]}: "
+                    f"{quote(sample_id)} (trace {quote(trace_id)}) is already "
+                    f"labelled by {gold_path}, line {line.line}; a record's "
+                    "label comes from one file"
                 )
-            correct = labels.labels[trace_id]
+            correct = labels.labels[sample_id]
         if correct is not None:
             record["correct"] = correct
-        root = trace.root()
-        question = None if root is None else _span_text(spans_path, root, INPUT_VALUE)
+        question = _question(spans_path, trace)
         if question is not None:
             record["question"] = question
         answer = _answer(spans_path, trace)
         if answer is not None:
             record["answer"] = answer
-        yield {"id": trace_id, "input": record}
+        yield {"id": sample_id, "input": record}
     notes.unused_gold += [line for typed, line in gold.items() if typed not in used]
+    if labels is not None:
+        ids = {sample_id for _, sample_id in traces_by_id}
+        check_labels_name_records(labels, ids, "record", spans_path)
+    if notes.unmatched and not rules.allow_unmatched:
+        raise UnmatchedTraces(
+            _unmatched_message(notes, rules.key, gold_path, len(traces_by_id))
+        )
+
+
+def _sample_id(path: str, trace: Trace, rules: ImportRules, key: Key | None) -> Key:
+    """The record's id: the --id attribute's value, else the key's, else
+    (a trace without a key, let through unmatched) the trace id."""
+    if rules.sample_id is None:
+        return trace.trace_id if key is None else key
+    value = _key(path, trace, rules.sample_id)
+    if value is None:
+        raise ImportRefused(
+            f"{path}: trace {quote(trace.trace_id)} has no attribute "
+            f"{quote(rules.sample_id)} for its sample id"
+        )
+    return value
+
+
+def _unmatched_message(
+    notes: OpenInferenceNotes, key: str, gold_path: str, traces: int
+) -> str:
+    """The traces named, and, when none matched, why a key may not join."""
+    unmatched = notes.unmatched
+    shown = ", ".join(
+        quote(trace_id)
+        + (f" (no {key})" if value is None else f" ({quote(value, 60)})")
+        for trace_id, value in unmatched[:SHOWN]
+    )
+    more = len(unmatched) - SHOWN
+    message = (
+        f"{counted(len(unmatched), 'trace')} match no line of {gold_path} by "
+        f"{key}: {shown}" + (f" and {more} more" if more > 0 else "")
+    )
+    if len(unmatched) < traces:
+        return message + "; --allow-unmatched writes them without required"
+    return (
+        message + f"; no trace matched any of its lines: {key} may vary from run "
+        "to run of the same question (Haystack's input.value holds a Python "
+        "set, whose order changes with each process), so key by an id the "
+        "harness sets, such as session.id; --allow-unmatched writes them "
+        "without required"
+    )
 
 
 def stream_openinference(
     spans_path: str | Path,
     gold_path: str | Path,
     *,
-    key: str,
+    rules: ImportRules,
     labels_path: str | Path | None = None,
     notes: OpenInferenceNotes,
 ) -> Iterator[dict[str, Any]]:
@@ -941,14 +1291,12 @@ def stream_openinference(
     index = index_traces(spans)
     gold = read_gold(gold_path)
     labels = None if labels_path is None else read_labels(labels_path)
-    if labels is not None:
-        check_labels_name_records(labels, index, "trace", spans)
     try:
         with open(spans, "rb") as binary:
             reader = TraceReader(spans, binary)
             traces = (reader.read(trace_id, lines) for trace_id, lines in index.items())
             yield from openinference_records(
-                spans, traces, gold, str(gold_path), key, labels, notes
+                spans, traces, gold, str(gold_path), rules, labels, notes
             )
     except OSError as error:
         raise _unreadable(spans, error) from None
@@ -960,6 +1308,9 @@ def import_openinference(
     *,
     key: str,
     labels_path: str | Path | None = None,
+    sample_id: str | None = None,
+    context: str = MODEL_INPUT,
+    allow_unmatched: bool = False,
 ) -> OpenInferenceImport:
     """Read the spans, the gold file (and the labels) and build the records.
 
@@ -967,11 +1318,10 @@ def import_openinference(
     either every record or none.
     """
     notes = OpenInferenceNotes()
+    rules = ImportRules(key, sample_id, context, allow_unmatched)
     records = list(
         stream_openinference(
-            spans_path, gold_path, key=key, labels_path=labels_path, notes=notes
+            spans_path, gold_path, rules=rules, labels_path=labels_path, notes=notes
         )
     )
-    return OpenInferenceImport(
-        records, notes.unmatched, notes.unused_gold, notes.unretrieved
-    )
+    return OpenInferenceImport(records, notes)
