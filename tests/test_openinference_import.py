@@ -157,9 +157,9 @@ def run_pipeline(
     llm.end(end_time=next(clock))
     root.end(end_time=next(clock))
 
-    # Trace 6, example ex-1 again: no retriever instrumented, so no context
-    # was recorded (not an empty one).
-    root = span("rag", {KIND: CHAIN, EXAMPLE: "ex-1"})
+    # Trace 6, example ex-6: no retriever instrumented, so no context was
+    # recorded (not an empty one).
+    root = span("rag", {KIND: CHAIN, EXAMPLE: "ex-6"})
     llm = span("generate", {KIND: LLM, SpanAttributes.OUTPUT_VALUE: "1999"}, root)
     llm.end(end_time=next(clock))
     root.end(end_time=next(clock))
@@ -172,32 +172,36 @@ GOLD = [
     {"key": "ex-1", "required": ["D1", "D3"], "correct": True},
     {"key": "ex-2", "required": ["D4", "D5"], "note": "no label yet"},
     {"key": 7, "required": ["42"], "correct": False},
+    {"key": "ex-6", "required": ["D1", "D3"], "correct": True},
     {"key": "ex-unused", "required": ["D1"]},
 ]
 
+# Ids are the key's values as text (a trace without one keeps its trace id); no
+# LLM span shows its input, so each context is the retrievers' output; the
+# answer is the model's, not the root's.
 RECORDS = [
     {
-        "id": TRACES[0],
+        "id": "ex-1",
         "input": {
             "required": ["D1", "D3"],
             "context": ["D1", "D2", "D3"],
             "correct": True,
             "question": "When?",
-            "answer": "It opened in 1998.",
+            "answer": "1998",
         },
     },
     {
-        "id": TRACES[1],
+        "id": "ex-2",
         "input": {
             "required": ["D4", "D5"],
             "context": ["D5", "D6"],
             "answer": "Ms Ito",
         },
     },
-    {"id": TRACES[2], "input": {"context": ["D7"]}},
+    {"id": "ex-9", "input": {"context": ["D7"]}},
     {"id": TRACES[3], "input": {"context": []}},
     {
-        "id": TRACES[4],
+        "id": "7",
         "input": {
             "required": ["42"],
             "context": ["42"],
@@ -206,7 +210,7 @@ RECORDS = [
         },
     },
     {
-        "id": TRACES[5],
+        "id": "ex-6",
         "input": {"required": ["D1", "D3"], "correct": True, "answer": "1999"},
     },
 ]
@@ -281,44 +285,61 @@ def test_the_exports_are_the_two_json_encodings(spans: dict[str, Path]) -> None:
 def test_one_record_per_trace_from_either_encoding(
     spans: dict[str, Path], encoding: str
 ) -> None:
-    imported = import_openinference(spans[encoding], spans["gold"], key=EXAMPLE)
+    imported = import_openinference(
+        spans[encoding], spans["gold"], key=EXAMPLE, allow_unmatched=True
+    )
     assert imported.records == RECORDS
-    assert imported.unmatched == [(TRACES[2], "ex-9"), (TRACES[3], None)]
-    assert [line.key for line in imported.unused_gold] == ["ex-unused"]
-    assert imported.unretrieved == [TRACES[5]]
+    notes = imported.notes
+    assert notes.unmatched == [(TRACES[2], "ex-9"), (TRACES[3], None)]
+    assert [line.key for line in notes.unused_gold] == ["ex-unused"]
+    assert notes.unretrieved == [TRACES[5]]
+    assert notes.last_step == [(trace, "no model input") for trace in TRACES[:5]]
 
 
 def test_input_value_joins_by_the_root_spans_question(
     spans: dict[str, Path], tmp_path: Path
 ) -> None:
     gold = write_lines(tmp_path / "gold.jsonl", [{"key": "When?", "required": ["D9"]}])
-    imported = import_openinference(spans["otlp"], gold, key=SpanAttributes.INPUT_VALUE)
+    imported = import_openinference(
+        spans["otlp"], gold, key=SpanAttributes.INPUT_VALUE, allow_unmatched=True
+    )
+    assert imported.records[0]["id"] == "When?"
     assert imported.records[0]["input"]["required"] == ["D9"]
     # No span of the other traces has an input.value.
-    assert [trace for trace, _ in imported.unmatched] == TRACES[1:]
+    assert [trace for trace, _ in imported.notes.unmatched] == TRACES[1:]
 
 
-def test_labels_label_traces_by_id_but_never_one_the_gold_labels(
+def test_labels_label_records_by_id_but_never_one_the_gold_labels(
     spans: dict[str, Path], tmp_path: Path
 ) -> None:
-    labels = write_lines(
-        tmp_path / "labels.jsonl", [{"id": TRACES[1], "correct": True}]
-    )
+    labels = write_lines(tmp_path / "labels.jsonl", [{"id": "ex-2", "correct": True}])
     imported = import_openinference(
-        spans["otlp"], spans["gold"], key=EXAMPLE, labels_path=labels
+        spans["otlp"],
+        spans["gold"],
+        key=EXAMPLE,
+        labels_path=labels,
+        allow_unmatched=True,
     )
     assert imported.records[1]["input"]["correct"] is True
     assert list(imported.records[1]["input"])[:3] == ["required", "context", "correct"]
 
-    twice = write_lines(tmp_path / "twice.jsonl", [{"id": TRACES[0], "correct": True}])
+    twice = write_lines(tmp_path / "twice.jsonl", [{"id": "ex-1", "correct": True}])
     with pytest.raises(LabelsRefused, match=r"is already labelled by .*line 1"):
         import_openinference(
-            spans["otlp"], spans["gold"], key=EXAMPLE, labels_path=twice
+            spans["otlp"],
+            spans["gold"],
+            key=EXAMPLE,
+            labels_path=twice,
+            allow_unmatched=True,
         )
     nothing = write_lines(tmp_path / "none.jsonl", [{"id": "ab" * 16, "correct": True}])
-    with pytest.raises(LabelsRefused, match="1 label names no trace of"):
+    with pytest.raises(LabelsRefused, match="1 label names no record of"):
         import_openinference(
-            spans["otlp"], spans["gold"], key=EXAMPLE, labels_path=nothing
+            spans["otlp"],
+            spans["gold"],
+            key=EXAMPLE,
+            labels_path=nothing,
+            allow_unmatched=True,
         )
 
 
@@ -559,7 +580,9 @@ def test_documents_given_as_one_attribute_are_read(
         )
     )
     path = write_lines(tmp_path / "spans.jsonl", [line])
-    (record,) = import_openinference(path, spans["gold"], key=EXAMPLE).records
+    (record,) = import_openinference(
+        path, spans["gold"], key=EXAMPLE, allow_unmatched=True
+    ).records
     assert record["input"]["context"] == ["D7", "9"]
 
 
@@ -728,23 +751,41 @@ def import_cli(*args: str) -> Result:
     )
 
 
-def test_the_command_lists_unmatched_traces_and_gold_and_drops_none(
-    spans: dict[str, Path],
+def test_unmatched_traces_are_refused_or_let_through_and_listed(
+    spans: dict[str, Path], tmp_path: Path
 ) -> None:
+    """A trace no gold line matches exits 2, naming it, and writes nothing;
+    --allow-unmatched writes it without required, and every note is one
+    line."""
+    gold = spans["gold"]
+    out = tmp_path / "runs.jsonl"
+    refused = import_cli(
+        str(spans["otlp"]), "--gold", str(gold), "--key", EXAMPLE, "-o", str(out)
+    )
+    assert refused.exit_code == 2
+    assert refused.stderr.splitlines() == [
+        f"Error: 2 traces match no line of {gold} by example.id: "
+        f'"{TRACES[2]}" ("ex-9"), "{TRACES[3]}" (no example.id); '
+        "--allow-unmatched writes them without required"
+    ]
+    assert not out.exists()
     result = import_cli(
-        str(spans["otlp"]), "--gold", str(spans["gold"]), "--key", EXAMPLE
+        str(spans["otlp"]), "--gold", str(gold), "--key", EXAMPLE, "--allow-unmatched"
     )
     assert result.exit_code == 0, result.output
     assert [json.loads(line) for line in result.stdout.splitlines()] == RECORDS
-    gold = spans["gold"]
     assert result.stderr.splitlines() == [
         f"note: 2 of 6 traces match no line of {gold} by example.id; written "
-        f'without required, they score unresolved: "{TRACES[2]}" (example.id '
-        f'"ex-9"), "{TRACES[3]}" (no example.id)',
+        "without required (--allow-unmatched), they score unresolved: "
+        f'"{TRACES[2]}" (example.id "ex-9"), "{TRACES[3]}" (no example.id)',
+        "note: 5 of 6 traces show no model input that names their documents "
+        "(5 no model input); their context is their last retrieval step's "
+        "output, as --context last-step takes it: "
+        + ", ".join(f'"{trace}"' for trace in TRACES[:5]),
         f"note: 1 of 6 traces have no RETRIEVER span; written without context, "
         "they are invalid-input (the context was never recorded): "
         f'"{TRACES[5]}"',
-        f'note: 1 gold line of {gold} matches no trace: "ex-unused" (line 4)',
+        f'note: 1 gold line of {gold} matches no trace: "ex-unused" (line 5)',
         "note: 1 of 6 traces have required documents and no label (no --labels "
         "given); they score answer-label until labelled",
     ]
@@ -772,10 +813,11 @@ def test_help_states_the_conventions() -> None:
     assert result.exit_code == 0
     text = " ".join(result.stdout.split())
     for phrase in (
-        "the document ids of the trace's RETRIEVER spans "
-        "(retrieval.documents.N.document.id), spans in start order, documents by N",
-        "answer: the root span's output.value, else the last LLM span's",
-        "counted and listed on stderr, never dropped",
+        "context: the documents a model received, found by id or content in "
+        "an LLM span's input messages or prompt, or a prompt builder's output",
+        "retrievers side by side fan in",
+        "answer: the last model's output; question: the user's text",
+        "A trace matching no gold line is refused (exit 2), unless --allow-unmatched",
         "never from both, and never guessed",
     ):
         assert phrase in text, phrase
@@ -787,6 +829,7 @@ def test_the_import_scores_as_the_gold_says(
     imported = run_tracegrade(
         *("import", "openinference", str(spans["protobuf"])),
         *("--gold", str(spans["gold"]), "--key", EXAMPLE, "-o", "runs.jsonl"),
+        "--allow-unmatched",
         cwd=tmp_path,
     )
     assert imported.returncode == 0, imported.stderr
@@ -799,20 +842,20 @@ def test_the_import_scores_as_the_gold_says(
     lines = (tmp_path / "results.jsonl").read_text().splitlines()
     results = {entry["id"]: entry["result"] for entry in map(json.loads, lines)}
     assert results == {
-        TRACES[0]: {"stage": "pass", "missing": []},
-        TRACES[1]: {"error": "answer-label"},
-        TRACES[2]: {"stage": "unresolved"},
+        "ex-1": {"stage": "pass", "missing": []},
+        "ex-2": {"error": "answer-label"},
+        "ex-9": {"stage": "unresolved"},
         TRACES[3]: {"stage": "unresolved"},
-        TRACES[4]: {"stage": "generation", "missing": []},
-        TRACES[5]: None,
+        "7": {"stage": "generation", "missing": []},
+        "ex-6": None,
     }
     errors = {
         entry["id"]: entry["error"]
         for entry in map(json.loads, lines)
         if entry["error"]
     }
-    assert errors[TRACES[5]]["kind"] == "invalid-input"
-    assert errors[TRACES[5]]["field"] == "context"
+    assert errors["ex-6"]["kind"] == "invalid-input"
+    assert errors["ex-6"]["field"] == "context"
 
 
 def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:

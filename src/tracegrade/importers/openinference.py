@@ -1174,20 +1174,19 @@ def openinference_records(
     a record labelled twice or a label naming none, and `UnmatchedTraces`
     at the end, unless let through."""
     used: set[tuple[type, Key]] = set()
-    traces_by_id: dict[tuple[type, Key], str] = {}
+    traces_by_id: dict[str, str] = {}
     for trace in traces:
         trace_id = trace.trace_id
         value = _key(spans_path, trace, rules.key)
         line = None if value is None else gold.get((type(value), value))
         sample_id = _sample_id(spans_path, trace, rules, value)
-        typed = (type(sample_id), sample_id)
-        if typed in traces_by_id:
+        if sample_id in traces_by_id:
             raise ImportRefused(
-                f"{spans_path}: traces {quote(traces_by_id[typed])} and "
+                f"{spans_path}: traces {quote(traces_by_id[sample_id])} and "
                 f"{quote(trace_id)} both have sample id {quote(sample_id)} "
                 f"({rules.sample_id or rules.key}); a sample id names one run"
             )
-        traces_by_id[typed] = trace_id
+        traces_by_id[sample_id] = trace_id
         record: dict[str, Any] = {}
         if line is None:
             notes.unmatched.append((trace_id, value))
@@ -1221,26 +1220,31 @@ def openinference_records(
         yield {"id": sample_id, "input": record}
     notes.unused_gold += [line for typed, line in gold.items() if typed not in used]
     if labels is not None:
-        ids = {sample_id for _, sample_id in traces_by_id}
-        check_labels_name_records(labels, ids, "record", spans_path)
+        check_labels_name_records(labels, traces_by_id, "record", spans_path)
     if notes.unmatched and not rules.allow_unmatched:
         raise UnmatchedTraces(
             _unmatched_message(notes, rules.key, gold_path, len(traces_by_id))
         )
 
 
-def _sample_id(path: str, trace: Trace, rules: ImportRules, key: Key | None) -> Key:
+def _sample_id(path: str, trace: Trace, rules: ImportRules, key: Key | None) -> str:
     """The record's id: the --id attribute's value, else the key's, else
-    (a trace without a key, let through unmatched) the trace id."""
-    if rules.sample_id is None:
-        return trace.trace_id if key is None else key
-    value = _key(path, trace, rules.sample_id)
-    if value is None:
+    (a trace without a key, let through unmatched) the trace id. An
+    integer becomes its decimal text, as a record's id is text."""
+    value = key
+    if rules.sample_id is not None:
+        value = _key(path, trace, rules.sample_id)
+        if value is None:
+            raise ImportRefused(
+                f"{path}: trace {quote(trace.trace_id)} has no attribute "
+                f"{quote(rules.sample_id)} for its sample id"
+            )
+    if value == "":
         raise ImportRefused(
-            f"{path}: trace {quote(trace.trace_id)} has no attribute "
-            f"{quote(rules.sample_id)} for its sample id"
+            f"{path}: trace {quote(trace.trace_id)} has an empty "
+            f"{rules.sample_id or rules.key}, which cannot name a record"
         )
-    return value
+    return trace.trace_id if value is None else str(value)
 
 
 def _unmatched_message(
@@ -1254,8 +1258,9 @@ def _unmatched_message(
         for trace_id, value in unmatched[:SHOWN]
     )
     more = len(unmatched) - SHOWN
+    verb = "matches" if len(unmatched) == 1 else "match"
     message = (
-        f"{counted(len(unmatched), 'trace')} match no line of {gold_path} by "
+        f"{counted(len(unmatched), 'trace')} {verb} no line of {gold_path} by "
         f"{key}: {shown}" + (f" and {more} more" if more > 0 else "")
     )
     if len(unmatched) < traces:
