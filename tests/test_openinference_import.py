@@ -1318,3 +1318,36 @@ def test_a_key_that_matches_no_trace_says_it_may_vary_per_run(tmp_path: Path) ->
         "no trace matched any of its lines: input.value may vary from run to run "
         "of the same question"
     ) in line
+
+
+def test_a_document_without_an_id_has_the_one_its_metadata_names(
+    tmp_path: Path,
+) -> None:
+    """LangChain's instrumentor records each document's content and
+    metadata, not its id: --id-in-metadata names the metadata key that
+    holds it; without it, or where the metadata lacks it, the import is
+    refused rather than guess."""
+    recorder = Recorder(tmp_path / "spans.jsonl")
+    root = recorder.start("RunnableSequence", {KIND: CHAIN, SESSION: "q1"})
+    documents = {
+        f"retrieval.documents.{n}.document.{field}": value
+        for n, document in enumerate(["D1", "D2"])
+        for field, value in (
+            ("content", content(document)),
+            ("metadata", json.dumps({"id": document, "priority": n})),
+        )
+    }
+    recorder.leaf("KeywordDocumentRetriever", {KIND: RETRIEVER, **documents}, root)
+    recorder.generator(f"- [D2] {content('D2')}", "an answer", root)
+    recorder.end(root)
+    spans = recorder.close()
+    gold = write_lines(tmp_path / "gold.jsonl", [{"key": "q1", "required": ["D1"]}])
+    (record,) = import_openinference(
+        spans, gold, key=SESSION, id_in_metadata="id"
+    ).records
+    assert record["input"]["steps"] == [{"name": "retriever", "ids": ["D1", "D2"]}]
+    assert record["input"]["context"] == ["D2"]
+    with pytest.raises(InputFileError, match=r"--id-in-metadata KEY reads it"):
+        import_openinference(spans, gold, key=SESSION)
+    with pytest.raises(InputFileError, match=r"holds no \"name\" and the document"):
+        import_openinference(spans, gold, key=SESSION, id_in_metadata="name")

@@ -457,6 +457,12 @@ def ragas(
     "for every trace.",
 )
 @click.option(
+    "--id-in-metadata",
+    metavar="KEY",
+    help="A document without document.id has the id its document.metadata "
+    "holds as KEY (LangChain's instrumentor records no document.id).",
+)
+@click.option(
     "--allow-unmatched",
     is_flag=True,
     help="Write a trace that matches no gold line without required (it "
@@ -470,6 +476,7 @@ def openinference(
     sample_id: str | None,
     context_rule: str,
     allow_unmatched: bool,
+    id_in_metadata: str | None,
     labels: str | None,
     output: str | None,
     output_format: str,
@@ -536,7 +543,7 @@ def openinference(
     )
 
     imported = OpenInferenceNotes()
-    rules = ImportRules(key, sample_id, context_rule, allow_unmatched)
+    rules = ImportRules(key, sample_id, context_rule, allow_unmatched, id_in_metadata)
 
     def build() -> Iterable[dict[str, Any]]:
         return stream_openinference(

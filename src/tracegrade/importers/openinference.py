@@ -1,42 +1,39 @@
 """OpenInference traces, exported as OTLP JSON, as stage-diagnosis records.
 
-A RAG pipeline instrumented with OpenInference's conventions (Arize
-Phoenix, OpenLLMetry-style instrumentation) records what stage diagnosis
-needs as it runs: its `RETRIEVER` spans name the documents they returned
-(`retrieval.documents.N.document.id`), and its `LLM` or root span holds
-the answer (`output.value`). What the answer needed, and whether it was
-right, comes from a gold file, joined to each trace by a key the user
-names. One fixture-format record per trace:
+A RAG pipeline instrumented with OpenInference's conventions records what
+stage diagnosis needs as it runs: its `RETRIEVER` and `RERANKER` spans
+name the documents they returned (`retrieval.documents.N.document.id`),
+and its `LLM` spans what the model was given and said. What the answer
+needed, and whether it was right, comes from a gold file, joined to each
+trace by a key the user names. One fixture-format record per trace
+(docs/import-openinference.md):
 
-    {"id": TRACE_ID, "input": {"required": [...], "context": [...],
+    {"id": KEY, "input": {"required": [...], "context": [...], "steps"?: [...],
      "correct"?: true|false, "question"?: ..., "answer"?: ...}}
 
-- `id` is the trace id, 32 lowercase hex digits.
-- `context` is the document ids of the trace's RETRIEVER spans, spans in
-  start order (ties in file order), each span's documents by their index
-  N; an integer id becomes its decimal text. A span may give its documents
-  as one attribute `retrieval.documents` instead (an array of objects each
-  holding `document.id`, or a JSON text of one), as some exporters keep
-  them; both forms in one span are refused. A trace with no RETRIEVER
-  span has no `context`: it was never recorded, and the run scores
-  `invalid-input`, where an empty one would blame the retriever.
-- `steps`, for a trace with a RERANKER span: each RETRIEVER span and each
-  RERANKER span (its `reranker.output_documents`) is a step, in start
-  order, and `context` is the last step's output instead. A trace
-  without a reranker has no steps and the context above.
-- `answer` is the root span's `output.value`, or, where the root has
-  none, the last LLM span's; `question` the root span's `input.value`.
-  The root is the span with no parent (the earliest, if several).
+- `id` is the trace's key as text, or the value of the attribute
+  `ImportRules.sample_id` names; two traces with one id are refused.
+- `context` is the documents a model received: those whose id or unique
+  content a model's input shows (`_model_input`, `documents_in`), one
+  reading or a refusal. A trace showing no model input, or with
+  `--context last-step`, has the rule of earlier versions: the last
+  RERANKER's output, or without one its RETRIEVER spans' documents.
+  A trace with no RETRIEVER span has no `context`: it was never recorded,
+  and the run scores `invalid-input`, where an empty one would blame the
+  retriever.
+- `steps`: its RETRIEVER and RERANKER spans in span-tree order
+  (`_steps`), retrievers side by side fanning in.
+- `answer` is the last model's output, `question` the user's text.
 - The key is the attribute `key` of the root span, or, where the root
   lacks it, the one value the trace's other spans give it (two different
-  values are refused). `--key input.value` joins by the question text.
+  values are refused).
 - `required` (and `correct`, when the gold line has one) come from the
   gold line whose `key` equals it, type included: `7` is not `"7"`. A
-  label may also come from a labels file keyed by trace id, but one trace
-  is never labelled by both. Labels are never guessed.
-- A trace that matches no gold line is kept, without `required` (so it
-  scores `unresolved`: nothing to diagnose), and counted and listed
-  (`OpenInferenceImport.unmatched`); so are gold lines no trace matched.
+  label may also come from a labels file keyed by record id, but one
+  record is never labelled by both. Labels are never guessed.
+- A trace that matches no gold line is refused (`UnmatchedTraces`), or,
+  let through, kept without `required` (so it scores `unresolved`) and
+  listed; so are gold lines no trace matched.
 
 The spans file is JSON Lines, one OTLP `ExportTraceServiceRequest` per
 line, as the OpenTelemetry SDK's OTLP JSON file exporter and the
@@ -100,6 +97,7 @@ OUTPUT_VALUE = "output.value"
 RETRIEVER = "RETRIEVER"
 LLM = "LLM"
 RERANKER = "RERANKER"
+PROMPT = "PROMPT"
 RETRIEVED = "retrieval.documents"
 RERANKED = "reranker.output_documents"
 _DIGITS = re.compile(r"[+-]?[0-9]+")
@@ -596,7 +594,7 @@ def _kind(path: str, span: Span) -> Any:
     return kind
 
 
-def _context(path: str, trace: Trace) -> list[str] | None:
+def _context(path: str, trace: Trace, in_metadata: str | None) -> list[str] | None:
     """The documents the trace's RETRIEVER spans returned, in order; None
     when it has no RETRIEVER span, so the context was never recorded (an
     empty one would say the retriever found nothing)."""
@@ -605,7 +603,7 @@ def _context(path: str, trace: Trace) -> list[str] | None:
         return None
     context: list[str] = []
     for span in retrievers:
-        context += _documents(path, span, RETRIEVED)
+        context += _documents(path, span, RETRIEVED, in_metadata)
     return context
 
 
@@ -660,7 +658,7 @@ class _Steps:
     contents: dict[str, set[str | None]]
 
 
-def _steps(path: str, trace: Trace) -> _Steps:
+def _steps(path: str, trace: Trace, in_metadata: str | None) -> _Steps:
     """Each RETRIEVER span (its documents) and each RERANKER span (its
     `reranker.output_documents`) is a step, in the order their outputs were
     ready (`_post_order`), named by kind: `retriever`, `reranker`, then
@@ -680,9 +678,8 @@ def _steps(path: str, trace: Trace) -> _Steps:
     previous: tuple[Span, list[str]] | None = None
     for span in spans:
         kind = kinds[span.span_id]
-        fields = _document_fields(
-            path, span, RETRIEVED if kind == RETRIEVER else RERANKED
-        )
+        listed = RETRIEVED if kind == RETRIEVER else RERANKED
+        fields = _document_fields(path, span, listed, in_metadata)
         for document, content in fields:
             contents.setdefault(document, set()).add(content)
         ids = [document for document, _ in fields]
@@ -797,27 +794,26 @@ def _untyped(
     holding, typed = [], []
     for span in trace.ordered():
         kind = _kind(path, span)
-        if kind in (RETRIEVER, RERANKER, LLM):
+        if kind in (RETRIEVER, RERANKER, LLM, PROMPT):
             typed.append(span)
             continue
         output = span.attributes.get(OUTPUT_VALUE)
-        if (
-            kind != "PROMPT"
-            and isinstance(output, str)
-            and any(mark in output for mark in marks)
-        ):
+        if isinstance(output, str) and any(mark in output for mark in marks):
             holding.append(span)
     above = _above(trace, [*holding, *typed])
     return [span.name for span in holding if span.span_id not in above]
 
 
-def _documents(path: str, span: Span, documents: str) -> list[str]:
+def _documents(
+    path: str, span: Span, documents: str, in_metadata: str | None
+) -> list[str]:
     """The ids of a span's list of documents `documents`, in order."""
-    return [document for document, _ in _document_fields(path, span, documents)]
+    fields = _document_fields(path, span, documents, in_metadata)
+    return [document for document, _ in fields]
 
 
 def _document_fields(
-    path: str, span: Span, documents: str
+    path: str, span: Span, documents: str, in_metadata: str | None
 ) -> list[tuple[str, str | None]]:
     """The ids and contents of a span's list of documents `documents`, in order:
     `retrieval.documents` for a RETRIEVER, `reranker.output_documents` for a
@@ -827,7 +823,8 @@ def _document_fields(
     `retrieval.documents.N.document.id`; some exporters keep the list as one
     attribute `retrieval.documents`, an array of objects or a JSON text of
     one. Either is read. Both at once is refused: which one the span meant
-    would be a guess.
+    would be a guess. A document without `document.id` has the id its
+    `document.metadata` holds as `in_metadata`, when that is given.
     """
     prefix = f"{documents}."
     pattern = re.compile(re.escape(prefix) + r"(0|[1-9][0-9]*)\.document\.(.+)")
@@ -857,24 +854,45 @@ def _document_fields(
         return _document_list(path, span, documents)
     ids: list[tuple[str, str | None]] = []
     for index in sorted(found_documents):
-        id_key = found_documents[index].get("id")
-        if id_key is None:
+        keys = found_documents[index]
+        if "id" in keys:
+            document = _document_id(path, span, keys["id"], span.attributes[keys["id"]])
+        elif in_metadata is not None and "metadata" in keys:
+            document = _metadata_id(path, span, keys["metadata"], in_metadata)
+        else:
             raise _refuse_at(
                 path,
                 span,
-                next(iter(found_documents[index].values())),
+                next(iter(keys.values())),
                 f"document {index} of {span.kind} span {quote(span.span_id)} "
                 f"has no {prefix}{index}.document.id, so what it returned is "
-                "unknown",
+                "unknown (--id-in-metadata KEY reads it from its metadata)",
             )
-        content_key = found_documents[index].get("content")
-        ids.append(
-            (
-                _document_id(path, span, id_key, span.attributes[id_key]),
-                None if content_key is None else _span_text(path, span, content_key),
-            )
-        )
+        content_key = keys.get("content")
+        content = None if content_key is None else _span_text(path, span, content_key)
+        ids.append((document, content))
     return ids
+
+
+def _metadata_id(path: str, span: Span, key: str, name: str) -> str:
+    """The id a document's metadata (a JSON object, or its text) holds as
+    `name`: LangChain's instrumentor records a document's metadata, not
+    its id."""
+    value = span.attributes[key]
+    if isinstance(value, str):
+        try:
+            value = strict_json_loads(value)
+        except ValueError:
+            value = None
+    if type(value) is not dict or name not in value:
+        raise _refuse_at(
+            path,
+            span,
+            key,
+            f"{key} holds no {quote(name)} and the document has no document.id, "
+            "so what the span returned is unknown",
+        )
+    return _document_id(path, span, key, value[name])
 
 
 def _document_list(
@@ -1108,13 +1126,15 @@ NO_CONTENT = "documents without content"
 @dataclass(frozen=True)
 class ImportRules:
     """How traces become records: the gold key's attribute, the sample
-    id's (None: the key's), the context rule, and whether a trace that
-    matches no gold line is let through."""
+    id's (None: the key's), the context rule, whether a trace that matches
+    no gold line is let through, and the metadata key of a document's id
+    where a span gives no document.id."""
 
     key: str
     sample_id: str | None = None
     context: str = MODEL_INPUT
     allow_unmatched: bool = False
+    id_in_metadata: str | None = None
 
 
 class UnmatchedTraces(ImportRefused):
@@ -1124,17 +1144,17 @@ class UnmatchedTraces(ImportRefused):
 
 
 def _trace_context(
-    path: str, trace: Trace, rule: str, notes: OpenInferenceNotes
+    path: str, trace: Trace, rules: ImportRules, notes: OpenInferenceNotes
 ) -> tuple[list[str] | None, list[dict[str, Any]] | None]:
-    """The trace's context and steps by `rule` (see the module)."""
-    retrieved = _context(path, trace)
+    """The trace's context and steps by `rules.context` (see the module)."""
+    retrieved = _context(path, trace, rules.id_in_metadata)
     if retrieved is None:
         notes.unretrieved.append(trace.trace_id)
         return None, None
-    found = _steps(path, trace)
+    found = _steps(path, trace, rules.id_in_metadata)
     for name in dict.fromkeys(_untyped(path, trace, found.contents)):
         notes.untyped[name] = notes.untyped.get(name, 0) + 1
-    if rule == MODEL_INPUT:
+    if rules.context == MODEL_INPUT:
         texts = _model_input(path, trace)
         why = NO_MODEL_INPUT
         if texts:
@@ -1193,7 +1213,7 @@ def openinference_records(
         else:
             used.add((type(line.key), line.key))
             record["required"] = list(line.required)
-        context, steps = _trace_context(spans_path, trace, rules.context, notes)
+        context, steps = _trace_context(spans_path, trace, rules, notes)
         if context is not None:
             record["context"] = context
         if steps is not None:
@@ -1316,6 +1336,7 @@ def import_openinference(
     sample_id: str | None = None,
     context: str = MODEL_INPUT,
     allow_unmatched: bool = False,
+    id_in_metadata: str | None = None,
 ) -> OpenInferenceImport:
     """Read the spans, the gold file (and the labels) and build the records.
 
@@ -1323,7 +1344,7 @@ def import_openinference(
     either every record or none.
     """
     notes = OpenInferenceNotes()
-    rules = ImportRules(key, sample_id, context, allow_unmatched)
+    rules = ImportRules(key, sample_id, context, allow_unmatched, id_in_metadata)
     records = list(
         stream_openinference(
             spans_path, gold_path, rules=rules, labels_path=labels_path, notes=notes
