@@ -293,7 +293,8 @@ def test_one_record_per_trace_from_either_encoding(
     assert notes.unmatched == [(TRACES[2], "ex-9"), (TRACES[3], None)]
     assert [line.key for line in notes.unused_gold] == ["ex-unused"]
     assert notes.unretrieved == [TRACES[5]]
-    assert notes.last_step == [(trace, "no model input") for trace in TRACES[:5]]
+    no_input = "no LLM span shows its input"
+    assert notes.last_step == [(trace, no_input) for trace in TRACES[:5]]
 
 
 def test_input_value_joins_by_the_root_spans_question(
@@ -778,9 +779,9 @@ def test_unmatched_traces_are_refused_or_let_through_and_listed(
         f"note: 2 of 6 traces match no line of {gold} by example.id; written "
         "without required (--allow-unmatched), they score unresolved: "
         f'"{TRACES[2]}" (example.id "ex-9"), "{TRACES[3]}" (no example.id)',
-        "note: 5 of 6 traces show no model input that names their documents "
-        "(5 no model input); their context is their last retrieval step's "
-        "output, as --context last-step takes it: "
+        "note: 5 of 6 traces show no model input that tells what reached the "
+        "model (5: no LLM span shows its input); their context is their last "
+        "retrieval step's output, as --context last-step takes it: "
         + ", ".join(f'"{trace}"' for trace in TRACES[:5]),
         f"note: 1 of 6 traces have no RETRIEVER span; written without context, "
         "they are invalid-input (the context was never recorded): "
@@ -1351,3 +1352,21 @@ def test_a_document_without_an_id_has_the_one_its_metadata_names(
         import_openinference(spans, gold, key=SESSION)
     with pytest.raises(InputFileError, match=r"holds no \"name\" and the document"):
         import_openinference(spans, gold, key=SESSION, id_in_metadata="name")
+
+
+def test_documents_a_model_input_cannot_show_keep_the_last_step(
+    tmp_path: Path,
+) -> None:
+    """Documents recorded without content, none named by id in the prompt:
+    whether they reached the model cannot be told, so the context is the
+    retriever's output, as before, and the note says why."""
+    spans, gold = trace_with_prompt(
+        tmp_path / "spans.jsonl", {"D1": "", "D2": ""}, "Answer from the records."
+    )
+    imported = import_openinference(spans, gold, key=SESSION)
+    (record,) = imported.records
+    assert record["input"]["context"] == ["D1", "D2"]
+    assert "steps" not in record["input"]
+    assert imported.notes.last_step == [
+        (trace_hex(1), "a document with no content that no model input names by id")
+    ]

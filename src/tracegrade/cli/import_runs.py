@@ -583,10 +583,10 @@ def _openinference_notes(
             why: sum(1 for _, w in imported.last_step if w == why)
             for _, why in imported.last_step
         }
-        why = " and ".join(f"{n} {reason}" for reason, n in reasons.items())
+        why = "; ".join(f"{n}: {reason}" for reason, n in reasons.items())
         said.append(
             f"{len(imported.last_step)} of {traces} show no model input that "
-            f"names their documents ({why}); their context is their last "
+            f"tells what reached the model ({why}); their context is their last "
             "retrieval step's output, as --context last-step takes it: "
             + named([trace_id for trace_id, _ in imported.last_step])
         )
