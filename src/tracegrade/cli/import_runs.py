@@ -9,12 +9,15 @@ subcommand has the same shape: its inputs, `--labels`, `--output` and
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ._failures import CommandStopped
 from ._paths import check_output_format
+
+if TYPE_CHECKING:
+    from ..importers.openinference import OpenInferenceNotes
 
 _INPUT = click.Path(exists=True, dir_okay=False, readable=True, path_type=str)
 
@@ -535,7 +538,6 @@ def openinference(
     2 usage error, a trace matching no gold line, or a file that cannot
     be read or written.
     """
-    from ..importers.common import named
     from ..importers.openinference import (
         ImportRules,
         OpenInferenceNotes,
@@ -551,18 +553,18 @@ def openinference(
         )
 
     def notes(count: int) -> list[str]:
-        return _openinference_notes(imported, count, key, gold, named)
+        return _openinference_notes(imported, count, key, gold)
 
     inputs = [spans, gold, *([labels] if labels is not None else [])]
     _run_import(inputs, output, force, build, "trace", labels, notes, output_format)
 
 
 def _openinference_notes(
-    imported: Any, count: int, key: str, gold: str, named: Callable[..., str]
+    imported: OpenInferenceNotes, count: int, key: str, gold: str
 ) -> list[str]:
     """What an OpenInference import says on stderr, a line a note."""
     from ..core.errors import quote
-    from ..importers.common import SHOWN, counted
+    from ..importers.common import SHOWN, counted, named
 
     said = []
     traces = counted(count, "trace")
