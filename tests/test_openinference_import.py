@@ -1058,6 +1058,25 @@ def test_the_context_is_what_the_prompt_held_not_what_the_reranker_kept(
         spans, gold, key=SESSION, context="last-step"
     ).records
     assert chosen["input"]["context"] == KEPT
+    # The report's table of losses at the prompt's cut counts D2.
+    runs = write_lines(tmp_path / "runs.jsonl", [record])
+    runner = CliRunner()
+    scored = runner.invoke(
+        main,
+        [
+            "score",
+            "stage_diagnosis",
+            runs,
+            "--log-dir",
+            str(tmp_path / "logs"),
+            "--no-progress",
+        ],
+    )
+    assert scored.exit_code == 0, scored.output
+    report = runner.invoke(main, ["report", str(tmp_path / "logs"), "--json"])
+    (summary,) = json.loads(report.stdout)["stage_diagnosis"]
+    assert summary["pipeline"]["context"]["lost"] == 1
+    assert summary["pipeline"]["context"]["median_last_rank"] == 4
 
 
 def trace_with_prompt(
