@@ -1218,17 +1218,7 @@ def openinference_records(
             record["context"] = context
         if steps is not None:
             record["steps"] = steps
-        correct = None if line is None else line.correct
-        if labels is not None and sample_id in labels.labels:
-            if correct is not None:
-                assert line is not None
-                raise LabelsRefused(
-                    f"{labels.path}, line {labels.lines[sample_id]}: "
-                    f"{quote(sample_id)} (trace {quote(trace_id)}) is already "
-                    f"labelled by {gold_path}, line {line.line}; a record's "
-                    "label comes from one file"
-                )
-            correct = labels.labels[sample_id]
+        correct = _label(line, labels, sample_id, gold_path)
         if correct is not None:
             record["correct"] = correct
         question = _question(spans_path, trace)
@@ -1245,6 +1235,22 @@ def openinference_records(
         raise UnmatchedTraces(
             _unmatched_message(notes, rules.key, gold_path, len(traces_by_id))
         )
+
+
+def _label(
+    line: GoldLine | None, labels: RecordLabels | None, sample_id: str, gold: str
+) -> bool | None:
+    """The record's label: its gold line's, or its labels file's, never
+    both."""
+    if labels is None or sample_id not in labels.labels:
+        return None if line is None else line.correct
+    if line is not None and line.correct is not None:
+        raise LabelsRefused(
+            f"{labels.path}, line {labels.lines[sample_id]}: {quote(sample_id)} "
+            f"is already labelled by {gold}, line {line.line}; a record's label "
+            "comes from one file"
+        )
+    return labels.labels[sample_id]
 
 
 def _sample_id(path: str, trace: Trace, rules: ImportRules, key: Key | None) -> str:
