@@ -265,9 +265,9 @@ def stage_diagnosis_scorer(
             order, its output IDs in rank order (`inputs`: the earlier
             steps it took, by default the one before). By default (None)
             the steps are what a solver recorded in `RetrievalTrace.steps`,
-            if it recorded any. A run
-            with steps gets `lost` (where each missing ID was lost) and
-            `step_recall` in its score; one without has neither.
+            if it recorded any. A run with steps gets `lost` (where each
+            missing ID was lost) and `step_recall` in its score; one
+            without has neither.
 
     Raises:
         ScorerArgumentError: A key argument is no non-empty string (None
