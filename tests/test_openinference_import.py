@@ -1315,7 +1315,7 @@ def test_a_sample_id_two_traces_share_is_refused_naming_both(tmp_path: Path) -> 
         f'{spans}: traces "{trace_hex(1)}" and "{trace_hex(7)}" both have sample '
         'id "q1" (session.id); a sample id names one run'
     )
-    with pytest.raises(ImportRefused, match='has no attribute "case.id" for its'):
+    with pytest.raises(ImportRefused, match=r'has no attribute "case\.id" for its'):
         import_openinference(spans, gold, key=SESSION, sample_id="case.id")
 
 
