@@ -243,8 +243,8 @@ def test_parallel_retrievers_fan_in_to_the_reranker_that_drops_their_ids() -> No
     assert "D3: retrieved at rank 2 by retriever, dropped by reranker" in explanation
     assert "D7: retrieved at rank 1 by retriever-2, dropped by reranker" in explanation
     assert (
-        "D9: never retrieved; no retriever returned it (retriever 2, retriever-2 2)."
-        in explanation
+        "D9: never retrieved; no retriever returned it (retriever returned 2, "
+        "retriever-2 returned 2)." in explanation
     )
 
 

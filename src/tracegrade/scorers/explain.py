@@ -114,7 +114,9 @@ def explain_lost(
         last_step, last_rank = document["last_step"], document["last_rank"]
         lost_at = document["lost_at"]
         if last_step is None:
-            returned = ", ".join(f"{name} {sizes[name]}" for name in retrievers)
+            returned = ", ".join(
+                f"{name} returned {sizes[name]}" for name in retrievers
+            )
             sentences.append(
                 f"{shown}: never retrieved; {steps[0].name} did not return it "
                 f"(it returned {sizes[steps[0].name]})."
