@@ -40,7 +40,7 @@ from tests.commands import run_tracegrade, tracegrade_shell
 from tests.support import write_lines
 from tracegrade.bulk.scoring import score_stage_input
 from tracegrade.cli import main
-from tracegrade.importers.common import InputFileError, LabelsRefused
+from tracegrade.importers.common import ImportRefused, InputFileError, LabelsRefused
 from tracegrade.importers.openinference import import_openinference
 
 KIND = SpanAttributes.OPENINFERENCE_SPAN_KIND
@@ -157,9 +157,9 @@ def run_pipeline(
     llm.end(end_time=next(clock))
     root.end(end_time=next(clock))
 
-    # Trace 6, example ex-1 again: no retriever instrumented, so no context
-    # was recorded (not an empty one).
-    root = span("rag", {KIND: CHAIN, EXAMPLE: "ex-1"})
+    # Trace 6, example ex-6: no retriever instrumented, so no context was
+    # recorded (not an empty one).
+    root = span("rag", {KIND: CHAIN, EXAMPLE: "ex-6"})
     llm = span("generate", {KIND: LLM, SpanAttributes.OUTPUT_VALUE: "1999"}, root)
     llm.end(end_time=next(clock))
     root.end(end_time=next(clock))
@@ -172,32 +172,36 @@ GOLD = [
     {"key": "ex-1", "required": ["D1", "D3"], "correct": True},
     {"key": "ex-2", "required": ["D4", "D5"], "note": "no label yet"},
     {"key": 7, "required": ["42"], "correct": False},
+    {"key": "ex-6", "required": ["D1", "D3"], "correct": True},
     {"key": "ex-unused", "required": ["D1"]},
 ]
 
+# Ids are the key's values as text (a trace without one keeps its trace id); no
+# LLM span shows its input, so each context is the retrievers' output; the
+# answer is the model's, not the root's.
 RECORDS = [
     {
-        "id": TRACES[0],
+        "id": "ex-1",
         "input": {
             "required": ["D1", "D3"],
             "context": ["D1", "D2", "D3"],
             "correct": True,
             "question": "When?",
-            "answer": "It opened in 1998.",
+            "answer": "1998",
         },
     },
     {
-        "id": TRACES[1],
+        "id": "ex-2",
         "input": {
             "required": ["D4", "D5"],
             "context": ["D5", "D6"],
             "answer": "Ms Ito",
         },
     },
-    {"id": TRACES[2], "input": {"context": ["D7"]}},
+    {"id": "ex-9", "input": {"context": ["D7"]}},
     {"id": TRACES[3], "input": {"context": []}},
     {
-        "id": TRACES[4],
+        "id": "7",
         "input": {
             "required": ["42"],
             "context": ["42"],
@@ -206,7 +210,7 @@ RECORDS = [
         },
     },
     {
-        "id": TRACES[5],
+        "id": "ex-6",
         "input": {"required": ["D1", "D3"], "correct": True, "answer": "1999"},
     },
 ]
@@ -281,44 +285,62 @@ def test_the_exports_are_the_two_json_encodings(spans: dict[str, Path]) -> None:
 def test_one_record_per_trace_from_either_encoding(
     spans: dict[str, Path], encoding: str
 ) -> None:
-    imported = import_openinference(spans[encoding], spans["gold"], key=EXAMPLE)
+    imported = import_openinference(
+        spans[encoding], spans["gold"], key=EXAMPLE, allow_unmatched=True
+    )
     assert imported.records == RECORDS
-    assert imported.unmatched == [(TRACES[2], "ex-9"), (TRACES[3], None)]
-    assert [line.key for line in imported.unused_gold] == ["ex-unused"]
-    assert imported.unretrieved == [TRACES[5]]
+    notes = imported.notes
+    assert notes.unmatched == [(TRACES[2], "ex-9"), (TRACES[3], None)]
+    assert [line.key for line in notes.unused_gold] == ["ex-unused"]
+    assert notes.unretrieved == [TRACES[5]]
+    no_input = "no LLM span shows its input"
+    assert notes.last_step == [(trace, no_input) for trace in TRACES[:5]]
 
 
 def test_input_value_joins_by_the_root_spans_question(
     spans: dict[str, Path], tmp_path: Path
 ) -> None:
     gold = write_lines(tmp_path / "gold.jsonl", [{"key": "When?", "required": ["D9"]}])
-    imported = import_openinference(spans["otlp"], gold, key=SpanAttributes.INPUT_VALUE)
+    imported = import_openinference(
+        spans["otlp"], gold, key=SpanAttributes.INPUT_VALUE, allow_unmatched=True
+    )
+    assert imported.records[0]["id"] == "When?"
     assert imported.records[0]["input"]["required"] == ["D9"]
     # No span of the other traces has an input.value.
-    assert [trace for trace, _ in imported.unmatched] == TRACES[1:]
+    assert [trace for trace, _ in imported.notes.unmatched] == TRACES[1:]
 
 
-def test_labels_label_traces_by_id_but_never_one_the_gold_labels(
+def test_labels_label_records_by_id_but_never_one_the_gold_labels(
     spans: dict[str, Path], tmp_path: Path
 ) -> None:
-    labels = write_lines(
-        tmp_path / "labels.jsonl", [{"id": TRACES[1], "correct": True}]
-    )
+    labels = write_lines(tmp_path / "labels.jsonl", [{"id": "ex-2", "correct": True}])
     imported = import_openinference(
-        spans["otlp"], spans["gold"], key=EXAMPLE, labels_path=labels
+        spans["otlp"],
+        spans["gold"],
+        key=EXAMPLE,
+        labels_path=labels,
+        allow_unmatched=True,
     )
     assert imported.records[1]["input"]["correct"] is True
     assert list(imported.records[1]["input"])[:3] == ["required", "context", "correct"]
 
-    twice = write_lines(tmp_path / "twice.jsonl", [{"id": TRACES[0], "correct": True}])
+    twice = write_lines(tmp_path / "twice.jsonl", [{"id": "ex-1", "correct": True}])
     with pytest.raises(LabelsRefused, match=r"is already labelled by .*line 1"):
         import_openinference(
-            spans["otlp"], spans["gold"], key=EXAMPLE, labels_path=twice
+            spans["otlp"],
+            spans["gold"],
+            key=EXAMPLE,
+            labels_path=twice,
+            allow_unmatched=True,
         )
     nothing = write_lines(tmp_path / "none.jsonl", [{"id": "ab" * 16, "correct": True}])
-    with pytest.raises(LabelsRefused, match="1 label names no trace of"):
+    with pytest.raises(LabelsRefused, match="1 label names no record of"):
         import_openinference(
-            spans["otlp"], spans["gold"], key=EXAMPLE, labels_path=nothing
+            spans["otlp"],
+            spans["gold"],
+            key=EXAMPLE,
+            labels_path=nothing,
+            allow_unmatched=True,
         )
 
 
@@ -559,7 +581,9 @@ def test_documents_given_as_one_attribute_are_read(
         )
     )
     path = write_lines(tmp_path / "spans.jsonl", [line])
-    (record,) = import_openinference(path, spans["gold"], key=EXAMPLE).records
+    (record,) = import_openinference(
+        path, spans["gold"], key=EXAMPLE, allow_unmatched=True
+    ).records
     assert record["input"]["context"] == ["D7", "9"]
 
 
@@ -728,23 +752,41 @@ def import_cli(*args: str) -> Result:
     )
 
 
-def test_the_command_lists_unmatched_traces_and_gold_and_drops_none(
-    spans: dict[str, Path],
+def test_unmatched_traces_are_refused_or_let_through_and_listed(
+    spans: dict[str, Path], tmp_path: Path
 ) -> None:
+    """A trace no gold line matches exits 2, naming it, and writes nothing;
+    --allow-unmatched writes it without required, and every note is one
+    line."""
+    gold = spans["gold"]
+    out = tmp_path / "runs.jsonl"
+    refused = import_cli(
+        str(spans["otlp"]), "--gold", str(gold), "--key", EXAMPLE, "-o", str(out)
+    )
+    assert refused.exit_code == 2
+    assert refused.stderr.splitlines() == [
+        f"Error: 2 traces match no line of {gold} by example.id: "
+        f'"{TRACES[2]}" ("ex-9"), "{TRACES[3]}" (no example.id); '
+        "--allow-unmatched writes them without required"
+    ]
+    assert not out.exists()
     result = import_cli(
-        str(spans["otlp"]), "--gold", str(spans["gold"]), "--key", EXAMPLE
+        str(spans["otlp"]), "--gold", str(gold), "--key", EXAMPLE, "--allow-unmatched"
     )
     assert result.exit_code == 0, result.output
     assert [json.loads(line) for line in result.stdout.splitlines()] == RECORDS
-    gold = spans["gold"]
     assert result.stderr.splitlines() == [
         f"note: 2 of 6 traces match no line of {gold} by example.id; written "
-        f'without required, they score unresolved: "{TRACES[2]}" (example.id '
-        f'"ex-9"), "{TRACES[3]}" (no example.id)',
+        "without required (--allow-unmatched), they score unresolved: "
+        f'"{TRACES[2]}" (example.id "ex-9"), "{TRACES[3]}" (no example.id)',
+        "note: 5 of 6 traces show no model input that tells what reached the "
+        "model (5: no LLM span shows its input); their context is their last "
+        "retrieval step's output, as --context last-step takes it: "
+        + ", ".join(f'"{trace}"' for trace in TRACES[:5]),
         f"note: 1 of 6 traces have no RETRIEVER span; written without context, "
         "they are invalid-input (the context was never recorded): "
         f'"{TRACES[5]}"',
-        f'note: 1 gold line of {gold} matches no trace: "ex-unused" (line 4)',
+        f'note: 1 gold line of {gold} matches no trace: "ex-unused" (line 5)',
         "note: 1 of 6 traces have required documents and no label (no --labels "
         "given); they score answer-label until labelled",
     ]
@@ -772,10 +814,11 @@ def test_help_states_the_conventions() -> None:
     assert result.exit_code == 0
     text = " ".join(result.stdout.split())
     for phrase in (
-        "the document ids of the trace's RETRIEVER spans "
-        "(retrieval.documents.N.document.id), spans in start order, documents by N",
-        "answer: the root span's output.value, else the last LLM span's",
-        "counted and listed on stderr, never dropped",
+        "context: the documents a model received, found by id or content in "
+        "an LLM span's input messages or prompt, or a prompt builder's output",
+        "retrievers side by side fan in",
+        "answer: the last model's output; question: the user's text",
+        "A trace matching no gold line is refused (exit 2), unless --allow-unmatched",
         "never from both, and never guessed",
     ):
         assert phrase in text, phrase
@@ -787,6 +830,7 @@ def test_the_import_scores_as_the_gold_says(
     imported = run_tracegrade(
         *("import", "openinference", str(spans["protobuf"])),
         *("--gold", str(spans["gold"]), "--key", EXAMPLE, "-o", "runs.jsonl"),
+        "--allow-unmatched",
         cwd=tmp_path,
     )
     assert imported.returncode == 0, imported.stderr
@@ -799,20 +843,20 @@ def test_the_import_scores_as_the_gold_says(
     lines = (tmp_path / "results.jsonl").read_text().splitlines()
     results = {entry["id"]: entry["result"] for entry in map(json.loads, lines)}
     assert results == {
-        TRACES[0]: {"stage": "pass", "missing": []},
-        TRACES[1]: {"error": "answer-label"},
-        TRACES[2]: {"stage": "unresolved"},
+        "ex-1": {"stage": "pass", "missing": []},
+        "ex-2": {"error": "answer-label"},
+        "ex-9": {"stage": "unresolved"},
         TRACES[3]: {"stage": "unresolved"},
-        TRACES[4]: {"stage": "generation", "missing": []},
-        TRACES[5]: None,
+        "7": {"stage": "generation", "missing": []},
+        "ex-6": None,
     }
     errors = {
         entry["id"]: entry["error"]
         for entry in map(json.loads, lines)
         if entry["error"]
     }
-    assert errors[TRACES[5]]["kind"] == "invalid-input"
-    assert errors[TRACES[5]]["field"] == "context"
+    assert errors["ex-6"]["kind"] == "invalid-input"
+    assert errors["ex-6"]["field"] == "context"
 
 
 def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
@@ -834,4 +878,516 @@ def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
     assert [entry["result"] for entry in results] == [
         {"stage": "pass", "missing": []},
         {"stage": "retrieval", "missing": ["doc-7"]},
+    ]
+
+
+# --- what reached the model -----------------------------------------------------
+
+SESSION = SpanAttributes.SESSION_ID
+INPUT_MIME = SpanAttributes.INPUT_MIME_TYPE
+JSON_MIME = "application/json"
+QUESTION = "Which records mention ash?"
+
+
+def content(document: str) -> str:
+    return f"Record {document} says {document.lower()}."
+
+
+def listed(prefix: str, documents: list[str]) -> dict[str, Any]:
+    """A span's documents, flattened as OpenInference's instrumentors write
+    them, each with its id and content."""
+    attributes: dict[str, Any] = {}
+    for n, document in enumerate(documents):
+        attributes[f"{prefix}.{n}.{DocumentAttributes.DOCUMENT_ID}"] = document
+        attributes[f"{prefix}.{n}.{DocumentAttributes.DOCUMENT_CONTENT}"] = content(
+            document
+        )
+    return attributes
+
+
+class Recorder:
+    """Spans written by the SDK's OTLP JSON file exporter, on a clock of
+    their own, so that the order they ran in is the order written here."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.provider = provider_with(SimpleSpanProcessor(FileSpanExporter(path)))
+        self.tracer = self.provider.get_tracer("rag")
+        self.clock = iter(range(1_000, 10**9, 10))
+
+    def start(self, name: str, attributes: dict[str, Any], parent: Any = None) -> Any:
+        context = None if parent is None else trace_api.set_span_in_context(parent)
+        return self.tracer.start_span(
+            name, context=context, attributes=attributes, start_time=next(self.clock)
+        )
+
+    def end(self, span: Any) -> None:
+        span.end(end_time=next(self.clock))
+
+    def leaf(self, name: str, attributes: dict[str, Any], parent: Any) -> None:
+        self.end(self.start(name, attributes, parent))
+
+    def generator(self, prompt: str, answer: str, parent: Any) -> None:
+        """A generator as Haystack's instrumentor records it: the prompt as
+        its input message, the reply as its output message."""
+        self.leaf(
+            "Generator.run",
+            {
+                KIND: LLM,
+                SpanAttributes.INPUT_VALUE: json.dumps({"prompt": prompt}),
+                INPUT_MIME: JSON_MIME,
+                "llm.input_messages.0.message.role": "user",
+                "llm.input_messages.0.message.content": prompt,
+                SpanAttributes.OUTPUT_VALUE: json.dumps({"replies": [answer]}),
+                "llm.output_messages.0.message.content": answer,
+            },
+            parent,
+        )
+
+    def close(self) -> Path:
+        self.provider.shutdown()
+        return self.path
+
+
+def haystack_trace(
+    recorder: Recorder,
+    question_id: str,
+    retrieved: list[str],
+    kept: list[str],
+    *,
+    ranker: str = RERANKER,
+    answer: str = "It is K3.",
+    run: str = "run-1",
+) -> None:
+    """A trace shaped as openinference-instrumentation-haystack records a
+    BM25 retriever, a ranker, a PromptBuilder keeping `documents[:3]` (kind
+    LLM: all the documents as its variables, the 3 in its output) and a
+    generator; the root's input and output are the run's JSON."""
+    root = recorder.start(
+        "Pipeline.run",
+        {
+            KIND: CHAIN,
+            SESSION: question_id,
+            "run.id": run,
+            SpanAttributes.INPUT_VALUE: json.dumps(
+                {"data": {"retriever": {"query": QUESTION}}}
+            ),
+            INPUT_MIME: JSON_MIME,
+        },
+    )
+    recorder.leaf(
+        "InMemoryBM25Retriever.run",
+        {
+            KIND: RETRIEVER,
+            SpanAttributes.INPUT_VALUE: json.dumps({"query": QUESTION, "top_k": None}),
+            INPUT_MIME: JSON_MIME,
+            **listed(SpanAttributes.RETRIEVAL_DOCUMENTS, retrieved),
+        },
+        root,
+    )
+    ranked = {SpanAttributes.OUTPUT_VALUE: json.dumps([content(d) for d in kept])}
+    if ranker == RERANKER:
+        ranked = listed(RerankerAttributes.RERANKER_OUTPUT_DOCUMENTS, kept)
+    recorder.leaf("PriorityTopK.run", {KIND: ranker, **ranked}, root)
+    prompt = (
+        "Answer from these records only.\n"
+        + "".join(f"- {content(document)}\n" for document in kept[:3])
+        + f"Question: {QUESTION}"
+    )
+    recorder.leaf(
+        "PromptBuilder.run",
+        {
+            KIND: LLM,
+            SpanAttributes.LLM_PROMPT_TEMPLATE: "{% for doc in documents[:3] %}...",
+            SpanAttributes.LLM_PROMPT_TEMPLATE_VARIABLES: json.dumps(
+                {"documents": [content(document) for document in kept]}
+            ),
+            SpanAttributes.OUTPUT_VALUE: prompt,
+        },
+        root,
+    )
+    recorder.generator(prompt, answer, root)
+    root.set_attribute(
+        SpanAttributes.OUTPUT_VALUE,
+        json.dumps({"documents": retrieved, "answer": answer}),
+    )
+    recorder.end(root)
+
+
+RETRIEVED = [f"D{number}" for number in range(1, 21)]
+KEPT = ["D3", "D1", "D7", "D2", "D9"]
+
+
+def test_the_context_is_what_the_prompt_held_not_what_the_reranker_kept(
+    tmp_path: Path,
+) -> None:
+    """The PromptBuilder's variables hold all 5 documents the reranker kept;
+    its output and the generator's message hold the first 3. A required
+    document at the reranker's rank 4 was lost at the prompt's cut."""
+    recorder = Recorder(tmp_path / "spans.jsonl")
+    haystack_trace(recorder, "q1", RETRIEVED, KEPT)
+    spans = recorder.close()
+    gold = write_lines(
+        tmp_path / "gold.jsonl",
+        [{"key": "q1", "required": ["D3", "D2", "D5", "D30"], "correct": True}],
+    )
+    (record,) = import_openinference(spans, gold, key=SESSION).records
+    assert record == {
+        "id": "q1",
+        "input": {
+            "required": ["D3", "D2", "D5", "D30"],
+            "context": ["D3", "D1", "D7"],
+            "steps": [
+                {"name": "retriever", "ids": RETRIEVED},
+                {"name": "reranker", "ids": KEPT},
+            ],
+            "correct": True,
+            "question": QUESTION,
+            "answer": "It is K3.",
+        },
+    }
+    score = score_stage_input(record["input"])
+    assert score.value == "retrieval"
+    assert (score.metadata or {})["lost"] == [
+        {"id": "D2", "lost_at": "context", "last_step": "reranker", "last_rank": 4},
+        {"id": "D30", "lost_at": "retriever", "last_step": None, "last_rank": None},
+        {"id": "D5", "lost_at": "reranker", "last_step": "retriever", "last_rank": 5},
+    ]
+    # The rule a team that knows its pipeline may choose: the last step.
+    (chosen,) = import_openinference(
+        spans, gold, key=SESSION, context="last-step"
+    ).records
+    assert chosen["input"]["context"] == KEPT
+    # The report's table of losses at the prompt's cut counts D2.
+    runs = write_lines(tmp_path / "runs.jsonl", [record])
+    runner = CliRunner()
+    scored = runner.invoke(
+        main,
+        [
+            "score",
+            "stage_diagnosis",
+            runs,
+            "--log-dir",
+            str(tmp_path / "logs"),
+            "--no-progress",
+        ],
+    )
+    assert scored.exit_code == 0, scored.output
+    report = runner.invoke(main, ["report", str(tmp_path / "logs"), "--json"])
+    (summary,) = json.loads(report.stdout)["stage_diagnosis"]
+    assert summary["pipeline"]["context"]["lost"] == 1
+    assert summary["pipeline"]["context"]["median_last_rank"] == 4
+
+
+def trace_with_prompt(
+    path: Path, documents: dict[str, str], prompt: str
+) -> tuple[Path, Path]:
+    """One trace: a retriever of `documents` (id: content), a generator
+    shown `prompt`."""
+    recorder = Recorder(path)
+    root = recorder.start("rag", {KIND: CHAIN, SESSION: "q1"})
+    attributes: dict[str, Any] = {KIND: RETRIEVER}
+    for n, (document, text) in enumerate(documents.items()):
+        attributes[document_id(n)] = document
+        attributes[f"retrieval.documents.{n}.document.content"] = text
+    recorder.leaf("retrieve", attributes, root)
+    recorder.generator(prompt, "an answer", root)
+    recorder.end(root)
+    gold = write_lines(
+        path.with_name("gold.jsonl"), [{"key": "q1", "required": ["D1"]}]
+    )
+    return recorder.close(), Path(gold)
+
+
+@pytest.mark.parametrize(
+    ("documents", "prompt", "context"),
+    [
+        # By content, in the order the prompt shows them.
+        ({"D1": "alpha beta", "D2": "gamma"}, "gamma, then alpha beta", ["D2", "D1"]),
+        # By id as a whole word: D1 is not inside [D10].
+        ({"D1": "one", "D10": "ten"}, "see [D10]", ["D10"]),
+        # Shared content, told apart by the id beside it.
+        ({"D1": "same", "D2": "same"}, "[D2] same", ["D2"]),
+        # Nothing the retriever returned reached the model.
+        ({"D1": "alpha"}, "no records", []),
+    ],
+)
+def test_a_document_reached_the_model_by_its_id_or_unique_content(
+    tmp_path: Path, documents: dict[str, str], prompt: str, context: list[str]
+) -> None:
+    spans, gold = trace_with_prompt(tmp_path / "spans.jsonl", documents, prompt)
+    (record,) = import_openinference(spans, gold, key=SESSION).records
+    assert record["input"]["context"] == context
+
+
+@pytest.mark.parametrize(
+    ("documents", "prompt", "said"),
+    [
+        (
+            {"D1": "same", "D2": "same"},
+            "Records: same",
+            'documents "D1" and "D2" have the same content, which the model\'s '
+            "input holds, and neither id shows there",
+        ),
+        (
+            {"D1": "beta", "D2": "alpha beta"},
+            "Records: alpha beta",
+            'document "D1" shows in the model\'s input only inside document '
+            '"D2"\'s content',
+        ),
+    ],
+)
+def test_a_model_input_with_two_readings_is_refused(
+    tmp_path: Path, documents: dict[str, str], prompt: str, said: str
+) -> None:
+    spans, gold = trace_with_prompt(tmp_path / "spans.jsonl", documents, prompt)
+    result = import_cli(str(spans), "--gold", str(gold), "--key", SESSION)
+    assert result.exit_code == 1
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f'Error: {spans}: trace "{trace_hex(1)}": {said}')
+    assert line.endswith("--context last-step takes its last step's output instead")
+    assert result.stdout == ""
+    chosen = import_cli(
+        *(str(spans), "--gold", str(gold), "--key", SESSION, "--context", "last-step")
+    )
+    assert chosen.exit_code == 0, chosen.output
+    assert json.loads(chosen.stdout)["input"]["context"] == list(documents)
+
+
+def test_retrievers_side_by_side_fan_in_to_the_reranker(tmp_path: Path) -> None:
+    """Hybrid search: BM25 and a dense retriever both feed the reranker.
+    What only the dense one returned, and the reranker dropped, is lost at
+    the reranker; so is what only BM25 returned: never at a retriever."""
+    recorder = Recorder(tmp_path / "spans.jsonl")
+    root = recorder.start("rag", {KIND: CHAIN, SESSION: "q1"})
+    recorder.leaf(
+        "bm25", {KIND: RETRIEVER, **listed("retrieval.documents", ["D1", "D3"])}, root
+    )
+    recorder.leaf(
+        "dense", {KIND: RETRIEVER, **listed("retrieval.documents", ["D7", "D1"])}, root
+    )
+    recorder.leaf(
+        "rerank",
+        {
+            KIND: RERANKER,
+            **listed(RerankerAttributes.RERANKER_OUTPUT_DOCUMENTS, ["D1"]),
+        },
+        root,
+    )
+    recorder.generator(f"Records: {content('D1')}", "an answer", root)
+    recorder.end(root)
+    gold = write_lines(
+        tmp_path / "gold.jsonl",
+        [{"key": "q1", "required": ["D3", "D7"], "correct": True}],
+    )
+    (record,) = import_openinference(recorder.close(), gold, key=SESSION).records
+    assert record["input"]["steps"] == [
+        {"name": "retriever", "ids": ["D1", "D3"]},
+        {"name": "retriever-2", "ids": ["D7", "D1"], "inputs": []},
+        {"name": "reranker", "ids": ["D1"], "inputs": ["retriever", "retriever-2"]},
+    ]
+    score = score_stage_input(record["input"])
+    assert (score.metadata or {})["lost"] == [
+        {"id": "D3", "lost_at": "reranker", "last_step": "retriever", "last_rank": 2},
+        {"id": "D7", "lost_at": "reranker", "last_step": "retriever-2", "last_rank": 1},
+    ]
+    explanation = score.explanation or ""
+    assert "D7: retrieved at rank 1 by retriever-2, dropped by reranker" in explanation
+    assert "dropped by retriever" not in explanation
+
+
+def test_steps_follow_the_span_tree_and_a_step_traced_twice_is_one(
+    tmp_path: Path,
+) -> None:
+    """A retriever wrapping a base retriever and a compressor (LangChain's
+    ContextualCompressionRetriever) starts first but outputs last; a
+    retriever span under one of its kind that records no documents
+    (LlamaIndex's `retrieve` and `_retrieve`) is the same step."""
+    recorder = Recorder(tmp_path / "spans.jsonl")
+    root = recorder.start("rag", {KIND: CHAIN, SESSION: "q1"})
+    outer = recorder.start("compressing", {KIND: RETRIEVER}, root)
+    base = recorder.start("base", {KIND: RETRIEVER}, outer)
+    recorder.leaf("_retrieve", {KIND: RETRIEVER}, base)
+    base.set_attributes(listed("retrieval.documents", ["D1", "D2", "D3"]))
+    recorder.end(base)
+    outer.set_attributes(listed("retrieval.documents", ["D3"]))
+    recorder.end(outer)
+    recorder.generator(f"Records: {content('D3')}", "an answer", root)
+    recorder.end(root)
+    gold = write_lines(
+        tmp_path / "gold.jsonl", [{"key": "q1", "required": ["D2"], "correct": True}]
+    )
+    (record,) = import_openinference(recorder.close(), gold, key=SESSION).records
+    assert record["input"]["steps"] == [
+        {"name": "retriever", "ids": ["D1", "D2", "D3"]},
+        {"name": "retriever-2", "ids": ["D3"]},
+    ]
+    assert record["input"]["context"] == ["D3"]
+    lost = (score_stage_input(record["input"]).metadata or {})["lost"]
+    assert lost == [
+        {"id": "D2", "lost_at": "retriever-2", "last_step": "retriever", "last_rank": 2}
+    ]
+
+
+def test_a_ranker_typed_chain_is_named_in_a_note(tmp_path: Path) -> None:
+    """Haystack's instrumentor types a component by its class name: a
+    ranker class PriorityTopK is a CHAIN span, which no step reads."""
+    recorder = Recorder(tmp_path / "spans.jsonl")
+    haystack_trace(recorder, "q1", RETRIEVED, KEPT, ranker=CHAIN)
+    spans = recorder.close()
+    gold = write_lines(tmp_path / "gold.jsonl", [{"key": "q1", "required": ["D3"]}])
+    result = import_cli(str(spans), "--gold", str(gold), "--key", SESSION)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["input"]["context"] == ["D3", "D1", "D7"]
+    assert (
+        "note: spans that returned documents are typed neither RETRIEVER nor "
+        'RERANKER, so no step reads them: "PriorityTopK.run" (1 trace)'
+    ) in result.stderr.splitlines()
+
+
+def test_two_imports_of_the_same_questions_pair_by_question_id(tmp_path: Path) -> None:
+    """Each record's id is its --key value, so a run with the retriever cut
+    to 3 compares with the run before, question by question; labels export
+    shows each question's text."""
+    for name, retrieved in (("top20", RETRIEVED), ("top3", RETRIEVED[:3])):
+        recorder = Recorder(tmp_path / f"{name}.jsonl")
+        for question in ("q1", "q2"):
+            kept = [d for d in KEPT if d in retrieved]
+            haystack_trace(recorder, question, retrieved, kept)
+        recorder.close()
+    gold = write_lines(
+        tmp_path / "gold.jsonl",
+        [
+            {"key": "q1", "required": ["D3"], "correct": True},
+            {"key": "q2", "required": ["D7"], "correct": True},
+        ],
+    )
+    runner = CliRunner()
+    for name in ("top20", "top3"):
+        imported = runner.invoke(
+            main,
+            [
+                *("import", "openinference", str(tmp_path / f"{name}.jsonl")),
+                *("--gold", gold, "--key", SESSION),
+                *("-o", str(tmp_path / f"{name}.out")),
+            ],
+        )
+        assert imported.exit_code == 0, imported.output
+        scored = runner.invoke(
+            main,
+            [
+                *("score", "stage_diagnosis", str(tmp_path / f"{name}.out")),
+                *("--log-dir", str(tmp_path / name), "--no-progress"),
+            ],
+        )
+        assert scored.exit_code == 0, scored.output
+    compared = runner.invoke(
+        main, ["compare", str(tmp_path / "top20"), str(tmp_path / "top3")]
+    )
+    assert compared.exit_code == 0, compared.output
+    text = " ".join(compared.output.split())
+    assert "2 pairs of sample-epochs (by sample id and epoch)" in text
+    # q2 needed D7, which the cut retriever never returned: one regression.
+    assert "Regressions: 1 regression (stage_diagnosis: 1 regression)" in text
+    assert "│ q2 │ 1 │ pass → │ none │ D7 │" in text
+    (log,) = (tmp_path / "top20").glob("*.eval")
+    exported = runner.invoke(main, ["labels", "export", str(log)])
+    assert [json.loads(line)["question"] for line in exported.stdout.splitlines()] == [
+        QUESTION,
+        QUESTION,
+    ]
+
+
+def test_a_sample_id_two_traces_share_is_refused_naming_both(tmp_path: Path) -> None:
+    """Two runs of one question in one file; --id names an attribute that
+    tells them apart."""
+    recorder = Recorder(tmp_path / "spans.jsonl")
+    for run in ("run-1", "run-2"):
+        haystack_trace(recorder, "q1", RETRIEVED, KEPT, run=run)
+    spans = recorder.close()
+    gold = write_lines(tmp_path / "gold.jsonl", [{"key": "q1", "required": ["D3"]}])
+    records = import_openinference(spans, gold, key=SESSION, sample_id="run.id").records
+    assert [record["id"] for record in records] == ["run-1", "run-2"]
+    assert [record["input"]["required"] for record in records] == [["D3"], ["D3"]]
+    with pytest.raises(ImportRefused) as refused:
+        import_openinference(spans, gold, key=SESSION)
+    assert str(refused.value) == (
+        f'{spans}: traces "{trace_hex(1)}" and "{trace_hex(7)}" both have sample '
+        'id "q1" (session.id); a sample id names one run'
+    )
+    with pytest.raises(ImportRefused, match=r'has no attribute "case\.id" for its'):
+        import_openinference(spans, gold, key=SESSION, sample_id="case.id")
+
+
+def test_a_key_that_matches_no_trace_says_it_may_vary_per_run(tmp_path: Path) -> None:
+    """Haystack's root input.value holds a Python set, printed in an order
+    that changes from process to process: no trace joins its gold line."""
+    recorder = Recorder(tmp_path / "spans.jsonl")
+    haystack_trace(recorder, "q1", RETRIEVED, KEPT)
+    spans = recorder.close()
+    gold = write_lines(
+        tmp_path / "gold.jsonl",
+        [{"key": "{'retriever', 'ranker'}", "required": ["D3"]}],
+    )
+    result = import_cli(str(spans), "--gold", str(gold), "--key", "input.value")
+    assert result.exit_code == 2
+    (line,) = result.stderr.splitlines()
+    assert (
+        f'Error: 1 trace matches no line of {gold} by input.value: "{trace_hex(1)}"'
+        in (line)
+    )
+    assert (
+        "no trace matched any of its lines: input.value may vary from run to run "
+        "of the same question"
+    ) in line
+
+
+def test_a_document_without_an_id_has_the_one_its_metadata_names(
+    tmp_path: Path,
+) -> None:
+    """LangChain's instrumentor records each document's content and
+    metadata, not its id: --id-in-metadata names the metadata key that
+    holds it; without it, or where the metadata lacks it, the import is
+    refused rather than guess."""
+    recorder = Recorder(tmp_path / "spans.jsonl")
+    root = recorder.start("RunnableSequence", {KIND: CHAIN, SESSION: "q1"})
+    documents = {
+        f"retrieval.documents.{n}.document.{field}": value
+        for n, document in enumerate(["D1", "D2"])
+        for field, value in (
+            ("content", content(document)),
+            ("metadata", json.dumps({"id": document, "priority": n})),
+        )
+    }
+    recorder.leaf("KeywordDocumentRetriever", {KIND: RETRIEVER, **documents}, root)
+    recorder.generator(f"- [D2] {content('D2')}", "an answer", root)
+    recorder.end(root)
+    spans = recorder.close()
+    gold = write_lines(tmp_path / "gold.jsonl", [{"key": "q1", "required": ["D1"]}])
+    (record,) = import_openinference(
+        spans, gold, key=SESSION, id_in_metadata="id"
+    ).records
+    assert record["input"]["steps"] == [{"name": "retriever", "ids": ["D1", "D2"]}]
+    assert record["input"]["context"] == ["D2"]
+    with pytest.raises(InputFileError, match=r"--id-in-metadata KEY reads it"):
+        import_openinference(spans, gold, key=SESSION)
+    with pytest.raises(InputFileError, match=r"holds no \"name\" and the document"):
+        import_openinference(spans, gold, key=SESSION, id_in_metadata="name")
+
+
+def test_documents_a_model_input_cannot_show_keep_the_last_step(
+    tmp_path: Path,
+) -> None:
+    """Documents recorded without content, none named by id in the prompt:
+    whether they reached the model cannot be told, so the context is the
+    retriever's output, as before, and the note says why."""
+    spans, gold = trace_with_prompt(
+        tmp_path / "spans.jsonl", {"D1": "", "D2": ""}, "Answer from the records."
+    )
+    imported = import_openinference(spans, gold, key=SESSION)
+    (record,) = imported.records
+    assert record["input"]["context"] == ["D1", "D2"]
+    assert "steps" not in record["input"]
+    assert imported.notes.last_step == [
+        (trace_hex(1), "a document with no content that no model input names by id")
     ]

@@ -436,9 +436,30 @@ def test_the_result_columns_are_those_the_docs_list() -> None:
     assert result_schema("ordered_extraction").names == [*extraction, *errors]
     ddl = result_ddl(steps=True)
     assert (
-        "`steps` array<struct<`name`: string, `ids`: array<string>>>, "
+        "`steps` array<struct<`name`: string, `ids`: array<string>, "
+        "`inputs`: array<string>>>, "
         "`context_size` bigint"
     ) in ddl
     page = (ROOT / "docs" / "beyond-one-machine.md").read_text(encoding="utf-8")
     for name in {*stage, "lost", "steps", "context_size", *extraction}:
         assert f"`{name}`" in page, name
+
+
+def test_a_steps_inputs_survive_the_record_table() -> None:
+    """Fan-in (two retrievers feeding a reranker) is in each step's
+    `inputs`: a table without them would read the second retriever as a
+    filter of the first, and lose D3 there."""
+    steps = [
+        {"name": "retriever", "ids": ["D1", "D3"]},
+        {"name": "retriever-2", "ids": ["D7", "D1"], "inputs": []},
+        {"name": "reranker", "ids": ["D1"], "inputs": ["retriever", "retriever-2"]},
+    ]
+    record = {"required": ["D3", "D7"], "context": ["D1"], "correct": True}
+    table = records_table(
+        [{"id": "q1", "input": {**record, "steps": steps}}], "stage_diagnosis"
+    )
+    (lost,) = score_table(table).column("lost").to_pylist()
+    assert [(entry["id"], entry["lost_at"]) for entry in lost] == [
+        ("D3", "reranker"),
+        ("D7", "reranker"),
+    ]

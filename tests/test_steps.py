@@ -1,9 +1,10 @@
 """Where in the pipeline each missing document was lost (issue 30).
 
 The rules of `tracegrade.core.steps` are held to an independent statement
-of each, on random pipelines: `lost_at` is the first step whose output
-lacks the ID, or "context" when every step kept it; `last_step` the last
-step that had it and `last_rank` its rank there, null when none did. The
+of each, on random pipelines: `last_step` is the last step that had the
+ID and `last_rank` its rank there, null when none did; `lost_at` the step
+that took `last_step`'s output, "context" when none did, the first step
+when no step had the ID. The
 seed's fields must not move: `result` is byte for byte the same with steps
 and without, and the same as the core's. Step recall, reciprocal rank and
 nDCG are checked against ir-measures (trec_eval's own code).
@@ -46,7 +47,8 @@ IDS = [f"D{number}" for number in range(12)]
 @st.composite
 def pipelines(draw: st.DrawFn) -> dict[str, Any]:
     """A record with random steps: each step a ranking of some of the IDs
-    (not only a subset of the one before: a step may add IDs back)."""
+    (not only a subset of the one before: a step may add IDs back), some
+    taking the outputs of earlier steps it names."""
     required = draw(st.lists(st.sampled_from(IDS), max_size=6))
     names = draw(
         st.lists(
@@ -56,10 +58,17 @@ def pipelines(draw: st.DrawFn) -> dict[str, Any]:
             unique=True,
         )
     )
-    steps = [
-        {"name": name, "ids": draw(st.permutations(IDS))[: draw(st.integers(0, 12))]}
-        for name in names
-    ]
+    steps: list[dict[str, Any]] = []
+    for position, name in enumerate(names):
+        step = {
+            "name": name,
+            "ids": draw(st.permutations(IDS))[: draw(st.integers(0, 12))],
+        }
+        if position and draw(st.booleans()):
+            step["inputs"] = draw(
+                st.lists(st.sampled_from(names[:position]), unique=True)
+            )
+        steps.append(step)
     context = draw(st.lists(st.sampled_from(IDS), max_size=6))
     return {
         "required": required,
@@ -71,13 +80,27 @@ def pipelines(draw: st.DrawFn) -> dict[str, Any]:
 
 def lost_as_stated(document: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
     """The issue's rule, word for word, with no shared code."""
-    lacking = [step["name"] for step in steps if document not in step["ids"]]
     having = [step for step in steps if document in step["ids"]]
+    if not having:
+        return {
+            "id": document,
+            "lost_at": steps[0]["name"],
+            "last_step": None,
+            "last_rank": None,
+        }
+    last = having[-1]
+    after = steps[steps.index(last) + 1 :]
+    taking = [
+        step["name"]
+        for step in after
+        if last["name"] in step.get("inputs", [])
+        or ("inputs" not in step and steps[steps.index(step) - 1] is last)
+    ]
     return {
         "id": document,
-        "lost_at": lacking[0] if lacking else "context",
-        "last_step": having[-1]["name"] if having else None,
-        "last_rank": having[-1]["ids"].index(document) + 1 if having else None,
+        "lost_at": taking[0] if taking else "context",
+        "last_step": last["name"],
+        "last_rank": last["ids"].index(document) + 1,
     }
 
 
@@ -168,11 +191,61 @@ def test_the_explanation_says_where_each_missing_id_was_lost() -> None:
     for said in (
         "D19: retrieved at rank 14 by retriever, dropped by reranker (which kept 5).",
         "D40: never retrieved; retriever did not return it (it returned 14).",
-        "D7: kept by every step, last at rank 4 by reranker, but not among the 3 "
-        "that reached the model.",
+        "D7: kept at rank 4 by reranker and dropped by no later step, but not "
+        "among the 3 that reached the model.",
     ):
         assert said in score.explanation
     assert (score.metadata or {})["read_from"]["steps"] == "store RetrievalTrace:steps"
+
+
+def lost(steps: list[dict[str, Any]], required: list[str]) -> Any:
+    score = score_stage_input(
+        {"required": required, "context": [], "correct": True, "steps": steps}
+    )
+    return (score.metadata or {})["lost"], score.explanation or ""
+
+
+def test_an_id_a_later_step_holds_again_is_lost_at_the_cut_not_before() -> None:
+    """s1 [D1], s2 [X], s3 [D1]: s3 is the last step that held D1 and no
+    step took its output, so the prompt's cut lost it; s2, which ran before
+    s3, is never named as where it went."""
+    steps = [
+        {"name": "s1", "ids": ["D1"]},
+        {"name": "s2", "ids": ["X"]},
+        {"name": "s3", "ids": ["D1"]},
+    ]
+    (document,), explanation = lost(steps, ["D1"])
+    assert document == {
+        "id": "D1",
+        "lost_at": "context",
+        "last_step": "s3",
+        "last_rank": 1,
+    }
+    assert "D1: kept at rank 1 by s3 and dropped by no later step" in explanation
+    assert "s2" not in explanation
+
+
+def test_parallel_retrievers_fan_in_to_the_reranker_that_drops_their_ids() -> None:
+    """Hybrid search: BM25 and a dense retriever both feed one reranker;
+    what either alone returned and the reranker dropped is lost at the
+    reranker, never at the other retriever."""
+    steps = [
+        {"name": "retriever", "ids": ["D1", "D3"]},
+        {"name": "retriever-2", "ids": ["D7", "D1"], "inputs": []},
+        {"name": "reranker", "ids": ["D1"], "inputs": ["retriever", "retriever-2"]},
+    ]
+    found, explanation = lost(steps, ["D3", "D7", "D9"])
+    assert [(d["id"], d["lost_at"], d["last_step"], d["last_rank"]) for d in found] == [
+        ("D3", "reranker", "retriever", 2),
+        ("D7", "reranker", "retriever-2", 1),
+        ("D9", "retriever", None, None),
+    ]
+    assert "D3: retrieved at rank 2 by retriever, dropped by reranker" in explanation
+    assert "D7: retrieved at rank 1 by retriever-2, dropped by reranker" in explanation
+    assert (
+        "D9: never retrieved; no retriever returned it (retriever returned 2, "
+        "retriever-2 returned 2)." in explanation
+    )
 
 
 @pytest.mark.parametrize(
@@ -180,7 +253,11 @@ def test_the_explanation_says_where_each_missing_id_was_lost() -> None:
     [
         ("retriever", "steps", "must be an array of steps"),
         ([], "steps", "must list at least one step"),
-        (["D1"], "steps[0]", 'must be an object {"name": "...", "ids": [...]}'),
+        (
+            ["D1"],
+            "steps[0]",
+            'must be an object {"name": "...", "ids": [...], "inputs"?',
+        ),
         ([{"name": "r"}], "steps[0]", "must be an object"),
         ([{"name": "", "ids": []}], "steps[0].name", "must be a non-empty string"),
         ([{"name": 1, "ids": []}], "steps[0].name", "must be a non-empty string"),
@@ -196,6 +273,21 @@ def test_the_explanation_says_where_each_missing_id_was_lost() -> None:
             [{"name": "r", "ids": ["D1", "D2", "D1"]}],
             "steps[0].ids[2]",
             "(step 'r') repeats rank 1",
+        ),
+        (
+            [{"name": "r", "ids": [], "inputs": ["r"]}],
+            "steps[0].inputs[0]",
+            "(step 'r') must name an earlier step, once",
+        ),
+        (
+            [{"name": "r", "ids": []}, {"name": "s", "ids": [], "inputs": ["r", "r"]}],
+            "steps[1].inputs[1]",
+            "must name an earlier step, once",
+        ),
+        (
+            [{"name": "r", "ids": [], "inputs": "q"}],
+            "steps[0].inputs",
+            "must be an array of strings",
         ),
     ],
 )

@@ -1214,6 +1214,7 @@ def test_a_document_ranked_below_k_was_lost_at_the_cut(tmp_path: Path) -> None:
         {"id": "D99", "lost_at": "run", "last_step": None, "last_rank": None},
     ]
     assert (score.metadata or {})["step_recall"] == {"run": 0.5}
-    assert "D14: kept by every step, last at rank 14 by run, but not among the 10" in (
-        score.explanation or ""
+    assert (
+        "D14: retrieved at rank 14 by run and dropped by no later step, but not "
+        "among the 10" in (score.explanation or "")
     )

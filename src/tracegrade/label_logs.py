@@ -46,7 +46,8 @@ def label_requests(log: EvalLog) -> list[dict[str, Any]]:
     Each line holds, in this order:
 
     - `id` (and `epoch`, see below): the run;
-    - `question`: the sample input; `answer`: the model's output text;
+    - `question`: the record's `question` text, else the sample input;
+      `answer`: the model's output text;
     - `required`, `context`: the IDs the stage scorer read (null where the
       score has none);
     - `correct`: the label to fill. Where the stage score's label came from
@@ -114,6 +115,11 @@ def _label_request(sample: EvalSample, per_epoch: bool) -> dict[str, Any]:
 
 
 def _question(sample: EvalSample) -> str:
+    """The record's question text where it has one (an imported trace's
+    user text), else the sample input."""
+    question = (sample.metadata or {}).get("question")
+    if isinstance(question, str):
+        return question
     if isinstance(sample.input, str):
         return sample.input
     return "\n\n".join(

@@ -135,13 +135,19 @@ def lost_type() -> pa.DataType:
 
 
 def steps_type() -> pa.DataType:
-    """`steps`: a pipeline's steps as a record holds them, each step's name
-    and the IDs it output in rank order (`tracegrade.core.steps`)."""
+    """`steps`: a pipeline's steps as a record holds them, each step's name,
+    the IDs it output in rank order, and the steps it took them from, null
+    for the step before it (`tracegrade.core.steps`)."""
     import pyarrow as pa
 
+    ids = pa.list_(pa.string())
     return pa.list_(
         pa.struct(
-            [pa.field("name", pa.string()), pa.field("ids", pa.list_(pa.string()))]
+            [
+                pa.field("name", pa.string()),
+                pa.field("ids", ids),
+                pa.field("inputs", ids),
+            ]
         )
     )
 
@@ -206,7 +212,8 @@ def score_table(table: Any, task: str = "stage_diagnosis", **keys: str) -> pa.Ta
     `table` is a `pyarrow.Table` or `RecordBatch` (or a pandas DataFrame)
     with a column per record field, ID lists as `list<string>`: for
     `stage_diagnosis`, `required`, `context`, `correct` and optionally
-    `steps` (`list<struct<name: string, ids: list<string>>>`); for
+    `steps` (`list<struct<name: string, ids: list<string>, inputs:
+    list<string>>>`, inputs optional); for
     `ordered_extraction`, `source` and `answer` (or `output`, the model's
     text). An `id` column, if any, is carried over. Key arguments name
     other columns, as the scorers' do: `required_key="gold_docs"`.
@@ -245,6 +252,8 @@ def score_table(table: Any, task: str = "stage_diagnosis", **keys: str) -> pa.Ta
             for field, value in zip(fields, row, strict=True)
             if value is not None
         }
+        if steps and type(record.get("steps")) is list:
+            record["steps"] = [_absent_inputs(step) for step in record["steps"]]
         results.append(score_row(record, steps))
     outputs = list(zip(*results, strict=True)) if results else [()] * (len(schema) - 1)
     arrays: list[Any] = [ids]
@@ -253,6 +262,14 @@ def score_table(table: Any, task: str = "stage_diagnosis", **keys: str) -> pa.Ta
         for position, column in enumerate(outputs)
     ]
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _absent_inputs(step: Any) -> Any:
+    """A step whose `inputs` cell is null takes the step before it: as a
+    null cell is an absent field, a null `inputs` is none given."""
+    if type(step) is not dict or "inputs" not in step or step["inputs"] is not None:
+        return step
+    return {key: value for key, value in step.items() if key != "inputs"}
 
 
 def _ids(table: pa.Table, column: str | None) -> pa.ChunkedArray:
@@ -401,12 +418,11 @@ def record_schema(task: str = "stage_diagnosis") -> pa.Schema:
     if task == "ordered_extraction":
         fields = [("source", ids), ("answer", ids), ("output", pa.string())]
     else:
-        step = pa.struct([pa.field("name", pa.string()), pa.field("ids", ids)])
         fields = [
             ("required", ids),
             ("context", ids),
             ("correct", pa.bool_()),
-            ("steps", pa.list_(step)),
+            ("steps", steps_type()),
             ("question", pa.string()),
             ("answer", pa.string()),
             ("reference", pa.string()),
@@ -520,7 +536,9 @@ def score_cells(task: str, score: Score, *, steps: bool) -> tuple[Any, ...]:
 def _step_cells(steps: Sequence[Step] | None) -> list[dict[str, Any]] | None:
     if steps is None:
         return None
-    return [{"name": step.name, "ids": step.ids} for step in steps]
+    return [
+        {"name": step.name, "ids": step.ids, "inputs": step.inputs} for step in steps
+    ]
 
 
 def problem_cells(

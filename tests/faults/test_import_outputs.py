@@ -64,7 +64,10 @@ def openinference_files(directory: Path, bad: bool) -> list[str]:
         "".join(json.dumps(line) + "\n" for line in lines)
     )
     (directory / "gold.jsonl").write_text(
-        json.dumps({"key": "ex-0", "required": ["D"]}) + "\n"
+        "".join(
+            json.dumps({"key": f"ex-{n}", "required": ["D"]}) + "\n"
+            for n in range(GOOD_ROWS + 1)
+        )
     )
     return [
         "openinference",

@@ -9,12 +9,15 @@ subcommand has the same shape: its inputs, `--labels`, `--output` and
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import IO, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ._failures import CommandStopped
 from ._paths import check_output_format
+
+if TYPE_CHECKING:
+    from ..importers.openinference import OpenInferenceNotes
 
 _INPUT = click.Path(exists=True, dir_okay=False, readable=True, path_type=str)
 
@@ -105,6 +108,8 @@ def _run_import(
                 replace=force,
             )
     except ImportRefused as error:
+        if error.exit_code != 1:
+            raise CommandStopped(f"Error: {error.message}", error.exit_code) from None
         raise click.ClickException(error.message) from None
     except _InputUnreadable as error:
         raise CommandStopped(f"Error: {error.error}", 2) from None
@@ -435,14 +440,46 @@ def ragas(
     "--key",
     required=True,
     metavar="ATTRIBUTE",
-    help="The span attribute whose value is the gold key (input.value: the "
-    "root span's input).",
+    help="The span attribute whose value is the gold key, and the record's "
+    "id: a question id the harness sets, such as session.id.",
+)
+@click.option(
+    "--id",
+    "sample_id",
+    metavar="ATTRIBUTE",
+    help="The span attribute whose value is the record's id, instead of --key's.",
+)
+@click.option(
+    "--context",
+    "context_rule",
+    type=click.Choice(["model-input", "last-step"]),
+    default="model-input",
+    show_default=True,
+    help="model-input: the documents a model's input shows (a trace that "
+    "shows none: its last retrieval step's output); last-step: that output "
+    "for every trace.",
+)
+@click.option(
+    "--id-in-metadata",
+    metavar="KEY",
+    help="A document without document.id has the id its document.metadata "
+    "holds as KEY (LangChain's instrumentor records no document.id).",
+)
+@click.option(
+    "--allow-unmatched",
+    is_flag=True,
+    help="Write a trace that matches no gold line without required (it "
+    "scores unresolved) instead of refusing the import.",
 )
 @_output_options
 def openinference(
     spans: str,
     gold: str,
     key: str,
+    sample_id: str | None,
+    context_rule: str,
+    allow_unmatched: bool,
+    id_in_metadata: str | None,
     labels: str | None,
     output: str | None,
     output_format: str,
@@ -452,43 +489,45 @@ def openinference(
 
     \b
       tracegrade import openinference spans.jsonl --gold gold.jsonl \\
-          --key example.id > runs.jsonl
+          --key session.id > runs.jsonl
       inspect eval tracegrade/stage_diagnosis -T dataset=runs.jsonl
 
     SPANS is OTLP JSON, one ExportTraceServiceRequest a line, as the
     OpenTelemetry SDK's and the Collector's file exporters write it, of
-    spans following the OpenInference conventions (Arize Phoenix,
-    OpenLLMetry-style instrumentation). Ids are read as OTLP JSON's hex or
-    protobuf JSON's base64. Each line written is {"id": TRACE_ID,
-    "input": {"required": [...], "context": [...], "correct": ...,
-    "question": ..., "answer": ...}}, traces in the order they first
-    appear:
+    spans following the OpenInference conventions. Each line written is
+    {"id": KEY, "input": {"required": [...], "context": [...], "steps":
+    [...], "correct": ..., "question": ..., "answer": ...}}, traces in the
+    order they first appear (docs/import-openinference.md):
 
     \b
-    - context: the document ids of the trace's RETRIEVER spans
-      (retrieval.documents.N.document.id), spans in start order,
-      documents by N.
+    - id: the trace's ATTRIBUTE value (--key, or --id), so two imports
+      of the same questions pair in tracegrade compare; two traces with
+      one id are refused.
+    - context: the documents a model received, found by id or content
+      in an LLM span's input messages or prompt, or a prompt builder's
+      output; one reading or a refusal. A trace showing no model input:
+      its last retrieval step's output, counted in a note.
+    - steps: its RETRIEVER and RERANKER spans, in the order the span tree
+      and times give; retrievers side by side fan in.
     - required, and correct when the gold line has one: from the GOLD
-      line whose "key" equals the trace's ATTRIBUTE (the root span's,
-      else the one value its spans agree on), type included: 7 is not
-      "7".
-    - correct may instead come from --labels, keyed by trace id; never
+      line whose "key" equals the trace's ATTRIBUTE, type included.
+    - correct may instead come from --labels, keyed by record id; never
       from both, and never guessed.
-    - answer: the root span's output.value, else the last LLM span's;
-      question: the root span's input.value.
+    - answer: the last model's output; question: the user's text.
 
-    A trace matching no gold line is written without required (it scores
-    unresolved, nothing to diagnose) and counted and listed on stderr,
-    never dropped; so are gold lines no trace matched, and traces with no
-    RETRIEVER span, written without context (invalid-input: the context
-    was never recorded, which an empty one would blame on the retriever).
+    A trace matching no gold line is refused (exit 2), unless
+    --allow-unmatched; gold lines no trace matched, traces with no
+    RETRIEVER span (written without context, invalid-input), and spans
+    that returned documents typed neither RETRIEVER nor RERANKER are
+    listed on stderr.
 
     Refused, with file, line and field, and nothing written: a line that
     is not OTLP JSON trace data or not UTF-8, an id of neither encoding,
     a span exported twice, an attribute given twice, a retrieved document
     without document.id, a span kind in the wrong case ("retriever"), a
-    trace whose spans give two keys, a repeated gold key, an empty file, a
-    label naming no trace or labelling a trace the gold file labels.
+    trace whose spans give two keys, a model input with two readings, a
+    repeated gold key, an empty file, a label naming no record or
+    labelling one the gold file labels.
 
     Records are written only once every file is read and checked;
     --output appears complete or not at all, never replaces an input, and
@@ -496,53 +535,87 @@ def openinference(
 
     \b
     Exit codes: 0 success, 1 the files are malformed or disagree,
-    2 usage error, or a file that cannot be read or written.
+    2 usage error, a trace matching no gold line, or a file that cannot
+    be read or written.
     """
-    from ..core.errors import quote
-    from ..importers.common import SHOWN, counted, named
-    from ..importers.openinference import OpenInferenceNotes, stream_openinference
+    from ..importers.openinference import (
+        ImportRules,
+        OpenInferenceNotes,
+        stream_openinference,
+    )
 
     imported = OpenInferenceNotes()
+    rules = ImportRules(key, sample_id, context_rule, allow_unmatched, id_in_metadata)
 
     def build() -> Iterable[dict[str, Any]]:
         return stream_openinference(
-            spans, gold, key=key, labels_path=labels, notes=imported
+            spans, gold, rules=rules, labels_path=labels, notes=imported
         )
 
     def notes(count: int) -> list[str]:
-        said = []
-        if imported.unmatched:
-            shown = ", ".join(
-                quote(trace_id)
-                + (f" (no {key})" if value is None else f" ({key} {quote(value)})")
-                for trace_id, value in imported.unmatched[:SHOWN]
-            )
-            more = len(imported.unmatched) - SHOWN
-            said.append(
-                f"{len(imported.unmatched)} of {counted(count, 'trace')} "
-                f"match no line of {gold} by {key}; written without required, "
-                f"they score unresolved: {shown}"
-                + (f" and {more} more" if more > 0 else "")
-            )
-        if imported.unretrieved:
-            said.append(
-                f"{len(imported.unretrieved)} of {counted(count, 'trace')} "
-                "have no RETRIEVER span; written without context, they are "
-                f"invalid-input (the context was never recorded): "
-                f"{named(imported.unretrieved)}"
-            )
-        if imported.unused_gold:
-            shown = ", ".join(
-                f"{quote(line.key)} (line {line.line})"
-                for line in imported.unused_gold[:SHOWN]
-            )
-            more = len(imported.unused_gold) - SHOWN
-            verb = "matches" if len(imported.unused_gold) == 1 else "match"
-            said.append(
-                f"{counted(len(imported.unused_gold), 'gold line')} of {gold} "
-                f"{verb} no trace: {shown}" + (f" and {more} more" if more > 0 else "")
-            )
-        return said
+        return _openinference_notes(imported, count, key, gold)
 
     inputs = [spans, gold, *([labels] if labels is not None else [])]
     _run_import(inputs, output, force, build, "trace", labels, notes, output_format)
+
+
+def _openinference_notes(
+    imported: OpenInferenceNotes, count: int, key: str, gold: str
+) -> list[str]:
+    """What an OpenInference import says on stderr, a line a note."""
+    from ..core.errors import quote
+    from ..importers.common import SHOWN, counted, named
+
+    said = []
+    traces = counted(count, "trace")
+    if imported.unmatched:
+        shown = ", ".join(
+            quote(trace_id)
+            + (f" (no {key})" if value is None else f" ({key} {quote(value)})")
+            for trace_id, value in imported.unmatched[:SHOWN]
+        )
+        more = len(imported.unmatched) - SHOWN
+        said.append(
+            f"{len(imported.unmatched)} of {traces} match no line of {gold} by "
+            f"{key}; written without required (--allow-unmatched), they score "
+            f"unresolved: {shown}" + (f" and {more} more" if more > 0 else "")
+        )
+    if imported.last_step:
+        reasons = {
+            why: sum(1 for _, w in imported.last_step if w == why)
+            for _, why in imported.last_step
+        }
+        why = "; ".join(f"{n}: {reason}" for reason, n in reasons.items())
+        said.append(
+            f"{len(imported.last_step)} of {traces} show no model input that "
+            f"tells what reached the model ({why}); their context is their last "
+            "retrieval step's output, as --context last-step takes it: "
+            + named([trace_id for trace_id, _ in imported.last_step])
+        )
+    if imported.untyped:
+        shown = ", ".join(
+            f"{quote(name)} ({counted(n, 'trace')})"
+            for name, n in list(imported.untyped.items())[:SHOWN]
+        )
+        said.append(
+            f"spans that returned documents are typed neither RETRIEVER nor "
+            f"RERANKER, so no step reads them: {shown}"
+        )
+    if imported.unretrieved:
+        said.append(
+            f"{len(imported.unretrieved)} of {traces} have no RETRIEVER span; "
+            "written without context, they are invalid-input (the context "
+            f"was never recorded): {named(imported.unretrieved)}"
+        )
+    if imported.unused_gold:
+        shown = ", ".join(
+            f"{quote(line.key)} (line {line.line})"
+            for line in imported.unused_gold[:SHOWN]
+        )
+        more = len(imported.unused_gold) - SHOWN
+        verb = "matches" if len(imported.unused_gold) == 1 else "match"
+        said.append(
+            f"{counted(len(imported.unused_gold), 'gold line')} of {gold} "
+            f"{verb} no trace: {shown}" + (f" and {more} more" if more > 0 else "")
+        )
+    return said

@@ -6,15 +6,16 @@ in pipeline order, each with the IDs it output in rank order:
 
     "steps": [{"name": "retriever", "ids": [...]}, {"name": "reranker", "ids": [...]}]
 
-`context` stays what reached the model. Then, for each ID the rules report
-missing, in the order of `missing`:
+Each step takes the output of the step before it, or of the earlier steps
+its `inputs` names (`[]`: none, a retriever run beside the first; two
+names: fan-in). `context` stays what reached the model. Then, for each ID
+the rules report missing, in the order of `missing`:
 
-- `lost_at` is the first step whose output lacks it (never retrieved: the
-  first step; retrieved, then dropped: the step that dropped it); if every
-  step kept it and it still did not reach the model, `"context"`: it was
-  ranked below the cut that fills the prompt;
 - `last_step` is the last step that had it, `last_rank` its 1-based rank
-  there; both null when no step ever had it.
+  there; both null when no step ever had it;
+- `lost_at` is the first step that took `last_step`'s output (the step
+  that dropped it), or `"context"` when no step took it (it was ranked
+  below the cut that fills the prompt); the first step when no step had it.
 
 Each answer has its own fix (embeddings or chunking, a filter, the
 reranker, k), and this is a fact of IDs alone, as exact as the rules: no
@@ -25,7 +26,7 @@ rule of the reference evaluators reads `steps`, so the diagnosis itself,
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -33,15 +34,17 @@ from .errors import InvalidRecord
 from .fields import id_list
 
 CONTEXT = "context"
-"""`lost_at` for an ID every step kept that still did not reach the model."""
+"""`lost_at` for an ID no step dropped that still did not reach the model."""
 
 
 @dataclass(frozen=True)
 class Step:
-    """One step of a pipeline: its name and the IDs it output, in rank order."""
+    """One step of a pipeline: its name, the IDs it output in rank order,
+    and the steps whose output it took (None: the step before it)."""
 
     name: str
     ids: list[str]
+    inputs: list[str] | None = None
 
 
 class LostDocument(TypedDict):
@@ -51,7 +54,7 @@ class LostDocument(TypedDict):
     last_rank: int | None
 
 
-_STEP_FORM = 'an object {"name": "...", "ids": [...]}'
+_STEP_FORM = 'an object {"name": "...", "ids": [...], "inputs"?: [...]}'
 
 
 def read_steps(record: Mapping[str, Any]) -> list[Step] | None:
@@ -60,8 +63,9 @@ def read_steps(record: Mapping[str, Any]) -> list[Step] | None:
     Raises `InvalidRecord` naming the step: steps that are no list, an
     empty list, a step that is not an object with `name` and `ids`, a name
     that is empty, repeated or `"context"` (which `lost_at` uses), IDs
-    that are not a list of strings, or an ID a step lists twice (a ranking
-    holds a document once; which rank counts would be a guess).
+    that are not a list of strings, an ID a step lists twice (a ranking
+    holds a document once; which rank counts would be a guess), or inputs
+    naming no earlier step.
     """
     steps = record.get("steps")
     if steps is None:
@@ -90,7 +94,7 @@ def read_steps(record: Mapping[str, Any]) -> list[Step] | None:
             raise InvalidRecord(
                 f"{where}.name",
                 name,
-                'is reserved: lost_at "context" means an ID every step kept',
+                'is reserved: lost_at "context" means an ID no step dropped',
             )
         if name in seen:
             raise InvalidRecord(
@@ -98,9 +102,9 @@ def read_steps(record: Mapping[str, Any]) -> list[Step] | None:
                 name,
                 f"names steps[{seen[name]}] too; a record's step names are unique",
             )
-        seen[name] = position
         try:
             ids = id_list(step, "ids")
+            inputs = _inputs(step, seen)
         except InvalidRecord as invalid:
             raise InvalidRecord(
                 f"{where}.{invalid.field}",
@@ -118,33 +122,68 @@ def read_steps(record: Mapping[str, Any]) -> list[Step] | None:
                         "ranks each ID once",
                     )
                 ranks[item] = rank
-        read.append(Step(name, ids))
+        read.append(Step(name, ids, inputs))
+        seen[name] = position
     return read
+
+
+def _inputs(step: Mapping[str, Any], earlier: Container[str]) -> list[str] | None:
+    """A step's `inputs`, each the name of an earlier step, once."""
+    if step.get("inputs") is None:
+        return None
+    names = id_list(step, "inputs")
+    for position, name in enumerate(names):
+        if name not in earlier or name in names[:position]:
+            raise InvalidRecord(
+                f"inputs[{position}]", name, "must name an earlier step, once"
+            )
+    return names
+
+
+def _takers(steps: Sequence[Step]) -> dict[str, str]:
+    """For each step taken by a later one, the first step that took it."""
+    takers: dict[str, str] = {}
+    for position, step in enumerate(steps):
+        inputs = step.inputs
+        if inputs is None:
+            inputs = [steps[position - 1].name] if position else []
+        for name in inputs:
+            takers.setdefault(name, step.name)
+    return takers
 
 
 def lost_documents(missing: Sequence[str], steps: Sequence[Step]) -> list[LostDocument]:
     """For each missing ID, in the order given, where it was lost (see the module)."""
     ranks = [{item: rank for rank, item in enumerate(step.ids, 1)} for step in steps]
+    takers = _takers(steps)
     lost: list[LostDocument] = []
     for item in missing:
-        lost_at: str | None = None
         last_step: str | None = None
         last_rank: int | None = None
         for step, ranked in zip(steps, ranks, strict=True):
             rank = ranked.get(item)
-            if rank is None:
-                lost_at = lost_at or step.name
-            else:
+            if rank is not None:
                 last_step, last_rank = step.name, rank
+        first = steps[0].name
+        lost_at = first if last_step is None else takers.get(last_step, CONTEXT)
         lost.append(
             {
                 "id": item,
-                "lost_at": lost_at or CONTEXT,
+                "lost_at": lost_at,
                 "last_step": last_step,
                 "last_rank": last_rank,
             }
         )
     return lost
+
+
+def first_steps(steps: Sequence[Step]) -> list[Step]:
+    """The steps that took no other step's output: the retrievers."""
+    return [
+        step
+        for position, step in enumerate(steps)
+        if not (step.inputs if step.inputs is not None else position)
+    ]
 
 
 def step_recalls(required: Sequence[str], steps: Sequence[Step]) -> dict[str, float]:
@@ -194,6 +233,7 @@ __all__ = [
     "CONTEXT",
     "LostDocument",
     "Step",
+    "first_steps",
     "lost_documents",
     "ndcg_at",
     "read_steps",

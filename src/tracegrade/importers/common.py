@@ -35,7 +35,10 @@ SampleId = str | int
 
 
 class ImportRefused(ValueError):
-    """Files that cannot become records; `message` says why, in one line."""
+    """Files that cannot become records; `message` says why, in one line,
+    and `exit_code` is the command's exit."""
+
+    exit_code = 1
 
     def __init__(self, message: str) -> None:
         self.message = message

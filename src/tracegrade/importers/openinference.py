@@ -1,42 +1,39 @@
 """OpenInference traces, exported as OTLP JSON, as stage-diagnosis records.
 
-A RAG pipeline instrumented with OpenInference's conventions (Arize
-Phoenix, OpenLLMetry-style instrumentation) records what stage diagnosis
-needs as it runs: its `RETRIEVER` spans name the documents they returned
-(`retrieval.documents.N.document.id`), and its `LLM` or root span holds
-the answer (`output.value`). What the answer needed, and whether it was
-right, comes from a gold file, joined to each trace by a key the user
-names. One fixture-format record per trace:
+A RAG pipeline instrumented with OpenInference's conventions records what
+stage diagnosis needs as it runs: its `RETRIEVER` and `RERANKER` spans
+name the documents they returned (`retrieval.documents.N.document.id`),
+and its `LLM` spans what the model was given and said. What the answer
+needed, and whether it was right, comes from a gold file, joined to each
+trace by a key the user names. One fixture-format record per trace
+(docs/import-openinference.md):
 
-    {"id": TRACE_ID, "input": {"required": [...], "context": [...],
+    {"id": KEY, "input": {"required": [...], "context": [...], "steps"?: [...],
      "correct"?: true|false, "question"?: ..., "answer"?: ...}}
 
-- `id` is the trace id, 32 lowercase hex digits.
-- `context` is the document ids of the trace's RETRIEVER spans, spans in
-  start order (ties in file order), each span's documents by their index
-  N; an integer id becomes its decimal text. A span may give its documents
-  as one attribute `retrieval.documents` instead (an array of objects each
-  holding `document.id`, or a JSON text of one), as some exporters keep
-  them; both forms in one span are refused. A trace with no RETRIEVER
-  span has no `context`: it was never recorded, and the run scores
-  `invalid-input`, where an empty one would blame the retriever.
-- `steps`, for a trace with a RERANKER span: each RETRIEVER span and each
-  RERANKER span (its `reranker.output_documents`) is a step, in start
-  order, and `context` is the last step's output instead. A trace
-  without a reranker has no steps and the context above.
-- `answer` is the root span's `output.value`, or, where the root has
-  none, the last LLM span's; `question` the root span's `input.value`.
-  The root is the span with no parent (the earliest, if several).
+- `id` is the trace's key as text, or the value of the attribute
+  `ImportRules.sample_id` names; two traces with one id are refused.
+- `context` is the documents a model received: those whose id or unique
+  content a model's input shows (`_model_input`, `documents_in`), one
+  reading or a refusal. A trace showing no model input, or with
+  `--context last-step`, has the rule of earlier versions: the last
+  RERANKER's output, or without one its RETRIEVER spans' documents.
+  A trace with no RETRIEVER span has no `context`: it was never recorded,
+  and the run scores `invalid-input`, where an empty one would blame the
+  retriever.
+- `steps`: its RETRIEVER and RERANKER spans in span-tree order
+  (`_steps`), retrievers side by side fanning in.
+- `answer` is the last model's output, `question` the user's text.
 - The key is the attribute `key` of the root span, or, where the root
   lacks it, the one value the trace's other spans give it (two different
-  values are refused). `--key input.value` joins by the question text.
+  values are refused).
 - `required` (and `correct`, when the gold line has one) come from the
   gold line whose `key` equals it, type included: `7` is not `"7"`. A
-  label may also come from a labels file keyed by trace id, but one trace
-  is never labelled by both. Labels are never guessed.
-- A trace that matches no gold line is kept, without `required` (so it
-  scores `unresolved`: nothing to diagnose), and counted and listed
-  (`OpenInferenceImport.unmatched`); so are gold lines no trace matched.
+  label may also come from a labels file keyed by record id, but one
+  record is never labelled by both. Labels are never guessed.
+- A trace that matches no gold line is refused (`UnmatchedTraces`), or,
+  let through, kept without `required` (so it scores `unresolved`) and
+  listed; so are gold lines no trace matched.
 
 The spans file is JSON Lines, one OTLP `ExportTraceServiceRequest` per
 line, as the OpenTelemetry SDK's OTLP JSON file exporter and the
@@ -64,6 +61,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from array import array
 from collections import OrderedDict
@@ -81,12 +79,16 @@ from ..lines import (
     strict_json_loads,
 )
 from .common import (
+    SHOWN,
+    ImportRefused,
     InputFileError,
     LabelsRefused,
     RecordLabels,
     check_labels_name_records,
+    counted,
     read_labels,
 )
+from .model_input import TwoReadings, documents_in
 
 # The OpenInference semantic conventions' attribute names.
 SPAN_KIND = "openinference.span.kind"
@@ -95,6 +97,7 @@ OUTPUT_VALUE = "output.value"
 RETRIEVER = "RETRIEVER"
 LLM = "LLM"
 RERANKER = "RERANKER"
+PROMPT = "PROMPT"
 RETRIEVED = "retrieval.documents"
 RERANKED = "reranker.output_documents"
 _DIGITS = re.compile(r"[+-]?[0-9]+")
@@ -117,6 +120,7 @@ class Span:
     trace_id: str
     span_id: str
     parent_id: str | None
+    name: str
     start: int
     line: int
     where: str
@@ -152,14 +156,10 @@ class GoldLine:
 
 @dataclass
 class OpenInferenceImport:
-    """The records; the traces that matched no gold line, as (trace id,
-    key or None); the gold lines no trace matched; and the traces with no
-    RETRIEVER span."""
+    """The records, and what the import's notes say of them."""
 
     records: list[dict[str, Any]]
-    unmatched: list[tuple[str, Key | None]]
-    unused_gold: list[GoldLine]
-    unretrieved: list[str]
+    notes: OpenInferenceNotes
 
 
 # --- reading the spans -----------------------------------------------------------
@@ -390,6 +390,7 @@ def _spans(line: _Line, request: Any, order: int) -> Iterator[Span]:
                     else _identifier(
                         line, f"{where}.parentSpanId", parent, SPAN_ID_BYTES
                     ),
+                    name=_text(line, f"{where}.name", span.get("name", "")),
                     start=_integer(
                         line,
                         f"{where}.startTimeUnixNano",
@@ -593,7 +594,7 @@ def _kind(path: str, span: Span) -> Any:
     return kind
 
 
-def _context(path: str, trace: Trace) -> list[str] | None:
+def _context(path: str, trace: Trace, in_metadata: str | None) -> list[str] | None:
     """The documents the trace's RETRIEVER spans returned, in order; None
     when it has no RETRIEVER span, so the context was never recorded (an
     empty one would say the retriever found nothing)."""
@@ -602,38 +603,219 @@ def _context(path: str, trace: Trace) -> list[str] | None:
         return None
     context: list[str] = []
     for span in retrievers:
-        context += _documents(path, span, RETRIEVED)
+        context += _documents(path, span, RETRIEVED, in_metadata)
     return context
 
 
-def _steps(path: str, trace: Trace) -> list[dict[str, Any]] | None:
-    """The trace's pipeline steps, when it has a RERANKER span; None when not.
-
-    Each RETRIEVER span (its documents) and each RERANKER span (its
-    `reranker.output_documents`) is a step, in start order, named by its
-    kind: `retriever`, `reranker`, and `retriever-2`, `reranker-2` ... for
-    later spans of a kind. A trace without a reranker has no steps: its
-    record is as it was, the context being the retrievers' documents.
-    """
-    spans = [
-        span for span in trace.ordered() if _kind(path, span) in (RETRIEVER, RERANKER)
-    ]
-    if not any(span.kind == RERANKER for span in spans):
-        return None
-    steps: list[dict[str, Any]] = []
-    seen: dict[str, int] = {}
+def _post_order(path: str, trace: Trace) -> list[Span]:
+    """The spans as their outputs were ready: a span after the spans under
+    it, siblings in start order (ties in file order)."""
+    spans = trace.ordered()
+    known = {span.span_id for span in spans}
+    children: dict[str | None, list[Span]] = {}
     for span in spans:
-        name = span.kind.lower()
-        seen[name] = seen.get(name, 0) + 1
-        if seen[name] > 1:
-            name = f"{name}-{seen[name]}"
-        documents = RETRIEVED if span.kind == RETRIEVER else RERANKED
-        steps.append({"name": name, "ids": _documents(path, span, documents)})
-    return steps
+        parent = span.parent_id if span.parent_id in known else None
+        children.setdefault(parent, []).append(span)
+    order: list[Span] = []
+    stack = [(span, False) for span in reversed(children.get(None, []))]
+    while stack:
+        span, below_done = stack.pop()
+        if below_done:
+            order.append(span)
+            continue
+        stack.append((span, True))
+        stack += [(child, False) for child in reversed(children.get(span.span_id, []))]
+    if len(order) != len(spans):
+        lost = next(span for span in spans if span not in order)
+        raise InputFileError(
+            path,
+            lost.line,
+            f"{lost.where}: span {quote(lost.span_id)} of trace "
+            f"{quote(trace.trace_id)} is its own ancestor (its parents loop)",
+            field=lost.where,
+        )
+    return order
 
 
-def _documents(path: str, span: Span, documents: str) -> list[str]:
-    """The ids of a span's list of documents `documents`, in order:
+def _above(trace: Trace, spans: Iterable[Span]) -> set[str]:
+    """The span ids of every span that `spans` are under."""
+    parents = {span.span_id: span.parent_id for span in trace.spans}
+    above: set[str] = set()
+    for span in spans:
+        parent = span.parent_id
+        while parent is not None and parent in parents and parent not in above:
+            above.add(parent)
+            parent = parents[parent]
+    return above
+
+
+@dataclass
+class _Steps:
+    """A trace's steps, and each document's contents as its spans give them
+    (None where a span gives none)."""
+
+    steps: list[dict[str, Any]]
+    contents: dict[str, set[str | None]]
+
+
+def _steps(path: str, trace: Trace, in_metadata: str | None) -> _Steps:
+    """Each RETRIEVER span (its documents) and each RERANKER span (its
+    `reranker.output_documents`) is a step, in the order their outputs were
+    ready (`_post_order`), named by kind: `retriever`, `reranker`, then
+    `retriever-2` ... A RETRIEVER with no step under it reads the question:
+    it takes no step's output, so retrievers side by side fan in to the
+    step after them. A step span of the kind of the one just under it,
+    which gave the same documents or none, is that step traced twice
+    (LlamaIndex's `retrieve` and `_retrieve`): its documents count."""
+    order = _post_order(path, trace)
+    kinds = {span.span_id: _kind(path, span) for span in order}
+    spans = [span for span in order if kinds[span.span_id] in (RETRIEVER, RERANKER)]
+    wrapping = _above(trace, spans)
+    steps: list[dict[str, Any]] = []
+    contents: dict[str, set[str | None]] = {}
+    unread: list[str] = []
+    counts: dict[str, int] = {}
+    previous: tuple[Span, list[str]] | None = None
+    for span in spans:
+        kind = kinds[span.span_id]
+        listed = RETRIEVED if kind == RETRIEVER else RERANKED
+        fields = _document_fields(path, span, listed, in_metadata)
+        for document, content in fields:
+            contents.setdefault(document, set()).add(content)
+        ids = [document for document, _ in fields]
+        if (
+            previous is not None
+            and previous[0].kind == kind
+            and previous[1] in (ids, [])
+            and span.span_id in _above(trace, [previous[0]])
+        ):
+            previous = (span, ids)
+            steps[-1]["ids"] = ids
+            continue
+        previous = (span, ids)
+        counts[kind] = counts.get(kind, 0) + 1
+        name = kind.lower() + ("" if counts[kind] == 1 else f"-{counts[kind]}")
+        if kind == RETRIEVER and span.span_id not in wrapping:
+            inputs, unread = [], [*unread, name]
+        else:
+            inputs, unread = unread, [name]
+        step: dict[str, Any] = {"name": name, "ids": ids}
+        if inputs != [last["name"] for last in steps[-1:]]:
+            step["inputs"] = inputs
+        steps.append(step)
+    return _Steps(steps, contents)
+
+
+PROMPT_TEMPLATE = "llm.prompt_template."
+INPUT_MESSAGES = "llm.input_messages."
+OUTPUT_MESSAGES = "llm.output_messages."
+PROMPTS = "llm.prompts"
+INPUT_MIME_TYPE = "input.mime_type"
+JSON_MIME_TYPE = "application/json"
+
+
+def _builds_prompt(span: Span) -> bool:
+    """An LLM span that renders a template (Haystack's PromptBuilder): its
+    output is the prompt, its input every document offered to it."""
+    return any(key.startswith(PROMPT_TEMPLATE) for key in span.attributes)
+
+
+def _model_input(path: str, trace: Trace) -> list[str]:
+    """The texts the trace shows a model received: each LLM span's input
+    messages or prompts (else its input.value), a prompt builder's output."""
+    texts: list[str] = []
+    for span in trace.ordered():
+        if _kind(path, span) != LLM:
+            continue
+        if _builds_prompt(span):
+            texts += _texts(path, span, OUTPUT_VALUE)
+            continue
+        given = [
+            text
+            for key in span.attributes
+            if key == PROMPTS
+            or (
+                key.startswith((INPUT_MESSAGES, PROMPTS + "."))
+                and key.endswith((".content", ".text"))
+            )
+            for text in _texts(path, span, key)
+        ]
+        texts += given or _json_texts(path, span)
+    return texts
+
+
+def _texts(path: str, span: Span, key: str) -> list[str]:
+    """An attribute that holds text, or an array of texts, as a list."""
+    value = span.attributes.get(key)
+    if value is None:
+        return []
+    if type(value) is list and all(isinstance(item, str) for item in value):
+        return value
+    if not isinstance(value, str):
+        raise _refuse_at(
+            path, span, key, f"{key} must be text or texts, got {quote(value, 80)}"
+        )
+    return [value]
+
+
+def _json_texts(path: str, span: Span) -> list[str]:
+    """The span's input.value; when JSON, the texts in it, as a model
+    would read them unescaped."""
+    texts = _texts(path, span, INPUT_VALUE)
+    if not texts or span.attributes.get(INPUT_MIME_TYPE) != JSON_MIME_TYPE:
+        return texts
+    try:
+        pending = [strict_json_loads(texts[0])]
+    except ValueError:
+        return texts
+    found: list[str] = []
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, dict):
+            pending += reversed(list(value.values()))
+        elif isinstance(value, list):
+            pending += reversed(value)
+    return found
+
+
+def _untyped(
+    path: str, trace: Trace, contents: dict[str, set[str | None]]
+) -> list[str]:
+    """The names of spans, typed neither RETRIEVER nor RERANKER (nor LLM or
+    PROMPT), whose output holds a trace document's content, and that no
+    such span or model or step span is under: a ranker the instrumentor
+    typed CHAIN, which no step reads."""
+    marks = {content for texts in contents.values() for content in texts if content}
+    marks |= {json.dumps(mark, ensure_ascii=False)[1:-1] for mark in marks}
+    if not marks:
+        return []
+    holding, typed = [], []
+    for span in trace.ordered():
+        kind = _kind(path, span)
+        if kind in (RETRIEVER, RERANKER, LLM, PROMPT):
+            typed.append(span)
+            continue
+        output = span.attributes.get(OUTPUT_VALUE)
+        if isinstance(output, str) and any(mark in output for mark in marks):
+            holding.append(span)
+    above = _above(trace, [*holding, *typed])
+    return [span.name for span in holding if span.span_id not in above]
+
+
+def _documents(
+    path: str, span: Span, documents: str, in_metadata: str | None
+) -> list[str]:
+    """The ids of a span's list of documents `documents`, in order."""
+    fields = _document_fields(path, span, documents, in_metadata)
+    return [document for document, _ in fields]
+
+
+def _document_fields(
+    path: str, span: Span, documents: str, in_metadata: str | None
+) -> list[tuple[str, str | None]]:
+    """The ids and contents of a span's list of documents `documents`, in order:
     `retrieval.documents` for a RETRIEVER, `reranker.output_documents` for a
     RERANKER.
 
@@ -641,7 +823,8 @@ def _documents(path: str, span: Span, documents: str) -> list[str]:
     `retrieval.documents.N.document.id`; some exporters keep the list as one
     attribute `retrieval.documents`, an array of objects or a JSON text of
     one. Either is read. Both at once is refused: which one the span meant
-    would be a guess.
+    would be a guess. A document without `document.id` has the id its
+    `document.metadata` holds as `in_metadata`, when that is given.
     """
     prefix = f"{documents}."
     pattern = re.compile(re.escape(prefix) + r"(0|[1-9][0-9]*)\.document\.(.+)")
@@ -669,23 +852,52 @@ def _documents(path: str, span: Span, documents: str) -> list[str]:
                 f"as {documents} and as {prefix}N.document.* attributes",
             )
         return _document_list(path, span, documents)
-    ids: list[str] = []
+    ids: list[tuple[str, str | None]] = []
     for index in sorted(found_documents):
-        id_key = found_documents[index].get("id")
-        if id_key is None:
+        keys = found_documents[index]
+        if "id" in keys:
+            document = _document_id(path, span, keys["id"], span.attributes[keys["id"]])
+        elif in_metadata is not None and "metadata" in keys:
+            document = _metadata_id(path, span, keys["metadata"], in_metadata)
+        else:
             raise _refuse_at(
                 path,
                 span,
-                next(iter(found_documents[index].values())),
+                next(iter(keys.values())),
                 f"document {index} of {span.kind} span {quote(span.span_id)} "
                 f"has no {prefix}{index}.document.id, so what it returned is "
-                "unknown",
+                "unknown (--id-in-metadata KEY reads it from its metadata)",
             )
-        ids.append(_document_id(path, span, id_key, span.attributes[id_key]))
+        content_key = keys.get("content")
+        content = None if content_key is None else _span_text(path, span, content_key)
+        ids.append((document, content))
     return ids
 
 
-def _document_list(path: str, span: Span, documents: str) -> list[str]:
+def _metadata_id(path: str, span: Span, key: str, name: str) -> str:
+    """The id a document's metadata (a JSON object, or its text) holds as
+    `name`: LangChain's instrumentor records a document's metadata, not
+    its id."""
+    value = span.attributes[key]
+    if isinstance(value, str):
+        try:
+            value = strict_json_loads(value)
+        except ValueError:
+            value = None
+    if type(value) is not dict or name not in value:
+        raise _refuse_at(
+            path,
+            span,
+            key,
+            f"{key} holds no {quote(name)} and the document has no document.id, "
+            "so what the span returned is unknown",
+        )
+    return _document_id(path, span, key, value[name])
+
+
+def _document_list(
+    path: str, span: Span, documents: str
+) -> list[tuple[str, str | None]]:
     """The ids of a list of documents given as one attribute: an array of
     objects, each holding `document.id`, or a JSON text of one."""
     value = span.attributes[documents]
@@ -702,7 +914,7 @@ def _document_list(path: str, span: Span, documents: str) -> list[str]:
             ) from None
     if type(value) is not list:
         raise _refuse_at(path, span, documents, f"{form}, got {quote(value, 80)}")
-    ids: list[str] = []
+    ids: list[tuple[str, str | None]] = []
     for index, document in enumerate(value):
         if type(document) is not dict or "document.id" not in document:
             raise _refuse_at(
@@ -712,7 +924,13 @@ def _document_list(path: str, span: Span, documents: str) -> list[str]:
                 f"{form}; document {index} is {quote(document, 80)}, so what "
                 "the span returned is unknown",
             )
-        ids.append(_document_id(path, span, documents, document["document.id"]))
+        content = document.get("document.content")
+        ids.append(
+            (
+                _document_id(path, span, documents, document["document.id"]),
+                content if isinstance(content, str) else None,
+            )
+        )
     return ids
 
 
@@ -747,18 +965,49 @@ def _span_text(path: str, span: Span, key: str) -> str | None:
 
 
 def _answer(path: str, trace: Trace) -> str | None:
-    root = trace.root()
-    if root is not None:
-        answer = _span_text(path, root, OUTPUT_VALUE)
+    """What the last model returned: its output messages, else its
+    output.value; None when no LLM span (prompt builders aside) says."""
+    models = [
+        span
+        for span in trace.ordered()
+        if _kind(path, span) == LLM and not _builds_prompt(span)
+    ]
+    for span in reversed(models):
+        said = [
+            text
+            for key in span.attributes
+            if key.startswith(OUTPUT_MESSAGES) and key.endswith(".content")
+            for text in _texts(path, span, key)
+        ]
+        if said:
+            return "\n".join(said)
+        answer = _span_text(path, span, OUTPUT_VALUE)
         if answer is not None:
             return answer
-    answers = [
-        _span_text(path, span, OUTPUT_VALUE)
-        for span in trace.ordered()
-        if _kind(path, span) == LLM
-    ]
-    given = [answer for answer in answers if answer is not None]
-    return given[-1] if given else None
+    return None
+
+
+def _question(path: str, trace: Trace) -> str | None:
+    """The user's text: the root's input.value unless JSON, else the first
+    retriever's (its `query` where JSON), else the root's as it is."""
+    root = trace.root()
+    if root is None:
+        return None
+    question = _span_text(path, root, INPUT_VALUE)
+    if question is None or root.attributes.get(INPUT_MIME_TYPE) != JSON_MIME_TYPE:
+        return question
+    retrievers = [span for span in trace.ordered() if _kind(path, span) == RETRIEVER]
+    text = None if not retrievers else _span_text(path, retrievers[0], INPUT_VALUE)
+    if text is None:
+        return question
+    if retrievers[0].attributes.get(INPUT_MIME_TYPE) != JSON_MIME_TYPE:
+        return text
+    try:
+        arguments = strict_json_loads(text)
+    except ValueError:
+        return question
+    query = arguments.get("query") if type(arguments) is dict else None
+    return query if isinstance(query, str) else question
 
 
 def _key(path: str, trace: Trace, name: str) -> Key | None:
@@ -856,11 +1105,78 @@ def read_gold(path: str | Path) -> dict[tuple[type, Key], GoldLine]:
 class OpenInferenceNotes:
     """What an import's notes say, complete once its records all are: the
     traces that matched no gold line, as (trace id, key or None); the gold
-    lines no trace matched; and the traces with no RETRIEVER span."""
+    lines no trace matched; the traces with no RETRIEVER span; those whose
+    context is their last step's output as no model input shows it, with
+    why; and the untyped spans that returned documents, by name, with how
+    many traces have one."""
 
     unmatched: list[tuple[str, Key | None]] = field(default_factory=list)
     unused_gold: list[GoldLine] = field(default_factory=list)
     unretrieved: list[str] = field(default_factory=list)
+    last_step: list[tuple[str, str]] = field(default_factory=list)
+    untyped: dict[str, int] = field(default_factory=dict)
+
+
+MODEL_INPUT = "model-input"
+LAST_STEP = "last-step"
+NO_MODEL_INPUT = "no LLM span shows its input"
+NO_CONTENT = "a document with no content that no model input names by id"
+
+
+@dataclass(frozen=True)
+class ImportRules:
+    """How traces become records: the gold key's attribute, the sample
+    id's (None: the key's), the context rule, whether a trace that matches
+    no gold line is let through, and the metadata key of a document's id
+    where a span gives no document.id."""
+
+    key: str
+    sample_id: str | None = None
+    context: str = MODEL_INPUT
+    allow_unmatched: bool = False
+    id_in_metadata: str | None = None
+
+
+class UnmatchedTraces(ImportRefused):
+    """Traces that match no gold line, with no --allow-unmatched."""
+
+    exit_code = 2
+
+
+def _trace_context(
+    path: str, trace: Trace, rules: ImportRules, notes: OpenInferenceNotes
+) -> tuple[list[str] | None, list[dict[str, Any]] | None]:
+    """The trace's context and steps by `rules.context` (see the module)."""
+    retrieved = _context(path, trace, rules.id_in_metadata)
+    if retrieved is None:
+        notes.unretrieved.append(trace.trace_id)
+        return None, None
+    found = _steps(path, trace, rules.id_in_metadata)
+    for name in dict.fromkeys(_untyped(path, trace, found.contents)):
+        notes.untyped[name] = notes.untyped.get(name, 0) + 1
+    if rules.context == MODEL_INPUT:
+        texts = _model_input(path, trace)
+        why = NO_MODEL_INPUT
+        if texts:
+            contents = {
+                document: [text for text in texts_of if text]
+                for document, texts_of in found.contents.items()
+            }
+            try:
+                context = documents_in(texts, contents)
+            except TwoReadings as error:
+                raise ImportRefused(
+                    f"{path}: trace {quote(trace.trace_id)}: {error}; "
+                    "--context last-step takes its last step's output instead"
+                ) from None
+            unseen = [d for d in contents if not contents[d] and d not in context]
+            if not unseen:
+                return context, found.steps
+            why = NO_CONTENT
+        notes.last_step.append((trace.trace_id, why))
+    if not any(step["name"].startswith("reranker") for step in found.steps):
+        return retrieved, None
+    return list(found.steps[-1]["ids"]), found.steps
 
 
 def openinference_records(
@@ -868,62 +1184,127 @@ def openinference_records(
     traces: Iterable[Trace],
     gold: dict[tuple[type, Key], GoldLine],
     gold_path: str,
-    key: str,
+    rules: ImportRules,
     labels: RecordLabels | None,
     notes: OpenInferenceNotes,
 ) -> Iterator[dict[str, Any]]:
     """One record per trace, as they come (see the module), filling
-    `notes`; raises `InputFileError` for what a trace cannot say, and
-    `LabelsRefused` for a trace labelled twice."""
+    `notes`; raises `InputFileError` for what a trace cannot say,
+    `ImportRefused` for a sample id two traces share, `LabelsRefused` for
+    a record labelled twice or a label naming none, and `UnmatchedTraces`
+    at the end, unless let through."""
     used: set[tuple[type, Key]] = set()
+    traces_by_id: dict[str, str] = {}
     for trace in traces:
         trace_id = trace.trace_id
-        value = _key(spans_path, trace, key)
+        value = _key(spans_path, trace, rules.key)
         line = None if value is None else gold.get((type(value), value))
+        sample_id = _sample_id(spans_path, trace, rules, value)
+        if sample_id in traces_by_id:
+            raise ImportRefused(
+                f"{spans_path}: traces {quote(traces_by_id[sample_id])} and "
+                f"{quote(trace_id)} both have sample id {quote(sample_id)} "
+                f"({rules.sample_id or rules.key}); a sample id names one run"
+            )
+        traces_by_id[sample_id] = trace_id
         record: dict[str, Any] = {}
         if line is None:
             notes.unmatched.append((trace_id, value))
         else:
             used.add((type(line.key), line.key))
             record["required"] = list(line.required)
-        context = _context(spans_path, trace)
-        steps = _steps(spans_path, trace)
-        if context is None:
-            notes.unretrieved.append(trace_id)
-        elif steps is None:
+        context, steps = _trace_context(spans_path, trace, rules, notes)
+        if context is not None:
             record["context"] = context
-        else:
-            # What reached the model is what the pipeline's last step output.
-            record["context"] = list(steps[-1]["ids"])
+        if steps is not None:
             record["steps"] = steps
-        correct = None if line is None else line.correct
-        if labels is not None and trace_id in labels.labels:
-            if correct is not None:
-                assert line is not None
-                raise LabelsRefused(
-                    f"{labels.path}, line {labels.lines[trace_id]}: trace "
-                    f"{quote(trace_id)} is already labelled by {gold_path}, "
-                    f"line {line.line}; a trace's label comes from one file"
-                )
-            correct = labels.labels[trace_id]
+        correct = _label(line, labels, sample_id, gold_path)
         if correct is not None:
             record["correct"] = correct
-        root = trace.root()
-        question = None if root is None else _span_text(spans_path, root, INPUT_VALUE)
+        question = _question(spans_path, trace)
         if question is not None:
             record["question"] = question
         answer = _answer(spans_path, trace)
         if answer is not None:
             record["answer"] = answer
-        yield {"id": trace_id, "input": record}
+        yield {"id": sample_id, "input": record}
     notes.unused_gold += [line for typed, line in gold.items() if typed not in used]
+    if labels is not None:
+        check_labels_name_records(labels, traces_by_id, "record", spans_path)
+    if notes.unmatched and not rules.allow_unmatched:
+        raise UnmatchedTraces(
+            _unmatched_message(notes, rules.key, gold_path, len(traces_by_id))
+        )
+
+
+def _label(
+    line: GoldLine | None, labels: RecordLabels | None, sample_id: str, gold: str
+) -> bool | None:
+    """The record's label: its gold line's, or its labels file's, never
+    both."""
+    if labels is None or sample_id not in labels.labels:
+        return None if line is None else line.correct
+    if line is not None and line.correct is not None:
+        raise LabelsRefused(
+            f"{labels.path}, line {labels.lines[sample_id]}: {quote(sample_id)} "
+            f"is already labelled by {gold}, line {line.line}; a record's label "
+            "comes from one file"
+        )
+    return labels.labels[sample_id]
+
+
+def _sample_id(path: str, trace: Trace, rules: ImportRules, key: Key | None) -> str:
+    """The record's id: the --id attribute's value, else the key's, else
+    (a trace without a key, let through unmatched) the trace id. An
+    integer becomes its decimal text, as a record's id is text."""
+    value = key
+    if rules.sample_id is not None:
+        value = _key(path, trace, rules.sample_id)
+        if value is None:
+            raise ImportRefused(
+                f"{path}: trace {quote(trace.trace_id)} has no attribute "
+                f"{quote(rules.sample_id)} for its sample id"
+            )
+    if value == "":
+        raise ImportRefused(
+            f"{path}: trace {quote(trace.trace_id)} has an empty "
+            f"{rules.sample_id or rules.key}, which cannot name a record"
+        )
+    return trace.trace_id if value is None else str(value)
+
+
+def _unmatched_message(
+    notes: OpenInferenceNotes, key: str, gold_path: str, traces: int
+) -> str:
+    """The traces named, and, when none matched, why a key may not join."""
+    unmatched = notes.unmatched
+    shown = ", ".join(
+        quote(trace_id)
+        + (f" (no {key})" if value is None else f" ({quote(value, 60)})")
+        for trace_id, value in unmatched[:SHOWN]
+    )
+    more = len(unmatched) - SHOWN
+    verb = "matches" if len(unmatched) == 1 else "match"
+    message = (
+        f"{counted(len(unmatched), 'trace')} {verb} no line of {gold_path} by "
+        f"{key}: {shown}" + (f" and {more} more" if more > 0 else "")
+    )
+    if len(unmatched) < traces:
+        return message + "; --allow-unmatched writes them without required"
+    return (
+        message + f"; no trace matched any of its lines: {key} may vary from run "
+        "to run of the same question (Haystack's input.value holds a Python "
+        "set, whose order changes with each process), so key by an id the "
+        "harness sets, such as session.id; --allow-unmatched writes them "
+        "without required"
+    )
 
 
 def stream_openinference(
     spans_path: str | Path,
     gold_path: str | Path,
     *,
-    key: str,
+    rules: ImportRules,
     labels_path: str | Path | None = None,
     notes: OpenInferenceNotes,
 ) -> Iterator[dict[str, Any]]:
@@ -941,14 +1322,12 @@ def stream_openinference(
     index = index_traces(spans)
     gold = read_gold(gold_path)
     labels = None if labels_path is None else read_labels(labels_path)
-    if labels is not None:
-        check_labels_name_records(labels, index, "trace", spans)
     try:
         with open(spans, "rb") as binary:
             reader = TraceReader(spans, binary)
             traces = (reader.read(trace_id, lines) for trace_id, lines in index.items())
             yield from openinference_records(
-                spans, traces, gold, str(gold_path), key, labels, notes
+                spans, traces, gold, str(gold_path), rules, labels, notes
             )
     except OSError as error:
         raise _unreadable(spans, error) from None
@@ -960,6 +1339,10 @@ def import_openinference(
     *,
     key: str,
     labels_path: str | Path | None = None,
+    sample_id: str | None = None,
+    context: str = MODEL_INPUT,
+    allow_unmatched: bool = False,
+    id_in_metadata: str | None = None,
 ) -> OpenInferenceImport:
     """Read the spans, the gold file (and the labels) and build the records.
 
@@ -967,11 +1350,10 @@ def import_openinference(
     either every record or none.
     """
     notes = OpenInferenceNotes()
+    rules = ImportRules(key, sample_id, context, allow_unmatched, id_in_metadata)
     records = list(
         stream_openinference(
-            spans_path, gold_path, key=key, labels_path=labels_path, notes=notes
+            spans_path, gold_path, rules=rules, labels_path=labels_path, notes=notes
         )
     )
-    return OpenInferenceImport(
-        records, notes.unmatched, notes.unused_gold, notes.unretrieved
-    )
+    return OpenInferenceImport(records, notes)

@@ -452,9 +452,9 @@ def pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
         title="Where missing documents were lost",
         caption="Over the diagnosed runs whose records carried the pipeline's "
         "steps (runs with steps), each missing required ID counted at the "
-        "first step whose output lacked it. lost: missing IDs lost at the "
-        "step; share: of all the missing IDs of those runs. context: every "
-        "step kept the ID, but it was ranked below the cut that fills the "
+        "step that took the last output holding it. lost: missing IDs lost at "
+        "the step; share: of all the missing IDs of those runs. context: no "
+        "step dropped the ID, but it was ranked below the cut that fills the "
         "prompt. recall, MRR and nDCG@"
         f"{depth}: the step's output against the required IDs, means over the "
         "diagnosed runs that have the step (runs), as trec_eval computes them.",

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core import ExtractionResult, InvalidRecord, StageResult
 from ..core.itemise import dropped_ids, first_order_break, invented_ids
-from ..core.steps import CONTEXT, LostDocument, Step
+from ..core.steps import CONTEXT, LostDocument, Step, first_steps
 
 _PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/#-]*")
 _LISTED = 5
@@ -107,26 +107,31 @@ def explain_lost(
     kept 5)." Listed as far as `_LISTED`, then counted.
     """
     sizes = {step.name: len(step.ids) for step in steps}
-    first = steps[0].name
+    retrievers = [step.name for step in first_steps(steps)]
     sentences = []
     for document in lost[:_LISTED]:
         shown = show_id(document["id"])
         last_step, last_rank = document["last_step"], document["last_rank"]
         lost_at = document["lost_at"]
         if last_step is None:
+            returned = ", ".join(
+                f"{name} returned {sizes[name]}" for name in retrievers
+            )
             sentences.append(
-                f"{shown}: never retrieved; {first} did not return it "
-                f"(it returned {sizes[first]})."
+                f"{shown}: never retrieved; {steps[0].name} did not return it "
+                f"(it returned {sizes[steps[0].name]})."
+                if len(retrievers) == 1
+                else f"{shown}: never retrieved; no retriever returned it ({returned})."
             )
             continue
+        verb = "retrieved" if last_step in retrievers else "kept"
         if lost_at == CONTEXT:
             sentences.append(
-                f"{shown}: kept by every step, last at rank {last_rank} by "
-                f"{last_step}, but not among the {len(context)} that reached "
-                "the model."
+                f"{shown}: {verb} at rank {last_rank} by {last_step} and dropped "
+                f"by no later step, but not among the {len(context)} that "
+                "reached the model."
             )
         else:
-            verb = "retrieved" if last_step == first else "kept"
             sentences.append(
                 f"{shown}: {verb} at rank {last_rank} by {last_step}, dropped by "
                 f"{lost_at} (which kept {sizes[lost_at]})."

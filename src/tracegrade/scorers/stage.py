@@ -261,11 +261,13 @@ def stage_diagnosis_scorer(
             without that score has no label (`answer-label`), warned of
             when no run scored before it had one.
         steps_key: Sample metadata key of the pipeline's steps, each
-            `{"name": ..., "ids": [...]}` in pipeline order, its output IDs
-            in rank order. By default (None) the steps are what a solver
-            recorded in `RetrievalTrace.steps`, if it recorded any. A run
-            with steps gets `lost` (where each missing ID was lost) and
-            `step_recall` in its score; one without has neither.
+            `{"name": ..., "ids": [...], "inputs"?: [...]}` in pipeline
+            order, its output IDs in rank order (`inputs`: the earlier
+            steps it took, by default the one before). By default (None)
+            the steps are what a solver recorded in `RetrievalTrace.steps`,
+            if it recorded any. A run with steps gets `lost` (where each
+            missing ID was lost) and `step_recall` in its score; one
+            without has neither.
 
     Raises:
         ScorerArgumentError: A key argument is no non-empty string (None
