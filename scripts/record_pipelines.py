@@ -26,6 +26,30 @@ from haystack.components.builders import PromptBuilder
 from haystack.components.rankers import MetaFieldRanker
 from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
 from haystack.document_stores.in_memory import InMemoryDocumentStore
+from langchain_core.documents import Document as LangChainDocument
+from langchain_core.language_models.chat_models import SimpleChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.output_parsers import StrOutputParser
+from langchain_core.prompts import ChatPromptTemplate
+from langchain_core.retrievers import BaseRetriever as LangChainRetriever
+from langchain_core.runnables import RunnableLambda, RunnablePassthrough
+from llama_index.core.base.base_retriever import BaseRetriever as LlamaRetriever
+from llama_index.core.base.response.schema import Response
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.events.rerank import (
+    ReRankEndEvent,
+    ReRankStartEvent,
+)
+from llama_index.core.llms import (
+    CompletionResponse,
+    CustomLLM,
+    LLMMetadata,
+)
+from llama_index.core.llms.callbacks import llm_completion_callback
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.prompts import PromptTemplate
+from llama_index.core.query_engine import CustomQueryEngine
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "pipelines"
 CLASSES = 10
@@ -146,6 +170,19 @@ def gold() -> list[dict[str, Any]]:
     ]
 
 
+def keyword_ranking(query: str, texts: list[str]) -> list[tuple[int, float]]:
+    """The texts holding a word of the query, as (index, score), best first:
+    the words found over the text's length, as a length-normalised score."""
+    words = set(re.findall(r"\w\w+", query.lower()))
+    scored = []
+    for index, text in enumerate(texts):
+        tokens = re.findall(r"\w\w+", text.lower())
+        found = sum(token in words for token in tokens)
+        if found:
+            scored.append((index, found / len(tokens)))
+    return sorted(scored, key=lambda pair: -pair[1])
+
+
 def ids_in(prompt: str, candidates: list[tuple[str, str]]) -> list[str]:
     """The ids of the candidates (id, text) whose text the prompt holds, in
     the order the prompt holds them."""
@@ -202,6 +239,107 @@ def haystack_pipeline(docs: list[Doc], top_k: int) -> Callable[[Question], Outpu
             [(d.id, d.content) for d in reranked],
             result["prompt_builder"]["prompt"],
             result["llm"]["replies"][0],
+        )
+
+    return ask
+
+
+dispatcher = get_dispatcher(__name__)
+
+
+class KeywordNodeRetriever(LlamaRetriever):
+    """LlamaIndex: the nodes holding a word of the query, best first."""
+
+    def __init__(self, nodes: list[TextNode], top_k: int) -> None:
+        super().__init__()
+        self.nodes = nodes
+        self.top_k = top_k
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        texts = [node.get_content() for node in self.nodes]
+        ranked = keyword_ranking(query_bundle.query_str, texts)[: self.top_k]
+        return [NodeWithScore(node=self.nodes[i], score=score) for i, score in ranked]
+
+
+class PriorityReranker(BaseNodePostprocessor):
+    """LlamaIndex: the nodes of highest `priority`, with the reranking
+    events LlamaIndex's own rerankers send, in a span of its own."""
+
+    top_n: int = RERANK_TOP
+
+    @dispatcher.span  # type: ignore[untyped-decorator]
+    def _postprocess_nodes(
+        self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
+    ) -> list[NodeWithScore]:
+        dispatcher.event(
+            ReRankStartEvent(
+                query=query_bundle, nodes=nodes, top_n=self.top_n, model_name="priority"
+            )
+        )
+        kept = sorted(nodes, key=lambda node: -node.node.metadata["priority"])
+        dispatcher.event(ReRankEndEvent(nodes=kept[: self.top_n]))
+        return kept[: self.top_n]
+
+
+class CodeEchoLLM(CustomLLM):
+    """LlamaIndex's fake LLM."""
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="code-echo")
+
+    @llm_completion_callback()  # type: ignore[untyped-decorator]
+    def complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> CompletionResponse:
+        return CompletionResponse(text=answer_from(prompt))
+
+    @llm_completion_callback()  # type: ignore[untyped-decorator]
+    def stream_complete(
+        self, prompt: str, formatted: bool = False, **kwargs: Any
+    ) -> Iterator[CompletionResponse]:
+        yield self.complete(prompt)
+
+
+class CutPromptQueryEngine(CustomQueryEngine):
+    """LlamaIndex: retrieve, rerank, and prompt with the first 3 nodes."""
+
+    retriever: KeywordNodeRetriever
+    reranker: PriorityReranker
+    llm: CodeEchoLLM
+    qa_prompt: PromptTemplate
+
+    def custom_query(self, query_str: str) -> Response:
+        retrieved = self.retriever.retrieve(query_str)
+        kept = self.reranker.postprocess_nodes(retrieved, query_str=query_str)
+        context = "\n".join(f"- {node.get_content()}" for node in kept[:PROMPT_TOP])
+        prompt = self.qa_prompt.format(context_str=context, query_str=query_str)
+        return Response(
+            str(self.llm.complete(prompt)),
+            source_nodes=kept,
+            metadata={"retrieved": [node.node_id for node in retrieved], "prompt": prompt},
+        )
+
+
+def llama_index_pipeline(
+    docs: list[Doc], top_k: int
+) -> Callable[[Question], Outputs]:
+    nodes = [TextNode(id_=d.id, text=d.text, metadata={"priority": d.priority}) for d in docs]
+    engine = CutPromptQueryEngine(
+        retriever=KeywordNodeRetriever(nodes, top_k),
+        reranker=PriorityReranker(),
+        llm=CodeEchoLLM(),
+        qa_prompt=PromptTemplate(
+            TEMPLATE_INTRO + "\n{context_str}\nQuestion: {query_str}"
+        ),
+    )
+
+    def ask(question: Question) -> Outputs:
+        response = engine.query(question.text)
+        metadata = response.metadata or {}
+        kept = [(n.node_id, n.get_content()) for n in response.source_nodes]
+        return _outputs(
+            metadata["retrieved"], kept, metadata["prompt"], str(response.response)
         )
 
     return ask
@@ -279,13 +417,19 @@ def _write_lines(path: Path, lines: list[dict[str, Any]]) -> None:
     path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
 
 
-PIPELINES: dict[str, Runner] = {"haystack": haystack_pipeline}
+PIPELINES: dict[str, Runner] = {
+    "haystack": haystack_pipeline,
+    "llama_index": llama_index_pipeline,
+}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("frameworks", nargs="*", choices=[*PIPELINES, []])
+    parser.add_argument("frameworks", nargs="*", metavar="FRAMEWORK")
     chosen = parser.parse_args().frameworks or list(PIPELINES)
+    unknown = sorted(set(chosen) - set(PIPELINES))
+    if unknown:
+        parser.error(f"unknown framework {unknown[0]!r}; one of {', '.join(PIPELINES)}")
     for framework in chosen:
         for configuration in CONFIGURATIONS:
             write_run(framework, configuration, PIPELINES[framework])
