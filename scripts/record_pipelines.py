@@ -345,6 +345,82 @@ def llama_index_pipeline(
     return ask
 
 
+class KeywordDocumentRetriever(LangChainRetriever):
+    """LangChain: the documents holding a word of the query, best first."""
+
+    documents: list[LangChainDocument]
+    top_k: int
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: Any
+    ) -> list[LangChainDocument]:
+        texts = [document.page_content for document in self.documents]
+        ranked = keyword_ranking(query, texts)[: self.top_k]
+        return [self.documents[index] for index, _ in ranked]
+
+
+class CodeEchoChatModel(SimpleChatModel):
+    """LangChain's fake chat model."""
+
+    def _call(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> str:
+        return answer_from("\n".join(str(message.content) for message in messages))
+
+    @property
+    def _llm_type(self) -> str:
+        return "code-echo"
+
+
+def _by_priority(run: dict[str, Any]) -> list[LangChainDocument]:
+    ranked = sorted(run["retrieved"], key=lambda document: -document.metadata["priority"])
+    return ranked[:RERANK_TOP]
+
+
+def _first_three(run: dict[str, Any]) -> str:
+    kept = run["reranked"][:PROMPT_TOP]
+    return "\n".join(f"- [{d.id}] {d.page_content}" for d in kept)
+
+
+def langchain_pipeline(docs: list[Doc], top_k: int) -> Callable[[Question], Outputs]:
+    """LCEL: retriever, a reranking lambda, a prompt of the first 3, a fake model.
+    The instrumentor records a document's metadata, not its id: the id is
+    in the metadata too, as LangChain users keep it."""
+    retriever = KeywordDocumentRetriever(
+        documents=[
+            LangChainDocument(
+                id=d.id, page_content=d.text, metadata={"id": d.id, "priority": d.priority}
+            )
+            for d in docs
+        ],
+        top_k=top_k,
+    )
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", TEMPLATE_INTRO + "\n{context}"), ("human", "{question}")]
+    )
+    chain = (
+        RunnablePassthrough.assign(retrieved=(lambda x: x["question"]) | retriever)
+        .assign(reranked=RunnableLambda(_by_priority, name="rerank_by_priority"))
+        .assign(context=RunnableLambda(_first_three, name="keep_first_three"))
+        .assign(messages=prompt)
+        .assign(answer=(lambda x: x["messages"]) | CodeEchoChatModel() | StrOutputParser())
+    )
+
+    def ask(question: Question) -> Outputs:
+        result = chain.invoke({"question": question.text})
+        shown = "\n".join(str(m.content) for m in result["messages"].to_messages())
+        kept = [(d.id, f"[{d.id}] {d.page_content}") for d in result["reranked"]]
+        return _outputs(
+            [d.id for d in result["retrieved"]], kept, shown, result["answer"]
+        )
+
+    return ask
+
+
 def _outputs(
     retrieved: list[str], reranked: list[tuple[str, str]], prompt: str, answer: str
 ) -> Outputs:
@@ -420,6 +496,7 @@ def _write_lines(path: Path, lines: list[dict[str, Any]]) -> None:
 PIPELINES: dict[str, Runner] = {
     "haystack": haystack_pipeline,
     "llama_index": llama_index_pipeline,
+    "langchain": langchain_pipeline,
 }
 
 
