@@ -50,6 +50,13 @@ from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.query_engine import CustomQueryEngine
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from openinference.instrumentation import using_session
+from openinference.instrumentation.haystack import HaystackInstrumentor
+from openinference.instrumentation.langchain import LangChainInstrumentor
+from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
+from opentelemetry.exporter.otlp.json.file import FileSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
 OUT = Path(__file__).resolve().parent.parent / "tests" / "data" / "pipelines"
 CLASSES = 10
@@ -58,10 +65,11 @@ RERANK_TOP = 5
 PROMPT_TOP = 3
 KEY = "session.id"
 CONFIGURATIONS = {"top20": 20, "top8": 8}
-WORDS = (
-    "ash bay cob dun elm fen gum hop ivy jay kea lea "
-    "moa nut oak pea quay rye sod tor urn vat wren yew"
-).split()
+WORDS = [
+    *("ash", "bay", "cob", "dun", "elm", "fen", "gum", "hop", "ivy", "jay", "kea"),
+    *("lea", "moa", "nut", "oak", "pea", "quay", "rye", "sod", "tor", "urn", "vat"),
+    *("wren", "yew"),
+]
 CODE = re.compile(r"\bCode (K[0-9]{2})\b")
 
 
@@ -230,7 +238,10 @@ def haystack_pipeline(docs: list[Doc], top_k: int) -> Callable[[Question], Outpu
 
     def ask(question: Question) -> Outputs:
         result = pipeline.run(
-            {"retriever": {"query": question.text}, "prompt_builder": {"question": question.text}},
+            {
+                "retriever": {"query": question.text},
+                "prompt_builder": {"question": question.text},
+            },
             include_outputs_from={"retriever", "ranker", "prompt_builder"},
         )
         reranked = result["ranker"]["documents"]
@@ -267,7 +278,7 @@ class PriorityReranker(BaseNodePostprocessor):
 
     top_n: int = RERANK_TOP
 
-    @dispatcher.span  # type: ignore[untyped-decorator]
+    @dispatcher.span
     def _postprocess_nodes(
         self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None = None
     ) -> list[NodeWithScore]:
@@ -288,13 +299,13 @@ class CodeEchoLLM(CustomLLM):
     def metadata(self) -> LLMMetadata:
         return LLMMetadata(model_name="code-echo")
 
-    @llm_completion_callback()  # type: ignore[untyped-decorator]
+    @llm_completion_callback()
     def complete(
         self, prompt: str, formatted: bool = False, **kwargs: Any
     ) -> CompletionResponse:
         return CompletionResponse(text=answer_from(prompt))
 
-    @llm_completion_callback()  # type: ignore[untyped-decorator]
+    @llm_completion_callback()
     def stream_complete(
         self, prompt: str, formatted: bool = False, **kwargs: Any
     ) -> Iterator[CompletionResponse]:
@@ -317,14 +328,17 @@ class CutPromptQueryEngine(CustomQueryEngine):
         return Response(
             str(self.llm.complete(prompt)),
             source_nodes=kept,
-            metadata={"retrieved": [node.node_id for node in retrieved], "prompt": prompt},
+            metadata={
+                "retrieved": [node.node_id for node in retrieved],
+                "prompt": prompt,
+            },
         )
 
 
-def llama_index_pipeline(
-    docs: list[Doc], top_k: int
-) -> Callable[[Question], Outputs]:
-    nodes = [TextNode(id_=d.id, text=d.text, metadata={"priority": d.priority}) for d in docs]
+def llama_index_pipeline(docs: list[Doc], top_k: int) -> Callable[[Question], Outputs]:
+    nodes = [
+        TextNode(id_=d.id, text=d.text, metadata={"priority": d.priority}) for d in docs
+    ]
     engine = CutPromptQueryEngine(
         retriever=KeywordNodeRetriever(nodes, top_k),
         reranker=PriorityReranker(),
@@ -377,7 +391,9 @@ class CodeEchoChatModel(SimpleChatModel):
 
 
 def _by_priority(run: dict[str, Any]) -> list[LangChainDocument]:
-    ranked = sorted(run["retrieved"], key=lambda document: -document.metadata["priority"])
+    ranked = sorted(
+        run["retrieved"], key=lambda document: -document.metadata["priority"]
+    )
     return ranked[:RERANK_TOP]
 
 
@@ -393,7 +409,9 @@ def langchain_pipeline(docs: list[Doc], top_k: int) -> Callable[[Question], Outp
     retriever = KeywordDocumentRetriever(
         documents=[
             LangChainDocument(
-                id=d.id, page_content=d.text, metadata={"id": d.id, "priority": d.priority}
+                id=d.id,
+                page_content=d.text,
+                metadata={"id": d.id, "priority": d.priority},
             )
             for d in docs
         ],
@@ -407,7 +425,9 @@ def langchain_pipeline(docs: list[Doc], top_k: int) -> Callable[[Question], Outp
         .assign(reranked=RunnableLambda(_by_priority, name="rerank_by_priority"))
         .assign(context=RunnableLambda(_first_three, name="keep_first_three"))
         .assign(messages=prompt)
-        .assign(answer=(lambda x: x["messages"]) | CodeEchoChatModel() | StrOutputParser())
+        .assign(
+            answer=(lambda x: x["messages"]) | CodeEchoChatModel() | StrOutputParser()
+        )
     )
 
     def ask(question: Question) -> Outputs:
@@ -435,47 +455,34 @@ def _outputs(
 # --- recording -------------------------------------------------------------------
 
 
-def instrumentor(framework: str) -> Any:
-    if framework == "haystack":
-        from openinference.instrumentation.haystack import HaystackInstrumentor
-
-        return HaystackInstrumentor()
-    if framework == "llama_index":
-        from openinference.instrumentation.llama_index import LlamaIndexInstrumentor
-
-        return LlamaIndexInstrumentor()
-    from openinference.instrumentation.langchain import LangChainInstrumentor
-
-    return LangChainInstrumentor()
+INSTRUMENTORS: dict[str, Callable[[], Any]] = {
+    "haystack": HaystackInstrumentor,
+    "llama_index": LlamaIndexInstrumentor,
+    "langchain": LangChainInstrumentor,
+}
 
 
 def record(framework: str, configuration: str, build: Runner) -> Iterator[Outputs]:
     """Run every question through the pipeline under its instrumentor, each
     in an OpenInference session named by the question id, the spans
-    written to `spans.jsonl`; yield each question's own outputs."""
-    from openinference.instrumentation import using_session
-    from opentelemetry.exporter.otlp.json.file import FileSpanExporter
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-
+    written to `spans.jsonl.gz` (compressed as written, to keep the
+    fixtures small); yield each question's own outputs."""
     folder = OUT / framework / configuration
     folder.mkdir(parents=True, exist_ok=True)
-    # Compressed as written, to keep the fixtures small.
-    spans = gzip.open(folder / "spans.jsonl.gz", "wt", encoding="utf-8")
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(stream=spans)))
-    instrumented = instrumentor(framework)
-    instrumented.instrument(tracer_provider=provider)
-    try:
-        ask = build(corpus(), CONFIGURATIONS[configuration])
-        for question in questions():
-            with using_session(question.id):
-                outputs = ask(question)
-            yield {"question_id": question.id, "question": question.text, **outputs}
-    finally:
-        instrumented.uninstrument()
-        provider.shutdown()
-        spans.close()
+    with gzip.open(folder / "spans.jsonl.gz", "wt", encoding="utf-8") as spans:
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(stream=spans)))
+        instrumented = INSTRUMENTORS[framework]()
+        instrumented.instrument(tracer_provider=provider)
+        try:
+            ask = build(corpus(), CONFIGURATIONS[configuration])
+            for question in questions():
+                with using_session(question.id):
+                    outputs = ask(question)
+                yield {"question_id": question.id, "question": question.text, **outputs}
+        finally:
+            instrumented.uninstrument()
+            provider.shutdown()
 
 
 def write_run(framework: str, configuration: str, build: Runner) -> None:
@@ -484,13 +491,17 @@ def write_run(framework: str, configuration: str, build: Runner) -> None:
     runs = list(record(framework, configuration, build))
     lines = []
     for line, outputs in zip(gold(), runs, strict=True):
-        lines.append({**line, "correct": staff_label(outputs["answer"], line["required"])})
+        lines.append(
+            {**line, "correct": staff_label(outputs["answer"], line["required"])}
+        )
     _write_lines(folder / "outputs.jsonl", runs)
     _write_lines(folder / "gold.jsonl", lines)
 
 
 def _write_lines(path: Path, lines: list[dict[str, Any]]) -> None:
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    path.write_text(
+        "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8"
+    )
 
 
 PIPELINES: dict[str, Runner] = {
