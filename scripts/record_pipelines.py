@@ -63,7 +63,6 @@ CLASSES = 10
 SLOTS = 6
 RERANK_TOP = 5
 PROMPT_TOP = 3
-KEY = "session.id"
 CONFIGURATIONS = {"top20": 20, "top8": 8}
 WORDS = [
     *("ash", "bay", "cob", "dun", "elm", "fen", "gum", "hop", "ivy", "jay", "kea"),
@@ -164,8 +163,8 @@ def _required(number: int, scenario: int) -> list[int]:
 
 
 def gold() -> list[dict[str, Any]]:
-    """One line per question, `tracegrade import openinference --gold`'s form;
-    `label_rule` is the staff rule's input, the label itself comes later."""
+    """Each question's required documents, keyed by its id; `write_run` adds
+    the staff label, which depends on the run's answer."""
     docs = corpus()
     return [
         {
