@@ -112,6 +112,28 @@ def spark(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def record_pipelines(session: nox.Session) -> None:
+    """Record the traced pipelines of tests/data/pipelines/ anew.
+
+    Not in the default set: it installs Haystack, LlamaIndex and LangChain
+    with OpenInference's instrumentors, which nothing else needs; the
+    recorded files are committed, and the `tests` session reads them.
+    `nox -s record_pipelines -- haystack` records one framework.
+    """
+    session.install(
+        "haystack-ai>=3.4",
+        "llama-index-core>=0.14",
+        "langchain-core>=1.8",
+        "openinference-instrumentation-haystack>=0.1.46",
+        "openinference-instrumentation-llama-index>=4.6",
+        "openinference-instrumentation-langchain>=0.1.80",
+        "opentelemetry-sdk>=1.45",
+        "opentelemetry-exporter-otlp-json-file>=0.66b1",
+    )
+    session.run("python", "scripts/record_pipelines.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """Check style with ruff and types with mypy --strict.
 
