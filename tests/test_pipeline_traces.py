@@ -65,6 +65,8 @@ class Imported:
         self.imported = run_tracegrade(
             *("import", "openinference", "spans.jsonl", "--gold", "gold.jsonl"),
             *("--key", KEY, "-o", "runs.jsonl"),
+            # LangChain's instrumentor records no document.id, only metadata.
+            *(("--id-in-metadata", "id") if framework == "langchain" else ()),
             cwd=folder,
         )
         assert self.imported.returncode == 0, self.imported.stderr
