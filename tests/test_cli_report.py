@@ -227,6 +227,27 @@ def test_a_directory_without_logs_exits_1(tmp_path: Path) -> None:
     assert "no Inspect logs" in result.stderr
 
 
+def test_logs_under_a_linked_directory_are_read_once(
+    log_dir: Path, tmp_path: Path
+) -> None:
+    """As Parquet results are: links followed, a cycle or a second link to
+    the same logs read once; Inspect's `list_eval_logs` follows none."""
+    root, elsewhere = tmp_path / "logs", tmp_path / "elsewhere"
+    root.mkdir()
+    elsewhere.symlink_to(log_dir)
+    (root / "day2").symlink_to(Path("..", "elsewhere"))
+    (root / "again").symlink_to(log_dir)
+    (root / "loop").symlink_to(Path(".."))
+    (root / "loop-too").symlink_to(root)
+
+    assert [Path(path).name for path in find_logs([root])] == sorted(
+        Path(path).name for path in find_logs([log_dir])
+    )
+    result = invoke(str(root), "--json")
+    assert result.exit_code == 0, result.output
+    assert len(json.loads(result.stdout)["evals"]) == 2
+
+
 def test_an_unreadable_log_exits_1(tmp_path: Path) -> None:
     broken = tmp_path / "broken.eval"
     broken.write_bytes(b"not a zip file")

@@ -43,7 +43,8 @@ _PART_SUFFIX = re.compile(r"-part\d+of\d+$")
 
 
 def find_logs(paths: Iterable[str | Path]) -> list[str]:
-    """The log files named by `paths`, directories searched recursively.
+    """The log files named by `paths`, directories searched recursively,
+    symbolic links followed (`logs_under`).
 
     A directory is listed the way `inspect view` lists it (`.eval` files,
     and `.json` files named like Inspect logs), so manifests and other
@@ -55,9 +56,7 @@ def find_logs(paths: Iterable[str | Path]) -> list[str]:
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            listed = sorted(
-                _local_path(info.name) for info in list_eval_logs(str(path))
-            )
+            listed = logs_under(path)
             if not listed:
                 raise LogError(
                     f"no Inspect logs ({', '.join(LOG_SUFFIXES)}) under {str(path)!r}"
@@ -68,6 +67,45 @@ def find_logs(paths: Iterable[str | Path]) -> list[str]:
         else:
             raise LogError(_not_a_log(str(path)))
     return list(dict.fromkeys(found))
+
+
+def logs_under(directory: Path) -> list[str]:
+    """The logs `inspect view` would list in each directory under
+    `directory`, links followed (`directories_under`), each file once."""
+    found: dict[str, str] = {}
+    try:
+        for folder in directories_under(directory):
+            for info in list_eval_logs(str(folder), recursive=False):
+                path = _local_path(info.name)
+                found.setdefault(os.path.realpath(path), path)
+    except OSError as error:
+        message = f"cannot list the logs under {str(directory)!r} ({error})"
+        raise LogError(message) from None
+    return sorted(found.values())
+
+
+def directories_under(
+    directory: Path, skip: Callable[[str], bool] = lambda name: False
+) -> Iterator[Path]:
+    """`directory` and each directory under it not named so that `skip`
+    it, in name order, symbolic links followed: each real directory once,
+    so a link cycle or two links to one directory are read once."""
+    seen: set[str] = set()
+    pending = [directory]
+    while pending:
+        folder = pending.pop()
+        real = os.path.realpath(folder)
+        if real in seen:
+            continue
+        seen.add(real)
+        yield folder
+        with os.scandir(folder) as entries:
+            names = sorted(
+                entry.name
+                for entry in entries
+                if entry.is_dir() and not skip(entry.name)
+            )
+        pending.extend(folder / name for name in reversed(names))
 
 
 def _not_a_log(path: str) -> str:
@@ -329,8 +367,10 @@ __all__ = [
     "LogFile",
     "SampleReader",
     "Superseded",
+    "directories_under",
     "find_logs",
     "group_evals",
+    "logs_under",
     "missing_parts_text",
     "read_evals",
     "superseded_note",
