@@ -230,8 +230,9 @@ def test_a_directory_without_logs_exits_1(tmp_path: Path) -> None:
 def test_logs_under_a_linked_directory_are_read_once(
     log_dir: Path, tmp_path: Path
 ) -> None:
-    """As Parquet results are: links followed, a cycle or a second link to
-    the same logs read once; Inspect's `list_eval_logs` follows none."""
+    """As Parquet results are: links to directories and files followed, a
+    cycle or a second link to the same logs read once; Inspect's
+    `list_eval_logs` follows none."""
     root, elsewhere = tmp_path / "logs", tmp_path / "elsewhere"
     root.mkdir()
     elsewhere.symlink_to(log_dir)
@@ -246,6 +247,10 @@ def test_logs_under_a_linked_directory_are_read_once(
     result = invoke(str(root), "--json")
     assert result.exit_code == 0, result.output
     assert len(json.loads(result.stdout)["evals"]) == 2
+    single = tmp_path / "single"
+    single.mkdir()
+    (single / "linked.eval").symlink_to(find_logs([log_dir])[0])
+    assert find_logs([single]) == [str(single / "linked.eval")]
 
 
 def test_an_unreadable_log_exits_1(tmp_path: Path) -> None:

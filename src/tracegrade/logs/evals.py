@@ -27,9 +27,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
-from urllib.parse import unquote, urlparse
 
-from inspect_ai.log import EvalLog, list_eval_logs
+from inspect_ai.log import EvalLog
 
 from .samples import SampleRead, log_samples
 from .scores import LogError, LogPart, LogRead, log_part, read_header
@@ -40,6 +39,7 @@ SampleReader = Callable[[str], Iterable[SampleRead]]
 """Reads a log's samples from its path (`log_samples`, or in the tests
 Inspect's own reader, to compare)."""
 _PART_SUFFIX = re.compile(r"-part\d+of\d+$")
+_LOG_NAME_START = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}[:-]\d{2}[:-]\d{2}")
 
 
 def find_logs(paths: Iterable[str | Path]) -> list[str]:
@@ -70,18 +70,34 @@ def find_logs(paths: Iterable[str | Path]) -> list[str]:
 
 
 def logs_under(directory: Path) -> list[str]:
-    """The logs `inspect view` would list in each directory under
-    `directory`, links followed (`directories_under`), each file once."""
+    """The logs under `directory` (`is_log_name`), links followed
+    (`directories_under`), each real file once."""
     found: dict[str, str] = {}
     try:
         for folder in directories_under(directory):
-            for info in list_eval_logs(str(folder), recursive=False):
-                path = _local_path(info.name)
+            with os.scandir(folder) as entries:
+                files = sorted(
+                    entry.path
+                    for entry in entries
+                    if entry.is_file() and is_log_name(entry.name)
+                )
+            for file in files:
+                path = os.path.abspath(file)  # as Inspect lists them
                 found.setdefault(os.path.realpath(path), path)
     except OSError as error:
         message = f"cannot list the logs under {str(directory)!r} ({error})"
         raise LogError(message) from None
     return sorted(found.values())
+
+
+def is_log_name(name: str) -> bool:
+    """Whether `inspect view` lists a file of this name as a log: any
+    `.eval`, and a `.json` named from its start time, as Inspect names
+    them (a `metadata.json` is none). Mirrors Inspect's `is_log_file`,
+    which `list_eval_logs` filters with, but lists no linked file."""
+    return name.endswith(".eval") or (
+        name.endswith(".json") and _LOG_NAME_START.match(name) is not None
+    )
 
 
 def directories_under(
@@ -117,12 +133,6 @@ def _not_a_log(path: str) -> str:
             "give the logs that writes"
         )
     return f"{path!r} is not an Inspect log: a log ends in .eval or .json"
-
-
-def _local_path(name: str) -> str:
-    if name.startswith("file://"):
-        return unquote(urlparse(name).path)
-    return name
 
 
 @dataclass(frozen=True)
@@ -370,6 +380,7 @@ __all__ = [
     "directories_under",
     "find_logs",
     "group_evals",
+    "is_log_name",
     "logs_under",
     "missing_parts_text",
     "read_evals",
