@@ -8,7 +8,7 @@ task `parquet` and model `unknown`: results record neither. Its runs
 are its rows, one epoch, one sample each; a row's `id` is its sample,
 for `--pool`. Sample errors and runs never run do not exist there: a row
 is a record `tracegrade score` scored, or a line it could not read, whose
-error is in the row. An id in two rows (but a row `tracegrade score`
+error is in the row. An id in two rows (other than a row `tracegrade score`
 marked `duplicate-sample-id`) is two runs' results in one directory, and
 refused, never pooled. Directories are read with their links followed,
 each real file once.
