@@ -251,6 +251,11 @@ def test_logs_under_a_linked_directory_are_read_once(
     single.mkdir()
     (single / "linked.eval").symlink_to(find_logs([log_dir])[0])
     assert find_logs([single]) == [str(single / "linked.eval")]
+    (root / "gone").symlink_to(tmp_path / "gone")
+    result = invoke(str(root))
+    assert result.exit_code == 1, result.output
+    assert "a symbolic link to nothing" in result.stderr
+    assert "Traceback" not in result.output
 
 
 def test_an_unreadable_log_exits_1(tmp_path: Path) -> None:

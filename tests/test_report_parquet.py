@@ -422,6 +422,12 @@ def test_results_under_a_linked_directory_are_read_once(tmp_path: Path) -> None:
     (summary,) = json.loads(result.stdout)["stage_diagnosis"]
     assert summary["runs"] == 20
     assert summary["stages"]["pass"]["count"] == 10
+    # A link to what is gone: its runs cannot be counted, nor left out.
+    (results / "day3").symlink_to(Path("..", "elsewhere", "day3"))
+    gone = invoke(str(results), "--fail-under", "pass=0.9")
+    assert gone.exit_code == 1, gone.output
+    assert gone.stderr.count("\n") == 1 and "Traceback" not in gone.output
+    assert "a symbolic link to nothing: " + repr(str(results / "day3")) in gone.stderr
 
 
 def test_a_stray_metadata_json_leaves_the_results_read(tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ never summed by accident.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -71,23 +72,16 @@ def find_logs(paths: Iterable[str | Path]) -> list[str]:
 
 def logs_under(directory: Path) -> list[str]:
     """The logs under `directory` (`is_log_name`), links followed
-    (`directories_under`), each real file once."""
-    found: dict[str, str] = {}
+    (`files_under`), each real file once."""
     try:
-        for folder in directories_under(directory):
-            with os.scandir(folder) as entries:
-                files = sorted(
-                    entry.path
-                    for entry in entries
-                    if entry.is_file() and is_log_name(entry.name)
-                )
-            for file in files:
-                path = os.path.abspath(file)  # as Inspect lists them
-                found.setdefault(os.path.realpath(path), path)
+        return sorted(
+            os.path.abspath(file)  # as Inspect lists them
+            for file in files_under(directory)
+            if is_log_name(file.name)
+        )
     except OSError as error:
-        message = f"cannot list the logs under {str(directory)!r} ({error})"
+        message = f"cannot list {str(directory)!r} ({error})"
         raise LogError(message) from None
-    return sorted(found.values())
 
 
 def is_log_name(name: str) -> bool:
@@ -100,12 +94,14 @@ def is_log_name(name: str) -> bool:
     )
 
 
-def directories_under(
+def files_under(
     directory: Path, skip: Callable[[str], bool] = lambda name: False
 ) -> Iterator[Path]:
-    """`directory` and each directory under it not named so that `skip`
-    it, in name order, symbolic links followed: each real directory once,
-    so a link cycle or two links to one directory are read once."""
+    """The files under `directory` whose names and folders' names are not
+    ones to `skip`, in name order, symbolic links followed: each real
+    directory and file once, so a link cycle or two links to one file are
+    read once. A link to nothing raises `FileNotFoundError`: what it named
+    cannot be read, and is not skipped silently."""
     seen: set[str] = set()
     pending = [directory]
     while pending:
@@ -114,14 +110,19 @@ def directories_under(
         if real in seen:
             continue
         seen.add(real)
-        yield folder
-        with os.scandir(folder) as entries:
-            names = sorted(
-                entry.name
-                for entry in entries
-                if entry.is_dir() and not skip(entry.name)
+        with os.scandir(folder) as scanned:
+            entries = sorted(
+                (entry for entry in scanned if not skip(entry.name)),
+                key=lambda entry: entry.name,
             )
-        pending.extend(folder / name for name in reversed(names))
+        for entry in entries:
+            if not os.path.exists(entry.path):
+                message = "a symbolic link to nothing"
+                raise FileNotFoundError(errno.ENOENT, message, entry.path)
+            if not entry.is_dir() and os.path.realpath(entry.path) not in seen:
+                seen.add(os.path.realpath(entry.path))
+                yield Path(entry.path)
+        pending.extend(Path(e.path) for e in reversed(entries) if e.is_dir())
 
 
 def _not_a_log(path: str) -> str:
@@ -377,7 +378,7 @@ __all__ = [
     "LogFile",
     "SampleReader",
     "Superseded",
-    "directories_under",
+    "files_under",
     "find_logs",
     "group_evals",
     "is_log_name",

@@ -120,11 +120,13 @@ def is_results_path(path: str) -> bool:
         return given.suffix == SUFFIX
     if not given.is_dir():
         return False
-    from ..logs.evals import logs_under
+    from ..logs.evals import files_under, logs_under
 
-    if not any(file.suffix == SUFFIX for file in _files_under(given)):
-        return False
-    return not logs_under(given)
+    try:
+        found = any(file.suffix == SUFFIX for file in files_under(given, _bookkeeping))
+    except OSError:
+        return False  # read as logs, which says what cannot be listed
+    return found and not logs_under(given)
 
 
 def split_paths(paths: Sequence[str]) -> tuple[list[str], list[ResultsDataset]]:
@@ -144,22 +146,10 @@ def _files_under(directory: Path) -> Iterator[Path]:
     """The files under `directory`, links followed, each real file once;
     hidden and engine bookkeeping (`_SUCCESS`, `.crc`) left, as pyarrow
     leaves them."""
-    from ..logs.evals import directories_under
+    from ..logs.evals import files_under
 
-    seen: set[str] = set()
     try:
-        for folder in directories_under(directory, _bookkeeping):
-            with os.scandir(folder) as entries:
-                names = sorted(
-                    entry.name
-                    for entry in entries
-                    if entry.is_file() and not _bookkeeping(entry.name)
-                )
-            for name in names:
-                real = os.path.realpath(folder / name)
-                if real not in seen:
-                    seen.add(real)
-                    yield folder / name
+        yield from files_under(directory, _bookkeeping)
     except OSError as error:
         raise ResultsError(f"cannot list {str(directory)!r} ({error})") from None
 
