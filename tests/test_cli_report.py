@@ -256,6 +256,11 @@ def test_logs_under_a_linked_directory_are_read_once(
     assert result.exit_code == 1, result.output
     assert "a symbolic link to nothing" in result.stderr
     assert "Traceback" not in result.output
+    (root / "gone").unlink()
+    (root / "round").symlink_to("round")
+    result = invoke(str(root))
+    assert result.exit_code == 1, result.output
+    assert repr(str(root / "round")) in result.stderr  # with the OS's reason
 
 
 def test_an_unreadable_log_exits_1(tmp_path: Path) -> None:

@@ -100,8 +100,8 @@ def files_under(
     """The files under `directory` whose names and folders' names are not
     ones to `skip`, in name order, symbolic links followed: each real
     directory and file once, so a link cycle or two links to one file are
-    read once. A link to nothing raises `FileNotFoundError`: what it named
-    cannot be read, and is not skipped silently."""
+    read once. A link to nothing or a loop of links raises `OSError`: what
+    it named cannot be read, and is not skipped silently."""
     seen: set[str] = set()
     pending = [directory]
     while pending:
@@ -116,9 +116,11 @@ def files_under(
                 key=lambda entry: entry.name,
             )
         for entry in entries:
-            if not os.path.exists(entry.path):
+            try:
+                os.stat(entry.path)  # a loop of links raises, saying so
+            except FileNotFoundError:
                 message = "a symbolic link to nothing"
-                raise FileNotFoundError(errno.ENOENT, message, entry.path)
+                raise FileNotFoundError(errno.ENOENT, message, entry.path) from None
             if not entry.is_dir() and os.path.realpath(entry.path) not in seen:
                 seen.add(os.path.realpath(entry.path))
                 yield Path(entry.path)
