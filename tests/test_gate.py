@@ -358,6 +358,10 @@ def test_a_threshold_is_of_every_run(runs: dict[str, str]) -> None:
     (check,) = read["thresholds"]
     assert (check["metric"], check["value"], check["met"]) == ("pass", 0.8, True)
     assert invoke("report", runs["control"], "--fail-under", "pass=0.81").exit_code == 3
+    # Every digit a double holds is compared: 0.8 passes 0.8, not one more.
+    assert invoke("report", runs["control"], "--fail-under", "pass=8e-1").exit_code == 0
+    above = "pass=0.800000000000001"
+    assert invoke("report", runs["control"], "--fail-under", above).exit_code == 3
 
 
 def test_compare_checks_thresholds_against_new(runs: dict[str, str]) -> None:
@@ -388,6 +392,8 @@ def test_compare_checks_thresholds_against_new(runs: dict[str, str]) -> None:
         ("pass=-0.1", "must lie in [0, 1]"),
         ("pass=high", "must be a number in [0, 1]"),
         ("pass", "is not NAME=VALUE"),
+        # A double holds it as 0.5, which exactly 0.5 would pass.
+        ("pass=0.50000000000000001", "as a double it is 0.5"),
         ("membership=0.5", "no ordered_extraction score was read"),
     ],
 )

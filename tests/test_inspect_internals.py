@@ -334,3 +334,33 @@ def test_metrics_over_the_stand_in_are_inspects_over_sample_scores(
 
     assert theirs, "the scorer has metrics"
     assert _as_json(ours) == _as_json(theirs)
+
+
+def test_the_log_names_are_those_inspect_lists(tmp_path: Path) -> None:
+    """`is_log_name` against `list_eval_logs` over one directory of files
+    named as logs, results and manifests are."""
+    from inspect_ai.log import list_eval_logs
+
+    from tracegrade.logs.evals import is_log_name
+
+    names = [
+        "2026-01-01T00-00-00+00-00_task_abc.eval",
+        "2026-01-01T00-00-00+00-00_task_abc.json",
+        "2026-01-01T00:00:00_task.json",
+        "2026-01-01T00-00_task.json",
+        "2026-01-01_task.json",
+        "run.eval",
+        "part-1.eval",
+        "metadata.json",
+        "logs.json",
+        "run.results.jsonl",
+        "run.results.parquet",
+        "run.eval.txt",
+        "x2026-01-01T00-00-00_task.json",
+    ]
+    for name in names:
+        (tmp_path / name).write_text("{}")
+
+    listed = {Path(info.name).name for info in list_eval_logs(str(tmp_path))}
+    assert {name for name in names if is_log_name(name)} == listed
+    assert "metadata.json" not in listed and "run.eval" in listed

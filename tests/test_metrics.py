@@ -474,3 +474,56 @@ def test_the_terminal_results_show_how_many_runs_were_scored(
     results = cli.stdout[cli.stdout.index("stage_diagnosis (2 samples)") :]
     assert re.search(r"^retrieval +nan *$", results, re.MULTILINE)
     assert re.search(r"^scored_runs +0\.000 *$", results, re.MULTILINE), results
+
+
+# --- step recall: work in proportion to the runs' steps ------------------------
+
+
+def step_score(run: int, recalls: dict[str, float]) -> SampleScore:
+    return SampleScore(
+        sample_id=f"run-{run}",
+        score=Score(value="pass", metadata={"step_recall": recalls}),
+    )
+
+
+@pytest.mark.parametrize(
+    "scores",
+    [
+        # One run of many steps.
+        [step_score(0, {f"step-{n}": (n % 4) / 4 for n in range(400)})],
+        # Many runs, each with a step name of its own, and one shared.
+        [
+            step_score(run, {f"own-{run}": 1.0, "retriever": (run % 3) / 3})
+            for run in range(400)
+        ],
+    ],
+    ids=["one-run-400-steps", "400-runs-a-step-each"],
+)
+def test_step_recall_reads_each_run_once_however_many_steps(
+    scores: list[SampleScore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each step's mean once read every run's recalls again: steps times
+    runs reads, each of all the run's steps. One read a run now."""
+    import tracegrade.scorers.metrics as metrics
+
+    reads = 0
+    read = metrics.read_step_recall
+
+    def counted(metadata: Any) -> dict[str, float] | None:
+        nonlocal reads
+        reads += 1
+        return read(metadata)
+
+    monkeypatch.setattr(metrics, "read_step_recall", counted)
+    means = compute(metrics.step_recall(), scores)
+
+    assert reads == len(scores)
+    by_step: dict[str, list[float]] = {}
+    for sample_score in scores:
+        assert sample_score.score.metadata is not None
+        for step, share in sample_score.score.metadata["step_recall"].items():
+            by_step.setdefault(step, []).append(share)
+    assert means == {
+        f"{step}_recall": math.fsum(shares) / len(shares)
+        for step, shares in by_step.items()
+    }

@@ -277,8 +277,13 @@ def test_memory_is_flat_in_the_number_of_rows(tmp_path: Path) -> None:
         # batches of the same size.
         repeated = pa.concat_tables([scored] * 2 + [scored.slice(0, 1_000)])
         for number in range(rows // repeated.num_rows):
+            # An id of its own for each row: results never repeat one.
+            ids = [f"{number}-{row}" for row in range(repeated.num_rows)]
+            unique = repeated.set_column(
+                repeated.schema.get_field_index("id"), "id", pa.array(ids)
+            )
             pq.write_table(
-                repeated, directory / f"part-{number}.parquet", row_group_size=8_192
+                unique, directory / f"part-{number}.parquet", row_group_size=8_192
             )
     reported = peaks_in_one_interpreter(
         [(("report", str(tmp_path / str(rows)), "--json"), tmp_path) for rows in sizes],
@@ -378,3 +383,87 @@ def test_results_without_pyarrow_say_what_to_install(
     one_line_usage_error(
         invoke(str(file)), repr(str(file)), "pip install 'tracegrade[parquet]'"
     )
+
+
+# --- what a directory holds ----------------------------------------------------
+
+
+def stage_results(file: Path, passing: list[bool], prefix: str = "run") -> Path:
+    """`score_table`'s results of records `prefix-0`, `prefix-1`, ... that
+    pass, or miss their document, as `passing` says."""
+    records = [
+        {
+            "id": f"{prefix}-{number}",
+            "input": {
+                "required": ["D1"],
+                "context": ["D1"] if passed else ["X"],
+                "correct": passed,
+            },
+        }
+        for number, passed in enumerate(passing)
+    ]
+    file.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(score_table(records_table(records, "stage_diagnosis")), file)
+    return file
+
+
+def test_results_under_a_linked_directory_are_read_once(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    stage_results(results / "day1" / "part-0.parquet", [True] * 10, "day1")
+    stage_results(tmp_path / "elsewhere" / "day2" / "part-0.parquet", [False] * 10)
+    (results / "day2").symlink_to(Path("..", "elsewhere", "day2"))
+    # A second way to the same files, and a cycle.
+    (results / "again").symlink_to(Path("..", "elsewhere", "day2"))
+    (results / "day1" / "loop").symlink_to(Path(".."))
+
+    result = invoke(str(results), "--fail-under", "pass=0.9", "--json")
+
+    assert result.exit_code == 3, result.output
+    (summary,) = json.loads(result.stdout)["stage_diagnosis"]
+    assert summary["runs"] == 20
+    assert summary["stages"]["pass"]["count"] == 10
+    # A link to what is gone: its runs cannot be counted, nor left out.
+    (results / "day3").symlink_to(Path("..", "elsewhere", "day3"))
+    gone = invoke(str(results), "--fail-under", "pass=0.9")
+    assert gone.exit_code == 1, gone.output
+    assert gone.stderr.count("\n") == 1 and "Traceback" not in gone.output
+    assert "a symbolic link to nothing: " + repr(str(results / "day3")) in gone.stderr
+
+
+def test_a_stray_metadata_json_leaves_the_results_read(tmp_path: Path) -> None:
+    stage_results(tmp_path / "part-0.parquet", [True] * 10)
+    (tmp_path / "metadata.json").write_text('{"job": "nightly"}')
+
+    (summary,) = report_json(str(tmp_path))["stage_diagnosis"]
+    assert summary["runs"] == 10
+
+
+def test_two_runs_in_one_directory_are_refused_not_pooled(tmp_path: Path) -> None:
+    """Ray's `write_parquet` adds files when a job runs again into the same
+    path: the older run's 20 passes and the newer's 10 of 20 are not one
+    eval at 75%."""
+    older = stage_results(tmp_path / "part-0.parquet", [True] * 20)
+    newer = stage_results(tmp_path / "part-1.parquet", [True] * 10 + [False] * 10)
+
+    one_line_usage_error(
+        invoke(str(tmp_path), "--fail-under", "pass=0.7"),
+        f"{str(newer)!r}, row 0",
+        'id "run-0" is also in row 0 of ' + repr(str(older)),
+        "duplicate-sample-id",
+    )
+
+
+def test_a_copied_results_file_is_refused_not_counted_twice(
+    scored: dict[str, Any],
+) -> None:
+    """`tracegrade score`'s own results hold a repeated id in a row it marked
+    `duplicate-sample-id`, read as a row of its own; a copy repeats them all."""
+    directory = Path(scored["results"])
+    copy = directory / "copy.parquet"
+    copy.write_bytes((directory / "runs.results.parquet").read_bytes())
+    try:
+        result = invoke(str(directory))
+    finally:
+        copy.unlink()
+
+    one_line_usage_error(result, repr(str(copy)), "row 0", "is also in row 0 of")

@@ -334,40 +334,66 @@ def test_top_limits_dropped_and_invented_ids(
     assert top_two.distinct_dropped == full.distinct_dropped
 
 
-@pytest.mark.parametrize(
-    ("score", "key", "problem"),
-    [
-        (
-            "ordered_extraction",
-            "itemised",
-            "a scored extraction score needs metadata itemised",
-        ),
-        ("stage_diagnosis", "recall", "a scored stage score needs metadata recall"),
-        (
-            "stage_diagnosis",
-            "precision",
-            "a scored stage score needs metadata precision",
-        ),
-    ],
-)
-def test_a_score_from_before_0_1_0_is_refused_not_worked_out_again(
-    offline_logs: OfflineLogs, tmp_path: Path, score: str, key: str, problem: str
-) -> None:
-    """Scores without `itemised`, `recall` or `precision` predate 0.1.0:
-    the report names the first, where it once rebuilt them from the record."""
-    source = (
-        offline_logs.stage if score == "stage_diagnosis" else offline_logs.extraction
-    )
+def without_key(source: str, key: str, path: Path) -> str:
+    """A copy of the log as tracegrade wrote it before its scores held `key`."""
     log = read_eval_log(source)
     for sample in log.samples or []:
         for logged in (sample.scores or {}).values():
             assert logged.metadata is not None
             logged.metadata.pop(key, None)
-    path = tmp_path / JSON_LOG_NAME.format(f"before-{key}")
+    write_eval_log(log, str(path))
+    return str(path)
+
+
+def test_a_score_from_before_0_1_0_without_itemised_says_how_to_score_again(
+    offline_logs: OfflineLogs, tmp_path: Path
+) -> None:
+    path = without_key(
+        offline_logs.extraction, "itemised", tmp_path / JSON_LOG_NAME.format("old")
+    )
+    with pytest.raises(
+        ReportError,
+        match=r'epoch 1, score "ordered_extraction": a scored extraction score '
+        r"needs metadata itemised, .*`inspect score LOG --scorer "
+        r"tracegrade/ordered_extraction`\)$",
+    ):
+        build_report([path])
+
+
+@pytest.mark.parametrize("keys", [["precision"], ["recall", "precision"]])
+def test_recall_and_precision_an_older_score_lacks_come_from_its_record(
+    offline_logs: OfflineLogs, report: Report, tmp_path: Path, keys: list[str]
+) -> None:
+    path = offline_logs.stage
+    for key in keys:
+        path = without_key(path, key, tmp_path / JSON_LOG_NAME.format(key))
+
+    older, now = only_stage(build_report([path])), only_stage(report)
+    assert (older.recall, older.recall_runs) == (now.recall, now.recall_runs)
+    assert (older.precision, older.precision_runs) == (
+        now.precision,
+        now.precision_runs,
+    )
+    assert now.precision_runs > 0
+
+
+def test_a_score_whose_record_cannot_give_its_precision_says_how_to_score_again(
+    offline_logs: OfflineLogs, tmp_path: Path
+) -> None:
+    log = read_eval_log(offline_logs.stage)
+    for sample in log.samples or []:
+        for logged in (sample.scores or {}).values():
+            assert logged.metadata is not None
+            logged.metadata.pop("precision", None)
+            logged.metadata["record"] = "lost"
+    path = tmp_path / JSON_LOG_NAME.format("no-record")
     write_eval_log(log, str(path))
 
     with pytest.raises(
-        ReportError, match=rf'sample ".*" epoch 1, score "{score}": {problem}$'
+        ReportError,
+        match=r"needs metadata precision, and its record cannot give it, got "
+        r'"lost": score the log again \(`inspect score LOG --scorer '
+        r"tracegrade/stage_diagnosis`\)$",
     ):
         build_report([str(path)])
 

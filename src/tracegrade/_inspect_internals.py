@@ -74,6 +74,10 @@ Mirrored, with the test that holds each copy to Inspect's output:
 - the member names and the header's fields of `EvalRecorder.log_finish`
   (`evallog._header`): `tests/test_evalarchive.py` compares them with a
   log `inspect eval` wrote;
+- the names `list_eval_logs` lists as logs (`is_log_file`), in
+  `logs.evals.is_log_name`, which lists linked files too, as Inspect does
+  not: `tests/test_inspect_internals.py` compares the two over a
+  directory of names;
 - the `SampleScore` that `compute_eval_scores` reads, stood in for by
   `bulk.results.LightScore`: `tests/test_inspect_internals.py` compares
   the results of the packaged scorers' metrics over both, and fails on a

@@ -14,7 +14,7 @@ where it does not apply: no missing IDs on an `unresolved` stage or a data
 error, no membership on an unscored sample, no score of that name at all.
 A score that is not one tracegrade writes (a share that is no float
 from 0.0 to 1.0, a diagnosed stage without its ID lists, a score from
-before 0.1.0 without `recall` or `itemised`) raises `InvalidScore` (a
+before 0.1.0 without `itemised`) raises `InvalidScore` (a
 `ValueError`) naming the sample: the columns read scores through
 `tracegrade.schema`, as `tracegrade report` and `compare` do, so they
 refuse what those refuse.

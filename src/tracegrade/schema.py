@@ -16,8 +16,9 @@ saying which field is wrong and how; the caller adds which sample.
 The checks are the strict ones: a share is a JSON number with a fraction
 (`0.0`, never `0`), since tracegrade writes floats and a score that holds
 an integer was not written by it; an ID list holds strings only. Scores
-written before 0.1.0 (without `recall`, `precision` or `itemised`) are
-refused where those are due, not worked out again from the record.
+written by an earlier tracegrade without `recall` or `precision` get
+them from the record they hold, of which both are functions; one
+without `itemised` is refused where it is due, saying how to score again.
 
 Nothing here imports Inspect AI: the report and compare paths, and any
 analysis of a log, can read scores without loading it.
@@ -32,6 +33,7 @@ from typing import Any, Final, Literal, NamedTuple, TypeGuard
 
 from .core.errors import InvalidRecord, quote
 from .core.fields import is_id_list
+from .core.recall import stage_precision, stage_recall
 from .core.steps import Step, read_steps
 
 STAGE_SCORER: Final = "stage_diagnosis"
@@ -392,6 +394,8 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
     precision = metadata.get("precision")
     if precision is not None and not is_share(precision):
         read_share(metadata, "precision")  # raises
+    if "recall" not in metadata or "precision" not in metadata:
+        recall, precision = _earlier_shares(metadata, error)
     lost = None if metadata.get("lost") is None else _read_lost(metadata)
     step_recall = (
         None if metadata.get("step_recall") is None else read_step_recall(metadata)
@@ -402,9 +406,6 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
         )
     if type(value) is not str or value not in STAGES:
         read_stage_value(value)  # raises
-    if "recall" not in metadata or "precision" not in metadata:
-        key = "recall" if "recall" not in metadata else "precision"
-        raise InvalidScore(f"a scored stage score needs metadata {key}")
     if value == "unresolved":
         return StageScore(
             value, error, recall, precision, None, None, False, lost, step_recall
@@ -456,6 +457,27 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
             context_size,
         )
     )
+
+
+_RESCORE: Final = "score the log again (`inspect score LOG --scorer tracegrade/{}`)"
+
+
+def _earlier_shares(
+    metadata: Mapping[str, Any], error: ScoreError | None
+) -> tuple[float | None, float | None]:
+    """Recall and precision of a score by a tracegrade that wrote neither
+    or only recall (that only where it was scored): both are functions of
+    the record the score holds, so worked out as the scorer does now."""
+    record = metadata["record"]
+    if type(record) is not dict:
+        if error is not None and error.unscored:  # no record: neither share
+            return metadata.get("recall"), metadata.get("precision")
+        key = "recall" if "recall" not in metadata else "precision"
+        raise InvalidScore(
+            f"a scored stage score needs metadata {key}, and its record "
+            f"cannot give it, got {quote(record)}: {_RESCORE.format(STAGE_SCORER)}"
+        )
+    return stage_recall(record), stage_precision(record)
 
 
 def _read_lost(metadata: Mapping[str, Any]) -> list[LostID] | None:
@@ -547,7 +569,10 @@ def read_extraction(value: Any, metadata: Any) -> ExtractionScore:
         return ExtractionScore(None, None, error, reading)
     membership, order = read_criteria(value)
     if "itemised" not in metadata:
-        raise InvalidScore("a scored extraction score needs metadata itemised")
+        raise InvalidScore(
+            "a scored extraction score needs metadata itemised, which a log "
+            f"scored before 0.1.0 lacks: {_RESCORE.format(EXTRACTION_SCORER)}"
+        )
     itemised = metadata["itemised"]
     result = metadata["result"]
     if type(result) is not dict or "membership" not in result:

@@ -158,8 +158,8 @@ def report(
     read or evals cannot be pooled, 2 usage error (a --fail-under of an
     unknown metric, a value outside [0, 1], or a metric no eval has),
     Parquet that is not tracegrade results (a column missing, a cell no
-    result holds), or an --html file that cannot be written, 3 a
-    --fail-under threshold is not met.
+    result holds, an id in two rows), or an --html file that cannot be
+    written, 3 a --fail-under threshold is not met.
     """
     if as_json and markdown:
         raise click.UsageError("--json and --markdown both print on stdout: give one")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -200,10 +201,16 @@ def step_recalls(required: Sequence[str], steps: Sequence[Step]) -> dict[str, fl
     }
 
 
+def _as_set(ids: Iterable[str]) -> AbstractSet[str]:
+    """A set given is taken as it is: a report's runs of many steps give
+    each step the one set of their required IDs, not a copy per step."""
+    return ids if isinstance(ids, AbstractSet) else set(ids)
+
+
 def reciprocal_rank(required: Iterable[str], ranked: Sequence[str]) -> float:
     """1 over the rank of the first required ID in `ranked`; 0.0 when none
     is there (trec_eval's `recip_rank`)."""
-    wanted = set(required)
+    wanted = _as_set(required)
     for rank, item in enumerate(ranked, 1):
         if item in wanted:
             return 1 / rank
@@ -217,7 +224,7 @@ def ndcg_at(required: Iterable[str], ranked: Sequence[str], k: int) -> float:
 
     The required IDs must hold at least one.
     """
-    wanted = set(required)
+    wanted = _as_set(required)
     if not wanted:
         raise ValueError("nDCG needs at least one required ID")
     gain = sum(

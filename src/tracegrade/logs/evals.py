@@ -21,15 +21,15 @@ never summed by accident.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
-from urllib.parse import unquote, urlparse
 
-from inspect_ai.log import EvalLog, list_eval_logs
+from inspect_ai.log import EvalLog
 
 from .samples import SampleRead, log_samples
 from .scores import LogError, LogPart, LogRead, log_part, read_header
@@ -40,10 +40,12 @@ SampleReader = Callable[[str], Iterable[SampleRead]]
 """Reads a log's samples from its path (`log_samples`, or in the tests
 Inspect's own reader, to compare)."""
 _PART_SUFFIX = re.compile(r"-part\d+of\d+$")
+_LOG_NAME_START = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}[:-]\d{2}[:-]\d{2}")
 
 
 def find_logs(paths: Iterable[str | Path]) -> list[str]:
-    """The log files named by `paths`, directories searched recursively.
+    """The log files named by `paths`, directories searched recursively,
+    symbolic links followed (`logs_under`).
 
     A directory is listed the way `inspect view` lists it (`.eval` files,
     and `.json` files named like Inspect logs), so manifests and other
@@ -55,9 +57,7 @@ def find_logs(paths: Iterable[str | Path]) -> list[str]:
     for given in paths:
         path = Path(given)
         if path.is_dir():
-            listed = sorted(
-                _local_path(info.name) for info in list_eval_logs(str(path))
-            )
+            listed = logs_under(path)
             if not listed:
                 raise LogError(
                     f"no Inspect logs ({', '.join(LOG_SUFFIXES)}) under {str(path)!r}"
@@ -70,6 +70,63 @@ def find_logs(paths: Iterable[str | Path]) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+def logs_under(directory: Path) -> list[str]:
+    """The logs under `directory` (`is_log_name`), links followed
+    (`files_under`), each real file once."""
+    try:
+        return sorted(
+            os.path.abspath(file)  # as Inspect lists them
+            for file in files_under(directory)
+            if is_log_name(file.name)
+        )
+    except OSError as error:
+        message = f"cannot list {str(directory)!r} ({error})"
+        raise LogError(message) from None
+
+
+def is_log_name(name: str) -> bool:
+    """Whether `inspect view` lists a file of this name as a log: any
+    `.eval`, and a `.json` named from its start time, as Inspect names
+    them (a `metadata.json` is none). Mirrors Inspect's `is_log_file`,
+    which `list_eval_logs` filters with, but lists no linked file."""
+    return name.endswith(".eval") or (
+        name.endswith(".json") and _LOG_NAME_START.match(name) is not None
+    )
+
+
+def files_under(
+    directory: Path, skip: Callable[[str], bool] = lambda name: False
+) -> Iterator[Path]:
+    """The files under `directory` whose names and folders' names are not
+    ones to `skip`, in name order, symbolic links followed: each real
+    directory and file once, so a link cycle or two links to one file are
+    read once. A link to nothing or a loop of links raises `OSError`: what
+    it named cannot be read, and is not skipped silently."""
+    seen: set[str] = set()
+    pending = [directory]
+    while pending:
+        folder = pending.pop()
+        real = os.path.realpath(folder)
+        if real in seen:
+            continue
+        seen.add(real)
+        with os.scandir(folder) as scanned:
+            entries = sorted(
+                (entry for entry in scanned if not skip(entry.name)),
+                key=lambda entry: entry.name,
+            )
+        for entry in entries:
+            try:
+                os.stat(entry.path)  # a loop of links raises, saying so
+            except FileNotFoundError:
+                message = "a symbolic link to nothing"
+                raise FileNotFoundError(errno.ENOENT, message, entry.path) from None
+            if not entry.is_dir() and os.path.realpath(entry.path) not in seen:
+                seen.add(os.path.realpath(entry.path))
+                yield Path(entry.path)
+        pending.extend(Path(e.path) for e in reversed(entries) if e.is_dir())
+
+
 def _not_a_log(path: str) -> str:
     if path.endswith(".jsonl"):
         return (
@@ -79,12 +136,6 @@ def _not_a_log(path: str) -> str:
             "give the logs that writes"
         )
     return f"{path!r} is not an Inspect log: a log ends in .eval or .json"
-
-
-def _local_path(name: str) -> str:
-    if name.startswith("file://"):
-        return unquote(urlparse(name).path)
-    return name
 
 
 @dataclass(frozen=True)
@@ -329,8 +380,11 @@ __all__ = [
     "LogFile",
     "SampleReader",
     "Superseded",
+    "files_under",
     "find_logs",
     "group_evals",
+    "is_log_name",
+    "logs_under",
     "missing_parts_text",
     "read_evals",
     "superseded_note",

@@ -8,7 +8,10 @@ task `parquet` and model `unknown`: results record neither. Its runs
 are its rows, one epoch, one sample each; a row's `id` is its sample,
 for `--pool`. Sample errors and runs never run do not exist there: a row
 is a record `tracegrade score` scored, or a line it could not read, whose
-error is in the row.
+error is in the row. An id in two rows (other than a row `tracegrade score`
+marked `duplicate-sample-id`) is two runs' results in one directory, and
+refused, never pooled. Directories are read with their links followed,
+each real file once.
 
 Each row is decoded into the same `StageScore` or `ExtractionScore` a
 log's score is read into (`tracegrade.schema`), and counted by the same
@@ -34,6 +37,7 @@ from typing import Any, Final
 from ..core.errors import InvalidRecord, quote
 from ..core.fields import is_id_list
 from ..core.steps import read_steps
+from ..datasets import DUPLICATE_SAMPLE_ID
 from ..schema import (
     DIAGNOSED_STAGES,
     ERROR_SIDES,
@@ -108,21 +112,21 @@ class ResultsDataset:
 
 
 def is_results_path(path: str) -> bool:
-    """A Parquet file, or a directory with no Inspect log and at least one
+    """A Parquet file, or a directory with no Inspect log (as `inspect
+    view` lists them: a stray `metadata.json` is none) and at least one
     Parquet file under it (logs beside their results are read as logs)."""
     given = Path(path)
     if given.is_file():
         return given.suffix == SUFFIX
     if not given.is_dir():
         return False
-    from ..logs.evals import LOG_SUFFIXES
+    from ..logs.evals import files_under, logs_under
 
-    found = False
-    for file in _files_under(given):
-        if file.suffix in LOG_SUFFIXES:
-            return False
-        found = found or file.suffix == SUFFIX
-    return found
+    try:
+        found = any(file.suffix == SUFFIX for file in files_under(given, _bookkeeping))
+    except OSError:
+        return False  # read as logs, which says what cannot be listed
+    return found and not logs_under(given)
 
 
 def split_paths(paths: Sequence[str]) -> tuple[list[str], list[ResultsDataset]]:
@@ -139,12 +143,19 @@ def split_paths(paths: Sequence[str]) -> tuple[list[str], list[ResultsDataset]]:
 
 
 def _files_under(directory: Path) -> Iterator[Path]:
-    for root, folders, names in os.walk(directory):
-        # Hidden and engine bookkeeping (`_SUCCESS`, `.crc`), as pyarrow skips.
-        folders[:] = sorted(name for name in folders if not name.startswith((".", "_")))
-        for name in sorted(names):
-            if not name.startswith((".", "_")):
-                yield Path(root, name)
+    """The files under `directory`, links followed, each real file once;
+    hidden and engine bookkeeping (`_SUCCESS`, `.crc`) left, as pyarrow
+    leaves them."""
+    from ..logs.evals import files_under
+
+    try:
+        yield from files_under(directory, _bookkeeping)
+    except OSError as error:
+        raise ResultsError(f"cannot list {str(directory)!r} ({error})") from None
+
+
+def _bookkeeping(name: str) -> bool:
+    return name.startswith((".", "_"))
 
 
 def open_results(path: str) -> ResultsDataset:
@@ -240,7 +251,9 @@ def read_results(
     if results.steps:
         columns += STEP_COLUMNS
     decode = _stage if results.scorer == STAGE_SCORER else _extraction
-    for file in results.files:
+    # Each id's first file and row: a repeat is two runs pooled silently.
+    first_rows: dict[Any, tuple[int, int]] = {}
+    for number, file in enumerate(results.files):
         row = 0
         try:
             batches = ds.dataset(file, format="parquet").to_batches(
@@ -258,7 +271,12 @@ def read_results(
                         score = decode(cell)
                     except InvalidScore as invalid:
                         raise ResultsError(f"{file!r}, row {row}: {invalid}") from None
-                    yield cell["id"], score
+                    sample_id = cell["id"]
+                    if sample_id is not None and not _marked_repeat(score):
+                        first = first_rows.setdefault(sample_id, (number, row))
+                        if first != (number, row):
+                            raise _repeated(results.files, first, file, row, sample_id)
+                    yield sample_id, score
                     row += 1
         except OSError as error:
             raise ResultsError(f"cannot read {file!r} ({error})") from None
@@ -266,6 +284,24 @@ def read_results(
             # A file changed since it was opened, or a column's type changed
             # between its row groups.
             raise ResultsError(f"cannot read {file!r}, row {row} ({error})") from None
+
+
+def _marked_repeat(score: StageScore | ExtractionScore) -> bool:
+    """A line `tracegrade score` found repeating an id: a row of its own."""
+    return score.error is not None and score.error.kind == DUPLICATE_SAMPLE_ID
+
+
+def _repeated(
+    files: Sequence[str], first: tuple[int, int], file: str, row: int, sample_id: Any
+) -> ResultsError:
+    where = "" if files[first[0]] == file else f" of {files[first[0]]!r}"
+    return ResultsError(
+        f"{file!r}, row {row}: id {quote(sample_id)} is also in row {first[1]}"
+        f"{where}; results that repeat an id are two runs (a job run again into "
+        "the same directory, or a file copied), which are never pooled, as "
+        f"`tracegrade score` refuses a repeated id ({DUPLICATE_SAMPLE_ID}): "
+        "report each run's results apart"
+    )
 
 
 # --- one row --------------------------------------------------------------------

@@ -117,9 +117,10 @@ class PipelineTally:
         for step in steps:
             self.sums.setdefault(step.name, _StepSums())
         if required:
+            # One set for every step: work in proportion to the steps' IDs.
+            wanted = frozenset(required)
             for step in steps:
                 sums = self.sums[step.name]
-                wanted = set(required)
                 sums.recall.add(len(wanted.intersection(step.ids)) / len(wanted))
                 sums.rr.add(reciprocal_rank(wanted, step.ids))
                 sums.ndcg.add(ndcg_at(wanted, step.ids, NDCG_DEPTH))

@@ -15,9 +15,9 @@ none to give and is left out, as in the report).
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Final
 
 from ..core.errors import quote
@@ -101,15 +101,24 @@ def parse_threshold(text: str) -> Threshold:
             f"no metric {quote(name)}; --fail-under takes {', '.join(METRICS)}"
         )
     try:
-        minimum = float(value)
-    except ValueError:
+        exact = Decimal(value.strip())
+    except InvalidOperation:
         raise InvalidThreshold(
             f"{name}: the threshold must be a number in [0, 1], got {quote(value)}"
         ) from None
-    if not (math.isfinite(minimum) and 0 <= minimum <= 1):
+    if not (exact.is_finite() and 0 <= exact <= 1):
         raise InvalidThreshold(
             f"{name}: the threshold must lie in [0, 1] (a share, 0.8 for 80%), "
             f"got {quote(value.strip())}"
+        )
+    minimum = float(exact)
+    # Shares are doubles: digits a double cannot hold would be dropped
+    # silently, and 0.50000000000000001 passed by exactly 0.5.
+    if Decimal(repr(minimum)) != exact:
+        raise InvalidThreshold(
+            f"{name}: the threshold {quote(value.strip())} has more digits than "
+            f"a share is compared with, as a double it is {minimum!r}: give a "
+            "number of at most 15 significant digits"
         )
     return Threshold(name, minimum, value.strip())
 

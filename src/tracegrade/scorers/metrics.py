@@ -35,6 +35,7 @@ from inspect_ai.scorer import (
     value_to_float,
 )
 
+from ..report.runs import ExactSum
 from ..schema import (
     CRITERIA,
     STAGES,
@@ -239,8 +240,8 @@ def step_recall() -> Metric:
     is over the runs that have that step, beside `context_recall`, so a
     reader sees where recall falls along the pipeline. Runs without steps
     add nothing, and a log with none has no such figure (the dictionary
-    is empty, and Inspect shows nothing for it). Summed by `math.fsum`, as
-    `context_recall` is.
+    is empty, and Inspect shows nothing for it). Summed exactly, to the
+    double `math.fsum` gives, as `context_recall` is.
     """
 
     def step_recalls(sample_score: SampleScore) -> dict[str, float] | None:
@@ -250,25 +251,15 @@ def step_recall() -> Metric:
             raise ValueError(f"sample {sample_score.sample_id!r}: {invalid}") from None
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
-        steps: dict[str, None] = {}
+        # One pass, each step's shares summed as read: work in proportion
+        # to the runs' steps, however many steps or step names.
+        sums: dict[str, ExactSum] = {}
         for sample_score in scores:
-            steps.update(dict.fromkeys(step_recalls(sample_score) or ()))
-
-        def mean_of(step: str) -> float:
-            counted = 0
-
-            def shares() -> Iterator[float]:
-                nonlocal counted
-                for sample_score in scores:
-                    recalls = step_recalls(sample_score)
-                    if recalls is not None and step in recalls:
-                        counted += 1
-                        yield recalls[step]
-
-            total = math.fsum(shares())
-            return total / counted
-
-        return {f"{step}_recall": mean_of(step) for step in steps}
+            for step, share in (step_recalls(sample_score) or {}).items():
+                sums.setdefault(step, ExactSum()).add(share)
+        return {
+            f"{step}_recall": exact.total / exact.count for step, exact in sums.items()
+        }
 
     return compute
 

@@ -1,0 +1,66 @@
+"""Logs scored by an earlier tracegrade (tests/data/old_logs, made at
+commit 081f5b0, whose stage scores lack `precision`) are read by `report`
+and `compare` as the same records scored now."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.test_cli_compare import compared
+from tests.test_cli_score import score_file
+from tests.test_report_parquet import figures, report_json
+
+OLD = Path(__file__).parent / "data" / "old_logs"
+LOGS = {
+    "stage_diagnosis.eval": ("stage_diagnosis", "stage_records.jsonl"),
+    "stage_diagnosis_score.eval": ("stage_diagnosis", "stage_records.jsonl"),
+    "ordered_extraction.eval": ("ordered_extraction", "extraction_records.jsonl"),
+}
+
+
+def scored_now(task: str, records: str, log_dir: Path) -> str:
+    result, summary = score_file(task, str(OLD / records), log_dir)
+    assert result.exit_code == 0, result.output
+    log: str = summary["log"]
+    return log
+
+
+@pytest.mark.parametrize("name", LOGS)
+def test_an_older_log_reports_what_the_records_scored_now_report(
+    name: str, tmp_path: Path
+) -> None:
+    task, records = LOGS[name]
+    now = report_json(scored_now(task, records, tmp_path))
+    older = report_json(str(OLD / name))
+
+    assert figures(older, task) == figures(now, task)
+    if task == "stage_diagnosis":
+        (summary,) = older[task]
+        assert summary["precision_runs"] == 7
+        assert summary["precision"] is not None
+
+
+@pytest.mark.parametrize("name", LOGS)
+def test_an_older_log_compares_with_the_records_scored_now_unchanged(
+    name: str, tmp_path: Path
+) -> None:
+    task, records = LOGS[name]
+    compare: dict[str, Any] = compared(
+        str(OLD / name), scored_now(task, records, tmp_path)
+    )
+
+    (pair,) = compare["pairs"]
+    (summary,) = pair[task]
+    assert summary["base_runs"] == summary["new_runs"]
+    if task == "stage_diagnosis":
+        transitions = summary["transitions"]
+        changed = sum(
+            count
+            for row, counts in enumerate(transitions)
+            for column, count in enumerate(counts)
+            if row != column
+        )
+        assert (changed, summary["pairs"]) == (0, 8)
