@@ -26,6 +26,7 @@ from tests.faults.conftest import one_clear_line, snapshot
 from tests.support import working_in, write_lines
 from tracegrade import ordered_extraction_recorded, outputs
 from tracegrade.cli import main
+from tracegrade.cli.labels import lock_path
 from tracegrade.tasks import replay, stage_diagnosis
 
 RUNS = {
@@ -312,6 +313,40 @@ def test_overwrite_replaces_the_scores(tmp_path: Path) -> None:
     assert labelled.results is not None
     assert [s.name for s in labelled.results.scores] == ["stage_diagnosis"]
     assert stages(labelled, "stage_diagnosis")[("full", 1)] == "pass"
+
+
+@pytest.mark.parametrize("planted", ["text", "directory"])
+def test_a_lock_file_planted_in_tmpdir_is_gone_around(
+    tmp_path: Path, planted: str
+) -> None:
+    """Anyone can put the lock's name in TMPDIR first: the apply says it
+    cannot take turns, and labels the log."""
+    log = run_log(tmp_path)
+    labels = write_lines(tmp_path / "labels.jsonl", [{"id": "full", "correct": True}])
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(temporary))
+        patch.setattr("tempfile.tempdir", None)
+        lock = Path(lock_path(str(log)))
+    if planted == "text":
+        lock.write_text("not a database, but in the way\n")
+    else:
+        lock.mkdir()
+    done = tracegrade(
+        "labels",
+        "apply",
+        str(log),
+        labels,
+        cwd=tmp_path,
+        env={"TMPDIR": str(temporary)},
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"warning: {str(lock)!r} cannot be a lock (" in done.stderr.splitlines()[0]
+    assert "going on without taking turns with other labels apply runs" in done.stderr
+    assert stages(read_eval_log(str(log)), "stage_diagnosis1")[("full", 1)] == "pass"
 
 
 @pytest.mark.parametrize(
