@@ -189,7 +189,7 @@ def commands(tmp_path_factory: pytest.TempPathFactory) -> Commands:
     )
     scored = tmp_path_factory.mktemp("score")
     (log,) = eval(
-        stage_diagnosis(),
+        stage_diagnosis(dataset="edge-cases"),
         limit=2,
         display="none",
         log_dir=str(scored),

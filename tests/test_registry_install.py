@@ -228,7 +228,7 @@ def venv_run(installed_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     scoring = tmp_path_factory.mktemp("registry-score")
     # Its first samples, the one the labels file labels among them.
     (made,) = eval(
-        stage_diagnosis(),
+        stage_diagnosis(dataset="edge-cases"),
         limit=4,
         display="none",
         log_dir=str(scoring / "made"),

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
         ordered_extraction_scorer,
         stage_diagnosis_scorer,
     )
+    from .scorers.arguments import TaskArgumentError
     from .table import ScoreTableError, score_table
     from .tasks import ordered_extraction_recorded, stage_diagnosis
     from .tasks.live import ordered_extraction
@@ -45,6 +46,7 @@ _LAZY = {
     "ExtractionResult": "tracegrade.core",
     "InvalidRecord": "tracegrade.core",
     "StageResult": "tracegrade.core",
+    "TaskArgumentError": "tracegrade.scorers.arguments",
     "canonical_json": "tracegrade.core",
     "diagnose_stage": "tracegrade.core",
     "grade_extraction": "tracegrade.core",
@@ -87,6 +89,7 @@ __all__ = [
     "ScoreTableError",
     "ScorerArgumentError",
     "StageResult",
+    "TaskArgumentError",
     "canonical_json",
     "diagnose_stage",
     "grade_extraction",
