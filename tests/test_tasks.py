@@ -141,7 +141,12 @@ def test_the_inspect_eval_cli_runs_the_stage_task_with_no_model(
 
 
 @pytest.mark.parametrize(
-    "task", ["tracegrade/stage_diagnosis", "tracegrade/ordered_extraction_recorded"]
+    "task",
+    [
+        "tracegrade/stage_diagnosis",
+        "tracegrade/ordered_extraction_recorded",
+        "tracegrade/ordered_extraction",
+    ],
 )
 def test_an_argument_the_task_does_not_take_is_refused(
     tmp_path: Path, task: str
