@@ -8,6 +8,7 @@ before anything runs.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -128,6 +129,16 @@ def test_the_inspect_eval_cli_runs_the_stage_task_with_no_model(
     assert [sample.id for sample in log.samples] == [run.id for run in runs]
     stages = {(sample.scores or {})["stage_diagnosis"].value for sample in log.samples}
     assert {"pass", "retrieval", "generation"} <= stages
+    # What the README says of its first command, which this is.
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    said = readme[readme.index("It prints the share") :].split(";")[0]
+    assert log.results is not None
+    metrics = log.results.scores[0].metrics
+    shown = [*re.findall(r"`(\w+)`", said), "lucky_answers", "context_recall"]
+    assert all(name in metrics for name in [*shown, "context_precision"]), said
+    edge = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
+    assert f"diagnose {len(runs)} recorded RAG runs packaged" in readme
+    assert f"the contract's {len(edge)} edge cases" in readme
 
     result = run_inspect(
         *("eval", "tracegrade/stage_diagnosis", "-T", "dataset=edge-cases"),
