@@ -17,7 +17,7 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
 
-from tests.commands import run_inspect
+from tests.commands import inspect_process, run_inspect
 from tests.support import write_lines
 from tracegrade import (
     DatasetError,
@@ -162,8 +162,9 @@ def test_the_inspect_eval_cli_runs_the_stage_task_with_no_model(
 def test_an_argument_the_task_does_not_take_is_refused(
     tmp_path: Path, task: str
 ) -> None:
-    """A typo (`datset`) must not run on the packaged runs instead."""
-    result = run_inspect(
+    """A typo (`datset`) must not run on the packaged runs instead. In a
+    fresh interpreter: what Inspect prints, it prints as its first eval."""
+    result = inspect_process(
         *("eval", task, "-T", "datset=mine.jsonl", "--log-dir", "logs"),
         cwd=tmp_path,
     )
