@@ -83,6 +83,8 @@ def run_offline_tasks(log_dir: Path, tasks: Sequence[str] = OFFLINE_TASKS) -> li
                 "inspect_ai",
                 "eval",
                 task,
+                # The packaged fixtures, which docs/images/report.png shows.
+                *("-T", "dataset=edge-cases"),
                 "--log-dir",
                 str(log_dir),
                 "--display",

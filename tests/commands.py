@@ -281,10 +281,10 @@ def start_tracegrade(
     stderr: Stream = None,
     rlimits: Sequence[Limit] = (),
 ) -> CommandProcess:
-    """`tracegrade ARGS` (`python -m tracegrade.cli`) started in a fresh
+    """`tracegrade ARGS` (`python -m tracegrade`) started in a fresh
     interpreter and left running, in a session of its own."""
     return CommandProcess(
-        [sys.executable, "-m", "tracegrade.cli", *args],
+        [sys.executable, "-m", "tracegrade", *args],
         cwd=cwd,
         env=env,
         stdin=stdin,
@@ -399,7 +399,7 @@ def tracegrade_shell(
     with `errexit` the script stops at the first that does."""
     interpreter = shlex.quote(sys.executable)
     define = (
-        f'tracegrade() {{ {interpreter} -m tracegrade.cli "$@"; }}\n'
+        f'tracegrade() {{ {interpreter} -m tracegrade "$@"; }}\n'
         f'python() {{ {interpreter} "$@"; }}\n'
     )
     return subprocess.run(
@@ -448,7 +448,7 @@ def peak_rss_mib(*args: str, cwd: Path, exit_codes: tuple[int, ...] = (0,)) -> f
     MiB (`peak_rss_mib_of`). Inspect's import is in it: compare two
     commands' peaks."""
     return peak_rss_mib_of(
-        [sys.executable, "-m", "tracegrade.cli", *args], cwd=cwd, exit_codes=exit_codes
+        [sys.executable, "-m", "tracegrade", *args], cwd=cwd, exit_codes=exit_codes
     )
 
 

@@ -26,7 +26,7 @@ from tracegrade.scorers.explain import show_id
 def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     log_dir = tmp_path_factory.mktemp("cli-report-logs")
     logs = eval(
-        [stage_diagnosis(), ordered_extraction_recorded()],
+        [stage_diagnosis(dataset="edge-cases"), ordered_extraction_recorded()],
         display="none",
         log_dir=str(log_dir),
         log_realtime=False,

@@ -101,7 +101,7 @@ def inspect_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     `inspect_log`'s instances come and go several times)."""
     logs = {}
     for name, task in (
-        ("stage_diagnosis", stage_diagnosis()),
+        ("stage_diagnosis", stage_diagnosis(dataset="edge-cases")),
         ("ordered_extraction", extraction_task()),
     ):
         (log,) = eval(

@@ -32,7 +32,11 @@ from inspect_ai.model import ModelName
 from inspect_ai.scorer import Target
 from inspect_ai.solver import TaskState
 
-from tests.commands import InspectCommand, inspect_in_one_fresh_process
+from tests.commands import (
+    InspectCommand,
+    inspect_in_one_fresh_process,
+    run_tracegrade,
+)
 from tests.support import write_lines
 from tracegrade import (
     ordered_extraction_scorer,
@@ -185,7 +189,7 @@ def commands(tmp_path_factory: pytest.TempPathFactory) -> Commands:
     )
     scored = tmp_path_factory.mktemp("score")
     (log,) = eval(
-        stage_diagnosis(),
+        stage_diagnosis(dataset="edge-cases"),
         limit=2,
         display="none",
         log_dir=str(scored),
@@ -543,3 +547,40 @@ def test_check_names_each_field_no_record_has(tmp_path: Path) -> None:
     report = json.loads(result.stdout)
     assert [w["field"] for w in report["warnings"]] == ["source", "answer"]
     assert result.exit_code == 1  # the record itself is invalid-input
+
+
+def test_recorded_outputs_stand_for_the_answer(tmp_path: Path) -> None:
+    """The documented `{"source", "output"}` form: no field is missing, in
+    `check`, in `score` or in the log it writes; with neither, the warning
+    names both."""
+    output = 'Sorted, as asked:\nANSWER: ["A", "B", "C"]'
+    path = write_lines(
+        tmp_path / "runs.jsonl",
+        [{"id": "run-0003", "input": {"source": ["C", "A", "B"], "output": output}}],
+    )
+    checked = CliRunner().invoke(main, ["check", "ordered_extraction", path, "--json"])
+    assert (checked.exit_code, json.loads(checked.stdout)["warnings"]) == (0, [])
+
+    scored = run_tracegrade(
+        "score", "ordered_extraction", path, "--log-dir", "logs", cwd=tmp_path
+    )
+    assert scored.returncode == 0, scored.stderr
+    assert "warning" not in scored.stderr
+    (log,) = (tmp_path / "logs").glob("*.eval")
+    written = read_eval_log(str(log))
+    assert "tracegrade_warnings" not in (written.eval.metadata or {})
+    assert written.results is not None
+    assert written.results.scores[0].metrics["membership"].value == 1
+
+    neither = write_lines(
+        tmp_path / "neither.jsonl", [{"id": "a", "input": {"source": ["A"]}}]
+    )
+    checked = CliRunner().invoke(
+        main, ["check", "ordered_extraction", neither, "--json"]
+    )
+    (warning,) = json.loads(checked.stdout)["warnings"]
+    assert warning["field"] == "answer"
+    assert (
+        f'no record of {neither} has "answer" or "output" in its input'
+        in (warning["message"])
+    )

@@ -149,7 +149,10 @@ def evaluated_stage_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The packaged stage task evaluated once for the module."""
     logs = tmp_path_factory.mktemp("stage") / "logs"
     (log,) = eval(
-        stage_diagnosis(), display="none", log_dir=str(logs), log_realtime=False
+        stage_diagnosis(dataset="edge-cases"),
+        display="none",
+        log_dir=str(logs),
+        log_realtime=False,
     )
     assert log.status == "success"
     return Path(log.location)

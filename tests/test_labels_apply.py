@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +24,12 @@ from inspect_ai import eval
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 
 from tests.commands import run_tracegrade as tracegrade
+from tests.commands import tracegrade_shell
 from tests.faults.conftest import one_clear_line, snapshot
 from tests.support import working_in, write_lines
 from tracegrade import ordered_extraction_recorded, outputs
 from tracegrade.cli import main
+from tracegrade.cli.labels import lock_path
 from tracegrade.tasks import replay, stage_diagnosis
 
 RUNS = {
@@ -314,6 +318,40 @@ def test_overwrite_replaces_the_scores(tmp_path: Path) -> None:
     assert stages(labelled, "stage_diagnosis")[("full", 1)] == "pass"
 
 
+@pytest.mark.parametrize("planted", ["text", "directory"])
+def test_a_lock_file_planted_in_tmpdir_is_gone_around(
+    tmp_path: Path, planted: str
+) -> None:
+    """Anyone can put the lock's name in TMPDIR first: the apply says it
+    cannot take turns, and labels the log."""
+    log = run_log(tmp_path)
+    labels = write_lines(tmp_path / "labels.jsonl", [{"id": "full", "correct": True}])
+    temporary = tmp_path / "tmp"
+    temporary.mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("TMPDIR", str(temporary))
+        patch.setattr("tempfile.tempdir", None)
+        lock = Path(lock_path(str(log)))
+    if planted == "text":
+        lock.write_text("not a database, but in the way\n")
+    else:
+        lock.mkdir()
+    done = tracegrade(
+        "labels",
+        "apply",
+        str(log),
+        labels,
+        cwd=tmp_path,
+        env={"TMPDIR": str(temporary)},
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    assert f"warning: {str(lock)!r} cannot be a lock (" in done.stderr.splitlines()[0]
+    assert "going on without taking turns with other labels apply runs" in done.stderr
+    assert stages(read_eval_log(str(log)), "stage_diagnosis1")[("full", 1)] == "pass"
+
+
 @pytest.mark.parametrize(
     ("lines", "said"),
     [
@@ -460,3 +498,49 @@ def test_a_write_into_the_log_as_it_is_replaced_wins(
     _assert_refused_as_changed(*_apply_in_process(log, labels))
     assert log.read_bytes() == before + b"appended"
     assert sorted(path.name for path in log.parent.iterdir()) == [log.name]
+
+
+WALKTHROUGH = (
+    Path(__file__).resolve().parent.parent / "docs" / "evaluate-your-own-model.md"
+).read_text(encoding="utf-8")
+
+
+def test_the_walkthroughs_label_steps_run_as_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Steps 5 and 6 of docs/evaluate-your-own-model.md in one shell, its
+    placeholder filled in as the page says, with staff's labels set
+    between export and apply."""
+    log = run_log(tmp_path)
+    bash = re.findall(r"```bash\n(.*?)```", WALKTHROUGH, re.DOTALL)
+    (export,) = [block for block in bash if "labels export" in block]
+    (apply,) = [block for block in bash if "labels apply" in block]
+    (report,) = [block for block in bash if block.startswith("tracegrade report")]
+    filled = export.replace("<the-log-file>", shlex.quote(str(log)))
+    assert filled != export
+
+    exported = tracegrade_shell(filled, tmp_path, errexit=True)
+    assert exported.returncode == 0, exported.stderr
+    lines = [json.loads(line) for line in (tmp_path / "labels.jsonl").open()]
+    assert sorted(line["id"] for line in lines) == sorted(RUNS)
+    write_lines(
+        tmp_path / "labels.jsonl",
+        [{**line, "correct": line["id"] != "gap"} for line in lines],
+    )
+    later = filled.splitlines()[0] + "\n" + apply + report
+    done = tracegrade_shell(later, tmp_path, errexit=True)
+    assert done.returncode == 0, done.stderr
+    assert "3 of 3 runs labelled and diagnosed" in done.stderr
+    assert "retrieval" in done.stdout
+    labelled = stages(read_eval_log(str(log)), "stage_diagnosis1")
+    assert labelled[("gap", 1)] == "retrieval"
+
+    (python,) = [
+        block
+        for block in re.findall(r"```python\n(.*?)```", WALKTHROUGH, re.DOTALL)
+        if 'os.environ["LOG"]' in block
+    ]
+    monkeypatch.setenv("LOG", str(log))
+    namespace: dict[str, Any] = {}
+    exec(python, namespace)
+    assert sorted(namespace["runs"]["staff"]) == ["pass", "pass", "retrieval"]

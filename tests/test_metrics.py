@@ -297,7 +297,7 @@ def test_metrics_accept_an_empty_list() -> None:
 def stage_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     """The packaged stage task evaluated once, one epoch, for the tests
     that read the same run."""
-    return run(stage_diagnosis(), tmp_path_factory.mktemp("stage"))
+    return run(stage_diagnosis(dataset="edge-cases"), tmp_path_factory.mktemp("stage"))
 
 
 @pytest.mark.parametrize(
@@ -310,7 +310,7 @@ def test_stage_metrics_survive_epochs(
     log = (
         request.getfixturevalue("stage_log")
         if one_epoch
-        else run(stage_diagnosis(), tmp_path, epochs)
+        else run(stage_diagnosis(dataset="edge-cases"), tmp_path, epochs)
     )
     runs = 1 if one_epoch else 3
     (score,) = scores_by_name(log).values()

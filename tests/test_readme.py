@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +131,26 @@ def test_relative_links_lead_somewhere(page: Path) -> None:
                 for heading in headings
             }
             assert anchor in slugs, link
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
+def test_placeholders_in_commands_are_refused_by_the_shell() -> None:
+    """A line pasted before its `<placeholder>` is filled in must fail at
+    once: `OPENAI_API_KEY=sk-...` set a key that hung `inspect eval`."""
+    placeholders = 0
+    for text in PAGES.values():
+        for block in re.findall(r"```bash\n(.*?)```", text, re.DOTALL):
+            for line in block.splitlines():
+                if not re.search(r"<[\w-]+>", line):
+                    assert "_API_KEY=" not in line, line
+                    continue
+                placeholders += 1
+                checked = subprocess.run(
+                    ["bash", "-n", "-c", line], capture_output=True, text=True
+                )
+                assert checked.returncode == 2, line
+                assert "syntax error" in checked.stderr, line
+    assert placeholders >= 4
 
 
 def help_exit_codes(*command: str) -> str:

@@ -228,7 +228,7 @@ def venv_run(installed_venv: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     scoring = tmp_path_factory.mktemp("registry-score")
     # Its first samples, the one the labels file labels among them.
     (made,) = eval(
-        stage_diagnosis(),
+        stage_diagnosis(dataset="edge-cases"),
         limit=4,
         display="none",
         log_dir=str(scoring / "made"),
@@ -318,9 +318,9 @@ def test_the_installed_package_is_the_one_used(
 
 
 def test_the_installed_script_runs_the_program(installed_venv: Path) -> None:
-    """`tracegrade` is `tracegrade.cli.run`: `main`, then a quick exit."""
+    """`tracegrade` is `tracegrade.__main__.run`: the commands imported, then run."""
     script = (installed_venv / "bin" / "tracegrade").read_text(encoding="utf-8")
-    assert "from tracegrade.cli import run\n" in script
+    assert "from tracegrade.__main__ import run\n" in script
     assert "sys.exit(run())" in script
 
 

@@ -60,7 +60,7 @@ def epoch_runs(
     # Nothing watches the eval live: the buffer of each sample's events that
     # `inspect view` reads while one runs would be cost alone.
     evaluated = eval(
-        [stage_diagnosis(), ordered_extraction_recorded()],
+        [stage_diagnosis(dataset="edge-cases"), ordered_extraction_recorded()],
         epochs=EPOCHS,
         display="none",
         log_dir=str(tmp_path_factory.mktemp("epochs-eval")),

@@ -275,7 +275,10 @@ def test_the_report_says_where_the_examples_missing_documents_were_lost(
 
 def test_a_report_of_runs_without_steps_has_no_pipeline_section(tmp_path: Path) -> None:
     (log,) = eval(
-        stage_diagnosis(), display="none", log_dir=str(tmp_path), log_realtime=False
+        stage_diagnosis(dataset="edge-cases"),
+        display="none",
+        log_dir=str(tmp_path),
+        log_realtime=False,
     )
     assert log.status == "success", log.error
     reported = json.loads(report_of(str(tmp_path), "--json").output)

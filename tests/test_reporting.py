@@ -160,7 +160,9 @@ class OfflineLogs:
 @pytest.fixture(scope="session")
 def offline_logs(tmp_path_factory: pytest.TempPathFactory) -> OfflineLogs:
     log_dir = tmp_path_factory.mktemp("offline-logs")
-    stage, extraction = run([stage_diagnosis(), ordered_extraction_recorded()], log_dir)
+    stage, extraction = run(
+        [stage_diagnosis(dataset="edge-cases"), ordered_extraction_recorded()], log_dir
+    )
     return OfflineLogs(log_dir, stage.location, extraction.location)
 
 
@@ -193,7 +195,11 @@ def more_stage_evals(tmp_path_factory: pytest.TempPathFactory) -> MoreStageEvals
     # No epochs for the eval as a whole: each task's own count holds.
     # As in `run`, nothing watches it live.
     logs = eval(
-        [task_with(stage_diagnosis(), epochs=2), stage_diagnosis(), *halves],
+        [
+            task_with(stage_diagnosis(dataset="edge-cases"), epochs=2),
+            stage_diagnosis(dataset="edge-cases"),
+            *halves,
+        ],
         display="none",
         log_dir=str(directory / "logs"),
         log_realtime=False,

@@ -8,6 +8,7 @@ before anything runs.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
 
-from tests.commands import run_inspect
+from tests.commands import inspect_process, run_inspect
 from tests.support import write_lines
 from tracegrade import (
     DatasetError,
@@ -31,8 +32,11 @@ from tracegrade.datasets import (
     read_fixture_cases,
     stage_diagnosis_dataset,
 )
+from tracegrade.scorers.arguments import TaskArgumentError
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import replay
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def run(task: Task, tmp_path: Path) -> EvalLog:
@@ -71,8 +75,8 @@ def check_logged_samples(log: EvalLog, fixture: str, scorer_name: str) -> None:
 
 @pytest.fixture(scope="module")
 def packaged_stage_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
-    """The packaged stage task evaluated once for the module: tests read it."""
-    return run(stage_diagnosis(), tmp_path_factory.mktemp("stage"))
+    """The packaged stage edge cases evaluated once for the module."""
+    return run(stage_diagnosis(dataset="edge-cases"), tmp_path_factory.mktemp("stage"))
 
 
 @pytest.fixture(scope="module")
@@ -110,14 +114,69 @@ def test_the_stage_context_goes_through_the_store(packaged_stage_log: EvalLog) -
 def test_the_inspect_eval_cli_runs_the_stage_task_with_no_model(
     tmp_path: Path,
 ) -> None:
+    """By default on the README tour's recorded runs, packaged as they are
+    in examples/runs/base.jsonl; `edge-cases` names the contract's cases."""
+    packaged = packaged_fixture("recorded_rag_runs.jsonl").read_bytes()
+    assert packaged == (ROOT / "examples" / "runs" / "base.jsonl").read_bytes()
     result = run_inspect(
         "eval", "tracegrade/stage_diagnosis", "--log-dir", "logs", cwd=tmp_path
     )
     assert result.returncode == 0, result.stderr
     log = only_log(tmp_path / "logs")
-    assert log.status == "success"
-    assert log.eval.model == "none/none"
-    check_logged_samples(log, "stage_diagnosis.jsonl", "stage_diagnosis")
+    assert (log.status, log.eval.model) == ("success", "none/none")
+    assert log.samples is not None
+    runs = read_fixture_cases(packaged_fixture("recorded_rag_runs.jsonl"))
+    assert [sample.id for sample in log.samples] == [run.id for run in runs]
+    stages = {(sample.scores or {})["stage_diagnosis"].value for sample in log.samples}
+    assert {"pass", "retrieval", "generation"} <= stages
+    # What the README says of its first command, which this is.
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    said = readme[readme.index("It prints the share") :].split(";")[0]
+    assert log.results is not None
+    metrics = log.results.scores[0].metrics
+    shown = [*re.findall(r"`(\w+)`", said), "lucky_answers", "context_recall"]
+    assert all(name in metrics for name in [*shown, "context_precision"]), said
+    edge = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
+    assert f"diagnose {len(runs)} recorded RAG runs packaged" in readme
+    assert f"the contract's {len(edge)} edge cases" in readme
+
+    result = run_inspect(
+        *("eval", "tracegrade/stage_diagnosis", "-T", "dataset=edge-cases"),
+        *("--log-dir", "edge"),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 0, result.stderr
+    check_logged_samples(
+        only_log(tmp_path / "edge"), "stage_diagnosis.jsonl", "stage_diagnosis"
+    )
+
+
+@pytest.mark.parametrize(
+    "task",
+    [
+        "tracegrade/stage_diagnosis",
+        "tracegrade/ordered_extraction_recorded",
+        "tracegrade/ordered_extraction",
+    ],
+)
+def test_an_argument_the_task_does_not_take_is_refused(
+    tmp_path: Path, task: str
+) -> None:
+    """A typo (`datset`) must not run on the packaged runs instead. In a
+    fresh interpreter: what Inspect prints, it prints as its first eval."""
+    result = inspect_process(
+        *("eval", task, "-T", "datset=mine.jsonl", "--log-dir", "logs"),
+        cwd=tmp_path,
+    )
+    assert result.returncode == 1
+    said = " ".join((result.stdout + result.stderr).split())
+    assert f'{task} takes no argument datset="mine.jsonl"; it takes dataset' in said
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "logs").exists() or not list_eval_logs(
+        str(tmp_path / "logs")
+    )
+    with pytest.raises(TaskArgumentError, match="takes no argument datset"):
+        stage_diagnosis(datset="mine.jsonl")  # type: ignore[call-arg]
 
 
 def test_the_extraction_scorer_resolves_by_name_in_inspect_score(

@@ -2,25 +2,27 @@
 
 The rules live in `tracegrade.core`, which imports nothing from Inspect AI,
 so `diagnose_stage` and `grade_extraction` stay cheap to import and call.
-The Inspect AI layer (scorers, tasks, datasets) is loaded on first use of
-one of its names, so `import tracegrade` alone never imports Inspect AI.
+Every name is loaded on first use, so `import tracegrade` alone never
+imports Inspect AI, and the program's start-up (`__main__`) begins at once.
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
-from .core import (
-    ExtractionResult,
-    InvalidRecord,
-    StageResult,
-    canonical_json,
-    diagnose_stage,
-    grade_extraction,
-)
+TYPE_CHECKING = False  # not `typing`'s: the program's start-up imports little
 
 if TYPE_CHECKING:
+    from typing import Any
+
+    from .core import (
+        ExtractionResult,
+        InvalidRecord,
+        StageResult,
+        canonical_json,
+        diagnose_stage,
+        grade_extraction,
+    )
     from .datasets import (
         DatasetError,
         ordered_extraction_dataset,
@@ -34,12 +36,20 @@ if TYPE_CHECKING:
         ordered_extraction_scorer,
         stage_diagnosis_scorer,
     )
+    from .scorers.arguments import TaskArgumentError
     from .table import ScoreTableError, score_table
     from .tasks import ordered_extraction_recorded, stage_diagnosis
     from .tasks.live import ordered_extraction
 
 _LAZY = {
     "DatasetError": "tracegrade.datasets",
+    "ExtractionResult": "tracegrade.core",
+    "InvalidRecord": "tracegrade.core",
+    "StageResult": "tracegrade.core",
+    "TaskArgumentError": "tracegrade.scorers.arguments",
+    "canonical_json": "tracegrade.core",
+    "diagnose_stage": "tracegrade.core",
+    "grade_extraction": "tracegrade.core",
     "LabelScorerError": "tracegrade.scorers",
     "LabelsError": "tracegrade.labels",
     "RetrievalTrace": "tracegrade.scorers",
@@ -79,6 +89,7 @@ __all__ = [
     "ScoreTableError",
     "ScorerArgumentError",
     "StageResult",
+    "TaskArgumentError",
     "canonical_json",
     "diagnose_stage",
     "grade_extraction",

@@ -257,7 +257,9 @@ def case_sample(case: FixtureCase, *, target_field: str | None = None) -> Sample
     )
 
 
-def stage_diagnosis_dataset(path: str | Path | None = None) -> MemoryDataset:
+def stage_diagnosis_dataset(
+    path: str | Path | Traversable | None = None,
+) -> MemoryDataset:
     """Recorded RAG runs: `input` holds `required`, `context`, `correct`.
 
     With no path, the packaged `stage_diagnosis.jsonl`. An `answer` text in
@@ -272,7 +274,9 @@ def stage_diagnosis_dataset(path: str | Path | None = None) -> MemoryDataset:
     )
 
 
-def ordered_extraction_dataset(path: str | Path | None = None) -> MemoryDataset:
+def ordered_extraction_dataset(
+    path: str | Path | Traversable | None = None,
+) -> MemoryDataset:
     """Recorded extractions: `input` holds `source` and the recorded `answer`.
 
     With no path, the packaged `ordered_extraction.jsonl`. The source is

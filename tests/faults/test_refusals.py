@@ -481,3 +481,18 @@ def test_a_bad_dataset_line_reaches_the_user_in_every_display(
     said = f"{work / 'bad.jsonl'}, line 2: not valid JSON"
     assert (result.stdout + result.stderr).count(said) == 1
     assert not (work / "logs").exists()
+
+
+@pytest.mark.parametrize("command", list(READERS))
+def test_a_missing_input_is_a_usage_error_naming_it(
+    tmp_path: Path, command: str
+) -> None:
+    """A placeholder pasted as it is (`labels export LOG`): nothing read,
+    no traceback, the path named."""
+    args, _ = READERS[command]
+    done = run_tracegrade(*args, cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("Error: Invalid value for ") and "does not exist" in last
+    assert not list(tmp_path.iterdir())

@@ -21,9 +21,12 @@ READ_FIELDS = {
     },
     "ordered_extraction": {
         "source": "invalid-input (no source IDs)",
-        "answer": "invalid-input (no recorded answer)",
+        "answer": "invalid-input (no recorded answer or output)",
     },
 }
+STANDS_FOR = {"output": "answer"}
+"""An input key that serves as a field: a recorded output is read for the
+answer (docs/scores.md)."""
 # Distinct input keys remembered for the warning; a file with more is
 # not a typo case, and memory must not grow with it.
 KEYS_KEPT = 50
@@ -39,8 +42,9 @@ class FieldPresence:
 
     def note(self, record_input: dict[str, Any]) -> None:
         for key in record_input:
-            if key in self.fields:
-                self.found.add(key)
+            name = STANDS_FOR.get(key, key)
+            if name in self.fields:
+                self.found.add(name)
             if len(self.keys) < KEYS_KEPT:
                 self.keys.add(key)
 
@@ -52,10 +56,16 @@ class FieldPresence:
             {
                 "field": name,
                 "message": (
-                    f'no record of {path} has "{name}" in its input (the '
+                    f"no record of {path} has {_either(name)} in its input (the "
                     f"inputs' keys: {keys}); without it every run is {without}"
                 ),
             }
             for name, without in self.fields.items()
             if name not in self.found
         ]
+
+
+def _either(name: str) -> str:
+    """`"answer" or "output"`: the field and the keys that stand for it."""
+    keys = [name, *(key for key, field in STANDS_FOR.items() if field == name)]
+    return " or ".join(f'"{key}"' for key in keys)

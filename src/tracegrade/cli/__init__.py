@@ -137,7 +137,7 @@ main.add_command(score)
 
 
 def run() -> None:
-    """The `tracegrade` program (and `python -m tracegrade.cli`): `main`,
+    """The `tracegrade` program, once imported (`tracegrade.__main__`): `main`,
     with standard output checked first, so a closed or unwritable stream
     is told before any work is done."""
     check_standard_output()

@@ -1,4 +1,5 @@
-"""`python -m tracegrade.cli`, the same as the `tracegrade` command."""
+"""`python -m tracegrade.cli`, the `tracegrade` command once its imports are
+done (`python -m tracegrade` is the whole program)."""
 
 from . import run
 

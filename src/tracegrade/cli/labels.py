@@ -13,6 +13,8 @@ import click
 from ._paths import InputPath
 
 if TYPE_CHECKING:
+    import sqlite3
+
     from inspect_ai.log import EvalLog, EvalSample
 
     from ..label_logs import ApplyAction
@@ -389,42 +391,50 @@ def _directory_locked(log: str) -> Iterator[None]:
     The lock is SQLite's exclusive lock on the file `lock_path` names (the
     standard library's, on every platform: the operating system's own
     locks, held by the process and released when it ends, however it
-    ends). Where that file cannot be made (a temporary directory that is
-    read-only) the command goes on without taking turns.
+    ends). Where that file cannot be a lock (a read-only temporary
+    directory, or a file anyone may put there first), the command says so
+    and goes on without taking turns.
     """
     import sqlite3
 
-    from ..outputs import OutputError
-
     path = lock_path(log)
+    lock = None
     try:
         lock = sqlite3.connect(path, timeout=_LOCK_WAIT, isolation_level=None)
-    except sqlite3.Error:
-        yield
-        return
+        _wait_for_turn(lock, log)
+    except sqlite3.Error as error:
+        click.echo(
+            f"warning: {path!r} cannot be a lock ({error}); going on "
+            "without taking turns with other labels apply runs",
+            err=True,
+        )
     try:
-        waiting = False
-        while True:
-            try:
-                # No journal: the file holds nothing, and leaves no other.
-                lock.execute("PRAGMA journal_mode = OFF")
-                lock.execute("BEGIN EXCLUSIVE")
-                break
-            except sqlite3.OperationalError as error:
-                if "locked" not in str(error):
-                    raise OutputError(
-                        f"cannot lock {path!r} to take turns with other "
-                        f"tracegrade labels apply runs ({error})"
-                    ) from None
-            if not waiting:
-                waiting = True
-                click.echo(
-                    f"waiting for another tracegrade labels apply in {log}'s directory",
-                    err=True,
-                )
         yield
     finally:
-        lock.close()  # which releases the lock
+        if lock is not None:
+            lock.close()  # which releases the lock
+
+
+def _wait_for_turn(lock: sqlite3.Connection, log: str) -> None:
+    """Take the exclusive lock, saying once that another apply holds it."""
+    import sqlite3
+
+    waiting = False
+    while True:
+        try:
+            # No journal: the file holds nothing, and leaves no other.
+            lock.execute("PRAGMA journal_mode = OFF")
+            lock.execute("BEGIN EXCLUSIVE")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error):
+                raise
+        if not waiting:
+            waiting = True
+            click.echo(
+                f"waiting for another tracegrade labels apply in {log}'s directory",
+                err=True,
+            )
 
 
 def _read_log(log: str) -> EvalLog:

@@ -18,8 +18,8 @@ from .._inspect_internals import PrerequisiteError
 from ..core.errors import quote
 
 
-class ScorerArgumentError(PrerequisiteError):
-    """A scorer argument that no scorer can be built with.
+class ArgumentError(PrerequisiteError):
+    """An argument that no scorer or task can be built with.
 
     Not a `ValueError`, like `LabelScorerError` and for the same reason:
     Inspect's scorer loader (`inspect score --scorer ... -S key=value`)
@@ -31,6 +31,15 @@ class ScorerArgumentError(PrerequisiteError):
     def __init__(self, message: str) -> None:
         self.message = message
         Exception.__init__(self, message)
+
+
+class ScorerArgumentError(ArgumentError):
+    """A scorer argument (`-S`) that no scorer can be built with."""
+
+
+class TaskArgumentError(ArgumentError):
+    """A task argument (`-T`) the task does not take: Inspect itself only
+    warns, and runs on the default dataset."""
 
 
 def check_key(argument: str, value: object, *, optional: bool = False) -> None:
@@ -47,7 +56,10 @@ def check_key(argument: str, value: object, *, optional: bool = False) -> None:
 
 
 def refuse_unknown_arguments(
-    scorer: str, factory: Callable[..., Any], unknown: Mapping[str, object]
+    scorer: str,
+    factory: Callable[..., Any],
+    unknown: Mapping[str, object],
+    error: type[ArgumentError] = ScorerArgumentError,
 ) -> None:
     """Refuse arguments `factory` does not take, naming those it does."""
     if not unknown:
@@ -59,10 +71,14 @@ def refuse_unknown_arguments(
         if parameter.kind is not inspect.Parameter.VAR_KEYWORD
     ]
     plural = "s" if len(unknown) > 1 else ""
-    raise ScorerArgumentError(
-        f"{scorer} takes no argument{plural} {given}; it takes "
-        f"{', '.join(taken[:-1])} and {taken[-1]}"
-    )
+    listed = " and ".join(filter(None, [", ".join(taken[:-1]), taken[-1]]))
+    raise error(f"{scorer} takes no argument{plural} {given}; it takes {listed}")
 
 
-__all__ = ["ScorerArgumentError", "check_key", "refuse_unknown_arguments"]
+__all__ = [
+    "ArgumentError",
+    "ScorerArgumentError",
+    "TaskArgumentError",
+    "check_key",
+    "refuse_unknown_arguments",
+]

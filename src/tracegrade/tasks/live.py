@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import NoReturn
 
 from inspect_ai import Epochs, Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -26,6 +27,7 @@ from inspect_ai.util import JSONSchema
 from ..core import canonical_json
 from ..datasets import SourceDocument, packaged_fixture, read_source_documents
 from ..scorers import ordered_extraction_scorer
+from ..scorers.arguments import TaskArgumentError, refuse_unknown_arguments
 from .building import said_in_any_display
 
 DEFAULT_PROMPT = """\
@@ -180,7 +182,10 @@ def extraction_documents_dataset(
 
 @task
 def ordered_extraction(
-    dataset: str | None = None, prompt: str | None = None, structured: bool = True
+    dataset: str | None = None,
+    prompt: str | None = None,
+    structured: bool = True,
+    **kwargs: NoReturn,
 ) -> Task:
     """Ask a model for each document's IDs in source order; grade membership
     and order separately.
@@ -210,8 +215,15 @@ def ordered_extraction(
             (`-T structured=false`) leaves the model's reply free, for
             comparing the two: structured output can change how well a
             model does a task, as Inspect's documentation warns.
+        **kwargs: Refused: an argument the task does not take (a typo).
     """
     with said_in_any_display():
+        refuse_unknown_arguments(
+            "tracegrade/ordered_extraction",
+            ordered_extraction,
+            kwargs,
+            TaskArgumentError,
+        )
         return Task(
             dataset=extraction_documents_dataset(dataset, prompt),
             solver=generate(),
