@@ -203,29 +203,27 @@ def _read_truncated(body: str, step: str, call: str, id_key: str) -> ToolCall:
 
     Inspect keeps the first and the last half of the bytes; where a
     character was split, it drops it, so the cut is known to within three
-    bytes. Every possible cut must give the same entries, or the call is
-    refused.
+    bytes. Every possible cut that reads must give the same whole entries,
+    or the call is refused.
     """
-    readings = {}
+    readings = []
+    problems = []
     for cut in _possible_cuts(body):
-        head, shown, is_open = _read_head(body[:cut], call, id_key)
-        tail = _read_tail(body[cut:], wrapped=body.lstrip(_WHITESPACE)[:1] == "{")
-        if not is_open:
-            tail = []
-        whole_head = _ids(head, id_key, call)
-        whole = whole_head + _ids(tail, id_key, call)
-        shown_ids = (
-            whole_head + ([shown] if shown is not None else []) + whole[len(head) :]
-        )
-        readings[json.dumps([whole, shown_ids])] = (whole, shown_ids)
-    if len(readings) != 1:
+        try:
+            readings.append(_read_at(body, cut, call, id_key))
+        except ToolResultError as problem:
+            problems.append(problem)
+    if not readings:
+        raise problems[0]
+    if len({json.dumps(whole) for whole, _shown in readings}) != 1:
         raise ToolResultError(
             call,
             body,
             "Inspect truncated it, and where it cut the result cannot be told "
             "closely enough to know which entries survived whole",
         )
-    ((whole, shown_ids),) = readings.values()
+    # The earliest cut's first part is surely what Inspect kept of the head.
+    whole, shown_ids = readings[0]
     partial = [item for item in shown_ids if item not in whole]
     note = (
         f"Inspect truncated {step}'s result (max_tool_output), cutting its middle: "
@@ -239,6 +237,19 @@ def _read_truncated(body: str, step: str, call: str, id_key: str) -> ToolCall:
         + "."
     )
     return ToolCall(step, whole, shown_ids, note)
+
+
+def _read_at(
+    body: str, cut: int, call: str, id_key: str
+) -> tuple[list[str], list[str]]:
+    """The IDs of the entries whole, and of those shown, were `cut` Inspect's cut."""
+    head, shown, is_open = _read_head(body[:cut], call, id_key)
+    wrapped = body.lstrip(_WHITESPACE)[:1] == "{"
+    tail = _read_tail(body[cut:], wrapped=wrapped) if is_open else []
+    whole_head = _ids(head, id_key, call)
+    whole_tail = _ids(tail, id_key, call)
+    partial = [shown] if shown is not None else []
+    return whole_head + whole_tail, whole_head + partial + whole_tail
 
 
 def _possible_cuts(body: str) -> list[int]:
