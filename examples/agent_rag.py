@@ -18,7 +18,7 @@ Diagnose an agent log after the fact, this one or any other whose tool
 returns a documented shape:
 
     inspect score LOG --scorer tracegrade/stage_diagnosis \\
-        -S context_tools=search -S label_scorer=match
+        -S context_tools=search -S label_scorer=match --action append --overwrite
 
 Offline, `tests/test_agents.py` runs it on `mockllm/model` with outputs
 made by `ModelOutput.for_tool_call`: one to three searches, then `submit`.

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import json
 import random
+import re
+import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,7 @@ sys.path.insert(0, str(EXAMPLES))
 import agent_rag  # noqa: E402
 import rag_task  # noqa: E402
 
+AGENTS_PAGE = (EXAMPLES.parent / "docs" / "agents.md").read_text(encoding="utf-8")
 QUESTIONS = rag_task.packaged_lines("rag_questions.jsonl")
 MAX_TOOL_OUTPUT = 1500
 # Long searches whose results Inspect truncates at MAX_TOOL_OUTPUT: for
@@ -190,28 +194,20 @@ def test_the_agents_context_is_what_its_searches_returned_whole(
 def test_inspect_score_of_the_agents_log_gives_the_same_scores(
     agent_log: EvalLog, tmp_path: Path
 ) -> None:
-    rescored = tmp_path / "rescored.eval"
-    done = run_inspect(
-        "score",
-        agent_log.location,
-        "--scorer",
-        "tracegrade/stage_diagnosis",
-        "-S",
-        "context_tools=search",
-        "-S",
-        "label_scorer=match",
-        "--action",
-        "overwrite",
-        "--output-file",
-        str(rescored),
-        cwd=tmp_path,
-    )
+    """docs/agents.md's `inspect score` command, as written, on a copy of
+    the log: the score it appends is the one the eval gave."""
+    (block,) = re.findall(r"```bash\n(inspect score LOG .*?)```", AGENTS_PAGE, re.S)
+    words = shlex.split(block.replace("\\\n", " "))
+    assert words[:3] == ["inspect", "score", "LOG"], words
+    log_file = tmp_path / Path(agent_log.location).name
+    shutil.copy(agent_log.location, log_file)
+    done = run_inspect("score", str(log_file), *words[3:], cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    log = read_eval_log(str(rescored))
+    log = read_eval_log(str(log_file))
     assert log.samples is not None and agent_log.samples is not None
     for before, after in zip(agent_log.samples, log.samples, strict=True):
         old = before.scores["stage_diagnosis"]  # type: ignore[index]
-        new = after.scores["stage_diagnosis"]  # type: ignore[index]
+        new = after.scores["stage_diagnosis1"]  # type: ignore[index]
         assert (new.value, new.explanation) == (old.value, old.explanation)
         assert new.metadata == old.metadata
 
