@@ -331,32 +331,6 @@ def stage_diagnosis_scorer(
     _one_label_source(labels=labels, label_scorer=label_scorer, label_from=label_from)
     staff_labels = StaffLabels.read(labels) if labels is not None else None
     grader = resolve_label_scorer(label_scorer) if label_scorer is not None else None
-    read_from = {
-        "required": metadata_source(required_key),
-        "context": (
-            metadata_source(context_key)
-            if context_key is not None
-            else f"store {context_store_key()}"
-            if tools is None
-            else f"tool results {', '.join(tools)}"
-        ),
-        "correct": (
-            f"{LABEL_SOURCE} {grader_name(grader)}"
-            if grader is not None
-            else f"{GIVEN_SOURCE} {label_from}"
-            if label_from is not None
-            else f"labels file {labels}"
-            if labels is not None
-            else metadata_source(correct_key)
-        ),
-    }
-    steps_from = (
-        metadata_source(steps_key)
-        if steps_key is not None
-        else f"store {steps_store_key()}"
-        if tools is None
-        else f"tool calls {', '.join(tools)}"
-    )
     reader = _RecordReader(
         required_key=required_key,
         correct_key=correct_key,
@@ -366,6 +340,15 @@ def stage_diagnosis_scorer(
         id_key=context_id_key,
         staff_labels=staff_labels,
         label_in_metadata=grader is None and label_from is None,
+    )
+    read_from, steps_from = reader.sources(
+        f"{LABEL_SOURCE} {grader_name(grader)}"
+        if grader is not None
+        else f"{GIVEN_SOURCE} {label_from}"
+        if label_from is not None
+        else f"labels file {labels}"
+        if labels is not None
+        else metadata_source(correct_key)
     )
 
     async def score(state: TaskState, target: Target) -> Score:
@@ -475,6 +458,30 @@ class _RecordReader:
     label_in_metadata: bool
     watch: KeyWatch = field(default_factory=KeyWatch)
 
+    def sources(self, correct: str) -> tuple[dict[str, str], str]:
+        """Where the record's fields are read (the label's from `correct`),
+        and where its steps are."""
+        tools = ", ".join(self.tools or ())
+        read_from = {
+            "required": metadata_source(self.required_key),
+            "context": (
+                metadata_source(self.context_key)
+                if self.context_key is not None
+                else f"tool results {tools}"
+                if tools
+                else f"store {context_store_key()}"
+            ),
+            "correct": correct,
+        }
+        steps_from = (
+            metadata_source(self.steps_key)
+            if self.steps_key is not None
+            else f"tool calls {tools}"
+            if tools
+            else f"store {steps_store_key()}"
+        )
+        return read_from, steps_from
+
     def record(
         self, state: TaskState
     ) -> tuple[dict[str, Any], bool, ToolContext | None]:
@@ -486,6 +493,27 @@ class _RecordReader:
         self._note_key(state, "required", self.required_key)
         if self.required_key in metadata:
             record["required"] = metadata[self.required_key]
+        context_recorded, calls = self._context_and_steps(state, record)
+        if self.staff_labels is not None:
+            labels = self.staff_labels
+            label = labels.label_for(state.sample_id, state.epoch)
+            self.watch.note(
+                "labels", label is not None, lambda: _unlabelled_warning(state, labels)
+            )
+            if label is not None:
+                record["correct"] = label
+        elif self.label_in_metadata:
+            self._note_key(state, "correct", self.correct_key)
+            if self.correct_key in metadata:
+                record["correct"] = metadata[self.correct_key]
+        return record, context_recorded, calls
+
+    def _context_and_steps(
+        self, state: TaskState, record: dict[str, Any]
+    ) -> tuple[bool, ToolContext | None]:
+        """Add the run's context and steps to `record`: whether the context
+        was recorded, and the tool calls it was read from, if it was."""
+        metadata = state.metadata
         calls = None
         if self.tools is not None:
             calls = read_tool_context(state.messages, self.tools, self.id_key)
@@ -510,19 +538,7 @@ class _RecordReader:
                 record["steps"] = metadata[self.steps_key]
         elif self.tools is None and state.store.get(steps_store_key()) is not None:
             record["steps"] = state.store.get(steps_store_key())
-        if self.staff_labels is not None:
-            labels = self.staff_labels
-            label = labels.label_for(state.sample_id, state.epoch)
-            self.watch.note(
-                "labels", label is not None, lambda: _unlabelled_warning(state, labels)
-            )
-            if label is not None:
-                record["correct"] = label
-        elif self.label_in_metadata:
-            self._note_key(state, "correct", self.correct_key)
-            if self.correct_key in metadata:
-                record["correct"] = metadata[self.correct_key]
-        return record, context_recorded, calls
+        return context_recorded, calls
 
     def note_given_score(self, state: TaskState, name: str, present: bool) -> None:
         self.watch.note(
