@@ -269,7 +269,7 @@ RESULTS: dict[str, Any] = {
 def shapes_log(tmp_path: Path, **scorer_args: Any) -> dict[str, Any]:
     def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
         asked = next(m for m in messages if m.role == "user").text
-        if any(isinstance(m, ChatMessageTool) for m in messages):
+        if asked == "no call" or any(isinstance(m, ChatMessageTool) for m in messages):
             output = ModelOutput.from_content("mockllm/model", "done")
         else:
             output = ModelOutput.for_tool_call(
@@ -286,7 +286,7 @@ def shapes_log(tmp_path: Path, **scorer_args: Any) -> dict[str, Any]:
                     input=name,
                     metadata={"required": ["D1", "D2"], "correct": False},
                 )
-                for name in RESULTS
+                for name in [*RESULTS, "no call"]
             ]
         ),
         solver=[use_tools(search()), generate()],
@@ -319,6 +319,14 @@ def test_each_documented_shape_is_read_and_every_other_refused(
         "results": ["D2", "D1"],
         "errored": [],
     }
+    no_call = scores["no call"]
+    assert (no_call.metadata or {})["record"] == {
+        "required": ["D1", "D2"],
+        "context": [],
+        "correct": False,
+    }
+    assert no_call.value == "retrieval"
+    assert "The model made no call to search." in (no_call.explanation or "")
     assert "search#1 failed" in scores["errored"].explanation
     assert "returned nothing to the model" in scores["errored"].explanation
     assert scores["objects"].value == "retrieval"

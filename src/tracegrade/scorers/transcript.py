@@ -77,8 +77,8 @@ class ToolContext:
 
     def explain_lost(self, lost: Sequence[LostDocument]) -> str:
         """Of each missing ID: no call returned it, or which showed it cut."""
-        shown_by = {}
-        for call in reversed(self.calls):
+        shown_by = {}  # the last call that showed each ID, as `lost` has it
+        for call in self.calls:
             shown_by.update(dict.fromkeys(call.shown, call.step))
         never = [document["id"] for document in lost if document["id"] not in shown_by]
         cut = [document["id"] for document in lost if document["id"] in shown_by]
