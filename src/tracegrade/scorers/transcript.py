@@ -342,19 +342,69 @@ def _shown_id(head: str, position: int, id_key: str) -> str | None:
 
 
 def _read_tail(tail: str, *, wrapped: bool) -> list[Any]:
-    """The whole entries of a result's last part: those after the first comma
-    (or its start) from which the rest reads as the array's end."""
+    """The whole entries of a result's last part: those after its first
+    entry boundary, read as the rest of the array."""
+    start = _first_boundary(tail, depth=2 if wrapped else 1)
+    if start is None:
+        return []
+    rest = "[" + tail[start:]
+    try:
+        entries, end = _DECODER.raw_decode(rest)
+    except json.JSONDecodeError:
+        return []
     closing = "}" if wrapped else ""
-    starts = [0] + [i + 1 for i, char in enumerate(tail) if char == ","]
-    for start in starts:
-        rest = "[" + tail[start:]
-        try:
-            entries, end = _DECODER.raw_decode(rest)
-        except json.JSONDecodeError:
-            continue
-        if rest[end:].strip(_WHITESPACE) == closing and isinstance(entries, list):
-            return entries
-    return []
+    if rest[end:].strip(_WHITESPACE) != closing or type(entries) is not list:
+        return []
+    return entries
+
+
+def _first_boundary(tail: str, *, depth: int) -> int | None:
+    """Where the first whole entry of the array at `depth` (counted from the
+    end) begins in `tail`, read backwards from the end, where the lexical
+    state is known; None when no entry begins in it."""
+    first = None
+    level = 0
+    position = len(tail) - 1
+    while position >= 0:
+        char = tail[position]
+        if char == '"':
+            opening = _string_start(tail, position)
+            if opening is None:
+                return first  # a string begun before the cut
+            position = opening
+        elif char in "]}":
+            level += 1
+        elif char in "[{":
+            level -= 1
+            if level < depth:
+                return position + 1  # the array itself begins here
+            if level == depth and char == "{" and position == 0:
+                return 0  # the cut fell just before an entry
+        elif char == "," and level == depth:
+            first = position + 1
+        position -= 1
+    return first
+
+
+def _string_start(text: str, closing: int) -> int | None:
+    """The opening quote of the string whose closing quote is at `closing`,
+    or None when it lies before `text` (or cannot be told from it)."""
+    position = closing - 1
+    while position > 0:
+        if text[position] == '"':
+            backslashes = 0
+            while (
+                position - backslashes - 1 >= 0
+                and text[position - backslashes - 1] == "\\"
+            ):
+                backslashes += 1
+            if position - backslashes == 0:
+                return None  # its escaping began before the cut
+            if backslashes % 2 == 0:
+                return position
+            position -= backslashes
+        position -= 1
+    return None
 
 
 def _skip(text: str, position: int) -> int:
