@@ -375,7 +375,10 @@ def test_bad_context_tools_are_refused_when_the_scorer_is_built(
 # --- Inspect's own truncation, read back --------------------------------------
 
 
-def whole_entries(text: str, entries: list[dict[str, Any]], limit: int) -> list[str]:
+EDGES = ["", "é", "漢", '"q', ", 1]", "\\", "}", '\\"']
+
+
+def whole_entries(text: str, entries: list[Any], limit: int) -> list[str]:
     """The IDs of the entries inside the first `limit // 2` bytes of `text`
     or its last `limit - limit // 2`: what Inspect keeps."""
     encoded = text.encode()
@@ -385,27 +388,36 @@ def whole_entries(text: str, entries: list[dict[str, Any]], limit: int) -> list[
         shown = json.dumps(entry, ensure_ascii=False).encode()
         start = encoded.index(shown)
         if start + len(shown) <= head or start >= tail:
-            survived.append(entry["id"])
+            survived.append(entry if isinstance(entry, str) else entry["id"])
     return survived
 
 
+def random_result(rng: random.Random, shape: int) -> tuple[str, list[Any]]:
+    """A result of 2 to 11 entries in one of the three shapes, and its entries."""
+    texts = [
+        rng.choice(EDGES) + "x" * rng.randrange(60) + rng.choice(EDGES)
+        for _ in range(rng.randrange(2, 12))
+    ]
+    entries: list[Any] = (
+        [f"D{n}{text}" for n, text in enumerate(texts)]
+        if shape == 2
+        else [{"id": f"D{n}", "text": text} for n, text in enumerate(texts)]
+    )
+    array = ", ".join(json.dumps(e, ensure_ascii=False) for e in entries)
+    if shape == 1:
+        return f'{{"query": "q", "results": [{array}]}}', entries
+    return f"[{array}]", entries
+
+
 def test_a_truncated_result_counts_the_entries_that_survived_whole() -> None:
-    """Inspect truncates results of random entries (some not ASCII) at random
+    """Inspect truncates results of random entries (some not ASCII, some
+    with quotes, commas, brackets or backslashes), in each shape, at random
     limits; each reading is the entries whose whole text survived, or a
     refusal, never another reading."""
     rng = random.Random(42)
     read = refused = 0
-    for trial in range(300):
-        entries = [
-            {
-                "id": f"D{n}",
-                "text": "x" * rng.randrange(0, 60) + rng.choice(["", "é", "漢"]),
-            }
-            for n in range(rng.randrange(2, 12))
-        ]
-        wrapped = trial % 2 == 1
-        array = ", ".join(json.dumps(e, ensure_ascii=False) for e in entries)
-        text = f'{{"query": "q", "results": [{array}]}}' if wrapped else f"[{array}]"
+    for trial in range(450):
+        text, entries = random_result(rng, trial % 3)
         limit = rng.randrange(20, max(21, len(text.encode())))
         truncated = truncate_tool_output("search", text, limit)
         if truncated is None:

@@ -29,6 +29,10 @@ _DECODER = json.JSONDecoder()
 _WHITESPACE = " \t\n\r"
 
 
+class _CutUnclear(Exception):
+    """Where Inspect cut a result changes which entries survived whole."""
+
+
 class ToolResultError(InvalidRecord):
     """A tool result in no documented shape, named by its call."""
 
@@ -208,20 +212,23 @@ def _read_truncated(body: str, step: str, call: str, id_key: str) -> ToolCall:
     """
     readings = []
     problems = []
-    for cut in _possible_cuts(body):
-        try:
-            readings.append(_read_at(body, cut, call, id_key))
-        except ToolResultError as problem:
-            problems.append(problem)
-    if not readings:
-        raise problems[0]
-    if len({json.dumps(whole) for whole, _shown in readings}) != 1:
+    try:
+        for cut in _possible_cuts(body):
+            try:
+                readings.append(_read_at(body, cut, call, id_key))
+            except ToolResultError as problem:
+                problems.append(problem)
+        if not readings:
+            raise problems[0]
+        if len({json.dumps(whole) for whole, _shown in readings}) != 1:
+            raise _CutUnclear
+    except _CutUnclear:
         raise ToolResultError(
             call,
             body,
             "Inspect truncated it, and where it cut the result cannot be told "
             "closely enough to know which entries survived whole",
-        )
+        ) from None
     # The earliest cut's first part is surely what Inspect kept of the head.
     whole, shown_ids = readings[0]
     partial = [item for item in shown_ids if item not in whole]
@@ -370,6 +377,10 @@ def _first_boundary(tail: str, *, depth: int) -> int | None:
         if char == '"':
             opening = _string_start(tail, position)
             if opening is None:
+                if level == depth and tail.startswith('"'):
+                    # An entry whole from the cut on, or the rest of one
+                    # whose escaping backslash was cut: two readings.
+                    raise _CutUnclear
                 return first  # a string begun before the cut
             position = opening
         elif char in "]}":
