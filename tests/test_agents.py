@@ -183,7 +183,12 @@ def test_the_agents_context_is_what_its_searches_returned_whole(
                     assert f"No call returned {document['id']}" in score.explanation
                 else:
                     seen_cut += 1
-                    assert "cut by Inspect's truncation" in score.explanation
+                    assert (
+                        f"{document['id']} was in {document['last_step']}'s result, "
+                        "but its entry was cut by Inspect's truncation"
+                    ) in (score.explanation or "")
+                    if document["last_step"] == steps[-1]["name"]:
+                        assert document["lost_at"] == "context"
         if want["truncated"]:
             truncated += 1
             assert "Inspect truncated search#" in (score.explanation or "")
