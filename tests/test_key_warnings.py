@@ -385,7 +385,7 @@ REFUSALS = [
         "requried_key=gold_docs",
         'stage_diagnosis takes no argument requried_key="gold_docs"; it takes '
         "required_key, correct_key, context_key, labels, label_scorer, "
-        "label_from and steps_key",
+        "label_from, steps_key, context_tools and context_id_key",
     ),
     (
         "ordered_extraction",

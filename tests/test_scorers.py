@@ -683,8 +683,8 @@ def test_the_extraction_scorer_reads_recorded_answers_from_metadata() -> None:
 # --- arguments, checked when the scorer is built ------------------------------
 
 STAGE_ARGUMENTS = (
-    "required_key, correct_key, context_key, labels, label_scorer, label_from and "
-    "steps_key"
+    "required_key, correct_key, context_key, labels, label_scorer, label_from, "
+    "steps_key, context_tools and context_id_key"
 )
 
 

@@ -83,6 +83,12 @@ Mirrored, with the test that holds each copy to Inspect's output:
   the results of the packaged scorers' metrics over both, and fails on a
   field Inspect adds to `SampleScore` or `Score`.
 
+- the text `truncate_tool_output` (`model._call_tools`) wraps a tool
+  result cut at `max_tool_output` in, and its rule (the first half of the
+  bytes, then the last), in `truncated_tool_body`, which the transcript
+  reader (`scorers/transcript.py`) uses: `tests/test_agents.py` reads
+  Inspect's own truncations back.
+
 Not Inspect's, but private all the same: the standard library's
 `zipfile._get_compressor`, which `bulk.evallog.deflating_with_isal` wraps
 in the `.eval` writer process (as `zipfile_zstd` wraps it for Inspect);
@@ -126,6 +132,23 @@ METADATA_VALUE_LIMIT: Final = 1024
 """Characters of indented JSON a metadata value may have in a summary."""
 METADATA_VALUE_REMOVED: Final = "Key removed from summary (> 1k)"
 """What a summary holds instead of a longer metadata value."""
+
+_TRUNCATED_HEAD: Final = (
+    "\nThe output of your call to {function} was too long to be displayed.\n"
+    "Here is a truncated version:\n<START_TOOL_OUTPUT>\n"
+)
+_TRUNCATED_TAIL: Final = "\n<END_TOOL_OUTPUT>\n"
+
+
+def truncated_tool_body(function: str, content: str) -> str | None:
+    """What is left of a tool result Inspect truncated (its first half of
+    the bytes, then its last, with the middle cut), or None when `content`
+    is not wrapped as Inspect wraps a truncated result."""
+    head = _TRUNCATED_HEAD.format(function=function)
+    if content.startswith(head) and content.endswith(_TRUNCATED_TAIL):
+        return content[len(head) : len(content) - len(_TRUNCATED_TAIL)]
+    return None
+
 
 SCORE_NEEDS: Final = "0.3.269"
 """The first `inspect-ai` with every name `tracegrade score` loads from here
@@ -211,4 +234,5 @@ __all__ = [
     "resolve_revision",
     "resolve_task_distribution",
     "to_json_safe",
+    "truncated_tool_body",
 ]

@@ -20,11 +20,15 @@ them. The cut is the run's context size: the prompt held that many IDs.
 
 Steps are named per record, so runs may differ in their steps; a step is
 listed in the order it first appears, and its figures are over the runs
-that have it.
+that have it. An agent's steps are its tool calls (`search#1`, `search#2`:
+`tracegrade.scorers.transcript`), counted by tool: a run's calls of one
+tool are one step, their IDs in the order received, each once, so runs
+that call it a different number of times share one row.
 """
 
 from __future__ import annotations
 
+import re
 import statistics
 from array import array
 from collections import Counter
@@ -42,6 +46,24 @@ NDCG_DEPTH: Final = 10
 NEAR_THE_CUT: Final = 5
 """IDs lost at the cut within this many ranks below it are counted apart:
 a k larger by at most this would have kept them."""
+
+
+_CALL = re.compile(r"(.+)#[1-9][0-9]*")
+
+
+def by_tool(steps: Sequence[Step]) -> list[Step]:
+    """Each tool's calls (`search#1`, `search#2`) as one step `search`, its
+    IDs in the order received, each once; other steps as they are."""
+    merged: dict[str, dict[str, None]] = {}
+    for step in steps:
+        merged.setdefault(tool_of(step.name), {}).update(dict.fromkeys(step.ids))
+    return [Step(name, list(ids)) for name, ids in merged.items()]
+
+
+def tool_of(step: str) -> str:
+    """The tool of a call's step name (`search#2`: `search`), else the name."""
+    call = _CALL.fullmatch(step)
+    return call.group(1) if call else step
 
 
 @dataclass(frozen=True)
@@ -114,6 +136,7 @@ class PipelineTally:
         """Count one diagnosed run with steps, as its score gives them
         (`tracegrade.schema.StageScore`): `cut` is the IDs its prompt held."""
         self.runs += 1
+        steps = by_tool(steps)
         for step in steps:
             self.sums.setdefault(step.name, _StepSums())
         if required:
@@ -126,7 +149,7 @@ class PipelineTally:
                 sums.ndcg.add(ndcg_at(wanted, step.ids, NDCG_DEPTH))
         for document in lost or ():
             self.missing += 1
-            self.lost_at[document.lost_at] += 1
+            self.lost_at[tool_of(document.lost_at)] += 1
             if document.lost_at == CONTEXT and document.last_rank is not None:
                 self.cut_ranks.append(document.last_rank)
                 self.near_the_cut += document.last_rank <= cut + NEAR_THE_CUT

@@ -55,6 +55,23 @@ def check_key(argument: str, value: object, *, optional: bool = False) -> None:
     raise ScorerArgumentError(f"{argument} must be {expected}, got {quote(value)}")
 
 
+def tool_names(argument: str, value: object) -> tuple[str, ...] | None:
+    """A tool name or a list of them (`-S context_tools=search` gives the
+    one, `-S 'context_tools=[search, fetch]'` the list), or None."""
+    if value is None:
+        return None
+    names = [value] if isinstance(value, str) else value
+    if (
+        type(names) is list
+        and names
+        and all(isinstance(name, str) and name.strip() for name in names)
+    ):
+        return tuple(names)
+    raise ScorerArgumentError(
+        f"{argument} must be a tool name or a list of them, got {quote(value)}"
+    )
+
+
 def refuse_unknown_arguments(
     scorer: str,
     factory: Callable[..., Any],
@@ -81,4 +98,5 @@ __all__ = [
     "TaskArgumentError",
     "check_key",
     "refuse_unknown_arguments",
+    "tool_names",
 ]

@@ -25,7 +25,12 @@ from ..core.errors import quote
 from ..core.recall import stage_precision, stage_recall
 from ..core.steps import Step, lost_documents, read_steps, step_recalls
 from ..labels import StaffLabels
-from .arguments import check_key, refuse_unknown_arguments
+from .arguments import (
+    ScorerArgumentError,
+    check_key,
+    refuse_unknown_arguments,
+    tool_names,
+)
 from .explain import (
     explain_invalid,
     explain_lost,
@@ -61,6 +66,7 @@ from .outcome import (
 )
 from .sample_error import sample_error
 from .store import context_store_key, recorded_context, steps_store_key
+from .transcript import ToolContext, read_tool_context
 
 STAGE_METRICS = [
     stage_shares(),
@@ -80,6 +86,7 @@ def diagnosis_score(
     context_recorded: bool,
     output: str = "",
     no_label: str | None = None,
+    calls: ToolContext | None = None,
 ) -> Score:
     """The score for one record, errors included, with its `recall` and
     `precision`.
@@ -101,7 +108,8 @@ def diagnosis_score(
     each missing ID was lost, wherever the rules report `missing`, and
     `step_recall`, each step's recall, wherever recall is a number; the
     explanation then says where each was lost. Without steps neither key
-    is there, and nothing else differs.
+    is there, and nothing else differs. `calls` is the context read from
+    the transcript (`tracegrade.scorers.transcript`), when it was.
     """
     score, steps = _diagnosis_score(
         record,
@@ -109,6 +117,7 @@ def diagnosis_score(
         context_recorded=context_recorded,
         output=output,
         no_label=no_label,
+        calls=calls,
     )
     metadata = score.metadata
     assert metadata is not None
@@ -131,9 +140,12 @@ def _diagnosis_score(
     context_recorded: bool,
     output: str,
     no_label: str | None,
+    calls: ToolContext | None,
 ) -> tuple[Score, list[Step] | None]:
     answer = stage_answer(record, output)
     try:
+        if calls is not None and calls.problem is not None:
+            raise calls.problem
         result = diagnose_stage(record)
         steps = read_steps(record)
     except InvalidRecord as invalid:
@@ -163,7 +175,13 @@ def _diagnosis_score(
     missing = result.get("missing")
     if steps is not None and isinstance(missing, list) and missing:
         lost = lost_documents(missing, steps)
-        explanation += " " + explain_lost(lost, steps, record["context"])
+        explanation += " " + (
+            calls.explain_lost(lost)
+            if calls is not None
+            else explain_lost(lost, steps, record["context"])
+        )
+    if calls is not None:
+        explanation += calls.note()
     if "error" in result:
         return data_error(
             ErrorInfo(
@@ -197,6 +215,8 @@ def stage_diagnosis_scorer(
     label_scorer: Scorer | str | None = None,
     label_from: str | None = None,
     steps_key: str | None = None,
+    context_tools: str | list[str] | None = None,
+    context_id_key: str = "id",
     **unknown: NoReturn,
 ) -> Scorer:
     """Diagnose each run's failing stage: retrieval, generation, pass or unresolved.
@@ -268,11 +288,18 @@ def stage_diagnosis_scorer(
             if it recorded any. A run with steps gets `lost` (where each
             missing ID was lost) and `step_recall` in its score; one
             without has neither.
+        context_tools: A tool name, or a list, whose results in the
+            sample's messages are the context, each call a step
+            (`search#1`): an agent's context, with no instrumentation (see
+            docs/agents.md). Not with `context_key` or `steps_key`.
+        context_id_key: The key of a document's ID in a tool result's
+            objects.
 
     Raises:
         ScorerArgumentError: A key argument is no non-empty string (None
-            too, but for `context_key`), or an argument this scorer does
-            not take is given (`-S requried_key=...`).
+            too, but for `context_key`), `context_tools` is no tool name or
+            list of them or comes with another context source, or an
+            argument this scorer does not take is given (`-S requried_key=...`).
         LabelsError: The labels file cannot be read or has a bad line.
         LabelScorerError: `label_scorer` is no scorer (an uncalled
             `@scorer` function, a name no scorer is registered under),
@@ -301,38 +328,29 @@ def stage_diagnosis_scorer(
     check_key("correct_key", correct_key)
     check_key("context_key", context_key, optional=True)
     check_key("steps_key", steps_key, optional=True)
+    check_key("context_id_key", context_id_key)
+    tools = _context_tools(context_tools, context_key, steps_key)
     _one_label_source(labels=labels, label_scorer=label_scorer, label_from=label_from)
     staff_labels = StaffLabels.read(labels) if labels is not None else None
     grader = resolve_label_scorer(label_scorer) if label_scorer is not None else None
-    read_from = {
-        "required": metadata_source(required_key),
-        "context": (
-            metadata_source(context_key)
-            if context_key is not None
-            else f"store {context_store_key()}"
-        ),
-        "correct": (
-            f"{LABEL_SOURCE} {grader_name(grader)}"
-            if grader is not None
-            else f"{GIVEN_SOURCE} {label_from}"
-            if label_from is not None
-            else f"labels file {labels}"
-            if labels is not None
-            else metadata_source(correct_key)
-        ),
-    }
-    steps_from = (
-        metadata_source(steps_key)
-        if steps_key is not None
-        else f"store {steps_store_key()}"
-    )
     reader = _RecordReader(
         required_key=required_key,
         correct_key=correct_key,
         context_key=context_key,
         steps_key=steps_key,
+        tools=tools,
+        id_key=context_id_key,
         staff_labels=staff_labels,
         label_in_metadata=grader is None and label_from is None,
+    )
+    read_from, steps_from = reader.sources(
+        f"{LABEL_SOURCE} {grader_name(grader)}"
+        if grader is not None
+        else f"{GIVEN_SOURCE} {label_from}"
+        if label_from is not None
+        else f"labels file {labels}"
+        if labels is not None
+        else metadata_source(correct_key)
     )
 
     async def score(state: TaskState, target: Target) -> Score:
@@ -344,7 +362,7 @@ def stage_diagnosis_scorer(
                 read_from=read_from,
                 absent=("recall", "precision"),
             )
-        record, context_recorded = reader.record(state)
+        record, context_recorded, calls = reader.record(state)
         # Where a run's steps came from is said only of a run that has them.
         run_read_from = (
             read_from
@@ -366,6 +384,7 @@ def stage_diagnosis_scorer(
                 run_read_from,
                 context_recorded=context_recorded,
                 output=state.output.completion,
+                calls=calls,
             )
         if verdict.label is not None:
             record["correct"] = verdict.label
@@ -375,12 +394,27 @@ def stage_diagnosis_scorer(
             context_recorded=context_recorded,
             output=state.output.completion,
             no_label=verdict.why_no_label() if verdict.label is None else None,
+            calls=calls,
         )
         assert result.metadata is not None
         result.metadata["grader"] = verdict.as_metadata()
         return result
 
     return score
+
+
+def _context_tools(
+    context_tools: object, context_key: str | None, steps_key: str | None
+) -> tuple[str, ...] | None:
+    """The tools whose results are the context, alone as its source."""
+    tools = tool_names("context_tools", context_tools)
+    if tools is not None and (context_key is not None or steps_key is not None):
+        raise ScorerArgumentError(
+            f"context_tools={quote(context_tools)} reads the context and steps "
+            "from the tool calls; context_key and steps_key read them from "
+            "metadata: give one source"
+        )
+    return tools
 
 
 def _one_label_source(
@@ -420,19 +454,74 @@ class _RecordReader:
     correct_key: str
     context_key: str | None
     steps_key: str | None
+    tools: tuple[str, ...] | None
+    id_key: str
     staff_labels: StaffLabels | None
     label_in_metadata: bool
     watch: KeyWatch = field(default_factory=KeyWatch)
 
-    def record(self, state: TaskState) -> tuple[dict[str, Any], bool]:
-        """The record but for a grader's label, and whether the context was
-        recorded (always, for a context read from metadata)."""
+    def sources(self, correct: str) -> tuple[dict[str, str], str]:
+        """Where the record's fields are read (the label's from `correct`),
+        and where its steps are."""
+        tools = ", ".join(self.tools or ())
+        read_from = {
+            "required": metadata_source(self.required_key),
+            "context": (
+                metadata_source(self.context_key)
+                if self.context_key is not None
+                else f"tool results {tools}"
+                if tools
+                else f"store {context_store_key()}"
+            ),
+            "correct": correct,
+        }
+        steps_from = (
+            metadata_source(self.steps_key)
+            if self.steps_key is not None
+            else f"tool calls {tools}"
+            if tools
+            else f"store {steps_store_key()}"
+        )
+        return read_from, steps_from
+
+    def record(
+        self, state: TaskState
+    ) -> tuple[dict[str, Any], bool, ToolContext | None]:
+        """The record but for a grader's label, whether the context was
+        recorded (always, for a context read from metadata or tool calls),
+        and the tool calls it was read from."""
         metadata = state.metadata
         record: dict[str, Any] = {}
         self._note_key(state, "required", self.required_key)
         if self.required_key in metadata:
             record["required"] = metadata[self.required_key]
-        if self.context_key is not None:
+        context_recorded, calls = self._context_and_steps(state, record)
+        if self.staff_labels is not None:
+            labels = self.staff_labels
+            label = labels.label_for(state.sample_id, state.epoch)
+            self.watch.note(
+                "labels", label is not None, lambda: _unlabelled_warning(state, labels)
+            )
+            if label is not None:
+                record["correct"] = label
+        elif self.label_in_metadata:
+            self._note_key(state, "correct", self.correct_key)
+            if self.correct_key in metadata:
+                record["correct"] = metadata[self.correct_key]
+        return record, context_recorded, calls
+
+    def _context_and_steps(
+        self, state: TaskState, record: dict[str, Any]
+    ) -> tuple[bool, ToolContext | None]:
+        """Add the run's context and steps to `record`: whether the context
+        was recorded, and the tool calls it was read from, if it was."""
+        metadata = state.metadata
+        calls = None
+        if self.tools is not None:
+            calls = read_tool_context(state.messages, self.tools, self.id_key)
+            record.update(calls.record())
+            context_recorded = True
+        elif self.context_key is not None:
             self._note_key(state, "context", self.context_key)
             if self.context_key in metadata:
                 record["context"] = metadata[self.context_key]
@@ -449,21 +538,9 @@ class _RecordReader:
             self._note_key(state, "steps", self.steps_key)
             if self.steps_key in metadata:
                 record["steps"] = metadata[self.steps_key]
-        elif state.store.get(steps_store_key()) is not None:
+        elif self.tools is None and state.store.get(steps_store_key()) is not None:
             record["steps"] = state.store.get(steps_store_key())
-        if self.staff_labels is not None:
-            labels = self.staff_labels
-            label = labels.label_for(state.sample_id, state.epoch)
-            self.watch.note(
-                "labels", label is not None, lambda: _unlabelled_warning(state, labels)
-            )
-            if label is not None:
-                record["correct"] = label
-        elif self.label_in_metadata:
-            self._note_key(state, "correct", self.correct_key)
-            if self.correct_key in metadata:
-                record["correct"] = metadata[self.correct_key]
-        return record, context_recorded
+        return context_recorded, calls
 
     def note_given_score(self, state: TaskState, name: str, present: bool) -> None:
         self.watch.note(

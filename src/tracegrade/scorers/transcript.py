@@ -1,0 +1,433 @@
+"""An agent's context, read from its transcript: the documents its search
+tools returned to the model, as the model received them.
+
+Each call of a named tool is a step (`search#1`, `search#2`); the context
+is the IDs of the entries that reached the model whole, in the order
+received. The result shapes, and how a result Inspect truncated is read,
+are in docs/agents.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageTool
+
+from .._inspect_internals import truncated_tool_body
+from ..core.errors import InvalidRecord, quote
+from ..core.steps import LostDocument
+from .explain import list_ids, show_id
+
+DOCUMENT_KEYS = ("documents", "results")
+"""The keys an object result may hold its array of documents under."""
+
+_DECODER = json.JSONDecoder()
+_WHITESPACE = " \t\n\r"
+
+
+class _CutUnclear(Exception):
+    """Where Inspect cut a result changes which entries survived whole."""
+
+
+class ToolResultError(InvalidRecord):
+    """A tool result in no documented shape, named by its call."""
+
+    def __init__(self, call: str, content: Any, why: str) -> None:
+        super().__init__("context", content, f"cannot be read from {call}: {why}")
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """One call: its step name, the IDs of the entries that reached the
+    model whole (`whole`), those its result showed at all (`shown`), and
+    what the explanation says of it (an error, a truncation)."""
+
+    step: str
+    whole: list[str]
+    shown: list[str]
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """A sample's calls of the named tools, or the first call that cannot be read."""
+
+    tools: tuple[str, ...]
+    calls: list[ToolCall]
+    problem: ToolResultError | None = None
+
+    def record(self) -> dict[str, Any]:
+        """The record's `context` and, when there were calls, its `steps`."""
+        if self.problem is not None:
+            return {}
+        record: dict[str, Any] = {
+            "context": [item for call in self.calls for item in call.whole]
+        }
+        if self.calls:
+            record["steps"] = [
+                {"name": call.step, "ids": call.shown} for call in self.calls
+            ]
+        return record
+
+    def note(self) -> str:
+        """What the explanation adds: no calls, failed calls, truncations."""
+        if not self.calls:
+            return f" The model made no call to {' or '.join(self.tools)}."
+        return "".join(f" {call.note}" for call in self.calls if call.note)
+
+    def explain_lost(self, lost: Sequence[LostDocument]) -> str:
+        """Of each missing ID: no call returned it, or which showed it cut."""
+        shown_by = {}  # the last call that showed each ID, as `lost` has it
+        for call in self.calls:
+            shown_by.update(dict.fromkeys(call.shown, call.step))
+        never = [document["id"] for document in lost if document["id"] not in shown_by]
+        cut = [document["id"] for document in lost if document["id"] in shown_by]
+        sentences = []
+        if never:
+            sentences.append(f"No call returned {list_ids(never)}.")
+        for item in cut:
+            sentences.append(
+                f"{show_id(item)} was in {shown_by[item]}'s result, but its entry "
+                "was cut by Inspect's truncation."
+            )
+        return " ".join(sentences)
+
+
+def read_tool_context(
+    messages: Sequence[ChatMessage], tools: tuple[str, ...], id_key: str
+) -> ToolContext:
+    """The calls of `tools` in `messages`, in order, each numbered per tool."""
+    functions = {
+        call.id: call.function
+        for message in messages
+        if isinstance(message, ChatMessageAssistant)
+        for call in message.tool_calls or ()
+    }
+    counts: Counter[str] = Counter()
+    calls: list[ToolCall] = []
+    for message in messages:
+        if not isinstance(message, ChatMessageTool):
+            continue
+        function = message.function or functions.get(message.tool_call_id or "")
+        if function not in tools:
+            continue
+        assert function is not None
+        counts[function] += 1
+        step = f"{function}#{counts[function]}"
+        try:
+            calls.append(_read_call(message, function, step, id_key))
+        except ToolResultError as problem:
+            return ToolContext(tools, calls, problem)
+    return ToolContext(tools, calls)
+
+
+def _read_call(
+    message: ChatMessageTool, function: str, step: str, id_key: str
+) -> ToolCall:
+    number = step.rpartition("#")[2]
+    call = (
+        f"tool call {step} (id {quote(message.tool_call_id)}, call {number} "
+        f"to {function})"
+    )
+    if message.error is not None:
+        return ToolCall(
+            step,
+            [],
+            [],
+            f"{step} failed ({message.error.type}: {message.error.message}) and "
+            "returned nothing to the model.",
+        )
+    content = message.content
+    if not isinstance(content, str):
+        texts = [part.text for part in content if part.type == "text"]
+        if len(texts) != len(content) or len(texts) != 1:
+            raise ToolResultError(call, content, "its content is not one text")
+        content = texts[0]
+    body = truncated_tool_body(function, content)
+    if body is None:
+        try:
+            value = json.loads(content)
+        except json.JSONDecodeError as error:
+            raise ToolResultError(call, content, f"it is not JSON ({error})") from None
+        entries = _documents(value, call)
+        ids = _ids(entries, id_key, call)
+        return ToolCall(step, ids, ids)
+    return _read_truncated(body, step, call, id_key)
+
+
+def _documents(value: Any, call: str) -> list[Any]:
+    """The array of documents a result holds, in one of the documented shapes."""
+    if type(value) is dict:
+        keys = [key for key in DOCUMENT_KEYS if key in value]
+        if len(keys) != 1:
+            raise ToolResultError(
+                call,
+                value,
+                'an object result holds its documents under one of "documents" '
+                f"or {json.dumps(DOCUMENT_KEYS[1])}",
+            )
+        if list(value)[-1] != keys[0]:
+            raise ToolResultError(
+                call,
+                value,
+                f"{json.dumps(keys[0])} must be the object's last member, so that "
+                "a truncated result can be read",
+            )
+        value = value[keys[0]]
+    if type(value) is not list:
+        raise ToolResultError(
+            call, value, "a result is an array of documents, or an object holding one"
+        )
+    return value
+
+
+def _ids(entries: list[Any], id_key: str, call: str) -> list[str]:
+    """Each entry's ID: the entry itself (strings) or its `id_key` (objects)."""
+    if all(isinstance(entry, str) for entry in entries):
+        return entries
+    ids = []
+    for position, entry in enumerate(entries):
+        if type(entry) is not dict or not isinstance(entry.get(id_key), str):
+            raise ToolResultError(
+                call,
+                entry,
+                f"entry {position} is no object with a string {json.dumps(id_key)} "
+                "(and the entries are not all strings)",
+            )
+        ids.append(entry[id_key])
+    return ids
+
+
+def _read_truncated(body: str, step: str, call: str, id_key: str) -> ToolCall:
+    """The entries of a truncated result that survived whole (see docs/agents.md).
+
+    Inspect keeps the first and the last half of the bytes; where a
+    character was split, it drops it, so the cut is known to within three
+    bytes. Every possible cut that reads must give the same whole entries,
+    or the call is refused.
+    """
+    readings = []
+    problems = []
+    try:
+        for cut in _possible_cuts(body):
+            try:
+                readings.append(_read_at(body, cut, call, id_key))
+            except ToolResultError as problem:
+                problems.append(problem)
+        if not readings:
+            raise problems[0]
+        if len({json.dumps(whole) for whole, _shown in readings}) != 1:
+            raise _CutUnclear
+    except _CutUnclear:
+        raise ToolResultError(
+            call,
+            body,
+            "Inspect truncated it, and where it cut the result cannot be told "
+            "closely enough to know which entries survived whole",
+        ) from None
+    # The earliest cut's first part is surely what Inspect kept of the head.
+    whole, shown_ids = readings[0]
+    partial = [item for item in shown_ids if item not in whole]
+    note = (
+        f"Inspect truncated {step}'s result (max_tool_output), cutting its middle: "
+        f"{len(whole)} entries survived whole"
+        + (f" ({list_ids(whole)})" if whole else "")
+        + (
+            f"; {list_ids(partial)} was cut partway and does not count"
+            if partial
+            else ""
+        )
+        + "."
+    )
+    return ToolCall(step, whole, shown_ids, note)
+
+
+def _read_at(
+    body: str, cut: int, call: str, id_key: str
+) -> tuple[list[str], list[str]]:
+    """The IDs of the entries whole, and of those shown, were `cut` Inspect's cut."""
+    head, shown, is_open = _read_head(body[:cut], call, id_key)
+    wrapped = body.lstrip(_WHITESPACE)[:1] == "{"
+    tail = _read_tail(body[cut:], wrapped=wrapped) if is_open else []
+    whole_head = _ids(head, id_key, call)
+    whole_tail = _ids(tail, id_key, call)
+    partial = [shown] if shown is not None else []
+    return whole_head + whole_tail, whole_head + partial + whole_tail
+
+
+def _possible_cuts(body: str) -> list[int]:
+    """Where in `body` Inspect's cut may lie: within three bytes of its middle."""
+    half = len(body.encode("utf-8")) // 2
+    start = len(body.encode("utf-8")[: max(half - 3, 0)].decode("utf-8", "ignore"))
+    return [
+        cut
+        for cut in range(start, min(start + 8, len(body)) + 1)
+        if abs(len(body[:cut].encode("utf-8")) - half) <= 3
+    ]
+
+
+def _read_head(head: str, call: str, id_key: str) -> tuple[list[Any], str | None, bool]:
+    """The whole entries of a result's first part, the ID of the entry cut
+    there if it shows one, and whether the documents array is still open."""
+    position = _skip(head, 0)
+    if head.startswith("{", position):
+        position = _into_documents(head, position + 1, call)
+    elif head.startswith("[", position):
+        position += 1
+    else:
+        raise ToolResultError(call, head, "it does not begin as a JSON array or object")
+    entries: list[Any] = []
+    while True:
+        position = _skip(head, position)
+        if head.startswith("]", position):
+            return entries, None, False
+        try:
+            entry, end = _DECODER.raw_decode(head, position)
+        except json.JSONDecodeError:
+            return entries, _shown_id(head, position, id_key), True
+        if end == len(head) and not isinstance(entry, (str, dict, list)):
+            return entries, None, True  # a number or literal may go on
+        entries.append(entry)
+        position = _skip(head, end)
+        if position == len(head):
+            return entries, None, True
+        if head[position] == "]":
+            return entries, None, False
+        if head[position] != ",":
+            raise ToolResultError(
+                call, head, f"entry {len(entries) - 1} is followed by no comma"
+            )
+        position += 1
+
+
+def _into_documents(head: str, position: int, call: str) -> int:
+    """Past the `[` of an object result's documents array, in its first part."""
+    while True:
+        try:
+            key, position = _DECODER.raw_decode(head, _skip(head, position))
+            position = _skip(head, position)
+            if head[position] != ":":
+                raise ValueError
+            position = _skip(head, position + 1)
+            if key in DOCUMENT_KEYS and head.startswith("[", position):
+                return position + 1
+            _value, position = _DECODER.raw_decode(head, position)
+            position = _skip(head, position)
+            if head[position] != ",":
+                raise ValueError
+            position += 1
+        except (ValueError, IndexError):
+            raise ToolResultError(
+                call, head, "Inspect truncated it before its documents array began"
+            ) from None
+
+
+def _shown_id(head: str, position: int, id_key: str) -> str | None:
+    """The `id_key` of the object cut at the end of `head`, when it was whole."""
+    if not head.startswith("{", position):
+        return None
+    position += 1
+    try:
+        while True:
+            key, position = _DECODER.raw_decode(head, _skip(head, position))
+            position = _skip(head, position)
+            if head[position] != ":":
+                return None
+            value, position = _DECODER.raw_decode(head, _skip(head, position + 1))
+            if key == id_key:
+                return value if isinstance(value, str) else None
+            position = _skip(head, position)
+            if head[position] != ",":
+                return None
+            position += 1
+    except (ValueError, IndexError):
+        return None
+
+
+def _read_tail(tail: str, *, wrapped: bool) -> list[Any]:
+    """The whole entries of a result's last part: those after its first
+    entry boundary, read as the rest of the array."""
+    start = _first_boundary(tail, depth=2 if wrapped else 1)
+    if start is None:
+        return []
+    rest = "[" + tail[start:]
+    try:
+        entries, end = _DECODER.raw_decode(rest)
+    except json.JSONDecodeError:
+        return []
+    closing = "}" if wrapped else ""
+    if rest[end:].strip(_WHITESPACE) != closing or type(entries) is not list:
+        return []
+    return entries
+
+
+def _first_boundary(tail: str, *, depth: int) -> int | None:
+    """Where the first whole entry of the array at `depth` (counted from the
+    end) begins in `tail`, read backwards from the end, where the lexical
+    state is known; None when no entry begins in it."""
+    first = None
+    level = 0
+    position = len(tail) - 1
+    while position >= 0:
+        char = tail[position]
+        if char == '"':
+            opening = _string_start(tail, position)
+            if opening is None:
+                if level == depth and tail.startswith('"'):
+                    # An entry whole from the cut on, or the rest of one
+                    # whose escaping backslash was cut: two readings.
+                    raise _CutUnclear
+                return first  # a string begun before the cut
+            position = opening
+        elif char in "]}":
+            level += 1
+        elif char in "[{":
+            level -= 1
+            if level < depth:
+                return position + 1  # the array itself begins here
+            if level == depth and char == "{" and position == 0:
+                return 0  # the cut fell just before an entry
+        elif char == "," and level == depth:
+            first = position + 1
+        position -= 1
+    return first
+
+
+def _string_start(text: str, closing: int) -> int | None:
+    """The opening quote of the string whose closing quote is at `closing`,
+    or None when it lies before `text` (or cannot be told from it)."""
+    position = closing - 1
+    while position > 0:
+        if text[position] == '"':
+            backslashes = 0
+            while (
+                position - backslashes - 1 >= 0
+                and text[position - backslashes - 1] == "\\"
+            ):
+                backslashes += 1
+            if position - backslashes == 0:
+                return None  # its escaping began before the cut
+            if backslashes % 2 == 0:
+                return position
+            position -= backslashes
+        position -= 1
+    return None
+
+
+def _skip(text: str, position: int) -> int:
+    while position < len(text) and text[position] in _WHITESPACE:
+        position += 1
+    return position
+
+
+__all__ = [
+    "DOCUMENT_KEYS",
+    "ToolCall",
+    "ToolContext",
+    "ToolResultError",
+    "read_tool_context",
+]
