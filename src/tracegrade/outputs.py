@@ -669,4 +669,3 @@ def check_standard_output() -> None:
         write_through=stream.write_through,
     )
     _standard_output = raw
-
