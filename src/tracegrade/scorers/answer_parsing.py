@@ -219,10 +219,13 @@ def _mark_of(item: str) -> str | None:
     return marked["open"]
 
 
-def _quote(value: Any, limit: int = 80) -> str:
-    """JSON text of `value`, cut short: exact enough to find, short enough to read."""
-    text = json.dumps(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def _quote(value: str | list[str], limit: int = 80) -> str:
+    """JSON text of `value`, cut short: exact enough to find, short enough to
+    read, and built from a bounded slice, so that quoting costs no more than that."""
+    text = json.dumps(value[:limit])
+    if len(text) <= limit and len(value) <= limit:
+        return text
+    return text[: limit - 3] + "..."
 
 
 def _shown_ids(ids: Sequence[str], limit: int = 80) -> str:
@@ -233,7 +236,7 @@ def _shown_ids(ids: Sequence[str], limit: int = 80) -> str:
         if length > limit:
             shown.append("...")
             break
-        shown.append(item)
+        shown.append(item[:limit])
         length += len(item) + 4
     return _quote(shown, limit)
 
@@ -601,7 +604,7 @@ def _structured(text: str, key: str) -> AnswerReading | None:
     if isinstance(found, BrokenLiteral) or found.end != len(stripped):
         return None
     try:
-        value = json.loads(stripped)
+        value = json.loads(stripped, object_pairs_hook=_object_of_unique_keys)
     except RecursionError:
         raise UnreadableAnswer("the structured answer is nested too deeply") from None
     ids = value.get(key)
@@ -613,12 +616,30 @@ def _structured(text: str, key: str) -> AnswerReading | None:
     return AnswerReading(ids, "structured")
 
 
+def _object_of_unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refused when it repeats a key: JSON readers differ on
+    which of its values counts, so it has two readings."""
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise UnreadableAnswer(
+                f"the structured answer repeats the key {_quote(key)}, so it has "
+                "two readings: JSON readers differ on which of its values counts"
+            )
+        seen.add(key)
+    return dict(pairs)
+
+
 def _add_answer_lines(layout: _Layout, found: _Candidates) -> None:
     """The list of each `ANSWER:` line: a line that starts with `ANSWER:`
     (in any case), with a list after it on the same line."""
     text = layout.text
+    checked = 0  # only a line's first marker can start it
     for marker in _ANSWER_MARKER.finditer(text):
         number = layout.line_of(marker.start())
+        if number == checked:
+            continue
+        checked = number
         start, end = layout.starts[number - 1], layout.line_end(number)
         rest = text[marker.end() : end]
         if text[start : marker.start()].strip() or not rest.strip():
@@ -761,11 +782,14 @@ def _comma_candidates(lines: _Lines, index: int) -> Iterator[_Candidate]:
             if isinstance(listed, str):
                 lone = _comma_list(segment, least=1)
                 if after_lead_in and isinstance(lone, _CommaList):
-                    yield from _lone_id(lone, " ".join(segments[:position]), number)
+                    yield from _lone_id(lone, segments[position - 1], number)
                 continue
             whole = not literal and position == len(segments) - 1
-            lead_in = " ".join(segments[:position]) or None
-            if whole and (lead_in is None or lead_in.endswith(":")):
+            lead_in = None
+            if whole and (position == 0 or after_lead_in):
+                # Joined only here, once a line: per sentence it costs the
+                # square of a long line.
+                lead_in = " ".join(segments[:position]) or None
                 refusal, lead_in_line = _whole_text_refusal(
                     lines, index, index + 1, lead_in_allowed=lead_in is None
                 )
@@ -777,7 +801,9 @@ def _comma_candidates(lines: _Lines, index: int) -> Iterator[_Candidate]:
                     f"of a sentence, not the whole answer; {_ADVICE}"
                 )
             removed = _removed(("period", listed.period), ("marks", listed.mark))
-            read_as = _reading_name("commas", lead_in=bool(lead_in), removed=removed)
+            read_as = _reading_name(
+                "commas", lead_in=position > 0 or lead_in is not None, removed=removed
+            )
             yield _Candidate(listed.ids, read_as, number, refusal)
 
 
