@@ -194,6 +194,8 @@ _MARKED = re.compile(r"(?P<open>\*{1,3}`?|`)(?P<inner>[^*`]+)(?P<close>`?\*{1,3}
 # Where a sentence or a lead-in ends inside a line. A bare ID holds no
 # whitespace, so no item of a list is ever split.
 _SEGMENT_END = re.compile(r"(?<=[.!?;:])\s+")
+# A list marker glued to an ID (`1.C-3`); `1.5` is a number.
+_GLUED_MARKER = re.compile(r"[0-9]+\.(?=[^0-9])")
 _TOKEN = re.compile(r"[\w.:/#-]+")
 _ANSWER_MARKER = re.compile(r"answer[ \t]*:", re.IGNORECASE)
 # Where `str.splitlines` ends a line.
@@ -482,6 +484,33 @@ def _segments(piece: str) -> list[str]:
     return [segment for segment in _SEGMENT_END.split(piece) if segment]
 
 
+def _doubtful(ids: Sequence[str]) -> str | None:
+    """Why a bare list's IDs may be read another way, if they may: the
+    grammar's doubts, in docs/answer-formats.md."""
+    with_digit = next((item for item in ids if _has_digit(item)), None)
+    without = next((item for item in ids if not _has_digit(item)), None)
+    if len(ids) == 1 and without is not None:
+        return (
+            f"the lone ID {_quote(without)} has no digit, so it cannot be told "
+            'from a one-word reply such as "None" or "N/A" (a one-ID answer '
+            "without a digit must be a JSON array)"
+        )
+    if with_digit is not None and without is not None:
+        return (
+            f"the ID {_quote(without)} has no digit, unlike {_quote(with_digit)}, "
+            "so it may be a word of the sentence (`etc.`) rather than an ID"
+        )
+    glued = next(filter(None, map(_GLUED_MARKER.match, ids)), None)
+    if glued is not None:
+        return (
+            f"the ID {_quote(glued.string)} could be the list marker "
+            f"{_quote(glued.group())} glued to the ID "
+            f"{_quote(glued.string[glued.end() :])}; a marker must be followed by "
+            "whitespace"
+        )
+    return _glued_lead_in(ids)
+
+
 def _glued_lead_in(ids: Sequence[str]) -> str | None:
     """Why the first ID may be a lead-in glued to an ID (`IDs:C-3`), if it may.
 
@@ -663,7 +692,7 @@ def _add_answer_lines(layout: _Layout, found: _Candidates) -> None:
                 f"{said} gives {_quote(rest.strip())}, which is no list of IDs: "
                 f"{listed}"
             )
-        refusal = _glued_lead_in(listed.ids)
+        refusal = _doubtful(listed.ids)
         if refusal is not None:
             raise UnreadableAnswer(f"{said}: {refusal}")
         removed = _removed(("period", listed.period), ("marks", listed.mark))
@@ -731,9 +760,14 @@ def _whole_text_refusal(
 
 
 def _lead_in_refusal(lead_in: str | None, ids: Sequence[str]) -> str | None:
+    if lead_in and _is_bare(lead_in[:-1]) and _has_digit(lead_in):
+        return (
+            f"the lead-in {_quote(lead_in)} is itself an ID, so it may be the "
+            "first of the list rather than lead in to it"
+        )
     named = _mentioned(lead_in, ids) if lead_in else None
     if named is None:
-        return _glued_lead_in(ids)
+        return _doubtful(ids)
     return (
         f"the lead-in {_quote(lead_in)} names {_quote(named)}, an ID of the list "
         "after it, so it may give another list of the same IDs"
@@ -756,7 +790,7 @@ def _run_candidate(run: _Run) -> _Candidate:
             refusal, _ = _whole_text_refusal(
                 lines, run.first, end, lead_in_allowed=False
             )
-        return _Candidate(ids, "single-id", number, refusal or _glued_lead_in(ids))
+        return _Candidate(ids, "single-id", number, refusal or _doubtful(ids))
     refusal, lead_in = _whole_text_refusal(lines, run.first, end, lead_in_allowed=True)
     refusal = refusal or _lead_in_refusal(lead_in, ids)
     base = "lines" if run.counted else "lines-ignoring-numbers"
