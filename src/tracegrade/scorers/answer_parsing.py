@@ -221,9 +221,9 @@ def _mark_of(item: str) -> str | None:
     return marked["open"]
 
 
-def _quote(value: str | list[str], limit: int = 80) -> str:
+def _quote(value: Any, limit: int = 80) -> str:
     """JSON text of `value`, cut short: exact enough to find, short enough to
-    read, and built from a bounded slice, so that quoting costs no more than that."""
+    read, and made from a bounded slice, however long `value` is."""
     text = json.dumps(value[:limit])
     if len(text) <= limit and len(value) <= limit:
         return text
@@ -238,7 +238,7 @@ def _shown_ids(ids: Sequence[str], limit: int = 80) -> str:
         if length > limit:
             shown.append("...")
             break
-        shown.append(item[:limit])
+        shown.append(item)
         length += len(item) + 4
     return _quote(shown, limit)
 
@@ -766,7 +766,7 @@ def _lead_in_refusal(lead_in: str | None, ids: Sequence[str]) -> str | None:
             "first of the list rather than lead in to it"
         )
     named = _mentioned(lead_in, ids) if lead_in else None
-    if named is None:
+    if lead_in is None or named is None:
         return _doubtful(ids)
     return (
         f"the lead-in {_quote(lead_in)} names {_quote(named)}, an ID of the list "
@@ -821,8 +821,7 @@ def _comma_candidates(lines: _Lines, index: int) -> Iterator[_Candidate]:
             whole = not literal and position == len(segments) - 1
             lead_in = None
             if whole and (position == 0 or after_lead_in):
-                # Joined only here, once a line: per sentence it costs the
-                # square of a long line.
+                # Joined once a line: per sentence, a long line costs its square.
                 lead_in = " ".join(segments[:position]) or None
                 refusal, lead_in_line = _whole_text_refusal(
                     lines, index, index + 1, lead_in_allowed=lead_in is None
