@@ -76,6 +76,12 @@ FAMILIES: dict[str, Callable[[int], str]] = {
     "colons": lambda n: _repeat_to(": ", n),
     "sentences": lambda n: _repeat_to(". ", n),
     "ANSWER lines": lambda n: _repeat_to("ANSWER: a1\n", n),
+    # Issue 39's quadratic cases.
+    "sentences of a comma list": lambda n: _repeat_to("A-1, B-2. ", n),
+    "a long first line then a list": lambda n: _repeat_to(
+        "C-3\nA-1\n\n", n, "x" * (n * 2 // 5) + "\n"
+    ),
+    "ANSWER markers on one line": lambda n: _repeat_to("answer:", n, "x"),
 }
 
 

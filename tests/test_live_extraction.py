@@ -241,6 +241,33 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
         lambda ids: json.dumps({"ids": ids, "note": "checked"}),
         ((False, False), None, "unreadable-answer"),
     ),
+    # Issue 39: JSON readers differ on which value of a repeated key counts.
+    "structured_repeated_key": (
+        pick("log_excerpt", 4),
+        lambda ids: f'{{"ids": {json.dumps(sorted(ids))}, "ids": {json.dumps(ids)}}}',
+        ((False, False), None, "unreadable-answer"),
+    ),
+    # Issue 39's odd readings, each of which was read as a list.
+    "etc": (
+        pick("shipping_manifest", 4),
+        lambda ids: ", ".join(ids) + ", etc.",
+        ((False, False), None, "unreadable-answer"),
+    ),
+    "answer_none": (
+        pick("incident_timeline", 4),
+        lambda ids: "I found none.\nANSWER: None",
+        ((False, False), None, "unreadable-answer"),
+    ),
+    "numbers_glued_on": (
+        pick("test_run_report", 4),
+        lambda ids: "\n".join(f"{n}.{i}" for n, i in enumerate(ids, 1)),
+        ((False, False), None, "unreadable-answer"),
+    ),
+    "an_id_as_lead_in": (
+        pick("invoice_register", 4),
+        lambda ids: f"{ids[0]}: " + ", ".join(ids[1:]),
+        ((False, False), None, "unreadable-answer"),
+    ),
     # Reasoning, then the ANSWER line the prompt asks for: its list is read.
     "answer_line": (
         pick("citation_list", 4),
@@ -344,12 +371,12 @@ def test_the_metrics_count_each_case_once(live_log: EvalLog) -> None:
     passed_membership = sum(1 for _, _, e in CASES.values() if e[0][0])
     passed_order = sum(1 for _, _, e in CASES.values() if e[0][1])
     assert (passed_membership, passed_order) == (15, 14)
-    assert metrics[("membership", "accuracy")] == pytest.approx(15 / 31)
-    assert metrics[("order", "accuracy")] == pytest.approx(14 / 31)
+    assert metrics[("membership", "accuracy")] == pytest.approx(15 / 36)
+    assert metrics[("order", "accuracy")] == pytest.approx(14 / 36)
     assert metrics[("ordered_extraction", "duplicate-id")] == 2
-    assert metrics[("ordered_extraction", "unreadable")] == 11
+    assert metrics[("ordered_extraction", "unreadable")] == 16
     (headline,) = [s for s in live_log.results.scores if s.name == "membership"]
-    assert headline.scored_samples == 31
+    assert headline.scored_samples == 36
 
 
 def test_each_sample_is_one_document(live_log: EvalLog) -> None:

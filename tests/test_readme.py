@@ -437,6 +437,10 @@ def test_answer_reading_figures_are_the_committed_benchmark_run() -> None:
         f"now read 1,000,000 characters in {seconds('digits then a word')} (digits "
         f"then a word), {seconds('a Python list of spaces')} (a Python list of "
         f"spaces) and {seconds('distinct JSON arrays')} (ten thousand",
+        f"Issue 39's read it in {seconds('sentences of a comma list')} (sentences "
+        f"of a comma list), {seconds('a long first line then a list')} (a long "
+        f"first line then a list) and {seconds('ANSWER markers on one line')} "
+        "(ANSWER markers on one line)",
         f"at most {found['max_peak_multiple']:.1f} times the text",
     ):
         assert said in text, said

@@ -194,6 +194,8 @@ _MARKED = re.compile(r"(?P<open>\*{1,3}`?|`)(?P<inner>[^*`]+)(?P<close>`?\*{1,3}
 # Where a sentence or a lead-in ends inside a line. A bare ID holds no
 # whitespace, so no item of a list is ever split.
 _SEGMENT_END = re.compile(r"(?<=[.!?;:])\s+")
+# A list marker glued to an ID (`1.C-3`); `1.5` is a number.
+_GLUED_MARKER = re.compile(r"[0-9]+\.(?=[^0-9])")
 _TOKEN = re.compile(r"[\w.:/#-]+")
 _ANSWER_MARKER = re.compile(r"answer[ \t]*:", re.IGNORECASE)
 # Where `str.splitlines` ends a line.
@@ -220,9 +222,12 @@ def _mark_of(item: str) -> str | None:
 
 
 def _quote(value: Any, limit: int = 80) -> str:
-    """JSON text of `value`, cut short: exact enough to find, short enough to read."""
-    text = json.dumps(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    """JSON text of `value`, cut short: exact enough to find, short enough to
+    read, and made from a bounded slice, however long `value` is."""
+    text = json.dumps(value[:limit])
+    if len(text) <= limit and len(value) <= limit:
+        return text
+    return text[: limit - 3] + "..."
 
 
 def _shown_ids(ids: Sequence[str], limit: int = 80) -> str:
@@ -479,6 +484,33 @@ def _segments(piece: str) -> list[str]:
     return [segment for segment in _SEGMENT_END.split(piece) if segment]
 
 
+def _doubtful(ids: Sequence[str]) -> str | None:
+    """Why a bare list's IDs may be read another way, if they may: the
+    grammar's doubts, in docs/answer-formats.md."""
+    with_digit = next((item for item in ids if _has_digit(item)), None)
+    without = next((item for item in ids if not _has_digit(item)), None)
+    if len(ids) == 1 and without is not None:
+        return (
+            f"the lone ID {_quote(without)} has no digit, so it cannot be told "
+            'from a one-word reply such as "None" or "N/A" (a one-ID answer '
+            "without a digit must be a JSON array)"
+        )
+    if with_digit is not None and without is not None:
+        return (
+            f"the ID {_quote(without)} has no digit, unlike {_quote(with_digit)}, "
+            "so it may be a word of the sentence (`etc.`) rather than an ID"
+        )
+    glued = next(filter(None, map(_GLUED_MARKER.match, ids)), None)
+    if glued is not None:
+        return (
+            f"the ID {_quote(glued.string)} could be the list marker "
+            f"{_quote(glued.group())} glued to the ID "
+            f"{_quote(glued.string[glued.end() :])}; a marker must be followed by "
+            "whitespace"
+        )
+    return _glued_lead_in(ids)
+
+
 def _glued_lead_in(ids: Sequence[str]) -> str | None:
     """Why the first ID may be a lead-in glued to an ID (`IDs:C-3`), if it may.
 
@@ -601,7 +633,7 @@ def _structured(text: str, key: str) -> AnswerReading | None:
     if isinstance(found, BrokenLiteral) or found.end != len(stripped):
         return None
     try:
-        value = json.loads(stripped)
+        value = json.loads(stripped, object_pairs_hook=_object_of_unique_keys)
     except RecursionError:
         raise UnreadableAnswer("the structured answer is nested too deeply") from None
     ids = value.get(key)
@@ -613,12 +645,30 @@ def _structured(text: str, key: str) -> AnswerReading | None:
     return AnswerReading(ids, "structured")
 
 
+def _object_of_unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, refused when it repeats a key: JSON readers differ on
+    which of its values counts, so it has two readings."""
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            raise UnreadableAnswer(
+                f"the structured answer repeats the key {_quote(key)}, so it has "
+                "two readings: JSON readers differ on which of its values counts"
+            )
+        seen.add(key)
+    return dict(pairs)
+
+
 def _add_answer_lines(layout: _Layout, found: _Candidates) -> None:
     """The list of each `ANSWER:` line: a line that starts with `ANSWER:`
     (in any case), with a list after it on the same line."""
     text = layout.text
+    checked = 0  # only a line's first marker can start it
     for marker in _ANSWER_MARKER.finditer(text):
         number = layout.line_of(marker.start())
+        if number == checked:
+            continue
+        checked = number
         start, end = layout.starts[number - 1], layout.line_end(number)
         rest = text[marker.end() : end]
         if text[start : marker.start()].strip() or not rest.strip():
@@ -642,7 +692,7 @@ def _add_answer_lines(layout: _Layout, found: _Candidates) -> None:
                 f"{said} gives {_quote(rest.strip())}, which is no list of IDs: "
                 f"{listed}"
             )
-        refusal = _glued_lead_in(listed.ids)
+        refusal = _doubtful(listed.ids)
         if refusal is not None:
             raise UnreadableAnswer(f"{said}: {refusal}")
         removed = _removed(("period", listed.period), ("marks", listed.mark))
@@ -710,9 +760,14 @@ def _whole_text_refusal(
 
 
 def _lead_in_refusal(lead_in: str | None, ids: Sequence[str]) -> str | None:
+    if lead_in and _is_bare(lead_in[:-1]) and _has_digit(lead_in):
+        return (
+            f"the lead-in {_quote(lead_in)} is itself an ID, so it may be the "
+            "first of the list rather than lead in to it"
+        )
     named = _mentioned(lead_in, ids) if lead_in else None
-    if named is None:
-        return _glued_lead_in(ids)
+    if lead_in is None or named is None:
+        return _doubtful(ids)
     return (
         f"the lead-in {_quote(lead_in)} names {_quote(named)}, an ID of the list "
         "after it, so it may give another list of the same IDs"
@@ -735,7 +790,7 @@ def _run_candidate(run: _Run) -> _Candidate:
             refusal, _ = _whole_text_refusal(
                 lines, run.first, end, lead_in_allowed=False
             )
-        return _Candidate(ids, "single-id", number, refusal or _glued_lead_in(ids))
+        return _Candidate(ids, "single-id", number, refusal or _doubtful(ids))
     refusal, lead_in = _whole_text_refusal(lines, run.first, end, lead_in_allowed=True)
     refusal = refusal or _lead_in_refusal(lead_in, ids)
     base = "lines" if run.counted else "lines-ignoring-numbers"
@@ -761,11 +816,13 @@ def _comma_candidates(lines: _Lines, index: int) -> Iterator[_Candidate]:
             if isinstance(listed, str):
                 lone = _comma_list(segment, least=1)
                 if after_lead_in and isinstance(lone, _CommaList):
-                    yield from _lone_id(lone, " ".join(segments[:position]), number)
+                    yield from _lone_id(lone, segments[position - 1], number)
                 continue
             whole = not literal and position == len(segments) - 1
-            lead_in = " ".join(segments[:position]) or None
-            if whole and (lead_in is None or lead_in.endswith(":")):
+            lead_in = None
+            if whole and (position == 0 or after_lead_in):
+                # Joined once a line: per sentence, a long line costs its square.
+                lead_in = " ".join(segments[:position]) or None
                 refusal, lead_in_line = _whole_text_refusal(
                     lines, index, index + 1, lead_in_allowed=lead_in is None
                 )
@@ -777,7 +834,9 @@ def _comma_candidates(lines: _Lines, index: int) -> Iterator[_Candidate]:
                     f"of a sentence, not the whole answer; {_ADVICE}"
                 )
             removed = _removed(("period", listed.period), ("marks", listed.mark))
-            read_as = _reading_name("commas", lead_in=bool(lead_in), removed=removed)
+            read_as = _reading_name(
+                "commas", lead_in=position > 0 or lead_in is not None, removed=removed
+            )
             yield _Candidate(listed.ids, read_as, number, refusal)
 
 
