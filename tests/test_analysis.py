@@ -550,7 +550,7 @@ def test_a_run_split_into_parts_reads_as_the_whole(
 
 
 def test_an_appended_score_reads_under_its_own_name(
-    stage_log: str, tmp_path: Path
+    stage_log: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`inspect score --action append` adds `stage_diagnosis1`; the default
     columns keep reading the original."""
@@ -581,8 +581,9 @@ def test_an_appended_score_reads_under_its_own_name(
     # The walkthrough's lines for the staff's score, after `labels apply`.
     namespace: dict[str, Any] = {}
     *statements, shares = readme_recipe('stage_columns("stage_diagnosis1"')
+    monkeypatch.setenv("LOG", path)
     for line in statements:
-        exec(compile(line.replace('"LOG"', repr(path)), "docs", "exec"), namespace)
+        exec(compile(line, "docs", "exec"), namespace)
     staff = builtins.eval(compile(shares.split("#")[0], "docs", "eval"), namespace)
     stages = [row["relabelled"] for row in relabelled.values()]
     counted = {stage: stages.count(stage) for stage in set(stages) if stage}
@@ -644,7 +645,7 @@ def readme_recipe(needle: str = "+ StageColumns +") -> list[str]:
     (block,) = [
         block
         for block in re.findall(
-            r"```python\n(from inspect_ai\.analysis import .*?)```",
+            r"```python\n((?:import os\n\n)?from inspect_ai\.analysis import .*?)```",
             (ROOT / "docs" / "evaluate-your-own-model.md").read_text("utf-8"),
             re.DOTALL,
         )

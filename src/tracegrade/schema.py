@@ -160,8 +160,9 @@ FIELDS: Final = (
         STAGE_SCORER,
         "array of objects",
         "with pipeline steps, where `result` has `missing`",
-        "per missing ID, in `missing` order: `id`, `lost_at` (the first "
-        'step whose output lacks it, or `"context"`), `last_step` and '
+        "per missing ID, in `missing` order: `id`, `lost_at` (the step that "
+        'took the output of the last step holding it, `"context"` when none '
+        "did, the first step when no step held it), `last_step` and "
         "`last_rank` (the last step that had it and its 1-based rank "
         "there; null when none did)",
     ),
