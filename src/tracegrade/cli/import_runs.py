@@ -305,11 +305,12 @@ def trec(
       format; "epoch" is refused), else absent, which scores
       answer-label. Labels are never guessed.
 
-    Lines are read as trec_eval reads them: fields split on ASCII
-    whitespace only (a document id ending in an EM SPACE keeps it), a
-    relevance of the form [+-]?[0-9]+, a score a decimal number
-    (digits, optional point and exponent) or inf; a line starting with #
-    is a comment.
+    Lines are read with Python's int(), float() and str.split() where
+    they agree with trec_eval: fields split on ASCII whitespace, a
+    relevance ASCII digits after an optional -, a score a decimal number;
+    a line starting with # is a comment. A field they read otherwise (a
+    Unicode space, +1, 1e3 as a relevance, 1_0, 3abc, inf, nan, 0x1p3) is
+    refused; docs/import-trec.md lists each.
 
     Refused, with file, line and field, and nothing written: a query in
     one file and not the other (the first 10 of each file named, all
