@@ -14,6 +14,7 @@ import json
 import os
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +42,38 @@ from tests.support import write_lines
 from tracegrade.bulk.scoring import score_stage_input
 from tracegrade.cli import main
 from tracegrade.importers.common import ImportRefused, InputFileError, LabelsRefused
-from tracegrade.importers.openinference import import_openinference
+from tracegrade.importers.openinference import (
+    ImportRules,
+    OpenInferenceNotes,
+    stream_openinference,
+)
 
 KIND = SpanAttributes.OPENINFERENCE_SPAN_KIND
 RETRIEVER = OpenInferenceSpanKindValues.RETRIEVER.value
 LLM = OpenInferenceSpanKindValues.LLM.value
 CHAIN = OpenInferenceSpanKindValues.CHAIN.value
 EXAMPLE = "example.id"
+
+
+@dataclass
+class Imported:
+    records: list[dict[str, Any]]
+    notes: OpenInferenceNotes
+
+
+def import_openinference(
+    spans: Path | str,
+    gold: Path | str,
+    *,
+    labels_path: Path | str | None = None,
+    **rules: Any,
+) -> Imported:
+    """Every record of the command's importer, and its notes."""
+    notes = OpenInferenceNotes()
+    records = stream_openinference(
+        spans, gold, rules=ImportRules(**rules), labels_path=labels_path, notes=notes
+    )
+    return Imported(list(records), notes)
 
 
 def document_id(index: int) -> str:

@@ -35,7 +35,13 @@ from tests.support import write_lines
 from tracegrade.cli import main
 from tracegrade.core import stage_recall
 from tracegrade.importers.common import InputFileError, LabelsRefused
-from tracegrade.importers.ragas import import_ragas
+from tracegrade.importers.ragas import stream_ragas
+
+
+def import_ragas(path: Any, **options: Any) -> list[dict[str, Any]]:
+    """Every record of the command's importer."""
+    return list(stream_ragas(path, **options))
+
 
 DATA = Path(__file__).parent / "data" / "ragas"
 RAGAS_JSONL = DATA / "dataset.jsonl"

@@ -20,10 +20,10 @@ optional dependency.
 from __future__ import annotations
 
 import json
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..core.errors import quote
 from ..lines import LineError
@@ -32,6 +32,7 @@ from ..lines import LineError
 SHOWN = 10
 
 SampleId = str | int
+Item = TypeVar("Item")
 
 
 class ImportRefused(ValueError):
@@ -51,20 +52,39 @@ class InputFileError(LineError, ImportRefused):
     fault, when one is), as every JSON Lines reader names it."""
 
 
+class NoTemporarySpace(ImportRefused):
+    """A temporary file that could not be written: exit 2, as a failed write."""
+
+    exit_code = 2
+
+    def __init__(self, error: OSError, holding: str) -> None:
+        import tempfile
+
+        super().__init__(
+            f"cannot write a temporary file in {tempfile.gettempdir()!r} to "
+            f"hold the {holding} ({error.strerror or error}); nothing was "
+            "written (set TMPDIR to a directory with space)"
+        )
+
+
 class LabelsRefused(ImportRefused):
     """A labels file that cannot label this import: unreadable, malformed,
     labelling by epoch, or naming records the import does not have."""
 
 
-def named(names: Sequence[str], lines: Mapping[str, int] | None = None) -> str:
-    """The first `SHOWN` names quoted (each with its line, when known),
-    then how many more."""
-    shown = ", ".join(
-        quote(name) + ("" if lines is None else f" (line {lines[name]})")
-        for name in names[:SHOWN]
-    )
-    more = len(names) - SHOWN
+def listed(items: Sequence[Item], show: Callable[[Item], str]) -> str:
+    """The first `SHOWN` items as `show` gives them, then how many more."""
+    more = len(items) - SHOWN
+    shown = ", ".join(show(item) for item in items[:SHOWN])
     return shown + (f" and {more} more" if more > 0 else "")
+
+
+def named(names: Sequence[Any], lines: Mapping[Any, int] | None = None) -> str:
+    """The first `SHOWN` names quoted (each with its line, when known)."""
+    return listed(
+        names,
+        lambda name: quote(name) + ("" if lines is None else f" (line {lines[name]})"),
+    )
 
 
 def plural(noun: str) -> str:
@@ -124,13 +144,7 @@ def check_labels_name_records(
     unmatched = [sample_id for sample_id in labels.labels if sample_id not in ids]
     if not unmatched:
         return
-    shown = ", ".join(
-        f"{quote(sample_id)} (line {labels.lines[sample_id]})"
-        for sample_id in unmatched[:SHOWN]
-    )
-    more = len(unmatched) - SHOWN
-    if more > 0:
-        shown += f" and {more} more"
+    shown = named(unmatched, labels.lines)
     label_count = (
         "1 label names" if len(unmatched) == 1 else f"{len(unmatched)} labels name"
     )

@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Container, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -304,25 +304,20 @@ def _text(path: str, line: int, name: str, value: Any) -> str | None:
     return value
 
 
-def ragas_samples(
-    path: str | Path, file_format: Format | None = None
+def _samples(
+    path: str, file_format: Format | None, labels: RecordLabels | None
 ) -> Iterator[dict[str, Any]]:
-    """One record per sample of the dataset at `path` (see the module),
-    unlabelled, a row in memory at a time; raises `InputFileError` naming
-    the line and field, an empty file's once every line is read.
-
-    A row that cannot be read is refused before a sample that can but is
-    wrong, wherever each is: the rest of the file is read for one first.
-    """
-    path = str(path)
-    chosen = file_format or format_of(path)
-    from_csv = chosen == "csv"
+    """One record per sample, a row in memory at a time. A row that cannot be
+    read is refused before a sample that can but is wrong, wherever each is."""
+    from_csv = (file_format or format_of(path)) == "csv"
     rows = _csv_rows(path) if from_csv else _jsonl_rows(path)
     index = 0
     while (found := _next_row(path, rows)) is not None:
         line, row = found
         try:
             record = _sample(path, line, row, from_csv)
+            label_record(record, str(index), labels)
+            record.update(_texts(path, line, row))
         except InputFileError:
             while _next_row(path, rows) is not None:
                 pass
@@ -332,6 +327,8 @@ def ragas_samples(
     if index == 0:
         columns = ", ".join(ID_COLUMNS)
         raise InputFileError(path, None, f"holds no samples; each needs {columns}")
+    if labels is not None:
+        check_labels_name_records(labels, SampleIds(index), "sample", path)
 
 
 def _next_row(
@@ -348,26 +345,23 @@ def _next_row(
 def _sample(
     path: str, line: int, row: dict[str, Any], from_csv: bool
 ) -> dict[str, Any]:
-    record: dict[str, Any] = {}
-    for column, key in ID_COLUMNS.items():
-        record[key] = _id_list(path, line, column, row.get(column), from_csv)
-    for column, key in TEXT_COLUMNS.items():
-        text = _text(path, line, column, row.get(column))
-        if text is not None:
-            record[key] = text
-    return record
+    return {
+        key: _id_list(path, line, column, row.get(column), from_csv)
+        for column, key in ID_COLUMNS.items()
+    }
 
 
-def read_ragas(
-    path: str | Path, file_format: Format | None = None
-) -> list[dict[str, Any]]:
-    """Every record of `ragas_samples`, in a list."""
-    return list(ragas_samples(path, file_format))
+def _texts(path: str, line: int, row: dict[str, Any]) -> dict[str, str]:
+    texts = {
+        key: _text(path, line, column, row.get(column))
+        for column, key in TEXT_COLUMNS.items()
+    }
+    return {key: text for key, text in texts.items() if text is not None}
 
 
 class SampleIds(Container[object]):
-    """The ids of `count` samples, "0" to str(count - 1), without a set of
-    them: a sample's id is its index."""
+    """The ids "0" to str(count - 1), without a set of them: a sample's id
+    is its index."""
 
     def __init__(self, count: int) -> None:
         self.count = count
@@ -384,43 +378,14 @@ class SampleIds(Container[object]):
 _INDEX = re.compile(r"0|[1-9][0-9]*")
 
 
-def ragas_records(
-    samples: Iterable[dict[str, Any]], path: str, labels: RecordLabels | None
-) -> Iterator[dict[str, Any]]:
-    """The records with their labels, as they come; then `LabelsRefused`
-    if a label names no sample of the dataset at `path`."""
-    if labels is None:
-        yield from samples
-        return
-    count = 0
-    for record in samples:
-        count += 1
-        yield _labelled(record, labels)
-    check_labels_name_records(labels, SampleIds(count), "sample", path)
-
-
-def _labelled(record: dict[str, Any], labels: RecordLabels) -> dict[str, Any]:
-    """The record with `correct` from `labels` after the ID lists, where
-    every importer puts it."""
-    fields = dict(record["input"])
-    ordered = {"required": fields.pop("required"), "context": fields.pop("context")}
-    label_record(ordered, record["id"], labels)
-    return {"id": record["id"], "input": {**ordered, **fields}}
-
-
 def stream_ragas(
     path: str | Path,
     *,
     labels_path: str | Path | None = None,
     file_format: Format | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """The records, labelled, one at a time, a sample read for each.
-
-    A refusal may come after some records: a caller writes them where it
-    can drop them (a temporary file) and keeps them only once the
-    iterator has ended. A problem of the dataset is refused before one of
-    the labels file, as when the dataset was read first.
-    """
+    """The records, labelled, a sample read for each; a refusal may come after
+    some. The dataset's problems are said before the labels file's."""
     labels: RecordLabels | None = None
     refused: LabelsRefused | None = None
     if labels_path is not None:
@@ -428,23 +393,9 @@ def stream_ragas(
             labels = read_labels(labels_path)
         except LabelsRefused as error:
             refused = error
-    samples = ragas_samples(path, file_format)
+    samples = _samples(str(path), file_format, labels)
     if refused is not None:
         for _ in samples:
             pass
         raise refused
-    yield from ragas_records(samples, str(path), labels)
-
-
-def import_ragas(
-    path: str | Path,
-    *,
-    labels_path: str | Path | None = None,
-    file_format: Format | None = None,
-) -> list[dict[str, Any]]:
-    """Read the dataset (and the labels) and build the records.
-
-    Everything is checked before anything is returned, so a caller writes
-    either every record or none.
-    """
-    return list(stream_ragas(path, labels_path=labels_path, file_format=file_format))
+    yield from samples
