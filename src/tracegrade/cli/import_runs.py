@@ -1,83 +1,91 @@
-"""`tracegrade import`: other tools' files as tracegrade's JSON Lines records.
-
-The logic is in `tracegrade.importers`; this only reads options, writes the
-records, and turns its errors into one line and an exit code. Every
-subcommand has the same shape: its inputs, `--labels`, `--output` and
-`--force`, and the same notes and exit codes.
-"""
+"""`tracegrade import`: other tools' files as records, every command one shape:
+its inputs, the importer's records, and the shared options, output and notes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any, TypeVar
 
 import click
 
 from ._failures import CommandStopped
 from ._paths import check_output_format
 
-if TYPE_CHECKING:
-    from ..importers.openinference import OpenInferenceNotes
-
 _INPUT = click.Path(exists=True, dir_okay=False, readable=True, path_type=str)
 
 Command = TypeVar("Command", bound=Callable[..., Any])
+Records = Iterable[dict[str, Any]]
 
 
 def _output_options(command: Command) -> Command:
-    """`--labels`, `--output`, `--output-format` and `--force`, the same
-    for every importer."""
-    command = click.option(
-        "--output-format",
-        type=click.Choice(["jsonl", "parquet"]),
-        default="jsonl",
-        show_default=True,
-        help="jsonl, or parquet: the records as the columns "
-        "tracegrade.score_table reads (needs --output and pyarrow).",
-    )(command)
-    command = click.option(
-        "--force",
-        is_flag=True,
-        help="Replace an existing --output file (never an input).",
-    )(command)
-    command = click.option(
-        "-o",
-        "--output",
-        "--out",
-        "output",
-        type=click.Path(dir_okay=False, path_type=str),
-        help="Write the records to this file instead of stdout.",
-    )(command)
-    return click.option(
-        "--labels",
-        type=_INPUT,
-        help='Staff labels, JSON Lines {"id": ID, "correct": true|false}.',
-    )(command)
+    """`--labels`, `--output`, `--output-format` and `--force`, for every importer."""
+    for option in reversed(
+        [
+            click.option(
+                "--labels",
+                type=_INPUT,
+                help='Staff labels, JSON Lines {"id": ID, "correct": true|false}.',
+            ),
+            click.option(
+                "-o",
+                "--output",
+                "--out",
+                "output",
+                type=click.Path(dir_okay=False, path_type=str),
+                help="Write the records to this file instead of stdout.",
+            ),
+            click.option(
+                "--force",
+                is_flag=True,
+                help="Replace an existing --output file (never an input).",
+            ),
+            click.option(
+                "--output-format",
+                type=click.Choice(["jsonl", "parquet"]),
+                default="jsonl",
+                show_default=True,
+                help="jsonl, or parquet: the records as the columns "
+                "tracegrade.score_table reads (needs --output and pyarrow).",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+class _InputUnreadable(Exception):
+    """An input's own `OSError`, told apart from a failed write of the output."""
+
+    def __init__(self, error: OSError) -> None:
+        self.error = error
+        super().__init__(str(error))
+
+
+def _read(build: Callable[[], Records]) -> Iterator[dict[str, Any]]:
+    try:
+        yield from build()
+    except OSError as error:
+        raise _InputUnreadable(error) from None
 
 
 def _run_import(
-    inputs: Sequence[str],
-    output: str | None,
-    force: bool,
-    build: Callable[[], Iterable[dict[str, Any]]],
+    inputs: list[str | None],
+    build: Callable[[], Records],
     noun: str,
+    notes: Callable[[int], list[str]],
+    *,
     labels: str | None,
-    notes: Callable[[int], list[str]] = lambda count: [],
-    output_format: str = "jsonl",
+    output: str | None,
+    output_format: str,
+    force: bool,
 ) -> None:
-    """Check the outputs, write the records as `build` gives them, say what
-    needs saying.
-
-    `build` may refuse its input after giving some records, so they are
-    written where they can be dropped (--output's temporary file, or a
-    spool for stdout) and kept only once it has ended: the records are
-    written whole (to --output, atomically) or not at all. `notes` is
-    given the number of records.
-    """
-    from ..importers.common import ImportRefused, plural, unlabelled
+    """Write the records `build` gives whole or not at all (they may be refused
+    part way), then the notes; errors as one line and an exit code."""
+    from ..importers.common import ImportRefused, needs_label, plural
     from ..outputs import check_output, check_standard_streams
 
-    check_standard_streams(inputs)
+    named_inputs = [path for path in [*inputs, labels] if path is not None]
+    check_standard_streams(named_inputs)
     check_output_format(
         output,
         output_format,
@@ -87,26 +95,17 @@ def _run_import(
         stdout_default=True,
     )
     if output is not None:
-        check_output(output, inputs=inputs, option="--output", force=force)
-    written = _Written()
-    try:
-        if output_format == "parquet":
-            assert output is not None
-            # A Parquet table is built whole: the records are listed.
-            records = list(_read(build))
-            written.count = len(records)
-            written.unlabelled = unlabelled(records)
-            _write_parquet(records, output, replace=force)
-        elif output is None:
-            _spool_to_stdout(build, written)
-        else:
-            from ..outputs import AtomicFile
+        check_output(output, inputs=named_inputs, option="--output", force=force)
+    counts = [0, 0]  # records, and those that need a label
 
-            AtomicFile.write_through(
-                output,
-                lambda handle: _write_records(build, handle, written),
-                replace=force,
-            )
+    def counted() -> Iterator[dict[str, Any]]:
+        for record in _read(build):
+            counts[0] += 1
+            counts[1] += needs_label(record)
+            yield record
+
+    try:
+        _write(counted(), output, output_format, force)
     except ImportRefused as error:
         if error.exit_code != 1:
             raise CommandStopped(f"Error: {error.message}", error.exit_code) from None
@@ -115,98 +114,65 @@ def _run_import(
         raise CommandStopped(f"Error: {error.error}", 2) from None
 
     # Said once the records are out: a write that fails says only that.
-    for note in notes(written.count):
+    count, unlabelled = counts
+    for note in notes(count):
         click.echo(f"note: {note}", err=True)
-    if written.unlabelled:
+    if unlabelled:
         why = f"no label in {labels}" if labels else "no label (no --labels given)"
         click.echo(
-            f"note: {written.unlabelled} of {written.count} {plural(noun)} have "
-            f"required documents and {why}; they score answer-label until labelled",
+            f"note: {unlabelled} of {count} {plural(noun)} have required "
+            f"documents and {why}; they score answer-label until labelled",
             err=True,
         )
     if output is not None:
-        click.echo(f"{written.count} records written to {output}", err=True)
+        click.echo(f"{count} records written to {output}", err=True)
 
 
-class _Written:
-    """What was written: how many records, and how many need a label."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.unlabelled = 0
-
-
-class _InputUnreadable(Exception):
-    """An input that failed to read (an `OSError` of its own), told apart
-    from a failed write of the output."""
-
-    def __init__(self, error: OSError) -> None:
-        self.error = error
-        super().__init__(str(error))
-
-
-def _read(build: Callable[[], Iterable[dict[str, Any]]]) -> Iterator[dict[str, Any]]:
-    """The records `build` gives, an `OSError` of reading the inputs for
-    them (by `build` or as they come) as `_InputUnreadable`."""
-    try:
-        iterator = iter(build())
-    except OSError as error:
-        raise _InputUnreadable(error) from None
-    while True:
-        try:
-            record = next(iterator, None)
-        except OSError as error:
-            raise _InputUnreadable(error) from None
-        if record is None:
-            return
-        yield record
-
-
-def _write_records(
-    build: Callable[[], Iterable[dict[str, Any]]], handle: IO[str], written: _Written
+def _write(
+    records: Records, output: str | None, output_format: str, force: bool
 ) -> None:
-    """Each record `build` gives as a line of `handle`, counted in `written`."""
-    from ..importers.common import needs_label, record_line
+    """JSON Lines to --output atomically, or to stdout through an unnamed
+    spool (stdout stays empty if a record is refused); or a Parquet table."""
+    from ..outputs import AtomicFile
 
-    for record in _read(build):
+    if output_format == "parquet":
+        assert output is not None
+        _write_parquet(list(records), output, replace=force)
+    elif output is not None:
+        AtomicFile.write_through(
+            output, lambda handle: _write_lines(records, handle), replace=force
+        )
+    else:
+        _spool_to_stdout(records)
+
+
+def _write_lines(records: Records, handle: IO[str]) -> None:
+    from ..importers.common import record_line
+
+    for record in records:
         handle.write(record_line(record))
-        written.count += 1
-        written.unlabelled += needs_label(record)
 
 
-def _spool_to_stdout(
-    build: Callable[[], Iterable[dict[str, Any]]], written: _Written
-) -> None:
-    """The records to stdout, once all of them are written: until then they
-    wait in an unnamed temporary file, so a refusal part way leaves
-    stdout empty, and memory holds one record at a time."""
+def _spool_to_stdout(records: Records) -> None:
     import tempfile
+
+    from ..importers.common import NoTemporarySpace
 
     with tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n") as spool:
         try:
-            _write_records(build, spool, written)
+            _write_lines(records, spool)
             spool.flush()
         except OSError as error:
-            raise CommandStopped(
-                f"Error: cannot write a temporary file in {tempfile.gettempdir()!r} "
-                f"to hold the records ({error.strerror or error}); nothing was "
-                "written (set TMPDIR to a directory with space)",
-                2,
-            ) from None
+            raise NoTemporarySpace(error, "records") from None
         spool.seek(0)
-        while chunk := spool.read(_CHUNK):
+        while chunk := spool.read(1 << 16):
             click.echo(chunk, nl=False)
-
-
-_CHUNK = 1 << 16
-"""Characters copied from the spool to stdout at a time."""
 
 
 def _write_parquet(
     records: list[dict[str, Any]], output: str, *, replace: bool
 ) -> None:
-    """The records as `tracegrade.table.record_schema` columns, published
-    whole or not at all, like the JSON Lines."""
+    """The records as `tracegrade.table.record_schema` columns, whole or not at all."""
     import pyarrow.parquet as pq
 
     from ..outputs import AtomicFile
@@ -270,15 +236,7 @@ def import_group() -> None:
 )
 @_output_options
 def trec(
-    qrels: str,
-    run_file: str,
-    k: int,
-    min_rel: int,
-    complete: bool,
-    labels: str | None,
-    output: str | None,
-    output_format: str,
-    force: bool,
+    qrels: str, run_file: str, k: int, min_rel: int, complete: bool, **output: Any
 ) -> None:
     """One stage-diagnosis record per query of TREC qrels and a run.
 
@@ -332,13 +290,13 @@ def trec(
 
     not_run: list[str] = []
 
-    def build() -> list[dict[str, Any]]:
+    def build() -> Records:
         imported = import_trec(
             qrels,
             run_file,
             k=k,
             min_rel=min_rel,
-            labels_path=labels,
+            labels_path=output["labels"],
             complete=complete,
         )
         not_run.extend(imported.not_run)
@@ -352,8 +310,7 @@ def trec(
             f"in {run_file}; imported with an empty context (-c): {named(not_run)}"
         ]
 
-    inputs = [qrels, run_file, *([labels] if labels is not None else [])]
-    _run_import(inputs, output, force, build, "query", labels, notes, output_format)
+    _run_import([qrels, run_file], build, "query", notes, **output)
 
 
 @import_group.command("ragas")
@@ -365,14 +322,7 @@ def trec(
     help="How DATASET is written; by default CSV for a .csv name, else JSONL.",
 )
 @_output_options
-def ragas(
-    dataset: str,
-    file_format: str | None,
-    labels: str | None,
-    output: str | None,
-    output_format: str,
-    force: bool,
-) -> None:
+def ragas(dataset: str, file_format: Any, **output: Any) -> None:
     """One stage-diagnosis record per sample of a Ragas evaluation dataset.
 
     \b
@@ -419,14 +369,12 @@ def ragas(
     """
     from ..importers.ragas import stream_ragas
 
-    def build() -> Iterable[dict[str, Any]]:
-        chosen: Any = file_format
-        return stream_ragas(dataset, labels_path=labels, file_format=chosen)
+    def build() -> Records:
+        return stream_ragas(
+            dataset, labels_path=output["labels"], file_format=file_format
+        )
 
-    inputs = [dataset, *([labels] if labels is not None else [])]
-    _run_import(
-        inputs, output, force, build, "sample", labels, output_format=output_format
-    )
+    _run_import([dataset], build, "sample", lambda count: [], **output)
 
 
 @import_group.command("openinference")
@@ -481,10 +429,7 @@ def openinference(
     context_rule: str,
     allow_unmatched: bool,
     id_in_metadata: str | None,
-    labels: str | None,
-    output: str | None,
-    output_format: str,
-    force: bool,
+    **output: Any,
 ) -> None:
     """One stage-diagnosis record per trace of OpenInference spans.
 
@@ -545,78 +490,15 @@ def openinference(
         stream_openinference,
     )
 
-    imported = OpenInferenceNotes()
+    said = OpenInferenceNotes()
     rules = ImportRules(key, sample_id, context_rule, allow_unmatched, id_in_metadata)
 
-    def build() -> Iterable[dict[str, Any]]:
+    def build() -> Records:
         return stream_openinference(
-            spans, gold, rules=rules, labels_path=labels, notes=imported
+            spans, gold, rules=rules, labels_path=output["labels"], notes=said
         )
 
     def notes(count: int) -> list[str]:
-        return _openinference_notes(imported, count, key, gold)
+        return said.lines(count, key, gold)
 
-    inputs = [spans, gold, *([labels] if labels is not None else [])]
-    _run_import(inputs, output, force, build, "trace", labels, notes, output_format)
-
-
-def _openinference_notes(
-    imported: OpenInferenceNotes, count: int, key: str, gold: str
-) -> list[str]:
-    """What an OpenInference import says on stderr, a line a note."""
-    from ..core.errors import quote
-    from ..importers.common import SHOWN, counted, named
-
-    said = []
-    traces = counted(count, "trace")
-    if imported.unmatched:
-        shown = ", ".join(
-            quote(trace_id)
-            + (f" (no {key})" if value is None else f" ({key} {quote(value)})")
-            for trace_id, value in imported.unmatched[:SHOWN]
-        )
-        more = len(imported.unmatched) - SHOWN
-        said.append(
-            f"{len(imported.unmatched)} of {traces} match no line of {gold} by "
-            f"{key}; written without required (--allow-unmatched), they score "
-            f"unresolved: {shown}" + (f" and {more} more" if more > 0 else "")
-        )
-    if imported.last_step:
-        reasons = {
-            why: sum(1 for _, w in imported.last_step if w == why)
-            for _, why in imported.last_step
-        }
-        why = "; ".join(f"{n}: {reason}" for reason, n in reasons.items())
-        said.append(
-            f"{len(imported.last_step)} of {traces} show no model input that "
-            f"tells what reached the model ({why}); their context is their last "
-            "retrieval step's output, as --context last-step takes it: "
-            + named([trace_id for trace_id, _ in imported.last_step])
-        )
-    if imported.untyped:
-        shown = ", ".join(
-            f"{quote(name)} ({counted(n, 'trace')})"
-            for name, n in list(imported.untyped.items())[:SHOWN]
-        )
-        said.append(
-            f"spans that returned documents are typed neither RETRIEVER nor "
-            f"RERANKER, so no step reads them: {shown}"
-        )
-    if imported.unretrieved:
-        said.append(
-            f"{len(imported.unretrieved)} of {traces} have no RETRIEVER span; "
-            "written without context, they are invalid-input (the context "
-            f"was never recorded): {named(imported.unretrieved)}"
-        )
-    if imported.unused_gold:
-        shown = ", ".join(
-            f"{quote(line.key)} (line {line.line})"
-            for line in imported.unused_gold[:SHOWN]
-        )
-        more = len(imported.unused_gold) - SHOWN
-        verb = "matches" if len(imported.unused_gold) == 1 else "match"
-        said.append(
-            f"{counted(len(imported.unused_gold), 'gold line')} of {gold} "
-            f"{verb} no trace: {shown}" + (f" and {more} more" if more > 0 else "")
-        )
-    return said
+    _run_import([spans, gold], build, "trace", notes, **output)
