@@ -833,23 +833,6 @@ def test_a_refused_import_writes_nothing(
     assert sorted(os.listdir(tmp_path)) == ["spans.jsonl"]
 
 
-def test_help_states_the_conventions() -> None:
-    result = CliRunner().invoke(
-        main, ["import", "openinference", "--help"], terminal_width=200
-    )
-    assert result.exit_code == 0
-    text = " ".join(result.stdout.split())
-    for phrase in (
-        "context: the documents a model received, found by id or content in "
-        "an LLM span's input messages or prompt, or a prompt builder's output",
-        "retrievers side by side fan in",
-        "answer: the last model's output; question: the user's text",
-        "A trace matching no gold line is refused (exit 2), unless --allow-unmatched",
-        "never from both, and never guessed",
-    ):
-        assert phrase in text, phrase
-
-
 def test_the_import_scores_as_the_gold_says(
     spans: dict[str, Path], tmp_path: Path
 ) -> None:

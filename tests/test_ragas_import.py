@@ -518,20 +518,6 @@ def test_a_refused_import_writes_nothing_and_says_one_line(tmp_path: Path) -> No
     assert sorted(os.listdir(tmp_path)) == ["d.jsonl"]
 
 
-def test_help_states_the_conventions() -> None:
-    result = CliRunner().invoke(main, ["import", "ragas", "--help"], terminal_width=200)
-    assert result.exit_code == 0
-    text = " ".join(result.stdout.split())
-    for phrase in (
-        "required: reference_context_ids; context: retrieved_context_ids",
-        "as IDBasedContextRecall compares str(id)",
-        "which scores answer-label",
-        "labels are never guessed",
-        "an empty cell is absent",
-    ):
-        assert phrase in text, phrase
-
-
 def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
     """docs/import-ragas.md's shell block, run by bash with this
     interpreter's `tracegrade`, gives the stages the page states."""

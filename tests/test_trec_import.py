@@ -933,27 +933,6 @@ def test_the_command_needs_no_ir_measures(
     assert output_records(result) == RECORDS_K3
 
 
-def test_help_states_the_conventions() -> None:
-    result = CliRunner().invoke(main, ["import", "trec", "--help"], terminal_width=200)
-    assert result.exit_code == 0
-    text = " ".join(result.stdout.split())
-    for phrase in (
-        "documents judged N or higher",
-        '-l ("minimum relevance judgement value needed for a document to be '
-        'called relevant")',
-        "(inclusive)",
-        "ties broken by document id descending",
-        "the rank column is ignored",
-        "which scores answer-label",
-        "in the order the qrels first name them",
-        "int(), float() and str.split()",
-        "(trec_eval -c). Off by default, when such a query is refused: a query "
-        "missing from a run is more often a run cut short, or made for other "
-        "queries, than a retriever that found nothing.",
-    ):
-        assert phrase in text, phrase
-
-
 # --- end to end: into check, score and inspect eval --------------------------
 
 

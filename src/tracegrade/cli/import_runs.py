@@ -194,11 +194,8 @@ def _write_parquet(
 def import_group() -> None:
     """Other tools' files as records for check, score and inspect eval.
 
-    The JSON Lines written are fixture-format records that `tracegrade
-    check`, `tracegrade score` and `inspect eval tracegrade/stage_diagnosis
-    -T dataset=` read as they are: one per query of TREC files (trec),
-    per sample of a Ragas dataset (ragas), per trace of OpenInference spans
-    (openinference).
+    One fixture-format record per query of TREC files (trec), per sample of
+    a Ragas dataset (ragas), per trace of OpenInference spans (openinference).
     """
 
 
@@ -244,42 +241,17 @@ def trec(
       tracegrade import trec --qrels QRELS --run RUN --k 10 > runs.jsonl
       inspect eval tracegrade/stage_diagnosis -T dataset=runs.jsonl
 
-    Each line is {"id": QUERY, "input": {"required": [...], "context":
-    [...], "correct": ...}}, queries in the order the qrels first name them.
-    As trec_eval and ir-measures count them:
+    Queries in qrels order, as trec_eval counts them: required, the
+    documents judged N or higher (--min-rel, inclusive as trec_eval -l);
+    context, the run's top K by score, ties broken by document id
+    descending (the rank column is ignored); steps, the whole ranking;
+    correct, from --labels only, else absent (it scores answer-label).
 
-    \b
-    - required: the query's documents judged N or higher (--min-rel,
-      default 1), in qrels order. "Relevant" is inclusive, as trec_eval's
-      -l ("minimum relevance judgement value needed for a document to be
-      called relevant") and ir-measures' rel= ("minimum relevance score
-      to be considered relevant (inclusive)"). A query with none has
-      required [] and scores unresolved.
-    - context: the run's top K for the query, by score highest first,
-      ties broken by document id descending (byte order), as trec_eval
-      sorts; the rank column is ignored, as trec_eval ignores it. With
-      -c, a judged query the run lacks has context [].
-    - correct: the query's label from --labels (the `tracegrade labels`
-      format; "epoch" is refused), else absent, which scores
-      answer-label. Labels are never guessed.
-
-    Lines are read with Python's int(), float() and str.split() where
-    they agree with trec_eval: fields split on ASCII whitespace, a
-    relevance ASCII digits after an optional -, a score a decimal number;
-    a line starting with # is a comment. A field they read otherwise (a
-    Unicode space, +1, 1e3 as a relevance, 1_0, 3abc, inf, nan, 0x1p3) is
-    refused; docs/import-trec.md lists each.
-
-    Refused, with file, line and field, and nothing written: a query in
-    one file and not the other (the first 10 of each file named, all
-    counted; see -c), a line of the wrong shape or not UTF-8, a relevance
-    or score of any other form (0_1, 1_000, an Arabic-Indic digit, NaN),
-    a NUL in a field, a document judged or ranked twice for a query, an
-    empty file, a label naming no query. A .gz file is read through gzip.
-
-    Records are written only once both files are read and checked; --output
-    appears complete or not at all, never replaces an input, and replaces
-    an existing file only with --force.
+    A field Python's int(), float() or str.split() would read otherwise
+    than trec_eval (1_0, +1, inf, a Unicode space ...), a query in one file
+    only (see -c), a malformed line or a document listed twice is refused,
+    naming the file, line and field, and nothing is written. A .gz file is
+    read through gzip. docs/import-trec.md gives the details.
 
     \b
     Exit codes: 0 success, 1 the files are malformed or disagree,
@@ -329,39 +301,17 @@ def ragas(dataset: str, file_format: Any, **output: Any) -> None:
       tracegrade import ragas dataset.jsonl --labels labels.jsonl > runs.jsonl
       inspect eval tracegrade/stage_diagnosis -T dataset=runs.jsonl
 
-    DATASET is JSON Lines or CSV as Ragas's EvaluationDataset.to_jsonl and
-    to_csv write it, single-turn samples with user_input,
-    retrieved_context_ids, reference_context_ids, response and reference.
-    Each line written is {"id": INDEX, "input": {"required": [...],
-    "context": [...], "correct": ..., "question": ..., "answer": ...,
-    "reference": ...}}, samples in dataset order:
+    DATASET is JSON Lines or CSV as EvaluationDataset.to_jsonl and to_csv
+    write it. Samples in order, id their index from "0": required,
+    reference_context_ids; context, retrieved_context_ids (an integer ID as
+    its text, as IDBasedContextRecall compares str(id)); correct, from
+    --labels only, else absent (it scores answer-label); question, answer
+    and reference, from user_input, response and reference.
 
-    \b
-    - id: the sample's index in the dataset, from "0", as Ragas numbers
-      it (dataset[i], the rows of the result's to_pandas()).
-    - required: reference_context_ids; context: retrieved_context_ids,
-      in the order given. An integer ID becomes its decimal text, as
-      IDBasedContextRecall compares str(id); each record's recall is
-      then Ragas's ID-based context recall.
-    - correct: the sample's label from --labels (the `tracegrade labels`
-      format, keyed by id), else absent, which scores answer-label. The
-      response is never compared with the reference: labels are never
-      guessed.
-    - question, answer, reference: user_input, response and reference,
-      when present, for whoever labels the answers.
-
-    In CSV, a list is the text to_csv writes for it (['D1', 'D2'];
-    ["D1", "D2"] reads too), and an empty cell is absent.
-
-    Refused, with file, line and field, and nothing written: a line or
-    row that is not JSON or CSV, or not UTF-8; a sample without
-    reference_context_ids or retrieved_context_ids; an ID that is neither
-    text nor an integer; a multi-turn sample; an empty file; a label
-    naming no sample.
-
-    Records are written only once every sample is read and checked;
-    --output appears complete or not at all, never replaces an input, and
-    replaces an existing file only with --force.
+    A row that cannot be read, a sample without either ID list, an ID that
+    is neither text nor an integer, a multi-turn sample or an empty file
+    is refused, naming the file, line and field, and nothing is written.
+    docs/import-ragas.md gives the details.
 
     \b
     Exit codes: 0 success, 1 the dataset or labels are malformed,
@@ -438,46 +388,18 @@ def openinference(
           --key session.id > runs.jsonl
       inspect eval tracegrade/stage_diagnosis -T dataset=runs.jsonl
 
-    SPANS is OTLP JSON, one ExportTraceServiceRequest a line, as the
-    OpenTelemetry SDK's and the Collector's file exporters write it, of
-    spans following the OpenInference conventions. Each line written is
-    {"id": KEY, "input": {"required": [...], "context": [...], "steps":
-    [...], "correct": ..., "question": ..., "answer": ...}}, traces in the
-    order they first appear (docs/import-openinference.md):
-
-    \b
-    - id: the trace's ATTRIBUTE value (--key, or --id), so two imports
-      of the same questions pair in tracegrade compare; two traces with
-      one id are refused.
-    - context: the documents a model received, found by id or content
-      in an LLM span's input messages or prompt, or a prompt builder's
-      output; one reading or a refusal. A trace showing no model input:
-      its last retrieval step's output, counted in a note.
-    - steps: its RETRIEVER and RERANKER spans, in the order the span tree
-      and times give; retrievers side by side fan in.
-    - required, and correct when the gold line has one: from the GOLD
-      line whose "key" equals the trace's ATTRIBUTE, type included.
-    - correct may instead come from --labels, keyed by record id; never
-      from both, and never guessed.
-    - answer: the last model's output; question: the user's text.
+    SPANS is OTLP JSON, one ExportTraceServiceRequest a line. Traces in
+    order: id, the trace's --key (or --id) value; context, the documents a
+    model received, by id or content (with none shown, the last retrieval
+    step's output); steps, its RETRIEVER and RERANKER spans; required and
+    correct, from the gold line whose key equals the trace's; correct may
+    come from --labels instead, never both; answer, the last model's
+    output; question, the user's text.
 
     A trace matching no gold line is refused (exit 2), unless
-    --allow-unmatched; gold lines no trace matched, traces with no
-    RETRIEVER span (written without context, invalid-input), and spans
-    that returned documents typed neither RETRIEVER nor RERANKER are
-    listed on stderr.
-
-    Refused, with file, line and field, and nothing written: a line that
-    is not OTLP JSON trace data or not UTF-8, an id of neither encoding,
-    a span exported twice, an attribute given twice, a retrieved document
-    without document.id, a span kind in the wrong case ("retriever"), a
-    trace whose spans give two keys, a model input with two readings, a
-    repeated gold key, an empty file, a label naming no record or
-    labelling one the gold file labels.
-
-    Records are written only once every file is read and checked;
-    --output appears complete or not at all, never replaces an input, and
-    replaces an existing file only with --force.
+    --allow-unmatched; what else is refused or noted is in
+    docs/import-openinference.md. Nothing is written unless every file is
+    read and checked.
 
     \b
     Exit codes: 0 success, 1 the files are malformed or disagree,
