@@ -1,21 +1,5 @@
-"""What every importer shares: its errors, its labels, and its output.
-
-An importer turns another tool's files into fixture-format records, one
-`{"id", "input": {"required", "context", "correct"?, ...}}` per run. All of
-them follow the same rules, which this module holds once:
-
-- a file that cannot become records is refused with its path, line and
-  field, quoting the bad value (`InputFileError`);
-- a label comes only from a labels file in the format `tracegrade labels`
-  uses (`read_labels`), and a label naming no record is refused
-  (`check_labels_name_records`): labels are never guessed;
-- a caller writes every record or none: the streaming importers give
-  records as they read, and a refusal may come after some, so they are
-  written where they can be dropped until every input is checked.
-
-Importing this module imports neither Inspect AI nor any importer's
-optional dependency.
-"""
+"""What every importer shares: refusals naming file, line and field, labels
+only from a labels file (never guessed), and records as JSON Lines."""
 
 from __future__ import annotations
 
@@ -107,12 +91,8 @@ class RecordLabels:
 
 
 def read_labels(path: str | Path) -> RecordLabels:
-    """Read a labels file as `tracegrade labels` and the stage scorer read
-    one; raises `LabelsRefused` naming the line.
-
-    A line labelling an `epoch` is refused: epochs are repeated runs of one
-    sample in a log, and an imported run is one record with one label.
-    """
+    """Read a labels file as `tracegrade labels` reads one; an `epoch` is
+    refused, since an imported run is one record with one label."""
     # Imported here: the labels module loads Inspect AI.
     from ..labels import LabelsError, StaffLabels
 
@@ -135,12 +115,8 @@ def read_labels(path: str | Path) -> RecordLabels:
 def check_labels_name_records(
     labels: RecordLabels, ids: Container[object], what: str, where: str
 ) -> None:
-    """Refuse labels naming no record: `ids` are the records' ids, `what`
-    the noun for one ("query"), `where` the files they came from.
-
-    A label naming nothing is most often a typo or a label for another
-    file; applied silently, the run it meant would stay unlabelled.
-    """
+    """Refuse labels naming none of `ids` (records called `what`, from
+    `where`): most often a typo, which would leave the run it meant unlabelled."""
     unmatched = [sample_id for sample_id in labels.labels if sample_id not in ids]
     if not unmatched:
         return

@@ -285,6 +285,7 @@ def _attributes(
 
 
 def _spans(line: _Line, request: Any, order: int) -> Iterator[Span]:
+    """The spans of one ExportTraceServiceRequest, numbered from `order`."""
     request = _object(line, "", request)
     if "resourceSpans" not in request:
         other = [
@@ -311,38 +312,35 @@ def _spans(line: _Line, request: Any, order: int) -> Iterator[Span]:
             for n, span in enumerate(
                 _list(line, f"{s_where}.spans", scope.get("spans"))
             ):
-                where = f"{s_where}.spans[{n}]"
-                span = _object(line, where, span)
-                parent = span.get("parentSpanId", "")
-                attributes, paths = _attributes(
-                    line,
-                    f"{where}.attributes",
-                    _list(line, f"{where}.attributes", span.get("attributes")),
-                )
-                yield Span(
-                    trace_id=_identifier(
-                        line, f"{where}.traceId", span.get("traceId"), TRACE_ID_BYTES
-                    ),
-                    span_id=_identifier(
-                        line, f"{where}.spanId", span.get("spanId"), SPAN_ID_BYTES
-                    ),
-                    parent_id=None
-                    if parent in ("", None)
-                    else _identifier(
-                        line, f"{where}.parentSpanId", parent, SPAN_ID_BYTES
-                    ),
-                    name=_text(line, f"{where}.name", span.get("name", "")),
-                    start=_integer(
-                        line,
-                        f"{where}.startTimeUnixNano",
-                        span.get("startTimeUnixNano", 0),
-                    ),
-                    line=line.number,
-                    where=where,
-                    order=order + n,
-                    attributes=attributes,
-                    attribute_paths=paths,
-                )
+                yield _span(line, f"{s_where}.spans[{n}]", span, order + n)
+
+
+def _span(line: _Line, where: str, span: Any, order: int) -> Span:
+    span = _object(line, where, span)
+    parent = span.get("parentSpanId", "")
+    attributes, paths = _attributes(
+        line,
+        f"{where}.attributes",
+        _list(line, f"{where}.attributes", span.get("attributes")),
+    )
+    return Span(
+        trace_id=_identifier(
+            line, f"{where}.traceId", span.get("traceId"), TRACE_ID_BYTES
+        ),
+        span_id=_identifier(line, f"{where}.spanId", span.get("spanId"), SPAN_ID_BYTES),
+        parent_id=None
+        if parent in ("", None)
+        else _identifier(line, f"{where}.parentSpanId", parent, SPAN_ID_BYTES),
+        name=_text(line, f"{where}.name", span.get("name", "")),
+        start=_integer(
+            line, f"{where}.startTimeUnixNano", span.get("startTimeUnixNano", 0)
+        ),
+        line=line.number,
+        where=where,
+        order=order,
+        attributes=attributes,
+        attribute_paths=paths,
+    )
 
 
 class _Spool:
@@ -504,14 +502,9 @@ class _Steps:
 
 
 def _steps(path: str, trace: Trace, in_metadata: str | None) -> _Steps:
-    """Each RETRIEVER span (its documents) and each RERANKER span (its
-    `reranker.output_documents`) is a step, in the order their outputs were
-    ready (`_post_order`), named by kind: `retriever`, `reranker`, then
-    `retriever-2` ... A RETRIEVER with no step under it reads the question:
-    it takes no step's output, so retrievers side by side fan in to the
-    step after them. A step span of the kind of the one just under it,
-    which gave the same documents or none, is that step traced twice
-    (LlamaIndex's `retrieve` and `_retrieve`): its documents count."""
+    """RETRIEVER and RERANKER spans as steps, in the order their outputs were
+    ready; a retriever over no step fans in; a step wrapping one of its kind
+    with the same or no documents is that step traced twice (LlamaIndex)."""
     order = _post_order(path, trace)
     kinds = {span.span_id: _kind(path, span) for span in order}
     spans = [span for span in order if kinds[span.span_id] in (RETRIEVER, RERANKER)]
@@ -620,10 +613,8 @@ def _json_texts(path: str, span: Span) -> list[str]:
 def _untyped(
     path: str, trace: Trace, contents: dict[str, set[str | None]]
 ) -> list[str]:
-    """The names of spans, typed neither RETRIEVER nor RERANKER (nor LLM or
-    PROMPT), whose output holds a trace document's content, and that no
-    such span or model or step span is under: a ranker the instrumentor
-    typed CHAIN, which no step reads."""
+    """Untyped spans whose output holds a document's content and that wrap no
+    typed span: a ranker the instrumentor typed CHAIN, which no step reads."""
     marks = {content for texts in contents.values() for content in texts if content}
     marks |= {json.dumps(mark, ensure_ascii=False)[1:-1] for mark in marks}
     if not marks:
@@ -652,17 +643,35 @@ def _documents(
 def _document_fields(
     path: str, span: Span, documents: str, in_metadata: str | None
 ) -> list[tuple[str, str | None]]:
-    """The ids and contents of a span's list of documents `documents`, in order:
-    `retrieval.documents` for a RETRIEVER, `reranker.output_documents` for a
-    RERANKER.
+    """The ids and contents of the span's `documents`, flattened into
+    `documents.N.document.*` attributes or one array attribute, not both."""
+    if documents in span.attributes:
+        if any(key.startswith(f"{documents}.") for key in span.attributes):
+            raise _refuse_at(
+                path,
+                span,
+                documents,
+                f"{span.kind} span {quote(span.span_id)} gives its documents twice: "
+                f"as {documents} and as {documents}.N.document.* attributes",
+            )
+        return _document_list(path, span, documents)
+    return [
+        (
+            _flat_document_id(path, span, documents, index, keys, in_metadata),
+            (
+                None
+                if "content" not in keys
+                else _span_text(path, span, keys["content"])
+            ),
+        )
+        for index, keys in _flattened(path, span, documents)
+    ]
 
-    OpenInference flattens a list of documents into attributes
-    `retrieval.documents.N.document.id`; some exporters keep the list as one
-    attribute `retrieval.documents`, an array of objects or a JSON text of
-    one. Either is read. Both at once is refused: which one the span meant
-    would be a guess. A document without `document.id` has the id its
-    `document.metadata` holds as `in_metadata`, when that is given.
-    """
+
+def _flattened(
+    path: str, span: Span, documents: str
+) -> list[tuple[int, dict[str, str]]]:
+    """Each flattened document's index and its fields' attribute keys."""
     prefix = f"{documents}."
     pattern = re.compile(re.escape(prefix) + r"(0|[1-9][0-9]*)\.document\.(.+)")
     found_documents: dict[int, dict[str, str]] = {}
@@ -679,36 +688,30 @@ def _document_fields(
                 "an index without leading zeros",
             )
         found_documents.setdefault(int(found.group(1)), {})[found.group(2)] = key
-    if documents in span.attributes:
-        if found_documents:
-            raise _refuse_at(
-                path,
-                span,
-                documents,
-                f"{span.kind} span {quote(span.span_id)} gives its documents twice: "
-                f"as {documents} and as {prefix}N.document.* attributes",
-            )
-        return _document_list(path, span, documents)
-    ids: list[tuple[str, str | None]] = []
-    for index in sorted(found_documents):
-        keys = found_documents[index]
-        if "id" in keys:
-            document = _document_id(path, span, keys["id"], span.attributes[keys["id"]])
-        elif in_metadata is not None and "metadata" in keys:
-            document = _metadata_id(path, span, keys["metadata"], in_metadata)
-        else:
-            raise _refuse_at(
-                path,
-                span,
-                next(iter(keys.values())),
-                f"document {index} of {span.kind} span {quote(span.span_id)} "
-                f"has no {prefix}{index}.document.id, so what it returned is "
-                "unknown (--id-in-metadata KEY reads it from its metadata)",
-            )
-        content_key = keys.get("content")
-        content = None if content_key is None else _span_text(path, span, content_key)
-        ids.append((document, content))
-    return ids
+    return sorted(found_documents.items())
+
+
+def _flat_document_id(
+    path: str,
+    span: Span,
+    documents: str,
+    index: int,
+    keys: dict[str, str],
+    in_metadata: str | None,
+) -> str:
+    """Its document.id, else the id its metadata holds as `in_metadata`."""
+    if "id" in keys:
+        return _document_id(path, span, keys["id"], span.attributes[keys["id"]])
+    if in_metadata is not None and "metadata" in keys:
+        return _metadata_id(path, span, keys["metadata"], in_metadata)
+    raise _refuse_at(
+        path,
+        span,
+        next(iter(keys.values())),
+        f"document {index} of {span.kind} span {quote(span.span_id)} "
+        f"has no {documents}.{index}.document.id, so what it returned is "
+        "unknown (--id-in-metadata KEY reads it from its metadata)",
+    )
 
 
 def _metadata_id(path: str, span: Span, key: str, name: str) -> str:

@@ -1,47 +1,6 @@
-"""Ragas evaluation datasets as stage-diagnosis records.
-
-A Ragas `EvaluationDataset` of single-turn samples already holds what stage
-diagnosis needs when it carries context IDs: `reference_context_ids` are
-the documents an answer needs (`required`), `retrieved_context_ids` what
-the retriever returned (`context`). This module reads the dataset as
-`EvaluationDataset.to_jsonl` and `to_csv` write it, and makes one
-fixture-format record per sample:
-
-    {"id": "0", "input": {"required": [...], "context": [...],
-     "correct"?: true|false, "question"?: ..., "answer"?: ..., "reference"?: ...}}
-
-- `id` is the sample's index in the dataset, from 0, as Ragas numbers it
-  (`dataset[i]`, the rows of `evaluate(...).to_pandas()`), as text.
-- IDs are kept as written; an integer ID becomes its decimal text, as
-  `IDBasedContextRecall` compares `str(id)`. A record's recall is then
-  Ragas's ID-based context recall: both count each ID once.
-- `question`, `answer` and `reference` carry `user_input`, `response` and
-  `reference` when present, for whoever labels the answers (`answer` is
-  replayed as the run's output); no rule reads them.
-- `correct` comes only from a labels file, keyed by `id`; a sample without
-  one scores `answer-label` until labelled. A response is never compared
-  with its reference here: labels are never guessed.
-
-JSON Lines: one JSON object per line, blank lines skipped, `null` as
-absent (Ragas writes no key for a field it does not have). CSV: a header
-row, then one row per sample; a list is the text Ragas's `to_csv` writes
-for it, Python's `repr` (`['D1', 'D2']`), or JSON (`["D1", "D2"]`). A
-cell is read as JSON, or else as a Python list of quoted strings (with
-the escapes `repr` writes) with a comma between each two items, and
-nothing else: `['D1' 'D2']` (which
-Python would read as the one ID `D1D2`) and `[1_000, 0x10]` are refused,
-naming the file, line and column. An empty cell is absent, since `to_csv`
-writes both a missing field and an empty text that way. A cell may be of
-any length (a retrieved context often passes the csv module's 128 KiB).
-
-Refused, with file, line and field: a line or row that cannot be read, a
-sample without either ID list (Ragas's metric asserts both), an ID that is
-neither text nor an integer, a multi-turn sample, text that no log can
-hold, and an empty file. Records come a sample at a time (`stream_ragas`),
-and a refusal may come after some: a caller writes them where it can drop
-them, and keeps them only once every sample is read and checked. Nothing
-here needs Ragas.
-"""
+"""A Ragas evaluation dataset (JSON Lines or CSV, as `to_jsonl` and `to_csv`
+write it) as stage-diagnosis records, one per sample, id its index; a CSV
+list cell is JSON or Python's repr, nothing else (docs/import-ragas.md)."""
 
 from __future__ import annotations
 
@@ -117,10 +76,8 @@ def _is_array(path: str) -> bool:
 
 
 def _csv_lines(path: str) -> Iterator[str]:
-    """The file's lines as text, one in memory at a time, each ending as
-    the csv module wants it (at "\\n", "\\r\\n" or a lone "\\r", kept): a
-    quoted cell spanning lines is joined by the reader. Bytes that are not
-    UTF-8 are refused by line and column."""
+    """The lines as the csv module wants them (ending at "\\n", "\\r\\n" or a
+    lone "\\r", kept), one in memory at a time; non-UTF-8 refused by line."""
     with open(path, "rb") as binary:
         for number, raw in enumerate(binary, start=1):
             try:
@@ -231,11 +188,8 @@ def _check_header(path: str, line: int, header: list[str]) -> None:
 
 
 def _cell_list(text: str) -> Any:
-    """A CSV cell's list: JSON, or else a Python list of string literals and
-    integers with commas between the items, as `to_csv` writes it (`repr`); None for
-    anything else. Python's own reader would take `['D1' 'D2']` as the one
-    ID `D1D2` and `[1_000, 0x10]` as `1000` and `16`, and keep the
-    backslash of JSON's `"doc\\/1"`: a misread each."""
+    """A CSV cell's list, JSON or else `repr`'s list of literals; None for
+    anything else (Python's reader would take `['D1' 'D2']` as `D1D2`)."""
     try:
         return strict_json_loads(text)
     except ValueError:
