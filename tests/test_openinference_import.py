@@ -11,7 +11,6 @@ records. The refusals use hand-written lines, each wrong in one place.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -816,21 +815,6 @@ def test_unmatched_traces_are_refused_or_let_through_and_listed(
         "note: 1 of 6 traces have required documents and no label (no --labels "
         "given); they score answer-label until labelled",
     ]
-
-
-def test_a_refused_import_writes_nothing(
-    spans: dict[str, Path], tmp_path: Path
-) -> None:
-    bad = write_lines(tmp_path / "spans.jsonl", [request(span_json(traceId="x"))])
-    out = tmp_path / "runs.jsonl"
-    result = import_cli(
-        bad, "--gold", str(spans["gold"]), "--key", EXAMPLE, "-o", str(out)
-    )
-    assert result.exit_code == 1
-    assert result.stdout == ""
-    (line,) = result.stderr.splitlines()
-    assert line.startswith(f"Error: {bad}, line 1: {WHERE}.traceId: ")
-    assert sorted(os.listdir(tmp_path)) == ["spans.jsonl"]
 
 
 def test_the_import_scores_as_the_gold_says(

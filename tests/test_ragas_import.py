@@ -504,20 +504,6 @@ def test_format_reads_a_csv_under_any_name(tmp_path: Path) -> None:
     assert "line 1: not valid JSON" in refused.stderr
 
 
-def test_a_refused_import_writes_nothing_and_says_one_line(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "d.jsonl", [GOOD, {"retrieved_context_ids": []}])
-    out = tmp_path / "runs.jsonl"
-    result = import_cli(path, "--output", str(out))
-    assert result.exit_code == 1
-    assert result.stdout == ""
-    assert result.stderr == (
-        f"Error: {path}, line 2: reference_context_ids is absent; Ragas's "
-        "IDBasedContextRecall needs both reference_context_ids and "
-        "retrieved_context_ids\n"
-    )
-    assert sorted(os.listdir(tmp_path)) == ["d.jsonl"]
-
-
 def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
     """docs/import-ragas.md's shell block, run by bash with this
     interpreter's `tracegrade`, gives the stages the page states."""

@@ -13,7 +13,6 @@ import ctypes
 import ctypes.util
 import gzip
 import json
-import os
 import random
 import shlex
 import sys
@@ -874,23 +873,6 @@ def test_output_is_written_whole_and_never_over_an_input_or_a_file(
     assert onto_input.exit_code == 2
     assert "would destroy the input" in onto_input.stderr
     assert Path(files["qrels"]).read_bytes() == before
-
-
-def test_a_refused_import_writes_nothing(files: dict[str, str], tmp_path: Path) -> None:
-    bad_run = write(tmp_path / "bad.run", RUN + "42 Q0 D1 9 oops sys\n")
-    out = tmp_path / "runs.jsonl"
-    result = import_cli(
-        "--qrels", files["qrels"], "--run", bad_run, "--k", "3", "--output", str(out)
-    )
-    line = refusal(result)
-    assert line.startswith(f'Error: {bad_run}, line 11: field 5 (score) "oops" is not')
-    # No runs.jsonl, and no runs.jsonl.*.partial either.
-    assert sorted(os.listdir(tmp_path)) == [
-        "bad.run",
-        "labels.jsonl",
-        "qrels.txt",
-        "run.txt",
-    ]
 
 
 def test_a_mismatch_is_one_line_naming_the_queries(
