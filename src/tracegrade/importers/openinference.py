@@ -128,9 +128,9 @@ def _json_lines(path: str) -> Iterator[tuple[_Line, dict[str, Any]]]:
         ) from None
 
 
-def _list(line: _Line, where: str, value: Any, required: bool = False) -> list[Any]:
+def _list(line: _Line, where: str, value: Any) -> list[Any]:
     """A repeated field: absent is empty, as protobuf's JSON leaves it out."""
-    if value is None and not required:
+    if value is None:
         return []
     if type(value) is not list:
         raise line.refuse(where, f"must be a JSON array, got {quote(value, 80)}")
@@ -444,10 +444,11 @@ def _context(path: str, trace: Trace, in_metadata: str | None) -> list[str] | No
     retrievers = [span for span in trace.ordered() if _kind(path, span) == RETRIEVER]
     if not retrievers:
         return None
-    context: list[str] = []
-    for span in retrievers:
-        context += _documents(path, span, RETRIEVED, in_metadata)
-    return context
+    return [
+        document
+        for span in retrievers
+        for document, _ in _document_fields(path, span, RETRIEVED, in_metadata)
+    ]
 
 
 def _post_order(path: str, trace: Trace) -> list[Span]:
@@ -630,14 +631,6 @@ def _untyped(
             holding.append(span)
     above = _above(trace, [*holding, *typed])
     return [span.name for span in holding if span.span_id not in above]
-
-
-def _documents(
-    path: str, span: Span, documents: str, in_metadata: str | None
-) -> list[str]:
-    """The ids of a span's list of documents `documents`, in order."""
-    fields = _document_fields(path, span, documents, in_metadata)
-    return [document for document, _ in fields]
 
 
 def _document_fields(
