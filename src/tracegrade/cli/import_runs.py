@@ -107,9 +107,7 @@ def _run_import(
     try:
         _write(counted(), output, output_format, force)
     except ImportRefused as error:
-        if error.exit_code != 1:
-            raise CommandStopped(f"Error: {error.message}", error.exit_code) from None
-        raise click.ClickException(error.message) from None
+        raise CommandStopped(f"Error: {error.message}", error.exit_code) from None
     except _InputUnreadable as error:
         raise CommandStopped(f"Error: {error.error}", 2) from None
 
