@@ -17,6 +17,7 @@ from ..lines import (
     json_objects,
     read_lines,
     strict_json_loads,
+    undecodable,
 )
 from ..literals import read_repr_list
 from .common import (
@@ -76,39 +77,14 @@ def _is_array(path: str) -> bool:
 
 
 def _csv_lines(path: str) -> Iterator[str]:
-    """The lines as the csv module wants them (ending at "\\n", "\\r\\n" or a
-    lone "\\r", kept), one in memory at a time; non-UTF-8 refused by line."""
-    with open(path, "rb") as binary:
-        for number, raw in enumerate(binary, start=1):
-            try:
-                # "utf-8-sig": a spreadsheet's byte-order mark is not part
-                # of the first column's name.
-                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as error:
-                raise InputFileError(
-                    path,
-                    number,
-                    f"not valid UTF-8 text (byte 0x{raw[error.start]:02X} at "
-                    f"column {error.start + 1})",
-                ) from None
-            yield from _split_at_carriage_returns(text)
-
-
-def _split_at_carriage_returns(text: str) -> Iterator[str]:
-    """A line read up to "\\n", split after each lone "\\r" too, as a text
-    file opened with newline="" splits it."""
-    if "\r" not in text:
-        yield text
-        return
-    ending = ""
-    if text.endswith("\r\n"):
-        text, ending = text[:-2], "\r\n"
-    pieces = text.split("\r")
-    for piece in pieces[:-1]:
-        yield piece + "\r"
-    last = pieces[-1] + ending
-    if last:
-        yield last
+    """The lines, ends kept, as the csv module wants them (newline=""), one in
+    memory at a time; a line that is not UTF-8 refused by line and column."""
+    with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as text:
+        for number, line in enumerate(text, start=1):
+            problem = undecodable(line)
+            if problem is not None:
+                raise InputFileError(path, number, problem)
+            yield line
 
 
 def _csv_rows(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
