@@ -1,7 +1,6 @@
-"""TREC qrels and a run as stage-diagnosis records, one per query, as trec_eval
-counts them. Lines are read with Python's `str.split`, `int` and `float`; a
-field they would read otherwise than trec_eval's C is refused (docs/import-trec.md).
-"""
+"""TREC qrels and a run as stage-diagnosis records, one per query, as
+trec_eval counts them. Lines are read with Python's `str.split`, `int` and
+`float`; a field they read otherwise than trec_eval is refused (docs/import-trec.md)."""
 
 from __future__ import annotations
 
@@ -90,13 +89,14 @@ def _open(path: str) -> IO[bytes] | gzip.GzipFile:
     return gzip.GzipFile(path, "rb") if path.endswith(".gz") else open(path, "rb")
 
 
-def _raw_lines(path: str) -> Iterator[bytes]:
-    """The file's lines as bytes, ending at LF as trec_eval's do."""
+def _raw_lines(path: str) -> Iterator[tuple[int, bytes]]:
+    """The file's lines as bytes, numbered, ending at LF as trec_eval's do."""
     number = 0
     try:
         with _open(path) as binary:
-            for number, raw in enumerate(binary, start=1):  # noqa: B007
-                yield raw
+            for raw in binary:
+                number += 1
+                yield number, raw
     except (EOFError, zlib.error, gzip.BadGzipFile) as error:
         raise InputFileError(
             path, None, f"cannot be read as gzip after line {number} ({error})"
@@ -110,7 +110,7 @@ def _raw_lines(path: str) -> Iterator[bytes]:
 def _lines(path: str, names: tuple[str, ...]) -> Iterator[tuple[int, list[str]]]:
     """The content lines, numbered and split into `names`; comments (#) and
     blank lines skipped; an `InputFileError` naming the line otherwise."""
-    for number, raw in enumerate(_raw_lines(path), start=1):
+    for number, raw in _raw_lines(path):
         if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
             raw = raw[3:]  # an editor's byte-order mark, not part of a query id
         try:
