@@ -32,7 +32,7 @@ from tests.commands import run_inspect, run_tracegrade, tracegrade_shell
 from tests.support import write_lines
 from tracegrade.bulk.scoring import score_stage_input
 from tracegrade.cli import main
-from tracegrade.importers.common import InputFileError, LabelsRefused, records_text
+from tracegrade.importers.common import InputFileError, LabelsRefused, record_line
 from tracegrade.importers.trec import QueryMismatch
 from tracegrade.importers.trec import import_trec as import_trec_files
 
@@ -228,7 +228,7 @@ def test_the_records_are_the_fixture_lines_the_readers_take(
         files["qrels"], files["run"], k=3, labels_path=files["labels"]
     )
     path = tmp_path / "runs.jsonl"
-    path.write_text(records_text(records), encoding="utf-8")
+    path.write_text("".join(map(record_line, records)), encoding="utf-8")
     cases = read_fixture_cases(path)
     assert [case.id for case in cases] == ["42", "301", "7"]
     assert [case.input for case in cases] == [record["input"] for record in records]

@@ -149,16 +149,6 @@ def needs_label(record: Mapping[str, Any]) -> bool:
     return bool(fields.get("required")) and "correct" not in fields
 
 
-def unlabelled(records: Sequence[Mapping[str, Any]]) -> int:
-    """How many records need a label and have none (`needs_label`)."""
-    return sum(1 for record in records if needs_label(record))
-
-
 def record_line(record: Mapping[str, Any]) -> str:
     """The record as one compact JSON line."""
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-
-
-def records_text(records: Sequence[Mapping[str, Any]]) -> str:
-    """The records as JSON Lines, one compact line each."""
-    return "".join(record_line(record) for record in records)

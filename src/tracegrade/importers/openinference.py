@@ -989,7 +989,6 @@ class OpenInferenceNotes:
 
 
 MODEL_INPUT = "model-input"
-LAST_STEP = "last-step"
 NO_MODEL_INPUT = "no LLM span shows its input"
 NO_CONTENT = "a document with no content that no model input names by id"
 
