@@ -15,16 +15,25 @@ from typing import Any
 import pytest
 
 from tracegrade.datasets import read_fixture_cases
-from tracegrade.importers.openinference import read_traces
-from tracegrade.importers.ragas import read_ragas
+from tracegrade.importers.openinference import (
+    ImportRules,
+    OpenInferenceNotes,
+    stream_openinference,
+)
+from tracegrade.importers.ragas import stream_ragas
 from tracegrade.labels import StaffLabels
 from tracegrade.lines import MALFORMED_JSON, NOT_AN_OBJECT, LineError, json_objects
 
 READERS: dict[str, Callable[[str], Any]] = {
     "dataset": read_fixture_cases,
     "labels": StaffLabels.read,
-    "ragas": lambda path: read_ragas(path, "jsonl"),
-    "openinference": read_traces,
+    "ragas": lambda path: list(stream_ragas(path, file_format="jsonl")),
+    # The spans are read and refused before the gold file is opened.
+    "openinference": lambda path: list(
+        stream_openinference(
+            path, "no-gold", rules=ImportRules("key"), notes=OpenInferenceNotes()
+        )
+    ),
 }
 
 

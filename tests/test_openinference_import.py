@@ -11,9 +11,9 @@ records. The refusals use hand-written lines, each wrong in one place.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +41,38 @@ from tests.support import write_lines
 from tracegrade.bulk.scoring import score_stage_input
 from tracegrade.cli import main
 from tracegrade.importers.common import ImportRefused, InputFileError, LabelsRefused
-from tracegrade.importers.openinference import import_openinference
+from tracegrade.importers.openinference import (
+    ImportRules,
+    OpenInferenceNotes,
+    stream_openinference,
+)
 
 KIND = SpanAttributes.OPENINFERENCE_SPAN_KIND
 RETRIEVER = OpenInferenceSpanKindValues.RETRIEVER.value
 LLM = OpenInferenceSpanKindValues.LLM.value
 CHAIN = OpenInferenceSpanKindValues.CHAIN.value
 EXAMPLE = "example.id"
+
+
+@dataclass
+class Imported:
+    records: list[dict[str, Any]]
+    notes: OpenInferenceNotes
+
+
+def import_openinference(
+    spans: Path | str,
+    gold: Path | str,
+    *,
+    labels_path: Path | str | None = None,
+    **rules: Any,
+) -> Imported:
+    """Every record of the command's importer, and its notes."""
+    notes = OpenInferenceNotes()
+    records = stream_openinference(
+        spans, gold, rules=ImportRules(**rules), labels_path=labels_path, notes=notes
+    )
+    return Imported(list(records), notes)
 
 
 def document_id(index: int) -> str:
@@ -790,38 +815,6 @@ def test_unmatched_traces_are_refused_or_let_through_and_listed(
         "note: 1 of 6 traces have required documents and no label (no --labels "
         "given); they score answer-label until labelled",
     ]
-
-
-def test_a_refused_import_writes_nothing(
-    spans: dict[str, Path], tmp_path: Path
-) -> None:
-    bad = write_lines(tmp_path / "spans.jsonl", [request(span_json(traceId="x"))])
-    out = tmp_path / "runs.jsonl"
-    result = import_cli(
-        bad, "--gold", str(spans["gold"]), "--key", EXAMPLE, "-o", str(out)
-    )
-    assert result.exit_code == 1
-    assert result.stdout == ""
-    (line,) = result.stderr.splitlines()
-    assert line.startswith(f"Error: {bad}, line 1: {WHERE}.traceId: ")
-    assert sorted(os.listdir(tmp_path)) == ["spans.jsonl"]
-
-
-def test_help_states_the_conventions() -> None:
-    result = CliRunner().invoke(
-        main, ["import", "openinference", "--help"], terminal_width=200
-    )
-    assert result.exit_code == 0
-    text = " ".join(result.stdout.split())
-    for phrase in (
-        "context: the documents a model received, found by id or content in "
-        "an LLM span's input messages or prompt, or a prompt builder's output",
-        "retrievers side by side fan in",
-        "answer: the last model's output; question: the user's text",
-        "A trace matching no gold line is refused (exit 2), unless --allow-unmatched",
-        "never from both, and never guessed",
-    ):
-        assert phrase in text, phrase
 
 
 def test_the_import_scores_as_the_gold_says(

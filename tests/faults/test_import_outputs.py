@@ -1,4 +1,4 @@
-"""`tracegrade import ragas` and `import openinference`: whole or absent.
+"""`tracegrade import trec`, `ragas` and `openinference`: whole or absent.
 
 The real command, in a process of its own, on input that is bad only far
 into the file (after many good lines): it must exit 1 with one line naming
@@ -17,6 +17,15 @@ from tests.commands import run_tracegrade
 from tests.faults.conftest import assert_no_final_outputs, one_clear_line, snapshot
 
 GOOD_ROWS = 2_000
+
+
+def trec_files(directory: Path, bad: bool) -> list[str]:
+    (directory / "qrels.txt").write_text(
+        "".join(f"q{n} 0 D{n} 1\n" for n in range(GOOD_ROWS))
+    )
+    run = "".join(f"q{n} Q0 D{n} 1 1.0 tag\n" for n in range(GOOD_ROWS))
+    (directory / "run.txt").write_text(run + ("q0 Q0 D9 2 oops tag\n" if bad else ""))
+    return ["trec", "--qrels", "qrels.txt", "--run", "run.txt", "-k", "1"]
 
 
 def ragas_files(directory: Path, bad: bool) -> list[str]:
@@ -80,6 +89,12 @@ def openinference_files(directory: Path, bad: bool) -> list[str]:
 
 
 IMPORTERS = {
+    "trec": (
+        trec_files,
+        f'run.txt, line {GOOD_ROWS + 1}: field 5 (score) "oops" is not a number '
+        "that trec_eval's strtod and Python's float() read alike: ASCII digits "
+        "with an optional leading -, point and e-exponent",
+    ),
     "ragas": (
         ragas_files,
         f"dataset.jsonl, line {GOOD_ROWS + 1}: reference_context_ids[0] true is "
@@ -130,8 +145,9 @@ def test_an_output_naming_an_input_is_refused_and_the_input_kept(
     make, _ = IMPORTERS[importer]
     args = make(tmp_path, bad=False)
     before = snapshot(tmp_path)
+    first_input = next(arg for arg in args if (tmp_path / arg).is_file())
     result = run_tracegrade(
-        "import", *args, "--output", args[1], "--force", cwd=tmp_path
+        "import", *args, "--output", first_input, "--force", cwd=tmp_path
     )
     assert result.returncode == 2
     assert "would destroy the input" in one_clear_line(result.stderr)

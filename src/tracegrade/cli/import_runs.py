@@ -1,83 +1,91 @@
-"""`tracegrade import`: other tools' files as tracegrade's JSON Lines records.
-
-The logic is in `tracegrade.importers`; this only reads options, writes the
-records, and turns its errors into one line and an exit code. Every
-subcommand has the same shape: its inputs, `--labels`, `--output` and
-`--force`, and the same notes and exit codes.
-"""
+"""`tracegrade import`: other tools' files as records, every command one shape:
+its inputs, the importer's records, and the shared options, output and notes."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import IO, TYPE_CHECKING, Any, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any, TypeVar
 
 import click
 
 from ._failures import CommandStopped
 from ._paths import check_output_format
 
-if TYPE_CHECKING:
-    from ..importers.openinference import OpenInferenceNotes
-
 _INPUT = click.Path(exists=True, dir_okay=False, readable=True, path_type=str)
 
 Command = TypeVar("Command", bound=Callable[..., Any])
+Records = Iterable[dict[str, Any]]
 
 
 def _output_options(command: Command) -> Command:
-    """`--labels`, `--output`, `--output-format` and `--force`, the same
-    for every importer."""
-    command = click.option(
-        "--output-format",
-        type=click.Choice(["jsonl", "parquet"]),
-        default="jsonl",
-        show_default=True,
-        help="jsonl, or parquet: the records as the columns "
-        "tracegrade.score_table reads (needs --output and pyarrow).",
-    )(command)
-    command = click.option(
-        "--force",
-        is_flag=True,
-        help="Replace an existing --output file (never an input).",
-    )(command)
-    command = click.option(
-        "-o",
-        "--output",
-        "--out",
-        "output",
-        type=click.Path(dir_okay=False, path_type=str),
-        help="Write the records to this file instead of stdout.",
-    )(command)
-    return click.option(
-        "--labels",
-        type=_INPUT,
-        help='Staff labels, JSON Lines {"id": ID, "correct": true|false}.',
-    )(command)
+    """`--labels`, `--output`, `--output-format` and `--force`, for every importer."""
+    for option in reversed(
+        [
+            click.option(
+                "--labels",
+                type=_INPUT,
+                help='Staff labels, JSON Lines {"id": ID, "correct": true|false}.',
+            ),
+            click.option(
+                "-o",
+                "--output",
+                "--out",
+                "output",
+                type=click.Path(dir_okay=False, path_type=str),
+                help="Write the records to this file instead of stdout.",
+            ),
+            click.option(
+                "--force",
+                is_flag=True,
+                help="Replace an existing --output file (never an input).",
+            ),
+            click.option(
+                "--output-format",
+                type=click.Choice(["jsonl", "parquet"]),
+                default="jsonl",
+                show_default=True,
+                help="jsonl, or parquet: the records as the columns "
+                "tracegrade.score_table reads (needs --output and pyarrow).",
+            ),
+        ]
+    ):
+        command = option(command)
+    return command
+
+
+class _InputUnreadable(Exception):
+    """An input's own `OSError`, told apart from a failed write of the output."""
+
+    def __init__(self, error: OSError) -> None:
+        self.error = error
+        super().__init__(str(error))
+
+
+def _read(build: Callable[[], Records]) -> Iterator[dict[str, Any]]:
+    try:
+        yield from build()
+    except OSError as error:
+        raise _InputUnreadable(error) from None
 
 
 def _run_import(
-    inputs: Sequence[str],
-    output: str | None,
-    force: bool,
-    build: Callable[[], Iterable[dict[str, Any]]],
+    inputs: list[str | None],
+    build: Callable[[], Records],
     noun: str,
+    notes: Callable[[int], list[str]],
+    *,
     labels: str | None,
-    notes: Callable[[int], list[str]] = lambda count: [],
-    output_format: str = "jsonl",
+    output: str | None,
+    output_format: str,
+    force: bool,
 ) -> None:
-    """Check the outputs, write the records as `build` gives them, say what
-    needs saying.
-
-    `build` may refuse its input after giving some records, so they are
-    written where they can be dropped (--output's temporary file, or a
-    spool for stdout) and kept only once it has ended: the records are
-    written whole (to --output, atomically) or not at all. `notes` is
-    given the number of records.
-    """
-    from ..importers.common import ImportRefused, plural, unlabelled
+    """Write the records `build` gives whole or not at all (they may be refused
+    part way), then the notes; errors as one line and an exit code."""
+    from ..importers.common import ImportRefused, needs_label, plural
     from ..outputs import check_output, check_standard_streams
 
-    check_standard_streams(inputs)
+    named_inputs = [path for path in [*inputs, labels] if path is not None]
+    check_standard_streams(named_inputs)
     check_output_format(
         output,
         output_format,
@@ -87,126 +95,82 @@ def _run_import(
         stdout_default=True,
     )
     if output is not None:
-        check_output(output, inputs=inputs, option="--output", force=force)
-    written = _Written()
-    try:
-        if output_format == "parquet":
-            assert output is not None
-            # A Parquet table is built whole: the records are listed.
-            records = list(_read(build))
-            written.count = len(records)
-            written.unlabelled = unlabelled(records)
-            _write_parquet(records, output, replace=force)
-        elif output is None:
-            _spool_to_stdout(build, written)
-        else:
-            from ..outputs import AtomicFile
+        check_output(output, inputs=named_inputs, option="--output", force=force)
+    counts = [0, 0]  # records, and those that need a label
 
-            AtomicFile.write_through(
-                output,
-                lambda handle: _write_records(build, handle, written),
-                replace=force,
-            )
+    def counted() -> Iterator[dict[str, Any]]:
+        for record in _read(build):
+            counts[0] += 1
+            counts[1] += needs_label(record)
+            yield record
+
+    try:
+        _write(counted(), output, output_format, force)
     except ImportRefused as error:
-        if error.exit_code != 1:
-            raise CommandStopped(f"Error: {error.message}", error.exit_code) from None
-        raise click.ClickException(error.message) from None
+        raise CommandStopped(f"Error: {error.message}", error.exit_code) from None
     except _InputUnreadable as error:
         raise CommandStopped(f"Error: {error.error}", 2) from None
 
     # Said once the records are out: a write that fails says only that.
-    for note in notes(written.count):
+    count, unlabelled = counts
+    for note in notes(count):
         click.echo(f"note: {note}", err=True)
-    if written.unlabelled:
+    if unlabelled:
         why = f"no label in {labels}" if labels else "no label (no --labels given)"
         click.echo(
-            f"note: {written.unlabelled} of {written.count} {plural(noun)} have "
-            f"required documents and {why}; they score answer-label until labelled",
+            f"note: {unlabelled} of {count} {plural(noun)} have required "
+            f"documents and {why}; they score answer-label until labelled",
             err=True,
         )
     if output is not None:
-        click.echo(f"{written.count} records written to {output}", err=True)
+        click.echo(f"{count} records written to {output}", err=True)
 
 
-class _Written:
-    """What was written: how many records, and how many need a label."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.unlabelled = 0
-
-
-class _InputUnreadable(Exception):
-    """An input that failed to read (an `OSError` of its own), told apart
-    from a failed write of the output."""
-
-    def __init__(self, error: OSError) -> None:
-        self.error = error
-        super().__init__(str(error))
-
-
-def _read(build: Callable[[], Iterable[dict[str, Any]]]) -> Iterator[dict[str, Any]]:
-    """The records `build` gives, an `OSError` of reading the inputs for
-    them (by `build` or as they come) as `_InputUnreadable`."""
-    try:
-        iterator = iter(build())
-    except OSError as error:
-        raise _InputUnreadable(error) from None
-    while True:
-        try:
-            record = next(iterator, None)
-        except OSError as error:
-            raise _InputUnreadable(error) from None
-        if record is None:
-            return
-        yield record
-
-
-def _write_records(
-    build: Callable[[], Iterable[dict[str, Any]]], handle: IO[str], written: _Written
+def _write(
+    records: Records, output: str | None, output_format: str, force: bool
 ) -> None:
-    """Each record `build` gives as a line of `handle`, counted in `written`."""
-    from ..importers.common import needs_label, record_line
+    """JSON Lines to --output atomically, or to stdout through an unnamed
+    spool (stdout stays empty if a record is refused); or a Parquet table."""
+    from ..outputs import AtomicFile
 
-    for record in _read(build):
+    if output_format == "parquet":
+        assert output is not None
+        _write_parquet(list(records), output, replace=force)
+    elif output is not None:
+        AtomicFile.write_through(
+            output, lambda handle: _write_lines(records, handle), replace=force
+        )
+    else:
+        _spool_to_stdout(records)
+
+
+def _write_lines(records: Records, handle: IO[str]) -> None:
+    from ..importers.common import record_line
+
+    for record in records:
         handle.write(record_line(record))
-        written.count += 1
-        written.unlabelled += needs_label(record)
 
 
-def _spool_to_stdout(
-    build: Callable[[], Iterable[dict[str, Any]]], written: _Written
-) -> None:
-    """The records to stdout, once all of them are written: until then they
-    wait in an unnamed temporary file, so a refusal part way leaves
-    stdout empty, and memory holds one record at a time."""
+def _spool_to_stdout(records: Records) -> None:
     import tempfile
+
+    from ..importers.common import NoTemporarySpace
 
     with tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n") as spool:
         try:
-            _write_records(build, spool, written)
+            _write_lines(records, spool)
             spool.flush()
         except OSError as error:
-            raise CommandStopped(
-                f"Error: cannot write a temporary file in {tempfile.gettempdir()!r} "
-                f"to hold the records ({error.strerror or error}); nothing was "
-                "written (set TMPDIR to a directory with space)",
-                2,
-            ) from None
+            raise NoTemporarySpace(error, "records") from None
         spool.seek(0)
-        while chunk := spool.read(_CHUNK):
+        while chunk := spool.read(1 << 16):
             click.echo(chunk, nl=False)
-
-
-_CHUNK = 1 << 16
-"""Characters copied from the spool to stdout at a time."""
 
 
 def _write_parquet(
     records: list[dict[str, Any]], output: str, *, replace: bool
 ) -> None:
-    """The records as `tracegrade.table.record_schema` columns, published
-    whole or not at all, like the JSON Lines."""
+    """The records as `tracegrade.table.record_schema` columns, whole or not at all."""
     import pyarrow.parquet as pq
 
     from ..outputs import AtomicFile
@@ -228,11 +192,8 @@ def _write_parquet(
 def import_group() -> None:
     """Other tools' files as records for check, score and inspect eval.
 
-    The JSON Lines written are fixture-format records that `tracegrade
-    check`, `tracegrade score` and `inspect eval tracegrade/stage_diagnosis
-    -T dataset=` read as they are: one per query of TREC files (trec),
-    per sample of a Ragas dataset (ragas), per trace of OpenInference spans
-    (openinference).
+    One fixture-format record per query of TREC files (trec), per sample of
+    a Ragas dataset (ragas), per trace of OpenInference spans (openinference).
     """
 
 
@@ -270,15 +231,7 @@ def import_group() -> None:
 )
 @_output_options
 def trec(
-    qrels: str,
-    run_file: str,
-    k: int,
-    min_rel: int,
-    complete: bool,
-    labels: str | None,
-    output: str | None,
-    output_format: str,
-    force: bool,
+    qrels: str, run_file: str, k: int, min_rel: int, complete: bool, **output: Any
 ) -> None:
     """One stage-diagnosis record per query of TREC qrels and a run.
 
@@ -286,41 +239,17 @@ def trec(
       tracegrade import trec --qrels QRELS --run RUN --k 10 > runs.jsonl
       inspect eval tracegrade/stage_diagnosis -T dataset=runs.jsonl
 
-    Each line is {"id": QUERY, "input": {"required": [...], "context":
-    [...], "correct": ...}}, queries in the order the qrels first name them.
-    As trec_eval and ir-measures count them:
+    Queries in qrels order, as trec_eval counts them: required, the
+    documents judged N or higher (--min-rel, inclusive as trec_eval -l);
+    context, the run's top K by score, ties broken by document id
+    descending (the rank column is ignored); steps, the whole ranking;
+    correct, from --labels only, else absent (it scores answer-label).
 
-    \b
-    - required: the query's documents judged N or higher (--min-rel,
-      default 1), in qrels order. "Relevant" is inclusive, as trec_eval's
-      -l ("minimum relevance judgement value needed for a document to be
-      called relevant") and ir-measures' rel= ("minimum relevance score
-      to be considered relevant (inclusive)"). A query with none has
-      required [] and scores unresolved.
-    - context: the run's top K for the query, by score highest first,
-      ties broken by document id descending (byte order), as trec_eval
-      sorts; the rank column is ignored, as trec_eval ignores it. With
-      -c, a judged query the run lacks has context [].
-    - correct: the query's label from --labels (the `tracegrade labels`
-      format; "epoch" is refused), else absent, which scores
-      answer-label. Labels are never guessed.
-
-    Lines are read as trec_eval reads them: fields split on ASCII
-    whitespace only (a document id ending in an EM SPACE keeps it), a
-    relevance of the form [+-]?[0-9]+, a score a decimal number
-    (digits, optional point and exponent) or inf; a line starting with #
-    is a comment.
-
-    Refused, with file, line and field, and nothing written: a query in
-    one file and not the other (the first 10 of each file named, all
-    counted; see -c), a line of the wrong shape or not UTF-8, a relevance
-    or score of any other form (0_1, 1_000, an Arabic-Indic digit, NaN),
-    a NUL in a field, a document judged or ranked twice for a query, an
-    empty file, a label naming no query. A .gz file is read through gzip.
-
-    Records are written only once both files are read and checked; --output
-    appears complete or not at all, never replaces an input, and replaces
-    an existing file only with --force.
+    A field Python's int(), float() or str.split() would read otherwise
+    than trec_eval (1_0, +1, inf, a Unicode space ...), a query in one file
+    only (see -c), a malformed line or a document listed twice is refused,
+    naming the file, line and field, and nothing is written. A .gz file is
+    read through gzip. docs/import-trec.md gives the details.
 
     \b
     Exit codes: 0 success, 1 the files are malformed or disagree,
@@ -331,13 +260,13 @@ def trec(
 
     not_run: list[str] = []
 
-    def build() -> list[dict[str, Any]]:
+    def build() -> Records:
         imported = import_trec(
             qrels,
             run_file,
             k=k,
             min_rel=min_rel,
-            labels_path=labels,
+            labels_path=output["labels"],
             complete=complete,
         )
         not_run.extend(imported.not_run)
@@ -351,8 +280,7 @@ def trec(
             f"in {run_file}; imported with an empty context (-c): {named(not_run)}"
         ]
 
-    inputs = [qrels, run_file, *([labels] if labels is not None else [])]
-    _run_import(inputs, output, force, build, "query", labels, notes, output_format)
+    _run_import([qrels, run_file], build, "query", notes, **output)
 
 
 @import_group.command("ragas")
@@ -364,53 +292,24 @@ def trec(
     help="How DATASET is written; by default CSV for a .csv name, else JSONL.",
 )
 @_output_options
-def ragas(
-    dataset: str,
-    file_format: str | None,
-    labels: str | None,
-    output: str | None,
-    output_format: str,
-    force: bool,
-) -> None:
+def ragas(dataset: str, file_format: Any, **output: Any) -> None:
     """One stage-diagnosis record per sample of a Ragas evaluation dataset.
 
     \b
       tracegrade import ragas dataset.jsonl --labels labels.jsonl > runs.jsonl
       inspect eval tracegrade/stage_diagnosis -T dataset=runs.jsonl
 
-    DATASET is JSON Lines or CSV as Ragas's EvaluationDataset.to_jsonl and
-    to_csv write it, single-turn samples with user_input,
-    retrieved_context_ids, reference_context_ids, response and reference.
-    Each line written is {"id": INDEX, "input": {"required": [...],
-    "context": [...], "correct": ..., "question": ..., "answer": ...,
-    "reference": ...}}, samples in dataset order:
+    DATASET is JSON Lines or CSV as EvaluationDataset.to_jsonl and to_csv
+    write it. Samples in order, id their index from "0": required,
+    reference_context_ids; context, retrieved_context_ids (an integer ID as
+    its text, as IDBasedContextRecall compares str(id)); correct, from
+    --labels only, else absent (it scores answer-label); question, answer
+    and reference, from user_input, response and reference.
 
-    \b
-    - id: the sample's index in the dataset, from "0", as Ragas numbers
-      it (dataset[i], the rows of the result's to_pandas()).
-    - required: reference_context_ids; context: retrieved_context_ids,
-      in the order given. An integer ID becomes its decimal text, as
-      IDBasedContextRecall compares str(id); each record's recall is
-      then Ragas's ID-based context recall.
-    - correct: the sample's label from --labels (the `tracegrade labels`
-      format, keyed by id), else absent, which scores answer-label. The
-      response is never compared with the reference: labels are never
-      guessed.
-    - question, answer, reference: user_input, response and reference,
-      when present, for whoever labels the answers.
-
-    In CSV, a list is the text to_csv writes for it (['D1', 'D2'];
-    ["D1", "D2"] reads too), and an empty cell is absent.
-
-    Refused, with file, line and field, and nothing written: a line or
-    row that is not JSON or CSV, or not UTF-8; a sample without
-    reference_context_ids or retrieved_context_ids; an ID that is neither
-    text nor an integer; a multi-turn sample; an empty file; a label
-    naming no sample.
-
-    Records are written only once every sample is read and checked;
-    --output appears complete or not at all, never replaces an input, and
-    replaces an existing file only with --force.
+    A row that cannot be read, a sample without either ID list, an ID that
+    is neither text nor an integer, a multi-turn sample or an empty file
+    is refused, naming the file, line and field, and nothing is written.
+    docs/import-ragas.md gives the details.
 
     \b
     Exit codes: 0 success, 1 the dataset or labels are malformed,
@@ -418,14 +317,12 @@ def ragas(
     """
     from ..importers.ragas import stream_ragas
 
-    def build() -> Iterable[dict[str, Any]]:
-        chosen: Any = file_format
-        return stream_ragas(dataset, labels_path=labels, file_format=chosen)
+    def build() -> Records:
+        return stream_ragas(
+            dataset, labels_path=output["labels"], file_format=file_format
+        )
 
-    inputs = [dataset, *([labels] if labels is not None else [])]
-    _run_import(
-        inputs, output, force, build, "sample", labels, output_format=output_format
-    )
+    _run_import([dataset], build, "sample", lambda count: [], **output)
 
 
 @import_group.command("openinference")
@@ -480,10 +377,7 @@ def openinference(
     context_rule: str,
     allow_unmatched: bool,
     id_in_metadata: str | None,
-    labels: str | None,
-    output: str | None,
-    output_format: str,
-    force: bool,
+    **output: Any,
 ) -> None:
     """One stage-diagnosis record per trace of OpenInference spans.
 
@@ -492,46 +386,18 @@ def openinference(
           --key session.id > runs.jsonl
       inspect eval tracegrade/stage_diagnosis -T dataset=runs.jsonl
 
-    SPANS is OTLP JSON, one ExportTraceServiceRequest a line, as the
-    OpenTelemetry SDK's and the Collector's file exporters write it, of
-    spans following the OpenInference conventions. Each line written is
-    {"id": KEY, "input": {"required": [...], "context": [...], "steps":
-    [...], "correct": ..., "question": ..., "answer": ...}}, traces in the
-    order they first appear (docs/import-openinference.md):
-
-    \b
-    - id: the trace's ATTRIBUTE value (--key, or --id), so two imports
-      of the same questions pair in tracegrade compare; two traces with
-      one id are refused.
-    - context: the documents a model received, found by id or content
-      in an LLM span's input messages or prompt, or a prompt builder's
-      output; one reading or a refusal. A trace showing no model input:
-      its last retrieval step's output, counted in a note.
-    - steps: its RETRIEVER and RERANKER spans, in the order the span tree
-      and times give; retrievers side by side fan in.
-    - required, and correct when the gold line has one: from the GOLD
-      line whose "key" equals the trace's ATTRIBUTE, type included.
-    - correct may instead come from --labels, keyed by record id; never
-      from both, and never guessed.
-    - answer: the last model's output; question: the user's text.
+    SPANS is OTLP JSON, one ExportTraceServiceRequest a line. Traces in
+    order: id, the trace's --key (or --id) value; context, the documents a
+    model received, by id or content (with none shown, the last retrieval
+    step's output); steps, its RETRIEVER and RERANKER spans; required and
+    correct, from the gold line whose key equals the trace's; correct may
+    come from --labels instead, never both; answer, the last model's
+    output; question, the user's text.
 
     A trace matching no gold line is refused (exit 2), unless
-    --allow-unmatched; gold lines no trace matched, traces with no
-    RETRIEVER span (written without context, invalid-input), and spans
-    that returned documents typed neither RETRIEVER nor RERANKER are
-    listed on stderr.
-
-    Refused, with file, line and field, and nothing written: a line that
-    is not OTLP JSON trace data or not UTF-8, an id of neither encoding,
-    a span exported twice, an attribute given twice, a retrieved document
-    without document.id, a span kind in the wrong case ("retriever"), a
-    trace whose spans give two keys, a model input with two readings, a
-    repeated gold key, an empty file, a label naming no record or
-    labelling one the gold file labels.
-
-    Records are written only once every file is read and checked;
-    --output appears complete or not at all, never replaces an input, and
-    replaces an existing file only with --force.
+    --allow-unmatched; what else is refused or noted is in
+    docs/import-openinference.md. Nothing is written unless every file is
+    read and checked.
 
     \b
     Exit codes: 0 success, 1 the files are malformed or disagree,
@@ -544,78 +410,15 @@ def openinference(
         stream_openinference,
     )
 
-    imported = OpenInferenceNotes()
+    said = OpenInferenceNotes()
     rules = ImportRules(key, sample_id, context_rule, allow_unmatched, id_in_metadata)
 
-    def build() -> Iterable[dict[str, Any]]:
+    def build() -> Records:
         return stream_openinference(
-            spans, gold, rules=rules, labels_path=labels, notes=imported
+            spans, gold, rules=rules, labels_path=output["labels"], notes=said
         )
 
     def notes(count: int) -> list[str]:
-        return _openinference_notes(imported, count, key, gold)
+        return said.lines(count, key, gold)
 
-    inputs = [spans, gold, *([labels] if labels is not None else [])]
-    _run_import(inputs, output, force, build, "trace", labels, notes, output_format)
-
-
-def _openinference_notes(
-    imported: OpenInferenceNotes, count: int, key: str, gold: str
-) -> list[str]:
-    """What an OpenInference import says on stderr, a line a note."""
-    from ..core.errors import quote
-    from ..importers.common import SHOWN, counted, named
-
-    said = []
-    traces = counted(count, "trace")
-    if imported.unmatched:
-        shown = ", ".join(
-            quote(trace_id)
-            + (f" (no {key})" if value is None else f" ({key} {quote(value)})")
-            for trace_id, value in imported.unmatched[:SHOWN]
-        )
-        more = len(imported.unmatched) - SHOWN
-        said.append(
-            f"{len(imported.unmatched)} of {traces} match no line of {gold} by "
-            f"{key}; written without required (--allow-unmatched), they score "
-            f"unresolved: {shown}" + (f" and {more} more" if more > 0 else "")
-        )
-    if imported.last_step:
-        reasons = {
-            why: sum(1 for _, w in imported.last_step if w == why)
-            for _, why in imported.last_step
-        }
-        why = "; ".join(f"{n}: {reason}" for reason, n in reasons.items())
-        said.append(
-            f"{len(imported.last_step)} of {traces} show no model input that "
-            f"tells what reached the model ({why}); their context is their last "
-            "retrieval step's output, as --context last-step takes it: "
-            + named([trace_id for trace_id, _ in imported.last_step])
-        )
-    if imported.untyped:
-        shown = ", ".join(
-            f"{quote(name)} ({counted(n, 'trace')})"
-            for name, n in list(imported.untyped.items())[:SHOWN]
-        )
-        said.append(
-            f"spans that returned documents are typed neither RETRIEVER nor "
-            f"RERANKER, so no step reads them: {shown}"
-        )
-    if imported.unretrieved:
-        said.append(
-            f"{len(imported.unretrieved)} of {traces} have no RETRIEVER span; "
-            "written without context, they are invalid-input (the context "
-            f"was never recorded): {named(imported.unretrieved)}"
-        )
-    if imported.unused_gold:
-        shown = ", ".join(
-            f"{quote(line.key)} (line {line.line})"
-            for line in imported.unused_gold[:SHOWN]
-        )
-        more = len(imported.unused_gold) - SHOWN
-        verb = "matches" if len(imported.unused_gold) == 1 else "match"
-        said.append(
-            f"{counted(len(imported.unused_gold), 'gold line')} of {gold} "
-            f"{verb} no trace: {shown}" + (f" and {more} more" if more > 0 else "")
-        )
-    return said
+    _run_import([spans, gold], build, "trace", notes, **output)

@@ -1,29 +1,13 @@
-"""What every importer shares: its errors, its labels, and its output.
-
-An importer turns another tool's files into fixture-format records, one
-`{"id", "input": {"required", "context", "correct"?, ...}}` per run. All of
-them follow the same rules, which this module holds once:
-
-- a file that cannot become records is refused with its path, line and
-  field, quoting the bad value (`InputFileError`);
-- a label comes only from a labels file in the format `tracegrade labels`
-  uses (`read_labels`), and a label naming no record is refused
-  (`check_labels_name_records`): labels are never guessed;
-- a caller writes every record or none: the streaming importers give
-  records as they read, and a refusal may come after some, so they are
-  written where they can be dropped until every input is checked.
-
-Importing this module imports neither Inspect AI nor any importer's
-optional dependency.
-"""
+"""What every importer shares: refusals naming file, line and field, labels
+only from a labels file (never guessed), and records as JSON Lines."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..core.errors import quote
 from ..lines import LineError
@@ -32,6 +16,7 @@ from ..lines import LineError
 SHOWN = 10
 
 SampleId = str | int
+Item = TypeVar("Item")
 
 
 class ImportRefused(ValueError):
@@ -51,20 +36,39 @@ class InputFileError(LineError, ImportRefused):
     fault, when one is), as every JSON Lines reader names it."""
 
 
+class NoTemporarySpace(ImportRefused):
+    """A temporary file that could not be written: exit 2, as a failed write."""
+
+    exit_code = 2
+
+    def __init__(self, error: OSError, holding: str) -> None:
+        import tempfile
+
+        super().__init__(
+            f"cannot write a temporary file in {tempfile.gettempdir()!r} to "
+            f"hold the {holding} ({error.strerror or error}); nothing was "
+            "written (set TMPDIR to a directory with space)"
+        )
+
+
 class LabelsRefused(ImportRefused):
     """A labels file that cannot label this import: unreadable, malformed,
     labelling by epoch, or naming records the import does not have."""
 
 
-def named(names: Sequence[str], lines: Mapping[str, int] | None = None) -> str:
-    """The first `SHOWN` names quoted (each with its line, when known),
-    then how many more."""
-    shown = ", ".join(
-        quote(name) + ("" if lines is None else f" (line {lines[name]})")
-        for name in names[:SHOWN]
-    )
-    more = len(names) - SHOWN
+def listed(items: Sequence[Item], show: Callable[[Item], str]) -> str:
+    """The first `SHOWN` items as `show` gives them, then how many more."""
+    more = len(items) - SHOWN
+    shown = ", ".join(show(item) for item in items[:SHOWN])
     return shown + (f" and {more} more" if more > 0 else "")
+
+
+def named(names: Sequence[Any], lines: Mapping[Any, int] | None = None) -> str:
+    """The first `SHOWN` names quoted (each with its line, when known)."""
+    return listed(
+        names,
+        lambda name: quote(name) + ("" if lines is None else f" (line {lines[name]})"),
+    )
 
 
 def plural(noun: str) -> str:
@@ -87,12 +91,8 @@ class RecordLabels:
 
 
 def read_labels(path: str | Path) -> RecordLabels:
-    """Read a labels file as `tracegrade labels` and the stage scorer read
-    one; raises `LabelsRefused` naming the line.
-
-    A line labelling an `epoch` is refused: epochs are repeated runs of one
-    sample in a log, and an imported run is one record with one label.
-    """
+    """Read a labels file as `tracegrade labels` reads one; an `epoch` is
+    refused, since an imported run is one record with one label."""
     # Imported here: the labels module loads Inspect AI.
     from ..labels import LabelsError, StaffLabels
 
@@ -115,22 +115,12 @@ def read_labels(path: str | Path) -> RecordLabels:
 def check_labels_name_records(
     labels: RecordLabels, ids: Container[object], what: str, where: str
 ) -> None:
-    """Refuse labels naming no record: `ids` are the records' ids, `what`
-    the noun for one ("query"), `where` the files they came from.
-
-    A label naming nothing is most often a typo or a label for another
-    file; applied silently, the run it meant would stay unlabelled.
-    """
+    """Refuse labels naming none of `ids` (records called `what`, from
+    `where`): most often a typo, which would leave the run it meant unlabelled."""
     unmatched = [sample_id for sample_id in labels.labels if sample_id not in ids]
     if not unmatched:
         return
-    shown = ", ".join(
-        f"{quote(sample_id)} (line {labels.lines[sample_id]})"
-        for sample_id in unmatched[:SHOWN]
-    )
-    more = len(unmatched) - SHOWN
-    if more > 0:
-        shown += f" and {more} more"
+    shown = named(unmatched, labels.lines)
     label_count = (
         "1 label names" if len(unmatched) == 1 else f"{len(unmatched)} labels name"
     )
@@ -159,16 +149,6 @@ def needs_label(record: Mapping[str, Any]) -> bool:
     return bool(fields.get("required")) and "correct" not in fields
 
 
-def unlabelled(records: Sequence[Mapping[str, Any]]) -> int:
-    """How many records need a label and have none (`needs_label`)."""
-    return sum(1 for record in records if needs_label(record))
-
-
 def record_line(record: Mapping[str, Any]) -> str:
     """The record as one compact JSON line."""
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-
-
-def records_text(records: Sequence[Mapping[str, Any]]) -> str:
-    """The records as JSON Lines, one compact line each."""
-    return "".join(record_line(record) for record in records)

@@ -1,12 +1,6 @@
-"""Which documents a model's input holds, found by id or by content.
-
-A document is in a text when its id occurs there as a whole word, or its
-content occurs verbatim and no other document has the same content. An
-occurrence lying inside another document's longer id or content is that
-document's text: "doc-1" inside "[doc-10]" is not doc-1. A document seen
-only so, or content two documents share with neither found by id, has two
-readings, and is refused (`TwoReadings`), never guessed.
-"""
+"""Which documents a model's input holds: by id as a whole word, or by content
+unique among the trace's documents; a text with two readings is refused
+(`TwoReadings`), never guessed (docs/import-openinference.md)."""
 
 from __future__ import annotations
 

@@ -1,91 +1,34 @@
-"""OpenInference traces, exported as OTLP JSON, as stage-diagnosis records.
-
-A RAG pipeline instrumented with OpenInference's conventions records what
-stage diagnosis needs as it runs: its `RETRIEVER` and `RERANKER` spans
-name the documents they returned (`retrieval.documents.N.document.id`),
-and its `LLM` spans what the model was given and said. What the answer
-needed, and whether it was right, comes from a gold file, joined to each
-trace by a key the user names. One fixture-format record per trace
-(docs/import-openinference.md):
-
-    {"id": KEY, "input": {"required": [...], "context": [...], "steps"?: [...],
-     "correct"?: true|false, "question"?: ..., "answer"?: ...}}
-
-- `id` is the trace's key as text, or the value of the attribute
-  `ImportRules.sample_id` names; two traces with one id are refused.
-- `context` is the documents a model received: those whose id or unique
-  content a model's input shows (`_model_input`, `documents_in`), one
-  reading or a refusal. A trace showing no model input, or with
-  `--context last-step`, has the rule of earlier versions: the last
-  RERANKER's output, or without one its RETRIEVER spans' documents.
-  A trace with no RETRIEVER span has no `context`: it was never recorded,
-  and the run scores `invalid-input`, where an empty one would blame the
-  retriever.
-- `steps`: its RETRIEVER and RERANKER spans in span-tree order
-  (`_steps`), retrievers side by side fanning in.
-- `answer` is the last model's output, `question` the user's text.
-- The key is the attribute `key` of the root span, or, where the root
-  lacks it, the one value the trace's other spans give it (two different
-  values are refused).
-- `required` (and `correct`, when the gold line has one) come from the
-  gold line whose `key` equals it, type included: `7` is not `"7"`. A
-  label may also come from a labels file keyed by record id, but one
-  record is never labelled by both. Labels are never guessed.
-- A trace that matches no gold line is refused (`UnmatchedTraces`), or,
-  let through, kept without `required` (so it scores `unresolved`) and
-  listed; so are gold lines no trace matched.
-
-The spans file is JSON Lines, one OTLP `ExportTraceServiceRequest` per
-line, as the OpenTelemetry SDK's OTLP JSON file exporter and the
-Collector's file exporter write it. Both encodings of ids are read: OTLP
-JSON's hex (hex digits only: an id with a space in it is refused, never
-read as a shorter one), and the base64 of protobuf's own JSON mapping (told
-apart by length), and both forms of 64-bit integers (string or number;
-one out of 64-bit range is refused). Unknown fields are ignored, as
-OTLP/JSON asks of a receiver.
-
-The gold file is JSON Lines, one `{"key": ..., "required": [ids],
-"correct"?: true|false}` per line; other fields are ignored.
-
-Refused, with file, line and field: a line that is not an OTLP JSON trace
-request, an id that is neither encoding, a span exported twice, an
-attribute given twice, a retrieved document with no `document.id`, a
-repeated gold key, and empty files. Every span is read and checked before
-any record is made; records then come a trace at a time
-(`stream_openinference`), and a refusal may come after some, so a caller
-writes them where it can drop them and keeps them only once all are
-made. Nothing here needs OpenTelemetry or OpenInference packages.
-"""
+"""OpenInference spans (OTLP JSON) as stage-diagnosis records, one per trace,
+joined to a gold file by a key attribute. Each span is read once, into an
+unnamed spool, so memory holds one trace (docs/import-openinference.md)."""
 
 from __future__ import annotations
 
 import base64
 import binascii
 import json
+import pickle
 import re
+import tempfile
 from array import array
-from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, TypeAlias
+from typing import IO, Any
 
 from ..core.errors import quote
-from ..lines import (
-    has_lone_surrogate,
-    is_blank,
-    json_object,
-    json_objects,
-    strict_json_loads,
-)
+from ..lines import has_lone_surrogate, json_objects, strict_json_loads
 from .common import (
     SHOWN,
     ImportRefused,
     InputFileError,
     LabelsRefused,
+    NoTemporarySpace,
     RecordLabels,
     check_labels_name_records,
     counted,
+    listed,
+    named,
     read_labels,
 )
 from .model_input import TwoReadings, documents_in
@@ -100,13 +43,19 @@ RERANKER = "RERANKER"
 PROMPT = "PROMPT"
 RETRIEVED = "retrieval.documents"
 RERANKED = "reranker.output_documents"
+PROMPT_TEMPLATE = "llm.prompt_template."
+INPUT_MESSAGES = "llm.input_messages."
+OUTPUT_MESSAGES = "llm.output_messages."
+PROMPTS = "llm.prompts"
+INPUT_MIME_TYPE = "input.mime_type"
+JSON_MIME_TYPE = "application/json"
+
 _DIGITS = re.compile(r"[+-]?[0-9]+")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 # The widest integer OTLP carries (uint64 times, int64 values); longer
 # digit strings are refused before Python's int() refuses them itself.
 _INTEGER_DIGITS = 20
 _INTEGER_RANGE = (-(2**63), 2**64 - 1)
-
 TRACE_ID_BYTES = 16
 SPAN_ID_BYTES = 8
 
@@ -154,14 +103,6 @@ class GoldLine:
     line: int
 
 
-@dataclass
-class OpenInferenceImport:
-    """The records, and what the import's notes say of them."""
-
-    records: list[dict[str, Any]]
-    notes: OpenInferenceNotes
-
-
 # --- reading the spans -----------------------------------------------------------
 
 
@@ -187,9 +128,9 @@ def _json_lines(path: str) -> Iterator[tuple[_Line, dict[str, Any]]]:
         ) from None
 
 
-def _list(line: _Line, where: str, value: Any, required: bool = False) -> list[Any]:
+def _list(line: _Line, where: str, value: Any) -> list[Any]:
     """A repeated field: absent is empty, as protobuf's JSON leaves it out."""
-    if value is None and not required:
+    if value is None:
         return []
     if type(value) is not list:
         raise line.refuse(where, f"must be a JSON array, got {quote(value, 80)}")
@@ -344,6 +285,7 @@ def _attributes(
 
 
 def _spans(line: _Line, request: Any, order: int) -> Iterator[Span]:
+    """The spans of one ExportTraceServiceRequest, numbered from `order`."""
     request = _object(line, "", request)
     if "resourceSpans" not in request:
         other = [
@@ -370,201 +312,102 @@ def _spans(line: _Line, request: Any, order: int) -> Iterator[Span]:
             for n, span in enumerate(
                 _list(line, f"{s_where}.spans", scope.get("spans"))
             ):
-                where = f"{s_where}.spans[{n}]"
-                span = _object(line, where, span)
-                parent = span.get("parentSpanId", "")
-                attributes, paths = _attributes(
-                    line,
-                    f"{where}.attributes",
-                    _list(line, f"{where}.attributes", span.get("attributes")),
-                )
-                yield Span(
-                    trace_id=_identifier(
-                        line, f"{where}.traceId", span.get("traceId"), TRACE_ID_BYTES
-                    ),
-                    span_id=_identifier(
-                        line, f"{where}.spanId", span.get("spanId"), SPAN_ID_BYTES
-                    ),
-                    parent_id=None
-                    if parent in ("", None)
-                    else _identifier(
-                        line, f"{where}.parentSpanId", parent, SPAN_ID_BYTES
-                    ),
-                    name=_text(line, f"{where}.name", span.get("name", "")),
-                    start=_integer(
-                        line,
-                        f"{where}.startTimeUnixNano",
-                        span.get("startTimeUnixNano", 0),
-                    ),
-                    line=line.number,
-                    where=where,
-                    order=order + n,
-                    attributes=attributes,
-                    attribute_paths=paths,
-                )
+                yield _span(line, f"{s_where}.spans[{n}]", span, order + n)
 
 
-def _numbered_lines(binary: IO[bytes]) -> Iterator[tuple[int, int, bytes]]:
-    """Each line's number, byte offset and bytes (its end removed), lines
-    ending at "\\n", "\\r\\n" or a lone "\\r" and numbered as `read_lines`
-    numbers them; one line in memory at a time."""
-    number = 0
-    offset = 0
-    for raw in binary:
-        for piece in _pieces(raw):
-            number += 1
-            yield number, offset, piece
-            offset += len(piece) + 1
-        if raw.endswith(b"\r\n"):
-            offset += 1
+def _span(line: _Line, where: str, span: Any, order: int) -> Span:
+    span = _object(line, where, span)
+    parent = span.get("parentSpanId", "")
+    attributes, paths = _attributes(
+        line,
+        f"{where}.attributes",
+        _list(line, f"{where}.attributes", span.get("attributes")),
+    )
+    return Span(
+        trace_id=_identifier(
+            line, f"{where}.traceId", span.get("traceId"), TRACE_ID_BYTES
+        ),
+        span_id=_identifier(line, f"{where}.spanId", span.get("spanId"), SPAN_ID_BYTES),
+        parent_id=None
+        if parent in ("", None)
+        else _identifier(line, f"{where}.parentSpanId", parent, SPAN_ID_BYTES),
+        name=_text(line, f"{where}.name", span.get("name", "")),
+        start=_integer(
+            line, f"{where}.startTimeUnixNano", span.get("startTimeUnixNano", 0)
+        ),
+        line=line.number,
+        where=where,
+        order=order,
+        attributes=attributes,
+        attribute_paths=paths,
+    )
 
 
-def _pieces(raw: bytes) -> list[bytes]:
-    """A line read up to "\\n", cut at each lone "\\r" too."""
-    ended = raw.endswith(b"\n")
-    body = raw[:-1] if ended else raw
-    if ended and body.endswith(b"\r"):
-        body = body[:-1]
-    pieces = body.split(b"\r")
-    if not ended and len(pieces) > 1 and not pieces[-1]:
-        pieces.pop()
-    return pieces
+class _Spool:
+    """Each trace's spans, pickled a line's worth at a time into an unnamed
+    temporary file as the spans file is read, with where each trace's are."""
+
+    def __init__(self, file: IO[bytes]) -> None:
+        self.file = file
+        self.places: dict[str, array[int]] = {}
+        self.span_ids: dict[str, set[int]] = {}
+
+    def add(self, line: _Line, spans: Iterable[Span]) -> None:
+        by_trace: dict[str, list[Span]] = {}
+        for span in spans:
+            seen = self.span_ids.setdefault(span.trace_id, set())
+            if int(span.span_id, 16) in seen:
+                raise self._exported_twice(line, span, by_trace)
+            seen.add(int(span.span_id, 16))
+            by_trace.setdefault(span.trace_id, []).append(span)
+        for trace_id, group in by_trace.items():
+            data = pickle.dumps(group, pickle.HIGHEST_PROTOCOL)
+            places = self.places.setdefault(trace_id, array("q"))
+            places.extend((self.file.tell(), len(data)))
+            try:
+                self.file.write(data)
+            except OSError as error:
+                raise NoTemporarySpace(error, "spans") from None
+
+    def read(self, trace_id: str) -> Trace:
+        trace = Trace(trace_id)
+        places = self.places[trace_id]
+        for position in range(0, len(places), 2):
+            self.file.seek(places[position])
+            trace.spans += pickle.loads(self.file.read(places[position + 1]))
+        self.file.seek(0, 2)
+        return trace
+
+    def _exported_twice(
+        self, line: _Line, span: Span, pending: dict[str, list[Span]]
+    ) -> InputFileError:
+        spans = (
+            [*self.read(span.trace_id).spans] if span.trace_id in self.places else []
+        )
+        spans += pending.get(span.trace_id, [])
+        earlier = next(other for other in spans if other.span_id == span.span_id)
+        return line.refuse(
+            f"{span.where}.spanId",
+            f"span {quote(span.span_id)} of trace {quote(span.trace_id)} "
+            f"is already on line {earlier.line} ({earlier.where}); a "
+            "span exported twice",
+        )
 
 
-def _request(path: str, number: int, data: bytes) -> dict[str, Any] | None:
-    """The line's JSON object, None for a blank line."""
-    text = data.decode("utf-8", "surrogateescape")
-    if is_blank(text):
-        return None
-    return json_object(path, number, text, "line", InputFileError)
-
-
-def _unreadable(path: str, error: OSError) -> InputFileError:
-    return InputFileError(path, None, f"cannot be read ({error.strerror or error})")
-
-
-TraceLines: TypeAlias = "array[int]"
-"""Where a trace's spans are: for each line holding one, its byte offset,
-its number and how many spans the file has before it, one after another
-(machine integers: the index is what grows with the file)."""
-
-
-def index_traces(path: str | Path) -> dict[str, TraceLines]:
-    """The lines each trace's spans are on, traces in the order each first
-    appears, every span read and checked; raises `InputFileError` naming
-    the line and field. Only the index is kept: a trace's spans are read
-    again, by `read_trace`, when its record is made."""
-    path = str(path)
-    index: dict[str, TraceLines] = {}
-    span_ids: dict[str, set[int]] = {}
+def _spool_spans(path: str, spool: _Spool) -> None:
+    """Read and check every span of the file into `spool`."""
     order = 0
-    try:
-        with open(path, "rb") as binary:
-            for number, offset, data in _numbered_lines(binary):
-                request = _request(path, number, data)
-                if request is None:
-                    continue
-                line = _Line(path, number)
-                first = order
-                for span in _spans(line, request, first):
-                    order += 1
-                    seen = span_ids.setdefault(span.trace_id, set())
-                    if int(span.span_id, 16) in seen:
-                        raise _exported_twice(path, span, line)
-                    seen.add(int(span.span_id, 16))
-                    lines = index.setdefault(span.trace_id, array("q"))
-                    if not lines or lines[-3] != offset:
-                        lines.extend((offset, number, first))
-    except OSError as error:
-        raise _unreadable(path, error) from None
-    if not index:
+    for line, request in _json_lines(path):
+        spans = list(_spans(line, request, order))
+        order += len(spans)
+        spool.add(line, spans)
+    if not spool.places:
         raise InputFileError(
             path,
             None,
             "holds no spans; it should be OTLP JSON, one ExportTraceServiceRequest "
             "a line",
         )
-    return index
-
-
-def _exported_twice(path: str, span: Span, line: _Line) -> InputFileError:
-    """A span already read: where it first was is found by reading the file
-    again up to it, which only a refusal needs."""
-    earlier = next(
-        other
-        for _, other in _all_spans(path)
-        if (other.trace_id, other.span_id) == (span.trace_id, span.span_id)
-    )
-    return line.refuse(
-        f"{span.where}.spanId",
-        f"span {quote(span.span_id)} of trace {quote(span.trace_id)} "
-        f"is already on line {earlier.line} ({earlier.where}); a "
-        "span exported twice",
-    )
-
-
-def _all_spans(path: str) -> Iterator[tuple[int, Span]]:
-    order = 0
-    with open(path, "rb") as binary:
-        for number, _, data in _numbered_lines(binary):
-            request = _request(path, number, data)
-            if request is not None:
-                for span in _spans(_Line(path, number), request, order):
-                    order += 1
-                    yield number, span
-
-
-class TraceReader:
-    """Reads a trace's spans again from the lines `index_traces` found
-    them on. A line holding several traces' spans is kept, decoded, for
-    the next few traces, as the next traces are most often on it too."""
-
-    KEPT_LINES = 4
-
-    def __init__(self, path: str, binary: IO[bytes]) -> None:
-        self.path = path
-        self.binary = binary
-        self.kept: OrderedDict[int, dict[str, list[Span]]] = OrderedDict()
-
-    def read(self, trace_id: str, lines: TraceLines) -> Trace:
-        trace = Trace(trace_id)
-        for position in range(0, len(lines), 3):
-            offset, number, first = lines[position : position + 3]
-            trace.spans += self._line(offset, number, first).get(trace_id, [])
-        return trace
-
-    def _line(self, offset: int, number: int, first: int) -> dict[str, list[Span]]:
-        by_trace = self.kept.get(offset)
-        if by_trace is not None:
-            self.kept.move_to_end(offset)
-            return by_trace
-        self.binary.seek(offset)
-        (data, *_) = _pieces(self.binary.readline())
-        by_trace = {}
-        request = _request(self.path, number, data)
-        if request is not None:
-            for span in _spans(_Line(self.path, number), request, first):
-                by_trace.setdefault(span.trace_id, []).append(span)
-        self.kept[offset] = by_trace
-        if len(self.kept) > self.KEPT_LINES:
-            self.kept.popitem(last=False)
-        return by_trace
-
-
-def read_traces(path: str | Path) -> dict[str, Trace]:
-    """The spans file's traces by id, in the order each first appears,
-    all in memory; raises `InputFileError` naming the line and field."""
-    path = str(path)
-    index = index_traces(path)
-    try:
-        with open(path, "rb") as binary:
-            reader = TraceReader(path, binary)
-            return {
-                trace_id: reader.read(trace_id, lines)
-                for trace_id, lines in index.items()
-            }
-    except OSError as error:
-        raise _unreadable(path, error) from None
 
 
 # --- what a trace says -------------------------------------------------------------
@@ -601,10 +444,11 @@ def _context(path: str, trace: Trace, in_metadata: str | None) -> list[str] | No
     retrievers = [span for span in trace.ordered() if _kind(path, span) == RETRIEVER]
     if not retrievers:
         return None
-    context: list[str] = []
-    for span in retrievers:
-        context += _documents(path, span, RETRIEVED, in_metadata)
-    return context
+    return [
+        document
+        for span in retrievers
+        for document, _ in _document_fields(path, span, RETRIEVED, in_metadata)
+    ]
 
 
 def _post_order(path: str, trace: Trace) -> list[Span]:
@@ -659,14 +503,9 @@ class _Steps:
 
 
 def _steps(path: str, trace: Trace, in_metadata: str | None) -> _Steps:
-    """Each RETRIEVER span (its documents) and each RERANKER span (its
-    `reranker.output_documents`) is a step, in the order their outputs were
-    ready (`_post_order`), named by kind: `retriever`, `reranker`, then
-    `retriever-2` ... A RETRIEVER with no step under it reads the question:
-    it takes no step's output, so retrievers side by side fan in to the
-    step after them. A step span of the kind of the one just under it,
-    which gave the same documents or none, is that step traced twice
-    (LlamaIndex's `retrieve` and `_retrieve`): its documents count."""
+    """RETRIEVER and RERANKER spans as steps, in the order their outputs were
+    ready; a retriever over no step fans in; a step wrapping one of its kind
+    with the same or no documents is that step traced twice (LlamaIndex)."""
     order = _post_order(path, trace)
     kinds = {span.span_id: _kind(path, span) for span in order}
     spans = [span for span in order if kinds[span.span_id] in (RETRIEVER, RERANKER)]
@@ -704,14 +543,6 @@ def _steps(path: str, trace: Trace, in_metadata: str | None) -> _Steps:
             step["inputs"] = inputs
         steps.append(step)
     return _Steps(steps, contents)
-
-
-PROMPT_TEMPLATE = "llm.prompt_template."
-INPUT_MESSAGES = "llm.input_messages."
-OUTPUT_MESSAGES = "llm.output_messages."
-PROMPTS = "llm.prompts"
-INPUT_MIME_TYPE = "input.mime_type"
-JSON_MIME_TYPE = "application/json"
 
 
 def _builds_prompt(span: Span) -> bool:
@@ -783,10 +614,8 @@ def _json_texts(path: str, span: Span) -> list[str]:
 def _untyped(
     path: str, trace: Trace, contents: dict[str, set[str | None]]
 ) -> list[str]:
-    """The names of spans, typed neither RETRIEVER nor RERANKER (nor LLM or
-    PROMPT), whose output holds a trace document's content, and that no
-    such span or model or step span is under: a ranker the instrumentor
-    typed CHAIN, which no step reads."""
+    """Untyped spans whose output holds a document's content and that wrap no
+    typed span: a ranker the instrumentor typed CHAIN, which no step reads."""
     marks = {content for texts in contents.values() for content in texts if content}
     marks |= {json.dumps(mark, ensure_ascii=False)[1:-1] for mark in marks}
     if not marks:
@@ -804,28 +633,38 @@ def _untyped(
     return [span.name for span in holding if span.span_id not in above]
 
 
-def _documents(
-    path: str, span: Span, documents: str, in_metadata: str | None
-) -> list[str]:
-    """The ids of a span's list of documents `documents`, in order."""
-    fields = _document_fields(path, span, documents, in_metadata)
-    return [document for document, _ in fields]
-
-
 def _document_fields(
     path: str, span: Span, documents: str, in_metadata: str | None
 ) -> list[tuple[str, str | None]]:
-    """The ids and contents of a span's list of documents `documents`, in order:
-    `retrieval.documents` for a RETRIEVER, `reranker.output_documents` for a
-    RERANKER.
+    """The ids and contents of the span's `documents`, flattened into
+    `documents.N.document.*` attributes or one array attribute, not both."""
+    if documents in span.attributes:
+        if any(key.startswith(f"{documents}.") for key in span.attributes):
+            raise _refuse_at(
+                path,
+                span,
+                documents,
+                f"{span.kind} span {quote(span.span_id)} gives its documents twice: "
+                f"as {documents} and as {documents}.N.document.* attributes",
+            )
+        return _document_list(path, span, documents)
+    return [
+        (
+            _flat_document_id(path, span, documents, index, keys, in_metadata),
+            (
+                None
+                if "content" not in keys
+                else _span_text(path, span, keys["content"])
+            ),
+        )
+        for index, keys in _flattened(path, span, documents)
+    ]
 
-    OpenInference flattens a list of documents into attributes
-    `retrieval.documents.N.document.id`; some exporters keep the list as one
-    attribute `retrieval.documents`, an array of objects or a JSON text of
-    one. Either is read. Both at once is refused: which one the span meant
-    would be a guess. A document without `document.id` has the id its
-    `document.metadata` holds as `in_metadata`, when that is given.
-    """
+
+def _flattened(
+    path: str, span: Span, documents: str
+) -> list[tuple[int, dict[str, str]]]:
+    """Each flattened document's index and its fields' attribute keys."""
     prefix = f"{documents}."
     pattern = re.compile(re.escape(prefix) + r"(0|[1-9][0-9]*)\.document\.(.+)")
     found_documents: dict[int, dict[str, str]] = {}
@@ -842,36 +681,30 @@ def _document_fields(
                 "an index without leading zeros",
             )
         found_documents.setdefault(int(found.group(1)), {})[found.group(2)] = key
-    if documents in span.attributes:
-        if found_documents:
-            raise _refuse_at(
-                path,
-                span,
-                documents,
-                f"{span.kind} span {quote(span.span_id)} gives its documents twice: "
-                f"as {documents} and as {prefix}N.document.* attributes",
-            )
-        return _document_list(path, span, documents)
-    ids: list[tuple[str, str | None]] = []
-    for index in sorted(found_documents):
-        keys = found_documents[index]
-        if "id" in keys:
-            document = _document_id(path, span, keys["id"], span.attributes[keys["id"]])
-        elif in_metadata is not None and "metadata" in keys:
-            document = _metadata_id(path, span, keys["metadata"], in_metadata)
-        else:
-            raise _refuse_at(
-                path,
-                span,
-                next(iter(keys.values())),
-                f"document {index} of {span.kind} span {quote(span.span_id)} "
-                f"has no {prefix}{index}.document.id, so what it returned is "
-                "unknown (--id-in-metadata KEY reads it from its metadata)",
-            )
-        content_key = keys.get("content")
-        content = None if content_key is None else _span_text(path, span, content_key)
-        ids.append((document, content))
-    return ids
+    return sorted(found_documents.items())
+
+
+def _flat_document_id(
+    path: str,
+    span: Span,
+    documents: str,
+    index: int,
+    keys: dict[str, str],
+    in_metadata: str | None,
+) -> str:
+    """Its document.id, else the id its metadata holds as `in_metadata`."""
+    if "id" in keys:
+        return _document_id(path, span, keys["id"], span.attributes[keys["id"]])
+    if in_metadata is not None and "metadata" in keys:
+        return _metadata_id(path, span, keys["metadata"], in_metadata)
+    raise _refuse_at(
+        path,
+        span,
+        next(iter(keys.values())),
+        f"document {index} of {span.kind} span {quote(span.span_id)} "
+        f"has no {documents}.{index}.document.id, so what it returned is "
+        "unknown (--id-in-metadata KEY reads it from its metadata)",
+    )
 
 
 def _metadata_id(path: str, span: Span, key: str, name: str) -> str:
@@ -1103,12 +936,7 @@ def read_gold(path: str | Path) -> dict[tuple[type, Key], GoldLine]:
 
 @dataclass
 class OpenInferenceNotes:
-    """What an import's notes say, complete once its records all are: the
-    traces that matched no gold line, as (trace id, key or None); the gold
-    lines no trace matched; the traces with no RETRIEVER span; those whose
-    context is their last step's output as no model input shows it, with
-    why; and the untyped spans that returned documents, by name, with how
-    many traces have one."""
+    """What the import says on stderr, complete once its records all are."""
 
     unmatched: list[tuple[str, Key | None]] = field(default_factory=list)
     unused_gold: list[GoldLine] = field(default_factory=list)
@@ -1116,19 +944,60 @@ class OpenInferenceNotes:
     last_step: list[tuple[str, str]] = field(default_factory=list)
     untyped: dict[str, int] = field(default_factory=dict)
 
+    def lines(self, count: int, key: str, gold: str) -> list[str]:
+        """The notes, a line each, of an import of `count` traces."""
+        traces = counted(count, "trace")
+        said = []
+        if self.unmatched:
+            said.append(
+                f"{len(self.unmatched)} of {traces} match no line of {gold} by "
+                f"{key}; written without required (--allow-unmatched), they "
+                f"score unresolved: {_unmatched(self.unmatched, key, note=True)}"
+            )
+        if self.last_step:
+            reasons = [why for _, why in self.last_step]
+            why = "; ".join(f"{reasons.count(r)}: {r}" for r in dict.fromkeys(reasons))
+            said.append(
+                f"{len(self.last_step)} of {traces} show no model input that "
+                f"tells what reached the model ({why}); their context is their "
+                "last retrieval step's output, as --context last-step takes it: "
+                + named([trace_id for trace_id, _ in self.last_step])
+            )
+        if self.untyped:
+            shown = ", ".join(
+                f"{quote(name)} ({counted(n, 'trace')})"
+                for name, n in list(self.untyped.items())[:SHOWN]
+            )
+            said.append(
+                "spans that returned documents are typed neither RETRIEVER nor "
+                f"RERANKER, so no step reads them: {shown}"
+            )
+        if self.unretrieved:
+            said.append(
+                f"{len(self.unretrieved)} of {traces} have no RETRIEVER span; "
+                "written without context, they are invalid-input (the context "
+                f"was never recorded): {named(self.unretrieved)}"
+            )
+        if self.unused_gold:
+            unused = self.unused_gold
+            verb = "matches" if len(unused) == 1 else "match"
+            said.append(
+                f"{counted(len(unused), 'gold line')} of {gold} {verb} no trace: "
+                + listed(unused, lambda line: f"{quote(line.key)} (line {line.line})")
+            )
+        return said
+
 
 MODEL_INPUT = "model-input"
-LAST_STEP = "last-step"
 NO_MODEL_INPUT = "no LLM span shows its input"
 NO_CONTENT = "a document with no content that no model input names by id"
 
 
 @dataclass(frozen=True)
 class ImportRules:
-    """How traces become records: the gold key's attribute, the sample
-    id's (None: the key's), the context rule, whether a trace that matches
-    no gold line is let through, and the metadata key of a document's id
-    where a span gives no document.id."""
+    """The gold key's attribute, the sample id's (None: the key's), the
+    context rule, whether unmatched traces pass, and a document id's
+    metadata key."""
 
     key: str
     sample_id: str | None = None
@@ -1143,66 +1012,49 @@ class UnmatchedTraces(ImportRefused):
     exit_code = 2
 
 
-def _trace_context(
-    path: str, trace: Trace, rules: ImportRules, notes: OpenInferenceNotes
-) -> tuple[list[str] | None, list[dict[str, Any]] | None]:
-    """The trace's context and steps by `rules.context` (see the module)."""
-    retrieved = _context(path, trace, rules.id_in_metadata)
-    if retrieved is None:
-        notes.unretrieved.append(trace.trace_id)
-        return None, None
-    found = _steps(path, trace, rules.id_in_metadata)
-    for name in dict.fromkeys(_untyped(path, trace, found.contents)):
-        notes.untyped[name] = notes.untyped.get(name, 0) + 1
-    if rules.context == MODEL_INPUT:
-        texts = _model_input(path, trace)
-        why = NO_MODEL_INPUT
-        if texts:
-            contents = {
-                document: [text for text in texts_of if text]
-                for document, texts_of in found.contents.items()
-            }
-            try:
-                context = documents_in(texts, contents)
-            except TwoReadings as error:
-                raise ImportRefused(
-                    f"{path}: trace {quote(trace.trace_id)}: {error}; "
-                    "--context last-step takes its last step's output instead"
-                ) from None
-            unseen = [d for d in contents if not contents[d] and d not in context]
-            if not unseen:
-                return context, found.steps
-            why = NO_CONTENT
-        notes.last_step.append((trace.trace_id, why))
-    if not any(step["name"].startswith("reranker") for step in found.steps):
-        return retrieved, None
-    return list(found.steps[-1]["ids"]), found.steps
+def stream_openinference(
+    spans_path: str | Path,
+    gold_path: str | Path,
+    *,
+    rules: ImportRules,
+    labels_path: str | Path | None = None,
+    notes: OpenInferenceNotes,
+) -> Iterator[dict[str, Any]]:
+    """One record per trace, a trace's spans in memory at a time, filling
+    `notes`; a refusal may come after some records, so a caller keeps them
+    only once the iterator has ended."""
+    path = str(spans_path)
+    try:
+        spool_file = tempfile.TemporaryFile()  # noqa: SIM115 (closed below)
+    except OSError as error:
+        raise NoTemporarySpace(error, "spans") from None
+    with spool_file:
+        spool = _Spool(spool_file)
+        _spool_spans(path, spool)
+        gold = read_gold(gold_path)
+        labels = None if labels_path is None else read_labels(labels_path)
+        yield from _records(path, spool, gold, str(gold_path), rules, labels, notes)
 
 
-def openinference_records(
-    spans_path: str,
-    traces: Iterable[Trace],
+def _records(
+    path: str,
+    spool: _Spool,
     gold: dict[tuple[type, Key], GoldLine],
     gold_path: str,
     rules: ImportRules,
     labels: RecordLabels | None,
     notes: OpenInferenceNotes,
 ) -> Iterator[dict[str, Any]]:
-    """One record per trace, as they come (see the module), filling
-    `notes`; raises `InputFileError` for what a trace cannot say,
-    `ImportRefused` for a sample id two traces share, `LabelsRefused` for
-    a record labelled twice or a label naming none, and `UnmatchedTraces`
-    at the end, unless let through."""
     used: set[tuple[type, Key]] = set()
     traces_by_id: dict[str, str] = {}
-    for trace in traces:
-        trace_id = trace.trace_id
-        value = _key(spans_path, trace, rules.key)
+    for trace_id in spool.places:
+        trace = spool.read(trace_id)
+        value = _key(path, trace, rules.key)
         line = None if value is None else gold.get((type(value), value))
-        sample_id = _sample_id(spans_path, trace, rules, value)
+        sample_id = _sample_id(path, trace, rules, value)
         if sample_id in traces_by_id:
             raise ImportRefused(
-                f"{spans_path}: traces {quote(traces_by_id[sample_id])} and "
+                f"{path}: traces {quote(traces_by_id[sample_id])} and "
                 f"{quote(trace_id)} both have sample id {quote(sample_id)} "
                 f"({rules.sample_id or rules.key}); a sample id names one run"
             )
@@ -1213,35 +1065,73 @@ def openinference_records(
         else:
             used.add((type(line.key), line.key))
             record["required"] = list(line.required)
-        context, steps = _trace_context(spans_path, trace, rules, notes)
-        if context is not None:
-            record["context"] = context
-        if steps is not None:
-            record["steps"] = steps
-        correct = _label(line, labels, sample_id, gold_path)
-        if correct is not None:
-            record["correct"] = correct
-        question = _question(spans_path, trace)
-        if question is not None:
-            record["question"] = question
-        answer = _answer(spans_path, trace)
-        if answer is not None:
-            record["answer"] = answer
+        context, steps = _trace_context(path, trace, rules, notes)
+        fields = {
+            "context": context,
+            "steps": steps,
+            "correct": _label(line, labels, sample_id, gold_path),
+            "question": _question(path, trace),
+            "answer": _answer(path, trace),
+        }
+        record.update(
+            (name, value) for name, value in fields.items() if value is not None
+        )
         yield {"id": sample_id, "input": record}
     notes.unused_gold += [line for typed, line in gold.items() if typed not in used]
     if labels is not None:
-        check_labels_name_records(labels, traces_by_id, "record", spans_path)
+        check_labels_name_records(labels, traces_by_id, "record", path)
     if notes.unmatched and not rules.allow_unmatched:
         raise UnmatchedTraces(
             _unmatched_message(notes, rules.key, gold_path, len(traces_by_id))
         )
 
 
+def _trace_context(
+    path: str, trace: Trace, rules: ImportRules, notes: OpenInferenceNotes
+) -> tuple[list[str] | None, list[dict[str, Any]] | None]:
+    """The trace's context and steps by `rules.context`."""
+    retrieved = _context(path, trace, rules.id_in_metadata)
+    if retrieved is None:
+        notes.unretrieved.append(trace.trace_id)
+        return None, None
+    found = _steps(path, trace, rules.id_in_metadata)
+    for name in dict.fromkeys(_untyped(path, trace, found.contents)):
+        notes.untyped[name] = notes.untyped.get(name, 0) + 1
+    if rules.context == MODEL_INPUT:
+        context = _model_context(path, trace, found)
+        if isinstance(context, list):
+            return context, found.steps
+        notes.last_step.append((trace.trace_id, context))
+    if not any(step["name"].startswith("reranker") for step in found.steps):
+        return retrieved, None
+    return list(found.steps[-1]["ids"]), found.steps
+
+
+def _model_context(path: str, trace: Trace, found: _Steps) -> list[str] | str:
+    """The documents the trace's model input shows, or why it cannot say."""
+    texts = _model_input(path, trace)
+    if not texts:
+        return NO_MODEL_INPUT
+    contents = {
+        document: [text for text in texts_of if text]
+        for document, texts_of in found.contents.items()
+    }
+    try:
+        context = documents_in(texts, contents)
+    except TwoReadings as error:
+        raise ImportRefused(
+            f"{path}: trace {quote(trace.trace_id)}: {error}; "
+            "--context last-step takes its last step's output instead"
+        ) from None
+    if any(not contents[d] and d not in context for d in contents):
+        return NO_CONTENT
+    return context
+
+
 def _label(
     line: GoldLine | None, labels: RecordLabels | None, sample_id: str, gold: str
 ) -> bool | None:
-    """The record's label: its gold line's, or its labels file's, never
-    both."""
+    """The record's label: its gold line's, or its labels file's, never both."""
     if labels is None or sample_id not in labels.labels:
         return None if line is None else line.correct
     if line is not None and line.correct is not None:
@@ -1254,9 +1144,8 @@ def _label(
 
 
 def _sample_id(path: str, trace: Trace, rules: ImportRules, key: Key | None) -> str:
-    """The record's id: the --id attribute's value, else the key's, else
-    (a trace without a key, let through unmatched) the trace id. An
-    integer becomes its decimal text, as a record's id is text."""
+    """The --id attribute's value, else the key's, else (an unmatched trace
+    without a key) the trace id; as text."""
     value = key
     if rules.sample_id is not None:
         value = _key(path, trace, rules.sample_id)
@@ -1273,21 +1162,31 @@ def _sample_id(path: str, trace: Trace, rules: ImportRules, key: Key | None) -> 
     return trace.trace_id if value is None else str(value)
 
 
+def _unmatched(
+    unmatched: list[tuple[str, Key | None]], key: str, *, note: bool = False
+) -> str:
+    """The unmatched traces named, each with its key."""
+
+    def show(pair: tuple[str, Key | None]) -> str:
+        trace_id, value = pair
+        if value is None:
+            return f"{quote(trace_id)} (no {key})"
+        if note:
+            return f"{quote(trace_id)} ({key} {quote(value)})"
+        return f"{quote(trace_id)} ({quote(value, 60)})"
+
+    return listed(unmatched, show)
+
+
 def _unmatched_message(
     notes: OpenInferenceNotes, key: str, gold_path: str, traces: int
 ) -> str:
     """The traces named, and, when none matched, why a key may not join."""
     unmatched = notes.unmatched
-    shown = ", ".join(
-        quote(trace_id)
-        + (f" (no {key})" if value is None else f" ({quote(value, 60)})")
-        for trace_id, value in unmatched[:SHOWN]
-    )
-    more = len(unmatched) - SHOWN
     verb = "matches" if len(unmatched) == 1 else "match"
     message = (
         f"{counted(len(unmatched), 'trace')} {verb} no line of {gold_path} by "
-        f"{key}: {shown}" + (f" and {more} more" if more > 0 else "")
+        f"{key}: {_unmatched(unmatched, key)}"
     )
     if len(unmatched) < traces:
         return message + "; --allow-unmatched writes them without required"
@@ -1298,62 +1197,3 @@ def _unmatched_message(
         "harness sets, such as session.id; --allow-unmatched writes them "
         "without required"
     )
-
-
-def stream_openinference(
-    spans_path: str | Path,
-    gold_path: str | Path,
-    *,
-    rules: ImportRules,
-    labels_path: str | Path | None = None,
-    notes: OpenInferenceNotes,
-) -> Iterator[dict[str, Any]]:
-    """Read the spans, the gold file (and the labels) and give the records
-    one at a time, filling `notes`.
-
-    Every span is read and checked first, keeping only where each trace's
-    are; then each trace's spans are read again to make its record, so
-    one trace's spans are in memory at a time. A refusal may still come
-    after some records (a trace whose spans disagree): a caller writes
-    them where it can drop them, and keeps them only once the iterator
-    has ended.
-    """
-    spans = str(spans_path)
-    index = index_traces(spans)
-    gold = read_gold(gold_path)
-    labels = None if labels_path is None else read_labels(labels_path)
-    try:
-        with open(spans, "rb") as binary:
-            reader = TraceReader(spans, binary)
-            traces = (reader.read(trace_id, lines) for trace_id, lines in index.items())
-            yield from openinference_records(
-                spans, traces, gold, str(gold_path), rules, labels, notes
-            )
-    except OSError as error:
-        raise _unreadable(spans, error) from None
-
-
-def import_openinference(
-    spans_path: str | Path,
-    gold_path: str | Path,
-    *,
-    key: str,
-    labels_path: str | Path | None = None,
-    sample_id: str | None = None,
-    context: str = MODEL_INPUT,
-    allow_unmatched: bool = False,
-    id_in_metadata: str | None = None,
-) -> OpenInferenceImport:
-    """Read the spans, the gold file (and the labels) and build the records.
-
-    Everything is checked before anything is returned, so a caller writes
-    either every record or none.
-    """
-    notes = OpenInferenceNotes()
-    rules = ImportRules(key, sample_id, context, allow_unmatched, id_in_metadata)
-    records = list(
-        stream_openinference(
-            spans_path, gold_path, rules=rules, labels_path=labels_path, notes=notes
-        )
-    )
-    return OpenInferenceImport(records, notes)

@@ -1,53 +1,12 @@
-"""Ragas evaluation datasets as stage-diagnosis records.
-
-A Ragas `EvaluationDataset` of single-turn samples already holds what stage
-diagnosis needs when it carries context IDs: `reference_context_ids` are
-the documents an answer needs (`required`), `retrieved_context_ids` what
-the retriever returned (`context`). This module reads the dataset as
-`EvaluationDataset.to_jsonl` and `to_csv` write it, and makes one
-fixture-format record per sample:
-
-    {"id": "0", "input": {"required": [...], "context": [...],
-     "correct"?: true|false, "question"?: ..., "answer"?: ..., "reference"?: ...}}
-
-- `id` is the sample's index in the dataset, from 0, as Ragas numbers it
-  (`dataset[i]`, the rows of `evaluate(...).to_pandas()`), as text.
-- IDs are kept as written; an integer ID becomes its decimal text, as
-  `IDBasedContextRecall` compares `str(id)`. A record's recall is then
-  Ragas's ID-based context recall: both count each ID once.
-- `question`, `answer` and `reference` carry `user_input`, `response` and
-  `reference` when present, for whoever labels the answers (`answer` is
-  replayed as the run's output); no rule reads them.
-- `correct` comes only from a labels file, keyed by `id`; a sample without
-  one scores `answer-label` until labelled. A response is never compared
-  with its reference here: labels are never guessed.
-
-JSON Lines: one JSON object per line, blank lines skipped, `null` as
-absent (Ragas writes no key for a field it does not have). CSV: a header
-row, then one row per sample; a list is the text Ragas's `to_csv` writes
-for it, Python's `repr` (`['D1', 'D2']`), or JSON (`["D1", "D2"]`). A
-cell is read as JSON, or else as a Python list of quoted strings (with
-the escapes `repr` writes) with a comma between each two items, and
-nothing else: `['D1' 'D2']` (which
-Python would read as the one ID `D1D2`) and `[1_000, 0x10]` are refused,
-naming the file, line and column. An empty cell is absent, since `to_csv`
-writes both a missing field and an empty text that way. A cell may be of
-any length (a retrieved context often passes the csv module's 128 KiB).
-
-Refused, with file, line and field: a line or row that cannot be read, a
-sample without either ID list (Ragas's metric asserts both), an ID that is
-neither text nor an integer, a multi-turn sample, text that no log can
-hold, and an empty file. Records come a sample at a time (`stream_ragas`),
-and a refusal may come after some: a caller writes them where it can drop
-them, and keeps them only once every sample is read and checked. Nothing
-here needs Ragas.
-"""
+"""A Ragas evaluation dataset (JSON Lines or CSV, as `to_jsonl` and `to_csv`
+write it) as stage-diagnosis records, one per sample, id its index; a CSV
+list cell is JSON or Python's repr, nothing else (docs/import-ragas.md)."""
 
 from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Container, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -58,6 +17,7 @@ from ..lines import (
     json_objects,
     read_lines,
     strict_json_loads,
+    undecodable,
 )
 from ..literals import read_repr_list
 from .common import (
@@ -117,41 +77,14 @@ def _is_array(path: str) -> bool:
 
 
 def _csv_lines(path: str) -> Iterator[str]:
-    """The file's lines as text, one in memory at a time, each ending as
-    the csv module wants it (at "\\n", "\\r\\n" or a lone "\\r", kept): a
-    quoted cell spanning lines is joined by the reader. Bytes that are not
-    UTF-8 are refused by line and column."""
-    with open(path, "rb") as binary:
-        for number, raw in enumerate(binary, start=1):
-            try:
-                # "utf-8-sig": a spreadsheet's byte-order mark is not part
-                # of the first column's name.
-                text = raw.decode("utf-8-sig" if number == 1 else "utf-8")
-            except UnicodeDecodeError as error:
-                raise InputFileError(
-                    path,
-                    number,
-                    f"not valid UTF-8 text (byte 0x{raw[error.start]:02X} at "
-                    f"column {error.start + 1})",
-                ) from None
-            yield from _split_at_carriage_returns(text)
-
-
-def _split_at_carriage_returns(text: str) -> Iterator[str]:
-    """A line read up to "\\n", split after each lone "\\r" too, as a text
-    file opened with newline="" splits it."""
-    if "\r" not in text:
-        yield text
-        return
-    ending = ""
-    if text.endswith("\r\n"):
-        text, ending = text[:-2], "\r\n"
-    pieces = text.split("\r")
-    for piece in pieces[:-1]:
-        yield piece + "\r"
-    last = pieces[-1] + ending
-    if last:
-        yield last
+    """The lines, ends kept, as the csv module wants them (newline=""), one in
+    memory at a time; a line that is not UTF-8 refused by line and column."""
+    with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as text:
+        for number, line in enumerate(text, start=1):
+            problem = undecodable(line)
+            if problem is not None:
+                raise InputFileError(path, number, problem)
+            yield line
 
 
 def _csv_rows(path: str) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -231,11 +164,8 @@ def _check_header(path: str, line: int, header: list[str]) -> None:
 
 
 def _cell_list(text: str) -> Any:
-    """A CSV cell's list: JSON, or else a Python list of string literals and
-    integers with commas between the items, as `to_csv` writes it (`repr`); None for
-    anything else. Python's own reader would take `['D1' 'D2']` as the one
-    ID `D1D2` and `[1_000, 0x10]` as `1000` and `16`, and keep the
-    backslash of JSON's `"doc\\/1"`: a misread each."""
+    """A CSV cell's list, JSON or else `repr`'s list of literals; None for
+    anything else (Python's reader would take `['D1' 'D2']` as `D1D2`)."""
     try:
         return strict_json_loads(text)
     except ValueError:
@@ -304,25 +234,20 @@ def _text(path: str, line: int, name: str, value: Any) -> str | None:
     return value
 
 
-def ragas_samples(
-    path: str | Path, file_format: Format | None = None
+def _samples(
+    path: str, file_format: Format | None, labels: RecordLabels | None
 ) -> Iterator[dict[str, Any]]:
-    """One record per sample of the dataset at `path` (see the module),
-    unlabelled, a row in memory at a time; raises `InputFileError` naming
-    the line and field, an empty file's once every line is read.
-
-    A row that cannot be read is refused before a sample that can but is
-    wrong, wherever each is: the rest of the file is read for one first.
-    """
-    path = str(path)
-    chosen = file_format or format_of(path)
-    from_csv = chosen == "csv"
+    """One record per sample, a row in memory at a time. A row that cannot be
+    read is refused before a sample that can but is wrong, wherever each is."""
+    from_csv = (file_format or format_of(path)) == "csv"
     rows = _csv_rows(path) if from_csv else _jsonl_rows(path)
     index = 0
     while (found := _next_row(path, rows)) is not None:
         line, row = found
         try:
             record = _sample(path, line, row, from_csv)
+            label_record(record, str(index), labels)
+            record.update(_texts(path, line, row))
         except InputFileError:
             while _next_row(path, rows) is not None:
                 pass
@@ -332,6 +257,8 @@ def ragas_samples(
     if index == 0:
         columns = ", ".join(ID_COLUMNS)
         raise InputFileError(path, None, f"holds no samples; each needs {columns}")
+    if labels is not None:
+        check_labels_name_records(labels, SampleIds(index), "sample", path)
 
 
 def _next_row(
@@ -348,26 +275,23 @@ def _next_row(
 def _sample(
     path: str, line: int, row: dict[str, Any], from_csv: bool
 ) -> dict[str, Any]:
-    record: dict[str, Any] = {}
-    for column, key in ID_COLUMNS.items():
-        record[key] = _id_list(path, line, column, row.get(column), from_csv)
-    for column, key in TEXT_COLUMNS.items():
-        text = _text(path, line, column, row.get(column))
-        if text is not None:
-            record[key] = text
-    return record
+    return {
+        key: _id_list(path, line, column, row.get(column), from_csv)
+        for column, key in ID_COLUMNS.items()
+    }
 
 
-def read_ragas(
-    path: str | Path, file_format: Format | None = None
-) -> list[dict[str, Any]]:
-    """Every record of `ragas_samples`, in a list."""
-    return list(ragas_samples(path, file_format))
+def _texts(path: str, line: int, row: dict[str, Any]) -> dict[str, str]:
+    texts = {
+        key: _text(path, line, column, row.get(column))
+        for column, key in TEXT_COLUMNS.items()
+    }
+    return {key: text for key, text in texts.items() if text is not None}
 
 
 class SampleIds(Container[object]):
-    """The ids of `count` samples, "0" to str(count - 1), without a set of
-    them: a sample's id is its index."""
+    """The ids "0" to str(count - 1), without a set of them: a sample's id
+    is its index."""
 
     def __init__(self, count: int) -> None:
         self.count = count
@@ -384,43 +308,14 @@ class SampleIds(Container[object]):
 _INDEX = re.compile(r"0|[1-9][0-9]*")
 
 
-def ragas_records(
-    samples: Iterable[dict[str, Any]], path: str, labels: RecordLabels | None
-) -> Iterator[dict[str, Any]]:
-    """The records with their labels, as they come; then `LabelsRefused`
-    if a label names no sample of the dataset at `path`."""
-    if labels is None:
-        yield from samples
-        return
-    count = 0
-    for record in samples:
-        count += 1
-        yield _labelled(record, labels)
-    check_labels_name_records(labels, SampleIds(count), "sample", path)
-
-
-def _labelled(record: dict[str, Any], labels: RecordLabels) -> dict[str, Any]:
-    """The record with `correct` from `labels` after the ID lists, where
-    every importer puts it."""
-    fields = dict(record["input"])
-    ordered = {"required": fields.pop("required"), "context": fields.pop("context")}
-    label_record(ordered, record["id"], labels)
-    return {"id": record["id"], "input": {**ordered, **fields}}
-
-
 def stream_ragas(
     path: str | Path,
     *,
     labels_path: str | Path | None = None,
     file_format: Format | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """The records, labelled, one at a time, a sample read for each.
-
-    A refusal may come after some records: a caller writes them where it
-    can drop them (a temporary file) and keeps them only once the
-    iterator has ended. A problem of the dataset is refused before one of
-    the labels file, as when the dataset was read first.
-    """
+    """The records, labelled, a sample read for each; a refusal may come after
+    some. The dataset's problems are said before the labels file's."""
     labels: RecordLabels | None = None
     refused: LabelsRefused | None = None
     if labels_path is not None:
@@ -428,23 +323,9 @@ def stream_ragas(
             labels = read_labels(labels_path)
         except LabelsRefused as error:
             refused = error
-    samples = ragas_samples(path, file_format)
+    samples = _samples(str(path), file_format, labels)
     if refused is not None:
         for _ in samples:
             pass
         raise refused
-    yield from ragas_records(samples, str(path), labels)
-
-
-def import_ragas(
-    path: str | Path,
-    *,
-    labels_path: str | Path | None = None,
-    file_format: Format | None = None,
-) -> list[dict[str, Any]]:
-    """Read the dataset (and the labels) and build the records.
-
-    Everything is checked before anything is returned, so a caller writes
-    either every record or none.
-    """
-    return list(stream_ragas(path, labels_path=labels_path, file_format=file_format))
+    yield from samples
