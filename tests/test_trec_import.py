@@ -557,7 +557,7 @@ def score_order(tmp_path: Path, score: str) -> list[str]:
     return list(record["input"]["context"])
 
 
-@pytest.mark.parametrize("relevance", ["1", "-1", "007", "0", "-0", "12"])
+@pytest.mark.parametrize("relevance", ["1", "-1", "+1", "007", "0", "-0", "12"])
 def test_a_relevance_is_an_integer_atol_and_int_read_alike(
     tmp_path: Path, relevance: str
 ) -> None:
@@ -569,7 +569,6 @@ def test_a_relevance_is_an_integer_atol_and_int_read_alike(
 @pytest.mark.parametrize(
     "relevance",
     [
-        "+1",
         "1e3",
         "1.5",
         "0x1",
@@ -606,6 +605,9 @@ def test_a_relevance_read_otherwise_by_atol_or_int_is_refused(
         ("1e+3", ["D1", "D2", "D0"]),
         ("1E-3", ["D2", "D1", "D0"]),
         ("1e999", ["D1", "D2", "D0"]),
+        ("+1", ["D1", "D2", "D0"]),
+        ("inf", ["D1", "D2", "D0"]),
+        ("-Infinity", ["D2", "D0", "D1"]),
         ("4.9e-325", ["D2", "D1", "D0"]),
     ],
 )
@@ -619,9 +621,6 @@ def test_a_score_is_a_decimal_number_strtod_and_float_read_alike(
 @pytest.mark.parametrize(
     "score",
     [
-        "+1",
-        "inf",
-        "-Infinity",
         "nan",
         "NAN(abc)",
         "0x1p3",

@@ -38,7 +38,7 @@ def import_trec(
     [
         ("qrels.txt", "q1 0 D2 0_1\n", 'field 4 (relevance) "0_1" is not'),
         ("qrels.txt", "q1 0 D2 \u0663\n", 'field 4 (relevance) "\u0663" is not'),
-        ("qrels.txt", "q1 0 D2 +1\n", 'field 4 (relevance) "+1" is not'),
+        ("qrels.txt", "q1 0 D2 1e3\n", 'field 4 (relevance) "1e3" is not'),
         ("run.txt", "q1 Q0 D2 2 1_000 tag\n", 'field 5 (score) "1_000" is not'),
         (
             "run.txt",

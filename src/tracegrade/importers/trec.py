@@ -34,14 +34,15 @@ _OTHER_SPACE = re.compile(r"[^\S \t\n\v\f\r]")
 C_SPACE = " \t\n\v\f\r"
 """C's isspace() in trec_eval's "C" locale."""
 _DECIMAL = "0123456789-+.eE"
+_INFINITY = "iInNfFtTyY"
 _LONG = (-(2**63), 2**63 - 1)
 _RELEVANCE_FORM = (
     "an integer that trec_eval's atol and Python's int() read alike: ASCII "
-    "digits after an optional -, within a C long"
+    "digits after an optional sign, within a C long"
 )
 _SCORE_FORM = (
     "a number that trec_eval's strtod and Python's float() read alike: ASCII "
-    "digits with an optional leading -, point and e-exponent"
+    "digits with an optional sign, point and e-exponent, or inf"
 )
 
 # A query's documents: each with its relevance or score and its line.
@@ -195,9 +196,9 @@ def _number(
     parse: Callable[[str], Any],
     allowed: str,
 ) -> Any:
-    """The field read by `parse` when it is of `allowed` characters and no
-    leading +, where Python and trec_eval read alike; refused otherwise."""
-    if not text.startswith("+") and set(text) <= set(allowed):
+    """The field read by `parse` when it is of `allowed` characters, where
+    Python and trec_eval read alike; refused otherwise."""
+    if set(text) <= set(allowed):
         try:
             value = parse(text)
         except ValueError:
@@ -217,13 +218,15 @@ def _number(
 
 def _relevance(path: str, number: int, fields: list[str]) -> int:
     relevance: int = _number(
-        path, number, fields[3], (4, "relevance"), int, "0123456789-"
+        path, number, fields[3], (4, "relevance"), int, "0123456789-+"
     )
     return relevance
 
 
 def _score(path: str, number: int, fields: list[str]) -> float:
-    score: float = _number(path, number, fields[4], (5, "score"), float, _DECIMAL)
+    score: float = _number(
+        path, number, fields[4], (5, "score"), float, _DECIMAL + _INFINITY
+    )
     return score
 
 
