@@ -1,26 +1,6 @@
-"""Where in the pipeline each missing document was lost.
-
-Stage diagnosis says a run failed at retrieval and which required IDs
-never reached the context. A record may also carry the pipeline's steps,
-in pipeline order, each with the IDs it output in rank order:
-
-    "steps": [{"name": "retriever", "ids": [...]}, {"name": "reranker", "ids": [...]}]
-
-Each step takes the output of the step before it, or of the earlier steps
-its `inputs` names (`[]`: none, a retriever run beside the first; two
-names: fan-in). `context` stays what reached the model. Then, for each ID
-the rules report missing, in the order of `missing`:
-
-- `last_step` is the last step that had it, `last_rank` its 1-based rank
-  there; both null when no step ever had it;
-- `lost_at` is the first step that took `last_step`'s output (the step
-  that dropped it), or `"context"` when no step took it (it was ranked
-  below the cut that fills the prompt); the first step when no step had it.
-
-Each answer has its own fix (embeddings or chunking, a filter, the
-reranker, k), and this is a fact of IDs alone, as exact as the rules: no
-rule of the reference evaluators reads `steps`, so the diagnosis itself,
-`stage` and `missing`, is the same with and without them.
+"""Where in the pipeline each missing document was lost, from the record's
+`steps` (docs/pipeline-steps.md): a fact of IDs alone, which no rule of the
+reference evaluators reads, so `stage` and `missing` are the same without them.
 """
 
 from __future__ import annotations
