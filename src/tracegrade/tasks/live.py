@@ -1,14 +1,6 @@
-"""`tracegrade/ordered_extraction`: a live model lists each document's IDs.
-
-`inspect eval tracegrade/ordered_extraction --model <provider/model>` asks
-the model, once per document, for the IDs the document names, in the order
-the text gives them, and grades membership and order separately.
-
-The documents are the packaged `extraction_documents.jsonl` (64 synthetic
-manifests, citation lists, timelines, logs ...; see
-`scripts/make_extraction_documents.py`), or your own file of the same
-format with `-T dataset=PATH`. The prompt can be replaced with
-`-T prompt="..."` or `-T prompt=path/to/prompt.txt`.
+"""`tracegrade/ordered_extraction`: a live model lists each document's IDs,
+in the order the text gives them, from the packaged documents
+(`scripts/make_extraction_documents.py`) or `-T dataset=PATH`.
 """
 
 from __future__ import annotations
@@ -188,19 +180,8 @@ def ordered_extraction(
     **kwargs: NoReturn,
 ) -> Task:
     """Ask a model for each document's IDs in source order; grade membership
-    and order separately.
-
-    The model is asked for structured output, an object `{"ids": [...]}`,
-    where its provider supports it (Inspect passes `response_schema` to
-    OpenAI, Anthropic, Google, Mistral, Grok, Groq, vLLM and SGLang); the
-    answer is then JSON by construction. Elsewhere the prompt asks for a
-    last line `ANSWER: [...]`, and the answer is read as
-    docs/answer-formats.md says: an `ANSWER:` line's list, else the one
-    list every reading of the text agrees on. An answer with no list, or
-    with two, fails both criteria as `unreadable-answer`. With `--epochs
-    N`, each epoch is graded, and the reported membership and order
-    accuracies are over the per-sample means of the epochs (the task's
-    reducer is "mean").
+    and order separately. Structured output where the provider supports it,
+    else an `ANSWER:` line, read as docs/answer-formats.md says.
 
     Args:
         dataset: A JSON Lines file of your own documents, one
