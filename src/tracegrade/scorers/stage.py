@@ -84,33 +84,31 @@ def diagnosis_score(
         result = diagnose_stage(record)
         steps = read_steps(record)
     except InvalidRecord as invalid:
-        unrecorded = invalid.field == "context" and not context_recorded
-        explanation = (
-            explain_unrecorded_context(
-                recorded_null="context" in record and record["context"] is None
-            )
-            if unrecorded
-            else explain_invalid(invalid)
-        )
-        error = ErrorInfo(
-            kind="invalid-input", side="data", field=invalid.field, message=str(invalid)
-        )
         score = data_error(
-            error,
+            ErrorInfo(
+                kind="invalid-input",
+                side="data",
+                field=invalid.field,
+                message=str(invalid),
+            ),
             answer=answer,
-            explanation=explanation,
+            explanation=_invalid_explanation(invalid, record, context_recorded),
             result=None,
             record=record,
             read_from=read_from,
         )
         return _with_recall(score, record)
+    missing = result.get("missing")
+    # `missing` is absent exactly on `unresolved`.
+    lost = None
+    if steps is not None and isinstance(missing, list):
+        lost = lost_documents(missing, steps)
     if "error" in result and no_label is not None:
         explanation = no_label
     else:
         explanation = explain_stage(record, result, label_from=read_from["correct"])
-    missing = result.get("missing")
-    if steps is not None and isinstance(missing, list) and missing:
-        lost = lost_documents(missing, steps)
+    if lost:
+        assert steps is not None
         explanation += " " + (
             calls.explain_lost(lost)
             if calls is not None
@@ -140,14 +138,21 @@ def diagnosis_score(
             read_from=read_from,
         )
     score = _with_recall(score, record)
-    metadata = score.metadata
-    assert metadata is not None
-    if steps is not None:
-        if isinstance(missing, list):  # absent exactly on `unresolved`
-            metadata["lost"] = lost_documents(missing, steps)
-        if metadata["recall"] is not None:
-            metadata["step_recall"] = step_recalls(record["required"], steps)
+    assert score.metadata is not None
+    if lost is not None:
+        score.metadata["lost"] = lost
+    if steps is not None and score.metadata["recall"] is not None:
+        score.metadata["step_recall"] = step_recalls(record["required"], steps)
     return score
+
+
+def _invalid_explanation(
+    invalid: InvalidRecord, record: dict[str, Any], context_recorded: bool
+) -> str:
+    if invalid.field == "context" and not context_recorded:
+        recorded_null = "context" in record and record["context"] is None
+        return explain_unrecorded_context(recorded_null=recorded_null)
+    return explain_invalid(invalid)
 
 
 def _with_recall(score: Score, record: dict[str, Any]) -> Score:
