@@ -78,22 +78,13 @@ _PLACEHOLDER = re.compile(r"\{(document|target)\}")
 
 
 class PromptError(ValueError):
-    """A prompt template that cannot ask for a document's IDs.
-
-    Raised when the task is built, before any model call: a template
-    without `{document}` would send every model the same empty question.
-    """
+    """A prompt template without `{document}`, refused when the task is built:
+    it would send every model the same empty question."""
 
 
 def prompt_template(prompt: str | None) -> str:
-    """The template `prompt` gives: itself, or the file it names.
-
-    A string holding `{document}` is the template itself; any other string
-    must name a file holding one, so `-T prompt=prompt.txt` works and a
-    mistyped template is never mistaken for a path or the other way round.
-    The template may also hold `{target}`; nothing else in it is
-    interpreted, so other braces may appear freely.
-    """
+    """The template `prompt` gives: itself when it holds `{document}`, else
+    the file it must name, so a mistyped template is never taken for a path."""
     if prompt is None:
         return DEFAULT_PROMPT
     if "{document}" in prompt:
@@ -154,14 +145,8 @@ def document_sample(document: SourceDocument, template: str) -> Sample:
 def extraction_documents_dataset(
     path: str | Path | None = None, prompt: str | None = None
 ) -> MemoryDataset:
-    """One sample per document, prompted with `prompt` (see `prompt_template`).
-
-    Each sample keeps the document's IDs in source order in
-    `metadata["source"]`, and also as the target, written as a JSON array;
-    `metadata["target"]` names what to extract and `metadata["kind"]` the
-    kind of document. Raises `DatasetError` for a malformed line and
-    `PromptError` for an unusable prompt, before any sample runs.
-    """
+    """One sample per document, prompted with `prompt` (see `prompt_template`);
+    a bad line or prompt is refused before any sample runs."""
     template = prompt_template(prompt)
     source = path if path is not None else packaged_fixture(DOCUMENTS_FILE)
     documents = read_source_documents(source)
