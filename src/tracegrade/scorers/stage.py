@@ -206,21 +206,19 @@ def stage_diagnosis_scorer(
         LabelScorerError: No usable grader, or more than one label source.
     """
     refuse_unknown_arguments("stage_diagnosis", stage_diagnosis_scorer, unknown)
-    for argument, key in (
-        ("required_key", required_key),
-        ("correct_key", correct_key),
-        ("context_id_key", context_id_key),
-    ):
-        check_key(argument, key)
+    check_key("required_key", required_key)
+    check_key("correct_key", correct_key)
     check_key("context_key", context_key, optional=True)
     check_key("steps_key", steps_key, optional=True)
+    check_key("context_id_key", context_id_key)
+    tools = _context_tools(context_tools, context_key, steps_key)
     _one_label_source(labels=labels, label_scorer=label_scorer, label_from=label_from)
     reader = _StageReader(
         required_key=required_key,
         correct_key=correct_key,
         context_key=context_key,
         steps_key=steps_key,
-        tools=_context_tools(context_tools, context_key, steps_key),
+        tools=tools,
         id_key=context_id_key,
         staff_labels=StaffLabels.read(labels) if labels is not None else None,
         grader=resolve_label_scorer(label_scorer) if label_scorer is not None else None,
