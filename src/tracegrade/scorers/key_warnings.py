@@ -57,36 +57,17 @@ class KeyWatch:
         self, scorer: str, state: TaskState, role: str, key: str, consequence: str
     ) -> None:
         """Note whether this run's metadata has `key`, given as `{role}_key`."""
+        argument = f"{role}_key"
         self.note(
             role,
             key in state.metadata,
-            lambda: absent_metadata_key(
-                scorer,
-                quote(state.sample_id),
-                key=key,
-                argument=f"{role}_key",
-                keys=state.metadata,
-                consequence=consequence,
+            lambda: (
+                f"{scorer}: sample {quote(state.sample_id)} has no metadata key "
+                f"{quote(key)} ({argument}={quote(key)}), and no run scored before "
+                f"it had one. Its metadata keys: {listed_keys(state.metadata)}. "
+                f"{consequence} If no sample has the key, check {argument}."
             ),
         )
 
 
-def absent_metadata_key(
-    scorer: str,
-    sample: str,
-    *,
-    key: str,
-    argument: str,
-    keys: Iterable[str],
-    consequence: str,
-) -> str:
-    """The warning for a metadata key the first runs lack."""
-    return (
-        f"{scorer}: sample {sample} has no metadata key {quote(key)} "
-        f"({argument}={quote(key)}), and no run scored before it had one. "
-        f"Its metadata keys: {listed_keys(keys)}. {consequence} "
-        f"If no sample has the key, check {argument}."
-    )
-
-
-__all__ = ["KeyWatch", "absent_metadata_key", "listed_keys"]
+__all__ = ["KeyWatch", "listed_keys"]
