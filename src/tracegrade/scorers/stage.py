@@ -180,8 +180,8 @@ def stage_diagnosis_scorer(
 
     A missing label (`answer-label`) or a record outside the contract
     (`invalid-input`) is unscored, never a guessed stage; docs/scores.md
-    has the whole contract, and `tracegrade.scorers.grader` how a grader's
-    value becomes a label.
+    has the whole contract, with the table by which a grader's value
+    becomes a label.
 
     Args:
         required_key: Sample metadata key of the required document IDs.
