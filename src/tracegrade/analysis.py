@@ -45,10 +45,12 @@ def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Co
     """Columns of the stage diagnosis score named `score`, names from `prefix`."""
     return [
         _column(prefix, _stage, score, full=False, type=str),
-        _column(f"{prefix}_missing", _missing, score, type=_LIST),
+        _column(f"{prefix}_missing", _staged_field, score, type=_LIST, key="missing"),
         _column(f"{prefix}_missing_count", _missing_count, score, type=int),
-        _column(f"{prefix}_recall", _recall, score, type=float),
-        _column(f"{prefix}_precision", _precision, score, type=float),
+        _column(f"{prefix}_recall", _staged_field, score, type=float, key="recall"),
+        _column(
+            f"{prefix}_precision", _staged_field, score, type=float, key="precision"
+        ),
         _column(f"{prefix}_label", _label, score, type=bool),
         _column(f"{prefix}_label_from", _label_from, score, type=str),
         _column(f"{prefix}_error", _error_kind, score, full=False, type=str),
@@ -187,24 +189,15 @@ def _stage(sample: _Sample, score: str) -> str | None:
     )
 
 
-def _missing(sample: _Sample, score: str) -> list[str] | None:
+def _staged_field(sample: _Sample, score: str, key: str) -> Any:
+    """`key` of the stage score read (`missing`, `recall`, ...), or None."""
     staged = _staged(sample, score)
-    return None if staged is None else staged.missing
+    return None if staged is None else getattr(staged, key)
 
 
 def _missing_count(sample: _Sample, score: str) -> int | None:
-    missing = _missing(sample, score)
+    missing = _staged_field(sample, score, "missing")
     return None if missing is None else len(missing)
-
-
-def _recall(sample: _Sample, score: str) -> float | None:
-    staged = _staged(sample, score)
-    return None if staged is None else staged.recall
-
-
-def _precision(sample: _Sample, score: str) -> float | None:
-    staged = _staged(sample, score)
-    return None if staged is None else staged.precision
 
 
 def _record_field(sample: _Sample, score: str, key: str, field: str) -> Any:
