@@ -423,7 +423,7 @@ def test_a_case_scores_as_its_task_scores_it_without_inspects_runner(
     score_input: Any,
     tmp_path: Path,
 ) -> None:
-    cases = [
+    cases: list[dict[str, Any]] = [
         {"id": case.id, "input": case.input}
         for case in read_fixture_cases(packaged_fixture(fixture))
     ] + [{"id": f"extra-{number}", "input": case} for number, case in enumerate(extra)]
