@@ -279,7 +279,6 @@ def test_read_as_names_are_the_ones_the_docs_describe() -> None:
     }
     for part in parts | {"answer-line-", "lead-in-"}:
         assert f"`{part}`" in docs, part
-    assert "docs/answer-formats.md" in (answer_parsing.__doc__ or "")
 
 
 # --- What is refused, and why ---------------------------------------------------

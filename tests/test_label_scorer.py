@@ -96,24 +96,6 @@ def test_a_grader_value_that_is_no_label(value: Any) -> None:
     assert label_from_value(value) is None
 
 
-def test_the_table_is_in_one_place() -> None:
-    """The grader module's docstring holds the table; the docs and the
-    scorer's docstring point to it rather than keep a copy to drift."""
-    root = Path(__file__).parents[1]
-    page = (root / "docs" / "scores.md").read_text("utf-8")
-    readme = (root / "README.md").read_text("utf-8")
-    from tracegrade.scorers import grader, stage
-
-    table = grader.__doc__ or ""
-    assert '| `CORRECT` (`"C"`), `True`, `1`, `1.0` | `true` |' in table
-    assert '| `INCORRECT` (`"I"`), `False`, `0`, `0.0` | `false` |' in table
-    assert "raises" not in table.split("| grader value |")[1].split("\n\n")[0]
-    assert "(../src/tracegrade/scorers/grader.py)" in page
-    for text in (readme, page, stage.stage_diagnosis_scorer.__doc__ or ""):
-        assert "| grader value | label |" not in text
-    assert "tracegrade.scorers.grader" in (stage.stage_diagnosis_scorer.__doc__ or "")
-
-
 # --- graders to test with -----------------------------------------------------------
 
 

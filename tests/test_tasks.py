@@ -8,6 +8,7 @@ before anything runs.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
@@ -34,7 +35,7 @@ from tracegrade.datasets import (
 )
 from tracegrade.scorers.arguments import TaskArgumentError
 from tracegrade.scorers.outcome import error_kind
-from tracegrade.tasks import replay
+from tracegrade.tasks import extraction_input_score, replay, stage_input_score
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -374,3 +375,63 @@ def test_a_line_nested_too_deeply_is_a_dataset_error(tmp_path: Path) -> None:
 
     with pytest.raises(DatasetError, match=r"line 1: not valid JSON \(nested too"):
         read_fixture_cases(path)
+
+
+# --- One record-to-score path, shared with `tracegrade score` ------------------------
+
+
+def as_text(score: Any) -> str:
+    fields = ("value", "answer", "explanation", "metadata")
+    return json.dumps([getattr(score, name) for name in fields], sort_keys=True)
+
+
+@pytest.mark.parametrize(
+    ("make_task", "fixture", "extra", "score_input"),
+    [
+        (
+            stage_diagnosis,
+            "stage_diagnosis.jsonl",
+            [
+                {"required": ["A"], "context": ["B"], "correct": True, "steps": None},
+                {
+                    "required": ["A", "B"],
+                    "context": ["A"],
+                    "correct": False,
+                    "steps": [{"name": "retriever", "ids": ["A", "C"]}],
+                    "answer": "Paris",
+                },
+                {"required": ["A"], "context": None, "correct": True},
+            ],
+            stage_input_score,
+        ),
+        (
+            ordered_extraction_recorded,
+            "ordered_extraction.jsonl",
+            [
+                {"source": ["A", "B"], "output": "B, A"},
+                {"source": ["A"], "output": "A", "answer": ["A"]},
+                {"source": ["A"], "output": ["A"]},
+            ],
+            extraction_input_score,
+        ),
+    ],
+)
+def test_a_case_scores_as_its_task_scores_it_without_inspects_runner(
+    make_task: Any,
+    fixture: str,
+    extra: list[dict[str, Any]],
+    score_input: Any,
+    tmp_path: Path,
+) -> None:
+    cases: list[dict[str, Any]] = [
+        {"id": case.id, "input": case.input}
+        for case in read_fixture_cases(packaged_fixture(fixture))
+    ] + [{"id": f"extra-{number}", "input": case} for number, case in enumerate(extra)]
+    dataset = write_lines(tmp_path / "cases.jsonl", cases)
+    log = run(make_task(dataset=dataset), tmp_path / "logs")
+    assert log.samples is not None
+    inputs = {case["id"]: case["input"] for case in cases}
+    for sample in log.samples:
+        assert sample.scores is not None
+        (logged,) = sample.scores.values()
+        assert as_text(logged) == as_text(score_input(inputs[sample.id])), sample.id

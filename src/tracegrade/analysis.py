@@ -1,58 +1,6 @@
-"""Columns for `inspect_ai.analysis.samples_df` that read tracegrade scores.
-
-```python
-from inspect_ai.analysis import SampleSummary, samples_df
-from tracegrade.analysis import ExtractionColumns, StageColumns
-
-runs = samples_df("logs", columns=SampleSummary + StageColumns)
-```
-
-One row per sample and epoch, as `samples_df` always gives; the columns
-are typed, and the ID lists are lists (pyarrow `list<string>`), not the
-JSON text Inspect makes of a list by default. A column is None (`<NA>`)
-where it does not apply: no missing IDs on an `unresolved` stage or a data
-error, no membership on an unscored sample, no score of that name at all.
-A score that is not one tracegrade writes (a share that is no float
-from 0.0 to 1.0, a diagnosed stage without its ID lists, a score from
-before 0.1.0 without `itemised`) raises `InvalidScore` (a
-`ValueError`) naming the sample: the columns read scores through
-`tracegrade.schema`, as `tracegrade report` and `compare` do, so they
-refuse what those refuse.
-
-**Types in the frame.** Inspect infers each column's pyarrow type from
-the values: a list column is `list<string>`, or `list<null>` when every
-list in the frame is empty; a column with no value at all is a string
-column of `<NA>`; whole numbers beside a None are `double`. With
-`parallel=True`, Inspect builds a frame per log and concatenates them, so
-a column typed differently in two logs (all None in one) is `object`, its
-lists numpy arrays; the values are the same.
-
-**Which score.** `StageColumns` reads the score named `stage_diagnosis`
-and `ExtractionColumns` the one named `ordered_extraction`: what Inspect
-names the scorers' scores, in logs of `inspect eval` and of `tracegrade
-score` alike. `inspect score --action append` on a log that already holds
-the score adds it as `stage_diagnosis1` (then `2`, ...) and keeps the
-original, which these groups go on reading; `stage_columns(
-"stage_diagnosis1", prefix="relabelled")` reads the new one, into columns
-of their own name. (`--action overwrite` keeps the name.)
-
-**Summaries or full samples.** `samples_df` reads sample summaries unless
-a column needs the full sample, and a summary drops each score metadata
-value whose JSON exceeds 1,024 characters: a `result` with a long list of
-missing IDs, a `record` with a long context, an `error` quoting a long
-value. So the columns that read those (the ID lists and counts, the label,
-the error side) are `full=True`, and the groups read full samples. The
-rest (stage, membership, order, error kind, `read_as`) read what a summary
-always keeps: the score's value, its `reason` and short strings, so a
-selection of only those, such as `[c for c in StageColumns if c.name in
-("stage", "stage_error")]`, reads summaries, which is faster on a big log.
-With full samples, `samples_df(..., exclude_fields={"events"})` skips
-the transcript of a `.eval` log, which these columns never read.
-
-Reading needs pandas and pyarrow, as `inspect_ai.analysis` does: the
-`analysis` extra (`pip install "tracegrade[analysis]"`) installs them.
-Importing this module does not need them, and neither does `import
-tracegrade`; `samples_df` names what is missing when it is called.
+"""Columns for `inspect_ai.analysis.samples_df` that read tracegrade scores
+through `tracegrade.schema`, so they refuse what report and compare refuse;
+docs/analysis.md lists each column.
 """
 
 from __future__ import annotations
@@ -94,49 +42,15 @@ _T = TypeVar("_T")
 
 
 def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Column]:
-    """Columns of the stage diagnosis score named `score`, names from `prefix`.
-
-    - `stage` (str): the stage: `retrieval`, `generation`, `pass` or
-      `unresolved`; None for a data error (unscored).
-    - `stage_missing` (list of str): `result.missing`, the required IDs
-      absent from the context, in JavaScript sort order as the result has
-      them; `[]` for `generation` and `pass`; None where nothing was
-      diagnosed (`unresolved`, data errors).
-    - `stage_missing_count` (int): how many; None with the list.
-    - `stage_recall` (float): the share of the run's unique required IDs
-      that reached its context (metadata `recall`), labelled or not: an
-      `answer-label` run has one, which the `context_recall` metric never
-      sees (Inspect gives metrics scored runs only), so the mean of this
-      column over every run with evidence can differ from that metric.
-      None when nothing is required, for a record outside the contract
-      and for a `sample-error`.
-    - `stage_precision` (float): the share of the run's unique context IDs
-      that are required (metadata `precision`; a repeated context ID is
-      one document), labelled or not, as `stage_recall` is; 0.0 when the
-      required list is empty. None for an empty context, when nothing was
-      judged (`required` absent or null), for a record outside the
-      contract and for a `sample-error`.
-    - `stage_label` (bool): `record.correct`, the run's label as the
-      scorer read it; None when absent or not a JSON boolean.
-    - `stage_label_from` (str): `read_from.correct`, where the label was
-      read, e.g. `metadata["correct"]`, `labels file labels.jsonl`,
-      `scorer match` (a grader) or `score model_graded_qa` (`label_from`).
-    - `stage_error` (str): the error kind (`answer-label`,
-      `invalid-input`, `sample-error`, or from `tracegrade score` a line's
-      `malformed-json`, ...), from the score's `reason`; None without one.
-    - `stage_error_side` (str): `error.side`, `data`, `answer` or `run`.
-    - `stage_lost_at` (list of str): where each missing ID was lost, in the
-      order of `stage_missing` (metadata `lost`: a step's name, or
-      `context` for an ID every step kept but the prompt's cut left out);
-      None for a run whose record carried no pipeline steps. Each step's
-      recall is in `step_recall_columns`, named after the steps.
-    """
+    """Columns of the stage diagnosis score named `score`, names from `prefix`."""
     return [
         _column(prefix, _stage, score, full=False, type=str),
-        _column(f"{prefix}_missing", _missing, score, type=_LIST),
+        _column(f"{prefix}_missing", _staged_field, score, type=_LIST, key="missing"),
         _column(f"{prefix}_missing_count", _missing_count, score, type=int),
-        _column(f"{prefix}_recall", _recall, score, type=float),
-        _column(f"{prefix}_precision", _precision, score, type=float),
+        _column(f"{prefix}_recall", _staged_field, score, type=float, key="recall"),
+        _column(
+            f"{prefix}_precision", _staged_field, score, type=float, key="precision"
+        ),
         _column(f"{prefix}_label", _label, score, type=bool),
         _column(f"{prefix}_label_from", _label_from, score, type=str),
         _column(f"{prefix}_error", _error_kind, score, full=False, type=str),
@@ -150,15 +64,8 @@ def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Co
 def step_recall_columns(
     *steps: str, score: str = STAGE_SCORE, prefix: str = "stage"
 ) -> list[Column]:
-    """A column per named pipeline step, `{prefix}_{step}_recall` (float):
-    the share of the run's required IDs in that step's output (metadata
-    `step_recall`), as `stage_recall` is of its context; None for a run
-    without that step.
-
-    Steps are named by the pipeline that recorded them, so the caller names
-    the ones to read: `samples_df(logs, columns=SampleSummary + StageColumns
-    + step_recall_columns("retriever", "reranker"))`.
-    """
+    """A column per named pipeline step, `{prefix}_{step}_recall`: steps are
+    named by the pipeline that recorded them, so the caller names them."""
     if not steps:
         raise ValueError("step_recall_columns needs at least one step name")
     for step in steps:
@@ -173,29 +80,7 @@ def step_recall_columns(
 def extraction_columns(
     score: str = EXTRACTION_SCORE, *, prefix: str = "extraction"
 ) -> list[Column]:
-    """Columns of the ordered extraction score named `score`, names from `prefix`.
-
-    - `extraction_membership`, `extraction_order` (bool): the two criteria
-      of the value; None for a data error (unscored). An answer failure
-      (a repeated ID, an unreadable answer) is False on both.
-    - `extraction_read_as` (str): `read_as`, the reading that found the IDs
-      in the output (`json`, `lines`, ...); None when none did, and for a
-      recorded answer, which is not read from text.
-    - `extraction_error` (str): the error kind (`duplicate-source-id`,
-      `invalid-input`, `duplicate-answer-id`, `unreadable-answer`,
-      `sample-error`, ...),
-      from the score's `reason`; None without one.
-    - `extraction_error_side` (str): `error.side`, `data`, `answer` or `run`.
-    - `extraction_dropped`, `extraction_invented` (list of str): from
-      `itemised`, the source IDs the answer left out and the IDs it added.
-    - `extraction_first_order_break` (int): the first 1-based position
-      where answer and source differ; None when they are equal.
-    - `extraction_kept_in_order` (int): the most source IDs the answer
-      kept in source order.
-
-    The four `itemised` columns are None where the rules did not grade
-    (a repeated ID, an unreadable answer, a data error).
-    """
+    """Columns of the ordered extraction score named `score`, names from `prefix`."""
     columns = [
         _column(
             f"{prefix}_{criterion}",
@@ -239,13 +124,8 @@ def _column(
     full: bool = True,
     **arguments: str,
 ) -> Column:
-    """A column of `extract(sample, score, **arguments)`.
-
-    Only columns that say so read a summary; the default is the safe one.
-    The extractor is a module function bound with `partial`, not a closure,
-    so that the columns pickle: `samples_df(..., parallel=True)` sends them
-    to other processes.
-    """
+    """A column of `extract(sample, score, **arguments)`, bound with `partial`
+    so that it pickles for `samples_df(..., parallel=True)`."""
     path = partial(extract, score=score, **arguments)
     return SampleColumn(name, path=path, type=type, full=full)
 
@@ -271,11 +151,8 @@ def _read(sample: _Sample, score: str, read: Callable[[Score], _T]) -> _T | None
 
 
 def _whole(found: Score) -> dict[str, Any]:
-    """The score's metadata, refusing a summary's stub.
-
-    The full-sample columns never see a summary from `samples_df`; read
-    one some other way and a removed value must not pass for "none".
-    """
+    """The score's metadata, refusing a summary's stub: a removed value must
+    not pass for "none"."""
     metadata = found.metadata or {}
     for key, value in metadata.items():
         if isinstance(value, str) and value == METADATA_VALUE_REMOVED:
@@ -312,24 +189,15 @@ def _stage(sample: _Sample, score: str) -> str | None:
     )
 
 
-def _missing(sample: _Sample, score: str) -> list[str] | None:
+def _staged_field(sample: _Sample, score: str, key: str) -> Any:
+    """`key` of the stage score read (`missing`, `recall`, ...), or None."""
     staged = _staged(sample, score)
-    return None if staged is None else staged.missing
+    return None if staged is None else getattr(staged, key)
 
 
 def _missing_count(sample: _Sample, score: str) -> int | None:
-    missing = _missing(sample, score)
+    missing = _staged_field(sample, score, "missing")
     return None if missing is None else len(missing)
-
-
-def _recall(sample: _Sample, score: str) -> float | None:
-    staged = _staged(sample, score)
-    return None if staged is None else staged.recall
-
-
-def _precision(sample: _Sample, score: str) -> float | None:
-    staged = _staged(sample, score)
-    return None if staged is None else staged.precision
 
 
 def _record_field(sample: _Sample, score: str, key: str, field: str) -> Any:

@@ -1,22 +1,9 @@
-"""Fixture-format files as Inspect samples.
+"""Fixture-format files as Inspect samples: JSON Lines, one
+`{"id", "input", "expected"?, "reason"?}` case a line (docs/scores.md).
 
-A fixture file is JSON Lines, one case per line:
-`{"id": str, "input": {...}, "expected": {...}, "reason": str}`, with
-`expected` and `reason` optional. The packaged fixtures use it, and so can
-your own recorded runs (`inspect eval tracegrade/stage_diagnosis
--T dataset=runs.jsonl`).
-
-A malformed line stops everything before a sample runs, with a
-`DatasetError` naming the file and the line: a run over a file with a
-silently dropped line would report metrics over the wrong set of cases.
-An `input` outside the evaluators' contract is not malformed, though: it
-becomes a sample, and its score is the invalid-input error.
-
-Each sample keeps the input's fields in its metadata under their own names
-(`required`, `context`, `correct`, `source`, `answer`, ...), absent fields
-staying absent, because absent and `null` mean different things to the
-evaluators. `expected` and `reason` are kept in metadata too, so `inspect
-view` shows them beside the score.
+A malformed line stops the run before any sample does, naming file and
+line; an input outside the contract becomes a sample with an invalid-input
+score. Input fields are kept in metadata as given: absent is not `null`.
 """
 
 from __future__ import annotations
@@ -53,15 +40,9 @@ DUPLICATE_SAMPLE_ID = "duplicate-sample-id"
 
 
 class DatasetError(LineError, ValueError, PrerequisiteError):
-    """A fixture file or line that cannot become samples, named by file and line.
-
-    `line` is None when the problem is the file as a whole. `kind` says
-    what is wrong with a line (`malformed-json`, `not-a-fixture-line`,
-    `duplicate-sample-id`), the same verdict `tracegrade check` and `score`
-    give it; `sample_id` is the line's id when it could be read. A
-    `PrerequisiteError`, so Inspect's CLI prints the message alone, with no
-    traceback: the user's file is at fault, not the code.
-    """
+    """A fixture file or line that cannot become samples, named by file and
+    line (None: the whole file), with the `kind` that `tracegrade check` and
+    `score` give the line, and its `sample_id` when it could be read."""
 
     def __init__(
         self,
@@ -147,12 +128,8 @@ def _read_items(
 def _json_object_line(
     path: str, number: int, line: str, fields: tuple[str, ...], what: str
 ) -> tuple[dict[str, Any], str]:
-    """The line's object and its id, or a `DatasetError` naming the line.
-
-    The error's kind is `malformed-json` for a line that is not JSON (or
-    not UTF-8), and `not-a-fixture-line` for JSON of the wrong shape or JSON
-    no log can hold.
-    """
+    """The line's object and its id, or a `DatasetError` naming the line:
+    `malformed-json` for no JSON, `not-a-fixture-line` for the wrong shape."""
     sample_id: str | None = None
 
     def fail(problem: str, kind: str = NOT_A_FIXTURE_LINE) -> NoReturn:
@@ -260,34 +237,27 @@ def case_sample(case: FixtureCase, *, target_field: str | None = None) -> Sample
 def stage_diagnosis_dataset(
     path: str | Path | Traversable | None = None,
 ) -> MemoryDataset:
-    """Recorded RAG runs: `input` holds `required`, `context`, `correct`.
-
-    With no path, the packaged `stage_diagnosis.jsonl`. An `answer` text in
-    the input is replayed as the run's output, for display.
-    """
-    source = path if path is not None else packaged_fixture("stage_diagnosis.jsonl")
-    cases = read_fixture_cases(source)
-    return MemoryDataset(
-        [case_sample(case) for case in cases],
-        name="stage_diagnosis",
-        location=str(source),
-    )
+    """Recorded RAG runs, `input` holding `required`, `context` and `correct`;
+    by default the packaged `stage_diagnosis.jsonl`."""
+    return _fixture_dataset(path, "stage_diagnosis", target_field=None)
 
 
 def ordered_extraction_dataset(
     path: str | Path | Traversable | None = None,
 ) -> MemoryDataset:
-    """Recorded extractions: `input` holds `source` and the recorded `answer`.
+    """Recorded extractions, `input` holding `source` and `answer` (the source
+    also the target, as JSON); by default the packaged `ordered_extraction.jsonl`."""
+    return _fixture_dataset(path, "ordered_extraction", target_field="source")
 
-    With no path, the packaged `ordered_extraction.jsonl`. The source is
-    also the sample's target, as JSON, for display and for scorers that
-    read the source from the target.
-    """
-    source = path if path is not None else packaged_fixture("ordered_extraction.jsonl")
+
+def _fixture_dataset(
+    path: str | Path | Traversable | None, name: str, *, target_field: str | None
+) -> MemoryDataset:
+    source = path if path is not None else packaged_fixture(f"{name}.jsonl")
     cases = read_fixture_cases(source)
     return MemoryDataset(
-        [case_sample(case, target_field="source") for case in cases],
-        name="ordered_extraction",
+        [case_sample(case, target_field=target_field) for case in cases],
+        name=name,
         location=str(source),
     )
 
@@ -314,15 +284,9 @@ class SourceDocument:
 
 
 def read_source_documents(source: str | Path | Traversable) -> list[SourceDocument]:
-    """Read and check every line of a documents file; raises `DatasetError`.
-
-    A documents file is JSON Lines, one
-    `{"id", "text", "source", "target", "kind"?}` per line, like the
-    packaged `extraction_documents.jsonl`. Unlike a fixture's recorded
-    input, a document's `source` must be within the contract (an array of
-    unique strings): it is the answer key of a live run, and a broken key
-    would spend a model call on a sample that can only be a data error.
-    """
+    """Read and check every `{"id", "text", "source", "target", "kind"?}` line
+    of a documents file; a `source` outside the contract is refused here, as
+    a broken answer key would spend a model call on a data error."""
     return _read_items(source, _parse_document, "document", "document ids")
 
 

@@ -1,10 +1,5 @@
-"""Labels for a log: the lines staff fill in, and joining them back.
-
-`tracegrade labels export LOG` writes one line per run to fill
-(`label_requests`); `tracegrade labels apply LOG LABELS` checks the filled
-file against the log's runs and rescores the log with it (`apply_labels`),
-through Inspect's public `score`. The file itself is read by
-`tracegrade.labels`, which the stage scorer uses too.
+"""Labels for a log: the lines staff fill in (`tracegrade labels export`),
+and joining them back by rescoring through Inspect's `score` (`labels apply`).
 """
 
 from __future__ import annotations
@@ -23,11 +18,8 @@ STAGE_READ_FROM = frozenset({"required", "context", "correct"})
 
 
 def stage_score(sample: EvalSample) -> Score | None:
-    """The sample's first stage-diagnosis score, or None.
-
-    Found by what it carries, not by its name: a scorer renamed by
-    `inspect score --action append` (`stage_diagnosis1`) still counts.
-    """
+    """The sample's first stage-diagnosis score, or None, found by what it
+    carries: `inspect score --action append` renames it `stage_diagnosis1`."""
     for logged in (sample.scores or {}).values():
         metadata = logged.metadata or {}
         read_from = metadata.get("read_from")
@@ -41,34 +33,9 @@ def stage_score(sample: EvalSample) -> Score | None:
 
 
 def label_requests(log: EvalLog) -> list[dict[str, Any]]:
-    """One line to label per run in `log`, its `"correct"` to fill or check.
-
-    Each line holds, in this order:
-
-    - `id` (and `epoch`, see below): the run;
-    - `question`: the record's `question` text, else the sample input;
-      `answer`: the model's output text;
-    - `required`, `context`: the IDs the stage scorer read (null where the
-      score has none);
-    - `correct`: the label to fill. Where the stage score's label came from
-      a grader (`label_scorer=` or `label_from=`), it is pre-filled with
-      the grader's verdict, the label its value gives by the table of
-      `tracegrade.scorers.grader` (null when it gives none), so staff
-      check and correct a verdict rather than start from nothing; else
-      null. A pre-filled label is the grader's word until staff change or
-      keep it: applied as it stands, the file says what the grader said.
-    - `grader`: null without a grader, else `{"name", "explanation"}`:
-      which grader gave the verdict and why, in its own words.
-
-    A log run with several epochs gets one line per sample and epoch, with
-    an `epoch` field, since each epoch's answer needs its own judgement; a
-    single-epoch log gets one line per sample, without one.
-
-    Lines follow the log's sample order, epochs in order. Raises
-    `LabelsError` when no sample has a stage-diagnosis score: such a log
-    did not come from a task with the stage scorer, and labels for it
-    would join onto nothing.
-    """
+    """One line to label per run in `log`, in its sample order, epoch by epoch
+    when it has several, each line as docs/labels.md lists it; a log with no
+    stage score is refused, since labels for it would join onto nothing."""
     samples = list(log.samples or [])
     if not any(stage_score(sample) is not None for sample in samples):
         location = log.location or "the log"
@@ -133,12 +100,8 @@ ApplyAction = Literal["append", "overwrite"]
 
 
 def log_runs(log: EvalLog) -> tuple[set[SampleId], int]:
-    """The sample ids of `log` and its number of epochs.
-
-    The ids are the dataset's (`eval.dataset.sample_ids`, which a sample
-    that errored is still among) and every logged sample's; the epochs
-    are the configured count, or the highest logged epoch if more.
-    """
+    """The sample ids of `log` (the dataset's, errored samples included, and
+    every logged one) and its number of epochs (configured, or more if logged)."""
     ids: set[SampleId] = set(log.eval.dataset.sample_ids or [])
     epochs = log.eval.config.epochs or 1
     for sample in log.samples or []:
@@ -148,12 +111,8 @@ def log_runs(log: EvalLog) -> tuple[set[SampleId], int]:
 
 
 def stage_keys(log: EvalLog) -> dict[str, str | None]:
-    """`required_key` and `context_key` as the log's stage scores read them.
-
-    Taken from the first stage score's `read_from`, so labels are joined
-    onto exactly the records the run diagnosed, whatever keys its task
-    passed. Raises `LabelsError` when no sample has a stage score.
-    """
+    """`required_key` and `context_key` as the log's first stage score read
+    them, so labels join onto exactly the records the run diagnosed."""
     location = log.location or "the log"
     for sample in log.samples or []:
         score = stage_score(sample)
@@ -183,16 +142,8 @@ def _metadata_key(source: Any) -> str | None:
 
 
 def apply_labels(log: EvalLog, path: str, *, action: ApplyAction) -> EvalLog:
-    """`log` rescored with the staff labels in `path`, after checking them.
-
-    Every label must name a run of the log (`StaffLabels.check_names`);
-    otherwise `LabelsError`, before anything is scored. The stage scorer
-    is rebuilt with the keys the log's stage scores were read with and
-    the labels file as its only label source, and run through Inspect's
-    public `score`: `append` adds its score beside the existing ones
-    (`stage_diagnosis1`), `overwrite` replaces them. The log is changed
-    in place and returned; writing it is the caller's job.
-    """
+    """`log` rescored in place with the staff labels in `path`, once every
+    label names a run of it; `append` keeps the old scores, `overwrite` not."""
     labels = StaffLabels.read(path)
     keys = stage_keys(log)
     ids, epochs = log_runs(log)

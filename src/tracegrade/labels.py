@@ -1,26 +1,6 @@
-"""Staff labels joined onto a run after the fact.
-
-A labels file is JSON Lines, one `{"id": <sample id>, "correct": true|false}`
-per line (other keys, such as a reviewer's note, are ignored).
-It is the staff's word on a run: when a stage scorer is given one, it is
-the only source of labels, and a sample it does not mention has no label.
-
-A line may also name an `"epoch"` (1, 2, ...): with `--epochs N` each
-epoch has its own answer, so each can have its own label. A line without
-an epoch labels every epoch of its sample; one sample is labelled either
-that way or epoch by epoch, never both, so no label silently overrides
-another.
-
-`tracegrade labels export LOG` writes the lines to fill and `tracegrade
-labels apply LOG LABELS` joins them back (`tracegrade.label_logs`); this
-module only reads the file, which the stage scorer needs too.
-
-Everything that can be checked in the file alone is checked when it is
-read, before any sample is scored. Whether every label names a run needs
-the whole list of runs, which a scorer never sees (a sample that errors is
-not scored; `eval-retry` scores only the retried samples), so it is
-checked against a log's sample ids, before the log is rewritten:
-`StaffLabels.check_names`.
+"""Staff labels joined onto a run after the fact: a JSON Lines file, one
+`{"id", "correct", "epoch"?}` per line, the only label source when given
+(docs/labels.md). Everything the file alone can show is checked on reading.
 """
 
 from __future__ import annotations
@@ -39,14 +19,8 @@ EpochKey = tuple[SampleId, int]
 
 
 class LabelsError(LineError, PrerequisiteError):
-    """A labels file that cannot be trusted, named by path, line and field.
-
-    Not a `ValueError`, unlike tracegrade's other input errors: Inspect's
-    scorer loader (`inspect score --scorer ...`) catches `ValueError` while
-    building a scorer and replaces it with "couldn't be loaded", which
-    would hide the line to fix. A `PrerequisiteError`, so Inspect's CLI
-    prints the message alone, with no traceback.
-    """
+    """A labels file that cannot be trusted, named by path, line and field; a
+    `PrerequisiteError`, as `ArgumentError` is and for the same reason."""
 
 
 def _is_sample_id(value: Any) -> bool:
@@ -69,84 +43,75 @@ class StaffLabels:
     lines: dict[SampleId, int]
     epoch_labels: dict[EpochKey, bool] = field(default_factory=dict)
     epoch_lines: dict[EpochKey, int] = field(default_factory=dict)
+    first_epoch_line: dict[SampleId, tuple[int, int]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
+    """Each sample's first epoch and line labelled by epoch, to refuse mixing."""
 
     @classmethod
     def read(cls, path: str | Path) -> StaffLabels:
         """Read and check a labels file; raises `LabelsError` naming the line."""
-        path = str(path)
-        labels: dict[SampleId, bool] = {}
-        lines: dict[SampleId, int] = {}
-        epoch_labels: dict[EpochKey, bool] = {}
-        epoch_lines: dict[EpochKey, int] = {}
-        # The first line naming each sample, to refuse mixing both kinds.
-        first_epoch_line: dict[SampleId, tuple[int, int]] = {}
+        staff = cls(path=str(path), labels={}, lines={})
         try:
-            numbered = [(raw.number, raw.text) for raw in read_lines(path)]
+            numbered = [(raw.number, raw.text) for raw in read_lines(staff.path)]
         except OSError as error:
             raise LabelsError(
-                path, None, f"cannot read the labels file ({error.strerror or error})"
+                staff.path,
+                None,
+                f"cannot read the labels file ({error.strerror or error})",
             ) from None
         for number, line in numbered:
-            if is_blank(line):
-                continue
-            sample_id, epoch, correct = _parse_line(path, number, line)
-            where = f"id {quote(sample_id)}"
-            if epoch is None:
-                if sample_id in labels:
-                    raise LabelsError(
-                        path,
-                        number,
-                        f"{where} is already labelled on line {lines[sample_id]}; "
-                        "one label per sample",
-                        field="id",
-                    )
-                if sample_id in first_epoch_line:
-                    other_epoch, other_line = first_epoch_line[sample_id]
-                    raise LabelsError(
-                        path,
-                        number,
-                        _mixed_message(where, other_epoch, other_line),
-                        field="epoch",
-                    )
-                labels[sample_id] = correct
-                lines[sample_id] = number
-                continue
-            key = (sample_id, epoch)
-            if key in epoch_labels:
-                raise LabelsError(
-                    path,
-                    number,
-                    f"{where} epoch {epoch} is already labelled on line "
-                    f"{epoch_lines[key]}; one label per sample and epoch",
-                    field="epoch",
-                )
-            if sample_id in labels:
-                raise LabelsError(
-                    path,
-                    number,
-                    f"{where} epoch {epoch}: line {lines[sample_id]} already "
-                    "labels every epoch of this sample; label a sample either "
-                    "once for all epochs or epoch by epoch, not both",
-                    field="epoch",
-                )
-            first_epoch_line.setdefault(sample_id, (epoch, number))
-            epoch_labels[key] = correct
-            epoch_lines[key] = number
-        if not labels and not epoch_labels:
+            if not is_blank(line):
+                staff._add(number, *_parse_line(staff.path, number, line))
+        if not staff.labels and not staff.epoch_labels:
             # Every sample would silently become `answer-label`.
             raise LabelsError(
-                path,
+                staff.path,
                 None,
                 "the labels file holds no labels; give one "
                 '{"id": ..., "correct": true|false} line per sample',
             )
-        return cls(
-            path=path,
-            labels=labels,
-            lines=lines,
-            epoch_labels=epoch_labels,
-            epoch_lines=epoch_lines,
-        )
+        return staff
+
+    def _add(
+        self, number: int, sample_id: SampleId, epoch: int | None, correct: bool
+    ) -> None:
+        """Add line `number`'s label, refusing one that another line gave."""
+        where = f"id {quote(sample_id)}"
+
+        def fail(problem: str, field: str) -> NoReturn:
+            raise LabelsError(self.path, number, problem, field=field)
+
+        if epoch is None:
+            if sample_id in self.labels:
+                fail(
+                    f"{where} is already labelled on line {self.lines[sample_id]}; "
+                    "one label per sample",
+                    "id",
+                )
+            if sample_id in self.first_epoch_line:
+                other_epoch, other_line = self.first_epoch_line[sample_id]
+                fail(_mixed_message(where, other_epoch, other_line), "epoch")
+            self.labels[sample_id] = correct
+            self.lines[sample_id] = number
+            return
+        key = (sample_id, epoch)
+        if key in self.epoch_labels:
+            fail(
+                f"{where} epoch {epoch} is already labelled on line "
+                f"{self.epoch_lines[key]}; one label per sample and epoch",
+                "epoch",
+            )
+        if sample_id in self.labels:
+            fail(
+                f"{where} epoch {epoch}: line {self.lines[sample_id]} already "
+                "labels every epoch of this sample; label a sample either "
+                "once for all epochs or epoch by epoch, not both",
+                "epoch",
+            )
+        self.first_epoch_line.setdefault(sample_id, (epoch, number))
+        self.epoch_labels[key] = correct
+        self.epoch_lines[key] = number
 
     def label_for(self, sample_id: SampleId, epoch: int | None = None) -> bool | None:
         """The label for a run, or None.

@@ -1,22 +1,8 @@
 """List literals in text: JSON values, and Python lists of plain strings.
 
-Two readers need them: the extraction scorer, which must find every list
-a model's answer holds (docs/answer-formats.md), and the Ragas importer,
-whose CSV cells each hold one list. Both must read a literal one way or
-refuse it, on text a hostile user wrote. So nothing here calls
-`ast.literal_eval`, which reads far more than a list of strings and can
-exhaust memory, and nothing retries a failed read from every bracket,
-which costs quadratic time. `scan_literals` walks the text once: a read
-that fails resumes where it failed, a read that succeeds resumes after
-its literal, and nesting is kept on an explicit stack, one byte a level.
-
-A JSON value is read as `json` reads it, strictly (no NaN, no control
-characters inside strings). A Python list is read only when its items are
-plain quoted strings, `'...'` or `"..."`, with no backslash and no control
-character, separated by commas, a trailing comma allowed: such an item
-means the same to Python and to JSON, so no reader could take it for
-another list. Between tokens only JSON's whitespace counts (space, tab,
-CR, LF); Python would refuse NBSP or U+3000 there, and so does this.
+Read one way or refused, on text a hostile user wrote: no `ast.literal_eval`,
+and one pass over the text (docs/answer-formats.md, "Bounded work").
+A Python list is read only when its items mean the same in JSON.
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
-"""What a tracegrade score holds, declared once and read one way.
-
-Every reader of a logged or live score decodes it here: `tracegrade
-report` and `compare`, the columns of `tracegrade.analysis`, the metrics
-and the bulk results. When they each read the metadata themselves they
-drifted apart (one took a JSON integer as a recall, another refused it);
-now a score one refuses, all refuse, in the same words.
-
-As ir-measures declares each measure once (its name, its type, what it
-means), `FIELDS` declares each part of a score's metadata, and
-docs/scores.md's table is made from it (`fields_table`; the tests hold
-the page to it). The readers (`read_stage`, `read_extraction` and the
-field readers under them) check what they read and raise `InvalidScore`
-saying which field is wrong and how; the caller adds which sample.
-
-The checks are the strict ones: a share is a JSON number with a fraction
-(`0.0`, never `0`), since tracegrade writes floats and a score that holds
-an integer was not written by it; an ID list holds strings only. Scores
-written by an earlier tracegrade without `recall` or `precision` get
-them from the record they hold, of which both are functions; one
-without `itemised` is refused where it is due, saying how to score again.
-
-Nothing here imports Inspect AI: the report and compare paths, and any
-analysis of a log, can read scores without loading it.
+"""What a tracegrade score holds, declared once (`FIELDS`, which makes
+docs/scores.md's table) and read one way by every reader, so that a score
+one refuses, all refuse, in the same words. No Inspect import here.
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
-"""What exactly an extraction answer got wrong, beside its membership and order grade.
-
-Not a rule of the reference evaluator, and outside the parity claim: the
-grade says *whether* membership and order hold; these figures say *where*
-they broke, so a reader need not diff two long lists by eye. They are
-defined only for unique-ID lists, the lists the rules grade; for anything
-else the rules answer `duplicate-id` and there is nothing to itemise.
-
-The four figures, for a source list and an answer list:
-
-- `dropped`: the source IDs absent from the answer, in source order.
-- `invented`: the answer IDs absent from the source, in answer order.
-- `first_order_break`: the first 1-based position at which the two lists
-  differ, counting one list running out before the other as a difference
-  (source A,B,C and answer A,B differ at position 3); `None` when they are
-  equal, which for unique lists is exactly when order passes. 1-based, like
-  the explanation's "position 2 holds ...". The break is positional, so one
-  dropped ID early on puts it at that ID even if the rest keeps its order.
-- `kept_in_order`: the length of the longest common subsequence of source
-  and answer: the most source IDs the answer keeps in their source order
-  relative to each other. It shows how much order survived where the break
-  cannot: a single swap and a full reversal break at the same position.
+"""Where an extraction answer went wrong, beside its grade: `dropped`,
+`invented`, `first_order_break` and `kept_in_order` (docs/scores.md), for
+the unique-ID lists the rules grade. No rule of the reference evaluator.
 """
 
 from __future__ import annotations

@@ -1,26 +1,6 @@
-"""Where in the pipeline each missing document was lost.
-
-Stage diagnosis says a run failed at retrieval and which required IDs
-never reached the context. A record may also carry the pipeline's steps,
-in pipeline order, each with the IDs it output in rank order:
-
-    "steps": [{"name": "retriever", "ids": [...]}, {"name": "reranker", "ids": [...]}]
-
-Each step takes the output of the step before it, or of the earlier steps
-its `inputs` names (`[]`: none, a retriever run beside the first; two
-names: fan-in). `context` stays what reached the model. Then, for each ID
-the rules report missing, in the order of `missing`:
-
-- `last_step` is the last step that had it, `last_rank` its 1-based rank
-  there; both null when no step ever had it;
-- `lost_at` is the first step that took `last_step`'s output (the step
-  that dropped it), or `"context"` when no step took it (it was ranked
-  below the cut that fills the prompt); the first step when no step had it.
-
-Each answer has its own fix (embeddings or chunking, a filter, the
-reranker, k), and this is a fact of IDs alone, as exact as the rules: no
-rule of the reference evaluators reads `steps`, so the diagnosis itself,
-`stage` and `missing`, is the same with and without them.
+"""Where in the pipeline each missing document was lost, from the record's
+`steps` (docs/pipeline-steps.md): a fact of IDs alone, which no rule of the
+reference evaluators reads, so `stage` and `missing` are the same without them.
 """
 
 from __future__ import annotations
@@ -60,14 +40,7 @@ _STEP_FORM = 'an object {"name": "...", "ids": [...], "inputs"?: [...]}'
 
 def read_steps(record: Mapping[str, Any]) -> list[Step] | None:
     """The record's steps, checked; None when it has none (absent or null).
-
-    Raises `InvalidRecord` naming the step: steps that are no list, an
-    empty list, a step that is not an object with `name` and `ids`, a name
-    that is empty, repeated or `"context"` (which `lost_at` uses), IDs
-    that are not a list of strings, an ID a step lists twice (a ranking
-    holds a document once; which rank counts would be a guess), or inputs
-    naming no earlier step.
-    """
+    A bad one is an `InvalidRecord` naming the step (docs/pipeline-steps.md)."""
     steps = record.get("steps")
     if steps is None:
         return None
@@ -85,47 +58,52 @@ def read_steps(record: Mapping[str, Any]) -> list[Step] | None:
     read: list[Step] = []
     seen: dict[str, int] = {}
     for position, step in enumerate(steps):
-        where = f"steps[{position}]"
-        if type(step) is not dict or "name" not in step or "ids" not in step:
-            raise InvalidRecord(where, step, f"must be {_STEP_FORM}")
-        name = step["name"]
-        if not isinstance(name, str) or not name:
-            raise InvalidRecord(f"{where}.name", name, "must be a non-empty string")
-        if name == CONTEXT:
-            raise InvalidRecord(
-                f"{where}.name",
-                name,
-                'is reserved: lost_at "context" means an ID no step dropped',
-            )
-        if name in seen:
-            raise InvalidRecord(
-                f"{where}.name",
-                name,
-                f"names steps[{seen[name]}] too; a record's step names are unique",
-            )
-        try:
-            ids = id_list(step, "ids")
-            inputs = _inputs(step, seen)
-        except InvalidRecord as invalid:
-            raise InvalidRecord(
-                f"{where}.{invalid.field}",
-                invalid.value,
-                f"(step {name!r}) {invalid.problem}",
-            ) from None
-        if len(set(ids)) != len(ids):
-            ranks: dict[str, int] = {}
-            for rank, item in enumerate(ids, 1):
-                if item in ranks:
-                    raise InvalidRecord(
-                        f"{where}.ids[{rank - 1}]",
-                        item,
-                        f"(step {name!r}) repeats rank {ranks[item]}; a step "
-                        "ranks each ID once",
-                    )
-                ranks[item] = rank
-        read.append(Step(name, ids, inputs))
-        seen[name] = position
+        read.append(_read_step(f"steps[{position}]", step, seen))
+        seen[read[-1].name] = position
     return read
+
+
+def _read_step(where: str, step: Any, seen: Mapping[str, int]) -> Step:
+    """One step, `where` in the record; `seen` maps earlier names to positions."""
+    if type(step) is not dict or "name" not in step or "ids" not in step:
+        raise InvalidRecord(where, step, f"must be {_STEP_FORM}")
+    name = step["name"]
+    if not isinstance(name, str) or not name:
+        raise InvalidRecord(f"{where}.name", name, "must be a non-empty string")
+    if name == CONTEXT:
+        raise InvalidRecord(
+            f"{where}.name",
+            name,
+            'is reserved: lost_at "context" means an ID no step dropped',
+        )
+    if name in seen:
+        raise InvalidRecord(
+            f"{where}.name",
+            name,
+            f"names steps[{seen[name]}] too; a record's step names are unique",
+        )
+    try:
+        ids = id_list(step, "ids")
+        inputs = _inputs(step, seen)
+    except InvalidRecord as invalid:
+        raise InvalidRecord(
+            f"{where}.{invalid.field}",
+            invalid.value,
+            f"(step {name!r}) {invalid.problem}",
+        ) from None
+    if len(set(ids)) != len(ids):
+        # A ranking holds a document once; which rank counts would be a guess.
+        ranks: dict[str, int] = {}
+        for rank, item in enumerate(ids, 1):
+            if item in ranks:
+                raise InvalidRecord(
+                    f"{where}.ids[{rank - 1}]",
+                    item,
+                    f"(step {name!r}) repeats rank {ranks[item]}; a step "
+                    "ranks each ID once",
+                )
+            ranks[item] = rank
+    return Step(name, ids, inputs)
 
 
 def _inputs(step: Mapping[str, Any], earlier: Container[str]) -> list[str] | None:

@@ -1,22 +1,8 @@
 """Reading a model's answer text as a list of IDs: one reading, or none.
 
-A grader whose promise is "no judge that changes its mind" must never
-grade a list the model did not give. So readings are not tried in turn
-with the first match winning: every candidate list that any reading finds
-anywhere in the text is collected, and the text is read only when they
-all agree on one list, the same IDs in the same order. Anything else is
-an `UnreadableAnswer` naming why, which fails both criteria. The readings,
-each refusal and why none can misread are in docs/answer-formats.md.
-
-An `ANSWER:` line, which a prompt can ask for, settles what the answer is
-when there is one: its list is then the one candidate. And a task that
-asks for structured output can name the key its schema puts the list
-under (`structured_key`): a text that is exactly that JSON object is read
-as its list.
-
-Everything here takes time linear in the text's length (no regular
-expression that can backtrack over it, no `ast.literal_eval`), and a text
-over `MAX_ANSWER_CHARACTERS` is refused without being scanned.
+Every list any reading finds anywhere in the text is a candidate, and the
+text is read only when all agree (an `ANSWER:` line settles it); anything
+else is an `UnreadableAnswer` naming why. In linear time: docs/answer-formats.md.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""The scorers' arguments, checked when a scorer is built.
-
-A key of the wrong type (`required_key=["gold_docs"]`, which is what
-`-S 'required_key=[gold_docs]'` gives) was accepted, and then every sample
-failed with a raw `TypeError: unhashable type: 'list'`; an argument the
-scorer does not take (`-S requried_key=gold`) failed in Inspect's loader
-with a traceback. Both are refused here instead, before any sample runs,
-in one line that names the argument and the value.
+"""The scorers' arguments, checked when a scorer is built: a key of the
+wrong type or an argument the scorer does not take is refused in one line
+naming it, before any sample runs, not as a traceback per sample.
 """
 
 from __future__ import annotations
@@ -19,14 +14,9 @@ from ..core.errors import quote
 
 
 class ArgumentError(PrerequisiteError):
-    """An argument that no scorer or task can be built with.
-
-    Not a `ValueError`, like `LabelScorerError` and for the same reason:
-    Inspect's scorer loader (`inspect score --scorer ... -S key=value`)
-    replaces a `ValueError` raised while building a scorer with "couldn't
-    be loaded", hiding the value to fix. A `PrerequisiteError`, so
-    Inspect's CLI prints the message alone, with no traceback.
-    """
+    """An argument that no scorer or task can be built with: a
+    `PrerequisiteError`, which Inspect's CLI prints alone, since its scorer
+    loader hides a `ValueError`'s message behind "couldn't be loaded"."""
 
     def __init__(self, message: str) -> None:
         self.message = message

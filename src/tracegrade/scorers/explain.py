@@ -1,10 +1,5 @@
-"""One plain sentence per score: the decision and its reason.
-
-These follow the "Decision and reason" column of the source documents, so
-that a reader of `inspect view` sees why, not only what. They are pure
-functions of the graded record and the result, so they can be tested
-without running Inspect.
-"""
+"""One plain sentence per score, the decision and its reason, as the source
+documents' "Decision and reason" column gives them: pure functions of the record."""
 
 from __future__ import annotations
 
@@ -22,11 +17,8 @@ _LISTED = 5
 
 
 def show_id(document_id: str) -> str:
-    """An ID as written when it is plain, JSON-quoted when it is not.
-
-    The empty string, trailing spaces and look-alike letters would vanish
-    or mislead in prose; quoting with escapes keeps them visible.
-    """
+    """An ID as written when it is plain, JSON-quoted when it is not, so that
+    an empty ID, trailing spaces or look-alike letters stay visible."""
     return document_id if _PLAIN_ID.fullmatch(document_id) else json.dumps(document_id)
 
 
@@ -53,11 +45,8 @@ def first_repeat(ids: Sequence[str]) -> str | None:
 def explain_stage(
     record: Mapping[str, Any], result: StageResult, *, label_from: str | None = None
 ) -> str:
-    """Why a run got its stage, or why it has none.
-
-    `label_from` names where a label was looked for, so that an absent one
-    points at the labels file or metadata key to fix.
-    """
+    """Why a run got its stage, or why it has none; `label_from` names where an
+    absent label was looked for, the file or key to fix."""
     if "error" in result:
         if "correct" not in record:
             where = f" in {label_from}" if label_from else ""
@@ -187,11 +176,8 @@ def explain_invalid(error: InvalidRecord) -> str:
 
 
 def explain_unrecorded_context(*, recorded_null: bool = False) -> str:
-    """Why a run with no recorded context is not graded.
-
-    A store holding `null` is said as such: a replayed record with
-    `"context": null`, or a `RetrievalTrace` whose context was left unset.
-    """
+    """Why a run with no recorded context is not graded (`recorded_null`: the
+    store holds `null`)."""
     if recorded_null:
         return (
             "The recorded context is null (RetrievalTrace.context was never set "

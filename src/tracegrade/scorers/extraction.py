@@ -1,14 +1,9 @@
-"""`tracegrade/ordered_extraction`: did the answer keep every source ID, in order?
-
-A thin wrapper over `tracegrade.core.grade_extraction`: the closure only
-reads the source and the answer from the task state, and
-`extraction_score` turns the core's result into a `Score` without seeing
-the state.
-"""
+"""`tracegrade/ordered_extraction`: did the answer keep every source ID, in order?"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final, NoReturn
 
@@ -19,20 +14,13 @@ from inspect_ai.solver import TaskState
 from ..core import InvalidRecord, grade_extraction, has_duplicates, itemise
 from ..core.errors import quote
 from ..lines import strict_json_loads
-from .answer_parsing import ReadAs, UnreadableAnswer, read_answer_ids
+from .answer_parsing import UnreadableAnswer, read_answer_ids
 from .arguments import ScorerArgumentError, check_key, refuse_unknown_arguments
+from .common import record_scorer
 from .explain import explain_extraction, explain_invalid, explain_unreadable
-from .key_warnings import KeyWatch, absent_metadata_key
+from .key_warnings import KeyWatch
 from .metrics import answer_failures, criteria_shares, scored_runs
-from .outcome import (
-    ErrorInfo,
-    data_error,
-    graded,
-    metadata_source,
-    run_error,
-    shown,
-)
-from .sample_error import sample_error
+from .outcome import ErrorInfo, data_error, graded, metadata_source, shown
 
 READ_IN_THREAD_CHARACTERS: Final = 100_000
 """An output at least this long is read in a worker thread, off the event loop."""
@@ -41,6 +29,136 @@ READ_IN_THREAD_CHARACTERS: Final = 100_000
 def failed_both() -> dict[str, bool]:
     """The value of an answer that broke the answer contract."""
     return {"membership": False, "order": False}
+
+
+def extraction_score(
+    record: dict[str, Any],
+    read_from: dict[str, str],
+    *,
+    answer_text: str | None = None,
+    structured_key: str | None = None,
+) -> Score:
+    """An extraction record's `Score`, errors included: its one path to a result.
+
+    With `answer_text` the answer is read from that output (unreadable is
+    the model's failure; `read_as` says how it was read); without it,
+    `record` holds a recorded answer, whose wrong type is the data's error.
+    """
+    if answer_text is None:
+        return _with_itemisation(_answer_value_score(record, read_from))
+    read_as = None
+    try:
+        reading = read_answer_ids(answer_text, structured_key=structured_key)
+    except Exception as failure:
+        # Whatever the reader meets is the answer's to answer for, never the
+        # eval's: a failure the rules did not foresee is still a refusal.
+        unreadable = (
+            failure
+            if isinstance(failure, UnreadableAnswer)
+            else UnreadableAnswer(
+                f"the answer could not be read ({type(failure).__name__}: {failure})"
+            )
+        )
+        refusal = _source_refusal(record, answer_text, read_from)
+        score = (
+            refusal
+            if refusal is not None
+            else graded(
+                failed_both(),
+                answer=answer_text,
+                explanation=explain_unreadable(str(unreadable)),
+                result=None,
+                record=record,
+                read_from=read_from,
+                error=ErrorInfo(
+                    kind="unreadable-answer",
+                    side="answer",
+                    field="answer",
+                    message=str(unreadable),
+                ),
+            )
+        )
+    else:
+        score = _answer_value_score({**record, "answer": reading.ids}, read_from)
+        read_as = reading.read_as
+    score = _with_itemisation(score)
+    score.metadata = {**(score.metadata or {}), "read_as": read_as}
+    return score
+
+
+def recorded_output_score(
+    record: dict[str, Any],
+    read_from: dict[str, str],
+    output: Any,
+    *,
+    answer_too: bool = False,
+) -> Score:
+    """The score of a run that recorded the model's output text instead of
+    its answer, read as a live output is; two answers, or no text, are invalid."""
+    if isinstance(output, str) and not answer_too:
+        return extraction_score(record, read_from, answer_text=output)
+    problem = (
+        "is given beside a recorded answer: a run records its answer once, as "
+        "a list or as the output text"
+        if answer_too
+        else "must be a text, the model's output"
+    )
+    invalid = InvalidRecord("output", output, problem)
+    return _with_itemisation(_invalid(invalid, shown(output), record, read_from))
+
+
+def _answer_value_score(record: dict[str, Any], read_from: dict[str, str]) -> Score:
+    """The score of a record that holds its answer as a value, read or recorded."""
+    answer = shown(record["answer"]) if "answer" in record else ""
+    try:
+        result = grade_extraction(record)
+    except InvalidRecord as invalid:
+        return _invalid(invalid, answer, record, read_from)
+    explanation = explain_extraction(record["source"], record["answer"], result)
+    if "error" in result and has_duplicates(record["source"]):
+        return _duplicate_source(explanation, answer, result, record, read_from)
+    if "error" in result:
+        value, error = (
+            failed_both(),
+            ErrorInfo(
+                kind="duplicate-answer-id",
+                side="answer",
+                field="answer",
+                message=explanation,
+            ),
+        )
+    else:
+        value, error = (
+            {"membership": result["membership"], "order": result["order"]},
+            None,
+        )
+    return graded(
+        value,
+        answer=answer,
+        explanation=explanation,
+        result=result,
+        record=record,
+        read_from=read_from,
+        error=error,
+    )
+
+
+def _source_refusal(
+    record: dict[str, Any], answer: str, read_from: dict[str, str]
+) -> Score | None:
+    """The data error in the source alone, if any: a broken source is the
+    data's fault whatever the model wrote, so it wins over an unreadable answer."""
+    try:
+        grade_extraction(record)  # reads the source before the answer
+    except InvalidRecord as invalid:
+        if invalid.field != "answer":
+            return _invalid(invalid, answer, record, read_from)
+    if has_duplicates(record["source"]):
+        explanation = explain_extraction(
+            record["source"], [], {"error": "duplicate-id"}
+        )
+        return _duplicate_source(explanation, answer, None, record, read_from)
+    return None
 
 
 def _invalid(
@@ -59,29 +177,6 @@ def _invalid(
         record=record,
         read_from=read_from,
     )
-
-
-def _source_refusal(
-    record: dict[str, Any], answer: str, read_from: dict[str, str]
-) -> Score | None:
-    """The data error in the source alone, if any.
-
-    Used when the answer cannot be read: a broken source is the data's
-    fault whatever the model wrote, so it must win over the answer failure.
-    The core reads the source first, so a record without an answer lets it
-    check the source and then stop at the missing answer.
-    """
-    try:
-        grade_extraction(record)
-    except InvalidRecord as invalid:
-        if invalid.field != "answer":
-            return _invalid(invalid, answer, record, read_from)
-    if has_duplicates(record["source"]):
-        explanation = explain_extraction(
-            record["source"], [], {"error": "duplicate-id"}
-        )
-        return _duplicate_source(explanation, answer, None, record, read_from)
-    return None
 
 
 def _duplicate_source(
@@ -104,62 +199,12 @@ def _duplicate_source(
     )
 
 
-def extraction_score(
-    record: dict[str, Any],
-    read_from: dict[str, str],
-    *,
-    answer_text: str | None = None,
-    structured_key: str | None = None,
-) -> Score:
-    """The score for one record, errors included.
-
-    With `answer_text`, the answer is the model's output and is read from
-    it (`read_answer_ids`, with `structured_key`); an unreadable text is
-    the model's failure, and the metadata's `read_as` says which reading
-    found the IDs (a `ReadAs` name such as "json" or "lines"; None when
-    none did). Without it, `record` already holds the answer (a recorded
-    one, from metadata), an answer of the wrong type is the data's error,
-    and there is no `read_as`.
-    """
-    if answer_text is None:
-        return _with_itemisation(_answer_value_score(record, read_from))
-    try:
-        reading = read_answer_ids(answer_text, structured_key=structured_key)
-    except Exception as failure:
-        # Whatever the reader meets is the answer's to answer for, never the
-        # eval's: a failure the rules did not foresee is still a refusal.
-        unreadable = (
-            failure
-            if isinstance(failure, UnreadableAnswer)
-            else UnreadableAnswer(
-                f"the answer could not be read ({type(failure).__name__}: {failure})"
-            )
-        )
-        score = _unreadable_answer_score(record, answer_text, read_from, unreadable)
-        read_as: ReadAs | None = None
-    else:
-        score = _answer_value_score({**record, "answer": reading.ids}, read_from)
-        read_as = reading.read_as
-    score = _with_itemisation(score)
-    # Set on the score, not built into `graded`, because only answers
-    # read from output text have a reading; recorded answers have none.
-    score.metadata = {**(score.metadata or {}), "read_as": read_as}
-    return score
-
-
 def _with_itemisation(score: Score) -> Score:
-    """`score` with its metadata `itemised`, which every extraction score has.
-
-    Only a grade is itemised. Where the rules refused to grade (a repeated
-    ID, an unreadable answer, a data error), the figures would have to
-    guess which list the answer or the source was meant to be.
-    """
-    # The builders in `outcome` give every score a fresh metadata dict, so
-    # it is ours to extend in place.
+    """`score` with its `itemised`, None where the rules refused to grade
+    (itemising those lists would mean guessing which list was meant)."""
     metadata = score.metadata
     assert metadata is not None, "outcome's builders always set metadata"
-    result = metadata["result"]
-    record = metadata["record"]
+    result, record = metadata["result"], metadata["record"]
     graded = isinstance(result, dict) and "membership" in result
     metadata["itemised"] = (
         itemise(record["source"], record["answer"]) if graded else None
@@ -167,73 +212,11 @@ def _with_itemisation(score: Score) -> Score:
     return score
 
 
-def _unreadable_answer_score(
-    record: dict[str, Any],
-    answer_text: str,
-    read_from: dict[str, str],
-    unreadable: UnreadableAnswer,
-) -> Score:
-    refusal = _source_refusal(record, answer_text, read_from)
-    if refusal is not None:
-        return refusal
-    return graded(
-        failed_both(),
-        answer=answer_text,
-        explanation=explain_unreadable(str(unreadable)),
-        result=None,
-        record=record,
-        read_from=read_from,
-        error=ErrorInfo(
-            kind="unreadable-answer",
-            side="answer",
-            field="answer",
-            message=str(unreadable),
-        ),
-    )
-
-
-def _answer_value_score(record: dict[str, Any], read_from: dict[str, str]) -> Score:
-    """The score of a record that holds its answer as a value, read or recorded."""
-    answer = shown(record["answer"]) if "answer" in record else ""
-    try:
-        result = grade_extraction(record)
-    except InvalidRecord as invalid:
-        return _invalid(invalid, answer, record, read_from)
-
-    explanation = explain_extraction(record["source"], record["answer"], result)
-    if "error" in result:
-        if has_duplicates(record["source"]):
-            return _duplicate_source(explanation, answer, result, record, read_from)
-        return graded(
-            failed_both(),
-            answer=answer,
-            explanation=explanation,
-            result=result,
-            record=record,
-            read_from=read_from,
-            error=ErrorInfo(
-                kind="duplicate-answer-id",
-                side="answer",
-                field="answer",
-                message=explanation,
-            ),
-        )
-    return graded(
-        {"membership": result["membership"], "order": result["order"]},
-        answer=answer,
-        explanation=explanation,
-        result=result,
-        record=record,
-        read_from=read_from,
-    )
-
-
 def source_from_target(target: Target) -> Any:
     """The source IDs written as a JSON array in the target text.
 
-    A list target (`Sample(target=["C", "A", "B"])`) is refused as the user
-    wrote it: Inspect reads it as alternative answers, and its `text` runs
-    the items together (`"CAB"`), which no one wrote.
+    A list target is refused: Inspect reads it as alternative answers, and
+    its `text` runs the items together (`"CAB"`), which no one wrote.
     """
     if len(target.target) != 1:
         raise InvalidRecord(
@@ -274,67 +257,33 @@ def ordered_extraction_scorer(
 ) -> Scorer:
     """Grade membership and order of an extracted ID list separately.
 
-    The value is `{"membership": bool, "order": bool}`. A repeated ID or an
-    output with no readable ID list fails both criteria (the reason names
-    which), so a model cannot escape grading with a broken answer. A
-    repeated source ID or a record outside the contract is a data error:
-    `Score.unscored`, counted neither way. A graded answer's metadata
-    `itemised` lists the IDs it dropped and invented, where its order first
-    breaks and how many IDs it kept in order. A sample whose run failed
-    before answering (scored under `--score-on-error`, e.g. after the model
-    API raised) is `sample-error`, unscored: no answer is not an unreadable
-    one. See `tracegrade.scorers.outcome` for the metadata every score
-    carries.
-
-    A run that lacks a metadata key the scorer reads, when no run scored
-    before it had the key, is warned of once, in the terminal and in the
-    log (see `tracegrade.scorers.key_warnings`): a typo in `source_key` or
-    `answer_key` would otherwise give a run that is all `invalid-input`.
+    A repeated ID or an output with no readable ID list fails both, so a
+    model cannot escape grading; a broken source is unscored. docs/scores.md
+    has the whole contract, docs/answer-formats.md how an output is read.
 
     Args:
-        source_key: Sample metadata key of the source IDs, in source order.
-            None reads them from the target instead, written as a JSON
-            array (`Sample(target='["C", "A", "B"]')`).
-        answer_key: None (the default) grades the model's output, read
-            only when every list found in it agrees on one: the list of an
-            `ANSWER:` line when there is one, else every JSON array, Python
-            list, list of lines, comma list or lone ID in the text, as
-            docs/answer-formats.md details. The score's metadata `read_as`
-            names the reading used. A metadata key grades a recorded
-            answer instead, which must be an array of strings like any
-            other record field.
-        structured_key: For a task that asks for structured output (a
-            `response_schema` of an object holding the list under one
-            key): that key. An output that is exactly such an object is
-            read as its list (`read_as` "structured"); any other output is
-            read as usual, for providers that ignore the schema.
-        output_key: With `answer_key`, the metadata key of a recorded
-            model output, a text: a run that has it instead of a recorded
-            answer is graded on the list read from that text, as a live
-            model's output is read. A run with both is invalid input.
-
-    Examples:
-        ```python
-        Task(dataset=[Sample(input=prompt, target='["C", "A", "B"]')],
-             solver=generate(),
-             scorer=ordered_extraction_scorer(source_key=None))
-        ```
-
-        Recorded answers: `ordered_extraction_scorer(answer_key="answer")`;
-        recorded answers or outputs, as `tracegrade/ordered_extraction_recorded`
-        grades them: `ordered_extraction_scorer(answer_key="answer",
-        output_key="output")`.
+        source_key: Sample metadata key of the source IDs; None reads them
+            from the target, a JSON array (`Sample(target='["C", "A"]')`).
+        answer_key: None grades the model's output; a metadata key grades a
+            recorded answer, an array of strings.
+        structured_key: The key an object of structured output holds the
+            list under (`read_as` "structured").
+        output_key: With `answer_key`, the metadata key of a recorded model
+            output, read as a live output is; a run with both is invalid.
 
     Raises:
-        ScorerArgumentError: A key argument is neither None nor a
-            non-empty string, or an argument this scorer does not take is
-            given (`-S sorce_key=...`).
+        ScorerArgumentError: A key that is neither None nor a non-empty
+            string, keys that do not go together, or an argument this scorer
+            does not take.
     """
     refuse_unknown_arguments("ordered_extraction", ordered_extraction_scorer, unknown)
-    check_key("source_key", source_key, optional=True)
-    check_key("answer_key", answer_key, optional=True)
-    check_key("structured_key", structured_key, optional=True)
-    check_key("output_key", output_key, optional=True)
+    for argument, key in (
+        ("source_key", source_key),
+        ("answer_key", answer_key),
+        ("structured_key", structured_key),
+        ("output_key", output_key),
+    ):
+        check_key(argument, key, optional=True)
     if structured_key is not None and answer_key is not None:
         raise ScorerArgumentError(
             "structured_key reads the model's output, and answer_key="
@@ -346,90 +295,81 @@ def ordered_extraction_scorer(
             "recorded answers, so it needs answer_key too; without answer_key "
             "the model's own output is graded"
         )
-    watch = KeyWatch()
-    source_from = metadata_source(source_key) if source_key is not None else "target"
-    read_from = {
-        "source": source_from,
-        "answer": metadata_source(answer_key) if answer_key is not None else "output",
-    }
-    output_read_from = {
-        "source": source_from,
-        "answer": metadata_source(output_key) if output_key is not None else "output",
-    }
+    reader = _ExtractionReader(source_key, answer_key, structured_key, output_key)
+    return record_scorer(
+        reader.score,
+        read_from=reader.read_from("answer", answer_key),
+        absent=("itemised", "read_as") if answer_key is None else ("itemised",),
+    )
 
-    async def score(state: TaskState, target: Target) -> Score:
-        failure = sample_error()
-        if failure is not None:
-            # An empty output after an API error is no answer at all, so
-            # it is not an unreadable one.
-            return run_error(
-                failure,
-                answer=state.output.completion,
-                read_from=read_from,
-                absent=("itemised", "read_as") if answer_key is None else ("itemised",),
-            )
-        metadata = state.metadata
+
+@dataclass
+class _ExtractionReader:
+    """Reads a run's record from its state as the scorer's arguments say."""
+
+    source_key: str | None
+    answer_key: str | None
+    structured_key: str | None
+    output_key: str | None
+    watch: KeyWatch = field(default_factory=KeyWatch)
+
+    def read_from(self, role: str, key: str | None) -> dict[str, str]:
+        """Where the source is read, and the answer, or the output, as `role`."""
+        source = self.source_key
+        return {
+            "source": metadata_source(source) if source is not None else "target",
+            role: metadata_source(key) if key is not None else "output",
+        }
+
+    async def score(self, state: TaskState, target: Target) -> Score:
+        read_from = self.read_from("answer", self.answer_key)
         record: dict[str, Any] = {}
-        if source_key is None:
+        if self.source_key is None:
             try:
                 record["source"] = source_from_target(target)
             except InvalidRecord as invalid:
-                return _with_itemisation(
-                    _invalid(invalid, state.output.completion, record, read_from)
-                )
+                score = _invalid(invalid, state.output.completion, record, read_from)
+                return _with_itemisation(score)
         else:
-            _note_key(watch, state, "source", source_key)
-            if source_key in metadata:
-                record["source"] = metadata[source_key]
-        if answer_key is None:
+            self._read_key(state, record, "source", self.source_key)
+        metadata = state.metadata
+        if self.answer_key is None:
             text = state.output.completion
             read = partial(
                 extraction_score,
                 record,
                 read_from,
                 answer_text=text,
-                structured_key=structured_key,
+                structured_key=self.structured_key,
             )
             return await _off_the_loop_if_long(read, text)
-        if output_key is not None and output_key in metadata:
-            watch.note("answer", True, str)
-            output = metadata[output_key]
-            recorded = answer_key in metadata
-            read = partial(recorded_output_score, record, output_read_from, output)
-            return await _off_the_loop_if_long(
-                partial(read, answer_too=recorded), output
+        if self.output_key is not None and self.output_key in metadata:
+            self.watch.note("answer", True, str)
+            output = metadata[self.output_key]
+            read = partial(
+                recorded_output_score,
+                record,
+                self.read_from("answer", self.output_key),
+                output,
+                answer_too=self.answer_key in metadata,
             )
-        _note_key(watch, state, "answer", answer_key)
-        if answer_key in metadata:
-            record["answer"] = metadata[answer_key]
+            return await _off_the_loop_if_long(read, output)
+        self._read_key(state, record, "answer", self.answer_key)
         return extraction_score(record, read_from)
 
-    return score
-
-
-def recorded_output_score(
-    record: dict[str, Any],
-    read_from: dict[str, str],
-    output: Any,
-    *,
-    answer_too: bool = False,
-) -> Score:
-    """The score of a run that recorded the model's output text instead of
-    its answer: the answer is read from the text as a live output is.
-
-    An output that is no text, or one recorded beside an answer (two
-    answers, which may differ), is invalid input.
-    """
-    if isinstance(output, str) and not answer_too:
-        return extraction_score(record, read_from, answer_text=output)
-    problem = (
-        "is given beside a recorded answer: a run records its answer once, as "
-        "a list or as the output text"
-        if answer_too
-        else "must be a text, the model's output"
-    )
-    invalid = InvalidRecord("output", output, problem)
-    return _with_itemisation(_invalid(invalid, shown(output), record, read_from))
+    def _read_key(
+        self, state: TaskState, record: dict[str, Any], role: str, key: str
+    ) -> None:
+        """Copy metadata `key` into the record's `role`, if the run has it."""
+        self.watch.note_key(
+            "ordered_extraction",
+            state,
+            role,
+            key,
+            "A run without it is not graded: invalid-input.",
+        )
+        if key in state.metadata:
+            record[role] = state.metadata[key]
 
 
 async def _off_the_loop_if_long(read: Callable[[], Score], text: object) -> Score:
@@ -438,22 +378,6 @@ async def _off_the_loop_if_long(read: Callable[[], Score], text: object) -> Scor
     if not isinstance(text, str) or len(text) < READ_IN_THREAD_CHARACTERS:
         return read()
     return await anyio.to_thread.run_sync(read)
-
-
-def _note_key(watch: KeyWatch, state: TaskState, field: str, key: str) -> None:
-    """Note whether this run has the metadata key `field` is read from."""
-    watch.note(
-        field,
-        key in state.metadata,
-        lambda: absent_metadata_key(
-            "ordered_extraction",
-            quote(state.sample_id),
-            key=key,
-            argument=f"{field}_key",
-            keys=state.metadata,
-            consequence="A run without it is not graded: invalid-input.",
-        ),
-    )
 
 
 __all__ = [

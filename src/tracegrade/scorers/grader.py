@@ -1,38 +1,8 @@
 """Labels from a grader: any Inspect scorer's verdict, read one documented way.
 
-The stage scorer takes a label from a grader in two ways: it runs one on
-the same state and target (`stage_diagnosis_scorer(label_scorer=match())`),
-or it reads the score an earlier scorer of the same sample already gave
-(`label_from="model_graded_qa"`), so a model judge is called once. Either
-way the score's value becomes the label the rules need by this table, and
-nothing else:
-
-| grader value | label |
-|---|---|
-| `CORRECT` (`"C"`), `True`, `1`, `1.0` | `true` |
-| `INCORRECT` (`"I"`), `False`, `0`, `0.0` | `false` |
-| `PARTIAL` (`"P"`), `NOANSWER` (`"N"`) | none |
-| any other number (`0.5`, `2`, `-1`), NaN or infinity | none |
-| any other string: `"1"`, `"0"`, `"c"`, `"true"`, `"yes"`, `"correct"` | none |
-| a list or a dict | none |
-| the grader returns no score (`None`); no earlier score of that name | none |
-
-Numbers are read by value and type together: `True`, `1` and `1.0` are
-the same verdict however the grader spells it, but a string is a label
-only as Inspect's own constants spell it, exactly. This is stricter than
-Inspect's `value_to_float`, which counts `NOANSWER` as 0, `"yes"` as 1
-and `"0.5"` as 0.5: for an accuracy those are fair defaults, but a label
-decides between `pass` and `generation`, and a label is never guessed.
-
-"None" means the run has no label: its stage score is the `answer-label`
-data error, and the explanation quotes what the grader gave. The grader's
-own score (`value`, `answer`, `explanation`, `reason`, `metadata`) is kept
-in the stage score's metadata under `grader`, whatever it was.
-
-A grader that raises is not in the table: its error is the sample's, as
-any scorer's is in Inspect. The sample is an error in the log, with its
-traceback, and `inspect eval-retry` scores it again; a label is not lost
-to a passing outage, nor a stage given without one.
+A label decides between `pass` and `generation`, so only the values in
+docs/scores.md's grader table are labels, stricter than Inspect's
+`value_to_float`; a grader that raises fails the sample, as any scorer's error.
 """
 
 from __future__ import annotations
@@ -46,8 +16,8 @@ from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target
 from inspect_ai.solver import TaskState
 from inspect_ai.util import registry_create, registry_info
 
-from .._inspect_internals import PrerequisiteError
 from ..core.errors import quote
+from .arguments import ArgumentError
 
 LABEL_SOURCE: Literal["scorer"] = "scorer"
 """`read_from["correct"]` is `"scorer NAME"` for a label from a grader."""
@@ -57,24 +27,13 @@ GIVEN_SOURCE: Literal["score"] = "score"
 earlier scorer gave (`label_from`)."""
 
 
-class LabelScorerError(PrerequisiteError):
-    """A `label_scorer` or `label_from` argument that names or is no usable
-    grader, or more than one label source.
-
-    Not a `ValueError`, like `LabelsError` and for the same reason: Inspect's
-    scorer loader (`inspect score --scorer ... -S label_scorer=...`) replaces
-    a `ValueError` raised while building a scorer with "couldn't be
-    loaded", hiding the value to fix. A `PrerequisiteError`, so Inspect's
-    CLI prints the message alone, with no traceback.
-    """
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-        Exception.__init__(self, message)
+class LabelScorerError(ArgumentError):
+    """A `label_scorer` or `label_from` that is no usable grader, or more
+    than one label source."""
 
 
 def label_from_value(value: Any) -> bool | None:
-    """The label a grader's score value gives, or None; see the module table."""
+    """The label a grader's score value gives, or None (docs/scores.md's table)."""
     if isinstance(value, bool):
         return value
     if isinstance(value, str):
@@ -93,14 +52,8 @@ def label_from_value(value: Any) -> bool | None:
 
 
 def resolve_label_scorer(grader: Any) -> Scorer:
-    """The grader itself, from a scorer or its registry name.
-
-    A name is what `inspect score -S label_scorer=match` passes; it is made
-    with no arguments through Inspect's registry, as `--scorer` would make
-    it. A scorer made without `@scorer` is refused: the log records a grader
-    by its registry name, and `inspect score` and `eval-retry` rebuild it
-    from there.
-    """
+    """The grader itself, from a scorer or its registry name (made with no
+    arguments); only a registered scorer, since the log records it by name."""
     if isinstance(grader, str):
         name = grader.strip()
         try:

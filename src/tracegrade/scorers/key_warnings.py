@@ -1,26 +1,8 @@
 """A warning when a key the scorer reads seems to be in no sample at all.
 
-A typo in `required_key` gives a run that is 100% `unresolved`, one in
-`correct_key` a run that is 100% `answer-label`, and one in the extraction
-scorer's `source_key` or `answer_key` a run that is 100% `invalid-input`,
-with nothing said: each score is right for its own sample. So both scorers
-watch each source they read (a metadata key, the recorded context, a
-labels file). The first time a run lacks one while no run scored before
-it had it, the scorer logs one warning, naming the key, the sample and the
-keys that sample does have.
-
-The warning is logged while the sample is scored, as Inspect's own
-`target_perplexity` warns of a missing metadata key: Inspect prints it in
-the terminal and records it in that sample's transcript in the log, where
-`inspect view` shows it. Inspect gives a scorer no moment after the last
-sample (metrics are also computed for the progress display, over the
-samples done so far), so "no run before it" is the most a scorer can know
-of "no run at all". With a typo the warning always comes; in a run where
-only some samples lack the key, it comes only if one of those is scored
-first, and says as much. `tracegrade check` says the same of a whole file.
-
-Each source warns at most once per scorer instance, so a run of 100,000
-samples with a typo prints one line, not 100,000.
+A typo in a key gives a run that is silently all `unresolved`, all
+`answer-label` or all `invalid-input`; docs/scores.md says when the
+warning comes and why only once.
 """
 
 from __future__ import annotations
@@ -28,8 +10,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..core.errors import quote
+
+if TYPE_CHECKING:
+    from inspect_ai.solver import TaskState
 
 logger = logging.getLogger(__name__)
 
@@ -67,23 +53,21 @@ class KeyWatch:
             seen.warned = True
             logger.warning("%s", warning())
 
-
-def absent_metadata_key(
-    scorer: str,
-    sample: str,
-    *,
-    key: str,
-    argument: str,
-    keys: Iterable[str],
-    consequence: str,
-) -> str:
-    """The warning for a metadata key the first runs lack."""
-    return (
-        f"{scorer}: sample {sample} has no metadata key {quote(key)} "
-        f"({argument}={quote(key)}), and no run scored before it had one. "
-        f"Its metadata keys: {listed_keys(keys)}. {consequence} "
-        f"If no sample has the key, check {argument}."
-    )
+    def note_key(
+        self, scorer: str, state: TaskState, role: str, key: str, consequence: str
+    ) -> None:
+        """Note whether this run's metadata has `key`, given as `{role}_key`."""
+        argument = f"{role}_key"
+        self.note(
+            role,
+            key in state.metadata,
+            lambda: (
+                f"{scorer}: sample {quote(state.sample_id)} has no metadata key "
+                f"{quote(key)} ({argument}={quote(key)}), and no run scored before "
+                f"it had one. Its metadata keys: {listed_keys(state.metadata)}. "
+                f"{consequence} If no sample has the key, check {argument}."
+            ),
+        )
 
 
-__all__ = ["KeyWatch", "absent_metadata_key", "listed_keys"]
+__all__ = ["KeyWatch", "listed_keys"]

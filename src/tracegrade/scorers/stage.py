@@ -1,14 +1,4 @@
-"""`tracegrade/stage_diagnosis`: where did a RAG run fail, retrieval or generation?
-
-A thin wrapper over `tracegrade.core.diagnose_stage`: the closure only
-gathers the record (required IDs, the context actually supplied, the
-label) from the task state, and `diagnosis_score` turns the core's result
-into a `Score` without seeing the state. The label comes from one source:
-sample metadata, a staff labels file (`labels=`), a grader run here
-(`label_scorer=`) or a score an earlier scorer already gave the sample
-(`label_from=`); see `tracegrade.scorers.grader` for how a grader's value
-becomes a label.
-"""
+"""`tracegrade/stage_diagnosis`: where did a RAG run fail, retrieval or generation?"""
 
 from __future__ import annotations
 
@@ -23,7 +13,7 @@ from inspect_ai.util import registry_info
 from ..core import InvalidRecord, diagnose_stage
 from ..core.errors import quote
 from ..core.recall import stage_precision, stage_recall
-from ..core.steps import Step, lost_documents, read_steps, step_recalls
+from ..core.steps import lost_documents, read_steps, step_recalls
 from ..labels import StaffLabels
 from .arguments import (
     ScorerArgumentError,
@@ -31,6 +21,7 @@ from .arguments import (
     refuse_unknown_arguments,
     tool_names,
 )
+from .common import record_scorer
 from .explain import (
     explain_invalid,
     explain_lost,
@@ -41,12 +32,13 @@ from .grader import (
     GIVEN_SOURCE,
     LABEL_SOURCE,
     LabelScorerError,
+    Verdict,
     given_verdict,
     grade,
     grader_name,
     resolve_label_scorer,
 )
-from .key_warnings import KeyWatch, absent_metadata_key, listed_keys
+from .key_warnings import KeyWatch, listed_keys
 from .metrics import (
     context_precision,
     context_recall,
@@ -56,15 +48,7 @@ from .metrics import (
     stage_shares,
     step_recall,
 )
-from .outcome import (
-    ErrorInfo,
-    data_error,
-    graded,
-    metadata_source,
-    run_error,
-    stage_answer,
-)
-from .sample_error import sample_error
+from .outcome import ErrorInfo, data_error, graded, metadata_source, stage_answer
 from .store import context_store_key, recorded_context, steps_store_key
 from .transcript import ToolContext, read_tool_context
 
@@ -88,60 +72,11 @@ def diagnosis_score(
     no_label: str | None = None,
     calls: ToolContext | None = None,
 ) -> Score:
-    """The score for one record, errors included, with its `recall` and
-    `precision`.
+    """A stage record's `Score`, errors included: its one path to a result.
 
-    `context_recorded` is False when the context came from an unset
-    `RetrievalTrace` (absent, or `null` in the store), so the error can say
-    the retrieval step never recorded it rather than only that the field
-    is missing. `output` is the model's answer text, if any: the score's
-    `answer`, which the viewer shows beside the input. `no_label` says why
-    a grader gave no label, to explain an `answer-label` error with instead
-    of "no staff label was found".
-
-    Every score made here has `recall` and `precision` in its metadata,
-    from the record alone (`tracegrade.core.recall`), labelled or not:
-    recall a number wherever something is required and both ID lists are
-    lists of IDs, precision wherever both are and the context holds an ID.
-
-    A record with `steps` (`tracegrade.core.steps`) also gets `lost`, where
-    each missing ID was lost, wherever the rules report `missing`, and
-    `step_recall`, each step's recall, wherever recall is a number; the
-    explanation then says where each was lost. Without steps neither key
-    is there, and nothing else differs. `calls` is the context read from
-    the transcript (`tracegrade.scorers.transcript`), when it was.
+    `context_recorded` is False for an unset `RetrievalTrace`; `no_label`
+    says why a grader gave no label; `calls` are the tool calls read.
     """
-    score, steps = _diagnosis_score(
-        record,
-        read_from,
-        context_recorded=context_recorded,
-        output=output,
-        no_label=no_label,
-        calls=calls,
-    )
-    metadata = score.metadata
-    assert metadata is not None
-    recall = stage_recall(record)
-    metadata["recall"] = recall
-    metadata["precision"] = stage_precision(record)
-    if steps is not None:
-        result = metadata["result"]
-        if isinstance(result, dict) and "missing" in result:
-            metadata["lost"] = lost_documents(result["missing"], steps)
-        if recall is not None:
-            metadata["step_recall"] = step_recalls(record["required"], steps)
-    return score
-
-
-def _diagnosis_score(
-    record: dict[str, Any],
-    read_from: dict[str, str],
-    *,
-    context_recorded: bool,
-    output: str,
-    no_label: str | None,
-    calls: ToolContext | None,
-) -> tuple[Score, list[Step] | None]:
     answer = stage_answer(record, output)
     try:
         if calls is not None and calls.problem is not None:
@@ -149,9 +84,7 @@ def _diagnosis_score(
         result = diagnose_stage(record)
         steps = read_steps(record)
     except InvalidRecord as invalid:
-        unrecorded = invalid.field == "context" and not context_recorded
-        recorded_null = "context" in record and record["context"] is None
-        return data_error(
+        score = data_error(
             ErrorInfo(
                 kind="invalid-input",
                 side="data",
@@ -159,22 +92,23 @@ def _diagnosis_score(
                 message=str(invalid),
             ),
             answer=answer,
-            explanation=(
-                explain_unrecorded_context(recorded_null=recorded_null)
-                if unrecorded
-                else explain_invalid(invalid)
-            ),
+            explanation=_invalid_explanation(invalid, record, context_recorded),
             result=None,
             record=record,
             read_from=read_from,
-        ), None
+        )
+        return _with_recall(score, record)
+    missing = result.get("missing")
+    # `missing` is absent exactly on `unresolved`.
+    lost = None
+    if steps is not None and isinstance(missing, list):
+        lost = lost_documents(missing, steps)
     if "error" in result and no_label is not None:
         explanation = no_label
     else:
         explanation = explain_stage(record, result, label_from=read_from["correct"])
-    missing = result.get("missing")
-    if steps is not None and isinstance(missing, list) and missing:
-        lost = lost_documents(missing, steps)
+    if lost:
+        assert steps is not None
         explanation += " " + (
             calls.explain_lost(lost)
             if calls is not None
@@ -183,27 +117,50 @@ def _diagnosis_score(
     if calls is not None:
         explanation += calls.note()
     if "error" in result:
-        return data_error(
-            ErrorInfo(
-                kind="answer-label",
-                side="data",
-                field="correct",
-                message=explanation,
-            ),
+        error = ErrorInfo(
+            kind="answer-label", side="data", field="correct", message=explanation
+        )
+        score = data_error(
+            error,
             answer=answer,
             explanation=explanation,
             result=result,
             record=record,
             read_from=read_from,
-        ), steps
-    return graded(
-        result["stage"],
-        answer=answer,
-        explanation=explanation,
-        result=result,
-        record=record,
-        read_from=read_from,
-    ), steps
+        )
+    else:
+        score = graded(
+            result["stage"],
+            answer=answer,
+            explanation=explanation,
+            result=result,
+            record=record,
+            read_from=read_from,
+        )
+    score = _with_recall(score, record)
+    assert score.metadata is not None
+    if lost is not None:
+        score.metadata["lost"] = lost
+    if steps is not None and score.metadata["recall"] is not None:
+        score.metadata["step_recall"] = step_recalls(record["required"], steps)
+    return score
+
+
+def _invalid_explanation(
+    invalid: InvalidRecord, record: dict[str, Any], context_recorded: bool
+) -> str:
+    if invalid.field == "context" and not context_recorded:
+        recorded_null = "context" in record and record["context"] is None
+        return explain_unrecorded_context(recorded_null=recorded_null)
+    return explain_invalid(invalid)
+
+
+def _with_recall(score: Score, record: dict[str, Any]) -> Score:
+    """`score` with the record's `recall` and `precision`, labelled or not."""
+    assert score.metadata is not None
+    score.metadata["recall"] = stage_recall(record)
+    score.metadata["precision"] = stage_precision(record)
+    return score
 
 
 @scorer(metrics=STAGE_METRICS, name="stage_diagnosis")
@@ -221,107 +178,32 @@ def stage_diagnosis_scorer(
 ) -> Scorer:
     """Diagnose each run's failing stage: retrieval, generation, pass or unresolved.
 
-    The value is the stage. A missing or non-Boolean label
-    (`answer-label`) and a record outside the contract (`invalid-input`,
-    e.g. a context that was never recorded) are data errors: the score is
-    `Score.unscored`, never a guessed stage. A sample whose run failed
-    (scored under `--score-on-error`) is `sample-error`, also unscored: it
-    never answered, so it has no stage. See `tracegrade.scorers.outcome`
-    for the metadata every score carries.
-
-    The label has one source: sample metadata (`correct_key`, the
-    default), a staff labels file (`labels`), a grader (`label_scorer`) or
-    a score an earlier scorer gave (`label_from`). A grader's value
-    becomes the label by one table, in `tracegrade.scorers.grader`:
-    `CORRECT`, true or 1 are `true`, `INCORRECT`, false or 0 are `false`,
-    and nothing else is a label. A run without a label is `answer-label`,
-    its explanation quoting what the grader gave. `read_from["correct"]`
-    names the grader (`"scorer match"`) or the score (`"score
-    model_graded_qa"`), and the metadata's `grader` keeps its score:
-    `name`, `value`, `answer`, `explanation`, `reason` and `metadata`.
-
-    A run that lacks a key the scorer reads, when no run scored before it
-    had the key, is warned of once, in the terminal and in the log (see
-    `tracegrade.scorers.key_warnings`): a typo in a key would otherwise give a
-    run that is silently all `unresolved` or all `answer-label`.
+    A missing label (`answer-label`) or a record outside the contract
+    (`invalid-input`) is unscored, never a guessed stage; docs/scores.md
+    has the whole contract, with the table by which a grader's value
+    becomes a label.
 
     Args:
-        required_key: Sample metadata key of the required document IDs. An
-            absent key or `null` means nothing is required: `unresolved`.
-        correct_key: Sample metadata key of the staff label; only JSON
-            `true` and `false` are labels. Not read when another label
-            source is given.
-        context_key: Sample metadata key of the supplied context IDs. By
-            default (None) the context is what a solver recorded in the
-            `RetrievalTrace` store model, which is what a RAG pipeline
-            should do: the context actually supplied, not the planned one.
-        labels: Path to a JSON Lines labels file, one
-            `{"id": <sample id>, "correct": true|false}` per line (with
-            `"epoch"` to label one epoch). It is then the only label
-            source: a sample it does not name has no label
-            (`answer-label`), whatever its metadata says. A malformed or
-            repeated line fails when the scorer is built. Whether every
-            label names a sample is not checked here, since a scorer never
-            sees the whole dataset (a sample that errors is never scored;
-            `eval-retry` scores only the retried ones): `tracegrade labels
-            apply LOG LABELS` checks it against the log before it writes.
-        label_scorer: A grader, any Inspect scorer such as `match()`,
-            `includes()` or `model_graded_qa()` (called: the scorer, not
-            its `@scorer` function), or its registry name (`"match"`, as
-            `-S label_scorer=match` gives it). It runs on the same state
-            and target, and its value becomes the label. A grader that
-            raises fails the sample, as any scorer's error does: the log
-            keeps the traceback and `eval-retry` scores it again.
-        label_from: The name of a score an earlier scorer of the same
-            sample already gave, such as `"model_graded_qa"` in
-            `scorer=[model_graded_qa(), stage_diagnosis_scorer(
-            label_from="model_graded_qa")]`: its value becomes the label by
-            the same table, and the judge is called once. Under `inspect
-            score --action append` the log's own scores count too. A run
-            without that score has no label (`answer-label`), warned of
-            when no run scored before it had one.
-        steps_key: Sample metadata key of the pipeline's steps, each
-            `{"name": ..., "ids": [...], "inputs"?: [...]}` in pipeline
-            order, its output IDs in rank order (`inputs`: the earlier
-            steps it took, by default the one before). By default (None)
-            the steps are what a solver recorded in `RetrievalTrace.steps`,
-            if it recorded any. A run with steps gets `lost` (where each
-            missing ID was lost) and `step_recall` in its score; one
-            without has neither.
+        required_key: Sample metadata key of the required document IDs.
+        correct_key: Sample metadata key of the label, JSON `true` or `false`.
+        context_key: Sample metadata key of the context IDs; by default
+            the context a solver recorded in `RetrievalTrace`.
+        labels: A JSON Lines staff labels file, then the only label source
+            (docs/labels.md).
+        label_scorer: A grader (a scorer such as `match()`, or its registry
+            name) run on the same state and target.
+        label_from: The name of a score an earlier scorer gave this sample.
+        steps_key: Sample metadata key of the pipeline's steps; by default
+            `RetrievalTrace.steps`, if recorded (docs/pipeline-steps.md).
         context_tools: A tool name, or a list, whose results in the
-            sample's messages are the context, each call a step
-            (`search#1`): an agent's context, with no instrumentation (see
-            docs/agents.md). Not with `context_key` or `steps_key`.
-        context_id_key: The key of a document's ID in a tool result's
-            objects.
+            messages are the context, each call a step (docs/agents.md).
+        context_id_key: The key of a document's ID in a tool result's objects.
 
     Raises:
-        ScorerArgumentError: A key argument is no non-empty string (None
-            too, but for `context_key`), `context_tools` is no tool name or
-            list of them or comes with another context source, or an
-            argument this scorer does not take is given (`-S requried_key=...`).
+        ScorerArgumentError: A key or `context_tools` of the wrong kind, two
+            context sources, or an argument this scorer does not take.
         LabelsError: The labels file cannot be read or has a bad line.
-        LabelScorerError: `label_scorer` is no scorer (an uncalled
-            `@scorer` function, a name no scorer is registered under),
-            `label_from` is no score name, or more than one label source
-            is given.
-
-    Examples:
-        In your own task, with the context recorded by your RAG solver and
-        each answer judged by `match()` against the sample's target:
-
-        ```python
-        Task(dataset=..., solver=[retrieve(), generate()],
-             scorer=stage_diagnosis_scorer(required_key="gold_docs",
-                                           label_scorer=match()))
-        ```
-
-        Staff labels joined onto an existing log, checked against its
-        samples first:
-
-        ```bash
-        tracegrade labels apply LOG labels.jsonl
-        ```
+        LabelScorerError: No usable grader, or more than one label source.
     """
     refuse_unknown_arguments("stage_diagnosis", stage_diagnosis_scorer, unknown)
     check_key("required_key", required_key)
@@ -331,76 +213,20 @@ def stage_diagnosis_scorer(
     check_key("context_id_key", context_id_key)
     tools = _context_tools(context_tools, context_key, steps_key)
     _one_label_source(labels=labels, label_scorer=label_scorer, label_from=label_from)
-    staff_labels = StaffLabels.read(labels) if labels is not None else None
-    grader = resolve_label_scorer(label_scorer) if label_scorer is not None else None
-    reader = _RecordReader(
+    reader = _StageReader(
         required_key=required_key,
         correct_key=correct_key,
         context_key=context_key,
         steps_key=steps_key,
         tools=tools,
         id_key=context_id_key,
-        staff_labels=staff_labels,
-        label_in_metadata=grader is None and label_from is None,
+        staff_labels=StaffLabels.read(labels) if labels is not None else None,
+        grader=resolve_label_scorer(label_scorer) if label_scorer is not None else None,
+        label_from=label_from,
     )
-    read_from, steps_from = reader.sources(
-        f"{LABEL_SOURCE} {grader_name(grader)}"
-        if grader is not None
-        else f"{GIVEN_SOURCE} {label_from}"
-        if label_from is not None
-        else f"labels file {labels}"
-        if labels is not None
-        else metadata_source(correct_key)
+    return record_scorer(
+        reader.score, read_from=reader.read_from, absent=("recall", "precision")
     )
-
-    async def score(state: TaskState, target: Target) -> Score:
-        failure = sample_error()
-        if failure is not None:
-            return run_error(
-                failure,
-                answer=state.output.completion,
-                read_from=read_from,
-                absent=("recall", "precision"),
-            )
-        record, context_recorded, calls = reader.record(state)
-        # Where a run's steps came from is said only of a run that has them.
-        run_read_from = (
-            read_from
-            if "steps" not in record
-            else {
-                **read_from,
-                "steps": steps_from,
-            }
-        )
-        if grader is not None:
-            verdict = await grade(grader, grader_name(grader), state, target)
-        elif label_from is not None:
-            given = (state.scores or {}).get(label_from)
-            reader.note_given_score(state, label_from, given is not None)
-            verdict = given_verdict(label_from, given)
-        else:
-            return diagnosis_score(
-                record,
-                run_read_from,
-                context_recorded=context_recorded,
-                output=state.output.completion,
-                calls=calls,
-            )
-        if verdict.label is not None:
-            record["correct"] = verdict.label
-        result = diagnosis_score(
-            record,
-            run_read_from,
-            context_recorded=context_recorded,
-            output=state.output.completion,
-            no_label=verdict.why_no_label() if verdict.label is None else None,
-            calls=calls,
-        )
-        assert result.metadata is not None
-        result.metadata["grader"] = verdict.as_metadata()
-        return result
-
-    return score
 
 
 def _context_tools(
@@ -446,9 +272,9 @@ def _one_label_source(
 
 
 @dataclass
-class _RecordReader:
-    """Gathers a run's record from its state, as the scorer's arguments say,
-    and notes each source it read (see `tracegrade.scorers.key_warnings`)."""
+class _StageReader:
+    """Reads a run's record from its state as the scorer's arguments say,
+    noting each source it read (`tracegrade.scorers.key_warnings`)."""
 
     required_key: str
     correct_key: str
@@ -457,109 +283,130 @@ class _RecordReader:
     tools: tuple[str, ...] | None
     id_key: str
     staff_labels: StaffLabels | None
-    label_in_metadata: bool
+    grader: Scorer | None
+    label_from: str | None
     watch: KeyWatch = field(default_factory=KeyWatch)
 
-    def sources(self, correct: str) -> tuple[dict[str, str], str]:
-        """Where the record's fields are read (the label's from `correct`),
-        and where its steps are."""
+    @property
+    def read_from(self) -> dict[str, str]:
+        """Where the record's fields are read."""
         tools = ", ".join(self.tools or ())
-        read_from = {
+        return {
             "required": metadata_source(self.required_key),
-            "context": (
-                metadata_source(self.context_key)
-                if self.context_key is not None
-                else f"tool results {tools}"
-                if tools
-                else f"store {context_store_key()}"
-            ),
-            "correct": correct,
-        }
-        steps_from = (
-            metadata_source(self.steps_key)
-            if self.steps_key is not None
-            else f"tool calls {tools}"
+            "context": metadata_source(self.context_key)
+            if self.context_key is not None
+            else f"tool results {tools}"
             if tools
-            else f"store {steps_store_key()}"
+            else f"store {context_store_key()}",
+            "correct": self._label_source(),
+        }
+
+    def _label_source(self) -> str:
+        if self.grader is not None:
+            return f"{LABEL_SOURCE} {grader_name(self.grader)}"
+        if self.label_from is not None:
+            return f"{GIVEN_SOURCE} {self.label_from}"
+        if self.staff_labels is not None:
+            return f"labels file {self.staff_labels.path}"
+        return metadata_source(self.correct_key)
+
+    def _steps_source(self) -> str:
+        if self.steps_key is not None:
+            return metadata_source(self.steps_key)
+        if self.tools:
+            return f"tool calls {', '.join(self.tools)}"
+        return f"store {steps_store_key()}"
+
+    async def score(self, state: TaskState, target: Target) -> Score:
+        record, context_recorded, calls = self.record(state)
+        read_from = self.read_from
+        # Where a run's steps came from is said only of a run that has them.
+        if "steps" in record:
+            read_from["steps"] = self._steps_source()
+        verdict = await self._verdict(state, target)
+        if verdict is not None and verdict.label is not None:
+            record["correct"] = verdict.label
+        score = diagnosis_score(
+            record,
+            read_from,
+            context_recorded=context_recorded,
+            output=state.output.completion,
+            no_label=verdict.why_no_label()
+            if verdict is not None and verdict.label is None
+            else None,
+            calls=calls,
         )
-        return read_from, steps_from
+        if verdict is not None:
+            assert score.metadata is not None
+            score.metadata["grader"] = verdict.as_metadata()
+        return score
+
+    async def _verdict(self, state: TaskState, target: Target) -> Verdict | None:
+        """The grader's verdict, when the label comes from a grader."""
+        if self.grader is not None:
+            return await grade(self.grader, grader_name(self.grader), state, target)
+        if self.label_from is None:
+            return None
+        name = self.label_from
+        given = (state.scores or {}).get(name)
+        self.watch.note(
+            "label_from",
+            given is not None,
+            lambda: _no_given_score_warning(state, name),
+        )
+        return given_verdict(name, given)
 
     def record(
         self, state: TaskState
     ) -> tuple[dict[str, Any], bool, ToolContext | None]:
-        """The record but for a grader's label, whether the context was
-        recorded (always, for a context read from metadata or tool calls),
-        and the tool calls it was read from."""
-        metadata = state.metadata
+        """The record but for a grader's label, whether its context was
+        recorded, and the tool calls it was read from."""
         record: dict[str, Any] = {}
-        self._note_key(state, "required", self.required_key)
-        if self.required_key in metadata:
-            record["required"] = metadata[self.required_key]
-        context_recorded, calls = self._context_and_steps(state, record)
-        if self.staff_labels is not None:
-            labels = self.staff_labels
+        self._read_key(state, record, "required", self.required_key)
+        context_recorded, calls = self._read_context(state, record)
+        self._read_steps(state, record)
+        labels = self.staff_labels
+        if labels is not None:
             label = labels.label_for(state.sample_id, state.epoch)
             self.watch.note(
                 "labels", label is not None, lambda: _unlabelled_warning(state, labels)
             )
             if label is not None:
                 record["correct"] = label
-        elif self.label_in_metadata:
-            self._note_key(state, "correct", self.correct_key)
-            if self.correct_key in metadata:
-                record["correct"] = metadata[self.correct_key]
+        elif self.grader is None and self.label_from is None:
+            self._read_key(state, record, "correct", self.correct_key)
         return record, context_recorded, calls
 
-    def _context_and_steps(
+    def _read_context(
         self, state: TaskState, record: dict[str, Any]
     ) -> tuple[bool, ToolContext | None]:
-        """Add the run's context and steps to `record`: whether the context
-        was recorded, and the tool calls it was read from, if it was."""
-        metadata = state.metadata
-        calls = None
         if self.tools is not None:
             calls = read_tool_context(state.messages, self.tools, self.id_key)
             record.update(calls.record())
-            context_recorded = True
-        elif self.context_key is not None:
-            self._note_key(state, "context", self.context_key)
-            if self.context_key in metadata:
-                record["context"] = metadata[self.context_key]
-            context_recorded = True
-        else:
-            if context_store_key() in state.store:
-                record["context"] = recorded_context(state.store)
-            context_recorded = record.get("context") is not None
-            self.watch.note(
-                "context", context_recorded, lambda: _unrecorded_warning(state)
-            )
+            return True, calls
+        if self.context_key is not None:
+            self._read_key(state, record, "context", self.context_key)
+            return True, None
+        if context_store_key() in state.store:
+            record["context"] = recorded_context(state.store)
+        recorded = record.get("context") is not None
+        self.watch.note("context", recorded, lambda: _unrecorded_warning(state))
+        return recorded, None
+
+    def _read_steps(self, state: TaskState, record: dict[str, Any]) -> None:
         # Steps are optional: only a key the user named is warned of.
         if self.steps_key is not None:
-            self._note_key(state, "steps", self.steps_key)
-            if self.steps_key in metadata:
-                record["steps"] = metadata[self.steps_key]
+            self._read_key(state, record, "steps", self.steps_key)
         elif self.tools is None and state.store.get(steps_store_key()) is not None:
             record["steps"] = state.store.get(steps_store_key())
-        return context_recorded, calls
 
-    def note_given_score(self, state: TaskState, name: str, present: bool) -> None:
-        self.watch.note(
-            "label_from", present, lambda: _no_given_score_warning(state, name)
-        )
-
-    def _note_key(self, state: TaskState, role: str, key: str) -> None:
-        self.watch.note(
-            role,
-            key in state.metadata,
-            lambda: absent_metadata_key(
-                "stage_diagnosis",
-                quote(state.sample_id),
-                key=key,
-                argument=f"{role}_key",
-                keys=state.metadata,
-                consequence=_WITHOUT[role],
-            ),
-        )
+    def _read_key(
+        self, state: TaskState, record: dict[str, Any], role: str, key: str
+    ) -> None:
+        """Copy metadata `key` into the record's `role`, if the run has it."""
+        self.watch.note_key("stage_diagnosis", state, role, key, _WITHOUT[role])
+        if key in state.metadata:
+            record[role] = state.metadata[key]
 
 
 _WITHOUT = {

@@ -1,6 +1,17 @@
 """Inspect AI tasks that replay recorded runs, and the replay solver."""
 
-from .recorded import ordered_extraction_recorded, stage_diagnosis
+from .recorded import (
+    extraction_input_score,
+    ordered_extraction_recorded,
+    stage_diagnosis,
+    stage_input_score,
+)
 from .replay import replay
 
-__all__ = ["ordered_extraction_recorded", "replay", "stage_diagnosis"]
+__all__ = [
+    "extraction_input_score",
+    "ordered_extraction_recorded",
+    "replay",
+    "stage_diagnosis",
+    "stage_input_score",
+]

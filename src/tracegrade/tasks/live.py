@@ -1,14 +1,6 @@
-"""`tracegrade/ordered_extraction`: a live model lists each document's IDs.
-
-`inspect eval tracegrade/ordered_extraction --model <provider/model>` asks
-the model, once per document, for the IDs the document names, in the order
-the text gives them, and grades membership and order separately.
-
-The documents are the packaged `extraction_documents.jsonl` (64 synthetic
-manifests, citation lists, timelines, logs ...; see
-`scripts/make_extraction_documents.py`), or your own file of the same
-format with `-T dataset=PATH`. The prompt can be replaced with
-`-T prompt="..."` or `-T prompt=path/to/prompt.txt`.
+"""`tracegrade/ordered_extraction`: a live model lists each document's IDs,
+in the order the text gives them, from the packaged documents
+(`scripts/make_extraction_documents.py`) or `-T dataset=PATH`.
 """
 
 from __future__ import annotations
@@ -86,22 +78,13 @@ _PLACEHOLDER = re.compile(r"\{(document|target)\}")
 
 
 class PromptError(ValueError):
-    """A prompt template that cannot ask for a document's IDs.
-
-    Raised when the task is built, before any model call: a template
-    without `{document}` would send every model the same empty question.
-    """
+    """A prompt template without `{document}`, refused when the task is built:
+    it would send every model the same empty question."""
 
 
 def prompt_template(prompt: str | None) -> str:
-    """The template `prompt` gives: itself, or the file it names.
-
-    A string holding `{document}` is the template itself; any other string
-    must name a file holding one, so `-T prompt=prompt.txt` works and a
-    mistyped template is never mistaken for a path or the other way round.
-    The template may also hold `{target}`; nothing else in it is
-    interpreted, so other braces may appear freely.
-    """
+    """The template `prompt` gives: itself when it holds `{document}`, else
+    the file it must name, so a mistyped template is never taken for a path."""
     if prompt is None:
         return DEFAULT_PROMPT
     if "{document}" in prompt:
@@ -162,14 +145,8 @@ def document_sample(document: SourceDocument, template: str) -> Sample:
 def extraction_documents_dataset(
     path: str | Path | None = None, prompt: str | None = None
 ) -> MemoryDataset:
-    """One sample per document, prompted with `prompt` (see `prompt_template`).
-
-    Each sample keeps the document's IDs in source order in
-    `metadata["source"]`, and also as the target, written as a JSON array;
-    `metadata["target"]` names what to extract and `metadata["kind"]` the
-    kind of document. Raises `DatasetError` for a malformed line and
-    `PromptError` for an unusable prompt, before any sample runs.
-    """
+    """One sample per document, prompted with `prompt` (see `prompt_template`);
+    a bad line or prompt is refused before any sample runs."""
     template = prompt_template(prompt)
     source = path if path is not None else packaged_fixture(DOCUMENTS_FILE)
     documents = read_source_documents(source)
@@ -188,19 +165,8 @@ def ordered_extraction(
     **kwargs: NoReturn,
 ) -> Task:
     """Ask a model for each document's IDs in source order; grade membership
-    and order separately.
-
-    The model is asked for structured output, an object `{"ids": [...]}`,
-    where its provider supports it (Inspect passes `response_schema` to
-    OpenAI, Anthropic, Google, Mistral, Grok, Groq, vLLM and SGLang); the
-    answer is then JSON by construction. Elsewhere the prompt asks for a
-    last line `ANSWER: [...]`, and the answer is read as
-    docs/answer-formats.md says: an `ANSWER:` line's list, else the one
-    list every reading of the text agrees on. An answer with no list, or
-    with two, fails both criteria as `unreadable-answer`. With `--epochs
-    N`, each epoch is graded, and the reported membership and order
-    accuracies are over the per-sample means of the epochs (the task's
-    reducer is "mean").
+    and order separately. Structured output where the provider supports it,
+    else an `ANSWER:` line, read as docs/answer-formats.md says.
 
     Args:
         dataset: A JSON Lines file of your own documents, one
