@@ -267,7 +267,7 @@ def _apply(
         held=signals_held,
     )
     try:
-        with exit_on_signal(stopped_by, cleanup=written.discard_quietly):
+        with exit_on_signal(stopped_by, cleanup=written.discard):
             written.write_with(
                 lambda path: write_eval_log(labelled, path, format=fmt),
                 before_commit=unchanged_since_read,
