@@ -197,16 +197,15 @@ def check_output(path: str, *, inputs: Iterable[str], option: str, force: bool) 
         raise OutputError(
             f"{option} {path!r} ends in {os.sep}, as a directory does; give a file name"
         )
-    if os.path.islink(path) and not os.path.exists(path):
-        try:
-            os.stat(path)
-        except OSError as error:
-            if error.errno == errno.ELOOP:
-                raise OutputError(
-                    f"{option} {path!r} is a loop of symbolic links; give a file"
-                ) from None
-    identity = _identity(path)
-    if identity is not None:
+    try:
+        status = os.stat(path)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise OutputError(
+                f"{option} {path!r} is a loop of symbolic links; give a file"
+            ) from None
+    else:
+        identity = status.st_dev, status.st_ino
         for source in inputs:
             if _identity(source) == identity:
                 same_name = os.path.abspath(path) == os.path.abspath(source)
@@ -215,9 +214,9 @@ def check_output(path: str, *, inputs: Iterable[str], option: str, force: bool) 
                     f"{option} {path!r} is the input {source!r}{how}; writing it "
                     "would destroy the input, so choose another file"
                 )
-        if os.path.isdir(path):
+        if stat.S_ISDIR(status.st_mode):
             raise OutputError(f"{option} {path!r} is a directory, not a file")
-        if not force and not is_stream(path):
+        if not force and stat.S_ISREG(status.st_mode):
             raise OutputError(
                 f"{option} {path!r} already exists; pass --force to replace it"
             )
