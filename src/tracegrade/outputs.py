@@ -116,33 +116,33 @@ def replace_unless_changed(temporary: str, final: str, expected: FileState) -> N
     moved aside and checked there, so no rewrite slips between check and
     rename; hold signals around it (`AtomicFile`'s `held`)."""
     changed = OutputChanged(f"{final!r} was rewritten by another program")
-    aside = _create_beside(final, ".replaced")
-    os.close(aside[0])
+    descriptor, aside = _create_beside(final, ".replaced")
+    os.close(descriptor)
     try:
-        os.replace(final, aside[1])
+        os.replace(final, aside)
     except BaseException:
-        os.unlink(aside[1])
+        os.unlink(aside)
         raise
     try:
-        if not _unchanged(aside[1], expected):
+        if not _unchanged(aside, expected):
             raise changed
         publish(temporary, final, replace=False)
     except FileExistsError:
-        os.unlink(aside[1])  # a newer file took the name
+        os.unlink(aside)  # a newer file took the name
         raise changed from None
     except BaseException:
         try:
-            publish(aside[1], final, replace=False)
+            publish(aside, final, replace=False)
         except FileExistsError:
             raise OutputChanged(
                 f"{final!r} was rewritten by other programs more than once; the "
-                f"one it held when this command checked it is kept as {aside[1]!r}"
+                f"one it held when this command checked it is kept as {aside!r}"
             ) from None
         raise
-    if not _unchanged(aside[1], expected):  # written to while it was open
-        os.replace(aside[1], final)
+    if not _unchanged(aside, expected):  # written to while it was open
+        os.replace(aside, final)
         raise changed
-    os.unlink(aside[1])
+    os.unlink(aside)
 
 
 def _unchanged(path: str, expected: FileState) -> bool:
