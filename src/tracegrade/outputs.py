@@ -1,8 +1,5 @@
-"""Outputs written whole or not at all, never over a file without `--force`.
-
-A file is written under `NAME.XXXXXXXX.partial` beside its name, fsynced, and
-then claimed atomically (docs/architecture.md, "Writing outputs").
-"""
+"""Outputs written whole or not at all, never over a file without `--force`
+(docs/architecture.md, "Writing outputs")."""
 
 from __future__ import annotations
 
@@ -112,9 +109,8 @@ def file_state(path: str) -> FileState:
 
 def replace_unless_changed(temporary: str, final: str, expected: FileState) -> None:
     """Rename `temporary` over `final` only if `final` still has state
-    `expected`, else `OutputChanged` and `final` left as found. `final` is
-    moved aside and checked there, so no rewrite slips between check and
-    rename; hold signals around it (`AtomicFile`'s `held`)."""
+    `expected`, else `OutputChanged`; `final` is checked moved aside, so no
+    rewrite slips in between. Hold signals around it (`AtomicFile.held`)."""
     changed = OutputChanged(f"{final!r} was rewritten by another program")
     descriptor, aside = _create_beside(final, ".replaced")
     os.close(descriptor)

@@ -71,10 +71,9 @@ def _raise_interrupt(signum: int, _frame: FrameType | None) -> None:
 
 @contextmanager
 def signals_as_exceptions() -> Iterator[None]:
-    """Turn the `TERMINATING` signals into `Terminated`, and SIGINT into
-    KeyboardInterrupt as Python does (unless the process was started with
-    it ignored, as a background job is), while the block runs; either
-    waits for the end of an exchange with a thread (`_held`)."""
+    """In the block, `TERMINATING` signals raise `Terminated` and SIGINT
+    KeyboardInterrupt (unless ignored, as in a background job); inside an
+    `EXCHANGE` block they wait for its end."""
     previous = {
         signum: signal.signal(signum, _raise_terminated) for signum in TERMINATING
     }
