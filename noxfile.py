@@ -1,4 +1,5 @@
-"""Sessions for tracegrade. A bare `nox` runs tests, lint and parity."""
+"""Sessions for tracegrade. A bare `nox` runs `tests`: pytest, lint and parity
+in one venv (a venv per session cost minutes and gigabytes)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 import nox
 
 nox.options.default_venv_backend = "uv|virtualenv"
-nox.options.sessions = ["tests", "lint", "parity"]
+nox.options.sessions = ["tests"]
 nox.options.reuse_venv = "yes"
 
 PYTHON = "3.11"
@@ -47,12 +48,22 @@ their own, `inspect eval tracegrade/...` and `inspect score`. Not the
 `tracegrade` commands' (`tracegrade score` needs a newer Inspect)."""
 
 
+LINTERS = ("ruff==0.17.6", "mypy==2.4.1", "nox")
+"""Pinned, so that a linter's release never turns a clean tree red; raise
+the pins on purpose."""
+
+
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Run the pytest suite; differential tests need `node` 18 or newer."""
+    """Run pytest, lint and parity in one venv; `-- ARGS`: pytest ARGS alone.
+
+    Needs `node` 18 or newer (differential tests and parity)."""
     session.run("node", "--version", external=True)
-    session.install(".[test]")
+    session.install(".[test]", *([] if session.posargs else LINTERS))
     session.run("pytest", *session.posargs)
+    if not session.posargs:
+        _lint(session, ["."])
+        session.run("python", "-m", "parity")
 
 
 @nox.session(python=PYTHON)
@@ -135,14 +146,15 @@ def record_pipelines(session: nox.Session) -> None:
 
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
-    """Check style with ruff and types with mypy --strict.
+    """Check style with ruff and types with mypy --strict, as `tests` does.
 
-    The linters are pinned so that a linter's release never turns a clean
-    tree red (ruff format now checks Python blocks in Markdown); raise the
-    pins on purpose.
-    """
-    session.install(".", "ruff==0.17.6", "mypy==2.4.1", "nox")
-    session.run("ruff", "check", *(session.posargs or ["."]))
+    `nox -s lint -- PATH` limits `ruff check` to PATH."""
+    session.install(".", *LINTERS)
+    _lint(session, session.posargs or ["."])
+
+
+def _lint(session: nox.Session, paths: list[str]) -> None:
+    session.run("ruff", "check", *paths)
     session.run("ruff", "format", "--check", ".")
     session.run("mypy")
 

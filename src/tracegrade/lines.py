@@ -1,25 +1,6 @@
-"""Reading JSON Lines input: lines, blank lines, and JSON as tracegrade takes it.
-
-Every reader of a JSON Lines file (`inspect eval -T dataset=`, `tracegrade
-check` and `score`, labels files) goes through these functions, so that a
-line is numbered, skipped as blank, or refused in exactly one way.
-
-- Lines end at "\\n", "\\r\\n" or a lone "\\r", as text-mode Python reads
-  them; a JSON string may hold U+2028, which is not a line end.
-- A line is blank only if it holds nothing but JSON whitespace (space, tab,
-  CR, LF). NBSP, U+3000, VT, FF, NEL or U+001C are not JSON whitespace, so
-  a line of them is malformed JSON, not a blank line.
-- Bytes that are not UTF-8 make that line malformed, named by its number,
-  and the reading goes on past it.
-- JSON that parses but that no Inspect log can hold is refused as
-  `UnsupportedJSON`: numbers that overflow to infinity (`1e400`), and
-  nesting deeper than `MAX_DEPTH`.
-
-`json_objects` is the one reader of a JSON Lines file of objects: fixture
-datasets, labels files and the JSON Lines importers read through it, a
-line at a time, and their errors are `LineError`s, which name the file,
-the line and the field at fault the same way whichever reader refused.
-"""
+"""JSON Lines as tracegrade reads them: every reader goes through here, so a
+line is numbered, skipped as blank or refused one way (docs/cli.md, "Every
+line is accounted for"); lines end as text-mode Python ends them."""
 
 from __future__ import annotations
 
@@ -40,10 +21,8 @@ if TYPE_CHECKING:
 JSON_WHITESPACE = " \t\r\n"
 
 MAX_DEPTH = 100
-"""Deepest nesting of arrays and objects a line may have.
-
-Far beyond any real record, and far below what Inspect's log writer can
-serialise (about 250 levels, less the levels of the log around a value)."""
+"""Deepest nesting a line may have: far beyond any real record, below what
+Inspect's log writer can serialise (about 250 levels, less the log's own)."""
 
 # Undecodable bytes are read as lone surrogates in U+DC80..U+DCFF
 # ("surrogateescape"); strict UTF-8 can never produce them.
@@ -64,15 +43,9 @@ NOT_AN_OBJECT = "not-an-object"
 
 
 class LineError(Exception):
-    """Input a reader of JSON Lines refuses, named by file, line and field.
-
-    The base of every such reader's error (`DatasetError`, `LabelsError`,
-    the importers' `InputFileError`), each of which keeps the other bases
-    its callers need. `line` is None when the problem is the file as a
-    whole, `field` None when no one field is at fault; `kind` says what
-    kind of problem it is, where a reader sorts them (`MALFORMED_JSON`,
-    ...). `message` is what the user reads: the place, then the problem.
-    """
+    """Input a reader of JSON Lines refuses, named by file, line (None: the
+    whole file) and field (None: no one field): the one base of `DatasetError`,
+    `LabelsError` and `InputFileError`, so every reader names a fault alike."""
 
     def __init__(
         self,
@@ -111,10 +84,8 @@ class RawLine:
 
 
 def read_lines(source: str | Path | Traversable) -> Iterator[RawLine]:
-    """Each line of a file, newline removed, numbered from 1.
-
-    One line is in memory at a time. Works on pipes and FIFOs too.
-    """
+    """Each line of a file (or pipe), newline removed, numbered from 1, one
+    in memory at a time."""
     binary: IO[bytes]
     if isinstance(source, (str, Path)):
         binary = open(source, "rb")  # noqa: SIM115
@@ -190,11 +161,8 @@ def undecodable(text: str) -> str | None:
 
 
 def has_lone_surrogate(text: str) -> bool:
-    """True for a string UTF-8 cannot encode, such as one parsed from "\\ud800".
-
-    `json.loads` joins an escaped surrogate pair into one character, so any
-    surrogate left in a parsed string stands alone.
-    """
+    """True for a string UTF-8 cannot encode, such as one parsed from "\\ud800"
+    (`json.loads` joins a surrogate pair, so any surrogate left stands alone)."""
     return _LONE_SURROGATE.search(text) is not None
 
 
@@ -278,12 +246,9 @@ _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 def strict_json_loads(text: str) -> Any:
-    """`json.loads` as `JSON.parse` reads, without last-key-wins.
-
-    NaN and Infinity are not JSON, so the Node evaluators could never see
-    them; a repeated key would silently keep its last value. Both raise
-    `ValueError`. Valid JSON that no log can hold raises `UnsupportedJSON`.
-    """
+    """`json.loads` as `JSON.parse` reads (no NaN or Infinity), refusing a
+    repeated key rather than keep its last value: `ValueError`; valid JSON
+    no log can hold: `UnsupportedJSON`."""
     if text.startswith("\ufeff"):  # as `json.loads` refuses it
         raise json.JSONDecodeError(
             "Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0

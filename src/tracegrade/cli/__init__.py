@@ -25,11 +25,8 @@ from ._failures import (
 
 
 class _Group(click.Group):
-    """Prints a fault as one line on stderr and exits with its code.
-
-    Click's own handling would print `Aborted!` for Ctrl-C and a traceback
-    for anything else; see `_failures` for the rules.
-    """
+    """Prints a fault as one line on stderr and exits with its code, where
+    click would print `Aborted!` or a traceback (see `_failures`)."""
 
     ending_handled = False
     """Whether a signal after the command, while the program ends, is told

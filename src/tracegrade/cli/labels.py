@@ -267,7 +267,7 @@ def _apply(
         held=signals_held,
     )
     try:
-        with exit_on_signal(stopped_by, cleanup=written.discard_quietly):
+        with exit_on_signal(stopped_by, cleanup=written.discard):
             written.write_with(
                 lambda path: write_eval_log(labelled, path, format=fmt),
                 before_commit=unchanged_since_read,
@@ -348,15 +348,9 @@ def _outcomes(
 
 
 def _finalise_quietly() -> None:
-    """Let a failed `write_eval_log` clean up without a traceback.
-
-    Inspect's `.eval` writer leaves its zip open when a write fails (a full
-    disk, `ulimit -f`, Ctrl-C); the zip's finaliser retries the write when
-    it is collected and prints "Exception ignored in ZipLogFile.__del__"
-    with a traceback, after the command's one-line message. Its file is
-    Inspect's own temporary one, and ours is already removed, so what it
-    retries cannot matter: such messages are dropped, any other is shown.
-    """
+    """Drop the traceback of Inspect's `ZipLogFile.__del__`, which retries a
+    failed write into a temporary file already removed; any other unraisable
+    error is still shown."""
     shown = sys.unraisablehook
 
     def drop_zip_finaliser(unraisable: sys.UnraisableHookArgs) -> None:
@@ -384,17 +378,9 @@ def lock_path(log: str) -> str:
 
 @contextmanager
 def _directory_locked(log: str) -> Iterator[None]:
-    """Hold the lock of LOG's directory: two applies there take turns, so
-    each reads the log the other wrote and no labels are lost. Advisory:
-    only tracegrade takes it.
-
-    The lock is SQLite's exclusive lock on the file `lock_path` names (the
-    standard library's, on every platform: the operating system's own
-    locks, held by the process and released when it ends, however it
-    ends). Where that file cannot be a lock (a read-only temporary
-    directory, or a file anyone may put there first), the command says so
-    and goes on without taking turns.
-    """
+    """Hold LOG's directory's lock, so two applies there take turns: SQLite's
+    exclusive lock on `lock_path`, which the OS releases however the process
+    ends (docs/cli.md); where that file cannot be a lock, warn and go on."""
     import sqlite3
 
     path = lock_path(log)

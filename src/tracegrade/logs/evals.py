@@ -1,23 +1,6 @@
-"""Logs grouped into evals: `report` and `compare` count evals, not files.
-
-A log directory holds more files than evals, and pooling them silently
-counts some runs twice:
-
-- `inspect eval-retry` writes a new log of the same eval (the same
-  `eval.task_id`, seeded with every sample the failed log finished) and
-  leaves the failed log beside it. Inspect's eval sets keep the newest log
-  of each task id, and so does this module: the older logs are
-  superseded, never counted, and listed as such.
-- `tracegrade score` splits a large run into parts: logs that share
-  `eval.run_id`, each numbered in `eval.metadata["tracegrade_part"]`.
-  The parts are one eval; one that is missing or did not finish leaves
-  the eval incomplete.
-
-Every other log is an eval of its own, including two evals of the same
-task and model (`inspect eval` and `tracegrade score` of one file, or
-`base/` and `new/` under one root): they are different runs and are
-never summed by accident.
-"""
+"""Logs grouped into evals: `report` and `compare` count evals, not files,
+so a retry's failed log or a split run's parts are never counted twice
+(docs/architecture.md, "Reading logs")."""
 
 from __future__ import annotations
 
@@ -44,15 +27,9 @@ _LOG_NAME_START = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}[:-]\d{2}[:-]\d{2}")
 
 
 def find_logs(paths: Iterable[str | Path]) -> list[str]:
-    """The log files named by `paths`, directories searched recursively,
-    symbolic links followed (`logs_under`).
-
-    A directory is listed the way `inspect view` lists it (`.eval` files,
-    and `.json` files named like Inspect logs), so manifests and other
-    JSON beside the logs are not mistaken for logs. A file named directly
-    must be a `.eval` or `.json` log. Raises `LogError` when a directory
-    holds no log or a file is not one.
-    """
+    """The logs named by `paths`, directories listed as `inspect view` lists
+    them (so a manifest beside the logs is no log), links followed;
+    `LogError` for a directory without logs or a file that is not one."""
     found: list[str] = []
     for given in paths:
         path = Path(given)
@@ -85,10 +62,8 @@ def logs_under(directory: Path) -> list[str]:
 
 
 def is_log_name(name: str) -> bool:
-    """Whether `inspect view` lists a file of this name as a log: any
-    `.eval`, and a `.json` named from its start time, as Inspect names
-    them (a `metadata.json` is none). Mirrors Inspect's `is_log_file`,
-    which `list_eval_logs` filters with, but lists no linked file."""
+    """Whether `inspect view` lists a file of this name as a log: any `.eval`,
+    and a `.json` named from its start time (Inspect's `is_log_file`)."""
     return name.endswith(".eval") or (
         name.endswith(".json") and _LOG_NAME_START.match(name) is not None
     )
@@ -97,11 +72,9 @@ def is_log_name(name: str) -> bool:
 def files_under(
     directory: Path, skip: Callable[[str], bool] = lambda name: False
 ) -> Iterator[Path]:
-    """The files under `directory` whose names and folders' names are not
-    ones to `skip`, in name order, symbolic links followed: each real
-    directory and file once, so a link cycle or two links to one file are
-    read once. A link to nothing or a loop of links raises `OSError`: what
-    it named cannot be read, and is not skipped silently."""
+    """The files under `directory` not to `skip`, in name order, links
+    followed, each real file once; a dangling link or a loop raises
+    `OSError` rather than be skipped silently."""
     seen: set[str] = set()
     pending = [directory]
     while pending:
@@ -168,12 +141,8 @@ class Superseded:
 
 @dataclass(frozen=True)
 class EvalRun:
-    """One eval: its log, or the parts of a split run in part order.
-
-    `key` identifies it among the evals read: `task:` and the task id of
-    an Inspect eval (shared by its retries), or `run:` and the run id of a
-    split run.
-    """
+    """One eval: its log, or the parts of a split run in part order; `key`
+    is `task:` and the task id (shared by retries) or `run:` and the run id."""
 
     key: str
     logs: tuple[LogFile, ...]
@@ -349,11 +318,9 @@ def missing_parts_text(listed: Sequence[int], count: int) -> str:
 
 
 def unused_reducer(name: str, reducers: Sequence[str] | None) -> str | None:
-    """Why eval `name`'s `--epochs-reducer` leaves its stage figures alone,
-    or None when it asked for none. A stage is a category: Inspect's
-    reducers (mean, max, at_least_k, ...) are defined on numbers, so every
-    stage figure counts each epoch, and `stage_modes` gives each sample's
-    most frequent stage; extraction's reduced metrics do use the reducer."""
+    """Why eval `name`'s `--epochs-reducer` leaves its stage figures alone
+    (a stage is a category, Inspect's reducers work on numbers), or None
+    when it asked for none."""
     if not reducers:
         return None
     return (

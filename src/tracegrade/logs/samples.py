@@ -56,11 +56,8 @@ class SampleRead(NamedTuple):
 
 
 def log_samples(path: str) -> Iterator[SampleRead]:
-    """The samples of the log at `path`, `.eval` or else `.json`.
-
-    Raises `UnreadableLog` (or `OSError`) while iterating, at the first
-    sample or structure that cannot be read.
-    """
+    """The samples of the log at `path`, `.eval` or else `.json`; raises
+    `UnreadableLog` (or `OSError`) at the first one that cannot be read."""
     if path.endswith(".eval"):
         return eval_samples(path)
     return json_samples(path)
@@ -170,12 +167,9 @@ def eval_samples(path: str) -> Iterator[SampleRead]:
 
 
 def eval_header(path: str) -> EvalLog | None:
-    """A `.eval` log's `header.json`, or None if it has none yet (a log
-    still being written; Inspect's reader then reads its journal).
-
-    `read_eval_log(header_only=True)` also reads and validates every
-    reduced score (`reductions.json`), which the report does not need.
-    """
+    """A `.eval` log's `header.json`, or None for a log still being written.
+    Not `read_eval_log(header_only=True)`, which also validates every
+    reduced score, which the report does not need."""
     with _open_archive(path) as archive:
         try:
             found = archive.getinfo(HEADER_MEMBER)
@@ -335,17 +329,9 @@ class _Readable(Protocol):
 
 
 def _streamed_fields(stream: _Readable, size: int) -> dict[str, Any] | None:
-    """The top-level `READ_FIELDS` of a JSON object of `size` bytes read as
-    a stream; the other fields are parsed past without being built.
-
-    The stream is read in `STREAM_READS` pieces or so: yajl, ijson's
-    parser, scans a value split across reads again from its start at each
-    read, so a value of n pieces costs n times its length. Few pieces keep
-    the reading linear; none is held longer than it takes to parse.
-
-    None when ijson cannot parse it (NaN, Infinity, an integer over 64
-    bits): the member is then parsed whole, as Inspect does then.
-    """
+    """The top-level `READ_FIELDS` of a JSON object of `size` bytes, read
+    in about `STREAM_READS` pieces (yajl rescans a split value at each read);
+    None where ijson cannot parse it (NaN), to be parsed whole, as Inspect does."""
     data: dict[str, Any] = {}
     key: str | None = None
     builder: Any = None
@@ -373,12 +359,8 @@ def _streamed_fields(stream: _Readable, size: int) -> dict[str, Any] | None:
 
 
 def json_samples(path: str) -> Iterator[SampleRead]:
-    """The samples of a `.json` log, in file order, one parsed at a time.
-
-    The log is one JSON object. Its top-level values are decoded in turn
-    until `samples`, whose items are then decoded and dropped one by one;
-    what follows the samples is not read.
-    """
+    """The samples of a `.json` log, in file order, one decoded at a time;
+    what follows `samples` is not read."""
     # Bytes that are not UTF-8 are decoded as lone surrogates, so that the
     # sample they are in, not the read that met them, is named.
     with open(path, encoding="utf-8", errors="surrogateescape", newline="") as file:
@@ -414,18 +396,9 @@ def _samples_array(text: _JsonText) -> Iterator[SampleRead]:
 
 
 class _JsonText:
-    """JSON text read a window at a time, decoded a value at a time.
-
-    `json.JSONDecoder.raw_decode` decodes one value where it starts and
-    says where it ends; the window grows when a value does not fit, twice
-    as much each time, so a huge sample costs a few tries, not one per
-    chunk. The standard library parser reads the NaN and Infinity that
-    Inspect writes (an unscored extraction's value is NaN), which ijson
-    refuses, and parses a sample faster than ijson builds one.
-
-    The window ends before the first byte that is not UTF-8 (read as a
-    lone surrogate): a value that needs what lies past it is unreadable.
-    """
+    """JSON text decoded a value at a time by `raw_decode` through a window
+    that doubles when a value does not fit (docs/architecture.md, "Reading
+    logs"); it ends before the first byte that is not UTF-8."""
 
     def __init__(self, file: IO[str]) -> None:
         self.file = file

@@ -1,9 +1,6 @@
-"""The tracegrade scores of one log, read a sample at a time.
-
-`tracegrade report` and `tracegrade compare` read every log through
-`LogScores`, so they agree on which scores are tracegrade's (by name and
-metadata) and on how samples are counted.
-"""
+"""The tracegrade scores of one log, a sample at a time: `report` and
+`compare` both read through `LogScores`, so they agree on which scores are
+tracegrade's and on how samples are counted."""
 
 from __future__ import annotations
 
@@ -86,11 +83,8 @@ def read_header(path: str) -> EvalLog:
 
 
 def read_log(path: str) -> LogRead:
-    """The header of the log at `path` and an iterator over its samples.
-
-    Raises `LogError` when the header cannot be read; a sample that cannot
-    be read raises `UnreadableLog` (or `OSError`) when reached.
-    """
+    """The log's header (else `LogError`) and an iterator over its samples
+    (which raises `UnreadableLog` or `OSError` at one it cannot read)."""
     return LogRead(path, read_header(path), log_samples(path))
 
 
@@ -114,21 +108,9 @@ def log_part(metadata: Mapping[str, Any] | None) -> LogPart | None:
 
 
 class LogScores:
-    """The tracegrade scores of one log, a sample at a time, and the
-    counts of its `LogSummary` once every sample is read.
-
-    Iterating gives `(sample, score name, scorer, score)` for each score
-    a tracegrade scorer made (by its name and metadata); every other score
-    name is only noted. `keep_scoreless` keeps the id, epoch and error flag
-    of each sample with no tracegrade score (compare pairs them as "no
-    score"); otherwise they are only counted, so a log of another scorer's
-    million samples costs nothing.
-
-    Once every sample is read, `score_names` gives the tracegrade scores a
-    sample without one lacks, and `not_run` how many sample-epochs an
-    eval that did not finish never logged: both are runs that got no
-    result, which `report` and `compare` count rather than leave out.
-    """
+    """Iterating gives `(sample, score name, scorer, score)` for each
+    tracegrade score; samples without one are counted (kept, with
+    `keep_scoreless`, for compare), and so are runs never logged (`not_run`)."""
 
     def __init__(self, log: LogRead, *, keep_scoreless: bool = False) -> None:
         self.log = log
