@@ -491,6 +491,7 @@ def test_the_json_shape(logs: dict[str, str]) -> None:
         "significant",
         "verdict",
         "note",
+        "lost",
     }
     change = stage["regressions"][0]
     assert set(change) == {"id", "epoch", "base", "new"}

@@ -53,6 +53,17 @@ REGRESSION_EXIT = THRESHOLD_EXIT
     "eval that did not finish, a BASE eval with no NEW eval.",
 )
 @click.option(
+    "--gate",
+    "gates",
+    multiple=True,
+    metavar="MEASURE",
+    help="With --fail-on-regression: what the paired tests gate, repeatable: "
+    "pass (the default: pass rate for stage diagnosis; membership and order "
+    "for extraction), context_recall, context_precision, or a pipeline step's "
+    "recall (retriever_recall). Given, it replaces the default: add --gate "
+    "pass to keep it. Lost results fail every gate.",
+)
+@click.option(
     "--strict",
     is_flag=True,
     help="With --fail-on-regression: exit "
@@ -110,6 +121,7 @@ def compare(
     fail_on_regression: bool,
     strict: bool,
     allow_lost: bool,
+    gates: tuple[str, ...],
     fail_under: list[Threshold],
     show: int,
     html_show: int,
@@ -140,7 +152,7 @@ def compare(
     gained membership and order, the samples in one run only, and context
     recall and precision (mean in each run over the pairs that have them,
     the change, and the exact sign test of the per-sample changes;
-    reported, not gated). Each
+    gated only with --gate). Each
     paired binary outcome (pass, retrieval failure, membership, order) is
     tested with the sample as the unit: the exact McNemar test when each
     sample ran once, the exact sign test on per-sample differences when it
@@ -150,7 +162,8 @@ def compare(
     two-sided; the gate fails only on "worse".
 
     The gate: --fail-on-regression fails on a significantly worse outcome
-    and on every lost result, NEW eval that did not finish and BASE eval
+    (or, with --gate, measure: context recall, a step's recall) and on
+    every lost result, NEW eval that did not finish and BASE eval
     with no NEW eval (--allow-lost shows those without failing);
     --fail-under checks NEW's shares over all runs.
 
@@ -159,7 +172,8 @@ def compare(
     for), 1 a log cannot be read or the evals cannot be compared (no
     tracegrade score, no eval or sample in common, evals whose pairing is
     unclear), 2 usage error (a --fail-under of an unknown metric, a value
-    outside [0, 1], or a metric no compared score has) or an output that
+    outside [0, 1], or a metric no compared score has; a --gate of no
+    measure the runs have) or an output that
     cannot be written, 3 the gate failed: with --fail-on-regression, NEW
     regressed in some pair of evals (significantly at --alpha, or at all
     with --strict) or lost results (runs, an eval that did not finish, an
@@ -169,11 +183,13 @@ def compare(
         raise click.UsageError("--strict applies only with --fail-on-regression")
     if allow_lost and not fail_on_regression:
         raise click.UsageError("--allow-lost applies only with --fail-on-regression")
+    if gates and not fail_on_regression:
+        raise click.UsageError("--gate applies only with --fail-on-regression")
     if as_json and markdown:
         raise click.UsageError("--json and --markdown both print on stdout: give one")
     # Imported here so that `tracegrade --help` does not load Inspect.
-    from ..compare.build import GateOptions
-    from ..compare.pairing import CompareError
+    from ..compare.build import GateOptions, UnknownGate
+    from ..compare.pairing import PASS_GATE, CompareError
     from ..logs.evals import read_evals
     from ..logs.scores import LogError
     from ..outputs import check_output, check_standard_streams
@@ -184,6 +200,7 @@ def compare(
         strict=strict,
         allow_lost=allow_lost,
         thresholds=fail_under,
+        gates=tuple(dict.fromkeys(gates)) or (PASS_GATE,),
     )
     try:
         sides = read_evals([base]), read_evals([new])
@@ -206,7 +223,7 @@ def compare(
         )
     except (LogError, CompareError) as error:
         raise click.ClickException(str(error)) from error
-    except InvalidThreshold as error:
+    except (InvalidThreshold, UnknownGate) as error:
         raise click.UsageError(str(error)) from error
 
     try:

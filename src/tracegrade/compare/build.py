@@ -69,6 +69,7 @@ from .pairing import (
     DIAGNOSED,
     EXTRACTION,
     NO_SCORE,
+    PASS_GATE,
     STAGE,
     CompareError,
     ExtractionComparison,
@@ -78,6 +79,7 @@ from .pairing import (
     Paired,
     Run,
     StageComparison,
+    gate_names,
     pair_runs,
 )
 from .spool import SortedSpool
@@ -99,8 +101,8 @@ FIGURE_TEST: Final = (
     "context recall and precision over the pairs where both runs have the "
     "figure: the mean of each side, NEW minus BASE, and the two-sided exact "
     "sign test (scipy.stats.binomtest at 1/2) of the samples whose mean "
-    "figure over their paired epochs fell against those whose rose; reported, "
-    "not gated"
+    "figure over their paired epochs fell against those whose rose; gated "
+    "only when --gate names the figure"
 )
 SIDES: Final = ("BASE", "NEW")
 
@@ -108,6 +110,10 @@ _STAGES: Final = {stage: stage for stage in DIAGNOSED}
 _NO_SCORE_ERRORED: Final = "The sample errored before it was scored."
 _NO_SCORE: Final = "The sample is in the log without this score."
 _NOT_RUN: Final = "The eval stopped before it ran the sample."
+
+
+class UnknownGate(ValueError):
+    """A `--gate` naming no measure the compared runs have: a usage error."""
 
 
 class UnreadableScore(CompareError):
@@ -165,16 +171,21 @@ class GateOptions:
     """What the gate was asked: `fail_on_regression` (with `strict`: on
     any regression), `allow_lost` (lost results, unfinished NEW evals and
     BASE evals with no NEW eval are shown but do not fail it), and the
-    `--fail-under` thresholds, checked against NEW."""
+    `--fail-under` thresholds, checked against NEW. `gates` names what
+    the paired tests gate: `pass`, or a figure (`pairing.GATES`, a step's
+    recall)."""
 
     fail_on_regression: bool = False
     strict: bool = False
     allow_lost: bool = False
     thresholds: Sequence[Threshold] = ()
+    gates: Sequence[str] = (PASS_GATE,)
 
     def asked(self) -> list[str]:
         """The options, as given on the command line."""
         options = ["--fail-on-regression"] if self.fail_on_regression else []
+        if tuple(self.gates) != (PASS_GATE,):
+            options += [f"--gate {name}" for name in self.gates]
         options += ["--strict"] if self.strict else []
         options += ["--allow-lost"] if self.allow_lost else []
         options += [f"--fail-under {t.metric}={t.text}" for t in self.thresholds]
@@ -242,10 +253,8 @@ class Comparison:
         """Free the temporary files of every list."""
         for pair in self.pairs:
             for compared in [*pair.stage_diagnosis, *pair.ordered_extraction]:
-                for item in dataclasses.fields(compared):
-                    value = getattr(compared, item.name)
-                    if isinstance(value, SortedSpool):
-                        value.close()
+                for spool in _spools(compared):
+                    spool.close()
 
 
 _INDENT: Final = "  "
@@ -347,9 +356,10 @@ def compare_evals(
     }
     matched, only_in_base, only_in_new = _pair_evals(sides["BASE"], sides["NEW"])
     pairs = [
-        _compare_pair(base_run, new_run, alpha, not options.allow_lost, on_log_read)
+        _compare_pair(base_run, new_run, alpha, options, on_log_read)
         for base_run, new_run in matched
     ]
+    _check_gates(options.gates, pairs)
     warnings = [
         f"{side}: {note}"
         for side, evals in (("BASE", base), ("NEW", new))
@@ -399,6 +409,32 @@ def compare_evals(
         thresholds=thresholds,
         verdict=_verdict(gate, thresholds, options),
     )
+
+
+def _check_gates(gates: Sequence[str], pairs: Sequence[EvalPair]) -> None:
+    """Refuse a gate that names no measure of these runs, freeing the pairs'
+    lists first."""
+    found = [PASS_GATE]
+    for pair in pairs:
+        for staged in pair.stage_diagnosis:
+            found += [name for name in gate_names(staged) if name not in found]
+    unknown = [name for name in gates if name not in found]
+    if unknown:
+        for pair in pairs:
+            for compared in [*pair.stage_diagnosis, *pair.ordered_extraction]:
+                for spool in _spools(compared):
+                    spool.close()
+        raise UnknownGate(
+            f"--gate {quote(unknown[0])}: no such measure in these runs; they "
+            f"have {', '.join(found)}"
+        )
+
+
+def _spools(compared: object) -> Iterator[SortedSpool[Any]]:
+    for item in dataclasses.fields(compared):  # type: ignore[arg-type]
+        value = getattr(compared, item.name)
+        if isinstance(value, SortedSpool):
+            yield value
 
 
 def _new_targets(pairs: Sequence[EvalPair]) -> Iterator[Target]:
@@ -563,7 +599,7 @@ def _compare_pair(
     base: EvalRun,
     new: EvalRun,
     alpha: float,
-    gate_lost: bool,
+    options: GateOptions,
     on_log_read: Callable[[str], None] | None,
 ) -> EvalPair:
     logs: dict[str, list[LogSummary]] = {"BASE": [], "NEW": []}
@@ -579,7 +615,8 @@ def _compare_pair(
             clustered=base.epochs > 1 or new.epochs > 1,
             new_epochs=new.epochs,
             new_complete=new.complete,
-            gate_lost=gate_lost,
+            gate_lost=not options.allow_lost,
+            gates=options.gates,
         )
     except NothingInCommon as error:
         for side in SIDES:
@@ -876,6 +913,7 @@ __all__ = [
     "EvalPair",
     "GateOptions",
     "SideSummary",
+    "UnknownGate",
     "UnreadableScore",
     "Verdict",
     "compare_evals",

@@ -39,9 +39,11 @@ The rules a reader of the comparison needs:
 - Context recall and precision, the per-run figures of a stage score, are
   compared over the pairs where both runs have the figure: the two means,
   their difference, and the exact sign test of the per-sample mean
-  differences (`stats.figure_test`). Reported, never gated. So is each
-  pipeline step's recall (`retriever_recall`), over the pairs whose runs
-  both have that step: where along the pipeline recall moved.
+  differences (`stats.figure_test`). So is each pipeline step's recall
+  (`retriever_recall`), over the pairs whose runs both have that step:
+  where along the pipeline recall moved. They are gated when asked
+  (`--gate context_recall`, `GATES`); a pair whose BASE run has the
+  figure and whose NEW run has a result without it lost the figure.
 - Each sample-epoch may appear once per score in a run: two runs of the
   same samples in one directory cannot be paired, and are refused.
 - The lists of changed pairs and of samples in one run only are written to
@@ -61,7 +63,14 @@ from typing import Any, Final
 from ..core.errors import quote
 from ..report.runs import AllRuns, ExactSum, Undiagnosed, undiagnosed
 from .spool import SortedSpool
-from .stats import DEFAULT_ALPHA, FigureTest, PairedTest, figure_test, paired_test
+from .stats import (
+    DEFAULT_ALPHA,
+    FigureTest,
+    PairedTest,
+    Verdict,
+    figure_test,
+    paired_test,
+)
 
 STAGE: Final = "stage_diagnosis"
 EXTRACTION: Final = "ordered_extraction"
@@ -86,6 +95,10 @@ FIGURES_OVER_ALL_RUNS: Final = {
 REGRESSED_TO: Final = ("retrieval", "generation")
 FIGURES: Final = ("recall", "precision")
 """The per-run figures of a stage score compared pair by pair."""
+PASS_GATE: Final = "pass"
+"""The default gate: the outcomes a regression is defined on."""
+GATES: Final = {"context_recall": "recall", "context_precision": "precision"}
+"""Gate names of the figures; a step's recall is gated by its own name."""
 
 SampleId = int | str
 SampleKey = tuple[SampleId, int]
@@ -310,6 +323,19 @@ class Gate:
     fails_strict: bool
 
 
+def gate_name(figure: FigureTest) -> str:
+    """The name a gate gives `figure`: `context_recall`, `retriever_recall`."""
+    return next(
+        (name for name, f in GATES.items() if f == figure.figure), figure.figure
+    )
+
+
+def gate_names(compared: StageComparison) -> list[str]:
+    """The figures of `compared` a gate can name: those some pair had in
+    BASE (context recall first, then each step's recall)."""
+    return [gate_name(f) for f in compared.figures if f.pairs or f.lost]
+
+
 @dataclass(frozen=True)
 class Paired:
     """Every score compared, and the score names found in one run only
@@ -523,6 +549,7 @@ class _FigureTally:
     pairs: int = 0
     fell: int = 0
     rose: int = 0
+    lost: int = 0
     base_sum: ExactSum = field(default_factory=ExactSum)
     new_sum: ExactSum = field(default_factory=ExactSum)
 
@@ -534,6 +561,9 @@ class _FigureTally:
         else:
             base = _step_share(base_run, self.step)
             new = _step_share(new_run, self.step)
+        if base is not None and new is None and new_run.state in DIAGNOSED:
+            # A run that lost its result is lost already, as a run.
+            self.lost += 1
         if base is None or new is None:
             return
         self.pairs += 1
@@ -562,6 +592,7 @@ class _FigureTally:
             fell=fell,
             rose=rose,
             alpha=alpha,
+            lost=self.lost,
         )
 
 
@@ -640,7 +671,7 @@ class _ScoreTally:
             return
         for figure in self.figures:
             figure.add(pair)
-        if base_run.step_recall is not None and new_run.step_recall is not None:
+        if base_run.step_recall is not None:
             self._add_steps(pair)
         if base_run.state == "pass" and new_run.state in REGRESSED_TO:
             self.worse += 1
@@ -655,14 +686,13 @@ class _ScoreTally:
             self.newly_found.update(base_missing - new_missing)
 
     def _add_steps(self, pair: _Pair) -> None:
-        """Pair each step's recall, for the steps both runs have; a step is
-        compared from the first pair that has it on both sides, after the
-        figures of the score itself, in the order steps first appear."""
-        _, base_run, new_run = pair
-        assert base_run.step_recall is not None and new_run.step_recall is not None
-        base_steps = {name for name, _ in base_run.step_recall}
-        for name, _ in new_run.step_recall:
-            if name in base_steps and name not in self.step_figures:
+        """Pair each step's recall; a step is compared from the first pair
+        whose BASE run has it, after the figures of the score itself, in
+        the order steps first appear."""
+        _, base_run, _ = pair
+        assert base_run.step_recall is not None
+        for name, _ in base_run.step_recall:
+            if name not in self.step_figures:
                 tally = _FigureTally(
                     f"{name}_recall", {} if self.clustered else None, step=name
                 )
@@ -680,6 +710,7 @@ def pair_runs(
     new_epochs: int | None = None,
     new_complete: bool = True,
     gate_lost: bool = True,
+    gates: Iterable[str] = (PASS_GATE,),
 ) -> Paired:
     """Pair BASE's observations with NEW's and compare every common score.
 
@@ -691,7 +722,8 @@ def pair_runs(
     score BASE has and NEW lacks is compared too, every run of it lost,
     when some other score is in both or NEW is not `new_complete` (its
     eval did not finish: it may have stopped before scoring anything).
-    `gate_lost` False leaves lost results out of the gate (`--allow-lost`).
+    `gate_lost` False leaves lost results out of the gate (`--allow-lost`);
+    `gates` names what the gate tests (`PASS_GATE`, `GATES`, a step's recall).
 
     Raises `DuplicateRun` for a sample-epoch scored twice under one name
     in a run, and `NothingInCommon` when NEW is complete and no score
@@ -781,7 +813,7 @@ def pair_runs(
         ordered_extraction=extraction,
         scores_only_in_base=dict(sorted(only_in_base_scores.items())),
         scores_only_in_new=dict(sorted(only_in_new_scores.items())),
-        gate=_gate(stage, extraction, alpha, gate_lost=gate_lost),
+        gate=_gate(stage, extraction, alpha, gate_lost=gate_lost, gates=gates),
     )
 
 
@@ -889,24 +921,31 @@ def _gate(
     alpha: float,
     *,
     gate_lost: bool,
+    gates: Iterable[str] = (PASS_GATE,),
 ) -> Gate:
-    gated = {
-        kind: [outcome.name for outcome in outcomes if outcome.gates]
-        for kind, outcomes in _OUTCOMES.items()
-    }
+    asked = set(gates)
     compared: list[StageComparison | ExtractionComparison] = [*stage, *extraction]
-    significant = [
-        f"{c.score}: {test.outcome}"
+    # Each gated test, named `score: measure`, and whether it says worse.
+    tests = [
+        (f"{c.score}: {test.outcome}", test.worse)
         for c in compared
-        for test in c.tests
-        if test.outcome in gated[c.kind] and test.worse
+        if PASS_GATE in asked
+        for test, outcome in zip(c.tests, _OUTCOMES[c.kind], strict=True)
+        if outcome.gates
     ]
+    figures = [
+        (f"{c.score}: {gate_name(f)}", f)
+        for c in stage
+        for f in c.figures
+        if gate_name(f) in asked
+    ]
+    tests += [(name, f.verdict is Verdict.WORSE) for name, f in figures]
     regressions = sum(c.worse for c in compared)
-    lost = sum(c.lost for c in compared)
-    fails = bool(significant) or (gate_lost and lost > 0)
+    lost = sum(c.lost for c in compared) + sum(f.lost for _, f in figures)
+    significant = [name for name, worse in tests if worse]
     return Gate(
         alpha=alpha,
-        outcomes=[f"{c.score}: {name}" for c in compared for name in gated[c.kind]],
+        outcomes=[name for name, _ in tests],
         regressions=regressions,
         regressed=[
             f"{c.score}: {c.worse} regression{'s' if c.worse != 1 else ''}"
@@ -917,12 +956,18 @@ def _gate(
         lost=lost,
         lost_results=[
             f"{c.score}: lost {lost_text(c.lost_from)}" for c in compared if c.lost
+        ]
+        + [
+            f"{name} lost in {f.lost} pair{'s' if f.lost != 1 else ''} (a result "
+            "in NEW without it)"
+            for name, f in figures
+            if f.lost
         ],
         failed_evals=[],
         missing_evals=[],
         lost_gated=gate_lost,
-        fails=fails,
-        fails_strict=fails or regressions > 0,
+        fails=bool(significant) or (gate_lost and lost > 0),
+        fails_strict=bool(significant) or (gate_lost and lost > 0) or regressions > 0,
     )
 
 
@@ -931,10 +976,12 @@ __all__ = [
     "DIAGNOSED",
     "EXTRACTION",
     "FIGURES",
+    "GATES",
     "GRADED",
     "KINDS",
     "NOT_IN_NEW",
     "NO_SCORE",
+    "PASS_GATE",
     "RESULTS",
     "STAGE",
     "STATES",
@@ -956,6 +1003,8 @@ __all__ = [
     "StageComparison",
     "UnknownKind",
     "count_run",
+    "gate_name",
+    "gate_names",
     "lost_text",
     "pair_runs",
     "run_count",

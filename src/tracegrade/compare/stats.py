@@ -258,8 +258,9 @@ class FigureTest:
     sample as the unit: each sample's difference is the mean of NEW minus
     BASE over its paired epochs; `fell` samples went down, `rose` went up,
     the rest did not move, and under no change each moving sample is as
-    likely to go either way. Higher is better for both figures. Reported,
-    never gated.
+    likely to go either way. Higher is better for every figure. `lost`
+    counts the pairs whose BASE run had the figure and whose NEW run, with
+    a result, has not; the gate counts them when it tests the figure.
     """
 
     figure: str
@@ -278,6 +279,7 @@ class FigureTest:
     significant: bool
     verdict: Verdict
     note: str
+    lost: int = 0
 
 
 def figure_test(
@@ -290,6 +292,7 @@ def figure_test(
     fell: int,
     rose: int,
     alpha: float = DEFAULT_ALPHA,
+    lost: int = 0,
 ) -> FigureTest:
     """Test whether a figure moved between BASE and NEW, and say so."""
     alpha = check_alpha(alpha)
@@ -332,6 +335,7 @@ def figure_test(
         significant=significant,
         verdict=verdict,
         note=_figure_note(figure, samples, pairs, fell, rose, p_value, alpha, verdict),
+        lost=lost,
     )
 
 

@@ -427,8 +427,8 @@ def _figures_table(comparison: Comparison, pair: EvalPair) -> Table:
         "figure's mean over those pairs; change: NEW minus BASE, in "
         "percentage points. fell and rose count the samples whose mean over "
         "their paired epochs fell or rose; p is the exact sign test of them "
-        "(the sample as the unit). Reported, "
-        f"not gated. With fewer than {needed} samples moved no split can "
+        "(the sample as the unit). Gated only with --gate. "
+        f"With fewer than {needed} samples moved no split can "
         f"reach alpha = {comparison.alpha}: too few to tell.",
         columns=[
             "score",
