@@ -10,11 +10,15 @@ from typing import TYPE_CHECKING
 import click
 
 from ._paths import InputPath
-from .report import THRESHOLD_EXIT, fail_under_option, markdown_option
+from .report import (
+    THRESHOLD_EXIT,
+    fail_under_option,
+    markdown_option,
+    reading_progress,
+    verbose_option,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from ..compare.build import Comparison, GateOptions
     from ..logs.evals import Evals
     from ..report.thresholds import Threshold
@@ -112,6 +116,7 @@ REGRESSION_EXIT = THRESHOLD_EXIT
     help="Print the comparison as JSON on stdout instead of tables.",
 )
 @markdown_option()
+@verbose_option()
 def compare(
     base: str,
     new: str,
@@ -129,6 +134,7 @@ def compare(
     force: bool,
     as_json: bool,
     markdown: bool,
+    verbose: bool,
 ) -> None:
     """Compare the tracegrade scores of two runs, sample by sample.
 
@@ -179,21 +185,16 @@ def compare(
     with --strict) or lost results (runs, an eval that did not finish, an
     eval missing); or a --fail-under threshold is not met.
     """
-    if strict and not fail_on_regression:
-        raise click.UsageError("--strict applies only with --fail-on-regression")
-    if allow_lost and not fail_on_regression:
-        raise click.UsageError("--allow-lost applies only with --fail-on-regression")
+    for given, option in ((strict, "--strict"), (allow_lost, "--allow-lost")):
+        if given and not fail_on_regression:
+            raise click.UsageError(f"{option} applies only with --fail-on-regression")
     if gates and not fail_on_regression:
         raise click.UsageError("--gate applies only with --fail-on-regression")
     if as_json and markdown:
         raise click.UsageError("--json and --markdown both print on stdout: give one")
     # Imported here so that `tracegrade --help` does not load Inspect.
-    from ..compare.build import GateOptions, UnknownGate
-    from ..compare.pairing import PASS_GATE, CompareError
-    from ..logs.evals import read_evals
-    from ..logs.scores import LogError
-    from ..outputs import check_output, check_standard_streams
-    from ..report.thresholds import InvalidThreshold
+    from ..compare.build import GateOptions
+    from ..compare.pairing import PASS_GATE
 
     options = GateOptions(
         fail_on_regression=fail_on_regression,
@@ -202,6 +203,51 @@ def compare(
         thresholds=fail_under,
         gates=tuple(dict.fromkeys(gates)) or (PASS_GATE,),
     )
+    result = _read_and_compare(
+        base,
+        new,
+        alpha,
+        task,
+        model,
+        options,
+        html_path,
+        force,
+        quiet=as_json or markdown,
+    )
+    try:
+        _show(result, html_path, force, show, html_show, as_json, markdown, verbose)
+    finally:
+        result.close()
+    if result.verdict.failed:
+        from ..compare.tables import verdict_lines
+
+        click.echo(f"tracegrade compare: {verdict_lines(result)[0]}:", err=True)
+        for reason in result.verdict.failed_on:
+            click.echo(f"- {reason}", err=True)
+        sys.exit(REGRESSION_EXIT)
+
+
+def _read_and_compare(
+    base: str,
+    new: str,
+    alpha: float,
+    task: str | None,
+    model: str | None,
+    options: GateOptions,
+    html_path: Path | None,
+    force: bool,
+    *,
+    quiet: bool,
+) -> Comparison:
+    """Read both sides and compare them, after checking that no output
+    would land on an input; each error as the command reports it."""
+    from ..compare.build import UnknownGate
+    from ..compare.pairing import CompareError
+    from ..logs.evals import read_evals
+    from ..logs.scores import LogError
+    from ..outputs import check_output, check_standard_streams
+    from ..report.thresholds import InvalidThreshold
+
     try:
         sides = read_evals([base]), read_evals([new])
         inputs = [base, new]
@@ -211,56 +257,49 @@ def compare(
         check_standard_streams(inputs)
         if html_path is not None:
             check_output(str(html_path), inputs=inputs, option="--html", force=force)
-        result = _compare(
-            base,
-            new,
-            sides,
-            alpha,
-            task,
-            model,
-            options,
-            progress=not (as_json or markdown),
+        return _compare(
+            base, new, sides, alpha, task, model, options, progress=not quiet
         )
     except (LogError, CompareError) as error:
         raise click.ClickException(str(error)) from error
     except (InvalidThreshold, UnknownGate) as error:
         raise click.UsageError(str(error)) from error
 
-    try:
-        if html_path is not None:
-            from ..compare.html import write_html
 
-            write_html(result, html_path, replace=force, show=html_show)
+def _show(
+    result: Comparison,
+    html_path: Path | None,
+    force: bool,
+    show: int,
+    html_show: int,
+    as_json: bool,
+    markdown: bool,
+    verbose: bool,
+) -> None:
+    """The HTML page when asked, then the JSON, the Markdown or the tables."""
+    from ..compare.tables import all_warnings, comparison_page
+    from ..report.page import page_markdown, print_page
 
-        if as_json or markdown:
-            from ..compare.tables import all_warnings
+    if html_path is not None:
+        from ..compare.html import write_html
 
-            # stdout stays the JSON (or the Markdown) alone; the JSON is
-            # written as it is made: the lists of changed samples are read
-            # back from disk item by item.
-            for warning in all_warnings(result):
-                click.echo(f"warning: {warning}", err=True)
-            if as_json:
-                _write_json(result)
-            else:
-                from ..compare.markdown import compare_markdown
-
-                click.echo(compare_markdown(result, show), nl=False)
+        write_html(result, html_path, replace=force, show=html_show)
+    if as_json or markdown:
+        # stdout stays the JSON (or the Markdown) alone; the JSON is written
+        # as it is made: the lists of changed samples are read back from
+        # disk item by item.
+        for warning in all_warnings(result):
+            click.echo(f"warning: {warning}", err=True)
+        if as_json:
+            _write_json(result)
         else:
-            _print_tables(result, show)
-            if html_path is not None:
-                click.echo(f"HTML comparison written to {html_path}", err=True)
-    finally:
-        result.close()
+            click.echo(page_markdown(comparison_page(result, show)), nl=False)
+        return
+    from rich.console import Console
 
-    if result.verdict.failed:
-        from ..compare.tables import verdict_lines
-
-        head = verdict_lines(result)[0]
-        click.echo(f"tracegrade compare: {head}:", err=True)
-        for reason in result.verdict.failed_on:
-            click.echo(f"- {reason}", err=True)
-        sys.exit(REGRESSION_EXIT)
+    print_page(comparison_page(result, show), Console(), verbose=verbose)
+    if html_path is not None:
+        click.echo(f"HTML comparison written to {html_path}", err=True)
 
 
 def _write_json(result: Comparison) -> None:
@@ -304,19 +343,12 @@ def _compare(
     *,
     progress: bool,
 ) -> Comparison:
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from contextlib import nullcontext
 
     from ..compare.build import compare_evals
 
-    def compared(on_log_read: Callable[[str], None] | None) -> Comparison:
+    total = sum(len(run.logs) for evals in sides for run in evals.runs)
+    with reading_progress(total) if progress else nullcontext() as on_log_read:
         return compare_evals(
             base,
             sides[0],
@@ -328,90 +360,3 @@ def _compare(
             options=options,
             on_log_read=on_log_read,
         )
-
-    if not progress:
-        return compared(None)
-    # The spinner and clock show life while one large log is read.
-    columns = (
-        SpinnerColumn(),
-        TextColumn("Reading logs"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    total = sum(len(run.logs) for evals in sides for run in evals.runs)
-    console = Console(file=sys.stderr)
-    with Progress(*columns, console=console, transient=True) as bar:
-        reading = bar.add_task("read", total=total)
-        return compared(lambda _path: bar.advance(reading))
-
-
-def _print_tables(result: Comparison, show: int) -> None:
-    from rich.console import Console
-    from rich.text import Text
-
-    from ..compare.tables import (
-        all_warnings,
-        comparison_tables,
-        evals_table,
-        gate_line,
-        gate_tables,
-        summary_line,
-        test_notes,
-        verdict_lines,
-    )
-    from .report import print_table
-
-    console = Console()
-    console.print(
-        Text.assemble(("tracegrade compare", "bold"), f": {summary_line(result)}")
-    )
-    for warning in all_warnings(result):
-        console.print(Text.assemble(("warning", "yellow"), f": {warning}"))
-    for pair in result.pairs:
-        if len(result.pairs) > 1:
-            console.print()
-            console.rule(Text(pair.name, style="bold"))
-        tables = comparison_tables(result, pair, show)
-        # The pairs and the matrices first, then the tests and what they
-        # say, then the lists.
-        lists_from = (
-            next(
-                index
-                for index, table in enumerate(tables)
-                if table.key.endswith("tests")
-            )
-            + 1
-        )
-        for spec in tables[:lists_from]:
-            console.print()
-            print_table(console, spec)
-        console.print()
-        for note in test_notes(result, pair):
-            console.print(Text(f"- {note}"))
-        for spec in tables[lists_from:]:
-            console.print()
-            print_table(console, spec)
-    console.print()
-    print_table(console, evals_table(result))
-    for table in gate_tables(result):
-        console.print()
-        print_table(console, table)
-    console.print()
-    gate = result.gate
-    style = (
-        "red"
-        if gate.significant or (gate.lost_gated and gate.fails)
-        else "green"
-        if not (gate.regressions or gate.lost)
-        else "yellow"
-    )
-    console.print(
-        Text.assemble(("Regressions", f"bold {style}"), f": {gate_line(result)}")
-    )
-    # The verdict last, where a CI log ends.
-    head, *reasons = verdict_lines(result)
-    verdict_style = "bold red" if result.verdict.failed else "bold"
-    console.print(Text(head, style=verdict_style))
-    for reason in reasons:
-        console.print(Text(f"- {reason}"))
