@@ -1,54 +1,10 @@
 """Pairing two runs' scores sample by sample, and what changed between them.
 
-Pure: it sees `Observation`s (one score of one sample-epoch in one log)
-and knows nothing of Inspect, so every rule here is tested without a log.
-
-The rules a reader of the comparison needs:
-
-- A pair is the same sample id and epoch under the same score name in
-  BASE and in NEW (`stage_diagnosis`, or `stage_diagnosis1` after
-  `inspect score --action append`). A score name in NEW only is not
-  compared; one in BASE only is, with nothing: its results are lost (below).
-  Sample-epochs in only one run are counted and listed.
-- A run has one state. Stage diagnosis: its stage (`retrieval`,
-  `generation`, `pass`, `unresolved`), `data error` (unscored: the sample's
-  data is at fault) or `no score` (the sample is in the log but the score
-  is not, e.g. the sample errored before scoring). Ordered extraction:
-  `pass` (every ID kept, in source order), `order fail` (every ID kept,
-  order lost), `membership fail` (an ID dropped, invented or repeated, or
-  the answer unreadable: order fails too), `data error` or `no score`.
-- The transition matrix counts every pair, BASE state by NEW state.
-- A regression is a stage run that passed in BASE and failed in NEW at
-  retrieval or generation; a fix is one that passes in NEW and did not in
-  BASE, whatever it was. Extraction lists the pairs that lost or gained
-  membership and order.
-- The significance tests (`stats.py`) take only the pairs with an outcome
-  on both sides: stages for stage diagnosis, grades for extraction. A data
-  error or a missing score says nothing about the model, so it is neither
-  a pass nor a failure; such pairs stay visible in the matrix.
-- A lost result is a run that had a stage (a grade) in BASE and has none
-  in NEW: a data error, no score (the sample errored, or its eval stopped
-  before running it), or no run at all (the sample is missing from NEW,
-  or NEW lacks the score). The tests cannot weigh it, so the gate counts
-  it on its own: a broken NEW run fails the gate instead of passing it
-  with fewer pairs. BASE runs of an epoch NEW was not configured to run
-  (`new_epochs`) are not lost: NEW was never asked for them.
-- Each side's runs of a score are counted whole (`RunCount`): every run,
-  those with a result, the rest by why, and the shares over all runs
-  that `--fail-under` checks.
-- Context recall and precision, the per-run figures of a stage score, are
-  compared over the pairs where both runs have the figure: the two means,
-  their difference, and the exact sign test of the per-sample mean
-  differences (`stats.figure_test`). So is each pipeline step's recall
-  (`retriever_recall`), over the pairs whose runs both have that step:
-  where along the pipeline recall moved. They are gated when asked
-  (`--gate context_recall`, `GATES`); a pair whose BASE run has the
-  figure and whose NEW run has a result without it lost the figure.
-- Each sample-epoch may appear once per score in a run: two runs of the
-  same samples in one directory cannot be paired, and are refused.
-- The lists of changed pairs and of samples in one run only are written to
-  `SortedSpool`s as they are found, never held whole: memory is flat in
-  their length. BASE's runs are held, one small `Run` per sample-epoch.
+Pure: it sees `Observation`s (one score of one sample-epoch in one log) and
+knows nothing of Inspect, so every rule is tested without a log. The rules
+(pairs, states, lost results, the tests, the figures) are docs/compare.md's.
+BASE's runs are held, one small `Run` per sample-epoch; the lists of changed
+pairs go to `SortedSpool`s as they are found, so memory is flat in them.
 """
 
 from __future__ import annotations

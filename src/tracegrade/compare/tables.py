@@ -20,11 +20,12 @@ from dataclasses import replace
 from itertools import chain, islice
 from pathlib import Path
 
+from ..report.aggregate import EvalInfo
 from ..report.page import Page, Section, Table
 from ..report.runs import why_text
 from ..report.tables import thresholds_table
 from ..scorers.explain import list_ids, show_id
-from .build import Comparison, EvalInfo, EvalPair, SideSummary
+from .build import Comparison, EvalPair, SideSummary
 from .pairing import (
     EXTRACTION,
     Change,
