@@ -25,13 +25,9 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Table:
     """A titled table of display strings; `numeric` marks right-aligned
-    columns. `notes` are lines under the caption (the logs of each eval).
-    `brief` names the columns the terminal shows without `--verbose` (None:
-    all), `brief_rows` the rows; when the first `constant` column holds
-    one value throughout, it names it in the title and leaves out the
-    `constant` columns that hold one value; a
-    `detail` table it shows only with `--verbose`. `cut` says how many rows
-    a list left out, shown even where the caption is not."""
+    columns, `notes` are lines under the caption (each eval's logs). The
+    terminal, unless `--verbose`, shows it `briefly`, leaves out a `detail`
+    table, and says a list's `cut` where it leaves out the caption."""
 
     key: str
     title: str
@@ -47,7 +43,9 @@ class Table:
     cut: str = ""
 
     def briefly(self) -> Table:
-        """The brief columns and rows, without the constant columns."""
+        """The `brief` columns and `brief_rows` (None: all); when the first
+        `constant` column holds one value, it goes to the title, and the
+        `constant` columns that hold one value go."""
         columns = self.columns if self.brief is None else self.brief
         rows = self.rows
         if self.brief_rows is not None:
