@@ -685,43 +685,8 @@ def pair_runs(
     in a run, and `NothingInCommon` when NEW is complete and no score
     name, or no sample-epoch of a common one, is in both runs.
     """
-    base_runs: dict[str, dict[SampleKey, Run]] = {}
-    base_counted: dict[str, AllRuns] = {}
-    kinds: dict[str, str] = {}
-    for observation in base:
-        runs = base_runs.setdefault(observation.score, {})
-        kinds[observation.score] = observation.kind
-        count_run(base_counted.setdefault(observation.score, AllRuns()), observation)
-        key = (observation.sample_id, observation.epoch)
-        if key in runs:
-            raise _duplicate("BASE", observation, runs[key].log)
-        runs[key] = observation.run
-
-    tallies: dict[str, _ScoreTally] = {}
-    new_seen: dict[str, dict[SampleKey, str]] = {}
-    only_in_new_scores: Counter[str] = Counter()
-    for observation in new:
-        key = (observation.sample_id, observation.epoch)
-        seen = new_seen.setdefault(observation.score, {})
-        if key in seen:
-            raise _duplicate("NEW", observation, seen[key])
-        seen[key] = observation.run.log
-        paired_with = base_runs.get(observation.score)
-        if paired_with is None:
-            only_in_new_scores[observation.score] += 1
-            continue
-        tally = tallies.get(observation.score)
-        if tally is None:
-            tally = tallies[observation.score] = _ScoreTally(
-                observation.kind, clustered
-            )
-        count_run(tally.new_runs, observation)
-        base_run = paired_with.get(key)
-        if base_run is None:
-            _add_ref(tally.only_in_new, SampleRef(*key, observation.run.log))
-        else:
-            tally.add((key, base_run, observation.run))
-
+    base_runs, base_counted, kinds = _held(base)
+    tallies, new_seen, only_in_new_scores = _paired(new, base_runs, clustered)
     only_in_base_scores = {
         score: len(runs) for score, runs in base_runs.items() if score not in tallies
     }
@@ -737,18 +702,9 @@ def pair_runs(
     extraction: list[ExtractionComparison] = []
     for score in sorted(tallies):
         tally = tallies[score]
-        only_in_base = ref_spool()
-        seen = new_seen.get(score, {})
-        for key, run in base_runs[score].items():
-            if key in seen:
-                continue
-            _add_ref(only_in_base, SampleRef(*key, run.log))
-            asked = new_epochs is None or key[1] <= new_epochs
-            if asked and run.state in RESULTS[tally.kind]:
-                tally.lost_from[run.state, NOT_IN_NEW] += 1
-                missing = Side(NOT_IN_NEW, None, None, "")
-                change = Change(key[0], key[1], _side(run), missing)
-                tally.lost_runs.add(_key_order(key), change)
+        only_in_base = _not_in_new(
+            tally, base_runs[score], new_seen.get(score, {}), new_epochs
+        )
         compared = _compared(score, tally, only_in_base, base_counted[score], alpha)
         if isinstance(compared, StageComparison):
             stage.append(compared)
@@ -771,6 +727,82 @@ def pair_runs(
         scores_only_in_new=dict(sorted(only_in_new_scores.items())),
         gate=_gate(stage, extraction, alpha, gate_lost=gate_lost, gates=gates),
     )
+
+
+def _held(
+    base: Iterable[Observation],
+) -> tuple[dict[str, dict[SampleKey, Run]], dict[str, AllRuns], dict[str, str]]:
+    """BASE's runs by score and sample-epoch, each score's runs counted, and
+    its kind."""
+    runs_by_score: dict[str, dict[SampleKey, Run]] = {}
+    counted: dict[str, AllRuns] = {}
+    kinds: dict[str, str] = {}
+    for observation in base:
+        runs = runs_by_score.setdefault(observation.score, {})
+        kinds[observation.score] = observation.kind
+        count_run(counted.setdefault(observation.score, AllRuns()), observation)
+        key = (observation.sample_id, observation.epoch)
+        if key in runs:
+            raise _duplicate("BASE", observation, runs[key].log)
+        runs[key] = observation.run
+    return runs_by_score, counted, kinds
+
+
+def _paired(
+    new: Iterable[Observation],
+    base_runs: dict[str, dict[SampleKey, Run]],
+    clustered: bool,
+) -> tuple[dict[str, _ScoreTally], dict[str, dict[SampleKey, str]], Counter[str]]:
+    """NEW's runs counted as they come, each paired with BASE's: the tally of
+    each score, the sample-epochs seen (with their logs), and the runs of
+    the scores BASE lacks."""
+    tallies: dict[str, _ScoreTally] = {}
+    seen_by_score: dict[str, dict[SampleKey, str]] = {}
+    only_in_new: Counter[str] = Counter()
+    for observation in new:
+        key = (observation.sample_id, observation.epoch)
+        seen = seen_by_score.setdefault(observation.score, {})
+        if key in seen:
+            raise _duplicate("NEW", observation, seen[key])
+        seen[key] = observation.run.log
+        paired_with = base_runs.get(observation.score)
+        if paired_with is None:
+            only_in_new[observation.score] += 1
+            continue
+        tally = tallies.get(observation.score)
+        if tally is None:
+            tally = tallies[observation.score] = _ScoreTally(
+                observation.kind, clustered
+            )
+        count_run(tally.new_runs, observation)
+        base_run = paired_with.get(key)
+        if base_run is None:
+            _add_ref(tally.only_in_new, SampleRef(*key, observation.run.log))
+        else:
+            tally.add((key, base_run, observation.run))
+    return tallies, seen_by_score, only_in_new
+
+
+def _not_in_new(
+    tally: _ScoreTally,
+    base_runs: dict[SampleKey, Run],
+    seen: dict[SampleKey, str],
+    new_epochs: int | None,
+) -> SortedSpool[SampleRef]:
+    """BASE's runs NEW does not hold; those with a result, of an epoch NEW
+    ran, are lost."""
+    only_in_base = ref_spool()
+    for key, run in base_runs.items():
+        if key in seen:
+            continue
+        _add_ref(only_in_base, SampleRef(*key, run.log))
+        asked = new_epochs is None or key[1] <= new_epochs
+        if asked and run.state in RESULTS[tally.kind]:
+            tally.lost_from[run.state, NOT_IN_NEW] += 1
+            missing = Side(NOT_IN_NEW, None, None, "")
+            change = Change(key[0], key[1], _side(run), missing)
+            tally.lost_runs.add(_key_order(key), change)
+    return only_in_base
 
 
 def _duplicate(side: str, observation: Observation, first_log: str) -> DuplicateRun:
