@@ -219,42 +219,34 @@ def _runs_table(report: Report) -> Table:
                 why_text(undiagnosed) or "none",
             ]
         )
-    return Table(
-        constant=_CONSTANT,
-        key="runs",
-        title="Runs",
-        caption="runs: every sample-epoch of the eval, with a result or not. "
+    return _table(
+        "runs",
+        "Runs",
+        "runs: every sample-epoch of the eval, with a result or not. "
         "diagnosed: runs that got a stage (extraction: a grade, answer "
         "failures included); every share below is of these, and says so. "
         "not diagnosed: runs with no result, and why: a data error (the "
         "sample's data is at fault), a sample error (the sample errored before "
         "it had an answer, scored so or not scored at all), a run logged "
         "without the score, or one its eval never ran (it stopped).",
-        columns=[*_ROW_COLUMNS, "score", "runs", "diagnosed", "not diagnosed", "why"],
-        numeric=[*_ROW_NUMERIC, False, True, True, True, False],
-        rows=rows,
+        {"score": False}
+        | dict.fromkeys(["runs", "diagnosed", "not diagnosed"], True)
+        | {"why": False},
+        rows,
     )
 
 
 def thresholds_table(checks: list[ThresholdCheck]) -> Table:
     """The `--fail-under` checks, each against one eval's score."""
-    return Table(
-        constant=_CONSTANT,
-        key="thresholds",
-        title="Thresholds (--fail-under)",
-        caption=f"Each value is {OVER_ALL_RUNS}. The gate fails when a value "
-        "is under its threshold.",
-        columns=[
-            *_ROW_COLUMNS,
-            "score",
-            "metric",
-            "runs",
-            "value",
-            "threshold",
-            "met",
-        ],
-        numeric=[*_ROW_NUMERIC, False, False, True, True, True, False],
-        rows=[
+    return _table(
+        "thresholds",
+        "Thresholds (--fail-under)",
+        f"Each value is {OVER_ALL_RUNS}. The gate fails when a value is under "
+        "its threshold.",
+        dict.fromkeys(["score", "metric"], False)
+        | dict.fromkeys(["runs", "value", "threshold"], True)
+        | {"met": False},
+        [
             [
                 check.eval,
                 check.task,
@@ -472,76 +464,43 @@ def pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
         return []
     depth = with_steps[0][1].ndcg_depth
     near = with_steps[0][1].context.near
-    steps = Table(
-        constant=_CONSTANT,
-        key="pipeline",
-        title="Where missing documents were lost",
-        caption="Over the diagnosed runs whose records carried the pipeline's "
-        "steps (runs with steps), each missing required ID counted at the "
-        "step that took the last output holding it. lost: missing IDs lost at "
-        "the step; share: of all the missing IDs of those runs. context: no "
-        "step dropped the ID, but it was ranked below the cut that fills the "
-        "prompt. recall, MRR and nDCG@"
-        f"{depth}: the step's output against the required IDs, means over the "
-        "diagnosed runs that have the step (runs), as trec_eval computes them.",
-        columns=[
-            *_ROW_COLUMNS,
-            "step",
-            "lost",
-            "share",
-            "recall",
-            "MRR",
-            f"nDCG@{depth}",
-            "runs",
-        ],
-        numeric=[*_ROW_NUMERIC, False, *[True] * 6],
-        rows=[
-            row
-            for s, losses in with_steps
-            for row in (
-                *(
-                    [
-                        *_row_start(s),
-                        step.step,
-                        str(step.lost),
-                        percent(step.lost_share),
-                        percent(step.recall),
-                        _figure(step.mrr),
-                        _figure(step.ndcg),
-                        str(step.runs),
-                    ]
-                    for step in losses.steps
-                ),
-                [
-                    *_row_start(s),
-                    "context",
-                    str(losses.context.lost),
-                    percent(losses.context.share),
-                    "",
-                    "",
-                    "",
-                    str(losses.runs),
-                ],
-            )
-        ],
+    rows = []
+    for s, losses in with_steps:
+        for step in losses.steps:
+            figures = [percent(step.recall), _figure(step.mrr), _figure(step.ndcg)]
+            lost = [str(step.lost), percent(step.lost_share)]
+            rows.append([*_row_start(s), step.step, *lost, *figures, str(step.runs)])
+        context = losses.context
+        lost = [str(context.lost), percent(context.share)]
+        rows.append([*_row_start(s), "context", *lost, "", "", "", str(losses.runs)])
+    steps = _table(
+        "pipeline",
+        "Where missing documents were lost",
+        "Over the diagnosed runs whose records carried the pipeline's steps "
+        "(runs with steps), each missing required ID counted at the step that "
+        "took the last output holding it. lost: missing IDs lost at the step; "
+        "share: of all the missing IDs of those runs. context: no step dropped "
+        "the ID, but it was ranked below the cut that fills the prompt. "
+        f"recall, MRR and nDCG@{depth}: the step's output against the required "
+        "IDs, means over the diagnosed runs that have the step (runs), as "
+        "trec_eval computes them.",
+        {"step": False}
+        | dict.fromkeys(["lost", "share", "recall", "MRR", f"nDCG@{depth}"], True)
+        | {"runs": True},
+        rows,
     )
-    cut = Table(
-        constant=_CONSTANT,
-        key="cut",
-        title="Lost at the prompt's cut",
-        caption="The missing IDs every step kept but the prompt did not hold "
-        "(lost at context): the rank where each was last seen, in the last "
-        "step's output; the cut is the run's context size. within "
+    cut = _table(
+        "cut",
+        "Lost at the prompt's cut",
+        "The missing IDs every step kept but the prompt did not hold (lost at "
+        "context): the rank where each was last seen, in the last step's "
+        "output; the cut is the run's context size. within "
         f"{near} of the cut: last seen at most {near} ranks below it, where a "
         "slightly larger k would have kept it.",
-        columns=[
-            *_ROW_COLUMNS,
-            "lost at the cut",
-            "median last rank",
-            f"within {near} of the cut",
-        ],
-        numeric=[*_ROW_NUMERIC, True, True, True],
-        rows=[
+        dict.fromkeys(
+            ["lost at the cut", "median last rank", f"within {near} of the cut"], True
+        ),
+        [
             [
                 *_row_start(s),
                 str(losses.context.lost),
