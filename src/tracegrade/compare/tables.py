@@ -97,14 +97,17 @@ def all_warnings(comparison: Comparison) -> list[str]:
     ]
 
 
-def gate_line(comparison: Comparison) -> str:
+def gate_line(comparison: Comparison, *, counts_only: bool = False) -> str:
     """What `--fail-on-regression` counts, in one sentence: the
     regressions and where, whether any is significant, and the results
-    NEW lost."""
+    NEW lost; `counts_only`, the regressions alone (the verdict says the
+    rest)."""
     gate = comparison.gate
     regressions = f"{gate.regressions} regression{'s' if gate.regressions != 1 else ''}"
     if gate.regressed:
         regressions += f" ({'; '.join(gate.regressed)})"
+    if counts_only:
+        return regressions + "."
     if gate.significant:
         regressions += (
             f"; significantly worse at alpha = {gate.alpha}: "
@@ -167,6 +170,7 @@ def comparison_page(
     the evals."""
     head, *reasons = verdict_lines(comparison)
     verdict = comparison.verdict
+    gated = "--fail-on-regression" in verdict.asked
     sections = [Section(None, gate_tables(comparison))]
     for pair in comparison.pairs:
         first, rest = comparison_tables(comparison, pair, show, option)
@@ -178,7 +182,10 @@ def comparison_page(
         verdict=head,
         reasons=reasons,
         failed=verdict.failed if verdict.asked else None,
-        summary=[summary_line(comparison), f"Regressions: {gate_line(comparison)}"],
+        summary=[
+            summary_line(comparison),
+            f"Regressions: {gate_line(comparison, counts_only=gated)}",
+        ],
         headlines=[],
         warnings=all_warnings(comparison),
         sections=sections,
