@@ -165,7 +165,9 @@ def compare(
     ran several epochs (epochs of one sample are not independent). Each
     gets its effect size (NEW share minus BASE share) and a plain verdict:
     worse, better, not significant, or too few to tell. The tests are
-    two-sided; the gate fails only on "worse".
+    two-sided; the gate fails only on "worse". The terminal shows the
+    verdict first and the key tables briefly; --verbose shows them all,
+    with every column and what it means.
 
     The gate: --fail-on-regression fails on a significantly worse outcome
     (or, with --gate, measure: context recall, a step's recall) and on

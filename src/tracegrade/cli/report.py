@@ -163,6 +163,8 @@ def report(
 
     --fail-under gates: each threshold is checked in every eval against
     the share over all runs, runs with no result counted as not passing.
+    The terminal shows each table briefly; --verbose adds what each
+    column means.
 
     Exit codes: 0 success, 1 no tracegrade scores found, a log cannot be
     read or evals cannot be pooled, 2 usage error (a --fail-under of an
