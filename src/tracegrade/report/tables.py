@@ -328,14 +328,14 @@ def _table(
 
 
 def _stage_tables(report: Report) -> list[Table]:
-    note = interval_note(report)
+    # The intervals are said once, in the page's summary.
     ci = f"share [{round(100 * report.confidence)}% CI]"
     stages = _table(
         "stages",
         "Stage shares",
         "runs: runs in the stage; of: the runs diagnosed, which the share and "
         "its interval are of; of all runs: the runs in the stage over every "
-        f"run, those not diagnosed (table Runs) included. {note}",
+        "run, those not diagnosed (table Runs) included.",
         {"stage": False, "runs": True, "of": True, ci: True, "of all runs": True},
         [
             [
@@ -354,8 +354,7 @@ def _stage_tables(report: Report) -> list[Table]:
         "lucky",
         "Lucky answers",
         "Runs labelled correct whose required evidence never reached the "
-        "context (stage retrieval), of all diagnosed runs labelled correct. "
-        f"{note}",
+        "context (stage retrieval), of all diagnosed runs labelled correct.",
         {"lucky": True, "of": True, ci: True},
         [
             [
@@ -423,7 +422,7 @@ def _extraction_table(report: Report) -> Table:
         "Accuracy over graded runs; answer failures count as failures. gap = "
         "membership minus order accuracy: the runs that kept every ID but "
         "lost the source order. of all runs: membership and order over every "
-        f"run, those not graded (table Runs) included. {interval_note(report)}",
+        "run, those not graded (table Runs) included.",
         dict.fromkeys(
             [
                 "runs",
