@@ -227,7 +227,7 @@ def _pair_tables(
     compared = _compared(pair)
     first = [_summary_table(compared), _runs_table(compared)]
     first += [_transition_table(c) for c in compared]
-    first += [_tests_table(comparison, pair), _figures_table(comparison, pair)]
+    first += [_tests_table(comparison, pair), _figures_table(pair)]
     rest = [
         _changes_table(
             c,
@@ -451,9 +451,8 @@ def _test_row(score: str, test: PairedTest) -> list[str]:
     ]
 
 
-def _figures_table(comparison: Comparison, pair: EvalPair) -> Table:
+def _figures_table(pair: EvalPair) -> Table:
     figures = [(c.score, f) for c in pair.stage_diagnosis for f in c.figures]
-    needed = discordant_needed(comparison.alpha)
     return Table(
         key="figures",
         constant=["score"],
@@ -465,9 +464,8 @@ def _figures_table(comparison: Comparison, pair: EvalPair) -> Table:
         "figure's mean over those pairs; change: NEW minus BASE, in "
         "percentage points. fell and rose count the samples whose mean over "
         "their paired epochs fell or rose; p is the exact sign test of them "
-        "(the sample as the unit). Gated only with --gate. "
-        f"With fewer than {needed} samples moved no split can "
-        f"reach alpha = {comparison.alpha}: too few to tell.",
+        "(the sample as the unit); too few to tell as under Significance. "
+        "Gated only with --gate.",
         columns=_FIGURE_COLUMNS,
         numeric=[False, False, *[True] * 8, False],
         rows=[_figure_row(score, figure) for score, figure in figures],
