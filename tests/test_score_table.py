@@ -143,7 +143,12 @@ def expected_stage(record: dict[str, Any], *, steps: bool) -> dict[str, Any]:
     row["labelled_correct"] = logged.get("correct") is True if diagnosed else None
     if steps:
         with_steps = diagnosed and logged.get("steps") is not None
-        row["steps"] = logged["steps"] if with_steps else None
+        # A row's step is a struct: a step recorded without inputs has null.
+        row["steps"] = (
+            [{**step, "inputs": step.get("inputs")} for step in logged["steps"]]
+            if with_steps
+            else None
+        )
         row["context_size"] = len(logged["context"]) if with_steps else None
     row.update(error_cells(metadata))
     if metadata["error"] is None:

@@ -93,7 +93,7 @@ IMPORTERS = {
         trec_files,
         f'run.txt, line {GOOD_ROWS + 1}: field 5 (score) "oops" is not a number '
         "that trec_eval's strtod and Python's float() read alike: ASCII digits "
-        "with an optional leading -, point and e-exponent",
+        "with an optional sign, point and e-exponent, or inf",
     ),
     "ragas": (
         ragas_files,
