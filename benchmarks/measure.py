@@ -54,6 +54,26 @@ def revision_env(
     return {**env, "PYTHONPATH": str(target / "src")}
 
 
+def write_stage_records(path: Path, count: int) -> None:
+    """`count` stage runs `stage-0000000`, ... as `tracegrade score` reads them:
+    complete, gappy or repeating contexts, either label, every stage."""
+    with path.open("w", encoding="utf-8") as out:
+        for index in range(count):
+            shape = index % 6
+            required = [
+                f"D{(index * 7 + step) % 9973}" for step in range(1 + index % 4)
+            ]
+            context = required[1:] if shape in (1, 4) else list(required)
+            if shape == 5:
+                context += [*context[:1], f"X{index % 101}"]
+            record = {
+                "required": required,
+                "context": context,
+                "correct": shape % 3 != 0,
+            }
+            out.write(json.dumps({"id": f"stage-{index:07d}", "input": record}) + "\n")
+
+
 LAUNCHER = """
 import json, os, subprocess, sys, threading, time
 
@@ -182,4 +202,4 @@ def run_measured(
     )
 
 
-__all__ = ["LAUNCHER", "Measured", "run_measured"]
+__all__ = ["LAUNCHER", "Measured", "run_measured", "write_stage_records"]
