@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -30,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.measure import TRACEGRADE, run_measured  # noqa: E402
+from benchmarks.measure import machine, run_measured, tracegrade  # noqa: E402
 
 
 def write_records(path: Path, count: int) -> None:
@@ -52,18 +50,8 @@ def write_records(path: Path, count: int) -> None:
 
 
 def measure(path: Path) -> dict[str, Any]:
-    command = [
-        sys.executable,
-        "-c",
-        TRACEGRADE,
-        "check",
-        "stage_diagnosis",
-        str(path),
-        "--json",
-        "--max-listed",
-        "0",
-        "--no-progress",
-    ]
+    command = tracegrade("check", "stage_diagnosis", path, "--json")
+    command += ["--max-listed", "0", "--no-progress"]
     measured = run_measured(command, exit_codes=(0, 1))
     summary = json.loads(measured.stdout)
     seconds = measured.seconds
@@ -100,7 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"python benchmarks/check_memory.py --small={args.small} "
             f"--large={args.large}"
         ),
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+        "machine": machine(),
         "rows": rows,
         "growth_mib": large["peak_mib"] - small["peak_mib"],
         # The id file: 16-byte digest and line number per id, in a B-tree.

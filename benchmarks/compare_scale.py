@@ -28,8 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -40,11 +38,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.measure import TRACEGRADE, revision_env, run_measured  # noqa: E402
-
-CLEAN_ENV = {
-    key: value for key, value in os.environ.items() if not key.startswith("INSPECT_")
-}
+from benchmarks.measure import (  # noqa: E402
+    CLEAN_ENV,
+    machine,
+    revision_env,
+    run_measured,
+    tracegrade,
+)
 
 
 def write_records(path: Path, samples: int, regressed: int) -> None:
@@ -61,20 +61,8 @@ def write_records(path: Path, samples: int, regressed: int) -> None:
 
 
 def score(records: Path, log_dir: Path) -> float:
-    return run_measured(
-        [
-            sys.executable,
-            "-c",
-            TRACEGRADE,
-            "score",
-            "stage_diagnosis",
-            str(records),
-            "--log-dir",
-            str(log_dir),
-            "--no-progress",
-        ],
-        env=CLEAN_ENV,
-    ).seconds
+    command = tracegrade("score", "stage_diagnosis", records, "--log-dir", log_dir)
+    return run_measured([*command, "--no-progress"], env=CLEAN_ENV).seconds
 
 
 def compare(
@@ -88,7 +76,7 @@ def compare(
     rows = []
     json_out = work / "compare.json"
     measured = run_measured(
-        [sys.executable, "-c", TRACEGRADE, "compare", str(base), str(new), "--json"],
+        tracegrade("compare", base, new, "--json"),
         env=env or CLEAN_ENV,
         stdout_to=json_out,
         exit_codes=(0, 3),
@@ -115,10 +103,7 @@ def compare(
     # JSON (gigabytes at a million pairs) is dropped anyway, not to crowd it.
     del found, pair, stage
     measured = run_measured(
-        [
-            *(sys.executable, "-c", TRACEGRADE, "compare", str(base), str(new)),
-            *("--html", str(page), "--force"),
-        ],
+        tracegrade("compare", base, new, "--html", page, "--force"),
         env=env or CLEAN_ENV,
         exit_codes=(0, 3),
     )
@@ -196,11 +181,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f" --samples={args.samples} --changed={args.changed}"
         + (f" --baseline={args.baseline}" if args.baseline else "")
         + (f" --work={args.work}" if args.work else ""),
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-        },
+        "machine": machine(),
         "samples": args.samples,
         "scoring_seconds": scoring,
         "rows": rows,

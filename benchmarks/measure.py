@@ -23,19 +23,40 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import platform
 import subprocess
 import sys
 import tempfile
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
 TRACEGRADE = "import tracegrade.cli as cli; getattr(cli, 'run', cli.main)()"
 """`python -c` code that runs `tracegrade` as its console script does
 (`main` in revisions from before `run`, which `--baseline` may measure)."""
+
+
+CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith("INSPECT_")}
+"""This environment without INSPECT_* settings (a default model or log dir)."""
+
+
+def tracegrade(*arguments: str | Path) -> list[str]:
+    """The command running `tracegrade ARGUMENTS` as its console script does."""
+    return [sys.executable, "-c", TRACEGRADE, *map(str, arguments)]
+
+
+def machine() -> dict[str, Any]:
+    """Where a benchmark ran, for its report."""
+    return {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "load_average": [round(load, 2) for load in os.getloadavg()],
+    }
 
 
 def revision_env(
@@ -202,4 +223,12 @@ def run_measured(
     )
 
 
-__all__ = ["LAUNCHER", "Measured", "run_measured", "write_stage_records"]
+__all__ = [
+    "CLEAN_ENV",
+    "LAUNCHER",
+    "Measured",
+    "machine",
+    "run_measured",
+    "tracegrade",
+    "write_stage_records",
+]

@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import sys
 import tempfile
 from collections import Counter
@@ -28,14 +27,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.measure import (  # noqa: E402
-    TRACEGRADE,
+    CLEAN_ENV,
+    machine,
     revision_env,
     run_measured,
+    tracegrade,
     write_stage_records,
 )
 
 STAGES = ("retrieval", "generation", "pass", "unresolved")
-CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith("INSPECT_")}
 
 
 def score(work: Path, samples: int, part_size: int) -> tuple[Path, Counter[str]]:
@@ -44,19 +44,16 @@ def score(work: Path, samples: int, part_size: int) -> tuple[Path, Counter[str]]
     records, logs = work / f"records-{samples}.jsonl", work / f"logs-{samples}"
     write_stage_records(records, samples)
     run_measured(
-        [
-            sys.executable,
-            "-c",
-            TRACEGRADE,
+        tracegrade(
             "score",
             "stage_diagnosis",
-            str(records),
+            records,
             "--log-dir",
-            str(logs),
+            logs,
             "--max-samples-per-log",
             str(part_size),
             "--no-progress",
-        ],
+        ),
         env=CLEAN_ENV,
     )
     (results,) = logs.glob("*.results.jsonl")
@@ -75,9 +72,7 @@ def score(work: Path, samples: int, part_size: int) -> tuple[Path, Counter[str]]
 def report(logs: Path, counts: Counter[str], env: dict[str, str]) -> dict[str, Any]:
     """One measured `tracegrade report --json`, its figures checked."""
     load = os.getloadavg()[0]
-    measured = run_measured(
-        [sys.executable, "-c", TRACEGRADE, "report", "--json", str(logs)], env=env
-    )
+    measured = run_measured(tracegrade("report", "--json", logs), env=env)
     found = json.loads(measured.stdout)
     (summary,) = found["stage_diagnosis"]
     return {
@@ -166,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f" --samples={args.samples} --pooled={args.pooled}"
         f" --part-size={args.part_size} --repeat={args.repeat}"
         + (f" --baseline={args.baseline}" if args.baseline else ""),
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+        "machine": machine(),
         "rows": rows,
         "baseline": before,
     }

@@ -36,10 +36,11 @@ import aiohttp
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from benchmarks.measure import TRACEGRADE, write_stage_records  # noqa: E402
+from benchmarks.measure import CLEAN_ENV, tracegrade, write_stage_records  # noqa: E402
 
 IMAGES = REPO / "docs" / "images"
 OFFLINE_TASKS = ("tracegrade/stage_diagnosis", "tracegrade/ordered_extraction_recorded")
+INSPECT = (sys.executable, "-m", "inspect_ai")
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 # Nothing that would reach the network or a user profile.
 CHROMIUM_FLAGS = (
@@ -50,7 +51,6 @@ CHROMIUM_FLAGS = (
 READY_TIMEOUT = 60.0
 # What the viewer shows instead of a sample list when loading fails.
 FAILURE_TEXTS = ("An error occurred", "No samples", "exceeds the maximum", "Failed to")
-QUIET_ENV = {k: v for k, v in os.environ.items() if not k.startswith("INSPECT_")}
 
 
 class ScreenshotError(RuntimeError):
@@ -68,11 +68,11 @@ def find_chromium(given: str | None) -> str:
     )
 
 
-def run(*command: str) -> str:
+def run(command: Sequence[str]) -> str:
     """Run a command quietly (no INSPECT_* settings); its stdout, or the error."""
     done = subprocess.run(
         command,
-        env=QUIET_ENV,
+        env=CLEAN_ENV,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -90,19 +90,8 @@ def run_offline_tasks(log_dir: Path, tasks: Sequence[str] = OFFLINE_TASKS) -> No
     from inspect_ai.log import list_eval_logs, read_eval_log
 
     for task in tasks:
-        run(
-            sys.executable,
-            "-m",
-            "inspect_ai",
-            "eval",
-            task,
-            "-T",
-            "dataset=edge-cases",
-            "--log-dir",
-            str(log_dir),
-            "--display",
-            "none",
-        )
+        options = ("-T", "dataset=edge-cases", "--log-dir", str(log_dir))
+        run([*INSPECT, "eval", task, *options, "--display", "none"])
     for info in list_eval_logs(str(log_dir)):
         header = read_eval_log(info.name, header_only=True)
         if header.status != "success":
@@ -244,20 +233,10 @@ def inspect_view(log_dir: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    address = ("--host", "127.0.0.1", "--port", str(port))
     server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "inspect_ai",
-            "view",
-            "--log-dir",
-            str(log_dir),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-        ],
-        env=QUIET_ENV,
+        [*INSPECT, "view", "--log-dir", str(log_dir), *address],
+        env=CLEAN_ENV,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -297,15 +276,7 @@ EXPANDED_KEYS = ("result", "missing", "record", "required", "context")
 async def report_picture(args: argparse.Namespace, work: Path) -> None:
     run_offline_tasks(work / "logs")
     html = work / "report.html"
-    run(
-        sys.executable,
-        "-c",
-        TRACEGRADE,
-        "report",
-        str(work / "logs"),
-        "--html",
-        str(html),
-    )
+    run(tracegrade("report", work / "logs", "--html", html))
     async with Chromium(args.chromium, args.width, args.height) as browser:
         await browser.open(html.as_uri())
         await browser.wait_for(CHARTS_DRAWN, "the plotly charts to draw")
@@ -481,19 +452,8 @@ def measure(count: int, args: argparse.Namespace, work: Path) -> Measurement:
     records, logs, shots = work / "records.jsonl", work / "logs", work / "shots"
     write_stage_records(records, count)
     started = time.perf_counter()
-    run(
-        sys.executable,
-        "-c",
-        TRACEGRADE,
-        "score",
-        "stage_diagnosis",
-        str(records),
-        "--log-dir",
-        str(logs),
-        "--max-samples-per-log",
-        str(count),
-        "--no-progress",
-    )
+    options = ("--log-dir", logs, "--max-samples-per-log", str(count))
+    run(tracegrade("score", "stage_diagnosis", records, *options, "--no-progress"))
     result.write_seconds = round(time.perf_counter() - started, 1)
     (log,) = logs.glob("*.eval")
     result.log_bytes = log.stat().st_size
