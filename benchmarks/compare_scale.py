@@ -1,24 +1,12 @@
 """`tracegrade compare` memory against the number of changed pairs.
 
-BASE is one run of `--samples` stage records that all pass; each NEW is
-the same records with the first `changed` share of them regressed (the
-first required document never reached the context), so the runs differ
-only in how many pairs changed. Both are logged by `tracegrade score`.
-Then `tracegrade compare BASE NEW --json` (stdout to a file) and
-`tracegrade compare BASE NEW --html PAGE` run as subprocesses, each
-started through `benchmarks.measure`'s launcher so that its peak is its
-own, not this script's (which holds the parsed JSON): wall seconds and
-peak memory. Flat memory means the peaks at 0 and at
-all pairs changed are about the same: BASE's runs are held by design (one
-small record a sample-epoch), the changed pairs are not.
-
-`--baseline REV` also runs the `tracegrade` of git revision REV (its
-`src/` exported to a scratch directory and put first on `PYTHONPATH`) on
-the largest NEW, to measure what the change saved.
-
-`--work DIR` keeps the logs in DIR (`base`, `new-N` for N changed pairs)
-and reuses those already there, so that the compares can be measured
-again without scoring a million records anew.
+BASE is `--samples` stage records that all pass; each NEW is the same with
+its first `--changed` share regressed (a required document lost), both
+logged by `tracegrade score`. `compare --json` and `--html` then run through
+`measure.run_measured`, so each peak is the command's own. Flat memory means
+the peaks at none and at all pairs changed are about the same.
+`--baseline REV` also runs git revision REV on the largest NEW; `--work DIR`
+keeps the logs and reuses them.
 
     python benchmarks/compare_scale.py [--samples 1000000]
         [--changed 0,0.5,1] [--baseline REV] [--work DIR] [--json OUT]
