@@ -17,7 +17,6 @@ import base64
 import contextlib
 import json
 import os
-import platform
 import shutil
 import signal
 import socket
@@ -27,7 +26,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -36,7 +35,12 @@ import aiohttp
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-from benchmarks.measure import CLEAN_ENV, tracegrade, write_stage_records  # noqa: E402
+from benchmarks.measure import (  # noqa: E402
+    CLEAN_ENV,
+    machine,
+    tracegrade,
+    write_stage_records,
+)
 
 IMAGES = REPO / "docs" / "images"
 OFFLINE_TASKS = ("tracegrade/stage_diagnosis", "tracegrade/ordered_extraction_recorded")
@@ -338,20 +342,6 @@ class SampleListTiming:
     browser_peak_rss: int
 
 
-@dataclass
-class Measurement:
-    samples: int
-    log_bytes: int = 0
-    write_seconds: float = 0.0
-    sample_list: Step = field(default_factory=Step)
-    clicked_sample: Step = field(default_factory=Step)
-    deep_link: Step = field(default_factory=Step)
-    within_limit: bool = False
-    deep_link_within_limit: bool = False
-    view_server_peak_rss: int = 0
-    browser_peak_rss: int = 0
-
-
 def click_text(text: str) -> str:
     """Script clicking the innermost element showing exactly `text`, any case."""
     return (
@@ -446,74 +436,71 @@ async def browse(
         return listed, opened, linked, browser.peak_rss
 
 
-def measure(count: int, args: argparse.Namespace, work: Path) -> Measurement:
+def measure(count: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     """Score `count` records into one log with `tracegrade score`, then browse it."""
-    result = Measurement(samples=count)
     records, logs, shots = work / "records.jsonl", work / "logs", work / "shots"
     write_stage_records(records, count)
     started = time.perf_counter()
     options = ("--log-dir", logs, "--max-samples-per-log", str(count))
     run(tracegrade("score", "stage_diagnosis", records, *options, "--no-progress"))
-    result.write_seconds = round(time.perf_counter() - started, 1)
+    written = round(time.perf_counter() - started, 1)
     (log,) = logs.glob("*.eval")
-    result.log_bytes = log.stat().st_size
     with inspect_view(logs) as (base, server):
         listed, clicked, linked, peak = asyncio.run(browse(args, base, log, shots))
-        result.view_server_peak_rss = tree_kib(server.pid, "VmHWM") * 1024
-    result.sample_list, result.clicked_sample, result.deep_link = (
-        listed,
-        clicked,
-        linked,
-    )
-    result.browser_peak_rss = peak
+        server_peak = tree_kib(server.pid, "VmHWM") * 1024
 
     def within(*steps: Step) -> bool:
-        return all(
-            s.seconds is not None and s.seconds <= args.limit_seconds for s in steps
-        )
+        limit = args.limit_seconds
+        return all(s.seconds is not None and s.seconds <= limit for s in steps)
 
-    result.within_limit = within(listed, clicked)
-    result.deep_link_within_limit = within(linked)
-    return result
+    return {
+        "samples": count,
+        "log_bytes": log.stat().st_size,
+        "write_seconds": written,
+        "sample_list": asdict(listed),
+        "clicked_sample": asdict(clicked),
+        "deep_link": asdict(linked),
+        "within_limit": within(listed, clicked),
+        "deep_link_within_limit": within(linked),
+        "view_server_peak_rss": server_peak,
+        "browser_peak_rss": peak,
+    }
 
 
 def bulk(args: argparse.Namespace, work: Path) -> None:
-    results: list[Measurement] = []
+    """Each count of `--samples`, smallest first, until one is over the limit."""
+    results: list[dict[str, Any]] = []
     limit = deep_link_limit = None
     for count in args.samples:
         (work / str(count) / "shots").mkdir(parents=True)
         result = measure(count, args, work / str(count))
         results.append(result)
-        steps = (result.sample_list, result.clicked_sample, result.deep_link)
-        print(
-            f"{count:>9,} samples:",
-            *(s.seconds or s.failure for s in steps),
-            flush=True,
-        )
-        if all(r.within_limit for r in results):
+        steps = [
+            result[step] for step in ("sample_list", "clicked_sample", "deep_link")
+        ]
+        print(f"{count:>9,} samples:", *(s["seconds"] or s["failure"] for s in steps))
+        if all(r["within_limit"] for r in results):
             limit = count
             for shot in (work / str(count) / "shots").iterdir():
                 shutil.copyfile(shot, args.images / shot.name)
-        if all(r.deep_link_within_limit for r in results):
+        if all(r["deep_link_within_limit"] for r in results):
             deep_link_limit = count
         shutil.rmtree(work / str(count))
-        if not result.within_limit and not args.keep_going:
+        if not result["within_limit"] and not args.keep_going:
             break
-    version = subprocess.run(
-        [args.chromium, "--version"], capture_output=True, text=True
-    )
+    version = subprocess.run([args.chromium, "--version"], capture_output=True)
     report = {
         "command": " ".join(["python", *sys.argv]),
         "what": "seconds until `inspect view` shows a .eval log's sample list, a "
         "sample opened by clicking its row, and one opened by its address "
         "(deep link); limit_samples is the largest count whose list and clicked "
         "sample took at most limit_seconds, every smaller count included",
-        "chromium": version.stdout.strip(),
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+        "chromium": version.stdout.decode().strip(),
+        "machine": machine(),
         "limit_seconds": args.limit_seconds,
         "limit_samples": limit,
         "limit_samples_deep_link": deep_link_limit,
-        "results": [asdict(result) for result in results],
+        "results": results,
     }
     args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(f"limit: {limit} samples ({deep_link_limit} by deep link); wrote {args.json}")
