@@ -1,22 +1,9 @@
-"""One measured subprocess: its wall and CPU time and its own peak memory.
+"""What the benchmarks share: one measured subprocess (wall and CPU time, and
+its own peak memory), the commands they run and the records they score.
 
-On Linux a child's peak RSS (`ru_maxrss`) starts at the resident size of
-the process it was spawned from, since exec carries the old address
-space's high-water mark over. A benchmark that holds what it has read
-(a parsed million-pair `compare --json`, say) would pass its own memory
-off as tracegrade's: `compare_scale.py` once reported 2,667 MiB for a
-`compare --html` that peaked at about 800. So every measured command is
-started by `LAUNCHER`, a fresh interpreter without site-packages of a few
-MiB, which times it and reports its rusage from `os.wait4`.
-
-A command can be several processes (`tracegrade score` wrote `.eval`
-logs in a forked child before its writer became a thread, and a
-`--baseline` revision may), and wait4's peak is only the larger one's.
-The launcher also samples, every 50 ms, the proportional set size (PSS)
-of the command and its descendants and sums it: the memory the run holds,
-pages they share counted once. That sum's peak is the figure reported
-(never below the largest process's own peak, which a sample can miss);
-the summed RSS, which counts shared pages twice, is kept beside it.
+A child's peak RSS on Linux starts at its spawner's size, so each command is
+started by `LAUNCHER`, a bare interpreter, which also sums the PSS of the
+command's processes every 50 ms (a run can be several processes).
 """
 
 from __future__ import annotations
