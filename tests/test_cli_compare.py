@@ -491,6 +491,7 @@ def test_the_json_shape(logs: dict[str, str]) -> None:
         "significant",
         "verdict",
         "note",
+        "lost",
     }
     change = stage["regressions"][0]
     assert set(change) == {"id", "epoch", "base", "new"}
@@ -597,18 +598,56 @@ def test_directories_pair_their_evals_by_task_and_model(
     assert "has no eval of the same task and model in NEW" in result.stderr
 
 
-def test_the_terminal_shows_the_matrix_tests_and_lists(logs: dict[str, str]) -> None:
+def row(*cells: str) -> str:
+    """A table row on one line of the terminal, its cells in this order."""
+    return r"^\s*" + r"\s+".join(map(re.escape, cells)) + r"(\s|$)"
+
+
+def test_the_terminal_shows_the_verdict_first_and_the_key_tables(
+    logs: dict[str, str],
+) -> None:
     result = invoke(logs["base"], logs["worse"])
     out = result.stdout
+    lines = out.splitlines()
 
     assert result.exit_code == 0, result.output
-    assert re.search(r"│ pass\s+│\s+0 │\s+12 │\s+2 │\s+0 │\s+0 │\s+0 │\s+14 │", out), (
-        out
-    )
+    assert lines[0] == "tracegrade compare: No gate asked"
+    assert "Regressions: 12 regressions (stage_diagnosis: 12 regressions)" in out
+    # One score: it is named in the titles, not in a column.
+    assert re.search(row("pass", "0", "12", "2", "0", "0", "14"), out, re.M)
     assert re.search(
-        r"│ stage_diagnosis │ pass\s+│ McNemar │\s+17 │\s+17 │\s+14 │\s+2 │\s+12 │"
-        r"\s+0 │\s+12 │\s+0 │\s+0\.00049 │\s+-70\.6 pp │ worse",
+        row("pass", "17", "14", "2", "12", "0", "0.00049", "-70.6 pp", "worse"),
         out,
+        re.M,
+    )
+    assert re.search(row("p01", "1", "pass → generation", "none", "none"), out, re.M)
+    assert re.search(row("gone", "1", "pass → not in NEW", "none"), out, re.M)
+    # 10 of the 12 by default, and a line saying so.
+    assert re.search(row("p10", "1"), out, re.M)
+    assert not re.search(row("p11", "1"), out, re.M)
+    assert "12 pairs. The first 10 are shown (--show); --json lists all." in out
+    assert re.search(row("BASE", "gone", "1"), out, re.M)
+    assert re.search(row("NEW", "added", "1"), out, re.M)
+    # The long form only when asked.
+    assert PASS_EXPLANATION not in out and "b: pairs with the outcome" not in out
+    assert lines[-1] == "--verbose: what each column means, and every table."
+    assert re.search(
+        row("p12", "1"),
+        invoke(logs["base"], logs["worse"], "--show", "12").stdout,
+        re.M,
+    )
+
+
+def test_verbose_shows_every_column_legend_and_sentence(logs: dict[str, str]) -> None:
+    out = invoke(logs["base"], logs["worse"], "--verbose").stdout
+
+    assert re.search(
+        row(
+            *("stage_diagnosis", "pass", "McNemar", "17", "17", "14", "2", "12"),
+            *("0", "12", "0", "0.00049", "-70.6 pp", "worse"),
+        ),
+        out,
+        re.M,
     )
     assert (
         "- stage_diagnosis pass: Worse in NEW: 12 of 17 pairs had pass in BASE "
@@ -616,22 +655,12 @@ def test_the_terminal_shows_the_matrix_tests_and_lists(logs: dict[str, str]) -> 
         in out
     )
     assert "Regressions: stage_diagnosis (pass → retrieval or generation)" in out
-    assert "│ p01    │     1 │ pass → generation │ none" in out
     assert PASS_EXPLANATION in out and GENERATION_EXPLANATION in out
-    # 10 of the 12 by default, and a caption saying so.
-    assert "│ p10 " in out and "│ p11 " not in out
-    assert "12 pairs. The first 10 are shown (--show); --json lists all." in out
-    assert re.search(r"│ stage_diagnosis │ BASE\s+│ gone\s+│\s+1 │", out)
-    assert re.search(r"│ stage_diagnosis │ NEW\s+│ added\s+│\s+1 │", out)
-    assert (
-        "Regressions: 12 regressions (stage_diagnosis: 12 regressions); "
-        "significantly worse at alpha = 0.05" in out
-    )
+    assert "b: pairs with the outcome in BASE only" in out
     assert re.search(
-        r"│ stage_diagnosis │ NEW\s+│\s+19 │\s+18 │\s+1 │ 1 answer-label", out
+        row("stage_diagnosis", "NEW", "19", "18", "1", "1 answer-label"), out, re.M
     )
-    assert "│ gone   │     1 │ pass → not in NEW │" in out
-    assert "│ p12 " in invoke(logs["base"], logs["worse"], "--show", "12").stdout
+    assert re.search(row("no score", "0", "0", "0", "0", "0", "0", "0"), out, re.M)
 
 
 def test_an_80_column_terminal_shows_every_figure_within_its_width(
@@ -639,19 +668,22 @@ def test_an_80_column_terminal_shows_every_figure_within_its_width(
 ) -> None:
     """A table too wide for the terminal is drawn compact, or as one record
     per row, never cropped at the edge."""
-    narrow = CliRunner().invoke(
-        main, ["compare", logs["base"], logs["worse"]], env={"COLUMNS": "80"}
-    )
+    for verbose in ([], ["--verbose"]):
+        narrow = CliRunner().invoke(
+            main,
+            ["compare", logs["base"], logs["worse"], *verbose],
+            env={"COLUMNS": "80"},
+        )
 
-    assert narrow.exit_code == 0, narrow.output
-    assert max(map(len, narrow.stdout.splitlines())) <= 80
+        assert narrow.exit_code == 0, narrow.output
+        assert max(map(len, narrow.stdout.splitlines())) <= 80
+        said = " ".join(narrow.stdout.split())
+        assert "0.00049" in said and "-70.6 pp" in said and "worse" in said
+        # The matrix: its pass row whole on one line.
+        assert re.search(row("pass", "0", "12", "2", "0", "0"), narrow.stdout, re.M)
     # The significance row, in the widest table, as a record.
-    said = " ".join(narrow.stdout.split())
     for field in ("outcome pass", "test McNemar", "p 0.00049", "change -70.6 pp"):
         assert field in said
-    assert "verdict worse" in said
-    # The matrix, compact: its pass row whole on one line.
-    assert re.search(r"^pass\s+0\s+12\s+2\s+0\s+0\s+0\s+14$", narrow.stdout, re.M)
     for title in ("Pairs", "Transitions: stage_diagnosis", "Significance", "Evals"):
         assert re.search(rf"^{title}\s*$", narrow.stdout, re.M), title
 
@@ -678,7 +710,8 @@ def test_the_html_page_has_a_heatmap_and_every_table(
     assert heatmap["type"] == "heatmap"
     assert heatmap["z"] == stage.transitions
     assert heatmap["x"] == heatmap["y"] == STATES
-    for table in comparison_tables(comparison, pair):
+    first, rest = comparison_tables(comparison, pair)
+    for table in [*first, *rest]:
         assert f'id="table-{table.key}"' in page
     assert "ids-stage_diagnosis" in page and "fixes-stage_diagnosis" in page
     assert "Too few to tell: 2 of 17 pairs" in page

@@ -1282,7 +1282,7 @@ def test_two_imports_of_the_same_questions_pair_by_question_id(tmp_path: Path) -
     assert "2 pairs of sample-epochs (by sample id and epoch)" in text
     # q2 needed D7, which the cut retriever never returned: one regression.
     assert "Regressions: 1 regression (stage_diagnosis: 1 regression)" in text
-    assert "│ q2 │ 1 │ pass → │ none │ D7 │" in text
+    assert "q2 1 pass → retrieval none D7" in text
     (log,) = (tmp_path / "top20").glob("*.eval")
     exported = runner.invoke(main, ["labels", "export", str(log)])
     assert [json.loads(line)["question"] for line in exported.stdout.splitlines()] == [

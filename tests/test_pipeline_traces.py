@@ -270,3 +270,40 @@ def test_the_gate_agrees_with_the_pipelines_paired_count(
     (pair,) = json.loads(result.stdout)["pairs"]
     (stages,) = pair["stage_diagnosis"]
     assert (stages["pairs"], stages["worse"], stages["better"]) == (24, worse, better)
+
+
+def recall_count(framework: str) -> tuple[int, int]:
+    """Questions whose context recall fell and rose from top 20 to top 8: the
+    share of required documents the rendered prompt held."""
+    base, new = (outputs(framework, c) for c in CONFIGURATIONS)
+    base_gold, new_gold = (gold(framework, c) for c in CONFIGURATIONS)
+
+    def recall(output: dict[str, Any], line: dict[str, Any]) -> float:
+        held = [doc for doc in line["required"] if doc in output["prompt"]]
+        return len(held) / len(line["required"])
+
+    moves = [recall(new[q], new_gold[q]) - recall(base[q], base_gold[q]) for q in base]
+    return sum(move < 0 for move in moves), sum(move > 0 for move in moves)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_the_recall_gate_agrees_with_the_pipelines_paired_count(
+    imported: Callable[[str, str], Imported], framework: str, tmp_path: Path
+) -> None:
+    """`--gate context_recall` exits 3 exactly when the exact sign test on the
+    questions whose prompt lost, or gained, required documents says worse."""
+    fell, rose = recall_count(framework)
+    p_value = binomtest(fell, fell + rose).pvalue if fell + rose else 1.0
+    base, new = (imported(framework, c).log for c in CONFIGURATIONS)
+    result = run_tracegrade(
+        *("compare", str(base), str(new), "--fail-on-regression"),
+        *("--gate", "context_recall", "--json"),
+        cwd=tmp_path,
+    )
+    assert result.returncode == (3 if p_value <= ALPHA and fell > rose else 0), (
+        result.stderr
+    )
+    (pair,) = json.loads(result.stdout)["pairs"]
+    (stages,) = pair["stage_diagnosis"]
+    (recall,) = (f for f in stages["figures"] if f["figure"] == "recall")
+    assert (recall["pairs"], recall["fell"], recall["rose"]) == (24, fell, rose)

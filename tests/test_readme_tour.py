@@ -93,7 +93,20 @@ def test_every_tour_command_succeeds(tour: Tour) -> None:
 def test_the_verdict_the_tour_quotes_is_compares(tour: Tour) -> None:
     verdict = said_in_the_tour(r'"Worse in NEW \.\.\. (p = [^"]+)"')
     done = tour.runs["tracegrade compare logs/base logs/new"]
-    printed = " ".join(done.stdout.split())
+    # The verdict first, and the whole comparison in 60 lines of a terminal
+    # 80 columns wide.
+    narrow = run_tracegrade(
+        "compare", "logs/base", "logs/new", cwd=tour.work, env={"COLUMNS": "80"}
+    )
+    lines = narrow.stdout.splitlines()
+    assert lines[0] == "tracegrade compare: No gate asked"
+    assert len(lines) <= 60 and max(map(len, lines)) <= 80, narrow.stdout
+    said = " ".join(done.stdout.split())
+    assert re.search(r"pass 29 24 17 8 1 0\.039 -24\.1 pp worse", said), said
+    verbose = run_tracegrade(
+        "compare", "logs/base", "logs/new", "--verbose", cwd=tour.work
+    )
+    printed = " ".join(verbose.stdout.split())
     assert re.search(r"Worse in NEW: .*?" + re.escape(verdict), printed), verdict
 
 

@@ -10,11 +10,15 @@ from typing import TYPE_CHECKING
 import click
 
 from ._paths import InputPath
-from .report import THRESHOLD_EXIT, fail_under_option, markdown_option
+from .report import (
+    THRESHOLD_EXIT,
+    fail_under_option,
+    markdown_option,
+    reading_progress,
+    verbose_option,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from ..compare.build import Comparison, GateOptions
     from ..logs.evals import Evals
     from ..report.thresholds import Threshold
@@ -51,6 +55,17 @@ REGRESSION_EXIT = THRESHOLD_EXIT
     "order for extraction), or lost results: a run with a result in BASE "
     "and none in NEW (an error, a data error, no score, missing), a NEW "
     "eval that did not finish, a BASE eval with no NEW eval.",
+)
+@click.option(
+    "--gate",
+    "gates",
+    multiple=True,
+    metavar="MEASURE",
+    help="With --fail-on-regression: what the paired tests gate, repeatable: "
+    "pass (the default: pass rate for stage diagnosis; membership and order "
+    "for extraction), context_recall, context_precision, or a pipeline step's "
+    "recall (retriever_recall). Given, it replaces the default: add --gate "
+    "pass to keep it. Lost results fail every gate.",
 )
 @click.option(
     "--strict",
@@ -101,6 +116,7 @@ REGRESSION_EXIT = THRESHOLD_EXIT
     help="Print the comparison as JSON on stdout instead of tables.",
 )
 @markdown_option()
+@verbose_option()
 def compare(
     base: str,
     new: str,
@@ -110,6 +126,7 @@ def compare(
     fail_on_regression: bool,
     strict: bool,
     allow_lost: bool,
+    gates: tuple[str, ...],
     fail_under: list[Threshold],
     show: int,
     html_show: int,
@@ -117,6 +134,7 @@ def compare(
     force: bool,
     as_json: bool,
     markdown: bool,
+    verbose: bool,
 ) -> None:
     """Compare the tracegrade scores of two runs, sample by sample.
 
@@ -140,17 +158,20 @@ def compare(
     gained membership and order, the samples in one run only, and context
     recall and precision (mean in each run over the pairs that have them,
     the change, and the exact sign test of the per-sample changes;
-    reported, not gated). Each
+    gated only with --gate). Each
     paired binary outcome (pass, retrieval failure, membership, order) is
     tested with the sample as the unit: the exact McNemar test when each
     sample ran once, the exact sign test on per-sample differences when it
     ran several epochs (epochs of one sample are not independent). Each
     gets its effect size (NEW share minus BASE share) and a plain verdict:
     worse, better, not significant, or too few to tell. The tests are
-    two-sided; the gate fails only on "worse".
+    two-sided; the gate fails only on "worse". The terminal shows the
+    verdict first and the key tables briefly; --verbose shows them all,
+    with every column and what it means.
 
     The gate: --fail-on-regression fails on a significantly worse outcome
-    and on every lost result, NEW eval that did not finish and BASE eval
+    (or, with --gate, measure: context recall, a step's recall) and on
+    every lost result, NEW eval that did not finish and BASE eval
     with no NEW eval (--allow-lost shows those without failing);
     --fail-under checks NEW's shares over all runs.
 
@@ -159,32 +180,76 @@ def compare(
     for), 1 a log cannot be read or the evals cannot be compared (no
     tracegrade score, no eval or sample in common, evals whose pairing is
     unclear), 2 usage error (a --fail-under of an unknown metric, a value
-    outside [0, 1], or a metric no compared score has) or an output that
+    outside [0, 1], or a metric no compared score has; a --gate of no
+    measure the runs have) or an output that
     cannot be written, 3 the gate failed: with --fail-on-regression, NEW
     regressed in some pair of evals (significantly at --alpha, or at all
     with --strict) or lost results (runs, an eval that did not finish, an
     eval missing); or a --fail-under threshold is not met.
     """
-    if strict and not fail_on_regression:
-        raise click.UsageError("--strict applies only with --fail-on-regression")
-    if allow_lost and not fail_on_regression:
-        raise click.UsageError("--allow-lost applies only with --fail-on-regression")
+    for given, option in ((strict, "--strict"), (allow_lost, "--allow-lost")):
+        if given and not fail_on_regression:
+            raise click.UsageError(f"{option} applies only with --fail-on-regression")
+    if gates and not fail_on_regression:
+        raise click.UsageError("--gate applies only with --fail-on-regression")
     if as_json and markdown:
         raise click.UsageError("--json and --markdown both print on stdout: give one")
     # Imported here so that `tracegrade --help` does not load Inspect.
     from ..compare.build import GateOptions
-    from ..compare.pairing import CompareError
-    from ..logs.evals import read_evals
-    from ..logs.scores import LogError
-    from ..outputs import check_output, check_standard_streams
-    from ..report.thresholds import InvalidThreshold
+    from ..compare.pairing import PASS_GATE
 
     options = GateOptions(
         fail_on_regression=fail_on_regression,
         strict=strict,
         allow_lost=allow_lost,
         thresholds=fail_under,
+        gates=tuple(dict.fromkeys(gates)) or (PASS_GATE,),
     )
+    result = _read_and_compare(
+        base,
+        new,
+        alpha,
+        task,
+        model,
+        options,
+        html_path,
+        force,
+        quiet=as_json or markdown,
+    )
+    try:
+        _show(result, html_path, force, show, html_show, as_json, markdown, verbose)
+    finally:
+        result.close()
+    if result.verdict.failed:
+        from ..compare.tables import verdict_lines
+
+        click.echo(f"tracegrade compare: {verdict_lines(result)[0]}:", err=True)
+        for reason in result.verdict.failed_on:
+            click.echo(f"- {reason}", err=True)
+        sys.exit(REGRESSION_EXIT)
+
+
+def _read_and_compare(
+    base: str,
+    new: str,
+    alpha: float,
+    task: str | None,
+    model: str | None,
+    options: GateOptions,
+    html_path: Path | None,
+    force: bool,
+    *,
+    quiet: bool,
+) -> Comparison:
+    """Read both sides and compare them, after checking that no output
+    would land on an input; each error as the command reports it."""
+    from ..compare.build import UnknownGate
+    from ..compare.pairing import CompareError
+    from ..logs.evals import read_evals
+    from ..logs.scores import LogError
+    from ..outputs import check_output, check_standard_streams
+    from ..report.thresholds import InvalidThreshold
+
     try:
         sides = read_evals([base]), read_evals([new])
         inputs = [base, new]
@@ -194,56 +259,49 @@ def compare(
         check_standard_streams(inputs)
         if html_path is not None:
             check_output(str(html_path), inputs=inputs, option="--html", force=force)
-        result = _compare(
-            base,
-            new,
-            sides,
-            alpha,
-            task,
-            model,
-            options,
-            progress=not (as_json or markdown),
+        return _compare(
+            base, new, sides, alpha, task, model, options, progress=not quiet
         )
     except (LogError, CompareError) as error:
         raise click.ClickException(str(error)) from error
-    except InvalidThreshold as error:
+    except (InvalidThreshold, UnknownGate) as error:
         raise click.UsageError(str(error)) from error
 
-    try:
-        if html_path is not None:
-            from ..compare.html import write_html
 
-            write_html(result, html_path, replace=force, show=html_show)
+def _show(
+    result: Comparison,
+    html_path: Path | None,
+    force: bool,
+    show: int,
+    html_show: int,
+    as_json: bool,
+    markdown: bool,
+    verbose: bool,
+) -> None:
+    """The HTML page when asked, then the JSON, the Markdown or the tables."""
+    from ..compare.tables import all_warnings, comparison_page
+    from ..report.page import page_markdown, print_page
 
-        if as_json or markdown:
-            from ..compare.tables import all_warnings
+    if html_path is not None:
+        from ..compare.html import write_html
 
-            # stdout stays the JSON (or the Markdown) alone; the JSON is
-            # written as it is made: the lists of changed samples are read
-            # back from disk item by item.
-            for warning in all_warnings(result):
-                click.echo(f"warning: {warning}", err=True)
-            if as_json:
-                _write_json(result)
-            else:
-                from ..compare.markdown import compare_markdown
-
-                click.echo(compare_markdown(result, show), nl=False)
+        write_html(result, html_path, replace=force, show=html_show)
+    if as_json or markdown:
+        # stdout stays the JSON (or the Markdown) alone; the JSON is written
+        # as it is made: the lists of changed samples are read back from
+        # disk item by item.
+        for warning in all_warnings(result):
+            click.echo(f"warning: {warning}", err=True)
+        if as_json:
+            _write_json(result)
         else:
-            _print_tables(result, show)
-            if html_path is not None:
-                click.echo(f"HTML comparison written to {html_path}", err=True)
-    finally:
-        result.close()
+            click.echo(page_markdown(comparison_page(result, show)), nl=False)
+        return
+    from rich.console import Console
 
-    if result.verdict.failed:
-        from ..compare.tables import verdict_lines
-
-        head = verdict_lines(result)[0]
-        click.echo(f"tracegrade compare: {head}:", err=True)
-        for reason in result.verdict.failed_on:
-            click.echo(f"- {reason}", err=True)
-        sys.exit(REGRESSION_EXIT)
+    print_page(comparison_page(result, show), Console(), verbose=verbose)
+    if html_path is not None:
+        click.echo(f"HTML comparison written to {html_path}", err=True)
 
 
 def _write_json(result: Comparison) -> None:
@@ -287,19 +345,12 @@ def _compare(
     *,
     progress: bool,
 ) -> Comparison:
-    from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
+    from contextlib import nullcontext
 
     from ..compare.build import compare_evals
 
-    def compared(on_log_read: Callable[[str], None] | None) -> Comparison:
+    total = sum(len(run.logs) for evals in sides for run in evals.runs)
+    with reading_progress(total) if progress else nullcontext() as on_log_read:
         return compare_evals(
             base,
             sides[0],
@@ -311,90 +362,3 @@ def _compare(
             options=options,
             on_log_read=on_log_read,
         )
-
-    if not progress:
-        return compared(None)
-    # The spinner and clock show life while one large log is read.
-    columns = (
-        SpinnerColumn(),
-        TextColumn("Reading logs"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    total = sum(len(run.logs) for evals in sides for run in evals.runs)
-    console = Console(file=sys.stderr)
-    with Progress(*columns, console=console, transient=True) as bar:
-        reading = bar.add_task("read", total=total)
-        return compared(lambda _path: bar.advance(reading))
-
-
-def _print_tables(result: Comparison, show: int) -> None:
-    from rich.console import Console
-    from rich.text import Text
-
-    from ..compare.tables import (
-        all_warnings,
-        comparison_tables,
-        evals_table,
-        gate_line,
-        gate_tables,
-        summary_line,
-        test_notes,
-        verdict_lines,
-    )
-    from .report import print_table
-
-    console = Console()
-    console.print(
-        Text.assemble(("tracegrade compare", "bold"), f": {summary_line(result)}")
-    )
-    for warning in all_warnings(result):
-        console.print(Text.assemble(("warning", "yellow"), f": {warning}"))
-    for pair in result.pairs:
-        if len(result.pairs) > 1:
-            console.print()
-            console.rule(Text(pair.name, style="bold"))
-        tables = comparison_tables(result, pair, show)
-        # The pairs and the matrices first, then the tests and what they
-        # say, then the lists.
-        lists_from = (
-            next(
-                index
-                for index, table in enumerate(tables)
-                if table.key.endswith("tests")
-            )
-            + 1
-        )
-        for spec in tables[:lists_from]:
-            console.print()
-            print_table(console, spec)
-        console.print()
-        for note in test_notes(result, pair):
-            console.print(Text(f"- {note}"))
-        for spec in tables[lists_from:]:
-            console.print()
-            print_table(console, spec)
-    console.print()
-    print_table(console, evals_table(result))
-    for table in gate_tables(result):
-        console.print()
-        print_table(console, table)
-    console.print()
-    gate = result.gate
-    style = (
-        "red"
-        if gate.significant or (gate.lost_gated and gate.fails)
-        else "green"
-        if not (gate.regressions or gate.lost)
-        else "yellow"
-    )
-    console.print(
-        Text.assemble(("Regressions", f"bold {style}"), f": {gate_line(result)}")
-    )
-    # The verdict last, where a CI log ends.
-    head, *reasons = verdict_lines(result)
-    verdict_style = "bold red" if result.verdict.failed else "bold"
-    console.print(Text(head, style=verdict_style))
-    for reason in reasons:
-        console.print(Text(f"- {reason}"))

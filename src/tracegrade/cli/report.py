@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,13 +14,9 @@ import click
 from ._paths import InputPath
 
 if TYPE_CHECKING:
-    from rich.console import Console
-    from rich.table import Table
-
     from ..logs.evals import Evals
     from ..report.aggregate import Report
     from ..report.results import ResultsDataset
-    from ..report.tables import Table as TableSpec
     from ..report.thresholds import Threshold
 
 THRESHOLD_EXIT = 3
@@ -64,6 +61,17 @@ def markdown_option() -> Callable[[Callable[..., None]], Callable[..., None]]:
         help="Print the summary as GitHub-flavoured Markdown on stdout, the "
         "verdict first, under 65,536 characters (for $GITHUB_STEP_SUMMARY or "
         "a pull-request comment).",
+    )
+
+
+def verbose_option() -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """The `--verbose` option of `report` and `compare`."""
+    return click.option(
+        "--verbose",
+        "-v",
+        is_flag=True,
+        help="Show what each column means, every column and every table "
+        "(the terminal shows the key ones).",
     )
 
 
@@ -114,6 +122,7 @@ class ResultsInputError(click.ClickException):
     help="Print the report as JSON on stdout instead of tables.",
 )
 @markdown_option()
+@verbose_option()
 def report(
     paths: Sequence[str],
     top: int,
@@ -123,6 +132,7 @@ def report(
     force: bool,
     as_json: bool,
     markdown: bool,
+    verbose: bool,
 ) -> None:
     """Summarise tracegrade scores in Inspect logs or Parquet results.
 
@@ -153,6 +163,8 @@ def report(
 
     --fail-under gates: each threshold is checked in every eval against
     the share over all runs, runs with no result counted as not passing.
+    The terminal shows each table briefly; --verbose adds what each
+    column means.
 
     Exit codes: 0 success, 1 no tracegrade scores found, a log cannot be
     read or evals cannot be pooled, 2 usage error (a --fail-under of an
@@ -168,8 +180,9 @@ def report(
     from ..logs.scores import LogError
     from ..outputs import check_output, check_standard_streams
     from ..report.aggregate import report_evals
+    from ..report.page import page_markdown, print_page
     from ..report.results import ResultsError, split_paths
-    from ..report.tables import eval_warnings
+    from ..report.tables import eval_warnings, report_page
     from ..report.thresholds import InvalidThreshold, threshold_line
 
     try:
@@ -208,11 +221,11 @@ def report(
         if as_json:
             click.echo(json.dumps(result.to_json(), indent=2, allow_nan=False))
         else:
-            from ..report.markdown import report_markdown
-
-            click.echo(report_markdown(result), nl=False)
+            click.echo(page_markdown(report_page(result)), nl=False)
     else:
-        _print_tables(result)
+        from rich.console import Console
+
+        print_page(report_page(result), Console(), verbose=verbose)
     if html_path is not None:
         click.echo(f"HTML report written to {html_path}", err=True)
     failed = [check for check in result.thresholds if not check.met]
@@ -225,19 +238,11 @@ def report(
         sys.exit(THRESHOLD_EXIT)
 
 
-def _stderr_console() -> Console:
+@contextmanager
+def reading_progress(total: int) -> Iterator[Callable[[str], None]]:
+    """A bar on stderr that a log read advances; its spinner and clock show
+    life while one large log is read."""
     from rich.console import Console
-
-    return Console(file=sys.stderr)
-
-
-def _build_with_progress(
-    evals: Evals,
-    results: Sequence[ResultsDataset],
-    top: int,
-    pool: bool,
-    thresholds: list[Threshold],
-) -> Report:
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -247,9 +252,6 @@ def _build_with_progress(
         TimeElapsedColumn,
     )
 
-    from ..report.aggregate import report_evals
-
-    # The spinner and clock show life while one large log is read.
     columns = (
         SpinnerColumn(),
         TextColumn("Reading logs"),
@@ -257,140 +259,28 @@ def _build_with_progress(
         MofNCompleteColumn(),
         TimeElapsedColumn(),
     )
-    with Progress(*columns, console=_stderr_console(), transient=True) as progress:
-        total = sum(len(run.logs) for run in evals.runs) + len(results)
+    console = Console(file=sys.stderr)
+    with Progress(*columns, console=console, transient=True) as progress:
         reading = progress.add_task("read", total=total)
+        yield lambda _path: progress.advance(reading)
+
+
+def _build_with_progress(
+    evals: Evals,
+    results: Sequence[ResultsDataset],
+    top: int,
+    pool: bool,
+    thresholds: list[Threshold],
+) -> Report:
+    from ..report.aggregate import report_evals
+
+    total = sum(len(run.logs) for run in evals.runs) + len(results)
+    with reading_progress(total) as on_log_read:
         return report_evals(
             evals,
             top=top,
             pool=pool,
             thresholds=thresholds,
-            on_log_read=lambda _path: progress.advance(reading),
+            on_log_read=on_log_read,
             results=results,
         )
-
-
-def _print_tables(result: Report) -> None:
-    from rich.console import Console
-    from rich.text import Text
-
-    from ..report.tables import (
-        eval_warnings,
-        evals_read,
-        gate_lines,
-        headlines,
-        interval_note,
-        report_tables,
-    )
-
-    console = Console()
-    samples = sum(log.samples for log in result.logs)
-    console.print(
-        Text.assemble(
-            ("tracegrade report", "bold"),
-            f": {evals_read(result)}, {samples} sample-epochs. {interval_note(result)}",
-        )
-    )
-    verdict = gate_lines(result)
-    if verdict:
-        style = "bold red" if verdict[0].startswith("Gate failed") else "bold green"
-        console.print(Text(verdict[0], style=style))
-        for line in verdict[1:]:
-            console.print(Text(f"- {line}"))
-    for line in headlines(result):
-        console.print(Text(f"- {line}"))
-    for warning in eval_warnings(result):
-        console.print(Text.assemble(("warning", "yellow"), f": {warning}"))
-    for spec in report_tables(result):
-        console.print()
-        print_table(console, spec)
-
-
-_NAME_WIDTH = 32
-
-
-def print_table(console: Console, spec: TableSpec) -> None:
-    """One presentation-neutral table as a rich table (`compare` too); as a
-    record per row where the table would not fit the terminal, which rich
-    would crop."""
-    from rich.measure import Measurement
-    from rich.text import Text
-
-    # Measured as if the terminal had no edge: rich clamps a measure to it.
-    unbounded = console.options.update_width(sys.maxsize)
-    for compact in (False, True):
-        table = _rich_table(spec, compact=compact)
-        if Measurement.get(console, unbounded, table).minimum <= console.width:
-            console.print(table)
-            break
-    else:
-        _print_records(console, spec)
-    # The caption as wide as the terminal, not the table.
-    console.print(Text(spec.caption, style="dim"))
-    for note in spec.notes:
-        # Unbroken, so that a log's path can be copied from the terminal.
-        console.print(Text(note, style="dim"), soft_wrap=True)
-
-
-def _rich_table(spec: TableSpec, *, compact: bool) -> Table:
-    """`compact`: no outer border, and one space between columns."""
-    from rich import box
-    from rich.table import Table
-    from rich.text import Text
-
-    # Text, not markup: an ID or a task may hold square brackets.
-    table = Table(
-        title=Text(spec.title, style="bold"),
-        title_justify="left",
-        box=box.SIMPLE_HEAD if compact else box.HEAVY_HEAD,
-        show_edge=not compact,
-        pad_edge=not compact,
-        collapse_padding=compact,
-    )
-    for index, (column, numeric) in enumerate(
-        zip(spec.columns, spec.numeric, strict=True)
-    ):
-        cells = [row[index] for row in spec.rows]
-        if numeric:
-            # A figure ("33.3% [6.1, 79.2]") never breaks.
-            widest = max((len(cell) for cell in cells), default=0)
-        else:
-            # Text wraps between words; a word (a task, a model, an ID)
-            # folds only past a bound: "tracegrade/stage_d|iagnosis" is
-            # unreadable.
-            words = (word for cell in cells for word in cell.split())
-            longest = max(map(len, words), default=0)
-            widest = min(longest, _NAME_WIDTH)
-        heading = max((len(word) for word in column.split()), default=0)
-        narrowest = max(widest, heading)
-        whole = max((len(text) for text in [column, *cells]), default=0)
-        table.add_column(
-            column,
-            justify="right" if numeric else "left",
-            overflow="fold",
-            min_width=narrowest,
-            # Rich narrows a table that is too wide by wrapping its widest
-            # columns, then widens any below its min_width again, past the
-            # terminal's edge: only a column that can wrap may be narrowed.
-            no_wrap=narrowest >= whole,
-        )
-    for row in spec.rows:
-        table.add_row(*(Text(cell) for cell in row))
-    return table
-
-
-def _print_records(console: Console, spec: TableSpec) -> None:
-    """Each row as lines of `column  value`, for a terminal too narrow for
-    the table."""
-    from rich.padding import Padding
-    from rich.table import Table
-    from rich.text import Text
-
-    console.print(Text(spec.title, style="bold"))
-    for row in spec.rows:
-        record = Table.grid(padding=(0, 2))
-        record.add_column(style="dim", no_wrap=True)
-        record.add_column(overflow="fold")
-        for column, cell in zip(spec.columns, row, strict=True):
-            record.add_row(Text(column), Text(cell))
-        console.print(Padding(record, (0, 0, 1, 2), expand=False))

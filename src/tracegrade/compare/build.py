@@ -1,35 +1,11 @@
 """From two sets of Inspect logs to a `Comparison`.
 
-Each side is read as evals (`tracegrade.logs.evals`): a log, the newest
-log of a retried eval, or the parts of a run `tracegrade score` split.
-The evals of BASE and NEW are paired by task and model, so a directory
-from `inspect eval --model a,b`, or from an eval set of several tasks,
-compares pair by pair without flags; `task` and `model` select. A side
-with one eval is paired with the other's one eval whatever they ran, as
-when two models are compared. Evals found on one side only are listed.
-
-Within a pair, each tracegrade score becomes an `Observation` for
-`pairing.pair_runs`, which holds BASE's runs and pairs NEW's as they are
-read. A sample that is in a log but has no tracegrade score (it errored
-before scoring), or whose score says the sample errored, is a `no score`
-run, and so is a sample an eval that stopped never ran (its header lists
-it), so a run that passed in BASE and crashed in NEW shows in the matrix
-rather than as a sample missing from NEW, and counts as a lost result.
-
-The gate (`--fail-on-regression`) fails on a significant regression and,
-unless `--allow-lost`, on every result NEW lost, on a NEW eval that did
-not finish and on a BASE eval with no NEW eval; `--fail-under` checks
-NEW's shares over all runs (`report.thresholds`). `GateOptions` says
-what was asked, and `Comparison.verdict` what the gate decided and why.
-
-A stage run also keeps its context recall and precision (the score's
-metadata), which are compared over the pairs where both runs have them.
-Scores are read through `tracegrade.schema`, as `tracegrade report` reads
-them, so a score one refuses the other refuses too.
-
-The JSON is written as it is made (`write_json`): the long lists are
-`SortedSpool`s on disk, streamed item by item, so neither the lists nor
-the JSON text is ever whole in memory.
+Each side is read as evals (`tracegrade.logs.evals`), paired by task and
+model; each tracegrade score becomes an `Observation` for
+`pairing.pair_runs`, read through `tracegrade.schema` as `report` reads
+it. `GateOptions` says what the gate was asked, `GateDecision` what it
+decided. The JSON is streamed as it is made (`write_json`). The rules are
+docs/compare.md's.
 """
 
 from __future__ import annotations
@@ -53,6 +29,7 @@ from ..logs.evals import (
 )
 from ..logs.samples import ScoreRead, UnreadableLog
 from ..logs.scores import LogError, LogRead, LogScores, LogSummary
+from ..report.aggregate import EvalInfo
 from ..report.runs import NO_SCORE as NO_SCORE_WHY
 from ..report.runs import NOT_RUN, SAMPLE_ERROR
 from ..report.thresholds import (
@@ -69,6 +46,7 @@ from .pairing import (
     DIAGNOSED,
     EXTRACTION,
     NO_SCORE,
+    PASS_GATE,
     STAGE,
     CompareError,
     ExtractionComparison,
@@ -78,6 +56,7 @@ from .pairing import (
     Paired,
     Run,
     StageComparison,
+    gate_names,
     pair_runs,
 )
 from .spool import SortedSpool
@@ -99,8 +78,8 @@ FIGURE_TEST: Final = (
     "context recall and precision over the pairs where both runs have the "
     "figure: the mean of each side, NEW minus BASE, and the two-sided exact "
     "sign test (scipy.stats.binomtest at 1/2) of the samples whose mean "
-    "figure over their paired epochs fell against those whose rose; reported, "
-    "not gated"
+    "figure over their paired epochs fell against those whose rose; gated "
+    "only when --gate names the figure"
 )
 SIDES: Final = ("BASE", "NEW")
 
@@ -110,23 +89,13 @@ _NO_SCORE: Final = "The sample is in the log without this score."
 _NOT_RUN: Final = "The eval stopped before it ran the sample."
 
 
+class UnknownGate(ValueError):
+    """A `--gate` naming no measure the compared runs have: a usage error."""
+
+
 class UnreadableScore(CompareError):
     """A tracegrade score whose value or metadata is not one tracegrade
     writes."""
-
-
-@dataclass(frozen=True)
-class EvalInfo:
-    """One eval of one side, as its logs' headers describe it."""
-
-    key: str
-    name: str
-    task: str
-    model: str
-    created: str
-    status: str
-    epochs: int
-    logs: list[str]
 
 
 @dataclass(frozen=True)
@@ -165,16 +134,21 @@ class GateOptions:
     """What the gate was asked: `fail_on_regression` (with `strict`: on
     any regression), `allow_lost` (lost results, unfinished NEW evals and
     BASE evals with no NEW eval are shown but do not fail it), and the
-    `--fail-under` thresholds, checked against NEW."""
+    `--fail-under` thresholds, checked against NEW. `gates` names what
+    the paired tests gate: `pass`, or a figure (`pairing.GATES`, a step's
+    recall)."""
 
     fail_on_regression: bool = False
     strict: bool = False
     allow_lost: bool = False
     thresholds: Sequence[Threshold] = ()
+    gates: Sequence[str] = (PASS_GATE,)
 
     def asked(self) -> list[str]:
         """The options, as given on the command line."""
         options = ["--fail-on-regression"] if self.fail_on_regression else []
+        if tuple(self.gates) != (PASS_GATE,):
+            options += [f"--gate {name}" for name in self.gates]
         options += ["--strict"] if self.strict else []
         options += ["--allow-lost"] if self.allow_lost else []
         options += [f"--fail-under {t.metric}={t.text}" for t in self.thresholds]
@@ -182,7 +156,7 @@ class GateOptions:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class GateDecision:
     """What the gate decided: `asked`, the gate's options; `failed`, the
     command exits 3; `failed_on`, each thing that failed it; `checked`,
     what it checked and found right, and how thresholds are counted."""
@@ -216,7 +190,7 @@ class Comparison:
     warnings: list[str]
     gate: Gate
     thresholds: list[ThresholdCheck]
-    verdict: Verdict
+    verdict: GateDecision
 
     def to_json(self) -> dict[str, Any]:
         """The whole comparison as JSON-ready data, every list in memory
@@ -242,10 +216,8 @@ class Comparison:
         """Free the temporary files of every list."""
         for pair in self.pairs:
             for compared in [*pair.stage_diagnosis, *pair.ordered_extraction]:
-                for item in dataclasses.fields(compared):
-                    value = getattr(compared, item.name)
-                    if isinstance(value, SortedSpool):
-                        value.close()
+                for spool in _spools(compared):
+                    spool.close()
 
 
 _INDENT: Final = "  "
@@ -347,9 +319,10 @@ def compare_evals(
     }
     matched, only_in_base, only_in_new = _pair_evals(sides["BASE"], sides["NEW"])
     pairs = [
-        _compare_pair(base_run, new_run, alpha, not options.allow_lost, on_log_read)
+        _compare_pair(base_run, new_run, alpha, options, on_log_read)
         for base_run, new_run in matched
     ]
+    _check_gates(options.gates, pairs)
     warnings = [
         f"{side}: {note}"
         for side, evals in (("BASE", base), ("NEW", new))
@@ -388,17 +361,45 @@ def compare_evals(
         effect_size=EFFECT_SIZE,
         figure_test=FIGURE_TEST,
         base=SideSummary(
-            base_path, [_info(run) for run in sides["BASE"]], base.superseded
+            base_path, [EvalInfo.of(run) for run in sides["BASE"]], base.superseded
         ),
-        new=SideSummary(new_path, [_info(run) for run in sides["NEW"]], new.superseded),
+        new=SideSummary(
+            new_path, [EvalInfo.of(run) for run in sides["NEW"]], new.superseded
+        ),
         pairs=pairs,
-        only_in_base=[_info(run) for run in only_in_base],
-        only_in_new=[_info(run) for run in only_in_new],
+        only_in_base=[EvalInfo.of(run) for run in only_in_base],
+        only_in_new=[EvalInfo.of(run) for run in only_in_new],
         warnings=warnings,
         gate=gate,
         thresholds=thresholds,
         verdict=_verdict(gate, thresholds, options),
     )
+
+
+def _check_gates(gates: Sequence[str], pairs: Sequence[EvalPair]) -> None:
+    """Refuse a gate that names no measure of these runs, freeing the pairs'
+    lists first."""
+    found = [PASS_GATE]
+    for pair in pairs:
+        for staged in pair.stage_diagnosis:
+            found += [name for name in gate_names(staged) if name not in found]
+    unknown = [name for name in gates if name not in found]
+    if unknown:
+        for pair in pairs:
+            for compared in [*pair.stage_diagnosis, *pair.ordered_extraction]:
+                for spool in _spools(compared):
+                    spool.close()
+        raise UnknownGate(
+            f"--gate {quote(unknown[0])}: no such measure in these runs; they "
+            f"have {', '.join(found)}"
+        )
+
+
+def _spools(compared: object) -> Iterator[SortedSpool[Any]]:
+    for item in dataclasses.fields(compared):  # type: ignore[arg-type]
+        value = getattr(compared, item.name)
+        if isinstance(value, SortedSpool):
+            yield value
 
 
 def _new_targets(pairs: Sequence[EvalPair]) -> Iterator[Target]:
@@ -422,7 +423,7 @@ def _new_targets(pairs: Sequence[EvalPair]) -> Iterator[Target]:
 
 def _verdict(
     gate: Gate, thresholds: Sequence[ThresholdCheck], options: GateOptions
-) -> Verdict:
+) -> GateDecision:
     """What the gate decided, and why, in plain sentences."""
     failing: list[str] = []
     checked: list[str] = []
@@ -465,7 +466,7 @@ def _verdict(
             "no gate asked (--fail-on-regression, --fail-under): the "
             "comparison is reported, not gated"
         )
-    return Verdict(
+    return GateDecision(
         asked=options.asked(), failed=bool(failing), failed_on=failing, checked=checked
     )
 
@@ -546,24 +547,11 @@ def _listed(runs: Sequence[EvalRun]) -> str:
     return ", ".join(f"{run.task} ({run.model})" for run in runs)
 
 
-def _info(run: EvalRun) -> EvalInfo:
-    return EvalInfo(
-        key=run.key,
-        name=run.name,
-        task=run.task,
-        model=run.model,
-        created=run.created,
-        status=run.status,
-        epochs=run.epochs,
-        logs=[log.path for log in run.logs],
-    )
-
-
 def _compare_pair(
     base: EvalRun,
     new: EvalRun,
     alpha: float,
-    gate_lost: bool,
+    options: GateOptions,
     on_log_read: Callable[[str], None] | None,
 ) -> EvalPair:
     logs: dict[str, list[LogSummary]] = {"BASE": [], "NEW": []}
@@ -579,7 +567,8 @@ def _compare_pair(
             clustered=base.epochs > 1 or new.epochs > 1,
             new_epochs=new.epochs,
             new_complete=new.complete,
-            gate_lost=gate_lost,
+            gate_lost=not options.allow_lost,
+            gates=options.gates,
         )
     except NothingInCommon as error:
         for side in SIDES:
@@ -591,8 +580,8 @@ def _compare_pair(
     name = _pair_name(base, new)
     return EvalPair(
         name=name,
-        base=_info(base),
-        new=_info(new),
+        base=EvalInfo.of(base),
+        new=EvalInfo.of(new),
         logs=[*logs["BASE"], *logs["NEW"]],
         warnings=_warnings(base, new, logs, paired),
         stage_diagnosis=paired.stage_diagnosis,
@@ -872,12 +861,12 @@ __all__ = [
     "JSON_FORMAT",
     "TEST",
     "Comparison",
-    "EvalInfo",
     "EvalPair",
+    "GateDecision",
     "GateOptions",
     "SideSummary",
+    "UnknownGate",
     "UnreadableScore",
-    "Verdict",
     "compare_evals",
     "compare_logs",
 ]

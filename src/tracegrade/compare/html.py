@@ -10,34 +10,17 @@ in the head, so the page opens offline, e.g. as a CI artifact.
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go  # type: ignore[import-untyped]
 from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
 
-from ..report.html import (
-    LAYOUT,
-    PAGE_STYLE,
-    chart_html,
-    chart_title,
-    plot_text,
-    table_html,
-)
-from .build import Comparison, EvalPair
+from ..report.html import LAYOUT, chart_html, chart_title, plot_text
+from ..report.page import page_html
+from .build import Comparison
 from .pairing import ScoreComparison
-from .tables import (
-    ARROW,
-    HTML_SHOW,
-    comparison_tables,
-    evals_table,
-    gate_line,
-    gate_tables,
-    summary_line,
-    test_notes,
-    verdict_lines,
-)
+from .tables import ARROW, HTML_SHOW, comparison_page
 
 # White for no pairs, darkening with the count.
 _COLOURS = "Blues"
@@ -86,67 +69,15 @@ def transition_figure(compared: ScoreComparison) -> Any:
 def render_html(comparison: Comparison, show: int = HTML_SHOW) -> str:
     """The whole page: the gate's verdict and why, then per pair of evals
     its heatmaps, the tests' sentences and its tables (each list cut to
-    `show` rows); then the evals and the thresholds."""
-    warnings = "".join(
-        f'<p class="warning">warning: {html.escape(warning)}</p>'
-        for warning in comparison.warnings
-    )
-    sections = "".join(
-        _pair_section(comparison, index, pair, show)
-        for index, pair in enumerate(comparison.pairs)
-    )
-    head, *reasons = verdict_lines(comparison)
-    verdict = (
-        f'<p id="verdict"><strong>{html.escape(head)}</strong></p><ul>'
-        + "".join(f"<li>{html.escape(reason)}</li>" for reason in reasons)
-        + "</ul>"
-    )
-    thresholds = "".join(table_html(table) for table in gate_tables(comparison))
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        "<title>tracegrade compare</title>"
-        f"<style>{PAGE_STYLE}</style>"
-        f'<script type="text/javascript">{get_plotlyjs()}</script>'
-        "</head><body>"
-        "<h1>tracegrade compare</h1>"
-        f"{verdict}"
-        f'<p class="note">{html.escape(summary_line(comparison))}</p>'
-        f"{warnings}"
-        f'<p id="gate"><strong>Regressions:</strong> '
-        f"{html.escape(gate_line(comparison))}</p>"
-        f"{thresholds}"
-        f"{sections}"
-        f"{table_html(evals_table(comparison))}"
-        "</body></html>\n"
-    )
-
-
-def _pair_section(comparison: Comparison, index: int, pair: EvalPair, show: int) -> str:
-    compared = [*pair.stage_diagnosis, *pair.ordered_extraction]
-    charts = [
-        chart_html(transition_figure(c), f"transitions-{index + 1}-{c.score}")
-        for c in compared
-    ]
-    if len(charts) % 2:
-        charts[-1] = charts[-1].replace('class="chart"', 'class="chart wide"', 1)
-    warnings = "".join(
-        f'<p class="warning">warning: {html.escape(warning)}</p>'
-        for warning in pair.warnings
-    )
-    notes = "".join(
-        f"<li>{html.escape(note)}</li>" for note in test_notes(comparison, pair)
-    )
-    tables = "".join(
-        table_html(table)
-        for table in comparison_tables(comparison, pair, show, "--html-show")
-    )
-    return (
-        f'<section class="pair"><h2>{html.escape(pair.name)}</h2>{warnings}'
-        f'<div class="charts">{"".join(charts)}</div>'
-        f'<section class="notes"><h3>What the tests say</h3><ul>{notes}</ul>'
-        f"</section>{tables}</section>"
-    )
+    `show` rows); then the evals."""
+    page = comparison_page(comparison, show, "--html-show")
+    charts: list[list[str]] = [[] for _ in page.sections]
+    for index, pair in enumerate(comparison.pairs):
+        charts[index + 1] = [
+            chart_html(transition_figure(c), f"transitions-{index + 1}-{c.score}")
+            for c in [*pair.stage_diagnosis, *pair.ordered_extraction]
+        ]
+    return page_html(page, charts, get_plotlyjs())
 
 
 def write_html(

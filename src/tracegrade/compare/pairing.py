@@ -1,52 +1,10 @@
 """Pairing two runs' scores sample by sample, and what changed between them.
 
-Pure: it sees `Observation`s (one score of one sample-epoch in one log)
-and knows nothing of Inspect, so every rule here is tested without a log.
-
-The rules a reader of the comparison needs:
-
-- A pair is the same sample id and epoch under the same score name in
-  BASE and in NEW (`stage_diagnosis`, or `stage_diagnosis1` after
-  `inspect score --action append`). A score name in NEW only is not
-  compared; one in BASE only is, with nothing: its results are lost (below).
-  Sample-epochs in only one run are counted and listed.
-- A run has one state. Stage diagnosis: its stage (`retrieval`,
-  `generation`, `pass`, `unresolved`), `data error` (unscored: the sample's
-  data is at fault) or `no score` (the sample is in the log but the score
-  is not, e.g. the sample errored before scoring). Ordered extraction:
-  `pass` (every ID kept, in source order), `order fail` (every ID kept,
-  order lost), `membership fail` (an ID dropped, invented or repeated, or
-  the answer unreadable: order fails too), `data error` or `no score`.
-- The transition matrix counts every pair, BASE state by NEW state.
-- A regression is a stage run that passed in BASE and failed in NEW at
-  retrieval or generation; a fix is one that passes in NEW and did not in
-  BASE, whatever it was. Extraction lists the pairs that lost or gained
-  membership and order.
-- The significance tests (`stats.py`) take only the pairs with an outcome
-  on both sides: stages for stage diagnosis, grades for extraction. A data
-  error or a missing score says nothing about the model, so it is neither
-  a pass nor a failure; such pairs stay visible in the matrix.
-- A lost result is a run that had a stage (a grade) in BASE and has none
-  in NEW: a data error, no score (the sample errored, or its eval stopped
-  before running it), or no run at all (the sample is missing from NEW,
-  or NEW lacks the score). The tests cannot weigh it, so the gate counts
-  it on its own: a broken NEW run fails the gate instead of passing it
-  with fewer pairs. BASE runs of an epoch NEW was not configured to run
-  (`new_epochs`) are not lost: NEW was never asked for them.
-- Each side's runs of a score are counted whole (`RunCount`): every run,
-  those with a result, the rest by why, and the shares over all runs
-  that `--fail-under` checks.
-- Context recall and precision, the per-run figures of a stage score, are
-  compared over the pairs where both runs have the figure: the two means,
-  their difference, and the exact sign test of the per-sample mean
-  differences (`stats.figure_test`). Reported, never gated. So is each
-  pipeline step's recall (`retriever_recall`), over the pairs whose runs
-  both have that step: where along the pipeline recall moved.
-- Each sample-epoch may appear once per score in a run: two runs of the
-  same samples in one directory cannot be paired, and are refused.
-- The lists of changed pairs and of samples in one run only are written to
-  `SortedSpool`s as they are found, never held whole: memory is flat in
-  their length. BASE's runs are held, one small `Run` per sample-epoch.
+Pure: it sees `Observation`s (one score of one sample-epoch in one log) and
+knows nothing of Inspect, so every rule is tested without a log. The rules
+(pairs, states, lost results, the tests, the figures) are docs/compare.md's.
+BASE's runs are held, one small `Run` per sample-epoch; the lists of changed
+pairs go to `SortedSpool`s as they are found, so memory is flat in them.
 """
 
 from __future__ import annotations
@@ -61,7 +19,14 @@ from typing import Any, Final
 from ..core.errors import quote
 from ..report.runs import AllRuns, ExactSum, Undiagnosed, undiagnosed
 from .spool import SortedSpool
-from .stats import DEFAULT_ALPHA, FigureTest, PairedTest, figure_test, paired_test
+from .stats import (
+    DEFAULT_ALPHA,
+    FigureTest,
+    PairedTest,
+    Verdict,
+    figure_test,
+    paired_test,
+)
 
 STAGE: Final = "stage_diagnosis"
 EXTRACTION: Final = "ordered_extraction"
@@ -86,6 +51,10 @@ FIGURES_OVER_ALL_RUNS: Final = {
 REGRESSED_TO: Final = ("retrieval", "generation")
 FIGURES: Final = ("recall", "precision")
 """The per-run figures of a stage score compared pair by pair."""
+PASS_GATE: Final = "pass"
+"""The default gate: the outcomes a regression is defined on."""
+GATES: Final = {"context_recall": "recall", "context_precision": "precision"}
+"""Gate names of the figures; a step's recall is gated by its own name."""
 
 SampleId = int | str
 SampleKey = tuple[SampleId, int]
@@ -310,6 +279,19 @@ class Gate:
     fails_strict: bool
 
 
+def gate_name(figure: FigureTest) -> str:
+    """The name a gate gives `figure`: `context_recall`, `retriever_recall`."""
+    return next(
+        (name for name, f in GATES.items() if f == figure.figure), figure.figure
+    )
+
+
+def gate_names(compared: StageComparison) -> list[str]:
+    """The figures of `compared` a gate can name: those some pair had in
+    BASE (context recall first, then each step's recall)."""
+    return [gate_name(f) for f in compared.figures if f.pairs or f.lost]
+
+
 @dataclass(frozen=True)
 class Paired:
     """Every score compared, and the score names found in one run only
@@ -523,6 +505,7 @@ class _FigureTally:
     pairs: int = 0
     fell: int = 0
     rose: int = 0
+    lost: int = 0
     base_sum: ExactSum = field(default_factory=ExactSum)
     new_sum: ExactSum = field(default_factory=ExactSum)
 
@@ -534,6 +517,9 @@ class _FigureTally:
         else:
             base = _step_share(base_run, self.step)
             new = _step_share(new_run, self.step)
+        if base is not None and new is None and new_run.state in DIAGNOSED:
+            # A run that lost its result is lost already, as a run.
+            self.lost += 1
         if base is None or new is None:
             return
         self.pairs += 1
@@ -562,6 +548,7 @@ class _FigureTally:
             fell=fell,
             rose=rose,
             alpha=alpha,
+            lost=self.lost,
         )
 
 
@@ -640,7 +627,7 @@ class _ScoreTally:
             return
         for figure in self.figures:
             figure.add(pair)
-        if base_run.step_recall is not None and new_run.step_recall is not None:
+        if base_run.step_recall is not None:
             self._add_steps(pair)
         if base_run.state == "pass" and new_run.state in REGRESSED_TO:
             self.worse += 1
@@ -655,14 +642,13 @@ class _ScoreTally:
             self.newly_found.update(base_missing - new_missing)
 
     def _add_steps(self, pair: _Pair) -> None:
-        """Pair each step's recall, for the steps both runs have; a step is
-        compared from the first pair that has it on both sides, after the
-        figures of the score itself, in the order steps first appear."""
-        _, base_run, new_run = pair
-        assert base_run.step_recall is not None and new_run.step_recall is not None
-        base_steps = {name for name, _ in base_run.step_recall}
-        for name, _ in new_run.step_recall:
-            if name in base_steps and name not in self.step_figures:
+        """Pair each step's recall; a step is compared from the first pair
+        whose BASE run has it, after the figures of the score itself, in
+        the order steps first appear."""
+        _, base_run, _ = pair
+        assert base_run.step_recall is not None
+        for name, _ in base_run.step_recall:
+            if name not in self.step_figures:
                 tally = _FigureTally(
                     f"{name}_recall", {} if self.clustered else None, step=name
                 )
@@ -680,6 +666,7 @@ def pair_runs(
     new_epochs: int | None = None,
     new_complete: bool = True,
     gate_lost: bool = True,
+    gates: Iterable[str] = (PASS_GATE,),
 ) -> Paired:
     """Pair BASE's observations with NEW's and compare every common score.
 
@@ -691,49 +678,15 @@ def pair_runs(
     score BASE has and NEW lacks is compared too, every run of it lost,
     when some other score is in both or NEW is not `new_complete` (its
     eval did not finish: it may have stopped before scoring anything).
-    `gate_lost` False leaves lost results out of the gate (`--allow-lost`).
+    `gate_lost` False leaves lost results out of the gate (`--allow-lost`);
+    `gates` names what the gate tests (`PASS_GATE`, `GATES`, a step's recall).
 
     Raises `DuplicateRun` for a sample-epoch scored twice under one name
     in a run, and `NothingInCommon` when NEW is complete and no score
     name, or no sample-epoch of a common one, is in both runs.
     """
-    base_runs: dict[str, dict[SampleKey, Run]] = {}
-    base_counted: dict[str, AllRuns] = {}
-    kinds: dict[str, str] = {}
-    for observation in base:
-        runs = base_runs.setdefault(observation.score, {})
-        kinds[observation.score] = observation.kind
-        count_run(base_counted.setdefault(observation.score, AllRuns()), observation)
-        key = (observation.sample_id, observation.epoch)
-        if key in runs:
-            raise _duplicate("BASE", observation, runs[key].log)
-        runs[key] = observation.run
-
-    tallies: dict[str, _ScoreTally] = {}
-    new_seen: dict[str, dict[SampleKey, str]] = {}
-    only_in_new_scores: Counter[str] = Counter()
-    for observation in new:
-        key = (observation.sample_id, observation.epoch)
-        seen = new_seen.setdefault(observation.score, {})
-        if key in seen:
-            raise _duplicate("NEW", observation, seen[key])
-        seen[key] = observation.run.log
-        paired_with = base_runs.get(observation.score)
-        if paired_with is None:
-            only_in_new_scores[observation.score] += 1
-            continue
-        tally = tallies.get(observation.score)
-        if tally is None:
-            tally = tallies[observation.score] = _ScoreTally(
-                observation.kind, clustered
-            )
-        count_run(tally.new_runs, observation)
-        base_run = paired_with.get(key)
-        if base_run is None:
-            _add_ref(tally.only_in_new, SampleRef(*key, observation.run.log))
-        else:
-            tally.add((key, base_run, observation.run))
-
+    base_runs, base_counted, kinds = _held(base)
+    tallies, new_seen, only_in_new_scores = _paired(new, base_runs, clustered)
     only_in_base_scores = {
         score: len(runs) for score, runs in base_runs.items() if score not in tallies
     }
@@ -749,18 +702,9 @@ def pair_runs(
     extraction: list[ExtractionComparison] = []
     for score in sorted(tallies):
         tally = tallies[score]
-        only_in_base = ref_spool()
-        seen = new_seen.get(score, {})
-        for key, run in base_runs[score].items():
-            if key in seen:
-                continue
-            _add_ref(only_in_base, SampleRef(*key, run.log))
-            asked = new_epochs is None or key[1] <= new_epochs
-            if asked and run.state in RESULTS[tally.kind]:
-                tally.lost_from[run.state, NOT_IN_NEW] += 1
-                missing = Side(NOT_IN_NEW, None, None, "")
-                change = Change(key[0], key[1], _side(run), missing)
-                tally.lost_runs.add(_key_order(key), change)
+        only_in_base = _not_in_new(
+            tally, base_runs[score], new_seen.get(score, {}), new_epochs
+        )
         compared = _compared(score, tally, only_in_base, base_counted[score], alpha)
         if isinstance(compared, StageComparison):
             stage.append(compared)
@@ -781,8 +725,84 @@ def pair_runs(
         ordered_extraction=extraction,
         scores_only_in_base=dict(sorted(only_in_base_scores.items())),
         scores_only_in_new=dict(sorted(only_in_new_scores.items())),
-        gate=_gate(stage, extraction, alpha, gate_lost=gate_lost),
+        gate=_gate(stage, extraction, alpha, gate_lost=gate_lost, gates=gates),
     )
+
+
+def _held(
+    base: Iterable[Observation],
+) -> tuple[dict[str, dict[SampleKey, Run]], dict[str, AllRuns], dict[str, str]]:
+    """BASE's runs by score and sample-epoch, each score's runs counted, and
+    its kind."""
+    runs_by_score: dict[str, dict[SampleKey, Run]] = {}
+    counted: dict[str, AllRuns] = {}
+    kinds: dict[str, str] = {}
+    for observation in base:
+        runs = runs_by_score.setdefault(observation.score, {})
+        kinds[observation.score] = observation.kind
+        count_run(counted.setdefault(observation.score, AllRuns()), observation)
+        key = (observation.sample_id, observation.epoch)
+        if key in runs:
+            raise _duplicate("BASE", observation, runs[key].log)
+        runs[key] = observation.run
+    return runs_by_score, counted, kinds
+
+
+def _paired(
+    new: Iterable[Observation],
+    base_runs: dict[str, dict[SampleKey, Run]],
+    clustered: bool,
+) -> tuple[dict[str, _ScoreTally], dict[str, dict[SampleKey, str]], Counter[str]]:
+    """NEW's runs counted as they come, each paired with BASE's: the tally of
+    each score, the sample-epochs seen (with their logs), and the runs of
+    the scores BASE lacks."""
+    tallies: dict[str, _ScoreTally] = {}
+    seen_by_score: dict[str, dict[SampleKey, str]] = {}
+    only_in_new: Counter[str] = Counter()
+    for observation in new:
+        key = (observation.sample_id, observation.epoch)
+        seen = seen_by_score.setdefault(observation.score, {})
+        if key in seen:
+            raise _duplicate("NEW", observation, seen[key])
+        seen[key] = observation.run.log
+        paired_with = base_runs.get(observation.score)
+        if paired_with is None:
+            only_in_new[observation.score] += 1
+            continue
+        tally = tallies.get(observation.score)
+        if tally is None:
+            tally = tallies[observation.score] = _ScoreTally(
+                observation.kind, clustered
+            )
+        count_run(tally.new_runs, observation)
+        base_run = paired_with.get(key)
+        if base_run is None:
+            _add_ref(tally.only_in_new, SampleRef(*key, observation.run.log))
+        else:
+            tally.add((key, base_run, observation.run))
+    return tallies, seen_by_score, only_in_new
+
+
+def _not_in_new(
+    tally: _ScoreTally,
+    base_runs: dict[SampleKey, Run],
+    seen: dict[SampleKey, str],
+    new_epochs: int | None,
+) -> SortedSpool[SampleRef]:
+    """BASE's runs NEW does not hold; those with a result, of an epoch NEW
+    ran, are lost."""
+    only_in_base = ref_spool()
+    for key, run in base_runs.items():
+        if key in seen:
+            continue
+        _add_ref(only_in_base, SampleRef(*key, run.log))
+        asked = new_epochs is None or key[1] <= new_epochs
+        if asked and run.state in RESULTS[tally.kind]:
+            tally.lost_from[run.state, NOT_IN_NEW] += 1
+            missing = Side(NOT_IN_NEW, None, None, "")
+            change = Change(key[0], key[1], _side(run), missing)
+            tally.lost_runs.add(_key_order(key), change)
+    return only_in_base
 
 
 def _duplicate(side: str, observation: Observation, first_log: str) -> DuplicateRun:
@@ -889,24 +909,31 @@ def _gate(
     alpha: float,
     *,
     gate_lost: bool,
+    gates: Iterable[str] = (PASS_GATE,),
 ) -> Gate:
-    gated = {
-        kind: [outcome.name for outcome in outcomes if outcome.gates]
-        for kind, outcomes in _OUTCOMES.items()
-    }
+    asked = set(gates)
     compared: list[StageComparison | ExtractionComparison] = [*stage, *extraction]
-    significant = [
-        f"{c.score}: {test.outcome}"
+    # Each gated test, named `score: measure`, and whether it says worse.
+    tests = [
+        (f"{c.score}: {test.outcome}", test.worse)
         for c in compared
-        for test in c.tests
-        if test.outcome in gated[c.kind] and test.worse
+        if PASS_GATE in asked
+        for test, outcome in zip(c.tests, _OUTCOMES[c.kind], strict=True)
+        if outcome.gates
     ]
+    figures = [
+        (f"{c.score}: {gate_name(f)}", f)
+        for c in stage
+        for f in c.figures
+        if gate_name(f) in asked
+    ]
+    tests += [(name, f.verdict is Verdict.WORSE) for name, f in figures]
     regressions = sum(c.worse for c in compared)
-    lost = sum(c.lost for c in compared)
-    fails = bool(significant) or (gate_lost and lost > 0)
+    lost = sum(c.lost for c in compared) + sum(f.lost for _, f in figures)
+    significant = [name for name, worse in tests if worse]
     return Gate(
         alpha=alpha,
-        outcomes=[f"{c.score}: {name}" for c in compared for name in gated[c.kind]],
+        outcomes=[name for name, _ in tests],
         regressions=regressions,
         regressed=[
             f"{c.score}: {c.worse} regression{'s' if c.worse != 1 else ''}"
@@ -917,12 +944,18 @@ def _gate(
         lost=lost,
         lost_results=[
             f"{c.score}: lost {lost_text(c.lost_from)}" for c in compared if c.lost
+        ]
+        + [
+            f"{name} lost in {f.lost} pair{'s' if f.lost != 1 else ''} (a result "
+            "in NEW without it)"
+            for name, f in figures
+            if f.lost
         ],
         failed_evals=[],
         missing_evals=[],
         lost_gated=gate_lost,
-        fails=fails,
-        fails_strict=fails or regressions > 0,
+        fails=bool(significant) or (gate_lost and lost > 0),
+        fails_strict=bool(significant) or (gate_lost and lost > 0) or regressions > 0,
     )
 
 
@@ -931,10 +964,12 @@ __all__ = [
     "DIAGNOSED",
     "EXTRACTION",
     "FIGURES",
+    "GATES",
     "GRADED",
     "KINDS",
     "NOT_IN_NEW",
     "NO_SCORE",
+    "PASS_GATE",
     "RESULTS",
     "STAGE",
     "STATES",
@@ -956,6 +991,8 @@ __all__ = [
     "StageComparison",
     "UnknownKind",
     "count_run",
+    "gate_name",
+    "gate_names",
     "lost_text",
     "pair_runs",
     "run_count",

@@ -1,49 +1,9 @@
-"""The paired test of one binary outcome, and what it can tell.
+"""The paired test of one binary outcome or figure, and what it can tell.
 
-Two runs of the same samples are paired data: the question is not whether
-the shares differ, as if the runs were independent samples, but whether
-the samples that changed changed one way more than the other. Only the
-discordant pairs carry that information: `b` samples had the outcome in
-BASE and not in NEW, `c` had it in NEW and not in BASE. Under the null
-hypothesis (no change) each discordant pair is equally likely to fall
-either way, so `b` is Binomial(b + c, 1/2), and the exact McNemar test is
-the two-sided binomial test of `b` against p = 1/2. It is computed by
-`scipy.stats.binomtest`, which sums the binomial probabilities (no normal
-or chi-squared approximation, which fails at the small counts a CI run
-often has).
-
-With several epochs the unit is still the sample. A sample's epochs are
-not independent (a question a model cannot answer fails every epoch), so
-counting each sample-epoch as a pair would turn 4 changed questions into
-12 changed "pairs" and a p of 0.125 into 0.0005. Epochs are clusters, as
-in Inspect's `stderr(cluster=...)` and "Adding Error Bars to Evals"
-(Miller, 2024): each sample's difference is its share of paired epochs
-with the outcome in NEW minus that in BASE, and the exact sign test
-weighs the samples whose share fell against those whose share rose. Under
-the null each changed sample is equally likely to go either way however
-alike its epochs are, so the test keeps its nominal false-positive rate;
-with one epoch per sample it is exactly McNemar's test.
-
-The effect size is the difference in proportions, `(c - b) / n` over the
-`n` pairs tested: exactly the outcome's share in NEW minus its share in
-BASE, in the unit a reader thinks in ("the pass rate fell 12 points"). It
-is defined whatever `b` and `c` are; the paired odds ratio `c / b` is
-infinite when `b` is 0, which is the most common lopsided case.
-
-A test with few changed samples cannot be significant whatever they
-show: the most lopsided split of `m`, `m` to 0, has p = 2 * 0.5**m, so at
-alpha = 0.05 at least 6 are needed (p = 0.03125; 5 give 0.0625).
-`smallest_p_value` and `discordant_needed` are computed with the same
-`binomtest`, so "too few to tell" is said exactly, not by a rule of thumb.
-Significance is p <= alpha.
-
-Context recall and precision are per-run shares, not outcomes: a pair has
-no b or c, but a difference. `figure_test` weighs the samples whose mean
-figure fell against those whose rose with the same exact binomial test
-(the sign test), the sample as the unit; it is exact whatever the ties
-(most differences of a share of a few IDs are 0 or the same few values,
-where Wilcoxon's signed-rank test has no exact null distribution), and
-its effect size is the difference of the two means.
+Exact binomial tests at 1/2 (`scipy.stats.binomtest`): McNemar's with one
+epoch per sample, the sign test with the sample as the unit with several.
+Why these tests, and not an approximation or Wilcoxon's signed-rank test:
+docs/compare.md, "Significance: the sample is the unit".
 """
 
 from __future__ import annotations
@@ -258,8 +218,9 @@ class FigureTest:
     sample as the unit: each sample's difference is the mean of NEW minus
     BASE over its paired epochs; `fell` samples went down, `rose` went up,
     the rest did not move, and under no change each moving sample is as
-    likely to go either way. Higher is better for both figures. Reported,
-    never gated.
+    likely to go either way. Higher is better for every figure. `lost`
+    counts the pairs whose BASE run had the figure and whose NEW run, with
+    a result, has not; the gate counts them when it tests the figure.
     """
 
     figure: str
@@ -278,6 +239,7 @@ class FigureTest:
     significant: bool
     verdict: Verdict
     note: str
+    lost: int = 0
 
 
 def figure_test(
@@ -290,6 +252,7 @@ def figure_test(
     fell: int,
     rose: int,
     alpha: float = DEFAULT_ALPHA,
+    lost: int = 0,
 ) -> FigureTest:
     """Test whether a figure moved between BASE and NEW, and say so."""
     alpha = check_alpha(alpha)
@@ -332,6 +295,7 @@ def figure_test(
         significant=significant,
         verdict=verdict,
         note=_figure_note(figure, samples, pairs, fell, rose, p_value, alpha, verdict),
+        lost=lost,
     )
 
 

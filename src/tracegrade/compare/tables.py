@@ -1,9 +1,9 @@
-"""A `Comparison` as presentation-neutral tables, for the terminal, HTML
-and Markdown.
+"""A `Comparison` as a `Page` of tables, for the terminal, HTML and
+Markdown.
 
-Every rendering takes these, as `tracegrade report`'s do its
-`report_tables`, so the page and the terminal never disagree. Each pair
-of evals has its own tables, titled with the pair when there are several.
+Every rendering takes this page, as `tracegrade report`'s do its
+`report_page`, so they never disagree. Each pair of evals has its own
+section of tables, titled with the pair when there are several.
 Long lists (the changed samples, the IDs that changed, the samples in
 one run only) are cut to `show` rows, with the count of the rest in the
 caption: in the terminal `--show` (default 10), on the HTML page
@@ -16,11 +16,14 @@ empty ID or a trailing space shows.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from itertools import chain, islice
 from pathlib import Path
 
+from ..report.aggregate import EvalInfo
+from ..report.page import Page, Section, Table
 from ..report.runs import why_text
-from ..report.tables import Table, thresholds_table
+from ..report.tables import thresholds_table
 from ..scorers.explain import list_ids, show_id
 from .build import Comparison, EvalPair, SideSummary
 from .pairing import (
@@ -94,14 +97,17 @@ def all_warnings(comparison: Comparison) -> list[str]:
     ]
 
 
-def gate_line(comparison: Comparison) -> str:
+def gate_line(comparison: Comparison, *, counts_only: bool = False) -> str:
     """What `--fail-on-regression` counts, in one sentence: the
     regressions and where, whether any is significant, and the results
-    NEW lost."""
+    NEW lost; `counts_only`, the regressions alone (the verdict says the
+    rest)."""
     gate = comparison.gate
     regressions = f"{gate.regressions} regression{'s' if gate.regressions != 1 else ''}"
     if gate.regressed:
         regressions += f" ({'; '.join(gate.regressed)})"
+    if counts_only:
+        return regressions + "."
     if gate.significant:
         regressions += (
             f"; significantly worse at alpha = {gate.alpha}: "
@@ -156,66 +162,88 @@ def test_notes(comparison: Comparison, pair: EvalPair) -> list[str]:
     return notes
 
 
+def comparison_page(
+    comparison: Comparison, show: int | None = None, option: str = "--show"
+) -> Page:
+    """The comparison: the gate's verdict, what was compared, then a section
+    per pair of evals (each list cut to `show` rows, set by `option`), then
+    the evals."""
+    head, *reasons = verdict_lines(comparison)
+    verdict = comparison.verdict
+    gated = "--fail-on-regression" in verdict.asked
+    sections = [Section(None, gate_tables(comparison))]
+    for pair in comparison.pairs:
+        first, rest = comparison_tables(comparison, pair, show, option)
+        title = pair.name if len(comparison.pairs) > 1 else None
+        sections.append(Section(title, first, test_notes(comparison, pair), rest))
+    sections.append(Section(None, [evals_table(comparison)]))
+    return Page(
+        command="tracegrade compare",
+        verdict=head,
+        reasons=reasons,
+        failed=verdict.failed if verdict.asked else None,
+        summary=[
+            summary_line(comparison),
+            f"Regressions: {gate_line(comparison, counts_only=gated)}",
+        ],
+        headlines=[],
+        warnings=all_warnings(comparison),
+        sections=sections,
+    )
+
+
 def comparison_tables(
     comparison: Comparison,
     pair: EvalPair,
     show: int | None = None,
     option: str = "--show",
-) -> list[Table]:
-    """One pair's tables, in display order; lists with no rows are left out.
-
-    `show` cuts each list of samples or IDs to that many rows (None: all);
-    `option` is the option that sets it, named in the captions.
+) -> tuple[list[Table], list[Table]]:
+    """One pair's tables, the counts and tests first, then the lists; lists
+    with no rows are left out. `show` cuts each list of samples or IDs to
+    that many rows (None: all); `option` sets it, named in the captions.
     """
-    several = len(comparison.pairs) > 1
     index = comparison.pairs.index(pair)
-    tables = _pair_tables(comparison, pair, _Cut(show, option))
-    if not several:
-        return [table for table in tables if table.rows]
-    return [
-        Table(
-            key=f"{index + 1}-{table.key}",
-            title=f"{pair.name}: {table.title}",
-            caption=table.caption,
-            columns=table.columns,
-            numeric=table.numeric,
-            rows=table.rows,
-        )
-        for table in tables
-        if table.rows
-    ]
+    first, rest = _pair_tables(comparison, pair, _Cut(show, option))
+
+    def named(tables: list[Table]) -> list[Table]:
+        if len(comparison.pairs) == 1:
+            return [table for table in tables if table.rows]
+        return [
+            replace(
+                table,
+                key=f"{index + 1}-{table.key}",
+                title=f"{pair.name}: {table.title}",
+            )
+            for table in tables
+            if table.rows
+        ]
+
+    return named(first), named(rest)
 
 
-def _pair_tables(comparison: Comparison, pair: EvalPair, show: _Cut) -> list[Table]:
+def _pair_tables(
+    comparison: Comparison, pair: EvalPair, show: _Cut
+) -> tuple[list[Table], list[Table]]:
     compared = _compared(pair)
-    tables = [_summary_table(compared), _runs_table(compared)]
-    tables.extend(_transition_table(c) for c in compared)
-    tables.append(_tests_table(comparison, pair))
-    tables.append(_figures_table(comparison, pair))
-    for c in compared:
-        tables.append(
-            _changes_table(
-                c,
-                "lost",
-                f"Lost results: {c.score} (a result in BASE, none in NEW)",
-                c.lost_runs,
-                show,
-            )
+    first = [_summary_table(compared), _runs_table(compared)]
+    first += [_transition_table(c) for c in compared]
+    first += [_tests_table(comparison, pair), _figures_table(pair)]
+    rest = [
+        _changes_table(
+            c,
+            "lost",
+            f"Lost results: {c.score} (a result in BASE, none in NEW)",
+            c.lost_runs,
+            show,
         )
+        for c in compared
+    ]
     for c in pair.stage_diagnosis:
-        tables.append(
-            _changes_table(
-                c,
-                "regressions",
-                f"Regressions: {c.score} (pass {ARROW} retrieval or generation)",
-                c.regressions,
-                show,
-            )
-        )
-        tables.append(
+        regressions = f"Regressions: {c.score} (pass {ARROW} retrieval or generation)"
+        rest.append(_changes_table(c, "regressions", regressions, c.regressions, show))
+        rest.append(
             _changes_table(c, "fixes", f"Fixes: {c.score} (now pass)", c.fixes, show)
         )
-        tables.append(_ids_table(c, show))
     for e in pair.ordered_extraction:
         for key, title, changes in (
             ("lost-membership", "Lost membership", e.lost_membership),
@@ -223,10 +251,10 @@ def _pair_tables(comparison: Comparison, pair: EvalPair, show: _Cut) -> list[Tab
             ("lost-order", "Lost order", e.lost_order),
             ("gained-order", "Gained order", e.gained_order),
         ):
-            tables.append(_changes_table(e, key, f"{title}: {e.score}", changes, show))
-    tables.append(_one_run_table(compared, show))
-    tables.append(_logs_table(pair))
-    return tables
+            rest.append(_changes_table(e, key, f"{title}: {e.score}", changes, show))
+    rest += [_ids_table(c, show) for c in pair.stage_diagnosis]
+    rest += [_one_run_table(compared, show), _logs_table(pair)]
+    return first, rest
 
 
 def gate_tables(comparison: Comparison) -> list[Table]:
@@ -266,7 +294,17 @@ def evals_table(comparison: Comparison) -> Table:
         columns=["side", "eval", "task", "model", "status", "epochs", "paired as"],
         numeric=[False, False, False, False, False, True, False],
         rows=rows,
+        # Shown without --verbose when an eval is not paired, or did not finish.
+        detail=not (
+            comparison.only_in_base
+            or comparison.only_in_new
+            or any(info.status != "success" for info in _infos(comparison))
+        ),
     )
+
+
+def _infos(comparison: Comparison) -> list[EvalInfo]:
+    return [*comparison.base.evals, *comparison.new.evals]
 
 
 def _summary_table(compared: Sequence[StageComparison | ExtractionComparison]) -> Table:
@@ -287,6 +325,7 @@ def _summary_table(compared: Sequence[StageComparison | ExtractionComparison]) -
         )
     return Table(
         key="summary",
+        constant=["score"],
         title="Pairs",
         caption="pairs: sample-epochs in both runs. changed: pairs whose state "
         "changed. worse: stage regressions (pass to retrieval or generation), "
@@ -326,6 +365,7 @@ def _runs_table(compared: Sequence[StageComparison | ExtractionComparison]) -> T
     ]
     return Table(
         key="runs",
+        constant=["score"],
         title="Runs",
         caption="runs: every sample-epoch of the eval under the score, paired "
         "or not. diagnosed: runs with a result (a stage; extraction: a grade). "
@@ -346,6 +386,8 @@ def _transition_table(c: ScoreComparison) -> Table:
         for state, counts in zip(c.states, c.transitions, strict=True)
     ]
     rows.append(["total", *map(str, totals), str(sum(totals))])
+    # Briefly, without the states no pair is in on either side.
+    held = [i for i in range(len(c.states)) if totals[i] or sum(c.transitions[i])]
     return Table(
         key=f"transitions-{c.score}",
         title=f"Transitions: {c.score}",
@@ -354,6 +396,8 @@ def _transition_table(c: ScoreComparison) -> Table:
         columns=["BASE \\ NEW", *c.states, "total"],
         numeric=[False, *[True] * (len(c.states) + 1)],
         rows=rows,
+        brief=["BASE \\ NEW", *(c.states[i] for i in held), "total"],
+        brief_rows=[*held, len(c.states)],
     )
 
 
@@ -364,6 +408,7 @@ def _tests_table(comparison: Comparison, pair: EvalPair) -> Table:
     unit = "samples" if any(test.test == SIGN for _, test in tests) else "pairs"
     return Table(
         key="tests",
+        constant=["score"],
         title="Significance",
         caption="Over the pairs with a stage (or a grade) in both runs. b: pairs "
         "with the outcome in BASE only; c: in NEW only. With one epoch per "
@@ -374,25 +419,17 @@ def _tests_table(comparison: Comparison, pair: EvalPair) -> Table:
         f"(c - b) / pairs, in percentage points. With fewer than {needed} "
         f"changed {unit} no split can reach alpha = {comparison.alpha}: too "
         "few to tell.",
-        columns=[
-            "score",
-            "outcome",
-            "test",
-            "pairs",
-            "samples",
-            "BASE",
-            "NEW",
-            "b",
-            "c",
-            "fell",
-            "rose",
-            "p",
-            "change",
-            "verdict",
-        ],
+        columns=_TEST_COLUMNS,
         numeric=[False, False, False, *[True] * 10, False],
         rows=rows,
+        # One epoch: samples, fell and rose say again pairs, b and c.
+        brief=_TEST_BRIEF if unit == "pairs" else None,
     )
+
+
+_TEST_COLUMNS = ["score", "outcome", "test", "pairs", "samples", "BASE", "NEW"]
+_TEST_COLUMNS += ["b", "c", "fell", "rose", "p", "change", "verdict"]
+_TEST_BRIEF = [c for c in _TEST_COLUMNS if c not in ("test", "samples", "fell", "rose")]
 
 
 def _test_row(score: str, test: PairedTest) -> list[str]:
@@ -414,38 +451,33 @@ def _test_row(score: str, test: PairedTest) -> list[str]:
     ]
 
 
-def _figures_table(comparison: Comparison, pair: EvalPair) -> Table:
+def _figures_table(pair: EvalPair) -> Table:
     figures = [(c.score, f) for c in pair.stage_diagnosis for f in c.figures]
-    needed = discordant_needed(comparison.alpha)
     return Table(
         key="figures",
+        constant=["score"],
         title="Context recall and precision",
         caption="Over the pairs where both runs have the figure (recall: "
         "something required and a context; precision: a context holding an "
-        "ID; {step}_recall: a pipeline step's recall, where both runs' "
-        "records have that step), labelled or not. BASE and NEW: the "
+        "ID; {step}_recall: a pipeline step's recall, where both runs have "
+        "that step), labelled or not. BASE and NEW: the "
         "figure's mean over those pairs; change: NEW minus BASE, in "
         "percentage points. fell and rose count the samples whose mean over "
         "their paired epochs fell or rose; p is the exact sign test of them "
-        "(the sample as the unit). Reported, "
-        f"not gated. With fewer than {needed} samples moved no split can "
-        f"reach alpha = {comparison.alpha}: too few to tell.",
-        columns=[
-            "score",
-            "figure",
-            "pairs",
-            "samples",
-            "BASE",
-            "NEW",
-            "change",
-            "fell",
-            "rose",
-            "p",
-            "verdict",
-        ],
+        "(the sample as the unit); too few to tell as under Significance. "
+        "Gated only with --gate.",
+        columns=_FIGURE_COLUMNS,
         numeric=[False, False, *[True] * 8, False],
         rows=[_figure_row(score, figure) for score, figure in figures],
+        # One epoch: a pair is a sample.
+        brief=None
+        if any(f.samples != f.pairs for _, f in figures)
+        else [c for c in _FIGURE_COLUMNS if c != "samples"],
     )
+
+
+_FIGURE_COLUMNS = ["score", "figure", "pairs", "samples", "BASE", "NEW", "change"]
+_FIGURE_COLUMNS += ["fell", "rose", "p", "verdict"]
 
 
 def figure_name(figure: FigureTest) -> str:
@@ -521,10 +553,10 @@ def _changes_table(
         return [*cells, change.base.explanation or "", change.new.explanation or ""]
 
     shown, count = show.rows(map(row, changes), len(changes), "pairs")
-    columns = ["sample", "epoch", f"BASE {ARROW} NEW"]
+    brief = ["sample", "epoch", f"BASE {ARROW} NEW"]
     if stage:
-        columns += ["missing in BASE", "missing in NEW"]
-    columns += ["BASE explanation", "NEW explanation"]
+        brief += ["missing in BASE", "missing in NEW"]
+    columns = [*brief, "BASE explanation", "NEW explanation"]
     return Table(
         key=f"{key}-{c.score}",
         title=title,
@@ -532,6 +564,8 @@ def _changes_table(
         columns=columns,
         numeric=[False, True, *[False] * (len(columns) - 2)],
         rows=shown,
+        brief=brief,
+        cut=count if len(shown) < len(changes) else "",
     )
 
 
@@ -554,6 +588,7 @@ def _ids_table(c: StageComparison, show: _Cut) -> Table:
         columns=["document", "newly missing", "newly found"],
         numeric=[False, True, True],
         rows=shown,
+        detail=True,
     )
 
 
@@ -576,6 +611,7 @@ def _one_run_table(
     shown, count = show.rows(rows, total, "sample-epochs are in one run only")
     return Table(
         key="one-run",
+        constant=["score"],
         title="Samples in one run only",
         caption=f"{count} They are not paired, so not compared, but counted: "
         "a sample added or dropped, an epoch run in one run only, or a part of a "
@@ -583,6 +619,7 @@ def _one_run_table(
         columns=["score", "only in", "sample", "epoch", "log"],
         numeric=[False, False, False, True, False],
         rows=shown,
+        cut=count if len(shown) < total else "",
     )
 
 
@@ -621,6 +658,7 @@ def _logs_table(pair: EvalPair) -> Table:
         columns=["side", "log", "part", "status", "epochs", "samples", "no score"],
         numeric=[False, False, True, False, True, True, True],
         rows=rows,
+        detail=True,
     )
 
 
@@ -628,6 +666,7 @@ __all__ = [
     "ARROW",
     "HTML_SHOW",
     "all_warnings",
+    "comparison_page",
     "comparison_tables",
     "evals_table",
     "gate_line",

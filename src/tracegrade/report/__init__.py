@@ -1,1 +1,2 @@
-"""From Inspect logs to figures: `build` aggregates, `html` renders a page."""
+"""From Inspect logs to figures: `aggregate` counts, `tables` lays them out as a
+`page`, which the terminal, Markdown and HTML render."""

@@ -1,43 +1,8 @@
 """From evals to the figures `tracegrade report` shows.
 
-The aggregation reads each eval's samples one at a time (`tracegrade.logs`)
-and keeps only counters; the terminal, HTML and JSON renderings are built
-from the one `Report` it returns, so they cannot disagree.
-
-Choices a reader of the figures needs to know:
-
-- Each eval is its own row: a log, its retry (only the newest log of an
-  eval is counted), or the parts of a run `tracegrade score` split. Two
-  evals of the same task and model are two rows; `pool=True` pools the
-  evals of a task, model and score into one row, and refuses evals that
-  score the same sample ids, which would count those samples twice.
-- Counts are per sample-epoch, as tracegrade's metrics count them: a
-  sample run for three epochs counts three times. Reducing epochs first
-  would need a rule for a sample diagnosed `retrieval` once and `pass`
-  twice, and any such rule hides the run that failed. The intervals of
-  the shares do take the sample as the unit (see `shares.py`).
-- Every run counts, whether it got a result or not: a data error, a
-  sample that errored (scored as `sample-error` or not scored at all), a
-  sample logged without the score, and a sample an eval that stopped
-  never ran (its header lists it). None is a stage or a grade: each share
-  is of the runs diagnosed (graded), and each summary says beside it how
-  many runs there were and why the rest got none (`not_diagnosed`,
-  `not_graded`). Answer failures count as failed grades, as in the
-  metrics. `over_all_runs` gives the shares that `--fail-under` checks,
-  with every run counted and those not diagnosed as not passing.
-- Context recall is the mean of each run's recall over every run with a
-  required set and a context, labelled or not: a run without a label is
-  unscored, but its context still held what it held. (The logged
-  `context_recall` metric covers the scored runs only: Inspect gives no
-  unscored run to a metric.) Context precision likewise, over every run
-  with a precision: a context that held an ID, judged against a required
-  list (an empty one gives 0.0).
-- The most often dropped and invented IDs come from each graded answer's
-  `itemised` metadata. Answers the rules did not grade (a repeated ID, an
-  unreadable answer) have none and are not counted.
-- Every score is read through `tracegrade.schema`, as compare and the
-  analysis columns read it: a score one of them refuses (a logged
-  before 0.1.0 among them) is refused here, naming the sample.
+Each eval's samples are read one at a time and only counters kept; every
+form of the report is built from the one `Report` returned. The counting
+rules (per sample-epoch, every run counted) are docs/report.md's.
 """
 
 from __future__ import annotations
@@ -137,10 +102,9 @@ class InventedID:
 
 
 @dataclass(frozen=True)
-class EvalSummary:
-    """One eval read: `label` names it in the tables (E1, E2, ...)."""
+class EvalInfo:
+    """One eval, as its logs' headers describe it (`report` and `compare`)."""
 
-    label: str
     key: str
     name: str
     task: str
@@ -148,8 +112,29 @@ class EvalSummary:
     created: str
     status: str
     epochs: int
-    epochs_reducer: list[str] | None
     logs: list[str]
+
+    @classmethod
+    def of(cls, run: EvalRun) -> EvalInfo:
+        logs = [log.path for log in run.logs]
+        return cls(
+            run.key,
+            run.name,
+            run.task,
+            run.model,
+            run.created,
+            run.status,
+            run.epochs,
+            logs,
+        )
+
+
+@dataclass(frozen=True)
+class EvalSummary(EvalInfo):
+    """One eval read: `label` names it in the tables (E1, E2, ...)."""
+
+    label: str
+    epochs_reducer: list[str] | None
     missing_parts: list[int]
     """The first of the parts not found (see `EvalRun.missing_parts`)."""
     missing_count: int
@@ -483,16 +468,9 @@ class _Aggregate:
                 on_log_read(log.path)
         self.evals.append(
             EvalSummary(
+                **vars(EvalInfo.of(run)),
                 label=label,
-                key=run.key,
-                name=run.name,
-                task=run.task,
-                model=run.model,
-                created=run.created,
-                status=run.status,
-                epochs=run.epochs,
                 epochs_reducer=run.epochs_reducer,
-                logs=[log.path for log in run.logs],
                 missing_parts=run.missing_parts,
                 missing_count=run.missing_count,
             )
@@ -894,6 +872,7 @@ __all__ = [
     "ID_COUNTS",
     "DroppedID",
     "ErrorCount",
+    "EvalInfo",
     "EvalSummary",
     "ExtractionSummary",
     "InventedID",

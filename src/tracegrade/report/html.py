@@ -2,8 +2,7 @@
 
 plotly.js is embedded inline, once, in the page head: the file opens
 offline, from an attachment or an air-gapped machine, with no CDN. The
-tables are the same `report_tables` the terminal shows, so the page and the
-terminal never disagree.
+page is the same `report_page` the terminal shows, so they never disagree.
 """
 
 from __future__ import annotations
@@ -20,20 +19,10 @@ from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
 from ..schema import STAGES
 from ..scorers.explain import show_id
 from .aggregate import ExtractionSummary, Report, StageSummary
+from .page import page_html
 from .runs import Undiagnosed, why_text
 from .shares import Proportion
-from .tables import (
-    Table,
-    eval_label,
-    eval_warnings,
-    evals_read,
-    gate_lines,
-    headlines,
-    id_count_title,
-    id_rankings,
-    interval_note,
-    report_tables,
-)
+from .tables import eval_label, id_count_title, id_rankings, report_page
 
 STAGE_COLOURS = {
     "retrieval": "#d62728",
@@ -302,46 +291,6 @@ def chart_html(figure: Any, key: str) -> str:
     return f'<section class="chart">{div}</section>'
 
 
-def table_html(table: Table) -> str:
-    """A table as an HTML section, escaped, the same cells as the terminal's."""
-
-    def cells(tag: str, values: Sequence[str]) -> str:
-        return "".join(
-            f'<{tag} class="{"num" if numeric else "text"}">'
-            f"{html.escape(value)}</{tag}>"
-            for value, numeric in zip(values, table.numeric, strict=True)
-        )
-
-    body = "".join(f"<tr>{cells('td', row)}</tr>" for row in table.rows)
-    notes = "".join(f"<li>{html.escape(note)}</li>" for note in table.notes)
-    return (
-        f'<section class="table" id="table-{table.key}">'
-        f"<h2>{html.escape(table.title)}</h2>"
-        f"<table><thead><tr>{cells('th', table.columns)}</tr></thead>"
-        f"<tbody>{body}</tbody></table>"
-        f'<p class="caption">{html.escape(table.caption)}</p>'
-        + (f'<ul class="caption">{notes}</ul>' if notes else "")
-        + "</section>"
-    )
-
-
-PAGE_STYLE = """
-body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px;
-       color: #222; padding: 0 1rem; }
-h1 { margin-bottom: 0.2rem; }
-.note { color: #555; margin-top: 0; }
-.charts { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
-.chart { border: 1px solid #ddd; border-radius: 6px; padding: 0.3rem; }
-.chart.wide { grid-column: 1 / -1; }
-table { border-collapse: collapse; margin: 0.5rem 0; font-size: 0.9rem; }
-th, td { border-bottom: 1px solid #e3e3e3; padding: 0.25rem 0.6rem; }
-th { background: #f4f4f4; text-align: left; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-.caption { color: #555; font-size: 0.85rem; max-width: 60rem; }
-.warning { color: #8a5a00; }
-"""
-
-
 def render_html(report: Report) -> str:
     """The whole page: charts first, then every table of the terminal report."""
     charts: list[str] = []
@@ -357,40 +306,7 @@ def render_html(report: Report) -> str:
         for kind in ("dropped", "invented"):
             if any(ranking.ids for ranking in id_rankings(report, kind)):
                 charts.append(chart_html(id_figure(report, kind), kind))
-    if len(charts) % 2:
-        charts[-1] = charts[-1].replace('class="chart"', 'class="chart wide"', 1)
-    samples = sum(log.samples for log in report.logs)
-    summary = f"{evals_read(report)}, {samples} sample-epochs. {interval_note(report)}"
-    warnings = "".join(
-        f'<p class="warning">warning: {html.escape(warning)}</p>'
-        for warning in eval_warnings(report)
-    )
-    verdict = gate_lines(report)
-    gate = (
-        f'<p id="verdict"><strong>{html.escape(verdict[0])}</strong></p><ul>'
-        + "".join(f"<li>{html.escape(line)}</li>" for line in verdict[1:])
-        + "</ul>"
-        if verdict
-        else ""
-    )
-    summaries = "".join(f"<li>{html.escape(line)}</li>" for line in headlines(report))
-    tables = "".join(table_html(table) for table in report_tables(report))
-    return (
-        "<!DOCTYPE html>\n"
-        '<html lang="en"><head><meta charset="utf-8">'
-        "<title>tracegrade report</title>"
-        f"<style>{PAGE_STYLE}</style>"
-        f'<script type="text/javascript">{get_plotlyjs()}</script>'
-        "</head><body>"
-        "<h1>tracegrade report</h1>"
-        f"{gate}"
-        f'<p class="note">{html.escape(summary)}</p>'
-        f'<ul id="headlines">{summaries}</ul>'
-        f"{warnings}"
-        f'<div class="charts">{"".join(charts)}</div>'
-        f"{tables}"
-        "</body></html>\n"
-    )
+    return page_html(report_page(report), [charts], get_plotlyjs())
 
 
 def write_html(report: Report, path: Path, *, replace: bool = False) -> None:
@@ -404,13 +320,11 @@ def write_html(report: Report, path: Path, *, replace: bool = False) -> None:
 
 __all__ = [
     "LAYOUT",
-    "PAGE_STYLE",
     "chart_html",
     "chart_title",
     "extraction_figure",
     "id_figure",
     "render_html",
     "stages_figure",
-    "table_html",
     "write_html",
 ]

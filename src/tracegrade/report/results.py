@@ -1,28 +1,8 @@
 """Parquet results read for `tracegrade report`, a batch at a time.
 
-Results written by `tracegrade score --results-format parquet`, or by an
-engine from `score_table` (Ray's `write_parquet`, Spark's), are a Parquet
-file or a directory of them. Each is one eval in the report, named by the
-path it was given as (its `name` and its one entry in the logs read), of
-task `parquet` and model `unknown`: results record neither. Its runs
-are its rows, one epoch, one sample each; a row's `id` is its sample,
-for `--pool`. Sample errors and runs never run do not exist there: a row
-is a record `tracegrade score` scored, or a line it could not read, whose
-error is in the row. An id in two rows (other than a row `tracegrade score`
-marked `duplicate-sample-id`) is two runs' results in one directory, and
-refused, never pooled. Directories are read with their links followed,
-each real file once.
-
-Each row is decoded into the same `StageScore` or `ExtractionScore` a
-log's score is read into (`tracegrade.schema`), and counted by the same
-code, so every figure of the report is computed one way. Only
-`step_recall` is not in the results: nothing the report shows reads it.
-
-The files are read with `pyarrow.dataset`, a batch of `BATCH_ROWS` rows
-at a time, only the columns the report reads: memory stays flat in the
-number of rows. A file that is no Parquet, a column missing, or a cell
-that no tracegrade result holds is a `ResultsError` naming the file, and
-for a cell its row and column; nothing is skipped or guessed.
+Each row is decoded into the `StageScore` or `ExtractionScore` a log's
+score is read into, and counted by the same code; memory stays flat in the
+rows. What a results file is, and what is refused: docs/report.md.
 """
 
 from __future__ import annotations

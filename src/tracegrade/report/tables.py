@@ -1,7 +1,6 @@
-"""A `Report` as presentation-neutral tables, for the terminal, HTML and
-Markdown.
+"""A `Report` as a `Page` of tables, for the terminal, HTML and Markdown.
 
-Every rendering takes these tables, so they never disagree. Rows name
+Every rendering takes this page, so they never disagree. Rows name
 their eval by its label (E1, E2, ...), its task and model, in the order
 of the evals; the table of evals says which logs each label stands for.
 The headline of each summary and the first table say how many runs
@@ -11,7 +10,7 @@ without the runs it leaves out.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..logs.evals import missing_parts_text, superseded_note, unused_reducer
@@ -19,23 +18,10 @@ from ..logs.scores import LogSummary
 from ..schema import EXTRACTION_SCORER, STAGE_SCORER
 from ..scorers.explain import show_id
 from .aggregate import ExtractionSummary, Report, StageSummary
+from .page import Page, Section, Table
 from .runs import why_text
 from .shares import Proportion
 from .thresholds import OVER_ALL_RUNS, ThresholdCheck, threshold_line
-
-
-@dataclass(frozen=True)
-class Table:
-    """A titled table of display strings; `numeric` marks right-aligned columns."""
-
-    key: str
-    title: str
-    caption: str
-    columns: list[str]
-    numeric: list[bool]
-    rows: list[list[str]]
-    notes: list[str] = field(default_factory=list)
-    """Lines shown under the caption, one each (the logs of each eval)."""
 
 
 def percent(share: float | None) -> str:
@@ -203,6 +189,8 @@ def _row_start(summary: StageSummary | ExtractionSummary) -> list[str]:
 # each label's logs.
 _ROW_COLUMNS = ["eval", "task", "model"]
 _ROW_NUMERIC = [False, False, False]
+_CONSTANT = [*_ROW_COLUMNS, "score"]
+"""Columns the terminal leaves out when they hold one value (one eval)."""
 
 
 def _of_all(count: int, runs: int) -> str:
@@ -231,40 +219,34 @@ def _runs_table(report: Report) -> Table:
                 why_text(undiagnosed) or "none",
             ]
         )
-    return Table(
-        key="runs",
-        title="Runs",
-        caption="runs: every sample-epoch of the eval, with a result or not. "
+    return _table(
+        "runs",
+        "Runs",
+        "runs: every sample-epoch of the eval, with a result or not. "
         "diagnosed: runs that got a stage (extraction: a grade, answer "
         "failures included); every share below is of these, and says so. "
         "not diagnosed: runs with no result, and why: a data error (the "
         "sample's data is at fault), a sample error (the sample errored before "
         "it had an answer, scored so or not scored at all), a run logged "
         "without the score, or one its eval never ran (it stopped).",
-        columns=[*_ROW_COLUMNS, "score", "runs", "diagnosed", "not diagnosed", "why"],
-        numeric=[*_ROW_NUMERIC, False, True, True, True, False],
-        rows=rows,
+        {"score": False}
+        | dict.fromkeys(["runs", "diagnosed", "not diagnosed"], True)
+        | {"why": False},
+        rows,
     )
 
 
 def thresholds_table(checks: list[ThresholdCheck]) -> Table:
     """The `--fail-under` checks, each against one eval's score."""
-    return Table(
-        key="thresholds",
-        title="Thresholds (--fail-under)",
-        caption=f"Each value is {OVER_ALL_RUNS}. The gate fails when a value "
-        "is under its threshold.",
-        columns=[
-            *_ROW_COLUMNS,
-            "score",
-            "metric",
-            "runs",
-            "value",
-            "threshold",
-            "met",
-        ],
-        numeric=[*_ROW_NUMERIC, False, False, True, True, True, False],
-        rows=[
+    return _table(
+        "thresholds",
+        "Thresholds (--fail-under)",
+        f"Each value is {OVER_ALL_RUNS}. The gate fails when a value is under "
+        "its threshold.",
+        dict.fromkeys(["score", "metric"], False)
+        | dict.fromkeys(["runs", "value", "threshold"], True)
+        | {"met": False},
+        [
             [
                 check.eval,
                 check.task,
@@ -281,158 +263,192 @@ def thresholds_table(checks: list[ThresholdCheck]) -> Table:
     )
 
 
+def report_page(report: Report) -> Page:
+    """The report: the gate's verdict when thresholds were asked, what was
+    read, each summary's headline, the warnings, then the tables."""
+    verdict = gate_lines(report) or [
+        "No gate asked",
+        "no --fail-under threshold: the report gates nothing",
+    ]
+    samples = sum(log.samples for log in report.logs)
+    return Page(
+        command="tracegrade report",
+        verdict=verdict[0],
+        reasons=verdict[1:],
+        failed=(
+            None
+            if not report.thresholds
+            else not all(check.met for check in report.thresholds)
+        ),
+        summary=[
+            f"{evals_read(report)}, {samples} sample-epochs. {interval_note(report)}"
+        ],
+        headlines=headlines(report),
+        warnings=eval_warnings(report),
+        sections=[Section(None, report_tables(report))],
+        quiet_verdict=True,
+    )
+
+
 def report_tables(report: Report) -> list[Table]:
     """The report's tables, in display order; empty sections are left out."""
-    note = interval_note(report)
-    ci = f"share [{round(100 * report.confidence)}% CI]"
     tables: list[Table] = [_runs_table(report)]
     if report.thresholds:
         tables.append(thresholds_table(report.thresholds))
     if report.stage_diagnosis:
-        tables.append(
-            Table(
-                key="stages",
-                title="Stage shares",
-                caption="runs: runs in the stage; of: the runs diagnosed, which "
-                "the share and its interval are of; of all runs: the runs in the "
-                "stage over every run, those not diagnosed (table Runs) "
-                f"included. {note}",
-                columns=[*_ROW_COLUMNS, "stage", "runs", "of", ci, "of all runs"],
-                numeric=[*_ROW_NUMERIC, False, True, True, True, True],
-                rows=[
-                    [
-                        *_row_start(s),
-                        stage,
-                        str(p.count),
-                        str(p.total),
-                        share_with_interval(p),
-                        _of_all(p.count, s.runs),
-                    ]
-                    for s in report.stage_diagnosis
-                    for stage, p in s.stages.items()
-                ],
-            )
-        )
-        tables.append(
-            Table(
-                key="lucky",
-                title="Lucky answers",
-                caption="Runs labelled correct whose required evidence never "
-                "reached the context (stage retrieval), of all diagnosed runs "
-                f"labelled correct. {note}",
-                columns=[*_ROW_COLUMNS, "lucky", "of", ci],
-                numeric=[*_ROW_NUMERIC, True, True, True],
-                rows=[
-                    [
-                        *_row_start(s),
-                        str(s.lucky.count),
-                        str(s.lucky.total),
-                        share_with_interval(s.lucky),
-                    ]
-                    for s in report.stage_diagnosis
-                ],
-            )
-        )
-        tables.append(
-            Table(
-                key="context",
-                title="Context recall and precision",
-                caption="recall: the mean share of each run's unique required "
-                "IDs that reached its context, over the runs with a required "
-                "set and a context. precision: the mean share of each run's "
-                "unique context IDs that were required (a repeated ID is one "
-                "document), over the runs whose context held an ID and was "
-                "judged (an empty required list gives 0). Labelled or not: the "
-                "logged context_recall and context_precision metrics cover the "
-                "scored runs only. Means; no interval. Runs with no figure (a "
-                "sample error has no context) are in the Runs table.",
-                columns=[
-                    *_ROW_COLUMNS,
-                    "recall",
-                    "recall runs",
-                    "precision",
-                    "precision runs",
-                ],
-                numeric=[*_ROW_NUMERIC, True, True, True, True],
-                rows=[
-                    [
-                        *_row_start(s),
-                        percent(s.recall),
-                        str(s.recall_runs),
-                        percent(s.precision),
-                        str(s.precision_runs),
-                    ]
-                    for s in report.stage_diagnosis
-                ],
-            )
-        )
-        tables.extend(pipeline_tables(report.stage_diagnosis))
+        tables += _stage_tables(report)
+        tables += pipeline_tables(report.stage_diagnosis)
+    tables += _errors_table(report)
+    for kind in ("missed", "dropped", "invented"):
+        tables += _id_table(report, kind)
+    if report.ordered_extraction:
+        tables.append(_extraction_table(report))
+    tables.append(_evals_table(report))
+    return tables
+
+
+def _table(
+    key: str,
+    title: str,
+    caption: str,
+    columns: dict[str, bool],
+    rows: list[list[str]],
+) -> Table:
+    """A table of rows that start with their eval (`_row_start`);
+    `columns` maps each further column to whether it is numeric."""
+    return Table(
+        constant=_CONSTANT,
+        key=key,
+        title=title,
+        caption=caption,
+        columns=[*_ROW_COLUMNS, *columns],
+        numeric=[*_ROW_NUMERIC, *columns.values()],
+        rows=rows,
+    )
+
+
+def _stage_tables(report: Report) -> list[Table]:
+    # The intervals are said once, in the page's summary.
+    ci = f"share [{round(100 * report.confidence)}% CI]"
+    stages = _table(
+        "stages",
+        "Stage shares",
+        "runs: runs in the stage; of: the runs diagnosed, which the share and "
+        "its interval are of; of all runs: the runs in the stage over every "
+        "run, those not diagnosed (table Runs) included.",
+        {"stage": False, "runs": True, "of": True, ci: True, "of all runs": True},
+        [
+            [
+                *_row_start(s),
+                stage,
+                str(p.count),
+                str(p.total),
+                share_with_interval(p),
+                _of_all(p.count, s.runs),
+            ]
+            for s in report.stage_diagnosis
+            for stage, p in s.stages.items()
+        ],
+    )
+    lucky = _table(
+        "lucky",
+        "Lucky answers",
+        "Runs labelled correct whose required evidence never reached the "
+        "context (stage retrieval), of all diagnosed runs labelled correct.",
+        {"lucky": True, "of": True, ci: True},
+        [
+            [
+                *_row_start(s),
+                str(s.lucky.count),
+                str(s.lucky.total),
+                share_with_interval(s.lucky),
+            ]
+            for s in report.stage_diagnosis
+        ],
+    )
+    context = _table(
+        "context",
+        "Context recall and precision",
+        "recall: the mean share of each run's unique required IDs that "
+        "reached its context, over the runs with a required set and a "
+        "context. precision: the mean share of each run's unique context IDs "
+        "that were required (a repeated ID is one document), over the runs "
+        "whose context held an ID and was judged (an empty required list "
+        "gives 0). Labelled or not: the logged context_recall and "
+        "context_precision metrics cover the scored runs only. Means; no "
+        "interval. Runs with no figure (a sample error has no context) are in "
+        "the Runs table.",
+        dict.fromkeys(["recall", "recall runs", "precision", "precision runs"], True),
+        [
+            [
+                *_row_start(s),
+                percent(s.recall),
+                str(s.recall_runs),
+                percent(s.precision),
+                str(s.precision_runs),
+            ]
+            for s in report.stage_diagnosis
+        ],
+    )
+    return [stages, lucky, context]
+
+
+def _errors_table(report: Report) -> list[Table]:
     summaries: list[StageSummary | ExtractionSummary] = [
         *report.stage_diagnosis,
         *report.ordered_extraction,
     ]
-    error_rows = [
+    rows = [
         [*_row_start(s), error.kind, error.side, str(error.count), str(s.runs)]
         for s in summaries
         for error in s.errors
     ]
-    if error_rows:
-        tables.append(
-            Table(
-                key="errors",
-                title="Errors by kind",
-                caption="side data: the sample's data is at fault, so it is "
-                "unscored. side run: the sample errored before it had an "
-                "answer, so it is unscored. side answer: the model's answer "
-                "broke the answer contract and fails both criteria. Counted "
-                f"per {report.unit}.",
-                columns=[*_ROW_COLUMNS, "kind", "side", "runs", "of"],
-                numeric=[*_ROW_NUMERIC, False, False, True, True],
-                rows=error_rows,
-            )
-        )
-    for kind in ("missed", "dropped", "invented"):
-        table = _id_table(report, kind)
-        if table is not None:
-            tables.append(table)
-    if report.ordered_extraction:
-        tables.append(
-            Table(
-                key="extraction",
-                title="Membership versus order",
-                caption="Accuracy over graded runs; answer failures count as "
-                "failures. gap = membership minus order accuracy: the runs "
-                "that kept every ID but lost the source order. of all runs: "
-                "membership and order over every run, those not graded (table "
-                f"Runs) included. {note}",
-                columns=[
-                    *_ROW_COLUMNS,
-                    "runs",
-                    "graded",
-                    "membership",
-                    "order",
-                    "gap",
-                    "membership of all runs",
-                    "order of all runs",
-                ],
-                numeric=[*_ROW_NUMERIC, *[True] * 7],
-                rows=[
-                    [
-                        *_row_start(s),
-                        str(s.runs),
-                        str(s.graded),
-                        share_with_interval(s.membership),
-                        share_with_interval(s.order),
-                        share_with_interval(s.gap),
-                        _of_all(s.membership.count, s.runs),
-                        _of_all(s.order.count, s.runs),
-                    ]
-                    for s in report.ordered_extraction
-                ],
-            )
-        )
-    tables.append(_evals_table(report))
-    return tables
+    if not rows:
+        return []
+    caption = (
+        "side data: the sample's data is at fault, so it is unscored. side "
+        "run: the sample errored before it had an answer, so it is unscored. "
+        "side answer: the model's answer broke the answer contract and fails "
+        f"both criteria. Counted per {report.unit}."
+    )
+    columns = {"kind": False, "side": False, "runs": True, "of": True}
+    return [_table("errors", "Errors by kind", caption, columns, rows)]
+
+
+def _extraction_table(report: Report) -> Table:
+    return _table(
+        "extraction",
+        "Membership versus order",
+        "Accuracy over graded runs; answer failures count as failures. gap = "
+        "membership minus order accuracy: the runs that kept every ID but "
+        "lost the source order. of all runs: membership and order over every "
+        "run, those not graded (table Runs) included.",
+        dict.fromkeys(
+            [
+                "runs",
+                "graded",
+                "membership",
+                "order",
+                "gap",
+                "membership of all runs",
+                "order of all runs",
+            ],
+            True,
+        ),
+        [
+            [
+                *_row_start(s),
+                str(s.runs),
+                str(s.graded),
+                share_with_interval(s.membership),
+                share_with_interval(s.order),
+                share_with_interval(s.gap),
+                _of_all(s.membership.count, s.runs),
+                _of_all(s.order.count, s.runs),
+            ]
+            for s in report.ordered_extraction
+        ],
+    )
 
 
 def _figure(value: float | None) -> str:
@@ -447,74 +463,43 @@ def pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
         return []
     depth = with_steps[0][1].ndcg_depth
     near = with_steps[0][1].context.near
-    steps = Table(
-        key="pipeline",
-        title="Where missing documents were lost",
-        caption="Over the diagnosed runs whose records carried the pipeline's "
-        "steps (runs with steps), each missing required ID counted at the "
-        "step that took the last output holding it. lost: missing IDs lost at "
-        "the step; share: of all the missing IDs of those runs. context: no "
-        "step dropped the ID, but it was ranked below the cut that fills the "
-        "prompt. recall, MRR and nDCG@"
-        f"{depth}: the step's output against the required IDs, means over the "
-        "diagnosed runs that have the step (runs), as trec_eval computes them.",
-        columns=[
-            *_ROW_COLUMNS,
-            "step",
-            "lost",
-            "share",
-            "recall",
-            "MRR",
-            f"nDCG@{depth}",
-            "runs",
-        ],
-        numeric=[*_ROW_NUMERIC, False, *[True] * 6],
-        rows=[
-            row
-            for s, losses in with_steps
-            for row in (
-                *(
-                    [
-                        *_row_start(s),
-                        step.step,
-                        str(step.lost),
-                        percent(step.lost_share),
-                        percent(step.recall),
-                        _figure(step.mrr),
-                        _figure(step.ndcg),
-                        str(step.runs),
-                    ]
-                    for step in losses.steps
-                ),
-                [
-                    *_row_start(s),
-                    "context",
-                    str(losses.context.lost),
-                    percent(losses.context.share),
-                    "",
-                    "",
-                    "",
-                    str(losses.runs),
-                ],
-            )
-        ],
+    rows = []
+    for s, losses in with_steps:
+        for step in losses.steps:
+            figures = [percent(step.recall), _figure(step.mrr), _figure(step.ndcg)]
+            lost = [str(step.lost), percent(step.lost_share)]
+            rows.append([*_row_start(s), step.step, *lost, *figures, str(step.runs)])
+        context = losses.context
+        lost = [str(context.lost), percent(context.share)]
+        rows.append([*_row_start(s), "context", *lost, "", "", "", str(losses.runs)])
+    steps = _table(
+        "pipeline",
+        "Where missing documents were lost",
+        "Over the diagnosed runs whose records carried the pipeline's steps "
+        "(runs with steps), each missing required ID counted at the step that "
+        "took the last output holding it. lost: missing IDs lost at the step; "
+        "share: of all the missing IDs of those runs. context: no step dropped "
+        "the ID, but it was ranked below the cut that fills the prompt. "
+        f"recall, MRR and nDCG@{depth}: the step's output against the required "
+        "IDs, means over the diagnosed runs that have the step (runs), as "
+        "trec_eval computes them.",
+        {"step": False}
+        | dict.fromkeys(["lost", "share", "recall", "MRR", f"nDCG@{depth}"], True)
+        | {"runs": True},
+        rows,
     )
-    cut = Table(
-        key="cut",
-        title="Lost at the prompt's cut",
-        caption="The missing IDs every step kept but the prompt did not hold "
-        "(lost at context): the rank where each was last seen, in the last "
-        "step's output; the cut is the run's context size. within "
+    cut = _table(
+        "cut",
+        "Lost at the prompt's cut",
+        "The missing IDs every step kept but the prompt did not hold (lost at "
+        "context): the rank where each was last seen, in the last step's "
+        "output; the cut is the run's context size. within "
         f"{near} of the cut: last seen at most {near} ranks below it, where a "
         "slightly larger k would have kept it.",
-        columns=[
-            *_ROW_COLUMNS,
-            "lost at the cut",
-            "median last rank",
-            f"within {near} of the cut",
-        ],
-        numeric=[*_ROW_NUMERIC, True, True, True],
-        rows=[
+        dict.fromkeys(
+            ["lost at the cut", "median last rank", f"within {near} of the cut"], True
+        ),
+        [
             [
                 *_row_start(s),
                 str(losses.context.lost),
@@ -670,8 +655,8 @@ def id_count_title(kind: str, top: int) -> str:
     return f"{_ID_WORDS[kind].title} (top {top})"
 
 
-def _id_table(report: Report, kind: str) -> Table | None:
-    """The most often `kind` IDs of every summary; None if none."""
+def _id_table(report: Report, kind: str) -> list[Table]:
+    """The most often `kind` IDs of every summary, if any."""
     rankings = id_rankings(report, kind)
     rows = [
         [
@@ -685,17 +670,14 @@ def _id_table(report: Report, kind: str) -> Table | None:
         for ranked in ranking.ids
     ]
     if not rows:
-        return None
+        return []
     words = _ID_WORDS[kind]
     distinct = "; ".join(f"{r.distinct} in {eval_label(r.summary)}" for r in rankings)
-    return Table(
-        key=kind,
-        title=id_count_title(kind, report.top),
-        caption=f"{words.caption} Distinct IDs ever {kind}: {distinct}.",
-        columns=[*_ROW_COLUMNS, *words.columns, "rate"],
-        numeric=[*_ROW_NUMERIC, False, True, True, True],
-        rows=rows,
+    caption = f"{words.caption} Distinct IDs ever {kind}: {distinct}."
+    columns = dict(
+        zip([*words.columns, "rate"], [False, True, True, True], strict=True)
     )
+    return [_table(kind, id_count_title(kind, report.top), caption, columns, rows)]
 
 
 __all__ = [
@@ -712,6 +694,7 @@ __all__ = [
     "id_rankings",
     "interval_note",
     "percent",
+    "report_page",
     "report_tables",
     "share_with_interval",
     "thresholds_table",

@@ -1,0 +1,534 @@
+"""One page model for `report` and `compare`, and its renderers: the
+terminal, Markdown (for CI) and HTML. Each command builds its `Page` once,
+so no rendering disagrees; the verdict comes first in every one.
+
+The terminal shows each table's legend only with `--verbose`, and the
+brief columns of a wide table; Markdown and HTML show everything. Markdown
+stays under `COMMENT_LIMIT` characters: blocks are added while they fit, a
+table that does not fit whole keeps the rows that do, and the page says
+what it left out. Every cell is escaped for the format it is written in.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, Final
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+
+@dataclass(frozen=True)
+class Table:
+    """A titled table of display strings; `numeric` marks right-aligned
+    columns, `notes` are lines under the caption (each eval's logs). The
+    terminal, unless `--verbose`, shows it `briefly`, leaves out a `detail`
+    table, and says a list's `cut` where it leaves out the caption."""
+
+    key: str
+    title: str
+    caption: str
+    columns: list[str]
+    numeric: list[bool]
+    rows: list[list[str]]
+    notes: list[str] = field(default_factory=list)
+    brief: list[str] | None = None
+    brief_rows: list[int] | None = None
+    constant: list[str] = field(default_factory=list)
+    detail: bool = False
+    cut: str = ""
+
+    def briefly(self) -> Table:
+        """The `brief` columns and `brief_rows` (None: all); when the first
+        `constant` column holds one value, it goes to the title, and the
+        `constant` columns that hold one value go."""
+        columns = self.columns if self.brief is None else self.brief
+        rows = self.rows
+        if self.brief_rows is not None:
+            rows = [rows[i] for i in self.brief_rows]
+        title = self.title
+        same = [
+            column
+            for column in self.constant
+            if column in self.columns
+            and len({row[self.columns.index(column)] for row in rows}) == 1
+        ]
+        if same and same[0] == self.constant[0]:
+            columns = [column for column in columns if column not in same]
+            title += f": {rows[0][self.columns.index(same[0])]}"
+        kept = [self.columns.index(column) for column in columns]
+        return replace(
+            self,
+            title=title,
+            columns=columns,
+            numeric=[self.numeric[i] for i in kept],
+            rows=[[row[i] for i in kept] for row in rows],
+        )
+
+
+@dataclass(frozen=True)
+class Section:
+    """Tables under one heading (a pair of evals, when there are several):
+    `tables`, then `notes` (the tests' sentences), then `more` tables."""
+
+    title: str | None
+    tables: list[Table]
+    notes: list[str] = field(default_factory=list)
+    more: list[Table] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Page:
+    """What a command shows: the verdict (`failed` None when no gate was
+    asked), a summary, headlines, warnings, then its sections.
+    `quiet_verdict`: the terminal leaves out a verdict of no gate asked."""
+
+    command: str
+    verdict: str
+    reasons: list[str]
+    failed: bool | None
+    summary: list[str]
+    headlines: list[str]
+    warnings: list[str]
+    sections: list[Section]
+    quiet_verdict: bool = False
+
+
+# --- the terminal ---------------------------------------------------------------
+
+_NAME_WIDTH = 32
+
+
+def print_page(page: Page, console: Console, *, verbose: bool = False) -> None:
+    """The page on the terminal: verdict, summary, then the tables."""
+    from rich.text import Text
+
+    style = {True: "bold red", False: "bold green", None: "bold"}[page.failed]
+    summary = list(page.summary)
+    if page.quiet_verdict and page.failed is None:
+        # No gate asked, and nothing to say of it: the summary comes first.
+        head = summary.pop(0) if summary else ""
+        console.print(Text.assemble((page.command, "bold"), f": {head}"))
+    else:
+        console.print(
+            Text.assemble((page.command, "bold"), ": ", (page.verdict, style))
+        )
+        for reason in page.reasons:
+            console.print(Text(f"- {reason}"))
+    for line in summary:
+        console.print(Text(line))
+    for line in page.headlines:
+        console.print(Text(f"- {line}"))
+    for warning in page.warnings:
+        console.print(Text.assemble(("warning", "yellow"), f": {warning}"))
+    for section in page.sections:
+        if section.title is not None:
+            console.print()
+            console.rule(Text(section.title, style="bold"))
+        for table in section.tables:
+            print_table(console, table, verbose=verbose)
+        if verbose and section.notes:
+            console.print()
+            for note in section.notes:
+                console.print(Text(f"- {note}"))
+        for table in section.more:
+            print_table(console, table, verbose=verbose)
+    if not verbose:
+        console.print()
+        console.print(
+            Text("--verbose: what each column means, and every table.", style="dim")
+        )
+
+
+def print_table(console: Console, table: Table, *, verbose: bool = False) -> None:
+    """One table, as a record per row where it would not fit the terminal
+    (rich would crop it); its legend only when `verbose`."""
+    from rich.measure import Measurement
+    from rich.text import Text
+
+    if not table.rows or (table.detail and not verbose):
+        return
+    shown = table if verbose else table.briefly()
+    console.print()
+    # Its own line: rich would wrap a table's title to the table's width.
+    console.print(Text(shown.title, style="bold"))
+    # Measured as if the terminal had no edge: rich clamps a measure to it.
+    unbounded = console.options.update_width(sys.maxsize)
+    # Whole cells if either spacing fits them, else wrapped, else records.
+    tables = [_rich_table(shown, tight=tight) for tight in (False, True)]
+    sizes = [Measurement.get(console, unbounded, table) for table in tables]
+    fitting = [
+        t
+        for t, size in zip(tables, sizes, strict=True)
+        if size.maximum <= console.width
+    ]
+    fitting += [
+        t
+        for t, size in zip(tables, sizes, strict=True)
+        if size.minimum <= console.width
+    ]
+    if fitting:
+        console.print(fitting[0])
+    else:
+        _print_records(console, shown)
+    if verbose:
+        # The caption as wide as the terminal, not the table.
+        console.print(Text(table.caption, style="dim"))
+    elif table.cut:
+        console.print(Text(table.cut, style="dim"))
+    for note in table.notes:
+        # Unbroken, so that a log's path can be copied from the terminal.
+        console.print(Text(note, style="dim"), soft_wrap=True)
+
+
+def _rich_table(spec: Table, *, tight: bool) -> Any:
+    """`tight`: one space between columns."""
+    from rich import box
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    # Text, not markup: an ID or a task may hold square brackets.
+    table = RichTable(
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        collapse_padding=tight,
+    )
+    for index, (column, numeric) in enumerate(
+        zip(spec.columns, spec.numeric, strict=True)
+    ):
+        cells = [row[index] for row in spec.rows]
+        if numeric:
+            # A figure ("33.3% [6.1, 79.2]") never breaks.
+            widest = max((len(cell) for cell in cells), default=0)
+        else:
+            # Text wraps between words; a word (a task, an ID) folds only
+            # past a bound: "tracegrade/stage_d|iagnosis" is unreadable.
+            words = (word for cell in cells for word in cell.split())
+            widest = min(max(map(len, words), default=0), _NAME_WIDTH)
+        heading = max((len(word) for word in column.split()), default=0)
+        narrowest = max(widest, heading)
+        whole = max((len(text) for text in [column, *cells]), default=0)
+        table.add_column(
+            column,
+            justify="right" if numeric else "left",
+            overflow="fold",
+            min_width=narrowest,
+            # Rich narrows a table that is too wide by wrapping its widest
+            # columns, then widens any below its min_width again, past the
+            # terminal's edge: only a column that can wrap may be narrowed.
+            no_wrap=narrowest >= whole,
+        )
+    for row in spec.rows:
+        table.add_row(*(Text(cell) for cell in row))
+    return table
+
+
+def _print_records(console: Console, spec: Table) -> None:
+    """Each row as lines of `column  value`, for a terminal too narrow."""
+    from rich.padding import Padding
+    from rich.table import Table as RichTable
+    from rich.text import Text
+
+    for row in spec.rows:
+        record = RichTable.grid(padding=(0, 2))
+        record.add_column(style="dim", no_wrap=True)
+        record.add_column(overflow="fold")
+        for column, cell in zip(spec.columns, row, strict=True):
+            record.add_row(Text(column), Text(cell))
+        console.print(Padding(record, (0, 0, 1, 2), expand=False))
+
+
+# --- Markdown -------------------------------------------------------------------
+
+COMMENT_LIMIT: Final = 65_536
+"""GitHub's limit on a comment's characters (a step summary takes 1 MiB)."""
+CELL_LIMIT: Final = 300
+"""The most characters of one cell or one line of text shown."""
+_FOOTER_ROOM: Final = 3_000
+_REQUIRED_LINES: Final = 40
+_LISTED_LEFT_OUT: Final = 20
+# Inline markup: emphasis, code, links, tables, strikethrough.
+_SPECIAL = re.compile(r"([\\`*_\[\]|~])")
+# What starts a list or a rule at a line's start (`#` and `>`, a heading
+# and a quote, are entities below).
+_BLOCK_START = re.compile(r"^(\d{0,9})([.)])(?=\s|$)|^()([+=-])")
+# GitHub links a mention (@name) and an issue (#12) even when escaped.
+_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "@": "&#64;", "#": "&#35;"}
+
+
+def escape(text: str, limit: int = CELL_LIMIT, *, line: bool = False) -> str:
+    """`text` as literal Markdown on one line: `&`, `<`, `>`, `@` and `#`
+    as entities, inline markup backslash-escaped, whitespace runs as one
+    space; cut to `limit` characters. `line`: it starts a line, where `-`
+    or `1.` would start a list."""
+    flat = " ".join(text.split())
+    if len(flat) > limit:
+        flat = flat[: limit - 1] + "\u2026"
+    flat = _SPECIAL.sub(r"\\\1", flat)
+    if line:
+        flat = _BLOCK_START.sub(
+            lambda found: f"{found[1] or ''}\\{found[2] or found[4]}", flat, count=1
+        )
+    return "".join(_ENTITIES.get(char, char) for char in flat)
+
+
+@dataclass(frozen=True)
+class _Block:
+    """Text that can be cut: a head, items (a table's rows, a list's
+    lines) made only when shown, and a tail; `notes` follow only when
+    every item is shown."""
+
+    what: str
+    unit: str
+    head: str
+    items: Sequence[Any]
+    item_text: Callable[[Any], str]
+    tail: str
+    notes: str = ""
+
+    def fit(self, room: int) -> tuple[str, int] | None:
+        """The text with as many items as fit in `room`, and how many;
+        None when not even the first does (or, with none, the rest)."""
+        size = len(self.head) + len(self.tail)
+        lines: list[str] = []
+        for item in self.items:
+            line = self.item_text(item) + "\n"
+            if size + len(line) > room:
+                break
+            lines.append(line)
+            size += len(line)
+        if size > room or (self.items and not lines):
+            return None
+        whole = len(lines) == len(self.items)
+        notes = self.notes if whole and size + len(self.notes) <= room else ""
+        return self.head + "".join(lines) + self.tail + notes, len(lines)
+
+
+def _row(row: Sequence[str]) -> str:
+    return "| " + " | ".join(map(escape, row)) + " |"
+
+
+class MarkdownPage:
+    """A page built block by block, rendered under `limit` characters."""
+
+    def __init__(self, title: str, limit: int = COMMENT_LIMIT) -> None:
+        self.limit = limit
+        self.required = [f"## {escape(title)}", ""]
+        self.blocks: list[_Block] = []
+
+    def verdict(self, head: str, reasons: Sequence[str]) -> None:
+        """The gate's verdict, in bold, and why: always shown, first."""
+        self.required += [f"**{escape(head, limit=1_000)}**", ""]
+        shown = reasons[:_REQUIRED_LINES]
+        self.required += [
+            f"- {escape(reason, limit=1_000, line=True)}" for reason in shown
+        ]
+        if len(reasons) > len(shown):
+            self.required.append(
+                f"- ... and {len(reasons) - len(shown)} more (--json lists all)"
+            )
+        self.required.append("")
+
+    def paragraph(self, text: str) -> None:
+        line = escape(text, limit=2_000, line=True)
+        self.blocks.append(_Block("a paragraph", "line", "", [line], str, "\n"))
+
+    def bullets(self, what: str, items: Sequence[str], prefix: str = "") -> None:
+        """A list; `prefix` (e.g. "warning: ") is shown in bold."""
+        if not items:
+            return
+        bold = f"**{escape(prefix.strip())}** " if prefix else ""
+
+        def line(item: str) -> str:
+            return f"- {bold}{escape(item, limit=1_000, line=not bold)}"
+
+        self.blocks.append(_Block(what, "lines", "", items, line, "\n"))
+
+    def table(self, table: Table) -> None:
+        align = ["---:" if numeric else "---" for numeric in table.numeric]
+        head = "\n".join(
+            [
+                f"### {escape(table.title)}",
+                "",
+                "| " + " | ".join(escape(column) for column in table.columns) + " |",
+                "| " + " | ".join(align) + " |",
+                "",
+            ]
+        )
+        notes = "".join(f"- {escape(n, limit=1_000, line=True)}\n" for n in table.notes)
+        self.blocks.append(
+            _Block(
+                what=f"table {table.title!r}",
+                unit="rows",
+                head=head,
+                items=table.rows,
+                item_text=_row,
+                tail=f"\n{escape(table.caption, limit=2_000, line=True)}\n\n",
+                notes=f"{notes}\n" if notes else "",
+            )
+        )
+
+    def render(self) -> str:
+        """Every required line and the blocks that fit, then what was left out."""
+        parts = ["\n".join(self.required) + "\n"]
+        used = len(parts[0])
+        budget = self.limit - _FOOTER_ROOM
+        left_out: list[str] = []
+        for block in self.blocks:
+            count = len(block.items)
+            fitted = block.fit(budget - used)
+            if fitted is None:
+                left_out.append(f"{block.what} (all {count} {block.unit})")
+                continue
+            text, shown = fitted
+            parts.append(text)
+            used += len(text)
+            if shown < count:
+                left_out.append(
+                    f"{block.what}: {count - shown} of {count} {block.unit}"
+                )
+        if left_out:
+            listed = left_out[:_LISTED_LEFT_OUT]
+            more = len(left_out) - len(listed)
+            note = (
+                f"Left out to stay under {self.limit:,} characters (GitHub's "
+                f"limit for a comment): {'; '.join(listed)}"
+                + (f"; and {more} more" if more else "")
+                + ". --json lists everything."
+            )
+            parts.append("\n" + escape(note, limit=_FOOTER_ROOM - 10) + "\n")
+        return "".join(parts)
+
+
+def page_markdown(page: Page, limit: int = COMMENT_LIMIT) -> str:
+    """`--markdown`: the page, the verdict first, under `limit` characters."""
+    markdown = MarkdownPage(page.command, limit)
+    markdown.verdict(page.verdict, page.reasons)
+    for line in page.summary:
+        markdown.paragraph(line)
+    markdown.bullets("the headlines", page.headlines)
+    markdown.bullets("the warnings", page.warnings, prefix="warning:")
+    for section in page.sections:
+        for table in section.tables:
+            if table.rows:
+                markdown.table(table)
+        name = f" of {section.title}" if section.title else ""
+        markdown.bullets(f"the test notes{name}", section.notes)
+        for table in section.more:
+            if table.rows:
+                markdown.table(table)
+    return markdown.render()
+
+
+# --- HTML -----------------------------------------------------------------------
+
+PAGE_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 1100px;
+       color: #222; padding: 0 1rem; }
+h1 { margin-bottom: 0.2rem; }
+.note { color: #555; margin-top: 0; }
+.charts { display: grid; grid-template-columns: 1fr 1fr; gap: 1rem; }
+.chart { border: 1px solid #ddd; border-radius: 6px; padding: 0.3rem; }
+.chart.wide { grid-column: 1 / -1; }
+table { border-collapse: collapse; margin: 0.5rem 0; font-size: 0.9rem; }
+th, td { border-bottom: 1px solid #e3e3e3; padding: 0.25rem 0.6rem; }
+th { background: #f4f4f4; text-align: left; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+.caption { color: #555; font-size: 0.85rem; max-width: 60rem; }
+.warning { color: #8a5a00; }
+"""
+
+
+def table_html(table: Table) -> str:
+    """A table as an HTML section, escaped, the same cells as the terminal's."""
+
+    def cells(tag: str, values: Sequence[str]) -> str:
+        return "".join(
+            f'<{tag} class="{"num" if numeric else "text"}">'
+            f"{html.escape(value)}</{tag}>"
+            for value, numeric in zip(values, table.numeric, strict=True)
+        )
+
+    body = "".join(f"<tr>{cells('td', row)}</tr>" for row in table.rows)
+    notes = "".join(f"<li>{html.escape(note)}</li>" for note in table.notes)
+    return (
+        f'<section class="table" id="table-{table.key}">'
+        f"<h2>{html.escape(table.title)}</h2>"
+        f"<table><thead><tr>{cells('th', table.columns)}</tr></thead>"
+        f"<tbody>{body}</tbody></table>"
+        f'<p class="caption">{html.escape(table.caption)}</p>'
+        + (f'<ul class="caption">{notes}</ul>' if notes else "")
+        + "</section>"
+    )
+
+
+def _charts(charts: Sequence[str]) -> str:
+    shown = list(charts)
+    if len(shown) % 2:
+        shown[-1] = shown[-1].replace('class="chart"', 'class="chart wide"', 1)
+    return f'<div class="charts">{"".join(shown)}</div>' if shown else ""
+
+
+def _list(items: Sequence[str], attributes: str = "") -> str:
+    lines = "".join(f"<li>{html.escape(item)}</li>" for item in items)
+    return f"<ul{attributes}>{lines}</ul>"
+
+
+def page_html(page: Page, charts: Sequence[Sequence[str]], plotly_js: str) -> str:
+    """The page as one self-contained HTML file; `charts[i]` are the chart
+    sections of `page.sections[i]`, shown before its tables."""
+    sections = []
+    for section, shown in zip(page.sections, charts, strict=True):
+        heading = f"<h2>{html.escape(section.title)}</h2>" if section.title else ""
+        notes = (
+            '<section class="notes"><h3>What the tests say</h3>'
+            f"{_list(section.notes)}</section>"
+            if section.notes
+            else ""
+        )
+        tables = [t for t in [*section.tables, *section.more] if t.rows]
+        sections.append(
+            f'<section class="pair">{heading}{_charts(shown)}{notes}'
+            f"{''.join(table_html(table) for table in tables)}</section>"
+        )
+    warnings = "".join(
+        f'<p class="warning">warning: {html.escape(warning)}</p>'
+        for warning in page.warnings
+    )
+    summary = "".join(f'<p class="note">{html.escape(s)}</p>' for s in page.summary)
+    headlines = _list(page.headlines, ' id="headlines"') if page.headlines else ""
+    return (
+        "<!DOCTYPE html>\n"
+        '<html lang="en"><head><meta charset="utf-8">'
+        f"<title>{html.escape(page.command)}</title>"
+        f"<style>{PAGE_STYLE}</style>"
+        f'<script type="text/javascript">{plotly_js}</script>'
+        f"</head><body><h1>{html.escape(page.command)}</h1>"
+        f'<p id="verdict"><strong>{html.escape(page.verdict)}</strong></p>'
+        f"{_list(page.reasons)}{summary}"
+        f"{headlines}"
+        f"{warnings}{''.join(sections)}"
+        "</body></html>\n"
+    )
+
+
+__all__ = [
+    "CELL_LIMIT",
+    "COMMENT_LIMIT",
+    "PAGE_STYLE",
+    "MarkdownPage",
+    "Page",
+    "Section",
+    "Table",
+    "escape",
+    "page_html",
+    "page_markdown",
+    "print_page",
+    "print_table",
+    "table_html",
+]
