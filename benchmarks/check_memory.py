@@ -1,11 +1,8 @@
 """`tracegrade check` memory on a million lines against a hundred thousand.
 
-Each check runs as its own subprocess, its peak memory its own (see
-`benchmarks.measure`). The files hold the same
-kind of records, so the only difference is their length: if the check
-streams, the peaks match. What does grow with the file is the set of
-sample ids needed to find duplicates; it lives in a temporary SQLite file
-(size reported), and only SQLite's bounded page cache is in memory.
+The same kind of records, only more: if the check streams, the peaks match
+(each its own, through `measure.run_measured`). The ids it must remember to
+find repeats go to a temporary SQLite file, not memory.
 
     python benchmarks/check_memory.py [--small 100000] [--large 1000000]
         [--json OUT]
@@ -15,22 +12,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
-from rich.table import Table
-
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.measure import TRACEGRADE, run_measured  # noqa: E402
+from benchmarks.measure import machine, run_measured, tracegrade  # noqa: E402
 
 
 def write_records(path: Path, count: int) -> None:
@@ -52,18 +44,8 @@ def write_records(path: Path, count: int) -> None:
 
 
 def measure(path: Path) -> dict[str, Any]:
-    command = [
-        sys.executable,
-        "-c",
-        TRACEGRADE,
-        "check",
-        "stage_diagnosis",
-        str(path),
-        "--json",
-        "--max-listed",
-        "0",
-        "--no-progress",
-    ]
+    command = tracegrade("check", "stage_diagnosis", path, "--json")
+    command += ["--max-listed", "0", "--no-progress"]
     measured = run_measured(command, exit_codes=(0, 1))
     summary = json.loads(measured.stdout)
     seconds = measured.seconds
@@ -100,32 +82,24 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"python benchmarks/check_memory.py --small={args.small} "
             f"--large={args.large}"
         ),
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+        "machine": machine(),
         "rows": rows,
         "growth_mib": large["peak_mib"] - small["peak_mib"],
         # The id file: 16-byte digest and line number per id, in a B-tree.
         "id_file_estimate_mib": large["lines"] * 28 / 2**20,
     }
-    table = Table(title="tracegrade check: peak memory against file length")
-    for column in ("lines", "file MB", "seconds", "lines/s", "peak MiB", "problems"):
-        table.add_column(column, justify="right")
     for row in rows:
-        table.add_row(
-            f"{row['lines']:,}",
-            f"{row['bytes'] / 1e6:,.0f}",
-            f"{row['seconds']:.1f}",
-            f"{row['lines_per_s']:,.0f}",
-            f"{row['peak_mib']:.1f}",
-            f"{row['problems']:,}",
+        print(
+            f"{row['lines']:>9,} lines ({row['bytes'] / 1e6:,.0f} MB):"
+            f" {row['seconds']:.1f} s, {row['lines_per_s']:,.0f} lines/s,"
+            f" peak {row['peak_mib']:.1f} MiB, {row['problems']:,} problems"
         )
-    console = Console(width=max(Console().width, 100))
-    console.print(table)
-    console.print(
+    print(
         f"Growth for {large['lines'] / small['lines']:.0f}x the lines: "
-        f"{report['growth_mib']:+.1f} MiB. The sample ids went to a temporary "
+        f"{report['growth_mib']:+.1f} MiB; the sample ids went to a temporary "
         f"SQLite file (about {report['id_file_estimate_mib']:.0f} MiB on disk)."
     )
-    console.print(f"Reproduce: {report['command']}", soft_wrap=True)
+    print(f"Reproduce: {report['command']}")
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 0

@@ -1,24 +1,12 @@
 """`tracegrade compare` memory against the number of changed pairs.
 
-BASE is one run of `--samples` stage records that all pass; each NEW is
-the same records with the first `changed` share of them regressed (the
-first required document never reached the context), so the runs differ
-only in how many pairs changed. Both are logged by `tracegrade score`.
-Then `tracegrade compare BASE NEW --json` (stdout to a file) and
-`tracegrade compare BASE NEW --html PAGE` run as subprocesses, each
-started through `benchmarks.measure`'s launcher so that its peak is its
-own, not this script's (which holds the parsed JSON): wall seconds and
-peak memory. Flat memory means the peaks at 0 and at
-all pairs changed are about the same: BASE's runs are held by design (one
-small record a sample-epoch), the changed pairs are not.
-
-`--baseline REV` also runs the `tracegrade` of git revision REV (its
-`src/` exported to a scratch directory and put first on `PYTHONPATH`) on
-the largest NEW, to measure what the change saved.
-
-`--work DIR` keeps the logs in DIR (`base`, `new-N` for N changed pairs)
-and reuses those already there, so that the compares can be measured
-again without scoring a million records anew.
+BASE is `--samples` stage records that all pass; each NEW is the same with
+its first `--changed` share regressed (a required document lost), both
+logged by `tracegrade score`. `compare --json` and `--html` then run through
+`measure.run_measured`, so each peak is the command's own. Flat memory means
+the peaks at none and at all pairs changed are about the same.
+`--baseline REV` also runs git revision REV on the largest NEW; `--work DIR`
+keeps the logs and reuses them.
 
     python benchmarks/compare_scale.py [--samples 1000000]
         [--changed 0,0.5,1] [--baseline REV] [--work DIR] [--json OUT]
@@ -28,8 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -40,11 +26,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from benchmarks.measure import TRACEGRADE, revision_env, run_measured  # noqa: E402
-
-CLEAN_ENV = {
-    key: value for key, value in os.environ.items() if not key.startswith("INSPECT_")
-}
+from benchmarks.measure import (  # noqa: E402
+    CLEAN_ENV,
+    machine,
+    revision_env,
+    run_measured,
+    tracegrade,
+)
 
 
 def write_records(path: Path, samples: int, regressed: int) -> None:
@@ -61,20 +49,8 @@ def write_records(path: Path, samples: int, regressed: int) -> None:
 
 
 def score(records: Path, log_dir: Path) -> float:
-    return run_measured(
-        [
-            sys.executable,
-            "-c",
-            TRACEGRADE,
-            "score",
-            "stage_diagnosis",
-            str(records),
-            "--log-dir",
-            str(log_dir),
-            "--no-progress",
-        ],
-        env=CLEAN_ENV,
-    ).seconds
+    command = tracegrade("score", "stage_diagnosis", records, "--log-dir", log_dir)
+    return run_measured([*command, "--no-progress"], env=CLEAN_ENV).seconds
 
 
 def compare(
@@ -88,7 +64,7 @@ def compare(
     rows = []
     json_out = work / "compare.json"
     measured = run_measured(
-        [sys.executable, "-c", TRACEGRADE, "compare", str(base), str(new), "--json"],
+        tracegrade("compare", base, new, "--json"),
         env=env or CLEAN_ENV,
         stdout_to=json_out,
         exit_codes=(0, 3),
@@ -115,10 +91,7 @@ def compare(
     # JSON (gigabytes at a million pairs) is dropped anyway, not to crowd it.
     del found, pair, stage
     measured = run_measured(
-        [
-            *(sys.executable, "-c", TRACEGRADE, "compare", str(base), str(new)),
-            *("--html", str(page), "--force"),
-        ],
+        tracegrade("compare", base, new, "--html", page, "--force"),
         env=env or CLEAN_ENV,
         exit_codes=(0, 3),
     )
@@ -196,11 +169,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         f" --samples={args.samples} --changed={args.changed}"
         + (f" --baseline={args.baseline}" if args.baseline else "")
         + (f" --work={args.work}" if args.work else ""),
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-        },
+        "machine": machine(),
         "samples": args.samples,
         "scoring_seconds": scoring,
         "rows": rows,

@@ -1,41 +1,49 @@
-"""One measured subprocess: its wall and CPU time and its own peak memory.
+"""What the benchmarks share: one measured subprocess (wall and CPU time, and
+its own peak memory), the commands they run and the records they score.
 
-On Linux a child's peak RSS (`ru_maxrss`) starts at the resident size of
-the process it was spawned from, since exec carries the old address
-space's high-water mark over. A benchmark that holds what it has read
-(a parsed million-pair `compare --json`, say) would pass its own memory
-off as tracegrade's: `compare_scale.py` once reported 2,667 MiB for a
-`compare --html` that peaked at about 800. So every measured command is
-started by `LAUNCHER`, a fresh interpreter without site-packages of a few
-MiB, which times it and reports its rusage from `os.wait4`.
-
-A command can be several processes (`tracegrade score` wrote `.eval`
-logs in a forked child before its writer became a thread, and a
-`--baseline` revision may), and wait4's peak is only the larger one's.
-The launcher also samples, every 50 ms, the proportional set size (PSS)
-of the command and its descendants and sums it: the memory the run holds,
-pages they share counted once. That sum's peak is the figure reported
-(never below the largest process's own peak, which a sample can miss);
-the summed RSS, which counts shared pages twice, is kept beside it.
+A child's peak RSS on Linux starts at its spawner's size, so each command is
+started by `LAUNCHER`, a bare interpreter, which also sums the PSS of the
+command's processes every 50 ms (a run can be several processes).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
+import platform
 import subprocess
 import sys
 import tempfile
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
 TRACEGRADE = "import tracegrade.cli as cli; getattr(cli, 'run', cli.main)()"
 """`python -c` code that runs `tracegrade` as its console script does
 (`main` in revisions from before `run`, which `--baseline` may measure)."""
+
+
+CLEAN_ENV = {k: v for k, v in os.environ.items() if not k.startswith("INSPECT_")}
+"""This environment without INSPECT_* settings (a default model or log dir)."""
+
+
+def tracegrade(*arguments: str | Path) -> list[str]:
+    """The command running `tracegrade ARGUMENTS` as its console script does."""
+    return [sys.executable, "-c", TRACEGRADE, *map(str, arguments)]
+
+
+def machine() -> dict[str, Any]:
+    """Where a benchmark ran, for its report."""
+    return {
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "load_average": [round(load, 2) for load in os.getloadavg()],
+    }
 
 
 def revision_env(
@@ -52,6 +60,26 @@ def revision_env(
     ).stdout
     subprocess.run(["tar", "-x", "-C", str(target)], input=archive, check=True)
     return {**env, "PYTHONPATH": str(target / "src")}
+
+
+def write_stage_records(path: Path, count: int) -> None:
+    """`count` stage runs `stage-0000000`, ... as `tracegrade score` reads them:
+    complete, gappy or repeating contexts, either label, every stage."""
+    with path.open("w", encoding="utf-8") as out:
+        for index in range(count):
+            shape = index % 6
+            required = [
+                f"D{(index * 7 + step) % 9973}" for step in range(1 + index % 4)
+            ]
+            context = required[1:] if shape in (1, 4) else list(required)
+            if shape == 5:
+                context += [*context[:1], f"X{index % 101}"]
+            record = {
+                "required": required,
+                "context": context,
+                "correct": shape % 3 != 0,
+            }
+            out.write(json.dumps({"id": f"stage-{index:07d}", "input": record}) + "\n")
 
 
 LAUNCHER = """
@@ -182,4 +210,12 @@ def run_measured(
     )
 
 
-__all__ = ["LAUNCHER", "Measured", "run_measured"]
+__all__ = [
+    "CLEAN_ENV",
+    "LAUNCHER",
+    "Measured",
+    "machine",
+    "run_measured",
+    "tracegrade",
+    "write_stage_records",
+]

@@ -1,29 +1,13 @@
 """`tracegrade.score_table` on one core, and through Ray Data with 2 workers.
 
-Issue 31 asks for records per second per core through `score_table` on
-one machine, and through Ray with 2 workers on the same machine. N stage
-records (seeded; outcomes of every kind: `retrieval`, `generation`,
-`pass`, `unresolved`, `answer-label`, a refused context, broken steps;
-3 in 10 with two steps) are written as Parquet in `--files` files, then:
-
-- **one core**: the files read with `pyarrow.parquet` and scored a batch
-  of `--batch-size` rows at a time in this process. The seconds are CPU
-  seconds of this process (`time.process_time`), less moved by other
-  load than wall seconds; reading the files, and the import of Inspect AI
-  that the first refused row costs a process, are timed apart.
-- **Ray, 2 workers**: `ray.init(num_cpus=2)`, then the documented recipe,
-  `read_parquet` -> `map_batches(score_table, batch_format="pyarrow")` ->
-  `write_parquet`, timed by the wall clock from the first call to the
-  written files, `ray.init` apart. Per core is that rate over 2. Each
-  worker's imports are in it, as they are in a real job. The same
-  pipeline with a function that returns its batch unchanged runs first:
-  the engine's own cost (and its workers' start), without scoring.
-
-One core's wall seconds are given too, the figure to set beside Ray's.
-
-The results of both are checked to be the same rows before anything is
-reported. The machine's load average is recorded before and after each
-part: on a shared machine it says how much of the two cores was ours.
+Seeded stage records of every outcome, written as `--files` Parquet files,
+are scored a `--batch-size` batch at a time: in this process (CPU seconds,
+less moved by other load, and wall seconds; reading and the first refused
+row's import of Inspect timed apart), and by the documented Ray recipe
+(`read_parquet` -> `map_batches(score_table)` -> `write_parquet`, wall
+clock, `ray.init` apart), after the same pipeline with a function that
+returns its batch unchanged: the engine's own cost. Both results must be
+the same rows; the load average is kept before and after each part.
 
     python benchmarks/score_table.py [--records 200000] [--files 8]
         [--batch-size 8192] [--seed 31] [--no-ray] [--json OUT]
@@ -34,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import sys
 import tempfile
@@ -50,6 +33,7 @@ import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
 
 import tracegrade  # noqa: E402
+from benchmarks.measure import machine  # noqa: E402
 from tracegrade.table import records_table  # noqa: E402
 
 IDS = [f"doc-{number}" for number in range(40)]
@@ -181,9 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=8192)
     parser.add_argument("--seed", type=int, default=31)
     parser.add_argument("--no-ray", action="store_true")
-    parser.add_argument(
-        "--json", default=str(ROOT / "benchmarks" / "results" / "score_table.json")
-    )
+    parser.add_argument("--json", type=Path, metavar="OUT")
     args = parser.parse_args(argv)
 
     report: dict[str, Any] = {
@@ -193,12 +175,7 @@ def main(argv: list[str] | None = None) -> int:
                 *(argv if argv is not None else sys.argv[1:]),
             ]
         ),
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "pyarrow": pa.__version__,
-        },
+        "machine": {**machine(), "pyarrow": pa.__version__},
         "records": args.records,
         "files": args.files,
         "batch_size": args.batch_size,
@@ -227,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
             ):
                 print("Ray's results differ from one core's", file=sys.stderr)
                 return 1
-    Path(args.json).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    if args.json is not None:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(json.dumps(report, indent=2))
     return 0
 

@@ -22,12 +22,12 @@ import json
 import os
 import platform
 import random
+import re
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -212,12 +212,8 @@ def make_inputs(
 
 
 def batched(records: list[Record], batch_ids: int) -> list[list[Record]]:
-    """Consecutive records holding about `batch_ids` IDs per batch, at least one.
-
-    A scorer evaluates each record soon after it is read, while its strings
-    are still in the CPU cache, so both sides time batches evaluated right
-    after they are parsed rather than thousands of records parsed long before.
-    """
+    """Consecutive records of about `batch_ids` IDs a batch: a scorer evaluates
+    each record soon after reading it, so both sides time batches just parsed."""
     batches: list[list[Record]] = [[]]
     ids = 0
     for record in records:
@@ -231,33 +227,24 @@ def batched(records: list[Record], batch_ids: int) -> list[list[Record]]:
 
 
 def time_pass(evaluate: Evaluate, batch_texts: list[str]) -> tuple[int, list[Any]]:
-    """One pass, each batch freshly parsed; only the `evaluate` calls are timed.
-
-    Fresh records mean no string arrives with its hash computed by an earlier
-    pass, as in real use, where each record is read once. Freezing the heap
-    keeps the parsed input out of any collection on the clock, as Node's
-    `gc()` before its clock does; `gc.collect()` would do that too, but by
-    walking the whole heap it would also evict the batch from the CPU cache.
-    """
+    """One pass, each batch parsed afresh (no string hash left from an earlier
+    pass); the heap is frozen so no collection runs on the clock, as Node's
+    `gc()` before its own."""
     elapsed = 0
     results: list[Any] = []
     for text in batch_texts:
         records = json.loads(text)
         gc.freeze()
         start = time.perf_counter_ns()
-        batch_results = list(map(evaluate, records))
+        results += map(evaluate, records)
         elapsed += time.perf_counter_ns() - start
         gc.unfreeze()
-        results += batch_results
     return elapsed, results
 
 
 class NodeEvaluator:
-    """The original `evaluate` in a long-lived `node`, timed one pass per call.
-
-    Passes are requested one at a time so that Node and Python passes can
-    alternate: on a shared machine, load then falls on both sides alike.
-    """
+    """The original `evaluate` in a long-lived `node`, one timed pass a request,
+    so that Node and Python passes alternate under the same load."""
 
     def __init__(self, evaluator: str, inputs_path: Path) -> None:
         self._process = subprocess.Popen(
@@ -273,12 +260,11 @@ class NodeEvaluator:
         assert self._process.stdout is not None
         line = self._process.stdout.readline()
         if not line:
-            code = self._process.wait()
-            raise SystemExit(f"node_throughput.mjs exited with status {code}")
+            raise SystemExit(f"node_throughput.mjs exited {self._process.wait()}")
         reply: dict[str, Any] = json.loads(line)
         return reply
 
-    def time_pass(self, size_class: str, outputs: bool) -> tuple[int, list[str] | None]:
+    def time_pass(self, size_class: str, outputs: bool) -> tuple[int, list[str]]:
         assert self._process.stdin is not None
         request = {"size_class": size_class, "outputs": outputs}
         self._process.stdin.write(json.dumps(request) + "\n")
@@ -292,30 +278,6 @@ class NodeEvaluator:
         self._process.wait(timeout=60)
 
 
-@dataclass
-class Row:
-    evaluator: str
-    size_class: str
-    records: int
-    longest_list: int
-    python_best_ns: int
-    node_best_ns: int
-    python_records_per_s: float
-    node_records_per_s: float
-    ratio: float
-    target: float | None
-    met: bool | None
-    outputs_identical: bool
-
-
-def longest_list(records: list[Record]) -> int:
-    """The size class's measure: IDs in the longest list of any record."""
-    return max(
-        (len(v) for r in records for v in r.values() if isinstance(v, list)),
-        default=0,
-    )
-
-
 def first_mismatch(python: list[str], node: list[str]) -> str | None:
     if len(python) != len(node):
         return f"{len(python)} Python outputs, {len(node)} Node outputs"
@@ -325,169 +287,114 @@ def first_mismatch(python: list[str], node: list[str]) -> str | None:
     return None
 
 
-@dataclass
-class Timing:
-    """Best pass of each side on one size class, and their first outputs."""
-
-    python_best_ns: int
-    node_best_ns: int
-    python_outputs: list[str]
-    node_outputs: list[str]
-
-
 def time_class(
-    evaluate: Evaluate,
+    evaluator: str,
     node: NodeEvaluator,
     size_class: str,
+    records: list[Record],
     batch_texts: list[str],
-    warmup: int,
-    repeat: int,
-) -> Timing:
-    """Alternate Node and Python passes: `warmup` untimed, then `repeat` timed."""
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """`--warmup` untimed passes of each side in turn (the first compared),
+    then `--repeat` timed ones; the best of each."""
+    evaluate = EVALUATORS[evaluator]
     _, node_outputs = node.time_pass(size_class, outputs=True)
     _, results = time_pass(evaluate, batch_texts)
-    for _ in range(warmup - 1):
+    for _ in range(args.warmup - 1):
         node.time_pass(size_class, outputs=False)
         time_pass(evaluate, batch_texts)
-    node_passes: list[int] = []
-    python_passes: list[int] = []
-    for _ in range(repeat):
-        node_passes.append(node.time_pass(size_class, outputs=False)[0])
-        python_passes.append(time_pass(evaluate, batch_texts)[0])
-    assert node_outputs is not None
-    return Timing(
-        python_best_ns=min(python_passes),
-        node_best_ns=min(node_passes),
-        python_outputs=[canonical_json(result) for result in results],
-        node_outputs=node_outputs,
-    )
+    node_ns, python_ns = [], []
+    for _ in range(args.repeat):
+        node_ns.append(node.time_pass(size_class, outputs=False)[0])
+        python_ns.append(time_pass(evaluate, batch_texts)[0])
+    python_rate = len(records) / (min(python_ns) / 1e9)
+    node_rate = len(records) / (min(node_ns) / 1e9)
+    target = TARGETS[size_class]
+    mismatch = first_mismatch([canonical_json(r) for r in results], node_outputs)
+    return {
+        "evaluator": evaluator,
+        "size_class": size_class,
+        "records": len(records),
+        "longest_list": max(
+            (len(v) for r in records for v in r.values() if isinstance(v, list)),
+            default=0,
+        ),
+        "python_best_ns": min(python_ns),
+        "node_best_ns": min(node_ns),
+        "python_records_per_s": python_rate,
+        "node_records_per_s": node_rate,
+        "ratio": python_rate / node_rate,
+        "target": target,
+        "met": None if target is None else python_rate / node_rate >= target,
+        "outputs_identical": mismatch is None,
+        "mismatch": mismatch,
+    }
 
 
 def benchmark(
-    inputs: dict[str, dict[str, list[Record]]],
-    batch_ids: int,
-    warmup: int,
-    repeat: int,
-) -> tuple[list[Row], list[str], str]:
-    """Time both sides on every class; returns rows, mismatches, node version."""
-    rows: list[Row] = []
-    mismatches: list[str] = []
-    node_version = "?"
+    inputs: dict[str, dict[str, list[Record]]], args: argparse.Namespace
+) -> tuple[list[dict[str, Any]], str]:
+    """Every class timed on both sides; the rows and Node's version."""
+    rows = []
     with tempfile.TemporaryDirectory() as scratch:
         for evaluator, classes in inputs.items():
             batches = {
-                size_class: [json.dumps(batch) for batch in batched(records, batch_ids)]
+                size_class: [json.dumps(b) for b in batched(records, args.batch_ids)]
                 for size_class, records in classes.items()
             }
             path = Path(scratch) / f"{evaluator}.json"
-            # Both sides parse these very texts, batch by batch.
-            path.write_text(json.dumps(batches), encoding="utf-8")
+            path.write_text(json.dumps(batches), encoding="utf-8")  # both parse it
             node = NodeEvaluator(evaluator, path)
             try:
-                node_version = node.version
                 for size_class, records in classes.items():
-                    timing = time_class(
-                        EVALUATORS[evaluator],
-                        node,
-                        size_class,
-                        batches[size_class],
-                        warmup,
-                        repeat,
-                    )
-                    mismatch = first_mismatch(
-                        timing.python_outputs, timing.node_outputs
-                    )
-                    if mismatch:
-                        mismatches.append(f"{evaluator}/{size_class} {mismatch}")
                     rows.append(
-                        make_row(evaluator, size_class, records, timing, mismatch)
+                        time_class(
+                            evaluator,
+                            node,
+                            size_class,
+                            records,
+                            batches[size_class],
+                            args,
+                        )
                     )
             finally:
                 node.close()
-    return rows, mismatches, node_version
-
-
-def make_row(
-    evaluator: str,
-    size_class: str,
-    records: list[Record],
-    timing: Timing,
-    mismatch: str | None,
-) -> Row:
-    count = len(records)
-    python_rate = count / (timing.python_best_ns / 1e9)
-    node_rate = count / (timing.node_best_ns / 1e9)
-    ratio = python_rate / node_rate
-    target = TARGETS[size_class]
-    return Row(
-        evaluator=evaluator,
-        size_class=size_class,
-        records=count,
-        longest_list=longest_list(records),
-        python_best_ns=timing.python_best_ns,
-        node_best_ns=timing.node_best_ns,
-        python_records_per_s=python_rate,
-        node_records_per_s=node_rate,
-        ratio=ratio,
-        target=target,
-        met=None if target is None else ratio >= target,
-        outputs_identical=mismatch is None,
-    )
+    return rows, node.version
 
 
 # --- Report -----------------------------------------------------------------
 
 
-def _target_text(target: float | None) -> str:
-    if target is None:
-        return "-"
-    return f">= {target:.3g}x" if target >= 1 else f">= 1/{1 / target:.3g}"
-
-
-def _result_text(row: Row) -> str:
-    if not row.outputs_identical:
-        return "[bold red]WRONG OUTPUT[/]"
-    if row.met is None:
-        return "info"
-    return "[green]PASS[/]" if row.met else "[red]MISS[/]"
-
-
-def render(rows: list[Row], machine: dict[str, Any], console: Console) -> None:
+def render(rows: list[dict[str, Any]], machine: dict[str, Any]) -> None:
     table = Table(title="tracegrade core vs original evaluate (records/s)")
     for column in ("evaluator", "class", "records", "IDs per list"):
         table.add_column(column)
-    for column in ("Python", "Node", "Python/Node", "target"):
+    for column in ("Python", "Node", "Python/Node", "target", "result"):
         table.add_column(column, justify="right")
-    table.add_column("result")
     for row in rows:
+        target = row["target"]
+        result = "info" if target is None else "met" if row["met"] else "MISSED"
         table.add_row(
-            row.evaluator,
-            row.size_class,
-            str(row.records),
-            f"<= {row.longest_list}",
-            f"{row.python_records_per_s:,.0f}",
-            f"{row.node_records_per_s:,.0f}",
-            f"{row.ratio:.3g}x",
-            _target_text(row.target),
-            _result_text(row),
+            row["evaluator"],
+            row["size_class"],
+            str(row["records"]),
+            f"<= {row['longest_list']}",
+            f"{row['python_records_per_s']:,.0f}",
+            f"{row['node_records_per_s']:,.0f}",
+            f"{row['ratio']:.3g}x",
+            "-" if target is None else f">= {target:.3g}x",
+            result if row["outputs_identical"] else "WRONG OUTPUT",
         )
+    console = Console(width=max(Console().width, 120))
     console.print(table)
-    console.print(
-        "python {python} | node {node} | {cpus} CPUs | {cpu} | {system}\n"
-        "seed {seed} | batches of <= {batch_ids} IDs | warm-up {warmup} passes, "
-        "best of {repeat} | wall {wall_seconds:.1f} s".format(**machine),
-        highlight=False,
-    )
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+    console.print(", ".join(f"{k} {v}" for k, v in machine.items()), highlight=False)
+    for row in rows:
+        if row["mismatch"]:
+            console.print(
+                f"outputs differ: {row['evaluator']}/{row['size_class']} "
+                f"{row['mismatch']}",
+                highlight=False,
+            )
 
 
 def positive(text: str) -> int:
@@ -497,61 +404,44 @@ def positive(text: str) -> int:
     return value
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add = parser.add_argument
     add("--seed", type=int, default=20240611, help="inputs depend only on this")
     add("--small-records", type=positive, default=20_000, help="per evaluator")
     add("--large-records", type=positive, default=20, help="per large class")
     add("--large-ids", type=positive, default=10_000, help="IDs per large list")
-    add(
-        "--batch-ids",
-        type=positive,
-        default=10_000,
-        help="IDs per batch parsed just before it is timed",
-    )
+    add("--batch-ids", type=positive, default=10_000, help="IDs per parsed batch")
     add("--warmup", type=positive, default=3, help="untimed passes per class")
     add("--repeat", type=positive, default=5, help="timed passes; best is kept")
     add("--json", type=Path, metavar="OUT", help="write the numbers here")
-    return parser.parse_args(argv)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+    args = parser.parse_args(argv)
     started = time.perf_counter()
     inputs = make_inputs(
         args.seed, args.small_records, args.large_records, args.large_ids
     )
-    rows, mismatches, node_version = benchmark(
-        inputs, args.batch_ids, args.warmup, args.repeat
-    )
+    rows, node_version = benchmark(inputs, args)
+    cpu = re.search(r"model name\s*: (.*)", Path("/proc/cpuinfo").read_text())
     machine = {
         "python": platform.python_version(),
         "node": node_version,
         "cpus": os.cpu_count(),
-        "cpu": cpu_model(),
-        "system": f"{platform.system()} {platform.machine()}",
+        "cpu": cpu[1] if cpu else platform.machine(),
         "seed": args.seed,
         "batch_ids": args.batch_ids,
         "warmup": args.warmup,
         "repeat": args.repeat,
-        "wall_seconds": time.perf_counter() - started,
+        "wall_seconds": round(time.perf_counter() - started, 1),
     }
-    console = Console(width=max(Console().width, 120))
-    render(rows, machine, console)
-    for mismatch in mismatches:
-        console.print(f"[bold red]outputs differ[/] {mismatch}", highlight=False)
+    render(rows, machine)
     if args.json:
         report = {
             "command": " ".join(["python", "benchmarks/throughput.py", *sys.argv[1:]]),
             "machine": machine,
-            "small_records": args.small_records,
-            "large_records": args.large_records,
-            "large_ids": args.large_ids,
-            "rows": [asdict(row) for row in rows],
+            "rows": rows,
         }
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    return 1 if mismatches else 0
+    return 0 if all(row["outputs_identical"] for row in rows) else 1
 
 
 if __name__ == "__main__":

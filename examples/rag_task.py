@@ -10,7 +10,7 @@ missing document's score says whether BM25 never ranked it in its top
 
 The corpus is tracegrade's packaged example (46 short documents about a
 fictional company, 30 questions, each listing the document IDs an answer
-needs); see `scripts/make_rag_corpus.py`. Some questions are worded unlike
+needs and quoting each as `evidence`). Some questions are worded unlike
 their documents, so BM25 misses a required document now and then: the
 retrieval failures the stage diagnosis reports.
 

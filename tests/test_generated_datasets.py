@@ -139,15 +139,6 @@ def test_extraction_generator_keeps_its_promises_for_another_seed(
     assert extraction_problems(documents) == []
 
 
-def test_rag_generator_reproduces_the_packaged_files(tmp_path: Path) -> None:
-    corpus, questions = tmp_path / "corpus.jsonl", tmp_path / "questions.jsonl"
-    run_script(
-        "make_rag_corpus.py", "--corpus-out", corpus, "--questions-out", questions
-    )
-    assert corpus.read_bytes() == (DATA / "rag_corpus.jsonl").read_bytes()
-    assert questions.read_bytes() == (DATA / "rag_questions.jsonl").read_bytes()
-
-
 def test_extraction_documents_have_unambiguous_answer_keys(
     extraction_documents: list[dict[str, Any]],
 ) -> None:

@@ -13,9 +13,7 @@ What is checked:
   code through pytrec_eval) on thousands of generated (required, context)
   pairs with repeats and Unicode look-alikes;
 - the bulk path (`tracegrade score`) gives the very metric `inspect eval`
-  gives, from a column of doubles rather than a dict a sample;
-- the synthetic header of `scripts/bulk_eval_log.py` states the metric the
-  scorer would.
+  gives, from a column of doubles rather than a dict a sample.
 
 The one definitional difference with TREC: a TREC run cannot rank one
 document twice for a query (trec_eval refuses "duplicate docs"), while a
@@ -41,7 +39,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from inspect_ai import eval
-from inspect_ai.log import EvalMetric, EvalScore
 from inspect_ai.scorer import MetricProtocol, SampleScore, Score
 
 from tests.support import write_lines
@@ -52,7 +49,6 @@ from tracegrade.core import diagnose_stage, id_recall, stage_recall
 from tracegrade.scorers import context_recall
 from tracegrade.scorers.stage import diagnosis_score
 
-ROOT = Path(__file__).resolve().parent.parent
 READ_FROM = {"required": "r", "context": "c", "correct": "l"}
 
 # IDs that collide only under some normalisation, which the rules never do:
@@ -375,30 +371,6 @@ def test_a_column_made_late_holds_none_for_the_runs_before(tmp_path: Path) -> No
     assert [s.metadata["recall"] for s in results.scores] == [None, 0.5, 1.0]
     (logged,) = results.results(total=3)[0].scores
     assert logged.metrics["context_recall"].value == 1.0
-
-
-def test_the_synthetic_header_states_the_scorers_mean(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.syspath_prepend(str(ROOT / "scripts"))
-    bulk_eval_log = pytest.importorskip("bulk_eval_log")
-    stages: Counter[str] = Counter()
-    scores = []
-    for index in range(120):
-        record = bulk_eval_log.stage_record(index)
-        score = score_stage_input(record)
-        sample = {"scores": {"stage_diagnosis": score}, "metadata": record}
-        bulk_eval_log.count_sample(stages, sample)
-        scores.append(SampleScore(sample_id=str(index), score=score))
-    header = EvalScore(
-        name="stage_diagnosis",
-        scorer="stage_diagnosis",
-        metrics={"context_recall": EvalMetric(name="context_recall", value=0.0)},
-    )
-    synthetic = bulk_eval_log.stage_score(header, stages, 120)
-    expected = recall_metric(scores)
-    assert 0 < expected < 1
-    assert synthetic.metrics["context_recall"].value == expected
 
 
 # --- against ir-measures: TREC's recall ---------------------------------------
