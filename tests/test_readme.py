@@ -357,65 +357,6 @@ def assert_paired_rows_in_speed(run: dict[str, Any]) -> None:
         assert line in SPEED, line
 
 
-def test_thread_writer_figures_are_the_committed_benchmark_run() -> None:
-    """docs/speed.md's table of the `.eval` writer thread against the forked
-    writer it replaced is `benchmarks/results/bulk_thread.json`, row by row,
-    with the command that made it."""
-    run = benchmark("bulk_thread")
-    text = flat(SPEED)
-    assert_paired_rows_in_speed(run)
-    assert f"forked (`{run['baseline']}`)" in SPEED
-    small, large = run["rows"]
-    thread, forked = large["tracegrade"], large["baseline"]
-    for said in (
-        f"spent {thread['timings']['serialize']:.1f} s of the "
-        f"{thread['seconds']:.1f} handing samples to the writer",
-        f"the thread peaked at {thread['peak_mib']:.0f} MiB",
-        f"against {forked['peak_mib']:.0f} MiB for the two forked processes",
-        f"took {small['baseline']['seconds']:.1f} s in the same minute",
-    ):
-        assert said in text, said
-    assert thread["seconds"] > 2 * forked["seconds"]  # "by more than twice"
-
-
-def test_writer_process_figures_are_the_committed_benchmark_run() -> None:
-    """docs/speed.md's table of the `.eval` writer process against the
-    forked writer is `benchmarks/results/bulk_writer.json`, row by row,
-    with the command that made it and the figures said of it."""
-    run = benchmark("bulk_writer")
-    thread_run = benchmark("bulk_thread")
-    text = flat(SPEED)
-    assert_paired_rows_in_speed(run)
-    rows = {row["records"]: row for row in run["rows"]}
-    assert sorted(rows) == [10_000, 100_000, 1_000_000]
-    ratios = [
-        row["tracegrade"]["seconds"] / row["baseline"]["seconds"] for row in run["rows"]
-    ]
-    thread_ratios = [
-        row["tracegrade"]["seconds"] / row["baseline"]["seconds"]
-        for row in thread_run["rows"]
-    ]
-    large, hundred = rows[1_000_000], rows[100_000]
-    process, forked = large["tracegrade"], large["baseline"]
-    thread_large = thread_run["rows"][-1]["tracegrade"]
-    for said in (
-        f"takes {min(ratios):.1f} to {max(ratios):.1f} times the forked writer's time",
-        f"where the thread took {min(thread_ratios):.1f} times it",
-        f"it took {process['seconds']:.1f} s against the forked writer's "
-        f"{forked['seconds']:.1f} s",
-        f"peaked at {process['peak_mib']:.0f} MiB together (the larger one at "
-        f"{process['largest_process_peak_mib']:.0f} MiB), against "
-        f"{forked['peak_mib']:.0f} MiB for the forked pair",
-        f"missed by {process['peak_mib'] - 381:.0f} MiB, where the thread missed "
-        f"it by {thread_large['peak_mib'] - 381:.0f}",
-        f"100,000 records in {hundred['tracegrade']['seconds']:.1f} s",
-        f"({hundred['baseline']['seconds']:.1f} s and {forked['seconds']:.1f} s)",
-    ):
-        assert said in text, said
-    assert max(ratios) < min(thread_ratios)  # faster than the thread, by the pairs
-    assert process["peak_mib"] > 381  # "further from the memory target"
-
-
 def test_answer_reading_figures_are_the_committed_benchmark_run() -> None:
     found = benchmark("answer_reading")
     rows = {row["family"]: row for row in found["rows"]}
