@@ -1,27 +1,25 @@
 """The one-core floor of `tracegrade score` with the standard library alone.
 
-    python benchmarks/bulk_floor.py --records 100000 [--task stage_diagnosis]
-        [--seed 7] [--json OUT]
+    python benchmarks/bulk_floor.py RECORDS.jsonl [--task stage_diagnosis]
+        [--json OUT]
 
 Per record: parse the line (`json.loads`), apply the core rule
 (`diagnose_stage` or `grade_extraction`), `json.dumps` a sample of about
 the size `tracegrade score` writes, and deflate it into a zip member, as a
 `.eval` log holds one a sample. No Inspect, no metrics, no results file:
 what the work costs at the least, on one core, to set `score` beside.
-The records are `bulk_scoring.py`'s, the same seed giving the same file.
+`bulk_scoring.py --floor` times it on its own records, beside each row.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import tempfile
 import time
 import zipfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.bulk_scoring import write_records
 from tracegrade.core import InvalidRecord, diagnose_stage, grade_extraction
 
 SAMPLE_PADDING = 1500
@@ -69,20 +67,20 @@ def floor(path: Path, task: str, archive: Path) -> dict[str, float]:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--records", type=int, default=100_000)
+    parser.add_argument("records", type=Path, help="a fixture-format JSON Lines file")
     parser.add_argument(
         "--task",
         choices=("stage_diagnosis", "ordered_extraction"),
         default="stage_diagnosis",
     )
-    parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as scratch:
-        records = Path(scratch) / "runs.jsonl"
-        write_records(records, args.task, args.records, args.seed)
-        measured = floor(records, args.task, Path(scratch) / "floor.zip")
-    report = {"task": args.task, "records": args.records, "seed": args.seed, **measured}
+    archive = args.records.with_name(args.records.name + ".floor.zip")
+    try:
+        measured = floor(args.records, args.task, archive)
+    finally:
+        archive.unlink(missing_ok=True)
+    report = {"task": args.task, "records": str(args.records), **measured}
     text = json.dumps(report, indent=2)
     print(text)
     if args.json is not None:
