@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from time import perf_counter
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
 from inspect_ai.log import (
     EvalConfig,
@@ -68,7 +68,8 @@ from .._inspect_internals import (
 from ..datasets import FixtureCase, case_sample_fields
 from ..scorers.outcome import ErrorInfo, data_error
 from ..tasks.replay import replay
-from .evallog import EvalLogWriter, StreamedReductions
+from .evallog import EvalLogWriter
+from .jsonlog import JsonLogWriter
 from .results import LightScores, RunResults, pooled_results
 from .samples import MODEL, SampleParts, SampleTemplates, uuid
 from .scoring import BulkTask, Problem, Timings, replayed_answer, replayed_store
@@ -77,40 +78,10 @@ UNREADABLE_INPUT_LIMIT = 2000
 UNREADABLE_ID_PREFIX = "line-"
 
 
-class LogWriter(Protocol):
-    """Where one log's parts go, in the order they are made.
-
-    A log is written under a working `.partial` name, `complete`d there
-    (whole and synced), and `publish`ed under its final name only when
-    every log of the run is complete.
-    """
-
-    partial: Path
-    published: Path | None
-    """Where `publish` put the log; None before."""
-
-    @property
-    def spooled(self) -> int:
-        """Bytes of samples written so far."""
-
-    def add(self, parts: SampleParts) -> None:
-        """One sample, as its parts; the writer builds it
-        (`SampleTemplates.build`) and serialises it (`evallog.sample_json`)."""
-
-    def suspend(self) -> None:
-        """Let go of what only adding samples needs; `resume` goes on."""
-
-    def resume(self) -> None:
-        """Go on adding samples after `suspend`."""
-
-    def complete(self, header: EvalLog, reductions: StreamedReductions | None) -> None:
-        """Write what remains and sync the file, still under `partial`."""
-
-    def publish(self, location: Path) -> None:
-        """Rename the completed file to `location`."""
-
-    def abort(self) -> str | None:
-        """Remove the partial file; its path if that failed, else None."""
+LogWriter = EvalLogWriter | JsonLogWriter
+"""Where one log's samples go: written under a working `.partial` name,
+`complete`d there (whole and synced), and `publish`ed under its final name
+only when every log of the run is complete."""
 
 
 def _now() -> str:
@@ -304,8 +275,6 @@ class BulkLog:
                 f"{self.base.name}-part{index}.{self.log_format}"
             )
             if self.log_format == "json":
-                from .jsonlog import JsonLogWriter
-
                 writer = JsonLogWriter(working, self._templates)
             else:
                 spec = self._spec(eval_id, task_id, sample_ids=None, part=None)

@@ -201,14 +201,6 @@ class ScoreRun:
                 f"cannot write into --log-dir {self.log_dir!r} ({error.strerror})"
             ) from None
         self.timings = self.log.timings
-        if self.results_path is None:
-            base = self.log.base
-            suffix = (
-                ".results.parquet"
-                if self.results_format == "parquet"
-                else ".results.jsonl"
-            )
-            self.results_path = str(base.with_name(base.name + suffix))
         self.scorer = LineScorer(
             bulk_task,
             self.path,
@@ -216,20 +208,29 @@ class ScoreRun:
             timings=self.timings,
             earlier=self.context.earlier,
         )
+        self._open_results(self.log.base)
+        if self.results is not None and self.results_format == "parquet":
+            self.parquet = ParquetResults(self.results.handle, self.task)
+
+    def _open_results(self, base: Path) -> None:
+        """The temporary results file (by default named like the logs,
+        `base`), or standard output."""
+        if self.results_path is None:
+            self.results_path = f"{base}.results.{self.results_format}"
         self.stream: IO[str] = sys.stdout
-        if self.results_path != "-":
-            parquet = self.results_format == "parquet"
-            try:
-                self.results = AtomicFile(
-                    self.results_path, binary=parquet, replace=self.replace
-                )
-                if parquet:
-                    self.parquet = ParquetResults(self.results.handle, self.task)
-            except OSError as error:
-                raise OutputError(
-                    f"cannot write the results {self.results_path!r} ({error.strerror})"
-                ) from None
-            self.stream = self.results.handle
+        if self.results_path == "-":
+            return
+        try:
+            self.results = AtomicFile(
+                self.results_path,
+                binary=self.results_format == "parquet",
+                replace=self.replace,
+            )
+        except OSError as error:
+            raise OutputError(
+                f"cannot write the results {self.results_path!r} ({error.strerror})"
+            ) from None
+        self.stream = self.results.handle
 
     def score_lines(self, advance: Callable[[int | None], None]) -> None:
         """Score every line; `advance` is told the bytes read so far (None

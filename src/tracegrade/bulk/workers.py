@@ -35,7 +35,7 @@ import types
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 from time import perf_counter
@@ -46,7 +46,6 @@ from inspect_ai.util import registry_info
 from .._inspect_internals import registry_unqualified_name
 from ..outputs import (
     PARTIAL_SUFFIX,
-    AtomicFile,
     OutputError,
     publish_output,
     sync_directory,
@@ -93,36 +92,25 @@ class RangeJob:
     identity: RunIdentity
     context: PartsContext
 
-    @property
-    def results_path(self) -> str:
-        base = self.identity.base
-        return str(base.with_name(f"{base.name}-lines{self.index}.results"))
-
 
 @dataclass
 class RangeOutcome:
     summary: ScoreSummary
+    """Its logs complete under their `.partial` names, and its results."""
     presence: FieldPresence
     timings: Timings
-    logs: list[str]
-    """The range's logs, complete, under their `.partial` names."""
     scores: list[LightScores]
     line_like_ids: set[str]
     first_seen: list[tuple[bytes, int]]
-    results_path: str | None
-    """None: no records, nothing written."""
 
 
 def score_range(job: RangeJob) -> RangeOutcome:
     """Score one range into its logs and results file; on any failure,
     remove them and raise."""
+    base = job.identity.base
     run = ScoreRun(
-        job.task,
-        job.path,
-        job.log_dir,
-        job.results_path,
-        job.log_format,
-        job.max_samples_per_log,
+        *(job.task, job.path, job.log_dir, f"{base}-lines{job.index}.results"),
+        *(job.log_format, job.max_samples_per_log),
         replace=True,
         results_format=job.results_format,
         lines=job.lines,
@@ -141,14 +129,12 @@ def score_range(job: RangeJob) -> RangeOutcome:
         raise
     assert run.log is not None
     return RangeOutcome(
-        summary=run.summary,
-        presence=run.presence,
-        timings=run.timings,
-        logs=run.summary.logs,
-        scores=[] if run.written is None else run.written.scores,
-        line_like_ids=run.log.line_like_ids,
-        first_seen=run.first_seen,
-        results_path=run.summary.results,
+        run.summary,
+        run.presence,
+        run.timings,
+        [] if run.written is None else run.written.scores,
+        run.log.line_like_ids,
+        run.first_seen,
     )
 
 
@@ -220,56 +206,28 @@ class WorkerPool:
                 process.join(_JOIN)
 
 
-@dataclass
-class WorkersRun:
+class WorkersRun(ScoreRun):
     """A `ScoreRun` in workers: the same outputs, summary and faults."""
 
-    task: str
-    path: str
-    log_dir: str
-    out: str | None
-    log_format: str
-    max_samples_per_log: int
-    ranges: list[LineRange]
-    workers: int
-    replace: bool
-    results_format: str = "jsonl"
-    summary: ScoreSummary = field(init=False)
-    timings: Timings = field(default_factory=Timings)
-    last_line: int = 0
-    finishing: bool = False
-
-    def __post_init__(self) -> None:
-        self.begun = perf_counter()
-        self.summary = ScoreSummary(task=self.task, path=self.path)
-        self.results_path = self.out
-        self.results: AtomicFile | None = None
+    def __init__(
+        self, *args: Any, ranges: list[LineRange], workers: int, **options: Any
+    ) -> None:
+        super().__init__(*args, **options)
+        self.ranges = ranges
+        self.workers = workers
+        self.timings = Timings()
         self.pool: WorkerPool | None = None
         self.outcomes: list[RangeOutcome] = []
         self.published: list[str] = []
 
     def open(self) -> None:
-        bulk_task = TASKS[self.task]
-        self.identity = new_identity(
-            Path(self.log_dir), registry_info(bulk_task.task).name, uuid()
-        )
-        if self.results_path is None:
-            base = self.identity.base
-            self.results_path = f"{base}.results.{self.results_format}"
-        if self.results_path != "-":
-            try:
-                self.results = AtomicFile(
-                    self.results_path,
-                    binary=self.results_format == "parquet",
-                    replace=self.replace,
-                )
-            except OSError as error:
-                raise OutputError(
-                    f"cannot write the results {self.results_path!r} ({error.strerror})"
-                ) from None
+        task_name = registry_info(TASKS[self.task].task).name
+        self.identity = new_identity(Path(self.log_dir), task_name, uuid())
+        self._open_results(self.identity.base)
         self.pool = WorkerPool(self.workers)
 
     def _job(self, index: int, context: PartsContext) -> RangeJob:
+        assert self.identity is not None
         return RangeJob(
             self.task,
             self.path,
@@ -333,7 +291,7 @@ class WorkersRun:
         self.summary.warnings = presence.warnings(self.path)
         warnings = [warning["message"] for warning in self.summary.warnings]
         taken = set().union(*(outcome.line_like_ids for outcome in self.outcomes))
-        total = sum(len(outcome.logs) for outcome in self.outcomes)
+        total = sum(len(outcome.summary.logs) for outcome in self.outcomes)
         contexts: list[PartsContext] = []
         first_index = 1
         for outcome, repeats in zip(self.outcomes, earlier, strict=True):
@@ -347,12 +305,12 @@ class WorkersRun:
                     earlier=repeats,
                 )
             )
-            first_index += len(outcome.logs)
+            first_index += len(outcome.summary.logs)
         return contexts
 
     @staticmethod
     def _remove(outcome: RangeOutcome) -> None:
-        for path in [*outcome.logs, outcome.results_path]:
+        for path in [*outcome.summary.logs, outcome.summary.results]:
             if path is not None:
                 Path(path).unlink(missing_ok=True)
 
@@ -361,8 +319,9 @@ class WorkersRun:
         sum the ranges' counts and metrics."""
         self.finishing = True
         self._gather_results()
-        total = sum(len(outcome.logs) for outcome in self.outcomes)
-        logs = [log for outcome in self.outcomes for log in outcome.logs]
+        total = sum(len(outcome.summary.logs) for outcome in self.outcomes)
+        logs = [log for outcome in self.outcomes for log in outcome.summary.logs]
+        assert self.identity is not None
         locations = [
             log_location(self.identity.base, index, total, self.log_format)
             for index in range(1, total + 1)
@@ -378,7 +337,7 @@ class WorkersRun:
         self.pool.close()
 
     def _gather_results(self) -> None:
-        chunks = [o.results_path for o in self.outcomes if o.results_path is not None]
+        chunks = [o.summary.results for o in self.outcomes if o.summary.results]
         if self.results_format == "parquet":
             import pyarrow.parquet as pq
 
@@ -415,16 +374,14 @@ class WorkersRun:
 
     def _sum_metrics(self, locations: list[Path]) -> None:
         summary = self.summary
-        scores = [part for outcome in self.outcomes for part in outcome.scores]
-        bulk_task = TASKS[self.task]
-        scorer = bulk_task.make_scorer()
+        scorer = TASKS[self.task].make_scorer()
         template = RunResults(scorer, registry_unqualified_name(scorer), self.log_dir)
         template.close()
-        runs = []
-        for part in scores:
-            run = copy.copy(template)
-            run.scores = part
-            runs.append(run)
+        runs = [
+            _with_scores(template, part)
+            for outcome in self.outcomes
+            for part in outcome.scores
+        ]
         summary.metrics = metrics_of(pooled_results(runs, summary.records))
         summary.logs = [str(location) for location in locations]
         summary.results = self.results_path
@@ -441,13 +398,20 @@ class WorkersRun:
         if self.pool is not None:
             self.pool.kill()
         left = [] if self.results is None else [self.results.discard()]
-        if hasattr(self, "identity"):
+        if self.identity is not None:
             base = self.identity.base
             for path in glob.glob(glob.escape(str(base)) + "-*"):
                 if path.endswith((PARTIAL_SUFFIX, ".results")):
                     left.append(_removed(path))
         left.extend(_removed(path) for path in self.published)
         return [path for path in left if path is not None]
+
+
+def _with_scores(template: RunResults, scores: LightScores) -> RunResults:
+    """One log's results, its scores from a worker."""
+    results = copy.copy(template)
+    results.scores = scores
+    return results
 
 
 def _removed(path: str) -> str | None:
@@ -461,43 +425,14 @@ def _removed(path: str) -> str | None:
     return None
 
 
-def score_run(
-    task: str,
-    path: str,
-    log_dir: str,
-    out: str | None,
-    log_format: str,
-    max_samples_per_log: int,
-    *,
-    replace: bool,
-    results_format: str,
-    workers: int,
-) -> ScoreRun | WorkersRun:
-    """A run in workers for a large regular file, else in this process."""
+def score_run(*args: Any, workers: int, **options: Any) -> ScoreRun:
+    """A run in workers for a large regular file, else in this process
+    (`ScoreRun`'s arguments)."""
+    path, max_samples_per_log = args[1], args[5]
     ranges = _planned_ranges(path, workers, max_samples_per_log)
     if len(ranges) < 2:
-        return ScoreRun(
-            task,
-            path,
-            log_dir,
-            out,
-            log_format,
-            max_samples_per_log,
-            replace=replace,
-            results_format=results_format,
-        )
-    return WorkersRun(
-        task,
-        path,
-        log_dir,
-        out,
-        log_format,
-        max_samples_per_log,
-        ranges,
-        workers,
-        replace,
-        results_format,
-    )
+        return ScoreRun(*args, **options)
+    return WorkersRun(*args, ranges=ranges, workers=workers, **options)
 
 
 def _planned_ranges(path: str, workers: int, max_lines: int) -> list[LineRange]:
