@@ -656,6 +656,10 @@ class EvalArchive:
         for close in closing:
             with contextlib.suppress(OSError, ValueError, MemoryError):
                 close()
+        if self._zip is not None:
+            # A close refused mid-member (out of memory there) would be
+            # tried again when the zip is collected, and print that it failed.
+            self._zip.fp = None
         self.partial.unlink(missing_ok=True)
 
     def __enter__(self) -> EvalArchive:
