@@ -5,6 +5,7 @@ repeated ids found across ranges and a field no record has warned of."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -137,19 +138,58 @@ def test_a_plain_script_starting_workers_is_not_run_again(tmp_path: Path) -> Non
     assert (tmp_path / "ran").read_text() == "once\n"
 
 
-def test_workers_default_to_the_usable_cores() -> None:
-    assert workers.default_workers() >= 1
-    assert (
-        workers.score_run(
-            "stage_diagnosis",
-            "-",
-            "logs",
-            None,
-            "eval",
-            10,
+def test_only_a_large_regular_file_is_scored_in_workers(tmp_path: Path) -> None:
+    line = json.dumps({"id": "run", "input": {}}) + "\n"
+    small = tmp_path / "small.jsonl"
+    small.write_text(line * (workers.PARALLEL_FROM // 16 // len(line) + 1))
+    large = tmp_path / "large.jsonl"
+    large.write_text(line * (workers.PARALLEL_FROM // len(line) + 1))
+
+    def kind(path: Path | str, count: int | None) -> str:
+        run = workers.score_run(
+            *("stage_diagnosis", str(path), "logs", None, "eval", 75_000),
             replace=False,
             results_format="jsonl",
-            workers=8,
-        ).__class__.__name__
-        == "ScoreRun"
-    )  # stdin: in this process
+            workers=count,
+        )
+        return type(run).__name__
+
+    cores = workers.default_workers()
+    assert kind(large, None) == ("WorkersRun" if cores > 1 else "ScoreRun")
+    assert kind(small, None) == "ScoreRun"  # by default, from 16 MiB
+    assert kind(small, 2) == "WorkersRun"  # asked for, from 1 MiB
+    assert kind(large, 1) == "ScoreRun"
+    assert kind("-", 8) == "ScoreRun"  # standard input
+
+
+def test_a_start_up_banner_on_stdout_does_not_reach_the_workers_replies(
+    tmp_path: Path,
+) -> None:
+    """A `sitecustomize` that prints a line runs in every worker too; their
+    replies travel on multiprocessing's pipes, where nothing else writes."""
+    write_runs(tmp_path / "runs.jsonl")
+    startup = tmp_path / "startup"
+    startup.mkdir()
+    (startup / "sitecustomize.py").write_text("print('welcome to this machine')\n")
+    script = (
+        "from tracegrade.bulk import workers\n"
+        "from tracegrade.cli import run\n"
+        "workers.PARALLEL_FROM = 0\n"
+        "run()\n"
+    )
+    done = subprocess.run(
+        [
+            *(sys.executable, "-c", script, "score", "stage_diagnosis"),
+            *("runs.jsonl", "--workers", "2", "--log-dir", "logs", "--json"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(startup)},
+    )
+    assert done.returncode == 1, done.stderr  # the broken line
+    banners, _, summary = done.stdout.partition("{")
+    # Each process's banner, however they interleave, and nothing else.
+    assert banners.count("welcome") >= 3
+    assert not banners.replace("welcome to this machine", "").strip()
+    assert json.loads("{" + summary)["records"] == 603

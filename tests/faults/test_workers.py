@@ -38,14 +38,15 @@ pytestmark = [
 ]
 
 LARGE_RECORDS = 30_000
-"""Stage records of `write_stage_records` well past `workers.PARALLEL_FROM`."""
+"""Stage records of `write_stage_records` well past where `--workers 2`
+scores in workers (`workers.PARALLEL_FROM // 16`)."""
 
 
 @pytest.fixture(scope="module")
 def large_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("large-input") / "runs.jsonl"
     write_stage_records(path, LARGE_RECORDS)
-    assert path.stat().st_size >= workers.PARALLEL_FROM
+    assert path.stat().st_size >= workers.PARALLEL_FROM // 16  # with --workers
     return path
 
 

@@ -58,9 +58,11 @@ from .run import ScoreRun, ScoreSummary, metrics_of
 from .samples import uuid
 from .scoring import LINE_ERRORS, TASKS, DiskIds, Timings
 
-PARALLEL_FROM: Final = 1 << 20
-"""Input bytes from which a run is scored by workers: below it, starting
-them costs about what they save (`docs/speed.md`)."""
+PARALLEL_FROM: Final = 16 << 20
+"""Input bytes from which a run is scored by workers by default: each
+worker's start-up (an interpreter importing Inspect) costs seconds of a
+core, worth it only where the scoring takes far longer (`docs/speed.md`).
+Asked for with `--workers`, from a sixteenth of it."""
 _WAIT: Final = 0.5
 """Seconds between looks at whether a worker has died."""
 _JOIN: Final = 5.0
@@ -79,7 +81,8 @@ class WorkerDied(OutputError):
 
 @dataclass(frozen=True)
 class RangeJob:
-    """One range of a run, as a worker (or a Ray task) is handed it."""
+    """One range of a run, as a worker is handed it (picklable: any pool
+    of processes can run `score_range` on it)."""
 
     task: str
     path: str
@@ -425,23 +428,27 @@ def _removed(path: str) -> str | None:
     return None
 
 
-def score_run(*args: Any, workers: int, **options: Any) -> ScoreRun:
+def score_run(*args: Any, workers: int | None, **options: Any) -> ScoreRun:
     """A run in workers for a large regular file, else in this process
-    (`ScoreRun`'s arguments)."""
+    (`ScoreRun`'s arguments); `workers` None for the usable cores."""
     path, max_samples_per_log = args[1], args[5]
-    ranges = _planned_ranges(path, workers, max_samples_per_log)
+    smallest = PARALLEL_FROM if workers is None else PARALLEL_FROM // 16
+    workers = workers or default_workers()
+    ranges = _planned_ranges(path, workers, max_samples_per_log, smallest)
     if len(ranges) < 2:
         return ScoreRun(*args, **options)
     return WorkersRun(*args, ranges=ranges, workers=workers, **options)
 
 
-def _planned_ranges(path: str, workers: int, max_lines: int) -> list[LineRange]:
+def _planned_ranges(
+    path: str, workers: int, max_lines: int, smallest: int
+) -> list[LineRange]:
     if workers < 2 or path == "-":
         return []
     try:
         status = os.stat(path)
     except OSError:
         return []  # reading it says what is wrong
-    if not stat.S_ISREG(status.st_mode) or status.st_size < PARALLEL_FROM:
+    if not stat.S_ISREG(status.st_mode) or status.st_size < smallest:
         return []
     return plan_ranges(path, workers, max_lines)

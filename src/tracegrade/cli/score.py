@@ -113,8 +113,9 @@ def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
     "--workers",
     type=click.IntRange(min=1),
     default=None,
-    help="Worker processes scoring a large file's parts side by side "
-    "(default: the usable cores; 1 scores in this process).",
+    help="Worker processes scoring a large file's parts side by side, from "
+    "1 MiB of input (default: the usable cores, from 16 MiB; 1 scores in "
+    "this process).",
 )
 @progress_option
 def score(
@@ -152,9 +153,9 @@ def score(
     A run of more than --max-samples-per-log samples is split into logs of
     at most that many (NAME-part01of14.eval, ...), each with its own
     samples and metrics, sharing one run id; `tracegrade report` pools
-    them, and the summary printed here is over the whole run. A large file
-    is cut into such parts, at least one per worker (--workers), each
-    scored and written by a worker process of its own.
+    them, and the summary printed here is over the whole run. A file of
+    16 MiB or more (1 MiB with --workers) is cut into such parts, at least
+    one per worker, each scored and written by a worker process of its own.
 
     A bad line does not stop the run. A line that is not JSON, not a
     fixture case, or repeats a sample id becomes an error entry with its
@@ -203,7 +204,7 @@ def score(
     if out not in (None, "-"):
         check_output(out, inputs=[path], option="--out", force=force)
     # Before anything is made: an Inspect too old for the writer says so.
-    from ..bulk.workers import default_workers, score_run
+    from ..bulk.workers import score_run
 
     log_dir = _make_log_dir(log_dir)
 
@@ -216,7 +217,7 @@ def score(
         max_samples_per_log,
         replace=force,
         results_format=results_format,
-        workers=workers or default_workers(),
+        workers=workers,
     )
     try:
         run.open()
