@@ -14,7 +14,7 @@ are written to a fixture-format file, and for each N and log format:
 - for an `.eval` log, `inspect view` serves the log directory and a fresh
   headless Chromium navigates to the sample list of the log (the first
   part when split): the seconds until the first sample shows, measured by
-  `scripts/screenshot_bulk_viewer.py`'s own functions, so both scripts time
+  `scripts/screenshots.py bulk`'s own functions, so both scripts time
   the same thing. Without Chromium (or with --no-viewer) the figure is null
   with the reason;
 - a one-record run of the same task and format gives the memory every run
@@ -34,7 +34,11 @@ scores the first M records in each format and its log is compared with
 `--baseline REV` also runs, right after each row's run, the same command
 with the `tracegrade` of git revision REV (its `src/` first on
 PYTHONPATH): a machine that runs slower one hour than the next slows
-both alike, so the pair shows what the code since REV changed.
+both alike, so the pair shows what the code since REV changed. `--floor`
+also times `benchmarks/bulk_floor.py`'s standard-library floor on the
+same records (one core). With either, `--repeats N` more rounds of the
+three, alternating, give each row its medians and its ratios to both
+(`paired`).
 
 Scratch files go to a temporary directory and each run's logs are deleted
 once measured (1M records write gigabytes). The report goes to --json
@@ -46,7 +50,8 @@ without measuring anything.
         [--formats eval,json] [--tasks stage_diagnosis,ordered_extraction]
         [--inspect-records 2000] [--max-samples-per-log N] [--seed 7]
         [--viewer/--no-viewer] [--viewer-give-up-seconds 120]
-        [--chromium PATH] [--baseline REV] [--json OUT] [--markdown OUT]
+        [--chromium PATH] [--baseline REV] [--floor] [--repeats N]
+        [--json OUT] [--markdown OUT]
         [--render JSON]
 """
 
@@ -58,6 +63,7 @@ import os
 import platform
 import random
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -302,7 +308,7 @@ class Viewer:
         if str(SCRIPTS) not in sys.path:
             sys.path.insert(0, str(SCRIPTS))
         try:
-            from screenshot_report import ScreenshotError, find_chromium
+            from screenshots import ScreenshotError, find_chromium
         except ImportError as error:  # aiohttp, which the browser driver needs
             self.unavailable = f"cannot drive a browser: {error}"
             return
@@ -334,8 +340,8 @@ class Viewer:
         if self.binary is None:
             shown["reason"] = self.unavailable
             return shown
-        from screenshot_bulk_viewer import time_sample_list
-        from screenshot_report import ScreenshotError
+        from screenshots import time_sample_list
+        from screenshots import ScreenshotError
 
         try:
             timing = time_sample_list(
@@ -508,11 +514,11 @@ def traced_add_sample(self, *args, **kwargs):
             seen["first"] = tracemalloc.take_snapshot()
             seen["first_bytes"] = tracemalloc.get_traced_memory()[0]
 
-def traced_finish(self):
+def traced_finish(self, **options):
     seen["last_resident"] = resident()
     if not tracing:
         try:
-            return finish(self)
+            return finish(self, **options)
         finally:
             seen["finished_resident"] = resident()
     current, peak = tracemalloc.get_traced_memory()
@@ -535,7 +541,7 @@ def traced_finish(self):
     ]
     tracemalloc.reset_peak()
     try:
-        return finish(self)
+        return finish(self, **options)
     finally:
         seen["peak_bytes_while_finishing"] = tracemalloc.get_traced_memory()[1]
 
@@ -569,6 +575,7 @@ def run_tracer(
     command = tracegrade_command(
         task, dataset, log_dir, log_format, max_samples_per_log
     )[3:]
+    command += ["--workers", "1"]  # the loop in this process, where it is traced
     run_measured([sys.executable, "-c", TRACER, str(out), str(frames), *command], work)
     seen: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
     shutil.rmtree(log_dir)
@@ -679,6 +686,55 @@ def score_once(
         env,
     )
     return measured, json.loads(measured.stdout)
+
+
+def alternate(
+    task: str,
+    dataset: Path,
+    log_dir: Path,
+    log_format: str,
+    args: argparse.Namespace,
+    work: Path,
+    baseline_env: dict[str, str] | None,
+) -> dict[str, Any]:
+    """`args.repeats` rounds of this code, the baseline and the floor in
+    turn on the same records: each one's medians, and the ratios of ours."""
+    from benchmarks.bulk_floor import floor
+
+    runs: dict[str, list[dict[str, float]]] = {"tracegrade": []}
+    if baseline_env is not None:
+        runs["baseline"] = []
+    if args.floor:
+        runs["floor"] = []
+    for _ in range(args.repeats):
+        for name in runs:
+            if name == "floor":
+                timed = floor(dataset, task, work / "floor.zip")
+                runs[name].append({k: timed[k] for k in ("seconds", "cpu_seconds")})
+                (work / "floor.zip").unlink()
+                continue
+            env = baseline_env if name == "baseline" else None
+            measured, _ = score_once(
+                task, dataset, log_dir, log_format, args.max_samples_per_log, work, env
+            )
+            shutil.rmtree(log_dir)
+            runs[name].append(
+                {
+                    "seconds": measured.seconds,
+                    "cpu_seconds": measured.cpu_seconds,
+                    "peak_mib": measured.peak_mib,
+                }
+            )
+    paired: dict[str, Any] = {
+        name: {key: statistics.median(run[key] for run in done) for key in done[0]}
+        | {"runs": [run["seconds"] for run in done]}
+        for name, done in runs.items()
+    }
+    ours = paired["tracegrade"]["seconds"]
+    for name in ("baseline", "floor"):
+        if name in paired:
+            paired[f"ratio_to_{name}"] = ours / paired[name]["seconds"]
+    return paired
 
 
 @dataclass
@@ -833,6 +889,10 @@ def bench_task(
                     "cpu_seconds": before.cpu_seconds,
                     "peak_mib": before.peak_mib,
                 }
+            if (baseline_env is not None or args.floor) and args.repeats:
+                rows[-1]["paired"] = alternate(
+                    task, dataset, log_dir, log_format, args, work, baseline_env
+                )
         if dataset != full:
             dataset.unlink()
     full.unlink()
@@ -880,6 +940,10 @@ def command_line(args: argparse.Namespace) -> str:
     line += " --viewer" if args.viewer else " --no-viewer"
     if args.baseline is not None:
         line += f" --baseline={args.baseline}"
+    if args.floor:
+        line += " --floor"
+    if args.baseline is not None or args.floor:
+        line += f" --repeats={args.repeats}"
     return line
 
 
@@ -955,7 +1019,9 @@ def viewer_text(row: dict[str, Any]) -> str:
     return "-" if row["format"] != "eval" else "n/a"
 
 
-def table_cells(row: dict[str, Any], with_baseline: bool = False) -> list[str]:
+def table_cells(
+    row: dict[str, Any], with_baseline: bool = False, with_paired: bool = False
+) -> list[str]:
     ours = row["tracegrade"]
     before = row.get("baseline")
     return [
@@ -964,6 +1030,7 @@ def table_cells(row: dict[str, Any], with_baseline: bool = False) -> list[str]:
         f".{row['format']}",
         f"{ours['seconds']:.1f}",
         *([f"{before['seconds']:.1f}" if before else "-"] if with_baseline else []),
+        *paired_cells(row, with_baseline and with_paired),
         f"{ours['records_per_s']:,.0f}",
         f"{ours['peak_mib']:,.0f}",
         f"{ours['log_bytes'] / 1e6:,.1f}",
@@ -989,17 +1056,32 @@ COLUMNS = (
 )
 
 
+def paired_cells(row: dict[str, Any], with_baseline: bool) -> list[str]:
+    """The alternating runs' ratios, where the report has them."""
+    if not with_baseline:
+        return []
+    paired = row.get("paired") or {}
+    return [
+        f"{paired[name]:.2f}" if name in paired else "-"
+        for name in ("ratio_to_baseline", "ratio_to_floor")
+    ]
+
+
 def table_columns(report: dict[str, Any]) -> tuple[str, ...]:
-    """The table's columns: "before s" beside "seconds" with a baseline."""
+    """The table's columns: "before s" beside "seconds" with a baseline,
+    and the alternating runs' ratios to it and to the floor."""
     if not report.get("baseline"):
         return COLUMNS
-    return (*COLUMNS[:4], "before s", *COLUMNS[4:])
+    if not any("paired" in row for row in report["rows"]):
+        return (*COLUMNS[:4], "before s", *COLUMNS[4:])
+    return (*COLUMNS[:4], "before s", "vs before", "vs floor", *COLUMNS[4:])
 
 
 def table_rows(report: dict[str, Any]) -> list[list[str]]:
     """The table's cells, row by row, under `table_columns(report)`."""
     with_baseline = bool(report.get("baseline"))
-    return [table_cells(row, with_baseline) for row in report["rows"]]
+    with_paired = any("paired" in row for row in report["rows"])
+    return [table_cells(row, with_baseline, with_paired) for row in report["rows"]]
 
 
 def markdown(report: dict[str, Any], source: str) -> str:
@@ -1186,6 +1268,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--baseline",
         metavar="REV",
         help="also time each row with the tracegrade of this git revision",
+    )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also time the standard-library floor (benchmarks/bulk_floor.py)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=3,
+        metavar="N",
+        help="alternating rounds of this code, the baseline and the floor",
     )
     parser.add_argument("--json", type=Path, default=DEFAULT_JSON, metavar="OUT")
     parser.add_argument(

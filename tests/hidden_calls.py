@@ -10,9 +10,9 @@ step of STEPS.json runs in this process, in order: `["tracegrade", ARGS...]`
 as the `tracegrade` program runs it (its exit code kept; an argument with
 a `*` is the one file it matches then), or
 `["inspect-eval", TASK, LOG_DIR]` through `inspect_ai.eval` (the log's
-status kept), or `["writer-process"]`: from then on `tracegrade score`
-writes `.eval` in a child process whatever the input's size, and the
-child hides the same calls as it starts (a `sitecustomize` on its path),
+status kept), or `["workers"]`: from then on `tracegrade score`
+scores in worker processes whatever the input's size, and each
+worker hides the same calls as it starts (a `sitecustomize` on its path),
 saying so in `hidden-in-child`. The results go to stdout as one JSON list.
 
 What it cannot hide is the kernel (paths, file locks and signals still
@@ -89,12 +89,12 @@ def hide(platform: str) -> None:
             delattr(signal, name)
 
 
-def write_in_a_child_process(platform: str) -> None:
-    """`tracegrade score`'s `.eval` writer in a child (`bulk.spawned`) from
-    now on, with `platform`'s calls hidden there too."""
-    from tracegrade.bulk import spawned
+def score_in_workers(platform: str) -> None:
+    """`tracegrade score` in worker processes (`bulk.workers`) from now on,
+    with `platform`'s calls hidden there too."""
+    from tracegrade.bulk import workers
 
-    spawned.WRITER_PROCESS_FROM = 0  # type: ignore[misc]
+    workers.PARALLEL_FROM = 0  # type: ignore[misc]
     startup = os.path.abspath("child-startup")
     os.makedirs(startup, exist_ok=True)
     with open(os.path.join(startup, "sitecustomize.py"), "w") as hook:
@@ -115,8 +115,8 @@ def run_step(step: list[str], platform: str) -> Any:
     # A pattern stands for the one file it matches when the step runs (the
     # log an earlier step wrote, named as it was written).
     step = [_one(argument) if "*" in argument else argument for argument in step]
-    if step[0] == "writer-process":
-        write_in_a_child_process(platform)
+    if step[0] == "workers":
+        score_in_workers(platform)
         return 0
     if step[0] == "inspect-eval":
         from inspect_ai import eval

@@ -47,6 +47,8 @@ def bulk(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path
             "--no-viewer",
             # The committed tree's own tracegrade, as a baseline would be.
             "--baseline=HEAD",
+            "--floor",
+            "--repeats=2",
             f"--json={out}",
         ],
         env=SUBPROCESS_ENV,
@@ -92,6 +94,25 @@ def test_bulk_report_has_a_row_per_size_and_format(
 
 
 @pytest.mark.benchmark
+def test_bulk_rows_alternate_with_the_baseline_and_the_floor(
+    bulk: tuple[dict[str, Any], Path],
+) -> None:
+    report, out = bulk
+    for row in report["rows"]:
+        paired = row["paired"]
+        for name in ("tracegrade", "baseline", "floor"):
+            assert len(paired[name]["runs"]) == 2, name
+        assert paired["ratio_to_baseline"] == (
+            paired["tracegrade"]["seconds"] / paired["baseline"]["seconds"]
+        )
+        assert paired["ratio_to_floor"] == (
+            paired["tracegrade"]["seconds"] / paired["floor"]["seconds"]
+        )
+    header = out.with_suffix(".md").read_text(encoding="utf-8").splitlines()[2]
+    assert "| before s | vs before | vs floor |" in header
+
+
+@pytest.mark.benchmark
 def test_bulk_answers_are_inspect_evals(
     bulk: tuple[dict[str, Any], Path],
 ) -> None:
@@ -124,7 +145,7 @@ def test_bulk_report_says_how_where_and_against_which_targets(
     report, _ = bulk
     assert report["command"].startswith("python benchmarks/bulk_scoring.py")
     assert f"--max-samples-per-log={PER_LOG}" in report["command"]
-    assert report["command"].endswith(" --baseline=HEAD")
+    assert report["command"].endswith(" --baseline=HEAD --floor --repeats=2")
     assert report["baseline"] == "HEAD"
     assert report["machine"]["cpus"] >= 1
     assert report["inspect_ai"].count(".") == 2
@@ -174,7 +195,7 @@ def test_bulk_markdown_is_rendered_from_the_json(
     table = [line for line in written.splitlines() if line.startswith("| stage")]
     assert len(table) == 1
     assert table[0].startswith(f"| stage_diagnosis | {BULK_RECORDS} | .eval |")
-    assert "| seconds | before s | records/s |" in written
+    assert "| seconds | before s | vs before | vs floor | records/s |" in written
     report, _ = bulk
     before = report["rows"][0]["baseline"]["seconds"]
     assert table[0].split(" | ")[4] == f"{before:.1f}"
@@ -287,7 +308,7 @@ def test_a_measured_peak_is_the_childs_own_not_its_parents(tmp_path: Path) -> No
         assert "os.wait4(" not in text, script
 
 
-@pytest.mark.parametrize("name", ["bulk_scoring", "bulk_thread", "bulk_writer"])
+@pytest.mark.parametrize("name", ["bulk_scoring", "bulk_workers"])
 def test_each_committed_table_is_its_json_rendered(name: str, tmp_path: Path) -> None:
     """The docs quote the Markdown; it must be the committed run's, and say
     which JSON to rerun."""

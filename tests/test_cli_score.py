@@ -44,7 +44,6 @@ from tests.commands import run_inspect
 from tests.support import deflated, stored_member, write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.bulk import log as bulk_log
-from tracegrade.bulk import spawned
 from tracegrade.bulk.evallog import sample_member
 from tracegrade.cli import main
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
@@ -203,13 +202,9 @@ def inspect_eval_logs(
 @pytest.fixture(
     scope="module",
     params=[
-        (task, log_format, writer)
+        (task, log_format)
         for task in sorted(TASK_FUNCTIONS)
-        for log_format, writer in (
-            ("eval", "thread"),
-            ("eval", "process"),
-            ("json", "inline"),
-        )
+        for log_format in ("eval", "json")
     ],
     ids=lambda param: "-".join(param),
 )
@@ -221,10 +216,9 @@ def log_pair(
     """The `.json` log of `inspect eval` is its `.eval` log written again by
     `write_eval_log`, the very writer (`JSONRecorder.write_log`) `inspect
     eval --log-format json` ends its log with, so one eval serves both
-    formats. A large input's `.eval` log is written by a process of its
-    own (`bulk.spawned`), a small one's on a thread: both are held to
-    `inspect eval`'s."""
-    task, log_format, writer = request.param
+    formats. A large input's logs, written by workers, are held to these
+    (`test_workers_write_the_samples_of_one_process`)."""
+    task, log_format = request.param
     inspect_log = inspect_eval_logs[task]
     tmp_path = tmp_path_factory.mktemp(f"{task}-{log_format}")
     path = f"{task}.jsonl"
@@ -236,12 +230,9 @@ def log_pair(
         inspect_log = in_json
     with pytest.MonkeyPatch.context() as monkeypatch:
         monkeypatch.chdir(tmp_path)
-        if writer == "process":
-            monkeypatch.setattr(spawned, "WRITER_PROCESS_FROM", 0)
         result, summary = score_file(
             task, path, Path("tracegrade-logs"), "--log-format", log_format
         )
-        assert spawned.writes_in_a_process(path) == (writer == "process")
     assert result.exit_code == 0
     return LogPair(
         task,

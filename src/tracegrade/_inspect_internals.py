@@ -91,7 +91,7 @@ Mirrored, with the test that holds each copy to Inspect's output:
 
 Not Inspect's, but private all the same: the standard library's
 `zipfile._get_compressor`, which `bulk.evallog.deflating_with_isal` wraps
-in the `.eval` writer process (as `zipfile_zstd` wraps it for Inspect);
+while `tracegrade score` writes `.eval` (as `zipfile_zstd` wraps it for Inspect);
 `tests/test_evalarchive.py` fails the day zipfile stops calling it.
 """
 

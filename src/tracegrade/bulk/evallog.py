@@ -27,7 +27,7 @@ Members are deflated (level 1) where Inspect uses zstd: every reader,
 the viewer included, reads both, zipfile writes deflate without a patch,
 and on these members of a few kilobytes the two compress alike
 (`docs/speed.md`). Deflating is most of a member's cost; `tracegrade
-score`'s writer thread does it with ISA-L, the faster of the two
+score` does it with ISA-L, the faster of the two
 (`deflating_with_isal`). The summaries
 and reductions are streamed into the archive with ZIP64 sizes, as
 Inspect streams a member.
@@ -373,7 +373,7 @@ def deflating_with_isal() -> Iterator[None]:
     to choose its compressor, so this wraps its private `_get_compressor`
     while any thread is in the block, as `zipfile_zstd` (which Inspect
     imports) wraps it for good; `tests/test_evalarchive.py` fails if
-    zipfile stops calling it. `tracegrade score`'s writer thread, which
+    zipfile stops calling it. `tracegrade score`'s scoring loop, which
     writes the run's logs, runs inside it.
     """
     global _isal_users, _stdlib_compressor
@@ -656,6 +656,10 @@ class EvalArchive:
         for close in closing:
             with contextlib.suppress(OSError, ValueError, MemoryError):
                 close()
+        if self._zip is not None:
+            # A close refused mid-member (out of memory there) would be
+            # tried again when the zip is collected, and print that it failed.
+            self._zip.fp = None
         self.partial.unlink(missing_ok=True)
 
     def __enter__(self) -> EvalArchive:

@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from time import perf_counter
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
 from inspect_ai.log import (
     EvalConfig,
@@ -68,50 +68,20 @@ from .._inspect_internals import (
 from ..datasets import FixtureCase, case_sample_fields
 from ..scorers.outcome import ErrorInfo, data_error
 from ..tasks.replay import replay
-from .evallog import StreamedReductions
-from .results import RunResults, pooled_results
+from .evallog import EvalLogWriter
+from .jsonlog import JsonLogWriter
+from .results import LightScores, RunResults, pooled_results
 from .samples import MODEL, SampleParts, SampleTemplates, uuid
 from .scoring import BulkTask, Problem, Timings, replayed_answer, replayed_store
-from .threaded import ServedEvalLogWriter, WriterServer, WriterThread
 
 UNREADABLE_INPUT_LIMIT = 2000
 UNREADABLE_ID_PREFIX = "line-"
 
 
-class LogWriter(Protocol):
-    """Where one log's parts go, in the order they are made.
-
-    A log is written under a working `.partial` name, `complete`d there
-    (whole and synced), and `publish`ed under its final name only when
-    every log of the run is complete.
-    """
-
-    partial: Path
-    published: Path | None
-    """Where `publish` put the log; None before."""
-
-    @property
-    def spooled(self) -> int:
-        """Bytes of samples written so far."""
-
-    def add(self, parts: SampleParts) -> None:
-        """One sample, as its parts; the writer builds it
-        (`SampleTemplates.build`) and serialises it (`evallog.sample_json`)."""
-
-    def suspend(self) -> None:
-        """Let go of what only adding samples needs; `resume` goes on."""
-
-    def resume(self) -> None:
-        """Go on adding samples after `suspend`."""
-
-    def complete(self, header: EvalLog, reductions: StreamedReductions | None) -> None:
-        """Write what remains and sync the file, still under `partial`."""
-
-    def publish(self, location: Path) -> None:
-        """Rename the completed file to `location`."""
-
-    def abort(self) -> str | None:
-        """Remove the partial file; its path if that failed, else None."""
+LogWriter = EvalLogWriter | JsonLogWriter
+"""Where one log's samples go: written under a working `.partial` name,
+`complete`d there (whole and synced), and `publish`ed under its final name
+only when every log of the run is complete."""
 
 
 def _now() -> str:
@@ -202,10 +172,38 @@ class WrittenRun:
     """What `BulkLog.finish` wrote."""
 
     logs: list[Path]
-    """The logs, in sample order: one, or the parts of a split run."""
-    results: EvalResults
+    """The logs, in sample order: one, or the parts of a split run (their
+    `.partial` files, when not published)."""
+    results: EvalResults | None
     """The metrics over every sample of the run, as one log of all of them
-    would have them."""
+    would have them; None when not published."""
+    scores: list[LightScores]
+    """Each log's scores, for metrics pooled with other logs' of the run."""
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """What every log of one run shares, wherever each is written."""
+
+    run_id: str
+    created: str
+    base: Path
+    """The logs' name without suffix (see `BulkLog.base`)."""
+
+
+@dataclass
+class PartsContext:
+    """What one range's logs say of the whole run (`bulk.workers`): known
+    only once every range is read, so guessed first and checked after."""
+
+    first_index: int = 1
+    count: int | None = None
+    """Logs in the run; None: those of this range alone."""
+    warnings: list[str] = field(default_factory=list)
+    taken: set[str] = field(default_factory=set)
+    """Real sample ids elsewhere in the file like an unreadable line's."""
+    earlier: dict[int, int] = field(default_factory=dict)
+    """Lines repeating an id first used in an earlier range: that line."""
 
 
 @dataclass
@@ -232,6 +230,9 @@ class BulkLog:
     warnings: list[str] = field(default_factory=list)
     """What the run should say of the whole file (a field no record has),
     kept in each log's `eval.metadata["tracegrade_warnings"]`."""
+    identity: RunIdentity | None = None
+    """Shared with the run's other ranges; by default a run of its own."""
+    context: PartsContext = field(default_factory=PartsContext)
 
     def __post_init__(self) -> None:
         if self.log_format not in LOG_FORMATS:
@@ -240,28 +241,21 @@ class BulkLog:
             raise ValueError(f"max_samples must be at least 1, got {self.max_samples}")
         if self.max_json_bytes is None:
             self.max_json_bytes = MAX_JSON_LOG_BYTES
-        self.created = iso_now()
-        self.started_at = self.created
-        self.run_id = uuid()
         self.scorer = self.task.make_scorer()
         self.scorer_name = registry_unqualified_name(self.scorer)
         self.task_name = registry_info(self.task.task).name
         first_task_id = uuid()
-        self.base = self.log_dir / eval_log_name(
-            task=self.task_name,
-            task_id=first_task_id,
-            created=self.created,
-            model=MODEL,
-        )
+        if self.identity is None:
+            self.identity = new_identity(self.log_dir, self.task_name, first_task_id)
+        self.created = self.started_at = self.identity.created
+        self.run_id = self.identity.run_id
+        self.base = self.identity.base
         """The logs' name without suffix: the log of an unsplit run, and
         the stem of every part's name."""
         self._templates = SampleTemplates.make()
         self._parts: list[_Part] = []
-        self._line_like_ids: set[str] = set()
+        self.line_like_ids: set[str] = set()
         """Real sample ids an unreadable line's id could clash with."""
-        self._writer: WriterServer | None = None
-        if self.log_format == "eval":
-            self._writer = _start_writer(self.dataset_path)
         try:
             self._new_part(first_task_id)
         except BaseException:
@@ -271,7 +265,7 @@ class BulkLog:
     def _new_part(self, task_id: str | None = None) -> _Part:
         if self._parts:
             self._parts[-1].writer.suspend()
-        index = len(self._parts) + 1
+        index = self.context.first_index + len(self._parts)
         eval_id = uuid()
         task_id = task_id or uuid()
         results = RunResults(self.scorer, self.scorer_name, str(self.log_dir))
@@ -281,20 +275,10 @@ class BulkLog:
                 f"{self.base.name}-part{index}.{self.log_format}"
             )
             if self.log_format == "json":
-                from .jsonlog import JsonLogWriter
-
                 writer = JsonLogWriter(working, self._templates)
             else:
-                assert self._writer is not None
                 spec = self._spec(eval_id, task_id, sample_ids=None, part=None)
-                writer = ServedEvalLogWriter(
-                    self._writer,
-                    index,
-                    working,
-                    spec,
-                    self._plan(),
-                    self._templates,
-                )
+                writer = EvalLogWriter(working, spec, self._plan(), self._templates)
         except BaseException:
             results.close()
             raise
@@ -320,7 +304,7 @@ class BulkLog:
         part = self._current_part()
         sample = case_sample_fields(case, target_field=self.task.target_field)
         if case.id.startswith(UNREADABLE_ID_PREFIX):
-            self._line_like_ids.add(case.id)
+            self.line_like_ids.add(case.id)
         parts = SampleParts(
             id=case.id,
             input=sample.input,
@@ -397,15 +381,17 @@ class BulkLog:
 
     # -- finishing -----------------------------------------------------------
 
-    def finish(self) -> WrittenRun:
-        """Complete every log, then publish them all under their names.
+    def finish(self, *, publish: bool = True) -> WrittenRun:
+        """Complete every log, then publish them all under their names
+        (or leave that to the caller, who has the run's other ranges).
 
         Until the last is complete, each is only a `.partial` file: a run
         stopped part way leaves nothing that looks like a finished log.
         """
         parts = self._parts
+        count = self.context.count or len(parts)
         # The only real ids an unreadable line's `line-N` can meet.
-        taken = set(self._line_like_ids)
+        taken = self.line_like_ids | self.context.taken
         first_results: EvalResults | None = None
         for part in parts:
             if part is not parts[-1]:
@@ -422,7 +408,7 @@ class BulkLog:
                     part.eval_id,
                     part.task_id,
                     sample_ids=self._sample_ids(part, placed),
-                    part=(part.index, len(parts)) if len(parts) > 1 else None,
+                    part=(part.index, count) if count > 1 else None,
                 ),
                 plan=self._plan(),
                 results=results,
@@ -434,6 +420,9 @@ class BulkLog:
             # alive through the pooled metrics, the run's peak of memory.
             first_results = first_results or results
             self.timings.write += perf_counter() - begun
+        scores = [part.results.scores for part in parts]
+        if not publish:
+            return WrittenRun([part.writer.partial for part in parts], None, scores)
         begun = perf_counter()
         total = sum(part.samples for part in parts)
         pooled = (
@@ -443,20 +432,13 @@ class BulkLog:
         )
         assert pooled is not None
         self.timings.results += perf_counter() - begun
-        locations = [self._location(part.index, len(parts)) for part in parts]
+        locations = [
+            log_location(self.base, part.index, count, self.log_format)
+            for part in parts
+        ]
         for part, location in zip(parts, locations, strict=True):
             part.writer.publish(location)
-        if self._writer is not None:
-            self._writer.close()
-        return WrittenRun(logs=locations, results=pooled)
-
-    def _location(self, index: int, count: int) -> Path:
-        if count == 1:
-            return self.base.with_name(f"{self.base.name}.{self.log_format}")
-        width = len(str(count))
-        return self.base.with_name(
-            f"{self.base.name}-part{index:0{width}d}of{count}.{self.log_format}"
-        )
+        return WrittenRun(logs=locations, results=pooled, scores=scores)
 
     def _plan(self) -> EvalPlan:
         # `internal=True` is how Inspect itself wraps a task's solver.
@@ -541,8 +523,6 @@ class BulkLog:
         paths of anything that could not be removed, else None.
         """
         left: list[str] = []
-        if self._writer is not None:
-            self._writer.abort()  # first: it may be writing a part
         for part in self._parts:
             part.close()
             if (kept := part.writer.abort()) is not None:
@@ -555,13 +535,19 @@ class BulkLog:
         return ", ".join(left) or None
 
 
-def _start_writer(dataset_path: str) -> WriterServer:
-    """A process of its own for a large input, else a thread (`bulk.spawned`)."""
-    from .spawned import WriterProcess, writes_in_a_process
+def new_identity(log_dir: Path, task_name: str, task_id: str) -> RunIdentity:
+    """A new run's id, time, and the logs' name (that of its first log's task)."""
+    created = iso_now()
+    name = eval_log_name(task=task_name, task_id=task_id, created=created, model=MODEL)
+    return RunIdentity(run_id=uuid(), created=created, base=log_dir / name)
 
-    if writes_in_a_process(dataset_path):
-        return WriterProcess()
-    return WriterThread()
+
+def log_location(base: Path, index: int, count: int, log_format: str) -> Path:
+    """Where log `index` of `count` goes: `NAME.eval`, or `NAME-part02of14.eval`."""
+    if count == 1:
+        return base.with_name(f"{base.name}.{log_format}")
+    width = len(str(count))
+    return base.with_name(f"{base.name}-part{index:0{width}d}of{count}.{log_format}")
 
 
 def _version(distribution: str) -> str:

@@ -26,9 +26,18 @@ from ..lines import is_blank, read_lines
 from ..outputs import AtomicFile, OutputError
 from ..scorers.metrics import is_count
 from ..table import problem_cells, score_cells
-from .log import BulkLog, score_value_json, unreadable_explanation
+from .evallog import deflating_with_isal
+from .log import (
+    BulkLog,
+    PartsContext,
+    RunIdentity,
+    WrittenRun,
+    score_value_json,
+    unreadable_explanation,
+)
 from .parquet import ParquetResults
 from .presence import READ_FIELDS, FieldPresence
+from .ranges import LineRange, read_range
 from .scoring import LINE_ERRORS, TASKS, DiskIds, LineScorer
 
 Number = int | float
@@ -37,19 +46,38 @@ Number = int | float
 
 @dataclass
 class RunMean:
-    """The mean of a figure over the runs that have one (None is none)."""
+    """The mean of a figure over the runs that have one (None is none).
 
-    total: float = 0.0
+    The sum is kept exact (Shewchuk's partials, as `math.fsum`), so runs
+    summed in parts, in any order, give the same mean to the last bit."""
+
+    partials: list[float] = field(default_factory=list)
     runs: int = 0
 
     def add(self, value: float | None) -> None:
-        if value is not None:
-            self.total += value
-            self.runs += 1
+        if value is None:
+            return
+        self.runs += 1
+        kept = 0
+        for partial in self.partials:
+            if abs(value) < abs(partial):
+                value, partial = partial, value
+            high = value + partial
+            low = partial - (high - value)
+            if low:
+                self.partials[kept] = low
+                kept += 1
+            value = high
+        self.partials[kept:] = [value]
+
+    def merge(self, other: RunMean) -> None:
+        for partial in other.partials:
+            self.add(partial)
+        self.runs += other.runs - len(other.partials)
 
     @property
     def mean(self) -> float | None:
-        return self.total / self.runs if self.runs else None
+        return math.fsum(self.partials) / self.runs if self.runs else None
 
     def as_json(self) -> dict[str, float | int | None]:
         return {"mean": self.mean, "runs": self.runs}
@@ -125,8 +153,18 @@ class ScoreRun:
         *,
         replace: bool,
         results_format: str = "jsonl",
+        lines: LineRange | None = None,
+        identity: RunIdentity | None = None,
+        context: PartsContext | None = None,
     ) -> None:
         self.begun = perf_counter()
+        self.lines = lines
+        """The file's lines to score, by default all; a range's logs are
+        left for its caller to publish (`bulk.workers`)."""
+        self.identity = identity
+        self.context = context or PartsContext()
+        self.written: WrittenRun | None = None
+        self.first_seen: list[tuple[bytes, int]] = []
         self.replace = replace
         self.log_format = log_format
         self.max_samples_per_log = max_samples_per_log
@@ -155,39 +193,52 @@ class ScoreRun:
                 Path(self.log_dir),
                 log_format=self.log_format,
                 max_samples=self.max_samples_per_log,
+                identity=self.identity,
+                context=self.context,
             )
         except OSError as error:
             raise OutputError(
                 f"cannot write into --log-dir {self.log_dir!r} ({error.strerror})"
             ) from None
         self.timings = self.log.timings
+        self.scorer = LineScorer(
+            bulk_task,
+            self.path,
+            DiskIds(),
+            timings=self.timings,
+            earlier=self.context.earlier,
+        )
+        self._open_results(self.log.base)
+        if self.results is not None and self.results_format == "parquet":
+            self.parquet = ParquetResults(self.results.handle, self.task)
+
+    def _open_results(self, base: Path) -> None:
+        """The temporary results file (by default named like the logs,
+        `base`), or standard output."""
         if self.results_path is None:
-            base = self.log.base
-            suffix = (
-                ".results.parquet"
-                if self.results_format == "parquet"
-                else ".results.jsonl"
-            )
-            self.results_path = str(base.with_name(base.name + suffix))
-        self.scorer = LineScorer(bulk_task, self.path, DiskIds(), timings=self.timings)
+            self.results_path = f"{base}.results.{self.results_format}"
         self.stream: IO[str] = sys.stdout
-        if self.results_path != "-":
-            parquet = self.results_format == "parquet"
-            try:
-                self.results = AtomicFile(
-                    self.results_path, binary=parquet, replace=self.replace
-                )
-                if parquet:
-                    self.parquet = ParquetResults(self.results.handle, self.task)
-            except OSError as error:
-                raise OutputError(
-                    f"cannot write the results {self.results_path!r} ({error.strerror})"
-                ) from None
-            self.stream = self.results.handle
+        if self.results_path == "-":
+            return
+        try:
+            self.results = AtomicFile(
+                self.results_path,
+                binary=self.results_format == "parquet",
+                replace=self.replace,
+            )
+        except OSError as error:
+            raise OutputError(
+                f"cannot write the results {self.results_path!r} ({error.strerror})"
+            ) from None
+        self.stream = self.results.handle
 
     def score_lines(self, advance: Callable[[int | None], None]) -> None:
         """Score every line; `advance` is told the bytes read so far (None
         from a pipe), for a progress bar."""
+        with deflating_with_isal():
+            self._score_lines(advance)
+
+    def _score_lines(self, advance: Callable[[int | None], None]) -> None:
         assert self.log is not None
         summary, log, results, timings, presence, parquet = (
             self.summary,
@@ -201,7 +252,12 @@ class ScoreRun:
         # Every stage row has `lost` in Parquet: the columns are fixed
         # before the first record shows whether any has steps.
         steps = task == "stage_diagnosis"
-        for raw in read_lines(self.path):
+        lines = (
+            read_lines(self.path)
+            if self.lines is None
+            else read_range(self.path, self.lines)
+        )
+        for raw in lines:
             self.last_line = raw.number
             summary.lines += 1
             advance(raw.bytes_read)
@@ -286,11 +342,19 @@ class ScoreRun:
             self.results.flush_to_disk()
         else:
             self.stream.flush()
+        publish = self.lines is None
+        if not publish:
+            self.first_seen = self.scorer.seen.first_seen()
         self.scorer.seen.close()
         self.summary.warnings = self.presence.warnings(self.path)
-        self.log.warnings = [warning["message"] for warning in self.summary.warnings]
+        self.log.warnings = (
+            [warning["message"] for warning in self.summary.warnings]
+            if publish
+            else self.context.warnings
+        )
         try:
-            written = self.log.finish()
+            with deflating_with_isal():
+                self.written = written = self.log.finish(publish=publish)
         except OSError as error:
             raise self._naming_the_logs(error) from None
         if self.results is not None:
@@ -298,7 +362,8 @@ class ScoreRun:
         self.summary.results = self.results_path
         self.summary.logs = [str(location) for location in written.logs]
         self.summary.seconds = perf_counter() - self.begun
-        self.summary.metrics = metrics_of(written.results)
+        if written.results is not None:
+            self.summary.metrics = metrics_of(written.results)
 
     def _naming_the_logs(self, error: OSError) -> OSError:
         """`error` naming the log directory, if it names no file: the logs

@@ -7,8 +7,8 @@ once (`SampleTemplates`): validating a pydantic model per sample would
 cost more than everything else together. The tests prove the result
 round-trips through `EvalLog` validation unchanged.
 
-Parts are what the main thread hands to the `.eval` writer thread, which
-builds the sample: the thread that scores does not.
+Parts are what the scoring loop hands to its log's writer, which builds
+the sample.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ _ID_DROPPED = bytes(range(_ID_BYTE_LIMIT, 256))
 
 
 class _IdSource(threading.local):
-    """A buffer per thread: the `.eval` writer thread takes ids too."""
+    """A buffer per thread: any thread may take ids."""
 
     def __init__(self) -> None:
         self._characters = ""

@@ -111,8 +111,8 @@ class Timings:
     sample: float = 0.0
     """Gathering each sample's parts around the score (`SampleParts`)."""
     serialize: float = 0.0
-    """Handing each sample to its writer: built and serialised into the
-    spool (`.json`), or its parts pickled for the writer process (`.eval`)."""
+    """Building each sample and writing it into its log (or the `.json`
+    spool), deflated for `.eval`."""
     jsonl: float = 0.0
     """Writing the JSON Lines results."""
     results: float = 0.0
@@ -292,9 +292,10 @@ class DiskIds:
 
     def first_line(self, sample_id: str, line: int) -> int | None:
         """The line `sample_id` was first seen on, or None (and remember it)."""
-        digest = hashlib.blake2b(
-            sample_id.encode("utf-8", "surrogatepass"), digest_size=16
-        ).digest()
+        return self.first_line_of(id_digest(sample_id), line)
+
+    def first_line_of(self, digest: bytes, line: int) -> int | None:
+        """`first_line`, for an id's `id_digest`."""
         inserted = self._db.execute(
             "INSERT OR IGNORE INTO seen VALUES (?, ?)", (digest, line)
         )
@@ -305,6 +306,11 @@ class DiskIds:
         ).fetchone()
         return int(row[0])
 
+    def first_seen(self) -> list[tuple[bytes, int]]:
+        """Every id's digest and the line it was first seen on, in line order."""
+        rows = self._db.execute("SELECT digest, line FROM seen ORDER BY line")
+        return [(bytes(digest), int(line)) for digest, line in rows]
+
     def close(self) -> None:
         """Let the ids go (finishing the logs is a run's peak of memory)."""
         self._db.close()
@@ -314,6 +320,12 @@ class DiskIds:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def id_digest(sample_id: str) -> bytes:
+    return hashlib.blake2b(
+        sample_id.encode("utf-8", "surrogatepass"), digest_size=16
+    ).digest()
 
 
 # --- Scoring one line --------------------------------------------------------
@@ -327,6 +339,9 @@ class LineScorer:
     path: str
     seen: DiskIds
     timings: Timings = field(default_factory=Timings)
+    earlier: dict[int, int] = field(default_factory=dict)
+    """Lines whose id an earlier part of the file already has, and the line
+    it is first on there (`bulk.workers`)."""
 
     def score_line(self, number: int, text: str) -> ScoredLine:
         started = perf_counter()
@@ -338,7 +353,11 @@ class LineScorer:
             return _line_error(number, error.sample_id, error.kind, error.problem)
         self.timings.parse += perf_counter() - started
 
-        first = self.seen.first_line(case.id, number)
+        first = self.earlier.get(number)
+        if first is not None:  # later lines of this id name that line too
+            self.seen.first_line(case.id, first)
+        else:
+            first = self.seen.first_line(case.id, number)
         if first is not None:
             problem = Problem(
                 kind="duplicate-sample-id",

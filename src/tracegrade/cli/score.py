@@ -12,6 +12,7 @@ from ._paths import InputPath, check_output_format
 
 if TYPE_CHECKING:
     from ..bulk.run import ScoreRun, ScoreSummary
+    from ..bulk.workers import WorkersRun
 
 from ._stream import (
     TASK_ARGUMENT,
@@ -108,6 +109,14 @@ def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
     is_flag=True,
     help="Replace an existing --out file (never an input).",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Worker processes scoring a large file's parts side by side, from "
+    "1 MiB of input (default: the usable cores, from 16 MiB; 1 scores in "
+    "this process).",
+)
 @progress_option
 def score(
     task: str,
@@ -119,6 +128,7 @@ def score(
     results_format: str,
     as_json: bool,
     force: bool,
+    workers: int | None,
     progress: bool | None,
 ) -> None:
     """Score a whole file of recorded runs with the pure core, in a stream.
@@ -141,9 +151,11 @@ def score(
     reductions; no transcript events, since no solver ran.
 
     A run of more than --max-samples-per-log samples is split into logs of
-    that many (NAME-part01of14.eval, ...), each with its own samples and
-    metrics, sharing one run id; `tracegrade report` pools them, and the
-    summary printed here is over the whole run.
+    at most that many (NAME-part01of14.eval, ...), each with its own
+    samples and metrics, sharing one run id; `tracegrade report` pools
+    them, and the summary printed here is over the whole run. A file of
+    16 MiB or more (1 MiB with --workers) is cut into such parts, at least
+    one per worker, each scored and written by a worker process of its own.
 
     A bad line does not stop the run. A line that is not JSON, not a
     fixture case, or repeats a sample id becomes an error entry with its
@@ -192,11 +204,11 @@ def score(
     if out not in (None, "-"):
         check_output(out, inputs=[path], option="--out", force=force)
     # Before anything is made: an Inspect too old for the writer says so.
-    from ..bulk.run import ScoreRun
+    from ..bulk.workers import score_run
 
     log_dir = _make_log_dir(log_dir)
 
-    run = ScoreRun(
+    run = score_run(
         task,
         path,
         log_dir,
@@ -205,6 +217,7 @@ def score(
         max_samples_per_log,
         replace=force,
         results_format=results_format,
+        workers=workers,
     )
     try:
         run.open()
@@ -263,7 +276,7 @@ def _local_directory(log_dir: str) -> str:
     )
 
 
-def _stop(run: ScoreRun, error: BaseException) -> None:
+def _stop(run: ScoreRun | WorkersRun, error: BaseException) -> None:
     """Clean up after `error`; raise `CommandStopped` saying what was left."""
     from ..outputs import OutputAppeared
     from ._failures import CommandStopped, fault, signals_held

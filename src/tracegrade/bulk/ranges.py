@@ -1,0 +1,118 @@
+"""A file cut into ranges of whole lines, each numbered as the whole file
+would number it, for workers that score one range each (`bulk.workers`).
+
+Lines end as `lines.read_lines` ends them: at "\\n", "\\r\\n" or a lone
+"\\r". A range ends just after a "\\n", so no line end is cut in two.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import IO
+
+from ..lines import RawLine
+
+_BLOCK = 1 << 20
+
+
+@dataclass(frozen=True)
+class LineRange:
+    start: int
+    """Byte offset of the range's first line."""
+    end: int
+    """Byte offset just past its last line."""
+    first_line: int
+    """The number of its first line in the whole file."""
+    lines: int
+
+
+def plan_ranges(path: str, ranges: int, max_lines: int) -> list[LineRange]:
+    """At least `ranges` ranges of about equal bytes, none of more than
+    `max_lines` lines (more ranges, where lines are uneven)."""
+    size = os.path.getsize(path)
+    with open(path, "rb") as binary:
+        ranges = max(ranges, math.ceil(_line_ends(binary, 0, size) / max_lines))
+        while True:
+            planned = _cut(binary, size, ranges)
+            if all(part.lines <= max_lines for part in planned):
+                return planned
+            ranges *= 2
+
+
+def _cut(binary: IO[bytes], size: int, ranges: int) -> list[LineRange]:
+    cuts = sorted({_next_line(binary, size * k // ranges, size) for k in range(ranges)})
+    planned: list[LineRange] = []
+    first_line = 1
+    for start, end in zip(cuts, [*cuts[1:], size], strict=True):
+        if start == end:
+            continue
+        lines = _line_ends(binary, start, end)
+        binary.seek(end - 1)
+        if end == size and binary.read(1) not in (b"\n", b"\r"):
+            lines += 1  # the last line, without an end
+        planned.append(LineRange(start, end, first_line, lines))
+        first_line += lines
+    return planned
+
+
+def _next_line(binary: IO[bytes], offset: int, size: int) -> int:
+    """Where the first line starting after a "\\n" at or past `offset` does
+    (0 for offset 0; `size` if there is none)."""
+    if offset == 0:
+        return 0
+    binary.seek(offset - 1)
+    while block := binary.read(_BLOCK):
+        found = block.find(b"\n")
+        if found >= 0:
+            return binary.tell() - len(block) + found + 1
+    return size
+
+
+def _line_ends(binary: IO[bytes], start: int, end: int) -> int:
+    """Line ends between `start` and `end`: "\\n", "\\r\\n" and lone "\\r"."""
+    binary.seek(start)
+    count = 0
+    last = b""
+    left = end - start
+    while left > 0 and (block := binary.read(min(_BLOCK, left))):
+        left -= len(block)
+        count += block.count(b"\n") + block.count(b"\r") - block.count(b"\r\n")
+        if last == b"\r" and block[:1] == b"\n":
+            count -= 1  # one "\r\n" across two blocks
+        last = block[-1:]
+    return count
+
+
+class _Window(io.RawIOBase):
+    """`length` bytes of a file from where it stands."""
+
+    def __init__(self, binary: IO[bytes], length: int) -> None:
+        self._binary = binary
+        self._left = length
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        if self._left <= 0:
+            return 0
+        view = memoryview(buffer)[: self._left]
+        read = self._binary.readinto(view)  # type: ignore[attr-defined]
+        self._left -= read
+        return int(read)
+
+
+def read_range(path: str, lines: LineRange) -> Iterator[RawLine]:
+    """The range's lines, as `lines.read_lines` reads them from the file."""
+    with open(path, "rb", buffering=0) as binary:
+        binary.seek(lines.start)
+        window = io.BufferedReader(_Window(binary, lines.end - lines.start))
+        text = io.TextIOWrapper(
+            window, encoding="utf-8", errors="surrogateescape", newline=None
+        )
+        for number, line in enumerate(text, start=lines.first_line):
+            yield RawLine(number, line[:-1] if line.endswith("\n") else line, None)

@@ -1,0 +1,454 @@
+"""`tracegrade score` on every core: the file cut into ranges of lines
+(`bulk.ranges`), each read, scored and logged by a worker process.
+
+`score_range` is the whole of a worker's task: a `ScoreRun` over one
+range, writing its own logs and results file, returning its counts. The
+main process (`WorkersRun`) plans the ranges, then puts the results files
+together in input order, names the logs and sums the counts.
+
+What a range's logs say of the whole file is known only once every range
+is read: the logs' numbers, a field no record has, a sample id first used
+in another range, a real id like an unreadable line's. Each range is
+scored with a guess of it (`PartsContext`: the common case), and scored
+again where the guess was wrong.
+
+Workers are started by `spawn`, the same on every platform, without the
+caller's main module (`_without_main_module`), so a script that calls
+tracegrade without an `if __name__ == "__main__"` guard is not run again.
+They ignore the terminal's signals: the main process ends the run, kills
+them and removes whatever they began. Each wait is bounded, and a worker
+that dies ends the run in one line. Replies come back on
+`multiprocessing`'s own pipes, where nothing else writes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import glob
+import os
+import shutil
+import signal
+import stat
+import sys
+import types
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+from time import perf_counter
+from typing import Any, Final
+
+from inspect_ai.util import registry_info
+
+from .._inspect_internals import registry_unqualified_name
+from ..outputs import (
+    PARTIAL_SUFFIX,
+    OutputError,
+    publish_output,
+    sync_directory,
+)
+from .log import PartsContext, RunIdentity, log_location, new_identity
+from .presence import READ_FIELDS, FieldPresence
+from .ranges import LineRange, plan_ranges
+from .results import LightScores, RunResults, pooled_results
+from .run import ScoreRun, ScoreSummary, metrics_of
+from .samples import uuid
+from .scoring import LINE_ERRORS, TASKS, DiskIds, Timings
+
+PARALLEL_FROM: Final = 16 << 20
+"""Input bytes from which a run is scored by workers by default: each
+worker's start-up (an interpreter importing Inspect) costs seconds of a
+core, worth it only where the scoring takes far longer (`docs/speed.md`).
+Asked for with `--workers`, from a sixteenth of it."""
+_WAIT: Final = 0.5
+"""Seconds between looks at whether a worker has died."""
+_JOIN: Final = 5.0
+"""Seconds a killed or idle worker is given to end."""
+
+
+def default_workers() -> int:
+    """The cores this process may use."""
+    count = getattr(os, "process_cpu_count", os.cpu_count)()
+    return max(1, count or 1)
+
+
+class WorkerDied(OutputError):
+    """A worker ended without an answer (killed, or out of memory)."""
+
+
+@dataclass(frozen=True)
+class RangeJob:
+    """One range of a run, as a worker is handed it (picklable: any pool
+    of processes can run `score_range` on it)."""
+
+    task: str
+    path: str
+    log_dir: str
+    log_format: str
+    max_samples_per_log: int
+    results_format: str
+    lines: LineRange
+    index: int
+    identity: RunIdentity
+    context: PartsContext
+
+
+@dataclass
+class RangeOutcome:
+    summary: ScoreSummary
+    """Its logs complete under their `.partial` names, and its results."""
+    presence: FieldPresence
+    timings: Timings
+    scores: list[LightScores]
+    line_like_ids: set[str]
+    first_seen: list[tuple[bytes, int]]
+
+
+def score_range(job: RangeJob) -> RangeOutcome:
+    """Score one range into its logs and results file; on any failure,
+    remove them and raise."""
+    base = job.identity.base
+    run = ScoreRun(
+        *(job.task, job.path, job.log_dir, f"{base}-lines{job.index}.results"),
+        *(job.log_format, job.max_samples_per_log),
+        replace=True,
+        results_format=job.results_format,
+        lines=job.lines,
+        identity=job.identity,
+        context=job.context,
+    )
+    try:
+        run.open()
+        run.score_lines(lambda _: None)
+        if run.summary.records == 0:
+            run.discard()
+        else:
+            run.finish()
+    except BaseException:
+        run.abort()
+        raise
+    assert run.log is not None
+    return RangeOutcome(
+        run.summary,
+        run.presence,
+        run.timings,
+        [] if run.written is None else run.written.scores,
+        run.log.line_like_ids,
+        run.first_seen,
+    )
+
+
+def _ignore_signals() -> None:
+    """A worker's start: the terminal's signals are the main process's."""
+    for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGBREAK"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _without_main_module() -> Iterator[None]:
+    """While workers start, a `__main__` with no file: spawn would have
+    each import the caller's script again, running what it runs."""
+    main = sys.modules["__main__"]
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        sys.modules["__main__"] = main
+
+
+class WorkerPool:
+    """Spawned worker processes, each scoring one range at a time."""
+
+    def __init__(self, workers: int) -> None:
+        self._executor = ProcessPoolExecutor(
+            max_workers=workers,
+            mp_context=get_context("spawn"),
+            initializer=_ignore_signals,
+        )
+
+    def submit(self, job: RangeJob) -> Future[RangeOutcome]:
+        with _without_main_module():
+            return self._executor.submit(score_range, job)
+
+    @staticmethod
+    def result(future: Future[RangeOutcome]) -> RangeOutcome:
+        """The range's outcome, looking at the workers every `_WAIT` s."""
+        while True:
+            try:
+                return future.result(timeout=_WAIT)
+            except TimeoutError:
+                continue
+            except BrokenProcessPool:
+                raise WorkerDied(
+                    "a scoring worker process ended without a word "
+                    "(killed, or out of memory)"
+                ) from None
+
+    def close(self) -> None:
+        """End the idle workers; kill any that will not."""
+        self._end(kill=False)
+
+    def kill(self) -> None:
+        """Kill every worker (a stopped one too), and wait a bounded time."""
+        self._end(kill=True)
+
+    def _end(self, *, kill: bool) -> None:
+        # The executor has no public list of its processes before 3.14.
+        processes = list((getattr(self._executor, "_processes", None) or {}).values())
+        self._executor.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            if kill:
+                process.kill()
+            process.join(_JOIN)
+            if process.is_alive():
+                process.kill()
+                process.join(_JOIN)
+
+
+class WorkersRun(ScoreRun):
+    """A `ScoreRun` in workers: the same outputs, summary and faults."""
+
+    def __init__(
+        self, *args: Any, ranges: list[LineRange], workers: int, **options: Any
+    ) -> None:
+        super().__init__(*args, **options)
+        self.ranges = ranges
+        self.workers = workers
+        self.timings = Timings()
+        self.pool: WorkerPool | None = None
+        self.outcomes: list[RangeOutcome] = []
+        self.published: list[str] = []
+
+    def open(self) -> None:
+        task_name = registry_info(TASKS[self.task].task).name
+        self.identity = new_identity(Path(self.log_dir), task_name, uuid())
+        self._open_results(self.identity.base)
+        self.pool = WorkerPool(self.workers)
+
+    def _job(self, index: int, context: PartsContext) -> RangeJob:
+        assert self.identity is not None
+        return RangeJob(
+            self.task,
+            self.path,
+            self.log_dir,
+            self.log_format,
+            self.max_samples_per_log,
+            self.results_format,
+            self.ranges[index],
+            index + 1,
+            self.identity,
+            context,
+        )
+
+    def score_lines(self, advance: Callable[[int | None], None]) -> None:
+        """Score every range, each in the run's context, `advance` told
+        the bytes done as ranges end in order."""
+        assert self.pool is not None
+        count = len(self.ranges)
+        jobs = [
+            self._job(k, PartsContext(first_index=k + 1, count=count))
+            for k in range(count)
+        ]
+        futures = [self.pool.submit(job) for job in jobs]
+        for job, future in zip(jobs, futures, strict=True):
+            self.outcomes.append(self.pool.result(future))
+            self.last_line = job.lines.first_line + job.lines.lines - 1
+            advance(job.lines.end)
+        earlier = self._earlier()
+        for _ in range(4):
+            contexts = self._contexts(earlier)
+            redo = [k for k, job in enumerate(jobs) if job.context != contexts[k]]
+            if not redo:
+                self._sum_counts()
+                return
+            for k in redo:
+                self._remove(self.outcomes[k])
+                jobs[k] = self._job(k, contexts[k])
+            futures = [self.pool.submit(jobs[k]) for k in redo]
+            for k, future in zip(redo, futures, strict=True):
+                self.outcomes[k] = self.pool.result(future)
+        raise RuntimeError("the ranges' logs did not settle")  # a bug
+
+    def _earlier(self) -> list[dict[int, int]]:
+        """Each range's lines whose id an earlier range has first."""
+        found: list[dict[int, int]] = []
+        with DiskIds() as seen:
+            for outcome in self.outcomes:
+                repeats: dict[int, int] = {}
+                for digest, line in outcome.first_seen:
+                    first = seen.first_line_of(digest, line)
+                    if first is not None:
+                        repeats[line] = first
+                found.append(repeats)
+        return found
+
+    def _contexts(self, earlier: list[dict[int, int]]) -> list[PartsContext]:
+        presence = FieldPresence(READ_FIELDS[self.task])
+        for outcome in self.outcomes:
+            presence.found |= outcome.presence.found
+            presence.keys |= outcome.presence.keys
+        self.summary.warnings = presence.warnings(self.path)
+        warnings = [warning["message"] for warning in self.summary.warnings]
+        taken = set().union(*(outcome.line_like_ids for outcome in self.outcomes))
+        total = sum(len(outcome.summary.logs) for outcome in self.outcomes)
+        contexts: list[PartsContext] = []
+        first_index = 1
+        for outcome, repeats in zip(self.outcomes, earlier, strict=True):
+            unreadable = sum(outcome.summary.not_scored[kind] for kind in LINE_ERRORS)
+            contexts.append(
+                PartsContext(
+                    first_index=first_index,
+                    count=total,
+                    warnings=warnings,
+                    taken=taken if unreadable or repeats else set(),
+                    earlier=repeats,
+                )
+            )
+            first_index += len(outcome.summary.logs)
+        return contexts
+
+    @staticmethod
+    def _remove(outcome: RangeOutcome) -> None:
+        for path in [*outcome.summary.logs, outcome.summary.results]:
+            if path is not None:
+                Path(path).unlink(missing_ok=True)
+
+    def finish(self) -> None:
+        """Put the results together in input order, name the logs, and
+        sum the ranges' counts and metrics."""
+        self.finishing = True
+        self._gather_results()
+        total = sum(len(outcome.summary.logs) for outcome in self.outcomes)
+        logs = [log for outcome in self.outcomes for log in outcome.summary.logs]
+        assert self.identity is not None
+        locations = [
+            log_location(self.identity.base, index, total, self.log_format)
+            for index in range(1, total + 1)
+        ]
+        for partial, location in zip(logs, locations, strict=True):
+            self.published.append(str(location))
+            publish_output(partial, str(location), replace=False)
+        sync_directory(self.log_dir)
+        if self.results is not None:
+            self.results.commit()
+        self._sum_metrics(locations)
+        assert self.pool is not None
+        self.pool.close()
+
+    def _gather_results(self) -> None:
+        chunks = [o.summary.results for o in self.outcomes if o.summary.results]
+        if self.results_format == "parquet":
+            import pyarrow.parquet as pq
+
+            assert self.results is not None
+            first = pq.ParquetFile(chunks[0])
+            with pq.ParquetWriter(self.results.handle, first.schema_arrow) as writer:
+                for chunk in chunks:
+                    for batch in pq.ParquetFile(chunk).iter_batches():
+                        writer.write_batch(batch)
+        else:
+            handle: Any = sys.stdout if self.results is None else self.results.handle
+            handle.flush()
+            for chunk in chunks:
+                with open(chunk, "rb") as part:
+                    shutil.copyfileobj(part, handle.buffer)
+            handle.flush()
+        if self.results is not None:
+            self.results.flush_to_disk()
+        for chunk in chunks:
+            Path(chunk).unlink()
+
+    def _sum_counts(self) -> None:
+        summary = self.summary
+        for outcome in self.outcomes:
+            done = outcome.summary
+            for name in ("lines", "blank", "records", "scored", "line_errors"):
+                setattr(summary, name, getattr(summary, name) + getattr(done, name))
+            summary.answer_failures += done.answer_failures
+            summary.not_scored += done.not_scored
+            summary.recall.merge(done.recall)
+            summary.precision.merge(done.precision)
+            for name, seconds in vars(outcome.timings).items():
+                setattr(self.timings, name, getattr(self.timings, name) + seconds)
+
+    def _sum_metrics(self, locations: list[Path]) -> None:
+        summary = self.summary
+        scorer = TASKS[self.task].make_scorer()
+        template = RunResults(scorer, registry_unqualified_name(scorer), self.log_dir)
+        template.close()
+        runs = [
+            _with_scores(template, part)
+            for outcome in self.outcomes
+            for part in outcome.scores
+        ]
+        summary.metrics = metrics_of(pooled_results(runs, summary.records))
+        summary.logs = [str(location) for location in locations]
+        summary.results = self.results_path
+        summary.seconds = perf_counter() - self.begun
+
+    def discard(self) -> None:
+        """No records: nothing to write, and nothing left behind."""
+        self.abort()
+        self.summary.seconds = perf_counter() - self.begun
+
+    def abort(self) -> list[str]:
+        """Kill the workers, then remove whatever the run began; the paths
+        of anything that could not be removed. Never raises."""
+        if self.pool is not None:
+            self.pool.kill()
+        left = [] if self.results is None else [self.results.discard()]
+        if self.identity is not None:
+            base = self.identity.base
+            for path in glob.glob(glob.escape(str(base)) + "-*"):
+                if path.endswith((PARTIAL_SUFFIX, ".results")):
+                    left.append(_removed(path))
+        left.extend(_removed(path) for path in self.published)
+        return [path for path in left if path is not None]
+
+
+def _with_scores(template: RunResults, scores: LightScores) -> RunResults:
+    """One log's results, its scores from a worker."""
+    results = copy.copy(template)
+    results.scores = scores
+    return results
+
+
+def _removed(path: str) -> str | None:
+    """None once `path` is gone, else `path`."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return path
+    return None
+
+
+def score_run(*args: Any, workers: int | None, **options: Any) -> ScoreRun:
+    """A run in workers for a large regular file, else in this process
+    (`ScoreRun`'s arguments); `workers` None for the usable cores."""
+    path, max_samples_per_log = args[1], args[5]
+    smallest = PARALLEL_FROM if workers is None else PARALLEL_FROM // 16
+    workers = workers or default_workers()
+    ranges = _planned_ranges(path, workers, max_samples_per_log, smallest)
+    if len(ranges) < 2:
+        return ScoreRun(*args, **options)
+    return WorkersRun(*args, ranges=ranges, workers=workers, **options)
+
+
+def _planned_ranges(
+    path: str, workers: int, max_lines: int, smallest: int
+) -> list[LineRange]:
+    if workers < 2 or path == "-":
+        return []
+    try:
+        status = os.stat(path)
+    except OSError:
+        return []  # reading it says what is wrong
+    if not stat.S_ISREG(status.st_mode) or status.st_size < smallest:
+        return []
+    return plan_ranges(path, workers, max_lines)
