@@ -40,14 +40,10 @@ import ir_measures
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from inspect_ai import eval
 from inspect_ai.log import EvalMetric, EvalScore
 from inspect_ai.scorer import MetricProtocol, SampleScore, Score
 
-from tests.support import write_lines
-from tracegrade import stage_diagnosis
-from tracegrade.bulk.results import RunResults
-from tracegrade.bulk.scoring import TASKS, score_stage_input
+from tracegrade.bulk.scoring import score_stage_input
 from tracegrade.core import diagnose_stage, id_recall, stage_recall
 from tracegrade.scorers import context_recall
 from tracegrade.scorers.stage import diagnosis_score
@@ -129,34 +125,6 @@ def test_look_alikes_are_different_ids() -> None:
     assert stage_recall({"required": required, "context": context}) == 0.0
 
 
-def test_recall_needs_no_label() -> None:
-    record = {"required": ["A", "B"], "context": ["B"]}
-    assert diagnose_stage(record) == {"error": "answer-label"}
-    assert stage_recall(record) == 0.5
-    assert stage_recall({**record, "correct": "yes"}) == 0.5
-
-
-@pytest.mark.parametrize(
-    "record",
-    [
-        {"required": [], "context": ["A"]},
-        {"context": ["A"]},
-        {"required": None, "context": ["A"]},
-        {"required": ["A"]},
-        {"required": ["A"], "context": None},
-        {"required": ["A"], "context": "A"},
-        {"required": ["A"], "context": ("A",)},
-        {"required": ["A", 1], "context": ["A"]},
-        {"required": ["A"], "context": ["A", None]},
-        {"required": "A", "context": ["A"]},
-    ],
-)
-def test_recall_is_none_without_a_required_set_or_id_lists(
-    record: dict[str, Any],
-) -> None:
-    assert stage_recall(record) is None
-
-
 def test_recall_refuses_what_no_diagnosis_gives() -> None:
     with pytest.raises(ValueError, match="at least one required ID"):
         id_recall([], [])
@@ -178,79 +146,7 @@ TREC_ID = st.sampled_from(LOOK_ALIKES) | st.text(
 )
 
 
-@settings(max_examples=500, deadline=None, derandomize=True)
-@given(
-    required=st.lists(ID, max_size=12),
-    context=st.lists(ID, max_size=12),
-    label=st.sampled_from([False, True, None, "yes"]),
-)
-def test_recall_is_ragas_id_recall_and_leaves_the_result_alone(
-    required: list[str], context: list[str], label: Any
-) -> None:
-    record: dict[str, Any] = {"required": required, "context": context}
-    if label is not None:
-        record["correct"] = label
-    before = diagnose_stage(dict(record))
-    score = diagnosis_score(dict(record), READ_FROM, context_recorded=True)
-    assert score.metadata is not None
-    # Recall is added beside the result, never instead of it.
-    assert score.metadata["result"] == before
-    recall = score.metadata["recall"]
-    if not required:
-        assert before == {"stage": "unresolved"} and recall is None
-        return
-    # Exactly, not approximately: both are one division of the same ints.
-    assert recall == ragas_recall(required, context)
-    if "missing" in before:
-        # The missing-based form, where the rules report `missing`.
-        assert recall == id_recall(required, before["missing"])
-        assert (recall == 1.0) == (before["stage"] != "retrieval")
-    else:
-        assert before == {"error": "answer-label"}
-
-
-# --- the scorer and the metric ------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("record", "recall"),
-    [
-        ({"required": ["A", "B"], "context": ["A", "B"], "correct": True}, 1.0),
-        ({"required": ["A", "B"], "context": ["B", "A"], "correct": False}, 1.0),
-        ({"required": ["A", "B"], "context": ["B"], "correct": True}, 0.5),
-        ({"required": ["A", "B"], "context": [], "correct": False}, 0.0),
-        ({"required": [], "context": ["A"], "correct": True}, None),
-        ({"context": ["A"], "correct": True}, None),  # required absent
-        ({"required": ["A"], "context": ["A"]}, 1.0),  # answer-label
-        ({"required": ["A", "B"], "context": ["B"], "correct": None}, 0.5),
-        ({"required": ["A"], "context": "A", "correct": True}, None),  # invalid
-        ({"required": ["A"], "correct": True}, None),  # context never recorded
-    ],
-    ids=[
-        "pass",
-        "generation",
-        "retrieval",
-        "nothing-supplied",
-        "unresolved",
-        "required-absent",
-        "answer-label",
-        "answer-label-null",
-        "invalid-input",
-        "unrecorded",
-    ],
-)
-def test_every_stage_score_has_recall(record: dict[str, Any], recall: Any) -> None:
-    score = score_stage_input(record)
-    assert score.metadata is not None
-    assert score.metadata["recall"] == recall
-    assert type(score.metadata["recall"]) is type(recall)
-
-
-def test_the_metric_averages_diagnosed_runs_only() -> None:
-    scores = [stage_score_with(r) for r in (1.0, 0.5, None, 0.0, None)]
-    assert recall_metric(scores) == 0.5
-    assert math.isnan(recall_metric([stage_score_with(None)]))
-    assert math.isnan(recall_metric([]))
+# --- the metric (with precision's, in tests/test_precision.py) --------------
 
 
 def test_the_metric_does_not_depend_on_the_order_of_runs() -> None:
@@ -266,115 +162,6 @@ def test_the_metric_does_not_depend_on_the_order_of_runs() -> None:
     assert recall_metric([stage_score_with(v) for v in values]) == math.fsum(
         values
     ) / len(values)
-
-
-@pytest.mark.parametrize("bad", ["0.5", True, 1.5, -0.1, math.nan, [0.5]])
-def test_the_metric_refuses_what_is_no_share(bad: Any) -> None:
-    with pytest.raises(ValueError, match="recall must be null or a share"):
-        recall_metric([stage_score_with(bad)])
-
-
-def test_the_metric_needs_a_tracegrade_score() -> None:
-    foreign = SampleScore(sample_id="s", score=Score(value="pass", metadata={}))
-    with pytest.raises(ValueError, match="has no 'recall'"):
-        recall_metric([foreign])
-
-
-RECORDS: Final = [
-    {"required": ["A", "B", "C"], "context": ["A"], "correct": True},
-    {"required": ["A", "B"], "context": ["A", "B", "A"], "correct": False},
-    {"required": ["A"], "context": ["A"], "correct": True},
-    {"required": ["A", "B", "C"], "context": ["C", "B"], "correct": False},
-    {"required": [], "context": ["A"], "correct": True},  # unresolved
-    {"required": ["A"], "context": ["A"]},  # answer-label: unscored
-]
-EXPECTED_MEAN: Final = math.fsum([1 / 3, 1.0, 1.0, 2 / 3]) / 4
-
-
-def test_inspect_eval_logs_the_mean_over_diagnosed_runs_of_every_epoch(
-    tmp_path: Path,
-) -> None:
-    dataset = write_lines(
-        tmp_path / "runs.jsonl",
-        [{"id": f"r{i}", "input": record} for i, record in enumerate(RECORDS)],
-    )
-    (log,) = eval(
-        stage_diagnosis(dataset=dataset),
-        display="none",
-        log_dir=str(tmp_path / "logs"),
-        epochs=2,
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    assert log.results is not None
-    (score,) = log.results.scores
-    assert score.metrics["context_recall"].value == EXPECTED_MEAN
-    recalls = Counter(
-        sample.scores["stage_diagnosis"].metadata["recall"]
-        for sample in log.samples or []
-        if sample.scores is not None
-    )
-    # Each epoch is a run of its own, as in the stage shares. The unlabelled
-    # run has its recall (1.0) too, but is unscored: no metric sees it.
-    assert recalls == {1 / 3: 2, 1.0: 6, 2 / 3: 2, None: 2}
-
-
-# --- the bulk path ------------------------------------------------------------
-
-
-def test_the_bulk_path_keeps_recall_in_a_column_and_gives_the_same_metric(
-    tmp_path: Path,
-) -> None:
-    bulk = TASKS["stage_diagnosis"]
-    results = RunResults(bulk.make_scorer(), bulk.name, str(tmp_path))
-    generator = random.Random(11)
-    scores = []
-    for index in range(600):
-        required, context = (
-            [f"D{generator.randrange(15)}" for _ in range(generator.randint(0, 9))]
-            for _ in range(2)
-        )
-        record = {"required": required, "context": context, "correct": index % 2 == 0}
-        score = score_stage_input(record)
-        scores.append(SampleScore(sample_id=f"s{index}", score=score))
-        results.add(f"s{index}", score)
-    distinct = {s.score.metadata["recall"] for s in scores}
-    assert len(distinct) > 15  # many distinct shares ...
-    # ... yet the shared metadata table stays a few objects: the recalls are
-    # a column of doubles, not one metadata dict a sample.
-    assert len(results.scores._metadata.items) <= 4
-    assert results.scores._recalls.values is not None
-    assert results.scores._recalls.values.typecode == "d"
-    assert len(results.scores._recalls.values) == 600
-    # Each light score reads back with the recall its score had.
-    assert [s.metadata["recall"] for s in results.scores] == [
-        s.score.metadata["recall"] for s in scores
-    ]
-    (logged,) = results.results(total=600)[0].scores
-    assert logged.metrics["context_recall"].value == recall_metric(scores)
-
-
-def test_an_extraction_run_has_no_recall_column(tmp_path: Path) -> None:
-    bulk = TASKS["ordered_extraction"]
-    results = RunResults(bulk.make_scorer(), bulk.name, str(tmp_path))
-    results.add("s", bulk.score_input({"source": ["A"], "answer": ["A"]}))
-    assert results.scores._recalls.values is None
-    assert "recall" not in results.scores[0].metadata
-
-
-def test_a_column_made_late_holds_none_for_the_runs_before(tmp_path: Path) -> None:
-    bulk = TASKS["stage_diagnosis"]
-    results = RunResults(bulk.make_scorer(), bulk.name, str(tmp_path))
-    results.add("u", score_stage_input({"required": [], "context": []}))
-    results.add("r", score_stage_input({"required": ["A", "B"], "context": ["B"]}))
-    results.add(
-        "p", score_stage_input({"required": ["A"], "context": ["A"], "correct": True})
-    )
-    # The unlabelled run has its recall, but is unscored: the metric is the
-    # diagnosed run's alone.
-    assert [s.metadata["recall"] for s in results.scores] == [None, 0.5, 1.0]
-    (logged,) = results.results(total=3)[0].scores
-    assert logged.metrics["context_recall"].value == 1.0
 
 
 def test_the_synthetic_header_states_the_scorers_mean(
