@@ -519,6 +519,10 @@ GRADER_REFUSALS = [
         ["-S", "label_from=match", "-S", "labels=labels.jsonl"],
         'labels="labels.jsonl" and label_from="match" were given',
     ),
+    (
+        ["-S", "labels=repeated.jsonl"],
+        'line 2: id "right" is already labelled on line 1',
+    ),
 ]
 
 
@@ -533,7 +537,7 @@ class Refused(NamedTuple):
 
 @pytest.fixture(scope="module")
 def refused(tmp_path_factory: pytest.TempPathFactory) -> Refused:
-    """Every bad grader argument given to `inspect score`, in one fresh
+    """Every bad label argument given to `inspect score`, in one fresh
     interpreter: what Inspect prints of an error goes through the exception
     hook and the console it sets once per process."""
     work = tmp_path_factory.mktemp("refused")
@@ -546,6 +550,7 @@ def refused(tmp_path_factory: pytest.TempPathFactory) -> Refused:
     assert log.status == "success", log.error
     path = Path(log.location)
     write_lines(work / "labels.jsonl", [{"id": "right", "correct": True}])
+    write_lines(work / "repeated.jsonl", [{"id": "right", "correct": True}] * 2)
     before = path.read_bytes()
     commands = [
         InspectCommand(
@@ -562,7 +567,7 @@ def refused(tmp_path_factory: pytest.TempPathFactory) -> Refused:
 
 
 @pytest.mark.parametrize("case", range(len(GRADER_REFUSALS)))
-def test_inspect_score_says_what_is_wrong_with_the_grader(
+def test_inspect_score_says_what_is_wrong_with_the_label_source(
     refused: Refused, case: int
 ) -> None:
     args, said = GRADER_REFUSALS[case]

@@ -23,7 +23,7 @@ from inspect_ai.model import ModelName
 from inspect_ai.scorer import Score, Target
 from inspect_ai.solver import TaskState
 
-from tests.commands import inspect_process, run_inspect
+from tests.commands import run_inspect
 from tests.support import write_lines
 from tracegrade import LabelsError, stage_diagnosis, stage_diagnosis_scorer
 from tracegrade.labels import StaffLabels
@@ -165,13 +165,9 @@ def stage_log(tmp_path: Path, evaluated_stage_log: Path) -> Path:
     return Path(shutil.copy(evaluated_stage_log, tmp_path / "logs"))
 
 
-def inspect_score(
-    log: Path, labels: str, *, fresh: bool = False
-) -> subprocess.CompletedProcess[str]:
-    """`inspect score` of LOG with LABELS; `fresh`: in an interpreter of its
-    own, for what Inspect prints of an error, through the exception hook it
-    sets once per process."""
-    return (inspect_process if fresh else run_inspect)(
+def inspect_score(log: Path, labels: str) -> subprocess.CompletedProcess[str]:
+    """`inspect score` of LOG with LABELS."""
+    return run_inspect(
         *("score", str(log)),
         *("--scorer", "tracegrade/stage_diagnosis", "-S", f"labels={labels}"),
         *("--action", "append", "--overwrite"),
@@ -253,23 +249,6 @@ def test_inspect_score_joins_a_file_with_an_unknown_id_and_keeps_going(
     (sample,) = [s for s in log.samples if s.id == "wrong-generation"]
     assert sample.scores is not None
     assert sample.scores["stage_diagnosis1"].value == "pass"
-
-
-def test_inspect_score_refuses_a_repeated_label(
-    tmp_path: Path, stage_log: Path
-) -> None:
-    before = stage_log.read_bytes()
-    labels = write_lines(
-        tmp_path / "labels.jsonl",
-        [{"id": "wrong-generation", "correct": True}] * 2,
-    )
-    result = inspect_score(stage_log, labels, fresh=True)
-    assert result.returncode != 0
-    assert "Traceback" not in result.stderr
-    assert 'line 2: id "wrong-generation" is already labelled on line 1' in (
-        result.stdout + result.stderr
-    )
-    assert stage_log.read_bytes() == before
 
 
 def test_a_labels_file_that_matches_no_run_is_warned_of(
