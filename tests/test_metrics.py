@@ -301,7 +301,7 @@ def stage_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
 
 
 @pytest.mark.parametrize(
-    "epochs", [1, 3, Epochs(3, "mode")], ids=["1", "3-default-reducer", "3-mode"]
+    "epochs", [1, Epochs(3, ["mean", "mode"])], ids=["1", "3-mean-and-mode"]
 )
 def test_stage_metrics_survive_epochs(
     request: pytest.FixtureRequest, tmp_path: Path, epochs: int | Epochs
