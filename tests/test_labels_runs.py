@@ -13,7 +13,6 @@ since `inspect eval` exits 0 even when the eval fails.
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -388,18 +387,3 @@ def test_eval_set_retries_a_failed_sample_and_keeps_the_labels(
     assert stage_values(log) == {(k, 1): v for k, v in STAGES.items()}
     assert_metrics(log, list(STAGES.values()), lucky=1)
     assert (work / "failed" / "gap-right").exists()
-
-
-def test_the_task_file_labels_match_the_grader(work: Path) -> None:
-    """The two label sources agree on these answers, so either gives the
-    same stages; the labels file is the staff's word, match()'s is its own."""
-    for source in ("labels", "grader"):
-        done = inspect(work, "eval", "runs.py", *SOURCES[source], "--log-dir", source)
-        assert done.returncode == 0, done.stderr
-        (log,) = logs(work / source)
-        assert log.status == "success"
-        assert stage_values(log) == {(k, 1): v for k, v in STAGES.items()}
-    assert json.loads((work / "labels.jsonl").read_text().splitlines()[0]) == {
-        "id": "gap-right",
-        "correct": True,
-    }
