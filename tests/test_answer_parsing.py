@@ -135,6 +135,11 @@ def test_an_answer_over_the_limit_is_unreadable_as_too_long() -> None:
         # Any string may be an ID in JSON, spaces and commas included.
         ('["Smith 2019", "a, b", "x\\ny"]', ["Smith 2019", "a, b", "x\ny"], "json"),
         ('["a\\/b", "\\u00e9"]', ["a/b", "\u00e9"], "json"),
+        ('["\\u00e9", "e\\u0301"]', ["\u00e9", "e\u0301"], "json"),
+        ('The IDs are ["C","A","B"] in source order.', ["C", "A", "B"], "json"),
+        ('```json\n[\n  "C",\n  "A"\n]\n```', ["C", "A"], "json"),
+        # A repeat is read as written; the grade refuses it.
+        ('["A", "A"]', ["A", "A"], "json"),
         ("[]", [], "json"),
         # The same list twice is one candidate.
         ('["A", "B"]\n\nFinal answer: ["A", "B"]', ["A", "B"], "json"),
@@ -295,6 +300,7 @@ def test_read_as_names_are_the_ones_the_docs_describe() -> None:
             'item 1, "I\'m sorry", is not a bare ID',
         ),
         ("I cannot help with that.", "no list of IDs in the text"),
+        ("C A B", "no list of IDs in the text"),
         # One word without a digit is a non-answer as often as an ID.
         ("None", 'the single word "None" has no digit'),
         ("N/A", 'the single word "N/A" has no digit'),
@@ -333,6 +339,8 @@ def test_read_as_names_are_the_ones_the_docs_describe() -> None:
         # JSON that is no list of strings is a candidate of its own.
         ("[1, 2]", 'the JSON value "[1, 2]" (line 1) is no list of string IDs'),
         ('[["A", "B"]]', "is no list of string IDs"),
+        ('["A", 1]', "is no list of string IDs"),
+        ('["A", null]', "is no list of string IDs"),
         ('{"ids": ["A", "B"]}', "is no list of string IDs"),
         ('See [1]: ["X"]', 'the JSON value "[1]" (line 1) is no list of string IDs'),
         ("[true]\n- A\n- B", "is no list of string IDs"),
@@ -344,6 +352,8 @@ def test_read_as_names_are_the_ones_the_docs_describe() -> None:
         ("['C', None]", "is not a JSON array"),
         ("[NaN]", "is not a JSON array"),
         ('["A", "B"', "is not a JSON array"),
+        ("[" * 5000, "is not a JSON array"),
+        ("[1," * 5000, "is not a JSON array"),
         ("{'ids': ['C']}", "is not a JSON object"),
         ('["C"]\nSee [note].', 'the bracketed text "[note]." (line 2)'),
         # The marker settles the answer, so what it gives must be a list.

@@ -24,14 +24,11 @@ from tracegrade._inspect_internals import PrerequisiteError
 from tracegrade.core import canonical_json, itemise
 from tracegrade.datasets import FixtureCase, packaged_fixture, read_fixture_cases
 from tracegrade.scorers import (
-    ANSWER_FAILURES,
     DATA_ERRORS,
     RetrievalTrace,
-    UnreadableAnswer,
     diagnosis_score,
     extraction_score,
     ordered_extraction_scorer,
-    parse_answer_ids,
     stage_diagnosis_scorer,
 )
 from tracegrade.scorers.arguments import ScorerArgumentError
@@ -290,12 +287,6 @@ def test_every_error_names_its_kind_side_and_field() -> None:
             assert error["field"] == fields[error["kind"]]
 
 
-def test_error_kinds_are_split_by_side() -> None:
-    assert set(DATA_ERRORS).isdisjoint(ANSWER_FAILURES)
-    assert "answer-label" in DATA_ERRORS
-    assert "duplicate-answer-id" in ANSWER_FAILURES
-
-
 # --- itemised: what exactly a graded answer got wrong -------------------------
 
 
@@ -413,51 +404,6 @@ def test_a_large_reversed_answer_is_itemised() -> None:
     assert score.value == {"membership": True, "order": False}
     assert score.metadata is not None
     assert score.metadata["itemised"]["kept_in_order"] == 1
-
-
-# --- reading the answer text --------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "ids"),
-    [
-        ('["C", "A", "B"]', ["C", "A", "B"]),
-        ('The IDs are ["C","A","B"] in source order.', ["C", "A", "B"]),
-        ('```json\n[\n  "C",\n  "A"\n]\n```', ["C", "A"]),
-        ('["A", "B"]\n\nFinal answer: ["A", "B"]', ["A", "B"]),
-        ("[]", []),
-        ('["\\u00e9", "e\\u0301"]', ["\u00e9", "e\u0301"]),
-        ('["A", "A"]', ["A", "A"]),
-    ],
-)
-def test_an_id_list_is_read_from_anywhere_in_the_text(
-    text: str, ids: list[str]
-) -> None:
-    assert parse_answer_ids(text) == ids
-
-
-@pytest.mark.parametrize(
-    ("text", "problem"),
-    [
-        ("", "empty"),
-        ("   \n", "empty"),
-        ("C A B", "no list of IDs in the text"),
-        ('["A", "B"] or maybe ["B", "A"]', "two different lists"),
-        ('See [1] and ["X"]', "is no list of string IDs, beside the list"),
-        ('[["A"]]', "is no list of string IDs"),
-        ('["A", 1]', "is no list of string IDs"),
-        ('["A", null]', "is no list of string IDs"),
-        ("[NaN]", "is not a JSON array"),
-        ('["A", "B"', "is not a JSON array"),
-        ("[" * 5000, "is not a JSON array"),
-        ("[1," * 5000, "is not a JSON array"),
-    ],
-)
-def test_an_answer_without_one_clear_id_list_is_unreadable(
-    text: str, problem: str
-) -> None:
-    with pytest.raises(UnreadableAnswer, match=problem):
-        parse_answer_ids(text)
 
 
 # --- sentences ----------------------------------------------------------------
