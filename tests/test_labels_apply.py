@@ -389,6 +389,7 @@ def test_a_bad_labels_file_leaves_the_log_as_it_was(
 def test_a_log_without_stage_scores_is_refused(tmp_path: Path) -> None:
     (log,) = eval(
         ordered_extraction_recorded(),
+        limit=1,
         display="none",
         log_dir=str(tmp_path / "logs"),
         log_realtime=False,

@@ -202,6 +202,7 @@ def test_the_exported_file_reads_as_labels_once_filled(
 def test_a_log_without_stage_scores_is_refused(tmp_path: Path) -> None:
     (log,) = eval(
         ordered_extraction_recorded(),
+        limit=1,
         display="none",
         log_dir=str(tmp_path / "logs"),
         log_realtime=False,
