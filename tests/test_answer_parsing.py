@@ -1,16 +1,5 @@
-"""Reading answer text, as docs/answer-formats.md documents it: one reading
-or none.
-
-Every candidate list that any reading finds anywhere in the text must
-agree, or the answer is unreadable; an `ANSWER:` line settles it; a task's
-structured output is read by its key. Checked here: what each reading
-reads and removes; every `read_as` name; the hostile answers that earlier
-readers misread, crashed on or stalled on; and, from a grammar of answers
-(lists in every form, prose, asides, echoes, fences, headings, sign-offs,
-Unicode line separators), that a text is read as the one list it was built
-around or refused, never as another list, and that nothing but
-`UnreadableAnswer` escapes.
-"""
+"""Reading answer text (docs/answer-formats.md): one reading or none. Every
+candidate list must agree or the answer is unreadable; never another list."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The core against every packaged fixture case, plus the traps around it.
-
-Results are compared as canonical JSON text, never with `==` on objects:
-in Python `True == 1` and key order is invisible to dict equality, and both
-would let a wrong answer through.
-"""
+"""The core against every packaged case, plus the traps around it. Results
+are compared as canonical JSON: `True == 1` would let a wrong answer pass."""
 
 from __future__ import annotations
 

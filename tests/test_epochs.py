@@ -1,11 +1,5 @@
-"""`--epochs N` on live runs: every epoch graded, sensible reductions.
-
-`eval(task, epochs=3)` is what `inspect eval ... --epochs 3` does: an epoch
-count without a reducer, which keeps the task's own reducer. The mock
-models answer each sample differently per epoch; samples and epochs run
-concurrently, so which epoch got which answer is not fixed, and the
-checks compare each sample's epochs as a multiset.
-"""
+"""`--epochs N` on live runs: every epoch graded, sensible reductions. Epochs
+run concurrently, so each sample's epochs are compared as a multiset."""
 
 from __future__ import annotations
 

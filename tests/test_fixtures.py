@@ -1,9 +1,4 @@
-"""Sanity checks of the packaged fixture files, before any evaluator sees them.
-
-As in JSON-Schema-Test-Suite, the cases are data that every other test trusts,
-so a malformed line, a reused id or a drifted copy of a document's case must
-fail here, by itself, rather than as a puzzling scorer failure elsewhere.
-"""
+"""Sanity checks of the packaged fixture files, which every other test trusts."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""The itemisation of an extraction answer: worked examples and brute force.
-
-The worked examples are the packaged cases the rules grade, each figure
-worked out by hand. The property tests hold the fast implementation to
-definitions a reader can check at a glance: list scans for dropped,
-invented and the first break, and the textbook O(n * m) dynamic programme
-for the longest common subsequence.
-"""
+"""The itemisation of an extraction answer: worked examples, and brute-force
+definitions (list scans, the textbook LCS table) on generated lists."""
 
 from __future__ import annotations
 

@@ -1,18 +1,5 @@
-"""No silent key typos: a key that no run has is warned of, once.
-
-A misspelled `required_key` gives a run that is all `unresolved`, a
-misspelled `correct_key` one that is all `answer-label`, a misspelled
-`source_key` or `answer_key` one that is all `invalid-input`, each score
-right for its own sample. The scorers warn when a run lacks a key while no
-run scored before it had one; Inspect prints the warning and records it in
-that sample's transcript. These tests run the real `inspect eval` and
-read the warning from its output and from the log, and `tracegrade check`
-on a file whose records all lack a field.
-
-A key that is no key at all (a list, a number) or an argument the scorer
-does not take is refused when the scorer is built; `inspect score -S`
-shows that refusal as one line, with no traceback.
-"""
+"""No silent key typos: a key no run has is warned of once, in the terminal
+and the log; a key that is no key is refused when the scorer is built."""
 
 from __future__ import annotations
 

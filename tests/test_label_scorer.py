@@ -1,14 +1,5 @@
-"""Labels from a grader: `stage_diagnosis_scorer(label_scorer=...)` and
-`stage_diagnosis_scorer(label_from=...)`.
-
-Every row of the mapping table is tried, through the pure mapping and
-through the scorer; the record the core receives is checked to be what
-the metadata records; `label_scorer` is given from the command line by
-registry name, as `inspect score -S label_scorer=match`; a grader's
-error is the sample's; and `label_from` reads a score an earlier scorer
-gave, in one eval (the judge called once) and under `inspect score
---action append`.
-"""
+"""Labels from a grader (`label_scorer=`) or an earlier score (`label_from=`):
+the mapping table, the scorer, the refusals, and real `inspect score` runs."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Staff labels joined onto a run after the fact, by `inspect score`.
-
-The labels file is checked when the scorer is built (before any sample is
-scored). Whether every label names a run is checked against a log's
-sample ids by `tracegrade labels apply` (`test_labels_apply.py`); a
-scorer never sees the whole dataset, so it only warns when the file
-labels none of the runs it scores.
-"""
+"""Staff labels joined onto a run by `inspect score`; the file is checked when
+the scorer is built, and a file that labels no run it scores is warned of."""
 
 from __future__ import annotations
 

@@ -1,12 +1,5 @@
-"""`tracegrade labels apply LOG LABELS`: staff labels checked, then joined.
-
-Every label must name a run of the log (a sample id of its dataset or its
-samples, and an epoch it has); otherwise the command fails before
-anything is scored or written, and the log is byte for byte as it was.
-Then the stage scorer runs again through Inspect's public `score`, and
-the log is replaced whole, in its own format. The commands are run as a
-user runs them, in a subprocess.
-"""
+"""`tracegrade labels apply LOG LABELS`: every label must name a run, else the
+log is left byte for byte; then the log is rescored and replaced whole."""
 
 from __future__ import annotations
 

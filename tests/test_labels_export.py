@@ -1,12 +1,4 @@
-"""The staff-label round trip, offline: run, export, label, apply.
-
-1. `examples/rag_task.py` runs on mockllm (outputs with a preset `usage`);
-   its scorer labels each answer with `match()`.
-2. `tracegrade labels export LOG > labels.jsonl` writes one line per run.
-3. The test plays the staff: it fills `correct` on every line.
-4. `tracegrade labels apply LOG labels.jsonl` joins the labels back onto
-   the log, and every run gets its stage by the staff's word.
-"""
+"""The staff-label round trip, offline: run, `labels export`, fill, `labels apply`."""
 
 from __future__ import annotations
 

@@ -1,15 +1,5 @@
-"""Labels in real runs: tolerated errors, `eval-retry`, epochs and `eval_set`.
-
-A task scored with staff labels (`labels=`) or a grader
-(`label_scorer=`) must behave like any Inspect task when a sample fails:
-under `--fail-on-error 0.5` the failure stays a sample error, and
-`inspect eval-retry` (or `eval_set`'s own retry) finishes the run with
-metrics over every sample. The task file below fails each listed sample
-once, the first time it runs, as a flaky retriever would, and its flaky
-grader likewise, as a grading model that is briefly unreachable; every
-run is the real `inspect` command, and each log's `status` is checked,
-since `inspect eval` exits 0 even when the eval fails.
-"""
+"""Labels in real runs: a failed sample stays a sample error, and `eval-retry`
+and `eval_set` finish the run; each log's `status` is checked."""
 
 from __future__ import annotations
 

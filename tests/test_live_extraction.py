@@ -1,11 +1,6 @@
-"""The live `tracegrade/ordered_extraction` task, run offline on mockllm.
-
-The mock model answers each document's prompt with a preset text, chosen
-by the document the prompt holds (samples run concurrently, so the order
-of calls is not the order of samples). Every output carries a preset
-`usage`: without one, mockllm counts tokens with a tokenizer it must
-download, which fails with no network.
-"""
+"""The live `tracegrade/ordered_extraction` task, offline on mockllm: each
+reply is chosen by the document its prompt holds, with a preset `usage`
+(without one mockllm downloads a tokenizer)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""Metrics see the real values: with epochs, under any reducer, and when
-every sample is an error.
-
-Inspect's default epoch reducer is the mean, which maps a stage string to
-0.0; these tests run real evals with epochs=3 to show the metrics are not
-fooled by it.
-"""
+"""Metrics see the real values: with epochs (the default mean maps a stage
+string to 0.0), under any reducer, and when every sample is an error."""
 
 from __future__ import annotations
 

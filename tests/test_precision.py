@@ -1,26 +1,5 @@
-"""ID precision beside recall, and `context_precision` over runs.
-
-What is checked:
-
-- the definition: precision is a fact of the record alone,
-  |set(context) & set(required)| / |set(context)| (Ragas' ID-based context
-  precision), with a repeated context ID one document; 0.0 for an empty
-  required list, null for an empty context, an absent or null `required`,
-  or a value that is no ID list; the stage result and recall unchanged;
-- repeats exactly as ir-measures feeds trec_eval a ranking that repeats a
-  document: the context as it is, repeats and all, scored by rank, gives
-  `P@k` equal to precision at k = the number of unique context IDs (and
-  not at k = the context's length, nor by counting positions);
-- a differential test against ir-measures' `P@k` (trec_eval's code
-  through pytrec_eval) on thousands of generated pairs with repeats and
-  Unicode look-alikes, one cut-off per comparison;
-- against trec_eval's `P_k` through `tracegrade import trec --k k` and
-  `tracegrade score`: equal per query wherever the run ranked at least k
-  documents; a shorter run keeps the same hits, which trec_eval divides by
-  k and precision by what was supplied;
-- the metric over scored runs, from `inspect eval` and from the bulk
-  path's column of doubles.
-"""
+"""ID recall and precision beside the stage, and their metrics: the
+definitions, ir-measures' `P@k` (trec_eval), and the eval and bulk paths."""
 
 from __future__ import annotations
 

@@ -1,30 +1,5 @@
-"""ID recall beside the stage, and `context_recall` over runs.
-
-What is checked:
-
-- the definition: recall is a fact of the record alone, |set(context) &
-  set(required)| / |set(required)| (Ragas' ID-based context recall), equal
-  to (unique required - missing) / unique required wherever the rules
-  report `missing`, and stage and missing are unchanged by it;
-- a run without a label (`answer-label`) has it too; it is null where
-  nothing is required or an ID list is not one, and what the metric makes
-  of that (an unscored run never reaches it);
-- a differential test against ir-measures' TREC recall (`R@k`, trec_eval's
-  code through pytrec_eval) on thousands of generated (required, context)
-  pairs with repeats and Unicode look-alikes;
-- the bulk path (`tracegrade score`) gives the very metric `inspect eval`
-  gives, from a column of doubles rather than a dict a sample;
-- the synthetic header of `scripts/bulk_eval_log.py` states the metric the
-  scorer would.
-
-The one definitional difference with TREC: a TREC run cannot rank one
-document twice for a query (trec_eval refuses "duplicate docs"), while a
-context may supply one twice. A supplied ID counts once either way, so the
-run given to ir-measures is the context with repeats dropped, each ID at
-its first rank. Likewise a qrels file judges a document once, so the
-qrels are the unique required IDs: a required ID listed twice is required
-once, in recall as in `missing`.
-"""
+"""ID recall against ir-measures' `R@k` (trec_eval's code). A context may
+repeat an ID, a TREC run may not: the run given is the context deduplicated."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Recorded model outputs, graded as a live output is read: issue 27's
-answers, through a real `inspect eval` of the recorded task and through
-`tracegrade score`, which must agree sample by sample.
-
-Each answer is read as the list a careful reader sees, or refused with
-the reason in the explanation; none is graded on a list the model did
-not give.
-"""
+"""Recorded outputs graded as live ones are read (issue 27's answers), by
+`inspect eval` and `tracegrade score` alike, sample by sample."""
 
 from __future__ import annotations
 

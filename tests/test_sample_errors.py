@@ -1,16 +1,5 @@
-"""A sample whose run failed is `sample-error`, never a stage or a grade.
-
-Under `--score-on-error` Inspect scores a sample whose model call raised,
-with an empty output. The stage scorer must not call that `generation`,
-nor the extraction scorer `unreadable-answer`: both give an unscored
-`sample-error` whose error side is "run", and a grader is not asked to
-judge an answer that never existed. `inspect score` of a log whose errored
-samples were never scored gives them the very same score.
-
-The model is mockllm, raising for the prompts of the failing samples;
-every output has a preset `usage` (mockllm would otherwise download a
-tokenizer).
-"""
+"""A sample whose run failed is `sample-error` (side "run"), never a stage or
+a grade, under `--score-on-error` and under `inspect score` alike."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""The scorers: every packaged case scored as the documents say, errors included.
-
-The pure halves (`diagnosis_score`, `extraction_score`, the answer reader,
-the sentences) are tested without Inspect running; the closures are called
-on real `TaskState`s to check where each input is read from.
-"""
+"""The scorers: every packaged case scored as documented, errors included, and
+where each closure reads its inputs on a real `TaskState`."""
 
 from __future__ import annotations
 

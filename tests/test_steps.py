@@ -1,14 +1,5 @@
-"""Where in the pipeline each missing document was lost (issue 30).
-
-The rules of `tracegrade.core.steps` are held to an independent statement
-of each, on random pipelines: `last_step` is the last step that had the
-ID and `last_rank` its rank there, null when none did; `lost_at` the step
-that took `last_step`'s output, "context" when none did, the first step
-when no step had the ID. The
-seed's fields must not move: `result` is byte for byte the same with steps
-and without, and the same as the core's. Step recall, reciprocal rank and
-nDCG are checked against ir-measures (trec_eval's own code).
-"""
+"""Where in the pipeline each missing document was lost (issue 30), held to
+an independent statement of each rule; step recall, RR and nDCG to ir-measures."""
 
 from __future__ import annotations
 
