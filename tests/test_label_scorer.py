@@ -35,7 +35,6 @@ from inspect_ai.solver import TaskState
 from tests.commands import InspectCommand, inspect_in_one_fresh_process, run_inspect
 from tests.support import write_lines
 from tracegrade import LabelScorerError, diagnose_stage, stage_diagnosis_scorer
-from tracegrade.scorers import label_from_value
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import replay
 
@@ -75,16 +74,6 @@ NO_LABEL: list[Any] = [
     [],
     {"correct": "C"},
 ]
-
-
-@pytest.mark.parametrize(("value", "label"), LABELS, ids=repr)
-def test_a_grader_value_that_is_a_label(value: Any, label: bool) -> None:
-    assert label_from_value(value) is label
-
-
-@pytest.mark.parametrize("value", NO_LABEL, ids=repr)
-def test_a_grader_value_that_is_no_label(value: Any) -> None:
-    assert label_from_value(value) is None
 
 
 # --- graders to test with -----------------------------------------------------------
@@ -174,6 +163,7 @@ def test_a_label_from_the_grader_decides_the_stage(value: Any, label: bool) -> N
     assert result.value == ("pass" if label else "generation")
     metadata = metadata_of(result)
     assert metadata["record"] == {**RUN, "correct": label}
+    assert metadata["record"]["correct"] is label  # not 1 or 1.0
     assert metadata["read_from"]["correct"] == "scorer fixed_grade"
     assert metadata["grader"] == {"name": "fixed_grade", "value": value, **GRADER_SCORE}
     # The record in the metadata is what the core received: parity with
