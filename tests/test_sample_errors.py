@@ -20,7 +20,6 @@ from tests.commands import run_inspect
 from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
 from tracegrade.bulk.results import RunResults
 from tracegrade.bulk.scoring import TASKS, score_problem, score_stage_input
-from tracegrade.scorers import RUN_ERRORS
 from tracegrade.scorers.outcome import run_error
 
 API_DOWN = "the model API is down"
@@ -193,10 +192,6 @@ def test_inspect_score_gives_unscored_failed_runs_the_same_score(
         assert score.explanation == before.explanation
         assert (score.metadata or {})["error"] == (before.metadata or {})["error"]
     assert (rescored["ok-gap"].scores or {})["stage_diagnosis"].value == "retrieval"
-
-
-def test_the_kind_is_a_run_error() -> None:
-    assert RUN_ERRORS == ("sample-error",)
 
 
 def test_the_bulk_path_takes_a_run_error_as_inspect_does(tmp_path: Path) -> None:
