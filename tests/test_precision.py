@@ -27,7 +27,9 @@ from tests.test_recall import (
     TREC_ID,
     generated_pairs,
     is_trec_id,
+    our_recall,
     ragas_recall,
+    trec_inputs,
 )
 from tracegrade import stage_diagnosis
 from tracegrade.bulk.results import RunResults
@@ -276,12 +278,25 @@ def test_precision_is_trec_precision_on_thousands_of_generated_pairs() -> None:
         max_size=12,
     )
 )
-def test_precision_is_trec_precision_on_hypothesis_pairs(
+def test_recall_and_precision_are_trec_evals_on_hypothesis_pairs(
     pairs: list[tuple[list[str], list[str]]],
 ) -> None:
+    """One draw for both measures: drawing the IDs is the cost."""
     theirs = trec_precisions(pairs)
     ours = {i: our_precision(r, c) for i, (r, c) in enumerate(pairs) if c}
     assert ours == theirs
+    # Recall is defined where something is required.
+    required = [(r, c) for r, c in pairs if r]
+    if required:
+        qrels, run, k = trec_inputs(required)
+        measure = ir_measures.R @ k
+        recalls = {
+            metric.query_id: metric.value
+            for metric in ir_measures.pytrec_eval.iter_calc([measure], qrels, run)
+        }
+        assert [recalls[f"q{i}"] for i in range(len(required))] == [
+            our_recall(r, c) for r, c in required
+        ]
 
 
 # --- against trec_eval's P_k through `tracegrade import trec` ------------------

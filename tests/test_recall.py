@@ -13,7 +13,6 @@ from typing import Any, Final, cast
 
 import ir_measures
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
 from inspect_ai.log import EvalMetric, EvalScore
 from inspect_ai.scorer import MetricProtocol, SampleScore, Score
@@ -285,28 +284,3 @@ def test_recall_is_trec_recall_on_thousands_of_generated_pairs() -> None:
     ]
     assert recall_metric(scores) == pytest.approx(aggregate, rel=0, abs=1e-12)
     assert recall_metric(scores) == math.fsum(theirs.values()) / len(pairs)
-
-
-@settings(max_examples=300, deadline=None, derandomize=True)
-@given(
-    pairs=st.lists(
-        st.tuples(
-            st.lists(TREC_ID, min_size=1, max_size=8),
-            st.lists(TREC_ID, max_size=10),
-        ),
-        min_size=1,
-        max_size=12,
-    )
-)
-def test_recall_is_trec_recall_on_hypothesis_pairs(
-    pairs: list[tuple[list[str], list[str]]],
-) -> None:
-    qrels, run, k = trec_inputs(pairs)
-    measure = ir_measures.R @ k
-    theirs = {
-        metric.query_id: metric.value
-        for metric in ir_measures.pytrec_eval.iter_calc([measure], qrels, run)
-    }
-    assert [theirs[f"q{i}"] for i in range(len(pairs))] == [
-        our_recall(r, c) for r, c in pairs
-    ]
