@@ -33,44 +33,7 @@ def unreadable(text: str, **kwargs: Any) -> str:
     return str(raised.value)
 
 
-# --- The examples of issue 27: read right, or refused, never misread ----------
-
-
-@pytest.mark.parametrize(
-    ("text", "said"),
-    [
-        # A right answer in a fence, then an aside holding another list.
-        (
-            '```json\n[\n  "C-3",\n  "A-1",\n  "B-2",\n]\n```\nI left out ["D-4"] '
-            "because it only appears in a footnote.",
-            'two different lists: ["C-3", "A-1", "B-2"] (line 2) and ["D-4"] (line 8)',
-        ),
-        # An echo of the source, then the (sorted, wrong) answer.
-        (
-            'Source order per the document: ["C-3", "A-1", "B-2"]\n'
-            "My answer (sorted): ['A-1', 'B-2', 'C-3']",
-            'two different lists: ["C-3", "A-1", "B-2"] (line 1) and '
-            '["A-1", "B-2", "C-3"] (line 2)',
-        ),
-        (
-            "C-3, A-1, B-2. Sorted: A-1, B-2, C-3",
-            'two different lists: ["C-3", "A-1", "B-2"] (line 1) and '
-            '["A-1", "B-2", "C-3"] (line 1)',
-        ),
-        (
-            "IDs:C-3, A-1, B-2",
-            'the first ID "IDs:C-3" could be the lead-in "IDs:" glued to the ID "C-3"',
-        ),
-        ("Answer\n- C-3\n- A-1\n- B-2", 'line 1, "Answer", stands before the list'),
-        ("C-3\nA-1\nB-2\nDone", 'line 4, "Done", stands after the list'),
-        (
-            '{"ids": ["X-9"]} ["A-1", "B-2"]',
-            'is no list of string IDs, beside the list ["A-1", "B-2"] (line 1)',
-        ),
-    ],
-)
-def test_the_misread_answers_are_refused_with_the_reason(text: str, said: str) -> None:
-    assert said in unreadable(text)
+# --- Issue 27's examples: tests/test_recorded_outputs.py, end to end ---------
 
 
 @pytest.mark.parametrize(
