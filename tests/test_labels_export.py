@@ -361,30 +361,3 @@ def test_conflicting_or_malformed_epoch_labels_are_refused(
     path = write_labels(tmp_path / "labels.jsonl", lines)
     with pytest.raises(LabelsError, match=message):
         StaffLabels.read(path)
-
-
-def test_a_multi_epoch_log_exports_one_line_per_epoch(tmp_path: Path) -> None:
-    (log,) = eval(
-        rag.rag_qa(),
-        model=answering_model({"Q-001": ["first", "second"]}),
-        sample_id="Q-001",
-        epochs=2,
-        log_dir=str(tmp_path),
-        display="none",
-        log_realtime=False,
-    )
-    lines = label_requests(log)
-    assert [(x["id"], x["epoch"], x["answer"]) for x in lines] in (
-        [("Q-001", 1, "first"), ("Q-001", 2, "second")],
-        [("Q-001", 1, "second"), ("Q-001", 2, "first")],
-    )
-    assert list(lines[0]) == [
-        "id",
-        "epoch",
-        "question",
-        "answer",
-        "required",
-        "context",
-        "correct",
-        "grader",
-    ]
