@@ -318,9 +318,14 @@ def test_a_context_no_solver_recorded_is_warned_of(evaluated: Eval) -> None:
 def test_a_labels_file_that_matches_no_sample_is_warned_of(evaluated: Eval) -> None:
     log = evaluated.logs["unmatched_labels"]
     assert all(math.isnan(v) for v in values(log).values())
-    (logged,) = logged_warnings(log)
-    assert "labels file labels.jsonl has no label for sample" in logged[1]
-    assert 'It labels ids "Q1", "Q2".' in logged[1]
+    assert {
+        error_kind((s.scores or {})["stage_diagnosis"]) for s in log.samples or []
+    } == {"answer-label"}
+    ((sample_id, message),) = logged_warnings(log)
+    assert (
+        f'labels file labels.jsonl has no label for sample "{sample_id}" epoch 1'
+    ) in message
+    assert 'It labels ids "Q1", "Q2".' in message
     (printed,) = printed_warnings(evaluated, "unmatched_labels")
     assert "labels file labels.jsonl has no label" in printed
 
