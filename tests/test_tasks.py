@@ -238,7 +238,9 @@ def test_the_cli_takes_a_users_own_file(tmp_path: Path) -> None:
     assert error_kind(scores["q-18"]) == "invalid-input"
 
 
-def test_own_file_samples_keep_ids_inputs_and_expectations(tmp_path: Path) -> None:
+def test_own_file_samples_keep_ids_inputs_and_expectations_and_errors(
+    tmp_path: Path,
+) -> None:
     dataset = write_lines(
         tmp_path / "runs.jsonl",
         [
@@ -255,11 +257,19 @@ def test_own_file_samples_keep_ids_inputs_and_expectations(tmp_path: Path) -> No
             },
             "",
             {"id": "run-2", "input": {"context": ["D1"], "correct": False}},
+            # Out of the contract: a sample with a data error, not a bad line.
+            {
+                "id": "odd",
+                "input": {"required": "D1", "context": ["D1"], "correct": True},
+            },
         ],
     )
     log = run(stage_diagnosis(dataset=dataset), tmp_path)
     assert log.samples is not None
-    first, second = sorted(log.samples, key=lambda sample: str(sample.id))
+    odd, first, second = sorted(log.samples, key=lambda sample: str(sample.id))
+    odd_score = (odd.scores or {})["stage_diagnosis"]
+    assert error_kind(odd_score) == "invalid-input"
+    assert (odd_score.metadata or {})["error"]["field"] == "required"
     assert first.id == "run-1"
     assert first.metadata == {
         "required": ["D1"],
@@ -348,28 +358,6 @@ def test_an_empty_or_missing_file_is_an_error(tmp_path: Path) -> None:
         stage_diagnosis_dataset(empty)
     with pytest.raises(DatasetError, match="cannot read"):
         stage_diagnosis_dataset(tmp_path / "absent.jsonl")
-
-
-def test_an_out_of_contract_input_is_a_sample_not_a_malformed_line(
-    tmp_path: Path,
-) -> None:
-    dataset = write_lines(
-        tmp_path / "runs.jsonl",
-        [
-            {
-                "id": "odd",
-                "input": {"required": "D1", "context": ["D1"], "correct": True},
-            }
-        ],
-    )
-    log = run(stage_diagnosis(dataset=dataset), tmp_path)
-    assert log.samples is not None
-    (sample,) = log.samples
-    assert sample.scores is not None
-    score = sample.scores["stage_diagnosis"]
-    assert error_kind(score) == "invalid-input"
-    assert score.metadata is not None
-    assert score.metadata["error"]["field"] == "required"
 
 
 def test_a_line_nested_too_deeply_is_a_dataset_error(tmp_path: Path) -> None:
