@@ -157,17 +157,9 @@ class Commands(NamedTuple):
 
 @pytest.fixture(scope="module")
 def commands(tmp_path_factory: pytest.TempPathFactory) -> Commands:
-    """`inspect eval` of every task of TASK_FILE, then every bad argument
-    given to `inspect score` of a stage_diagnosis log, in turn in ONE
-    interpreter of its own: what Inspect prints goes through the display
-    and exception hook it sets once per process, from the eval, its first
-    command. Each scorer of the eval is its own instance, so each task warns
-    as it would alone.
-
-    The commands are given before that interpreter starts, so the log
-    scored is evaluated beforehand in the test's own (two samples of the
-    packaged stage task): what is refused is the scorer's argument, which
-    any stage_diagnosis log would be scored with."""
+    """`inspect eval` of TASK_FILE, then each bad `inspect score -S` argument on a
+    log made beforehand, in turn in one fresh interpreter: Inspect sets its
+    display and exception hook once per process, from its first command."""
     work = tmp_path_factory.mktemp("warnings")
     (work / "tasks.py").write_text(TASK_FILE)
     write_lines(

@@ -46,11 +46,9 @@ BY_ID = {document.id: document for document in DOCUMENTS}
 def mock_model(
     replies: dict[str, Sequence[str]], texts: dict[str, str] | None = None
 ) -> Model:
-    """mockllm answering the prompt of document `id` with `replies[id]`,
-    the first reply on the first call for that document, and so on.
-
-    The document is found by its text (`texts`, by default the packaged
-    documents') in the prompt."""
+    """mockllm answering the prompt of document `id` with `replies[id]` in
+    turn, the document found in the prompt by its text (`texts`, by default
+    the packaged documents')."""
     texts = texts or {document.id: document.text for document in DOCUMENTS}
     calls: dict[str, int] = {}
 

@@ -175,15 +175,9 @@ def raw_run(query: str, context: Sequence[str]) -> list[Any]:
 def trec_precisions(
     pairs: Sequence[tuple[list[str], list[str]]], *, deduplicated: bool = False
 ) -> dict[int, float]:
-    """ir-measures' `P@k` of each pair with a context, k its number of
-    unique IDs, keyed by the pair's index.
-
-    Qrels: each unique required ID relevant (1), and one document judged
-    not relevant (0) that no context holds, so that a query requiring
-    nothing is judged, as a TREC query with nothing relevant is. Run: the
-    context as it is (`raw_run`), or with repeats dropped. One call per
-    cut-off: pairs of the same k together.
-    """
+    """ir-measures' `P@k` of each pair with a context (k: its unique IDs), by
+    index. A document judged not relevant (0) that no context holds makes a
+    query requiring nothing judged, as in TREC. One call per cut-off."""
     for required, context in pairs:
         for doc in (*required, *context):
             assert is_trec_id(doc), f"not an ID pytrec_eval can take: {doc!r}"

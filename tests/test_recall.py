@@ -168,16 +168,9 @@ def test_the_synthetic_header_states_the_scorers_mean(
 def trec_inputs(
     pairs: Sequence[tuple[list[str], list[str]]],
 ) -> tuple[list[Any], list[Any], int]:
-    """Qrels, run and a cut-off k for the pairs, one query each.
-
-    Qrels: each unique required ID with relevance 1. Run: the context with
-    repeats dropped, each ID at its first rank, scored so that rank r of n
-    has score n - r (descending, no ties, so trec_eval's tie-breaking by
-    document id never applies). k: the longest run, so R@k is recall over
-    the whole context. A query with an empty context has no run lines;
-    ir-measures then gives it the measure's default, 0.0, the recall of a
-    context that holds nothing.
-    """
+    """Qrels, run and cut-off k (the longest run) for the pairs, one query each:
+    the run is the context deduplicated, scored n - rank (no ties), and an
+    empty context has no lines (ir-measures' default, 0.0, its recall)."""
     # pytrec_eval takes each ID's UTF-8 form as a C string: an ID without one
     # would crash the interpreter, and a NUL would end the ID early. Fail
     # here, naming the ID, rather than lose the whole test run.
