@@ -1,12 +1,5 @@
-"""`stage_diagnosis_scorer(context_tools=...)`: an agent's context read from
-its transcript, on `examples/agent_rag.py` run by a mock model that calls
-its `search` tool.
-
-The expected stages, missing IDs and `lost` are computed here another way:
-each call's full result is the example's own search run again with the
-call's arguments, and an entry reached the model whole when its JSON text
-is in what the model received.
-"""
+"""An agent's context read from its transcript (`context_tools=`), checked
+against the example's searches run again with each call's arguments."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""`tracegrade.analysis`: typed `samples_df` columns, read from real logs.
-
-The logs are the ones users have: `inspect eval` of the packaged tasks
-(offline, replayed, three epochs) and `tracegrade score` (`.eval` and
-`.json`, whole and split into parts). Every case's columns are asserted
-value by value, and a `tracegrade score` log must give the same frame as
-an `inspect eval` log of the same file.
-"""
+"""`tracegrade.analysis`: typed `samples_df` columns from real logs; a
+`tracegrade score` log gives the same frame as an `inspect eval` one."""
 
 from __future__ import annotations
 

@@ -1,16 +1,5 @@
-"""Reading answer text, as docs/answer-formats.md documents it: one reading
-or none.
-
-Every candidate list that any reading finds anywhere in the text must
-agree, or the answer is unreadable; an `ANSWER:` line settles it; a task's
-structured output is read by its key. Checked here: what each reading
-reads and removes; every `read_as` name; the hostile answers that earlier
-readers misread, crashed on or stalled on; and, from a grammar of answers
-(lists in every form, prose, asides, echoes, fences, headings, sign-offs,
-Unicode line separators), that a text is read as the one list it was built
-around or refused, never as another list, and that nothing but
-`UnreadableAnswer` escapes.
-"""
+"""Reading answer text (docs/answer-formats.md): one reading or none. Every
+candidate list must agree or the answer is unreadable; never another list."""
 
 from __future__ import annotations
 
@@ -44,44 +33,7 @@ def unreadable(text: str, **kwargs: Any) -> str:
     return str(raised.value)
 
 
-# --- The examples of issue 27: read right, or refused, never misread ----------
-
-
-@pytest.mark.parametrize(
-    ("text", "said"),
-    [
-        # A right answer in a fence, then an aside holding another list.
-        (
-            '```json\n[\n  "C-3",\n  "A-1",\n  "B-2",\n]\n```\nI left out ["D-4"] '
-            "because it only appears in a footnote.",
-            'two different lists: ["C-3", "A-1", "B-2"] (line 2) and ["D-4"] (line 8)',
-        ),
-        # An echo of the source, then the (sorted, wrong) answer.
-        (
-            'Source order per the document: ["C-3", "A-1", "B-2"]\n'
-            "My answer (sorted): ['A-1', 'B-2', 'C-3']",
-            'two different lists: ["C-3", "A-1", "B-2"] (line 1) and '
-            '["A-1", "B-2", "C-3"] (line 2)',
-        ),
-        (
-            "C-3, A-1, B-2. Sorted: A-1, B-2, C-3",
-            'two different lists: ["C-3", "A-1", "B-2"] (line 1) and '
-            '["A-1", "B-2", "C-3"] (line 1)',
-        ),
-        (
-            "IDs:C-3, A-1, B-2",
-            'the first ID "IDs:C-3" could be the lead-in "IDs:" glued to the ID "C-3"',
-        ),
-        ("Answer\n- C-3\n- A-1\n- B-2", 'line 1, "Answer", stands before the list'),
-        ("C-3\nA-1\nB-2\nDone", 'line 4, "Done", stands after the list'),
-        (
-            '{"ids": ["X-9"]} ["A-1", "B-2"]',
-            'is no list of string IDs, beside the list ["A-1", "B-2"] (line 1)',
-        ),
-    ],
-)
-def test_the_misread_answers_are_refused_with_the_reason(text: str, said: str) -> None:
-    assert said in unreadable(text)
+# --- Issue 27's examples: tests/test_recorded_outputs.py, end to end ---------
 
 
 @pytest.mark.parametrize(
@@ -135,6 +87,11 @@ def test_an_answer_over_the_limit_is_unreadable_as_too_long() -> None:
         # Any string may be an ID in JSON, spaces and commas included.
         ('["Smith 2019", "a, b", "x\\ny"]', ["Smith 2019", "a, b", "x\ny"], "json"),
         ('["a\\/b", "\\u00e9"]', ["a/b", "\u00e9"], "json"),
+        ('["\\u00e9", "e\\u0301"]', ["\u00e9", "e\u0301"], "json"),
+        ('The IDs are ["C","A","B"] in source order.', ["C", "A", "B"], "json"),
+        ('```json\n[\n  "C",\n  "A"\n]\n```', ["C", "A"], "json"),
+        # A repeat is read as written; the grade refuses it.
+        ('["A", "A"]', ["A", "A"], "json"),
         ("[]", [], "json"),
         # The same list twice is one candidate.
         ('["A", "B"]\n\nFinal answer: ["A", "B"]', ["A", "B"], "json"),
@@ -295,6 +252,7 @@ def test_read_as_names_are_the_ones_the_docs_describe() -> None:
             'item 1, "I\'m sorry", is not a bare ID',
         ),
         ("I cannot help with that.", "no list of IDs in the text"),
+        ("C A B", "no list of IDs in the text"),
         # One word without a digit is a non-answer as often as an ID.
         ("None", 'the single word "None" has no digit'),
         ("N/A", 'the single word "N/A" has no digit'),
@@ -333,6 +291,8 @@ def test_read_as_names_are_the_ones_the_docs_describe() -> None:
         # JSON that is no list of strings is a candidate of its own.
         ("[1, 2]", 'the JSON value "[1, 2]" (line 1) is no list of string IDs'),
         ('[["A", "B"]]', "is no list of string IDs"),
+        ('["A", 1]', "is no list of string IDs"),
+        ('["A", null]', "is no list of string IDs"),
         ('{"ids": ["A", "B"]}', "is no list of string IDs"),
         ('See [1]: ["X"]', 'the JSON value "[1]" (line 1) is no list of string IDs'),
         ("[true]\n- A\n- B", "is no list of string IDs"),
@@ -344,6 +304,8 @@ def test_read_as_names_are_the_ones_the_docs_describe() -> None:
         ("['C', None]", "is not a JSON array"),
         ("[NaN]", "is not a JSON array"),
         ('["A", "B"', "is not a JSON array"),
+        ("[" * 5000, "is not a JSON array"),
+        ("[1," * 5000, "is not a JSON array"),
         ("{'ids': ['C']}", "is not a JSON object"),
         ('["C"]\nSee [note].', 'the bracketed text "[note]." (line 2)'),
         # The marker settles the answer, so what it gives must be a list.
@@ -591,21 +553,6 @@ def answers(draw: st.DrawFn) -> Built:
 
 
 @settings(max_examples=400)
-@given(built=answers())
-def test_an_answer_is_read_as_the_list_it_was_built_around_or_refused(
-    built: Built,
-) -> None:
-    try:
-        reading = read_answer_ids(built.text)
-    except UnreadableAnswer:
-        assert not built.must_read, f"a plain answer was refused: {built.text!r}"
-        return
-    assert reading.ids == built.ids, f"misread {built.text!r}"
-    if built.must_read and built.read_as:
-        assert reading.read_as.split("-with-")[0] == built.read_as.split("-with-")[0]
-
-
-@settings(max_examples=150)
 @given(
     built=answers(),
     wrapper=st.sampled_from(
@@ -623,15 +570,22 @@ def test_an_answer_is_read_as_the_list_it_was_built_around_or_refused(
         ]
     ),
 )
-def test_hostile_characters_around_an_answer_never_escape_as_another_error(
+def test_an_answer_is_read_as_the_list_it_was_built_around_or_refused(
     built: Built, wrapper: str
 ) -> None:
-    text = wrapper.replace("{}", built.text, 1)
+    """One draw for both checks: building answers is the cost. Hostile
+    characters around an answer never escape as another error."""
+    wrapped = wrapper.replace("{}", built.text, 1)
+    with suppress(UnreadableAnswer):
+        assert read_answer_ids(wrapped).read_as in READ_AS_NAMES
     try:
-        reading = read_answer_ids(text)
+        reading = read_answer_ids(built.text)
     except UnreadableAnswer:
+        assert not built.must_read, f"a plain answer was refused: {built.text!r}"
         return
-    assert reading.read_as in READ_AS_NAMES
+    assert reading.ids == built.ids, f"misread {built.text!r}"
+    if built.must_read and built.read_as:
+        assert reading.read_as.split("-with-")[0] == built.read_as.split("-with-")[0]
 
 
 # --- Linear work ------------------------------------------------------------------

@@ -1,18 +1,5 @@
-"""Differential tests: the Python evaluators against the original Node ones.
-
-Generated in-contract records per evaluator (10,000 in CI, 2,500 by default:
-see tests/conftest.py) go through one long-lived Node process each, a batch
-of `BATCH` at a time, and through the Python core, and the canonical JSON
-texts must be identical for each record.
-IDs come from all of Unicode, astral planes and lone surrogates included,
-and from a small pool per record plus near-copies (case, whitespace,
-NFC/NFD and compatibility forms), so that `Set`, `includes` and `sort` meet
-real collisions rather than distinct random text.
-
-Both sides see the same JSON text: Node parses the request line, and Python
-gets `json.loads` of that same text, since the contract is a record as parsed
-from JSON.
-"""
+"""The Python evaluators against the original Node ones on generated records
+(IDs from all of Unicode, with near-copies): identical canonical JSON."""
 
 from __future__ import annotations
 

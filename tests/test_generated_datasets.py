@@ -1,10 +1,5 @@
-"""The packaged synthetic datasets: reproducible, and as tempting as promised.
-
-The extraction documents are only a fair test of order-keeping if their answer
-key is unambiguous (each ID one whole token, once, in `source` order) and if
-they actually tempt a model to tidy the list. The RAG questions are only a fair
-test of stage diagnosis if `required` names documents that hold the facts.
-"""
+"""The packaged synthetic datasets: reproducible, with unambiguous answer keys,
+tempting a model to tidy, and `required` documents that hold the facts."""
 
 from __future__ import annotations
 

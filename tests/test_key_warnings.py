@@ -1,18 +1,5 @@
-"""No silent key typos: a key that no run has is warned of, once.
-
-A misspelled `required_key` gives a run that is all `unresolved`, a
-misspelled `correct_key` one that is all `answer-label`, a misspelled
-`source_key` or `answer_key` one that is all `invalid-input`, each score
-right for its own sample. The scorers warn when a run lacks a key while no
-run scored before it had one; Inspect prints the warning and records it in
-that sample's transcript. These tests run the real `inspect eval` and
-read the warning from its output and from the log, and `tracegrade check`
-on a file whose records all lack a field.
-
-A key that is no key at all (a list, a number) or an argument the scorer
-does not take is refused when the scorer is built; `inspect score -S`
-shows that refusal as one line, with no traceback.
-"""
+"""No silent key typos: a key no run has is warned of once, in the terminal
+and the log; a key that is no key is refused when the scorer is built."""
 
 from __future__ import annotations
 
@@ -170,17 +157,9 @@ class Commands(NamedTuple):
 
 @pytest.fixture(scope="module")
 def commands(tmp_path_factory: pytest.TempPathFactory) -> Commands:
-    """`inspect eval` of every task of TASK_FILE, then every bad argument
-    given to `inspect score` of a stage_diagnosis log, in turn in ONE
-    interpreter of its own: what Inspect prints goes through the display
-    and exception hook it sets once per process, from the eval, its first
-    command. Each scorer of the eval is its own instance, so each task warns
-    as it would alone.
-
-    The commands are given before that interpreter starts, so the log
-    scored is evaluated beforehand in the test's own (two samples of the
-    packaged stage task): what is refused is the scorer's argument, which
-    any stage_diagnosis log would be scored with."""
+    """`inspect eval` of TASK_FILE, then each bad `inspect score -S` argument on a
+    log made beforehand, in turn in one fresh interpreter: Inspect sets its
+    display and exception hook once per process, from its first command."""
     work = tmp_path_factory.mktemp("warnings")
     (work / "tasks.py").write_text(TASK_FILE)
     write_lines(
@@ -331,9 +310,14 @@ def test_a_context_no_solver_recorded_is_warned_of(evaluated: Eval) -> None:
 def test_a_labels_file_that_matches_no_sample_is_warned_of(evaluated: Eval) -> None:
     log = evaluated.logs["unmatched_labels"]
     assert all(math.isnan(v) for v in values(log).values())
-    (logged,) = logged_warnings(log)
-    assert "labels file labels.jsonl has no label for sample" in logged[1]
-    assert 'It labels ids "Q1", "Q2".' in logged[1]
+    assert {
+        error_kind((s.scores or {})["stage_diagnosis"]) for s in log.samples or []
+    } == {"answer-label"}
+    ((sample_id, message),) = logged_warnings(log)
+    assert (
+        f'labels file labels.jsonl has no label for sample "{sample_id}" epoch 1'
+    ) in message
+    assert 'It labels ids "Q1", "Q2".' in message
     (printed,) = printed_warnings(evaluated, "unmatched_labels")
     assert "labels file labels.jsonl has no label" in printed
 

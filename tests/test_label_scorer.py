@@ -1,14 +1,5 @@
-"""Labels from a grader: `stage_diagnosis_scorer(label_scorer=...)` and
-`stage_diagnosis_scorer(label_from=...)`.
-
-Every row of the mapping table is tried, through the pure mapping and
-through the scorer; the record the core receives is checked to be what
-the metadata records; `label_scorer` is given from the command line by
-registry name, as `inspect score -S label_scorer=match`; a grader's
-error is the sample's; and `label_from` reads a score an earlier scorer
-gave, in one eval (the judge called once) and under `inspect score
---action append`.
-"""
+"""Labels from a grader (`label_scorer=`) or an earlier score (`label_from=`):
+the mapping table, the scorer, the refusals, and real `inspect score` runs."""
 
 from __future__ import annotations
 
@@ -44,7 +35,6 @@ from inspect_ai.solver import TaskState
 from tests.commands import InspectCommand, inspect_in_one_fresh_process, run_inspect
 from tests.support import write_lines
 from tracegrade import LabelScorerError, diagnose_stage, stage_diagnosis_scorer
-from tracegrade.scorers import label_from_value
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import replay
 
@@ -84,16 +74,6 @@ NO_LABEL: list[Any] = [
     [],
     {"correct": "C"},
 ]
-
-
-@pytest.mark.parametrize(("value", "label"), LABELS, ids=repr)
-def test_a_grader_value_that_is_a_label(value: Any, label: bool) -> None:
-    assert label_from_value(value) is label
-
-
-@pytest.mark.parametrize("value", NO_LABEL, ids=repr)
-def test_a_grader_value_that_is_no_label(value: Any) -> None:
-    assert label_from_value(value) is None
 
 
 # --- graders to test with -----------------------------------------------------------
@@ -183,6 +163,7 @@ def test_a_label_from_the_grader_decides_the_stage(value: Any, label: bool) -> N
     assert result.value == ("pass" if label else "generation")
     metadata = metadata_of(result)
     assert metadata["record"] == {**RUN, "correct": label}
+    assert metadata["record"]["correct"] is label  # not 1 or 1.0
     assert metadata["read_from"]["correct"] == "scorer fixed_grade"
     assert metadata["grader"] == {"name": "fixed_grade", "value": value, **GRADER_SCORE}
     # The record in the metadata is what the core received: parity with
@@ -519,6 +500,10 @@ GRADER_REFUSALS = [
         ["-S", "label_from=match", "-S", "labels=labels.jsonl"],
         'labels="labels.jsonl" and label_from="match" were given',
     ),
+    (
+        ["-S", "labels=repeated.jsonl"],
+        'line 2: id "right" is already labelled on line 1',
+    ),
 ]
 
 
@@ -533,7 +518,7 @@ class Refused(NamedTuple):
 
 @pytest.fixture(scope="module")
 def refused(tmp_path_factory: pytest.TempPathFactory) -> Refused:
-    """Every bad grader argument given to `inspect score`, in one fresh
+    """Every bad label argument given to `inspect score`, in one fresh
     interpreter: what Inspect prints of an error goes through the exception
     hook and the console it sets once per process."""
     work = tmp_path_factory.mktemp("refused")
@@ -546,6 +531,7 @@ def refused(tmp_path_factory: pytest.TempPathFactory) -> Refused:
     assert log.status == "success", log.error
     path = Path(log.location)
     write_lines(work / "labels.jsonl", [{"id": "right", "correct": True}])
+    write_lines(work / "repeated.jsonl", [{"id": "right", "correct": True}] * 2)
     before = path.read_bytes()
     commands = [
         InspectCommand(
@@ -562,7 +548,7 @@ def refused(tmp_path_factory: pytest.TempPathFactory) -> Refused:
 
 
 @pytest.mark.parametrize("case", range(len(GRADER_REFUSALS)))
-def test_inspect_score_says_what_is_wrong_with_the_grader(
+def test_inspect_score_says_what_is_wrong_with_the_label_source(
     refused: Refused, case: int
 ) -> None:
     args, said = GRADER_REFUSALS[case]

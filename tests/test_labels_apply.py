@@ -1,12 +1,5 @@
-"""`tracegrade labels apply LOG LABELS`: staff labels checked, then joined.
-
-Every label must name a run of the log (a sample id of its dataset or its
-samples, and an epoch it has); otherwise the command fails before
-anything is scored or written, and the log is byte for byte as it was.
-Then the stage scorer runs again through Inspect's public `score`, and
-the log is replaced whole, in its own format. The commands are run as a
-user runs them, in a subprocess.
-"""
+"""`tracegrade labels apply LOG LABELS`: every label must name a run, else the
+log is left byte for byte; then the log is rescored and replaced whole."""
 
 from __future__ import annotations
 
@@ -15,6 +8,7 @@ import math
 import os
 import re
 import shlex
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -39,22 +33,35 @@ RUNS = {
 }
 
 
-def run_log(tmp_path: Path, log_format: str = "eval", **kwargs: Any) -> Path:
-    """A real `inspect eval` log of RUNS, unlabelled: all answer-label."""
-    dataset = write_lines(
-        tmp_path / "runs.jsonl",
-        [{"id": key, "input": value} for key, value in RUNS.items()],
-    )
-    (log,) = eval(
-        stage_diagnosis(dataset=dataset),
-        display="none",
-        log_dir=str(tmp_path / "logs"),
-        log_format=log_format,  # type: ignore[arg-type]
-        **kwargs,
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    return Path(log.location)
+# One eval per log format and epoch count, in this process: each test
+# labels its own copy.
+EVALUATED: dict[tuple[str, int], Path] = {}
+
+
+def run_log(tmp_path: Path, log_format: str = "eval", epochs: int = 1) -> Path:
+    """A real `inspect eval` log of RUNS, unlabelled (all answer-label), as
+    tmp_path/logs/ holding it alone."""
+    if (log_format, epochs) not in EVALUATED:
+        # The session's base directory, which pytest cleans as tmp_path's.
+        shared = tmp_path.parent / f"labels-apply-{log_format}-{epochs}"
+        shared.mkdir()
+        dataset = write_lines(
+            shared / "runs.jsonl",
+            [{"id": key, "input": value} for key, value in RUNS.items()],
+        )
+        (log,) = eval(
+            stage_diagnosis(dataset=dataset),
+            display="none",
+            log_dir=str(shared / "logs"),
+            log_format=log_format,  # type: ignore[arg-type]
+            epochs=epochs,
+            log_realtime=False,
+        )
+        assert log.status == "success", log.error
+        EVALUATED[log_format, epochs] = Path(log.location)
+    source = EVALUATED[log_format, epochs]
+    (tmp_path / "logs").mkdir()
+    return Path(shutil.copy(source, tmp_path / "logs" / source.name))
 
 
 def stages(log: EvalLog, name: str) -> dict[tuple[Any, int], Any]:
@@ -375,6 +382,7 @@ def test_a_bad_labels_file_leaves_the_log_as_it_was(
 def test_a_log_without_stage_scores_is_refused(tmp_path: Path) -> None:
     (log,) = eval(
         ordered_extraction_recorded(),
+        limit=1,
         display="none",
         log_dir=str(tmp_path / "logs"),
         log_realtime=False,

@@ -1,12 +1,4 @@
-"""The staff-label round trip, offline: run, export, label, apply.
-
-1. `examples/rag_task.py` runs on mockllm (outputs with a preset `usage`);
-   its scorer labels each answer with `match()`.
-2. `tracegrade labels export LOG > labels.jsonl` writes one line per run.
-3. The test plays the staff: it fills `correct` on every line.
-4. `tracegrade labels apply LOG labels.jsonl` joins the labels back onto
-   the log, and every run gets its stage by the staff's word.
-"""
+"""The staff-label round trip, offline: run, `labels export`, fill, `labels apply`."""
 
 from __future__ import annotations
 
@@ -202,6 +194,7 @@ def test_the_exported_file_reads_as_labels_once_filled(
 def test_a_log_without_stage_scores_is_refused(tmp_path: Path) -> None:
     (log,) = eval(
         ordered_extraction_recorded(),
+        limit=1,
         display="none",
         log_dir=str(tmp_path / "logs"),
         log_realtime=False,
@@ -368,30 +361,3 @@ def test_conflicting_or_malformed_epoch_labels_are_refused(
     path = write_labels(tmp_path / "labels.jsonl", lines)
     with pytest.raises(LabelsError, match=message):
         StaffLabels.read(path)
-
-
-def test_a_multi_epoch_log_exports_one_line_per_epoch(tmp_path: Path) -> None:
-    (log,) = eval(
-        rag.rag_qa(),
-        model=answering_model({"Q-001": ["first", "second"]}),
-        sample_id="Q-001",
-        epochs=2,
-        log_dir=str(tmp_path),
-        display="none",
-        log_realtime=False,
-    )
-    lines = label_requests(log)
-    assert [(x["id"], x["epoch"], x["answer"]) for x in lines] in (
-        [("Q-001", 1, "first"), ("Q-001", 2, "second")],
-        [("Q-001", 1, "second"), ("Q-001", 2, "first")],
-    )
-    assert list(lines[0]) == [
-        "id",
-        "epoch",
-        "question",
-        "answer",
-        "required",
-        "context",
-        "correct",
-        "grader",
-    ]

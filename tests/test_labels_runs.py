@@ -1,19 +1,8 @@
-"""Labels in real runs: tolerated errors, `eval-retry`, epochs and `eval_set`.
-
-A task scored with staff labels (`labels=`) or a grader
-(`label_scorer=`) must behave like any Inspect task when a sample fails:
-under `--fail-on-error 0.5` the failure stays a sample error, and
-`inspect eval-retry` (or `eval_set`'s own retry) finishes the run with
-metrics over every sample. The task file below fails each listed sample
-once, the first time it runs, as a flaky retriever would, and its flaky
-grader likewise, as a grading model that is briefly unreachable; every
-run is the real `inspect` command, and each log's `status` is checked,
-since `inspect eval` exits 0 even when the eval fails.
-"""
+"""Labels in real runs: a failed sample stays a sample error, and `eval-retry`
+and `eval_set` finish the run; each log's `status` is checked."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -388,18 +377,3 @@ def test_eval_set_retries_a_failed_sample_and_keeps_the_labels(
     assert stage_values(log) == {(k, 1): v for k, v in STAGES.items()}
     assert_metrics(log, list(STAGES.values()), lucky=1)
     assert (work / "failed" / "gap-right").exists()
-
-
-def test_the_task_file_labels_match_the_grader(work: Path) -> None:
-    """The two label sources agree on these answers, so either gives the
-    same stages; the labels file is the staff's word, match()'s is its own."""
-    for source in ("labels", "grader"):
-        done = inspect(work, "eval", "runs.py", *SOURCES[source], "--log-dir", source)
-        assert done.returncode == 0, done.stderr
-        (log,) = logs(work / source)
-        assert log.status == "success"
-        assert stage_values(log) == {(k, 1): v for k, v in STAGES.items()}
-    assert json.loads((work / "labels.jsonl").read_text().splitlines()[0]) == {
-        "id": "gap-right",
-        "correct": True,
-    }

@@ -1,11 +1,6 @@
-"""The live `tracegrade/ordered_extraction` task, run offline on mockllm.
-
-The mock model answers each document's prompt with a preset text, chosen
-by the document the prompt holds (samples run concurrently, so the order
-of calls is not the order of samples). Every output carries a preset
-`usage`: without one, mockllm counts tokens with a tokenizer it must
-download, which fails with no network.
-"""
+"""The live `tracegrade/ordered_extraction` task, offline on mockllm: each
+reply is chosen by the document its prompt holds, with a preset `usage`
+(without one mockllm downloads a tokenizer)."""
 
 from __future__ import annotations
 
@@ -34,7 +29,6 @@ from inspect_ai.model import (
     get_model,
 )
 
-import tracegrade
 from tests.commands import InspectCommand, inspect_in_one_fresh_process
 from tracegrade.datasets import DatasetError, packaged_fixture, read_source_documents
 from tracegrade.scorers.outcome import error_kind
@@ -52,11 +46,9 @@ BY_ID = {document.id: document for document in DOCUMENTS}
 def mock_model(
     replies: dict[str, Sequence[str]], texts: dict[str, str] | None = None
 ) -> Model:
-    """mockllm answering the prompt of document `id` with `replies[id]`,
-    the first reply on the first call for that document, and so on.
-
-    The document is found by its text (`texts`, by default the packaged
-    documents') in the prompt."""
+    """mockllm answering the prompt of document `id` with `replies[id]` in
+    turn, the document found in the prompt by its text (`texts`, by default
+    the packaged documents')."""
     texts = texts or {document.id: document.text for document in DOCUMENTS}
     calls: dict[str, int] = {}
 
@@ -525,38 +517,10 @@ SECOND = {"id": "d2", "kind": "memo", "text": "A1, B2", "source": ["A1", "B2"]}
 
 
 def test_your_own_documents_become_the_samples(tmp_path: Path) -> None:
-    dataset = write_documents(
-        tmp_path / "docs.jsonl", [GOOD, {**SECOND, "target": "codes"}]
-    )
-    task = ordered_extraction(dataset=dataset)
-    assert [sample.id for sample in task.dataset] == ["d1", "d2"]
-    assert task.dataset[1].metadata == {
-        "source": ["A1", "B2"],
-        "kind": "memo",
-        "target": "codes",
-    }
-    log = run_live(
-        {"d1": ['["B2", "A1"]'], "d2": ["B2\nA1"]},
-        tmp_path,
-        texts={"d1": "B2 then A1", "d2": "A1, B2"},
-        task_args={"dataset": dataset},
-    )
-    assert log.samples is not None
-    values = {
-        sample.id: (sample.scores or {})["ordered_extraction"].value
-        for sample in log.samples
-    }
-    assert values == {
-        "d1": {"membership": True, "order": True},
-        "d2": {"membership": True, "order": False},
-    }
-
-
-def test_a_one_id_document_may_be_answered_with_the_id_alone(tmp_path: Path) -> None:
-    """A lone ID is read when it holds a digit. One without a digit is
-    unreadable alone (it could be a one-word reply like "None"), and read
-    when given as a JSON array."""
-    documents = {
+    """One eval of five documents. A lone ID is read when it holds a digit;
+    one without a digit is unreadable alone (it could be a one-word reply
+    like "None"), and read when given as a JSON array."""
+    one_id = {
         # id: (text, its one ID, the reply)
         "digit": ("Only MSCU1234565 was loaded.", "MSCU1234565", "MSCU1234565"),
         "no-digit": ("Only req-ebafad failed.", "req-ebafad", "req-ebafad"),
@@ -565,22 +529,47 @@ def test_a_one_id_document_may_be_answered_with_the_id_alone(tmp_path: Path) -> 
     dataset = write_documents(
         tmp_path / "docs.jsonl",
         [
-            {"id": i, "text": text, "source": [one_id], "target": "IDs"}
-            for i, (text, one_id, _) in documents.items()
+            GOOD,
+            {**SECOND, "target": "codes"},
+            *(
+                {"id": i, "text": text, "source": [only], "target": "IDs"}
+                for i, (text, only, _) in one_id.items()
+            ),
         ],
     )
+    task = ordered_extraction(dataset=dataset)
+    assert [sample.id for sample in task.dataset] == ["d1", "d2", *one_id]
+    assert task.dataset[1].metadata == {
+        "source": ["A1", "B2"],
+        "kind": "memo",
+        "target": "codes",
+    }
     log = run_live(
-        {i: [reply] for i, (_, _, reply) in documents.items()},
+        {
+            "d1": ['["B2", "A1"]'],
+            "d2": ["B2\nA1"],
+            **{i: [reply] for i, (_, _, reply) in one_id.items()},
+        },
         tmp_path,
-        texts={i: text for i, (text, _, _) in documents.items()},
+        texts={
+            "d1": "B2 then A1",
+            "d2": "A1, B2",
+            **{i: text for i, (text, _, _) in one_id.items()},
+        },
         task_args={"dataset": dataset},
     )
-    graded = {}
-    for document_id in documents:
-        score = (sample_of(log, document_id).scores or {})["ordered_extraction"]
-        graded[document_id] = (score.value, (score.metadata or {})["read_as"])
+    assert log.samples is not None
+    graded = {
+        sample.id: (
+            (sample.scores or {})["ordered_extraction"].value,
+            ((sample.scores or {})["ordered_extraction"].metadata or {})["read_as"],
+        )
+        for sample in log.samples
+    }
     both = {"membership": True, "order": True}
     assert graded == {
+        "d1": (both, "json"),
+        "d2": ({"membership": True, "order": False}, "lines"),
         "digit": (both, "single-id"),
         "no-digit": ({"membership": False, "order": False}, None),
         "no-digit-json": (both, "json"),
@@ -620,14 +609,6 @@ def test_an_empty_documents_file_is_an_error(tmp_path: Path) -> None:
 
 
 # --- names and the command line -------------------------------------------------
-
-
-def test_the_task_is_exported_and_registered() -> None:
-    from inspect_ai._util.registry import registry_info
-
-    assert tracegrade.ordered_extraction is ordered_extraction
-    assert "ordered_extraction" in tracegrade.__all__
-    assert registry_info(ordered_extraction).name == "tracegrade/ordered_extraction"
 
 
 # What each CLI test runs, by name: `inspect eval` arguments, with the

@@ -1,8 +1,5 @@
-"""The originals Node runs are the documents' own scripts, and they pass.
-
-Parity with a copy proves nothing unless the copy is the original: these
-tests tie the code Node executes, byte for byte, to the documents as given.
-"""
+"""The originals Node runs are the documents' own scripts, byte for byte, and
+they pass: parity with a copy proves nothing otherwise."""
 
 from __future__ import annotations
 

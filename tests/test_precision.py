@@ -1,26 +1,5 @@
-"""ID precision beside recall, and `context_precision` over runs.
-
-What is checked:
-
-- the definition: precision is a fact of the record alone,
-  |set(context) & set(required)| / |set(context)| (Ragas' ID-based context
-  precision), with a repeated context ID one document; 0.0 for an empty
-  required list, null for an empty context, an absent or null `required`,
-  or a value that is no ID list; the stage result and recall unchanged;
-- repeats exactly as ir-measures feeds trec_eval a ranking that repeats a
-  document: the context as it is, repeats and all, scored by rank, gives
-  `P@k` equal to precision at k = the number of unique context IDs (and
-  not at k = the context's length, nor by counting positions);
-- a differential test against ir-measures' `P@k` (trec_eval's code
-  through pytrec_eval) on thousands of generated pairs with repeats and
-  Unicode look-alikes, one cut-off per comparison;
-- against trec_eval's `P_k` through `tracegrade import trec --k k` and
-  `tracegrade score`: equal per query wherever the run ranked at least k
-  documents; a shorter run keeps the same hits, which trec_eval divides by
-  k and precision by what was supplied;
-- the metric over scored runs, from `inspect eval` and from the bulk
-  path's column of doubles.
-"""
+"""ID recall and precision beside the stage, and their metrics: the
+definitions, ir-measures' `P@k` (trec_eval), and the eval and bulk paths."""
 
 from __future__ import annotations
 
@@ -48,13 +27,15 @@ from tests.test_recall import (
     TREC_ID,
     generated_pairs,
     is_trec_id,
+    our_recall,
     ragas_recall,
+    trec_inputs,
 )
 from tracegrade import stage_diagnosis
 from tracegrade.bulk.results import RunResults
 from tracegrade.bulk.scoring import TASKS, score_stage_input
-from tracegrade.core import diagnose_stage, stage_precision, stage_recall
-from tracegrade.scorers import context_precision
+from tracegrade.core import diagnose_stage, id_recall, stage_precision, stage_recall
+from tracegrade.scorers import context_precision, context_recall
 from tracegrade.scorers.stage import diagnosis_score
 
 # A judged document no generated context holds: a query whose required
@@ -63,21 +44,10 @@ from tracegrade.scorers.stage import diagnosis_score
 JUDGED_NOT_RELEVANT: Final = "judged-not-relevant"
 
 
-def precision_metric(scores: Sequence[Any]) -> Any:
-    return cast(MetricProtocol, context_precision())(list(scores))
-
-
 def ragas_precision(required: Sequence[str], context: Sequence[str]) -> float:
     """Ragas' `IDBasedContextPrecision` for string IDs, as its source has it."""
     retrieved = set(context)
     return len(retrieved & set(required)) / len(retrieved)
-
-
-def stage_score_with(precision: Any, sample_id: str = "s") -> SampleScore:
-    return SampleScore(
-        sample_id=sample_id,
-        score=Score(value="pass", metadata={"precision": precision}),
-    )
 
 
 def our_precision(required: list[str], context: list[str]) -> float | None:
@@ -106,27 +76,49 @@ def test_look_alikes_are_different_ids() -> None:
     assert stage_precision(record) == 1 / 3
 
 
-@pytest.mark.parametrize(
-    ("record", "precision"),
-    [
-        ({"required": [], "context": ["A", "B"]}, 0.0),
-        ({"required": ["A"], "context": []}, None),
-        ({"required": [], "context": []}, None),
-        ({"context": ["A"]}, None),
-        ({"required": None, "context": ["A"]}, None),
-        ({"required": ["A"]}, None),
-        ({"required": ["A"], "context": None}, None),
-        ({"required": ["A"], "context": "A"}, None),
-        ({"required": ["A", 1], "context": ["A"]}, None),
-        ({"required": ["A"], "context": ["A", None]}, None),
-        ({"required": "A", "context": ["A"]}, None),
-    ],
-)
-def test_where_precision_is_defined(
-    record: dict[str, Any], precision: float | None
+# Record: (recall, precision), as the core gives them and as every stage
+# score carries them, whatever the stage or error.
+SHARES: Final[list[tuple[dict[str, Any], float | None, float | None]]] = [
+    ({"required": ["A", "B"], "context": ["A", "B"], "correct": True}, 1.0, 1.0),
+    ({"required": ["A", "B"], "context": ["B", "A"], "correct": False}, 1.0, 1.0),
+    ({"required": ["A"], "context": ["B", "A"], "correct": False}, 1.0, 0.5),
+    ({"required": ["A", "B"], "context": ["B"], "correct": True}, 0.5, 1.0),
+    ({"required": ["A", "B"], "context": ["B", "X"], "correct": True}, 0.5, 0.5),
+    ({"required": ["A", "B"], "context": [], "correct": False}, 0.0, None),
+    ({"required": ["A"], "context": []}, 0.0, None),
+    ({"required": [], "context": ["A"], "correct": True}, None, 0.0),
+    ({"required": [], "context": ["A", "B"]}, None, 0.0),
+    ({"required": [], "context": []}, None, None),
+    # answer-label: the shares need no label
+    ({"required": ["A"], "context": ["A", "X"]}, 1.0, 0.5),
+    ({"required": ["A", "B"], "context": ["B"], "correct": None}, 0.5, 1.0),
+    ({"required": ["A", "B"], "context": ["B"], "correct": "yes"}, 0.5, 1.0),
+    # required absent or null, context never recorded or null, no ID lists
+    ({"context": ["A"], "correct": True}, None, None),
+    ({"required": None, "context": ["A"]}, None, None),
+    ({"required": ["A"], "correct": True}, None, None),
+    ({"required": ["A"], "context": None}, None, None),
+    ({"required": ["A"], "context": "A", "correct": True}, None, None),
+    ({"required": ["A"], "context": ("A",)}, None, None),
+    ({"required": ["A", 1], "context": ["A"]}, None, None),
+    ({"required": ["A"], "context": ["A", None]}, None, None),
+    ({"required": "A", "context": ["A"]}, None, None),
+]
+
+
+@pytest.mark.parametrize(("record", "recall", "precision"), SHARES, ids=repr)
+def test_every_stage_score_has_recall_and_precision_of_its_record(
+    record: dict[str, Any], recall: float | None, precision: float | None
 ) -> None:
-    found = stage_precision(record)
-    assert found == precision and type(found) is type(precision)
+    score = score_stage_input(record)
+    assert score.metadata is not None
+    for found, expected in (
+        (stage_recall(record), recall),
+        (score.metadata["recall"], recall),
+        (stage_precision(record), precision),
+        (score.metadata["precision"], precision),
+    ):
+        assert found == expected and type(found) is type(expected)
 
 
 @settings(max_examples=500, deadline=None, derandomize=True)
@@ -135,7 +127,7 @@ def test_where_precision_is_defined(
     context=st.lists(ID, max_size=12),
     label=st.sampled_from([False, True, None, "yes"]),
 )
-def test_precision_is_ragas_id_precision_and_leaves_the_rest_alone(
+def test_recall_and_precision_are_ragas_id_measures_and_leave_the_rest_alone(
     required: list[str], context: list[str], label: Any
 ) -> None:
     record: dict[str, Any] = {"required": required, "context": context}
@@ -144,55 +136,28 @@ def test_precision_is_ragas_id_precision_and_leaves_the_rest_alone(
     before = diagnose_stage(dict(record))
     score = diagnosis_score(dict(record), READ_FROM, context_recorded=True)
     assert score.metadata is not None
-    # Beside the result and the recall, never instead of them.
+    # Beside the result, never instead of it.
     assert score.metadata["result"] == before
-    assert score.metadata["recall"] == (
-        ragas_recall(required, context) if required else None
-    )
-    precision = score.metadata["precision"]
+    recall, precision = score.metadata["recall"], score.metadata["precision"]
+    # Exactly, not approximately: each is one division of the same ints.
+    if not required:
+        assert recall is None
+        assert before == {"stage": "unresolved"}
+    else:
+        assert recall == ragas_recall(required, context)
     if not context:
         assert precision is None
     else:
-        # Exactly: one division of the same two integers.
         assert precision == ragas_precision(required, context)
-    if "missing" in before and context:
-        # Every unique required ID found is a unique context ID required.
+    if "missing" in before and required:
+        # The missing-based forms, where the rules report `missing`.
+        assert recall == id_recall(required, before["missing"])
+        assert (recall == 1.0) == (before["stage"] != "retrieval")
         found = len(set(required)) - len(before["missing"])
-        assert precision == found / len(set(context))
-
-
-@pytest.mark.parametrize(
-    ("record", "precision"),
-    [
-        ({"required": ["A", "B"], "context": ["A", "B"], "correct": True}, 1.0),
-        ({"required": ["A"], "context": ["B", "A"], "correct": False}, 0.5),
-        ({"required": ["A", "B"], "context": ["B", "X"], "correct": True}, 0.5),
-        ({"required": ["A", "B"], "context": [], "correct": False}, None),
-        ({"required": [], "context": ["A"], "correct": True}, 0.0),
-        ({"context": ["A"], "correct": True}, None),  # required absent
-        ({"required": ["A"], "context": ["A", "X"]}, 0.5),  # answer-label
-        ({"required": ["A"], "context": "A", "correct": True}, None),  # invalid
-        ({"required": ["A"], "correct": True}, None),  # context never recorded
-    ],
-    ids=[
-        "pass",
-        "generation",
-        "retrieval",
-        "nothing-supplied",
-        "unresolved-judged",
-        "required-absent",
-        "answer-label",
-        "invalid-input",
-        "unrecorded",
-    ],
-)
-def test_every_stage_score_has_precision(
-    record: dict[str, Any], precision: float | None
-) -> None:
-    score = score_stage_input(record)
-    assert score.metadata is not None
-    assert score.metadata["precision"] == precision
-    assert type(score.metadata["precision"]) is type(precision)
+        if context:
+            assert precision == found / len(set(context))
+    elif required:
+        assert before == {"error": "answer-label"}
 
 
 # --- against ir-measures: TREC's precision ------------------------------------
@@ -210,15 +175,9 @@ def raw_run(query: str, context: Sequence[str]) -> list[Any]:
 def trec_precisions(
     pairs: Sequence[tuple[list[str], list[str]]], *, deduplicated: bool = False
 ) -> dict[int, float]:
-    """ir-measures' `P@k` of each pair with a context, k its number of
-    unique IDs, keyed by the pair's index.
-
-    Qrels: each unique required ID relevant (1), and one document judged
-    not relevant (0) that no context holds, so that a query requiring
-    nothing is judged, as a TREC query with nothing relevant is. Run: the
-    context as it is (`raw_run`), or with repeats dropped. One call per
-    cut-off: pairs of the same k together.
-    """
+    """ir-measures' `P@k` of each pair with a context (k: its unique IDs), by
+    index. A document judged not relevant (0) that no context holds makes a
+    query requiring nothing judged, as in TREC. One call per cut-off."""
     for required, context in pairs:
         for doc in (*required, *context):
             assert is_trec_id(doc), f"not an ID pytrec_eval can take: {doc!r}"
@@ -302,7 +261,7 @@ def test_precision_is_trec_precision_on_thousands_of_generated_pairs() -> None:
         )
         for i, (r, c) in enumerate(pairs)
     ]
-    assert precision_metric(scores) == math.fsum(theirs.values()) / len(theirs)
+    assert share_metric("precision", scores) == math.fsum(theirs.values()) / len(theirs)
 
 
 @settings(max_examples=300, deadline=None, derandomize=True)
@@ -313,12 +272,25 @@ def test_precision_is_trec_precision_on_thousands_of_generated_pairs() -> None:
         max_size=12,
     )
 )
-def test_precision_is_trec_precision_on_hypothesis_pairs(
+def test_recall_and_precision_are_trec_evals_on_hypothesis_pairs(
     pairs: list[tuple[list[str], list[str]]],
 ) -> None:
+    """One draw for both measures: drawing the IDs is the cost."""
     theirs = trec_precisions(pairs)
     ours = {i: our_precision(r, c) for i, (r, c) in enumerate(pairs) if c}
     assert ours == theirs
+    # Recall is defined where something is required.
+    required = [(r, c) for r, c in pairs if r]
+    if required:
+        qrels, run, k = trec_inputs(required)
+        measure = ir_measures.R @ k
+        recalls = {
+            metric.query_id: metric.value
+            for metric in ir_measures.pytrec_eval.iter_calc([measure], qrels, run)
+        }
+        assert [recalls[f"q{i}"] for i in range(len(required))] == [
+            our_recall(r, c) for r, c in required
+        ]
 
 
 # --- against trec_eval's P_k through `tracegrade import trec` ------------------
@@ -469,40 +441,54 @@ def test_import_then_score_logs_trec_evals_p_k(tmp_path: Path) -> None:
     )
 
 
-# --- the metric ---------------------------------------------------------------
+# --- the metrics ----------------------------------------------------------------
+
+METRICS: Final = {"recall": context_recall, "precision": context_precision}
 
 
-def test_the_metric_averages_runs_with_a_precision() -> None:
-    scores = [stage_score_with(p) for p in (1.0, 0.5, None, 0.0, None)]
-    assert precision_metric(scores) == 0.5
-    assert math.isnan(precision_metric([stage_score_with(None)]))
-    assert math.isnan(precision_metric([]))
+def share_metric(share: str, scores: Sequence[Any]) -> Any:
+    return cast(MetricProtocol, METRICS[share]())(list(scores))
 
 
+def scored_with(share: str, value: Any) -> SampleScore:
+    return SampleScore(
+        sample_id="s", score=Score(value="pass", metadata={share: value})
+    )
+
+
+@pytest.mark.parametrize("share", list(METRICS))
+def test_the_metric_averages_runs_with_a_share(share: str) -> None:
+    scores = [scored_with(share, v) for v in (1.0, 0.5, None, 0.0, None)]
+    assert share_metric(share, scores) == 0.5
+    assert math.isnan(share_metric(share, [scored_with(share, None)]))
+    assert math.isnan(share_metric(share, []))
+
+
+@pytest.mark.parametrize("share", list(METRICS))
 @pytest.mark.parametrize("bad", ["0.5", True, 1.5, -0.1, math.nan, [0.5]])
-def test_the_metric_refuses_what_is_no_share(bad: Any) -> None:
-    with pytest.raises(ValueError, match="precision must be null or a share"):
-        precision_metric([stage_score_with(bad)])
+def test_the_metric_refuses_what_is_no_share(share: str, bad: Any) -> None:
+    with pytest.raises(ValueError, match=f"{share} must be null or a share"):
+        share_metric(share, [scored_with(share, bad)])
 
 
-def test_the_metric_needs_a_tracegrade_score() -> None:
+@pytest.mark.parametrize("share", list(METRICS))
+def test_the_metric_needs_a_tracegrade_score(share: str) -> None:
     foreign = SampleScore(sample_id="s", score=Score(value="pass", metadata={}))
-    with pytest.raises(ValueError, match="has no 'precision'"):
-        precision_metric([foreign])
+    with pytest.raises(ValueError, match=f"has no '{share}'"):
+        share_metric(share, [foreign])
 
 
-RECORDS: Final = [
-    {"required": ["A", "B", "C"], "context": ["A", "X"], "correct": True},  # 1/2
-    {"required": ["A", "B"], "context": ["A", "B", "A"], "correct": False},  # 1
-    {"required": ["A"], "context": ["A", "X", "Y"], "correct": True},  # 1/3
-    {"required": ["A"], "context": [], "correct": False},  # retrieval, null
-    {"required": [], "context": ["A"], "correct": True},  # unresolved, 0
-    {"required": ["A"], "context": ["A"]},  # answer-label: unscored, 1
+RECORDS: Final = [  # recall, precision
+    {"required": ["A", "B", "C"], "context": ["A", "X"], "correct": True},  # 1/3, 1/2
+    {"required": ["A", "B"], "context": ["A", "B", "A"], "correct": False},  # 1, 1
+    {"required": ["A"], "context": ["A", "X", "Y"], "correct": True},  # 1, 1/3
+    {"required": ["A"], "context": [], "correct": False},  # retrieval: 0, null
+    {"required": [], "context": ["A"], "correct": True},  # unresolved: null, 0
+    {"required": ["A"], "context": ["A"]},  # answer-label: unscored, 1, 1
 ]
-EXPECTED_MEAN: Final = math.fsum([1 / 2, 1.0, 1 / 3, 0.0]) / 4
 
 
-def test_inspect_eval_logs_the_mean_over_scored_runs_of_every_epoch(
+def test_inspect_eval_logs_the_means_over_scored_runs_of_every_epoch(
     tmp_path: Path,
 ) -> None:
     dataset = write_lines(
@@ -519,20 +505,29 @@ def test_inspect_eval_logs_the_mean_over_scored_runs_of_every_epoch(
     assert log.status == "success", log.error
     assert log.results is not None
     (score,) = log.results.scores
-    assert score.metrics["context_precision"].value == EXPECTED_MEAN
-    precisions = Counter(
-        sample.scores["stage_diagnosis"].metadata["precision"]
+    assert score.metrics["context_recall"].value == (
+        math.fsum([1 / 3, 1.0, 1.0, 0.0]) / 4
+    )
+    assert score.metrics["context_precision"].value == (
+        math.fsum([1 / 2, 1.0, 1 / 3, 0.0]) / 4
+    )
+    # Each epoch is a run of its own, as in the stage shares. The unlabelled
+    # run has its shares (1.0) too, but is unscored: no metric sees them.
+    metadata = [
+        sample.scores["stage_diagnosis"].metadata
         for sample in log.samples or []
         if sample.scores is not None
-    )
-    # The unlabelled run has its precision (1.0) too, but is unscored.
+    ]
+    recalls = Counter(m["recall"] for m in metadata)
+    assert recalls == {1 / 3: 2, 1.0: 6, 0.0: 2, None: 2}
+    precisions = Counter(m["precision"] for m in metadata)
     assert precisions == {1 / 2: 2, 1.0: 4, 1 / 3: 2, None: 2, 0.0: 2}
 
 
 # --- the bulk path ------------------------------------------------------------
 
 
-def test_the_bulk_path_keeps_precision_in_a_column_and_gives_the_same_metric(
+def test_the_bulk_path_keeps_the_shares_in_columns_and_gives_the_same_metrics(
     tmp_path: Path,
 ) -> None:
     bulk = TASKS["stage_diagnosis"]
@@ -548,42 +543,57 @@ def test_the_bulk_path_keeps_precision_in_a_column_and_gives_the_same_metric(
         score = score_stage_input(record)
         scores.append(SampleScore(sample_id=f"s{index}", score=score))
         results.add(f"s{index}", score)
-    distinct = {s.score.metadata["precision"] for s in scores}
-    assert len(distinct) > 15 and None in distinct
-    # The shared metadata stays a few objects: the shares are columns.
+    # The shared metadata stays a few objects: the shares are columns of
+    # doubles, not one metadata dict a sample.
     assert len(results.scores._metadata.items) <= 4
-    column = results.scores._precisions.values
-    assert column is not None and column.typecode == "d" and len(column) == 600
-    read_back = [s.metadata for s in results.scores]
-    assert [m.get("precision") for m in read_back] == [
-        s.score.metadata["precision"] for s in scores
-    ]
-    assert [m.get("recall") for m in read_back] == [
-        s.score.metadata["recall"] for s in scores
-    ]
+    assert None in {s.score.metadata["precision"] for s in scores}
     (logged,) = results.results(total=600)[0].scores
-    assert logged.metrics["context_precision"].value == precision_metric(scores)
+    read_back = [s.metadata for s in results.scores]
+    for share, column in (
+        ("recall", results.scores._recalls.values),
+        ("precision", results.scores._precisions.values),
+    ):
+        assert len({s.score.metadata[share] for s in scores}) > 15
+        assert column is not None and column.typecode == "d" and len(column) == 600
+        # Each light score reads back with the share its score had.
+        assert [m.get(share) for m in read_back] == [
+            s.score.metadata[share] for s in scores
+        ]
+        assert logged.metrics[f"context_{share}"].value == share_metric(share, scores)
 
 
-def test_an_extraction_run_has_no_precision_column(tmp_path: Path) -> None:
+def test_an_extraction_run_has_no_share_columns(tmp_path: Path) -> None:
     bulk = TASKS["ordered_extraction"]
     results = RunResults(bulk.make_scorer(), bulk.name, str(tmp_path))
     results.add("s", bulk.score_input({"source": ["A"], "answer": ["A"]}))
+    assert results.scores._recalls.values is None
     assert results.scores._precisions.values is None
-    assert "precision" not in results.scores[0].metadata
+    assert {"recall", "precision"}.isdisjoint(results.scores[0].metadata)
 
 
-def test_a_column_made_late_holds_none_for_the_runs_before(tmp_path: Path) -> None:
+def test_columns_made_late_hold_none_for_the_runs_before(tmp_path: Path) -> None:
     bulk = TASKS["stage_diagnosis"]
     results = RunResults(bulk.make_scorer(), bulk.name, str(tmp_path))
-    results.add("e", score_stage_input({"required": ["A"], "context": []}))
-    results.add("u", score_stage_input({"required": [], "context": ["A"]}))
-    results.add(
-        "p",
-        score_stage_input({"required": ["A"], "context": ["A", "B"], "correct": True}),
-    )
-    assert [s.metadata["precision"] for s in results.scores] == [None, 0.0, 0.5]
-    (logged,) = results.results(total=3)[0].scores
+    runs: dict[str, dict[str, Any]] = {
+        "unresolved": {"required": [], "context": []},
+        "unlabelled": {"required": ["A", "B"], "context": ["B"]},
+        "pass": {"required": ["A"], "context": ["A", "B"], "correct": True},
+        "judged": {"required": [], "context": ["A"], "correct": True},
+    }
+    for run_id, record in runs.items():
+        results.add(run_id, score_stage_input(record))
+    assert [
+        (s.metadata["recall"], s.metadata["precision"]) for s in results.scores
+    ] == [
+        (None, None),
+        (0.5, 1.0),
+        (1.0, 0.5),
+        (None, 0.0),
+    ]
+    # The unlabelled run has its shares, but is unscored: the metrics are
+    # the scored runs' alone.
+    (logged,) = results.results(total=4)[0].scores
+    assert logged.metrics["context_recall"].value == 1.0
     assert logged.metrics["context_precision"].value == 0.25
 
 

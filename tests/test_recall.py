@@ -1,54 +1,25 @@
-"""ID recall beside the stage, and `context_recall` over runs.
-
-What is checked:
-
-- the definition: recall is a fact of the record alone, |set(context) &
-  set(required)| / |set(required)| (Ragas' ID-based context recall), equal
-  to (unique required - missing) / unique required wherever the rules
-  report `missing`, and stage and missing are unchanged by it;
-- a run without a label (`answer-label`) has it too; it is null where
-  nothing is required or an ID list is not one, and what the metric makes
-  of that (an unscored run never reaches it);
-- a differential test against ir-measures' TREC recall (`R@k`, trec_eval's
-  code through pytrec_eval) on thousands of generated (required, context)
-  pairs with repeats and Unicode look-alikes;
-- the bulk path (`tracegrade score`) gives the very metric `inspect eval`
-  gives, from a column of doubles rather than a dict a sample.
-
-The one definitional difference with TREC: a TREC run cannot rank one
-document twice for a query (trec_eval refuses "duplicate docs"), while a
-context may supply one twice. A supplied ID counts once either way, so the
-run given to ir-measures is the context with repeats dropped, each ID at
-its first rank. Likewise a qrels file judges a document once, so the
-qrels are the unique required IDs: a required ID listed twice is required
-once, in recall as in `missing`.
-"""
+"""ID recall against ir-measures' `R@k` (trec_eval's code). A context may
+repeat an ID, a TREC run may not: the run given is the context deduplicated."""
 
 from __future__ import annotations
 
 import math
 import random
 import unicodedata
-from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, cast
 
 import ir_measures
 import pytest
-from hypothesis import given, settings
 from hypothesis import strategies as st
-from inspect_ai import eval
 from inspect_ai.scorer import MetricProtocol, SampleScore, Score
 
-from tests.support import write_lines
-from tracegrade import stage_diagnosis
-from tracegrade.bulk.results import RunResults
-from tracegrade.bulk.scoring import TASKS, score_stage_input
 from tracegrade.core import diagnose_stage, id_recall, stage_recall
 from tracegrade.scorers import context_recall
 from tracegrade.scorers.stage import diagnosis_score
 
+ROOT = Path(__file__).resolve().parent.parent
 READ_FROM = {"required": "r", "context": "c", "correct": "l"}
 
 # IDs that collide only under some normalisation, which the rules never do:
@@ -125,34 +96,6 @@ def test_look_alikes_are_different_ids() -> None:
     assert stage_recall({"required": required, "context": context}) == 0.0
 
 
-def test_recall_needs_no_label() -> None:
-    record = {"required": ["A", "B"], "context": ["B"]}
-    assert diagnose_stage(record) == {"error": "answer-label"}
-    assert stage_recall(record) == 0.5
-    assert stage_recall({**record, "correct": "yes"}) == 0.5
-
-
-@pytest.mark.parametrize(
-    "record",
-    [
-        {"required": [], "context": ["A"]},
-        {"context": ["A"]},
-        {"required": None, "context": ["A"]},
-        {"required": ["A"]},
-        {"required": ["A"], "context": None},
-        {"required": ["A"], "context": "A"},
-        {"required": ["A"], "context": ("A",)},
-        {"required": ["A", 1], "context": ["A"]},
-        {"required": ["A"], "context": ["A", None]},
-        {"required": "A", "context": ["A"]},
-    ],
-)
-def test_recall_is_none_without_a_required_set_or_id_lists(
-    record: dict[str, Any],
-) -> None:
-    assert stage_recall(record) is None
-
-
 def test_recall_refuses_what_no_diagnosis_gives() -> None:
     with pytest.raises(ValueError, match="at least one required ID"):
         id_recall([], [])
@@ -174,79 +117,7 @@ TREC_ID = st.sampled_from(LOOK_ALIKES) | st.text(
 )
 
 
-@settings(max_examples=500, deadline=None, derandomize=True)
-@given(
-    required=st.lists(ID, max_size=12),
-    context=st.lists(ID, max_size=12),
-    label=st.sampled_from([False, True, None, "yes"]),
-)
-def test_recall_is_ragas_id_recall_and_leaves_the_result_alone(
-    required: list[str], context: list[str], label: Any
-) -> None:
-    record: dict[str, Any] = {"required": required, "context": context}
-    if label is not None:
-        record["correct"] = label
-    before = diagnose_stage(dict(record))
-    score = diagnosis_score(dict(record), READ_FROM, context_recorded=True)
-    assert score.metadata is not None
-    # Recall is added beside the result, never instead of it.
-    assert score.metadata["result"] == before
-    recall = score.metadata["recall"]
-    if not required:
-        assert before == {"stage": "unresolved"} and recall is None
-        return
-    # Exactly, not approximately: both are one division of the same ints.
-    assert recall == ragas_recall(required, context)
-    if "missing" in before:
-        # The missing-based form, where the rules report `missing`.
-        assert recall == id_recall(required, before["missing"])
-        assert (recall == 1.0) == (before["stage"] != "retrieval")
-    else:
-        assert before == {"error": "answer-label"}
-
-
-# --- the scorer and the metric ------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("record", "recall"),
-    [
-        ({"required": ["A", "B"], "context": ["A", "B"], "correct": True}, 1.0),
-        ({"required": ["A", "B"], "context": ["B", "A"], "correct": False}, 1.0),
-        ({"required": ["A", "B"], "context": ["B"], "correct": True}, 0.5),
-        ({"required": ["A", "B"], "context": [], "correct": False}, 0.0),
-        ({"required": [], "context": ["A"], "correct": True}, None),
-        ({"context": ["A"], "correct": True}, None),  # required absent
-        ({"required": ["A"], "context": ["A"]}, 1.0),  # answer-label
-        ({"required": ["A", "B"], "context": ["B"], "correct": None}, 0.5),
-        ({"required": ["A"], "context": "A", "correct": True}, None),  # invalid
-        ({"required": ["A"], "correct": True}, None),  # context never recorded
-    ],
-    ids=[
-        "pass",
-        "generation",
-        "retrieval",
-        "nothing-supplied",
-        "unresolved",
-        "required-absent",
-        "answer-label",
-        "answer-label-null",
-        "invalid-input",
-        "unrecorded",
-    ],
-)
-def test_every_stage_score_has_recall(record: dict[str, Any], recall: Any) -> None:
-    score = score_stage_input(record)
-    assert score.metadata is not None
-    assert score.metadata["recall"] == recall
-    assert type(score.metadata["recall"]) is type(recall)
-
-
-def test_the_metric_averages_diagnosed_runs_only() -> None:
-    scores = [stage_score_with(r) for r in (1.0, 0.5, None, 0.0, None)]
-    assert recall_metric(scores) == 0.5
-    assert math.isnan(recall_metric([stage_score_with(None)]))
-    assert math.isnan(recall_metric([]))
+# --- the metric (with precision's, in tests/test_precision.py) --------------
 
 
 def test_the_metric_does_not_depend_on_the_order_of_runs() -> None:
@@ -264,131 +135,15 @@ def test_the_metric_does_not_depend_on_the_order_of_runs() -> None:
     ) / len(values)
 
 
-@pytest.mark.parametrize("bad", ["0.5", True, 1.5, -0.1, math.nan, [0.5]])
-def test_the_metric_refuses_what_is_no_share(bad: Any) -> None:
-    with pytest.raises(ValueError, match="recall must be null or a share"):
-        recall_metric([stage_score_with(bad)])
-
-
-def test_the_metric_needs_a_tracegrade_score() -> None:
-    foreign = SampleScore(sample_id="s", score=Score(value="pass", metadata={}))
-    with pytest.raises(ValueError, match="has no 'recall'"):
-        recall_metric([foreign])
-
-
-RECORDS: Final = [
-    {"required": ["A", "B", "C"], "context": ["A"], "correct": True},
-    {"required": ["A", "B"], "context": ["A", "B", "A"], "correct": False},
-    {"required": ["A"], "context": ["A"], "correct": True},
-    {"required": ["A", "B", "C"], "context": ["C", "B"], "correct": False},
-    {"required": [], "context": ["A"], "correct": True},  # unresolved
-    {"required": ["A"], "context": ["A"]},  # answer-label: unscored
-]
-EXPECTED_MEAN: Final = math.fsum([1 / 3, 1.0, 1.0, 2 / 3]) / 4
-
-
-def test_inspect_eval_logs_the_mean_over_diagnosed_runs_of_every_epoch(
-    tmp_path: Path,
-) -> None:
-    dataset = write_lines(
-        tmp_path / "runs.jsonl",
-        [{"id": f"r{i}", "input": record} for i, record in enumerate(RECORDS)],
-    )
-    (log,) = eval(
-        stage_diagnosis(dataset=dataset),
-        display="none",
-        log_dir=str(tmp_path / "logs"),
-        epochs=2,
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    assert log.results is not None
-    (score,) = log.results.scores
-    assert score.metrics["context_recall"].value == EXPECTED_MEAN
-    recalls = Counter(
-        sample.scores["stage_diagnosis"].metadata["recall"]
-        for sample in log.samples or []
-        if sample.scores is not None
-    )
-    # Each epoch is a run of its own, as in the stage shares. The unlabelled
-    # run has its recall (1.0) too, but is unscored: no metric sees it.
-    assert recalls == {1 / 3: 2, 1.0: 6, 2 / 3: 2, None: 2}
-
-
-# --- the bulk path ------------------------------------------------------------
-
-
-def test_the_bulk_path_keeps_recall_in_a_column_and_gives_the_same_metric(
-    tmp_path: Path,
-) -> None:
-    bulk = TASKS["stage_diagnosis"]
-    results = RunResults(bulk.make_scorer(), bulk.name, str(tmp_path))
-    generator = random.Random(11)
-    scores = []
-    for index in range(600):
-        required, context = (
-            [f"D{generator.randrange(15)}" for _ in range(generator.randint(0, 9))]
-            for _ in range(2)
-        )
-        record = {"required": required, "context": context, "correct": index % 2 == 0}
-        score = score_stage_input(record)
-        scores.append(SampleScore(sample_id=f"s{index}", score=score))
-        results.add(f"s{index}", score)
-    distinct = {s.score.metadata["recall"] for s in scores}
-    assert len(distinct) > 15  # many distinct shares ...
-    # ... yet the shared metadata table stays a few objects: the recalls are
-    # a column of doubles, not one metadata dict a sample.
-    assert len(results.scores._metadata.items) <= 4
-    assert results.scores._recalls.values is not None
-    assert results.scores._recalls.values.typecode == "d"
-    assert len(results.scores._recalls.values) == 600
-    # Each light score reads back with the recall its score had.
-    assert [s.metadata["recall"] for s in results.scores] == [
-        s.score.metadata["recall"] for s in scores
-    ]
-    (logged,) = results.results(total=600)[0].scores
-    assert logged.metrics["context_recall"].value == recall_metric(scores)
-
-
-def test_an_extraction_run_has_no_recall_column(tmp_path: Path) -> None:
-    bulk = TASKS["ordered_extraction"]
-    results = RunResults(bulk.make_scorer(), bulk.name, str(tmp_path))
-    results.add("s", bulk.score_input({"source": ["A"], "answer": ["A"]}))
-    assert results.scores._recalls.values is None
-    assert "recall" not in results.scores[0].metadata
-
-
-def test_a_column_made_late_holds_none_for_the_runs_before(tmp_path: Path) -> None:
-    bulk = TASKS["stage_diagnosis"]
-    results = RunResults(bulk.make_scorer(), bulk.name, str(tmp_path))
-    results.add("u", score_stage_input({"required": [], "context": []}))
-    results.add("r", score_stage_input({"required": ["A", "B"], "context": ["B"]}))
-    results.add(
-        "p", score_stage_input({"required": ["A"], "context": ["A"], "correct": True})
-    )
-    # The unlabelled run has its recall, but is unscored: the metric is the
-    # diagnosed run's alone.
-    assert [s.metadata["recall"] for s in results.scores] == [None, 0.5, 1.0]
-    (logged,) = results.results(total=3)[0].scores
-    assert logged.metrics["context_recall"].value == 1.0
-
-
 # --- against ir-measures: TREC's recall ---------------------------------------
 
 
 def trec_inputs(
     pairs: Sequence[tuple[list[str], list[str]]],
 ) -> tuple[list[Any], list[Any], int]:
-    """Qrels, run and a cut-off k for the pairs, one query each.
-
-    Qrels: each unique required ID with relevance 1. Run: the context with
-    repeats dropped, each ID at its first rank, scored so that rank r of n
-    has score n - r (descending, no ties, so trec_eval's tie-breaking by
-    document id never applies). k: the longest run, so R@k is recall over
-    the whole context. A query with an empty context has no run lines;
-    ir-measures then gives it the measure's default, 0.0, the recall of a
-    context that holds nothing.
-    """
+    """Qrels, run and cut-off k (the longest run) for the pairs, one query each:
+    the run is the context deduplicated, scored n - rank (no ties), and an
+    empty context has no lines (ir-measures' default, 0.0, its recall)."""
     # pytrec_eval takes each ID's UTF-8 form as a C string: an ID without one
     # would crash the interpreter, and a NUL would end the ID early. Fail
     # here, naming the ID, rather than lose the whole test run.
@@ -495,28 +250,3 @@ def test_recall_is_trec_recall_on_thousands_of_generated_pairs() -> None:
     ]
     assert recall_metric(scores) == pytest.approx(aggregate, rel=0, abs=1e-12)
     assert recall_metric(scores) == math.fsum(theirs.values()) / len(pairs)
-
-
-@settings(max_examples=300, deadline=None, derandomize=True)
-@given(
-    pairs=st.lists(
-        st.tuples(
-            st.lists(TREC_ID, min_size=1, max_size=8),
-            st.lists(TREC_ID, max_size=10),
-        ),
-        min_size=1,
-        max_size=12,
-    )
-)
-def test_recall_is_trec_recall_on_hypothesis_pairs(
-    pairs: list[tuple[list[str], list[str]]],
-) -> None:
-    qrels, run, k = trec_inputs(pairs)
-    measure = ir_measures.R @ k
-    theirs = {
-        metric.query_id: metric.value
-        for metric in ir_measures.pytrec_eval.iter_calc([measure], qrels, run)
-    }
-    assert [theirs[f"q{i}"] for i in range(len(pairs))] == [
-        our_recall(r, c) for r, c in pairs
-    ]

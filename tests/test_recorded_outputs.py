@@ -1,11 +1,5 @@
-"""Recorded model outputs, graded as a live output is read: issue 27's
-answers, through a real `inspect eval` of the recorded task and through
-`tracegrade score`, which must agree sample by sample.
-
-Each answer is read as the list a careful reader sees, or refused with
-the reason in the explanation; none is graded on a list the model did
-not give.
-"""
+"""Recorded outputs graded as live ones are read (issue 27's answers), by
+`inspect eval` and `tracegrade score` alike, sample by sample."""
 
 from __future__ import annotations
 
@@ -45,13 +39,14 @@ OUTPUTS: dict[str, tuple[str, tuple[bool, bool], str | None, str]] = {
         "C-3, A-1, B-2. Sorted: A-1, B-2, C-3",
         (False, False),
         None,
-        "two different lists",
+        'two different lists: ["C-3", "A-1", "B-2"] (line 1) and '
+        '["A-1", "B-2", "C-3"] (line 1)',
     ),
     "glued-lead-in": (
         "IDs:C-3, A-1, B-2",
         (False, False),
         None,
-        'the first ID "IDs:C-3" could be the lead-in "IDs:"',
+        'the first ID "IDs:C-3" could be the lead-in "IDs:" glued to the ID "C-3"',
     ),
     "heading": (
         "Answer\n- C-3\n- A-1\n- B-2",
@@ -69,7 +64,7 @@ OUTPUTS: dict[str, tuple[str, tuple[bool, bool], str | None, str]] = {
         '{"ids": ["X-9"]} ["A-1", "B-2"]',
         (False, False),
         None,
-        "is no list of string IDs, beside the list",
+        'is no list of string IDs, beside the list ["A-1", "B-2"] (line 1)',
     ),
     "nbsp-in-python-list": (
         "['C-3',\u00a0'A-1', 'B-2']",

@@ -1,16 +1,5 @@
-"""A sample whose run failed is `sample-error`, never a stage or a grade.
-
-Under `--score-on-error` Inspect scores a sample whose model call raised,
-with an empty output. The stage scorer must not call that `generation`,
-nor the extraction scorer `unreadable-answer`: both give an unscored
-`sample-error` whose error side is "run", and a grader is not asked to
-judge an answer that never existed. `inspect score` of a log whose errored
-samples were never scored gives them the very same score.
-
-The model is mockllm, raising for the prompts of the failing samples;
-every output has a preset `usage` (mockllm would otherwise download a
-tokenizer).
-"""
+"""A sample whose run failed is `sample-error` (side "run"), never a stage or
+a grade, under `--score-on-error` and under `inspect score` alike."""
 
 from __future__ import annotations
 
@@ -31,7 +20,6 @@ from tests.commands import run_inspect
 from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
 from tracegrade.bulk.results import RunResults
 from tracegrade.bulk.scoring import TASKS, score_problem, score_stage_input
-from tracegrade.scorers import RUN_ERRORS
 from tracegrade.scorers.outcome import run_error
 
 API_DOWN = "the model API is down"
@@ -204,10 +192,6 @@ def test_inspect_score_gives_unscored_failed_runs_the_same_score(
         assert score.explanation == before.explanation
         assert (score.metadata or {})["error"] == (before.metadata or {})["error"]
     assert (rescored["ok-gap"].scores or {})["stage_diagnosis"].value == "retrieval"
-
-
-def test_the_kind_is_a_run_error() -> None:
-    assert RUN_ERRORS == ("sample-error",)
 
 
 def test_the_bulk_path_takes_a_run_error_as_inspect_does(tmp_path: Path) -> None:

@@ -1,11 +1,5 @@
-"""One score schema: every reader gives a score the same verdict.
-
-report, compare, the analysis columns, the metrics and the bulk results
-once each decoded score metadata themselves, and disagreed (the analysis
-columns took a JSON integer as a recall, the report refused it). Here one
-logged score is broken a field at a time and given to each reader of that
-field: all refuse it, with the schema's words.
-"""
+"""One score schema: a logged score broken a field at a time is refused by
+every reader of that field, in the schema's words."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""`strict_json_loads` decodes with decoders made once; it must answer
-exactly as `json.loads` given the same hooks, for any text (short of the
-nesting limit it adds, which these values never reach), lone surrogates
-in keys included: only a line with a surrogate escape has its keys
-looked at, and no other line can hold one."""
+"""`strict_json_loads` answers exactly as `json.loads` with the same hooks,
+lone surrogates in keys included."""
 
 from __future__ import annotations
 

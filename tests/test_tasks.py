@@ -9,8 +9,8 @@ before anything runs.
 from __future__ import annotations
 
 import json
-import re
 import shutil
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
 
-from tests.commands import inspect_process, run_inspect
+from tests.commands import InspectCommand, inspect_in_one_fresh_process, run_inspect
 from tests.support import write_lines
 from tracegrade import (
     DatasetError,
@@ -116,7 +116,7 @@ def test_the_inspect_eval_cli_runs_the_stage_task_with_no_model(
     tmp_path: Path,
 ) -> None:
     """By default on the README tour's recorded runs, packaged as they are
-    in examples/runs/base.jsonl; `edge-cases` names the contract's cases."""
+    in examples/runs/base.jsonl (`edge-cases`: packaged_stage_log)."""
     packaged = packaged_fixture("recorded_rag_runs.jsonl").read_bytes()
     assert packaged == (ROOT / "examples" / "runs" / "base.jsonl").read_bytes()
     result = run_inspect(
@@ -130,54 +130,57 @@ def test_the_inspect_eval_cli_runs_the_stage_task_with_no_model(
     assert [sample.id for sample in log.samples] == [run.id for run in runs]
     stages = {(sample.scores or {})["stage_diagnosis"].value for sample in log.samples}
     assert {"pass", "retrieval", "generation"} <= stages
-    # What the README says of its first command, which this is.
-    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
-    said = readme[readme.index("It prints the share") :].split(";")[0]
     assert log.results is not None
     metrics = log.results.scores[0].metrics
-    shown = [*re.findall(r"`(\w+)`", said), "lucky_answers", "context_recall"]
-    assert all(name in metrics for name in [*shown, "context_precision"]), said
-    edge = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
-    assert f"diagnose {len(runs)} recorded RAG runs packaged" in readme
-    assert f"the contract's {len(edge)} edge cases" in readme
+    shown = ["pass", "retrieval", "generation", "unresolved", "lucky_answers"]
+    assert all(
+        name in metrics for name in [*shown, "context_recall", "context_precision"]
+    ), list(metrics)
 
-    result = run_inspect(
-        *("eval", "tracegrade/stage_diagnosis", "-T", "dataset=edge-cases"),
-        *("--log-dir", "edge"),
-        cwd=tmp_path,
+
+TASKS = [
+    "tracegrade/stage_diagnosis",
+    "tracegrade/ordered_extraction_recorded",
+    "tracegrade/ordered_extraction",
+]
+
+
+@pytest.fixture(scope="module")
+def misspelled_arguments(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> list[tuple[Path, subprocess.CompletedProcess[str]]]:
+    """`inspect eval TASK -T datset=...` of each of TASKS, in turn in one fresh
+    interpreter: what Inspect prints, it prints as its first eval."""
+    work = [tmp_path_factory.mktemp("misspelled") for _ in TASKS]
+    done = inspect_in_one_fresh_process(
+        [
+            InspectCommand(
+                ["eval", task, "-T", "datset=mine.jsonl", "--log-dir", "logs"], cwd
+            )
+            for task, cwd in zip(TASKS, work, strict=True)
+        ]
     )
-    assert result.returncode == 0, result.stderr
-    check_logged_samples(
-        only_log(tmp_path / "edge"), "stage_diagnosis.jsonl", "stage_diagnosis"
-    )
+    return list(zip(work, done, strict=True))
 
 
-@pytest.mark.parametrize(
-    "task",
-    [
-        "tracegrade/stage_diagnosis",
-        "tracegrade/ordered_extraction_recorded",
-        "tracegrade/ordered_extraction",
-    ],
-)
+@pytest.mark.parametrize("case", range(len(TASKS)), ids=TASKS)
 def test_an_argument_the_task_does_not_take_is_refused(
-    tmp_path: Path, task: str
+    misspelled_arguments: list[tuple[Path, subprocess.CompletedProcess[str]]],
+    case: int,
 ) -> None:
-    """A typo (`datset`) must not run on the packaged runs instead. In a
-    fresh interpreter: what Inspect prints, it prints as its first eval."""
-    result = inspect_process(
-        *("eval", task, "-T", "datset=mine.jsonl", "--log-dir", "logs"),
-        cwd=tmp_path,
-    )
+    """A typo (`datset`) must not run on the packaged runs instead."""
+    task = TASKS[case]
+    cwd, result = misspelled_arguments[case]
     assert result.returncode == 1
     said = " ".join((result.stdout + result.stderr).split())
     assert f'{task} takes no argument datset="mine.jsonl"; it takes dataset' in said
     assert "Traceback" not in result.stderr
-    assert not (tmp_path / "logs").exists() or not list_eval_logs(
-        str(tmp_path / "logs")
-    )
+    assert not (cwd / "logs").exists() or not list_eval_logs(str(cwd / "logs"))
+
+
+def test_an_argument_the_task_does_not_take_is_refused_in_python() -> None:
     with pytest.raises(TaskArgumentError, match="takes no argument datset"):
-        stage_diagnosis(datset="mine.jsonl")  # type: ignore[call-arg]
+        stage_diagnosis(datset="mine.jsonl")  # type: ignore[arg-type]
 
 
 def test_the_extraction_scorer_resolves_by_name_in_inspect_score(
@@ -235,7 +238,9 @@ def test_the_cli_takes_a_users_own_file(tmp_path: Path) -> None:
     assert error_kind(scores["q-18"]) == "invalid-input"
 
 
-def test_own_file_samples_keep_ids_inputs_and_expectations(tmp_path: Path) -> None:
+def test_own_file_samples_keep_ids_inputs_and_expectations_and_errors(
+    tmp_path: Path,
+) -> None:
     dataset = write_lines(
         tmp_path / "runs.jsonl",
         [
@@ -252,11 +257,19 @@ def test_own_file_samples_keep_ids_inputs_and_expectations(tmp_path: Path) -> No
             },
             "",
             {"id": "run-2", "input": {"context": ["D1"], "correct": False}},
+            # Out of the contract: a sample with a data error, not a bad line.
+            {
+                "id": "odd",
+                "input": {"required": "D1", "context": ["D1"], "correct": True},
+            },
         ],
     )
     log = run(stage_diagnosis(dataset=dataset), tmp_path)
     assert log.samples is not None
-    first, second = sorted(log.samples, key=lambda sample: str(sample.id))
+    odd, first, second = sorted(log.samples, key=lambda sample: str(sample.id))
+    odd_score = (odd.scores or {})["stage_diagnosis"]
+    assert error_kind(odd_score) == "invalid-input"
+    assert (odd_score.metadata or {})["error"]["field"] == "required"
     assert first.id == "run-1"
     assert first.metadata == {
         "required": ["D1"],
@@ -345,28 +358,6 @@ def test_an_empty_or_missing_file_is_an_error(tmp_path: Path) -> None:
         stage_diagnosis_dataset(empty)
     with pytest.raises(DatasetError, match="cannot read"):
         stage_diagnosis_dataset(tmp_path / "absent.jsonl")
-
-
-def test_an_out_of_contract_input_is_a_sample_not_a_malformed_line(
-    tmp_path: Path,
-) -> None:
-    dataset = write_lines(
-        tmp_path / "runs.jsonl",
-        [
-            {
-                "id": "odd",
-                "input": {"required": "D1", "context": ["D1"], "correct": True},
-            }
-        ],
-    )
-    log = run(stage_diagnosis(dataset=dataset), tmp_path)
-    assert log.samples is not None
-    (sample,) = log.samples
-    assert sample.scores is not None
-    score = sample.scores["stage_diagnosis"]
-    assert error_kind(score) == "invalid-input"
-    assert score.metadata is not None
-    assert score.metadata["error"]["field"] == "required"
 
 
 def test_a_line_nested_too_deeply_is_a_dataset_error(tmp_path: Path) -> None:
