@@ -19,7 +19,6 @@ from tracegrade.core import diagnose_stage, id_recall, stage_recall
 from tracegrade.scorers import context_recall
 from tracegrade.scorers.stage import diagnosis_score
 
-ROOT = Path(__file__).resolve().parent.parent
 READ_FROM = {"required": "r", "context": "c", "correct": "l"}
 
 # IDs that collide only under some normalisation, which the rules never do:
