@@ -7,7 +7,6 @@ import math
 import random
 import unicodedata
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Final, cast
 
 import ir_measures
