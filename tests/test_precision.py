@@ -52,10 +52,11 @@ from tests.test_recall import (
 )
 from tracegrade import stage_diagnosis
 from tracegrade.bulk.results import RunResults
-from tracegrade.bulk.scoring import TASKS, score_stage_input
+from tracegrade.bulk.scoring import TASKS
 from tracegrade.core import diagnose_stage, stage_precision, stage_recall
 from tracegrade.scorers import context_precision
 from tracegrade.scorers.stage import diagnosis_score
+from tracegrade.tasks.recorded import stage_input_score
 
 # A judged document no generated context holds: a query whose required
 # set is empty is judged on it (relevance 0), so trec_eval evaluates the
@@ -189,7 +190,7 @@ def test_precision_is_ragas_id_precision_and_leaves_the_rest_alone(
 def test_every_stage_score_has_precision(
     record: dict[str, Any], precision: float | None
 ) -> None:
-    score = score_stage_input(record)
+    score = stage_input_score(record)
     assert score.metadata is not None
     assert score.metadata["precision"] == precision
     assert type(score.metadata["precision"]) is type(precision)
@@ -545,7 +546,7 @@ def test_the_bulk_path_keeps_precision_in_a_column_and_gives_the_same_metric(
             for _ in range(2)
         )
         record = {"required": required, "context": context, "correct": index % 2 == 0}
-        score = score_stage_input(record)
+        score = stage_input_score(record)
         scores.append(SampleScore(sample_id=f"s{index}", score=score))
         results.add(f"s{index}", score)
     distinct = {s.score.metadata["precision"] for s in scores}
@@ -576,11 +577,11 @@ def test_an_extraction_run_has_no_precision_column(tmp_path: Path) -> None:
 def test_a_column_made_late_holds_none_for_the_runs_before(tmp_path: Path) -> None:
     bulk = TASKS["stage_diagnosis"]
     results = RunResults(bulk.make_scorer(), bulk.name, str(tmp_path))
-    results.add("e", score_stage_input({"required": ["A"], "context": []}))
-    results.add("u", score_stage_input({"required": [], "context": ["A"]}))
+    results.add("e", stage_input_score({"required": ["A"], "context": []}))
+    results.add("u", stage_input_score({"required": [], "context": ["A"]}))
     results.add(
         "p",
-        score_stage_input({"required": ["A"], "context": ["A", "B"], "correct": True}),
+        stage_input_score({"required": ["A"], "context": ["A", "B"], "correct": True}),
     )
     assert [s.metadata["precision"] for s in results.scores] == [None, 0.0, 0.5]
     (logged,) = results.results(total=3)[0].scores

@@ -44,10 +44,11 @@ from inspect_ai.scorer import MetricProtocol, SampleScore, Score
 from tests.support import write_lines
 from tracegrade import stage_diagnosis
 from tracegrade.bulk.results import RunResults
-from tracegrade.bulk.scoring import TASKS, score_stage_input
+from tracegrade.bulk.scoring import TASKS
 from tracegrade.core import diagnose_stage, id_recall, stage_recall
 from tracegrade.scorers import context_recall
 from tracegrade.scorers.stage import diagnosis_score
+from tracegrade.tasks.recorded import stage_input_score
 
 READ_FROM = {"required": "r", "context": "c", "correct": "l"}
 
@@ -236,7 +237,7 @@ def test_recall_is_ragas_id_recall_and_leaves_the_result_alone(
     ],
 )
 def test_every_stage_score_has_recall(record: dict[str, Any], recall: Any) -> None:
-    score = score_stage_input(record)
+    score = stage_input_score(record)
     assert score.metadata is not None
     assert score.metadata["recall"] == recall
     assert type(score.metadata["recall"]) is type(recall)
@@ -331,7 +332,7 @@ def test_the_bulk_path_keeps_recall_in_a_column_and_gives_the_same_metric(
             for _ in range(2)
         )
         record = {"required": required, "context": context, "correct": index % 2 == 0}
-        score = score_stage_input(record)
+        score = stage_input_score(record)
         scores.append(SampleScore(sample_id=f"s{index}", score=score))
         results.add(f"s{index}", score)
     distinct = {s.score.metadata["recall"] for s in scores}
@@ -361,10 +362,10 @@ def test_an_extraction_run_has_no_recall_column(tmp_path: Path) -> None:
 def test_a_column_made_late_holds_none_for_the_runs_before(tmp_path: Path) -> None:
     bulk = TASKS["stage_diagnosis"]
     results = RunResults(bulk.make_scorer(), bulk.name, str(tmp_path))
-    results.add("u", score_stage_input({"required": [], "context": []}))
-    results.add("r", score_stage_input({"required": ["A", "B"], "context": ["B"]}))
+    results.add("u", stage_input_score({"required": [], "context": []}))
+    results.add("r", stage_input_score({"required": ["A", "B"], "context": ["B"]}))
     results.add(
-        "p", score_stage_input({"required": ["A"], "context": ["A"], "correct": True})
+        "p", stage_input_score({"required": ["A"], "context": ["A"], "correct": True})
     )
     # The unlabelled run has its recall, but is unscored: the metric is the
     # diagnosed run's alone.

@@ -28,7 +28,6 @@ from inspect_ai.log import read_eval_log
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from tracegrade import diagnose_stage, stage_diagnosis
-from tracegrade.bulk.scoring import score_stage_input
 from tracegrade.cli import main
 from tracegrade.core import canonical_json
 from tracegrade.core.steps import (
@@ -39,6 +38,7 @@ from tracegrade.core.steps import (
     step_recalls,
 )
 from tracegrade.scorers import RetrievalTrace, stage_diagnosis_scorer
+from tracegrade.tasks.recorded import stage_input_score
 
 ROOT = Path(__file__).resolve().parent.parent
 IDS = [f"D{number}" for number in range(12)]
@@ -107,7 +107,7 @@ def lost_as_stated(document: str, steps: list[dict[str, Any]]) -> dict[str, Any]
 @settings(max_examples=150)
 @given(record=pipelines())
 def test_lost_is_the_rule_as_stated(record: dict[str, Any]) -> None:
-    score = score_stage_input(record)
+    score = stage_input_score(record)
     metadata = score.metadata or {}
     result = diagnose_stage(record)
     if "missing" not in result:
@@ -126,7 +126,7 @@ def test_the_seeds_fields_are_the_same_with_and_without_steps(
     record: dict[str, Any],
 ) -> None:
     without = {key: value for key, value in record.items() if key != "steps"}
-    with_steps, plain = score_stage_input(record), score_stage_input(without)
+    with_steps, plain = stage_input_score(record), stage_input_score(without)
     assert canonical_json((with_steps.metadata or {})["result"]) == canonical_json(
         (plain.metadata or {})["result"]
     )
@@ -157,7 +157,7 @@ def test_the_seeds_fields_are_the_same_with_and_without_steps(
 def test_step_recall_is_each_steps_share_of_the_required_ids(
     record: dict[str, Any],
 ) -> None:
-    metadata = score_stage_input(record).metadata or {}
+    metadata = stage_input_score(record).metadata or {}
     wanted = set(record["required"])
     if not wanted:
         assert "step_recall" not in metadata
@@ -186,7 +186,7 @@ def test_the_explanation_says_where_each_missing_id_was_lost() -> None:
             {"name": "reranker", "ids": ["D2", "D8", "D3", "D7", "D5"]},
         ],
     }
-    score = score_stage_input(record)
+    score = stage_input_score(record)
     assert score.explanation is not None
     for said in (
         "D19: retrieved at rank 14 by retriever, dropped by reranker (which kept 5).",
@@ -199,7 +199,7 @@ def test_the_explanation_says_where_each_missing_id_was_lost() -> None:
 
 
 def lost(steps: list[dict[str, Any]], required: list[str]) -> Any:
-    score = score_stage_input(
+    score = stage_input_score(
         {"required": required, "context": [], "correct": True, "steps": steps}
     )
     return (score.metadata or {})["lost"], score.explanation or ""
@@ -294,7 +294,7 @@ def test_parallel_retrievers_fan_in_to_the_reranker_that_drops_their_ids() -> No
 def test_steps_outside_the_contract_are_a_data_error_naming_the_step(
     steps: Any, field: str, said: str
 ) -> None:
-    score = score_stage_input(
+    score = stage_input_score(
         {"required": ["D1"], "context": ["D1"], "correct": True, "steps": steps}
     )
     error = (score.metadata or {})["error"]
@@ -304,7 +304,7 @@ def test_steps_outside_the_contract_are_a_data_error_naming_the_step(
 
 
 def test_null_steps_are_no_steps() -> None:
-    score = score_stage_input(
+    score = stage_input_score(
         {"required": ["D1"], "context": [], "correct": True, "steps": None}
     )
     assert "lost" not in (score.metadata or {})
