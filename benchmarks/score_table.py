@@ -2,8 +2,8 @@
 
 Seeded stage records of every outcome, written as `--files` Parquet files,
 are scored a `--batch-size` batch at a time: in this process (CPU seconds,
-less moved by other load, and wall seconds; reading and the first refused
-row's import of Inspect timed apart), and by the documented Ray recipe
+less moved by other load, and wall seconds; reading and the import of
+Inspect timed apart), and by the documented Ray recipe
 (`read_parquet` -> `map_batches(score_table)` -> `write_parquet`, wall
 clock, `ray.init` apart), after the same pipeline with a function that
 returns its batch unchanged: the engine's own cost. Both results must be
@@ -71,10 +71,10 @@ def load() -> list[float]:
 
 def one_core(files: list[Path], batch_size: int) -> tuple[dict[str, Any], pa.Table]:
     loads = load()
-    # A row the rules refuse is scored through tracegrade score's own path,
-    # which imports Inspect AI: once a process, timed apart.
+    # Rows are scored through the recorded task's own function, which
+    # imports Inspect AI: once a process, timed apart.
     started = time.process_time()
-    import tracegrade.bulk.scoring
+    import tracegrade.tasks.recorded
 
     imports = time.process_time() - started
     started = time.process_time()

@@ -38,7 +38,6 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from tests.commands import run_tracegrade, tracegrade_shell
 from tests.support import write_lines
-from tracegrade.bulk.scoring import score_stage_input
 from tracegrade.cli import main
 from tracegrade.importers.common import ImportRefused, InputFileError, LabelsRefused
 from tracegrade.importers.openinference import (
@@ -46,6 +45,7 @@ from tracegrade.importers.openinference import (
     OpenInferenceNotes,
     stream_openinference,
 )
+from tracegrade.tasks.recorded import stage_input_score
 
 KIND = SpanAttributes.OPENINFERENCE_SPAN_KIND
 RETRIEVER = OpenInferenceSpanKindValues.RETRIEVER.value
@@ -442,7 +442,7 @@ def test_a_reranker_makes_the_trace_a_pipeline_of_steps(tmp_path: Path) -> None:
         {"name": "reranker", "ids": ["D3", "D1", "D7", "D2", "D9"]},
     ]
     assert record["input"]["context"] == ["D3", "D1", "D7", "D2", "D9"]
-    score = score_stage_input(record["input"])
+    score = stage_input_score(record["input"])
     assert (score.metadata or {})["lost"] == [
         {"id": "D30", "lost_at": "retriever", "last_step": None, "last_rank": None},
         {"id": "D4", "lost_at": "reranker", "last_step": "retriever", "last_rank": 4},
@@ -1039,7 +1039,7 @@ def test_the_context_is_what_the_prompt_held_not_what_the_reranker_kept(
             "answer": "It is K3.",
         },
     }
-    score = score_stage_input(record["input"])
+    score = stage_input_score(record["input"])
     assert score.value == "retrieval"
     assert (score.metadata or {})["lost"] == [
         {"id": "D2", "lost_at": "context", "last_step": "reranker", "last_rank": 4},
@@ -1179,7 +1179,7 @@ def test_retrievers_side_by_side_fan_in_to_the_reranker(tmp_path: Path) -> None:
         {"name": "retriever-2", "ids": ["D7", "D1"], "inputs": []},
         {"name": "reranker", "ids": ["D1"], "inputs": ["retriever", "retriever-2"]},
     ]
-    score = score_stage_input(record["input"])
+    score = stage_input_score(record["input"])
     assert (score.metadata or {})["lost"] == [
         {"id": "D3", "lost_at": "reranker", "last_step": "retriever", "last_rank": 2},
         {"id": "D7", "lost_at": "reranker", "last_step": "retriever-2", "last_rank": 1},
@@ -1216,7 +1216,7 @@ def test_steps_follow_the_span_tree_and_a_step_traced_twice_is_one(
         {"name": "retriever-2", "ids": ["D3"]},
     ]
     assert record["input"]["context"] == ["D3"]
-    lost = (score_stage_input(record["input"]).metadata or {})["lost"]
+    lost = (stage_input_score(record["input"]).metadata or {})["lost"]
     assert lost == [
         {"id": "D2", "lost_at": "retriever-2", "last_step": "retriever", "last_rank": 2}
     ]

@@ -33,10 +33,11 @@ from tests.test_recall import (
 )
 from tracegrade import stage_diagnosis
 from tracegrade.bulk.results import RunResults
-from tracegrade.bulk.scoring import TASKS, score_stage_input
+from tracegrade.bulk.scoring import TASKS
 from tracegrade.core import diagnose_stage, id_recall, stage_precision, stage_recall
 from tracegrade.scorers import context_precision, context_recall
 from tracegrade.scorers.stage import diagnosis_score
+from tracegrade.tasks.recorded import stage_input_score
 
 # A judged document no generated context holds: a query whose required
 # set is empty is judged on it (relevance 0), so trec_eval evaluates the
@@ -110,7 +111,7 @@ SHARES: Final[list[tuple[dict[str, Any], float | None, float | None]]] = [
 def test_every_stage_score_has_recall_and_precision_of_its_record(
     record: dict[str, Any], recall: float | None, precision: float | None
 ) -> None:
-    score = score_stage_input(record)
+    score = stage_input_score(record)
     assert score.metadata is not None
     for found, expected in (
         (stage_recall(record), recall),
@@ -540,7 +541,7 @@ def test_the_bulk_path_keeps_the_shares_in_columns_and_gives_the_same_metrics(
             for _ in range(2)
         )
         record = {"required": required, "context": context, "correct": index % 2 == 0}
-        score = score_stage_input(record)
+        score = stage_input_score(record)
         scores.append(SampleScore(sample_id=f"s{index}", score=score))
         results.add(f"s{index}", score)
     # The shared metadata stays a few objects: the shares are columns of
@@ -581,7 +582,7 @@ def test_columns_made_late_hold_none_for_the_runs_before(tmp_path: Path) -> None
         "judged": {"required": [], "context": ["A"], "correct": True},
     }
     for run_id, record in runs.items():
-        results.add(run_id, score_stage_input(record))
+        results.add(run_id, stage_input_score(record))
     assert [
         (s.metadata["recall"], s.metadata["precision"]) for s in results.scores
     ] == [

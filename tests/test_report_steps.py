@@ -22,11 +22,11 @@ from inspect_ai import eval
 from inspect_ai.log import read_eval_log
 
 from tracegrade import stage_diagnosis
-from tracegrade.bulk.scoring import score_stage_input
 from tracegrade.cli import main
 from tracegrade.core.steps import read_steps
 from tracegrade.report.steps import NDCG_DEPTH, NEAR_THE_CUT, PipelineTally
 from tracegrade.schema import InvalidScore, read_stage
+from tracegrade.tasks.recorded import stage_input_score
 
 IDS = [f"D{number}" for number in range(16)]
 EXAMPLE = (
@@ -62,7 +62,7 @@ def runs(draw: st.DrawFn) -> list[dict[str, Any]]:
 
 def add_scored(tally: PipelineTally, record: dict[str, Any]) -> None:
     """Count the record's score as the report reads it: through the schema."""
-    score = score_stage_input(record)
+    score = stage_input_score(record)
     staged = read_stage(score.value, score.metadata)
     assert staged.required is not None and staged.steps is not None
     assert staged.steps == read_steps(record)
@@ -381,7 +381,7 @@ def test_a_score_whose_steps_and_lost_disagree_is_refused_by_name() -> None:
         "correct": True,
         "steps": [{"name": "bm25", "ids": ["A"]}],
     }
-    score = score_stage_input(record)
+    score = stage_input_score(record)
     metadata = dict(score.metadata or {})
     without_lost = {key: value for key, value in metadata.items() if key != "lost"}
     with pytest.raises(InvalidScore, match=r"lost and record\.steps go together"):

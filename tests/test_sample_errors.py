@@ -19,8 +19,9 @@ from inspect_ai.solver import TaskState, generate
 from tests.commands import run_inspect
 from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
 from tracegrade.bulk.results import RunResults
-from tracegrade.bulk.scoring import TASKS, score_problem, score_stage_input
+from tracegrade.bulk.scoring import TASKS, score_problem
 from tracegrade.scorers.outcome import run_error
+from tracegrade.tasks.recorded import stage_input_score
 
 API_DOWN = "the model API is down"
 RUNS = {
@@ -207,7 +208,7 @@ def test_the_bulk_path_takes_a_run_error_as_inspect_does(tmp_path: Path) -> None
     bulk = TASKS["stage_diagnosis"]
     results = RunResults(bulk.make_scorer(), bulk.name, str(tmp_path))
     results.add("r", failed)
-    results.add("u", score_stage_input({"required": [], "context": []}))
+    results.add("u", stage_input_score({"required": [], "context": []}))
     (logged,) = results.results(total=2)[0].scores
     assert (logged.scored_samples, logged.unscored_samples) == (1, 1)
     assert logged.metrics["scored_runs"].value == 1

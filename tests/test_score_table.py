@@ -25,12 +25,12 @@ from hypothesis import strategies as st
 from tests.test_cli_score import read_results, score_file
 from tests.test_differential import extraction_records, stage_records
 from tracegrade import ScoreTableError, diagnose_stage, grade_extraction, score_table
-from tracegrade.bulk.scoring import score_extraction_input, score_stage_input
 from tracegrade.core import InvalidRecord
 from tracegrade.core.itemise import dropped_ids, invented_ids
 from tracegrade.core.recall import stage_precision, stage_recall
 from tracegrade.core.steps import lost_documents, read_steps
 from tracegrade.table import record_schema, records_table, result_ddl, result_schema
+from tracegrade.tasks.recorded import extraction_input_score, stage_input_score
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -125,7 +125,7 @@ def error_cells(metadata: dict[str, Any]) -> dict[str, Any]:
 def expected_stage(record: dict[str, Any], *, steps: bool) -> dict[str, Any]:
     """`tracegrade score`'s per-line score of the record, and the core's
     own figures where the core decides."""
-    score = score_stage_input(record)
+    score = stage_input_score(record)
     metadata = score.metadata or {}
     result = metadata["result"]
     row: dict[str, Any] = {
@@ -162,7 +162,7 @@ def expected_stage(record: dict[str, Any], *, steps: bool) -> dict[str, Any]:
 
 
 def expected_extraction(record: dict[str, Any]) -> dict[str, Any]:
-    score = score_extraction_input(record)
+    score = extraction_input_score(record)
     metadata = score.metadata or {}
     value = score.value if isinstance(score.value, dict) else {}
     itemised = metadata.get("itemised") or {}

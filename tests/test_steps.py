@@ -19,7 +19,6 @@ from inspect_ai.log import read_eval_log
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from tracegrade import diagnose_stage, stage_diagnosis
-from tracegrade.bulk.scoring import score_stage_input
 from tracegrade.cli import main
 from tracegrade.core import canonical_json
 from tracegrade.core.steps import (
@@ -30,6 +29,7 @@ from tracegrade.core.steps import (
     step_recalls,
 )
 from tracegrade.scorers import RetrievalTrace, stage_diagnosis_scorer
+from tracegrade.tasks.recorded import stage_input_score
 
 ROOT = Path(__file__).resolve().parent.parent
 IDS = [f"D{number}" for number in range(12)]
@@ -101,7 +101,7 @@ def test_steps_add_lost_and_step_recall_and_change_nothing_else(
     record: dict[str, Any],
 ) -> None:
     """One draw for the three checks: drawing pipelines is the cost."""
-    score = score_stage_input(record)
+    score = stage_input_score(record)
     metadata = score.metadata or {}
 
     # `lost`: the rule as stated.
@@ -129,7 +129,7 @@ def test_steps_add_lost_and_step_recall_and_change_nothing_else(
 
     # The seed's fields are the same with and without steps.
     without = {key: value for key, value in record.items() if key != "steps"}
-    plain = score_stage_input(without)
+    plain = stage_input_score(without)
     plain_metadata = plain.metadata or {}
     assert canonical_json(metadata["result"]) == canonical_json(
         plain_metadata["result"]
@@ -162,7 +162,7 @@ def test_the_explanation_says_where_each_missing_id_was_lost() -> None:
             {"name": "reranker", "ids": ["D2", "D8", "D3", "D7", "D5"]},
         ],
     }
-    score = score_stage_input(record)
+    score = stage_input_score(record)
     assert score.explanation is not None
     for said in (
         "D19: retrieved at rank 14 by retriever, dropped by reranker (which kept 5).",
@@ -175,7 +175,7 @@ def test_the_explanation_says_where_each_missing_id_was_lost() -> None:
 
 
 def lost(steps: list[dict[str, Any]], required: list[str]) -> Any:
-    score = score_stage_input(
+    score = stage_input_score(
         {"required": required, "context": [], "correct": True, "steps": steps}
     )
     return (score.metadata or {})["lost"], score.explanation or ""
@@ -270,7 +270,7 @@ def test_parallel_retrievers_fan_in_to_the_reranker_that_drops_their_ids() -> No
 def test_steps_outside_the_contract_are_a_data_error_naming_the_step(
     steps: Any, field: str, said: str
 ) -> None:
-    score = score_stage_input(
+    score = stage_input_score(
         {"required": ["D1"], "context": ["D1"], "correct": True, "steps": steps}
     )
     error = (score.metadata or {})["error"]
@@ -280,7 +280,7 @@ def test_steps_outside_the_contract_are_a_data_error_naming_the_step(
 
 
 def test_null_steps_are_no_steps() -> None:
-    score = score_stage_input(
+    score = stage_input_score(
         {"required": ["D1"], "context": [], "correct": True, "steps": None}
     )
     assert "lost" not in (score.metadata or {})

@@ -30,11 +30,11 @@ from inspect_ai.log import list_eval_logs, read_eval_log
 import tracegrade
 from tests.commands import run_inspect, run_tracegrade, tracegrade_shell
 from tests.support import write_lines
-from tracegrade.bulk.scoring import score_stage_input
 from tracegrade.cli import main
 from tracegrade.importers.common import InputFileError, LabelsRefused, record_line
 from tracegrade.importers.trec import QueryMismatch
 from tracegrade.importers.trec import import_trec as import_trec_files
+from tracegrade.tasks.recorded import stage_input_score
 
 
 def import_trec(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
@@ -1116,7 +1116,7 @@ def test_a_document_ranked_below_k_was_lost_at_the_cut(tmp_path: Path) -> None:
         "".join(f"q1 Q0 D{rank} {rank} {100 - rank}.0 tag\n" for rank in range(1, 21)),
     )
     (record,) = import_trec(qrels, run, k=10)
-    score = score_stage_input({**record["input"], "correct": True})
+    score = stage_input_score({**record["input"], "correct": True})
     assert (score.metadata or {})["lost"] == [
         {"id": "D14", "lost_at": "context", "last_step": "run", "last_rank": 14},
         {"id": "D99", "lost_at": "run", "last_step": None, "last_rank": None},

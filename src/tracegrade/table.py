@@ -9,13 +9,11 @@ where the original JSON held an explicit `null`, the kind and field of
 any error are the same, and the message says the field is missing rather
 than quoting `null`.
 
-Each row's figures are the core's (`tracegrade.core`); a row the rules
-refuse, or whose label is missing, is scored by the same function as
-`tracegrade score`'s line (`tracegrade.bulk.scoring`), so its error kind,
-side, field and message are that line's. Rows are independent: one bad
-row is an error row, never a failed batch. A table that lacks a column
-the task reads fails as a whole, before any row, since every row would be
-the same mistake (a misspelt key).
+Each row is scored by the function the replay task's scorer and
+`tracegrade score` call (`tracegrade.tasks.recorded`), so its figures and
+any error's kind, side, field and message are that line's. Rows are
+independent: one bad row is an error row, never a failed batch. A table
+that lacks a column the task reads fails as a whole, before any row.
 
 pyarrow is imported when called, so `import tracegrade` needs none.
 """
@@ -23,14 +21,10 @@ pyarrow is imported when called, so `import tracegrade` needs none.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from functools import cache
-from typing import TYPE_CHECKING, Any, Final, cast
+from typing import TYPE_CHECKING, Any, Final
 
-from .core import InvalidRecord, diagnose_stage, grade_extraction
 from .core.errors import _LONE_SURROGATE, _escape_surrogate, quote
-from .core.itemise import itemise
-from .core.recall import stage_precision, stage_recall
-from .core.steps import Step, lost_documents, read_steps
+from .core.steps import Step
 from .schema import DIAGNOSED_STAGES
 
 if TYPE_CHECKING:
@@ -66,6 +60,12 @@ OPTIONAL_COLUMNS: Final[Mapping[str, frozenset[str]]] = {
     # the two columns is enough (checked apart).
     "ordered_extraction": frozenset({"id", "answer", "output"}),
 }
+
+
+PARQUET_NEEDS: Final = (
+    "Parquet results need pyarrow: pip install 'tracegrade[parquet]' "
+    "(or tracegrade[ray], which includes it)"
+)
 
 
 class ScoreTableError(ValueError):
@@ -242,7 +242,7 @@ def score_table(table: Any, task: str = "stage_diagnosis", **keys: str) -> pa.Ta
     }
     fields = list(values)
     cells = list(zip(*values.values(), strict=True)) if fields else [()] * rows
-    score_row = _STAGE if task == "stage_diagnosis" else _EXTRACTION
+    score_input = _score_input(task)
     steps = task == "stage_diagnosis" and "steps" in present
     schema = result_schema(task, steps=steps)
     results: list[tuple[Any, ...]] = []
@@ -254,7 +254,7 @@ def score_table(table: Any, task: str = "stage_diagnosis", **keys: str) -> pa.Ta
         }
         if steps and type(record.get("steps")) is list:
             record["steps"] = [_absent_inputs(step) for step in record["steps"]]
-        results.append(score_row(record, steps))
+        results.append(score_cells(task, score_input(record), steps=steps))
     outputs = list(zip(*results, strict=True)) if results else [()] * (len(schema) - 1)
     arrays: list[Any] = [ids]
     arrays += [
@@ -262,6 +262,13 @@ def score_table(table: Any, task: str = "stage_diagnosis", **keys: str) -> pa.Ta
         for position, column in enumerate(outputs)
     ]
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _score_input(task: str) -> Callable[[dict[str, Any]], Score]:
+    """The score the recorded task gives a record: `tracegrade score`'s own."""
+    from .tasks.recorded import extraction_input_score, stage_input_score
+
+    return stage_input_score if task == "stage_diagnosis" else extraction_input_score
 
 
 def _absent_inputs(step: Any) -> Any:
@@ -550,110 +557,9 @@ def problem_cells(
     return (None,) * width + _error_cells(error)
 
 
-def _scored_stage(record: dict[str, Any], steps: bool) -> tuple[Any, ...]:
-    """A row the rules refuse or cannot decide: `tracegrade score`'s own path."""
-    from .bulk.scoring import score_stage_input
-
-    return score_cells("stage_diagnosis", score_stage_input(record), steps=steps)
-
-
-@cache
-def _no_label_error() -> tuple[Any, ...]:
-    """The error cells `tracegrade score` gives a record with no label."""
-    unlabelled = _scored_stage({"required": ["D1"], "context": []}, False)
-    return unlabelled[-len(_NO_ERROR) :]
-
-
-def _stage_row(record: dict[str, Any], steps: bool) -> tuple[Any, ...]:
-    try:
-        result = diagnose_stage(record)
-        recorded_steps = read_steps(record)
-    except InvalidRecord:
-        return _scored_stage(record, steps)
-    if "error" in result:
-        if "correct" in record:
-            return _scored_stage(record, steps)
-        # No label: common (an unlabelled import is all such rows), and its
-        # error the same for every record, so scored once a process.
-        return (
-            None,
-            None,
-            *((None,) if steps else ()),
-            stage_recall(record),
-            stage_precision(record),
-            None,
-            None,
-            *((None, None) if steps else ()),
-            *_no_label_error(),
-        )
-    # Absent exactly on `unresolved`: the rules found nothing to miss.
-    missing = cast("list[str] | None", result.get("missing"))
-    lost: tuple[Any, ...] = ()
-    diagnosed = result["stage"] in DIAGNOSED_STAGES
-    # As `tracegrade.schema.read_stage` reads a diagnosed score's record.
-    pipeline: tuple[Any, ...] = ()
-    if steps:
-        with_steps = diagnosed and recorded_steps is not None
-        lost = (
-            lost_documents(missing, recorded_steps)
-            if missing is not None and recorded_steps is not None
-            else None,
-        )
-        pipeline = (
-            _step_cells(recorded_steps) if with_steps else None,
-            len(record["context"]) if with_steps else None,
-        )
-    return (
-        result["stage"],
-        missing,
-        *lost,
-        stage_recall(record),
-        stage_precision(record),
-        record["required"] if diagnosed else None,
-        record.get("correct") is True if diagnosed else None,
-        *pipeline,
-        *_NO_ERROR,
-    )
-
-
-def _scored_extraction(record: dict[str, Any]) -> tuple[Any, ...]:
-    from .bulk.scoring import score_extraction_input
-
-    return score_cells(
-        "ordered_extraction", score_extraction_input(record), steps=False
-    )
-
-
-def _extraction_row(record: dict[str, Any], _steps: bool) -> tuple[Any, ...]:
-    if "output" in record:
-        return _scored_extraction(record)
-    try:
-        result = grade_extraction(record)
-    except InvalidRecord:
-        return _scored_extraction(record)
-    if "error" in result:
-        return _scored_extraction(record)
-    source, answer = record["source"], record["answer"]
-    itemised = itemise(source, answer)
-    return (
-        result["membership"],
-        result["order"],
-        itemised["dropped"],
-        itemised["invented"],
-        source,
-        itemised["first_order_break"],
-        itemised["kept_in_order"],
-        None,  # read_as: the answer was a list, not text
-        *_NO_ERROR,
-    )
-
-
-_STAGE: Final[Callable[[dict[str, Any], bool], tuple[Any, ...]]] = _stage_row
-_EXTRACTION: Final[Callable[[dict[str, Any], bool], tuple[Any, ...]]] = _extraction_row
-
-
 __all__ = [
     "KEYS",
+    "PARQUET_NEEDS",
     "TASKS",
     "ScoreTableError",
     "arrow_column",

@@ -1,8 +1,2 @@
-"""Scoring files too large for `inspect eval`: the line loop and the log writers.
-
-- `scoring`: each line of a fixture-format file to a `Score`, exactly as
-  the replay tasks would score it.
-- `results`: the metrics and reductions of a whole run, in little memory.
-- `log`: the Inspect log around the samples; `jsonlog` writes it, in a
-  stream.
-"""
+"""`tracegrade score` and `check`: files too large for `inspect eval` scored
+line by line as the replay tasks score them, into logs Inspect reads."""

@@ -1,12 +1,5 @@
-"""`tracegrade score`'s per-record results as Parquet, beside the JSON Lines.
-
-The columns are `score_table`'s (`tracegrade.table.result_schema`, with
-`lost`, `steps` and `context_size` for every stage run, null where a
-record has no steps) after a
-`line` column, so a directory of either reads as one dataset. Rows are
-written in batches into the results' temporary file (`AtomicFile`), which
-is put under its name only once the run is complete.
-"""
+"""`tracegrade score`'s per-record results as Parquet: `line`, then
+`score_table`'s columns, so a directory of either reads as one dataset."""
 
 from __future__ import annotations
 
@@ -19,11 +12,6 @@ if TYPE_CHECKING:
 
 BATCH_ROWS: Final = 8_192
 """Rows held before they are written as a row group: under a MiB."""
-
-PARQUET_NEEDS = (
-    "Parquet results need pyarrow: pip install 'tracegrade[parquet]' "
-    "(or tracegrade[ray], which includes it)"
-)
 
 
 def results_file_schema(task: str) -> pa.Schema:
@@ -75,4 +63,4 @@ class ParquetResults:
         self._writer.is_open = False
 
 
-__all__ = ["PARQUET_NEEDS", "ParquetResults", "results_file_schema"]
+__all__ = ["ParquetResults", "results_file_schema"]

@@ -1,11 +1,5 @@
-"""Which of a task's input fields a whole file has: a key typo's warning.
-
-A field in no record at all is most likely misspelled in the file (or the
-file is for another task): every run gets the same error or `unresolved`,
-each right for its own record, and nothing says why. Both `tracegrade
-check` and `tracegrade score` read every record, so they can say so of the
-whole file, which the Inspect scorer (seeing one sample at a time) cannot.
-"""
+"""Which of a task's input fields a whole file has: a field in no record at
+all is most likely a key typo, which only a reader of the whole file can say."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
 """A file cut into ranges of whole lines, each numbered as the whole file
-would number it, for workers that score one range each (`bulk.workers`).
-
-Lines end as `lines.read_lines` ends them: at "\\n", "\\r\\n" or a lone
-"\\r". A range ends just after a "\\n", so no line end is cut in two.
-"""
+would number it (line ends as `lines.read_lines`'s), one range a worker."""
 
 from __future__ import annotations
 

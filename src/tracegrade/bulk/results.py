@@ -1,28 +1,6 @@
-"""Metrics and epoch reductions over a whole bulk run, in little memory.
-
-`inspect eval` computes a log's results with every `SampleScore` in memory
-at once: at a million samples, over a gigabyte of pydantic objects. Here
-each sample keeps only what the scorer's metrics read, in one small
-`LightScore` (a value, a reason, a sample id, a metadata dict shared by
-every sample with the same content: `record.correct` for `lucky_answers`,
-`error.kind` and `error.side` for `answer_failures`; and the metadata
-values that are a sample's own, a stage score's `recall` for
-`context_recall` and `precision` for `context_precision`, each kept as a
-float in a column of its own; a `step_recall` for the metric of that name,
-shared by content). The metrics are the
-scorer's own, called through Inspect's own `compute_eval_scores`, so metric
-names, NaN filtering and dictionary metrics follow `inspect eval` exactly;
-`tests/test_cli_score.py` holds the two to the same results, for both
-tasks and both log formats.
-
-A bulk run has one epoch, so the epoch reducer (Inspect's `mean`, the
-default of the replay tasks) reduces each sample alone: it is applied as
-each sample is scored and its reduced score written to a spool file at once
-in the log's `EvalSampleScore` shape. Nothing of it is kept: reducing one
-score keeps its reason and metadata and changes only its value, by a rule
-of the value alone, so the reduced scores the metrics read are derived at
-the end from the unreduced ones (`ReducedScores`), a value at a time.
-"""
+"""Metrics and epoch reductions over a whole bulk run, in little memory: each
+sample keeps only what the metrics read, computed by Inspect's own
+`compute_eval_scores` (docs/architecture.md, "Scoring large files")."""
 
 from __future__ import annotations
 
@@ -55,15 +33,8 @@ _NAN = math.nan
 
 class LightScore:
     """A `SampleScore` and its `Score` in one object, holding only what
-    metrics read. `score` is the object itself, so `item.score.value`, the
-    way metrics read a value, works unchanged.
-
-    `shared` is the metadata shared with every sample alike; `recall` and
-    `precision`, when not None, are this sample's own, put into the
-    metadata only when a metric reads it. A dict a sample made up front
-    would be held by every metric that sorts the scores (`stage_modes`),
-    one per sample for the length of the run.
-    """
+    metrics read; `shared` is metadata every sample alike has, `recall` and
+    `precision` its own, put in only when a metric reads them."""
 
     __slots__ = ("precision", "reason", "recall", "sample_id", "shared", "value")
 
@@ -234,14 +205,9 @@ class _ShareColumn:
         return None if math.isnan(share) else share
 
     def shared(self, count: int) -> Iterator[float | None]:
-        """The `count` samples' shares in order, equal ones one float object.
-
-        Every share read from the column would be a float object of its
-        own, and Inspect's metrics hold them all at once; shares are a few
-        fractions, so equal ones share one (by value: a share of two
-        integers is never -0.0, the one float equal to another of other
-        bits).
-        """
+        """The `count` samples' shares in order, equal ones one float object,
+        since Inspect's metrics hold them all at once (a share of two
+        integers is never -0.0, so equal by value is equal in bits)."""
         values = self.values
         if values is None:
             yield from repeat(None, count)
@@ -257,16 +223,9 @@ class _ShareColumn:
 
 
 class LightScores(Sequence[LightScore]):
-    """A run's scores as columns, a `LightScore` made as each is read.
-
-    The values, reasons and metadata of a run are a few distinct objects
-    (stages, failure kinds, the shared metadata of `RunResults`), so each
-    sample stores three small codes into their tables, and its id in
-    `_SampleIds`, not a `LightScore` and an id string per sample. A
-    recall is a sample's own number, not one of a few objects, so it is a
-    column of doubles (NaN for none), made at the first sample that has
-    one: an extraction run has none and pays nothing. So is a precision.
-    """
+    """A run's scores as columns, a `LightScore` made as each is read: three
+    codes a sample into tables of its few distinct values, reasons and
+    metadata, and recall and precision as columns of doubles (NaN for none)."""
 
     def __init__(self) -> None:
         self._ids = _SampleIds()
@@ -413,13 +372,8 @@ class RunResults:
         """Bytes of reduced scores written so far."""
 
     def _light_metadata(self, metadata: dict[str, Any]) -> Any:
-        """The metadata keys tracegrade's metrics read, shared by content.
-
-        A score with `recall` shares `"recall": None`, and one with
-        `precision` `"precision": None`; their numbers, if any, are the
-        sample's own (`LightScores`' columns), put in by `LightScore`.
-        A `step_recall` is shared by content.
-        """
+        """The metadata keys tracegrade's metrics read, shared by content; a
+        sample's own `recall` and `precision` are put in by `LightScore`."""
         record = metadata.get("record")
         # `lucky_answers` asks only whether the label is JSON `true`.
         labelled_true = isinstance(record, dict) and record.get("correct") is True
@@ -498,10 +452,8 @@ class RunResults:
         self._separator = b",\n"
 
     def reduce_value(self, value: Any) -> Any:
-        """The reduced value of a score of this `value`, shared like it.
-
-        The value alone decides it (see the module docstring); the
-        equivalence tests hold this to Inspect's results."""
+        """The reduced value of a score of this `value`, shared like it: the
+        value alone decides it."""
         reduced = self.reducer([Score(value=value)])
         return self._light_value(reduced.value)
 
@@ -537,12 +489,8 @@ def _reducer_name(views: _Views) -> str | None:
 
 
 def pooled_results(runs: Sequence[RunResults], total: int) -> EvalResults:
-    """The `EvalResults` of the samples of several runs of one scorer taken
-    together, as one log holding them all would have them.
-
-    A run split into logs has each part's results in its log; this gives
-    the whole run's, for the summary `tracegrade score` prints.
-    """
+    """The `EvalResults` of several runs of one scorer as one log holding
+    them all would have them: a split run's, for `score`'s summary."""
     first = runs[0]
     scores: list[Any] = []
     if first.views.reduced is not None:

@@ -1,11 +1,6 @@
-"""One `tracegrade score` run: the line loop, the log and the results.
-
-`ScoreRun` reads a file of recorded runs a line at a time, scores each
-line with the pure core (`scoring.LineScorer`), adds it to the Inspect log
-(`log.BulkLog`) and writes its results line, then finishes the log and
-puts both outputs under their names. `tracegrade score` (`cli/score.py`)
-gives it its options, a progress bar and the words for what happened.
-"""
+"""One `tracegrade score` run: each line scored (`scoring.LineScorer`), added
+to the Inspect log (`log.BulkLog`) and its results line written; both outputs
+put under their names only once complete."""
 
 from __future__ import annotations
 
@@ -46,10 +41,8 @@ Number = int | float
 
 @dataclass
 class RunMean:
-    """The mean of a figure over the runs that have one (None is none).
-
-    The sum is kept exact (Shewchuk's partials, as `math.fsum`), so runs
-    summed in parts, in any order, give the same mean to the last bit."""
+    """The mean of a figure over the runs that have one, summed exactly, so
+    runs summed in parts, in any order, give the same mean to the last bit."""
 
     partials: list[float] = field(default_factory=list)
     runs: int = 0
@@ -134,13 +127,8 @@ class ScoreSummary:
 
 
 class ScoreRun:
-    """One `score` run: the line loop, and its outputs kept whole or not at all.
-
-    The logs and the results are written under temporary names (each log
-    as `NAME-partK.eval.partial` or `.json.partial`, the results as
-    `.XXXXXX.partial`) and renamed only once all are complete; `abort`
-    removes them. `tracegrade score` drives it and says what happened.
-    """
+    """One `score` run: its logs and results under `.partial` names until all
+    are complete, then renamed; `abort` removes them."""
 
     def __init__(
         self,

@@ -1,18 +1,6 @@
-"""Scoring a fixture-format file line by line, as the replay tasks would.
-
-`tracegrade check` and `tracegrade score` read files too large for
-`inspect eval`, so they cannot go through a `Task`. They must still agree
-with it exactly: a line is classified by `datasets.parse_case_line`,
-each record is gathered the way the replay solver and the scorer gather
-it, and its `Score` comes from the same function the scorer calls
-(`diagnosis_score`, `extraction_score`). The end-to-end test compares a
-`tracegrade score` log with an `inspect eval` log of the same file.
-
-The one thing `inspect eval` cannot do is keep going past a bad line: it
-refuses the whole file. Here such a line becomes a `Problem` of its own
-kind (`malformed-json`, `not-a-fixture-line`, `duplicate-sample-id`), so
-that every input line is accounted for.
-"""
+"""A fixture-format file scored line by line exactly as the replay tasks
+score it, with each line `inspect eval` would refuse the file for kept as a
+`Problem` of its own (docs/architecture.md, "Scoring large files")."""
 
 from __future__ import annotations
 
@@ -34,16 +22,15 @@ from ..datasets import (
     parse_case_line,
 )
 from ..lines import MALFORMED_JSON
-from ..scorers import (
-    diagnosis_score,
-    extraction_score,
-    ordered_extraction_scorer,
-    stage_diagnosis_scorer,
-)
-from ..scorers.extraction import recorded_output_score
-from ..scorers.outcome import metadata_source
+from ..scorers import ordered_extraction_scorer, stage_diagnosis_scorer
 from ..scorers.store import context_store_key, steps_store_key
 from ..tasks import ordered_extraction_recorded, stage_diagnosis
+from ..tasks.recorded import (
+    EXTRACTION_READ_FROM,
+    STAGE_READ_FROM,
+    extraction_input_score,
+    stage_input_score,
+)
 from ..tasks.replay import replayed_output
 
 Side = Literal["data", "answer", "run"]
@@ -54,17 +41,9 @@ LINE_ERRORS = (MALFORMED_JSON, NOT_A_FIXTURE_LINE, DUPLICATE_SAMPLE_ID)
 
 @dataclass(frozen=True)
 class Problem:
-    """Why one line would not be scored cleanly; the scores' `error` shape.
-
-    `side` is "data" for anything that leaves the line unscored (the line
-    errors above, and the scorers' data errors such as `invalid-input`) and
-    "answer" for a recorded answer that is scored as failing both criteria
-    (`duplicate-answer-id`). "run", a run that failed before answering, is
-    a side of the scores' `error` too, but a recorded line has no run to
-    fail. `field` is the record field at fault, "id" for a repeated sample
-    id and "line" for a line that is no case at all; None where no field
-    is. `first_line` is set for a repeated sample id.
-    """
+    """Why one line would not be scored cleanly, in the scores' `error` shape:
+    `side` "data" leaves it unscored, "answer" scores it as failing; `field`
+    is "id" for a repeated id (`first_line` then set), "line" for no case."""
 
     kind: str
     side: Side
@@ -86,12 +65,8 @@ class Problem:
 
 @dataclass
 class ScoredLine:
-    """One non-blank line: a sample and its score, or a line error.
-
-    `case` and `score` are None exactly when the line cannot become a sample
-    (`problem.kind` is then one of `LINE_ERRORS`). `id` is the sample id
-    when it could be read, even from a line that is otherwise broken.
-    """
+    """One non-blank line: a sample and its score, or a line error (`case`
+    and `score` None); `id` whenever it could be read."""
 
     line: int
     id: str | None
@@ -127,87 +102,10 @@ class Timings:
 # --- The two tasks -----------------------------------------------------------
 
 
-def _stage_read_from() -> dict[str, str]:
-    # What `stage_diagnosis_scorer()` (the task's scorer, default arguments)
-    # records as the source of each field.
-    return {
-        "required": metadata_source("required"),
-        "context": f"store {context_store_key()}",
-        "correct": metadata_source("correct"),
-    }
-
-
-def _extraction_read_from(answer_from: str = "answer") -> dict[str, str]:
-    # What `ordered_extraction_scorer(answer_key="answer", output_key="output")`
-    # records, for a recorded answer and for a recorded output.
-    return {
-        "source": metadata_source("source"),
-        "answer": metadata_source(answer_from),
-    }
-
-
-def score_stage_input(record_input: dict[str, Any]) -> Score:
-    """The score `tracegrade/stage_diagnosis` gives a case with this `input`.
-
-    The replay solver records `context` in the store whenever the input has
-    one, `null` included, and the scorer reads it back as recorded; the
-    label and required IDs come from metadata, absent keys staying absent.
-    An `answer` is replayed as the output, which the score shows.
-    """
-    record: dict[str, Any] = {}
-    if "required" in record_input:
-        record["required"] = record_input["required"]
-    if "context" in record_input:
-        record["context"] = record_input["context"]
-    read_from = STAGE_READ_FROM
-    # The replay solver records steps that are not null, and the scorer
-    # reads them, and says so, only then.
-    if record_input.get("steps") is not None:
-        record["steps"] = record_input["steps"]
-        read_from = STAGE_STEPS_READ_FROM
-    if "correct" in record_input:
-        record["correct"] = record_input["correct"]
-    return diagnosis_score(
-        record,
-        read_from,
-        context_recorded=record_input.get("context") is not None,
-        output=replayed_answer(record_input) or "",
-    )
-
-
-def score_extraction_input(record_input: dict[str, Any]) -> Score:
-    """The score `tracegrade/ordered_extraction_recorded` gives this `input`:
-    a recorded `answer` as recorded, a recorded `output` text read."""
-    record: dict[str, Any] = {}
-    if "source" in record_input:
-        record["source"] = record_input["source"]
-    if "output" in record_input:
-        return recorded_output_score(
-            record,
-            EXTRACTION_OUTPUT_READ_FROM,
-            record_input["output"],
-            answer_too="answer" in record_input,
-        )
-    if "answer" in record_input:
-        record["answer"] = record_input["answer"]
-    return extraction_score(record, EXTRACTION_READ_FROM)
-
-
-STAGE_READ_FROM = _stage_read_from()
-STAGE_STEPS_READ_FROM = {**STAGE_READ_FROM, "steps": f"store {steps_store_key()}"}
-EXTRACTION_READ_FROM = _extraction_read_from()
-EXTRACTION_OUTPUT_READ_FROM = _extraction_read_from("output")
-
-
 @dataclass(frozen=True)
 class BulkTask:
-    """A replay task as the command line runs it, without Inspect's runner.
-
-    `task` is the registered `@task` function whose log this imitates,
-    `make_scorer` builds the scorer exactly as that task does, and
-    `dataset_name` and `target_field` are what its dataset passes to
-    `case_sample`.
-    """
+    """A replay task as the command line runs it, without Inspect's runner:
+    its `@task`, its scorer made as it makes it, and its dataset's naming."""
 
     name: str
     task: Callable[..., Any]
@@ -226,7 +124,7 @@ TASKS: dict[str, BulkTask] = {
         dataset_name="stage_diagnosis",
         target_field=None,
         read_from=STAGE_READ_FROM,
-        score_input=score_stage_input,
+        score_input=stage_input_score,
     ),
     "ordered_extraction": BulkTask(
         name="ordered_extraction",
@@ -237,7 +135,7 @@ TASKS: dict[str, BulkTask] = {
         dataset_name="ordered_extraction",
         target_field="source",
         read_from=EXTRACTION_READ_FROM,
-        score_input=score_extraction_input,
+        score_input=extraction_input_score,
     ),
 }
 
@@ -253,27 +151,16 @@ def replayed_store(record_input: dict[str, Any]) -> dict[str, Any]:
     return store
 
 
-def replayed_answer(record_input: dict[str, Any]) -> str | None:
-    """The output text the replay solver gives the sample, if any."""
-    return replayed_output(record_input)
+replayed_answer = replayed_output
+"""The output text the replay solver gives the sample, if any."""
 
 
 # --- Remembering sample ids ---------------------------------------------------
 
 
 class DiskIds:
-    """Sample ids in a temporary SQLite database, so memory stays flat;
-    `tracegrade check` and `tracegrade score` remember ids with it.
-
-    Duplicate detection must remember every id, so something grows with the
-    file; here it is SQLite's private temporary database (the empty file
-    name), while the process keeps only its page cache (`cache_kib`):
-    slower than a dict, but a dict's memory grows with every id.
-    SQLite deletes that file right after opening it, so no kill, however
-    abrupt, can leave it behind. Ids are stored as 128-bit BLAKE2b digests:
-    fixed size whatever the id's length, and a false match among a billion
-    ids has a probability below 1e-20.
-    """
+    """Sample ids as 128-bit digests in SQLite's private temporary database,
+    which it deletes at once: memory stays flat, and no kill leaves a file."""
 
     def __init__(self, cache_kib: int = 8192) -> None:
         self._db = sqlite3.connect("", isolation_level=None)

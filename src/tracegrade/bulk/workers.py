@@ -1,25 +1,6 @@
-"""`tracegrade score` on every core: the file cut into ranges of lines
-(`bulk.ranges`), each read, scored and logged by a worker process.
-
-`score_range` is the whole of a worker's task: a `ScoreRun` over one
-range, writing its own logs and results file, returning its counts. The
-main process (`WorkersRun`) plans the ranges, then puts the results files
-together in input order, names the logs and sums the counts.
-
-What a range's logs say of the whole file is known only once every range
-is read: the logs' numbers, a field no record has, a sample id first used
-in another range, a real id like an unreadable line's. Each range is
-scored with a guess of it (`PartsContext`: the common case), and scored
-again where the guess was wrong.
-
-Workers are started by `spawn`, the same on every platform, without the
-caller's main module (`_without_main_module`), so a script that calls
-tracegrade without an `if __name__ == "__main__"` guard is not run again.
-They ignore the terminal's signals: the main process ends the run, kills
-them and removes whatever they began. Each wait is bounded, and a worker
-that dies ends the run in one line. Replies come back on
-`multiprocessing`'s own pipes, where nothing else writes.
-"""
+"""`tracegrade score` on every core: the file cut into ranges of lines, each
+scored and logged by a spawned worker (`score_range`), put together in input
+order by `WorkersRun` (docs/architecture.md, "Scoring large files")."""
 
 from __future__ import annotations
 
@@ -59,10 +40,8 @@ from .samples import uuid
 from .scoring import LINE_ERRORS, TASKS, DiskIds, Timings
 
 PARALLEL_FROM: Final = 16 << 20
-"""Input bytes from which a run is scored by workers by default: each
-worker's start-up (an interpreter importing Inspect) costs seconds of a
-core, worth it only where the scoring takes far longer (`docs/speed.md`).
-Asked for with `--workers`, from a sixteenth of it."""
+"""Input bytes from which workers score a run by default (a sixteenth of it
+with `--workers`): each worker's start-up costs seconds (docs/speed.md)."""
 _WAIT: Final = 0.5
 """Seconds between looks at whether a worker has died."""
 _JOIN: Final = 5.0

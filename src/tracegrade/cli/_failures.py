@@ -7,10 +7,9 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from types import FrameType
 
-from .._held import EXCHANGE
 from ..outputs import OutputError, describe_os_error
 
 # The exit codes a shell gives a process killed by the signal.
@@ -40,6 +39,16 @@ TERMINATING: tuple[signal.Signals, ...] = tuple(
 (why not the others: docs/architecture.md, "Writing outputs")."""
 _HANDLED = {signal.SIGINT, *TERMINATING}
 
+_noted: list[int] | None = None
+"""Signals that came inside `signals_held`, raised at its end; None outside."""
+
+
+def _held_back(signum: int) -> bool:
+    if _noted is None:
+        return False
+    _noted.append(signum)
+    return True
+
 
 class Terminated(BaseException):
     """A terminating signal raised like KeyboardInterrupt, so that cleanup
@@ -60,20 +69,20 @@ class CommandStopped(Exception):
 
 
 def _raise_terminated(signum: int, _frame: FrameType | None) -> None:
-    if not EXCHANGE.notes(signum):
+    if not _held_back(signum):
         raise Terminated(signum)
 
 
 def _raise_interrupt(signum: int, _frame: FrameType | None) -> None:
-    if not EXCHANGE.notes(signum):
+    if not _held_back(signum):
         raise KeyboardInterrupt
 
 
 @contextmanager
 def signals_as_exceptions() -> Iterator[None]:
     """In the block, `TERMINATING` signals raise `Terminated` and SIGINT
-    KeyboardInterrupt (unless ignored, as in a background job); inside an
-    `EXCHANGE` block they wait for its end."""
+    KeyboardInterrupt (unless ignored, as in a background job); inside
+    `signals_held` they wait for its end."""
     previous = {
         signum: signal.signal(signum, _raise_terminated) for signum in TERMINATING
     }
@@ -86,10 +95,19 @@ def signals_as_exceptions() -> Iterator[None]:
             signal.signal(signum, handler)
 
 
-def signals_held() -> AbstractContextManager[None]:
-    """Hold SIGINT and the `TERMINATING` signals until cleanup is done: each
-    is noted by the commands' handlers and raised again at the block's end."""
-    return EXCHANGE
+@contextmanager
+def signals_held() -> Iterator[None]:
+    """Hold SIGINT and the `TERMINATING` signals until cleanup or a final
+    claim is done: the commands' handlers note each, raised at the end."""
+    global _noted
+    outer = _noted
+    _noted = [] if outer is None else outer
+    try:
+        yield
+    finally:
+        noted, _noted = _noted, outer
+        if outer is None and noted:
+            signal.raise_signal(noted[0])
 
 
 def _ignore_further_signals() -> None:
@@ -106,7 +124,7 @@ def exit_on_signal(
     an exception or a thread keep the process alive."""
 
     def stop(signum: int, _frame: FrameType | None) -> None:
-        if EXCHANGE.notes(signum):
+        if _held_back(signum):
             return
         _ignore_further_signals()  # no second one
         try:

@@ -59,7 +59,7 @@ def check_output_format(
     import importlib.util
 
     if importlib.util.find_spec("pyarrow") is None:
-        from ..bulk.parquet import PARQUET_NEEDS
+        from ..table import PARQUET_NEEDS
 
         raise click.UsageError(PARQUET_NEEDS.replace("results", holding))
 

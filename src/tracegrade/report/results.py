@@ -144,7 +144,7 @@ def open_results(path: str) -> ResultsDataset:
         import pyarrow as pa
         import pyarrow.dataset as ds
     except ImportError:
-        from ..bulk.parquet import PARQUET_NEEDS
+        from ..table import PARQUET_NEEDS
 
         raise ResultsError(f"{path!r}: {PARQUET_NEEDS}") from None
 

@@ -24,7 +24,6 @@ from inspect_ai.scorer import (
     value_to_float,
 )
 
-from ..report.runs import ExactSum
 from ..schema import (
     CRITERIA,
     STAGES,
@@ -178,16 +177,17 @@ def step_recall() -> Metric:
     `{"retriever_recall": ...}`, summed exactly as `context_recall` is."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
-        # One pass, each step's shares summed as read: work in proportion
+        # One pass, each step's shares gathered as read: work in proportion
         # to the runs' steps, however many steps or step names.
-        sums: dict[str, ExactSum] = {}
+        shares: dict[str, list[float]] = {}
         for sample_score in scores:
             metadata = sample_score.score.metadata or {}
             recalls = _read(sample_score, read_step_recall, metadata) or {}
             for step, share in recalls.items():
-                sums.setdefault(step, ExactSum()).add(share)
+                shares.setdefault(step, []).append(share)
         return {
-            f"{step}_recall": exact.total / exact.count for step, exact in sums.items()
+            f"{step}_recall": math.fsum(kept) / len(kept)
+            for step, kept in shares.items()
         }
 
     return compute
