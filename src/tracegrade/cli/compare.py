@@ -138,42 +138,18 @@ def compare(
 ) -> None:
     """Compare the tracegrade scores of two runs, sample by sample.
 
-    BASE and NEW are each a log (.eval or .json, from `inspect eval` or
-    `tracegrade score`) or a directory of logs. Each is read as evals: a
-    log, the newest log of an eval retried with `inspect eval-retry` (the
-    older ones are superseded and not read), or the parts of a run
-    `tracegrade score` split. BASE's evals are paired with NEW's by task
-    and model, so directories from `inspect eval --model a,b` or from an
-    eval set compare pair by pair; --task and --model select. One eval on
-    each side is paired whatever it ran (two models, say). Evals on one
-    side only are listed. Within a pair, samples are paired by sample id
-    and epoch under each tracegrade score name found in both.
+    BASE and NEW are each a log (.eval or .json) or a directory of logs,
+    read as evals and paired by task and model (one eval on each side is
+    paired whatever it ran); within a pair, samples pair by sample id and
+    epoch under each tracegrade score name in both.
 
-    Shows, per pair of evals and score: each side's runs, with a result or
-    not and why; the transition matrix (BASE state by NEW state); the lost
-    results (a result in BASE, none in NEW); the regressions (stage pass
-    to retrieval or generation) and fixes with each run's missing IDs and
-    explanation, the document
-    IDs newly missing and newly found, the extraction samples that lost or
-    gained membership and order, the samples in one run only, and context
-    recall and precision (mean in each run over the pairs that have them,
-    the change, and the exact sign test of the per-sample changes;
-    gated only with --gate). Each
-    paired binary outcome (pass, retrieval failure, membership, order) is
-    tested with the sample as the unit: the exact McNemar test when each
-    sample ran once, the exact sign test on per-sample differences when it
-    ran several epochs (epochs of one sample are not independent). Each
-    gets its effect size (NEW share minus BASE share) and a plain verdict:
-    worse, better, not significant, or too few to tell. The tests are
-    two-sided; the gate fails only on "worse". The terminal shows the
-    verdict first and the key tables briefly; --verbose shows them all,
-    with every column and what it means.
-
-    The gate: --fail-on-regression fails on a significantly worse outcome
-    (or, with --gate, measure: context recall, a step's recall) and on
-    every lost result, NEW eval that did not finish and BASE eval
-    with no NEW eval (--allow-lost shows those without failing);
-    --fail-under checks NEW's shares over all runs.
+    Shows the verdict first, then per pair of evals: each side's runs, the
+    transition matrix, the lost results, each outcome's paired test with
+    the sample as the unit (exact McNemar, or the exact sign test with
+    several epochs) and its verdict (worse, better, not significant, too
+    few to tell), context recall and precision, and the changed samples.
+    --verbose shows every table with what each column means. The rules:
+    docs/compare.md.
 
     \b
     Exit codes: 0 compared (regressions or not, unless the gate is asked

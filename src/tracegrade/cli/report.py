@@ -136,35 +136,19 @@ def report(
 ) -> None:
     """Summarise tracegrade scores in Inspect logs or Parquet results.
 
-    Reads the stage_diagnosis and ordered_extraction scores in each LOG
-    (.eval or .json, from `inspect eval` or `tracegrade score`) or in every
-    log under each DIR, and the Parquet results (from `tracegrade score
-    --results-format parquet`, or `score_table` on Ray or Spark) in each
-    .parquet file or DIR holding them and no log, and shows per task and
-    model: stage shares, lucky
-    answers, context recall and precision, errors by kind, the most often
-    missing document IDs, the IDs extraction answers most often dropped
-    and invented, and membership versus order accuracy with their gap.
+    Reads the tracegrade scores in each LOG (.eval or .json) or every log
+    under each DIR, and Parquet results (a .parquet file or a DIR of them
+    and no log), and shows per eval (E1, E2, ...; --pool pools those of a
+    task and model): stage shares, lucky answers, context recall and
+    precision, errors by kind, the most often missing, dropped and
+    invented IDs, and membership versus order accuracy.
 
-    Each eval is its own row (E1, E2, ...): a log; the newest log of an
-    eval retried with `inspect eval-retry` (the older ones are superseded,
-    not counted, and said so); or the parts of a run `tracegrade score`
-    split. Two evals of one task and model, such as a baseline and a new
-    run under one directory, are never summed; --pool pools them on
-    purpose. Runs are counted per sample-epoch (a sample run for 3 epochs
-    counts 3 times), every run of the eval: each share is given beside
-    the runs it rests on and the runs with no result, and why (sample
-    errors, data errors, runs never run). Intervals are 95% Wilson score
-    intervals, with the sample as the cluster when it ran several epochs.
-    Logs are read a sample at a time, so memory does not grow with their
-    size. Parquet results are read a batch at a time: each file or DIR of
-    them is one eval, named by its path, of task `parquet` and model
-    `unknown`; each row is a run of one epoch.
-
-    --fail-under gates: each threshold is checked in every eval against
-    the share over all runs, runs with no result counted as not passing.
-    The terminal shows each table briefly; --verbose adds what each
-    column means.
+    Runs are counted per sample-epoch, every run of the eval, each share
+    beside the runs it rests on and the runs with no result and why.
+    Intervals are 95% Wilson score intervals, the sample as the cluster
+    when it ran several epochs. --fail-under checks the share over all
+    runs. --verbose adds what each column means. The rules:
+    docs/report.md.
 
     Exit codes: 0 success, 1 no tracegrade scores found, a log cannot be
     read or evals cannot be pooled, 2 usage error (a --fail-under of an

@@ -1,17 +1,6 @@
-"""A sorted list whose items wait on disk, not in memory.
-
-`tracegrade compare` lists every changed pair and every sample in one run
-only, ordered by sample id and epoch. On a million changed pairs those
-lists were most of its memory, several times the JSON they wrote. A
-`SortedSpool` takes each item as it is produced, as its JSON text, and
-holds at most `chunk` of them in memory: a full chunk is sorted and
-written to an unnamed temporary file as one run of lines, and reading
-merges the runs (`heapq.merge`), one buffered block per run in memory. So
-the memory of a list is flat in its length; the disk holds its JSON once.
-
-Reading it (`json_items` for the JSON output, iteration for the tables)
-can be done any number of times, and stops early at no cost: the first
-ten items of a million are ten lines of each run.
+"""A sorted list whose items wait on disk, not in memory: at most `chunk`
+in memory, sorted runs in a temporary file merged as read, so a million
+changed pairs cost flat memory (docs/compare.md, "Long lists").
 """
 
 from __future__ import annotations
@@ -59,13 +48,8 @@ def _json(value: Any) -> str:
 
 
 class SortedSpool(Generic[T]):
-    """Items of type `T`, kept in the order of their sort keys.
-
-    `encode` makes an item JSON-ready (the form `json_items` gives) and
-    `decode` makes the item again from that form. Sort keys must be
-    JSON-ready tuples of numbers and strings: a key read back from disk is
-    the tuple it was.
-    """
+    """Items of type `T` in the order of their sort keys; `encode` makes an
+    item JSON-ready, `decode` makes it again. Keys are JSON-ready tuples."""
 
     def __init__(
         self,

@@ -1,9 +1,6 @@
-"""The paired test of one binary outcome or figure, and what it can tell.
-
-Exact binomial tests at 1/2 (`scipy.stats.binomtest`): McNemar's with one
-epoch per sample, the sign test with the sample as the unit with several.
-Why these tests, and not an approximation or Wilcoxon's signed-rank test:
-docs/compare.md, "Significance: the sample is the unit".
+"""The paired test of one binary outcome or figure, and what it can tell:
+exact binomial tests at 1/2 (McNemar's, or the sign test with the sample
+as the unit). Why these tests: docs/compare.md, "Significance".
 """
 
 from __future__ import annotations
@@ -73,26 +70,36 @@ def discordant_needed(alpha: float) -> int:
     return needed
 
 
+def _sign_test(
+    fell: int, rose: int, alpha: float, higher_is_better: bool
+) -> tuple[float | None, float | None, int, Verdict]:
+    """The p-value of `fell` against `rose`, the smallest any split of them
+    could give, the changes needed to tell, and the verdict."""
+    changed = fell + rose
+    needed = discordant_needed(alpha)
+    if not changed:
+        return None, None, needed, Verdict.TOO_FEW
+    p_value = mcnemar_p_value(fell, rose)
+    if changed < needed:
+        verdict = Verdict.TOO_FEW
+    elif p_value > alpha:
+        verdict = Verdict.NOT_SIGNIFICANT
+    elif (rose > fell) == higher_is_better:
+        verdict = Verdict.BETTER
+    else:
+        verdict = Verdict.WORSE
+    return p_value, smallest_p_value(changed), needed, verdict
+
+
 MCNEMAR = "exact McNemar test"
 SIGN = "exact sign test on per-sample differences"
 
 
 @dataclass(frozen=True)
 class PairedTest:
-    """One outcome tested over `pairs` paired runs of `samples` samples.
-
-    `b`: pairs with the outcome in BASE only; `c`: in NEW only.
-    `base_count` and `new_count` are the runs with the outcome in each.
-    The test weighs `fell` against `rose`: the samples whose share of
-    their paired epochs with the outcome fell (or rose) from BASE to NEW.
-    With one epoch a sample is a pair, `fell` is `b` and `rose` is `c`, and
-    the test is McNemar's; with several it is the sign test on per-sample
-    differences, which stays exact however alike a sample's epochs are.
-    `p_value` is None when no sample changed, `difference` (NEW share
-    minus BASE share, `(c - b) / pairs`) when there are no pairs.
-    `higher_is_better` says which way is a regression: for `pass` fewer is
-    worse, for `retrieval failure` more is.
-    """
+    """One outcome tested over `pairs` paired runs of `samples` samples; `b`
+    and `c` its runs in BASE only and NEW only, `fell` and `rose` the samples
+    whose share fell or rose (docs/compare.md)."""
 
     outcome: str
     higher_is_better: bool
@@ -134,13 +141,9 @@ def paired_test(
     fell: int | None = None,
     rose: int | None = None,
 ) -> PairedTest:
-    """Test whether `outcome` changed between BASE and NEW, and say so in
-    one plain sentence.
-
-    Without `samples` each pair is a sample of its own (one epoch): the
-    exact McNemar test of `b` against `c`. With `samples`, `fell` and `rose`
-    (see `PairedTest`), the sign test over the samples.
-    """
+    """Test whether `outcome` changed, and say so in one sentence: McNemar's
+    test of `b` against `c`, or with `samples`, the sign test of `fell`
+    against `rose`."""
     alpha = check_alpha(alpha)
     counts = {"pairs": pairs, "base_count": base_count, "new_count": new_count}
     counts |= {"b": b, "c": c}
@@ -168,19 +171,7 @@ def paired_test(
                 f"rose={rose} (c={c})"
             )
         test = SIGN
-    changed = fell + rose
-    needed = discordant_needed(alpha)
-    p_value = mcnemar_p_value(fell, rose) if changed else None
-    lowest = smallest_p_value(changed) if changed else None
-    significant = p_value is not None and p_value <= alpha
-    if not changed or changed < needed:
-        verdict = Verdict.TOO_FEW
-    elif not significant:
-        verdict = Verdict.NOT_SIGNIFICANT
-    elif (rose > fell) == higher_is_better:
-        verdict = Verdict.BETTER
-    else:
-        verdict = Verdict.WORSE
+    p_value, lowest, needed, verdict = _sign_test(fell, rose, alpha, higher_is_better)
     unit = _Unit(test, pairs, samples, b, c, fell, rose)
     return PairedTest(
         outcome=outcome,
@@ -199,7 +190,7 @@ def paired_test(
         difference=(c - b) / pairs if pairs else None,
         smallest_p_value=lowest,
         discordant_needed=needed,
-        significant=significant,
+        significant=p_value is not None and p_value <= alpha,
         verdict=verdict,
         note=_note(outcome, unit, p_value, alpha, needed, verdict),
     )
@@ -210,18 +201,9 @@ FIGURE_TEST = "exact sign test on per-sample mean differences"
 
 @dataclass(frozen=True)
 class FigureTest:
-    """A per-run figure (context recall, context precision) compared over
-    the `pairs` paired runs where both sides have it, of `samples` samples.
-
-    `base_mean` and `new_mean` are the figure's means over those pairs,
-    `difference` NEW minus BASE. The test is the exact sign test with the
-    sample as the unit: each sample's difference is the mean of NEW minus
-    BASE over its paired epochs; `fell` samples went down, `rose` went up,
-    the rest did not move, and under no change each moving sample is as
-    likely to go either way. Higher is better for every figure. `lost`
-    counts the pairs whose BASE run had the figure and whose NEW run, with
-    a result, has not; the gate counts them when it tests the figure.
-    """
+    """A per-run figure (context recall, precision, a step's recall) compared
+    over the paired runs that have it on both sides, by the sign test of the
+    samples that `fell` and `rose`; `lost` counts runs that lost it."""
 
     figure: str
     alpha: float
@@ -267,16 +249,7 @@ def figure_test(
         )
     if (base_mean is None or new_mean is None) != (pairs == 0):
         raise InvalidCounts("the means are None exactly when there are no pairs")
-    changed = fell + rose
-    needed = discordant_needed(alpha)
-    p_value = mcnemar_p_value(fell, rose) if changed else None
-    significant = p_value is not None and p_value <= alpha
-    if not changed or changed < needed:
-        verdict = Verdict.TOO_FEW
-    elif not significant:
-        verdict = Verdict.NOT_SIGNIFICANT
-    else:
-        verdict = Verdict.BETTER if rose > fell else Verdict.WORSE
+    p_value, lowest, needed, verdict = _sign_test(fell, rose, alpha, True)
     difference = None if base_mean is None or new_mean is None else new_mean - base_mean
     return FigureTest(
         figure=figure,
@@ -290,9 +263,9 @@ def figure_test(
         fell=fell,
         rose=rose,
         p_value=p_value,
-        smallest_p_value=smallest_p_value(changed) if changed else None,
+        smallest_p_value=lowest,
         discordant_needed=needed,
-        significant=significant,
+        significant=p_value is not None and p_value <= alpha,
         verdict=verdict,
         note=_figure_note(figure, samples, pairs, fell, rose, p_value, alpha, verdict),
         lost=lost,

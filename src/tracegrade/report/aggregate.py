@@ -142,20 +142,9 @@ class EvalSummary(EvalInfo):
 
 @dataclass(frozen=True)
 class StageSummary:
-    """Stage diagnosis figures for one eval (or pooled evals) and score.
-
-    `runs` counts every sample-epoch of the eval, with a result or not;
-    `samples` the distinct samples logged, the clusters of the intervals;
-    `diagnosed` the runs that got a stage, the denominator of the stage
-    shares, and `not_diagnosed` the rest, by why. `over_all_runs` has the
-    figures `--fail-under` checks: `pass` of every run, and the mean
-    `context_recall` and `context_precision` over the runs that have one
-    and the runs not diagnosed that lack one (those count 0). `lucky` is the share of
-    runs labelled correct, among diagnosed ones, whose required evidence
-    never reached the context. `recall` is the mean context recall of the
-    `recall_runs` runs that have one (None without one), `precision` the
-    mean context precision of the `precision_runs` runs that have one.
-    """
+    """Stage diagnosis figures for one eval (or pooled evals) and score;
+    `diagnosed` the runs with a stage, the shares' denominator, the rest
+    `not_diagnosed` by why (docs/report.md)."""
 
     evals: list[str]
     task: str
@@ -184,15 +173,8 @@ class StageSummary:
 
 @dataclass(frozen=True)
 class ExtractionSummary:
-    """Ordered extraction figures for one eval (or pooled evals) and score.
-
-    `graded` counts runs with a grade, answer failures included (they fail
-    both criteria), and `not_graded` the rest of the `runs`, by why.
-    `over_all_runs` has `membership` and `order` of every run, the figures
-    `--fail-under` checks. An order pass implies a membership pass, so the gap
-    between the accuracies is itself a proportion: the runs that kept
-    every ID but lost the source order.
-    """
+    """Ordered extraction figures for one eval (or pooled evals) and score;
+    an order pass implies a membership pass, so `gap` is a proportion too."""
 
     evals: list[str]
     task: str
@@ -218,11 +200,8 @@ class ExtractionSummary:
 
 @dataclass(frozen=True)
 class Report:
-    """Everything `tracegrade report` shows, in every output form.
-
-    `thresholds` are the `--fail-under` checks, one per threshold and
-    summary of its scorer; the gate fails when one is not `met`.
-    """
+    """Everything `tracegrade report` shows, in every output form;
+    `thresholds` are the `--fail-under` checks."""
 
     unit: str
     interval: str
@@ -249,19 +228,9 @@ def build_report(
     on_log_read: Callable[[str], None] | None = None,
     samples: SampleReader = log_samples,
 ) -> Report:
-    """Read every eval at or under `paths` and aggregate its tracegrade
-    scores; `pool` pools the evals of each task, model and score, and
-    each of `thresholds` is checked against every summary of its scorer.
-    A path of Parquet results (`tracegrade.report.results`) is an eval
-    of its own, after the logs' evals.
-
-    `on_log_read` is called after each log, for a progress display;
-    `samples` reads a log's samples (the tests give Inspect's own reader,
-    to compare). Raises `LogError` for a log that cannot be read,
-    `ReportError` for a malformed tracegrade score, evals that cannot be
-    pooled, or when no log holds a tracegrade score, and
-    `InvalidThreshold` for a threshold no summary has the metric of.
-    """
+    """Read every eval at or under `paths` (Parquet results after the logs'
+    evals) and aggregate its tracegrade scores. Raises `LogError`,
+    `ReportError` or `InvalidThreshold`."""
     from .results import split_paths
 
     logs, results = split_paths(paths)

@@ -22,18 +22,22 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+# A count, a share with its interval, a p-value or a change; "n/a" when none.
+_FIGURE = re.compile(
+    r"n/a|none|[+-]?\d+(\.\d+)?(e[+-]?\d+)?( ?%| pp)?( \[[\d.]+, [\d.]+\])?"
+)
+
+
 @dataclass(frozen=True)
 class Table:
-    """A titled table of display strings; `numeric` marks right-aligned
-    columns, `notes` are lines under the caption (each eval's logs). The
-    terminal, unless `--verbose`, shows it `briefly`, leaves out a `detail`
-    table, and says a list's `cut` where it leaves out the caption."""
+    """A titled table of display strings; `notes` are lines under the
+    caption (each eval's logs). The terminal, unless `--verbose`, shows it
+    `briefly`, leaves out a `detail` table, and says a list's `cut`."""
 
     key: str
     title: str
     caption: str
     columns: list[str]
-    numeric: list[bool]
     rows: list[list[str]]
     notes: list[str] = field(default_factory=list)
     brief: list[str] | None = None
@@ -41,6 +45,16 @@ class Table:
     constant: list[str] = field(default_factory=list)
     detail: bool = False
     cut: str = ""
+
+    @property
+    def numeric(self) -> list[bool]:
+        """Right-aligned and never broken: the columns whose every cell
+        is a figure."""
+        return [
+            any(row[i] for row in self.rows)
+            and all(_FIGURE.fullmatch(row[i]) for row in self.rows if row[i])
+            for i in range(len(self.columns))
+        ]
 
     def briefly(self) -> Table:
         """The `brief` columns and `brief_rows` (None: all); when the first
@@ -65,7 +79,6 @@ class Table:
             self,
             title=title,
             columns=columns,
-            numeric=[self.numeric[i] for i in kept],
             rows=[[row[i] for i in kept] for row in rows],
         )
 
@@ -446,12 +459,12 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 
 def table_html(table: Table) -> str:
     """A table as an HTML section, escaped, the same cells as the terminal's."""
+    numeric = table.numeric
 
     def cells(tag: str, values: Sequence[str]) -> str:
         return "".join(
-            f'<{tag} class="{"num" if numeric else "text"}">'
-            f"{html.escape(value)}</{tag}>"
-            for value, numeric in zip(values, table.numeric, strict=True)
+            f'<{tag} class="{"num" if number else "text"}">{html.escape(value)}</{tag}>'
+            for value, number in zip(values, numeric, strict=True)
         )
 
     body = "".join(f"<tr>{cells('td', row)}</tr>" for row in table.rows)
