@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,6 @@ from .report import (
 
 if TYPE_CHECKING:
     from ..compare.build import Comparison, GateOptions
-    from ..logs.evals import Evals
     from ..report.thresholds import Threshold
 
 REGRESSION_EXIT = THRESHOLD_EXIT
@@ -219,7 +219,7 @@ def _read_and_compare(
 ) -> Comparison:
     """Read both sides and compare them, after checking that no output
     would land on an input; each error as the command reports it."""
-    from ..compare.build import UnknownGate
+    from ..compare.build import UnknownGate, compare_evals
     from ..compare.pairing import CompareError
     from ..logs.evals import read_evals
     from ..logs.scores import LogError
@@ -235,9 +235,19 @@ def _read_and_compare(
         check_standard_streams(inputs)
         if html_path is not None:
             check_output(str(html_path), inputs=inputs, option="--html", force=force)
-        return _compare(
-            base, new, sides, alpha, task, model, options, progress=not quiet
-        )
+        total = sum(len(run.logs) for evals in sides for run in evals.runs)
+        with nullcontext() if quiet else reading_progress(total) as on_log_read:
+            return compare_evals(
+                base,
+                sides[0],
+                new,
+                sides[1],
+                alpha=alpha,
+                task=task,
+                model=model,
+                options=options,
+                on_log_read=on_log_read,
+            )
     except (LogError, CompareError) as error:
         raise click.ClickException(str(error)) from error
     except (InvalidThreshold, UnknownGate) as error:
@@ -281,10 +291,8 @@ def _show(
 
 
 def _write_json(result: Comparison) -> None:
-    """The JSON on stdout as it is made. A reader that stops early (`|
-    head`) ends the command with one line and the exit code of SIGPIPE, as
-    a pipeline expects, not a traceback; stdout is pointed at /dev/null so
-    that nothing tries to flush into the closed pipe again."""
+    """The JSON on stdout as it is made; a reader that stops early (`| head`)
+    ends the command with SIGPIPE's exit code, not a traceback."""
     from ._failures import SIGPIPE_EXIT, CommandStopped
 
     try:
@@ -308,33 +316,3 @@ def _alpha(value: float) -> float:
         return check_alpha(value)
     except InvalidAlpha as error:
         raise click.BadParameter(str(error)) from None
-
-
-def _compare(
-    base: str,
-    new: str,
-    sides: tuple[Evals, Evals],
-    alpha: float,
-    task: str | None,
-    model: str | None,
-    options: GateOptions,
-    *,
-    progress: bool,
-) -> Comparison:
-    from contextlib import nullcontext
-
-    from ..compare.build import compare_evals
-
-    total = sum(len(run.logs) for evals in sides for run in evals.runs)
-    with reading_progress(total) if progress else nullcontext() as on_log_read:
-        return compare_evals(
-            base,
-            sides[0],
-            new,
-            sides[1],
-            alpha=alpha,
-            task=task,
-            model=model,
-            options=options,
-            on_log_read=on_log_read,
-        )

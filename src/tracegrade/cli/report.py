@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,9 +14,6 @@ import click
 from ._paths import InputPath
 
 if TYPE_CHECKING:
-    from ..logs.evals import Evals
-    from ..report.aggregate import Report
-    from ..report.results import ResultsDataset
     from ..report.thresholds import Threshold
 
 THRESHOLD_EXIT = 3
@@ -180,12 +177,16 @@ def report(
             check_output(
                 str(html_path), inputs=[*paths, *logs], option="--html", force=force
             )
-        if as_json:
+        total = sum(len(run.logs) for run in evals.runs) + len(results)
+        with nullcontext() if as_json else reading_progress(total) as on_log_read:
             result = report_evals(
-                evals, top=top, pool=pool, thresholds=fail_under, results=results
+                evals,
+                top=top,
+                pool=pool,
+                thresholds=fail_under,
+                on_log_read=on_log_read,
+                results=results,
             )
-        else:
-            result = _build_with_progress(evals, results, top, pool, fail_under)
     except ResultsError as error:
         raise ResultsInputError(str(error)) from error
     except LogError as error:
@@ -247,24 +248,3 @@ def reading_progress(total: int) -> Iterator[Callable[[str], None]]:
     with Progress(*columns, console=console, transient=True) as progress:
         reading = progress.add_task("read", total=total)
         yield lambda _path: progress.advance(reading)
-
-
-def _build_with_progress(
-    evals: Evals,
-    results: Sequence[ResultsDataset],
-    top: int,
-    pool: bool,
-    thresholds: list[Threshold],
-) -> Report:
-    from ..report.aggregate import report_evals
-
-    total = sum(len(run.logs) for run in evals.runs) + len(results)
-    with reading_progress(total) as on_log_read:
-        return report_evals(
-            evals,
-            top=top,
-            pool=pool,
-            thresholds=thresholds,
-            on_log_read=on_log_read,
-            results=results,
-        )

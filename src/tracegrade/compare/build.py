@@ -626,10 +626,8 @@ def _run(
     texts: dict[str, str],
     shares: dict[Any, Any],
 ) -> tuple[Run, str | None]:
-    """The state of one tracegrade score, read through `tracegrade.schema`
-    as `tracegrade report` reads it, and why it gives no result (its
-    unscored error's kind, one copy of each; None for a result).
-    `InvalidScore` says what is wrong, the caller where."""
+    """The state of one tracegrade score, read as `report` reads it, and why
+    it gives no result (None for a result); `InvalidScore` says what is wrong."""
     explanation = score.explanation
     if explanation is not None:
         explanation = texts.setdefault(explanation, explanation)

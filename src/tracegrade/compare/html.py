@@ -1,11 +1,6 @@
 """A `Comparison` as one self-contained HTML page: a transition heatmap per
-score, then every table of the terminal, each list cut to `show` rows
-(`--html-show`, default `HTML_SHOW`) with the count of the rest: a page of
-a million changed pairs would be one no browser opens, and the JSON lists
-them all.
-
-Built like `tracegrade report --html` (`report/html.py`): plotly.js inline
-in the head, so the page opens offline, e.g. as a CI artifact.
+score, then the tables, each list cut to `--html-show` rows so that a
+browser opens it; plotly.js inline, so it opens offline.
 """
 
 from __future__ import annotations

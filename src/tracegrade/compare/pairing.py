@@ -7,7 +7,7 @@ docs/compare.md's. Changed pairs go to `SortedSpool`s, so memory is flat.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -266,7 +266,7 @@ class _Outcome:
     """A binary outcome tested on the pairs in its population."""
 
     name: str
-    has: Callable[[str], bool]
+    has: tuple[str, ...]
     population: tuple[str, ...]
     higher_is_better: bool
     gates: bool
@@ -276,36 +276,12 @@ class _Outcome:
 # retrieval failures among runs that failed anyway is reported, not gated.
 _OUTCOMES: Final = {
     STAGE: (
-        _Outcome(
-            name="pass",
-            has=lambda state: state == "pass",
-            population=DIAGNOSED,
-            higher_is_better=True,
-            gates=True,
-        ),
-        _Outcome(
-            name="retrieval failure",
-            has=lambda state: state == "retrieval",
-            population=DIAGNOSED,
-            higher_is_better=False,
-            gates=False,
-        ),
+        _Outcome("pass", ("pass",), DIAGNOSED, True, True),
+        _Outcome("retrieval failure", ("retrieval",), DIAGNOSED, False, False),
     ),
     EXTRACTION: (
-        _Outcome(
-            name="membership",
-            has=lambda state: state in ("pass", "order fail"),
-            population=GRADED,
-            higher_is_better=True,
-            gates=True,
-        ),
-        _Outcome(
-            name="order",
-            has=lambda state: state == "pass",
-            population=GRADED,
-            higher_is_better=True,
-            gates=True,
-        ),
+        _Outcome("membership", ("pass", "order fail"), GRADED, True, True),
+        _Outcome("order", ("pass",), GRADED, True, True),
     ),
 }
 
@@ -357,8 +333,8 @@ class _OutcomeTally:
         population = self.outcome.population
         if base_run.state not in population or new_run.state not in population:
             return 0
-        in_base = self.outcome.has(base_run.state)
-        in_new = self.outcome.has(new_run.state)
+        in_base = base_run.state in self.outcome.has
+        in_new = new_run.state in self.outcome.has
         self.pairs += 1
         self.base += in_base
         self.new += in_new

@@ -10,8 +10,8 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator
-from itertools import islice
-from typing import IO, Any, Generic, TypeVar, overload
+from operator import itemgetter
+from typing import IO, Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -24,6 +24,7 @@ _BLOCK = 1 << 16
 """Bytes read at a time from each run when merging."""
 
 SortKey = tuple[Any, ...]
+_first_item = itemgetter(0)
 
 
 def default_chunk() -> int:
@@ -97,7 +98,7 @@ class SortedSpool(Generic[T]):
 
     def _sort_buffer(self) -> None:
         if not self._sorted:
-            self._buffer.sort(key=_first)
+            self._buffer.sort(key=_first_item)
             self._sorted = True
 
     @property
@@ -116,7 +117,7 @@ class SortedSpool(Generic[T]):
         descriptor = self._file.fileno()
         sources = [_run_entries(descriptor, start, end) for start, end in self._runs]
         sources.append(iter(list(self._buffer)))
-        return heapq.merge(*sources, key=_first)
+        return heapq.merge(*sources, key=_first_item)
 
     def json_items(self) -> Iterator[str]:
         """Each item's JSON text (one line, ASCII), in order."""
@@ -126,28 +127,6 @@ class SortedSpool(Generic[T]):
     def __iter__(self) -> Iterator[T]:
         for text in self.json_items():
             yield self._decode(json.loads(text))
-
-    @overload
-    def __getitem__(self, index: int) -> T: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[T]: ...
-
-    def __getitem__(self, index: int | slice) -> T | list[T]:
-        """An item, or a list of them, by position (read up to it: for a
-        look at a few, not a walk through all)."""
-        positions = range(self._length)[index]
-        if isinstance(positions, int):
-            return next(islice(self, positions, None))
-        wanted = set(positions)
-        found = {
-            position: item
-            for position, item in enumerate(
-                islice(self, max(positions, default=-1) + 1)
-            )
-            if position in wanted
-        }
-        return [found[position] for position in positions]
 
     def close(self) -> None:
         """Free the temporary file; the spool is empty afterwards."""
@@ -170,10 +149,6 @@ class SortedSpool(Generic[T]):
 
     def __repr__(self) -> str:
         return f"SortedSpool({len(self)} items, {self.spilled} runs on disk)"
-
-
-def _first(entry: tuple[SortKey, str]) -> SortKey:
-    return entry[0]
 
 
 def _read_at(descriptor: int, size: int, position: int) -> bytes:

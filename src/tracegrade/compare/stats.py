@@ -172,7 +172,18 @@ def paired_test(
             )
         test = SIGN
     p_value, lowest, needed, verdict = _sign_test(fell, rose, alpha, higher_is_better)
-    unit = _Unit(test, pairs, samples, b, c, fell, rose)
+    if pairs == 0:
+        note = f"Too few to tell: no pair was tested for {outcome}."
+    elif p_value is None:
+        note = (
+            f"Too few to tell: none of the {pairs} pairs changed {outcome}, so "
+            "the test has nothing to weigh."
+        )
+    else:
+        what = "changed pairs" if test == MCNEMAR else "changed samples"
+        moved = _note(outcome, test, pairs, samples, (b, c, fell, rose))
+        at_least = f", and at least {needed} {what} are needed"
+        note = _sentence(verdict, moved, p_value, alpha, fell + rose, at_least)
     return PairedTest(
         outcome=outcome,
         higher_is_better=higher_is_better,
@@ -192,7 +203,7 @@ def paired_test(
         discordant_needed=needed,
         significant=p_value is not None and p_value <= alpha,
         verdict=verdict,
-        note=_note(outcome, unit, p_value, alpha, needed, verdict),
+        note=note,
     )
 
 
@@ -251,6 +262,7 @@ def figure_test(
         raise InvalidCounts("the means are None exactly when there are no pairs")
     p_value, lowest, needed, verdict = _sign_test(fell, rose, alpha, True)
     difference = None if base_mean is None or new_mean is None else new_mean - base_mean
+    nothing, moved = _figure_note(figure, samples, pairs, fell, rose, p_value)
     return FigureTest(
         figure=figure,
         alpha=alpha,
@@ -267,109 +279,69 @@ def figure_test(
         discordant_needed=needed,
         significant=p_value is not None and p_value <= alpha,
         verdict=verdict,
-        note=_figure_note(figure, samples, pairs, fell, rose, p_value, alpha, verdict),
+        note=f"Too few to tell: {nothing}"
+        if nothing
+        else _sentence(verdict, moved, p_value or 0.0, alpha, fell + rose, ""),
         lost=lost,
     )
 
 
 def _figure_note(
-    figure: str,
-    samples: int,
-    pairs: int,
-    fell: int,
-    rose: int,
-    p_value: float | None,
-    alpha: float,
-    verdict: Verdict,
-) -> str:
+    figure: str, samples: int, pairs: int, fell: int, rose: int, p: float | None
+) -> tuple[str, str]:
+    """What a figure's test counted: when nothing, the whole sentence."""
     if pairs == 0:
-        return f"Too few to tell: no pair has {figure} on both sides."
-    if p_value is None:
+        return f"no pair has {figure} on both sides.", ""
+    if p is None:
         return (
-            f"Too few to tell: {figure} moved in none of the {samples} samples "
-            f"({pairs} paired runs), so the test has nothing to weigh."
+            f"{figure} moved in none of the {samples} samples ({pairs} paired "
+            "runs), so the test has nothing to weigh.",
+            "",
         )
-    moved = (
+    return "", (
         f"of {samples} samples ({pairs} paired runs with {figure} on both "
         f"sides), {figure} fell in {fell} and rose in {rose} (exact sign test "
         "on per-sample mean differences)"
     )
-    if verdict is Verdict.TOO_FEW:
-        lowest = smallest_p_value(fell + rose)
+
+
+def _note(
+    outcome: str, test: str, pairs: int, samples: int, counts: tuple[int, ...]
+) -> str:
+    """What an outcome's test counted; `counts` are b, c, fell and rose."""
+    b, c, fell, rose = counts
+    if test == MCNEMAR:
         return (
-            f"Too few to tell: {moved}; even a {fell + rose} to 0 split would "
-            f"give p = {format_p(lowest)} > alpha = {alpha}."
+            f"{b} of {pairs} pairs had {outcome} in BASE only and {c} in NEW "
+            "only (exact McNemar test)"
         )
-    if verdict is Verdict.NOT_SIGNIFICANT:
-        return f"Not significant: {moved}; p = {format_p(p_value)} > alpha = {alpha}."
     return (
-        f"{verdict.value.capitalize()} in NEW: {moved}; p = {format_p(p_value)} "
-        f"<= alpha = {alpha}."
+        f"of {samples} samples ({pairs} paired epochs), {fell} had {outcome} in "
+        f"fewer of their epochs in NEW and {rose} in more (exact sign test, the "
+        "sample as the unit: a sample's epochs are not independent evidence)"
     )
 
 
-@dataclass(frozen=True)
-class _Unit:
-    """What a test counted, for its sentence."""
-
-    test: str
-    pairs: int
-    samples: int
-    b: int
-    c: int
-    fell: int
-    rose: int
-
-    def changed(self, outcome: str) -> str:
-        if self.test == MCNEMAR:
-            return (
-                f"{self.b} of {self.pairs} pairs had {outcome} in BASE only and "
-                f"{self.c} in NEW only (exact McNemar test)"
-            )
+def _sentence(
+    verdict: Verdict, moved: str, p: float, alpha: float, changed: int, needed: str
+) -> str:
+    """The verdict of a test of `changed` moves, said in one sentence."""
+    if verdict is Verdict.TOO_FEW:
         return (
-            f"of {self.samples} samples ({self.pairs} paired epochs), {self.fell} "
-            f"had {outcome} in fewer of their epochs in NEW and {self.rose} in "
-            "more (exact sign test, the sample as the unit: a sample's epochs are "
-            "not independent evidence)"
+            f"Too few to tell: {moved}; even a {changed} to 0 split would give "
+            f"p = {format_p(smallest_p_value(changed))} > alpha = {alpha}{needed}."
         )
+    if verdict is Verdict.NOT_SIGNIFICANT:
+        return f"Not significant: {moved}; p = {format_p(p)} > alpha = {alpha}."
+    return (
+        f"{verdict.value.capitalize()} in NEW: {moved}; p = {format_p(p)} "
+        f"<= alpha = {alpha}."
+    )
 
 
 def format_p(p_value: float) -> str:
     """A p-value to 2 significant digits, small ones in scientific form."""
     return f"{p_value:.2g}" if p_value >= 1e-4 else f"{p_value:.1e}"
-
-
-def _note(
-    outcome: str,
-    unit: _Unit,
-    p_value: float | None,
-    alpha: float,
-    needed: int,
-    verdict: Verdict,
-) -> str:
-    if unit.pairs == 0:
-        return f"Too few to tell: no pair was tested for {outcome}."
-    if p_value is None:
-        return (
-            f"Too few to tell: none of the {unit.pairs} pairs changed {outcome}, "
-            "so the test has nothing to weigh."
-        )
-    changed = unit.changed(outcome)
-    if verdict is Verdict.TOO_FEW:
-        discordant = unit.fell + unit.rose
-        lowest = smallest_p_value(discordant)
-        what = "changed pairs" if unit.test == MCNEMAR else "changed samples"
-        return (
-            f"Too few to tell: {changed}; even a {discordant} to 0 split would "
-            f"give p = {format_p(lowest)} > alpha = {alpha}, and at least "
-            f"{needed} {what} are needed."
-        )
-    if verdict is Verdict.NOT_SIGNIFICANT:
-        return f"Not significant: {changed}; p = {format_p(p_value)} > alpha = {alpha}."
-    return (
-        f"{verdict.value.capitalize()} in NEW: {changed}; p = {format_p(p_value)} "
-        f"<= alpha = {alpha}."
-    )
 
 
 __all__ = [

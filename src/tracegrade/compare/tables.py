@@ -6,7 +6,7 @@ IDs and sample ids are quoted, so an empty ID or a trailing space shows.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from itertools import chain, islice
 from pathlib import Path
 
@@ -88,10 +88,8 @@ def all_warnings(comparison: Comparison) -> list[str]:
 
 
 def gate_line(comparison: Comparison, *, counts_only: bool = False) -> str:
-    """What `--fail-on-regression` counts, in one sentence: the
-    regressions and where, whether any is significant, and the results
-    NEW lost; `counts_only`, the regressions alone (the verdict says the
-    rest)."""
+    """What `--fail-on-regression` counts, in one sentence; `counts_only`,
+    the regressions alone (the verdict says the rest)."""
     gate = comparison.gate
     regressions = f"{gate.regressions} regression{'s' if gate.regressions != 1 else ''}"
     if gate.regressed:
@@ -188,10 +186,8 @@ def comparison_tables(
     show: int | None = None,
     option: str = "--show",
 ) -> tuple[list[Table], list[Table]]:
-    """One pair's tables, the counts and tests first, then the lists; lists
-    with no rows are left out. `show` cuts each list of samples or IDs to
-    that many rows (None: all); `option` sets it, named in the captions.
-    """
+    """One pair's tables, the counts and tests first, then the lists cut to
+    `show` rows (set by `option`); tables with no rows are left out."""
     index = comparison.pairs.index(pair)
     first, rest = _pair_tables(comparison, pair, _Cut(show, option))
 
@@ -490,12 +486,12 @@ def _figure_row(score: str, figure: FigureTest) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
 class _Cut:
     """How many rows of a list to show, and the option that says so."""
 
-    def __init__(self, show: int | None, option: str) -> None:
-        self.show = show
-        self.option = option
+    show: int | None
+    option: str
 
     def rows(
         self, rows: Iterable[list[str]], total: int, what: str

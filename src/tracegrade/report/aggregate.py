@@ -1,8 +1,5 @@
-"""From evals to the figures `tracegrade report` shows.
-
-Each eval's samples are read one at a time and only counters kept; every
-form of the report is built from the one `Report` returned. The counting
-rules (per sample-epoch, every run counted) are docs/report.md's.
+"""From evals to the figures `tracegrade report` shows: samples read one
+at a time, only counters kept (the rules: docs/report.md).
 """
 
 from __future__ import annotations
@@ -10,9 +7,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from array import array
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import combinations
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..core.errors import quote
@@ -71,11 +69,8 @@ class ErrorCount:
 
 @dataclass(frozen=True)
 class MissedDocument:
-    """How often a required document never reached the context.
-
-    `required` counts the diagnosed runs that required it, so that a
-    document missed 3 times in 3 differs from one missed 3 times in 300.
-    """
+    """How often a required document never reached the context, of the
+    `required` diagnosed runs that required it."""
 
     id: str
     missed: int
@@ -116,17 +111,8 @@ class EvalInfo:
 
     @classmethod
     def of(cls, run: EvalRun) -> EvalInfo:
-        logs = [log.path for log in run.logs]
-        return cls(
-            run.key,
-            run.name,
-            run.task,
-            run.model,
-            run.created,
-            run.status,
-            run.epochs,
-            logs,
-        )
+        info = (run.key, run.name, run.task, run.model, run.created, run.status)
+        return cls(*info, run.epochs, [log.path for log in run.logs])
 
 
 @dataclass(frozen=True)
@@ -298,13 +284,12 @@ class _Clusters:
     """Per sample, how many of its runs had each outcome; kept only when a
     sample can run more than once."""
 
-    samples: dict[Any, Counter[str]] = field(default_factory=dict)
+    samples: defaultdict[Any, Counter[str]] = field(
+        default_factory=lambda: defaultdict(Counter)
+    )
 
     def add(self, sample: Any, *outcomes: str) -> None:
-        counts = self.samples.get(sample)
-        if counts is None:
-            counts = self.samples[sample] = Counter()
-        counts.update(outcomes)
+        self.samples[sample].update(outcomes)
 
     def of(self, outcome: str, population: str) -> list[Cluster]:
         return [
@@ -595,12 +580,10 @@ class _Aggregate:
     def _check_pooled(self) -> None:
         """Refuse to pool evals that scored the same sample ids."""
         for key, by_eval in self.pooled_ids.items():
-            labels = list(by_eval)
-            for index, first in enumerate(labels):
-                for second in labels[index + 1 :]:
-                    shared = by_eval[first] & by_eval[second]
-                    if shared:
-                        raise ReportError(_shared_samples(key, first, second, shared))
+            for first, second in combinations(by_eval, 2):
+                shared = by_eval[first] & by_eval[second]
+                if shared:
+                    raise ReportError(_shared_samples(key, first, second, shared))
 
 
 def _shared_samples(key: _GroupKey, first: str, second: str, shared: set[Any]) -> str:

@@ -1,8 +1,5 @@
-"""A `Report` as one self-contained HTML file with plotly charts.
-
-plotly.js is embedded inline, once, in the page head: the file opens
-offline, from an attachment or an air-gapped machine, with no CDN. The
-page is the same `report_page` the terminal shows, so they never disagree.
+"""A `Report` as one self-contained HTML file with plotly charts, plotly.js
+inline so that it opens offline; the page is the terminal's `report_page`.
 """
 
 from __future__ import annotations
@@ -46,11 +43,8 @@ LAYOUT: dict[str, Any] = {
 
 
 def plot_text(text: str) -> str:
-    """`text` safe in plotly's labels, which read a little HTML.
-
-    plotly.js decodes `&lt;`, `&gt;` and `&amp;` but not `&quot;`, so quotes
-    stay as they are.
-    """
+    """`text` safe in plotly's labels, which read a little HTML (and decode
+    no `&quot;`, so quotes stay)."""
     return html.escape(text, quote=False)
 
 

@@ -1,12 +1,6 @@
 """One page model for `report` and `compare`, and its renderers: the
-terminal, Markdown (for CI) and HTML. Each command builds its `Page` once,
-so no rendering disagrees; the verdict comes first in every one.
-
-The terminal shows each table's legend only with `--verbose`, and the
-brief columns of a wide table; Markdown and HTML show everything. Markdown
-stays under `COMMENT_LIMIT` characters: blocks are added while they fit, a
-table that does not fit whole keeps the rows that do, and the page says
-what it left out. Every cell is escaped for the format it is written in.
+terminal, Markdown (under `COMMENT_LIMIT`, saying what it left out) and
+HTML, each cell escaped for its format; the verdict first in every one.
 """
 
 from __future__ import annotations
@@ -275,10 +269,8 @@ _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "@": "&#64;", "#": "&#35;"}
 
 
 def escape(text: str, limit: int = CELL_LIMIT, *, line: bool = False) -> str:
-    """`text` as literal Markdown on one line: `&`, `<`, `>`, `@` and `#`
-    as entities, inline markup backslash-escaped, whitespace runs as one
-    space; cut to `limit` characters. `line`: it starts a line, where `-`
-    or `1.` would start a list."""
+    """`text` as literal Markdown on one line, cut to `limit` characters;
+    `line`: it starts a line, where `-` or `1.` would start a list."""
     flat = " ".join(text.split())
     if len(flat) > limit:
         flat = flat[: limit - 1] + "\u2026"

@@ -59,10 +59,8 @@ class StepFigures:
 
 @dataclass(frozen=True)
 class LostAtTheCut:
-    """The missing IDs every step kept, ranked below the prompt's cut:
-    how many, their share of all missing IDs of runs with steps, the
-    median of their last ranks, and how many lay within `near` ranks
-    below the cut."""
+    """The missing IDs every step kept, ranked below the prompt's cut: how
+    many, their share, the median last rank, and how many within `near`."""
 
     lost: int
     share: float | None

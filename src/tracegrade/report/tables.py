@@ -1,11 +1,6 @@
-"""A `Report` as a `Page` of tables, for the terminal, HTML and Markdown.
-
-Every rendering takes this page, so they never disagree. Rows name
-their eval by its label (E1, E2, ...), its task and model, in the order
-of the evals; the table of evals says which logs each label stands for.
-The headline of each summary and the first table say how many runs
-there were and why those not diagnosed got no stage, so no share is read
-without the runs it leaves out.
+"""A `Report` as a `Page` of tables. Rows name their eval (E1, E2, ...),
+task and model; the headline and the first table say how many runs
+there were and why some got no stage, so no share is read without them.
 """
 
 from __future__ import annotations
@@ -43,10 +38,8 @@ def _plural(count: int, one: str, many: str | None = None) -> str:
 
 
 def headline(summary: StageSummary | ExtractionSummary) -> str:
-    """The summary in one line, every share beside the runs it rests on
-    and the runs left out: "E1 (task, model): pass 18 of 30 runs: 18
-    diagnosed, 100.0% [82.4, 100.0] of them pass; 12 not diagnosed: 12
-    sample errors"."""
+    """The summary in one line, every share beside the runs it rests on and
+    the runs left out."""
     name = f"{eval_label(summary)} ({summary.task}, {summary.model})"
     if isinstance(summary, StageSummary):
         passed = summary.stages["pass"]

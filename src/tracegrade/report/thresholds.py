@@ -45,11 +45,8 @@ class Threshold:
 
 @dataclass(frozen=True)
 class ThresholdCheck:
-    """One threshold checked against one eval's score.
-
-    `value` is the metric over all runs (None when there is none to take,
-    as with no runs: not met); `met` is `value >= threshold`.
-    """
+    """One threshold checked against one eval's score: `value` over all runs
+    (None with none: not met); `met` is `value >= threshold`."""
 
     metric: str
     threshold: float
@@ -115,11 +112,8 @@ def parse_threshold(text: str) -> Threshold:
 def check_thresholds(
     thresholds: Sequence[Threshold], targets: Iterable[Target]
 ) -> list[ThresholdCheck]:
-    """Each threshold against every target of its scorer, in target order.
-
-    Raises `InvalidThreshold` for a metric of no target: a gate that
-    cannot fail is a mistake in the gate, not a pass.
-    """
+    """Each threshold against every target of its scorer; `InvalidThreshold`
+    for a metric of no target: a gate that cannot fail is a mistake."""
     targets = list(targets)
     checks: list[ThresholdCheck] = []
     for threshold in thresholds:
