@@ -269,9 +269,11 @@ def _show(
     from ..report.page import page_markdown, print_page
 
     if html_path is not None:
-        from ..compare.html import write_html
+        from ..compare.html import render_html
+        from ..outputs import AtomicFile
 
-        write_html(result, html_path, replace=force, show=html_show)
+        page = render_html(result, html_show)
+        AtomicFile.write_text(str(html_path), page, replace=force)
     if as_json or markdown:
         # stdout stays the JSON (or the Markdown) alone; the JSON is written
         # as it is made: the lists of changed samples are read back from

@@ -195,9 +195,10 @@ def report(
         raise click.UsageError(str(error)) from error
 
     if html_path is not None:
-        from ..report.html import write_html
+        from ..outputs import AtomicFile
+        from ..report.html import render_html
 
-        write_html(result, html_path, replace=force)
+        AtomicFile.write_text(str(html_path), render_html(result), replace=force)
 
     if as_json or markdown:
         # stdout stays the JSON (or the Markdown) alone.

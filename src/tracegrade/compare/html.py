@@ -5,7 +5,6 @@ browser opens it; plotly.js inline, so it opens offline.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go  # type: ignore[import-untyped]
@@ -75,19 +74,4 @@ def render_html(comparison: Comparison, show: int = HTML_SHOW) -> str:
     return page_html(page, charts, get_plotlyjs())
 
 
-def write_html(
-    comparison: Comparison,
-    path: Path,
-    *,
-    replace: bool = False,
-    show: int = HTML_SHOW,
-) -> None:
-    """Write the page whole or not at all (see `tracegrade.outputs`);
-    `replace` (`--force`) lets it replace a file already there."""
-    from ..outputs import AtomicFile
-
-    page = render_html(comparison, show)
-    AtomicFile.write_text(str(path), page, replace=replace)
-
-
-__all__ = ["render_html", "transition_figure", "write_html"]
+__all__ = ["render_html", "transition_figure"]

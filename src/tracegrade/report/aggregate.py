@@ -204,6 +204,11 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def summaries(self) -> list[StageSummary | ExtractionSummary]:
+        """Every summary, stage diagnosis first."""
+        return [*self.stage_diagnosis, *self.ordered_extraction]
+
 
 def build_report(
     paths: Sequence[str],
@@ -262,11 +267,7 @@ def report_evals(
 
 
 def _targets(report: Report) -> Iterator[Target]:
-    summaries: list[StageSummary | ExtractionSummary] = [
-        *report.stage_diagnosis,
-        *report.ordered_extraction,
-    ]
-    for summary in summaries:
+    for summary in report.summaries:
         staged = isinstance(summary, StageSummary)
         yield Target(
             eval="+".join(summary.evals),
@@ -397,15 +398,9 @@ class _Aggregate:
                     key = self._key(label, run, name)
                     counts = self._counts(key, scorer, label, run, clustered)
                     sample_key = sample.id if self.pool else (label, sample.id)
+                    read = read_stage if scorer == STAGE_SCORER else read_extraction
                     try:
-                        if scorer == STAGE_SCORER:
-                            assert isinstance(counts, _StageCounts)
-                            staged = read_stage(score.value, score.metadata)
-                            _count_stage(counts, sample_key, staged)
-                        else:
-                            assert isinstance(counts, _ExtractionCounts)
-                            graded = read_extraction(score.value, score.metadata)
-                            _count_extraction(counts, sample_key, graded)
+                        _count(counts, sample_key, read(score.value, score.metadata))
                     except InvalidScore as invalid:
                         raise _invalid(log.path, sample, name, invalid) from None
                     if self.pool:
@@ -450,14 +445,7 @@ class _Aggregate:
         for row, (sample_id, score) in enumerate(read_results(results)):
             # A row without an id is a sample no other eval can share.
             sample = sample_id if sample_id is not None else (label, row)
-            if isinstance(score, StageScore):
-                assert isinstance(counts, _StageCounts)
-                _count_stage(counts, sample if self.pool else (label, sample), score)
-            else:
-                assert isinstance(counts, _ExtractionCounts)
-                _count_extraction(
-                    counts, sample if self.pool else (label, sample), score
-                )
+            _count(counts, sample if self.pool else (label, sample), score)
             if ids is not None:
                 ids.add(sample)
         self.logs.append(
@@ -619,6 +607,19 @@ def _count_shares(counts: _StageCounts, score: StageScore) -> None:
         counts.precisions.append(score.precision)
     elif score.stage is None:
         counts.without_precision += 1
+
+
+def _count(
+    counts: _StageCounts | _ExtractionCounts,
+    sample: Any,
+    score: StageScore | ExtractionScore,
+) -> None:
+    if isinstance(score, StageScore):
+        assert isinstance(counts, _StageCounts)
+        _count_stage(counts, sample, score)
+    else:
+        assert isinstance(counts, _ExtractionCounts)
+        _count_extraction(counts, sample, score)
 
 
 def _count_stage(counts: _StageCounts, sample: Any, score: StageScore) -> None:

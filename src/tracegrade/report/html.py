@@ -7,7 +7,6 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go  # type: ignore[import-untyped]
@@ -303,15 +302,6 @@ def render_html(report: Report) -> str:
     return page_html(report_page(report), [charts], get_plotlyjs())
 
 
-def write_html(report: Report, path: Path, *, replace: bool = False) -> None:
-    """Write the page whole or not at all (see `tracegrade.outputs`);
-    `replace` (`--force`) lets it replace a file already there."""
-    from ..outputs import AtomicFile
-
-    page = render_html(report)
-    AtomicFile.write_text(str(path), page, replace=replace)
-
-
 __all__ = [
     "LAYOUT",
     "chart_html",
@@ -320,5 +310,4 @@ __all__ = [
     "id_figure",
     "render_html",
     "stages_figure",
-    "write_html",
 ]

@@ -77,11 +77,7 @@ def headline(summary: StageSummary | ExtractionSummary) -> str:
 
 def headlines(report: Report) -> list[str]:
     """Every summary's `headline`, in the order of the tables."""
-    summaries: list[StageSummary | ExtractionSummary] = [
-        *report.stage_diagnosis,
-        *report.ordered_extraction,
-    ]
-    return [headline(summary) for summary in summaries]
+    return [headline(summary) for summary in report.summaries]
 
 
 def gate_lines(report: Report) -> list[str]:
@@ -107,11 +103,7 @@ def interval_note(report: Report) -> str:
         f"Counted per {report.unit}; [low, high] are "
         f"{round(100 * report.confidence)}% Wilson score intervals"
     )
-    summaries: list[StageSummary | ExtractionSummary] = [
-        *report.stage_diagnosis,
-        *report.ordered_extraction,
-    ]
-    if any(summary.epochs != [1] for summary in summaries):
+    if any(summary.epochs != [1] for summary in report.summaries):
         note += (
             ", with the sample as the cluster where it ran several epochs "
             "(its epochs are not independent evidence)"
@@ -190,11 +182,8 @@ def _of_all(count: int, runs: int) -> str:
 
 
 def _runs_table(report: Report) -> Table:
-    summaries: list[StageSummary | ExtractionSummary] = sorted(
-        [*report.stage_diagnosis, *report.ordered_extraction],
-        # In the order of the evals, as the table of evals.
-        key=lambda summary: int(summary.evals[0][1:]),
-    )
+    # In the order of the evals, as the table of evals.
+    summaries = sorted(report.summaries, key=lambda s: int(s.evals[0][1:]))
     rows = []
     for s in summaries:
         if isinstance(s, StageSummary):
@@ -380,13 +369,9 @@ def _stage_tables(report: Report) -> list[Table]:
 
 
 def _errors_table(report: Report) -> list[Table]:
-    summaries: list[StageSummary | ExtractionSummary] = [
-        *report.stage_diagnosis,
-        *report.ordered_extraction,
-    ]
     rows = [
         [*_row_start(s), error.kind, error.side, str(error.count), str(s.runs)]
-        for s in summaries
+        for s in report.summaries
         for error in s.errors
     ]
     if not rows:
