@@ -21,6 +21,8 @@ _FIGURE = re.compile(
     r"n/a|none|[+-]?\d+(\.\d+)?(e[+-]?\d+)?( ?%| pp)?( \[[\d.]+, [\d.]+\])?"
 )
 
+_DIGIT = re.compile(r"\d")
+
 
 @dataclass(frozen=True)
 class Table:
@@ -42,10 +44,10 @@ class Table:
 
     @property
     def numeric(self) -> list[bool]:
-        """Right-aligned and never broken: the columns whose every cell
-        is a figure."""
+        """Right-aligned and never broken: the columns of figures, each cell
+        a figure or "n/a" or "none", not all of them words."""
         return [
-            any(row[i] for row in self.rows)
+            any(_DIGIT.search(row[i]) for row in self.rows)
             and all(_FIGURE.fullmatch(row[i]) for row in self.rows if row[i])
             for i in range(len(self.columns))
         ]
