@@ -105,7 +105,7 @@ def test_regressions_are_pass_to_retrieval_or_generation_fixes_anything_to_pass(
         ("r", "pass", "retrieval"),
     ]
     assert [c.id for c in compared.fixes] == ["f1", "f2", "f3"]
-    regression = compared.regressions[1]
+    regression = list(compared.regressions)[1]
     assert regression.base.missing == [] and regression.new.missing == ["D1"]
     assert regression.base.explanation == "pass because"
     assert regression.new.explanation == "retrieval because"

@@ -61,8 +61,7 @@ def test_a_spool_sorts_across_runs_on_disk_and_reads_again() -> None:
     assert list(listed) == expected  # again: reading does not consume
     assert [json.loads(text) for text in listed.json_items()] == expected
     assert all("\n" not in text and text.isascii() for text in listed.json_items())
-    assert listed == expected and listed[3] == expected[3]
-    assert listed[-1] == expected[-1] and listed[2:5] == expected[2:5]
+    assert listed == expected
     listed.close()
     assert len(listed) == 0 and list(listed) == []
 

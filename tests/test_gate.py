@@ -444,7 +444,6 @@ def test_markdown_stays_under_githubs_limit_and_says_what_it_left_out() -> None:
         title="IDs",
         caption="Every ID.",
         columns=["document", "count"],
-        numeric=[False, True],
         rows=[[document, "1"] for document in ids],
     )
     page = MarkdownPage("tracegrade compare")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +21,6 @@ from .report import (
 
 if TYPE_CHECKING:
     from ..compare.build import Comparison, GateOptions
-    from ..logs.evals import Evals
     from ..report.thresholds import Threshold
 
 REGRESSION_EXIT = THRESHOLD_EXIT
@@ -138,42 +138,18 @@ def compare(
 ) -> None:
     """Compare the tracegrade scores of two runs, sample by sample.
 
-    BASE and NEW are each a log (.eval or .json, from `inspect eval` or
-    `tracegrade score`) or a directory of logs. Each is read as evals: a
-    log, the newest log of an eval retried with `inspect eval-retry` (the
-    older ones are superseded and not read), or the parts of a run
-    `tracegrade score` split. BASE's evals are paired with NEW's by task
-    and model, so directories from `inspect eval --model a,b` or from an
-    eval set compare pair by pair; --task and --model select. One eval on
-    each side is paired whatever it ran (two models, say). Evals on one
-    side only are listed. Within a pair, samples are paired by sample id
-    and epoch under each tracegrade score name found in both.
+    BASE and NEW are each a log (.eval or .json) or a directory of logs,
+    read as evals and paired by task and model (one eval on each side is
+    paired whatever it ran); within a pair, samples pair by sample id and
+    epoch under each tracegrade score name in both.
 
-    Shows, per pair of evals and score: each side's runs, with a result or
-    not and why; the transition matrix (BASE state by NEW state); the lost
-    results (a result in BASE, none in NEW); the regressions (stage pass
-    to retrieval or generation) and fixes with each run's missing IDs and
-    explanation, the document
-    IDs newly missing and newly found, the extraction samples that lost or
-    gained membership and order, the samples in one run only, and context
-    recall and precision (mean in each run over the pairs that have them,
-    the change, and the exact sign test of the per-sample changes;
-    gated only with --gate). Each
-    paired binary outcome (pass, retrieval failure, membership, order) is
-    tested with the sample as the unit: the exact McNemar test when each
-    sample ran once, the exact sign test on per-sample differences when it
-    ran several epochs (epochs of one sample are not independent). Each
-    gets its effect size (NEW share minus BASE share) and a plain verdict:
-    worse, better, not significant, or too few to tell. The tests are
-    two-sided; the gate fails only on "worse". The terminal shows the
-    verdict first and the key tables briefly; --verbose shows them all,
-    with every column and what it means.
-
-    The gate: --fail-on-regression fails on a significantly worse outcome
-    (or, with --gate, measure: context recall, a step's recall) and on
-    every lost result, NEW eval that did not finish and BASE eval
-    with no NEW eval (--allow-lost shows those without failing);
-    --fail-under checks NEW's shares over all runs.
+    Shows the verdict first, then per pair of evals: each side's runs, the
+    transition matrix, the lost results, each outcome's paired test with
+    the sample as the unit (exact McNemar, or the exact sign test with
+    several epochs) and its verdict (worse, better, not significant, too
+    few to tell), context recall and precision, and the changed samples.
+    --verbose shows every table with what each column means. The rules:
+    docs/compare.md.
 
     \b
     Exit codes: 0 compared (regressions or not, unless the gate is asked
@@ -243,7 +219,7 @@ def _read_and_compare(
 ) -> Comparison:
     """Read both sides and compare them, after checking that no output
     would land on an input; each error as the command reports it."""
-    from ..compare.build import UnknownGate
+    from ..compare.build import UnknownGate, compare_evals
     from ..compare.pairing import CompareError
     from ..logs.evals import read_evals
     from ..logs.scores import LogError
@@ -259,9 +235,19 @@ def _read_and_compare(
         check_standard_streams(inputs)
         if html_path is not None:
             check_output(str(html_path), inputs=inputs, option="--html", force=force)
-        return _compare(
-            base, new, sides, alpha, task, model, options, progress=not quiet
-        )
+        total = sum(len(run.logs) for evals in sides for run in evals.runs)
+        with nullcontext() if quiet else reading_progress(total) as on_log_read:
+            return compare_evals(
+                base,
+                sides[0],
+                new,
+                sides[1],
+                alpha=alpha,
+                task=task,
+                model=model,
+                options=options,
+                on_log_read=on_log_read,
+            )
     except (LogError, CompareError) as error:
         raise click.ClickException(str(error)) from error
     except (InvalidThreshold, UnknownGate) as error:
@@ -283,9 +269,11 @@ def _show(
     from ..report.page import page_markdown, print_page
 
     if html_path is not None:
-        from ..compare.html import write_html
+        from ..compare.html import render_html
+        from ..outputs import AtomicFile
 
-        write_html(result, html_path, replace=force, show=html_show)
+        page = render_html(result, html_show)
+        AtomicFile.write_text(str(html_path), page, replace=force)
     if as_json or markdown:
         # stdout stays the JSON (or the Markdown) alone; the JSON is written
         # as it is made: the lists of changed samples are read back from
@@ -305,10 +293,8 @@ def _show(
 
 
 def _write_json(result: Comparison) -> None:
-    """The JSON on stdout as it is made. A reader that stops early (`|
-    head`) ends the command with one line and the exit code of SIGPIPE, as
-    a pipeline expects, not a traceback; stdout is pointed at /dev/null so
-    that nothing tries to flush into the closed pipe again."""
+    """The JSON on stdout as it is made; a reader that stops early (`| head`)
+    ends the command with SIGPIPE's exit code, not a traceback."""
     from ._failures import SIGPIPE_EXIT, CommandStopped
 
     try:
@@ -332,33 +318,3 @@ def _alpha(value: float) -> float:
         return check_alpha(value)
     except InvalidAlpha as error:
         raise click.BadParameter(str(error)) from None
-
-
-def _compare(
-    base: str,
-    new: str,
-    sides: tuple[Evals, Evals],
-    alpha: float,
-    task: str | None,
-    model: str | None,
-    options: GateOptions,
-    *,
-    progress: bool,
-) -> Comparison:
-    from contextlib import nullcontext
-
-    from ..compare.build import compare_evals
-
-    total = sum(len(run.logs) for evals in sides for run in evals.runs)
-    with reading_progress(total) if progress else nullcontext() as on_log_read:
-        return compare_evals(
-            base,
-            sides[0],
-            new,
-            sides[1],
-            alpha=alpha,
-            task=task,
-            model=model,
-            options=options,
-            on_log_read=on_log_read,
-        )

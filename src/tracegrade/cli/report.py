@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -14,9 +14,6 @@ import click
 from ._paths import InputPath
 
 if TYPE_CHECKING:
-    from ..logs.evals import Evals
-    from ..report.aggregate import Report
-    from ..report.results import ResultsDataset
     from ..report.thresholds import Threshold
 
 THRESHOLD_EXIT = 3
@@ -136,35 +133,19 @@ def report(
 ) -> None:
     """Summarise tracegrade scores in Inspect logs or Parquet results.
 
-    Reads the stage_diagnosis and ordered_extraction scores in each LOG
-    (.eval or .json, from `inspect eval` or `tracegrade score`) or in every
-    log under each DIR, and the Parquet results (from `tracegrade score
-    --results-format parquet`, or `score_table` on Ray or Spark) in each
-    .parquet file or DIR holding them and no log, and shows per task and
-    model: stage shares, lucky
-    answers, context recall and precision, errors by kind, the most often
-    missing document IDs, the IDs extraction answers most often dropped
-    and invented, and membership versus order accuracy with their gap.
+    Reads the tracegrade scores in each LOG (.eval or .json) or every log
+    under each DIR, and Parquet results (a .parquet file or a DIR of them
+    and no log), and shows per eval (E1, E2, ...; --pool pools those of a
+    task and model): stage shares, lucky answers, context recall and
+    precision, errors by kind, the most often missing, dropped and
+    invented IDs, and membership versus order accuracy.
 
-    Each eval is its own row (E1, E2, ...): a log; the newest log of an
-    eval retried with `inspect eval-retry` (the older ones are superseded,
-    not counted, and said so); or the parts of a run `tracegrade score`
-    split. Two evals of one task and model, such as a baseline and a new
-    run under one directory, are never summed; --pool pools them on
-    purpose. Runs are counted per sample-epoch (a sample run for 3 epochs
-    counts 3 times), every run of the eval: each share is given beside
-    the runs it rests on and the runs with no result, and why (sample
-    errors, data errors, runs never run). Intervals are 95% Wilson score
-    intervals, with the sample as the cluster when it ran several epochs.
-    Logs are read a sample at a time, so memory does not grow with their
-    size. Parquet results are read a batch at a time: each file or DIR of
-    them is one eval, named by its path, of task `parquet` and model
-    `unknown`; each row is a run of one epoch.
-
-    --fail-under gates: each threshold is checked in every eval against
-    the share over all runs, runs with no result counted as not passing.
-    The terminal shows each table briefly; --verbose adds what each
-    column means.
+    Runs are counted per sample-epoch, every run of the eval, each share
+    beside the runs it rests on and the runs with no result and why.
+    Intervals are 95% Wilson score intervals, the sample as the cluster
+    when it ran several epochs. --fail-under checks the share over all
+    runs. --verbose adds what each column means. The rules:
+    docs/report.md.
 
     Exit codes: 0 success, 1 no tracegrade scores found, a log cannot be
     read or evals cannot be pooled, 2 usage error (a --fail-under of an
@@ -196,12 +177,16 @@ def report(
             check_output(
                 str(html_path), inputs=[*paths, *logs], option="--html", force=force
             )
-        if as_json:
+        total = sum(len(run.logs) for run in evals.runs) + len(results)
+        with nullcontext() if as_json else reading_progress(total) as on_log_read:
             result = report_evals(
-                evals, top=top, pool=pool, thresholds=fail_under, results=results
+                evals,
+                top=top,
+                pool=pool,
+                thresholds=fail_under,
+                on_log_read=on_log_read,
+                results=results,
             )
-        else:
-            result = _build_with_progress(evals, results, top, pool, fail_under)
     except ResultsError as error:
         raise ResultsInputError(str(error)) from error
     except LogError as error:
@@ -210,9 +195,10 @@ def report(
         raise click.UsageError(str(error)) from error
 
     if html_path is not None:
-        from ..report.html import write_html
+        from ..outputs import AtomicFile
+        from ..report.html import render_html
 
-        write_html(result, html_path, replace=force)
+        AtomicFile.write_text(str(html_path), render_html(result), replace=force)
 
     if as_json or markdown:
         # stdout stays the JSON (or the Markdown) alone.
@@ -263,24 +249,3 @@ def reading_progress(total: int) -> Iterator[Callable[[str], None]]:
     with Progress(*columns, console=console, transient=True) as progress:
         reading = progress.add_task("read", total=total)
         yield lambda _path: progress.advance(reading)
-
-
-def _build_with_progress(
-    evals: Evals,
-    results: Sequence[ResultsDataset],
-    top: int,
-    pool: bool,
-    thresholds: list[Threshold],
-) -> Report:
-    from ..report.aggregate import report_evals
-
-    total = sum(len(run.logs) for run in evals.runs) + len(results)
-    with reading_progress(total) as on_log_read:
-        return report_evals(
-            evals,
-            top=top,
-            pool=pool,
-            thresholds=thresholds,
-            on_log_read=on_log_read,
-            results=results,
-        )

@@ -1,21 +1,17 @@
-"""From two sets of Inspect logs to a `Comparison`.
-
-Each side is read as evals (`tracegrade.logs.evals`), paired by task and
-model; each tracegrade score becomes an `Observation` for
-`pairing.pair_runs`, read through `tracegrade.schema` as `report` reads
-it. `GateOptions` says what the gate was asked, `GateDecision` what it
-decided. The JSON is streamed as it is made (`write_json`). The rules are
-docs/compare.md's.
+"""From two sets of Inspect logs to a `Comparison`: evals paired by task
+and model, each tracegrade score an `Observation` for `pair_runs`, the
+JSON streamed as it is made. The rules are docs/compare.md's.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import IO, Any, Final
+from itertools import chain as _chain
+from typing import IO, Any, Final, TypeVar, cast
 
 from ..core.errors import quote
 from ..logs.evals import (
@@ -110,12 +106,8 @@ class SideSummary:
 
 @dataclass(frozen=True)
 class EvalPair:
-    """One eval of BASE against one of NEW, and everything compared.
-
-    `logs` are the logs read for the pair, BASE's first. `warnings` are
-    said in every output form: an eval that did not finish, a log with no
-    tracegrade score, a score in one eval only, evals of different tasks.
-    """
+    """One eval of BASE against one of NEW, and everything compared; `logs`
+    BASE's first, `warnings` said in every output form."""
 
     name: str
     base: EvalInfo
@@ -131,12 +123,9 @@ class EvalPair:
 
 @dataclass(frozen=True)
 class GateOptions:
-    """What the gate was asked: `fail_on_regression` (with `strict`: on
-    any regression), `allow_lost` (lost results, unfinished NEW evals and
-    BASE evals with no NEW eval are shown but do not fail it), and the
-    `--fail-under` thresholds, checked against NEW. `gates` names what
-    the paired tests gate: `pass`, or a figure (`pairing.GATES`, a step's
-    recall)."""
+    """What the gate was asked (`--fail-on-regression`, `--strict`,
+    `--allow-lost`, `--fail-under`); `gates` names what the paired tests
+    gate: `pass`, or a figure."""
 
     fail_on_regression: bool = False
     strict: bool = False
@@ -169,12 +158,8 @@ class GateDecision:
 
 @dataclass(frozen=True)
 class Comparison:
-    """Everything `tracegrade compare` shows, in every output form.
-
-    `gate` is over every pair: it fails when any pair's does, and its
-    entries name the pair. `thresholds` are the `--fail-under` checks of
-    NEW's evals; `verdict` is what the gate decided.
-    """
+    """Everything `tracegrade compare` shows, in every output form; `gate` is
+    over every pair, and `verdict` what it decided."""
 
     format: int
     unit: str
@@ -214,10 +199,7 @@ class Comparison:
 
     def close(self) -> None:
         """Free the temporary files of every list."""
-        for pair in self.pairs:
-            for compared in [*pair.stage_diagnosis, *pair.ordered_extraction]:
-                for spool in _spools(compared):
-                    spool.close()
+        _close(self.pairs)
 
 
 _INDENT: Final = "  "
@@ -227,45 +209,34 @@ def _json_chunks(value: Any, level: int) -> Iterator[str]:
     """JSON text of `value` (dataclasses as objects, `SortedSpool`s as
     lists of their items' JSON), indented as `json.dumps(indent=2)`."""
     if isinstance(value, SortedSpool):
-        if not len(value):
-            yield "[]"
-            return
-        inner = "\n" + _INDENT * (level + 1)
-        separator = "["
-        for text in value.json_items():
-            yield separator + inner + text
-            separator = ","
-        yield "\n" + _INDENT * level + "]"
+        yield from _json_block("[]", ([text] for text in value.json_items()), level)
         return
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     if isinstance(value, dict):
-        if not value:
-            yield "{}"
-            return
-        inner = "\n" + _INDENT * (level + 1)
-        separator = "{"
-        for key, item in value.items():
-            yield f"{separator}{inner}{json.dumps(str(key))}: "
-            yield from _json_chunks(item, level + 1)
-            separator = ","
-        yield "\n" + _INDENT * level + "}"
-        return
-    if isinstance(value, (list, tuple)):
-        if not value:
-            yield "[]"
-            return
-        inner = "\n" + _INDENT * (level + 1)
-        separator = "["
-        for item in value:
-            yield separator + inner
-            yield from _json_chunks(item, level + 1)
-            separator = ","
-        yield "\n" + _INDENT * level + "]"
-        return
-    if isinstance(value, Enum):
-        value = value.value
-    yield json.dumps(value, allow_nan=False)
+        items: Iterator[Iterable[str]] = (
+            _chain([f"{json.dumps(str(key))}: "], _json_chunks(item, level + 1))
+            for key, item in value.items()
+        )
+        yield from _json_block("{}", items, level)
+    elif isinstance(value, (list, tuple)):
+        items = (_json_chunks(item, level + 1) for item in value)
+        yield from _json_block("[]", items, level)
+    else:
+        plain = value.value if isinstance(value, Enum) else value
+        yield json.dumps(plain, allow_nan=False)
+
+
+def _json_block(
+    brackets: str, items: Iterator[Iterable[str]], level: int
+) -> Iterator[str]:
+    """Items between `brackets`, one a line, indented one level in."""
+    separator = brackets[0]
+    for item in items:
+        yield separator + "\n" + _INDENT * (level + 1)
+        yield from item
+        separator = ","
+    yield brackets if separator == brackets[0] else "\n" + _INDENT * level + brackets[1]
 
 
 def compare_logs(
@@ -278,13 +249,9 @@ def compare_logs(
     options: GateOptions | None = None,
     on_log_read: Callable[[str], None] | None = None,
 ) -> Comparison:
-    """Compare the evals at or under `base` with those at or under `new`;
-    `options` is what the gate was asked.
-
-    Raises `LogError` for a log that cannot be read (or a directory with
-    none), `CompareError` when the evals cannot be compared, and
-    `InvalidThreshold` for a threshold of a metric no compared score has.
-    """
+    """Compare the evals at or under `base` with those at or under `new`.
+    Raises `LogError`, `CompareError`, or `InvalidThreshold` for a threshold
+    of a metric no compared score has."""
     return compare_evals(
         base,
         read_evals([base]),
@@ -385,21 +352,21 @@ def _check_gates(gates: Sequence[str], pairs: Sequence[EvalPair]) -> None:
             found += [name for name in gate_names(staged) if name not in found]
     unknown = [name for name in gates if name not in found]
     if unknown:
-        for pair in pairs:
-            for compared in [*pair.stage_diagnosis, *pair.ordered_extraction]:
-                for spool in _spools(compared):
-                    spool.close()
+        _close(pairs)
         raise UnknownGate(
             f"--gate {quote(unknown[0])}: no such measure in these runs; they "
             f"have {', '.join(found)}"
         )
 
 
-def _spools(compared: object) -> Iterator[SortedSpool[Any]]:
-    for item in dataclasses.fields(compared):  # type: ignore[arg-type]
-        value = getattr(compared, item.name)
-        if isinstance(value, SortedSpool):
-            yield value
+def _close(pairs: Sequence[EvalPair]) -> None:
+    """Free the temporary files of every pair's lists."""
+    for pair in pairs:
+        for compared in [*pair.stage_diagnosis, *pair.ordered_extraction]:
+            for item in dataclasses.fields(compared):
+                value = getattr(compared, item.name)
+                if isinstance(value, SortedSpool):
+                    value.close()
 
 
 def _new_targets(pairs: Sequence[EvalPair]) -> Iterator[Target]:
@@ -659,10 +626,8 @@ def _run(
     texts: dict[str, str],
     shares: dict[Any, Any],
 ) -> tuple[Run, str | None]:
-    """The state of one tracegrade score, read through `tracegrade.schema`
-    as `tracegrade report` reads it, and why it gives no result (its
-    unscored error's kind, one copy of each; None for a result).
-    `InvalidScore` says what is wrong, the caller where."""
+    """The state of one tracegrade score, read as `report` reads it, and why
+    it gives no result (None for a result); `InvalidScore` says what is wrong."""
     explanation = score.explanation
     if explanation is not None:
         explanation = texts.setdefault(explanation, explanation)
@@ -688,10 +653,10 @@ def _run(
         return run, why
     # A run with no stage still had its context: an unscored run keeps its
     # recall and precision too.
-    recall, precision = (
-        _shared_figure(figure, shares) for figure in (staged.recall, staged.precision)
-    )
-    step_recall = _shared_steps(staged.step_recall, shares)
+    recall = _shared(staged.recall, shares)
+    precision = _shared(staged.precision, shares)
+    steps = staged.step_recall
+    step_recall = None if steps is None else _shared(tuple(steps.items()), shares)
     if recall is None and precision is None and step_recall is None:
         return run, why
     return dataclasses.replace(
@@ -699,36 +664,19 @@ def _run(
     ), why
 
 
-def _shared_steps(
-    recalls: dict[str, float] | None, shares: dict[Any, Any]
-) -> tuple[tuple[str, float], ...] | None:
-    """A stage score's `step_recall` as (step, share) in pipeline order;
-    runs of one pipeline share a few such tuples, kept once as figures are."""
-    if recalls is None:
-        return None
-    read = tuple(recalls.items())
-    kept: tuple[tuple[str, float], ...] = (
-        shares.setdefault(read, read)
-        if len(shares) < _SHARED_FIGURES
-        else shares.get(read, read)
-    )
-    return kept
-
-
 _SHARED_FIGURES: Final = 1 << 12
 
+_T = TypeVar("_T")
 
-def _shared_figure(value: float | None, shares: dict[Any, Any]) -> float | None:
-    """One float object for each of the first few distinct figures: most
-    runs share a few fractions."""
+
+def _shared(value: _T, shares: dict[Any, Any]) -> _T:
+    """One object for each of the first few distinct figures or step
+    tuples: most runs share a few."""
     if value is None:
-        return None
-    kept: float = (
-        shares.setdefault(value, value)
-        if len(shares) < _SHARED_FIGURES
-        else shares.get(value, value)
-    )
-    return kept
+        return value
+    if len(shares) < _SHARED_FIGURES:
+        return cast(_T, shares.setdefault(value, value))
+    return cast(_T, shares.get(value, value))
 
 
 def _extraction_run(score: ExtractionScore, explanation: str | None, path: str) -> Run:

@@ -1,16 +1,10 @@
 """A `Comparison` as one self-contained HTML page: a transition heatmap per
-score, then every table of the terminal, each list cut to `show` rows
-(`--html-show`, default `HTML_SHOW`) with the count of the rest: a page of
-a million changed pairs would be one no browser opens, and the JSON lists
-them all.
-
-Built like `tracegrade report --html` (`report/html.py`): plotly.js inline
-in the head, so the page opens offline, e.g. as a CI artifact.
+score, then the tables, each list cut to `--html-show` rows so that a
+browser opens it; plotly.js inline, so it opens offline.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go  # type: ignore[import-untyped]
@@ -80,19 +74,4 @@ def render_html(comparison: Comparison, show: int = HTML_SHOW) -> str:
     return page_html(page, charts, get_plotlyjs())
 
 
-def write_html(
-    comparison: Comparison,
-    path: Path,
-    *,
-    replace: bool = False,
-    show: int = HTML_SHOW,
-) -> None:
-    """Write the page whole or not at all (see `tracegrade.outputs`);
-    `replace` (`--force`) lets it replace a file already there."""
-    from ..outputs import AtomicFile
-
-    page = render_html(comparison, show)
-    AtomicFile.write_text(str(path), page, replace=replace)
-
-
-__all__ = ["render_html", "transition_figure", "write_html"]
+__all__ = ["render_html", "transition_figure"]

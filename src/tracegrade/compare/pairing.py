@@ -1,17 +1,14 @@
 """Pairing two runs' scores sample by sample, and what changed between them.
 
-Pure: it sees `Observation`s (one score of one sample-epoch in one log) and
-knows nothing of Inspect, so every rule is tested without a log. The rules
-(pairs, states, lost results, the tests, the figures) are docs/compare.md's.
-BASE's runs are held, one small `Run` per sample-epoch; the lists of changed
-pairs go to `SortedSpool`s as they are found, so memory is flat in them.
+Pure: it sees `Observation`s and knows nothing of Inspect; the rules are
+docs/compare.md's. Changed pairs go to `SortedSpool`s, so memory is flat.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Final
@@ -78,15 +75,9 @@ class NothingInCommon(CompareError):
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """One sample-epoch's outcome under one score, as read from `log`.
-
-    `missing` is the required IDs that never reached the context, for a
-    diagnosed stage run (None otherwise). `recall` and `precision` are the
-    stage score's figures, where it has them, and `step_recall` each
-    pipeline step's recall, (step, share) in pipeline order, where its
-    record had steps. BASE's runs are held, one per sample-epoch: a field
-    more is megabytes more at a million runs.
-    """
+    """One sample-epoch's outcome under one score, as read from `log`. BASE's
+    runs are held, one per sample-epoch: a field more is megabytes more at a
+    million runs."""
 
     state: str
     missing: tuple[str, ...] | None = None
@@ -99,11 +90,8 @@ class Run:
 
 @dataclass(frozen=True, slots=True)
 class Observation:
-    """A run of `sample_id`, `epoch` under the score named `score`, of a
-    tracegrade scorer of kind `kind` (`STAGE` or `EXTRACTION`). `why` says
-    why a run with no result has none (`report.runs`: a data error's kind,
-    `sample-error`, `no-score`, `not-run`); it is counted as the run is
-    read, not held with it."""
+    """A run of `sample_id`, `epoch` under the score `score` of kind `kind`;
+    `why` says why a run has no result, counted as read, not held."""
 
     score: str
     kind: str
@@ -172,11 +160,8 @@ class LostCount:
 
 @dataclass(frozen=True)
 class RunCount:
-    """One side's runs of one score: every run, `diagnosed` those with a
-    result (a stage; extraction: a grade), `not_diagnosed` the rest by
-    why, and `over_all_runs` the shares `--fail-under` checks (stage:
-    pass, context_recall, context_precision; extraction: membership,
-    order), the runs with no result counted as not passing."""
+    """One side's runs of one score: all, those with a result, the rest by
+    why, and the shares over all runs `--fail-under` checks."""
 
     runs: int
     diagnosed: int
@@ -186,18 +171,9 @@ class RunCount:
 
 @dataclass(frozen=True, kw_only=True)
 class ScoreComparison:
-    """What is common to both kinds: the pairs, the matrix, the tests.
-
-    `transitions[i][j]` counts the pairs in `states[i]` in BASE and
-    `states[j]` in NEW. `worse` counts the pairs that regressed (stage:
-    pass to retrieval or generation; extraction: lost membership or order),
-    `better` those that improved (stage: a fix; extraction: gained
-    membership or order). `lost` counts the runs with a result in BASE
-    and none in NEW, `lost_from` by their states, `lost_runs` lists them.
-    `base_runs` and `new_runs` count each side's runs of the score, paired
-    or not. The lists are `SortedSpool`s: iterate them, or take their
-    `len`.
-    """
+    """What both kinds share: the pairs, the transition matrix (`states`
+    BASE by NEW), the worse, better and lost pairs, each side's runs, the
+    tests. The lists are `SortedSpool`s."""
 
     score: str
     kind: str
@@ -218,13 +194,8 @@ class ScoreComparison:
 
 @dataclass(frozen=True, kw_only=True)
 class StageComparison(ScoreComparison):
-    """Stage diagnosis: regressions, fixes, and the IDs that changed.
-
-    `newly_missing` counts, per document ID, the pairs diagnosed on both
-    sides whose NEW run missed it and whose BASE run did not; `newly_found`
-    the reverse. `ids_compared` is how many pairs that is. `figures`
-    compares context recall and precision over the pairs that have them.
-    """
+    """Stage diagnosis: the figures, regressions, fixes, and the document IDs
+    newly missing and newly found over `ids_compared` pairs."""
 
     figures: list[FigureTest]
     regressions: SortedSpool[Change]
@@ -247,23 +218,9 @@ class ExtractionComparison(ScoreComparison):
 
 @dataclass(frozen=True)
 class Gate:
-    """What `--fail-on-regression` decides on.
-
-    `regressions` counts the pairs that regressed: stage runs from pass to
-    retrieval or generation, and extraction runs that lost membership or
-    order; `regressed` names the scores they are in (`score: 2
-    regressions`). `significant` names the outcomes (`score: outcome`)
-    significantly worse in NEW at `alpha`, among `outcomes`: pass for
-    stage diagnosis, membership and order for extraction, the outcomes a
-    regression is defined on. `lost` counts the lost results and
-    `lost_results` names them by score (`score: lost 13 (13 pass → data
-    error)`); over every pair, `failed_evals` names the NEW evals that did
-    not finish and `missing_evals` the BASE evals with no NEW eval. All
-    three count against NEW unless `lost_gated` is False (`--allow-lost`).
-    `fails` is the default gate (a significant regression, or a lost
-    result gated), `fails_strict` the `--strict` one (that, or any
-    regression at all).
-    """
+    """What `--fail-on-regression` decides on: `fails` the default gate (a
+    significant regression, or a lost result gated), `fails_strict` the
+    `--strict` one (docs/compare.md, "What the gate counts")."""
 
     alpha: float
     outcomes: list[str]
@@ -309,7 +266,7 @@ class _Outcome:
     """A binary outcome tested on the pairs in its population."""
 
     name: str
-    has: Callable[[str], bool]
+    has: tuple[str, ...]
     population: tuple[str, ...]
     higher_is_better: bool
     gates: bool
@@ -319,36 +276,12 @@ class _Outcome:
 # retrieval failures among runs that failed anyway is reported, not gated.
 _OUTCOMES: Final = {
     STAGE: (
-        _Outcome(
-            name="pass",
-            has=lambda state: state == "pass",
-            population=DIAGNOSED,
-            higher_is_better=True,
-            gates=True,
-        ),
-        _Outcome(
-            name="retrieval failure",
-            has=lambda state: state == "retrieval",
-            population=DIAGNOSED,
-            higher_is_better=False,
-            gates=False,
-        ),
+        _Outcome("pass", ("pass",), DIAGNOSED, True, True),
+        _Outcome("retrieval failure", ("retrieval",), DIAGNOSED, False, False),
     ),
     EXTRACTION: (
-        _Outcome(
-            name="membership",
-            has=lambda state: state in ("pass", "order fail"),
-            population=GRADED,
-            higher_is_better=True,
-            gates=True,
-        ),
-        _Outcome(
-            name="order",
-            has=lambda state: state == "pass",
-            population=GRADED,
-            higher_is_better=True,
-            gates=True,
-        ),
+        _Outcome("membership", ("pass", "order fail"), GRADED, True, True),
+        _Outcome("order", ("pass",), GRADED, True, True),
     ),
 }
 
@@ -357,42 +290,16 @@ _Pair = tuple[SampleKey, Run, Run]
 
 def change_spool() -> SortedSpool[Change]:
     """An empty list of changed pairs, by sample id and epoch."""
-    return SortedSpool(_encode_change, _decode_change)
+    return SortedSpool(asdict, _decode_change)
 
 
 def ref_spool() -> SortedSpool[SampleRef]:
     """An empty list of sample-epochs in one run only."""
-    return SortedSpool(_encode_ref, _decode_ref)
-
-
-def _encode_side(side: Side) -> dict[str, Any]:
-    return {
-        "state": side.state,
-        "missing": side.missing,
-        "explanation": side.explanation,
-        "log": side.log,
-    }
-
-
-def _encode_change(change: Change) -> dict[str, Any]:
-    return {
-        "id": change.id,
-        "epoch": change.epoch,
-        "base": _encode_side(change.base),
-        "new": _encode_side(change.new),
-    }
+    return SortedSpool(asdict, lambda data: SampleRef(**data))
 
 
 def _decode_change(data: dict[str, Any]) -> Change:
     return Change(data["id"], data["epoch"], Side(**data["base"]), Side(**data["new"]))
-
-
-def _encode_ref(ref: SampleRef) -> dict[str, Any]:
-    return {"id": ref.id, "epoch": ref.epoch, "log": ref.log}
-
-
-def _decode_ref(data: dict[str, Any]) -> SampleRef:
-    return SampleRef(data["id"], data["epoch"], data["log"])
 
 
 def _add_change(spool: SortedSpool[Change], pair: _Pair) -> None:
@@ -406,13 +313,8 @@ def _add_ref(spool: SortedSpool[SampleRef], ref: SampleRef) -> None:
 
 @dataclass
 class _OutcomeTally:
-    """The 2x2 table of one outcome, and its discordant pairs.
-
-    `by_sample` (kept when a sample can have several epochs) holds each
-    sample's NEW count minus BASE count of the outcome over its paired
-    epochs: the sign of its difference, for the test. `lost` and `gained`
-    list the discordant pairs, when the kind lists them (extraction).
-    """
+    """The 2x2 table of one outcome and its discordant pairs; `by_sample`,
+    kept with several epochs, each sample's NEW minus BASE count."""
 
     outcome: _Outcome
     by_sample: dict[SampleId, int] | None = None
@@ -431,8 +333,8 @@ class _OutcomeTally:
         population = self.outcome.population
         if base_run.state not in population or new_run.state not in population:
             return 0
-        in_base = self.outcome.has(base_run.state)
-        in_new = self.outcome.has(new_run.state)
+        in_base = base_run.state in self.outcome.has
+        in_new = new_run.state in self.outcome.has
         self.pairs += 1
         self.base += in_base
         self.new += in_new
@@ -470,14 +372,8 @@ class _OutcomeTally:
 
 @lru_cache(maxsize=1 << 12)
 def _share(value: float) -> Fraction:
-    """The share of two integers that `value` is the double of.
-
-    A figure is found / total of ID counts; the nearest fraction with a
-    denominator below 2**24 is that share again, exactly (two such shares
-    differ by more than 2**-48, a double errs by at most 2**-53). So a
-    sample whose epochs' figures move by 1/3 and -1/3, or 1/2 and -1/3 - 1/6,
-    did not move, as the doubles' own sums might say otherwise.
-    """
+    """The share of two integers that `value` is the double of, exactly
+    (denominators below 2**24), so that moves that cancel do cancel."""
     return Fraction(value).limit_denominator(1 << 24)
 
 
@@ -490,14 +386,9 @@ def _step_share(run: Run, step: str) -> float | None:
 
 @dataclass
 class _FigureTally:
-    """One figure (recall, precision, or a step's recall when `step` is
-    given, named `{step}_recall`) over the pairs that have it on both
-    sides: the exact sums of each side, and which samples fell or rose.
-
-    With one epoch a pair is a sample, and its sign is the comparison of
-    two doubles (exact: two shares of small integers round apart). With
-    several, `by_sample` sums each sample's differences as exact fractions.
-    """
+    """One figure over the pairs that have it on both sides: each side's
+    exact sum, and the samples that fell or rose (exact fractions with
+    several epochs)."""
 
     figure: str
     by_sample: dict[SampleId, Fraction] | None = None
@@ -668,23 +559,9 @@ def pair_runs(
     gate_lost: bool = True,
     gates: Iterable[str] = (PASS_GATE,),
 ) -> Paired:
-    """Pair BASE's observations with NEW's and compare every common score.
-
-    BASE is held, one small `Run` per sample-epoch; NEW is consumed as it
-    comes, each pair counted once. `clustered` when a sample may have
-    several epochs: the tests then take the sample as the unit (see
-    `stats.py`). A BASE run with a result that NEW lacks is lost (see the
-    module), unless its epoch is past `new_epochs`, the epochs NEW ran. A
-    score BASE has and NEW lacks is compared too, every run of it lost,
-    when some other score is in both or NEW is not `new_complete` (its
-    eval did not finish: it may have stopped before scoring anything).
-    `gate_lost` False leaves lost results out of the gate (`--allow-lost`);
-    `gates` names what the gate tests (`PASS_GATE`, `GATES`, a step's recall).
-
-    Raises `DuplicateRun` for a sample-epoch scored twice under one name
-    in a run, and `NothingInCommon` when NEW is complete and no score
-    name, or no sample-epoch of a common one, is in both runs.
-    """
+    """Pair BASE's observations (held) with NEW's (consumed as they come) and
+    compare every common score (docs/compare.md). Raises `DuplicateRun`, and
+    `NothingInCommon` when NEW is complete and shares no score or sample."""
     base_runs, base_counted, kinds = _held(base)
     tallies, new_seen, only_in_new_scores = _paired(new, base_runs, clustered)
     only_in_base_scores = {

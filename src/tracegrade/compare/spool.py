@@ -1,17 +1,6 @@
-"""A sorted list whose items wait on disk, not in memory.
-
-`tracegrade compare` lists every changed pair and every sample in one run
-only, ordered by sample id and epoch. On a million changed pairs those
-lists were most of its memory, several times the JSON they wrote. A
-`SortedSpool` takes each item as it is produced, as its JSON text, and
-holds at most `chunk` of them in memory: a full chunk is sorted and
-written to an unnamed temporary file as one run of lines, and reading
-merges the runs (`heapq.merge`), one buffered block per run in memory. So
-the memory of a list is flat in its length; the disk holds its JSON once.
-
-Reading it (`json_items` for the JSON output, iteration for the tables)
-can be done any number of times, and stops early at no cost: the first
-ten items of a million are ten lines of each run.
+"""A sorted list whose items wait on disk, not in memory: at most `chunk`
+in memory, sorted runs in a temporary file merged as read, so a million
+changed pairs cost flat memory (docs/compare.md, "Long lists").
 """
 
 from __future__ import annotations
@@ -21,8 +10,8 @@ import json
 import os
 import tempfile
 from collections.abc import Callable, Iterator
-from itertools import islice
-from typing import IO, Any, Generic, TypeVar, overload
+from operator import itemgetter
+from typing import IO, Any, Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -35,6 +24,7 @@ _BLOCK = 1 << 16
 """Bytes read at a time from each run when merging."""
 
 SortKey = tuple[Any, ...]
+_first_item = itemgetter(0)
 
 
 def default_chunk() -> int:
@@ -59,13 +49,8 @@ def _json(value: Any) -> str:
 
 
 class SortedSpool(Generic[T]):
-    """Items of type `T`, kept in the order of their sort keys.
-
-    `encode` makes an item JSON-ready (the form `json_items` gives) and
-    `decode` makes the item again from that form. Sort keys must be
-    JSON-ready tuples of numbers and strings: a key read back from disk is
-    the tuple it was.
-    """
+    """Items of type `T` in the order of their sort keys; `encode` makes an
+    item JSON-ready, `decode` makes it again. Keys are JSON-ready tuples."""
 
     def __init__(
         self,
@@ -113,7 +98,7 @@ class SortedSpool(Generic[T]):
 
     def _sort_buffer(self) -> None:
         if not self._sorted:
-            self._buffer.sort(key=_first)
+            self._buffer.sort(key=_first_item)
             self._sorted = True
 
     @property
@@ -132,7 +117,7 @@ class SortedSpool(Generic[T]):
         descriptor = self._file.fileno()
         sources = [_run_entries(descriptor, start, end) for start, end in self._runs]
         sources.append(iter(list(self._buffer)))
-        return heapq.merge(*sources, key=_first)
+        return heapq.merge(*sources, key=_first_item)
 
     def json_items(self) -> Iterator[str]:
         """Each item's JSON text (one line, ASCII), in order."""
@@ -142,28 +127,6 @@ class SortedSpool(Generic[T]):
     def __iter__(self) -> Iterator[T]:
         for text in self.json_items():
             yield self._decode(json.loads(text))
-
-    @overload
-    def __getitem__(self, index: int) -> T: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[T]: ...
-
-    def __getitem__(self, index: int | slice) -> T | list[T]:
-        """An item, or a list of them, by position (read up to it: for a
-        look at a few, not a walk through all)."""
-        positions = range(self._length)[index]
-        if isinstance(positions, int):
-            return next(islice(self, positions, None))
-        wanted = set(positions)
-        found = {
-            position: item
-            for position, item in enumerate(
-                islice(self, max(positions, default=-1) + 1)
-            )
-            if position in wanted
-        }
-        return [found[position] for position in positions]
 
     def close(self) -> None:
         """Free the temporary file; the spool is empty afterwards."""
@@ -186,10 +149,6 @@ class SortedSpool(Generic[T]):
 
     def __repr__(self) -> str:
         return f"SortedSpool({len(self)} items, {self.spilled} runs on disk)"
-
-
-def _first(entry: tuple[SortKey, str]) -> SortKey:
-    return entry[0]
 
 
 def _read_at(descriptor: int, size: int, position: int) -> bytes:

@@ -1,9 +1,6 @@
-"""The paired test of one binary outcome or figure, and what it can tell.
-
-Exact binomial tests at 1/2 (`scipy.stats.binomtest`): McNemar's with one
-epoch per sample, the sign test with the sample as the unit with several.
-Why these tests, and not an approximation or Wilcoxon's signed-rank test:
-docs/compare.md, "Significance: the sample is the unit".
+"""The paired test of one binary outcome or figure, and what it can tell:
+exact binomial tests at 1/2 (McNemar's, or the sign test with the sample
+as the unit). Why these tests: docs/compare.md, "Significance".
 """
 
 from __future__ import annotations
@@ -73,26 +70,36 @@ def discordant_needed(alpha: float) -> int:
     return needed
 
 
+def _sign_test(
+    fell: int, rose: int, alpha: float, higher_is_better: bool
+) -> tuple[float | None, float | None, int, Verdict]:
+    """The p-value of `fell` against `rose`, the smallest any split of them
+    could give, the changes needed to tell, and the verdict."""
+    changed = fell + rose
+    needed = discordant_needed(alpha)
+    if not changed:
+        return None, None, needed, Verdict.TOO_FEW
+    p_value = mcnemar_p_value(fell, rose)
+    if changed < needed:
+        verdict = Verdict.TOO_FEW
+    elif p_value > alpha:
+        verdict = Verdict.NOT_SIGNIFICANT
+    elif (rose > fell) == higher_is_better:
+        verdict = Verdict.BETTER
+    else:
+        verdict = Verdict.WORSE
+    return p_value, smallest_p_value(changed), needed, verdict
+
+
 MCNEMAR = "exact McNemar test"
 SIGN = "exact sign test on per-sample differences"
 
 
 @dataclass(frozen=True)
 class PairedTest:
-    """One outcome tested over `pairs` paired runs of `samples` samples.
-
-    `b`: pairs with the outcome in BASE only; `c`: in NEW only.
-    `base_count` and `new_count` are the runs with the outcome in each.
-    The test weighs `fell` against `rose`: the samples whose share of
-    their paired epochs with the outcome fell (or rose) from BASE to NEW.
-    With one epoch a sample is a pair, `fell` is `b` and `rose` is `c`, and
-    the test is McNemar's; with several it is the sign test on per-sample
-    differences, which stays exact however alike a sample's epochs are.
-    `p_value` is None when no sample changed, `difference` (NEW share
-    minus BASE share, `(c - b) / pairs`) when there are no pairs.
-    `higher_is_better` says which way is a regression: for `pass` fewer is
-    worse, for `retrieval failure` more is.
-    """
+    """One outcome tested over `pairs` paired runs of `samples` samples; `b`
+    and `c` its runs in BASE only and NEW only, `fell` and `rose` the samples
+    whose share fell or rose (docs/compare.md)."""
 
     outcome: str
     higher_is_better: bool
@@ -134,13 +141,9 @@ def paired_test(
     fell: int | None = None,
     rose: int | None = None,
 ) -> PairedTest:
-    """Test whether `outcome` changed between BASE and NEW, and say so in
-    one plain sentence.
-
-    Without `samples` each pair is a sample of its own (one epoch): the
-    exact McNemar test of `b` against `c`. With `samples`, `fell` and `rose`
-    (see `PairedTest`), the sign test over the samples.
-    """
+    """Test whether `outcome` changed, and say so in one sentence: McNemar's
+    test of `b` against `c`, or with `samples`, the sign test of `fell`
+    against `rose`."""
     alpha = check_alpha(alpha)
     counts = {"pairs": pairs, "base_count": base_count, "new_count": new_count}
     counts |= {"b": b, "c": c}
@@ -168,20 +171,19 @@ def paired_test(
                 f"rose={rose} (c={c})"
             )
         test = SIGN
-    changed = fell + rose
-    needed = discordant_needed(alpha)
-    p_value = mcnemar_p_value(fell, rose) if changed else None
-    lowest = smallest_p_value(changed) if changed else None
-    significant = p_value is not None and p_value <= alpha
-    if not changed or changed < needed:
-        verdict = Verdict.TOO_FEW
-    elif not significant:
-        verdict = Verdict.NOT_SIGNIFICANT
-    elif (rose > fell) == higher_is_better:
-        verdict = Verdict.BETTER
+    p_value, lowest, needed, verdict = _sign_test(fell, rose, alpha, higher_is_better)
+    if pairs == 0:
+        note = f"Too few to tell: no pair was tested for {outcome}."
+    elif p_value is None:
+        note = (
+            f"Too few to tell: none of the {pairs} pairs changed {outcome}, so "
+            "the test has nothing to weigh."
+        )
     else:
-        verdict = Verdict.WORSE
-    unit = _Unit(test, pairs, samples, b, c, fell, rose)
+        what = "changed pairs" if test == MCNEMAR else "changed samples"
+        moved = _note(outcome, test, pairs, samples, (b, c, fell, rose))
+        at_least = f", and at least {needed} {what} are needed"
+        note = _sentence(verdict, moved, p_value, alpha, fell + rose, at_least)
     return PairedTest(
         outcome=outcome,
         higher_is_better=higher_is_better,
@@ -199,9 +201,9 @@ def paired_test(
         difference=(c - b) / pairs if pairs else None,
         smallest_p_value=lowest,
         discordant_needed=needed,
-        significant=significant,
+        significant=p_value is not None and p_value <= alpha,
         verdict=verdict,
-        note=_note(outcome, unit, p_value, alpha, needed, verdict),
+        note=note,
     )
 
 
@@ -210,18 +212,9 @@ FIGURE_TEST = "exact sign test on per-sample mean differences"
 
 @dataclass(frozen=True)
 class FigureTest:
-    """A per-run figure (context recall, context precision) compared over
-    the `pairs` paired runs where both sides have it, of `samples` samples.
-
-    `base_mean` and `new_mean` are the figure's means over those pairs,
-    `difference` NEW minus BASE. The test is the exact sign test with the
-    sample as the unit: each sample's difference is the mean of NEW minus
-    BASE over its paired epochs; `fell` samples went down, `rose` went up,
-    the rest did not move, and under no change each moving sample is as
-    likely to go either way. Higher is better for every figure. `lost`
-    counts the pairs whose BASE run had the figure and whose NEW run, with
-    a result, has not; the gate counts them when it tests the figure.
-    """
+    """A per-run figure (context recall, precision, a step's recall) compared
+    over the paired runs that have it on both sides, by the sign test of the
+    samples that `fell` and `rose`; `lost` counts runs that lost it."""
 
     figure: str
     alpha: float
@@ -267,17 +260,9 @@ def figure_test(
         )
     if (base_mean is None or new_mean is None) != (pairs == 0):
         raise InvalidCounts("the means are None exactly when there are no pairs")
-    changed = fell + rose
-    needed = discordant_needed(alpha)
-    p_value = mcnemar_p_value(fell, rose) if changed else None
-    significant = p_value is not None and p_value <= alpha
-    if not changed or changed < needed:
-        verdict = Verdict.TOO_FEW
-    elif not significant:
-        verdict = Verdict.NOT_SIGNIFICANT
-    else:
-        verdict = Verdict.BETTER if rose > fell else Verdict.WORSE
+    p_value, lowest, needed, verdict = _sign_test(fell, rose, alpha, True)
     difference = None if base_mean is None or new_mean is None else new_mean - base_mean
+    nothing, moved = _figure_note(figure, samples, pairs, fell, rose, p_value)
     return FigureTest(
         figure=figure,
         alpha=alpha,
@@ -290,113 +275,73 @@ def figure_test(
         fell=fell,
         rose=rose,
         p_value=p_value,
-        smallest_p_value=smallest_p_value(changed) if changed else None,
+        smallest_p_value=lowest,
         discordant_needed=needed,
-        significant=significant,
+        significant=p_value is not None and p_value <= alpha,
         verdict=verdict,
-        note=_figure_note(figure, samples, pairs, fell, rose, p_value, alpha, verdict),
+        note=f"Too few to tell: {nothing}"
+        if nothing
+        else _sentence(verdict, moved, p_value or 0.0, alpha, fell + rose, ""),
         lost=lost,
     )
 
 
 def _figure_note(
-    figure: str,
-    samples: int,
-    pairs: int,
-    fell: int,
-    rose: int,
-    p_value: float | None,
-    alpha: float,
-    verdict: Verdict,
-) -> str:
+    figure: str, samples: int, pairs: int, fell: int, rose: int, p: float | None
+) -> tuple[str, str]:
+    """What a figure's test counted: when nothing, the whole sentence."""
     if pairs == 0:
-        return f"Too few to tell: no pair has {figure} on both sides."
-    if p_value is None:
+        return f"no pair has {figure} on both sides.", ""
+    if p is None:
         return (
-            f"Too few to tell: {figure} moved in none of the {samples} samples "
-            f"({pairs} paired runs), so the test has nothing to weigh."
+            f"{figure} moved in none of the {samples} samples ({pairs} paired "
+            "runs), so the test has nothing to weigh.",
+            "",
         )
-    moved = (
+    return "", (
         f"of {samples} samples ({pairs} paired runs with {figure} on both "
         f"sides), {figure} fell in {fell} and rose in {rose} (exact sign test "
         "on per-sample mean differences)"
     )
-    if verdict is Verdict.TOO_FEW:
-        lowest = smallest_p_value(fell + rose)
+
+
+def _note(
+    outcome: str, test: str, pairs: int, samples: int, counts: tuple[int, ...]
+) -> str:
+    """What an outcome's test counted; `counts` are b, c, fell and rose."""
+    b, c, fell, rose = counts
+    if test == MCNEMAR:
         return (
-            f"Too few to tell: {moved}; even a {fell + rose} to 0 split would "
-            f"give p = {format_p(lowest)} > alpha = {alpha}."
+            f"{b} of {pairs} pairs had {outcome} in BASE only and {c} in NEW "
+            "only (exact McNemar test)"
         )
-    if verdict is Verdict.NOT_SIGNIFICANT:
-        return f"Not significant: {moved}; p = {format_p(p_value)} > alpha = {alpha}."
     return (
-        f"{verdict.value.capitalize()} in NEW: {moved}; p = {format_p(p_value)} "
-        f"<= alpha = {alpha}."
+        f"of {samples} samples ({pairs} paired epochs), {fell} had {outcome} in "
+        f"fewer of their epochs in NEW and {rose} in more (exact sign test, the "
+        "sample as the unit: a sample's epochs are not independent evidence)"
     )
 
 
-@dataclass(frozen=True)
-class _Unit:
-    """What a test counted, for its sentence."""
-
-    test: str
-    pairs: int
-    samples: int
-    b: int
-    c: int
-    fell: int
-    rose: int
-
-    def changed(self, outcome: str) -> str:
-        if self.test == MCNEMAR:
-            return (
-                f"{self.b} of {self.pairs} pairs had {outcome} in BASE only and "
-                f"{self.c} in NEW only (exact McNemar test)"
-            )
+def _sentence(
+    verdict: Verdict, moved: str, p: float, alpha: float, changed: int, needed: str
+) -> str:
+    """The verdict of a test of `changed` moves, said in one sentence."""
+    if verdict is Verdict.TOO_FEW:
         return (
-            f"of {self.samples} samples ({self.pairs} paired epochs), {self.fell} "
-            f"had {outcome} in fewer of their epochs in NEW and {self.rose} in "
-            "more (exact sign test, the sample as the unit: a sample's epochs are "
-            "not independent evidence)"
+            f"Too few to tell: {moved}; even a {changed} to 0 split would give "
+            f"p = {format_p(smallest_p_value(changed))} > alpha = {alpha}{needed}."
         )
+    if verdict is Verdict.NOT_SIGNIFICANT:
+        return f"Not significant: {moved}; p = {format_p(p)} > alpha = {alpha}."
+    return (
+        f"{verdict.value.capitalize()} in NEW: {moved}; p = {format_p(p)} "
+        f"<= alpha = {alpha}."
+    )
 
 
 def format_p(p_value: float) -> str:
     """A p-value to 2 significant digits, small ones in scientific form."""
     return f"{p_value:.2g}" if p_value >= 1e-4 else f"{p_value:.1e}"
-
-
-def _note(
-    outcome: str,
-    unit: _Unit,
-    p_value: float | None,
-    alpha: float,
-    needed: int,
-    verdict: Verdict,
-) -> str:
-    if unit.pairs == 0:
-        return f"Too few to tell: no pair was tested for {outcome}."
-    if p_value is None:
-        return (
-            f"Too few to tell: none of the {unit.pairs} pairs changed {outcome}, "
-            "so the test has nothing to weigh."
-        )
-    changed = unit.changed(outcome)
-    if verdict is Verdict.TOO_FEW:
-        discordant = unit.fell + unit.rose
-        lowest = smallest_p_value(discordant)
-        what = "changed pairs" if unit.test == MCNEMAR else "changed samples"
-        return (
-            f"Too few to tell: {changed}; even a {discordant} to 0 split would "
-            f"give p = {format_p(lowest)} > alpha = {alpha}, and at least "
-            f"{needed} {what} are needed."
-        )
-    if verdict is Verdict.NOT_SIGNIFICANT:
-        return f"Not significant: {changed}; p = {format_p(p_value)} > alpha = {alpha}."
-    return (
-        f"{verdict.value.capitalize()} in NEW: {changed}; p = {format_p(p_value)} "
-        f"<= alpha = {alpha}."
-    )
 
 
 __all__ = [

@@ -1,22 +1,12 @@
-"""A `Comparison` as a `Page` of tables, for the terminal, HTML and
-Markdown.
-
-Every rendering takes this page, as `tracegrade report`'s do its
-`report_page`, so they never disagree. Each pair of evals has its own
-section of tables, titled with the pair when there are several.
-Long lists (the changed samples, the IDs that changed, the samples in
-one run only) are cut to `show` rows, with the count of the rest in the
-caption: in the terminal `--show` (default 10), on the HTML page
-`--html-show` (default `HTML_SHOW`), so that a million changed pairs make
-a page a browser opens. Only the rows shown are read back from the lists'
-spools. The JSON lists all. Document IDs and sample ids are quoted, so an
-empty ID or a trailing space shows.
+"""A `Comparison` as a `Page` of tables: a section per pair of evals, each
+long list cut to `show` rows (only those read back from its spool).
+IDs and sample ids are quoted, so an empty ID or a trailing space shows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from itertools import chain, islice
 from pathlib import Path
 
@@ -98,10 +88,8 @@ def all_warnings(comparison: Comparison) -> list[str]:
 
 
 def gate_line(comparison: Comparison, *, counts_only: bool = False) -> str:
-    """What `--fail-on-regression` counts, in one sentence: the
-    regressions and where, whether any is significant, and the results
-    NEW lost; `counts_only`, the regressions alone (the verdict says the
-    rest)."""
+    """What `--fail-on-regression` counts, in one sentence; `counts_only`,
+    the regressions alone (the verdict says the rest)."""
     gate = comparison.gate
     regressions = f"{gate.regressions} regression{'s' if gate.regressions != 1 else ''}"
     if gate.regressed:
@@ -198,10 +186,8 @@ def comparison_tables(
     show: int | None = None,
     option: str = "--show",
 ) -> tuple[list[Table], list[Table]]:
-    """One pair's tables, the counts and tests first, then the lists; lists
-    with no rows are left out. `show` cuts each list of samples or IDs to
-    that many rows (None: all); `option` sets it, named in the captions.
-    """
+    """One pair's tables, the counts and tests first, then the lists cut to
+    `show` rows (set by `option`); tables with no rows are left out."""
     index = comparison.pairs.index(pair)
     first, rest = _pair_tables(comparison, pair, _Cut(show, option))
 
@@ -292,7 +278,6 @@ def evals_table(comparison: Comparison) -> Table:
         "score` split. Evals are paired by task and model; one eval on each "
         "side is paired whatever it ran.",
         columns=["side", "eval", "task", "model", "status", "epochs", "paired as"],
-        numeric=[False, False, False, False, False, True, False],
         rows=rows,
         # Shown without --verbose when an eval is not paired, or did not finish.
         detail=not (
@@ -345,7 +330,6 @@ def _summary_table(compared: Sequence[StageComparison | ExtractionComparison]) -
             "only in BASE",
             "only in NEW",
         ],
-        numeric=[False, *[True] * 4, False, True, True],
         rows=rows,
     )
 
@@ -374,7 +358,6 @@ def _runs_table(compared: Sequence[StageComparison | ExtractionComparison]) -> T
         "weigh only pairs with a result on both sides; a run BASE diagnosed "
         "and NEW did not is a lost result (table Pairs).",
         columns=["score", "side", "runs", "diagnosed", "not diagnosed", "why"],
-        numeric=[False, False, True, True, True, False],
         rows=rows,
     )
 
@@ -394,7 +377,6 @@ def _transition_table(c: ScoreComparison) -> Table:
         caption=f"Pairs by state in BASE (rows) and in NEW (columns); the "
         f"diagonal is unchanged. {STATE_MEANINGS[c.kind]}",
         columns=["BASE \\ NEW", *c.states, "total"],
-        numeric=[False, *[True] * (len(c.states) + 1)],
         rows=rows,
         brief=["BASE \\ NEW", *(c.states[i] for i in held), "total"],
         brief_rows=[*held, len(c.states)],
@@ -420,7 +402,6 @@ def _tests_table(comparison: Comparison, pair: EvalPair) -> Table:
         f"changed {unit} no split can reach alpha = {comparison.alpha}: too "
         "few to tell.",
         columns=_TEST_COLUMNS,
-        numeric=[False, False, False, *[True] * 10, False],
         rows=rows,
         # One epoch: samples, fell and rose say again pairs, b and c.
         brief=_TEST_BRIEF if unit == "pairs" else None,
@@ -467,7 +448,6 @@ def _figures_table(pair: EvalPair) -> Table:
         "(the sample as the unit); too few to tell as under Significance. "
         "Gated only with --gate.",
         columns=_FIGURE_COLUMNS,
-        numeric=[False, False, *[True] * 8, False],
         rows=[_figure_row(score, figure) for score, figure in figures],
         # One epoch: a pair is a sample.
         brief=None
@@ -506,12 +486,12 @@ def _figure_row(score: str, figure: FigureTest) -> list[str]:
     ]
 
 
+@dataclass(frozen=True)
 class _Cut:
     """How many rows of a list to show, and the option that says so."""
 
-    def __init__(self, show: int | None, option: str) -> None:
-        self.show = show
-        self.option = option
+    show: int | None
+    option: str
 
     def rows(
         self, rows: Iterable[list[str]], total: int, what: str
@@ -562,7 +542,6 @@ def _changes_table(
         title=title,
         caption=count,
         columns=columns,
-        numeric=[False, True, *[False] * (len(columns) - 2)],
         rows=shown,
         brief=brief,
         cut=count if len(shown) < len(changes) else "",
@@ -586,7 +565,6 @@ def _ids_table(c: StageComparison, show: _Cut) -> Table:
         "required ID and whose BASE run did not; newly found: the reverse. "
         f"{count}",
         columns=["document", "newly missing", "newly found"],
-        numeric=[False, True, True],
         rows=shown,
         detail=True,
     )
@@ -617,7 +595,6 @@ def _one_run_table(
         "a sample added or dropped, an epoch run in one run only, or a part of a "
         "split run not given.",
         columns=["score", "only in", "sample", "epoch", "log"],
-        numeric=[False, False, False, True, False],
         rows=shown,
         cut=count if len(shown) < total else "",
     )
@@ -656,7 +633,6 @@ def _logs_table(pair: EvalPair) -> Table:
         "tracegrade score, such as one that errored before scoring. part: the "
         "log's part of a run split by `tracegrade score`.",
         columns=["side", "log", "part", "status", "epochs", "samples", "no score"],
-        numeric=[False, False, True, False, True, True, True],
         rows=rows,
         detail=True,
     )

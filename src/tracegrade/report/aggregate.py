@@ -1,8 +1,5 @@
-"""From evals to the figures `tracegrade report` shows.
-
-Each eval's samples are read one at a time and only counters kept; every
-form of the report is built from the one `Report` returned. The counting
-rules (per sample-epoch, every run counted) are docs/report.md's.
+"""From evals to the figures `tracegrade report` shows: samples read one
+at a time, only counters kept (the rules: docs/report.md).
 """
 
 from __future__ import annotations
@@ -10,9 +7,10 @@ from __future__ import annotations
 import dataclasses
 import math
 from array import array
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from itertools import combinations
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..core.errors import quote
@@ -71,11 +69,8 @@ class ErrorCount:
 
 @dataclass(frozen=True)
 class MissedDocument:
-    """How often a required document never reached the context.
-
-    `required` counts the diagnosed runs that required it, so that a
-    document missed 3 times in 3 differs from one missed 3 times in 300.
-    """
+    """How often a required document never reached the context, of the
+    `required` diagnosed runs that required it."""
 
     id: str
     missed: int
@@ -116,17 +111,8 @@ class EvalInfo:
 
     @classmethod
     def of(cls, run: EvalRun) -> EvalInfo:
-        logs = [log.path for log in run.logs]
-        return cls(
-            run.key,
-            run.name,
-            run.task,
-            run.model,
-            run.created,
-            run.status,
-            run.epochs,
-            logs,
-        )
+        info = (run.key, run.name, run.task, run.model, run.created, run.status)
+        return cls(*info, run.epochs, [log.path for log in run.logs])
 
 
 @dataclass(frozen=True)
@@ -142,20 +128,9 @@ class EvalSummary(EvalInfo):
 
 @dataclass(frozen=True)
 class StageSummary:
-    """Stage diagnosis figures for one eval (or pooled evals) and score.
-
-    `runs` counts every sample-epoch of the eval, with a result or not;
-    `samples` the distinct samples logged, the clusters of the intervals;
-    `diagnosed` the runs that got a stage, the denominator of the stage
-    shares, and `not_diagnosed` the rest, by why. `over_all_runs` has the
-    figures `--fail-under` checks: `pass` of every run, and the mean
-    `context_recall` and `context_precision` over the runs that have one
-    and the runs not diagnosed that lack one (those count 0). `lucky` is the share of
-    runs labelled correct, among diagnosed ones, whose required evidence
-    never reached the context. `recall` is the mean context recall of the
-    `recall_runs` runs that have one (None without one), `precision` the
-    mean context precision of the `precision_runs` runs that have one.
-    """
+    """Stage diagnosis figures for one eval (or pooled evals) and score;
+    `diagnosed` the runs with a stage, the shares' denominator, the rest
+    `not_diagnosed` by why (docs/report.md)."""
 
     evals: list[str]
     task: str
@@ -184,15 +159,8 @@ class StageSummary:
 
 @dataclass(frozen=True)
 class ExtractionSummary:
-    """Ordered extraction figures for one eval (or pooled evals) and score.
-
-    `graded` counts runs with a grade, answer failures included (they fail
-    both criteria), and `not_graded` the rest of the `runs`, by why.
-    `over_all_runs` has `membership` and `order` of every run, the figures
-    `--fail-under` checks. An order pass implies a membership pass, so the gap
-    between the accuracies is itself a proportion: the runs that kept
-    every ID but lost the source order.
-    """
+    """Ordered extraction figures for one eval (or pooled evals) and score;
+    an order pass implies a membership pass, so `gap` is a proportion too."""
 
     evals: list[str]
     task: str
@@ -218,11 +186,8 @@ class ExtractionSummary:
 
 @dataclass(frozen=True)
 class Report:
-    """Everything `tracegrade report` shows, in every output form.
-
-    `thresholds` are the `--fail-under` checks, one per threshold and
-    summary of its scorer; the gate fails when one is not `met`.
-    """
+    """Everything `tracegrade report` shows, in every output form;
+    `thresholds` are the `--fail-under` checks."""
 
     unit: str
     interval: str
@@ -239,6 +204,11 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def summaries(self) -> list[StageSummary | ExtractionSummary]:
+        """Every summary, stage diagnosis first."""
+        return [*self.stage_diagnosis, *self.ordered_extraction]
+
 
 def build_report(
     paths: Sequence[str],
@@ -249,19 +219,9 @@ def build_report(
     on_log_read: Callable[[str], None] | None = None,
     samples: SampleReader = log_samples,
 ) -> Report:
-    """Read every eval at or under `paths` and aggregate its tracegrade
-    scores; `pool` pools the evals of each task, model and score, and
-    each of `thresholds` is checked against every summary of its scorer.
-    A path of Parquet results (`tracegrade.report.results`) is an eval
-    of its own, after the logs' evals.
-
-    `on_log_read` is called after each log, for a progress display;
-    `samples` reads a log's samples (the tests give Inspect's own reader,
-    to compare). Raises `LogError` for a log that cannot be read,
-    `ReportError` for a malformed tracegrade score, evals that cannot be
-    pooled, or when no log holds a tracegrade score, and
-    `InvalidThreshold` for a threshold no summary has the metric of.
-    """
+    """Read every eval at or under `paths` (Parquet results after the logs'
+    evals) and aggregate its tracegrade scores. Raises `LogError`,
+    `ReportError` or `InvalidThreshold`."""
     from .results import split_paths
 
     logs, results = split_paths(paths)
@@ -307,11 +267,7 @@ def report_evals(
 
 
 def _targets(report: Report) -> Iterator[Target]:
-    summaries: list[StageSummary | ExtractionSummary] = [
-        *report.stage_diagnosis,
-        *report.ordered_extraction,
-    ]
-    for summary in summaries:
+    for summary in report.summaries:
         staged = isinstance(summary, StageSummary)
         yield Target(
             eval="+".join(summary.evals),
@@ -329,13 +285,12 @@ class _Clusters:
     """Per sample, how many of its runs had each outcome; kept only when a
     sample can run more than once."""
 
-    samples: dict[Any, Counter[str]] = field(default_factory=dict)
+    samples: defaultdict[Any, Counter[str]] = field(
+        default_factory=lambda: defaultdict(Counter)
+    )
 
     def add(self, sample: Any, *outcomes: str) -> None:
-        counts = self.samples.get(sample)
-        if counts is None:
-            counts = self.samples[sample] = Counter()
-        counts.update(outcomes)
+        self.samples[sample].update(outcomes)
 
     def of(self, outcome: str, population: str) -> list[Cluster]:
         return [
@@ -443,15 +398,9 @@ class _Aggregate:
                     key = self._key(label, run, name)
                     counts = self._counts(key, scorer, label, run, clustered)
                     sample_key = sample.id if self.pool else (label, sample.id)
+                    read = read_stage if scorer == STAGE_SCORER else read_extraction
                     try:
-                        if scorer == STAGE_SCORER:
-                            assert isinstance(counts, _StageCounts)
-                            staged = read_stage(score.value, score.metadata)
-                            _count_stage(counts, sample_key, staged)
-                        else:
-                            assert isinstance(counts, _ExtractionCounts)
-                            graded = read_extraction(score.value, score.metadata)
-                            _count_extraction(counts, sample_key, graded)
+                        _count(counts, sample_key, read(score.value, score.metadata))
                     except InvalidScore as invalid:
                         raise _invalid(log.path, sample, name, invalid) from None
                     if self.pool:
@@ -496,14 +445,7 @@ class _Aggregate:
         for row, (sample_id, score) in enumerate(read_results(results)):
             # A row without an id is a sample no other eval can share.
             sample = sample_id if sample_id is not None else (label, row)
-            if isinstance(score, StageScore):
-                assert isinstance(counts, _StageCounts)
-                _count_stage(counts, sample if self.pool else (label, sample), score)
-            else:
-                assert isinstance(counts, _ExtractionCounts)
-                _count_extraction(
-                    counts, sample if self.pool else (label, sample), score
-                )
+            _count(counts, sample if self.pool else (label, sample), score)
             if ids is not None:
                 ids.add(sample)
         self.logs.append(
@@ -626,12 +568,10 @@ class _Aggregate:
     def _check_pooled(self) -> None:
         """Refuse to pool evals that scored the same sample ids."""
         for key, by_eval in self.pooled_ids.items():
-            labels = list(by_eval)
-            for index, first in enumerate(labels):
-                for second in labels[index + 1 :]:
-                    shared = by_eval[first] & by_eval[second]
-                    if shared:
-                        raise ReportError(_shared_samples(key, first, second, shared))
+            for first, second in combinations(by_eval, 2):
+                shared = by_eval[first] & by_eval[second]
+                if shared:
+                    raise ReportError(_shared_samples(key, first, second, shared))
 
 
 def _shared_samples(key: _GroupKey, first: str, second: str, shared: set[Any]) -> str:
@@ -667,6 +607,19 @@ def _count_shares(counts: _StageCounts, score: StageScore) -> None:
         counts.precisions.append(score.precision)
     elif score.stage is None:
         counts.without_precision += 1
+
+
+def _count(
+    counts: _StageCounts | _ExtractionCounts,
+    sample: Any,
+    score: StageScore | ExtractionScore,
+) -> None:
+    if isinstance(score, StageScore):
+        assert isinstance(counts, _StageCounts)
+        _count_stage(counts, sample, score)
+    else:
+        assert isinstance(counts, _ExtractionCounts)
+        _count_extraction(counts, sample, score)
 
 
 def _count_stage(counts: _StageCounts, sample: Any, score: StageScore) -> None:

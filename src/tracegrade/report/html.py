@@ -1,8 +1,5 @@
-"""A `Report` as one self-contained HTML file with plotly charts.
-
-plotly.js is embedded inline, once, in the page head: the file opens
-offline, from an attachment or an air-gapped machine, with no CDN. The
-page is the same `report_page` the terminal shows, so they never disagree.
+"""A `Report` as one self-contained HTML file with plotly charts, plotly.js
+inline so that it opens offline; the page is the terminal's `report_page`.
 """
 
 from __future__ import annotations
@@ -10,7 +7,6 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go  # type: ignore[import-untyped]
@@ -46,11 +42,8 @@ LAYOUT: dict[str, Any] = {
 
 
 def plot_text(text: str) -> str:
-    """`text` safe in plotly's labels, which read a little HTML.
-
-    plotly.js decodes `&lt;`, `&gt;` and `&amp;` but not `&quot;`, so quotes
-    stay as they are.
-    """
+    """`text` safe in plotly's labels, which read a little HTML (and decode
+    no `&quot;`, so quotes stay)."""
     return html.escape(text, quote=False)
 
 
@@ -309,15 +302,6 @@ def render_html(report: Report) -> str:
     return page_html(report_page(report), [charts], get_plotlyjs())
 
 
-def write_html(report: Report, path: Path, *, replace: bool = False) -> None:
-    """Write the page whole or not at all (see `tracegrade.outputs`);
-    `replace` (`--force`) lets it replace a file already there."""
-    from ..outputs import AtomicFile
-
-    page = render_html(report)
-    AtomicFile.write_text(str(path), page, replace=replace)
-
-
 __all__ = [
     "LAYOUT",
     "chart_html",
@@ -326,5 +310,4 @@ __all__ = [
     "id_figure",
     "render_html",
     "stages_figure",
-    "write_html",
 ]

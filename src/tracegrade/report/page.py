@@ -1,12 +1,6 @@
 """One page model for `report` and `compare`, and its renderers: the
-terminal, Markdown (for CI) and HTML. Each command builds its `Page` once,
-so no rendering disagrees; the verdict comes first in every one.
-
-The terminal shows each table's legend only with `--verbose`, and the
-brief columns of a wide table; Markdown and HTML show everything. Markdown
-stays under `COMMENT_LIMIT` characters: blocks are added while they fit, a
-table that does not fit whole keeps the rows that do, and the page says
-what it left out. Every cell is escaped for the format it is written in.
+terminal, Markdown (under `COMMENT_LIMIT`, saying what it left out) and
+HTML, each cell escaped for its format; the verdict first in every one.
 """
 
 from __future__ import annotations
@@ -22,18 +16,24 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+# A count, a share with its interval, a p-value or a change; "n/a" when none.
+_FIGURE = re.compile(
+    r"n/a|none|[+-]?\d+(\.\d+)?(e[+-]?\d+)?( ?%| pp)?( \[[\d.]+, [\d.]+\])?"
+)
+
+_DIGIT = re.compile(r"\d")
+
+
 @dataclass(frozen=True)
 class Table:
-    """A titled table of display strings; `numeric` marks right-aligned
-    columns, `notes` are lines under the caption (each eval's logs). The
-    terminal, unless `--verbose`, shows it `briefly`, leaves out a `detail`
-    table, and says a list's `cut` where it leaves out the caption."""
+    """A titled table of display strings; `notes` are lines under the
+    caption (each eval's logs). The terminal, unless `--verbose`, shows it
+    `briefly`, leaves out a `detail` table, and says a list's `cut`."""
 
     key: str
     title: str
     caption: str
     columns: list[str]
-    numeric: list[bool]
     rows: list[list[str]]
     notes: list[str] = field(default_factory=list)
     brief: list[str] | None = None
@@ -41,6 +41,16 @@ class Table:
     constant: list[str] = field(default_factory=list)
     detail: bool = False
     cut: str = ""
+
+    @property
+    def numeric(self) -> list[bool]:
+        """Right-aligned and never broken: the columns of figures, each cell
+        a figure or "n/a" or "none", not all of them words."""
+        return [
+            any(_DIGIT.search(row[i]) for row in self.rows)
+            and all(_FIGURE.fullmatch(row[i]) for row in self.rows if row[i])
+            for i in range(len(self.columns))
+        ]
 
     def briefly(self) -> Table:
         """The `brief` columns and `brief_rows` (None: all); when the first
@@ -65,7 +75,6 @@ class Table:
             self,
             title=title,
             columns=columns,
-            numeric=[self.numeric[i] for i in kept],
             rows=[[row[i] for i in kept] for row in rows],
         )
 
@@ -262,10 +271,8 @@ _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "@": "&#64;", "#": "&#35;"}
 
 
 def escape(text: str, limit: int = CELL_LIMIT, *, line: bool = False) -> str:
-    """`text` as literal Markdown on one line: `&`, `<`, `>`, `@` and `#`
-    as entities, inline markup backslash-escaped, whitespace runs as one
-    space; cut to `limit` characters. `line`: it starts a line, where `-`
-    or `1.` would start a list."""
+    """`text` as literal Markdown on one line, cut to `limit` characters;
+    `line`: it starts a line, where `-` or `1.` would start a list."""
     flat = " ".join(text.split())
     if len(flat) > limit:
         flat = flat[: limit - 1] + "\u2026"
@@ -446,12 +453,12 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 
 def table_html(table: Table) -> str:
     """A table as an HTML section, escaped, the same cells as the terminal's."""
+    numeric = table.numeric
 
     def cells(tag: str, values: Sequence[str]) -> str:
         return "".join(
-            f'<{tag} class="{"num" if numeric else "text"}">'
-            f"{html.escape(value)}</{tag}>"
-            for value, numeric in zip(values, table.numeric, strict=True)
+            f'<{tag} class="{"num" if number else "text"}">{html.escape(value)}</{tag}>'
+            for value, number in zip(values, numeric, strict=True)
         )
 
     body = "".join(f"<tr>{cells('td', row)}</tr>" for row in table.rows)

@@ -1,14 +1,5 @@
-"""Every run counted: why a run got no result, and the shares over all runs.
-
-A share of the runs diagnosed hides the runs that were not: an eval that
-loses 12 of 30 samples to errors can pass 18 of 18. So `report` and
-`compare` give every share beside the runs it rests on and the runs that
-got no result, with why, in one vocabulary: a data error's kind
-(`answer-label`, `invalid-input`, ...), `sample-error` (the sample
-errored, scored as such under `--score-on-error` or not scored at all),
-`no-score` (logged without the score) or `not-run` (listed by an eval
-that stopped before running it). `--fail-under` checks the shares over
-all runs, where those runs count as not passing (`thresholds.py`).
+"""Every run counted: why a run got no result (a data error's kind,
+`sample-error`, `no-score`, `not-run`), and the shares over all runs.
 """
 
 from __future__ import annotations

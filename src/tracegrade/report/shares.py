@@ -1,25 +1,5 @@
-"""Shares of runs, and their confidence intervals.
-
-A share is `count` of `total` runs (sample-epochs). Its interval is the
-Wilson score interval, which stays inside [0, 1] and behaves at 0 and n
-successes where the normal approximation does not. It is computed here
-from its formula, with the standard library's normal quantile, as
-scipy's `binomtest(...).proportion_ci(method="wilson")` computes it (the
-tests hold the two together): importing scipy for it cost `tracegrade
-report` more time and memory than reading a large log.
-
-With several epochs the runs of one sample are not independent: a
-question a model cannot answer fails every epoch, so three epochs are
-not three times the evidence. There the sample is the cluster, as in
-Inspect's `stderr(cluster=...)` and "Adding Error Bars to Evals" (Miller,
-2024): the interval is Wilson's over the effective number of runs,
-n / deff, where the design effect deff is the clustered variance of the
-share (Inspect's estimator, with its C / (C - 1) correction) over its
-variance if every run were independent. n / deff is not a whole number,
-which is no hindrance to the formula. The effective number lies between the
-number of samples and the number of runs; when every run has the outcome
-or none has, no variance shows how alike a sample's epochs are, and the
-samples alone are counted.
+"""Shares of runs and their Wilson intervals, with the sample as the
+cluster when it ran several epochs (docs/report.md, "Intervals").
 """
 
 from __future__ import annotations
@@ -82,13 +62,9 @@ def effective_trials(clusters: Sequence[Cluster]) -> float:
 
 @dataclass(frozen=True)
 class Proportion:
-    """`count` of `total` runs, with its share and Wilson interval.
-
-    `effective_total` is the number of independent runs the interval
-    rests on when runs were clustered by sample (None when every sample
-    ran once). With no runs there is no share: `share`, `low` and `high`
-    are None.
-    """
+    """`count` of `total` runs, with its share and Wilson interval (None with
+    no runs); `effective_total` the independent runs it rests on when
+    clustered."""
 
     count: int
     total: int

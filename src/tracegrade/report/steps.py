@@ -1,29 +1,5 @@
-"""Where in the pipeline the missing documents were lost, over many runs.
-
-A stage score whose record carried the pipeline's steps says, per missing
-ID, the step that lost it (`tracegrade.core.steps`). A team reading a
-report asks the same question of the whole run: is the loss at the
-retriever (embeddings, chunking), a filter or the reranker, or the cut
-that fills the prompt (k)? So, per step, in pipeline order:
-
-- how many of the missing IDs were lost there, and their share of all the
-  missing IDs of runs with steps;
-- the step's recall (the share of required IDs in its output), mean
-  reciprocal rank and nDCG at `NDCG_DEPTH` of the required IDs, means
-  over the diagnosed runs that have the step, as trec_eval computes them
-  (`tests/test_report_steps.py` holds them to ir-measures);
-
-and for the IDs lost at the cut (`lost_at` "context": every step kept them),
-the ranks where they were last seen: the median, and how many lay within
-`NEAR_THE_CUT` ranks below it, where a slightly larger k would have kept
-them. The cut is the run's context size: the prompt held that many IDs.
-
-Steps are named per record, so runs may differ in their steps; a step is
-listed in the order it first appears, and its figures are over the runs
-that have it. An agent's steps are its tool calls (`search#1`, `search#2`:
-`tracegrade.scorers.transcript`), counted by tool: a run's calls of one
-tool are one step, their IDs in the order received, each once, so runs
-that call it a different number of times share one row.
+"""Where in the pipeline the missing documents were lost, over many runs:
+per step, and at the prompt's cut (docs/report.md).
 """
 
 from __future__ import annotations
@@ -83,10 +59,8 @@ class StepFigures:
 
 @dataclass(frozen=True)
 class LostAtTheCut:
-    """The missing IDs every step kept, ranked below the prompt's cut:
-    how many, their share of all missing IDs of runs with steps, the
-    median of their last ranks, and how many lay within `near` ranks
-    below the cut."""
+    """The missing IDs every step kept, ranked below the prompt's cut: how
+    many, their share, the median last rank, and how many within `near`."""
 
     lost: int
     share: float | None

@@ -1,11 +1,6 @@
-"""A `Report` as a `Page` of tables, for the terminal, HTML and Markdown.
-
-Every rendering takes this page, so they never disagree. Rows name
-their eval by its label (E1, E2, ...), its task and model, in the order
-of the evals; the table of evals says which logs each label stands for.
-The headline of each summary and the first table say how many runs
-there were and why those not diagnosed got no stage, so no share is read
-without the runs it leaves out.
+"""A `Report` as a `Page` of tables. Rows name their eval (E1, E2, ...),
+task and model; the headline and the first table say how many runs
+there were and why some got no stage, so no share is read without them.
 """
 
 from __future__ import annotations
@@ -43,10 +38,8 @@ def _plural(count: int, one: str, many: str | None = None) -> str:
 
 
 def headline(summary: StageSummary | ExtractionSummary) -> str:
-    """The summary in one line, every share beside the runs it rests on
-    and the runs left out: "E1 (task, model): pass 18 of 30 runs: 18
-    diagnosed, 100.0% [82.4, 100.0] of them pass; 12 not diagnosed: 12
-    sample errors"."""
+    """The summary in one line, every share beside the runs it rests on and
+    the runs left out."""
     name = f"{eval_label(summary)} ({summary.task}, {summary.model})"
     if isinstance(summary, StageSummary):
         passed = summary.stages["pass"]
@@ -84,11 +77,7 @@ def headline(summary: StageSummary | ExtractionSummary) -> str:
 
 def headlines(report: Report) -> list[str]:
     """Every summary's `headline`, in the order of the tables."""
-    summaries: list[StageSummary | ExtractionSummary] = [
-        *report.stage_diagnosis,
-        *report.ordered_extraction,
-    ]
-    return [headline(summary) for summary in summaries]
+    return [headline(summary) for summary in report.summaries]
 
 
 def gate_lines(report: Report) -> list[str]:
@@ -114,11 +103,7 @@ def interval_note(report: Report) -> str:
         f"Counted per {report.unit}; [low, high] are "
         f"{round(100 * report.confidence)}% Wilson score intervals"
     )
-    summaries: list[StageSummary | ExtractionSummary] = [
-        *report.stage_diagnosis,
-        *report.ordered_extraction,
-    ]
-    if any(summary.epochs != [1] for summary in summaries):
+    if any(summary.epochs != [1] for summary in report.summaries):
         note += (
             ", with the sample as the cluster where it ran several epochs "
             "(its epochs are not independent evidence)"
@@ -188,7 +173,6 @@ def _row_start(summary: StageSummary | ExtractionSummary) -> list[str]:
 # A row names its eval by label, task and model; the table of evals gives
 # each label's logs.
 _ROW_COLUMNS = ["eval", "task", "model"]
-_ROW_NUMERIC = [False, False, False]
 _CONSTANT = [*_ROW_COLUMNS, "score"]
 """Columns the terminal leaves out when they hold one value (one eval)."""
 
@@ -198,11 +182,8 @@ def _of_all(count: int, runs: int) -> str:
 
 
 def _runs_table(report: Report) -> Table:
-    summaries: list[StageSummary | ExtractionSummary] = sorted(
-        [*report.stage_diagnosis, *report.ordered_extraction],
-        # In the order of the evals, as the table of evals.
-        key=lambda summary: int(summary.evals[0][1:]),
-    )
+    # In the order of the evals, as the table of evals.
+    summaries = sorted(report.summaries, key=lambda s: int(s.evals[0][1:]))
     rows = []
     for s in summaries:
         if isinstance(s, StageSummary):
@@ -229,9 +210,7 @@ def _runs_table(report: Report) -> Table:
         "sample's data is at fault), a sample error (the sample errored before "
         "it had an answer, scored so or not scored at all), a run logged "
         "without the score, or one its eval never ran (it stopped).",
-        {"score": False}
-        | dict.fromkeys(["runs", "diagnosed", "not diagnosed"], True)
-        | {"why": False},
+        ["score", "runs", "diagnosed", "not diagnosed", "why"],
         rows,
     )
 
@@ -243,9 +222,7 @@ def thresholds_table(checks: list[ThresholdCheck]) -> Table:
         "Thresholds (--fail-under)",
         f"Each value is {OVER_ALL_RUNS}. The gate fails when a value is under "
         "its threshold.",
-        dict.fromkeys(["score", "metric"], False)
-        | dict.fromkeys(["runs", "value", "threshold"], True)
-        | {"met": False},
+        ["score", "metric", "runs", "value", "threshold", "met"],
         [
             [
                 check.eval,
@@ -311,18 +288,16 @@ def _table(
     key: str,
     title: str,
     caption: str,
-    columns: dict[str, bool],
+    columns: list[str],
     rows: list[list[str]],
 ) -> Table:
-    """A table of rows that start with their eval (`_row_start`);
-    `columns` maps each further column to whether it is numeric."""
+    """A table of rows that start with their eval (`_row_start`)."""
     return Table(
         constant=_CONSTANT,
         key=key,
         title=title,
         caption=caption,
         columns=[*_ROW_COLUMNS, *columns],
-        numeric=[*_ROW_NUMERIC, *columns.values()],
         rows=rows,
     )
 
@@ -336,7 +311,7 @@ def _stage_tables(report: Report) -> list[Table]:
         "runs: runs in the stage; of: the runs diagnosed, which the share and "
         "its interval are of; of all runs: the runs in the stage over every "
         "run, those not diagnosed (table Runs) included.",
-        {"stage": False, "runs": True, "of": True, ci: True, "of all runs": True},
+        ["stage", "runs", "of", ci, "of all runs"],
         [
             [
                 *_row_start(s),
@@ -355,7 +330,7 @@ def _stage_tables(report: Report) -> list[Table]:
         "Lucky answers",
         "Runs labelled correct whose required evidence never reached the "
         "context (stage retrieval), of all diagnosed runs labelled correct.",
-        {"lucky": True, "of": True, ci: True},
+        ["lucky", "of", ci],
         [
             [
                 *_row_start(s),
@@ -378,7 +353,7 @@ def _stage_tables(report: Report) -> list[Table]:
         "context_precision metrics cover the scored runs only. Means; no "
         "interval. Runs with no figure (a sample error has no context) are in "
         "the Runs table.",
-        dict.fromkeys(["recall", "recall runs", "precision", "precision runs"], True),
+        ["recall", "recall runs", "precision", "precision runs"],
         [
             [
                 *_row_start(s),
@@ -394,13 +369,9 @@ def _stage_tables(report: Report) -> list[Table]:
 
 
 def _errors_table(report: Report) -> list[Table]:
-    summaries: list[StageSummary | ExtractionSummary] = [
-        *report.stage_diagnosis,
-        *report.ordered_extraction,
-    ]
     rows = [
         [*_row_start(s), error.kind, error.side, str(error.count), str(s.runs)]
-        for s in summaries
+        for s in report.summaries
         for error in s.errors
     ]
     if not rows:
@@ -411,8 +382,11 @@ def _errors_table(report: Report) -> list[Table]:
         "side answer: the model's answer broke the answer contract and fails "
         f"both criteria. Counted per {report.unit}."
     )
-    columns = {"kind": False, "side": False, "runs": True, "of": True}
+    columns = ["kind", "side", "runs", "of"]
     return [_table("errors", "Errors by kind", caption, columns, rows)]
+
+
+_OF_ALL = ("membership of all runs", "order of all runs")
 
 
 def _extraction_table(report: Report) -> Table:
@@ -423,18 +397,7 @@ def _extraction_table(report: Report) -> Table:
         "membership minus order accuracy: the runs that kept every ID but "
         "lost the source order. of all runs: membership and order over every "
         "run, those not graded (table Runs) included.",
-        dict.fromkeys(
-            [
-                "runs",
-                "graded",
-                "membership",
-                "order",
-                "gap",
-                "membership of all runs",
-                "order of all runs",
-            ],
-            True,
-        ),
+        [*("runs", "graded", "membership", "order", "gap"), *_OF_ALL],
         [
             [
                 *_row_start(s),
@@ -483,9 +446,7 @@ def pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
         f"recall, MRR and nDCG@{depth}: the step's output against the required "
         "IDs, means over the diagnosed runs that have the step (runs), as "
         "trec_eval computes them.",
-        {"step": False}
-        | dict.fromkeys(["lost", "share", "recall", "MRR", f"nDCG@{depth}"], True)
-        | {"runs": True},
+        ["step", "lost", "share", "recall", "MRR", f"nDCG@{depth}", "runs"],
         rows,
     )
     cut = _table(
@@ -496,9 +457,7 @@ def pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
         "output; the cut is the run's context size. within "
         f"{near} of the cut: last seen at most {near} ranks below it, where a "
         "slightly larger k would have kept it.",
-        dict.fromkeys(
-            ["lost at the cut", "median last rank", f"within {near} of the cut"], True
-        ),
+        ["lost at the cut", "median last rank", f"within {near} of the cut"],
         [
             [
                 *_row_start(s),
@@ -551,7 +510,6 @@ def _evals_table(report: Report) -> Table:
         title="Evals read",
         caption=caption,
         columns=["eval", "task", "model", "status", "epochs", "samples", "no score"],
-        numeric=[False, False, False, False, True, True, True],
         rows=rows,
         notes=notes,
     )
@@ -674,9 +632,7 @@ def _id_table(report: Report, kind: str) -> list[Table]:
     words = _ID_WORDS[kind]
     distinct = "; ".join(f"{r.distinct} in {eval_label(r.summary)}" for r in rankings)
     caption = f"{words.caption} Distinct IDs ever {kind}: {distinct}."
-    columns = dict(
-        zip([*words.columns, "rate"], [False, True, True, True], strict=True)
-    )
+    columns = [*words.columns, "rate"]
     return [_table(kind, id_count_title(kind, report.top), caption, columns, rows)]
 
 

@@ -1,16 +1,5 @@
-"""`--fail-under NAME=VALUE`: a floor under a share of every run.
-
-`tracegrade report` checks each eval's figures, `tracegrade compare` each
-NEW eval's. A threshold is checked against the share over all runs, not
-over the runs that got a result: a run that errored, a data error, a
-sample logged without the score and one an eval that stopped never ran
-all count as not passing. Otherwise an eval that loses half its runs to
-errors would clear any threshold its other half clears. So `pass` is the
-passes over every run; `membership` and `order` likewise; the mean
-`context_recall` and `context_precision` are over the runs that have the
-figure and the runs not diagnosed that lack one, which count 0 (a
-diagnosed run without the figure, such as one with nothing required, has
-none to give and is left out, as in the report).
+"""`--fail-under NAME=VALUE`: a floor under a share of every run, runs
+with no result counted as not passing (docs/report.md, "Thresholds").
 """
 
 from __future__ import annotations
@@ -56,11 +45,8 @@ class Threshold:
 
 @dataclass(frozen=True)
 class ThresholdCheck:
-    """One threshold checked against one eval's score.
-
-    `value` is the metric over all runs (None when there is none to take,
-    as with no runs: not met); `met` is `value >= threshold`.
-    """
+    """One threshold checked against one eval's score: `value` over all runs
+    (None with none: not met); `met` is `value >= threshold`."""
 
     metric: str
     threshold: float
@@ -126,11 +112,8 @@ def parse_threshold(text: str) -> Threshold:
 def check_thresholds(
     thresholds: Sequence[Threshold], targets: Iterable[Target]
 ) -> list[ThresholdCheck]:
-    """Each threshold against every target of its scorer, in target order.
-
-    Raises `InvalidThreshold` for a metric of no target: a gate that
-    cannot fail is a mistake in the gate, not a pass.
-    """
+    """Each threshold against every target of its scorer; `InvalidThreshold`
+    for a metric of no target: a gate that cannot fail is a mistake."""
     targets = list(targets)
     checks: list[ThresholdCheck] = []
     for threshold in thresholds:
