@@ -23,9 +23,7 @@ from tests.commands import (
     run_inspect,
     run_tracegrade,
 )
-from tests.faults.conftest import (
-    one_clear_line,
-)
+from tests.faults.conftest import one_clear_line
 from tracegrade import stage_diagnosis
 from tracegrade.datasets import DatasetError, read_fixture_cases
 
