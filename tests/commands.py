@@ -1,22 +1,6 @@
-"""`inspect` and `tracegrade` run as a user runs them.
-
-A command that needs nothing of a process runs in the test's own
-interpreter: `tracegrade` through its click group (`tracegrade.cli.main`)
-under click's `CliRunner`, `inspect` through its console script's entry
-point under the same isolation. Each gets its own working directory,
-environment, standard streams and exit code, and an uncaught exception
-comes back as the interpreter would print it, a traceback on stderr and
-exit code 1, so that a test that says "no traceback" can fail.
-
-A test of what only a process has (signals, resource limits, the standard
-streams themselves, start-up, the platform checks) starts a fresh
-interpreter with `subprocess`: `start_tracegrade` leaves the command
-running, for a test that signals it, freezes it or watches it from /proc;
-`tracegrade_process` runs it to its end; `inspect_in_one_fresh_process`
-runs several `inspect` commands in turn in one interpreter where no test
-ran before; `tracegrade_shell` runs a shell
-script of the docs; `peak_rss_mib` measures a command's peak memory.
-"""
+"""`inspect` and `tracegrade` run as a user runs them: in this interpreter
+through click's `CliRunner` where no process is needed, else in a fresh one
+(a signal, a resource limit, the standard streams, a peak of memory)."""
 
 from __future__ import annotations
 
@@ -64,12 +48,8 @@ def _environment(env: Mapping[str, str] | None) -> dict[str, str | None]:
 @contextlib.contextmanager
 def _as_a_command(cwd: Path) -> Iterator[None]:
     """What a command changes in the interpreter stays with it: the working
-    directory, the temporary directory (read again from TMPDIR, as at
-    start-up) and the outputs a signal would name.
-
-    Not the exception hook: Inspect sets its own once per interpreter, from
-    the `inspect` script or its first eval, and every later eval reports
-    through it."""
+    directory, the temporary directory and the outputs a signal would name
+    (not Inspect's exception hook, set once per interpreter)."""
     from tracegrade import outputs
 
     tempfile.tempdir = None
@@ -140,13 +120,9 @@ def _exit_code(stop: SystemExit) -> tuple[int, str]:
 def run_inspect(
     *args: str, cwd: Path, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`inspect ARGS` in this interpreter: the `inspect` console script's
-    own function, with `ARGS` as its command line. Check the log's status,
-    not the exit code, since `inspect eval` exits 0 when the eval fails.
-
-    What Inspect sets once per interpreter stays as the first eval set it:
-    its display, and its logging to the terminal. A test of what `inspect`
-    prints there runs it in a fresh interpreter (`inspect_process`)."""
+    """`inspect ARGS` in this interpreter, through its console script. Inspect
+    keeps the display of its first eval per interpreter: a test of what it
+    prints runs it in a fresh one (`inspect_process`)."""
     inspect = _console_script("inspect")
     argv = [str(arg) for arg in args]
     runner = CliRunner()
@@ -189,11 +165,9 @@ os.execv(sys.argv[2], sys.argv[2:])
 
 
 class CommandProcess:
-    """A command started with `subprocess.Popen` in a fresh interpreter, as
-    from a terminal: in a session of its own (so that its process group is
-    its own), stdin from /dev/null unless given, stdout and stderr captured
-    into files (a pipe nobody reads while a test holds the command frozen
-    would fill) and read once it has ended."""
+    """A command in a fresh interpreter, in a session of its own; stdout and
+    stderr captured into files (a pipe nobody reads while the test holds
+    the command frozen would fill)."""
 
     def __init__(
         self,
@@ -316,10 +290,9 @@ def tracegrade_process(
     rlimits: Sequence[Limit] = (),
     timeout: float = 300,
 ) -> subprocess.CompletedProcess[str]:
-    """`tracegrade ARGS` in a fresh interpreter, run to its end: for a test
-    of its standard streams or of a resource limit. `env` adds to the
-    environment tests run commands with; `stdin`, `stdout` and `stderr`
-    are a file or a descriptor (else /dev/null, and captured)."""
+    """`tracegrade ARGS` in a fresh interpreter, run to its end; `stdin`,
+    `stdout` and `stderr` a file or a descriptor (else /dev/null, and
+    captured)."""
     process = start_tracegrade(
         *args,
         cwd=cwd,
@@ -344,23 +317,169 @@ def inspect_process(
     return _to_its_end(process, timeout)
 
 
-# Runs `inspect` commands in turn with `run_inspect`, in an interpreter where
-# no test ran before: the first command sets Inspect's exception hook (over
-# the interpreter's own, which prints a traceback) and its display as the
-# `inspect` script does, and a refused command changes neither for the next.
-# In the test's own interpreter an earlier `eval(display="none")` leaves
-# Inspect's console quiet, and a refusal would print nothing.
-_INSPECT_IN_TURN = """
-import json, sys
-from pathlib import Path
-sys.path[:0] = json.loads(sys.argv[1])
-from tests.commands import run_inspect
-done = []
-for args, cwd, env in json.loads(sys.argv[2]):
-    result = run_inspect(*args, cwd=Path(cwd), env=env)
-    done.append((result.returncode, result.stdout, result.stderr))
-print(json.dumps(done))
+class StreamedCommand(NamedTuple):
+    """A command of `commands_in_one_interpreter`: its streams a file and how
+    it is opened (`append` as `>>`, `read-write` as `1<>`) or None to
+    capture; soft limits (RLIMIT_*, soft) and environment of its own."""
+
+    args: Sequence[str]
+    cwd: Path
+    stdout: tuple[Path, str] | None = None
+    stderr: tuple[Path, str] | None = None
+    soft_limits: Sequence[tuple[int, int]] = ()
+    program: str = "tracegrade"
+    env: Mapping[str, str] | None = None
+
+
+# Runs each command as its program does, an uncaught exception told
+# through the exception hook, its descriptors 1 and 2 opened on its files,
+# under its own limits and environment; writes its exit code and the peak so
+# far (KiB: VmHWM, since Linux starts ru_maxrss at the parent's peak).
+_COMMANDS = """
+import json, os, resource, sys, tempfile
+from importlib.metadata import entry_points
+from tracegrade import outputs
+from tracegrade.cli import run
+
+
+def program(name):
+    if name == "tracegrade":
+        return run
+    (script,) = entry_points(group="console_scripts", name=name)
+    return script.load()
+
+
+def peak():
+    with open("/proc/self/status") as status:
+        (own,) = (int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    return max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+
+
+FLAGS = {
+    "append": os.O_WRONLY | os.O_APPEND,
+    "read-write": os.O_RDWR,
+    "capture": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
+}
+stdout = sys.stdout
+for case in json.loads(sys.argv[1]):
+    sys.stdout.flush()
+    sys.stderr.flush()
+    sys.stdout = stdout
+    outputs._standard_output = None
+    outputs._outputs.clear()
+    tempfile.tempdir = None
+    for descriptor, (path, how) in ((1, case["stdout"]), (2, case["stderr"])):
+        opened = os.open(path, FLAGS[how])
+        os.dup2(opened, descriptor)
+        os.close(opened)
+    os.chdir(case["cwd"])
+    environment = dict(os.environ)
+    os.environ.update(case["env"])
+    limits = {}
+    for limit, soft in case["soft_limits"]:
+        limits[limit] = resource.getrlimit(limit)
+        resource.setrlimit(limit, (soft, limits[limit][1]))
+    sys.argv = [case["program"], *case["args"]]
+    try:
+        program(case["program"])()
+        code = 0
+    except SystemExit as stop:
+        if stop.code is None or isinstance(stop.code, int):
+            code = (stop.code or 0) & 0xFF
+        else:
+            print(stop.code, file=sys.stderr)
+            code = 1
+    except BaseException:
+        sys.excepthook(*sys.exc_info())  # as the interpreter ends on it
+        code = 1
+    sys.stdout.flush()
+    sys.stderr.flush()
+    for limit, before in limits.items():
+        resource.setrlimit(limit, before)
+    os.environ.clear()
+    os.environ.update(environment)
+    with open(case["exit"], "w") as out:
+        json.dump([code, peak()], out)
 """
+
+
+class RanInOne(subprocess.CompletedProcess[str]):
+    """How a command of `commands_in_one_interpreter` ended, and the
+    interpreter's peak resident memory once it had (MiB)."""
+
+    def __init__(
+        self, args: list[str], returncode: int, stdout: str, stderr: str, peak: float
+    ) -> None:
+        super().__init__(args, returncode, stdout, stderr)
+        self.peak_mib = peak
+
+
+def commands_in_one_interpreter(
+    commands: Sequence[StreamedCommand],
+    folder: Path,
+    rlimits: Sequence[Limit] = (),
+    env: Mapping[str, str] | None = None,
+) -> list[RanInOne]:
+    """`commands` run in turn in one fresh interpreter (one import of
+    Inspect), under `rlimits` and with `env`; captured streams kept in
+    `folder`. A peak is the interpreter's high-water mark so far."""
+    cases = []
+    for number, command in enumerate(commands):
+        streams = {}
+        for name, given in (("stdout", command.stdout), ("stderr", command.stderr)):
+            streams[name] = (
+                [str(given[0]), given[1]]
+                if given is not None
+                else [str(folder / f"{number}.{name}"), "capture"]
+            )
+        cases.append(
+            {
+                "program": command.program,
+                "args": [str(arg) for arg in command.args],
+                "cwd": str(command.cwd),
+                **streams,
+                "soft_limits": [list(limit) for limit in command.soft_limits],
+                "env": dict(command.env or {}),
+                "exit": str(folder / f"{number}.exit"),
+            }
+        )
+    process = CommandProcess(
+        [sys.executable, "-c", _COMMANDS, json.dumps(cases)],
+        cwd=folder,
+        env=env,
+        rlimits=rlimits,
+    )
+    _, stderr = process.communicate(timeout=600)
+    assert process.returncode == 0, stderr
+    done = []
+    for case in cases:
+        captured = {
+            name: Path(case[name][0]).read_text(encoding="utf-8")
+            if case[name][1] == "capture"
+            else ""
+            for name in ("stdout", "stderr")
+        }
+        code, peak = json.loads(Path(case["exit"]).read_text())
+        done.append(
+            RanInOne(
+                [case["program"], *case["args"]],
+                code,
+                captured["stdout"],
+                captured["stderr"],
+                peak / 1024,
+            )
+        )
+    return done
+
+
+def peaks_in_one_interpreter(
+    commands: Sequence[tuple[Sequence[str], Path]], folder: Path
+) -> list[RanInOne]:
+    """`tracegrade ARGS` of each (arguments, directory) in one interpreter:
+    what a second input adds to the peak is what the command holds."""
+    return commands_in_one_interpreter(
+        [StreamedCommand(args, cwd) for args, cwd in commands], folder
+    )
 
 
 class InspectCommand(NamedTuple):
@@ -374,21 +493,19 @@ class InspectCommand(NamedTuple):
 
 def inspect_in_one_fresh_process(
     commands: list[InspectCommand],
-) -> list[subprocess.CompletedProcess[str]]:
-    """Each command run in turn, all in one fresh interpreter (one import of
-    Inspect), each with its own exit code and streams."""
-    run = [[command.args, str(command.cwd), command.env] for command in commands]
-    process = CommandProcess(
-        [sys.executable, "-c", _INSPECT_IN_TURN, json.dumps(sys.path), json.dumps(run)],
-        cwd=Path.cwd(),
-        new_session=False,
-    )
-    stdout, stderr = process.communicate(timeout=300)
-    assert process.returncode == 0, stderr
-    return [
-        subprocess.CompletedProcess(["inspect", *command.args], code, out, err)
-        for command, (code, out, err) in zip(commands, json.loads(stdout), strict=True)
-    ]
+) -> list[RanInOne]:
+    """`inspect` commands in turn in one interpreter where no test ran before:
+    the first sets Inspect's exception hook and display as the script does."""
+    with tempfile.TemporaryDirectory(prefix="tracegrade-inspect-") as folder:
+        return commands_in_one_interpreter(
+            [
+                StreamedCommand(
+                    command.args, command.cwd, program="inspect", env=command.env
+                )
+                for command in commands
+            ],
+            Path(folder),
+        )
 
 
 def tracegrade_shell(
@@ -454,11 +571,17 @@ def peak_rss_mib(*args: str, cwd: Path, exit_codes: tuple[int, ...] = (0,)) -> f
 
 __all__ = [
     "CommandProcess",
+    "InspectCommand",
     "Limit",
+    "RanInOne",
     "Stream",
+    "StreamedCommand",
+    "commands_in_one_interpreter",
+    "inspect_in_one_fresh_process",
     "inspect_process",
     "peak_rss_mib",
     "peak_rss_mib_of",
+    "peaks_in_one_interpreter",
     "run_inspect",
     "run_tracegrade",
     "start_tracegrade",

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner, Result
 
-from tests.memory_peaks import peaks_in_one_interpreter
+from tests.commands import peaks_in_one_interpreter
 from tests.support import write_lines
 from tracegrade.bulk.scoring import TASKS, DiskIds
 from tracegrade.cli import main

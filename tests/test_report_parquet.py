@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner, Result
 
-from tests.memory_peaks import peaks_in_one_interpreter
+from tests.commands import peaks_in_one_interpreter
 from tests.test_cli_score import score_file
 from tests.test_parquet_outputs import write_records
 from tests.test_score_table import random_records

@@ -1,22 +1,7 @@
-"""Shared pieces of the fault tests: inputs, real runs, markers, and the checks.
-
-Faults are caused the way they happen to users: the real `tracegrade`
-command (in a fresh interpreter of its own where the fault needs a
-process: a signal, a resource limit, its standard streams; commands that
-end on their own, each with its own streams and limits, may share one,
-`commands_in_one_interpreter`), real signals,
-a real full or read-only file system, real links. After each, the same four
-things are checked: the inputs are unchanged (`digest`, `snapshot`),
-nothing complete-looking is left (`assert_no_final_outputs`), stderr is
-one clear line, and there is no traceback (`one_clear_line`).
-
-A signal is never sent after a guessed delay: the test waits for a
-progress marker seen from outside (how far the process has read its input,
-`InputWatch`), freezes the process (`frozen`), checks from /proc that it
-is still where the test wants the signal to land, and only then sends it.
-A machine of any speed gets the signal at the same point of the run; one
-so fast that the point has passed fails the test, saying so.
-"""
+"""The fault tests' inputs and checks: after a fault, the inputs unchanged,
+nothing complete-looking left, one clear line and no traceback. A signal
+lands at a marker seen from /proc while the process is frozen, never after
+a guessed delay."""
 
 from __future__ import annotations
 
@@ -28,7 +13,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
@@ -36,37 +21,29 @@ from typing import NamedTuple, NoReturn, TypeVar
 
 import pytest
 
-from tests.commands import CommandProcess, Limit, run_tracegrade
+from tests.commands import (
+    CommandProcess,
+    StreamedCommand,
+    commands_in_one_interpreter,
+    run_tracegrade,
+)
+from tracegrade.cli.labels import lock_path
 
 Key = TypeVar("Key", bound=Hashable)
 
-# Enough records that each phase a marker stands for (`score` and `check`
-# reading the input, `score` finishing its outputs) lasts far longer than
-# the time between a marker and the freeze that follows it; a machine too
-# fast for that fails the test, saying so (`workload_too_small`).
+# Records enough that each phase a marker stands for lasts far longer than
+# a freeze takes; a machine too fast fails the test (`workload_too_small`).
 SIGNAL_RECORDS = 6_000
-# Half as many for the signal tests of `score` writing an `.eval` log
-# (`short_signal_input`), a fresh interpreter each: what they read and
-# write beyond their imports is their cost, and the writer deflating each
-# record keeps their phases as long as a `.json` run's of
-# `SIGNAL_RECORDS`. The input is still read in many buffered steps
-# (`lines.read_lines`), and its last `TIGHT_WITHIN` in more than one.
+# For `score` writing an `.eval` log, which deflates each record as it goes.
 SHORT_SIGNAL_RECORDS = SIGNAL_RECORDS // 2
-# --max-samples-per-log for the `.eval` runs: 8 parts, so several are open
-# when a signal comes in the line loop, and 8 to complete when it comes
-# while the logs are finished.
-SIGNAL_PART_SAMPLES = SIGNAL_RECORDS // 8
-# Names a reader takes for a finished output. Anything else left after a
-# kill must end in `.partial`.
+# Names a reader takes for a finished output; anything else left must end
+# in `.partial`.
 FINAL_SUFFIXES = (".json", ".eval", ".jsonl", ".html")
-# Between two looks at /proc: far shorter than any phase a marker stands
-# for; less often while the command starts, before it opens its input, and
-# where a watch is told its marker is still far (`tight_within`).
+# Between two looks at /proc; less often before the input is opened or
+# while the mark is still far.
 POLL_SECONDS = 0.0005
 STARTING_POLL_SECONDS = 0.005
-# The share of its input before a mark from which the signal tests watch
-# tightly: a mark is still seen within `POLL_SECONDS`, and the long read
-# up to it is looked at ten times less often.
+# The share of the input before a mark from which a watch polls tightly.
 TIGHT_WITHIN = 0.05
 
 
@@ -193,16 +170,8 @@ def process_state(pid: int) -> str | None:
 
 
 class InputWatch:
-    """How far a process has read one input file, seen through /proc.
-
-    The progress marker of the signal tests: the position of the process's
-    descriptor open on the file (/proc/PID/fdinfo). It stands
-    for the progress of a command that reads its input from start to end
-    as it works (`score`, `check`); the file is read in buffered chunks, a
-    few kilobytes ahead of the line being worked on. A file read otherwise
-    (a `.eval` zip, read from its directory at the end; a log read whole
-    at once) needs a marker of its own.
-    """
+    """How far a process has read an input it reads from start to end
+    (`score`, `check`): its descriptor's position, from /proc/PID/fdinfo."""
 
     def __init__(self, process: CommandProcess, path: Path) -> None:
         self.process = process
@@ -245,13 +214,8 @@ class InputWatch:
     def wait_until_past(
         self, fraction: float, timeout: float = 300.0, *, tight_within: float = 1.0
     ) -> None:
-        """Return as soon as the process has read `fraction` of the file.
-
-        Polls are `POLL_SECONDS` apart once the process is within
-        `tight_within` of the file before the mark (by default from its
-        opening on), `STARTING_POLL_SECONDS` before: a long wait for a
-        distant mark costs the test's process a few hundred looks, not
-        thousands, and the mark is still seen as promptly."""
+        """Return as soon as the process has read `fraction` of the file,
+        polling tightly only within `tight_within` of the mark."""
         target = fraction * self.size
         self._wait(
             lambda position: position is not None and position >= target,
@@ -308,12 +272,28 @@ class InputWatch:
         assert self.opened and self.position() is None, self.path
 
 
+def holds_lock(pid: int, log: Path) -> bool:
+    """Whether `pid` holds the lock `labels apply` takes on `log` before
+    its work. /proc/locks lists held locks first, waiting ones after '->'."""
+    try:
+        inode = Path(lock_path(str(log))).stat().st_ino
+    except FileNotFoundError:
+        return False
+    for line in Path("/proc/locks").read_text().splitlines():
+        fields = line.split()
+        if (
+            fields[1] != "->"
+            and fields[4] == str(pid)
+            and fields[5].rsplit(":", 1)[-1] == str(inode)
+        ):
+            return True
+    return False
+
+
 @contextmanager
 def _promptly() -> Iterator[None]:
     """This thread ahead of ordinary processes (nice -10, as root) for the
-    block: on a loaded machine a watcher then sees its marker, and freezes
-    the process, within a millisecond or two rather than a scheduler's
-    time slice later. Without root, as it was."""
+    block, so that it freezes a process promptly after its marker."""
     before = os.getpriority(os.PRIO_PROCESS, 0)
     try:
         os.setpriority(os.PRIO_PROCESS, 0, -10)
@@ -344,15 +324,8 @@ def frozen(
     once: Callable[[], None] = lambda: None,
     timeout: float = 60.0,
 ) -> Iterator[None]:
-    """The process stopped (SIGSTOP) for the block, all its threads (the
-    `.eval` writer's too), then continued (SIGCONT); stopped as soon as
-    `once` returns, which waits for a marker (`InputWatch.wait_until_past`,
-    `wait_until_closed`).
-
-    What the block checks from outside cannot change before a signal sent
-    inside it arrives: a caught signal waits, pending, until the process
-    continues, and SIGKILL ends it at once. The process shows state T.
-    """
+    """The process stopped (SIGSTOP) as soon as `once` returns, for the
+    block, then continued: a signal sent inside lands at the point checked."""
     pid = process.pid
     with _promptly():
         once()
@@ -391,142 +364,6 @@ def assert_still_writing(directory: Path, before: dict[str, str]) -> None:
 
 
 # --- Several commands in one fresh interpreter --------------------------------
-
-
-class StreamedCommand(NamedTuple):
-    """One command of `commands_in_one_interpreter`: its program
-    (`tracegrade` or `inspect`), its arguments, its directory, its standard
-    output and error (a file and how it is opened: `append` as `>>`,
-    `read-write` as `1<>`; or None to capture the stream), and soft
-    resource limits for it alone: (resource.RLIMIT_*, soft), as `ulimit -f`
-    sets one."""
-
-    args: Sequence[str]
-    cwd: Path
-    stdout: tuple[Path, str] | None = None
-    stderr: tuple[Path, str] | None = None
-    soft_limits: Sequence[tuple[int, int]] = ()
-    program: str = "tracegrade"
-
-
-# Runs each command as its program runs (`tracegrade.cli.run`, which checks
-# the standard streams first; the `inspect` console script's function, and
-# an exception it lets out told through the exception hook as the
-# interpreter tells it, by Inspect's hook once Inspect has set it), with
-# descriptors 1 and 2 opened
-# anew on its files, in its directory, under its own soft limits; writes
-# each exit code beside it. What a command leaves in the interpreter for
-# the program's end (the checked stdout it set, the outputs it wrote, the
-# temporary directory) is reset before the next, as a fresh one has it.
-_COMMANDS = """
-import json, os, resource, sys, tempfile
-from importlib.metadata import entry_points
-from tracegrade import outputs
-from tracegrade.cli import run
-
-
-def program(name):
-    if name == "tracegrade":
-        return run
-    (script,) = entry_points(group="console_scripts", name=name)
-    return script.load()
-
-
-FLAGS = {
-    "append": os.O_WRONLY | os.O_APPEND,
-    "read-write": os.O_RDWR,
-    "capture": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-}
-stdout = sys.stdout
-for case in json.loads(sys.argv[1]):
-    sys.stdout.flush()
-    sys.stderr.flush()
-    sys.stdout = stdout
-    outputs._standard_output = None
-    outputs._outputs.clear()
-    tempfile.tempdir = None
-    for descriptor, (path, how) in ((1, case["stdout"]), (2, case["stderr"])):
-        opened = os.open(path, FLAGS[how])
-        os.dup2(opened, descriptor)
-        os.close(opened)
-    os.chdir(case["cwd"])
-    limits = {}
-    for limit, soft in case["soft_limits"]:
-        limits[limit] = resource.getrlimit(limit)
-        resource.setrlimit(limit, (soft, limits[limit][1]))
-    sys.argv = [case["program"], *case["args"]]
-    try:
-        program(case["program"])()
-        code = 0
-    except SystemExit as stop:
-        code = stop.code if isinstance(stop.code, int) else 1
-    except BaseException:
-        sys.excepthook(*sys.exc_info())  # as the interpreter ends on it
-        code = 1
-    sys.stdout.flush()
-    sys.stderr.flush()
-    for limit, before in limits.items():
-        resource.setrlimit(limit, before)
-    with open(case["exit"], "w") as out:
-        out.write(str(code))
-"""
-
-
-def commands_in_one_interpreter(
-    commands: Sequence[StreamedCommand],
-    folder: Path,
-    rlimits: Sequence[Limit] = (),
-    env: Mapping[str, str] | None = None,
-) -> list[subprocess.CompletedProcess[str]]:
-    """`commands` run one after the other in one fresh interpreter, under
-    `rlimits`, with `env` added to its environment: for commands whose
-    standard streams or resource limit are the point, that the
-    interpreter's imports need not be paid for each. Captured streams and
-    exit codes are kept in `folder`."""
-    cases = []
-    for number, command in enumerate(commands):
-        streams = {}
-        for name, given in (("stdout", command.stdout), ("stderr", command.stderr)):
-            streams[name] = (
-                [str(given[0]), given[1]]
-                if given is not None
-                else [str(folder / f"{number}.{name}"), "capture"]
-            )
-        cases.append(
-            {
-                "program": command.program,
-                "args": [str(arg) for arg in command.args],
-                "cwd": str(command.cwd),
-                **streams,
-                "soft_limits": [list(limit) for limit in command.soft_limits],
-                "exit": str(folder / f"{number}.exit"),
-            }
-        )
-    process = CommandProcess(
-        [sys.executable, "-c", _COMMANDS, json.dumps(cases)],
-        cwd=folder,
-        env=env,
-        rlimits=rlimits,
-    )
-    _, stderr = process.communicate(timeout=300)
-    assert process.returncode == 0, stderr
-    done = []
-    for case in cases:
-        captured = {
-            name: Path(case[name][0]).read_text(encoding="utf-8")
-            if case[name][1] == "capture"
-            else ""
-            for name in ("stdout", "stderr")
-        }
-        done.append(
-            subprocess.CompletedProcess(
-                [case["program"], *case["args"]],
-                int(Path(case["exit"]).read_text()),
-                captured["stdout"],
-                captured["stderr"],
-            )
-        )
-    return done
 
 
 class CommandRun(NamedTuple):

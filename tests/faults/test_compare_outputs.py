@@ -23,8 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import run_tracegrade
-from tests.faults.conftest import StreamedCommand, commands_in_one_interpreter
+from tests.commands import StreamedCommand, commands_in_one_interpreter, run_tracegrade
 from tests.support import write_lines
 
 PAIRS = 600

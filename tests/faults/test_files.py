@@ -23,10 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import run_tracegrade, tracegrade_process
+from tests.commands import StreamedCommand, run_tracegrade, tracegrade_process
 from tests.faults.conftest import (
     CommandRun,
-    StreamedCommand,
     assert_no_final_outputs,
     digest,
     mounted_tmpfs,
@@ -127,21 +126,6 @@ def test_an_existing_file_is_replaced_only_with_force(work: Path, command: int) 
     assert (work / "filled.jsonl").read_bytes() != b'{"id": "staff", "correct": true}\n'
 
 
-def test_labels_export_twice_keeps_the_filled_labels(work: Path) -> None:
-    log = _log(work)
-    first = run_tracegrade("labels", "export", log, "--out", "labels.jsonl", cwd=work)
-    assert first.returncode == 0, first.stderr
-    filled = (
-        (work / "labels.jsonl")
-        .read_text()
-        .replace('"correct": null', '"correct": true')
-    )
-    (work / "labels.jsonl").write_text(filled)
-
-    _refused(work, ["labels", "export", log, "--out"], "labels.jsonl", "already exists")
-    assert (work / "labels.jsonl").read_text() == filled
-
-
 def test_a_link_to_an_output_is_followed_and_the_link_kept(work: Path) -> None:
     (work / "real.jsonl").write_text("old\n")
     (work / "link.jsonl").symlink_to("real.jsonl")
@@ -204,16 +188,13 @@ def test_a_read_only_file_system_is_one_line(work: Path, args: list[str]) -> Non
         # spools of about 0.4 MB) and 0.7 MB of results beside it: the disk
         # fills while samples are written, and while the log is finished.
         ("eval", "log-dir", "64k"),
-        ("eval", "log-dir", "2m"),
         ("eval", "log-dir", "2700k"),
         # As .json they spool about 3.8 MB and give a log of the same size:
-        # the disk fills while spooling, while the log is written beside its
-        # spool, and while results stream.
+        # the disk fills while spooling, and once the log is written beside
+        # its spool, while results stream.
         ("json", "log-dir", "64k"),
-        ("json", "log-dir", "2m"),
         ("json", "log-dir", "5m"),
         ("eval", "out", "64k"),
-        ("eval", "out", "300k"),
     ],
 )
 def test_a_full_disk_leaves_nothing_and_says_so_once(
@@ -244,16 +225,13 @@ def test_a_full_disk_leaves_nothing_and_says_so_once(
 
 
 @needs_mount
-@pytest.mark.parametrize("size", ["64k", "112k"])
-def test_a_full_disk_under_parquet_results_leaves_nothing(
-    tmp_path: Path, size: str
-) -> None:
+def test_a_full_disk_under_parquet_results_leaves_nothing(tmp_path: Path) -> None:
     """10,000 records give about 130 kB of Parquet results, written a row
-    group of 8,192 (about 105 kB) at a time: the disk fills at the first
-    row group, or at the last with the footer."""
+    group of 8,192 (about 105 kB) at a time: the disk fills at the last,
+    with the footer, after a row group was written."""
     write_stage_records(tmp_path / "runs.jsonl", 10_000)
     input_digest = digest(tmp_path / "runs.jsonl")
-    with mounted_tmpfs(tmp_path / "mnt", f"size={size}"):
+    with mounted_tmpfs(tmp_path / "mnt", "size=112k"):
         done = run_tracegrade(
             "score",
             "stage_diagnosis",
@@ -276,7 +254,7 @@ def test_a_full_disk_under_parquet_results_leaves_nothing(
     assert digest(tmp_path / "runs.jsonl") == input_digest
 
 
-SCORE_FILE_SIZE_LIMITS = (10_000, 200_000, 2_000_000)
+SCORE_FILE_SIZE_LIMITS = (10_000, 2_000_000)
 APPLY_OUTS = {"in place": (), "--out": ("--out", "labelled.eval")}
 
 
@@ -284,7 +262,7 @@ APPLY_OUTS = {"in place": (), "--out": ("--out", "labelled.eval")}
 def file_size_limited(
     tmp_path_factory: pytest.TempPathFactory, scored_folder: Path
 ) -> dict[object, CommandRun]:
-    """`score` under three file size limits (`ulimit -f`) and `labels apply`
+    """`score` under two file size limits (`ulimit -f`) and `labels apply`
     under one, in place and to --out, each command in a directory of its
     own: one fresh interpreter runs them one after the other, each under
     its own limit."""

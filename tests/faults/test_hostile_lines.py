@@ -17,12 +17,13 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log
 
-from tests.commands import run_inspect, run_tracegrade
-from tests.faults.conftest import (
+from tests.commands import (
     StreamedCommand,
     commands_in_one_interpreter,
-    one_clear_line,
+    run_inspect,
+    run_tracegrade,
 )
+from tests.faults.conftest import one_clear_line
 from tracegrade import stage_diagnosis
 from tracegrade.datasets import DatasetError, read_fixture_cases
 

@@ -112,30 +112,17 @@ IMPORTERS = {
 def test_bad_input_late_in_the_file_leaves_no_output(
     tmp_path: Path, importer: str
 ) -> None:
+    """Nor on stdout: the records before the bad one wait in a spool."""
     make, expected = IMPORTERS[importer]
     args = make(tmp_path, bad=True)
     before = snapshot(tmp_path)
-    result = run_tracegrade("import", *args, "--output", "runs.jsonl", cwd=tmp_path)
-    assert result.returncode == 1
-    assert result.stdout == ""
-    assert one_clear_line(result.stderr) == f"Error: {expected}"
-    assert_no_final_outputs(tmp_path, before)
-    assert not list(tmp_path.glob("runs.jsonl*"))
-
-
-@pytest.mark.parametrize("importer", IMPORTERS)
-def test_bad_input_late_in_the_file_writes_nothing_to_stdout(
-    tmp_path: Path, importer: str
-) -> None:
-    """The records before the bad one wait in a spool, never on stdout."""
-    make, expected = IMPORTERS[importer]
-    result = run_tracegrade("import", *make(tmp_path, bad=True), cwd=tmp_path)
-    assert result.returncode == 1
-    assert result.stdout == ""
-    assert one_clear_line(result.stderr) == f"Error: {expected}"
-    good = run_tracegrade("import", *make(tmp_path, bad=False), cwd=tmp_path)
-    assert good.returncode == 0, good.stderr
-    assert len(good.stdout.splitlines()) == GOOD_ROWS
+    for output in (["--output", "runs.jsonl"], []):
+        result = run_tracegrade("import", *args, *output, cwd=tmp_path)
+        assert result.returncode == 1
+        assert result.stdout == ""
+        assert one_clear_line(result.stderr) == f"Error: {expected}"
+        assert_no_final_outputs(tmp_path, before)
+        assert not list(tmp_path.glob("runs.jsonl*"))
 
 
 @pytest.mark.parametrize("importer", IMPORTERS)
@@ -166,3 +153,6 @@ def test_a_good_import_appears_whole(tmp_path: Path, importer: str) -> None:
     assert (
         result.stderr.splitlines()[-1] == f"{GOOD_ROWS} records written to runs.jsonl"
     )
+    to_stdout = run_tracegrade("import", *args, cwd=tmp_path)
+    assert to_stdout.returncode == 0, to_stdout.stderr
+    assert to_stdout.stdout.splitlines() == lines

@@ -2,7 +2,7 @@
 
 `ulimit -v` (RLIMIT_AS) set on a running `tracegrade score`, at the
 address space it has: its next mapping fails, and Python raises
-MemoryError, in the one process of a run, or in one of its workers. The
+MemoryError (a worker's error is relayed as any is: test_workers.py). The
 run must stop with one line saying so, exit 2 like any fault of the
 machine, and leave no log and no results.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import start_tracegrade
+from tests.commands import peaks_in_one_interpreter, start_tracegrade
 from tests.faults.conftest import (
     InputWatch,
     assert_no_final_outputs,
@@ -26,7 +26,6 @@ from tests.faults.conftest import (
     snapshot,
     write_stage_records,
 )
-from tests.memory_peaks import peaks_in_one_interpreter
 
 RECORDS = 20_000
 """Far more than the run gets through before its limit is set: each
@@ -78,48 +77,6 @@ def test_running_out_of_memory_stops_the_run_with_one_line(tmp_path: Path) -> No
     line = one_clear_line(stderr)
     assert "out of memory" in line, line
     assert_no_final_outputs(tmp_path, before)
-
-
-@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc, sets prlimit")
-def test_a_worker_out_of_memory_stops_the_run_with_one_line(tmp_path: Path) -> None:
-    write_stage_records(tmp_path / "runs.jsonl", 2 * RECORDS)
-    before = snapshot(tmp_path)
-    process = start_tracegrade(
-        *("score", "stage_diagnosis", "runs.jsonl", "--workers", "2"),
-        *("--log-dir", "logs", "--out", "results.jsonl"),
-        cwd=tmp_path,
-    )
-    try:
-        worker = _a_worker_scoring(process.pid, tmp_path / "logs")
-        os.kill(worker, signal.SIGSTOP)
-        _wait_stopped(worker)
-        limit = _address_space(worker)
-        resource.prlimit(worker, resource.RLIMIT_AS, (limit, limit))
-        os.kill(worker, signal.SIGCONT)
-        _, stderr = process.communicate(timeout=300)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate()
-
-    assert process.returncode == 2, stderr
-    line = one_clear_line(stderr)
-    assert "out of memory" in line, line
-    assert_no_final_outputs(tmp_path, before)
-    assert not (tmp_path / "logs").exists() or not list((tmp_path / "logs").iterdir())
-
-
-def _a_worker_scoring(pid: int, logs: Path, timeout: float = 120.0) -> int:
-    """A worker of run `pid`, once it has begun its log."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-        for child in children:
-            command = Path(f"/proc/{child}/cmdline").read_bytes()
-            if b"spawn_main" in command and list(logs.glob("*.partial")):
-                return int(child)
-        time.sleep(0.01)
-    pytest.fail(f"tracegrade score (pid {pid}) started no worker in {timeout} s")
 
 
 MALFORMED_LINES = 6_000

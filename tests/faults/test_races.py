@@ -34,10 +34,10 @@ from tests.faults.conftest import (
     digest,
     ended_before,
     frozen,
+    holds_lock,
     one_clear_line,
     write_stage_records,
 )
-from tracegrade.cli.labels import lock_path
 
 pytestmark = pytest.mark.runs_long
 
@@ -94,27 +94,6 @@ def _score(race_input: Path, work: Path, *extra: str) -> CommandProcess:
     )
 
 
-def test_a_file_written_under_the_output_name_mid_run_is_kept(
-    tmp_path: Path, race_input: Path
-) -> None:
-    """`score --out R &`, then `echo precious > R`: precious stays."""
-    process = _score(race_input, tmp_path)
-    watch = InputWatch(process, race_input)
-    with frozen(process, once=lambda: watch.wait_until_past(0.3)):
-        watch.assert_mid_input()
-        (tmp_path / "results.jsonl").write_text("precious\n")
-    _, stderr = process.communicate(timeout=300)
-
-    assert process.returncode == 2, stderr
-    line = one_clear_line(stderr)
-    kept = _kept_file(line, "results.jsonl")
-    assert line.endswith("no log was written")
-    assert not (tmp_path / "logs").exists() or not any((tmp_path / "logs").iterdir())
-    assert (tmp_path / "results.jsonl").read_text() == "precious\n"
-    assert len(_results_of(tmp_path / kept)) == race_input.read_text().count("\n")
-    assert not list(tmp_path.rglob("*.partial"))
-
-
 def test_with_force_the_run_replaces_a_file_that_appeared(
     tmp_path: Path, race_input: Path
 ) -> None:
@@ -135,7 +114,8 @@ def test_two_runs_with_one_out_lose_neither_result(
     tmp_path: Path, race_input: Path
 ) -> None:
     """The second to finish fails, keeping its results under another name;
-    the first run's results stay under the name."""
+    the first run's results stay under the name: an output name taken
+    mid-run (here by another run) is never replaced without --force."""
     first = _score(race_input, tmp_path)
     watch = InputWatch(first, race_input)
     with frozen(first, once=lambda: watch.wait_until_past(0.3)):
@@ -164,6 +144,7 @@ def test_two_runs_with_one_out_lose_neither_result(
     # run's log went with its results' name.
     assert line.endswith("no log was written")
     assert [path.suffix for path in (tmp_path / "logs").iterdir()] == [".eval"]
+    assert not list(tmp_path.rglob("*.partial"))
 
 
 @pytest.fixture(scope="module")
@@ -261,25 +242,6 @@ def _apply(work: Path, labels: str, *extra: str) -> CommandProcess:
     return start_tracegrade("labels", "apply", "log.eval", labels, *extra, cwd=work)
 
 
-def _holds_lock(pid: int, directory: Path) -> bool:
-    """Whether `pid` holds the lock of `labels apply` for `directory`, a
-    lock on its lock file (/proc/locks lists held ones first, and waiting
-    ones after '->')."""
-    try:
-        inode = Path(lock_path(str(directory / "log.eval"))).stat().st_ino
-    except FileNotFoundError:
-        return False
-    for line in Path("/proc/locks").read_text().splitlines():
-        fields = line.split()
-        if (
-            fields[1] != "->"
-            and fields[4] == str(pid)
-            and fields[5].rsplit(":", 1)[-1] == str(inode)
-        ):
-            return True
-    return False
-
-
 def _wait_for(reached: object, process: CommandProcess, what: str) -> None:
     assert callable(reached)
     deadline = time.monotonic() + 300
@@ -311,7 +273,7 @@ def test_two_applies_take_turns_and_both_labels_stay(labelled: Path) -> None:
     with frozen(
         first,
         once=lambda: _wait_for(
-            lambda: _holds_lock(first.pid, labelled), first, "a lock"
+            lambda: holds_lock(first.pid, labelled / "log.eval"), first, "a lock"
         ),
     ):
         second = _apply(labelled, "odd.jsonl")

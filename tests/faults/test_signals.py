@@ -1,24 +1,9 @@
 """Signals at random points of a run leave nothing half-written.
 
-`tracegrade score` writes its log and results under `.partial` names and
-renames them only when both are complete. SIGINT and SIGTERM must remove
-what was begun and say so in one line; SIGKILL cannot be caught, so what
-it leaves must be under a `.partial` name. `tracegrade check` keeps its
-sample ids in a temporary database that SQLite deletes as soon as it is
-opened, so not even SIGKILL leaves that behind.
-
-The points are random (seeded by pytest's test id, so a failure can be
-rerun), spread over the line loop, and at the start of the final writing
-of the logs, for both log formats; the `.eval` run is split into parts, so
-that several are open at once. Each signal lands where it must on a
-machine of any speed: the run is frozen at a progress marker (how far it
-has read its input), checked from /proc, then signalled (see conftest).
-
-Which signal comes when, in which log format, is an all-pairs design, not
-every combination: each `score` run is a fresh interpreter, and what one
-factor does does not hang on another (a signal is handled the same way at
-any point; the point decides what has been begun; the format, how it is
-written). The six runs below meet every pair of values of two factors:
+`score`: SIGINT and SIGTERM remove what was begun and say so in one line;
+SIGKILL leaves only `.partial` names. `check`: its id database leaves no
+file, even on SIGKILL. Points are seeded by the test id; which signal comes
+when (in the line loop, or finishing) in which log format is all-pairs:
 
     signal   when       format   test
     SIGINT   loop       eval     caught
@@ -27,13 +12,6 @@ written). The six runs below meet every pair of values of two factors:
     SIGTERM  finishing  eval     caught
     SIGKILL  loop       json     sigkill
     SIGKILL  finishing  eval     sigkill
-
-signal x when: each signal in the loop and finishing; signal x format:
-each signal with eval and json; when x format: all four in the caught
-runs alone, so that the caught signals, which remove what was begun, are
-met with every kind of begun output. SIGKILL, which leaves what it finds,
-is met in the loop with a `.json` log half written and while finishing
-with every part of the `.eval` run open.
 """
 
 from __future__ import annotations
@@ -213,13 +191,11 @@ def test_sigkill_leaves_only_partial_names(
     assert all(name.endswith(".partial") for name in left), left
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGKILL])
 def test_check_leaves_no_temporary_id_database(
-    tmp_path: Path,
-    signal_input: Path,
-    signum: int,
-    request: pytest.FixtureRequest,
+    tmp_path: Path, signal_input: Path, request: pytest.FixtureRequest
 ) -> None:
+    """SIGTERM; SIGKILL is met where the database has surely reached the
+    disk (test_the_id_database_leaves_no_file_even_when_killed)."""
     temporary = tmp_path / "tmp"
     temporary.mkdir()
     process = start_tracegrade(
@@ -229,17 +205,15 @@ def test_check_leaves_no_temporary_id_database(
         cwd=tmp_path,
         env={"TMPDIR": str(temporary), "SQLITE_TMPDIR": str(temporary)},
     )
-    signal_mid_input(process, signal_input, signum, _loop_fraction(request.node.nodeid))
+    fraction = _loop_fraction(request.node.nodeid)
+    signal_mid_input(process, signal_input, signal.SIGTERM, fraction)
     _, stderr = process.communicate(timeout=300)
 
     assert list(temporary.iterdir()) == []
-    if signum == signal.SIGTERM:
-        assert process.returncode == 143, stderr
-        line = one_clear_line(stderr)
-        assert line.startswith("tracegrade check: stopped by SIGTERM after line")
-        assert line.endswith("the check is incomplete")
-    else:
-        assert process.returncode == -signal.SIGKILL
+    assert process.returncode == 143, stderr
+    line = one_clear_line(stderr)
+    assert line.startswith("tracegrade check: stopped by SIGTERM after line")
+    assert line.endswith("the check is incomplete")
 
 
 _SPILLING_IDS = """

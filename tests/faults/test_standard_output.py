@@ -22,11 +22,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.commands import start_tracegrade, tracegrade_process
-from tests.faults.conftest import (
-    CAN_MOUNT,
+from tests.commands import (
     StreamedCommand,
     commands_in_one_interpreter,
+    start_tracegrade,
+    tracegrade_process,
+)
+from tests.faults.conftest import (
+    CAN_MOUNT,
     frozen,
     mounted_tmpfs,
     needs_mount,

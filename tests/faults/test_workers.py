@@ -87,11 +87,9 @@ def _gone(pids: list[int]) -> bool:
     ("signum", "to_group", "stop_a_worker", "exit_code", "said"),
     [
         (signal.SIGINT, True, False, 130, "interrupted (SIGINT)"),
-        (signal.SIGTERM, False, False, 143, "stopped by SIGTERM"),
         (signal.SIGTERM, False, True, 143, "stopped by SIGTERM"),
-        (signal.SIGINT, True, True, 130, "interrupted (SIGINT)"),
     ],
-    ids=["SIGINT-group", "SIGTERM", "SIGTERM-worker-stopped", "SIGINT-worker-stopped"],
+    ids=["SIGINT-group", "SIGTERM-worker-stopped"],
 )
 def test_a_signal_ends_the_run_and_its_workers(
     tmp_path: Path,
@@ -139,16 +137,14 @@ def test_a_worker_that_dies_ends_the_run_in_one_line(
 
 
 @needs_mount
-@pytest.mark.parametrize("size", ["64k", "2m"])
-def test_a_full_disk_in_a_worker_is_one_line(
-    tmp_path: Path, large_input: Path, size: str
-) -> None:
+def test_a_full_disk_in_a_worker_is_one_line(tmp_path: Path, large_input: Path) -> None:
     """The worker's error (ENOSPC, as the OS said it) is raised in the main
-    process, which says it as it says any full disk."""
+    process, which says it as it says any full disk: here part way through
+    the workers' logs."""
     work = tmp_path / "work"
     work.mkdir()
     before = snapshot(work)
-    with mounted_tmpfs(work / "mnt", f"size={size}"):
+    with mounted_tmpfs(work / "mnt", "size=2m"):
         process = _start(work, large_input, log_dir="mnt")
         _, stderr = process.communicate(timeout=300)
         assert process.returncode == 2, stderr
