@@ -56,6 +56,7 @@ from tracegrade import ordered_extraction_recorded as extraction_task
 from tracegrade import stage_diagnosis
 from tracegrade._inspect_internals import to_json_safe
 from tracegrade.bulk.evallog import (
+    SUMMARIES_JSON,
     EvalArchive,
     EvalArchiveError,
     StreamedReductions,
@@ -550,9 +551,10 @@ def add_one(archive: EvalArchive, index: int) -> None:
 def test_the_writer_process_deflates_with_isal(
     tmp_path: Path, inspect_log: Path
 ) -> None:
-    """Inside `deflating_with_isal` zipfile deflates with ISA-L: each member
-    is ISA-L's stream, not zlib's, and reads back the same. Fails the day
-    zipfile stops asking `_get_compressor` for its compressor."""
+    """Inside `deflating_with_isal` every member is ISA-L's stream, not
+    zlib's, and reads back the same: a sample's (written at once) and
+    the summaries' (streamed by zipfile). Fails the day zipfile stops asking
+    `_get_compressor` for its compressor."""
     header = small_header(inspect_log)
     sample = {"id": "s", "epoch": 1, "input": "retrieval gap " * 200, "target": ""}
     data = sample_json(sample)
@@ -572,6 +574,11 @@ def test_the_writer_process_deflates_with_isal(
     assert stored_member(written["isal"], member) != stored_member(
         written["zlib"], member
     )
+    summaries = member_bytes(written["isal"], SUMMARIES_JSON)
+    assert member_bytes(written["zlib"], SUMMARIES_JSON) == summaries
+    for kind, library in (("isal", isal_zlib), ("zlib", zlib)):
+        stored = stored_member(written[kind], SUMMARIES_JSON)
+        assert stored == deflated(summaries, library)
     for path in written.values():
         assert member_bytes(path, member) == data
         assert read_eval_log_sample(str(path), id="s").input == sample["input"]
