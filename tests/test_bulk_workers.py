@@ -193,3 +193,24 @@ def test_a_start_up_banner_on_stdout_does_not_reach_the_workers_replies(
     assert banners.count("welcome") >= 3
     assert not banners.replace("welcome to this machine", "").strip()
     assert json.loads("{" + summary)["records"] == 603
+
+
+def test_a_worker_is_ended_where_the_platform_has_no_sigkill(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Windows has no SIGKILL: its workers end by terminate, as its kill() does."""
+    from tracegrade.bulk import workers
+
+    ended: list[str] = []
+
+    class Process:
+        def kill(self) -> None:
+            ended.append("kill")
+
+        def terminate(self) -> None:
+            ended.append("terminate")
+
+    workers._kill(Process())
+    monkeypatch.delattr(workers.signal, "SIGKILL")
+    workers._kill(Process())
+    assert ended == ["kill", "terminate"]

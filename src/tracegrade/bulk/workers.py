@@ -181,11 +181,20 @@ class WorkerPool:
         self._executor.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             if kill:
-                process.kill()
+                _kill(process)
             process.join(_JOIN)
             if process.is_alive():
-                process.kill()
+                _kill(process)
                 process.join(_JOIN)
+
+
+def _kill(process: Any) -> None:
+    """SIGKILL where there is one (it ends a stopped worker too); elsewhere
+    terminate, which is Windows' TerminateProcess, as its kill() is."""
+    if hasattr(signal, "SIGKILL"):
+        process.kill()
+    else:
+        process.terminate()
 
 
 class WorkersRun(ScoreRun):
