@@ -19,6 +19,7 @@ from inspect_ai.log import EvalMetric, EvalResults
 from ..core import canonical_json
 from ..lines import is_blank, read_lines
 from ..outputs import AtomicFile, OutputError
+from ..report.runs import ExactSum
 from ..scorers.metrics import is_count
 from ..table import problem_cells, score_cells
 from .evallog import deflating_with_isal
@@ -39,38 +40,26 @@ Number = int | float
 """A metric in the summary: an int for a count, else a float."""
 
 
-@dataclass
-class RunMean:
+class RunMean(ExactSum):
     """The mean of a figure over the runs that have one, summed exactly, so
     runs summed in parts, in any order, give the same mean to the last bit."""
 
-    partials: list[float] = field(default_factory=list)
-    runs: int = 0
-
     def add(self, value: float | None) -> None:
-        if value is None:
-            return
-        self.runs += 1
-        kept = 0
-        for partial in self.partials:
-            if abs(value) < abs(partial):
-                value, partial = partial, value
-            high = value + partial
-            low = partial - (high - value)
-            if low:
-                self.partials[kept] = low
-                kept += 1
-            value = high
-        self.partials[kept:] = [value]
+        if value is not None:
+            super().add(value)
 
     def merge(self, other: RunMean) -> None:
         for partial in other.partials:
-            self.add(partial)
-        self.runs += other.runs - len(other.partials)
+            super().add(partial)
+        self.count += other.count - len(other.partials)
+
+    @property
+    def runs(self) -> int:
+        return self.count
 
     @property
     def mean(self) -> float | None:
-        return math.fsum(self.partials) / self.runs if self.runs else None
+        return self.total / self.count if self.count else None
 
     def as_json(self) -> dict[str, float | int | None]:
         return {"mean": self.mean, "runs": self.runs}
