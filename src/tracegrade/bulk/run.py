@@ -40,26 +40,29 @@ Number = int | float
 """A metric in the summary: an int for a count, else a float."""
 
 
-class RunMean(ExactSum):
+class RunMean:
     """The mean of a figure over the runs that have one, summed exactly, so
     runs summed in parts, in any order, give the same mean to the last bit."""
 
+    def __init__(self) -> None:
+        self.sum = ExactSum()
+
     def add(self, value: float | None) -> None:
         if value is not None:
-            super().add(value)
+            self.sum.add(value)
 
     def merge(self, other: RunMean) -> None:
-        for partial in other.partials:
-            super().add(partial)
-        self.count += other.count - len(other.partials)
+        for partial in other.sum.partials:
+            self.sum.add(partial)
+        self.sum.count += other.runs - len(other.sum.partials)
 
     @property
     def runs(self) -> int:
-        return self.count
+        return self.sum.count
 
     @property
     def mean(self) -> float | None:
-        return self.total / self.count if self.count else None
+        return self.sum.mean(self.sum.count)
 
     def as_json(self) -> dict[str, float | int | None]:
         return {"mean": self.mean, "runs": self.runs}
