@@ -340,8 +340,7 @@ class Viewer:
         if self.binary is None:
             shown["reason"] = self.unavailable
             return shown
-        from screenshots import time_sample_list
-        from screenshots import ScreenshotError
+        from screenshots import ScreenshotError, time_sample_list
 
         try:
             timing = time_sample_list(
