@@ -308,7 +308,7 @@ def test_a_measured_peak_is_the_childs_own_not_its_parents(tmp_path: Path) -> No
         assert "os.wait4(" not in text, script
 
 
-@pytest.mark.parametrize("name", ["bulk_scoring", "bulk_workers"])
+@pytest.mark.parametrize("name", ["bulk_scoring"])
 def test_each_committed_table_is_its_json_rendered(name: str, tmp_path: Path) -> None:
     """The docs quote the Markdown; it must be the committed run's, and say
     which JSON to rerun."""
