@@ -149,20 +149,16 @@ def _disagreement(one: _Candidate, other: _Candidate) -> str:
 
 # --- Lines, items and bare IDs -------------------------------------------------
 
-# A bare ID starts and ends with a word character (Unicode letters, digits,
-# `_`), with only those and `. : / # -` between: no whitespace, quote,
-# bracket, comma or mark. Each pattern is matched at one place and cannot
-# backtrack more than once over an item.
+# A bare ID: word characters with `. : / # -` between. Each pattern is matched
+# at one place and cannot backtrack more than once over an item.
 _BARE_ID = re.compile(r"\w[\w.:/#-]*")
 _WORD = re.compile(r"\w")
 _DIGIT = re.compile(r"\d")
 _LIST_MARKER = re.compile(r"(?:[-*+\u2022]|(?P<number>[0-9]+)[.)])\s+")
 _FENCE = re.compile(r"`{3,}[\w+-]*")
-# Emphasis (`*`, `**`, `***`), code (a backtick) or both, closed in reverse.
-# `_` emphasis is not one: `_` belongs to bare IDs.
+# Emphasis, code or both, closed in reverse; not `_`, which belongs to IDs.
 _MARKED = re.compile(r"(?P<open>\*{1,3}`?|`)(?P<inner>[^*`]+)(?P<close>`?\*{1,3}|`)")
-# Where a sentence or a lead-in ends inside a line. A bare ID holds no
-# whitespace, so no item of a list is ever split.
+# Where a sentence or lead-in ends; a bare ID holds no whitespace, so never split.
 _SEGMENT_END = re.compile(r"(?<=[.!?;:])\s+")
 # A list marker glued to an ID (`1.C-3`); `1.5` is a number.
 _GLUED_MARKER = re.compile(r"[0-9]+\.(?=[^0-9])")
@@ -238,12 +234,6 @@ class _Layout:
     def line_end(self, number: int) -> int:
         return self.starts[min(number, len(self.starts) - 1)]
 
-    def spans(self) -> Iterator[tuple[int, int, int]]:
-        """Each line's number, start and end (past its line break)."""
-        starts = self.starts
-        for number in range(1, len(starts)):
-            yield number, starts[number - 1], starts[number]
-
 
 class _Lines:
     """The non-blank, non-fence lines: number, blank before, text outside literals.
@@ -262,7 +252,9 @@ class _Lines:
             return
         text = layout.text
         literal = 0
-        for number, start, end in layout.spans():
+        bounds = layout.starts
+        for number in range(1, len(bounds)):
+            start, end = bounds[number - 1], bounds[number]
             if literal >= len(starts) or starts[literal] >= end:
                 self._add(number, text[start:end].strip())
                 continue
@@ -311,11 +303,6 @@ class _Item:
     marker: bool
     period: bool
     mark: str | None
-
-    @property
-    def plain(self) -> bool:
-        """Whether the line is the bare ID alone: no marker, period or marks."""
-        return not (self.marker or self.period or self.mark)
 
 
 def _item(text: str) -> _Item | None:
@@ -689,7 +676,7 @@ def _run_candidate(run: _Run) -> _Candidate:
     number = lines.numbers[run.first]
     if len(ids) == 1:
         refusal: str | None = None
-        if not head.plain:
+        if head.marker or head.period or head.mark:
             refusal = (
                 f"the single line {_quote(lines.texts[run.first])} is not read as "
                 "a one-ID list: a lone ID is read only as the whole answer, with "

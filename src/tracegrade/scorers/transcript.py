@@ -197,8 +197,7 @@ def _ids(entries: list[Any], id_key: str, call: str) -> list[str]:
 def _read_truncated(body: str, step: str, call: str, id_key: str) -> ToolCall:
     """The entries of a truncated result that survived whole: every possible cut
     must agree, or the call is refused (docs/agents.md)."""
-    readings = []
-    problems = []
+    readings, problems = [], []
     try:
         for cut in _possible_cuts(body):
             try:
@@ -222,15 +221,12 @@ def _read_truncated(body: str, step: str, call: str, id_key: str) -> ToolCall:
     note = (
         f"Inspect truncated {step}'s result (max_tool_output), cutting its middle: "
         f"{len(whole)} entries survived whole"
-        + (f" ({list_ids(whole)})" if whole else "")
-        + (
-            f"; {list_ids(partial)} was cut partway and does not count"
-            if partial
-            else ""
-        )
-        + "."
     )
-    return ToolCall(step, whole, shown_ids, note)
+    if whole:
+        note += f" ({list_ids(whole)})"
+    if partial:
+        note += f"; {list_ids(partial)} was cut partway and does not count"
+    return ToolCall(step, whole, shown_ids, note + ".")
 
 
 def _read_at(
