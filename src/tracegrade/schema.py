@@ -333,29 +333,18 @@ _make_stage = StageScore._make
 
 
 def read_stage(value: Any, metadata: Any) -> StageScore:
-    """A stage score, checked as a whole; `report` reads one per sample, so the
-    usual score takes the shortest path through the same checks."""
-    if type(metadata) is not dict or not (
-        "result" in metadata
-        and "record" in metadata
-        and "read_from" in metadata
-        and "error" in metadata
-    ):
-        _tracegrade_metadata(metadata)  # raises, saying what is wrong
+    """A stage score from its value and metadata, checked as a whole."""
+    metadata = _tracegrade_metadata(metadata)
     error = None if metadata["error"] is None else read_error(metadata)
-    recall = metadata.get("recall")
-    if recall is not None and not is_share(recall):
-        read_share(metadata, "recall")  # raises
-    precision = metadata.get("precision")
-    if precision is not None and not is_share(precision):
-        read_share(metadata, "precision")  # raises
+    recall = read_share(metadata, "recall")
+    precision = read_share(metadata, "precision")
     if "recall" not in metadata or "precision" not in metadata:
         recall, precision = _earlier_shares(metadata, error)
     lost = read_lost(metadata.get("lost"))
     step_recall = read_step_recall(metadata)
     unscored = error is not None and error.unscored
-    if not unscored and (type(value) is not str or value not in STAGES):
-        read_stage_value(value)  # raises
+    if not unscored:
+        read_stage_value(value)
     if unscored or value == "unresolved":
         stage = None if unscored else value
         return StageScore(
