@@ -314,7 +314,8 @@ class LostID(NamedTuple):
 
 class StageScore(NamedTuple):
     """A stage diagnosis score, read: `stage` None when unscored; `required`,
-    `missing` (and with pipeline steps `steps`, `context_size`) when diagnosed."""
+    `missing` (and with pipeline steps `steps`, `context_size`) when diagnosed;
+    `labelled_correct` says the record's label is JSON `true`."""
 
     stage: str | None
     error: ScoreError | None
