@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -289,46 +289,46 @@ def _read_head(head: str, call: str, id_key: str) -> tuple[list[Any], str | None
 
 def _into_documents(head: str, position: int, call: str) -> int:
     """Past the `[` of an object result's documents array, in its first part."""
-    while True:
-        try:
-            key, position = _DECODER.raw_decode(head, _skip(head, position))
-            position = _skip(head, position)
-            if head[position] != ":":
-                raise ValueError
-            position = _skip(head, position + 1)
-            if key in DOCUMENT_KEYS and head.startswith("[", position):
-                return position + 1
-            _value, position = _DECODER.raw_decode(head, position)
-            position = _skip(head, position)
-            if head[position] != ",":
-                raise ValueError
-            position += 1
-        except (ValueError, IndexError):
-            raise ToolResultError(
-                call, head, "Inspect truncated it before its documents array began"
-            ) from None
+    try:
+        for key, at in _members(head, position):
+            if key in DOCUMENT_KEYS and head.startswith("[", at):
+                return at + 1
+    except (ValueError, IndexError):
+        pass
+    raise ToolResultError(
+        call, head, "Inspect truncated it before its documents array began"
+    )
 
 
 def _shown_id(head: str, position: int, id_key: str) -> str | None:
     """The `id_key` of the object cut at the end of `head`, when it was whole."""
     if not head.startswith("{", position):
         return None
-    position += 1
     try:
-        while True:
-            key, position = _DECODER.raw_decode(head, _skip(head, position))
-            position = _skip(head, position)
-            if head[position] != ":":
-                return None
-            value, position = _DECODER.raw_decode(head, _skip(head, position + 1))
+        for key, at in _members(head, position + 1):
             if key == id_key:
+                value, _end = _DECODER.raw_decode(head, at)
                 return value if isinstance(value, str) else None
-            position = _skip(head, position)
-            if head[position] != ",":
-                return None
-            position += 1
     except (ValueError, IndexError):
-        return None
+        pass
+    return None
+
+
+def _members(text: str, position: int) -> Iterator[tuple[Any, int]]:
+    """Each key of the object whose members start at `position`, and where its
+    value starts; raises `ValueError` or `IndexError` where the members stop."""
+    while True:
+        key, position = _DECODER.raw_decode(text, _skip(text, position))
+        position = _skip(text, position)
+        if text[position] != ":":
+            raise ValueError
+        position = _skip(text, position + 1)
+        yield key, position
+        _value, position = _DECODER.raw_decode(text, position)
+        position = _skip(text, position)
+        if text[position] != ",":
+            raise ValueError
+        position += 1
 
 
 def _read_tail(tail: str, *, wrapped: bool) -> list[Any]:
