@@ -1,7 +1,5 @@
-"""What a tracegrade score holds, declared once (`FIELDS`, which makes
-docs/scores.md's table) and read one way by every reader, so that a score
-one refuses, all refuse, in the same words. No Inspect import here.
-"""
+"""What a tracegrade score holds, declared once (`FIELDS`, docs/scores.md's table)
+and read one way, so a score one reader refuses all refuse. No Inspect import."""
 
 from __future__ import annotations
 
