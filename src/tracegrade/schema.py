@@ -1,7 +1,5 @@
-"""What a tracegrade score holds, declared once (`FIELDS`, which makes
-docs/scores.md's table) and read one way by every reader, so that a score
-one refuses, all refuse, in the same words. No Inspect import here.
-"""
+"""What a tracegrade score holds, declared once (`FIELDS`, docs/scores.md's table)
+and read one way, so a score one reader refuses all refuse. No Inspect import."""
 
 from __future__ import annotations
 
@@ -183,28 +181,17 @@ FIELDS: Final = (
 
 def fields_table() -> str:
     """`FIELDS` as the Markdown table docs/scores.md shows."""
-    rows = [
-        "| key | scores | type | present | meaning |",
-        "|---|---|---|---|---|",
-    ]
-    for field in FIELDS:
-        cells = (
-            f"`{field.key}`",
-            field.scores,
-            field.type,
-            field.present,
-            field.meaning,
+    rows = ["| key | scores | type | present | meaning |", "|---|---|---|---|---|"]
+    for f in FIELDS:
+        rows.append(
+            f"| `{f.key}` | {f.scores} | {f.type} | {f.present} | {f.meaning} |"
         )
-        rows.append("| " + " | ".join(cells) + " |")
     return "\n".join(rows) + "\n"
 
 
 class InvalidScore(ValueError):
-    """A score's value or metadata is not what a tracegrade scorer writes.
-
-    The message says which field and what it holds; the reader that
-    raises it from a log adds which log, sample and score.
-    """
+    """A score's value or metadata is not what a tracegrade scorer writes; the
+    message names the field, and a log's reader adds log, sample and score."""
 
 
 # --- the parts ---------------------------------------------------------------
@@ -222,11 +209,8 @@ def is_tracegrade_metadata(metadata: Any) -> TypeGuard[dict[str, Any]]:
 
 
 class ScoreError(NamedTuple):
-    """A score's `error`: its `kind`, `side`, `field` and `message`.
-
-    `field` and `message` are None where a reader was given a copy of
-    the error without them (the bulk results keep kind and side alone).
-    """
+    """A score's `error`; `field` and `message` are None where only kind and
+    side were kept (the bulk results)."""
 
     kind: str
     side: ErrorSide
@@ -327,15 +311,9 @@ class LostID(NamedTuple):
 
 
 class StageScore(NamedTuple):
-    """A stage diagnosis score, read.
-
-    `stage` is None for an unscored score (`error.unscored`). A diagnosed
-    stage has its `required` and `missing` ID lists; `labelled_correct`
-    says whether its record's label is JSON `true`. `lost` and
-    `step_recall` are there only for a record with pipeline steps; a
-    diagnosed one also has its record's `steps` and `context_size` (the
-    IDs its prompt held: the cut below which a kept ID was lost).
-    """
+    """A stage diagnosis score, read: `stage` None when unscored; `required`,
+    `missing` (and with pipeline steps `steps`, `context_size`) when diagnosed;
+    `labelled_correct` says the record's label is JSON `true`."""
 
     stage: str | None
     error: ScoreError | None
@@ -354,41 +332,22 @@ _make_stage = StageScore._make
 
 
 def read_stage(value: Any, metadata: Any) -> StageScore:
-    """A stage score from its value and metadata, checked as a whole.
-
-    `tracegrade report` reads one per sample, so the usual score (no error,
-    no steps, shares that are floats) takes the shortest path through the
-    same checks.
-    """
-    if type(metadata) is not dict or not (
-        "result" in metadata
-        and "record" in metadata
-        and "read_from" in metadata
-        and "error" in metadata
-    ):
-        _tracegrade_metadata(metadata)  # raises, saying what is wrong
+    """A stage score from its value and metadata, checked as a whole."""
+    metadata = _tracegrade_metadata(metadata)
     error = None if metadata["error"] is None else read_error(metadata)
-    recall = metadata.get("recall")
-    if recall is not None and not is_share(recall):
-        read_share(metadata, "recall")  # raises
-    precision = metadata.get("precision")
-    if precision is not None and not is_share(precision):
-        read_share(metadata, "precision")  # raises
+    recall = read_share(metadata, "recall")
+    precision = read_share(metadata, "precision")
     if "recall" not in metadata or "precision" not in metadata:
         recall, precision = _earlier_shares(metadata, error)
-    lost = None if metadata.get("lost") is None else _read_lost(metadata)
-    step_recall = (
-        None if metadata.get("step_recall") is None else read_step_recall(metadata)
-    )
-    if error is not None and error.unscored:
+    lost = read_lost(metadata.get("lost"))
+    step_recall = read_step_recall(metadata)
+    unscored = error is not None and error.unscored
+    if not unscored:
+        read_stage_value(value)
+    if unscored or value == "unresolved":
+        stage = None if unscored else value
         return StageScore(
-            None, error, recall, precision, None, None, False, lost, step_recall
-        )
-    if type(value) is not str or value not in STAGES:
-        read_stage_value(value)  # raises
-    if value == "unresolved":
-        return StageScore(
-            value, error, recall, precision, None, None, False, lost, step_recall
+            stage, error, recall, precision, lost=lost, step_recall=step_recall
         )
     record, result = metadata["record"], metadata["result"]
     required = record.get("required") if type(record) is dict else None
@@ -445,9 +404,8 @@ _RESCORE: Final = "score the log again (`inspect score LOG --scorer tracegrade/{
 def _earlier_shares(
     metadata: Mapping[str, Any], error: ScoreError | None
 ) -> tuple[float | None, float | None]:
-    """Recall and precision of a score by a tracegrade that wrote neither
-    or only recall (that only where it was scored): both are functions of
-    the record the score holds, so worked out as the scorer does now."""
+    """Recall and precision for a score by a tracegrade that wrote neither (or
+    only recall): worked out from its record, as the scorer does now."""
     record = metadata["record"]
     if type(record) is not dict:
         if error is not None and error.unscored:  # no record: neither share
@@ -460,13 +418,8 @@ def _earlier_shares(
     return stage_recall(record), stage_precision(record)
 
 
-def _read_lost(metadata: Mapping[str, Any]) -> list[LostID] | None:
-    return read_lost(metadata.get("lost"))
-
-
 def read_lost(lost: Any, where: str = "metadata lost") -> list[LostID] | None:
-    """`lost` (None when null), checked; `where` names it in an error (a
-    column of Parquet results is not a score's metadata)."""
+    """`lost` (None when null), checked; `where` names it in an error."""
     if lost is None:
         return None
     if type(lost) is not list:
@@ -525,12 +478,8 @@ class Itemised(NamedTuple):
 
 
 class ExtractionScore(NamedTuple):
-    """An ordered extraction score, read.
-
-    `membership` and `order` are None for an unscored score. A graded one
-    (its `result` a grade, not a refusal) has its `source` and `itemised`;
-    an answer failure has neither.
-    """
+    """An ordered extraction score, read: criteria None when unscored; `source`
+    and `itemised` only when `result` is a grade."""
 
     membership: bool | None
     order: bool | None
@@ -589,7 +538,7 @@ def _read_itemised(itemised: Any) -> Itemised:
     first_break = itemised.get("first_order_break")
     kept = itemised.get("kept_in_order")
     if (
-        (first_break is not None and not _is_count(first_break, 1))
+        (first_break is not None and (type(first_break) is not int or first_break < 1))
         or type(kept) is not int
         or kept < 0
     ):
@@ -598,10 +547,6 @@ def _read_itemised(itemised: Any) -> Itemised:
             f"kept_in_order (from 0), got {quote(first_break)} and {quote(kept)}"
         )
     return Itemised(dropped, invented, first_break, kept)
-
-
-def _is_count(value: Any, least: int) -> bool:
-    return type(value) is int and value >= least
 
 
 def _tracegrade_metadata(metadata: Any) -> dict[str, Any]:

@@ -1,9 +1,6 @@
-"""Reading a model's answer text as a list of IDs: one reading, or none.
+"""A model's answer text read as a list of IDs: one reading, or none.
 
-Every list any reading finds anywhere in the text is a candidate, and the
-text is read only when all agree (an `ANSWER:` line settles it); anything
-else is an `UnreadableAnswer` naming why. In linear time: docs/answer-formats.md.
-"""
+Every candidate list must agree, or the answer is refused (docs/answer-formats.md)."""
 
 from __future__ import annotations
 
@@ -26,8 +23,7 @@ MAX_ANSWER_CHARACTERS = 1_000_000
 
 
 def _reading_name(base: str, *, lead_in: bool, removed: Sequence[str] = ()) -> ReadAs:
-    """`lead-in-lines-with-periods-and-marks`: the base reading, whether a
-    lead-in was set aside, and what was removed from every item."""
+    """E.g. `lead-in-lines-with-periods-and-marks`; see docs/answer-formats.md."""
     name = f"lead-in-{base}" if lead_in else base
     return f"{name}-with-{'-and-'.join(removed)}" if removed else name
 
@@ -61,8 +57,7 @@ READ_AS_NAMES: frozenset[ReadAs] = frozenset(
         ),
     }
 )
-"""Every name `AnswerReading.read_as` can take; docs/answer-formats.md
-explains each part of a name."""
+"""Every name `AnswerReading.read_as` can take."""
 
 
 class UnreadableAnswer(ValueError):
@@ -79,15 +74,8 @@ class AnswerReading:
 
 @dataclass(frozen=True, slots=True)
 class _Candidate:
-    """A list that one reading finds in the text, or a value that is none.
-
-    `ids` is None for a JSON value that is no list of string IDs (`value`
-    is then the start of its text): it is a candidate all the same, so
-    that it makes the answer ambiguous rather than being skipped.
-    `refusal` says why this candidate cannot be the answer by itself (a
-    bare list with a heading beside it, say); such a candidate still
-    counts against any other list.
-    """
+    """A list one reading finds, or (`ids` None) a JSON value that is none but
+    still makes the answer ambiguous; `refusal` says why it cannot stand alone."""
 
     ids: tuple[str, ...] | None
     read_as: ReadAs
@@ -101,11 +89,7 @@ class _Candidate:
 
 
 class _Candidates:
-    """The candidates found so far, which must all agree.
-
-    Raises `UnreadableAnswer` the moment one disagrees with the first, so
-    that a text of ten thousand lists costs no more than its first two.
-    """
+    """The candidates so far; the first to disagree raises, keeping work bounded."""
 
     def __init__(self, among: str = "") -> None:
         self.among = among
@@ -165,20 +149,16 @@ def _disagreement(one: _Candidate, other: _Candidate) -> str:
 
 # --- Lines, items and bare IDs -------------------------------------------------
 
-# A bare ID starts and ends with a word character (Unicode letters, digits,
-# `_`), with only those and `. : / # -` between: no whitespace, quote,
-# bracket, comma or mark. Each pattern is matched at one place and cannot
-# backtrack more than once over an item.
+# A bare ID: word characters with `. : / # -` between. Each pattern is matched
+# at one place and cannot backtrack more than once over an item.
 _BARE_ID = re.compile(r"\w[\w.:/#-]*")
 _WORD = re.compile(r"\w")
 _DIGIT = re.compile(r"\d")
 _LIST_MARKER = re.compile(r"(?:[-*+\u2022]|(?P<number>[0-9]+)[.)])\s+")
 _FENCE = re.compile(r"`{3,}[\w+-]*")
-# Emphasis (`*`, `**`, `***`), code (a backtick) or both, closed in reverse.
-# `_` emphasis is not one: `_` belongs to bare IDs.
+# Emphasis, code or both, closed in reverse; not `_`, which belongs to IDs.
 _MARKED = re.compile(r"(?P<open>\*{1,3}`?|`)(?P<inner>[^*`]+)(?P<close>`?\*{1,3}|`)")
-# Where a sentence or a lead-in ends inside a line. A bare ID holds no
-# whitespace, so no item of a list is ever split.
+# Where a sentence or lead-in ends; a bare ID holds no whitespace, so never split.
 _SEGMENT_END = re.compile(r"(?<=[.!?;:])\s+")
 # A list marker glued to an ID (`1.C-3`); `1.5` is a number.
 _GLUED_MARKER = re.compile(r"[0-9]+\.(?=[^0-9])")
@@ -208,8 +188,7 @@ def _mark_of(item: str) -> str | None:
 
 
 def _quote(value: Any, limit: int = 80) -> str:
-    """JSON text of `value`, cut short: exact enough to find, short enough to
-    read, and made from a bounded slice, however long `value` is."""
+    """JSON text of `value`, cut short from a bounded slice, however long it is."""
     text = json.dumps(value[:limit])
     if len(text) <= limit and len(value) <= limit:
         return text
@@ -253,25 +232,13 @@ class _Layout:
         return max(1, min(bisect_right(starts, offset), len(starts) - 1))
 
     def line_end(self, number: int) -> int:
-        """The offset just past line `number` and its line break."""
         return self.starts[min(number, len(self.starts) - 1)]
-
-    def spans(self) -> Iterator[tuple[int, int, int]]:
-        """Each line's number, start and end (past its line break)."""
-        starts = self.starts
-        for number in range(1, len(starts)):
-            yield number, starts[number - 1], starts[number]
 
 
 class _Lines:
-    """The lines of an answer that are neither blank nor a code fence.
+    """The non-blank, non-fence lines: number, blank before, text outside literals.
 
-    For each, its number, whether a blank line stands between it and the
-    line before, and its text outside any literal, stripped; for a line
-    that a literal starts, ends or runs on, also the pieces of text between
-    the literals. Kept in parallel arrays: a long answer of short lines
-    would otherwise cost more in objects than in text.
-    """
+    Parallel arrays, as a long answer of short lines would cost more in objects."""
 
     def __init__(self, layout: _Layout, starts: array[int], ends: array[int]) -> None:
         self.numbers = array("q")
@@ -285,7 +252,9 @@ class _Lines:
             return
         text = layout.text
         literal = 0
-        for number, start, end in layout.spans():
+        bounds = layout.starts
+        for number in range(1, len(bounds)):
+            start, end = bounds[number - 1], bounds[number]
             if literal >= len(starts) or starts[literal] >= end:
                 self._add(number, text[start:end].strip())
                 continue
@@ -335,19 +304,10 @@ class _Item:
     period: bool
     mark: str | None
 
-    @property
-    def plain(self) -> bool:
-        """Whether the line is the bare ID alone: no marker, period or marks."""
-        return not (self.marker or self.period or self.mark)
-
 
 def _item(text: str) -> _Item | None:
-    """A line read as an item of a list of lines, if it can be one.
-
-    A line with a list marker is an item whatever its ID; a line without
-    one only when its ID holds a digit: a one-word line without a digit
-    (`Answer`, `Done`, `IDs`) is a heading or a sign-off as often as an ID.
-    """
+    """A line as a list item, if it can be one: without a marker, only when its ID
+    holds a digit (`Answer`, `Done` are headings as often as IDs)."""
     marker = _LIST_MARKER.match(text)
     rest = text[marker.end() :] if marker else text
     period = rest.endswith(".")
@@ -361,14 +321,8 @@ def _item(text: str) -> _Item | None:
 
 
 class _Run:
-    """Item lines in a row, read as one list as they come.
-
-    A list of lines is read only when every line has the same form: a list
-    marker on all or none, a final period on all or none, the same marks
-    on all or none. Otherwise an odd line may be a heading or a sentence
-    among the IDs, or an ID singled out, and `add` raises
-    `UnreadableAnswer` naming it.
-    """
+    """Item lines in a row, read as one list; `add` refuses a line whose marker,
+    period or marks differ from the others', as it may be no item."""
 
     def __init__(self, lines: _Lines, index: int, item: _Item) -> None:
         self.lines = lines
@@ -409,9 +363,7 @@ class _Run:
         raise UnreadableAnswer(f"line {number}, {_quote(text)}, {problem}")
 
     def continued_by(self, index: int, item: _Item) -> bool:
-        """Whether the item on line `index` continues this list, rather than
-        start another: not after a blank line, and not numbered afresh
-        (`1. 2.` then `1.` again)."""
+        """Not after a blank line, nor numbered afresh (`1. 2.` then `1.`)."""
         if self.lines.after_blank[index]:
             return False
         first, last = self.head.number, self.last_number
@@ -439,8 +391,8 @@ class _CommaList:
 
 
 def _comma_list(segment: str, *, least: int = 2) -> _CommaList | str:
-    """`segment` read as bare IDs separated by commas, perhaps ending in a
-    period, every ID perhaps in the same marks; else why it is none."""
+    """`segment` as comma-separated bare IDs (a final period, the same marks on
+    each allowed); else why it is none."""
     period = segment.endswith(".")
     items = [item.strip() for item in segment.removesuffix(".").split(",")]
     if len(items) < least:
@@ -465,14 +417,12 @@ def _comma_list(segment: str, *, least: int = 2) -> _CommaList | str:
 
 
 def _segments(piece: str) -> list[str]:
-    """A piece of a line cut into sentences and lead-ins (each ending in
-    `. ! ? ;` or `:` before whitespace)."""
+    """A piece of a line cut into sentences and lead-ins."""
     return [segment for segment in _SEGMENT_END.split(piece) if segment]
 
 
 def _doubtful(ids: Sequence[str]) -> str | None:
-    """Why a bare list's IDs may be read another way, if they may: the
-    grammar's doubts, in docs/answer-formats.md."""
+    """Why a bare list's IDs may be read another way, if they may."""
     with_digit = next((item for item in ids if _has_digit(item)), None)
     without = next((item for item in ids if not _has_digit(item)), None)
     if len(ids) == 1 and without is not None:
@@ -498,10 +448,8 @@ def _doubtful(ids: Sequence[str]) -> str | None:
 
 
 def _glued_lead_in(ids: Sequence[str]) -> str | None:
-    """Why the first ID may be a lead-in glued to an ID (`IDs:C-3`), if it may.
-
-    A list whose every ID starts with the same text up to its first colon
-    (`PMID:1, PMID:2`) has that prefix as part of its IDs."""
+    """Why the first ID may be a lead-in glued to an ID (`IDs:C-3`), unless all
+    IDs share the prefix (`PMID:1, PMID:2`)."""
     first = ids[0] if ids else ""
     if ":" not in first:
         return None
@@ -516,8 +464,7 @@ def _glued_lead_in(ids: Sequence[str]) -> str | None:
 
 
 def _mentioned(lead_in: str, ids: Sequence[str]) -> str | None:
-    """An ID of the list that the lead-in names, if any: a lead-in that
-    names the list's IDs may give another list of them."""
+    """An ID of the list that the lead-in names: it may give another list."""
     wanted = set(ids)
     for token in _TOKEN.finditer(lead_in):
         word = token.group().rstrip(".:/#-")
@@ -532,27 +479,7 @@ def _mentioned(lead_in: str, ids: Sequence[str]) -> str | None:
 def read_answer_ids(text: str, *, structured_key: str | None = None) -> AnswerReading:
     """The one list of IDs in `text`, and how it was read (docs/answer-formats.md).
 
-    >>> read_answer_ids('Here you go:\\n```json\\n["C-3", "A-1", "B-2"]\\n```')
-    AnswerReading(ids=['C-3', 'A-1', 'B-2'], read_as='json')
-    >>> read_answer_ids("I checked twice.\\nANSWER: ['C-3', 'A-1']")
-    AnswerReading(ids=['C-3', 'A-1'], read_as='answer-line-python-list')
-    >>> read_answer_ids("IDs:\\n- **C-3**.\\n- **A-1**.")
-    AnswerReading(ids=['C-3', 'A-1'], read_as='lead-in-lines-with-periods-and-marks')
-    >>> read_answer_ids("INC-0042")
-    AnswerReading(ids=['INC-0042'], read_as='single-id')
-
-    With `structured_key`, a text that is exactly one JSON object holding
-    only that key is read as the list under it (`read_as` "structured").
-
-    Raises `UnreadableAnswer` saying why, for example when two readings
-    give two different lists:
-
-    >>> read_answer_ids('Source: ["C-3", "A-1"]\\nSorted: ["A-1", "C-3"]')
-    Traceback (most recent call last):
-    ...
-    tracegrade.scorers.answer_parsing.UnreadableAnswer: two different lists: \
-["C-3", "A-1"] (line 1) and ["A-1", "C-3"] (line 2)
-    """
+    `structured_key`: a text that is one JSON object of that key alone is its list."""
     if len(text) > MAX_ANSWER_CHARACTERS:
         raise UnreadableAnswer(
             f"too long: the answer has {len(text):,} characters, over the "
@@ -585,14 +512,7 @@ def read_answer_ids(text: str, *, structured_key: str | None = None) -> AnswerRe
 
 
 def parse_answer_ids(text: str) -> list[str]:
-    """The IDs of the one list in `text`.
-
-    >>> parse_answer_ids('The IDs are ["C", "A", "B"].')
-    ['C', 'A', 'B']
-
-    Raises `UnreadableAnswer`; `read_answer_ids` also says which reading
-    found the list.
-    """
+    """The IDs of the one list in `text`; raises `UnreadableAnswer`."""
     return read_answer_ids(text).ids
 
 
@@ -610,8 +530,7 @@ def _broken(layout: _Layout, broken: BrokenLiteral) -> str:
 
 
 def _structured(text: str, key: str) -> AnswerReading | None:
-    """The list under `key` when `text` is exactly one JSON object; None
-    when it is not one, so that the other readings apply."""
+    """The list under `key` when `text` is exactly one JSON object, else None."""
     stripped = text.strip(" \t\r\n")
     if not stripped.startswith("{"):
         return None
@@ -632,8 +551,7 @@ def _structured(text: str, key: str) -> AnswerReading | None:
 
 
 def _object_of_unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """A JSON object, refused when it repeats a key: JSON readers differ on
-    which of its values counts, so it has two readings."""
+    """A JSON object, refused when it repeats a key: two readings."""
     seen: set[str] = set()
     for key, _ in pairs:
         if key in seen:
@@ -646,8 +564,7 @@ def _object_of_unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _add_answer_lines(layout: _Layout, found: _Candidates) -> None:
-    """The list of each `ANSWER:` line: a line that starts with `ANSWER:`
-    (in any case), with a list after it on the same line."""
+    """The list of each line that starts with `ANSWER:` (any case)."""
     text = layout.text
     checked = 0  # only a line's first marker can start it
     for marker in _ANSWER_MARKER.finditer(text):
@@ -695,14 +612,7 @@ def _removed(*done: tuple[str, object]) -> list[str]:
 
 
 def _add_bare_candidates(lines: _Lines, found: _Candidates) -> None:
-    """The lists of bare IDs among `lines`.
-
-    Each run of item lines is one candidate, and each comma list in any
-    sentence of any other line another. A bare list may be read alone only
-    when it is the whole text, after at most one lead-in: a heading, a
-    sign-off or a remark beside it could belong to it or not, and nothing
-    tells which.
-    """
+    """Each run of item lines, and each comma list of any other line, as candidates."""
     run: _Run | None = None
     for index, text in enumerate(lines.texts):
         item = None if lines.literal(index) else _item(text)
@@ -723,8 +633,8 @@ def _add_bare_candidates(lines: _Lines, found: _Candidates) -> None:
 def _whole_text_refusal(
     lines: _Lines, first: int, end: int, *, lead_in_allowed: bool
 ) -> tuple[str | None, str | None]:
-    """Why the bare list on lines `first` to `end` is not the whole text
-    (None when it is), and the lead-in line before it, if it has one."""
+    """Why lines `first` to `end` are not the whole text (None when they are),
+    and the lead-in line before them, if any."""
     lead_in = first == 1 and lead_in_allowed and lines.lead_in(0)
     if first > 0 and not lead_in:
         other: int | None = 0
@@ -766,7 +676,7 @@ def _run_candidate(run: _Run) -> _Candidate:
     number = lines.numbers[run.first]
     if len(ids) == 1:
         refusal: str | None = None
-        if not head.plain:
+        if head.marker or head.period or head.mark:
             refusal = (
                 f"the single line {_quote(lines.texts[run.first])} is not read as "
                 "a one-ID list: a lone ID is read only as the whole answer, with "
@@ -786,10 +696,7 @@ def _run_candidate(run: _Run) -> _Candidate:
 
 
 def _comma_candidates(lines: _Lines, index: int) -> Iterator[_Candidate]:
-    """The comma lists in the sentences of a line that is no item.
-
-    One is read alone only as the whole line, perhaps after a lead-in on
-    the line (ending in a colon and a space) or on the line before."""
+    """The comma lists in the sentences of a line that is no item."""
     number = lines.numbers[index]
     literal = lines.literal(index)
     for piece in lines.pieces.get(index, (lines.texts[index],)):
@@ -801,8 +708,19 @@ def _comma_candidates(lines: _Lines, index: int) -> Iterator[_Candidate]:
             after_lead_in = position > 0 and segments[position - 1].endswith(":")
             if isinstance(listed, str):
                 lone = _comma_list(segment, least=1)
-                if after_lead_in and isinstance(lone, _CommaList):
-                    yield from _lone_id(lone, segments[position - 1], number)
+                if (
+                    after_lead_in
+                    and isinstance(lone, _CommaList)
+                    and _has_digit(lone.ids[0])
+                ):
+                    yield _Candidate(
+                        lone.ids,
+                        "single-id",
+                        number,
+                        f"the lone ID after {_quote(segments[position - 1])} (line "
+                        f"{number}) is not read as a list: a lone ID is read only as "
+                        "the whole answer, with nothing around it",
+                    )
                 continue
             whole = not literal and position == len(segments) - 1
             lead_in = None
@@ -824,20 +742,6 @@ def _comma_candidates(lines: _Lines, index: int) -> Iterator[_Candidate]:
                 "commas", lead_in=position > 0 or lead_in is not None, removed=removed
             )
             yield _Candidate(listed.ids, read_as, number, refusal)
-
-
-def _lone_id(lone: _CommaList, lead_in: str, number: int) -> Iterator[_Candidate]:
-    """A lone ID after a lead-in, as a candidate that is never read alone:
-    `ID: DOC-1` as the answer, or `Also: B-2` beside one."""
-    if _has_digit(lone.ids[0]):
-        yield _Candidate(
-            lone.ids,
-            "single-id",
-            number,
-            f"the lone ID after {_quote(lead_in)} (line {number}) is not read as "
-            "a list: a lone ID is read only as the whole answer, with nothing "
-            "around it",
-        )
 
 
 def _no_list(lines: _Lines) -> str:

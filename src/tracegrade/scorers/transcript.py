@@ -1,17 +1,11 @@
-"""An agent's context, read from its transcript: the documents its search
-tools returned to the model, as the model received them.
-
-Each call of a named tool is a step (`search#1`, `search#2`); the context
-is the IDs of the entries that reached the model whole, in the order
-received. The result shapes, and how a result Inspect truncated is read,
-are in docs/agents.md.
-"""
+"""An agent's context from its transcript: the documents its tools returned to
+the model, as received; shapes and truncation are in docs/agents.md."""
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,9 +36,8 @@ class ToolResultError(InvalidRecord):
 
 @dataclass(frozen=True)
 class ToolCall:
-    """One call: its step name, the IDs of the entries that reached the
-    model whole (`whole`), those its result showed at all (`shown`), and
-    what the explanation says of it (an error, a truncation)."""
+    """One call: its step, the IDs that reached the model `whole`, those
+    `shown` at all, and what the explanation says of it."""
 
     step: str
     whole: list[str]
@@ -153,8 +146,7 @@ def _read_call(
             value = json.loads(content)
         except json.JSONDecodeError as error:
             raise ToolResultError(call, content, f"it is not JSON ({error})") from None
-        entries = _documents(value, call)
-        ids = _ids(entries, id_key, call)
+        ids = _ids(_documents(value, call), id_key, call)
         return ToolCall(step, ids, ids)
     return _read_truncated(body, step, call, id_key)
 
@@ -203,15 +195,9 @@ def _ids(entries: list[Any], id_key: str, call: str) -> list[str]:
 
 
 def _read_truncated(body: str, step: str, call: str, id_key: str) -> ToolCall:
-    """The entries of a truncated result that survived whole (see docs/agents.md).
-
-    Inspect keeps the first and the last half of the bytes; where a
-    character was split, it drops it, so the cut is known to within three
-    bytes. Every possible cut that reads must give the same whole entries,
-    or the call is refused.
-    """
-    readings = []
-    problems = []
+    """The entries of a truncated result that survived whole: every possible cut
+    must agree, or the call is refused (docs/agents.md)."""
+    readings, problems = [], []
     try:
         for cut in _possible_cuts(body):
             try:
@@ -235,15 +221,12 @@ def _read_truncated(body: str, step: str, call: str, id_key: str) -> ToolCall:
     note = (
         f"Inspect truncated {step}'s result (max_tool_output), cutting its middle: "
         f"{len(whole)} entries survived whole"
-        + (f" ({list_ids(whole)})" if whole else "")
-        + (
-            f"; {list_ids(partial)} was cut partway and does not count"
-            if partial
-            else ""
-        )
-        + "."
     )
-    return ToolCall(step, whole, shown_ids, note)
+    if whole:
+        note += f" ({list_ids(whole)})"
+    if partial:
+        note += f"; {list_ids(partial)} was cut partway and does not count"
+    return ToolCall(step, whole, shown_ids, note + ".")
 
 
 def _read_at(
@@ -271,8 +254,8 @@ def _possible_cuts(body: str) -> list[int]:
 
 
 def _read_head(head: str, call: str, id_key: str) -> tuple[list[Any], str | None, bool]:
-    """The whole entries of a result's first part, the ID of the entry cut
-    there if it shows one, and whether the documents array is still open."""
+    """A first part's whole entries, the ID of the entry cut there if shown,
+    and whether the documents array is still open."""
     position = _skip(head, 0)
     if head.startswith("{", position):
         position = _into_documents(head, position + 1, call)
@@ -306,51 +289,50 @@ def _read_head(head: str, call: str, id_key: str) -> tuple[list[Any], str | None
 
 def _into_documents(head: str, position: int, call: str) -> int:
     """Past the `[` of an object result's documents array, in its first part."""
-    while True:
-        try:
-            key, position = _DECODER.raw_decode(head, _skip(head, position))
-            position = _skip(head, position)
-            if head[position] != ":":
-                raise ValueError
-            position = _skip(head, position + 1)
-            if key in DOCUMENT_KEYS and head.startswith("[", position):
-                return position + 1
-            _value, position = _DECODER.raw_decode(head, position)
-            position = _skip(head, position)
-            if head[position] != ",":
-                raise ValueError
-            position += 1
-        except (ValueError, IndexError):
-            raise ToolResultError(
-                call, head, "Inspect truncated it before its documents array began"
-            ) from None
+    try:
+        for key, at in _members(head, position):
+            if key in DOCUMENT_KEYS and head.startswith("[", at):
+                return at + 1
+    except (ValueError, IndexError):
+        pass
+    raise ToolResultError(
+        call, head, "Inspect truncated it before its documents array began"
+    )
 
 
 def _shown_id(head: str, position: int, id_key: str) -> str | None:
     """The `id_key` of the object cut at the end of `head`, when it was whole."""
     if not head.startswith("{", position):
         return None
-    position += 1
     try:
-        while True:
-            key, position = _DECODER.raw_decode(head, _skip(head, position))
-            position = _skip(head, position)
-            if head[position] != ":":
-                return None
-            value, position = _DECODER.raw_decode(head, _skip(head, position + 1))
+        for key, at in _members(head, position + 1):
             if key == id_key:
+                value, _end = _DECODER.raw_decode(head, at)
                 return value if isinstance(value, str) else None
-            position = _skip(head, position)
-            if head[position] != ",":
-                return None
-            position += 1
     except (ValueError, IndexError):
-        return None
+        pass
+    return None
+
+
+def _members(text: str, position: int) -> Iterator[tuple[Any, int]]:
+    """Each key of the object whose members start at `position`, and where its
+    value starts; raises `ValueError` or `IndexError` where the members stop."""
+    while True:
+        key, position = _DECODER.raw_decode(text, _skip(text, position))
+        position = _skip(text, position)
+        if text[position] != ":":
+            raise ValueError
+        position = _skip(text, position + 1)
+        yield key, position
+        _value, position = _DECODER.raw_decode(text, position)
+        position = _skip(text, position)
+        if text[position] != ",":
+            raise ValueError
+        position += 1
 
 
 def _read_tail(tail: str, *, wrapped: bool) -> list[Any]:
-    """The whole entries of a result's last part: those after its first
-    entry boundary, read as the rest of the array."""
+    """A last part's entries after its first entry boundary."""
     start = _first_boundary(tail, depth=2 if wrapped else 1)
     if start is None:
         return []
@@ -366,9 +348,8 @@ def _read_tail(tail: str, *, wrapped: bool) -> list[Any]:
 
 
 def _first_boundary(tail: str, *, depth: int) -> int | None:
-    """Where the first whole entry of the array at `depth` (counted from the
-    end) begins in `tail`, read backwards from the end, where the lexical
-    state is known; None when no entry begins in it."""
+    """Where the first whole entry at `depth` begins in `tail`, read backwards
+    from the end, where the lexical state is known; None when none does."""
     first = None
     level = 0
     position = len(tail) - 1
@@ -398,8 +379,7 @@ def _first_boundary(tail: str, *, depth: int) -> int | None:
 
 
 def _string_start(text: str, closing: int) -> int | None:
-    """The opening quote of the string whose closing quote is at `closing`,
-    or None when it lies before `text` (or cannot be told from it)."""
+    """The opening quote of the string closed at `closing`; None if before `text`."""
     position = closing - 1
     while position > 0:
         if text[position] == '"':
