@@ -3,6 +3,7 @@ candidate list must agree or the answer is unreadable; never another list."""
 
 from __future__ import annotations
 
+import doctest
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -776,3 +777,28 @@ def test_a_data_error_still_says_how_the_answer_was_read() -> None:
     assert score.reason == "duplicate-source-id"
     assert score.metadata is not None
     assert score.metadata["read_as"] == "commas"
+
+
+def test_the_pages_examples_read_as_shown() -> None:
+    """docs/answer-formats.md's `>>>` examples, each reading or refusal as
+    the page prints it."""
+    page = (Path(__file__).parent.parent / "docs" / "answer-formats.md").read_text()
+    examples = doctest.DocTestParser().get_examples(page)
+    assert len(examples) == 4
+    namespace: dict[str, Any] = {}
+    for example in examples:
+        try:
+            shown = repr(eval(example.source, namespace))
+        except SyntaxError:
+            exec(example.source, namespace)
+            continue
+        except UnreadableAnswer as refused:
+            shown = f"{type(refused).__name__}: {refused}"
+            assert said(example.want)[-1] == shown
+            continue
+        assert said(example.want) == [shown]
+
+
+def said(want: str) -> list[str]:
+    """An example's printed lines, without the fence that closes its block."""
+    return [line for line in want.splitlines() if line != "```"]
