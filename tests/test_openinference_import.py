@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 from google.protobuf.json_format import MessageToJson
 from openinference.semconv.trace import (
     DocumentAttributes,
@@ -38,7 +38,6 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from tests.commands import run_tracegrade, tracegrade_shell
 from tests.support import write_lines
-from tracegrade.cli import main
 from tracegrade.importers.common import ImportRefused, InputFileError, LabelsRefused
 from tracegrade.importers.openinference import (
     ImportRules,
@@ -338,35 +337,23 @@ def test_input_value_joins_by_the_root_spans_question(
 def test_labels_label_records_by_id_but_never_one_the_gold_labels(
     spans: dict[str, Path], tmp_path: Path
 ) -> None:
-    labels = write_lines(tmp_path / "labels.jsonl", [{"id": "ex-2", "correct": True}])
-    imported = import_openinference(
-        spans["otlp"],
-        spans["gold"],
-        key=EXAMPLE,
-        labels_path=labels,
-        allow_unmatched=True,
-    )
+    def labelled(name: str, sample: str) -> Imported:
+        labels = write_lines(tmp_path / name, [{"id": sample, "correct": True}])
+        return import_openinference(
+            spans["otlp"],
+            spans["gold"],
+            key=EXAMPLE,
+            labels_path=labels,
+            allow_unmatched=True,
+        )
+
+    imported = labelled("labels.jsonl", "ex-2")
     assert imported.records[1]["input"]["correct"] is True
     assert list(imported.records[1]["input"])[:3] == ["required", "context", "correct"]
-
-    twice = write_lines(tmp_path / "twice.jsonl", [{"id": "ex-1", "correct": True}])
     with pytest.raises(LabelsRefused, match=r"is already labelled by .*line 1"):
-        import_openinference(
-            spans["otlp"],
-            spans["gold"],
-            key=EXAMPLE,
-            labels_path=twice,
-            allow_unmatched=True,
-        )
-    nothing = write_lines(tmp_path / "none.jsonl", [{"id": "ab" * 16, "correct": True}])
+        labelled("twice.jsonl", "ex-1")
     with pytest.raises(LabelsRefused, match="1 label names no record of"):
-        import_openinference(
-            spans["otlp"],
-            spans["gold"],
-            key=EXAMPLE,
-            labels_path=nothing,
-            allow_unmatched=True,
-        )
+        labelled("none.jsonl", "ab" * 16)
 
 
 # --- a reranker: its steps ------------------------------------------------------
@@ -468,6 +455,12 @@ def attribute(key: str, value: dict[str, Any]) -> dict[str, Any]:
 
 
 WHERE = "resourceSpans[0].scopeSpans[0].spans[0]"
+
+
+def retriever_spans(path: Path, *attributes: dict[str, Any]) -> str:
+    """A file of one RETRIEVER span holding `attributes` after its kind."""
+    kind = attribute(KIND, {"stringValue": RETRIEVER})
+    return write_lines(path, [request(span_json(attributes=[kind, *attributes]))])
 
 
 @pytest.mark.parametrize(
@@ -597,15 +590,7 @@ def test_documents_given_as_one_attribute_are_read(
 ) -> None:
     """Some exporters keep OpenInference's list of documents as one
     attribute; read as an empty context, the run would blame the retriever."""
-    line = request(
-        span_json(
-            attributes=[
-                attribute(KIND, {"stringValue": RETRIEVER}),
-                attribute(DOCUMENTS, documents),
-            ]
-        )
-    )
-    path = write_lines(tmp_path / "spans.jsonl", [line])
+    path = retriever_spans(tmp_path / "spans.jsonl", attribute(DOCUMENTS, documents))
     (record,) = import_openinference(
         path, spans["gold"], key=EXAMPLE, allow_unmatched=True
     ).records
@@ -634,15 +619,7 @@ def test_documents_given_as_one_attribute_are_read(
 def test_documents_in_one_attribute_that_cannot_be_read_are_refused(
     tmp_path: Path, spans: dict[str, Path], documents: dict[str, Any], expected: str
 ) -> None:
-    line = request(
-        span_json(
-            attributes=[
-                attribute(KIND, {"stringValue": RETRIEVER}),
-                attribute(DOCUMENTS, documents),
-            ]
-        )
-    )
-    path = write_lines(tmp_path / "spans.jsonl", [line])
+    path = retriever_spans(tmp_path / "spans.jsonl", attribute(DOCUMENTS, documents))
     with pytest.raises(InputFileError) as caught:
         import_openinference(path, spans["gold"], key=EXAMPLE)
     assert expected in caught.value.message
@@ -652,16 +629,11 @@ def test_documents_in_one_attribute_that_cannot_be_read_are_refused(
 def test_documents_given_both_ways_are_refused(
     tmp_path: Path, spans: dict[str, Path]
 ) -> None:
-    line = request(
-        span_json(
-            attributes=[
-                attribute(KIND, {"stringValue": RETRIEVER}),
-                attribute(document_id(0), {"stringValue": "D1"}),
-                attribute(DOCUMENTS, {"stringValue": '[{"document.id": "D2"}]'}),
-            ]
-        )
+    path = retriever_spans(
+        tmp_path / "spans.jsonl",
+        attribute(document_id(0), {"stringValue": "D1"}),
+        attribute(DOCUMENTS, {"stringValue": '[{"document.id": "D2"}]'}),
     )
-    path = write_lines(tmp_path / "spans.jsonl", [line])
     with pytest.raises(InputFileError, match="gives its documents twice"):
         import_openinference(path, spans["gold"], key=EXAMPLE)
 
@@ -771,10 +743,8 @@ def test_a_file_without_spans_is_refused(
 # --- the command --------------------------------------------------------------
 
 
-def import_cli(*args: str) -> Result:
-    return CliRunner().invoke(
-        main, ["import", "openinference", *args], catch_exceptions=False
-    )
+def import_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_tracegrade("import", "openinference", *args, cwd=Path.cwd())
 
 
 def test_unmatched_traces_are_refused_or_let_through_and_listed(
@@ -788,7 +758,7 @@ def test_unmatched_traces_are_refused_or_let_through_and_listed(
     refused = import_cli(
         str(spans["otlp"]), "--gold", str(gold), "--key", EXAMPLE, "-o", str(out)
     )
-    assert refused.exit_code == 2
+    assert refused.returncode == 2
     assert refused.stderr.splitlines() == [
         f"Error: 2 traces match no line of {gold} by example.id: "
         f'"{TRACES[2]}" ("ex-9"), "{TRACES[3]}" (no example.id); '
@@ -798,7 +768,7 @@ def test_unmatched_traces_are_refused_or_let_through_and_listed(
     result = import_cli(
         str(spans["otlp"]), "--gold", str(gold), "--key", EXAMPLE, "--allow-unmatched"
     )
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     assert [json.loads(line) for line in result.stdout.splitlines()] == RECORDS
     assert result.stderr.splitlines() == [
         f"note: 2 of 6 traces match no line of {gold} by example.id; written "
@@ -1053,20 +1023,12 @@ def test_the_context_is_what_the_prompt_held_not_what_the_reranker_kept(
     assert chosen["input"]["context"] == KEPT
     # The report's table of losses at the prompt's cut counts D2.
     runs = write_lines(tmp_path / "runs.jsonl", [record])
-    runner = CliRunner()
-    scored = runner.invoke(
-        main,
-        [
-            "score",
-            "stage_diagnosis",
-            runs,
-            "--log-dir",
-            str(tmp_path / "logs"),
-            "--no-progress",
-        ],
+    scored = run_tracegrade(
+        *("score", "stage_diagnosis", runs, "--log-dir", "logs", "--no-progress"),
+        cwd=tmp_path,
     )
-    assert scored.exit_code == 0, scored.output
-    report = runner.invoke(main, ["report", str(tmp_path / "logs"), "--json"])
+    assert scored.returncode == 0, scored.stderr
+    report = run_tracegrade("report", "logs", "--json", cwd=tmp_path)
     (summary,) = json.loads(report.stdout)["stage_diagnosis"]
     assert summary["pipeline"]["context"]["lost"] == 1
     assert summary["pipeline"]["context"]["median_last_rank"] == 4
@@ -1135,7 +1097,7 @@ def test_a_model_input_with_two_readings_is_refused(
 ) -> None:
     spans, gold = trace_with_prompt(tmp_path / "spans.jsonl", documents, prompt)
     result = import_cli(str(spans), "--gold", str(gold), "--key", SESSION)
-    assert result.exit_code == 1
+    assert result.returncode == 1
     (line,) = result.stderr.splitlines()
     assert line.startswith(f'Error: {spans}: trace "{trace_hex(1)}": {said}')
     assert line.endswith("--context last-step takes its last step's output instead")
@@ -1143,7 +1105,7 @@ def test_a_model_input_with_two_readings_is_refused(
     chosen = import_cli(
         *(str(spans), "--gold", str(gold), "--key", SESSION, "--context", "last-step")
     )
-    assert chosen.exit_code == 0, chosen.output
+    assert chosen.returncode == 0, chosen.stderr
     assert json.loads(chosen.stdout)["input"]["context"] == list(documents)
 
 
@@ -1230,7 +1192,7 @@ def test_a_ranker_typed_chain_is_named_in_a_note(tmp_path: Path) -> None:
     spans = recorder.close()
     gold = write_lines(tmp_path / "gold.jsonl", [{"key": "q1", "required": ["D3"]}])
     result = import_cli(str(spans), "--gold", str(gold), "--key", SESSION)
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["input"]["context"] == ["D3", "D1", "D7"]
     assert (
         "note: spans that returned documents are typed neither RETRIEVER nor "
@@ -1255,36 +1217,28 @@ def test_two_imports_of_the_same_questions_pair_by_question_id(tmp_path: Path) -
             {"key": "q2", "required": ["D7"], "correct": True},
         ],
     )
-    runner = CliRunner()
     for name in ("top20", "top3"):
-        imported = runner.invoke(
-            main,
-            [
-                *("import", "openinference", str(tmp_path / f"{name}.jsonl")),
-                *("--gold", gold, "--key", SESSION),
-                *("-o", str(tmp_path / f"{name}.out")),
-            ],
+        imported = run_tracegrade(
+            *("import", "openinference", f"{name}.jsonl", "--gold", gold),
+            *("--key", SESSION, "-o", f"{name}.out"),
+            cwd=tmp_path,
         )
-        assert imported.exit_code == 0, imported.output
-        scored = runner.invoke(
-            main,
-            [
-                *("score", "stage_diagnosis", str(tmp_path / f"{name}.out")),
-                *("--log-dir", str(tmp_path / name), "--no-progress"),
-            ],
+        assert imported.returncode == 0, imported.stderr
+        scored = run_tracegrade(
+            *("score", "stage_diagnosis", f"{name}.out", "--log-dir", name),
+            "--no-progress",
+            cwd=tmp_path,
         )
-        assert scored.exit_code == 0, scored.output
-    compared = runner.invoke(
-        main, ["compare", str(tmp_path / "top20"), str(tmp_path / "top3")]
-    )
-    assert compared.exit_code == 0, compared.output
-    text = " ".join(compared.output.split())
+        assert scored.returncode == 0, scored.stderr
+    compared = run_tracegrade("compare", "top20", "top3", cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    text = " ".join((compared.stdout + compared.stderr).split())
     assert "2 pairs of sample-epochs (by sample id and epoch)" in text
     # q2 needed D7, which the cut retriever never returned: one regression.
     assert "Regressions: 1 regression (stage_diagnosis: 1 regression)" in text
     assert "q2 1 pass → retrieval none D7" in text
     (log,) = (tmp_path / "top20").glob("*.eval")
-    exported = runner.invoke(main, ["labels", "export", str(log)])
+    exported = run_tracegrade("labels", "export", str(log), cwd=tmp_path)
     assert [json.loads(line)["question"] for line in exported.stdout.splitlines()] == [
         QUESTION,
         QUESTION,
@@ -1323,7 +1277,7 @@ def test_a_key_that_matches_no_trace_says_it_may_vary_per_run(tmp_path: Path) ->
         [{"key": "{'retriever', 'ranker'}", "required": ["D3"]}],
     )
     result = import_cli(str(spans), "--gold", str(gold), "--key", "input.value")
-    assert result.exit_code == 2
+    assert result.returncode == 2
     (line,) = result.stderr.splitlines()
     assert (
         f'Error: 1 trace matches no line of {gold} by input.value: "{trace_hex(1)}"'
