@@ -365,57 +365,28 @@ def reranked(kind: str, index: int) -> str:
     return f"{kind}.{index}.{DocumentAttributes.DOCUMENT_ID}"
 
 
-def run_reranked_pipeline(provider: TracerProvider) -> None:
-    """One trace: a retriever's top 20, a reranker's top 5 of those, the
-    prompt's top 3 (the reranker's first three), and the answer."""
-    tracer = provider.get_tracer("rag")
-    clock = iter(range(1_000, 100_000, 10))
-
-    def span(name: str, attributes: dict[str, Any], parent: Any = None) -> Any:
-        context = None if parent is None else trace_api.set_span_in_context(parent)
-        return tracer.start_span(
-            name, context=context, attributes=attributes, start_time=next(clock)
-        )
-
-    retrieved = [f"D{number}" for number in range(1, 21)]
-    kept = ["D3", "D1", "D7", "D2", "D9"]
-    root = span("rag", {KIND: CHAIN, EXAMPLE: "ex-3"})
-    retrieve = span(
-        "retrieve",
-        {KIND: RETRIEVER, **{document_id(n): doc for n, doc in enumerate(retrieved)}},
-        root,
-    )
-    retrieve.end(end_time=next(clock))
-    rerank = span(
-        "rerank",
-        {
-            KIND: RERANKER,
-            RerankerAttributes.RERANKER_TOP_K: 5,
-            **{
-                reranked(RerankerAttributes.RERANKER_INPUT_DOCUMENTS, n): doc
-                for n, doc in enumerate(retrieved)
-            },
-            **{
-                reranked(RerankerAttributes.RERANKER_OUTPUT_DOCUMENTS, n): doc
-                for n, doc in enumerate(kept)
-            },
-        },
-        root,
-    )
-    rerank.end(end_time=next(clock))
-    llm = span("generate", {KIND: LLM, SpanAttributes.OUTPUT_VALUE: "Ito"}, root)
-    llm.end(end_time=next(clock))
-    root.end(end_time=next(clock))
-
-
 def test_a_reranker_makes_the_trace_a_pipeline_of_steps(tmp_path: Path) -> None:
-    """RETRIEVER and RERANKER spans become steps in start order, and the
+    """One trace: a retriever's top 20, a reranker's top 5 of those, and the
+    answer. RETRIEVER and RERANKER spans become steps in start order, and the
     context is the last step's output; a trace without a reranker keeps the
     record it had (the module's `RECORDS`)."""
-    exporter = FileSpanExporter(tmp_path / "spans.jsonl")
-    provider = provider_with(SimpleSpanProcessor(exporter))
-    run_reranked_pipeline(provider)
-    provider.shutdown()
+    recorder = Recorder(tmp_path / "spans.jsonl")
+    root = recorder.start("rag", {KIND: CHAIN, EXAMPLE: "ex-3"})
+    retrieved = {document_id(n): doc for n, doc in enumerate(RETRIEVED)}
+    recorder.leaf("retrieve", {KIND: RETRIEVER, **retrieved}, root)
+    reranking = {
+        reranked(kind, n): doc
+        for kind, documents in (
+            (RerankerAttributes.RERANKER_INPUT_DOCUMENTS, RETRIEVED),
+            (RerankerAttributes.RERANKER_OUTPUT_DOCUMENTS, KEPT),
+        )
+        for n, doc in enumerate(documents)
+    }
+    top_k = {RerankerAttributes.RERANKER_TOP_K: 5}
+    recorder.leaf("rerank", {KIND: RERANKER, **top_k, **reranking}, root)
+    recorder.leaf("generate", {KIND: LLM, SpanAttributes.OUTPUT_VALUE: "Ito"}, root)
+    recorder.end(root)
+    recorder.close()
     gold = write_lines(
         tmp_path / "gold.jsonl",
         [{"key": "ex-3", "required": ["D3", "D4", "D9", "D30"], "correct": True}],
@@ -423,9 +394,8 @@ def test_a_reranker_makes_the_trace_a_pipeline_of_steps(tmp_path: Path) -> None:
     (record,) = import_openinference(
         tmp_path / "spans.jsonl", gold, key=EXAMPLE
     ).records
-    retrieved = [f"D{number}" for number in range(1, 21)]
     assert record["input"]["steps"] == [
-        {"name": "retriever", "ids": retrieved},
+        {"name": "retriever", "ids": [f"D{number}" for number in range(1, 21)]},
         {"name": "reranker", "ids": ["D3", "D1", "D7", "D2", "D9"]},
     ]
     assert record["input"]["context"] == ["D3", "D1", "D7", "D2", "D9"]
