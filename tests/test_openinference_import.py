@@ -427,10 +427,17 @@ def attribute(key: str, value: dict[str, Any]) -> dict[str, Any]:
 WHERE = "resourceSpans[0].scopeSpans[0].spans[0]"
 
 
+IS_RETRIEVER = attribute(KIND, {"stringValue": RETRIEVER})
+
+
+def with_attributes(*attributes: dict[str, Any]) -> dict[str, Any]:
+    """A line of one span holding `attributes`."""
+    return request(span_json(attributes=list(attributes)))
+
+
 def retriever_spans(path: Path, *attributes: dict[str, Any]) -> str:
     """A file of one RETRIEVER span holding `attributes` after its kind."""
-    kind = attribute(KIND, {"stringValue": RETRIEVER})
-    return write_lines(path, [request(span_json(attributes=[kind, *attributes]))])
+    return write_lines(path, [with_attributes(IS_RETRIEVER, *attributes)])
 
 
 @pytest.mark.parametrize(
@@ -451,69 +458,40 @@ def retriever_spans(path: Path, *attributes: dict[str, Any]) -> str:
             f'{WHERE}.startTimeUnixNano: "1.5" is not an integer',
         ),
         (
-            request(
-                span_json(
-                    attributes=[
-                        attribute(KIND, {"stringValue": RETRIEVER}),
-                        attribute(KIND, {"stringValue": LLM}),
-                    ]
-                )
-            ),
+            with_attributes(IS_RETRIEVER, attribute(KIND, {"stringValue": LLM})),
             f'{WHERE}.attributes[1].key: attribute "openinference.span.kind" is '
             f"already given at {WHERE}.attributes[0]",
         ),
         (
-            request(
-                span_json(
-                    attributes=[
-                        attribute(KIND, {"stringValue": RETRIEVER}),
-                        attribute(document_score(0), {"doubleValue": 0.5}),
-                    ]
-                )
+            with_attributes(
+                IS_RETRIEVER, attribute(document_score(0), {"doubleValue": 0.5})
             ),
             f"{WHERE}.attributes[1]: document 0 of RETRIEVER span "
             f'"{SPAN}" has no retrieval.documents.0.document.id',
         ),
         (
-            request(
-                span_json(
-                    attributes=[
-                        attribute(KIND, {"stringValue": RETRIEVER}),
-                        attribute(
-                            "retrieval.documents.01.document.id", {"stringValue": "D"}
-                        ),
-                    ]
-                )
+            with_attributes(
+                IS_RETRIEVER,
+                attribute("retrieval.documents.01.document.id", {"stringValue": "D"}),
             ),
             "N an index without leading zeros",
         ),
         (
-            request(
-                span_json(
-                    attributes=[
-                        attribute(KIND, {"stringValue": RETRIEVER}),
-                        attribute(document_id(0), {"doubleValue": 1.5}),
-                    ]
-                )
+            with_attributes(
+                IS_RETRIEVER, attribute(document_id(0), {"doubleValue": 1.5})
             ),
             "document id 1.5 is neither text nor an integer",
         ),
         (
-            request(
-                span_json(attributes=[attribute(KIND, {"stringValue": "retriever"})])
-            ),
+            with_attributes(attribute(KIND, {"stringValue": "retriever"})),
             'span kind "retriever" is not OpenInference\'s "RETRIEVER"',
         ),
         (
-            request(span_json(attributes=[attribute(EXAMPLE, {"doubleValue": 1})])),
+            with_attributes(attribute(EXAMPLE, {"doubleValue": 1})),
             'key "example.id" is 1.0; a key is text or an integer',
         ),
         (
-            request(
-                span_json(
-                    attributes=[attribute("x", {"stringValue": "a", "intValue": 1})]
-                )
-            ),
+            with_attributes(attribute("x", {"stringValue": "a", "intValue": 1})),
             "holds stringValue and intValue; an AnyValue holds one",
         ),
     ],
