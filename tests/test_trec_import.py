@@ -783,6 +783,9 @@ def test_the_command_takes_c_and_names_the_queries_it_imported_empty(
     run = write(tmp_path / "short.run", "42 Q0 D1 1 1.0 s\n")
     base = ["--qrels", files["qrels"], "--run", run, "--k", "3"]
     refused = refusal(import_cli(*base))
+    assert (
+        f'2 queries in {files["qrels"]} but not in {run}: "301" (line 5), "7" (line 7)'
+    ) in refused
     assert "or pass -c to import a judged query the run lacks" in refused
     for flag in ("-c", "--complete"):
         result = import_cli(*base, flag, "--labels", files["labels"])
@@ -801,7 +804,13 @@ def test_the_command_takes_c_and_names_the_queries_it_imported_empty(
 # --- the command ------------------------------------------------------------------
 
 
-def test_the_command_writes_the_records_to_stdout(files: dict[str, str]) -> None:
+def test_the_command_writes_the_records_to_stdout_without_ir_measures(
+    files: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The files are read here, with trec_eval's grammar, not by ir-measures'
+    readers (Python's int() and float() are more lenient than the format)."""
+    # A None entry makes `import ir_measures` raise ImportError.
+    monkeypatch.setitem(sys.modules, "ir_measures", None)
     result = import_cli("--qrels", files["qrels"], "--run", files["run"], "--k", "3")
     assert result.returncode == 0, result.stderr
     assert output_records(result) == RECORDS_K3
@@ -874,17 +883,6 @@ def test_output_is_written_whole_and_never_over_an_input_or_a_file(
     assert Path(files["qrels"]).read_bytes() == before
 
 
-def test_a_mismatch_is_one_line_naming_the_queries(
-    files: dict[str, str], tmp_path: Path
-) -> None:
-    run = write(tmp_path / "short.run", "42 Q0 D1 1 1.0 s\n")
-    line = refusal(import_cli("--qrels", files["qrels"], "--run", run, "--k", "3"))
-    assert (
-        f'2 queries in {files["qrels"]} but not in {run}: "301" (line 5), "7" (line 7)'
-        in (line)
-    )
-
-
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -900,18 +898,6 @@ def test_usage_errors_exit_2(
     assert result.returncode == 2
     assert expected in result.stderr
     assert result.stdout == ""
-
-
-def test_the_command_needs_no_ir_measures(
-    files: dict[str, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The files are read here, with trec_eval's grammar, not by ir-measures'
-    readers (Python's int() and float() are more lenient than the format)."""
-    # A None entry makes `import ir_measures` raise ImportError.
-    monkeypatch.setitem(sys.modules, "ir_measures", None)
-    result = import_cli("--qrels", files["qrels"], "--run", files["run"], "--k", "3")
-    assert result.returncode == 0, result.stderr
-    assert output_records(result) == RECORDS_K3
 
 
 # --- end to end: into check, score and inspect eval --------------------------
