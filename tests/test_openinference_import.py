@@ -203,40 +203,26 @@ GOLD = [
 # Ids are the key's values as text (a trace without one keeps its trace id); no
 # LLM span shows its input, so each context is the retrievers' output; the
 # answer is the model's, not the root's.
+RECORD_FIELDS = ("required", "context", "correct", "question", "answer")
+# One row a record: its id, then RECORD_FIELDS; None is a field left out.
+RECORD_ROWS: list[tuple[Any, ...]] = [
+    ("ex-1", ["D1", "D3"], ["D1", "D2", "D3"], True, "When?", "1998"),
+    ("ex-2", ["D4", "D5"], ["D5", "D6"], None, None, "Ms Ito"),
+    ("ex-9", None, ["D7"], None, None, None),
+    (TRACES[3], None, [], None, None, None),
+    ("7", ["42"], ["42"], False, None, "no"),
+    ("ex-6", ["D1", "D3"], None, True, None, "1999"),
+]
 RECORDS = [
     {
-        "id": "ex-1",
+        "id": record_id,
         "input": {
-            "required": ["D1", "D3"],
-            "context": ["D1", "D2", "D3"],
-            "correct": True,
-            "question": "When?",
-            "answer": "1998",
+            name: value
+            for name, value in zip(RECORD_FIELDS, values, strict=True)
+            if value is not None
         },
-    },
-    {
-        "id": "ex-2",
-        "input": {
-            "required": ["D4", "D5"],
-            "context": ["D5", "D6"],
-            "answer": "Ms Ito",
-        },
-    },
-    {"id": "ex-9", "input": {"context": ["D7"]}},
-    {"id": TRACES[3], "input": {"context": []}},
-    {
-        "id": "7",
-        "input": {
-            "required": ["42"],
-            "context": ["42"],
-            "correct": False,
-            "answer": "no",
-        },
-    },
-    {
-        "id": "ex-6",
-        "input": {"required": ["D1", "D3"], "correct": True, "answer": "1999"},
-    },
+    }
+    for record_id, *values in RECORD_ROWS
 ]
 
 
