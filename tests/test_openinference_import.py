@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 from google.protobuf.json_format import MessageToJson
 from openinference.semconv.trace import (
     DocumentAttributes,
@@ -38,7 +38,6 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 
 from tests.commands import run_tracegrade, tracegrade_shell
 from tests.support import write_lines
-from tracegrade.cli import main
 from tracegrade.importers.common import ImportRefused, InputFileError, LabelsRefused
 from tracegrade.importers.openinference import (
     ImportRules,
@@ -204,40 +203,26 @@ GOLD = [
 # Ids are the key's values as text (a trace without one keeps its trace id); no
 # LLM span shows its input, so each context is the retrievers' output; the
 # answer is the model's, not the root's.
+RECORD_FIELDS = ("required", "context", "correct", "question", "answer")
+# One row a record: its id, then RECORD_FIELDS; None is a field left out.
+RECORD_ROWS: list[tuple[Any, ...]] = [
+    ("ex-1", ["D1", "D3"], ["D1", "D2", "D3"], True, "When?", "1998"),
+    ("ex-2", ["D4", "D5"], ["D5", "D6"], None, None, "Ms Ito"),
+    ("ex-9", None, ["D7"], None, None, None),
+    (TRACES[3], None, [], None, None, None),
+    ("7", ["42"], ["42"], False, None, "no"),
+    ("ex-6", ["D1", "D3"], None, True, None, "1999"),
+]
 RECORDS = [
     {
-        "id": "ex-1",
+        "id": record_id,
         "input": {
-            "required": ["D1", "D3"],
-            "context": ["D1", "D2", "D3"],
-            "correct": True,
-            "question": "When?",
-            "answer": "1998",
+            name: value
+            for name, value in zip(RECORD_FIELDS, values, strict=True)
+            if value is not None
         },
-    },
-    {
-        "id": "ex-2",
-        "input": {
-            "required": ["D4", "D5"],
-            "context": ["D5", "D6"],
-            "answer": "Ms Ito",
-        },
-    },
-    {"id": "ex-9", "input": {"context": ["D7"]}},
-    {"id": TRACES[3], "input": {"context": []}},
-    {
-        "id": "7",
-        "input": {
-            "required": ["42"],
-            "context": ["42"],
-            "correct": False,
-            "answer": "no",
-        },
-    },
-    {
-        "id": "ex-6",
-        "input": {"required": ["D1", "D3"], "correct": True, "answer": "1999"},
-    },
+    }
+    for record_id, *values in RECORD_ROWS
 ]
 
 
@@ -338,35 +323,23 @@ def test_input_value_joins_by_the_root_spans_question(
 def test_labels_label_records_by_id_but_never_one_the_gold_labels(
     spans: dict[str, Path], tmp_path: Path
 ) -> None:
-    labels = write_lines(tmp_path / "labels.jsonl", [{"id": "ex-2", "correct": True}])
-    imported = import_openinference(
-        spans["otlp"],
-        spans["gold"],
-        key=EXAMPLE,
-        labels_path=labels,
-        allow_unmatched=True,
-    )
+    def labelled(name: str, sample: str) -> Imported:
+        labels = write_lines(tmp_path / name, [{"id": sample, "correct": True}])
+        return import_openinference(
+            spans["otlp"],
+            spans["gold"],
+            key=EXAMPLE,
+            labels_path=labels,
+            allow_unmatched=True,
+        )
+
+    imported = labelled("labels.jsonl", "ex-2")
     assert imported.records[1]["input"]["correct"] is True
     assert list(imported.records[1]["input"])[:3] == ["required", "context", "correct"]
-
-    twice = write_lines(tmp_path / "twice.jsonl", [{"id": "ex-1", "correct": True}])
     with pytest.raises(LabelsRefused, match=r"is already labelled by .*line 1"):
-        import_openinference(
-            spans["otlp"],
-            spans["gold"],
-            key=EXAMPLE,
-            labels_path=twice,
-            allow_unmatched=True,
-        )
-    nothing = write_lines(tmp_path / "none.jsonl", [{"id": "ab" * 16, "correct": True}])
+        labelled("twice.jsonl", "ex-1")
     with pytest.raises(LabelsRefused, match="1 label names no record of"):
-        import_openinference(
-            spans["otlp"],
-            spans["gold"],
-            key=EXAMPLE,
-            labels_path=nothing,
-            allow_unmatched=True,
-        )
+        labelled("none.jsonl", "ab" * 16)
 
 
 # --- a reranker: its steps ------------------------------------------------------
@@ -378,57 +351,28 @@ def reranked(kind: str, index: int) -> str:
     return f"{kind}.{index}.{DocumentAttributes.DOCUMENT_ID}"
 
 
-def run_reranked_pipeline(provider: TracerProvider) -> None:
-    """One trace: a retriever's top 20, a reranker's top 5 of those, the
-    prompt's top 3 (the reranker's first three), and the answer."""
-    tracer = provider.get_tracer("rag")
-    clock = iter(range(1_000, 100_000, 10))
-
-    def span(name: str, attributes: dict[str, Any], parent: Any = None) -> Any:
-        context = None if parent is None else trace_api.set_span_in_context(parent)
-        return tracer.start_span(
-            name, context=context, attributes=attributes, start_time=next(clock)
-        )
-
-    retrieved = [f"D{number}" for number in range(1, 21)]
-    kept = ["D3", "D1", "D7", "D2", "D9"]
-    root = span("rag", {KIND: CHAIN, EXAMPLE: "ex-3"})
-    retrieve = span(
-        "retrieve",
-        {KIND: RETRIEVER, **{document_id(n): doc for n, doc in enumerate(retrieved)}},
-        root,
-    )
-    retrieve.end(end_time=next(clock))
-    rerank = span(
-        "rerank",
-        {
-            KIND: RERANKER,
-            RerankerAttributes.RERANKER_TOP_K: 5,
-            **{
-                reranked(RerankerAttributes.RERANKER_INPUT_DOCUMENTS, n): doc
-                for n, doc in enumerate(retrieved)
-            },
-            **{
-                reranked(RerankerAttributes.RERANKER_OUTPUT_DOCUMENTS, n): doc
-                for n, doc in enumerate(kept)
-            },
-        },
-        root,
-    )
-    rerank.end(end_time=next(clock))
-    llm = span("generate", {KIND: LLM, SpanAttributes.OUTPUT_VALUE: "Ito"}, root)
-    llm.end(end_time=next(clock))
-    root.end(end_time=next(clock))
-
-
 def test_a_reranker_makes_the_trace_a_pipeline_of_steps(tmp_path: Path) -> None:
-    """RETRIEVER and RERANKER spans become steps in start order, and the
+    """One trace: a retriever's top 20, a reranker's top 5 of those, and the
+    answer. RETRIEVER and RERANKER spans become steps in start order, and the
     context is the last step's output; a trace without a reranker keeps the
     record it had (the module's `RECORDS`)."""
-    exporter = FileSpanExporter(tmp_path / "spans.jsonl")
-    provider = provider_with(SimpleSpanProcessor(exporter))
-    run_reranked_pipeline(provider)
-    provider.shutdown()
+    recorder = Recorder(tmp_path / "spans.jsonl")
+    root = recorder.start("rag", {KIND: CHAIN, EXAMPLE: "ex-3"})
+    retrieved = {document_id(n): doc for n, doc in enumerate(RETRIEVED)}
+    recorder.leaf("retrieve", {KIND: RETRIEVER, **retrieved}, root)
+    reranking = {
+        reranked(kind, n): doc
+        for kind, documents in (
+            (RerankerAttributes.RERANKER_INPUT_DOCUMENTS, RETRIEVED),
+            (RerankerAttributes.RERANKER_OUTPUT_DOCUMENTS, KEPT),
+        )
+        for n, doc in enumerate(documents)
+    }
+    top_k = {RerankerAttributes.RERANKER_TOP_K: 5}
+    recorder.leaf("rerank", {KIND: RERANKER, **top_k, **reranking}, root)
+    recorder.leaf("generate", {KIND: LLM, SpanAttributes.OUTPUT_VALUE: "Ito"}, root)
+    recorder.end(root)
+    recorder.close()
     gold = write_lines(
         tmp_path / "gold.jsonl",
         [{"key": "ex-3", "required": ["D3", "D4", "D9", "D30"], "correct": True}],
@@ -436,9 +380,8 @@ def test_a_reranker_makes_the_trace_a_pipeline_of_steps(tmp_path: Path) -> None:
     (record,) = import_openinference(
         tmp_path / "spans.jsonl", gold, key=EXAMPLE
     ).records
-    retrieved = [f"D{number}" for number in range(1, 21)]
     assert record["input"]["steps"] == [
-        {"name": "retriever", "ids": retrieved},
+        {"name": "retriever", "ids": [f"D{number}" for number in range(1, 21)]},
         {"name": "reranker", "ids": ["D3", "D1", "D7", "D2", "D9"]},
     ]
     assert record["input"]["context"] == ["D3", "D1", "D7", "D2", "D9"]
@@ -470,6 +413,19 @@ def attribute(key: str, value: dict[str, Any]) -> dict[str, Any]:
 WHERE = "resourceSpans[0].scopeSpans[0].spans[0]"
 
 
+IS_RETRIEVER = attribute(KIND, {"stringValue": RETRIEVER})
+
+
+def with_attributes(*attributes: dict[str, Any]) -> dict[str, Any]:
+    """A line of one span holding `attributes`."""
+    return request(span_json(attributes=list(attributes)))
+
+
+def retriever_spans(path: Path, *attributes: dict[str, Any]) -> str:
+    """A file of one RETRIEVER span holding `attributes` after its kind."""
+    return write_lines(path, [with_attributes(IS_RETRIEVER, *attributes)])
+
+
 @pytest.mark.parametrize(
     ("line", "expected"),
     [
@@ -488,69 +444,40 @@ WHERE = "resourceSpans[0].scopeSpans[0].spans[0]"
             f'{WHERE}.startTimeUnixNano: "1.5" is not an integer',
         ),
         (
-            request(
-                span_json(
-                    attributes=[
-                        attribute(KIND, {"stringValue": RETRIEVER}),
-                        attribute(KIND, {"stringValue": LLM}),
-                    ]
-                )
-            ),
+            with_attributes(IS_RETRIEVER, attribute(KIND, {"stringValue": LLM})),
             f'{WHERE}.attributes[1].key: attribute "openinference.span.kind" is '
             f"already given at {WHERE}.attributes[0]",
         ),
         (
-            request(
-                span_json(
-                    attributes=[
-                        attribute(KIND, {"stringValue": RETRIEVER}),
-                        attribute(document_score(0), {"doubleValue": 0.5}),
-                    ]
-                )
+            with_attributes(
+                IS_RETRIEVER, attribute(document_score(0), {"doubleValue": 0.5})
             ),
             f"{WHERE}.attributes[1]: document 0 of RETRIEVER span "
             f'"{SPAN}" has no retrieval.documents.0.document.id',
         ),
         (
-            request(
-                span_json(
-                    attributes=[
-                        attribute(KIND, {"stringValue": RETRIEVER}),
-                        attribute(
-                            "retrieval.documents.01.document.id", {"stringValue": "D"}
-                        ),
-                    ]
-                )
+            with_attributes(
+                IS_RETRIEVER,
+                attribute("retrieval.documents.01.document.id", {"stringValue": "D"}),
             ),
             "N an index without leading zeros",
         ),
         (
-            request(
-                span_json(
-                    attributes=[
-                        attribute(KIND, {"stringValue": RETRIEVER}),
-                        attribute(document_id(0), {"doubleValue": 1.5}),
-                    ]
-                )
+            with_attributes(
+                IS_RETRIEVER, attribute(document_id(0), {"doubleValue": 1.5})
             ),
             "document id 1.5 is neither text nor an integer",
         ),
         (
-            request(
-                span_json(attributes=[attribute(KIND, {"stringValue": "retriever"})])
-            ),
+            with_attributes(attribute(KIND, {"stringValue": "retriever"})),
             'span kind "retriever" is not OpenInference\'s "RETRIEVER"',
         ),
         (
-            request(span_json(attributes=[attribute(EXAMPLE, {"doubleValue": 1})])),
+            with_attributes(attribute(EXAMPLE, {"doubleValue": 1})),
             'key "example.id" is 1.0; a key is text or an integer',
         ),
         (
-            request(
-                span_json(
-                    attributes=[attribute("x", {"stringValue": "a", "intValue": 1})]
-                )
-            ),
+            with_attributes(attribute("x", {"stringValue": "a", "intValue": 1})),
             "holds stringValue and intValue; an AnyValue holds one",
         ),
     ],
@@ -597,15 +524,7 @@ def test_documents_given_as_one_attribute_are_read(
 ) -> None:
     """Some exporters keep OpenInference's list of documents as one
     attribute; read as an empty context, the run would blame the retriever."""
-    line = request(
-        span_json(
-            attributes=[
-                attribute(KIND, {"stringValue": RETRIEVER}),
-                attribute(DOCUMENTS, documents),
-            ]
-        )
-    )
-    path = write_lines(tmp_path / "spans.jsonl", [line])
+    path = retriever_spans(tmp_path / "spans.jsonl", attribute(DOCUMENTS, documents))
     (record,) = import_openinference(
         path, spans["gold"], key=EXAMPLE, allow_unmatched=True
     ).records
@@ -634,15 +553,7 @@ def test_documents_given_as_one_attribute_are_read(
 def test_documents_in_one_attribute_that_cannot_be_read_are_refused(
     tmp_path: Path, spans: dict[str, Path], documents: dict[str, Any], expected: str
 ) -> None:
-    line = request(
-        span_json(
-            attributes=[
-                attribute(KIND, {"stringValue": RETRIEVER}),
-                attribute(DOCUMENTS, documents),
-            ]
-        )
-    )
-    path = write_lines(tmp_path / "spans.jsonl", [line])
+    path = retriever_spans(tmp_path / "spans.jsonl", attribute(DOCUMENTS, documents))
     with pytest.raises(InputFileError) as caught:
         import_openinference(path, spans["gold"], key=EXAMPLE)
     assert expected in caught.value.message
@@ -652,16 +563,11 @@ def test_documents_in_one_attribute_that_cannot_be_read_are_refused(
 def test_documents_given_both_ways_are_refused(
     tmp_path: Path, spans: dict[str, Path]
 ) -> None:
-    line = request(
-        span_json(
-            attributes=[
-                attribute(KIND, {"stringValue": RETRIEVER}),
-                attribute(document_id(0), {"stringValue": "D1"}),
-                attribute(DOCUMENTS, {"stringValue": '[{"document.id": "D2"}]'}),
-            ]
-        )
+    path = retriever_spans(
+        tmp_path / "spans.jsonl",
+        attribute(document_id(0), {"stringValue": "D1"}),
+        attribute(DOCUMENTS, {"stringValue": '[{"document.id": "D2"}]'}),
     )
-    path = write_lines(tmp_path / "spans.jsonl", [line])
     with pytest.raises(InputFileError, match="gives its documents twice"):
         import_openinference(path, spans["gold"], key=EXAMPLE)
 
@@ -771,10 +677,8 @@ def test_a_file_without_spans_is_refused(
 # --- the command --------------------------------------------------------------
 
 
-def import_cli(*args: str) -> Result:
-    return CliRunner().invoke(
-        main, ["import", "openinference", *args], catch_exceptions=False
-    )
+def import_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_tracegrade("import", "openinference", *args, cwd=Path.cwd())
 
 
 def test_unmatched_traces_are_refused_or_let_through_and_listed(
@@ -788,7 +692,7 @@ def test_unmatched_traces_are_refused_or_let_through_and_listed(
     refused = import_cli(
         str(spans["otlp"]), "--gold", str(gold), "--key", EXAMPLE, "-o", str(out)
     )
-    assert refused.exit_code == 2
+    assert refused.returncode == 2
     assert refused.stderr.splitlines() == [
         f"Error: 2 traces match no line of {gold} by example.id: "
         f'"{TRACES[2]}" ("ex-9"), "{TRACES[3]}" (no example.id); '
@@ -798,7 +702,7 @@ def test_unmatched_traces_are_refused_or_let_through_and_listed(
     result = import_cli(
         str(spans["otlp"]), "--gold", str(gold), "--key", EXAMPLE, "--allow-unmatched"
     )
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     assert [json.loads(line) for line in result.stdout.splitlines()] == RECORDS
     assert result.stderr.splitlines() == [
         f"note: 2 of 6 traces match no line of {gold} by example.id; written "
@@ -1053,20 +957,12 @@ def test_the_context_is_what_the_prompt_held_not_what_the_reranker_kept(
     assert chosen["input"]["context"] == KEPT
     # The report's table of losses at the prompt's cut counts D2.
     runs = write_lines(tmp_path / "runs.jsonl", [record])
-    runner = CliRunner()
-    scored = runner.invoke(
-        main,
-        [
-            "score",
-            "stage_diagnosis",
-            runs,
-            "--log-dir",
-            str(tmp_path / "logs"),
-            "--no-progress",
-        ],
+    scored = run_tracegrade(
+        *("score", "stage_diagnosis", runs, "--log-dir", "logs", "--no-progress"),
+        cwd=tmp_path,
     )
-    assert scored.exit_code == 0, scored.output
-    report = runner.invoke(main, ["report", str(tmp_path / "logs"), "--json"])
+    assert scored.returncode == 0, scored.stderr
+    report = run_tracegrade("report", "logs", "--json", cwd=tmp_path)
     (summary,) = json.loads(report.stdout)["stage_diagnosis"]
     assert summary["pipeline"]["context"]["lost"] == 1
     assert summary["pipeline"]["context"]["median_last_rank"] == 4
@@ -1135,7 +1031,7 @@ def test_a_model_input_with_two_readings_is_refused(
 ) -> None:
     spans, gold = trace_with_prompt(tmp_path / "spans.jsonl", documents, prompt)
     result = import_cli(str(spans), "--gold", str(gold), "--key", SESSION)
-    assert result.exit_code == 1
+    assert result.returncode == 1
     (line,) = result.stderr.splitlines()
     assert line.startswith(f'Error: {spans}: trace "{trace_hex(1)}": {said}')
     assert line.endswith("--context last-step takes its last step's output instead")
@@ -1143,7 +1039,7 @@ def test_a_model_input_with_two_readings_is_refused(
     chosen = import_cli(
         *(str(spans), "--gold", str(gold), "--key", SESSION, "--context", "last-step")
     )
-    assert chosen.exit_code == 0, chosen.output
+    assert chosen.returncode == 0, chosen.stderr
     assert json.loads(chosen.stdout)["input"]["context"] == list(documents)
 
 
@@ -1230,7 +1126,7 @@ def test_a_ranker_typed_chain_is_named_in_a_note(tmp_path: Path) -> None:
     spans = recorder.close()
     gold = write_lines(tmp_path / "gold.jsonl", [{"key": "q1", "required": ["D3"]}])
     result = import_cli(str(spans), "--gold", str(gold), "--key", SESSION)
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["input"]["context"] == ["D3", "D1", "D7"]
     assert (
         "note: spans that returned documents are typed neither RETRIEVER nor "
@@ -1255,36 +1151,28 @@ def test_two_imports_of_the_same_questions_pair_by_question_id(tmp_path: Path) -
             {"key": "q2", "required": ["D7"], "correct": True},
         ],
     )
-    runner = CliRunner()
     for name in ("top20", "top3"):
-        imported = runner.invoke(
-            main,
-            [
-                *("import", "openinference", str(tmp_path / f"{name}.jsonl")),
-                *("--gold", gold, "--key", SESSION),
-                *("-o", str(tmp_path / f"{name}.out")),
-            ],
+        imported = run_tracegrade(
+            *("import", "openinference", f"{name}.jsonl", "--gold", gold),
+            *("--key", SESSION, "-o", f"{name}.out"),
+            cwd=tmp_path,
         )
-        assert imported.exit_code == 0, imported.output
-        scored = runner.invoke(
-            main,
-            [
-                *("score", "stage_diagnosis", str(tmp_path / f"{name}.out")),
-                *("--log-dir", str(tmp_path / name), "--no-progress"),
-            ],
+        assert imported.returncode == 0, imported.stderr
+        scored = run_tracegrade(
+            *("score", "stage_diagnosis", f"{name}.out", "--log-dir", name),
+            "--no-progress",
+            cwd=tmp_path,
         )
-        assert scored.exit_code == 0, scored.output
-    compared = runner.invoke(
-        main, ["compare", str(tmp_path / "top20"), str(tmp_path / "top3")]
-    )
-    assert compared.exit_code == 0, compared.output
-    text = " ".join(compared.output.split())
+        assert scored.returncode == 0, scored.stderr
+    compared = run_tracegrade("compare", "top20", "top3", cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    text = " ".join((compared.stdout + compared.stderr).split())
     assert "2 pairs of sample-epochs (by sample id and epoch)" in text
     # q2 needed D7, which the cut retriever never returned: one regression.
     assert "Regressions: 1 regression (stage_diagnosis: 1 regression)" in text
     assert "q2 1 pass → retrieval none D7" in text
     (log,) = (tmp_path / "top20").glob("*.eval")
-    exported = runner.invoke(main, ["labels", "export", str(log)])
+    exported = run_tracegrade("labels", "export", str(log), cwd=tmp_path)
     assert [json.loads(line)["question"] for line in exported.stdout.splitlines()] == [
         QUESTION,
         QUESTION,
@@ -1323,7 +1211,7 @@ def test_a_key_that_matches_no_trace_says_it_may_vary_per_run(tmp_path: Path) ->
         [{"key": "{'retriever', 'ranker'}", "required": ["D3"]}],
     )
     result = import_cli(str(spans), "--gold", str(gold), "--key", "input.value")
-    assert result.exit_code == 2
+    assert result.returncode == 2
     (line,) = result.stderr.splitlines()
     assert (
         f'Error: 1 trace matches no line of {gold} by input.value: "{trace_hex(1)}"'

@@ -20,19 +20,18 @@ import json
 import math
 import os
 import re
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
-from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import tracegrade
-from tests.commands import tracegrade_shell
+from tests.commands import run_tracegrade, tracegrade_shell
 from tests.support import write_lines
-from tracegrade.cli import main
 from tracegrade.core import stage_recall
 from tracegrade.importers.common import InputFileError, LabelsRefused
 from tracegrade.importers.ragas import stream_ragas
@@ -102,76 +101,24 @@ SAMPLES: list[dict[str, Any]] = [
     },
 ]
 
-RECORDS = [
+# What the importer makes of each sample's fields: IDs as text, as Ragas
+# compares str(id); a field the sample lacks is absent from the record.
+FIELDS = {
+    "reference_context_ids": "required",
+    "retrieved_context_ids": "context",
+    "user_input": "question",
+    "response": "answer",
+    "reference": "reference",
+}
+RECORDS: list[dict[str, Any]] = [
     {
-        "id": "0",
+        "id": str(number),
         "input": {
-            "required": ["D1", "D4"],
-            "context": ["D1", "D2", "D3"],
-            "question": "Which documents say when the plant opened?",
-            "answer": 'It opened in 1998, "per D1".',
-            "reference": "1998, says D1;\nD4 agrees.",
+            FIELDS[key]: [str(i) for i in value] if key.endswith("_ids") else value
+            for key, value in sample.items()
         },
-    },
-    {
-        "id": "1",
-        "input": {
-            "required": ["2", "5"],
-            "context": ["1", "2", "3"],
-            "question": "Integer IDs",
-            "answer": "two",
-            "reference": "2",
-        },
-    },
-    {
-        "id": "2",
-        "input": {
-            "required": ["D1"],
-            "context": [],
-            "question": "Nothing retrieved",
-            "answer": "no idea",
-            "reference": "D1",
-        },
-    },
-    {
-        "id": "3",
-        "input": {
-            "required": [],
-            "context": ["D1"],
-            "question": "Nothing required",
-            "answer": "x",
-            "reference": "y",
-        },
-    },
-    {
-        "id": "4",
-        "input": {
-            "required": ["a'b", "x"],
-            "context": ["a'b", 'q"uote', "comma,id", "D\u2003"],
-            "question": "Quotes, commas and spaces",
-            "answer": "",
-            "reference": "\u00e9",
-        },
-    },
-    {
-        "id": "5",
-        "input": {
-            "required": ["7", "8"],
-            "context": ["7", "8"],
-            "question": "Mixed types",
-        },
-    },
-    {"id": "6", "input": {"required": ["D9"], "context": ["D9"]}},
-    {
-        "id": "7",
-        "input": {
-            "required": ["D1", "D1", "D3"],
-            "context": ["D1", "D1", "D2"],
-            "question": "Repeats",
-            "answer": "r",
-            "reference": "s",
-        },
-    },
+    }
+    for number, sample in enumerate(SAMPLES)
 ]
 
 
@@ -479,13 +426,13 @@ def test_an_empty_dataset_is_refused(tmp_path: Path, name: str, text: str) -> No
 # --- the command ---------------------------------------------------------------------
 
 
-def import_cli(*args: str) -> Result:
-    return CliRunner().invoke(main, ["import", "ragas", *args], catch_exceptions=False)
+def import_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_tracegrade("import", "ragas", *args, cwd=DATA)
 
 
 def test_the_command_writes_the_records_and_counts_the_unlabelled() -> None:
     result = import_cli(str(RAGAS_JSONL))
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     assert [json.loads(line) for line in result.stdout.splitlines()] == RECORDS
     assert result.stderr == (
         "note: 7 of 8 samples have required documents and no label (no --labels "
@@ -497,10 +444,10 @@ def test_format_reads_a_csv_under_any_name(tmp_path: Path) -> None:
     path = tmp_path / "dataset.txt"
     path.write_bytes(RAGAS_CSV.read_bytes())
     result = import_cli(str(path), "--format", "csv")
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 8
     refused = import_cli(str(path))
-    assert refused.exit_code == 1
+    assert refused.returncode == 1
     assert "line 1: not valid JSON" in refused.stderr
 
 

@@ -753,13 +753,22 @@ def test_logs_without_tracegrade_scores_are_an_error(tmp_path: Path) -> None:
 
 
 def rewritten(
-    source: str, tmp_path: Path, sample_id: str, key: str, **changes: object
+    source: str,
+    tmp_path: Path,
+    sample_id: str,
+    key: str,
+    metadata_update: dict[str, object] | None = None,
+    **changes: object,
 ) -> str:
-    """A copy of the log `source` with one sample's score changed."""
+    """A copy of the log `source` with one sample's score changed (and
+    entries of its metadata, by `metadata_update`)."""
     log = read_eval_log(source)
     assert log.samples is not None
     (sample,) = [s for s in log.samples if s.id == sample_id]
     assert sample.scores is not None
+    if metadata_update is not None:
+        metadata = {**(sample.scores[key].metadata or {}), **metadata_update}
+        changes = {**changes, "metadata": metadata}
     sample.scores[key] = sample.scores[key].model_copy(update=changes)
     path = tmp_path / JSON_LOG_NAME.format(f"rewritten-{sample_id}")
     write_eval_log(log, str(path))
@@ -782,34 +791,36 @@ def test_a_same_named_score_without_tracegrade_metadata_is_ignored(
     assert log.other_scorers == ["stage_diagnosis"]
 
 
-def test_a_malformed_stage_names_the_sample(
-    offline_logs: OfflineLogs, tmp_path: Path
+@pytest.mark.parametrize(
+    ("task", "sample", "value", "problem"),
+    [
+        (
+            "stage",
+            "lucky-answer-gap",
+            "x",
+            r'sample "lucky-answer-gap" epoch 1, score "stage_diagnosis": .*got "x"$',
+        ),
+        # Order without membership.
+        (
+            "extraction",
+            "reversed",
+            {"membership": False, "order": True},
+            r'sample "reversed" epoch 1.*order passes without',
+        ),
+    ],
+)
+def test_a_malformed_value_names_the_sample(
+    offline_logs: OfflineLogs,
+    tmp_path: Path,
+    task: str,
+    sample: str,
+    value: object,
+    problem: str,
 ) -> None:
-    path = rewritten(
-        offline_logs.stage, tmp_path, "lucky-answer-gap", "stage_diagnosis", value="x"
-    )
-
-    with pytest.raises(
-        ReportError,
-        match=r'sample "lucky-answer-gap" epoch 1, score "stage_diagnosis": .*got "x"$',
-    ):
-        build_report([path])
-
-
-def test_order_without_membership_is_refused(
-    offline_logs: OfflineLogs, tmp_path: Path
-) -> None:
-    path = rewritten(
-        offline_logs.extraction,
-        tmp_path,
-        "reversed",
-        "ordered_extraction",
-        value={"membership": False, "order": True},
-    )
-
-    with pytest.raises(
-        ReportError, match=r'sample "reversed" epoch 1.*order passes without'
-    ):
+    source = offline_logs.stage if task == "stage" else offline_logs.extraction
+    scorer = "stage_diagnosis" if task == "stage" else "ordered_extraction"
+    path = rewritten(source, tmp_path, sample, scorer, value=value)
+    with pytest.raises(ReportError, match=problem):
         build_report([path])
 
 
@@ -832,18 +843,12 @@ def test_a_malformed_itemisation_names_the_sample(
     metadata_changes: dict[str, object],
     problem: str,
 ) -> None:
-    log = read_eval_log(offline_logs.extraction)
-    assert log.samples is not None
-    (sample,) = [s for s in log.samples if s.id == "missing-id"]
-    assert sample.scores is not None
-    metadata = dict(sample.scores["ordered_extraction"].metadata or {})
-    metadata.update(metadata_changes)
-    sample.scores["ordered_extraction"].metadata = metadata
-    path = tmp_path / JSON_LOG_NAME.format("malformed-itemised")
-    write_eval_log(log, str(path))
-
+    path = rewritten(
+        *(offline_logs.extraction, tmp_path, "missing-id", "ordered_extraction"),
+        metadata_update=metadata_changes,
+    )
     with pytest.raises(ReportError, match=rf'sample "missing-id" epoch 1.*{problem}'):
-        build_report([str(path)])
+        build_report([path])
 
 
 def test_a_directory_without_logs_is_an_error(tmp_path: Path) -> None:
@@ -974,44 +979,27 @@ def test_log_scores_keep_the_scoreless_samples_only_when_asked(
     assert counted.summary().samples == len(yielded) + 1
 
 
-def test_a_diagnosed_score_without_a_recall_names_the_sample(
-    offline_logs: OfflineLogs, tmp_path: Path
+@pytest.mark.parametrize(
+    ("key", "value", "problem"),
+    [
+        ("recall", None, "recall must be a share"),
+        ("recall", 1.5, r"got 1\.5"),
+        ("precision", 1.5, r"got 1\.5"),
+    ],
+)
+def test_a_share_not_in_zero_to_one_names_the_sample(
+    offline_logs: OfflineLogs, tmp_path: Path, key: str, value: object, problem: str
 ) -> None:
-    log = read_eval_log(offline_logs.stage)
-    assert log.samples is not None
-    sample = next(
-        s
-        for s in log.samples
+    """On a diagnosed score, where the share is needed."""
+    samples = read_eval_log(offline_logs.stage).samples or []
+    passed = next(
+        s.id
+        for s in samples
         if s.scores and s.scores["stage_diagnosis"].value == "pass"
     )
-    assert sample.scores is not None
-    metadata = sample.scores["stage_diagnosis"].metadata
-    assert metadata is not None
-    metadata["recall"] = None
-    path = tmp_path / JSON_LOG_NAME.format("no-recall")
-    write_eval_log(log, str(path))
-    with pytest.raises(
-        ReportError, match=rf"sample {quote(sample.id)} .*recall must be a share"
-    ):
-        build_report([str(path)])
-
-
-@pytest.mark.parametrize("key", ["recall", "precision"])
-def test_a_share_outside_zero_to_one_names_the_sample(
-    offline_logs: OfflineLogs, tmp_path: Path, key: str
-) -> None:
-    log = read_eval_log(offline_logs.stage)
-    assert log.samples is not None
-    sample = next(
-        s
-        for s in log.samples
-        if s.scores and s.scores["stage_diagnosis"].value == "pass"
+    path = rewritten(
+        *(offline_logs.stage, tmp_path, str(passed), "stage_diagnosis"),
+        metadata_update={key: value},
     )
-    assert sample.scores is not None
-    metadata = sample.scores["stage_diagnosis"].metadata
-    assert metadata is not None
-    metadata[key] = 1.5
-    path = tmp_path / JSON_LOG_NAME.format(key)
-    write_eval_log(log, str(path))
-    with pytest.raises(ReportError, match=rf"sample {quote(sample.id)} .*got 1\.5"):
-        build_report([str(path)])
+    with pytest.raises(ReportError, match=rf"sample {quote(passed)} .*{problem}"):
+        build_report([path])

@@ -15,6 +15,7 @@ import gzip
 import json
 import random
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,7 +23,6 @@ from typing import Any
 import ir_measures
 import jsonschema
 import pytest
-from click.testing import CliRunner, Result
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from inspect_ai.log import list_eval_logs, read_eval_log
@@ -30,7 +30,6 @@ from inspect_ai.log import list_eval_logs, read_eval_log
 import tracegrade
 from tests.commands import run_inspect, run_tracegrade, tracegrade_shell
 from tests.support import write_lines
-from tracegrade.cli import main
 from tracegrade.importers.common import InputFileError, LabelsRefused, record_line
 from tracegrade.importers.trec import QueryMismatch
 from tracegrade.importers.trec import import_trec as import_trec_files
@@ -143,17 +142,17 @@ def files_root() -> Path:
     return Path(tracegrade.__file__).parent / "data"
 
 
-def import_cli(*args: str) -> Result:
-    return CliRunner().invoke(main, ["import", "trec", *args], catch_exceptions=False)
+def import_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_tracegrade("import", "trec", *args, cwd=Path.cwd())
 
 
-def output_records(result: Result) -> list[dict[str, Any]]:
+def output_records(result: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
     return [json.loads(line) for line in result.stdout.splitlines()]
 
 
-def refusal(result: Result) -> str:
+def refusal(result: subprocess.CompletedProcess[str]) -> str:
     """The one line a refused import prints; nothing on stdout."""
-    assert result.exit_code == 1, result.output
+    assert result.returncode == 1, result.stderr
     assert result.stdout == ""
     assert "Traceback" not in result.stderr
     (line,) = result.stderr.strip().splitlines()
@@ -239,28 +238,35 @@ def test_the_records_are_the_fixture_lines_the_readers_take(
         jsonschema.validate(record, schema)
 
 
-def test_gzipped_files_are_read_through_gzip(tmp_path: Path) -> None:
-    qrels = tmp_path / "qrels.txt.gz"
-    run = tmp_path / "run.txt.gz"
-    qrels.write_bytes(gzip.compress(QRELS.encode()))
-    run.write_bytes(gzip.compress(RUN.encode()))
-    assert import_trec(qrels, run, k=3) == RECORDS_K3
+# The same two files in another form: (suffix, qrels, run).
+FORMS: dict[str, tuple[str, str | bytes, str | bytes]] = {
+    "gzip": (".gz", gzip.compress(QRELS.encode()), gzip.compress(RUN.encode())),
+    "crlf-and-blank": (
+        "",
+        "\r\n" + QRELS.replace("\n", "\r\n") + "\n  \n",
+        RUN.replace("\n", "\r\n"),
+    ),
+    "byte-order-mark": (
+        "",
+        b"\xef\xbb\xbf" + QRELS.encode(),
+        b"\xef\xbb\xbf" + RUN.encode(),
+    ),
+    # Skipped as trec_eval skips them.
+    "comments": (
+        "",
+        "# judged by hand\n" + QRELS,
+        "  # made by BM25\n" + RUN + "#end\n",
+    ),
+}
 
 
-def test_crlf_lines_and_blank_lines_read_as_the_readers_read_them(
-    tmp_path: Path,
+@pytest.mark.parametrize("form", FORMS)
+def test_the_same_files_in_another_form_give_the_same_records(
+    tmp_path: Path, form: str
 ) -> None:
-    qrels = write(tmp_path / "q", "\r\n" + QRELS.replace("\n", "\r\n") + "\n  \n")
-    run = write(tmp_path / "r", RUN.replace("\n", "\r\n"))
-    assert import_trec(qrels, run, k=3) == RECORDS_K3
-
-
-def test_a_byte_order_mark_is_not_part_of_the_first_query_id(
-    tmp_path: Path,
-) -> None:
-    qrels = write(tmp_path / "q", b"\xef\xbb\xbf" + QRELS.encode())
-    run = write(tmp_path / "r", b"\xef\xbb\xbf" + RUN.encode())
-    assert import_trec(qrels, run, k=3) == RECORDS_K3
+    suffix, qrels, run = FORMS[form]
+    paths = write(tmp_path / f"q{suffix}", qrels), write(tmp_path / f"r{suffix}", run)
+    assert import_trec(*paths, k=3) == RECORDS_K3
 
 
 # --- the ranking, against trec_eval's own code -------------------------------
@@ -406,6 +412,13 @@ def test_a_long_mismatch_names_ten_and_counts_all(tmp_path: Path) -> None:
             "42 0 D1 1\n",
             "4 fields is a qrels line: are --qrels and --run swapped?",
         ),
+        # Refused, not cut.
+        (
+            "run",
+            "q1 Q0 D1 x 1 2.0 tag\n",
+            "line 1: expected 6 fields (query_id iteration doc_id rank score tag), "
+            'found 7 in "q1 Q0 D1 x 1 2.0 tag"',
+        ),
     ],
 )
 def test_a_malformed_line_is_named_by_file_line_and_field(
@@ -467,14 +480,18 @@ def test_bytes_that_are_not_utf8_are_named_by_line_and_column(
     )
 
 
-def test_a_gzipped_file_not_named_gz_is_told(tmp_path: Path) -> None:
-    with pytest.raises(InputFileError, match=r"it looks gzipped: name it \.gz"):
-        read_one(tmp_path, "run.txt", gzip.compress(RUN.encode()))
-
-
-def test_a_gz_name_on_plain_text_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(InputFileError, match="cannot be read as gzip"):
-        read_one(tmp_path, "run.gz", RUN)
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("run.txt", gzip.compress(RUN.encode()), r"it looks gzipped: name it \.gz"),
+        ("run.gz", RUN, "cannot be read as gzip"),
+    ],
+)
+def test_a_gzip_name_and_content_that_disagree_are_refused(
+    tmp_path: Path, name: str, text: str | bytes, expected: str
+) -> None:
+    with pytest.raises(InputFileError, match=expected):
+        read_one(tmp_path, name, text)
 
 
 @pytest.mark.parametrize("text", ["", "\n  \n\t\n"])
@@ -708,22 +725,11 @@ def test_vertical_tab_form_feed_and_a_lone_cr_separate_fields(
     }
 
 
-def test_comment_lines_are_skipped_as_trec_eval_skips_them(tmp_path: Path) -> None:
-    qrels = write(tmp_path / "qrels", "# judged by hand\n" + QRELS)
-    run = write(tmp_path / "run", "  # made by BM25\n" + RUN + "#end\n")
-    assert import_trec(qrels, run, k=3) == RECORDS_K3
-
-
 def test_a_nul_in_a_field_is_refused(tmp_path: Path) -> None:
     with pytest.raises(InputFileError) as caught:
         read_one(tmp_path, "run", "q1 Q0 D1\x00x 1 2.0 tag\n")
     assert caught.value.field == "doc_id"
     assert 'field 3 (doc_id) "D1\\u0000x" holds a NUL character' in str(caught.value)
-
-
-def test_seven_fields_are_refused_not_cut(tmp_path: Path) -> None:
-    with pytest.raises(InputFileError, match=r"expected 6 fields .* found 7"):
-        read_one(tmp_path, "run", "q1 Q0 D1 x 1 2.0 tag\n")
 
 
 # --- -c: a judged query the run lacks retrieved nothing ------------------------
@@ -777,10 +783,13 @@ def test_the_command_takes_c_and_names_the_queries_it_imported_empty(
     run = write(tmp_path / "short.run", "42 Q0 D1 1 1.0 s\n")
     base = ["--qrels", files["qrels"], "--run", run, "--k", "3"]
     refused = refusal(import_cli(*base))
+    assert (
+        f'2 queries in {files["qrels"]} but not in {run}: "301" (line 5), "7" (line 7)'
+    ) in refused
     assert "or pass -c to import a judged query the run lacks" in refused
     for flag in ("-c", "--complete"):
         result = import_cli(*base, flag, "--labels", files["labels"])
-        assert result.exit_code == 0, result.output
+        assert result.returncode == 0, result.stderr
         assert [record["input"]["context"] for record in output_records(result)] == [
             ["D1"],
             [],
@@ -795,9 +804,15 @@ def test_the_command_takes_c_and_names_the_queries_it_imported_empty(
 # --- the command ------------------------------------------------------------------
 
 
-def test_the_command_writes_the_records_to_stdout(files: dict[str, str]) -> None:
+def test_the_command_writes_the_records_to_stdout_without_ir_measures(
+    files: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The files are read here, with trec_eval's grammar, not by ir-measures'
+    readers (Python's int() and float() are more lenient than the format)."""
+    # A None entry makes `import ir_measures` raise ImportError.
+    monkeypatch.setitem(sys.modules, "ir_measures", None)
     result = import_cli("--qrels", files["qrels"], "--run", files["run"], "--k", "3")
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     assert output_records(result) == RECORDS_K3
     assert result.stderr == (
         "note: 2 of 3 queries have required documents and no label (no --labels "
@@ -818,30 +833,24 @@ def test_the_command_takes_labels_and_min_rel(files: dict[str, str]) -> None:
         "--labels",
         files["labels"],
     )
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
+    # (query, required, context, label): None is no label.
+    expected = [
+        ("42", ["D1"], ["D3", "D9"], True),
+        ("301", ["D5"], ["D5", "D6"], False),
+        ("7", [], ["D7"], None),
+    ]
     assert output_records(result) == [
         {
-            "id": "42",
+            "id": query,
             "input": {
-                "required": ["D1"],
-                "context": ["D3", "D9"],
-                "steps": run_step(RANKED["42"]),
-                "correct": True,
+                "required": required,
+                "context": context,
+                "steps": run_step(RANKED[query]),
+                **({} if label is None else {"correct": label}),
             },
-        },
-        {
-            "id": "301",
-            "input": {
-                "required": ["D5"],
-                "context": ["D5", "D6"],
-                "steps": run_step(RANKED["301"]),
-                "correct": False,
-            },
-        },
-        {
-            "id": "7",
-            "input": {"required": [], "context": ["D7"], "steps": run_step(["D7"])},
-        },
+        }
+        for query, required, context, label in expected
     ]
     assert result.stderr == ""
 
@@ -852,37 +861,26 @@ def test_output_is_written_whole_and_never_over_an_input_or_a_file(
     out = tmp_path / "runs.jsonl"
     base = ["--qrels", files["qrels"], "--run", files["run"], "--k", "3"]
     result = import_cli(*base, "--output", str(out))
-    assert result.exit_code == 0, result.output
+    assert result.returncode == 0, result.stderr
     assert result.stdout == ""
     assert result.stderr.endswith(f"3 records written to {out}\n")
     first = out.read_text(encoding="utf-8")
     assert [json.loads(line) for line in first.splitlines()] == RECORDS_K3
 
     again = import_cli(*base, "--output", str(out), "--min-rel", "2")
-    assert again.exit_code == 2
+    assert again.returncode == 2
     assert "already exists; pass --force" in again.stderr
     assert out.read_text(encoding="utf-8") == first
 
     forced = import_cli(*base, "-o", str(out), "--min-rel", "2", "--force")
-    assert forced.exit_code == 0, forced.output
+    assert forced.returncode == 0, forced.stderr
     assert json.loads(out.read_text().splitlines()[0])["input"]["required"] == ["D1"]
 
     before = Path(files["qrels"]).read_bytes()
     onto_input = import_cli(*base, "--out", files["qrels"], "--force")
-    assert onto_input.exit_code == 2
+    assert onto_input.returncode == 2
     assert "would destroy the input" in onto_input.stderr
     assert Path(files["qrels"]).read_bytes() == before
-
-
-def test_a_mismatch_is_one_line_naming_the_queries(
-    files: dict[str, str], tmp_path: Path
-) -> None:
-    run = write(tmp_path / "short.run", "42 Q0 D1 1 1.0 s\n")
-    line = refusal(import_cli("--qrels", files["qrels"], "--run", run, "--k", "3"))
-    assert (
-        f'2 queries in {files["qrels"]} but not in {run}: "301" (line 5), "7" (line 7)'
-        in (line)
-    )
 
 
 @pytest.mark.parametrize(
@@ -897,21 +895,9 @@ def test_usage_errors_exit_2(
     files: dict[str, str], args: list[str], expected: str
 ) -> None:
     result = import_cli("--qrels", files["qrels"], "--run", files["run"], *args)
-    assert result.exit_code == 2
+    assert result.returncode == 2
     assert expected in result.stderr
     assert result.stdout == ""
-
-
-def test_the_command_needs_no_ir_measures(
-    files: dict[str, str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The files are read here, with trec_eval's grammar, not by ir-measures'
-    readers (Python's int() and float() are more lenient than the format)."""
-    # A None entry makes `import ir_measures` raise ImportError.
-    monkeypatch.setitem(sys.modules, "ir_measures", None)
-    result = import_cli("--qrels", files["qrels"], "--run", files["run"], "--k", "3")
-    assert result.exit_code == 0, result.output
-    assert output_records(result) == RECORDS_K3
 
 
 # --- end to end: into check, score and inspect eval --------------------------
@@ -1071,25 +1057,13 @@ def test_inspect_eval_runs_the_imported_file(
 ) -> None:
     out = tmp_path / "runs.jsonl"
     imported = import_cli(
-        "--qrels",
-        files["qrels"],
-        "--run",
-        files["run"],
-        "--k",
-        "3",
-        "--labels",
-        files["labels"],
-        "--output",
-        str(out),
+        *("--qrels", files["qrels"], "--run", files["run"], "--k", "3"),
+        *("--labels", files["labels"], "--output", str(out)),
     )
-    assert imported.exit_code == 0, imported.output
+    assert imported.returncode == 0, imported.stderr
     result = run_inspect(
-        "eval",
-        "tracegrade/stage_diagnosis",
-        "-T",
-        f"dataset={out}",
-        "--log-dir",
-        "logs",
+        *("eval", "tracegrade/stage_diagnosis", "-T", f"dataset={out}"),
+        *("--log-dir", "logs"),
         cwd=tmp_path,
     )
     # `inspect eval` exits 0 even when the eval fails: the log says.
