@@ -25,12 +25,10 @@ from ._failures import (
 
 
 class _Group(click.Group):
-    """Prints a fault as one line on stderr and exits with its code, where
-    click would print `Aborted!` or a traceback (see `_failures`)."""
+    """A fault as one line on stderr and its exit code, not `Aborted!` or a
+    traceback; `ending_handled`: a signal while the program ends too."""
 
     ending_handled = False
-    """Whether a signal after the command, while the program ends, is told
-    as one too (`run` sets it: the program's, not a caller's, signals)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -69,8 +67,7 @@ class _Group(click.Group):
 
 
 def _stopped_message(stopped: str) -> str:
-    """`tracegrade: stopped by SIGNAL`, and which outputs it leaves complete
-    (a signal after they were written: they stay, and are whole)."""
+    """`tracegrade: stopped by SIGNAL`, naming outputs already complete."""
     message = f"tracegrade: {stopped}"
     if written := written_outputs():
         was = "was" if len(written) == 1 else "were"
@@ -79,9 +76,8 @@ def _stopped_message(stopped: str) -> str:
 
 
 def _stop_reading_stopped(ctx: click.Context) -> None:
-    """Standard output is a pipe whose reader stopped early (`| head`): one
-    line and the exit code of SIGPIPE, as a pipeline expects; stdout then
-    goes nowhere, so that nothing tries to flush into the pipe again."""
+    """The reader of stdout stopped (`| head`): SIGPIPE's exit code, and
+    stdout to devnull so that nothing flushes into the pipe again."""
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
@@ -134,9 +130,7 @@ main.add_command(score)
 
 
 def run() -> None:
-    """The `tracegrade` program, once imported (`tracegrade.__main__`): `main`,
-    with standard output checked first, so a closed or unwritable stream
-    is told before any work is done."""
+    """`main`, with a closed or unwritable stdout told before any work."""
     check_standard_output()
     _Group.ending_handled = True
     main(prog_name="tracegrade")

@@ -18,22 +18,11 @@ SIGPIPE_EXIT = 128 + getattr(signal, "SIGPIPE", 13)
 """What a pipeline expects of a writer whose reader stopped (Windows has none)."""
 FILE_SYSTEM_EXIT = 2
 
+_TERMINATING_NAMES = "TERM HUP QUIT USR1 USR2 ALRM VTALRM PROF XCPU IO PWR"
 TERMINATING: tuple[signal.Signals, ...] = tuple(
-    getattr(signal, name)
-    for name in (
-        "SIGTERM",
-        "SIGHUP",
-        "SIGQUIT",
-        "SIGUSR1",
-        "SIGUSR2",
-        "SIGALRM",
-        "SIGVTALRM",
-        "SIGPROF",
-        "SIGXCPU",
-        "SIGIO",
-        "SIGPWR",
-    )
-    if hasattr(signal, name)
+    getattr(signal, "SIG" + name)
+    for name in _TERMINATING_NAMES.split()
+    if hasattr(signal, "SIG" + name)
 )
 """Every catchable signal whose default action ends the process, but SIGINT
 (why not the others: docs/architecture.md, "Writing outputs")."""
@@ -80,9 +69,8 @@ def _raise_interrupt(signum: int, _frame: FrameType | None) -> None:
 
 @contextmanager
 def signals_as_exceptions() -> Iterator[None]:
-    """In the block, `TERMINATING` signals raise `Terminated` and SIGINT
-    KeyboardInterrupt (unless ignored, as in a background job); inside
-    `signals_held` they wait for its end."""
+    """`TERMINATING` signals raise `Terminated`, SIGINT KeyboardInterrupt
+    (unless ignored, as in a background job); `signals_held` defers them."""
     previous = {
         signum: signal.signal(signum, _raise_terminated) for signum in TERMINATING
     }
@@ -110,9 +98,12 @@ def signals_held() -> Iterator[None]:
             signal.raise_signal(noted[0])
 
 
-def _ignore_further_signals() -> None:
-    for signum in _HANDLED:
-        signal.signal(signum, signal.SIG_IGN)
+def _exit_saying(message: str, signum: int) -> None:
+    """Ignore any further signal, write `message` on stderr and exit."""
+    for handled in _HANDLED:
+        signal.signal(handled, signal.SIG_IGN)
+    os.write(2, (message + "\n").encode("utf-8", "replace"))
+    os._exit(128 + signum)
 
 
 @contextmanager
@@ -126,13 +117,12 @@ def exit_on_signal(
     def stop(signum: int, _frame: FrameType | None) -> None:
         if _held_back(signum):
             return
-        _ignore_further_signals()  # no second one
+        for handled in _HANDLED:  # no second one during cleanup
+            signal.signal(handled, signal.SIG_IGN)
         try:
             cleanup()
         finally:
-            name = signal.Signals(signum).name
-            os.write(2, (message(name) + "\n").encode("utf-8", "replace"))
-            os._exit(128 + signum)
+            _exit_saying(message(signal.Signals(signum).name), signum)
 
     previous = {signum: signal.signal(signum, stop) for signum in _HANDLED}
     try:
@@ -143,15 +133,11 @@ def exit_on_signal(
 
 
 def stop_at_once_on_signal(message: Callable[[str], str]) -> None:
-    """From now on a signal ends the process at once with
-    `message("stopped by NAME")`: after a command returns, no exception
-    could be caught, and the default would not say what was written."""
+    """From now on a signal exits at once with `message("stopped by NAME")`:
+    after a command returns, no exception could be caught."""
 
     def stop(signum: int, _frame: FrameType | None) -> None:
-        _ignore_further_signals()
-        name = signal.Signals(signum).name
-        os.write(2, (message(f"stopped by {name}") + "\n").encode("utf-8", "replace"))
-        os._exit(128 + signum)
+        _exit_saying(message(f"stopped by {signal.Signals(signum).name}"), signum)
 
     for signum in _HANDLED:
         signal.signal(signum, stop)

@@ -1,8 +1,5 @@
-"""What `check` and `score` share on the terminal: progress and options.
-
-Progress goes to stderr, and only to a terminal unless asked for, so that
-stdout stays clean for `--json` and for piping.
-"""
+"""What `check` and `score` share: the task argument and progress on stderr,
+so that stdout stays clean for `--json` and piping."""
 
 from __future__ import annotations
 
@@ -39,11 +36,8 @@ def progress_enabled(flag: bool | None) -> bool:
 def byte_progress(
     path: str, description: str, enabled: bool
 ) -> Iterator[Callable[[int | None], None]]:
-    """A callback taking bytes read so far; draws a bar on stderr if enabled.
-
-    A pipe or FIFO has no size and reports no position (`None`): the bar
-    then shows only that work goes on.
-    """
+    """A callback taking bytes read so far (None from a pipe, which has no
+    size); draws a bar on stderr if enabled."""
     if not enabled:
         yield lambda _done: None
         return

@@ -91,18 +91,6 @@ def check(
     answer failures (scored as failing both criteria; listed, exit code 0):
       duplicate-answer-id  ordered_extraction: the recorded answer repeats an ID
 
-    A field the task reads (stage_diagnosis: required, context, correct;
-    ordered_extraction: source, answer) that no record's input has is
-    warned of, with the keys the inputs do have: it is most likely
-    misspelled, and every run would be unresolved or the same error.
-
-    The file is read as a stream, one line at a time. What grows is the set
-    of sample ids seen, needed to find duplicates; it is kept in SQLite's
-    private temporary file (deleted as soon as it is opened, so even a
-    kill leaves nothing), not in memory. With --json, the listed
-    problems are held until the end; --max-listed bounds them. PATH may
-    be a pipe or FIFO.
-
     \b
     Exit codes: 0 every record would be scored (answer failures included),
     1 some record would be a data error or the file has no records,

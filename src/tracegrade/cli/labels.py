@@ -47,20 +47,9 @@ def labels() -> None:
 def export(log: str, out: str | None, force: bool) -> None:
     """Write one JSON line per run of LOG for staff to label.
 
-    Each line holds the sample id, the question, the model's answer, the
-    required and context document IDs, "correct" to fill in with true or
-    false, and "grader". Where LOG's labels came from a grader
-    (label_scorer= or label_from=), "correct" is pre-filled with its
-    verdict (null when its value is no label) and "grader" holds its name
-    and explanation: check each and correct it. Otherwise "correct" and
-    "grader" are null. A log run with several epochs gets one line per
-    sample and epoch, with an "epoch" field: each answer is labelled on
-    its own. The filled file is what `-S labels=` of the stage scorer
-    reads; other fields in it are ignored.
-
-    --out never replaces the log, and replaces an existing file (staff
-    may have filled it in already) only with --force; the file appears
-    complete or not at all.
+    "correct" is to be filled in with true or false (pre-filled with a
+    grader's verdict where LOG has one); docs/labels.md has the fields.
+    --out replaces an existing file only with --force.
 
     Exit codes: 0 success, 1 the log cannot be read or holds no stage
     diagnosis scores, 2 usage error or a file that cannot be written.
@@ -137,28 +126,8 @@ def apply(
 ) -> None:
     """Join the staff labels in LABELS onto LOG's stage diagnosis.
 
-    LABELS is the filled file of `tracegrade labels export`: one
-    {"id": ..., "correct": true|false} line per sample (with "epoch" to
-    label one epoch of a run with several). Every label must name a run
-    of LOG: its sample ids (errored samples included) and epochs are
-    checked first, and a label naming none is an error that leaves LOG
-    as it was. A run the file does not label gets no label
-    (answer-label), and is counted in a warning. The last line counts
-    the runs labelled and diagnosed, and says why each other run was
-    not: no label, none needed (unresolved), a run that failed
-    (sample-error).
-
-    The stage scorer is run again with the keys LOG's stage scores were
-    read with and the labels as its only label source, through Inspect's
-    own scoring (as `inspect score` does), so the result is what
-    `inspect view`, `tracegrade report` and `inspect score` read. LOG (or
-    --out) is replaced whole, in its own format, or not at all.
-
-    Two applies on logs of one directory take turns (a lock on the
-    directory), so neither loses the other's labels. A log another program
-    changes meanwhile is not replaced: the command fails and says so. A
-    log whose eval has not finished (status started) is refused unless
-    --force. Ctrl-C or SIGTERM ends the command at once, LOG unchanged.
+    LABELS is the filled file of `tracegrade labels export`. LOG (or --out)
+    is replaced whole, or not at all; docs/labels.md has the rules.
 
     Exit codes: 0 success, 1 a label names no run of LOG, LOG or LABELS
     cannot be read or used, or LOG's eval has not finished, 2 usage error,
@@ -181,8 +150,7 @@ def apply(
 
 
 def _stopped_by(target: str) -> Callable[[str], str]:
-    """The line for a signal: whether `target` was already written, which
-    is told by looking at it (a signal may come the moment after)."""
+    """The line for a signal, saying whether `target` was written by then."""
     import os
 
     from ..outputs import file_state
@@ -303,8 +271,7 @@ def _apply(
     )
 
 
-_DIAGNOSED = "diagnosed"
-"""The outcome of a run the file labels whose new score has a stage."""
+_DIAGNOSED = "diagnosed"  # labelled, and the new score has a stage
 
 _NOT_DIAGNOSED = {
     "answer-label": ("has no label (answer-label)", "have no label (answer-label)"),
@@ -314,16 +281,14 @@ _NOT_DIAGNOSED = {
     ),
     "sample-error": ("errored before answering (sample-error)",) * 2,
 }
-"""How the summary says each outcome of a run that was not labelled and
-diagnosed; any other (`invalid-input`) is named by its kind."""
+"""The summary's words for runs not diagnosed; any other kind is named."""
 
 
 def _outcomes(
     log: EvalLog, staff: StaffLabels, labels_file: str
 ) -> dict[str, list[EvalSample]]:
-    """The runs of the labelled `log` by what the labelled score made of
-    them: `diagnosed`, `unlabelled` (no label, and the rules need none), or
-    the score's error kind. A run the scorer could not score is left out."""
+    """The runs of `log` by what the labels' score made of them: diagnosed,
+    unlabelled (none needed), or its error kind; unscored runs left out."""
     from ..scorers.outcome import error_kind
 
     source = f"labels file {labels_file}"
@@ -349,8 +314,7 @@ def _outcomes(
 
 def _finalise_quietly() -> None:
     """Drop the traceback of Inspect's `ZipLogFile.__del__`, which retries a
-    failed write into a temporary file already removed; any other unraisable
-    error is still shown."""
+    failed write into a temporary file already removed."""
     shown = sys.unraisablehook
 
     def drop_zip_finaliser(unraisable: sys.UnraisableHookArgs) -> None:
@@ -365,9 +329,8 @@ _LOCK_WAIT = 0.2
 
 
 def lock_path(log: str) -> str:
-    """The file whose lock `labels apply` takes for LOG's directory: in the
-    temporary directory, named by the directory's device and inode (the
-    same directory by any path), so the log's directory gets no file."""
+    """The lock file of LOG's directory, in the temporary directory and
+    named by device and inode, so the log's directory gets no file."""
     import os
     import tempfile
 
@@ -378,9 +341,8 @@ def lock_path(log: str) -> str:
 
 @contextmanager
 def _directory_locked(log: str) -> Iterator[None]:
-    """Hold LOG's directory's lock, so two applies there take turns: SQLite's
-    exclusive lock on `lock_path`, which the OS releases however the process
-    ends (docs/cli.md); where that file cannot be a lock, warn and go on."""
+    """SQLite's exclusive lock on `lock_path`, so two applies in a directory
+    take turns (docs/cli.md); where it cannot be a lock, warn and go on."""
     import sqlite3
 
     path = lock_path(log)

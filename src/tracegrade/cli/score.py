@@ -27,8 +27,7 @@ LOG_FORMAT_VARIABLES = ("INSPECT_LOG_FORMAT", "INSPECT_EVAL_LOG_FORMAT")
 
 
 def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """`eval` or `json`, from the option or Inspect's variables, naming the
-    variable when it holds something else."""
+    """`eval` or `json`; a bad value from the environment names its variable."""
     chosen = value.lower()
     if chosen in LOG_FORMATS:
         return chosen
@@ -133,51 +132,9 @@ def score(
 ) -> None:
     """Score a whole file of recorded runs with the pure core, in a stream.
 
-    PATH is a fixture-format JSON Lines file, as for `inspect eval
-    tracegrade/stage_diagnosis -T dataset=PATH` (TASK stage_diagnosis) or
-    `inspect eval tracegrade/ordered_extraction_recorded -T dataset=PATH`
-    (TASK ordered_extraction). Each record gets exactly the Score the
-    Inspect scorer gives it.
-
-    Two outputs. The JSON Lines results, one line per input record, in input
-    order: {"line", "id", "value", "result", "explanation", "error"}, where
-    `result` is the evaluator's exact output (null when it never ran) and
-    `error` is null or {"kind", "side", "field", "message"}; or, with
-    --results-format parquet, the same rows as typed columns: `line`, then
-    those of `tracegrade.score_table` (docs/beyond-one-machine.md). And an Inspect eval
-    log (.eval, or .json with --log-format json) in LOG_DIR, which `inspect
-    view`, `inspect score`, `read_eval_log` and `inspect_ai.analysis` open
-    like a log of `inspect eval`: same samples, scores, metrics and
-    reductions; no transcript events, since no solver ran.
-
-    A run of more than --max-samples-per-log samples is split into logs of
-    at most that many (NAME-part01of14.eval, ...), each with its own
-    samples and metrics, sharing one run id; `tracegrade report` pools
-    them, and the summary printed here is over the whole run. A file of
-    16 MiB or more (1 MiB with --workers) is cut into such parts, at least
-    one per worker, each scored and written by a worker process of its own.
-
-    A bad line does not stop the run. A line that is not JSON, not a
-    fixture case, or repeats a sample id becomes an error entry with its
-    line number (id null when unreadable) in the results, and an unscored
-    sample `line-N` in the log with the kind as its reason
-    (malformed-json, not-a-fixture-line, duplicate-sample-id) and the line
-    as its input (cut after 2,000 characters). Blank lines
-    are skipped and counted. Every other line is a sample: records outside
-    the contract or without a label are unscored samples, as in `inspect
-    eval`.
-
-    Samples are written to disk as they are scored. Per sample, only what
-    the scorer's metrics read (value, reason, id, and a metadata dict
-    shared by all samples alike) stays in memory until the metrics run;
-    reductions are written as each sample is scored.
-
-    Nothing half-written passes for complete: the log and the results are
-    written under temporary `.partial` names and renamed only when both are
-    done. A signal, a full disk or any other failure removes them and says
-    so in one line on stderr. --out never replaces an input (links
-    included), nor an existing file without --force. PATH may be a pipe or
-    FIFO.
+    PATH is a fixture-format JSON Lines file, as `inspect eval -T
+    dataset=PATH` reads it. Writes per-record results and an Inspect log
+    that opens like one of `inspect eval` (docs/cli.md says what each holds).
 
     \b
     Exit codes: 0 every record became a sample (data errors such as
@@ -239,10 +196,22 @@ def score(
 
 
 def _make_log_dir(log_dir: str) -> str:
-    """The local directory `log_dir` names, made if need be."""
+    """The local directory `log_dir` names, made if need be: a `file://` URL
+    as `inspect eval` reads it; a remote one is refused, never written to a
+    local look-alike path (`./s3:/bucket/x`)."""
+    from urllib.parse import unquote, urlparse
+
     from ..outputs import OutputError
 
-    log_dir = _local_directory(log_dir)
+    if "://" in log_dir:
+        url = urlparse(log_dir)
+        if url.scheme != "file" or url.netloc not in ("", "localhost"):
+            raise OutputError(
+                f"--log-dir {log_dir!r} is a remote location ({url.scheme}://); "
+                "tracegrade score writes its logs to a local directory: give one, "
+                "then copy the logs there"
+            )
+        log_dir = unquote(url.path)
     try:
         Path(log_dir).mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
@@ -254,26 +223,6 @@ def _make_log_dir(log_dir: str) -> str:
             f"--log-dir {log_dir!r} cannot be created ({error.strerror})"
         ) from None
     return log_dir
-
-
-def _local_directory(log_dir: str) -> str:
-    """A `file://` URL as the path it names, as `inspect eval` reads it; any
-    other URL is refused, rather than written to a local look-alike path
-    (`./s3:/bucket/x`)."""
-    from urllib.parse import unquote, urlparse
-
-    from ..outputs import OutputError
-
-    if "://" not in log_dir:
-        return log_dir
-    url = urlparse(log_dir)
-    if url.scheme == "file" and url.netloc in ("", "localhost"):
-        return unquote(url.path)
-    raise OutputError(
-        f"--log-dir {log_dir!r} is a remote location ({url.scheme}://); tracegrade "
-        "score writes its logs to a local directory: give one, then copy the "
-        "logs there"
-    )
 
 
 def _stop(run: ScoreRun | WorkersRun, error: BaseException) -> None:
