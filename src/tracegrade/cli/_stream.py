@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -30,6 +33,18 @@ def progress_option(function: F) -> F:
 
 def progress_enabled(flag: bool | None) -> bool:
     return sys.stderr.isatty() if flag is None else flag
+
+
+def count_table(rows: Iterable[tuple[str, int | str]]) -> Table:
+    """The summary table of `check` and `score`: a label, then a count."""
+    from rich.table import Table
+
+    table = Table(show_header=False)
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for what, count in rows:
+        table.add_row(what, f"{count:,}" if isinstance(count, int) else count)
+    return table
 
 
 @contextmanager

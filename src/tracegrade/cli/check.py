@@ -12,7 +12,13 @@ import click
 from ..bulk.presence import READ_FIELDS, FieldPresence
 from ._failures import CommandStopped, fault
 from ._paths import InputPath
-from ._stream import TASK_ARGUMENT, byte_progress, progress_enabled, progress_option
+from ._stream import (
+    TASK_ARGUMENT,
+    byte_progress,
+    count_table,
+    progress_enabled,
+    progress_option,
+)
 
 
 @dataclass
@@ -179,28 +185,22 @@ def _problem_line(path: str, entry: dict[str, Any]) -> str:
 def _print_summary(summary: CheckSummary, *, listed: int) -> None:
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
-    table = Table(show_header=False)
-    table.add_column("what")
-    table.add_column("count", justify="right")
-    table.add_row("lines read", f"{summary.lines:,}")
-    table.add_row("blank lines (skipped)", f"{summary.blank:,}")
-    table.add_row("records", f"{summary.records:,}")
-    table.add_row("clean", f"{summary.clean:,}")
-    table.add_row(
-        "[red]data errors (not scored)[/red]",
-        f"{sum(summary.data_errors.values()):,}",
+    errors = sum(summary.data_errors.values())
+    failures = sum(summary.answer_failures.values())
+    table = count_table(
+        [
+            ("lines read", summary.lines),
+            ("blank lines (skipped)", summary.blank),
+            ("records", summary.records),
+            ("clean", summary.clean),
+            ("[red]data errors (not scored)[/red]", errors),
+            *((f"  {kind}", n) for kind, n in sorted(summary.data_errors.items())),
+            ("[yellow]answer failures (scored, fail both)[/yellow]", failures),
+            *((f"  {kind}", n) for kind, n in sorted(summary.answer_failures.items())),
+        ]
     )
-    for kind, count in sorted(summary.data_errors.items()):
-        table.add_row(f"  {kind}", f"{count:,}")
-    table.add_row(
-        "[yellow]answer failures (scored, fail both)[/yellow]",
-        f"{sum(summary.answer_failures.values()):,}",
-    )
-    for kind, count in sorted(summary.answer_failures.items()):
-        table.add_row(f"  {kind}", f"{count:,}")
-    problems = sum(summary.data_errors.values()) + sum(summary.answer_failures.values())
+    problems = errors + failures
     if listed < problems:
         table.caption = f"{listed:,} of {problems:,} problems listed (--max-listed)"
     console = Console(highlight=False)
@@ -215,7 +215,6 @@ def _print_summary(summary: CheckSummary, *, listed: int) -> None:
     if summary.records == 0:
         console.print("[red]The file holds no records.[/red]")
     elif summary.data_errors:
-        errors = sum(summary.data_errors.values())
         console.print(
             f"[red]{errors:,} of {summary.records:,} records would not be scored.[/red]"
         )

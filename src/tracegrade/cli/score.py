@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 from ._stream import (
     TASK_ARGUMENT,
     byte_progress,
+    count_table,
     progress_enabled,
     progress_option,
 )
@@ -268,42 +269,39 @@ def _report(
 
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
     console = Console(stderr=to_stderr, highlight=False)
     console.print(
         f"Scored {summary.path} for {summary.task}:", markup=False, soft_wrap=True
     )
-    table = Table(show_header=False)
-    table.add_column("what")
-    table.add_column("count", justify="right")
-    table.add_row("lines read", f"{summary.lines:,}")
-    table.add_row("blank lines (skipped)", f"{summary.blank:,}")
-    table.add_row("records (one sample each)", f"{summary.records:,}")
-    table.add_row("scored", f"{summary.scored:,}")
-    for kind, count in sorted(summary.answer_failures.items()):
-        table.add_row(f"  of which {kind} (fails both)", f"{count:,}")
-    table.add_row("[red]not scored[/red]", f"{sum(summary.not_scored.values()):,}")
-    for kind, count in sorted(summary.not_scored.items()):
-        table.add_row(f"  {kind}", f"{count:,}")
+    failures = sorted(summary.answer_failures.items())
+    rows: list[tuple[str, int | str]] = [
+        ("lines read", summary.lines),
+        ("blank lines (skipped)", summary.blank),
+        ("records (one sample each)", summary.records),
+        ("scored", summary.scored),
+        *((f"  of which {kind} (fails both)", n) for kind, n in failures),
+        ("[red]not scored[/red]", sum(summary.not_scored.values())),
+        *((f"  {kind}", n) for kind, n in sorted(summary.not_scored.items())),
+    ]
     for score_name, values in summary.metrics.items():
         for metric_name, value in values.items():
-            if value is None:
-                shown = "-"
-            elif isinstance(value, int):
-                shown = f"{value:,}"  # a count: 18,610, never 1.861e+04
-            else:
-                shown = f"{value:.4g}"
-            table.add_row(f"{score_name} {metric_name}", shown)
-    rate = summary.records / summary.seconds if summary.seconds else 0.0
+            # A count stays an int: 18,610, never 1.861e+04.
+            shown = "-" if value is None else value
+            if isinstance(shown, float):
+                shown = f"{shown:.4g}"
+            rows.append((f"{score_name} {metric_name}", shown))
     for name, figure in (("recall", summary.recall), ("precision", summary.precision)):
         if figure.mean is not None:
-            table.add_row(
-                f"context {name}, labelled or not",
-                f"{figure.mean:.4g} over {figure.runs:,} runs",
+            rows.append(
+                (
+                    f"context {name}, labelled or not",
+                    f"{figure.mean:.4g} over {figure.runs:,} runs",
+                )
             )
-    table.add_row("seconds", f"{summary.seconds:.2f} ({rate:,.0f} records/s)")
-    console.print(table)
+    rate = summary.records / summary.seconds if summary.seconds else 0.0
+    rows.append(("seconds", f"{summary.seconds:.2f} ({rate:,.0f} records/s)"))
+    console.print(count_table(rows))
     if len(summary.logs) == 1:
         console.print(f"Log: {summary.logs[0]}", markup=False, soft_wrap=True)
     elif summary.logs:
