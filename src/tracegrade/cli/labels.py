@@ -13,8 +13,6 @@ import click
 from ._paths import InputPath
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from inspect_ai.log import EvalLog, EvalSample
 
     from ..label_logs import ApplyAction
@@ -179,7 +177,7 @@ def _apply(
     # Imported here so that `tracegrade --help` does not load Inspect.
     from inspect_ai.log import write_eval_log
 
-    from ..label_logs import apply_labels, log_runs
+    from ..label_logs import apply_labels
     from ..labels import LabelsError, StaffLabels
     from ..outputs import AtomicFile, OutputChanged, OutputError, file_state
     from ._failures import exit_on_signal, signals_held
@@ -247,15 +245,27 @@ def _apply(
         written.discard()
         _finalise_quietly()
         raise
+    click.echo(_summary(labelled, outcomes, labels_file, target), err=True)
+
+
+def _summary(
+    labelled: EvalLog,
+    outcomes: dict[str, list[EvalSample]],
+    labels_file: str,
+    target: str,
+) -> str:
+    """The last line: the runs diagnosed with the labels, and why not the rest."""
+    from ..label_logs import log_runs
+
     ids, epochs = log_runs(labelled)
-    score_name = _new_score_name(labelled)
-    runs = len(labelled.samples or [])
+    scores = labelled.results.scores if labelled.results else []
+    stage_names = [s.name for s in scores if s.name.startswith("stage_diagnosis")]
     diagnosed = len(outcomes.get(_DIAGNOSED, []))
-    click.echo(
-        f"{diagnosed} of {runs} runs"
+    return (
+        f"{diagnosed} of {len(labelled.samples or [])} runs"
         + (f" ({len(ids)} samples, {epochs} epochs)" if epochs > 1 else "")
         + f" labelled and diagnosed with the labels in {labels_file} as "
-        f"{score_name}"
+        + (stage_names[-1] if stage_names else "stage_diagnosis")
         + "".join(
             f"; {len(outcomes[kind])} {one if len(outcomes[kind]) == 1 else more}"
             for kind, (one, more) in _NOT_DIAGNOSED.items()
@@ -266,8 +276,7 @@ def _apply(
             for kind, found in outcomes.items()
             if kind != _DIAGNOSED and kind not in _NOT_DIAGNOSED
         )
-        + f"; log written to {target}",
-        err=True,
+        + f"; log written to {target}"
     )
 
 
@@ -347,9 +356,24 @@ def _directory_locked(log: str) -> Iterator[None]:
 
     path = lock_path(log)
     lock = None
+    said_waiting = False
     try:
         lock = sqlite3.connect(path, timeout=_LOCK_WAIT, isolation_level=None)
-        _wait_for_turn(lock, log)
+        while True:
+            try:
+                # No journal: the file holds nothing, and leaves no other.
+                lock.execute("PRAGMA journal_mode = OFF")
+                lock.execute("BEGIN EXCLUSIVE")
+                break
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error):
+                    raise
+            if not said_waiting:
+                said_waiting = True
+                click.echo(
+                    f"waiting for another tracegrade labels apply in {log}'s directory",
+                    err=True,
+                )
     except sqlite3.Error as error:
         click.echo(
             f"warning: {path!r} cannot be a lock ({error}); going on "
@@ -361,28 +385,6 @@ def _directory_locked(log: str) -> Iterator[None]:
     finally:
         if lock is not None:
             lock.close()  # which releases the lock
-
-
-def _wait_for_turn(lock: sqlite3.Connection, log: str) -> None:
-    """Take the exclusive lock, saying once that another apply holds it."""
-    import sqlite3
-
-    waiting = False
-    while True:
-        try:
-            # No journal: the file holds nothing, and leaves no other.
-            lock.execute("PRAGMA journal_mode = OFF")
-            lock.execute("BEGIN EXCLUSIVE")
-            return
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error):
-                raise
-        if not waiting:
-            waiting = True
-            click.echo(
-                f"waiting for another tracegrade labels apply in {log}'s directory",
-                err=True,
-            )
 
 
 def _read_log(log: str) -> EvalLog:
@@ -408,10 +410,3 @@ def _log_format(
     if path.endswith(".eval"):
         return "eval"
     return fallback
-
-
-def _new_score_name(log: EvalLog) -> str:
-    """The name Inspect gave the labelled score: the last stage score's."""
-    names = [score.name for score in (log.results.scores if log.results else [])]
-    stage_names = [name for name in names if name.startswith("stage_diagnosis")]
-    return stage_names[-1] if stage_names else "stage_diagnosis"
