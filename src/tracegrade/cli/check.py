@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..bulk.presence import READ_FIELDS, FieldPresence
 from ._failures import CommandStopped, fault
 from ._paths import InputPath
+
+if TYPE_CHECKING:
+    from ..bulk.scoring import ScoredLine
+
 from ._stream import (
     TASK_ARGUMENT,
     byte_progress,
@@ -106,45 +111,25 @@ def check(
 
     check_standard_streams([path])
     summary = CheckSummary(task=task, path=path)
+    presence = FieldPresence(READ_FIELDS[task])
     listed: list[dict[str, Any]] = []  # only with --json
     listed_count = 0
     try:
-        from ..bulk.scoring import TASKS, DiskIds, LineScorer
-        from ..lines import is_blank, read_lines
-
-        presence = FieldPresence(READ_FIELDS[task])
-        with (
-            DiskIds() as seen,
-            byte_progress(path, "checking", progress_enabled(progress)) as advance,
-        ):
-            scorer = LineScorer(TASKS[task], path, seen)
-            for raw in read_lines(path):
-                summary.lines += 1
-                advance(raw.bytes_read)
-                if is_blank(raw.text):
-                    summary.blank += 1
-                    continue
-                summary.records += 1
-                outcome = scorer.score_line(raw.number, raw.text)
-                if outcome.case is not None:
-                    presence.note(outcome.case.input)
-                problem = outcome.problem
-                if problem is None:
-                    summary.clean += 1
-                    continue
-                if problem.side == "data":
-                    summary.data_errors[problem.kind] += 1
-                else:
-                    summary.answer_failures[problem.kind] += 1
-                if max_listed is not None and listed_count >= max_listed:
-                    continue
-                listed_count += 1
-                entry = {"line": outcome.line, "id": outcome.id, **problem.as_json()}
-                if as_json:
-                    listed.append(entry)
-                else:
-                    # Printed as found: the text listing holds nothing in memory.
-                    click.echo(_problem_line(path, entry))
+        for outcome in _problems(summary, presence, progress_enabled(progress)):
+            if max_listed is not None and listed_count >= max_listed:
+                continue
+            listed_count += 1
+            assert outcome.problem is not None
+            entry = {
+                "line": outcome.line,
+                "id": outcome.id,
+                **outcome.problem.as_json(),
+            }
+            if as_json:
+                listed.append(entry)
+            else:
+                # Printed as found: the text listing holds nothing in memory.
+                click.echo(_problem_line(path, entry))
     except BaseException as error:
         described = fault(error)
         if described is None:
@@ -168,6 +153,40 @@ def check(
     else:
         _print_summary(summary, listed=listed_count)
     raise SystemExit(0 if summary.ok else 1)
+
+
+def _problems(
+    summary: CheckSummary, presence: FieldPresence, progress: bool
+) -> Iterator[ScoredLine]:
+    """The lines of `summary.path` that would not score cleanly, counting all."""
+    from ..bulk.scoring import TASKS, DiskIds, LineScorer
+    from ..lines import is_blank, read_lines
+
+    path = summary.path
+    with (
+        DiskIds() as seen,
+        byte_progress(path, "checking", progress) as advance,
+    ):
+        scorer = LineScorer(TASKS[summary.task], path, seen)
+        for raw in read_lines(path):
+            summary.lines += 1
+            advance(raw.bytes_read)
+            if is_blank(raw.text):
+                summary.blank += 1
+                continue
+            summary.records += 1
+            outcome = scorer.score_line(raw.number, raw.text)
+            if outcome.case is not None:
+                presence.note(outcome.case.input)
+            problem = outcome.problem
+            if problem is None:
+                summary.clean += 1
+            elif problem.side == "data":
+                summary.data_errors[problem.kind] += 1
+                yield outcome
+            else:
+                summary.answer_failures[problem.kind] += 1
+                yield outcome
 
 
 def _problem_line(path: str, entry: dict[str, Any]) -> str:
