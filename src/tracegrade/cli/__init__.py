@@ -53,7 +53,17 @@ class _Group(click.Group):
             except OutputError as error:
                 _stop(ctx, f"Error: {error}", 2)
             except BrokenPipeError:
-                _stop_reading_stopped(ctx)
+                # The reader stopped (`| head`): SIGPIPE's exit code, and stdout
+                # to devnull so that nothing flushes into the pipe again.
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
+                _stop(
+                    ctx,
+                    "tracegrade: standard output was closed before everything "
+                    "was written (the reader stopped early)",
+                    SIGPIPE_EXIT,
+                )
             except BaseException as error:
                 described = fault(error)
                 if described is None:
@@ -73,20 +83,6 @@ def _stopped_message(stopped: str) -> str:
         was = "was" if len(written) == 1 else "were"
         message += f"; {', '.join(written)} {was} written"
     return message
-
-
-def _stop_reading_stopped(ctx: click.Context) -> None:
-    """The reader of stdout stopped (`| head`): SIGPIPE's exit code, and
-    stdout to devnull so that nothing flushes into the pipe again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-    _stop(
-        ctx,
-        "tracegrade: standard output was closed before everything was written "
-        "(the reader stopped early)",
-        SIGPIPE_EXIT,
-    )
 
 
 def _stop(ctx: click.Context, message: str, exit_code: int) -> None:

@@ -57,25 +57,18 @@ class CommandStopped(Exception):
         super().__init__(message)
 
 
-def _raise_terminated(signum: int, _frame: FrameType | None) -> None:
+def _raise_signal(signum: int, _frame: FrameType | None) -> None:
     if not _held_back(signum):
-        raise Terminated(signum)
-
-
-def _raise_interrupt(signum: int, _frame: FrameType | None) -> None:
-    if not _held_back(signum):
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt if signum == signal.SIGINT else Terminated(signum)
 
 
 @contextmanager
 def signals_as_exceptions() -> Iterator[None]:
     """`TERMINATING` signals raise `Terminated`, SIGINT KeyboardInterrupt
     (unless ignored, as in a background job); `signals_held` defers them."""
-    previous = {
-        signum: signal.signal(signum, _raise_terminated) for signum in TERMINATING
-    }
+    previous = {signum: signal.signal(signum, _raise_signal) for signum in TERMINATING}
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_interrupt)
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_signal)
     try:
         yield
     finally:

@@ -79,8 +79,7 @@ def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
     default=75_000,
     show_default=True,
     help="Split a larger run into logs of at most this many samples, "
-    "so that `inspect view` lists each (a .json log also stays under "
-    "100 MiB, above which the viewer lists none).",
+    "so that `inspect view` lists each.",
 )
 @click.option(
     "--out",
@@ -113,9 +112,8 @@ def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
     "--workers",
     type=click.IntRange(min=1),
     default=None,
-    help="Worker processes scoring a large file's parts side by side, from "
-    "1 MiB of input (default: the usable cores, from 16 MiB; 1 scores in "
-    "this process).",
+    help="Worker processes scoring parts of an input of 1 MiB or more "
+    "(default: the usable cores, from 16 MiB; 1 scores in this process).",
 )
 @progress_option
 def score(
