@@ -67,23 +67,12 @@ def export(log: str, out: str | None, force: bool) -> None:
     except LabelsError as error:
         raise click.ClickException(str(error)) from error
 
-    if eval_log.status != "success":
-        click.echo(
-            f"warning: {log} has status {eval_log.status!r}; "
-            "only its logged samples are exported.",
-            err=True,
-        )
-    unscored = [
-        sample for sample in eval_log.samples or [] if stage_score(sample) is None
-    ]
-    if unscored:
-        first = unscored[0]
-        click.echo(
-            f"warning: {len(unscored)} run(s) have no stage_diagnosis score "
-            f"(first: sample {first.id!r} epoch {first.epoch}); their required "
-            "and context are null.",
-            err=True,
-        )
+    _warn(log, eval_log, "exported")
+    _warn_runs(
+        [sample for sample in eval_log.samples or [] if stage_score(sample) is None],
+        "have no stage_diagnosis score",
+        "their required and context are null",
+    )
 
     text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     if out is None:
@@ -196,22 +185,13 @@ def _apply(
     except LabelsError as error:
         raise click.ClickException(str(error)) from error
 
-    if labelled.status != "success":
-        click.echo(
-            f"warning: {log} has status {labelled.status!r}; only its logged "
-            "samples are labelled.",
-            err=True,
-        )
+    _warn(log, labelled, "labelled")
     outcomes = _outcomes(labelled, staff, labels_file)
-    unlabelled = outcomes.get("answer-label", [])
-    if unlabelled:
-        first = unlabelled[0]
-        click.echo(
-            f"warning: {len(unlabelled)} run(s) of {log} have no label in "
-            f"{labels_file} (first: sample {first.id!r} epoch {first.epoch}); "
-            "they are answer-label.",
-            err=True,
-        )
+    _warn_runs(
+        outcomes.get("answer-label", []),
+        f"of {log} have no label in {labels_file}",
+        "they are answer-label",
+    )
 
     changed = OutputError(
         f"{log!r} changed while its labels were applied (an eval or another "
@@ -246,6 +226,25 @@ def _apply(
         _finalise_quietly()
         raise
     click.echo(_summary(labelled, outcomes, labels_file, target), err=True)
+
+
+def _warn(log: str, eval_log: EvalLog, done: str) -> None:
+    if eval_log.status != "success":
+        click.echo(
+            f"warning: {log} has status {eval_log.status!r}; only its logged "
+            f"samples are {done}.",
+            err=True,
+        )
+
+
+def _warn_runs(runs: list[EvalSample], have: str, so: str) -> None:
+    if runs:
+        first = runs[0]
+        click.echo(
+            f"warning: {len(runs)} run(s) {have} (first: sample {first.id!r} "
+            f"epoch {first.epoch}); {so}.",
+            err=True,
+        )
 
 
 def _summary(
