@@ -12,11 +12,8 @@ from types import FrameType
 
 from ..outputs import OutputError, describe_os_error
 
-# The exit codes a shell gives a process killed by the signal.
-SIGINT_EXIT = 128 + signal.SIGINT
 SIGPIPE_EXIT = 128 + getattr(signal, "SIGPIPE", 13)
 """What a pipeline expects of a writer whose reader stopped (Windows has none)."""
-FILE_SYSTEM_EXIT = 2
 
 _TERMINATING_NAMES = "TERM HUP QUIT USR1 USR2 ALRM VTALRM PROF XCPU IO PWR"
 TERMINATING: tuple[signal.Signals, ...] = tuple(
@@ -139,18 +136,16 @@ def stop_at_once_on_signal(message: Callable[[str], str]) -> None:
 def fault(error: BaseException) -> tuple[str, int] | None:
     """What stopped a command, in words, and its exit code; None for a bug."""
     if isinstance(error, KeyboardInterrupt):
-        return "interrupted (SIGINT)", SIGINT_EXIT
+        return "interrupted (SIGINT)", 128 + signal.SIGINT
     if isinstance(error, Terminated):
         return f"stopped by {signal.Signals(error.signum).name}", 128 + error.signum
     if isinstance(error, OSError):
-        return describe_os_error(error), FILE_SYSTEM_EXIT
-    if isinstance(error, OutputError):
-        return str(error), FILE_SYSTEM_EXIT
+        return describe_os_error(error), 2
     # Loaded only with Inspect, which `--help` must not load.
     internals = sys.modules.get("tracegrade._inspect_internals")
-    if internals is not None and isinstance(error, internals.InspectTooOld):
-        return str(error), FILE_SYSTEM_EXIT
+    if isinstance(error, (OutputError, internals.InspectTooOld if internals else ())):
+        return str(error), 2
     if isinstance(error, MemoryError):
         # A limit of the machine (`ulimit -v`, a container's), not a bug.
-        return "out of memory", FILE_SYSTEM_EXIT
+        return "out of memory", 2
     return None
