@@ -7,14 +7,12 @@ import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 import click
 
 if TYPE_CHECKING:
     from rich.table import Table
-
-F = TypeVar("F", bound=Callable[..., Any])
 
 # The keys of `bulk.scoring.TASKS`, spelled out so that `--help` need not import
 # Inspect AI (a test keeps the two in step).
@@ -22,13 +20,11 @@ TASK_NAMES = ("ordered_extraction", "stage_diagnosis")
 TASK_ARGUMENT = click.Choice(TASK_NAMES)
 
 
-def progress_option(function: F) -> F:
-    decorated: F = click.option(
-        "--progress/--no-progress",
-        default=None,
-        help="Show a progress bar on stderr (default: when stderr is a terminal).",
-    )(function)
-    return decorated
+progress_option = click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Show a progress bar on stderr (default: when stderr is a terminal).",
+)
 
 
 def progress_enabled(flag: bool | None) -> bool:
