@@ -1,5 +1,5 @@
-"""What `check` and `score` share: the task argument and progress on stderr,
-so that stdout stays clean for `--json` and piping."""
+"""What `check` and `score` share: the task argument, the summary table, and
+progress on stderr, so that stdout stays clean for `--json` and piping."""
 
 from __future__ import annotations
 

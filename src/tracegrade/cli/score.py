@@ -29,9 +29,9 @@ LOG_FORMAT_VARIABLES = ("INSPECT_LOG_FORMAT", "INSPECT_EVAL_LOG_FORMAT")
 
 def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
     """`eval` or `json`; a bad value from the environment names its variable."""
-    chosen = value.lower()
-    if chosen in LOG_FORMATS:
-        return chosen
+    if value.lower() in LOG_FORMATS:
+        return value.lower()
+    bad = repr(value)
     source = ctx.get_parameter_source(param.name or "log_format")
     if source is click.core.ParameterSource.ENVIRONMENT:
         import os
@@ -40,14 +40,9 @@ def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
             (name for name in LOG_FORMAT_VARIABLES if os.environ.get(name) == value),
             LOG_FORMAT_VARIABLES[0],
         )
-        raise click.BadParameter(
-            f"the environment variable {variable}={value!r} is not a log format; "
-            f"use {' or '.join(LOG_FORMATS)}",
-            ctx=ctx,
-            param=param,
-        )
+        bad = f"the environment variable {variable}={value!r}"
     raise click.BadParameter(
-        f"{value!r} is not a log format; use {' or '.join(LOG_FORMATS)}",
+        f"{bad} is not a log format; use {' or '.join(LOG_FORMATS)}",
         ctx=ctx,
         param=param,
     )
