@@ -126,9 +126,10 @@ def score(
 ) -> None:
     """Score a whole file of recorded runs with the pure core, in a stream.
 
-    PATH is a fixture-format JSON Lines file, as `inspect eval -T
-    dataset=PATH` reads it. Writes per-record results and an Inspect log
-    that opens like one of `inspect eval` (docs/cli.md says what each holds).
+    PATH is a fixture-format JSON Lines file, as `-T dataset=PATH` of
+    tracegrade/stage_diagnosis or tracegrade/ordered_extraction_recorded reads
+    it. Writes per-record results and an Inspect log that opens like one of
+    `inspect eval` (docs/cli.md says what each holds).
 
     \b
     Exit codes: 0 every record became a sample (data errors such as
