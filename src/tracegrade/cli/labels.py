@@ -404,8 +404,5 @@ def _log_format(
     path: str, *, fallback: Literal["eval", "json"]
 ) -> Literal["eval", "json"]:
     """The log format a file name asks for, by its extension."""
-    if path.endswith(".json"):
-        return "json"
-    if path.endswith(".eval"):
-        return "eval"
-    return fallback
+    formats: tuple[Literal["eval", "json"], ...] = ("json", "eval")
+    return next((fmt for fmt in formats if path.endswith("." + fmt)), fallback)
