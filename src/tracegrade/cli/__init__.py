@@ -25,12 +25,10 @@ from ._failures import (
 
 
 class _Group(click.Group):
-    """Prints a fault as one line on stderr and exits with its code, where
-    click would print `Aborted!` or a traceback (see `_failures`)."""
+    """A fault as one line on stderr and its exit code, not `Aborted!` or a
+    traceback; `ending_handled`: a signal while the program ends too."""
 
     ending_handled = False
-    """Whether a signal after the command, while the program ends, is told
-    as one too (`run` sets it: the program's, not a caller's, signals)."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -55,7 +53,17 @@ class _Group(click.Group):
             except OutputError as error:
                 _stop(ctx, f"Error: {error}", 2)
             except BrokenPipeError:
-                _stop_reading_stopped(ctx)
+                # The reader stopped (`| head`): SIGPIPE's exit code, and stdout
+                # to devnull so that nothing flushes into the pipe again.
+                devnull = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(devnull, sys.stdout.fileno())
+                os.close(devnull)
+                _stop(
+                    ctx,
+                    "tracegrade: standard output was closed before everything "
+                    "was written (the reader stopped early)",
+                    SIGPIPE_EXIT,
+                )
             except BaseException as error:
                 described = fault(error)
                 if described is None:
@@ -69,28 +77,12 @@ class _Group(click.Group):
 
 
 def _stopped_message(stopped: str) -> str:
-    """`tracegrade: stopped by SIGNAL`, and which outputs it leaves complete
-    (a signal after they were written: they stay, and are whole)."""
+    """`tracegrade: stopped by SIGNAL`, naming outputs already complete."""
     message = f"tracegrade: {stopped}"
     if written := written_outputs():
         was = "was" if len(written) == 1 else "were"
         message += f"; {', '.join(written)} {was} written"
     return message
-
-
-def _stop_reading_stopped(ctx: click.Context) -> None:
-    """Standard output is a pipe whose reader stopped early (`| head`): one
-    line and the exit code of SIGPIPE, as a pipeline expects; stdout then
-    goes nowhere, so that nothing tries to flush into the pipe again."""
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    os.close(devnull)
-    _stop(
-        ctx,
-        "tracegrade: standard output was closed before everything was written "
-        "(the reader stopped early)",
-        SIGPIPE_EXIT,
-    )
 
 
 def _stop(ctx: click.Context, message: str, exit_code: int) -> None:
@@ -134,9 +126,7 @@ main.add_command(score)
 
 
 def run() -> None:
-    """The `tracegrade` program, once imported (`tracegrade.__main__`): `main`,
-    with standard output checked first, so a closed or unwritable stream
-    is told before any work is done."""
+    """`main`, with a closed or unwritable stdout told before any work."""
     check_standard_output()
     _Group.ending_handled = True
     main(prog_name="tracegrade")

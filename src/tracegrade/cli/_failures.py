@@ -12,28 +12,14 @@ from types import FrameType
 
 from ..outputs import OutputError, describe_os_error
 
-# The exit codes a shell gives a process killed by the signal.
-SIGINT_EXIT = 128 + signal.SIGINT
 SIGPIPE_EXIT = 128 + getattr(signal, "SIGPIPE", 13)
 """What a pipeline expects of a writer whose reader stopped (Windows has none)."""
-FILE_SYSTEM_EXIT = 2
 
+_TERMINATING_NAMES = "TERM HUP QUIT USR1 USR2 ALRM VTALRM PROF XCPU IO PWR"
 TERMINATING: tuple[signal.Signals, ...] = tuple(
-    getattr(signal, name)
-    for name in (
-        "SIGTERM",
-        "SIGHUP",
-        "SIGQUIT",
-        "SIGUSR1",
-        "SIGUSR2",
-        "SIGALRM",
-        "SIGVTALRM",
-        "SIGPROF",
-        "SIGXCPU",
-        "SIGIO",
-        "SIGPWR",
-    )
-    if hasattr(signal, name)
+    getattr(signal, "SIG" + name)
+    for name in _TERMINATING_NAMES.split()
+    if hasattr(signal, "SIG" + name)
 )
 """Every catchable signal whose default action ends the process, but SIGINT
 (why not the others: docs/architecture.md, "Writing outputs")."""
@@ -68,26 +54,18 @@ class CommandStopped(Exception):
         super().__init__(message)
 
 
-def _raise_terminated(signum: int, _frame: FrameType | None) -> None:
+def _raise_signal(signum: int, _frame: FrameType | None) -> None:
     if not _held_back(signum):
-        raise Terminated(signum)
-
-
-def _raise_interrupt(signum: int, _frame: FrameType | None) -> None:
-    if not _held_back(signum):
-        raise KeyboardInterrupt
+        raise KeyboardInterrupt if signum == signal.SIGINT else Terminated(signum)
 
 
 @contextmanager
 def signals_as_exceptions() -> Iterator[None]:
-    """In the block, `TERMINATING` signals raise `Terminated` and SIGINT
-    KeyboardInterrupt (unless ignored, as in a background job); inside
-    `signals_held` they wait for its end."""
-    previous = {
-        signum: signal.signal(signum, _raise_terminated) for signum in TERMINATING
-    }
+    """`TERMINATING` signals raise `Terminated`, SIGINT KeyboardInterrupt
+    (unless ignored, as in a background job); `signals_held` defers them."""
+    previous = {signum: signal.signal(signum, _raise_signal) for signum in TERMINATING}
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_interrupt)
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_signal)
     try:
         yield
     finally:
@@ -110,9 +88,12 @@ def signals_held() -> Iterator[None]:
             signal.raise_signal(noted[0])
 
 
-def _ignore_further_signals() -> None:
-    for signum in _HANDLED:
-        signal.signal(signum, signal.SIG_IGN)
+def _exit_saying(message: str, signum: int) -> None:
+    """Ignore any further signal, write `message` on stderr and exit."""
+    for handled in _HANDLED:
+        signal.signal(handled, signal.SIG_IGN)
+    os.write(2, (message + "\n").encode("utf-8", "replace"))
+    os._exit(128 + signum)
 
 
 @contextmanager
@@ -126,13 +107,12 @@ def exit_on_signal(
     def stop(signum: int, _frame: FrameType | None) -> None:
         if _held_back(signum):
             return
-        _ignore_further_signals()  # no second one
+        for handled in _HANDLED:  # no second one during cleanup
+            signal.signal(handled, signal.SIG_IGN)
         try:
             cleanup()
         finally:
-            name = signal.Signals(signum).name
-            os.write(2, (message(name) + "\n").encode("utf-8", "replace"))
-            os._exit(128 + signum)
+            _exit_saying(message(signal.Signals(signum).name), signum)
 
     previous = {signum: signal.signal(signum, stop) for signum in _HANDLED}
     try:
@@ -143,15 +123,11 @@ def exit_on_signal(
 
 
 def stop_at_once_on_signal(message: Callable[[str], str]) -> None:
-    """From now on a signal ends the process at once with
-    `message("stopped by NAME")`: after a command returns, no exception
-    could be caught, and the default would not say what was written."""
+    """From now on a signal exits at once with `message("stopped by NAME")`:
+    after a command returns, no exception could be caught."""
 
     def stop(signum: int, _frame: FrameType | None) -> None:
-        _ignore_further_signals()
-        name = signal.Signals(signum).name
-        os.write(2, (message(f"stopped by {name}") + "\n").encode("utf-8", "replace"))
-        os._exit(128 + signum)
+        _exit_saying(message(f"stopped by {signal.Signals(signum).name}"), signum)
 
     for signum in _HANDLED:
         signal.signal(signum, stop)
@@ -160,18 +136,16 @@ def stop_at_once_on_signal(message: Callable[[str], str]) -> None:
 def fault(error: BaseException) -> tuple[str, int] | None:
     """What stopped a command, in words, and its exit code; None for a bug."""
     if isinstance(error, KeyboardInterrupt):
-        return "interrupted (SIGINT)", SIGINT_EXIT
+        return "interrupted (SIGINT)", 128 + signal.SIGINT
     if isinstance(error, Terminated):
         return f"stopped by {signal.Signals(error.signum).name}", 128 + error.signum
     if isinstance(error, OSError):
-        return describe_os_error(error), FILE_SYSTEM_EXIT
-    if isinstance(error, OutputError):
-        return str(error), FILE_SYSTEM_EXIT
+        return describe_os_error(error), 2
     # Loaded only with Inspect, which `--help` must not load.
     internals = sys.modules.get("tracegrade._inspect_internals")
-    if internals is not None and isinstance(error, internals.InspectTooOld):
-        return str(error), FILE_SYSTEM_EXIT
+    if isinstance(error, (OutputError, internals.InspectTooOld if internals else ())):
+        return str(error), 2
     if isinstance(error, MemoryError):
         # A limit of the machine (`ulimit -v`, a container's), not a bug.
-        return "out of memory", FILE_SYSTEM_EXIT
+        return "out of memory", 2
     return None

@@ -1,20 +1,18 @@
-"""What `check` and `score` share on the terminal: progress and options.
-
-Progress goes to stderr, and only to a terminal unless asked for, so that
-stdout stays clean for `--json` and for piping.
-"""
+"""What `check` and `score` share: the task argument, the summary table, and
+progress on stderr, so that stdout stays clean for `--json` and piping."""
 
 from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING
 
 import click
 
-F = TypeVar("F", bound=Callable[..., Any])
+if TYPE_CHECKING:
+    from rich.table import Table
 
 # The keys of `bulk.scoring.TASKS`, spelled out so that `--help` need not import
 # Inspect AI (a test keeps the two in step).
@@ -22,28 +20,35 @@ TASK_NAMES = ("ordered_extraction", "stage_diagnosis")
 TASK_ARGUMENT = click.Choice(TASK_NAMES)
 
 
-def progress_option(function: F) -> F:
-    decorated: F = click.option(
-        "--progress/--no-progress",
-        default=None,
-        help="Show a progress bar on stderr (default: when stderr is a terminal).",
-    )(function)
-    return decorated
+progress_option = click.option(
+    "--progress/--no-progress",
+    default=None,
+    help="Show a progress bar on stderr (default: when stderr is a terminal).",
+)
 
 
 def progress_enabled(flag: bool | None) -> bool:
     return sys.stderr.isatty() if flag is None else flag
 
 
+def count_table(rows: Iterable[tuple[str, int | str]]) -> Table:
+    """The summary table of `check` and `score`: a label, then a count."""
+    from rich.table import Table
+
+    table = Table(show_header=False)
+    table.add_column("what")
+    table.add_column("count", justify="right")
+    for what, count in rows:
+        table.add_row(what, f"{count:,}" if isinstance(count, int) else count)
+    return table
+
+
 @contextmanager
 def byte_progress(
     path: str, description: str, enabled: bool
 ) -> Iterator[Callable[[int | None], None]]:
-    """A callback taking bytes read so far; draws a bar on stderr if enabled.
-
-    A pipe or FIFO has no size and reports no position (`None`): the bar
-    then shows only that work goes on.
-    """
+    """A callback taking bytes read so far (None from a pipe, which has no
+    size); draws a bar on stderr if enabled."""
     if not enabled:
         yield lambda _done: None
         return

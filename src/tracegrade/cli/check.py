@@ -4,15 +4,26 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ..bulk.presence import READ_FIELDS, FieldPresence
 from ._failures import CommandStopped, fault
 from ._paths import InputPath
-from ._stream import TASK_ARGUMENT, byte_progress, progress_enabled, progress_option
+
+if TYPE_CHECKING:
+    from ..bulk.scoring import ScoredLine
+
+from ._stream import (
+    TASK_ARGUMENT,
+    byte_progress,
+    count_table,
+    progress_enabled,
+    progress_option,
+)
 
 
 @dataclass
@@ -91,18 +102,6 @@ def check(
     answer failures (scored as failing both criteria; listed, exit code 0):
       duplicate-answer-id  ordered_extraction: the recorded answer repeats an ID
 
-    A field the task reads (stage_diagnosis: required, context, correct;
-    ordered_extraction: source, answer) that no record's input has is
-    warned of, with the keys the inputs do have: it is most likely
-    misspelled, and every run would be unresolved or the same error.
-
-    The file is read as a stream, one line at a time. What grows is the set
-    of sample ids seen, needed to find duplicates; it is kept in SQLite's
-    private temporary file (deleted as soon as it is opened, so even a
-    kill leaves nothing), not in memory. With --json, the listed
-    problems are held until the end; --max-listed bounds them. PATH may
-    be a pipe or FIFO.
-
     \b
     Exit codes: 0 every record would be scored (answer failures included),
     1 some record would be a data error or the file has no records,
@@ -112,45 +111,25 @@ def check(
 
     check_standard_streams([path])
     summary = CheckSummary(task=task, path=path)
+    presence = FieldPresence(READ_FIELDS[task])
     listed: list[dict[str, Any]] = []  # only with --json
     listed_count = 0
     try:
-        from ..bulk.scoring import TASKS, DiskIds, LineScorer
-        from ..lines import is_blank, read_lines
-
-        presence = FieldPresence(READ_FIELDS[task])
-        with (
-            DiskIds() as seen,
-            byte_progress(path, "checking", progress_enabled(progress)) as advance,
-        ):
-            scorer = LineScorer(TASKS[task], path, seen)
-            for raw in read_lines(path):
-                summary.lines += 1
-                advance(raw.bytes_read)
-                if is_blank(raw.text):
-                    summary.blank += 1
-                    continue
-                summary.records += 1
-                outcome = scorer.score_line(raw.number, raw.text)
-                if outcome.case is not None:
-                    presence.note(outcome.case.input)
-                problem = outcome.problem
-                if problem is None:
-                    summary.clean += 1
-                    continue
-                if problem.side == "data":
-                    summary.data_errors[problem.kind] += 1
-                else:
-                    summary.answer_failures[problem.kind] += 1
-                if max_listed is not None and listed_count >= max_listed:
-                    continue
-                listed_count += 1
-                entry = {"line": outcome.line, "id": outcome.id, **problem.as_json()}
-                if as_json:
-                    listed.append(entry)
-                else:
-                    # Printed as found: the text listing holds nothing in memory.
-                    click.echo(_problem_line(path, entry))
+        for outcome in _problems(summary, presence, progress_enabled(progress)):
+            if max_listed is not None and listed_count >= max_listed:
+                continue
+            listed_count += 1
+            assert outcome.problem is not None
+            entry = {
+                "line": outcome.line,
+                "id": outcome.id,
+                **outcome.problem.as_json(),
+            }
+            if as_json:
+                listed.append(entry)
+            else:
+                # Printed as found: the text listing holds nothing in memory.
+                click.echo(_problem_line(path, entry))
     except BaseException as error:
         described = fault(error)
         if described is None:
@@ -176,6 +155,40 @@ def check(
     raise SystemExit(0 if summary.ok else 1)
 
 
+def _problems(
+    summary: CheckSummary, presence: FieldPresence, progress: bool
+) -> Iterator[ScoredLine]:
+    """The lines of `summary.path` that would not score cleanly, counting all."""
+    from ..bulk.scoring import TASKS, DiskIds, LineScorer
+    from ..lines import is_blank, read_lines
+
+    path = summary.path
+    with (
+        DiskIds() as seen,
+        byte_progress(path, "checking", progress) as advance,
+    ):
+        scorer = LineScorer(TASKS[summary.task], path, seen)
+        for raw in read_lines(path):
+            summary.lines += 1
+            advance(raw.bytes_read)
+            if is_blank(raw.text):
+                summary.blank += 1
+                continue
+            summary.records += 1
+            outcome = scorer.score_line(raw.number, raw.text)
+            if outcome.case is not None:
+                presence.note(outcome.case.input)
+            problem = outcome.problem
+            if problem is None:
+                summary.clean += 1
+            elif problem.side == "data":
+                summary.data_errors[problem.kind] += 1
+                yield outcome
+            else:
+                summary.answer_failures[problem.kind] += 1
+                yield outcome
+
+
 def _problem_line(path: str, entry: dict[str, Any]) -> str:
     shown_id = "-" if entry["id"] is None else json.dumps(entry["id"])
     kind = entry["kind"]
@@ -191,28 +204,22 @@ def _problem_line(path: str, entry: dict[str, Any]) -> str:
 def _print_summary(summary: CheckSummary, *, listed: int) -> None:
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
-    table = Table(show_header=False)
-    table.add_column("what")
-    table.add_column("count", justify="right")
-    table.add_row("lines read", f"{summary.lines:,}")
-    table.add_row("blank lines (skipped)", f"{summary.blank:,}")
-    table.add_row("records", f"{summary.records:,}")
-    table.add_row("clean", f"{summary.clean:,}")
-    table.add_row(
-        "[red]data errors (not scored)[/red]",
-        f"{sum(summary.data_errors.values()):,}",
+    errors = sum(summary.data_errors.values())
+    failures = sum(summary.answer_failures.values())
+    table = count_table(
+        [
+            ("lines read", summary.lines),
+            ("blank lines (skipped)", summary.blank),
+            ("records", summary.records),
+            ("clean", summary.clean),
+            ("[red]data errors (not scored)[/red]", errors),
+            *((f"  {kind}", n) for kind, n in sorted(summary.data_errors.items())),
+            ("[yellow]answer failures (scored, fail both)[/yellow]", failures),
+            *((f"  {kind}", n) for kind, n in sorted(summary.answer_failures.items())),
+        ]
     )
-    for kind, count in sorted(summary.data_errors.items()):
-        table.add_row(f"  {kind}", f"{count:,}")
-    table.add_row(
-        "[yellow]answer failures (scored, fail both)[/yellow]",
-        f"{sum(summary.answer_failures.values()):,}",
-    )
-    for kind, count in sorted(summary.answer_failures.items()):
-        table.add_row(f"  {kind}", f"{count:,}")
-    problems = sum(summary.data_errors.values()) + sum(summary.answer_failures.values())
+    problems = errors + failures
     if listed < problems:
         table.caption = f"{listed:,} of {problems:,} problems listed (--max-listed)"
     console = Console(highlight=False)
@@ -227,7 +234,6 @@ def _print_summary(summary: CheckSummary, *, listed: int) -> None:
     if summary.records == 0:
         console.print("[red]The file holds no records.[/red]")
     elif summary.data_errors:
-        errors = sum(summary.data_errors.values())
         console.print(
             f"[red]{errors:,} of {summary.records:,} records would not be scored.[/red]"
         )

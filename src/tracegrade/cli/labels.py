@@ -13,8 +13,6 @@ import click
 from ._paths import InputPath
 
 if TYPE_CHECKING:
-    import sqlite3
-
     from inspect_ai.log import EvalLog, EvalSample
 
     from ..label_logs import ApplyAction
@@ -47,20 +45,9 @@ def labels() -> None:
 def export(log: str, out: str | None, force: bool) -> None:
     """Write one JSON line per run of LOG for staff to label.
 
-    Each line holds the sample id, the question, the model's answer, the
-    required and context document IDs, "correct" to fill in with true or
-    false, and "grader". Where LOG's labels came from a grader
-    (label_scorer= or label_from=), "correct" is pre-filled with its
-    verdict (null when its value is no label) and "grader" holds its name
-    and explanation: check each and correct it. Otherwise "correct" and
-    "grader" are null. A log run with several epochs gets one line per
-    sample and epoch, with an "epoch" field: each answer is labelled on
-    its own. The filled file is what `-S labels=` of the stage scorer
-    reads; other fields in it are ignored.
-
-    --out never replaces the log, and replaces an existing file (staff
-    may have filled it in already) only with --force; the file appears
-    complete or not at all.
+    "correct" is to be filled in with true or false (pre-filled with a
+    grader's verdict where LOG has one); docs/labels.md has the fields.
+    --out replaces an existing file only with --force.
 
     Exit codes: 0 success, 1 the log cannot be read or holds no stage
     diagnosis scores, 2 usage error or a file that cannot be written.
@@ -80,23 +67,12 @@ def export(log: str, out: str | None, force: bool) -> None:
     except LabelsError as error:
         raise click.ClickException(str(error)) from error
 
-    if eval_log.status != "success":
-        click.echo(
-            f"warning: {log} has status {eval_log.status!r}; "
-            "only its logged samples are exported.",
-            err=True,
-        )
-    unscored = [
-        sample for sample in eval_log.samples or [] if stage_score(sample) is None
-    ]
-    if unscored:
-        first = unscored[0]
-        click.echo(
-            f"warning: {len(unscored)} run(s) have no stage_diagnosis score "
-            f"(first: sample {first.id!r} epoch {first.epoch}); their required "
-            "and context are null.",
-            err=True,
-        )
+    _warn(log, eval_log, "exported")
+    _warn_runs(
+        [sample for sample in eval_log.samples or [] if stage_score(sample) is None],
+        "have no stage_diagnosis score",
+        "their required and context are null",
+    )
 
     text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     if out is None:
@@ -137,28 +113,8 @@ def apply(
 ) -> None:
     """Join the staff labels in LABELS onto LOG's stage diagnosis.
 
-    LABELS is the filled file of `tracegrade labels export`: one
-    {"id": ..., "correct": true|false} line per sample (with "epoch" to
-    label one epoch of a run with several). Every label must name a run
-    of LOG: its sample ids (errored samples included) and epochs are
-    checked first, and a label naming none is an error that leaves LOG
-    as it was. A run the file does not label gets no label
-    (answer-label), and is counted in a warning. The last line counts
-    the runs labelled and diagnosed, and says why each other run was
-    not: no label, none needed (unresolved), a run that failed
-    (sample-error).
-
-    The stage scorer is run again with the keys LOG's stage scores were
-    read with and the labels as its only label source, through Inspect's
-    own scoring (as `inspect score` does), so the result is what
-    `inspect view`, `tracegrade report` and `inspect score` read. LOG (or
-    --out) is replaced whole, in its own format, or not at all.
-
-    Two applies on logs of one directory take turns (a lock on the
-    directory), so neither loses the other's labels. A log another program
-    changes meanwhile is not replaced: the command fails and says so. A
-    log whose eval has not finished (status started) is refused unless
-    --force. Ctrl-C or SIGTERM ends the command at once, LOG unchanged.
+    LABELS is the filled file of `tracegrade labels export`. LOG (or --out)
+    is replaced whole, or not at all; docs/labels.md has the rules.
 
     Exit codes: 0 success, 1 a label names no run of LOG, LOG or LABELS
     cannot be read or used, or LOG's eval has not finished, 2 usage error,
@@ -181,8 +137,7 @@ def apply(
 
 
 def _stopped_by(target: str) -> Callable[[str], str]:
-    """The line for a signal: whether `target` was already written, which
-    is told by looking at it (a signal may come the moment after)."""
+    """The line for a signal, saying whether `target` was written by then."""
     import os
 
     from ..outputs import file_state
@@ -211,7 +166,7 @@ def _apply(
     # Imported here so that `tracegrade --help` does not load Inspect.
     from inspect_ai.log import write_eval_log
 
-    from ..label_logs import apply_labels, log_runs
+    from ..label_logs import apply_labels
     from ..labels import LabelsError, StaffLabels
     from ..outputs import AtomicFile, OutputChanged, OutputError, file_state
     from ._failures import exit_on_signal, signals_held
@@ -230,22 +185,13 @@ def _apply(
     except LabelsError as error:
         raise click.ClickException(str(error)) from error
 
-    if labelled.status != "success":
-        click.echo(
-            f"warning: {log} has status {labelled.status!r}; only its logged "
-            "samples are labelled.",
-            err=True,
-        )
+    _warn(log, labelled, "labelled")
     outcomes = _outcomes(labelled, staff, labels_file)
-    unlabelled = outcomes.get("answer-label", [])
-    if unlabelled:
-        first = unlabelled[0]
-        click.echo(
-            f"warning: {len(unlabelled)} run(s) of {log} have no label in "
-            f"{labels_file} (first: sample {first.id!r} epoch {first.epoch}); "
-            "they are answer-label.",
-            err=True,
-        )
+    _warn_runs(
+        outcomes.get("answer-label", []),
+        f"of {log} have no label in {labels_file}",
+        "they are answer-label",
+    )
 
     changed = OutputError(
         f"{log!r} changed while its labels were applied (an eval or another "
@@ -279,15 +225,46 @@ def _apply(
         written.discard()
         _finalise_quietly()
         raise
+    click.echo(_summary(labelled, outcomes, labels_file, target), err=True)
+
+
+def _warn(log: str, eval_log: EvalLog, done: str) -> None:
+    if eval_log.status != "success":
+        click.echo(
+            f"warning: {log} has status {eval_log.status!r}; only its logged "
+            f"samples are {done}.",
+            err=True,
+        )
+
+
+def _warn_runs(runs: list[EvalSample], have: str, so: str) -> None:
+    if runs:
+        first = runs[0]
+        click.echo(
+            f"warning: {len(runs)} run(s) {have} (first: sample {first.id!r} "
+            f"epoch {first.epoch}); {so}.",
+            err=True,
+        )
+
+
+def _summary(
+    labelled: EvalLog,
+    outcomes: dict[str, list[EvalSample]],
+    labels_file: str,
+    target: str,
+) -> str:
+    """The last line: the runs diagnosed with the labels, and why not the rest."""
+    from ..label_logs import log_runs
+
     ids, epochs = log_runs(labelled)
-    score_name = _new_score_name(labelled)
-    runs = len(labelled.samples or [])
+    scores = labelled.results.scores if labelled.results else []
+    stage_names = [s.name for s in scores if s.name.startswith("stage_diagnosis")]
     diagnosed = len(outcomes.get(_DIAGNOSED, []))
-    click.echo(
-        f"{diagnosed} of {runs} runs"
+    return (
+        f"{diagnosed} of {len(labelled.samples or [])} runs"
         + (f" ({len(ids)} samples, {epochs} epochs)" if epochs > 1 else "")
         + f" labelled and diagnosed with the labels in {labels_file} as "
-        f"{score_name}"
+        + (stage_names[-1] if stage_names else "stage_diagnosis")
         + "".join(
             f"; {len(outcomes[kind])} {one if len(outcomes[kind]) == 1 else more}"
             for kind, (one, more) in _NOT_DIAGNOSED.items()
@@ -298,13 +275,11 @@ def _apply(
             for kind, found in outcomes.items()
             if kind != _DIAGNOSED and kind not in _NOT_DIAGNOSED
         )
-        + f"; log written to {target}",
-        err=True,
+        + f"; log written to {target}"
     )
 
 
-_DIAGNOSED = "diagnosed"
-"""The outcome of a run the file labels whose new score has a stage."""
+_DIAGNOSED = "diagnosed"  # labelled, and the new score has a stage
 
 _NOT_DIAGNOSED = {
     "answer-label": ("has no label (answer-label)", "have no label (answer-label)"),
@@ -314,16 +289,14 @@ _NOT_DIAGNOSED = {
     ),
     "sample-error": ("errored before answering (sample-error)",) * 2,
 }
-"""How the summary says each outcome of a run that was not labelled and
-diagnosed; any other (`invalid-input`) is named by its kind."""
+"""The summary's words for runs not diagnosed; any other kind is named."""
 
 
 def _outcomes(
     log: EvalLog, staff: StaffLabels, labels_file: str
 ) -> dict[str, list[EvalSample]]:
-    """The runs of the labelled `log` by what the labelled score made of
-    them: `diagnosed`, `unlabelled` (no label, and the rules need none), or
-    the score's error kind. A run the scorer could not score is left out."""
+    """The runs of `log` by what the labels' score made of them: diagnosed,
+    unlabelled (none needed), or its error kind; unscored runs left out."""
     from ..scorers.outcome import error_kind
 
     source = f"labels file {labels_file}"
@@ -349,8 +322,7 @@ def _outcomes(
 
 def _finalise_quietly() -> None:
     """Drop the traceback of Inspect's `ZipLogFile.__del__`, which retries a
-    failed write into a temporary file already removed; any other unraisable
-    error is still shown."""
+    failed write into a temporary file already removed."""
     shown = sys.unraisablehook
 
     def drop_zip_finaliser(unraisable: sys.UnraisableHookArgs) -> None:
@@ -365,9 +337,8 @@ _LOCK_WAIT = 0.2
 
 
 def lock_path(log: str) -> str:
-    """The file whose lock `labels apply` takes for LOG's directory: in the
-    temporary directory, named by the directory's device and inode (the
-    same directory by any path), so the log's directory gets no file."""
+    """The lock file of LOG's directory, in the temporary directory and
+    named by device and inode, so the log's directory gets no file."""
     import os
     import tempfile
 
@@ -378,16 +349,30 @@ def lock_path(log: str) -> str:
 
 @contextmanager
 def _directory_locked(log: str) -> Iterator[None]:
-    """Hold LOG's directory's lock, so two applies there take turns: SQLite's
-    exclusive lock on `lock_path`, which the OS releases however the process
-    ends (docs/cli.md); where that file cannot be a lock, warn and go on."""
+    """SQLite's exclusive lock on `lock_path`, so two applies in a directory
+    take turns (docs/cli.md); where it cannot be a lock, warn and go on."""
     import sqlite3
 
     path = lock_path(log)
     lock = None
+    said_waiting = False
     try:
         lock = sqlite3.connect(path, timeout=_LOCK_WAIT, isolation_level=None)
-        _wait_for_turn(lock, log)
+        while True:
+            try:
+                # No journal: the file holds nothing, and leaves no other.
+                lock.execute("PRAGMA journal_mode = OFF")
+                lock.execute("BEGIN EXCLUSIVE")
+                break
+            except sqlite3.OperationalError as error:
+                if "locked" not in str(error):
+                    raise
+            if not said_waiting:
+                said_waiting = True
+                click.echo(
+                    f"waiting for another tracegrade labels apply in {log}'s directory",
+                    err=True,
+                )
     except sqlite3.Error as error:
         click.echo(
             f"warning: {path!r} cannot be a lock ({error}); going on "
@@ -399,28 +384,6 @@ def _directory_locked(log: str) -> Iterator[None]:
     finally:
         if lock is not None:
             lock.close()  # which releases the lock
-
-
-def _wait_for_turn(lock: sqlite3.Connection, log: str) -> None:
-    """Take the exclusive lock, saying once that another apply holds it."""
-    import sqlite3
-
-    waiting = False
-    while True:
-        try:
-            # No journal: the file holds nothing, and leaves no other.
-            lock.execute("PRAGMA journal_mode = OFF")
-            lock.execute("BEGIN EXCLUSIVE")
-            return
-        except sqlite3.OperationalError as error:
-            if "locked" not in str(error):
-                raise
-        if not waiting:
-            waiting = True
-            click.echo(
-                f"waiting for another tracegrade labels apply in {log}'s directory",
-                err=True,
-            )
 
 
 def _read_log(log: str) -> EvalLog:
@@ -441,15 +404,5 @@ def _log_format(
     path: str, *, fallback: Literal["eval", "json"]
 ) -> Literal["eval", "json"]:
     """The log format a file name asks for, by its extension."""
-    if path.endswith(".json"):
-        return "json"
-    if path.endswith(".eval"):
-        return "eval"
-    return fallback
-
-
-def _new_score_name(log: EvalLog) -> str:
-    """The name Inspect gave the labelled score: the last stage score's."""
-    names = [score.name for score in (log.results.scores if log.results else [])]
-    stage_names = [name for name in names if name.startswith("stage_diagnosis")]
-    return stage_names[-1] if stage_names else "stage_diagnosis"
+    formats: tuple[Literal["eval", "json"], ...] = ("json", "eval")
+    return next((fmt for fmt in formats if path.endswith("." + fmt)), fallback)

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 from ._stream import (
     TASK_ARGUMENT,
     byte_progress,
+    count_table,
     progress_enabled,
     progress_option,
 )
@@ -27,11 +28,10 @@ LOG_FORMAT_VARIABLES = ("INSPECT_LOG_FORMAT", "INSPECT_EVAL_LOG_FORMAT")
 
 
 def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    """`eval` or `json`, from the option or Inspect's variables, naming the
-    variable when it holds something else."""
-    chosen = value.lower()
-    if chosen in LOG_FORMATS:
-        return chosen
+    """`eval` or `json`; a bad value from the environment names its variable."""
+    if value.lower() in LOG_FORMATS:
+        return value.lower()
+    bad = repr(value)
     source = ctx.get_parameter_source(param.name or "log_format")
     if source is click.core.ParameterSource.ENVIRONMENT:
         import os
@@ -40,14 +40,9 @@ def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
             (name for name in LOG_FORMAT_VARIABLES if os.environ.get(name) == value),
             LOG_FORMAT_VARIABLES[0],
         )
-        raise click.BadParameter(
-            f"the environment variable {variable}={value!r} is not a log format; "
-            f"use {' or '.join(LOG_FORMATS)}",
-            ctx=ctx,
-            param=param,
-        )
+        bad = f"the environment variable {variable}={value!r}"
     raise click.BadParameter(
-        f"{value!r} is not a log format; use {' or '.join(LOG_FORMATS)}",
+        f"{bad} is not a log format; use {' or '.join(LOG_FORMATS)}",
         ctx=ctx,
         param=param,
     )
@@ -79,8 +74,7 @@ def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
     default=75_000,
     show_default=True,
     help="Split a larger run into logs of at most this many samples, "
-    "so that `inspect view` lists each (a .json log also stays under "
-    "100 MiB, above which the viewer lists none).",
+    "so that `inspect view` lists each.",
 )
 @click.option(
     "--out",
@@ -113,9 +107,8 @@ def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
     "--workers",
     type=click.IntRange(min=1),
     default=None,
-    help="Worker processes scoring a large file's parts side by side, from "
-    "1 MiB of input (default: the usable cores, from 16 MiB; 1 scores in "
-    "this process).",
+    help="Worker processes scoring parts of an input of 1 MiB or more "
+    "(default: the usable cores, from 16 MiB; 1 scores in this process).",
 )
 @progress_option
 def score(
@@ -133,51 +126,10 @@ def score(
 ) -> None:
     """Score a whole file of recorded runs with the pure core, in a stream.
 
-    PATH is a fixture-format JSON Lines file, as for `inspect eval
-    tracegrade/stage_diagnosis -T dataset=PATH` (TASK stage_diagnosis) or
-    `inspect eval tracegrade/ordered_extraction_recorded -T dataset=PATH`
-    (TASK ordered_extraction). Each record gets exactly the Score the
-    Inspect scorer gives it.
-
-    Two outputs. The JSON Lines results, one line per input record, in input
-    order: {"line", "id", "value", "result", "explanation", "error"}, where
-    `result` is the evaluator's exact output (null when it never ran) and
-    `error` is null or {"kind", "side", "field", "message"}; or, with
-    --results-format parquet, the same rows as typed columns: `line`, then
-    those of `tracegrade.score_table` (docs/beyond-one-machine.md). And an Inspect eval
-    log (.eval, or .json with --log-format json) in LOG_DIR, which `inspect
-    view`, `inspect score`, `read_eval_log` and `inspect_ai.analysis` open
-    like a log of `inspect eval`: same samples, scores, metrics and
-    reductions; no transcript events, since no solver ran.
-
-    A run of more than --max-samples-per-log samples is split into logs of
-    at most that many (NAME-part01of14.eval, ...), each with its own
-    samples and metrics, sharing one run id; `tracegrade report` pools
-    them, and the summary printed here is over the whole run. A file of
-    16 MiB or more (1 MiB with --workers) is cut into such parts, at least
-    one per worker, each scored and written by a worker process of its own.
-
-    A bad line does not stop the run. A line that is not JSON, not a
-    fixture case, or repeats a sample id becomes an error entry with its
-    line number (id null when unreadable) in the results, and an unscored
-    sample `line-N` in the log with the kind as its reason
-    (malformed-json, not-a-fixture-line, duplicate-sample-id) and the line
-    as its input (cut after 2,000 characters). Blank lines
-    are skipped and counted. Every other line is a sample: records outside
-    the contract or without a label are unscored samples, as in `inspect
-    eval`.
-
-    Samples are written to disk as they are scored. Per sample, only what
-    the scorer's metrics read (value, reason, id, and a metadata dict
-    shared by all samples alike) stays in memory until the metrics run;
-    reductions are written as each sample is scored.
-
-    Nothing half-written passes for complete: the log and the results are
-    written under temporary `.partial` names and renamed only when both are
-    done. A signal, a full disk or any other failure removes them and says
-    so in one line on stderr. --out never replaces an input (links
-    included), nor an existing file without --force. PATH may be a pipe or
-    FIFO.
+    PATH is a fixture-format JSON Lines file, as `-T dataset=PATH` of
+    tracegrade/stage_diagnosis or tracegrade/ordered_extraction_recorded reads
+    it. Writes per-record results and an Inspect log that opens like one of
+    `inspect eval` (docs/cli.md says what each holds).
 
     \b
     Exit codes: 0 every record became a sample (data errors such as
@@ -239,10 +191,22 @@ def score(
 
 
 def _make_log_dir(log_dir: str) -> str:
-    """The local directory `log_dir` names, made if need be."""
+    """The local directory `log_dir` names, made if need be: a `file://` URL
+    as `inspect eval` reads it; a remote one is refused, never written to a
+    local look-alike path (`./s3:/bucket/x`)."""
+    from urllib.parse import unquote, urlparse
+
     from ..outputs import OutputError
 
-    log_dir = _local_directory(log_dir)
+    if "://" in log_dir:
+        url = urlparse(log_dir)
+        if url.scheme != "file" or url.netloc not in ("", "localhost"):
+            raise OutputError(
+                f"--log-dir {log_dir!r} is a remote location ({url.scheme}://); "
+                "tracegrade score writes its logs to a local directory: give one, "
+                "then copy the logs there"
+            )
+        log_dir = unquote(url.path)
     try:
         Path(log_dir).mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
@@ -254,26 +218,6 @@ def _make_log_dir(log_dir: str) -> str:
             f"--log-dir {log_dir!r} cannot be created ({error.strerror})"
         ) from None
     return log_dir
-
-
-def _local_directory(log_dir: str) -> str:
-    """A `file://` URL as the path it names, as `inspect eval` reads it; any
-    other URL is refused, rather than written to a local look-alike path
-    (`./s3:/bucket/x`)."""
-    from urllib.parse import unquote, urlparse
-
-    from ..outputs import OutputError
-
-    if "://" not in log_dir:
-        return log_dir
-    url = urlparse(log_dir)
-    if url.scheme == "file" and url.netloc in ("", "localhost"):
-        return unquote(url.path)
-    raise OutputError(
-        f"--log-dir {log_dir!r} is a remote location ({url.scheme}://); tracegrade "
-        "score writes its logs to a local directory: give one, then copy the "
-        "logs there"
-    )
 
 
 def _stop(run: ScoreRun | WorkersRun, error: BaseException) -> None:
@@ -319,42 +263,39 @@ def _report(
 
     from rich.console import Console
     from rich.markup import escape
-    from rich.table import Table
 
     console = Console(stderr=to_stderr, highlight=False)
     console.print(
         f"Scored {summary.path} for {summary.task}:", markup=False, soft_wrap=True
     )
-    table = Table(show_header=False)
-    table.add_column("what")
-    table.add_column("count", justify="right")
-    table.add_row("lines read", f"{summary.lines:,}")
-    table.add_row("blank lines (skipped)", f"{summary.blank:,}")
-    table.add_row("records (one sample each)", f"{summary.records:,}")
-    table.add_row("scored", f"{summary.scored:,}")
-    for kind, count in sorted(summary.answer_failures.items()):
-        table.add_row(f"  of which {kind} (fails both)", f"{count:,}")
-    table.add_row("[red]not scored[/red]", f"{sum(summary.not_scored.values()):,}")
-    for kind, count in sorted(summary.not_scored.items()):
-        table.add_row(f"  {kind}", f"{count:,}")
+    failures = sorted(summary.answer_failures.items())
+    rows: list[tuple[str, int | str]] = [
+        ("lines read", summary.lines),
+        ("blank lines (skipped)", summary.blank),
+        ("records (one sample each)", summary.records),
+        ("scored", summary.scored),
+        *((f"  of which {kind} (fails both)", n) for kind, n in failures),
+        ("[red]not scored[/red]", sum(summary.not_scored.values())),
+        *((f"  {kind}", n) for kind, n in sorted(summary.not_scored.items())),
+    ]
     for score_name, values in summary.metrics.items():
         for metric_name, value in values.items():
-            if value is None:
-                shown = "-"
-            elif isinstance(value, int):
-                shown = f"{value:,}"  # a count: 18,610, never 1.861e+04
-            else:
-                shown = f"{value:.4g}"
-            table.add_row(f"{score_name} {metric_name}", shown)
-    rate = summary.records / summary.seconds if summary.seconds else 0.0
+            # A count stays an int: 18,610, never 1.861e+04.
+            shown = "-" if value is None else value
+            if isinstance(shown, float):
+                shown = f"{shown:.4g}"
+            rows.append((f"{score_name} {metric_name}", shown))
     for name, figure in (("recall", summary.recall), ("precision", summary.precision)):
         if figure.mean is not None:
-            table.add_row(
-                f"context {name}, labelled or not",
-                f"{figure.mean:.4g} over {figure.runs:,} runs",
+            rows.append(
+                (
+                    f"context {name}, labelled or not",
+                    f"{figure.mean:.4g} over {figure.runs:,} runs",
+                )
             )
-    table.add_row("seconds", f"{summary.seconds:.2f} ({rate:,.0f} records/s)")
-    console.print(table)
+    rate = summary.records / summary.seconds if summary.seconds else 0.0
+    rows.append(("seconds", f"{summary.seconds:.2f} ({rate:,.0f} records/s)"))
+    console.print(count_table(rows))
     if len(summary.logs) == 1:
         console.print(f"Log: {summary.logs[0]}", markup=False, soft_wrap=True)
     elif summary.logs:
