@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -114,8 +114,9 @@ def check(
     presence = FieldPresence(READ_FIELDS[task])
     listed: list[dict[str, Any]] = []  # only with --json
     listed_count = 0
+    problems = _problems(summary, presence, progress_enabled(progress))
     try:
-        for outcome in _problems(summary, presence, progress_enabled(progress)):
+        for outcome in problems:
             if max_listed is not None and listed_count >= max_listed:
                 continue
             listed_count += 1
@@ -131,6 +132,7 @@ def check(
                 # Printed as found: the text listing holds nothing in memory.
                 click.echo(_problem_line(path, entry))
     except BaseException as error:
+        problems.close()  # its id database and progress bar, now
         described = fault(error)
         if described is None:
             raise
@@ -157,7 +159,7 @@ def check(
 
 def _problems(
     summary: CheckSummary, presence: FieldPresence, progress: bool
-) -> Iterator[ScoredLine]:
+) -> Generator[ScoredLine, None, None]:
     """The lines of `summary.path` that would not score cleanly, counting all."""
     from ..bulk.scoring import TASKS, DiskIds, LineScorer
     from ..lines import is_blank, read_lines
