@@ -31,12 +31,17 @@ def plan_ranges(path: str, ranges: int, max_lines: int) -> list[LineRange]:
     `max_lines` lines (more ranges, where lines are uneven)."""
     size = os.path.getsize(path)
     with open(path, "rb") as binary:
-        ranges = max(ranges, math.ceil(_line_ends(binary, 0, size) / max_lines))
-        while True:
+        planned = _cut(binary, size, ranges)
+        # The cut counts every line: a file too long for `ranges` parts is
+        # cut again into as many as its lines need, with no pass to count.
+        needed = math.ceil(sum(part.lines for part in planned) / max_lines)
+        if needed > ranges:
+            ranges = needed
             planned = _cut(binary, size, ranges)
-            if all(part.lines <= max_lines for part in planned):
-                return planned
+        while any(part.lines > max_lines for part in planned):
             ranges *= 2
+            planned = _cut(binary, size, ranges)
+        return planned
 
 
 def _cut(binary: IO[bytes], size: int, ranges: int) -> list[LineRange]:
