@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from inspect_ai.log import list_eval_logs, read_eval_log
 
 from tests.commands import run_inspect, run_tracegrade, tracegrade_shell
@@ -68,27 +69,6 @@ def test_every_tour_command_succeeds(tour: Tour) -> None:
         assert status(work / "logs" / side) == "success", side
     assert "<html" in (work / "compare.html").read_text("utf-8")
     assert len(list((work / "logs" / "bulk").glob("*.results.jsonl"))) == 1
-
-
-def test_compare_gives_the_verdict_the_tour_quotes_first(tour: Tour) -> None:
-    work, runs = tour
-    verdict = said_in_the_tour(r'"Worse in NEW \.\.\. (p = [^"]+)"')
-    # The verdict first, and the whole in 60 lines of 80 columns.
-    narrow = run_tracegrade(
-        "compare", "logs/base", "logs/new", cwd=work, env={"COLUMNS": "80"}
-    )
-    lines = narrow.stdout.splitlines()
-    assert lines[0] == "tracegrade compare: No gate asked"
-    assert len(lines) <= 60 and max(map(len, lines)) <= 80, narrow.stdout
-    said = " ".join(runs["tracegrade compare logs/base logs/new"].stdout.split())
-    assert re.search(r"pass 29 24 17 8 1 0\.039 -24\.1 pp worse", said), said
-    verbose = run_tracegrade("compare", "logs/base", "logs/new", "--verbose", cwd=work)
-    printed = " ".join(verbose.stdout.split())
-    assert re.search(r"Worse in NEW: .*?" + re.escape(verdict), printed), verdict
-
-
-def test_the_explanation_and_report_are_as_the_tour_says(tour: Tour) -> None:
-    work, runs = tour
     quoted = said_in_the_tour(r'\("([^"]+?) \.\.\."\)')
     (info,) = list_eval_logs(str(work / "logs" / "new"))
     samples = read_eval_log(info.name).samples or []
@@ -104,18 +84,29 @@ def test_the_explanation_and_report_are_as_the_tour_says(tour: Tour) -> None:
     assert stage["runs"] == 30
 
 
-def test_the_changes_the_tour_counts_are_compares(tour: Tour) -> None:
-    work, _ = tour
+def test_compare_says_what_the_tour_quotes_verdict_first(tour: Tour) -> None:
+    work, runs = tour
+    verdict = said_in_the_tour(r'"Worse in NEW \.\.\. (p = [^"]+)"')
+    # The verdict first, and the whole in 60 lines of 80 columns.
+    narrow = run_tracegrade(
+        "compare", "logs/base", "logs/new", cwd=work, env={"COLUMNS": "80"}
+    )
+    lines = narrow.stdout.splitlines()
+    assert lines[0] == "tracegrade compare: No gate asked"
+    assert len(lines) <= 60 and max(map(len, lines)) <= 80, narrow.stdout
+    said = " ".join(runs["tracegrade compare logs/base logs/new"].stdout.split())
+    assert re.search(r"pass 29 24 17 8 1 0\.039 -24\.1 pp worse", said), said
+    verbose = run_tracegrade("compare", "logs/base", "logs/new", "--verbose", cwd=work)
+    printed = " ".join(verbose.stdout.split())
+    assert re.search(r"Worse in NEW: .*?" + re.escape(verdict), printed), verdict
     dropped = said_in_the_tour(r"drops a required document in (\d+) runs that passed")
     fixed = said_in_the_tour(r"One run passes that did not, (q\d+), but not thanks")
     # Not the retriever's doing: the same context, another label.
     before, after = (
-        next(
-            line["input"]
-            for line in map(json.loads, (ROOT / "examples" / "runs" / name).open())
-            if line["id"] == fixed
-        )
+        json.loads(line)["input"]
         for name in ("base.jsonl", "new.jsonl")
+        for line in (ROOT / "examples" / "runs" / name).read_text("utf-8").splitlines()
+        if json.loads(line)["id"] == fixed
     )
     assert before["context"] == after["context"]
     assert (before["correct"], after["correct"]) == (False, True)
@@ -131,19 +122,11 @@ def test_the_changes_the_tour_counts_are_compares(tour: Tour) -> None:
 
 
 def ci_gate_script(page: str) -> str:
-    """The `run:` script of the YAML step "Gate on regressions", unindented."""
-    (block,) = [
-        block
-        for block in re.findall(r"```yaml\n(.*?)```", page, re.DOTALL)
-        if "- name: Gate on regressions" in block
-    ]
-    step = block.split("- name: Gate on regressions\n  run: |\n", 1)[1]
-    lines = []
-    for line in step.splitlines():
-        if not line.startswith("    "):
-            break
-        lines.append(line[4:])
-    return "\n".join(lines) + "\n"
+    """The `run:` script of the YAML step "Gate on regressions"."""
+    blocks = re.findall(r"```yaml\n(.*?)```", page, re.DOTALL)
+    steps = [step for block in blocks for step in yaml.safe_load(block)]
+    (script,) = [s["run"] for s in steps if s.get("name") == "Gate on regressions"]
+    return str(script)
 
 
 def rerun_gate(script: str, work: Path, summary: Path) -> int:
