@@ -2,17 +2,11 @@
 
     python tests/hidden_calls.py windows|macos STEPS.json
 
-First the calls the platform lacks are removed from the standard library
-(`HIDDEN`): a module that is not there fails to import, a function that is
-not there is an AttributeError. Then each step of STEPS.json runs in this
-process: `["tracegrade", ARGS...]` (its exit code kept; an argument with a
-`*` is the one file it matches then), `["inspect-eval", TASK, LOG_DIR]` (the
-log's status kept), or `["workers"]`: from then on `tracegrade score` scores
-in worker processes, each hiding the same calls as it starts and saying so
-in `hidden-in-child`. The results go to stdout as one JSON list.
-
-It cannot hide the kernel (locks and signals behave as Linux's), nor what a
-library does because `sys.platform` says Linux; CI runs the real platforms.
+Each step runs in this process after `hide`: `["tracegrade", ARGS...]` (its
+exit code; a `*` argument is the one file it then matches), `["inspect-eval",
+TASK, LOG_DIR]` (the log's status), or `["workers"]` (`tracegrade score` in
+workers from then on, each hiding the same calls). Prints the results as one
+JSON list. The kernel's behaviour stays Linux's; CI runs the real platforms.
 """
 
 from __future__ import annotations
@@ -27,30 +21,17 @@ from typing import Any
 
 # The signals Python has on Windows (and SIGBREAK, which Linux lacks).
 WINDOWS_SIGNALS = {"SIGINT", "SIGTERM", "SIGABRT", "SIGFPE", "SIGILL", "SIGSEGV"}
+SIGNALS = [name for name in dir(signal) if name.startswith("SIG") and "_" not in name]
 HIDDEN: dict[str, dict[Any, tuple[str, ...]]] = {
     "windows": {
         "modules": ("fcntl",),
         # fchmod: Windows has it from Python 3.13 only.
         os: (
-            "fork",
-            "forkpty",
-            "register_at_fork",
-            "pidfd_open",
-            "pread",
-            "pwrite",
-            "fchmod",
+            *("fork", "forkpty", "register_at_fork", "pidfd_open"),
+            *("pread", "pwrite", "fchmod"),
         ),
         socket: ("send_fds", "recv_fds"),
-        signal: (
-            "pthread_sigmask",
-            *(
-                name
-                for name in dir(signal)
-                if name.startswith("SIG")
-                and not name.startswith("SIG_")
-                and name not in WINDOWS_SIGNALS
-            ),
-        ),
+        signal: ("pthread_sigmask", *sorted(set(SIGNALS) - WINDOWS_SIGNALS)),
     },
     "macos": {
         "fcntl": ("F_SETPIPE_SZ", "F_GETPIPE_SZ"),
@@ -61,7 +42,8 @@ HIDDEN: dict[str, dict[Any, tuple[str, ...]]] = {
 
 
 def hide(platform: str) -> None:
-    """Remove from the standard library what `platform` lacks."""
+    """Remove from the standard library what `platform` lacks: a module that
+    is not there fails to import, a function is an AttributeError."""
     for owner, names in HIDDEN[platform].items():
         if owner == "modules":
             sys.modules.update(dict.fromkeys(names))  # type: ignore[arg-type]

@@ -13,7 +13,7 @@ import pytest
 from inspect_ai.log import read_eval_log
 
 from tests.faults.conftest import write_stage_records
-from tests.support import SUBPROCESS_ENV
+from tests.support import SUBPROCESS_ENV, write_lines
 
 pytestmark = pytest.mark.runs_long
 
@@ -41,13 +41,9 @@ STEPS = {
         "workers",
         f"{SCORE} --log-dir in-child --out in-child.jsonl --workers 2",
     ],
-    "macos": [
-        f"{SCORE} --log-dir logs --out results.jsonl",
-        "tracegrade labels apply logs/*.eval staff.jsonl",
-        "workers",
-        f"{SCORE} --log-dir in-child --out in-child.jsonl --workers 2",
-    ],
 }
+# macOS lacks a few: the pipe size (the writers), pidfd (the workers).
+STEPS["macos"] = [STEPS["windows"][step] for step in (0, 4, 8, 9)]
 
 
 @pytest.mark.parametrize("platform", ["windows", "macos"])
@@ -55,21 +51,13 @@ def test_every_command_works_without_the_linux_only_calls(
     tmp_path: Path, platform: str
 ) -> None:
     write_stage_records(tmp_path / "runs.jsonl", RECORDS)
-    (tmp_path / "staff.jsonl").write_text(
-        "".join(
-            json.dumps({"id": f"run-{number}", "correct": number % 2 == 0}) + "\n"
-            for number in range(RECORDS)
-        )
-    )
+    labels = [{"id": f"run-{n}", "correct": n % 2 == 0} for n in range(RECORDS)]
+    write_lines(tmp_path / "staff.jsonl", labels)
     steps = [step.split() for step in STEPS[platform]]
     (tmp_path / "steps.json").write_text(json.dumps(steps))
-    done = subprocess.run(
-        [sys.executable, str(SHIM), platform, "steps.json"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        env={**SUBPROCESS_ENV, "TRACEGRADE_COMPARE_CHUNK": "50"},
-    )
+    env = {**SUBPROCESS_ENV, "TRACEGRADE_COMPARE_CHUNK": "50"}
+    shim = [sys.executable, str(SHIM), platform, "steps.json"]
+    done = subprocess.run(shim, capture_output=True, text=True, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     results = json.loads(done.stdout.splitlines()[-1])
     expected = ["success" if step[0] == "inspect-eval" else 0 for step in steps]
