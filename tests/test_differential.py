@@ -248,9 +248,7 @@ def test_python_matches_the_original(node: NodeEvaluator, data: st.DataObject) -
 
 scalars = st.none() | st.booleans() | st.integers()
 not_lists = scalars | st.floats(allow_nan=False, allow_infinity=False)
-not_lists |= st.text(max_size=3) | st.dictionaries(
-    st.text(max_size=2), scalars, max_size=2
-)
+not_lists |= st.text(max_size=3) | st.dictionaries(st.text(max_size=2), scalars)
 not_strings = scalars | st.lists(st.text(max_size=2), max_size=2)
 not_strings |= st.dictionaries(st.text(max_size=2), st.text(max_size=2), max_size=2)
 FIELDS: Final = {
@@ -307,6 +305,10 @@ def _ids(record: Record) -> list[str]:
     return list(as_parsed(ids))
 
 
+def _points(ids: list[str]) -> list[int]:
+    return [ord(character) for item in ids for character in item]
+
+
 def _near_copies(same: Callable[[str], str]) -> Callable[[list[str]], bool]:
     """Two different IDs that `same` maps to one."""
 
@@ -322,22 +324,14 @@ ID_FEATURES: Final[dict[str, Callable[[list[str]], bool]]] = {
     "whitespace variants": _near_copies(str.strip),
     "NFC versus NFD": _near_copies(nfc),
     "UTF-16 order differs": lambda ids: sorted(set(ids)) != js_sorted(set(ids)),
-    "lone surrogate": lambda ids: any(
-        0xD800 <= ord(c) <= 0xDFFF for i in ids for c in i
-    ),
-    "astral character": lambda ids: any(ord(c) > 0xFFFF for i in ids for c in i),
+    "lone surrogate": lambda ids: any(0xD800 <= c <= 0xDFFF for c in _points(ids)),
+    "astral character": lambda ids: any(c > 0xFFFF for c in _points(ids)),
 }
+STAGE_OUTCOMES = ("retrieval", "generation", "pass", "unresolved", "answer-label")
+EXTRACTION_OUTCOMES = ("membership and order", "membership only", "neither")
 OUTCOMES: Final = {
-    "stage_diagnosis": (
-        "retrieval",
-        "generation",
-        "pass",
-        "unresolved",
-        "answer-label",
-    ),
-    "ordered_extraction": (
-        *("membership and order", "membership only", "neither", "duplicate-id"),
-    ),
+    "stage_diagnosis": STAGE_OUTCOMES,
+    "ordered_extraction": (*EXTRACTION_OUTCOMES, "duplicate-id"),
 }
 
 
