@@ -19,7 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = ROOT / "src" / "tracegrade"
 PAGES = [ROOT / "README.md", ROOT / "examples" / "README.md"]
 PAGES += sorted((ROOT / "docs").glob("*.md"))
-CLI = (ROOT / "docs" / "cli.md").read_text("utf-8")
+TEXT = {page: page.read_text("utf-8") for page in PAGES}
+CLI = TEXT[ROOT / "docs" / "cli.md"]
+BASH = r"```bash\n(.*?)```"
 # A path of this repo that a command in a page runs or reads.
 COMMAND_PATH = (
     r"(?:python3? |bash |inspect eval )((?:benchmarks|scripts|examples|\.ci)/[\w./-]+)"
@@ -32,7 +34,7 @@ def flat(text: str) -> str:
 
 @pytest.mark.parametrize("page", PAGES, ids=lambda path: path.name)
 def test_the_paths_and_links_of_a_page_exist(page: Path) -> None:
-    text = page.read_text("utf-8")
+    text = TEXT[page]
     for path in re.findall(COMMAND_PATH, text):
         assert (ROOT / path).exists(), path
     for link in re.findall(r"\]\(([^)\s]+)\)", text):
@@ -52,38 +54,33 @@ def test_the_paths_and_links_of_a_page_exist(page: Path) -> None:
 
 def test_the_ci_script_runs_the_readmes_test_command() -> None:
     script = (ROOT / ".ci" / "run").read_text("utf-8")
-    steps = [
-        line.replace(" --quiet", "")
-        for line in script.splitlines()
-        if line and not line.startswith(("#", "set ", "cd "))
-    ]
-    assert " && ".join(steps) == "python3 -m pip install nox && nox"
-    assert "python3 -m pip install nox && nox" in (ROOT / "README.md").read_text(
-        "utf-8"
-    )
-    assert "set -euo pipefail" in script
+    steps = [line.replace(" --quiet", "") for line in script.splitlines()]
+    steps = [line for line in steps if line and line[0] != "#"]
+    assert steps[0] == "set -euo pipefail" and steps[1].startswith("cd ")
+    assert " && ".join(steps[2:]) == "python3 -m pip install nox && nox"
+    assert "python3 -m pip install nox && nox" in TEXT[ROOT / "README.md"]
+
+
+def test_the_parity_page_carries_the_deviations_table() -> None:
+    table = (ROOT / "parity" / "DEVIATIONS.md").read_text("utf-8").splitlines()
+    rows = [line for line in table if line.startswith("|")]
+    assert len(rows) > 3 and "\n".join(rows) in TEXT[ROOT / "docs" / "parity.md"]
 
 
 @pytest.mark.skipif(shutil.which("bash") is None, reason="no bash")
 def test_placeholders_in_commands_are_refused_by_the_shell() -> None:
     """A line pasted before its `<placeholder>` is filled in fails at once:
     `OPENAI_API_KEY=sk-...` set a key that hung `inspect eval`."""
-    placeholders = 0
-    for page in PAGES:
-        for block in re.findall(
-            r"```bash\n(.*?)```", page.read_text("utf-8"), re.DOTALL
-        ):
-            for line in block.splitlines():
-                if not re.search(r"<[\w-]+>", line):
-                    assert "_API_KEY=" not in line, line
-                    continue
-                placeholders += 1
-                checked = subprocess.run(
-                    ["bash", "-n", "-c", line], capture_output=True, text=True
-                )
-                assert checked.returncode == 2, line
-                assert "syntax error" in checked.stderr, line
-    assert placeholders >= 4
+    blocks = [b for text in TEXT.values() for b in re.findall(BASH, text, re.DOTALL)]
+    lines = [line for block in blocks for line in block.splitlines()]
+    placeholders = [line for line in lines if re.search(r"<[\w-]+>", line)]
+    assert len(placeholders) >= 4
+    assert {line for line in lines if "_API_KEY=" in line} <= set(placeholders)
+    for line in placeholders:
+        checked = subprocess.run(
+            ["bash", "-n", "-c", line], capture_output=True, text=True
+        )
+        assert checked.returncode == 2 and "syntax error" in checked.stderr, line
 
 
 @pytest.mark.parametrize(
