@@ -1,15 +1,13 @@
 """Write the synthetic source documents for the ordered-extraction task.
 
 Realistic texts (a cargo manifest, a bibliography, an incident timeline, ...)
-that each name unique IDs; `source` is the order they appear in, the answer
-key a model must keep without tidying it. The documents make tidying
-tempting: `source` is never sorted either way, some lists are a move or two
-from sorted, numbers run past 9 or 99, and many hold look-alike IDs
-(`INC-20931` and `INC-20913`). Every ID is one whole token, once.
-
-The output is a pure function of `--seed` and `--count`; the packaged file is
-the default output, and tests/test_generated_datasets.py checks both that
-and every promise above.
+each naming unique IDs; `source` is their order of appearance, the answer key
+a model must keep without tidying it. Tidying is made tempting: `source` is
+never sorted either way, some lists are a move or two from sorted, numbers
+run past 9 or 99, many hold look-alike IDs (`INC-20931`, `INC-20913`). Every
+ID is one whole token, once. The output is a pure function of `--seed` and
+`--count`; tests/test_generated_datasets.py checks the packaged file is the
+default output, and every promise above.
 """
 
 from __future__ import annotations
@@ -21,61 +19,23 @@ import re
 import string
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-DEFAULT_SEED = 2026
-DEFAULT_COUNT = 64
-DEFAULT_OUT = (
-    Path(__file__).resolve().parent.parent
-    / "src"
-    / "tracegrade"
-    / "data"
-    / "extraction_documents.jsonl"
-)
-MIN_IDS = 3
-MAX_IDS = 40
-
+DATA = Path(__file__).resolve().parents[1] / "src" / "tracegrade" / "data"
+MIN_IDS, MAX_IDS = 3, 40
 HEX = "0123456789abcdef"
+Rng = random.Random
 
-PEOPLE = [
-    "R. Patel",
-    "D. Okafor",
-    "M. Lindqvist",
-    "T. Haug",
-    "A. Kim",
-    "S. Moreau",
-    "J. Castillo",
-    "L. Brennan",
-    "K. Tanaka",
-    "F. Haddad",
-    "E. Novak",
-    "P. Ivanova",
-]
+# fmt: off
+PEOPLE = ["R. Patel", "D. Okafor", "M. Lindqvist", "T. Haug", "A. Kim", "S. Moreau",
+          "J. Castillo", "L. Brennan", "K. Tanaka", "F. Haddad", "E. Novak",
+          "P. Ivanova"]
+# fmt: on
 
 
-@dataclass(frozen=True)
-class Kind:
-    """One kind of source document: what its IDs look like and how it reads."""
-
-    name: str
-    # What the IDs are called in the document, for a task prompt to name.
-    target: str
-    make_ids: Callable[[random.Random, int], list[str]]
-    # Ordering styles this kind's text can carry believably.
-    orders: tuple[str, ...]
-    render: Callable[[random.Random, list[str]], str]
-
-
-# --- look-alike variants -------------------------------------------------
-
-
-def transpose_or_bump(rng: random.Random, identifier: str, alphabet: str) -> str:
-    """Return a variant with two neighbours swapped or the last character changed.
-
-    Both are the slips people make when they copy IDs by hand, which is
-    exactly why a model must not treat such a pair as one ID.
-    """
+def transpose_or_bump(rng: Rng, identifier: str, alphabet: str) -> str:
+    """Two neighbours swapped or the last character changed: the slips of
+    copying IDs by hand, so a model must not take such a pair for one ID."""
     positions = [
         i
         for i in range(len(identifier) - 1)
@@ -86,91 +46,52 @@ def transpose_or_bump(rng: random.Random, identifier: str, alphabet: str) -> str
     if positions and rng.random() < 0.6:
         i = rng.choice(positions)
         return identifier[:i] + identifier[i + 1] + identifier[i] + identifier[i + 2 :]
-    replacement = rng.choice([c for c in alphabet if c != identifier[-1]])
-    return identifier[:-1] + replacement
+    return identifier[:-1] + rng.choice([c for c in alphabet if c != identifier[-1]])
 
 
 def ids_with_look_alikes(
-    rng: random.Random,
-    count: int,
-    fresh: Callable[[], str],
-    variant: Callable[[str], str],
-    look_alike_share: float,
+    rng: Rng, count: int, fresh: Callable[[], str], variant: Callable[[str], str]
 ) -> list[str]:
-    """Draw `count` distinct IDs, about `look_alike_share` of them variants."""
+    """`count` distinct IDs; in about half the documents some are variants."""
+    share = rng.choice([0.0, 0.0, 0.25, 0.4])
     ids: list[str] = []
-    seen: set[str] = set()
     while len(ids) < count:
-        if ids and rng.random() < look_alike_share:
-            candidate = variant(rng.choice(ids))
-        else:
-            candidate = fresh()
-        if candidate not in seen:
-            seen.add(candidate)
+        candidate = (
+            variant(rng.choice(ids)) if ids and rng.random() < share else fresh()
+        )
+        if candidate not in ids:
             ids.append(candidate)
     return ids
 
 
-def look_alike_share(rng: random.Random) -> float:
-    # About half the documents get look-alikes; the rest test plain order.
-    return rng.choice([0.0, 0.0, 0.25, 0.4])
+def look_alikes_of(
+    rng: Rng, count: int, prefix: str, fresh: Callable[[], str], alphabet: str
+) -> list[str]:
+    """IDs `prefix` + a body, look-alikes varying the body."""
+
+    def variant(identifier: str) -> str:
+        body = identifier[len(prefix) :]
+        return prefix + transpose_or_bump(rng, body, alphabet)
+
+    return ids_with_look_alikes(rng, count, lambda: prefix + fresh(), variant)
 
 
 # --- ordering styles -----------------------------------------------------
 
 
-def move_one(rng: random.Random, items: list[str]) -> None:
+def move_one(rng: Rng, items: list[str]) -> None:
     """Move one element to a different position, in place."""
     start = rng.randrange(len(items))
     item = items.pop(start)
-    end = rng.choice([i for i in range(len(items) + 1) if i != start])
-    items.insert(end, item)
+    items.insert(rng.choice([i for i in range(len(items) + 1) if i != start]), item)
 
 
-def displaced(rng: random.Random, ordered: Sequence[str]) -> list[str]:
-    """Return `ordered` with one or two elements out of place."""
+def displaced(rng: Rng, ordered: Sequence[str]) -> list[str]:
+    """`ordered` with one or two elements out of place."""
     items = list(ordered)
-    moves = 1 if len(items) < 6 else rng.choice([1, 1, 2])
-    for _ in range(moves):
+    for _ in range(1 if len(items) < 6 else rng.choice([1, 1, 2])):
         move_one(rng, items)
     return items
-
-
-def look_alikes_swapped(rng: random.Random, ids: Sequence[str]) -> list[str]:
-    """Shuffle, then put each look-alike pair side by side, later one first.
-
-    A model that "fixes" the pair into sorted order changes the answer.
-    """
-    items = list(ids)
-    rng.shuffle(items)
-    for low, high in sorted(look_alike_pairs(items)):
-        if low in items and high in items:
-            items.remove(high)
-            items.insert(items.index(low), high)
-    return items
-
-
-def apply_order(rng: random.Random, style: str, ids: list[str]) -> list[str]:
-    if style == "natural":
-        return list(ids)
-    if style == "natural_displaced":
-        return displaced(rng, ids)
-    if style == "shuffled":
-        items = list(ids)
-        rng.shuffle(items)
-        return items
-    if style == "nearly_sorted":
-        return displaced(rng, sorted(ids))
-    if style == "nearly_reverse":
-        return displaced(rng, sorted(ids, reverse=True))
-    if style == "look_alikes_swapped":
-        return look_alikes_swapped(rng, ids)
-    raise ValueError(f"unknown ordering style {style!r}")
-
-
-def is_sorted_either_way(items: Sequence[str]) -> bool:
-    ordered = sorted(items)
-    return list(items) == ordered or list(items) == ordered[::-1]
 
 
 def look_alike_pairs(ids: Sequence[str]) -> list[tuple[str, str]]:
@@ -178,50 +99,52 @@ def look_alike_pairs(ids: Sequence[str]) -> list[tuple[str, str]]:
     pairs = []
     for i, a in enumerate(ids):
         for b in ids[i + 1 :]:
-            if len(a) != len(b):
-                continue
-            diff = [k for k in range(len(a)) if a[k] != b[k]]
-            one_char = len(diff) == 1
-            swap = (
-                len(diff) == 2
-                and diff[1] == diff[0] + 1
-                and a[diff[0]] == b[diff[1]]
-                and a[diff[1]] == b[diff[0]]
-            )
-            if one_char or swap:
+            diff = [k for k in range(len(a)) if len(a) == len(b) and a[k] != b[k]]
+            swap = len(diff) == 2 and diff[1] == diff[0] + 1
+            if len(diff) == 1 or (
+                swap and (a[diff[0]], a[diff[1]]) == (b[diff[1]], b[diff[0]])
+            ):
                 pairs.append((min(a, b), max(a, b)))
     return pairs
 
 
-# --- kinds ---------------------------------------------------------------
+def apply_order(rng: Rng, style: str, ids: list[str]) -> list[str]:
+    items = list(ids)
+    if style in ("shuffled", "look_alikes_swapped"):
+        rng.shuffle(items)
+    if style == "look_alikes_swapped":
+        # Each look-alike pair side by side, the later one first: a model that
+        # "fixes" the pair into sorted order changes the answer.
+        for low, high in sorted(look_alike_pairs(items)):
+            if low in items and high in items:
+                items.remove(high)
+                items.insert(items.index(low), high)
+    elif style != "natural" and style != "shuffled":
+        start = {
+            "nearly_sorted": sorted(ids),
+            "nearly_reverse": sorted(ids, reverse=True),
+        }
+        return displaced(rng, start.get(style, ids))
+    return items
 
+
+# --- kinds: each makes its IDs and renders its text ----------------------
+
+# fmt: off
 CONTAINER_OWNERS = ["MSKU", "TGHU", "CMAU", "TCLU", "HLXU", "OOLU", "SEGU", "TRHU"]
-CARGO = [
-    ("Frozen cod fillets", "40RH"),
-    ("Chilled salmon, boxed", "40RH"),
-    ("Flat-pack furniture", "40HC"),
-    ("Bicycle frames, crated", "40HC"),
-    ("Ceramic floor tiles", "20GP"),
-    ("Canned tomatoes", "20GP"),
-    ("Paper reels", "40GP"),
-    ("Machine spare parts", "20GP"),
-    ("Garden furniture", "45HC"),
-    ("Wine in cartons", "20GP"),
-    ("Steel fasteners", "20GP"),
-    ("Sportswear, palletised", "40HC"),
-]
+CARGO = [("Frozen cod fillets", "40RH"), ("Chilled salmon, boxed", "40RH"),
+         ("Flat-pack furniture", "40HC"), ("Bicycle frames, crated", "40HC"),
+         ("Ceramic floor tiles", "20GP"), ("Canned tomatoes", "20GP"),
+         ("Paper reels", "40GP"), ("Machine spare parts", "20GP"),
+         ("Garden furniture", "45HC"), ("Wine in cartons", "20GP"),
+         ("Steel fasteners", "20GP"), ("Sportswear, palletised", "40HC")]
 VESSELS = ["Nordic Tern", "Maren Star", "Calder Bay", "Ostrava Spirit", "Hollin Gate"]
-PORTS = [
-    ("Rotterdam", "NLRTM"),
-    ("Halifax", "CAHAL"),
-    ("Gdansk", "PLGDN"),
-    ("Valencia", "ESVLC"),
-    ("Felixstowe", "GBFXT"),
-    ("Antwerp", "BEANR"),
-]
+PORTS = [("Rotterdam", "NLRTM"), ("Halifax", "CAHAL"), ("Gdansk", "PLGDN"),
+         ("Valencia", "ESVLC"), ("Felixstowe", "GBFXT"), ("Antwerp", "BEANR")]
+# fmt: on
 
 
-def container_ids(rng: random.Random, count: int) -> list[str]:
+def container_ids(rng: Rng, count: int) -> list[str]:
     owners = rng.sample(CONTAINER_OWNERS, rng.randint(1, 3))
     # Containers of one booking often have neighbouring serial numbers.
     base = rng.randint(1_000_000, 9_000_000)
@@ -236,10 +159,10 @@ def container_ids(rng: random.Random, count: int) -> list[str]:
         owner, serial = identifier.split("-")
         return f"{owner}-{transpose_or_bump(rng, serial, string.digits)}"
 
-    return ids_with_look_alikes(rng, count, fresh, variant, look_alike_share(rng))
+    return ids_with_look_alikes(rng, count, fresh, variant)
 
 
-def render_manifest(rng: random.Random, ids: list[str]) -> str:
+def render_manifest(rng: Rng, ids: list[str]) -> str:
     vessel = rng.choice(VESSELS)
     voyage = f"{rng.randint(100, 399)}{rng.choice('EWNS')}"
     (load_port, load_code), (discharge_port, discharge_code) = rng.sample(PORTS, 2)
@@ -270,80 +193,35 @@ def render_manifest(rng: random.Random, ids: list[str]) -> str:
     return "\n".join(lines)
 
 
-SURNAMES = [
-    "smith",
-    "ortega",
-    "nguyen",
-    "kowalski",
-    "haddad",
-    "okafor",
-    "lindqvist",
-    "tanaka",
-    "moreau",
-    "brennan",
-    "ivanova",
-    "castillo",
-    "achebe",
-    "novak",
-    "fischer",
-    "rossi",
-    "larsen",
-    "dubois",
-    "sato",
-    "kim",
-    "park",
-    "chen",
-    "garcia",
-    "mueller",
-    "petrov",
-    "silva",
-    "walsh",
-    "yilmaz",
-    "bauer",
-    "hughes",
-]
+# fmt: off
+SURNAMES = ["smith", "ortega", "nguyen", "kowalski", "haddad", "okafor", "lindqvist",
+            "tanaka", "moreau", "brennan", "ivanova", "castillo", "achebe", "novak",
+            "fischer", "rossi", "larsen", "dubois", "sato", "kim", "park", "chen",
+            "garcia", "mueller", "petrov", "silva", "walsh", "yilmaz", "bauer",
+            "hughes"]
 CO_AUTHORS = ["Ortega, L.", "Chen, Y.", "Walsh, P.", "Haddad, R.", "Sato, M."]
-TITLE_TOPICS = [
-    "cold-chain failures",
-    "container dwell time",
-    "last-mile delivery routing",
-    "warehouse slotting",
-    "port congestion",
-    "demand forecasting",
-    "pallet pooling",
-    "driver scheduling",
-    "returns handling",
-    "inventory shrinkage",
-]
-TITLE_FRAMES = [
-    "A field study of {topic}",
-    "Measuring {topic} in regional networks",
-    "What drives {topic}? Evidence from {n} firms",
-    "Revisiting {topic}: a replication",
-    "Simulation models of {topic}",
-    "{Topic} under uncertainty",
-]
-JOURNALS = [
-    "Journal of Maritime Logistics",
-    "Transportation Research Letters",
-    "International Journal of Warehouse Science",
-    "Supply Chain Quarterly",
-    "Operations and Freight Review",
-]
+TITLE_TOPICS = ["cold-chain failures", "container dwell time",
+                "last-mile delivery routing", "warehouse slotting", "port congestion",
+                "demand forecasting", "pallet pooling", "driver scheduling",
+                "returns handling", "inventory shrinkage"]
+TITLE_FRAMES = ["A field study of {topic}", "Measuring {topic} in regional networks",
+                "What drives {topic}? Evidence from {n} firms",
+                "Revisiting {topic}: a replication", "Simulation models of {topic}",
+                "{Topic} under uncertainty"]
+JOURNALS = ["Journal of Maritime Logistics", "Transportation Research Letters",
+            "International Journal of Warehouse Science", "Supply Chain Quarterly",
+            "Operations and Freight Review"]
+# fmt: on
 
 
-def citation_keys(rng: random.Random, count: int) -> list[str]:
-    """Keys like `smith2019a`; a letter suffix only when author and year repeat.
-
-    A key without a suffix never shares author and year with another, so no
-    key is a prefix of another in the same list.
-    """
+def citation_keys(rng: Rng, count: int) -> list[str]:
+    """Keys like `smith2019a`; a letter suffix only when author and year
+    repeat, so no key is a prefix of another in the same list."""
     keys: list[str] = []
     used: set[tuple[str, int]] = set()
     grouped = rng.random() < 0.6
     while len(keys) < count:
-        surname = rng.choice(SURNAMES)
-        year = rng.randint(2008, 2024)
+        surname, year = rng.choice(SURNAMES), rng.randint(2008, 2024)
         if (surname, year) in used:
             continue
         used.add((surname, year))
@@ -356,7 +234,7 @@ def citation_keys(rng: random.Random, count: int) -> list[str]:
     return keys
 
 
-def render_citations(rng: random.Random, keys: list[str]) -> str:
+def render_citations(rng: Rng, keys: list[str]) -> str:
     lines = [
         "References (numbered in order of first citation)",
         f'Manuscript: "Resilience in regional freight networks", draft '
@@ -364,11 +242,8 @@ def render_citations(rng: random.Random, keys: list[str]) -> str:
         "",
     ]
     for number, key in enumerate(keys, start=1):
-        match = re.fullmatch(r"([a-z]+)(\d{4})([a-c]?)", key)
-        if match is None:
-            raise ValueError(f"citation key {key!r} does not parse")
-        surname, year = match.group(1).capitalize(), match.group(2)
-        authors = f"{surname}, {rng.choice('ABCDEFGHJKLMNPRST')}."
+        surname, year, letter = re.findall(r"^([a-z]+)(\d{4})([a-c]?)$", key)[0]
+        authors = f"{surname.capitalize()}, {rng.choice('ABCDEFGHJKLMNPRST')}."
         if rng.random() < 0.5:
             authors += f" and {rng.choice(CO_AUTHORS)}"
         topic = rng.choice(TITLE_TOPICS)
@@ -377,52 +252,47 @@ def render_citations(rng: random.Random, keys: list[str]) -> str:
         )
         first_page = rng.randint(1, 300)
         lines.append(
-            f"{number:>2}. [{key}] {authors} ({year}{match.group(3)}). {title}. "
+            f"{number:>2}. [{key}] {authors} ({year}{letter}). {title}. "
             f"{rng.choice(JOURNALS)} {rng.randint(3, 40)}({rng.randint(1, 4)}), "
             f"{first_page}-{first_page + rng.randint(8, 30)}."
         )
     return "\n".join(lines)
 
 
-SYMPTOMS = [
-    "checkout p95 latency above 2 s",
-    "payment provider webhooks timing out",
-    "error rate on the cart API above 5%",
-    "disk on db-replica-3 at 95%",
-    "queue depth on orders-events growing",
-    "CDN returning 503 in eu-west",
-    "login failures for SSO users",
-    "stale prices on product pages",
-    "nightly invoice-export job did not run",
-    "certificate expiry warning on api.internal",
-    "label printer service unreachable at depot 2",
-    "tracking page showing blank timeline",
-]
+# fmt: off
+SYMPTOMS = ["checkout p95 latency above 2 s", "payment provider webhooks timing out",
+            "error rate on the cart API above 5%", "disk on db-replica-3 at 95%",
+            "queue depth on orders-events growing", "CDN returning 503 in eu-west",
+            "login failures for SSO users", "stale prices on product pages",
+            "nightly invoice-export job did not run",
+            "certificate expiry warning on api.internal",
+            "label printer service unreachable at depot 2",
+            "tracking page showing blank timeline"]
 TEAMS = ["payments", "platform", "storefront", "data", "warehouse systems", "SRE"]
 CHANNELS = ["the support inbox", "a customer call", "the status page form", "Slack"]
+INCIDENT_EVENTS = ["{id} opened by monitoring: {symptom}",
+                   "{id} raised by {person} ({team}): {symptom}",
+                   "{id} escalated to sev{sev}; {team} on-call paged",
+                   "{id} reported via {channel}: {symptom}",
+                   "{id} mitigated: {team} rolled back the last deploy",
+                   "{id} closed as resolved after {minutes} minutes of stable metrics"]
+# fmt: on
 
 
-def incident_ids(rng: random.Random, count: int) -> list[str]:
-    """Ticket numbers from one busy day, in the order they were opened.
-
-    Close numbers are realistic here, and swapped digits are how tickets get
-    cited wrongly in chat, so look-alikes come naturally.
-    """
+def incident_ids(rng: Rng, count: int) -> list[str]:
+    """Ticket numbers from one busy day in opening order: close numbers, and
+    swapped digits are how tickets get cited wrongly in chat."""
     base = rng.randint(10_000, 89_000)
     span = max(60, count * 4)
 
     def fresh() -> str:
-        return f"INC-{rng.randint(base, base + span):05d}"
+        return f"{rng.randint(base, base + span):05d}"
 
-    def variant(identifier: str) -> str:
-        return "INC-" + transpose_or_bump(rng, identifier[4:], string.digits)
-
-    ids = ids_with_look_alikes(rng, count, fresh, variant, look_alike_share(rng))
     # Equal-width numbers, so string order is opening order.
-    return sorted(ids)
+    return sorted(look_alikes_of(rng, count, "INC-", fresh, string.digits))
 
 
-def render_incidents(rng: random.Random, ids: list[str]) -> str:
+def render_incidents(rng: Rng, ids: list[str]) -> str:
     day = f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
     minute = rng.randint(0, 8 * 60)
     lines = [
@@ -430,18 +300,10 @@ def render_incidents(rng: random.Random, ids: list[str]) -> str:
         f"Status: resolved. Postmortem owner: {rng.choice(PEOPLE)}",
         "",
     ]
-    templates = [
-        "{id} opened by monitoring: {symptom}",
-        "{id} raised by {person} ({team}): {symptom}",
-        "{id} escalated to sev{sev}; {team} on-call paged",
-        "{id} reported via {channel}: {symptom}",
-        "{id} mitigated: {team} rolled back the last deploy",
-        "{id} closed as resolved after {minutes} minutes of stable metrics",
-    ]
     for ticket in ids:
         minute += rng.randint(1, 11)
         clock = f"{(minute // 60) % 24:02d}:{minute % 60:02d}"
-        event = rng.choice(templates).format(
+        event = rng.choice(INCIDENT_EVENTS).format(
             id=ticket,
             symptom=rng.choice(SYMPTOMS),
             person=rng.choice(PEOPLE),
@@ -455,30 +317,23 @@ def render_incidents(rng: random.Random, ids: list[str]) -> str:
     return "\n".join(lines)
 
 
+# fmt: off
 SERVICES = ["api-gw", "orders", "tracking", "billing", "auth"]
-ENDPOINTS = [
-    ("GET", "/v2/orders/{n}"),
-    ("GET", "/v2/parcels/{n}/events"),
-    ("POST", "/v2/orders"),
-    ("PUT", "/v2/orders/{n}/address"),
-    ("GET", "/v2/quotes?zone={n}"),
-    ("POST", "/v2/labels"),
-    ("DELETE", "/v2/orders/{n}/hold"),
-    ("GET", "/healthz"),
-]
+ENDPOINTS = [("GET", "/v2/orders/{n}"), ("GET", "/v2/parcels/{n}/events"),
+             ("POST", "/v2/orders"), ("PUT", "/v2/orders/{n}/address"),
+             ("GET", "/v2/quotes?zone={n}"), ("POST", "/v2/labels"),
+             ("DELETE", "/v2/orders/{n}/hold"), ("GET", "/healthz")]
+# fmt: on
 
 
-def request_ids(rng: random.Random, count: int) -> list[str]:
+def request_ids(rng: Rng, count: int) -> list[str]:
     def fresh() -> str:
-        return "req-" + "".join(rng.choice(HEX) for _ in range(6))
+        return "".join(rng.choice(HEX) for _ in range(6))
 
-    def variant(identifier: str) -> str:
-        return "req-" + transpose_or_bump(rng, identifier[4:], HEX)
-
-    return ids_with_look_alikes(rng, count, fresh, variant, look_alike_share(rng))
+    return look_alikes_of(rng, count, "req-", fresh, HEX)
 
 
-def render_log(rng: random.Random, ids: list[str]) -> str:
+def render_log(rng: Rng, ids: list[str]) -> str:
     host = f"gw-{rng.choice(['eu', 'us', 'ap'])}-{rng.randint(1, 4)}"
     day = f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}"
     millis = rng.randint(0, 20 * 3_600_000)
@@ -501,31 +356,22 @@ def render_log(rng: random.Random, ids: list[str]) -> str:
     return "\n".join(lines)
 
 
-VENDORS = [
-    "Halden Pallet Works",
-    "Brightwater Fuels",
-    "Coldspring Refrigeration",
-    "Marlow Tyres Ltd",
-    "Kestrel Office Supply",
-    "Fenwick Security",
-    "Aldous Cleaning Co",
-    "Northgate Forklift Hire",
-    "Pinecrest IT Services",
-    "Orchard Catering",
-]
+# fmt: off
+VENDORS = ["Halden Pallet Works", "Brightwater Fuels", "Coldspring Refrigeration",
+           "Marlow Tyres Ltd", "Kestrel Office Supply", "Fenwick Security",
+           "Aldous Cleaning Co", "Northgate Forklift Hire", "Pinecrest IT Services",
+           "Orchard Catering"]
+# fmt: on
 
 
-def invoice_ids(rng: random.Random, count: int) -> list[str]:
+def invoice_ids(rng: Rng, count: int) -> list[str]:
     def fresh() -> str:
-        return f"INV-{rng.randint(10_000, 99_999)}"
+        return str(rng.randint(10_000, 99_999))
 
-    def variant(identifier: str) -> str:
-        return "INV-" + transpose_or_bump(rng, identifier[4:], string.digits)
-
-    return ids_with_look_alikes(rng, count, fresh, variant, look_alike_share(rng))
+    return look_alikes_of(rng, count, "INV-", fresh, string.digits)
 
 
-def render_invoices(rng: random.Random, ids: list[str]) -> str:
+def render_invoices(rng: Rng, ids: list[str]) -> str:
     currency = rng.choice(["EUR", "GBP", "NOK"])
     month = rng.randint(1, 11)
     lines = [
@@ -550,7 +396,7 @@ ANALYSES = ["metals", "nitrate", "PFAS", "BTEX", "pH, conductivity", "coliforms"
 SITES = ["MW-{n} (well)", "Outfall {n}", "Borehole BH{n}", "Stream point {n}"]
 
 
-def sample_ids(rng: random.Random, count: int) -> list[str]:
+def sample_ids(rng: Rng, count: int) -> list[str]:
     """Sample numbers in collection order; some samples split into aliquots."""
     ids: list[str] = []
     number = rng.randint(100, 9_000)
@@ -562,7 +408,7 @@ def sample_ids(rng: random.Random, count: int) -> list[str]:
     return ids
 
 
-def render_samples(rng: random.Random, ids: list[str]) -> str:
+def render_samples(rng: Rng, ids: list[str]) -> str:
     lines = [
         "CHAIN-OF-CUSTODY FORM - Ridgeway Environmental Laboratory",
         f"Project: {rng.choice(['Millbrook', 'Ashby Cross', 'Fennmouth'])} "
@@ -585,39 +431,35 @@ def render_samples(rng: random.Random, ids: list[str]) -> str:
     return "\n".join(lines)
 
 
+# fmt: off
 COMMIT_MESSAGES = [
     "fix: handle empty pallet list in allocation",
     "feat: add zone surcharge to quote endpoint",
     "refactor: split label printing from manifest export",
-    "fix: retry webhook delivery on 429",
-    "chore: bump postgres driver",
+    "fix: retry webhook delivery on 429", "chore: bump postgres driver",
     "test: cover partial shipments in invoicing",
     "fix: round weights before volumetric check",
     "feat: expose dwell time on tracking page",
-    "docs: describe depot cut-off times",
-    "perf: cache route plans per depot",
+    "docs: describe depot cut-off times", "perf: cache route plans per depot",
     "fix: keep customs codes when splitting orders",
     "feat: allow returns without original box",
 ]
 HANDLES = ["a.kim", "d.okafor", "t.haug", "s.moreau", "j.castillo", "k.tanaka"]
+# fmt: on
 
 
-def commit_hashes(rng: random.Random, count: int) -> list[str]:
+def commit_hashes(rng: Rng, count: int) -> list[str]:
     def fresh() -> str:
         while True:
             short = "".join(rng.choice(HEX) for _ in range(7))
-            # All-digit hashes read as numbers; real tools print them too,
-            # but they would blur "is this an ID" in a small dataset.
+            # All-digit hashes read as numbers: they would blur "is this an ID".
             if any(c.isalpha() for c in short):
                 return short
 
-    def variant(identifier: str) -> str:
-        return transpose_or_bump(rng, identifier, HEX)
-
-    return ids_with_look_alikes(rng, count, fresh, variant, look_alike_share(rng))
+    return look_alikes_of(rng, count, "", fresh, HEX)
 
 
-def render_commits(rng: random.Random, ids: list[str]) -> str:
+def render_commits(rng: Rng, ids: list[str]) -> str:
     service = rng.choice(["inventory-service", "tracking-api", "label-printer"])
     minor = rng.randint(2, 9)
     lines = [
@@ -630,21 +472,16 @@ def render_commits(rng: random.Random, ids: list[str]) -> str:
     return "\n".join(lines)
 
 
-TEST_CASES = [
-    "guest checkout with saved address",
-    "login with expired token",
-    "apply discount code twice",
-    "change delivery slot after payment",
-    "track parcel with unknown number",
-    "download invoice as PDF",
-    "cancel order before dispatch",
-    "book collection for oversized item",
-    "switch language on tracking page",
-    "reset password from email link",
-]
+# fmt: off
+TEST_CASES = ["guest checkout with saved address", "login with expired token",
+              "apply discount code twice", "change delivery slot after payment",
+              "track parcel with unknown number", "download invoice as PDF",
+              "cancel order before dispatch", "book collection for oversized item",
+              "switch language on tracking page", "reset password from email link"]
+# fmt: on
 
 
-def test_case_ids(rng: random.Random, count: int) -> list[str]:
+def test_case_ids(rng: Rng, count: int) -> list[str]:
     """Numbered cases that run past 9 or 99, so a string sort reorders them."""
     boundary = rng.choice([10, 100])
     below = rng.randint(1, min(count - 1, boundary - 1))
@@ -654,7 +491,7 @@ def test_case_ids(rng: random.Random, count: int) -> list[str]:
     return [f"TC-{n}" for n in low + high]
 
 
-def render_test_run(rng: random.Random, ids: list[str]) -> str:
+def render_test_run(rng: Rng, ids: list[str]) -> str:
     lines = [
         f"Regression run {rng.randint(1000, 9999)} - suite checkout-web, "
         f"browser {rng.choice(['chromium', 'firefox', 'webkit'])}",
@@ -670,107 +507,58 @@ def render_test_run(rng: random.Random, ids: list[str]) -> str:
     return "\n".join(lines)
 
 
+# Each kind: its name, what its IDs are called (for a task prompt), how it
+# makes them, the orders its text carries believably, and its text.
+# fmt: off
 KINDS = [
-    Kind(
-        "shipping_manifest",
-        "container numbers",
-        container_ids,
-        ("shuffled", "nearly_sorted", "look_alikes_swapped"),
-        render_manifest,
-    ),
-    Kind(
-        "citation_list",
-        "citation keys",
-        citation_keys,
-        ("shuffled", "nearly_sorted", "nearly_reverse", "look_alikes_swapped"),
-        render_citations,
-    ),
-    Kind(
-        "incident_timeline",
-        "incident ticket IDs",
-        incident_ids,
-        ("natural_displaced", "look_alikes_swapped"),
-        render_incidents,
-    ),
-    Kind(
-        "log_excerpt",
-        "request IDs",
-        request_ids,
-        ("shuffled", "look_alikes_swapped"),
-        render_log,
-    ),
-    Kind(
-        "invoice_register",
-        "invoice numbers",
-        invoice_ids,
-        ("shuffled", "nearly_sorted", "nearly_reverse", "look_alikes_swapped"),
-        render_invoices,
-    ),
-    Kind(
-        "lab_sample_sheet",
-        "sample IDs",
-        sample_ids,
-        ("natural_displaced", "look_alikes_swapped"),
-        render_samples,
-    ),
-    Kind(
-        "commit_list",
-        "commit hashes",
-        commit_hashes,
-        ("shuffled", "nearly_sorted", "look_alikes_swapped"),
-        render_commits,
-    ),
-    Kind(
-        "test_run_report",
-        "test case IDs",
-        test_case_ids,
-        ("natural", "natural_displaced"),
-        render_test_run,
-    ),
+    ("shipping_manifest", "container numbers", container_ids,
+     ("shuffled", "nearly_sorted", "look_alikes_swapped"), render_manifest),
+    ("citation_list", "citation keys", citation_keys,
+     ("shuffled", "nearly_sorted", "nearly_reverse", "look_alikes_swapped"),
+     render_citations),
+    ("incident_timeline", "incident ticket IDs", incident_ids,
+     ("natural_displaced", "look_alikes_swapped"), render_incidents),
+    ("log_excerpt", "request IDs", request_ids,
+     ("shuffled", "look_alikes_swapped"), render_log),
+    ("invoice_register", "invoice numbers", invoice_ids,
+     ("shuffled", "nearly_sorted", "nearly_reverse", "look_alikes_swapped"),
+     render_invoices),
+    ("lab_sample_sheet", "sample IDs", sample_ids,
+     ("natural_displaced", "look_alikes_swapped"), render_samples),
+    ("commit_list", "commit hashes", commit_hashes,
+     ("shuffled", "nearly_sorted", "look_alikes_swapped"), render_commits),
+    ("test_run_report", "test case IDs", test_case_ids,
+     ("natural", "natural_displaced"), render_test_run),
 ]
-
-
-# --- assembly ------------------------------------------------------------
-
-
-def spread_lengths(rng: random.Random, count: int) -> list[int]:
-    """ID-list lengths covering MIN_IDS..MAX_IDS evenly, both ends included."""
-    if count < 2:
-        raise ValueError(f"need at least 2 documents to cover both ends, got {count}")
-    span = MAX_IDS - MIN_IDS
-    lengths = [MIN_IDS + round(i * span / (count - 1)) for i in range(count)]
-    rng.shuffle(lengths)
-    return lengths
-
-
-def make_document(
-    rng: random.Random, kind: Kind, number: int, length: int
-) -> dict[str, object]:
-    ids = kind.make_ids(rng, length)
-    style = rng.choice(kind.orders)
-    source = apply_order(rng, style, ids)
-    # A short list can land sorted by chance; nudge it until it is not.
-    while is_sorted_either_way(source):
-        move_one(rng, source)
-    document: dict[str, object] = {
-        "id": f"{kind.name}-{number:03d}",
-        "kind": kind.name,
-        "target": kind.target,
-        "text": kind.render(rng, source),
-        "source": source,
-    }
-    return document
+# fmt: on
 
 
 def make_documents(seed: int, count: int) -> list[dict[str, object]]:
-    rng = random.Random(seed)
-    lengths = spread_lengths(rng, count)
-    numbers = dict.fromkeys((kind.name for kind in KINDS), 0)
-    documents = []
+    """`count` documents, the kinds in turn, whose ID-list lengths cover
+    MIN_IDS..MAX_IDS evenly, both ends included."""
+    rng = Rng(seed)
+    span = MAX_IDS - MIN_IDS
+    lengths = [MIN_IDS + round(i * span / (count - 1)) for i in range(count)]
+    rng.shuffle(lengths)
+    numbers = dict.fromkeys((kind[0] for kind in KINDS), 0)
+    documents: list[dict[str, object]] = []
     for index, length in enumerate(lengths):
-        kind = KINDS[index % len(KINDS)]
-        numbers[kind.name] += 1
-        documents.append(make_document(rng, kind, numbers[kind.name], length))
+        name, target, make_ids, orders, render = KINDS[index % len(KINDS)]
+        numbers[name] += 1
+        ids = make_ids(rng, length)
+        source = apply_order(rng, rng.choice(orders), ids)
+        # A short list can land sorted by chance; nudge it until it is not.
+        while source in (sorted(source), sorted(source, reverse=True)):
+            move_one(rng, source)
+        documents.append(
+            {
+                "id": f"{name}-{numbers[name]:03d}",
+                "kind": name,
+                "target": target,
+                "text": render(rng, source),
+                "source": source,
+            }
+        )
     return documents
 
 
@@ -778,16 +566,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Write the ordered-extraction source documents as JSON Lines."
     )
-    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    parser.add_argument("--count", type=int, default=DEFAULT_COUNT)
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--count", type=int, default=64)
+    parser.add_argument("--out", type=Path, default=DATA / "extraction_documents.jsonl")
     args = parser.parse_args(argv)
     if args.count < 2:
         parser.error(f"--count must be at least 2 to cover both ends, got {args.count}")
     documents = make_documents(args.seed, args.count)
     with args.out.open("w", encoding="ascii", newline="\n") as handle:
-        for document in documents:
-            handle.write(json.dumps(document) + "\n")
+        handle.writelines(json.dumps(document) + "\n" for document in documents)
     print(f"wrote {len(documents)} documents to {args.out}", file=sys.stderr)
     return 0
 

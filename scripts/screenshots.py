@@ -26,9 +26,8 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
 import aiohttp
@@ -45,7 +44,6 @@ from benchmarks.measure import (  # noqa: E402
 IMAGES = REPO / "docs" / "images"
 OFFLINE_TASKS = ("tracegrade/stage_diagnosis", "tracegrade/ordered_extraction_recorded")
 INSPECT = (sys.executable, "-m", "inspect_ai")
-CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 # Nothing that would reach the network or a user profile.
 CHROMIUM_FLAGS = (
     *("--headless", "--disable-gpu", "--disable-quic", "--no-first-run"),
@@ -53,6 +51,9 @@ CHROMIUM_FLAGS = (
     *("--disable-sync", "--hide-scrollbars", "--remote-debugging-port=0"),
 )
 READY_TIMEOUT = 60.0
+# A process quiet in a session of its own, so that its helpers stop with it.
+ALONE: dict[str, Any] = {"start_new_session": True, "stdin": subprocess.DEVNULL}
+ALONE |= {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
 # What the viewer shows instead of a sample list when loading fails.
 FAILURE_TEXTS = ("An error occurred", "No samples", "exceeds the maximum", "Failed to")
 
@@ -61,31 +62,44 @@ class ScreenshotError(RuntimeError):
     """A step of making a screenshot failed; the message says which."""
 
 
+class Step(NamedTuple):
+    """Seconds from navigation until the page showed the text, or why not."""
+
+    seconds: float | None = None
+    failure: str | None = None
+
+
+class SampleListTiming(NamedTuple):
+    sample_list: Step
+    view_server_peak_rss: int
+    browser_peak_rss: int
+
+
 def find_chromium(given: str | None) -> str:
-    candidates = [given] if given else [os.environ.get("CHROMIUM"), *CHROMIUM_NAMES]
+    names = [
+        os.environ.get("CHROMIUM"),
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+    ]
+    candidates = [name for name in ([given] if given else names) if name]
     for candidate in candidates:
-        if candidate and (found := shutil.which(candidate)):
+        if found := shutil.which(candidate):
             return found
     raise ScreenshotError(
-        f"no Chromium found (tried {', '.join(c for c in candidates if c)}); "
+        f"no Chromium found (tried {', '.join(candidates)}); "
         "pass --chromium PATH or set CHROMIUM"
     )
 
 
-def run(command: Sequence[str]) -> str:
+def run(command: Sequence[str | Path]) -> str:
     """Run a command quietly (no INSPECT_* settings); its stdout, or the error."""
-    done = subprocess.run(
-        command,
-        env=CLEAN_ENV,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=3600,
-        check=False,
-    )
+    quiet: dict[str, Any] = {"env": CLEAN_ENV, "stdin": subprocess.DEVNULL}
+    done = subprocess.run(command, capture_output=True, timeout=3600, **quiet)
     if done.returncode != 0:
-        raise ScreenshotError(f"{command[3]} failed: {done.stderr.strip()[-2000:]}")
-    return done.stdout
+        error = done.stderr.decode(errors="replace").strip()[-2000:]
+        raise ScreenshotError(f"{command[3]} failed: {error}")
+    return str(done.stdout.decode())
 
 
 def run_offline_tasks(log_dir: Path, tasks: Sequence[str] = OFFLINE_TASKS) -> None:
@@ -105,15 +119,13 @@ def run_offline_tasks(log_dir: Path, tasks: Sequence[str] = OFFLINE_TASKS) -> No
 def stop_group(process: subprocess.Popen[Any]) -> None:
     """Stop `process` and every process of the group it leads."""
     for stop in (signal.SIGTERM, signal.SIGKILL):
-        try:
+        with contextlib.suppress(ProcessLookupError):  # the group is gone
             os.killpg(process.pid, stop)
             deadline = time.monotonic() + 10
             while time.monotonic() < deadline:
                 process.poll()
                 os.killpg(process.pid, 0)
                 time.sleep(0.1)
-        except ProcessLookupError:
-            break
     process.wait()
 
 
@@ -137,21 +149,14 @@ class Chromium:
     def __init__(self, binary: str, width: int, height: int) -> None:
         self.binary, self.size = binary, (width, height)
         self.profile = tempfile.TemporaryDirectory(prefix="tracegrade-chromium-")
-        self.peak_rss = 0
-        self._next_id = 0
+        self.peak_rss = self._next_id = 0
 
     async def __aenter__(self) -> Chromium:
         flags = [*CHROMIUM_FLAGS, f"--user-data-dir={self.profile.name}"]
         flags.append("--window-size={},{}".format(*self.size))
         if os.geteuid() == 0:
             flags.append("--no-sandbox")  # Chromium refuses root in its sandbox
-        # A session of its own, so its helpers stop with it.
-        self.process = subprocess.Popen(
-            [self.binary, *flags, "about:blank"],
-            start_new_session=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        self.process = subprocess.Popen([self.binary, *flags, "about:blank"], **ALONE)
         self.session = aiohttp.ClientSession()
         try:
             port = await self._devtools_port()
@@ -238,14 +243,8 @@ def inspect_view(log_dir: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     address = ("--host", "127.0.0.1", "--port", str(port))
-    server = subprocess.Popen(
-        [*INSPECT, "view", "--log-dir", str(log_dir), *address],
-        env=CLEAN_ENV,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    view = [*INSPECT, "view", "--log-dir", str(log_dir), *address]
+    server = subprocess.Popen(view, env=CLEAN_ENV, **ALONE)
     base = f"http://127.0.0.1:{port}/"
     try:
         deadline = time.monotonic() + READY_TIMEOUT
@@ -260,8 +259,9 @@ def inspect_view(log_dir: Path) -> Iterator[tuple[str, subprocess.Popen[bytes]]]
         stop_group(server)
 
 
-def text_shown(text: str) -> str:
-    return f"document.body?.innerText.includes({json.dumps(text)})"
+def sample_url(base: str, log_name: str, sample: str) -> str:
+    sample = quote(sample, safe="")
+    return f"{base}#/logs/{quote(log_name)}/samples/sample/{sample}/1/scoring"
 
 
 # --- report and sample: the docs' pictures of the packaged fixtures ---------
@@ -279,10 +279,9 @@ EXPANDED_KEYS = ("result", "missing", "record", "required", "context")
 
 async def report_picture(args: argparse.Namespace, work: Path) -> None:
     run_offline_tasks(work / "logs")
-    html = work / "report.html"
-    run(tracegrade("report", work / "logs", "--html", html))
+    run(tracegrade("report", work / "logs", "--html", work / "report.html"))
     async with Chromium(args.chromium, args.width, args.height) as browser:
-        await browser.open(html.as_uri())
+        await browser.open((work / "report.html").as_uri())
         await browser.wait_for(CHARTS_DRAWN, "the plotly charts to draw")
         await browser.screenshot(args.out)
 
@@ -302,44 +301,25 @@ async def sample_picture(args: argparse.Namespace, work: Path) -> None:
     )
     if not explanation:
         raise ScreenshotError(f"sample {args.sample!r} has no explanation")
+    shown = f"document.body?.innerText.includes({json.dumps(explanation)})"
+    keys = "[...document.querySelectorAll('.record-tree-key')]"
     with inspect_view(work / "logs") as (base, _):
         async with Chromium(args.chromium, args.width, args.height) as browser:
             await browser.open(sample_url(base, Path(log.name).name, args.sample))
-            await browser.wait_for(text_shown(explanation), "the sample's explanation")
+            await browser.wait_for(shown, "the sample's explanation")
             for name in EXPANDED_KEYS:
-                key = (
-                    "[...document.querySelectorAll('.record-tree-key')]"
-                    f".find(key => key.textContent.trim() === {json.dumps(name + ':')})"
-                )
+                label = json.dumps(name + ":")
+                key = f"{keys}.find(key => key.textContent.trim() === {label})"
                 await browser.wait_for(f"{key} !== undefined", name)
-                rows = "document.querySelectorAll('.record-tree-key').length"
-                before = await browser.evaluate(rows)
+                before = await browser.evaluate(f"{keys}.length")
                 await browser.evaluate(f"{key}.click()")
-                await browser.wait_for(f"{rows} !== {before}", f"{name!r} to open")
+                await browser.wait_for(
+                    f"{keys}.length !== {before}", f"{name!r} to open"
+                )
             await browser.screenshot(args.out)
 
 
-def sample_url(base: str, log_name: str, sample: str) -> str:
-    sample = quote(sample, safe="")
-    return f"{base}#/logs/{quote(log_name)}/samples/sample/{sample}/1/scoring"
-
-
 # --- bulk: how many samples one .eval log can hold and still open -----------
-
-
-@dataclass
-class Step:
-    """Seconds from navigation until the page showed the text, or why not."""
-
-    seconds: float | None = None
-    failure: str | None = None
-
-
-@dataclass
-class SampleListTiming:
-    sample_list: Step
-    view_server_peak_rss: int
-    browser_peak_rss: int
 
 
 def click_text(text: str) -> str:
@@ -401,44 +381,46 @@ def time_sample_list(
 
     with inspect_view(log_dir) as (base, server):
         step, browser_peak = asyncio.run(listed())
-        server_peak = tree_kib(server.pid, "VmHWM") * 1024
-    return SampleListTiming(step, server_peak, browser_peak)
+        return SampleListTiming(
+            step, tree_kib(server.pid, "VmHWM") * 1024, browser_peak
+        )
 
 
 async def browse(
     args: argparse.Namespace, base: str, log: Path, shots: Path
-) -> tuple[Step, Step, Step, int]:
+) -> tuple[list[Step], int]:
     """The list, a clicked sample, and a deep link (a fresh page, as a shared
     link opens) to a sample in the middle of the log."""
     with log.with_suffix(".results.jsonl").open() as results:
         explanations = [json.loads(line)["explanation"] for line in results]
     ids = [f"stage-{n:07d}" for n in range(len(explanations))]
     clicked, middle = min(3, len(ids) - 1), len(ids) // 2
+    give_up = args.give_up_seconds
     async with Chromium(args.chromium, args.width, args.height) as browser:
         await browser.open(f"{base}#/logs/{quote(log.name)}/samples")
-        listed = await timed_wait(browser, ids[0], args.give_up_seconds)
+        listed = await timed_wait(browser, ids[0], give_up)
         if listed.seconds is None:
             never = Step(failure="sample list never showed")
-            return listed, never, never, browser.peak_rss
+            return [listed, never, never], browser.peak_rss
         await browser.screenshot(shots / "bulk-sample-list.png")
-        if not await browser.evaluate(click_text(ids[clicked])):
-            opened = Step(failure=f"no row shows {ids[clicked]}")
-        else:
+        opened = Step(failure=f"no row shows {ids[clicked]}")
+        if await browser.evaluate(click_text(ids[clicked])):
             opened = await timed_wait(
-                browser, explanations[clicked], args.give_up_seconds, OPEN_SCORING_TAB
+                browser, explanations[clicked], give_up, OPEN_SCORING_TAB
             )
             if opened.seconds is not None:
                 await browser.screenshot(shots / "bulk-sample.png")
         await browser.open("about:blank")
         await browser.wait_for("location.href === 'about:blank'", "a blank page")
         await browser.open(sample_url(base, log.name, ids[middle]))
-        linked = await timed_wait(browser, explanations[middle], args.give_up_seconds)
-        return listed, opened, linked, browser.peak_rss
+        linked = await timed_wait(browser, explanations[middle], give_up)
+        return [listed, opened, linked], browser.peak_rss
 
 
 def measure(count: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     """Score `count` records into one log with `tracegrade score`, then browse it."""
     records, logs, shots = work / "records.jsonl", work / "logs", work / "shots"
+    shots.mkdir(parents=True)
     write_stage_records(records, count)
     started = time.perf_counter()
     options = ("--log-dir", logs, "--max-samples-per-log", str(count))
@@ -446,20 +428,21 @@ def measure(count: int, args: argparse.Namespace, work: Path) -> dict[str, Any]:
     written = round(time.perf_counter() - started, 1)
     (log,) = logs.glob("*.eval")
     with inspect_view(logs) as (base, server):
-        listed, clicked, linked, peak = asyncio.run(browse(args, base, log, shots))
+        steps, peak = asyncio.run(browse(args, base, log, shots))
         server_peak = tree_kib(server.pid, "VmHWM") * 1024
+    listed, clicked, linked = steps
+    limit = args.limit_seconds
 
     def within(*steps: Step) -> bool:
-        limit = args.limit_seconds
         return all(s.seconds is not None and s.seconds <= limit for s in steps)
 
     return {
         "samples": count,
         "log_bytes": log.stat().st_size,
         "write_seconds": written,
-        "sample_list": asdict(listed),
-        "clicked_sample": asdict(clicked),
-        "deep_link": asdict(linked),
+        "sample_list": listed._asdict(),
+        "clicked_sample": clicked._asdict(),
+        "deep_link": linked._asdict(),
         "within_limit": within(listed, clicked),
         "deep_link_within_limit": within(linked),
         "view_server_peak_rss": server_peak,
@@ -472,7 +455,6 @@ def bulk(args: argparse.Namespace, work: Path) -> None:
     results: list[dict[str, Any]] = []
     limit = deep_link_limit = None
     for count in args.samples:
-        (work / str(count) / "shots").mkdir(parents=True)
         result = measure(count, args, work / str(count))
         results.append(result)
         steps = [
@@ -488,14 +470,16 @@ def bulk(args: argparse.Namespace, work: Path) -> None:
         shutil.rmtree(work / str(count))
         if not result["within_limit"] and not args.keep_going:
             break
-    version = subprocess.run([args.chromium, "--version"], capture_output=True)
+    version = subprocess.run(
+        [args.chromium, "--version"], capture_output=True, text=True
+    )
     report = {
         "command": " ".join(["python", *sys.argv]),
         "what": "seconds until `inspect view` shows a .eval log's sample list, a "
         "sample opened by clicking its row, and one opened by its address "
         "(deep link); limit_samples is the largest count whose list and clicked "
         "sample took at most limit_seconds, every smaller count included",
-        "chromium": version.stdout.decode().strip(),
+        "chromium": version.stdout.strip(),
         "machine": machine(),
         "limit_seconds": args.limit_seconds,
         "limit_samples": limit,
@@ -508,22 +492,19 @@ def bulk(args: argparse.Namespace, work: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("picture", choices=("report", "sample", "bulk"))
-    parser.add_argument(
-        "--chromium", help="Chromium binary (default: $CHROMIUM or on PATH)"
-    )
-    parser.add_argument("--out", type=Path, help="PNG to write (report, sample)")
-    parser.add_argument("--width", type=int, help="default 1200 for report, else 1300")
-    parser.add_argument("--height", type=int, help="default 1680 for report, else 760")
-    parser.add_argument("--sample", default="lucky-answer-gap", help="sample: its id")
-    parser.add_argument("--samples", default="10000,100000,200000,500000,1000000")
-    parser.add_argument("--limit-seconds", type=float, default=15.0)
-    parser.add_argument("--give-up-seconds", type=float, default=120.0)
-    parser.add_argument("--keep-going", action="store_true", help="bulk: past a miss")
-    parser.add_argument("--images", type=Path, default=IMAGES)
-    parser.add_argument(
-        "--json", type=Path, default=REPO / "benchmarks/results/viewer.json"
-    )
+    add = parser.add_argument
+    add("picture", choices=("report", "sample", "bulk"))
+    add("--chromium", help="Chromium binary (default: $CHROMIUM or on PATH)")
+    add("--out", type=Path, help="PNG to write (report, sample)")
+    add("--width", type=int, help="default 1200 for report, else 1300")
+    add("--height", type=int, help="default 1680 for report, else 760")
+    add("--sample", default="lucky-answer-gap", help="sample: its id")
+    add("--samples", default="10000,100000,200000,500000,1000000")
+    add("--limit-seconds", type=float, default=15.0)
+    add("--give-up-seconds", type=float, default=120.0)
+    add("--keep-going", action="store_true", help="bulk: past a miss")
+    add("--images", type=Path, default=IMAGES)
+    add("--json", type=Path, default=REPO / "benchmarks/results/viewer.json")
     args = parser.parse_args(argv)
     args.samples = sorted({int(n) for n in args.samples.replace("_", "").split(",")})
     report = args.picture == "report"

@@ -2,23 +2,11 @@
 
     python tests/hidden_calls.py windows|macos STEPS.json
 
-Before anything else is imported, the calls a platform lacks are removed
-from the standard library (`HIDDEN`), so that tracegrade and Inspect meet
-them as they would there: a module that is not there fails to import, a
-function or constant that is not there is an AttributeError. Then each
-step of STEPS.json runs in this process, in order: `["tracegrade", ARGS...]`
-as the `tracegrade` program runs it (its exit code kept; an argument with
-a `*` is the one file it matches then), or
-`["inspect-eval", TASK, LOG_DIR]` through `inspect_ai.eval` (the log's
-status kept), or `["workers"]`: from then on `tracegrade score`
-scores in worker processes whatever the input's size, and each
-worker hides the same calls as it starts (a `sitecustomize` on its path),
-saying so in `hidden-in-child`. The results go to stdout as one JSON list.
-
-What it cannot hide is the kernel (paths, file locks and signals still
-behave as Linux's), nor what a library does on Linux alone because
-`sys.platform` says Linux (Inspect counts CPUs with `os.sched_getaffinity`
-there). `.github/workflows/ci.yml` runs the suite on the real platforms.
+Each step runs in this process after `hide`: `["tracegrade", ARGS...]` (its
+exit code; a `*` argument is the one file it then matches), `["inspect-eval",
+TASK, LOG_DIR]` (the log's status), or `["workers"]` (`tracegrade score` in
+workers from then on, each hiding the same calls). Prints the results as one
+JSON list. The kernel's behaviour stays Linux's; CI runs the real platforms.
 """
 
 from __future__ import annotations
@@ -31,67 +19,45 @@ import socket
 import sys
 from typing import Any
 
+# The signals Python has on Windows (and SIGBREAK, which Linux lacks).
 WINDOWS_SIGNALS = {"SIGINT", "SIGTERM", "SIGABRT", "SIGFPE", "SIGILL", "SIGSEGV"}
-"""The signals Python has on Windows (and SIGBREAK, which Linux lacks)."""
-
-HIDDEN: dict[str, dict[str, tuple[str, ...]]] = {
+SIGNALS = [name for name in dir(signal) if name.startswith("SIG") and "_" not in name]
+HIDDEN: dict[str, dict[Any, tuple[str, ...]]] = {
     "windows": {
         "modules": ("fcntl",),
-        "os": (
-            "fork",
-            "forkpty",
-            "register_at_fork",
-            "pidfd_open",
-            "pread",
-            "pwrite",
-            "fchmod",  # Windows has it from Python 3.13 only
+        # fchmod: Windows has it from Python 3.13 only.
+        os: (
+            *("fork", "forkpty", "register_at_fork", "pidfd_open"),
+            *("pread", "pwrite", "fchmod"),
         ),
-        "socket": ("send_fds", "recv_fds"),
-        # Every signal but Windows's few, and the mask of them.
-        "signal": (
-            "pthread_sigmask",
-            *(
-                name
-                for name in dir(signal)
-                if name.startswith("SIG")
-                and not name.startswith("SIG_")
-                and name not in WINDOWS_SIGNALS
-            ),
-        ),
+        socket: ("send_fds", "recv_fds"),
+        signal: ("pthread_sigmask", *sorted(set(SIGNALS) - WINDOWS_SIGNALS)),
     },
     "macos": {
-        "modules": (),
         "fcntl": ("F_SETPIPE_SZ", "F_GETPIPE_SZ"),
-        "os": ("pidfd_open",),
-        "socket": (),
-        "signal": ("SIGPWR",),
+        os: ("pidfd_open",),
+        signal: ("SIGPWR",),
     },
 }
 
 
 def hide(platform: str) -> None:
-    """Remove from the standard library what `platform` lacks."""
-    hidden = HIDDEN[platform]
-    for module in hidden["modules"]:
-        sys.modules[module] = None  # type: ignore[assignment]
-    if "fcntl" in hidden:
-        import fcntl
-
-        for name in hidden["fcntl"]:
-            if hasattr(fcntl, name):
-                delattr(fcntl, name)
-    for owner, names in ((os, hidden["os"]), (socket, hidden["socket"])):
+    """Remove from the standard library what `platform` lacks: a module that
+    is not there fails to import, a function is an AttributeError."""
+    for owner, names in HIDDEN[platform].items():
+        if owner == "modules":
+            sys.modules.update(dict.fromkeys(names))  # type: ignore[arg-type]
+            continue
+        if owner == "fcntl":
+            import fcntl as owner
         for name in names:
             if hasattr(owner, name):
                 delattr(owner, name)
-    for name in hidden["signal"]:
-        if hasattr(signal, name):
-            delattr(signal, name)
 
 
 def score_in_workers(platform: str) -> None:
-    """`tracegrade score` in worker processes (`bulk.workers`) from now on,
-    with `platform`'s calls hidden there too."""
+    """`tracegrade score` in worker processes from now on, with `platform`'s
+    calls hidden there too (a `sitecustomize` on their path)."""
     from tracegrade.bulk import workers
 
     workers.PARALLEL_FROM = 0  # type: ignore[misc]
@@ -105,16 +71,17 @@ def score_in_workers(platform: str) -> None:
             f"hidden_calls.hide({platform!r})\n"
             f"open({os.path.abspath('hidden-in-child')!r}, 'a').write('hidden\\n')\n"
         )
-    inherited = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = (
-        startup if not inherited else startup + os.pathsep + inherited
-    )
+    paths = [startup, os.environ.get("PYTHONPATH")]
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, paths))
+
+
+def one_match(pattern: str) -> str:
+    (path,) = glob.glob(pattern)  # the log an earlier step wrote
+    return path
 
 
 def run_step(step: list[str], platform: str) -> Any:
-    # A pattern stands for the one file it matches when the step runs (the
-    # log an earlier step wrote, named as it was written).
-    step = [_one(argument) if "*" in argument else argument for argument in step]
+    step = [one_match(arg) if "*" in arg else arg for arg in step]
     if step[0] == "workers":
         score_in_workers(platform)
         return 0
@@ -136,19 +103,10 @@ def run_step(step: list[str], platform: str) -> Any:
     return 0
 
 
-def _one(pattern: str) -> str:
-    (path,) = glob.glob(pattern)
-    return path
-
-
-def main() -> None:
+if __name__ == "__main__":
     platform, steps = sys.argv[1], sys.argv[2]
     hide(platform)
     with open(steps, encoding="utf-8") as listed:
         results = [run_step(step, platform) for step in json.load(listed)]
     sys.stdout.flush()
     os.write(1, (json.dumps(results) + "\n").encode())
-
-
-if __name__ == "__main__":
-    main()

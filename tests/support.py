@@ -1,5 +1,5 @@
-"""Helpers shared by the tests: writing JSON Lines, splitting a log into parts,
-running a shell pipeline as a user types it."""
+"""Helpers shared by the tests: JSON Lines, a log split into parts, zip
+members as stored."""
 
 from __future__ import annotations
 
@@ -16,35 +16,22 @@ from inspect_ai.log import read_eval_log, write_eval_log
 
 from tracegrade.bulk.evallog import DEFLATE_LEVEL
 
-# No INSPECT_* settings from the caller (a default model, a log dir), and a
-# wide console so error messages are not wrapped mid-sentence.
-SUBPROCESS_ENV = {
-    **{
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith("INSPECT_")
-    },
-    "COLUMNS": "400",
-}
+# No INSPECT_* settings from the caller, and a console wide enough that
+# error messages are not wrapped mid-sentence.
+SUBPROCESS_ENV = {k: v for k, v in os.environ.items() if not k.startswith("INSPECT_")}
+SUBPROCESS_ENV["COLUMNS"] = "400"
 
 
 def write_lines(path: Path, lines: list[Any], newline: str = "\n") -> str:
     """One line per item: strings as they are (malformed lines), else JSON."""
-    path.write_text(
-        "".join(
-            (line if isinstance(line, str) else json.dumps(line)) + newline
-            for line in lines
-        ),
-        encoding="utf-8",
-        newline="",
-    )
+    text = [line if isinstance(line, str) else json.dumps(line) for line in lines]
+    path.write_text("".join(t + newline for t in text), encoding="utf-8", newline="")
     return str(path)
 
 
 def split_into_parts(source: str, out_dir: Path, count: int) -> list[str]:
-    """The log `source` as `count` `.eval` logs of one run, as `tracegrade
-    score` splits a big run: the same `eval.run_id`, each numbered in
-    `eval.metadata["tracegrade_part"]`, its share of the samples in order."""
+    """The log `source` as `count` part logs of one run, as `tracegrade score`
+    splits one: numbered in `eval.metadata["tracegrade_part"]`."""
     log = read_eval_log(source)
     samples = log.samples or []
     size = -(-len(samples) // count)
@@ -67,8 +54,8 @@ def split_into_parts(source: str, out_dir: Path, count: int) -> list[str]:
 
 
 def stored_member(path: Path, name: str) -> bytes:
-    """A zip member's bytes as stored (compressed), read through its local
-    header: how a reader tells one deflate implementation from another."""
+    """A zip member's bytes as stored (compressed): how a reader tells one
+    deflate implementation from another."""
     with zipfile.ZipFile(path) as archive:
         info = archive.getinfo(name)
     with path.open("rb") as file:
@@ -90,8 +77,7 @@ def deflated(data: bytes, library: Any = zlib) -> bytes:
 
 @contextmanager
 def working_in(directory: Path) -> Iterator[None]:
-    """The current directory is `directory` for the block (what
-    `contextlib.chdir` does from Python 3.11; the tests run on 3.10 too)."""
+    """`contextlib.chdir`, which Python 3.10 lacks."""
     previous = os.getcwd()
     os.chdir(directory)
     try:
