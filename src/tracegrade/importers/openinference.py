@@ -11,10 +11,11 @@ import pickle
 import re
 import tempfile
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 from ..core.errors import quote
 from ..lines import has_lone_surrogate, json_objects, strict_json_loads
@@ -31,40 +32,33 @@ from .common import (
     named,
     read_labels,
 )
-from .model_input import TwoReadings, documents_in
 
-# The OpenInference semantic conventions' attribute names.
-SPAN_KIND = "openinference.span.kind"
-INPUT_VALUE = "input.value"
-OUTPUT_VALUE = "output.value"
-RETRIEVER = "RETRIEVER"
-LLM = "LLM"
-RERANKER = "RERANKER"
-PROMPT = "PROMPT"
-RETRIEVED = "retrieval.documents"
-RERANKED = "reranker.output_documents"
-PROMPT_TEMPLATE = "llm.prompt_template."
-INPUT_MESSAGES = "llm.input_messages."
-OUTPUT_MESSAGES = "llm.output_messages."
-PROMPTS = "llm.prompts"
-INPUT_MIME_TYPE = "input.mime_type"
-JSON_MIME_TYPE = "application/json"
+# The OpenInference semantic conventions' names.
+KIND = "openinference.span.kind"
+RETRIEVER, RERANKER, LLM, PROMPT = "RETRIEVER", "RERANKER", "LLM", "PROMPT"
+INPUT_VALUE, OUTPUT_VALUE = "input.value", "output.value"
+RETRIEVED, RERANKED = "retrieval.documents", "reranker.output_documents"
+PROMPTS, INPUT_MESSAGES = "llm.prompts", "llm.input_messages."
+JSON_MIME = "application/json"
+MODEL_INPUT = "model-input"
+NO_MODEL_INPUT = "no LLM span shows its input"
+NO_CONTENT = "a document with no content that no model input names by id"
 
 _DIGITS = re.compile(r"[+-]?[0-9]+")
 _HEX = re.compile(r"[0-9a-fA-F]+")
-# The widest integer OTLP carries (uint64 times, int64 values); longer
-# digit strings are refused before Python's int() refuses them itself.
-_INTEGER_DIGITS = 20
-_INTEGER_RANGE = (-(2**63), 2**64 - 1)
-TRACE_ID_BYTES = 16
-SPAN_ID_BYTES = 8
+_URL_SAFE = str.maketrans("-_", "+/")
+_MAX_DIGITS = 20  # uint64's; longer is refused before int() refuses it
+_VALUE_KINDS = (
+    *("stringValue", "boolValue", "intValue", "doubleValue"),
+    *("arrayValue", "kvlistValue", "bytesValue"),
+)
 
 Key = str | int
 
 
 @dataclass
 class Span:
-    """One span, its attributes decoded; `order` is its place in the file."""
+    """One span, its attributes decoded, with where it was read."""
 
     trace_id: str
     span_id: str
@@ -75,47 +69,201 @@ class Span:
     where: str
     order: int
     attributes: dict[str, Any]
-    attribute_paths: dict[str, str]
+    paths: dict[str, str]
 
     @property
     def kind(self) -> Any:
-        return self.attributes.get(SPAN_KIND)
+        return self.attributes.get(KIND)
 
 
-@dataclass
-class Trace:
-    trace_id: str
-    spans: list[Span] = field(default_factory=list)
-
-    def ordered(self) -> list[Span]:
-        return sorted(self.spans, key=lambda span: (span.start, span.order))
-
-    def root(self) -> Span | None:
-        roots = [span for span in self.ordered() if span.parent_id is None]
-        return roots[0] if roots else None
-
-
-@dataclass(frozen=True)
-class GoldLine:
+class GoldLine(NamedTuple):
     key: Key
     required: list[str]
     correct: bool | None
     line: int
 
 
-# --- reading the spans -----------------------------------------------------------
-
-
 class _Line:
-    """One line of a JSON Lines file, for refusals naming it."""
+    """One line of a JSON Lines file: its fields read, or refused by path."""
 
     def __init__(self, path: str, number: int) -> None:
-        self.path = path
-        self.number = number
+        self.path, self.number = path, number
 
     def refuse(self, where: str, problem: str) -> InputFileError:
         prefix = f"{where}: " if where else ""
         return InputFileError(self.path, self.number, prefix + problem, field=where)
+
+    def array(self, where: str, value: Any) -> list[Any]:
+        """A repeated field: absent is empty, as protobuf's JSON leaves it out."""
+        if value is not None and type(value) is not list:
+            raise self.refuse(where, f"must be a JSON array, got {quote(value, 80)}")
+        return value or []
+
+    def object(self, where: str, value: Any) -> dict[str, Any]:
+        if type(value) is not dict:
+            raise self.refuse(where, f"must be a JSON object, got {quote(value, 80)}")
+        return value
+
+    def text(self, where: str, value: Any) -> str:
+        if not isinstance(value, str):
+            raise self.refuse(where, f"must be text, got {quote(value, 80)}")
+        if has_lone_surrogate(value):
+            raise self.refuse(
+                where,
+                f"{quote(value, 80)} holds a lone surrogate, which no log can hold",
+            )
+        return value
+
+    def identifier(self, where: str, value: Any, size: int) -> str:
+        """Hex (OTLP JSON) or base64 (protobuf's JSON): their lengths differ,
+        so neither is mistaken for the other."""
+        text = self.text(where, value)
+        decoded = None
+        if len(text) == 2 * size and _HEX.fullmatch(text):
+            decoded = bytes.fromhex(text)  # only hex: fromhex skips spaces
+        elif len(text) == 4 * -(-size // 3):
+            with suppress(binascii.Error, ValueError):
+                decoded = base64.b64decode(text.translate(_URL_SAFE), validate=True)
+        if decoded is None or len(decoded) != size:
+            raise self.refuse(
+                where,
+                f"{quote(text, 80)} is not {'an' if size == 8 else 'a'} {size}-byte "
+                f"id, as {2 * size} hex digits (OTLP JSON) or {4 * -(-size // 3)} "
+                "base64 characters (protobuf's JSON mapping)",
+            )
+        if not any(decoded):
+            raise self.refuse(where, f"{quote(text, 80)} is all zeros, an invalid id")
+        return decoded.hex()
+
+    def integer(self, where: str, value: Any) -> int:
+        """A 64-bit integer, which protobuf's JSON writes as text or a number."""
+        if type(value) is int:
+            number: int | None = value
+        elif isinstance(value, str) and _DIGITS.fullmatch(value):
+            number = int(value) if len(value.lstrip("+-")) <= _MAX_DIGITS else None
+        else:
+            raise self.refuse(where, f"{quote(value, 80)} is not an integer")
+        if number is None or not -(2**63) <= number < 2**64:
+            raise self.refuse(
+                where, f"{quote(value, 80)} is not a 64-bit integer, as OTLP's are"
+            )
+        return number
+
+    def any_value(self, where: str, value: Any) -> Any:
+        """An OTLP AnyValue as Python; None when it holds nothing."""
+        value = self.object(where, value)
+        present = [name for name in _VALUE_KINDS if name in value]
+        if len(present) > 1:
+            problem = "holds " + " and ".join(present) + "; an AnyValue holds one"
+            raise self.refuse(where, problem)
+        if not present:
+            return None
+        kind, inner = present[0], value[present[0]]
+        where = f"{where}.{kind}"
+        if kind == "stringValue":
+            return self.text(where, inner)
+        if kind == "intValue":
+            return self.integer(where, inner)
+        if kind == "boolValue":
+            if type(inner) is not bool:
+                raise self.refuse(where, f"must be true or false, got {quote(inner)}")
+            return inner
+        if kind == "doubleValue":
+            if type(inner) in (int, float):
+                return float(inner)
+            if inner in ("NaN", "Infinity", "-Infinity"):
+                return float(inner.replace("Infinity", "inf"))
+            raise self.refuse(where, f"{quote(inner, 80)} is not a number")
+        if kind == "bytesValue":
+            try:
+                return base64.b64decode(self.text(where, inner), validate=True)
+            except (binascii.Error, ValueError):
+                raise self.refuse(where, f"{quote(inner, 80)} is not base64") from None
+        values = self.array(f"{where}.values", self.object(where, inner).get("values"))
+        if kind == "kvlistValue":
+            return self.attributes(f"{where}.values", values)[0]
+        return [self.any_value(f"{where}.values[{n}]", v) for n, v in enumerate(values)]
+
+    def attributes(
+        self, where: str, items: list[Any]
+    ) -> tuple[dict[str, Any], dict[str, str]]:
+        """Attributes by key, and where each was read; a key given twice is
+        refused (which one counts would be a guess)."""
+        attributes: dict[str, Any] = {}
+        paths: dict[str, str] = {}
+        for position, item in enumerate(items):
+            path = f"{where}[{position}]"
+            pair = self.object(path, item)
+            key = self.text(f"{path}.key", pair.get("key"))
+            if key in attributes:
+                raise self.refuse(
+                    f"{path}.key",
+                    f"attribute {quote(key)} is already given at {paths[key]}",
+                )
+            attributes[key] = self.any_value(f"{path}.value", pair.get("value", {}))
+            paths[key] = path
+        return attributes, paths
+
+    def spans(self, request: Any, order: int) -> list[Span]:
+        """The spans of one ExportTraceServiceRequest, numbered from `order`."""
+        request = self.object("", request)
+        if "resourceSpans" not in request:
+            other = [
+                name for name in ("resourceMetrics", "resourceLogs") if name in request
+            ]
+            raise self.refuse(
+                "",
+                f"holds {other[0]}, not resourceSpans: an export of "
+                f"{'metrics' if other[0] == 'resourceMetrics' else 'logs'}, not traces"
+                if other
+                else "no resourceSpans: not an OTLP JSON trace export "
+                "(ExportTraceServiceRequest)",
+            )
+        found: list[Span] = []
+        for r, resource in enumerate(
+            self.array("resourceSpans", request["resourceSpans"])
+        ):
+            where = f"resourceSpans[{r}]"
+            scopes = self.object(where, resource).get("scopeSpans")
+            for s, scope in enumerate(self.array(f"{where}.scopeSpans", scopes)):
+                at = f"{where}.scopeSpans[{s}]"
+                spans = self.array(f"{at}.spans", self.object(at, scope).get("spans"))
+                for n, span in enumerate(spans):
+                    found.append(
+                        self.span(f"{at}.spans[{n}]", span, order + len(found))
+                    )
+        return found
+
+    def span(self, where: str, span: Any, order: int) -> Span:
+        span = self.object(where, span)
+        items = self.array(f"{where}.attributes", span.get("attributes"))
+        attributes, paths = self.attributes(f"{where}.attributes", items)
+        parent = span.get("parentSpanId", "")
+        read = Span(
+            self.identifier(f"{where}.traceId", span.get("traceId"), 16),
+            self.identifier(f"{where}.spanId", span.get("spanId"), 8),
+            None
+            if parent in ("", None)
+            else self.identifier(f"{where}.parentSpanId", parent, 8),
+            self.text(f"{where}.name", span.get("name", "")),
+            self.integer(
+                f"{where}.startTimeUnixNano", span.get("startTimeUnixNano", 0)
+            ),
+            self.number,
+            where,
+            order,
+            attributes,
+            paths,
+        )
+        kind = read.kind
+        # A retriever missed would read as one that found nothing: refused.
+        upper = kind.upper() if isinstance(kind, str) else None
+        if upper in (RETRIEVER, RERANKER, LLM) and kind != upper:
+            raise self.refuse(
+                paths[KIND],
+                f"span kind {quote(kind)} is not OpenInference's {quote(upper)}",
+            )
+        return read
 
 
 def _json_lines(path: str) -> Iterator[tuple[_Line, dict[str, Any]]]:
@@ -128,589 +276,167 @@ def _json_lines(path: str) -> Iterator[tuple[_Line, dict[str, Any]]]:
         ) from None
 
 
-def _list(line: _Line, where: str, value: Any) -> list[Any]:
-    """A repeated field: absent is empty, as protobuf's JSON leaves it out."""
-    if value is None:
-        return []
-    if type(value) is not list:
-        raise line.refuse(where, f"must be a JSON array, got {quote(value, 80)}")
-    return value
-
-
-def _object(line: _Line, where: str, value: Any) -> dict[str, Any]:
-    if type(value) is not dict:
-        raise line.refuse(where, f"must be a JSON object, got {quote(value, 80)}")
-    return value
-
-
-def _text(line: _Line, where: str, value: Any) -> str:
-    if not isinstance(value, str):
-        raise line.refuse(where, f"must be text, got {quote(value, 80)}")
-    if has_lone_surrogate(value):
-        raise line.refuse(
-            where, f"{quote(value, 80)} holds a lone surrogate, which no log can hold"
-        )
-    return value
-
-
-def _identifier(line: _Line, where: str, value: Any, size: int) -> str:
-    """A trace or span id as lowercase hex: OTLP JSON writes hex, protobuf's
-    JSON mapping base64; their lengths differ, so neither is mistaken for
-    the other."""
-    text = _text(line, where, value)
-    hex_length = 2 * size
-    base64_length = 4 * -(-size // 3)
-    decoded: bytes | None = None
-    if len(text) == hex_length:
-        # Only hex digits: `bytes.fromhex` would skip spaces and merge ids.
-        if _HEX.fullmatch(text):
-            decoded = bytes.fromhex(text)
-    elif len(text) == base64_length:
-        try:
-            decoded = base64.b64decode(
-                text.replace("-", "+").replace("_", "/"), validate=True
-            )
-        except (binascii.Error, ValueError):
-            decoded = None
-        if decoded is not None and len(decoded) != size:
-            decoded = None
-    if decoded is None:
-        raise line.refuse(
-            where,
-            f"{quote(text, 80)} is not {'an' if size == 8 else 'a'} {size}-byte "
-            f"id, as {hex_length} hex "
-            f"digits (OTLP JSON) or {base64_length} base64 characters "
-            "(protobuf's JSON mapping)",
-        )
-    if not any(decoded):
-        raise line.refuse(where, f"{quote(text, 80)} is all zeros, an invalid id")
-    return decoded.hex()
-
-
-def _integer(line: _Line, where: str, value: Any) -> int:
-    """A 64-bit integer, which protobuf's JSON writes as a string or a number."""
-    number: int | None = None
-    if type(value) is int:
-        number = value
-    elif isinstance(value, str) and _DIGITS.fullmatch(value):
-        if len(value.lstrip("+-")) <= _INTEGER_DIGITS:
-            number = int(value)
-    else:
-        raise line.refuse(where, f"{quote(value, 80)} is not an integer")
-    low, high = _INTEGER_RANGE
-    if number is None or not low <= number <= high:
-        raise line.refuse(
-            where, f"{quote(value, 80)} is not a 64-bit integer, as OTLP's are"
-        )
-    return number
-
-
-def _any_value(line: _Line, where: str, value: Any) -> Any:
-    """An OTLP AnyValue as Python: text, int, float, bool, list, dict, bytes,
-    or None when it holds nothing."""
-    value = _object(line, where, value)
-    present = [name for name in _VALUE_KINDS if name in value]
-    if len(present) > 1:
-        raise line.refuse(
-            where, "holds " + " and ".join(present) + "; an AnyValue holds one"
-        )
-    if not present:
-        return None
-    kind = present[0]
-    inner = value[kind]
-    inner_where = f"{where}.{kind}"
-    if kind == "stringValue":
-        return _text(line, inner_where, inner)
-    if kind == "intValue":
-        return _integer(line, inner_where, inner)
-    if kind == "boolValue":
-        if type(inner) is not bool:
-            raise line.refuse(inner_where, f"must be true or false, got {quote(inner)}")
-        return inner
-    if kind == "doubleValue":
-        if isinstance(inner, (int, float)) and type(inner) is not bool:
-            return float(inner)
-        if inner in ("NaN", "Infinity", "-Infinity"):
-            return float(inner.replace("Infinity", "inf"))
-        raise line.refuse(inner_where, f"{quote(inner, 80)} is not a number")
-    if kind == "bytesValue":
-        try:
-            return base64.b64decode(_text(line, inner_where, inner), validate=True)
-        except (binascii.Error, ValueError):
-            raise line.refuse(
-                inner_where, f"{quote(inner, 80)} is not base64"
-            ) from None
-    values = _list(
-        line, f"{inner_where}.values", _object(line, inner_where, inner).get("values")
-    )
-    if kind == "arrayValue":
-        return [
-            _any_value(line, f"{inner_where}.values[{position}]", item)
-            for position, item in enumerate(values)
-        ]
-    pairs, _ = _attributes(line, f"{inner_where}.values", values)
-    return pairs
-
-
-_VALUE_KINDS = (
-    "stringValue",
-    "boolValue",
-    "intValue",
-    "doubleValue",
-    "arrayValue",
-    "kvlistValue",
-    "bytesValue",
-)
-
-
-def _attributes(
-    line: _Line, where: str, items: list[Any]
-) -> tuple[dict[str, Any], dict[str, str]]:
-    """Attributes by key, and the path each was read at; a key given twice
-    is refused (which one counts would be a guess)."""
-    attributes: dict[str, Any] = {}
-    paths: dict[str, str] = {}
-    for position, item in enumerate(items):
-        path = f"{where}[{position}]"
-        pair = _object(line, path, item)
-        key = _text(line, f"{path}.key", pair.get("key"))
-        if key in attributes:
-            raise line.refuse(
-                f"{path}.key",
-                f"attribute {quote(key)} is already given at {paths[key]}",
-            )
-        attributes[key] = _any_value(line, f"{path}.value", pair.get("value", {}))
-        paths[key] = path
-    return attributes, paths
-
-
-def _spans(line: _Line, request: Any, order: int) -> Iterator[Span]:
-    """The spans of one ExportTraceServiceRequest, numbered from `order`."""
-    request = _object(line, "", request)
-    if "resourceSpans" not in request:
-        other = [
-            name for name in ("resourceMetrics", "resourceLogs") if name in request
-        ]
-        problem = (
-            f"holds {other[0]}, not resourceSpans: an export of "
-            f"{'metrics' if other[0] == 'resourceMetrics' else 'logs'}, not traces"
-            if other
-            else "no resourceSpans: not an OTLP JSON trace export "
-            "(ExportTraceServiceRequest)"
-        )
-        raise line.refuse("", problem)
-    for r, resource in enumerate(
-        _list(line, "resourceSpans", request["resourceSpans"])
-    ):
-        r_where = f"resourceSpans[{r}]"
-        resource = _object(line, r_where, resource)
-        for s, scope in enumerate(
-            _list(line, f"{r_where}.scopeSpans", resource.get("scopeSpans"))
-        ):
-            s_where = f"{r_where}.scopeSpans[{s}]"
-            scope = _object(line, s_where, scope)
-            for n, span in enumerate(
-                _list(line, f"{s_where}.spans", scope.get("spans"))
-            ):
-                yield _span(line, f"{s_where}.spans[{n}]", span, order + n)
-
-
-def _span(line: _Line, where: str, span: Any, order: int) -> Span:
-    span = _object(line, where, span)
-    parent = span.get("parentSpanId", "")
-    attributes, paths = _attributes(
-        line,
-        f"{where}.attributes",
-        _list(line, f"{where}.attributes", span.get("attributes")),
-    )
-    return Span(
-        trace_id=_identifier(
-            line, f"{where}.traceId", span.get("traceId"), TRACE_ID_BYTES
-        ),
-        span_id=_identifier(line, f"{where}.spanId", span.get("spanId"), SPAN_ID_BYTES),
-        parent_id=None
-        if parent in ("", None)
-        else _identifier(line, f"{where}.parentSpanId", parent, SPAN_ID_BYTES),
-        name=_text(line, f"{where}.name", span.get("name", "")),
-        start=_integer(
-            line, f"{where}.startTimeUnixNano", span.get("startTimeUnixNano", 0)
-        ),
-        line=line.number,
-        where=where,
-        order=order,
-        attributes=attributes,
-        attribute_paths=paths,
-    )
-
-
 class _Spool:
     """Each trace's spans, pickled a line's worth at a time into an unnamed
-    temporary file as the spans file is read, with where each trace's are."""
+    temporary file, with where each trace's are and its span ids."""
 
     def __init__(self, file: IO[bytes]) -> None:
         self.file = file
         self.places: dict[str, array[int]] = {}
         self.span_ids: dict[str, set[int]] = {}
 
-    def add(self, line: _Line, spans: Iterable[Span]) -> None:
+    def add(self, line: _Line, spans: list[Span]) -> None:
         by_trace: dict[str, list[Span]] = {}
         for span in spans:
             seen = self.span_ids.setdefault(span.trace_id, set())
             if int(span.span_id, 16) in seen:
-                raise self._exported_twice(line, span, by_trace)
+                earlier = [*self.read(span.trace_id), *by_trace.get(span.trace_id, [])]
+                first = next(o for o in earlier if o.span_id == span.span_id)
+                raise line.refuse(
+                    f"{span.where}.spanId",
+                    f"span {quote(span.span_id)} of trace {quote(span.trace_id)} "
+                    f"is already on line {first.line} ({first.where}); a span "
+                    "exported twice",
+                )
             seen.add(int(span.span_id, 16))
             by_trace.setdefault(span.trace_id, []).append(span)
         for trace_id, group in by_trace.items():
             data = pickle.dumps(group, pickle.HIGHEST_PROTOCOL)
-            places = self.places.setdefault(trace_id, array("q"))
-            places.extend((self.file.tell(), len(data)))
+            self.places.setdefault(trace_id, array("q")).extend(
+                (self.file.tell(), len(data))
+            )
             try:
                 self.file.write(data)
             except OSError as error:
                 raise NoTemporarySpace(error, "spans") from None
 
-    def read(self, trace_id: str) -> Trace:
-        trace = Trace(trace_id)
-        places = self.places[trace_id]
-        for position in range(0, len(places), 2):
-            self.file.seek(places[position])
-            trace.spans += pickle.loads(self.file.read(places[position + 1]))
+    def read(self, trace_id: str) -> list[Span]:
+        spans: list[Span] = []
+        places = self.places.get(trace_id, array("q"))
+        for n in range(0, len(places), 2):
+            self.file.seek(places[n])
+            spans += pickle.loads(self.file.read(places[n + 1]))
         self.file.seek(0, 2)
-        return trace
-
-    def _exported_twice(
-        self, line: _Line, span: Span, pending: dict[str, list[Span]]
-    ) -> InputFileError:
-        spans = (
-            [*self.read(span.trace_id).spans] if span.trace_id in self.places else []
-        )
-        spans += pending.get(span.trace_id, [])
-        earlier = next(other for other in spans if other.span_id == span.span_id)
-        return line.refuse(
-            f"{span.where}.spanId",
-            f"span {quote(span.span_id)} of trace {quote(span.trace_id)} "
-            f"is already on line {earlier.line} ({earlier.where}); a "
-            "span exported twice",
-        )
+        return spans
 
 
-def _spool_spans(path: str, spool: _Spool) -> None:
-    """Read and check every span of the file into `spool`."""
-    order = 0
-    for line, request in _json_lines(path):
-        spans = list(_spans(line, request, order))
-        order += len(spans)
-        spool.add(line, spans)
-    if not spool.places:
-        raise InputFileError(
-            path,
-            None,
-            "holds no spans; it should be OTLP JSON, one ExportTraceServiceRequest "
-            "a line",
-        )
+class Trace:
+    """A trace's spans in start order (ties in file order), and its root."""
+
+    def __init__(self, trace_id: str, spans: list[Span]) -> None:
+        self.id = trace_id
+        self.spans = sorted(spans, key=lambda span: (span.start, span.order))
+        self.parents = {span.span_id: span.parent_id for span in self.spans}
+        self.root = next((s for s in self.spans if s.parent_id is None), None)
+
+    def of(self, *kinds: str) -> list[Span]:
+        return [span for span in self.spans if span.kind in kinds]
+
+    def above(self, spans: list[Span]) -> set[str]:
+        """The span ids of every span that `spans` are under."""
+        above: set[str] = set()
+        for span in spans:
+            parent = span.parent_id
+            while parent in self.parents and parent not in above:
+                above.add(parent)
+                parent = self.parents[parent]
+        return above
 
 
 # --- what a trace says -------------------------------------------------------------
 
 
 def _refuse_at(path: str, span: Span, key: str, problem: str) -> InputFileError:
-    where = span.attribute_paths.get(key, span.where)
+    where = span.paths.get(key, span.where)
     return InputFileError(path, span.line, f"{where}: {problem}", field=where)
 
 
-def _kind(path: str, span: Span) -> Any:
-    """The span's OpenInference kind; "retriever", "Reranker" or "Llm" is
-    refused, not skipped, since a retriever missed would read as one that
-    found nothing."""
-    kind = span.kind
-    if (
-        isinstance(kind, str)
-        and kind.upper() in (RETRIEVER, RERANKER, LLM)
-        and kind != kind.upper()
-    ):
-        raise _refuse_at(
-            path,
-            span,
-            SPAN_KIND,
-            f"span kind {quote(kind)} is not OpenInference's {quote(kind.upper())}",
-        )
-    return kind
-
-
-def _context(path: str, trace: Trace, in_metadata: str | None) -> list[str] | None:
-    """The documents the trace's RETRIEVER spans returned, in order; None
-    when it has no RETRIEVER span, so the context was never recorded (an
-    empty one would say the retriever found nothing)."""
-    retrievers = [span for span in trace.ordered() if _kind(path, span) == RETRIEVER]
-    if not retrievers:
-        return None
-    return [
-        document
-        for span in retrievers
-        for document, _ in _document_fields(path, span, RETRIEVED, in_metadata)
-    ]
-
-
-def _post_order(path: str, trace: Trace) -> list[Span]:
-    """The spans as their outputs were ready: a span after the spans under
-    it, siblings in start order (ties in file order)."""
-    spans = trace.ordered()
-    known = {span.span_id for span in spans}
-    children: dict[str | None, list[Span]] = {}
-    for span in spans:
-        parent = span.parent_id if span.parent_id in known else None
-        children.setdefault(parent, []).append(span)
-    order: list[Span] = []
-    stack = [(span, False) for span in reversed(children.get(None, []))]
-    while stack:
-        span, below_done = stack.pop()
-        if below_done:
-            order.append(span)
-            continue
-        stack.append((span, True))
-        stack += [(child, False) for child in reversed(children.get(span.span_id, []))]
-    if len(order) != len(spans):
-        lost = next(span for span in spans if span not in order)
-        raise InputFileError(
-            path,
-            lost.line,
-            f"{lost.where}: span {quote(lost.span_id)} of trace "
-            f"{quote(trace.trace_id)} is its own ancestor (its parents loop)",
-            field=lost.where,
-        )
-    return order
-
-
-def _above(trace: Trace, spans: Iterable[Span]) -> set[str]:
-    """The span ids of every span that `spans` are under."""
-    parents = {span.span_id: span.parent_id for span in trace.spans}
-    above: set[str] = set()
-    for span in spans:
-        parent = span.parent_id
-        while parent is not None and parent in parents and parent not in above:
-            above.add(parent)
-            parent = parents[parent]
-    return above
-
-
-@dataclass
-class _Steps:
-    """A trace's steps, and each document's contents as its spans give them
-    (None where a span gives none)."""
-
-    steps: list[dict[str, Any]]
-    contents: dict[str, set[str | None]]
-
-
-def _steps(path: str, trace: Trace, in_metadata: str | None) -> _Steps:
-    """RETRIEVER and RERANKER spans as steps, in the order their outputs were
-    ready; a retriever over no step fans in; a step wrapping one of its kind
-    with the same or no documents is that step traced twice (LlamaIndex)."""
-    order = _post_order(path, trace)
-    kinds = {span.span_id: _kind(path, span) for span in order}
-    spans = [span for span in order if kinds[span.span_id] in (RETRIEVER, RERANKER)]
-    wrapping = _above(trace, spans)
-    steps: list[dict[str, Any]] = []
-    contents: dict[str, set[str | None]] = {}
-    unread: list[str] = []
-    counts: dict[str, int] = {}
-    previous: tuple[Span, list[str]] | None = None
-    for span in spans:
-        kind = kinds[span.span_id]
-        listed = RETRIEVED if kind == RETRIEVER else RERANKED
-        fields = _document_fields(path, span, listed, in_metadata)
-        for document, content in fields:
-            contents.setdefault(document, set()).add(content)
-        ids = [document for document, _ in fields]
-        if (
-            previous is not None
-            and previous[0].kind == kind
-            and previous[1] in (ids, [])
-            and span.span_id in _above(trace, [previous[0]])
-        ):
-            previous = (span, ids)
-            steps[-1]["ids"] = ids
-            continue
-        previous = (span, ids)
-        counts[kind] = counts.get(kind, 0) + 1
-        name = kind.lower() + ("" if counts[kind] == 1 else f"-{counts[kind]}")
-        if kind == RETRIEVER and span.span_id not in wrapping:
-            inputs, unread = [], [*unread, name]
-        else:
-            inputs, unread = unread, [name]
-        step: dict[str, Any] = {"name": name, "ids": ids}
-        if inputs != [last["name"] for last in steps[-1:]]:
-            step["inputs"] = inputs
-        steps.append(step)
-    return _Steps(steps, contents)
-
-
-def _builds_prompt(span: Span) -> bool:
-    """An LLM span that renders a template (Haystack's PromptBuilder): its
-    output is the prompt, its input every document offered to it."""
-    return any(key.startswith(PROMPT_TEMPLATE) for key in span.attributes)
-
-
-def _model_input(path: str, trace: Trace) -> list[str]:
-    """The texts the trace shows a model received: each LLM span's input
-    messages or prompts (else its input.value), a prompt builder's output."""
-    texts: list[str] = []
-    for span in trace.ordered():
-        if _kind(path, span) != LLM:
-            continue
-        if _builds_prompt(span):
-            texts += _texts(path, span, OUTPUT_VALUE)
-            continue
-        given = [
-            text
-            for key in span.attributes
-            if key == PROMPTS
-            or (
-                key.startswith((INPUT_MESSAGES, PROMPTS + "."))
-                and key.endswith((".content", ".text"))
-            )
-            for text in _texts(path, span, key)
-        ]
-        texts += given or _json_texts(path, span)
-    return texts
+def _text(path: str, span: Span, key: str) -> str | None:
+    value = span.attributes.get(key)
+    if value is not None and not isinstance(value, str):
+        raise _refuse_at(path, span, key, f"{key} must be text, got {quote(value, 80)}")
+    return value
 
 
 def _texts(path: str, span: Span, key: str) -> list[str]:
     """An attribute that holds text, or an array of texts, as a list."""
     value = span.attributes.get(key)
-    if value is None:
-        return []
     if type(value) is list and all(isinstance(item, str) for item in value):
         return value
-    if not isinstance(value, str):
+    if value is not None and not isinstance(value, str):
         raise _refuse_at(
             path, span, key, f"{key} must be text or texts, got {quote(value, 80)}"
         )
-    return [value]
+    return [] if value is None else [value]
 
 
-def _json_texts(path: str, span: Span) -> list[str]:
-    """The span's input.value; when JSON, the texts in it, as a model
-    would read them unescaped."""
-    texts = _texts(path, span, INPUT_VALUE)
-    if not texts or span.attributes.get(INPUT_MIME_TYPE) != JSON_MIME_TYPE:
-        return texts
-    try:
-        pending = [strict_json_loads(texts[0])]
-    except ValueError:
-        return texts
-    found: list[str] = []
-    while pending:
-        value = pending.pop()
-        if isinstance(value, str):
-            found.append(value)
-        elif isinstance(value, dict):
-            pending += reversed(list(value.values()))
-        elif isinstance(value, list):
-            pending += reversed(value)
-    return found
+def _document_id(path: str, span: Span, key: str, value: Any) -> str:
+    if type(value) is int:
+        return str(value)
+    if not isinstance(value, str):
+        problem = f"document id {quote(value, 80)} is neither text nor an integer"
+        raise _refuse_at(path, span, key, problem)
+    if has_lone_surrogate(value):
+        problem = "holds a lone surrogate, which no log can hold"
+        raise _refuse_at(path, span, key, f"document id {quote(value, 80)} {problem}")
+    return value
 
 
-def _untyped(
-    path: str, trace: Trace, contents: dict[str, set[str | None]]
-) -> list[str]:
-    """Untyped spans whose output holds a document's content and that wrap no
-    typed span: a ranker the instrumentor typed CHAIN, which no step reads."""
-    marks = {content for texts in contents.values() for content in texts if content}
-    marks |= {json.dumps(mark, ensure_ascii=False)[1:-1] for mark in marks}
-    if not marks:
-        return []
-    holding, typed = [], []
-    for span in trace.ordered():
-        kind = _kind(path, span)
-        if kind in (RETRIEVER, RERANKER, LLM, PROMPT):
-            typed.append(span)
-            continue
-        output = span.attributes.get(OUTPUT_VALUE)
-        if isinstance(output, str) and any(mark in output for mark in marks):
-            holding.append(span)
-    above = _above(trace, [*holding, *typed])
-    return [span.name for span in holding if span.span_id not in above]
-
-
-def _document_fields(
-    path: str, span: Span, documents: str, in_metadata: str | None
+def _documents(
+    path: str, span: Span, name: str, in_metadata: str | None
 ) -> list[tuple[str, str | None]]:
-    """The ids and contents of the span's `documents`, flattened into
-    `documents.N.document.*` attributes or one array attribute, not both."""
-    if documents in span.attributes:
-        if any(key.startswith(f"{documents}.") for key in span.attributes):
+    """The ids and contents of the span's documents, flattened into
+    `name.N.document.*` attributes or one array attribute, not both."""
+    attributes = span.attributes
+    if name in attributes:
+        if any(key.startswith(f"{name}.") for key in attributes):
             raise _refuse_at(
                 path,
                 span,
-                documents,
+                name,
                 f"{span.kind} span {quote(span.span_id)} gives its documents twice: "
-                f"as {documents} and as {documents}.N.document.* attributes",
+                f"as {name} and as {name}.N.document.* attributes",
             )
-        return _document_list(path, span, documents)
-    return [
-        (
-            _flat_document_id(path, span, documents, index, keys, in_metadata),
-            (
-                None
-                if "content" not in keys
-                else _span_text(path, span, keys["content"])
-            ),
-        )
-        for index, keys in _flattened(path, span, documents)
-    ]
-
-
-def _flattened(
-    path: str, span: Span, documents: str
-) -> list[tuple[int, dict[str, str]]]:
-    """Each flattened document's index and its fields' attribute keys."""
-    prefix = f"{documents}."
-    pattern = re.compile(re.escape(prefix) + r"(0|[1-9][0-9]*)\.document\.(.+)")
-    found_documents: dict[int, dict[str, str]] = {}
-    for key in span.attributes:
-        if not key.startswith(prefix):
-            continue
+        return _document_list(path, span, name)
+    pattern = re.compile(re.escape(name) + r"\.(0|[1-9][0-9]*)\.document\.(.+)")
+    fields: dict[int, dict[str, str]] = {}
+    for key in attributes:
         found = pattern.fullmatch(key)
-        if found is None or len(found.group(1)) > _INTEGER_DIGITS:
+        if key.startswith(f"{name}.") and (
+            found is None or len(found[1]) > _MAX_DIGITS
+        ):
             raise _refuse_at(
                 path,
                 span,
                 key,
-                f"attribute {quote(key)} is not {documents}.N.document.FIELD, N "
+                f"attribute {quote(key)} is not {name}.N.document.FIELD, N "
                 "an index without leading zeros",
             )
-        found_documents.setdefault(int(found.group(1)), {})[found.group(2)] = key
-    return sorted(found_documents.items())
-
-
-def _flat_document_id(
-    path: str,
-    span: Span,
-    documents: str,
-    index: int,
-    keys: dict[str, str],
-    in_metadata: str | None,
-) -> str:
-    """Its document.id, else the id its metadata holds as `in_metadata`."""
-    if "id" in keys:
-        return _document_id(path, span, keys["id"], span.attributes[keys["id"]])
-    if in_metadata is not None and "metadata" in keys:
-        return _metadata_id(path, span, keys["metadata"], in_metadata)
-    raise _refuse_at(
-        path,
-        span,
-        next(iter(keys.values())),
-        f"document {index} of {span.kind} span {quote(span.span_id)} "
-        f"has no {documents}.{index}.document.id, so what it returned is "
-        "unknown (--id-in-metadata KEY reads it from its metadata)",
-    )
+        if found is not None:
+            fields.setdefault(int(found[1]), {})[found[2]] = key
+    documents = []
+    for index, keys in sorted(fields.items()):
+        if "id" in keys:
+            document = _document_id(path, span, keys["id"], attributes[keys["id"]])
+        elif in_metadata is not None and "metadata" in keys:
+            document = _metadata_id(path, span, keys["metadata"], in_metadata)
+        else:
+            raise _refuse_at(
+                path,
+                span,
+                next(iter(keys.values())),
+                f"document {index} of {span.kind} span {quote(span.span_id)} "
+                f"has no {name}.{index}.document.id, so what it returned is "
+                "unknown (--id-in-metadata KEY reads it from its metadata)",
+            )
+        content = None if "content" not in keys else _text(path, span, keys["content"])
+        documents.append((document, content))
+    return documents
 
 
 def _metadata_id(path: str, span: Span, key: str, name: str) -> str:
     """The id a document's metadata (a JSON object, or its text) holds as
-    `name`: LangChain's instrumentor records a document's metadata, not
-    its id."""
+    `name`: LangChain's instrumentor records no document.id."""
     value = span.attributes[key]
     if isinstance(value, str):
         try:
@@ -728,93 +454,278 @@ def _metadata_id(path: str, span: Span, key: str, name: str) -> str:
     return _document_id(path, span, key, value[name])
 
 
-def _document_list(
-    path: str, span: Span, documents: str
-) -> list[tuple[str, str | None]]:
-    """The ids of a list of documents given as one attribute: an array of
-    objects, each holding `document.id`, or a JSON text of one."""
-    value = span.attributes[documents]
+def _document_list(path: str, span: Span, name: str) -> list[tuple[str, str | None]]:
+    """Documents given as one attribute: an array of objects, each holding
+    `document.id`, or a JSON text of one."""
+    value = span.attributes[name]
     form = (
-        f"{documents} must be an array of objects each holding document.id "
+        f"{name} must be an array of objects each holding document.id "
         "(or a JSON text of one)"
     )
     if isinstance(value, str):
         try:
             value = strict_json_loads(value)
         except ValueError as error:
-            raise _refuse_at(
-                path, span, documents, f"{form}; its text is not JSON ({error})"
-            ) from None
+            problem = f"{form}; its text is not JSON ({error})"
+            raise _refuse_at(path, span, name, problem) from None
     if type(value) is not list:
-        raise _refuse_at(path, span, documents, f"{form}, got {quote(value, 80)}")
-    ids: list[tuple[str, str | None]] = []
+        raise _refuse_at(path, span, name, f"{form}, got {quote(value, 80)}")
+    documents = []
     for index, document in enumerate(value):
         if type(document) is not dict or "document.id" not in document:
             raise _refuse_at(
                 path,
                 span,
-                documents,
+                name,
                 f"{form}; document {index} is {quote(document, 80)}, so what "
                 "the span returned is unknown",
             )
         content = document.get("document.content")
-        ids.append(
+        documents.append(
             (
-                _document_id(path, span, documents, document["document.id"]),
+                _document_id(path, span, name, document["document.id"]),
                 content if isinstance(content, str) else None,
             )
         )
-    return ids
+    return documents
 
 
-def _document_id(path: str, span: Span, key: str, value: Any) -> str:
-    if type(value) is int:
-        return str(value)
-    if isinstance(value, str):
-        if has_lone_surrogate(value):
-            raise _refuse_at(
-                path,
-                span,
-                key,
-                f"document id {quote(value, 80)} holds a lone "
-                "surrogate, which no log can hold",
+def _post_order(path: str, trace: Trace) -> list[Span]:
+    """The spans as their outputs were ready: a span after the spans under
+    it, siblings in start order (ties in file order)."""
+    children: dict[str | None, list[Span]] = {}
+    for span in trace.spans:
+        parent = span.parent_id if span.parent_id in trace.parents else None
+        children.setdefault(parent, []).append(span)
+    order: list[Span] = []
+    stack = [(span, False) for span in reversed(children.get(None, []))]
+    while stack:
+        span, below_done = stack.pop()
+        if below_done:
+            order.append(span)
+            continue
+        stack.append((span, True))
+        stack += [(child, False) for child in reversed(children.get(span.span_id, []))]
+    if len(order) != len(trace.spans):
+        lost = next(span for span in trace.spans if span not in order)
+        raise InputFileError(
+            path,
+            lost.line,
+            f"{lost.where}: span {quote(lost.span_id)} of trace "
+            f"{quote(trace.id)} is its own ancestor (its parents loop)",
+            field=lost.where,
+        )
+    return order
+
+
+def _steps(
+    path: str, trace: Trace, documents: dict[str, list[tuple[str, str | None]]]
+) -> list[dict[str, Any]]:
+    """RETRIEVER and RERANKER spans as steps, as their outputs were ready; a
+    retriever over no step fans in; a step wrapping one of its kind with the
+    same or no documents is that step traced twice (LlamaIndex)."""
+    spans = [s for s in _post_order(path, trace) if s.kind in (RETRIEVER, RERANKER)]
+    wrapping = trace.above(spans)
+    steps: list[dict[str, Any]] = []
+    unread: list[str] = []
+    counts: dict[str, int] = {}
+    previous: tuple[Span, list[str]] | None = None
+    for span in spans:
+        ids = [document for document, _ in documents[span.span_id]]
+        if (
+            previous is not None
+            and previous[0].kind == span.kind
+            and previous[1] in (ids, [])
+            and span.span_id in trace.above([previous[0]])
+        ):
+            previous = (span, ids)
+            steps[-1]["ids"] = ids
+            continue
+        previous = (span, ids)
+        counts[span.kind] = count = counts.get(span.kind, 0) + 1
+        name = span.kind.lower() + ("" if count == 1 else f"-{count}")
+        if span.kind == RETRIEVER and span.span_id not in wrapping:
+            inputs, unread = [], [*unread, name]
+        else:
+            inputs, unread = unread, [name]
+        step: dict[str, Any] = {"name": name, "ids": ids}
+        if inputs != [last["name"] for last in steps[-1:]]:
+            step["inputs"] = inputs
+        steps.append(step)
+    return steps
+
+
+def _builds_prompt(span: Span) -> bool:
+    """An LLM span that renders a template (Haystack's PromptBuilder): its
+    output is the prompt, its input every document offered to it."""
+    return any(key.startswith("llm.prompt_template.") for key in span.attributes)
+
+
+def _model_input(path: str, trace: Trace) -> list[str]:
+    """The texts the trace shows a model received: each LLM span's input
+    messages or prompts (else its input.value), a prompt builder's output."""
+    texts: list[str] = []
+    for span in trace.of(LLM):
+        if _builds_prompt(span):
+            texts += _texts(path, span, OUTPUT_VALUE)
+            continue
+        given = [
+            text
+            for key in span.attributes
+            if key == PROMPTS
+            or (
+                key.startswith((INPUT_MESSAGES, PROMPTS + "."))
+                and key.endswith((".content", ".text"))
             )
-        return value
-    raise _refuse_at(
-        path,
-        span,
-        key,
-        f"document id {quote(value, 80)} is neither text nor an integer",
-    )
+            for text in _texts(path, span, key)
+        ]
+        texts += given or _json_texts(path, span)
+    return texts
 
 
-def _span_text(path: str, span: Span, key: str) -> str | None:
-    value = span.attributes.get(key)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise _refuse_at(path, span, key, f"{key} must be text, got {quote(value, 80)}")
-    return value
+def _json_texts(path: str, span: Span) -> list[str]:
+    """The span's input.value; when JSON, the texts in it, as a model would
+    read them unescaped."""
+    texts = _texts(path, span, INPUT_VALUE)
+    if not texts or span.attributes.get("input.mime_type") != JSON_MIME:
+        return texts
+    try:
+        pending = [strict_json_loads(texts[0])]
+    except ValueError:
+        return texts
+    found: list[str] = []
+    while pending:
+        value = pending.pop()
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, dict | list):
+            pending += reversed(
+                list(value.values() if isinstance(value, dict) else value)
+            )
+    return found
+
+
+class _TwoReadings(Exception):
+    """A model input that two readings would give different documents."""
+
+
+def documents_in(texts: Sequence[str], contents: Mapping[str, list[str]]) -> list[str]:
+    """The documents (keys of `contents`) the texts hold, by id as a whole
+    word or by content no other document has, in the order first shown."""
+    owners: dict[str, list[str]] = {}
+    for document, texts_of in contents.items():
+        for content in texts_of:
+            owners.setdefault(content, []).append(document)
+    marks = [(document, document, True) for document in contents]
+    marks += [(c, owned[0], False) for c, owned in owners.items() if len(owned) == 1]
+    seen = [
+        (number, *place, document, by_id)
+        for number, text in enumerate(texts)
+        for mark, document, by_id in marks
+        for place in _occurrences(text, mark, by_id)
+    ]
+    found: dict[str, tuple[int, int]] = {}
+    inside: dict[str, tuple[Any, ...]] = {}
+    for (number, start, _, document, _), cover in _covers(seen):
+        if cover is None:
+            found[document] = min(found.get(document, (number, start)), (number, start))
+        else:
+            inside.setdefault(document, cover)
+    for document, cover in inside.items():
+        if document not in found:
+            raise _TwoReadings(
+                f"document {quote(document)} shows in the model's input only "
+                f"inside document {quote(cover[3])}'s "
+                f"{'id' if cover[4] else 'content'}, so whether it reached "
+                "the model has two readings"
+            )
+    for content, documents in owners.items():
+        if (
+            len(documents) > 1
+            and not any(document in found for document in documents)
+            and any(content in text for text in texts)
+        ):
+            raise _TwoReadings(
+                f"documents {' and '.join(quote(d) for d in documents[:2])} have the "
+                "same content, which the model's input holds, and neither id shows "
+                "there: which reached the model has two readings"
+            )
+    return sorted(found, key=found.__getitem__)
+
+
+def _occurrences(text: str, mark: str, by_id: bool) -> Iterator[tuple[int, int]]:
+    """Where `mark` occurs in `text`; an id only as a whole word."""
+    start = text.find(mark)
+    while start >= 0:
+        end = start + len(mark)
+        if not by_id or not (
+            text[start - 1 : start].isalnum() or text[end : end + 1].isalnum()
+        ):
+            yield start, end
+        start = text.find(mark, start + 1)
+
+
+def _covers(seen: list[tuple[Any, ...]]) -> list[tuple[tuple[Any, ...], Any]]:
+    """Each occurrence (text, start, end, document, by_id) with another
+    document's longer one holding it, if any: a sweep by start, keeping the
+    two furthest-reaching documents."""
+    seen.sort(key=lambda item: (item[0], item[1], -item[2]))
+    covers = []
+    reaching: list[tuple[Any, ...]] = []
+    for occurrence in seen:
+        text, start, end, document, _ = occurrence
+        if reaching and reaching[0][0] != text:
+            reaching = []
+        cover = next(
+            (
+                other
+                for other in reaching
+                if other[3] != document
+                and end <= other[2]
+                and other[2] - other[1] > end - start
+            ),
+            None,
+        )
+        covers.append((occurrence, cover))
+        furthest = {other[3]: other for other in reaching}
+        if document not in furthest or end > furthest[document][2]:
+            furthest[document] = occurrence
+        reaching = sorted(furthest.values(), key=lambda item: -item[2])[:2]
+    return covers
+
+
+def _untyped(trace: Trace, contents: dict[str, set[str | None]]) -> list[str]:
+    """Untyped spans whose output holds a document's content and that wrap no
+    typed span: a ranker the instrumentor typed CHAIN, which no step reads."""
+    marks = {content for texts in contents.values() for content in texts if content}
+    marks |= {json.dumps(mark, ensure_ascii=False)[1:-1] for mark in marks}
+    if not marks:
+        return []
+    typed = trace.of(RETRIEVER, RERANKER, LLM, PROMPT)
+    holding = [
+        span
+        for span in trace.spans
+        if span.kind not in (RETRIEVER, RERANKER, LLM, PROMPT)
+        and isinstance(output := span.attributes.get(OUTPUT_VALUE), str)
+        and any(mark in output for mark in marks)
+    ]
+    above = trace.above([*holding, *typed])
+    return [span.name for span in holding if span.span_id not in above]
 
 
 def _answer(path: str, trace: Trace) -> str | None:
     """What the last model returned: its output messages, else its
     output.value; None when no LLM span (prompt builders aside) says."""
-    models = [
-        span
-        for span in trace.ordered()
-        if _kind(path, span) == LLM and not _builds_prompt(span)
-    ]
-    for span in reversed(models):
+    for span in reversed(trace.of(LLM)):
+        if _builds_prompt(span):
+            continue
         said = [
             text
             for key in span.attributes
-            if key.startswith(OUTPUT_MESSAGES) and key.endswith(".content")
+            if key.startswith("llm.output_messages.") and key.endswith(".content")
             for text in _texts(path, span, key)
         ]
-        if said:
-            return "\n".join(said)
-        answer = _span_text(path, span, OUTPUT_VALUE)
+        answer = "\n".join(said) if said else _text(path, span, OUTPUT_VALUE)
         if answer is not None:
             return answer
     return None
@@ -823,17 +734,18 @@ def _answer(path: str, trace: Trace) -> str | None:
 def _question(path: str, trace: Trace) -> str | None:
     """The user's text: the root's input.value unless JSON, else the first
     retriever's (its `query` where JSON), else the root's as it is."""
-    root = trace.root()
-    if root is None:
-        return None
-    question = _span_text(path, root, INPUT_VALUE)
-    if question is None or root.attributes.get(INPUT_MIME_TYPE) != JSON_MIME_TYPE:
+    root, retrievers = trace.root, trace.of(RETRIEVER)
+    question = None if root is None else _text(path, root, INPUT_VALUE)
+    if (
+        question is None
+        or root is None
+        or root.attributes.get("input.mime_type") != JSON_MIME
+    ):
         return question
-    retrievers = [span for span in trace.ordered() if _kind(path, span) == RETRIEVER]
-    text = None if not retrievers else _span_text(path, retrievers[0], INPUT_VALUE)
+    text = None if not retrievers else _text(path, retrievers[0], INPUT_VALUE)
     if text is None:
         return question
-    if retrievers[0].attributes.get(INPUT_MIME_TYPE) != JSON_MIME_TYPE:
+    if retrievers[0].attributes.get("input.mime_type") != JSON_MIME:
         return text
     try:
         arguments = strict_json_loads(text)
@@ -846,11 +758,9 @@ def _question(path: str, trace: Trace) -> str | None:
 def _key(path: str, trace: Trace, name: str) -> Key | None:
     """The trace's value of attribute `name`: the root's, else the one value
     its other spans agree on."""
-    root = trace.root()
-    spans = trace.ordered()
-    if root is not None and name in root.attributes:
-        spans = [root]
-    found: dict[Any, Span] = {}
+    root = trace.root
+    spans = [root] if root is not None and name in root.attributes else trace.spans
+    found: dict[tuple[type, Key], Span] = {}
     for span in spans:
         if name not in span.attributes:
             continue
@@ -864,22 +774,17 @@ def _key(path: str, trace: Trace, name: str) -> Key | None:
             )
         found.setdefault((type(value), value), span)
     if len(found) > 1:
-        (first, first_span), (second, second_span) = list(found.items())[:2]
+        (first, one), (second, other) = list(found.items())[:2]
         raise InputFileError(
             path,
-            second_span.line,
-            f"trace {quote(trace.trace_id)} has {len(found)} values for key "
+            other.line,
+            f"trace {quote(trace.id)} has {len(found)} values for key "
             f"{quote(name)} and no root span holding one: {quote(first[1])} "
-            f"(line {first_span.line}, {first_span.where}) and "
-            f"{quote(second[1])} ({second_span.where}); which one the trace "
-            "answers would be a guess",
+            f"(line {one.line}, {one.where}) and {quote(second[1])} "
+            f"({other.where}); which one the trace answers would be a guess",
             field=name,
         )
-    if not found:
-        return None
-    ((_, value),) = found
-    key: Key = value
-    return key
+    return next(iter(found))[1] if found else None
 
 
 # --- the gold file -------------------------------------------------------------
@@ -890,7 +795,6 @@ def read_gold(path: str | Path) -> dict[tuple[type, Key], GoldLine]:
     path = str(path)
     gold: dict[tuple[type, Key], GoldLine] = {}
     for line, value in _json_lines(path):
-        value = _object(line, "", value)
         if "key" not in value:
             raise line.refuse(
                 "key",
@@ -901,27 +805,26 @@ def read_gold(path: str | Path) -> dict[tuple[type, Key], GoldLine]:
         if type(key) is not int and not isinstance(key, str):
             raise line.refuse("key", f"{quote(key, 80)} is neither text nor an integer")
         if isinstance(key, str):
-            _text(line, "key", key)
+            line.text("key", key)
         required = value.get("required")
         if type(required) is not list:
             raise line.refuse(
                 "required", f"must be a list of document ids, got {quote(required, 80)}"
             )
         for position, item in enumerate(required):
-            _text(line, f"required[{position}]", item)
+            line.text(f"required[{position}]", item)
         correct = value.get("correct")
         if correct is not None and type(correct) is not bool:
             raise line.refuse(
                 "correct", f"must be true, false or absent, got {quote(correct, 80)}"
             )
-        typed = (type(key), key)
-        if typed in gold:
+        if (type(key), key) in gold:
             raise line.refuse(
                 "key",
-                f"key {quote(key)} is already on line {gold[typed].line}; one gold "
-                "line per key",
+                f"key {quote(key)} is already on line {gold[type(key), key].line}; "
+                "one gold line per key",
             )
-        gold[typed] = GoldLine(key, list(required), correct, line.number)
+        gold[type(key), key] = GoldLine(key, required, correct, line.number)
     if not gold:
         raise InputFileError(
             path,
@@ -980,17 +883,12 @@ class OpenInferenceNotes:
             )
         if self.unused_gold:
             unused = self.unused_gold
-            verb = "matches" if len(unused) == 1 else "match"
             said.append(
-                f"{counted(len(unused), 'gold line')} of {gold} {verb} no trace: "
+                f"{counted(len(unused), 'gold line')} of {gold} "
+                f"{'matches' if len(unused) == 1 else 'match'} no trace: "
                 + listed(unused, lambda line: f"{quote(line.key)} (line {line.line})")
             )
         return said
-
-
-MODEL_INPUT = "model-input"
-NO_MODEL_INPUT = "no LLM span shows its input"
-NO_CONTENT = "a document with no content that no model input names by id"
 
 
 @dataclass(frozen=True)
@@ -1030,7 +928,18 @@ def stream_openinference(
         raise NoTemporarySpace(error, "spans") from None
     with spool_file:
         spool = _Spool(spool_file)
-        _spool_spans(path, spool)
+        order = 0
+        for line, request in _json_lines(path):
+            spans = line.spans(request, order)
+            order += len(spans)
+            spool.add(line, spans)
+        if not spool.places:
+            raise InputFileError(
+                path,
+                None,
+                "holds no spans; it should be OTLP JSON, one "
+                "ExportTraceServiceRequest a line",
+            )
         gold = read_gold(gold_path)
         labels = None if labels_path is None else read_labels(labels_path)
         yield from _records(path, spool, gold, str(gold_path), rules, labels, notes)
@@ -1048,7 +957,7 @@ def _records(
     used: set[tuple[type, Key]] = set()
     traces_by_id: dict[str, str] = {}
     for trace_id in spool.places:
-        trace = spool.read(trace_id)
+        trace = Trace(trace_id, spool.read(trace_id))
         value = _key(path, trace, rules.key)
         line = None if value is None else gold.get((type(value), value))
         sample_id = _sample_id(path, trace, rules, value)
@@ -1065,7 +974,7 @@ def _records(
         else:
             used.add((type(line.key), line.key))
             record["required"] = list(line.required)
-        context, steps = _trace_context(path, trace, rules, notes)
+        context, steps = _context(path, trace, rules, notes)
         fields = {
             "context": context,
             "steps": steps,
@@ -1073,57 +982,69 @@ def _records(
             "question": _question(path, trace),
             "answer": _answer(path, trace),
         }
-        record.update(
-            (name, value) for name, value in fields.items() if value is not None
-        )
+        record.update((name, v) for name, v in fields.items() if v is not None)
         yield {"id": sample_id, "input": record}
     notes.unused_gold += [line for typed, line in gold.items() if typed not in used]
     if labels is not None:
         check_labels_name_records(labels, traces_by_id, "record", path)
     if notes.unmatched and not rules.allow_unmatched:
         raise UnmatchedTraces(
-            _unmatched_message(notes, rules.key, gold_path, len(traces_by_id))
+            _unmatched_message(notes.unmatched, rules.key, gold_path, len(traces_by_id))
         )
 
 
-def _trace_context(
+def _context(
     path: str, trace: Trace, rules: ImportRules, notes: OpenInferenceNotes
 ) -> tuple[list[str] | None, list[dict[str, Any]] | None]:
-    """The trace's context and steps by `rules.context`."""
-    retrieved = _context(path, trace, rules.id_in_metadata)
-    if retrieved is None:
-        notes.unretrieved.append(trace.trace_id)
+    """The documents that reached the model, and the steps; a trace that
+    cannot show them takes its last step's output, and a note says why."""
+    if not trace.of(RETRIEVER):
+        # Never recorded: an empty context would blame the retriever.
+        notes.unretrieved.append(trace.id)
         return None, None
-    found = _steps(path, trace, rules.id_in_metadata)
-    for name in dict.fromkeys(_untyped(path, trace, found.contents)):
+    documents = {
+        span.span_id: _documents(
+            path,
+            span,
+            RETRIEVED if span.kind == RETRIEVER else RERANKED,
+            rules.id_in_metadata,
+        )
+        for span in trace.of(RETRIEVER, RERANKER)
+    }
+    steps = _steps(path, trace, documents)
+    contents: dict[str, set[str | None]] = {}
+    for fields in documents.values():
+        for document, content in fields:
+            contents.setdefault(document, set()).add(content)
+    for name in dict.fromkeys(_untyped(trace, contents)):
         notes.untyped[name] = notes.untyped.get(name, 0) + 1
     if rules.context == MODEL_INPUT:
-        context = _model_context(path, trace, found)
+        context = _model_context(path, trace, contents)
         if isinstance(context, list):
-            return context, found.steps
-        notes.last_step.append((trace.trace_id, context))
-    if not any(step["name"].startswith("reranker") for step in found.steps):
-        return retrieved, None
-    return list(found.steps[-1]["ids"]), found.steps
+            return context, steps
+        notes.last_step.append((trace.id, context))
+    if any(step["name"].startswith("reranker") for step in steps):
+        return list(steps[-1]["ids"]), steps
+    retrieved = [d for s in trace.of(RETRIEVER) for d, _ in documents[s.span_id]]
+    return retrieved, None
 
 
-def _model_context(path: str, trace: Trace, found: _Steps) -> list[str] | str:
+def _model_context(
+    path: str, trace: Trace, contents: dict[str, set[str | None]]
+) -> list[str] | str:
     """The documents the trace's model input shows, or why it cannot say."""
     texts = _model_input(path, trace)
     if not texts:
         return NO_MODEL_INPUT
-    contents = {
-        document: [text for text in texts_of if text]
-        for document, texts_of in found.contents.items()
-    }
+    known = {document: [t for t in found if t] for document, found in contents.items()}
     try:
-        context = documents_in(texts, contents)
-    except TwoReadings as error:
+        context = documents_in(texts, known)
+    except _TwoReadings as error:
         raise ImportRefused(
-            f"{path}: trace {quote(trace.trace_id)}: {error}; "
+            f"{path}: trace {quote(trace.id)}: {error}; "
             "--context last-step takes its last step's output instead"
         ) from None
-    if any(not contents[d] and d not in context for d in contents):
+    if any(not known[d] and d not in context for d in known):
         return NO_CONTENT
     return context
 
@@ -1151,15 +1072,15 @@ def _sample_id(path: str, trace: Trace, rules: ImportRules, key: Key | None) -> 
         value = _key(path, trace, rules.sample_id)
         if value is None:
             raise ImportRefused(
-                f"{path}: trace {quote(trace.trace_id)} has no attribute "
+                f"{path}: trace {quote(trace.id)} has no attribute "
                 f"{quote(rules.sample_id)} for its sample id"
             )
     if value == "":
         raise ImportRefused(
-            f"{path}: trace {quote(trace.trace_id)} has an empty "
+            f"{path}: trace {quote(trace.id)} has an empty "
             f"{rules.sample_id or rules.key}, which cannot name a record"
         )
-    return trace.trace_id if value is None else str(value)
+    return trace.id if value is None else str(value)
 
 
 def _unmatched(
@@ -1171,29 +1092,26 @@ def _unmatched(
         trace_id, value = pair
         if value is None:
             return f"{quote(trace_id)} (no {key})"
-        if note:
-            return f"{quote(trace_id)} ({key} {quote(value)})"
-        return f"{quote(trace_id)} ({quote(value, 60)})"
+        shown = f"{key} {quote(value)}" if note else quote(value, 60)
+        return f"{quote(trace_id)} ({shown})"
 
     return listed(unmatched, show)
 
 
 def _unmatched_message(
-    notes: OpenInferenceNotes, key: str, gold_path: str, traces: int
+    unmatched: list[tuple[str, Key | None]], key: str, gold: str, traces: int
 ) -> str:
     """The traces named, and, when none matched, why a key may not join."""
-    unmatched = notes.unmatched
     verb = "matches" if len(unmatched) == 1 else "match"
     message = (
-        f"{counted(len(unmatched), 'trace')} {verb} no line of {gold_path} by "
-        f"{key}: {_unmatched(unmatched, key)}"
+        f"{counted(len(unmatched), 'trace')} {verb} no line of {gold} by "
+        f"{key}: {_unmatched(unmatched, key)}; "
     )
-    if len(unmatched) < traces:
-        return message + "; --allow-unmatched writes them without required"
-    return (
-        message + f"; no trace matched any of its lines: {key} may vary from run "
-        "to run of the same question (Haystack's input.value holds a Python "
-        "set, whose order changes with each process), so key by an id the "
-        "harness sets, such as session.id; --allow-unmatched writes them "
-        "without required"
-    )
+    if len(unmatched) == traces:
+        message += (
+            f"no trace matched any of its lines: {key} may vary from run "
+            "to run of the same question (Haystack's input.value holds a Python "
+            "set, whose order changes with each process), so key by an id the "
+            "harness sets, such as session.id; "
+        )
+    return message + "--allow-unmatched writes them without required"
