@@ -15,7 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, NamedTuple
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from ..core.errors import quote
 from ..lines import has_lone_surrogate, json_objects, strict_json_loads
@@ -25,13 +25,15 @@ from .common import (
     InputFileError,
     LabelsRefused,
     NoTemporarySpace,
-    RecordLabels,
     check_labels_name_records,
     counted,
     listed,
     named,
     read_labels,
 )
+
+if TYPE_CHECKING:
+    from ..labels import StaffLabels
 
 # The OpenInference semantic conventions' names.
 KIND = "openinference.span.kind"
@@ -951,7 +953,7 @@ def _records(
     gold: dict[tuple[type, Key], GoldLine],
     gold_path: str,
     rules: ImportRules,
-    labels: RecordLabels | None,
+    labels: StaffLabels | None,
     notes: OpenInferenceNotes,
 ) -> Iterator[dict[str, Any]]:
     used: set[tuple[type, Key]] = set()
@@ -1050,7 +1052,7 @@ def _model_context(
 
 
 def _label(
-    line: GoldLine | None, labels: RecordLabels | None, sample_id: str, gold: str
+    line: GoldLine | None, labels: StaffLabels | None, sample_id: str, gold: str
 ) -> bool | None:
     """The record's label: its gold line's, or its labels file's, never both."""
     if labels is None or sample_id not in labels.labels:
