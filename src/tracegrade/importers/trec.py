@@ -8,9 +8,9 @@ import gzip
 import re
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from contextlib import suppress
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, NamedTuple
 
 from ..core.errors import quote
 from .common import (
@@ -25,17 +25,14 @@ from .common import (
 
 QRELS_FIELDS = ("query_id", "iteration", "doc_id", "relevance")
 RUN_FIELDS = ("query_id", "iteration", "doc_id", "rank", "score", "tag")
-RUN_STEP = "run"
-"""The step holding the whole ranked run, cut at k for the context."""
-
-# Whitespace Python splits at and C's isspace() does not (NBSP, EM SPACE,
-# U+001C..U+001F ...): trec_eval keeps it in the field.
+C_SPACE = " \t\n\v\f\r"  # C's isspace() in trec_eval's "C" locale
+# Whitespace Python splits at and C does not (NBSP, U+001C ...): trec_eval
+# keeps it in the field.
 _OTHER_SPACE = re.compile(r"[^\S \t\n\v\f\r]")
-C_SPACE = " \t\n\v\f\r"
-"""C's isspace() in trec_eval's "C" locale."""
-_DECIMAL = "0123456789-+.eE"
-_INFINITY = "iInNfFtTyY"
-_LONG = (-(2**63), 2**63 - 1)
+_NUMBER_CHARACTERS: dict[Any, str] = {
+    int: "0123456789-+",
+    float: "0123456789-+.eEiInNfFtTyY",  # decimals, and inf or infinity
+}
 _RELEVANCE_FORM = (
     "an integer that trec_eval's atol and Python's int() read alike: ASCII "
     "digits after an optional sign, within a C long"
@@ -49,6 +46,12 @@ _SCORE_FORM = (
 Documents = dict[str, tuple[Any, int]]
 
 
+class _File(NamedTuple):
+    path: str
+    queries: dict[str, Documents]  # both in file order
+    lines: dict[str, int]  # where each query first appears
+
+
 class QueryMismatch(ImportRefused):
     """Queries in one file and not the other: a record built from half the
     evidence would misdiagnose, unless -c says a judged query retrieved nothing."""
@@ -56,8 +59,7 @@ class QueryMismatch(ImportRefused):
     def __init__(
         self, qrels: _File, run: _File, only_qrels: list[str], only_run: list[str]
     ) -> None:
-        self.only_qrels = only_qrels
-        self.only_run = only_run
+        self.only_qrels, self.only_run = only_qrels, only_run
         parts = [
             f"{counted(len(only), 'query')} in {one.path} but not in {other.path}: "
             f"{named(only, one.lines)}"
@@ -76,51 +78,28 @@ class QueryMismatch(ImportRefused):
         super().__init__("; ".join(parts) + ". " + advice)
 
 
-@dataclass
-class _File:
-    """A qrels or run file: documents by query, both in file order, and the
-    line where each query first appears."""
-
-    path: str
-    queries: dict[str, Documents]
-    lines: dict[str, int]
-
-
-def _open(path: str) -> IO[bytes] | gzip.GzipFile:
-    return gzip.GzipFile(path, "rb") if path.endswith(".gz") else open(path, "rb")
-
-
-def _raw_lines(path: str) -> Iterator[tuple[int, bytes]]:
-    """The file's lines as bytes, numbered, ending at LF as trec_eval's do."""
+def _lines(path: str, names: tuple[str, ...]) -> Iterator[tuple[int, list[str]]]:
+    """The content lines (not comments, #, nor blank), numbered and split
+    into `names`, as trec_eval splits them, or refused naming the line."""
     number = 0
     try:
-        with _open(path) as binary:
-            for raw in binary:
-                number += 1
-                yield number, raw
+        with gzip.open(path) if path.endswith(".gz") else open(path, "rb") as lines:
+            for number, raw in enumerate(lines, start=1):
+                if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]  # an editor's byte-order mark
+                try:
+                    content = raw.decode("utf-8").strip(C_SPACE)
+                except UnicodeDecodeError as error:
+                    problem = _undecodable(raw, error)
+                    raise InputFileError(path, number, problem) from None
+                if content and content[0] != "#":
+                    yield number, _fields(path, number, content, names)
     except (EOFError, zlib.error, gzip.BadGzipFile) as error:
-        raise InputFileError(
-            path, None, f"cannot be read as gzip after line {number} ({error})"
-        ) from None
+        problem = f"cannot be read as gzip after line {number} ({error})"
+        raise InputFileError(path, None, problem) from None
     except OSError as error:
-        raise InputFileError(
-            path, None, f"cannot be read ({error.strerror or error})"
-        ) from None
-
-
-def _lines(path: str, names: tuple[str, ...]) -> Iterator[tuple[int, list[str]]]:
-    """The content lines, numbered and split into `names`; comments (#) and
-    blank lines skipped; an `InputFileError` naming the line otherwise."""
-    for number, raw in _raw_lines(path):
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]  # an editor's byte-order mark, not part of a query id
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise InputFileError(path, number, _undecodable(raw, error)) from None
-        content = line.strip(C_SPACE)
-        if content and content[0] != "#":
-            yield number, _fields(path, number, content, names)
+        problem = f"cannot be read ({error.strerror or error})"
+        raise InputFileError(path, None, problem) from None
 
 
 def _undecodable(raw: bytes, error: UnicodeDecodeError) -> str:
@@ -137,14 +116,12 @@ def _fields(path: str, number: int, content: str, names: tuple[str, ...]) -> lis
     other = _OTHER_SPACE.search(content)
     if other is not None:
         space = other.group()
-        _refuse_field(
-            path,
-            number,
-            (names, re.split(f"[{C_SPACE}]+", content)),
-            space,
+        problem = (
             f"holds U+{ord(space):04X}, a space to Python's str.split() and "
-            "part of the field to trec_eval",
+            "part of the field to trec_eval"
         )
+        fields = re.split(f"[{C_SPACE}]+", content)
+        raise _field_error(path, number, names, fields, space, problem)
     fields = content.split()
     if len(fields) != len(names):
         problem = (
@@ -159,28 +136,23 @@ def _fields(path: str, number: int, content: str, names: tuple[str, ...]) -> lis
             )
         raise InputFileError(path, number, problem)
     if "\x00" in content:
-        _refuse_field(
-            path,
-            number,
-            (names, fields),
-            "\x00",
-            "holds a NUL character, where trec_eval's reading of the field stops",
-        )
+        problem = "holds a NUL character, where trec_eval's reading of the field stops"
+        raise _field_error(path, number, names, fields, "\x00", problem)
     return fields
 
 
-def _refuse_field(
+def _field_error(
     path: str,
     number: int,
-    line: tuple[tuple[str, ...], list[str]],
+    names: tuple[str, ...],
+    fields: list[str],
     mark: str,
     problem: str,
-) -> None:
-    """Refuse the first field holding `mark`, by its number and name."""
-    names, fields = line
+) -> InputFileError:
+    """The first field holding `mark`, refused by its number and name."""
     position = next(n for n, value in enumerate(fields) if mark in value)
     name = names[min(position, len(names) - 1)]
-    raise InputFileError(
+    return InputFileError(
         path,
         number,
         f"field {position + 1} ({name}) {quote(fields[position], 80)} {problem}",
@@ -188,46 +160,36 @@ def _refuse_field(
     )
 
 
-def _number(
-    path: str,
-    number: int,
-    text: str,
-    name: tuple[int, str],
-    parse: Callable[[str], Any],
-    allowed: str,
-) -> Any:
-    """The field read by `parse` when it is of `allowed` characters, where
-    Python and trec_eval read alike; refused otherwise."""
-    if set(text) <= set(allowed):
-        try:
-            value = parse(text)
-        except ValueError:
-            pass
-        else:
-            if type(value) is float or _LONG[0] <= value <= _LONG[1]:
-                return value
-    position, field = name
-    form = _RELEVANCE_FORM if parse is int else _SCORE_FORM
-    raise InputFileError(
-        path,
-        number,
-        f"field {position} ({field}) {quote(text, 80)} is not {form}",
-        field=field,
-    )
-
-
 def _relevance(path: str, number: int, fields: list[str]) -> int:
-    relevance: int = _number(
-        path, number, fields[3], (4, "relevance"), int, "0123456789-+"
-    )
+    relevance: int = _number(path, number, fields, 4, int)
     return relevance
 
 
 def _score(path: str, number: int, fields: list[str]) -> float:
-    score: float = _number(
-        path, number, fields[4], (5, "score"), float, _DECIMAL + _INFINITY
-    )
+    score: float = _number(path, number, fields, 5, float)
     return score
+
+
+def _number(
+    path: str,
+    number: int,
+    fields: list[str],
+    position: int,
+    parse: Callable[[str], Any],
+) -> Any:
+    """Field `position` read by `parse` where its characters are ones it and
+    trec_eval's atol or strtod read alike; refused otherwise."""
+    text = fields[position - 1]
+    if set(text) <= set(_NUMBER_CHARACTERS[parse]):
+        with suppress(ValueError):
+            value = parse(text)
+            if parse is float or -(2**63) <= value < 2**63:
+                return value
+    name, form = (
+        ("score", _SCORE_FORM) if parse is float else ("relevance", _RELEVANCE_FORM)
+    )
+    problem = f"field {position} ({name}) {quote(text, 80)} is not {form}"
+    raise InputFileError(path, number, problem, field=name)
 
 
 def _read(
@@ -260,8 +222,7 @@ def _read(
     return read
 
 
-@dataclass
-class TrecImport:
+class TrecImport(NamedTuple):
     """The records, and the judged queries the run lacked (imported with an
     empty context under `complete`, in qrels order)."""
 
@@ -309,7 +270,7 @@ def import_trec(
         record: dict[str, Any] = {
             "required": [doc for doc, (rel, _) in judged.items() if rel >= min_rel],
             "context": ranked[:k],
-            "steps": [{"name": RUN_STEP, "ids": ranked}],
+            "steps": [{"name": "run", "ids": ranked}],
         }
         label_record(record, query_id, labels)
         records.append({"id": query_id, "input": record})
