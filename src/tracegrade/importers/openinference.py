@@ -11,26 +11,16 @@ import pickle
 import re
 import tempfile
 from array import array
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.errors import quote
 from ..lines import has_lone_surrogate, json_objects, strict_json_loads
-from .common import (
-    SHOWN,
-    ImportRefused,
-    InputFileError,
-    LabelsRefused,
-    NoTemporarySpace,
-    check_labels_name_records,
-    counted,
-    listed,
-    named,
-    read_labels,
-)
+from . import common
+from .common import ImportRefused, InputFileError, LabelsRefused, counted, named
 
 if TYPE_CHECKING:
     from ..labels import StaffLabels
@@ -38,9 +28,9 @@ if TYPE_CHECKING:
 # The OpenInference semantic conventions' names.
 KIND = "openinference.span.kind"
 RETRIEVER, RERANKER, LLM, PROMPT = "RETRIEVER", "RERANKER", "LLM", "PROMPT"
-INPUT_VALUE, OUTPUT_VALUE = "input.value", "output.value"
-RETRIEVED, RERANKED = "retrieval.documents", "reranker.output_documents"
-PROMPTS, INPUT_MESSAGES = "llm.prompts", "llm.input_messages."
+STEPS = (RETRIEVER, RERANKER)
+INPUT, OUTPUT, MIME = "input.value", "output.value", "input.mime_type"
+DOCUMENTS = {RETRIEVER: "retrieval.documents", RERANKER: "reranker.output_documents"}
 JSON_MIME = "application/json"
 MODEL_INPUT = "model-input"
 NO_MODEL_INPUT = "no LLM span shows its input"
@@ -56,17 +46,23 @@ _VALUE_KINDS = (
 )
 
 Key = str | int
+Documents = list[tuple[str, str | None]]  # each document's id and content
+
+
+def _surrogate(value: str) -> str:
+    return f"{quote(value, 80)} holds a lone surrogate, which no log can hold"
 
 
 @dataclass
 class Span:
-    """One span, its attributes decoded, with where it was read."""
+    """One span, its attributes decoded, with where it was read, for refusals."""
 
     trace_id: str
     span_id: str
     parent_id: str | None
     name: str
     start: int
+    path: str
     line: int
     where: str
     order: int
@@ -77,12 +73,127 @@ class Span:
     def kind(self) -> Any:
         return self.attributes.get(KIND)
 
+    def refuse(self, key: str, problem: str) -> InputFileError:
+        where = self.paths.get(key, self.where)
+        return InputFileError(self.path, self.line, f"{where}: {problem}", field=where)
 
-class GoldLine(NamedTuple):
-    key: Key
-    required: list[str]
-    correct: bool | None
-    line: int
+    def text(self, key: str) -> str | None:
+        value = self.attributes.get(key)
+        if value is not None and not isinstance(value, str):
+            raise self.refuse(key, f"{key} must be text, got {quote(value, 80)}")
+        return value
+
+    def texts(self, key: str) -> list[str]:
+        """An attribute that holds text, or an array of texts, as a list."""
+        value = self.attributes.get(key)
+        if type(value) is list and all(isinstance(item, str) for item in value):
+            return value
+        if value is not None and not isinstance(value, str):
+            problem = f"{key} must be text or texts, got {quote(value, 80)}"
+            raise self.refuse(key, problem)
+        return [] if value is None else [value]
+
+    def document_id(self, key: str, value: Any) -> str:
+        if type(value) is int:
+            return str(value)
+        if not isinstance(value, str):
+            problem = f"document id {quote(value, 80)} is neither text nor an integer"
+            raise self.refuse(key, problem)
+        if has_lone_surrogate(value):
+            raise self.refuse(key, f"document id {_surrogate(value)}")
+        return value
+
+    def documents(self, in_metadata: str | None) -> Documents:
+        """The ids and contents of the documents the step returned, flattened
+        into `NAME.N.document.*` attributes or one array attribute, not both."""
+        name = DOCUMENTS[self.kind]
+        if name in self.attributes:
+            if any(key.startswith(f"{name}.") for key in self.attributes):
+                raise self.refuse(
+                    name,
+                    f"{self.kind} span {quote(self.span_id)} gives its documents "
+                    f"twice: as {name} and as {name}.N.document.* attributes",
+                )
+            return self._document_list(name)
+        pattern = re.compile(re.escape(name) + r"\.(0|[1-9][0-9]*)\.document\.(.+)")
+        fields: dict[int, dict[str, str]] = {}
+        for key in self.attributes:
+            found = pattern.fullmatch(key)
+            if key.startswith(f"{name}.") and (
+                not found or len(found[1]) > _MAX_DIGITS
+            ):
+                raise self.refuse(
+                    key,
+                    f"attribute {quote(key)} is not {name}.N.document.FIELD, N "
+                    "an index without leading zeros",
+                )
+            if found:
+                fields.setdefault(int(found[1]), {})[found[2]] = key
+        documents = []
+        for index, keys in sorted(fields.items()):
+            if "id" in keys:
+                document = self.document_id(keys["id"], self.attributes[keys["id"]])
+            elif in_metadata is not None and "metadata" in keys:
+                document = self._metadata_id(keys["metadata"], in_metadata)
+            else:
+                raise self.refuse(
+                    next(iter(keys.values())),
+                    f"document {index} of {self.kind} span {quote(self.span_id)} "
+                    f"has no {name}.{index}.document.id, so what it returned is "
+                    "unknown (--id-in-metadata KEY reads it from its metadata)",
+                )
+            documents.append(
+                (document, keys.get("content") and self.text(keys["content"]))
+            )
+        return documents
+
+    def _metadata_id(self, key: str, name: str) -> str:
+        """The id a document's metadata (a JSON object, or its text) holds
+        as `name`: LangChain's instrumentor records no document.id."""
+        value = self.attributes[key]
+        if isinstance(value, str):
+            with suppress(ValueError):
+                value = strict_json_loads(value)
+        if type(value) is not dict or name not in value:
+            raise self.refuse(
+                key,
+                f"{key} holds no {quote(name)} and the document has no "
+                "document.id, so what the span returned is unknown",
+            )
+        return self.document_id(key, value[name])
+
+    def _document_list(self, name: str) -> Documents:
+        """Documents as one attribute: objects each holding `document.id`."""
+        value = self.attributes[name]
+        form = (
+            f"{name} must be an array of objects each holding document.id "
+            "(or a JSON text of one)"
+        )
+        if isinstance(value, str):
+            try:
+                value = strict_json_loads(value)
+            except ValueError as error:
+                raise self.refuse(
+                    name, f"{form}; its text is not JSON ({error})"
+                ) from None
+        if type(value) is not list:
+            raise self.refuse(name, f"{form}, got {quote(value, 80)}")
+        documents = []
+        for index, document in enumerate(value):
+            if type(document) is not dict or "document.id" not in document:
+                raise self.refuse(
+                    name,
+                    f"{form}; document {index} is {quote(document, 80)}, so what "
+                    "the span returned is unknown",
+                )
+            content = document.get("document.content")
+            documents.append(
+                (
+                    self.document_id(name, document["document.id"]),
+                    content if isinstance(content, str) else None,
+                )
+            )
+        return documents
 
 
 class _Line:
@@ -110,10 +221,7 @@ class _Line:
         if not isinstance(value, str):
             raise self.refuse(where, f"must be text, got {quote(value, 80)}")
         if has_lone_surrogate(value):
-            raise self.refuse(
-                where,
-                f"{quote(value, 80)} holds a lone surrogate, which no log can hold",
-            )
+            raise self.refuse(where, _surrogate(value))
         return value
 
     def identifier(self, where: str, value: Any, size: int) -> str:
@@ -146,9 +254,8 @@ class _Line:
         else:
             raise self.refuse(where, f"{quote(value, 80)} is not an integer")
         if number is None or not -(2**63) <= number < 2**64:
-            raise self.refuse(
-                where, f"{quote(value, 80)} is not a 64-bit integer, as OTLP's are"
-            )
+            problem = f"{quote(value, 80)} is not a 64-bit integer, as OTLP's are"
+            raise self.refuse(where, problem)
         return number
 
     def any_value(self, where: str, value: Any) -> Any:
@@ -195,20 +302,16 @@ class _Line:
         paths: dict[str, str] = {}
         for position, item in enumerate(items):
             path = f"{where}[{position}]"
-            pair = self.object(path, item)
-            key = self.text(f"{path}.key", pair.get("key"))
+            key = self.text(f"{path}.key", self.object(path, item).get("key"))
             if key in attributes:
-                raise self.refuse(
-                    f"{path}.key",
-                    f"attribute {quote(key)} is already given at {paths[key]}",
-                )
-            attributes[key] = self.any_value(f"{path}.value", pair.get("value", {}))
+                problem = f"attribute {quote(key)} is already given at {paths[key]}"
+                raise self.refuse(f"{path}.key", problem)
+            attributes[key] = self.any_value(f"{path}.value", item.get("value", {}))
             paths[key] = path
         return attributes, paths
 
-    def spans(self, request: Any, order: int) -> list[Span]:
+    def spans(self, request: dict[str, Any], order: int) -> list[Span]:
         """The spans of one ExportTraceServiceRequest, numbered from `order`."""
-        request = self.object("", request)
         if "resourceSpans" not in request:
             other = [
                 name for name in ("resourceMetrics", "resourceLogs") if name in request
@@ -251,20 +354,15 @@ class _Line:
             self.integer(
                 f"{where}.startTimeUnixNano", span.get("startTimeUnixNano", 0)
             ),
-            self.number,
-            where,
-            order,
-            attributes,
-            paths,
+            *(self.path, self.number, where, order, attributes, paths),
         )
-        kind = read.kind
         # A retriever missed would read as one that found nothing: refused.
-        upper = kind.upper() if isinstance(kind, str) else None
-        if upper in (RETRIEVER, RERANKER, LLM) and kind != upper:
-            raise self.refuse(
-                paths[KIND],
-                f"span kind {quote(kind)} is not OpenInference's {quote(upper)}",
+        upper = read.kind.upper() if isinstance(read.kind, str) else None
+        if upper in (RETRIEVER, RERANKER, LLM) and read.kind != upper:
+            problem = (
+                f"span kind {quote(read.kind)} is not OpenInference's {quote(upper)}"
             )
+            raise read.refuse(KIND, problem)
         return read
 
 
@@ -273,17 +371,19 @@ def _json_lines(path: str) -> Iterator[tuple[_Line, dict[str, Any]]]:
         for number, value in json_objects(path, "line", InputFileError):
             yield _Line(path, number), value
     except OSError as error:
-        raise InputFileError(
-            path, None, f"cannot be read ({error.strerror or error})"
-        ) from None
+        problem = f"cannot be read ({error.strerror or error})"
+        raise InputFileError(path, None, problem) from None
 
 
 class _Spool:
     """Each trace's spans, pickled a line's worth at a time into an unnamed
     temporary file, with where each trace's are and its span ids."""
 
-    def __init__(self, file: IO[bytes]) -> None:
-        self.file = file
+    def __init__(self) -> None:
+        try:
+            self.file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by the caller)
+        except OSError as error:
+            raise common.NoTemporarySpace(error, "spans") from None
         self.places: dict[str, array[int]] = {}
         self.span_ids: dict[str, set[int]] = {}
 
@@ -304,13 +404,12 @@ class _Spool:
             by_trace.setdefault(span.trace_id, []).append(span)
         for trace_id, group in by_trace.items():
             data = pickle.dumps(group, pickle.HIGHEST_PROTOCOL)
-            self.places.setdefault(trace_id, array("q")).extend(
-                (self.file.tell(), len(data))
-            )
+            place = (self.file.tell(), len(data))
+            self.places.setdefault(trace_id, array("q")).extend(place)
             try:
                 self.file.write(data)
             except OSError as error:
-                raise NoTemporarySpace(error, "spans") from None
+                raise common.NoTemporarySpace(error, "spans") from None
 
     def read(self, trace_id: str) -> list[Span]:
         spans: list[Span] = []
@@ -320,6 +419,9 @@ class _Spool:
             spans += pickle.loads(self.file.read(places[n + 1]))
         self.file.seek(0, 2)
         return spans
+
+
+# --- what a trace says -------------------------------------------------------------
 
 
 class Trace:
@@ -344,189 +446,64 @@ class Trace:
                 parent = self.parents[parent]
         return above
 
-
-# --- what a trace says -------------------------------------------------------------
-
-
-def _refuse_at(path: str, span: Span, key: str, problem: str) -> InputFileError:
-    where = span.paths.get(key, span.where)
-    return InputFileError(path, span.line, f"{where}: {problem}", field=where)
-
-
-def _text(path: str, span: Span, key: str) -> str | None:
-    value = span.attributes.get(key)
-    if value is not None and not isinstance(value, str):
-        raise _refuse_at(path, span, key, f"{key} must be text, got {quote(value, 80)}")
-    return value
-
-
-def _texts(path: str, span: Span, key: str) -> list[str]:
-    """An attribute that holds text, or an array of texts, as a list."""
-    value = span.attributes.get(key)
-    if type(value) is list and all(isinstance(item, str) for item in value):
-        return value
-    if value is not None and not isinstance(value, str):
-        raise _refuse_at(
-            path, span, key, f"{key} must be text or texts, got {quote(value, 80)}"
-        )
-    return [] if value is None else [value]
-
-
-def _document_id(path: str, span: Span, key: str, value: Any) -> str:
-    if type(value) is int:
-        return str(value)
-    if not isinstance(value, str):
-        problem = f"document id {quote(value, 80)} is neither text nor an integer"
-        raise _refuse_at(path, span, key, problem)
-    if has_lone_surrogate(value):
-        problem = "holds a lone surrogate, which no log can hold"
-        raise _refuse_at(path, span, key, f"document id {quote(value, 80)} {problem}")
-    return value
-
-
-def _documents(
-    path: str, span: Span, name: str, in_metadata: str | None
-) -> list[tuple[str, str | None]]:
-    """The ids and contents of the span's documents, flattened into
-    `name.N.document.*` attributes or one array attribute, not both."""
-    attributes = span.attributes
-    if name in attributes:
-        if any(key.startswith(f"{name}.") for key in attributes):
-            raise _refuse_at(
-                path,
-                span,
-                name,
-                f"{span.kind} span {quote(span.span_id)} gives its documents twice: "
-                f"as {name} and as {name}.N.document.* attributes",
+    def post_order(self) -> list[Span]:
+        """The spans as their outputs were ready: a span after the spans
+        under it, siblings in start order (ties in file order)."""
+        children: dict[str | None, list[Span]] = {}
+        for span in self.spans:
+            parent = span.parent_id if span.parent_id in self.parents else None
+            children.setdefault(parent, []).append(span)
+        order: list[Span] = []
+        stack = [(span, False) for span in reversed(children.get(None, []))]
+        while stack:
+            span, below_done = stack.pop()
+            if below_done:
+                order.append(span)
+                continue
+            stack.append((span, True))
+            stack += [(c, False) for c in reversed(children.get(span.span_id, []))]
+        if len(order) != len(self.spans):
+            lost = next(span for span in self.spans if span not in order)
+            raise lost.refuse(
+                "",
+                f"span {quote(lost.span_id)} of trace {quote(self.id)} is its own "
+                "ancestor (its parents loop)",
             )
-        return _document_list(path, span, name)
-    pattern = re.compile(re.escape(name) + r"\.(0|[1-9][0-9]*)\.document\.(.+)")
-    fields: dict[int, dict[str, str]] = {}
-    for key in attributes:
-        found = pattern.fullmatch(key)
-        if key.startswith(f"{name}.") and (
-            found is None or len(found[1]) > _MAX_DIGITS
-        ):
-            raise _refuse_at(
-                path,
-                span,
-                key,
-                f"attribute {quote(key)} is not {name}.N.document.FIELD, N "
-                "an index without leading zeros",
+        return order
+
+    def key(self, name: str) -> Key | None:
+        """The trace's value of attribute `name`: the root's, else the one
+        value its other spans agree on."""
+        root = self.root
+        spans = [root] if root is not None and name in root.attributes else self.spans
+        found: dict[tuple[type, Key], Span] = {}
+        for span in spans:
+            if name not in span.attributes:
+                continue
+            value = span.attributes[name]
+            if type(value) is not int and not isinstance(value, str):
+                problem = f"is {quote(value, 80)}; a key is text or an integer"
+                raise span.refuse(name, f"key {quote(name)} {problem}")
+            found.setdefault((type(value), value), span)
+        if len(found) > 1:
+            (first, one), (second, other) = list(found.items())[:2]
+            raise InputFileError(
+                other.path,
+                other.line,
+                f"trace {quote(self.id)} has {len(found)} values for key "
+                f"{quote(name)} and no root span holding one: {quote(first[1])} "
+                f"(line {one.line}, {one.where}) and {quote(second[1])} "
+                f"({other.where}); which one the trace answers would be a guess",
+                field=name,
             )
-        if found is not None:
-            fields.setdefault(int(found[1]), {})[found[2]] = key
-    documents = []
-    for index, keys in sorted(fields.items()):
-        if "id" in keys:
-            document = _document_id(path, span, keys["id"], attributes[keys["id"]])
-        elif in_metadata is not None and "metadata" in keys:
-            document = _metadata_id(path, span, keys["metadata"], in_metadata)
-        else:
-            raise _refuse_at(
-                path,
-                span,
-                next(iter(keys.values())),
-                f"document {index} of {span.kind} span {quote(span.span_id)} "
-                f"has no {name}.{index}.document.id, so what it returned is "
-                "unknown (--id-in-metadata KEY reads it from its metadata)",
-            )
-        content = None if "content" not in keys else _text(path, span, keys["content"])
-        documents.append((document, content))
-    return documents
+        return next(iter(found))[1] if found else None
 
 
-def _metadata_id(path: str, span: Span, key: str, name: str) -> str:
-    """The id a document's metadata (a JSON object, or its text) holds as
-    `name`: LangChain's instrumentor records no document.id."""
-    value = span.attributes[key]
-    if isinstance(value, str):
-        try:
-            value = strict_json_loads(value)
-        except ValueError:
-            value = None
-    if type(value) is not dict or name not in value:
-        raise _refuse_at(
-            path,
-            span,
-            key,
-            f"{key} holds no {quote(name)} and the document has no document.id, "
-            "so what the span returned is unknown",
-        )
-    return _document_id(path, span, key, value[name])
-
-
-def _document_list(path: str, span: Span, name: str) -> list[tuple[str, str | None]]:
-    """Documents given as one attribute: an array of objects, each holding
-    `document.id`, or a JSON text of one."""
-    value = span.attributes[name]
-    form = (
-        f"{name} must be an array of objects each holding document.id "
-        "(or a JSON text of one)"
-    )
-    if isinstance(value, str):
-        try:
-            value = strict_json_loads(value)
-        except ValueError as error:
-            problem = f"{form}; its text is not JSON ({error})"
-            raise _refuse_at(path, span, name, problem) from None
-    if type(value) is not list:
-        raise _refuse_at(path, span, name, f"{form}, got {quote(value, 80)}")
-    documents = []
-    for index, document in enumerate(value):
-        if type(document) is not dict or "document.id" not in document:
-            raise _refuse_at(
-                path,
-                span,
-                name,
-                f"{form}; document {index} is {quote(document, 80)}, so what "
-                "the span returned is unknown",
-            )
-        content = document.get("document.content")
-        documents.append(
-            (
-                _document_id(path, span, name, document["document.id"]),
-                content if isinstance(content, str) else None,
-            )
-        )
-    return documents
-
-
-def _post_order(path: str, trace: Trace) -> list[Span]:
-    """The spans as their outputs were ready: a span after the spans under
-    it, siblings in start order (ties in file order)."""
-    children: dict[str | None, list[Span]] = {}
-    for span in trace.spans:
-        parent = span.parent_id if span.parent_id in trace.parents else None
-        children.setdefault(parent, []).append(span)
-    order: list[Span] = []
-    stack = [(span, False) for span in reversed(children.get(None, []))]
-    while stack:
-        span, below_done = stack.pop()
-        if below_done:
-            order.append(span)
-            continue
-        stack.append((span, True))
-        stack += [(child, False) for child in reversed(children.get(span.span_id, []))]
-    if len(order) != len(trace.spans):
-        lost = next(span for span in trace.spans if span not in order)
-        raise InputFileError(
-            path,
-            lost.line,
-            f"{lost.where}: span {quote(lost.span_id)} of trace "
-            f"{quote(trace.id)} is its own ancestor (its parents loop)",
-            field=lost.where,
-        )
-    return order
-
-
-def _steps(
-    path: str, trace: Trace, documents: dict[str, list[tuple[str, str | None]]]
-) -> list[dict[str, Any]]:
+def _steps(trace: Trace, documents: dict[str, Documents]) -> list[dict[str, Any]]:
     """RETRIEVER and RERANKER spans as steps, as their outputs were ready; a
     retriever over no step fans in; a step wrapping one of its kind with the
     same or no documents is that step traced twice (LlamaIndex)."""
-    spans = [s for s in _post_order(path, trace) if s.kind in (RETRIEVER, RERANKER)]
+    spans = [span for span in trace.post_order() if span.kind in STEPS]
     wrapping = trace.above(spans)
     steps: list[dict[str, Any]] = []
     unread: list[str] = []
@@ -563,33 +540,33 @@ def _builds_prompt(span: Span) -> bool:
     return any(key.startswith("llm.prompt_template.") for key in span.attributes)
 
 
-def _model_input(path: str, trace: Trace) -> list[str]:
+def _model_input(trace: Trace) -> list[str]:
     """The texts the trace shows a model received: each LLM span's input
     messages or prompts (else its input.value), a prompt builder's output."""
     texts: list[str] = []
     for span in trace.of(LLM):
         if _builds_prompt(span):
-            texts += _texts(path, span, OUTPUT_VALUE)
+            texts += span.texts(OUTPUT)
             continue
         given = [
             text
             for key in span.attributes
-            if key == PROMPTS
+            if key == "llm.prompts"
             or (
-                key.startswith((INPUT_MESSAGES, PROMPTS + "."))
+                key.startswith(("llm.input_messages.", "llm.prompts."))
                 and key.endswith((".content", ".text"))
             )
-            for text in _texts(path, span, key)
+            for text in span.texts(key)
         ]
-        texts += given or _json_texts(path, span)
+        texts += given or _json_texts(span)
     return texts
 
 
-def _json_texts(path: str, span: Span) -> list[str]:
+def _json_texts(span: Span) -> list[str]:
     """The span's input.value; when JSON, the texts in it, as a model would
     read them unescaped."""
-    texts = _texts(path, span, INPUT_VALUE)
-    if not texts or span.attributes.get("input.mime_type") != JSON_MIME:
+    texts = span.texts(INPUT)
+    if not texts or span.attributes.get(MIME) != JSON_MIME:
         return texts
     try:
         pending = [strict_json_loads(texts[0])]
@@ -611,7 +588,7 @@ class _TwoReadings(Exception):
     """A model input that two readings would give different documents."""
 
 
-def documents_in(texts: Sequence[str], contents: Mapping[str, list[str]]) -> list[str]:
+def documents_in(texts: Sequence[str], contents: dict[str, list[str]]) -> list[str]:
     """The documents (keys of `contents`) the texts hold, by id as a whole
     word or by content no other document has, in the order first shown."""
     owners: dict[str, list[str]] = {}
@@ -660,9 +637,8 @@ def _occurrences(text: str, mark: str, by_id: bool) -> Iterator[tuple[int, int]]
     start = text.find(mark)
     while start >= 0:
         end = start + len(mark)
-        if not by_id or not (
-            text[start - 1 : start].isalnum() or text[end : end + 1].isalnum()
-        ):
+        around = text[start - 1 : start] + text[end : end + 1]
+        if not (by_id and any(c.isalnum() for c in around)):
             yield start, end
         start = text.find(mark, start + 1)
 
@@ -708,135 +684,89 @@ def _untyped(trace: Trace, contents: dict[str, set[str | None]]) -> list[str]:
         span
         for span in trace.spans
         if span.kind not in (RETRIEVER, RERANKER, LLM, PROMPT)
-        and isinstance(output := span.attributes.get(OUTPUT_VALUE), str)
+        and isinstance(output := span.attributes.get(OUTPUT), str)
         and any(mark in output for mark in marks)
     ]
     above = trace.above([*holding, *typed])
     return [span.name for span in holding if span.span_id not in above]
 
 
-def _answer(path: str, trace: Trace) -> str | None:
+def _answer(trace: Trace) -> str | None:
     """What the last model returned: its output messages, else its
     output.value; None when no LLM span (prompt builders aside) says."""
-    for span in reversed(trace.of(LLM)):
-        if _builds_prompt(span):
-            continue
+    for span in reversed([s for s in trace.of(LLM) if not _builds_prompt(s)]):
         said = [
             text
             for key in span.attributes
             if key.startswith("llm.output_messages.") and key.endswith(".content")
-            for text in _texts(path, span, key)
+            for text in span.texts(key)
         ]
-        answer = "\n".join(said) if said else _text(path, span, OUTPUT_VALUE)
+        answer = "\n".join(said) if said else span.text(OUTPUT)
         if answer is not None:
             return answer
     return None
 
 
-def _question(path: str, trace: Trace) -> str | None:
+def _question(trace: Trace) -> str | None:
     """The user's text: the root's input.value unless JSON, else the first
     retriever's (its `query` where JSON), else the root's as it is."""
     root, retrievers = trace.root, trace.of(RETRIEVER)
-    question = None if root is None else _text(path, root, INPUT_VALUE)
-    if (
-        question is None
-        or root is None
-        or root.attributes.get("input.mime_type") != JSON_MIME
-    ):
+    question = None if root is None else root.text(INPUT)
+    if root is None or question is None or not retrievers:
         return question
-    text = None if not retrievers else _text(path, retrievers[0], INPUT_VALUE)
-    if text is None:
+    text = retrievers[0].text(INPUT)
+    if root.attributes.get(MIME) != JSON_MIME or text is None:
         return question
-    if retrievers[0].attributes.get("input.mime_type") != JSON_MIME:
+    if retrievers[0].attributes.get(MIME) != JSON_MIME:
         return text
-    try:
-        arguments = strict_json_loads(text)
-    except ValueError:
-        return question
-    query = arguments.get("query") if type(arguments) is dict else None
-    return query if isinstance(query, str) else question
+    with suppress(ValueError):
+        query = strict_json_loads(text)
+        query = query.get("query") if type(query) is dict else None
+        return query if isinstance(query, str) else question
+    return question
 
 
-def _key(path: str, trace: Trace, name: str) -> Key | None:
-    """The trace's value of attribute `name`: the root's, else the one value
-    its other spans agree on."""
-    root = trace.root
-    spans = [root] if root is not None and name in root.attributes else trace.spans
-    found: dict[tuple[type, Key], Span] = {}
-    for span in spans:
-        if name not in span.attributes:
-            continue
-        value = span.attributes[name]
-        if type(value) is not int and not isinstance(value, str):
-            raise _refuse_at(
-                path,
-                span,
-                name,
-                f"key {quote(name)} is {quote(value, 80)}; a key is text or an integer",
-            )
-        found.setdefault((type(value), value), span)
-    if len(found) > 1:
-        (first, one), (second, other) = list(found.items())[:2]
-        raise InputFileError(
-            path,
-            other.line,
-            f"trace {quote(trace.id)} has {len(found)} values for key "
-            f"{quote(name)} and no root span holding one: {quote(first[1])} "
-            f"(line {one.line}, {one.where}) and {quote(second[1])} "
-            f"({other.where}); which one the trace answers would be a guess",
-            field=name,
-        )
-    return next(iter(found))[1] if found else None
+# --- the gold file and the records -------------------------------------------------
 
 
-# --- the gold file -------------------------------------------------------------
+class GoldLine(NamedTuple):
+    key: Key
+    required: list[str]
+    correct: bool | None
+    line: int
 
 
 def read_gold(path: str | Path) -> dict[tuple[type, Key], GoldLine]:
     """Gold lines by typed key; raises `InputFileError` naming the line."""
-    path = str(path)
     gold: dict[tuple[type, Key], GoldLine] = {}
-    for line, value in _json_lines(path):
+    for line, value in _json_lines(str(path)):
+        key, required, correct = (value.get(n) for n in ("key", "required", "correct"))
         if "key" not in value:
-            raise line.refuse(
-                "key",
-                "no 'key'; a gold line is "
-                '{"key": ..., "required": [...], "correct"?: ...}',
-            )
-        key = value["key"]
+            form = '{"key": ..., "required": [...], "correct"?: ...}'
+            raise line.refuse("key", f"no 'key'; a gold line is {form}")
         if type(key) is not int and not isinstance(key, str):
             raise line.refuse("key", f"{quote(key, 80)} is neither text nor an integer")
         if isinstance(key, str):
             line.text("key", key)
-        required = value.get("required")
         if type(required) is not list:
-            raise line.refuse(
-                "required", f"must be a list of document ids, got {quote(required, 80)}"
-            )
+            problem = f"must be a list of document ids, got {quote(required, 80)}"
+            raise line.refuse("required", problem)
         for position, item in enumerate(required):
             line.text(f"required[{position}]", item)
-        correct = value.get("correct")
         if correct is not None and type(correct) is not bool:
-            raise line.refuse(
-                "correct", f"must be true, false or absent, got {quote(correct, 80)}"
-            )
+            problem = f"must be true, false or absent, got {quote(correct, 80)}"
+            raise line.refuse("correct", problem)
         if (type(key), key) in gold:
-            raise line.refuse(
-                "key",
-                f"key {quote(key)} is already on line {gold[type(key), key].line}; "
-                "one gold line per key",
+            earlier = gold[type(key), key].line
+            problem = (
+                f"key {quote(key)} is already on line {earlier}; one gold line per key"
             )
+            raise line.refuse("key", problem)
         gold[type(key), key] = GoldLine(key, required, correct, line.number)
     if not gold:
-        raise InputFileError(
-            path,
-            None,
-            'holds no gold lines; give one {"key": ..., "required": [...]} a line',
-        )
+        problem = 'holds no gold lines; give one {"key": ..., "required": [...]} a line'
+        raise InputFileError(str(path), None, problem)
     return gold
-
-
-# --- the records ---------------------------------------------------------------
 
 
 @dataclass
@@ -851,46 +781,44 @@ class OpenInferenceNotes:
 
     def lines(self, count: int, key: str, gold: str) -> list[str]:
         """The notes, a line each, of an import of `count` traces."""
-        traces = counted(count, "trace")
-        said = []
-        if self.unmatched:
-            said.append(
-                f"{len(self.unmatched)} of {traces} match no line of {gold} by "
-                f"{key}; written without required (--allow-unmatched), they "
-                f"score unresolved: {_unmatched(self.unmatched, key, note=True)}"
-            )
-        if self.last_step:
-            reasons = [why for _, why in self.last_step]
-            why = "; ".join(f"{reasons.count(r)}: {r}" for r in dict.fromkeys(reasons))
-            said.append(
-                f"{len(self.last_step)} of {traces} show no model input that "
-                f"tells what reached the model ({why}); their context is their "
-                "last retrieval step's output, as --context last-step takes it: "
-                + named([trace_id for trace_id, _ in self.last_step])
-            )
-        if self.untyped:
-            shown = ", ".join(
-                f"{quote(name)} ({counted(n, 'trace')})"
-                for name, n in list(self.untyped.items())[:SHOWN]
-            )
-            said.append(
+        of, unused = f" of {counted(count, 'trace')}", self.unused_gold
+        reasons = [why for _, why in self.last_step]
+        why = "; ".join(f"{reasons.count(r)}: {r}" for r in dict.fromkeys(reasons))
+        untyped = list(self.untyped.items())[: common.SHOWN]
+        notes = [
+            (
+                self.unmatched,
+                f"{len(self.unmatched)}{of} match no line of {gold} by {key}; "
+                "written without required (--allow-unmatched), they score "
+                f"unresolved: {_unmatched(self.unmatched, key, note=True)}",
+            ),
+            (
+                self.last_step,
+                f"{len(self.last_step)}{of} show no model input that tells what "
+                f"reached the model ({why}); their context is their last "
+                "retrieval step's output, as --context last-step takes it: "
+                + named([trace_id for trace_id, _ in self.last_step]),
+            ),
+            (
+                untyped,
                 "spans that returned documents are typed neither RETRIEVER nor "
-                f"RERANKER, so no step reads them: {shown}"
-            )
-        if self.unretrieved:
-            said.append(
-                f"{len(self.unretrieved)} of {traces} have no RETRIEVER span; "
-                "written without context, they are invalid-input (the context "
-                f"was never recorded): {named(self.unretrieved)}"
-            )
-        if self.unused_gold:
-            unused = self.unused_gold
-            said.append(
+                "RERANKER, so no step reads them: "
+                + ", ".join(f"{quote(n)} ({counted(c, 'trace')})" for n, c in untyped),
+            ),
+            (
+                self.unretrieved,
+                f"{len(self.unretrieved)}{of} have no RETRIEVER span; written "
+                "without context, they are invalid-input (the context was never "
+                f"recorded): {named(self.unretrieved)}",
+            ),
+            (
+                unused,
                 f"{counted(len(unused), 'gold line')} of {gold} "
                 f"{'matches' if len(unused) == 1 else 'match'} no trace: "
-                + listed(unused, lambda line: f"{quote(line.key)} (line {line.line})")
-            )
-        return said
+                + common.listed(unused, lambda g: f"{quote(g.key)} (line {g.line})"),
+            ),
+        ]
+        return [note for shown, note in notes if shown]
 
 
 @dataclass(frozen=True)
@@ -923,27 +851,18 @@ def stream_openinference(
     """One record per trace, a trace's spans in memory at a time, filling
     `notes`; a refusal may come after some records, so a caller keeps them
     only once the iterator has ended."""
-    path = str(spans_path)
-    try:
-        spool_file = tempfile.TemporaryFile()  # noqa: SIM115 (closed below)
-    except OSError as error:
-        raise NoTemporarySpace(error, "spans") from None
-    with spool_file:
-        spool = _Spool(spool_file)
-        order = 0
+    path, spool, order = str(spans_path), _Spool(), 0
+    with spool.file:
         for line, request in _json_lines(path):
             spans = line.spans(request, order)
             order += len(spans)
             spool.add(line, spans)
         if not spool.places:
-            raise InputFileError(
-                path,
-                None,
-                "holds no spans; it should be OTLP JSON, one "
-                "ExportTraceServiceRequest a line",
-            )
+            problem = "holds no spans; it should be OTLP JSON, one "
+            problem += "ExportTraceServiceRequest a line"
+            raise InputFileError(path, None, problem)
         gold = read_gold(gold_path)
-        labels = None if labels_path is None else read_labels(labels_path)
+        labels = None if labels_path is None else common.read_labels(labels_path)
         yield from _records(path, spool, gold, str(gold_path), rules, labels, notes)
 
 
@@ -960,7 +879,7 @@ def _records(
     traces_by_id: dict[str, str] = {}
     for trace_id in spool.places:
         trace = Trace(trace_id, spool.read(trace_id))
-        value = _key(path, trace, rules.key)
+        value = trace.key(rules.key)
         line = None if value is None else gold.get((type(value), value))
         sample_id = _sample_id(path, trace, rules, value)
         if sample_id in traces_by_id:
@@ -981,14 +900,14 @@ def _records(
             "context": context,
             "steps": steps,
             "correct": _label(line, labels, sample_id, gold_path),
-            "question": _question(path, trace),
-            "answer": _answer(path, trace),
+            "question": _question(trace),
+            "answer": _answer(trace),
         }
         record.update((name, v) for name, v in fields.items() if v is not None)
         yield {"id": sample_id, "input": record}
     notes.unused_gold += [line for typed, line in gold.items() if typed not in used]
     if labels is not None:
-        check_labels_name_records(labels, traces_by_id, "record", path)
+        common.check_labels_name_records(labels, traces_by_id, "record", path)
     if notes.unmatched and not rules.allow_unmatched:
         raise UnmatchedTraces(
             _unmatched_message(notes.unmatched, rules.key, gold_path, len(traces_by_id))
@@ -1004,19 +923,11 @@ def _context(
         # Never recorded: an empty context would blame the retriever.
         notes.unretrieved.append(trace.id)
         return None, None
-    documents = {
-        span.span_id: _documents(
-            path,
-            span,
-            RETRIEVED if span.kind == RETRIEVER else RERANKED,
-            rules.id_in_metadata,
-        )
-        for span in trace.of(RETRIEVER, RERANKER)
-    }
-    steps = _steps(path, trace, documents)
+    documents = {s.span_id: s.documents(rules.id_in_metadata) for s in trace.of(*STEPS)}
+    steps = _steps(trace, documents)
     contents: dict[str, set[str | None]] = {}
-    for fields in documents.values():
-        for document, content in fields:
+    for found in documents.values():
+        for document, content in found:
             contents.setdefault(document, set()).add(content)
     for name in dict.fromkeys(_untyped(trace, contents)):
         notes.untyped[name] = notes.untyped.get(name, 0) + 1
@@ -1027,15 +938,14 @@ def _context(
         notes.last_step.append((trace.id, context))
     if any(step["name"].startswith("reranker") for step in steps):
         return list(steps[-1]["ids"]), steps
-    retrieved = [d for s in trace.of(RETRIEVER) for d, _ in documents[s.span_id]]
-    return retrieved, None
+    return [d for s in trace.of(RETRIEVER) for d, _ in documents[s.span_id]], None
 
 
 def _model_context(
     path: str, trace: Trace, contents: dict[str, set[str | None]]
 ) -> list[str] | str:
     """The documents the trace's model input shows, or why it cannot say."""
-    texts = _model_input(path, trace)
+    texts = _model_input(trace)
     if not texts:
         return NO_MODEL_INPUT
     known = {document: [t for t in found if t] for document, found in contents.items()}
@@ -1071,7 +981,7 @@ def _sample_id(path: str, trace: Trace, rules: ImportRules, key: Key | None) -> 
     without a key) the trace id; as text."""
     value = key
     if rules.sample_id is not None:
-        value = _key(path, trace, rules.sample_id)
+        value = trace.key(rules.sample_id)
         if value is None:
             raise ImportRefused(
                 f"{path}: trace {quote(trace.id)} has no attribute "
@@ -1097,7 +1007,7 @@ def _unmatched(
         shown = f"{key} {quote(value)}" if note else quote(value, 60)
         return f"{quote(trace_id)} ({shown})"
 
-    return listed(unmatched, show)
+    return common.listed(unmatched, show)
 
 
 def _unmatched_message(
