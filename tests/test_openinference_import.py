@@ -327,37 +327,6 @@ def test_unmatched_traces_are_refused_or_let_through_and_listed(
     ]
 
 
-def test_the_import_scores_as_the_gold_says(
-    spans: dict[str, Path], tmp_path: Path
-) -> None:
-    imported = run_tracegrade(
-        *("import", "openinference", str(spans["protobuf"])),
-        *("--gold", str(spans["gold"]), "--key", EXAMPLE, "-o", "runs.jsonl"),
-        "--allow-unmatched",
-        cwd=tmp_path,
-    )
-    assert imported.returncode == 0, imported.stderr
-    scored = run_tracegrade(
-        *("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs"),
-        *("--out", "results.jsonl", "--no-progress"),
-        cwd=tmp_path,
-    )
-    assert scored.returncode == 0, scored.stderr
-    lines = [
-        json.loads(x) for x in (tmp_path / "results.jsonl").read_text().splitlines()
-    ]
-    assert {entry["id"]: entry["result"] for entry in lines} == {
-        "ex-1": {"stage": "pass", "missing": []},
-        "ex-2": {"error": "answer-label"},
-        "ex-9": {"stage": "unresolved"},
-        TRACES[3]: {"stage": "unresolved"},
-        "7": {"stage": "generation", "missing": []},
-        "ex-6": None,
-    }
-    error = next(entry["error"] for entry in lines if entry["id"] == "ex-6")
-    assert (error["kind"], error["field"]) == ("invalid-input", "context")
-
-
 def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
     """docs/import-openinference.md: its Python block writes the spans with
     the SDK, its shell block imports and scores them, as the page says."""
@@ -513,12 +482,18 @@ def keyed(n: int, key: str) -> dict[str, Any]:
             "gives its documents twice",
         ),
         (request(), "holds no spans"),
+        (
+            [request(span_json()), "", request(span_json())],
+            f'line 3: {WHERE}.spanId: span "{SPAN}" of trace "{TRACE}" is already '
+            f"on line 1 ({WHERE}); a span exported twice",
+        ),
     ],
 )
 def test_a_span_file_that_cannot_be_read_is_named_by_line_and_field(
     tmp_path: Path, line: Any, expected: str, spans: dict[str, Path]
 ) -> None:
-    path = write_lines(tmp_path / "spans.jsonl", [line])
+    lines = line if isinstance(line, list) else [line]
+    path = write_lines(tmp_path / "spans.jsonl", lines)
     with pytest.raises(InputFileError) as caught:
         import_openinference(path, spans["gold"], key=EXAMPLE)
     assert expected in caught.value.message
@@ -545,20 +520,6 @@ def test_documents_given_as_one_attribute_are_read(
         path, spans["gold"], key=EXAMPLE, allow_unmatched=True
     ).records
     assert record["input"]["context"] == ["D7", "9"]
-
-
-def test_a_span_exported_twice_is_refused(
-    tmp_path: Path, spans: dict[str, Path]
-) -> None:
-    path = write_lines(
-        tmp_path / "spans.jsonl", [request(span_json()), "", request(span_json())]
-    )
-    with pytest.raises(InputFileError) as caught:
-        import_openinference(path, spans["gold"], key=EXAMPLE)
-    assert caught.value.line == 3
-    assert f'span "{SPAN}" of trace "{TRACE}" is already on line 1' in (
-        caught.value.message
-    )
 
 
 @pytest.mark.parametrize(

@@ -513,24 +513,6 @@ def test_the_command_writes_the_records_without_ir_measures(
     assert result.stderr == ""
 
 
-def test_output_is_written_whole_and_never_over_a_file(
-    files: dict[str, str], tmp_path: Path
-) -> None:
-    out = tmp_path / "runs.jsonl"
-    base = ["--qrels", files["qrels"], "--run", files["run"], "--k", "3"]
-    result = import_cli(*base, "--output", str(out))
-    assert result.returncode == 0, result.stderr
-    assert result.stderr.endswith(f"3 records written to {out}\n")
-    first = out.read_text(encoding="utf-8")
-    again = import_cli(*base, "--output", str(out), "--min-rel", "2")
-    assert again.returncode == 2
-    assert "already exists; pass --force" in again.stderr
-    assert out.read_text(encoding="utf-8") == first
-    forced = import_cli(*base, "-o", str(out), "--min-rel", "2", "--force")
-    assert forced.returncode == 0, forced.stderr
-    assert json.loads(out.read_text().splitlines()[0])["input"]["required"] == ["D1"]
-
-
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
@@ -581,70 +563,3 @@ def test_the_import_pipes_into_score_check_and_inspect_eval(
         sample.id: ((sample.scores or {})["stage_diagnosis"].metadata or {})["result"]
         for sample in log.samples or []
     } == LABELLED_RESULTS
-
-
-SIMPLE_QRELS = {
-    "q1": {"A": 1, "B": 2, "C": 0},
-    "q2": {"D": 1, "E": 1, "F": 1},
-    "q3": {"G": 1},
-    "q4": {"H": 0},
-}
-SIMPLE_RUN = {
-    "q1": {"A": 5.0, "X": 4.0, "C": 3.0, "B": 2.0},
-    "q2": {"D": 3.0, "E": 2.0, "F": 1.0},
-    "q3": {"Y": 2.0, "Z": 1.0},
-    "q4": {"H": 1.0},
-}
-
-
-def test_an_unlabelled_import_scores_recall_for_every_query_as_trec_eval(
-    tmp_path: Path,
-) -> None:
-    """No labels: every query is answer-label, and yet each has its recall,
-    trec_eval's R@k for the import's k."""
-    qrels = "".join(
-        f"{q} 0 {d} {r}\n" for q, docs in SIMPLE_QRELS.items() for d, r in docs.items()
-    )
-    run = "".join(
-        f"{q} Q0 {d} {n} {s} sys\n"
-        for q, docs in SIMPLE_RUN.items()
-        for n, (d, s) in enumerate(docs.items(), start=1)
-    )
-    write(tmp_path / "qrels.txt", qrels)
-    write(tmp_path / "run.txt", run)
-    imported = run_tracegrade(
-        *("import", "trec", "--qrels", "qrels.txt", "--run", "run.txt", "--k", "3"),
-        *("--output", "runs.jsonl"),
-        cwd=tmp_path,
-    )
-    assert imported.returncode == 0, imported.stderr
-    scored = run_tracegrade(
-        *("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs"),
-        *("--no-progress", "--json"),
-        cwd=tmp_path,
-    )
-    assert scored.returncode == 0, scored.stderr
-    summary = json.loads(scored.stdout)
-    assert summary["recall"] == {"mean": (0.5 + 1.0 + 0.0) / 3, "runs": 3}
-    assert summary["precision"] == {"mean": (1 / 3 + 1.0) / 4, "runs": 4}
-    (info,) = list_eval_logs(str(tmp_path / "logs"))
-    scores = {
-        sample.id: (sample.scores or {})["stage_diagnosis"]
-        for sample in read_eval_log(info.name).samples or []
-    }
-    assert {key: score.reason for key, score in scores.items()} == {
-        **dict.fromkeys(["q1", "q2", "q3"], "answer-label"),
-        "q4": None,  # nothing relevant: unresolved, which needs no label
-    }
-    trec_eval = {
-        metric.query_id: metric.value
-        for metric in ir_measures.pytrec_eval.iter_calc(
-            [ir_measures.R @ 3], SIMPLE_QRELS, SIMPLE_RUN
-        )
-    }
-    recalls = {key: (score.metadata or {})["recall"] for key, score in scores.items()}
-    # Exactly: both divide the same two integers.
-    assert recalls == {"q1": 0.5, "q2": 1.0, "q3": 0.0, "q4": None}
-    assert {key: trec_eval[key] for key in ("q1", "q2", "q3")} == {
-        key: recalls[key] for key in ("q1", "q2", "q3")
-    }
