@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Iterable
-from typing import IO, Any
+from typing import Any
 
 import click
 
@@ -66,7 +66,12 @@ def _run_import(
 ) -> None:
     """Write the records `build` gives whole or not at all (they may be refused
     part way), then the notes; errors as one line and an exit code."""
-    from ..importers.common import ImportRefused, NoTemporarySpace, needs_label
+    from ..importers.common import (
+        ImportRefused,
+        NoTemporarySpace,
+        needs_label,
+        record_line,
+    )
     from ..outputs import AtomicFile, check_output, check_standard_streams
 
     named = [*inputs, *([labels] if labels else [])]
@@ -93,14 +98,25 @@ def _run_import(
 
     try:
         if output_format == "parquet":
-            _write_parquet(list(records()), str(output), force)
+            import pyarrow.parquet as pq
+
+            from ..table import ScoreTableError, records_table
+
+            try:
+                table = records_table(list(records()), "stage_diagnosis")
+            except ScoreTableError as error:
+                raise click.ClickException(str(error)) from None
+            write_table = lambda handle: pq.write_table(table, handle)  # noqa: E731
+            AtomicFile.write_through(
+                str(output), write_table, binary=True, replace=force
+            )
         elif output is not None:
-            write = lambda handle: _write_lines(records(), handle)  # noqa: E731
+            write = lambda handle: handle.writelines(map(record_line, records()))  # noqa: E731
             AtomicFile.write_through(output, write, replace=force)
         else:  # through a spool: stdout stays empty if a record is refused
             with tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n") as spool:
                 try:
-                    _write_lines(records(), spool)
+                    spool.writelines(map(record_line, records()))
                     spool.flush()
                 except OSError as error:
                     raise NoTemporarySpace(error, "records") from None
@@ -122,28 +138,6 @@ def _run_import(
         )
     if output is not None:
         click.echo(f"{count} records written to {output}", err=True)
-
-
-def _write_lines(records: Records, handle: IO[str]) -> None:
-    from ..importers.common import record_line
-
-    for record in records:
-        handle.write(record_line(record))
-
-
-def _write_parquet(records: list[dict[str, Any]], output: str, replace: bool) -> None:
-    """The records as `tracegrade.table.record_schema` columns, whole or not at all."""
-    import pyarrow.parquet as pq
-
-    from ..outputs import AtomicFile
-    from ..table import ScoreTableError, records_table
-
-    try:
-        table = records_table(records, "stage_diagnosis")
-    except ScoreTableError as error:
-        raise click.ClickException(str(error)) from None
-    write = lambda handle: pq.write_table(table, handle)  # noqa: E731
-    AtomicFile.write_through(output, write, binary=True, replace=replace)
 
 
 @click.group("import")
