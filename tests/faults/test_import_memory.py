@@ -33,69 +33,55 @@ def _write_ragas(path: Path, megabytes: int) -> None:
     with path.open("w", encoding="utf-8") as out:
         number = 0
         while out.tell() < megabytes << 20:
-            out.write(
-                json.dumps(
-                    {
-                        "user_input": f"question {number} {TEXT}",
-                        "retrieved_context_ids": [f"D{number}", f"E{number}"],
-                        "reference_context_ids": [f"D{number}"],
-                        "response": f"answer {number} {TEXT}",
-                    }
-                )
-                + "\n"
-            )
+            row = {
+                "user_input": f"question {number} {TEXT}",
+                "retrieved_context_ids": [f"D{number}", f"E{number}"],
+                "reference_context_ids": [f"D{number}"],
+                "response": f"answer {number} {TEXT}",
+            }
+            out.write(json.dumps(row) + "\n")
             number += 1
 
 
-def _attribute(key: str, value: str) -> dict[str, Any]:
-    return {"key": key, "value": {"stringValue": value}}
-
-
-def _span(trace: int, span: int, kind: str, *attributes: dict[str, Any]) -> Any:
+def _span(trace: int, span: int, kind: str, **attributes: str) -> Any:
+    attributes = {"openinference.span.kind": kind, **attributes}
     return {
         "traceId": f"{trace + 1:032x}",
         "spanId": f"{span + 1:016x}",
         "parentSpanId": "" if kind == "CHAIN" else f"{3 * trace + 1:016x}",
         "startTimeUnixNano": str(1_000 + span),
-        "attributes": [_attribute("openinference.span.kind", kind), *attributes],
+        "attributes": [
+            {"key": key, "value": {"stringValue": value}}
+            for key, value in attributes.items()
+        ],
     }
 
 
 def _trace_spans(trace: int) -> list[Any]:
     """A root holding the key, question and answer; a retriever; an LLM."""
-    first = 3 * trace
+    root = {"example.id": f"ex-{trace}", "input.value": f"question {trace} {TEXT}"}
+    found = {
+        "retrieval.documents.0.document.id": f"D{trace}",
+        "retrieval.documents.0.document.content": TEXT,
+    }
     return [
-        _span(
-            trace,
-            first,
-            "CHAIN",
-            _attribute("example.id", f"ex-{trace}"),
-            _attribute("input.value", f"question {trace} {TEXT}"),
-            _attribute("output.value", f"answer {trace}"),
-        ),
-        _span(
-            trace,
-            first + 1,
-            "RETRIEVER",
-            _attribute("retrieval.documents.0.document.id", f"D{trace}"),
-            _attribute("retrieval.documents.0.document.content", TEXT),
-        ),
-        _span(trace, first + 2, "LLM", _attribute("output.value", TEXT)),
+        _span(trace, 3 * trace, "CHAIN", **root, **{"output.value": f"answer {trace}"}),
+        _span(trace, 3 * trace + 1, "RETRIEVER", **found),
+        _span(trace, 3 * trace + 2, "LLM", **{"output.value": TEXT}),
     ]
 
 
 def _write_spans(path: Path, gold: Path, megabytes: int) -> None:
     """Each trace's spans on three lines, each line holding spans of three
-    traces: the spans of a trace are spread, as a batch exporter spreads
-    them."""
+    traces, as a batch exporter spreads them."""
     with path.open("w", encoding="utf-8") as out, gold.open("w") as keys:
-        trace = 0
-        pending: list[list[Any]] = []
+        trace, pending = 0, []
         while out.tell() < megabytes << 20 or pending:
             if out.tell() < megabytes << 20:
                 pending.append(_trace_spans(trace))
-                keys.write(json.dumps({"key": f"ex-{trace}", "required": ["D1"]}))
-                keys.write("\n")
+                keys.write(
+                    json.dumps({"key": f"ex-{trace}", "required": ["D1"]}) + "\n"
+                )
                 trace += 1
             line = [spans.pop(0) for spans in pending]
             pending = [spans for spans in pending if spans]

@@ -17,6 +17,7 @@ from tests.commands import run_tracegrade
 from tests.faults.conftest import assert_no_final_outputs, one_clear_line, snapshot
 
 GOOD_ROWS = 2_000
+EXAMPLE = "example.id"
 
 
 def trec_files(directory: Path, bad: bool) -> list[str]:
@@ -40,44 +41,25 @@ def ragas_files(directory: Path, bad: bool) -> list[str]:
     return ["ragas", "dataset.jsonl"]
 
 
-def span(trace: int, document: object) -> dict[str, object]:
-    return {
-        "traceId": f"{trace + 1:032x}",
-        "spanId": f"{trace + 1:016x}",
-        "attributes": [
-            {"key": "openinference.span.kind", "value": {"stringValue": "RETRIEVER"}},
-            {"key": "retrieval.documents.0.document.id", "value": document},
-            {"key": "example.id", "value": {"stringValue": f"ex-{trace}"}},
-        ],
-    }
-
-
 def openinference_files(directory: Path, bad: bool) -> list[str]:
-    lines = [
-        {
-            "resourceSpans": [
-                {"scopeSpans": [{"spans": [span(n, {"stringValue": "D"})]}]}
-            ]
+    def line(trace: int, document: object) -> str:
+        attributes = [
+            ("openinference.span.kind", {"stringValue": "RETRIEVER"}),
+            ("retrieval.documents.0.document.id", document),
+            (EXAMPLE, {"stringValue": f"ex-{trace}"}),
+        ]
+        span = {
+            "traceId": f"{trace + 1:032x}",
+            "spanId": f"{trace + 1:016x}",
+            "attributes": [{"key": k, "value": v} for k, v in attributes],
         }
-        for n in range(GOOD_ROWS)
-    ]
-    if bad:
-        lines.append(
-            {
-                "resourceSpans": [
-                    {"scopeSpans": [{"spans": [span(GOOD_ROWS, {"boolValue": True})]}]}
-                ]
-            }
-        )
-    (directory / "spans.jsonl").write_text(
-        "".join(json.dumps(line) + "\n" for line in lines)
-    )
-    (directory / "gold.jsonl").write_text(
-        "".join(
-            json.dumps({"key": f"ex-{n}", "required": ["D"]}) + "\n"
-            for n in range(GOOD_ROWS + 1)
-        )
-    )
+        return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
+
+    lines = [line(n, {"stringValue": "D"}) for n in range(GOOD_ROWS)]
+    lines += [line(GOOD_ROWS, {"boolValue": True})] if bad else []
+    (directory / "spans.jsonl").write_text("".join(f"{x}\n" for x in lines))
+    gold = [{"key": f"ex-{n}", "required": ["D"]} for n in range(GOOD_ROWS + 1)]
+    (directory / "gold.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gold))
     return [
         "openinference",
         "spans.jsonl",
