@@ -40,6 +40,7 @@ _DIGITS = re.compile(r"[+-]?[0-9]+")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _URL_SAFE = str.maketrans("-_", "+/")
 _MAX_DIGITS = 20  # uint64's; longer is refused before int() refuses it
+_FLAT = re.compile(r"(0|[1-9][0-9]{0,19})\.document\.(.+)")  # after "NAME."
 _VALUE_KINDS = (
     *("stringValue", "boolValue", "intValue", "doubleValue"),
     *("arrayValue", "kvlistValue", "bytesValue"),
@@ -107,28 +108,25 @@ class Span:
         """The ids and contents of the documents the step returned, flattened
         into `NAME.N.document.*` attributes or one array attribute, not both."""
         name = DOCUMENTS[self.kind]
+        flat = [key for key in self.attributes if key.startswith(f"{name}.")]
         if name in self.attributes:
-            if any(key.startswith(f"{name}.") for key in self.attributes):
+            if flat:
                 raise self.refuse(
                     name,
                     f"{self.kind} span {quote(self.span_id)} gives its documents "
                     f"twice: as {name} and as {name}.N.document.* attributes",
                 )
             return self._document_list(name)
-        pattern = re.compile(re.escape(name) + r"\.(0|[1-9][0-9]*)\.document\.(.+)")
         fields: dict[int, dict[str, str]] = {}
-        for key in self.attributes:
-            found = pattern.fullmatch(key)
-            if key.startswith(f"{name}.") and (
-                not found or len(found[1]) > _MAX_DIGITS
-            ):
+        for key in flat:
+            found = _FLAT.fullmatch(key, len(name) + 1)
+            if not found:
                 raise self.refuse(
                     key,
                     f"attribute {quote(key)} is not {name}.N.document.FIELD, N "
                     "an index without leading zeros",
                 )
-            if found:
-                fields.setdefault(int(found[1]), {})[found[2]] = key
+            fields.setdefault(int(found[1]), {})[found[2]] = key
         documents = []
         for index, keys in sorted(fields.items()):
             if "id" in keys:

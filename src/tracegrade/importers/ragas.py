@@ -51,7 +51,7 @@ def _jsonl_rows(path: str) -> Rows:
         yield from json_objects(path, "sample", InputFileError)
     except InputFileError as error:
         if error.line == 1 and error.kind == MALFORMED_JSON:
-            with open(path, encoding="utf-8", errors="replace") as text:
+            with open(path, encoding="utf-8-sig", errors="replace") as text:
                 if text.readline().lstrip().startswith("["):
                     raise InputFileError(
                         path,
