@@ -204,11 +204,15 @@ class _Line:
         prefix = f"{where}: " if where else ""
         return InputFileError(self.path, self.number, prefix + problem, field=where)
 
-    def array(self, where: str, value: Any) -> list[Any]:
-        """A repeated field: absent is empty, as protobuf's JSON leaves it out."""
+    def items(self, where: str, parent: Any, name: str) -> Iterator[tuple[str, Any]]:
+        """Each item of repeated field `name`, with its path; absent is empty,
+        as protobuf's JSON leaves it out."""
+        at = f"{where}.{name}" if where else name
+        value = self.object(where, parent).get(name)
         if value is not None and type(value) is not list:
-            raise self.refuse(where, f"must be a JSON array, got {quote(value, 80)}")
-        return value or []
+            raise self.refuse(at, f"must be a JSON array, got {quote(value, 80)}")
+        for n, item in enumerate(value or []):
+            yield f"{at}[{n}]", item
 
     def object(self, where: str, value: Any) -> dict[str, Any]:
         if type(value) is not dict:
@@ -286,20 +290,18 @@ class _Line:
                 return base64.b64decode(self.text(where, inner), validate=True)
             except (binascii.Error, ValueError):
                 raise self.refuse(where, f"{quote(inner, 80)} is not base64") from None
-        values = self.array(f"{where}.values", self.object(where, inner).get("values"))
         if kind == "kvlistValue":
-            return self.attributes(f"{where}.values", values)[0]
-        return [self.any_value(f"{where}.values[{n}]", v) for n, v in enumerate(values)]
+            return self.attributes(where, inner, "values")[0]
+        return [self.any_value(at, v) for at, v in self.items(where, inner, "values")]
 
     def attributes(
-        self, where: str, items: list[Any]
+        self, where: str, parent: Any, name: str = "attributes"
     ) -> tuple[dict[str, Any], dict[str, str]]:
         """Attributes by key, and where each was read; a key given twice is
         refused (which one counts would be a guess)."""
         attributes: dict[str, Any] = {}
         paths: dict[str, str] = {}
-        for position, item in enumerate(items):
-            path = f"{where}[{position}]"
+        for path, item in self.items(where, parent, name):
             key = self.text(f"{path}.key", self.object(path, item).get("key"))
             if key in attributes:
                 problem = f"attribute {quote(key)} is already given at {paths[key]}"
@@ -311,9 +313,7 @@ class _Line:
     def spans(self, request: dict[str, Any], order: int) -> list[Span]:
         """The spans of one ExportTraceServiceRequest, numbered from `order`."""
         if "resourceSpans" not in request:
-            other = [
-                name for name in ("resourceMetrics", "resourceLogs") if name in request
-            ]
+            other = [n for n in ("resourceMetrics", "resourceLogs") if n in request]
             raise self.refuse(
                 "",
                 f"holds {other[0]}, not resourceSpans: an export of "
@@ -323,24 +323,15 @@ class _Line:
                 "(ExportTraceServiceRequest)",
             )
         found: list[Span] = []
-        for r, resource in enumerate(
-            self.array("resourceSpans", request["resourceSpans"])
-        ):
-            where = f"resourceSpans[{r}]"
-            scopes = self.object(where, resource).get("scopeSpans")
-            for s, scope in enumerate(self.array(f"{where}.scopeSpans", scopes)):
-                at = f"{where}.scopeSpans[{s}]"
-                spans = self.array(f"{at}.spans", self.object(at, scope).get("spans"))
-                for n, span in enumerate(spans):
-                    found.append(
-                        self.span(f"{at}.spans[{n}]", span, order + len(found))
-                    )
+        for r, resource in self.items("", request, "resourceSpans"):
+            for s, scope in self.items(r, resource, "scopeSpans"):
+                for at, span in self.items(s, scope, "spans"):
+                    found.append(self.span(at, span, order + len(found)))
         return found
 
     def span(self, where: str, span: Any, order: int) -> Span:
+        attributes, paths = self.attributes(where, span)
         span = self.object(where, span)
-        items = self.array(f"{where}.attributes", span.get("attributes"))
-        attributes, paths = self.attributes(f"{where}.attributes", items)
         parent = span.get("parentSpanId", "")
         read = Span(
             self.identifier(f"{where}.traceId", span.get("traceId"), 16),
