@@ -188,10 +188,8 @@ def trec(
       tracegrade import trec --qrels QRELS --run RUN --k 10 > runs.jsonl
       inspect eval tracegrade/stage_diagnosis -T dataset=runs.jsonl
 
-    Required: judged --min-rel or higher; context: the run's top K by score,
-    ties by document id descending, as trec_eval ranks; correct: from
-    --labels only. A form Python and trec_eval read otherwise is refused,
-    naming the file, line and field (docs/import-trec.md).
+    Context: the run's top K as trec_eval ranks it; correct: from --labels
+    only. docs/import-trec.md gives the rest.
 
     \b
     Exit codes: 0 success, 1 the files are malformed or disagree,
@@ -236,11 +234,8 @@ def ragas(dataset: str, file_format: Any, **output: Any) -> None:
       tracegrade import ragas dataset.jsonl --labels labels.jsonl > runs.jsonl
       inspect eval tracegrade/stage_diagnosis -T dataset=runs.jsonl
 
-    DATASET is JSON Lines or CSV as EvaluationDataset.to_jsonl and to_csv
-    write it; id, the sample's index; required and context, its reference
-    and retrieved context ids; correct, from --labels only. A sample that
-    cannot be a record is refused, naming the file, line and field
-    (docs/import-ragas.md).
+    DATASET is JSON Lines or CSV, as EvaluationDataset.to_jsonl and to_csv
+    write it; correct: from --labels only. docs/import-ragas.md gives the rest.
 
     \b
     Exit codes: 0 success, 1 the dataset or labels are malformed,
@@ -318,11 +313,8 @@ def openinference(
           --key session.id > runs.jsonl
       inspect eval tracegrade/stage_diagnosis -T dataset=runs.jsonl
 
-    SPANS is OTLP JSON, one ExportTraceServiceRequest a line. Context: the
-    documents a model received, by id or content; steps: its RETRIEVER and
-    RERANKER spans; required and correct: the gold line whose key equals the
-    trace's. A trace matching no gold line is refused (exit 2) unless
-    --allow-unmatched; docs/import-openinference.md gives the rest.
+    SPANS is OTLP JSON, one ExportTraceServiceRequest a line; context: the
+    documents the model received. docs/import-openinference.md gives the rest.
 
     \b
     Exit codes: 0 success, 1 the files are malformed or disagree,
