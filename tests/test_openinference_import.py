@@ -358,6 +358,16 @@ def span_json(**fields: Any) -> dict[str, Any]:
     return {"traceId": TRACE, "spanId": SPAN, "name": "s", **fields}
 
 
+def one(**fields: Any) -> dict[str, Any]:
+    """A line of one span."""
+    return request(span_json(**fields))
+
+
+def holding(*attributes: dict[str, Any]) -> dict[str, Any]:
+    """A line of one span holding `attributes`."""
+    return one(attributes=list(attributes))
+
+
 def attribute(key: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
         kind = {str: "stringValue", int: "intValue", float: "doubleValue"}
@@ -370,7 +380,7 @@ IS_RETRIEVER = attribute(KIND, RETRIEVER)
 
 def retriever(*attributes: dict[str, Any]) -> dict[str, Any]:
     """A line of one RETRIEVER span holding `attributes` after its kind."""
-    return request(span_json(attributes=[IS_RETRIEVER, *attributes]))
+    return holding(IS_RETRIEVER, *attributes)
 
 
 def documents(value: Any) -> dict[str, Any]:
@@ -396,28 +406,22 @@ def keyed(n: int, key: str) -> dict[str, Any]:
         ({"resourceMetrics": []}, "holds resourceMetrics, not resourceSpans"),
         ({"spans": []}, "no resourceSpans: not an OTLP JSON trace export"),
         (
-            request(span_json(traceId="abc")),
+            one(traceId="abc"),
             f'line 1: {WHERE}.traceId: "abc" is not a 16-byte id, as 32 hex '
             "digits (OTLP JSON) or 24 base64 characters (protobuf's JSON mapping)",
         ),
         # Spaces in a hex id: bytes.fromhex would skip them, two traces could share it.
+        (one(traceId=TRACE[:10] + " " + TRACE[11:]), "is not a 16-byte id"),
+        (one(spanId=SPAN[:4] + " " + SPAN[5:]), "is not an 8-byte id"),
+        (one(traceId="0" * 32), "is all zeros, an invalid id"),
+        (one(spanId=None), f"{WHERE}.spanId: must be text, got null"),
         (
-            request(span_json(traceId=TRACE[:10] + " " + TRACE[11:])),
-            "is not a 16-byte id",
-        ),
-        (request(span_json(spanId=SPAN[:4] + " " + SPAN[5:])), "is not an 8-byte id"),
-        (request(span_json(traceId="0" * 32)), "is all zeros, an invalid id"),
-        (request(span_json(spanId=None)), f"{WHERE}.spanId: must be text, got null"),
-        (
-            request(span_json(startTimeUnixNano="1.5")),
+            one(startTimeUnixNano="1.5"),
             f'{WHERE}.startTimeUnixNano: "1.5" is not an integer',
         ),
         # Past 64 bits, even past Python's 4,300-digit limit: no traceback.
-        (request(span_json(startTimeUnixNano="1" * 5000)), "is not a 64-bit integer"),
-        (
-            request(span_json(attributes=[attribute("x", {"intValue": str(2**64)})])),
-            "is not a 64-bit integer",
-        ),
+        (one(startTimeUnixNano="1" * 5000), "is not a 64-bit integer"),
+        (holding(attribute("x", {"intValue": str(2**64)})), "is not a 64-bit integer"),
         (
             retriever(attribute(KIND, LLM)),
             f'{WHERE}.attributes[1].key: attribute "openinference.span.kind" is '
@@ -441,11 +445,11 @@ def keyed(n: int, key: str) -> dict[str, Any]:
             "document id 1.5 is neither text nor an integer",
         ),
         (
-            request(span_json(attributes=[attribute(KIND, "retriever")])),
+            holding(attribute(KIND, "retriever")),
             'span kind "retriever" is not OpenInference\'s "RETRIEVER"',
         ),
         (
-            request(span_json(attributes=[attribute(EXAMPLE, 1.0)])),
+            holding(attribute(EXAMPLE, 1.0)),
             'key "example.id" is 1.0; a key is text or an integer',
         ),
         (
@@ -483,7 +487,7 @@ def keyed(n: int, key: str) -> dict[str, Any]:
         ),
         (request(), "holds no spans"),
         (
-            [request(span_json()), "", request(span_json())],
+            [one(), "", one()],
             f'line 3: {WHERE}.spanId: span "{SPAN}" of trace "{TRACE}" is already '
             f"on line 1 ({WHERE}); a span exported twice",
         ),
