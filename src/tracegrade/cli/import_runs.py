@@ -3,6 +3,7 @@ its inputs, the importer's records, and the shared options, output and notes."""
 
 from __future__ import annotations
 
+import functools
 import tempfile
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -40,15 +41,28 @@ _OUTPUT_OPTIONS = [
 ]
 
 Records = Iterable[dict[str, Any]]
+# An importer's inputs, its records, the noun it counts, and its notes by count.
+Shape = tuple[list[str], Callable[[], Records], str, Callable[[int], list[str]]]
 
 
 def _importer(name: str, *options: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """An import command: its own options, then the shared ones."""
+    """An import command: its own options, then the shared ones; the function
+    gives its shape, and the records are written as every import writes them."""
 
-    def decorate(function: Any) -> Any:
+    def decorate(shape: Callable[..., Shape]) -> Any:
+        def command(
+            output: str | None, force: bool, output_format: str, **own: Any
+        ) -> None:
+            inputs, build, noun, notes = shape(**own)
+            labels = own["labels"]
+            _run_import(
+                inputs, build, noun, notes, labels, output, output_format, force
+            )
+
+        functools.update_wrapper(command, shape)
         for option in reversed([*options, *_OUTPUT_OPTIONS]):
-            function = option(function)
-        return import_group.command(name)(function)
+            command = option(command)
+        return import_group.command(name)(command)
 
     return decorate
 
@@ -58,7 +72,6 @@ def _run_import(
     build: Callable[[], Records],
     noun: str,
     notes: Callable[[int], list[str]],
-    *,
     labels: str | None,
     output: str | None,
     output_format: str,
@@ -152,9 +165,7 @@ def import_group() -> None:
 @_importer(
     "trec",
     click.option("--qrels", required=True, type=_INPUT, help="TREC qrels file."),
-    click.option(
-        "--run", "run_file", required=True, type=_INPUT, help="TREC run file."
-    ),
+    click.option("--run", required=True, type=_INPUT, help="TREC run file."),
     click.option(
         *("-k", "--k", "k"),
         required=True,
@@ -179,9 +190,7 @@ def import_group() -> None:
         "that found nothing.",
     ),
 )
-def trec(
-    qrels: str, run_file: str, k: int, min_rel: int, complete: bool, **output: Any
-) -> None:
+def trec(qrels: str, run: str, labels: str | None, **options: Any) -> Shape:
     """One stage-diagnosis record per query of TREC qrels and a run.
 
     \b
@@ -201,20 +210,17 @@ def trec(
     not_run: list[str] = []
 
     def build() -> Records:
-        labels = output["labels"]
-        found = import_trec(
-            qrels, run_file, k=k, min_rel=min_rel, labels_path=labels, complete=complete
-        )
+        found = import_trec(qrels, run, labels_path=labels, **options)
         not_run.extend(found.not_run)
         return found.records
 
     def notes(count: int) -> list[str]:
         return [
             f"{len(not_run)} of {count} queries judged in {qrels} are not in "
-            f"{run_file}; imported with an empty context (-c): {named(not_run)}"
+            f"{run}; imported with an empty context (-c): {named(not_run)}"
         ][: bool(not_run)]
 
-    _run_import([qrels, run_file], build, "queries", notes, **output)
+    return [qrels, run], build, "queries", notes
 
 
 @_importer(
@@ -227,7 +233,7 @@ def trec(
         help="How DATASET is written; by default CSV for a .csv name, else JSONL.",
     ),
 )
-def ragas(dataset: str, file_format: Any, **output: Any) -> None:
+def ragas(dataset: str, file_format: Any, labels: str | None) -> Shape:
     """One stage-diagnosis record per sample of a Ragas evaluation dataset.
 
     \b
@@ -244,11 +250,9 @@ def ragas(dataset: str, file_format: Any, **output: Any) -> None:
     from ..importers.ragas import stream_ragas
 
     def build() -> Records:
-        return stream_ragas(
-            dataset, labels_path=output["labels"], file_format=file_format
-        )
+        return stream_ragas(dataset, labels_path=labels, file_format=file_format)
 
-    _run_import([dataset], build, "samples", lambda count: [], **output)
+    return [dataset], build, "samples", lambda count: []
 
 
 @_importer(
@@ -275,7 +279,6 @@ def ragas(dataset: str, file_format: Any, **output: Any) -> None:
     ),
     click.option(
         "--context",
-        "context_rule",
         type=click.Choice(["model-input", "last-step"]),
         default="model-input",
         show_default=True,
@@ -296,16 +299,7 @@ def ragas(dataset: str, file_format: Any, **output: Any) -> None:
         "scores unresolved) instead of refusing the import.",
     ),
 )
-def openinference(
-    spans: str,
-    gold: str,
-    key: str,
-    sample_id: str | None,
-    context_rule: str,
-    allow_unmatched: bool,
-    id_in_metadata: str | None,
-    **output: Any,
-) -> None:
+def openinference(spans: str, gold: str, labels: str | None, **rules: Any) -> Shape:
     """One stage-diagnosis record per trace of OpenInference spans.
 
     \b
@@ -327,13 +321,12 @@ def openinference(
         stream_openinference,
     )
 
-    said = OpenInferenceNotes()
-    rules = ImportRules(key, sample_id, context_rule, allow_unmatched, id_in_metadata)
+    said, chosen = OpenInferenceNotes(), ImportRules(**rules)
 
     def build() -> Records:
         return stream_openinference(
-            spans, gold, rules=rules, labels_path=output["labels"], notes=said
+            spans, gold, rules=chosen, labels_path=labels, notes=said
         )
 
-    notes = lambda count: said.lines(count, key, gold)  # noqa: E731
-    _run_import([spans, gold], build, "traces", notes, **output)
+    notes = lambda count: said.lines(count, chosen.key, gold)  # noqa: E731
+    return [spans, gold], build, "traces", notes
