@@ -1,6 +1,6 @@
-"""OpenInference spans (OTLP JSON) as stage-diagnosis records, one per trace,
-joined to a gold file by a key attribute. Each span is read once, into an
-unnamed spool, so memory holds one trace (docs/import-openinference.md)."""
+"""OpenInference spans (OTLP JSON) as stage-diagnosis records, one per trace, joined
+to a gold file by a key attribute; spans wait in an unnamed spool, so memory holds
+one trace (docs/import-openinference.md)."""
 
 from __future__ import annotations
 
@@ -15,15 +15,12 @@ from collections.abc import Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from ..core.errors import quote
 from ..lines import has_lone_surrogate, json_objects, strict_json_loads
 from . import common
 from .common import ImportRefused, InputFileError, LabelsRefused, counted, named
-
-if TYPE_CHECKING:
-    from ..labels import StaffLabels
 
 # The OpenInference semantic conventions' names.
 KIND = "openinference.span.kind"
@@ -41,6 +38,17 @@ _HEX = re.compile(r"[0-9a-fA-F]+")
 _URL_SAFE = str.maketrans("-_", "+/")
 _MAX_DIGITS = 20  # uint64's; longer is refused before int() refuses it
 _FLAT = re.compile(r"(0|[1-9][0-9]{0,19})\.document\.(.+)")  # after "NAME."
+_NONFINITE = ("NaN", "Infinity", "-Infinity")
+# AnyValue's scalar kinds other than text and integers: how each is read, and
+# what a value that is not one is called.
+_SCALARS: dict[str, tuple[Any, str]] = {
+    "boolValue": (lambda v: v if type(v) is bool else None, "is not true or false"),
+    "doubleValue": (
+        lambda v: float(v) if type(v) in (int, float) or v in _NONFINITE else None,
+        "is not a number",
+    ),
+    "bytesValue": (lambda v: base64.b64decode(v, validate=True), "is not base64"),
+}
 _VALUE_KINDS = (
     *("stringValue", "boolValue", "intValue", "doubleValue"),
     *("arrayValue", "kvlistValue", "bytesValue"),
@@ -105,63 +113,51 @@ class Span:
         return value
 
     def documents(self, in_metadata: str | None) -> Documents:
-        """The ids and contents of the documents the step returned, flattened
-        into `NAME.N.document.*` attributes or one array attribute, not both."""
-        name = DOCUMENTS[self.kind]
+        """The step's documents: `NAME.N.document.*` attributes or one array."""
+        name, kind, span = DOCUMENTS[self.kind], self.kind, quote(self.span_id)
         flat = [key for key in self.attributes if key.startswith(f"{name}.")]
+        if name in self.attributes and flat:
+            problem = f"{kind} span {span} gives its documents twice: as {name} "
+            raise self.refuse(name, problem + f"and as {name}.N.document.* attributes")
         if name in self.attributes:
-            if flat:
-                raise self.refuse(
-                    name,
-                    f"{self.kind} span {quote(self.span_id)} gives its documents "
-                    f"twice: as {name} and as {name}.N.document.* attributes",
-                )
             return self._document_list(name)
         fields: dict[int, dict[str, str]] = {}
         for key in flat:
-            found = _FLAT.fullmatch(key, len(name) + 1)
-            if not found:
-                raise self.refuse(
-                    key,
-                    f"attribute {quote(key)} is not {name}.N.document.FIELD, N "
-                    "an index without leading zeros",
-                )
+            if not (found := _FLAT.fullmatch(key, len(name) + 1)):
+                problem = f"attribute {quote(key)} is not {name}.N.document.FIELD, N "
+                raise self.refuse(key, problem + "an index without leading zeros")
             fields.setdefault(int(found[1]), {})[found[2]] = key
         documents = []
         for index, keys in sorted(fields.items()):
             if "id" in keys:
                 document = self.document_id(keys["id"], self.attributes[keys["id"]])
             elif in_metadata is not None and "metadata" in keys:
-                document = self._metadata_id(keys["metadata"], in_metadata)
+                # LangChain's instrumentor records no document.id.
+                value = self.attributes[keys["metadata"]]
+                if isinstance(value, str):
+                    with suppress(ValueError):
+                        value = strict_json_loads(value)
+                if type(value) is not dict or in_metadata not in value:
+                    raise self.refuse(
+                        keys["metadata"],
+                        f"{keys['metadata']} holds no {quote(in_metadata)} and the "
+                        "document has no document.id, so what the span returned "
+                        "is unknown",
+                    )
+                document = self.document_id(keys["metadata"], value[in_metadata])
             else:
                 raise self.refuse(
                     next(iter(keys.values())),
-                    f"document {index} of {self.kind} span {quote(self.span_id)} "
-                    f"has no {name}.{index}.document.id, so what it returned is "
-                    "unknown (--id-in-metadata KEY reads it from its metadata)",
+                    f"document {index} of {kind} span {span} has no "
+                    f"{name}.{index}.document.id, so what it returned is unknown "
+                    "(--id-in-metadata KEY reads it from its metadata)",
                 )
             documents.append(
                 (document, keys.get("content") and self.text(keys["content"]))
             )
         return documents
 
-    def _metadata_id(self, key: str, name: str) -> str:
-        """The id a document's metadata (a JSON object, or its text) holds
-        as `name`: LangChain's instrumentor records no document.id."""
-        value = self.attributes[key]
-        if isinstance(value, str):
-            with suppress(ValueError):
-                value = strict_json_loads(value)
-        if type(value) is not dict or name not in value:
-            raise self.refuse(
-                key,
-                f"{key} holds no {quote(name)} and the document has no "
-                "document.id, so what the span returned is unknown",
-            )
-        return self.document_id(key, value[name])
-
     def _document_list(self, name: str) -> Documents:
-        """Documents as one attribute: objects each holding `document.id`."""
         value = self.attributes[name]
         form = (
             f"{name} must be an array of objects each holding document.id "
@@ -171,9 +167,8 @@ class Span:
             try:
                 value = strict_json_loads(value)
             except ValueError as error:
-                raise self.refuse(
-                    name, f"{form}; its text is not JSON ({error})"
-                ) from None
+                problem = f"{form}; its text is not JSON ({error})"
+                raise self.refuse(name, problem) from None
         if type(value) is not list:
             raise self.refuse(name, f"{form}, got {quote(value, 80)}")
         documents = []
@@ -185,11 +180,9 @@ class Span:
                     "the span returned is unknown",
                 )
             content = document.get("document.content")
+            document_id = self.document_id(name, document["document.id"])
             documents.append(
-                (
-                    self.document_id(name, document["document.id"]),
-                    content if isinstance(content, str) else None,
-                )
+                (document_id, content if isinstance(content, str) else None)
             )
         return documents
 
@@ -205,8 +198,7 @@ class _Line:
         return InputFileError(self.path, self.number, prefix + problem, field=where)
 
     def items(self, where: str, parent: Any, name: str) -> Iterator[tuple[str, Any]]:
-        """Each item of repeated field `name`, with its path; absent is empty,
-        as protobuf's JSON leaves it out."""
+        """Repeated field `name`'s items with their paths; absent is empty."""
         at = f"{where}.{name}" if where else name
         value = self.object(where, parent).get(name)
         if value is not None and type(value) is not list:
@@ -227,20 +219,18 @@ class _Line:
         return value
 
     def identifier(self, where: str, value: Any, size: int) -> str:
-        """Hex (OTLP JSON) or base64 (protobuf's JSON): their lengths differ,
-        so neither is mistaken for the other."""
-        text = self.text(where, value)
-        decoded = None
+        """Hex (OTLP JSON) or base64 (protobuf's JSON): their lengths differ."""
+        text, decoded, base64_size = self.text(where, value), None, 4 * -(-size // 3)
         if len(text) == 2 * size and _HEX.fullmatch(text):
             decoded = bytes.fromhex(text)  # only hex: fromhex skips spaces
-        elif len(text) == 4 * -(-size // 3):
+        elif len(text) == base64_size:
             with suppress(binascii.Error, ValueError):
                 decoded = base64.b64decode(text.translate(_URL_SAFE), validate=True)
         if decoded is None or len(decoded) != size:
             raise self.refuse(
                 where,
                 f"{quote(text, 80)} is not {'an' if size == 8 else 'a'} {size}-byte "
-                f"id, as {2 * size} hex digits (OTLP JSON) or {4 * -(-size // 3)} "
+                f"id, as {2 * size} hex digits (OTLP JSON) or {base64_size} "
                 "base64 characters (protobuf's JSON mapping)",
             )
         if not any(decoded):
@@ -262,8 +252,7 @@ class _Line:
 
     def any_value(self, where: str, value: Any) -> Any:
         """An OTLP AnyValue as Python; None when it holds nothing."""
-        value = self.object(where, value)
-        present = [name for name in _VALUE_KINDS if name in value]
+        present = [name for name in _VALUE_KINDS if name in self.object(where, value)]
         if len(present) > 1:
             problem = "holds " + " and ".join(present) + "; an AnyValue holds one"
             raise self.refuse(where, problem)
@@ -275,30 +264,21 @@ class _Line:
             return self.text(where, inner)
         if kind == "intValue":
             return self.integer(where, inner)
-        if kind == "boolValue":
-            if type(inner) is not bool:
-                raise self.refuse(where, f"must be true or false, got {quote(inner)}")
-            return inner
-        if kind == "doubleValue":
-            if type(inner) in (int, float):
-                return float(inner)
-            if inner in ("NaN", "Infinity", "-Infinity"):
-                return float(inner.replace("Infinity", "inf"))
-            raise self.refuse(where, f"{quote(inner, 80)} is not a number")
-        if kind == "bytesValue":
-            try:
-                return base64.b64decode(self.text(where, inner), validate=True)
-            except (binascii.Error, ValueError):
-                raise self.refuse(where, f"{quote(inner, 80)} is not base64") from None
         if kind == "kvlistValue":
             return self.attributes(where, inner, "values")[0]
-        return [self.any_value(at, v) for at, v in self.items(where, inner, "values")]
+        if kind == "arrayValue":
+            values = self.items(where, inner, "values")
+            return [self.any_value(at, item) for at, item in values]
+        read, form = _SCALARS[kind]
+        with suppress(binascii.Error, ValueError, TypeError):
+            if (scalar := read(inner)) is not None:
+                return scalar
+        raise self.refuse(where, f"{quote(inner, 80)} {form}")
 
     def attributes(
         self, where: str, parent: Any, name: str = "attributes"
     ) -> tuple[dict[str, Any], dict[str, str]]:
-        """Attributes by key, and where each was read; a key given twice is
-        refused (which one counts would be a guess)."""
+        """Attributes by key, and where each was read; a key given twice is refused."""
         attributes: dict[str, Any] = {}
         paths: dict[str, str] = {}
         for path, item in self.items(where, parent, name):
@@ -331,7 +311,6 @@ class _Line:
 
     def span(self, where: str, span: Any, order: int) -> Span:
         attributes, paths = self.attributes(where, span)
-        span = self.object(where, span)
         parent = span.get("parentSpanId", "")
         read = Span(
             self.identifier(f"{where}.traceId", span.get("traceId"), 16),
@@ -353,15 +332,6 @@ class _Line:
             )
             raise read.refuse(KIND, problem)
         return read
-
-
-def _json_lines(path: str) -> Iterator[tuple[_Line, dict[str, Any]]]:
-    try:
-        for number, value in json_objects(path, "line", InputFileError):
-            yield _Line(path, number), value
-    except OSError as error:
-        problem = f"cannot be read ({error.strerror or error})"
-        raise InputFileError(path, None, problem) from None
 
 
 class _Spool:
@@ -393,8 +363,9 @@ class _Spool:
             by_trace.setdefault(span.trace_id, []).append(span)
         for trace_id, group in by_trace.items():
             data = pickle.dumps(group, pickle.HIGHEST_PROTOCOL)
-            place = (self.file.tell(), len(data))
-            self.places.setdefault(trace_id, array("q")).extend(place)
+            self.places.setdefault(trace_id, array("q")).extend(
+                (self.file.tell(), len(data))
+            )
             try:
                 self.file.write(data)
             except OSError as error:
@@ -408,9 +379,6 @@ class _Spool:
             spans += pickle.loads(self.file.read(places[n + 1]))
         self.file.seek(0, 2)
         return spans
-
-
-# --- what a trace says -------------------------------------------------------------
 
 
 class Trace:
@@ -436,8 +404,7 @@ class Trace:
         return above
 
     def post_order(self) -> list[Span]:
-        """The spans as their outputs were ready: a span after the spans
-        under it, siblings in start order (ties in file order)."""
+        """The spans as their outputs were ready: each after those under it."""
         children: dict[str | None, list[Span]] = {}
         for span in self.spans:
             parent = span.parent_id if span.parent_id in self.parents else None
@@ -461,8 +428,7 @@ class Trace:
         return order
 
     def key(self, name: str) -> Key | None:
-        """The trace's value of attribute `name`: the root's, else the one
-        value its other spans agree on."""
+        """Attribute `name`'s value: the root's, else the one its spans agree on."""
         root = self.root
         spans = [root] if root is not None and name in root.attributes else self.spans
         found: dict[tuple[type, Key], Span] = {}
@@ -524,14 +490,13 @@ def _steps(trace: Trace, documents: dict[str, Documents]) -> list[dict[str, Any]
 
 
 def _builds_prompt(span: Span) -> bool:
-    """An LLM span that renders a template (Haystack's PromptBuilder): its
-    output is the prompt, its input every document offered to it."""
+    """An LLM span that renders a template (Haystack's PromptBuilder)."""
     return any(key.startswith("llm.prompt_template.") for key in span.attributes)
 
 
 def _model_input(trace: Trace) -> list[str]:
-    """The texts the trace shows a model received: each LLM span's input
-    messages or prompts (else its input.value), a prompt builder's output."""
+    """The texts a model received: each LLM span's input messages or prompts
+    (else its input.value, the texts in it when JSON), a prompt builder's output."""
     texts: list[str] = []
     for span in trace.of(LLM):
         if _builds_prompt(span):
@@ -547,39 +512,30 @@ def _model_input(trace: Trace) -> list[str]:
             )
             for text in span.texts(key)
         ]
-        texts += given or _json_texts(span)
+        if (
+            not given
+            and (given := span.texts(INPUT))
+            and span.attributes.get(MIME) == JSON_MIME
+        ):
+            with suppress(ValueError):  # as a model reads it, unescaped
+                given, pending = [], [strict_json_loads(given[0])]
+                while pending:
+                    value = pending.pop()
+                    if isinstance(value, str):
+                        given.append(value)
+                    elif isinstance(value, dict | list):
+                        items = value.values() if isinstance(value, dict) else value
+                        pending += reversed(list(items))
+        texts += given
     return texts
 
 
-def _json_texts(span: Span) -> list[str]:
-    """The span's input.value; when JSON, the texts in it, as a model would
-    read them unescaped."""
-    texts = span.texts(INPUT)
-    if not texts or span.attributes.get(MIME) != JSON_MIME:
-        return texts
-    try:
-        pending = [strict_json_loads(texts[0])]
-    except ValueError:
-        return texts
-    found: list[str] = []
-    while pending:
-        value = pending.pop()
-        if isinstance(value, str):
-            found.append(value)
-        elif isinstance(value, dict | list):
-            pending += reversed(
-                list(value.values() if isinstance(value, dict) else value)
-            )
-    return found
-
-
-class _TwoReadings(Exception):
-    """A model input that two readings would give different documents."""
-
-
-def documents_in(texts: Sequence[str], contents: dict[str, list[str]]) -> list[str]:
-    """The documents (keys of `contents`) the texts hold, by id as a whole
-    word or by content no other document has, in the order first shown."""
+def documents_in(
+    texts: Sequence[str], contents: dict[str, list[str]], trace: str
+) -> list[str]:
+    """The documents (keys of `contents`) the texts hold, by id as a whole word or
+    by content no other document has, in the order first shown; `trace` names
+    the trace in a refusal."""
     owners: dict[str, list[str]] = {}
     for document, texts_of in contents.items():
         for content in texts_of:
@@ -587,10 +543,10 @@ def documents_in(texts: Sequence[str], contents: dict[str, list[str]]) -> list[s
     marks = [(document, document, True) for document in contents]
     marks += [(c, owned[0], False) for c, owned in owners.items() if len(owned) == 1]
     seen = [
-        (number, *place, document, by_id)
+        (number, start, start + len(mark), document, by_id)
         for number, text in enumerate(texts)
         for mark, document, by_id in marks
-        for place in _occurrences(text, mark, by_id)
+        for start in _occurrences(text, mark, by_id)
     ]
     found: dict[str, tuple[int, int]] = {}
     inside: dict[str, tuple[Any, ...]] = {}
@@ -599,43 +555,44 @@ def documents_in(texts: Sequence[str], contents: dict[str, list[str]]) -> list[s
             found[document] = min(found.get(document, (number, start)), (number, start))
         else:
             inside.setdefault(document, cover)
-    for document, cover in inside.items():
-        if document not in found:
-            raise _TwoReadings(
-                f"document {quote(document)} shows in the model's input only "
-                f"inside document {quote(cover[3])}'s "
-                f"{'id' if cover[4] else 'content'}, so whether it reached "
-                "the model has two readings"
-            )
-    for content, documents in owners.items():
-        if (
-            len(documents) > 1
-            and not any(document in found for document in documents)
-            and any(content in text for text in texts)
-        ):
-            raise _TwoReadings(
-                f"documents {' and '.join(quote(d) for d in documents[:2])} have the "
-                "same content, which the model's input holds, and neither id shows "
-                "there: which reached the model has two readings"
-            )
+    problems = [
+        f"document {quote(document)} shows in the model's input only inside "
+        f"document {quote(cover[3])}'s {'id' if cover[4] else 'content'}, so "
+        "whether it reached the model has two readings"
+        for document, cover in inside.items()
+        if document not in found
+    ] + [
+        f"documents {' and '.join(quote(d) for d in documents[:2])} have the same "
+        "content, which the model's input holds, and neither id shows there: "
+        "which reached the model has two readings"
+        for content, documents in owners.items()
+        if len(documents) > 1
+        and not any(document in found for document in documents)
+        and any(content in text for text in texts)
+    ]
+    if problems:
+        raise ImportRefused(
+            f"{trace}: {problems[0]}; --context last-step takes its last step's "
+            "output instead"
+        )
     return sorted(found, key=found.__getitem__)
 
 
-def _occurrences(text: str, mark: str, by_id: bool) -> Iterator[tuple[int, int]]:
-    """Where `mark` occurs in `text`; an id only as a whole word."""
+def _occurrences(text: str, mark: str, by_id: bool) -> Iterator[int]:
+    """Where `mark` starts in `text`; an id only as a whole word."""
     start = text.find(mark)
     while start >= 0:
-        end = start + len(mark)
-        around = text[start - 1 : start] + text[end : end + 1]
+        around = (
+            text[start - 1 : start] + text[start + len(mark) : start + len(mark) + 1]
+        )
         if not (by_id and any(c.isalnum() for c in around)):
-            yield start, end
+            yield start
         start = text.find(mark, start + 1)
 
 
 def _covers(seen: list[tuple[Any, ...]]) -> list[tuple[tuple[Any, ...], Any]]:
-    """Each occurrence (text, start, end, document, by_id) with another
-    document's longer one holding it, if any: a sweep by start, keeping the
-    two furthest-reaching documents."""
+    """Each occurrence (text, start, end, document, by_id) with another document's
+    longer one holding it, if any: a sweep keeping the two furthest-reaching."""
     seen.sort(key=lambda item: (item[0], item[1], -item[2]))
     covers = []
     reaching: list[tuple[Any, ...]] = []
@@ -681,8 +638,7 @@ def _untyped(trace: Trace, contents: dict[str, set[str | None]]) -> list[str]:
 
 
 def _answer(trace: Trace) -> str | None:
-    """What the last model returned: its output messages, else its
-    output.value; None when no LLM span (prompt builders aside) says."""
+    """The last model's output messages, else its output.value."""
     for span in reversed([s for s in trace.of(LLM) if not _builds_prompt(s)]):
         said = [
             text
@@ -697,8 +653,8 @@ def _answer(trace: Trace) -> str | None:
 
 
 def _question(trace: Trace) -> str | None:
-    """The user's text: the root's input.value unless JSON, else the first
-    retriever's (its `query` where JSON), else the root's as it is."""
+    """The root's input.value unless JSON, else the first retriever's (its
+    `query` where JSON), else the root's as it is."""
     root, retrievers = trace.root, trace.of(RETRIEVER)
     question = None if root is None else root.text(INPUT)
     if root is None or question is None or not retrievers:
@@ -713,9 +669,6 @@ def _question(trace: Trace) -> str | None:
         query = query.get("query") if type(query) is dict else None
         return query if isinstance(query, str) else question
     return question
-
-
-# --- the gold file and the records -------------------------------------------------
 
 
 class GoldLine(NamedTuple):
@@ -758,6 +711,25 @@ def read_gold(path: str | Path) -> dict[tuple[type, Key], GoldLine]:
     return gold
 
 
+def _json_lines(path: str) -> Iterator[tuple[_Line, dict[str, Any]]]:
+    try:
+        for number, value in json_objects(path, "line", InputFileError):
+            yield _Line(path, number), value
+    except OSError as error:
+        problem = f"cannot be read ({error.strerror or error})"
+        raise InputFileError(path, None, problem) from None
+
+
+def _unmatched(unmatched: list[tuple[str, Key | None]], key: str, note: bool) -> str:
+    """The unmatched traces named, each with its key."""
+
+    def show(trace: str, value: Key | None) -> str:
+        shown = f"{key} {quote(value)}" if note else quote(value, 60)
+        return f"{quote(trace)} ({f'no {key}' if value is None else shown})"
+
+    return common.listed(unmatched, lambda pair: show(*pair))
+
+
 @dataclass
 class OpenInferenceNotes:
     """What the import says on stderr, complete once its records all are."""
@@ -779,7 +751,7 @@ class OpenInferenceNotes:
                 self.unmatched,
                 f"{len(self.unmatched)}{of} match no line of {gold} by {key}; "
                 "written without required (--allow-unmatched), they score "
-                f"unresolved: {_unmatched(self.unmatched, key, note=True)}",
+                f"unresolved: {_unmatched(self.unmatched, key, True)}",
             ),
             (
                 self.last_step,
@@ -812,9 +784,8 @@ class OpenInferenceNotes:
 
 @dataclass(frozen=True)
 class ImportRules:
-    """The gold key's attribute, the sample id's (None: the key's), the
-    context rule, whether unmatched traces pass, and a document id's
-    metadata key."""
+    """The command's options: the gold key's attribute, the sample id's (None:
+    the key's), the context rule, --allow-unmatched and --id-in-metadata."""
 
     key: str
     sample_id: str | None = None
@@ -837,9 +808,8 @@ def stream_openinference(
     labels_path: str | Path | None = None,
     notes: OpenInferenceNotes,
 ) -> Iterator[dict[str, Any]]:
-    """One record per trace, a trace's spans in memory at a time, filling
-    `notes`; a refusal may come after some records, so a caller keeps them
-    only once the iterator has ended."""
+    """One record per trace, filling `notes`; a refusal may come after some
+    records, so a caller keeps them only once the iterator has ended."""
     path, spool, order = str(spans_path), _Spool(), 0
     with spool.file:
         for line, request in _json_lines(path):
@@ -848,58 +818,91 @@ def stream_openinference(
             spool.add(line, spans)
         if not spool.places:
             problem = "holds no spans; it should be OTLP JSON, one "
-            problem += "ExportTraceServiceRequest a line"
-            raise InputFileError(path, None, problem)
+            raise InputFileError(
+                path, None, problem + "ExportTraceServiceRequest a line"
+            )
         gold = read_gold(gold_path)
         labels = None if labels_path is None else common.read_labels(labels_path)
-        yield from _records(path, spool, gold, str(gold_path), rules, labels, notes)
+        traces = (Trace(trace_id, spool.read(trace_id)) for trace_id in spool.places)
+        yield from _records(path, traces, gold, str(gold_path), rules, labels, notes)
 
 
 def _records(
     path: str,
-    spool: _Spool,
+    traces: Iterator[Trace],
     gold: dict[tuple[type, Key], GoldLine],
     gold_path: str,
     rules: ImportRules,
-    labels: StaffLabels | None,
+    labels: Any,
     notes: OpenInferenceNotes,
 ) -> Iterator[dict[str, Any]]:
     used: set[tuple[type, Key]] = set()
     traces_by_id: dict[str, str] = {}
-    for trace_id in spool.places:
-        trace = Trace(trace_id, spool.read(trace_id))
+    id_name = rules.sample_id or rules.key
+    for trace in traces:
         value = trace.key(rules.key)
         line = None if value is None else gold.get((type(value), value))
-        sample_id = _sample_id(path, trace, rules, value)
+        named_by = value if rules.sample_id is None else trace.key(rules.sample_id)
+        if named_by is None and rules.sample_id is not None:
+            raise ImportRefused(
+                f"{path}: trace {quote(trace.id)} has no attribute "
+                f"{quote(rules.sample_id)} for its sample id"
+            )
+        if named_by == "":
+            raise ImportRefused(
+                f"{path}: trace {quote(trace.id)} has an empty {id_name}, which "
+                "cannot name a record"
+            )
+        sample_id = trace.id if named_by is None else str(named_by)
         if sample_id in traces_by_id:
             raise ImportRefused(
                 f"{path}: traces {quote(traces_by_id[sample_id])} and "
-                f"{quote(trace_id)} both have sample id {quote(sample_id)} "
-                f"({rules.sample_id or rules.key}); a sample id names one run"
+                f"{quote(trace.id)} both have sample id {quote(sample_id)} "
+                f"({id_name}); a sample id names one run"
             )
-        traces_by_id[sample_id] = trace_id
+        traces_by_id[sample_id] = trace.id
         record: dict[str, Any] = {}
         if line is None:
-            notes.unmatched.append((trace_id, value))
+            notes.unmatched.append((trace.id, value))
         else:
             used.add((type(line.key), line.key))
             record["required"] = list(line.required)
         context, steps = _context(path, trace, rules, notes)
-        fields = {
-            "context": context,
-            "steps": steps,
-            "correct": _label(line, labels, sample_id, gold_path),
-            "question": _question(trace),
-            "answer": _answer(trace),
-        }
+        correct = None if line is None else line.correct
+        if labels is not None and sample_id in labels.labels:
+            if correct is not None:
+                raise LabelsRefused(
+                    f"{labels.path}, line {labels.lines[sample_id]}: "
+                    f"{quote(sample_id)} is already labelled by {gold_path}, line "
+                    f"{line.line}; a record's label comes from one file"  # type: ignore[union-attr]
+                )
+            correct = labels.labels[sample_id]
+        fields: dict[str, Any] = {"context": context, "steps": steps}
+        fields["correct"] = correct
+        fields |= {"question": _question(trace), "answer": _answer(trace)}
         record.update((name, v) for name, v in fields.items() if v is not None)
         yield {"id": sample_id, "input": record}
     notes.unused_gold += [line for typed, line in gold.items() if typed not in used]
     if labels is not None:
         common.check_labels_name_records(labels, traces_by_id, "record", path)
     if notes.unmatched and not rules.allow_unmatched:
+        unmatched, verb = (
+            notes.unmatched,
+            "matches" if len(notes.unmatched) == 1 else "match",
+        )
+        message = (
+            f"{counted(len(unmatched), 'trace')} {verb} no line of {gold_path} by "
+            f"{rules.key}: {_unmatched(unmatched, rules.key, False)}; "
+        )
+        if len(unmatched) == len(traces_by_id):
+            message += (
+                f"no trace matched any of its lines: {rules.key} may vary from run "
+                "to run of the same question (Haystack's input.value holds a Python "
+                "set, whose order changes with each process), so key by an id the "
+                "harness sets, such as session.id; "
+            )
         raise UnmatchedTraces(
-            _unmatched_message(notes.unmatched, rules.key, gold_path, len(traces_by_id))
+            message + "--allow-unmatched writes them without required"
         )
 
 
@@ -921,98 +924,17 @@ def _context(
     for name in dict.fromkeys(_untyped(trace, contents)):
         notes.untyped[name] = notes.untyped.get(name, 0) + 1
     if rules.context == MODEL_INPUT:
-        context = _model_context(path, trace, contents)
-        if isinstance(context, list):
-            return context, steps
-        notes.last_step.append((trace.id, context))
+        texts, why = _model_input(trace), NO_MODEL_INPUT
+        if texts:
+            known = {
+                document: [t for t in found if t]
+                for document, found in contents.items()
+            }
+            context = documents_in(texts, known, f"{path}: trace {quote(trace.id)}")
+            if all(known[d] or d in context for d in known):
+                return context, steps
+            why = NO_CONTENT
+        notes.last_step.append((trace.id, why))
     if any(step["name"].startswith("reranker") for step in steps):
         return list(steps[-1]["ids"]), steps
     return [d for s in trace.of(RETRIEVER) for d, _ in documents[s.span_id]], None
-
-
-def _model_context(
-    path: str, trace: Trace, contents: dict[str, set[str | None]]
-) -> list[str] | str:
-    """The documents the trace's model input shows, or why it cannot say."""
-    texts = _model_input(trace)
-    if not texts:
-        return NO_MODEL_INPUT
-    known = {document: [t for t in found if t] for document, found in contents.items()}
-    try:
-        context = documents_in(texts, known)
-    except _TwoReadings as error:
-        raise ImportRefused(
-            f"{path}: trace {quote(trace.id)}: {error}; "
-            "--context last-step takes its last step's output instead"
-        ) from None
-    if any(not known[d] and d not in context for d in known):
-        return NO_CONTENT
-    return context
-
-
-def _label(
-    line: GoldLine | None, labels: StaffLabels | None, sample_id: str, gold: str
-) -> bool | None:
-    """The record's label: its gold line's, or its labels file's, never both."""
-    if labels is None or sample_id not in labels.labels:
-        return None if line is None else line.correct
-    if line is not None and line.correct is not None:
-        raise LabelsRefused(
-            f"{labels.path}, line {labels.lines[sample_id]}: {quote(sample_id)} "
-            f"is already labelled by {gold}, line {line.line}; a record's label "
-            "comes from one file"
-        )
-    return labels.labels[sample_id]
-
-
-def _sample_id(path: str, trace: Trace, rules: ImportRules, key: Key | None) -> str:
-    """The --id attribute's value, else the key's, else (an unmatched trace
-    without a key) the trace id; as text."""
-    value = key
-    if rules.sample_id is not None:
-        value = trace.key(rules.sample_id)
-        if value is None:
-            raise ImportRefused(
-                f"{path}: trace {quote(trace.id)} has no attribute "
-                f"{quote(rules.sample_id)} for its sample id"
-            )
-    if value == "":
-        raise ImportRefused(
-            f"{path}: trace {quote(trace.id)} has an empty "
-            f"{rules.sample_id or rules.key}, which cannot name a record"
-        )
-    return trace.id if value is None else str(value)
-
-
-def _unmatched(
-    unmatched: list[tuple[str, Key | None]], key: str, *, note: bool = False
-) -> str:
-    """The unmatched traces named, each with its key."""
-
-    def show(pair: tuple[str, Key | None]) -> str:
-        trace_id, value = pair
-        if value is None:
-            return f"{quote(trace_id)} (no {key})"
-        shown = f"{key} {quote(value)}" if note else quote(value, 60)
-        return f"{quote(trace_id)} ({shown})"
-
-    return common.listed(unmatched, show)
-
-
-def _unmatched_message(
-    unmatched: list[tuple[str, Key | None]], key: str, gold: str, traces: int
-) -> str:
-    """The traces named, and, when none matched, why a key may not join."""
-    verb = "matches" if len(unmatched) == 1 else "match"
-    message = (
-        f"{counted(len(unmatched), 'trace')} {verb} no line of {gold} by "
-        f"{key}: {_unmatched(unmatched, key)}; "
-    )
-    if len(unmatched) == traces:
-        message += (
-            f"no trace matched any of its lines: {key} may vary from run "
-            "to run of the same question (Haystack's input.value holds a Python "
-            "set, whose order changes with each process), so key by an id the "
-            "harness sets, such as session.id; "
-        )
-    return message + "--allow-unmatched writes them without required"
