@@ -385,6 +385,7 @@ def attribute(key: str, value: Any) -> dict[str, Any]:
 
 
 IS_RETRIEVER = attribute(KIND, RETRIEVER)
+DOCUMENT_CONTENT = "retrieval.documents.0.document.content"
 
 
 def retriever(*attributes: dict[str, Any]) -> dict[str, Any]:
@@ -495,6 +496,24 @@ def keyed(n: int, key: str) -> dict[str, Any]:
             "gives its documents twice",
         ),
         (request(), "holds no spans"),
+        (one(name="\ud800"), f'{WHERE}.name: "\\ud800" holds a lone surrogate'),
+        ({"resourceSpans": {}}, "resourceSpans: must be a JSON array, got {}"),
+        ({"resourceSpans": [[]]}, "resourceSpans[0]: must be a JSON object, got []"),
+        (holding(attribute("x", {"boolValue": 1})), "boolValue: 1 is not true or"),
+        (holding(attribute("x", {"doubleValue": "1"})), '"1" is not a number'),
+        (holding(attribute("x", {"bytesValue": "*"})), '"*" is not base64'),
+        (retriever(attribute(INPUT, 1)), "input.value must be text, got 1"),
+        (
+            request(
+                *[
+                    span_json(
+                        spanId=a * 16, parentSpanId=b * 16, attributes=[IS_RETRIEVER]
+                    )
+                    for a, b in ("12", "21")
+                ]
+            ),
+            "is its own ancestor (its parents loop)",
+        ),
         (
             [one(), "", one()],
             f'line 3: {WHERE}.spanId: span "{SPAN}" of trace "{TRACE}" is already '
@@ -533,6 +552,28 @@ def test_documents_given_as_one_attribute_are_read(
         path, spans["gold"], key=EXAMPLE, allow_unmatched=True
     ).records
     assert record["input"]["context"] == ["D7", "9"]
+
+
+def test_an_llm_input_value_of_json_is_read_as_the_texts_in_it(
+    tmp_path: Path, spans: dict[str, Path]
+) -> None:
+    """Unescaped, as the model reads it: the content's quotes match."""
+    found = [attribute(document_id(0), "D1"), attribute(DOCUMENT_CONTENT, 'say "hi"')]
+    prompt = json.dumps({"messages": [{"content": 'Records: say "hi"'}]})
+    llm = [
+        attribute(KIND, LLM),
+        attribute(INPUT, prompt),
+        attribute(INPUT_MIME, JSON_MIME),
+    ]
+    line = request(
+        span_json(attributes=[IS_RETRIEVER, *found]),
+        span_json(spanId="2" * 16, parentSpanId=SPAN, attributes=llm),
+    )
+    path = write_lines(tmp_path / "spans.jsonl", [line])
+    (record,) = import_openinference(
+        path, spans["gold"], key=EXAMPLE, allow_unmatched=True
+    ).records
+    assert record["input"]["context"] == ["D1"]
 
 
 @pytest.mark.parametrize(
