@@ -28,7 +28,7 @@ from tests.commands import run_inspect, run_tracegrade, tracegrade_shell
 from tests.support import write_lines
 from tracegrade.core import stage_recall
 from tracegrade.importers.common import InputFileError, LabelsRefused
-from tracegrade.importers.trec import C_SPACE, QueryMismatch, _relevance, _score
+from tracegrade.importers.trec import C_SPACE, QueryMismatch, _number
 from tracegrade.importers.trec import import_trec as import_trec_files
 from tracegrade.tasks.recorded import stage_input_score
 
@@ -384,8 +384,8 @@ def c_reads_whole(function: str, text: str) -> tuple[bool, float]:
 
 
 def read_number(function: str, text: str) -> float:
-    read = _score if function == "strtod" else _relevance
-    return read("f", 1, ["q", "0", "D", text, text, "t"])
+    fields = ["q", "0", "D", text, text, "t"]
+    return _number("f", 1, fields, *((5, float) if function == "strtod" else (4, int)))
 
 
 @pytest.mark.parametrize(

@@ -29,17 +29,28 @@ C_SPACE = " \t\n\v\f\r"  # C's isspace() in trec_eval's "C" locale
 # Whitespace Python splits at and C does not (NBSP, U+001C ...): trec_eval
 # keeps it in the field.
 _OTHER_SPACE = re.compile(r"[^\S \t\n\v\f\r]")
-_NUMBER_CHARACTERS: dict[Any, str] = {
-    int: "0123456789-+",
-    float: "0123456789-+.eEiInNfFtTyY",  # decimals, and inf or infinity
+# Each number's field, the characters its reader and trec_eval's read alike,
+# and the form a refusal names.
+_NUMBERS: dict[Any, tuple[str, str, str]] = {
+    int: (
+        "relevance",
+        "0123456789-+",
+        "an integer that trec_eval's atol and Python's int() read alike: ASCII "
+        "digits after an optional sign, within a C long",
+    ),
+    float: (
+        "score",
+        "0123456789-+.eEiInNfFtTyY",  # decimals, and inf or infinity
+        "a number that trec_eval's strtod and Python's float() read alike: ASCII "
+        "digits with an optional sign, point and e-exponent, or inf",
+    ),
 }
-_RELEVANCE_FORM = (
-    "an integer that trec_eval's atol and Python's int() read alike: ASCII "
-    "digits after an optional sign, within a C long"
+
+_NO_JUDGEMENTS = (
+    "holds no judgements; a qrels line is `query_id iteration doc_id relevance`"
 )
-_SCORE_FORM = (
-    "a number that trec_eval's strtod and Python's float() read alike: ASCII "
-    "digits with an optional sign, point and e-exponent, or inf"
+_NO_RANKING = (
+    "holds no ranked documents; a run line is `query_id Q0 doc_id rank score tag`"
 )
 
 # A query's documents: each with its relevance or score and its line.
@@ -160,16 +171,6 @@ def _field_error(
     )
 
 
-def _relevance(path: str, number: int, fields: list[str]) -> int:
-    relevance: int = _number(path, number, fields, 4, int)
-    return relevance
-
-
-def _score(path: str, number: int, fields: list[str]) -> float:
-    score: float = _number(path, number, fields, 5, float)
-    return score
-
-
 def _number(
     path: str,
     number: int,
@@ -179,15 +180,12 @@ def _number(
 ) -> Any:
     """Field `position` read by `parse` where its characters are ones it and
     trec_eval's atol or strtod read alike; refused otherwise."""
-    text = fields[position - 1]
-    if set(text) <= set(_NUMBER_CHARACTERS[parse]):
+    text, (name, characters, form) = fields[position - 1], _NUMBERS[parse]
+    if set(text) <= set(characters):
         with suppress(ValueError):
             value = parse(text)
             if parse is float or -(2**63) <= value < 2**63:
                 return value
-    name, form = (
-        ("score", _SCORE_FORM) if parse is float else ("relevance", _RELEVANCE_FORM)
-    )
     problem = f"field {position} ({name}) {quote(text, 80)} is not {form}"
     raise InputFileError(path, number, problem, field=name)
 
@@ -195,7 +193,8 @@ def _number(
 def _read(
     path: str,
     names: tuple[str, ...],
-    value: Callable[[str, int, list[str]], Any],
+    position: int,
+    parse: Callable[[str], Any],
     done: str,
     empty: str,
 ) -> _File:
@@ -206,7 +205,7 @@ def _read(
         query_id, doc_id = fields[0], fields[2]
         documents = read.queries.setdefault(query_id, {})
         read.lines.setdefault(query_id, number)
-        found = value(path, number, fields)
+        found = _number(path, number, fields, position, parse)
         if doc_id in documents:
             raise InputFileError(
                 path,
@@ -242,20 +241,8 @@ def import_trec(
     """One record per query, in qrels order: required judged `min_rel` or
     higher, context the run's top `k` as trec_eval ranks it (score, then
     document id, descending), the whole ranking as the step `run`."""
-    qrels = _read(
-        str(qrels_path),
-        QRELS_FIELDS,
-        _relevance,
-        "judged",
-        "holds no judgements; a qrels line is `query_id iteration doc_id relevance`",
-    )
-    run = _read(
-        str(run_path),
-        RUN_FIELDS,
-        _score,
-        "ranked",
-        "holds no ranked documents; a run line is `query_id Q0 doc_id rank score tag`",
-    )
+    qrels = _read(str(qrels_path), QRELS_FIELDS, 4, int, "judged", _NO_JUDGEMENTS)
+    run = _read(str(run_path), RUN_FIELDS, 5, float, "ranked", _NO_RANKING)
     labels = None if labels_path is None else read_labels(labels_path)
     only_qrels = [query for query in qrels.queries if query not in run.queries]
     only_run = [query for query in run.queries if query not in qrels.queries]
