@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Callable, Container, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -93,11 +93,11 @@ def read_labels(path: str | Path) -> StaffLabels:
 
 
 def check_labels_name_records(
-    labels: StaffLabels, ids: Container[object], what: str, where: str
+    labels: StaffLabels, known: Callable[[Any], bool], what: str, where: str
 ) -> None:
-    """Refuse labels naming none of `ids` (records called `what`, from
+    """Refuse labels naming no `known` id (records called `what`, from
     `where`): most often a typo, which would leave the run it meant unlabelled."""
-    unmatched = [sample_id for sample_id in labels.labels if sample_id not in ids]
+    unmatched = [sample_id for sample_id in labels.labels if not known(sample_id)]
     if not unmatched:
         return
     count = "1 label names" if len(unmatched) == 1 else f"{len(unmatched)} labels name"

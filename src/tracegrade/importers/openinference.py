@@ -884,7 +884,9 @@ def _records(
         yield {"id": sample_id, "input": record}
     notes.unused_gold += [line for typed, line in gold.items() if typed not in used]
     if labels is not None:
-        common.check_labels_name_records(labels, traces_by_id, "record", path)
+        common.check_labels_name_records(
+            labels, traces_by_id.__contains__, "record", path
+        )
     if notes.unmatched and not rules.allow_unmatched:
         unmatched, verb = (
             notes.unmatched,

@@ -221,21 +221,13 @@ def _samples(
         columns = ", ".join(ID_COLUMNS)
         raise InputFileError(path, None, f"holds no samples; each needs {columns}")
     if labels is not None:
-        check_labels_name_records(labels, _Indices(index), "sample", path)
-
-
-class _Indices:
-    """The ids "0" to str(count - 1), without a set of them."""
-
-    def __init__(self, count: int) -> None:
-        self.count = count
-
-    def __contains__(self, item: object) -> bool:
-        return (
-            isinstance(item, str)
-            and re.fullmatch("0|[1-9][0-9]*", item) is not None
-            and len(item) <= len(str(self.count))
-            and int(item) < self.count
+        # The ids "0" to str(index - 1), without a set of them.
+        ids = re.compile(f"0|[1-9][0-9]{{0,{len(str(index)) - 1}}}")
+        check_labels_name_records(
+            labels,
+            lambda i: isinstance(i, str) and bool(ids.fullmatch(i)) and int(i) < index,
+            "sample",
+            path,
         )
 
 

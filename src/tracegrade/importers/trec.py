@@ -249,7 +249,9 @@ def import_trec(
     if only_run or (only_qrels and not complete):
         raise QueryMismatch(qrels, run, [] if complete else only_qrels, only_run)
     if labels is not None:
-        check_labels_name_records(labels, qrels.queries, "query", qrels.path)
+        check_labels_name_records(
+            labels, qrels.queries.__contains__, "query", qrels.path
+        )
     records: list[dict[str, Any]] = []
     for query_id, judged in qrels.queries.items():
         scored = run.queries.get(query_id, {})
