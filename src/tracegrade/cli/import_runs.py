@@ -4,6 +4,7 @@ its inputs, the importer's records, and the shared options, output and notes."""
 from __future__ import annotations
 
 import functools
+import json
 import tempfile
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -79,12 +80,7 @@ def _run_import(
 ) -> None:
     """Write the records `build` gives whole or not at all (they may be refused
     part way), then the notes; errors as one line and an exit code."""
-    from ..importers.common import (
-        ImportRefused,
-        NoTemporarySpace,
-        needs_label,
-        record_line,
-    )
+    from ..importers.common import ImportRefused, NoTemporarySpace
     from ..outputs import AtomicFile, check_output, check_standard_streams
 
     named = [*inputs, *([labels] if labels else [])]
@@ -100,11 +96,17 @@ def _run_import(
         check_output(output, inputs=named, option="--output", force=force)
     counts = [0, 0]  # records, and those that need a label
 
+    def lines() -> Iterable[str]:
+        for record in records():
+            yield json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
+
     def records() -> Records:
         try:
             for record in build():
                 counts[0] += 1
-                counts[1] += needs_label(record)
+                # Required documents and no label: scored answer-label.
+                inputs = record["input"]
+                counts[1] += bool(inputs.get("required")) and "correct" not in inputs
                 yield record
         except OSError as error:  # an input's, told apart from the output's
             raise CommandStopped(f"Error: {error}", 2) from None
@@ -124,12 +126,12 @@ def _run_import(
                 str(output), write_table, binary=True, replace=force
             )
         elif output is not None:
-            write = lambda handle: handle.writelines(map(record_line, records()))  # noqa: E731
+            write = lambda handle: handle.writelines(lines())  # noqa: E731
             AtomicFile.write_through(output, write, replace=force)
         else:  # through a spool: stdout stays empty if a record is refused
             with tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n") as spool:
                 try:
-                    spool.writelines(map(record_line, records()))
+                    spool.writelines(lines())
                     spool.flush()
                 except OSError as error:
                     raise NoTemporarySpace(error, "records") from None

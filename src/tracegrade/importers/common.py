@@ -3,7 +3,6 @@ only from a labels file (never guessed), and records as JSON Lines."""
 
 from __future__ import annotations
 
-import json
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -111,20 +110,3 @@ def check_labels_name_records(
             f"not {numbers[0]}"
         )
     raise LabelsRefused(message)
-
-
-def label_record(
-    record: dict[str, Any], sample_id: str, labels: StaffLabels | None
-) -> None:
-    """Give `record` its label from `labels`, if it has one; else none."""
-    if labels is not None and sample_id in labels.labels:
-        record["correct"] = labels.labels[sample_id]
-
-
-def needs_label(record: Mapping[str, Any]) -> bool:
-    """Required documents and no label: it scores answer-label until labelled."""
-    return bool(record["input"].get("required")) and "correct" not in record["input"]
-
-
-def record_line(record: Mapping[str, Any]) -> str:
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"

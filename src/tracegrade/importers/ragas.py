@@ -23,7 +23,6 @@ from .common import (
     InputFileError,
     LabelsRefused,
     check_labels_name_records,
-    label_record,
     read_labels,
 )
 
@@ -204,7 +203,8 @@ def _samples(
                     key: _id_list(path, line, column, row.get(column), from_csv)
                     for column, key in ID_COLUMNS.items()
                 }
-                label_record(record, str(index), labels)
+                if labels is not None and str(index) in labels.labels:
+                    record["correct"] = labels.labels[str(index)]
                 for column, key in TEXT_COLUMNS.items():
                     if row.get(column) is not None:
                         record[key] = _text(path, line, column, row[column])

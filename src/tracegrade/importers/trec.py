@@ -18,7 +18,6 @@ from .common import (
     InputFileError,
     check_labels_name_records,
     counted,
-    label_record,
     named,
     read_labels,
 )
@@ -261,6 +260,7 @@ def import_trec(
             "context": ranked[:k],
             "steps": [{"name": "run", "ids": ranked}],
         }
-        label_record(record, query_id, labels)
+        if labels is not None and query_id in labels.labels:
+            record["correct"] = labels.labels[query_id]
         records.append({"id": query_id, "input": record})
     return TrecImport(records, only_qrels)
