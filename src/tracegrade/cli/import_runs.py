@@ -54,11 +54,7 @@ def _importer(name: str, *options: Callable[[Any], Any]) -> Callable[[Any], Any]
         def command(
             output: str | None, force: bool, output_format: str, **own: Any
         ) -> None:
-            inputs, build, noun, notes = shape(**own)
-            labels = own["labels"]
-            _run_import(
-                inputs, build, noun, notes, labels, output, output_format, force
-            )
+            _run_import(*shape(**own), own["labels"], output, output_format, force)
 
         functools.update_wrapper(command, shape)
         for option in reversed([*options, *_OUTPUT_OPTIONS]):
