@@ -253,24 +253,6 @@ def spans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 # --- the records --------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("encoding", "id_length"), [("otlp", 32), ("protobuf", 24)])
-def test_one_record_per_trace_from_either_encoding(
-    spans: dict[str, Path], encoding: str, id_length: int
-) -> None:
-    line = json.loads(spans[encoding].read_text().splitlines()[0])
-    span = line["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
-    assert len(span["traceId"]) == id_length  # hex, or base64 of 16 bytes
-    imported = import_openinference(
-        spans[encoding], spans["gold"], key=EXAMPLE, allow_unmatched=True
-    )
-    assert imported.records == RECORDS
-    notes = imported.notes
-    assert notes.unmatched == [(TRACES[2], "ex-9"), (TRACES[3], None)]
-    assert [line.key for line in notes.unused_gold] == ["ex-unused"]
-    assert notes.unretrieved == [TRACES[5]]
-    assert notes.last_step == [(t, "no LLM span shows its input") for t in TRACES[:5]]
-
-
 def test_labels_label_records_by_id_but_never_one_the_gold_labels(
     spans: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -292,13 +274,18 @@ def test_labels_label_records_by_id_but_never_one_the_gold_labels(
         labelled("ab" * 16)
 
 
+@pytest.mark.parametrize(("encoding", "id_length"), [("otlp", 32), ("protobuf", 24)])
 def test_unmatched_traces_are_refused_or_let_through_and_listed(
-    spans: dict[str, Path], tmp_path: Path
+    spans: dict[str, Path], tmp_path: Path, encoding: str, id_length: int
 ) -> None:
-    """A trace no gold line matches exits 2, naming it, and writes nothing;
-    --allow-unmatched writes it without required; every note is one line."""
+    """One record per trace, from either encoding; a trace no gold line matches
+    exits 2, naming it, and writes nothing; --allow-unmatched writes it without
+    required; every note is one line."""
+    line = json.loads(spans[encoding].read_text().splitlines()[0])
+    span = line["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    assert len(span["traceId"]) == id_length  # hex, or base64 of 16 bytes
     gold, out = spans["gold"], tmp_path / "runs.jsonl"
-    base = [str(spans["otlp"]), "--gold", str(gold), "--key", EXAMPLE]
+    base = [str(spans[encoding]), "--gold", str(gold), "--key", EXAMPLE]
     refused = import_cli(*base, "-o", str(out))
     assert refused.returncode == 2
     assert refused.stderr.splitlines() == [
@@ -310,7 +297,7 @@ def test_unmatched_traces_are_refused_or_let_through_and_listed(
     # No trace matching any line: the key may vary from run to run (Haystack's
     # root input.value holds a Python set, printed in a per-process order).
     nothing = write_lines(tmp_path / "gold.jsonl", [{"key": "x", "required": []}])
-    matched = import_cli(str(spans["otlp"]), "--gold", nothing, "--key", EXAMPLE)
+    matched = import_cli(str(spans[encoding]), "--gold", nothing, "--key", EXAMPLE)
     assert matched.returncode == 2
     assert (
         "no trace matched any of its lines: example.id may vary from run to run "
@@ -736,14 +723,25 @@ def trace_with_prompt(
         ({"D1": "same", "D2": "same"}, "[D2] same", ["D2"]),
         # Nothing the retriever returned reached the model.
         ({"D1": "alpha"}, "no records", []),
+        # No content and no id shown: whether they reached it cannot be told,
+        # so the last step's output, and a note says why.
+        ({"D1": "", "D2": ""}, "Answer from the records.", None),
     ],
 )
 def test_a_document_reached_the_model_by_its_id_or_unique_content(
-    tmp_path: Path, documents: dict[str, str], prompt: str, context: list[str]
+    tmp_path: Path, documents: dict[str, str], prompt: str, context: Any
 ) -> None:
     spans, gold = trace_with_prompt(tmp_path / "spans.jsonl", documents, prompt)
-    (record,) = import_openinference(spans, gold, key=SESSION).records
-    assert record["input"]["context"] == context
+    imported = import_openinference(spans, gold, key=SESSION)
+    (record,) = imported.records
+    assert record["input"]["context"] == (
+        list(documents) if context is None else context
+    )
+    assert ("steps" in record["input"]) == (context is not None)
+    why = "a document with no content that no model input names by id"
+    assert imported.notes.last_step == (
+        [] if context is not None else [(trace_hex(1), why)]
+    )
 
 
 @pytest.mark.parametrize(
@@ -776,23 +774,6 @@ def test_a_model_input_with_two_readings_is_refused(
     chosen = import_cli(*base, "--context", "last-step")
     assert chosen.returncode == 0, chosen.stderr
     assert json.loads(chosen.stdout)["input"]["context"] == list(documents)
-
-
-def test_documents_a_model_input_cannot_show_keep_the_last_step(
-    tmp_path: Path,
-) -> None:
-    """Documents recorded without content, none named by id in the prompt:
-    whether they reached the model cannot be told, and the note says so."""
-    spans, gold = trace_with_prompt(
-        tmp_path / "spans.jsonl", {"D1": "", "D2": ""}, "Answer from the records."
-    )
-    imported = import_openinference(spans, gold, key=SESSION)
-    (record,) = imported.records
-    assert record["input"]["context"] == ["D1", "D2"]
-    assert "steps" not in record["input"]
-    assert imported.notes.last_step == [
-        (trace_hex(1), "a document with no content that no model input names by id")
-    ]
 
 
 def test_retrievers_side_by_side_fan_in_to_the_reranker(tmp_path: Path) -> None:
