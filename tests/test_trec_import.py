@@ -30,7 +30,6 @@ from tracegrade.core import stage_recall
 from tracegrade.importers.common import InputFileError, LabelsRefused
 from tracegrade.importers.trec import C_SPACE, QueryMismatch, _number
 from tracegrade.importers.trec import import_trec as import_trec_files
-from tracegrade.tasks.recorded import stage_input_score
 
 
 def import_trec(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
@@ -171,17 +170,6 @@ def test_the_same_files_in_another_form_give_the_same_records(
     suffix, qrels, run = FORMS[form]
     paths = write(tmp_path / f"q{suffix}", qrels), write(tmp_path / f"r{suffix}", run)
     assert import_trec(*paths, k=3) == records_at(3)
-
-
-def test_a_document_ranked_below_k_was_lost_at_the_cut(tmp_path: Path) -> None:
-    qrels = write(tmp_path / "qrels", "q1 0 D14 1\nq1 0 D99 1\n")
-    ranked = "".join(f"q1 Q0 D{n} {n} {100 - n}.0 tag\n" for n in range(1, 21))
-    (record,) = import_trec(qrels, write(tmp_path / "run", ranked), k=10)
-    score = stage_input_score({**record["input"], "correct": True})
-    assert (score.metadata or {})["lost"] == [
-        {"id": "D14", "lost_at": "context", "last_step": "run", "last_rank": 14},
-        {"id": "D99", "lost_at": "run", "last_step": None, "last_rank": None},
-    ]
 
 
 # --- the ranking, against trec_eval's own code -------------------------------
