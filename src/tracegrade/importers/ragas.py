@@ -94,7 +94,16 @@ def _csv_rows(path: str) -> Rows:
                 continue
             if not header:
                 header, header_line = cells, start
-                _check_header(path, start, header)
+                twice = [name for n, name in enumerate(header) if name in header[:n]]
+                if twice:
+                    problem = f"column {quote(twice[0])} is named twice in the header"
+                    raise InputFileError(path, start, problem)
+                if absent := [name for name in ID_COLUMNS if name not in header]:
+                    found = ", ".join(quote(name) for name in header)
+                    problem = (
+                        f"the header has no column {quote(absent[0])}; found {found}"
+                    )
+                    raise InputFileError(path, start, problem, field=absent[0])
             elif len(cells) != len(header):
                 raise InputFileError(
                     path,
@@ -119,32 +128,19 @@ def _csv_rows(path: str) -> Rows:
         csv.field_size_limit(limit)
 
 
-def _check_header(path: str, line: int, header: list[str]) -> None:
-    twice = [name for n, name in enumerate(header) if name in header[:n]]
-    if twice:
-        problem = f"column {quote(twice[0])} is named twice in the header"
-        raise InputFileError(path, line, problem)
-    absent = [name for name in ID_COLUMNS if name not in header]
-    if absent:
-        raise InputFileError(
-            path,
-            line,
-            f"the header has no column {quote(absent[0])}; found "
-            + ", ".join(quote(name) for name in header),
-            field=absent[0],
-        )
+def _field(path: str, line: int, name: str, value: Any, from_csv: bool) -> Any:
+    """A sample's column: an ID list, as text, or a text; refused by field."""
 
-
-def _id_list(path: str, line: int, name: str, value: Any, from_csv: bool) -> list[str]:
     def refuse(problem: str) -> InputFileError:
         return InputFileError(path, line, name + problem, field=name)
 
-    if value is None:
+    ids = name in ID_COLUMNS
+    if ids and value is None:
         raise refuse(
             " is absent; Ragas's IDBasedContextRecall needs both "
             "reference_context_ids and retrieved_context_ids"
         )
-    if from_csv:
+    if ids and from_csv:
         # JSON, else repr's list of literals: Python's reader would take
         # `['D1' 'D2']` for `['D1D2']`.
         text = value
@@ -154,38 +150,24 @@ def _id_list(path: str, line: int, name: str, value: Any, from_csv: bool) -> lis
             value = read_repr_list(text)
         if value is None:
             raise refuse(f" {quote(text, 80)} is not {_LIST_FORM}")
-    if type(value) is not list:
+    if ids and type(value) is not list:
         raise refuse(f" must be {_LIST_FORM}, got {quote(value, 80)}")
-    for position, item in enumerate(value):
-        if type(item) is not int and not isinstance(item, str):
-            raise refuse(
-                f"[{position}] {quote(item, 80)} is not an ID: Ragas takes text "
-                "or an integer"
-            )
-        if isinstance(item, str) and has_lone_surrogate(item):
-            raise refuse(
-                f"[{position}] {quote(item, 80)} holds a lone surrogate, "
-                "which no log can hold"
-            )
-    return [str(item) for item in value]
-
-
-def _text(path: str, line: int, name: str, value: Any) -> str:
-    def refuse(problem: str) -> InputFileError:
-        return InputFileError(path, line, f"{name} {problem}", field=name)
-
     if name == "user_input" and isinstance(value, list):
         raise refuse(
-            "is a list of messages, a multi-turn sample, which has no context "
+            " is a list of messages, a multi-turn sample, which has no context "
             "IDs to diagnose"
         )
-    if not isinstance(value, str):
-        raise refuse(f"must be text, got {quote(value, 80)}")
-    if has_lone_surrogate(value):
-        raise refuse(
-            f"{quote(value, 80)} holds a lone surrogate, which no log can hold"
-        )
-    return value
+    if not ids and not isinstance(value, str):
+        raise refuse(f" must be text, got {quote(value, 80)}")
+    for position, item in enumerate(value if ids else [value]):
+        at = f"[{position}]" if ids else ""
+        if type(item) is not int and not isinstance(item, str):
+            problem = "is not an ID: Ragas takes text or an integer"
+            raise refuse(f"{at} {quote(item, 80)} {problem}")
+        if isinstance(item, str) and has_lone_surrogate(item):
+            problem = "holds a lone surrogate, which no log can hold"
+            raise refuse(f"{at} {quote(item, 80)} {problem}")
+    return [str(item) for item in value] if ids else value
 
 
 def _samples(
@@ -193,21 +175,26 @@ def _samples(
 ) -> Iterator[dict[str, Any]]:
     """One record per sample, a row in memory at a time. A row that cannot be
     read is refused before a sample that can but is wrong, wherever each is."""
-    from_csv = (file_format or format_of(path)) == "csv"
+    # By default CSV for a `.csv` name, else JSON Lines (what `to_jsonl` writes).
+    from_csv = (
+        file_format or ("csv" if path.lower().endswith(".csv") else "")
+    ) == "csv"
     rows = _csv_rows(path) if from_csv else _jsonl_rows(path)
     index = 0
     try:
         for line, row in rows:
             try:
                 record: dict[str, Any] = {
-                    key: _id_list(path, line, column, row.get(column), from_csv)
+                    key: _field(path, line, column, row.get(column), from_csv)
                     for column, key in ID_COLUMNS.items()
                 }
                 if labels is not None and str(index) in labels.labels:
                     record["correct"] = labels.labels[str(index)]
-                for column, key in TEXT_COLUMNS.items():
-                    if row.get(column) is not None:
-                        record[key] = _text(path, line, column, row[column])
+                record |= {
+                    key: _field(path, line, column, row[column], from_csv)
+                    for column, key in TEXT_COLUMNS.items()
+                    if row.get(column) is not None
+                }
             except InputFileError:
                 for _ in rows:
                     pass
@@ -229,11 +216,6 @@ def _samples(
             "sample",
             path,
         )
-
-
-def format_of(path: str | Path) -> Format:
-    """CSV for a `.csv` name, else JSON Lines (what `to_jsonl` writes)."""
-    return "csv" if str(path).lower().endswith(".csv") else "jsonl"
 
 
 def stream_ragas(
