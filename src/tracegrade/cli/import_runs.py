@@ -47,8 +47,7 @@ Shape = tuple[list[str], Callable[[], Records], str, Callable[[int], list[str]]]
 
 
 def _importer(name: str, *options: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """An import command: its own options, then the shared ones; the function
-    gives its shape, and the records are written as every import writes them."""
+    """An import command: its options, the shared ones, and the shared writing."""
 
     def decorate(shape: Callable[..., Shape]) -> Any:
         def command(
@@ -74,8 +73,7 @@ def _run_import(
     output_format: str,
     force: bool,
 ) -> None:
-    """Write the records `build` gives whole or not at all (they may be refused
-    part way), then the notes; errors as one line and an exit code."""
+    """The records whole or not at all, then the notes; errors as one line."""
     from ..importers.common import ImportRefused, NoTemporarySpace
     from ..outputs import AtomicFile, check_output, check_standard_streams
 

@@ -19,8 +19,7 @@ Item = TypeVar("Item")
 
 
 class ImportRefused(ValueError):
-    """Files that cannot become records; `message` says why, in one line,
-    and `exit_code` is the command's exit."""
+    """Files that cannot become records: one line, and the exit code."""
 
     exit_code = 1
 
@@ -30,8 +29,7 @@ class ImportRefused(ValueError):
 
 
 class InputFileError(LineError, ImportRefused):
-    """A malformed, empty or unreadable input, named by file, line (None:
-    the whole file) and field, as every JSON Lines reader names it."""
+    """An input refused by file, line (None: the whole file) and field."""
 
 
 class NoTemporarySpace(ImportRefused):
@@ -73,8 +71,7 @@ def counted(count: int, noun: str) -> str:
 
 
 def read_labels(path: str | Path) -> StaffLabels:
-    """A labels file as `tracegrade labels` reads one; an `epoch` is refused:
-    an imported run is one record with one label."""
+    """A labels file without `epoch`: an imported run has one label."""
     from ..labels import LabelsError, StaffLabels  # loads Inspect AI
 
     try:
@@ -94,8 +91,7 @@ def read_labels(path: str | Path) -> StaffLabels:
 def check_labels_name_records(
     labels: StaffLabels, known: Callable[[Any], bool], what: str, where: str
 ) -> None:
-    """Refuse labels naming no `known` id (records called `what`, from
-    `where`): most often a typo, which would leave the run it meant unlabelled."""
+    """Refuse labels naming no `known` id: a typo would leave a run unlabelled."""
     unmatched = [sample_id for sample_id in labels.labels if not known(sample_id)]
     if not unmatched:
         return

@@ -335,8 +335,7 @@ class _Line:
 
 
 class _Spool:
-    """Each trace's spans, pickled a line's worth at a time into an unnamed
-    temporary file, with where each trace's are and its span ids."""
+    """Spans pickled to an unnamed file; in memory, each trace's places and ids."""
 
     def __init__(self) -> None:
         try:
@@ -455,9 +454,7 @@ class Trace:
 
 
 def _steps(trace: Trace, documents: dict[str, Documents]) -> list[dict[str, Any]]:
-    """RETRIEVER and RERANKER spans as steps, as their outputs were ready; a
-    retriever over no step fans in; a step wrapping one of its kind with the
-    same or no documents is that step traced twice (LlamaIndex)."""
+    """Steps as outputs were ready; one wrapping its kind alike is one (LlamaIndex)."""
     spans = [span for span in trace.post_order() if span.kind in STEPS]
     wrapping = trace.above(spans)
     steps: list[dict[str, Any]] = []
@@ -495,8 +492,7 @@ def _builds_prompt(span: Span) -> bool:
 
 
 def _model_input(trace: Trace) -> list[str]:
-    """The texts a model received: each LLM span's input messages or prompts
-    (else its input.value, the texts in it when JSON), a prompt builder's output."""
+    """What models received: LLM inputs (JSON's texts), prompt builders' outputs."""
     texts: list[str] = []
     for span in trace.of(LLM):
         if _builds_prompt(span):
@@ -533,9 +529,7 @@ def _model_input(trace: Trace) -> list[str]:
 def documents_in(
     texts: Sequence[str], contents: dict[str, list[str]], trace: str
 ) -> list[str]:
-    """The documents (keys of `contents`) the texts hold, by id as a whole word or
-    by content no other document has, in the order first shown; `trace` names
-    the trace in a refusal."""
+    """The documents the texts show by whole-word id or unique content, in order."""
     owners: dict[str, list[str]] = {}
     for document, texts_of in contents.items():
         for content in texts_of:
@@ -591,8 +585,7 @@ def _occurrences(text: str, mark: str, by_id: bool) -> Iterator[int]:
 
 
 def _covers(seen: list[tuple[Any, ...]]) -> list[tuple[tuple[Any, ...], Any]]:
-    """Each occurrence (text, start, end, document, by_id) with another document's
-    longer one holding it, if any: a sweep keeping the two furthest-reaching."""
+    """Each occurrence, with another document's longer one holding it, if any."""
     seen.sort(key=lambda item: (item[0], item[1], -item[2]))
     covers = []
     reaching: list[tuple[Any, ...]] = []
@@ -619,8 +612,7 @@ def _covers(seen: list[tuple[Any, ...]]) -> list[tuple[tuple[Any, ...], Any]]:
 
 
 def _untyped(trace: Trace, contents: dict[str, set[str | None]]) -> list[str]:
-    """Untyped spans whose output holds a document's content and that wrap no
-    typed span: a ranker the instrumentor typed CHAIN, which no step reads."""
+    """Untyped spans outputting documents, over no typed span: rankers typed CHAIN."""
     marks = {content for texts in contents.values() for content in texts if content}
     marks |= {json.dumps(mark, ensure_ascii=False)[1:-1] for mark in marks}
     if not marks:
@@ -653,8 +645,7 @@ def _answer(trace: Trace) -> str | None:
 
 
 def _question(trace: Trace) -> str | None:
-    """The root's input.value unless JSON, else the first retriever's (its
-    `query` where JSON), else the root's as it is."""
+    """The root's input.value unless JSON, else the first retriever's (or `query`)."""
     root, retrievers = trace.root, trace.of(RETRIEVER)
     question = None if root is None else root.text(INPUT)
     if root is None or question is None or not retrievers:
@@ -784,8 +775,7 @@ class OpenInferenceNotes:
 
 @dataclass(frozen=True)
 class ImportRules:
-    """The command's options: the gold key's attribute, the sample id's (None:
-    the key's), the context rule, --allow-unmatched and --id-in-metadata."""
+    """The options: --key, --id, --context, --allow-unmatched, --id-in-metadata."""
 
     key: str
     sample_id: str | None = None
@@ -808,8 +798,7 @@ def stream_openinference(
     labels_path: str | Path | None = None,
     notes: OpenInferenceNotes,
 ) -> Iterator[dict[str, Any]]:
-    """One record per trace, filling `notes`; a refusal may come after some
-    records, so a caller keeps them only once the iterator has ended."""
+    """One record per trace, filling `notes`; a refusal may follow some records."""
     path, spool, order = str(spans_path), _Spool(), 0
     with spool.file:
         for line, request in _json_lines(path):
@@ -911,8 +900,7 @@ def _records(
 def _context(
     path: str, trace: Trace, rules: ImportRules, notes: OpenInferenceNotes
 ) -> tuple[list[str] | None, list[dict[str, Any]] | None]:
-    """The documents that reached the model, and the steps; a trace that
-    cannot show them takes its last step's output, and a note says why."""
+    """Context and steps; a trace whose input cannot show it takes the last step's."""
     if not trace.of(RETRIEVER):
         # Never recorded: an empty context would blame the retriever.
         notes.unretrieved.append(trace.id)

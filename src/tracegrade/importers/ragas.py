@@ -63,8 +63,7 @@ def _jsonl_rows(path: str) -> Rows:
 
 
 def _csv_lines(path: str) -> Iterator[str]:
-    """The lines, ends kept (newline=""); one that is not UTF-8 refused by
-    line and column."""
+    """The lines, ends kept; one that is not UTF-8 refused by line and column."""
     with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as text:
         for number, line in enumerate(text, start=1):
             problem = undecodable(line)
@@ -74,8 +73,7 @@ def _csv_lines(path: str) -> Iterator[str]:
 
 
 def _csv_rows(path: str) -> Rows:
-    """Each data row as {column: cell}, empty cells left out, with the line
-    it starts on (a quoted cell may span lines)."""
+    """Each row as {column: cell}, empty cells left out, with its first line."""
     lines = _csv_lines(path)
     reader = csv.reader(lines, strict=True)
     # A retrieved context is often over the module's 128 KiB: set, then set back.
@@ -173,8 +171,7 @@ def _field(path: str, line: int, name: str, value: Any, from_csv: bool) -> Any:
 def _samples(
     path: str, file_format: Format | None, labels: StaffLabels | None
 ) -> Iterator[dict[str, Any]]:
-    """One record per sample, a row in memory at a time. A row that cannot be
-    read is refused before a sample that can but is wrong, wherever each is."""
+    """One record per row; an unreadable row anywhere is refused before a wrong one."""
     # By default CSV for a `.csv` name, else JSON Lines (what `to_jsonl` writes).
     from_csv = (
         file_format or ("csv" if path.lower().endswith(".csv") else "")
@@ -224,8 +221,7 @@ def stream_ragas(
     labels_path: str | Path | None = None,
     file_format: Format | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """The records, labelled, a sample read for each; a refusal may come after
-    some. The dataset's problems are said before the labels file's."""
+    """The records, a sample at a time; the dataset refused before the labels."""
     labels, refused = None, None
     if labels_path is not None:
         try:

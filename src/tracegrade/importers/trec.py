@@ -63,8 +63,7 @@ class _File(NamedTuple):
 
 
 class QueryMismatch(ImportRefused):
-    """Queries in one file and not the other: a record built from half the
-    evidence would misdiagnose, unless -c says a judged query retrieved nothing."""
+    """Queries in one file only: half the evidence would misdiagnose (unless -c)."""
 
     def __init__(
         self, qrels: _File, run: _File, only_qrels: list[str], only_run: list[str]
@@ -89,8 +88,7 @@ class QueryMismatch(ImportRefused):
 
 
 def _lines(path: str, names: tuple[str, ...]) -> Iterator[tuple[int, list[str]]]:
-    """The content lines (not comments, #, nor blank), numbered and split
-    into `names`, as trec_eval splits them, or refused naming the line."""
+    """The content lines, numbered and split as trec_eval splits them, or refused."""
     number = 0
     try:
         with gzip.open(path) if path.endswith(".gz") else open(path, "rb") as lines:
@@ -121,8 +119,7 @@ def _undecodable(raw: bytes, error: UnicodeDecodeError) -> str:
 
 
 def _fields(path: str, number: int, content: str, names: tuple[str, ...]) -> list[str]:
-    """The line's fields, refused if of the wrong number, or if C would read
-    them otherwise: split at a space C does not know, or cut short by a NUL."""
+    """The line's fields; refused where C would split or cut them otherwise."""
     other = _OTHER_SPACE.search(content)
     if other is not None:
         space = other.group()
@@ -177,8 +174,7 @@ def _number(
     position: int,
     parse: Callable[[str], Any],
 ) -> Any:
-    """Field `position` read by `parse` where its characters are ones it and
-    trec_eval's atol or strtod read alike; refused otherwise."""
+    """Field `position` read by `parse` where trec_eval's C reads it alike."""
     text, (name, characters, form) = fields[position - 1], _NUMBERS[parse]
     if set(text) <= set(characters):
         with suppress(ValueError):
@@ -197,8 +193,7 @@ def _read(
     done: str,
     empty: str,
 ) -> _File:
-    """A qrels or run file; a document `done` (judged, ranked) twice for one
-    query is refused, as trec_eval refuses it."""
+    """A qrels or run file; a document `done` twice for a query is refused."""
     read = _File(path, {}, {})
     for number, fields in _lines(path, names):
         query_id, doc_id = fields[0], fields[2]
@@ -221,8 +216,7 @@ def _read(
 
 
 class TrecImport(NamedTuple):
-    """The records, and the judged queries the run lacked (imported with an
-    empty context under `complete`, in qrels order)."""
+    """The records, and the judged queries the run lacked (in qrels order)."""
 
     records: list[dict[str, Any]]
     not_run: list[str]
@@ -237,9 +231,7 @@ def import_trec(
     labels_path: str | Path | None = None,
     complete: bool = False,
 ) -> TrecImport:
-    """One record per query, in qrels order: required judged `min_rel` or
-    higher, context the run's top `k` as trec_eval ranks it (score, then
-    document id, descending), the whole ranking as the step `run`."""
+    """One record per query: required by `min_rel`, context trec_eval's top `k`."""
     qrels = _read(str(qrels_path), QRELS_FIELDS, 4, int, "judged", _NO_JUDGEMENTS)
     run = _read(str(run_path), RUN_FIELDS, 5, float, "ranked", _NO_RANKING)
     labels = None if labels_path is None else read_labels(labels_path)
