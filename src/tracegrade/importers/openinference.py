@@ -404,27 +404,22 @@ class Trace:
 
     def post_order(self) -> list[Span]:
         """The spans as their outputs were ready: each after those under it."""
-        children: dict[str | None, list[Span]] = {}
+        index = {span.span_id: n for n, span in enumerate(self.spans)}
+        paths: dict[str, list[int]] = {}  # each span's indices from its root
         for span in self.spans:
-            parent = span.parent_id if span.parent_id in self.parents else None
-            children.setdefault(parent, []).append(span)
-        order: list[Span] = []
-        stack = [(span, False) for span in reversed(children.get(None, []))]
-        while stack:
-            span, below_done = stack.pop()
-            if below_done:
-                order.append(span)
-                continue
-            stack.append((span, True))
-            stack += [(c, False) for c in reversed(children.get(span.span_id, []))]
-        if len(order) != len(self.spans):
-            lost = next(span for span in self.spans if span not in order)
-            raise lost.refuse(
-                "",
-                f"span {quote(lost.span_id)} of trace {quote(self.id)} is its own "
-                "ancestor (its parents loop)",
-            )
-        return order
+            path, at = [len(index)], span.parent_id
+            path.append(index[span.span_id])
+            while at in index and len(path) <= len(index):
+                path.append(index[at])
+                at = self.parents[at]
+            if at in index:
+                raise span.refuse(
+                    "",
+                    f"span {quote(span.span_id)} of trace {quote(self.id)} is its "
+                    "own ancestor (its parents loop)",
+                )
+            paths[span.span_id] = path[::-1]
+        return sorted(self.spans, key=lambda span: paths[span.span_id])
 
     def key(self, name: str) -> Key | None:
         """Attribute `name`'s value: the root's, else the one its spans agree on."""
