@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from ..core.errors import quote
+from ..lines import undecodable
 from .common import (
     ImportRefused,
     InputFileError,
@@ -95,11 +96,12 @@ def _lines(path: str, names: tuple[str, ...]) -> Iterator[tuple[int, list[str]]]
             for number, raw in enumerate(lines, start=1):
                 if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
                     raw = raw[3:]  # an editor's byte-order mark
-                try:
-                    content = raw.decode("utf-8").strip(C_SPACE)
-                except UnicodeDecodeError as error:
-                    problem = _undecodable(raw, error)
-                    raise InputFileError(path, number, problem) from None
+                text = raw.decode("utf-8", "surrogateescape")
+                if (problem := undecodable(text)) is not None:
+                    gzipped = raw.startswith(b"\x1f\x8b")
+                    problem += "; it looks gzipped: name it .gz" * gzipped
+                    raise InputFileError(path, number, problem)
+                content = text.strip(C_SPACE)
                 if content and content[0] != "#":
                     yield number, _fields(path, number, content, names)
     except (EOFError, zlib.error, gzip.BadGzipFile) as error:
@@ -108,14 +110,6 @@ def _lines(path: str, names: tuple[str, ...]) -> Iterator[tuple[int, list[str]]]
     except OSError as error:
         problem = f"cannot be read ({error.strerror or error})"
         raise InputFileError(path, None, problem) from None
-
-
-def _undecodable(raw: bytes, error: UnicodeDecodeError) -> str:
-    column = len(raw[: error.start].decode("utf-8")) + 1
-    problem = f"not valid UTF-8 text (byte 0x{raw[error.start]:02X} at column {column})"
-    if raw.startswith(b"\x1f\x8b"):
-        problem += "; it looks gzipped: name it .gz"
-    return problem
 
 
 def _fields(path: str, number: int, content: str, names: tuple[str, ...]) -> list[str]:
