@@ -824,19 +824,15 @@ def _records(
     traces_by_id: dict[str, str] = {}
     id_name = rules.sample_id or rules.key
     for trace in traces:
-        value = trace.key(rules.key)
+        at, value = f"{path}: trace {quote(trace.id)}", trace.key(rules.key)
         line = None if value is None else gold.get((type(value), value))
         named_by = value if rules.sample_id is None else trace.key(rules.sample_id)
         if named_by is None and rules.sample_id is not None:
-            raise ImportRefused(
-                f"{path}: trace {quote(trace.id)} has no attribute "
-                f"{quote(rules.sample_id)} for its sample id"
-            )
+            problem = f"has no attribute {quote(rules.sample_id)} for its sample id"
+            raise ImportRefused(f"{at} {problem}")
         if named_by == "":
-            raise ImportRefused(
-                f"{path}: trace {quote(trace.id)} has an empty {id_name}, which "
-                "cannot name a record"
-            )
+            problem = f"has an empty {id_name}, which cannot name a record"
+            raise ImportRefused(f"{at} {problem}")
         sample_id = trace.id if named_by is None else str(named_by)
         if sample_id in traces_by_id:
             raise ImportRefused(
@@ -851,7 +847,7 @@ def _records(
         else:
             used.add((type(line.key), line.key))
             record["required"] = list(line.required)
-        context, steps = _context(path, trace, rules, notes)
+        context, steps = _context(at, trace, rules, notes)
         correct = None if line is None else line.correct
         if labels is not None and sample_id in labels.labels:
             if correct is not None:
@@ -872,10 +868,8 @@ def _records(
             labels, traces_by_id.__contains__, "record", path
         )
     if notes.unmatched and not rules.allow_unmatched:
-        unmatched, verb = (
-            notes.unmatched,
-            "matches" if len(notes.unmatched) == 1 else "match",
-        )
+        unmatched = notes.unmatched
+        verb = "matches" if len(unmatched) == 1 else "match"
         message = (
             f"{counted(len(unmatched), 'trace')} {verb} no line of {gold_path} by "
             f"{rules.key}: {_unmatched(unmatched, rules.key, False)}; "
@@ -893,7 +887,7 @@ def _records(
 
 
 def _context(
-    path: str, trace: Trace, rules: ImportRules, notes: OpenInferenceNotes
+    at: str, trace: Trace, rules: ImportRules, notes: OpenInferenceNotes
 ) -> tuple[list[str] | None, list[dict[str, Any]] | None]:
     """Context and steps; a trace whose input cannot show it takes the last step's."""
     if not trace.of(RETRIEVER):
@@ -915,7 +909,7 @@ def _context(
                 document: [t for t in found if t]
                 for document, found in contents.items()
             }
-            context = documents_in(texts, known, f"{path}: trace {quote(trace.id)}")
+            context = documents_in(texts, known, at)
             if all(known[d] or d in context for d in known):
                 return context, steps
             why = NO_CONTENT
