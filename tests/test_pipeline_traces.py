@@ -202,28 +202,20 @@ def test_each_record_and_diagnosis_is_the_pipelines_own(
 # --- the gate --------------------------------------------------------------------
 
 
-def paired_count(framework: str) -> tuple[int, int]:
-    """Regressions and fixes of `pass` from top 20 to top 8, by question."""
-    base, new = (outputs(framework, c) for c in CONFIGURATIONS)
-    base_gold, new_gold = (gold(framework, c) for c in CONFIGURATIONS)
-    passed = [
-        (stage(base[q], base_gold[q]) == "pass", stage(new[q], new_gold[q]) == "pass")
-        for q in base
-    ]
-    return sum(a and not b for a, b in passed), sum(b and not a for a, b in passed)
-
-
-def recall_count(framework: str) -> tuple[int, int]:
-    """Questions whose context recall fell and rose from top 20 to top 8: the
-    share of required documents the rendered prompt held."""
+def paired_count(framework: str, gate: str) -> tuple[int, int]:
+    """From top 20 to top 8, by question: regressions and fixes of `pass`, or
+    falls and rises of context recall (the share of required documents the
+    rendered prompt held)."""
     base, new = (outputs(framework, c) for c in CONFIGURATIONS)
     base_gold, new_gold = (gold(framework, c) for c in CONFIGURATIONS)
 
-    def recall(output: dict[str, Any], line: dict[str, Any]) -> float:
+    def figure(output: dict[str, Any], line: dict[str, Any]) -> float:
+        if gate == "pass":
+            return float(stage(output, line) == "pass")
         held = [doc for doc in line["required"] if doc in output["prompt"]]
         return len(held) / len(line["required"])
 
-    moves = [recall(new[q], new_gold[q]) - recall(base[q], base_gold[q]) for q in base]
+    moves = [figure(new[q], new_gold[q]) - figure(base[q], base_gold[q]) for q in base]
     return sum(move < 0 for move in moves), sum(move > 0 for move in moves)
 
 
@@ -236,7 +228,7 @@ def test_the_gate_agrees_with_the_pipelines_paired_count(
     3 exactly when the exact sign test on the pipelines' own regressions and
     fixes of `pass` (or falls and rises of the prompt's recall, under
     `--gate context_recall`) says worse at 0.05."""
-    worse, better = (paired_count if gate == "pass" else recall_count)(framework)
+    worse, better = paired_count(framework, gate)
     p_value = binomtest(worse, worse + better).pvalue if worse + better else 1.0
     base, new = (imported(framework, c).log for c in CONFIGURATIONS)
     gated = [] if gate == "pass" else ["--gate", gate]
