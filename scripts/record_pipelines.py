@@ -1,13 +1,7 @@
-"""Trace small RAG pipelines of Haystack, LlamaIndex and LangChain as users do.
-
-Each pipeline retrieves by keyword, reranks by a document's `priority`
-(top 5), renders a prompt holding only the first 3 documents, and answers
-with a fake generator: no model weights, no network. Each is instrumented
-by OpenInference's own instrumentor, its spans written by the OpenTelemetry
-SDK's `FileSpanExporter`; beside them go the pipeline's own outputs per
-question, so that an import of the spans can be held to what the pipeline
-did. Run by `nox -s record_pipelines`; the files are tests/data/pipelines/
-(its README says what each is, and how the corpus and gold are designed).
+"""Trace small RAG pipelines of Haystack, LlamaIndex and LangChain as users do:
+keyword retrieval, a rerank by `priority` to 5, a prompt of the first 3, a fake
+generator, spans by OpenInference's instrumentors; beside them each pipeline's
+own outputs. `nox -s record_pipelines`; tests/data/pipelines/README says more.
 """
 
 from __future__ import annotations
@@ -17,9 +11,8 @@ import gzip
 import json
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from haystack import Document, Pipeline, component
 from haystack.components.builders import PromptBuilder
@@ -72,15 +65,13 @@ WORDS = [
 CODE = re.compile(r"\bCode (K[0-9]{2})\b")
 
 
-@dataclass(frozen=True)
-class Doc:
+class Doc(NamedTuple):
     id: str
     text: str
     priority: int
 
 
-@dataclass(frozen=True)
-class Question:
+class Question(NamedTuple):
     id: str
     text: str
 
@@ -453,73 +444,57 @@ def _outputs(
 
 # --- recording -------------------------------------------------------------------
 
-
-INSTRUMENTORS: dict[str, Callable[[], Any]] = {
-    "haystack": HaystackInstrumentor,
-    "llama_index": LlamaIndexInstrumentor,
-    "langchain": LangChainInstrumentor,
+FRAMEWORKS: dict[str, tuple[Runner, Callable[[], Any]]] = {
+    "haystack": (haystack_pipeline, HaystackInstrumentor),
+    "llama_index": (llama_index_pipeline, LlamaIndexInstrumentor),
+    "langchain": (langchain_pipeline, LangChainInstrumentor),
 }
 
 
-def record(framework: str, configuration: str, build: Runner) -> Iterator[Outputs]:
-    """Run every question through the pipeline under its instrumentor, each
-    in an OpenInference session named by the question id, the spans
-    written to `spans.jsonl.gz` (compressed as written, to keep the
-    fixtures small); yield each question's own outputs."""
+def write_run(framework: str, configuration: str) -> None:
+    """Every question through the instrumented pipeline, each in a session named
+    by its id: the spans (gzipped as written), the outputs, the gold labelled."""
+    build, instrumentor = FRAMEWORKS[framework]
     folder = OUT / framework / configuration
     folder.mkdir(parents=True, exist_ok=True)
+    runs = []
     with gzip.open(folder / "spans.jsonl.gz", "wt", encoding="utf-8") as spans:
         provider = TracerProvider()
         provider.add_span_processor(SimpleSpanProcessor(FileSpanExporter(stream=spans)))
-        instrumented = INSTRUMENTORS[framework]()
+        instrumented = instrumentor()
         instrumented.instrument(tracer_provider=provider)
         try:
             ask = build(corpus(), CONFIGURATIONS[configuration])
             for question in questions():
                 with using_session(question.id):
                     outputs = ask(question)
-                yield {"question_id": question.id, "question": question.text, **outputs}
+                runs.append(
+                    {"question_id": question.id, "question": question.text, **outputs}
+                )
         finally:
             instrumented.uninstrument()
             provider.shutdown()
-
-
-def write_run(framework: str, configuration: str, build: Runner) -> None:
-    """The run's spans, its outputs and its gold file, labels by the staff rule."""
-    folder = OUT / framework / configuration
-    runs = list(record(framework, configuration, build))
-    lines = []
-    for line, outputs in zip(gold(), runs, strict=True):
-        lines.append(
-            {**line, "correct": staff_label(outputs["answer"], line["required"])}
-        )
-    _write_lines(folder / "outputs.jsonl", runs)
-    _write_lines(folder / "gold.jsonl", lines)
-
-
-def _write_lines(path: Path, lines: list[dict[str, Any]]) -> None:
-    path.write_text(
-        "".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8"
-    )
-
-
-PIPELINES: dict[str, Runner] = {
-    "haystack": haystack_pipeline,
-    "llama_index": llama_index_pipeline,
-    "langchain": langchain_pipeline,
-}
+    labelled = [
+        {**line, "correct": staff_label(run["answer"], line["required"])}
+        for line, run in zip(gold(), runs, strict=True)
+    ]
+    for name, rows in (("outputs.jsonl", runs), ("gold.jsonl", labelled)):
+        text = "".join(json.dumps(row) + "\n" for row in rows)
+        (folder / name).write_text(text, encoding="utf-8")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("frameworks", nargs="*", metavar="FRAMEWORK")
-    chosen = parser.parse_args().frameworks or list(PIPELINES)
-    unknown = sorted(set(chosen) - set(PIPELINES))
+    chosen = parser.parse_args().frameworks or list(FRAMEWORKS)
+    unknown = sorted(set(chosen) - set(FRAMEWORKS))
     if unknown:
-        parser.error(f"unknown framework {unknown[0]!r}; one of {', '.join(PIPELINES)}")
+        parser.error(
+            f"unknown framework {unknown[0]!r}; one of {', '.join(FRAMEWORKS)}"
+        )
     for framework in chosen:
         for configuration in CONFIGURATIONS:
-            write_run(framework, configuration, PIPELINES[framework])
+            write_run(framework, configuration)
             print(f"wrote {OUT / framework / configuration}")
 
 

@@ -1,11 +1,9 @@
 """`tracegrade import openinference`: OpenInference traces as stage-diagnosis records.
 
-The spans are real: made with the OpenTelemetry SDK under the attribute
-names of openinference-semantic-conventions, and exported twice, by the
-SDK's own encoders: its OTLP JSON file exporter (hex ids, a line per
-export), and its protobuf encoder (`encode_spans`) written with protobuf's
-JSON mapping (base64 ids, enum names). Both files must import to the same
-records. The refusals use hand-written lines, each wrong in one place.
+The spans are made with the OpenTelemetry SDK under openinference's attribute
+names and exported by the SDK's own encoders: its OTLP JSON file exporter (hex
+ids) and its protobuf encoder in protobuf's JSON mapping (base64 ids). Both
+must import alike. The refusals use hand-written lines, each wrong in one place.
 """
 
 from __future__ import annotations
@@ -13,23 +11,18 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from google.protobuf.json_format import MessageToJson
-from openinference.semconv.trace import (
-    DocumentAttributes,
-    OpenInferenceSpanKindValues,
-    RerankerAttributes,
-    SpanAttributes,
-)
+from openinference.semconv.trace import OpenInferenceSpanKindValues as Kinds
+from openinference.semconv.trace import RerankerAttributes, SpanAttributes
 from opentelemetry import trace as trace_api
 from opentelemetry.exporter.otlp.json.file import FileSpanExporter
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
@@ -47,10 +40,13 @@ from tracegrade.importers.openinference import (
 from tracegrade.tasks.recorded import stage_input_score
 
 KIND = SpanAttributes.OPENINFERENCE_SPAN_KIND
-RETRIEVER = OpenInferenceSpanKindValues.RETRIEVER.value
-LLM = OpenInferenceSpanKindValues.LLM.value
-CHAIN = OpenInferenceSpanKindValues.CHAIN.value
-EXAMPLE = "example.id"
+RETRIEVER, RERANKER = Kinds.RETRIEVER.value, Kinds.RERANKER.value
+LLM, CHAIN = Kinds.LLM.value, Kinds.CHAIN.value
+INPUT, OUTPUT = SpanAttributes.INPUT_VALUE, SpanAttributes.OUTPUT_VALUE
+INPUT_MIME, JSON_MIME = SpanAttributes.INPUT_MIME_TYPE, "application/json"
+EXAMPLE, SESSION = "example.id", SpanAttributes.SESSION_ID
+RERANKED = RerankerAttributes.RERANKER_OUTPUT_DOCUMENTS
+QUESTION = "Which records mention ash?"
 
 
 @dataclass
@@ -60,11 +56,7 @@ class Imported:
 
 
 def import_openinference(
-    spans: Path | str,
-    gold: Path | str,
-    *,
-    labels_path: Path | str | None = None,
-    **rules: Any,
+    spans: Path | str, gold: Path | str, *, labels_path: Any = None, **rules: Any
 ) -> Imported:
     """Every record of the command's importer, and its notes."""
     notes = OpenInferenceNotes()
@@ -74,24 +66,32 @@ def import_openinference(
     return Imported(list(records), notes)
 
 
-def document_id(index: int) -> str:
-    return (
-        f"{SpanAttributes.RETRIEVAL_DOCUMENTS}.{index}.{DocumentAttributes.DOCUMENT_ID}"
-    )
+def import_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_tracegrade("import", "openinference", *args, cwd=Path.cwd())
 
 
-def document_score(index: int) -> str:
-    return (
-        f"{SpanAttributes.RETRIEVAL_DOCUMENTS}.{index}."
-        f"{DocumentAttributes.DOCUMENT_SCORE}"
-    )
+def document_id(index: int, prefix: str = "retrieval.documents") -> str:
+    return f"{prefix}.{index}.document.id"
+
+
+def content(document: str) -> str:
+    return f"Record {document} says {document.lower()}."
+
+
+def listed(prefix: str, documents: list[str]) -> dict[str, Any]:
+    """A span's documents, flattened as OpenInference's instrumentors write
+    them, each with its id and content."""
+    attributes: dict[str, Any] = {}
+    for n, document in enumerate(documents):
+        attributes[document_id(n, prefix)] = document
+        attributes[f"{prefix}.{n}.document.content"] = content(document)
+    return attributes
 
 
 class SequentialIds(IdGenerator):
     """Ids in order, so that records can be written out by hand."""
 
-    def __init__(self) -> None:
-        self.count = 0
+    count = 0
 
     def generate_span_id(self) -> int:
         self.count += 1
@@ -106,92 +106,112 @@ def trace_hex(number: int) -> str:
     return f"{0xFEED << 64 | number:032x}"
 
 
-def run_pipeline(
-    provider: TracerProvider,
-) -> None:
-    """Five traces of a RAG pipeline, as instrumentation would record them."""
-    tracer = provider.get_tracer("rag")
-    clock = iter(range(1_000, 100_000, 10))
+class Recorder:
+    """Spans on a clock of their own, written by the SDK's OTLP JSON file
+    exporter, or kept to be written in protobuf's JSON mapping."""
 
-    def span(
-        name: str, attributes: dict[str, Any], parent: Any = None
-    ) -> trace_api.Span:
+    def __init__(self, path: Path, protobuf: bool = False) -> None:
+        self.path = path
+        self.memory = InMemorySpanExporter() if protobuf else None
+        self.provider = TracerProvider(id_generator=SequentialIds())
+        exporter = self.memory or FileSpanExporter(path)
+        self.provider.add_span_processor(SimpleSpanProcessor(exporter))
+        self.tracer = self.provider.get_tracer("rag")
+        self.clock = iter(range(1_000, 10**9, 10))
+
+    def start(self, name: str, attributes: dict[str, Any], parent: Any = None) -> Any:
         context = None if parent is None else trace_api.set_span_in_context(parent)
-        return tracer.start_span(
-            name, context=context, attributes=attributes, start_time=next(clock)
+        return self.tracer.start_span(
+            name, context=context, attributes=attributes, start_time=next(self.clock)
         )
 
-    # Trace 1, example ex-1: two retrievals, the second exported first but
-    # started later; the root holds the key, the question and the answer.
-    root = span(
-        "rag",
-        {KIND: CHAIN, EXAMPLE: "ex-1", SpanAttributes.INPUT_VALUE: "When?"},
-    )
-    first = span(
-        "retrieve",
-        {KIND: RETRIEVER, document_id(0): "D1", document_id(1): "D2"},
-        root,
-    )
-    second = span(
+    def end(self, span: Any) -> None:
+        span.end(end_time=next(self.clock))
+
+    def leaf(self, name: str, attributes: dict[str, Any], parent: Any) -> None:
+        self.end(self.start(name, attributes, parent))
+
+    def generator(self, prompt: str, answer: str, parent: Any) -> None:
+        """A generator as Haystack's instrumentor records it."""
+        self.leaf(
+            "Generator.run",
+            {
+                KIND: LLM,
+                INPUT: json.dumps({"prompt": prompt}),
+                INPUT_MIME: JSON_MIME,
+                "llm.input_messages.0.message.role": "user",
+                "llm.input_messages.0.message.content": prompt,
+                OUTPUT: json.dumps({"replies": [answer]}),
+                "llm.output_messages.0.message.content": answer,
+            },
+            parent,
+        )
+
+    def close(self) -> Path:
+        if self.memory is not None:  # one request per trace
+            groups: dict[int, list[Any]] = {}
+            for span in self.memory.get_finished_spans():
+                assert span.context is not None
+                groups.setdefault(span.context.trace_id, []).append(span)
+            lines = [
+                MessageToJson(encode_spans(g), indent=None) for g in groups.values()
+            ]
+            self.path.write_text("".join(line + "\n" for line in lines))
+        self.provider.shutdown()
+        return self.path
+
+
+def run_pipeline(recorder: Recorder) -> None:
+    """Six traces of a RAG pipeline, as instrumentation would record them."""
+    start, end, leaf = recorder.start, recorder.end, recorder.leaf
+    # ex-1: two retrievals, the second exported first but started later; the
+    # root holds the key, the question and the answer.
+    root = start("rag", {KIND: CHAIN, EXAMPLE: "ex-1", INPUT: "When?"})
+    first = start("retrieve", {KIND: RETRIEVER, **listed_ids(["D1", "D2"])}, root)
+    second = start(
         "retrieve-more",
-        {KIND: RETRIEVER, document_id(0): "D3", document_score(0): 0.5},
+        {
+            KIND: RETRIEVER,
+            document_id(0): "D3",
+            "retrieval.documents.0.document.score": 0.5,
+        },
         root,
     )
-    second.end(end_time=next(clock))
-    first.end(end_time=next(clock))
-    llm = span("generate", {KIND: LLM, SpanAttributes.OUTPUT_VALUE: "1998"}, root)
-    llm.end(end_time=next(clock))
-    root.set_attribute(SpanAttributes.OUTPUT_VALUE, "It opened in 1998.")
-    root.end(end_time=next(clock))
-
-    # Trace 2, example ex-2: the key only on the LLM span, no root output:
-    # the answer is the LLM's. Documents listed out of index order.
-    root = span("rag", {KIND: CHAIN})
-    retrieve = span(
-        "retrieve",
-        {KIND: RETRIEVER, document_id(1): "D6", document_id(0): "D5"},
-        root,
+    end(second)
+    end(first)
+    leaf("generate", {KIND: LLM, OUTPUT: "1998"}, root)
+    root.set_attribute(OUTPUT, "It opened in 1998.")
+    end(root)
+    # ex-2: the key only on the LLM span; documents out of index order.
+    root = start("rag", {KIND: CHAIN})
+    leaf(
+        "retrieve", {KIND: RETRIEVER, document_id(1): "D6", document_id(0): "D5"}, root
     )
-    retrieve.end(end_time=next(clock))
-    llm = span(
-        "generate",
-        {KIND: LLM, EXAMPLE: "ex-2", SpanAttributes.OUTPUT_VALUE: "Ms Ito"},
-        root,
-    )
-    llm.end(end_time=next(clock))
-    root.end(end_time=next(clock))
-
-    # Trace 3: a key the gold file does not have.
-    root = span("rag", {KIND: CHAIN, EXAMPLE: "ex-9"})
-    retrieve = span("retrieve", {KIND: RETRIEVER, document_id(0): "D7"}, root)
-    retrieve.end(end_time=next(clock))
-    root.end(end_time=next(clock))
-
-    # Trace 4: no key at all, and a retriever that found nothing.
-    root = span("rag", {KIND: CHAIN})
-    retrieve = span("retrieve", {KIND: RETRIEVER}, root)
-    retrieve.end(end_time=next(clock))
-    root.end(end_time=next(clock))
-
-    # Trace 5: an integer key and an integer document id.
-    root = span("rag", {KIND: CHAIN, EXAMPLE: 7})
-    retrieve = span("retrieve", {KIND: RETRIEVER, document_id(0): 42}, root)
-    retrieve.end(end_time=next(clock))
-    llm = span("generate", {KIND: LLM, SpanAttributes.OUTPUT_VALUE: "no"}, root)
-    llm.end(end_time=next(clock))
-    root.end(end_time=next(clock))
-
-    # Trace 6, example ex-6: no retriever instrumented, so no context was
-    # recorded (not an empty one).
-    root = span("rag", {KIND: CHAIN, EXAMPLE: "ex-6"})
-    llm = span("generate", {KIND: LLM, SpanAttributes.OUTPUT_VALUE: "1999"}, root)
-    llm.end(end_time=next(clock))
-    root.end(end_time=next(clock))
+    leaf("generate", {KIND: LLM, EXAMPLE: "ex-2", OUTPUT: "Ms Ito"}, root)
+    end(root)
+    # A key the gold file does not have; then no key and nothing found.
+    root = start("rag", {KIND: CHAIN, EXAMPLE: "ex-9"})
+    leaf("retrieve", {KIND: RETRIEVER, document_id(0): "D7"}, root)
+    end(root)
+    root = start("rag", {KIND: CHAIN})
+    leaf("retrieve", {KIND: RETRIEVER}, root)
+    end(root)
+    # An integer key and an integer document id.
+    root = start("rag", {KIND: CHAIN, EXAMPLE: 7})
+    leaf("retrieve", {KIND: RETRIEVER, document_id(0): 42}, root)
+    leaf("generate", {KIND: LLM, OUTPUT: "no"}, root)
+    end(root)
+    # ex-6: no retriever instrumented, so no context recorded (not an empty one).
+    root = start("rag", {KIND: CHAIN, EXAMPLE: "ex-6"})
+    leaf("generate", {KIND: LLM, OUTPUT: "1999"}, root)
+    end(root)
 
 
-# Trace ids: each trace's id is drawn just before its root span's.
+def listed_ids(documents: list[str]) -> dict[str, str]:
+    return {document_id(n): document for n, document in enumerate(documents)}
+
+
 TRACES = [trace_hex(n) for n in (1, 6, 10, 13, 16, 20)]
-
 GOLD = [
     {"key": "ex-1", "required": ["D1", "D3"], "correct": True},
     {"key": "ex-2", "required": ["D4", "D5"], "note": "no label yet"},
@@ -199,203 +219,131 @@ GOLD = [
     {"key": "ex-6", "required": ["D1", "D3"], "correct": True},
     {"key": "ex-unused", "required": ["D1"]},
 ]
-
-# Ids are the key's values as text (a trace without one keeps its trace id); no
-# LLM span shows its input, so each context is the retrievers' output; the
-# answer is the model's, not the root's.
-RECORD_FIELDS = ("required", "context", "correct", "question", "answer")
-# One row a record: its id, then RECORD_FIELDS; None is a field left out.
-RECORD_ROWS: list[tuple[Any, ...]] = [
-    ("ex-1", ["D1", "D3"], ["D1", "D2", "D3"], True, "When?", "1998"),
-    ("ex-2", ["D4", "D5"], ["D5", "D6"], None, None, "Ms Ito"),
-    ("ex-9", None, ["D7"], None, None, None),
-    (TRACES[3], None, [], None, None, None),
-    ("7", ["42"], ["42"], False, None, "no"),
-    ("ex-6", ["D1", "D3"], None, True, None, "1999"),
-]
+# Ids are the key's values as text (no key: the trace id); no LLM span shows
+# its input, so each context is the retrievers' output; the answer is the
+# model's, not the root's. None is a field left out.
+FIELDS = ("required", "context", "correct", "question", "answer")
 RECORDS = [
     {
         "id": record_id,
-        "input": {
-            name: value
-            for name, value in zip(RECORD_FIELDS, values, strict=True)
-            if value is not None
-        },
+        "input": {n: v for n, v in zip(FIELDS, row, strict=True) if v is not None},
     }
-    for record_id, *values in RECORD_ROWS
-]
-
-
-def provider_with(*processors: Any) -> TracerProvider:
-    provider = TracerProvider(id_generator=SequentialIds())
-    for processor in processors:
-        provider.add_span_processor(processor)
-    return provider
-
-
-def otlp_json_file(path: Path) -> Path:
-    """The spans as the SDK's OTLP JSON file exporter writes them: one
-    request a line, one line per span ended."""
-    exporter = FileSpanExporter(path)
-    provider = provider_with(SimpleSpanProcessor(exporter))
-    run_pipeline(provider)
-    provider.shutdown()
-    return path
-
-
-def by_trace(spans: tuple[ReadableSpan, ...]) -> Iterator[list[ReadableSpan]]:
-    groups: dict[int, list[ReadableSpan]] = {}
-    for span in spans:
-        assert span.context is not None
-        groups.setdefault(span.context.trace_id, []).append(span)
-    yield from groups.values()
-
-
-def protobuf_json_file(path: Path) -> Path:
-    """The spans as the SDK's protobuf encoder makes them, in protobuf's JSON
-    mapping: base64 ids, enum names, one request per trace."""
-    memory = InMemorySpanExporter()
-    provider = provider_with(SimpleSpanProcessor(memory))
-    run_pipeline(provider)
-    lines = [
-        MessageToJson(encode_spans(group), indent=None) + "\n"
-        for group in by_trace(memory.get_finished_spans())
+    for record_id, *row in [
+        ("ex-1", ["D1", "D3"], ["D1", "D2", "D3"], True, "When?", "1998"),
+        ("ex-2", ["D4", "D5"], ["D5", "D6"], None, None, "Ms Ito"),
+        ("ex-9", None, ["D7"], None, None, None),
+        (TRACES[3], None, [], None, None, None),
+        ("7", ["42"], ["42"], False, None, "no"),
+        ("ex-6", ["D1", "D3"], None, True, None, "1999"),
     ]
-    path.write_text("".join(lines), encoding="utf-8")
-    return path
+]
 
 
 @pytest.fixture(scope="module")
 def spans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     directory = tmp_path_factory.mktemp("spans")
-    return {
-        "otlp": otlp_json_file(directory / "spans.jsonl"),
-        "protobuf": protobuf_json_file(directory / "protobuf.jsonl"),
-        "gold": Path(write_lines(directory / "gold.jsonl", GOLD)),
-    }
+    made = {}
+    for name, protobuf in (("otlp", False), ("protobuf", True)):
+        recorder = Recorder(directory / f"{name}.jsonl", protobuf)
+        run_pipeline(recorder)
+        made[name] = recorder.close()
+    return {**made, "gold": Path(write_lines(directory / "gold.jsonl", GOLD))}
 
 
 # --- the records --------------------------------------------------------------
 
 
-def test_the_exports_are_the_two_json_encodings(spans: dict[str, Path]) -> None:
-    otlp = [json.loads(line) for line in spans["otlp"].read_text().splitlines()]
-    protobuf = [json.loads(line) for line in spans["protobuf"].read_text().splitlines()]
-    # One line per span ended, against one per trace.
-    assert (len(otlp), len(protobuf)) == (16, 6)
-    first = otlp[0]["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
-    assert first["traceId"] == TRACES[0]
-    assert first["kind"] == 1
-    encoded = protobuf[0]["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
-    assert len(encoded["traceId"]) == 24  # base64 of 16 bytes
-    assert encoded["kind"] == "SPAN_KIND_INTERNAL"
-
-
-@pytest.mark.parametrize("encoding", ["otlp", "protobuf"])
-def test_one_record_per_trace_from_either_encoding(
-    spans: dict[str, Path], encoding: str
-) -> None:
-    imported = import_openinference(
-        spans[encoding], spans["gold"], key=EXAMPLE, allow_unmatched=True
-    )
-    assert imported.records == RECORDS
-    notes = imported.notes
-    assert notes.unmatched == [(TRACES[2], "ex-9"), (TRACES[3], None)]
-    assert [line.key for line in notes.unused_gold] == ["ex-unused"]
-    assert notes.unretrieved == [TRACES[5]]
-    no_input = "no LLM span shows its input"
-    assert notes.last_step == [(trace, no_input) for trace in TRACES[:5]]
-
-
-def test_input_value_joins_by_the_root_spans_question(
-    spans: dict[str, Path], tmp_path: Path
-) -> None:
-    gold = write_lines(tmp_path / "gold.jsonl", [{"key": "When?", "required": ["D9"]}])
-    imported = import_openinference(
-        spans["otlp"], gold, key=SpanAttributes.INPUT_VALUE, allow_unmatched=True
-    )
-    assert imported.records[0]["id"] == "When?"
-    assert imported.records[0]["input"]["required"] == ["D9"]
-    # No span of the other traces has an input.value.
-    assert [trace for trace, _ in imported.notes.unmatched] == TRACES[1:]
-
-
 def test_labels_label_records_by_id_but_never_one_the_gold_labels(
     spans: dict[str, Path], tmp_path: Path
 ) -> None:
-    def labelled(name: str, sample: str) -> Imported:
-        labels = write_lines(tmp_path / name, [{"id": sample, "correct": True}])
+    def labelled(sample: str) -> Imported:
+        labels = write_lines(tmp_path / "l.jsonl", [{"id": sample, "correct": True}])
         return import_openinference(
-            spans["otlp"],
-            spans["gold"],
+            *(spans["otlp"], spans["gold"]),
             key=EXAMPLE,
             labels_path=labels,
             allow_unmatched=True,
         )
 
-    imported = labelled("labels.jsonl", "ex-2")
-    assert imported.records[1]["input"]["correct"] is True
-    assert list(imported.records[1]["input"])[:3] == ["required", "context", "correct"]
+    record = labelled("ex-2").records[1]["input"]
+    assert record["correct"] is True
+    assert list(record)[:3] == ["required", "context", "correct"]
     with pytest.raises(LabelsRefused, match=r"is already labelled by .*line 1"):
-        labelled("twice.jsonl", "ex-1")
+        labelled("ex-1")
     with pytest.raises(LabelsRefused, match="1 label names no record of"):
-        labelled("none.jsonl", "ab" * 16)
+        labelled("ab" * 16)
 
 
-# --- a reranker: its steps ------------------------------------------------------
-
-RERANKER = OpenInferenceSpanKindValues.RERANKER.value
-
-
-def reranked(kind: str, index: int) -> str:
-    return f"{kind}.{index}.{DocumentAttributes.DOCUMENT_ID}"
-
-
-def test_a_reranker_makes_the_trace_a_pipeline_of_steps(tmp_path: Path) -> None:
-    """One trace: a retriever's top 20, a reranker's top 5 of those, and the
-    answer. RETRIEVER and RERANKER spans become steps in start order, and the
-    context is the last step's output; a trace without a reranker keeps the
-    record it had (the module's `RECORDS`)."""
-    recorder = Recorder(tmp_path / "spans.jsonl")
-    root = recorder.start("rag", {KIND: CHAIN, EXAMPLE: "ex-3"})
-    retrieved = {document_id(n): doc for n, doc in enumerate(RETRIEVED)}
-    recorder.leaf("retrieve", {KIND: RETRIEVER, **retrieved}, root)
-    reranking = {
-        reranked(kind, n): doc
-        for kind, documents in (
-            (RerankerAttributes.RERANKER_INPUT_DOCUMENTS, RETRIEVED),
-            (RerankerAttributes.RERANKER_OUTPUT_DOCUMENTS, KEPT),
-        )
-        for n, doc in enumerate(documents)
-    }
-    top_k = {RerankerAttributes.RERANKER_TOP_K: 5}
-    recorder.leaf("rerank", {KIND: RERANKER, **top_k, **reranking}, root)
-    recorder.leaf("generate", {KIND: LLM, SpanAttributes.OUTPUT_VALUE: "Ito"}, root)
-    recorder.end(root)
-    recorder.close()
-    gold = write_lines(
-        tmp_path / "gold.jsonl",
-        [{"key": "ex-3", "required": ["D3", "D4", "D9", "D30"], "correct": True}],
-    )
-    (record,) = import_openinference(
-        tmp_path / "spans.jsonl", gold, key=EXAMPLE
-    ).records
-    assert record["input"]["steps"] == [
-        {"name": "retriever", "ids": [f"D{number}" for number in range(1, 21)]},
-        {"name": "reranker", "ids": ["D3", "D1", "D7", "D2", "D9"]},
+@pytest.mark.parametrize(("encoding", "id_length"), [("otlp", 32), ("protobuf", 24)])
+def test_unmatched_traces_are_refused_or_let_through_and_listed(
+    spans: dict[str, Path], tmp_path: Path, encoding: str, id_length: int
+) -> None:
+    """One record per trace, from either encoding; a trace no gold line matches
+    exits 2, naming it, and writes nothing; --allow-unmatched writes it without
+    required; every note is one line."""
+    line = json.loads(spans[encoding].read_text().splitlines()[0])
+    span = line["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    assert len(span["traceId"]) == id_length  # hex, or base64 of 16 bytes
+    gold, out = spans["gold"], tmp_path / "runs.jsonl"
+    base = [str(spans[encoding]), "--gold", str(gold), "--key", EXAMPLE]
+    refused = import_cli(*base, "-o", str(out))
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [
+        f"Error: 2 traces match no line of {gold} by example.id: "
+        f'"{TRACES[2]}" ("ex-9"), "{TRACES[3]}" (no example.id); '
+        "--allow-unmatched writes them without required"
     ]
-    assert record["input"]["context"] == ["D3", "D1", "D7", "D2", "D9"]
-    score = stage_input_score(record["input"])
-    assert (score.metadata or {})["lost"] == [
-        {"id": "D30", "lost_at": "retriever", "last_step": None, "last_rank": None},
-        {"id": "D4", "lost_at": "reranker", "last_step": "retriever", "last_rank": 4},
+    assert not out.exists()
+    # No trace matching any line: the key may vary from run to run (Haystack's
+    # root input.value holds a Python set, printed in a per-process order).
+    nothing = write_lines(tmp_path / "gold.jsonl", [{"key": "x", "required": []}])
+    matched = import_cli(str(spans[encoding]), "--gold", nothing, "--key", EXAMPLE)
+    assert matched.returncode == 2
+    assert (
+        "no trace matched any of its lines: example.id may vary from run to run "
+        "of the same question"
+    ) in matched.stderr
+    result = import_cli(*base, "--allow-unmatched")
+    assert result.returncode == 0, result.stderr
+    assert [json.loads(line) for line in result.stdout.splitlines()] == RECORDS
+    assert result.stderr.splitlines() == [
+        f"note: 2 of 6 traces match no line of {gold} by example.id; written "
+        "without required (--allow-unmatched), they score unresolved: "
+        f'"{TRACES[2]}" (example.id "ex-9"), "{TRACES[3]}" (no example.id)',
+        "note: 5 of 6 traces show no model input that tells what reached the "
+        "model (5: no LLM span shows its input); their context is their last "
+        "retrieval step's output, as --context last-step takes it: "
+        + ", ".join(f'"{trace}"' for trace in TRACES[:5]),
+        f"note: 1 of 6 traces have no RETRIEVER span; written without context, "
+        "they are invalid-input (the context was never recorded): "
+        f'"{TRACES[5]}"',
+        f'note: 1 gold line of {gold} matches no trace: "ex-unused" (line 5)',
+        "note: 1 of 6 traces have required documents and no label (no --labels "
+        "given); they score answer-label until labelled",
+    ]
+
+
+def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
+    """docs/import-openinference.md: its Python block writes the spans with
+    the SDK, its shell block imports and scores them, as the page says."""
+    page = (Path(__file__).parents[1] / "docs" / "import-openinference.md").read_text()
+    python = re.search(r"```python\n(.*?)```", page, re.DOTALL)
+    shell = re.search(r"```bash\n(.*?)```", page, re.DOTALL)
+    assert python is not None and shell is not None
+    (tmp_path / "pipeline.py").write_text(python.group(1))
+    result = tracegrade_shell(shell.group(1), tmp_path, errexit=True)
+    assert result.returncode == 0, result.stderr
+    results = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert [json.loads(line)["result"] for line in results] == [
+        {"stage": "pass", "missing": []},
+        {"stage": "retrieval", "missing": ["doc-7"]},
     ]
 
 
 # --- refusals ----------------------------------------------------------------
 
-TRACE = "0af7651916cd43dd8448eb211c80319c"
-SPAN = "b7ad6b7169203331"
+TRACE, SPAN = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
+WHERE = "resourceSpans[0].scopeSpans[0].spans[0]"
 
 
 def request(*spans: dict[str, Any]) -> dict[str, Any]:
@@ -406,24 +354,46 @@ def span_json(**fields: Any) -> dict[str, Any]:
     return {"traceId": TRACE, "spanId": SPAN, "name": "s", **fields}
 
 
-def attribute(key: str, value: dict[str, Any]) -> dict[str, Any]:
+def one(**fields: Any) -> dict[str, Any]:
+    """A line of one span."""
+    return request(span_json(**fields))
+
+
+def holding(*attributes: dict[str, Any]) -> dict[str, Any]:
+    """A line of one span holding `attributes`."""
+    return one(attributes=list(attributes))
+
+
+def attribute(key: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        kind = {str: "stringValue", int: "intValue", float: "doubleValue"}
+        value = {kind[type(value)]: value}
     return {"key": key, "value": value}
 
 
-WHERE = "resourceSpans[0].scopeSpans[0].spans[0]"
+IS_RETRIEVER = attribute(KIND, RETRIEVER)
+DOCUMENT_CONTENT = "retrieval.documents.0.document.content"
 
 
-IS_RETRIEVER = attribute(KIND, {"stringValue": RETRIEVER})
+def retriever(*attributes: dict[str, Any]) -> dict[str, Any]:
+    """A line of one RETRIEVER span holding `attributes` after its kind."""
+    return holding(IS_RETRIEVER, *attributes)
 
 
-def with_attributes(*attributes: dict[str, Any]) -> dict[str, Any]:
-    """A line of one span holding `attributes`."""
-    return request(span_json(attributes=list(attributes)))
+def documents(value: Any) -> dict[str, Any]:
+    """A retriever giving its documents as one attribute."""
+    return retriever(attribute("retrieval.documents", value))
 
 
-def retriever_spans(path: Path, *attributes: dict[str, Any]) -> str:
-    """A file of one RETRIEVER span holding `attributes` after its kind."""
-    return write_lines(path, [with_attributes(IS_RETRIEVER, *attributes)])
+def document_object(document: str | int) -> dict[str, Any]:
+    pairs = [attribute("document.id", document), attribute("document.score", 0.5)]
+    return {"kvlistValue": {"values": pairs}}
+
+
+def keyed(n: int, key: str) -> dict[str, Any]:
+    return span_json(
+        spanId=f"{n}" * 16, parentSpanId="1" * 16, attributes=[attribute(EXAMPLE, key)]
+    )
 
 
 @pytest.mark.parametrize(
@@ -433,213 +403,164 @@ def retriever_spans(path: Path, *attributes: dict[str, Any]) -> str:
         ({"resourceMetrics": []}, "holds resourceMetrics, not resourceSpans"),
         ({"spans": []}, "no resourceSpans: not an OTLP JSON trace export"),
         (
-            request(span_json(traceId="abc")),
+            one(traceId="abc"),
             f'line 1: {WHERE}.traceId: "abc" is not a 16-byte id, as 32 hex '
             "digits (OTLP JSON) or 24 base64 characters (protobuf's JSON mapping)",
         ),
-        (request(span_json(traceId="0" * 32)), "is all zeros, an invalid id"),
-        (request(span_json(spanId=None)), f"{WHERE}.spanId: must be text, got null"),
+        # Spaces in a hex id: bytes.fromhex would skip them, two traces could share it.
+        (one(traceId=TRACE[:10] + " " + TRACE[11:]), "is not a 16-byte id"),
+        (one(spanId=SPAN[:4] + " " + SPAN[5:]), "is not an 8-byte id"),
+        (one(traceId="0" * 32), "is all zeros, an invalid id"),
+        (one(spanId=None), f"{WHERE}.spanId: must be text, got null"),
         (
-            request(span_json(startTimeUnixNano="1.5")),
+            one(startTimeUnixNano="1.5"),
             f'{WHERE}.startTimeUnixNano: "1.5" is not an integer',
         ),
+        # Past 64 bits, even past Python's 4,300-digit limit: no traceback.
+        (one(startTimeUnixNano="1" * 5000), "is not a 64-bit integer"),
+        (holding(attribute("x", {"intValue": str(2**64)})), "is not a 64-bit integer"),
         (
-            with_attributes(IS_RETRIEVER, attribute(KIND, {"stringValue": LLM})),
+            retriever(attribute(KIND, LLM)),
             f'{WHERE}.attributes[1].key: attribute "openinference.span.kind" is '
             f"already given at {WHERE}.attributes[0]",
         ),
         (
-            with_attributes(
-                IS_RETRIEVER, attribute(document_score(0), {"doubleValue": 0.5})
-            ),
+            retriever(attribute("retrieval.documents.0.document.score", 0.5)),
             f"{WHERE}.attributes[1]: document 0 of RETRIEVER span "
             f'"{SPAN}" has no retrieval.documents.0.document.id',
         ),
         (
-            with_attributes(
-                IS_RETRIEVER,
-                attribute("retrieval.documents.01.document.id", {"stringValue": "D"}),
-            ),
+            retriever(attribute("retrieval.documents.01.document.id", "D")),
             "N an index without leading zeros",
         ),
         (
-            with_attributes(
-                IS_RETRIEVER, attribute(document_id(0), {"doubleValue": 1.5})
-            ),
+            retriever(attribute(f"retrieval.documents.{'1' * 4400}.document.id", "D")),
+            "N an index without leading zeros",
+        ),
+        (
+            retriever(attribute(document_id(0), 1.5)),
             "document id 1.5 is neither text nor an integer",
         ),
         (
-            with_attributes(attribute(KIND, {"stringValue": "retriever"})),
+            holding(attribute(KIND, "retriever")),
             'span kind "retriever" is not OpenInference\'s "RETRIEVER"',
         ),
         (
-            with_attributes(attribute(EXAMPLE, {"doubleValue": 1})),
+            holding(attribute(EXAMPLE, 1.0)),
             'key "example.id" is 1.0; a key is text or an integer',
         ),
         (
-            with_attributes(attribute("x", {"stringValue": "a", "intValue": 1})),
+            request(
+                span_json(
+                    attributes=[attribute("x", {"stringValue": "a", "intValue": 1})]
+                )
+            ),
             "holds stringValue and intValue; an AnyValue holds one",
+        ),
+        (
+            request(span_json(spanId="1" * 16), keyed(2, "ex-1"), keyed(3, "ex-2")),
+            'has 2 values for key "example.id" and no root span holding one',
+        ),
+        (
+            documents("[{'document.id': 'D7'}]"),
+            f"{WHERE}.attributes[1]: retrieval.documents must be an array of "
+            "objects each holding document.id (or a JSON text of one); its text "
+            "is not JSON",
+        ),
+        (documents('{"document.id": "D7"}'), 'got {"document.id": "D7"}'),
+        (
+            documents({"arrayValue": {"values": [{"stringValue": "D7"}]}}),
+            'document 0 is "D7", so what the span returned is unknown',
+        ),
+        (
+            documents('[{"document.content": "x"}]'),
+            'document 0 is {"document.content": "x"}',
+        ),
+        (
+            retriever(
+                attribute(document_id(0), "D1"), attribute("retrieval.documents", "[]")
+            ),
+            "gives its documents twice",
+        ),
+        (request(), "holds no spans"),
+        (one(name="\ud800"), f'{WHERE}.name: "\\ud800" holds a lone surrogate'),
+        ({"resourceSpans": {}}, "resourceSpans: must be a JSON array, got {}"),
+        ({"resourceSpans": [[]]}, "resourceSpans[0]: must be a JSON object, got []"),
+        (holding(attribute("x", {"boolValue": 1})), "boolValue: 1 is not true or"),
+        (holding(attribute("x", {"doubleValue": "1"})), '"1" is not a number'),
+        (holding(attribute("x", {"bytesValue": "*"})), '"*" is not base64'),
+        (retriever(attribute(INPUT, 1)), "input.value must be text, got 1"),
+        (
+            request(
+                *[
+                    span_json(
+                        spanId=a * 16, parentSpanId=b * 16, attributes=[IS_RETRIEVER]
+                    )
+                    for a, b in ("12", "21")
+                ]
+            ),
+            "is its own ancestor (its parents loop)",
+        ),
+        (
+            [one(), "", one()],
+            f'line 3: {WHERE}.spanId: span "{SPAN}" of trace "{TRACE}" is already '
+            f"on line 1 ({WHERE}); a span exported twice",
         ),
     ],
 )
-def test_a_span_line_that_cannot_be_read_is_named_by_line_and_field(
+def test_a_span_file_that_cannot_be_read_is_named_by_line_and_field(
     tmp_path: Path, line: Any, expected: str, spans: dict[str, Path]
 ) -> None:
-    path = write_lines(tmp_path / "spans.jsonl", [line])
+    lines = line if isinstance(line, list) else [line]
+    path = write_lines(tmp_path / "spans.jsonl", lines)
     with pytest.raises(InputFileError) as caught:
         import_openinference(path, spans["gold"], key=EXAMPLE)
     assert expected in caught.value.message
-    assert caught.value.message.startswith(f"{path}, line 1: ")
-
-
-DOCUMENTS = SpanAttributes.RETRIEVAL_DOCUMENTS
-
-
-def document_object(document: str | int) -> dict[str, Any]:
-    key = "intValue" if isinstance(document, int) else "stringValue"
-    return {
-        "kvlistValue": {
-            "values": [
-                attribute("document.id", {key: document}),
-                attribute("document.score", {"doubleValue": 0.5}),
-            ]
-        }
-    }
+    assert caught.value.message.startswith(path)
 
 
 @pytest.mark.parametrize(
-    "documents",
+    "value",
     [
         {"arrayValue": {"values": [document_object("D7"), document_object(9)]}},
-        {
-            "stringValue": json.dumps(
-                [{"document.id": "D7", "document.content": "x"}, {"document.id": 9}]
-            )
-        },
+        json.dumps(
+            [{"document.id": "D7", "document.content": "x"}, {"document.id": 9}]
+        ),
     ],
     ids=["array-of-objects", "json-text"],
 )
 def test_documents_given_as_one_attribute_are_read(
-    tmp_path: Path, spans: dict[str, Path], documents: dict[str, Any]
+    tmp_path: Path, spans: dict[str, Path], value: Any
 ) -> None:
     """Some exporters keep OpenInference's list of documents as one
     attribute; read as an empty context, the run would blame the retriever."""
-    path = retriever_spans(tmp_path / "spans.jsonl", attribute(DOCUMENTS, documents))
+    path = write_lines(tmp_path / "spans.jsonl", [documents(value)])
     (record,) = import_openinference(
         path, spans["gold"], key=EXAMPLE, allow_unmatched=True
     ).records
     assert record["input"]["context"] == ["D7", "9"]
 
 
-@pytest.mark.parametrize(
-    ("documents", "expected"),
-    [
-        (
-            {"stringValue": "[{'document.id': 'D7'}]"},
-            "retrieval.documents must be an array of objects each holding "
-            "document.id (or a JSON text of one); its text is not JSON",
-        ),
-        ({"stringValue": '{"document.id": "D7"}'}, 'got {"document.id": "D7"}'),
-        (
-            {"arrayValue": {"values": [{"stringValue": "D7"}]}},
-            'document 0 is "D7", so what the span returned is unknown',
-        ),
-        (
-            {"stringValue": '[{"document.content": "x"}]'},
-            'document 0 is {"document.content": "x"}',
-        ),
-    ],
-)
-def test_documents_in_one_attribute_that_cannot_be_read_are_refused(
-    tmp_path: Path, spans: dict[str, Path], documents: dict[str, Any], expected: str
-) -> None:
-    path = retriever_spans(tmp_path / "spans.jsonl", attribute(DOCUMENTS, documents))
-    with pytest.raises(InputFileError) as caught:
-        import_openinference(path, spans["gold"], key=EXAMPLE)
-    assert expected in caught.value.message
-    assert f"{WHERE}.attributes[1]" in caught.value.message
-
-
-def test_documents_given_both_ways_are_refused(
+def test_an_llm_input_value_of_json_is_read_as_the_texts_in_it(
     tmp_path: Path, spans: dict[str, Path]
 ) -> None:
-    path = retriever_spans(
-        tmp_path / "spans.jsonl",
-        attribute(document_id(0), {"stringValue": "D1"}),
-        attribute(DOCUMENTS, {"stringValue": '[{"document.id": "D2"}]'}),
-    )
-    with pytest.raises(InputFileError, match="gives its documents twice"):
-        import_openinference(path, spans["gold"], key=EXAMPLE)
-
-
-@pytest.mark.parametrize(
-    ("fields", "expected"),
-    [
-        # Spaces inside a hex id: bytes.fromhex would skip them and read a
-        # shorter id, which two traces could share.
-        ({"traceId": TRACE[:10] + " " + TRACE[11:]}, "is not a 16-byte id"),
-        ({"traceId": TRACE[:16] + "  " + TRACE[18:]}, "is not a 16-byte id"),
-        ({"spanId": SPAN[:4] + " " + SPAN[5:]}, "is not an 8-byte id"),
-        ({"traceId": "0AF7651916CD43DD8448EB211C80319G"}, "is not a 16-byte id"),
-        # Integers past 64 bits, even past Python's 4,300-digit limit.
-        ({"startTimeUnixNano": "1" * 5000}, "is not a 64-bit integer"),
-        ({"startTimeUnixNano": str(2**64)}, "is not a 64-bit integer"),
-        (
-            {"attributes": [attribute("x", {"intValue": "9" * 4400})]},
-            "is not a 64-bit integer",
-        ),
-        (
-            {
-                "attributes": [
-                    attribute(KIND, {"stringValue": RETRIEVER}),
-                    attribute(
-                        f"retrieval.documents.{'1' * 4400}.document.id",
-                        {"stringValue": "D1"},
-                    ),
-                ]
-            },
-            "N an index without leading zeros",
-        ),
-    ],
-)
-def test_an_id_or_integer_out_of_its_form_is_refused_not_a_traceback(
-    tmp_path: Path, spans: dict[str, Path], fields: dict[str, Any], expected: str
-) -> None:
-    path = write_lines(tmp_path / "spans.jsonl", [request(span_json(**fields))])
-    with pytest.raises(InputFileError) as caught:
-        import_openinference(path, spans["gold"], key=EXAMPLE)
-    assert expected in caught.value.message
-
-
-def test_a_span_exported_twice_is_refused(
-    tmp_path: Path, spans: dict[str, Path]
-) -> None:
-    path = write_lines(
-        tmp_path / "spans.jsonl", [request(span_json()), "", request(span_json())]
-    )
-    with pytest.raises(InputFileError) as caught:
-        import_openinference(path, spans["gold"], key=EXAMPLE)
-    assert caught.value.line == 3
-    assert f'span "{SPAN}" of trace "{TRACE}" is already on line 1' in (
-        caught.value.message
-    )
-
-
-def test_two_keys_in_a_trace_without_a_root_holding_one_are_refused(
-    tmp_path: Path, spans: dict[str, Path]
-) -> None:
-    root = span_json(spanId="1" * 16)
-    children = [
-        span_json(
-            spanId=f"{n}" * 16,
-            parentSpanId="1" * 16,
-            attributes=[attribute(EXAMPLE, {"stringValue": key})],
-        )
-        for n, key in ((2, "ex-1"), (3, "ex-2"))
+    """Unescaped, as the model reads it: the content's quotes match."""
+    found = [attribute(document_id(0), "D1"), attribute(DOCUMENT_CONTENT, 'say "hi"')]
+    prompt = json.dumps({"messages": [{"content": 'Records: say "hi"'}]})
+    llm = [
+        attribute(KIND, LLM),
+        attribute(INPUT, prompt),
+        attribute(INPUT_MIME, JSON_MIME),
     ]
-    path = write_lines(tmp_path / "spans.jsonl", [request(root, *children)])
-    with pytest.raises(InputFileError, match=r'has 2 values for key "example\.id"'):
-        import_openinference(path, spans["gold"], key=EXAMPLE)
+    line = request(
+        span_json(attributes=[IS_RETRIEVER, *found]),
+        span_json(spanId="2" * 16, parentSpanId=SPAN, attributes=llm),
+    )
+    path = write_lines(tmp_path / "spans.jsonl", [line])
+    (record,) = import_openinference(
+        path, spans["gold"], key=EXAMPLE, allow_unmatched=True
+    ).records
+    assert record["input"]["context"] == ["D1"]
 
 
 @pytest.mark.parametrize(
@@ -666,184 +587,7 @@ def test_a_gold_file_that_cannot_be_joined_is_refused(
     assert expected in caught.value.message
 
 
-def test_a_file_without_spans_is_refused(
-    tmp_path: Path, spans: dict[str, Path]
-) -> None:
-    path = write_lines(tmp_path / "spans.jsonl", [request()])
-    with pytest.raises(InputFileError, match="holds no spans"):
-        import_openinference(path, spans["gold"], key=EXAMPLE)
-
-
-# --- the command --------------------------------------------------------------
-
-
-def import_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return run_tracegrade("import", "openinference", *args, cwd=Path.cwd())
-
-
-def test_unmatched_traces_are_refused_or_let_through_and_listed(
-    spans: dict[str, Path], tmp_path: Path
-) -> None:
-    """A trace no gold line matches exits 2, naming it, and writes nothing;
-    --allow-unmatched writes it without required, and every note is one
-    line."""
-    gold = spans["gold"]
-    out = tmp_path / "runs.jsonl"
-    refused = import_cli(
-        str(spans["otlp"]), "--gold", str(gold), "--key", EXAMPLE, "-o", str(out)
-    )
-    assert refused.returncode == 2
-    assert refused.stderr.splitlines() == [
-        f"Error: 2 traces match no line of {gold} by example.id: "
-        f'"{TRACES[2]}" ("ex-9"), "{TRACES[3]}" (no example.id); '
-        "--allow-unmatched writes them without required"
-    ]
-    assert not out.exists()
-    result = import_cli(
-        str(spans["otlp"]), "--gold", str(gold), "--key", EXAMPLE, "--allow-unmatched"
-    )
-    assert result.returncode == 0, result.stderr
-    assert [json.loads(line) for line in result.stdout.splitlines()] == RECORDS
-    assert result.stderr.splitlines() == [
-        f"note: 2 of 6 traces match no line of {gold} by example.id; written "
-        "without required (--allow-unmatched), they score unresolved: "
-        f'"{TRACES[2]}" (example.id "ex-9"), "{TRACES[3]}" (no example.id)',
-        "note: 5 of 6 traces show no model input that tells what reached the "
-        "model (5: no LLM span shows its input); their context is their last "
-        "retrieval step's output, as --context last-step takes it: "
-        + ", ".join(f'"{trace}"' for trace in TRACES[:5]),
-        f"note: 1 of 6 traces have no RETRIEVER span; written without context, "
-        "they are invalid-input (the context was never recorded): "
-        f'"{TRACES[5]}"',
-        f'note: 1 gold line of {gold} matches no trace: "ex-unused" (line 5)',
-        "note: 1 of 6 traces have required documents and no label (no --labels "
-        "given); they score answer-label until labelled",
-    ]
-
-
-def test_the_import_scores_as_the_gold_says(
-    spans: dict[str, Path], tmp_path: Path
-) -> None:
-    imported = run_tracegrade(
-        *("import", "openinference", str(spans["protobuf"])),
-        *("--gold", str(spans["gold"]), "--key", EXAMPLE, "-o", "runs.jsonl"),
-        "--allow-unmatched",
-        cwd=tmp_path,
-    )
-    assert imported.returncode == 0, imported.stderr
-    scored = run_tracegrade(
-        *("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs"),
-        *("--out", "results.jsonl", "--no-progress"),
-        cwd=tmp_path,
-    )
-    assert scored.returncode == 0, scored.stderr
-    lines = (tmp_path / "results.jsonl").read_text().splitlines()
-    results = {entry["id"]: entry["result"] for entry in map(json.loads, lines)}
-    assert results == {
-        "ex-1": {"stage": "pass", "missing": []},
-        "ex-2": {"error": "answer-label"},
-        "ex-9": {"stage": "unresolved"},
-        TRACES[3]: {"stage": "unresolved"},
-        "7": {"stage": "generation", "missing": []},
-        "ex-6": None,
-    }
-    errors = {
-        entry["id"]: entry["error"]
-        for entry in map(json.loads, lines)
-        if entry["error"]
-    }
-    assert errors["ex-6"]["kind"] == "invalid-input"
-    assert errors["ex-6"]["field"] == "context"
-
-
-def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
-    """docs/import-openinference.md: its Python block writes the spans with
-    the SDK, its shell block imports and scores them, as the page says."""
-    page = (
-        Path(__file__).parent.parent / "docs" / "import-openinference.md"
-    ).read_text()
-    python = re.search(r"```python\n(.*?)```", page, re.DOTALL)
-    shell = re.search(r"```bash\n(.*?)```", page, re.DOTALL)
-    assert python is not None and shell is not None
-    (tmp_path / "pipeline.py").write_text(python.group(1))
-    result = tracegrade_shell(shell.group(1), tmp_path, errexit=True)
-    assert result.returncode == 0, result.stderr
-    results = [
-        json.loads(line)
-        for line in (tmp_path / "results.jsonl").read_text().splitlines()
-    ]
-    assert [entry["result"] for entry in results] == [
-        {"stage": "pass", "missing": []},
-        {"stage": "retrieval", "missing": ["doc-7"]},
-    ]
-
-
 # --- what reached the model -----------------------------------------------------
-
-SESSION = SpanAttributes.SESSION_ID
-INPUT_MIME = SpanAttributes.INPUT_MIME_TYPE
-JSON_MIME = "application/json"
-QUESTION = "Which records mention ash?"
-
-
-def content(document: str) -> str:
-    return f"Record {document} says {document.lower()}."
-
-
-def listed(prefix: str, documents: list[str]) -> dict[str, Any]:
-    """A span's documents, flattened as OpenInference's instrumentors write
-    them, each with its id and content."""
-    attributes: dict[str, Any] = {}
-    for n, document in enumerate(documents):
-        attributes[f"{prefix}.{n}.{DocumentAttributes.DOCUMENT_ID}"] = document
-        attributes[f"{prefix}.{n}.{DocumentAttributes.DOCUMENT_CONTENT}"] = content(
-            document
-        )
-    return attributes
-
-
-class Recorder:
-    """Spans written by the SDK's OTLP JSON file exporter, on a clock of
-    their own, so that the order they ran in is the order written here."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.provider = provider_with(SimpleSpanProcessor(FileSpanExporter(path)))
-        self.tracer = self.provider.get_tracer("rag")
-        self.clock = iter(range(1_000, 10**9, 10))
-
-    def start(self, name: str, attributes: dict[str, Any], parent: Any = None) -> Any:
-        context = None if parent is None else trace_api.set_span_in_context(parent)
-        return self.tracer.start_span(
-            name, context=context, attributes=attributes, start_time=next(self.clock)
-        )
-
-    def end(self, span: Any) -> None:
-        span.end(end_time=next(self.clock))
-
-    def leaf(self, name: str, attributes: dict[str, Any], parent: Any) -> None:
-        self.end(self.start(name, attributes, parent))
-
-    def generator(self, prompt: str, answer: str, parent: Any) -> None:
-        """A generator as Haystack's instrumentor records it: the prompt as
-        its input message, the reply as its output message."""
-        self.leaf(
-            "Generator.run",
-            {
-                KIND: LLM,
-                SpanAttributes.INPUT_VALUE: json.dumps({"prompt": prompt}),
-                INPUT_MIME: JSON_MIME,
-                "llm.input_messages.0.message.role": "user",
-                "llm.input_messages.0.message.content": prompt,
-                SpanAttributes.OUTPUT_VALUE: json.dumps({"replies": [answer]}),
-                "llm.output_messages.0.message.content": answer,
-            },
-            parent,
-        )
-
-    def close(self) -> Path:
-        self.provider.shutdown()
-        return self.path
 
 
 def haystack_trace(
@@ -853,7 +597,6 @@ def haystack_trace(
     kept: list[str],
     *,
     ranker: str = RERANKER,
-    answer: str = "It is K3.",
     run: str = "run-1",
 ) -> None:
     """A trace shaped as openinference-instrumentation-haystack records a
@@ -863,28 +606,22 @@ def haystack_trace(
     root = recorder.start(
         "Pipeline.run",
         {
-            KIND: CHAIN,
-            SESSION: question_id,
-            "run.id": run,
-            SpanAttributes.INPUT_VALUE: json.dumps(
-                {"data": {"retriever": {"query": QUESTION}}}
-            ),
-            INPUT_MIME: JSON_MIME,
+            **{KIND: CHAIN, SESSION: question_id, "run.id": run, INPUT_MIME: JSON_MIME},
+            INPUT: json.dumps({"data": {"retriever": {"query": QUESTION}}}),
         },
     )
     recorder.leaf(
         "InMemoryBM25Retriever.run",
         {
-            KIND: RETRIEVER,
-            SpanAttributes.INPUT_VALUE: json.dumps({"query": QUESTION, "top_k": None}),
-            INPUT_MIME: JSON_MIME,
-            **listed(SpanAttributes.RETRIEVAL_DOCUMENTS, retrieved),
+            **{KIND: RETRIEVER, INPUT_MIME: JSON_MIME},
+            INPUT: json.dumps({"query": QUESTION, "top_k": None}),
+            **listed("retrieval.documents", retrieved),
         },
         root,
     )
-    ranked = {SpanAttributes.OUTPUT_VALUE: json.dumps([content(d) for d in kept])}
+    ranked = {OUTPUT: json.dumps([content(d) for d in kept])}
     if ranker == RERANKER:
-        ranked = listed(RerankerAttributes.RERANKER_OUTPUT_DOCUMENTS, kept)
+        ranked = listed(RERANKED, kept)
     recorder.leaf("PriorityTopK.run", {KIND: ranker, **ranked}, root)
     prompt = (
         "Answer from these records only.\n"
@@ -899,15 +636,12 @@ def haystack_trace(
             SpanAttributes.LLM_PROMPT_TEMPLATE_VARIABLES: json.dumps(
                 {"documents": [content(document) for document in kept]}
             ),
-            SpanAttributes.OUTPUT_VALUE: prompt,
+            OUTPUT: prompt,
         },
         root,
     )
-    recorder.generator(prompt, answer, root)
-    root.set_attribute(
-        SpanAttributes.OUTPUT_VALUE,
-        json.dumps({"documents": retrieved, "answer": answer}),
-    )
+    recorder.generator(prompt, "It is K3.", root)
+    root.set_attribute(OUTPUT, json.dumps({"documents": retrieved, "answer": "K3"}))
     recorder.end(root)
 
 
@@ -924,15 +658,15 @@ def test_the_context_is_what_the_prompt_held_not_what_the_reranker_kept(
     recorder = Recorder(tmp_path / "spans.jsonl")
     haystack_trace(recorder, "q1", RETRIEVED, KEPT)
     spans = recorder.close()
+    required = ["D3", "D2", "D5", "D30"]
     gold = write_lines(
-        tmp_path / "gold.jsonl",
-        [{"key": "q1", "required": ["D3", "D2", "D5", "D30"], "correct": True}],
+        tmp_path / "gold.jsonl", [{"key": "q1", "required": required, "correct": True}]
     )
     (record,) = import_openinference(spans, gold, key=SESSION).records
     assert record == {
         "id": "q1",
         "input": {
-            "required": ["D3", "D2", "D5", "D30"],
+            "required": required,
             "context": ["D3", "D1", "D7"],
             "steps": [
                 {"name": "retriever", "ids": RETRIEVED},
@@ -955,17 +689,7 @@ def test_the_context_is_what_the_prompt_held_not_what_the_reranker_kept(
         spans, gold, key=SESSION, context="last-step"
     ).records
     assert chosen["input"]["context"] == KEPT
-    # The report's table of losses at the prompt's cut counts D2.
-    runs = write_lines(tmp_path / "runs.jsonl", [record])
-    scored = run_tracegrade(
-        *("score", "stage_diagnosis", runs, "--log-dir", "logs", "--no-progress"),
-        cwd=tmp_path,
-    )
-    assert scored.returncode == 0, scored.stderr
-    report = run_tracegrade("report", "logs", "--json", cwd=tmp_path)
-    (summary,) = json.loads(report.stdout)["stage_diagnosis"]
-    assert summary["pipeline"]["context"]["lost"] == 1
-    assert summary["pipeline"]["context"]["median_last_rank"] == 4
+    assert chosen["input"]["steps"] == record["input"]["steps"]
 
 
 def trace_with_prompt(
@@ -999,14 +723,25 @@ def trace_with_prompt(
         ({"D1": "same", "D2": "same"}, "[D2] same", ["D2"]),
         # Nothing the retriever returned reached the model.
         ({"D1": "alpha"}, "no records", []),
+        # No content and no id shown: whether they reached it cannot be told,
+        # so the last step's output, and a note says why.
+        ({"D1": "", "D2": ""}, "Answer from the records.", None),
     ],
 )
 def test_a_document_reached_the_model_by_its_id_or_unique_content(
-    tmp_path: Path, documents: dict[str, str], prompt: str, context: list[str]
+    tmp_path: Path, documents: dict[str, str], prompt: str, context: Any
 ) -> None:
     spans, gold = trace_with_prompt(tmp_path / "spans.jsonl", documents, prompt)
-    (record,) = import_openinference(spans, gold, key=SESSION).records
-    assert record["input"]["context"] == context
+    imported = import_openinference(spans, gold, key=SESSION)
+    (record,) = imported.records
+    assert record["input"]["context"] == (
+        list(documents) if context is None else context
+    )
+    assert ("steps" in record["input"]) == (context is not None)
+    why = "a document with no content that no model input names by id"
+    assert imported.notes.last_step == (
+        [] if context is not None else [(trace_hex(1), why)]
+    )
 
 
 @pytest.mark.parametrize(
@@ -1030,39 +765,27 @@ def test_a_model_input_with_two_readings_is_refused(
     tmp_path: Path, documents: dict[str, str], prompt: str, said: str
 ) -> None:
     spans, gold = trace_with_prompt(tmp_path / "spans.jsonl", documents, prompt)
-    result = import_cli(str(spans), "--gold", str(gold), "--key", SESSION)
-    assert result.returncode == 1
+    base = [str(spans), "--gold", str(gold), "--key", SESSION]
+    result = import_cli(*base)
+    assert (result.returncode, result.stdout) == (1, "")
     (line,) = result.stderr.splitlines()
     assert line.startswith(f'Error: {spans}: trace "{trace_hex(1)}": {said}')
     assert line.endswith("--context last-step takes its last step's output instead")
-    assert result.stdout == ""
-    chosen = import_cli(
-        *(str(spans), "--gold", str(gold), "--key", SESSION, "--context", "last-step")
-    )
+    chosen = import_cli(*base, "--context", "last-step")
     assert chosen.returncode == 0, chosen.stderr
     assert json.loads(chosen.stdout)["input"]["context"] == list(documents)
 
 
 def test_retrievers_side_by_side_fan_in_to_the_reranker(tmp_path: Path) -> None:
-    """Hybrid search: BM25 and a dense retriever both feed the reranker.
-    What only the dense one returned, and the reranker dropped, is lost at
-    the reranker; so is what only BM25 returned: never at a retriever."""
+    """Hybrid search: BM25 and a dense retriever both feed the reranker;
+    what it dropped is lost at the reranker, never at a retriever."""
     recorder = Recorder(tmp_path / "spans.jsonl")
     root = recorder.start("rag", {KIND: CHAIN, SESSION: "q1"})
-    recorder.leaf(
-        "bm25", {KIND: RETRIEVER, **listed("retrieval.documents", ["D1", "D3"])}, root
-    )
-    recorder.leaf(
-        "dense", {KIND: RETRIEVER, **listed("retrieval.documents", ["D7", "D1"])}, root
-    )
-    recorder.leaf(
-        "rerank",
-        {
-            KIND: RERANKER,
-            **listed(RerankerAttributes.RERANKER_OUTPUT_DOCUMENTS, ["D1"]),
-        },
-        root,
-    )
+    for name, found in (("bm25", ["D1", "D3"]), ("dense", ["D7", "D1"])):
+        recorder.leaf(
+            name, {KIND: RETRIEVER, **listed("retrieval.documents", found)}, root
+        )
+    recorder.leaf("rerank", {KIND: RERANKER, **listed(RERANKED, ["D1"])}, root)
     recorder.generator(f"Records: {content('D1')}", "an answer", root)
     recorder.end(root)
     gold = write_lines(
@@ -1080,18 +803,15 @@ def test_retrievers_side_by_side_fan_in_to_the_reranker(tmp_path: Path) -> None:
         {"id": "D3", "lost_at": "reranker", "last_step": "retriever", "last_rank": 2},
         {"id": "D7", "lost_at": "reranker", "last_step": "retriever-2", "last_rank": 1},
     ]
-    explanation = score.explanation or ""
-    assert "D7: retrieved at rank 1 by retriever-2, dropped by reranker" in explanation
-    assert "dropped by retriever" not in explanation
 
 
 def test_steps_follow_the_span_tree_and_a_step_traced_twice_is_one(
     tmp_path: Path,
 ) -> None:
     """A retriever wrapping a base retriever and a compressor (LangChain's
-    ContextualCompressionRetriever) starts first but outputs last; a
-    retriever span under one of its kind that records no documents
-    (LlamaIndex's `retrieve` and `_retrieve`) is the same step."""
+    ContextualCompressionRetriever) starts first but outputs last; one
+    under its kind that records no documents (LlamaIndex's `retrieve` and
+    `_retrieve`) is the same step."""
     recorder = Recorder(tmp_path / "spans.jsonl")
     root = recorder.start("rag", {KIND: CHAIN, SESSION: "q1"})
     outer = recorder.start("compressing", {KIND: RETRIEVER}, root)
@@ -1112,10 +832,6 @@ def test_steps_follow_the_span_tree_and_a_step_traced_twice_is_one(
         {"name": "retriever-2", "ids": ["D3"]},
     ]
     assert record["input"]["context"] == ["D3"]
-    lost = (stage_input_score(record["input"]).metadata or {})["lost"]
-    assert lost == [
-        {"id": "D2", "lost_at": "retriever-2", "last_step": "retriever", "last_rank": 2}
-    ]
 
 
 def test_a_ranker_typed_chain_is_named_in_a_note(tmp_path: Path) -> None:
@@ -1134,49 +850,7 @@ def test_a_ranker_typed_chain_is_named_in_a_note(tmp_path: Path) -> None:
     ) in result.stderr.splitlines()
 
 
-def test_two_imports_of_the_same_questions_pair_by_question_id(tmp_path: Path) -> None:
-    """Each record's id is its --key value, so a run with the retriever cut
-    to 3 compares with the run before, question by question; labels export
-    shows each question's text."""
-    for name, retrieved in (("top20", RETRIEVED), ("top3", RETRIEVED[:3])):
-        recorder = Recorder(tmp_path / f"{name}.jsonl")
-        for question in ("q1", "q2"):
-            kept = [d for d in KEPT if d in retrieved]
-            haystack_trace(recorder, question, retrieved, kept)
-        recorder.close()
-    gold = write_lines(
-        tmp_path / "gold.jsonl",
-        [
-            {"key": "q1", "required": ["D3"], "correct": True},
-            {"key": "q2", "required": ["D7"], "correct": True},
-        ],
-    )
-    for name in ("top20", "top3"):
-        imported = run_tracegrade(
-            *("import", "openinference", f"{name}.jsonl", "--gold", gold),
-            *("--key", SESSION, "-o", f"{name}.out"),
-            cwd=tmp_path,
-        )
-        assert imported.returncode == 0, imported.stderr
-        scored = run_tracegrade(
-            *("score", "stage_diagnosis", f"{name}.out", "--log-dir", name),
-            "--no-progress",
-            cwd=tmp_path,
-        )
-        assert scored.returncode == 0, scored.stderr
-    compared = run_tracegrade("compare", "top20", "top3", cwd=tmp_path)
-    assert compared.returncode == 0, compared.stderr
-    text = " ".join((compared.stdout + compared.stderr).split())
-    assert "2 pairs of sample-epochs (by sample id and epoch)" in text
-    # q2 needed D7, which the cut retriever never returned: one regression.
-    assert "Regressions: 1 regression (stage_diagnosis: 1 regression)" in text
-    assert "q2 1 pass → retrieval none D7" in text
-    (log,) = (tmp_path / "top20").glob("*.eval")
-    exported = run_tracegrade("labels", "export", str(log), cwd=tmp_path)
-    assert [json.loads(line)["question"] for line in exported.stdout.splitlines()] == [
-        QUESTION,
-        QUESTION,
-    ]
+# --- the key and the id ---------------------------------------------------------
 
 
 def test_a_sample_id_two_traces_share_is_refused_naming_both(tmp_path: Path) -> None:
@@ -1200,39 +874,15 @@ def test_a_sample_id_two_traces_share_is_refused_naming_both(tmp_path: Path) -> 
         import_openinference(spans, gold, key=SESSION, sample_id="case.id")
 
 
-def test_a_key_that_matches_no_trace_says_it_may_vary_per_run(tmp_path: Path) -> None:
-    """Haystack's root input.value holds a Python set, printed in an order
-    that changes from process to process: no trace joins its gold line."""
-    recorder = Recorder(tmp_path / "spans.jsonl")
-    haystack_trace(recorder, "q1", RETRIEVED, KEPT)
-    spans = recorder.close()
-    gold = write_lines(
-        tmp_path / "gold.jsonl",
-        [{"key": "{'retriever', 'ranker'}", "required": ["D3"]}],
-    )
-    result = import_cli(str(spans), "--gold", str(gold), "--key", "input.value")
-    assert result.returncode == 2
-    (line,) = result.stderr.splitlines()
-    assert (
-        f'Error: 1 trace matches no line of {gold} by input.value: "{trace_hex(1)}"'
-        in (line)
-    )
-    assert (
-        "no trace matched any of its lines: input.value may vary from run to run "
-        "of the same question"
-    ) in line
-
-
 def test_a_document_without_an_id_has_the_one_its_metadata_names(
     tmp_path: Path,
 ) -> None:
     """LangChain's instrumentor records each document's content and
     metadata, not its id: --id-in-metadata names the metadata key that
-    holds it; without it, or where the metadata lacks it, the import is
-    refused rather than guess."""
+    holds it; without it, or where the metadata lacks it, it is refused."""
     recorder = Recorder(tmp_path / "spans.jsonl")
     root = recorder.start("RunnableSequence", {KIND: CHAIN, SESSION: "q1"})
-    documents = {
+    found = {
         f"retrieval.documents.{n}.document.{field}": value
         for n, document in enumerate(["D1", "D2"])
         for field, value in (
@@ -1240,7 +890,7 @@ def test_a_document_without_an_id_has_the_one_its_metadata_names(
             ("metadata", json.dumps({"id": document, "priority": n})),
         )
     }
-    recorder.leaf("KeywordDocumentRetriever", {KIND: RETRIEVER, **documents}, root)
+    recorder.leaf("KeywordDocumentRetriever", {KIND: RETRIEVER, **found}, root)
     recorder.generator(f"- [D2] {content('D2')}", "an answer", root)
     recorder.end(root)
     spans = recorder.close()
@@ -1254,21 +904,3 @@ def test_a_document_without_an_id_has_the_one_its_metadata_names(
         import_openinference(spans, gold, key=SESSION)
     with pytest.raises(InputFileError, match=r"holds no \"name\" and the document"):
         import_openinference(spans, gold, key=SESSION, id_in_metadata="name")
-
-
-def test_documents_a_model_input_cannot_show_keep_the_last_step(
-    tmp_path: Path,
-) -> None:
-    """Documents recorded without content, none named by id in the prompt:
-    whether they reached the model cannot be told, so the context is the
-    retriever's output, as before, and the note says why."""
-    spans, gold = trace_with_prompt(
-        tmp_path / "spans.jsonl", {"D1": "", "D2": ""}, "Answer from the records."
-    )
-    imported = import_openinference(spans, gold, key=SESSION)
-    (record,) = imported.records
-    assert record["input"]["context"] == ["D1", "D2"]
-    assert "steps" not in record["input"]
-    assert imported.notes.last_step == [
-        (trace_hex(1), "a document with no content that no model input names by id")
-    ]

@@ -17,6 +17,7 @@ from tests.commands import run_tracegrade
 from tests.faults.conftest import assert_no_final_outputs, one_clear_line, snapshot
 
 GOOD_ROWS = 2_000
+EXAMPLE = "example.id"
 
 
 def trec_files(directory: Path, bad: bool) -> list[str]:
@@ -40,110 +41,48 @@ def ragas_files(directory: Path, bad: bool) -> list[str]:
     return ["ragas", "dataset.jsonl"]
 
 
-def span(trace: int, document: object) -> dict[str, object]:
-    return {
-        "traceId": f"{trace + 1:032x}",
-        "spanId": f"{trace + 1:016x}",
-        "attributes": [
-            {"key": "openinference.span.kind", "value": {"stringValue": "RETRIEVER"}},
-            {"key": "retrieval.documents.0.document.id", "value": document},
-            {"key": "example.id", "value": {"stringValue": f"ex-{trace}"}},
-        ],
-    }
-
-
 def openinference_files(directory: Path, bad: bool) -> list[str]:
-    lines = [
-        {
-            "resourceSpans": [
-                {"scopeSpans": [{"spans": [span(n, {"stringValue": "D"})]}]}
-            ]
+    def line(trace: int, document: object) -> str:
+        attributes = [
+            ("openinference.span.kind", {"stringValue": "RETRIEVER"}),
+            ("retrieval.documents.0.document.id", document),
+            (EXAMPLE, {"stringValue": f"ex-{trace}"}),
+        ]
+        span = {
+            "traceId": f"{trace + 1:032x}",
+            "spanId": f"{trace + 1:016x}",
+            "attributes": [{"key": k, "value": v} for k, v in attributes],
         }
-        for n in range(GOOD_ROWS)
-    ]
-    if bad:
-        lines.append(
-            {
-                "resourceSpans": [
-                    {"scopeSpans": [{"spans": [span(GOOD_ROWS, {"boolValue": True})]}]}
-                ]
-            }
-        )
-    (directory / "spans.jsonl").write_text(
-        "".join(json.dumps(line) + "\n" for line in lines)
-    )
-    (directory / "gold.jsonl").write_text(
-        "".join(
-            json.dumps({"key": f"ex-{n}", "required": ["D"]}) + "\n"
-            for n in range(GOOD_ROWS + 1)
-        )
-    )
-    return [
-        "openinference",
-        "spans.jsonl",
-        "--gold",
-        "gold.jsonl",
-        "--key",
-        "example.id",
-    ]
+        return json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
+
+    lines = [line(n, {"stringValue": "D"}) for n in range(GOOD_ROWS)]
+    lines += [line(GOOD_ROWS, {"boolValue": True})] if bad else []
+    (directory / "spans.jsonl").write_text("".join(f"{x}\n" for x in lines))
+    gold = [{"key": f"ex-{n}", "required": ["D"]} for n in range(GOOD_ROWS + 1)]
+    (directory / "gold.jsonl").write_text("".join(json.dumps(g) + "\n" for g in gold))
+    return ["openinference", "spans.jsonl", "--gold", "gold.jsonl", "--key", EXAMPLE]
 
 
 IMPORTERS = {
-    "trec": (
-        trec_files,
-        f'run.txt, line {GOOD_ROWS + 1}: field 5 (score) "oops" is not a number '
-        "that trec_eval's strtod and Python's float() read alike: ASCII digits "
-        "with an optional sign, point and e-exponent, or inf",
-    ),
+    "trec": (trec_files, f"run.txt, line {GOOD_ROWS + 1}: field 5 (score)"),
     "ragas": (
         ragas_files,
-        f"dataset.jsonl, line {GOOD_ROWS + 1}: reference_context_ids[0] true is "
-        "not an ID: Ragas takes text or an integer",
+        f"dataset.jsonl, line {GOOD_ROWS + 1}: reference_context_ids[0] true",
     ),
     "openinference": (
         openinference_files,
         f"spans.jsonl, line {GOOD_ROWS + 1}: resourceSpans[0].scopeSpans[0]."
-        "spans[0].attributes[1]: document id true is neither text nor an integer",
+        "spans[0].attributes[1]: document id true",
     ),
 }
 
 
 @pytest.mark.parametrize("importer", IMPORTERS)
-def test_bad_input_late_in_the_file_leaves_no_output(
-    tmp_path: Path, importer: str
-) -> None:
-    """Nor on stdout: the records before the bad one wait in a spool."""
+def test_an_import_appears_whole_or_not_at_all(tmp_path: Path, importer: str) -> None:
+    """Whole to a file or stdout; refused before reading, asked to write over
+    an input; and with bad input late, nothing on stdout or under the name:
+    the records before the bad one wait in a spool."""
     make, expected = IMPORTERS[importer]
-    args = make(tmp_path, bad=True)
-    before = snapshot(tmp_path)
-    for output in (["--output", "runs.jsonl"], []):
-        result = run_tracegrade("import", *args, *output, cwd=tmp_path)
-        assert result.returncode == 1
-        assert result.stdout == ""
-        assert one_clear_line(result.stderr) == f"Error: {expected}"
-        assert_no_final_outputs(tmp_path, before)
-        assert not list(tmp_path.glob("runs.jsonl*"))
-
-
-@pytest.mark.parametrize("importer", IMPORTERS)
-def test_an_output_naming_an_input_is_refused_and_the_input_kept(
-    tmp_path: Path, importer: str
-) -> None:
-    make, _ = IMPORTERS[importer]
-    args = make(tmp_path, bad=False)
-    before = snapshot(tmp_path)
-    first_input = next(arg for arg in args if (tmp_path / arg).is_file())
-    result = run_tracegrade(
-        "import", *args, "--output", first_input, "--force", cwd=tmp_path
-    )
-    assert result.returncode == 2
-    assert "would destroy the input" in one_clear_line(result.stderr)
-    assert snapshot(tmp_path) == before
-
-
-@pytest.mark.parametrize("importer", IMPORTERS)
-def test_a_good_import_appears_whole(tmp_path: Path, importer: str) -> None:
-    make, _ = IMPORTERS[importer]
     args = make(tmp_path, bad=False)
     result = run_tracegrade("import", *args, "--output", "runs.jsonl", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -153,6 +92,23 @@ def test_a_good_import_appears_whole(tmp_path: Path, importer: str) -> None:
     assert (
         result.stderr.splitlines()[-1] == f"{GOOD_ROWS} records written to runs.jsonl"
     )
-    to_stdout = run_tracegrade("import", *args, cwd=tmp_path)
-    assert to_stdout.returncode == 0, to_stdout.stderr
-    assert to_stdout.stdout.splitlines() == lines
+    assert run_tracegrade("import", *args, cwd=tmp_path).stdout.splitlines() == lines
+    (tmp_path / "runs.jsonl").unlink()
+
+    before = snapshot(tmp_path)
+    first_input = next(arg for arg in args if (tmp_path / arg).is_file())
+    refused = run_tracegrade(
+        "import", *args, "--output", first_input, "--force", cwd=tmp_path
+    )
+    assert refused.returncode == 2
+    assert "would destroy the input" in one_clear_line(refused.stderr)
+    assert snapshot(tmp_path) == before
+
+    args = make(tmp_path, bad=True)
+    before = snapshot(tmp_path)
+    for output in (["--output", "runs.jsonl"], []):
+        result = run_tracegrade("import", *args, *output, cwd=tmp_path)
+        assert (result.returncode, result.stdout) == (1, "")
+        assert one_clear_line(result.stderr).startswith(f"Error: {expected}")
+        assert_no_final_outputs(tmp_path, before)
+        assert not list(tmp_path.glob("runs.jsonl*"))

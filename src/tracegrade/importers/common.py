@@ -3,25 +3,23 @@ only from a labels file (never guessed), and records as JSON Lines."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Container, Mapping, Sequence
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.errors import quote
 from ..lines import LineError
 
-# How many names a refusal or a note shows before it only counts.
-SHOWN = 10
+if TYPE_CHECKING:
+    from ..labels import StaffLabels
 
-SampleId = str | int
+SHOWN = 10  # names a refusal or a note shows before it only counts
 Item = TypeVar("Item")
 
 
 class ImportRefused(ValueError):
-    """Files that cannot become records; `message` says why, in one line,
-    and `exit_code` is the command's exit."""
+    """Files that cannot become records: one line, and the exit code."""
 
     exit_code = 1
 
@@ -31,9 +29,7 @@ class ImportRefused(ValueError):
 
 
 class InputFileError(LineError, ImportRefused):
-    """A malformed, empty or unreadable input file, named by file, line
-    (None for the file as a whole) and field (the column or field at
-    fault, when one is), as every JSON Lines reader names it."""
+    """An input refused by file, line (None: the whole file) and field."""
 
 
 class NoTemporarySpace(ImportRefused):
@@ -42,8 +38,6 @@ class NoTemporarySpace(ImportRefused):
     exit_code = 2
 
     def __init__(self, error: OSError, holding: str) -> None:
-        import tempfile
-
         super().__init__(
             f"cannot write a temporary file in {tempfile.gettempdir()!r} to "
             f"hold the {holding} ({error.strerror or error}); nothing was "
@@ -52,8 +46,7 @@ class NoTemporarySpace(ImportRefused):
 
 
 class LabelsRefused(ImportRefused):
-    """A labels file that cannot label this import: unreadable, malformed,
-    labelling by epoch, or naming records the import does not have."""
+    """A labels file that cannot label this import."""
 
 
 def listed(items: Sequence[Item], show: Callable[[Item], str]) -> str:
@@ -71,60 +64,41 @@ def named(names: Sequence[Any], lines: Mapping[Any, int] | None = None) -> str:
     )
 
 
-def plural(noun: str) -> str:
-    """`queries`, `rows`, `traces`: the nouns importers count."""
-    return noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
-
-
 def counted(count: int, noun: str) -> str:
     """`1 query`, `2 queries`."""
-    return f"1 {noun}" if count == 1 else f"{count} {plural(noun)}"
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"1 {noun}" if count == 1 else f"{count} {plural}"
 
 
-@dataclass(frozen=True)
-class RecordLabels:
-    """Staff labels by record id, with the line each was read from."""
-
-    path: str
-    labels: dict[SampleId, bool]
-    lines: dict[SampleId, int]
-
-
-def read_labels(path: str | Path) -> RecordLabels:
-    """Read a labels file as `tracegrade labels` reads one; an `epoch` is
-    refused, since an imported run is one record with one label."""
-    # Imported here: the labels module loads Inspect AI.
-    from ..labels import LabelsError, StaffLabels
+def read_labels(path: str | Path) -> StaffLabels:
+    """A labels file without `epoch`: an imported run has one label."""
+    from ..labels import LabelsError, StaffLabels  # loads Inspect AI
 
     try:
         staff = StaffLabels.read(path)
     except LabelsError as error:
         raise LabelsRefused(str(error)) from None
     if staff.epoch_labels:
-        (sample_id, epoch), line = min(
-            staff.epoch_lines.items(), key=lambda item: item[1]
-        )
+        (sample_id, epoch), line = min(staff.epoch_lines.items(), key=lambda i: i[1])
         raise LabelsRefused(
             f"{staff.path}, line {line}: id {quote(sample_id)} has an 'epoch' "
             f"({epoch}); an imported run is one record with one label, so "
             "leave 'epoch' out"
         )
-    return RecordLabels(staff.path, staff.labels, staff.lines)
+    return staff
 
 
 def check_labels_name_records(
-    labels: RecordLabels, ids: Container[object], what: str, where: str
+    labels: StaffLabels, known: Callable[[Any], bool], what: str, where: str
 ) -> None:
-    """Refuse labels naming none of `ids` (records called `what`, from
-    `where`): most often a typo, which would leave the run it meant unlabelled."""
-    unmatched = [sample_id for sample_id in labels.labels if sample_id not in ids]
+    """Refuse labels naming no `known` id: a typo would leave a run unlabelled."""
+    unmatched = [sample_id for sample_id in labels.labels if not known(sample_id)]
     if not unmatched:
         return
-    shown = named(unmatched, labels.lines)
-    label_count = (
-        "1 label names" if len(unmatched) == 1 else f"{len(unmatched)} labels name"
+    count = "1 label names" if len(unmatched) == 1 else f"{len(unmatched)} labels name"
+    message = (
+        f"{labels.path}: {count} no {what} of {where}: {named(unmatched, labels.lines)}"
     )
-    message = f"{labels.path}: {label_count} no {what} of {where}: {shown}"
     numbers = [sample_id for sample_id in unmatched if isinstance(sample_id, int)]
     if numbers:
         message += (
@@ -132,23 +106,3 @@ def check_labels_name_records(
             f"not {numbers[0]}"
         )
     raise LabelsRefused(message)
-
-
-def label_record(
-    record: dict[str, Any], sample_id: str, labels: RecordLabels | None
-) -> None:
-    """Give `record` its label from `labels`, if it has one; else none."""
-    if labels is not None and sample_id in labels.labels:
-        record["correct"] = labels.labels[sample_id]
-
-
-def needs_label(record: Mapping[str, Any]) -> bool:
-    """Whether the record has required documents and no label: it scores
-    answer-label until labelled."""
-    fields = record["input"]
-    return bool(fields.get("required")) and "correct" not in fields
-
-
-def record_line(record: Mapping[str, Any]) -> str:
-    """The record as one compact JSON line."""
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"

@@ -8,56 +8,68 @@ import gzip
 import re
 import zlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from contextlib import suppress
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, NamedTuple
 
 from ..core.errors import quote
+from ..lines import undecodable
 from .common import (
     ImportRefused,
     InputFileError,
     check_labels_name_records,
     counted,
-    label_record,
     named,
     read_labels,
 )
 
 QRELS_FIELDS = ("query_id", "iteration", "doc_id", "relevance")
 RUN_FIELDS = ("query_id", "iteration", "doc_id", "rank", "score", "tag")
-RUN_STEP = "run"
-"""The step holding the whole ranked run, cut at k for the context."""
-
-# Whitespace Python splits at and C's isspace() does not (NBSP, EM SPACE,
-# U+001C..U+001F ...): trec_eval keeps it in the field.
+C_SPACE = " \t\n\v\f\r"  # C's isspace() in trec_eval's "C" locale
+# Whitespace Python splits at and C does not (NBSP, U+001C ...): trec_eval
+# keeps it in the field.
 _OTHER_SPACE = re.compile(r"[^\S \t\n\v\f\r]")
-C_SPACE = " \t\n\v\f\r"
-"""C's isspace() in trec_eval's "C" locale."""
-_DECIMAL = "0123456789-+.eE"
-_INFINITY = "iInNfFtTyY"
-_LONG = (-(2**63), 2**63 - 1)
-_RELEVANCE_FORM = (
-    "an integer that trec_eval's atol and Python's int() read alike: ASCII "
-    "digits after an optional sign, within a C long"
+# Each number's field, the characters its reader and trec_eval's read alike,
+# and the form a refusal names.
+_NUMBERS: dict[Any, tuple[str, str, str]] = {
+    int: (
+        "relevance",
+        "0123456789-+",
+        "an integer that trec_eval's atol and Python's int() read alike: ASCII "
+        "digits after an optional sign, within a C long",
+    ),
+    float: (
+        "score",
+        "0123456789-+.eEiInNfFtTyY",  # decimals, and inf or infinity
+        "a number that trec_eval's strtod and Python's float() read alike: ASCII "
+        "digits with an optional sign, point and e-exponent, or inf",
+    ),
+}
+
+_NO_JUDGEMENTS = (
+    "holds no judgements; a qrels line is `query_id iteration doc_id relevance`"
 )
-_SCORE_FORM = (
-    "a number that trec_eval's strtod and Python's float() read alike: ASCII "
-    "digits with an optional sign, point and e-exponent, or inf"
+_NO_RANKING = (
+    "holds no ranked documents; a run line is `query_id Q0 doc_id rank score tag`"
 )
 
 # A query's documents: each with its relevance or score and its line.
 Documents = dict[str, tuple[Any, int]]
 
 
+class _File(NamedTuple):
+    path: str
+    queries: dict[str, Documents]  # both in file order
+    lines: dict[str, int]  # where each query first appears
+
+
 class QueryMismatch(ImportRefused):
-    """Queries in one file and not the other: a record built from half the
-    evidence would misdiagnose, unless -c says a judged query retrieved nothing."""
+    """Queries in one file only: half the evidence would misdiagnose (unless -c)."""
 
     def __init__(
         self, qrels: _File, run: _File, only_qrels: list[str], only_run: list[str]
     ) -> None:
-        self.only_qrels = only_qrels
-        self.only_run = only_run
+        self.only_qrels, self.only_run = only_qrels, only_run
         parts = [
             f"{counted(len(only), 'query')} in {one.path} but not in {other.path}: "
             f"{named(only, one.lines)}"
@@ -76,75 +88,41 @@ class QueryMismatch(ImportRefused):
         super().__init__("; ".join(parts) + ". " + advice)
 
 
-@dataclass
-class _File:
-    """A qrels or run file: documents by query, both in file order, and the
-    line where each query first appears."""
-
-    path: str
-    queries: dict[str, Documents]
-    lines: dict[str, int]
-
-
-def _open(path: str) -> IO[bytes] | gzip.GzipFile:
-    return gzip.GzipFile(path, "rb") if path.endswith(".gz") else open(path, "rb")
-
-
-def _raw_lines(path: str) -> Iterator[tuple[int, bytes]]:
-    """The file's lines as bytes, numbered, ending at LF as trec_eval's do."""
+def _lines(path: str, names: tuple[str, ...]) -> Iterator[tuple[int, list[str]]]:
+    """The content lines, numbered and split as trec_eval splits them, or refused."""
     number = 0
     try:
-        with _open(path) as binary:
-            for raw in binary:
-                number += 1
-                yield number, raw
+        with gzip.open(path) if path.endswith(".gz") else open(path, "rb") as lines:
+            for number, raw in enumerate(lines, start=1):
+                if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
+                    raw = raw[3:]  # an editor's byte-order mark
+                text = raw.decode("utf-8", "surrogateescape")
+                if (problem := undecodable(text)) is not None:
+                    gzipped = raw.startswith(b"\x1f\x8b")
+                    problem += "; it looks gzipped: name it .gz" * gzipped
+                    raise InputFileError(path, number, problem)
+                content = text.strip(C_SPACE)
+                if content and content[0] != "#":
+                    yield number, _fields(path, number, content, names)
     except (EOFError, zlib.error, gzip.BadGzipFile) as error:
-        raise InputFileError(
-            path, None, f"cannot be read as gzip after line {number} ({error})"
-        ) from None
+        problem = f"cannot be read as gzip after line {number} ({error})"
+        raise InputFileError(path, None, problem) from None
     except OSError as error:
-        raise InputFileError(
-            path, None, f"cannot be read ({error.strerror or error})"
-        ) from None
-
-
-def _lines(path: str, names: tuple[str, ...]) -> Iterator[tuple[int, list[str]]]:
-    """The content lines, numbered and split into `names`; comments (#) and
-    blank lines skipped; an `InputFileError` naming the line otherwise."""
-    for number, raw in _raw_lines(path):
-        if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-            raw = raw[3:]  # an editor's byte-order mark, not part of a query id
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise InputFileError(path, number, _undecodable(raw, error)) from None
-        content = line.strip(C_SPACE)
-        if content and content[0] != "#":
-            yield number, _fields(path, number, content, names)
-
-
-def _undecodable(raw: bytes, error: UnicodeDecodeError) -> str:
-    column = len(raw[: error.start].decode("utf-8")) + 1
-    problem = f"not valid UTF-8 text (byte 0x{raw[error.start]:02X} at column {column})"
-    if raw.startswith(b"\x1f\x8b"):
-        problem += "; it looks gzipped: name it .gz"
-    return problem
+        problem = f"cannot be read ({error.strerror or error})"
+        raise InputFileError(path, None, problem) from None
 
 
 def _fields(path: str, number: int, content: str, names: tuple[str, ...]) -> list[str]:
-    """The line's fields, refused if of the wrong number, or if C would read
-    them otherwise: split at a space C does not know, or cut short by a NUL."""
+    """The line's fields; refused where C would split or cut them otherwise."""
     other = _OTHER_SPACE.search(content)
     if other is not None:
         space = other.group()
-        _refuse_field(
-            path,
-            number,
-            (names, re.split(f"[{C_SPACE}]+", content)),
-            space,
+        problem = (
             f"holds U+{ord(space):04X}, a space to Python's str.split() and "
-            "part of the field to trec_eval",
+            "part of the field to trec_eval"
         )
+        fields = re.split(f"[{C_SPACE}]+", content)
+        raise _field_error(path, number, names, fields, space, problem)
     fields = content.split()
     if len(fields) != len(names):
         problem = (
@@ -159,28 +137,23 @@ def _fields(path: str, number: int, content: str, names: tuple[str, ...]) -> lis
             )
         raise InputFileError(path, number, problem)
     if "\x00" in content:
-        _refuse_field(
-            path,
-            number,
-            (names, fields),
-            "\x00",
-            "holds a NUL character, where trec_eval's reading of the field stops",
-        )
+        problem = "holds a NUL character, where trec_eval's reading of the field stops"
+        raise _field_error(path, number, names, fields, "\x00", problem)
     return fields
 
 
-def _refuse_field(
+def _field_error(
     path: str,
     number: int,
-    line: tuple[tuple[str, ...], list[str]],
+    names: tuple[str, ...],
+    fields: list[str],
     mark: str,
     problem: str,
-) -> None:
-    """Refuse the first field holding `mark`, by its number and name."""
-    names, fields = line
+) -> InputFileError:
+    """The first field holding `mark`, refused by its number and name."""
     position = next(n for n, value in enumerate(fields) if mark in value)
     name = names[min(position, len(names) - 1)]
-    raise InputFileError(
+    return InputFileError(
         path,
         number,
         f"field {position + 1} ({name}) {quote(fields[position], 80)} {problem}",
@@ -191,60 +164,36 @@ def _refuse_field(
 def _number(
     path: str,
     number: int,
-    text: str,
-    name: tuple[int, str],
+    fields: list[str],
+    position: int,
     parse: Callable[[str], Any],
-    allowed: str,
 ) -> Any:
-    """The field read by `parse` when it is of `allowed` characters, where
-    Python and trec_eval read alike; refused otherwise."""
-    if set(text) <= set(allowed):
-        try:
+    """Field `position` read by `parse` where trec_eval's C reads it alike."""
+    text, (name, characters, form) = fields[position - 1], _NUMBERS[parse]
+    if set(text) <= set(characters):
+        with suppress(ValueError):
             value = parse(text)
-        except ValueError:
-            pass
-        else:
-            if type(value) is float or _LONG[0] <= value <= _LONG[1]:
+            if parse is float or -(2**63) <= value < 2**63:
                 return value
-    position, field = name
-    form = _RELEVANCE_FORM if parse is int else _SCORE_FORM
-    raise InputFileError(
-        path,
-        number,
-        f"field {position} ({field}) {quote(text, 80)} is not {form}",
-        field=field,
-    )
-
-
-def _relevance(path: str, number: int, fields: list[str]) -> int:
-    relevance: int = _number(
-        path, number, fields[3], (4, "relevance"), int, "0123456789-+"
-    )
-    return relevance
-
-
-def _score(path: str, number: int, fields: list[str]) -> float:
-    score: float = _number(
-        path, number, fields[4], (5, "score"), float, _DECIMAL + _INFINITY
-    )
-    return score
+    problem = f"field {position} ({name}) {quote(text, 80)} is not {form}"
+    raise InputFileError(path, number, problem, field=name)
 
 
 def _read(
     path: str,
     names: tuple[str, ...],
-    value: Callable[[str, int, list[str]], Any],
+    position: int,
+    parse: Callable[[str], Any],
     done: str,
     empty: str,
 ) -> _File:
-    """A qrels or run file; a document `done` (judged, ranked) twice for one
-    query is refused, as trec_eval refuses it."""
+    """A qrels or run file; a document `done` twice for a query is refused."""
     read = _File(path, {}, {})
     for number, fields in _lines(path, names):
         query_id, doc_id = fields[0], fields[2]
         documents = read.queries.setdefault(query_id, {})
         read.lines.setdefault(query_id, number)
-        found = value(path, number, fields)
+        found = _number(path, number, fields, position, parse)
         if doc_id in documents:
             raise InputFileError(
                 path,
@@ -260,10 +209,8 @@ def _read(
     return read
 
 
-@dataclass
-class TrecImport:
-    """The records, and the judged queries the run lacked (imported with an
-    empty context under `complete`, in qrels order)."""
+class TrecImport(NamedTuple):
+    """The records, and the judged queries the run lacked (in qrels order)."""
 
     records: list[dict[str, Any]]
     not_run: list[str]
@@ -278,30 +225,18 @@ def import_trec(
     labels_path: str | Path | None = None,
     complete: bool = False,
 ) -> TrecImport:
-    """One record per query, in qrels order: required judged `min_rel` or
-    higher, context the run's top `k` as trec_eval ranks it (score, then
-    document id, descending), the whole ranking as the step `run`."""
-    qrels = _read(
-        str(qrels_path),
-        QRELS_FIELDS,
-        _relevance,
-        "judged",
-        "holds no judgements; a qrels line is `query_id iteration doc_id relevance`",
-    )
-    run = _read(
-        str(run_path),
-        RUN_FIELDS,
-        _score,
-        "ranked",
-        "holds no ranked documents; a run line is `query_id Q0 doc_id rank score tag`",
-    )
+    """One record per query: required by `min_rel`, context trec_eval's top `k`."""
+    qrels = _read(str(qrels_path), QRELS_FIELDS, 4, int, "judged", _NO_JUDGEMENTS)
+    run = _read(str(run_path), RUN_FIELDS, 5, float, "ranked", _NO_RANKING)
     labels = None if labels_path is None else read_labels(labels_path)
     only_qrels = [query for query in qrels.queries if query not in run.queries]
     only_run = [query for query in run.queries if query not in qrels.queries]
     if only_run or (only_qrels and not complete):
         raise QueryMismatch(qrels, run, [] if complete else only_qrels, only_run)
     if labels is not None:
-        check_labels_name_records(labels, qrels.queries, "query", qrels.path)
+        check_labels_name_records(
+            labels, qrels.queries.__contains__, "query", qrels.path
+        )
     records: list[dict[str, Any]] = []
     for query_id, judged in qrels.queries.items():
         scored = run.queries.get(query_id, {})
@@ -309,8 +244,9 @@ def import_trec(
         record: dict[str, Any] = {
             "required": [doc for doc, (rel, _) in judged.items() if rel >= min_rel],
             "context": ranked[:k],
-            "steps": [{"name": RUN_STEP, "ids": ranked}],
+            "steps": [{"name": "run", "ids": ranked}],
         }
-        label_record(record, query_id, labels)
+        if labels is not None and query_id in labels.labels:
+            record["correct"] = labels.labels[query_id]
         records.append({"id": query_id, "input": record})
     return TrecImport(records, only_qrels)
