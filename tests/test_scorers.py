@@ -35,7 +35,7 @@ from tracegrade.scorers.explain import (
     show_id,
 )
 from tracegrade.scorers.outcome import error_kind
-from tracegrade.scorers.store import context_store_key, recorded_context
+from tracegrade.scorers.store import context_store_key
 
 STAGE_CASES = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
 EXTRACTION_CASES = read_fixture_cases(packaged_fixture("ordered_extraction.jsonl"))
@@ -697,7 +697,7 @@ def test_a_bad_argument_is_refused_when_the_scorer_is_built(
 def test_the_scorer_reads_the_key_the_store_model_writes() -> None:
     state = task_state({})
     state.store_as(RetrievalTrace).context = ["D1", "D2"]
-    assert recorded_context(state.store) == ["D1", "D2"]
+    assert state.store.get(context_store_key()) == ["D1", "D2"]
     assert context_store_key() in state.store
 
 

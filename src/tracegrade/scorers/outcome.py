@@ -1,8 +1,4 @@
-"""The shape every tracegrade `Score` has, errors included.
-
-docs/scores.md declares each part (value, answer, explanation, reason and
-metadata), `tracegrade.schema` types and reads them; this module writes them.
-"""
+"""The shape every tracegrade `Score` has, errors included (docs/scores.md)."""
 
 from __future__ import annotations
 
@@ -21,34 +17,11 @@ DATA_ERRORS = ("answer-label", "invalid-input", "duplicate-source-id")
 ANSWER_FAILURES = ("duplicate-answer-id", "unreadable-answer")
 """Kinds of failure of the model's answer; such answers fail both criteria."""
 
-_SHOWN_ERROR = 200
-"""Characters of a sample's error message an explanation quotes; the
-metadata `error.message` keeps it whole."""
-
-_SCORES_HAVE_REASON = "reason" in Score.model_fields
-"""`Score.reason` came with Inspect 0.3.261. Before it, a score's error
-kind is in `metadata["error"]` alone, where `error_kind` finds it too."""
-
-
-def _reason(kind: str | None) -> dict[str, Any]:
-    """`reason=kind` for `Score`, where Inspect's scores have a reason."""
-    return {"reason": kind} if _SCORES_HAVE_REASON else {}
-
-
-def error_kind(score: Score) -> str | None:
-    """The kind of a tracegrade score's error (None when it has none): its
-    `reason`, or on an Inspect before `Score.reason` its metadata's."""
-    reason = getattr(score, "reason", None)
-    if reason is not None or _SCORES_HAVE_REASON:
-        return reason if isinstance(reason, str) else None
-    error = (score.metadata or {}).get("error")
-    kind = error.get("kind") if isinstance(error, dict) else None
-    return kind if isinstance(kind, str) else None
-
-
 RUN_ERRORS = ("sample-error",)
-"""Kinds of failure of the run itself, before any answer; such samples are
-unscored."""
+"""Kinds of failure of the run itself, before any answer; unscored."""
+
+_SHOWN_ERROR = 200  # characters of a run's error an explanation quotes
+_SCORES_HAVE_REASON = "reason" in Score.model_fields  # Inspect 0.3.261 on
 
 
 class ErrorInfo(TypedDict):
@@ -58,14 +31,14 @@ class ErrorInfo(TypedDict):
     message: str
 
 
-def as_json_value(value: Any) -> Any:
-    """`value` if it is JSON, else a bounded quote of it, so that a record
-    refused for a non-JSON value still serialises to the log."""
-    try:
-        canonical_json(value)
-    except (TypeError, ValueError, RecursionError):
-        return quote(value)
-    return value
+def error_kind(score: Score) -> str | None:
+    """A score's error kind: its `reason`, or before `Score.reason` its metadata's."""
+    reason = getattr(score, "reason", None)
+    if reason is not None or _SCORES_HAVE_REASON:
+        return reason if isinstance(reason, str) else None
+    error = (score.metadata or {}).get("error")
+    kind = error.get("kind") if isinstance(error, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def shown(value: Any) -> str:
@@ -76,12 +49,27 @@ def shown(value: Any) -> str:
         return quote(value)
 
 
-def stage_answer(record: dict[str, Any], output: str) -> str | None:
-    """A stage score's `answer`: what the run answered, else the context it
-    was given, else None."""
-    if output:
-        return output
-    return shown(record["context"]) if "context" in record else None
+def metadata_source(key: str) -> str:
+    return f"metadata[{json.dumps(key)}]"
+
+
+def _score(
+    value: Value | None,
+    error: ErrorInfo | None,
+    answer: str | None,
+    explanation: str,
+    metadata: dict[str, Any],
+) -> Score:
+    reason: dict[str, Any] = {}
+    if _SCORES_HAVE_REASON:
+        reason["reason"] = error and error["kind"]
+    if value is None:
+        return Score.unscored(
+            answer=answer, explanation=explanation, metadata=metadata, **reason
+        )
+    return Score(
+        value=value, answer=answer, explanation=explanation, metadata=metadata, **reason
+    )
 
 
 def graded(
@@ -95,18 +83,8 @@ def graded(
     error: ErrorInfo | None = None,
 ) -> Score:
     """A score that counts: a stage, a grade, or an answer failure."""
-    return Score(
-        value=value,
-        answer=answer,
-        explanation=explanation,
-        **_reason(error["kind"] if error else None),
-        metadata={
-            "result": result,
-            "record": record,
-            "read_from": read_from,
-            "error": error,
-        },
-    )
+    metadata = {"result": result, "record": record, "read_from": read_from}
+    return _score(value, error, answer, explanation, {**metadata, "error": error})
 
 
 def data_error(
@@ -118,18 +96,21 @@ def data_error(
     record: dict[str, Any],
     read_from: dict[str, str],
 ) -> Score:
-    """An unscored sample: the data, not the model, is at fault."""
-    return Score.unscored(
-        **_reason(error["kind"]),
-        answer=answer,
-        explanation=explanation,
-        metadata={
-            "result": result,
-            "record": {key: as_json_value(item) for key, item in record.items()},
-            "read_from": read_from,
-            "error": error,
-        },
-    )
+    """An unscored sample: the data, not the model, is at fault. A value that
+    is no JSON is kept as a quote of it, so the log still serialises."""
+    kept = {
+        key: item if _is_json(item) else quote(item) for key, item in record.items()
+    }
+    metadata = {"result": result, "record": kept, "read_from": read_from}
+    return _score(None, error, answer, explanation, {**metadata, "error": error})
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        canonical_json(value)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def run_error(
@@ -139,30 +120,21 @@ def run_error(
     read_from: dict[str, str],
     absent: tuple[str, ...] = (),
 ) -> Score:
-    """The score of a run that failed before an answer existed: what it left
-    is no evidence, so nothing is read or graded. `absent` names the
-    scorer's own metadata keys, None here."""
-    shown_message = (
-        message if len(message) <= _SHOWN_ERROR else message[:_SHOWN_ERROR] + "..."
-    )
-    return Score.unscored(
-        **_reason("sample-error"),
-        answer=answer or None,
-        explanation=(
-            f"The run failed before an answer existed ({shown_message}), so "
-            "there is nothing to grade; inspect eval-retry runs it again."
-        ),
-        metadata={
+    """A run that failed before an answer existed: nothing is read or graded;
+    `absent` names the scorer's own metadata keys, None here."""
+    cut = message if len(message) <= _SHOWN_ERROR else message[:_SHOWN_ERROR] + "..."
+    error = ErrorInfo(kind="sample-error", side="run", field=None, message=message)
+    return _score(
+        None,
+        error,
+        answer or None,
+        f"The run failed before an answer existed ({cut}), so there is nothing "
+        "to grade; inspect eval-retry runs it again.",
+        {
             "result": None,
             "record": {},
             "read_from": read_from,
-            "error": ErrorInfo(
-                kind="sample-error", side="run", field=None, message=message
-            ),
+            "error": error,
             **dict.fromkeys(absent),
         },
     )
-
-
-def metadata_source(key: str) -> str:
-    return f"metadata[{json.dumps(key)}]"
