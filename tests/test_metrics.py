@@ -27,7 +27,6 @@ from inspect_ai.scorer import (
     Score,
     Value,
     accuracy,
-    mean_score,
 )
 
 from tests.commands import inspect_process
@@ -42,6 +41,7 @@ from tracegrade.scorers import (
     scored_runs,
     stage_modes,
     stage_shares,
+    step_recall,
 )
 from tracegrade.scorers.metrics import FAILURE_LABELS, is_count
 from tracegrade.scorers.outcome import ANSWER_FAILURES
@@ -176,24 +176,10 @@ def test_stage_modes_count_each_sample_once_by_its_commonest_stage() -> None:
     }
 
 
-def test_stage_modes_equal_stage_shares_with_one_epoch() -> None:
-    scores = epoch_scores({"a": ["pass"], "b": ["retrieval"], "c": ["retrieval"]})
-    shares = cast(dict[str, float], compute(stage_shares(), scores))
-
-    assert compute(stage_modes(), scores) == {
-        f"{stage}_mode": share for stage, share in shares.items()
-    }
-
-
 def test_stage_shares_refuse_a_value_that_is_not_a_stage() -> None:
     # What the default mean reducer would have handed a reduced metric.
     with pytest.raises(ValueError, match=r"got 0\.0"):
         compute(stage_shares(), [sample_score(0.0)])
-
-
-def test_the_default_reducer_really_loses_the_stage() -> None:
-    reduced = mean_score()([Score(value="retrieval")] * 3)
-    assert reduced.value == 0.0
 
 
 def test_lucky_answers_are_retrieval_gaps_labelled_correct() -> None:
@@ -340,9 +326,7 @@ def test_the_headline_is_the_pass_share(stage_log: EvalLog) -> None:
         ]
 
 
-@pytest.mark.parametrize(
-    "epochs", [1, 3, Epochs(3, "mode")], ids=["1", "3-default-reducer", "3-mode"]
-)
+@pytest.mark.parametrize("epochs", [1, Epochs(3, "mode")], ids=["1", "3-mode"])
 def test_extraction_metrics_survive_epochs(
     tmp_path: Path, epochs: int | Epochs
 ) -> None:
@@ -439,27 +423,6 @@ def test_a_run_where_every_sample_is_an_error_succeeds_and_says_so(
     ]
 
 
-def test_an_extraction_run_of_data_errors_only_succeeds(tmp_path: Path) -> None:
-    dataset = write_lines(
-        tmp_path / "errors.jsonl",
-        [
-            {"id": "repeat", "input": {"source": ["A", "A"], "answer": ["A"]}},
-            {"id": "no-source", "input": {"answer": ["A"]}},
-        ],
-    )
-    log = run(ordered_extraction_recorded(dataset=dataset), tmp_path)
-    scores = scores_by_name(log)
-    assert scores[("membership", "mean")].unscored_samples == 2
-    assert metric_values(scores[("ordered_extraction", None)]) == {
-        "duplicate-id": 0,
-        "unreadable": 0,
-        "scored_runs": 0,
-    }
-    shares = metric_values(scores[("ordered_extraction", "mean")])
-    assert set(shares) == {"membership", "order"}
-    assert all(math.isnan(share) for share in shares.values())
-
-
 def test_the_terminal_results_show_how_many_runs_were_scored(
     errors_only: ErrorsOnly,
 ) -> None:
@@ -471,54 +434,18 @@ def test_the_terminal_results_show_how_many_runs_were_scored(
     assert re.search(r"^scored_runs +0\.000 *$", results, re.MULTILINE), results
 
 
-# --- step recall: work in proportion to the runs' steps ------------------------
-
-
-def step_score(run: int, recalls: dict[str, float]) -> SampleScore:
-    return SampleScore(
-        sample_id=f"run-{run}",
-        score=Score(value="pass", metadata={"step_recall": recalls}),
-    )
-
-
-@pytest.mark.parametrize(
-    "scores",
-    [
-        # One run of many steps.
-        [step_score(0, {f"step-{n}": (n % 4) / 4 for n in range(400)})],
-        # Many runs, each with a step name of its own, and one shared.
-        [
-            step_score(run, {f"own-{run}": 1.0, "retriever": (run % 3) / 3})
-            for run in range(400)
-        ],
-    ],
-    ids=["one-run-400-steps", "400-runs-a-step-each"],
-)
-def test_step_recall_reads_each_run_once_however_many_steps(
-    scores: list[SampleScore], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Each step's mean once read every run's recalls again: steps times
-    runs reads, each of all the run's steps. One read a run now."""
-    import tracegrade.scorers.metrics as metrics
-
-    reads = 0
-    read = metrics.read_step_recall
-
-    def counted(metadata: Any) -> dict[str, float] | None:
-        nonlocal reads
-        reads += 1
-        return read(metadata)
-
-    monkeypatch.setattr(metrics, "read_step_recall", counted)
-    means = compute(metrics.step_recall(), scores)
-
-    assert reads == len(scores)
-    by_step: dict[str, list[float]] = {}
-    for sample_score in scores:
-        assert sample_score.score.metadata is not None
-        for step, share in sample_score.score.metadata["step_recall"].items():
-            by_step.setdefault(step, []).append(share)
-    assert means == {
-        f"{step}_recall": math.fsum(shares) / len(shares)
-        for step, shares in by_step.items()
+def test_step_recall_is_each_steps_mean_over_the_runs_that_have_it() -> None:
+    scores = [
+        SampleScore(sample_id=f"r{n}", score=Score(value="pass", metadata=m))
+        for n, m in enumerate(
+            [
+                {"step_recall": {"retriever": 1.0, "reranker": 0.5}},
+                {"step_recall": {"retriever": 0.5}},
+                {"step_recall": None},
+            ]
+        )
+    ]
+    assert compute(step_recall(), scores) == {
+        "retriever_recall": 0.75,
+        "reranker_recall": 0.5,
     }
