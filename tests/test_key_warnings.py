@@ -31,7 +31,6 @@ from tracegrade import (
     stage_diagnosis_scorer,
 )
 from tracegrade.cli import main
-from tracegrade.datasets import packaged_fixture
 from tracegrade.scorers.outcome import error_kind
 
 TASK_FILE = """\
@@ -106,19 +105,6 @@ def unmatched_labels() -> Task:
 @task
 def every_key() -> Task:
     return gold("every_key", context_key="retrieved")
-
-
-@task
-def source_typo() -> Task:
-    return Task(
-        name="source_typo",
-        dataset=[
-            Sample(id=n, input="?", metadata={"ids": ["A", "B"], "recorded": answer})
-            for n, answer in enumerate([["A", "B"], ["B", "A"]], 1)
-        ],
-        solver=replay(),
-        scorer=ordered_extraction_scorer(source_key="idz", answer_key="recorded"),
-    )
 """
 
 METADATA_KEYS = '"context", "gold_docs", "judged", "retrieved"'
@@ -202,7 +188,7 @@ def commands(tmp_path_factory: pytest.TempPathFactory) -> Commands:
         assert read.status == "success", read.error
         logs[read.eval.task] = read
         paths[read.eval.task] = found
-    assert sorted(logs) == sorted([*STAGE_TASKS, "source_typo"])
+    assert sorted(logs) == sorted(STAGE_TASKS)
     return Commands(
         Eval(done.stdout + done.stderr, logs, paths),
         Refused(
@@ -332,33 +318,10 @@ def test_keys_every_sample_has_are_not_warned_of(evaluated: Eval) -> None:
     assert evaluated.output.count("stage_diagnosis:") == logged
 
 
-def test_a_misspelled_extraction_key_is_warned_of_too(evaluated: Eval) -> None:
-    log = evaluated.logs["source_typo"]
-    assert log.samples is not None
-    assert {
-        error_kind(s.scores["ordered_extraction"]) for s in log.samples if s.scores
-    } == {"invalid-input"}
-    (logged,) = logged_warnings(log)
-    sample_id, message = logged
-    assert (
-        f'ordered_extraction: sample {sample_id} has no metadata key "idz" '
-        '(source_key="idz"), and no run scored before it had one. Its metadata '
-        'keys: "ids", "recorded". A run without it is not graded: invalid-input. '
-        "If no sample has the key, check source_key."
-    ) in message
-    assert evaluated.output.count('has no metadata key "idz"') == 1
-
-
 # --- refused when the scorer is built ------------------------------------------------
 
 
 REFUSALS = [
-    (
-        "stage_diagnosis",
-        "required_key=[gold_docs]",
-        "required_key must be one sample metadata key, a non-empty string, "
-        'got ["gold_docs"]',
-    ),
     (
         "stage_diagnosis",
         "required_key=7",
@@ -370,12 +333,6 @@ REFUSALS = [
         'stage_diagnosis takes no argument requried_key="gold_docs"; it takes '
         "required_key, correct_key, context_key, labels, label_scorer, "
         "label_from, steps_key, context_tools and context_id_key",
-    ),
-    (
-        "ordered_extraction",
-        "sorce_key=ids",
-        'ordered_extraction takes no argument sorce_key="ids"; it takes '
-        "source_key, answer_key, structured_key and output_key",
     ),
 ]
 
@@ -413,19 +370,6 @@ def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
 
-def test_a_key_seen_once_is_never_warned_of_after(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    labelled = {"required": ["D1"], "context": ["D1"], "correct": True}
-    unlabelled = {"required": ["D1"], "context": ["D1"]}
-    with caplog.at_level(logging.WARNING, logger="tracegrade"):
-        score_in_turn(
-            stage_diagnosis_scorer(context_key="context"),
-            [labelled, unlabelled, unlabelled],
-        )
-    assert warnings_of(caplog) == []
-
-
 def test_a_key_the_first_runs_lack_is_warned_of_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -460,10 +404,8 @@ def extraction_state(metadata: dict[str, Any], number: int) -> TaskState:
     ("arguments", "warned"),
     [
         ({"source_key": "sources", "answer_key": "answer"}, ["sources"]),
-        ({"source_key": "source", "answer_key": "answers"}, ["answers"]),
         ({"source_key": "sources", "answer_key": "answers"}, ["sources", "answers"]),
         # Keys every run has, and the target and the output, are never warned of.
-        ({"source_key": "source", "answer_key": "answer"}, []),
         ({"source_key": None}, []),
     ],
 )
@@ -513,24 +455,6 @@ def test_check_warns_of_a_field_no_record_has(tmp_path: Path) -> None:
 
     text = CliRunner().invoke(main, ["check", "stage_diagnosis", path])
     assert "warning: no record of" in " ".join(text.stdout.split())
-
-
-@pytest.mark.parametrize("task", ["stage_diagnosis", "ordered_extraction"])
-def test_check_of_the_packaged_fixtures_warns_of_nothing(task: str) -> None:
-    result = CliRunner().invoke(
-        main, ["check", task, str(packaged_fixture(f"{task}.jsonl")), "--json"]
-    )
-    assert json.loads(result.stdout)["warnings"] == []
-
-
-def test_check_names_each_field_no_record_has(tmp_path: Path) -> None:
-    path = write_lines(
-        tmp_path / "runs.jsonl", [{"id": "a", "input": {"src": ["A"], "ans": ["A"]}}]
-    )
-    result = CliRunner().invoke(main, ["check", "ordered_extraction", path, "--json"])
-    report = json.loads(result.stdout)
-    assert [w["field"] for w in report["warnings"]] == ["source", "answer"]
-    assert result.exit_code == 1  # the record itself is invalid-input
 
 
 def test_recorded_outputs_stand_for_the_answer(tmp_path: Path) -> None:
