@@ -20,7 +20,6 @@ from tracegrade._inspect_internals import PrerequisiteError
 from tracegrade.core import canonical_json, itemise
 from tracegrade.datasets import FixtureCase, packaged_fixture, read_fixture_cases
 from tracegrade.scorers import (
-    DATA_ERRORS,
     RetrievalTrace,
     diagnosis_score,
     extraction_score,
@@ -196,21 +195,6 @@ def test_every_packaged_extraction_case_is_scored_as_documented(
             assert metadata["error"]["side"] == "answer"
 
 
-def test_the_packaged_cases_cover_both_duplicate_sides() -> None:
-    duplicate_sources = {
-        case.id
-        for case in EXTRACTION_CASES
-        if case.expected == {"error": "duplicate-id"}
-        and len(set(case.input["source"])) != len(case.input["source"])
-    }
-    duplicates = {
-        case.id
-        for case in EXTRACTION_CASES
-        if case.expected == {"error": "duplicate-id"}
-    }
-    assert duplicate_sources and duplicates - duplicate_sources
-
-
 @pytest.mark.parametrize("case", EXTRACTION_CASES, ids=lambda case: case.id)
 def test_packaged_answers_graded_from_output_text(case: FixtureCase) -> None:
     """The same cases with the answer as model output: an answer of the wrong
@@ -256,31 +240,6 @@ def test_a_broken_source_outranks_an_unreadable_answer() -> None:
     assert error_kind(missing) == "invalid-input"
     assert missing.metadata is not None
     assert missing.metadata["error"]["field"] == "source"
-
-
-def test_every_error_names_its_kind_side_and_field() -> None:
-    fields = {
-        "answer-label": "correct",
-        "duplicate-source-id": "source",
-        "duplicate-answer-id": "answer",
-    }
-    scores = [
-        diagnosis_score(dict(case.input), stage_read_from(), context_recorded=True)
-        for case in STAGE_CASES
-    ] + [extraction_score(dict(case.input), {}) for case in EXTRACTION_CASES]
-    errors = [
-        score.metadata["error"]
-        for score in scores
-        if score.metadata is not None and score.metadata["error"] is not None
-    ]
-    assert {error["kind"] for error in errors} == set(DATA_ERRORS) | {
-        "duplicate-answer-id"
-    }
-    for error in errors:
-        assert set(error) == {"kind", "side", "field", "message"}
-        assert error["side"] == ("data" if error["kind"] in DATA_ERRORS else "answer")
-        if error["kind"] in fields:
-            assert error["field"] == fields[error["kind"]]
 
 
 # --- itemised: what exactly a graded answer got wrong -------------------------
@@ -602,20 +561,8 @@ STAGE_ARGUMENTS = (
     [
         (
             stage_diagnosis_scorer,
-            {"required_key": ["gold_docs"]},
-            "required_key must be one sample metadata key, a non-empty string, "
-            'got ["gold_docs"]',
-        ),
-        (
-            stage_diagnosis_scorer,
             {"required_key": 7},
             "required_key must be one sample metadata key, a non-empty string, got 7",
-        ),
-        (
-            stage_diagnosis_scorer,
-            {"required_key": None},
-            "required_key must be one sample metadata key, a non-empty string, "
-            "got null",
         ),
         (
             stage_diagnosis_scorer,
@@ -630,18 +577,6 @@ STAGE_ARGUMENTS = (
         ),
         (
             ordered_extraction_scorer,
-            {"source_key": ["ids"]},
-            "source_key must be one sample metadata key, a non-empty string, or "
-            'None, got ["ids"]',
-        ),
-        (
-            ordered_extraction_scorer,
-            {"answer_key": True},
-            "answer_key must be one sample metadata key, a non-empty string, or "
-            "None, got true",
-        ),
-        (
-            ordered_extraction_scorer,
             {"structured_key": "ids", "answer_key": "answer"},
             'structured_key reads the model\'s output, and answer_key="answer" '
             "grades a recorded answer instead; give one",
@@ -652,18 +587,6 @@ STAGE_ARGUMENTS = (
             'output_key="output" reads a recorded output beside recorded answers, '
             "so it needs answer_key too; without answer_key the model's own "
             "output is graded",
-        ),
-        (
-            ordered_extraction_scorer,
-            {"structured_key": ""},
-            "structured_key must be one sample metadata key, a non-empty string, "
-            'or None, got ""',
-        ),
-        (
-            stage_diagnosis_scorer,
-            {"requried_key": "gold"},
-            f'stage_diagnosis takes no argument requried_key="gold"; it takes '
-            f"{STAGE_ARGUMENTS}",
         ),
         (
             stage_diagnosis_scorer,
