@@ -107,7 +107,6 @@ def sample_of(log: EvalLog, document_id: str) -> EvalSample:
 
 # One case per way an answer can go; each runs on its own document.
 CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
-    # name: (document, reply made from the source, expected)
     "right": (pick("shipping_manifest", 0), as_json, ((True, True), "json", None)),
     "alphabetised": (
         pick("citation_list", 1),
@@ -144,11 +143,6 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
         lambda ids: "\n".join(f"{n}. {i}" for n, i in enumerate(ids, 1)),
         ((True, True), "lines", None),
     ),
-    "with_periods": (
-        pick("citation_list", 3),
-        lambda ids: "\n".join(f"- {i}." for i in ids),
-        ((True, True), "lines-with-periods", None),
-    ),
     "lead_in": (
         pick("lab_sample_sheet", 1),
         lambda ids: (
@@ -157,45 +151,15 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
         ),
         ((True, True), "lead-in-lines", None),
     ),
-    "lead_in_with_periods": (
-        pick("commit_list", 1),
-        lambda ids: "IDs:\n" + "\n".join(f"{n}. {i}." for n, i in enumerate(ids, 1)),
-        ((True, True), "lead-in-lines-with-periods", None),
-    ),
-    "lead_in_repeated": (
-        pick("invoice_register", 1),
-        lambda ids: "Here they are:\n" + "\n".join([*ids, ids[0]]),
-        ((False, False), "lead-in-lines", "duplicate-answer-id"),
-    ),
     "comma_list": (
         pick("shipping_manifest", 1),
         lambda ids: ", ".join(ids),
         ((True, True), "commas", None),
     ),
-    "bold_lines": (
-        pick("shipping_manifest", 2),
-        lambda ids: "\n".join(f"- **{i}**" for i in ids),
-        ((True, True), "lines-with-marks", None),
-    ),
     "python_list": (
         pick("invoice_register", 2),
         lambda ids: repr(ids),
         ((True, True), "python-list", None),
-    ),
-    "lead_in_commas": (
-        pick("commit_list", 2),
-        lambda ids: "IDs: " + ", ".join(ids) + ".",
-        ((True, True), "lead-in-commas-with-period", None),
-    ),
-    "renumbered": (
-        pick("test_run_report", 2),
-        lambda ids: "\n".join(f"{len(ids) - n}. {i}" for n, i in enumerate(ids)),
-        ((True, True), "lines-ignoring-numbers", None),
-    ),
-    "python_list_missing_comma": (
-        pick("lab_sample_sheet", 3),
-        lambda ids: "[" + " ".join(repr(i) for i in ids) + "]",
-        ((False, False), None, "unreadable-answer"),
     ),
     "lone_id": (
         pick("test_run_report", 1),
@@ -207,22 +171,6 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
         lambda ids: "}}{{ ]] lorem ipsum ?? <<>>",
         ((False, False), None, "unreadable-answer"),
     ),
-    "refusal": (
-        pick("incident_timeline", 1),
-        lambda ids: "I'm sorry, I can't help with that.",
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "empty": (
-        pick("log_excerpt", 1),
-        lambda ids: "",
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "none": (
-        pick("incident_timeline", 2),
-        lambda ids: "None",
-        ((False, False), None, "unreadable-answer"),
-    ),
-    # The task asks for structured output, so its object is read.
     "structured": (
         pick("log_excerpt", 2),
         lambda ids: json.dumps({"ids": ids}),
@@ -233,34 +181,6 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
         lambda ids: json.dumps({"ids": ids, "note": "checked"}),
         ((False, False), None, "unreadable-answer"),
     ),
-    # Issue 39: JSON readers differ on which value of a repeated key counts.
-    "structured_repeated_key": (
-        pick("log_excerpt", 4),
-        lambda ids: f'{{"ids": {json.dumps(sorted(ids))}, "ids": {json.dumps(ids)}}}',
-        ((False, False), None, "unreadable-answer"),
-    ),
-    # Issue 39's odd readings, each of which was read as a list.
-    "etc": (
-        pick("shipping_manifest", 4),
-        lambda ids: ", ".join(ids) + ", etc.",
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "answer_none": (
-        pick("incident_timeline", 4),
-        lambda ids: "I found none.\nANSWER: None",
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "numbers_glued_on": (
-        pick("test_run_report", 4),
-        lambda ids: "\n".join(f"{n}.{i}" for n, i in enumerate(ids, 1)),
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "an_id_as_lead_in": (
-        pick("invoice_register", 4),
-        lambda ids: f"{ids[0]}: " + ", ".join(ids[1:]),
-        ((False, False), None, "unreadable-answer"),
-    ),
-    # Reasoning, then the ANSWER line the prompt asks for: its list is read.
     "answer_line": (
         pick("citation_list", 4),
         lambda ids: (
@@ -269,38 +189,12 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
         ),
         ((True, True), "answer-line-json", None),
     ),
-    # Issue 27's answers: an aside or an echo with another list is refused.
-    "aside": (
-        pick("invoice_register", 3),
-        lambda ids: (
-            "```json\n"
-            + json.dumps(ids, indent=2)[:-2]
-            + ',\n]\n```\nI left out ["INV-00000"] because it only appears in '
-            "a footnote."
-        ),
-        ((False, False), None, "unreadable-answer"),
-    ),
     "echo": (
         pick("shipping_manifest", 3),
         lambda ids: (
             f"Source order per the document: {json.dumps(ids)}\n"
             f"My answer (sorted): {sorted(ids)!r}"
         ),
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "heading": (
-        pick("test_run_report", 3),
-        lambda ids: "Answer\n" + "\n".join(f"- {i}" for i in ids),
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "sign_off": (
-        pick("incident_timeline", 3),
-        lambda ids: "\n".join(ids) + "\nDone",
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "lead_in_then_prose": (
-        pick("lab_sample_sheet", 2),
-        lambda ids: "Here is what I found:\nThe document lists no IDs.",
         ((False, False), None, "unreadable-answer"),
     ),
 }
@@ -360,15 +254,16 @@ def test_the_metrics_count_each_case_once(live_log: EvalLog) -> None:
         for score in live_log.results.scores
         for name, metric in score.metrics.items()
     }
-    passed_membership = sum(1 for _, _, e in CASES.values() if e[0][0])
-    passed_order = sum(1 for _, _, e in CASES.values() if e[0][1])
-    assert (passed_membership, passed_order) == (15, 14)
-    assert metrics[("membership", "accuracy")] == pytest.approx(15 / 36)
-    assert metrics[("order", "accuracy")] == pytest.approx(14 / 36)
-    assert metrics[("ordered_extraction", "duplicate-id")] == 2
-    assert metrics[("ordered_extraction", "unreadable")] == 16
-    (headline,) = [s for s in live_log.results.scores if s.name == "membership"]
-    assert headline.scored_samples == 36
+    expected = [e for _, _, e in CASES.values()]
+    for position, criterion in enumerate(("membership", "order")):
+        passed = sum(1 for e in expected if e[0][position])
+        assert metrics[(criterion, "accuracy")] == pytest.approx(passed / len(CASES))
+    for label, reason in (
+        ("duplicate-id", "duplicate-answer-id"),
+        ("unreadable", "unreadable-answer"),
+    ):
+        count = sum(1 for e in expected if e[2] == reason)
+        assert metrics[("ordered_extraction", label)] == count
 
 
 def test_each_sample_is_one_document(live_log: EvalLog) -> None:
@@ -483,7 +378,6 @@ def test_placeholders_are_filled_once(tmp_path: Path) -> None:
     ("prompt", "message"),
     [
         ("List the IDs in order.", "has no {document} placeholder and names no"),
-        ("{documents}", "has no {document} placeholder"),
         ("", "has no {document} placeholder"),
     ],
 )
@@ -580,16 +474,8 @@ def test_your_own_documents_become_the_samples(tmp_path: Path) -> None:
     ("line", "problem"),
     [
         ("{", "line 2: not valid JSON"),
-        ([GOOD], "line 2: a document must be a JSON object"),
         ({**GOOD, "sources": []}, 'line 2: unknown field "sources"'),
-        ({**GOOD, "id": ""}, "line 2: 'id' must be a non-empty string"),
         ({**GOOD, "id": "d1"}, 'line 2: id "d1" is already used on line 1'),
-        ({"id": "d2", "source": [], "target": "x"}, "document \"d2\" has no 'text'"),
-        ({**GOOD, "id": "d2", "target": " "}, "'target' of document \"d2\" must be"),
-        ({**GOOD, "id": "d2", "kind": 3}, "'kind' of document \"d2\" must be a string"),
-        ({"id": "d2", "text": "t", "target": "x"}, "\"d2\" has no 'source' field"),
-        ({**GOOD, "id": "d2", "source": "A1"}, "must be an array of ID strings"),
-        ({**GOOD, "id": "d2", "source": ["A1", 2]}, "'source\\[1\\]' .* got 2"),
         ({**GOOD, "id": "d2", "source": ["A1", "A1"]}, "'source\\[1\\]' .*repeats"),
     ],
 )
