@@ -37,32 +37,6 @@ def unreadable(text: str, **kwargs: Any) -> str:
 # --- Issue 27's examples: tests/test_recorded_outputs.py, end to end ---------
 
 
-@pytest.mark.parametrize(
-    "separator",
-    ["\u00a0", "\u3000", "\u2028", "\x0b", "\x00", "\ud800", "\x0c", "\x85"],
-)
-@pytest.mark.parametrize("where", ["between", "inside"])
-def test_a_python_list_with_a_strange_character_never_crashes(
-    separator: str, where: str
-) -> None:
-    """`ast.literal_eval` raised SyntaxError or UnicodeEncodeError on these,
-    which stopped the whole eval."""
-    text = (
-        f"['C-3',{separator}'A-1']"
-        if where == "between"
-        else f"['C-3{separator}', 'A-1']"
-    )
-    try:
-        reading = read_answer_ids(text)
-    except UnreadableAnswer as refused:
-        assert "(line 1)" in str(refused)
-    else:
-        # Only characters a JSON string may hold raw are read, as written.
-        assert where == "inside"
-        assert separator not in "\x00\x0b\x0c"
-        assert reading == AnswerReading([f"C-3{separator}", "A-1"], "python-list")
-
-
 def test_a_carriage_return_between_items_is_whitespace_as_in_json() -> None:
     assert read_answer_ids("['C-3',\r'A-1']") == AnswerReading(
         ["C-3", "A-1"], "python-list"
@@ -710,10 +684,7 @@ def test_parse_answer_ids_is_the_ids_of_the_reading() -> None:
     [
         ('["C", "A", "B"]', "json", (True, True), '["C","A","B"]'),
         ("1. C\n2. A\n3. B", "lines", (True, True), '["C","A","B"]'),
-        ("IDs:\n- C\n- A\n- B", "lead-in-lines", (True, True), '["C","A","B"]'),
         ("A, B, C", "commas", (True, False), '["A","B","C"]'),
-        ("ANSWER: C, A, B", "answer-line-commas", (True, True), '["C","A","B"]'),
-        ("C1", "single-id", (False, False), '["C1"]'),
         ("- C\n- A\n- B\n- A", "lines", (False, False), '["C","A","B","A"]'),
         ("I'm sorry, I can't help with that.", None, (False, False), None),
     ],
