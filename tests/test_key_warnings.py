@@ -430,33 +430,6 @@ def test_the_extraction_scorer_warns_once_of_each_key_no_run_has(
 # --- tracegrade check ----------------------------------------------------------------
 
 
-def test_check_warns_of_a_field_no_record_has(tmp_path: Path) -> None:
-    path = write_lines(
-        tmp_path / "runs.jsonl",
-        [
-            {"id": "a", "input": {"requried": ["D1"], "context": ["D1"]}},
-            {"id": "b", "input": {"requried": ["D2"], "context": [], "correct": True}},
-        ],
-    )
-    result = CliRunner().invoke(main, ["check", "stage_diagnosis", path, "--json"])
-    report = json.loads(result.stdout)
-    assert report["warnings"] == [
-        {
-            "field": "required",
-            "message": (
-                f'no record of {path} has "required" in its input (the inputs\' '
-                'keys: "context", "correct", "requried"); without it every run '
-                "is unresolved (nothing to diagnose)"
-            ),
-        }
-    ]
-    # The records themselves are judged as before: all unresolved, clean.
-    assert (result.exit_code, report["clean"]) == (0, 2)
-
-    text = CliRunner().invoke(main, ["check", "stage_diagnosis", path])
-    assert "warning: no record of" in " ".join(text.stdout.split())
-
-
 def test_recorded_outputs_stand_for_the_answer(tmp_path: Path) -> None:
     """The documented `{"source", "output"}` form: no field is missing, in
     `check`, in `score` or in the log it writes; with neither, the warning

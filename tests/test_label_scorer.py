@@ -8,10 +8,9 @@ import logging
 import math
 import re
 import shlex
-import subprocess
 from collections import Counter
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 from inspect_ai import Task, eval, score
@@ -32,7 +31,7 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
-from tests.commands import InspectCommand, inspect_in_one_fresh_process, run_inspect
+from tests.commands import run_inspect
 from tests.support import write_lines
 from tracegrade import LabelScorerError, diagnose_stage, stage_diagnosis_scorer
 from tracegrade.scorers.outcome import error_kind
@@ -452,72 +451,6 @@ def test_inspect_score_takes_a_grader_with_arguments(
         "name": "match",
         "params": {"location": "begin"},
     }
-
-
-GRADER_REFUSALS = [
-    (
-        ["-S", "label_scorer=mtach"],
-        'label_scorer "mtach" is not a registered Inspect scorer',
-    ),
-    (
-        ["-S", "labels=repeated.jsonl"],
-        'line 2: id "right" is already labelled on line 1',
-    ),
-]
-
-
-class Refused(NamedTuple):
-    """The unlabelled log `inspect score` was given, its bytes before, and
-    what each refused command ended with, in the order of GRADER_REFUSALS."""
-
-    log: Path
-    before: bytes
-    done: list[subprocess.CompletedProcess[str]]
-
-
-@pytest.fixture(scope="module")
-def refused(tmp_path_factory: pytest.TempPathFactory) -> Refused:
-    """Every bad label argument given to `inspect score`, in one fresh
-    interpreter: what Inspect prints of an error goes through the exception
-    hook and the console it sets once per process."""
-    work = tmp_path_factory.mktemp("refused")
-    (log,) = eval(
-        graded_task(None),
-        display="none",
-        log_dir=str(work / "logs"),
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    path = Path(log.location)
-    write_lines(work / "labels.jsonl", [{"id": "right", "correct": True}])
-    write_lines(work / "repeated.jsonl", [{"id": "right", "correct": True}] * 2)
-    before = path.read_bytes()
-    commands = [
-        InspectCommand(
-            [
-                *("score", str(path), "--scorer", "tracegrade/stage_diagnosis"),
-                *args,
-                *("--action", "append", "--overwrite"),
-            ],
-            work,
-        )
-        for args, _ in GRADER_REFUSALS
-    ]
-    return Refused(path, before, inspect_in_one_fresh_process(commands))
-
-
-@pytest.mark.parametrize("case", range(len(GRADER_REFUSALS)))
-def test_inspect_score_says_what_is_wrong_with_the_label_source(
-    refused: Refused, case: int
-) -> None:
-    args, said = GRADER_REFUSALS[case]
-    done = refused.done[case]
-    assert done.args[1:3] == ["score", str(refused.log)]
-    assert done.args[5 : 5 + len(args)] == args
-    assert done.returncode != 0
-    assert "Traceback" not in done.stderr
-    assert said in done.stdout + done.stderr
-    assert refused.log.read_bytes() == refused.before
 
 
 # --- label_from: a score an earlier scorer gave ---------------------------------

@@ -3,7 +3,6 @@ definitions, ir-measures' `P@k` (trec_eval), and the eval and bulk paths."""
 
 from __future__ import annotations
 
-import json
 import math
 import random
 from collections import Counter
@@ -18,7 +17,6 @@ from hypothesis import strategies as st
 from inspect_ai import eval
 from inspect_ai.scorer import MetricProtocol, SampleScore, Score
 
-from tests.commands import run_tracegrade
 from tests.support import write_lines
 from tests.test_recall import (
     ID,
@@ -257,88 +255,6 @@ def test_recall_and_precision_are_trec_evals_on_hypothesis_pairs(
 
 
 # --- against trec_eval's P_k through `tracegrade import trec` ------------------
-
-
-def ranked_run(
-    seed: int,
-) -> tuple[dict[str, dict[str, int]], dict[str, dict[str, float]]]:
-    """Judgements and a run with ties, short runs and unjudged documents."""
-    rng = random.Random(seed)
-    pool = [f"D{n}" for n in range(1, 20)] + ["d1", "D01", "\u00c4"]
-    qrels: dict[str, dict[str, int]] = {}
-    run: dict[str, dict[str, float]] = {}
-    for query in range(60):
-        docs = rng.sample(pool, rng.randint(1, 12))
-        run[f"q{query}"] = {doc: rng.choice([0.0, 0.5, 1.0, 2.5]) for doc in docs}
-        judged = rng.sample(pool, rng.randint(1, 8))
-        qrels[f"q{query}"] = {doc: rng.choice([0, 0, 1, 2]) for doc in judged}
-    return qrels, run
-
-
-def trec_files(
-    tmp_path: Path, qrels: dict[str, dict[str, int]], run: dict[str, dict[str, float]]
-) -> tuple[Path, Path]:
-    qrels_path = tmp_path / "qrels.txt"
-    qrels_path.write_text(
-        "".join(
-            f"{query} 0 {doc} {relevance}\n"
-            for query, docs in qrels.items()
-            for doc, relevance in docs.items()
-        ),
-        encoding="utf-8",
-    )
-    run_path = tmp_path / "run.txt"
-    run_path.write_text(
-        "".join(
-            f"{query} Q0 {doc} {rank} {score!r} sys\n"
-            for query, docs in run.items()
-            for rank, (doc, score) in enumerate(docs.items(), start=1)
-        ),
-        encoding="utf-8",
-    )
-    return qrels_path, run_path
-
-
-def import_trec(tmp_path: Path, qrels: Path, run: Path, k: int) -> list[Any]:
-    """The records of `tracegrade import trec --k k`."""
-    out = tmp_path / f"records-{k}.jsonl"
-    result = run_tracegrade(
-        *("import", "trec", "--qrels", str(qrels), "--run", str(run)),
-        *("--k", str(k), "--output", str(out)),
-        cwd=tmp_path,
-    )
-    assert result.returncode == 0, result.stderr
-    return [json.loads(line) for line in out.read_text("utf-8").splitlines()]
-
-
-def test_imported_precision_is_trec_evals_p_k(tmp_path: Path) -> None:
-    """The records `tracegrade import trec --k k` makes: wherever the run
-    ranked k documents or more, precision is trec_eval's `P_k`; a shorter
-    run has the same hits, which trec_eval divides by k."""
-    qrels, run = ranked_run(seed=3)
-    qrels_path, run_path = trec_files(tmp_path, qrels, run)
-    full = short = 0
-    for k in (1, 3, 10):
-        measure = ir_measures.P @ k
-        theirs = {
-            m.query_id: m.value
-            for m in ir_measures.pytrec_eval.iter_calc([measure], qrels, run)
-        }
-        records = import_trec(tmp_path, qrels_path, run_path, k)
-        assert {record["id"] for record in records} == set(theirs)
-        for record in records:
-            query, graded = record["id"], record["input"]
-            precision = our_precision(graded["required"], graded["context"])
-            assert precision is not None
-            supplied = len(graded["context"])
-            if supplied == k:
-                full += 1
-                assert precision == theirs[query], (query, k)
-            else:
-                short += 1
-                assert supplied < k
-                assert round(precision * supplied) == round(theirs[query] * k)
-    assert full > 60 and short > 20  # the premise
 
 
 # --- the metrics ----------------------------------------------------------------

@@ -786,14 +786,3 @@ def _no_list(lines: _Lines) -> str:
     else:
         problem = "is neither an ID on a line of its own nor a comma list"
     return f"no list of IDs: line {lines.numbers[index]}, {_quote(text)}, {problem}"
-
-
-__all__ = [
-    "MAX_ANSWER_CHARACTERS",
-    "READ_AS_NAMES",
-    "AnswerReading",
-    "ReadAs",
-    "UnreadableAnswer",
-    "parse_answer_ids",
-    "read_answer_ids",
-]

@@ -402,12 +402,3 @@ def _skip(text: str, position: int) -> int:
     while position < len(text) and text[position] in _WHITESPACE:
         position += 1
     return position
-
-
-__all__ = [
-    "DOCUMENT_KEYS",
-    "ToolCall",
-    "ToolContext",
-    "ToolResultError",
-    "read_tool_context",
-]
