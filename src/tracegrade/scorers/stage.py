@@ -194,33 +194,37 @@ def stage_diagnosis_scorer(
     grader = resolve_label_scorer(label_scorer) if label_scorer is not None else None
     name = grader_name(grader) if grader is not None else label_from
     watch = KeyWatch()
+    tools_named = ", ".join(tools or ())
+    if context_key is not None:
+        context_from = metadata_source(context_key)
+    else:
+        context_from = (
+            f"tool results {tools_named}" if tools else f"store {context_store_key()}"
+        )
+    if grader is not None or label_from is not None:
+        correct_from = f"{'scorer' if grader else 'score'} {name}"
+    elif staff is not None:
+        correct_from = f"labels file {staff.path}"
+    else:
+        correct_from = metadata_source(correct_key)
     read_from = {
         "required": metadata_source(required_key),
-        "context": metadata_source(context_key)
-        if context_key is not None
-        else f"tool results {', '.join(tools)}"
-        if tools
-        else f"store {context_store_key()}",
-        "correct": f"scorer {name}"
-        if grader is not None
-        else f"score {label_from}"
-        if label_from is not None
-        else f"labels file {staff.path}"
-        if staff is not None
-        else metadata_source(correct_key),
+        "context": context_from,
+        "correct": correct_from,
     }
-    steps_from = (
-        metadata_source(steps_key)
-        if steps_key is not None
-        else f"tool calls {', '.join(tools)}"
-        if tools
-        else f"store {steps_store_key()}"
-    )
+    if steps_key is not None:
+        steps_from = metadata_source(steps_key)
+    else:
+        steps_from = (
+            f"tool calls {tools_named}" if tools else f"store {steps_store_key()}"
+        )
 
     def read_key(state: TaskState, record: dict[str, Any], role: str, key: str) -> None:
         watch.read_key("stage_diagnosis", state, record, role, key, _WITHOUT[role])
 
-    async def score(state: TaskState, target: Target) -> Score:
+    def read(state: TaskState) -> tuple[dict[str, Any], bool, ToolContext | None]:
+        """The record but for its label, whether its context was recorded,
+        and the tool calls read."""
         record: dict[str, Any] = {}
         read_key(state, record, "required", required_key)
         calls, recorded = None, True
@@ -239,13 +243,19 @@ def stage_diagnosis_scorer(
             read_key(state, record, "steps", steps_key)
         elif tools is None and state.store.get(steps_store_key()) is not None:
             record["steps"] = state.store.get(steps_store_key())
+        return record, recorded, calls
+
+    async def label(
+        state: TaskState, target: Target, record: dict[str, Any]
+    ) -> Score | None:
+        """Put the run's label in `record`; a grader's (or given) score, if any."""
         given: Score | None = None
         if staff is not None:
-            label = staff.label_for(state.sample_id, state.epoch)
+            found = staff.label_for(state.sample_id, state.epoch)
             unlabelled = lambda: _unlabelled_warning(state, staff)  # noqa: E731
-            watch.note("labels", label is not None, unlabelled)
-            if label is not None:
-                record["correct"] = label
+            watch.note("labels", found is not None, unlabelled)
+            if found is not None:
+                record["correct"] = found
         elif grader is not None:
             given = await grader(state, target)
         elif label_from is not None:
@@ -254,13 +264,16 @@ def stage_diagnosis_scorer(
             watch.note("label_from", given is not None, absent)
         else:
             read_key(state, record, "correct", correct_key)
+        if given is not None and label_from_value(given.value) is not None:
+            record["correct"] = label_from_value(given.value)
+        return given
+
+    async def score(state: TaskState, target: Target) -> Score:
+        record, recorded, calls = read(state)
+        given = await label(state, target, record)
         no_label = None
-        if name is not None:
-            label = label_from_value(given.value) if given is not None else None
-            if label is not None:
-                record["correct"] = label
-            else:
-                no_label = why_no_label(grader is None, name, given)
+        if name is not None and "correct" not in record:
+            no_label = why_no_label(grader is None, name, given)
         run_from = (
             {**read_from, "steps": steps_from} if "steps" in record else read_from
         )
