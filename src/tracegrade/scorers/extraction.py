@@ -86,37 +86,33 @@ def recorded_output_score(
         else "must be a text, the model's output"
     )
     invalid = InvalidRecord("output", output, problem)
-    return _itemised(_invalid(invalid, shown(output), record, read_from))
+    where: dict[str, Any] = {
+        "answer": shown(output),
+        "record": record,
+        "read_from": read_from,
+    }
+    return _itemised(_invalid(invalid, where))
 
 
 def _value_score(record: dict[str, Any], read_from: dict[str, str]) -> Score:
     """The score of a record that holds its answer as a value, read or recorded."""
     answer = shown(record["answer"]) if "answer" in record else ""
+    where: dict[str, Any] = {"answer": answer, "record": record, "read_from": read_from}
     try:
         result = grade_extraction(record)
     except InvalidRecord as invalid:
-        return _invalid(invalid, answer, record, read_from)
+        return _invalid(invalid, where)
     why = explain_extraction(record["source"], record["answer"], result)
-    if "error" in result and has_duplicates(record["source"]):
-        return _data_error(
-            "duplicate-source-id", "source", why, why, answer, result, record, read_from
-        )
-    error = None
-    if "error" in result:
-        error = ErrorInfo(
-            kind="duplicate-answer-id", side="answer", field="answer", message=why
-        )
-        value = dict(FAILED_BOTH)
-    else:
+    if "error" not in result:
         value = {"membership": result["membership"], "order": result["order"]}
+        return graded(value, explanation=why, result=result, **where)
+    if has_duplicates(record["source"]):
+        return _duplicate_source(why, result, where)
+    error = ErrorInfo(
+        kind="duplicate-answer-id", side="answer", field="answer", message=why
+    )
     return graded(
-        value,
-        answer=answer,
-        explanation=why,
-        result=result,
-        record=record,
-        read_from=read_from,
-        error=error,
+        dict(FAILED_BOTH), explanation=why, result=result, error=error, **where
     )
 
 
@@ -124,56 +120,31 @@ def _source_refusal(
     record: dict[str, Any], answer: str, read_from: dict[str, str]
 ) -> Score | None:
     """The source's own data error, if any: it wins over an unreadable answer."""
+    where: dict[str, Any] = {"answer": answer, "record": record, "read_from": read_from}
     try:
         grade_extraction(record)  # reads the source before the answer
     except InvalidRecord as invalid:
         if invalid.field != "answer":
-            return _invalid(invalid, answer, record, read_from)
+            return _invalid(invalid, where)
     if not has_duplicates(record["source"]):
         return None
     why = explain_extraction(record["source"], [], {"error": "duplicate-id"})
-    return _data_error(
-        "duplicate-source-id", "source", why, why, answer, None, record, read_from
+    return _duplicate_source(why, None, where)
+
+
+def _invalid(invalid: InvalidRecord, where: dict[str, Any]) -> Score:
+    error = ErrorInfo(
+        kind="invalid-input", side="data", field=invalid.field, message=str(invalid)
     )
+    return data_error(error, explanation=explain_invalid(invalid), result=None, **where)
 
 
-def _invalid(
-    invalid: InvalidRecord,
-    answer: str,
-    record: dict[str, Any],
-    read_from: dict[str, str],
-) -> Score:
-    why = explain_invalid(invalid)
-    return _data_error(
-        "invalid-input",
-        invalid.field,
-        str(invalid),
-        why,
-        answer,
-        None,
-        record,
-        read_from,
+def _duplicate_source(why: str, result: Any, where: dict[str, Any]) -> Score:
+    """A repeated source ID: the answer key is broken, not the answer."""
+    error = ErrorInfo(
+        kind="duplicate-source-id", side="data", field="source", message=why
     )
-
-
-def _data_error(
-    kind: str,
-    field: str | None,
-    message: str,
-    explanation: str,
-    answer: str,
-    result: Any,
-    record: dict[str, Any],
-    read_from: dict[str, str],
-) -> Score:
-    return data_error(
-        ErrorInfo(kind=kind, side="data", field=field, message=message),
-        answer=answer,
-        explanation=explanation,
-        result=result,
-        record=record,
-        read_from=read_from,
-    )
+    return data_error(error, explanation=why, result=result, **where)
 
 
 def _itemised(score: Score) -> Score:
@@ -262,7 +233,7 @@ def ordered_extraction_scorer(
         )
     watch = KeyWatch()
 
-    def where(key: str | None) -> dict[str, str]:
+    def sources(key: str | None) -> dict[str, str]:
         source = metadata_source(source_key) if source_key is not None else "target"
         return {
             "source": source,
@@ -274,13 +245,18 @@ def ordered_extraction_scorer(
         watch.read_key("ordered_extraction", state, record, role, key, consequence)
 
     async def score(state: TaskState, target: Target) -> Score:
-        read_from, record = where(answer_key), {}
+        read_from, record = sources(answer_key), {}
         if source_key is None:
             try:
                 record["source"] = source_from_target(target)
             except InvalidRecord as invalid:
                 answer = state.output.completion
-                return _itemised(_invalid(invalid, answer, record, read_from))
+                where: dict[str, Any] = {
+                    "answer": answer,
+                    "record": record,
+                    "read_from": read_from,
+                }
+                return _itemised(_invalid(invalid, where))
         else:
             read_key(state, record, "source", source_key)
         if answer_key is None:
@@ -300,7 +276,7 @@ def ordered_extraction_scorer(
             read = partial(
                 recorded_output_score,
                 record,
-                where(output_key),
+                sources(output_key),
                 output,
                 answer_too=answer_too,
             )
@@ -309,7 +285,7 @@ def ordered_extraction_scorer(
         return extraction_score(record, read_from)
 
     absent = ("itemised", "read_as") if answer_key is None else ("itemised",)
-    return record_scorer(score, read_from=where(answer_key), absent=absent)
+    return record_scorer(score, read_from=sources(answer_key), absent=absent)
 
 
 async def _off_the_loop_if_long(read: partial[Score], text: object) -> Score:
