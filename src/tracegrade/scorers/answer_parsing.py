@@ -10,6 +10,7 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ..core.fields import is_id_list
@@ -33,28 +34,21 @@ _COMMA_REMOVALS = ((), ("period",), ("marks",), ("period", "marks"))
 _ANSWER_LINE = "answer-line-"
 
 READ_AS_NAMES: frozenset[ReadAs] = frozenset(
-    {
-        "json",
-        "python-list",
-        "single-id",
-        "structured",
-        *(
-            _reading_name(base, lead_in=lead_in, removed=removed)
-            for base in ("lines", "lines-ignoring-numbers")
-            for lead_in in (False, True)
-            for removed in _LINE_REMOVALS
-        ),
-        *(
-            _reading_name("commas", lead_in=lead_in, removed=removed)
-            for lead_in in (False, True)
-            for removed in _COMMA_REMOVALS
-        ),
-        f"{_ANSWER_LINE}json",
-        f"{_ANSWER_LINE}python-list",
-        *(
-            _ANSWER_LINE + _reading_name("commas", lead_in=False, removed=removed)
-            for removed in _COMMA_REMOVALS
-        ),
+    {"json", "python-list", "single-id", "structured"}
+    | {f"{_ANSWER_LINE}json", f"{_ANSWER_LINE}python-list"}
+    | {
+        _reading_name(base, lead_in=lead_in, removed=removed)
+        for base, removals in (
+            ("lines", _LINE_REMOVALS),
+            ("lines-ignoring-numbers", _LINE_REMOVALS),
+            ("commas", _COMMA_REMOVALS),
+        )
+        for lead_in in (False, True)
+        for removed in removals
+    }
+    | {
+        _ANSWER_LINE + _reading_name("commas", lead_in=False, removed=r)
+        for r in _COMMA_REMOVALS
     }
 )
 """Every name `AnswerReading.read_as` can take."""
@@ -213,19 +207,15 @@ class _Layout:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._starts: array[int] | None = None
 
-    @property
+    @cached_property
     def starts(self) -> array[int]:
         """The offset where each line starts, and the text's length."""
-        if self._starts is None:
-            starts = array("q", [0])
-            for line_break in _LINE_BREAK.finditer(self.text):
-                starts.append(line_break.end())
-            if starts[-1] != len(self.text):
-                starts.append(len(self.text))
-            self._starts = starts
-        return self._starts
+        starts = array("q", [0])
+        starts.extend(found.end() for found in _LINE_BREAK.finditer(self.text))
+        if starts[-1] != len(self.text):
+            starts.append(len(self.text))
+        return starts
 
     def line_of(self, offset: int) -> int:
         starts = self.starts
