@@ -411,62 +411,32 @@ SECOND = {"id": "d2", "kind": "memo", "text": "A1, B2", "source": ["A1", "B2"]}
 
 
 def test_your_own_documents_become_the_samples(tmp_path: Path) -> None:
-    """One eval of five documents. A lone ID is read when it holds a digit;
-    one without a digit is unreadable alone (it could be a one-word reply
-    like "None"), and read when given as a JSON array."""
-    one_id = {
-        # id: (text, its one ID, the reply)
-        "digit": ("Only MSCU1234565 was loaded.", "MSCU1234565", "MSCU1234565"),
-        "no-digit": ("Only req-ebafad failed.", "req-ebafad", "req-ebafad"),
-        "no-digit-json": ("Only req-bfedec failed.", "req-bfedec", '["req-bfedec"]'),
-    }
     dataset = write_documents(
-        tmp_path / "docs.jsonl",
-        [
-            GOOD,
-            {**SECOND, "target": "codes"},
-            *(
-                {"id": i, "text": text, "source": [only], "target": "IDs"}
-                for i, (text, only, _) in one_id.items()
-            ),
-        ],
+        tmp_path / "docs.jsonl", [GOOD, {**SECOND, "target": "codes"}]
     )
     task = ordered_extraction(dataset=dataset)
-    assert [sample.id for sample in task.dataset] == ["d1", "d2", *one_id]
+    assert [sample.id for sample in task.dataset] == ["d1", "d2"]
     assert task.dataset[1].metadata == {
         "source": ["A1", "B2"],
         "kind": "memo",
         "target": "codes",
     }
     log = run_live(
-        {
-            "d1": ['["B2", "A1"]'],
-            "d2": ["B2\nA1"],
-            **{i: [reply] for i, (_, _, reply) in one_id.items()},
-        },
+        {"d1": ['["B2", "A1"]'], "d2": ["B2\nA1"]},
         tmp_path,
-        texts={
-            "d1": "B2 then A1",
-            "d2": "A1, B2",
-            **{i: text for i, (text, _, _) in one_id.items()},
-        },
+        texts={"d1": "B2 then A1", "d2": "A1, B2"},
         task_args={"dataset": dataset},
     )
-    assert log.samples is not None
     graded = {
         sample.id: (
             (sample.scores or {})["ordered_extraction"].value,
             ((sample.scores or {})["ordered_extraction"].metadata or {})["read_as"],
         )
-        for sample in log.samples
+        for sample in log.samples or []
     }
-    both = {"membership": True, "order": True}
     assert graded == {
-        "d1": (both, "json"),
+        "d1": ({"membership": True, "order": True}, "json"),
         "d2": ({"membership": True, "order": False}, "lines"),
-        "digit": (both, "single-id"),
-        "no-digit": ({"membership": False, "order": False}, None),
-        "no-digit-json": (both, "json"),
     }
 
 
