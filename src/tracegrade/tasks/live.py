@@ -102,38 +102,16 @@ def prompt_template(prompt: str | None) -> str:
     return template
 
 
-def render_prompt(template: str, document: SourceDocument) -> str:
-    """The template filled in one pass, so a document's own "{target}" stays."""
+def _sample(document: SourceDocument, template: str) -> Sample:
+    """One document's sample: the template filled in one pass (so a document's
+    own "{target}" stays), the source as target."""
     values = {"document": document.text, "target": document.target}
-    return _PLACEHOLDER.sub(lambda match: values[match.group(1)], template)
-
-
-def document_sample(document: SourceDocument, template: str) -> Sample:
-    """The sample for one document: the filled prompt, the source as target."""
     kind = {"kind": document.kind} if document.kind is not None else {}
     return Sample(
         id=document.id,
-        input=render_prompt(template, document),
+        input=_PLACEHOLDER.sub(lambda found: values[found.group(1)], template),
         target=canonical_json(document.source),
         metadata={"source": document.source, **kind, "target": document.target},
-    )
-
-
-def extraction_documents_dataset(
-    path: str | Path | None = None, prompt: str | None = None
-) -> MemoryDataset:
-    """One sample per document; a bad line or prompt is refused before any runs."""
-    template = prompt_template(prompt)
-    source = (
-        path if path is not None else packaged_fixture("extraction_documents.jsonl")
-    )
-    return MemoryDataset(
-        [
-            document_sample(document, template)
-            for document in read_source_documents(source)
-        ],
-        name="extraction_documents",
-        location=str(source),
     )
 
 
@@ -163,8 +141,14 @@ def ordered_extraction(
             kwargs,
             TaskArgumentError,
         )
+        template = prompt_template(prompt)
+        documents = "extraction_documents.jsonl"
+        source = dataset if dataset is not None else packaged_fixture(documents)
+        samples = [_sample(doc, template) for doc in read_source_documents(source)]
         return Task(
-            dataset=extraction_documents_dataset(dataset, prompt),
+            dataset=MemoryDataset(
+                samples, name="extraction_documents", location=str(source)
+            ),
             solver=generate(),
             scorer=ordered_extraction_scorer(
                 structured_key=STRUCTURED_KEY if structured else None
