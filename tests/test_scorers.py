@@ -134,17 +134,6 @@ def test_the_lucky_answer_gap_reads_like_the_document() -> None:
     }
 
 
-def test_an_unrecorded_context_says_so_rather_than_field_missing() -> None:
-    record = {"required": ["D1"], "correct": True}
-    score = diagnosis_score(record, stage_read_from(), context_recorded=False)
-    assert is_unscored(score)
-    assert score.metadata is not None
-    assert score.metadata["error"]["field"] == "context"
-    assert score.explanation is not None
-    assert "never recorded" in score.explanation
-    assert "RetrievalTrace.context" in score.explanation
-
-
 def test_a_null_context_is_called_null_not_missing() -> None:
     """`"context": null` in a replayed record, or an unset RetrievalTrace."""
     record = {"required": ["D1"], "context": None, "correct": True}
@@ -202,51 +191,13 @@ def test_every_packaged_extraction_case_is_scored_as_documented(
             assert metadata["error"]["side"] == "answer"
 
 
-@pytest.mark.parametrize("case", EXTRACTION_CASES, ids=lambda case: case.id)
-def test_packaged_answers_graded_from_output_text(case: FixtureCase) -> None:
-    """The same cases with the answer as model output: an answer of the wrong
-    type is now the model's unreadable answer, not the data's error."""
-    record = {key: value for key, value in case.input.items() if key != "answer"}
-    answer = case.input.get("answer")
-    text = "" if "answer" not in case.input else canonical_json(answer)
-    score = extraction_score(
-        record, {"source": "s", "answer": "output"}, answer_text=text
-    )
-    assert case.expected is not None
-    answer_is_id_list = isinstance(answer, list) and all(
-        isinstance(item, str) for item in answer
-    )
-    invalid = case.expected.get("invalid", "")
-    if answer_is_id_list or (invalid and not invalid.startswith("answer")):
-        check_case(case, score)
-    else:
-        assert score.value == {"membership": False, "order": False}, case.id
-        assert error_kind(score) == "unreadable-answer"
-        assert score.metadata is not None and score.metadata["result"] is None
-
-
-def test_an_unreadable_answer_fails_both_criteria() -> None:
-    score = extraction_score(
-        {"source": ["C", "A", "B"]}, {}, answer_text="I think it is C then A then B."
-    )
-    assert score.value == {"membership": False, "order": False}
-    assert error_kind(score) == "unreadable-answer"
-    assert score.answer == "I think it is C then A then B."
-    assert score.explanation is not None
-    assert score.explanation.startswith("The answer cannot be read as a list of IDs")
-    assert score.metadata is not None
-    assert score.metadata["error"]["side"] == "answer"
-
-
 def test_a_broken_source_outranks_an_unreadable_answer() -> None:
     repeated = extraction_score({"source": ["A", "A"]}, {}, answer_text="no list")
     assert is_unscored(repeated)
     assert error_kind(repeated) == "duplicate-source-id"
     missing = extraction_score({}, {}, answer_text="no list")
-    assert is_unscored(missing)
     assert error_kind(missing) == "invalid-input"
-    assert missing.metadata is not None
-    assert missing.metadata["error"]["field"] == "source"
+    assert (missing.metadata or {})["error"]["field"] == "source"
 
 
 # --- itemised: what exactly a graded answer got wrong -------------------------
@@ -256,8 +207,6 @@ def test_a_broken_source_outranks_an_unreadable_answer() -> None:
     ("source", "answer"),
     [
         (["C", "A", "B"], ["A", "B", "C"]),
-        (["A", "B", "C", "D"], ["A", "C", "B", "D"]),
-        (["\u00e9", "e\u0301"], ["e\u0301", "\u00e9"]),
     ],
 )
 def test_the_first_order_break_is_the_position_the_explanation_names(
@@ -297,10 +246,8 @@ def test_an_answer_read_from_output_is_itemised_as_read() -> None:
 @pytest.mark.parametrize(
     ("record", "answer_text", "reason"),
     [
-        ({"source": ["C", "A", "B"]}, "I cannot find any IDs.", "unreadable-answer"),
         ({"source": ["C", "A", "B"]}, '["C", "A", "A"]', "duplicate-answer-id"),
         ({"source": ["A", "A"]}, '["A"]', "duplicate-source-id"),
-        ({"source": ["A", 1]}, '["A"]', "invalid-input"),
     ],
 )
 def test_answers_the_rules_do_not_grade_are_not_itemised(
@@ -479,6 +426,7 @@ def test_a_stage_run_with_nothing_in_retrieval_trace_is_invalid_input() -> None:
     assert is_unscored(score)
     assert error_kind(score) == "invalid-input"
     assert score.explanation is not None and "never recorded" in score.explanation
+    assert "RetrievalTrace.context" in score.explanation
 
 
 def test_the_stage_scorer_reads_configured_metadata_keys() -> None:
@@ -503,16 +451,6 @@ def test_the_extraction_scorer_reads_output_and_target() -> None:
     assert score.metadata["read_from"] == {"source": "target", "answer": "output"}
 
 
-def test_a_target_that_is_not_a_json_array_is_invalid_input() -> None:
-    state = task_state({}, completion='["C"]', target="C, A, B")
-    score = run(ordered_extraction_scorer(source_key=None), state)
-    assert is_unscored(score)
-    assert score.metadata is not None
-    assert score.metadata["error"]["field"] == "source"
-    assert error_kind(score) == "invalid-input"
-    assert score.metadata["itemised"] is None
-
-
 def test_a_list_target_is_quoted_as_written_not_as_its_joined_text() -> None:
     """Inspect's `Target.text` of `["C", "A", "B"]` is "CAB", which no one wrote."""
     state = task_state({}, completion='["C", "A", "B"]')
@@ -525,6 +463,8 @@ def test_a_list_target_is_quoted_as_written_not_as_its_joined_text() -> None:
     assert message.endswith('not of IDs, got ["C", "A", "B"]')
     assert "must be one JSON array of string IDs in the target's text" in message
     assert "CAB" not in message
+    assert error_kind(score) == "invalid-input"
+    assert score.metadata["itemised"] is None
 
 
 def test_the_extraction_scorer_reads_recorded_answers_from_metadata() -> None:
@@ -550,11 +490,6 @@ STAGE_ARGUMENTS = (
             stage_diagnosis_scorer,
             {"required_key": 7},
             "required_key must be one sample metadata key, a non-empty string, got 7",
-        ),
-        (
-            stage_diagnosis_scorer,
-            {"correct_key": " "},
-            'correct_key must be one sample metadata key, a non-empty string, got " "',
         ),
         (
             stage_diagnosis_scorer,
