@@ -118,48 +118,15 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
         lambda ids: as_json(ids[:1] + ids[2:]),
         ((False, False), "json", None),
     ),
-    "extra": (
-        pick("log_excerpt", 0),
-        lambda ids: as_json([*ids, "req-000000"]),
-        ((False, False), "json", None),
-    ),
     "repeated": (
         pick("invoice_register", 0),
         lambda ids: as_json([*ids, ids[0]]),
         ((False, False), "json", "duplicate-answer-id"),
     ),
-    "fenced": (
-        pick("lab_sample_sheet", 0),
-        lambda ids: "```json\n" + as_json(ids, indent=2) + "\n```",
-        ((True, True), "json", None),
-    ),
-    "prose": (
-        pick("commit_list", 0),
-        lambda ids: f"Here are the commit hashes, in order: {as_json(ids)}. Done!",
-        ((True, True), "json", None),
-    ),
-    "one_per_line": (
-        pick("test_run_report", 0),
-        lambda ids: "\n".join(f"{n}. {i}" for n, i in enumerate(ids, 1)),
-        ((True, True), "lines", None),
-    ),
-    "lead_in": (
-        pick("lab_sample_sheet", 1),
-        lambda ids: (
-            "Here are the IDs, in document order:\n\n"
-            + "\n".join(f"- {i}" for i in ids)
-        ),
-        ((True, True), "lead-in-lines", None),
-    ),
     "comma_list": (
         pick("shipping_manifest", 1),
         lambda ids: ", ".join(ids),
         ((True, True), "commas", None),
-    ),
-    "python_list": (
-        pick("invoice_register", 2),
-        lambda ids: repr(ids),
-        ((True, True), "python-list", None),
     ),
     "lone_id": (
         pick("test_run_report", 1),
@@ -179,22 +146,6 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
     "structured_with_a_note": (
         pick("log_excerpt", 3),
         lambda ids: json.dumps({"ids": ids, "note": "checked"}),
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "answer_line": (
-        pick("citation_list", 4),
-        lambda ids: (
-            f"The document cites {ids[-1]} last and {ids[0]} first. Sorted, "
-            f"they would be {json.dumps(sorted(ids))}.\nANSWER: {json.dumps(ids)}"
-        ),
-        ((True, True), "answer-line-json", None),
-    ),
-    "echo": (
-        pick("shipping_manifest", 3),
-        lambda ids: (
-            f"Source order per the document: {json.dumps(ids)}\n"
-            f"My answer (sorted): {sorted(ids)!r}"
-        ),
         ((False, False), None, "unreadable-answer"),
     ),
 }
@@ -237,14 +188,6 @@ def test_each_answer_is_graded_per_sample(live_log: EvalLog, case: str) -> None:
             assert metadata["result"] == {"membership": membership, "order": order}
         else:
             assert metadata["result"] == {"error": "duplicate-id"}
-
-
-def test_a_lone_id_is_read_as_a_one_id_list(live_log: EvalLog) -> None:
-    """The packaged documents each hold several IDs, so the lone ID fails
-    membership; what matters here is that it was read, not refused."""
-    document_id = CASES["lone_id"][0]
-    score = (sample_of(live_log, document_id).scores or {})["ordered_extraction"]
-    assert json.loads(score.answer or "") == source(document_id)[:1]
 
 
 def test_the_metrics_count_each_case_once(live_log: EvalLog) -> None:
@@ -347,38 +290,26 @@ def test_structured_output_is_asked_for_unless_turned_off(
         assert "is no list of string IDs" in (score.explanation or "")
 
 
-def test_a_prompt_string_replaces_the_default() -> None:
+def test_a_prompt_string_or_file_replaces_the_default_filled_once(
+    tmp_path: Path,
+) -> None:
     document = DOCUMENTS[0]
     text = first_input({"prompt": "IDs ({target}) of: {document} {json}"})
     assert text == f"IDs ({document.target}) of: {document.text} {{json}}"
-
-
-def test_a_prompt_file_replaces_the_default(tmp_path: Path) -> None:
     path = tmp_path / "prompt.txt"
-    path.write_text("Give {target} as JSON.\n---\n{document}\n", encoding="utf-8")
-    document = DOCUMENTS[0]
-    assert first_input({"prompt": str(path)}) == (
-        f"Give {document.target} as JSON.\n---\n{document.text}\n"
+    path.write_text("{target}: {document}\n", encoding="utf-8")
+    dataset = write_documents(
+        tmp_path / "docs.jsonl",
+        [{"id": "d", "text": "see {target} A1", "source": ["A1"], "target": "keys"}],
     )
-
-
-def test_placeholders_are_filled_once(tmp_path: Path) -> None:
-    dataset = tmp_path / "docs.jsonl"
-    dataset.write_text(
-        json.dumps(
-            {"id": "d", "text": "see {target} A1", "source": ["A1"], "target": "keys"}
-        )
-        + "\n"
-    )
-    text = first_input({"dataset": str(dataset), "prompt": "{target}: {document}"})
-    assert text == "keys: see {target} A1"
+    text = first_input({"dataset": dataset, "prompt": str(path)})
+    assert text == "keys: see {target} A1\n"
 
 
 @pytest.mark.parametrize(
     ("prompt", "message"),
     [
         ("List the IDs in order.", "has no {document} placeholder and names no"),
-        ("", "has no {document} placeholder"),
     ],
 )
 def test_a_prompt_without_the_document_fails_when_the_task_is_built(
@@ -444,7 +375,6 @@ def test_your_own_documents_become_the_samples(tmp_path: Path) -> None:
     ("line", "problem"),
     [
         ("{", "line 2: not valid JSON"),
-        ({**GOOD, "sources": []}, 'line 2: unknown field "sources"'),
         ({**GOOD, "id": "d1"}, 'line 2: id "d1" is already used on line 1'),
         ({**GOOD, "id": "d2", "source": ["A1", "A1"]}, "'source\\[1\\]' .*repeats"),
     ],
