@@ -172,10 +172,12 @@ def test_stage_modes_count_each_sample_once_by_its_commonest_stage() -> None:
     }
 
 
-def test_stage_shares_refuse_a_value_that_is_not_a_stage() -> None:
+def test_shares_refuse_a_value_of_the_other_task() -> None:
     # What the default mean reducer would have handed a reduced metric.
     with pytest.raises(ValueError, match=r"got 0\.0"):
         compute(stage_shares(), [sample_score(0.0)])
+    with pytest.raises(ValueError, match=r"got 'pass'"):
+        compute(criteria_shares(), [sample_score("pass")])
 
 
 def test_lucky_answers_are_retrieval_gaps_labelled_correct() -> None:
@@ -233,11 +235,6 @@ def test_criteria_shares_are_the_accuracies_of_each_key() -> None:
     }
 
 
-def test_criteria_shares_refuse_a_value_that_is_not_an_extraction() -> None:
-    with pytest.raises(ValueError, match=r"got 'pass'"):
-        compute(criteria_shares(), [sample_score("pass")])
-
-
 def test_scored_runs_count_what_reaches_the_metrics() -> None:
     assert compute(scored_runs(), [sample_score("pass")] * 3) == {"scored_runs": 3}
 
@@ -272,37 +269,28 @@ def test_metrics_accept_an_empty_list() -> None:
 
 @pytest.fixture(scope="module")
 def stage_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
-    """The packaged stage task evaluated once, one epoch, for the tests
-    that read the same run."""
-    return run(stage_diagnosis(dataset="edge-cases"), tmp_path_factory.mktemp("stage"))
-
-
-@pytest.mark.parametrize(
-    "epochs", [1, Epochs(3, ["mean", "mode"])], ids=["1", "3-mean-and-mode"]
-)
-def test_stage_metrics_survive_epochs(
-    request: pytest.FixtureRequest, tmp_path: Path, epochs: int | Epochs
-) -> None:
-    one_epoch = epochs == 1
-    log = (
-        request.getfixturevalue("stage_log")
-        if one_epoch
-        else run(stage_diagnosis(dataset="edge-cases"), tmp_path, epochs)
+    """The packaged stage task over three epochs, reduced by mean and mode."""
+    return run(
+        stage_diagnosis(dataset="edge-cases"),
+        tmp_path_factory.mktemp("stage"),
+        Epochs(3, ["mean", "mode"]),
     )
-    runs = 1 if one_epoch else 3
-    (score,) = scores_by_name(log).values()
+
+
+def test_stage_metrics_survive_epochs(stage_log: EvalLog) -> None:
+    (score,) = scores_by_name(stage_log).values()
     values = metric_values(score)
     for stage, share in expected_stage_shares().items():
         assert values[stage] == pytest.approx(share)
     # Unreduced metrics count runs: each sample contributes one per epoch.
-    assert values["lucky_answers"] == expected_lucky() * runs
+    assert values["lucky_answers"] == expected_lucky() * 3
     data_errors = sum(
         1
         for case in STAGE_CASES
         if case.expected is not None and "stage" not in case.expected
     )
-    assert score.unscored_samples == data_errors * runs
-    assert score.scored_samples == (len(STAGE_CASES) - data_errors) * runs
+    assert score.unscored_samples == data_errors * 3
+    assert score.scored_samples == (len(STAGE_CASES) - data_errors) * 3
     assert values["scored_runs"] == score.scored_samples
 
 
@@ -322,15 +310,13 @@ def test_the_headline_is_the_pass_share(stage_log: EvalLog) -> None:
         ]
 
 
-@pytest.mark.parametrize("epochs", [1, Epochs(3, "mode")], ids=["1", "3-mode"])
-def test_extraction_metrics_survive_epochs(
-    tmp_path: Path, epochs: int | Epochs
-) -> None:
+def test_extraction_metrics_survive_epochs(tmp_path: Path) -> None:
+    epochs = Epochs(3, "mode")
     log = run(ordered_extraction_recorded(), tmp_path, epochs)
-    runs = 1 if epochs == 1 else 3
+    runs = 3
     membership, order, answer_duplicates, data_errors = expected_extraction()
     scores = scores_by_name(log)
-    reducer = "mode" if isinstance(epochs, Epochs) else "mean"
+    reducer = "mode"
     assert metric_values(scores[("membership", reducer)])["accuracy"] == pytest.approx(
         membership
     )
