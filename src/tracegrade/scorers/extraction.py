@@ -15,10 +15,17 @@ from ..lines import strict_json_loads
 from .answer_parsing import UnreadableAnswer, read_answer_ids
 from .arguments import ScorerArgumentError, check_key, refuse_unknown_arguments
 from .common import record_scorer
-from .explain import explain_extraction, explain_invalid, explain_unreadable
+from .explain import explain_extraction, explain_unreadable
 from .key_warnings import KeyWatch
 from .metrics import answer_failures, criteria_shares, scored_runs
-from .outcome import ErrorInfo, data_error, graded, metadata_source, shown
+from .outcome import (
+    data_error,
+    error_info,
+    graded,
+    invalid_score,
+    metadata_source,
+    shown,
+)
 
 READ_IN_THREAD_CHARACTERS = 100_000
 """An output at least this long is read in a worker thread, off the event loop."""
@@ -39,7 +46,6 @@ def extraction_score(
     model's failure); without it, `record` holds a recorded answer."""
     if answer_text is None:
         return _itemised(_value_score(record, read_from))
-    read_as = None
     try:
         reading = read_answer_ids(answer_text, structured_key=structured_key)
     except Exception as failure:
@@ -48,18 +54,19 @@ def extraction_score(
         if not isinstance(failure, UnreadableAnswer):
             name = type(failure).__name__
             problem = f"the answer could not be read ({name}: {failure})"
-        error = ErrorInfo(
-            kind="unreadable-answer", side="answer", field="answer", message=problem
-        )
-        score = _source_refusal(record, answer_text, read_from) or graded(
+        where: dict[str, Any] = {
+            "answer": answer_text,
+            "record": record,
+            "read_from": read_from,
+        }
+        score = _source_refusal(record, where) or graded(
             dict(FAILED_BOTH),
-            answer=answer_text,
             explanation=explain_unreadable(problem),
             result=None,
-            record=record,
-            read_from=read_from,
-            error=error,
+            error=error_info("unreadable-answer", "answer", "answer", problem),
+            **where,
         )
+        read_as = None
     else:
         score = _value_score({**record, "answer": reading.ids}, read_from)
         read_as = reading.read_as
@@ -86,12 +93,9 @@ def recorded_output_score(
         else "must be a text, the model's output"
     )
     invalid = InvalidRecord("output", output, problem)
-    where: dict[str, Any] = {
-        "answer": shown(output),
-        "record": record,
-        "read_from": read_from,
-    }
-    return _itemised(_invalid(invalid, where))
+    where: dict[str, Any] = {"answer": shown(output), "record": record}
+    where["read_from"] = read_from
+    return _itemised(invalid_score(invalid, **where))
 
 
 def _value_score(record: dict[str, Any], read_from: dict[str, str]) -> Score:
@@ -101,49 +105,35 @@ def _value_score(record: dict[str, Any], read_from: dict[str, str]) -> Score:
     try:
         result = grade_extraction(record)
     except InvalidRecord as invalid:
-        return _invalid(invalid, where)
+        return invalid_score(invalid, **where)
     why = explain_extraction(record["source"], record["answer"], result)
     if "error" not in result:
         value = {"membership": result["membership"], "order": result["order"]}
         return graded(value, explanation=why, result=result, **where)
     if has_duplicates(record["source"]):
         return _duplicate_source(why, result, where)
-    error = ErrorInfo(
-        kind="duplicate-answer-id", side="answer", field="answer", message=why
-    )
+    error = error_info("duplicate-answer-id", "answer", "answer", why)
     return graded(
         dict(FAILED_BOTH), explanation=why, result=result, error=error, **where
     )
 
 
-def _source_refusal(
-    record: dict[str, Any], answer: str, read_from: dict[str, str]
-) -> Score | None:
+def _source_refusal(record: dict[str, Any], where: dict[str, Any]) -> Score | None:
     """The source's own data error, if any: it wins over an unreadable answer."""
-    where: dict[str, Any] = {"answer": answer, "record": record, "read_from": read_from}
     try:
         grade_extraction(record)  # reads the source before the answer
     except InvalidRecord as invalid:
         if invalid.field != "answer":
-            return _invalid(invalid, where)
+            return invalid_score(invalid, **where)
     if not has_duplicates(record["source"]):
         return None
     why = explain_extraction(record["source"], [], {"error": "duplicate-id"})
     return _duplicate_source(why, None, where)
 
 
-def _invalid(invalid: InvalidRecord, where: dict[str, Any]) -> Score:
-    error = ErrorInfo(
-        kind="invalid-input", side="data", field=invalid.field, message=str(invalid)
-    )
-    return data_error(error, explanation=explain_invalid(invalid), result=None, **where)
-
-
 def _duplicate_source(why: str, result: Any, where: dict[str, Any]) -> Score:
     """A repeated source ID: the answer key is broken, not the answer."""
-    error = ErrorInfo(
-        kind="duplicate-source-id", side="data", field="source", message=why
-    )
+    error = error_info("duplicate-source-id", "data", "source", why)
     return data_error(error, explanation=why, result=result, **where)
 
 
@@ -251,12 +241,9 @@ def ordered_extraction_scorer(
                 record["source"] = source_from_target(target)
             except InvalidRecord as invalid:
                 answer = state.output.completion
-                where: dict[str, Any] = {
-                    "answer": answer,
-                    "record": record,
-                    "read_from": read_from,
-                }
-                return _itemised(_invalid(invalid, where))
+                where: dict[str, Any] = {"answer": answer, "record": record}
+                where["read_from"] = read_from
+                return _itemised(invalid_score(invalid, **where))
         else:
             read_key(state, record, "source", source_key)
         if answer_key is None:

@@ -7,7 +7,7 @@ from typing import Any, TypedDict
 
 from inspect_ai.scorer import Score, Value
 
-from ..core import canonical_json
+from ..core import InvalidRecord, canonical_json
 from ..core.errors import quote
 from ..schema import ErrorSide
 
@@ -29,6 +29,10 @@ class ErrorInfo(TypedDict):
     side: ErrorSide
     field: str | None
     message: str
+
+
+def error_info(kind: str, side: ErrorSide, field: str | None, msg: str) -> ErrorInfo:
+    return ErrorInfo(kind=kind, side=side, field=field, message=msg)
 
 
 def error_kind(score: Score) -> str | None:
@@ -53,6 +57,38 @@ def metadata_source(key: str) -> str:
     return f"metadata[{json.dumps(key)}]"
 
 
+def graded(
+    value: Value | None,
+    *,
+    answer: str | None,
+    explanation: str,
+    result: Any,
+    record: dict[str, Any],
+    read_from: dict[str, str],
+    error: ErrorInfo | None = None,
+) -> Score:
+    """A stage, a grade or an answer failure; a None `value` is unscored, its
+    record's values that are no JSON kept as quotes so the log serialises."""
+    if value is None:
+        record = {k: v if _is_json(v) else quote(v) for k, v in record.items()}
+    metadata = {"result": result, "record": record, "read_from": read_from}
+    return _score(value, error, answer, explanation, {**metadata, "error": error})
+
+
+def data_error(error: ErrorInfo, **where: Any) -> Score:
+    """An unscored sample: the data, not the model, is at fault."""
+    return graded(None, error=error, **where)
+
+
+def invalid_score(invalid: InvalidRecord, **where: Any) -> Score:
+    """A record outside the contract: unscored, not graded."""
+    why = (
+        f"The record is outside the evaluators' contract: {invalid}; it is not graded."
+    )
+    error = error_info("invalid-input", "data", invalid.field, str(invalid))
+    return data_error(error, explanation=why, result=None, **where)
+
+
 def _score(
     value: Value | None,
     error: ErrorInfo | None,
@@ -70,39 +106,6 @@ def _score(
     return Score(
         value=value, answer=answer, explanation=explanation, metadata=metadata, **reason
     )
-
-
-def graded(
-    value: Value,
-    *,
-    answer: str | None,
-    explanation: str,
-    result: Any,
-    record: dict[str, Any],
-    read_from: dict[str, str],
-    error: ErrorInfo | None = None,
-) -> Score:
-    """A score that counts: a stage, a grade, or an answer failure."""
-    metadata = {"result": result, "record": record, "read_from": read_from}
-    return _score(value, error, answer, explanation, {**metadata, "error": error})
-
-
-def data_error(
-    error: ErrorInfo,
-    *,
-    answer: str | None,
-    explanation: str,
-    result: Any,
-    record: dict[str, Any],
-    read_from: dict[str, str],
-) -> Score:
-    """An unscored sample: the data, not the model, is at fault. A value that
-    is no JSON is kept as a quote of it, so the log still serialises."""
-    kept = {
-        key: item if _is_json(item) else quote(item) for key, item in record.items()
-    }
-    metadata = {"result": result, "record": kept, "read_from": read_from}
-    return _score(None, error, answer, explanation, {**metadata, "error": error})
 
 
 def _is_json(value: Any) -> bool:
@@ -123,7 +126,7 @@ def run_error(
     """A run that failed before an answer existed: nothing is read or graded;
     `absent` names the scorer's own metadata keys, None here."""
     cut = message if len(message) <= _SHOWN_ERROR else message[:_SHOWN_ERROR] + "..."
-    error = ErrorInfo(kind="sample-error", side="run", field=None, message=message)
+    error = error_info("sample-error", "run", None, message)
     return _score(
         None,
         error,

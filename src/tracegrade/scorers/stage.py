@@ -21,12 +21,7 @@ from .arguments import (
     tool_names,
 )
 from .common import record_scorer
-from .explain import (
-    explain_invalid,
-    explain_lost,
-    explain_stage,
-    explain_unrecorded_context,
-)
+from .explain import explain_lost, explain_stage, explain_unrecorded_context
 from .grader import (
     LabelScorerError,
     grader_metadata,
@@ -45,7 +40,14 @@ from .metrics import (
     stage_shares,
     step_recall,
 )
-from .outcome import ErrorInfo, data_error, graded, metadata_source, shown
+from .outcome import (
+    data_error,
+    error_info,
+    graded,
+    invalid_score,
+    metadata_source,
+    shown,
+)
 from .store import context_store_key, steps_store_key
 from .transcript import ToolContext, read_tool_context
 
@@ -75,28 +77,18 @@ def diagnosis_score(
     says why a grader gave no label; `calls` are the tool calls read."""
     answer = output or (shown(record["context"]) if "context" in record else None)
     shares = {"recall": stage_recall(record), "precision": stage_precision(record)}
+    where: dict[str, Any] = {"answer": answer, "record": record}
+    where["read_from"] = read_from
     try:
         if calls is not None and calls.problem is not None:
             raise calls.problem
         result = diagnose_stage(record)
         steps = read_steps(record)
     except InvalidRecord as invalid:
+        score = invalid_score(invalid, **where)
         if invalid.field == "context" and not context_recorded:
             null = "context" in record and record["context"] is None
-            why = explain_unrecorded_context(recorded_null=null)
-        else:
-            why = explain_invalid(invalid)
-        error = ErrorInfo(
-            kind="invalid-input", side="data", field=invalid.field, message=str(invalid)
-        )
-        score = data_error(
-            error,
-            answer=answer,
-            explanation=why,
-            result=None,
-            record=record,
-            read_from=read_from,
-        )
+            score.explanation = explain_unrecorded_context(recorded_null=null)
         assert score.metadata is not None
         score.metadata.update(shares)
         return score
@@ -114,26 +106,10 @@ def diagnosis_score(
         why += " " + explain_lost(lost, steps, record["context"])
     why += calls.note() if calls is not None else ""
     if "error" in result:
-        error = ErrorInfo(
-            kind="answer-label", side="data", field="correct", message=why
-        )
-        score = data_error(
-            error,
-            answer=answer,
-            explanation=why,
-            result=result,
-            record=record,
-            read_from=read_from,
-        )
+        error = error_info("answer-label", "data", "correct", why)
+        score = data_error(error, explanation=why, result=result, **where)
     else:
-        score = graded(
-            result["stage"],
-            answer=answer,
-            explanation=why,
-            result=result,
-            record=record,
-            read_from=read_from,
-        )
+        score = graded(result["stage"], explanation=why, result=result, **where)
     assert score.metadata is not None
     score.metadata.update(shares)
     if lost is not None:
