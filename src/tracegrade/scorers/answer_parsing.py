@@ -23,32 +23,32 @@ MAX_ANSWER_CHARACTERS = 1_000_000
 """A longer answer is unreadable as too long, and is not scanned."""
 
 
-def _reading_name(base: str, *, lead_in: bool, removed: Sequence[str] = ()) -> ReadAs:
+def _reading_name(
+    base: str, lead_in: object = False, period: object = None, mark: object = None
+) -> ReadAs:
     """E.g. `lead-in-lines-with-periods-and-marks`; see docs/answer-formats.md."""
+    periods = "periods" if base.startswith("lines") else "period"
+    removed = [name for name, done in ((periods, period), ("marks", mark)) if done]
     name = f"lead-in-{base}" if lead_in else base
     return f"{name}-with-{'-and-'.join(removed)}" if removed else name
 
 
-_LINE_REMOVALS = ((), ("periods",), ("marks",), ("periods", "marks"))
-_COMMA_REMOVALS = ((), ("period",), ("marks",), ("period", "marks"))
 _ANSWER_LINE = "answer-line-"
-
+_BOTH = (False, True)
 READ_AS_NAMES: frozenset[ReadAs] = frozenset(
     {"json", "python-list", "single-id", "structured"}
     | {f"{_ANSWER_LINE}json", f"{_ANSWER_LINE}python-list"}
     | {
-        _reading_name(base, lead_in=lead_in, removed=removed)
-        for base, removals in (
-            ("lines", _LINE_REMOVALS),
-            ("lines-ignoring-numbers", _LINE_REMOVALS),
-            ("commas", _COMMA_REMOVALS),
-        )
-        for lead_in in (False, True)
-        for removed in removals
+        _reading_name(base, lead_in, period, mark)
+        for base in ("lines", "lines-ignoring-numbers", "commas")
+        for lead_in in _BOTH
+        for period in _BOTH
+        for mark in _BOTH
     }
     | {
-        _ANSWER_LINE + _reading_name("commas", lead_in=False, removed=r)
-        for r in _COMMA_REMOVALS
+        _ANSWER_LINE + _reading_name("commas", False, p, m)
+        for p in _BOTH
+        for m in _BOTH
     }
 )
 """Every name `AnswerReading.read_as` can take."""
@@ -236,10 +236,6 @@ class _Lines:
         self.texts: list[str] = []
         self.pieces: dict[int, tuple[str, ...]] = {}
         self._blank = False
-        if not starts:
-            for number, line in enumerate(layout.text.splitlines(), 1):
-                self._add(number, line.strip())
-            return
         text = layout.text
         literal = 0
         bounds = layout.starts
@@ -588,14 +584,10 @@ def _add_answer_lines(layout: _Layout, found: _Candidates) -> None:
         refusal = _doubtful(listed.ids)
         if refusal is not None:
             raise UnreadableAnswer(f"{said}: {refusal}")
-        removed = _removed(("period", listed.period), ("marks", listed.mark))
-        read_as = _ANSWER_LINE + _reading_name("commas", lead_in=False, removed=removed)
+        read_as = _ANSWER_LINE + _reading_name(
+            "commas", False, listed.period, listed.mark
+        )
         found.add(_Candidate(listed.ids, read_as, number))
-
-
-def _removed(*done: tuple[str, object]) -> list[str]:
-    """The names of what was removed from every item, for `read_as`."""
-    return [name for name, removed in done if removed]
 
 
 # --- Bare lists: lines of one ID each, comma lists, one ID ----------------------
@@ -680,8 +672,7 @@ def _run_candidate(run: _Run) -> _Candidate:
     refusal, lead_in = _whole_text_refusal(lines, run.first, end, lead_in_allowed=True)
     refusal = refusal or _lead_in_refusal(lead_in, ids)
     base = "lines" if run.counted else "lines-ignoring-numbers"
-    removed = _removed(("periods", head.period), ("marks", head.mark))
-    read_as = _reading_name(base, lead_in=lead_in is not None, removed=removed)
+    read_as = _reading_name(base, lead_in is not None, head.period, head.mark)
     return _Candidate(ids, read_as, number, refusal)
 
 
@@ -727,10 +718,8 @@ def _comma_candidates(lines: _Lines, index: int) -> Iterator[_Candidate]:
                     f"the comma list {_quote(segment)} (line {number}) is part "
                     f"of a sentence, not the whole answer; {_ADVICE}"
                 )
-            removed = _removed(("period", listed.period), ("marks", listed.mark))
-            read_as = _reading_name(
-                "commas", lead_in=position > 0 or lead_in is not None, removed=removed
-            )
+            lead = position > 0 or lead_in is not None
+            read_as = _reading_name("commas", lead, listed.period, listed.mark)
             yield _Candidate(listed.ids, read_as, number, refusal)
 
 
