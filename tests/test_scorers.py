@@ -34,7 +34,6 @@ from tracegrade.scorers.explain import (
     show_id,
 )
 from tracegrade.scorers.outcome import error_kind
-from tracegrade.scorers.store import context_store_key
 
 STAGE_CASES = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
 EXTRACTION_CASES = read_fixture_cases(packaged_fixture("ordered_extraction.jsonl"))
@@ -203,23 +202,6 @@ def test_a_broken_source_outranks_an_unreadable_answer() -> None:
 # --- itemised: what exactly a graded answer got wrong -------------------------
 
 
-@pytest.mark.parametrize(
-    ("source", "answer"),
-    [
-        (["C", "A", "B"], ["A", "B", "C"]),
-    ],
-)
-def test_the_first_order_break_is_the_position_the_explanation_names(
-    source: list[str], answer: list[str]
-) -> None:
-    score = extraction_score({"source": source, "answer": answer}, {})
-    assert score.metadata is not None
-    position = score.metadata["itemised"]["first_order_break"]
-
-    assert score.explanation is not None
-    assert f"position {position} holds" in score.explanation
-
-
 def test_an_answer_read_from_output_is_itemised_as_read() -> None:
     score = extraction_score(
         {"source": ["C", "A", "B"]}, {}, answer_text="- C\n- B\n- X"
@@ -241,23 +223,6 @@ def test_an_answer_read_from_output_is_itemised_as_read() -> None:
         "itemised",
         "read_as",
     ]
-
-
-@pytest.mark.parametrize(
-    ("record", "answer_text", "reason"),
-    [
-        ({"source": ["C", "A", "B"]}, '["C", "A", "A"]', "duplicate-answer-id"),
-        ({"source": ["A", "A"]}, '["A"]', "duplicate-source-id"),
-    ],
-)
-def test_answers_the_rules_do_not_grade_are_not_itemised(
-    record: dict[str, Any], answer_text: str, reason: str
-) -> None:
-    score = extraction_score(record, {}, answer_text=answer_text)
-
-    assert error_kind(score) == reason
-    assert score.metadata is not None
-    assert score.metadata["itemised"] is None
 
 
 # --- sentences ----------------------------------------------------------------
@@ -537,13 +502,6 @@ def test_a_bad_argument_is_refused_when_the_scorer_is_built(
 
 
 # --- the store model and the registry -----------------------------------------
-
-
-def test_the_scorer_reads_the_key_the_store_model_writes() -> None:
-    state = task_state({})
-    state.store_as(RetrievalTrace).context = ["D1", "D2"]
-    assert state.store.get(context_store_key()) == ["D1", "D2"]
-    assert context_store_key() in state.store
 
 
 @pytest.mark.parametrize("bad", [("D1",), ["D1", 2], "D1"])
