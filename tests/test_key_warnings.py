@@ -79,20 +79,6 @@ def values(log: EvalLog) -> list[Any]:
     ("arguments", "key", "argument", "consequence", "value"),
     [
         (
-            {"required_key": "gold_doc"},
-            "gold_doc",
-            "required_key",
-            "A run without it has nothing to diagnose: unresolved.",
-            "unresolved",
-        ),
-        (
-            {"correct_key": "jugded"},
-            "jugded",
-            "correct_key",
-            "A run without it has no label: answer-label.",
-            math.nan,
-        ),
-        (
             {"context_key": "retreived"},
             "retreived",
             "context_key",
@@ -161,11 +147,6 @@ def test_keys_every_sample_has_are_not_warned_of(tmp_path: Path) -> None:
 
 
 REFUSALS = [
-    (
-        "stage_diagnosis",
-        "required_key=7",
-        "required_key must be one sample metadata key, a non-empty string, got 7",
-    ),
     (
         "stage_diagnosis",
         "requried_key=gold_docs",
@@ -268,7 +249,6 @@ def test_a_key_the_first_runs_lack_is_warned_of_once(
 @pytest.mark.parametrize(
     ("arguments", "warned"),
     [
-        ({"source_key": "sources", "answer_key": "answer"}, ["sources"]),
         ({"source_key": "sources", "answer_key": "answers"}, ["sources", "answers"]),
         # The target and the output are never warned of.
         ({"source_key": None}, []),
