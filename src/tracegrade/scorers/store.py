@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inspect_ai.util import Store, StoreModel
+from inspect_ai.util import StoreModel
 from pydantic import Field
 
 
@@ -26,12 +26,3 @@ def context_store_key() -> str:
 
 def steps_store_key() -> str:
     return f"{RetrievalTrace.__name__}:steps"
-
-
-def record_context(store: Store, context: Any) -> None:
-    """Record `context` as given, valid or not, so the scorer judges it."""
-    store.set(context_store_key(), context)
-
-
-def record_steps(store: Store, steps: Any) -> None:
-    store.set(steps_store_key(), steps)

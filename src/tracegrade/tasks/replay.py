@@ -9,7 +9,7 @@ from inspect_ai.model import ModelOutput
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from ..core import canonical_json
-from ..scorers.store import record_context, record_steps
+from ..scorers.store import context_store_key, steps_store_key
 
 REPLAY_MODEL = "tracegrade/replay"
 
@@ -47,10 +47,11 @@ def replay(
     """
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
+        # Recorded as given, valid or not, so the scorer judges them.
         if context_key in state.metadata:
-            record_context(state.store, state.metadata[context_key])
+            state.store.set(context_store_key(), state.metadata[context_key])
         if steps_key in state.metadata:
-            record_steps(state.store, state.metadata[steps_key])
+            state.store.set(steps_store_key(), state.metadata[steps_key])
         text = replayed_output(state.metadata, answer_key, output_key)
         if text is not None:
             state.output = ModelOutput.from_content(model=REPLAY_MODEL, content=text)
