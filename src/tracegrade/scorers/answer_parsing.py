@@ -430,33 +430,16 @@ def _doubtful(ids: Sequence[str]) -> str | None:
             f"{_quote(glued.string[glued.end() :])}; a marker must be followed by "
             "whitespace"
         )
-    return _glued_lead_in(ids)
-
-
-def _glued_lead_in(ids: Sequence[str]) -> str | None:
-    """Why the first ID may be a lead-in glued to an ID (`IDs:C-3`), unless all
-    IDs share the prefix (`PMID:1, PMID:2`)."""
+    # A lead-in glued to an ID (`IDs:C-3`), unless all share it (`PMID:1, PMID:2`).
     first = ids[0] if ids else ""
-    if ":" not in first:
-        return None
-    prefix = first[: first.index(":") + 1]
-    if len(ids) >= 2 and all(item.startswith(prefix) for item in ids):
+    prefix = first[: first.index(":") + 1] if ":" in first else ""
+    if not prefix or (len(ids) >= 2 and all(i.startswith(prefix) for i in ids)):
         return None
     return (
         f"the first ID {_quote(first)} could be the lead-in {_quote(prefix)} "
         f"glued to the ID {_quote(first[len(prefix) :])}; a lead-in's colon must "
         "be followed by a space or a line break"
     )
-
-
-def _mentioned(lead_in: str, ids: Sequence[str]) -> str | None:
-    """An ID of the list that the lead-in names: it may give another list."""
-    wanted = set(ids)
-    for token in _TOKEN.finditer(lead_in):
-        word = token.group().rstrip(".:/#-")
-        if word in wanted:
-            return word
-    return None
 
 
 # --- The answer as a whole ------------------------------------------------------
@@ -643,7 +626,10 @@ def _lead_in_refusal(lead_in: str | None, ids: Sequence[str]) -> str | None:
             f"the lead-in {_quote(lead_in)} is itself an ID, so it may be the "
             "first of the list rather than lead in to it"
         )
-    named = _mentioned(lead_in, ids) if lead_in else None
+    # An ID of the list the lead-in names: it may give another list.
+    wanted = set(ids) if lead_in else set()
+    words = (t.group().rstrip(".:/#-") for t in _TOKEN.finditer(lead_in or ""))
+    named = next((word for word in words if word in wanted), None)
     if lead_in is None or named is None:
         return _doubtful(ids)
     return (

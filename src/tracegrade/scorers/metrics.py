@@ -213,17 +213,14 @@ def criteria_shares() -> Metric:
                         f"needs {{{', '.join(repr(c) for c in CRITERIA)}}} as the "
                         f"score value, got {value!r}"
                     )
-                if not _is_nan(value[criterion]):  # over epochs, a mean
-                    total += to_float(value[criterion])
+                share = value[criterion]  # over epochs, a mean
+                if not (isinstance(share, float) and math.isnan(share)):
+                    total += to_float(share)
                     counted += 1
             shares[criterion] = total / float(counted) if counted else math.nan
         return shares
 
     return compute
-
-
-def _is_nan(value: Any) -> bool:
-    return isinstance(value, float) and math.isnan(value)
 
 
 def is_count(eval_metric: EvalMetric) -> bool:
