@@ -20,13 +20,6 @@ SOURCE = ["C-3", "A-1", "B-2"]
 
 # id: (output, (membership, order), read_as, what the explanation says)
 OUTPUTS: dict[str, tuple[str, tuple[bool, bool], str | None, str]] = {
-    "fence-then-aside": (
-        '```json\n[\n  "C-3",\n  "A-1",\n  "B-2",\n]\n```\nI left out ["D-4"] '
-        "because it only appears in a footnote.",
-        (False, False),
-        None,
-        'two different lists: ["C-3", "A-1", "B-2"] (line 2) and ["D-4"] (line 8)',
-    ),
     "echo-then-sorted": (
         'Source order per the document: ["C-3", "A-1", "B-2"]\n'
         "My answer (sorted): ['A-1', 'B-2', 'C-3']",
@@ -40,12 +33,6 @@ OUTPUTS: dict[str, tuple[str, tuple[bool, bool], str | None, str]] = {
         (False, False),
         None,
         'line 1, "Answer", stands before the list on lines 2-4',
-    ),
-    "nbsp-in-python-list": (
-        "['C-3',\u00a0'A-1', 'B-2']",
-        (False, False),
-        None,
-        "is not a JSON array, nor a Python list of plain quoted strings",
     ),
     "python-list-with-lone-surrogate": (
         "['C-3\ud800', 'A-1', 'B-2']",
@@ -66,7 +53,6 @@ OUTPUTS: dict[str, tuple[str, tuple[bool, bool], str | None, str]] = {
         "answer-line-json",
         "",
     ),
-    "plain-json": ('["C-3", "A-1", "B-2"]', (True, True), "json", ""),
     "sorted-lines": (
         "Here are the IDs:\n1. A-1\n2. B-2\n3. C-3",
         (True, False),
