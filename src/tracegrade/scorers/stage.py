@@ -170,14 +170,13 @@ def stage_diagnosis_scorer(
     grader = resolve_label_scorer(label_scorer) if label_scorer is not None else None
     name = grader_name(grader) if grader is not None else label_from
     watch = KeyWatch()
-    tools_named = ", ".join(tools or ())
-    if context_key is not None:
-        context_from = metadata_source(context_key)
-    else:
-        context_from = (
-            f"tool results {tools_named}" if tools else f"store {context_store_key()}"
-        )
-    if grader is not None or label_from is not None:
+
+    def source(key: str | None, via: str, store_key: str) -> str:
+        if key is not None:
+            return metadata_source(key)
+        return f"{via} {', '.join(tools)}" if tools else f"store {store_key}"
+
+    if name is not None:
         correct_from = f"{'scorer' if grader else 'score'} {name}"
     elif staff is not None:
         correct_from = f"labels file {staff.path}"
@@ -185,15 +184,10 @@ def stage_diagnosis_scorer(
         correct_from = metadata_source(correct_key)
     read_from = {
         "required": metadata_source(required_key),
-        "context": context_from,
+        "context": source(context_key, "tool results", context_store_key()),
         "correct": correct_from,
     }
-    if steps_key is not None:
-        steps_from = metadata_source(steps_key)
-    else:
-        steps_from = (
-            f"tool calls {tools_named}" if tools else f"store {steps_store_key()}"
-        )
+    steps_from = source(steps_key, "tool calls", steps_store_key())
 
     def read_key(state: TaskState, record: dict[str, Any], role: str, key: str) -> None:
         watch.read_key("stage_diagnosis", state, record, role, key, _WITHOUT[role])
