@@ -41,7 +41,6 @@ from .metrics import (
     step_recall,
 )
 from .outcome import (
-    data_error,
     error_info,
     graded,
     invalid_score,
@@ -105,11 +104,11 @@ def diagnosis_score(
     elif lost and steps is not None:
         why += " " + explain_lost(lost, steps, record["context"])
     why += calls.note() if calls is not None else ""
+    error = None
     if "error" in result:
         error = error_info("answer-label", "data", "correct", why)
-        score = data_error(error, explanation=why, result=result, **where)
-    else:
-        score = graded(result["stage"], explanation=why, result=result, **where)
+    stage = result["stage"] if "stage" in result else None
+    score = graded(stage, explanation=why, result=result, error=error, **where)
     assert score.metadata is not None
     score.metadata.update(shares)
     if lost is not None:
