@@ -107,7 +107,7 @@ def diagnosis_score(
     error = None
     if "error" in result:
         error = error_info("answer-label", "data", "correct", why)
-    stage = result["stage"] if "stage" in result else None
+    stage = None if "error" in result else result["stage"]
     score = graded(stage, explanation=why, result=result, error=error, **where)
     assert score.metadata is not None
     score.metadata.update(shares)
