@@ -56,11 +56,9 @@ def test_an_answer_over_the_limit_is_unreadable_as_too_long() -> None:
 @pytest.mark.parametrize(
     ("text", "ids", "read_as"),
     [
-        ('["C", "A", "B"]', ["C", "A", "B"], "json"),
         ('Sure! The IDs, in order:\n["C", "A"]\nHope this helps.', ["C", "A"], "json"),
         # Any string may be an ID in JSON, spaces and commas included.
         ('["Smith 2019", "a, b", "x\\ny"]', ["Smith 2019", "a, b", "x\ny"], "json"),
-        ('["\\u00e9", "e\\u0301"]', ["\u00e9", "e\u0301"], "json"),
         # A repeat is read as written; the grade refuses it.
         ('["A", "A"]', ["A", "A"], "json"),
         # The same list twice is one candidate.
@@ -86,7 +84,6 @@ def test_an_answer_over_the_limit_is_unreadable_as_too_long() -> None:
         ("  REQ-7 ,  req-7  ", ["REQ-7", "req-7"], "commas"),
         ("PMID:1, PMID:2", ["PMID:1", "PMID:2"], "commas"),
         ("Sure! Here they are: C-3, A-1", ["C-3", "A-1"], "lead-in-commas"),
-        ("INC-0042", ["INC-0042"], "single-id"),
         ("```\ninc-0042\n```", ["inc-0042"], "single-id"),
         # The marker: its list is the one candidate, whatever else is said.
         (
