@@ -11,7 +11,7 @@ from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.fields import is_id_list
 from ..literals import BrokenLiteral, ListLiteral, read_literal_at, scan_literals
@@ -280,8 +280,7 @@ class _Lines:
         return index not in self.pieces and self.texts[index].endswith(":")
 
 
-@dataclass(frozen=True, slots=True)
-class _Item:
+class _Item(NamedTuple):
     """One line read as a list item: its ID and what surrounded it."""
 
     ident: str
@@ -367,8 +366,7 @@ class _Run:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class _CommaList:
+class _CommaList(NamedTuple):
     """A comma list read from a segment of a line."""
 
     ids: tuple[str, ...]

@@ -22,7 +22,7 @@ def record_scorer(
     (an empty output is no answer) and every other run to `score_run`."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        failure = sample_error()
+        failure = _sample_error()
         if failure is None:
             return await score_run(state, target)
         answer = state.output.completion
@@ -31,7 +31,7 @@ def record_scorer(
     return score
 
 
-def sample_error() -> str | None:
+def _sample_error() -> str | None:
     """The sample's error message, or None: Inspect logs it as an `ErrorEvent`
     in the transcript before scoring, and `inspect score` rebuilds it."""
     history = transcript().history
