@@ -96,13 +96,15 @@ RUN = {"required": ["D1"], "context": ["D1"]}
 
 
 def score_run(
-    grader: Scorer | str,
+    grader: Scorer | str | None,
     metadata: dict[str, Any] | None = None,
     *,
     output: str = "",
     target: str = "",
+    scores: dict[str, Score] | None = None,
     **kwargs: Any,
 ) -> Score:
+    """The stage score of RUN with `grader`, or `scores` given by earlier scorers."""
     state = TaskState(
         model=ModelName("none/none"),
         sample_id="q1",
@@ -111,6 +113,7 @@ def score_run(
         messages=[],
         metadata=dict(RUN if metadata is None else metadata),
         output=ModelOutput.from_content(model="none", content=output),
+        scores=scores,
     )
     stage_scorer = stage_diagnosis_scorer(
         context_key="context", label_scorer=grader, **kwargs
@@ -400,29 +403,10 @@ def test_inspect_score_takes_a_grader_with_arguments(
 # --- label_from: a score an earlier scorer gave ---------------------------------
 
 
-def score_given(
-    given: dict[str, Score], metadata: dict[str, Any] | None = None, **kwargs: Any
-) -> Score:
-    """The stage score of RUN, with `given` the scores earlier scorers gave."""
-    state = TaskState(
-        model=ModelName("none/none"),
-        sample_id="q1",
-        epoch=1,
-        input="",
-        messages=[],
-        metadata=dict(RUN if metadata is None else metadata),
-        scores=dict(given),
-    )
-    stage_scorer = stage_diagnosis_scorer(context_key="context", **kwargs)
-    result = asyncio.run(stage_scorer(state, Target("")))
-    assert isinstance(result, Score)
-    return result
-
-
 @pytest.mark.parametrize(("value", "label"), [(INCORRECT, False), (PARTIAL, None)])
 def test_a_given_score_is_read_by_the_same_table(value: Any, label: Any) -> None:
     judged = Score(value=value, explanation="why", reason="judged", metadata={"k": 1})
-    result = score_given({"judge": judged}, label_from="judge")
+    result = score_run(None, scores={"judge": judged}, label_from="judge")
     metadata = metadata_of(result)
     assert metadata["read_from"]["correct"] == "score judge"
     assert metadata["grader"] == {
