@@ -214,11 +214,9 @@ def stage_diagnosis_scorer(
             record["steps"] = state.store.get(steps_store_key())
         return record, recorded, calls
 
-    async def label(
-        state: TaskState, target: Target, record: dict[str, Any]
-    ) -> Score | None:
-        """Put the run's label in `record`; a grader's (or given) score, if any."""
-        given: Score | None = None
+    async def score(state: TaskState, target: Target) -> Score:
+        record, recorded, calls = read(state)
+        given: Score | None = None  # a grader's, or an earlier scorer's, score
         if staff is not None:
             found = staff.label_for(state.sample_id, state.epoch)
             unlabelled = lambda: _unlabelled_warning(state, staff)  # noqa: E731
@@ -235,11 +233,6 @@ def stage_diagnosis_scorer(
             read_key(state, record, "correct", correct_key)
         if given is not None and label_from_value(given.value) is not None:
             record["correct"] = label_from_value(given.value)
-        return given
-
-    async def score(state: TaskState, target: Target) -> Score:
-        record, recorded, calls = read(state)
-        given = await label(state, target, record)
         no_label = None
         if name is not None and "correct" not in record:
             no_label = why_no_label(grader is None, name, given)
