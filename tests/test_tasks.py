@@ -72,23 +72,10 @@ def check_logged_samples(log: EvalLog, fixture: str, scorer_name: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def packaged_stage_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
-    """The packaged stage edge cases evaluated once for the module."""
-    return run(stage_diagnosis(dataset="edge-cases"), tmp_path_factory.mktemp("stage"))
-
-
-@pytest.fixture(scope="module")
 def packaged_extraction_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     """The packaged extraction task evaluated once for the module; a test
     that rescores it rescores its own copy."""
     return run(ordered_extraction_recorded(), tmp_path_factory.mktemp("extraction"))
-
-
-def test_stage_diagnosis_replays_every_packaged_case(
-    packaged_stage_log: EvalLog,
-) -> None:
-    assert packaged_stage_log.eval.model == "none/none"
-    check_logged_samples(packaged_stage_log, "stage_diagnosis.jsonl", "stage_diagnosis")
 
 
 def test_ordered_extraction_replays_every_packaged_case(
