@@ -90,7 +90,7 @@ def test_the_inspect_eval_cli_runs_the_stage_task_with_no_model(
     tmp_path: Path,
 ) -> None:
     """By default on the README tour's recorded runs, packaged as they are
-    in examples/runs/base.jsonl (`edge-cases`: packaged_stage_log)."""
+    in examples/runs/base.jsonl."""
     packaged = packaged_fixture("recorded_rag_runs.jsonl").read_bytes()
     assert packaged == (ROOT / "examples" / "runs" / "base.jsonl").read_bytes()
     result = run_inspect(
