@@ -221,7 +221,8 @@ def ordered_extraction_scorer(
             "recorded answers, so it needs answer_key too; without answer_key "
             "the model's own output is graded"
         )
-    watch = KeyWatch()
+    unread = "A run without it is not graded: invalid-input."
+    watch = KeyWatch("ordered_extraction", lambda role: unread)
 
     def sources(key: str | None) -> dict[str, str]:
         source = metadata_source(source_key) if source_key is not None else "target"
@@ -229,10 +230,6 @@ def ordered_extraction_scorer(
             "source": source,
             "answer": metadata_source(key) if key is not None else "output",
         }
-
-    def read_key(state: TaskState, record: dict[str, Any], role: str, key: str) -> None:
-        consequence = "A run without it is not graded: invalid-input."
-        watch.read_key("ordered_extraction", state, record, role, key, consequence)
 
     async def score(state: TaskState, target: Target) -> Score:
         read_from, record = sources(answer_key), {}
@@ -245,7 +242,7 @@ def ordered_extraction_scorer(
                 where["read_from"] = read_from
                 return _itemised(invalid_score(invalid, **where))
         else:
-            read_key(state, record, "source", source_key)
+            watch.read_key(state, record, "source", source_key)
         if answer_key is None:
             text = state.output.completion
             read = partial(
@@ -268,7 +265,7 @@ def ordered_extraction_scorer(
                 answer_too=answer_too,
             )
             return await _off_the_loop_if_long(read, output)
-        read_key(state, record, "answer", answer_key)
+        watch.read_key(state, record, "answer", answer_key)
         return extraction_score(record, read_from)
 
     absent = ("itemised", "read_as") if answer_key is None else ("itemised",)

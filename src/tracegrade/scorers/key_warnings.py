@@ -26,9 +26,11 @@ def listed_keys(keys: Iterable[object]) -> str:
 
 
 class KeyWatch:
-    """Which sources some scored run has had; warns once for each that none has."""
+    """Which sources some scored run of `scorer` has had; warns once for each
+    that none has, with what a run without it gets (`without`, by role)."""
 
-    def __init__(self) -> None:
+    def __init__(self, scorer: str, without: Callable[[str], str]) -> None:
+        self.scorer, self.without = scorer, without
         self.found: set[str] = set()
         self.warned: set[str] = set()
 
@@ -41,13 +43,7 @@ class KeyWatch:
             logger.warning("%s", warning())
 
     def read_key(
-        self,
-        scorer: str,
-        state: TaskState,
-        record: dict[str, Any],
-        role: str,
-        key: str,
-        consequence: str,
+        self, state: TaskState, record: dict[str, Any], role: str, key: str
     ) -> None:
         """Copy metadata `key` (given as `{role}_key`) into the record's `role`,
         noting whether this run has it."""
@@ -56,10 +52,10 @@ class KeyWatch:
             role,
             key in metadata,
             lambda: (
-                f"{scorer}: sample {quote(state.sample_id)} has no metadata key "
+                f"{self.scorer}: sample {quote(state.sample_id)} has no metadata key "
                 f"{quote(key)} ({argument}={quote(key)}), and no run scored before "
                 f"it had one. Its metadata keys: {listed_keys(metadata)}. "
-                f"{consequence} If no sample has the key, check {argument}."
+                f"{self.without(role)} If no sample has the key, check {argument}."
             ),
         )
         if key in metadata:

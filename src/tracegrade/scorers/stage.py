@@ -168,7 +168,7 @@ def stage_diagnosis_scorer(
     staff = StaffLabels.read(labels) if labels is not None else None
     grader = resolve_label_scorer(label_scorer) if label_scorer is not None else None
     name = grader_name(grader) if grader is not None else label_from
-    watch = KeyWatch()
+    watch = KeyWatch("stage_diagnosis", _WITHOUT.__getitem__)
 
     def source(key: str | None, via: str, store_key: str) -> str:
         if key is not None:
@@ -188,20 +188,17 @@ def stage_diagnosis_scorer(
     }
     steps_from = source(steps_key, "tool calls", steps_store_key())
 
-    def read_key(state: TaskState, record: dict[str, Any], role: str, key: str) -> None:
-        watch.read_key("stage_diagnosis", state, record, role, key, _WITHOUT[role])
-
     def read(state: TaskState) -> tuple[dict[str, Any], bool, ToolContext | None]:
         """The record but for its label, whether its context was recorded,
         and the tool calls read."""
         record: dict[str, Any] = {}
-        read_key(state, record, "required", required_key)
+        watch.read_key(state, record, "required", required_key)
         calls, recorded = None, True
         if tools is not None:
             calls = read_tool_context(state.messages, tools, context_id_key)
             record.update(calls.record())
         elif context_key is not None:
-            read_key(state, record, "context", context_key)
+            watch.read_key(state, record, "context", context_key)
         else:
             if context_store_key() in state.store:
                 record["context"] = state.store.get(context_store_key())
@@ -209,7 +206,7 @@ def stage_diagnosis_scorer(
             watch.note("context", recorded, lambda: _unrecorded_warning(state))
         # Steps are optional: only a key the user named is warned of.
         if steps_key is not None:
-            read_key(state, record, "steps", steps_key)
+            watch.read_key(state, record, "steps", steps_key)
         elif tools is None and state.store.get(steps_store_key()) is not None:
             record["steps"] = state.store.get(steps_store_key())
         return record, recorded, calls
@@ -230,7 +227,7 @@ def stage_diagnosis_scorer(
             absent = lambda: _no_given_score_warning(state, label_from)  # noqa: E731
             watch.note("label_from", given is not None, absent)
         else:
-            read_key(state, record, "correct", correct_key)
+            watch.read_key(state, record, "correct", correct_key)
         if given is not None and label_from_value(given.value) is not None:
             record["correct"] = label_from_value(given.value)
         no_label = None
