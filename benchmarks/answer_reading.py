@@ -1,15 +1,7 @@
 """Reading hostile answers of up to 1 MB: time and memory against length.
 
-Each family of answer text (docs/answer-formats.md's readings pushed to
-their worst: unclosed brackets, a million list items, ten thousand
-different arrays, prose of colons and periods ...) is read at four
-lengths, each twice the last, up to the 1,000,000 characters an answer may
-have. Linear work shows as a doubling of the time with each doubling of
-the text; the report gives, for each family, the time at the longest, the
-growth from a quarter of that length (4 for linear time), and the peak
-memory as a multiple of the text's size. CPU time of this process, best of
-`--repeat`, so other load on the machine counts for less; the memory peak
-is traced on a run of its own (`tracemalloc`).
+Each family is read at each size; linear work shows as the time growing as the
+length does. CPU time best of `--repeat`; the memory peak on a run of its own.
 
     python benchmarks/answer_reading.py [--sizes 125000,250000,500000,1000000]
         [--repeat 3] [--json OUT]
@@ -27,9 +19,6 @@ import tracemalloc
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
-
-from rich.console import Console
-from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
@@ -93,48 +82,40 @@ def read_once(text: str) -> str:
         return f"unreadable: {str(refused)[:60]}"
 
 
-def seconds(text: str, repeat: int) -> float:
+def point(text: str, repeat: int) -> dict[str, Any]:
+    """CPU time best of `repeat`, then the memory peak on a run of its own."""
     best = float("inf")
     for _ in range(repeat):
         start = time.process_time()
         read_once(text)
         best = min(best, time.process_time() - start)
-    return best
-
-
-def peak_bytes(text: str) -> int:
     tracemalloc.start()
     try:
-        read_once(text)
-        return tracemalloc.get_traced_memory()[1]
+        outcome = read_once(text)
+        peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
+    return {
+        "characters": len(text),
+        "seconds": best,
+        "peak_multiple": peak / len(text),
+        "outcome": outcome,
+    }
 
 
 def measure(name: str, sizes: Sequence[int], repeat: int) -> dict[str, Any]:
-    points: list[dict[str, Any]] = []
-    for size in sizes:
-        text = FAMILIES[name](size)
-        points.append(
-            {
-                "characters": len(text),
-                "seconds": seconds(text, repeat),
-                "peak_multiple": peak_bytes(text) / len(text),
-                "outcome": read_once(text),
-            }
-        )
+    points = [point(FAMILIES[name](size), repeat) for size in sizes]
     last, quarter = points[-1], points[-3] if len(points) >= 3 else points[0]
-    growth = last["seconds"] / max(quarter["seconds"], 1e-6)
     return {
         "family": name,
         "points": points,
-        "growth": growth,
+        "growth": last["seconds"] / max(quarter["seconds"], 1e-6),
         "length_growth": last["characters"] / quarter["characters"],
         "max_peak_multiple": max(point["peak_multiple"] for point in points),
     }
 
 
-def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--sizes",
@@ -144,17 +125,14 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--families", type=lambda text: text.split(","))
     parser.add_argument("--json", type=Path, metavar="OUT")
-    return parser.parse_args(argv)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+    args = parser.parse_args(argv)
     if max(args.sizes) > MAX_ANSWER_CHARACTERS:
         raise SystemExit(
             f"sizes over {MAX_ANSWER_CHARACTERS:,} characters are refused unread"
         )
-    families = args.families or list(FAMILIES)
-    rows = [measure(name, args.sizes, args.repeat) for name in families]
+    rows = [
+        measure(name, args.sizes, args.repeat) for name in args.families or FAMILIES
+    ]
     sizes = ",".join(str(size) for size in args.sizes)
     report = {
         "command": (
@@ -167,29 +145,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         "max_growth": max(row["growth"] for row in rows),
         "max_peak_multiple": max(row["max_peak_multiple"] for row in rows),
     }
-    table = Table(title="Reading hostile answers: CPU time and memory against length")
-    for column in ("family", "characters", "seconds", "growth", "peak x text", "read"):
-        table.add_column(
-            column, justify="left" if column in ("family", "read") else "right"
-        )
+    print(f"{'family':<32} {'characters':>10} {'seconds':>8} {'growth':>14} peak  read")
     for row in rows:
         last = row["points"][-1]
-        table.add_row(
-            row["family"],
-            f"{last['characters']:,}",
-            f"{last['seconds']:.3f}",
-            f"{row['growth']:.1f} for {row['length_growth']:.0f}x",
-            f"{row['max_peak_multiple']:.1f}",
-            last["outcome"],
+        growth = f"{row['growth']:.1f} for {row['length_growth']:.0f}x"
+        print(
+            f"{row['family']:<32} {last['characters']:>10,} {last['seconds']:>8.3f} "
+            f"{growth:>14} {row['max_peak_multiple']:>4.1f}  {last['outcome']}"
         )
-    console = Console(width=max(Console().width, 120))
-    console.print(table)
-    console.print(
+    print(
         f"Slowest at the longest: {report['slowest_seconds']:.2f} s; largest "
         f"growth {report['max_growth']:.1f} (linear: the length's growth); "
-        f"largest peak {report['max_peak_multiple']:.1f} times the text."
+        f"largest peak {report['max_peak_multiple']:.1f} times the text.\n"
+        f"Reproduce: {report['command']}"
     )
-    console.print(f"Reproduce: {report['command']}", soft_wrap=True)
     if args.json is not None:
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     return 0

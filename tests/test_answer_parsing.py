@@ -37,32 +37,6 @@ def unreadable(text: str, **kwargs: Any) -> str:
 # --- Issue 27's examples: tests/test_recorded_outputs.py, end to end ---------
 
 
-@pytest.mark.parametrize(
-    "separator",
-    ["\u00a0", "\u3000", "\u2028", "\x0b", "\x00", "\ud800", "\x0c", "\x85"],
-)
-@pytest.mark.parametrize("where", ["between", "inside"])
-def test_a_python_list_with_a_strange_character_never_crashes(
-    separator: str, where: str
-) -> None:
-    """`ast.literal_eval` raised SyntaxError or UnicodeEncodeError on these,
-    which stopped the whole eval."""
-    text = (
-        f"['C-3',{separator}'A-1']"
-        if where == "between"
-        else f"['C-3{separator}', 'A-1']"
-    )
-    try:
-        reading = read_answer_ids(text)
-    except UnreadableAnswer as refused:
-        assert "(line 1)" in str(refused)
-    else:
-        # Only characters a JSON string may hold raw are read, as written.
-        assert where == "inside"
-        assert separator not in "\x00\x0b\x0c"
-        assert reading == AnswerReading([f"C-3{separator}", "A-1"], "python-list")
-
-
 def test_a_carriage_return_between_items_is_whitespace_as_in_json() -> None:
     assert read_answer_ids("['C-3',\r'A-1']") == AnswerReading(
         ["C-3", "A-1"], "python-list"
@@ -82,58 +56,34 @@ def test_an_answer_over_the_limit_is_unreadable_as_too_long() -> None:
 @pytest.mark.parametrize(
     ("text", "ids", "read_as"),
     [
-        ('["C", "A", "B"]', ["C", "A", "B"], "json"),
-        ('```json\n["C", "A", "B"]\n```', ["C", "A", "B"], "json"),
         ('Sure! The IDs, in order:\n["C", "A"]\nHope this helps.', ["C", "A"], "json"),
         # Any string may be an ID in JSON, spaces and commas included.
         ('["Smith 2019", "a, b", "x\\ny"]', ["Smith 2019", "a, b", "x\ny"], "json"),
-        ('["a\\/b", "\\u00e9"]', ["a/b", "\u00e9"], "json"),
-        ('["\\u00e9", "e\\u0301"]', ["\u00e9", "e\u0301"], "json"),
-        ('The IDs are ["C","A","B"] in source order.', ["C", "A", "B"], "json"),
-        ('```json\n[\n  "C",\n  "A"\n]\n```', ["C", "A"], "json"),
         # A repeat is read as written; the grade refuses it.
         ('["A", "A"]', ["A", "A"], "json"),
-        ("[]", [], "json"),
         # The same list twice is one candidate.
         ('["A", "B"]\n\nFinal answer: ["A", "B"]', ["A", "B"], "json"),
         # A bare list that agrees with the JSON array beside it.
         ('C-3, A-1\n```json\n["C-3", "A-1"]\n```', ["C-3", "A-1"], "json"),
         ("['C', \"A\", 'B',]", ["C", "A", "B"], "python-list"),
-        ('["C-3","A-1","B-2",]', ["C-3", "A-1", "B-2"], "python-list"),
-        ("[\n    'C',\n    'A',\n]", ["C", "A"], "python-list"),
-        ("Here you go: ['C', 'A']. Done!", ["C", "A"], "python-list"),
         (
             "['Smith 2019', \"it's\", 'a, b', '']",
             ["Smith 2019", "it's", "a, b", ""],
             "python-list",
         ),
-        ("1. C\n2. A\n3. B", ["C", "A", "B"], "lines"),
         ("C-3\nA-1\nB-2", ["C-3", "A-1", "B-2"], "lines"),
-        ("  C-3  \n  A-1\r\nB-2\n", ["C-3", "A-1", "B-2"], "lines"),
         ("C-3\u2028A-1\x85B-2", ["C-3", "A-1", "B-2"], "lines"),
-        ("- C\n- A\n- B", ["C", "A", "B"], "lines"),
         ("* C\n+ A\n\u2022 B", ["C", "A", "B"], "lines"),
         ("```text\n- C\n- A\n```", ["C", "A"], "lines"),
         ("1.5\n2.5", ["1.5", "2.5"], "lines"),
-        ("- C.\n- A.", ["C", "A"], "lines-with-periods"),
-        ("- **C-3**\n- **A-1**", ["C-3", "A-1"], "lines-with-marks"),
         ("1. **`C-3`**\n2. **`A-1`**", ["C-3", "A-1"], "lines-with-marks"),
-        ("- **C-3**.\n- **A-1**.", ["C-3", "A-1"], "lines-with-periods-and-marks"),
-        ("3. C\n1. A\n2. B", ["C", "A", "B"], "lines-ignoring-numbers"),
         ("1. C\n1. A", ["C", "A"], "lines-ignoring-numbers"),
         ("1. C\n- A", ["C", "A"], "lines-ignoring-numbers"),
         (f"{'9' * 40}. C\n{'9' * 40}0. A", ["C", "A"], "lines-ignoring-numbers"),
-        ("Here are the IDs:\n- C\n- A", ["C", "A"], "lead-in-lines"),
         ("IDs:\n\n```\nC-3\nA-1\n```", ["C-3", "A-1"], "lead-in-lines"),
-        ("C, A, B", ["C", "A", "B"], "commas"),
         ("  REQ-7 ,  req-7  ", ["REQ-7", "req-7"], "commas"),
-        ("C-3, A-1, B-2.", ["C-3", "A-1", "B-2"], "commas-with-period"),
-        ("`C-3`, `A-1`", ["C-3", "A-1"], "commas-with-marks"),
         ("PMID:1, PMID:2", ["PMID:1", "PMID:2"], "commas"),
-        ("IDs: C, A, B.", ["C", "A", "B"], "lead-in-commas-with-period"),
         ("Sure! Here they are: C-3, A-1", ["C-3", "A-1"], "lead-in-commas"),
-        ("IDs:\nC-3, A-1", ["C-3", "A-1"], "lead-in-commas"),
-        ("INC-0042", ["INC-0042"], "single-id"),
         ("```\ninc-0042\n```", ["inc-0042"], "single-id"),
         # The marker: its list is the one candidate, whatever else is said.
         (
@@ -147,7 +97,6 @@ def test_an_answer_over_the_limit_is_unreadable_as_too_long() -> None:
             "answer-line-commas-with-period",
         ),
         ("ANSWER: ['C-3']\nANSWER: ['C-3']", ["C-3"], "answer-line-python-list"),
-        ("ANSWER: C-3", ["C-3"], "answer-line-commas"),
         ('ANSWER: [\n  "C-3",\n  "A-1"\n]', ["C-3", "A-1"], "answer-line-json"),
     ],
 )
@@ -246,28 +195,21 @@ def test_read_as_names_are_the_ones_the_docs_describe() -> None:
     ("text", "said"),
     [
         ("", "the answer text is empty"),
-        (" \n\t\n", "the answer text is empty"),
         ("```\n```", "the answer text is empty"),
         (
             "I'm sorry, I can't help with that.",
             'item 1, "I\'m sorry", is not a bare ID',
         ),
         ("I cannot help with that.", "no list of IDs in the text"),
-        ("C A B", "no list of IDs in the text"),
         # One word without a digit is a non-answer as often as an ID.
         ("None", 'the single word "None" has no digit'),
-        ("N/A", 'the single word "N/A" has no digit'),
         # Lines without markers are IDs only when each holds a digit.
         ("C\nA\nB", 'line 1, "C", has no list marker and no digit'),
         ("- DOC-1", 'the single line "- DOC-1" is not read as a one-ID list'),
-        ("DOC-1.", 'the single line "DOC-1." is not read as a one-ID list'),
-        ("**DOC-1**", 'the single line "**DOC-1**" is not read'),
         ("ID:DOC-1", 'the first ID "ID:DOC-1" could be the lead-in "ID:"'),
-        ("The ID is DOC-1.", "no list of IDs in the text"),
         ("Here are the IDs:", "no list of IDs in the text"),
         ("Here is the ID:\nDOC-1", 'line 1, "Here is the ID:", stands before'),
         ("Sure!\nHere are the IDs:\n- C\n- A", 'line 1, "Sure!", stands before'),
-        ("IDs:\nIDs:\n- C\n- A", 'line 1, "IDs:", stands before'),
         ("Here are the IDs:\n- C\n- A\nHope this helps!", 'line 4, "Hope this helps!"'),
         ("Result: None found", 'the lead-in "Result:" is followed by "None found"'),
         ("C-3, A-1\nHope this helps!", 'line 2, "Hope this helps!", stands after'),
@@ -281,32 +223,22 @@ def test_read_as_names_are_the_ones_the_docs_describe() -> None:
         ("- C-3\n- A-1\nB-2", 'line 3, "B-2", has no list marker'),
         ("`C`, A", 'item 1, "`C`", has marks around it'),
         ("C, A,", "item 3 is empty"),
-        ("C,, A", "item 2 is empty"),
         ("Smith 2019, Jones 2020", 'item 1, "Smith 2019", is not a bare ID'),
         # Two lists, in any forms.
         ('["A"] and ["B"]', 'two different lists: ["A"] (line 1) and ["B"] (line 1)'),
-        ("['C', 'A']\n['A', 'C']", "two different lists"),
-        ('C-3, A-1\n["A-1", "C-3"]', "two different lists"),
         ("- C-3\n- A-1\n\nSorted: A-1, C-3", "two different lists"),
         ('ANSWER: ["A"]\nANSWER: ["B"]', 'two different lists: ["A"] (line 1) and'),
         # JSON that is no list of strings is a candidate of its own.
         ("[1, 2]", 'the JSON value "[1, 2]" (line 1) is no list of string IDs'),
-        ('[["A", "B"]]', "is no list of string IDs"),
-        ('["A", 1]', "is no list of string IDs"),
-        ('["A", null]', "is no list of string IDs"),
         ('{"ids": ["A", "B"]}', "is no list of string IDs"),
         ('See [1]: ["X"]', 'the JSON value "[1]" (line 1) is no list of string IDs'),
         ("[true]\n- A\n- B", "is no list of string IDs"),
         # A bracket that opens nothing readable may hold a list: refused.
         ("['C' 'A']", "the bracketed text \"['C' 'A']\" (line 1) is not a JSON"),
-        ("[u'C', u'A']", "is not a JSON array, nor a Python list"),
         ("['C\\\\d', 'A']", "is not a JSON array, nor a Python list"),
         ("[C, A]", 'the bracketed text "[C, A]" (line 1)'),
-        ("['C', None]", "is not a JSON array"),
-        ("[NaN]", "is not a JSON array"),
         ('["A", "B"', "is not a JSON array"),
         ("[" * 5000, "is not a JSON array"),
-        ("[1," * 5000, "is not a JSON array"),
         ("{'ids': ['C']}", "is not a JSON object"),
         ('["C"]\nSee [note].', 'the bracketed text "[note]." (line 2)'),
         # The marker settles the answer, so what it gives must be a list.
@@ -325,18 +257,14 @@ def test_what_has_no_one_reading_is_refused_with_why(text: str, said: str) -> No
     [
         # A word among IDs with digits is prose, not an ID.
         ("C-3, A-1, B-2, etc.", 'the ID "etc" has no digit, unlike "C-3", so it'),
-        ("ANSWER: C-3, A-1, etc.", 'the ID "etc" has no digit, unlike "C-3"'),
         ("- C-3.\n- A-1.\n- etc.", 'the ID "etc" has no digit, unlike "C-3"'),
         # A lone ID is read only when it holds a digit, on an ANSWER: line too.
         ("ANSWER: None", 'the lone ID "None" has no digit, so it cannot be told'),
-        ("ANSWER: C", 'the lone ID "C" has no digit'),
         # A number and a period glued to an ID may be a list marker.
         ("1.C-3\n2.A-1", 'the ID "1.C-3" could be the list marker "1." glued'),
-        ("1.C-3", 'the ID "1.C-3" could be the list marker "1."'),
         ("C-3, 2.A-1", 'the ID "2.A-1" could be the list marker "2."'),
         # A lead-in that is itself an ID may be the list's first item.
         ("C-3: A-1, B-2", 'the lead-in "C-3:" is itself an ID, so it may be'),
-        ("C-3:\n- A-1\n- B-2", 'the lead-in "C-3:" is itself an ID'),
     ],
 )
 def test_the_odd_readings_of_issue_39_are_refused(text: str, said: str) -> None:
@@ -347,8 +275,6 @@ def test_the_odd_readings_of_issue_39_are_refused(text: str, said: str) -> None:
     ("text", "ids", "read_as"),
     [
         ("1. C-3\n2. A-1", ["C-3", "A-1"], "lines"),
-        ("1.5\n2.5", ["1.5", "2.5"], "lines"),
-        ("C, A, B.", ["C", "A", "B"], "commas-with-period"),
         ("IDs: C-3, A-1", ["C-3", "A-1"], "lead-in-commas"),
         ("Step: C-3, A-1", ["C-3", "A-1"], "lead-in-commas"),
     ],
@@ -357,57 +283,6 @@ def test_the_lists_beside_the_odd_readings_are_still_read(
     text: str, ids: list[str], read_as: ReadAs
 ) -> None:
     assert read_answer_ids(text) == AnswerReading(ids, read_as)
-
-
-def test_any_text_near_the_readings_is_read_by_a_named_reading_or_refused() -> None:
-    """A quick walk over texts made of the readings' own characters."""
-
-    @settings(max_examples=300)
-    @given(text=near_texts)
-    def check(text: str) -> None:
-        try:
-            reading = read_answer_ids(text)
-        except UnreadableAnswer:
-            return
-        assert reading.read_as in READ_AS_NAMES
-        assert all(isinstance(item, str) for item in reading.ids)
-
-    check()
-
-
-near_texts = st.lists(
-    st.sampled_from(
-        [
-            "C",
-            "A-1",
-            "_",
-            "**",
-            "`",
-            "```",
-            "'",
-            '"',
-            "[",
-            "]",
-            "{",
-            "}",
-            ",",
-            ", ",
-            ".",
-            ": ",
-            ":",
-            "\n",
-            "\u2028",
-            " ",
-            "1. ",
-            "- ",
-            "\\",
-            "None",
-            "ANSWER: ",
-            "\ud800",
-        ]
-    ),
-    max_size=14,
-).map("".join)
 
 
 # --- The grammar: answers built around one list ---------------------------------
@@ -700,22 +575,13 @@ def test_the_characters_copied_grow_linearly_with_the_answer(
 # --- The score ----------------------------------------------------------------------
 
 
-def test_parse_answer_ids_is_the_ids_of_the_reading() -> None:
-    assert parse_answer_ids("- C\n- A") == ["C", "A"]
-    assert parse_answer_ids('["C"]') == ["C"]
-
-
 @pytest.mark.parametrize(
     ("text", "read_as", "value", "answer"),
     [
         ('["C", "A", "B"]', "json", (True, True), '["C","A","B"]'),
-        ("1. C\n2. A\n3. B", "lines", (True, True), '["C","A","B"]'),
-        ("IDs:\n- C\n- A\n- B", "lead-in-lines", (True, True), '["C","A","B"]'),
         ("A, B, C", "commas", (True, False), '["A","B","C"]'),
-        ("ANSWER: C, A, B", "answer-line-commas", (True, True), '["C","A","B"]'),
-        ("C1", "single-id", (False, False), '["C1"]'),
         ("- C\n- A\n- B\n- A", "lines", (False, False), '["C","A","B","A"]'),
-        ("I'm sorry, I can't help with that.", None, (False, False), None),
+        ('Source: ["C"]\nMy answer: ["A"]', None, (False, False), None),
     ],
 )
 def test_the_score_says_which_reading_was_used(
@@ -733,19 +599,7 @@ def test_the_score_says_which_reading_was_used(
     assert score.answer == (answer if answer is not None else text)
     if read_as is None:
         assert score.reason == "unreadable-answer"
-        assert "the text holds no single list" not in (score.explanation or "")
-
-
-def test_an_unreadable_answer_says_why_in_the_explanation() -> None:
-    score = extraction_score(
-        {"source": ["C-3", "A-1"]},
-        {},
-        answer_text='Source: ["C-3", "A-1"]\nMy answer: ["A-1", "C-3"]',
-    )
-    assert score.reason == "unreadable-answer"
-    assert 'two different lists: ["C-3", "A-1"] (line 1) and ["A-1", "C-3"]' in (
-        score.explanation or ""
-    )
+        assert "two different lists" in (score.explanation or "")
 
 
 def test_a_failure_inside_the_reader_is_an_unreadable_answer(
@@ -766,17 +620,13 @@ def test_a_failure_inside_the_reader_is_an_unreadable_answer(
     )
 
 
-def test_a_recorded_answer_has_no_reading() -> None:
-    score = extraction_score({"source": ["A"], "answer": ["A"]}, {})
-    assert score.metadata is not None
-    assert "read_as" not in score.metadata
-
-
-def test_a_data_error_still_says_how_the_answer_was_read() -> None:
+def test_a_recorded_answer_has_no_reading_and_a_data_error_keeps_it() -> None:
+    recorded = extraction_score({"source": ["A"], "answer": ["A"]}, {})
+    assert "read_as" not in (recorded.metadata or {})
     score = extraction_score({"source": ["A", "A"]}, {}, answer_text="A, B")
     assert score.reason == "duplicate-source-id"
-    assert score.metadata is not None
-    assert score.metadata["read_as"] == "commas"
+    assert (score.metadata or {})["read_as"] == "commas"
+    assert parse_answer_ids("- C\n- A") == ["C", "A"]
 
 
 def test_the_pages_examples_read_as_shown() -> None:

@@ -8,10 +8,9 @@ import logging
 import math
 import re
 import shlex
-import subprocess
 from collections import Counter
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 from inspect_ai import Task, eval, score
@@ -21,7 +20,6 @@ from inspect_ai.model import ModelName, ModelOutput
 from inspect_ai.scorer import (
     CORRECT,
     INCORRECT,
-    NOANSWER,
     PARTIAL,
     Score,
     Scorer,
@@ -32,8 +30,7 @@ from inspect_ai.scorer import (
 )
 from inspect_ai.solver import TaskState
 
-from tests.commands import InspectCommand, inspect_in_one_fresh_process, run_inspect
-from tests.support import write_lines
+from tests.commands import run_inspect
 from tracegrade import LabelScorerError, diagnose_stage, stage_diagnosis_scorer
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import replay
@@ -42,38 +39,12 @@ from tracegrade.tasks import replay
 
 LABELS: list[tuple[Any, bool]] = [
     (CORRECT, True),
-    (True, True),
-    (1, True),
     (1.0, True),
     (INCORRECT, False),
-    (False, False),
-    (0, False),
-    (0.0, False),
     (-0.0, False),
 ]
 
-NO_LABEL: list[Any] = [
-    PARTIAL,
-    NOANSWER,
-    0.5,
-    2,
-    -1,
-    float("nan"),
-    float("inf"),
-    "1",
-    "0",
-    "1.0",
-    "c",
-    "i",
-    "true",
-    "false",
-    "yes",
-    "correct",
-    "",
-    [1],
-    [],
-    {"correct": "C"},
-]
+NO_LABEL: list[Any] = [PARTIAL, 0.5, float("nan"), "true"]
 
 
 # --- graders to test with -----------------------------------------------------------
@@ -125,13 +96,15 @@ RUN = {"required": ["D1"], "context": ["D1"]}
 
 
 def score_run(
-    grader: Scorer | str,
+    grader: Scorer | str | None,
     metadata: dict[str, Any] | None = None,
     *,
     output: str = "",
     target: str = "",
+    scores: dict[str, Score] | None = None,
     **kwargs: Any,
 ) -> Score:
+    """The stage score of RUN with `grader`, or `scores` given by earlier scorers."""
     state = TaskState(
         model=ModelName("none/none"),
         sample_id="q1",
@@ -140,6 +113,7 @@ def score_run(
         messages=[],
         metadata=dict(RUN if metadata is None else metadata),
         output=ModelOutput.from_content(model="none", content=output),
+        scores=scores,
     )
     stage_scorer = stage_diagnosis_scorer(
         context_key="context", label_scorer=grader, **kwargs
@@ -191,15 +165,6 @@ def test_no_label_from_the_grader_is_answer_label_quoting_it(value: Any) -> None
     assert metadata["error"]["message"] == result.explanation
 
 
-@pytest.mark.parametrize(
-    ("value", "quoted"),
-    [(PARTIAL, 'gave "P"'), (0.5, "gave 0.5"), ("1", 'gave "1"'), ([1], "gave [1]")],
-)
-def test_the_explanation_quotes_the_value(value: Any, quoted: str) -> None:
-    explanation = score_run(fixed_grade(value)).explanation
-    assert explanation is not None and quoted in explanation
-
-
 def test_a_grader_that_returns_no_score_gives_no_label() -> None:
     result = score_run(fixed_grade(none=True))
     assert error_kind(result) == "answer-label"
@@ -246,9 +211,7 @@ def test_unresolved_and_retrieval_runs_keep_the_graders_score() -> None:
     assert metadata_of(lucky)["record"]["correct"] is True
 
 
-@pytest.mark.parametrize(
-    ("name", "made_by"), [("match", match), ("includes", includes)]
-)
+@pytest.mark.parametrize(("name", "made_by"), [("includes", includes)])
 def test_a_grader_named_by_its_registry_name(name: str, made_by: Any) -> None:
     result = score_run(name, output="The answer is -18 C", target="-18 C")
     assert result.value == "pass"
@@ -268,23 +231,13 @@ ONE_SOURCE = (
 )
 
 
-def test_labels_and_a_grader_together_are_refused(tmp_path: Path) -> None:
-    labels = write_lines(tmp_path / "labels.jsonl", [{"id": "q1", "correct": True}])
-    with pytest.raises(LabelScorerError) as refused:
-        stage_diagnosis_scorer(labels=labels, label_scorer="match")
-    assert str(refused.value) == (
-        f'labels="{labels}" and label_scorer="match" were given, {ONE_SOURCE}'
-    )
-
-
 @pytest.mark.parametrize(
     ("sources", "said"),
     [
         ({"label_scorer": match()}, 'label_scorer=match() and label_from="judge"'),
-        ({"labels": "labels.jsonl"}, 'labels="labels.jsonl" and label_from="judge"'),
         (
-            {"labels": "labels.jsonl", "label_scorer": "match"},
-            'labels="labels.jsonl" and label_scorer="match" and label_from="judge"',
+            {"labels": "labels.jsonl", "label_scorer": "match", "label_from": None},
+            'labels="labels.jsonl" and label_scorer="match"',
         ),
     ],
 )
@@ -292,12 +245,12 @@ def test_label_from_with_another_source_is_refused(
     sources: dict[str, Any], said: str
 ) -> None:
     with pytest.raises(LabelScorerError) as refused:
-        stage_diagnosis_scorer(label_from="judge", **sources)
+        stage_diagnosis_scorer(**{"label_from": "judge", **sources})
     assert str(refused.value) == f"{said} were given, {ONE_SOURCE}"
     assert "\n" not in str(refused.value)
 
 
-@pytest.mark.parametrize(("name", "quoted"), [("", '""'), ("  ", '"  "'), (7, "7")])
+@pytest.mark.parametrize(("name", "quoted"), [("  ", '"  "')])
 def test_a_label_from_that_names_no_score_is_refused(name: Any, quoted: str) -> None:
     with pytest.raises(LabelScorerError) as refused:
         stage_diagnosis_scorer(label_from=name)
@@ -309,7 +262,7 @@ def test_a_label_from_that_names_no_score_is_refused(name: Any, quoted: str) -> 
 
 @pytest.mark.parametrize(
     ("factory", "name"),
-    [(match, "match"), (includes, "includes"), (fixed_grade, "fixed_grade")],
+    [(match, "match")],
 )
 def test_an_uncalled_scorer_function_is_refused(factory: Any, name: str) -> None:
     """`label_scorer=match` is registered as a scorer too; it is the function
@@ -326,8 +279,6 @@ def test_an_uncalled_scorer_function_is_refused(factory: Any, name: str) -> None
     ("grader", "said"),
     [
         ("mtach", 'label_scorer "mtach" is not a registered Inspect scorer'),
-        ("accuracy", 'label_scorer "accuracy" is not a registered Inspect scorer'),
-        (["match", "includes"], 'got ["match", "includes"]'),
         (5, "must be an Inspect scorer or its registry name, got 5"),
     ],
 )
@@ -401,26 +352,6 @@ def test_one_eval_diagnoses_every_run(tmp_path: Path) -> None:
     assert stages(rescored) == EXPECTED
 
 
-def test_an_unscored_grader_is_kept_in_the_log_as_it_gave_it(tmp_path: Path) -> None:
-    (log,) = eval(
-        graded_task(fixed_grade(float("nan"))),
-        display="none",
-        log_dir=str(tmp_path),
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    logged = read_eval_log(log.location)
-    assert logged.samples is not None
-    for sample in logged.samples:
-        score = (sample.scores or {})["stage_diagnosis"]
-        assert error_kind(score) == "answer-label"
-        grader = (score.metadata or {})["grader"]
-        # NaN, or null where Inspect writes a NaN in metadata so (0.3.250).
-        assert grader["value"] is None or math.isnan(grader["value"])
-        assert score.explanation is not None
-        assert "left the run unscored (NaN)" in score.explanation
-
-
 SCORES_PAGE = (Path(__file__).parents[1] / "docs" / "scores.md").read_text("utf-8")
 
 
@@ -449,24 +380,6 @@ def unlabelled_log(tmp_path: Path) -> Path:
     return Path(log.location)
 
 
-def test_inspect_score_takes_the_grader_by_name(
-    tmp_path: Path, unlabelled_log: Path
-) -> None:
-    done = run_inspect(
-        *documented_score("-S label_scorer=match ", str(unlabelled_log)),
-        cwd=tmp_path,
-    )
-    assert done.returncode == 0, done.stderr
-    log = read_eval_log(str(unlabelled_log))
-    assert log.status == "success"
-    assert stages(log, "stage_diagnosis1") == EXPECTED
-    assert log.samples is not None
-    for sample in log.samples:
-        metadata = (sample.scores or {})["stage_diagnosis1"].metadata or {}
-        assert metadata["read_from"]["correct"] == "scorer match"
-        assert metadata["grader"]["value"] in (CORRECT, INCORRECT)
-
-
 def test_inspect_score_takes_a_grader_with_arguments(
     tmp_path: Path, unlabelled_log: Path
 ) -> None:
@@ -487,106 +400,13 @@ def test_inspect_score_takes_a_grader_with_arguments(
     }
 
 
-GRADER_REFUSALS = [
-    (
-        ["-S", "label_scorer=mtach"],
-        'label_scorer "mtach" is not a registered Inspect scorer',
-    ),
-    (
-        ["-S", "label_scorer=match", "-S", "labels=labels.jsonl"],
-        "were given, but a run's label has one source",
-    ),
-    (
-        ["-S", "label_from=match", "-S", "labels=labels.jsonl"],
-        'labels="labels.jsonl" and label_from="match" were given',
-    ),
-    (
-        ["-S", "labels=repeated.jsonl"],
-        'line 2: id "right" is already labelled on line 1',
-    ),
-]
-
-
-class Refused(NamedTuple):
-    """The unlabelled log `inspect score` was given, its bytes before, and
-    what each refused command ended with, in the order of GRADER_REFUSALS."""
-
-    log: Path
-    before: bytes
-    done: list[subprocess.CompletedProcess[str]]
-
-
-@pytest.fixture(scope="module")
-def refused(tmp_path_factory: pytest.TempPathFactory) -> Refused:
-    """Every bad label argument given to `inspect score`, in one fresh
-    interpreter: what Inspect prints of an error goes through the exception
-    hook and the console it sets once per process."""
-    work = tmp_path_factory.mktemp("refused")
-    (log,) = eval(
-        graded_task(None),
-        display="none",
-        log_dir=str(work / "logs"),
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    path = Path(log.location)
-    write_lines(work / "labels.jsonl", [{"id": "right", "correct": True}])
-    write_lines(work / "repeated.jsonl", [{"id": "right", "correct": True}] * 2)
-    before = path.read_bytes()
-    commands = [
-        InspectCommand(
-            [
-                *("score", str(path), "--scorer", "tracegrade/stage_diagnosis"),
-                *args,
-                *("--action", "append", "--overwrite"),
-            ],
-            work,
-        )
-        for args, _ in GRADER_REFUSALS
-    ]
-    return Refused(path, before, inspect_in_one_fresh_process(commands))
-
-
-@pytest.mark.parametrize("case", range(len(GRADER_REFUSALS)))
-def test_inspect_score_says_what_is_wrong_with_the_label_source(
-    refused: Refused, case: int
-) -> None:
-    args, said = GRADER_REFUSALS[case]
-    done = refused.done[case]
-    assert done.args[1:3] == ["score", str(refused.log)]
-    assert done.args[5 : 5 + len(args)] == args
-    assert done.returncode != 0
-    assert "Traceback" not in done.stderr
-    assert said in done.stdout + done.stderr
-    assert refused.log.read_bytes() == refused.before
-
-
 # --- label_from: a score an earlier scorer gave ---------------------------------
 
 
-def score_given(
-    given: dict[str, Score], metadata: dict[str, Any] | None = None, **kwargs: Any
-) -> Score:
-    """The stage score of RUN, with `given` the scores earlier scorers gave."""
-    state = TaskState(
-        model=ModelName("none/none"),
-        sample_id="q1",
-        epoch=1,
-        input="",
-        messages=[],
-        metadata=dict(RUN if metadata is None else metadata),
-        scores=dict(given),
-    )
-    stage_scorer = stage_diagnosis_scorer(context_key="context", **kwargs)
-    result = asyncio.run(stage_scorer(state, Target("")))
-    assert isinstance(result, Score)
-    return result
-
-
-@pytest.mark.parametrize(("value", "label"), [*LABELS, (PARTIAL, None)], ids=repr)
+@pytest.mark.parametrize(("value", "label"), [(INCORRECT, False), (PARTIAL, None)])
 def test_a_given_score_is_read_by_the_same_table(value: Any, label: Any) -> None:
     judged = Score(value=value, explanation="why", reason="judged", metadata={"k": 1})
-    result = score_given({"judge": judged}, label_from="judge")
+    result = score_run(None, scores={"judge": judged}, label_from="judge")
     metadata = metadata_of(result)
     assert metadata["read_from"]["correct"] == "score judge"
     assert metadata["grader"] == {

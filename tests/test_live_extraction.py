@@ -107,7 +107,6 @@ def sample_of(log: EvalLog, document_id: str) -> EvalSample:
 
 # One case per way an answer can go; each runs on its own document.
 CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
-    # name: (document, reply made from the source, expected)
     "right": (pick("shipping_manifest", 0), as_json, ((True, True), "json", None)),
     "alphabetised": (
         pick("citation_list", 1),
@@ -119,83 +118,15 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
         lambda ids: as_json(ids[:1] + ids[2:]),
         ((False, False), "json", None),
     ),
-    "extra": (
-        pick("log_excerpt", 0),
-        lambda ids: as_json([*ids, "req-000000"]),
-        ((False, False), "json", None),
-    ),
     "repeated": (
         pick("invoice_register", 0),
         lambda ids: as_json([*ids, ids[0]]),
         ((False, False), "json", "duplicate-answer-id"),
     ),
-    "fenced": (
-        pick("lab_sample_sheet", 0),
-        lambda ids: "```json\n" + as_json(ids, indent=2) + "\n```",
-        ((True, True), "json", None),
-    ),
-    "prose": (
-        pick("commit_list", 0),
-        lambda ids: f"Here are the commit hashes, in order: {as_json(ids)}. Done!",
-        ((True, True), "json", None),
-    ),
-    "one_per_line": (
-        pick("test_run_report", 0),
-        lambda ids: "\n".join(f"{n}. {i}" for n, i in enumerate(ids, 1)),
-        ((True, True), "lines", None),
-    ),
-    "with_periods": (
-        pick("citation_list", 3),
-        lambda ids: "\n".join(f"- {i}." for i in ids),
-        ((True, True), "lines-with-periods", None),
-    ),
-    "lead_in": (
-        pick("lab_sample_sheet", 1),
-        lambda ids: (
-            "Here are the IDs, in document order:\n\n"
-            + "\n".join(f"- {i}" for i in ids)
-        ),
-        ((True, True), "lead-in-lines", None),
-    ),
-    "lead_in_with_periods": (
-        pick("commit_list", 1),
-        lambda ids: "IDs:\n" + "\n".join(f"{n}. {i}." for n, i in enumerate(ids, 1)),
-        ((True, True), "lead-in-lines-with-periods", None),
-    ),
-    "lead_in_repeated": (
-        pick("invoice_register", 1),
-        lambda ids: "Here they are:\n" + "\n".join([*ids, ids[0]]),
-        ((False, False), "lead-in-lines", "duplicate-answer-id"),
-    ),
     "comma_list": (
         pick("shipping_manifest", 1),
         lambda ids: ", ".join(ids),
         ((True, True), "commas", None),
-    ),
-    "bold_lines": (
-        pick("shipping_manifest", 2),
-        lambda ids: "\n".join(f"- **{i}**" for i in ids),
-        ((True, True), "lines-with-marks", None),
-    ),
-    "python_list": (
-        pick("invoice_register", 2),
-        lambda ids: repr(ids),
-        ((True, True), "python-list", None),
-    ),
-    "lead_in_commas": (
-        pick("commit_list", 2),
-        lambda ids: "IDs: " + ", ".join(ids) + ".",
-        ((True, True), "lead-in-commas-with-period", None),
-    ),
-    "renumbered": (
-        pick("test_run_report", 2),
-        lambda ids: "\n".join(f"{len(ids) - n}. {i}" for n, i in enumerate(ids)),
-        ((True, True), "lines-ignoring-numbers", None),
-    ),
-    "python_list_missing_comma": (
-        pick("lab_sample_sheet", 3),
-        lambda ids: "[" + " ".join(repr(i) for i in ids) + "]",
-        ((False, False), None, "unreadable-answer"),
     ),
     "lone_id": (
         pick("test_run_report", 1),
@@ -207,22 +138,6 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
         lambda ids: "}}{{ ]] lorem ipsum ?? <<>>",
         ((False, False), None, "unreadable-answer"),
     ),
-    "refusal": (
-        pick("incident_timeline", 1),
-        lambda ids: "I'm sorry, I can't help with that.",
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "empty": (
-        pick("log_excerpt", 1),
-        lambda ids: "",
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "none": (
-        pick("incident_timeline", 2),
-        lambda ids: "None",
-        ((False, False), None, "unreadable-answer"),
-    ),
-    # The task asks for structured output, so its object is read.
     "structured": (
         pick("log_excerpt", 2),
         lambda ids: json.dumps({"ids": ids}),
@@ -231,76 +146,6 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
     "structured_with_a_note": (
         pick("log_excerpt", 3),
         lambda ids: json.dumps({"ids": ids, "note": "checked"}),
-        ((False, False), None, "unreadable-answer"),
-    ),
-    # Issue 39: JSON readers differ on which value of a repeated key counts.
-    "structured_repeated_key": (
-        pick("log_excerpt", 4),
-        lambda ids: f'{{"ids": {json.dumps(sorted(ids))}, "ids": {json.dumps(ids)}}}',
-        ((False, False), None, "unreadable-answer"),
-    ),
-    # Issue 39's odd readings, each of which was read as a list.
-    "etc": (
-        pick("shipping_manifest", 4),
-        lambda ids: ", ".join(ids) + ", etc.",
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "answer_none": (
-        pick("incident_timeline", 4),
-        lambda ids: "I found none.\nANSWER: None",
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "numbers_glued_on": (
-        pick("test_run_report", 4),
-        lambda ids: "\n".join(f"{n}.{i}" for n, i in enumerate(ids, 1)),
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "an_id_as_lead_in": (
-        pick("invoice_register", 4),
-        lambda ids: f"{ids[0]}: " + ", ".join(ids[1:]),
-        ((False, False), None, "unreadable-answer"),
-    ),
-    # Reasoning, then the ANSWER line the prompt asks for: its list is read.
-    "answer_line": (
-        pick("citation_list", 4),
-        lambda ids: (
-            f"The document cites {ids[-1]} last and {ids[0]} first. Sorted, "
-            f"they would be {json.dumps(sorted(ids))}.\nANSWER: {json.dumps(ids)}"
-        ),
-        ((True, True), "answer-line-json", None),
-    ),
-    # Issue 27's answers: an aside or an echo with another list is refused.
-    "aside": (
-        pick("invoice_register", 3),
-        lambda ids: (
-            "```json\n"
-            + json.dumps(ids, indent=2)[:-2]
-            + ',\n]\n```\nI left out ["INV-00000"] because it only appears in '
-            "a footnote."
-        ),
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "echo": (
-        pick("shipping_manifest", 3),
-        lambda ids: (
-            f"Source order per the document: {json.dumps(ids)}\n"
-            f"My answer (sorted): {sorted(ids)!r}"
-        ),
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "heading": (
-        pick("test_run_report", 3),
-        lambda ids: "Answer\n" + "\n".join(f"- {i}" for i in ids),
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "sign_off": (
-        pick("incident_timeline", 3),
-        lambda ids: "\n".join(ids) + "\nDone",
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "lead_in_then_prose": (
-        pick("lab_sample_sheet", 2),
-        lambda ids: "Here is what I found:\nThe document lists no IDs.",
         ((False, False), None, "unreadable-answer"),
     ),
 }
@@ -343,32 +188,6 @@ def test_each_answer_is_graded_per_sample(live_log: EvalLog, case: str) -> None:
             assert metadata["result"] == {"membership": membership, "order": order}
         else:
             assert metadata["result"] == {"error": "duplicate-id"}
-
-
-def test_a_lone_id_is_read_as_a_one_id_list(live_log: EvalLog) -> None:
-    """The packaged documents each hold several IDs, so the lone ID fails
-    membership; what matters here is that it was read, not refused."""
-    document_id = CASES["lone_id"][0]
-    score = (sample_of(live_log, document_id).scores or {})["ordered_extraction"]
-    assert json.loads(score.answer or "") == source(document_id)[:1]
-
-
-def test_the_metrics_count_each_case_once(live_log: EvalLog) -> None:
-    assert live_log.results is not None
-    metrics = {
-        (score.name, name): metric.value
-        for score in live_log.results.scores
-        for name, metric in score.metrics.items()
-    }
-    passed_membership = sum(1 for _, _, e in CASES.values() if e[0][0])
-    passed_order = sum(1 for _, _, e in CASES.values() if e[0][1])
-    assert (passed_membership, passed_order) == (15, 14)
-    assert metrics[("membership", "accuracy")] == pytest.approx(15 / 36)
-    assert metrics[("order", "accuracy")] == pytest.approx(14 / 36)
-    assert metrics[("ordered_extraction", "duplicate-id")] == 2
-    assert metrics[("ordered_extraction", "unreadable")] == 16
-    (headline,) = [s for s in live_log.results.scores if s.name == "membership"]
-    assert headline.scored_samples == 36
 
 
 def test_each_sample_is_one_document(live_log: EvalLog) -> None:
@@ -452,39 +271,26 @@ def test_structured_output_is_asked_for_unless_turned_off(
         assert "is no list of string IDs" in (score.explanation or "")
 
 
-def test_a_prompt_string_replaces_the_default() -> None:
+def test_a_prompt_string_or_file_replaces_the_default_filled_once(
+    tmp_path: Path,
+) -> None:
     document = DOCUMENTS[0]
     text = first_input({"prompt": "IDs ({target}) of: {document} {json}"})
     assert text == f"IDs ({document.target}) of: {document.text} {{json}}"
-
-
-def test_a_prompt_file_replaces_the_default(tmp_path: Path) -> None:
     path = tmp_path / "prompt.txt"
-    path.write_text("Give {target} as JSON.\n---\n{document}\n", encoding="utf-8")
-    document = DOCUMENTS[0]
-    assert first_input({"prompt": str(path)}) == (
-        f"Give {document.target} as JSON.\n---\n{document.text}\n"
+    path.write_text("{target}: {document}\n", encoding="utf-8")
+    dataset = write_documents(
+        tmp_path / "docs.jsonl",
+        [{"id": "d", "text": "see {target} A1", "source": ["A1"], "target": "keys"}],
     )
-
-
-def test_placeholders_are_filled_once(tmp_path: Path) -> None:
-    dataset = tmp_path / "docs.jsonl"
-    dataset.write_text(
-        json.dumps(
-            {"id": "d", "text": "see {target} A1", "source": ["A1"], "target": "keys"}
-        )
-        + "\n"
-    )
-    text = first_input({"dataset": str(dataset), "prompt": "{target}: {document}"})
-    assert text == "keys: see {target} A1"
+    text = first_input({"dataset": dataset, "prompt": str(path)})
+    assert text == "keys: see {target} A1\n"
 
 
 @pytest.mark.parametrize(
     ("prompt", "message"),
     [
         ("List the IDs in order.", "has no {document} placeholder and names no"),
-        ("{documents}", "has no {document} placeholder"),
-        ("", "has no {document} placeholder"),
     ],
 )
 def test_a_prompt_without_the_document_fails_when_the_task_is_built(
@@ -517,62 +323,32 @@ SECOND = {"id": "d2", "kind": "memo", "text": "A1, B2", "source": ["A1", "B2"]}
 
 
 def test_your_own_documents_become_the_samples(tmp_path: Path) -> None:
-    """One eval of five documents. A lone ID is read when it holds a digit;
-    one without a digit is unreadable alone (it could be a one-word reply
-    like "None"), and read when given as a JSON array."""
-    one_id = {
-        # id: (text, its one ID, the reply)
-        "digit": ("Only MSCU1234565 was loaded.", "MSCU1234565", "MSCU1234565"),
-        "no-digit": ("Only req-ebafad failed.", "req-ebafad", "req-ebafad"),
-        "no-digit-json": ("Only req-bfedec failed.", "req-bfedec", '["req-bfedec"]'),
-    }
     dataset = write_documents(
-        tmp_path / "docs.jsonl",
-        [
-            GOOD,
-            {**SECOND, "target": "codes"},
-            *(
-                {"id": i, "text": text, "source": [only], "target": "IDs"}
-                for i, (text, only, _) in one_id.items()
-            ),
-        ],
+        tmp_path / "docs.jsonl", [GOOD, {**SECOND, "target": "codes"}]
     )
     task = ordered_extraction(dataset=dataset)
-    assert [sample.id for sample in task.dataset] == ["d1", "d2", *one_id]
+    assert [sample.id for sample in task.dataset] == ["d1", "d2"]
     assert task.dataset[1].metadata == {
         "source": ["A1", "B2"],
         "kind": "memo",
         "target": "codes",
     }
     log = run_live(
-        {
-            "d1": ['["B2", "A1"]'],
-            "d2": ["B2\nA1"],
-            **{i: [reply] for i, (_, _, reply) in one_id.items()},
-        },
+        {"d1": ['["B2", "A1"]'], "d2": ["B2\nA1"]},
         tmp_path,
-        texts={
-            "d1": "B2 then A1",
-            "d2": "A1, B2",
-            **{i: text for i, (text, _, _) in one_id.items()},
-        },
+        texts={"d1": "B2 then A1", "d2": "A1, B2"},
         task_args={"dataset": dataset},
     )
-    assert log.samples is not None
     graded = {
         sample.id: (
             (sample.scores or {})["ordered_extraction"].value,
             ((sample.scores or {})["ordered_extraction"].metadata or {})["read_as"],
         )
-        for sample in log.samples
+        for sample in log.samples or []
     }
-    both = {"membership": True, "order": True}
     assert graded == {
-        "d1": (both, "json"),
+        "d1": ({"membership": True, "order": True}, "json"),
         "d2": ({"membership": True, "order": False}, "lines"),
-        "digit": (both, "single-id"),
-        "no-digit": ({"membership": False, "order": False}, None),
-        "no-digit-json": (both, "json"),
     }
 
 
@@ -580,16 +356,7 @@ def test_your_own_documents_become_the_samples(tmp_path: Path) -> None:
     ("line", "problem"),
     [
         ("{", "line 2: not valid JSON"),
-        ([GOOD], "line 2: a document must be a JSON object"),
-        ({**GOOD, "sources": []}, 'line 2: unknown field "sources"'),
-        ({**GOOD, "id": ""}, "line 2: 'id' must be a non-empty string"),
         ({**GOOD, "id": "d1"}, 'line 2: id "d1" is already used on line 1'),
-        ({"id": "d2", "source": [], "target": "x"}, "document \"d2\" has no 'text'"),
-        ({**GOOD, "id": "d2", "target": " "}, "'target' of document \"d2\" must be"),
-        ({**GOOD, "id": "d2", "kind": 3}, "'kind' of document \"d2\" must be a string"),
-        ({"id": "d2", "text": "t", "target": "x"}, "\"d2\" has no 'source' field"),
-        ({**GOOD, "id": "d2", "source": "A1"}, "must be an array of ID strings"),
-        ({**GOOD, "id": "d2", "source": ["A1", 2]}, "'source\\[1\\]' .* got 2"),
         ({**GOOD, "id": "d2", "source": ["A1", "A1"]}, "'source\\[1\\]' .*repeats"),
     ],
 )
@@ -617,7 +384,6 @@ CLI_EVALS = {
     # First: the display is the one of a process's first eval.
     "results": ["--model", "none", "--solver", "tracegrade/replay", "--limit", "3"],
     "prompt_file": ["-T", "prompt=prompt.txt", "--limit", "2"],
-    "no_document": ["-T", "prompt=List the IDs.", "--model", "none"],
 }
 
 
@@ -696,13 +462,3 @@ def test_the_cli_results_have_no_empty_entry(
     # The terminal shows the scored runs: here all three, failing both.
     assert re.search(r"\bunreadable +3\.000\b", result.stdout), result.stdout
     assert re.search(r"\bscored_runs +3\.000\b", result.stdout), result.stdout
-
-
-def test_the_cli_refuses_a_prompt_without_the_document(
-    cli_evals: dict[str, tuple[Path, subprocess.CompletedProcess[str]]],
-) -> None:
-    tmp_path, result = cli_evals["no_document"]
-    assert result.returncode != 0
-    assert "PromptError: the prompt" in result.stderr
-    assert "has no {document} placeholder" in result.stderr
-    assert not (tmp_path / "logs").exists()

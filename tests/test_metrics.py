@@ -4,11 +4,9 @@ string to 0.0), under any reducer, and when every sample is an error."""
 from __future__ import annotations
 
 import math
-import re
-import subprocess
 from collections import Counter
 from pathlib import Path
-from typing import Any, NamedTuple, cast
+from typing import Any, cast
 
 import pytest
 from inspect_ai import Epochs, eval
@@ -17,7 +15,6 @@ from inspect_ai.log import (
     EvalMetric,
     EvalScore,
     headline_metric,
-    list_eval_logs,
     read_eval_log,
 )
 from inspect_ai.scorer import (
@@ -27,10 +24,8 @@ from inspect_ai.scorer import (
     Score,
     Value,
     accuracy,
-    mean_score,
 )
 
-from tests.commands import inspect_process
 from tests.support import write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
@@ -42,6 +37,7 @@ from tracegrade.scorers import (
     scored_runs,
     stage_modes,
     stage_shares,
+    step_recall,
 )
 from tracegrade.scorers.metrics import FAILURE_LABELS, is_count
 from tracegrade.scorers.outcome import ANSWER_FAILURES
@@ -176,24 +172,12 @@ def test_stage_modes_count_each_sample_once_by_its_commonest_stage() -> None:
     }
 
 
-def test_stage_modes_equal_stage_shares_with_one_epoch() -> None:
-    scores = epoch_scores({"a": ["pass"], "b": ["retrieval"], "c": ["retrieval"]})
-    shares = cast(dict[str, float], compute(stage_shares(), scores))
-
-    assert compute(stage_modes(), scores) == {
-        f"{stage}_mode": share for stage, share in shares.items()
-    }
-
-
-def test_stage_shares_refuse_a_value_that_is_not_a_stage() -> None:
+def test_shares_refuse_a_value_of_the_other_task() -> None:
     # What the default mean reducer would have handed a reduced metric.
     with pytest.raises(ValueError, match=r"got 0\.0"):
         compute(stage_shares(), [sample_score(0.0)])
-
-
-def test_the_default_reducer_really_loses_the_stage() -> None:
-    reduced = mean_score()([Score(value="retrieval")] * 3)
-    assert reduced.value == 0.0
+    with pytest.raises(ValueError, match=r"got 'pass'"):
+        compute(criteria_shares(), [sample_score("pass")])
 
 
 def test_lucky_answers_are_retrieval_gaps_labelled_correct() -> None:
@@ -251,11 +235,6 @@ def test_criteria_shares_are_the_accuracies_of_each_key() -> None:
     }
 
 
-def test_criteria_shares_refuse_a_value_that_is_not_an_extraction() -> None:
-    with pytest.raises(ValueError, match=r"got 'pass'"):
-        compute(criteria_shares(), [sample_score("pass")])
-
-
 def test_scored_runs_count_what_reaches_the_metrics() -> None:
     assert compute(scored_runs(), [sample_score("pass")] * 3) == {"scored_runs": 3}
 
@@ -290,37 +269,28 @@ def test_metrics_accept_an_empty_list() -> None:
 
 @pytest.fixture(scope="module")
 def stage_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
-    """The packaged stage task evaluated once, one epoch, for the tests
-    that read the same run."""
-    return run(stage_diagnosis(dataset="edge-cases"), tmp_path_factory.mktemp("stage"))
-
-
-@pytest.mark.parametrize(
-    "epochs", [1, Epochs(3, ["mean", "mode"])], ids=["1", "3-mean-and-mode"]
-)
-def test_stage_metrics_survive_epochs(
-    request: pytest.FixtureRequest, tmp_path: Path, epochs: int | Epochs
-) -> None:
-    one_epoch = epochs == 1
-    log = (
-        request.getfixturevalue("stage_log")
-        if one_epoch
-        else run(stage_diagnosis(dataset="edge-cases"), tmp_path, epochs)
+    """The packaged stage task over three epochs, reduced by mean and mode."""
+    return run(
+        stage_diagnosis(dataset="edge-cases"),
+        tmp_path_factory.mktemp("stage"),
+        Epochs(3, ["mean", "mode"]),
     )
-    runs = 1 if one_epoch else 3
-    (score,) = scores_by_name(log).values()
+
+
+def test_stage_metrics_survive_epochs(stage_log: EvalLog) -> None:
+    (score,) = scores_by_name(stage_log).values()
     values = metric_values(score)
     for stage, share in expected_stage_shares().items():
         assert values[stage] == pytest.approx(share)
     # Unreduced metrics count runs: each sample contributes one per epoch.
-    assert values["lucky_answers"] == expected_lucky() * runs
+    assert values["lucky_answers"] == expected_lucky() * 3
     data_errors = sum(
         1
         for case in STAGE_CASES
         if case.expected is not None and "stage" not in case.expected
     )
-    assert score.unscored_samples == data_errors * runs
-    assert score.scored_samples == (len(STAGE_CASES) - data_errors) * runs
+    assert score.unscored_samples == data_errors * 3
+    assert score.scored_samples == (len(STAGE_CASES) - data_errors) * 3
     assert values["scored_runs"] == score.scored_samples
 
 
@@ -340,17 +310,13 @@ def test_the_headline_is_the_pass_share(stage_log: EvalLog) -> None:
         ]
 
 
-@pytest.mark.parametrize(
-    "epochs", [1, 3, Epochs(3, "mode")], ids=["1", "3-default-reducer", "3-mode"]
-)
-def test_extraction_metrics_survive_epochs(
-    tmp_path: Path, epochs: int | Epochs
-) -> None:
+def test_extraction_metrics_survive_epochs(tmp_path: Path) -> None:
+    epochs = Epochs(3, "mode")
     log = run(ordered_extraction_recorded(), tmp_path, epochs)
-    runs = 1 if epochs == 1 else 3
+    runs = 3
     membership, order, answer_duplicates, data_errors = expected_extraction()
     scores = scores_by_name(log)
-    reducer = "mode" if isinstance(epochs, Epochs) else "mean"
+    reducer = "mode"
     assert metric_values(scores[("membership", reducer)])["accuracy"] == pytest.approx(
         membership
     )
@@ -386,19 +352,8 @@ def assert_no_empty_entry(log: EvalLog) -> None:
     assert empty == []
 
 
-class ErrorsOnly(NamedTuple):
-    """`inspect eval` of a stage run where every sample is a data error:
-    what it printed, and its log."""
-
-    printed: subprocess.CompletedProcess[str]
-    log: EvalLog
-
-
 @pytest.fixture(scope="module")
-def errors_only(tmp_path_factory: pytest.TempPathFactory) -> ErrorsOnly:
-    """One eval, in an interpreter of its own, as a user runs it: Inspect
-    keeps the display of a process's first eval, and the terminal's results
-    are one test's; the log is the other's."""
+def errors_only(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     work = tmp_path_factory.mktemp("errors-only")
     dataset = write_lines(
         work / "errors.jsonl",
@@ -407,21 +362,13 @@ def errors_only(tmp_path_factory: pytest.TempPathFactory) -> ErrorsOnly:
             {"id": "no-context", "input": {"required": ["D1"], "correct": True}},
         ],
     )
-    cli = inspect_process(
-        *("eval", "tracegrade/stage_diagnosis", "-T", f"dataset={dataset}"),
-        *("--log-dir", "logs", "--display", "plain"),
-        cwd=work,
-    )
-    (info,) = list_eval_logs(str(work / "logs"))
-    log = read_eval_log(info.name)
-    assert log.status == "success", cli.stderr
-    return ErrorsOnly(cli, log)
+    return run(stage_diagnosis(dataset=dataset), work)
 
 
 def test_a_run_where_every_sample_is_an_error_succeeds_and_says_so(
-    errors_only: ErrorsOnly,
+    errors_only: EvalLog,
 ) -> None:
-    log = errors_only.log
+    log = errors_only
     (score,) = scores_by_name(log).values()
     assert score.scored_samples == 0
     assert score.unscored_samples == 2
@@ -439,86 +386,18 @@ def test_a_run_where_every_sample_is_an_error_succeeds_and_says_so(
     ]
 
 
-def test_an_extraction_run_of_data_errors_only_succeeds(tmp_path: Path) -> None:
-    dataset = write_lines(
-        tmp_path / "errors.jsonl",
-        [
-            {"id": "repeat", "input": {"source": ["A", "A"], "answer": ["A"]}},
-            {"id": "no-source", "input": {"answer": ["A"]}},
-        ],
-    )
-    log = run(ordered_extraction_recorded(dataset=dataset), tmp_path)
-    scores = scores_by_name(log)
-    assert scores[("membership", "mean")].unscored_samples == 2
-    assert metric_values(scores[("ordered_extraction", None)]) == {
-        "duplicate-id": 0,
-        "unreadable": 0,
-        "scored_runs": 0,
-    }
-    shares = metric_values(scores[("ordered_extraction", "mean")])
-    assert set(shares) == {"membership", "order"}
-    assert all(math.isnan(share) for share in shares.values())
-
-
-def test_the_terminal_results_show_how_many_runs_were_scored(
-    errors_only: ErrorsOnly,
-) -> None:
-    """Inspect's terminal prints metrics only, not the unscored count: a run
-    of data errors alone showed NaN everywhere. `scored_runs` says 0."""
-    cli = errors_only.printed
-    results = cli.stdout[cli.stdout.index("stage_diagnosis (2 samples)") :]
-    assert re.search(r"^retrieval +nan *$", results, re.MULTILINE)
-    assert re.search(r"^scored_runs +0\.000 *$", results, re.MULTILINE), results
-
-
-# --- step recall: work in proportion to the runs' steps ------------------------
-
-
-def step_score(run: int, recalls: dict[str, float]) -> SampleScore:
-    return SampleScore(
-        sample_id=f"run-{run}",
-        score=Score(value="pass", metadata={"step_recall": recalls}),
-    )
-
-
-@pytest.mark.parametrize(
-    "scores",
-    [
-        # One run of many steps.
-        [step_score(0, {f"step-{n}": (n % 4) / 4 for n in range(400)})],
-        # Many runs, each with a step name of its own, and one shared.
-        [
-            step_score(run, {f"own-{run}": 1.0, "retriever": (run % 3) / 3})
-            for run in range(400)
-        ],
-    ],
-    ids=["one-run-400-steps", "400-runs-a-step-each"],
-)
-def test_step_recall_reads_each_run_once_however_many_steps(
-    scores: list[SampleScore], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Each step's mean once read every run's recalls again: steps times
-    runs reads, each of all the run's steps. One read a run now."""
-    import tracegrade.scorers.metrics as metrics
-
-    reads = 0
-    read = metrics.read_step_recall
-
-    def counted(metadata: Any) -> dict[str, float] | None:
-        nonlocal reads
-        reads += 1
-        return read(metadata)
-
-    monkeypatch.setattr(metrics, "read_step_recall", counted)
-    means = compute(metrics.step_recall(), scores)
-
-    assert reads == len(scores)
-    by_step: dict[str, list[float]] = {}
-    for sample_score in scores:
-        assert sample_score.score.metadata is not None
-        for step, share in sample_score.score.metadata["step_recall"].items():
-            by_step.setdefault(step, []).append(share)
-    assert means == {
-        f"{step}_recall": math.fsum(shares) / len(shares)
-        for step, shares in by_step.items()
+def test_step_recall_is_each_steps_mean_over_the_runs_that_have_it() -> None:
+    scores = [
+        SampleScore(sample_id=f"r{n}", score=Score(value="pass", metadata=m))
+        for n, m in enumerate(
+            [
+                {"step_recall": {"retriever": 1.0, "reranker": 0.5}},
+                {"step_recall": {"retriever": 0.5}},
+                {"step_recall": None},
+            ]
+        )
+    ]
+    assert compute(step_recall(), scores) == {
+        "retriever_recall": 0.75,
+        "reranker_recall": 0.5,
     }

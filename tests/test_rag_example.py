@@ -15,11 +15,9 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from inspect_ai import Task, eval
+from inspect_ai import eval
 from inspect_ai.log import EvalLog
 from inspect_ai.model import ChatMessage, Model, ModelOutput, ModelUsage, get_model
-
-from tracegrade import stage_diagnosis_scorer
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rag_task.py"
 
@@ -36,7 +34,6 @@ def load_example() -> ModuleType:
 
 rag = load_example()
 QUESTIONS = rag.packaged_lines("rag_questions.jsonl")
-CORPUS = rag.packaged_lines("rag_corpus.jsonl")
 
 
 def answering_model(answers: dict[str, list[str]] | None = None) -> Model:
@@ -73,35 +70,8 @@ def run_example(tmp_path: Path, **kwargs: Any) -> EvalLog:
 
 @pytest.fixture(scope="module")
 def index() -> Any:
-    return rag.BM25Index([rag.Document(**d) for d in CORPUS])
-
-
-def test_the_packaged_corpus_is_large_enough() -> None:
-    assert len(CORPUS) >= 40
-    assert len(QUESTIONS) == 30
-    ids = {d["id"] for d in CORPUS}
-    assert all(set(q["required"]) <= ids for q in QUESTIONS)
-
-
-def test_bm25_finds_a_document_by_its_words(index: Any) -> None:
-    (top,) = index.search("frozen chamber temperature Greyloch cold store", 1)
-    assert top.id == "DOC-004"
-    assert index.search("annual leave days", 3)[0].id == "DOC-012"
-    assert len(index.search("anything", 100)) == len(CORPUS)
-
-
-def test_bm25_misses_some_required_documents_and_finds_others(index: Any) -> None:
-    """The corpus is built so that a lexical retriever sometimes fails:
-    the stage diagnosis has both outcomes to report."""
-    found = missed = 0
-    for question in QUESTIONS:
-        context = {d.id for d in index.search(question["question"], 3)}
-        if set(question["required"]) <= context:
-            found += 1
-        else:
-            missed += 1
-    assert found >= 15
-    assert missed >= 3
+    corpus = rag.packaged_lines("rag_corpus.jsonl")
+    return rag.BM25Index([rag.Document(**d) for d in corpus])
 
 
 @pytest.fixture(scope="module")
@@ -109,41 +79,34 @@ def fresh_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     return run_example(tmp_path_factory.mktemp("rag"))
 
 
-def test_every_question_runs_with_its_context_recorded(
+def test_every_question_runs_with_its_context_recorded_and_a_stage(
     fresh_log: EvalLog, index: Any
 ) -> None:
+    """match() labels every answer ("I do not know." is INCORRECT), so
+    every run has a stage: retrieval where BM25 missed, else generation."""
     assert fresh_log.samples is not None
     assert len(fresh_log.samples) == len(QUESTIONS)
     by_id = {q["id"]: q for q in QUESTIONS}
     for sample in fresh_log.samples:
         question = by_id[str(sample.id)]
         ranked = [d.id for d in index.search(question["question"], 20)]
-        expected = ranked[:3]
-        assert sample.store["RetrievalTrace:context"] == expected
-        assert sample.store["RetrievalTrace:steps"] == [{"name": "bm25", "ids": ranked}]
+        context = ranked[:3]
+        steps = [{"name": "bm25", "ids": ranked}]
+        assert sample.store["RetrievalTrace:context"] == context
+        assert sample.store["RetrievalTrace:steps"] == steps
         # The prompt holds the retrieved documents and the question.
         (user,) = [m for m in sample.messages if m.role == "user"]
         assert user.text.endswith(f"Question: {question['question']}\n")
-        for document_id in expected:
+        for document_id in context:
             assert f'<document id="{document_id}"' in user.text
         assert sample.metadata == {"required": question["required"]}
         assert sample.target == question["answer"]
-
-
-def test_a_fresh_run_waits_for_no_one(fresh_log: EvalLog) -> None:
-    """match() labels every answer ("I do not know." is INCORRECT), so
-    every run has a stage: retrieval where BM25 missed, else generation."""
-    assert fresh_log.samples is not None
-    for sample in fresh_log.samples:
-        assert sample.scores is not None
-        score = sample.scores["stage_diagnosis"]
+        score = (sample.scores or {})["stage_diagnosis"]
         metadata = score.metadata or {}
-        context = sample.store["RetrievalTrace:context"]
-        missed = set(sample.metadata["required"]) - set(context)
+        missed = set(question["required"]) - set(context)
         assert score.value == ("retrieval" if missed else "generation")
-        steps = sample.store["RetrievalTrace:steps"]
         assert metadata["record"] == {
-            "required": sample.metadata["required"],
+            "required": question["required"],
             "context": context,
             "steps": steps,
             "correct": False,
@@ -155,7 +118,6 @@ def test_a_fresh_run_waits_for_no_one(fresh_log: EvalLog) -> None:
             "steps": "store RetrievalTrace:steps",
         }
         # Each missing document: below the cut (kept by BM25) or never ranked.
-        ranked = steps[0]["ids"]
         assert metadata["lost"] == [
             {
                 "id": document,
@@ -173,12 +135,6 @@ def test_a_fresh_run_waits_for_no_one(fresh_log: EvalLog) -> None:
             "reason": None,
             "metadata": None,
         }
-    assert fresh_log.results is not None
-    (result,) = fresh_log.results.scores
-    assert result.unscored_samples in (0, None)
-    assert result.metrics["generation"].value + result.metrics[
-        "retrieval"
-    ].value == pytest.approx(1.0)
 
 
 def test_a_right_answer_passes_and_a_lucky_one_is_a_retrieval_gap(
@@ -193,49 +149,6 @@ def test_a_right_answer_passes_and_a_lucky_one_is_a_retrieval_gap(
     )
     assert log.samples is not None
     stages = {s.id: (s.scores or {})["stage_diagnosis"].value for s in log.samples}
-    assert stages == {"Q-001": "pass", "Q-004": "retrieval"}
-    (lucky,) = [sample for sample in log.samples if sample.id == "Q-004"]
-    (lost,) = ((lucky.scores or {})["stage_diagnosis"].metadata or {})["lost"]
-    assert lost["id"] == "DOC-008"
-    assert lost["lost_at"] == "context"
-    assert lost["last_step"] == "bm25"
-    assert lost["last_rank"] > 3
-    assert log.results is not None
-    (result,) = log.results.scores
-    assert result.metrics["lucky_answers"].value == 1
-
-
-def test_top_k_sets_the_context_size(tmp_path: Path) -> None:
-    log = run_example(tmp_path, task_args={"top_k": 5}, limit=3)
-    assert log.samples is not None
-    for sample in log.samples:
-        assert len(sample.store["RetrievalTrace:context"]) == 5
-    assert log.eval.task_args == {"top_k": 5, "depth": 20}
-
-
-def test_a_label_in_metadata_is_diagnosed(tmp_path: Path) -> None:
-    """Users with gold labels in their data need no grader: the scorer's
-    default reads metadata "correct"."""
-    example = rag.rag_qa()
-    for sample in example.dataset:
-        assert sample.metadata is not None
-        sample.metadata["correct"] = True
-    task = Task(
-        dataset=example.dataset,
-        solver=example.solver,
-        scorer=stage_diagnosis_scorer(),
-    )
-    (log,) = eval(
-        task,
-        model=answering_model(),
-        log_dir=str(tmp_path),
-        display="none",
-        sample_id=["Q-001", "Q-004"],
-        log_realtime=False,
-    )
-    assert log.samples is not None
-    stages = {s.id: (s.scores or {})["stage_diagnosis"].value for s in log.samples}
-    # Q-004 needs DOC-008, which BM25 ranks below the top 3: a lucky answer.
     assert stages == {"Q-001": "pass", "Q-004": "retrieval"}
     (lucky,) = [sample for sample in log.samples if sample.id == "Q-004"]
     (lost,) = ((lucky.scores or {})["stage_diagnosis"].metadata or {})["lost"]

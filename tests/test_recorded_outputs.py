@@ -20,13 +20,6 @@ SOURCE = ["C-3", "A-1", "B-2"]
 
 # id: (output, (membership, order), read_as, what the explanation says)
 OUTPUTS: dict[str, tuple[str, tuple[bool, bool], str | None, str]] = {
-    "fence-then-aside": (
-        '```json\n[\n  "C-3",\n  "A-1",\n  "B-2",\n]\n```\nI left out ["D-4"] '
-        "because it only appears in a footnote.",
-        (False, False),
-        None,
-        'two different lists: ["C-3", "A-1", "B-2"] (line 2) and ["D-4"] (line 8)',
-    ),
     "echo-then-sorted": (
         'Source order per the document: ["C-3", "A-1", "B-2"]\n'
         "My answer (sorted): ['A-1', 'B-2', 'C-3']",
@@ -35,88 +28,17 @@ OUTPUTS: dict[str, tuple[str, tuple[bool, bool], str | None, str]] = {
         'two different lists: ["C-3", "A-1", "B-2"] (line 1) and ["A-1", "B-2", '
         '"C-3"] (line 2)',
     ),
-    "two-sentences": (
-        "C-3, A-1, B-2. Sorted: A-1, B-2, C-3",
-        (False, False),
-        None,
-        'two different lists: ["C-3", "A-1", "B-2"] (line 1) and '
-        '["A-1", "B-2", "C-3"] (line 1)',
-    ),
-    "glued-lead-in": (
-        "IDs:C-3, A-1, B-2",
-        (False, False),
-        None,
-        'the first ID "IDs:C-3" could be the lead-in "IDs:" glued to the ID "C-3"',
-    ),
     "heading": (
         "Answer\n- C-3\n- A-1\n- B-2",
         (False, False),
         None,
         'line 1, "Answer", stands before the list on lines 2-4',
     ),
-    "sign-off": (
-        "C-3\nA-1\nB-2\nDone",
-        (False, False),
-        None,
-        'line 4, "Done", stands after the list on lines 1-3',
-    ),
-    "object-then-list": (
-        '{"ids": ["X-9"]} ["A-1", "B-2"]',
-        (False, False),
-        None,
-        'is no list of string IDs, beside the list ["A-1", "B-2"] (line 1)',
-    ),
-    "nbsp-in-python-list": (
-        "['C-3',\u00a0'A-1', 'B-2']",
-        (False, False),
-        None,
-        "is not a JSON array, nor a Python list of plain quoted strings",
-    ),
-    # Characters that made `ast.literal_eval` raise, which stopped the eval.
-    **{
-        f"python-list-with-{name}": (
-            f"['C-3',{character}'A-1', 'B-2']",
-            (False, False),
-            None,
-            "is not a JSON array, nor a Python list of plain quoted strings",
-        )
-        for name, character in (
-            ("u3000", "\u3000"),
-            ("u2028", "\u2028"),
-            ("vertical-tab", "\x0b"),
-            ("nul", "\x00"),
-        )
-    },
-    "python-list-with-nul-inside": (
-        "['C-3\x00', 'A-1', 'B-2']",
-        (False, False),
-        None,
-        "is not a JSON array, nor a Python list of plain quoted strings",
-    ),
-    "python-list-with-cr-between": (
-        "['C-3',\r'A-1', 'B-2']",
-        (True, True),
-        "python-list",
-        "",
-    ),
     "python-list-with-lone-surrogate": (
         "['C-3\ud800', 'A-1', 'B-2']",
         (False, False),
         "python-list",
         "",
-    ),
-    # Issue 27's quadratic answers, at 100 KB: read in linear time.
-    "digits-then-a-word": (
-        "1" * 100_000 + " x",
-        (False, False),
-        None,
-        "no list of IDs in the text",
-    ),
-    "python-list-of-spaces": (
-        "['a'" + " " * 100_000 + "x]",
-        (False, False),
-        None,
-        "is not a JSON array, nor a Python list",
     ),
     "many-json-arrays": (
         "".join(f'["a{i}"] ' for i in range(12_000)),
@@ -131,7 +53,6 @@ OUTPUTS: dict[str, tuple[str, tuple[bool, bool], str | None, str]] = {
         "answer-line-json",
         "",
     ),
-    "plain-json": ('["C-3", "A-1", "B-2"]', (True, True), "json", ""),
     "sorted-lines": (
         "Here are the IDs:\n1. A-1\n2. B-2\n3. C-3",
         (True, False),

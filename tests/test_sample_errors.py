@@ -18,10 +18,6 @@ from inspect_ai.solver import TaskState, generate
 
 from tests.commands import run_inspect
 from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
-from tracegrade.bulk.results import RunResults
-from tracegrade.bulk.scoring import TASKS, score_problem
-from tracegrade.scorers.outcome import run_error
-from tracegrade.tasks.recorded import stage_input_score
 
 API_DOWN = "the model API is down"
 RUNS = {
@@ -193,23 +189,3 @@ def test_inspect_score_gives_unscored_failed_runs_the_same_score(
         assert score.explanation == before.explanation
         assert (score.metadata or {})["error"] == (before.metadata or {})["error"]
     assert (rescored["ok-gap"].scores or {})["stage_diagnosis"].value == "retrieval"
-
-
-def test_the_bulk_path_takes_a_run_error_as_inspect_does(tmp_path: Path) -> None:
-    """`tracegrade score` never meets one (a recorded line has no run to
-    fail), but its problems and its metrics read side "run" as they should."""
-    failed = run_error(
-        API_DOWN, answer="", read_from={}, absent=("recall", "precision")
-    )
-    problem = score_problem(failed)
-    assert problem is not None
-    assert (problem.kind, problem.side, problem.field) == ("sample-error", "run", None)
-    assert problem.as_json()["field"] is None
-    bulk = TASKS["stage_diagnosis"]
-    results = RunResults(bulk.make_scorer(), bulk.name, str(tmp_path))
-    results.add("r", failed)
-    results.add("u", stage_input_score({"required": [], "context": []}))
-    (logged,) = results.results(total=2)[0].scores
-    assert (logged.scored_samples, logged.unscored_samples) == (1, 1)
-    assert logged.metrics["scored_runs"].value == 1
-    assert logged.metrics["unresolved"].value == 1.0

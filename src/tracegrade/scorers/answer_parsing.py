@@ -10,7 +10,8 @@ from array import array
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
+from typing import Any, NamedTuple
 
 from ..core.fields import is_id_list
 from ..literals import BrokenLiteral, ListLiteral, read_literal_at, scan_literals
@@ -22,39 +23,32 @@ MAX_ANSWER_CHARACTERS = 1_000_000
 """A longer answer is unreadable as too long, and is not scanned."""
 
 
-def _reading_name(base: str, *, lead_in: bool, removed: Sequence[str] = ()) -> ReadAs:
+def _reading_name(
+    base: str, lead_in: object = False, period: object = None, mark: object = None
+) -> ReadAs:
     """E.g. `lead-in-lines-with-periods-and-marks`; see docs/answer-formats.md."""
+    periods = "periods" if base.startswith("lines") else "period"
+    removed = [name for name, done in ((periods, period), ("marks", mark)) if done]
     name = f"lead-in-{base}" if lead_in else base
     return f"{name}-with-{'-and-'.join(removed)}" if removed else name
 
 
-_LINE_REMOVALS = ((), ("periods",), ("marks",), ("periods", "marks"))
-_COMMA_REMOVALS = ((), ("period",), ("marks",), ("period", "marks"))
 _ANSWER_LINE = "answer-line-"
-
+_BOTH = (False, True)
 READ_AS_NAMES: frozenset[ReadAs] = frozenset(
-    {
-        "json",
-        "python-list",
-        "single-id",
-        "structured",
-        *(
-            _reading_name(base, lead_in=lead_in, removed=removed)
-            for base in ("lines", "lines-ignoring-numbers")
-            for lead_in in (False, True)
-            for removed in _LINE_REMOVALS
-        ),
-        *(
-            _reading_name("commas", lead_in=lead_in, removed=removed)
-            for lead_in in (False, True)
-            for removed in _COMMA_REMOVALS
-        ),
-        f"{_ANSWER_LINE}json",
-        f"{_ANSWER_LINE}python-list",
-        *(
-            _ANSWER_LINE + _reading_name("commas", lead_in=False, removed=removed)
-            for removed in _COMMA_REMOVALS
-        ),
+    {"json", "python-list", "single-id", "structured"}
+    | {f"{_ANSWER_LINE}json", f"{_ANSWER_LINE}python-list"}
+    | {
+        _reading_name(base, lead_in, period, mark)
+        for base in ("lines", "lines-ignoring-numbers", "commas")
+        for lead_in in _BOTH
+        for period in _BOTH
+        for mark in _BOTH
+    }
+    | {
+        _ANSWER_LINE + _reading_name("commas", False, p, m)
+        for p in _BOTH
+        for m in _BOTH
     }
 )
 """Every name `AnswerReading.read_as` can take."""
@@ -213,19 +207,15 @@ class _Layout:
 
     def __init__(self, text: str) -> None:
         self.text = text
-        self._starts: array[int] | None = None
 
-    @property
+    @cached_property
     def starts(self) -> array[int]:
         """The offset where each line starts, and the text's length."""
-        if self._starts is None:
-            starts = array("q", [0])
-            for line_break in _LINE_BREAK.finditer(self.text):
-                starts.append(line_break.end())
-            if starts[-1] != len(self.text):
-                starts.append(len(self.text))
-            self._starts = starts
-        return self._starts
+        starts = array("q", [0])
+        starts.extend(found.end() for found in _LINE_BREAK.finditer(self.text))
+        if starts[-1] != len(self.text):
+            starts.append(len(self.text))
+        return starts
 
     def line_of(self, offset: int) -> int:
         starts = self.starts
@@ -246,10 +236,6 @@ class _Lines:
         self.texts: list[str] = []
         self.pieces: dict[int, tuple[str, ...]] = {}
         self._blank = False
-        if not starts:
-            for number, line in enumerate(layout.text.splitlines(), 1):
-                self._add(number, line.strip())
-            return
         text = layout.text
         literal = 0
         bounds = layout.starts
@@ -294,8 +280,7 @@ class _Lines:
         return index not in self.pieces and self.texts[index].endswith(":")
 
 
-@dataclass(frozen=True, slots=True)
-class _Item:
+class _Item(NamedTuple):
     """One line read as a list item: its ID and what surrounded it."""
 
     ident: str
@@ -381,8 +366,7 @@ class _Run:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class _CommaList:
+class _CommaList(NamedTuple):
     """A comma list read from a segment of a line."""
 
     ids: tuple[str, ...]
@@ -444,33 +428,16 @@ def _doubtful(ids: Sequence[str]) -> str | None:
             f"{_quote(glued.string[glued.end() :])}; a marker must be followed by "
             "whitespace"
         )
-    return _glued_lead_in(ids)
-
-
-def _glued_lead_in(ids: Sequence[str]) -> str | None:
-    """Why the first ID may be a lead-in glued to an ID (`IDs:C-3`), unless all
-    IDs share the prefix (`PMID:1, PMID:2`)."""
+    # A lead-in glued to an ID (`IDs:C-3`), unless all share it (`PMID:1, PMID:2`).
     first = ids[0] if ids else ""
-    if ":" not in first:
-        return None
-    prefix = first[: first.index(":") + 1]
-    if len(ids) >= 2 and all(item.startswith(prefix) for item in ids):
+    prefix = first[: first.index(":") + 1] if ":" in first else ""
+    if not prefix or (len(ids) >= 2 and all(i.startswith(prefix) for i in ids)):
         return None
     return (
         f"the first ID {_quote(first)} could be the lead-in {_quote(prefix)} "
         f"glued to the ID {_quote(first[len(prefix) :])}; a lead-in's colon must "
         "be followed by a space or a line break"
     )
-
-
-def _mentioned(lead_in: str, ids: Sequence[str]) -> str | None:
-    """An ID of the list that the lead-in names: it may give another list."""
-    wanted = set(ids)
-    for token in _TOKEN.finditer(lead_in):
-        word = token.group().rstrip(".:/#-")
-        if word in wanted:
-            return word
-    return None
 
 
 # --- The answer as a whole ------------------------------------------------------
@@ -598,14 +565,10 @@ def _add_answer_lines(layout: _Layout, found: _Candidates) -> None:
         refusal = _doubtful(listed.ids)
         if refusal is not None:
             raise UnreadableAnswer(f"{said}: {refusal}")
-        removed = _removed(("period", listed.period), ("marks", listed.mark))
-        read_as = _ANSWER_LINE + _reading_name("commas", lead_in=False, removed=removed)
+        read_as = _ANSWER_LINE + _reading_name(
+            "commas", False, listed.period, listed.mark
+        )
         found.add(_Candidate(listed.ids, read_as, number))
-
-
-def _removed(*done: tuple[str, object]) -> list[str]:
-    """The names of what was removed from every item, for `read_as`."""
-    return [name for name, removed in done if removed]
 
 
 # --- Bare lists: lines of one ID each, comma lists, one ID ----------------------
@@ -661,7 +624,10 @@ def _lead_in_refusal(lead_in: str | None, ids: Sequence[str]) -> str | None:
             f"the lead-in {_quote(lead_in)} is itself an ID, so it may be the "
             "first of the list rather than lead in to it"
         )
-    named = _mentioned(lead_in, ids) if lead_in else None
+    # An ID of the list the lead-in names: it may give another list.
+    wanted = set(ids) if lead_in else set()
+    words = (t.group().rstrip(".:/#-") for t in _TOKEN.finditer(lead_in or ""))
+    named = next((word for word in words if word in wanted), None)
     if lead_in is None or named is None:
         return _doubtful(ids)
     return (
@@ -690,8 +656,7 @@ def _run_candidate(run: _Run) -> _Candidate:
     refusal, lead_in = _whole_text_refusal(lines, run.first, end, lead_in_allowed=True)
     refusal = refusal or _lead_in_refusal(lead_in, ids)
     base = "lines" if run.counted else "lines-ignoring-numbers"
-    removed = _removed(("periods", head.period), ("marks", head.mark))
-    read_as = _reading_name(base, lead_in=lead_in is not None, removed=removed)
+    read_as = _reading_name(base, lead_in is not None, head.period, head.mark)
     return _Candidate(ids, read_as, number, refusal)
 
 
@@ -737,10 +702,8 @@ def _comma_candidates(lines: _Lines, index: int) -> Iterator[_Candidate]:
                     f"the comma list {_quote(segment)} (line {number}) is part "
                     f"of a sentence, not the whole answer; {_ADVICE}"
                 )
-            removed = _removed(("period", listed.period), ("marks", listed.mark))
-            read_as = _reading_name(
-                "commas", lead_in=position > 0 or lead_in is not None, removed=removed
-            )
+            lead = position > 0 or lead_in is not None
+            read_as = _reading_name("commas", lead, listed.period, listed.mark)
             yield _Candidate(listed.ids, read_as, number, refusal)
 
 
@@ -786,14 +749,3 @@ def _no_list(lines: _Lines) -> str:
     else:
         problem = "is neither an ID on a line of its own nor a comma list"
     return f"no list of IDs: line {lines.numbers[index]}, {_quote(text)}, {problem}"
-
-
-__all__ = [
-    "MAX_ANSWER_CHARACTERS",
-    "READ_AS_NAMES",
-    "AnswerReading",
-    "ReadAs",
-    "UnreadableAnswer",
-    "parse_answer_ids",
-    "read_answer_ids",
-]

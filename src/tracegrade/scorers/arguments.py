@@ -1,7 +1,5 @@
-"""The scorers' arguments, checked when a scorer is built: a key of the
-wrong type or an argument the scorer does not take is refused in one line
-naming it, before any sample runs, not as a traceback per sample.
-"""
+"""Scorer and task arguments, checked when built: one line naming a bad one,
+before any sample runs, not a traceback per sample."""
 
 from __future__ import annotations
 
@@ -14,8 +12,7 @@ from ..core.errors import quote
 
 
 class ArgumentError(PrerequisiteError):
-    """An argument that no scorer or task can be built with: a
-    `PrerequisiteError`, which Inspect's CLI prints alone, since its scorer
+    """A `PrerequisiteError`, which Inspect's CLI prints alone; its scorer
     loader hides a `ValueError`'s message behind "couldn't be loaded"."""
 
     def __init__(self, message: str) -> None:
@@ -28,29 +25,23 @@ class ScorerArgumentError(ArgumentError):
 
 
 class TaskArgumentError(ArgumentError):
-    """A task argument (`-T`) the task does not take: Inspect itself only
-    warns, and runs on the default dataset."""
+    """A task argument (`-T`) the task does not take (Inspect only warns)."""
 
 
 def check_key(argument: str, value: object, *, optional: bool = False) -> None:
-    """Refuse a metadata key argument that is no non-empty string (or None,
-    where None means the value is read elsewhere)."""
-    if optional and value is None:
-        return
-    if isinstance(value, str) and value.strip():
+    """Refuse a metadata key that is no non-empty string (or None, if optional)."""
+    if (optional and value is None) or (isinstance(value, str) and value.strip()):
         return
     expected = "one sample metadata key, a non-empty string"
-    if optional:
-        expected += ", or None"
+    expected += ", or None" if optional else ""
     raise ScorerArgumentError(f"{argument} must be {expected}, got {quote(value)}")
 
 
 def tool_names(argument: str, value: object) -> tuple[str, ...] | None:
-    """A tool name or a list of them (`-S context_tools=search` gives the
-    one, `-S 'context_tools=[search, fetch]'` the list), or None."""
+    """A tool name or a list of them (`-S 'context_tools=[search, fetch]'`), or None."""
+    names = [value] if isinstance(value, str) else value
     if value is None:
         return None
-    names = [value] if isinstance(value, str) else value
     if (
         type(names) is list
         and names
@@ -80,13 +71,3 @@ def refuse_unknown_arguments(
     plural = "s" if len(unknown) > 1 else ""
     listed = " and ".join(filter(None, [", ".join(taken[:-1]), taken[-1]]))
     raise error(f"{scorer} takes no argument{plural} {given}; it takes {listed}")
-
-
-__all__ = [
-    "ArgumentError",
-    "ScorerArgumentError",
-    "TaskArgumentError",
-    "check_key",
-    "refuse_unknown_arguments",
-    "tool_names",
-]

@@ -22,25 +22,18 @@ def record_scorer(
     (an empty output is no answer) and every other run to `score_run`."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        failure = sample_error()
-        if failure is not None:
-            return run_error(
-                failure,
-                answer=state.output.completion,
-                read_from=read_from,
-                absent=absent,
-            )
-        return await score_run(state, target)
+        failure = _sample_error()
+        if failure is None:
+            return await score_run(state, target)
+        answer = state.output.completion
+        return run_error(failure, answer=answer, read_from=read_from, absent=absent)
 
     return score
 
 
-def sample_error() -> str | None:
-    """The error message of the sample being scored, or None if it ran.
-
-    Inspect logs the error that ends a sample as an `ErrorEvent` in its
-    transcript before scoring, and `inspect score` rebuilds it from the log.
-    """
+def _sample_error() -> str | None:
+    """The sample's error message, or None: Inspect logs it as an `ErrorEvent`
+    in the transcript before scoring, and `inspect score` rebuilds it."""
     history = transcript().history
     try:
         if hasattr(history, "find_last"):
@@ -49,10 +42,5 @@ def sample_error() -> str | None:
             since = history.events_since_last(ErrorEvent)
             event = since[0] if since else None
     except TranscriptHistoryUnavailableError:
-        # A bounded transcript without the history: no error was logged
-        # among its recent events, and Inspect logs it just before scoring.
-        return None
+        return None  # a bounded transcript: no error among its recent events
     return event.error.message if isinstance(event, ErrorEvent) else None
-
-
-__all__ = ["record_scorer", "sample_error"]

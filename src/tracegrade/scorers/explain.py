@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..core import ExtractionResult, InvalidRecord, StageResult
+from ..core import ExtractionResult, StageResult
 from ..core.itemise import dropped_ids, first_order_break, invented_ids
 from ..core.steps import CONTEXT, LostDocument, Step, first_steps
 
@@ -168,11 +168,6 @@ def explain_extraction(
         f"The answer {' and '.join(changes)}, so membership fails and order "
         "cannot pass."
     )
-
-
-def explain_invalid(error: InvalidRecord) -> str:
-    """Why a record outside the contract is not graded."""
-    return f"The record is outside the evaluators' contract: {error}; it is not graded."
 
 
 def explain_unrecorded_context(*, recorded_null: bool = False) -> str:

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
-from typing import Any, Final, NoReturn
+from typing import Any, NoReturn
 
 import anyio
 from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
@@ -17,18 +15,22 @@ from ..lines import strict_json_loads
 from .answer_parsing import UnreadableAnswer, read_answer_ids
 from .arguments import ScorerArgumentError, check_key, refuse_unknown_arguments
 from .common import record_scorer
-from .explain import explain_extraction, explain_invalid, explain_unreadable
+from .explain import explain_extraction, explain_unreadable
 from .key_warnings import KeyWatch
 from .metrics import answer_failures, criteria_shares, scored_runs
-from .outcome import ErrorInfo, data_error, graded, metadata_source, shown
+from .outcome import (
+    data_error,
+    error_info,
+    graded,
+    invalid_score,
+    metadata_source,
+    shown,
+)
 
-READ_IN_THREAD_CHARACTERS: Final = 100_000
+READ_IN_THREAD_CHARACTERS = 100_000
 """An output at least this long is read in a worker thread, off the event loop."""
 
-
-def failed_both() -> dict[str, bool]:
-    """The value of an answer that broke the answer contract."""
-    return {"membership": False, "order": False}
+FAILED_BOTH = {"membership": False, "order": False}
 
 
 def extraction_score(
@@ -40,48 +42,35 @@ def extraction_score(
 ) -> Score:
     """An extraction record's `Score`, errors included: its one path to a result.
 
-    With `answer_text` the answer is read from that output (unreadable is
-    the model's failure; `read_as` says how it was read); without it,
-    `record` holds a recorded answer, whose wrong type is the data's error.
-    """
+    With `answer_text` the answer is read from that output (unreadable is the
+    model's failure); without it, `record` holds a recorded answer."""
     if answer_text is None:
-        return _with_itemisation(_answer_value_score(record, read_from))
-    read_as = None
+        return _itemised(_value_score(record, read_from))
     try:
         reading = read_answer_ids(answer_text, structured_key=structured_key)
     except Exception as failure:
-        # Whatever the reader meets is the answer's to answer for, never the
-        # eval's: a failure the rules did not foresee is still a refusal.
-        unreadable = (
-            failure
-            if isinstance(failure, UnreadableAnswer)
-            else UnreadableAnswer(
-                f"the answer could not be read ({type(failure).__name__}: {failure})"
-            )
+        # A failure the rules did not foresee is still the answer's refusal.
+        problem = str(failure)
+        if not isinstance(failure, UnreadableAnswer):
+            name = type(failure).__name__
+            problem = f"the answer could not be read ({name}: {failure})"
+        where: dict[str, Any] = {
+            "answer": answer_text,
+            "record": record,
+            "read_from": read_from,
+        }
+        score = _source_refusal(record, where) or graded(
+            dict(FAILED_BOTH),
+            explanation=explain_unreadable(problem),
+            result=None,
+            error=error_info("unreadable-answer", "answer", "answer", problem),
+            **where,
         )
-        refusal = _source_refusal(record, answer_text, read_from)
-        score = (
-            refusal
-            if refusal is not None
-            else graded(
-                failed_both(),
-                answer=answer_text,
-                explanation=explain_unreadable(str(unreadable)),
-                result=None,
-                record=record,
-                read_from=read_from,
-                error=ErrorInfo(
-                    kind="unreadable-answer",
-                    side="answer",
-                    field="answer",
-                    message=str(unreadable),
-                ),
-            )
-        )
+        read_as = None
     else:
-        score = _answer_value_score({**record, "answer": reading.ids}, read_from)
+        score = _value_score({**record, "answer": reading.ids}, read_from)
         read_as = reading.read_as
-    score = _with_itemisation(score)
+    score = _itemised(score)
     score.metadata = {**(score.metadata or {}), "read_as": read_as}
     return score
 
@@ -93,8 +82,8 @@ def recorded_output_score(
     *,
     answer_too: bool = False,
 ) -> Score:
-    """The score of a run that recorded the model's output text instead of
-    its answer, read as a live output is; two answers, or no text, are invalid."""
+    """A run that recorded the model's output text instead of its answer, read
+    as a live output is; two answers, or no text, are invalid."""
     if isinstance(output, str) and not answer_too:
         return extraction_score(record, read_from, answer_text=output)
     problem = (
@@ -104,120 +93,64 @@ def recorded_output_score(
         else "must be a text, the model's output"
     )
     invalid = InvalidRecord("output", output, problem)
-    return _with_itemisation(_invalid(invalid, shown(output), record, read_from))
+    where: dict[str, Any] = {"answer": shown(output), "record": record}
+    where["read_from"] = read_from
+    return _itemised(invalid_score(invalid, **where))
 
 
-def _answer_value_score(record: dict[str, Any], read_from: dict[str, str]) -> Score:
+def _value_score(record: dict[str, Any], read_from: dict[str, str]) -> Score:
     """The score of a record that holds its answer as a value, read or recorded."""
     answer = shown(record["answer"]) if "answer" in record else ""
+    where: dict[str, Any] = {"answer": answer, "record": record, "read_from": read_from}
     try:
         result = grade_extraction(record)
     except InvalidRecord as invalid:
-        return _invalid(invalid, answer, record, read_from)
-    explanation = explain_extraction(record["source"], record["answer"], result)
-    if "error" in result and has_duplicates(record["source"]):
-        return _duplicate_source(explanation, answer, result, record, read_from)
-    if "error" in result:
-        value, error = (
-            failed_both(),
-            ErrorInfo(
-                kind="duplicate-answer-id",
-                side="answer",
-                field="answer",
-                message=explanation,
-            ),
-        )
-    else:
-        value, error = (
-            {"membership": result["membership"], "order": result["order"]},
-            None,
-        )
+        return invalid_score(invalid, **where)
+    why = explain_extraction(record["source"], record["answer"], result)
+    if "error" not in result:
+        value = {"membership": result["membership"], "order": result["order"]}
+        return graded(value, explanation=why, result=result, **where)
+    if has_duplicates(record["source"]):
+        return _duplicate_source(why, result, where)
+    error = error_info("duplicate-answer-id", "answer", "answer", why)
     return graded(
-        value,
-        answer=answer,
-        explanation=explanation,
-        result=result,
-        record=record,
-        read_from=read_from,
-        error=error,
+        dict(FAILED_BOTH), explanation=why, result=result, error=error, **where
     )
 
 
-def _source_refusal(
-    record: dict[str, Any], answer: str, read_from: dict[str, str]
-) -> Score | None:
-    """The data error in the source alone, if any: a broken source is the
-    data's fault whatever the model wrote, so it wins over an unreadable answer."""
+def _source_refusal(record: dict[str, Any], where: dict[str, Any]) -> Score | None:
+    """The source's own data error, if any: it wins over an unreadable answer."""
     try:
         grade_extraction(record)  # reads the source before the answer
     except InvalidRecord as invalid:
         if invalid.field != "answer":
-            return _invalid(invalid, answer, record, read_from)
-    if has_duplicates(record["source"]):
-        explanation = explain_extraction(
-            record["source"], [], {"error": "duplicate-id"}
-        )
-        return _duplicate_source(explanation, answer, None, record, read_from)
-    return None
+            return invalid_score(invalid, **where)
+    if not has_duplicates(record["source"]):
+        return None
+    why = explain_extraction(record["source"], [], {"error": "duplicate-id"})
+    return _duplicate_source(why, None, where)
 
 
-def _invalid(
-    invalid: InvalidRecord,
-    answer: str,
-    record: dict[str, Any],
-    read_from: dict[str, str],
-) -> Score:
-    return data_error(
-        ErrorInfo(
-            kind="invalid-input", side="data", field=invalid.field, message=str(invalid)
-        ),
-        answer=answer,
-        explanation=explain_invalid(invalid),
-        result=None,
-        record=record,
-        read_from=read_from,
-    )
-
-
-def _duplicate_source(
-    explanation: str,
-    answer: str,
-    result: Any,
-    record: dict[str, Any],
-    read_from: dict[str, str],
-) -> Score:
+def _duplicate_source(why: str, result: Any, where: dict[str, Any]) -> Score:
     """A repeated source ID: the answer key is broken, not the answer."""
-    return data_error(
-        ErrorInfo(
-            kind="duplicate-source-id", side="data", field="source", message=explanation
-        ),
-        answer=answer,
-        explanation=explanation,
-        result=result,
-        record=record,
-        read_from=read_from,
-    )
+    error = error_info("duplicate-source-id", "data", "source", why)
+    return data_error(error, explanation=why, result=result, **where)
 
 
-def _with_itemisation(score: Score) -> Score:
-    """`score` with its `itemised`, None where the rules refused to grade
-    (itemising those lists would mean guessing which list was meant)."""
-    metadata = score.metadata
-    assert metadata is not None, "outcome's builders always set metadata"
-    result, record = metadata["result"], metadata["record"]
+def _itemised(score: Score) -> Score:
+    """`score` with its `itemised`, None where the rules refused to grade."""
+    assert score.metadata is not None
+    result, record = score.metadata["result"], score.metadata["record"]
     graded = isinstance(result, dict) and "membership" in result
-    metadata["itemised"] = (
+    score.metadata["itemised"] = (
         itemise(record["source"], record["answer"]) if graded else None
     )
     return score
 
 
 def source_from_target(target: Target) -> Any:
-    """The source IDs written as a JSON array in the target text.
-
-    A list target is refused: Inspect reads it as alternative answers, and
-    its `text` runs the items together (`"CAB"`), which no one wrote.
-    """
+    """The source IDs written as a JSON array in the target text; a list target
+    is refused, as Inspect reads it as alternative answers."""
     if len(target.target) != 1:
         raise InvalidRecord(
             "source",
@@ -226,13 +159,12 @@ def source_from_target(target: Target) -> Any:
             'Sample(target=\'["C", "A"]\'); a list target is a list of '
             "alternative answers to Inspect, not of IDs",
         )
-    text = target.text
     try:
-        return strict_json_loads(text)
+        return strict_json_loads(target.text)
     except ValueError as error:
         raise InvalidRecord(
             "source",
-            text,
+            target.text,
             f"must be a JSON array of string IDs in the target ({error})",
         ) from error
 
@@ -257,9 +189,8 @@ def ordered_extraction_scorer(
 ) -> Scorer:
     """Grade membership and order of an extracted ID list separately.
 
-    A repeated ID or an output with no readable ID list fails both, so a
-    model cannot escape grading; a broken source is unscored. docs/scores.md
-    has the whole contract, docs/answer-formats.md how an output is read.
+    A repeated ID or an output with no readable ID list fails both; a broken
+    source is unscored (docs/scores.md, docs/answer-formats.md).
 
     Args:
         source_key: Sample metadata key of the source IDs; None reads them
@@ -270,11 +201,6 @@ def ordered_extraction_scorer(
             list under (`read_as` "structured").
         output_key: With `answer_key`, the metadata key of a recorded model
             output, read as a live output is; a run with both is invalid.
-
-    Raises:
-        ScorerArgumentError: A key that is neither None nor a non-empty
-            string, keys that do not go together, or an argument this scorer
-            does not take.
     """
     refuse_unknown_arguments("ordered_extraction", ordered_extraction_scorer, unknown)
     for argument, key in (
@@ -295,94 +221,60 @@ def ordered_extraction_scorer(
             "recorded answers, so it needs answer_key too; without answer_key "
             "the model's own output is graded"
         )
-    reader = _ExtractionReader(source_key, answer_key, structured_key, output_key)
-    return record_scorer(
-        reader.score,
-        read_from=reader.read_from("answer", answer_key),
-        absent=("itemised", "read_as") if answer_key is None else ("itemised",),
-    )
+    unread = "A run without it is not graded: invalid-input."
+    watch = KeyWatch("ordered_extraction", lambda role: unread)
 
-
-@dataclass
-class _ExtractionReader:
-    """Reads a run's record from its state as the scorer's arguments say."""
-
-    source_key: str | None
-    answer_key: str | None
-    structured_key: str | None
-    output_key: str | None
-    watch: KeyWatch = field(default_factory=KeyWatch)
-
-    def read_from(self, role: str, key: str | None) -> dict[str, str]:
-        """Where the source is read, and the answer, or the output, as `role`."""
-        source = self.source_key
+    def sources(key: str | None) -> dict[str, str]:
+        source = metadata_source(source_key) if source_key is not None else "target"
         return {
-            "source": metadata_source(source) if source is not None else "target",
-            role: metadata_source(key) if key is not None else "output",
+            "source": source,
+            "answer": metadata_source(key) if key is not None else "output",
         }
 
-    async def score(self, state: TaskState, target: Target) -> Score:
-        read_from = self.read_from("answer", self.answer_key)
-        record: dict[str, Any] = {}
-        if self.source_key is None:
+    async def score(state: TaskState, target: Target) -> Score:
+        read_from, record = sources(answer_key), {}
+        if source_key is None:
             try:
                 record["source"] = source_from_target(target)
             except InvalidRecord as invalid:
-                score = _invalid(invalid, state.output.completion, record, read_from)
-                return _with_itemisation(score)
+                answer = state.output.completion
+                where: dict[str, Any] = {"answer": answer, "record": record}
+                where["read_from"] = read_from
+                return _itemised(invalid_score(invalid, **where))
         else:
-            self._read_key(state, record, "source", self.source_key)
-        metadata = state.metadata
-        if self.answer_key is None:
+            watch.read_key(state, record, "source", source_key)
+        if answer_key is None:
             text = state.output.completion
             read = partial(
                 extraction_score,
                 record,
                 read_from,
                 answer_text=text,
-                structured_key=self.structured_key,
+                structured_key=structured_key,
             )
             return await _off_the_loop_if_long(read, text)
-        if self.output_key is not None and self.output_key in metadata:
-            self.watch.note("answer", True, str)
-            output = metadata[self.output_key]
+        if output_key is not None and output_key in state.metadata:
+            watch.note("answer", True, str)
+            output = state.metadata[output_key]
+            answer_too = answer_key in state.metadata
             read = partial(
                 recorded_output_score,
                 record,
-                self.read_from("answer", self.output_key),
+                sources(output_key),
                 output,
-                answer_too=self.answer_key in metadata,
+                answer_too=answer_too,
             )
             return await _off_the_loop_if_long(read, output)
-        self._read_key(state, record, "answer", self.answer_key)
+        watch.read_key(state, record, "answer", answer_key)
         return extraction_score(record, read_from)
 
-    def _read_key(
-        self, state: TaskState, record: dict[str, Any], role: str, key: str
-    ) -> None:
-        """Copy metadata `key` into the record's `role`, if the run has it."""
-        self.watch.note_key(
-            "ordered_extraction",
-            state,
-            role,
-            key,
-            "A run without it is not graded: invalid-input.",
-        )
-        if key in state.metadata:
-            record[role] = state.metadata[key]
+    absent = ("itemised", "read_as") if answer_key is None else ("itemised",)
+    return record_scorer(score, read_from=sources(answer_key), absent=absent)
 
 
-async def _off_the_loop_if_long(read: Callable[[], Score], text: object) -> Score:
-    """`read()`, in a worker thread when `text` is long: reading is linear,
-    but a long text would stall every other sample's scoring."""
+async def _off_the_loop_if_long(read: partial[Score], text: object) -> Score:
+    """`read()`, in a worker thread when `text` is long: a long text would
+    stall every other sample's scoring."""
     if not isinstance(text, str) or len(text) < READ_IN_THREAD_CHARACTERS:
         return read()
     return await anyio.to_thread.run_sync(read)
-
-
-__all__ = [
-    "extraction_score",
-    "ordered_extraction_scorer",
-    "recorded_output_score",
-    "source_from_target",
-]

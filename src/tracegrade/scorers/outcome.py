@@ -1,8 +1,4 @@
-"""The shape every tracegrade `Score` has, errors included.
-
-docs/scores.md declares each part (value, answer, explanation, reason and
-metadata), `tracegrade.schema` types and reads them; this module writes them.
-"""
+"""The shape every tracegrade `Score` has, errors included (docs/scores.md)."""
 
 from __future__ import annotations
 
@@ -11,7 +7,7 @@ from typing import Any, TypedDict
 
 from inspect_ai.scorer import Score, Value
 
-from ..core import canonical_json
+from ..core import InvalidRecord, canonical_json
 from ..core.errors import quote
 from ..schema import ErrorSide
 
@@ -21,34 +17,11 @@ DATA_ERRORS = ("answer-label", "invalid-input", "duplicate-source-id")
 ANSWER_FAILURES = ("duplicate-answer-id", "unreadable-answer")
 """Kinds of failure of the model's answer; such answers fail both criteria."""
 
-_SHOWN_ERROR = 200
-"""Characters of a sample's error message an explanation quotes; the
-metadata `error.message` keeps it whole."""
-
-_SCORES_HAVE_REASON = "reason" in Score.model_fields
-"""`Score.reason` came with Inspect 0.3.261. Before it, a score's error
-kind is in `metadata["error"]` alone, where `error_kind` finds it too."""
-
-
-def _reason(kind: str | None) -> dict[str, Any]:
-    """`reason=kind` for `Score`, where Inspect's scores have a reason."""
-    return {"reason": kind} if _SCORES_HAVE_REASON else {}
-
-
-def error_kind(score: Score) -> str | None:
-    """The kind of a tracegrade score's error (None when it has none): its
-    `reason`, or on an Inspect before `Score.reason` its metadata's."""
-    reason = getattr(score, "reason", None)
-    if reason is not None or _SCORES_HAVE_REASON:
-        return reason if isinstance(reason, str) else None
-    error = (score.metadata or {}).get("error")
-    kind = error.get("kind") if isinstance(error, dict) else None
-    return kind if isinstance(kind, str) else None
-
-
 RUN_ERRORS = ("sample-error",)
-"""Kinds of failure of the run itself, before any answer; such samples are
-unscored."""
+"""Kinds of failure of the run itself, before any answer; unscored."""
+
+_SHOWN_ERROR = 200  # characters of a run's error an explanation quotes
+_SCORES_HAVE_REASON = "reason" in Score.model_fields  # Inspect 0.3.261 on
 
 
 class ErrorInfo(TypedDict):
@@ -58,14 +31,18 @@ class ErrorInfo(TypedDict):
     message: str
 
 
-def as_json_value(value: Any) -> Any:
-    """`value` if it is JSON, else a bounded quote of it, so that a record
-    refused for a non-JSON value still serialises to the log."""
-    try:
-        canonical_json(value)
-    except (TypeError, ValueError, RecursionError):
-        return quote(value)
-    return value
+def error_info(kind: str, side: ErrorSide, field: str | None, msg: str) -> ErrorInfo:
+    return ErrorInfo(kind=kind, side=side, field=field, message=msg)
+
+
+def error_kind(score: Score) -> str | None:
+    """A score's error kind: its `reason`, or before `Score.reason` its metadata's."""
+    reason = getattr(score, "reason", None)
+    if reason is not None or _SCORES_HAVE_REASON:
+        return reason if isinstance(reason, str) else None
+    error = (score.metadata or {}).get("error")
+    kind = error.get("kind") if isinstance(error, dict) else None
+    return kind if isinstance(kind, str) else None
 
 
 def shown(value: Any) -> str:
@@ -76,16 +53,12 @@ def shown(value: Any) -> str:
         return quote(value)
 
 
-def stage_answer(record: dict[str, Any], output: str) -> str | None:
-    """A stage score's `answer`: what the run answered, else the context it
-    was given, else None."""
-    if output:
-        return output
-    return shown(record["context"]) if "context" in record else None
+def metadata_source(key: str) -> str:
+    return f"metadata[{json.dumps(key)}]"
 
 
 def graded(
-    value: Value,
+    value: Value | None,
     *,
     answer: str | None,
     explanation: str,
@@ -94,42 +67,53 @@ def graded(
     read_from: dict[str, str],
     error: ErrorInfo | None = None,
 ) -> Score:
-    """A score that counts: a stage, a grade, or an answer failure."""
-    return Score(
-        value=value,
-        answer=answer,
-        explanation=explanation,
-        **_reason(error["kind"] if error else None),
-        metadata={
-            "result": result,
-            "record": record,
-            "read_from": read_from,
-            "error": error,
-        },
+    """A stage, a grade or an answer failure; a None `value` is unscored, its
+    record's values that are no JSON kept as quotes so the log serialises."""
+    if value is None:
+        record = {k: v if _is_json(v) else quote(v) for k, v in record.items()}
+    metadata = {"result": result, "record": record, "read_from": read_from}
+    return _score(value, error, answer, explanation, {**metadata, "error": error})
+
+
+def data_error(error: ErrorInfo, **where: Any) -> Score:
+    """An unscored sample: the data, not the model, is at fault."""
+    return graded(None, error=error, **where)
+
+
+def invalid_score(invalid: InvalidRecord, **where: Any) -> Score:
+    """A record outside the contract: unscored, not graded."""
+    why = (
+        f"The record is outside the evaluators' contract: {invalid}; it is not graded."
     )
+    error = error_info("invalid-input", "data", invalid.field, str(invalid))
+    return data_error(error, explanation=why, result=None, **where)
 
 
-def data_error(
-    error: ErrorInfo,
-    *,
+def _score(
+    value: Value | None,
+    error: ErrorInfo | None,
     answer: str | None,
     explanation: str,
-    result: Any,
-    record: dict[str, Any],
-    read_from: dict[str, str],
+    metadata: dict[str, Any],
 ) -> Score:
-    """An unscored sample: the data, not the model, is at fault."""
-    return Score.unscored(
-        **_reason(error["kind"]),
-        answer=answer,
-        explanation=explanation,
-        metadata={
-            "result": result,
-            "record": {key: as_json_value(item) for key, item in record.items()},
-            "read_from": read_from,
-            "error": error,
-        },
+    reason: dict[str, Any] = {}
+    if _SCORES_HAVE_REASON:
+        reason["reason"] = error and error["kind"]
+    if value is None:
+        return Score.unscored(
+            answer=answer, explanation=explanation, metadata=metadata, **reason
+        )
+    return Score(
+        value=value, answer=answer, explanation=explanation, metadata=metadata, **reason
     )
+
+
+def _is_json(value: Any) -> bool:
+    try:
+        canonical_json(value)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
 
 
 def run_error(
@@ -139,30 +123,21 @@ def run_error(
     read_from: dict[str, str],
     absent: tuple[str, ...] = (),
 ) -> Score:
-    """The score of a run that failed before an answer existed: what it left
-    is no evidence, so nothing is read or graded. `absent` names the
-    scorer's own metadata keys, None here."""
-    shown_message = (
-        message if len(message) <= _SHOWN_ERROR else message[:_SHOWN_ERROR] + "..."
-    )
-    return Score.unscored(
-        **_reason("sample-error"),
-        answer=answer or None,
-        explanation=(
-            f"The run failed before an answer existed ({shown_message}), so "
-            "there is nothing to grade; inspect eval-retry runs it again."
-        ),
-        metadata={
+    """A run that failed before an answer existed: nothing is read or graded;
+    `absent` names the scorer's own metadata keys, None here."""
+    cut = message if len(message) <= _SHOWN_ERROR else message[:_SHOWN_ERROR] + "..."
+    error = error_info("sample-error", "run", None, message)
+    return _score(
+        None,
+        error,
+        answer or None,
+        f"The run failed before an answer existed ({cut}), so there is nothing "
+        "to grade; inspect eval-retry runs it again.",
+        {
             "result": None,
             "record": {},
             "read_from": read_from,
-            "error": ErrorInfo(
-                kind="sample-error", side="run", field=None, message=message
-            ),
+            "error": error,
             **dict.fromkeys(absent),
         },
     )
-
-
-def metadata_source(key: str) -> str:
-    return f"metadata[{json.dumps(key)}]"

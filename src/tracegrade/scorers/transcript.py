@@ -7,7 +7,7 @@ import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageTool
 
@@ -34,8 +34,7 @@ class ToolResultError(InvalidRecord):
         super().__init__("context", content, f"cannot be read from {call}: {why}")
 
 
-@dataclass(frozen=True)
-class ToolCall:
+class ToolCall(NamedTuple):
     """One call: its step, the IDs that reached the model `whole`, those
     `shown` at all, and what the explanation says of it."""
 
@@ -57,14 +56,9 @@ class ToolContext:
         """The record's `context` and, when there were calls, its `steps`."""
         if self.problem is not None:
             return {}
-        record: dict[str, Any] = {
-            "context": [item for call in self.calls for item in call.whole]
-        }
-        if self.calls:
-            record["steps"] = [
-                {"name": call.step, "ids": call.shown} for call in self.calls
-            ]
-        return record
+        steps = [{"name": call.step, "ids": call.shown} for call in self.calls]
+        context = [item for call in self.calls for item in call.whole]
+        return {"context": context, "steps": steps} if steps else {"context": context}
 
     def note(self) -> str:
         """What the explanation adds: no calls, failed calls, truncations."""
@@ -78,15 +72,13 @@ class ToolContext:
         for call in self.calls:
             shown_by.update(dict.fromkeys(call.shown, call.step))
         never = [document["id"] for document in lost if document["id"] not in shown_by]
-        cut = [document["id"] for document in lost if document["id"] in shown_by]
-        sentences = []
-        if never:
-            sentences.append(f"No call returned {list_ids(never)}.")
-        for item in cut:
-            sentences.append(
-                f"{show_id(item)} was in {shown_by[item]}'s result, but its entry "
-                "was cut by Inspect's truncation."
-            )
+        sentences = [f"No call returned {list_ids(never)}."] if never else []
+        sentences += [
+            f"{show_id(item)} was in {shown_by[item]}'s result, but its entry "
+            "was cut by Inspect's truncation."
+            for item in (document["id"] for document in lost)
+            if item in shown_by
+        ]
         return " ".join(sentences)
 
 
@@ -106,34 +98,29 @@ def read_tool_context(
         if not isinstance(message, ChatMessageTool):
             continue
         function = message.function or functions.get(message.tool_call_id or "")
-        if function not in tools:
+        if function is None or function not in tools:
             continue
-        assert function is not None
         counts[function] += 1
-        step = f"{function}#{counts[function]}"
         try:
-            calls.append(_read_call(message, function, step, id_key))
+            calls.append(_read_call(message, function, counts[function], id_key))
         except ToolResultError as problem:
             return ToolContext(tools, calls, problem)
     return ToolContext(tools, calls)
 
 
 def _read_call(
-    message: ChatMessageTool, function: str, step: str, id_key: str
+    message: ChatMessageTool, function: str, number: int, id_key: str
 ) -> ToolCall:
-    number = step.rpartition("#")[2]
+    step = f"{function}#{number}"
+    if message.error is not None:
+        failed = f"{message.error.type}: {message.error.message}"
+        return ToolCall(
+            step, [], [], f"{step} failed ({failed}) and returned nothing to the model."
+        )
     call = (
         f"tool call {step} (id {quote(message.tool_call_id)}, call {number} "
         f"to {function})"
     )
-    if message.error is not None:
-        return ToolCall(
-            step,
-            [],
-            [],
-            f"{step} failed ({message.error.type}: {message.error.message}) and "
-            "returned nothing to the model.",
-        )
     content = message.content
     if not isinstance(content, str):
         texts = [part.text for part in content if part.type == "text"]
@@ -141,14 +128,14 @@ def _read_call(
             raise ToolResultError(call, content, "its content is not one text")
         content = texts[0]
     body = truncated_tool_body(function, content)
-    if body is None:
-        try:
-            value = json.loads(content)
-        except json.JSONDecodeError as error:
-            raise ToolResultError(call, content, f"it is not JSON ({error})") from None
-        ids = _ids(_documents(value, call), id_key, call)
-        return ToolCall(step, ids, ids)
-    return _read_truncated(body, step, call, id_key)
+    if body is not None:
+        return _read_truncated(body, step, call, id_key)
+    try:
+        value = json.loads(content)
+    except json.JSONDecodeError as error:
+        raise ToolResultError(call, content, f"it is not JSON ({error})") from None
+    ids = _ids(_documents(value, call), id_key, call)
+    return ToolCall(step, ids, ids)
 
 
 def _documents(value: Any, call: str) -> list[Any]:
@@ -181,7 +168,6 @@ def _ids(entries: list[Any], id_key: str, call: str) -> list[str]:
     """Each entry's ID: the entry itself (strings) or its `id_key` (objects)."""
     if all(isinstance(entry, str) for entry in entries):
         return entries
-    ids = []
     for position, entry in enumerate(entries):
         if type(entry) is not dict or not isinstance(entry.get(id_key), str):
             raise ToolResultError(
@@ -190,8 +176,7 @@ def _ids(entries: list[Any], id_key: str, call: str) -> list[str]:
                 f"entry {position} is no object with a string {json.dumps(id_key)} "
                 "(and the entries are not all strings)",
             )
-        ids.append(entry[id_key])
-    return ids
+    return [entry[id_key] for entry in entries]
 
 
 def _read_truncated(body: str, step: str, call: str, id_key: str) -> ToolCall:
@@ -402,12 +387,3 @@ def _skip(text: str, position: int) -> int:
     while position < len(text) and text[position] in _WHITESPACE:
         position += 1
     return position
-
-
-__all__ = [
-    "DOCUMENT_KEYS",
-    "ToolCall",
-    "ToolContext",
-    "ToolResultError",
-    "read_tool_context",
-]

@@ -1,21 +1,21 @@
 """Tasks that replay recorded runs: no model, no network, no API key.
 
-`inspect eval tracegrade/stage_diagnosis` runs on 30 packaged recorded RAG
-runs (the README tour's `examples/runs/base.jsonl`), and `inspect eval
-tracegrade/ordered_extraction_recorded` on the packaged extraction cases;
-`-T dataset=edge-cases` runs either on its contract's edge cases (the
-fixtures `nox -s parity` checks against the originals), and `-T
-dataset=PATH` on your own fixture-format file.
-"""
+By default the packaged recorded runs; `-T dataset=edge-cases` the contract's
+edge cases (the fixtures `nox -s parity` checks), `-T dataset=PATH` your own."""
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from importlib.resources.abc import Traversable
 from typing import Any, NoReturn
 
 from inspect_ai import Task, task
 from inspect_ai.scorer import Score
+from inspect_ai.util import display_type
 
+from .._inspect_internals import PrerequisiteError
 from ..datasets import (
     ordered_extraction_dataset,
     packaged_fixture,
@@ -31,18 +31,9 @@ from ..scorers.arguments import TaskArgumentError, refuse_unknown_arguments
 from ..scorers.extraction import recorded_output_score
 from ..scorers.outcome import metadata_source
 from ..scorers.store import context_store_key, steps_store_key
-from .building import said_in_any_display
 from .replay import replay, replayed_output
 
 EDGE_CASES = "edge-cases"
-"""The `dataset` that names the packaged edge cases (`./edge-cases` is a file)."""
-
-
-def _dataset(given: str | None, default: str, edge_cases: str) -> str | Traversable:
-    if given is None:
-        return packaged_fixture(default)
-    return packaged_fixture(edge_cases) if given == EDGE_CASES else given
-
 
 STAGE_READ_FROM = {
     "required": metadata_source("required"),
@@ -58,15 +49,24 @@ EXTRACTION_READ_FROM = {
 """Where `tracegrade/ordered_extraction_recorded`'s scorer reads a record."""
 
 
+@contextmanager
+def said_in_any_display() -> Iterator[None]:
+    """Write a `PrerequisiteError` to stderr under `--display none`, where
+    Inspect's CLI would print nothing, then let it go on."""
+    try:
+        yield
+    except PrerequisiteError as error:
+        if display_type() == "none":
+            print(f"\n{error.message}\n", file=sys.stderr, flush=True)
+        raise
+
+
 def stage_input_score(case: dict[str, Any]) -> Score:
     """The score `tracegrade/stage_diagnosis` gives a case with this `input`,
     without Inspect's runner: replayed, then read as its scorer reads it."""
-    record: dict[str, Any] = {
-        key: case[key] for key in ("required", "context") if key in case
-    }
+    record: dict[str, Any] = {k: case[k] for k in ("required", "context") if k in case}
     read_from = STAGE_READ_FROM
-    # The replay solver records steps, and the scorer reads them, unless null.
-    if case.get("steps") is not None:
+    if case.get("steps") is not None:  # the scorer reads steps unless null
         record["steps"] = case["steps"]
         read_from = {**read_from, "steps": f"store {steps_store_key()}"}
     if "correct" in case:
@@ -85,9 +85,8 @@ def extraction_input_score(case: dict[str, Any]) -> Score:
     record = {"source": case["source"]} if "source" in case else {}
     if "output" in case:
         read_from = {**EXTRACTION_READ_FROM, "answer": metadata_source("output")}
-        answer_too = "answer" in case
         return recorded_output_score(
-            record, read_from, case["output"], answer_too=answer_too
+            record, read_from, case["output"], answer_too="answer" in case
         )
     if "answer" in case:
         record["answer"] = case["answer"]
@@ -96,23 +95,25 @@ def extraction_input_score(case: dict[str, Any]) -> Score:
 
 @task
 def stage_diagnosis(dataset: str | None = None, **kwargs: NoReturn) -> Task:
-    """Diagnose the failing stage of recorded RAG runs.
-
-    Each run's recorded `context` is replayed into `RetrievalTrace`, where
-    a live RAG solver would record it, and the scorer reads it from there.
+    """Diagnose the failing stage of recorded RAG runs, each run's context
+    replayed into `RetrievalTrace` where a live RAG solver would record it.
 
     Args:
         dataset: A fixture-format JSON Lines file of your own runs, each
             `{"id", "input": {"required", "context", "correct"}}`; by
             default 30 packaged recorded runs; `edge-cases`, the packaged
             edge cases of the contract.
-        **kwargs: Refused: an argument the task does not take (a typo).
     """
     with said_in_any_display():
         refuse_unknown_arguments(
             "tracegrade/stage_diagnosis", stage_diagnosis, kwargs, TaskArgumentError
         )
-        source = _dataset(dataset, "recorded_rag_runs.jsonl", "stage_diagnosis.jsonl")
+        source: Traversable | str = packaged_fixture("recorded_rag_runs.jsonl")
+        if dataset is not None:
+            edge_cases = dataset == EDGE_CASES
+            source = (
+                packaged_fixture("stage_diagnosis.jsonl") if edge_cases else dataset
+            )
         return Task(
             dataset=stage_diagnosis_dataset(source),
             solver=replay(),
@@ -124,19 +125,15 @@ def stage_diagnosis(dataset: str | None = None, **kwargs: NoReturn) -> Task:
 def ordered_extraction_recorded(dataset: str | None = None, **kwargs: NoReturn) -> Task:
     """Grade recorded extraction answers for membership and order.
 
-    A recorded `answer` list is graded as recorded, so an answer of the
-    wrong type is the dataset's error (invalid input), not the model's. A
-    run may record the model's `output` text instead: the list is then
-    read from it exactly as the live task reads a model's output
-    (docs/answer-formats.md), and an unreadable text is the model's
-    failure.
+    A recorded `answer` of the wrong type is the dataset's error; a recorded
+    model `output` text is read as the live task reads it, and an unreadable
+    one is the model's failure (docs/answer-formats.md).
 
     Args:
         dataset: A fixture-format JSON Lines file of your own recorded
             runs, each `{"id", "input": {"source", "answer"}}` or
             `{"id", "input": {"source", "output"}}`; by default (or
             `edge-cases`) the packaged edge cases of the contract.
-        **kwargs: Refused: an argument the task does not take (a typo).
     """
     with said_in_any_display():
         refuse_unknown_arguments(
@@ -145,9 +142,9 @@ def ordered_extraction_recorded(dataset: str | None = None, **kwargs: NoReturn) 
             kwargs,
             TaskArgumentError,
         )
-        source = _dataset(
-            dataset, "ordered_extraction.jsonl", "ordered_extraction.jsonl"
-        )
+        source: Traversable | str = packaged_fixture("ordered_extraction.jsonl")
+        if dataset is not None and dataset != EDGE_CASES:
+            source = dataset
         return Task(
             dataset=ordered_extraction_dataset(source),
             solver=replay(),
