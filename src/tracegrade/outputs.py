@@ -1,4 +1,5 @@
-"""Outputs written whole or not at all, never over a file without `--force`
+"""Outputs written whole or not at all, never over a file without `--force`:
+a temporary file, checked writes, fsync, then an atomic claim of the name
 (docs/architecture.md, "Writing outputs")."""
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from contextlib import AbstractContextManager
 from typing import IO, Any, NoReturn
 
 PARTIAL_SUFFIX = ".partial"
+FileState = tuple[int, int, int, int]
+_BINARY = getattr(os, "O_BINARY", 0)
 
 
 class OutputError(Exception):
@@ -24,8 +27,7 @@ class OutputAppeared(OutputError):
     """The name was taken while the command ran; the file is kept as `kept`."""
 
     def __init__(self, path: str, kept: str) -> None:
-        self.path = path
-        self.kept = kept
+        self.path, self.kept = path, kept
         super().__init__(
             f"{path!r} appeared while the command ran and was not replaced (pass "
             f"--force to replace it); what was written is kept as {kept!r}"
@@ -40,10 +42,18 @@ class StandardOutputFailed(OutputError):
     """Standard output could not be written (a full disk, a file too large)."""
 
 
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        status = os.stat(path)
+    except OSError:
+        return None
+    return status.st_dev, status.st_ino
+
+
 def publish(temporary: str, final: str, *, replace: bool) -> None:
-    """Rename `temporary` to `final`; without `replace`, `FileExistsError`
-    if `final` exists, even since a moment ago (a hard link, or where there
-    are none, as on FAT, an exclusive create and a rename over that claim)."""
+    """Rename `temporary` to `final`; without `replace`, `FileExistsError` if
+    `final` exists, even since a moment ago: a hard link, or where there are
+    none (FAT), an exclusive create and a rename over that claim."""
     if replace:
         os.replace(temporary, final)
         return
@@ -58,8 +68,8 @@ def publish(temporary: str, final: str, *, replace: bool) -> None:
         try:
             os.replace(temporary, final)
         except BaseException:
-            with contextlib.suppress(OSError):
-                if _identity(final) == (claimed.st_dev, claimed.st_ino):
+            if _identity(final) == (claimed.st_dev, claimed.st_ino):
+                with contextlib.suppress(OSError):
                     os.unlink(final)
             raise
         return
@@ -89,16 +99,10 @@ def publish_output(
 
 
 def written_outputs() -> list[str]:
-    """The outputs published by this process that are still there: told by
-    each name's file, so a signal a moment before or after a rename is right."""
-    found: list[str] = []
-    for shown, path, identity in _outputs:
-        if _identity(path) == identity and shown not in found:
-            found.append(shown)
-    return found
-
-
-FileState = tuple[int, int, int, int]
+    """The outputs this process published that are still there, told by each
+    name's file, so a signal just before or after a rename is right."""
+    found = [shown for shown, path, ident in _outputs if _identity(path) == ident]
+    return list(dict.fromkeys(found))
 
 
 def file_state(path: str) -> FileState:
@@ -107,10 +111,16 @@ def file_state(path: str) -> FileState:
     return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
 
 
+def _unchanged(path: str, expected: FileState) -> bool:
+    # Not by inode, which some FUSE drivers do not keep across a rename.
+    state = file_state(path)
+    return (state[0], *state[2:]) == (expected[0], *expected[2:])
+
+
 def replace_unless_changed(temporary: str, final: str, expected: FileState) -> None:
     """Rename `temporary` over `final` only if `final` still has state
-    `expected`, else `OutputChanged`; `final` is checked moved aside, so no
-    rewrite slips in between. Hold signals around it (`AtomicFile.held`)."""
+    `expected`, else `OutputChanged`: `final` is moved aside to be checked,
+    so no rewrite slips in between. Hold signals around it."""
     changed = OutputChanged(f"{final!r} was rewritten by another program")
     descriptor, aside = _create_beside(final, ".replaced")
     os.close(descriptor)
@@ -141,38 +151,22 @@ def replace_unless_changed(temporary: str, final: str, expected: FileState) -> N
     os.unlink(aside)
 
 
-def _unchanged(path: str, expected: FileState) -> bool:
-    """Not by inode, which some FUSE drivers do not keep across a rename."""
-    state = file_state(path)
-    return (state[0], *state[2:]) == (expected[0], *expected[2:])
-
-
 def _create_beside(final: str, suffix: str) -> tuple[int, str]:
-    """A new file `final.XXXXXXXX{suffix}`, with the mode any new file of
-    the user's gets (mkstemp's are private)."""
+    """A new file `final.XXXXXXXX{suffix}` with the mode any new file of the
+    user's gets (mkstemp's are private)."""
     while True:
         name = f"{final}.{os.urandom(4).hex()}{suffix}"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-        try:
+        with contextlib.suppress(FileExistsError):
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY
             return os.open(name, flags, 0o666), name
-        except FileExistsError:
-            continue
 
 
 def describe_os_error(error: OSError) -> str:
     """One line for an `OSError`: what failed on which file."""
     reason = error.strerror or str(error)
-    if error.filename is not None:
-        return f"{reason}: {os.fsdecode(error.filename)!r}"
-    return reason
-
-
-def _identity(path: str) -> tuple[int, int] | None:
-    try:
-        status = os.stat(path)
-    except OSError:
-        return None
-    return status.st_dev, status.st_ino
+    if error.filename is None:
+        return reason
+    return f"{reason}: {os.fsdecode(error.filename)!r}"
 
 
 def is_stream(path: str) -> bool:
@@ -187,69 +181,58 @@ def is_stream(path: str) -> bool:
 def check_output(path: str, *, inputs: Iterable[str], option: str, force: bool) -> None:
     """Refuse to write `path` over an input (even through a link, even with
     `force`), or over any file without `force`: `OutputError` naming `option`."""
+    said = f"{option} {path!r}"
     if not path:
         raise OutputError(f"{option} '' names no file; give a file name")
     if path.endswith(os.sep):
         raise OutputError(
-            f"{option} {path!r} ends in {os.sep}, as a directory does; give a file name"
+            f"{said} ends in {os.sep}, as a directory does; give a file name"
         )
     try:
         status = os.stat(path)
     except OSError as error:
         if error.errno == errno.ELOOP:
             raise OutputError(
-                f"{option} {path!r} is a loop of symbolic links; give a file"
+                f"{said} is a loop of symbolic links; give a file"
             ) from None
     else:
-        identity = status.st_dev, status.st_ino
         for source in inputs:
-            if _identity(source) == identity:
-                same_name = os.path.abspath(path) == os.path.abspath(source)
-                how = "" if same_name else " (the same file, through a link)"
+            if _identity(source) == (status.st_dev, status.st_ino):
+                same = os.path.abspath(path) == os.path.abspath(source)
+                how = "" if same else " (the same file, through a link)"
                 raise OutputError(
-                    f"{option} {path!r} is the input {source!r}{how}; writing it "
+                    f"{said} is the input {source!r}{how}; writing it "
                     "would destroy the input, so choose another file"
                 )
         if stat.S_ISDIR(status.st_mode):
-            raise OutputError(f"{option} {path!r} is a directory, not a file")
+            raise OutputError(f"{said} is a directory, not a file")
         if not force and stat.S_ISREG(status.st_mode):
-            raise OutputError(
-                f"{option} {path!r} already exists; pass --force to replace it"
-            )
+            raise OutputError(f"{said} already exists; pass --force to replace it")
     directory = os.path.dirname(os.path.realpath(path)) or "."
     if not os.path.isdir(directory):
-        raise OutputError(
-            f"{option} {path!r}: the directory {directory!r} does not exist"
-        )
-
-
-_STREAMS = {1: "standard output", 2: "standard error"}
+        raise OutputError(f"{said}: the directory {directory!r} does not exist")
 
 
 def check_standard_streams(inputs: Iterable[str]) -> None:
     """Refuse stdout or stderr redirected into an input: `OutputError`, whose
     message is first pointed away from the input (to stdout, or nowhere)."""
-    identities: dict[tuple[int, int], str] = {}
-    for source in inputs:
-        if (identity := _identity(source)) is not None:
-            identities.setdefault(identity, source)
+    identities = {_identity(source): source for source in reversed(list(inputs))}
     found: dict[int, str] = {}
-    for descriptor in _STREAMS:
-        try:
+    for descriptor in (1, 2):
+        with contextlib.suppress(OSError):  # closed: nothing goes there
             status = os.fstat(descriptor)
-        except OSError:
-            continue  # closed: nothing will be written there
-        same = identities.get((status.st_dev, status.st_ino))
-        if stat.S_ISREG(status.st_mode) and same is not None:
-            found[descriptor] = same
+            same = identities.get((status.st_dev, status.st_ino))
+            if stat.S_ISREG(status.st_mode) and same is not None:
+                found[descriptor] = same
     if not found:
         return
     if 2 in found:
         os.dup2(os.open(os.devnull, os.O_WRONLY) if 1 in found else 1, 2)
     descriptor, source = next(iter(found.items()))
+    stream = "standard output" if descriptor == 1 else "standard error"
     raise OutputError(
-        f"{_STREAMS[descriptor]} is the input {source!r} (redirected into it); "
-        "the command would write into the file it reads, so redirect it elsewhere"
+        f"{stream} is the input {source!r} (redirected into it); the command "
+        "would write into the file it reads, so redirect it elsewhere"
     )
 
 
@@ -273,13 +256,6 @@ class _NamedFile(io.FileIO):
             raise OSError(error.errno, error.strerror, self.shown) from None
 
 
-def _named_handle(descriptor: int, shown: str, *, binary: bool) -> IO[Any]:
-    buffered = io.BufferedWriter(_NamedFile(descriptor, shown))
-    if binary:
-        return buffered
-    return io.TextIOWrapper(buffered, encoding="utf-8", newline="\n")
-
-
 class AtomicFile:
     """A file that takes its final name only once complete: write `handle`,
     then `commit()`, or `discard()` on failure. A stream (`is_stream`) is
@@ -294,20 +270,22 @@ class AtomicFile:
         unless_changed: FileState | None = None,
         held: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
     ) -> None:
-        self.path = path
-        self.replace = replace
+        self.path, self.replace, self.held = path, replace, held
         self.unless_changed = unless_changed  # see replace_unless_changed
-        self.held = held
         self.streaming = is_stream(path)
         self.temporary: str | None = None
         if self.streaming:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _BINARY
             descriptor = os.open(path, flags, 0o666)
-        else:
-            # Through a symbolic link, the file it points to is replaced.
+        else:  # through a symbolic link, the file it points to is replaced
             self._final = os.path.realpath(path)
             descriptor, self.temporary = _create_beside(self._final, PARTIAL_SUFFIX)
-        self.handle = _named_handle(descriptor, path, binary=binary)
+        buffered = io.BufferedWriter(_NamedFile(descriptor, path))
+        self.handle: IO[Any] = (
+            buffered
+            if binary
+            else io.TextIOWrapper(buffered, encoding="utf-8", newline="\n")
+        )
 
     def flush_to_disk(self) -> None:
         """Write everything and fsync, so that `commit` only renames."""
@@ -365,17 +343,14 @@ class AtomicFile:
         try:
             write(written.handle)
             written.commit()
-        except OSError as error:
+        except BaseException as error:
             written.discard()
-            raise _not_written(path, error) from None
-        except BaseException:
-            written.discard()
+            if isinstance(error, OSError):
+                raise _not_written(path, error) from None
             raise
 
     def write_with(
-        self,
-        write: Callable[[str], object],
-        before_commit: Callable[[], None] = lambda: None,
+        self, write: Callable[[str], object], before_commit: Callable[[], None]
     ) -> None:
         """Fill the file by `write(temporary path)` (a writer that opens the
         path, as `write_eval_log`), then commit unless `before_commit` raises."""
@@ -387,11 +362,8 @@ class AtomicFile:
         os.unlink(self.temporary)
         try:
             write(self.temporary)
-        except OSError as error:
-            raise _not_written(self.path, error) from None
-        self.handle = open(self.temporary, "ab")  # noqa: SIM115
-        before_commit()
-        try:
+            self.handle = open(self.temporary, "ab")  # noqa: SIM115
+            before_commit()
             self.commit()
         except OSError as error:
             raise _not_written(self.path, error) from None
@@ -401,33 +373,27 @@ class AtomicFile:
         it runs while another error is reported."""
         with contextlib.suppress(OSError):
             self.handle.close()
-        if self.temporary is None:
-            return None
-        try:
-            os.unlink(self.temporary)
-        except FileNotFoundError:
-            pass
-        except OSError:
+        with contextlib.suppress(OSError):
+            if self.temporary is not None:
+                os.unlink(self.temporary)
+        if self.temporary is not None and os.path.lexists(self.temporary):
             return self.temporary
         self.temporary = None
         return None
 
 
 class _CheckedStandardOutput(io.RawIOBase):
-    """Descriptor 1, written whole or failing with `StandardOutputFailed`:
-    unbuffered Python ignores short writes. A regular file is first cut back
-    to where it began, so no part passes for the whole."""
+    """Descriptor 1 written whole or `StandardOutputFailed` (unbuffered Python
+    ignores short writes); a regular file is first cut back to where it began,
+    so no part passes for the whole."""
 
-    def __init__(self, descriptor: int) -> None:
+    def __init__(self) -> None:
         super().__init__()
-        self.descriptor = descriptor
-        status = os.fstat(descriptor)
+        status = os.fstat(1)
         self.regular = stat.S_ISREG(status.st_mode)
         # `>>` leaves the position at 0 until the first write.
         self.start = (
-            max(os.lseek(descriptor, 0, os.SEEK_CUR), status.st_size)
-            if self.regular
-            else 0
+            max(os.lseek(1, 0, os.SEEK_CUR), status.st_size) if self.regular else 0
         )
         self.failed = False
 
@@ -435,14 +401,14 @@ class _CheckedStandardOutput(io.RawIOBase):
         return True
 
     def fileno(self) -> int:
-        return self.descriptor
+        return 1
 
     def write(self, data: Any) -> int:
         view = memoryview(data).cast("B")
         size = len(view)
-        while view and not self.failed:
+        while view and not self.failed:  # once failed, the command is ending
             try:
-                written = os.write(self.descriptor, view)
+                written = os.write(1, view)
             except BrokenPipeError:
                 raise  # the reader stopped early, which the command says
             except OSError as error:
@@ -453,12 +419,12 @@ class _CheckedStandardOutput(io.RawIOBase):
         return size
 
     def _fail(self, reason: str) -> NoReturn:
-        self.failed = True  # further writes are dropped: the command is ending
+        self.failed = True
         left = "what was written to it is incomplete"
         if self.regular:
             left = "what it holds is incomplete"
             with contextlib.suppress(OSError):
-                os.ftruncate(self.descriptor, self.start)
+                os.ftruncate(1, self.start)
                 left = "it was cut back to what it held before the command"
         raise StandardOutputFailed(f"cannot write standard output ({reason}); {left}")
 
@@ -479,13 +445,12 @@ def check_standard_output() -> None:
     except (OSError, ValueError, io.UnsupportedOperation):
         return
     stream.flush()
-    raw = _CheckedStandardOutput(1)
-    buffer: Any = raw if stream.write_through else io.BufferedWriter(raw)
+    _standard_output = _CheckedStandardOutput()
+    raw: Any = _standard_output
     sys.stdout = io.TextIOWrapper(
-        buffer,
+        raw if stream.write_through else io.BufferedWriter(raw),
         encoding=stream.encoding,
         errors=stream.errors,
         line_buffering=stream.line_buffering,
         write_through=stream.write_through,
     )
-    _standard_output = raw
