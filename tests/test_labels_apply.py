@@ -508,6 +508,28 @@ def test_a_write_into_the_log_as_it_is_replaced_wins(
     assert sorted(path.name for path in log.parent.iterdir()) == [log.name]
 
 
+def test_a_log_whose_eval_has_not_finished_is_labelled_only_with_force(
+    tmp_path: Path,
+) -> None:
+    log = run_log(tmp_path)
+    labels = _all_labelled(tmp_path)
+    started = read_eval_log(str(log))
+    started.status = "started"
+    write_eval_log(started, str(log))
+    before = log.read_bytes()
+
+    refused = tracegrade("labels", "apply", str(log), labels, cwd=tmp_path)
+    assert refused.returncode == 1, refused.stderr
+    line = one_clear_line(refused.stderr)
+    assert "has status 'started': its eval has not finished" in line
+    assert "pass --force" in line
+    assert log.read_bytes() == before
+
+    forced = tracegrade("labels", "apply", str(log), labels, "--force", cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert len(stages(read_eval_log(str(log)), "stage_diagnosis1")) == len(RUNS)
+
+
 WALKTHROUGH = (
     Path(__file__).resolve().parent.parent / "docs" / "evaluate-your-own-model.md"
 ).read_text(encoding="utf-8")
