@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from collections.abc import Callable, Iterator
@@ -202,7 +203,7 @@ def _apply(
         if file_state(log) != read:
             raise changed
 
-    fmt = _log_format(target, fallback=_log_format(log, fallback="eval"))
+    fmt = _log_format(target, _log_format(log, "eval"))
     # The log itself is rewritten on purpose, unless another program has
     # rewritten it since it was read; another --out only with --force.
     written = AtomicFile(
@@ -247,49 +248,39 @@ def _warn_runs(runs: list[EvalSample], have: str, so: str) -> None:
         )
 
 
+_DIAGNOSED = "diagnosed"  # labelled, and the new score has a stage
+_NOT_DIAGNOSED = {
+    "answer-label": ("has no label", "have no label"),
+    "unlabelled": ("has no label and needs none", "have no label and need none"),
+    "sample-error": ("errored before answering",) * 2,
+}
+"""The summary's words for runs not diagnosed; any other kind is named."""
+_SHOWN_AS = {"unlabelled": "unresolved"}
+
+
 def _summary(
-    labelled: EvalLog,
-    outcomes: dict[str, list[EvalSample]],
-    labels_file: str,
-    target: str,
+    labelled: EvalLog, outcomes: dict[str, list[EvalSample]], labels: str, target: str
 ) -> str:
     """The last line: the runs diagnosed with the labels, and why not the rest."""
     from ..label_logs import log_runs
 
     ids, epochs = log_runs(labelled)
     scores = labelled.results.scores if labelled.results else []
-    stage_names = [s.name for s in scores if s.name.startswith("stage_diagnosis")]
-    diagnosed = len(outcomes.get(_DIAGNOSED, []))
-    return (
-        f"{diagnosed} of {len(labelled.samples or [])} runs"
-        + (f" ({len(ids)} samples, {epochs} epochs)" if epochs > 1 else "")
-        + f" labelled and diagnosed with the labels in {labels_file} as "
-        + (stage_names[-1] if stage_names else "stage_diagnosis")
-        + "".join(
-            f"; {len(outcomes[kind])} {one if len(outcomes[kind]) == 1 else more}"
-            for kind, (one, more) in _NOT_DIAGNOSED.items()
-            if outcomes.get(kind)
-        )
-        + "".join(
-            f"; {len(found)} {kind}"
-            for kind, found in outcomes.items()
-            if kind != _DIAGNOSED and kind not in _NOT_DIAGNOSED
-        )
-        + f"; log written to {target}"
-    )
-
-
-_DIAGNOSED = "diagnosed"  # labelled, and the new score has a stage
-
-_NOT_DIAGNOSED = {
-    "answer-label": ("has no label (answer-label)", "have no label (answer-label)"),
-    "unlabelled": (
-        "has no label and needs none (unresolved)",
-        "have no label and need none (unresolved)",
-    ),
-    "sample-error": ("errored before answering (sample-error)",) * 2,
-}
-"""The summary's words for runs not diagnosed; any other kind is named."""
+    names = [s.name for s in scores if s.name.startswith("stage_diagnosis")]
+    runs = f" ({len(ids)} samples, {epochs} epochs)" if epochs > 1 else ""
+    said = [
+        f"{len(outcomes.get(_DIAGNOSED, []))} of {len(labelled.samples or [])} runs"
+        f"{runs} labelled and diagnosed with the labels in {labels} as "
+        + (names[-1] if names else "stage_diagnosis")
+    ]
+    order = [*_NOT_DIAGNOSED, *outcomes]
+    for kind in sorted(outcomes.keys() - {_DIAGNOSED}, key=order.index):
+        found = outcomes[kind]
+        if kind in _NOT_DIAGNOSED:
+            words = _NOT_DIAGNOSED[kind][len(found) != 1]
+            kind = f"{words} ({_SHOWN_AS.get(kind, kind)})"
+        said.append(f"{len(found)} {kind}")
+    return "; ".join([*said, f"log written to {target}"])
 
 
 def _outcomes(
@@ -302,21 +293,19 @@ def _outcomes(
     source = f"labels file {labels_file}"
     outcomes: dict[str, list[EvalSample]] = {}
     for sample in log.samples or []:
-        # The score the labels gave is the last one read from the file:
-        # Inspect names it per sample (`stage_diagnosis1`, or
-        # `stage_diagnosis` for a sample that had no score).
+        # The labels' score is the last one read from the file (Inspect names
+        # it `stage_diagnosis1`, or `stage_diagnosis` where none was).
         scores = [
             score
             for score in (sample.scores or {}).values()
             if ((score.metadata or {}).get("read_from") or {}).get("correct") == source
         ]
-        if not scores:
-            continue
-        kind = error_kind(scores[-1])
-        if kind is None:
-            labelled = staff.label_for(sample.id, sample.epoch) is not None
-            kind = _DIAGNOSED if labelled else "unlabelled"
-        outcomes.setdefault(kind, []).append(sample)
+        if scores:
+            kind = error_kind(scores[-1])
+            if kind is None:
+                labelled = staff.label_for(sample.id, sample.epoch) is not None
+                kind = _DIAGNOSED if labelled else "unlabelled"
+            outcomes.setdefault(kind, []).append(sample)
     return outcomes
 
 
@@ -330,10 +319,6 @@ def _finalise_quietly() -> None:
             shown(unraisable)
 
     sys.unraisablehook = drop_zip_finaliser
-
-
-_LOCK_WAIT = 0.2
-"""Seconds of each wait for the lock: signals are handled between waits."""
 
 
 def lock_path(log: str) -> str:
@@ -350,25 +335,23 @@ def lock_path(log: str) -> str:
 @contextmanager
 def _directory_locked(log: str) -> Iterator[None]:
     """SQLite's exclusive lock on `lock_path`, so two applies in a directory
-    take turns (docs/cli.md); where it cannot be a lock, warn and go on."""
+    take turns (docs/cli.md); where it cannot be a lock, warn and go on.
+    Each wait is short: signals are handled between waits."""
     import sqlite3
 
     path = lock_path(log)
     lock = None
-    said_waiting = False
     try:
-        lock = sqlite3.connect(path, timeout=_LOCK_WAIT, isolation_level=None)
-        while True:
+        lock = sqlite3.connect(path, timeout=0.2, isolation_level=None)
+        for attempt in itertools.count():
             try:
-                # No journal: the file holds nothing, and leaves no other.
-                lock.execute("PRAGMA journal_mode = OFF")
+                lock.execute("PRAGMA journal_mode = OFF")  # no journal beside it
                 lock.execute("BEGIN EXCLUSIVE")
                 break
             except sqlite3.OperationalError as error:
                 if "locked" not in str(error):
                     raise
-            if not said_waiting:
-                said_waiting = True
+            if attempt == 0:
                 click.echo(
                     f"waiting for another tracegrade labels apply in {log}'s directory",
                     err=True,
@@ -401,8 +384,13 @@ def _read_log(log: str) -> EvalLog:
 
 
 def _log_format(
-    path: str, *, fallback: Literal["eval", "json"]
+    path: str, fallback: Literal["eval", "json"]
 ) -> Literal["eval", "json"]:
     """The log format a file name asks for, by its extension."""
-    formats: tuple[Literal["eval", "json"], ...] = ("json", "eval")
-    return next((fmt for fmt in formats if path.endswith("." + fmt)), fallback)
+    return (
+        "json"
+        if path.endswith(".json")
+        else "eval"
+        if path.endswith(".eval")
+        else fallback
+    )
