@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
-import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -121,41 +119,14 @@ def test_inspect_in_process_ends_as_in_a_fresh_interpreter(tmp_path: Path) -> No
 
 
 PROBE = """
-import os, resource, sys, time
+import resource, sys
 
 what = sys.argv[1]
 if what == "limits":
     print(*resource.getrlimit(resource.RLIMIT_FSIZE))
 if what == "hold":
     held = b"x" * (int(sys.argv[2]) << 20)  # written, so resident
-if what == "wait":
-    print(os.getpgid(0) == os.getpid(), flush=True)
-    print("ready", file=sys.stderr, flush=True)
-    time.sleep(60)
 """
-
-
-def test_a_started_command_is_waited_for_and_signalled_as_popen(
-    tmp_path: Path,
-) -> None:
-    process = CommandProcess(
-        [sys.executable, "-c", PROBE, "wait"], cwd=tmp_path, new_session=True
-    )
-    deadline = time.monotonic() + 60
-    while "ready" not in process.stderr_so_far():
-        assert process.poll() is None, process.communicate()
-        assert time.monotonic() < deadline, "the probe never got ready"
-        time.sleep(0.01)
-    assert process.poll() is None
-
-    process.send_signal(signal.SIGTERM)
-    stdout, stderr = process.communicate(timeout=60)
-    # In a session, and so a process group, of its own.
-    assert stdout == "True\n"
-    assert stderr == "ready\n"
-    assert process.returncode == -signal.SIGTERM
-    process.send_signal(signal.SIGKILL)  # ended: nothing, as with Popen
-    assert process.poll() == -signal.SIGTERM
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="resource limits are POSIX")

@@ -21,7 +21,7 @@ from tests.commands import run_tracegrade as tracegrade
 from tests.commands import tracegrade_shell
 from tests.faults.conftest import one_clear_line, snapshot
 from tests.support import working_in, write_lines
-from tracegrade import ordered_extraction_recorded, outputs
+from tracegrade import outputs
 from tracegrade.cli import main
 from tracegrade.cli.labels import lock_path
 from tracegrade.tasks import replay, stage_diagnosis
@@ -325,10 +325,7 @@ def test_overwrite_replaces_the_scores(tmp_path: Path) -> None:
     assert stages(labelled, "stage_diagnosis")[("full", 1)] == "pass"
 
 
-@pytest.mark.parametrize("planted", ["text", "directory"])
-def test_a_lock_file_planted_in_tmpdir_is_gone_around(
-    tmp_path: Path, planted: str
-) -> None:
+def test_a_lock_file_planted_in_tmpdir_is_gone_around(tmp_path: Path) -> None:
     """Anyone can put the lock's name in TMPDIR first: the apply says it
     cannot take turns, and labels the log."""
     log = run_log(tmp_path)
@@ -339,10 +336,7 @@ def test_a_lock_file_planted_in_tmpdir_is_gone_around(
         patch.setenv("TMPDIR", str(temporary))
         patch.setattr("tempfile.tempdir", None)
         lock = Path(lock_path(str(log)))
-    if planted == "text":
-        lock.write_text("not a database, but in the way\n")
-    else:
-        lock.mkdir()
+    lock.mkdir()
     done = tracegrade(
         "labels",
         "apply",
@@ -361,11 +355,7 @@ def test_a_lock_file_planted_in_tmpdir_is_gone_around(
 
 @pytest.mark.parametrize(
     ("lines", "said"),
-    [
-        (['{"id": "full", "correct": "yes"}'], "line 1: 'correct' must be true or"),
-        ([{"id": "full", "correct": True}] * 2, 'line 2: id "full" is already'),
-        ([""], "holds no labels"),
-    ],
+    [([{"id": "full", "correct": True}] * 2, 'line 2: id "full" is already')],
 )
 def test_a_bad_labels_file_leaves_the_log_as_it_was(
     tmp_path: Path, lines: list[Any], said: str
@@ -377,34 +367,6 @@ def test_a_bad_labels_file_leaves_the_log_as_it_was(
     assert done.returncode == 1
     assert said in one_clear_line(done.stderr)
     assert snapshot(tmp_path) == before
-
-
-def test_a_log_without_stage_scores_is_refused(tmp_path: Path) -> None:
-    (log,) = eval(
-        ordered_extraction_recorded(),
-        limit=1,
-        display="none",
-        log_dir=str(tmp_path / "logs"),
-        log_realtime=False,
-    )
-    labels = write_lines(tmp_path / "labels.jsonl", [{"id": "x", "correct": True}])
-    before = snapshot(tmp_path)
-    done = tracegrade("labels", "apply", log.location, labels, cwd=tmp_path)
-    assert done.returncode == 1
-    assert "no sample has a stage_diagnosis score" in one_clear_line(done.stderr)
-    assert snapshot(tmp_path) == before
-
-
-def test_an_unreadable_log_is_refused(tmp_path: Path) -> None:
-    bogus = tmp_path / "not-a-log.eval"
-    bogus.write_text("hello")
-    labels = write_lines(tmp_path / "labels.jsonl", [{"id": "x", "correct": True}])
-    done = tracegrade("labels", "apply", str(bogus), labels, cwd=tmp_path)
-    assert done.returncode == 1
-    assert f"cannot read {str(bogus)!r} as an Inspect log" in one_clear_line(
-        done.stderr
-    )
-    assert bogus.read_text() == "hello"
 
 
 # --- A log rewritten at the last moment ------------------------------------------
