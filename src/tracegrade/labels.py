@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 from ._inspect_internals import PrerequisiteError
 from .core.errors import quote
@@ -21,13 +21,6 @@ EpochKey = tuple[SampleId, int]
 class LabelsError(LineError, PrerequisiteError):
     """A labels file that cannot be trusted, named by path, line and field; a
     `PrerequisiteError`, as `ArgumentError` is and for the same reason."""
-
-
-def _is_sample_id(value: Any) -> bool:
-    # Inspect sample ids are strings or integers; `true` is not the id 1.
-    if isinstance(value, str):
-        return value != ""
-    return type(value) is int
 
 
 @dataclass
@@ -55,11 +48,8 @@ class StaffLabels:
         try:
             numbered = [(raw.number, raw.text) for raw in read_lines(staff.path)]
         except OSError as error:
-            raise LabelsError(
-                staff.path,
-                None,
-                f"cannot read the labels file ({error.strerror or error})",
-            ) from None
+            why = f"cannot read the labels file ({error.strerror or error})"
+            raise LabelsError(staff.path, None, why) from None
         for number, line in numbered:
             if not is_blank(line):
                 staff._add(number, *_parse_line(staff.path, number, line))
@@ -78,40 +68,41 @@ class StaffLabels:
     ) -> None:
         """Add line `number`'s label, refusing one that another line gave."""
         where = f"id {quote(sample_id)}"
-
-        def fail(problem: str, field: str) -> NoReturn:
-            raise LabelsError(self.path, number, problem, field=field)
-
+        both = "label a sample either once for all epochs or epoch by epoch, not both"
+        problem = field = None
         if epoch is None:
+            field = "id"
             if sample_id in self.labels:
-                fail(
-                    f"{where} is already labelled on line {self.lines[sample_id]}; "
-                    "one label per sample",
-                    "id",
+                line = self.lines[sample_id]
+                problem = (
+                    f"{where} is already labelled on line {line}; one label per sample"
                 )
-            if sample_id in self.first_epoch_line:
-                other_epoch, other_line = self.first_epoch_line[sample_id]
-                fail(_mixed_message(where, other_epoch, other_line), "epoch")
-            self.labels[sample_id] = correct
-            self.lines[sample_id] = number
-            return
-        key = (sample_id, epoch)
-        if key in self.epoch_labels:
-            fail(
-                f"{where} epoch {epoch} is already labelled on line "
-                f"{self.epoch_lines[key]}; one label per sample and epoch",
-                "epoch",
-            )
-        if sample_id in self.labels:
-            fail(
-                f"{where} epoch {epoch}: line {self.lines[sample_id]} already "
-                "labels every epoch of this sample; label a sample either "
-                "once for all epochs or epoch by epoch, not both",
-                "epoch",
-            )
-        self.first_epoch_line.setdefault(sample_id, (epoch, number))
-        self.epoch_labels[key] = correct
-        self.epoch_lines[key] = number
+            elif sample_id in self.first_epoch_line:
+                field = "epoch"
+                other, line = self.first_epoch_line[sample_id]
+                problem = (
+                    f"{where} has no epoch, so it would label every epoch, but line "
+                    f"{line} labels epoch {other} of it; {both}"
+                )
+            else:
+                self.labels[sample_id], self.lines[sample_id] = correct, number
+        else:
+            key, field = (sample_id, epoch), "epoch"
+            if key in self.epoch_labels:
+                problem = (
+                    f"{where} epoch {epoch} is already labelled on line "
+                    f"{self.epoch_lines[key]}; one label per sample and epoch"
+                )
+            elif sample_id in self.labels:
+                problem = (
+                    f"{where} epoch {epoch}: line {self.lines[sample_id]} already "
+                    f"labels every epoch of this sample; {both}"
+                )
+            else:
+                self.first_epoch_line.setdefault(sample_id, (epoch, number))
+                self.epoch_labels[key], self.epoch_lines[key] = correct, number
+        if problem is not None:
+            raise LabelsError(self.path, number, problem, field=field)
 
     def label_for(self, sample_id: SampleId, epoch: int | None = None) -> bool | None:
         """The label for a run, or None.
@@ -147,37 +138,20 @@ class StaffLabels:
             if sample_id not in sample_ids or epoch > epochs
         ]
         if unmatched:
-            count = len(sample_ids)
+            count, unmatched = len(sample_ids), sorted(unmatched)
             runs = f"{count:,} sample{'' if count == 1 else 's'}" + (
                 f", {epochs} epochs" if epochs > 1 else ""
             )
+            shown = ", ".join(f"{name} (line {line})" for line, name in unmatched[:5])
+            more = f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else ""
+            many = len(unmatched) > 1
+            counted = f"{len(unmatched)} labels name" if many else "1 label names"
             raise LabelsError(
                 self.path,
                 None,
-                _unmatched_text(sorted(unmatched), f"{where} ({runs})"),
+                f"{counted} no run of {where} ({runs}): {shown}{more}. "
+                'Sample ids match exactly, type included ("1" is not 1).',
             )
-
-
-def _mixed_message(where: str, epoch: int, line: int) -> str:
-    return (
-        f"{where} has no epoch, so it would label every epoch, but line {line} "
-        f"labels epoch {epoch} of it; label a sample either once for all "
-        "epochs or epoch by epoch, not both"
-    )
-
-
-def _unmatched_text(unmatched: list[tuple[int, str]], where: str) -> str:
-    """The message for labels, as (line, '"id"' or '"id" epoch N'), that
-    name no run of `where`."""
-    shown = ", ".join(f"{name} (line {line})" for line, name in unmatched[:5])
-    more = f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else ""
-    counted = (
-        "1 label names" if len(unmatched) == 1 else f"{len(unmatched)} labels name"
-    )
-    return (
-        f"{counted} no run of {where}: {shown}{more}. "
-        'Sample ids match exactly, type included ("1" is not 1).'
-    )
 
 
 def _parse_line(path: str, number: int, line: str) -> tuple[SampleId, int | None, bool]:
@@ -188,7 +162,8 @@ def _parse_line(path: str, number: int, line: str) -> tuple[SampleId, int | None
     if "id" not in record:
         fail("no 'id' field", "id")
     sample_id = record["id"]
-    if not _is_sample_id(sample_id):
+    # Inspect sample ids are strings or integers; `true` is not the id 1.
+    if sample_id == "" or type(sample_id) not in (str, int):
         got = quote(sample_id, 80)
         fail(f"'id' must be a non-empty string or an integer, got {got}", "id")
     if isinstance(sample_id, str) and has_lone_surrogate(sample_id):
@@ -215,6 +190,3 @@ def _parse_line(path: str, number: int, line: str) -> tuple[SampleId, int | None
             "epoch",
         )
     return sample_id, epoch, correct
-
-
-__all__ = ["EpochKey", "LabelsError", "SampleId", "StaffLabels"]

@@ -43,17 +43,18 @@ class CheckSummary:
         return self.records > 0 and not self.data_errors
 
     def as_json(self) -> dict[str, Any]:
+        counts = self.data_errors + self.answer_failures
         return {
             "task": self.task,
             "path": self.path,
             "ok": self.ok,
-            "lines": self.lines,
-            "blank": self.blank,
-            "records": self.records,
-            "clean": self.clean,
-            "data_errors": sum(self.data_errors.values()),
-            "answer_failures": sum(self.answer_failures.values()),
-            "by_kind": dict(sorted((self.data_errors + self.answer_failures).items())),
+            **{
+                key: getattr(self, key)
+                for key in ("lines", "blank", "records", "clean")
+            },
+            "data_errors": self.data_errors.total(),
+            "answer_failures": self.answer_failures.total(),
+            "by_kind": dict(sorted(counts.items())),
             "warnings": self.warnings,
         }
 
@@ -193,9 +194,7 @@ def _problems(
 
 def _problem_line(path: str, entry: dict[str, Any]) -> str:
     shown_id = "-" if entry["id"] is None else json.dumps(entry["id"])
-    kind = entry["kind"]
-    if "field" in entry:
-        kind += f" [{entry['field']}]"
+    kind = entry["kind"] + (f" [{entry['field']}]" if "field" in entry else "")
     if entry["side"] == "answer":
         kind = click.style(kind + " (answer failure)", fg="yellow")
     else:
