@@ -5,6 +5,7 @@ a guessed delay."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -174,67 +175,45 @@ class InputWatch:
     (`score`, `check`): its descriptor's position, from /proc/PID/fdinfo."""
 
     def __init__(self, process: CommandProcess, path: Path) -> None:
-        self.process = process
-        self.pid = process.pid
-        self.path = path.resolve()
-        self.size = path.stat().st_size
+        self.process, self.pid = process, process.pid
+        self.path, self.size = path.resolve(), path.stat().st_size
         self.opened = False
-        self._fd: str | None = None  # where it was last seen open
 
     def position(self) -> int | None:
-        """The read position in the file (of the first descriptor found, if
-        the process has several), or None while the process does not have it
-        open (not yet, or no longer: see `opened`)."""
-        if self._fd is not None:
-            position = self._position_through(self._fd)
-            if position is not None:
-                return position  # one look: a tight poll stays cheap
-        try:
-            descriptors = os.listdir(f"/proc/{self.pid}/fd")
-        except OSError:
-            descriptors = []  # the process is gone
-        for fd in descriptors:
-            position = self._position_through(fd)
-            if position is not None:
-                self._fd = fd
-                self.opened = True
-                return position
-        self._fd = None
+        """The read position, or None while the file is not open (not yet,
+        or no longer: see `opened`)."""
+        with contextlib.suppress(OSError):  # the process is gone
+            for fd in os.listdir(f"/proc/{self.pid}/fd"):
+                with contextlib.suppress(OSError):  # closed meanwhile
+                    if os.readlink(f"/proc/{self.pid}/fd/{fd}") == str(self.path):
+                        info = Path(f"/proc/{self.pid}/fdinfo/{fd}").read_bytes()
+                        self.opened = True
+                        return int(info.split(b"pos:", 1)[1].split()[0])
         return None
-
-    def _position_through(self, fd: str) -> int | None:
-        try:
-            if os.readlink(f"/proc/{self.pid}/fd/{fd}") != str(self.path):
-                return None
-            with open(f"/proc/{self.pid}/fdinfo/{fd}", "rb") as info:
-                return int(info.read().split(b"pos:", 1)[1].split()[0])
-        except OSError:
-            return None  # closed meanwhile
 
     def wait_until_past(
         self, fraction: float, timeout: float = 300.0, *, tight_within: float = 1.0
     ) -> None:
-        """Return as soon as the process has read `fraction` of the file,
-        polling tightly only within `tight_within` of the mark."""
+        """Return once the process has read `fraction` of the file, polling
+        tightly only within `tight_within` of the mark."""
         target = fraction * self.size
         self._wait(
             lambda position: position is not None and position >= target,
             f"{fraction:.0%} of {self.path.name}",
             timeout,
-            tight_from=target - tight_within * self.size,
+            target - tight_within * self.size,
         )
 
     def wait_until_closed(
         self, timeout: float = 300.0, *, tight_within: float = 1.0
     ) -> None:
-        """Return as soon as the process has read the file and closed it:
-        it is past its line loop, writing its outputs. Polls are tight
-        within `tight_within` of the file's end (see `wait_until_past`)."""
+        """Return once the process has read the file and closed it: it is
+        past its line loop, writing its outputs."""
         self._wait(
             lambda position: position is None and self.opened,
             f"the closing of {self.path.name}",
             timeout,
-            tight_from=(1 - tight_within) * self.size,
+            (1 - tight_within) * self.size,
         )
 
     def _wait(
@@ -245,30 +224,21 @@ class InputWatch:
         tight_from: float,
     ) -> None:
         deadline = time.monotonic() + timeout
-        while True:
-            position = self.position()
-            if reached(position):
-                return
+        while not reached(position := self.position()):
             if process_state(self.pid) in (None, "Z"):
                 ended_before(self.process, what)
             if time.monotonic() > deadline:
                 pytest.fail(f"no sign of {what} after {timeout:.0f} s")
-            # Once read and closed the file is past any mark: tight, too.
             near = self.opened and (position is None or position >= tight_from)
             time.sleep(POLL_SECONDS if near else STARTING_POLL_SECONDS)
 
     def assert_mid_input(self) -> None:
-        """The file still open and not read to its end: the process is in
-        its line loop. Checked while it is frozen, this holds when the
-        signal sent then arrives."""
+        """The file still open and not read to its end (checked frozen)."""
         position = self.position()
-        if position is None:
-            workload_too_small(f"{self.path.name} was already closed when frozen")
-        if position >= self.size:
-            workload_too_small(f"{self.path.name} was already read whole when frozen")
+        if position is None or position >= self.size:
+            workload_too_small(f"{self.path.name} was read whole when frozen")
 
     def assert_closed(self) -> None:
-        """The file read and closed, not opened again."""
         assert self.opened and self.position() is None, self.path
 
 
