@@ -36,7 +36,7 @@ sys.meta_path.insert(0, HoldClick())
 def test_the_program_ends_with_its_usage_error_code() -> None:
     # A fresh interpreter: the program's own exit, not a runner's.
     completed = subprocess.run(
-        [sys.executable, "-m", "tracegrade.cli", "check"],
+        [sys.executable, "-m", "tracegrade", "check"],
         env=SUBPROCESS_ENV,
         stdin=subprocess.DEVNULL,
         capture_output=True,
