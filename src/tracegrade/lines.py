@@ -8,7 +8,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -43,9 +43,8 @@ NOT_AN_OBJECT = "not-an-object"
 
 
 class LineError(Exception):
-    """Input a reader of JSON Lines refuses, named by file, line (None: the
-    whole file) and field (None: no one field): the one base of `DatasetError`,
-    `LabelsError` and `InputFileError`, so every reader names a fault alike."""
+    """Input a reader refuses, named by file, line (None: the whole file) and
+    field: the base of every reader's error, so each names a fault alike."""
 
     def __init__(
         self,
@@ -62,12 +61,10 @@ class LineError(Exception):
         self.field = field
         self.kind = kind
         where = path if line is None else f"{path}, line {line}"
-        # Typed loosely: subclasses are also Inspect's PrerequisiteError,
-        # whose `message` is any rich renderable.
+        # Any: some subclasses are also Inspect's PrerequisiteError, whose
+        # `message` is any renderable and which keeps no args.
         self.message: Any = f"{where}: {problem}"
         super().__init__(self.message)
-        # Inspect's PrerequisiteError, a base of some, keeps no args: the
-        # message is what the error says, whichever base comes next.
         self.args = (self.message,)
 
 
@@ -225,23 +222,20 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-_STRICT_DECODER = json.JSONDecoder(
-    object_pairs_hook=_unique_keys,
-    parse_constant=_reject_constant,
-    parse_float=_finite_float,
-    parse_int=_bounded_int,
-)
-"""Made once: `json.loads` with hooks builds a decoder per call, which
-costs as much as decoding a short record."""
-_KEY_CHECKING_DECODER = json.JSONDecoder(
-    object_pairs_hook=_unique_keys_of_text,
-    parse_constant=_reject_constant,
-    parse_float=_finite_float,
-    parse_int=_bounded_int,
-)
-"""For a line that may hold a lone surrogate: text read from UTF-8 can
-only hold one as an escape (`\\udc00`), so only such a line pays for
-looking at every key."""
+def _decoder(pairs_hook: Callable[[list[tuple[str, Any]]], dict[str, Any]]) -> Any:
+    return json.JSONDecoder(
+        object_pairs_hook=pairs_hook,
+        parse_constant=_reject_constant,
+        parse_float=_finite_float,
+        parse_int=_bounded_int,
+    )
+
+
+# Made once: `json.loads` with hooks builds a decoder per call, which costs
+# as much as decoding a short record. Text read from UTF-8 holds a lone
+# surrogate only as an escape (`\udc00`): only such a line has its keys checked.
+_STRICT_DECODER = _decoder(_unique_keys)
+_KEY_CHECKING_DECODER = _decoder(_unique_keys_of_text)
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 

@@ -382,38 +382,30 @@ class AtomicFile:
         return None
 
 
-class _CheckedStandardOutput(io.RawIOBase):
+class _CheckedStandardOutput(io.FileIO):
     """Descriptor 1 written whole or `StandardOutputFailed` (unbuffered Python
-    ignores short writes); a regular file is first cut back to where it began,
-    so no part passes for the whole."""
+    ignores short writes); a regular file is first cut back to where it
+    began, so no part passes for the whole."""
 
     def __init__(self) -> None:
-        super().__init__()
+        super().__init__(1, "w", closefd=False)
         status = os.fstat(1)
         self.regular = stat.S_ISREG(status.st_mode)
         # `>>` leaves the position at 0 until the first write.
-        self.start = (
-            max(os.lseek(1, 0, os.SEEK_CUR), status.st_size) if self.regular else 0
-        )
+        self.start = max(self.tell(), status.st_size) if self.regular else 0
         self.failed = False
-
-    def writable(self) -> bool:
-        return True
-
-    def fileno(self) -> int:
-        return 1
 
     def write(self, data: Any) -> int:
         view = memoryview(data).cast("B")
         size = len(view)
         while view and not self.failed:  # once failed, the command is ending
             try:
-                written = os.write(1, view)
+                written = super().write(view)
             except BrokenPipeError:
                 raise  # the reader stopped early, which the command says
             except OSError as error:
                 self._fail(error.strerror or str(error))
-            if written == 0:
+            if not written:
                 self._fail("nothing could be written")
             view = view[written:]
         return size
@@ -445,8 +437,7 @@ def check_standard_output() -> None:
     except (OSError, ValueError, io.UnsupportedOperation):
         return
     stream.flush()
-    _standard_output = _CheckedStandardOutput()
-    raw: Any = _standard_output
+    _standard_output = raw = _CheckedStandardOutput()
     sys.stdout = io.TextIOWrapper(
         raw if stream.write_through else io.BufferedWriter(raw),
         encoding=stream.encoding,
