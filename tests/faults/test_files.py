@@ -213,48 +213,41 @@ def test_a_full_disk_leaves_nothing_and_says_so_once(
     assert digest(tmp_path / "runs.jsonl") == input_digest
 
 
-SCORE_FILE_SIZE_LIMITS = (10_000,)
-APPLY_OUTS = {"in place": ()}
+SCORE_FILE_SIZE_LIMIT = 10_000
 
 
 @pytest.fixture(scope="module")
 def file_size_limited(
     tmp_path_factory: pytest.TempPathFactory, scored_folder: Path
 ) -> dict[object, CommandRun]:
-    """`score` under two file size limits (`ulimit -f`) and `labels apply`
-    under one, in place and to --out, each command in a directory of its
-    own: one fresh interpreter runs them one after the other, each under
-    its own limit."""
+    """`score` and `labels apply` (in place) under a file size limit
+    (`ulimit -f`), each in a directory of its own, in one fresh interpreter."""
     commands: dict[object, StreamedCommand] = {}
-    for limit in SCORE_FILE_SIZE_LIMITS:
-        work = tmp_path_factory.mktemp(f"file-size-{limit}")
-        write_stage_records(work / "runs.jsonl", 3000)
-        commands[limit] = StreamedCommand(
-            ("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs"),
-            work,
-            soft_limits=((resource.RLIMIT_FSIZE, limit),),
-        )
-    for name, out in APPLY_OUTS.items():
-        work = tmp_path_factory.mktemp("file-size-apply")
-        shutil.copytree(scored_folder, work, dirs_exist_ok=True)
-        log = _log(work)
-        (work / "log.eval").hardlink_to(work / log)  # as `work` has it
-        size = (work / log).stat().st_size
-        commands[name] = StreamedCommand(
-            ("labels", "apply", log, "staff.jsonl", *out),
-            work,
-            soft_limits=((resource.RLIMIT_FSIZE, size // 2),),
-        )
+    work = tmp_path_factory.mktemp("file-size-score")
+    write_stage_records(work / "runs.jsonl", 3000)
+    commands["score"] = StreamedCommand(
+        ("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs"),
+        work,
+        soft_limits=((resource.RLIMIT_FSIZE, SCORE_FILE_SIZE_LIMIT),),
+    )
+    work = tmp_path_factory.mktemp("file-size-apply")
+    shutil.copytree(scored_folder, work, dirs_exist_ok=True)
+    log = _log(work)
+    (work / "log.eval").hardlink_to(work / log)  # as `work` has it
+    commands["apply"] = StreamedCommand(
+        ("labels", "apply", log, "staff.jsonl"),
+        work,
+        soft_limits=((resource.RLIMIT_FSIZE, (work / log).stat().st_size // 2),),
+    )
     return runs_in_one_interpreter(commands, tmp_path_factory.mktemp("file-size"))
 
 
-@pytest.mark.parametrize("limit", SCORE_FILE_SIZE_LIMITS)
 def test_a_file_size_limit_is_a_full_disk_too(
-    file_size_limited: dict[object, CommandRun], limit: int
+    file_size_limited: dict[object, CommandRun],
 ) -> None:
     """`ulimit -f`: writes past the limit fail with EFBIG (Python ignores
     SIGXFSZ), the way a full disk fails them, and need no root."""
-    work, before, done = file_size_limited[limit]
+    work, before, done = file_size_limited["score"]
 
     assert done.returncode == 2, done.stderr
     line = one_clear_line(done.stderr)
@@ -264,13 +257,12 @@ def test_a_file_size_limit_is_a_full_disk_too(
     assert snapshot(work) == before  # the input as it was, nothing beside it
 
 
-@pytest.mark.parametrize("out", sorted(APPLY_OUTS))
 def test_labels_apply_past_a_file_size_limit_leaves_the_log_whole(
-    file_size_limited: dict[object, CommandRun], out: str
+    file_size_limited: dict[object, CommandRun],
 ) -> None:
     """The log is rewritten under a temporary name and renamed only when
     complete: a write that fails leaves LOG as it was and nothing new."""
-    work, before, done = file_size_limited[out]
+    work, before, done = file_size_limited["apply"]
 
     assert done.returncode == 2, done.stderr
     assert "File too large" in one_clear_line(done.stderr)

@@ -15,12 +15,10 @@ from typing import Any
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai.log import read_eval_log
 
 from tests.commands import (
     StreamedCommand,
     commands_in_one_interpreter,
-    run_inspect,
     run_tracegrade,
 )
 from tests.faults.conftest import one_clear_line
@@ -256,27 +254,3 @@ def test_invalid_utf8_through_inspect_eval_names_the_line(
 
     message = one_clear_line(result.stdout + result.stderr)
     assert message == f"{path}, line 2: not valid UTF-8 text (byte 0xFF at column 10)"
-
-
-def test_a_clean_run_of_the_accepted_lines_logs_every_sample(tmp_path: Path) -> None:
-    accepted = [
-        line
-        for _, line, verdict in HOSTILE
-        if verdict not in ("blank", "malformed-json", "not-a-fixture-line")
-    ]
-    path = _write(tmp_path / "accepted.jsonl", accepted)
-    result = run_inspect(
-        "eval",
-        "tracegrade/stage_diagnosis",
-        "-T",
-        f"dataset={path}",
-        "--log-dir",
-        "logs",
-        "--log-format",
-        "json",
-        cwd=tmp_path,
-    )
-    (log_path,) = (tmp_path / "logs").glob("*.json")
-    log = read_eval_log(str(log_path))
-    assert log.status == "success", result.stderr
-    assert log.samples is not None and len(log.samples) == len(accepted)
