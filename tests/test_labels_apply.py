@@ -391,11 +391,6 @@ def _rewrite(log: Path) -> bytes:
     return data
 
 
-def _assert_refused_as_changed(exit_code: int, stderr: str) -> None:
-    assert exit_code == 2, stderr
-    assert "changed while its labels were applied" in one_clear_line(stderr)
-
-
 def _all_labelled(tmp_path: Path) -> str:
     return write_lines(
         tmp_path / "labels.jsonl",
@@ -403,59 +398,29 @@ def _all_labelled(tmp_path: Path) -> str:
     )
 
 
-def test_a_log_rewritten_during_the_final_sync_is_not_replaced(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("when", ["final sync", "before the rename", "into the aside"])
+def test_a_log_rewritten_at_the_last_moment_is_not_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
 ) -> None:
-    """The rewrite lands while the labelled log is synced to disk, after
-    the last look at the log before it (where a check then a rename lost
-    it)."""
+    """Another program rewrites the log while the labelled one is synced
+    (after the last look before it), or after the log was moved aside and
+    found unchanged, or writes into the moved-aside log it had open: its
+    write is kept, the labelled log is not."""
     log = run_log(tmp_path)
     labels = _all_labelled(tmp_path)
-    flush_to_disk = outputs.AtomicFile.flush_to_disk
-    rewritten: list[bytes] = []
+    flush_to_disk, publish = outputs.AtomicFile.flush_to_disk, outputs.publish
+    kept = [log.read_bytes() + b"appended"] if when == "into the aside" else []
 
     def sync_then_rewrite(self: outputs.AtomicFile) -> None:
         flush_to_disk(self)
-        if not rewritten:
-            rewritten.append(_rewrite(log))
-
-    monkeypatch.setattr(outputs.AtomicFile, "flush_to_disk", sync_then_rewrite)
-    _assert_refused_as_changed(*_apply_in_process(log, labels))
-    assert log.read_bytes() == rewritten[0]
-    assert sorted(path.name for path in log.parent.iterdir()) == [log.name]
-
-
-def test_a_log_rewritten_the_moment_before_the_rename_is_not_replaced(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The rewrite lands after the log was moved aside and found unchanged,
-    the instant before the labelled log takes its name."""
-    log = run_log(tmp_path)
-    labels = _all_labelled(tmp_path)
-    publish = outputs.publish
-    rewritten: list[bytes] = []
+        if not kept:
+            kept.append(_rewrite(log))
 
     def rewrite_then_publish(temporary: str, final: str, *, replace: bool) -> None:
-        if final == str(log) and not rewritten:
-            rewritten.append(b"written by another program")
-            log.write_bytes(rewritten[0])
+        if final == str(log) and not kept:
+            kept.append(b"written by another program")
+            log.write_bytes(kept[0])
         publish(temporary, final, replace=replace)
-
-    monkeypatch.setattr(outputs, "publish", rewrite_then_publish)
-    _assert_refused_as_changed(*_apply_in_process(log, labels))
-    assert log.read_bytes() == rewritten[0]
-    assert sorted(path.name for path in log.parent.iterdir()) == [log.name]
-
-
-def test_a_write_into_the_log_as_it_is_replaced_wins(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A program that had the log open writes into it while it is being
-    replaced: its write is kept, the labelled log is not."""
-    log = run_log(tmp_path)
-    labels = _all_labelled(tmp_path)
-    publish = outputs.publish
-    before = log.read_bytes()
 
     def publish_then_write_aside(temporary: str, final: str, *, replace: bool) -> None:
         publish(temporary, final, replace=replace)
@@ -464,9 +429,16 @@ def test_a_write_into_the_log_as_it_is_replaced_wins(
             with aside.open("ab") as still_open:
                 still_open.write(b"appended")
 
-    monkeypatch.setattr(outputs, "publish", publish_then_write_aside)
-    _assert_refused_as_changed(*_apply_in_process(log, labels))
-    assert log.read_bytes() == before + b"appended"
+    if when == "final sync":
+        monkeypatch.setattr(outputs.AtomicFile, "flush_to_disk", sync_then_rewrite)
+    elif when == "before the rename":
+        monkeypatch.setattr(outputs, "publish", rewrite_then_publish)
+    else:
+        monkeypatch.setattr(outputs, "publish", publish_then_write_aside)
+    exit_code, stderr = _apply_in_process(log, labels)
+    assert exit_code == 2, stderr
+    assert "changed while its labels were applied" in one_clear_line(stderr)
+    assert log.read_bytes() == kept[0]
     assert sorted(path.name for path in log.parent.iterdir()) == [log.name]
 
 
