@@ -308,7 +308,8 @@ def test_a_signal_at_a_random_point_of_labels_apply_ends_it_unchanged(
     log = tmp_path / "log.eval"
     process = _start_apply(tmp_path)
     begun = time.monotonic()
-    process.communicate(timeout=300)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
     window = time.monotonic() - begun
     chance = random.Random(request.node.nodeid)
     for _ in range(6):
