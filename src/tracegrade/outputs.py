@@ -1,5 +1,4 @@
-"""Outputs written whole or not at all, never over a file without `--force`:
-a temporary file, checked writes, fsync, then an atomic claim of the name
+"""Outputs written whole or not at all, never over a file without `--force`
 (docs/architecture.md, "Writing outputs")."""
 
 from __future__ import annotations
@@ -12,11 +11,12 @@ import stat
 import sys
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from typing import IO, Any, NoReturn
+from typing import IO, Any
 
 PARTIAL_SUFFIX = ".partial"
 FileState = tuple[int, int, int, int]
 _BINARY = getattr(os, "O_BINARY", 0)
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY
 
 
 class OutputError(Exception):
@@ -24,7 +24,7 @@ class OutputError(Exception):
 
 
 class OutputAppeared(OutputError):
-    """The name was taken while the command ran; the file is kept as `kept`."""
+    """The name was taken while the command ran; ours is kept as `kept`."""
 
     def __init__(self, path: str, kept: str) -> None:
         self.path, self.kept = path, kept
@@ -43,26 +43,23 @@ class StandardOutputFailed(OutputError):
 
 
 def _identity(path: str) -> tuple[int, int] | None:
-    try:
+    with contextlib.suppress(OSError):
         status = os.stat(path)
-    except OSError:
-        return None
-    return status.st_dev, status.st_ino
+        return status.st_dev, status.st_ino
+    return None
 
 
 def publish(temporary: str, final: str, *, replace: bool) -> None:
     """Rename `temporary` to `final`; without `replace`, `FileExistsError` if
-    `final` exists, even since a moment ago: a hard link, or where there are
-    none (FAT), an exclusive create and a rename over that claim."""
+    `final` exists: a hard link, or on FAT an exclusive create renamed over."""
     if replace:
-        os.replace(temporary, final)
-        return
+        return os.replace(temporary, final)
     try:
         os.link(temporary, final)
     except FileExistsError:
         raise
     except OSError:
-        claim = os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        claim = os.open(final, _NEW, 0o600)
         claimed = os.fstat(claim)
         os.close(claim)
         try:
@@ -72,8 +69,9 @@ def publish(temporary: str, final: str, *, replace: bool) -> None:
                 with contextlib.suppress(OSError):
                     os.unlink(final)
             raise
-        return
+        return None
     os.unlink(temporary)
+    return None
 
 
 def sync_directory(directory: str) -> None:
@@ -86,23 +84,21 @@ def sync_directory(directory: str) -> None:
             os.close(handle)
 
 
-_outputs: list[tuple[str, str, tuple[int, int]]] = []
+_outputs: list[tuple[str, str, tuple[int, int] | None]] = []
 
 
 def publish_output(
     temporary: str, final: str, *, replace: bool, shown: str | None = None
 ) -> None:
     """`publish`, noting the file for `written_outputs`."""
-    status = os.stat(temporary)
-    _outputs.append((shown or final, final, (status.st_dev, status.st_ino)))
+    _outputs.append((shown or final, final, _identity(temporary)))
     publish(temporary, final, replace=replace)
 
 
 def written_outputs() -> list[str]:
-    """The outputs this process published that are still there, told by each
-    name's file, so a signal just before or after a rename is right."""
-    found = [shown for shown, path, ident in _outputs if _identity(path) == ident]
-    return list(dict.fromkeys(found))
+    """The outputs published that are still there, told by each name's file,
+    so a signal just before or after a rename is right."""
+    return list(dict.fromkeys(s for s, p, i in _outputs if _identity(p) == i))
 
 
 def file_state(path: str) -> FileState:
@@ -119,7 +115,7 @@ def _unchanged(path: str, expected: FileState) -> bool:
 
 def replace_unless_changed(temporary: str, final: str, expected: FileState) -> None:
     """Rename `temporary` over `final` only if `final` still has state
-    `expected`, else `OutputChanged`: `final` is moved aside to be checked,
+    `expected`, else `OutputChanged`; `final` is moved aside to be checked,
     so no rewrite slips in between. Hold signals around it."""
     changed = OutputChanged(f"{final!r} was rewritten by another program")
     descriptor, aside = _create_beside(final, ".replaced")
@@ -152,13 +148,11 @@ def replace_unless_changed(temporary: str, final: str, expected: FileState) -> N
 
 
 def _create_beside(final: str, suffix: str) -> tuple[int, str]:
-    """A new file `final.XXXXXXXX{suffix}` with the mode any new file of the
-    user's gets (mkstemp's are private)."""
+    """A new file `final.XXXXXXXX{suffix}`, with the mode of any new file."""
     while True:
         name = f"{final}.{os.urandom(4).hex()}{suffix}"
         with contextlib.suppress(FileExistsError):
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY
-            return os.open(name, flags, 0o666), name
+            return os.open(name, _NEW, 0o666), name
 
 
 def describe_os_error(error: OSError) -> str:
@@ -180,7 +174,7 @@ def is_stream(path: str) -> bool:
 
 def check_output(path: str, *, inputs: Iterable[str], option: str, force: bool) -> None:
     """Refuse to write `path` over an input (even through a link, even with
-    `force`), or over any file without `force`: `OutputError` naming `option`."""
+    `force`), or over any file without `force`: `OutputError`."""
     said = f"{option} {path!r}"
     if not path:
         raise OutputError(f"{option} '' names no file; give a file name")
@@ -237,17 +231,14 @@ def check_standard_streams(inputs: Iterable[str]) -> None:
 
 
 def _not_written(path: str, error: OSError) -> OutputError:
-    return OutputError(
-        f"cannot write {path!r} ({error.strerror or error}); nothing was written"
-    )
+    reason = error.strerror or error
+    return OutputError(f"cannot write {path!r} ({reason}); nothing was written")
 
 
 class _NamedFile(io.FileIO):
     """A file whose failed writes name the output (a bare ENOSPC names none)."""
 
-    def __init__(self, descriptor: int, shown: str) -> None:
-        super().__init__(descriptor, "wb")
-        self.shown = shown
+    shown = ""
 
     def write(self, data: Any) -> int:
         try:
@@ -280,11 +271,11 @@ class AtomicFile:
         else:  # through a symbolic link, the file it points to is replaced
             self._final = os.path.realpath(path)
             descriptor, self.temporary = _create_beside(self._final, PARTIAL_SUFFIX)
-        buffered = io.BufferedWriter(_NamedFile(descriptor, path))
+        raw = _NamedFile(descriptor, "wb")
+        raw.shown = path
+        buffered = io.BufferedWriter(raw)
         self.handle: IO[Any] = (
-            buffered
-            if binary
-            else io.TextIOWrapper(buffered, encoding="utf-8", newline="\n")
+            buffered if binary else io.TextIOWrapper(buffered, "utf-8", newline="\n")
         )
 
     def flush_to_disk(self) -> None:
@@ -298,7 +289,7 @@ class AtomicFile:
 
     def commit(self) -> None:
         """Give the file its final name; `OutputAppeared` if the name was
-        taken meanwhile without `replace` (the file is then kept)."""
+        taken meanwhile without `replace` (ours is then kept)."""
         self.flush_to_disk()
         self.handle.close()
         if self.temporary is None:
@@ -373,19 +364,18 @@ class AtomicFile:
         it runs while another error is reported."""
         with contextlib.suppress(OSError):
             self.handle.close()
-        with contextlib.suppress(OSError):
-            if self.temporary is not None:
+        if self.temporary is not None:
+            with contextlib.suppress(OSError):
                 os.unlink(self.temporary)
-        if self.temporary is not None and os.path.lexists(self.temporary):
-            return self.temporary
+            if os.path.lexists(self.temporary):
+                return self.temporary
         self.temporary = None
         return None
 
 
 class _CheckedStandardOutput(io.FileIO):
     """Descriptor 1 written whole or `StandardOutputFailed` (unbuffered Python
-    ignores short writes); a regular file is first cut back to where it
-    began, so no part passes for the whole."""
+    ignores short writes); a regular file is first cut back to where it began."""
 
     def __init__(self) -> None:
         super().__init__(1, "w", closefd=False)
@@ -399,26 +389,26 @@ class _CheckedStandardOutput(io.FileIO):
         view = memoryview(data).cast("B")
         size = len(view)
         while view and not self.failed:  # once failed, the command is ending
+            reason = "nothing could be written"
             try:
                 written = super().write(view)
             except BrokenPipeError:
                 raise  # the reader stopped early, which the command says
             except OSError as error:
-                self._fail(error.strerror or str(error))
+                written, reason = 0, error.strerror or str(error)
             if not written:
-                self._fail("nothing could be written")
+                self.failed = True
+                left = "what was written to it is incomplete"
+                if self.regular:
+                    left = "what it holds is incomplete"
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(1, self.start)
+                        left = "it was cut back to what it held before the command"
+                raise StandardOutputFailed(
+                    f"cannot write standard output ({reason}); {left}"
+                )
             view = view[written:]
         return size
-
-    def _fail(self, reason: str) -> NoReturn:
-        self.failed = True
-        left = "what was written to it is incomplete"
-        if self.regular:
-            left = "what it holds is incomplete"
-            with contextlib.suppress(OSError):
-                os.ftruncate(1, self.start)
-                left = "it was cut back to what it held before the command"
-        raise StandardOutputFailed(f"cannot write standard output ({reason}); {left}")
 
 
 _standard_output: _CheckedStandardOutput | None = None
