@@ -40,76 +40,81 @@ def score_state(scorer: Any, sample_id: str | int, metadata: dict[str, Any]) -> 
 # --- reading the file ---------------------------------------------------------
 
 
-def test_labels_are_read_by_id(tmp_path: Path) -> None:
+def test_labels_are_read_by_id_and_epoch(tmp_path: Path) -> None:
     path = write_lines(
         tmp_path / "labels.jsonl",
         [
-            {"id": "q1", "correct": True},
+            {"id": "q1", "epoch": 1, "correct": True},
             "",
-            {"id": 2, "correct": False, "note": "checked twice"},
+            {"id": "q1", "epoch": 2, "correct": False, "note": "checked twice"},
+            {"id": "q2", "correct": True},
+            {"id": "1", "correct": False},
         ],
     )
     labels = StaffLabels.read(path)
-    assert labels.labels == {"q1": True, 2: False}
-    assert labels.lines == {"q1": 1, 2: 3}
+    assert labels.lines == {"q2": 4, "1": 5}
+    assert [labels.label_for("q1", e) for e in (1, 2, 3)] == [True, False, None]
+    # A line without an epoch labels every epoch; an epoch's label is not
+    # one asked without an epoch; ids match exactly, type included.
+    assert (labels.label_for("q2", 3), labels.label_for("q2")) == (True, True)
+    assert (labels.label_for("q1"), labels.label_for(1)) == (None, None)
+    labels.check_names({"q1", "q2", "1"}, 2, "run.eval")
+    with pytest.raises(
+        LabelsError,
+        match=r"3 labels name no run of run\.eval \(2 samples\): "
+        r'"q1" epoch 2 \(line 3\), "q2" \(line 4\), "1" \(line 5\)\.',
+    ):
+        labels.check_names({"q1", 1}, 1, "run.eval")
 
 
 @pytest.mark.parametrize(
-    ("line", "message"),
+    ("lines", "message"),
     [
-        ("{", "line 1: not valid JSON"),
-        ('["a", true]', "line 1: a label must be a JSON object"),
-        ({"correct": True}, "line 1: no 'id' field"),
-        ({"id": "", "correct": True}, "'id' must be a non-empty string or an integer"),
-        ({"id": True, "correct": True}, "got true"),
-        ({"id": "a"}, "no 'correct' field for id \"a\""),
-        ({"id": "a", "correct": 1}, 'for id "a", got 1; labels are never guessed'),
+        (["{"], "line 1: not valid JSON"),
+        (['["a", true]'], "line 1: a label must be a JSON object"),
+        ([{"correct": True}], "line 1: no 'id' field"),
+        ([{"id": "", "correct": True}], "'id' must be a non-empty string or an"),
+        ([{"id": True, "correct": True}], "got true"),
+        ([{"id": "a"}], "no 'correct' field for id \"a\""),
+        ([{"id": "a", "correct": 1}], 'for id "a", got 1; labels are never guessed'),
+        ([{"id": "a", "correct": None}], "line 1: 'correct' must be true or false"),
+        ([" \t\r", ""], "holds no labels"),
+        (['{"id": "\\ud800", "correct": true}'], "line 1: .*lone surrogate"),
+        (
+            [{"id": "q1", "correct": True}, {"id": "q2", "correct": True}] * 2,
+            'line 3: id "q1" is already labelled on line 1',
+        ),
+        (
+            [{"id": "q", "epoch": 2, "correct": True}] * 2,
+            'line 2: id "q" epoch 2 is already labelled on line 1',
+        ),
+        (
+            [{"id": "q", "correct": True}, {"id": "q", "epoch": 1, "correct": True}],
+            'line 2: id "q" epoch 1: line 1 already labels every epoch',
+        ),
+        (
+            [{"id": "q", "epoch": 1, "correct": True}, {"id": "q", "correct": True}],
+            'line 2: id "q" has no epoch, so it would label every epoch, but line 1',
+        ),
+        ([{"id": "q", "epoch": 0, "correct": True}], "'epoch' must be a positive"),
+        ([{"id": "q", "epoch": "1", "correct": True}], 'got "1"'),
     ],
 )
-def test_a_malformed_label_line_is_named(
-    tmp_path: Path, line: Any, message: str
+def test_a_bad_labels_file_is_refused_naming_the_line(
+    tmp_path: Path, lines: list[Any], message: str
 ) -> None:
-    path = write_lines(tmp_path / "labels.jsonl", [line])
-    with pytest.raises(LabelsError, match=message) as raised:
-        StaffLabels.read(path)
-    assert str(raised.value).startswith(f"{path}, line 1:")
-
-
-def test_a_repeated_id_is_an_error_naming_both_lines(tmp_path: Path) -> None:
-    path = write_lines(
-        tmp_path / "labels.jsonl",
-        [
-            {"id": "q1", "correct": True},
-            {"id": "q2", "correct": True},
-            {"id": "q1", "correct": True},
-        ],
-    )
-    with pytest.raises(
-        LabelsError, match='line 3: id "q1" is already labelled on line 1'
-    ):
+    path = write_lines(tmp_path / "labels.jsonl", lines)
+    with pytest.raises(LabelsError, match=message):
         StaffLabels.read(path)
 
 
-def test_a_missing_labels_file_is_an_error(tmp_path: Path) -> None:
+def test_undecodable_bytes_are_named(tmp_path: Path) -> None:
+    path = tmp_path / "labels.jsonl"
+    path.write_bytes(b'{"id": "a\xff", "correct": true}\n')
+    with pytest.raises(LabelsError, match=r"line 1: not valid UTF-8 text \(byte 0xFF"):
+        StaffLabels.read(path)
     with pytest.raises(LabelsError, match="cannot read the labels file"):
         stage_diagnosis_scorer(labels=str(tmp_path / "absent.jsonl"))
-
-
-def test_a_label_names_a_run_by_its_exact_id(tmp_path: Path) -> None:
-    path = write_lines(
-        tmp_path / "labels.jsonl",
-        [{"id": "q1", "correct": True}, {"id": "1", "correct": False}],
-    )
-    labels = StaffLabels.read(path)
-    assert labels.label_for("q1") is True
-    assert labels.label_for(1) is None
-    assert labels.ids() == ["q1", "1"]
-    labels.check_names({"q1", "1"}, 1, "run.eval")
-    with pytest.raises(
-        LabelsError,
-        match=r'1 label names no run of run\.eval \(2 samples\): "1" \(line 2\)\.',
-    ):
-        labels.check_names({"q1", 1}, 1, "run.eval")
 
 
 # --- the scorer with a labels file --------------------------------------------
@@ -248,26 +253,3 @@ def test_a_relabelled_log_recomputes_without_the_labels_file(
     }
     assert after == before
     assert before[("stage_diagnosis1", "pass")] > 0
-
-
-def test_an_empty_labels_file_is_refused(tmp_path: Path) -> None:
-    """It would silently turn every sample into `answer-label`."""
-    path = tmp_path / "labels.jsonl"
-    path.write_text(" \t\r\n\n")
-    with pytest.raises(LabelsError, match="holds no labels"):
-        StaffLabels.read(path)
-
-
-@pytest.mark.parametrize(
-    ("line", "said"),
-    [
-        (b'{"id": "\\ud800", "correct": true}', "lone surrogate"),
-        (b'{"id": "a\xff", "correct": true}', "not valid UTF-8 text (byte 0xFF"),
-    ],
-)
-def test_a_hostile_labels_line_is_named(tmp_path: Path, line: bytes, said: str) -> None:
-    path = tmp_path / "labels.jsonl"
-    path.write_bytes(b'{"id": "ok", "correct": true}\n' + line + b"\n")
-    with pytest.raises(LabelsError, match=r"labels\.jsonl, line 2: ") as refused:
-        StaffLabels.read(path)
-    assert said in str(refused.value)

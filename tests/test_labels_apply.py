@@ -353,22 +353,6 @@ def test_a_lock_file_planted_in_tmpdir_is_gone_around(tmp_path: Path) -> None:
     assert stages(read_eval_log(str(log)), "stage_diagnosis1")[("full", 1)] == "pass"
 
 
-@pytest.mark.parametrize(
-    ("lines", "said"),
-    [([{"id": "full", "correct": True}] * 2, 'line 2: id "full" is already')],
-)
-def test_a_bad_labels_file_leaves_the_log_as_it_was(
-    tmp_path: Path, lines: list[Any], said: str
-) -> None:
-    log = run_log(tmp_path)
-    labels = write_lines(tmp_path / "labels.jsonl", lines)
-    before = snapshot(tmp_path)
-    done = tracegrade("labels", "apply", str(log), labels, cwd=tmp_path)
-    assert done.returncode == 1
-    assert said in one_clear_line(done.stderr)
-    assert snapshot(tmp_path) == before
-
-
 # --- A log rewritten at the last moment ------------------------------------------
 
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
-from tests.commands import InspectCommand, inspect_in_one_fresh_process, run_inspect
+from tests.commands import run_inspect
 from tests.support import write_lines
 
 pytestmark = pytest.mark.runs_long
@@ -178,31 +178,6 @@ def assert_metrics(log: EvalLog, stages: list[str], *, lucky: int) -> None:
     assert metrics["lucky_answers"] == lucky
 
 
-def test_a_failing_sample_under_fail_on_error_stays_a_sample_error(
-    work: Path,
-) -> None:
-    source = "labels"
-    done = inspect(
-        work,
-        *("eval", "runs.py", *SOURCES[source]),
-        *("--fail-on-error", "0.5", "--log-dir", "logs"),
-        fail_once="full-wrong",
-    )
-    assert done.returncode == 0, done.stderr
-    assert "Traceback" not in done.stdout + done.stderr
-    (log,) = logs(work / "logs")
-    assert log.status == "success", log.error
-    assert log.samples is not None
-    (failed,) = [s for s in log.samples if s.error is not None]
-    assert failed.id == "full-wrong"
-    assert "the retriever timed out on full-wrong" in failed.error.message
-    scored = {key: value for key, value in stage_values(log).items()}
-    assert scored == {(k, 1): v for k, v in STAGES.items() if k != "full-wrong"}
-    assert log.results is not None
-    assert log.results.completed_samples == 3
-    assert_metrics(log, ["retrieval", "pass", "retrieval"], lucky=1)
-
-
 @pytest.mark.parametrize("source", ["labels", "grader"])
 def test_eval_retry_finishes_the_run_with_metrics_over_every_sample(
     work: Path, source: str
@@ -315,44 +290,3 @@ def test_epochs_labelled_one_by_one_survive_a_retry(work: Path) -> None:
     # earlier stage, generation, so no sample passes by its mode.
     assert result.metrics["pass_mode"].value == 0
     assert result.metrics["generation_mode"].value == pytest.approx(0.5)
-
-
-@pytest.fixture(scope="module")
-def eval_sets(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> dict[str, tuple[Path, subprocess.CompletedProcess[str]]]:
-    """An eval set of the task file, gap-right failing once, in a fresh
-    interpreter: what Inspect prints goes through the display and exception
-    hook it sets once per process."""
-    commands, works = [], {}
-    for source in ["labels"]:
-        work = works[source] = set_up(tmp_path_factory.mktemp(source))
-        args = [
-            *("eval-set", "runs.py", *SOURCES[source]),
-            *("--log-dir", "set", "--retry-attempts", "2", "--retry-wait", "0"),
-        ]
-        commands.append(
-            InspectCommand(args, work, failures(work, fail_once="gap-right"))
-        )
-    done = inspect_in_one_fresh_process(commands)
-    return {
-        source: (works[source], result)
-        for source, result in zip(["labels"], done, strict=True)
-    }
-
-
-def test_eval_set_retries_a_failed_sample_and_keeps_the_labels(
-    eval_sets: dict[str, tuple[Path, subprocess.CompletedProcess[str]]],
-) -> None:
-    work, done = eval_sets["labels"]
-    assert done.returncode == 0, done.stdout + done.stderr
-    # The first attempt's failure is shown (Inspect prints the sample's
-    # traceback); nothing is said of the labels.
-    assert "the retriever timed out on gap-right" in done.stdout + done.stderr
-    assert "LabelsError" not in done.stdout + done.stderr
-    final = [log for log in logs(work / "set") if log.status == "success"]
-    assert len(final) == 1, [log.status for log in logs(work / "set")]
-    (log,) = final
-    assert stage_values(log) == {(k, 1): v for k, v in STAGES.items()}
-    assert_metrics(log, list(STAGES.values()), lucky=1)
-    assert (work / "failed" / "gap-right").exists()
