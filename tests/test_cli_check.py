@@ -210,40 +210,6 @@ def test_json_output_stays_clean_with_a_progress_bar(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["clean"] == 1
 
 
-# Lines that `read_fixture_cases` accepts or refuses; `check` must agree.
-AGREEMENT_LINES: list[Any] = [
-    {"id": "ok", "input": STAGE_OK},
-    "{not json",
-    "[1, 2]",
-    {"input": {}},
-    {"id": "", "input": {}},
-    {"id": "a"},
-    {"id": "a", "input": ["D1"]},
-    {"id": "a", "input": {}, "expect": {}},
-    {"id": "a", "input": {}, "expected": []},
-    '{"id": "a", "id": "b", "input": {}}',
-    '{"id": "a", "input": {"correct": NaN}}',
-    '\ufeff{"id": "bom", "input": {}}',
-    {"id": "ok-extra-fields", "input": STAGE_OK, "expected": {}, "reason": "r"},
-]
-
-
-@pytest.mark.parametrize("line", AGREEMENT_LINES)
-def test_check_and_the_dataset_reader_agree_on_each_line(
-    tmp_path: Path, line: Any
-) -> None:
-    path = write_lines(tmp_path / "one.jsonl", [line])
-    try:
-        read_fixture_cases(path)
-        refused = False
-    except DatasetError:
-        refused = True
-    _, report = check_json("stage_diagnosis", path)
-    kinds = [problem["kind"] for problem in report["problems"]]
-    line_errors = {"malformed-json", "not-a-fixture-line"}
-    assert bool(line_errors.intersection(kinds)) == refused, kinds
-
-
 def test_line_numbers_match_the_dataset_reader_with_any_line_ending(
     tmp_path: Path,
 ) -> None:
@@ -260,29 +226,6 @@ def test_line_numbers_match_the_dataset_reader_with_any_line_ending(
         assert refused.value.line == 3
         assert report["problems"][0]["line"] == 3, newline
         assert report["lines"] == 4
-
-
-def test_a_line_that_is_not_utf8_is_reported_and_the_stream_goes_on(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "runs.jsonl"
-    path.write_bytes(
-        b'{"id": "a\xff", "input": {}}\n'
-        + json.dumps({"id": "b", "input": STAGE_OK}).encode()
-        + b"\n"
-    )
-    _, report = check_json("stage_diagnosis", str(path))
-    assert report["problems"] == [
-        {
-            "line": 1,
-            "id": None,
-            "kind": "malformed-json",
-            "side": "data",
-            "field": "line",
-            "message": "not valid UTF-8 text (byte 0xFF at column 10)",
-        }
-    ]
-    assert report["clean"] == 1
 
 
 def generate_stage_file(path: Path, records: int) -> None:
