@@ -276,7 +276,7 @@ def _promptly() -> Iterator[None]:
         os.setpriority(os.PRIO_PROCESS, 0, before)
 
 
-def _wait_stopped(pid: int, timeout: float) -> bool:
+def wait_stopped(pid: int, timeout: float = 60.0) -> bool:
     """Wait until the process shows it is stopped; False if it has ended."""
     deadline = time.monotonic() + timeout
     while (state := process_state(pid)) not in ("T", "t"):
@@ -301,7 +301,7 @@ def frozen(
         once()
         process.send_signal(signal.SIGSTOP)
     try:
-        if not _wait_stopped(pid, timeout):
+        if not wait_stopped(pid, timeout):
             ended_before(process, "it could be frozen")
         yield
     finally:

@@ -36,9 +36,9 @@ from tests.faults.conftest import (
     frozen,
     holds_lock,
     one_clear_line,
-    process_state,
     signal_mid_input,
     snapshot,
+    wait_stopped,
     workload_too_small,
     write_labels,
     write_stage_log,
@@ -52,29 +52,12 @@ pytestmark = pytest.mark.runs_long
 LOOP_FRACTIONS = (0.05, 0.6)
 
 # `eval` split into parts, so that several parts are open when the signal
-# comes (all of them while the logs are finished); `json` whole. Four
-# parts, not more: each part's header is built as Inspect builds an eval's
-# (its package distributions looked up afresh), a cost that grows with
-# the parts and proves nothing more past a few.
+# comes (all of them while the logs are finished).
 EVAL_PARTS = 4
-FORMATS = {
-    "eval": (
-        "--log-format",
-        "eval",
-        "--max-samples-per-log",
-        str(SHORT_SIGNAL_RECORDS // EVAL_PARTS),
-    ),
-    "json": ("--log-format", "json"),
-}
-
-
-def _records_for(log_format: str, signal_input: Path, short_input: Path) -> Path:
-    """What a `score` run reads: an `.eval` run the short input, since the
-    writer deflates each record it scores, so that its line loop and its
-    finishing still last longer than a `.json` run's of the full input; a
-    `.json` run the full input, whose log is written quickly enough that
-    fewer records would leave its finishing little longer than a freeze."""
-    return short_input if log_format == "eval" else signal_input
+EVAL_FORMAT = (
+    *("--log-format", "eval", "--max-samples-per-log"),
+    str(SHORT_SIGNAL_RECORDS // EVAL_PARTS),
+)
 
 
 def _loop_fraction(seed: str) -> float:
@@ -87,7 +70,6 @@ def _signal_score(
     signum: int,
     when: str,
     seed: str,
-    log_format: str,
 ) -> tuple[int, str, Path, dict[str, str]]:
     """Run `score`, send `signum` in the loop or while the logs are written."""
     work = tmp_path / "work"
@@ -104,7 +86,7 @@ def _signal_score(
         str(logs),
         "--out",
         str(work / "results.jsonl"),
-        *FORMATS[log_format],
+        *EVAL_FORMAT,
         cwd=work,
     )
     if when == "loop":
@@ -122,26 +104,19 @@ def _signal_score(
 
 
 @pytest.mark.parametrize(
-    ("signum", "when", "log_format"),
-    [
-        (signal.SIGINT, "loop", "eval"),
-        (signal.SIGTERM, "finishing", "eval"),
-        (signal.SIGHUP, "loop", "json"),  # every TERMINATING signal alike
-    ],
+    ("signum", "when"),
+    [(signal.SIGINT, "loop"), (signal.SIGTERM, "finishing")],
     ids=lambda value: getattr(value, "name", value),
 )
 def test_a_caught_signal_removes_everything_begun_and_says_so(
     tmp_path: Path,
-    signal_input: Path,
     short_signal_input: Path,
     signum: signal.Signals,
     when: str,
-    log_format: str,
     request: pytest.FixtureRequest,
 ) -> None:
-    records = _records_for(log_format, signal_input, short_signal_input)
     returncode, stderr, work, before = _signal_score(
-        tmp_path, records, signum, when, request.node.nodeid, log_format
+        tmp_path, short_signal_input, signum, when, request.node.nodeid
     )
 
     assert returncode == 128 + signum, stderr
@@ -167,7 +142,6 @@ def test_sigkill_leaves_only_partial_names(
         signal.SIGKILL,
         "finishing",
         request.node.nodeid,
-        "eval",
     )
 
     assert returncode == -signal.SIGKILL
@@ -317,7 +291,7 @@ def test_a_signal_at_a_random_point_of_labels_apply_ends_it_unchanged(
         process = _start_apply(tmp_path)
         time.sleep(chance.uniform(0, window))
         process.send_signal(signal.SIGSTOP)
-        running = _stopped(process) and digest(log) == before["log.eval"]
+        running = wait_stopped(process.pid) and digest(log) == before["log.eval"]
         if running:
             process.send_signal(signal.SIGINT)
         process.send_signal(signal.SIGCONT)
@@ -334,14 +308,6 @@ def test_a_signal_at_a_random_point_of_labels_apply_ends_it_unchanged(
         "tracegrade labels apply: stopped by SIGINT; log.eval was not changed"
     )
     assert snapshot(tmp_path) == before
-
-
-def _stopped(process: CommandProcess) -> bool:
-    while (state := process_state(process.pid)) not in ("T", "t"):
-        if state in (None, "Z", "X"):
-            return False
-        time.sleep(POLL_SECONDS)
-    return True
 
 
 def test_two_applies_take_turns_and_both_labels_stay(
