@@ -134,16 +134,6 @@ def test_a_label_for_no_run_leaves_the_log_as_it_was(tmp_path: Path) -> None:
 
 def test_epoch_labels_are_checked_against_the_logs_epochs(tmp_path: Path) -> None:
     log = run_log(tmp_path, epochs=2)
-    beyond = write_lines(
-        tmp_path / "beyond.jsonl", [{"id": "full", "epoch": 3, "correct": True}]
-    )
-    before = snapshot(tmp_path)
-    refused = tracegrade("labels", "apply", str(log), beyond, cwd=tmp_path)
-    assert refused.returncode == 1
-    assert '"full" epoch 3 (line 1)' in one_clear_line(refused.stderr)
-    assert "(3 samples, 2 epochs)" in refused.stderr
-    assert snapshot(tmp_path) == before
-
     per_epoch = write_lines(
         tmp_path / "epochs.jsonl",
         [

@@ -1,37 +1,30 @@
 """File-system faults: links, existing files, full and read-only disks, streams.
 
-Each output option of every command is tried against each fault. The
-answer is always one clear line on stderr, exit code 2, every input
-unchanged, and nothing left under an output's name.
+Each fault once per output path that differs. The answer is always one
+clear line on stderr, exit code 2, every input unchanged, and nothing left
+under an output's name.
 
 Commands run in this process through click (`run_tracegrade`), on real
-links, a real full or read-only tmpfs, a real named pipe. A fresh
-interpreter runs what needs a process of its own: a file size limit
-(`ulimit -f`: the commands under one run one after the other in one
-interpreter, `runs_in_one_interpreter`, each under its own limit), a pipe as
-its standard input (`tracegrade_process`).
+links, a real full or read-only tmpfs, a real named pipe.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.commands import StreamedCommand, run_tracegrade
+from tests.commands import run_tracegrade
 from tests.faults.conftest import (
-    CommandRun,
     assert_no_final_outputs,
     digest,
     mounted_tmpfs,
     needs_mount,
     one_clear_line,
-    runs_in_one_interpreter,
     snapshot,
     write_stage_records,
 )
@@ -211,40 +204,6 @@ def test_a_full_disk_leaves_nothing_and_says_so_once(
             (tmp_path / "logs").iterdir()
         )
     assert digest(tmp_path / "runs.jsonl") == input_digest
-
-
-SCORE_FILE_SIZE_LIMIT = 10_000
-
-
-@pytest.fixture(scope="module")
-def file_size_limited(
-    tmp_path_factory: pytest.TempPathFactory, scored_folder: Path
-) -> dict[object, CommandRun]:
-    """`score` under a file size limit (`ulimit -f`), in a fresh interpreter."""
-    commands: dict[object, StreamedCommand] = {}
-    work = tmp_path_factory.mktemp("file-size-score")
-    write_stage_records(work / "runs.jsonl", 3000)
-    commands["score"] = StreamedCommand(
-        ("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs"),
-        work,
-        soft_limits=((resource.RLIMIT_FSIZE, SCORE_FILE_SIZE_LIMIT),),
-    )
-    return runs_in_one_interpreter(commands, tmp_path_factory.mktemp("file-size"))
-
-
-def test_a_file_size_limit_is_a_full_disk_too(
-    file_size_limited: dict[object, CommandRun],
-) -> None:
-    """`ulimit -f`: writes past the limit fail with EFBIG (Python ignores
-    SIGXFSZ), the way a full disk fails them, and need no root."""
-    work, before, done = file_size_limited["score"]
-
-    assert done.returncode == 2, done.stderr
-    line = one_clear_line(done.stderr)
-    assert "File too large" in line
-    assert "no log or results were written" in line
-    assert list((work / "logs").iterdir()) == []
-    assert snapshot(work) == before  # the input as it was, nothing beside it
 
 
 def test_labels_apply_refuses_a_stream_as_out(work: Path) -> None:
