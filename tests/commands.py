@@ -83,8 +83,12 @@ def run_inspect(
         try:
             script.load()()
             exit_code = 0
-        except SystemExit as stop:
-            exit_code = _exit_code(stop)
+        except SystemExit as stop:  # as the interpreter ends on one
+            if stop.code is None or isinstance(stop.code, int):
+                exit_code = (stop.code or 0) & 0xFF
+            else:
+                print(stop.code, file=sys.stderr)
+                exit_code = 1
         except Exception:
             sys.excepthook(*sys.exc_info())  # Inspect's, as the script sets it
             exit_code = 1
@@ -97,14 +101,6 @@ def run_inspect(
             for stream in (stdout, stderr)
         )  # as Popen(text=True) decodes: universal newlines
         return subprocess.CompletedProcess(["inspect", *argv], exit_code, out, err)
-
-
-def _exit_code(stop: SystemExit) -> int:
-    """The exit code as the interpreter ends on an uncaught SystemExit."""
-    if stop.code is None or isinstance(stop.code, int):
-        return (stop.code or 0) & 0xFF
-    print(stop.code, file=sys.stderr)
-    return 1
 
 
 # Sets the limits given as JSON, then becomes the command.
@@ -415,22 +411,14 @@ sys.exit(code)
 """
 
 
-def peak_rss_mib_of(
-    argv: Sequence[str], *, cwd: Path, exit_codes: tuple[int, ...] = (0,)
-) -> float:
-    """The program `argv` run to its end; its peak resident memory in MiB
-    (ru_maxrss): the largest of its processes', start-up included."""
+def peak_rss_mib(*args: str, cwd: Path, exit_codes: tuple[int, ...] = (0,)) -> float:
+    """`tracegrade ARGS` in a fresh interpreter, run to its end: its peak
+    resident memory in MiB (ru_maxrss), Inspect's import included."""
     with tempfile.TemporaryDirectory(prefix="tracegrade-peak-") as measured:
         peak = Path(measured) / "peak"
-        argv = [sys.executable, "-c", _MEASURED, str(peak), *argv]
+        argv = [sys.executable, "-c", _MEASURED, str(peak)]
+        argv += [sys.executable, "-m", "tracegrade", *args]
         process = CommandProcess(argv, cwd=cwd, new_session=False)
         _, stderr = process.communicate(timeout=300)
         assert process.returncode in exit_codes, stderr
         return int(peak.read_text()) / 1024
-
-
-def peak_rss_mib(*args: str, cwd: Path, exit_codes: tuple[int, ...] = (0,)) -> float:
-    """`tracegrade ARGS` in a fresh interpreter: its peak resident memory
-    (`peak_rss_mib_of`), Inspect's import included."""
-    argv = [sys.executable, "-m", "tracegrade", *args]
-    return peak_rss_mib_of(argv, cwd=cwd, exit_codes=exit_codes)
