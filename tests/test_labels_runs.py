@@ -1,5 +1,5 @@
-"""Labels in real runs: a failed sample stays a sample error, and `eval-retry`
-and `eval_set` finish the run; each log's `status` is checked."""
+"""Labels in real runs: `eval-retry` finishes a failed run with the labels,
+epoch by epoch too; each log's `status` is checked."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import Sample
-from inspect_ai.scorer import Score, Scorer, Target, match, scorer
+from inspect_ai.scorer import match
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from tracegrade import stage_diagnosis_scorer
@@ -54,25 +54,8 @@ def flaky() -> Solver:
     return solve
 
 
-@scorer(metrics=[])
-def flaky_match() -> Scorer:
-    """match(), but raising the first time for each run in GRADER_FAILS_ONCE."""
-    judge = match()
-
-    async def grade(state: TaskState, target: Target) -> Score | None:
-        name = str(state.sample_id)
-        if name in os.environ.get("GRADER_FAILS_ONCE", "").split(","):
-            marker = Path(os.environ["FAIL_DIR"]) / f"grader-{name}"
-            if not marker.exists():
-                marker.touch()
-                raise RuntimeError(f"the grading model is unreachable on {name}")
-        return await judge(state, target)
-
-    return grade
-
-
 @task
-def runs(labels: str | None = None, grader: bool | str = False) -> Task:
+def runs(labels: str | None = None, grader: bool = False) -> Task:
     return Task(
         dataset=[
             Sample(
@@ -86,9 +69,7 @@ def runs(labels: str | None = None, grader: bool | str = False) -> Task:
         solver=[flaky(), replay()],
         scorer=stage_diagnosis_scorer(
             labels=labels,
-            label_scorer=(
-                flaky_match() if grader == "flaky" else match() if grader else None
-            ),
+            label_scorer=match() if grader else None,
         ),
     )
 '''
@@ -125,24 +106,13 @@ def work(tmp_path: Path) -> Path:
     return set_up(tmp_path)
 
 
-def failures(
-    work: Path, fail_once: str = "", grader_fails_once: str = ""
-) -> dict[str, str]:
-    """The environment that makes the runs named fail the first time."""
-    return {
-        "FAIL_ONCE": fail_once,
-        "GRADER_FAILS_ONCE": grader_fails_once,
-        "FAIL_DIR": str(work / "failed"),
-    }
-
-
 def inspect(
-    work: Path, *args: str, fail_once: str = "", grader_fails_once: str = ""
+    work: Path, *args: str, fail_once: str = ""
 ) -> subprocess.CompletedProcess[str]:
-    """`inspect ARGS` in `work`, in this interpreter."""
-    return run_inspect(
-        *args, cwd=work, env=failures(work, fail_once, grader_fails_once)
-    )
+    """`inspect ARGS` in `work`, in this interpreter, the runs named in
+    `fail_once` failing the first time."""
+    env = {"FAIL_ONCE": fail_once, "FAIL_DIR": str(work / "failed")}
+    return run_inspect(*args, cwd=work, env=env)
 
 
 def logs(directory: Path) -> list[EvalLog]:
@@ -212,44 +182,6 @@ def test_eval_retry_finishes_the_run_with_metrics_over_every_sample(
         metadata = (sample.scores or {})["stage_diagnosis"].metadata or {}
         assert metadata["read_from"]["correct"] == expected_source
         assert metadata["record"]["correct"] is LABELS[str(sample.id)]
-
-
-def test_a_grader_that_raises_fails_the_sample_and_eval_retry_finishes_it(
-    work: Path,
-) -> None:
-    """As any Inspect scorer's error: the sample is an error with its
-    traceback (not an answer-label guessed from an outage), and eval-retry
-    scores it once the grader answers."""
-    first = inspect(
-        work,
-        *("eval", "runs.py", "-T", "grader=flaky"),
-        *("--fail-on-error", "0.5", "--log-dir", "logs"),
-        grader_fails_once="full-wrong",
-    )
-    assert first.returncode == 0, first.stderr
-    (tolerated,) = logs(work / "logs")
-    assert tolerated.status == "success", tolerated.error
-    assert tolerated.samples is not None
-    (failed,) = [s for s in tolerated.samples if s.error is not None]
-    assert failed.id == "full-wrong"
-    assert failed.error is not None
-    assert "the grading model is unreachable on full-wrong" in failed.error.message
-    assert "in grade" in failed.error.traceback
-    assert "stage_diagnosis" not in (failed.scores or {})
-    assert stage_values(tolerated) == {
-        (k, 1): v for k, v in STAGES.items() if k != "full-wrong"
-    }
-
-    retried = inspect(work, "eval-retry", tolerated.location, "--log-dir", "logs")
-    assert retried.returncode == 0, retried.stderr
-    log = logs(work / "logs")[-1]
-    assert log.status == "success", log.error
-    assert stage_values(log) == {(k, 1): v for k, v in STAGES.items()}
-    assert_metrics(log, list(STAGES.values()), lucky=1)
-    assert log.samples is not None
-    for sample in log.samples:
-        metadata = (sample.scores or {})["stage_diagnosis"].metadata or {}
-        assert metadata["read_from"]["correct"] == "scorer flaky_match"
 
 
 def test_epochs_labelled_one_by_one_survive_a_retry(work: Path) -> None:
