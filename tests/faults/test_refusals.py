@@ -219,17 +219,10 @@ def _loop(work: Path, name: str) -> None:
     (work / f"{name}-other").symlink_to(name)
 
 
-@pytest.mark.parametrize(
-    "args",
-    [["compare", "base", "loop"], ["check", "stage_diagnosis", "loop"]],
-    ids=" ".join,
-)
-def test_a_loop_of_links_as_an_input_is_named_as_one(
-    work: Path, args: list[str]
-) -> None:
+def test_a_loop_of_links_as_an_input_is_named_as_one(work: Path) -> None:
     _loop(work, "loop")
     before = snapshot(work)
-    done = run_tracegrade(*args, cwd=work)
+    done = run_tracegrade("check", "stage_diagnosis", "loop", cwd=work)
 
     assert done.returncode == 2, done.stderr
     assert "'loop' is a loop of symbolic links" in done.stderr
