@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
 
     from ..label_logs import ApplyAction
-    from ..labels import StaffLabels
 
 
 @click.group("labels")
@@ -154,7 +153,7 @@ def _apply(
     from inspect_ai.log import write_eval_log
 
     from ..label_logs import apply_labels
-    from ..labels import LabelsError, StaffLabels
+    from ..labels import LabelsError
     from ..outputs import AtomicFile, OutputChanged, OutputError, file_state
     from ._failures import exit_on_signal, signals_held
 
@@ -168,11 +167,10 @@ def _apply(
         )
     try:
         labelled = apply_labels(eval_log, labels_file, action=action)
-        staff = StaffLabels.read(labels_file)
     except LabelsError as error:
         raise click.ClickException(str(error)) from error
     _warn(log, labelled, "labelled")
-    outcomes = _outcomes(labelled, staff, labels_file)
+    outcomes = _outcomes(labelled, labels_file)
     _warn_runs(
         outcomes.get("answer-label", []),
         f"of {log} have no label in {labels_file}",
@@ -275,9 +273,7 @@ def _summary(
     return "; ".join([*said, f"log written to {target}"])
 
 
-def _outcomes(
-    log: EvalLog, staff: StaffLabels, labels_file: str
-) -> dict[str, list[EvalSample]]:
+def _outcomes(log: EvalLog, labels_file: str) -> dict[str, list[EvalSample]]:
     """The runs of `log` by what the labels' score made of them: diagnosed,
     unlabelled (none needed), or its error kind; unscored runs left out."""
     from ..scorers.outcome import error_kind
@@ -294,9 +290,9 @@ def _outcomes(
         ]
         if scores:
             kind = error_kind(scores[-1])
-            if kind is None:
-                found = staff.label_for(sample.id, sample.epoch) is not None
-                kind = "diagnosed" if found else "unlabelled"
+            if kind is None:  # a label found is in the score's record
+                record = (scores[-1].metadata or {}).get("record") or {}
+                kind = "diagnosed" if "correct" in record else "unlabelled"
             outcomes.setdefault(kind, []).append(sample)
     return outcomes
 
