@@ -13,21 +13,19 @@ from types import FrameType
 
 from ..outputs import OutputError, describe_os_error
 
+# What a pipeline expects of a writer whose reader stopped (Windows has none).
 SIGPIPE_EXIT = 128 + getattr(signal, "SIGPIPE", 13)
-"""What a pipeline expects of a writer whose reader stopped (Windows has none)."""
 
+# Every catchable signal whose default action ends the process, but SIGINT.
 _NAMES = "TERM HUP QUIT USR1 USR2 ALRM VTALRM PROF XCPU IO PWR"
 TERMINATING: tuple[signal.Signals, ...] = tuple(
     getattr(signal, "SIG" + name)
     for name in _NAMES.split()
     if hasattr(signal, "SIG" + name)
 )
-"""Every catchable signal whose default action ends the process, but SIGINT
-(docs/architecture.md, "Writing outputs")."""
 _HANDLED = (signal.SIGINT, *TERMINATING)
 
-_noted: list[int] | None = None
-"""Signals that came inside `signals_held`, raised at its end; None outside."""
+_noted: list[int] | None = None  # signals held by `signals_held`; None outside
 
 
 class Terminated(BaseException):
