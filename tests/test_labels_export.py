@@ -112,17 +112,6 @@ def test_the_round_trip_diagnoses_every_run(tmp_path: Path, rag_log: Path) -> No
     # Every stage occurs, and right answers hid retrieval gaps.
     assert set(stages.values()) == {"retrieval", "generation", "pass"}
     assert lucky >= 1
-    assert log.results is not None
-    metrics = {
-        name: metric.value
-        for score in log.results.scores
-        if score.name == "stage_diagnosis1"
-        for name, metric in score.metrics.items()
-    }
-    assert metrics["lucky_answers"] == lucky
-    for stage in ("retrieval", "generation", "pass"):
-        share = list(expected.values()).count(stage) / len(expected)
-        assert metrics[stage] == pytest.approx(share)
 
 
 def test_export_to_a_file_and_from_a_relabelled_log(
