@@ -101,7 +101,8 @@ def check(
                 if problem is None:
                     counts["clean"] += 1
                     continue
-                by_side[problem.side][problem.kind] += 1
+                side = "data" if problem.side == "data" else "answer"
+                by_side[side][problem.kind] += 1
                 if max_listed is not None and shown >= max_listed:
                     continue
                 shown += 1
