@@ -1,11 +1,10 @@
-"""Staff labels joined onto a run by `inspect score`; the file is checked when
-the scorer is built, and a file that labels no run it scores is warned of."""
+"""Staff labels: the file is checked line by line when the scorer is built,
+its labels replace any other, and a relabelled log needs it no more."""
 
 from __future__ import annotations
 
 import asyncio
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,6 @@ from inspect_ai.model import ModelName
 from inspect_ai.scorer import Score, Target
 from inspect_ai.solver import TaskState
 
-from tests.commands import run_inspect
 from tests.support import write_lines
 from tracegrade import LabelsError, stage_diagnosis, stage_diagnosis_scorer
 from tracegrade.labels import StaffLabels
@@ -156,61 +154,6 @@ def stage_log(tmp_path: Path, evaluated_stage_log: Path) -> Path:
     """A copy of the evaluated log of its own, for a test to score again."""
     (tmp_path / "logs").mkdir()
     return Path(shutil.copy(evaluated_stage_log, tmp_path / "logs"))
-
-
-def inspect_score(log: Path, labels: str) -> subprocess.CompletedProcess[str]:
-    """`inspect score` of LOG with LABELS."""
-    return run_inspect(
-        *("score", str(log)),
-        *("--scorer", "tracegrade/stage_diagnosis", "-S", f"labels={labels}"),
-        *("--action", "append", "--overwrite"),
-        cwd=log.parent,
-    )
-
-
-def test_inspect_score_appends_staff_labels(tmp_path: Path, stage_log: Path) -> None:
-    """A label naming no run is not the scorer's error (it cannot tell a typo
-    from a sample of another run); `labels apply` checks that."""
-    labels = write_lines(
-        tmp_path / "labels.jsonl",
-        [
-            {"id": "missing-answer-label", "correct": False},
-            {"id": "lucky-answer-gap", "correct": False},
-            {"id": "wrong-generation", "correct": True},
-            {"id": "typo-id", "correct": False},
-        ],
-    )
-    result = inspect_score(stage_log, labels)
-    assert result.returncode == 0, result.stderr
-
-    log = read_eval_log(str(stage_log))
-    assert log.status == "success"
-    assert log.samples is not None
-    samples = {sample.id: sample for sample in log.samples}
-    assert all(
-        sample.scores is not None
-        and set(sample.scores) == {"stage_diagnosis", "stage_diagnosis1"}
-        for sample in log.samples
-    )
-
-    def relabelled(sample_id: str) -> Score:
-        scores = samples[sample_id].scores
-        assert scores is not None
-        return scores["stage_diagnosis1"]
-
-    assert relabelled("missing-answer-label").value == "generation"
-    assert relabelled("lucky-answer-gap").value == "retrieval"
-    assert relabelled("wrong-generation").value == "pass"
-    unlabelled = relabelled("missing-context")
-    assert error_kind(unlabelled) == "answer-label"
-    assert unlabelled.metadata is not None
-    assert unlabelled.metadata["result"] == {"error": "answer-label"}
-    # Unresolved runs never consult the label, with or without a file.
-    assert relabelled("empty-required-no-label").value == "unresolved"
-
-    original = samples["missing-answer-label"].scores
-    assert original is not None
-    assert error_kind(original["stage_diagnosis"]) == "answer-label"
 
 
 def test_a_relabelled_log_recomputes_without_the_labels_file(
