@@ -1,5 +1,5 @@
-"""Labels in real runs: `eval-retry` finishes a failed run with the labels,
-epoch by epoch too; each log's `status` is checked."""
+"""Labels in real runs: `eval-retry` finishes a failed run with the labels
+(or the grader); each log's `status` is checked."""
 
 from __future__ import annotations
 
@@ -39,16 +39,15 @@ RUNS = {
 
 @solver
 def flaky() -> Solver:
-    """Fails each run named in FAIL_ONCE ("id" or "id:epoch") the first
-    time only: a marker in FAIL_DIR remembers it failed."""
+    """Fails the run named in FAIL_ONCE the first time only: a marker in
+    FAIL_DIR remembers it failed."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        for name in (str(state.sample_id), f"{state.sample_id}:{state.epoch}"):
-            if name in os.environ.get("FAIL_ONCE", "").split(","):
-                marker = Path(os.environ["FAIL_DIR"]) / name.replace(":", "-")
-                if not marker.exists():
-                    marker.touch()
-                    raise RuntimeError(f"the retriever timed out on {name}")
+        name = str(state.sample_id)
+        marker = Path(os.environ["FAIL_DIR"]) / name
+        if name == os.environ.get("FAIL_ONCE") and not marker.exists():
+            marker.touch()
+            raise RuntimeError(f"the retriever timed out on {name}")
         return state
 
     return solve
@@ -182,43 +181,3 @@ def test_eval_retry_finishes_the_run_with_metrics_over_every_sample(
         metadata = (sample.scores or {})["stage_diagnosis"].metadata or {}
         assert metadata["read_from"]["correct"] == expected_source
         assert metadata["record"]["correct"] is LABELS[str(sample.id)]
-
-
-def test_epochs_labelled_one_by_one_survive_a_retry(work: Path) -> None:
-    """Epoch 2 of full-right fails, then is retried; the staff judged its
-    two answers apart (epoch 2 wrong), and each epoch gets its own stage."""
-    per_epoch = [
-        {
-            "id": key,
-            "epoch": epoch,
-            "correct": value and (key, epoch) != ("full-right", 2),
-        }
-        for key, value in LABELS.items()
-        for epoch in (1, 2)
-    ]
-    write_lines(work / "epochs.jsonl", per_epoch)
-    first = inspect(
-        work,
-        *("eval", "runs.py", "-T", "labels=epochs.jsonl", "--epochs", "2"),
-        *("--log-dir", "logs"),
-        fail_once="full-right:2",
-    )
-    assert first.returncode in (0, 1), first.stderr
-    (failed,) = logs(work / "logs")
-    assert failed.status == "error"
-
-    retried = inspect(work, "eval-retry", failed.location, "--log-dir", "logs")
-    assert retried.returncode == 0, retried.stderr
-    log = logs(work / "logs")[-1]
-    assert log.status == "success", log.error
-    expected = {(k, epoch): v for k, v in STAGES.items() for epoch in (1, 2)}
-    expected[("full-right", 2)] = "generation"
-    assert stage_values(log) == expected
-    assert log.results is not None
-    assert log.results.completed_samples == 8
-    assert_metrics(log, list(expected.values()), lucky=2)
-    (result,) = log.results.scores
-    # full-right passed once and failed generation once: ties go to the
-    # earlier stage, generation, so no sample passes by its mode.
-    assert result.metrics["pass_mode"].value == 0
-    assert result.metrics["generation_mode"].value == pytest.approx(0.5)
