@@ -138,15 +138,23 @@ def test_a_link_to_an_output_is_followed_and_the_link_kept(work: Path) -> None:
     [
         (["--out", "missing/results.jsonl"], "does not exist"),
         (["--log-dir", "runs.jsonl/logs"], "a file stands in its path"),
-        (["--out", "logs"], "is a directory"),
+        (["--out", "logs"], "is a directory, not a file"),
+        (["--out", "loop"], "is a loop of symbolic links"),
+        (["--out", ""], "names no file"),
+        (["--out", "newdir/"], "ends in /, as a directory does"),
     ],
 )
 def test_unwritable_output_paths_are_one_line_before_anything_runs(
     work: Path, args: list[str], said: str
 ) -> None:
+    (work / "loop").symlink_to("loop-other")
+    (work / "loop-other").symlink_to("loop")
     _refused(
         work, ["score", "stage_diagnosis", "runs.jsonl", *args[:-1]], args[-1], said
     )
+    # Nothing in the parent directory either.
+    assert not (work / "newdir").exists()
+    assert not list(work.parent.glob("*.partial"))
 
 
 @needs_mount

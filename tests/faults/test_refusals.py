@@ -230,34 +230,6 @@ def test_a_loop_of_links_as_an_input_is_named_as_one(work: Path) -> None:
     assert snapshot(work) == before
 
 
-@pytest.mark.parametrize(
-    ("args", "said"),
-    [
-        (["report", "log.eval", "--html", "loop"], "is a loop of symbolic links"),
-        (["score", "stage_diagnosis", "runs.jsonl", "--out", ""], "names no file"),
-        (
-            ["score", "stage_diagnosis", "runs.jsonl", "--out", "newdir/"],
-            "ends in /, as a directory does",
-        ),
-        (["report", "log.eval", "--html", "base"], "is a directory, not a file"),
-    ],
-    ids=lambda value: " ".join(value) if isinstance(value, list) else "",
-)
-def test_an_output_name_that_is_no_file_is_refused(
-    work: Path, args: list[str], said: str
-) -> None:
-    _loop(work, "loop")
-    before = snapshot(work)
-    done = run_tracegrade(*args, cwd=work)
-
-    assert done.returncode == 2, done.stderr
-    assert said in one_clear_line(done.stderr)
-    # Nothing beside the inputs, nor in the parent directory.
-    assert snapshot(work) == before
-    assert not (work / "newdir").exists()
-    assert not list(work.parent.glob("*.partial"))
-
-
 def test_comparing_an_eval_with_itself_warns(work: Path) -> None:
     done = run_tracegrade("compare", "base", "new", cwd=work)
 
