@@ -14,7 +14,7 @@ import subprocess
 import sys
 import tempfile
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -23,59 +23,30 @@ from click.testing import CliRunner
 
 from tests.support import SUBPROCESS_ENV, working_in
 
-# A command's standard stream, in a process of its own: a file to read it
-# from (stdin) or write it to, a descriptor of the test's own, or None:
-# stdin from /dev/null, stdout and stderr captured for `communicate`.
+# A standard stream of a process: a file, a descriptor, or None (stdin
+# from /dev/null, stdout and stderr captured).
 Stream = Path | int | None
-# (resource.RLIMIT_*, soft, hard), set in the command before it starts.
-Limit = tuple[int, int, int]
-
-
-# --- In the test's own interpreter ------------------------------------------
-
-
-def _environment(env: Mapping[str, str] | None) -> dict[str, str | None]:
-    """What `SUBPROCESS_ENV` gives a process, as changes to this one's
-    environment for the length of a command (None: removed)."""
-    changes: dict[str, str | None] = {
-        key: None for key in os.environ if key.startswith("INSPECT_")
-    }
-    changes["COLUMNS"] = SUBPROCESS_ENV["COLUMNS"]
-    changes.update(env or {})
-    return changes
+Limit = tuple[int, int, int]  # (resource.RLIMIT_*, soft, hard)
 
 
 @contextlib.contextmanager
-def _as_a_command(cwd: Path) -> Iterator[None]:
-    """What a command changes in the interpreter stays with it: the working
-    directory, the temporary directory and the outputs a signal would name
-    (not Inspect's exception hook, set once per interpreter)."""
+def _as_a_command(cwd: Path, env: Mapping[str, str] | None) -> Iterator[CliRunner]:
+    """What a command changes in the interpreter stays with it: directory,
+    temporary directory, the outputs a signal would name; a runner whose
+    environment is the one `SUBPROCESS_ENV` gives a process."""
     from tracegrade import outputs
 
+    changes: dict[str, str | None] = dict.fromkeys(
+        [key for key in os.environ if key.startswith("INSPECT_")]
+    )
+    changes |= {"COLUMNS": SUBPROCESS_ENV["COLUMNS"], **(env or {})}
     tempfile.tempdir = None
     try:
         with working_in(cwd):
-            yield
+            yield CliRunner(env=changes)
     finally:
         tempfile.tempdir = None
-        # What `tracegrade.outputs.written_outputs` reports to a signal:
-        # this command's, not the one before's.
         outputs._outputs.clear()
-
-
-def _completed(
-    argv: list[str],
-    exit_code: int,
-    stdout: bytes | str,
-    stderr: bytes | str,
-) -> subprocess.CompletedProcess[str]:
-    def text(stream: bytes | str) -> str:
-        if isinstance(stream, str):
-            return stream
-        # As Popen(text=True) decodes: universal newlines.
-        return io.TextIOWrapper(io.BytesIO(stream), encoding="utf-8").read()
-
-    return subprocess.CompletedProcess(argv, exit_code, text(stdout), text(stderr))
 
 
 def run_tracegrade(
@@ -86,35 +57,14 @@ def run_tracegrade(
     from tracegrade.cli import main
 
     argv = [str(arg) for arg in args]
-    with _as_a_command(cwd):
-        result = CliRunner().invoke(
-            main,
-            argv,
-            env=_environment(env),
-            prog_name="tracegrade",
-        )
+    with _as_a_command(cwd, env) as runner:
+        result = runner.invoke(main, argv, prog_name="tracegrade")
     stderr = result.stderr
     if result.exc_info is not None and not isinstance(result.exc_info[1], SystemExit):
-        # As the interpreter prints an uncaught exception.
         stderr += "".join(traceback.format_exception(*result.exc_info))
-    return _completed(["tracegrade", *argv], result.exit_code, result.stdout, stderr)
-
-
-def _console_script(name: str) -> Callable[[], Any]:
-    """The function an installed console script runs."""
-    (script,) = entry_points(group="console_scripts", name=name)
-    function: Callable[[], Any] = script.load()
-    return function
-
-
-def _exit_code(stop: SystemExit) -> tuple[int, str]:
-    """The exit code, and what is printed, as the interpreter ends on an
-    uncaught SystemExit."""
-    if stop.code is None:
-        return 0, ""
-    if isinstance(stop.code, int):
-        return stop.code & 0xFF, ""
-    return 1, f"{stop.code}\n"
+    return subprocess.CompletedProcess(
+        ["tracegrade", *argv], result.exit_code, result.stdout, stderr
+    )
 
 
 def run_inspect(
@@ -123,39 +73,37 @@ def run_inspect(
     """`inspect ARGS` in this interpreter, through its console script. Inspect
     keeps the display of its first eval per interpreter: a test of what it
     prints runs it in a fresh one (`inspect_process`)."""
-    inspect = _console_script("inspect")
+    (script,) = entry_points(group="console_scripts", name="inspect")
     argv = [str(arg) for arg in args]
-    runner = CliRunner()
     with (
-        _as_a_command(cwd),
-        runner.isolation(env=_environment(env)) as (stdout, stderr, _),
+        _as_a_command(cwd, env) as runner,
+        runner.isolation() as (stdout, stderr, _),
     ):
-        saved_argv = sys.argv
-        sys.argv = ["inspect", *argv]
+        saved, sys.argv = sys.argv, ["inspect", *argv]
         try:
-            inspect()
+            script.load()()
             exit_code = 0
-        except SystemExit as stop:
-            exit_code, said = _exit_code(stop)
-            sys.stderr.write(said)
+        except SystemExit as stop:  # as the interpreter ends on one
+            if stop.code is None or isinstance(stop.code, int):
+                exit_code = (stop.code or 0) & 0xFF
+            else:
+                print(stop.code, file=sys.stderr)
+                exit_code = 1
         except Exception:
-            # As the interpreter reports it: through `sys.excepthook`,
-            # which the script replaces with Inspect's own.
-            sys.excepthook(*sys.exc_info())
+            sys.excepthook(*sys.exc_info())  # Inspect's, as the script sets it
             exit_code = 1
         finally:
-            sys.argv = saved_argv
+            sys.argv = saved
             sys.stdout.flush()
             sys.stderr.flush()
-        return _completed(
-            ["inspect", *argv], exit_code, stdout.getvalue(), stderr.getvalue()
-        )
+        out, err = (
+            io.TextIOWrapper(io.BytesIO(stream.getvalue()), encoding="utf-8").read()
+            for stream in (stdout, stderr)
+        )  # as Popen(text=True) decodes: universal newlines
+        return subprocess.CompletedProcess(["inspect", *argv], exit_code, out, err)
 
 
-# --- In a process of its own --------------------------------------------------
-
-# Sets the limits given as JSON, then becomes the command: it starts as a
-# fresh one would, under them.
+# Sets the limits given as JSON, then becomes the command.
 _LIMITED = """
 import json, os, resource, sys
 for limit, soft, hard in json.loads(sys.argv[1]):
@@ -164,10 +112,10 @@ os.execv(sys.argv[2], sys.argv[2:])
 """
 
 
-class CommandProcess:
-    """A command in a fresh interpreter, in a session of its own; stdout and
-    stderr captured into files (a pipe nobody reads while the test holds
-    the command frozen would fill)."""
+class CommandProcess(subprocess.Popen[bytes]):
+    """A command in a fresh interpreter, by default in a session of its own;
+    captured stdout and stderr go to files (a pipe nobody reads while the
+    test holds the command frozen would fill)."""
 
     def __init__(
         self,
@@ -181,58 +129,41 @@ class CommandProcess:
         rlimits: Sequence[Limit] = (),
         new_session: bool = True,
     ) -> None:
-        self.args = list(argv)
         self._captured = Path(tempfile.mkdtemp(prefix="tracegrade-command-"))
         self._streams = {"stdout": stdout is None, "stderr": stderr is None}
-        command = self.args
+        command = list(argv)
         if rlimits:
             limits = json.dumps([list(limit) for limit in rlimits])
             command = [sys.executable, "-c", _LIMITED, limits, *command]
         with contextlib.ExitStack() as opened:
 
-            def stream(given: Stream, read: bool, capture: str) -> Any:
+            def stream(given: Stream, name: str) -> Any:
                 if isinstance(given, int):
                     return given
-                if given is None and read:
+                if given is None and name == "stdin":
                     return subprocess.DEVNULL
-                path = self._captured / capture if given is None else given
-                return opened.enter_context(path.open("rb" if read else "wb"))
+                path = self._captured / name if given is None else given
+                mode = "rb" if name == "stdin" else "wb"
+                return opened.enter_context(path.open(mode))
 
-            self.process = subprocess.Popen(
+            super().__init__(
                 command,
                 cwd=cwd,
                 env={**SUBPROCESS_ENV, **(env or {})},
-                stdin=stream(stdin, True, ""),
-                stdout=stream(stdout, False, "stdout"),
-                stderr=stream(stderr, False, "stderr"),
+                stdin=stream(stdin, "stdin"),
+                stdout=stream(stdout, "stdout"),
+                stderr=stream(stderr, "stderr"),
                 start_new_session=new_session,
             )
-        self.pid = self.process.pid
-
-    @property
-    def returncode(self) -> int | None:
-        return self.process.returncode
-
-    def poll(self) -> int | None:
-        return self.process.poll()
-
-    def wait(self, timeout: float | None = None) -> int:
-        return self.process.wait(timeout)
-
-    def send_signal(self, signum: int) -> None:
-        """Send `signum`, unless the command has ended (as Popen does)."""
-        self.process.send_signal(signum)
-
-    def kill(self) -> None:
-        self.process.kill()
+        self.args = list(argv)
 
     def stderr_so_far(self) -> str:
-        """What the command has written to its captured stderr until now."""
         return self._read("stderr") or ""
 
-    def communicate(self, timeout: float | None = None) -> tuple[Any, Any]:
-        """Wait for the command; its captured standard output and error (None
-        for a stream the test gave it)."""
+    def communicate(  # type: ignore[override]
+        self, timeout: float | None = None
+    ) -> tuple[Any, Any]:
+        """Wait; the captured stdout and stderr (None for a stream given)."""
         self.wait(timeout)
         output = self._read("stdout"), self._read("stderr")
         shutil.rmtree(self._captured, ignore_errors=True)
@@ -245,76 +176,39 @@ class CommandProcess:
         # As Popen(text=True) decodes: universal newlines.
         return path.read_text(encoding="utf-8") if path.exists() else ""
 
+    def to_its_end(self, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        try:
+            out, err = self.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            self.communicate()
+            raise
+        return subprocess.CompletedProcess(self.args, self.wait(), out, err)
 
-def start_tracegrade(
-    *args: str,
-    cwd: Path,
-    env: Mapping[str, str] | None = None,
-    stdin: Stream = None,
-    stdout: Stream = None,
-    stderr: Stream = None,
-    rlimits: Sequence[Limit] = (),
-) -> CommandProcess:
+
+def start_tracegrade(*args: str, cwd: Path, **streams: Any) -> CommandProcess:
     """`tracegrade ARGS` (`python -m tracegrade`) started in a fresh
-    interpreter and left running, in a session of its own."""
+    interpreter, in a session of its own; `streams`: env, stdin, stdout,
+    stderr, rlimits as `CommandProcess` takes them."""
     return CommandProcess(
-        [sys.executable, "-m", "tracegrade", *args],
-        cwd=cwd,
-        env=env,
-        stdin=stdin,
-        stdout=stdout,
-        stderr=stderr,
-        rlimits=rlimits,
+        [sys.executable, "-m", "tracegrade", *args], cwd=cwd, **streams
     )
-
-
-def _to_its_end(
-    process: CommandProcess, timeout: float
-) -> subprocess.CompletedProcess[str]:
-    try:
-        out, err = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.communicate()
-        raise
-    return subprocess.CompletedProcess(process.args, process.wait(), out, err)
 
 
 def tracegrade_process(
-    *args: str,
-    cwd: Path,
-    env: Mapping[str, str] | None = None,
-    stdin: Stream = None,
-    stdout: Stream = None,
-    stderr: Stream = None,
-    rlimits: Sequence[Limit] = (),
-    timeout: float = 300,
+    *args: str, cwd: Path, timeout: float = 300, **streams: Any
 ) -> subprocess.CompletedProcess[str]:
-    """`tracegrade ARGS` in a fresh interpreter, run to its end; `stdin`,
-    `stdout` and `stderr` a file or a descriptor (else /dev/null, and
-    captured)."""
-    process = start_tracegrade(
-        *args,
-        cwd=cwd,
-        env=env,
-        stdin=stdin,
-        stdout=stdout,
-        stderr=stderr,
-        rlimits=rlimits,
-    )
-    return _to_its_end(process, timeout)
+    """`tracegrade ARGS` in a fresh interpreter, run to its end."""
+    return start_tracegrade(*args, cwd=cwd, **streams).to_its_end(timeout)
 
 
 def inspect_process(
     *args: str, cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess[str]:
-    """`inspect ARGS` (`python -m inspect_ai`) in a fresh interpreter, run to
-    its end: for a test of what Inspect sets once per process, such as its
-    display, which it keeps from the first eval on."""
-    process = CommandProcess(
-        [sys.executable, "-m", "inspect_ai", *args], cwd=cwd, env=env, new_session=False
-    )
-    return _to_its_end(process, timeout)
+    """`inspect ARGS` in a fresh interpreter, run to its end: for what Inspect
+    sets once per process, such as its display."""
+    argv = [sys.executable, "-m", "inspect_ai", *args]
+    return CommandProcess(argv, cwd=cwd, env=env, new_session=False).to_its_end(timeout)
 
 
 class StreamedCommand(NamedTuple):
@@ -331,29 +225,15 @@ class StreamedCommand(NamedTuple):
     env: Mapping[str, str] | None = None
 
 
-# Runs each command as its program does, an uncaught exception told
-# through the exception hook, its descriptors 1 and 2 opened on its files,
-# under its own limits and environment; writes its exit code and the peak so
-# far (KiB: VmHWM, since Linux starts ru_maxrss at the parent's peak).
+# Runs each command as its program does (an uncaught exception through the
+# exception hook), descriptors 1 and 2 on its files, under its own limits
+# and environment; writes its exit code and the peak so far (KiB: VmHWM,
+# since Linux starts ru_maxrss at the parent's peak).
 _COMMANDS = """
 import json, os, resource, sys, tempfile
 from importlib.metadata import entry_points
 from tracegrade import outputs
 from tracegrade.cli import run
-
-
-def program(name):
-    if name == "tracegrade":
-        return run
-    (script,) = entry_points(group="console_scripts", name=name)
-    return script.load()
-
-
-def peak():
-    with open("/proc/self/status") as status:
-        (own,) = (int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
-    return max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-
 
 FLAGS = {
     "append": os.O_WRONLY | os.O_APPEND,
@@ -381,7 +261,11 @@ for case in json.loads(sys.argv[1]):
         resource.setrlimit(limit, (soft, limits[limit][1]))
     sys.argv = [case["program"], *case["args"]]
     try:
-        program(case["program"])()
+        if case["program"] == "tracegrade":
+            run()
+        else:
+            (script,) = entry_points(group="console_scripts", name=case["program"])
+            script.load()()
         code = 0
     except SystemExit as stop:
         if stop.code is None or isinstance(stop.code, int):
@@ -390,7 +274,7 @@ for case in json.loads(sys.argv[1]):
             print(stop.code, file=sys.stderr)
             code = 1
     except BaseException:
-        sys.excepthook(*sys.exc_info())  # as the interpreter ends on it
+        sys.excepthook(*sys.exc_info())
         code = 1
     sys.stdout.flush()
     sys.stderr.flush()
@@ -398,8 +282,11 @@ for case in json.loads(sys.argv[1]):
         resource.setrlimit(limit, before)
     os.environ.clear()
     os.environ.update(environment)
+    with open("/proc/self/status") as status:
+        (own,) = (int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+    peak = max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     with open(case["exit"], "w") as out:
-        json.dump([code, peak()], out)
+        json.dump([code, peak], out)
 """
 
 
@@ -407,11 +294,7 @@ class RanInOne(subprocess.CompletedProcess[str]):
     """How a command of `commands_in_one_interpreter` ended, and the
     interpreter's peak resident memory once it had (MiB)."""
 
-    def __init__(
-        self, args: list[str], returncode: int, stdout: str, stderr: str, peak: float
-    ) -> None:
-        super().__init__(args, returncode, stdout, stderr)
-        self.peak_mib = peak
+    peak_mib: float
 
 
 def commands_in_one_interpreter(
@@ -420,18 +303,16 @@ def commands_in_one_interpreter(
     rlimits: Sequence[Limit] = (),
     env: Mapping[str, str] | None = None,
 ) -> list[RanInOne]:
-    """`commands` run in turn in one fresh interpreter (one import of
-    Inspect), under `rlimits` and with `env`; captured streams kept in
-    `folder`. A peak is the interpreter's high-water mark so far."""
+    """`commands` in turn in one fresh interpreter (one import of Inspect),
+    under `rlimits` and with `env`; captured streams kept in `folder`."""
     cases = []
     for number, command in enumerate(commands):
-        streams = {}
-        for name, given in (("stdout", command.stdout), ("stderr", command.stderr)):
-            streams[name] = (
-                [str(given[0]), given[1]]
-                if given is not None
-                else [str(folder / f"{number}.{name}"), "capture"]
-            )
+        streams = {
+            name: [str(given[0]), given[1]]
+            if given is not None
+            else [str(folder / f"{number}.{name}"), "capture"]
+            for name, given in (("stdout", command.stdout), ("stderr", command.stderr))
+        }
         cases.append(
             {
                 "program": command.program,
@@ -453,22 +334,16 @@ def commands_in_one_interpreter(
     assert process.returncode == 0, stderr
     done = []
     for case in cases:
-        captured = {
-            name: Path(case[name][0]).read_text(encoding="utf-8")
+        out, err = (
+            Path(case[name][0]).read_text(encoding="utf-8")
             if case[name][1] == "capture"
             else ""
             for name in ("stdout", "stderr")
-        }
-        code, peak = json.loads(Path(case["exit"]).read_text())
-        done.append(
-            RanInOne(
-                [case["program"], *case["args"]],
-                code,
-                captured["stdout"],
-                captured["stderr"],
-                peak / 1024,
-            )
         )
+        code, peak = json.loads(Path(case["exit"]).read_text())
+        ran = RanInOne([case["program"], *case["args"]], code, out, err)
+        ran.peak_mib = peak / 1024
+        done.append(ran)
     return done
 
 
@@ -483,26 +358,21 @@ def peaks_in_one_interpreter(
 
 
 class InspectCommand(NamedTuple):
-    """`inspect ARGS` in `cwd`, with `env` added to the environment tests
-    run commands with."""
+    """`inspect ARGS` in `cwd`, with `env` added."""
 
     args: list[str]
     cwd: Path
     env: dict[str, str] | None = None
 
 
-def inspect_in_one_fresh_process(
-    commands: list[InspectCommand],
-) -> list[RanInOne]:
+def inspect_in_one_fresh_process(commands: list[InspectCommand]) -> list[RanInOne]:
     """`inspect` commands in turn in one interpreter where no test ran before:
     the first sets Inspect's exception hook and display as the script does."""
     with tempfile.TemporaryDirectory(prefix="tracegrade-inspect-") as folder:
         return commands_in_one_interpreter(
             [
-                StreamedCommand(
-                    command.args, command.cwd, program="inspect", env=command.env
-                )
-                for command in commands
+                StreamedCommand(c.args, c.cwd, program="inspect", env=c.env)
+                for c in commands
             ],
             Path(folder),
         )
@@ -530,9 +400,8 @@ def tracegrade_shell(
     )
 
 
-# Runs the command given as its arguments and writes the largest peak
-# resident memory of the processes it waited for (only that command, and
-# what it started) to the file named first.
+# Runs the command given and writes the largest peak resident memory of the
+# processes it waited for (KiB) to the file named first.
 _MEASURED = """
 import resource, subprocess, sys
 code = subprocess.call(sys.argv[2:])
@@ -542,49 +411,14 @@ sys.exit(code)
 """
 
 
-def peak_rss_mib_of(
-    argv: Sequence[str], *, cwd: Path, exit_codes: tuple[int, ...] = (0,)
-) -> float:
-    """The program `argv` run to its end; its peak resident memory in MiB,
-    from the kernel (ru_maxrss, KiB on Linux): the largest of its
-    processes', start-up and imports included."""
+def peak_rss_mib(*args: str, cwd: Path, exit_codes: tuple[int, ...] = (0,)) -> float:
+    """`tracegrade ARGS` in a fresh interpreter, run to its end: its peak
+    resident memory in MiB (ru_maxrss), Inspect's import included."""
     with tempfile.TemporaryDirectory(prefix="tracegrade-peak-") as measured:
         peak = Path(measured) / "peak"
-        process = CommandProcess(
-            [sys.executable, "-c", _MEASURED, str(peak), *argv],
-            cwd=cwd,
-            new_session=False,
-        )
+        argv = [sys.executable, "-c", _MEASURED, str(peak)]
+        argv += [sys.executable, "-m", "tracegrade", *args]
+        process = CommandProcess(argv, cwd=cwd, new_session=False)
         _, stderr = process.communicate(timeout=300)
         assert process.returncode in exit_codes, stderr
         return int(peak.read_text()) / 1024
-
-
-def peak_rss_mib(*args: str, cwd: Path, exit_codes: tuple[int, ...] = (0,)) -> float:
-    """`tracegrade ARGS` in a fresh interpreter: its peak resident memory in
-    MiB (`peak_rss_mib_of`). Inspect's import is in it: compare two
-    commands' peaks."""
-    return peak_rss_mib_of(
-        [sys.executable, "-m", "tracegrade", *args], cwd=cwd, exit_codes=exit_codes
-    )
-
-
-__all__ = [
-    "CommandProcess",
-    "InspectCommand",
-    "Limit",
-    "RanInOne",
-    "Stream",
-    "StreamedCommand",
-    "commands_in_one_interpreter",
-    "inspect_in_one_fresh_process",
-    "inspect_process",
-    "peak_rss_mib",
-    "peak_rss_mib_of",
-    "peaks_in_one_interpreter",
-    "run_inspect",
-    "run_tracegrade",
-    "start_tracegrade",
-    "tracegrade_process",
-    "tracegrade_shell",
-]

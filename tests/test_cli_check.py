@@ -8,9 +8,7 @@ use the scorers' own Score-building functions).
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,7 @@ from click.testing import CliRunner, Result
 
 from tests.commands import peaks_in_one_interpreter
 from tests.support import write_lines
-from tracegrade.bulk.scoring import TASKS, DiskIds
+from tracegrade.bulk.scoring import TASKS
 from tracegrade.cli import main
 from tracegrade.cli._stream import TASK_NAMES
 from tracegrade.datasets import DatasetError, packaged_fixture, read_fixture_cases
@@ -212,45 +210,6 @@ def test_json_output_stays_clean_with_a_progress_bar(tmp_path: Path) -> None:
     assert json.loads(result.stdout)["clean"] == 1
 
 
-# Lines that `read_fixture_cases` accepts or refuses; `check` must agree.
-AGREEMENT_LINES: list[Any] = [
-    {"id": "ok", "input": STAGE_OK},
-    "{not json",
-    "[1, 2]",
-    '"just a string"',
-    {"input": {}},
-    {"id": "", "input": {}},
-    {"id": 7, "input": {}},
-    {"id": "a"},
-    {"id": "a", "input": ["D1"]},
-    {"id": "a", "input": {}, "expect": {}},
-    {"id": "a", "input": {}, "reason": 3},
-    {"id": "a", "input": {}, "expected": []},
-    {"id": "a", "input": {"expected": 1}},
-    '{"id": "a", "id": "b", "input": {}}',
-    '{"id": "a", "input": {"correct": NaN}}',
-    '{"id": "a", "input": {"correct": Infinity}}',
-    '\ufeff{"id": "bom", "input": {}}',
-    {"id": "ok-extra-fields", "input": STAGE_OK, "expected": {}, "reason": "r"},
-]
-
-
-@pytest.mark.parametrize("line", AGREEMENT_LINES)
-def test_check_and_the_dataset_reader_agree_on_each_line(
-    tmp_path: Path, line: Any
-) -> None:
-    path = write_lines(tmp_path / "one.jsonl", [line])
-    try:
-        read_fixture_cases(path)
-        refused = False
-    except DatasetError:
-        refused = True
-    _, report = check_json("stage_diagnosis", path)
-    kinds = [problem["kind"] for problem in report["problems"]]
-    line_errors = {"malformed-json", "not-a-fixture-line"}
-    assert bool(line_errors.intersection(kinds)) == refused, kinds
-
-
 def test_line_numbers_match_the_dataset_reader_with_any_line_ending(
     tmp_path: Path,
 ) -> None:
@@ -267,56 +226,6 @@ def test_line_numbers_match_the_dataset_reader_with_any_line_ending(
         assert refused.value.line == 3
         assert report["problems"][0]["line"] == 3, newline
         assert report["lines"] == 4
-
-
-def test_a_line_that_is_not_utf8_is_reported_and_the_stream_goes_on(
-    tmp_path: Path,
-) -> None:
-    path = tmp_path / "runs.jsonl"
-    path.write_bytes(
-        b'{"id": "a\xff", "input": {}}\n'
-        + json.dumps({"id": "b", "input": STAGE_OK}).encode()
-        + b"\n"
-    )
-    _, report = check_json("stage_diagnosis", str(path))
-    assert report["problems"] == [
-        {
-            "line": 1,
-            "id": None,
-            "kind": "malformed-json",
-            "side": "data",
-            "field": "line",
-            "message": "not valid UTF-8 text (byte 0xFF at column 10)",
-        }
-    ]
-    assert report["clean"] == 1
-
-
-def _deleted_open_files() -> set[str]:
-    """Files this process holds open that are no longer in any directory."""
-    found = set()
-    for fd in os.listdir("/proc/self/fd"):
-        with contextlib.suppress(FileNotFoundError):  # listdir's own
-            name = os.readlink(f"/proc/self/fd/{fd}")
-            if name.endswith("(deleted)"):
-                found.add(name)
-    return found
-
-
-@pytest.mark.skipif(
-    not Path("/proc/self/fd").is_dir(), reason="needs Linux's /proc to see files"
-)
-def test_disk_ids_spill_to_a_file_no_kill_can_leave_behind() -> None:
-    """Past its small page cache, SQLite writes to its private temporary
-    file, which it unlinked as soon as it opened it: the file is on disk,
-    open, and already in no directory."""
-    before = _deleted_open_files()
-    with DiskIds(cache_kib=64) as seen:
-        for line in range(1, 20_000):
-            assert seen.first_line(f"id-{line}", line) is None
-        spilled = _deleted_open_files() - before
-        assert spilled
-    assert not (_deleted_open_files() & spilled)
 
 
 def generate_stage_file(path: Path, records: int) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import select
 import signal
-import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
@@ -13,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from tests.commands import start_tracegrade
-from tests.support import SUBPROCESS_ENV
 
 # Put on the PYTHONPATH of one command: its first import of click (the
 # first of its commands' imports) says so on the fifo READY, then waits on
@@ -31,22 +29,6 @@ class HoldClick:
 
 sys.meta_path.insert(0, HoldClick())
 """
-
-
-def test_the_program_ends_with_its_usage_error_code() -> None:
-    # A fresh interpreter: the program's own exit, not a runner's.
-    completed = subprocess.run(
-        [sys.executable, "-m", "tracegrade.cli", "check"],
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-
-    assert completed.returncode == 2, completed.stderr
-    assert "Usage: tracegrade check" in completed.stderr
-    assert completed.stdout == ""
 
 
 def test_the_tracegrade_script_runs_the_program() -> None:

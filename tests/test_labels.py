@@ -1,11 +1,10 @@
-"""Staff labels joined onto a run by `inspect score`; the file is checked when
-the scorer is built, and a file that labels no run it scores is warned of."""
+"""Staff labels: the file is checked line by line when the scorer is built,
+its labels replace any other, and a relabelled log needs it no more."""
 
 from __future__ import annotations
 
 import asyncio
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,6 @@ from inspect_ai.model import ModelName
 from inspect_ai.scorer import Score, Target
 from inspect_ai.solver import TaskState
 
-from tests.commands import run_inspect
 from tests.support import write_lines
 from tracegrade import LabelsError, stage_diagnosis, stage_diagnosis_scorer
 from tracegrade.labels import StaffLabels
@@ -40,81 +38,81 @@ def score_state(scorer: Any, sample_id: str | int, metadata: dict[str, Any]) -> 
 # --- reading the file ---------------------------------------------------------
 
 
-def test_labels_are_read_by_id(tmp_path: Path) -> None:
+def test_labels_are_read_by_id_and_epoch(tmp_path: Path) -> None:
     path = write_lines(
         tmp_path / "labels.jsonl",
         [
-            {"id": "q1", "correct": True},
+            {"id": "q1", "epoch": 1, "correct": True},
             "",
-            {"id": 2, "correct": False, "note": "checked twice"},
+            {"id": "q1", "epoch": 2, "correct": False, "note": "checked twice"},
+            {"id": "q2", "correct": True},
+            {"id": "1", "correct": False},
         ],
     )
     labels = StaffLabels.read(path)
-    assert labels.labels == {"q1": True, 2: False}
-    assert labels.lines == {"q1": 1, 2: 3}
+    assert labels.lines == {"q2": 4, "1": 5}
+    assert [labels.label_for("q1", e) for e in (1, 2, 3)] == [True, False, None]
+    # A line without an epoch labels every epoch; an epoch's label is not
+    # one asked without an epoch; ids match exactly, type included.
+    assert (labels.label_for("q2", 3), labels.label_for("q2")) == (True, True)
+    assert (labels.label_for("q1"), labels.label_for(1)) == (None, None)
+    labels.check_names({"q1", "q2", "1"}, 2, "run.eval")
+    with pytest.raises(
+        LabelsError,
+        match=r"3 labels name no run of run\.eval \(2 samples\): "
+        r'"q1" epoch 2 \(line 3\), "q2" \(line 4\), "1" \(line 5\)\.',
+    ):
+        labels.check_names({"q1", 1}, 1, "run.eval")
 
 
 @pytest.mark.parametrize(
-    ("line", "message"),
+    ("lines", "message"),
     [
-        ("{", "line 1: not valid JSON"),
-        ('{"id": "a", "correct": true, "correct": false}', "twice"),
-        ('["a", true]', "line 1: a label must be a JSON object"),
-        ({"correct": True}, "line 1: no 'id' field"),
-        ({"id": "", "correct": True}, "'id' must be a non-empty string or an integer"),
-        ({"id": True, "correct": True}, "got true"),
-        ({"id": 1.5, "correct": True}, "got 1.5"),
-        ({"id": None, "correct": True}, "got null"),
-        ({"id": "a"}, "no 'correct' field for id \"a\""),
-        ({"id": "a", "correct": "true"}, "'correct' must be true or false"),
-        ({"id": "a", "correct": 1}, 'for id "a", got 1; labels are never guessed'),
-        ({"id": "a", "correct": None}, "got null"),
+        (["{"], "line 1: not valid JSON"),
+        (['["a", true]'], "line 1: a label must be a JSON object"),
+        ([{"correct": True}], "line 1: no 'id' field"),
+        ([{"id": "", "correct": True}], "'id' must be a non-empty string or an"),
+        ([{"id": True, "correct": True}], "got true"),
+        ([{"id": "a"}], "no 'correct' field for id \"a\""),
+        ([{"id": "a", "correct": 1}], 'for id "a", got 1; labels are never guessed'),
+        ([{"id": "a", "correct": None}], "line 1: 'correct' must be true or false"),
+        ([" \t\r", ""], "holds no labels"),
+        (['{"id": "\\ud800", "correct": true}'], "line 1: .*lone surrogate"),
+        (
+            [{"id": "q1", "correct": True}, {"id": "q2", "correct": True}] * 2,
+            'line 3: id "q1" is already labelled on line 1',
+        ),
+        (
+            [{"id": "q", "epoch": 2, "correct": True}] * 2,
+            'line 2: id "q" epoch 2 is already labelled on line 1',
+        ),
+        (
+            [{"id": "q", "correct": True}, {"id": "q", "epoch": 1, "correct": True}],
+            'line 2: id "q" epoch 1: line 1 already labels every epoch',
+        ),
+        (
+            [{"id": "q", "epoch": 1, "correct": True}, {"id": "q", "correct": True}],
+            'line 2: id "q" has no epoch, so it would label every epoch, but line 1',
+        ),
+        ([{"id": "q", "epoch": 0, "correct": True}], "'epoch' must be a positive"),
+        ([{"id": "q", "epoch": "1", "correct": True}], 'got "1"'),
     ],
 )
-def test_a_malformed_label_line_is_named(
-    tmp_path: Path, line: Any, message: str
+def test_a_bad_labels_file_is_refused_naming_the_line(
+    tmp_path: Path, lines: list[Any], message: str
 ) -> None:
-    path = write_lines(tmp_path / "labels.jsonl", [line])
-    with pytest.raises(LabelsError, match=message) as raised:
-        StaffLabels.read(path)
-    assert str(raised.value).startswith(f"{path}, line 1:")
-
-
-def test_a_repeated_id_is_an_error_naming_both_lines(tmp_path: Path) -> None:
-    path = write_lines(
-        tmp_path / "labels.jsonl",
-        [
-            {"id": "q1", "correct": True},
-            {"id": "q2", "correct": True},
-            {"id": "q1", "correct": True},
-        ],
-    )
-    with pytest.raises(
-        LabelsError, match='line 3: id "q1" is already labelled on line 1'
-    ):
+    path = write_lines(tmp_path / "labels.jsonl", lines)
+    with pytest.raises(LabelsError, match=message):
         StaffLabels.read(path)
 
 
-def test_a_missing_labels_file_is_an_error(tmp_path: Path) -> None:
+def test_undecodable_bytes_are_named(tmp_path: Path) -> None:
+    path = tmp_path / "labels.jsonl"
+    path.write_bytes(b'{"id": "a\xff", "correct": true}\n')
+    with pytest.raises(LabelsError, match=r"line 1: not valid UTF-8 text \(byte 0xFF"):
+        StaffLabels.read(path)
     with pytest.raises(LabelsError, match="cannot read the labels file"):
         stage_diagnosis_scorer(labels=str(tmp_path / "absent.jsonl"))
-
-
-def test_a_label_names_a_run_by_its_exact_id(tmp_path: Path) -> None:
-    path = write_lines(
-        tmp_path / "labels.jsonl",
-        [{"id": "q1", "correct": True}, {"id": "1", "correct": False}],
-    )
-    labels = StaffLabels.read(path)
-    assert labels.label_for("q1") is True
-    assert labels.label_for(1) is None
-    assert labels.ids() == ["q1", "1"]
-    labels.check_names({"q1", "1"}, 1, "run.eval")
-    with pytest.raises(
-        LabelsError,
-        match=r'1 label names no run of run\.eval \(2 samples\): "1" \(line 2\)\.',
-    ):
-        labels.check_names({"q1", 1}, 1, "run.eval")
 
 
 # --- the scorer with a labels file --------------------------------------------
@@ -158,73 +156,6 @@ def stage_log(tmp_path: Path, evaluated_stage_log: Path) -> Path:
     return Path(shutil.copy(evaluated_stage_log, tmp_path / "logs"))
 
 
-def inspect_score(log: Path, labels: str) -> subprocess.CompletedProcess[str]:
-    """`inspect score` of LOG with LABELS."""
-    return run_inspect(
-        *("score", str(log)),
-        *("--scorer", "tracegrade/stage_diagnosis", "-S", f"labels={labels}"),
-        *("--action", "append", "--overwrite"),
-        cwd=log.parent,
-    )
-
-
-def test_inspect_score_appends_staff_labels(tmp_path: Path, stage_log: Path) -> None:
-    """A label naming no run is not the scorer's error (it cannot tell a typo
-    from a sample of another run); `labels apply` checks that."""
-    labels = write_lines(
-        tmp_path / "labels.jsonl",
-        [
-            {"id": "missing-answer-label", "correct": False},
-            {"id": "lucky-answer-gap", "correct": False},
-            {"id": "wrong-generation", "correct": True},
-            {"id": "typo-id", "correct": False},
-        ],
-    )
-    result = inspect_score(stage_log, labels)
-    assert result.returncode == 0, result.stderr
-
-    log = read_eval_log(str(stage_log))
-    assert log.status == "success"
-    assert log.samples is not None
-    samples = {sample.id: sample for sample in log.samples}
-    assert all(
-        sample.scores is not None
-        and set(sample.scores) == {"stage_diagnosis", "stage_diagnosis1"}
-        for sample in log.samples
-    )
-
-    def relabelled(sample_id: str) -> Score:
-        scores = samples[sample_id].scores
-        assert scores is not None
-        return scores["stage_diagnosis1"]
-
-    assert relabelled("missing-answer-label").value == "generation"
-    assert relabelled("lucky-answer-gap").value == "retrieval"
-    assert relabelled("wrong-generation").value == "pass"
-    unlabelled = relabelled("missing-context")
-    assert error_kind(unlabelled) == "answer-label"
-    assert unlabelled.metadata is not None
-    assert unlabelled.metadata["result"] == {"error": "answer-label"}
-    # Unresolved runs never consult the label, with or without a file.
-    assert relabelled("empty-required-no-label").value == "unresolved"
-
-    original = samples["missing-answer-label"].scores
-    assert original is not None
-    assert error_kind(original["stage_diagnosis"]) == "answer-label"
-    assert log.results is not None
-    appended = [
-        score for score in log.results.scores if score.name == "stage_diagnosis1"
-    ]
-    (appended_score,) = appended
-    unresolved = sum(
-        1 for sample in log.samples if relabelled(str(sample.id)).value == "unresolved"
-    )
-    assert appended_score.scored_samples == 3 + unresolved
-    assert appended_score.metrics["generation"].value == pytest.approx(
-        1 / (3 + unresolved)
-    )
-
-
 def test_a_relabelled_log_recomputes_without_the_labels_file(
     tmp_path: Path, stage_log: Path
 ) -> None:
@@ -253,29 +184,3 @@ def test_a_relabelled_log_recomputes_without_the_labels_file(
     }
     assert after == before
     assert before[("stage_diagnosis1", "pass")] > 0
-
-
-@pytest.mark.parametrize("text", ["", "\n\n", " \t\r\n"])
-def test_an_empty_labels_file_is_refused(tmp_path: Path, text: str) -> None:
-    """It would silently turn every sample into `answer-label`."""
-    path = tmp_path / "labels.jsonl"
-    path.write_text(text)
-    with pytest.raises(LabelsError, match="holds no labels"):
-        StaffLabels.read(path)
-
-
-@pytest.mark.parametrize(
-    ("line", "said"),
-    [
-        (b'{"id": "\\ud800", "correct": true}', "lone surrogate"),
-        (b'{"id": "a\xff", "correct": true}', "not valid UTF-8 text (byte 0xFF"),
-        (b"\xc2\xa0", "not valid JSON"),
-        (b'{"id": "a", "correct": 1e400}', "out of range"),
-    ],
-)
-def test_a_hostile_labels_line_is_named(tmp_path: Path, line: bytes, said: str) -> None:
-    path = tmp_path / "labels.jsonl"
-    path.write_bytes(b'{"id": "ok", "correct": true}\n' + line + b"\n")
-    with pytest.raises(LabelsError, match=r"labels\.jsonl, line 2: ") as refused:
-        StaffLabels.read(path)
-    assert said in str(refused.value)

@@ -18,10 +18,9 @@ from inspect_ai.solver import TaskState
 # The example's helpers (pytest puts tests/ on sys.path).
 from test_rag_example import QUESTIONS, answering_model, rag
 from tests.commands import run_tracegrade
-from tracegrade import LabelsError, ordered_extraction_recorded, stage_diagnosis_scorer
+from tracegrade import ordered_extraction_recorded, stage_diagnosis_scorer
 from tracegrade.cli import main
 from tracegrade.label_logs import label_requests
-from tracegrade.labels import StaffLabels
 from tracegrade.tasks import replay, stage_diagnosis
 
 REFERENCE = {q["id"]: q["answer"] for q in QUESTIONS}
@@ -71,12 +70,7 @@ def test_the_round_trip_diagnoses_every_run(tmp_path: Path, rag_log: Path) -> No
     assert before.samples is not None
     for line, sample in zip(lines, before.samples, strict=True):
         assert list(line) == [
-            "id",
-            "question",
-            "answer",
-            "required",
-            "context",
-            "correct",
+            *("id", "question", "answer", "required", "context", "correct"),
             "grader",
         ]
         assert line["question"] == sample.input
@@ -85,13 +79,9 @@ def test_the_round_trip_diagnoses_every_run(tmp_path: Path, rag_log: Path) -> No
         assert line["context"] == sample.store["RetrievalTrace:context"]
         # Pre-filled with match()'s verdict, for staff to check.
         judged = ((sample.scores or {})["stage_diagnosis"].metadata or {})["grader"]
-        assert judged["value"] in ("C", "I")
         assert line["correct"] is (judged["value"] == "C")
         assert line["correct"] is (line["id"] in ANSWERED_RIGHT)
-        assert line["grader"] == {
-            "name": "match",
-            "explanation": judged["explanation"],
-        }
+        assert line["grader"] == {"name": "match", "explanation": judged["explanation"]}
 
     # 3. staff fill in the labels
     labels = tmp_path / "labels.jsonl"
@@ -122,26 +112,6 @@ def test_the_round_trip_diagnoses_every_run(tmp_path: Path, rag_log: Path) -> No
     # Every stage occurs, and right answers hid retrieval gaps.
     assert set(stages.values()) == {"retrieval", "generation", "pass"}
     assert lucky >= 1
-    assert log.results is not None
-    metrics = {
-        name: metric.value
-        for score in log.results.scores
-        if score.name == "stage_diagnosis1"
-        for name, metric in score.metrics.items()
-    }
-    runs = len(expected)
-    assert metrics["lucky_answers"] == lucky
-    for stage in ("retrieval", "generation", "pass"):
-        share = sum(1 for value in expected.values() if value == stage) / runs
-        assert metrics[stage] == pytest.approx(share)
-    # The fresh scores, labelled by match(), are kept beside the staff's;
-    # here the staff judged exactly as match() did.
-    for sample in log.samples:
-        scores = sample.scores or {}
-        assert scores["stage_diagnosis"].value == scores["stage_diagnosis1"].value
-        assert (scores["stage_diagnosis"].metadata or {})["read_from"][
-            "correct"
-        ] == "scorer match"
 
 
 def test_export_to_a_file_and_from_a_relabelled_log(
@@ -169,26 +139,6 @@ def test_export_to_a_file_and_from_a_relabelled_log(
         display="none",
     )
     assert label_requests(relabelled) == lines
-
-
-def test_the_exported_file_reads_as_labels_once_filled(
-    tmp_path: Path, rag_log: Path
-) -> None:
-    lines = label_requests(read_eval_log(str(rag_log)))
-    path = tmp_path / "labels.jsonl"
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    # Pre-filled with match()'s verdicts, it reads as match() judged.
-    assert StaffLabels.read(path).labels == {
-        line["id"]: line["id"] in ANSWERED_RIGHT for line in lines
-    }
-    # A line without a verdict is refused: labels are never guessed.
-    lines[0]["correct"] = None
-    path.write_text("".join(json.dumps(x) + "\n" for x in lines))
-    with pytest.raises(LabelsError, match="line 1: 'correct' must be true or false"):
-        StaffLabels.read(path)
-    path.write_text("".join(json.dumps(x) + "\n" for x in staff_fill(lines)))
-    labels = StaffLabels.read(path)
-    assert set(labels.labels) == set(REFERENCE)
 
 
 def test_a_log_without_stage_scores_is_refused(tmp_path: Path) -> None:
@@ -278,86 +228,3 @@ def test_a_verdict_that_is_no_label_is_exported_as_null(tmp_path: Path) -> None:
         ("r1", True, {"name": "unsure_judge", "explanation": "all of it"}),
         ("r2", None, {"name": "unsure_judge", "explanation": "half of it"}),
     ]
-
-
-# --- labels per epoch -------------------------------------------------------------
-
-
-def write_labels(path: Path, lines: list[Any]) -> Path:
-    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
-    return path
-
-
-def test_labels_may_name_an_epoch(tmp_path: Path) -> None:
-    path = write_labels(
-        tmp_path / "labels.jsonl",
-        [
-            {"id": "q1", "epoch": 1, "correct": True},
-            {"id": "q1", "epoch": 2, "correct": False},
-            {"id": "q2", "correct": True},
-        ],
-    )
-    labels = StaffLabels.read(path)
-    assert labels.label_for("q1", 1) is True
-    assert labels.label_for("q1", 2) is False
-    assert labels.label_for("q1", 3) is None
-    # A line without an epoch labels every epoch.
-    assert labels.label_for("q2", 3) is True
-    assert labels.label_for("q2") is True
-    # Asked without an epoch, an epoch's label does not apply.
-    assert labels.label_for("q1") is None
-    labels.check_names({"q1", "q2"}, 2, "run.eval")
-    # A run of one epoch has no epoch 2 to label.
-    with pytest.raises(
-        LabelsError,
-        match=r'1 label names no run of run\.eval \(2 samples\): "q1" epoch 2 '
-        r"\(line 2\)\.",
-    ):
-        labels.check_names({"q1", "q2"}, 1, "run.eval")
-
-
-def test_unmatched_epoch_labels_are_named_in_file_order(tmp_path: Path) -> None:
-    path = write_labels(
-        tmp_path / "labels.jsonl",
-        [
-            {"id": "q1", "epoch": 3, "correct": True},
-            {"id": "q2", "correct": True},
-            {"id": "q1", "epoch": 1, "correct": True},
-        ],
-    )
-    labels = StaffLabels.read(path)
-    with pytest.raises(
-        LabelsError,
-        match=r"2 labels name no run of run\.eval \(1 sample, 2 epochs\): "
-        r'"q1" epoch 3 \(line 1\), "q2" \(line 2\)\.',
-    ):
-        labels.check_names({"q1"}, 2, "run.eval")
-
-
-@pytest.mark.parametrize(
-    ("lines", "message"),
-    [
-        (
-            [{"id": "q", "epoch": 2, "correct": True}] * 2,
-            'line 2: id "q" epoch 2 is already labelled on line 1',
-        ),
-        (
-            [{"id": "q", "correct": True}, {"id": "q", "epoch": 1, "correct": True}],
-            'line 2: id "q" epoch 1: line 1 already labels every epoch',
-        ),
-        (
-            [{"id": "q", "epoch": 1, "correct": True}, {"id": "q", "correct": True}],
-            'line 2: id "q" has no epoch, so it would label every epoch, but line 1',
-        ),
-        ([{"id": "q", "epoch": 0, "correct": True}], "'epoch' must be a positive"),
-        ([{"id": "q", "epoch": "1", "correct": True}], 'got "1"'),
-        ([{"id": "q", "epoch": True, "correct": True}], "got true"),
-        ([{"id": "q", "epoch": None, "correct": True}], "got null"),
-    ],
-)
-def test_conflicting_or_malformed_epoch_labels_are_refused(
-    tmp_path: Path, lines: list[Any], message: str
-) -> None:
-    path = write_labels(tmp_path / "labels.jsonl", lines)
-    with pytest.raises(LabelsError, match=message):
-        StaffLabels.read(path)

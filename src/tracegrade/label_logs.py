@@ -59,26 +59,23 @@ def label_requests(log: EvalLog) -> list[dict[str, Any]]:
 def _label_request(sample: EvalSample, per_epoch: bool) -> dict[str, Any]:
     score = stage_score(sample)
     metadata = (score.metadata or {}) if score is not None else {}
-    record = metadata.get("record", {})
-    grader = metadata.get("grader")
-    line: dict[str, Any] = {"id": sample.id}
-    if per_epoch:
-        line["epoch"] = sample.epoch
-    line["question"] = _question(sample)
-    line["answer"] = sample.output.completion
-    line["required"] = record.get("required")
-    line["context"] = record.get("context")
-    line["correct"] = None
-    line["grader"] = None
-    if isinstance(grader, dict):
+    record, grader = metadata.get("record", {}), metadata.get("grader")
+    if not isinstance(grader, dict):
+        grader = None
+    return {
+        "id": sample.id,
+        **({"epoch": sample.epoch} if per_epoch else {}),
+        "question": _question(sample),
+        "answer": sample.output.completion,
+        "required": record.get("required"),
+        "context": record.get("context"),
         # The raw value stays out: a NaN is no JSON, and the file must read
         # back; the label it gives is what staff check.
-        line["correct"] = label_from_value(grader.get("value"))
-        line["grader"] = {
-            "name": grader.get("name"),
-            "explanation": grader.get("explanation"),
-        }
-    return line
+        "correct": None if grader is None else label_from_value(grader.get("value")),
+        "grader": None
+        if grader is None
+        else {key: grader.get(key) for key in ("name", "explanation")},
+    }
 
 
 def _question(sample: EvalSample) -> str:
@@ -110,28 +107,6 @@ def log_runs(log: EvalLog) -> tuple[set[SampleId], int]:
     return ids, epochs
 
 
-def stage_keys(log: EvalLog) -> dict[str, str | None]:
-    """`required_key` and `context_key` as the log's first stage score read
-    them, so labels join onto exactly the records the run diagnosed."""
-    location = log.location or "the log"
-    for sample in log.samples or []:
-        score = stage_score(sample)
-        if score is None:
-            continue
-        read_from = (score.metadata or {})["read_from"]
-        return {
-            "required_key": _metadata_key(read_from["required"]),
-            "context_key": _metadata_key(read_from["context"]),
-        }
-    raise LabelsError(
-        location,
-        None,
-        "no sample has a stage_diagnosis score, so there is nothing "
-        "to join labels onto; apply labels to a log of a task scored with "
-        "tracegrade's stage_diagnosis_scorer",
-    )
-
-
 def _metadata_key(source: Any) -> str | None:
     """`metadata["gold"]` as `gold`; None for any other source (the store)."""
     if isinstance(source, str) and source.startswith("metadata[") and source[-1] == "]":
@@ -145,12 +120,24 @@ def apply_labels(log: EvalLog, path: str, *, action: ApplyAction) -> EvalLog:
     """`log` rescored in place with the staff labels in `path`, once every
     label names a run of it; `append` keeps the old scores, `overwrite` not."""
     labels = StaffLabels.read(path)
-    keys = stage_keys(log)
+    # The keys the log's first stage score read, so labels join onto exactly
+    # the records the run diagnosed.
+    scores = (stage_score(sample) for sample in log.samples or [])
+    first = next((score for score in scores if score is not None), None)
+    if first is None:
+        raise LabelsError(
+            log.location or "the log",
+            None,
+            "no sample has a stage_diagnosis score, so there is nothing "
+            "to join labels onto; apply labels to a log of a task scored with "
+            "tracegrade's stage_diagnosis_scorer",
+        )
+    read_from = (first.metadata or {})["read_from"]
     ids, epochs = log_runs(log)
     labels.check_names(ids, epochs, log.location or "the log")
     scorer = stage_diagnosis_scorer(
-        required_key=keys["required_key"] or "required",
-        context_key=keys["context_key"],
+        required_key=_metadata_key(read_from["required"]) or "required",
+        context_key=_metadata_key(read_from["context"]),
         labels=path,
     )
     # The stage scorer needs no model; without one given, Inspect would
@@ -158,13 +145,3 @@ def apply_labels(log: EvalLog, path: str, *, action: ApplyAction) -> EvalLog:
     return score(
         log, scorer, action=action, display="none", model="none/none", copy=False
     )
-
-
-__all__ = [
-    "ApplyAction",
-    "apply_labels",
-    "label_requests",
-    "log_runs",
-    "stage_keys",
-    "stage_score",
-]

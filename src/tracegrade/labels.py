@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
 
 from ._inspect_internals import PrerequisiteError
 from .core.errors import quote
@@ -23,20 +22,10 @@ class LabelsError(LineError, PrerequisiteError):
     `PrerequisiteError`, as `ArgumentError` is and for the same reason."""
 
 
-def _is_sample_id(value: Any) -> bool:
-    # Inspect sample ids are strings or integers; `true` is not the id 1.
-    if isinstance(value, str):
-        return value != ""
-    return type(value) is int
-
-
 @dataclass
 class StaffLabels:
-    """Labels by sample id, with the line each came from.
-
-    `labels` holds the lines without an epoch (for every epoch of the
-    sample), `epoch_labels` those with one, by `(sample id, epoch)`.
-    """
+    """Labels by sample id (`labels`: for every epoch) or by (id, epoch)
+    (`epoch_labels`), with the line each came from."""
 
     path: str
     labels: dict[SampleId, bool]
@@ -55,11 +44,8 @@ class StaffLabels:
         try:
             numbered = [(raw.number, raw.text) for raw in read_lines(staff.path)]
         except OSError as error:
-            raise LabelsError(
-                staff.path,
-                None,
-                f"cannot read the labels file ({error.strerror or error})",
-            ) from None
+            why = f"cannot read the labels file ({error.strerror or error})"
+            raise LabelsError(staff.path, None, why) from None
         for number, line in numbered:
             if not is_blank(line):
                 staff._add(number, *_parse_line(staff.path, number, line))
@@ -77,47 +63,47 @@ class StaffLabels:
         self, number: int, sample_id: SampleId, epoch: int | None, correct: bool
     ) -> None:
         """Add line `number`'s label, refusing one that another line gave."""
-        where = f"id {quote(sample_id)}"
-
-        def fail(problem: str, field: str) -> NoReturn:
-            raise LabelsError(self.path, number, problem, field=field)
-
+        key, where = (sample_id, epoch or 0), f"id {quote(sample_id)}"
+        both = "label a sample either once for all epochs or epoch by epoch, not both"
+        for_all, for_epoch = self.lines.get(sample_id), self.epoch_lines.get(key)
+        other, at = self.first_epoch_line.get(sample_id, (None, None))
+        rules = [
+            (
+                epoch is None and for_all is not None,
+                "id",
+                f"{where} is already labelled on line {for_all}; one label per sample",
+            ),
+            (
+                epoch is None and at is not None,
+                "epoch",
+                f"{where} has no epoch, so it would label every epoch, but line "
+                f"{at} labels epoch {other} of it; {both}",
+            ),
+            (
+                for_epoch is not None,
+                "epoch",
+                f"{where} epoch {epoch} is already labelled on line {for_epoch}; "
+                "one label per sample and epoch",
+            ),
+            (
+                epoch is not None and for_all is not None,
+                "epoch",
+                f"{where} epoch {epoch}: line {for_all} already labels every epoch "
+                f"of this sample; {both}",
+            ),
+        ]
+        for broken, field_name, problem in rules:
+            if broken:
+                raise LabelsError(self.path, number, problem, field=field_name)
         if epoch is None:
-            if sample_id in self.labels:
-                fail(
-                    f"{where} is already labelled on line {self.lines[sample_id]}; "
-                    "one label per sample",
-                    "id",
-                )
-            if sample_id in self.first_epoch_line:
-                other_epoch, other_line = self.first_epoch_line[sample_id]
-                fail(_mixed_message(where, other_epoch, other_line), "epoch")
-            self.labels[sample_id] = correct
-            self.lines[sample_id] = number
-            return
-        key = (sample_id, epoch)
-        if key in self.epoch_labels:
-            fail(
-                f"{where} epoch {epoch} is already labelled on line "
-                f"{self.epoch_lines[key]}; one label per sample and epoch",
-                "epoch",
-            )
-        if sample_id in self.labels:
-            fail(
-                f"{where} epoch {epoch}: line {self.lines[sample_id]} already "
-                "labels every epoch of this sample; label a sample either "
-                "once for all epochs or epoch by epoch, not both",
-                "epoch",
-            )
-        self.first_epoch_line.setdefault(sample_id, (epoch, number))
-        self.epoch_labels[key] = correct
-        self.epoch_lines[key] = number
+            self.labels[sample_id], self.lines[sample_id] = correct, number
+        else:
+            self.first_epoch_line.setdefault(sample_id, (epoch, number))
+            self.epoch_labels[key], self.epoch_lines[key] = correct, number
 
     def label_for(self, sample_id: SampleId, epoch: int | None = None) -> bool | None:
-        """The label for a run, or None.
-
-        Without `epoch`, only a label for every epoch of the sample applies.
-        """
+        """The label for a run, or None; without `epoch`, only a label for
+        every epoch of the sample applies."""
         if epoch is not None and (sample_id, epoch) in self.epoch_labels:
             return self.epoch_labels[(sample_id, epoch)]
         return self.labels.get(sample_id)
@@ -131,12 +117,8 @@ class StaffLabels:
     def check_names(
         self, sample_ids: Collection[SampleId], epochs: int, where: str
     ) -> None:
-        """Raise `LabelsError` if a label names no run of `where`.
-
-        A run is a sample id of `sample_ids` and an epoch from 1 to
-        `epochs`; a label naming an epoch beyond them names no run either.
-        Ids match exactly, type included.
-        """
+        """`LabelsError` if a label names no run of `where`: no sample of
+        `sample_ids` (type included) or an epoch beyond `epochs`."""
         unmatched = [
             (line, quote(sample_id))
             for sample_id, line in self.lines.items()
@@ -147,74 +129,59 @@ class StaffLabels:
             if sample_id not in sample_ids or epoch > epochs
         ]
         if unmatched:
-            count = len(sample_ids)
+            count, unmatched = len(sample_ids), sorted(unmatched)
             runs = f"{count:,} sample{'' if count == 1 else 's'}" + (
                 f", {epochs} epochs" if epochs > 1 else ""
             )
+            shown = ", ".join(f"{name} (line {line})" for line, name in unmatched[:5])
+            more = f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else ""
+            many = len(unmatched) > 1
+            counted = f"{len(unmatched)} labels name" if many else "1 label names"
             raise LabelsError(
                 self.path,
                 None,
-                _unmatched_text(sorted(unmatched), f"{where} ({runs})"),
+                f"{counted} no run of {where} ({runs}): {shown}{more}. "
+                'Sample ids match exactly, type included ("1" is not 1).',
             )
 
 
-def _mixed_message(where: str, epoch: int, line: int) -> str:
-    return (
-        f"{where} has no epoch, so it would label every epoch, but line {line} "
-        f"labels epoch {epoch} of it; label a sample either once for all "
-        "epochs or epoch by epoch, not both"
-    )
-
-
-def _unmatched_text(unmatched: list[tuple[int, str]], where: str) -> str:
-    """The message for labels, as (line, '"id"' or '"id" epoch N'), that
-    name no run of `where`."""
-    shown = ", ".join(f"{name} (line {line})" for line, name in unmatched[:5])
-    more = f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else ""
-    counted = (
-        "1 label names" if len(unmatched) == 1 else f"{len(unmatched)} labels name"
-    )
-    return (
-        f"{counted} no run of {where}: {shown}{more}. "
-        'Sample ids match exactly, type included ("1" is not 1).'
-    )
-
-
 def _parse_line(path: str, number: int, line: str) -> tuple[SampleId, int | None, bool]:
-    def fail(problem: str, field: str | None = None) -> NoReturn:
-        raise LabelsError(path, number, problem, field=field)
-
     record = json_object(path, number, line, "label", LabelsError)
-    if "id" not in record:
-        fail("no 'id' field", "id")
-    sample_id = record["id"]
-    if not _is_sample_id(sample_id):
-        got = quote(sample_id, 80)
-        fail(f"'id' must be a non-empty string or an integer, got {got}", "id")
-    if isinstance(sample_id, str) and has_lone_surrogate(sample_id):
-        fail(
-            f"'id' {quote(sample_id, 80)} holds a lone surrogate, which no "
-            "sample id can; sample ids must be valid Unicode text",
+    sample_id, epoch, correct = (
+        record.get("id"),
+        record.get("epoch"),
+        record.get("correct"),
+    )
+    shown = quote(sample_id, 80)
+    # Inspect sample ids are strings or integers; `true` is not the id 1.
+    rules = [
+        ("id", "id" not in record, "no 'id' field"),
+        (
             "id",
-        )
-    shown_id = quote(sample_id, 80)
-    if "correct" not in record:
-        fail(f"no 'correct' field for id {shown_id}", "correct")
-    correct = record["correct"]
-    if type(correct) is not bool:
-        fail(
-            f"'correct' must be true or false for id {shown_id}, "
-            f"got {quote(correct, 80)}; labels are never guessed",
+            sample_id == "" or type(sample_id) not in (str, int),
+            f"'id' must be a non-empty string or an integer, got {shown}",
+        ),
+        (
+            "id",
+            isinstance(sample_id, str) and has_lone_surrogate(sample_id),
+            f"'id' {shown} holds a lone surrogate, which no sample id can; "
+            "sample ids must be valid Unicode text",
+        ),
+        ("correct", "correct" not in record, f"no 'correct' field for id {shown}"),
+        (
             "correct",
-        )
-    epoch = record.get("epoch")
-    if "epoch" in record and (type(epoch) is not int or epoch < 1):
-        fail(
-            f"'epoch' must be a positive integer for id {shown_id}, "
-            f"got {quote(epoch, 80)}; leave it out to label every epoch",
+            type(correct) is not bool,
+            f"'correct' must be true or false for id {shown}, got "
+            f"{quote(correct, 80)}; labels are never guessed",
+        ),
+        (
             "epoch",
-        )
-    return sample_id, epoch, correct
-
-
-__all__ = ["EpochKey", "LabelsError", "SampleId", "StaffLabels"]
+            "epoch" in record and (type(epoch) is not int or epoch < 1),
+            f"'epoch' must be a positive integer for id {shown}, got "
+            f"{quote(epoch, 80)}; leave it out to label every epoch",
+        ),
+    ]
+    for field_name, broken, problem in rules:
+        if broken:
+            raise LabelsError(path, number, problem, field=field_name)
+    return record["id"], epoch, record["correct"]

@@ -1,6 +1,5 @@
-"""JSON Lines as tracegrade reads them: every reader goes through here, so a
-line is numbered, skipped as blank or refused one way (docs/cli.md, "Every
-line is accounted for"); lines end as text-mode Python ends them."""
+"""JSON Lines as every tracegrade reader reads them: numbered, skipped as blank
+or refused one way (docs/cli.md, "Every line is accounted for")."""
 
 from __future__ import annotations
 
@@ -8,7 +7,7 @@ import io
 import json
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -20,9 +19,7 @@ if TYPE_CHECKING:
 
 JSON_WHITESPACE = " \t\r\n"
 
-MAX_DEPTH = 100
-"""Deepest nesting a line may have: far beyond any real record, below what
-Inspect's log writer can serialise (about 250 levels, less the log's own)."""
+MAX_DEPTH = 100  # far beyond any record, below what Inspect's writer can nest
 
 # Undecodable bytes are read as lone surrogates in U+DC80..U+DCFF
 # ("surrogateescape"); strict UTF-8 can never produce them.
@@ -34,18 +31,14 @@ class UnsupportedJSON(ValueError):
     """Valid JSON that tracegrade cannot carry into an Inspect log."""
 
 
-MALFORMED_JSON = "malformed-json"
-"""A line that is not JSON, or not UTF-8 text."""
-UNSUPPORTED_JSON = "unsupported-json"
-"""JSON that no Inspect log can hold (`UnsupportedJSON`)."""
+MALFORMED_JSON = "malformed-json"  # not JSON, or not UTF-8 text
+UNSUPPORTED_JSON = "unsupported-json"  # JSON no Inspect log can hold
 NOT_AN_OBJECT = "not-an-object"
-"""JSON that is not an object."""
 
 
 class LineError(Exception):
-    """Input a reader of JSON Lines refuses, named by file, line (None: the
-    whole file) and field (None: no one field): the one base of `DatasetError`,
-    `LabelsError` and `InputFileError`, so every reader names a fault alike."""
+    """Input a reader refuses, named by file, line (None: the whole file) and
+    field: the base of every reader's error."""
 
     def __init__(
         self,
@@ -62,12 +55,10 @@ class LineError(Exception):
         self.field = field
         self.kind = kind
         where = path if line is None else f"{path}, line {line}"
-        # Typed loosely: subclasses are also Inspect's PrerequisiteError,
-        # whose `message` is any rich renderable.
+        # Any: some subclasses are also Inspect's PrerequisiteError, whose
+        # `message` is any renderable and which keeps no args.
         self.message: Any = f"{where}: {problem}"
         super().__init__(self.message)
-        # Inspect's PrerequisiteError, a base of some, keeps no args: the
-        # message is what the error says, whichever base comes next.
         self.args = (self.message,)
 
 
@@ -78,9 +69,7 @@ _Error = TypeVar("_Error", bound=LineError)
 class RawLine:
     number: int
     text: str
-    bytes_read: int | None
-    """How far the file has been read, in buffer-sized steps, for a progress
-    bar; None for a stream (a pipe or FIFO), which cannot say."""
+    bytes_read: int | None  # for a progress bar; None from a pipe
 
 
 def read_lines(source: str | Path | Traversable) -> Iterator[RawLine]:
@@ -105,10 +94,8 @@ def read_lines(source: str | Path | Traversable) -> Iterator[RawLine]:
 def json_object(
     path: str, number: int, text: str, what: str, error: type[_Error]
 ) -> dict[str, Any]:
-    """The JSON object on line `number`, else `error` saying why, with its
-    kind: not UTF-8 or not JSON (`MALFORMED_JSON`), JSON no log can hold
-    (`UNSUPPORTED_JSON`), or not an object (`NOT_AN_OBJECT`; `what` names
-    what the line should be)."""
+    """The JSON object on line `number`, else `error` with its kind; `what`
+    names what the line should be."""
     problem = undecodable(text)
     if problem is not None:
         raise error(path, number, problem, kind=MALFORMED_JSON)
@@ -138,8 +125,7 @@ def json_object(
 def json_objects(
     source: str | Path | Traversable, what: str, error: type[_Error]
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Each non-blank line's object with its number, one line in memory at
-    a time (`json_object`); `OSError` as the file raises it."""
+    """Each non-blank line's object with its number (`json_object`)."""
     path = str(source)
     for raw in read_lines(source):
         if not is_blank(raw.text):
@@ -180,8 +166,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def _unique_keys_of_text(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """`_unique_keys`, refusing a key with a lone surrogate: Inspect escapes
-    one in a value, but no log can hold one in a key."""
+    """`_unique_keys`, refusing a key with a lone surrogate (no log can hold one)."""
     for key, _ in pairs:
         if has_lone_surrogate(key):
             raise UnsupportedJSON(
@@ -225,23 +210,19 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-_STRICT_DECODER = json.JSONDecoder(
-    object_pairs_hook=_unique_keys,
-    parse_constant=_reject_constant,
-    parse_float=_finite_float,
-    parse_int=_bounded_int,
-)
-"""Made once: `json.loads` with hooks builds a decoder per call, which
-costs as much as decoding a short record."""
-_KEY_CHECKING_DECODER = json.JSONDecoder(
-    object_pairs_hook=_unique_keys_of_text,
-    parse_constant=_reject_constant,
-    parse_float=_finite_float,
-    parse_int=_bounded_int,
-)
-"""For a line that may hold a lone surrogate: text read from UTF-8 can
-only hold one as an escape (`\\udc00`), so only such a line pays for
-looking at every key."""
+def _decoder(pairs_hook: Callable[[list[tuple[str, Any]]], dict[str, Any]]) -> Any:
+    return json.JSONDecoder(
+        object_pairs_hook=pairs_hook,
+        parse_constant=_reject_constant,
+        parse_float=_finite_float,
+        parse_int=_bounded_int,
+    )
+
+
+# Made once (`json.loads` with hooks builds one per call); text from UTF-8
+# holds a lone surrogate only as an escape, so only such a line's keys are checked.
+_STRICT_DECODER = _decoder(_unique_keys)
+_KEY_CHECKING_DECODER = _decoder(_unique_keys_of_text)
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 

@@ -11,9 +11,12 @@ import stat
 import sys
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from typing import IO, Any, NoReturn
+from typing import IO, Any
 
 PARTIAL_SUFFIX = ".partial"
+FileState = tuple[int, int, int, int]
+_BINARY = getattr(os, "O_BINARY", 0)
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY
 
 
 class OutputError(Exception):
@@ -21,11 +24,10 @@ class OutputError(Exception):
 
 
 class OutputAppeared(OutputError):
-    """The name was taken while the command ran; the file is kept as `kept`."""
+    """The name was taken while the command ran; ours is kept as `kept`."""
 
     def __init__(self, path: str, kept: str) -> None:
-        self.path = path
-        self.kept = kept
+        self.path, self.kept = path, kept
         super().__init__(
             f"{path!r} appeared while the command ran and was not replaced (pass "
             f"--force to replace it); what was written is kept as {kept!r}"
@@ -40,30 +42,36 @@ class StandardOutputFailed(OutputError):
     """Standard output could not be written (a full disk, a file too large)."""
 
 
+def _identity(path: str) -> tuple[int, int] | None:
+    with contextlib.suppress(OSError):
+        status = os.stat(path)
+        return status.st_dev, status.st_ino
+    return None
+
+
 def publish(temporary: str, final: str, *, replace: bool) -> None:
-    """Rename `temporary` to `final`; without `replace`, `FileExistsError`
-    if `final` exists, even since a moment ago (a hard link, or where there
-    are none, as on FAT, an exclusive create and a rename over that claim)."""
+    """Rename `temporary` to `final`; without `replace`, `FileExistsError` if
+    `final` exists: a hard link, or on FAT an exclusive create renamed over."""
     if replace:
-        os.replace(temporary, final)
-        return
+        return os.replace(temporary, final)
     try:
         os.link(temporary, final)
     except FileExistsError:
         raise
     except OSError:
-        claim = os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        claim = os.open(final, _NEW, 0o600)
         claimed = os.fstat(claim)
         os.close(claim)
         try:
             os.replace(temporary, final)
         except BaseException:
-            with contextlib.suppress(OSError):
-                if _identity(final) == (claimed.st_dev, claimed.st_ino):
+            if _identity(final) == (claimed.st_dev, claimed.st_ino):
+                with contextlib.suppress(OSError):
                     os.unlink(final)
             raise
-        return
+        return None
     os.unlink(temporary)
+    return None
 
 
 def sync_directory(directory: str) -> None:
@@ -76,29 +84,21 @@ def sync_directory(directory: str) -> None:
             os.close(handle)
 
 
-_outputs: list[tuple[str, str, tuple[int, int]]] = []
+_outputs: list[tuple[str, str, tuple[int, int] | None]] = []
 
 
 def publish_output(
     temporary: str, final: str, *, replace: bool, shown: str | None = None
 ) -> None:
     """`publish`, noting the file for `written_outputs`."""
-    status = os.stat(temporary)
-    _outputs.append((shown or final, final, (status.st_dev, status.st_ino)))
+    _outputs.append((shown or final, final, _identity(temporary)))
     publish(temporary, final, replace=replace)
 
 
 def written_outputs() -> list[str]:
-    """The outputs published by this process that are still there: told by
-    each name's file, so a signal a moment before or after a rename is right."""
-    found: list[str] = []
-    for shown, path, identity in _outputs:
-        if _identity(path) == identity and shown not in found:
-            found.append(shown)
-    return found
-
-
-FileState = tuple[int, int, int, int]
+    """The outputs published that are still there, told by each name's file,
+    so a signal just before or after a rename is right."""
+    return list(dict.fromkeys(s for s, p, i in _outputs if _identity(p) == i))
 
 
 def file_state(path: str) -> FileState:
@@ -107,10 +107,16 @@ def file_state(path: str) -> FileState:
     return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
 
 
+def _unchanged(path: str, expected: FileState) -> bool:
+    # Not by inode, which some FUSE drivers do not keep across a rename.
+    state = file_state(path)
+    return (state[0], *state[2:]) == (expected[0], *expected[2:])
+
+
 def replace_unless_changed(temporary: str, final: str, expected: FileState) -> None:
     """Rename `temporary` over `final` only if `final` still has state
-    `expected`, else `OutputChanged`; `final` is checked moved aside, so no
-    rewrite slips in between. Hold signals around it (`AtomicFile.held`)."""
+    `expected`, else `OutputChanged`; `final` is moved aside to be checked,
+    so no rewrite slips in between. Hold signals around it."""
     changed = OutputChanged(f"{final!r} was rewritten by another program")
     descriptor, aside = _create_beside(final, ".replaced")
     os.close(descriptor)
@@ -141,38 +147,20 @@ def replace_unless_changed(temporary: str, final: str, expected: FileState) -> N
     os.unlink(aside)
 
 
-def _unchanged(path: str, expected: FileState) -> bool:
-    """Not by inode, which some FUSE drivers do not keep across a rename."""
-    state = file_state(path)
-    return (state[0], *state[2:]) == (expected[0], *expected[2:])
-
-
 def _create_beside(final: str, suffix: str) -> tuple[int, str]:
-    """A new file `final.XXXXXXXX{suffix}`, with the mode any new file of
-    the user's gets (mkstemp's are private)."""
+    """A new file `final.XXXXXXXX{suffix}`, with the mode of any new file."""
     while True:
         name = f"{final}.{os.urandom(4).hex()}{suffix}"
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-        try:
-            return os.open(name, flags, 0o666), name
-        except FileExistsError:
-            continue
+        with contextlib.suppress(FileExistsError):
+            return os.open(name, _NEW, 0o666), name
 
 
 def describe_os_error(error: OSError) -> str:
     """One line for an `OSError`: what failed on which file."""
     reason = error.strerror or str(error)
-    if error.filename is not None:
-        return f"{reason}: {os.fsdecode(error.filename)!r}"
-    return reason
-
-
-def _identity(path: str) -> tuple[int, int] | None:
-    try:
-        status = os.stat(path)
-    except OSError:
-        return None
-    return status.st_dev, status.st_ino
+    if error.filename is None:
+        return reason
+    return f"{reason}: {os.fsdecode(error.filename)!r}"
 
 
 def is_stream(path: str) -> bool:
@@ -186,98 +174,77 @@ def is_stream(path: str) -> bool:
 
 def check_output(path: str, *, inputs: Iterable[str], option: str, force: bool) -> None:
     """Refuse to write `path` over an input (even through a link, even with
-    `force`), or over any file without `force`: `OutputError` naming `option`."""
+    `force`), or over any file without `force`: `OutputError`."""
+    said = f"{option} {path!r}"
     if not path:
         raise OutputError(f"{option} '' names no file; give a file name")
     if path.endswith(os.sep):
         raise OutputError(
-            f"{option} {path!r} ends in {os.sep}, as a directory does; give a file name"
+            f"{said} ends in {os.sep}, as a directory does; give a file name"
         )
     try:
         status = os.stat(path)
     except OSError as error:
         if error.errno == errno.ELOOP:
             raise OutputError(
-                f"{option} {path!r} is a loop of symbolic links; give a file"
+                f"{said} is a loop of symbolic links; give a file"
             ) from None
     else:
-        identity = status.st_dev, status.st_ino
         for source in inputs:
-            if _identity(source) == identity:
-                same_name = os.path.abspath(path) == os.path.abspath(source)
-                how = "" if same_name else " (the same file, through a link)"
+            if _identity(source) == (status.st_dev, status.st_ino):
+                same = os.path.abspath(path) == os.path.abspath(source)
+                how = "" if same else " (the same file, through a link)"
                 raise OutputError(
-                    f"{option} {path!r} is the input {source!r}{how}; writing it "
+                    f"{said} is the input {source!r}{how}; writing it "
                     "would destroy the input, so choose another file"
                 )
         if stat.S_ISDIR(status.st_mode):
-            raise OutputError(f"{option} {path!r} is a directory, not a file")
+            raise OutputError(f"{said} is a directory, not a file")
         if not force and stat.S_ISREG(status.st_mode):
-            raise OutputError(
-                f"{option} {path!r} already exists; pass --force to replace it"
-            )
+            raise OutputError(f"{said} already exists; pass --force to replace it")
     directory = os.path.dirname(os.path.realpath(path)) or "."
     if not os.path.isdir(directory):
-        raise OutputError(
-            f"{option} {path!r}: the directory {directory!r} does not exist"
-        )
-
-
-_STREAMS = {1: "standard output", 2: "standard error"}
+        raise OutputError(f"{said}: the directory {directory!r} does not exist")
 
 
 def check_standard_streams(inputs: Iterable[str]) -> None:
     """Refuse stdout or stderr redirected into an input: `OutputError`, whose
     message is first pointed away from the input (to stdout, or nowhere)."""
-    identities: dict[tuple[int, int], str] = {}
-    for source in inputs:
-        if (identity := _identity(source)) is not None:
-            identities.setdefault(identity, source)
+    identities = {_identity(source): source for source in reversed(list(inputs))}
     found: dict[int, str] = {}
-    for descriptor in _STREAMS:
-        try:
+    for descriptor in (1, 2):
+        with contextlib.suppress(OSError):  # closed: nothing goes there
             status = os.fstat(descriptor)
-        except OSError:
-            continue  # closed: nothing will be written there
-        same = identities.get((status.st_dev, status.st_ino))
-        if stat.S_ISREG(status.st_mode) and same is not None:
-            found[descriptor] = same
+            same = identities.get((status.st_dev, status.st_ino))
+            if stat.S_ISREG(status.st_mode) and same is not None:
+                found[descriptor] = same
     if not found:
         return
     if 2 in found:
         os.dup2(os.open(os.devnull, os.O_WRONLY) if 1 in found else 1, 2)
     descriptor, source = next(iter(found.items()))
+    stream = "standard output" if descriptor == 1 else "standard error"
     raise OutputError(
-        f"{_STREAMS[descriptor]} is the input {source!r} (redirected into it); "
-        "the command would write into the file it reads, so redirect it elsewhere"
+        f"{stream} is the input {source!r} (redirected into it); the command "
+        "would write into the file it reads, so redirect it elsewhere"
     )
 
 
 def _not_written(path: str, error: OSError) -> OutputError:
-    return OutputError(
-        f"cannot write {path!r} ({error.strerror or error}); nothing was written"
-    )
+    reason = error.strerror or error
+    return OutputError(f"cannot write {path!r} ({reason}); nothing was written")
 
 
 class _NamedFile(io.FileIO):
     """A file whose failed writes name the output (a bare ENOSPC names none)."""
 
-    def __init__(self, descriptor: int, shown: str) -> None:
-        super().__init__(descriptor, "wb")
-        self.shown = shown
+    shown = ""
 
     def write(self, data: Any) -> int:
         try:
             return super().write(data)
         except OSError as error:
             raise OSError(error.errno, error.strerror, self.shown) from None
-
-
-def _named_handle(descriptor: int, shown: str, *, binary: bool) -> IO[Any]:
-    buffered = io.BufferedWriter(_NamedFile(descriptor, shown))
-    if binary:
-        return buffered
-    return io.TextIOWrapper(buffered, encoding="utf-8", newline="\n")
 
 
 class AtomicFile:
@@ -294,20 +261,22 @@ class AtomicFile:
         unless_changed: FileState | None = None,
         held: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
     ) -> None:
-        self.path = path
-        self.replace = replace
+        self.path, self.replace, self.held = path, replace, held
         self.unless_changed = unless_changed  # see replace_unless_changed
-        self.held = held
         self.streaming = is_stream(path)
         self.temporary: str | None = None
         if self.streaming:
-            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _BINARY
             descriptor = os.open(path, flags, 0o666)
-        else:
-            # Through a symbolic link, the file it points to is replaced.
+        else:  # through a symbolic link, the file it points to is replaced
             self._final = os.path.realpath(path)
             descriptor, self.temporary = _create_beside(self._final, PARTIAL_SUFFIX)
-        self.handle = _named_handle(descriptor, path, binary=binary)
+        raw = _NamedFile(descriptor, "wb")
+        raw.shown = path
+        buffered = io.BufferedWriter(raw)
+        self.handle: IO[Any] = (
+            buffered if binary else io.TextIOWrapper(buffered, "utf-8", newline="\n")
+        )
 
     def flush_to_disk(self) -> None:
         """Write everything and fsync, so that `commit` only renames."""
@@ -320,7 +289,7 @@ class AtomicFile:
 
     def commit(self) -> None:
         """Give the file its final name; `OutputAppeared` if the name was
-        taken meanwhile without `replace` (the file is then kept)."""
+        taken meanwhile without `replace` (ours is then kept)."""
         self.flush_to_disk()
         self.handle.close()
         if self.temporary is None:
@@ -365,17 +334,14 @@ class AtomicFile:
         try:
             write(written.handle)
             written.commit()
-        except OSError as error:
+        except BaseException as error:
             written.discard()
-            raise _not_written(path, error) from None
-        except BaseException:
-            written.discard()
+            if isinstance(error, OSError):
+                raise _not_written(path, error) from None
             raise
 
     def write_with(
-        self,
-        write: Callable[[str], object],
-        before_commit: Callable[[], None] = lambda: None,
+        self, write: Callable[[str], object], before_commit: Callable[[], None]
     ) -> None:
         """Fill the file by `write(temporary path)` (a writer that opens the
         path, as `write_eval_log`), then commit unless `before_commit` raises."""
@@ -387,11 +353,8 @@ class AtomicFile:
         os.unlink(self.temporary)
         try:
             write(self.temporary)
-        except OSError as error:
-            raise _not_written(self.path, error) from None
-        self.handle = open(self.temporary, "ab")  # noqa: SIM115
-        before_commit()
-        try:
+            self.handle = open(self.temporary, "ab")  # noqa: SIM115
+            before_commit()
             self.commit()
         except OSError as error:
             raise _not_written(self.path, error) from None
@@ -401,66 +364,51 @@ class AtomicFile:
         it runs while another error is reported."""
         with contextlib.suppress(OSError):
             self.handle.close()
-        if self.temporary is None:
-            return None
-        try:
-            os.unlink(self.temporary)
-        except FileNotFoundError:
-            pass
-        except OSError:
-            return self.temporary
+        if self.temporary is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.temporary)
+            if os.path.lexists(self.temporary):
+                return self.temporary
         self.temporary = None
         return None
 
 
-class _CheckedStandardOutput(io.RawIOBase):
-    """Descriptor 1, written whole or failing with `StandardOutputFailed`:
-    unbuffered Python ignores short writes. A regular file is first cut back
-    to where it began, so no part passes for the whole."""
+class _CheckedStandardOutput(io.FileIO):
+    """Descriptor 1 written whole or `StandardOutputFailed` (unbuffered Python
+    ignores short writes); a regular file is first cut back to where it began."""
 
-    def __init__(self, descriptor: int) -> None:
-        super().__init__()
-        self.descriptor = descriptor
-        status = os.fstat(descriptor)
+    def __init__(self) -> None:
+        super().__init__(1, "w", closefd=False)
+        status = os.fstat(1)
         self.regular = stat.S_ISREG(status.st_mode)
         # `>>` leaves the position at 0 until the first write.
-        self.start = (
-            max(os.lseek(descriptor, 0, os.SEEK_CUR), status.st_size)
-            if self.regular
-            else 0
-        )
+        self.start = max(self.tell(), status.st_size) if self.regular else 0
         self.failed = False
-
-    def writable(self) -> bool:
-        return True
-
-    def fileno(self) -> int:
-        return self.descriptor
 
     def write(self, data: Any) -> int:
         view = memoryview(data).cast("B")
         size = len(view)
-        while view and not self.failed:
+        while view and not self.failed:  # once failed, the command is ending
+            reason = "nothing could be written"
             try:
-                written = os.write(self.descriptor, view)
+                written = super().write(view)
             except BrokenPipeError:
                 raise  # the reader stopped early, which the command says
             except OSError as error:
-                self._fail(error.strerror or str(error))
-            if written == 0:
-                self._fail("nothing could be written")
+                written, reason = 0, error.strerror or str(error)
+            if not written:
+                self.failed = True
+                left = "what was written to it is incomplete"
+                if self.regular:
+                    left = "what it holds is incomplete"
+                    with contextlib.suppress(OSError):
+                        os.ftruncate(1, self.start)
+                        left = "it was cut back to what it held before the command"
+                raise StandardOutputFailed(
+                    f"cannot write standard output ({reason}); {left}"
+                )
             view = view[written:]
         return size
-
-    def _fail(self, reason: str) -> NoReturn:
-        self.failed = True  # further writes are dropped: the command is ending
-        left = "what was written to it is incomplete"
-        if self.regular:
-            left = "what it holds is incomplete"
-            with contextlib.suppress(OSError):
-                os.ftruncate(self.descriptor, self.start)
-                left = "it was cut back to what it held before the command"
-        raise StandardOutputFailed(f"cannot write standard output ({reason}); {left}")
 
 
 _standard_output: _CheckedStandardOutput | None = None
@@ -479,13 +427,11 @@ def check_standard_output() -> None:
     except (OSError, ValueError, io.UnsupportedOperation):
         return
     stream.flush()
-    raw = _CheckedStandardOutput(1)
-    buffer: Any = raw if stream.write_through else io.BufferedWriter(raw)
+    _standard_output = raw = _CheckedStandardOutput()
     sys.stdout = io.TextIOWrapper(
-        buffer,
+        raw if stream.write_through else io.BufferedWriter(raw),
         encoding=stream.encoding,
         errors=stream.errors,
         line_buffering=stream.line_buffering,
         write_through=stream.write_through,
     )
-    _standard_output = raw

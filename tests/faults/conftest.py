@@ -5,6 +5,7 @@ a guessed delay."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -32,18 +33,14 @@ from tracegrade.cli.labels import lock_path
 Key = TypeVar("Key", bound=Hashable)
 
 # Records enough that each phase a marker stands for lasts far longer than
-# a freeze takes; a machine too fast fails the test (`workload_too_small`).
+# a freeze takes (else `workload_too_small`); `score` writing `.eval` deflates
+# each record, so it needs fewer.
 SIGNAL_RECORDS = 6_000
-# For `score` writing an `.eval` log, which deflates each record as it goes.
 SHORT_SIGNAL_RECORDS = SIGNAL_RECORDS // 2
-# Names a reader takes for a finished output; anything else left must end
-# in `.partial`.
-FINAL_SUFFIXES = (".json", ".eval", ".jsonl", ".html")
-# Between two looks at /proc; less often before the input is opened or
-# while the mark is still far.
+FINAL_SUFFIXES = (".json", ".eval", ".jsonl", ".html")  # else `.partial`
+# Between two looks at /proc: tightly only within TIGHT_WITHIN of the mark.
 POLL_SECONDS = 0.0005
 STARTING_POLL_SECONDS = 0.005
-# The share of the input before a mark from which a watch polls tightly.
 TIGHT_WITHIN = 0.05
 
 
@@ -107,8 +104,7 @@ def write_stage_log(folder: Path, count: int) -> Path:
 
 
 def write_labels(path: Path, count: int, every: int) -> None:
-    """Staff labels for the runs of `write_stage_records`: every `every`th
-    one correct."""
+    """Staff labels for `write_stage_records`: every `every`th one correct."""
     path.write_text(
         "".join(
             json.dumps({"id": f"run-{number}", "correct": number % every == 0}) + "\n"
@@ -119,7 +115,6 @@ def write_labels(path: Path, count: int, every: int) -> None:
 
 @pytest.fixture(scope="session")
 def signal_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`SIGNAL_RECORDS` stage records, written once per session."""
     path = tmp_path_factory.mktemp("signal-input") / "runs.jsonl"
     write_stage_records(path, SIGNAL_RECORDS)
     return path
@@ -127,7 +122,6 @@ def signal_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def short_signal_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`SHORT_SIGNAL_RECORDS` stage records, written once per session."""
     path = tmp_path_factory.mktemp("short-signal-input") / "runs.jsonl"
     write_stage_records(path, SHORT_SIGNAL_RECORDS)
     return path
@@ -159,8 +153,7 @@ def ended_before(process: CommandProcess, what: str) -> NoReturn:
 
 
 def process_state(pid: int) -> str | None:
-    """The state letter of /proc/PID/stat (R, S, D, T, Z...); None once the
-    process is gone (reaped)."""
+    """The state letter of /proc/PID/stat; None once the process is reaped."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -174,67 +167,42 @@ class InputWatch:
     (`score`, `check`): its descriptor's position, from /proc/PID/fdinfo."""
 
     def __init__(self, process: CommandProcess, path: Path) -> None:
-        self.process = process
-        self.pid = process.pid
-        self.path = path.resolve()
-        self.size = path.stat().st_size
+        self.process, self.pid = process, process.pid
+        self.path, self.size = path.resolve(), path.stat().st_size
         self.opened = False
-        self._fd: str | None = None  # where it was last seen open
 
     def position(self) -> int | None:
-        """The read position in the file (of the first descriptor found, if
-        the process has several), or None while the process does not have it
-        open (not yet, or no longer: see `opened`)."""
-        if self._fd is not None:
-            position = self._position_through(self._fd)
-            if position is not None:
-                return position  # one look: a tight poll stays cheap
-        try:
-            descriptors = os.listdir(f"/proc/{self.pid}/fd")
-        except OSError:
-            descriptors = []  # the process is gone
-        for fd in descriptors:
-            position = self._position_through(fd)
-            if position is not None:
-                self._fd = fd
-                self.opened = True
-                return position
-        self._fd = None
+        """The read position; None while the file is not (or no longer) open."""
+        with contextlib.suppress(OSError):  # the process is gone
+            for fd in os.listdir(f"/proc/{self.pid}/fd"):
+                with contextlib.suppress(OSError):  # closed meanwhile
+                    if os.readlink(f"/proc/{self.pid}/fd/{fd}") == str(self.path):
+                        info = Path(f"/proc/{self.pid}/fdinfo/{fd}").read_bytes()
+                        self.opened = True
+                        return int(info.split(b"pos:", 1)[1].split()[0])
         return None
-
-    def _position_through(self, fd: str) -> int | None:
-        try:
-            if os.readlink(f"/proc/{self.pid}/fd/{fd}") != str(self.path):
-                return None
-            with open(f"/proc/{self.pid}/fdinfo/{fd}", "rb") as info:
-                return int(info.read().split(b"pos:", 1)[1].split()[0])
-        except OSError:
-            return None  # closed meanwhile
 
     def wait_until_past(
         self, fraction: float, timeout: float = 300.0, *, tight_within: float = 1.0
     ) -> None:
-        """Return as soon as the process has read `fraction` of the file,
-        polling tightly only within `tight_within` of the mark."""
+        """Return once the process has read `fraction` of the file."""
         target = fraction * self.size
         self._wait(
             lambda position: position is not None and position >= target,
             f"{fraction:.0%} of {self.path.name}",
             timeout,
-            tight_from=target - tight_within * self.size,
+            target - tight_within * self.size,
         )
 
     def wait_until_closed(
         self, timeout: float = 300.0, *, tight_within: float = 1.0
     ) -> None:
-        """Return as soon as the process has read the file and closed it:
-        it is past its line loop, writing its outputs. Polls are tight
-        within `tight_within` of the file's end (see `wait_until_past`)."""
+        """Return once the process has read the file and closed it."""
         self._wait(
             lambda position: position is None and self.opened,
             f"the closing of {self.path.name}",
             timeout,
-            tight_from=(1 - tight_within) * self.size,
+            (1 - tight_within) * self.size,
         )
 
     def _wait(
@@ -245,30 +213,21 @@ class InputWatch:
         tight_from: float,
     ) -> None:
         deadline = time.monotonic() + timeout
-        while True:
-            position = self.position()
-            if reached(position):
-                return
+        while not reached(position := self.position()):
             if process_state(self.pid) in (None, "Z"):
                 ended_before(self.process, what)
             if time.monotonic() > deadline:
                 pytest.fail(f"no sign of {what} after {timeout:.0f} s")
-            # Once read and closed the file is past any mark: tight, too.
             near = self.opened and (position is None or position >= tight_from)
             time.sleep(POLL_SECONDS if near else STARTING_POLL_SECONDS)
 
     def assert_mid_input(self) -> None:
-        """The file still open and not read to its end: the process is in
-        its line loop. Checked while it is frozen, this holds when the
-        signal sent then arrives."""
+        """The file still open and not read to its end (checked frozen)."""
         position = self.position()
-        if position is None:
-            workload_too_small(f"{self.path.name} was already closed when frozen")
-        if position >= self.size:
-            workload_too_small(f"{self.path.name} was already read whole when frozen")
+        if position is None or position >= self.size:
+            workload_too_small(f"{self.path.name} was read whole when frozen")
 
     def assert_closed(self) -> None:
-        """The file read and closed, not opened again."""
         assert self.opened and self.position() is None, self.path
 
 
@@ -292,8 +251,7 @@ def holds_lock(pid: int, log: Path) -> bool:
 
 @contextmanager
 def _promptly() -> Iterator[None]:
-    """This thread ahead of ordinary processes (nice -10, as root) for the
-    block, so that it freezes a process promptly after its marker."""
+    """This thread at nice -10 (as root), to freeze promptly after a marker."""
     before = os.getpriority(os.PRIO_PROCESS, 0)
     try:
         os.setpriority(os.PRIO_PROCESS, 0, -10)
@@ -306,7 +264,7 @@ def _promptly() -> Iterator[None]:
         os.setpriority(os.PRIO_PROCESS, 0, before)
 
 
-def _wait_stopped(pid: int, timeout: float) -> bool:
+def wait_stopped(pid: int, timeout: float = 60.0) -> bool:
     """Wait until the process shows it is stopped; False if it has ended."""
     deadline = time.monotonic() + timeout
     while (state := process_state(pid)) not in ("T", "t"):
@@ -331,7 +289,7 @@ def frozen(
         once()
         process.send_signal(signal.SIGSTOP)
     try:
-        if not _wait_stopped(pid, timeout):
+        if not wait_stopped(pid, timeout):
             ended_before(process, "it could be frozen")
         yield
     finally:
@@ -341,9 +299,8 @@ def frozen(
 def signal_mid_input(
     process: CommandProcess, path: Path, signum: int, fraction: float
 ) -> None:
-    """Send `signum` to `process` once it has read `fraction` of `path`, while
-    it is still reading it: frozen at the marker, checked, signalled,
-    continued."""
+    """Send `signum` once `process` has read `fraction` of `path`, frozen
+    there and checked still reading."""
     watch = InputWatch(process, path)
     wait = partial(watch.wait_until_past, fraction, tight_within=TIGHT_WITHIN)
     with frozen(process, once=wait):
@@ -352,8 +309,7 @@ def signal_mid_input(
 
 
 def assert_still_writing(directory: Path, before: dict[str, str]) -> None:
-    """Outputs begun under `.partial` names and none under its final name
-    yet: the run has not finished. For a frozen process."""
+    """Outputs begun under `.partial` names, none final yet (frozen process)."""
     names = {str(path.relative_to(directory)) for path in directory.rglob("*")}
     new = names - set(before)
     final = sorted(name for name in new if name.endswith(FINAL_SUFFIXES))
@@ -367,8 +323,7 @@ def assert_still_writing(directory: Path, before: dict[str, str]) -> None:
 
 
 class CommandRun(NamedTuple):
-    """A command of `runs_in_one_interpreter`: its directory, what the
-    directory held before the command ran (`snapshot`), how it ended."""
+    """A command's directory, its `snapshot` before the command, its end."""
 
     work: Path
     before: dict[str, str]
@@ -378,9 +333,7 @@ class CommandRun(NamedTuple):
 def runs_in_one_interpreter(
     commands: Mapping[Key, StreamedCommand], folder: Path
 ) -> dict[Key, CommandRun]:
-    """`commands_in_one_interpreter` of `commands`, keyed as they are, each
-    command's directory snapshotted first: for a test that the command
-    left its directory as it found it."""
+    """`commands_in_one_interpreter`, keyed, each directory snapshotted first."""
     befores = {key: snapshot(command.cwd) for key, command in commands.items()}
     done = commands_in_one_interpreter(list(commands.values()), folder)
     return {

@@ -24,7 +24,7 @@ import pytest
 from inspect_ai.log import read_eval_log
 
 from tests.commands import run_tracegrade
-from tests.faults.conftest import one_clear_line, write_stage_records
+from tests.faults.conftest import write_stage_records
 from tracegrade.outputs import publish
 
 pytestmark = pytest.mark.skipif(
@@ -135,19 +135,6 @@ def test_every_output_is_written_there(folder: Path, tmp_path: Path) -> None:
         "report.html",
         "results.jsonl",
     ]
-
-
-def test_an_existing_output_is_refused_there_too(folder: Path, tmp_path: Path) -> None:
-    write_stage_records(tmp_path / "runs.jsonl", 20)
-    (folder / "results.jsonl").write_text("precious\n")
-    done = run_tracegrade(
-        *("score", "stage_diagnosis", "runs.jsonl"),
-        *("--log-dir", "logs", "--out", str(folder / "results.jsonl")),
-        cwd=tmp_path,
-    )
-    assert done.returncode == 2, done.stderr
-    assert "already exists; pass --force" in one_clear_line(done.stderr)
-    assert (folder / "results.jsonl").read_text() == "precious\n"
 
 
 def test_a_file_that_appears_at_the_last_moment_is_never_replaced(

@@ -1,37 +1,30 @@
 """File-system faults: links, existing files, full and read-only disks, streams.
 
-Each output option of every command is tried against each fault. The
-answer is always one clear line on stderr, exit code 2, every input
-unchanged, and nothing left under an output's name.
+Each fault once per output path that differs. The answer is always one
+clear line on stderr, exit code 2, every input unchanged, and nothing left
+under an output's name.
 
 Commands run in this process through click (`run_tracegrade`), on real
-links, a real full or read-only tmpfs, a real named pipe. A fresh
-interpreter runs what needs a process of its own: a file size limit
-(`ulimit -f`: the commands under one run one after the other in one
-interpreter, `runs_in_one_interpreter`, each under its own limit), a pipe as
-its standard input (`tracegrade_process`).
+links, a real full or read-only tmpfs, a real named pipe.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import resource
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.commands import StreamedCommand, run_tracegrade, tracegrade_process
+from tests.commands import run_tracegrade
 from tests.faults.conftest import (
-    CommandRun,
     assert_no_final_outputs,
     digest,
     mounted_tmpfs,
     needs_mount,
     one_clear_line,
-    runs_in_one_interpreter,
     snapshot,
     write_stage_records,
 )
@@ -97,23 +90,18 @@ def _refused(work: Path, args: list[str], target: str, said: str) -> None:
     assert snapshot(work) == before
 
 
-@pytest.mark.parametrize("command", [0, 1, 2, 3])
+@pytest.mark.parametrize("command", [0, 3])
 def test_no_output_option_writes_over_its_input_by_any_name(
     work: Path, command: int
 ) -> None:
     args, source = _commands(work)[command]
     (work / "hard").hardlink_to(work / source)
     (work / "soft").symlink_to(work / source)
-    tries = [
-        (target, force)
-        for target in (source, "hard", "soft", f"./{source}")
-        for force in ([], ["--force"])
-    ]
-    for target, force in tries:
+    for target, force in ((f"./{source}", []), ("hard", ["--force"]), ("soft", [])):
         _refused(work, [*args[:-1], *force, args[-1]], target, "is the input")
 
 
-@pytest.mark.parametrize("command", [0, 1, 2, 3])
+@pytest.mark.parametrize("command", [0, 3])
 def test_an_existing_file_is_replaced_only_with_force(work: Path, command: int) -> None:
     args, _ = _commands(work)[command]
     (work / "filled.jsonl").write_text('{"id": "staff", "correct": true}\n')
@@ -150,15 +138,23 @@ def test_a_link_to_an_output_is_followed_and_the_link_kept(work: Path) -> None:
     [
         (["--out", "missing/results.jsonl"], "does not exist"),
         (["--log-dir", "runs.jsonl/logs"], "a file stands in its path"),
-        (["--out", "logs"], "is a directory"),
+        (["--out", "logs"], "is a directory, not a file"),
+        (["--out", "loop"], "is a loop of symbolic links"),
+        (["--out", ""], "names no file"),
+        (["--out", "newdir/"], "ends in /, as a directory does"),
     ],
 )
 def test_unwritable_output_paths_are_one_line_before_anything_runs(
     work: Path, args: list[str], said: str
 ) -> None:
+    (work / "loop").symlink_to("loop-other")
+    (work / "loop-other").symlink_to("loop")
     _refused(
         work, ["score", "stage_diagnosis", "runs.jsonl", *args[:-1]], args[-1], said
     )
+    # Nothing in the parent directory either.
+    assert not (work / "newdir").exists()
+    assert not list(work.parent.glob("*.partial"))
 
 
 @needs_mount
@@ -183,17 +179,11 @@ def test_a_read_only_file_system_is_one_line(work: Path, args: list[str]) -> Non
 @pytest.mark.parametrize(
     ("log_format", "where", "size"),
     [
-        # 3,000 records give a .eval log of about 2.4 MB (1.8 MB of samples,
-        # then the summaries, header and central directory, copied from
-        # spools of about 0.4 MB) and 0.7 MB of results beside it: the disk
-        # fills while samples are written, and while the log is finished.
+        # 3,000 records give a .eval log of about 2.4 MB and 0.7 MB of
+        # results: the disk fills while samples are written, while the log
+        # is finished, and under the results.
         ("eval", "log-dir", "64k"),
         ("eval", "log-dir", "2700k"),
-        # As .json they spool about 3.8 MB and give a log of the same size:
-        # the disk fills while spooling, and once the log is written beside
-        # its spool, while results stream.
-        ("json", "log-dir", "64k"),
-        ("json", "log-dir", "5m"),
         ("eval", "out", "64k"),
     ],
 )
@@ -224,101 +214,6 @@ def test_a_full_disk_leaves_nothing_and_says_so_once(
     assert digest(tmp_path / "runs.jsonl") == input_digest
 
 
-@needs_mount
-def test_a_full_disk_under_parquet_results_leaves_nothing(tmp_path: Path) -> None:
-    """10,000 records give about 130 kB of Parquet results, written a row
-    group of 8,192 (about 105 kB) at a time: the disk fills at the last,
-    with the footer, after a row group was written."""
-    write_stage_records(tmp_path / "runs.jsonl", 10_000)
-    input_digest = digest(tmp_path / "runs.jsonl")
-    with mounted_tmpfs(tmp_path / "mnt", "size=112k"):
-        done = run_tracegrade(
-            "score",
-            "stage_diagnosis",
-            "runs.jsonl",
-            "--log-dir",
-            "logs",
-            "--out",
-            "mnt/results.parquet",
-            "--results-format",
-            "parquet",
-            cwd=tmp_path,
-        )
-
-        assert done.returncode == 2, done.stderr
-        line = one_clear_line(done.stderr)
-        assert "No space left on device" in line
-        assert "no log or results were written" in line
-        assert list((tmp_path / "mnt").iterdir()) == []
-        assert not any((tmp_path / "logs").iterdir())
-    assert digest(tmp_path / "runs.jsonl") == input_digest
-
-
-SCORE_FILE_SIZE_LIMITS = (10_000, 2_000_000)
-APPLY_OUTS = {"in place": (), "--out": ("--out", "labelled.eval")}
-
-
-@pytest.fixture(scope="module")
-def file_size_limited(
-    tmp_path_factory: pytest.TempPathFactory, scored_folder: Path
-) -> dict[object, CommandRun]:
-    """`score` under two file size limits (`ulimit -f`) and `labels apply`
-    under one, in place and to --out, each command in a directory of its
-    own: one fresh interpreter runs them one after the other, each under
-    its own limit."""
-    commands: dict[object, StreamedCommand] = {}
-    for limit in SCORE_FILE_SIZE_LIMITS:
-        work = tmp_path_factory.mktemp(f"file-size-{limit}")
-        write_stage_records(work / "runs.jsonl", 3000)
-        commands[limit] = StreamedCommand(
-            ("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs"),
-            work,
-            soft_limits=((resource.RLIMIT_FSIZE, limit),),
-        )
-    for name, out in APPLY_OUTS.items():
-        work = tmp_path_factory.mktemp("file-size-apply")
-        shutil.copytree(scored_folder, work, dirs_exist_ok=True)
-        log = _log(work)
-        (work / "log.eval").hardlink_to(work / log)  # as `work` has it
-        size = (work / log).stat().st_size
-        commands[name] = StreamedCommand(
-            ("labels", "apply", log, "staff.jsonl", *out),
-            work,
-            soft_limits=((resource.RLIMIT_FSIZE, size // 2),),
-        )
-    return runs_in_one_interpreter(commands, tmp_path_factory.mktemp("file-size"))
-
-
-@pytest.mark.parametrize("limit", SCORE_FILE_SIZE_LIMITS)
-def test_a_file_size_limit_is_a_full_disk_too(
-    file_size_limited: dict[object, CommandRun], limit: int
-) -> None:
-    """`ulimit -f`: writes past the limit fail with EFBIG (Python ignores
-    SIGXFSZ), the way a full disk fails them, and need no root."""
-    work, before, done = file_size_limited[limit]
-
-    assert done.returncode == 2, done.stderr
-    line = one_clear_line(done.stderr)
-    assert "File too large" in line
-    assert "no log or results were written" in line
-    assert list((work / "logs").iterdir()) == []
-    assert snapshot(work) == before  # the input as it was, nothing beside it
-
-
-@pytest.mark.parametrize("out", sorted(APPLY_OUTS))
-def test_labels_apply_past_a_file_size_limit_leaves_the_log_whole(
-    file_size_limited: dict[object, CommandRun], out: str
-) -> None:
-    """The log is rewritten under a temporary name and renamed only when
-    complete: a write that fails leaves LOG as it was and nothing new."""
-    work, before, done = file_size_limited[out]
-
-    assert done.returncode == 2, done.stderr
-    assert "File too large" in one_clear_line(done.stderr)
-    assert_no_final_outputs(work, before)
-    assert snapshot(work) == before
-
-
 def test_labels_apply_refuses_a_stream_as_out(work: Path) -> None:
     _refused(
         work,
@@ -333,26 +228,14 @@ def _results(path: Path) -> list[dict[str, object]]:
     return [{**json.loads(line), "explanation": None} for line in lines]
 
 
-@pytest.mark.parametrize("how", ["fifo", "stdin"])
-def test_a_pipe_as_input_is_read_like_a_file(work: Path, how: str) -> None:
+def test_a_pipe_as_input_is_read_like_a_file(work: Path) -> None:
     # The results of runs.jsonl read as a file: those of the scored folder.
     (reference,) = (work / "logs").glob("*.results.jsonl")
     args = ("score", "stage_diagnosis")
     outputs = ("--log-dir", "b", "--out", "b.jsonl")
-    if how == "fifo":
-        os.mkfifo(work / "pipe")
-        feeder = subprocess.Popen(["sh", "-c", "cat runs.jsonl > pipe"], cwd=work)
-        done = run_tracegrade(*args, "pipe", *outputs, cwd=work)
-    else:
-        # `cat runs.jsonl | tracegrade score stage_diagnosis /dev/stdin`.
-        feeder = subprocess.Popen(
-            ["cat", "runs.jsonl"], cwd=work, stdout=subprocess.PIPE
-        )
-        assert feeder.stdout is not None
-        with feeder.stdout:
-            done = tracegrade_process(
-                *args, "/dev/stdin", *outputs, cwd=work, stdin=feeder.stdout.fileno()
-            )
+    os.mkfifo(work / "pipe")
+    feeder = subprocess.Popen(["sh", "-c", "cat runs.jsonl > pipe"], cwd=work)
+    done = run_tracegrade(*args, "pipe", *outputs, cwd=work)
     feeder.wait(timeout=60)
 
     assert done.returncode == 0, done.stderr
@@ -360,7 +243,7 @@ def test_a_pipe_as_input_is_read_like_a_file(work: Path, how: str) -> None:
 
 
 def test_an_empty_or_blank_input_leaves_no_stray_files(tmp_path: Path) -> None:
-    for name, text in [("empty.jsonl", ""), ("blank.jsonl", "\n  \n\t\r\n")]:
+    for name, text in [("blank.jsonl", "\n  \n\t\r\n")]:
         (tmp_path / name).write_text(text)
         before = snapshot(tmp_path)
         done = run_tracegrade(

@@ -9,21 +9,15 @@ parses must be graded or named; none may crash a reader.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from inspect_ai import eval as inspect_eval
-from inspect_ai.log import read_eval_log
 
 from tests.commands import (
-    StreamedCommand,
-    commands_in_one_interpreter,
-    run_inspect,
     run_tracegrade,
 )
-from tests.faults.conftest import one_clear_line
 from tracegrade import stage_diagnosis
 from tracegrade.datasets import DatasetError, read_fixture_cases
 
@@ -96,12 +90,8 @@ HOSTILE: list[tuple[str, str, str]] = [
     ),
     ("duplicate-key", '{"id": "k", "id": "l", "input": {}}', "malformed-json"),
     ("nan", _case("m", '{"correct": NaN}'), "malformed-json"),
-    ("file-separator", "\x1c", "malformed-json"),
     ("nbsp", "\u00a0", "malformed-json"),
-    ("ideographic-space", "\u3000", "malformed-json"),
     ("vertical-tab", "\x0b", "malformed-json"),
-    ("form-feed", "\x0c", "malformed-json"),
-    ("next-line", "\x85", "malformed-json"),
     ("json-whitespace", " \t ", "blank"),
     ("not-an-object", "[1, 2]", "not-a-fixture-line"),
 ]
@@ -194,96 +184,3 @@ def test_check_score_and_the_dataset_reader_agree_on_every_line(
         assert sample.scores is not None
         reason = sample.scores["stage_diagnosis"].reason or ""
         assert reason == scored[number] == verdict, name
-
-
-REFUSED_BY_INSPECT = {
-    "overflow-label": "out of range",
-    "deep-refused": "nested more than 100 levels deep",
-    "lone-surrogate-id": "lone surrogate",
-    "lone-surrogate-key": "lone surrogate",
-    "nbsp": "not valid JSON",
-}
-
-
-EVAL = ("eval", "tracegrade/stage_diagnosis", "-T")
-
-
-@pytest.fixture(scope="module")
-def inspect_refusals(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> dict[str, tuple[Path, subprocess.CompletedProcess[str]]]:
-    """`inspect eval` of a dataset whose line 2 is each refused line, and
-    one whose line 2 is not UTF-8, each in a directory of its own. What
-    Inspect prints of an error goes through the exception hook it sets
-    once per process, so not in this one: one fresh interpreter runs them
-    all, the first setting the hook as any first eval does."""
-    datasets = {}
-    for name in REFUSED_BY_INSPECT:
-        (line,) = [text for case, text, _ in HOSTILE if case == name]
-        folder = tmp_path_factory.mktemp(name)
-        datasets[name] = _write(folder / "runs.jsonl", [HOSTILE[0][1], line])
-    folder = tmp_path_factory.mktemp("invalid-utf8")
-    datasets["invalid-utf8"] = _write(
-        folder / "runs.jsonl", [HOSTILE[0][1]], INVALID_UTF8
-    )
-    evals = [
-        StreamedCommand(
-            [*EVAL, f"dataset={path}", "--log-dir", "logs"],
-            path.parent,
-            program="inspect",
-        )
-        for path in datasets.values()
-    ]
-    done = commands_in_one_interpreter(evals, tmp_path_factory.mktemp("inspect"))
-    return {
-        name: (path, result)
-        for (name, path), result in zip(datasets.items(), done, strict=True)
-    }
-
-
-@pytest.mark.parametrize(("name", "said"), sorted(REFUSED_BY_INSPECT.items()))
-def test_inspect_eval_names_the_line_without_a_traceback(
-    inspect_refusals: dict[str, tuple[Path, subprocess.CompletedProcess[str]]],
-    name: str,
-    said: str,
-) -> None:
-    path, result = inspect_refusals[name]
-
-    assert result.returncode != 0
-    message = one_clear_line(result.stdout + result.stderr)
-    assert message.startswith(f"{path}, line 2: ")
-    assert said in message
-    assert not (path.parent / "logs").exists()
-
-
-def test_invalid_utf8_through_inspect_eval_names_the_line(
-    inspect_refusals: dict[str, tuple[Path, subprocess.CompletedProcess[str]]],
-) -> None:
-    path, result = inspect_refusals["invalid-utf8"]
-
-    message = one_clear_line(result.stdout + result.stderr)
-    assert message == f"{path}, line 2: not valid UTF-8 text (byte 0xFF at column 10)"
-
-
-def test_a_clean_run_of_the_accepted_lines_logs_every_sample(tmp_path: Path) -> None:
-    accepted = [
-        line
-        for _, line, verdict in HOSTILE
-        if verdict not in ("blank", "malformed-json", "not-a-fixture-line")
-    ]
-    path = _write(tmp_path / "accepted.jsonl", accepted)
-    result = run_inspect(
-        "eval",
-        "tracegrade/stage_diagnosis",
-        "-T",
-        f"dataset={path}",
-        "--log-dir",
-        "logs",
-        "--log-format",
-        "json",
-        cwd=tmp_path,
-    )
-    (log_path,) = (tmp_path / "logs").glob("*.json")
-    log = read_eval_log(str(log_path))
-    assert log.status == "success", result.stderr
-    assert log.samples is not None and len(log.samples) == len(accepted)

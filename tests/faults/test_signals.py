@@ -1,43 +1,47 @@
-"""Signals at random points of a run leave nothing half-written.
+"""Real signals at random points of a run leave nothing half-written.
 
-`score`: SIGINT and SIGTERM remove what was begun and say so in one line;
-SIGKILL leaves only `.partial` names. `check`: its id database leaves no
-file, even on SIGKILL. Points are seeded by the test id; which signal comes
-when (in the line loop, or finishing) in which log format is all-pairs:
-
-    signal   when       format   test
-    SIGINT   loop       eval     caught
-    SIGINT   finishing  json     caught
-    SIGTERM  loop       json     caught
-    SIGTERM  finishing  eval     caught
-    SIGKILL  loop       json     sigkill
-    SIGKILL  finishing  eval     sigkill
+`score`: a caught signal removes what was begun and says so in one line,
+SIGKILL leaves only `.partial` names; `check`'s id database leaves no file;
+`labels apply` (in Inspect's event loop) ends unchanged, and two applies in
+one directory take turns. Points are seeded by the test id.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import random
+import shutil
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
 import pytest
+from inspect_ai.log import read_eval_log
 
-from tests.commands import start_tracegrade
+from tests.commands import CommandProcess, start_tracegrade
 from tests.faults.conftest import (
+    POLL_SECONDS,
     SHORT_SIGNAL_RECORDS,
     TIGHT_WITHIN,
     InputWatch,
     assert_no_final_outputs,
     assert_still_writing,
     digest,
+    ended_before,
     frozen,
+    holds_lock,
     one_clear_line,
     signal_mid_input,
     snapshot,
+    wait_stopped,
+    workload_too_small,
+    write_labels,
+    write_stage_log,
 )
 from tests.support import SUBPROCESS_ENV
 
@@ -48,29 +52,12 @@ pytestmark = pytest.mark.runs_long
 LOOP_FRACTIONS = (0.05, 0.6)
 
 # `eval` split into parts, so that several parts are open when the signal
-# comes (all of them while the logs are finished); `json` whole. Four
-# parts, not more: each part's header is built as Inspect builds an eval's
-# (its package distributions looked up afresh), a cost that grows with
-# the parts and proves nothing more past a few.
+# comes (all of them while the logs are finished).
 EVAL_PARTS = 4
-FORMATS = {
-    "eval": (
-        "--log-format",
-        "eval",
-        "--max-samples-per-log",
-        str(SHORT_SIGNAL_RECORDS // EVAL_PARTS),
-    ),
-    "json": ("--log-format", "json"),
-}
-
-
-def _records_for(log_format: str, signal_input: Path, short_input: Path) -> Path:
-    """What a `score` run reads: an `.eval` run the short input, since the
-    writer deflates each record it scores, so that its line loop and its
-    finishing still last longer than a `.json` run's of the full input; a
-    `.json` run the full input, whose log is written quickly enough that
-    fewer records would leave its finishing little longer than a freeze."""
-    return short_input if log_format == "eval" else signal_input
+EVAL_FORMAT = (
+    *("--log-format", "eval", "--max-samples-per-log"),
+    str(SHORT_SIGNAL_RECORDS // EVAL_PARTS),
+)
 
 
 def _loop_fraction(seed: str) -> float:
@@ -83,7 +70,6 @@ def _signal_score(
     signum: int,
     when: str,
     seed: str,
-    log_format: str,
 ) -> tuple[int, str, Path, dict[str, str]]:
     """Run `score`, send `signum` in the loop or while the logs are written."""
     work = tmp_path / "work"
@@ -100,7 +86,7 @@ def _signal_score(
         str(logs),
         "--out",
         str(work / "results.jsonl"),
-        *FORMATS[log_format],
+        *EVAL_FORMAT,
         cwd=work,
     )
     if when == "loop":
@@ -117,72 +103,45 @@ def _signal_score(
     return process.returncode, stderr, work, before
 
 
-# The caught half of the all-pairs design (module docstring): each signal
-# in the loop and finishing, with each format, and each point with each
-# format. SIGINT in the loop of an `.eval` run is the case that once hung
-# (a signal taken mid-exchange with the writer thread).
 @pytest.mark.parametrize(
-    ("signum", "exit_code", "said", "when", "log_format"),
-    [
-        (signal.SIGINT, 130, "interrupted (SIGINT)", "loop", "eval"),
-        (signal.SIGINT, 130, "interrupted (SIGINT)", "finishing", "json"),
-        (signal.SIGTERM, 143, "stopped by SIGTERM", "loop", "json"),
-        (signal.SIGTERM, 143, "stopped by SIGTERM", "finishing", "eval"),
-    ],
-    ids=[
-        "SIGINT-loop-eval",
-        "SIGINT-finishing-json",
-        "SIGTERM-loop-json",
-        "SIGTERM-finishing-eval",
-    ],
+    ("signum", "when"),
+    [(signal.SIGINT, "loop"), (signal.SIGTERM, "finishing")],
+    ids=lambda value: getattr(value, "name", value),
 )
 def test_a_caught_signal_removes_everything_begun_and_says_so(
     tmp_path: Path,
-    signal_input: Path,
     short_signal_input: Path,
-    signum: int,
-    exit_code: int,
-    said: str,
+    signum: signal.Signals,
     when: str,
-    log_format: str,
     request: pytest.FixtureRequest,
 ) -> None:
-    records = _records_for(log_format, signal_input, short_signal_input)
     returncode, stderr, work, before = _signal_score(
-        tmp_path, records, signum, when, request.node.nodeid, log_format
+        tmp_path, short_signal_input, signum, when, request.node.nodeid
     )
 
-    assert returncode == exit_code, stderr
+    assert returncode == 128 + signum, stderr
     line = one_clear_line(stderr)
+    said = (
+        "interrupted (SIGINT)"
+        if signum == signal.SIGINT
+        else f"stopped by {signum.name}"
+    )
     assert line.startswith(f"tracegrade score: {said}")
     assert "no log or results were written" in line
     # Not even a `.partial` file: cleanup ran.
     assert snapshot(work) == before
 
 
-# SIGKILL's rows of the all-pairs design (module docstring): in the loop
-# and finishing, with each format; finishing with `.eval`, so that every
-# part is open when the process dies.
-@pytest.mark.parametrize(
-    ("when", "log_format"),
-    [("loop", "json"), ("finishing", "eval")],
-    ids=["loop-json", "finishing-eval"],
-)
 def test_sigkill_leaves_only_partial_names(
-    tmp_path: Path,
-    signal_input: Path,
-    short_signal_input: Path,
-    when: str,
-    log_format: str,
-    request: pytest.FixtureRequest,
+    tmp_path: Path, short_signal_input: Path, request: pytest.FixtureRequest
 ) -> None:
+    """While finishing an `.eval` run, so that every part is open."""
     returncode, _, work, before = _signal_score(
         tmp_path,
-        _records_for(log_format, signal_input, short_signal_input),
+        short_signal_input,
         signal.SIGKILL,
-        when,
+        "finishing",
         request.node.nodeid,
-        log_format,
     )
 
     assert returncode == -signal.SIGKILL
@@ -267,3 +226,117 @@ def test_the_id_database_leaves_no_file_even_when_killed(tmp_path: Path) -> None
     process.kill()
     process.wait(timeout=60)
     assert list(temporary.iterdir()) == []
+
+
+# --- labels apply ------------------------------------------------------------
+
+APPLY_SAMPLES = 400
+"""Enough runs that reading, scoring and writing the log each last a while."""
+
+
+@pytest.fixture(scope="module")
+def apply_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`log.eval` of unlabelled runs; `labels.jsonl` labels every third,
+    `even.jsonl` and `odd.jsonl` the even and odd ones."""
+    folder = tmp_path_factory.mktemp("apply")
+    write_stage_log(folder, APPLY_SAMPLES)
+    (folder / "runs.jsonl").unlink()
+    write_labels(folder / "labels.jsonl", APPLY_SAMPLES, every=3)
+    for name, parity in (("even", 0), ("odd", 1)):
+        (folder / f"{name}.jsonl").write_text(
+            "".join(
+                json.dumps({"id": f"run-{number}", "correct": number % 4 < 2}) + "\n"
+                for number in range(parity, APPLY_SAMPLES, 2)
+            )
+        )
+    return folder
+
+
+def _wait_for(
+    reached: Callable[[], object], process: CommandProcess, what: str
+) -> None:
+    deadline = time.monotonic() + 300
+    while not reached():
+        if process.poll() is not None:
+            ended_before(process, what)
+        if time.monotonic() > deadline:
+            pytest.fail(f"no sign of {what} after 300 s")
+        time.sleep(POLL_SECONDS)
+
+
+def _start_apply(work: Path, labels: str = "labels.jsonl") -> CommandProcess:
+    """`labels apply` started, returned once it holds its lock."""
+    process = start_tracegrade("labels", "apply", "log.eval", labels, cwd=work)
+    log = work / "log.eval"
+    _wait_for(lambda: holds_lock(process.pid, log), process, "a lock")
+    return process
+
+
+def test_a_signal_at_a_random_point_of_labels_apply_ends_it_unchanged(
+    tmp_path: Path, apply_folder: Path, request: pytest.FixtureRequest
+) -> None:
+    """SIGINT while reading, scoring or writing: a point after the log was
+    replaced proves nothing, so it is drawn again from an earlier one."""
+    shutil.copytree(apply_folder, tmp_path, dirs_exist_ok=True)
+    before = snapshot(tmp_path)
+    log = tmp_path / "log.eval"
+    process = _start_apply(tmp_path)
+    begun = time.monotonic()
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    window = time.monotonic() - begun
+    chance = random.Random(request.node.nodeid)
+    for _ in range(6):
+        shutil.copytree(apply_folder, tmp_path, dirs_exist_ok=True)
+        process = _start_apply(tmp_path)
+        time.sleep(chance.uniform(0, window))
+        process.send_signal(signal.SIGSTOP)
+        running = wait_stopped(process.pid) and digest(log) == before["log.eval"]
+        if running:
+            process.send_signal(signal.SIGINT)
+        process.send_signal(signal.SIGCONT)
+        if running:
+            break
+        process.communicate(timeout=300)
+        window /= 2
+    else:
+        workload_too_small("no point in 6 draws came before the log was written")
+    _, stderr = process.communicate(timeout=120)
+
+    assert process.returncode == 130, stderr
+    assert one_clear_line(stderr) == (
+        "tracegrade labels apply: stopped by SIGINT; log.eval was not changed"
+    )
+    assert snapshot(tmp_path) == before
+
+
+def test_two_applies_take_turns_and_both_labels_stay(
+    tmp_path: Path, apply_folder: Path
+) -> None:
+    shutil.copytree(apply_folder, tmp_path, dirs_exist_ok=True)
+    first = start_tracegrade("labels", "apply", "log.eval", "even.jsonl", cwd=tmp_path)
+    log = tmp_path / "log.eval"
+    locked = lambda: _wait_for(lambda: holds_lock(first.pid, log), first, "a lock")  # noqa: E731
+    with frozen(first, once=locked):
+        second = start_tracegrade(
+            "labels", "apply", "log.eval", "odd.jsonl", cwd=tmp_path
+        )
+        _wait_for(second.stderr_so_far, second, "a line on stderr")
+        assert second.stderr_so_far().startswith(
+            "waiting for another tracegrade labels apply"
+        )
+    for process in (first, second):
+        _, stderr = process.communicate(timeout=300)
+        assert process.returncode == 0, stderr
+    labelled: dict[str, bool] = {}
+    for sample in read_eval_log(str(log)).samples or []:
+        for score in (sample.scores or {}).values():
+            record = (score.metadata or {}).get("record") or {}
+            source = ((score.metadata or {}).get("read_from") or {}).get("correct")
+            if source in ("labels file even.jsonl", "labels file odd.jsonl") and (
+                "correct" in record
+            ):
+                labelled[str(sample.id)] = record["correct"]
+    assert labelled == {
+        f"run-{number}": number % 4 < 2 for number in range(APPLY_SAMPLES)
+    }

@@ -26,7 +26,6 @@ from tests.commands import (
     StreamedCommand,
     commands_in_one_interpreter,
     start_tracegrade,
-    tracegrade_process,
 )
 from tests.faults.conftest import (
     CAN_MOUNT,
@@ -51,25 +50,8 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
-def _buffered(*args: str, cwd: Path, stdout: Path) -> subprocess.CompletedProcess[str]:
-    """`tracegrade ARGS > STDOUT` in a fresh interpreter, buffered."""
-    # An empty PYTHONUNBUFFERED is as good as none, whatever the caller's.
-    with stdout.open("wb") as out:
-        return tracegrade_process(
-            *args, cwd=cwd, env={"PYTHONUNBUFFERED": ""}, stdout=out.fileno()
-        )
-
-
 EXPORT = ("labels", "export", "log.eval")
-SCORE_TO_STDOUT = ("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs")
-# Standard output on a 64 KB file system, as (arguments, unbuffered, what
-# the file held before: `>>` when it held something).
-FULL_DISK = {
-    "unbuffered": (EXPORT, True, b""),
-    "buffered": (EXPORT, False, b""),
-    # `>>`: what the file held before stays, and only that.
-    "appended": ((*SCORE_TO_STDOUT, "--out", "-"), True, b"kept\n"),
-}
+APPENDED = b"kept\n"
 SHORT_WRITE_LIMIT = 10_000
 
 
@@ -77,25 +59,24 @@ SHORT_WRITE_LIMIT = 10_000
 def unbuffered(
     tmp_path_factory: pytest.TempPathFactory, folder: Path
 ) -> Iterator[dict[str, tuple[Path, subprocess.CompletedProcess[str]]]]:
-    """The unbuffered commands (PYTHONUNBUFFERED=1, read once, as the
-    interpreter starts), one after the other in one fresh interpreter, each
-    with its own standard output: into a full disk of its own, `>` or `>>`
-    (FULL_DISK, where a tmpfs can be mounted), and `labels export` under
-    `ulimit -f SHORT_WRITE_LIMIT`. Each case with its output file and how
-    it ended; the disks stay mounted for the module."""
+    """With PYTHONUNBUFFERED=1, in one fresh interpreter: `score --out - >>`
+    a file on a full 64 KB disk (where a tmpfs can be mounted), and `labels
+    export` under `ulimit -f`. Each case's output file and how it ended."""
     outputs: dict[str, Path] = {}
     commands: list[StreamedCommand] = []
     with contextlib.ExitStack() as mounts:
-        for case, (args, is_unbuffered, held) in FULL_DISK.items():
-            if not is_unbuffered or not CAN_MOUNT:
-                continue
-            mnt = mounts.enter_context(
-                mounted_tmpfs(folder / f"mnt-{case}", "size=64k")
+        if CAN_MOUNT:
+            mnt = mounts.enter_context(mounted_tmpfs(folder / "mnt", "size=64k"))
+            outputs["full disk"] = mnt / "out.jsonl"
+            outputs["full disk"].write_bytes(APPENDED)
+            score = ("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs")
+            commands.append(
+                StreamedCommand(
+                    (*score, "--out", "-"),
+                    folder,
+                    stdout=(outputs["full disk"], "append"),
+                )
             )
-            outputs[case] = mnt / "out.jsonl"
-            outputs[case].write_bytes(held)
-            how = "append" if held else "capture"
-            commands.append(StreamedCommand(args, folder, stdout=(outputs[case], how)))
         outputs["short write"] = folder / "limited.jsonl"
         commands.append(
             StreamedCommand(
@@ -117,27 +98,16 @@ def unbuffered(
 
 
 @needs_mount
-@pytest.mark.parametrize("case", list(FULL_DISK))
 def test_standard_output_to_a_full_disk_is_one_line_and_cut_back(
     folder: Path,
     unbuffered: dict[str, tuple[Path, subprocess.CompletedProcess[str]]],
-    case: str,
 ) -> None:
-    args, is_unbuffered, held = FULL_DISK[case]
-    if is_unbuffered:
-        out, done = unbuffered[case]
-        assert done.returncode == 2, done.stderr
-        line = one_clear_line(done.stderr)
-        assert "cannot write standard output (No space left on device)" in line
-        assert out.read_bytes() == held
-    else:
-        with mounted_tmpfs(folder / f"mnt-{case}", "size=64k") as mnt:
-            out = mnt / "out.jsonl"
-            done = _buffered(*args, cwd=folder, stdout=out)
-            assert done.returncode == 2, done.stderr
-            line = one_clear_line(done.stderr)
-            assert "cannot write standard output (No space left on device)" in line
-            assert out.read_bytes() == held
+    """`>>`: what the file held before stays, and only that."""
+    out, done = unbuffered["full disk"]
+    assert done.returncode == 2, done.stderr
+    line = one_clear_line(done.stderr)
+    assert "cannot write standard output (No space left on device)" in line
+    assert out.read_bytes() == APPENDED
     assert not (folder / "logs").exists() or not any((folder / "logs").iterdir())
 
 

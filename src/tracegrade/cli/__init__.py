@@ -32,48 +32,46 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return self._invoke(ctx)
+            with signals_as_exceptions():
+                return self._invoke(ctx)
         finally:
             if self.ending_handled:
                 stop_at_once_on_signal(_stopped_message)
 
     def _invoke(self, ctx: click.Context) -> Any:
-        with signals_as_exceptions():
+        try:
             try:
-                try:
-                    return super().invoke(ctx)
-                finally:
-                    # What is still buffered goes out here, where a full
-                    # disk is one line like any other write's.
-                    sys.stdout.flush()
-            except CommandStopped as stopped:
-                _stop(ctx, stopped.message, stopped.exit_code)
-            except StandardOutputFailed as error:
-                _stop(ctx, f"tracegrade: {error}", 2)
-            except OutputError as error:
-                _stop(ctx, f"Error: {error}", 2)
-            except BrokenPipeError:
-                # The reader stopped (`| head`): SIGPIPE's exit code, and stdout
-                # to devnull so that nothing flushes into the pipe again.
-                devnull = os.open(os.devnull, os.O_WRONLY)
-                os.dup2(devnull, sys.stdout.fileno())
-                os.close(devnull)
-                _stop(
-                    ctx,
-                    "tracegrade: standard output was closed before everything "
-                    "was written (the reader stopped early)",
-                    SIGPIPE_EXIT,
-                )
-            except BaseException as error:
-                described = fault(error)
-                if described is None:
-                    raise
-                message, exit_code = described
-                if exit_code > 128:
-                    message = _stopped_message(message)
-                elif not message.startswith("tracegrade "):
-                    message = f"tracegrade: {message}"
-                _stop(ctx, message, exit_code)
+                return super().invoke(ctx)
+            finally:
+                # What is still buffered goes out here, where a full disk
+                # is one line like any other write's.
+                sys.stdout.flush()
+        except CommandStopped as stopped:
+            message, exit_code = stopped.message, stopped.exit_code
+        except StandardOutputFailed as error:
+            message, exit_code = f"tracegrade: {error}", 2
+        except OutputError as error:
+            message, exit_code = f"Error: {error}", 2
+        except BrokenPipeError:
+            # The reader stopped (`| head`): SIGPIPE's exit code, and stdout
+            # to devnull so that nothing flushes into the pipe again.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            message = (
+                "tracegrade: standard output was closed before everything "
+                "was written (the reader stopped early)"
+            )
+            exit_code = SIGPIPE_EXIT
+        except BaseException as error:
+            described = fault(error)
+            if described is None:
+                raise
+            message, exit_code = described
+            if exit_code > 128:
+                message = _stopped_message(message)
+            elif not message.startswith("tracegrade "):
+                message = f"tracegrade: {message}"
+        click.echo(message, err=True)
+        ctx.exit(exit_code)
 
 
 def _stopped_message(stopped: str) -> str:
@@ -83,11 +81,6 @@ def _stopped_message(stopped: str) -> str:
         was = "was" if len(written) == 1 else "were"
         message += f"; {', '.join(written)} {was} written"
     return message
-
-
-def _stop(ctx: click.Context, message: str, exit_code: int) -> None:
-    click.echo(message, err=True)
-    ctx.exit(exit_code)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})

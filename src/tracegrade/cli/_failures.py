@@ -3,6 +3,7 @@ line on stderr and an exit code; a traceback only for a bug in tracegrade."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -12,33 +13,24 @@ from types import FrameType
 
 from ..outputs import OutputError, describe_os_error
 
+# What a pipeline expects of a writer whose reader stopped (Windows has none).
 SIGPIPE_EXIT = 128 + getattr(signal, "SIGPIPE", 13)
-"""What a pipeline expects of a writer whose reader stopped (Windows has none)."""
 
-_TERMINATING_NAMES = "TERM HUP QUIT USR1 USR2 ALRM VTALRM PROF XCPU IO PWR"
+# Every catchable signal whose default action ends the process, but SIGINT.
+_NAMES = "TERM HUP QUIT USR1 USR2 ALRM VTALRM PROF XCPU IO PWR"
 TERMINATING: tuple[signal.Signals, ...] = tuple(
     getattr(signal, "SIG" + name)
-    for name in _TERMINATING_NAMES.split()
+    for name in _NAMES.split()
     if hasattr(signal, "SIG" + name)
 )
-"""Every catchable signal whose default action ends the process, but SIGINT
-(why not the others: docs/architecture.md, "Writing outputs")."""
-_HANDLED = {signal.SIGINT, *TERMINATING}
+_HANDLED = (signal.SIGINT, *TERMINATING)
 
-_noted: list[int] | None = None
-"""Signals that came inside `signals_held`, raised at its end; None outside."""
-
-
-def _held_back(signum: int) -> bool:
-    if _noted is None:
-        return False
-    _noted.append(signum)
-    return True
+_noted: list[int] | None = None  # signals held by `signals_held`; None outside
 
 
 class Terminated(BaseException):
-    """A terminating signal raised like KeyboardInterrupt, so that cleanup
-    runs; Python's default would exit leaving what was begun."""
+    """A terminating signal raised like KeyboardInterrupt, so cleanup runs;
+    Python's default would exit leaving what was begun."""
 
     def __init__(self, signum: int) -> None:
         self.signum = signum
@@ -49,9 +41,14 @@ class CommandStopped(Exception):
     """A command stopped by a fault; `message` is the whole story, one line."""
 
     def __init__(self, message: str, exit_code: int) -> None:
-        self.message = message
-        self.exit_code = exit_code
+        self.message, self.exit_code = message, exit_code
         super().__init__(message)
+
+
+def _held_back(signum: int) -> bool:
+    if _noted is not None:
+        _noted.append(signum)
+    return _noted is not None
 
 
 def _raise_signal(signum: int, _frame: FrameType | None) -> None:
@@ -60,17 +57,22 @@ def _raise_signal(signum: int, _frame: FrameType | None) -> None:
 
 
 @contextmanager
-def signals_as_exceptions() -> Iterator[None]:
-    """`TERMINATING` signals raise `Terminated`, SIGINT KeyboardInterrupt
-    (unless ignored, as in a background job); `signals_held` defers them."""
-    previous = {signum: signal.signal(signum, _raise_signal) for signum in TERMINATING}
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        previous[signal.SIGINT] = signal.signal(signal.SIGINT, _raise_signal)
+def _handling(
+    handler: Callable[[int, FrameType | None], None], signums: tuple[int, ...]
+) -> Iterator[None]:
+    previous = {signum: signal.signal(signum, handler) for signum in signums}
     try:
         yield
     finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        for signum, before in previous.items():
+            signal.signal(signum, before)
+
+
+def signals_as_exceptions() -> contextlib.AbstractContextManager[None]:
+    """`TERMINATING` signals raise `Terminated`, SIGINT KeyboardInterrupt
+    (unless ignored, as in a background job); `signals_held` defers them."""
+    sigint = signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    return _handling(_raise_signal, _HANDLED if sigint else TERMINATING)
 
 
 @contextmanager
@@ -96,10 +98,9 @@ def _exit_saying(message: str, signum: int) -> None:
     os._exit(128 + signum)
 
 
-@contextmanager
 def exit_on_signal(
     message: Callable[[str], str], cleanup: Callable[[], object] = lambda: None
-) -> Iterator[None]:
+) -> contextlib.AbstractContextManager[None]:
     """On a signal in the block: `cleanup`, `message(NAME)` on stderr, exit.
     For work in Inspect's event loop or threads, where asyncio could catch
     an exception or a thread keep the process alive."""
@@ -114,12 +115,7 @@ def exit_on_signal(
         finally:
             _exit_saying(message(signal.Signals(signum).name), signum)
 
-    previous = {signum: signal.signal(signum, stop) for signum in _HANDLED}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+    return _handling(stop, _HANDLED)
 
 
 def stop_at_once_on_signal(message: Callable[[str], str]) -> None:
@@ -145,7 +141,6 @@ def fault(error: BaseException) -> tuple[str, int] | None:
     internals = sys.modules.get("tracegrade._inspect_internals")
     if isinstance(error, (OutputError, internals.InspectTooOld if internals else ())):
         return str(error), 2
-    if isinstance(error, MemoryError):
-        # A limit of the machine (`ulimit -v`, a container's), not a bug.
+    if isinstance(error, MemoryError):  # a limit of the machine, not a bug
         return "out of memory", 2
     return None

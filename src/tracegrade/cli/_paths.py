@@ -62,6 +62,3 @@ def check_output_format(
         from ..table import PARQUET_NEEDS
 
         raise click.UsageError(PARQUET_NEEDS.replace("results", holding))
-
-
-__all__ = ["InputPath", "check_output_format"]

@@ -52,36 +52,27 @@ def byte_progress(
     if not enabled:
         yield lambda _done: None
         return
-
+    from rich import progress as bars
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        DownloadColumn,
-        Progress,
-        TextColumn,
-        TimeRemainingColumn,
-        TransferSpeedColumn,
-    )
 
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        DownloadColumn(),
-        TransferSpeedColumn(),
-        TimeRemainingColumn(),
+    progress = bars.Progress(
+        bars.TextColumn("{task.description}"),
+        bars.BarColumn(),
+        bars.DownloadColumn(),
+        bars.TransferSpeedColumn(),
+        bars.TimeRemainingColumn(),
         console=Console(stderr=True),
         transient=True,
     )
-    last = -1
     with progress:
         size = os.path.getsize(path) if os.path.isfile(path) else None
         bar = progress.add_task(description, total=size)
+        last: list[int | None] = [None]
 
         def update(done: int | None) -> None:
-            nonlocal last
             # The file is read in buffer-sized steps; redraw once per step.
-            if done is not None and done != last:
-                last = done
+            if done is not None and done != last[0]:
+                last[0] = done
                 progress.update(bar, completed=done)
 
         yield update

@@ -4,19 +4,12 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Generator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
-from ..bulk.presence import READ_FIELDS, FieldPresence
 from ._failures import CommandStopped, fault
 from ._paths import InputPath
-
-if TYPE_CHECKING:
-    from ..bulk.scoring import ScoredLine
-
 from ._stream import (
     TASK_ARGUMENT,
     byte_progress,
@@ -25,37 +18,7 @@ from ._stream import (
     progress_option,
 )
 
-
-@dataclass
-class CheckSummary:
-    task: str
-    path: str
-    lines: int = 0
-    blank: int = 0
-    records: int = 0
-    clean: int = 0
-    data_errors: Counter[str] = field(default_factory=Counter)
-    answer_failures: Counter[str] = field(default_factory=Counter)
-    warnings: list[dict[str, str]] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return self.records > 0 and not self.data_errors
-
-    def as_json(self) -> dict[str, Any]:
-        return {
-            "task": self.task,
-            "path": self.path,
-            "ok": self.ok,
-            "lines": self.lines,
-            "blank": self.blank,
-            "records": self.records,
-            "clean": self.clean,
-            "data_errors": sum(self.data_errors.values()),
-            "answer_failures": sum(self.answer_failures.values()),
-            "by_kind": dict(sorted((self.data_errors + self.answer_failures).items())),
-            "warnings": self.warnings,
-        }
+COUNTS = ("lines", "blank", "records", "clean")
 
 
 @click.command()
@@ -107,95 +70,81 @@ def check(
     1 some record would be a data error or the file has no records,
     2 usage error or a file that cannot be read, 130 interrupted.
     """
+    from ..bulk.presence import READ_FIELDS, FieldPresence
+    from ..bulk.scoring import TASKS, DiskIds, LineScorer
+    from ..lines import is_blank, read_lines
     from ..outputs import check_standard_streams
 
     check_standard_streams([path])
-    summary = CheckSummary(task=task, path=path)
+    counts = dict.fromkeys(COUNTS, 0)
+    by_side: dict[str, Counter[str]] = {"data": Counter(), "answer": Counter()}
     presence = FieldPresence(READ_FIELDS[task])
     listed: list[dict[str, Any]] = []  # only with --json
-    listed_count = 0
-    problems = _problems(summary, presence, progress_enabled(progress))
+    shown = 0
     try:
-        for outcome in problems:
-            if max_listed is not None and listed_count >= max_listed:
-                continue
-            listed_count += 1
-            assert outcome.problem is not None
-            entry = {
-                "line": outcome.line,
-                "id": outcome.id,
-                **outcome.problem.as_json(),
-            }
-            if as_json:
-                listed.append(entry)
-            else:
-                # Printed as found: the text listing holds nothing in memory.
-                click.echo(_problem_line(path, entry))
+        with (
+            DiskIds() as seen,
+            byte_progress(path, "checking", progress_enabled(progress)) as advance,
+        ):
+            scorer = LineScorer(TASKS[task], path, seen)
+            for raw in read_lines(path):
+                counts["lines"] += 1
+                advance(raw.bytes_read)
+                if is_blank(raw.text):
+                    counts["blank"] += 1
+                    continue
+                counts["records"] += 1
+                outcome = scorer.score_line(raw.number, raw.text)
+                if outcome.case is not None:
+                    presence.note(outcome.case.input)
+                problem = outcome.problem
+                if problem is None:
+                    counts["clean"] += 1
+                    continue
+                side = "data" if problem.side == "data" else "answer"
+                by_side[side][problem.kind] += 1
+                if max_listed is not None and shown >= max_listed:
+                    continue
+                shown += 1
+                entry = {"line": outcome.line, "id": outcome.id, **problem.as_json()}
+                if as_json:
+                    listed.append(entry)
+                else:  # printed as found: the text listing holds nothing
+                    click.echo(_problem_line(path, entry))
     except BaseException as error:
-        problems.close()  # its id database and progress bar, now
         described = fault(error)
         if described is None:
             raise
-        reason, exit_code = described
         raise CommandStopped(
-            f"tracegrade check: {reason} after line {summary.lines:,} of {path}; "
-            "the check is incomplete",
-            exit_code,
+            f"tracegrade check: {described[0]} after line {counts['lines']:,} of "
+            f"{path}; the check is incomplete",
+            described[1],
         ) from None
-    if summary.records:
-        summary.warnings = presence.warnings(path)
-
+    warnings = presence.warnings(path) if counts["records"] else []
+    errors, failures = by_side["data"], by_side["answer"]
+    ok = counts["records"] > 0 and not errors
     if as_json:
-        click.echo(
-            json.dumps(
-                {**summary.as_json(), "listed": listed_count, "problems": listed},
-                indent=2,
-            )
-        )
+        summary = {
+            "task": task,
+            "path": path,
+            "ok": ok,
+            **counts,
+            "data_errors": errors.total(),
+            "answer_failures": failures.total(),
+            "by_kind": dict(sorted((errors + failures).items())),
+            "warnings": warnings,
+            "listed": shown,
+            "problems": listed,
+        }
+        click.echo(json.dumps(summary, indent=2))
     else:
-        _print_summary(summary, listed=listed_count)
-    raise SystemExit(0 if summary.ok else 1)
-
-
-def _problems(
-    summary: CheckSummary, presence: FieldPresence, progress: bool
-) -> Generator[ScoredLine, None, None]:
-    """The lines of `summary.path` that would not score cleanly, counting all."""
-    from ..bulk.scoring import TASKS, DiskIds, LineScorer
-    from ..lines import is_blank, read_lines
-
-    path = summary.path
-    with (
-        DiskIds() as seen,
-        byte_progress(path, "checking", progress) as advance,
-    ):
-        scorer = LineScorer(TASKS[summary.task], path, seen)
-        for raw in read_lines(path):
-            summary.lines += 1
-            advance(raw.bytes_read)
-            if is_blank(raw.text):
-                summary.blank += 1
-                continue
-            summary.records += 1
-            outcome = scorer.score_line(raw.number, raw.text)
-            if outcome.case is not None:
-                presence.note(outcome.case.input)
-            problem = outcome.problem
-            if problem is None:
-                summary.clean += 1
-            elif problem.side == "data":
-                summary.data_errors[problem.kind] += 1
-                yield outcome
-            else:
-                summary.answer_failures[problem.kind] += 1
-                yield outcome
+        _print_summary(task, path, counts, by_side, warnings, shown)
+    raise SystemExit(0 if ok else 1)
 
 
 def _problem_line(path: str, entry: dict[str, Any]) -> str:
     shown_id = "-" if entry["id"] is None else json.dumps(entry["id"])
-    kind = entry["kind"]
-    if "field" in entry:
-        kind += f" [{entry['field']}]"
+    kind = entry["kind"] + (f" [{entry['field']}]" if "field" in entry else "")
     if entry["side"] == "answer":
         kind = click.style(kind + " (answer failure)", fg="yellow")
     else:
@@ -203,41 +152,46 @@ def _problem_line(path: str, entry: dict[str, Any]) -> str:
     return f"{path}:{entry['line']}: {shown_id}: {kind}: {entry['message']}"
 
 
-def _print_summary(summary: CheckSummary, *, listed: int) -> None:
+def _print_summary(
+    task: str,
+    path: str,
+    counts: dict[str, int],
+    by_side: dict[str, Counter[str]],
+    warnings: list[dict[str, str]],
+    listed: int,
+) -> None:
     from rich.console import Console
     from rich.markup import escape
 
-    errors = sum(summary.data_errors.values())
-    failures = sum(summary.answer_failures.values())
+    errors, failures = by_side["data"], by_side["answer"]
+    records = counts["records"]
     table = count_table(
         [
-            ("lines read", summary.lines),
-            ("blank lines (skipped)", summary.blank),
-            ("records", summary.records),
-            ("clean", summary.clean),
-            ("[red]data errors (not scored)[/red]", errors),
-            *((f"  {kind}", n) for kind, n in sorted(summary.data_errors.items())),
-            ("[yellow]answer failures (scored, fail both)[/yellow]", failures),
-            *((f"  {kind}", n) for kind, n in sorted(summary.answer_failures.items())),
+            ("lines read", counts["lines"]),
+            ("blank lines (skipped)", counts["blank"]),
+            ("records", records),
+            ("clean", counts["clean"]),
+            ("[red]data errors (not scored)[/red]", errors.total()),
+            *((f"  {kind}", n) for kind, n in sorted(errors.items())),
+            ("[yellow]answer failures (scored, fail both)[/yellow]", failures.total()),
+            *((f"  {kind}", n) for kind, n in sorted(failures.items())),
         ]
     )
-    problems = errors + failures
+    problems = errors.total() + failures.total()
     if listed < problems:
         table.caption = f"{listed:,} of {problems:,} problems listed (--max-listed)"
     console = Console(highlight=False)
     if listed:
         console.print()
-    console.print(
-        f"Checked {summary.path} for {summary.task}:", markup=False, soft_wrap=True
-    )
+    console.print(f"Checked {path} for {task}:", markup=False, soft_wrap=True)
     console.print(table)
-    for warning in summary.warnings:
+    for warning in warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(warning['message'])}")
-    if summary.records == 0:
+    if records == 0:
         console.print("[red]The file holds no records.[/red]")
-    elif summary.data_errors:
+    elif errors:
         console.print(
-            f"[red]{errors:,} of {summary.records:,} records would not be scored.[/red]"
+            f"[red]{errors.total():,} of {records:,} records would not be scored.[/red]"
         )
     else:
-        console.print(f"All {summary.records:,} records would be scored.")
+        console.print(f"All {records:,} records would be scored.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,7 +17,6 @@ if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
 
     from ..label_logs import ApplyAction
-    from ..labels import StaffLabels
 
 
 @click.group("labels")
@@ -33,9 +33,7 @@ def labels() -> None:
 @labels.command("export")
 @click.argument("log", type=InputPath(dir_okay=False, path_type=str))
 @click.option(
-    "--out",
-    type=click.Path(),
-    help="Write the lines to this file instead of stdout.",
+    "--out", type=click.Path(), help="Write the lines to this file instead of stdout."
 )
 @click.option(
     "--force",
@@ -60,20 +58,17 @@ def export(log: str, out: str | None, force: bool) -> None:
     check_standard_streams([log])
     if out is not None:
         check_output(out, inputs=[log], option="--out", force=force)
-
     eval_log = _read_log(log)
     try:
         lines = label_requests(eval_log)
     except LabelsError as error:
         raise click.ClickException(str(error)) from error
-
     _warn(log, eval_log, "exported")
     _warn_runs(
-        [sample for sample in eval_log.samples or [] if stage_score(sample) is None],
+        [s for s in eval_log.samples or [] if stage_score(s) is None],
         "have no stage_diagnosis score",
         "their required and context are null",
     )
-
     text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     if out is None:
         click.echo(text, nl=False)
@@ -85,9 +80,7 @@ def export(log: str, out: str | None, force: bool) -> None:
 @labels.command("apply")
 @click.argument("log", type=InputPath(dir_okay=False, path_type=str))
 @click.argument(
-    "labels_file",
-    metavar="LABELS",
-    type=InputPath(dir_okay=False, path_type=str),
+    "labels_file", metavar="LABELS", type=InputPath(dir_okay=False, path_type=str)
 )
 @click.option(
     "--action",
@@ -120,7 +113,13 @@ def apply(
     cannot be read or used, or LOG's eval has not finished, 2 usage error,
     a file that cannot be written, or LOG changed while it was labelled.
     """
-    from ..outputs import OutputError, check_output, check_standard_streams, is_stream
+    from ..outputs import (
+        OutputError,
+        check_output,
+        check_standard_streams,
+        file_state,
+        is_stream,
+    )
     from ._failures import exit_on_signal
 
     check_standard_streams([log, labels_file])
@@ -129,30 +128,18 @@ def apply(
         check_output(out, inputs=[log, labels_file], option="--out", force=force)
         if is_stream(out):
             raise OutputError(f"--out {out!r} is not a regular file; give a file")
-    # From the wait for the lock on, a signal ends the command at once
-    # (see exit_on_signal), and the message says what it left.
-    stopped_by = _stopped_by(target)
-    with exit_on_signal(stopped_by), _directory_locked(log):
-        _apply(log, labels_file, action, target, force, stopped_by)
-
-
-def _stopped_by(target: str) -> Callable[[str], str]:
-    """The line for a signal, saying whether `target` was written by then."""
-    import os
-
-    from ..outputs import file_state
-
     before = file_state(target) if os.path.exists(target) else None
 
-    def message(name: str) -> str:
+    def stopped_by(name: str) -> str:
+        """The line for a signal, saying whether `target` was written by then."""
         now = file_state(target) if os.path.exists(target) else None
-        if now != before:
-            left = "was written"
-        else:
-            left = "was not changed" if before is not None else "was not written"
+        left = "was not changed" if before is not None else "was not written"
+        left = "was written" if now != before else left
         return f"tracegrade labels apply: stopped by {name}; {target} {left}"
 
-    return message
+    # From the wait for the lock on, a signal ends the command at once.
+    with exit_on_signal(stopped_by), _directory_locked(log):
+        _apply(log, labels_file, action, target, force, stopped_by)
 
 
 def _apply(
@@ -163,11 +150,10 @@ def _apply(
     force: bool,
     stopped_by: Callable[[str], str],
 ) -> None:
-    # Imported here so that `tracegrade --help` does not load Inspect.
     from inspect_ai.log import write_eval_log
 
     from ..label_logs import apply_labels
-    from ..labels import LabelsError, StaffLabels
+    from ..labels import LabelsError
     from ..outputs import AtomicFile, OutputChanged, OutputError, file_state
     from ._failures import exit_on_signal, signals_held
 
@@ -181,18 +167,15 @@ def _apply(
         )
     try:
         labelled = apply_labels(eval_log, labels_file, action=action)
-        staff = StaffLabels.read(labels_file)
     except LabelsError as error:
         raise click.ClickException(str(error)) from error
-
     _warn(log, labelled, "labelled")
-    outcomes = _outcomes(labelled, staff, labels_file)
+    outcomes = _outcomes(labelled, labels_file)
     _warn_runs(
         outcomes.get("answer-label", []),
         f"of {log} have no label in {labels_file}",
         "they are answer-label",
     )
-
     changed = OutputError(
         f"{log!r} changed while its labels were applied (an eval or another "
         "program wrote it); nothing was written: run the command again"
@@ -202,7 +185,8 @@ def _apply(
         if file_state(log) != read:
             raise changed
 
-    fmt = _log_format(target, fallback=_log_format(log, fallback="eval"))
+    named = target if target.endswith((".json", ".eval")) else log
+    fmt: Literal["eval", "json"] = "json" if named.endswith(".json") else "eval"
     # The log itself is rewritten on purpose, unless another program has
     # rewritten it since it was read; another --out only with --force.
     written = AtomicFile(
@@ -223,7 +207,15 @@ def _apply(
         raise OutputError(f"{changed} ({error})") from None
     except BaseException:
         written.discard()
-        _finalise_quietly()
+        # Inspect's `ZipLogFile.__del__` retries a failed write into a
+        # temporary file already removed: its traceback is noise.
+        shown = sys.unraisablehook
+
+        def drop_zip_finaliser(unraisable: sys.UnraisableHookArgs) -> None:
+            if "ZipLogFile.__del__" not in repr(unraisable.object):
+                shown(unraisable)
+
+        sys.unraisablehook = drop_zip_finaliser
         raise
     click.echo(_summary(labelled, outcomes, labels_file, target), err=True)
 
@@ -239,48 +231,15 @@ def _warn(log: str, eval_log: EvalLog, done: str) -> None:
 
 def _warn_runs(runs: list[EvalSample], have: str, so: str) -> None:
     if runs:
-        first = runs[0]
         click.echo(
-            f"warning: {len(runs)} run(s) {have} (first: sample {first.id!r} "
-            f"epoch {first.epoch}); {so}.",
+            f"warning: {len(runs)} run(s) {have} (first: sample {runs[0].id!r} "
+            f"epoch {runs[0].epoch}); {so}.",
             err=True,
         )
 
 
-def _summary(
-    labelled: EvalLog,
-    outcomes: dict[str, list[EvalSample]],
-    labels_file: str,
-    target: str,
-) -> str:
-    """The last line: the runs diagnosed with the labels, and why not the rest."""
-    from ..label_logs import log_runs
-
-    ids, epochs = log_runs(labelled)
-    scores = labelled.results.scores if labelled.results else []
-    stage_names = [s.name for s in scores if s.name.startswith("stage_diagnosis")]
-    diagnosed = len(outcomes.get(_DIAGNOSED, []))
-    return (
-        f"{diagnosed} of {len(labelled.samples or [])} runs"
-        + (f" ({len(ids)} samples, {epochs} epochs)" if epochs > 1 else "")
-        + f" labelled and diagnosed with the labels in {labels_file} as "
-        + (stage_names[-1] if stage_names else "stage_diagnosis")
-        + "".join(
-            f"; {len(outcomes[kind])} {one if len(outcomes[kind]) == 1 else more}"
-            for kind, (one, more) in _NOT_DIAGNOSED.items()
-            if outcomes.get(kind)
-        )
-        + "".join(
-            f"; {len(found)} {kind}"
-            for kind, found in outcomes.items()
-            if kind != _DIAGNOSED and kind not in _NOT_DIAGNOSED
-        )
-        + f"; log written to {target}"
-    )
-
-
-_DIAGNOSED = "diagnosed"  # labelled, and the new score has a stage
-
+# The summary's words for runs not diagnosed (one, several); any other kind
+# is named as it is.
 _NOT_DIAGNOSED = {
     "answer-label": ("has no label (answer-label)", "have no label (answer-label)"),
     "unlabelled": (
@@ -289,12 +248,32 @@ _NOT_DIAGNOSED = {
     ),
     "sample-error": ("errored before answering (sample-error)",) * 2,
 }
-"""The summary's words for runs not diagnosed; any other kind is named."""
 
 
-def _outcomes(
-    log: EvalLog, staff: StaffLabels, labels_file: str
-) -> dict[str, list[EvalSample]]:
+def _summary(
+    labelled: EvalLog, outcomes: dict[str, list[EvalSample]], labels: str, target: str
+) -> str:
+    """The last line: the runs diagnosed with the labels, and why not the rest."""
+    from ..label_logs import log_runs
+
+    ids, epochs = log_runs(labelled)
+    scores = labelled.results.scores if labelled.results else []
+    names = [s.name for s in scores if s.name.startswith("stage_diagnosis")]
+    runs = f" ({len(ids)} samples, {epochs} epochs)" if epochs > 1 else ""
+    said = [
+        f"{len(outcomes.get('diagnosed', []))} of {len(labelled.samples or [])} runs"
+        f"{runs} labelled and diagnosed with the labels in {labels} as "
+        + (names[-1] if names else "stage_diagnosis")
+    ]
+    order = [*_NOT_DIAGNOSED, *outcomes]
+    for kind in sorted(outcomes.keys() - {"diagnosed"}, key=order.index):
+        found = outcomes[kind]
+        words = _NOT_DIAGNOSED.get(kind, (kind, kind))[len(found) != 1]
+        said.append(f"{len(found)} {words}")
+    return "; ".join([*said, f"log written to {target}"])
+
+
+def _outcomes(log: EvalLog, labels_file: str) -> dict[str, list[EvalSample]]:
     """The runs of `log` by what the labels' score made of them: diagnosed,
     unlabelled (none needed), or its error kind; unscored runs left out."""
     from ..scorers.outcome import error_kind
@@ -302,44 +281,25 @@ def _outcomes(
     source = f"labels file {labels_file}"
     outcomes: dict[str, list[EvalSample]] = {}
     for sample in log.samples or []:
-        # The score the labels gave is the last one read from the file:
-        # Inspect names it per sample (`stage_diagnosis1`, or
-        # `stage_diagnosis` for a sample that had no score).
+        # The labels' score is the last one read from the file (Inspect names
+        # it `stage_diagnosis1`, or `stage_diagnosis` where none was).
         scores = [
             score
             for score in (sample.scores or {}).values()
             if ((score.metadata or {}).get("read_from") or {}).get("correct") == source
         ]
-        if not scores:
-            continue
-        kind = error_kind(scores[-1])
-        if kind is None:
-            labelled = staff.label_for(sample.id, sample.epoch) is not None
-            kind = _DIAGNOSED if labelled else "unlabelled"
-        outcomes.setdefault(kind, []).append(sample)
+        if scores:
+            kind = error_kind(scores[-1])
+            if kind is None:  # a label found is in the score's record
+                record = (scores[-1].metadata or {}).get("record") or {}
+                kind = "diagnosed" if "correct" in record else "unlabelled"
+            outcomes.setdefault(kind, []).append(sample)
     return outcomes
-
-
-def _finalise_quietly() -> None:
-    """Drop the traceback of Inspect's `ZipLogFile.__del__`, which retries a
-    failed write into a temporary file already removed."""
-    shown = sys.unraisablehook
-
-    def drop_zip_finaliser(unraisable: sys.UnraisableHookArgs) -> None:
-        if "ZipLogFile.__del__" not in repr(unraisable.object):
-            shown(unraisable)
-
-    sys.unraisablehook = drop_zip_finaliser
-
-
-_LOCK_WAIT = 0.2
-"""Seconds of each wait for the lock: signals are handled between waits."""
 
 
 def lock_path(log: str) -> str:
     """The lock file of LOG's directory, in the temporary directory and
     named by device and inode, so the log's directory gets no file."""
-    import os
     import tempfile
 
     directory = os.stat(os.path.dirname(os.path.abspath(log)))
@@ -350,25 +310,25 @@ def lock_path(log: str) -> str:
 @contextmanager
 def _directory_locked(log: str) -> Iterator[None]:
     """SQLite's exclusive lock on `lock_path`, so two applies in a directory
-    take turns (docs/cli.md); where it cannot be a lock, warn and go on."""
+    take turns (docs/cli.md); where it cannot be a lock, warn and go on.
+    Each wait is short: signals are handled between waits."""
     import sqlite3
 
     path = lock_path(log)
     lock = None
-    said_waiting = False
     try:
-        lock = sqlite3.connect(path, timeout=_LOCK_WAIT, isolation_level=None)
+        lock = sqlite3.connect(path, timeout=0.2, isolation_level=None)
+        waiting = False
         while True:
             try:
-                # No journal: the file holds nothing, and leaves no other.
-                lock.execute("PRAGMA journal_mode = OFF")
+                lock.execute("PRAGMA journal_mode = OFF")  # no journal beside it
                 lock.execute("BEGIN EXCLUSIVE")
                 break
             except sqlite3.OperationalError as error:
                 if "locked" not in str(error):
                     raise
-            if not said_waiting:
-                said_waiting = True
+            if not waiting:
+                waiting = True
                 click.echo(
                     f"waiting for another tracegrade labels apply in {log}'s directory",
                     err=True,
@@ -398,11 +358,3 @@ def _read_log(log: str) -> EvalLog:
         raise click.ClickException(
             f"cannot read {log!r} as an Inspect log ({error})"
         ) from error
-
-
-def _log_format(
-    path: str, *, fallback: Literal["eval", "json"]
-) -> Literal["eval", "json"]:
-    """The log format a file name asks for, by its extension."""
-    formats: tuple[Literal["eval", "json"], ...] = ("json", "eval")
-    return next((fmt for fmt in formats if path.endswith("." + fmt)), fallback)
