@@ -7,7 +7,6 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import struct
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -171,12 +170,10 @@ def eval_header(path: str) -> EvalLog | None:
     Not `read_eval_log(header_only=True)`, which also validates every
     reduced score, which the report does not need."""
     with _open_archive(path) as archive:
-        try:
-            found = archive.getinfo(HEADER_MEMBER)
-        except KeyError:
+        if HEADER_MEMBER not in archive.NameToInfo:
             return None
         try:
-            data = _parse(_decompressed(_raw_member(archive, found), found))
+            data = _parse(archive.read(HEADER_MEMBER))
         except _MEMBER_ERRORS as error:
             raise UnreadableLog(f"member {HEADER_MEMBER}: {error}") from error
     header = EvalLog.model_validate(data)
@@ -186,8 +183,6 @@ def eval_header(path: str) -> EvalLog | None:
 
 @contextmanager
 def _open_archive(path: str) -> Iterator[zipfile.ZipFile]:
-    """The archive, its directory read by `zipfile`; members are read raw,
-    as `zipfile` reads no zstd before Python 3.14."""
     try:
         archive = zipfile.ZipFile(path)
     except zipfile.BadZipFile as error:
@@ -196,132 +191,45 @@ def _open_archive(path: str) -> Iterator[zipfile.ZipFile]:
         yield archive
 
 
-_LOCAL = struct.Struct("<4s5H3L2H")
-_LOCAL_SIGNATURE = b"PK\x03\x04"
-_STORED, _DEFLATED, _ZSTD = 0, 8, 93
-_ENCRYPTED = 0x1
-
-
 def _is_sample(name: str) -> bool:
     return name.startswith(SAMPLES_DIR) and name.endswith(".json")
 
 
-# What reading a damaged member raises: a truncated or corrupt stream's
-# errors, and invalid JSON (UnreadableLog).
-_MEMBER_ERRORS = (UnreadableLog, zlib.error, zstandard.ZstdError, EOFError)
+# What reading a damaged member raises: zipfile's (a bad header or CRC),
+# a corrupt stream's, invalid JSON.
+_MEMBER_ERRORS = (
+    UnreadableLog,
+    zipfile.BadZipFile,
+    zlib.error,
+    zstandard.ZstdError,
+    EOFError,
+)
+# zstd, as Inspect writes it: importing `inspect_ai.log` teaches `zipfile` to
+# read it before Python 3.14 (tests/test_inspect_internals.py holds this).
+_METHODS = (
+    zipfile.ZIP_STORED,
+    zipfile.ZIP_DEFLATED,
+    getattr(zipfile, "ZIP_ZSTANDARD", 93),
+)
 
 
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> SampleRead:
     try:
-        if info.flag_bits & _ENCRYPTED:
+        if info.flag_bits & 0x1:
             raise UnreadableLog("it is encrypted")
+        if info.compress_type not in _METHODS:
+            raise UnreadableLog(
+                f"compression method {info.compress_type} is not supported"
+            )
         data = None
         if info.file_size > STREAM_OVER:
-            stream = _MemberStream(archive, info)
-            data = _streamed_fields(stream, info.file_size)
+            with archive.open(info) as stream:
+                data = _streamed_fields(stream, info.file_size)
         if data is None:
-            data = _parse(_decompressed(_raw_member(archive, info), info))
+            data = _parse(archive.read(info))
         return sample_read(data)
     except _MEMBER_ERRORS as error:
         raise UnreadableLog(f"member {info.filename}: {error}") from error
-
-
-def _data_start(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
-    """Where the member's data starts, past its local header."""
-    file = archive.fp
-    assert file is not None
-    file.seek(info.header_offset)
-    header = file.read(_LOCAL.size)
-    if len(header) < _LOCAL.size or header[:4] != _LOCAL_SIGNATURE:
-        raise UnreadableLog("its local header is damaged")
-    name_length, extra_length = _LOCAL.unpack(header)[9:11]
-    return int(info.header_offset + _LOCAL.size + name_length + extra_length)
-
-
-def _raw_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
-    """The member's compressed data."""
-    file = archive.fp
-    assert file is not None
-    start = _data_start(archive, info)
-    file.seek(start)
-    raw = file.read(info.compress_size)
-    if len(raw) < info.compress_size:
-        raise UnreadableLog("the archive ends inside it")
-    return raw
-
-
-def _decompressed(raw: bytes, info: zipfile.ZipInfo) -> bytes:
-    """The member's data, decompressed and checked against its size and CRC."""
-    if info.compress_type == _DEFLATED:
-        data = zlib.decompress(raw, -zlib.MAX_WBITS)
-    elif info.compress_type == _ZSTD:
-        unzstd = _Unzstd()
-        data = unzstd.decompress(raw)
-        if not unzstd.ended:
-            raise UnreadableLog("its zstd stream is cut short")
-    elif info.compress_type == _STORED:
-        data = raw
-    else:
-        raise UnreadableLog(f"compression method {info.compress_type} is not supported")
-    if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
-        raise UnreadableLog("its data does not match its size and CRC")
-    return data
-
-
-class _Unzstd:
-    """Decompresses a zstd member of any number of frames (Inspect writes
-    several); a zstandard decompression object reads one."""
-
-    def __init__(self) -> None:
-        self._frame = zstandard.ZstdDecompressor().decompressobj()
-        self.ended = False
-
-    def decompress(self, raw: bytes) -> bytes:
-        pieces = []
-        while raw:
-            pieces.append(self._frame.decompress(raw))
-            self.ended = self._frame.eof
-            raw = self._frame.unused_data if self.ended else b""
-            if raw:
-                self._frame = zstandard.ZstdDecompressor().decompressobj()
-        return b"".join(pieces)
-
-
-class _MemberStream:
-    """A member's decompressed data as a stream, for one too large to
-    hold decompressed whole."""
-
-    def __init__(self, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
-        assert archive.fp is not None
-        self._file = archive.fp
-        self._at = _data_start(archive, info)
-        self._left = info.compress_size
-        self._method = info.compress_type
-        self._pending = b""
-        self._inflate: Any
-        if self._method == _DEFLATED:
-            self._inflate = zlib.decompressobj(-zlib.MAX_WBITS)
-        elif self._method == _ZSTD:
-            self._inflate = _Unzstd()
-        elif self._method != _STORED:
-            raise UnreadableLog(f"compression method {self._method} is not supported")
-
-    def read(self, wanted: int = -1) -> bytes:
-        while (wanted < 0 or len(self._pending) < wanted) and self._left:
-            self._file.seek(self._at)
-            raw = self._file.read(min(self._left, _CHUNK))
-            if not raw:
-                raise UnreadableLog("the archive ends inside it")
-            self._at += len(raw)
-            self._left -= len(raw)
-            self._pending += (
-                raw if self._method == _STORED else self._inflate.decompress(raw)
-            )
-        if wanted < 0 or wanted >= len(self._pending):
-            chunk, self._pending = self._pending, b""
-        else:
-            chunk, self._pending = self._pending[:wanted], self._pending[wanted:]
-        return chunk
 
 
 class _Readable(Protocol):
