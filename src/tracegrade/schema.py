@@ -239,7 +239,7 @@ _RESCORE: Final = "score the log again (`inspect score LOG --scorer tracegrade/{
 def read_stage(value: Any, metadata: Any) -> StageScore:
     """A stage score from its value and metadata, checked as a whole."""
     metadata = _tracegrade_metadata(metadata)
-    error = read_error(metadata)
+    error = None if metadata["error"] is None else read_error(metadata)
     recall, precision = (
         read_share(metadata, "recall"),
         read_share(metadata, "precision"),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -188,13 +189,48 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> SampleRead:
             with archive.open(info) as stream:
                 data = _streamed_fields(stream, info.file_size)
         if data is None:
-            data = _parse(archive.read(info))
+            data = _parse(_member_data(archive, info))
         return sample_read(data)
     except _MEMBER_ERRORS as error:
         why = str(error)
         if isinstance(error, zipfile.BadZipFile) and "CRC" in why:
             why = "its data does not match its size and CRC"
         raise UnreadableLog(f"member {info.filename}: {why}") from error
+
+
+# A member's local header (the ZIP format's APPNOTE, 4.3.7): 30 bytes, the
+# lengths of the name and extra field that follow it last.
+_LOCAL = struct.Struct("<4s5H3L2H")
+
+
+def _member_data(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """The member's data, its raw bytes read past the local header and
+    decompressed here, checked against its size and CRC: `ZipFile.open`
+    costs more per member than the rest of reading a small one (1.4 times
+    `report`'s time on 100,000 samples, benchmarks/report_scale.py)."""
+    file = archive.fp
+    assert file is not None
+    file.seek(info.header_offset)
+    local = file.read(_LOCAL.size)
+    if len(local) < _LOCAL.size or local[:4] != b"PK\x03\x04":
+        raise UnreadableLog("its local header is damaged")
+    name_length, extra_length = _LOCAL.unpack(local)[9:11]
+    file.seek(info.header_offset + _LOCAL.size + name_length + extra_length)
+    raw = file.read(info.compress_size)
+    if info.compress_type == zipfile.ZIP_DEFLATED:
+        data = zlib.decompress(raw, -zlib.MAX_WBITS)
+    elif info.compress_type == zipfile.ZIP_STORED:
+        data = raw
+    else:  # zstd, in one frame or several (Inspect's, past 200 MiB)
+        pieces = []
+        while raw:
+            unzstd = zstandard.ZstdDecompressor().decompressobj()
+            pieces.append(unzstd.decompress(raw))
+            raw = unzstd.unused_data
+        data = b"".join(pieces)
+    if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+        raise UnreadableLog("its data does not match its size and CRC")
+    return data
 
 
 class _Readable(Protocol):
