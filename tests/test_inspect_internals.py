@@ -1,14 +1,6 @@
-"""Private Inspect AI symbols are used in one module only, and what is
-mirrored from Inspect is held to Inspect's own output.
-
-`tracegrade._inspect_internals` is the one place to follow a release that
-moves them; an import of `inspect_ai._...` (or of a private submodule such
-as `inspect_ai.log._log`) anywhere else in the package would escape it.
-The mirrored rules (a sample summary's, the `SampleScore` stand-in that
-metrics read) are compared with Inspect's output on the same data here, so
-`nox -s compat`, on the newest `inspect-ai`, fails the day Inspect changes
-one of them.
-"""
+"""Private Inspect AI symbols are used in `_inspect_internals` only, and what
+is mirrored from Inspect is held to Inspect's own output, so `nox -s compat`
+(the newest `inspect-ai`) fails the day Inspect changes one of them."""
 
 from __future__ import annotations
 
