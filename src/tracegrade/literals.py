@@ -49,12 +49,8 @@ _REPR_SIMPLE = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "r": "\r", "t": "\t"}
 
 @dataclass(frozen=True)
 class ListLiteral:
-    """A literal read from `text[start:end]`.
-
-    `ids` holds its items when it is an array of strings, and is None for
-    any other value (an object, an array holding anything but strings),
-    which no reader takes for a list of IDs.
-    """
+    """A literal read from `text[start:end]`; `ids` holds its items when it is
+    an array of strings, None for any other value (no list of IDs)."""
 
     start: int
     end: int
@@ -71,12 +67,8 @@ class BrokenLiteral:
 
 
 def scan_literals(text: str) -> Iterator[ListLiteral | BrokenLiteral]:
-    """Every literal in `text`, and every bracket that opens none, in order.
-
-    Only top-level literals are given: an array inside another array or an
-    object is part of that value. Each `[` or `{` outside a literal is
-    either the start of one or a `BrokenLiteral`.
-    """
+    """Every top-level literal in `text`, and every bracket outside one that
+    opens none (a `BrokenLiteral`), in order."""
     position = 0
     while (opening := _OPENING.search(text, position)) is not None:
         start = opening.start()
