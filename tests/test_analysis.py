@@ -417,18 +417,6 @@ def test_the_summary_columns_read_summaries_alike(
     assert rows(from_summaries, names) == rows(stage_frame, names)
 
 
-def test_the_transcript_can_be_left_unread(
-    stage_log: str, stage_frame: pd.DataFrame
-) -> None:
-    without_events = samples_df(
-        stage_log,
-        columns=SampleSummary + StageColumns,
-        quiet=True,
-        exclude_fields={"events"},
-    )
-    assert rows(without_events, STAGE_NAMES) == rows(stage_frame, STAGE_NAMES)
-
-
 def test_importing_needs_no_pandas_and_reading_names_it(stage_log: str) -> None:
     code = f"""
 import sys
@@ -467,13 +455,6 @@ def test_parallel_reads_give_the_same_values(
     parallel = samples_df(logs, columns=columns, quiet=True, parallel=2)
     assert len(serial) == (len(STAGE_CASES) + len(EXTRACTION_CASES)) * EPOCHS
     assert rows(parallel, names) == rows(serial, names)
-
-
-def test_a_log_without_the_score_gives_empty_columns(stage_log: str) -> None:
-    empty = frame(stage_log, ExtractionColumns)
-    assert len(empty) == len(STAGE_CASES) * EPOCHS
-    for name in EXTRACTION_NAMES:
-        assert empty[name].isna().all(), name
 
 
 # --- tracegrade score -------------------------------------------------------------
@@ -586,8 +567,9 @@ def test_an_appended_score_reads_under_its_own_name(
     )
 
 
-def without_metadata(log_path: str, score: str, key: str, out: Path) -> str:
+def without_metadata(log_path: str, score: str, key: str, work: Path) -> str:
     """A copy of the log as tracegrade wrote it before scores carried `key`."""
+    out = work / f"without-{key}.eval"
     log = read_eval_log(log_path)
     for sample in log.samples or []:
         assert sample.scores is not None
@@ -598,27 +580,26 @@ def without_metadata(log_path: str, score: str, key: str, out: Path) -> str:
     return str(out)
 
 
-def test_a_log_from_before_0_1_0_is_refused_naming_the_sample(
-    extraction_log: str, tmp_path: Path
+def test_older_logs_give_precision_from_records_and_refuse_no_itemisation(
+    stage_log: str, extraction_log: str, tmp_path: Path
 ) -> None:
+    older = without_metadata(stage_log, "stage_diagnosis", "precision", tmp_path)
+    read, now = frame(older, StageColumns), frame(stage_log, StageColumns)
+    columns = [name for name in now.columns if name.startswith("stage")]
+    assert read[columns].equals(now[columns])
+    assert read["stage_precision"].notna().any()
     score = "ordered_extraction"
-    older = without_metadata(extraction_log, score, "itemised", tmp_path / "old.eval")
+    older = without_metadata(extraction_log, score, "itemised", tmp_path)
     with pytest.raises(
         ValueError, match=rf"score {score!r} of sample .*needs metadata itemised"
     ):
         frame(older, ExtractionColumns)
 
 
-def test_precision_an_older_log_lacks_is_its_records(
-    stage_log: str, tmp_path: Path
-) -> None:
-    score = "stage_diagnosis"
-    older = without_metadata(stage_log, score, "precision", tmp_path / "old.eval")
-
-    read, now = frame(older, StageColumns), frame(stage_log, StageColumns)
-    columns = [name for name in now.columns if name.startswith("stage")]
-    assert read[columns].equals(now[columns])
-    assert read["stage_precision"].notna().any()
+def test_a_log_without_the_score_gives_empty_columns(stage_log: str) -> None:
+    empty = frame(stage_log, ExtractionColumns)
+    assert len(empty) == len(STAGE_CASES) * EPOCHS
+    assert all(empty[name].isna().all() for name in EXTRACTION_NAMES)
 
 
 def test_the_prefix_names_every_column() -> None:

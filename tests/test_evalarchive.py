@@ -1,16 +1,7 @@
-"""`EvalArchive` writes `.eval` logs that Inspect reads like its own.
-
-The reference is a real log: `inspect_ai.eval` of each packaged replay
-task, two epochs, written by Inspect's own `.eval` recorder (the
-extraction task's mean reducer gives reductions, NaN values included).
-Its header, samples and reductions are written again with `EvalArchive`,
-and every public reader must give the same content for both. The members
-are compared too, against the very bytes Inspect wrote, so that the
-summaries, which only the viewer and the summary readers see, are proven
-equal and not just readable.
-
-A log is published only once finished: an aborted or killed writer leaves
-at most `<name>.partial`, which log listings do not show.
+"""`EvalArchive` writes `.eval` logs that Inspect reads like its own: a real
+log of each packaged replay task (two epochs, Inspect's own recorder) written
+again, every public reader and the very member bytes compared. Only a finished
+log is published; an aborted or killed writer leaves at most `<name>.partial`.
 """
 
 from __future__ import annotations
@@ -131,17 +122,12 @@ def inspect_summaries(inspect_log: Path) -> list[dict[str, Any]]:
 def rewrite(
     inspect_log: Path, out_dir: Path, inputs: str, journal_every: int = 10
 ) -> Path:
-    """The reference log written again by `EvalArchive`.
-
-    `inputs` "serialised": each sample as the bytes Inspect wrote and its
-    summary from `sample_summary`; "models": each sample as JSON-safe data
-    of the `EvalSample` Inspect reads back, and `EvalSample.summary()`.
-    "suspended": as "serialised", but suspended and resumed every few
-    samples, the reductions streamed, and published under its name only
-    after `complete`, from another working name.
-    Samples go in the order of Inspect's summaries, so both summary lists
-    are in the same order.
-    """
+    """The reference log written again by `EvalArchive`, in the order of
+    Inspect's summaries: "serialised", each sample as Inspect's bytes and
+    `sample_summary`; "models", as the `EvalSample` read back and its
+    `summary()`; "suspended", as "serialised" but suspended and resumed
+    every few samples, the reductions streamed, published after `complete`
+    from another working name."""
     log = read_eval_log(str(inspect_log))
     out_dir.mkdir(parents=True, exist_ok=True)
     suspended = inputs == "suspended"
@@ -206,73 +192,45 @@ def without_location(log: EvalLog) -> EvalLog:
     return log.model_copy(update={"location": ""})
 
 
-# What a reader gives of Inspect's own log, read once for the three
-# rewrites of it that are compared with it, not once for each.
-
-
 @functools.cache
-def inspects_log(inspect_log: Path, header_only: bool = False) -> str:
-    read = read_eval_log(str(inspect_log), header_only=header_only)
-    return as_json(without_location(read))
-
-
-@functools.cache
-def inspects_sample(inspect_log: Path, id: Any, epoch: int) -> str:
-    return as_json(read_eval_log_sample(str(inspect_log), id=id, epoch=epoch))
-
-
-@functools.cache
-def inspects_sample_summaries(inspect_log: Path) -> str:
-    return as_json(read_eval_log_sample_summaries(str(inspect_log)))
-
-
-@functools.cache
-def inspects_samples_df(inspect_log: Path) -> pd.DataFrame:
-    return samples_df(str(inspect_log), quiet=True)
+def inspects(inspect_log: Path) -> dict[str, Any]:
+    """What each reader gives of Inspect's own log, read once for the three
+    rewrites compared with it."""
+    path = str(inspect_log)
+    return {
+        "log": as_json(without_location(read_eval_log(path))),
+        "header": as_json(without_location(read_eval_log(path, header_only=True))),
+        "summaries": as_json(read_eval_log_sample_summaries(path)),
+        "frame": samples_df(path, quiet=True).drop(columns="log"),
+    }
 
 
 # --- Readers ---------------------------------------------------------------------
 
 
-def test_read_eval_log_gives_the_same_log(inspect_log: Path, rewritten: Path) -> None:
-    ours = read_eval_log(str(rewritten))
-    assert ours.samples is not None
-    assert len(ours.samples) == len(inspect_summaries(inspect_log))
-    assert as_json(without_location(ours)) == inspects_log(inspect_log)
-
-
-def test_header_only_read_gives_the_same_header(
+def test_every_reader_gives_inspects_content(
     inspect_log: Path, rewritten: Path
 ) -> None:
-    ours = read_eval_log(str(rewritten), header_only=True)
-    assert ours.samples is None and ours.status == "success"
-    assert as_json(without_location(ours)) == inspects_log(
-        inspect_log, header_only=True
-    )
-
-
-def test_each_sample_reads_the_same(inspect_log: Path, rewritten: Path) -> None:
+    count = len(inspect_summaries(inspect_log))
+    ours = read_eval_log(str(rewritten))
+    assert ours.samples is not None and len(ours.samples) == count
+    assert as_json(without_location(ours)) == inspects(inspect_log)["log"]
+    header = read_eval_log(str(rewritten), header_only=True)
+    assert header.samples is None and header.status == "success"
+    assert as_json(without_location(header)) == inspects(inspect_log)["header"]
     for summary in inspect_summaries(inspect_log):
         ids = {"id": summary["id"], "epoch": summary["epoch"]}
-        ours = read_eval_log_sample(str(rewritten), **ids)
-        assert as_json(ours) == inspects_sample(inspect_log, **ids), ids
+        theirs = read_eval_log_sample(str(inspect_log), **ids)
+        ours_sample = read_eval_log_sample(str(rewritten), **ids)
+        assert as_json(ours_sample) == as_json(theirs), ids
     by_uuid = read_eval_log_sample(str(rewritten), uuid=summary["uuid"])
     assert (by_uuid.id, by_uuid.epoch) == (summary["id"], summary["epoch"])
-
-
-def test_sample_summaries_read_the_same(inspect_log: Path, rewritten: Path) -> None:
-    ours = read_eval_log_sample_summaries(str(rewritten))
-    assert len(ours) == len(inspect_summaries(inspect_log))
-    assert as_json(ours) == inspects_sample_summaries(inspect_log)
-
-
-def test_samples_dataframe_is_the_same(inspect_log: Path, rewritten: Path) -> None:
-    theirs = inspects_samples_df(inspect_log)
-    ours = samples_df(str(rewritten), quiet=True)
-    assert len(ours) == len(inspect_summaries(inspect_log))
-    assert set(ours["log"]) == {str(rewritten)}
+    summaries = read_eval_log_sample_summaries(str(rewritten))
+    assert as_json(summaries) == inspects(inspect_log)["summaries"]
+    frame = samples_df(str(rewritten), quiet=True)
+    assert len(frame) == count and set(frame["log"]) == {str(rewritten)}
     pd.testing.assert_frame_equal(
-        ours.drop(columns="log"), theirs.drop(columns="log"), check_exact=True
+        frame.drop(columns="log"), inspects(inspect_log)["frame"], check_exact=True
     )
 
 
@@ -351,8 +309,9 @@ def test_zip64_structures_read_everywhere(
     data = ours.read_bytes()
     assert b"PK\x06\x06" in data[-200:] and b"PK\x06\x07" in data[-100:]
     assert members(ours)["header.json"].create_version == 45
-    assert as_json(without_location(read_eval_log(str(ours)))) == inspects_log(
-        inspect_log
+    assert (
+        as_json(without_location(read_eval_log(str(ours))))
+        == (inspects(inspect_log)["log"])
     )
     assert len(read_eval_log_sample_summaries(str(ours))) == len(
         inspect_summaries(inspect_log)
@@ -393,51 +352,6 @@ JSON_VALUE = st.recursive(
 )
 
 
-def inspect_summary_json(sample: dict[str, Any]) -> str:
-    summary = EvalSample.model_validate(sample).summary()
-    return as_json(summary)
-
-
-@settings(max_examples=30, deadline=None)
-@given(
-    input_text=st.one_of(TEXT, st.just("x" * 6000)),
-    target=st.one_of(TEXT, st.lists(TEXT, max_size=3)),
-    metadata=st.dictionaries(st.text(max_size=6), JSON_VALUE, max_size=5),
-    explanation=st.one_of(st.none(), TEXT, st.just("word " * 2000)),
-    score_metadata=st.one_of(
-        st.none(), st.dictionaries(st.text(max_size=6), JSON_VALUE, max_size=4)
-    ),
-    value=st.one_of(st.floats(allow_nan=True), st.sampled_from(["pass", "C"])),
-)
-def test_sample_summary_trims_as_inspect_does(
-    input_text: str,
-    target: str | list[str],
-    metadata: dict[str, Any],
-    explanation: str | None,
-    score_metadata: dict[str, Any] | None,
-    value: Any,
-) -> None:
-    score: dict[str, Any] = {"value": value, "answer": input_text[:50]}
-    if explanation is not None:
-        score["explanation"] = explanation
-    if score_metadata is not None:
-        score["metadata"] = score_metadata
-    sample = {
-        "id": "s",
-        "epoch": 3,
-        "input": input_text,
-        "target": target,
-        "metadata": metadata,
-        "scores": {"scorer": score},
-        "messages": [{"role": "user", "content": "hi"}],
-        "started_at": "2026-01-01T02:00:00.5+02:00",
-        "completed_at": "2026-01-01T00:00:01+00:00",
-        "error_retries": [],
-        "uuid": "u",
-    }
-    assert as_json(sample_summary(sample)) == inspect_summary_json(sample)
-
-
 def test_sample_summary_of_chat_input_goes_through_inspect() -> None:
     sample = {
         "id": 7,
@@ -456,7 +370,7 @@ def test_sample_summary_of_chat_input_goes_through_inspect() -> None:
     }
     summary = sample_summary(sample)
     assert summary["input"][0]["content"][0]["text"] == "(Image)"
-    assert as_json(summary) == inspect_summary_json(sample)
+    assert as_json(summary) == as_json(EvalSample.model_validate(sample).summary())
 
 
 @settings(max_examples=100, deadline=None)
@@ -515,27 +429,6 @@ def test_a_sample_built_from_its_scores_serialises_as_inspect_does(
     )
 
 
-def test_summary_model_and_dict_give_the_same_member(
-    tmp_path: Path, inspect_log: Path
-) -> None:
-    log = read_eval_log(str(inspect_log), header_only=True)
-    first = inspect_summaries(inspect_log)[0]
-    sample = read_eval_log_sample(str(inspect_log), id=first["id"], epoch=1)
-    paths = []
-    for kind, summary in (
-        ("model", sample.summary()),
-        ("dict", sample_summary(to_jsonable_python(sample, exclude_none=True))),
-    ):
-        with EvalArchive(tmp_path / f"{kind}.eval") as archive:
-            archive.start(log.eval, log.plan)
-            archive.add_sample(to_jsonable_python(sample, exclude_none=True), summary)
-            paths.append(archive.finish(log, None))
-    model_summaries, dict_summaries = (
-        member_json(path, "summaries.json") for path in paths
-    )
-    assert model_summaries == dict_summaries
-
-
 # --- Publishing only finished logs ---------------------------------------------
 
 
@@ -584,34 +477,25 @@ def test_the_writer_process_deflates_with_isal(
         assert read_eval_log_sample(str(path), id="s").input == sample["input"]
 
 
-def test_an_aborted_archive_leaves_no_file(tmp_path: Path, inspect_log: Path) -> None:
+def test_only_a_finished_archive_is_listed_and_under_its_name(
+    tmp_path: Path, inspect_log: Path
+) -> None:
     log = small_header(inspect_log)
     archive = EvalArchive(tmp_path / "aborted.eval")
     assert archive.partial == tmp_path / "aborted.eval.partial"
     archive.start(log.eval, log.plan)
     add_one(archive, 1)
-    assert archive.partial.exists()
-    assert list_eval_logs(str(tmp_path)) == []
+    assert archive.partial.exists() and list_eval_logs(str(tmp_path)) == []
     archive.abort()
     archive.abort()
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(EvalArchiveError):
         archive.finish(log, None)
-
-
-def test_leaving_the_block_unfinished_aborts(tmp_path: Path, inspect_log: Path) -> None:
-    log = small_header(inspect_log)
+    # Leaving the block unfinished aborts.
     with pytest.raises(KeyError), EvalArchive(tmp_path / "failed.eval") as archive:
         archive.start(log.eval, log.plan)
-        add_one(archive, 1)
         archive.add_sample(b"{}", {"no": "id"})
     assert list(tmp_path.iterdir()) == []
-
-
-def test_a_finished_archive_is_listed_under_its_name(
-    tmp_path: Path, inspect_log: Path
-) -> None:
-    log = small_header(inspect_log)
     with EvalArchive(tmp_path / "done.eval") as archive:
         archive.start(log.eval, log.plan)
         add_one(archive, 1)
@@ -623,7 +507,9 @@ def test_a_finished_archive_is_listed_under_its_name(
     assert [path.name for path in tmp_path.iterdir()] == ["done.eval"]
 
 
-def test_steps_out_of_order_are_refused(tmp_path: Path, inspect_log: Path) -> None:
+def test_steps_out_of_order_and_a_taken_name_are_refused(
+    tmp_path: Path, inspect_log: Path
+) -> None:
     log = small_header(inspect_log)
     with EvalArchive(tmp_path / "order.eval") as archive:
         with pytest.raises(EvalArchiveError):
@@ -635,6 +521,10 @@ def test_steps_out_of_order_are_refused(tmp_path: Path, inspect_log: Path) -> No
             archive.start(log.eval, log.plan)
     with pytest.raises(ValueError, match=r"\.eval"):
         EvalArchive(tmp_path / "log.json")
+    (tmp_path / "taken.eval.partial").write_bytes(b"someone else's")
+    with pytest.raises(FileExistsError):
+        EvalArchive(tmp_path / "taken.eval")
+    assert (tmp_path / "taken.eval.partial").read_bytes() == b"someone else's"
 
 
 def _live_member_records() -> int:
@@ -660,13 +550,6 @@ def test_suspended_and_completed_archives_keep_no_member_records(
     assert _live_member_records() == before
     archive.publish()
     assert len(read_eval_log_sample_summaries(str(archive.location))) == 300
-
-
-def test_another_writers_partial_file_is_never_reused(tmp_path: Path) -> None:
-    (tmp_path / "taken.eval.partial").write_bytes(b"someone else's")
-    with pytest.raises(FileExistsError):
-        EvalArchive(tmp_path / "taken.eval")
-    assert (tmp_path / "taken.eval.partial").read_bytes() == b"someone else's"
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")

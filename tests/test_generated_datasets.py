@@ -122,18 +122,6 @@ def test_extraction_generator_reproduces_the_packaged_file(tmp_path: Path) -> No
     assert out.read_bytes() == (DATA / "extraction_documents.jsonl").read_bytes()
 
 
-def test_extraction_generator_keeps_its_promises_for_another_seed(
-    tmp_path: Path, extraction_documents: list[dict[str, Any]]
-) -> None:
-    out = tmp_path / "documents.jsonl"
-    run_script("make_extraction_documents.py", "--seed", "7", "--out", out)
-    documents = read_jsonl(out)
-    assert [d["source"] for d in documents] != [
-        d["source"] for d in extraction_documents
-    ]
-    assert extraction_problems(documents) == []
-
-
 def test_extraction_documents_have_unambiguous_answer_keys(
     extraction_documents: list[dict[str, Any]],
 ) -> None:

@@ -1,14 +1,6 @@
-"""Private Inspect AI symbols are used in one module only, and what is
-mirrored from Inspect is held to Inspect's own output.
-
-`tracegrade._inspect_internals` is the one place to follow a release that
-moves them; an import of `inspect_ai._...` (or of a private submodule such
-as `inspect_ai.log._log`) anywhere else in the package would escape it.
-The mirrored rules (a sample summary's, the `SampleScore` stand-in that
-metrics read) are compared with Inspect's output on the same data here, so
-`nox -s compat`, on the newest `inspect-ai`, fails the day Inspect changes
-one of them.
-"""
+"""Private Inspect AI symbols are used in `_inspect_internals` only, and what
+is mirrored from Inspect is held to Inspect's own output, so `nox -s compat`
+(the newest `inspect-ai`) fails the day Inspect changes one of them."""
 
 from __future__ import annotations
 
@@ -72,13 +64,6 @@ def test_only_the_adapter_imports_private_inspect_modules() -> None:
         for found in _private_inspect_imports(path)
     ]
     assert offenders == []
-
-
-def test_the_adapter_documents_every_symbol_it_exports() -> None:
-    doc = internals.__doc__ or ""
-    undocumented = [name for name in internals.__all__ if f"`{name}`" not in doc]
-    assert undocumented == []
-    assert all(hasattr(internals, name) for name in internals.__all__)
 
 
 def test_every_name_loaded_when_used_is_where_inspect_keeps_it() -> None:
@@ -152,36 +137,14 @@ def test_score_on_an_inspect_too_old_says_which_release_in_one_line(
 
 # --- Mirrored rules, held to Inspect's own output --------------------------------
 
-SUMMARY_FIELDS = [
-    "id",
-    "epoch",
-    "input",
-    "choices",
-    "target",
-    "description",
-    "metadata",
-    "scores",
-    "model_usage",
-    "role_usage",
-    "model_fallbacks",
-    "started_at",
-    "completed_at",
-    "total_time",
-    "working_time",
-    "uuid",
-    "error",
-    "limit",
-    "limit_reason",
-    "retries",
-    "completed",
-    "message_count",
-    "turn_count",
-    "token_limit",
-    "token_limit_type",
-    "token_limit_usage",
-    "message_limit",
-    "time_limit",
-]
+_SUMMARY = (
+    "id epoch input choices target description metadata scores model_usage "
+    "role_usage model_fallbacks started_at completed_at total_time "
+    "working_time uuid error limit limit_reason retries completed "
+    "message_count turn_count token_limit token_limit_type "
+    "token_limit_usage message_limit time_limit"
+)
+SUMMARY_FIELDS = _SUMMARY.split()
 """The fields of `EvalSampleSummary` that `sample_summary` was written for."""
 
 
@@ -271,15 +234,15 @@ def test_the_summary_copy_trims_as_inspect_at_every_limit() -> None:
     } == set(), "every field set, so every rule is compared"
 
 
-SCORE_FIELDS = ["value", "answer", "explanation", "reason", "metadata", "history"]
-SAMPLE_SCORE_FIELDS = ["score", "sample_id", "sample_metadata", "scorer"]
-
-
 def test_a_sample_score_has_the_fields_the_stand_in_was_written_for() -> None:
     """`LightScore` stands in for a `SampleScore` and its `Score`, holding
     what metrics read; a field Inspect adds may be one a metric reads."""
-    assert list(Score.model_fields) == SCORE_FIELDS
-    assert list(SampleScore.model_fields) == SAMPLE_SCORE_FIELDS
+    assert list(Score.model_fields) == [
+        *("value", "answer", "explanation", "reason", "metadata", "history")
+    ]
+    assert list(SampleScore.model_fields) == [
+        *("score", "sample_id", "sample_metadata", "scorer")
+    ]
 
 
 RECORDS = {
@@ -364,3 +327,21 @@ def test_the_log_names_are_those_inspect_lists(tmp_path: Path) -> None:
     listed = {Path(info.name).name for info in list_eval_logs(str(tmp_path))}
     assert {name for name in names if is_log_name(name)} == listed
     assert "metadata.json" not in listed and "run.eval" in listed
+
+
+def test_zipfile_reads_zstd_members_once_inspect_ai_log_is_imported(
+    tmp_path: Path,
+) -> None:
+    """`logs/samples.py` reads a `.eval` log's zstd members through `zipfile`,
+    which Inspect's import teaches zstd before Python 3.14."""
+    import zipfile
+
+    import inspect_ai.log  # noqa: F401
+
+    path = tmp_path / "zstd.zip"
+    method = zipfile.ZIP_ZSTANDARD  # type: ignore[attr-defined]
+    with zipfile.ZipFile(path, "w", compression=method) as archive:
+        archive.writestr("a.json", "{}" * 1000)
+    with zipfile.ZipFile(path) as archive:
+        assert archive.getinfo("a.json").compress_type == method
+        assert archive.read("a.json") == b"{}" * 1000

@@ -18,13 +18,8 @@ from tracegrade.literals import (
     scan_literals,
 )
 
-json_scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers()
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text()
-)
+finite = st.floats(allow_nan=False, allow_infinity=False)
+json_scalars = st.none() | st.booleans() | st.integers() | finite | st.text()
 json_values = st.recursive(
     json_scalars,
     lambda children: (

@@ -222,22 +222,14 @@ def test_a_stage_score_with_steps_reads_where_each_id_was_lost() -> None:
 
 
 def test_an_extraction_score_refuses_an_itemisation_where_nothing_was_graded() -> None:
+    error = {"kind": "duplicate-answer-id", "side": "answer", "field": None}
+    itemised = {"dropped": [], "invented": [], "first_order_break": None}
     metadata = {
         "result": {"error": "duplicate-id"},
         "record": {"source": ["A"], "answer": ["A", "A"]},
         "read_from": {},
-        "error": {
-            "kind": "duplicate-answer-id",
-            "side": "answer",
-            "field": None,
-            "message": "m",
-        },
-        "itemised": {
-            "dropped": [],
-            "invented": [],
-            "first_order_break": None,
-            "kept_in_order": 1,
-        },
+        "error": {**error, "message": "m"},
+        "itemised": {**itemised, "kept_in_order": 1},
     }
     value = {"membership": False, "order": False}
     with pytest.raises(

@@ -73,9 +73,10 @@ def lost_as_stated(document: str, steps: list[dict[str, Any]]) -> dict[str, Any]
     """The issue's rule, word for word, with no shared code."""
     having = [step for step in steps if document in step["ids"]]
     if not having:
+        lost_at = steps[0]["name"]
         return {
             "id": document,
-            "lost_at": steps[0]["name"],
+            "lost_at": lost_at,
             "last_step": None,
             "last_rank": None,
         }
@@ -191,12 +192,7 @@ def test_an_id_a_later_step_holds_again_is_lost_at_the_cut_not_before() -> None:
         {"name": "s3", "ids": ["D1"]},
     ]
     (document,), explanation = lost(steps, ["D1"])
-    assert document == {
-        "id": "D1",
-        "lost_at": "context",
-        "last_step": "s3",
-        "last_rank": 1,
-    }
+    assert document == dict(id="D1", lost_at="context", last_step="s3", last_rank=1)
     assert "D1: kept at rank 1 by s3 and dropped by no later step" in explanation
     assert "s2" not in explanation
 
@@ -224,49 +220,28 @@ def test_parallel_retrievers_fan_in_to_the_reranker_that_drops_their_ids() -> No
     )
 
 
+R, S = {"name": "r", "ids": []}, {"name": "s", "ids": []}
+
+
 @pytest.mark.parametrize(
     ("steps", "field", "said"),
     [
         ("retriever", "steps", "must be an array of steps"),
         ([], "steps", "must list at least one step"),
-        (
-            ["D1"],
-            "steps[0]",
-            'must be an object {"name": "...", "ids": [...], "inputs"?',
-        ),
+        (["D1"], "steps[0]", 'must be an object {"name": "...", "ids": [...]'),
         ([{"name": "r"}], "steps[0]", "must be an object"),
-        ([{"name": "", "ids": []}], "steps[0].name", "must be a non-empty string"),
-        ([{"name": 1, "ids": []}], "steps[0].name", "must be a non-empty string"),
-        ([{"name": "context", "ids": []}], "steps[0].name", "is reserved"),
-        (
-            [{"name": "r", "ids": []}, {"name": "r", "ids": []}],
-            "steps[1].name",
-            "names steps[0] too",
-        ),
-        ([{"name": "r", "ids": "D1"}], "steps[0].ids", "(step 'r') must be an array"),
-        ([{"name": "r", "ids": ["D1", 2]}], "steps[0].ids[1]", "must be a string ID"),
-        (
-            [{"name": "r", "ids": ["D1", "D2", "D1"]}],
-            "steps[0].ids[2]",
-            "(step 'r') repeats rank 1",
-        ),
-        (
-            [{"name": "r", "ids": [], "inputs": ["r"]}],
-            "steps[0].inputs[0]",
-            "(step 'r') must name an earlier step, once",
-        ),
-        (
-            [{"name": "r", "ids": []}, {"name": "s", "ids": [], "inputs": ["r", "r"]}],
-            "steps[1].inputs[1]",
-            "must name an earlier step, once",
-        ),
-        (
-            [{"name": "r", "ids": [], "inputs": "q"}],
-            "steps[0].inputs",
-            "must be an array of strings",
-        ),
+        ([{**R, "name": ""}], "steps[0].name", "must be a non-empty string"),
+        ([{**R, "name": 1}], "steps[0].name", "must be a non-empty string"),
+        ([{**R, "name": "context"}], "steps[0].name", "is reserved"),
+        ([R, R], "steps[1].name", "names steps[0] too"),
+        ([{**R, "ids": "D1"}], "steps[0].ids", "(step 'r') must be an array"),
+        ([{**R, "ids": ["D1", 2]}], "steps[0].ids[1]", "must be a string ID"),
+        ([{**R, "ids": ["D1", "D1"]}], "steps[0].ids[1]", "(step 'r') repeats rank 1"),
+        ([{**R, "inputs": ["r"]}], "steps[0].inputs[0]", "(step 'r') must name an"),
+        ([R, {**S, "inputs": ["r", "r"]}], "steps[1].inputs[1]", "step, once"),
+        ([{**R, "inputs": "q"}], "steps[0].inputs", "must be an array of strings"),
     ],
-)
+)  # fmt: skip
 def test_steps_outside_the_contract_are_a_data_error_naming_the_step(
     steps: Any, field: str, said: str
 ) -> None:

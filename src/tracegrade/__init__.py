@@ -42,27 +42,20 @@ if TYPE_CHECKING:
     from .tasks.live import ordered_extraction
 
 _LAZY = {
-    "DatasetError": "tracegrade.datasets",
-    "ExtractionResult": "tracegrade.core",
-    "InvalidRecord": "tracegrade.core",
-    "StageResult": "tracegrade.core",
-    "TaskArgumentError": "tracegrade.scorers.arguments",
-    "canonical_json": "tracegrade.core",
-    "diagnose_stage": "tracegrade.core",
-    "grade_extraction": "tracegrade.core",
-    "LabelScorerError": "tracegrade.scorers",
-    "LabelsError": "tracegrade.labels",
-    "RetrievalTrace": "tracegrade.scorers",
-    "ScoreTableError": "tracegrade.table",
-    "ScorerArgumentError": "tracegrade.scorers",
-    "ordered_extraction": "tracegrade.tasks.live",
-    "ordered_extraction_dataset": "tracegrade.datasets",
-    "ordered_extraction_recorded": "tracegrade.tasks",
-    "ordered_extraction_scorer": "tracegrade.scorers",
-    "stage_diagnosis": "tracegrade.tasks",
-    "stage_diagnosis_dataset": "tracegrade.datasets",
-    "stage_diagnosis_scorer": "tracegrade.scorers",
-    "score_table": "tracegrade.table",
+    name: f"tracegrade.{module}"
+    for module, names in {
+        "core": "ExtractionResult InvalidRecord StageResult canonical_json "
+        "diagnose_stage grade_extraction",
+        "datasets": "DatasetError ordered_extraction_dataset stage_diagnosis_dataset",
+        "labels": "LabelsError",
+        "scorers": "LabelScorerError RetrievalTrace ScorerArgumentError "
+        "ordered_extraction_scorer stage_diagnosis_scorer",
+        "scorers.arguments": "TaskArgumentError",
+        "table": "ScoreTableError score_table",
+        "tasks": "ordered_extraction_recorded stage_diagnosis",
+        "tasks.live": "ordered_extraction",
+    }.items()
+    for name in names.split()
 }
 
 

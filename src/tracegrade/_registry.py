@@ -1,13 +1,6 @@
-"""Everything Inspect AI finds under the `tracegrade/` prefix.
-
-Inspect imports this module through the `inspect_ai` entry point; importing
-the decorated functions is what registers them: the tasks
-`tracegrade/stage_diagnosis` and `tracegrade/ordered_extraction_recorded`
-(replays) and `tracegrade/ordered_extraction` (a live model), the scorers
-`tracegrade/stage_diagnosis` and `tracegrade/ordered_extraction` (Inspect
-keys its registry by type, so a task and a scorer may share a name), the
-`tracegrade/replay` solver and the metrics.
-"""
+"""Everything Inspect AI finds under the `tracegrade/` prefix: Inspect imports
+this module through the `inspect_ai` entry point, and importing the decorated
+tasks, scorers, solver and metrics registers them."""
 
 from .scorers import (
     answer_failures,

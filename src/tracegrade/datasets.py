@@ -1,10 +1,7 @@
 """Fixture-format files as Inspect samples: JSON Lines, one
-`{"id", "input", "expected"?, "reason"?}` case a line (docs/scores.md).
-
-A malformed line stops the run before any sample does, naming file and
-line; an input outside the contract becomes a sample with an invalid-input
-score. Input fields are kept in metadata as given: absent is not `null`.
-"""
+`{"id", "input", "expected"?, "reason"?}` case a line (docs/scores.md). A
+malformed line stops the run before any sample does, naming file and line;
+an input outside the contract becomes a sample with an invalid-input score."""
 
 from __future__ import annotations
 
@@ -128,8 +125,7 @@ def _read_items(
 def _json_object_line(
     path: str, number: int, line: str, fields: tuple[str, ...], what: str
 ) -> tuple[dict[str, Any], str]:
-    """The line's object and its id, or a `DatasetError` naming the line:
-    `malformed-json` for no JSON, `not-a-fixture-line` for the wrong shape."""
+    """The line's object and its id, or a `DatasetError` naming the line."""
     sample_id: str | None = None
 
     def fail(problem: str, kind: str = NOT_A_FIXTURE_LINE) -> NoReturn:
@@ -203,8 +199,6 @@ def parse_case_line(path: str, number: int, line: str) -> FixtureCase:
 
 
 class SampleFields(NamedTuple):
-    """What a case's `Sample` holds besides its id."""
-
     input: str
     target: str
     metadata: dict[str, Any]
@@ -214,7 +208,8 @@ def case_sample_fields(
     case: FixtureCase, *, target_field: str | None = None
 ) -> SampleFields:
     """The fields of `case_sample`, without validating a `Sample`: the bulk
-    path serialises them directly, a million times."""
+    path serialises them directly, a million times. Input fields are kept in
+    metadata as given: absent is not `null`."""
     metadata: dict[str, Any] = dict(case.input)
     if case.expected is not None:
         metadata["expected"] = case.expected
@@ -228,10 +223,8 @@ def case_sample_fields(
 
 def case_sample(case: FixtureCase, *, target_field: str | None = None) -> Sample:
     """The sample for one case; `target_field` becomes the target as JSON."""
-    fields = case_sample_fields(case, target_field=target_field)
-    return Sample(
-        id=case.id, input=fields.input, target=fields.target, metadata=fields.metadata
-    )
+    text, target, metadata = case_sample_fields(case, target_field=target_field)
+    return Sample(id=case.id, input=text, target=target, metadata=metadata)
 
 
 def stage_diagnosis_dataset(
@@ -269,11 +262,8 @@ DOCUMENT_FIELDS = ("id", "kind", "text", "source", "target")
 
 @dataclass(frozen=True)
 class SourceDocument:
-    """One line of a documents file, checked.
-
-    `source` is the answer key: the document's IDs in the order the text
-    gives them. `target` names what to extract ("container numbers").
-    """
+    """One line of a documents file, checked: `source` is the answer key (the
+    IDs in text order), `target` names what to extract ("container numbers")."""
 
     id: str
     text: str
@@ -297,41 +287,29 @@ def _parse_document(path: str, number: int, line: str) -> SourceDocument:
     document, document_id = _json_object_line(
         path, number, line, DOCUMENT_FIELDS, "document"
     )
+    of = f"of document {quote(document_id)}"
     for key in ("text", "target"):
         if key not in document:
             fail(f"document {quote(document_id)} has no {key!r} field")
         value = document[key]
         if not isinstance(value, str) or not value.strip():
-            fail(
-                f"{key!r} of document {quote(document_id)} must be a non-blank string, "
-                f"got {quote(value, 80)}"
-            )
+            fail(f"{key!r} {of} must be a non-blank string, got {quote(value, 80)}")
     kind = document.get("kind")
     if "kind" in document and not isinstance(kind, str):
-        fail(
-            f"'kind' of document {quote(document_id)} must be a string, "
-            f"got {quote(kind, 80)}"
-        )
+        fail(f"'kind' {of} must be a string, got {quote(kind, 80)}")
     if "source" not in document:
         fail(f"document {quote(document_id)} has no 'source' field")
     ids = document["source"]
     if not isinstance(ids, list):
-        fail(
-            f"'source' of document {quote(document_id)} must be an array of ID "
-            "strings, "
-            f"got {quote(ids, 80)}"
-        )
+        fail(f"'source' {of} must be an array of ID strings, got {quote(ids, 80)}")
     seen: set[str] = set()
     for index, item in enumerate(ids):
         if not isinstance(item, str):
-            fail(
-                f"'source[{index}]' of document {quote(document_id)} must be a string, "
-                f"got {quote(item, 80)}"
-            )
+            fail(f"'source[{index}]' {of} must be a string, got {quote(item, 80)}")
         if item in seen:
             fail(
-                f"'source[{index}]' of document {quote(document_id)} repeats "
-                f"{quote(item, 80)}; the IDs of a source must be unique"
+                f"'source[{index}]' {of} repeats {quote(item, 80)}; the IDs of a "
+                "source must be unique"
             )
         seen.add(item)
     return SourceDocument(

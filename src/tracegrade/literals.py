@@ -19,20 +19,21 @@ from .core.fields import is_id_list
 Form = Kind["json", "python-list"]
 
 _OPENING = re.compile(r"[\[{]")
-# A run of `[` and whitespace: one character class, so no backtracking.
-_ARRAY_RUN = re.compile(r"\[[\[ \t\r\n]*")
 _WHITESPACE = re.compile(r"[ \t\r\n]*")
-# What ends the plain run of a JSON string: its quote, an escape, or a
-# control character, which JSON forbids unescaped.
-_JSON_STRING_STOP = re.compile(r'["\\\x00-\x1f]')
-_HEX4 = re.compile(r"[0-9a-fA-F]{4}")
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+_ARRAY_RUN = re.compile(r"\[[\[ \t\r\n]*")
+# One JSON token after whitespace: a string (its plain runs matched whole, so
+# linear in its length), a number, true, false or null, or punctuation.
+_TOKEN = re.compile(
+    r'[ \t\r\n]*(?:("[^"\\\x00-\x1f]*(?:\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4})'
+    r'[^"\\\x00-\x1f]*)*")'
+    r"|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?|true|false|null)"
+    r"|([\[\]{}:,]))"
+)
 _NOT_PLAIN = re.compile(r"[\\\x00-\x1f]")
 # One item of a Python list, plain and quoted, and the comma after it.
 _PYTHON_ITEM = re.compile(
     r"""(?:'([^'\\\x00-\x1f]*)'|"([^"\\\x00-\x1f]*)")[ \t\r\n]*(?:(,)[ \t\r\n]*)?"""
 )
-_SIMPLE_ESCAPES = frozenset('"\\/bfnrt')
 # A string literal item as `repr` writes one: any escape is matched here,
 # and `_unescape` refuses those `repr` never writes.
 _REPR_ITEM = re.compile(
@@ -48,12 +49,8 @@ _REPR_SIMPLE = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "r": "\r", "t": "\t"}
 
 @dataclass(frozen=True)
 class ListLiteral:
-    """A literal read from `text[start:end]`.
-
-    `ids` holds its items when it is an array of strings, and is None for
-    any other value (an object, an array holding anything but strings),
-    which no reader takes for a list of IDs.
-    """
+    """A literal read from `text[start:end]`; `ids` holds its items when it is
+    an array of strings, None for any other value (no list of IDs)."""
 
     start: int
     end: int
@@ -70,12 +67,8 @@ class BrokenLiteral:
 
 
 def scan_literals(text: str) -> Iterator[ListLiteral | BrokenLiteral]:
-    """Every literal in `text`, and every bracket that opens none, in order.
-
-    Only top-level literals are given: an array inside another array or an
-    object is part of that value. Each `[` or `{` outside a literal is
-    either the start of one or a `BrokenLiteral`.
-    """
+    """Every top-level literal in `text`, and every bracket outside one that
+    opens none (a `BrokenLiteral`), in order."""
     position = 0
     while (opening := _OPENING.search(text, position)) is not None:
         start = opening.start()
@@ -102,27 +95,6 @@ def _skip(text: str, position: int) -> int:
     match = _WHITESPACE.match(text, position)
     assert match is not None, "the pattern matches the empty string"
     return match.end()
-
-
-def _json_string_end(text: str, start: int) -> int | None:
-    """The index after the JSON string whose quote is at `start`; None
-    when it is not one (unclosed, a bad escape, a raw control character)."""
-    position = start + 1
-    while (stop := _JSON_STRING_STOP.search(text, position)) is not None:
-        at = stop.start()
-        character = text[at]
-        if character == '"':
-            return at + 1
-        if character != "\\":
-            return None
-        escaped = text[at + 1 : at + 2]
-        if escaped in _SIMPLE_ESCAPES and escaped:
-            position = at + 2
-        elif escaped == "u" and _HEX4.fullmatch(text, at + 2, at + 6):
-            position = at + 6
-        else:
-            return None
-    return None
 
 
 class _Constant(ValueError):
@@ -152,93 +124,46 @@ def _read_json(text: str, start: int) -> ListLiteral | BrokenLiteral:
     return ListLiteral(start, end, "json", tuple(value) if is_id_list(value) else None)
 
 
-_VALUE, _VALUE_OR_CLOSE, _NEXT, _KEY, _KEY_OR_CLOSE, _COLON = range(6)
-
-
 def _read_json_by_hand(text: str, start: int) -> ListLiteral | BrokenLiteral:
-    """The JSON value at `start`, by a parser with a stack of one byte a level."""
-    stack = bytearray()
+    """The JSON value at `start`, read a token at a time with a stack of the
+    open brackets, not recursion; broken at the first token out of place."""
+    closers: list[str] = []
+    expect = "value"  # or "value]", "key", "key}", ":", "next"
     strings_only = text[start] == "["
-    expect = _VALUE
     position = start
-    length = len(text)
     while True:
-        position = _skip(text, position)
-        if position >= length:
-            return BrokenLiteral(start, length)
-        character = text[position]
-        if expect in (_VALUE, _VALUE_OR_CLOSE):
-            if character in "[{":
-                if character == "[":
-                    # A run of openers at once: deep nesting is how a hostile
-                    # text makes a parser slow.
-                    run = _ARRAY_RUN.match(text, position)
-                    assert run is not None, "the run starts with this `[`"
-                    opened = run.group().count("[")
-                    position = run.end()
-                else:
-                    opened = 1
-                    position += 1
-                if stack or opened > 1:
-                    strings_only = False
-                stack += character.encode("ascii") * opened
-                expect = _VALUE_OR_CLOSE if character == "[" else _KEY_OR_CLOSE
-                continue
-            if character == "]" and expect == _VALUE_OR_CLOSE:
-                stack.pop()
-                position += 1
-            elif character == '"':
-                end = _json_string_end(text, position)
-                if end is None:
-                    return BrokenLiteral(start, position)
-                position = end
-            else:
-                end = _scalar_end(text, position)
-                if end is None:
-                    return BrokenLiteral(start, position)
-                strings_only = strings_only and len(stack) > 1
-                position = end
-        elif expect == _NEXT:
-            closing = "]" if stack[-1] == ord("[") else "}"
-            if character == ",":
-                position += 1
-                expect = _VALUE if closing == "]" else _KEY
-                continue
-            if character != closing:
-                return BrokenLiteral(start, position)
-            stack.pop()
-            position += 1
-        elif expect in (_KEY, _KEY_OR_CLOSE):
-            if character == "}" and expect == _KEY_OR_CLOSE:
-                stack.pop()
-                position += 1
-            elif character == '"':
-                end = _json_string_end(text, position)
-                if end is None:
-                    return BrokenLiteral(start, position)
-                position = end
-                expect = _COLON
-                continue
-            else:
-                return BrokenLiteral(start, position)
-        else:  # _COLON
-            if character != ":":
-                return BrokenLiteral(start, position)
-            position += 1
-            expect = _VALUE
-            continue
-        if not stack:
+        token = _TOKEN.match(text, position)
+        if token is None:
+            return BrokenLiteral(start, _skip(text, position))
+        string, _, mark = token.groups()
+        at, position = token.start(token.lastindex or 0), token.end()
+        value = expect.startswith("value")
+        done = False
+        if value and mark in ("[", "{"):
+            # A run of `[` at once: deep nesting is how a hostile text makes
+            # a parser slow.
+            run = _ARRAY_RUN.match(text, at) if mark == "[" else None
+            opened = "]" * run.group().count("[") if run else "}"
+            position = run.end() if run else position
+            strings_only = strings_only and not closers and opened == "]"
+            closers.extend(opened)
+            expect = "value]" if mark == "[" else "key}"
+        elif value and mark is None:
+            strings_only = strings_only and (string is not None or len(closers) > 1)
+            done = True
+        elif expect.startswith("key") and string is not None:
+            expect = ":"
+        elif (expect, mark) in ((":", ":"), ("next", ",")):
+            expect = "value" if mark == ":" or closers[-1] == "]" else "key"
+        elif expect in ("value]", "key}", "next") and mark == closers[-1]:
+            closers.pop()
+            done = True
+        else:
+            return BrokenLiteral(start, at)
+        if done and not closers:
             return _json_literal(text, start, position, strings_only)
-        expect = _NEXT
-
-
-def _scalar_end(text: str, position: int) -> int | None:
-    """The index after the JSON number, true, false or null at `position`."""
-    for word in ("true", "false", "null"):
-        if text.startswith(word, position):
-            return position + len(word)
-    number = _NUMBER.match(text, position)
-    return number.end() if number is not None else None
+        if done:
+            expect = "next"
 
 
 def _json_literal(text: str, start: int, end: int, strings_only: bool) -> ListLiteral:

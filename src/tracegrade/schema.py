@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Final, Literal, NamedTuple, TypeGuard
 
 from .core.errors import InvalidRecord, quote
@@ -16,31 +15,20 @@ from .core.steps import Step, read_steps
 STAGE_SCORER: Final = "stage_diagnosis"
 EXTRACTION_SCORER: Final = "ordered_extraction"
 SCORERS: Final = (STAGE_SCORER, EXTRACTION_SCORER)
-
 STAGES: Final = ("retrieval", "generation", "pass", "unresolved")
-"""The stages, worst first: a tie between modes goes to the earlier one."""
+"""Worst first: a tie between modes goes to the earlier one."""
 DIAGNOSED_STAGES: Final = ("retrieval", "generation", "pass")
-"""The stages of a run that required something: they have `missing`."""
 CRITERIA: Final = ("membership", "order")
-"""The keys of an extraction score's value, each graded separately."""
-
 ErrorSide = Literal["data", "answer", "run"]
 ERROR_SIDES: Final = ("data", "answer", "run")
 UNSCORED_SIDES: Final = ("data", "run")
-"""Error sides of an unscored score: its data is at fault, or the run
-itself failed before there was an answer."""
-
 METADATA_KEYS: Final = frozenset({"result", "record", "read_from", "error"})
-"""The keys every tracegrade score's metadata has, errors included."""
-
 BOTH: Final = "both"
 
 
-@dataclass(frozen=True)
-class Field:
-    """One part of a score's metadata: its `key` (a dotted path for a part
-    of an object), which scorer's scores have it (`scores`: a scorer name
-    or `BOTH`), its JSON `type`, when it is there, and what it means."""
+class Field(NamedTuple):
+    """A metadata key (dotted for a part), whose scores have it, its JSON
+    type, when it is there, and what it means."""
 
     key: str
     scores: str
@@ -49,143 +37,70 @@ class Field:
     meaning: str
 
 
-FIELDS: Final = (
-    Field(
-        "result",
-        BOTH,
-        "object or null",
-        "always",
-        "the evaluator's exact output, the JSON the core and the Node "
-        'originals return (`{"stage": ..., "missing": [...]}`, '
-        '`{"membership": ..., "order": ...}`, `{"error": "duplicate-id"}`); '
-        "null when the core never ran",
-    ),
-    Field(
-        "record",
-        BOTH,
-        "object",
-        "always",
-        "the record graded, as the core received it; empty when nothing "
-        "was read (`sample-error`, a line that is no record)",
-    ),
-    Field(
-        "read_from",
-        BOTH,
-        "object of strings",
-        "always",
-        'where each field of the record was read, e.g. `{"context": '
-        '"store RetrievalTrace:context"}`',
-    ),
-    Field(
-        "error",
-        BOTH,
-        "object or null",
-        "always",
-        "null, or what kept the score from being a stage or a grade",
-    ),
-    Field(
-        "error.kind",
-        BOTH,
-        "string",
-        "with an error",
-        "the error kind, also the score's `reason`: `answer-label`, "
-        "`invalid-input`, `duplicate-source-id`, `duplicate-answer-id`, "
-        "`unreadable-answer`, `sample-error`, or from `tracegrade score` a "
-        "line's `malformed-json`, ...",
-    ),
-    Field(
-        "error.side",
-        BOTH,
-        '`"data"`, `"answer"` or `"run"`',
-        "with an error",
-        "whose fault: the sample's data or the run (unscored), or the "
-        "model's answer (fails both extraction criteria)",
-    ),
-    Field(
-        "error.field",
-        BOTH,
-        "string or null",
-        "with an error",
-        'the record field at fault, e.g. `"context[1]"`; null when no field is',
-    ),
-    Field(
-        "error.message",
-        BOTH,
-        "string",
-        "with an error",
-        "what is wrong, in a sentence",
-    ),
-    Field(
-        "recall",
-        STAGE_SCORER,
-        "number in [0, 1] or null",
-        "every stage score but a line that is no record",
-        "the share of the run's unique required IDs its context held; a "
-        "number on every diagnosed stage, null when nothing is required, "
-        "on `invalid-input` and on `sample-error`",
-    ),
-    Field(
-        "precision",
-        STAGE_SCORER,
-        "number in [0, 1] or null",
-        "where `recall` is",
-        "the share of the run's unique context IDs that are required; null "
-        "for an empty context and when nothing was judged",
-    ),
-    Field(
-        "lost",
-        STAGE_SCORER,
-        "array of objects",
-        "with pipeline steps, where `result` has `missing`",
-        "per missing ID, in `missing` order: `id`, `lost_at` (the step that "
-        'took the output of the last step holding it, `"context"` when none '
-        "did, the first step when no step held it), `last_step` and "
-        "`last_rank` (the last step that had it and its 1-based rank "
-        "there; null when none did)",
-    ),
-    Field(
-        "step_recall",
-        STAGE_SCORER,
-        "object of numbers in [0, 1]",
-        "with pipeline steps, where `recall` is a number",
-        "each step's recall, by step name, in pipeline order",
-    ),
-    Field(
-        "grader",
-        STAGE_SCORER,
-        "object",
-        "with `label_scorer=` or `label_from=`",
-        "the grader's own score: `name`, `value`, `answer`, `explanation`, "
-        "`reason`, `metadata`",
-    ),
-    Field(
-        "itemised",
-        EXTRACTION_SCORER,
-        "object or null",
-        "every extraction score but a line that is no record",
-        "where a graded answer went wrong: `dropped`, `invented` (ID "
-        "lists), `first_order_break` (1-based position, or null when the "
-        "lists are equal), `kept_in_order` (an integer); null wherever "
-        "`result` is not a grade",
-    ),
-    Field(
-        "read_as",
-        EXTRACTION_SCORER,
-        "string or null",
-        "when the answer was read from output text",
-        "the reading that found the IDs (`json`, `lines`, ..., see "
-        "answer-formats.md); null when none did",
-    ),
-)
+_S, _E, _ERR, _NUM = STAGE_SCORER, EXTRACTION_SCORER, "with an error", "in [0, 1]"
+FIELDS: Final = tuple(
+    Field(*row)
+    for row in (
+        ("result", BOTH, "object or null", "always",
+         "the evaluator's exact output, the JSON the core and the Node originals "
+         'return (`{"stage": ..., "missing": [...]}`, `{"membership": ..., '
+         '"order": ...}`, `{"error": "duplicate-id"}`); null when the core never ran'),
+        ("record", BOTH, "object", "always",
+         "the record graded, as the core received it; empty when nothing was "
+         "read (`sample-error`, a line that is no record)"),
+        ("read_from", BOTH, "object of strings", "always",
+         'where each field of the record was read, e.g. `{"context": "store '
+         'RetrievalTrace:context"}`'),
+        ("error", BOTH, "object or null", "always",
+         "null, or what kept the score from being a stage or a grade"),
+        ("error.kind", BOTH, "string", _ERR,
+         "the error kind, also the score's `reason`: `answer-label`, "
+         "`invalid-input`, `duplicate-source-id`, `duplicate-answer-id`, "
+         "`unreadable-answer`, `sample-error`, or from `tracegrade score` a "
+         "line's `malformed-json`, ..."),
+        ("error.side", BOTH, '`"data"`, `"answer"` or `"run"`', _ERR,
+         "whose fault: the sample's data or the run (unscored), or the model's "
+         "answer (fails both extraction criteria)"),
+        ("error.field", BOTH, "string or null", _ERR,
+         'the record field at fault, e.g. `"context[1]"`; null when no field is'),
+        ("error.message", BOTH, "string", _ERR, "what is wrong, in a sentence"),
+        ("recall", _S, f"number {_NUM} or null",
+         "every stage score but a line that is no record",
+         "the share of the run's unique required IDs its context held; a number "
+         "on every diagnosed stage, null when nothing is required, on "
+         "`invalid-input` and on `sample-error`"),
+        ("precision", _S, f"number {_NUM} or null", "where `recall` is",
+         "the share of the run's unique context IDs that are required; null for "
+         "an empty context and when nothing was judged"),
+        ("lost", _S, "array of objects",
+         "with pipeline steps, where `result` has `missing`",
+         "per missing ID, in `missing` order: `id`, `lost_at` (the step that took "
+         'the output of the last step holding it, `"context"` when none did, the '
+         "first step when no step held it), `last_step` and `last_rank` (the last "
+         "step that had it and its 1-based rank there; null when none did)"),
+        ("step_recall", _S, f"object of numbers {_NUM}",
+         "with pipeline steps, where `recall` is a number",
+         "each step's recall, by step name, in pipeline order"),
+        ("grader", _S, "object", "with `label_scorer=` or `label_from=`",
+         "the grader's own score: `name`, `value`, `answer`, `explanation`, "
+         "`reason`, `metadata`"),
+        ("itemised", _E, "object or null",
+         "every extraction score but a line that is no record",
+         "where a graded answer went wrong: `dropped`, `invented` (ID lists), "
+         "`first_order_break` (1-based position, or null when the lists are "
+         "equal), `kept_in_order` (an integer); null wherever `result` is not a "
+         "grade"),
+        ("read_as", _E, "string or null", "when the answer was read from output text",
+         "the reading that found the IDs (`json`, `lines`, ..., see "
+         "answer-formats.md); null when none did"),
+    )
+)  # fmt: skip
 
 
 def fields_table() -> str:
     """`FIELDS` as the Markdown table docs/scores.md shows."""
     rows = ["| key | scores | type | present | meaning |", "|---|---|---|---|---|"]
-    for f in FIELDS:
-        rows.append(
-            f"| `{f.key}` | {f.scores} | {f.type} | {f.present} | {f.meaning} |"
-        )
+    rows += [f"| `{f.key}` | {' | '.join(f[1:])} |" for f in FIELDS]
     return "\n".join(rows) + "\n"
 
 
@@ -194,23 +109,23 @@ class InvalidScore(ValueError):
     message names the field, and a log's reader adds log, sample and score."""
 
 
-# --- the parts ---------------------------------------------------------------
-
-
 def is_share(value: Any) -> TypeGuard[float]:
-    """A float from 0 to 1: what tracegrade writes for a share (never an
-    integer, a bool or NaN)."""
+    """A float from 0 to 1, as tracegrade writes a share (never 1, True or NaN)."""
     return type(value) is float and 0.0 <= value <= 1.0
 
 
 def is_tracegrade_metadata(metadata: Any) -> TypeGuard[dict[str, Any]]:
-    """Metadata with the keys every tracegrade score carries."""
     return type(metadata) is dict and metadata.keys() >= METADATA_KEYS
 
 
+def is_nan(value: Any) -> bool:
+    """An unscored score's value (`Score.unscored`, NaN)."""
+    return type(value) is float and math.isnan(value)
+
+
 class ScoreError(NamedTuple):
-    """A score's `error`; `field` and `message` are None where only kind and
-    side were kept (the bulk results)."""
+    """A score's `error`; `field` and `message` None where only kind and side
+    were kept (the bulk results)."""
 
     kind: str
     side: ErrorSide
@@ -223,25 +138,24 @@ class ScoreError(NamedTuple):
 
 
 def read_error(metadata: Mapping[str, Any]) -> ScoreError | None:
-    """The metadata's `error`, checked; None for no error."""
     error = metadata.get("error")
     if error is None:
         return None
-    kind = error.get("kind") if type(error) is dict else None
-    side = error.get("side") if type(error) is dict else None
-    if type(kind) is not str or not kind or side not in ERROR_SIDES:
+    kind, side, field, message = (
+        map(error.get, ("kind", "side", "field", "message"))
+        if type(error) is dict
+        else (None,) * 4
+    )
+    if not (type(kind) is str and kind and side in ERROR_SIDES):
         raise InvalidScore(
             "metadata error must be null or have a kind and a side "
             f"({', '.join(ERROR_SIDES)}), got {quote(error)}"
         )
-    assert isinstance(error, dict)
-    field = error.get("field")
-    message = error.get("message")
-    if field is not None and type(field) is not str:
+    if not (field is None or type(field) is str):
         raise InvalidScore(
             f"metadata error.field must be a string or null, got {quote(field)}"
         )
-    if message is not None and type(message) is not str:
+    if not (message is None or type(message) is str):
         raise InvalidScore(
             f"metadata error.message must be a string, got {quote(message)}"
         )
@@ -249,38 +163,36 @@ def read_error(metadata: Mapping[str, Any]) -> ScoreError | None:
 
 
 def read_share(metadata: Mapping[str, Any], key: str) -> float | None:
-    """The metadata's `recall` or `precision` (`key`): a share or None
-    (also when absent)."""
+    """`recall` or `precision`: a share, or None (also when absent)."""
     share = metadata.get(key)
-    if share is None or is_share(share):
-        return share
-    raise InvalidScore(
-        f"metadata {key} must be null or a share from 0.0 to 1.0, got {quote(share)}"
-    )
+    if not (share is None or is_share(share)):
+        raise InvalidScore(
+            f"metadata {key} must be null or a share from 0.0 to 1.0, got "
+            f"{quote(share)}"
+        )
+    return share
 
 
 def read_stage_value(value: Any) -> str:
-    """A scored stage score's value: one of `STAGES`."""
-    if type(value) is str and value in STAGES:
-        return value
-    raise InvalidScore(
-        f"the value must be one of {', '.join(STAGES)}, got {quote(value)}"
-    )
+    if not (type(value) is str and value in STAGES):
+        raise InvalidScore(
+            f"the value must be one of {', '.join(STAGES)}, got {quote(value)}"
+        )
+    return str(value)
 
 
 def read_criteria(value: Any) -> tuple[bool, bool]:
     """A scored extraction score's value: `(membership, order)`."""
-    if (
-        type(value) is not dict
-        or type(value.get("membership")) is not bool
-        or type(value.get("order")) is not bool
+    if not (
+        type(value) is dict
+        and type(value.get("membership")) is bool
+        and type(value.get("order")) is bool
     ):
         raise InvalidScore(
             'the value must be {"membership": bool, "order": bool}, got '
             f"{quote(value)}"
         )
-    membership: bool = value["membership"]
-    order: bool = value["order"]
+    membership, order = value["membership"], value["order"]
     if order and not membership:
         raise InvalidScore(
             "order passes without membership, which the grading rules never give"
@@ -289,21 +201,15 @@ def read_criteria(value: Any) -> tuple[bool, bool]:
 
 
 def read_as(metadata: Mapping[str, Any]) -> str | None:
-    """The metadata's `read_as`: a reading's name, or None."""
     reading = metadata.get("read_as")
-    if reading is None or (type(reading) is str and reading):
-        return reading
-    raise InvalidScore(
-        f"metadata read_as must be a reading's name or null, got {quote(reading)}"
-    )
-
-
-# --- stage scores --------------------------------------------------------------
+    if not (reading is None or (type(reading) is str and reading)):
+        raise InvalidScore(
+            f"metadata read_as must be a reading's name or null, got {quote(reading)}"
+        )
+    return reading
 
 
 class LostID(NamedTuple):
-    """One entry of `lost`: where in the pipeline a missing ID was lost."""
-
     id: str
     lost_at: str
     last_step: str | None
@@ -311,9 +217,8 @@ class LostID(NamedTuple):
 
 
 class StageScore(NamedTuple):
-    """A stage diagnosis score, read: `stage` None when unscored; `required`,
-    `missing` (and with pipeline steps `steps`, `context_size`) when diagnosed;
-    `labelled_correct` says the record's label is JSON `true`."""
+    """A stage score, read: `stage` None when unscored; `required`, `missing`
+    (with steps also `steps`, `context_size`) when diagnosed."""
 
     stage: str | None
     error: ScoreError | None
@@ -328,15 +233,17 @@ class StageScore(NamedTuple):
     context_size: int | None = None
 
 
-_make_stage = StageScore._make
+_RESCORE: Final = "score the log again (`inspect score LOG --scorer tracegrade/{}`)"
 
 
 def read_stage(value: Any, metadata: Any) -> StageScore:
     """A stage score from its value and metadata, checked as a whole."""
     metadata = _tracegrade_metadata(metadata)
     error = None if metadata["error"] is None else read_error(metadata)
-    recall = read_share(metadata, "recall")
-    precision = read_share(metadata, "precision")
+    recall, precision = (
+        read_share(metadata, "recall"),
+        read_share(metadata, "precision"),
+    )
     if "recall" not in metadata or "precision" not in metadata:
         recall, precision = _earlier_shares(metadata, error)
     lost = read_lost(metadata.get("lost"))
@@ -352,7 +259,7 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
     record, result = metadata["record"], metadata["result"]
     required = record.get("required") if type(record) is dict else None
     missing = result.get("missing") if type(result) is dict else None
-    if not is_id_list(required) or not is_id_list(missing):
+    if not (is_id_list(required) and is_id_list(missing)):
         raise InvalidScore(
             "a diagnosed score needs the ID lists record.required and "
             f"result.missing, got {quote(required)} and {quote(missing)}"
@@ -361,7 +268,6 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
         raise InvalidScore(
             "a diagnosed score's metadata recall must be a share, got null"
         )
-    assert isinstance(record, dict)
     try:
         steps = read_steps(record)
     except InvalidRecord as invalid:
@@ -381,24 +287,10 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
             f"{'lost' if lost is not None else 'steps'} alone"
         )
     # `_make` builds the tuple in C; the generated `__new__` is Python.
-    return _make_stage(
-        (
-            value,
-            error,
-            recall,
-            precision,
-            required,
-            missing,
-            record.get("correct") is True,
-            lost,
-            step_recall,
-            steps,
-            context_size,
-        )
-    )
-
-
-_RESCORE: Final = "score the log again (`inspect score LOG --scorer tracegrade/{}`)"
+    return StageScore._make(
+        (value, error, recall, precision, required, missing,
+         record.get("correct") is True, lost, step_recall, steps, context_size)
+    )  # fmt: skip
 
 
 def _earlier_shares(
@@ -407,15 +299,30 @@ def _earlier_shares(
     """Recall and precision for a score by a tracegrade that wrote neither (or
     only recall): worked out from its record, as the scorer does now."""
     record = metadata["record"]
-    if type(record) is not dict:
-        if error is not None and error.unscored:  # no record: neither share
-            return metadata.get("recall"), metadata.get("precision")
-        key = "recall" if "recall" not in metadata else "precision"
-        raise InvalidScore(
-            f"a scored stage score needs metadata {key}, and its record "
-            f"cannot give it, got {quote(record)}: {_RESCORE.format(STAGE_SCORER)}"
-        )
-    return stage_recall(record), stage_precision(record)
+    if type(record) is dict:
+        return stage_recall(record), stage_precision(record)
+    if error is not None and error.unscored:  # no record: neither share
+        return metadata.get("recall"), metadata.get("precision")
+    key = "recall" if "recall" not in metadata else "precision"
+    raise InvalidScore(
+        f"a scored stage score needs metadata {key}, and its record "
+        f"cannot give it, got {quote(record)}: {_RESCORE.format(STAGE_SCORER)}"
+    )
+
+
+def _is_lost(entry: Any) -> bool:
+    if type(entry) is not dict:
+        return False
+    item, lost_at, last_step, last_rank = map(
+        entry.get, ("id", "lost_at", "last_step", "last_rank")
+    )
+    return (
+        type(item) is str
+        and type(lost_at) is str
+        and (last_step is None or type(last_step) is str)
+        and (last_rank is None or (type(last_rank) is int and last_rank >= 1))
+        and (last_step is None) == (last_rank is None)
+    )
 
 
 def read_lost(lost: Any, where: str = "metadata lost") -> list[LostID] | None:
@@ -424,39 +331,23 @@ def read_lost(lost: Any, where: str = "metadata lost") -> list[LostID] | None:
         return None
     if type(lost) is not list:
         raise InvalidScore(f"{where} must be an array, got {quote(lost)}")
-    read = []
     for position, entry in enumerate(lost):
-        fields = (
-            (entry.get(key) for key in ("id", "lost_at", "last_step", "last_rank"))
-            if type(entry) is dict
-            else None
-        )
-        if fields is not None:
-            item, lost_at, last_step, last_rank = fields
-            if (
-                type(item) is str
-                and type(lost_at) is str
-                and (last_step is None or type(last_step) is str)
-                and (last_rank is None or (type(last_rank) is int and last_rank >= 1))
-                and (last_step is None) == (last_rank is None)
-            ):
-                read.append(LostID(item, lost_at, last_step, last_rank))
-                continue
-        raise InvalidScore(
-            f"{where}[{position}] must be an object of a string id and "
-            "lost_at, and a last_step (a string) and last_rank (from 1) both "
-            f"null or both set, got {quote(entry)}"
-        )
-    return read
+        if not _is_lost(entry):
+            raise InvalidScore(
+                f"{where}[{position}] must be an object of a string id and "
+                "lost_at, and a last_step (a string) and last_rank (from 1) both "
+                f"null or both set, got {quote(entry)}"
+            )
+    keys = ("id", "lost_at", "last_step", "last_rank")
+    return [LostID(*map(entry.get, keys)) for entry in lost]
 
 
 def read_step_recall(metadata: Mapping[str, Any]) -> dict[str, float] | None:
-    """The metadata's `step_recall`, step name to share, or None when absent."""
+    """`step_recall`, step name to share, or None when absent."""
     recalls = metadata.get("step_recall")
-    if recalls is None:
-        return None
-    if type(recalls) is not dict or not all(
-        is_share(share) for share in recalls.values()
+    if not (
+        recalls is None
+        or (type(recalls) is dict and all(map(is_share, recalls.values())))
     ):
         raise InvalidScore(
             "metadata step_recall must map each step's name to a share from "
@@ -465,12 +356,7 @@ def read_step_recall(metadata: Mapping[str, Any]) -> dict[str, float] | None:
     return recalls
 
 
-# --- extraction scores -----------------------------------------------------------
-
-
 class Itemised(NamedTuple):
-    """An extraction score's `itemised`."""
-
     dropped: list[str]
     invented: list[str]
     first_order_break: int | None
@@ -478,8 +364,8 @@ class Itemised(NamedTuple):
 
 
 class ExtractionScore(NamedTuple):
-    """An ordered extraction score, read: criteria None when unscored; `source`
-    and `itemised` only when `result` is a grade."""
+    """An extraction score, read: criteria None when unscored; `source` and
+    `itemised` only when `result` is a grade."""
 
     membership: bool | None
     order: bool | None
@@ -492,8 +378,7 @@ class ExtractionScore(NamedTuple):
 def read_extraction(value: Any, metadata: Any) -> ExtractionScore:
     """An extraction score from its value and metadata, checked as a whole."""
     metadata = _tracegrade_metadata(metadata)
-    error = read_error(metadata)
-    reading = read_as(metadata)
+    error, reading = read_error(metadata), read_as(metadata)
     if error is not None and error.unscored:
         return ExtractionScore(None, None, error, reading)
     membership, order = read_criteria(value)
@@ -502,8 +387,7 @@ def read_extraction(value: Any, metadata: Any) -> ExtractionScore:
             "a scored extraction score needs metadata itemised, which a log "
             f"scored before 0.1.0 lacks: {_RESCORE.format(EXTRACTION_SCORER)}"
         )
-    itemised = metadata["itemised"]
-    result = metadata["result"]
+    itemised, result = metadata["itemised"], metadata["result"]
     if type(result) is not dict or "membership" not in result:
         if itemised is not None:
             raise InvalidScore(
@@ -528,19 +412,18 @@ def _read_itemised(itemised: Any) -> Itemised:
             "a graded score's metadata itemised must be an object, got "
             f"{quote(itemised)}"
         )
-    dropped = itemised.get("dropped")
-    invented = itemised.get("invented")
-    if not is_id_list(dropped) or not is_id_list(invented):
+    dropped, invented, first_break, kept = map(
+        itemised.get, ("dropped", "invented", "first_order_break", "kept_in_order")
+    )
+    if not (is_id_list(dropped) and is_id_list(invented)):
         raise InvalidScore(
             "metadata itemised needs the ID lists dropped and invented, "
             f"got {quote(dropped)} and {quote(invented)}"
         )
-    first_break = itemised.get("first_order_break")
-    kept = itemised.get("kept_in_order")
-    if (
-        (first_break is not None and (type(first_break) is not int or first_break < 1))
-        or type(kept) is not int
-        or kept < 0
+    if not (
+        (first_break is None or (type(first_break) is int and first_break >= 1))
+        and type(kept) is int
+        and kept >= 0
     ):
         raise InvalidScore(
             "metadata itemised needs first_order_break (from 1, or null) and "
@@ -557,44 +440,3 @@ def _tracegrade_metadata(metadata: Any) -> dict[str, Any]:
             + ("no object" if keys is None else f"the keys {quote(keys)}")
         )
     return metadata
-
-
-def is_nan(value: Any) -> bool:
-    """An unscored score's value (`Score.unscored`, NaN)."""
-    return type(value) is float and math.isnan(value)
-
-
-__all__ = [
-    "BOTH",
-    "CRITERIA",
-    "DIAGNOSED_STAGES",
-    "ERROR_SIDES",
-    "EXTRACTION_SCORER",
-    "FIELDS",
-    "METADATA_KEYS",
-    "SCORERS",
-    "STAGES",
-    "STAGE_SCORER",
-    "UNSCORED_SIDES",
-    "ErrorSide",
-    "ExtractionScore",
-    "Field",
-    "InvalidScore",
-    "Itemised",
-    "LostID",
-    "ScoreError",
-    "StageScore",
-    "fields_table",
-    "is_id_list",
-    "is_nan",
-    "is_share",
-    "is_tracegrade_metadata",
-    "read_as",
-    "read_criteria",
-    "read_error",
-    "read_extraction",
-    "read_lost",
-    "read_share",
-    "read_stage",
-    "read_stage_value",
-]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import reprlib
+from collections.abc import Iterator
 from typing import Any
 
 QUOTE_LIMIT = 120
@@ -30,76 +31,56 @@ def _json_string(text: str, limit: int) -> str:
 
 
 def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
-    """Quote a bad value as JSON, the way it stands in the user's file.
-
-    `null`, not `None`; `{"required": ["D1"]}`, not `{'required': ['D1']}`.
-    Values that JSON cannot hold (a tuple or set from Python code, NaN) are
-    shown by a bounded `repr`. At most `limit` characters, ending in `...`
-    when cut; only as much of the value is read as the quote needs.
-    """
+    """Quote a bad value as JSON, as it stands in the user's file (`null`, not
+    `None`), else by a bounded `repr` (a tuple, NaN). At most `limit` characters,
+    ending in `...` when cut; only as much of the value is read as it needs."""
     parts: list[str] = []
     size = 0
-
-    def emit(text: str) -> bool:
-        nonlocal size
-        parts.append(text)
-        size += len(text)
-        return size <= limit
-
-    def walk(item: Any, depth: int) -> bool:
-        if item is None or isinstance(item, bool):
-            return emit(json.dumps(item))
-        if isinstance(item, str):
-            return emit(_json_string(item, limit))
-        if isinstance(item, int):
-            # Python refuses to print an int of over 4,300 digits.
-            if item.bit_length() > 4096:
-                return emit(f"<an integer of {item.bit_length():,} bits>")
-            return emit(str(item))
-        if isinstance(item, float) and item == item and item not in (1e999, -1e999):
-            return emit(json.dumps(item))
-        if type(item) is list:
-            if depth >= _QUOTE_DEPTH:
-                return emit("[...]")
-            if not emit("["):
-                return False
-            for position, element in enumerate(item):
-                if position and not emit(", "):
-                    return False
-                if not walk(element, depth + 1):
-                    return False
-            return emit("]")
-        if type(item) is dict and all(isinstance(key, str) for key in item):
-            if depth >= _QUOTE_DEPTH:
-                return emit("{...}")
-            if not emit("{"):
-                return False
-            for position, (key, element) in enumerate(item.items()):
-                if position and not emit(", "):
-                    return False
-                if not emit(_json_string(key, limit) + ": "):
-                    return False
-                if not walk(element, depth + 1):
-                    return False
-            return emit("}")
-        return emit(_BOUNDED_REPR.repr(item))
-
-    walk(value, 0)
+    for token in _tokens(value, 0, limit):
+        parts.append(token)
+        size += len(token)
+        if size > limit:
+            break
     text = "".join(parts)
-    if len(text) > limit:
-        text = text[: limit - 3] + "..."
-    return text
+    return text[: limit - 3] + "..." if len(text) > limit else text
+
+
+def _tokens(item: Any, depth: int, limit: int) -> Iterator[str]:
+    if item is None or isinstance(item, bool):
+        yield json.dumps(item)
+    elif isinstance(item, str):
+        yield _json_string(item, limit)
+    elif isinstance(item, int):
+        # Python refuses to print an int of over 4,300 digits.
+        bits = item.bit_length()
+        yield str(item) if bits <= 4096 else f"<an integer of {bits:,} bits>"
+    elif isinstance(item, float) and item == item and item not in (1e999, -1e999):
+        yield json.dumps(item)
+    elif type(item) is list or (
+        type(item) is dict and all(isinstance(key, str) for key in item)
+    ):
+        opening, closing = ("[", "]") if type(item) is list else ("{", "}")
+        if depth >= _QUOTE_DEPTH:
+            yield f"{opening}...{closing}"
+            return
+        entries = (
+            ((_json_string(key, limit) + ": ", v) for key, v in item.items())
+            if isinstance(item, dict)
+            else (("", element) for element in item)
+        )
+        yield opening
+        for position, (key, element) in enumerate(entries):
+            yield ", " + key if position else key
+            yield from _tokens(element, depth + 1, limit)
+        yield closing
+    else:
+        yield _BOUNDED_REPR.repr(item)
 
 
 class InvalidRecord(ValueError):
-    """A record the reference evaluators were never defined for.
-
-    The JavaScript evaluators would throw, or silently answer something
-    meaningless (a string has a `.length`, too), so we refuse instead of
-    guessing. `field` names where the problem is and `value` holds what was
-    found there, so callers can add the record's id or line without parsing
-    the message.
-    """
+    """A record the reference evaluators were never defined for: they would
+    throw, or answer something meaningless (a string has a `.length` too).
+    `field` and `value` let callers add the record's id without parsing."""
 
     def __init__(self, field: str, value: Any, problem: str) -> None:
         self.field = field

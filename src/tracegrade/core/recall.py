@@ -1,8 +1,6 @@
 """ID recall and ID precision of a run: the share of its unique required IDs
-its context held, and of its unique context IDs that were required.
-
-No rule of the reference evaluators: a fact of the record, labelled or not,
-beside the diagnosis (docs/scores.md, where each is held to Ragas and trec_eval).
+its context held, and of its unique context IDs that were required. No rule
+of the reference evaluators (docs/scores.md holds each to Ragas and trec_eval).
 """
 
 from __future__ import annotations
@@ -14,12 +12,8 @@ from .fields import is_id_list
 
 
 def id_recall(required: Iterable[str], missing: Sized) -> float:
-    """The share of the unique `required` IDs not in `missing`.
-
-    `missing` must be what the rules report for the same record, the
-    unique required IDs absent from the context; a missing list longer
-    than the required set, or an empty required set, is a caller's error.
-    """
+    """The share of the unique `required` IDs not in `missing`, the rules'
+    `missing` of the same record; a caller's error raises `ValueError`."""
     unique = len(set(required))
     if unique == 0:
         raise ValueError("recall needs at least one required ID")
@@ -38,8 +32,6 @@ def stage_recall(record: Mapping[str, Any]) -> float | None:
     context = record.get("context")
     if not is_id_list(required) or not required or not is_id_list(context):
         return None
-    # Removing in place, as the rules find `missing`: what is left of the
-    # required set is exactly the IDs the context lacks.
     absent = set(required)
     unique = len(absent)
     absent.difference_update(context)
@@ -47,16 +39,12 @@ def stage_recall(record: Mapping[str, Any]) -> float | None:
 
 
 def stage_precision(record: Mapping[str, Any]) -> float | None:
-    """The precision of a run from its record alone, or None when the
-    context is empty or absent, or either value is not a list of string
-    IDs (`required` absent or null included); an empty `required` is 0.0."""
+    """The precision of a run from its record alone, or None when the context
+    is empty or absent or either value is not a list of string IDs (`required`
+    absent or null included); an empty `required` is 0.0."""
     required = record.get("required")
     context = record.get("context")
     if not is_id_list(required) or not is_id_list(context) or not context:
         return None
     supplied = set(context)
-    # One division of two integers, as trec_eval and Ragas divide.
     return len(supplied.intersection(required)) / len(supplied)
-
-
-__all__ = ["id_recall", "stage_precision", "stage_recall"]

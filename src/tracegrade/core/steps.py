@@ -45,9 +45,8 @@ def read_steps(record: Mapping[str, Any]) -> list[Step] | None:
     if steps is None:
         return None
     if type(steps) is not list:
-        raise InvalidRecord(
-            "steps", steps, f"must be an array of steps, each {_STEP_FORM}"
-        )
+        problem = f"must be an array of steps, each {_STEP_FORM}"
+        raise InvalidRecord("steps", steps, problem)
     if not steps:
         raise InvalidRecord(
             "steps",
@@ -55,68 +54,55 @@ def read_steps(record: Mapping[str, Any]) -> list[Step] | None:
             "must list at least one step; leave it out when the pipeline's "
             "steps were not recorded",
         )
-    read: list[Step] = []
     seen: dict[str, int] = {}
     for position, step in enumerate(steps):
-        read.append(_read_step(f"steps[{position}]", step, seen))
-        seen[read[-1].name] = position
-    return read
+        where = f"steps[{position}]"
+        if type(step) is not dict or "name" not in step or "ids" not in step:
+            raise InvalidRecord(where, step, f"must be {_STEP_FORM}")
+        name = step["name"]
+        if not isinstance(name, str) or not name:
+            problem = "must be a non-empty string"
+        elif name == CONTEXT:
+            problem = 'is reserved: lost_at "context" means an ID no step dropped'
+        elif name in seen:
+            problem = f"names steps[{seen[name]}] too; a record's step names are unique"
+        else:
+            _check_step(where, name, step, seen)
+            seen[name] = position
+            continue
+        raise InvalidRecord(f"{where}.name", name, problem)
+    return [Step(step["name"], step["ids"], step.get("inputs")) for step in steps]
 
 
-def _read_step(where: str, step: Any, seen: Mapping[str, int]) -> Step:
-    """One step, `where` in the record; `seen` maps earlier names to positions."""
-    if type(step) is not dict or "name" not in step or "ids" not in step:
-        raise InvalidRecord(where, step, f"must be {_STEP_FORM}")
-    name = step["name"]
-    if not isinstance(name, str) or not name:
-        raise InvalidRecord(f"{where}.name", name, "must be a non-empty string")
-    if name == CONTEXT:
-        raise InvalidRecord(
-            f"{where}.name",
-            name,
-            'is reserved: lost_at "context" means an ID no step dropped',
-        )
-    if name in seen:
-        raise InvalidRecord(
-            f"{where}.name",
-            name,
-            f"names steps[{seen[name]}] too; a record's step names are unique",
-        )
+def _check_step(where: str, name: str, step: Any, earlier: Container[str]) -> None:
+    """The step's `ids`, ranked once each, and its `inputs`, each the name of
+    an earlier step, once."""
     try:
         ids = id_list(step, "ids")
-        inputs = _inputs(step, seen)
+        inputs = [] if step.get("inputs") is None else id_list(step, "inputs")
+        for position, item in enumerate(inputs):
+            if item not in earlier or item in inputs[:position]:
+                raise InvalidRecord(
+                    f"inputs[{position}]", item, "must name an earlier step, once"
+                )
     except InvalidRecord as invalid:
         raise InvalidRecord(
             f"{where}.{invalid.field}",
             invalid.value,
             f"(step {name!r}) {invalid.problem}",
         ) from None
+    # A ranking holds a document once; which rank counts would be a guess.
     if len(set(ids)) != len(ids):
-        # A ranking holds a document once; which rank counts would be a guess.
         ranks: dict[str, int] = {}
         for rank, item in enumerate(ids, 1):
             if item in ranks:
                 raise InvalidRecord(
                     f"{where}.ids[{rank - 1}]",
                     item,
-                    f"(step {name!r}) repeats rank {ranks[item]}; a step "
-                    "ranks each ID once",
+                    f"(step {name!r}) repeats rank {ranks[item]}; a step ranks "
+                    "each ID once",
                 )
             ranks[item] = rank
-    return Step(name, ids, inputs)
-
-
-def _inputs(step: Mapping[str, Any], earlier: Container[str]) -> list[str] | None:
-    """A step's `inputs`, each the name of an earlier step, once."""
-    if step.get("inputs") is None:
-        return None
-    names = id_list(step, "inputs")
-    for position, name in enumerate(names):
-        if name not in earlier or name in names[:position]:
-            raise InvalidRecord(
-                f"inputs[{position}]", name, "must name an earlier step, once"
-            )
-    return names
 
 
 def _takers(steps: Sequence[Step]) -> dict[str, str]:
@@ -137,14 +123,11 @@ def lost_documents(missing: Sequence[str], steps: Sequence[Step]) -> list[LostDo
     takers = _takers(steps)
     lost: list[LostDocument] = []
     for item in missing:
-        last_step: str | None = None
-        last_rank: int | None = None
-        for step, ranked in zip(steps, ranks, strict=True):
-            rank = ranked.get(item)
-            if rank is not None:
-                last_step, last_rank = step.name, rank
-        first = steps[0].name
-        lost_at = first if last_step is None else takers.get(last_step, CONTEXT)
+        held = [
+            (s.name, r[item]) for s, r in zip(steps, ranks, strict=True) if item in r
+        ]
+        last_step, last_rank = held[-1] if held else (None, None)
+        lost_at = steps[0].name if last_step is None else takers.get(last_step, CONTEXT)
         lost.append(
             {
                 "id": item,
@@ -166,11 +149,8 @@ def first_steps(steps: Sequence[Step]) -> list[Step]:
 
 
 def step_recalls(required: Sequence[str], steps: Sequence[Step]) -> dict[str, float]:
-    """Each step's recall: the share of the unique required IDs in its
-    output, counted as context recall is (`tracegrade.core.recall`).
-
-    `required` must hold at least one ID.
-    """
+    """Each step's recall: the share of the unique required IDs (at least
+    one) in its output, counted as context recall is."""
     wanted = set(required)
     if not wanted:
         raise ValueError("recall needs at least one required ID")
@@ -196,12 +176,8 @@ def reciprocal_rank(required: Iterable[str], ranked: Sequence[str]) -> float:
 
 
 def ndcg_at(required: Iterable[str], ranked: Sequence[str], k: int) -> float:
-    """nDCG at cut-off `k`, each required ID of gain 1 (trec_eval's
-    `ndcg_cut.k`, with the required IDs as the relevant documents): the
-    discounted gain of the first `k` ranks over that of an ideal ranking.
-
-    The required IDs must hold at least one.
-    """
+    """nDCG at cut-off `k`, each of the (at least one) required IDs of gain 1:
+    trec_eval's `ndcg_cut.k`, with the required IDs as the relevant ones."""
     wanted = _as_set(required)
     if not wanted:
         raise ValueError("nDCG needs at least one required ID")
@@ -212,16 +188,3 @@ def ndcg_at(required: Iterable[str], ranked: Sequence[str], k: int) -> float:
     )
     ideal = sum(1 / math.log2(rank + 1) for rank in range(1, min(k, len(wanted)) + 1))
     return gain / ideal
-
-
-__all__ = [
-    "CONTEXT",
-    "LostDocument",
-    "Step",
-    "first_steps",
-    "lost_documents",
-    "ndcg_at",
-    "read_steps",
-    "reciprocal_rank",
-    "step_recalls",
-]

@@ -5,6 +5,7 @@ so a retry's failed log or a split run's parts are never counted twice
 from __future__ import annotations
 
 import errno
+import itertools
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -42,23 +43,28 @@ def find_logs(paths: Iterable[str | Path]) -> list[str]:
             found.extend(listed)
         elif path.suffix in LOG_SUFFIXES:
             found.append(str(path))
+        elif path.suffix == ".jsonl":
+            raise LogError(
+                f"{str(path)!r} is JSON Lines, not an Inspect log (.eval or .json); "
+                "if it holds recorded runs, score it first (`tracegrade score TASK "
+                f"{path}`, or `inspect eval tracegrade/TASK -T dataset={path}`) and "
+                "give the logs that writes"
+            )
         else:
-            raise LogError(_not_a_log(str(path)))
+            raise LogError(
+                f"{str(path)!r} is not an Inspect log: a log ends in .eval or .json"
+            )
     return list(dict.fromkeys(found))
 
 
 def logs_under(directory: Path) -> list[str]:
-    """The logs under `directory` (`is_log_name`), links followed
-    (`files_under`), each real file once."""
+    """The logs under `directory` (`is_log_name`), links followed, each real
+    file once, as absolute paths (as Inspect lists them)."""
     try:
-        return sorted(
-            os.path.abspath(file)  # as Inspect lists them
-            for file in files_under(directory)
-            if is_log_name(file.name)
-        )
+        files = files_under(directory)
+        return sorted(os.path.abspath(f) for f in files if is_log_name(f.name))
     except OSError as error:
-        message = f"cannot list {str(directory)!r} ({error})"
-        raise LogError(message) from None
+        raise LogError(f"cannot list {str(directory)!r} ({error})") from None
 
 
 def is_log_name(name: str) -> bool:
@@ -79,8 +85,7 @@ def files_under(
     pending = [directory]
     while pending:
         folder = pending.pop()
-        real = os.path.realpath(folder)
-        if real in seen:
+        if (real := os.path.realpath(folder)) in seen:
             continue
         seen.add(real)
         with os.scandir(folder) as scanned:
@@ -94,21 +99,13 @@ def files_under(
             except FileNotFoundError:
                 message = "a symbolic link to nothing"
                 raise FileNotFoundError(errno.ENOENT, message, entry.path) from None
-            if not entry.is_dir() and os.path.realpath(entry.path) not in seen:
-                seen.add(os.path.realpath(entry.path))
+            if (
+                not entry.is_dir()
+                and (real := os.path.realpath(entry.path)) not in seen
+            ):
+                seen.add(real)
                 yield Path(entry.path)
         pending.extend(Path(e.path) for e in reversed(entries) if e.is_dir())
-
-
-def _not_a_log(path: str) -> str:
-    if path.endswith(".jsonl"):
-        return (
-            f"{path!r} is JSON Lines, not an Inspect log (.eval or .json); if it "
-            "holds recorded runs, score it first (`tracegrade score TASK "
-            f"{path}`, or `inspect eval tracegrade/TASK -T dataset={path}`) and "
-            "give the logs that writes"
-        )
-    return f"{path!r} is not an Inspect log: a log ends in .eval or .json"
 
 
 @dataclass(frozen=True)
@@ -124,15 +121,14 @@ class LogFile:
         return log_part(self.header.eval.metadata)
 
     def read(self, samples: SampleReader = log_samples) -> LogRead:
-        """The log, its samples read by `samples` as they are iterated."""
         return LogRead(self.path, self.header, samples(self.path))
 
 
 @dataclass(frozen=True)
 class Superseded:
-    """A log not counted: `by` is the newer log of the same eval.
-    `retry` is False for a copy of the same eval (the same `eval_id`),
-    such as a rescored one written beside it."""
+    """A log not counted: `by` is the newer log of the same eval; `retry` is
+    False for a copy of the same eval (the same `eval_id`), such as a
+    rescored one written beside it."""
 
     path: str
     by: str
@@ -165,7 +161,6 @@ class EvalRun:
 
     @property
     def epochs_reducer(self) -> list[str] | None:
-        """The reducers asked for (`--epochs-reducer`), if any."""
         return self.logs[0].header.eval.config.epochs_reducer
 
     @property
@@ -176,20 +171,14 @@ class EvalRun:
 
     @property
     def missing_parts(self) -> list[int]:
-        """The first few parts not found, in order. A header sets the count,
-        so no more than `LISTED_PARTS` are ever listed: a log claiming a
-        billion parts costs nothing."""
+        """The first `LISTED_PARTS` parts not found, in order: a log claiming
+        a billion parts costs nothing."""
         part = self.logs[0].part
         if part is None:
             return []
         found = {log.part.index for log in self.logs if log.part is not None}
-        listed: list[int] = []
-        for index in range(1, part.count + 1):
-            if len(listed) == LISTED_PARTS:
-                break
-            if index not in found:
-                listed.append(index)
-        return listed
+        missing = (index for index in range(1, part.count + 1) if index not in found)
+        return list(itertools.islice(missing, LISTED_PARTS))
 
     @property
     def status(self) -> str:
@@ -206,20 +195,16 @@ class EvalRun:
 
     @property
     def name(self) -> str:
-        """The log's file name; for a split run, its name without the part
-        number, and the number of parts."""
-        first = Path(self.logs[0].path)
-        part = self.logs[0].part
+        """The log's file name; for a split run, without the part number,
+        and the number of parts."""
+        first, part = Path(self.logs[0].path), self.logs[0].part
         if part is None:
             return first.name
-        stem = _PART_SUFFIX.sub("", first.stem)
-        return f"{stem}{first.suffix} ({part.count} parts)"
+        return f"{_PART_SUFFIX.sub('', first.stem)}{first.suffix} ({part.count} parts)"
 
     def reads(self, samples: SampleReader = log_samples) -> Iterator[LogRead]:
-        """Each of its logs, its samples read by `samples` as they are
-        iterated."""
-        for log in self.logs:
-            yield log.read(samples)
+        """Each of its logs, its samples read by `samples` as iterated."""
+        return (log.read(samples) for log in self.logs)
 
 
 @dataclass(frozen=True)
@@ -237,8 +222,8 @@ class Evals:
 
 def read_evals(paths: Iterable[str | Path]) -> Evals:
     """The evals of the logs at or under `paths`, headers read, samples
-    not yet. Raises `LogError` for a path that holds no log or a log whose
-    header cannot be read."""
+    not yet; `LogError` for a path that holds no log or a log whose header
+    cannot be read."""
     files = []
     for path in find_logs(paths):
         header = read_header(path)
@@ -251,34 +236,32 @@ def read_evals(paths: Iterable[str | Path]) -> Evals:
 
 
 def group_evals(files: Sequence[LogFile]) -> Evals:
-    """Split runs by run id, every other log by task id keeping the newest;
-    see the module's docstring."""
-    groups: dict[str, list[LogFile]] = {}
+    """Split runs by run id, every other log by task id, keeping the newest
+    of each part or eval."""
+    groups: dict[str, dict[int, list[LogFile]]] = {}
     for file in files:
         spec = file.header.eval
-        # A run id and a task id are both Inspect's 22-letter ids: prefixed,
-        # they cannot meet.
+        # Both are Inspect's 22-letter ids: prefixed, they cannot meet.
         key = f"run:{spec.run_id}" if file.part is not None else f"task:{spec.task_id}"
-        groups.setdefault(key, []).append(file)
+        groups.setdefault(key, {}).setdefault(_part_index(file), []).append(file)
     runs: list[EvalRun] = []
     superseded: list[Superseded] = []
-    for key, group in groups.items():
-        # The newest log of each part of a split run, or of each eval.
-        by_part: dict[int, list[LogFile]] = {}
-        for file in group:
-            by_part.setdefault(_part_index(file), []).append(file)
+    for key, by_part in groups.items():
         kept = []
         for copies in by_part.values():
-            newest, *older = sorted(copies, key=_age, reverse=True)
-            kept.append(newest)
-            superseded.extend(
-                Superseded(
-                    log.path,
-                    newest.path,
-                    retry=log.header.eval.eval_id != newest.header.eval.eval_id,
-                )
-                for log in older
+            # `created` has whole seconds; a retry within the second is newer
+            # on disk.
+            newest, *older = sorted(
+                copies,
+                key=lambda f: (f.header.eval.created, f.mtime, f.path),
+                reverse=True,
             )
+            kept.append(newest)
+            eval_id = newest.header.eval.eval_id
+            superseded += [
+                Superseded(log.path, newest.path, log.header.eval.eval_id != eval_id)
+                for log in older
+            ]
         runs.append(EvalRun(key, tuple(sorted(kept, key=_part_index))))
     return Evals(runs, sorted(superseded, key=lambda s: s.path))
 
@@ -288,23 +271,21 @@ def _part_index(file: LogFile) -> int:
     return 0 if part is None else part.index
 
 
-def _age(file: LogFile) -> tuple[str, float, str]:
-    # `created` has whole seconds; a retry within the second is newer on disk.
-    return (file.header.eval.created, file.mtime, file.path)
-
-
 def superseded_note(superseded: Sequence[Superseded]) -> str | None:
     """ "2 logs superseded by their retry, not counted", or None."""
-    if not superseded:
-        return None
     retries = sum(s.retry for s in superseded)
     copies = len(superseded) - retries
     parts = []
     if retries:
-        parts.append(f"{_logs(retries)} superseded by {_their(retries)} retry")
+        their = "its" if retries == 1 else "their"
+        parts.append(f"{_logs(retries)} superseded by {their} retry")
     if copies:
         parts.append(f"{_logs(copies)} superseded by a newer copy of the same eval")
-    return "; ".join(parts) + ", not counted"
+    return "; ".join(parts) + ", not counted" if parts else None
+
+
+def _logs(count: int) -> str:
+    return f"{count} log{'s' if count != 1 else ''}"
 
 
 def missing_parts_text(listed: Sequence[int], count: int) -> str:
@@ -319,8 +300,7 @@ def missing_parts_text(listed: Sequence[int], count: int) -> str:
 
 def unused_reducer(name: str, reducers: Sequence[str] | None) -> str | None:
     """Why eval `name`'s `--epochs-reducer` leaves its stage figures alone
-    (a stage is a category, Inspect's reducers work on numbers), or None
-    when it asked for none."""
+    (a stage is a category, Inspect's reducers work on numbers), or None."""
     if not reducers:
         return None
     return (
@@ -329,31 +309,3 @@ def unused_reducer(name: str, reducers: Sequence[str] | None) -> str | None:
         "count every epoch (stage_modes gives each sample's most frequent "
         "stage)."
     )
-
-
-def _logs(count: int) -> str:
-    return f"{count} log{'s' if count != 1 else ''}"
-
-
-def _their(count: int) -> str:
-    return "its" if count == 1 else "their"
-
-
-__all__ = [
-    "LISTED_PARTS",
-    "LOG_SUFFIXES",
-    "EvalRun",
-    "Evals",
-    "LogFile",
-    "SampleReader",
-    "Superseded",
-    "files_under",
-    "find_logs",
-    "group_evals",
-    "is_log_name",
-    "logs_under",
-    "missing_parts_text",
-    "read_evals",
-    "superseded_note",
-    "unused_reducer",
-]

@@ -4,14 +4,12 @@ and validate them all (docs/architecture.md, "Reading logs")."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import struct
 import zipfile
 import zlib
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import IO, Any, Final, NamedTuple, Protocol
 
 import ijson  # type: ignore[import-untyped]
@@ -21,17 +19,15 @@ from pydantic_core import from_json
 
 from ..core.errors import quote
 
-SAMPLES_DIR: Final = "samples/"
-HEADER_MEMBER: Final = "header.json"
-# Members above this many bytes of JSON are parsed as a stream.
+# Members above this many bytes of JSON are parsed as a stream, in about
+# `STREAM_READS` pieces.
 STREAM_OVER: Final = 16 * 1024 * 1024
-# A member parsed as a stream is read in about this many pieces.
 STREAM_READS: Final = 16
 # The fields of a sample the report reads ("score" for old logs).
 READ_FIELDS: Final = frozenset({"id", "epoch", "scores", "score", "error"})
-
 _MIN_READ = 1 << 16
 _CHUNK = 1 << 20
+_TOO_DEEP: Final = "it is nested too deeply to read"
 
 
 class UnreadableLog(ValueError):
@@ -39,16 +35,12 @@ class UnreadableLog(ValueError):
 
 
 class ScoreRead(NamedTuple):
-    """A score's value, metadata and explanation, as logged."""
-
     value: Any
     metadata: Any
     explanation: str | None = None
 
 
 class SampleRead(NamedTuple):
-    """What the report reads of one sample."""
-
     id: int | str
     epoch: int
     scores: dict[str, ScoreRead]
@@ -58,9 +50,7 @@ class SampleRead(NamedTuple):
 def log_samples(path: str) -> Iterator[SampleRead]:
     """The samples of the log at `path`, `.eval` or else `.json`; raises
     `UnreadableLog` (or `OSError`) at the first one that cannot be read."""
-    if path.endswith(".eval"):
-        return eval_samples(path)
-    return json_samples(path)
+    return eval_samples(path) if path.endswith(".eval") else json_samples(path)
 
 
 def sample_read(data: Any) -> SampleRead:
@@ -70,8 +60,7 @@ def sample_read(data: Any) -> SampleRead:
         raise UnreadableLog(f"a sample must be an object, got {type(data).__name__}")
     if "score" in data:
         return _migrated(data)
-    sample_id = data.get("id")
-    epoch = data.get("epoch")
+    sample_id, epoch, logged = data.get("id"), data.get("epoch"), data.get("scores")
     if (
         not isinstance(sample_id, (str, int))
         or isinstance(sample_id, bool)
@@ -81,43 +70,30 @@ def sample_read(data: Any) -> SampleRead:
             f"a sample needs an id and an integer epoch, got {quote(sample_id)} "
             f"and {quote(epoch)}"
         )
-    logged = data.get("scores")
+    if logged is not None and not isinstance(logged, dict):
+        raise UnreadableLog(f"sample {quote(sample_id)}: scores must be an object")
     scores: dict[str, ScoreRead] = {}
-    if logged is not None:
-        if not isinstance(logged, dict):
-            raise UnreadableLog(f"sample {quote(sample_id)}: scores must be an object")
-        for name, score in logged.items():
-            if not isinstance(score, dict) or "value" not in score:
-                raise UnreadableLog(
-                    f"sample {quote(sample_id)}: score {quote(name)} has no value"
-                )
-            metadata = score.get("metadata")
-            if metadata is not None and not isinstance(metadata, dict):
-                raise UnreadableLog(
-                    f"sample {quote(sample_id)}: score {quote(name)} metadata must be "
-                    "an object"
-                )
-            explanation = score.get("explanation")
-            if explanation is not None and not isinstance(explanation, str):
-                raise UnreadableLog(
-                    f"sample {quote(sample_id)}: score {quote(name)} explanation "
-                    f"must be a string, got {quote(explanation)}"
-                )
-            scores[name] = ScoreRead(score["value"], metadata, explanation)
+    for name, score in (logged or {}).items():
+        if not isinstance(score, dict) or "value" not in score:
+            problem = "has no value"
+        elif not isinstance(score.get("metadata"), (dict, type(None))):
+            problem = "metadata must be an object"
+        elif not isinstance(explanation := score.get("explanation"), (str, type(None))):
+            problem = f"explanation must be a string, got {quote(explanation)}"
+        else:
+            scores[name] = ScoreRead(score["value"], score.get("metadata"), explanation)
+            continue
+        raise UnreadableLog(f"sample {quote(sample_id)}: score {quote(name)} {problem}")
     return SampleRead(sample_id, epoch, scores, data.get("error") is not None)
 
 
 def from_eval_sample(sample: EvalSample) -> SampleRead:
     """The same fields of a validated sample."""
-    return SampleRead(
-        sample.id,
-        sample.epoch,
-        {
-            name: ScoreRead(score.value, score.metadata, score.explanation)
-            for name, score in (sample.scores or {}).items()
-        },
-        sample.error is not None,
-    )
+    scores = {
+        name: ScoreRead(score.value, score.metadata, score.explanation)
+        for name, score in (sample.scores or {}).items()
+    }
+    return SampleRead(sample.id, sample.epoch, scores, sample.error is not None)
 
 
 def _migrated(data: dict[str, Any]) -> SampleRead:
@@ -128,9 +104,6 @@ def _migrated(data: dict[str, Any]) -> SampleRead:
         raise UnreadableLog(f"a sample in the old score shape: {error}") from error
     except RecursionError as error:
         raise UnreadableLog(f"a sample in the old score shape: {_TOO_DEEP}") from error
-
-
-_TOO_DEEP: Final = "it is nested too deeply to read"
 
 
 def _not_utf8(byte: int) -> str:
@@ -155,6 +128,27 @@ def _parse(text: bytes) -> Any:
 
 # --- .eval logs ------------------------------------------------------------------
 
+# What reading a damaged member raises: zipfile's (a bad header or CRC),
+# a corrupt stream's, invalid JSON.
+_MEMBER_ERRORS = (
+    UnreadableLog,
+    zipfile.BadZipFile,
+    zlib.error,
+    zstandard.ZstdError,
+    EOFError,
+)
+# zstd, as Inspect writes it: importing `inspect_ai.log` teaches `zipfile` to
+# read it before Python 3.14 (tests/test_inspect_internals.py holds this).
+_ZSTD = getattr(zipfile, "ZIP_ZSTANDARD", 93)
+_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, _ZSTD)
+
+
+def _open_archive(path: str) -> zipfile.ZipFile:
+    try:
+        return zipfile.ZipFile(path)
+    except zipfile.BadZipFile as error:
+        raise UnreadableLog(f"not a ZIP archive ({error})") from error
+
 
 def eval_samples(path: str) -> Iterator[SampleRead]:
     """The samples of a `.eval` log, in archive order, each read once; of a
@@ -162,7 +156,8 @@ def eval_samples(path: str) -> Iterator[SampleRead]:
     with _open_archive(path) as archive:
         for info in archive.infolist():
             name = info.filename
-            if _is_sample(name) and archive.getinfo(name) is info:
+            is_sample = name.startswith("samples/") and name.endswith(".json")
+            if is_sample and archive.getinfo(name) is info:
                 yield _read_member(archive, info)
 
 
@@ -171,157 +166,71 @@ def eval_header(path: str) -> EvalLog | None:
     Not `read_eval_log(header_only=True)`, which also validates every
     reduced score, which the report does not need."""
     with _open_archive(path) as archive:
-        try:
-            found = archive.getinfo(HEADER_MEMBER)
-        except KeyError:
+        if "header.json" not in archive.NameToInfo:
             return None
         try:
-            data = _parse(_decompressed(_raw_member(archive, found), found))
+            data = _parse(archive.read("header.json"))
         except _MEMBER_ERRORS as error:
-            raise UnreadableLog(f"member {HEADER_MEMBER}: {error}") from error
+            raise UnreadableLog(f"member header.json: {error}") from error
     header = EvalLog.model_validate(data)
     header.location = path
     return header
 
 
-@contextmanager
-def _open_archive(path: str) -> Iterator[zipfile.ZipFile]:
-    """The archive, its directory read by `zipfile`; members are read raw,
-    as `zipfile` reads no zstd before Python 3.14."""
-    try:
-        archive = zipfile.ZipFile(path)
-    except zipfile.BadZipFile as error:
-        raise UnreadableLog(f"not a ZIP archive ({error})") from error
-    with archive:
-        yield archive
-
-
-_LOCAL = struct.Struct("<4s5H3L2H")
-_LOCAL_SIGNATURE = b"PK\x03\x04"
-_STORED, _DEFLATED, _ZSTD = 0, 8, 93
-_ENCRYPTED = 0x1
-
-
-def _is_sample(name: str) -> bool:
-    return name.startswith(SAMPLES_DIR) and name.endswith(".json")
-
-
-# What reading a damaged member raises: a truncated or corrupt stream's
-# errors, and invalid JSON (UnreadableLog).
-_MEMBER_ERRORS = (UnreadableLog, zlib.error, zstandard.ZstdError, EOFError)
-
-
 def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> SampleRead:
     try:
-        if info.flag_bits & _ENCRYPTED:
+        if info.flag_bits & 0x1:
             raise UnreadableLog("it is encrypted")
+        if info.compress_type not in _METHODS:
+            method = info.compress_type
+            raise UnreadableLog(f"compression method {method} is not supported")
         data = None
         if info.file_size > STREAM_OVER:
-            stream = _MemberStream(archive, info)
-            data = _streamed_fields(stream, info.file_size)
+            with archive.open(info) as stream:
+                data = _streamed_fields(stream, info.file_size)
         if data is None:
-            data = _parse(_decompressed(_raw_member(archive, info), info))
+            data = _parse(_member_data(archive, info))
         return sample_read(data)
     except _MEMBER_ERRORS as error:
-        raise UnreadableLog(f"member {info.filename}: {error}") from error
+        why = str(error)
+        if isinstance(error, zipfile.BadZipFile) and "CRC" in why:
+            why = "its data does not match its size and CRC"
+        raise UnreadableLog(f"member {info.filename}: {why}") from error
 
 
-def _data_start(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
-    """Where the member's data starts, past its local header."""
+# A member's local header (the ZIP format's APPNOTE, 4.3.7): 30 bytes, the
+# lengths of the name and extra field that follow it last.
+_LOCAL = struct.Struct("<4s5H3L2H")
+
+
+def _member_data(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """The member's data, its raw bytes read past the local header and
+    decompressed here, checked against its size and CRC: `ZipFile.open`
+    costs more per member than the rest of reading a small one (1.4 times
+    `report`'s time on 100,000 samples, benchmarks/report_scale.py)."""
     file = archive.fp
     assert file is not None
     file.seek(info.header_offset)
-    header = file.read(_LOCAL.size)
-    if len(header) < _LOCAL.size or header[:4] != _LOCAL_SIGNATURE:
+    local = file.read(_LOCAL.size)
+    if len(local) < _LOCAL.size or local[:4] != b"PK\x03\x04":
         raise UnreadableLog("its local header is damaged")
-    name_length, extra_length = _LOCAL.unpack(header)[9:11]
-    return int(info.header_offset + _LOCAL.size + name_length + extra_length)
-
-
-def _raw_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
-    """The member's compressed data."""
-    file = archive.fp
-    assert file is not None
-    start = _data_start(archive, info)
-    file.seek(start)
+    name_length, extra_length = _LOCAL.unpack(local)[9:11]
+    file.seek(info.header_offset + _LOCAL.size + name_length + extra_length)
     raw = file.read(info.compress_size)
-    if len(raw) < info.compress_size:
-        raise UnreadableLog("the archive ends inside it")
-    return raw
-
-
-def _decompressed(raw: bytes, info: zipfile.ZipInfo) -> bytes:
-    """The member's data, decompressed and checked against its size and CRC."""
-    if info.compress_type == _DEFLATED:
+    if info.compress_type == zipfile.ZIP_DEFLATED:
         data = zlib.decompress(raw, -zlib.MAX_WBITS)
-    elif info.compress_type == _ZSTD:
-        unzstd = _Unzstd()
-        data = unzstd.decompress(raw)
-        if not unzstd.ended:
-            raise UnreadableLog("its zstd stream is cut short")
-    elif info.compress_type == _STORED:
+    elif info.compress_type == zipfile.ZIP_STORED:
         data = raw
-    else:
-        raise UnreadableLog(f"compression method {info.compress_type} is not supported")
+    else:  # zstd, in one frame or several (Inspect's, past 200 MiB)
+        pieces = []
+        while raw:
+            unzstd = zstandard.ZstdDecompressor().decompressobj()
+            pieces.append(unzstd.decompress(raw))
+            raw = unzstd.unused_data
+        data = b"".join(pieces)
     if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
         raise UnreadableLog("its data does not match its size and CRC")
     return data
-
-
-class _Unzstd:
-    """Decompresses a zstd member of any number of frames (Inspect writes
-    several); a zstandard decompression object reads one."""
-
-    def __init__(self) -> None:
-        self._frame = zstandard.ZstdDecompressor().decompressobj()
-        self.ended = False
-
-    def decompress(self, raw: bytes) -> bytes:
-        pieces = []
-        while raw:
-            pieces.append(self._frame.decompress(raw))
-            self.ended = self._frame.eof
-            raw = self._frame.unused_data if self.ended else b""
-            if raw:
-                self._frame = zstandard.ZstdDecompressor().decompressobj()
-        return b"".join(pieces)
-
-
-class _MemberStream:
-    """A member's decompressed data as a stream, for one too large to
-    hold decompressed whole."""
-
-    def __init__(self, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
-        assert archive.fp is not None
-        self._file = archive.fp
-        self._at = _data_start(archive, info)
-        self._left = info.compress_size
-        self._method = info.compress_type
-        self._pending = b""
-        self._inflate: Any
-        if self._method == _DEFLATED:
-            self._inflate = zlib.decompressobj(-zlib.MAX_WBITS)
-        elif self._method == _ZSTD:
-            self._inflate = _Unzstd()
-        elif self._method != _STORED:
-            raise UnreadableLog(f"compression method {self._method} is not supported")
-
-    def read(self, wanted: int = -1) -> bytes:
-        while (wanted < 0 or len(self._pending) < wanted) and self._left:
-            self._file.seek(self._at)
-            raw = self._file.read(min(self._left, _CHUNK))
-            if not raw:
-                raise UnreadableLog("the archive ends inside it")
-            self._at += len(raw)
-            self._left -= len(raw)
-            self._pending += (
-                raw if self._method == _STORED else self._inflate.decompress(raw)
-            )
-        if wanted < 0 or wanted >= len(self._pending):
-            chunk, self._pending = self._pending, b""
-        else:
-            chunk, self._pending = self._pending[:wanted], self._pending[wanted:]
-        return chunk
 
 
 class _Readable(Protocol):
@@ -370,45 +279,45 @@ def json_samples(path: str) -> Iterator[SampleRead]:
             key = text.value()
             text.expect(":")
             if key == "samples":
-                yield from _samples_array(text)
-                return
+                break
             text.value()
             if text.peek() == ",":
                 text.expect(",")
-
-
-def _samples_array(text: _JsonText) -> Iterator[SampleRead]:
-    if text.peek() == "n":
-        text.value()  # null: no samples
-        return
-    text.expect("[")
-    if text.peek() == "]":
-        return
-    for position in itertools.count(1):
-        try:
-            data = text.value()
-        except UnreadableLog as error:
-            raise UnreadableLog(f"sample {position} in file order: {error}") from error
-        yield sample_read(data)
-        if text.peek() == "]":
+        else:
             return
-        text.expect(",")
+        if text.peek() == "n":
+            return  # null: no samples
+        text.expect("[")
+        position = 0
+        while text.peek() != "]":
+            if position:
+                text.expect(",")
+            position += 1
+            try:
+                data = text.value()
+            except UnreadableLog as error:
+                where = f"sample {position} in file order"
+                raise UnreadableLog(f"{where}: {error}") from error
+            yield sample_read(data)
+
+
+_NOT_WHITESPACE = re.compile(r"[^ \t\n\r]")
+# What `surrogateescape` decodes a byte that is not UTF-8 to.
+_UNDECODABLE = re.compile("[\udc80-\udcff]")
 
 
 class _JsonText:
-    """JSON text decoded a value at a time by `raw_decode` through a window
-    that doubles when a value does not fit (docs/architecture.md, "Reading
-    logs"); it ends before the first byte that is not UTF-8."""
+    """JSON text decoded a value at a time by `raw_decode`, which reads
+    Inspect's NaN and Infinity where ijson cannot, through a window that
+    doubles when a value does not fit; it ends before the first byte that is
+    not UTF-8 (docs/architecture.md, "Reading logs")."""
 
     def __init__(self, file: IO[str]) -> None:
-        self.file = file
-        self.text = ""
-        self.at = 0
+        self.file, self.text, self.at = file, "", 0
         self.read_size = _CHUNK
         self.ended = False
         self.decoder = json.JSONDecoder()
         self.undecodable: int | None = None
-        """The first byte that is not UTF-8, once read."""
 
     def _more(self) -> bool:
         if self.undecodable is not None:
@@ -420,20 +329,17 @@ class _JsonText:
         if (bad := _UNDECODABLE.search(chunk)) is not None:
             self.undecodable = ord(bad.group()) - 0xDC00
             chunk = chunk[: bad.start()]
-        self.text = self.text[self.at :] + chunk
-        self.at = 0
+        self.text, self.at = self.text[self.at :] + chunk, 0
         return True
 
     def peek(self) -> str:
         """The next character that is not whitespace, not consumed."""
-        while True:
-            found = _NOT_WHITESPACE.search(self.text, self.at)
-            if found is not None:
-                self.at = found.start()
-                return self.text[self.at]
+        while (found := _NOT_WHITESPACE.search(self.text, self.at)) is None:
             self.at = len(self.text)
             if not self._more():
                 raise UnreadableLog("the log ends before its JSON does")
+        self.at = found.start()
+        return self.text[self.at]
 
     def expect(self, character: str) -> None:
         found = self.peek()
@@ -459,23 +365,3 @@ class _JsonText:
             if len(self.text) - self.at >= self.read_size:
                 self.read_size *= 2
             self._more()
-
-
-_NOT_WHITESPACE = re.compile(r"[^ \t\n\r]")
-# What `surrogateescape` decodes a byte that is not UTF-8 to; valid UTF-8
-# never decodes to a surrogate.
-_UNDECODABLE = re.compile("[\udc80-\udcff]")
-
-
-__all__ = [
-    "READ_FIELDS",
-    "STREAM_OVER",
-    "SampleRead",
-    "ScoreRead",
-    "UnreadableLog",
-    "eval_samples",
-    "from_eval_sample",
-    "json_samples",
-    "log_samples",
-    "sample_read",
-]

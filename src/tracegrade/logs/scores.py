@@ -12,7 +12,7 @@ from typing import Any, Final
 from inspect_ai.log import EvalLog, read_eval_log
 
 from ..schema import EXTRACTION_SCORER, STAGE_SCORER, is_tracegrade_metadata
-from .samples import SampleRead, ScoreRead, UnreadableLog, eval_header, log_samples
+from .samples import SampleRead, ScoreRead, eval_header, log_samples
 
 PART_KEY: Final = "tracegrade_part"
 
@@ -37,11 +37,8 @@ class LogPart:
 
 @dataclass(frozen=True)
 class LogSummary:
-    """What was read from one log file.
-
-    `part` is set for a part of a run that `tracegrade score` split;
-    the parts of a run share `run_id`.
-    """
+    """What was read from one log file; `part` is set for a part of a run
+    that `tracegrade score` split (the parts share `run_id`)."""
 
     path: str
     task: str
@@ -56,8 +53,7 @@ class LogSummary:
     sample_errors: int
     other_scorers: list[str]
     not_run: int = 0
-    """Sample-epochs the eval was to run (its header's sample ids, times
-    its epochs) that the log does not hold, when it did not finish."""
+    """Sample-epochs an unfinished eval's header lists that its log lacks."""
 
 
 @dataclass(frozen=True)
@@ -73,13 +69,11 @@ def read_header(path: str) -> EvalLog:
     """The header of the log at `path`; `LogError` when it cannot be read."""
     try:
         header = eval_header(path) if path.endswith(".eval") else None
-        if header is None:
-            header = read_eval_log(path, header_only=True)
+        return header or read_eval_log(path, header_only=True)
     except Exception as error:
         # Inspect raises whatever its readers raise (JSON, zip, pydantic,
         # OS errors); any of them means the same here: not a readable log.
         raise LogError(f"cannot read {path!r} as an Inspect log ({error})") from error
-    return header
 
 
 def read_log(path: str) -> LogRead:
@@ -99,12 +93,12 @@ def log_part(metadata: Mapping[str, Any] | None) -> LogPart | None:
     """The part `tracegrade score` numbered the log, if it is one; a
     malformed number is no part, so the log is still counted."""
     part = (metadata or {}).get(PART_KEY)
-    if not isinstance(part, dict):
-        return None
-    index, count = part.get("index"), part.get("count")
-    if type(index) is not int or type(count) is not int or not 1 <= index <= count:
-        return None
-    return LogPart(index, count)
+    index, count = (
+        (part.get("index"), part.get("count")) if type(part) is dict else (0, 0)
+    )
+    if type(index) is int and type(count) is int and 1 <= index <= count:
+        return LogPart(index, count)
+    return None
 
 
 class LogScores:
@@ -160,8 +154,7 @@ class LogScores:
                     self.scoreless.append((sample.id, sample.epoch, sample.errored))
 
     def not_run_keys(self) -> Iterator[tuple[int | str, int]]:
-        """The sample-epochs the header lists that the log does not hold,
-        for a log that did not finish (`error`, `cancelled`, `started`),
+        """The sample-epochs the header lists that an unfinished log lacks,
         in the header's order; none for a finished one, whose header may
         list samples it skipped on purpose (early stopping)."""
         if self.logged is None:
@@ -173,15 +166,11 @@ class LogScores:
 
     @property
     def not_run(self) -> int:
-        """How many `not_run_keys` there are."""
-        if self.logged is None:
-            return 0
         return sum(1 for _ in self.not_run_keys())
 
     def score_names(self) -> dict[str, str]:
-        """The tracegrade score names of the log, with their scorers: those
-        its samples hold; when none does (every sample errored, or none
-        ran), those its header's scorers are named, so that the runs that
+        """The tracegrade score names of the log and their scorers: those its
+        samples hold, else (none scored) its header's, so that the runs that
         got no score are still counted under them."""
         if self.scorers or not (self.without_errored or self.not_run):
             return self.scorers
@@ -200,34 +189,8 @@ class LogScores:
     def summary(self) -> LogSummary:
         spec = self.log.header.eval
         return LogSummary(
-            path=self.log.path,
-            task=spec.task,
-            model=spec.model,
-            run_id=spec.run_id,
-            part=log_part(spec.metadata),
-            status=self.log.header.status,
-            epochs=self.epochs,
-            samples=self.samples,
-            tracegrade_scores=self.tracegrade_scores,
-            samples_without_tracegrade_score=self.without,
-            sample_errors=self.sample_errors,
-            other_scorers=sorted(self.other),
-            not_run=self.not_run,
+            *(self.log.path, spec.task, spec.model, spec.run_id),
+            *(log_part(spec.metadata), self.log.header.status, self.epochs),
+            *(self.samples, self.tracegrade_scores, self.without, self.sample_errors),
+            *(sorted(self.other), self.not_run),
         )
-
-
-__all__ = [
-    "EXTRACTION_SCORER",
-    "PART_KEY",
-    "STAGE_SCORER",
-    "LogError",
-    "LogPart",
-    "LogRead",
-    "LogScores",
-    "LogSummary",
-    "UnreadableLog",
-    "log_part",
-    "read_header",
-    "read_log",
-    "tracegrade_scorer",
-]
