@@ -1,8 +1,8 @@
 """Ray Data as the engine beyond one machine: the documented recipe, run.
 
-`read_parquet` -> `map_batches(tracegrade.score_table, batch_format=
-"pyarrow")` -> `write_parquet` on a local Ray of 2 CPUs, over 100,000
-records in 4 Parquet files. The 100,000 are 100 copies (new ids) of 1,000
+`read_parquet` -> `map_batches(score_part, batch_format="pyarrow")` ->
+`write_parquet` on a local Ray of 2 CPUs, over 100,000 records in 4
+Parquet files. The 100,000 are 100 copies (new ids) of 1,000
 distinct records of every outcome, so `tracegrade score` scores the 1,000
 once: a result depends on a record's fields, never on its id, and each of
 Ray's rows must equal the command's result for the record it copies.
@@ -26,9 +26,9 @@ import pytest
 import ray
 import ray.data
 
-import tracegrade
 from tests.test_cli_score import read_results, score_file
 from tests.test_score_table import random_records
+from tracegrade.bulk.workers import score_part
 from tracegrade.table import records_table, result_schema
 
 pytestmark = pytest.mark.runs_long
@@ -103,7 +103,7 @@ def test_the_ray_recipe_scores_as_tracegrade_score(
     (
         ray.data.read_parquet(str(traces))
         .map_batches(
-            tracegrade.score_table,
+            score_part,
             batch_format="pyarrow",
             batch_size=8192,
             fn_kwargs={"task": task},

@@ -1,5 +1,5 @@
 """`tracegrade score` on every core: the file cut into ranges of lines, each
-scored and logged by a spawned worker (`score_range`), put together in input
+scored and logged by a spawned worker (`score_part`), put together in input
 order by `WorkersRun` (docs/architecture.md, "Scoring large files")."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 from time import perf_counter
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, overload
 
 from inspect_ai.util import registry_info
 
@@ -31,6 +31,7 @@ from ..outputs import (
     publish_output,
     sync_directory,
 )
+from ..table import score_table
 from .log import PartsContext, RunIdentity, log_location, new_identity
 from .presence import READ_FIELDS, FieldPresence
 from .ranges import LineRange, plan_ranges
@@ -38,6 +39,9 @@ from .results import LightScores, RunResults, pooled_results
 from .run import ScoreRun, ScoreSummary, metrics_of
 from .samples import uuid
 from .scoring import LINE_ERRORS, TASKS, DiskIds, Timings
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 PARALLEL_FROM: Final = 16 << 20
 """Input bytes from which workers score a run by default (a sixteenth of it
@@ -61,7 +65,7 @@ class WorkerDied(OutputError):
 @dataclass(frozen=True)
 class RangeJob:
     """One range of a run, as a worker is handed it (picklable: any pool
-    of processes can run `score_range` on it)."""
+    of processes can run `score_part` on it)."""
 
     task: str
     path: str
@@ -86,18 +90,33 @@ class RangeOutcome:
     first_seen: list[tuple[bytes, int]]
 
 
-def score_range(job: RangeJob) -> RangeOutcome:
-    """Score one range into its logs and results file; on any failure,
-    remove them and raise."""
-    base = job.identity.base
+@overload
+def score_part(part: RangeJob) -> RangeOutcome: ...
+
+
+@overload
+def score_part(part: Any, task: str = ..., **keys: str) -> pa.Table: ...
+
+
+def score_part(
+    part: Any, task: str = "stage_diagnosis", **keys: str
+) -> RangeOutcome | pa.Table:
+    """Score one part of a run, each record by the recorded task's own
+    function: what every `tracegrade score` worker calls on its range of
+    lines (a `RangeJob`: into its part log and results file, removed on any
+    failure), and a Ray or Spark task on an Arrow batch (`score_table`'s
+    results, see docs/beyond-one-machine.md)."""
+    if not isinstance(part, RangeJob):
+        return score_table(part, task, **keys)
+    base = part.identity.base
     run = ScoreRun(
-        *(job.task, job.path, job.log_dir, f"{base}-lines{job.index}.results"),
-        *(job.log_format, job.max_samples_per_log),
+        *(part.task, part.path, part.log_dir, f"{base}-lines{part.index}.results"),
+        *(part.log_format, part.max_samples_per_log),
         replace=True,
-        results_format=job.results_format,
-        lines=job.lines,
-        identity=job.identity,
-        context=job.context,
+        results_format=part.results_format,
+        lines=part.lines,
+        identity=part.identity,
+        context=part.context,
     )
     try:
         run.open()
@@ -151,7 +170,7 @@ class WorkerPool:
 
     def submit(self, job: RangeJob) -> Future[RangeOutcome]:
         with _without_main_module():
-            return self._executor.submit(score_range, job)
+            return self._executor.submit(score_part, job)
 
     @staticmethod
     def result(future: Future[RangeOutcome]) -> RangeOutcome:
