@@ -11,7 +11,6 @@ does not write because no solver ran.
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import math
 import re
@@ -28,9 +27,6 @@ from click.testing import CliRunner, Result
 from inspect_ai import eval
 from inspect_ai._view.common import get_log_file, get_logs
 from inspect_ai.log import (
-    EvalLog,
-    EvalSample,
-    headline_metric,
     list_eval_logs,
     read_eval_log,
     read_eval_log_sample,
@@ -278,28 +274,6 @@ def test_log_is_indistinguishable_from_inspect_eval(log_pair: LogPair) -> None:
         assert stored_member(Path(log_pair.ours), member) == deflated(
             content, isal_zlib
         )
-
-
-def test_header_only_reads_are_the_same(log_pair: LogPair) -> None:
-    ours = read_eval_log(log_pair.ours, header_only=True)
-    theirs = read_eval_log(log_pair.inspect_log, header_only=True)
-    assert ours.samples is None and theirs.samples is None
-    ours_eval, their_eval = dump(ours.eval), dump(theirs.eval)
-    for key in RUN_SPECIFIC_EVAL_FIELDS:
-        assert ours_eval.pop(key) and their_eval.pop(key)
-    assert ours_eval == their_eval
-    assert same_json(dump(ours.results), dump(theirs.results))
-    assert ours.status == theirs.status == "success"
-
-
-def test_the_headline_is_the_same_and_higher_is_better(log_pair: LogPair) -> None:
-    """The metric `inspect view` shows for a run: the pass share, or the
-    membership share of an extraction."""
-    expected = "pass" if log_pair.task == "stage_diagnosis" else "membership"
-    for path in (log_pair.ours, log_pair.inspect_log):
-        headline = headline_metric(read_eval_log(path, header_only=True))
-        assert headline is not None
-        assert headline.name == expected, path
 
 
 def test_each_sample_reads_the_same_alone(log_pair: LogPair) -> None:
@@ -689,95 +663,6 @@ def labelled_runs(tmp_path: Path) -> tuple[str, dict[str, bool]]:
     return path, labels
 
 
-def test_inspect_score_rescores_the_log_with_staff_labels(tmp_path: Path) -> None:
-    path, labels = labelled_runs(tmp_path)
-    _, summary = score_file("stage_diagnosis", path, tmp_path / "logs")
-    labels_path = write_lines(
-        tmp_path / "labels.jsonl",
-        [{"id": key, "correct": value} for key, value in labels.items()],
-    )
-    completed = inspect_score(
-        summary["log"],
-        "tracegrade/stage_diagnosis",
-        "-S",
-        f"labels={labels_path}",
-        cwd=tmp_path,
-    )
-    assert completed.returncode == 0, completed.stderr
-
-    rescored = read_eval_log(summary["log"])
-    assert rescored.status == "success" and rescored.results is not None
-    assert [score.name for score in rescored.results.scores] == [
-        "stage_diagnosis",
-        "stage_diagnosis1",
-    ]
-    assert rescored.samples is not None
-    samples: dict[Any, EvalSample] = {sample.id: sample for sample in rescored.samples}
-    expected_stage = {
-        "gap-correct": "retrieval",
-        "gap-wrong": "retrieval",
-        "full-correct": "generation",
-        "full-wrong": "pass",
-        "no-label": "pass",
-    }
-    for sample_id, stage in expected_stage.items():
-        scores = samples[sample_id].scores
-        assert scores is not None
-        relabelled = scores["stage_diagnosis1"]
-        assert relabelled.value == stage, sample_id
-        assert relabelled.metadata is not None
-        assert relabelled.metadata["record"]["correct"] is labels[sample_id]
-        assert "stage_diagnosis" in scores  # the original is kept
-    broken = samples["line-6"].scores
-    assert broken is not None
-    assert broken["stage_diagnosis"].reason == "malformed-json"
-    assert broken["stage_diagnosis1"].reason == "invalid-input"
-
-
-def test_analysis_dataframes_open_the_log(tmp_path: Path) -> None:
-    pytest.importorskip("pandas")
-    pytest.importorskip("pyarrow")
-    from inspect_ai.analysis import evals_df, samples_df
-
-    path, _ = labelled_runs(tmp_path)
-    _, summary = score_file("stage_diagnosis", path, tmp_path / "logs")
-    samples = samples_df(summary["log"], quiet=True)
-    assert len(samples) == 6
-    assert set(samples["id"]) == {
-        "gap-correct",
-        "gap-wrong",
-        "full-correct",
-        "full-wrong",
-        "no-label",
-        "line-6",
-    }
-    stages = dict(zip(samples["id"], samples["score_stage_diagnosis"], strict=True))
-    assert stages["gap-wrong"] == "retrieval"
-    assert stages["full-correct"] == "pass"
-    evals = evals_df(summary["log"], quiet=True)
-    assert list(evals["task_name"]) == ["stage_diagnosis"]
-    assert list(evals["total_samples"]) == [6]
-
-
-def test_samples_and_header_are_valid_for_pydantic_one_by_one(tmp_path: Path) -> None:
-    """The template-built samples validate as `EvalSample`s and serialise
-    back unchanged, one line each, the file staying plain JSON."""
-    path, _ = labelled_runs(tmp_path)
-    _, summary = score_file(
-        "stage_diagnosis", path, tmp_path / "logs", "--log-format", "json"
-    )
-    data = json.loads(Path(summary["log"]).read_text(encoding="utf-8"))
-    for raw in data["samples"]:
-        # Validation migrates old fields in place, so it gets a copy.
-        sample = EvalSample.model_validate(copy.deepcopy(raw))
-        assert same_json(json.loads(sample.model_dump_json(exclude_none=True)), raw)
-    header = EvalLog.model_validate({k: v for k, v in data.items() if k != "samples"})
-    assert header.eval.task == "tracegrade/stage_diagnosis"
-    assert header.eval.task_args == {"dataset": path}
-    assert header.eval.model == "none/none"
-    assert header.stats.started_at and header.stats.completed_at
-
-
 def test_an_unreadable_line_is_shown_cut_and_with_its_bad_bytes(
     tmp_path: Path,
 ) -> None:
@@ -950,18 +835,3 @@ def test_a_field_no_record_has_is_warned_of_in_the_terminal_json_and_log(
     flat = " ".join(shown.output.split())
     assert "warning: no record of" in flat
     assert 'has "required" in its input' in flat
-
-
-def test_a_file_with_every_field_has_no_warning(tmp_path: Path) -> None:
-    result = run_score(
-        "stage_diagnosis",
-        str(packaged_fixture("stage_diagnosis.jsonl")),
-        "--log-dir",
-        str(tmp_path),
-        "--json",
-    )
-    summary = json.loads(result.stdout)
-    assert summary["warnings"] == []
-    (log,) = summary["logs"]
-    metadata = read_eval_log(log, header_only=True).eval.metadata or {}
-    assert "tracegrade_warnings" not in metadata

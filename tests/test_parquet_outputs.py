@@ -57,11 +57,14 @@ def test_parquet_results_are_the_json_lines_results_as_columns(
     rows = table.to_pylist()
     assert [row["line"] for row in rows] == [entry["line"] for entry in entries]
     assert [row["id"] for row in rows] == [entry["id"] for entry in entries]
+    figure = "stage" if task == "stage_diagnosis" else "membership"
     for row, entry in zip(rows, entries, strict=True):
         error = entry["error"] or {}
         assert [
             row[f"error_{key}"] for key in ("kind", "side", "field", "message")
         ] == [error.get(key) for key in ("kind", "side", "field", "message")]
+        graded = (entry["result"] if figure == "stage" else entry["value"]) or {}
+        assert row[figure] == graded.get(figure)
     # The records' rows are score_table's rows of the same records.
     scored = score_table(records_table(records, task), task)
     if task == "stage_diagnosis":

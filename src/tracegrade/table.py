@@ -1,22 +1,6 @@
 """Scoring records held as Arrow columns: `score_table`, for engines that
 hand a function a batch at a time (Ray Data's `map_batches`, Spark's
-`mapInArrow`) and for Parquet on one machine.
-
-A row is a record: the cell of each key's column is that field's value,
-exactly as `tracegrade score` reads the field from a line's `input`. A
-null cell is an absent field, since Parquet cannot tell the two apart:
-where the original JSON held an explicit `null`, the kind and field of
-any error are the same, and the message says the field is missing rather
-than quoting `null`.
-
-Each row is scored by the function the replay task's scorer and
-`tracegrade score` call (`tracegrade.tasks.recorded`), so its figures and
-any error's kind, side, field and message are that line's. Rows are
-independent: one bad row is an error row, never a failed batch. A table
-that lacks a column the task reads fails as a whole, before any row.
-
-pyarrow is imported when called, so `import tracegrade` needs none.
-"""
+`mapInArrow`) and for Parquet on one machine."""
 
 from __future__ import annotations
 
@@ -161,12 +145,11 @@ def result_schema(task: str = "stage_diagnosis", *, steps: bool = False) -> pa.S
     _check_task(task)
     schema = _schemas()[task]
     if task == "stage_diagnosis" and steps:
-        schema = schema.insert(
-            schema.get_field_index("missing") + 1, _field("lost", lost_type())
-        )
+        lost = pa.field("lost", lost_type())
+        schema = schema.insert(schema.get_field_index("missing") + 1, lost)
         after = schema.get_field_index("labelled_correct") + 1
-        schema = schema.insert(after, _field("steps", steps_type()))
-        schema = schema.insert(after + 1, _field("context_size", pa.int64()))
+        schema = schema.insert(after, pa.field("steps", steps_type()))
+        schema = schema.insert(after + 1, pa.field("context_size", pa.int64()))
     return schema
 
 
@@ -200,33 +183,8 @@ def _ddl_type(kind: pa.DataType) -> str:
     return names[kind]
 
 
-def _field(name: str, kind: pa.DataType) -> pa.Field:
-    import pyarrow as pa
-
-    return pa.field(name, kind)
-
-
 def score_table(table: Any, task: str = "stage_diagnosis", **keys: str) -> pa.Table:
-    """Score every row of `table` as `tracegrade score` scores a record.
-
-    `table` is a `pyarrow.Table` or `RecordBatch` (or a pandas DataFrame)
-    with a column per record field, ID lists as `list<string>`: for
-    `stage_diagnosis`, `required`, `context`, `correct` and optionally
-    `steps` (`list<struct<name: string, ids: list<string>, inputs:
-    list<string>>>`, inputs optional); for
-    `ordered_extraction`, `source` and `answer` (or `output`, the model's
-    text). An `id` column, if any, is carried over. Key arguments name
-    other columns, as the scorers' do: `required_key="gold_docs"`.
-
-    Returns one row per input row, in input order (see `result_schema`):
-    the core's figures, and `error_kind`, `error_side`, `error_field` and
-    `error_message` where `tracegrade score` records an error. A stage
-    table with a steps column gets `lost` too.
-
-    Raises:
-        ScoreTableError: An unknown task or key argument, a table of no
-            tabular type, or a column the task reads absent from it.
-    """
+    """Score every row of `table` as `tracegrade score` scores a record."""
     import pyarrow as pa
 
     _check_task(task)
@@ -392,14 +350,8 @@ def _check_columns(task: str, columns: Mapping[str, str], names: set[str]) -> No
         for field, column in columns.items()
         if field not in optional and column not in names
     ]
-    if (
-        task == "ordered_extraction"
-        and not {
-            columns["answer"],
-            columns["output"],
-        }
-        & names
-    ):
+    answers = {columns.get("answer"), columns.get("output")}
+    if task == "ordered_extraction" and not answers & names:
         absent.append(("answer", columns["answer"]))
     if absent:
         field, column = absent[0]
@@ -439,12 +391,7 @@ def record_schema(task: str = "stage_diagnosis") -> pa.Schema:
 
 def records_table(records: Sequence[Mapping[str, Any]], task: str) -> pa.Table:
     """Fixture-format records (`{"id", "input": {...}}`) as `record_schema`
-    columns; an absent field is a null cell.
-
-    Raises `ScoreTableError` for a field the schema has no column for, or a
-    value its column cannot hold (a label that is not a Boolean): written,
-    it would be lost or changed, so nothing is written.
-    """
+    columns; an absent field is a null cell."""
     import pyarrow as pa
 
     schema = record_schema(task)

@@ -1,14 +1,4 @@
-"""The `.json` log format, written in a stream.
-
-Inspect's `.json` log is one JSON object: the header's fields, then
-`samples` sorted by `(epoch, id)`, then `reductions`. The header needs the
-results, which are known only at the end, so each sample is serialised
-into an unnamed spool file as it comes, and the file is put together at
-the end: header, the samples copied from the spool in Inspect's order,
-reductions. Samples are written one per line without indentation, which
-JSON readers do not see. Per sample, only its offset and length stay in
-memory.
-"""
+"""The `.json` log format, written in a stream."""
 
 from __future__ import annotations
 

@@ -1,29 +1,4 @@
-"""A real Inspect eval log for samples scored outside Inspect's runner.
-
-`tracegrade score` must write a log that `read_eval_log`, `inspect view`,
-`inspect score` and `inspect_ai.analysis` open like one from `inspect
-eval` of the same file. So every part of it is made by Inspect's own code
-wherever Inspect has a function for it: the header by `EvalSpec`,
-`plan_to_eval_plan` and `resolve_eval_scorers`; the metrics by
-`compute_eval_scores` with the scorer's own metrics and the reductions by
-the task's own reducer (`results.py`); every value serialised by
-`to_json_safe`, the function behind Inspect's writers; the file named by
-`eval_log_name`.
-
-What differs is how it is put together, because `inspect eval` keeps the
-whole log in memory: each sample is handed to a writer as soon as it
-is scored (`evallog.EvalLogWriter` for Inspect's default
-`.eval` format, `jsonlog.JsonLogWriter` for `.json`); only a few small
-objects per sample stay in memory for the metrics. At the end the results
-are computed and the writer finishes the file, under a temporary
-`.partial` name until every log of the run is complete.
-
-A run larger than `inspect view` can list is split into parts, each a
-whole log of its own samples and their metrics (see `BulkLog`).
-
-Samples are built from templates that Inspect's models produce once,
-with only the per-sample values filled in (`samples.py`).
-"""
+"""A real Inspect eval log for samples scored outside Inspect's runner."""
 
 from __future__ import annotations
 
@@ -210,14 +185,7 @@ class PartsContext:
 class BulkLog:
     """Collects scored samples into Inspect eval logs: one, or parts of
     at most `max_samples` samples (and, for `.json`, `max_json_bytes`) that
-    `inspect view` can list.
-
-    Parts are separate logs sharing `eval.run_id`, numbered in
-    `eval.metadata["tracegrade_part"]` (`{"index": k, "count": n}`) and in
-    their names (`...-part02of14.eval`). They are not Inspect's `.shards/`
-    layout: shards are the logs of parallel workers, meant to be merged
-    into one log, which at this size the viewer cannot open.
-    """
+    `inspect view` can list."""
 
     task: BulkTask
     dataset_path: str
@@ -328,13 +296,7 @@ class BulkLog:
         self.timings.serialize += perf_counter() - serialising
 
     def add_unreadable(self, line: int, text: str, problem: Problem) -> None:
-        """Log a line that cannot become a sample, as an unscored sample.
-
-        Its input is the line as read, cut after `UNREADABLE_INPUT_LIMIT`
-        characters, undecodable bytes shown as `\\xNN`. Its sample is
-        written at the end, into the part its line falls in, when its id
-        (`line-N`) is sure not to clash with any sample of the run.
-        """
+        """Log a line that cannot become a sample, as an unscored sample."""
         shown = text[: UNREADABLE_INPUT_LIMIT + 1]
         shown = shown.encode("utf-8", "surrogateescape").decode(
             "utf-8", "backslashreplace"
@@ -383,11 +345,7 @@ class BulkLog:
 
     def finish(self, *, publish: bool = True) -> WrittenRun:
         """Complete every log, then publish them all under their names
-        (or leave that to the caller, who has the run's other ranges).
-
-        Until the last is complete, each is only a `.partial` file: a run
-        stopped part way leaves nothing that looks like a finished log.
-        """
+        (or leave that to the caller, who has the run's other ranges)."""
         parts = self._parts
         count = self.context.count or len(parts)
         # The only real ids an unreadable line's `line-N` can meet.
@@ -516,12 +474,7 @@ class BulkLog:
         self.abort()
 
     def abort(self) -> str | None:
-        """Remove everything written after a failure; never raises.
-
-        Logs already published are removed too: the run they belong to did
-        not finish, and a caller says nothing was written. Returns the
-        paths of anything that could not be removed, else None.
-        """
+        """Remove everything written after a failure; never raises."""
         left: list[str] = []
         for part in self._parts:
             part.close()
@@ -567,12 +520,7 @@ def unreadable_sample_id(line: int, taken: set[str]) -> str:
 
 
 def unreadable_score(line: int, problem: Problem, task: BulkTask) -> Score:
-    """An unscored score for a line that could not become a sample.
-
-    The same shape as the scorers' data errors: `reason` is the kind,
-    `metadata["error"]` says what is wrong, `result` is None and the record
-    is empty, since nothing was read from the line.
-    """
+    """An unscored score for a line that could not become a sample."""
     return data_error(
         ErrorInfo(
             kind=problem.kind,

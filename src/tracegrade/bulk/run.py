@@ -215,102 +215,77 @@ class ScoreRun:
     def score_lines(self, advance: Callable[[int | None], None]) -> None:
         """Score every line; `advance` is told the bytes read so far (None
         from a pipe), for a progress bar."""
-        with deflating_with_isal():
-            self._score_lines(advance)
-
-    def _score_lines(self, advance: Callable[[int | None], None]) -> None:
         assert self.log is not None
-        summary, log, results, timings, presence, parquet = (
-            self.summary,
-            self.log,
-            self.stream,
-            self.timings,
-            self.presence,
-            self.parquet,
-        )
-        task = self.task
+        summary, log, parquet = self.summary, self.log, self.parquet
         # Every stage row has `lost` in Parquet: the columns are fixed
         # before the first record shows whether any has steps.
-        steps = task == "stage_diagnosis"
+        steps = self.task == "stage_diagnosis"
         lines = (
             read_lines(self.path)
             if self.lines is None
             else read_range(self.path, self.lines)
         )
-        for raw in lines:
-            self.last_line = raw.number
-            summary.lines += 1
-            advance(raw.bytes_read)
-            if is_blank(raw.text):
-                summary.blank += 1
-                continue
-            summary.records += 1
-            started_at = datetime.now(timezone.utc).isoformat()
-            started = perf_counter()
-            outcome = self.scorer.score_line(raw.number, raw.text)
-            if outcome.case is not None:
-                presence.note(outcome.case.input)
-            problem = outcome.problem
-            if outcome.case is not None and outcome.score is not None:
+        with deflating_with_isal():
+            for raw in lines:
+                self.last_line = raw.number
+                summary.lines += 1
+                advance(raw.bytes_read)
+                if is_blank(raw.text):
+                    summary.blank += 1
+                    continue
+                summary.records += 1
+                started_at = datetime.now(timezone.utc).isoformat()
+                started = perf_counter()
+                outcome = self.scorer.score_line(raw.number, raw.text)
+                problem, score = outcome.problem, outcome.score
                 try:
-                    log.add_sample(
-                        outcome.case,
-                        outcome.score,
-                        started_at,
-                        perf_counter() - started,
+                    if outcome.case is not None and score is not None:
+                        self.presence.note(outcome.case.input)
+                        log.add_sample(
+                            outcome.case, score, started_at, perf_counter() - started
+                        )
+                    else:
+                        assert problem is not None
+                        log.add_unreadable(raw.number, raw.text, problem)
+                except OSError as error:
+                    raise self._naming_the_logs(error) from None
+                if problem is None or problem.side == "answer":
+                    summary.scored += 1
+                    if problem is not None:
+                        summary.answer_failures[problem.kind] += 1
+                else:
+                    summary.not_scored[problem.kind] += 1
+                    summary.line_errors += problem.kind in LINE_ERRORS
+                writing = perf_counter()
+                if score is not None:
+                    metadata = score.metadata or {}
+                    summary.recall.add(metadata.get("recall"))
+                    summary.precision.add(metadata.get("precision"))
+                    entry = {
+                        "value": score_value_json(score),
+                        "result": metadata.get("result"),
+                        "explanation": score.explanation,
+                        "error": metadata.get("error"),
+                    }
+                else:
+                    assert problem is not None
+                    entry = {
+                        "value": None,
+                        "result": None,
+                        "explanation": unreadable_explanation(raw.number, problem),
+                        "error": problem.as_json(),
+                    }
+                if parquet is not None:
+                    cells = (
+                        score_cells(self.task, score, steps=steps)
+                        if score is not None
+                        else problem_cells(self.task, entry["error"], steps=steps)
                     )
-                except OSError as error:
-                    raise self._naming_the_logs(error) from None
-                metadata = outcome.score.metadata or {}
-                summary.recall.add(metadata.get("recall"))
-                summary.precision.add(metadata.get("precision"))
-                entry = {
-                    "line": raw.number,
-                    "id": outcome.id,
-                    "value": score_value_json(outcome.score),
-                    "result": metadata.get("result"),
-                    "explanation": outcome.score.explanation,
-                    "error": metadata.get("error"),
-                }
-                cells = (
-                    score_cells(task, outcome.score, steps=steps)
-                    if parquet is not None
-                    else ()
-                )
-            else:
-                assert problem is not None
-                try:
-                    log.add_unreadable(raw.number, raw.text, problem)
-                except OSError as error:
-                    raise self._naming_the_logs(error) from None
-                entry = {
-                    "line": raw.number,
-                    "id": outcome.id,
-                    "value": None,
-                    "result": None,
-                    "explanation": unreadable_explanation(raw.number, problem),
-                    "error": problem.as_json(),
-                }
-                cells = (
-                    problem_cells(task, problem.as_json(), steps=steps)
-                    if parquet is not None
-                    else ()
-                )
-            if problem is None:
-                summary.scored += 1
-            elif problem.side == "answer":
-                summary.scored += 1
-                summary.answer_failures[problem.kind] += 1
-            else:
-                summary.not_scored[problem.kind] += 1
-                if problem.kind in LINE_ERRORS:
-                    summary.line_errors += 1
-            writing = perf_counter()
-            if parquet is not None:
-                parquet.add(raw.number, outcome.id, cells)
-            else:
-                results.write(canonical_json(entry) + "\n")
-            timings.jsonl += perf_counter() - writing
+                    parquet.add(raw.number, outcome.id, cells)
+                else:
+                    line = {"line": raw.number, "id": outcome.id, **entry}
+                    self.stream.write(canonical_json(line) + "\n")
+                self.timings.jsonl += perf_counter() - writing
 
     def finish(self) -> None:
         """Write the log, then put both outputs under their final names."""

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from multiprocessing import get_context
+from multiprocessing import active_children, get_context
 from pathlib import Path
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Final, overload
@@ -158,62 +158,18 @@ def _without_main_module() -> Iterator[None]:
         sys.modules["__main__"] = main
 
 
-class WorkerPool:
-    """Spawned worker processes, each scoring one range at a time."""
-
-    def __init__(self, workers: int) -> None:
-        self._executor = ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=get_context("spawn"),
-            initializer=_ignore_signals,
-        )
-
-    def submit(self, job: RangeJob) -> Future[RangeOutcome]:
-        with _without_main_module():
-            return self._executor.submit(score_part, job)
-
-    @staticmethod
-    def result(future: Future[RangeOutcome]) -> RangeOutcome:
-        """The range's outcome, looking at the workers every `_WAIT` s."""
-        while True:
-            try:
-                return future.result(timeout=_WAIT)
-            except TimeoutError:
-                continue
-            except BrokenProcessPool:
-                raise WorkerDied(
-                    "a scoring worker process ended without a word "
-                    "(killed, or out of memory)"
-                ) from None
-
-    def close(self) -> None:
-        """End the idle workers; kill any that will not."""
-        self._end(kill=False)
-
-    def kill(self) -> None:
-        """Kill every worker (a stopped one too), and wait a bounded time."""
-        self._end(kill=True)
-
-    def _end(self, *, kill: bool) -> None:
-        # The executor has no public list of its processes before 3.14.
-        processes = list((getattr(self._executor, "_processes", None) or {}).values())
-        self._executor.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            if kill:
-                _kill(process)
-            process.join(_JOIN)
-            if process.is_alive():
-                _kill(process)
-                process.join(_JOIN)
-
-
-def _kill(process: Any) -> None:
-    """SIGKILL where there is one (it ends a stopped worker too); elsewhere
-    terminate, which is Windows' TerminateProcess, as its kill() is."""
-    if hasattr(signal, "SIGKILL"):
-        process.kill()
-    else:
-        process.terminate()
+def _result(future: Future[RangeOutcome]) -> RangeOutcome:
+    """The range's outcome, looking every `_WAIT` s (a signal gets in)."""
+    while True:
+        try:
+            return future.result(timeout=_WAIT)
+        except TimeoutError:
+            continue
+        except BrokenProcessPool:
+            raise WorkerDied(
+                "a scoring worker process ended without a word "
+                "(killed, or out of memory)"
+            ) from None
 
 
 class WorkersRun(ScoreRun):
@@ -226,7 +182,7 @@ class WorkersRun(ScoreRun):
         self.ranges = ranges
         self.workers = workers
         self.timings = Timings()
-        self.pool: WorkerPool | None = None
+        self.pool: ProcessPoolExecutor | None = None
         self.outcomes: list[RangeOutcome] = []
         self.published: list[str] = []
 
@@ -234,21 +190,18 @@ class WorkersRun(ScoreRun):
         task_name = registry_info(TASKS[self.task].task).name
         self.identity = new_identity(Path(self.log_dir), task_name, uuid())
         self._open_results(self.identity.base)
-        self.pool = WorkerPool(self.workers)
+        self.pool = ProcessPoolExecutor(
+            max_workers=self.workers,
+            mp_context=get_context("spawn"),
+            initializer=_ignore_signals,
+        )
 
     def _job(self, index: int, context: PartsContext) -> RangeJob:
         assert self.identity is not None
         return RangeJob(
-            self.task,
-            self.path,
-            self.log_dir,
-            self.log_format,
-            self.max_samples_per_log,
-            self.results_format,
-            self.ranges[index],
-            index + 1,
-            self.identity,
-            context,
+            *(self.task, self.path, self.log_dir, self.log_format),
+            *(self.max_samples_per_log, self.results_format, self.ranges[index]),
+            *(index + 1, self.identity, context),
         )
 
     def score_lines(self, advance: Callable[[int | None], None]) -> None:
@@ -260,9 +213,9 @@ class WorkersRun(ScoreRun):
             self._job(k, PartsContext(first_index=k + 1, count=count))
             for k in range(count)
         ]
-        futures = [self.pool.submit(job) for job in jobs]
+        futures = [self._submit(job) for job in jobs]
         for job, future in zip(jobs, futures, strict=True):
-            self.outcomes.append(self.pool.result(future))
+            self.outcomes.append(_result(future))
             self.last_line = job.lines.first_line + job.lines.lines - 1
             advance(job.lines.end)
         earlier = self._earlier()
@@ -275,10 +228,15 @@ class WorkersRun(ScoreRun):
             for k in redo:
                 self._remove(self.outcomes[k])
                 jobs[k] = self._job(k, contexts[k])
-            futures = [self.pool.submit(jobs[k]) for k in redo]
+            futures = [self._submit(jobs[k]) for k in redo]
             for k, future in zip(redo, futures, strict=True):
-                self.outcomes[k] = self.pool.result(future)
+                self.outcomes[k] = _result(future)
         raise RuntimeError("the ranges' logs did not settle")  # a bug
+
+    def _submit(self, job: RangeJob) -> Future[RangeOutcome]:
+        assert self.pool is not None
+        with _without_main_module():
+            return self.pool.submit(score_part, job)
 
     def _earlier(self) -> list[dict[int, int]]:
         """Each range's lines whose id an earlier range has first."""
@@ -344,7 +302,7 @@ class WorkersRun(ScoreRun):
             self.results.commit()
         self._sum_metrics(locations)
         assert self.pool is not None
-        self.pool.close()
+        self.pool.shutdown()
 
     def _gather_results(self) -> None:
         chunks = [o.summary.results for o in self.outcomes if o.summary.results]
@@ -406,7 +364,13 @@ class WorkersRun(ScoreRun):
         """Kill the workers, then remove whatever the run began; the paths
         of anything that could not be removed. Never raises."""
         if self.pool is not None:
-            self.pool.kill()
+            # Killed, a stopped worker too (on Windows kill() terminates).
+            children = active_children()
+            for process in children:
+                process.kill()
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            for process in children:
+                process.join(_JOIN)
         left = [] if self.results is None else [self.results.discard()]
         if self.identity is not None:
             base = self.identity.base
