@@ -21,7 +21,7 @@ from tests.commands import run_tracegrade
 from tests.test_cli_score import read_results, run_score, score_file
 from tests.test_score_table import random_records
 from tracegrade import score_table
-from tracegrade.bulk.parquet import results_file_schema
+from tracegrade.bulk.run import results_file_schema
 from tracegrade.cli import main
 from tracegrade.table import records_table
 

@@ -60,31 +60,10 @@ def _no_value(_: Any) -> None:
     return None
 
 
-def _clean_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-8", errors="backslashreplace").decode("utf-8")
-    if isinstance(value, dict):
-        return {key: _clean_surrogates(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_clean_surrogates(item) for item in value]
-    return value
-
-
 def _json_bytes(value: Any, indent: int | None = None) -> bytes:
-    """`to_json_safe`'s output: None fields of models left out, NaN kept as
-    NaN, unserialisable values as null, lone surrogates escaped."""
-    normal = to_jsonable_python(value, exclude_none=True, fallback=_no_value)
-    try:
-        return to_json(normal, indent=indent, exclude_none=True, fallback=_no_value)
-    except PydanticSerializationError as error:
-        if "surrogates not allowed" not in str(error):
-            raise
-        return to_json(
-            _clean_surrogates(normal),
-            indent=indent,
-            exclude_none=True,
-            fallback=_no_value,
-        )
+    """Inspect's own serialisation (`to_json_safe`), unindented by default."""
+    serialised: bytes = to_json_safe(value, indent=indent)
+    return serialised
 
 
 def sample_json(data: Mapping[str, Any]) -> bytes:

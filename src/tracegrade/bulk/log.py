@@ -9,6 +9,7 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from importlib.metadata import version
 from pathlib import Path
 from time import perf_counter
 from typing import IO, Any
@@ -429,7 +430,7 @@ class BulkLog:
         part: tuple[int, int] | None,
     ) -> EvalSpec:
         distribution = resolve_task_distribution(self.task_name)
-        packages = {"inspect_ai": _version("inspect_ai")}
+        packages = {"inspect_ai": version("inspect_ai")}
         if distribution is not None:
             packages[distribution.name] = distribution.version
         return EvalSpec(
@@ -469,10 +470,6 @@ class BulkLog:
             metadata["tracegrade_warnings"] = list(self.warnings)
         return metadata or None
 
-    def close(self) -> None:
-        """Drop everything without writing a log (nothing to log)."""
-        self.abort()
-
     def abort(self) -> str | None:
         """Remove everything written after a failure; never raises."""
         left: list[str] = []
@@ -501,12 +498,6 @@ def log_location(base: Path, index: int, count: int, log_format: str) -> Path:
         return base.with_name(f"{base.name}.{log_format}")
     width = len(str(count))
     return base.with_name(f"{base.name}-part{index:0{width}d}of{count}.{log_format}")
-
-
-def _version(distribution: str) -> str:
-    from importlib.metadata import version
-
-    return version(distribution)
 
 
 def unreadable_sample_id(line: int, taken: set[str]) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from time import perf_counter
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, Final
 
 from inspect_ai.log import EvalMetric, EvalResults
 
@@ -21,7 +21,7 @@ from ..lines import is_blank, read_lines
 from ..outputs import AtomicFile, OutputError
 from ..report.runs import ExactSum
 from ..scorers.metrics import is_count
-from ..table import problem_cells, score_cells
+from ..table import arrow_column, problem_cells, result_schema, score_cells
 from .evallog import deflating_with_isal
 from .log import (
     BulkLog,
@@ -31,10 +31,12 @@ from .log import (
     score_value_json,
     unreadable_explanation,
 )
-from .parquet import ParquetResults
 from .presence import READ_FIELDS, FieldPresence
 from .ranges import LineRange, read_range
 from .scoring import LINE_ERRORS, TASKS, DiskIds, LineScorer
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 Number = int | float
 """A metric in the summary: an int for a count, else a float."""
@@ -330,7 +332,7 @@ class ScoreRun:
     def discard(self) -> None:
         """No records: nothing to write, and nothing left behind."""
         assert self.log is not None
-        self.log.close()
+        self.log.abort()
         if self.parquet is not None:
             self.parquet.abandon()
         if self.results is not None:
@@ -346,6 +348,59 @@ class ScoreRun:
         if self.log is not None:
             left.append(self.log.abort())
         return [path for path in left if path is not None]
+
+
+BATCH_ROWS: Final = 8_192
+"""Rows held before they are written as a row group: under a MiB."""
+
+
+def results_file_schema(task: str) -> pa.Schema:
+    """`line`, then `score_table`'s columns (stage runs with steps')."""
+    import pyarrow as pa
+
+    schema = result_schema(task, steps=task == "stage_diagnosis")
+    return schema.insert(0, pa.field("line", pa.int64()))
+
+
+class ParquetResults:
+    """Rows appended one per record, written a batch at a time to `handle`."""
+
+    def __init__(self, handle: IO[bytes], task: str) -> None:
+        import pyarrow.parquet as pq
+
+        self.schema = results_file_schema(task)
+        self._writer = pq.ParquetWriter(handle, self.schema)
+        self._rows: list[tuple[Any, ...]] = []
+
+    def add(self, line: int, sample_id: str | None, cells: tuple[Any, ...]) -> None:
+        self._rows.append((line, sample_id, *cells))
+        if len(self._rows) >= BATCH_ROWS:
+            self._write()
+
+    def _write(self) -> None:
+        import pyarrow as pa
+
+        if not self._rows:
+            return
+        columns = zip(*self._rows, strict=True)
+        arrays = [
+            arrow_column(list(column), field.type)
+            for column, field in zip(columns, self.schema, strict=True)
+        ]
+        self._rows = []
+        self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
+
+    def close(self) -> None:
+        """Write what is left and the file's footer."""
+        self._write()
+        self._writer.close()
+
+    def abandon(self) -> None:
+        """Give the file up unfinished: its temporary file is removed by
+        its owner. pyarrow's writer would otherwise write a footer when
+        collected, into a file already closed, and print that it could not."""
+        self._rows = []
+        self._writer.is_open = False
 
 
 def metrics_of(results: EvalResults) -> dict[str, dict[str, Number | None]]:
@@ -368,9 +423,11 @@ def metric_value(metric: EvalMetric) -> Number | None:
 
 __all__ = [
     "Number",
+    "ParquetResults",
     "RunMean",
     "ScoreRun",
     "ScoreSummary",
     "metric_value",
     "metrics_of",
+    "results_file_schema",
 ]
