@@ -34,8 +34,6 @@ KEYS: Final[Mapping[str, Mapping[str, str]]] = {
         "output_key": "output",
     },
 }
-"""Each task's key arguments and their default columns; a key names the
-column the record field of the same name (without `_key`) is read from."""
 
 OPTIONAL_COLUMNS: Final[Mapping[str, frozenset[str]]] = {
     # No steps: no `lost` column. No id: ids are null (results keep row order).

@@ -9,6 +9,7 @@ import textwrap
 import time
 import zipfile
 import zlib
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -37,7 +38,6 @@ from .._inspect_internals import (
     to_json_safe,
 )
 from ..outputs import PARTIAL_SUFFIX, publish_output, sync_directory
-from .samples import SampleParts, SampleTemplates
 
 # --- Inspect's member names ----------------------------------------------------
 
@@ -260,13 +260,10 @@ def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
 
 DEFAULT_JOURNAL_EVERY: Final = 1000
 DEFLATE_LEVEL: Final = 1
-"""A fast level: on these small JSON members it compresses about as well
-as Inspect's zstd level 3, and higher levels save little for their time."""
 _COPY_CHUNK: Final = 1 << 20
 
 
 _isal = False
-"""Whether `deflating_with_isal` is on (one scoring loop a process)."""
 _stdlib_compressor: Any = None
 
 
@@ -304,7 +301,6 @@ class StreamedReductions:
     """One scorer's reductions whose sample scores are already serialised."""
 
     head: EvalSampleReductions
-    """The scorer and reducer; its `samples` are ignored."""
     samples_json: Iterable[bytes]
 
 
@@ -624,49 +620,73 @@ def _header(log: EvalLog) -> EvalLog:
     )
 
 
-class EvalLogWriter:
-    """`tracegrade score`'s log writer for the `.eval` format: each sample
-    goes into an `EvalArchive` as it is scored, with its summary."""
+class JsonLogWriter:
+    """A `.json` log: samples spooled as they come, the file made at the end."""
 
-    def __init__(
-        self,
-        working: Path,
-        eval_spec: EvalSpec,
-        plan: EvalPlan,
-        templates: SampleTemplates,
-    ) -> None:
-        self._templates = templates
-        self._archive = EvalArchive(working)
-        self.partial = self._archive.partial
-        self.published: Path | None = None
-        try:
-            self._archive.start(eval_spec, plan)
-        except BaseException:
-            self._archive.abort()
-            raise
+    def __init__(self, location: Path) -> None:
+        self.partial = location.with_name(location.name + PARTIAL_SUFFIX)
+        # Unnamed, so it disappears with the process whatever happens.
+        self._spool: IO[bytes] = tempfile.TemporaryFile(dir=location.parent)  # noqa: SIM115
+        self._ids: list[str] = []
+        self._offsets = array("Q")
+        self._lengths = array("Q")
         self.spooled = 0
 
-    def add(self, parts: SampleParts) -> None:
-        data = self._templates.build(parts)
-        sample = sample_json(data)
-        self._archive.add_sample(sample, sample_summary(data))
+    def add(self, sample_id: str, sample: bytes) -> None:
+        self._spool.write(sample)
+        self._ids.append(sample_id)
+        self._offsets.append(self.spooled)
+        self._lengths.append(len(sample))
         self.spooled += len(sample)
 
     def suspend(self) -> None:
-        self._archive.suspend()
+        """Nothing to let go: a spool file and two arrays are all it holds."""
 
     def resume(self) -> None:
-        self._archive.resume()
+        """See `suspend`."""
 
     def complete(self, header: EvalLog, reductions: StreamedReductions | None) -> None:
-        self._archive.complete(header, [] if reductions is None else reductions)
+        head = to_json_safe(header).rstrip()
+        if not head.endswith(b"}"):
+            raise RuntimeError("Inspect's log header did not serialise to an object")
+        spool = self._spool
+        spool.flush()
+        # Inspect's writer sorts samples by (epoch, id); one epoch here.
+        order = sorted(range(len(self._ids)), key=self._ids.__getitem__)
+        self._ids = []
+        try:
+            # "x": never write into a file some other run left.
+            with open(self.partial, "xb") as out:
+                out.write(head[:-1].rstrip())
+                out.write(b',\n  "samples": [')
+                separator = b"\n"
+                for position in order:
+                    out.write(separator)
+                    spool.seek(self._offsets[position])
+                    out.write(spool.read(self._lengths[position]))
+                    separator = b",\n"
+                out.write(b"\n  ]")
+                if reductions is not None:
+                    out.write(b',\n  "reductions": [\n')
+                    out.write(_reductions_head(reductions.head) + b"\n")
+                    for chunk in reductions.samples_json:
+                        out.write(chunk)
+                    out.write(b"\n]}\n  ]")
+                out.write(b"\n}\n")
+                out.flush()
+                os.fsync(out.fileno())
+        except BaseException:
+            with contextlib.suppress(OSError):
+                self.partial.unlink(missing_ok=True)
+            raise
+        finally:
+            with contextlib.suppress(OSError):
+                spool.close()
 
     def publish(self, location: Path) -> None:
-        self.published = self._archive.publish(location)
+        publish_output(str(self.partial), str(location), replace=False)
 
-    def abort(self) -> str | None:
-        try:
-            self._archive.abort()
-        except OSError:
-            return str(self.partial)
-        return None
+    def abort(self) -> None:
+        with contextlib.suppress(OSError):
+            self._spool.close()
+        self.partial.unlink(missing_ok=True)

@@ -44,8 +44,7 @@ from .._inspect_internals import (
 from ..datasets import FixtureCase, case_sample_fields
 from ..scorers.outcome import ErrorInfo, data_error
 from ..tasks.replay import replay
-from .evallog import EvalLogWriter
-from .jsonlog import JsonLogWriter
+from .evallog import EvalArchive, JsonLogWriter, sample_json, sample_summary
 from .results import LightScores, RunResults, pooled_results
 from .samples import MODEL, SampleParts, SampleTemplates, uuid
 from .scoring import BulkTask, Problem, Timings, replayed_answer, replayed_store
@@ -54,10 +53,7 @@ UNREADABLE_INPUT_LIMIT = 2000
 UNREADABLE_ID_PREFIX = "line-"
 
 
-LogWriter = EvalLogWriter | JsonLogWriter
-"""Where one log's samples go: written under a working `.partial` name,
-`complete`d there (whole and synced), and `publish`ed under its final name
-only when every log of the run is complete."""
+LogWriter = EvalArchive | JsonLogWriter
 
 
 def _now() -> str:
@@ -75,7 +71,6 @@ class _Unreadable:
     text: str
     problem: Problem
     position: int
-    """How many samples came before it in the file, to list it in place."""
 
     def to_json(self) -> bytes:
         # ensure_ascii: any lone surrogate is escaped, and read back as is.
@@ -90,14 +85,8 @@ class _Unreadable:
 
 LOG_FORMATS = ("eval", "json")
 MAX_SAMPLES_PER_LOG = 75_000
-"""The most samples `inspect view` lists, and opens one of by its address,
-within the viewer's target time (`docs/speed.md`)."""
 MAX_JSON_LOG_BYTES = 90 * 1024 * 1024
-"""Samples and reductions a `.json` log may hold: the viewer reads only the
-header of a `.json` log over 100 MiB, so a larger one lists no samples.
-The margin is for the header."""
 _UNREADABLE_OVERHEAD = 2048
-"""Bytes an unreadable line's sample takes beside its text, about."""
 
 
 @dataclass
@@ -110,12 +99,11 @@ class _Part:
     writer: LogWriter
     results: RunResults
     unreadable: IO[bytes] | None = None
-    """The spool of its unreadable lines (`_Unreadable.to_json`), once it has one."""
     unreadable_count: int = 0
     samples: int = 0
-    """Samples added so far, the unreadable ones included once written."""
     waiting_bytes: int = 0
-    """What the unreadable samples still to be written will take, about."""
+    sample_bytes: int = 0
+    published: Path | None = None
 
     @property
     def size(self) -> int:
@@ -126,7 +114,7 @@ class _Part:
     def spooled(self) -> int:
         """Bytes of samples and reductions so far, and the unreadable ones'
         as they will be."""
-        return self.writer.spooled + self.results.spooled + self.waiting_bytes
+        return self.sample_bytes + self.results.spooled + self.waiting_bytes
 
     def unreadable_lines(self) -> Iterator[_Unreadable]:
         """The unreadable lines spooled, in file order."""
@@ -148,13 +136,8 @@ class WrittenRun:
     """What `BulkLog.finish` wrote."""
 
     logs: list[Path]
-    """The logs, in sample order: one, or the parts of a split run (their
-    `.partial` files, when not published)."""
     results: EvalResults | None
-    """The metrics over every sample of the run, as one log of all of them
-    would have them; None when not published."""
     scores: list[LightScores]
-    """Each log's scores, for metrics pooled with other logs' of the run."""
 
 
 @dataclass(frozen=True)
@@ -164,7 +147,6 @@ class RunIdentity:
     run_id: str
     created: str
     base: Path
-    """The logs' name without suffix (see `BulkLog.base`)."""
 
 
 @dataclass
@@ -174,12 +156,9 @@ class PartsContext:
 
     first_index: int = 1
     count: int | None = None
-    """Logs in the run; None: those of this range alone."""
     warnings: list[str] = field(default_factory=list)
     taken: set[str] = field(default_factory=set)
-    """Real sample ids elsewhere in the file like an unreadable line's."""
     earlier: dict[int, int] = field(default_factory=dict)
-    """Lines repeating an id first used in an earlier range: that line."""
 
 
 @dataclass
@@ -194,13 +173,9 @@ class BulkLog:
     log_format: str = "eval"
     max_samples: int = MAX_SAMPLES_PER_LOG
     max_json_bytes: int | None = None
-    """By default `MAX_JSON_LOG_BYTES`."""
     timings: Timings = field(default_factory=Timings)
     warnings: list[str] = field(default_factory=list)
-    """What the run should say of the whole file (a field no record has),
-    kept in each log's `eval.metadata["tracegrade_warnings"]`."""
     identity: RunIdentity | None = None
-    """Shared with the run's other ranges; by default a run of its own."""
     context: PartsContext = field(default_factory=PartsContext)
 
     def __post_init__(self) -> None:
@@ -219,12 +194,9 @@ class BulkLog:
         self.created = self.started_at = self.identity.created
         self.run_id = self.identity.run_id
         self.base = self.identity.base
-        """The logs' name without suffix: the log of an unsplit run, and
-        the stem of every part's name."""
         self._templates = SampleTemplates.make()
         self._parts: list[_Part] = []
         self.line_like_ids: set[str] = set()
-        """Real sample ids an unreadable line's id could clash with."""
         try:
             self._new_part(first_task_id)
         except BaseException:
@@ -244,10 +216,15 @@ class BulkLog:
                 f"{self.base.name}-part{index}.{self.log_format}"
             )
             if self.log_format == "json":
-                writer = JsonLogWriter(working, self._templates)
+                writer = JsonLogWriter(working)
             else:
                 spec = self._spec(eval_id, task_id, sample_ids=None, part=None)
-                writer = EvalLogWriter(working, spec, self._plan(), self._templates)
+                writer = EvalArchive(working)
+                try:
+                    writer.start(spec, self._plan())
+                except BaseException:
+                    writer.abort()
+                    raise
         except BaseException:
             results.close()
             raise
@@ -292,7 +269,13 @@ class BulkLog:
         part.results.add(parts.id, score)
         serialising = perf_counter()
         self.timings.sample += serialising - begun
-        part.writer.add(parts)
+        data = self._templates.build(parts)
+        sample = sample_json(data)
+        if isinstance(part.writer, EvalArchive):
+            part.writer.add_sample(sample, sample_summary(data))
+        else:
+            part.writer.add(parts.id, sample)
+        part.sample_bytes += len(sample)
         part.samples += 1
         self.timings.serialize += perf_counter() - serialising
 
@@ -373,7 +356,10 @@ class BulkLog:
                 results=results,
                 stats=EvalStats(started_at=self.started_at, completed_at=iso_now()),
             )
-            part.writer.complete(header, reductions)
+            if reductions is None and isinstance(part.writer, EvalArchive):
+                part.writer.complete(header, [])
+            else:
+                part.writer.complete(header, reductions)
             part.close()
             # Not the header: its sample ids would keep a string per sample
             # alive through the pooled metrics, the run's peak of memory.
@@ -397,6 +383,7 @@ class BulkLog:
         ]
         for part, location in zip(parts, locations, strict=True):
             part.writer.publish(location)
+            part.published = location
         return WrittenRun(logs=locations, results=pooled, scores=scores)
 
     def _plan(self) -> EvalPlan:
@@ -475,13 +462,15 @@ class BulkLog:
         left: list[str] = []
         for part in self._parts:
             part.close()
-            if (kept := part.writer.abort()) is not None:
-                left.append(kept)
-            if part.writer.published is not None:
+            try:
+                part.writer.abort()
+            except OSError:
+                left.append(str(part.writer.partial))
+            if part.published is not None:
                 try:
-                    part.writer.published.unlink(missing_ok=True)
+                    part.published.unlink(missing_ok=True)
                 except OSError:
-                    left.append(str(part.writer.published))
+                    left.append(str(part.published))
         return ", ".join(left) or None
 
 

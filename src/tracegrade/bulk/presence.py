@@ -19,8 +19,6 @@ READ_FIELDS = {
     },
 }
 STANDS_FOR = {"output": "answer"}
-"""An input key that serves as a field: a recorded output is read for the
-answer (docs/scores.md)."""
 # Distinct input keys remembered for the warning; a file with more is
 # not a typo case, and memory must not grow with it.
 KEYS_KEPT = 50

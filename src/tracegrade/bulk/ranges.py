@@ -19,11 +19,8 @@ _BLOCK = 1 << 20
 @dataclass(frozen=True)
 class LineRange:
     start: int
-    """Byte offset of the range's first line."""
     end: int
-    """Byte offset just past its last line."""
     first_line: int
-    """The number of its first line in the whole file."""
     lines: int
 
 

@@ -178,8 +178,6 @@ class _SampleIds:
 
 
 _SHARED_SHARES: Final = 1 << 12
-"""Distinct shares (recalls, precisions) shared while reading a column;
-the rest, if any, are each their own float."""
 
 
 class _ShareColumn:
@@ -230,7 +228,6 @@ class LightScores(Sequence[LightScore]):
     def __init__(self) -> None:
         self._ids = _SampleIds()
         self._codes = array("I")
-        """Three a sample: its value's, reason's and metadata's."""
         self._values = _Table()
         self._reasons = _Table()
         self._metadata = _Table()
@@ -369,7 +366,6 @@ class RunResults:
         )
         self._separator = b""
         self.spooled = 0
-        """Bytes of reduced scores written so far."""
 
     def _light_metadata(self, metadata: dict[str, Any]) -> Any:
         """The metadata keys tracegrade's metrics read, shared by content; a

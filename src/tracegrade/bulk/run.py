@@ -39,7 +39,6 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 Number = int | float
-"""A metric in the summary: an int for a count, else a float."""
 
 
 class RunMean:
@@ -87,11 +86,7 @@ class ScoreSummary:
     metrics: dict[str, dict[str, Number | None]] = field(default_factory=dict)
     recall: RunMean = field(default_factory=lambda: RunMean())
     precision: RunMean = field(default_factory=lambda: RunMean())
-    """Stage recall and precision over every run that has one, labelled or
-    not: the logged `context_recall` and `context_precision` metrics see
-    only the scored runs (an unlabelled TREC import has none)."""
     warnings: list[dict[str, str]] = field(default_factory=list)
-    """Fields of the task that no record has (see `bulk.presence`)."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -141,8 +136,6 @@ class ScoreRun:
     ) -> None:
         self.begun = perf_counter()
         self.lines = lines
-        """The file's lines to score, by default all; a range's logs are
-        left for its caller to publish (`bulk.workers`)."""
         self.identity = identity
         self.context = context or PartsContext()
         self.written: WrittenRun | None = None
@@ -351,7 +344,6 @@ class ScoreRun:
 
 
 BATCH_ROWS: Final = 8_192
-"""Rows held before they are written as a row group: under a MiB."""
 
 
 def results_file_schema(task: str) -> pa.Schema:

@@ -15,7 +15,6 @@ from .._inspect_internals import iso_now
 from ..tasks.replay import REPLAY_MODEL
 
 MODEL = "none/none"
-"""The model a replayed run is logged under, as `inspect eval` logs it."""
 
 # --- Ids -------------------------------------------------------------------------
 
@@ -60,7 +59,6 @@ class SampleParts(NamedTuple):
     target: str | list[str]
     metadata: dict[str, Any] | None
     answer: str | None
-    """The replayed output's text; None: the sample has no output."""
     scores: dict[str, Score]
     store: dict[str, Any]
     started_at: str

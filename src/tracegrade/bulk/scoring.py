@@ -36,7 +36,6 @@ from ..tasks.replay import replayed_output
 Side = Literal["data", "answer", "run"]
 
 LINE_ERRORS = (MALFORMED_JSON, NOT_A_FIXTURE_LINE, DUPLICATE_SAMPLE_ID)
-"""Kinds of line that cannot become a sample; `inspect eval` refuses such a file."""
 
 
 @dataclass(frozen=True)
@@ -80,20 +79,12 @@ class Timings:
     """Seconds spent in each stage, summed over lines."""
 
     parse: float = 0.0
-    """Reading a line as a fixture case (`parse_case_line`)."""
     score: float = 0.0
-    """The core and the `Score` around its result (`diagnosis_score`, ...)."""
     sample: float = 0.0
-    """Gathering each sample's parts around the score (`SampleParts`)."""
     serialize: float = 0.0
-    """Building each sample and writing it into its log (or the `.json`
-    spool), deflated for `.eval`."""
     jsonl: float = 0.0
-    """Writing the JSON Lines results."""
     results: float = 0.0
-    """Metrics and reductions over every score (`eval_results`)."""
     write: float = 0.0
-    """Writing the log file: header, samples in order, reductions."""
 
     def as_json(self) -> dict[str, float]:
         return {name: round(value, 4) for name, value in vars(self).items()}
@@ -152,7 +143,6 @@ def replayed_store(record_input: dict[str, Any]) -> dict[str, Any]:
 
 
 replayed_answer = replayed_output
-"""The output text the replay solver gives the sample, if any."""
 
 
 # --- Remembering sample ids ---------------------------------------------------
@@ -227,8 +217,6 @@ class LineScorer:
     seen: DiskIds
     timings: Timings = field(default_factory=Timings)
     earlier: dict[int, int] = field(default_factory=dict)
-    """Lines whose id an earlier part of the file already has, and the line
-    it is first on there (`bulk.workers`)."""
 
     def score_line(self, number: int, text: str) -> ScoredLine:
         started = perf_counter()

@@ -44,12 +44,8 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 PARALLEL_FROM: Final = 16 << 20
-"""Input bytes from which workers score a run by default (a sixteenth of it
-with `--workers`): each worker's start-up costs seconds (docs/speed.md)."""
 _WAIT: Final = 0.5
-"""Seconds between looks at whether a worker has died."""
 _JOIN: Final = 5.0
-"""Seconds a killed or idle worker is given to end."""
 
 
 def default_workers() -> int:
@@ -82,7 +78,6 @@ class RangeJob:
 @dataclass
 class RangeOutcome:
     summary: ScoreSummary
-    """Its logs complete under their `.partial` names, and its results."""
     presence: FieldPresence
     timings: Timings
     scores: list[LightScores]
