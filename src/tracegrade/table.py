@@ -361,6 +361,7 @@ def _check_columns(task: str, columns: Mapping[str, str], names: set[str]) -> No
 
 
 _NO_ERROR: Final = (None, None, None, None)
+ERROR_KEYS: Final = ("kind", "side", "field", "message")
 
 
 def record_schema(task: str = "stage_diagnosis") -> pa.Schema:
@@ -420,12 +421,6 @@ def records_table(records: Sequence[Mapping[str, Any]], task: str) -> pa.Table:
 
 
 # --- One row --------------------------------------------------------------------
-
-
-def _error_cells(error: Mapping[str, Any] | None) -> tuple[Any, ...]:
-    if error is None:
-        return _NO_ERROR
-    return (error["kind"], error["side"], error["field"], error["message"])
 
 
 def _read_error_cells(error: ScoreError | None) -> tuple[Any, ...]:
@@ -499,23 +494,4 @@ def problem_cells(
     """The result cells of a line that never became a record
     (`malformed-json`, ...): every figure null, the error given."""
     width = len(result_schema(task, steps=steps)) - 1 - len(_NO_ERROR)
-    return (None,) * width + _error_cells(error)
-
-
-__all__ = [
-    "KEYS",
-    "PARQUET_NEEDS",
-    "TASKS",
-    "ScoreTableError",
-    "arrow_column",
-    "lost_type",
-    "problem_cells",
-    "record_schema",
-    "records_table",
-    "result_ddl",
-    "result_schema",
-    "score_batches",
-    "score_cells",
-    "score_table",
-    "steps_type",
-]
+    return (None,) * width + tuple(error[key] for key in ERROR_KEYS)

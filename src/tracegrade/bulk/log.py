@@ -6,7 +6,6 @@ import contextlib
 import json
 import math
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib.metadata import version
@@ -60,29 +59,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
-@dataclass(frozen=True)
-class _Unreadable:
-    """A line that cannot become a sample; its sample is built at the end,
-    once every real sample id is known, so its own id cannot collide.
-    Until then it waits in its part's spool file, not in memory: a large
-    file of malformed lines costs no more than a good one."""
-
-    line: int
-    text: str
-    problem: Problem
-    position: int
-
-    def to_json(self) -> bytes:
-        # ensure_ascii: any lone surrogate is escaped, and read back as is.
-        record = [self.line, self.text, self.position, self.problem.as_json()]
-        return json.dumps(record).encode("ascii") + b"\n"
-
-    @classmethod
-    def from_json(cls, text: bytes) -> _Unreadable:
-        line, shown, position, problem = json.loads(text)
-        return cls(line, shown, Problem(**problem), position)
-
-
 LOG_FORMATS = ("eval", "json")
 MAX_SAMPLES_PER_LOG = 75_000
 MAX_JSON_LOG_BYTES = 90 * 1024 * 1024
@@ -104,25 +80,6 @@ class _Part:
     waiting_bytes: int = 0
     sample_bytes: int = 0
     published: Path | None = None
-
-    @property
-    def size(self) -> int:
-        """Samples in the log, written or waiting."""
-        return self.samples + self.unreadable_count
-
-    @property
-    def spooled(self) -> int:
-        """Bytes of samples and reductions so far, and the unreadable ones'
-        as they will be."""
-        return self.sample_bytes + self.results.spooled + self.waiting_bytes
-
-    def unreadable_lines(self) -> Iterator[_Unreadable]:
-        """The unreadable lines spooled, in file order."""
-        if self.unreadable is None:
-            return
-        self.unreadable.seek(0)
-        for text in self.unreadable:
-            yield _Unreadable.from_json(text)
 
     def close(self) -> None:
         self.results.close()
@@ -235,8 +192,10 @@ class BulkLog:
     def _current_part(self) -> _Part:
         part = self._parts[-1]
         assert self.max_json_bytes is not None
-        full = part.size >= self.max_samples or (
-            self.log_format == "json" and part.spooled >= self.max_json_bytes
+        # The unreadable lines' samples, written at the end, count already.
+        spooled = part.sample_bytes + part.results.spooled + part.waiting_bytes
+        full = part.samples + part.unreadable_count >= self.max_samples or (
+            self.log_format == "json" and spooled >= self.max_json_bytes
         )
         return self._new_part() if full else part
 
@@ -290,9 +249,11 @@ class BulkLog:
         part = self._current_part()
         if part.unreadable is None:
             part.unreadable = tempfile.TemporaryFile(dir=self.log_dir)  # noqa: SIM115
-        part.unreadable.write(
-            _Unreadable(line, shown, problem, position=part.samples).to_json()
-        )
+        # Built at the end, once every real id is known, so that its
+        # `line-N` id collides with none; spooled, not held, till then.
+        # ensure_ascii: a lone surrogate is escaped, and read back as is.
+        record = [line, shown, part.samples, problem.as_json()]
+        part.unreadable.write(json.dumps(record).encode("ascii") + b"\n")
         part.unreadable_count += 1
         # Summed as they come: `spooled` is read before every sample.
         part.waiting_bytes += 2 * len(shown) + _UNREADABLE_OVERHEAD
@@ -301,20 +262,24 @@ class BulkLog:
         self, part: _Part, taken: set[str]
     ) -> list[tuple[int, str]]:
         """Write the part's unreadable lines as samples; where each stands
-        (`_Unreadable.position`) and the id it was given."""
+        (how many samples came before it) and the id it was given."""
         placed: list[tuple[int, str]] = []
-        for unreadable in part.unreadable_lines():
+        if part.unreadable is None:
+            return placed
+        part.unreadable.seek(0)
+        for row in part.unreadable:
             begun = perf_counter()
-            sample_id = unreadable_sample_id(unreadable.line, taken)
+            line, text, position, error = json.loads(row)
+            sample_id = unreadable_sample_id(line, taken)
             taken.add(sample_id)
-            placed.append((unreadable.position, sample_id))
-            score = unreadable_score(unreadable.line, unreadable.problem, self.task)
+            placed.append((position, sample_id))
+            score = unreadable_score(line, Problem(**error), self.task)
             now = _now()
             parts = SampleParts(
                 id=sample_id,
-                input=unreadable.text,
+                input=text,
                 target="",
-                metadata={"line": unreadable.line},
+                metadata={"line": line},
                 answer=None,
                 scores={self.scorer_name: score},
                 store={},

@@ -41,34 +41,6 @@ if TYPE_CHECKING:
 Number = int | float
 
 
-class RunMean:
-    """The mean of a figure over the runs that have one, summed exactly, so
-    runs summed in parts, in any order, give the same mean to the last bit."""
-
-    def __init__(self) -> None:
-        self.sum = ExactSum()
-
-    def add(self, value: float | None) -> None:
-        if value is not None:
-            self.sum.add(value)
-
-    def merge(self, other: RunMean) -> None:
-        for partial in other.sum.partials:
-            self.sum.add(partial)
-        self.sum.count += other.runs - len(other.sum.partials)
-
-    @property
-    def runs(self) -> int:
-        return self.sum.count
-
-    @property
-    def mean(self) -> float | None:
-        return self.sum.mean(self.sum.count)
-
-    def as_json(self) -> dict[str, float | int | None]:
-        return {"mean": self.mean, "runs": self.runs}
-
-
 @dataclass
 class ScoreSummary:
     task: str
@@ -84,8 +56,8 @@ class ScoreSummary:
     results: str | None = None
     seconds: float = 0.0
     metrics: dict[str, dict[str, Number | None]] = field(default_factory=dict)
-    recall: RunMean = field(default_factory=lambda: RunMean())
-    precision: RunMean = field(default_factory=lambda: RunMean())
+    recall: ExactSum = field(default_factory=ExactSum)
+    precision: ExactSum = field(default_factory=ExactSum)
     warnings: list[dict[str, str]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
@@ -105,8 +77,13 @@ class ScoreSummary:
             "answer_failures": sum(self.answer_failures.values()),
             "by_kind": dict(sorted((self.not_scored + self.answer_failures).items())),
             "metrics": self.metrics,
-            "recall": self.recall.as_json(),
-            "precision": self.precision.as_json(),
+            **{
+                name: {"mean": figure.mean(figure.count), "runs": figure.count}
+                for name, figure in (
+                    ("recall", self.recall),
+                    ("precision", self.precision),
+                )
+            },
             "seconds": round(self.seconds, 3),
             "samples_per_second": (
                 round(self.records / self.seconds, 1) if self.seconds else None
@@ -254,8 +231,9 @@ class ScoreRun:
                 writing = perf_counter()
                 if score is not None:
                     metadata = score.metadata or {}
-                    summary.recall.add(metadata.get("recall"))
-                    summary.precision.add(metadata.get("precision"))
+                    for name in ("recall", "precision"):
+                        if (figure := metadata.get(name)) is not None:
+                            getattr(summary, name).add(figure)
                     entry = {
                         "value": score_value_json(score),
                         "result": metadata.get("result"),
@@ -411,15 +389,3 @@ def metric_value(metric: EvalMetric) -> Number | None:
     if math.isnan(metric.value):
         return None
     return int(metric.value) if is_count(metric) else metric.value
-
-
-__all__ = [
-    "Number",
-    "ParquetResults",
-    "RunMean",
-    "ScoreRun",
-    "ScoreSummary",
-    "metric_value",
-    "metrics_of",
-    "results_file_schema",
-]

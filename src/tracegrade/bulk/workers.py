@@ -330,8 +330,14 @@ class WorkersRun(ScoreRun):
                 setattr(summary, name, getattr(summary, name) + getattr(done, name))
             summary.answer_failures += done.answer_failures
             summary.not_scored += done.not_scored
-            summary.recall.merge(done.recall)
-            summary.precision.merge(done.precision)
+            for mine, theirs in (
+                (summary.recall, done.recall),
+                (summary.precision, done.precision),
+            ):
+                # Partials sum exactly: the same mean, in any order of parts.
+                for partial in theirs.partials:
+                    mine.add(partial)
+                mine.count += theirs.count - len(theirs.partials)
             for name, seconds in vars(outcome.timings).items():
                 setattr(self.timings, name, getattr(self.timings, name) + seconds)
 
