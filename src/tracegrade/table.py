@@ -4,11 +4,10 @@ hand a function a batch at a time (Ray Data's `map_batches`, Spark's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from .core.errors import _LONE_SURROGATE, _escape_surrogate, quote
-from .core.steps import Step
 from .schema import DIAGNOSED_STAGES
 
 if TYPE_CHECKING:
@@ -198,7 +197,12 @@ def score_table(table: Any, task: str = "stage_diagnosis", **keys: str) -> pa.Ta
     }
     fields = list(values)
     cells = list(zip(*values.values(), strict=True)) if fields else [()] * rows
-    score_input = _score_input(task)
+    from .tasks.recorded import extraction_input_score, stage_input_score
+
+    # The score the recorded task gives a record: `tracegrade score`'s own.
+    score_input = (
+        stage_input_score if task == "stage_diagnosis" else extraction_input_score
+    )
     steps = task == "stage_diagnosis" and "steps" in present
     schema = result_schema(task, steps=steps)
     results: list[tuple[Any, ...]] = []
@@ -218,13 +222,6 @@ def score_table(table: Any, task: str = "stage_diagnosis", **keys: str) -> pa.Ta
         for position, column in enumerate(outputs)
     ]
     return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def _score_input(task: str) -> Callable[[dict[str, Any]], Score]:
-    """The score the recorded task gives a record: `tracegrade score`'s own."""
-    from .tasks.recorded import extraction_input_score, stage_input_score
-
-    return stage_input_score if task == "stage_diagnosis" else extraction_input_score
 
 
 def _absent_inputs(step: Any) -> Any:
@@ -443,6 +440,7 @@ def score_cells(task: str, score: Score, *, steps: bool) -> tuple[Any, ...]:
         error = _read_error_cells(staged.error)
         lost = staged.lost
         diagnosed = staged.stage in DIAGNOSED_STAGES
+        step_cells = None if staged.steps is None else [vars(s) for s in staged.steps]
         return (
             staged.stage,
             staged.missing,
@@ -455,7 +453,7 @@ def score_cells(task: str, score: Score, *, steps: bool) -> tuple[Any, ...]:
             staged.precision,
             staged.required,
             staged.labelled_correct if diagnosed else None,
-            *((_step_cells(staged.steps), staged.context_size) if steps else ()),
+            *((step_cells, staged.context_size) if steps else ()),
             *error,
         )
     graded = read_extraction(score.value, score.metadata)
@@ -478,14 +476,6 @@ def score_cells(task: str, score: Score, *, steps: bool) -> tuple[Any, ...]:
         graded.read_as,
         *error,
     )
-
-
-def _step_cells(steps: Sequence[Step] | None) -> list[dict[str, Any]] | None:
-    if steps is None:
-        return None
-    return [
-        {"name": step.name, "ids": step.ids, "inputs": step.inputs} for step in steps
-    ]
 
 
 def problem_cells(

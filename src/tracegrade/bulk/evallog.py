@@ -318,8 +318,6 @@ class EvalArchive:
     ) -> None:
         if location.suffix != ".eval":
             raise ValueError(f"an .eval log's name ends in .eval: {location}")
-        if journal_every < 1:
-            raise ValueError(f"journal_every must be at least 1, got {journal_every}")
         self.location = location
         self.partial = location.with_name(location.name + PARTIAL_SUFFIX)
         self._journal_every = journal_every

@@ -42,11 +42,11 @@ from .._inspect_internals import (
 )
 from ..datasets import FixtureCase, case_sample_fields
 from ..scorers.outcome import ErrorInfo, data_error
-from ..tasks.replay import replay
+from ..tasks.replay import replay, replayed_output
 from .evallog import EvalArchive, JsonLogWriter, sample_json, sample_summary
 from .results import LightScores, RunResults, pooled_results
 from .samples import MODEL, SampleParts, SampleTemplates, uuid
-from .scoring import BulkTask, Problem, Timings, replayed_answer, replayed_store
+from .scoring import BulkTask, Problem, Timings, replayed_store
 
 UNREADABLE_INPUT_LIMIT = 2000
 UNREADABLE_ID_PREFIX = "line-"
@@ -59,7 +59,6 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
-LOG_FORMATS = ("eval", "json")
 MAX_SAMPLES_PER_LOG = 75_000
 MAX_JSON_LOG_BYTES = 90 * 1024 * 1024
 _UNREADABLE_OVERHEAD = 2048
@@ -129,19 +128,12 @@ class BulkLog:
     log_dir: Path
     log_format: str = "eval"
     max_samples: int = MAX_SAMPLES_PER_LOG
-    max_json_bytes: int | None = None
     timings: Timings = field(default_factory=Timings)
     warnings: list[str] = field(default_factory=list)
     identity: RunIdentity | None = None
     context: PartsContext = field(default_factory=PartsContext)
 
     def __post_init__(self) -> None:
-        if self.log_format not in LOG_FORMATS:
-            raise ValueError(f"log format {self.log_format!r} is not eval or json")
-        if self.max_samples < 1:
-            raise ValueError(f"max_samples must be at least 1, got {self.max_samples}")
-        if self.max_json_bytes is None:
-            self.max_json_bytes = MAX_JSON_LOG_BYTES
         self.scorer = self.task.make_scorer()
         self.scorer_name = registry_unqualified_name(self.scorer)
         self.task_name = registry_info(self.task.task).name
@@ -191,11 +183,10 @@ class BulkLog:
 
     def _current_part(self) -> _Part:
         part = self._parts[-1]
-        assert self.max_json_bytes is not None
         # The unreadable lines' samples, written at the end, count already.
         spooled = part.sample_bytes + part.results.spooled + part.waiting_bytes
         full = part.samples + part.unreadable_count >= self.max_samples or (
-            self.log_format == "json" and spooled >= self.max_json_bytes
+            self.log_format == "json" and spooled >= MAX_JSON_LOG_BYTES
         )
         return self._new_part() if full else part
 
@@ -215,7 +206,7 @@ class BulkLog:
             input=sample.input,
             target=sample.target,
             metadata=sample.metadata,
-            answer=replayed_answer(case.input),
+            answer=replayed_output(case.input),
             scores={self.scorer_name: score},
             store=replayed_store(case.input),
             started_at=started_at,
@@ -270,10 +261,26 @@ class BulkLog:
         for row in part.unreadable:
             begun = perf_counter()
             line, text, position, error = json.loads(row)
-            sample_id = unreadable_sample_id(line, taken)
+            # `line-N`, unless a real sample already has that id.
+            sample_id, suffix = f"{UNREADABLE_ID_PREFIX}{line}", 2
+            while sample_id in taken:
+                sample_id, suffix = f"line-{line}~{suffix}", suffix + 1
             taken.add(sample_id)
             placed.append((position, sample_id))
-            score = unreadable_score(line, Problem(**error), self.task)
+            problem = Problem(**error)
+            score = data_error(
+                ErrorInfo(
+                    kind=problem.kind,
+                    side="data",
+                    field=problem.field,
+                    message=problem.message,
+                ),
+                answer="",
+                explanation=unreadable_explanation(line, problem),
+                result=None,
+                record={},
+                read_from=self.task.read_from,
+            )
             now = _now()
             parts = SampleParts(
                 id=sample_id,
@@ -398,7 +405,7 @@ class BulkLog:
             task_args={"dataset": self.dataset_path},
             task_args_passed={"dataset": self.dataset_path},
             dataset=EvalDataset(
-                name=self.task.dataset_name,
+                name=self.task.name,
                 location=cwd_relative_path(self.dataset_path),
                 samples=None if sample_ids is None else len(sample_ids),
                 sample_ids=sample_ids,
@@ -452,33 +459,6 @@ def log_location(base: Path, index: int, count: int, log_format: str) -> Path:
         return base.with_name(f"{base.name}.{log_format}")
     width = len(str(count))
     return base.with_name(f"{base.name}-part{index:0{width}d}of{count}.{log_format}")
-
-
-def unreadable_sample_id(line: int, taken: set[str]) -> str:
-    """`line-N` for line N, unless a real sample already has that id."""
-    candidate = f"{UNREADABLE_ID_PREFIX}{line}"
-    suffix = 2
-    while candidate in taken:
-        candidate = f"line-{line}~{suffix}"
-        suffix += 1
-    return candidate
-
-
-def unreadable_score(line: int, problem: Problem, task: BulkTask) -> Score:
-    """An unscored score for a line that could not become a sample."""
-    return data_error(
-        ErrorInfo(
-            kind=problem.kind,
-            side="data",
-            field=problem.field,
-            message=problem.message,
-        ),
-        answer="",
-        explanation=unreadable_explanation(line, problem),
-        result=None,
-        record={},
-        read_from=task.read_from,
-    )
 
 
 def unreadable_explanation(line: int, problem: Problem) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 from time import perf_counter
 from typing import IO, TYPE_CHECKING, Any, Final
 
-from inspect_ai.log import EvalMetric, EvalResults
+from inspect_ai.log import EvalResults
 
 from ..core import canonical_json
 from ..lines import is_blank, read_lines
@@ -374,18 +374,16 @@ class ParquetResults:
 
 
 def metrics_of(results: EvalResults) -> dict[str, dict[str, Number | None]]:
+    """Each score's metrics, NaN as None and a count as the integer it is
+    (Inspect logs floats); a scorer with reduced and unreduced metrics
+    (`ordered_extraction`) has two entries of one name, of distinct metrics."""
     metrics: dict[str, dict[str, Number | None]] = {}
     for eval_score in results.scores:
-        # A scorer with reduced and unreduced metrics has an entry for each
-        # under its name (`ordered_extraction`); their metric names differ.
-        metrics.setdefault(eval_score.name, {}).update(
-            (name, metric_value(metric)) for name, metric in eval_score.metrics.items()
-        )
+        for name, metric in eval_score.metrics.items():
+            value: Number | None = metric.value
+            if math.isnan(metric.value):
+                value = None
+            elif is_count(metric):
+                value = int(metric.value)
+            metrics.setdefault(eval_score.name, {})[name] = value
     return metrics
-
-
-def metric_value(metric: EvalMetric) -> Number | None:
-    """NaN as None; a count as the integer it is (Inspect logs a float)."""
-    if math.isnan(metric.value):
-        return None
-    return int(metric.value) if is_count(metric) else metric.value

@@ -31,7 +31,6 @@ from ..tasks.recorded import (
     extraction_input_score,
     stage_input_score,
 )
-from ..tasks.replay import replayed_output
 
 Side = Literal["data", "answer", "run"]
 
@@ -101,7 +100,6 @@ class BulkTask:
     name: str
     task: Callable[..., Any]
     make_scorer: Callable[[], Scorer]
-    dataset_name: str
     target_field: str | None
     read_from: dict[str, str]
     score_input: Callable[[dict[str, Any]], Score]
@@ -112,7 +110,6 @@ TASKS: dict[str, BulkTask] = {
         name="stage_diagnosis",
         task=stage_diagnosis,
         make_scorer=stage_diagnosis_scorer,
-        dataset_name="stage_diagnosis",
         target_field=None,
         read_from=STAGE_READ_FROM,
         score_input=stage_input_score,
@@ -123,7 +120,6 @@ TASKS: dict[str, BulkTask] = {
         make_scorer=lambda: ordered_extraction_scorer(
             answer_key="answer", output_key="output"
         ),
-        dataset_name="ordered_extraction",
         target_field="source",
         read_from=EXTRACTION_READ_FROM,
         score_input=extraction_input_score,
@@ -140,9 +136,6 @@ def replayed_store(record_input: dict[str, Any]) -> dict[str, Any]:
     if "steps" in record_input:
         store[steps_store_key()] = record_input["steps"]
     return store
-
-
-replayed_answer = replayed_output
 
 
 # --- Remembering sample ids ---------------------------------------------------
@@ -225,7 +218,8 @@ class LineScorer:
         except DatasetError as error:
             self.timings.parse += perf_counter() - started
             assert error.kind is not None
-            return _line_error(number, error.sample_id, error.kind, error.problem)
+            problem = Problem(error.kind, "data", "line", error.problem)
+            return ScoredLine(number, error.sample_id, None, None, problem)
         self.timings.parse += perf_counter() - started
 
         first = self.earlier.get(number)
@@ -263,10 +257,3 @@ def score_problem(score: Score) -> Problem | None:
         field=error["field"],
         message=error["message"],
     )
-
-
-def _line_error(
-    number: int, sample_id: str | None, kind: str, message: str
-) -> ScoredLine:
-    problem = Problem(kind=kind, side="data", field="line", message=message)
-    return ScoredLine(number, sample_id, None, None, problem)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from multiprocessing import active_children, get_context
 from pathlib import Path
 from time import perf_counter
-from typing import TYPE_CHECKING, Any, Final, overload
+from typing import Any, Final
 
 from inspect_ai.util import registry_info
 
@@ -39,9 +39,6 @@ from .results import LightScores, RunResults, pooled_results
 from .run import ScoreRun, ScoreSummary, metrics_of
 from .samples import uuid
 from .scoring import LINE_ERRORS, TASKS, DiskIds, Timings
-
-if TYPE_CHECKING:
-    import pyarrow as pa
 
 PARALLEL_FROM: Final = 16 << 20
 _WAIT: Final = 0.5
@@ -85,17 +82,7 @@ class RangeOutcome:
     first_seen: list[tuple[bytes, int]]
 
 
-@overload
-def score_part(part: RangeJob) -> RangeOutcome: ...
-
-
-@overload
-def score_part(part: Any, task: str = ..., **keys: str) -> pa.Table: ...
-
-
-def score_part(
-    part: Any, task: str = "stage_diagnosis", **keys: str
-) -> RangeOutcome | pa.Table:
+def score_part(part: Any, task: str = "stage_diagnosis", **keys: str) -> Any:
     """Score one part of a run, each record by the recorded task's own
     function: what every `tracegrade score` worker calls on its range of
     lines (a `RangeJob`: into its part log and results file, removed on any
@@ -346,11 +333,10 @@ class WorkersRun(ScoreRun):
         scorer = TASKS[self.task].make_scorer()
         template = RunResults(scorer, registry_unqualified_name(scorer), self.log_dir)
         template.close()
-        runs = [
-            _with_scores(template, part)
-            for outcome in self.outcomes
-            for part in outcome.scores
-        ]
+        runs = []
+        for scores in (part for outcome in self.outcomes for part in outcome.scores):
+            runs.append(copy.copy(template))
+            runs[-1].scores = scores
         summary.metrics = metrics_of(pooled_results(runs, summary.records))
         summary.logs = [str(location) for location in locations]
         summary.results = self.results_path
@@ -380,13 +366,6 @@ class WorkersRun(ScoreRun):
                     left.append(_removed(path))
         left.extend(_removed(path) for path in self.published)
         return [path for path in left if path is not None]
-
-
-def _with_scores(template: RunResults, scores: LightScores) -> RunResults:
-    """One log's results, its scores from a worker."""
-    results = copy.copy(template)
-    results.scores = scores
-    return results
 
 
 def _removed(path: str) -> str | None:
