@@ -646,23 +646,6 @@ def test_a_file_without_records_writes_no_log(tmp_path: Path) -> None:
     assert [p.name for p in (tmp_path / "logs").iterdir() if p.suffix == ".json"] == []
 
 
-def labelled_runs(tmp_path: Path) -> tuple[str, dict[str, bool]]:
-    runs: dict[str, dict[str, Any]] = {
-        "gap-correct": {"required": ["D1", "D2"], "context": ["D1"], "correct": True},
-        "gap-wrong": {"required": ["D1"], "context": [], "correct": False},
-        "full-correct": {"required": ["D1"], "context": ["D1"], "correct": True},
-        "full-wrong": {"required": ["D1"], "context": ["D1", "D2"], "correct": False},
-        "no-label": {"required": ["D1"], "context": ["D1"]},
-    }
-    path = write_lines(
-        tmp_path / "runs.jsonl",
-        [*({"id": key, "input": value} for key, value in runs.items()), "{broken"],
-    )
-    # The staff's word after review: every label flipped, the missing one given.
-    labels = {key: not value.get("correct", False) for key, value in runs.items()}
-    return path, labels
-
-
 def test_an_unreadable_line_is_shown_cut_and_with_its_bad_bytes(
     tmp_path: Path,
 ) -> None:
@@ -679,7 +662,8 @@ def test_an_unreadable_line_is_shown_cut_and_with_its_bad_bytes(
 
 def test_inspect_views_server_lists_and_serves_the_log(tmp_path: Path) -> None:
     """The functions behind `inspect view`'s /api/logs and /api/logs/{log}."""
-    path, _ = labelled_runs(tmp_path)
+    runs = [{"id": f"r{n}", "input": STAGE_OK} for n in range(5)]
+    path = write_lines(tmp_path / "runs.jsonl", [*runs, "{broken"])
     _, summary = score_file("stage_diagnosis", path, tmp_path / "logs")
     listing = asyncio.run(get_logs(str(tmp_path / "logs"), False, {}))
     assert listing is not None
