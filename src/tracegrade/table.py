@@ -18,6 +18,8 @@ if TYPE_CHECKING:
 
 TASKS: Final = ("stage_diagnosis", "ordered_extraction")
 
+# Each task's key arguments and default columns: `X_key` names the column
+# the record field `X` is read from.
 KEYS: Final[Mapping[str, Mapping[str, str]]] = {
     "stage_diagnosis": {
         "id_key": "id",

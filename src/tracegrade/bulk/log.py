@@ -60,7 +60,9 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
+# The most samples `inspect view` lists in its target time (docs/speed.md).
 MAX_SAMPLES_PER_LOG = 75_000
+# The viewer lists no sample of a `.json` log over 100 MiB; a margin for the header.
 MAX_JSON_LOG_BYTES = 90 * 1024 * 1024
 _UNREADABLE_OVERHEAD = 2048
 

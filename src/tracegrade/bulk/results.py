@@ -177,6 +177,7 @@ class _SampleIds:
             start = end
 
 
+# Distinct recalls and precisions shared while reading a column.
 _SHARED_SHARES: Final = 1 << 12
 
 

@@ -14,6 +14,7 @@ from inspect_ai.scorer import Score
 from .._inspect_internals import iso_now
 from ..tasks.replay import REPLAY_MODEL
 
+# The model a replayed run is logged under, as `inspect eval` logs it.
 MODEL = "none/none"
 
 # --- Ids -------------------------------------------------------------------------

@@ -34,6 +34,7 @@ from ..tasks.recorded import (
 
 Side = Literal["data", "answer", "run"]
 
+# Lines that cannot become a sample; `inspect eval` refuses a file of them.
 LINE_ERRORS = (MALFORMED_JSON, NOT_A_FIXTURE_LINE, DUPLICATE_SAMPLE_ID)
 
 

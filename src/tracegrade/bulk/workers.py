@@ -40,9 +40,11 @@ from .run import ScoreRun, ScoreSummary, metrics_of
 from .samples import uuid
 from .scoring import LINE_ERRORS, TASKS, DiskIds, Timings
 
+# Input bytes from which workers score by default (a sixteenth of it with
+# --workers): a worker's start costs seconds (docs/speed.md).
 PARALLEL_FROM: Final = 16 << 20
-_WAIT: Final = 0.5
-_JOIN: Final = 5.0
+_WAIT: Final = 0.5  # seconds between looks at whether a worker died
+_JOIN: Final = 5.0  # seconds a killed or idle worker is given to end
 
 
 def default_workers() -> int:
