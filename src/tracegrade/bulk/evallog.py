@@ -377,7 +377,7 @@ class EvalArchive:
         data = sample if isinstance(sample, bytes) else _json_bytes(sample)
         self._add(sample_member(sample_id, epoch), data)
         assert self._summaries is not None
-        try:
+        try:  # not `_failing`, which costs a generator a sample
             self._summaries.write(
                 b"," + summary_json if self.samples_written else summary_json
             )
@@ -405,7 +405,7 @@ class EvalArchive:
         archive = self._zip
         assert archive is not None and archive.fp is not None
         library = isal_zlib if _isal else zlib
-        try:
+        try:  # as in `add_sample`
             info = zipfile.ZipInfo(name, time.localtime()[:6])
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o600 << 16  # as writestr sets it
@@ -433,13 +433,9 @@ class EvalArchive:
         Inspect's recorder streams one: ZIP64 sizes, since its size is
         unknown when its header is written)."""
         assert self._zip is not None
-        try:
-            with self._zip.open(name, "w", force_zip64=True) as member:
-                for chunk in chunks:
-                    member.write(chunk)
-        except BaseException:
-            self._state = "failed"
-            raise
+        with self._failing(), self._zip.open(name, "w", force_zip64=True) as member:
+            for chunk in chunks:
+                member.write(chunk)
 
     def suspend(self) -> None:
         """Write the journal so far and the archive's directory, and let go
@@ -447,13 +443,10 @@ class EvalArchive:
         keeps every part open until the end, and those grow with it)."""
         self._expect("started")
         assert self._zip is not None
-        try:
+        with self._failing():
             self._flush_journal()
             self._zip.close()
             self._file.flush()
-        except BaseException:
-            self._state = "failed"
-            raise
         self._zip = None
         self._state = "suspended"
 
@@ -461,11 +454,8 @@ class EvalArchive:
         """Go on after `suspend`, in the same file: the directory is read
         back, and the next member overwrites it."""
         self._expect("suspended")
-        try:
+        with self._failing():
             self._zip = self._open_zip("a")
-        except BaseException:
-            self._state = "failed"
-            raise
         self._state = "started"
 
     def finish(
@@ -489,7 +479,7 @@ class EvalArchive:
         self._expect("started")
         summaries = self._summaries
         assert self._zip is not None and summaries is not None
-        try:
+        with self._failing():
             self._flush_journal()
             summaries.write(b"]")
             summaries.seek(0)
@@ -506,9 +496,6 @@ class EvalArchive:
             self._file.flush()
             os.fsync(self._file.fileno())
             self._file.close()
-        except BaseException:
-            self._state = "failed"
-            raise
         self._state = "completed"
 
     def publish(self, location: Path | None = None) -> Path:
@@ -516,12 +503,9 @@ class EvalArchive:
         was made for), then sync the directory so the rename is durable."""
         self._expect("completed")
         target = self.location if location is None else location
-        try:
+        with self._failing():
             publish_output(str(self.partial), str(target), replace=False)
             sync_directory(str(target.parent))
-        except BaseException:
-            self._state = "failed"
-            raise
         self.location = target
         self._state = "finished"
         return target
@@ -563,6 +547,15 @@ class EvalArchive:
         # An archive left unfinished is never published.
         if self._state != "finished":
             self.abort()
+
+    @contextlib.contextmanager
+    def _failing(self) -> Iterator[None]:
+        """A write that fails leaves the archive failed: only `abort` is left."""
+        try:
+            yield
+        except BaseException:
+            self._state = "failed"
+            raise
 
     def _expect(self, state: _State) -> None:
         if self._state != state:
