@@ -123,7 +123,7 @@ class PartsContext:
 @dataclass
 class BulkLog:
     """Collects scored samples into Inspect eval logs: one, or parts of
-    at most `max_samples` samples (and, for `.json`, `max_json_bytes`) that
+    at most `max_samples` samples (and, for `.json`, `MAX_JSON_LOG_BYTES`) that
     `inspect view` can list."""
 
     task: BulkTask

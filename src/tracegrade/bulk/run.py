@@ -56,6 +56,8 @@ class ScoreSummary:
     results: str | None = None
     seconds: float = 0.0
     metrics: dict[str, dict[str, Number | None]] = field(default_factory=dict)
+    # Over every run with a figure, labelled or not (the logged metrics see
+    # only the scored runs).
     recall: ExactSum = field(default_factory=ExactSum)
     precision: ExactSum = field(default_factory=ExactSum)
     warnings: list[dict[str, str]] = field(default_factory=list)

@@ -51,14 +51,9 @@ class Problem:
     first_line: int | None = None
 
     def as_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "kind": self.kind,
-            "side": self.side,
-            "field": self.field,
-            "message": self.message,
-        }
-        if self.first_line is not None:
-            data["first_line"] = self.first_line
+        data = vars(self).copy()
+        if self.first_line is None:
+            del data["first_line"]
         return data
 
 
@@ -78,13 +73,13 @@ class ScoredLine:
 class Timings:
     """Seconds spent in each stage, summed over lines."""
 
-    parse: float = 0.0
-    score: float = 0.0
-    sample: float = 0.0
-    serialize: float = 0.0
-    jsonl: float = 0.0
-    results: float = 0.0
-    write: float = 0.0
+    parse: float = 0.0  # reading a line as a fixture case
+    score: float = 0.0  # the core, and the `Score` around its result
+    sample: float = 0.0  # gathering a sample's parts around its score
+    serialize: float = 0.0  # building a sample and writing it (deflated)
+    jsonl: float = 0.0  # writing its results line
+    results: float = 0.0  # metrics and reductions over every score
+    write: float = 0.0  # the logs' headers, summaries and reductions
 
     def as_json(self) -> dict[str, float]:
         return {name: round(value, 4) for name, value in vars(self).items()}
