@@ -21,7 +21,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pytest
 from click.testing import CliRunner, Result
 from inspect_ai import eval
@@ -307,25 +306,6 @@ def test_sample_summaries_are_the_same(log_pair: LogPair) -> None:
     ours = summaries(log_pair.ours)
     assert len(ours) == log_pair.summary["records"]
     assert same_json(ours, summaries(log_pair.inspect_log))
-
-
-# Columns of `samples_df` that name the log, the run or the sample's uuid,
-# or time it.
-RUN_SPECIFIC_COLUMNS = {"log", "eval_id", "sample_id", "total_time", "working_time"}
-
-
-def test_samples_dataframes_are_the_same(log_pair: LogPair) -> None:
-    pytest.importorskip("pyarrow")
-    from inspect_ai.analysis import samples_df
-
-    def frame(log: str) -> Any:
-        read = samples_df(log, quiet=True)
-        kept = [column for column in read.columns if column not in RUN_SPECIFIC_COLUMNS]
-        return read[kept].sort_values("id").reset_index(drop=True)
-
-    ours = frame(log_pair.ours)
-    assert len(ours) == log_pair.summary["records"]
-    pd.testing.assert_frame_equal(ours, frame(log_pair.inspect_log), check_exact=True)
 
 
 def test_tracegrade_report_is_the_same(log_pair: LogPair) -> None:
