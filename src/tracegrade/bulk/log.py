@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import math
 import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -480,11 +479,3 @@ def unreadable_explanation(line: int, problem: Problem) -> str:
             "It is not graded."
         )
     return f"Line {line} cannot become a sample: {problem.message}. It is not graded."
-
-
-def score_value_json(score: Score) -> Any:
-    """A score's value for JSON Lines output: NaN (unscored) becomes null."""
-    value = score.value
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    return value

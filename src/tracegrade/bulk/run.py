@@ -28,7 +28,6 @@ from .log import (
     PartsContext,
     RunIdentity,
     WrittenRun,
-    score_value_json,
     unreadable_explanation,
 )
 from .presence import READ_FIELDS, FieldPresence
@@ -236,8 +235,10 @@ class ScoreRun:
                     for name in ("recall", "precision"):
                         if (figure := metadata.get(name)) is not None:
                             getattr(summary, name).add(figure)
-                    entry = {
-                        "value": score_value_json(score),
+                    value = score.value  # NaN (unscored) as null
+                    nan = isinstance(value, float) and math.isnan(value)
+                    entry: dict[str, Any] = {
+                        "value": None if nan else value,
                         "result": metadata.get("result"),
                         "explanation": score.explanation,
                         "error": metadata.get("error"),
