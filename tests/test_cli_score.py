@@ -38,7 +38,7 @@ from isal import isal_zlib
 from tests.commands import run_inspect
 from tests.support import deflated, stored_member, write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
-from tracegrade.bulk import log as bulk_log
+from tracegrade.bulk import run as bulk_run
 from tracegrade.bulk.evallog import sample_member
 from tracegrade.cli import main
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
@@ -722,7 +722,7 @@ def test_a_json_log_is_split_before_the_viewer_would_list_nothing(
 ) -> None:
     """The viewer lists no sample of a .json log over 100 MiB; parts stay
     under `MAX_JSON_LOG_BYTES` of samples and reductions (made small here)."""
-    monkeypatch.setattr(bulk_log, "MAX_JSON_LOG_BYTES", 40_000)
+    monkeypatch.setattr(bulk_run, "MAX_JSON_LOG_BYTES", 40_000)
     path = stage_lines_with_unreadable_ones(tmp_path)
     _, summary = score_file(
         "stage_diagnosis", path, tmp_path / "logs", "--log-format=json"

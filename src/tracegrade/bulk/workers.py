@@ -32,11 +32,18 @@ from ..outputs import (
     sync_directory,
 )
 from ..table import score_table
-from .log import PartsContext, RunIdentity, log_location, new_identity
 from .presence import READ_FIELDS, FieldPresence
 from .ranges import LineRange, plan_ranges
 from .results import LightScores, RunResults, pooled_results
-from .run import ScoreRun, ScoreSummary, metrics_of
+from .run import (
+    PartsContext,
+    RunIdentity,
+    ScoreRun,
+    ScoreSummary,
+    log_location,
+    metrics_of,
+    new_identity,
+)
 from .samples import uuid
 from .scoring import LINE_ERRORS, TASKS, DiskIds, Timings
 
@@ -112,13 +119,12 @@ def score_part(part: Any, task: str = "stage_diagnosis", **keys: str) -> Any:
     except BaseException:
         run.abort()
         raise
-    assert run.log is not None
     return RangeOutcome(
         run.summary,
         run.presence,
         run.timings,
-        [] if run.written is None else run.written.scores,
-        run.log.line_like_ids,
+        run.scores,
+        run.line_like_ids,
         run.first_seen,
     )
 
