@@ -266,7 +266,6 @@ class ScoreRun:
         self.task = task
         self.path = path
         self.log_dir = log_dir
-        self.out = out
         self.summary = ScoreSummary(task=task, path=path)
         self.bulk_task = TASKS[task]
         self.timings = Timings()
