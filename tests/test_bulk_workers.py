@@ -5,7 +5,6 @@ repeated ids found across ranges and a field no record has warned of."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -160,57 +159,3 @@ def test_only_a_large_regular_file_is_scored_in_workers(tmp_path: Path) -> None:
     assert kind(small, 2) == "WorkersRun"  # asked for, from 1 MiB
     assert kind(large, 1) == "ScoreRun"
     assert kind("-", 8) == "ScoreRun"  # standard input
-
-
-def test_a_start_up_banner_on_stdout_does_not_reach_the_workers_replies(
-    tmp_path: Path,
-) -> None:
-    """A `sitecustomize` that prints a line runs in every worker too; their
-    replies travel on multiprocessing's pipes, where nothing else writes."""
-    write_runs(tmp_path / "runs.jsonl")
-    startup = tmp_path / "startup"
-    startup.mkdir()
-    (startup / "sitecustomize.py").write_text("print('welcome to this machine')\n")
-    script = (
-        "from tracegrade.bulk import workers\n"
-        "from tracegrade.cli import run\n"
-        "workers.PARALLEL_FROM = 0\n"
-        "run()\n"
-    )
-    done = subprocess.run(
-        [
-            *(sys.executable, "-c", script, "score", "stage_diagnosis"),
-            *("runs.jsonl", "--workers", "2", "--log-dir", "logs", "--json"),
-        ],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(startup)},
-    )
-    assert done.returncode == 1, done.stderr  # the broken line
-    banners, _, summary = done.stdout.partition("{")
-    # Each process's banner, however they interleave, and nothing else.
-    assert banners.count("welcome") >= 3
-    assert not banners.replace("welcome to this machine", "").strip()
-    assert json.loads("{" + summary)["records"] == 603
-
-
-def test_a_worker_is_ended_where_the_platform_has_no_sigkill(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Windows has no SIGKILL: its workers end by terminate, as its kill() does."""
-    from tracegrade.bulk import workers
-
-    ended: list[str] = []
-
-    class Process:
-        def kill(self) -> None:
-            ended.append("kill")
-
-        def terminate(self) -> None:
-            ended.append("terminate")
-
-    workers._kill(Process())
-    monkeypatch.delattr(workers.signal, "SIGKILL")
-    workers._kill(Process())
-    assert ended == ["kill", "terminate"]

@@ -18,10 +18,10 @@ import pytest
 from click.testing import CliRunner
 
 from tests.commands import run_tracegrade
-from tests.test_cli_score import read_results, run_score, score_file
+from tests.test_cli_score import read_results, score_file
 from tests.test_score_table import random_records
 from tracegrade import score_table
-from tracegrade.bulk.parquet import results_file_schema
+from tracegrade.bulk.run import results_file_schema
 from tracegrade.cli import main
 from tracegrade.table import records_table
 
@@ -45,23 +45,28 @@ def test_parquet_results_are_the_json_lines_results_as_columns(
     path = tmp_path / "runs.jsonl"
     write_records(path, records)
     _, jsonl = score_file(task, str(path), tmp_path / "logs")
-    result, summary = score_file(
-        task, str(path), tmp_path / "logs2", "--results-format", "parquet"
-    )
+    parquet = ("--results-format", "parquet")
+    result, summary = score_file(task, str(path), tmp_path / "logs2", *parquet)
     assert result.exit_code == 1  # the bad lines
     assert summary["results"].endswith(".results.parquet")
     table = pq.read_table(summary["results"])
+    out = tmp_path / "scored.parquet"
+    _, named = score_file(task, str(path), tmp_path / "l3", *parquet, "--out", str(out))
+    assert named["results"] == str(out) and pq.read_table(out).equals(table)
     entries = read_results(jsonl)
 
     assert table.schema == results_file_schema(task)
     rows = table.to_pylist()
     assert [row["line"] for row in rows] == [entry["line"] for entry in entries]
     assert [row["id"] for row in rows] == [entry["id"] for entry in entries]
+    figure = "stage" if task == "stage_diagnosis" else "membership"
     for row, entry in zip(rows, entries, strict=True):
         error = entry["error"] or {}
         assert [
             row[f"error_{key}"] for key in ("kind", "side", "field", "message")
         ] == [error.get(key) for key in ("kind", "side", "field", "message")]
+        graded = (entry["result"] if figure == "stage" else entry["value"]) or {}
+        assert row[figure] == graded.get(figure)
     # The records' rows are score_table's rows of the same records.
     scored = score_table(records_table(records, task), task)
     if task == "stage_diagnosis":
@@ -72,25 +77,6 @@ def test_parquet_results_are_the_json_lines_results_as_columns(
     assert recorded.to_pylist() == scored.to_pylist()
     kinds = [row["error_kind"] for row in rows[len(records) :]]
     assert kinds == ["malformed-json", "not-a-fixture-line", "duplicate-sample-id"]
-
-
-def test_parquet_results_named_with_out(tmp_path: Path) -> None:
-    path = tmp_path / "runs.jsonl"
-    write_records(path, random_records("stage_diagnosis", 20, seed=2)[:20])
-    out = tmp_path / "scored.parquet"
-    result = run_score(
-        "stage_diagnosis",
-        str(path),
-        "--log-dir",
-        str(tmp_path / "logs"),
-        "--out",
-        str(out),
-        "--results-format",
-        "parquet",
-    )
-    assert result.exit_code == 1, result.output
-    assert pq.read_table(out).num_rows == 23
-    assert [item.name for item in tmp_path.iterdir() if ".partial" in item.name] == []
 
 
 @pytest.mark.parametrize(

@@ -16,20 +16,18 @@ import re
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.test_cli_score import read_results, score_file
 from tests.test_differential import extraction_records, stage_records
 from tracegrade import ScoreTableError, diagnose_stage, grade_extraction, score_table
 from tracegrade.core import InvalidRecord
 from tracegrade.core.itemise import dropped_ids, invented_ids
 from tracegrade.core.recall import stage_precision, stage_recall
 from tracegrade.core.steps import lost_documents, read_steps
-from tracegrade.table import record_schema, records_table, result_ddl, result_schema
+from tracegrade.table import record_schema, records_table, result_schema
 from tracegrade.tasks.recorded import extraction_input_score, stage_input_score
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -262,39 +260,6 @@ def random_records(task: str, count: int, seed: int) -> list[dict[str, Any]]:
     return records
 
 
-@pytest.mark.parametrize("task", ["stage_diagnosis", "ordered_extraction"])
-def test_a_file_of_records_scores_as_tracegrade_score_scores_it(
-    tmp_path: Path, task: str
-) -> None:
-    records = random_records(task, 400, seed=31)
-    path = tmp_path / "runs.jsonl"
-    path.write_text("".join(json.dumps(record) + "\n" for record in records))
-    result, summary = score_file(task, str(path), tmp_path / "logs")
-    assert result.exit_code == 0, result.output
-    entries = read_results(summary)
-
-    scored = score_table(records_table(records, task), task).to_pylist()
-
-    assert len(scored) == len(entries) == 400
-    kinds = set()
-    for row, entry in zip(scored, entries, strict=True):
-        assert row["id"] == entry["id"]
-        error = entry["error"] or {}
-        for key in ("kind", "side", "field", "message"):
-            assert row[f"error_{key}"] == error.get(key)
-        kinds.add(error.get("kind"))
-        if task == "stage_diagnosis":
-            result = entry["result"] or {}
-            assert row["stage"] == result.get("stage")
-            assert row["missing"] == result.get("missing")
-        else:
-            value = entry["value"] or {}
-            assert row["membership"] == value.get("membership")
-            assert row["order"] == value.get("order")
-    # The file reaches errors as well as results.
-    assert None in kinds and len(kinds) >= 3
-
-
 def test_a_pandas_frame_scores_as_its_arrow_table() -> None:
     records = random_records("stage_diagnosis", 50, seed=7)
     table = records_table(records, "stage_diagnosis")
@@ -412,42 +377,6 @@ def test_importing_tracegrade_does_not_import_pyarrow() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert done.stdout.strip() == "False"
-
-
-def test_pandas_is_only_read() -> None:
-    frame = pd.DataFrame({"source": [["A"]], "answer": [["A"]]})
-    before = frame.copy()
-    score_table(frame, "ordered_extraction")
-    assert frame.equals(before)
-
-
-def test_the_result_columns_are_those_the_docs_list() -> None:
-    """Existing columns keep their place; what `tracegrade report` reads
-    comes after the figures, before the error, in Spark's DDL too."""
-    errors = ["error_kind", "error_side", "error_field", "error_message"]
-    stage = ["id", "stage", "missing", "recall", "precision"]
-    stage += ["required", "labelled_correct"]
-    assert result_schema("stage_diagnosis").names == [*stage, *errors]
-    assert result_schema("stage_diagnosis", steps=True).names == [
-        *stage[:3],
-        "lost",
-        *stage[3:],
-        "steps",
-        "context_size",
-        *errors,
-    ]
-    extraction = ["id", "membership", "order", "dropped", "invented", "source"]
-    extraction += ["first_order_break", "kept_in_order", "read_as"]
-    assert result_schema("ordered_extraction").names == [*extraction, *errors]
-    ddl = result_ddl(steps=True)
-    assert (
-        "`steps` array<struct<`name`: string, `ids`: array<string>, "
-        "`inputs`: array<string>>>, "
-        "`context_size` bigint"
-    ) in ddl
-    page = (ROOT / "docs" / "beyond-one-machine.md").read_text(encoding="utf-8")
-    for name in {*stage, "lost", "steps", "context_size", *extraction}:
-        assert f"`{name}`" in page, name
 
 
 def test_a_steps_inputs_survive_the_record_table() -> None:

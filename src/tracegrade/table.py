@@ -1,30 +1,13 @@
 """Scoring records held as Arrow columns: `score_table`, for engines that
 hand a function a batch at a time (Ray Data's `map_batches`, Spark's
-`mapInArrow`) and for Parquet on one machine.
-
-A row is a record: the cell of each key's column is that field's value,
-exactly as `tracegrade score` reads the field from a line's `input`. A
-null cell is an absent field, since Parquet cannot tell the two apart:
-where the original JSON held an explicit `null`, the kind and field of
-any error are the same, and the message says the field is missing rather
-than quoting `null`.
-
-Each row is scored by the function the replay task's scorer and
-`tracegrade score` call (`tracegrade.tasks.recorded`), so its figures and
-any error's kind, side, field and message are that line's. Rows are
-independent: one bad row is an error row, never a failed batch. A table
-that lacks a column the task reads fails as a whole, before any row.
-
-pyarrow is imported when called, so `import tracegrade` needs none.
-"""
+`mapInArrow`) and for Parquet on one machine."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from .core.errors import _LONE_SURROGATE, _escape_surrogate, quote
-from .core.steps import Step
 from .schema import DIAGNOSED_STAGES
 
 if TYPE_CHECKING:
@@ -35,6 +18,8 @@ if TYPE_CHECKING:
 
 TASKS: Final = ("stage_diagnosis", "ordered_extraction")
 
+# Each task's key arguments and default columns: `X_key` names the column
+# the record field `X` is read from.
 KEYS: Final[Mapping[str, Mapping[str, str]]] = {
     "stage_diagnosis": {
         "id_key": "id",
@@ -50,8 +35,6 @@ KEYS: Final[Mapping[str, Mapping[str, str]]] = {
         "output_key": "output",
     },
 }
-"""Each task's key arguments and their default columns; a key names the
-column the record field of the same name (without `_key`) is read from."""
 
 OPTIONAL_COLUMNS: Final[Mapping[str, frozenset[str]]] = {
     # No steps: no `lost` column. No id: ids are null (results keep row order).
@@ -161,12 +144,11 @@ def result_schema(task: str = "stage_diagnosis", *, steps: bool = False) -> pa.S
     _check_task(task)
     schema = _schemas()[task]
     if task == "stage_diagnosis" and steps:
-        schema = schema.insert(
-            schema.get_field_index("missing") + 1, _field("lost", lost_type())
-        )
+        lost = pa.field("lost", lost_type())
+        schema = schema.insert(schema.get_field_index("missing") + 1, lost)
         after = schema.get_field_index("labelled_correct") + 1
-        schema = schema.insert(after, _field("steps", steps_type()))
-        schema = schema.insert(after + 1, _field("context_size", pa.int64()))
+        schema = schema.insert(after, pa.field("steps", steps_type()))
+        schema = schema.insert(after + 1, pa.field("context_size", pa.int64()))
     return schema
 
 
@@ -200,33 +182,8 @@ def _ddl_type(kind: pa.DataType) -> str:
     return names[kind]
 
 
-def _field(name: str, kind: pa.DataType) -> pa.Field:
-    import pyarrow as pa
-
-    return pa.field(name, kind)
-
-
 def score_table(table: Any, task: str = "stage_diagnosis", **keys: str) -> pa.Table:
-    """Score every row of `table` as `tracegrade score` scores a record.
-
-    `table` is a `pyarrow.Table` or `RecordBatch` (or a pandas DataFrame)
-    with a column per record field, ID lists as `list<string>`: for
-    `stage_diagnosis`, `required`, `context`, `correct` and optionally
-    `steps` (`list<struct<name: string, ids: list<string>, inputs:
-    list<string>>>`, inputs optional); for
-    `ordered_extraction`, `source` and `answer` (or `output`, the model's
-    text). An `id` column, if any, is carried over. Key arguments name
-    other columns, as the scorers' do: `required_key="gold_docs"`.
-
-    Returns one row per input row, in input order (see `result_schema`):
-    the core's figures, and `error_kind`, `error_side`, `error_field` and
-    `error_message` where `tracegrade score` records an error. A stage
-    table with a steps column gets `lost` too.
-
-    Raises:
-        ScoreTableError: An unknown task or key argument, a table of no
-            tabular type, or a column the task reads absent from it.
-    """
+    """Score every row of `table` as `tracegrade score` scores a record."""
     import pyarrow as pa
 
     _check_task(task)
@@ -242,7 +199,12 @@ def score_table(table: Any, task: str = "stage_diagnosis", **keys: str) -> pa.Ta
     }
     fields = list(values)
     cells = list(zip(*values.values(), strict=True)) if fields else [()] * rows
-    score_input = _score_input(task)
+    from .tasks.recorded import extraction_input_score, stage_input_score
+
+    # The score the recorded task gives a record: `tracegrade score`'s own.
+    score_input = (
+        stage_input_score if task == "stage_diagnosis" else extraction_input_score
+    )
     steps = task == "stage_diagnosis" and "steps" in present
     schema = result_schema(task, steps=steps)
     results: list[tuple[Any, ...]] = []
@@ -262,13 +224,6 @@ def score_table(table: Any, task: str = "stage_diagnosis", **keys: str) -> pa.Ta
         for position, column in enumerate(outputs)
     ]
     return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def _score_input(task: str) -> Callable[[dict[str, Any]], Score]:
-    """The score the recorded task gives a record: `tracegrade score`'s own."""
-    from .tasks.recorded import extraction_input_score, stage_input_score
-
-    return stage_input_score if task == "stage_diagnosis" else extraction_input_score
 
 
 def _absent_inputs(step: Any) -> Any:
@@ -392,14 +347,8 @@ def _check_columns(task: str, columns: Mapping[str, str], names: set[str]) -> No
         for field, column in columns.items()
         if field not in optional and column not in names
     ]
-    if (
-        task == "ordered_extraction"
-        and not {
-            columns["answer"],
-            columns["output"],
-        }
-        & names
-    ):
+    answers = {columns.get("answer"), columns.get("output")}
+    if task == "ordered_extraction" and not answers & names:
         absent.append(("answer", columns["answer"]))
     if absent:
         field, column = absent[0]
@@ -411,6 +360,7 @@ def _check_columns(task: str, columns: Mapping[str, str], names: set[str]) -> No
 
 
 _NO_ERROR: Final = (None, None, None, None)
+ERROR_KEYS: Final = ("kind", "side", "field", "message")
 
 
 def record_schema(task: str = "stage_diagnosis") -> pa.Schema:
@@ -439,12 +389,7 @@ def record_schema(task: str = "stage_diagnosis") -> pa.Schema:
 
 def records_table(records: Sequence[Mapping[str, Any]], task: str) -> pa.Table:
     """Fixture-format records (`{"id", "input": {...}}`) as `record_schema`
-    columns; an absent field is a null cell.
-
-    Raises `ScoreTableError` for a field the schema has no column for, or a
-    value its column cannot hold (a label that is not a Boolean): written,
-    it would be lost or changed, so nothing is written.
-    """
+    columns; an absent field is a null cell."""
     import pyarrow as pa
 
     schema = record_schema(task)
@@ -477,12 +422,6 @@ def records_table(records: Sequence[Mapping[str, Any]], task: str) -> pa.Table:
 # --- One row --------------------------------------------------------------------
 
 
-def _error_cells(error: Mapping[str, Any] | None) -> tuple[Any, ...]:
-    if error is None:
-        return _NO_ERROR
-    return (error["kind"], error["side"], error["field"], error["message"])
-
-
 def _read_error_cells(error: ScoreError | None) -> tuple[Any, ...]:
     if error is None:
         return _NO_ERROR
@@ -503,6 +442,7 @@ def score_cells(task: str, score: Score, *, steps: bool) -> tuple[Any, ...]:
         error = _read_error_cells(staged.error)
         lost = staged.lost
         diagnosed = staged.stage in DIAGNOSED_STAGES
+        step_cells = None if staged.steps is None else [vars(s) for s in staged.steps]
         return (
             staged.stage,
             staged.missing,
@@ -515,7 +455,7 @@ def score_cells(task: str, score: Score, *, steps: bool) -> tuple[Any, ...]:
             staged.precision,
             staged.required,
             staged.labelled_correct if diagnosed else None,
-            *((_step_cells(staged.steps), staged.context_size) if steps else ()),
+            *((step_cells, staged.context_size) if steps else ()),
             *error,
         )
     graded = read_extraction(score.value, score.metadata)
@@ -540,37 +480,10 @@ def score_cells(task: str, score: Score, *, steps: bool) -> tuple[Any, ...]:
     )
 
 
-def _step_cells(steps: Sequence[Step] | None) -> list[dict[str, Any]] | None:
-    if steps is None:
-        return None
-    return [
-        {"name": step.name, "ids": step.ids, "inputs": step.inputs} for step in steps
-    ]
-
-
 def problem_cells(
     task: str, error: Mapping[str, Any], *, steps: bool
 ) -> tuple[Any, ...]:
     """The result cells of a line that never became a record
     (`malformed-json`, ...): every figure null, the error given."""
     width = len(result_schema(task, steps=steps)) - 1 - len(_NO_ERROR)
-    return (None,) * width + _error_cells(error)
-
-
-__all__ = [
-    "KEYS",
-    "PARQUET_NEEDS",
-    "TASKS",
-    "ScoreTableError",
-    "arrow_column",
-    "lost_type",
-    "problem_cells",
-    "record_schema",
-    "records_table",
-    "result_ddl",
-    "result_schema",
-    "score_batches",
-    "score_cells",
-    "score_table",
-    "steps_type",
-]
+    return (None,) * width + tuple(error[key] for key in ERROR_KEYS)

@@ -1,47 +1,4 @@
-"""Inspect `.eval` logs written in a stream, a sample at a time.
-
-`tracegrade score` writes logs of a million samples, split into parts of
-at most 75,000 (what `inspect view` lists in time). Inspect's own `.eval`
-writer goes through its recorder, which holds the whole log and makes a
-twelve-thread zstd compressor per member, a cost that outweighs the
-small member it compresses.
-`EvalArchive` writes the same archive with the standard library's
-`zipfile` directly: each sample is compressed and appended as it comes,
-the summaries wait in a temporary file, and only a chunk of the journal's
-summaries is in memory. What grows is zipfile's `ZipInfo` per member of
-the part being written; a suspended part keeps none.
-
-The archive is laid out as `EvalRecorder` (Inspect 0.3.285) lays out a
-finished log, so `read_eval_log`, `read_eval_log_sample`,
-`read_eval_log_sample_summaries`, `inspect_ai.analysis` and `inspect view`
-read it as they read one from `inspect eval`:
-
-    _journal/start.json        {"version", "eval", "plan"}, written by `start`
-    samples/{id}_epoch_{n}.json   one per sample, in the order added
-    _journal/summaries/{k}.json   the summaries of each `journal_every` samples
-    summaries.json             every summary, in the order added
-    reductions.json            when `finish` is given reductions
-    header.json                the log without samples or reductions
-
-Members are deflated (level 1) where Inspect uses zstd: every reader,
-the viewer included, reads both, zipfile writes deflate without a patch,
-and on these members of a few kilobytes the two compress alike
-(`docs/speed.md`). Deflating is most of a member's cost; `tracegrade
-score` does it with ISA-L, the faster of the two
-(`deflating_with_isal`). The summaries
-and reductions are streamed into the archive with ZIP64 sizes, as
-Inspect streams a member.
-
-The file is written under `<name>.partial` beside the final name, created
-exclusively, and renamed only once complete and synced; a writer that
-fails, is aborted or killed leaves at most the `.partial` file, which
-neither `list_eval_logs` nor `inspect view` lists.
-
-Nothing here imports Inspect's private modules. What is mirrored from them
-instead is listed in `tracegrade._inspect_internals`, and held to Inspect's
-own output by `tests/test_inspect_internals.py` and
-`tests/test_evalarchive.py`.
-"""
+"""Inspect `.eval` logs written in a stream, a sample at a time."""
 
 from __future__ import annotations
 
@@ -49,10 +6,10 @@ import contextlib
 import os
 import tempfile
 import textwrap
-import threading
 import time
 import zipfile
 import zlib
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -81,7 +38,6 @@ from .._inspect_internals import (
     to_json_safe,
 )
 from ..outputs import PARTIAL_SUFFIX, publish_output, sync_directory
-from .samples import SampleParts, SampleTemplates
 
 # --- Inspect's member names ----------------------------------------------------
 
@@ -104,43 +60,14 @@ def _no_value(_: Any) -> None:
     return None
 
 
-def _clean_surrogates(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.encode("utf-8", errors="backslashreplace").decode("utf-8")
-    if isinstance(value, dict):
-        return {key: _clean_surrogates(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_clean_surrogates(item) for item in value]
-    return value
-
-
 def _json_bytes(value: Any, indent: int | None = None) -> bytes:
-    """`to_json_safe`'s output: None fields of models left out, NaN kept as
-    NaN, unserialisable values as null, lone surrogates escaped."""
-    normal = to_jsonable_python(value, exclude_none=True, fallback=_no_value)
-    try:
-        return to_json(normal, indent=indent, exclude_none=True, fallback=_no_value)
-    except PydanticSerializationError as error:
-        if "surrogates not allowed" not in str(error):
-            raise
-        return to_json(
-            _clean_surrogates(normal),
-            indent=indent,
-            exclude_none=True,
-            fallback=_no_value,
-        )
+    """Inspect's own serialisation (`to_json_safe`), unindented by default."""
+    serialised: bytes = to_json_safe(value, indent=indent)
+    return serialised
 
 
 def sample_json(data: Mapping[str, Any]) -> bytes:
-    """`to_json_safe(data, indent=None)`, in one pass where it can be.
-
-    Inspect's `to_json_safe` turns the value into JSON-safe Python first and
-    then serialises that, retrying with lone surrogates escaped. A sample
-    built by `bulk.samples` is JSON-safe already but for its scores (`Score`,
-    or their fields as `SampleParts.plain` leaves them), which pydantic
-    serialises alike in one pass, where two would walk the sample twice. Only
-    when that pass fails (a lone surrogate) does Inspect's own function
-    run. The equivalence tests hold the output to `inspect eval`'s."""
+    """`to_json_safe(data, indent=None)`, in one pass where it can be."""
     try:
         return to_json(data, exclude_none=True, fallback=_no_value)
     except PydanticSerializationError:
@@ -281,16 +208,7 @@ def _fast_summary_applies(sample: Mapping[str, Any]) -> bool:
 
 
 def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
-    """What `EvalSample.summary()` would give for this sample, serialised.
-
-    `sample` is an `EvalSample` as JSON-safe data (what its log member
-    holds), its scores `Score`s or their fields. Building and validating an
-    `EvalSample` per sample would cost more than writing it; this builds
-    the summary's JSON directly, trimmed by the same rules, for the common
-    case of a text input. Anything else (an input of chat messages, with
-    images to replace) goes through Inspect's own models. Timestamps are
-    normalised to UTC, as Inspect does.
-    """
+    """What `EvalSample.summary()` would give for this sample, serialised."""
     if not _fast_summary_applies(sample):
         validated = EvalSample.model_validate(dict(sample)).summary()
         summary: dict[str, Any] = to_jsonable_python(
@@ -341,59 +259,38 @@ def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
 # --- The archive -----------------------------------------------------------------
 
 DEFAULT_JOURNAL_EVERY: Final = 1000
+# Level 1: on these small JSON members about as small as Inspect's zstd
+# level 3; higher levels save little for their time.
 DEFLATE_LEVEL: Final = 1
-"""A fast level: on these small JSON members it compresses about as well
-as Inspect's zstd level 3, and higher levels save little for their time."""
 _COPY_CHUNK: Final = 1 << 20
 
 
-_isal_threads = threading.local()
-_isal_lock = threading.Lock()
-_isal_users = 0
+_isal = False
 _stdlib_compressor: Any = None
 
 
 def _compressor(compress_type: int, compresslevel: int | None = None) -> Any:
-    if (
-        getattr(_isal_threads, "active", False)
-        and compress_type == zipfile.ZIP_DEFLATED
-        and compresslevel is not None
-        and compresslevel <= isal_zlib.ISAL_BEST_COMPRESSION
-    ):
-        return isal_zlib.compressobj(compresslevel, isal_zlib.DEFLATED, -15)
+    level = -1 if compresslevel is None else compresslevel
+    if compress_type == zipfile.ZIP_DEFLATED and 0 <= level <= 3:  # ISA-L's levels
+        return isal_zlib.compressobj(level, isal_zlib.DEFLATED, -15)
     return _stdlib_compressor(compress_type, compresslevel)
 
 
 @contextlib.contextmanager
 def deflating_with_isal() -> Iterator[None]:
-    """Within the block, `zipfile` deflates with ISA-L (`isal`), not zlib,
-    on this thread; other threads go on with zlib.
-
-    A `.eval` log deflates one member a sample, and ISA-L's fastest level
-    is faster than zlib's on it (`docs/speed.md`), for output as small
-    (the same format: any reader inflates it). zipfile has no public way
-    to choose its compressor, so this wraps its private `_get_compressor`
-    while any thread is in the block, as `zipfile_zstd` (which Inspect
-    imports) wraps it for good; `tests/test_evalarchive.py` fails if
-    zipfile stops calling it. `tracegrade score`'s scoring loop, which
-    writes the run's logs, runs inside it.
-    """
-    global _isal_users, _stdlib_compressor
-    with _isal_lock:
-        if _isal_users == 0:
-            _stdlib_compressor = zipfile._get_compressor  # type: ignore[attr-defined]
-            zipfile._get_compressor = _compressor  # type: ignore[attr-defined]
-        _isal_users += 1
-    was_active = getattr(_isal_threads, "active", False)
-    _isal_threads.active = True
+    """Within the block, `zipfile` deflates with ISA-L (`isal`), faster than
+    zlib at level 1 and read alike, through its private `_get_compressor`."""
+    global _isal, _stdlib_compressor
+    was, _isal = _isal, True
+    if not was:
+        _stdlib_compressor = zipfile._get_compressor  # type: ignore[attr-defined]
+        zipfile._get_compressor = _compressor  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        _isal_threads.active = was_active
-        with _isal_lock:
-            _isal_users -= 1
-            if _isal_users == 0:
-                zipfile._get_compressor = _stdlib_compressor  # type: ignore[attr-defined]
+        _isal = was
+        if not was:
+            zipfile._get_compressor = _stdlib_compressor  # type: ignore[attr-defined]
 
 
 _State = Literal[
@@ -403,15 +300,9 @@ _State = Literal[
 
 @dataclass(frozen=True)
 class StreamedReductions:
-    """One scorer's reductions whose sample scores are already serialised.
-
-    A million reduced scores held as `EvalSampleScore` objects would be a
-    second copy of the run in memory; `samples_json` yields them as JSON
-    objects joined by commas (chunks may split them anywhere).
-    """
+    """One scorer's reductions whose sample scores are already serialised."""
 
     head: EvalSampleReductions
-    """The scorer and reducer; its `samples` are ignored."""
     samples_json: Iterable[bytes]
 
 
@@ -420,29 +311,15 @@ class EvalArchiveError(RuntimeError):
 
 
 class EvalArchive:
-    """One `.eval` log, written sample by sample; see the module docstring.
-
-    Call `start`, then `add_sample` for each sample, then `finish`, which
-    publishes the log under `location` (or `complete`, then `publish`, to
-    publish several logs together once all are complete). Until then the
-    bytes are in `partial`; `abort` (or leaving a `with` block without
-    `finish`) removes them. After any failed write the archive only accepts
-    `abort`. Between samples, `suspend` writes the archive's directory and
-    lets go of what `zipfile` keeps per member, until `resume` reads the
-    directory back.
-
-    Sample ids and epochs must be unique: like Inspect's readers, every
-    reader would take the last member of a name, but the summaries would
-    still list both.
-    """
+    """One `.eval` log, laid out as Inspect's `EvalRecorder` lays one out:
+    `start`, `add_sample` per sample, then `finish` (or `complete`, then
+    `publish`); until then only `<name>.partial` exists, which `abort` removes."""
 
     def __init__(
         self, location: Path, *, journal_every: int = DEFAULT_JOURNAL_EVERY
     ) -> None:
         if location.suffix != ".eval":
             raise ValueError(f"an .eval log's name ends in .eval: {location}")
-        if journal_every < 1:
-            raise ValueError(f"journal_every must be at least 1, got {journal_every}")
         self.location = location
         self.partial = location.with_name(location.name + PARTIAL_SUFFIX)
         self._journal_every = journal_every
@@ -489,14 +366,7 @@ class EvalArchive:
         sample: Mapping[str, Any] | bytes,
         summary: EvalSampleSummary | Mapping[str, Any],
     ) -> None:
-        """Write one sample now, and keep its summary for the summaries.
-
-        `sample` is an `EvalSample` serialised as Inspect serialises it, or
-        as JSON-safe data (serialised here as Inspect would). `summary` is
-        an `EvalSampleSummary`, or its JSON-safe data as `sample_summary`
-        returns it: already trimmed, as it is written as given. The
-        sample's member is named from the summary's id and epoch.
-        """
+        """Write one sample now, and keep its summary for the summaries."""
         self._expect("started")
         if isinstance(summary, EvalSampleSummary):
             sample_id, epoch = summary.id, summary.epoch
@@ -507,7 +377,7 @@ class EvalArchive:
         data = sample if isinstance(sample, bytes) else _json_bytes(sample)
         self._add(sample_member(sample_id, epoch), data)
         assert self._summaries is not None
-        try:
+        try:  # not `_failing`, which costs a generator a sample
             self._summaries.write(
                 b"," + summary_json if self.samples_written else summary_json
             )
@@ -534,8 +404,8 @@ class EvalArchive:
         than deflating a sample."""
         archive = self._zip
         assert archive is not None and archive.fp is not None
-        library = isal_zlib if getattr(_isal_threads, "active", False) else zlib
-        try:
+        library = isal_zlib if _isal else zlib
+        try:  # as in `add_sample`
             info = zipfile.ZipInfo(name, time.localtime()[:6])
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o600 << 16  # as writestr sets it
@@ -563,13 +433,9 @@ class EvalArchive:
         Inspect's recorder streams one: ZIP64 sizes, since its size is
         unknown when its header is written)."""
         assert self._zip is not None
-        try:
-            with self._zip.open(name, "w", force_zip64=True) as member:
-                for chunk in chunks:
-                    member.write(chunk)
-        except BaseException:
-            self._state = "failed"
-            raise
+        with self._failing(), self._zip.open(name, "w", force_zip64=True) as member:
+            for chunk in chunks:
+                member.write(chunk)
 
     def suspend(self) -> None:
         """Write the journal so far and the archive's directory, and let go
@@ -577,13 +443,10 @@ class EvalArchive:
         keeps every part open until the end, and those grow with it)."""
         self._expect("started")
         assert self._zip is not None
-        try:
+        with self._failing():
             self._flush_journal()
             self._zip.close()
             self._file.flush()
-        except BaseException:
-            self._state = "failed"
-            raise
         self._zip = None
         self._state = "suspended"
 
@@ -591,11 +454,8 @@ class EvalArchive:
         """Go on after `suspend`, in the same file: the directory is read
         back, and the next member overwrites it."""
         self._expect("suspended")
-        try:
+        with self._failing():
             self._zip = self._open_zip("a")
-        except BaseException:
-            self._state = "failed"
-            raise
         self._state = "started"
 
     def finish(
@@ -613,19 +473,13 @@ class EvalArchive:
         reductions: Sequence[EvalSampleReductions] | StreamedReductions | None,
     ) -> None:
         """Write the summaries, reductions and header, and sync the file,
-        still under its `.partial` name.
-
-        `header` gives the header's fields as `EvalRecorder.log_finish`
-        writes them (its samples and reductions are ignored); its `eval`
-        and `plan` may differ from those given to `start`, for instance
-        sample ids known only at the end.
-        """
+        still under its `.partial` name."""
         if self._state == "suspended":
             self.resume()
         self._expect("started")
         summaries = self._summaries
         assert self._zip is not None and summaries is not None
-        try:
+        with self._failing():
             self._flush_journal()
             summaries.write(b"]")
             summaries.seek(0)
@@ -642,9 +496,6 @@ class EvalArchive:
             self._file.flush()
             os.fsync(self._file.fileno())
             self._file.close()
-        except BaseException:
-            self._state = "failed"
-            raise
         self._state = "completed"
 
     def publish(self, location: Path | None = None) -> Path:
@@ -652,12 +503,9 @@ class EvalArchive:
         was made for), then sync the directory so the rename is durable."""
         self._expect("completed")
         target = self.location if location is None else location
-        try:
+        with self._failing():
             publish_output(str(self.partial), str(target), replace=False)
             sync_directory(str(target.parent))
-        except BaseException:
-            self._state = "failed"
-            raise
         self.location = target
         self._state = "finished"
         return target
@@ -699,6 +547,15 @@ class EvalArchive:
         # An archive left unfinished is never published.
         if self._state != "finished":
             self.abort()
+
+    @contextlib.contextmanager
+    def _failing(self) -> Iterator[None]:
+        """A write that fails leaves the archive failed: only `abort` is left."""
+        try:
+            yield
+        except BaseException:
+            self._state = "failed"
+            raise
 
     def _expect(self, state: _State) -> None:
         if self._state != state:
@@ -756,49 +613,73 @@ def _header(log: EvalLog) -> EvalLog:
     )
 
 
-class EvalLogWriter:
-    """`tracegrade score`'s log writer for the `.eval` format: each sample
-    goes into an `EvalArchive` as it is scored, with its summary."""
+class JsonLogWriter:
+    """A `.json` log: samples spooled as they come, the file made at the end."""
 
-    def __init__(
-        self,
-        working: Path,
-        eval_spec: EvalSpec,
-        plan: EvalPlan,
-        templates: SampleTemplates,
-    ) -> None:
-        self._templates = templates
-        self._archive = EvalArchive(working)
-        self.partial = self._archive.partial
-        self.published: Path | None = None
-        try:
-            self._archive.start(eval_spec, plan)
-        except BaseException:
-            self._archive.abort()
-            raise
+    def __init__(self, location: Path) -> None:
+        self.partial = location.with_name(location.name + PARTIAL_SUFFIX)
+        # Unnamed, so it disappears with the process whatever happens.
+        self._spool: IO[bytes] = tempfile.TemporaryFile(dir=location.parent)  # noqa: SIM115
+        self._ids: list[str] = []
+        self._offsets = array("Q")
+        self._lengths = array("Q")
         self.spooled = 0
 
-    def add(self, parts: SampleParts) -> None:
-        data = self._templates.build(parts)
-        sample = sample_json(data)
-        self._archive.add_sample(sample, sample_summary(data))
+    def add(self, sample_id: str, sample: bytes) -> None:
+        self._spool.write(sample)
+        self._ids.append(sample_id)
+        self._offsets.append(self.spooled)
+        self._lengths.append(len(sample))
         self.spooled += len(sample)
 
     def suspend(self) -> None:
-        self._archive.suspend()
+        """Nothing to let go: a spool file and two arrays are all it holds."""
 
     def resume(self) -> None:
-        self._archive.resume()
+        """See `suspend`."""
 
     def complete(self, header: EvalLog, reductions: StreamedReductions | None) -> None:
-        self._archive.complete(header, [] if reductions is None else reductions)
+        head = to_json_safe(header).rstrip()
+        if not head.endswith(b"}"):
+            raise RuntimeError("Inspect's log header did not serialise to an object")
+        spool = self._spool
+        spool.flush()
+        # Inspect's writer sorts samples by (epoch, id); one epoch here.
+        order = sorted(range(len(self._ids)), key=self._ids.__getitem__)
+        self._ids = []
+        try:
+            # "x": never write into a file some other run left.
+            with open(self.partial, "xb") as out:
+                out.write(head[:-1].rstrip())
+                out.write(b',\n  "samples": [')
+                separator = b"\n"
+                for position in order:
+                    out.write(separator)
+                    spool.seek(self._offsets[position])
+                    out.write(spool.read(self._lengths[position]))
+                    separator = b",\n"
+                out.write(b"\n  ]")
+                if reductions is not None:
+                    out.write(b',\n  "reductions": [\n')
+                    out.write(_reductions_head(reductions.head) + b"\n")
+                    for chunk in reductions.samples_json:
+                        out.write(chunk)
+                    out.write(b"\n]}\n  ]")
+                out.write(b"\n}\n")
+                out.flush()
+                os.fsync(out.fileno())
+        except BaseException:
+            with contextlib.suppress(OSError):
+                self.partial.unlink(missing_ok=True)
+            raise
+        finally:
+            with contextlib.suppress(OSError):
+                spool.close()
 
     def publish(self, location: Path) -> None:
-        self.published = self._archive.publish(location)
+        publish_output(str(self.partial), str(location), replace=False)
 
-    def abort(self) -> str | None:
-        try:
-            self._archive.abort()
-        except OSError:
-            return str(self.partial)
-        return None
+    def abort(self) -> None:
+        with contextlib.suppress(OSError):
+            self._spool.close()
+        self.partial.unlink(missing_ok=True)

@@ -19,8 +19,6 @@ READ_FIELDS = {
     },
 }
 STANDS_FOR = {"output": "answer"}
-"""An input key that serves as a field: a recorded output is read for the
-answer (docs/scores.md)."""
 # Distinct input keys remembered for the warning; a file with more is
 # not a typo case, and memory must not grow with it.
 KEYS_KEPT = 50
@@ -46,20 +44,20 @@ class FieldPresence:
         from ..scorers.key_warnings import listed_keys
 
         keys = listed_keys(self.keys)
+
+        def either(name: str) -> str:
+            """`"answer" or "output"`: the field and the keys standing for it."""
+            stand_ins = (key for key, field in STANDS_FOR.items() if field == name)
+            return " or ".join(f'"{key}"' for key in (name, *stand_ins))
+
         return [
             {
                 "field": name,
                 "message": (
-                    f"no record of {path} has {_either(name)} in its input (the "
+                    f"no record of {path} has {either(name)} in its input (the "
                     f"inputs' keys: {keys}); without it every run is {without}"
                 ),
             }
             for name, without in self.fields.items()
             if name not in self.found
         ]
-
-
-def _either(name: str) -> str:
-    """`"answer" or "output"`: the field and the keys that stand for it."""
-    keys = [name, *(key for key, field in STANDS_FOR.items() if field == name)]
-    return " or ".join(f'"{key}"' for key in keys)

@@ -4,6 +4,7 @@ would number it (line ends as `lines.read_lines`'s), one range a worker."""
 from __future__ import annotations
 
 import io
+import itertools
 import math
 import os
 from collections.abc import Iterator
@@ -18,11 +19,8 @@ _BLOCK = 1 << 20
 @dataclass(frozen=True)
 class LineRange:
     start: int
-    """Byte offset of the range's first line."""
     end: int
-    """Byte offset just past its last line."""
     first_line: int
-    """The number of its first line in the whole file."""
     lines: int
 
 
@@ -88,32 +86,13 @@ def _line_ends(binary: IO[bytes], start: int, end: int) -> int:
     return count
 
 
-class _Window(io.RawIOBase):
-    """`length` bytes of a file from where it stands."""
-
-    def __init__(self, binary: IO[bytes], length: int) -> None:
-        self._binary = binary
-        self._left = length
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
-        if self._left <= 0:
-            return 0
-        view = memoryview(buffer)[: self._left]
-        read = self._binary.readinto(view)  # type: ignore[attr-defined]
-        self._left -= read
-        return int(read)
-
-
 def read_range(path: str, lines: LineRange) -> Iterator[RawLine]:
     """The range's lines, as `lines.read_lines` reads them from the file."""
-    with open(path, "rb", buffering=0) as binary:
+    with open(path, "rb") as binary:
         binary.seek(lines.start)
-        window = io.BufferedReader(_Window(binary, lines.end - lines.start))
         text = io.TextIOWrapper(
-            window, encoding="utf-8", errors="surrogateescape", newline=None
+            binary, encoding="utf-8", errors="surrogateescape", newline=None
         )
-        for number, line in enumerate(text, start=lines.first_line):
+        read = itertools.islice(text, lines.lines)
+        for number, line in enumerate(read, start=lines.first_line):
             yield RawLine(number, line[:-1] if line.endswith("\n") else line, None)

@@ -10,8 +10,8 @@ import tempfile
 from array import array
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from itertools import repeat
-from typing import IO, Any, Final, overload
+from itertools import chain, repeat
+from typing import IO, Any, Final
 
 from inspect_ai.log import EvalResults, EvalSampleReductions, EvalSampleScore
 from inspect_ai.scorer import Score, Scorer, mean_score
@@ -177,9 +177,8 @@ class _SampleIds:
             start = end
 
 
+# Distinct recalls and precisions shared while reading a column.
 _SHARED_SHARES: Final = 1 << 12
-"""Distinct shares (recalls, precisions) shared while reading a column;
-the rest, if any, are each their own float."""
 
 
 class _ShareColumn:
@@ -222,7 +221,7 @@ class _ShareColumn:
                 yield seen.get(number, number)
 
 
-class LightScores(Sequence[LightScore]):
+class LightScores:
     """A run's scores as columns, a `LightScore` made as each is read: three
     codes a sample into tables of its few distinct values, reasons and
     metadata, and recall and precision as columns of doubles (NaN for none)."""
@@ -230,7 +229,6 @@ class LightScores(Sequence[LightScore]):
     def __init__(self) -> None:
         self._ids = _SampleIds()
         self._codes = array("I")
-        """Three a sample: its value's, reason's and metadata's."""
         self._values = _Table()
         self._reasons = _Table()
         self._metadata = _Table()
@@ -275,15 +273,7 @@ class LightScores(Sequence[LightScore]):
     def __len__(self) -> int:
         return len(self._ids)
 
-    @overload
-    def __getitem__(self, index: int) -> LightScore: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[LightScore]: ...
-
-    def __getitem__(self, index: int | slice) -> LightScore | list[LightScore]:
-        if isinstance(index, slice):
-            return [self[position] for position in range(len(self))[index]]
+    def __getitem__(self, index: int) -> LightScore:
         position = range(len(self))[index]  # negative indexes, IndexError
         value, reason, metadata = self._codes[3 * position : 3 * position + 3]
         return LightScore(
@@ -319,34 +309,18 @@ class LightScores(Sequence[LightScore]):
             )
 
 
-class _Joined(Sequence[LightScore]):
-    """The scores of several runs, one after another, without copying."""
+class _Joined:
+    """The scores of several runs, one after another, without copying
+    (Inspect's metrics only iterate and count them)."""
 
-    def __init__(self, runs: Sequence[Sequence[LightScore]]) -> None:
+    def __init__(self, runs: Sequence[LightScores]) -> None:
         self._runs = runs
 
     def __len__(self) -> int:
         return sum(len(run) for run in self._runs)
 
-    @overload
-    def __getitem__(self, index: int) -> LightScore: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[LightScore]: ...
-
-    def __getitem__(self, index: int | slice) -> LightScore | list[LightScore]:
-        if isinstance(index, slice):
-            return [self[position] for position in range(len(self))[index]]
-        position = range(len(self))[index]
-        for run in self._runs:
-            if position < len(run):
-                return run[position]
-            position -= len(run)
-        raise AssertionError("unreachable: the position was checked")
-
     def __iter__(self) -> Iterator[LightScore]:
-        for run in self._runs:
-            yield from run
+        return chain.from_iterable(self._runs)
 
 
 class RunResults:
@@ -369,7 +343,6 @@ class RunResults:
         )
         self._separator = b""
         self.spooled = 0
-        """Bytes of reduced scores written so far."""
 
     def _light_metadata(self, metadata: dict[str, Any]) -> Any:
         """The metadata keys tracegrade's metrics read, shared by content; a

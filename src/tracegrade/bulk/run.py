@@ -1,71 +1,184 @@
 """One `tracegrade score` run: each line scored (`scoring.LineScorer`), added
-to the Inspect log (`log.BulkLog`) and its results line written; both outputs
-put under their names only once complete."""
+to its part log (`.eval` or `.json`, at most `max_samples_per_log` samples
+a part) and its results line written; every output put under its name only
+once all are complete (`finish`), and removed by `abort`."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import json
 import math
 import sys
+import tempfile
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from importlib.metadata import version
 from pathlib import Path
 from time import perf_counter
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any, Final
 
-from inspect_ai.log import EvalMetric, EvalResults
+from inspect_ai.log import (
+    EvalConfig,
+    EvalDataset,
+    EvalLog,
+    EvalPlan,
+    EvalResults,
+    EvalSpec,
+    EvalStats,
+)
+from inspect_ai.model import GenerateConfig
+from inspect_ai.scorer import Score
+from inspect_ai.util import registry_info
 
+from .._inspect_internals import (
+    Plan,
+    as_scorer_spec,
+    cwd_relative_path,
+    eval_config_defaults,
+    eval_log_name,
+    iso_now,
+    plan_to_eval_plan,
+    registry_unqualified_name,
+    resolve_eval_scorers,
+    resolve_package_revision,
+    resolve_revision,
+    resolve_task_distribution,
+)
 from ..core import canonical_json
+from ..datasets import FixtureCase, case_sample_fields
 from ..lines import is_blank, read_lines
 from ..outputs import AtomicFile, OutputError
 from ..report.runs import ExactSum
 from ..scorers.metrics import is_count
-from ..table import problem_cells, score_cells
-from .evallog import deflating_with_isal
-from .log import (
-    BulkLog,
-    PartsContext,
-    RunIdentity,
-    WrittenRun,
-    score_value_json,
-    unreadable_explanation,
+from ..scorers.outcome import ErrorInfo, data_error
+from ..table import arrow_column, problem_cells, result_schema, score_cells
+from ..tasks.replay import replay, replayed_output
+from .evallog import (
+    EvalArchive,
+    JsonLogWriter,
+    deflating_with_isal,
+    sample_json,
+    sample_summary,
 )
-from .parquet import ParquetResults
 from .presence import READ_FIELDS, FieldPresence
 from .ranges import LineRange, read_range
-from .scoring import LINE_ERRORS, TASKS, DiskIds, LineScorer
+from .results import LightScores, RunResults, pooled_results
+from .samples import MODEL, SampleParts, SampleTemplates, uuid
+from .scoring import (
+    LINE_ERRORS,
+    TASKS,
+    DiskIds,
+    LineScorer,
+    Problem,
+    Timings,
+    replayed_store,
+)
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+UNREADABLE_INPUT_LIMIT = 2000
+UNREADABLE_ID_PREFIX = "line-"
+
+
+LogWriter = EvalArchive | JsonLogWriter
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+# The most samples `inspect view` lists in its target time (docs/speed.md).
+MAX_SAMPLES_PER_LOG = 75_000
+# The viewer lists no sample of a `.json` log over 100 MiB; a margin for the header.
+MAX_JSON_LOG_BYTES = 90 * 1024 * 1024
+_UNREADABLE_OVERHEAD = 2048
+
+
+@dataclass
+class _Part:
+    """One log of a run, while it is written."""
+
+    index: int
+    eval_id: str
+    task_id: str
+    writer: LogWriter
+    results: RunResults
+    unreadable: IO[bytes] | None = None
+    unreadable_count: int = 0
+    samples: int = 0
+    waiting_bytes: int = 0
+    sample_bytes: int = 0
+    published: Path | None = None
+
+    def close(self) -> None:
+        self.results.close()
+        if self.unreadable is not None:
+            with contextlib.suppress(OSError):
+                self.unreadable.close()
+
+
+@dataclass(frozen=True)
+class RunIdentity:
+    """What every log of one run shares, wherever each is written."""
+
+    run_id: str
+    created: str
+    base: Path
+
+
+@dataclass
+class PartsContext:
+    """What one range's logs say of the whole run (`bulk.workers`): known
+    only once every range is read, so guessed first and checked after."""
+
+    first_index: int = 1
+    count: int | None = None
+    warnings: list[str] = field(default_factory=list)
+    taken: set[str] = field(default_factory=set)
+    earlier: dict[int, int] = field(default_factory=dict)
+
+
+@functools.cache
+def _packages_and_revision(task_name: str) -> tuple[dict[str, str], Any]:
+    """What every spec of a run says of its packages: cached, as finding the
+    task's distribution reads every installed package's metadata (0.3 s)."""
+    distribution = resolve_task_distribution(task_name)
+    packages = {"inspect_ai": version("inspect_ai")}
+    if distribution is not None:
+        packages[distribution.name] = distribution.version
+    return packages, resolve_package_revision(distribution) or resolve_revision()
+
+
+def new_identity(log_dir: Path, task_name: str, task_id: str) -> RunIdentity:
+    """A new run's id, time, and the logs' name (that of its first log's task)."""
+    created = iso_now()
+    name = eval_log_name(task=task_name, task_id=task_id, created=created, model=MODEL)
+    return RunIdentity(run_id=uuid(), created=created, base=log_dir / name)
+
+
+def log_location(base: Path, index: int, count: int, log_format: str) -> Path:
+    """Where log `index` of `count` goes: `NAME.eval`, or `NAME-part02of14.eval`."""
+    if count == 1:
+        return base.with_name(f"{base.name}.{log_format}")
+    width = len(str(count))
+    return base.with_name(f"{base.name}-part{index:0{width}d}of{count}.{log_format}")
+
+
+def unreadable_explanation(line: int, problem: Problem) -> str:
+    """Why a line that cannot become a sample is not graded."""
+    if problem.kind == "duplicate-sample-id":
+        return (
+            f"Line {line} cannot be a sample of its own: {problem.message}. "
+            "It is not graded."
+        )
+    return f"Line {line} cannot become a sample: {problem.message}. It is not graded."
+
 
 Number = int | float
-"""A metric in the summary: an int for a count, else a float."""
-
-
-class RunMean:
-    """The mean of a figure over the runs that have one, summed exactly, so
-    runs summed in parts, in any order, give the same mean to the last bit."""
-
-    def __init__(self) -> None:
-        self.sum = ExactSum()
-
-    def add(self, value: float | None) -> None:
-        if value is not None:
-            self.sum.add(value)
-
-    def merge(self, other: RunMean) -> None:
-        for partial in other.sum.partials:
-            self.sum.add(partial)
-        self.sum.count += other.runs - len(other.sum.partials)
-
-    @property
-    def runs(self) -> int:
-        return self.sum.count
-
-    @property
-    def mean(self) -> float | None:
-        return self.sum.mean(self.sum.count)
-
-    def as_json(self) -> dict[str, float | int | None]:
-        return {"mean": self.mean, "runs": self.runs}
 
 
 @dataclass
@@ -83,13 +196,11 @@ class ScoreSummary:
     results: str | None = None
     seconds: float = 0.0
     metrics: dict[str, dict[str, Number | None]] = field(default_factory=dict)
-    recall: RunMean = field(default_factory=lambda: RunMean())
-    precision: RunMean = field(default_factory=lambda: RunMean())
-    """Stage recall and precision over every run that has one, labelled or
-    not: the logged `context_recall` and `context_precision` metrics see
-    only the scored runs (an unlabelled TREC import has none)."""
+    # Over every run with a figure, labelled or not (the logged metrics see
+    # only the scored runs).
+    recall: ExactSum = field(default_factory=ExactSum)
+    precision: ExactSum = field(default_factory=ExactSum)
     warnings: list[dict[str, str]] = field(default_factory=list)
-    """Fields of the task that no record has (see `bulk.presence`)."""
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -108,8 +219,13 @@ class ScoreSummary:
             "answer_failures": sum(self.answer_failures.values()),
             "by_kind": dict(sorted((self.not_scored + self.answer_failures).items())),
             "metrics": self.metrics,
-            "recall": self.recall.as_json(),
-            "precision": self.precision.as_json(),
+            **{
+                name: {"mean": figure.mean(figure.count), "runs": figure.count}
+                for name, figure in (
+                    ("recall", self.recall),
+                    ("precision", self.precision),
+                )
+            },
             "seconds": round(self.seconds, 3),
             "samples_per_second": (
                 round(self.records / self.seconds, 1) if self.seconds else None
@@ -139,11 +255,10 @@ class ScoreRun:
     ) -> None:
         self.begun = perf_counter()
         self.lines = lines
-        """The file's lines to score, by default all; a range's logs are
-        left for its caller to publish (`bulk.workers`)."""
         self.identity = identity
         self.context = context or PartsContext()
-        self.written: WrittenRun | None = None
+        # Each part log's scores, for metrics pooled with other ranges'.
+        self.scores: list[LightScores] = []
         self.first_seen: list[tuple[bytes, int]] = []
         self.replace = replace
         self.log_format = log_format
@@ -151,9 +266,12 @@ class ScoreRun:
         self.task = task
         self.path = path
         self.log_dir = log_dir
-        self.out = out
         self.summary = ScoreSummary(task=task, path=path)
-        self.log: BulkLog | None = None
+        self.bulk_task = TASKS[task]
+        self.timings = Timings()
+        self.warnings: list[str] = []
+        self._parts: list[_Part] = []
+        self.line_like_ids: set[str] = set()
         self.results: AtomicFile | None = None
         self.results_format = results_format
         self.parquet: ParquetResults | None = None
@@ -165,30 +283,20 @@ class ScoreRun:
     def open(self) -> None:
         """Create the spool and the temporary results file; `stop` removes
         whatever of them exists, wherever a signal lands."""
-        bulk_task = TASKS[self.task]
         try:
-            self.log = BulkLog(
-                bulk_task,
-                self.path,
-                Path(self.log_dir),
-                log_format=self.log_format,
-                max_samples=self.max_samples_per_log,
-                identity=self.identity,
-                context=self.context,
-            )
+            self._open_logs()
         except OSError as error:
             raise OutputError(
                 f"cannot write into --log-dir {self.log_dir!r} ({error.strerror})"
             ) from None
-        self.timings = self.log.timings
         self.scorer = LineScorer(
-            bulk_task,
+            self.bulk_task,
             self.path,
             DiskIds(),
             timings=self.timings,
             earlier=self.context.earlier,
         )
-        self._open_results(self.log.base)
+        self._open_results(self.base)
         if self.results is not None and self.results_format == "parquet":
             self.parquet = ParquetResults(self.results.handle, self.task)
 
@@ -215,106 +323,82 @@ class ScoreRun:
     def score_lines(self, advance: Callable[[int | None], None]) -> None:
         """Score every line; `advance` is told the bytes read so far (None
         from a pipe), for a progress bar."""
-        with deflating_with_isal():
-            self._score_lines(advance)
-
-    def _score_lines(self, advance: Callable[[int | None], None]) -> None:
-        assert self.log is not None
-        summary, log, results, timings, presence, parquet = (
-            self.summary,
-            self.log,
-            self.stream,
-            self.timings,
-            self.presence,
-            self.parquet,
-        )
-        task = self.task
+        summary, parquet = self.summary, self.parquet
         # Every stage row has `lost` in Parquet: the columns are fixed
         # before the first record shows whether any has steps.
-        steps = task == "stage_diagnosis"
+        steps = self.task == "stage_diagnosis"
         lines = (
             read_lines(self.path)
             if self.lines is None
             else read_range(self.path, self.lines)
         )
-        for raw in lines:
-            self.last_line = raw.number
-            summary.lines += 1
-            advance(raw.bytes_read)
-            if is_blank(raw.text):
-                summary.blank += 1
-                continue
-            summary.records += 1
-            started_at = datetime.now(timezone.utc).isoformat()
-            started = perf_counter()
-            outcome = self.scorer.score_line(raw.number, raw.text)
-            if outcome.case is not None:
-                presence.note(outcome.case.input)
-            problem = outcome.problem
-            if outcome.case is not None and outcome.score is not None:
+        with deflating_with_isal():
+            for raw in lines:
+                self.last_line = raw.number
+                summary.lines += 1
+                advance(raw.bytes_read)
+                if is_blank(raw.text):
+                    summary.blank += 1
+                    continue
+                summary.records += 1
+                started_at = datetime.now(timezone.utc).isoformat()
+                started = perf_counter()
+                outcome = self.scorer.score_line(raw.number, raw.text)
+                problem, score = outcome.problem, outcome.score
                 try:
-                    log.add_sample(
-                        outcome.case,
-                        outcome.score,
-                        started_at,
-                        perf_counter() - started,
+                    if outcome.case is not None and score is not None:
+                        self.presence.note(outcome.case.input)
+                        self.add_sample(
+                            outcome.case, score, started_at, perf_counter() - started
+                        )
+                    else:
+                        assert problem is not None
+                        self.add_unreadable(raw.number, raw.text, problem)
+                except OSError as error:
+                    raise self._naming_the_logs(error) from None
+                if problem is None or problem.side == "answer":
+                    summary.scored += 1
+                    if problem is not None:
+                        summary.answer_failures[problem.kind] += 1
+                else:
+                    summary.not_scored[problem.kind] += 1
+                    summary.line_errors += problem.kind in LINE_ERRORS
+                writing = perf_counter()
+                if score is not None:
+                    metadata = score.metadata or {}
+                    for name in ("recall", "precision"):
+                        if (figure := metadata.get(name)) is not None:
+                            getattr(summary, name).add(figure)
+                    value = score.value  # NaN (unscored) as null
+                    nan = isinstance(value, float) and math.isnan(value)
+                    entry: dict[str, Any] = {
+                        "value": None if nan else value,
+                        "result": metadata.get("result"),
+                        "explanation": score.explanation,
+                        "error": metadata.get("error"),
+                    }
+                else:
+                    assert problem is not None
+                    entry = {
+                        "value": None,
+                        "result": None,
+                        "explanation": unreadable_explanation(raw.number, problem),
+                        "error": problem.as_json(),
+                    }
+                if parquet is not None:
+                    cells = (
+                        score_cells(self.task, score, steps=steps)
+                        if score is not None
+                        else problem_cells(self.task, entry["error"], steps=steps)
                     )
-                except OSError as error:
-                    raise self._naming_the_logs(error) from None
-                metadata = outcome.score.metadata or {}
-                summary.recall.add(metadata.get("recall"))
-                summary.precision.add(metadata.get("precision"))
-                entry = {
-                    "line": raw.number,
-                    "id": outcome.id,
-                    "value": score_value_json(outcome.score),
-                    "result": metadata.get("result"),
-                    "explanation": outcome.score.explanation,
-                    "error": metadata.get("error"),
-                }
-                cells = (
-                    score_cells(task, outcome.score, steps=steps)
-                    if parquet is not None
-                    else ()
-                )
-            else:
-                assert problem is not None
-                try:
-                    log.add_unreadable(raw.number, raw.text, problem)
-                except OSError as error:
-                    raise self._naming_the_logs(error) from None
-                entry = {
-                    "line": raw.number,
-                    "id": outcome.id,
-                    "value": None,
-                    "result": None,
-                    "explanation": unreadable_explanation(raw.number, problem),
-                    "error": problem.as_json(),
-                }
-                cells = (
-                    problem_cells(task, problem.as_json(), steps=steps)
-                    if parquet is not None
-                    else ()
-                )
-            if problem is None:
-                summary.scored += 1
-            elif problem.side == "answer":
-                summary.scored += 1
-                summary.answer_failures[problem.kind] += 1
-            else:
-                summary.not_scored[problem.kind] += 1
-                if problem.kind in LINE_ERRORS:
-                    summary.line_errors += 1
-            writing = perf_counter()
-            if parquet is not None:
-                parquet.add(raw.number, outcome.id, cells)
-            else:
-                results.write(canonical_json(entry) + "\n")
-            timings.jsonl += perf_counter() - writing
+                    parquet.add(raw.number, outcome.id, cells)
+                else:
+                    line = {"line": raw.number, "id": outcome.id, **entry}
+                    self.stream.write(canonical_json(line) + "\n")
+                self.timings.jsonl += perf_counter() - writing
 
     def finish(self) -> None:
         """Write the log, then put both outputs under their final names."""
-        assert self.log is not None
         self.finishing = True
         if self.parquet is not None:
             self.parquet.close()
@@ -327,23 +411,327 @@ class ScoreRun:
             self.first_seen = self.scorer.seen.first_seen()
         self.scorer.seen.close()
         self.summary.warnings = self.presence.warnings(self.path)
-        self.log.warnings = (
+        self.warnings = (
             [warning["message"] for warning in self.summary.warnings]
             if publish
             else self.context.warnings
         )
         try:
             with deflating_with_isal():
-                self.written = written = self.log.finish(publish=publish)
+                self._finish_logs(publish=publish)
         except OSError as error:
             raise self._naming_the_logs(error) from None
         if self.results is not None:
             self.results.commit()
         self.summary.results = self.results_path
-        self.summary.logs = [str(location) for location in written.logs]
         self.summary.seconds = perf_counter() - self.begun
-        if written.results is not None:
-            self.summary.metrics = metrics_of(written.results)
+
+    def _open_logs(self) -> None:
+        self.inspect_scorer = self.bulk_task.make_scorer()
+        self.scorer_name = registry_unqualified_name(self.inspect_scorer)
+        self.task_name = registry_info(self.bulk_task.task).name
+        first_task_id = uuid()
+        if self.identity is None:
+            self.identity = new_identity(
+                Path(self.log_dir), self.task_name, first_task_id
+            )
+        self.created, self.run_id = self.identity.created, self.identity.run_id
+        self.base = self.identity.base
+        self._templates = SampleTemplates.make()
+        self._new_part(first_task_id)
+
+    def _new_part(self, task_id: str | None = None) -> _Part:
+        if self._parts:
+            self._parts[-1].writer.suspend()
+        index = self.context.first_index + len(self._parts)
+        eval_id = uuid()
+        task_id = task_id or uuid()
+        results = RunResults(self.inspect_scorer, self.scorer_name, str(self.log_dir))
+        writer: LogWriter
+        try:
+            working = self.base.with_name(
+                f"{self.base.name}-part{index}.{self.log_format}"
+            )
+            if self.log_format == "json":
+                writer = JsonLogWriter(working)
+            else:
+                spec = self._spec(eval_id, task_id, sample_ids=None, part=None)
+                writer = EvalArchive(working)
+                try:
+                    writer.start(spec, self._plan())
+                except BaseException:
+                    writer.abort()
+                    raise
+        except BaseException:
+            results.close()
+            raise
+        part = _Part(index, eval_id, task_id, writer, results)
+        self._parts.append(part)
+        return part
+
+    def _current_part(self) -> _Part:
+        part = self._parts[-1]
+        # The unreadable lines' samples, written at the end, count already.
+        spooled = part.sample_bytes + part.results.spooled + part.waiting_bytes
+        full = part.samples + part.unreadable_count >= self.max_samples_per_log or (
+            self.log_format == "json" and spooled >= MAX_JSON_LOG_BYTES
+        )
+        return self._new_part() if full else part
+
+    # -- adding samples ------------------------------------------------------
+
+    def add_sample(
+        self, case: FixtureCase, score: Score, started_at: str, elapsed: float
+    ) -> None:
+        """Log one case with its score, as `inspect eval` would have."""
+        begun = perf_counter()
+        part = self._current_part()
+        sample = case_sample_fields(case, target_field=self.bulk_task.target_field)
+        if case.id.startswith(UNREADABLE_ID_PREFIX):
+            self.line_like_ids.add(case.id)
+        parts = SampleParts(
+            id=case.id,
+            input=sample.input,
+            target=sample.target,
+            metadata=sample.metadata,
+            answer=replayed_output(case.input),
+            scores={self.scorer_name: score},
+            store=replayed_store(case.input),
+            started_at=started_at,
+            completed_at=_now(),
+            seconds=elapsed,
+        )
+        self._add(part, parts, score, begun)
+
+    def _add(self, part: _Part, parts: SampleParts, score: Score, begun: float) -> None:
+        part.results.add(parts.id, score)
+        serialising = perf_counter()
+        self.timings.sample += serialising - begun
+        data = self._templates.build(parts)
+        sample = sample_json(data)
+        if isinstance(part.writer, EvalArchive):
+            part.writer.add_sample(sample, sample_summary(data))
+        else:
+            part.writer.add(parts.id, sample)
+        part.sample_bytes += len(sample)
+        part.samples += 1
+        self.timings.serialize += perf_counter() - serialising
+
+    def add_unreadable(self, line: int, text: str, problem: Problem) -> None:
+        """Log a line that cannot become a sample, as an unscored sample."""
+        shown = text[: UNREADABLE_INPUT_LIMIT + 1]
+        shown = shown.encode("utf-8", "surrogateescape").decode(
+            "utf-8", "backslashreplace"
+        )
+        if len(text) > UNREADABLE_INPUT_LIMIT:
+            shown = shown[:UNREADABLE_INPUT_LIMIT] + "..."
+        part = self._current_part()
+        if part.unreadable is None:
+            part.unreadable = tempfile.TemporaryFile(dir=self.log_dir)  # noqa: SIM115
+        # Built at the end, once every real id is known, so that its
+        # `line-N` id collides with none; spooled, not held, till then.
+        # ensure_ascii: a lone surrogate is escaped, and read back as is.
+        record = [line, shown, part.samples, problem.as_json()]
+        part.unreadable.write(json.dumps(record).encode("ascii") + b"\n")
+        part.unreadable_count += 1
+        # Summed as they come: `spooled` is read before every sample.
+        part.waiting_bytes += 2 * len(shown) + _UNREADABLE_OVERHEAD
+
+    def _unreadable_samples(
+        self, part: _Part, taken: set[str]
+    ) -> list[tuple[int, str]]:
+        """Write the part's unreadable lines as samples; where each stands
+        (how many samples came before it) and the id it was given."""
+        placed: list[tuple[int, str]] = []
+        if part.unreadable is None:
+            return placed
+        part.unreadable.seek(0)
+        for row in part.unreadable:
+            begun = perf_counter()
+            line, text, position, error = json.loads(row)
+            # `line-N`, unless a real sample already has that id.
+            sample_id, suffix = f"{UNREADABLE_ID_PREFIX}{line}", 2
+            while sample_id in taken:
+                sample_id, suffix = f"line-{line}~{suffix}", suffix + 1
+            taken.add(sample_id)
+            placed.append((position, sample_id))
+            problem = Problem(**error)
+            score = data_error(
+                ErrorInfo(
+                    kind=problem.kind,
+                    side="data",
+                    field=problem.field,
+                    message=problem.message,
+                ),
+                answer="",
+                explanation=unreadable_explanation(line, problem),
+                result=None,
+                record={},
+                read_from=self.bulk_task.read_from,
+            )
+            now = _now()
+            parts = SampleParts(
+                id=sample_id,
+                input=text,
+                target="",
+                metadata={"line": line},
+                answer=None,
+                scores={self.scorer_name: score},
+                store={},
+                started_at=now,
+                completed_at=now,
+                seconds=0.0,
+            )
+            self._add(part, parts, score, begun)
+        return placed
+
+    # -- finishing -----------------------------------------------------------
+
+    def _finish_logs(self, *, publish: bool) -> None:
+        """Complete every log, then publish them all under their names and
+        sum their metrics (or leave that to the caller, who has the run's
+        other ranges: `summary.logs` are then the `.partial` files)."""
+        parts = self._parts
+        count = self.context.count or len(parts)
+        # The only real ids an unreadable line's `line-N` can meet.
+        taken = self.line_like_ids | self.context.taken
+        first_results: EvalResults | None = None
+        for part in parts:
+            if part is not parts[-1]:
+                part.writer.resume()  # every part but the last was suspended
+            placed = self._unreadable_samples(part, taken)
+            begun = perf_counter()
+            results, reductions = part.results.results(part.samples)
+            self.timings.results += perf_counter() - begun
+            begun = perf_counter()
+            header = EvalLog(
+                version=2,
+                status="success",
+                eval=self._spec(
+                    part.eval_id,
+                    part.task_id,
+                    sample_ids=self._sample_ids(part, placed),
+                    part=(part.index, count) if count > 1 else None,
+                ),
+                plan=self._plan(),
+                results=results,
+                stats=EvalStats(started_at=self.created, completed_at=iso_now()),
+            )
+            if reductions is None and isinstance(part.writer, EvalArchive):
+                part.writer.complete(header, [])
+            else:
+                part.writer.complete(header, reductions)
+            part.close()
+            # Not the header: its sample ids would keep a string per sample
+            # alive through the pooled metrics, the run's peak of memory.
+            first_results = first_results or results
+            self.timings.write += perf_counter() - begun
+        self.scores = [part.results.scores for part in parts]
+        if not publish:
+            self.summary.logs = [str(part.writer.partial) for part in parts]
+            return
+        begun = perf_counter()
+        total = sum(part.samples for part in parts)
+        pooled = (
+            first_results
+            if len(parts) == 1
+            else pooled_results([part.results for part in parts], total)
+        )
+        assert pooled is not None
+        self.timings.results += perf_counter() - begun
+        locations = [
+            log_location(self.base, part.index, count, self.log_format)
+            for part in parts
+        ]
+        for part, location in zip(parts, locations, strict=True):
+            part.writer.publish(location)
+            part.published = location
+        self.summary.logs = [str(location) for location in locations]
+        self.summary.metrics = metrics_of(pooled)
+
+    def _plan(self) -> EvalPlan:
+        # `internal=True` is how Inspect itself wraps a task's solver.
+        plan: EvalPlan = plan_to_eval_plan(
+            Plan([replay()], internal=True), GenerateConfig()
+        )
+        return plan
+
+    @staticmethod
+    def _sample_ids(part: _Part, placed: list[tuple[int, str]]) -> list[int | str]:
+        """The part's sample ids in file order: each unreadable line's
+        sample (`placed`, its position and id) where its line stood."""
+        read = part.results.scores.sample_ids
+        read = read[: len(read) - len(placed)]
+        sample_ids: list[int | str] = []
+        start = 0
+        for position, sample_id in placed:
+            sample_ids.extend(read[start:position])
+            sample_ids.append(sample_id)
+            start = position
+        sample_ids.extend(read[start:])
+        return sample_ids
+
+    def _spec(
+        self,
+        eval_id: str,
+        task_id: str,
+        *,
+        sample_ids: list[int | str] | None,
+        part: tuple[int, int] | None,
+    ) -> EvalSpec:
+        packages, revision = _packages_and_revision(self.task_name)
+        return EvalSpec(
+            eval_id=eval_id,
+            run_id=self.run_id,
+            created=self.created,
+            task=self.task_name,
+            task_id=task_id,
+            task_version=0,
+            task_display_name=registry_unqualified_name(self.bulk_task.task),
+            task_registry_name=self.task_name,
+            task_attribs={},
+            task_args={"dataset": self.path},
+            task_args_passed={"dataset": self.path},
+            dataset=EvalDataset(
+                name=self.bulk_task.name,
+                location=cwd_relative_path(self.path),
+                samples=None if sample_ids is None else len(sample_ids),
+                sample_ids=sample_ids,
+                shuffled=False,
+            ),
+            model=MODEL,
+            model_generate_config=GenerateConfig(),
+            model_args={},
+            config=EvalConfig(**eval_config_defaults()),
+            revision=revision,
+            packages=dict(packages),
+            scorers=resolve_eval_scorers([as_scorer_spec(self.inspect_scorer)]),
+            metadata=self._metadata(part),
+        )
+
+    def _metadata(self, part: tuple[int, int] | None) -> dict[str, Any] | None:
+        metadata: dict[str, Any] = {}
+        if part is not None:
+            metadata["tracegrade_part"] = {"index": part[0], "count": part[1]}
+        if self.warnings:
+            metadata["tracegrade_warnings"] = list(self.warnings)
+        return metadata or None
+
+    def _abort_logs(self) -> str | None:
+        """Remove every log begun; never raises."""
+        left: list[str] = []
+        for part in self._parts:
+            part.close()
+            try:
+                part.writer.abort()
+            except OSError:
+                left.append(str(part.writer.partial))
+            if part.published is not None:
+                try:
+                    part.published.unlink(missing_ok=True)
+                except OSError:
+                    left.append(str(part.published))
+        return ", ".join(left) or None
 
     def _naming_the_logs(self, error: OSError) -> OSError:
         """`error` naming the log directory, if it names no file: the logs
@@ -354,8 +742,7 @@ class ScoreRun:
 
     def discard(self) -> None:
         """No records: nothing to write, and nothing left behind."""
-        assert self.log is not None
-        self.log.close()
+        self._abort_logs()
         if self.parquet is not None:
             self.parquet.abandon()
         if self.results is not None:
@@ -368,34 +755,73 @@ class ScoreRun:
         if self.parquet is not None:
             self.parquet.abandon()
         left = [] if self.results is None else [self.results.discard()]
-        if self.log is not None:
-            left.append(self.log.abort())
+        left.append(self._abort_logs())
         return [path for path in left if path is not None]
 
 
+BATCH_ROWS: Final = 8_192
+
+
+def results_file_schema(task: str) -> pa.Schema:
+    """`line`, then `score_table`'s columns (stage runs with steps')."""
+    import pyarrow as pa
+
+    schema = result_schema(task, steps=task == "stage_diagnosis")
+    return schema.insert(0, pa.field("line", pa.int64()))
+
+
+class ParquetResults:
+    """Rows appended one per record, written a batch at a time to `handle`."""
+
+    def __init__(self, handle: IO[bytes], task: str) -> None:
+        import pyarrow.parquet as pq
+
+        self.schema = results_file_schema(task)
+        self._writer = pq.ParquetWriter(handle, self.schema)
+        self._rows: list[tuple[Any, ...]] = []
+
+    def add(self, line: int, sample_id: str | None, cells: tuple[Any, ...]) -> None:
+        self._rows.append((line, sample_id, *cells))
+        if len(self._rows) >= BATCH_ROWS:
+            self._write()
+
+    def _write(self) -> None:
+        import pyarrow as pa
+
+        if not self._rows:
+            return
+        columns = zip(*self._rows, strict=True)
+        arrays = [
+            arrow_column(list(column), field.type)
+            for column, field in zip(columns, self.schema, strict=True)
+        ]
+        self._rows = []
+        self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
+
+    def close(self) -> None:
+        """Write what is left and the file's footer."""
+        self._write()
+        self._writer.close()
+
+    def abandon(self) -> None:
+        """Give the file up unfinished: its temporary file is removed by
+        its owner. pyarrow's writer would otherwise write a footer when
+        collected, into a file already closed, and print that it could not."""
+        self._rows = []
+        self._writer.is_open = False
+
+
 def metrics_of(results: EvalResults) -> dict[str, dict[str, Number | None]]:
+    """Each score's metrics, NaN as None and a count as the integer it is
+    (Inspect logs floats); a scorer with reduced and unreduced metrics
+    (`ordered_extraction`) has two entries of one name, of distinct metrics."""
     metrics: dict[str, dict[str, Number | None]] = {}
     for eval_score in results.scores:
-        # A scorer with reduced and unreduced metrics has an entry for each
-        # under its name (`ordered_extraction`); their metric names differ.
-        metrics.setdefault(eval_score.name, {}).update(
-            (name, metric_value(metric)) for name, metric in eval_score.metrics.items()
-        )
+        for name, metric in eval_score.metrics.items():
+            value: Number | None = metric.value
+            if math.isnan(metric.value):
+                value = None
+            elif is_count(metric):
+                value = int(metric.value)
+            metrics.setdefault(eval_score.name, {})[name] = value
     return metrics
-
-
-def metric_value(metric: EvalMetric) -> Number | None:
-    """NaN as None; a count as the integer it is (Inspect logs a float)."""
-    if math.isnan(metric.value):
-        return None
-    return int(metric.value) if is_count(metric) else metric.value
-
-
-__all__ = [
-    "Number",
-    "RunMean",
-    "ScoreRun",
-    "ScoreSummary",
-    "metric_value",
-    "metrics_of",
-]

@@ -1,20 +1,9 @@
-"""The samples of a bulk log, built from Inspect's own shapes.
-
-A sample of `tracegrade score` differs from the next only in a few values:
-its id, input, target, metadata, replayed answer, score, store and times
-(`SampleParts`). The rest comes from templates that Inspect's models make
-once (`SampleTemplates`): validating a pydantic model per sample would
-cost more than everything else together. The tests prove the result
-round-trips through `EvalLog` validation unchanged.
-
-Parts are what the scoring loop hands to its log's writer, which builds
-the sample.
-"""
+"""The samples of a bulk log, built from Inspect's own shapes."""
 
 from __future__ import annotations
 
 import os
-import threading
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -25,8 +14,8 @@ from inspect_ai.scorer import Score
 from .._inspect_internals import iso_now
 from ..tasks.replay import REPLAY_MODEL
 
+# The model a replayed run is logged under, as `inspect eval` logs it.
 MODEL = "none/none"
-"""The model a replayed run is logged under, as `inspect eval` logs it."""
 
 # --- Ids -------------------------------------------------------------------------
 
@@ -45,29 +34,19 @@ _ID_TABLE = bytes(
 _ID_DROPPED = bytes(range(_ID_BYTE_LIMIT, 256))
 
 
-class _IdSource(threading.local):
-    """A buffer per thread: any thread may take ids."""
-
-    def __init__(self) -> None:
-        self._characters = ""
-        self._next = 0
-
-    def take(self) -> str:
-        start = self._next
-        if start + _ID_LENGTH > len(self._characters):
-            fresh = os.urandom(8192).translate(_ID_TABLE, _ID_DROPPED)
-            self._characters = self._characters[start:] + fresh.decode("ascii")
-            start = 0
-        self._next = start + _ID_LENGTH
-        return self._characters[start : self._next]
+def _id_stream() -> Iterator[str]:
+    while True:
+        text = os.urandom(8192).translate(_ID_TABLE, _ID_DROPPED).decode("ascii")
+        for start in range(0, len(text) - _ID_LENGTH + 1, _ID_LENGTH):
+            yield text[start : start + _ID_LENGTH]
 
 
-_ids = _IdSource()
+_ids = _id_stream()
 
 
 def uuid() -> str:
     """A fresh 22-character id in Inspect's shortuuid form."""
-    return _ids.take()
+    return next(_ids)
 
 
 # --- Samples ---------------------------------------------------------------------
@@ -81,7 +60,6 @@ class SampleParts(NamedTuple):
     target: str | list[str]
     metadata: dict[str, Any] | None
     answer: str | None
-    """The replayed output's text; None: the sample has no output."""
     scores: dict[str, Score]
     store: dict[str, Any]
     started_at: str

@@ -31,12 +31,11 @@ from ..tasks.recorded import (
     extraction_input_score,
     stage_input_score,
 )
-from ..tasks.replay import replayed_output
 
 Side = Literal["data", "answer", "run"]
 
+# Lines that cannot become a sample; `inspect eval` refuses a file of them.
 LINE_ERRORS = (MALFORMED_JSON, NOT_A_FIXTURE_LINE, DUPLICATE_SAMPLE_ID)
-"""Kinds of line that cannot become a sample; `inspect eval` refuses such a file."""
 
 
 @dataclass(frozen=True)
@@ -52,14 +51,9 @@ class Problem:
     first_line: int | None = None
 
     def as_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "kind": self.kind,
-            "side": self.side,
-            "field": self.field,
-            "message": self.message,
-        }
-        if self.first_line is not None:
-            data["first_line"] = self.first_line
+        data = vars(self).copy()
+        if self.first_line is None:
+            del data["first_line"]
         return data
 
 
@@ -79,21 +73,13 @@ class ScoredLine:
 class Timings:
     """Seconds spent in each stage, summed over lines."""
 
-    parse: float = 0.0
-    """Reading a line as a fixture case (`parse_case_line`)."""
-    score: float = 0.0
-    """The core and the `Score` around its result (`diagnosis_score`, ...)."""
-    sample: float = 0.0
-    """Gathering each sample's parts around the score (`SampleParts`)."""
-    serialize: float = 0.0
-    """Building each sample and writing it into its log (or the `.json`
-    spool), deflated for `.eval`."""
-    jsonl: float = 0.0
-    """Writing the JSON Lines results."""
-    results: float = 0.0
-    """Metrics and reductions over every score (`eval_results`)."""
-    write: float = 0.0
-    """Writing the log file: header, samples in order, reductions."""
+    parse: float = 0.0  # reading a line as a fixture case
+    score: float = 0.0  # the core, and the `Score` around its result
+    sample: float = 0.0  # gathering a sample's parts around its score
+    serialize: float = 0.0  # building a sample and writing it (deflated)
+    jsonl: float = 0.0  # writing its results line
+    results: float = 0.0  # metrics and reductions over every score
+    write: float = 0.0  # the logs' headers, summaries and reductions
 
     def as_json(self) -> dict[str, float]:
         return {name: round(value, 4) for name, value in vars(self).items()}
@@ -110,7 +96,6 @@ class BulkTask:
     name: str
     task: Callable[..., Any]
     make_scorer: Callable[[], Scorer]
-    dataset_name: str
     target_field: str | None
     read_from: dict[str, str]
     score_input: Callable[[dict[str, Any]], Score]
@@ -121,7 +106,6 @@ TASKS: dict[str, BulkTask] = {
         name="stage_diagnosis",
         task=stage_diagnosis,
         make_scorer=stage_diagnosis_scorer,
-        dataset_name="stage_diagnosis",
         target_field=None,
         read_from=STAGE_READ_FROM,
         score_input=stage_input_score,
@@ -132,7 +116,6 @@ TASKS: dict[str, BulkTask] = {
         make_scorer=lambda: ordered_extraction_scorer(
             answer_key="answer", output_key="output"
         ),
-        dataset_name="ordered_extraction",
         target_field="source",
         read_from=EXTRACTION_READ_FROM,
         score_input=extraction_input_score,
@@ -149,10 +132,6 @@ def replayed_store(record_input: dict[str, Any]) -> dict[str, Any]:
     if "steps" in record_input:
         store[steps_store_key()] = record_input["steps"]
     return store
-
-
-replayed_answer = replayed_output
-"""The output text the replay solver gives the sample, if any."""
 
 
 # --- Remembering sample ids ---------------------------------------------------
@@ -227,8 +206,6 @@ class LineScorer:
     seen: DiskIds
     timings: Timings = field(default_factory=Timings)
     earlier: dict[int, int] = field(default_factory=dict)
-    """Lines whose id an earlier part of the file already has, and the line
-    it is first on there (`bulk.workers`)."""
 
     def score_line(self, number: int, text: str) -> ScoredLine:
         started = perf_counter()
@@ -237,7 +214,8 @@ class LineScorer:
         except DatasetError as error:
             self.timings.parse += perf_counter() - started
             assert error.kind is not None
-            return _line_error(number, error.sample_id, error.kind, error.problem)
+            problem = Problem(error.kind, "data", "line", error.problem)
+            return ScoredLine(number, error.sample_id, None, None, problem)
         self.timings.parse += perf_counter() - started
 
         first = self.earlier.get(number)
@@ -275,10 +253,3 @@ def score_problem(score: Score) -> Problem | None:
         field=error["field"],
         message=error["message"],
     )
-
-
-def _line_error(
-    number: int, sample_id: str | None, kind: str, message: str
-) -> ScoredLine:
-    problem = Problem(kind=kind, side="data", field="line", message=message)
-    return ScoredLine(number, sample_id, None, None, problem)

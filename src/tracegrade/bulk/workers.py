@@ -1,5 +1,5 @@
 """`tracegrade score` on every core: the file cut into ranges of lines, each
-scored and logged by a spawned worker (`score_range`), put together in input
+scored and logged by a spawned worker (`score_part`), put together in input
 order by `WorkersRun` (docs/architecture.md, "Scoring large files")."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from multiprocessing import get_context
+from multiprocessing import active_children, get_context
 from pathlib import Path
 from time import perf_counter
 from typing import Any, Final
@@ -31,21 +31,27 @@ from ..outputs import (
     publish_output,
     sync_directory,
 )
-from .log import PartsContext, RunIdentity, log_location, new_identity
+from ..table import score_table
 from .presence import READ_FIELDS, FieldPresence
 from .ranges import LineRange, plan_ranges
 from .results import LightScores, RunResults, pooled_results
-from .run import ScoreRun, ScoreSummary, metrics_of
+from .run import (
+    PartsContext,
+    RunIdentity,
+    ScoreRun,
+    ScoreSummary,
+    log_location,
+    metrics_of,
+    new_identity,
+)
 from .samples import uuid
 from .scoring import LINE_ERRORS, TASKS, DiskIds, Timings
 
+# Input bytes from which workers score by default (a sixteenth of it with
+# --workers): a worker's start costs seconds (docs/speed.md).
 PARALLEL_FROM: Final = 16 << 20
-"""Input bytes from which workers score a run by default (a sixteenth of it
-with `--workers`): each worker's start-up costs seconds (docs/speed.md)."""
-_WAIT: Final = 0.5
-"""Seconds between looks at whether a worker has died."""
-_JOIN: Final = 5.0
-"""Seconds a killed or idle worker is given to end."""
+_WAIT: Final = 0.5  # seconds between looks at whether a worker died
+_JOIN: Final = 5.0  # seconds a killed or idle worker is given to end
 
 
 def default_workers() -> int:
@@ -61,7 +67,7 @@ class WorkerDied(OutputError):
 @dataclass(frozen=True)
 class RangeJob:
     """One range of a run, as a worker is handed it (picklable: any pool
-    of processes can run `score_range` on it)."""
+    of processes can run `score_part` on it)."""
 
     task: str
     path: str
@@ -78,7 +84,6 @@ class RangeJob:
 @dataclass
 class RangeOutcome:
     summary: ScoreSummary
-    """Its logs complete under their `.partial` names, and its results."""
     presence: FieldPresence
     timings: Timings
     scores: list[LightScores]
@@ -86,18 +91,23 @@ class RangeOutcome:
     first_seen: list[tuple[bytes, int]]
 
 
-def score_range(job: RangeJob) -> RangeOutcome:
-    """Score one range into its logs and results file; on any failure,
-    remove them and raise."""
-    base = job.identity.base
+def score_part(part: Any, task: str = "stage_diagnosis", **keys: str) -> Any:
+    """Score one part of a run, each record by the recorded task's own
+    function: what every `tracegrade score` worker calls on its range of
+    lines (a `RangeJob`: into its part log and results file, removed on any
+    failure), and a Ray or Spark task on an Arrow batch (`score_table`'s
+    results, see docs/beyond-one-machine.md)."""
+    if not isinstance(part, RangeJob):
+        return score_table(part, task, **keys)
+    base = part.identity.base
     run = ScoreRun(
-        *(job.task, job.path, job.log_dir, f"{base}-lines{job.index}.results"),
-        *(job.log_format, job.max_samples_per_log),
+        *(part.task, part.path, part.log_dir, f"{base}-lines{part.index}.results"),
+        *(part.log_format, part.max_samples_per_log),
         replace=True,
-        results_format=job.results_format,
-        lines=job.lines,
-        identity=job.identity,
-        context=job.context,
+        results_format=part.results_format,
+        lines=part.lines,
+        identity=part.identity,
+        context=part.context,
     )
     try:
         run.open()
@@ -109,13 +119,12 @@ def score_range(job: RangeJob) -> RangeOutcome:
     except BaseException:
         run.abort()
         raise
-    assert run.log is not None
     return RangeOutcome(
         run.summary,
         run.presence,
         run.timings,
-        [] if run.written is None else run.written.scores,
-        run.log.line_like_ids,
+        run.scores,
+        run.line_like_ids,
         run.first_seen,
     )
 
@@ -139,62 +148,18 @@ def _without_main_module() -> Iterator[None]:
         sys.modules["__main__"] = main
 
 
-class WorkerPool:
-    """Spawned worker processes, each scoring one range at a time."""
-
-    def __init__(self, workers: int) -> None:
-        self._executor = ProcessPoolExecutor(
-            max_workers=workers,
-            mp_context=get_context("spawn"),
-            initializer=_ignore_signals,
-        )
-
-    def submit(self, job: RangeJob) -> Future[RangeOutcome]:
-        with _without_main_module():
-            return self._executor.submit(score_range, job)
-
-    @staticmethod
-    def result(future: Future[RangeOutcome]) -> RangeOutcome:
-        """The range's outcome, looking at the workers every `_WAIT` s."""
-        while True:
-            try:
-                return future.result(timeout=_WAIT)
-            except TimeoutError:
-                continue
-            except BrokenProcessPool:
-                raise WorkerDied(
-                    "a scoring worker process ended without a word "
-                    "(killed, or out of memory)"
-                ) from None
-
-    def close(self) -> None:
-        """End the idle workers; kill any that will not."""
-        self._end(kill=False)
-
-    def kill(self) -> None:
-        """Kill every worker (a stopped one too), and wait a bounded time."""
-        self._end(kill=True)
-
-    def _end(self, *, kill: bool) -> None:
-        # The executor has no public list of its processes before 3.14.
-        processes = list((getattr(self._executor, "_processes", None) or {}).values())
-        self._executor.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            if kill:
-                _kill(process)
-            process.join(_JOIN)
-            if process.is_alive():
-                _kill(process)
-                process.join(_JOIN)
-
-
-def _kill(process: Any) -> None:
-    """SIGKILL where there is one (it ends a stopped worker too); elsewhere
-    terminate, which is Windows' TerminateProcess, as its kill() is."""
-    if hasattr(signal, "SIGKILL"):
-        process.kill()
-    else:
-        process.terminate()
+def _result(future: Future[RangeOutcome]) -> RangeOutcome:
+    """The range's outcome, looking every `_WAIT` s (a signal gets in)."""
+    while True:
+        try:
+            return future.result(timeout=_WAIT)
+        except TimeoutError:
+            continue
+        except BrokenProcessPool:
+            raise WorkerDied(
+                "a scoring worker process ended without a word "
+                "(killed, or out of memory)"
+            ) from None
 
 
 class WorkersRun(ScoreRun):
@@ -207,7 +172,7 @@ class WorkersRun(ScoreRun):
         self.ranges = ranges
         self.workers = workers
         self.timings = Timings()
-        self.pool: WorkerPool | None = None
+        self.pool: ProcessPoolExecutor | None = None
         self.outcomes: list[RangeOutcome] = []
         self.published: list[str] = []
 
@@ -215,21 +180,18 @@ class WorkersRun(ScoreRun):
         task_name = registry_info(TASKS[self.task].task).name
         self.identity = new_identity(Path(self.log_dir), task_name, uuid())
         self._open_results(self.identity.base)
-        self.pool = WorkerPool(self.workers)
+        self.pool = ProcessPoolExecutor(
+            max_workers=self.workers,
+            mp_context=get_context("spawn"),
+            initializer=_ignore_signals,
+        )
 
     def _job(self, index: int, context: PartsContext) -> RangeJob:
         assert self.identity is not None
         return RangeJob(
-            self.task,
-            self.path,
-            self.log_dir,
-            self.log_format,
-            self.max_samples_per_log,
-            self.results_format,
-            self.ranges[index],
-            index + 1,
-            self.identity,
-            context,
+            *(self.task, self.path, self.log_dir, self.log_format),
+            *(self.max_samples_per_log, self.results_format, self.ranges[index]),
+            *(index + 1, self.identity, context),
         )
 
     def score_lines(self, advance: Callable[[int | None], None]) -> None:
@@ -241,9 +203,9 @@ class WorkersRun(ScoreRun):
             self._job(k, PartsContext(first_index=k + 1, count=count))
             for k in range(count)
         ]
-        futures = [self.pool.submit(job) for job in jobs]
+        futures = [self._submit(job) for job in jobs]
         for job, future in zip(jobs, futures, strict=True):
-            self.outcomes.append(self.pool.result(future))
+            self.outcomes.append(_result(future))
             self.last_line = job.lines.first_line + job.lines.lines - 1
             advance(job.lines.end)
         earlier = self._earlier()
@@ -256,10 +218,15 @@ class WorkersRun(ScoreRun):
             for k in redo:
                 self._remove(self.outcomes[k])
                 jobs[k] = self._job(k, contexts[k])
-            futures = [self.pool.submit(jobs[k]) for k in redo]
+            futures = [self._submit(jobs[k]) for k in redo]
             for k, future in zip(redo, futures, strict=True):
-                self.outcomes[k] = self.pool.result(future)
+                self.outcomes[k] = _result(future)
         raise RuntimeError("the ranges' logs did not settle")  # a bug
+
+    def _submit(self, job: RangeJob) -> Future[RangeOutcome]:
+        assert self.pool is not None
+        with _without_main_module():
+            return self.pool.submit(score_part, job)
 
     def _earlier(self) -> list[dict[int, int]]:
         """Each range's lines whose id an earlier range has first."""
@@ -325,7 +292,7 @@ class WorkersRun(ScoreRun):
             self.results.commit()
         self._sum_metrics(locations)
         assert self.pool is not None
-        self.pool.close()
+        self.pool.shutdown()
 
     def _gather_results(self) -> None:
         chunks = [o.summary.results for o in self.outcomes if o.summary.results]
@@ -358,8 +325,14 @@ class WorkersRun(ScoreRun):
                 setattr(summary, name, getattr(summary, name) + getattr(done, name))
             summary.answer_failures += done.answer_failures
             summary.not_scored += done.not_scored
-            summary.recall.merge(done.recall)
-            summary.precision.merge(done.precision)
+            for mine, theirs in (
+                (summary.recall, done.recall),
+                (summary.precision, done.precision),
+            ):
+                # Partials sum exactly: the same mean, in any order of parts.
+                for partial in theirs.partials:
+                    mine.add(partial)
+                mine.count += theirs.count - len(theirs.partials)
             for name, seconds in vars(outcome.timings).items():
                 setattr(self.timings, name, getattr(self.timings, name) + seconds)
 
@@ -368,11 +341,10 @@ class WorkersRun(ScoreRun):
         scorer = TASKS[self.task].make_scorer()
         template = RunResults(scorer, registry_unqualified_name(scorer), self.log_dir)
         template.close()
-        runs = [
-            _with_scores(template, part)
-            for outcome in self.outcomes
-            for part in outcome.scores
-        ]
+        runs = []
+        for scores in (part for outcome in self.outcomes for part in outcome.scores):
+            runs.append(copy.copy(template))
+            runs[-1].scores = scores
         summary.metrics = metrics_of(pooled_results(runs, summary.records))
         summary.logs = [str(location) for location in locations]
         summary.results = self.results_path
@@ -387,7 +359,13 @@ class WorkersRun(ScoreRun):
         """Kill the workers, then remove whatever the run began; the paths
         of anything that could not be removed. Never raises."""
         if self.pool is not None:
-            self.pool.kill()
+            # Killed, a stopped worker too (on Windows kill() terminates).
+            children = active_children()
+            for process in children:
+                process.kill()
+            self.pool.shutdown(wait=False, cancel_futures=True)
+            for process in children:
+                process.join(_JOIN)
         left = [] if self.results is None else [self.results.discard()]
         if self.identity is not None:
             base = self.identity.base
@@ -396,13 +374,6 @@ class WorkersRun(ScoreRun):
                     left.append(_removed(path))
         left.extend(_removed(path) for path in self.published)
         return [path for path in left if path is not None]
-
-
-def _with_scores(template: RunResults, scores: LightScores) -> RunResults:
-    """One log's results, its scores from a worker."""
-    results = copy.copy(template)
-    results.scores = scores
-    return results
 
 
 def _removed(path: str) -> str | None:

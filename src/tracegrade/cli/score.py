@@ -286,13 +286,10 @@ def _report(
                 shown = f"{shown:.4g}"
             rows.append((f"{score_name} {metric_name}", shown))
     for name, figure in (("recall", summary.recall), ("precision", summary.precision)):
-        if figure.mean is not None:
-            rows.append(
-                (
-                    f"context {name}, labelled or not",
-                    f"{figure.mean:.4g} over {figure.runs:,} runs",
-                )
-            )
+        if figure.count:
+            mean = figure.mean(figure.count)
+            shown = f"{mean:.4g} over {figure.count:,} runs"
+            rows.append((f"context {name}, labelled or not", shown))
     rate = summary.records / summary.seconds if summary.seconds else 0.0
     rows.append(("seconds", f"{summary.seconds:.2f} ({rate:,.0f} records/s)"))
     console.print(count_table(rows))
