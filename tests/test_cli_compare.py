@@ -39,7 +39,6 @@ from tests.support import write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.cli import main
 from tracegrade.compare.build import compare_logs
-from tracegrade.compare.tables import comparison_tables
 from tracegrade.datasets import stage_diagnosis_dataset
 from tracegrade.logs.samples import from_eval_sample, log_samples
 from tracegrade.scorers import stage_diagnosis_scorer
@@ -704,16 +703,14 @@ def test_the_html_page_has_a_heatmap_and_every_table(
     )
     assert call is not None
     (heatmap,), _ = json.JSONDecoder().raw_decode(page, call.end())
-    comparison = compare_logs(logs["base"], logs["slight"])
-    (pair,) = comparison.pairs
-    (stage,) = pair.stage_diagnosis
+    (stage,) = only_pair(compared(logs["base"], logs["slight"]))["stage_diagnosis"]
     assert heatmap["type"] == "heatmap"
-    assert heatmap["z"] == stage.transitions
+    assert heatmap["z"] == stage["transitions"]
     assert heatmap["x"] == heatmap["y"] == STATES
-    first, rest = comparison_tables(comparison, pair)
-    for table in [*first, *rest]:
-        assert f'id="table-{table.key}"' in page
-    assert "ids-stage_diagnosis" in page and "fixes-stage_diagnosis" in page
+    for key in ("summary", "runs", "tests", "figures", "one-run", "logs", "evals"):
+        assert f'id="table-{key}"' in page
+    for key in ("transitions", "lost", "regressions", "fixes", "ids"):
+        assert f'id="table-{key}-stage_diagnosis"' in page
     assert "Too few to tell: 2 of 17 pairs" in page
 
 

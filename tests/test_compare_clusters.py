@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,9 +18,10 @@ from click.testing import CliRunner
 from inspect_ai import eval, task_with
 
 from tests.support import write_lines
+from tests.test_compare_pairing import paired, stage
 from tracegrade import stage_diagnosis
 from tracegrade.cli import main
-from tracegrade.compare.pairing import STAGE, Observation, Run, pair_runs
+from tracegrade.compare.pairing import Observation
 
 OK = {"required": ["D1"], "context": ["D1"], "correct": True}
 WRONG = {"required": ["D1"], "context": ["D1"], "correct": False}
@@ -108,9 +108,7 @@ def simulated_side(
         for epoch in range(1, epochs + 1):
             passed = shared if together else rng.random() < chance
             state = "pass" if passed else "generation"
-            observations.append(
-                Observation(STAGE, STAGE, f"s{index}", epoch, Run(state, (), None, log))
-            )
+            observations.append(stage(f"s{index}", state, epoch, log=log))
     return observations
 
 
@@ -123,10 +121,9 @@ def false_positive_rates(clustered: bool, comparisons: int) -> tuple[float, floa
         chances = [rng.uniform(0.05, 0.95) for _ in range(30)]
         base = simulated_side(rng, chances, epochs=3, agreeing=0.9, log="base")
         new = simulated_side(rng, chances, epochs=3, agreeing=0.9, log="new")
-        paired = pair_runs(base, new, clustered=clustered)
-        (compared,) = paired.stage_diagnosis
-        significant += compared.tests[0].significant
-        failed += paired.gate.fails
+        pair = paired(base, new, clustered=clustered)
+        significant += pair["stage_diagnosis"][0]["tests"][0]["significant"]
+        failed += pair["gate"]["fails"]
     return significant / comparisons, failed / comparisons
 
 
@@ -147,25 +144,3 @@ def test_sample_epochs_as_independent_pairs_would_not() -> None:
     epochs were clusters: the rate is several times alpha. Its first 300
     comparisons are enough to show it, the margin being that wide."""
     assert false_positive_rates(clustered=False, comparisons=300)[0] > 0.06
-
-
-def test_only_samples_that_changed_direction_count(tmp_path: Path) -> None:
-    """A sample that lost one epoch and gained another changed nothing as a
-    whole: it is neither fell nor rose."""
-    base = [
-        Observation(STAGE, STAGE, "a", 1, Run("pass", ())),
-        Observation(STAGE, STAGE, "a", 2, Run("generation", ())),
-        Observation(STAGE, STAGE, "b", 1, Run("pass", ())),
-        Observation(STAGE, STAGE, "b", 2, Run("pass", ())),
-    ]
-    new = [
-        Observation(STAGE, STAGE, "a", 1, Run("generation", ())),
-        Observation(STAGE, STAGE, "a", 2, Run("pass", ())),
-        Observation(STAGE, STAGE, "b", 1, Run("generation", ())),
-        Observation(STAGE, STAGE, "b", 2, Run("pass", ())),
-    ]
-    (compared,) = pair_runs(base, new, clustered=True).stage_diagnosis
-    passed = compared.tests[0]
-
-    assert (passed.b, passed.c) == (2, 1)
-    assert (passed.samples, passed.fell, passed.rose) == (2, 1, 0)

@@ -20,7 +20,7 @@ from .report import (
 )
 
 if TYPE_CHECKING:
-    from ..compare.build import Comparison, GateOptions
+    from ..compare.build import Comparison
     from ..report.thresholds import Threshold
 
 REGRESSION_EXIT = THRESHOLD_EXIT
@@ -163,69 +163,29 @@ def compare(
     with --strict) or lost results (runs, an eval that did not finish, an
     eval missing); or a --fail-under threshold is not met.
     """
-    for given, option in ((strict, "--strict"), (allow_lost, "--allow-lost")):
+    for given, option in (
+        (strict, "--strict"),
+        (allow_lost, "--allow-lost"),
+        (gates, "--gate"),
+    ):
         if given and not fail_on_regression:
             raise click.UsageError(f"{option} applies only with --fail-on-regression")
-    if gates and not fail_on_regression:
-        raise click.UsageError("--gate applies only with --fail-on-regression")
     if as_json and markdown:
         raise click.UsageError("--json and --markdown both print on stdout: give one")
     # Imported here so that `tracegrade --help` does not load Inspect.
-    from ..compare.build import GateOptions
-    from ..compare.pairing import PASS_GATE
-
-    options = GateOptions(
-        fail_on_regression=fail_on_regression,
-        strict=strict,
-        allow_lost=allow_lost,
-        thresholds=fail_under,
-        gates=tuple(dict.fromkeys(gates)) or (PASS_GATE,),
-    )
-    result = _read_and_compare(
-        base,
-        new,
-        alpha,
-        task,
-        model,
-        options,
-        html_path,
-        force,
-        quiet=as_json or markdown,
-    )
-    try:
-        _show(result, html_path, force, show, html_show, as_json, markdown, verbose)
-    finally:
-        result.close()
-    if result.verdict.failed:
-        from ..compare.tables import verdict_lines
-
-        click.echo(f"tracegrade compare: {verdict_lines(result)[0]}:", err=True)
-        for reason in result.verdict.failed_on:
-            click.echo(f"- {reason}", err=True)
-        sys.exit(REGRESSION_EXIT)
-
-
-def _read_and_compare(
-    base: str,
-    new: str,
-    alpha: float,
-    task: str | None,
-    model: str | None,
-    options: GateOptions,
-    html_path: Path | None,
-    force: bool,
-    *,
-    quiet: bool,
-) -> Comparison:
-    """Read both sides and compare them, after checking that no output
-    would land on an input; each error as the command reports it."""
     from ..compare.build import UnknownGate, compare_evals
     from ..compare.pairing import CompareError
+    from ..compare.show import all_warnings, comparison_page, verdict_lines
     from ..logs.evals import read_evals
     from ..logs.scores import LogError
-    from ..outputs import check_output, check_standard_streams
+    from ..outputs import AtomicFile, check_output, check_standard_streams
+    from ..report.page import page_markdown, print_page
     from ..report.thresholds import InvalidThreshold
 
+    asked = ["--fail-on-regression"] if fail_on_regression else []
+    asked += [f"--gate {name}" for name in dict.fromkeys(gates)]
+    asked += ["--strict"] * strict + ["--allow-lost"] * allow_lost
+    asked += [f"--fail-under {t.metric}={t.text}" for t in fail_under]
     try:
         sides = read_evals([base]), read_evals([new])
         inputs = [base, new]
@@ -236,8 +196,9 @@ def _read_and_compare(
         if html_path is not None:
             check_output(str(html_path), inputs=inputs, option="--html", force=force)
         total = sum(len(run.logs) for evals in sides for run in evals.runs)
+        quiet = as_json or markdown
         with nullcontext() if quiet else reading_progress(total) as on_log_read:
-            return compare_evals(
+            result = compare_evals(
                 base,
                 sides[0],
                 new,
@@ -245,51 +206,43 @@ def _read_and_compare(
                 alpha=alpha,
                 task=task,
                 model=model,
-                options=options,
+                gates=tuple(dict.fromkeys(gates)) or ("pass",),
+                allow_lost=allow_lost,
+                thresholds=fail_under,
+                asked=asked,
                 on_log_read=on_log_read,
             )
     except (LogError, CompareError) as error:
         raise click.ClickException(str(error)) from error
     except (InvalidThreshold, UnknownGate) as error:
         raise click.UsageError(str(error)) from error
+    try:
+        if html_path is not None:
+            from ..compare.show import render_html
 
-
-def _show(
-    result: Comparison,
-    html_path: Path | None,
-    force: bool,
-    show: int,
-    html_show: int,
-    as_json: bool,
-    markdown: bool,
-    verbose: bool,
-) -> None:
-    """The HTML page when asked, then the JSON, the Markdown or the tables."""
-    from ..compare.tables import all_warnings, comparison_page
-    from ..report.page import page_markdown, print_page
-
-    if html_path is not None:
-        from ..compare.html import render_html
-        from ..outputs import AtomicFile
-
-        page = render_html(result, html_show)
-        AtomicFile.write_text(str(html_path), page, replace=force)
-    if as_json or markdown:
-        # stdout stays the JSON (or the Markdown) alone; the JSON is written
-        # as it is made: the lists of changed samples are read back from
-        # disk item by item.
-        for warning in all_warnings(result):
-            click.echo(f"warning: {warning}", err=True)
-        if as_json:
-            _write_json(result)
+            page = render_html(result, html_show)
+            AtomicFile.write_text(str(html_path), page, replace=force)
+        if as_json or markdown:
+            # stdout holds the JSON (or the Markdown) alone.
+            for warning in all_warnings(result):
+                click.echo(f"warning: {warning}", err=True)
+            if as_json:
+                _write_json(result)
+            else:
+                click.echo(page_markdown(comparison_page(result, show)), nl=False)
         else:
-            click.echo(page_markdown(comparison_page(result, show)), nl=False)
-        return
-    from rich.console import Console
+            from rich.console import Console
 
-    print_page(comparison_page(result, show), Console(), verbose=verbose)
-    if html_path is not None:
-        click.echo(f"HTML comparison written to {html_path}", err=True)
+            print_page(comparison_page(result, show), Console(), verbose=verbose)
+            if html_path is not None:
+                click.echo(f"HTML comparison written to {html_path}", err=True)
+    finally:
+        result.close()
+    if result["verdict"]["failed"]:
+        click.echo(f"tracegrade compare: {verdict_lines(result)[0]}:", err=True)
+        for reason in result["verdict"]["failed_on"]:
+            click.echo(f"- {reason}", err=True)
+        sys.exit(REGRESSION_EXIT)
 
 
 def _write_json(result: Comparison) -> None:
