@@ -18,7 +18,7 @@ from tracegrade.compare.pairing import (
     NothingInCommon,
     Observation,
     Run,
-    pair_gate,
+    gate,
     pair_runs,
 )
 from tracegrade.compare.spool import Spools
@@ -66,7 +66,7 @@ def paired(
             new_epochs=9,
             new_complete=True,
         )
-        pair["gate"] = pair_gate(pair, 0.05, gates, gate_lost)
+        pair["gate"] = gate([pair], 0.05, gates, gate_lost)
         return Comparison(pair).to_json()
     finally:
         spools.close()

@@ -35,50 +35,28 @@ REGRESSION_EXIT = THRESHOLD_EXIT
     "--alpha",
     default=0.05,
     show_default=True,
-    type=float,
     callback=lambda _ctx, _param, value: _alpha(value),
-    help="Significance level of the paired tests (p <= alpha), strictly "
-    "between 0 and 1.",
+    help="Significance level of the paired tests, strictly between 0 and 1.",
 )
-@click.option(
-    "--task",
-    default=None,
-    help="Compare only the evals of this task (as logged, or its own name "
-    "without the package: stage_diagnosis).",
-)
-@click.option("--model", default=None, help="Compare only the evals of this model.")
+@click.option("--task", help="Compare only this task's evals (stage_diagnosis).")
+@click.option("--model", help="Compare only this model's evals.")
 @click.option(
     "--fail-on-regression",
     is_flag=True,
-    help=f"Exit {REGRESSION_EXIT} when NEW is significantly worse at --alpha "
-    "in any pair of evals (pass rate for stage diagnosis; membership or "
-    "order for extraction), or lost results: a run with a result in BASE "
-    "and none in NEW (an error, a data error, no score, missing), a NEW "
-    "eval that did not finish, a BASE eval with no NEW eval.",
+    help=f"Exit {REGRESSION_EXIT} when NEW is significantly worse at --alpha, "
+    "or lost results (a run, an unfinished eval, an eval missing).",
 )
 @click.option(
     "--gate",
     "gates",
     multiple=True,
     metavar="MEASURE",
-    help="With --fail-on-regression: what the paired tests gate, repeatable: "
-    "pass (the default: pass rate for stage diagnosis; membership and order "
-    "for extraction), context_recall, context_precision, or a pipeline step's "
-    "recall (retriever_recall). Given, it replaces the default: add --gate "
-    "pass to keep it. Lost results fail every gate.",
+    help="What the paired tests gate, repeatable, replacing the default pass: "
+    "pass, context_recall, context_precision, or a step's retriever_recall.",
 )
+@click.option("--strict", is_flag=True, help="Gate on any regression at all.")
 @click.option(
-    "--strict",
-    is_flag=True,
-    help="With --fail-on-regression: exit "
-    f"{REGRESSION_EXIT} on any regression at all, significant or not.",
-)
-@click.option(
-    "--allow-lost",
-    is_flag=True,
-    help="With --fail-on-regression: do not fail on lost results, NEW evals "
-    "that did not finish or BASE evals with no NEW eval; they are still "
-    "shown, and the output says they were not gated.",
+    "--allow-lost", is_flag=True, help="Show lost results without gating them."
 )
 @fail_under_option()
 @click.option(
@@ -86,35 +64,23 @@ REGRESSION_EXIT = THRESHOLD_EXIT
     default=10,
     show_default=True,
     type=click.IntRange(min=1),
-    help="How many rows of each list of samples or IDs the terminal shows "
-    "(--json lists all).",
+    help="Rows of each list the terminal shows (--json lists all).",
 )
 @click.option(
     "--html-show",
     default=1000,
     show_default=True,
     type=click.IntRange(min=1),
-    help="How many rows of each list of samples or IDs the --html page shows, "
-    "with the count of the rest (--json lists all).",
+    help="Rows of each list the --html page shows.",
 )
 @click.option(
     "--html",
     "html_path",
     type=click.Path(path_type=Path),
-    help="Also write the comparison, with transition heatmaps, as one "
-    "self-contained HTML file.",
+    help="Also write the comparison as one self-contained HTML file.",
 )
-@click.option(
-    "--force",
-    is_flag=True,
-    help="Replace an existing --html file (never one of the logs).",
-)
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print the comparison as JSON on stdout instead of tables.",
-)
+@click.option("--force", is_flag=True, help="Replace an existing --html file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON on stdout.")
 @markdown_option()
 @verbose_option()
 def compare(
@@ -136,32 +102,15 @@ def compare(
     markdown: bool,
     verbose: bool,
 ) -> None:
-    """Compare the tracegrade scores of two runs, sample by sample.
-
-    BASE and NEW are each a log (.eval or .json) or a directory of logs,
-    read as evals and paired by task and model (one eval on each side is
-    paired whatever it ran); within a pair, samples pair by sample id and
-    epoch under each tracegrade score name in both.
-
-    Shows the verdict first, then per pair of evals: each side's runs, the
-    transition matrix, the lost results, each outcome's paired test with
-    the sample as the unit (exact McNemar, or the exact sign test with
-    several epochs) and its verdict (worse, better, not significant, too
-    few to tell), context recall and precision, and the changed samples.
-    --verbose shows every table with what each column means. The rules:
-    docs/compare.md.
+    """Compare the tracegrade scores of two runs, sample by sample: the
+    verdict, then per pair of evals (paired by task and model) the runs,
+    the transitions, the paired tests and the changed samples. The rules
+    and the JSON: docs/compare.md.
 
     \b
-    Exit codes: 0 compared (regressions or not, unless the gate is asked
-    for), 1 a log cannot be read or the evals cannot be compared (no
-    tracegrade score, no eval or sample in common, evals whose pairing is
-    unclear), 2 usage error (a --fail-under of an unknown metric, a value
-    outside [0, 1], or a metric no compared score has; a --gate of no
-    measure the runs have) or an output that
-    cannot be written, 3 the gate failed: with --fail-on-regression, NEW
-    regressed in some pair of evals (significantly at --alpha, or at all
-    with --strict) or lost results (runs, an eval that did not finish, an
-    eval missing); or a --fail-under threshold is not met.
+    Exit codes: 0 compared, 1 a log cannot be read or the evals cannot be
+    compared, 2 usage error or an output that cannot be written, 3 the gate
+    failed (--fail-on-regression, --fail-under).
     """
     for given, option in (
         (strict, "--strict"),

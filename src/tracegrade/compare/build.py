@@ -4,7 +4,10 @@ and its verdict (docs/compare.md)."""
 
 from __future__ import annotations
 
+import io
 import json
+import re
+import secrets
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
 from typing import IO, Any, Final
@@ -42,8 +45,10 @@ from .pairing import (
     Observation,
     Run,
     gate_names,
-    pair_gate,
     pair_runs,
+)
+from .pairing import (
+    gate as pair_gate,
 )
 from .spool import Spool, Spools
 from .stats import DEFAULT_ALPHA, check_alpha
@@ -92,49 +97,38 @@ class Comparison(dict[str, Any]):
         return list(self["pairs"])
 
     def to_json(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads("".join(_json(self, 0)))
+        out = io.StringIO()
+        self.write_json(out)
+        data: dict[str, Any] = json.loads(out.getvalue())
         return data
 
     def write_json(self, out: IO[str]) -> None:
-        """Indented JSON, each item of a long list on one line."""
-        pending: list[str] = []
-        for chunk in _json(self, 0):
-            pending.append(chunk)
-            if len(pending) >= 4096:
-                out.write("".join(pending))
-                pending = []
-        out.write("".join(pending) + "\n")
+        """`json.dumps(indent=2)`, each item of a long list on a line of its
+        own, read from disk as it is written."""
+        spools: list[Spool] = []
+        token = secrets.token_hex(8)
+
+        def marked(spool: Spool) -> str:
+            spools.append(spool)
+            return f"{token}{len(spools) - 1}"
+
+        text = json.dumps(self, indent=2, allow_nan=False, default=marked)
+        parts = re.split(f'"{token}(\\d+)"', text)
+        for index, part in enumerate(parts):
+            if index % 2 == 0:
+                out.write(part)
+                continue
+            line = parts[index - 1].rsplit("\n", 1)[-1]
+            indent = "\n" + " " * (len(line) - len(line.lstrip(" ")))
+            separator = "["
+            for item in spools[int(part)].json_items():
+                out.write(f"{separator}{indent}  {item}")
+                separator = ","
+            out.write("[]" if separator == "[" else f"{indent}]")
+        out.write("\n")
 
     def close(self) -> None:
         self.spools.close()
-
-
-def _json(value: Any, level: int) -> Iterator[str]:
-    """`value` as `json.dumps(indent=2)` writes it, a `Spool` as a list."""
-    if isinstance(value, Spool):
-        items: Iterator[Iterator[str]] = (iter([text]) for text in value.json_items())
-    elif isinstance(value, dict):
-        items = (
-            _prefixed(f"{json.dumps(str(key))}: ", _json(item, level + 1))
-            for key, item in value.items()
-        )
-    elif isinstance(value, (list, tuple)):
-        items = (_json(item, level + 1) for item in value)
-    else:
-        yield json.dumps(value, allow_nan=False)
-        return
-    close = "}" if isinstance(value, dict) else "]"
-    separator = "{" if isinstance(value, dict) else "["
-    for item in items:
-        yield separator + "\n" + "  " * (level + 1)
-        yield from item
-        separator = ","
-    yield (separator + close) if separator in "{[" else "\n" + "  " * level + close
-
-
-def _prefixed(prefix: str, chunks: Iterator[str]) -> Iterator[str]:
-    yield prefix
-    yield from chunks
 
 
 def compare_logs(base: str, new: str, **options: Any) -> Comparison:
@@ -197,7 +191,7 @@ def compare_evals(
         spools.close()
         raise
     for pair in pairs:
-        pair["gate"] = pair_gate(pair, alpha, gates, not allow_lost)
+        pair["gate"] = pair_gate([pair], alpha, gates, not allow_lost)
     counted = "not gated (--allow-lost)" if allow_lost else "lost in NEW"
     warnings = [
         f"{side}: {note}"
@@ -220,7 +214,7 @@ def compare_evals(
         if run.status != "success"
     ]
     missing = [f"BASE: {_described(run)} has no NEW eval" for run in only_base]
-    gate = _overall_gate(pairs, alpha, failed, missing, not allow_lost)
+    gate = pair_gate(pairs, alpha, gates, not allow_lost, failed, missing)
     comparison = Comparison(
         format=3,
         unit="sample-epoch",
@@ -583,39 +577,3 @@ def _warnings(
 
 def _epochs(count: int) -> str:
     return f"{count} epoch{'s' if count != 1 else ''}"
-
-
-def _overall_gate(
-    pairs: list[dict[str, Any]],
-    alpha: float,
-    failed: list[str],
-    missing: list[str],
-    gate_lost: bool,
-) -> dict[str, Any]:
-    """The gate over every pair, each entry named by its pair when there
-    are several, and the NEW evals that did not finish or are missing."""
-
-    def entries(key: str) -> list[str]:
-        several = len(pairs) > 1
-        return [
-            f"{p['name']}: {e}" if several else e for p in pairs for e in p["gate"][key]
-        ]
-
-    significant = entries("significant")
-    regressions = sum(p["gate"]["regressions"] for p in pairs)
-    lost = sum(p["gate"]["lost"] for p in pairs)
-    fails = bool(significant) or (gate_lost and bool(lost or failed or missing))
-    return {
-        "alpha": alpha,
-        "outcomes": entries("outcomes"),
-        "regressions": regressions,
-        "regressed": entries("regressed"),
-        "significant": significant,
-        "lost": lost,
-        "lost_results": entries("lost_results"),
-        "failed_evals": failed,
-        "missing_evals": missing,
-        "lost_gated": gate_lost,
-        "fails": fails,
-        "fails_strict": fails or regressions > 0,
-    }

@@ -107,29 +107,35 @@ def _change(key: SampleKey, base: Run, new: dict[str, Any]) -> dict[str, Any]:
 
 
 @dataclass
-class _Moves:
-    """Per outcome or figure: the pairs, and each sample's NEW minus BASE
-    (kept with several epochs) or the pairs that fell and rose."""
+class _Tally:
+    """One outcome or figure over the pairs that have it on both sides:
+    each side's count (or exact sum), the pairs that moved down (`b`) and
+    up (`c`), each sample's moves (with several epochs), the pairs lost."""
 
     clustered: bool
     pairs: int = 0
-    fell: int = 0
-    rose: int = 0
+    b: int = 0
+    c: int = 0
+    lost: int = 0
+    base: ExactSum = field(default_factory=ExactSum)
+    new: ExactSum = field(default_factory=ExactSum)
     by_sample: dict[int | str, Any] = field(default_factory=dict)
 
-    def add(self, sample: int | str, moved: Any) -> None:
+    def add(self, sample: int | str, before: float, after: float) -> Any:
+        moved = _share(after) - _share(before) if self.clustered else after - before
         self.pairs += 1
+        self.base.add(before)
+        self.new.add(after)
+        self.b += moved < 0
+        self.c += moved > 0
         if self.clustered:
             self.by_sample[sample] = self.by_sample.get(sample, 0) + moved
-        else:
-            self.fell += moved < 0
-            self.rose += moved > 0
+        return moved
 
-    @property
-    def moved(self) -> tuple[int, int]:
-        return self.fell, self.rose
-
-    def clusters(self) -> tuple[int, int, int]:
+    def samples(self) -> tuple[int, int, int]:
+        """The samples, and those whose moves fell and rose in all."""
+        if not self.clustered:
+            return self.pairs, self.b, self.c
         moves = self.by_sample.values()
         return len(moves), sum(m < 0 for m in moves), sum(m > 0 for m in moves)
 
@@ -137,7 +143,7 @@ class _Moves:
 @dataclass
 class _Score:
     """Everything counted for one score while NEW is read; nothing here
-    grows with the changed pairs."""
+    grows with the changed pairs, which go to its `lists` on disk."""
 
     kind: str
     clustered: bool
@@ -150,31 +156,21 @@ class _Score:
     ids_compared: int = 0
     newly_missing: Counter[str] = field(default_factory=Counter)
     newly_found: Counter[str] = field(default_factory=Counter)
-    outcomes: list[list[Any]] = field(default_factory=list)
-    figures: dict[str, list[Any]] = field(default_factory=dict)
+    tallies: dict[str, _Tally] = field(default_factory=dict)
     lists: dict[str, Spool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         names = ["only_in_new", "lost_runs"]
-        names += (
-            ["regressions", "fixes"]
-            if self.kind == STAGE
-            else ["lost_membership", "gained_membership", "lost_order", "gained_order"]
-        )
-        self.lists = {name: self.spools.new() for name in names}
-        # Each outcome's moves; its runs with it in BASE, in NEW; b and c.
-        self.outcomes = [
-            [_Moves(self.clustered), 0, 0, 0, 0] for _ in _OUTCOMES[self.kind]
-        ]
         if self.kind == STAGE:
-            for name in ("recall", "precision"):
-                self._figure(name)
-
-    def _figure(self, name: str) -> list[Any]:
-        # Its moves, each side's exact sum, and the pairs that lost it.
-        return self.figures.setdefault(
-            name, [_Moves(self.clustered), ExactSum(), ExactSum(), 0]
-        )
+            names += ["regressions", "fixes"]
+        else:
+            names += ["lost_membership", "gained_membership", "lost_order"]
+            names += ["gained_order"]
+        self.lists = {name: self.spools.new() for name in names}
+        # The outcomes, then (stage) context recall, precision and each step.
+        names = [name for name, *_ in _OUTCOMES[self.kind]]
+        names += ["recall", "precision"] if self.kind == STAGE else []
+        self.tallies = {name: _Tally(self.clustered) for name in names}
 
     def add(self, key: SampleKey, base: Run, new: Run) -> None:
         self.transitions[base.state, new.state] += 1
@@ -183,42 +179,28 @@ class _Score:
             self.lost_from[base.state, new.state] += 1
             self.lists["lost_runs"].add(*key, _change(key, base, new.side()))
         moves = []
-        for (name, has, _, _), tally in zip(
-            _OUTCOMES[self.kind], self.outcomes, strict=True
-        ):
-            if base.state not in results or new.state not in results:
-                break
-            moved = (new.state in has) - (base.state in has)
-            tally[0].add(key[0], moved)
-            tally[1] += base.state in has
-            tally[2] += new.state in has
-            tally[3] += moved < 0
-            tally[4] += moved > 0
-            moves.append(moved)
-            if moved and self.kind == EXTRACTION:
-                lost = "lost" if moved < 0 else "gained"
-                self.lists[f"{lost}_{name}"].add(*key, _change(key, base, new.side()))
+        for name, has, _, _ in _OUTCOMES[self.kind]:
+            if base.state in results and new.state in results:
+                before, after = base.state in has, new.state in has
+                moves.append(self.tallies[name].add(key[0], before, after))
+                if moves[-1] and self.kind == EXTRACTION:
+                    listed = f"{'lost' if moves[-1] < 0 else 'gained'}_{name}"
+                    self.lists[listed].add(*key, _change(key, base, new.side()))
         if self.kind == EXTRACTION:
             # A pair that lost (or gained) membership, order or both.
-            self.worse += -1 in moves
-            self.better += 1 in moves
+            self.worse += any(move < 0 for move in moves)
+            self.better += any(move > 0 for move in moves)
             return
-        self._add_stage(key, base, new)
-
-    def _add_stage(self, key: SampleKey, base: Run, new: Run) -> None:
         # A step is compared from the first pair whose BASE run has it.
         for step, _ in base.step_recall or ():
-            self._figure(f"{step}_recall")
-        for name, (moves, base_sum, new_sum, _) in self.figures.items():
-            before, after = base.figure(name), new.figure(name)
-            if before is not None and after is None and new.state in RESULTS[STAGE]:
+            self.tallies.setdefault(f"{step}_recall", _Tally(self.clustered))
+        for name, tally in list(self.tallies.items())[2:]:
+            then, now = base.figure(name), new.figure(name)
+            if then is not None and now is None and new.state in results:
                 # A run that lost its result is lost already, as a run.
-                self.figures[name][3] += 1
-            if before is None or after is None:
-                continue
-            base_sum.add(before)
-            new_sum.add(after)
-            moves.add(key[0], _share(after) - _share(before))
+                tally.lost += 1
+            if then is not None and now is not None:
+                tally.add(key[0], then, now)
         if base.state == "pass" and new.state in ("retrieval", "generation"):
             self.worse += 1
             self.lists["regressions"].add(*key, _change(key, base, new.side()))
@@ -234,6 +216,12 @@ class _Score:
         self, score: str, base_runs: AllRuns, only_in_base: Spool, alpha: float
     ) -> dict[str, Any]:
         states = STATES[self.kind]
+        tests = []
+        for name, _, higher, _ in _OUTCOMES[self.kind]:
+            t = self.tallies[name]
+            counts = (t.pairs, int(t.base.total), int(t.new.total), t.b, t.c)
+            clusters = t.samples() if self.clustered else None
+            tests.append(paired_test(name, higher, alpha, counts, clusters))
         result: dict[str, Any] = {
             "score": score,
             "kind": self.kind,
@@ -251,26 +239,17 @@ class _Score:
             "new_runs": _runs(self.new_runs, self.kind),
             "only_in_base": only_in_base,
             "only_in_new": self.lists.pop("only_in_new"),
-            "tests": [],
+            "tests": tests,
             "lost_runs": self.lists.pop("lost_runs"),
         }
-        for (name, _, higher, _), tally in zip(
-            _OUTCOMES[self.kind], self.outcomes, strict=True
-        ):
-            moves, *counts = tally
-            clusters = moves.clusters() if self.clustered else None
-            test = paired_test(name, higher, alpha, (moves.pairs, *counts), clusters)
-            result["tests"].append(test)
         if self.kind == EXTRACTION:
             return result | self.lists
         figures = []
-        for name, (moves, base_sum, new_sum, lost) in self.figures.items():
-            samples, fell, rose = (
-                moves.clusters() if self.clustered else (moves.pairs, *moves.moved)
-            )
-            means = (base_sum.mean(moves.pairs), new_sum.mean(moves.pairs))
-            moved = (fell, rose, lost)
-            figures.append(figure_test(name, alpha, moves.pairs, samples, means, moved))
+        for name, t in list(self.tallies.items())[2:]:
+            samples, fell, rose = t.samples()
+            means = (t.base.mean(t.pairs), t.new.mean(t.pairs))
+            moved = (fell, rose, t.lost)
+            figures.append(figure_test(name, alpha, t.pairs, samples, means, moved))
         return result | {
             "figures": figures,
             **self.lists,
@@ -434,53 +413,62 @@ def gate_names(pair: dict[str, Any]) -> list[str]:
     ]
 
 
-def pair_gate(
-    pair: dict[str, Any], alpha: float, gates: Iterable[str], gate_lost: bool
+def gate(
+    pairs: list[dict[str, Any]],
+    alpha: float,
+    gates: Iterable[str],
+    gate_lost: bool,
+    failed: Iterable[str] = (),
+    missing: Iterable[str] = (),
 ) -> dict[str, Any]:
-    """What `--fail-on-regression` decides on for one pair of evals."""
-    every = [*pair[STAGE], *pair[EXTRACTION]]
-    tests = [
-        (f"{c['score']}: {test['outcome']}", test["verdict"] == "worse")
-        for c in every
-        if PASS_GATE in gates
-        for test, (_, _, _, gated) in zip(c["tests"], _OUTCOMES[c["kind"]], strict=True)
-        if gated
-    ]
-    figures = [
-        (f"{c['score']}: {gate_name(f['figure'])}", f)
-        for c in pair[STAGE]
-        for f in c["figures"]
-        if gate_name(f["figure"]) in gates
-    ]
-    tests += [(name, f["verdict"] == "worse") for name, f in figures]
-    regressions = sum(c["worse"] for c in every)
-    lost = sum(c["lost"] for c in every) + sum(f["lost"] for _, f in figures)
-    significant = [name for name, worse in tests if worse]
-    fails = bool(significant) or (gate_lost and lost > 0)
+    """What `--fail-on-regression` decides on over `pairs`, each entry named
+    by its pair when there are several; `failed` and `missing` are NEW
+    evals that did not finish and BASE evals with no NEW eval."""
+    tests, lost_results, regressed = [], [], []
+    regressions = lost = 0
+    for pair in pairs:
+        named = f"{pair['name']}: " if len(pairs) > 1 else ""
+        for c in [*pair[STAGE], *pair[EXTRACTION]]:
+            outcomes = zip(c["tests"], _OUTCOMES[c["kind"]], strict=True)
+            tests += [
+                (f"{named}{c['score']}: {test['outcome']}", test)
+                for test, (_, _, _, gated) in outcomes
+                if gated and PASS_GATE in gates
+            ]
+            figures = [
+                (f"{named}{c['score']}: {gate_name(f['figure'])}", f)
+                for f in c.get("figures", [])
+                if gate_name(f["figure"]) in gates
+            ]
+            tests += figures
+            regressions += c["worse"]
+            lost += c["lost"] + sum(f["lost"] for _, f in figures)
+            if c["worse"]:
+                s = "s" * (c["worse"] != 1)
+                regressed.append(f"{named}{c['score']}: {c['worse']} regression{s}")
+            if c["lost"]:
+                lost_results.append(
+                    f"{named}{c['score']}: lost {lost_text(c['lost_from'])}"
+                )
+            lost_results += [
+                f"{name} lost in {f['lost']} pair{'s' * (f['lost'] != 1)} (a "
+                "result in NEW without it)"
+                for name, f in figures
+                if f["lost"]
+            ]
+    significant = [name for name, test in tests if test["verdict"] == "worse"]
+    failed, missing = list(failed), list(missing)
+    fails = bool(significant) or (gate_lost and bool(lost or failed or missing))
     return {
         "alpha": alpha,
         "outcomes": [name for name, _ in tests],
         "regressions": regressions,
-        "regressed": [
-            f"{c['score']}: {c['worse']} regression{'s' if c['worse'] != 1 else ''}"
-            for c in every
-            if c["worse"]
-        ],
+        "regressed": regressed,
         "significant": significant,
         "lost": lost,
-        "lost_results": [
-            f"{c['score']}: lost {lost_text(c['lost_from'])}"
-            for c in every
-            if c["lost"]
-        ]
-        + [
-            f"{name} lost in {f['lost']} pair{'s' if f['lost'] != 1 else ''} (a "
-            "result in NEW without it)"
-            for name, f in figures
-            if f["lost"]
-        ],
-        "failed_evals": [],
-        "missing_evals": [],
+        "lost_results": lost_results,
+        "failed_evals": failed,
+        "missing_evals": missing,
         "lost_gated": gate_lost,
         "fails": fails,
         "fails_strict": fails or regressions > 0,

@@ -13,7 +13,6 @@ from scipy.stats import binomtest  # type: ignore[import-untyped]
 DEFAULT_ALPHA = 0.05
 MCNEMAR = "exact McNemar test"
 SIGN = "exact sign test on per-sample differences"
-FIGURE_SIGN = "exact sign test on per-sample mean differences"
 TOO_FEW = "too few to tell"
 
 
@@ -48,41 +47,37 @@ def format_p(p: float) -> str:
 
 
 def _tested(
-    fell: int, rose: int, alpha: float, higher_is_better: bool
+    head: dict[str, Any], higher: bool, moved: str, needed: str
 ) -> dict[str, Any]:
-    """The test's fields after the counts, and `moved`, the changes weighed."""
+    """`head` and the test of its `fell` against its `rose`, the verdict
+    said in one sentence: `moved` what was weighed; `nothing`, when none."""
+    fell, rose, alpha = head["fell"], head["rose"], head["alpha"]
     changed = fell + rose
-    needed = discordant_needed(alpha)
+    least = discordant_needed(alpha)
     p = p_value(fell, rose) if changed else None
-    if p is None or changed < needed:
+    if p is None or changed < least:
         verdict = TOO_FEW
+        note = (
+            f"Too few to tell: {moved}; even a {changed} to 0 split would give "
+            f"p = {format_p(p_value(0, changed))} > alpha = {alpha}{needed}."
+        )
     elif p > alpha:
         verdict = "not significant"
+        note = f"Not significant: {moved}; p = {format_p(p)} > alpha = {alpha}."
     else:
-        verdict = "better" if (rose > fell) == higher_is_better else "worse"
-    return {
+        verdict = "better" if (rose > fell) == higher else "worse"
+        note = (
+            f"{verdict.capitalize()} in NEW: {moved}; p = {format_p(p)} <= "
+            f"alpha = {alpha}."
+        )
+    return head | {
         "p_value": p,
         "smallest_p_value": p_value(0, changed) if changed else None,
-        "discordant_needed": needed,
+        "discordant_needed": least,
         "significant": p is not None and p <= alpha,
         "verdict": verdict,
+        "note": note,
     }
-
-
-def _sentence(test: dict[str, Any], moved: str, alpha: float, needed: str) -> str:
-    p, verdict = test["p_value"], test["verdict"]
-    if verdict == TOO_FEW:
-        changed = test["fell"] + test["rose"]
-        lowest = format_p(test["smallest_p_value"])
-        return (
-            f"Too few to tell: {moved}; even a {changed} to 0 split would give "
-            f"p = {lowest} > alpha = {alpha}{needed}."
-        )
-    if verdict == "not significant":
-        return f"Not significant: {moved}; p = {format_p(p)} > alpha = {alpha}."
-    return (
-        f"{verdict.capitalize()} in NEW: {moved}; p = {format_p(p)} <= alpha = {alpha}."
-    )
 
 
 def paired_test(
@@ -90,19 +85,17 @@ def paired_test(
     higher_is_better: bool,
     alpha: float,
     counts: tuple[int, int, int, int, int],
-    clusters: tuple[int, int, int] | None = None,
+    clusters: tuple[int, int, int] | None,
 ) -> dict[str, Any]:
-    """`counts` are pairs, base_count, new_count, b, c; `clusters` (several
-    epochs) samples, fell, rose, for the sign test."""
+    """`counts` are pairs, base_count, new_count, b and c; `clusters`, with
+    several epochs, samples, fell and rose for the sign test."""
     pairs, base_count, new_count, b, c = counts
-    test_name, (samples, fell, rose) = (
-        (MCNEMAR, (pairs, b, c)) if clusters is None else (SIGN, clusters)
-    )
-    test = {
+    samples, fell, rose = (pairs, b, c) if clusters is None else clusters
+    head = {
         "outcome": outcome,
         "higher_is_better": higher_is_better,
         "alpha": alpha,
-        "test": test_name,
+        "test": MCNEMAR if clusters is None else SIGN,
         "pairs": pairs,
         "samples": samples,
         "base_count": base_count,
@@ -112,23 +105,11 @@ def paired_test(
         "fell": fell,
         "rose": rose,
     }
-    tested = _tested(fell, rose, alpha, higher_is_better)
-    test |= {"p_value": tested.pop("p_value")}
-    test |= {"difference": (c - b) / pairs if pairs else None} | tested
-    if not pairs:
-        note = f"Too few to tell: no pair was tested for {outcome}."
-    elif not fell + rose:
-        note = (
-            f"Too few to tell: none of the {pairs} pairs changed {outcome}, so "
-            "the test has nothing to weigh."
-        )
-    elif clusters is None:
+    if clusters is None:
         moved = (
             f"{b} of {pairs} pairs had {outcome} in BASE only and {c} in NEW "
             "only (exact McNemar test)"
         )
-        needed = f", and at least {test['discordant_needed']} changed pairs are needed"
-        note = _sentence(test, moved, alpha, needed)
     else:
         moved = (
             f"of {samples} samples ({pairs} paired epochs), {fell} had {outcome} "
@@ -136,11 +117,23 @@ def paired_test(
             "test, the sample as the unit: a sample's epochs are not independent "
             "evidence)"
         )
-        needed = (
-            f", and at least {test['discordant_needed']} changed samples are needed"
+    what = "pairs" if clusters is None else "samples"
+    needed = f", and at least {discordant_needed(alpha)} changed {what} are needed"
+    test = _tested(head, higher_is_better, moved, needed)
+    test["difference"] = (c - b) / pairs if pairs else None
+    if not pairs:
+        test["note"] = f"Too few to tell: no pair was tested for {outcome}."
+    elif not fell + rose:
+        test["note"] = (
+            f"Too few to tell: none of the {pairs} pairs changed {outcome}, so "
+            "the test has nothing to weigh."
         )
-        note = _sentence(test, moved, alpha, needed)
-    return test | {"note": note}
+    return {key: test[key] for key in [*head, *_AFTER.split()]}
+
+
+_AFTER = (
+    "p_value difference smallest_p_value discordant_needed significant verdict note"
+)
 
 
 def figure_test(
@@ -155,10 +148,10 @@ def figure_test(
     the samples that fell against those that rose; `moves` are fell, rose
     and the pairs that lost the figure."""
     (base, new), (fell, rose, lost) = means, moves
-    test = {
+    head = {
         "figure": figure,
         "alpha": alpha,
-        "test": FIGURE_SIGN,
+        "test": "exact sign test on per-sample mean differences",
         "pairs": pairs,
         "samples": samples,
         "base_mean": base,
@@ -167,20 +160,17 @@ def figure_test(
         "fell": fell,
         "rose": rose,
     }
-    tested = _tested(fell, rose, alpha, True)
-    test |= {"p_value": tested.pop("p_value")} | tested
+    moved = (
+        f"of {samples} samples ({pairs} paired runs with {figure} on both "
+        f"sides), {figure} fell in {fell} and rose in {rose} (exact sign test "
+        "on per-sample mean differences)"
+    )
+    test = _tested(head, True, moved, "")
     if not pairs:
-        note = f"Too few to tell: no pair has {figure} on both sides."
+        test["note"] = f"Too few to tell: no pair has {figure} on both sides."
     elif not fell + rose:
-        note = (
+        test["note"] = (
             f"Too few to tell: {figure} moved in none of the {samples} samples "
             f"({pairs} paired runs), so the test has nothing to weigh."
         )
-    else:
-        moved = (
-            f"of {samples} samples ({pairs} paired runs with {figure} on both "
-            f"sides), {figure} fell in {fell} and rose in {rose} (exact sign test "
-            "on per-sample mean differences)"
-        )
-        note = _sentence(test, moved, alpha, "")
-    return test | {"note": note, "lost": lost}
+    return test | {"lost": lost}
