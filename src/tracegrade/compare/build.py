@@ -13,43 +13,14 @@ from dataclasses import asdict
 from typing import IO, Any, Final
 
 from ..core.errors import quote
-from ..logs.evals import (
-    EvalRun,
-    Evals,
-    missing_parts_text,
-    read_evals,
-    superseded_note,
-    unused_reducer,
-)
+from ..logs import evals as log_evals
 from ..logs.samples import ScoreRead, UnreadableLog
 from ..logs.scores import LogError, LogScores, LogSummary
-from ..report.runs import NO_SCORE as NO_SCORE_WHY
-from ..report.runs import NOT_RUN, SAMPLE_ERROR
-from ..report.thresholds import (
-    OVER_ALL_RUNS,
-    Target,
-    Threshold,
-    ThresholdCheck,
-    check_thresholds,
-    threshold_line,
-)
+from ..report import runs as counts
+from ..report import thresholds as limits
 from ..schema import InvalidScore, read_extraction, read_stage
-from .pairing import (
-    DATA_ERROR,
-    EXTRACTION,
-    NO_SCORE,
-    PASS_GATE,
-    STAGE,
-    CompareError,
-    NothingInCommon,
-    Observation,
-    Run,
-    gate_names,
-    pair_runs,
-)
-from .pairing import (
-    gate as pair_gate,
-)
+from . import pairing
+from .pairing import EXTRACTION, NO_SCORE, STAGE, CompareError, Run
 from .spool import Spool, Spools
 from .stats import DEFAULT_ALPHA, check_alpha
 
@@ -72,9 +43,9 @@ FIGURE_TEST: Final = (
 )
 SIDES: Final = ("BASE", "NEW")
 _NO_SCORE: Final = {
-    SAMPLE_ERROR: "The sample errored before it was scored.",
-    NO_SCORE_WHY: "The sample is in the log without this score.",
-    NOT_RUN: "The eval stopped before it ran the sample.",
+    counts.SAMPLE_ERROR: "The sample errored before it was scored.",
+    counts.NO_SCORE: "The sample is in the log without this score.",
+    counts.NOT_RUN: "The eval stopped before it ran the sample.",
 }
 
 
@@ -133,21 +104,23 @@ class Comparison(dict[str, Any]):
 
 def compare_logs(base: str, new: str, **options: Any) -> Comparison:
     """Compare the evals at or under `base` with those under `new`."""
-    return compare_evals(base, read_evals([base]), new, read_evals([new]), **options)
+    return compare_evals(
+        base, log_evals.read_evals([base]), new, log_evals.read_evals([new]), **options
+    )
 
 
 def compare_evals(
     base_path: str,
-    base: Evals,
+    base: log_evals.Evals,
     new_path: str,
-    new: Evals,
+    new: log_evals.Evals,
     *,
     alpha: float = DEFAULT_ALPHA,
     task: str | None = None,
     model: str | None = None,
-    gates: Sequence[str] = (PASS_GATE,),
+    gates: Sequence[str] = (pairing.PASS_GATE,),
     allow_lost: bool = False,
-    thresholds: Sequence[Threshold] = (),
+    thresholds: Sequence[limits.Threshold] = (),
     asked: Sequence[str] = (),
     on_log_read: Callable[[str], None] | None = None,
 ) -> Comparison:
@@ -163,9 +136,9 @@ def compare_evals(
     spools = Spools()
     try:
         pairs = [_compare_pair(b, n, alpha, spools, on_log_read) for b, n in matched]
-        found = [PASS_GATE]
+        found = [pairing.PASS_GATE]
         found += list(
-            dict.fromkeys(name for pair in pairs for name in gate_names(pair))
+            dict.fromkeys(name for pair in pairs for name in pairing.gate_names(pair))
         )
         unknown = [name for name in gates if name not in found]
         if unknown:
@@ -173,30 +146,25 @@ def compare_evals(
                 f"--gate {quote(unknown[0])}: no such measure in these runs; they "
                 f"have {', '.join(found)}"
             )
+        scores = [(p["new"], c) for p in pairs for c in [*p[STAGE], *p[EXTRACTION]]]
         targets = [
-            Target(
-                f"NEW {pair['new']['name']}",
-                pair["new"]["task"],
-                pair["new"]["model"],
-                c["score"],
-                c["kind"],
-                c["new_runs"]["runs"],
-                c["new_runs"]["over_all_runs"],
+            limits.Target(
+                f"NEW {n['name']}", n["task"], n["model"], c["score"], c["kind"], *r
             )
-            for pair in pairs
-            for c in [*pair[STAGE], *pair[EXTRACTION]]
+            for n, c in scores
+            if (r := (c["new_runs"]["runs"], c["new_runs"]["over_all_runs"]))
         ]
-        checks = check_thresholds(thresholds, targets) if thresholds else []
+        checks = limits.check_thresholds(thresholds, targets) if thresholds else []
     except BaseException:
         spools.close()
         raise
     for pair in pairs:
-        pair["gate"] = pair_gate([pair], alpha, gates, not allow_lost)
+        pair["gate"] = pairing.gate([pair], alpha, gates, not allow_lost)
     counted = "not gated (--allow-lost)" if allow_lost else "lost in NEW"
     warnings = [
         f"{side}: {note}"
         for side, evals in zip(SIDES, (base, new), strict=True)
-        if (note := superseded_note(evals.superseded))
+        if (note := log_evals.superseded_note(evals.superseded))
     ]
     warnings += [
         f"BASE: {_described(run)} has no eval of the same task and model in "
@@ -214,7 +182,7 @@ def compare_evals(
         if run.status != "success"
     ]
     missing = [f"BASE: {_described(run)} has no NEW eval" for run in only_base]
-    gate = pair_gate(pairs, alpha, gates, not allow_lost, failed, missing)
+    gate = pairing.gate(pairs, alpha, gates, not allow_lost, failed, missing)
     comparison = Comparison(
         format=3,
         unit="sample-epoch",
@@ -222,8 +190,20 @@ def compare_evals(
         test=TEST,
         effect_size=EFFECT_SIZE,
         figure_test=FIGURE_TEST,
-        base=_side(base_path, selected[0], base),
-        new=_side(new_path, selected[1], new),
+        **{
+            side: {
+                "path": path,
+                "evals": [_eval(run) for run in runs],
+                "superseded": [asdict(s) for s in evals.superseded],
+            }
+            for side, path, runs, evals in zip(
+                ("base", "new"),
+                (base_path, new_path),
+                selected,
+                (base, new),
+                strict=True,
+            )
+        },
         pairs=pairs,
         only_in_base=[_eval(run) for run in only_base],
         only_in_new=[_eval(run) for run in only_new],
@@ -236,30 +216,15 @@ def compare_evals(
     return comparison
 
 
-def _eval(run: EvalRun) -> dict[str, Any]:
-    return {
-        "key": run.key,
-        "name": run.name,
-        "task": run.task,
-        "model": run.model,
-        "created": run.created,
-        "status": run.status,
-        "epochs": run.epochs,
-        "logs": [log.path for log in run.logs],
-    }
-
-
-def _side(path: str, runs: list[EvalRun], evals: Evals) -> dict[str, Any]:
-    superseded = [asdict(s) for s in evals.superseded]
-    return {
-        "path": path,
-        "evals": [_eval(run) for run in runs],
-        "superseded": superseded,
+def _eval(run: log_evals.EvalRun) -> dict[str, Any]:
+    fields = ("key", "name", "task", "model", "created", "status", "epochs")
+    return {key: getattr(run, key) for key in fields} | {
+        "logs": [log.path for log in run.logs]
     }
 
 
 def _verdict(
-    gate: dict[str, Any], checks: list[ThresholdCheck], asked: list[str]
+    gate: dict[str, Any], checks: list[limits.ThresholdCheck], asked: list[str]
 ) -> dict[str, Any]:
     """What the gate decided, and why, in plain sentences."""
     failing: list[str] = []
@@ -288,25 +253,22 @@ def _verdict(
             checked += [] if lost else ["no result lost"]
     for check in checks:
         met = "threshold met" if check.met else "threshold not met"
-        (checked if check.met else failing).append(f"{met}: {threshold_line(check)}")
+        (checked if check.met else failing).append(
+            f"{met}: {limits.threshold_line(check)}"
+        )
     if checks:
-        checked.append(f"thresholds are {OVER_ALL_RUNS}")
+        checked.append(f"thresholds are {limits.OVER_ALL_RUNS}")
     if not asked:
         checked.append(
             "no gate asked (--fail-on-regression, --fail-under): the "
             "comparison is reported, not gated"
         )
-    return {
-        "asked": asked,
-        "failed": bool(failing),
-        "failed_on": failing,
-        "checked": checked,
-    }
+    return dict(asked=asked, failed=bool(failing), failed_on=failing, checked=checked)
 
 
 def _selected(
-    side: str, runs: Sequence[EvalRun], task: str | None, model: str | None
-) -> list[EvalRun]:
+    side: str, runs: Sequence[log_evals.EvalRun], task: str | None, model: str | None
+) -> list[log_evals.EvalRun]:
     # A task is named as logged ("tracegrade/stage_diagnosis") or by its own
     # name alone ("stage_diagnosis").
     selected = [
@@ -326,18 +288,22 @@ def _selected(
     return selected
 
 
-def _described(run: EvalRun) -> str:
+def _described(run: log_evals.EvalRun) -> str:
     return f"{run.name} ({run.task}, {run.model})"
 
 
 def _pair_evals(
-    base: list[EvalRun], new: list[EvalRun]
-) -> tuple[list[tuple[EvalRun, EvalRun]], list[EvalRun], list[EvalRun]]:
+    base: list[log_evals.EvalRun], new: list[log_evals.EvalRun]
+) -> tuple[
+    list[tuple[log_evals.EvalRun, log_evals.EvalRun]],
+    list[log_evals.EvalRun],
+    list[log_evals.EvalRun],
+]:
     """BASE's evals paired with NEW's by task and model (one eval each side
     is paired whatever it ran), and those on one side only."""
     if len(base) == 1 and len(new) == 1:
         return [(base[0], new[0])], [], []
-    grouped: list[dict[tuple[str, str], list[EvalRun]]] = [{}, {}]
+    grouped: list[dict[tuple[str, str], list[log_evals.EvalRun]]] = [{}, {}]
     for runs, by_key in zip((base, new), grouped, strict=True):
         for run in runs:
             by_key.setdefault((run.task, run.model), []).append(run)
@@ -355,7 +321,7 @@ def _pair_evals(
         listed = [
             ", ".join(f"{r.task} ({r.model})" for r in runs) for runs in (base, new)
         ]
-        raise NothingInCommon(
+        raise pairing.NothingInCommon(
             "no eval of the same task and model is on both sides: BASE has "
             f"{listed[0]}; NEW has {listed[1]} (--task and --model select)"
         )
@@ -366,22 +332,22 @@ def _pair_evals(
     return [(grouped[0][k][0], grouped[1][k][0]) for k in common], alone[0], alone[1]
 
 
-def _pair_name(base: EvalRun, new: EvalRun) -> str:
+def _pair_name(base: log_evals.EvalRun, new: log_evals.EvalRun) -> str:
     if (base.task, base.model) == (new.task, new.model):
         return f"{new.task} ({new.model})"
     return f"{base.task} ({base.model}) vs {new.task} ({new.model})"
 
 
 def _compare_pair(
-    base: EvalRun,
-    new: EvalRun,
+    base: log_evals.EvalRun,
+    new: log_evals.EvalRun,
     alpha: float,
     spools: Spools,
     on_log_read: Callable[[str], None] | None,
 ) -> dict[str, Any]:
     logs: dict[str, list[LogSummary]] = {"BASE": [], "NEW": []}
     try:
-        paired = pair_runs(
+        paired = pairing.pair_runs(
             _observations("BASE", base, logs["BASE"], on_log_read),
             _observations("NEW", new, logs["NEW"], on_log_read),
             spools,
@@ -390,7 +356,7 @@ def _compare_pair(
             new_epochs=new.epochs,
             new_complete=new.complete,
         )
-    except NothingInCommon as error:
+    except pairing.NothingInCommon as error:
         for side in SIDES:
             # A side with no tracegrade score at all says more; NEW may be
             # unread when BASE is the one refused.
@@ -410,10 +376,10 @@ def _compare_pair(
 
 def _observations(
     side: str,
-    run: EvalRun,
+    run: log_evals.EvalRun,
     logs: list[LogSummary],
     on_log_read: Callable[[str], None] | None,
-) -> Iterator[Observation]:
+) -> Iterator[pairing.Observation]:
     """Every run of every log of one eval; each log's summary is appended to
     `logs` once it has been read."""
     # One copy of each explanation and figure: most runs share a few.
@@ -433,13 +399,13 @@ def _observations(
             assert scores.scoreless is not None
             for name, kind in scores.score_names().items():
                 for sample_id, epoch, errored in scores.scoreless:
-                    why = SAMPLE_ERROR if errored else NO_SCORE_WHY
+                    why = counts.SAMPLE_ERROR if errored else counts.NO_SCORE
                     found = Run(NO_SCORE, None, _NO_SCORE[why], log.path)
                     yield name, kind, sample_id, epoch, found, why
                 # A sample the eval never ran got no result either.
                 for sample_id, epoch in scores.not_run_keys():
-                    found = Run(NO_SCORE, None, _NO_SCORE[NOT_RUN], log.path)
-                    yield name, kind, sample_id, epoch, found, NOT_RUN
+                    found = Run(NO_SCORE, None, _NO_SCORE[counts.NOT_RUN], log.path)
+                    yield name, kind, sample_id, epoch, found, counts.NOT_RUN
         except (UnreadableLog, OSError) as error:
             raise LogError(
                 f"{side}: cannot read {log.path!r} as an Inspect log ({error})"
@@ -465,23 +431,19 @@ def _run(
     if kind == EXTRACTION:
         graded = read_extraction(score.value, score.metadata)
         if graded.error is not None and graded.error.unscored:
-            state = DATA_ERROR if graded.error.side == "data" else NO_SCORE
+            state = pairing.DATA_ERROR if graded.error.side == "data" else NO_SCORE
             return Run(state, None, explanation, path), _shared(
                 graded.error.kind, shared
             )
-        state = (
-            "pass"
-            if graded.order
-            else "order fail"
-            if graded.membership
-            else "membership fail"
-        )
-        return Run(state, None, explanation, path), None
+        grade = ("membership fail", "order fail", "pass")
+        return Run(
+            grade[bool(graded.membership) + bool(graded.order)], None, explanation, path
+        ), None
     staged = read_stage(score.value, score.metadata)
     why = None
     if staged.error is not None and staged.error.unscored:
         # A run-side error: the sample errored, and was scored only to say so.
-        state = DATA_ERROR if staged.error.side == "data" else NO_SCORE
+        state = pairing.DATA_ERROR if staged.error.side == "data" else NO_SCORE
         why, missing = _shared(staged.error.kind, shared), None
     else:
         assert staged.stage is not None
@@ -489,15 +451,8 @@ def _run(
         missing = None if staged.missing is None else tuple(staged.missing)
     # A run with no stage still had its context: it keeps its figures.
     steps = None if staged.step_recall is None else tuple(staged.step_recall.items())
-    return Run(
-        state,
-        missing,
-        explanation,
-        path,
-        _shared(staged.recall, shared),
-        _shared(staged.precision, shared),
-        _shared(steps, shared),
-    ), why
+    figures = (_shared(f, shared) for f in (staged.recall, staged.precision, steps))
+    return Run(state, missing, explanation, path, *figures), why
 
 
 def _nothing_found(side: str, logs: Sequence[LogSummary]) -> str:
@@ -512,8 +467,8 @@ def _nothing_found(side: str, logs: Sequence[LogSummary]) -> str:
 
 
 def _warnings(
-    base: EvalRun,
-    new: EvalRun,
+    base: log_evals.EvalRun,
+    new: log_evals.EvalRun,
     logs: dict[str, list[LogSummary]],
     paired: dict[str, Any],
 ) -> list[str]:
@@ -527,7 +482,7 @@ def _warnings(
         )
     for side, run in zip(SIDES, (base, new), strict=True):
         if run.missing_count:
-            missing = missing_parts_text(run.missing_parts, run.missing_count)
+            missing = log_evals.missing_parts_text(run.missing_parts, run.missing_count)
             warnings.append(
                 f"{side}: {run.name} is missing {missing}; only the parts read "
                 "are compared."
@@ -546,7 +501,7 @@ def _warnings(
             for log in logs[side]
             if not log.tracegrade_scores
         ]
-        unused = unused_reducer(run.name, run.epochs_reducer)
+        unused = log_evals.unused_reducer(run.name, run.epochs_reducer)
         if unused and paired[STAGE]:
             warnings.append(f"{side}: {unused}")
     warnings += [

@@ -4,7 +4,7 @@ transition heatmap per score): the verdict first, each long list cut to
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -18,21 +18,36 @@ from .pairing import EXTRACTION, STAGE, lost_text
 from .stats import SIGN, discordant_needed, format_p
 
 ARROW = "\u2192"
-_STATES = {
-    STAGE: "States: the stage (retrieval, generation, pass, unresolved); data "
-    "error: unscored, the sample's data is at fault; no score: the sample is "
-    "in the log without this score (it errored before scoring), or its eval "
-    "stopped before running it.",
-    EXTRACTION: "States: pass: every ID kept, in source order; order fail: "
-    "every ID kept, order lost; membership fail: an ID dropped, invented or "
-    "repeated, or the answer unreadable (order fails too); data error: "
-    "unscored; no score: the sample is in the log without this score, or its "
-    "eval stopped before running it.",
+_LEGEND = {
+    "summary": "pairs: sample-epochs in both runs. changed: pairs whose state "
+    "changed. worse: stage regressions (pass to retrieval or generation), or "
+    "extraction pairs that lost membership or order; better: the reverse. "
+    "lost: runs with a result in BASE and none in NEW, by their states; the "
+    "gate counts them.",
+    "runs": "runs: every sample-epoch under the score. diagnosed: runs with a "
+    "result (a stage, a grade); the rest, and why. The tests weigh only pairs "
+    "with a result on both sides.",
+    STAGE: "States: the stage; data error: the sample's data is at fault; no "
+    "score: the sample errored before scoring, or its eval stopped first.",
+    EXTRACTION: "States: pass: every ID kept, in order; order fail: order "
+    "lost; membership fail: an ID dropped, invented or repeated, or the "
+    "answer unreadable; data error; no score.",
+    "tests": "Over the pairs with a result in both runs. b: pairs with the "
+    "outcome in BASE only; c: in NEW only. p: the exact McNemar test (one "
+    "epoch), or the exact sign test of the samples whose share of epochs "
+    "with the outcome fell or rose. change: (c - b) / pairs.",
+    "figures": "Over the pairs where both runs have the figure ({step}_recall: "
+    "a pipeline step's). BASE and NEW: its mean; fell and rose: the samples "
+    "whose mean fell or rose; p: the exact sign test of them. Gated only "
+    "with --gate.",
+    "one-run": "Not paired, so not compared, but counted.",
+    "ids": "newly missing: pairs whose NEW run missed the required ID and "
+    "whose BASE run did not; newly found: the reverse.",
+    "logs": "samples: sample-epochs in the log. no score: samples with no "
+    "tracegrade score. part: the log's part of a run `tracegrade score` split.",
+    "evals": "An eval is a log, the newest of a retried eval, or the parts of "
+    "a split run; evals pair by task and model.",
 }
-_TESTS = ["score", "outcome", "test", "pairs", "samples", "BASE", "NEW"]
-_TESTS += ["b", "c", "fell", "rose", "p", "change", "verdict"]
-_FIGURES = ["score", "figure", "pairs", "samples", "BASE", "NEW", "change"]
-_FIGURES += ["fell", "rose", "p", "verdict"]
 
 
 def verdict_lines(comparison: Comparison) -> list[str]:
@@ -45,8 +60,7 @@ def verdict_lines(comparison: Comparison) -> list[str]:
 
 
 def all_warnings(comparison: Comparison) -> list[str]:
-    """The comparison's warnings, then each pair's, named by the pair when
-    there are several."""
+    """The comparison's warnings, then each pair's (named, when several)."""
     several = len(comparison.pairs) > 1
     return [*comparison["warnings"]] + [
         f"{pair['name']}: {warning}" if several else warning
@@ -61,64 +75,56 @@ def comparison_page(comparison: Comparison, show: int, option: str = "--show") -
     head, *reasons = verdict_lines(comparison)
     asked = comparison["verdict"]["asked"]
     sections = [Section(None, [_thresholds(comparison["thresholds"])])]
+    several = len(comparison.pairs) > 1
     for index, pair in enumerate(comparison.pairs):
-        several = len(comparison.pairs) > 1
+        name = pair["name"]
         first, rest, notes = _pair_tables(pair, comparison["alpha"], show, option)
         if several:
-            notes = [f"{pair['name']}, {note}" for note in notes]
-        sections.append(
-            Section(
-                pair["name"] if several else None,
-                _named(first, pair["name"], index, several),
-                notes,
-                _named(rest, pair["name"], index, several),
+            notes = [f"{name}, {note}" for note in notes]
+            first, rest = (
+                [_named(t, f"{index + 1}-", f"{name}: ") for t in tables]
+                for tables in (first, rest)
             )
-        )
+        sections.append(Section(name if several else None, first, notes, rest))
     sections.append(Section(None, [_evals(comparison)]))
     return Page(
-        command="tracegrade compare",
-        verdict=head,
-        reasons=reasons,
-        failed=comparison["verdict"]["failed"] if asked else None,
-        summary=[_summary(comparison), f"Regressions: {_regressions(comparison)}"],
-        headlines=[],
-        warnings=all_warnings(comparison),
-        sections=sections,
+        "tracegrade compare",
+        head,
+        reasons,
+        comparison["verdict"]["failed"] if asked else None,
+        [_summary(comparison), f"Regressions: {_regressions(comparison)}"],
+        [],
+        all_warnings(comparison),
+        sections,
     )
 
 
-def _named(tables: list[Table], name: str, index: int, several: bool) -> list[Table]:
-    """Tables with rows; with several pairs, each named by its pair."""
-    if not several:
-        return [table for table in tables if table.rows]
-    return [
-        Table(
-            **{**vars(t), "key": f"{index + 1}-{t.key}", "title": f"{name}: {t.title}"}
-        )
-        for t in tables
-        if t.rows
-    ]
+def _named(table: Table, key: str, title: str) -> Table:
+    return Table(
+        **{**vars(table), "key": key + table.key, "title": title + table.title}
+    )
 
 
 def _summary(comparison: Comparison) -> str:
     def side(summary: dict[str, Any]) -> str:
-        evals = len(summary["evals"])
-        return f"{Path(summary['path']).name} ({evals} eval{'s' * (evals != 1)})"
+        return f"{Path(summary['path']).name} ({_count(len(summary['evals']), 'eval')})"
 
     pairs = sum(c["pairs"] for pair in comparison.pairs for c in _scores(pair))
-    evals = len(comparison.pairs)
     return (
         f"BASE {side(comparison['base'])} against NEW {side(comparison['new'])}; "
-        f"{evals} pair{'s' * (evals != 1)} of evals, {pairs} pairs of "
+        f"{_count(len(comparison.pairs), 'pair')} of evals, {pairs} pairs of "
         f"sample-epochs (by sample id and epoch); alpha = {comparison['alpha']}."
     )
+
+
+def _count(count: int, what: str) -> str:
+    return f"{count} {what}{'s' * (count != 1)}"
 
 
 def _regressions(comparison: Comparison) -> str:
     """The regressions; without the gate asked, what the gate would count."""
     gate = comparison["gate"]
-    count = gate["regressions"]
-    text = f"{count} regression{'s' * (count != 1)}"
+    text = _count(gate["regressions"], "regression")
     if gate["regressed"]:
         text += f" ({'; '.join(gate['regressed'])})"
     if "--fail-on-regression" in comparison["verdict"]["asked"]:
@@ -139,10 +145,6 @@ def _scores(pair: dict[str, Any]) -> list[dict[str, Any]]:
     return [*pair[STAGE], *pair[EXTRACTION]]
 
 
-def figure_name(figure: str) -> str:
-    return f"context {figure}" if figure in ("recall", "precision") else figure
-
-
 def _pp(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:+.1f} pp"
 
@@ -151,29 +153,34 @@ def _p(value: float | None) -> str:
     return "n/a" if value is None else format_p(value)
 
 
+def _figure(name: str) -> str:
+    return f"context {name}" if name in ("recall", "precision") else name
+
+
 def _pair_tables(
     pair: dict[str, Any], alpha: float, show: int, option: str
 ) -> tuple[list[Table], list[Table], list[str]]:
     """The counts and tests, then the lists, then the tests' sentences."""
     scores = _scores(pair)
-    first = [_pairs(scores), _runs(scores)] + [_transitions(c) for c in scores]
     tests = [(c["score"], t) for c in scores for t in c["tests"]]
     figures = [(c["score"], f) for c in pair[STAGE] for f in c["figures"]]
+    first = [_pairs(scores), _runs(scores), *map(_transitions, scores)]
     first += [_tests(tests, alpha), _figures(figures)]
     notes = [f"{score} {t['outcome']}: {t['note']}" for score, t in tests]
-    notes += [
-        f"{score} {figure_name(f['figure'])}: {f['note']}" for score, f in figures
-    ]
+    notes += [f"{score} {_figure(f['figure'])}: {f['note']}" for score, f in figures]
     lists = [
-        (c, "lost", f"Lost results: {c['score']} (a result in BASE, none in NEW)")
-        for c in scores
+        (c, "lost", "Lost results", " (a result in BASE, none in NEW)") for c in scores
     ]
     for c in pair[STAGE]:
-        regressed = f"Regressions: {c['score']} (pass {ARROW} retrieval or generation)"
-        lists += [
-            (c, "regressions", regressed),
-            (c, "fixes", f"Fixes: {c['score']} (now pass)"),
-        ]
+        lists.append(
+            (
+                c,
+                "regressions",
+                "Regressions",
+                f" (pass {ARROW} retrieval or generation)",
+            )
+        )
+        lists.append((c, "fixes", "Fixes", " (now pass)"))
     for c in pair[EXTRACTION]:
         for key in (
             "lost_membership",
@@ -181,23 +188,20 @@ def _pair_tables(
             "lost_order",
             "gained_order",
         ):
-            title = key.replace("_", " ").capitalize()
-            lists.append((c, key, f"{title}: {c['score']}"))
-    rest = [_changes(c, key, title, show, option) for c, key, title in lists]
+            lists.append((c, key, key.replace("_", " ").capitalize(), ""))
+    rest = [_changes(*listed, show, option) for listed in lists]
     rest += [_ids(c, show, option) for c in pair[STAGE]]
     rest += [_one_run(scores, show, option), _logs(pair)]
-    return first, rest, notes
+    return [t for t in first if t.rows], [t for t in rest if t.rows], notes
 
 
 def _pairs(scores: list[dict[str, Any]]) -> Table:
+    columns = ["score", "pairs", "changed", "worse", "better", "lost"]
     rows = [
         [
             c["score"],
             str(c["pairs"]),
-            str(
-                c["pairs"]
-                - sum(c["transitions"][i][i] for i in range(len(c["states"])))
-            ),
+            str(c["pairs"] - sum(row[i] for i, row in enumerate(c["transitions"]))),
             str(c["worse"]),
             str(c["better"]),
             lost_text(c["lost_from"]),
@@ -206,72 +210,37 @@ def _pairs(scores: list[dict[str, Any]]) -> Table:
         ]
         for c in scores
     ]
+    columns += ["only in BASE", "only in NEW"]
     return Table(
-        key="summary",
-        constant=["score"],
-        title="Pairs",
-        caption="pairs: sample-epochs in both runs. changed: pairs whose state "
-        "changed. worse: stage regressions (pass to retrieval or generation), "
-        "or extraction pairs that lost membership or order. better: stage "
-        "fixes (pass in NEW, not in BASE), or extraction pairs that gained "
-        "membership or order. lost: runs with a result (a stage, a grade) in "
-        "BASE and none in NEW (a data error, no score, or not in NEW at all), "
-        "by their states; the gate counts them. Samples in one run only are "
-        "listed below.",
-        columns=[
-            "score",
-            "pairs",
-            "changed",
-            "worse",
-            "better",
-            "lost",
-            "only in BASE",
-            "only in NEW",
-        ],
-        rows=rows,
+        "summary", "Pairs", _LEGEND["summary"], columns, rows, constant=["score"]
     )
 
 
 def _runs(scores: list[dict[str, Any]]) -> Table:
     rows = []
-    for c in scores:
-        for side in ("BASE", "NEW"):
-            runs = c[f"{side.lower()}_runs"]
-            why = [Undiagnosed(**item) for item in runs["not_diagnosed"]]
-            counts = [runs["runs"], runs["diagnosed"], runs["runs"] - runs["diagnosed"]]
-            rows.append([c["score"], side, *map(str, counts), why_text(why) or "none"])
-    return Table(
-        key="runs",
-        constant=["score"],
-        title="Runs",
-        caption="runs: every sample-epoch of the eval under the score, paired "
-        "or not. diagnosed: runs with a result (a stage; extraction: a grade). "
-        "not diagnosed: runs with none, and why: a data error, a sample error, "
-        "a run logged without the score, or one its eval never ran. The tests "
-        "weigh only pairs with a result on both sides; a run BASE diagnosed "
-        "and NEW did not is a lost result (table Pairs).",
-        columns=["score", "side", "runs", "diagnosed", "not diagnosed", "why"],
-        rows=rows,
-    )
+    for c, side in ((c, side) for c in scores for side in ("BASE", "NEW")):
+        runs = c[f"{side.lower()}_runs"]
+        why = why_text([Undiagnosed(**item) for item in runs["not_diagnosed"]])
+        counts = [runs["runs"], runs["diagnosed"], runs["runs"] - runs["diagnosed"]]
+        rows.append([c["score"], side, *map(str, counts), why or "none"])
+    columns = ["score", "side", "runs", "diagnosed", "not diagnosed", "why"]
+    return Table("runs", "Runs", _LEGEND["runs"], columns, rows, constant=["score"])
 
 
 def _transitions(c: dict[str, Any]) -> Table:
     states, counts = c["states"], c["transitions"]
-    totals = [sum(row[j] for row in counts) for j in range(len(states))]
-    rows = [
-        [s, *map(str, row), str(sum(row))]
-        for s, row in zip(states, counts, strict=True)
-    ]
+    totals = [sum(column) for column in zip(*counts, strict=True)]
+    rows = [[s, *map(str, r), str(sum(r))] for s, r in zip(states, counts, strict=True)]
     rows.append(["total", *map(str, totals), str(sum(totals))])
     # Briefly, without the states no pair is in on either side.
     held = [i for i in range(len(states)) if totals[i] or sum(counts[i])]
     return Table(
-        key=f"transitions-{c['score']}",
-        title=f"Transitions: {c['score']}",
-        caption="Pairs by state in BASE (rows) and in NEW (columns); the "
-        f"diagonal is unchanged. {_STATES[c['kind']]}",
-        columns=["BASE \\ NEW", *states, "total"],
-        rows=rows,
+        f"transitions-{c['score']}",
+        f"Transitions: {c['score']}",
+        "Pairs by state in BASE (rows) and in NEW (columns); the diagonal is "
+        f"unchanged. {_LEGEND[c['kind']]}",
+        ["BASE \\ NEW", *states, "total"],
+        rows,
         brief=["BASE \\ NEW", *(states[i] for i in held), "total"],
         brief_rows=[*held, len(states)],
     )
@@ -279,32 +248,30 @@ def _transitions(c: dict[str, Any]) -> Table:
 
 def _tests(tests: list[tuple[str, dict[str, Any]]], alpha: float) -> Table:
     unit = "samples" if any(t["test"] == SIGN for _, t in tests) else "pairs"
+    columns = ["score", "outcome", "test", "pairs", "samples", "BASE", "NEW"]
+    columns += ["b", "c", "fell", "rose", "p", "change", "verdict"]
+    counts = ("pairs", "samples", "base_count", "new_count", "b", "c", "fell", "rose")
     rows = [
         [score, t["outcome"], "sign" if t["test"] == SIGN else "McNemar"]
-        + [str(t[k]) for k in ("pairs", "samples", "base_count", "new_count")]
-        + [str(t[k]) for k in ("b", "c", "fell", "rose")]
+        + [str(t[key]) for key in counts]
         + [_p(t["p_value"]), _pp(t["difference"]), t["verdict"]]
         for score, t in tests
     ]
+    caption = (
+        f"{_LEGEND['tests']} With fewer than {discordant_needed(alpha)} changed "
+        f"{unit} no split can reach alpha = {alpha}: too few to tell."
+    )
+    # One epoch: samples, fell and rose say again pairs, b and c.
+    brief = [c for c in columns if c not in ("test", "samples", "fell", "rose")]
+    brief_shown = brief if unit == "pairs" else None
     return Table(
-        key="tests",
+        "tests",
+        "Significance",
+        caption,
+        columns,
+        rows,
+        brief=brief_shown,
         constant=["score"],
-        title="Significance",
-        caption="Over the pairs with a stage (or a grade) in both runs. b: pairs "
-        "with the outcome in BASE only; c: in NEW only. With one epoch per "
-        "sample, p is the exact McNemar test (the binomial test of b in b + c "
-        "at 1/2); with several, the sample is the unit: fell and rose count "
-        "the samples whose share of epochs with the outcome fell or rose, and "
-        "p is the exact sign test of them. change: NEW share minus BASE share, "
-        "(c - b) / pairs, in percentage points. With fewer than "
-        f"{discordant_needed(alpha)} changed {unit} no split can reach alpha = "
-        f"{alpha}: too few to tell.",
-        columns=_TESTS,
-        rows=rows,
-        # One epoch: samples, fell and rose say again pairs, b and c.
-        brief=None
-        if unit == "samples"
-        else [c for c in _TESTS if c not in ("test", "samples", "fell", "rose")],
     )
 
 
@@ -312,10 +279,12 @@ def _figures(figures: list[tuple[str, dict[str, Any]]]) -> Table:
     def mean(value: float | None) -> str:
         return "n/a" if value is None else f"{100 * value:.1f}%"
 
+    columns = ["score", "figure", "pairs", "samples", "BASE", "NEW", "change"]
+    columns += ["fell", "rose", "p", "verdict"]
     rows = [
         [
             score,
-            figure_name(f["figure"]),
+            _figure(f["figure"]),
             str(f["pairs"]),
             str(f["samples"]),
             mean(f["base_mean"]),
@@ -328,24 +297,18 @@ def _figures(figures: list[tuple[str, dict[str, Any]]]) -> Table:
         ]
         for score, f in figures
     ]
+    # One epoch: a pair is a sample.
+    one = all(f["samples"] == f["pairs"] for _, f in figures)
+    brief = [c for c in columns if c != "samples"] if one else None
+    title = "Context recall and precision"
     return Table(
-        key="figures",
+        "figures",
+        title,
+        _LEGEND["figures"],
+        columns,
+        rows,
+        brief=brief,
         constant=["score"],
-        title="Context recall and precision",
-        caption="Over the pairs where both runs have the figure (recall: "
-        "something required and a context; precision: a context holding an "
-        "ID; {step}_recall: a pipeline step's recall, where both runs have "
-        "that step), labelled or not. BASE and NEW: the figure's mean over "
-        "those pairs; change: NEW minus BASE, in percentage points. fell and "
-        "rose count the samples whose mean over their paired epochs fell or "
-        "rose; p is the exact sign test of them (the sample as the unit); too "
-        "few to tell as under Significance. Gated only with --gate.",
-        columns=_FIGURES,
-        rows=rows,
-        # One epoch: a pair is a sample.
-        brief=None
-        if any(f["samples"] != f["pairs"] for _, f in figures)
-        else [c for c in _FIGURES if c != "samples"],
     )
 
 
@@ -361,8 +324,7 @@ def _cut(
 
 
 def _sample(sample_id: int | str) -> str:
-    """A sample id quoted as an ID is, and a string of digits quoted, so
-    the string "7" and the integer 7 differ."""
+    """Quoted as an ID is, and a string of digits quoted: "7" is not 7."""
     if isinstance(sample_id, int):
         return str(sample_id)
     if sample_id.isascii() and sample_id.isdigit():
@@ -374,28 +336,35 @@ def _ids_text(ids: list[str] | None) -> str:
     return "" if ids is None else list_ids(ids) if ids else "none"
 
 
-def _changes(c: dict[str, Any], key: str, title: str, show: int, option: str) -> Table:
+def _changes(
+    c: dict[str, Any], key: str, title: str, about: str, show: int, option: str
+) -> Table:
     stage = c["kind"] == STAGE
-    changes = c[key if key != "lost" else "lost_runs"]
-
-    def rows() -> Iterator[list[str]]:
-        for change in changes:
-            base, new = change["base"], change["new"]
-            cells = [_sample(change["id"]), str(change["epoch"])]
-            cells.append(f"{base['state']} {ARROW} {new['state']}")
-            if stage:
-                cells += [_ids_text(base["missing"]), _ids_text(new["missing"])]
-            yield [*cells, base["explanation"] or "", new["explanation"] or ""]
-
-    shown, caption, cut = _cut(rows(), len(changes), "pairs", show, option)
+    changes = c["lost_runs" if key == "lost" else key]
     brief = ["sample", "epoch", f"BASE {ARROW} NEW"]
     brief += ["missing in BASE", "missing in NEW"] if stage else []
+    rows = (
+        [
+            _sample(x["id"]),
+            str(x["epoch"]),
+            f"{x['base']['state']} {ARROW} {x['new']['state']}",
+        ]
+        + (
+            [_ids_text(x["base"]["missing"]), _ids_text(x["new"]["missing"])]
+            if stage
+            else []
+        )
+        + [x["base"]["explanation"] or "", x["new"]["explanation"] or ""]
+        for x in changes
+    )
+    shown, caption, cut = _cut(rows, len(changes), "pairs", show, option)
+    columns = [*brief, "BASE explanation", "NEW explanation"]
     return Table(
-        key=f"{key.replace('_', '-')}-{c['score']}",
-        title=title,
-        caption=caption,
-        columns=[*brief, "BASE explanation", "NEW explanation"],
-        rows=shown,
+        f"{key.replace('_', '-')}-{c['score']}",
+        f"{title}: {c['score']}{about}",
+        caption,
+        columns,
+        shown,
         brief=brief,
         cut=cut,
     )
@@ -411,42 +380,33 @@ def _ids(c: dict[str, Any], show: int, option: str) -> Table:
     rows = ([show_id(i), str(missing.get(i, 0)), str(found.get(i, 0))] for i in ordered)
     shown, count, _ = _cut(rows, len(ordered), "document IDs changed", show, option)
     return Table(
-        key=f"ids-{c['score']}",
-        title=f"Document IDs newly missing and newly found: {c['score']}",
-        caption=f"Over the {c['ids_compared']} pairs diagnosed retrieval, "
-        "generation or pass in both runs. newly missing: pairs whose NEW run "
-        "missed the required ID and whose BASE run did not; newly found: the "
-        f"reverse. {count}",
-        columns=["document", "newly missing", "newly found"],
-        rows=shown,
+        f"ids-{c['score']}",
+        f"Document IDs newly missing and newly found: {c['score']}",
+        f"Over the {c['ids_compared']} pairs diagnosed retrieval, generation or "
+        f"pass in both runs. {_LEGEND['ids']} {count}",
+        ["document", "newly missing", "newly found"],
+        shown,
         detail=True,
     )
 
 
 def _one_run(scores: list[dict[str, Any]], show: int, option: str) -> Table:
-    lists = [
-        (c["score"], side, c[f"only_in_{side.lower()}"])
-        for c in scores
-        for side in ("BASE", "NEW")
-    ]
+    lists = [(c, side) for c in scores for side in ("BASE", "NEW")]
     rows = (
-        [score, side, _sample(ref["id"]), str(ref["epoch"]), Path(ref["log"]).name]
-        for score, side, refs in lists
-        for ref in refs
+        [c["score"], side, _sample(x["id"]), str(x["epoch"]), Path(x["log"]).name]
+        for c, side in lists
+        for x in c[f"only_in_{side.lower()}"]
     )
-    total = sum(len(refs) for _, _, refs in lists)
-    shown, count, cut = _cut(
-        rows, total, "sample-epochs are in one run only", show, option
-    )
+    total = sum(len(c[f"only_in_{side.lower()}"]) for c, side in lists)
+    what = "sample-epochs are in one run only"
+    shown, count, cut = _cut(rows, total, what, show, option)
     return Table(
-        key="one-run",
+        "one-run",
+        "Samples in one run only",
+        f"{count} {_LEGEND['one-run']}",
+        ["score", "only in", "sample", "epoch", "log"],
+        shown,
         constant=["score"],
-        title="Samples in one run only",
-        caption=f"{count} They are not paired, so not compared, but counted: a "
-        "sample added or dropped, an epoch run in one run only, or a part of a "
-        "split run not given.",
-        columns=["score", "only in", "sample", "epoch", "log"],
-        rows=shown,
         cut=cut,
     )
 
@@ -458,9 +418,7 @@ def _logs(pair: dict[str, Any]) -> Table:
         [
             sides.get(log["path"], ""),
             Path(log["path"]).name,
-            ""
-            if log["part"] is None
-            else f"{log['part']['index']} of {log['part']['count']}",
+            "" if log["part"] is None else "{index} of {count}".format(**log["part"]),
             log["status"],
             str(log["epochs"]),
             str(log["samples"]),
@@ -468,16 +426,8 @@ def _logs(pair: dict[str, Any]) -> Table:
         ]
         for log in pair["logs"]
     ]
-    return Table(
-        key="logs",
-        title="Logs read",
-        caption="samples: sample-epochs in the log. no score: samples with no "
-        "tracegrade score, such as one that errored before scoring. part: the "
-        "log's part of a run split by `tracegrade score`.",
-        columns=["side", "log", "part", "status", "epochs", "samples", "no score"],
-        rows=rows,
-        detail=True,
-    )
+    columns = ["side", "log", "part", "status", "epochs", "samples", "no score"]
+    return Table("logs", "Logs read", _LEGEND["logs"], columns, rows, detail=True)
 
 
 def _evals(comparison: Comparison) -> Table:
@@ -486,7 +436,7 @@ def _evals(comparison: Comparison) -> Table:
         for pair in comparison.pairs
         for side in ("BASE", "NEW")
     }
-    infos = [
+    evals = [
         (side, e) for side in ("BASE", "NEW") for e in comparison[side.lower()]["evals"]
     ]
     rows = [
@@ -499,59 +449,26 @@ def _evals(comparison: Comparison) -> Table:
             str(e["epochs"]),
             paired.get((side, e["key"]), "not paired"),
         ]
-        for side, e in infos
+        for side, e in evals
     ]
-    return Table(
-        key="evals",
-        title="Evals",
-        caption="An eval is one log, the newest of a retried eval (older logs "
-        "are superseded and not read), or the parts of a run `tracegrade "
-        "score` split. Evals are paired by task and model; one eval on each "
-        "side is paired whatever it ran.",
-        columns=["side", "eval", "task", "model", "status", "epochs", "paired as"],
-        rows=rows,
-        # Shown without --verbose when an eval is not paired, or did not finish.
-        detail=not (
-            comparison["only_in_base"]
-            or comparison["only_in_new"]
-            or any(e["status"] != "success" for _, e in infos)
-        ),
-    )
+    columns = ["side", "eval", "task", "model", "status", "epochs", "paired as"]
+    # Shown without --verbose when an eval is not paired, or did not finish.
+    shown = any(e["status"] != "success" for _, e in evals) or len(paired) < len(evals)
+    return Table("evals", "Evals", _LEGEND["evals"], columns, rows, detail=not shown)
 
 
 def _thresholds(checks: list[dict[str, Any]]) -> Table:
     """The `--fail-under` checks, each against a NEW eval's score."""
-    return Table(
-        key="thresholds",
-        title="Thresholds (--fail-under)",
-        caption=f"Each value is {OVER_ALL_RUNS}. The gate fails when a value is "
-        "under its threshold.",
-        columns=[
-            "eval",
-            "task",
-            "model",
-            "score",
-            "metric",
-            "runs",
-            "value",
-            "threshold",
-            "met",
-        ],
-        rows=[
-            [
-                c["eval"],
-                c["task"],
-                c["model"],
-                c["score"],
-                c["metric"],
-                str(c["runs"]),
-                "none" if c["value"] is None else f"{c['value']:.4f}",
-                f"{c['threshold']:g}",
-                "yes" if c["met"] else "NO",
-            ]
-            for c in checks
-        ],
-    )
+    columns = ["eval", "task", "model", "score", "metric", "runs", "value"]
+    rows = [
+        [c[key] for key in columns[:5]]
+        + [str(c["runs"]), "none" if c["value"] is None else f"{c['value']:.4f}"]
+        + [f"{c['threshold']:g}", "yes" if c["met"] else "NO"]
+        for c in checks
+    ]
+    caption = f"Each value is {OVER_ALL_RUNS}. The gate fails under its threshold."
+    title = "Thresholds (--fail-under)"
+    return Table("thresholds", title, caption, [*columns, "threshold", "met"], rows)
 
 
 def render_html(comparison: Comparison, show: int) -> str:
@@ -565,41 +482,38 @@ def render_html(comparison: Comparison, show: int) -> str:
 
     page = comparison_page(comparison, show, "--html-show")
     charts: list[list[str]] = [[] for _ in page.sections]
-    for index, pair in enumerate(comparison.pairs):
-        for c in _scores(pair):
-            states, counts = c["states"], c["transitions"]
-            hover = [
-                [
-                    f"BASE {plot_text(base)} {ARROW} NEW {plot_text(new)}: "
-                    f"{count} pair{'s' * (count != 1)}"
-                    for new, count in zip(states, row, strict=True)
-                ]
-                for base, row in zip(states, counts, strict=True)
+    for index, c in (
+        (i, c) for i, pair in enumerate(comparison.pairs) for c in _scores(pair)
+    ):
+        states, counts = c["states"], c["transitions"]
+        hover = [
+            [
+                f"BASE {plot_text(base)} {ARROW} NEW {plot_text(new)}: "
+                f"{_count(count, 'pair')}"
+                for new, count in zip(states, row, strict=True)
             ]
-            figure = go.Figure(
-                go.Heatmap(
-                    z=counts,
-                    x=states,
-                    y=states,
-                    text=[[str(count) for count in row] for row in counts],
-                    texttemplate="%{text}",
-                    customdata=hover,
-                    hovertemplate="%{customdata}<extra></extra>",
-                    colorscale="Blues",
-                    zmin=0,
-                    showscale=False,
-                )
-            )
-            subtitle = (
-                f"{c['pairs']} pairs; rows BASE, columns NEW; the diagonal is unchanged"
-            )
-            figure.update_layout(
-                LAYOUT,
-                title=chart_title(f"Transitions: {plot_text(c['score'])}", subtitle),
-                xaxis={"type": "category", "title": "NEW", "side": "bottom"},
-                # The first state on top, as in the table.
-                yaxis={"type": "category", "title": "BASE", "autorange": "reversed"},
-            )
-            key = f"transitions-{index + 1}-{c['score']}"
-            charts[index + 1].append(chart_html(figure, key))
+            for base, row in zip(states, counts, strict=True)
+        ]
+        heatmap = go.Heatmap(
+            z=counts,
+            x=states,
+            y=states,
+            text=[[str(count) for count in row] for row in counts],
+            texttemplate="%{text}",
+            customdata=hover,
+            hovertemplate="%{customdata}<extra></extra>",
+            colorscale="Blues",
+            zmin=0,
+            showscale=False,
+        )
+        about = f"{c['pairs']} pairs; rows BASE, columns NEW; the diagonal is unchanged"
+        figure = go.Figure(heatmap).update_layout(
+            LAYOUT,
+            title=chart_title(f"Transitions: {plot_text(c['score'])}", about),
+            xaxis={"type": "category", "title": "NEW", "side": "bottom"},
+            # The first state on top, as in the table.
+            yaxis={"type": "category", "title": "BASE", "autorange": "reversed"},
+        )
+        chart = chart_html(figure, f"transitions-{index + 1}-{c['score']}")
+        charts[index + 1].append(chart)
     return page_html(page, charts, get_plotlyjs())
