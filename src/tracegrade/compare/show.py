@@ -197,23 +197,19 @@ def _pair_tables(
 
 def _pairs(scores: list[dict[str, Any]]) -> Table:
     columns = ["score", "pairs", "changed", "worse", "better", "lost"]
-    rows = [
-        [
-            c["score"],
-            str(c["pairs"]),
-            str(c["pairs"] - sum(row[i] for i, row in enumerate(c["transitions"]))),
-            str(c["worse"]),
-            str(c["better"]),
-            lost_text(c["lost_from"]),
-            str(len(c["only_in_base"])),
-            str(len(c["only_in_new"])),
-        ]
-        for c in scores
-    ]
+    rows = []
+    for c in scores:
+        same = sum(row[i] for i, row in enumerate(c["transitions"]))
+        moved = _row(c["pairs"], c["pairs"] - same, c["worse"], c["better"])
+        alone = _row(len(c["only_in_base"]), len(c["only_in_new"]))
+        rows.append([c["score"], *moved, lost_text(c["lost_from"]), *alone])
     columns += ["only in BASE", "only in NEW"]
-    return Table(
-        "summary", "Pairs", _LEGEND["summary"], columns, rows, constant=["score"]
-    )
+    legend = _LEGEND["summary"]
+    return Table("summary", "Pairs", legend, columns, rows, constant=["score"])
+
+
+def _row(*cells: Any) -> list[str]:
+    return [str(cell) for cell in cells]
 
 
 def _runs(scores: list[dict[str, Any]]) -> Table:
@@ -263,15 +259,10 @@ def _tests(tests: list[tuple[str, dict[str, Any]]], alpha: float) -> Table:
     )
     # One epoch: samples, fell and rose say again pairs, b and c.
     brief = [c for c in columns if c not in ("test", "samples", "fell", "rose")]
-    brief_shown = brief if unit == "pairs" else None
+    if unit == "samples":
+        brief = columns
     return Table(
-        "tests",
-        "Significance",
-        caption,
-        columns,
-        rows,
-        brief=brief_shown,
-        constant=["score"],
+        "tests", "Significance", caption, columns, rows, brief=brief, constant=["score"]
     )
 
 
@@ -281,34 +272,18 @@ def _figures(figures: list[tuple[str, dict[str, Any]]]) -> Table:
 
     columns = ["score", "figure", "pairs", "samples", "BASE", "NEW", "change"]
     columns += ["fell", "rose", "p", "verdict"]
-    rows = [
-        [
-            score,
-            _figure(f["figure"]),
-            str(f["pairs"]),
-            str(f["samples"]),
-            mean(f["base_mean"]),
-            mean(f["new_mean"]),
-            _pp(f["difference"]),
-            str(f["fell"]),
-            str(f["rose"]),
-            _p(f["p_value"]),
-            f["verdict"],
-        ]
-        for score, f in figures
-    ]
+    rows = []
+    for score, f in figures:
+        means = [mean(f["base_mean"]), mean(f["new_mean"]), _pp(f["difference"])]
+        counts, moved = _row(f["pairs"], f["samples"]), _row(f["fell"], f["rose"])
+        test = [_p(f["p_value"]), f["verdict"]]
+        rows.append([score, _figure(f["figure"]), *counts, *means, *moved, *test])
     # One epoch: a pair is a sample.
     one = all(f["samples"] == f["pairs"] for _, f in figures)
     brief = [c for c in columns if c != "samples"] if one else None
-    title = "Context recall and precision"
+    title, legend = "Context recall and precision", _LEGEND["figures"]
     return Table(
-        "figures",
-        title,
-        _LEGEND["figures"],
-        columns,
-        rows,
-        brief=brief,
-        constant=["score"],
+        "figures", title, legend, columns, rows, brief=brief, constant=["score"]
     )
 
 
@@ -343,20 +318,19 @@ def _changes(
     changes = c["lost_runs" if key == "lost" else key]
     brief = ["sample", "epoch", f"BASE {ARROW} NEW"]
     brief += ["missing in BASE", "missing in NEW"] if stage else []
-    rows = (
-        [
+
+    def row(x: dict[str, Any]) -> list[str]:
+        base, new = x["base"], x["new"]
+        cells = [
             _sample(x["id"]),
             str(x["epoch"]),
-            f"{x['base']['state']} {ARROW} {x['new']['state']}",
+            f"{base['state']} {ARROW} {new['state']}",
         ]
-        + (
-            [_ids_text(x["base"]["missing"]), _ids_text(x["new"]["missing"])]
-            if stage
-            else []
-        )
-        + [x["base"]["explanation"] or "", x["new"]["explanation"] or ""]
-        for x in changes
-    )
+        if stage:
+            cells += [_ids_text(base["missing"]), _ids_text(new["missing"])]
+        return [*cells, base["explanation"] or "", new["explanation"] or ""]
+
+    rows = map(row, changes)
     shown, caption, cut = _cut(rows, len(changes), "pairs", show, option)
     columns = [*brief, "BASE explanation", "NEW explanation"]
     return Table(
@@ -414,18 +388,14 @@ def _one_run(scores: list[dict[str, Any]], show: int, option: str) -> Table:
 def _logs(pair: dict[str, Any]) -> Table:
     sides = {path: "BASE" for path in pair["base"]["logs"]}
     sides |= {path: "NEW" for path in pair["new"]["logs"]}
-    rows = [
-        [
-            sides.get(log["path"], ""),
-            Path(log["path"]).name,
-            "" if log["part"] is None else "{index} of {count}".format(**log["part"]),
-            log["status"],
-            str(log["epochs"]),
-            str(log["samples"]),
-            str(log["samples_without_tracegrade_score"]),
-        ]
-        for log in pair["logs"]
-    ]
+    rows = []
+    for log in pair["logs"]:
+        part = "" if log["part"] is None else "{index} of {count}".format(**log["part"])
+        name = [sides.get(log["path"], ""), Path(log["path"]).name, part]
+        counts = _row(
+            log["epochs"], log["samples"], log["samples_without_tracegrade_score"]
+        )
+        rows.append([*name, log["status"], *counts])
     columns = ["side", "log", "part", "status", "epochs", "samples", "no score"]
     return Table("logs", "Logs read", _LEGEND["logs"], columns, rows, detail=True)
 
@@ -439,16 +409,9 @@ def _evals(comparison: Comparison) -> Table:
     evals = [
         (side, e) for side in ("BASE", "NEW") for e in comparison[side.lower()]["evals"]
     ]
+    keys = ("name", "task", "model", "status", "epochs")
     rows = [
-        [
-            side,
-            e["name"],
-            e["task"],
-            e["model"],
-            e["status"],
-            str(e["epochs"]),
-            paired.get((side, e["key"]), "not paired"),
-        ]
+        [side, *_row(*(e[k] for k in keys)), paired.get((side, e["key"]), "not paired")]
         for side, e in evals
     ]
     columns = ["side", "eval", "task", "model", "status", "epochs", "paired as"]
