@@ -29,6 +29,7 @@ from click.testing import CliRunner, Result
 from inspect_ai import Task, eval, task_with
 from inspect_ai.log import read_eval_log
 from inspect_ai.solver import Generate, Solver, TaskState, solver
+from scipy.stats import binomtest  # type: ignore[import-untyped]
 
 from tests.support import write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
@@ -44,6 +45,18 @@ TOUR_BASE = ROOT / "examples" / "runs" / "base.jsonl"
 RAISING = ["q01", "q02", "q04", "q05", "q06", "q07", "q08", "q09", "q10", "q12"]
 RAISING += ["q13", "q14"]
 STAGES = ("retrieval", "generation", "pass", "unresolved")
+# Recall: 16 runs that fail at retrieval with 3 of 4 required documents
+# retrieved, and 4 grounded passes; NEW halves what the retriever finds for
+# the 16 (1 of 4) and loses p01's document: one pass regression.
+REQUIRED = ["D1", "D2", "D3", "D4"]
+FAILING = [f"r{n:02d}" for n in range(1, 17)]
+PASSING = ["p01", "p02", "p03", "p04"]
+
+
+def step_record(retrieved: list[str], required: list[str]) -> dict[str, Any]:
+    found = [doc for doc in retrieved if doc in required]
+    steps = [{"name": "retriever", "ids": retrieved}]
+    return {"required": required, "context": found, "steps": steps, "correct": True}
 
 
 @solver
@@ -87,7 +100,15 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     other = write_lines(
         work / "other.jsonl", [{"id": f"o{n}", "input": passing} for n in (1, 2, 3)]
     )
+    for name, kept, p01 in (("recall_base", 3, ["D1", "X"]), ("recall_new", 1, ["X"])):
+        records = {q: step_record([*REQUIRED[:kept], "X"], REQUIRED) for q in FAILING}
+        records |= {q: step_record(["D1", "X"], ["D1"]) for q in PASSING}
+        records["p01"] = step_record(p01, ["D1"])
+        lines = [{"id": sample, "input": value} for sample, value in records.items()]
+        write_lines(work / f"{name}.jsonl", lines)
     tasks = {
+        "recall_base": stage_diagnosis(dataset=str(work / "recall_base.jsonl")),
+        "recall_new": stage_diagnosis(dataset=str(work / "recall_new.jsonl")),
         "base": stage_diagnosis(dataset=str(TOUR_BASE)),
         "control": stage_diagnosis(dataset=str(TOUR_BASE)),
         "nolabel": stage_diagnosis(dataset=nolabel),
@@ -522,3 +543,45 @@ def test_no_missing_id_chart_when_nothing_is_missing(
     assert invoke("report", runs["other2"], "--html", str(html)).exit_code == 0
     page = html.read_text("utf-8")
     assert "chart-stages" in page and "chart-missed" not in page
+
+
+# --- Gates on figures -------------------------------------------------------------
+
+
+def test_halved_recall_fails_its_gate_but_not_the_default(runs: dict[str, str]) -> None:
+    args = ("compare", runs["recall_base"], runs["recall_new"], "--fail-on-regression")
+    gate = as_json(*args, exit_code=0)["gate"]
+    assert (gate["regressions"], gate["significant"]) == (1, [])
+    assert gate["outcomes"] == ["stage_diagnosis: pass"]
+    for measure in ("context_recall", "retriever_recall"):
+        read = as_json(*args, "--gate", measure, exit_code=3)
+        assert read["gate"]["significant"] == [f"stage_diagnosis: {measure}"]
+        assert read["gate"]["outcomes"] == [f"stage_diagnosis: {measure}"]
+        (stage,) = read["pairs"][0]["stage_diagnosis"]
+        figures = {f["figure"]: f for f in stage["figures"]}
+        tested = figures["recall" if measure == "context_recall" else measure]
+        # The recall of 17 samples fell (16 from 3/4 to 1/4, p01 from 1 to 0).
+        assert (tested["fell"], tested["rose"]) == (17, 0)
+        assert tested["p_value"] == binomtest(17, 17).pvalue
+    both = as_json(*args, "--gate", "pass", "--gate", "context_recall", exit_code=3)
+    assert both["gate"]["outcomes"] == [
+        "stage_diagnosis: pass",
+        "stage_diagnosis: context_recall",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("args", "named"),
+    [
+        (["--fail-on-regression", "--gate", "reranker_recall"], "reranker_recall"),
+        (["--fail-on-regression", "--gate", "recall"], '"recall"'),
+        (["--gate", "context_recall"], "--fail-on-regression"),
+    ],
+)
+def test_a_gate_the_runs_do_not_have_is_a_usage_error(
+    runs: dict[str, str], args: list[str], named: str
+) -> None:
+    result = invoke("compare", runs["recall_base"], runs["recall_new"], *args)
+    assert result.exit_code == 2, result.output
+    assert named in result.stderr and result.stdout == ""
+    assert "Traceback" not in result.stderr

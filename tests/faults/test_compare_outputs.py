@@ -1,14 +1,12 @@
 """`tracegrade compare` writing long lists, and into a pipe or a full disk.
 
-The lists of changed pairs are spooled to disk and streamed (see
-`tracegrade.compare.spool`); `TRACEGRADE_COMPARE_CHUNK` makes the spools
-spill after a few pairs, so a few hundred pairs take the on-disk path a
-million would. Checked: the streamed JSON lists every pair in order, the
-HTML page shows `--html-show` rows with the count of the rest, a reader
-that stops early ends the command with one line and SIGPIPE's exit code,
-and stdout on a full disk is one line and exit 2; never a traceback. The
-last two are the command's own standard output: they run one after the
-other in one fresh interpreter, each with its own.
+`TRACEGRADE_COMPARE_CHUNK` sends each list to its database on disk after a
+few pairs, so a few hundred pairs take the path a million would. Checked:
+the streamed JSON lists every pair in order, the HTML page shows
+`--html-show` rows with the count of the rest, a reader that stops early
+ends the command with one line and SIGPIPE's exit code, and stdout on a
+full disk is one line and exit 2; never a traceback. The last two run one
+after the other in one fresh interpreter, each with its own stdout.
 """
 
 from __future__ import annotations
@@ -35,19 +33,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """BASE passes every record; NEW misses a required document in each."""
     root = tmp_path_factory.mktemp("compare-outputs")
     for name, context in (("base", ["D1", "D2"]), ("new", ["D2"])):
+        record = {"required": ["D1", "D2"], "context": context, "correct": True}
         records = write_lines(
             root / f"{name}.jsonl",
-            [
-                {
-                    "id": f"run-{n:05d}",
-                    "input": {
-                        "required": ["D1", "D2"],
-                        "context": context,
-                        "correct": True,
-                    },
-                }
-                for n in range(PAIRS)
-            ],
+            [{"id": f"run-{n:05d}", "input": record} for n in range(PAIRS)],
         )
         scored = run_tracegrade(
             *("score", "stage_diagnosis", records, "--log-dir", name),

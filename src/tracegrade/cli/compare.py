@@ -125,6 +125,7 @@ def compare(
     from ..compare.build import UnknownGate, compare_evals
     from ..compare.pairing import CompareError
     from ..compare.show import all_warnings, comparison_page, verdict_lines
+    from ..compare.spool import InvalidChunk
     from ..logs.evals import read_evals
     from ..logs.scores import LogError
     from ..outputs import AtomicFile, check_output, check_standard_streams
@@ -161,7 +162,7 @@ def compare(
                 asked=asked,
                 on_log_read=on_log_read,
             )
-    except (LogError, CompareError) as error:
+    except (LogError, CompareError, InvalidChunk) as error:
         raise click.ClickException(str(error)) from error
     except (InvalidThreshold, UnknownGate) as error:
         raise click.UsageError(str(error)) from error

@@ -1,33 +1,52 @@
-"""Long lists kept on disk, not in memory: each item's JSON in a temporary
-SQLite database, read back by sample id and epoch, so that a million
-changed pairs cost flat memory (docs/compare.md, "Long lists")."""
+"""Long lists kept on disk, not in memory: past a batch of items, each
+item's JSON goes to a temporary SQLite database and is read back by sample
+id and epoch, so that a million changed pairs cost flat memory
+(docs/compare.md, "Long lists")."""
 
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
-_BATCH = 5_000
+CHUNK = "TRACEGRADE_COMPARE_CHUNK"
+_COLUMNS = "list, kind, id, text_id, epoch"
+
+
+class InvalidChunk(ValueError):
+    """A `CHUNK` that is not a positive integer."""
 
 
 class Spools:
-    """The lists of one comparison, in one unnamed database that SQLite
-    deletes when it is closed."""
+    """The lists of one comparison, in one unnamed database, made when a
+    list first holds `batch` items (20,000, or `CHUNK` in the environment);
+    SQLite deletes it when it is closed."""
 
     def __init__(self) -> None:
-        self.db = sqlite3.connect("")
-        self.db.execute("CREATE TABLE item (list, kind, id, text_id, epoch, json)")
-        self.db.execute("CREATE INDEX ordered ON item (list, kind, id, text_id, epoch)")
+        self._db: sqlite3.Connection | None = None
         self.count = 0
+        given = os.environ.get(CHUNK, "20000")
+        self.batch = int(given) if given.isdigit() and int(given) > 0 else 0
+        if not self.batch:
+            raise InvalidChunk(f"{CHUNK} must be a positive integer, got {given!r}")
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        if self._db is None:
+            self._db = sqlite3.connect("")
+            self._db.execute(f"CREATE TABLE item ({_COLUMNS}, json)")
+            self._db.execute(f"CREATE INDEX ordered ON item ({_COLUMNS})")
+        return self._db
 
     def new(self) -> Spool:
         self.count += 1
         return Spool(self, self.count)
 
     def close(self) -> None:
-        self.db.close()
+        if self._db is not None:
+            self._db.close()
 
 
 class Spool:
@@ -49,7 +68,7 @@ class Spool:
         text = json.dumps(item, ensure_ascii=True, allow_nan=False)
         self._pending.append((self._number, *key, epoch, text))
         self._length += 1
-        if len(self._pending) >= _BATCH:
+        if len(self._pending) >= self._spools.batch:
             self._flush()
 
     def _flush(self) -> None:
@@ -63,8 +82,12 @@ class Spool:
 
     def json_items(self) -> Iterator[str]:
         """Each item's JSON on one line, in order."""
+        if len(self._pending) == self._length:
+            # Never past a batch: sorted here, as SQLite would.
+            yield from (item[-1] for item in sorted(self._pending))
+            return
         self._flush()
-        query = "SELECT json FROM item WHERE list = ? ORDER BY kind, id, text_id, epoch"
+        query = f"SELECT json FROM item WHERE list = ? ORDER BY {_COLUMNS}"
         for (text,) in self._spools.db.execute(query, (self._number,)):
             yield text
 
