@@ -171,18 +171,16 @@ def lost_in(base: str, new: str) -> int:
 # --- Lost results are regressions -------------------------------------------------
 
 
-def test_labels_removed_are_lost_results(runs: dict[str, str]) -> None:
+def test_labels_removed_are_lost_results_unless_allowed(runs: dict[str, str]) -> None:
     args = ("compare", runs["base"], runs["nolabel"], "--fail-on-regression")
     result = invoke(*args, "--strict")
 
     assert result.exit_code == 3, result.output
     lost = lost_in(runs["base"], runs["nolabel"])
-    assert lost == 14
     said = re.search(
         r"- lost results: stage_diagnosis: lost (\d+) \((.*)\)", result.stderr
     )
-    assert said is not None, result.stderr
-    assert int(said[1]) == lost
+    assert said is not None and int(said[1]) == lost == 14, result.stderr
     assert "11 pass \u2192 data error" in said[2]
     # The pairs table has its own row of lost results.
     assert re.search(r"\s+0\s+0\s+14 \(11 pass → data error, ", result.stdout)
@@ -193,30 +191,13 @@ def test_labels_removed_are_lost_results(runs: dict[str, str]) -> None:
     assert stage["new_runs"]["not_diagnosed"] == [{"why": "answer-label", "count": 15}]
     # No test can weigh a data error: without the lost results, nothing fails.
     assert stage["worse"] == 0 and pair["gate"]["significant"] == []
-
-
-def test_allow_lost_leaves_them_out_and_says_so(runs: dict[str, str]) -> None:
-    result = invoke(
-        "compare",
-        runs["base"],
-        runs["nolabel"],
-        "--fail-on-regression",
-        "--allow-lost",
-    )
-
-    assert result.exit_code == 0, result.output
-    assert "Gate passed (--fail-on-regression, --allow-lost)" in result.stdout
+    allowed = invoke(*args, "--allow-lost")
+    assert allowed.exit_code == 0, allowed.output
+    assert "Gate passed (--fail-on-regression, --allow-lost)" in allowed.stdout
     assert "- not gated (--allow-lost): lost results: stage_diagnosis: lost 14" in (
-        result.stdout
+        allowed.stdout
     )
-    read = as_json(
-        "compare",
-        runs["base"],
-        runs["nolabel"],
-        "--fail-on-regression",
-        "--allow-lost",
-        exit_code=0,
-    )
+    read = as_json(*args, "--allow-lost", exit_code=0)
     assert (read["gate"]["lost"], read["gate"]["lost_gated"]) == (14, False)
     assert read["verdict"]["asked"] == ["--fail-on-regression", "--allow-lost"]
 

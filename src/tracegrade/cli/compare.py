@@ -108,9 +108,16 @@ def compare(
     and the JSON: docs/compare.md.
 
     \b
-    Exit codes: 0 compared, 1 a log cannot be read or the evals cannot be
-    compared, 2 usage error or an output that cannot be written, 3 the gate
-    failed (--fail-on-regression, --fail-under).
+    Exit codes: 0 compared (regressions or not, unless the gate is asked
+    for), 1 a log cannot be read or the evals cannot be compared (no
+    tracegrade score, no eval or sample in common, evals whose pairing is
+    unclear), 2 usage error (a --fail-under of an unknown metric, a value
+    outside [0, 1], or a metric no compared score has; a --gate of no
+    measure the runs have) or an output that cannot be written, 3 the gate
+    failed: with --fail-on-regression, NEW regressed in some pair of evals
+    (significantly at --alpha, or at all with --strict) or lost results
+    (runs, an eval that did not finish, an eval missing); or a --fail-under
+    threshold is not met.
     """
     for given, option in (
         (strict, "--strict"),

@@ -48,6 +48,11 @@ _OVER_ALL_RUNS: Final = {
     EXTRACTION: ("membership", "order"),
 }
 
+_LISTS: Final = {
+    STAGE: "only_in_new lost_runs regressions fixes",
+    EXTRACTION: "only_in_new lost_runs lost_membership gained_membership lost_order "
+    "gained_order",
+}
 SampleKey = tuple[int | str, int]
 
 
@@ -73,12 +78,9 @@ class Run:
     step_recall: tuple[tuple[str, float], ...] | None = None
 
     def side(self) -> dict[str, Any]:
-        missing = None if self.missing is None else list(self.missing)
         return {
-            "state": self.state,
-            "missing": missing,
-            "explanation": self.explanation,
-            "log": self.log,
+            key: getattr(self, key)
+            for key in ("state", "missing", "explanation", "log")
         }
 
     def figure(self, name: str) -> float | None:
@@ -100,6 +102,10 @@ def gate_name(figure: str) -> str:
 def _share(value: float) -> Fraction:
     """The share of two small integers `value` is, so moves that cancel do."""
     return Fraction(value).limit_denominator(1 << 24)
+
+
+def _ref(key: SampleKey, run: Run) -> dict[str, Any]:
+    return {"id": key[0], "epoch": key[1], "log": run.log}
 
 
 def _change(key: SampleKey, base: Run, new: dict[str, Any]) -> dict[str, Any]:
@@ -160,13 +166,7 @@ class _Score:
     lists: dict[str, Spool] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        names = ["only_in_new", "lost_runs"]
-        if self.kind == STAGE:
-            names += ["regressions", "fixes"]
-        else:
-            names += ["lost_membership", "gained_membership", "lost_order"]
-            names += ["gained_order"]
-        self.lists = {name: self.spools.new() for name in names}
+        self.lists = {name: self.spools.new() for name in _LISTS[self.kind].split()}
         # The outcomes, then (stage) context recall, precision and each step.
         names = [name for name, *_ in _OUTCOMES[self.kind]]
         names += ["recall", "precision"] if self.kind == STAGE else []
@@ -341,9 +341,7 @@ def pair_runs(
         _count(tally.new_runs, kind, run, why)
         base_run = held[score].get(key)
         if base_run is None:
-            tally.lists["only_in_new"].add(
-                *key, {"id": key[0], "epoch": key[1], "log": run.log}
-            )
+            tally.lists["only_in_new"].add(*key, _ref(key, run))
         else:
             tally.add(key, base_run, run)
     if not tallies and new_complete:
@@ -360,15 +358,10 @@ def pair_runs(
         for key, run in held[score].items():
             if key in seen.get(score, {}):
                 continue
-            only_in_base.add(*key, {"id": key[0], "epoch": key[1], "log": run.log})
+            only_in_base.add(*key, _ref(key, run))
             if key[1] <= new_epochs and run.state in RESULTS[tally.kind]:
                 tally.lost_from[run.state, NOT_IN_NEW] += 1
-                gone = {
-                    "state": NOT_IN_NEW,
-                    "missing": None,
-                    "explanation": None,
-                    "log": "",
-                }
+                gone = Run(NOT_IN_NEW).side()
                 tally.lists["lost_runs"].add(*key, _change(key, run, gone))
         compared[tally.kind].append(
             tally.compared(score, base_counted[score], only_in_base, alpha)
