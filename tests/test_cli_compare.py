@@ -86,6 +86,7 @@ EXTRACTION_NEW = {
 }
 ROOT = Path(__file__).resolve().parent.parent
 STATES = ["retrieval", "generation", "pass", "unresolved", "data error", "no score"]
+STAGE = "stage_diagnosis"
 PASS_EXPLANATION = (
     "Every required document reached the context and the answer is labelled "
     "correct: a grounded pass."
@@ -494,14 +495,8 @@ def test_the_terminal_shows_the_verdict_first_and_the_key_tables(
 def test_verbose_shows_every_column_legend_and_sentence(logs: dict[str, str]) -> None:
     out = invoke(logs["base"], logs["worse"], "--verbose").stdout
 
-    assert re.search(
-        row(
-            *("stage_diagnosis", "pass", "McNemar", "17", "17", "14", "2", "12"),
-            *("0", "12", "0", "0.00049", "-70.6 pp", "worse"),
-        ),
-        out,
-        re.M,
-    )
+    tested = ("stage_diagnosis", "pass", "McNemar", "17", "17", "14", "2", "12")
+    assert re.search(row(*tested, "0", "12", "0", "0.00049", "-70.6 pp"), out, re.M)
     assert (
         "- stage_diagnosis pass: Worse in NEW: 12 of 17 pairs had pass in BASE "
         "only and 0 in NEW only (exact McNemar test); p = 0.00049 <= alpha = 0.05."
@@ -510,9 +505,8 @@ def test_verbose_shows_every_column_legend_and_sentence(logs: dict[str, str]) ->
     assert "Regressions: stage_diagnosis (pass → retrieval or generation)" in out
     assert PASS_EXPLANATION in out and GENERATION_EXPLANATION in out
     assert "b: pairs with the outcome in BASE only" in out
-    assert re.search(
-        row("stage_diagnosis", "NEW", "19", "18", "1", "1 answer-label"), out, re.M
-    )
+    runs = row("stage_diagnosis", "NEW", "19", "18", "1", "1 answer-label")
+    assert re.search(runs, out, re.M)
     assert re.search(row("no score", "0", "0", "0", "0", "0", "0", "0"), out, re.M)
 
 
@@ -566,12 +560,8 @@ def test_the_html_page_has_a_heatmap_and_every_table(
     for key in ("transitions", "lost", "regressions", "fixes", "ids"):
         assert f'id="table-{key}-stage_diagnosis"' in page
     assert "Too few to tell: 2 of 17 pairs" in page
-
-
-def test_html_refuses_to_overwrite_a_log(logs: dict[str, str]) -> None:
-    result = invoke(logs["base"], logs["worse"], "--html", logs["worse"], "--force")
-    assert result.exit_code == 2
-    assert "is the input" in result.stderr
+    refused = invoke(logs["base"], logs["worse"], "--html", logs["worse"], "--force")
+    assert refused.exit_code == 2 and "is the input" in refused.stderr
 
 
 @pytest.fixture(scope="module")
@@ -612,15 +602,12 @@ def test_epochs_pair_with_their_own_epoch(epoch_logs: dict[str, str]) -> None:
 def test_an_epoch_in_one_run_only_is_listed(
     logs: dict[str, str], epoch_logs: dict[str, str]
 ) -> None:
-    (stage,) = only_pair(compared(logs["base"], epoch_logs["slight"]))[
-        "stage_diagnosis"
-    ]
+    (stage,) = only_pair(compared(logs["base"], epoch_logs["slight"]))[STAGE]
 
     assert stage["pairs"] == 18
     only_in_new = [(ref["id"], ref["epoch"]) for ref in stage["only_in_new"]]
-    assert sorted(only_in_new) == sorted(
-        [("added", 1), ("added", 2), *((sample_id, 2) for sample_id in COMMON)]
-    )
+    epoch_2 = [(sample_id, 2) for sample_id in COMMON]
+    assert sorted(only_in_new) == sorted([("added", 1), ("added", 2), *epoch_2])
     assert [ref["id"] for ref in stage["only_in_base"]] == ["gone"]
 
 

@@ -127,34 +127,16 @@ def compare_evals(
     """`asked` are the gate's options as given; with `--fail-on-regression`
     among them, the gate decides the verdict. Raises `LogError`,
     `CompareError`, `UnknownGate` or `InvalidThreshold`."""
-    alpha = check_alpha(alpha)
+    alpha, sides = check_alpha(alpha), (base, new)
     selected = [
-        _selected(side, evals.runs, task, model)
-        for side, evals in zip(SIDES, (base, new), strict=True)
+        _selected(side, e.runs, task, model)
+        for side, e in zip(SIDES, sides, strict=True)
     ]
     matched, only_base, only_new = _pair_evals(*selected)
     spools = Spools()
     try:
         pairs = [_compare_pair(b, n, alpha, spools, on_log_read) for b, n in matched]
-        found = [pairing.PASS_GATE]
-        found += list(
-            dict.fromkeys(name for pair in pairs for name in pairing.gate_names(pair))
-        )
-        unknown = [name for name in gates if name not in found]
-        if unknown:
-            raise UnknownGate(
-                f"--gate {quote(unknown[0])}: no such measure in these runs; they "
-                f"have {', '.join(found)}"
-            )
-        scores = [(p["new"], c) for p in pairs for c in [*p[STAGE], *p[EXTRACTION]]]
-        targets = [
-            limits.Target(
-                f"NEW {n['name']}", n["task"], n["model"], c["score"], c["kind"], *r
-            )
-            for n, c in scores
-            if (r := (c["new_runs"]["runs"], c["new_runs"]["over_all_runs"]))
-        ]
-        checks = limits.check_thresholds(thresholds, targets) if thresholds else []
+        checks = _checked(pairs, gates, thresholds)
     except BaseException:
         spools.close()
         raise
@@ -163,7 +145,7 @@ def compare_evals(
     counted = "not gated (--allow-lost)" if allow_lost else "lost in NEW"
     warnings = [
         f"{side}: {note}"
-        for side, evals in zip(SIDES, (base, new), strict=True)
+        for side, evals in zip(SIDES, sides, strict=True)
         if (note := log_evals.superseded_note(evals.superseded))
     ]
     warnings += [
@@ -190,20 +172,8 @@ def compare_evals(
         test=TEST,
         effect_size=EFFECT_SIZE,
         figure_test=FIGURE_TEST,
-        **{
-            side: {
-                "path": path,
-                "evals": [_eval(run) for run in runs],
-                "superseded": [asdict(s) for s in evals.superseded],
-            }
-            for side, path, runs, evals in zip(
-                ("base", "new"),
-                (base_path, new_path),
-                selected,
-                (base, new),
-                strict=True,
-            )
-        },
+        base=_side(base_path, selected[0], base),
+        new=_side(new_path, selected[1], new),
         pairs=pairs,
         only_in_base=[_eval(run) for run in only_base],
         only_in_new=[_eval(run) for run in only_new],
@@ -214,6 +184,49 @@ def compare_evals(
     )
     comparison.spools = spools
     return comparison
+
+
+def _checked(
+    pairs: list[dict[str, Any]],
+    gates: Sequence[str],
+    thresholds: Sequence[limits.Threshold],
+) -> list[limits.ThresholdCheck]:
+    """Each `--fail-under` checked against NEW's scores, once every `--gate`
+    is known to name a measure the runs have."""
+    found = [pairing.PASS_GATE]
+    found += dict.fromkeys(name for p in pairs for name in pairing.gate_names(p))
+    unknown = [name for name in gates if name not in found]
+    if unknown:
+        raise UnknownGate(
+            f"--gate {quote(unknown[0])}: no such measure in these runs; they "
+            f"have {', '.join(found)}"
+        )
+    scores = [(p["new"], c) for p in pairs for c in [*p[STAGE], *p[EXTRACTION]]]
+    targets = [
+        limits.Target(
+            f"NEW {n['name']}",
+            n["task"],
+            n["model"],
+            c["score"],
+            c["kind"],
+            r["runs"],
+            r["over_all_runs"],
+        )
+        for n, c in scores
+        if (r := c["new_runs"])
+    ]
+    return limits.check_thresholds(thresholds, targets) if thresholds else []
+
+
+def _side(
+    path: str, runs: list[log_evals.EvalRun], evals: log_evals.Evals
+) -> dict[str, Any]:
+    superseded = [asdict(s) for s in evals.superseded]
+    return {
+        "path": path,
+        "evals": [_eval(run) for run in runs],
+        "superseded": superseded,
+    }
 
 
 def _eval(run: log_evals.EvalRun) -> dict[str, Any]:
