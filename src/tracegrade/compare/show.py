@@ -35,11 +35,12 @@ _LEGEND = {
     "tests": "Over the pairs with a result in both runs. b: pairs with the "
     "outcome in BASE only; c: in NEW only. p: the exact McNemar test (one "
     "epoch), or the exact sign test of the samples whose share of epochs "
-    "with the outcome fell or rose. change: (c - b) / pairs.",
+    "with the outcome fell or rose. change: (c - b) / pairs, in percentage "
+    "points.",
     "figures": "Over the pairs where both runs have the figure ({step}_recall: "
-    "a pipeline step's). BASE and NEW: its mean; fell and rose: the samples "
-    "whose mean fell or rose; p: the exact sign test of them. Gated only "
-    "with --gate.",
+    "a pipeline step's). BASE and NEW: its mean; change: NEW minus BASE, in "
+    "percentage points; fell and rose: the samples whose mean fell or rose; "
+    "p: the exact sign test of them. Gated only with --gate.",
     "one-run": "Not paired, so not compared, but counted.",
     "ids": "newly missing: pairs whose NEW run missed the required ID and "
     "whose BASE run did not; newly found: the reverse.",
