@@ -131,12 +131,11 @@ def compare(
     # Imported here so that `tracegrade --help` does not load Inspect.
     from ..compare.build import UnknownGate, compare_evals
     from ..compare.pairing import CompareError
-    from ..compare.show import all_warnings, comparison_page, verdict_lines
+    from ..compare.show import verdict_lines
     from ..compare.spool import InvalidChunk
     from ..logs.evals import read_evals
     from ..logs.scores import LogError
-    from ..outputs import AtomicFile, check_output, check_standard_streams
-    from ..report.page import page_markdown, print_page
+    from ..outputs import check_output, check_standard_streams
     from ..report.thresholds import InvalidThreshold
 
     asked = ["--fail-on-regression"] if fail_on_regression else []
@@ -174,25 +173,7 @@ def compare(
     except (InvalidThreshold, UnknownGate) as error:
         raise click.UsageError(str(error)) from error
     try:
-        if html_path is not None:
-            from ..compare.show import render_html
-
-            page = render_html(result, html_show)
-            AtomicFile.write_text(str(html_path), page, replace=force)
-        if as_json or markdown:
-            # stdout holds the JSON (or the Markdown) alone.
-            for warning in all_warnings(result):
-                click.echo(f"warning: {warning}", err=True)
-            if as_json:
-                _write_json(result)
-            else:
-                click.echo(page_markdown(comparison_page(result, show)), nl=False)
-        else:
-            from rich.console import Console
-
-            print_page(comparison_page(result, show), Console(), verbose=verbose)
-            if html_path is not None:
-                click.echo(f"HTML comparison written to {html_path}", err=True)
+        _show(result, html_path, force, show, html_show, as_json, markdown, verbose)
     finally:
         result.close()
     if result["verdict"]["failed"]:
@@ -200,6 +181,40 @@ def compare(
         for reason in result["verdict"]["failed_on"]:
             click.echo(f"- {reason}", err=True)
         sys.exit(REGRESSION_EXIT)
+
+
+def _show(
+    result: Comparison,
+    html_path: Path | None,
+    force: bool,
+    show: int,
+    html_show: int,
+    as_json: bool,
+    markdown: bool,
+    verbose: bool,
+) -> None:
+    """The HTML page when asked, then the JSON, the Markdown or the tables."""
+    from ..compare.show import all_warnings, comparison_page, render_html
+    from ..outputs import AtomicFile
+    from ..report.page import page_markdown, print_page
+
+    if html_path is not None:
+        page = render_html(result, html_show)
+        AtomicFile.write_text(str(html_path), page, replace=force)
+    if as_json or markdown:
+        # stdout holds the JSON (or the Markdown) alone.
+        for warning in all_warnings(result):
+            click.echo(f"warning: {warning}", err=True)
+        if as_json:
+            _write_json(result)
+        else:
+            click.echo(page_markdown(comparison_page(result, show)), nl=False)
+        return
+    from rich.console import Console
+
+    print_page(comparison_page(result, show), Console(), verbose=verbose)
+    if html_path is not None:
+        click.echo(f"HTML comparison written to {html_path}", err=True)
 
 
 def _write_json(result: Comparison) -> None:

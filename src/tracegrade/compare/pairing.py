@@ -296,6 +296,24 @@ def _duplicate(side: str, score: str, key: SampleKey, first: str, log: str) -> s
     )
 
 
+def _held(
+    base: Iterable[Observation],
+) -> tuple[dict[str, dict[SampleKey, Run]], dict[str, AllRuns], dict[str, str]]:
+    """BASE's runs by score and sample-epoch, each score's runs counted, and
+    each score's kind."""
+    held: dict[str, dict[SampleKey, Run]] = {}
+    counted: dict[str, AllRuns] = {}
+    kinds: dict[str, str] = {}
+    for score, kind, sample_id, epoch, run, why in base:
+        runs = held.setdefault(score, {})
+        kinds[score] = kind
+        _count(counted.setdefault(score, AllRuns()), kind, run, why)
+        if (key := (sample_id, epoch)) in runs:
+            raise CompareError(_duplicate("BASE", score, key, runs[key].log, run.log))
+        runs[key] = run
+    return held, counted, kinds
+
+
 def pair_runs(
     base: Iterable[Observation],
     new: Iterable[Observation],
@@ -310,19 +328,7 @@ def pair_runs(
     score: the pair's `stage_diagnosis`, `ordered_extraction` and the scores
     in one run only. `NothingInCommon` when NEW is complete and shares no
     score or no sample-epoch."""
-    held: dict[str, dict[SampleKey, Run]] = {}
-    base_counted: dict[str, AllRuns] = {}
-    kinds: dict[str, str] = {}
-    for score, kind, sample_id, epoch, run, why in base:
-        runs = held.setdefault(score, {})
-        kinds[score] = kind
-        _count(base_counted.setdefault(score, AllRuns()), kind, run, why)
-        if (sample_id, epoch) in runs:
-            first = runs[sample_id, epoch].log
-            raise CompareError(
-                _duplicate("BASE", score, (sample_id, epoch), first, run.log)
-            )
-        runs[sample_id, epoch] = run
+    held, base_counted, kinds = _held(base)
     tallies: dict[str, _Score] = {}
     seen: dict[str, dict[SampleKey, str]] = {}
     only_in_new: Counter[str] = Counter()
