@@ -47,10 +47,10 @@ def format_p(p: float) -> str:
 
 
 def _tested(
-    head: dict[str, Any], higher: bool, moved: str, needed: str
+    head: dict[str, Any], higher: bool, moved: str, needed: str, nothing: str
 ) -> dict[str, Any]:
-    """`head` and the test of its `fell` against its `rose`, the verdict
-    said in one sentence: `moved` what was weighed; `nothing`, when none."""
+    """`head` and the test of its `fell` against its `rose`, the verdict said
+    in one sentence: `moved` what was weighed, or `nothing` when it is empty."""
     fell, rose, alpha = head["fell"], head["rose"], head["alpha"]
     changed = fell + rose
     least = discordant_needed(alpha)
@@ -66,18 +66,21 @@ def _tested(
         note = f"Not significant: {moved}; p = {format_p(p)} > alpha = {alpha}."
     else:
         verdict = "better" if (rose > fell) == higher else "worse"
-        note = (
-            f"{verdict.capitalize()} in NEW: {moved}; p = {format_p(p)} <= "
-            f"alpha = {alpha}."
-        )
+        note = f"{verdict.capitalize()} in NEW: {moved}; p = {format_p(p)} <= "
+        note += f"alpha = {alpha}."
     return head | {
         "p_value": p,
         "smallest_p_value": p_value(0, changed) if changed else None,
         "discordant_needed": least,
         "significant": p is not None and p <= alpha,
         "verdict": verdict,
-        "note": note,
+        "note": f"Too few to tell: {nothing}" if nothing else note,
     }
+
+
+_PAIRED = "outcome higher_is_better alpha test pairs samples base_count new_count"
+_PAIRED += " b c fell rose p_value difference"
+_FIGURE = "figure alpha test pairs samples base_mean new_mean difference fell rose"
 
 
 def paired_test(
@@ -89,51 +92,36 @@ def paired_test(
 ) -> dict[str, Any]:
     """`counts` are pairs, base_count, new_count, b and c; `clusters`, with
     several epochs, samples, fell and rose for the sign test."""
-    pairs, base_count, new_count, b, c = counts
+    pairs, _, _, b, c = counts
     samples, fell, rose = (pairs, b, c) if clusters is None else clusters
-    head = {
-        "outcome": outcome,
-        "higher_is_better": higher_is_better,
-        "alpha": alpha,
-        "test": MCNEMAR if clusters is None else SIGN,
-        "pairs": pairs,
-        "samples": samples,
-        "base_count": base_count,
-        "new_count": new_count,
-        "b": b,
-        "c": c,
-        "fell": fell,
-        "rose": rose,
-    }
     if clusters is None:
-        moved = (
-            f"{b} of {pairs} pairs had {outcome} in BASE only and {c} in NEW "
-            "only (exact McNemar test)"
-        )
+        name, what = MCNEMAR, "pairs"
+        moved = f"{b} of {pairs} pairs had {outcome} in BASE only and {c} in NEW "
+        moved += "only (exact McNemar test)"
     else:
+        name, what = SIGN, "samples"
         moved = (
             f"of {samples} samples ({pairs} paired epochs), {fell} had {outcome} "
             f"in fewer of their epochs in NEW and {rose} in more (exact sign "
             "test, the sample as the unit: a sample's epochs are not independent "
             "evidence)"
         )
-    what = "pairs" if clusters is None else "samples"
-    needed = f", and at least {discordant_needed(alpha)} changed {what} are needed"
-    test = _tested(head, higher_is_better, moved, needed)
-    test["difference"] = (c - b) / pairs if pairs else None
-    if not pairs:
-        test["note"] = f"Too few to tell: no pair was tested for {outcome}."
-    elif not fell + rose:
-        test["note"] = (
-            f"Too few to tell: none of the {pairs} pairs changed {outcome}, so "
-            "the test has nothing to weigh."
+    nothing = (
+        ""
+        if fell + rose
+        else (
+            f"none of the {pairs} pairs changed {outcome}, so the test has nothing "
+            "to weigh."
         )
-    return {key: test[key] for key in [*head, *_AFTER.split()]}
-
-
-_AFTER = (
-    "p_value difference smallest_p_value discordant_needed significant verdict note"
-)
+    )
+    if not pairs:
+        nothing = f"no pair was tested for {outcome}."
+    # p_value is filled in by `_tested`; difference, here.
+    values = (outcome, higher_is_better, alpha, name, pairs, samples, *counts[1:])
+    head = dict(zip(_PAIRED.split(), (*values, fell, rose, None, None), strict=True))
+    head["difference"] = (c - b) / pairs if pairs else None
+    needed = f", and at least {discordant_needed(alpha)} changed {what} are needed"
+    return _tested(head, higher_is_better, moved, needed, nothing)
 
 
 def figure_test(
@@ -148,29 +136,23 @@ def figure_test(
     the samples that fell against those that rose; `moves` are fell, rose
     and the pairs that lost the figure."""
     (base, new), (fell, rose, lost) = means, moves
-    head = {
-        "figure": figure,
-        "alpha": alpha,
-        "test": "exact sign test on per-sample mean differences",
-        "pairs": pairs,
-        "samples": samples,
-        "base_mean": base,
-        "new_mean": new,
-        "difference": None if base is None or new is None else new - base,
-        "fell": fell,
-        "rose": rose,
-    }
+    difference = None if base is None or new is None else new - base
+    name = "exact sign test on per-sample mean differences"
+    values = (figure, alpha, name, pairs, samples, base, new, difference, fell, rose)
     moved = (
         f"of {samples} samples ({pairs} paired runs with {figure} on both "
         f"sides), {figure} fell in {fell} and rose in {rose} (exact sign test "
         "on per-sample mean differences)"
     )
-    test = _tested(head, True, moved, "")
-    if not pairs:
-        test["note"] = f"Too few to tell: no pair has {figure} on both sides."
-    elif not fell + rose:
-        test["note"] = (
-            f"Too few to tell: {figure} moved in none of the {samples} samples "
-            f"({pairs} paired runs), so the test has nothing to weigh."
+    nothing = (
+        ""
+        if fell + rose
+        else (
+            f"{figure} moved in none of the {samples} samples ({pairs} paired "
+            "runs), so the test has nothing to weigh."
         )
-    return test | {"lost": lost}
+    )
+    if not pairs:
+        nothing = f"no pair has {figure} on both sides."
+    head = dict(zip(_FIGURE.split(), values, strict=True))
+    return _tested(head, True, moved, "", nothing) | {"lost": lost}
