@@ -14,6 +14,7 @@ from typing import IO, Any, Final
 
 from ..core.errors import quote
 from ..logs import evals as log_evals
+from ..logs.evals import EvalRun, Evals
 from ..logs.samples import ScoreRead, UnreadableLog
 from ..logs.scores import LogError, LogScores, LogSummary
 from ..report import runs as counts
@@ -111,9 +112,9 @@ def compare_logs(base: str, new: str, **options: Any) -> Comparison:
 
 def compare_evals(
     base_path: str,
-    base: log_evals.Evals,
+    base: Evals,
     new_path: str,
-    new: log_evals.Evals,
+    new: Evals,
     *,
     alpha: float = DEFAULT_ALPHA,
     task: str | None = None,
@@ -218,9 +219,7 @@ def _checked(
     return limits.check_thresholds(thresholds, targets) if thresholds else []
 
 
-def _side(
-    path: str, runs: list[log_evals.EvalRun], evals: log_evals.Evals
-) -> dict[str, Any]:
+def _side(path: str, runs: list[EvalRun], evals: Evals) -> dict[str, Any]:
     superseded = [asdict(s) for s in evals.superseded]
     return {
         "path": path,
@@ -229,7 +228,7 @@ def _side(
     }
 
 
-def _eval(run: log_evals.EvalRun) -> dict[str, Any]:
+def _eval(run: EvalRun) -> dict[str, Any]:
     fields = ("key", "name", "task", "model", "created", "status", "epochs")
     return {key: getattr(run, key) for key in fields} | {
         "logs": [log.path for log in run.logs]
@@ -280,8 +279,8 @@ def _verdict(
 
 
 def _selected(
-    side: str, runs: Sequence[log_evals.EvalRun], task: str | None, model: str | None
-) -> list[log_evals.EvalRun]:
+    side: str, runs: Sequence[EvalRun], task: str | None, model: str | None
+) -> list[EvalRun]:
     # A task is named as logged ("tracegrade/stage_diagnosis") or by its own
     # name alone ("stage_diagnosis").
     selected = [
@@ -301,22 +300,22 @@ def _selected(
     return selected
 
 
-def _described(run: log_evals.EvalRun) -> str:
+def _described(run: EvalRun) -> str:
     return f"{run.name} ({run.task}, {run.model})"
 
 
 def _pair_evals(
-    base: list[log_evals.EvalRun], new: list[log_evals.EvalRun]
+    base: list[EvalRun], new: list[EvalRun]
 ) -> tuple[
-    list[tuple[log_evals.EvalRun, log_evals.EvalRun]],
-    list[log_evals.EvalRun],
-    list[log_evals.EvalRun],
+    list[tuple[EvalRun, EvalRun]],
+    list[EvalRun],
+    list[EvalRun],
 ]:
     """BASE's evals paired with NEW's by task and model (one eval each side
     is paired whatever it ran), and those on one side only."""
     if len(base) == 1 and len(new) == 1:
         return [(base[0], new[0])], [], []
-    grouped: list[dict[tuple[str, str], list[log_evals.EvalRun]]] = [{}, {}]
+    grouped: list[dict[tuple[str, str], list[EvalRun]]] = [{}, {}]
     for runs, by_key in zip((base, new), grouped, strict=True):
         for run in runs:
             by_key.setdefault((run.task, run.model), []).append(run)
@@ -345,15 +344,15 @@ def _pair_evals(
     return [(grouped[0][k][0], grouped[1][k][0]) for k in common], alone[0], alone[1]
 
 
-def _pair_name(base: log_evals.EvalRun, new: log_evals.EvalRun) -> str:
+def _pair_name(base: EvalRun, new: EvalRun) -> str:
     if (base.task, base.model) == (new.task, new.model):
         return f"{new.task} ({new.model})"
     return f"{base.task} ({base.model}) vs {new.task} ({new.model})"
 
 
 def _compare_pair(
-    base: log_evals.EvalRun,
-    new: log_evals.EvalRun,
+    base: EvalRun,
+    new: EvalRun,
     alpha: float,
     spools: Spools,
     on_log_read: Callable[[str], None] | None,
@@ -389,7 +388,7 @@ def _compare_pair(
 
 def _observations(
     side: str,
-    run: log_evals.EvalRun,
+    run: EvalRun,
     logs: list[LogSummary],
     on_log_read: Callable[[str], None] | None,
 ) -> Iterator[pairing.Observation]:
@@ -480,8 +479,8 @@ def _nothing_found(side: str, logs: Sequence[LogSummary]) -> str:
 
 
 def _warnings(
-    base: log_evals.EvalRun,
-    new: log_evals.EvalRun,
+    base: EvalRun,
+    new: EvalRun,
     logs: dict[str, list[LogSummary]],
     paired: dict[str, Any],
 ) -> list[str]:
