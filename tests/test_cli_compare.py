@@ -30,7 +30,6 @@ from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 from inspect_ai.log import read_eval_log
 from inspect_ai.scorer import match
-from inspect_ai.solver import Generate, Solver, TaskState, solver
 from plotly.offline import get_plotlyjs
 from scipy.stats import binomtest
 
@@ -38,8 +37,6 @@ from tests.support import write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.cli import main
 from tracegrade.compare.build import compare_logs
-from tracegrade.datasets import stage_diagnosis_dataset
-from tracegrade.scorers import stage_diagnosis_scorer
 from tracegrade.tasks.replay import replay
 
 OK = {"required": ["D1"], "context": ["D1"], "correct": True}
@@ -141,15 +138,6 @@ def logs(
     tasks += [
         ordered_extraction_recorded(dataset=datasets[name]) for name in extraction_runs
     ]
-    # BASE with p13 raising, its error logged and the eval going on.
-    tasks.append(
-        Task(
-            dataset=stage_diagnosis_dataset(datasets["base"]),
-            solver=replay_failing("p13"),
-            scorer=stage_diagnosis_scorer(),
-            fail_on_error=False,
-        )
-    )
     # A log scored by Inspect's own scorer alone.
     tasks.append(
         Task(
@@ -158,7 +146,7 @@ def logs(
             scorer=match(),
         )
     )
-    names = [*stage_runs, *extraction_runs, "p13_errored", "scored_by_match"]
+    names = [*stage_runs, *extraction_runs, "scored_by_match"]
     locations = evaluate(tasks, tmp_path_factory.mktemp("compare-logs"))
     placed = {}
     for name, location in zip(names, locations, strict=True):
@@ -290,14 +278,6 @@ def test_two_regressions_and_one_fix_are_too_few_to_tell(
     gate = result["gate"]
     assert (gate["regressions"], gate["lost"], gate["significant"]) == (2, 1, [])
     assert gate["fails"] and gate["fails_strict"]
-    allowed = compared(
-        logs["base"], logs["slight"], "--fail-on-regression", "--allow-lost"
-    )["gate"]
-    assert (allowed["lost"], allowed["lost_gated"], allowed["fails"]) == (
-        1,
-        False,
-        False,
-    )
 
 
 @pytest.mark.parametrize(
@@ -305,13 +285,10 @@ def test_two_regressions_and_one_fix_are_too_few_to_tell(
     [
         ("worse", [], 0),
         ("worse", ["--fail-on-regression"], 3),
-        ("worse", ["--fail-on-regression", "--strict"], 3),
         # p = 0.00049 is not significant at 0.0001; any regression still is,
         # and so is the result lost with `gone`.
         ("worse", ["--fail-on-regression", "--alpha", "0.0001", "--allow-lost"], 0),
         ("worse", ["--fail-on-regression", "--alpha", "0.0001"], 3),
-        ("worse", ["--fail-on-regression", "--alpha", "0.0001", "--strict"], 3),
-        ("slight", ["--fail-on-regression"], 3),
         ("slight", ["--fail-on-regression", "--allow-lost"], 0),
         ("slight", ["--fail-on-regression", "--allow-lost", "--strict"], 3),
         ("base", ["--fail-on-regression", "--strict"], 0),
@@ -510,31 +487,6 @@ def test_verbose_shows_every_column_legend_and_sentence(logs: dict[str, str]) ->
     assert re.search(row("no score", "0", "0", "0", "0", "0", "0", "0"), out, re.M)
 
 
-def test_an_80_column_terminal_shows_every_figure_within_its_width(
-    logs: dict[str, str],
-) -> None:
-    """A table too wide for the terminal is drawn compact, or as one record
-    per row, never cropped at the edge."""
-    for verbose in ([], ["--verbose"]):
-        narrow = CliRunner().invoke(
-            main,
-            ["compare", logs["base"], logs["worse"], *verbose],
-            env={"COLUMNS": "80"},
-        )
-
-        assert narrow.exit_code == 0, narrow.output
-        assert max(map(len, narrow.stdout.splitlines())) <= 80
-        said = " ".join(narrow.stdout.split())
-        assert "0.00049" in said and "-70.6 pp" in said and "worse" in said
-        # The matrix: its pass row whole on one line.
-        assert re.search(row("pass", "0", "12", "2", "0", "0"), narrow.stdout, re.M)
-    # The significance row, in the widest table, as a record.
-    for field in ("outcome pass", "test McNemar", "p 0.00049", "change -70.6 pp"):
-        assert field in said
-    for title in ("Pairs", "Transitions: stage_diagnosis", "Significance", "Evals"):
-        assert re.search(rf"^{title}\s*$", narrow.stdout, re.M), title
-
-
 def test_the_html_page_has_a_heatmap_and_every_table(
     logs: dict[str, str], tmp_path: Path
 ) -> None:
@@ -564,59 +516,11 @@ def test_the_html_page_has_a_heatmap_and_every_table(
     assert refused.exit_code == 2 and "is the input" in refused.stderr
 
 
-@pytest.fixture(scope="module")
-def epoch_logs(
-    datasets: dict[str, str], tmp_path_factory: pytest.TempPathFactory
-) -> dict[str, str]:
-    names = ["base", "slight"]
-    locations = evaluate(
-        [stage_diagnosis(dataset=datasets[name]) for name in names],
-        tmp_path_factory.mktemp("epochs"),
-        epochs=2,
-    )
-    return dict(zip(names, locations, strict=True))
-
-
-def test_epochs_pair_with_their_own_epoch(epoch_logs: dict[str, str]) -> None:
-    (stage,) = only_pair(compared(epoch_logs["base"], epoch_logs["slight"]))[
-        "stage_diagnosis"
-    ]
-
-    assert stage["pairs"] == 36
-    assert matrix(stage)[("pass", "pass")] == 24
-    passed = stage["tests"][0]
-    assert (passed["pairs"], passed["b"], passed["c"]) == (34, 4, 2)
-    # The sample is the unit: p01 and p02 fell in both epochs, gen rose.
-    assert passed["test"] == "exact sign test on per-sample differences"
-    assert (passed["samples"], passed["fell"], passed["rose"]) == (17, 2, 1)
-    assert passed["p_value"] == binomtest(2, 3, 0.5).pvalue
-    assert passed["verdict"] == "too few to tell"
-    assert [(c["id"], c["epoch"]) for c in stage["regressions"]] == [
-        ("p01", 1),
-        ("p01", 2),
-        ("p02", 1),
-        ("p02", 2),
-    ]
-
-
-def test_an_epoch_in_one_run_only_is_listed(
-    logs: dict[str, str], epoch_logs: dict[str, str]
-) -> None:
-    (stage,) = only_pair(compared(logs["base"], epoch_logs["slight"]))[STAGE]
-
-    assert stage["pairs"] == 18
-    only_in_new = [(ref["id"], ref["epoch"]) for ref in stage["only_in_new"]]
-    epoch_2 = [(sample_id, 2) for sample_id in COMMON]
-    assert sorted(only_in_new) == sorted([("added", 1), ("added", 2), *epoch_2])
-    assert [ref["id"] for ref in stage["only_in_base"]] == ["gone"]
-
-
 def test_two_evals_of_one_task_and_model_on_a_side_are_refused(
-    logs: dict[str, str], epoch_logs: dict[str, str], tmp_path: Path
+    logs: dict[str, str], tmp_path: Path
 ) -> None:
-    shutil.copy(logs["base"], tmp_path)
-    shutil.copy(epoch_logs["base"], tmp_path)
-    shutil.copy(logs["extraction_base"], tmp_path)
+    for name in ("base", "slight", "extraction_base"):
+        shutil.copy(logs[name], tmp_path)
     result = invoke(str(tmp_path), logs["worse"])
 
     assert result.exit_code == 1
@@ -653,36 +557,6 @@ def parts(
     return split
 
 
-def without_logs(value: Any) -> Any:
-    """`value` without the log paths, which differ between any two runs."""
-    if isinstance(value, dict):
-        return {k: without_logs(v) for k, v in value.items() if k != "log"}
-    if isinstance(value, list):
-        return [without_logs(item) for item in value]
-    return value
-
-
-def test_the_parts_of_a_split_run_are_pooled(
-    logs: dict[str, str], parts: list[str]
-) -> None:
-    pooled = compared(logs["base"], str(Path(parts[0]).parent))
-    whole = compared(logs["base"], logs["worse"])
-
-    (split,) = pooled["new"]["evals"]
-    assert split["logs"] == parts and split["name"].endswith("(3 parts)")
-    _, *new_logs = only_pair(pooled)["logs"]
-    assert [log["part"] for log in new_logs] == [
-        {"index": index, "count": 3} for index in (1, 2, 3)
-    ]
-    assert split["task"] == "tracegrade/stage_diagnosis"
-    assert split["model"] == "none/none"
-    assert pooled["warnings"] == only_pair(pooled)["warnings"][1:] == []
-    for key in ("stage_diagnosis", "gate"):
-        assert without_logs(only_pair(pooled)[key]) == without_logs(
-            only_pair(whole)[key]
-        )
-
-
 def test_a_missing_part_is_warned_of_and_its_samples_listed(
     logs: dict[str, str], parts: list[str], tmp_path: Path
 ) -> None:
@@ -692,6 +566,9 @@ def test_a_missing_part_is_warned_of_and_its_samples_listed(
     read = json.loads(result.stdout)
 
     pair = only_pair(read)
+    assert [log["part"] for log in pair["logs"][1:]] == [
+        {"index": index, "count": 3} for index in (1, 3)
+    ]
     warning = next(w for w in pair["warnings"] if "part" in w)
     assert re.fullmatch(
         r"NEW: \S+\.eval \(3 parts\) is missing part 2; only the parts read are "
@@ -707,42 +584,16 @@ def test_a_missing_part_is_warned_of_and_its_samples_listed(
     )
 
 
-@solver
-def replay_failing(failing: str) -> Solver:
-    """Replay, but sample `failing` raises before it is scored."""
-    replayed = replay()
-
-    async def solve(state: TaskState, generate: Generate) -> TaskState:
-        if state.sample_id == failing:
-            raise RuntimeError("the retriever timed out")
-        return await replayed(state, generate)
-
-    return solve
-
-
-def test_a_sample_that_errored_is_no_score_not_missing(logs: dict[str, str]) -> None:
-    (stage,) = only_pair(compared(logs["base"], logs["p13_errored"]))["stage_diagnosis"]
-
-    assert matrix(stage)[("pass", "no score")] == 1
-    assert matrix(stage)[("pass", "pass")] == 14  # `gone` is in both here
-    assert stage["only_in_base"] == stage["only_in_new"] == []
-    # Neither a stage: the pass test is over 19 pairs less p13 and nolabel.
-    assert stage["tests"][0]["pairs"] == 17
-    assert stage["regressions"] == []
-
-
 @pytest.mark.parametrize(
     ("new", "said"),
     [
-        ("scored_by_match", "NEW holds no tracegrade score"),
-        ("scored_by_match", "scores found: match"),
+        ("scored_by_match", "NEW holds no tracegrade score .*; scores found: match"),
         (
             "extraction_base",
             "no tracegrade score is in both runs: BASE has 'stage_diagnosis', "
             "NEW has 'ordered_extraction'",
         ),
-        ("other", "no sample-epoch (sample id and epoch) is in both runs"),
-        ("other", "19 in BASE only, 1 in NEW only"),
+        ("other", r"is in both runs \(stage_diagnosis: 19 in BASE only, 1 in NEW only"),
         ("broken", "cannot read"),
     ],
 )
@@ -753,19 +604,16 @@ def test_runs_that_cannot_be_compared_exit_1(
     broken.write_bytes(b"not a zip file")
     result = invoke(logs["base"], logs.get(new, str(broken)))
     assert result.exit_code == 1
-    assert said in result.stderr and "Traceback" not in result.output
+    assert re.search(said, result.stderr) and "Traceback" not in result.output
 
 
 @pytest.mark.parametrize(
     "args",
     [
-        ["does-not-exist", "."],
         [".", "does-not-exist"],
         [".", ".", "--strict"],
-        [".", ".", "--alpha", "0"],
         [".", ".", "--alpha", "1"],
         [".", ".", "--alpha", "nan"],
-        [".", ".", "--alpha", "inf"],
         [".", ".", "--show", "0"],
     ],
 )

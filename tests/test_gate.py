@@ -1,19 +1,9 @@
 """A gate that a broken run cannot pass, on real logs from `inspect eval`.
 
-BASE is the tour's 30 recorded runs (`examples/runs/base.jsonl`: 24
-pass, 2 generation, 2 retrieval, 1 unresolved, 1 without a label).
-Against it, NEW runs that lose results rather than get worse:
-
-- `nolabel`: the label removed from every other run (a data error);
-- `errors`: 12 samples raising under `--no-fail-on-error`;
-- `stopped`: one sample raising under `--fail-on-error`, so the eval
-  has status `error` and never runs most of its samples;
-- `pairs/`: BASE holds a stage eval and an extraction eval, NEW the
-  stage eval alone;
-
-and a control, `control`, the same runs evaluated again: the gate
-passes. Every expected count is recomputed from the raw logs with
-`read_eval_log`, not taken from tracegrade.
+BASE is the tour's 30 recorded runs (24 pass). NEW runs lose results: the
+label removed from every other run (`nolabel`), 12 samples raising
+(`errors`), an eval that stopped (`stopped`), an eval missing (`pairs-new`);
+`control` is BASE again. Expected counts are recomputed from the raw logs.
 """
 
 from __future__ import annotations
@@ -212,7 +202,7 @@ def test_sample_errors_are_lost_results(runs: dict[str, str]) -> None:
     assert stage["lost_from"] == [
         {"base": "pass", "new": "no score", "count": len(RAISING)}
     ]
-    assert stage["new_runs"]["runs"] == 30
+    assert stage["new_runs"]["runs"] == 30 and stage["only_in_base"] == []
     assert {"why": "sample-error", "count": 12} in stage["new_runs"]["not_diagnosed"]
     assert read["verdict"]["failed"] is True
     assert read["verdict"]["failed_on"] == [
@@ -269,17 +259,9 @@ def test_a_pair_missing_from_new_fails_the_gate(runs: dict[str, str]) -> None:
 
 def test_the_control_passes_every_gate(runs: dict[str, str]) -> None:
     """NEW is BASE's runs again: nothing lost, nothing worse."""
-    result = invoke(
-        "compare",
-        runs["base"],
-        runs["control"],
-        "--fail-on-regression",
-        "--strict",
-        "--fail-under",
-        "pass=0.8",
-        "--fail-under",
-        "context_recall=0.9",
-    )
+    gates = ["--fail-on-regression", "--strict", "--fail-under", "pass=0.8"]
+    gates += ["--fail-under", "context_recall=0.9"]
+    result = invoke("compare", runs["base"], runs["control"], *gates)
 
     assert result.exit_code == 0, result.output
     assert "Gate passed (--fail-on-regression, --strict, --fail-under pass=0.8, " in (
@@ -295,15 +277,13 @@ def test_the_control_passes_every_gate(runs: dict[str, str]) -> None:
 # --- Every share beside the runs it rests on --------------------------------------
 
 
-def test_a_report_counts_the_runs_that_errored(
-    runs: dict[str, str], tmp_path: Path
-) -> None:
+def test_a_report_counts_the_runs_that_errored(runs: dict[str, str]) -> None:
     logged = stages(runs["errors"])
     passed = sum(stage == "pass" for stage in logged.values())
     diagnosed = sum(stage is not None for stage in logged.values())
     assert (passed, diagnosed) == (12, 17)
 
-    result = invoke("report", runs["errors"], "--html", str(tmp_path / "r.html"))
+    result = invoke("report", runs["errors"])
     assert result.exit_code == 0, result.output
     said = " ".join(result.stdout.split())
     assert (
@@ -319,10 +299,6 @@ def test_a_report_counts_the_runs_that_errored(
         {"why": "answer-label", "count": 1},
     ]
     assert summary["over_all_runs"]["pass"] == 12 / 30
-    # The chart: a dark segment of the 13, not a bar of diagnosed runs.
-    page = (tmp_path / "r.html").read_text("utf-8")
-    assert '"name":"not diagnosed"' in page
-    assert '"text":["13"]' in page
 
 
 def test_a_report_counts_the_runs_an_eval_never_ran(runs: dict[str, str]) -> None:
@@ -376,12 +352,8 @@ def test_compare_checks_thresholds_against_new(runs: dict[str, str]) -> None:
         result.stderr,
     )
     # BASE, which passes 24 of 30, is not what is checked.
-    assert (
-        invoke(
-            "compare", runs["errors"], runs["control"], "--fail-under", "pass=0.8"
-        ).exit_code
-        == 0
-    )
+    checked = ("compare", runs["errors"], runs["control"], "--fail-under")
+    assert invoke(*checked, "pass=0.8").exit_code == 0
 
 
 @pytest.mark.parametrize(
@@ -389,8 +361,6 @@ def test_compare_checks_thresholds_against_new(runs: dict[str, str]) -> None:
     [
         ("recall=0.5", 'no metric "recall"'),
         ("pass=1.5", "must lie in [0, 1]"),
-        ("pass=nan", "must lie in [0, 1]"),
-        ("pass=-0.1", "must lie in [0, 1]"),
         ("pass=high", "must be a number in [0, 1]"),
         ("pass", "is not NAME=VALUE"),
         # A double holds it as 0.5, which exactly 0.5 would pass.
@@ -477,6 +447,10 @@ def test_epochs_that_differ_are_warned_of(runs: dict[str, str]) -> None:
         "compare", runs["base"], runs["epochs2"], "--fail-on-regression", "--allow-lost"
     )
     assert more.exit_code == 0, more.output
+    args = ("compare", runs["base"], runs["epochs2"])
+    (stage,) = as_json(*args, exit_code=0)["pairs"][0]["stage_diagnosis"]
+    assert [(ref["epoch"]) for ref in stage["only_in_new"]] == [2, 2]
+    assert len(stage["only_in_base"]) == 28 and stage["pairs"] == 2
     assert (
         "warning: BASE ran 1 epoch and NEW 2 epochs: samples pair by epoch, so "
         "only epochs 1 to 1 are compared; NEW's epochs 2 to 2 are in one run only."
