@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import nullcontext
+from contextlib import closing, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -61,6 +61,7 @@ REGRESSION_EXIT = THRESHOLD_EXIT
 @fail_under_option()
 @click.option(
     "--show",
+    "show_",
     default=10,
     show_default=True,
     type=click.IntRange(min=1),
@@ -94,7 +95,7 @@ def compare(
     allow_lost: bool,
     gates: tuple[str, ...],
     fail_under: list[Threshold],
-    show: int,
+    show_: int,
     html_show: int,
     html_path: Path | None,
     force: bool,
@@ -119,27 +120,27 @@ def compare(
     (runs, an eval that did not finish, an eval missing); or a --fail-under
     threshold is not met.
     """
-    for given, option in (
-        (strict, "--strict"),
-        (allow_lost, "--allow-lost"),
-        (gates, "--gate"),
-    ):
+    for given, option in ((strict, "--strict"), (allow_lost, "--allow-lost")):
         if given and not fail_on_regression:
             raise click.UsageError(f"{option} applies only with --fail-on-regression")
+    if gates and not fail_on_regression:
+        raise click.UsageError("--gate applies only with --fail-on-regression")
     if as_json and markdown:
         raise click.UsageError("--json and --markdown both print on stdout: give one")
     # Imported here so that `tracegrade --help` does not load Inspect.
+    from ..compare import show
     from ..compare.build import UnknownGate, compare_evals
     from ..compare.pairing import CompareError
-    from ..compare.show import verdict_lines
     from ..compare.spool import InvalidChunk
     from ..logs.evals import read_evals
     from ..logs.scores import LogError
-    from ..outputs import check_output, check_standard_streams
+    from ..outputs import AtomicFile, check_output, check_standard_streams
+    from ..report.page import page_markdown, print_page
     from ..report.thresholds import InvalidThreshold
 
-    asked = ["--fail-on-regression"] if fail_on_regression else []
-    asked += [f"--gate {name}" for name in dict.fromkeys(gates)]
+    gates = tuple(dict.fromkeys(gates))
+    asked = ["--fail-on-regression"] * fail_on_regression
+    asked += [f"--gate {name}" for name in gates]
     asked += ["--strict"] * strict + ["--allow-lost"] * allow_lost
     asked += [f"--fail-under {t.metric}={t.text}" for t in fail_under]
     try:
@@ -162,7 +163,7 @@ def compare(
                 alpha=alpha,
                 task=task,
                 model=model,
-                gates=tuple(dict.fromkeys(gates)) or ("pass",),
+                gates=gates or ("pass",),
                 allow_lost=allow_lost,
                 thresholds=fail_under,
                 asked=asked,
@@ -172,49 +173,29 @@ def compare(
         raise click.ClickException(str(error)) from error
     except (InvalidThreshold, UnknownGate) as error:
         raise click.UsageError(str(error)) from error
-    try:
-        _show(result, html_path, force, show, html_show, as_json, markdown, verbose)
-    finally:
-        result.close()
+    with closing(result):
+        if html_path is not None:
+            page = show.render_html(result, html_show)
+            AtomicFile.write_text(str(html_path), page, replace=force)
+        if quiet:
+            # stdout holds the JSON (or the Markdown) alone.
+            for warning in show.all_warnings(result):
+                click.echo(f"warning: {warning}", err=True)
+        if as_json:
+            _write_json(result)
+        elif markdown:
+            click.echo(page_markdown(show.comparison_page(result, show_)), nl=False)
+        else:
+            from rich.console import Console
+
+            print_page(show.comparison_page(result, show_), Console(), verbose=verbose)
+            if html_path is not None:
+                click.echo(f"HTML comparison written to {html_path}", err=True)
     if result["verdict"]["failed"]:
-        click.echo(f"tracegrade compare: {verdict_lines(result)[0]}:", err=True)
+        click.echo(f"tracegrade compare: {show.verdict_lines(result)[0]}:", err=True)
         for reason in result["verdict"]["failed_on"]:
             click.echo(f"- {reason}", err=True)
         sys.exit(REGRESSION_EXIT)
-
-
-def _show(
-    result: Comparison,
-    html_path: Path | None,
-    force: bool,
-    show: int,
-    html_show: int,
-    as_json: bool,
-    markdown: bool,
-    verbose: bool,
-) -> None:
-    """The HTML page when asked, then the JSON, the Markdown or the tables."""
-    from ..compare.show import all_warnings, comparison_page, render_html
-    from ..outputs import AtomicFile
-    from ..report.page import page_markdown, print_page
-
-    if html_path is not None:
-        page = render_html(result, html_show)
-        AtomicFile.write_text(str(html_path), page, replace=force)
-    if as_json or markdown:
-        # stdout holds the JSON (or the Markdown) alone.
-        for warning in all_warnings(result):
-            click.echo(f"warning: {warning}", err=True)
-        if as_json:
-            _write_json(result)
-        else:
-            click.echo(page_markdown(comparison_page(result, show)), nl=False)
-        return
-    from rich.console import Console
-
-    print_page(comparison_page(result, show), Console(), verbose=verbose)
-    if html_path is not None:
-        click.echo(f"HTML comparison written to {html_path}", err=True)
 
 
 def _write_json(result: Comparison) -> None:
