@@ -49,6 +49,19 @@ _LEGEND = {
     "evals": "An eval is a log, the newest of a retried eval, or the parts of "
     "a split run; evals pair by task and model.",
 }
+# Each list of changed pairs: its key, title and what it holds.
+_LOST = ("lost", "Lost results", " (a result in BASE, none in NEW)")
+_LISTS = {
+    STAGE: [
+        ("regressions", "Regressions", f" (pass {ARROW} retrieval or generation)"),
+        ("fixes", "Fixes", " (now pass)"),
+    ],
+    EXTRACTION: [
+        (f"{change}_{what}", f"{change.capitalize()} {what}", "")
+        for what in ("membership", "order")
+        for change in ("lost", "gained")
+    ],
+}
 
 
 def verdict_lines(comparison: Comparison) -> list[str]:
@@ -169,27 +182,8 @@ def _pair_tables(
     first += [_tests(tests, alpha), _figures(figures)]
     notes = [f"{score} {t['outcome']}: {t['note']}" for score, t in tests]
     notes += [f"{score} {_figure(f['figure'])}: {f['note']}" for score, f in figures]
-    lists = [
-        (c, "lost", "Lost results", " (a result in BASE, none in NEW)") for c in scores
-    ]
-    for c in pair[STAGE]:
-        lists.append(
-            (
-                c,
-                "regressions",
-                "Regressions",
-                f" (pass {ARROW} retrieval or generation)",
-            )
-        )
-        lists.append((c, "fixes", "Fixes", " (now pass)"))
-    for c in pair[EXTRACTION]:
-        for key in (
-            "lost_membership",
-            "gained_membership",
-            "lost_order",
-            "gained_order",
-        ):
-            lists.append((c, key, key.replace("_", " ").capitalize(), ""))
+    lists = [(c, *_LOST) for c in scores]
+    lists += [(c, *listed) for c in scores for listed in _LISTS[c["kind"]]]
     rest = [_changes(*listed, show, option) for listed in lists]
     rest += [_ids(c, show, option) for c in pair[STAGE]]
     rest += [_one_run(scores, show, option), _logs(pair)]
@@ -260,8 +254,7 @@ def _tests(tests: list[tuple[str, dict[str, Any]]], alpha: float) -> Table:
     )
     # One epoch: samples, fell and rose say again pairs, b and c.
     brief = [c for c in columns if c not in ("test", "samples", "fell", "rose")]
-    if unit == "samples":
-        brief = columns
+    brief = columns if unit == "samples" else brief
     return Table(
         "tests", "Significance", caption, columns, rows, brief=brief, constant=["score"]
     )
