@@ -29,7 +29,7 @@ from parity.compare import (
     passed,
     render,
 )
-from parity.contract import DEVIATIONS, EvaluatorName, Standing, standing
+from parity.contract import DEVIATIONS, EvaluatorName, Standing
 from parity.node import (
     HARNESS,
     PARITY_DIR,
@@ -460,34 +460,3 @@ def test_client_reports_what_node_threw() -> None:
     assert outcome == NodeOutcome(
         None, "TypeError: Cannot read properties of null (reading 'length')"
     )
-
-
-# --- the contract predicate ---------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("evaluator", "record", "expected"),
-    [
-        (S, {"required": [], "context": []}, IN),
-        (
-            S,
-            {"required": ["a"], "context": ["a", "a"], "correct": {"x": 1}, "o": 1},
-            IN,
-        ),
-        (S, {"context": ["a"]}, DEVIATION),
-        (S, {"required": None, "context": []}, DEVIATION),
-        (S, {"required": None}, OUT),
-        (S, {"required": False, "context": []}, OUT),
-        (S, {"required": [], "context": "a"}, OUT),
-        (S, {"required": ["a", 1], "context": []}, OUT),
-        (S, None, OUT),
-        (X, {"source": [], "answer": []}, IN),
-        (X, {"source": ["a", "a"], "answer": ["a"]}, IN),
-        (X, {"source": ["a"]}, OUT),
-        (X, {"source": (), "answer": []}, OUT),
-        (X, {"required": [], "context": []}, OUT),
-        (X, [], OUT),
-    ],
-)
-def test_standing(evaluator: EvaluatorName, record: Any, expected: Standing) -> None:
-    assert standing(evaluator, record) is expected
