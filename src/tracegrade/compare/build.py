@@ -173,8 +173,16 @@ def compare_evals(
         test=TEST,
         effect_size=EFFECT_SIZE,
         figure_test=FIGURE_TEST,
-        base=_side(base_path, selected[0], base),
-        new=_side(new_path, selected[1], new),
+        **{
+            side.lower(): {
+                "path": path,
+                "evals": [_eval(run) for run in runs],
+                "superseded": [asdict(s) for s in evals.superseded],
+            }
+            for side, path, runs, evals in zip(
+                SIDES, (base_path, new_path), selected, sides, strict=True
+            )
+        },
         pairs=pairs,
         only_in_base=[_eval(run) for run in only_base],
         only_in_new=[_eval(run) for run in only_new],
@@ -217,15 +225,6 @@ def _checked(
         if (r := c["new_runs"])
     ]
     return limits.check_thresholds(thresholds, targets) if thresholds else []
-
-
-def _side(path: str, runs: list[EvalRun], evals: Evals) -> dict[str, Any]:
-    superseded = [asdict(s) for s in evals.superseded]
-    return {
-        "path": path,
-        "evals": [_eval(run) for run in runs],
-        "superseded": superseded,
-    }
 
 
 def _eval(run: EvalRun) -> dict[str, Any]:
@@ -529,7 +528,8 @@ def _warnings(
         fewer, more = sorted((base.epochs, new.epochs))
         side = "NEW" if new.epochs > base.epochs else "BASE"
         warnings.append(
-            f"BASE ran {_epochs(base.epochs)} and NEW {_epochs(new.epochs)}: "
+            f"BASE ran {base.epochs} epoch{'s' * (base.epochs != 1)} and NEW "
+            f"{new.epochs} epoch{'s' * (new.epochs != 1)}: "
             f"samples pair by epoch, so only epochs 1 to {fewer} are compared; "
             f"{side}'s epochs {fewer + 1} to {more} are in one run only"
             + (", not counted as lost." if side == "BASE" else ".")
@@ -540,7 +540,3 @@ def _warnings(
             "sample id and epoch alone."
         )
     return warnings
-
-
-def _epochs(count: int) -> str:
-    return f"{count} epoch{'s' if count != 1 else ''}"
