@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Final
@@ -112,20 +112,16 @@ def _change(key: SampleKey, base: Run, new: dict[str, Any]) -> dict[str, Any]:
     return {"id": key[0], "epoch": key[1], "base": base.side(), "new": new}
 
 
-@dataclass
 class _Tally:
     """One outcome or figure over the pairs that have it on both sides:
     each side's count (or exact sum), the pairs that moved down (`b`) and
     up (`c`), each sample's moves (with several epochs), the pairs lost."""
 
-    clustered: bool
-    pairs: int = 0
-    b: int = 0
-    c: int = 0
-    lost: int = 0
-    base: ExactSum = field(default_factory=ExactSum)
-    new: ExactSum = field(default_factory=ExactSum)
-    by_sample: dict[int | str, Any] = field(default_factory=dict)
+    def __init__(self, clustered: bool) -> None:
+        self.clustered = clustered
+        self.pairs = self.b = self.c = self.lost = 0
+        self.base, self.new = ExactSum(), ExactSum()
+        self.by_sample: dict[int | str, Any] = {}
 
     def add(self, sample: int | str, before: float, after: float) -> Any:
         moved = _share(after) - _share(before) if self.clustered else after - before
@@ -146,31 +142,23 @@ class _Tally:
         return len(moves), sum(m < 0 for m in moves), sum(m > 0 for m in moves)
 
 
-@dataclass
 class _Score:
     """Everything counted for one score while NEW is read; nothing here
     grows with the changed pairs, which go to its `lists` on disk."""
 
-    kind: str
-    clustered: bool
-    spools: Spools
-    transitions: Counter[tuple[str, str]] = field(default_factory=Counter)
-    lost_from: Counter[tuple[str, str]] = field(default_factory=Counter)
-    new_runs: AllRuns = field(default_factory=AllRuns)
-    worse: int = 0
-    better: int = 0
-    ids_compared: int = 0
-    newly_missing: Counter[str] = field(default_factory=Counter)
-    newly_found: Counter[str] = field(default_factory=Counter)
-    tallies: dict[str, _Tally] = field(default_factory=dict)
-    lists: dict[str, Spool] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.lists = {name: self.spools.new() for name in _LISTS[self.kind].split()}
+    def __init__(self, kind: str, clustered: bool, spools: Spools) -> None:
+        self.kind, self.clustered = kind, clustered
+        self.transitions: Counter[tuple[str, str]] = Counter()
+        self.lost_from: Counter[tuple[str, str]] = Counter()
+        self.newly_missing: Counter[str] = Counter()
+        self.newly_found: Counter[str] = Counter()
+        self.new_runs = AllRuns()
+        self.worse = self.better = self.ids_compared = 0
+        self.lists = {name: spools.new() for name in _LISTS[kind].split()}
         # The outcomes, then (stage) context recall, precision and each step.
-        names = [name for name, *_ in _OUTCOMES[self.kind]]
-        names += ["recall", "precision"] if self.kind == STAGE else []
-        self.tallies = {name: _Tally(self.clustered) for name in names}
+        names = [name for name, *_ in _OUTCOMES[kind]]
+        names += ["recall", "precision"] if kind == STAGE else []
+        self.tallies = {name: _Tally(clustered) for name in names}
 
     def add(self, key: SampleKey, base: Run, new: Run) -> None:
         self.transitions[base.state, new.state] += 1
