@@ -576,8 +576,7 @@ def test_runs_that_cannot_be_compared_exit_1(
     [
         [".", "does-not-exist"],
         [".", ".", "--strict"],
-        [".", ".", "--alpha", "1"],
-        [".", ".", "--alpha", "nan"],
+        *([".", ".", "--alpha", alpha] for alpha in ("0", "1", "nan", "inf")),
         [".", ".", "--show", "0"],
     ],
 )
