@@ -149,15 +149,13 @@ def compare_evals(
         for side, evals in zip(SIDES, sides, strict=True)
         if (note := log_evals.superseded_note(evals.superseded))
     ]
+    alone = [("BASE", "NEW", only_base, f", and its results count as {counted}")]
+    alone += [("NEW", "BASE", only_new, "")]
     warnings += [
-        f"BASE: {_described(run)} has no eval of the same task and model in "
-        f"NEW; it is not compared, and its results count as {counted}."
-        for run in only_base
-    ]
-    warnings += [
-        f"NEW: {_described(run)} has no eval of the same task and model in "
-        "BASE; it is not compared."
-        for run in only_new
+        f"{side}: {_described(run)} has no eval of the same task and model in "
+        f"{other}; it is not compared{tail}."
+        for side, other, runs, tail in alone
+        for run in runs
     ]
     failed = [
         f"NEW: {_described(run)} has status {run.status!r}"
