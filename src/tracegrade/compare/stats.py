@@ -47,12 +47,15 @@ def format_p(p: float) -> str:
 
 
 def _tested(
-    head: dict[str, Any], higher: bool, moved: str, needed: str, nothing: str
+    head: dict[str, Any], higher: bool, moved: str, needed: str, nothing: list[str]
 ) -> dict[str, Any]:
     """`head` and the test of its `fell` against its `rose`, the verdict said
-    in one sentence: `moved` what was weighed, or `nothing` when it is empty."""
+    in one sentence: `moved` what was weighed; `nothing`, why there is none
+    with pairs and without."""
     fell, rose, alpha = head["fell"], head["rose"], head["alpha"]
     changed = fell + rose
+    if not changed:
+        moved = nothing[0] if head["pairs"] else nothing[1]
     least = discordant_needed(alpha)
     p = p_value(fell, rose) if changed else None
     if p is None or changed < least:
@@ -74,7 +77,7 @@ def _tested(
         "discordant_needed": least,
         "significant": p is not None and p <= alpha,
         "verdict": verdict,
-        "note": f"Too few to tell: {nothing}" if nothing else note,
+        "note": f"Too few to tell: {moved}" if not changed else note,
     }
 
 
@@ -106,16 +109,11 @@ def paired_test(
             "test, the sample as the unit: a sample's epochs are not independent "
             "evidence)"
         )
-    nothing = (
-        ""
-        if fell + rose
-        else (
-            f"none of the {pairs} pairs changed {outcome}, so the test has nothing "
-            "to weigh."
-        )
-    )
-    if not pairs:
-        nothing = f"no pair was tested for {outcome}."
+    nothing = [
+        f"none of the {pairs} pairs changed {outcome}, so the test has nothing "
+        "to weigh.",
+        f"no pair was tested for {outcome}.",
+    ]
     # p_value is filled in by `_tested`; difference, here.
     values = (outcome, higher_is_better, alpha, name, pairs, samples, *counts[1:])
     head = dict(zip(_PAIRED.split(), (*values, fell, rose, None, None), strict=True))
@@ -144,15 +142,10 @@ def figure_test(
         f"sides), {figure} fell in {fell} and rose in {rose} (exact sign test "
         "on per-sample mean differences)"
     )
-    nothing = (
-        ""
-        if fell + rose
-        else (
-            f"{figure} moved in none of the {samples} samples ({pairs} paired "
-            "runs), so the test has nothing to weigh."
-        )
-    )
-    if not pairs:
-        nothing = f"no pair has {figure} on both sides."
+    nothing = [
+        f"{figure} moved in none of the {samples} samples ({pairs} paired "
+        "runs), so the test has nothing to weigh.",
+        f"no pair has {figure} on both sides.",
+    ]
     head = dict(zip(_FIGURE.split(), values, strict=True))
     return _tested(head, True, moved, "", nothing) | {"lost": lost}
