@@ -372,27 +372,6 @@ def test_extraction_pairs_gain_and_lose_membership_and_order(
     ]
 
 
-def test_directories_pair_their_evals_by_task_and_model(
-    logs: dict[str, str], tmp_path: Path
-) -> None:
-    for side, names in (("base", ["base", "extraction_base"]), ("new", ["worse"])):
-        (tmp_path / side).mkdir()
-        for name in names:
-            shutil.copy(logs[name], tmp_path / side)
-    result = invoke(str(tmp_path / "base"), str(tmp_path / "new"), "--json")
-
-    assert result.exit_code == 0, result.output
-    read = json.loads(result.stdout)
-    pair = only_pair(read)
-    assert [c["score"] for c in pair["stage_diagnosis"]] == ["stage_diagnosis"]
-    assert pair["base"]["task"] == pair["new"]["task"] == "tracegrade/stage_diagnosis"
-    # The extraction eval has no eval of its task in NEW: listed, not compared.
-    (unpaired,) = read["only_in_base"]
-    assert unpaired["task"] == "tracegrade/ordered_extraction_recorded"
-    assert "has no eval of the same task and model in NEW" in read["warnings"][0]
-    assert f"warning: {read['warnings'][0]}" in result.stderr
-
-
 def row(*cells: str) -> str:
     """A table row on one line of the terminal, its cells in this order."""
     return r"^\s*" + r"\s+".join(map(re.escape, cells)) + r"(\s|$)"

@@ -218,6 +218,12 @@ def test_errors_an_eval_stopped_or_missing_fail_the_gate_unless_allowed(
         assert stage["lost"] == lost_in(runs[base], runs[new]) > 0
         assert stage["new_runs"]["runs"] == 30 and stage["only_in_base"] == []
         assert why in {item["why"] for item in stage["new_runs"]["not_diagnosed"]}
+    else:
+        # Directories pair their evals by task and model; the rest are listed.
+        read = as_json(*args, exit_code=3)
+        ((pair,), (unpaired,)) = read["pairs"], read["only_in_base"]
+        assert pair["base"]["task"] == pair["new"]["task"] != unpaired["task"]
+        assert "has no eval of the same task and model in NEW" in read["warnings"][0]
 
 
 def test_the_control_passes_every_gate(runs: dict[str, str]) -> None:
