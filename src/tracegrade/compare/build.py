@@ -301,13 +301,10 @@ def _described(run: EvalRun) -> str:
     return f"{run.name} ({run.task}, {run.model})"
 
 
-def _pair_evals(
-    base: list[EvalRun], new: list[EvalRun]
-) -> tuple[
-    list[tuple[EvalRun, EvalRun]],
-    list[EvalRun],
-    list[EvalRun],
-]:
+Paired = tuple[list[tuple[EvalRun, EvalRun]], list[EvalRun], list[EvalRun]]
+
+
+def _pair_evals(base: list[EvalRun], new: list[EvalRun]) -> Paired:
     """BASE's evals paired with NEW's by task and model (one eval each side
     is paired whatever it ran), and those on one side only."""
     if len(base) == 1 and len(new) == 1:
