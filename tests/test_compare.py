@@ -8,8 +8,9 @@ import runpy
 import stat
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -52,18 +53,6 @@ def write_fixture(path: Path, cases: list[dict[str, Any]]) -> Path:
 
 def fixture_file(path: Path, cases: list[dict[str, Any]], kind: Any = S) -> FixtureFile:
     return FixtureFile(kind, write_fixture(path, cases))
-
-
-class FakeSource:
-    """A Python side that answers from a table, for planting differences."""
-
-    label = "planted"
-
-    def __init__(self, answers: Callable[[Case], PythonOutcome]) -> None:
-        self._answers = answers
-
-    def outcome(self, case: Case) -> PythonOutcome:
-        return self._answers(case)
 
 
 def failures(reports: list[FileReport]) -> dict[str, list[ProblemKind]]:
@@ -130,7 +119,9 @@ def test_a_planted_difference_fails(
     said: list[str],
 ) -> None:
     fixture = FixtureFile(evaluator, write_fixture(tmp_path / "f.jsonl", [record]))
-    reports = compare_files([fixture], FakeSource(lambda case: PythonOutcome(*answer)))
+    # A Python side that answers every case alike.
+    planted = SimpleNamespace(label="planted", outcome=lambda _: PythonOutcome(*answer))
+    reports = compare_files([fixture], planted)
     text = render(reports, "planted")
 
     assert failures(reports) == {record["id"]: [ProblemKind.DIFFERENCE]}
