@@ -83,37 +83,19 @@ GENERATION_EXPLANATION = (
 )
 
 
-def fixture_file(directory: Path, name: str, runs: dict[str, Any]) -> str:
-    return write_lines(
-        directory / f"{name}.jsonl",
-        [{"id": sample_id, "input": record} for sample_id, record in runs.items()],
-    )
-
-
 @pytest.fixture(scope="module")
 def datasets(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     directory = tmp_path_factory.mktemp("compare-runs")
-    runs = {
-        "base": BASE,
-        "worse": WORSE,
-        "slight": SLIGHT,
-        "extraction_base": EXTRACTION_BASE,
-        "extraction_new": EXTRACTION_NEW,
-        # A run that shares no sample with any other.
-        "other": {"elsewhere": OK},
+    runs = {"base": BASE, "worse": WORSE, "slight": SLIGHT}
+    runs |= {"extraction_base": EXTRACTION_BASE, "extraction_new": EXTRACTION_NEW}
+    # `other` shares no sample with any other run.
+    runs["other"] = {"elsewhere": OK}
+    return {
+        name: write_lines(
+            directory / f"{name}.jsonl", [{"id": i, "input": r} for i, r in run.items()]
+        )
+        for name, run in runs.items()
     }
-    return {name: fixture_file(directory, name, r) for name, r in runs.items()}
-
-
-def evaluate(tasks: list[Task], log_dir: Path, **options: Any) -> list[str]:
-    # Nothing watches these evals live: the buffer of each sample's events
-    # that `inspect view` reads while one runs would be cost alone.
-    logs = eval(
-        tasks, display="none", log_dir=str(log_dir), log_realtime=False, **options
-    )
-    for log in logs:
-        assert log.status == "success", log.error
-    return [log.location for log in logs]
 
 
 @pytest.fixture(scope="module")
@@ -121,27 +103,20 @@ def logs(
     datasets: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, str]:
     """One log per run, each in a directory of its own."""
-    stage_runs = ["base", "worse", "slight", "other"]
-    extraction_runs = ["extraction_base", "extraction_new"]
-    tasks = [stage_diagnosis(dataset=datasets[name]) for name in stage_runs]
-    tasks += [
-        ordered_extraction_recorded(dataset=datasets[name]) for name in extraction_runs
-    ]
+    names = ["base", "worse", "slight", "other", "extraction_base", "extraction_new"]
+    tasks = [stage_diagnosis(dataset=datasets[name]) for name in names[:4]]
+    tasks += [ordered_extraction_recorded(dataset=datasets[n]) for n in names[4:]]
     # A log scored by Inspect's own scorer alone.
-    tasks.append(
-        Task(
-            dataset=[Sample(id="p01", input="q", target="a")],
-            solver=replay(),
-            scorer=match(),
-        )
-    )
-    names = [*stage_runs, *extraction_runs, "scored_by_match"]
-    locations = evaluate(tasks, tmp_path_factory.mktemp("compare-logs"))
+    sample = Sample(id="p01", input="q", target="a")
+    tasks.append(Task(dataset=[sample], solver=replay(), scorer=match()))
+    # Nothing watches these evals live: no event buffer for `inspect view`.
+    log_dir = str(tmp_path_factory.mktemp("compare-logs"))
+    evaluated = eval(tasks, display="none", log_dir=log_dir, log_realtime=False)
     placed = {}
-    for name, location in zip(names, locations, strict=True):
-        directory = tmp_path_factory.mktemp(name)
-        placed[name] = str(directory / Path(location).name)
-        shutil.copy(location, placed[name])
+    for name, log in zip([*names, "scored_by_match"], evaluated, strict=True):
+        assert log.status == "success", log.error
+        placed[name] = str(tmp_path_factory.mktemp(name) / Path(log.location).name)
+        shutil.copy(log.location, placed[name])
     return placed
 
 
