@@ -77,15 +77,12 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """Each run's log, by name, from one `eval` of every task; and the
     `pairs-base` and `pairs-new` directories."""
     work = tmp_path_factory.mktemp("gate")
-    lines = [json.loads(line) for line in TOUR_BASE.read_text("utf-8").splitlines()]
-    for line in lines[::2]:
-        line["input"].pop("correct", None)
-    nolabel = write_lines(work / "nolabel.jsonl", lines)
+    tour = [json.loads(line) for line in TOUR_BASE.read_text("utf-8").splitlines()]
     # Two of BASE's passes, run for two epochs.
-    two = write_lines(
-        work / "two.jsonl",
-        [json.loads(line) for line in TOUR_BASE.read_text("utf-8").splitlines()][:2],
-    )
+    two = write_lines(work / "two.jsonl", tour[:2])
+    for line in tour[::2]:
+        line["input"].pop("correct", None)
+    nolabel = write_lines(work / "nolabel.jsonl", tour)
     passing = {"required": ["D1"], "context": ["D1"], "correct": True}
     other = write_lines(
         work / "other.jsonl", [{"id": f"o{n}", "input": passing} for n in (1, 2, 3)]
@@ -108,14 +105,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "errors": raising_task(RAISING, fail_on_error=False),
         "stopped": raising_task(["q05"], fail_on_error=True),
     }
-    # Nothing watches these evals live: the buffer of each sample's events
-    # that `inspect view` reads while one runs would be cost alone.
-    logs = eval(
-        list(tasks.values()),
-        display="none",
-        log_dir=str(work / "logs"),
-        log_realtime=False,
-    )
+    # Nothing watches these evals live: no event buffer for `inspect view`.
+    options = {"display": "none", "log_dir": str(work / "logs")}
+    logs = eval([*tasks.values()], log_realtime=False, **options)
     found: dict[str, str] = {}
     for name, log in zip(tasks, logs, strict=True):
         # inspect eval exits 0 even when the eval fails: the log says.
