@@ -20,16 +20,11 @@ MISSING = {"retrieval": ("D1",), "generation": (), "pass": ()}
 
 
 def stage(
-    sample: int | str,
-    state: str,
-    epoch: int = 1,
-    missing: tuple[str, ...] | None = None,
-    score: str = STAGE,
-    log: str = "log",
-    **figures: Any,
+    sample: int | str, state: str, epoch: int = 1, score: str = STAGE, **fields: Any
 ) -> Observation:
-    missing = MISSING.get(state) if missing is None else missing
-    run = Run(state, missing, f"{state} because", log, **figures)
+    """A run of `state`; `fields` are Run's: its log, its figures."""
+    fields = {"log": "log"} | fields
+    run = Run(state, MISSING.get(state), f"{state} because", **fields)
     return score, STAGE, sample, epoch, run, None
 
 
