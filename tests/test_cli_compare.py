@@ -361,11 +361,8 @@ def test_the_terminal_shows_the_verdict_first_and_the_key_tables(
     assert "Regressions: 12 regressions (stage_diagnosis: 12 regressions)" in out
     # One score: it is named in the titles, not in a column.
     assert re.search(row("pass", "0", "12", "2", "0", "0", "14"), out, re.M)
-    assert re.search(
-        row("pass", "17", "14", "2", "12", "0", "0.00049", "-70.6 pp", "worse"),
-        out,
-        re.M,
-    )
+    tested = row("pass", "17", "14", "2", "12", "0", "0.00049", "-70.6 pp", "worse")
+    assert re.search(tested, out, re.M)
     assert re.search(row("p01", "1", "pass → generation", "none", "none"), out, re.M)
     assert re.search(row("gone", "1", "pass → not in NEW", "none"), out, re.M)
     # 10 of the 12 by default, and a line saying so.
@@ -377,11 +374,6 @@ def test_the_terminal_shows_the_verdict_first_and_the_key_tables(
     # The long form only when asked.
     assert PASS_EXPLANATION not in out and "b: pairs with the outcome" not in out
     assert lines[-1] == "--verbose: what each column means, and every table."
-    assert re.search(
-        row("p12", "1"),
-        invoke(logs["base"], logs["worse"], "--show", "12").stdout,
-        re.M,
-    )
 
 
 def test_verbose_shows_every_column_legend_and_sentence(logs: dict[str, str]) -> None:
@@ -413,9 +405,7 @@ def test_the_html_page_has_a_heatmap_and_every_table(
     page = out.read_text(encoding="utf-8")
     assert get_plotlyjs() in page
     assert not re.search(r"<script[^>]*\ssrc=", page)
-    call = re.search(
-        r'Plotly\.newPlot\(\s*"chart-transitions-1-stage_diagnosis",\s*', page
-    )
+    call = re.search(r'newPlot\(\s*"chart-transitions-1-stage_diagnosis",\s*', page)
     assert call is not None
     (heatmap,), _ = json.JSONDecoder().raw_decode(page, call.end())
     (stage,) = only_pair(compared(logs["base"], logs["slight"]))["stage_diagnosis"]
