@@ -22,7 +22,7 @@ from inspect_ai.scorer import match
 from plotly.offline import get_plotlyjs
 from scipy.stats import binomtest
 
-from tests.support import write_lines
+from tests.support import split_into_parts, write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.cli import main
 from tracegrade.compare.build import compare_logs
@@ -420,37 +420,13 @@ def test_two_evals_of_one_task_and_model_on_a_side_are_refused(
     )
 
 
-@pytest.fixture(scope="module")
-def parts(
-    datasets: dict[str, str], tmp_path_factory: pytest.TempPathFactory
-) -> list[str]:
-    """WORSE as `tracegrade score` writes it, split into parts of 7 samples."""
-    log_dir = tmp_path_factory.mktemp("parts")
-    result = CliRunner().invoke(
-        main,
-        [
-            "score",
-            "stage_diagnosis",
-            datasets["worse"],
-            "--log-dir",
-            str(log_dir),
-            "--max-samples-per-log",
-            "7",
-            "--json",
-        ],
-    )
-    assert result.exit_code == 0, result.output
-    split: list[str] = json.loads(result.stdout)["logs"]
-    assert len(split) == 3
-    (log_dir / Path(json.loads(result.stdout)["results"]).name).unlink()
-    return split
-
-
 def test_a_missing_part_is_warned_of_and_its_samples_listed(
-    logs: dict[str, str], parts: list[str], tmp_path: Path
+    logs: dict[str, str], tmp_path: Path
 ) -> None:
-    for part in (parts[0], parts[2]):
-        shutil.copy(part, tmp_path)
+    """WORSE in three parts, as `tracegrade score` splits a run; one lost."""
+    _, second, _ = split_into_parts(logs["worse"], tmp_path, 3)
+    missing = [str(sample.id) for sample in read_eval_log(second).samples or []]
+    Path(second).unlink()
     result = invoke(logs["base"], str(tmp_path), "--json")
     read = json.loads(result.stdout)
 
@@ -465,12 +441,10 @@ def test_a_missing_part_is_warned_of_and_its_samples_listed(
         warning,
     )
     assert f"warning: {warning}" in result.stderr
-    missing_part = read_eval_log(parts[1], header_only=True).eval.dataset.sample_ids
     (stage,) = pair["stage_diagnosis"]
-    assert missing_part is not None and len(missing_part) == 7
-    assert sorted(ref["id"] for ref in stage["only_in_base"]) == sorted(
-        ["gone", *map(str, missing_part)]
-    )
+    assert len(missing) == 7 and "added" not in missing
+    only_in_base = sorted(ref["id"] for ref in stage["only_in_base"])
+    assert only_in_base == sorted(["gone", *missing])
 
 
 @pytest.mark.parametrize(
