@@ -200,16 +200,9 @@ def test_expected_mismatches_fail(tmp_path: Path) -> None:
         tmp_path / "x.jsonl",
         [
             {**SORTED_BY_ORDER, "expected": {"membership": True, "order": True}},
-            {
-                "id": "wrong-field",
-                "input": {"source": ["A"], "answer": "A"},
-                "expected": {"invalid": "source"},
-            },
-            {
-                "id": "expected-refusal",
-                "input": {"source": ["A"], "answer": ["A"]},
-                "expected": {"invalid": "answer"},
-            },
+            # Refused for another field; refusal expected of a valid record.
+            {**STRING_ANSWER, "id": "wrong-field", "expected": {"invalid": "source"}},
+            {**KEPT_ORDER, "id": "expected-refusal", "expected": {"invalid": "answer"}},
             {**KEPT_ORDER, "expected": {"order": True, "membership": True}},
         ],
         X,
