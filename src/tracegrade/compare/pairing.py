@@ -416,27 +416,19 @@ def gate(
     for pair in pairs:
         named = f"{pair['name']}: " if len(pairs) > 1 else ""
         for c in [*pair[STAGE], *pair[EXTRACTION]]:
+            score, worse = f"{named}{c['score']}: ", c["worse"]
             outcomes = zip(c["tests"], _OUTCOMES[c["kind"]], strict=True)
-            tests += [
-                (f"{named}{c['score']}: {test['outcome']}", test)
-                for test, (_, _, _, gated) in outcomes
-                if gated and PASS_GATE in gates
-            ]
-            figures = [
-                (f"{named}{c['score']}: {gate_name(f['figure'])}", f)
-                for f in c.get("figures", [])
-                if gate_name(f["figure"]) in gates
-            ]
+            on = PASS_GATE in gates
+            tests += [(score + t["outcome"], t) for t, (*_, g) in outcomes if g and on]
+            named_figures = ((gate_name(f["figure"]), f) for f in c.get("figures", []))
+            figures = [(score + name, f) for name, f in named_figures if name in gates]
             tests += figures
-            regressions += c["worse"]
+            regressions += worse
             lost += c["lost"] + sum(f["lost"] for _, f in figures)
-            if c["worse"]:
-                s = "s" * (c["worse"] != 1)
-                regressed.append(f"{named}{c['score']}: {c['worse']} regression{s}")
+            if worse:
+                regressed.append(f"{score}{worse} regression{'s' * (worse != 1)}")
             if c["lost"]:
-                lost_results.append(
-                    f"{named}{c['score']}: lost {lost_text(c['lost_from'])}"
-                )
+                lost_results.append(f"{score}lost {lost_text(c['lost_from'])}")
             lost_results += [
                 f"{name} lost in {f['lost']} pair{'s' * (f['lost'] != 1)} (a "
                 "result in NEW without it)"
