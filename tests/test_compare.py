@@ -1,11 +1,5 @@
-"""The parity diff itself: it must catch what it exists to catch.
-
-A parity check that passes everything proves nothing, so these tests plant
-differences (a Python source that answers `1` for `true`, a `missing` list in
-the wrong order, a refusal of a valid record) and require the run to fail,
-and check that what must not fail (out-of-contract records, the documented
-deviation) does not.
-"""
+"""The parity diff must catch what it exists to catch: planted differences
+fail the run; out-of-contract records and the documented deviations do not."""
 
 from __future__ import annotations
 
@@ -14,8 +8,9 @@ import runpy
 import stat
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -35,7 +30,7 @@ from parity.compare import (
     passed,
     render,
 )
-from parity.contract import DEVIATIONS, EvaluatorName, Standing, standing
+from parity.contract import DEVIATIONS, EvaluatorName, Standing
 from parity.node import (
     HARNESS,
     PARITY_DIR,
@@ -47,6 +42,8 @@ from parity.node import (
 from tracegrade.core import canonical_json
 
 REPOSITORY = PARITY_DIR.parent
+S, X = "stage_diagnosis", "ordered_extraction"
+IN, DEVIATION, OUT = Standing.IN_CONTRACT, Standing.DEVIATION, Standing.OUT_OF_CONTRACT
 
 
 def write_fixture(path: Path, cases: list[dict[str, Any]]) -> Path:
@@ -54,24 +51,8 @@ def write_fixture(path: Path, cases: list[dict[str, Any]]) -> Path:
     return path
 
 
-def stage_file(path: Path, cases: list[dict[str, Any]]) -> FixtureFile:
-    return FixtureFile("stage_diagnosis", write_fixture(path, cases))
-
-
-def extraction_file(path: Path, cases: list[dict[str, Any]]) -> FixtureFile:
-    return FixtureFile("ordered_extraction", write_fixture(path, cases))
-
-
-class FakeSource:
-    """A Python side that answers from a table, for planting differences."""
-
-    label = "planted"
-
-    def __init__(self, answers: Callable[[Case], PythonOutcome]) -> None:
-        self._answers = answers
-
-    def outcome(self, case: Case) -> PythonOutcome:
-        return self._answers(case)
+def fixture_file(path: Path, cases: list[dict[str, Any]], kind: Any = S) -> FixtureFile:
+    return FixtureFile(kind, write_fixture(path, cases))
 
 
 def failures(reports: list[FileReport]) -> dict[str, list[ProblemKind]]:
@@ -100,113 +81,72 @@ ASTRAL_GAP = {
 
 # --- planted differences fail the run ---------------------------------------
 
+STRING_ANSWER = {"id": "string-answer", "input": {"source": ["C"], "answer": "C"}}
+ABSENT = {"id": "absent", "input": {"context": []}}
+PYTHON_SORTED = canonical_json(
+    {"stage": "retrieval", "missing": ["\uff61", "\U0001f600"]}
+)
 
-def test_one_for_true_is_a_difference(tmp_path: Path) -> None:
-    fixture = extraction_file(tmp_path / "x.jsonl", [KEPT_ORDER, SORTED_BY_ORDER])
 
-    def one_for_true(case: Case) -> PythonOutcome:
-        if case.id == "kept":
-            return PythonOutcome('{"membership":1,"order":true}')
-        return CoreSource().outcome(case)
-
-    reports = compare_files([fixture], FakeSource(one_for_true))
+@pytest.mark.parametrize(
+    ("evaluator", "record", "answer", "said"),
+    [
+        # 1 for true; the answer seen beside the reference's.
+        (
+            X,
+            KEPT_ORDER,
+            ['{"membership":1,"order":true}'],
+            ['{"membership":true,"order":true}'],
+        ),
+        # `missing` in code point order, where JavaScript sorts UTF-16 units.
+        (S, ASTRAL_GAP, [PYTHON_SORTED], ['"missing":["\\ud83d\\ude00","\\uff61"]']),
+        (
+            X,
+            KEPT_ORDER,
+            [None, "source", "no"],
+            ["Python refused an input inside the contract"],
+        ),
+        # An answer where the contract has none, and another deviation.
+        (X, STRING_ANSWER, ['{"membership":true,"order":true}'], []),
+        (S, ABSENT, ['{"error":"answer-label"}'], []),
+    ],
+)
+def test_a_planted_difference_fails(
+    tmp_path: Path,
+    evaluator: EvaluatorName,
+    record: dict[str, Any],
+    answer: list[Any],
+    said: list[str],
+) -> None:
+    fixture = FixtureFile(evaluator, write_fixture(tmp_path / "f.jsonl", [record]))
+    # A Python side that answers every case alike.
+    planted = SimpleNamespace(label="planted", outcome=lambda _: PythonOutcome(*answer))
+    reports = compare_files([fixture], planted)
     text = render(reports, "planted")
 
-    assert not passed(reports)
-    assert failures(reports) == {"kept": [ProblemKind.DIFFERENCE]}
-    assert f"'kept' at {fixture.label}:1" in text
-    assert '{"membership":1,"order":true}' in text
-    assert '{"membership":true,"order":true}' in text
-    assert "parity FAILED: 1 of 2 cases" in text
-
-
-def test_missing_in_code_point_order_is_a_difference(tmp_path: Path) -> None:
-    fixture = stage_file(tmp_path / "s.jsonl", [ASTRAL_GAP])
-
-    def python_sorted(case: Case) -> PythonOutcome:
-        missing = sorted(case.input["required"])
-        return PythonOutcome(canonical_json({"stage": "retrieval", "missing": missing}))
-
-    reports = compare_files([fixture], FakeSource(python_sorted))
-    text = render(reports, "planted")
-
-    assert failures(reports) == {"astral-gap": [ProblemKind.DIFFERENCE]}
-    assert '"missing":["\\uff61","\\ud83d\\ude00"]' in text
-    assert '"missing":["\\ud83d\\ude00","\\uff61"]' in text
-
-
-def test_refusing_an_in_contract_record_is_a_difference(tmp_path: Path) -> None:
-    fixture = extraction_file(tmp_path / "x.jsonl", [KEPT_ORDER])
-
-    def refuse(case: Case) -> PythonOutcome:
-        return PythonOutcome(None, "source", "field 'source' is not good enough")
-
-    reports = compare_files([fixture], FakeSource(refuse))
-
-    assert failures(reports) == {"kept": [ProblemKind.DIFFERENCE]}
-    assert "Python refused an input inside the contract" in render(reports, "planted")
-
-
-def test_answering_an_out_of_contract_record_is_a_difference(tmp_path: Path) -> None:
-    record = {
-        "id": "string-answer",
-        "input": {"source": ["C", "A", "B"], "answer": "CAB"},
-    }
-    fixture = extraction_file(tmp_path / "x.jsonl", [record])
-
-    def copy_javascript(case: Case) -> PythonOutcome:
-        return PythonOutcome('{"membership":true,"order":true}')
-
-    reports = compare_files([fixture], FakeSource(copy_javascript))
-
-    assert failures(reports) == {"string-answer": [ProblemKind.DIFFERENCE]}
+    assert failures(reports) == {record["id"]: [ProblemKind.DIFFERENCE]}
+    assert f"'{record['id']}' at {fixture.label}:1" in text
+    assert "parity FAILED: 1 of 1 cases" in text
+    for shown in [*answer[:1], *said]:
+        assert shown is None or shown in text
 
 
 # --- what must not fail ------------------------------------------------------
 
 
-def test_the_core_agrees_with_node_on_tricky_ids(tmp_path: Path) -> None:
-    fixture = stage_file(tmp_path / "s.jsonl", [ASTRAL_GAP])
-
-    reports = compare_files([fixture], CoreSource())
-
-    assert passed(reports)
-    assert (
-        reports[0].cases[0].python.result_json == reports[0].cases[0].node.result_json
-    )
-
-
-def test_out_of_contract_cases_are_listed_and_do_not_fail(tmp_path: Path) -> None:
-    fixture = stage_file(
+def test_what_is_out_of_contract_or_a_deviation_is_listed_not_failed(
+    tmp_path: Path,
+) -> None:
+    fixture = fixture_file(
         tmp_path / "s.jsonl",
         [
+            ASTRAL_GAP,
             {"id": "no-context", "input": {"required": [], "correct": True}},
             {
                 "id": "string-required",
                 "input": {"required": "D1", "context": ["D"], "correct": True},
                 "expected": {"invalid": "required"},
             },
-        ],
-    )
-
-    reports = compare_files([fixture], CoreSource())
-    text = render(reports, "Python core")
-
-    assert passed(reports)
-    assert [case.standing for case in reports[0].cases] == [
-        Standing.OUT_OF_CONTRACT
-    ] * 2
-    assert "Out of contract, listed and not failed" in text
-    assert f'| no-context | {fixture.label}:1 | {{"stage":"unresolved"}} |' in text
-    assert "InvalidRecord: field 'context' is missing" in text
-    assert '{"stage":"retrieval","missing":["1"]}' in text
-    assert "0 differences, 0 expected mismatches" in text
-
-
-def test_the_documented_deviation_is_listed_and_does_not_fail(tmp_path: Path) -> None:
-    fixture = stage_file(
-        tmp_path / "s.jsonl",
-        [
             {"id": "absent", "input": {"context": ["D1"], "correct": True}},
             {"id": "null", "input": {"required": None, "context": []}},
         ],
@@ -216,22 +156,22 @@ def test_the_documented_deviation_is_listed_and_does_not_fail(tmp_path: Path) ->
     text = render(reports, "Python core")
 
     assert passed(reports)
+    tricky = reports[0].cases[0]
+    assert tricky.python.result_json == tricky.node.result_json
+    assert [case.standing for case in reports[0].cases] == [
+        IN,
+        OUT,
+        OUT,
+        *[DEVIATION] * 2,
+    ]
+    assert "Out of contract, listed and not failed" in text
+    assert f'| no-context | {fixture.label}:2 | {{"stage":"unresolved"}} |' in text
+    assert "InvalidRecord: field 'context' is missing" in text
+    assert '{"stage":"retrieval","missing":["1"]}' in text
+    assert "0 differences, 0 expected mismatches" in text
     assert "Deliberate deviations (parity/DEVIATIONS.md): 2" in text
     assert "threw TypeError: Cannot read properties of undefined" in text
     assert "threw TypeError: Cannot read properties of null" in text
-
-
-def test_a_deviation_with_another_python_answer_fails(tmp_path: Path) -> None:
-    fixture = stage_file(
-        tmp_path / "s.jsonl", [{"id": "absent", "input": {"context": []}}]
-    )
-
-    def answer_label(case: Case) -> PythonOutcome:
-        return PythonOutcome('{"error":"answer-label"}')
-
-    reports = compare_files([fixture], FakeSource(answer_label))
-
-    assert failures(reports) == {"absent": [ProblemKind.DIFFERENCE]}
 
 
 def test_a_deviation_where_the_reference_answers_fails() -> None:
@@ -256,22 +196,16 @@ def test_every_deviation_is_in_the_deviations_table() -> None:
 
 
 def test_expected_mismatches_fail(tmp_path: Path) -> None:
-    fixture = extraction_file(
+    fixture = fixture_file(
         tmp_path / "x.jsonl",
         [
             {**SORTED_BY_ORDER, "expected": {"membership": True, "order": True}},
-            {
-                "id": "wrong-field",
-                "input": {"source": ["A"], "answer": "A"},
-                "expected": {"invalid": "source"},
-            },
-            {
-                "id": "expected-refusal",
-                "input": {"source": ["A"], "answer": ["A"]},
-                "expected": {"invalid": "answer"},
-            },
+            # Refused for another field; refusal expected of a valid record.
+            {**STRING_ANSWER, "id": "wrong-field", "expected": {"invalid": "source"}},
+            {**KEPT_ORDER, "id": "expected-refusal", "expected": {"invalid": "answer"}},
             {**KEPT_ORDER, "expected": {"order": True, "membership": True}},
         ],
+        X,
     )
 
     reports = compare_files([fixture], CoreSource())
@@ -289,15 +223,6 @@ def test_expected_mismatches_fail(tmp_path: Path) -> None:
         in text
     )
     assert "4 of 4 cases" in text
-
-
-def test_cases_without_expected_are_compared_only_with_node(tmp_path: Path) -> None:
-    fixture = extraction_file(tmp_path / "x.jsonl", [KEPT_ORDER])
-
-    reports = compare_files([fixture], CoreSource())
-
-    assert passed(reports)
-    assert "(none given)" not in render(reports, "Python core")
 
 
 # --- malformed fixtures ----------------------------------------------------------
@@ -358,17 +283,9 @@ def test_cli_runs_extra_files_with_and_without_expected(
     extraction_one = write_fixture(tmp_path / "one.jsonl", [SORTED_BY_ORDER])
     extraction_two = write_fixture(tmp_path / "two.jsonl", [KEPT_ORDER])
 
-    status = main(
-        [
-            "--stage-diagnosis",
-            str(stage),
-            "--ordered-extraction",
-            str(extraction_one),
-            "--ordered-extraction",
-            str(extraction_two),
-        ],
-        packaged=(),
-    )
+    extraction = ["--ordered-extraction", str(extraction_one)]
+    extraction += ["--ordered-extraction", str(extraction_two)]
+    status = main(["--stage-diagnosis", str(stage), *extraction], packaged=())
     printed = capsys.readouterr().out
 
     assert status == 0
@@ -382,27 +299,15 @@ def test_cli_runs_extra_files_with_and_without_expected(
     assert printed.endswith("parity OK: 3 cases in 3 files\n")
 
 
-def test_cli_exits_1_on_an_expected_mismatch(
+def test_cli_exits_1_on_an_expected_mismatch_and_2_on_a_malformed_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     wrong = {**SORTED_BY_ORDER, "expected": {"membership": False, "order": False}}
     path = write_fixture(tmp_path / "wrong.jsonl", [wrong])
-
-    status = main(["--core-only", "--ordered-extraction", str(path)], packaged=())
-
-    assert status == 1
+    assert main(["--core-only", "--ordered-extraction", str(path)], packaged=()) == 1
     assert f"FAIL ordered_extraction 'sort' at {path}:1" in capsys.readouterr().out
-
-
-def test_cli_exits_2_on_a_malformed_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = tmp_path / "bad.jsonl"
     path.write_text(f"{GOOD_LINE}\n{{\n", "utf-8")
-
-    status = main(["--ordered-extraction", str(path)], packaged=())
-
-    assert status == 2
+    assert main(["--ordered-extraction", str(path)], packaged=()) == 2
     assert f"parity: {path}:2: not a JSON value" in capsys.readouterr().err
 
 
@@ -411,19 +316,13 @@ def test_python_m_parity_runs_packaged_and_extra_files(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """The entry point `nox -s parity` runs; the Inspect-log side is the one
-    `test_cli_runs_extra_files_with_and_without_expected` runs in process.
-    `runpy` runs the module as `python -m` does, here in this interpreter:
-    nothing the entry point does needs a process of its own."""
+    """The entry point `nox -s parity` runs, as `python -m` runs it."""
     extra = write_fixture(tmp_path / "extra.jsonl", [ASTRAL_GAP])
     monkeypatch.chdir(REPOSITORY)
     # This module imported parity.__main__; `-m` runs it afresh, as here.
     monkeypatch.delitem(sys.modules, "parity.__main__")
-    monkeypatch.setattr(
-        sys,
-        "argv",
-        ["parity", "--core-only", "--stage-diagnosis", str(extra)],
-    )
+    argv = ["parity", "--core-only", "--stage-diagnosis", str(extra)]
+    monkeypatch.setattr(sys, "argv", argv)
 
     with pytest.raises(SystemExit) as exited:
         runpy.run_module("parity", run_name="__main__", alter_sys=True)
@@ -455,11 +354,16 @@ def path_without_node(
     yield empty
 
 
-def test_missing_node_is_a_clear_error(path_without_node: Path) -> None:
+def test_missing_node_is_a_clear_error(
+    path_without_node: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(
         NodeUnavailable, match=r"'node' was not found on PATH.*18 or newer"
     ):
         NodeEvaluator("stage_diagnosis").start()
+    path = write_fixture(tmp_path / "x.jsonl", [KEPT_ORDER])
+    assert main(["--core-only", "--ordered-extraction", str(path)], packaged=()) == 2
+    assert "'node' was not found on PATH" in capsys.readouterr().err
 
 
 def test_old_node_is_a_clear_error(path_without_node: Path) -> None:
@@ -471,17 +375,6 @@ def test_old_node_is_a_clear_error(path_without_node: Path) -> None:
         NodeUnavailable, match=r"is Node.js v16.20.2; .* needs 18 or newer"
     ):
         NodeEvaluator("ordered_extraction").start()
-
-
-def test_cli_without_node_exits_2(
-    path_without_node: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = write_fixture(tmp_path / "x.jsonl", [KEPT_ORDER])
-
-    status = main(["--core-only", "--ordered-extraction", str(path)], packaged=())
-
-    assert status == 2
-    assert "'node' was not found on PATH" in capsys.readouterr().err
 
 
 # --- the harness and its client -----------------------------------------------------
@@ -537,64 +430,7 @@ def test_client_streams_and_batches_through_one_process() -> None:
         last = node.evaluate({"required": ["A"], "context": ["A"], "correct": False})
         pid_after = node.pid
 
-    assert pid is not None
-    assert pid_after == pid
+    assert pid is not None and pid_after == pid
     assert first == NodeOutcome('{"stage":"pass","missing":[]}', None)
     assert batch == [NodeOutcome(all_missing, None)] * 400
     assert last == NodeOutcome('{"stage":"generation","missing":[]}', None)
-
-
-def test_client_reports_what_node_threw() -> None:
-    with NodeEvaluator("stage_diagnosis") as node:
-        outcome = node.evaluate({"required": None, "context": []})
-
-    assert outcome == NodeOutcome(
-        None, "TypeError: Cannot read properties of null (reading 'length')"
-    )
-
-
-# --- the contract predicate ---------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("evaluator", "record", "expected"),
-    [
-        ("stage_diagnosis", {"required": [], "context": []}, Standing.IN_CONTRACT),
-        (
-            "stage_diagnosis",
-            {"required": ["a"], "context": ["a", "a"], "correct": {"x": 1}, "other": 1},
-            Standing.IN_CONTRACT,
-        ),
-        ("stage_diagnosis", {"context": ["a"]}, Standing.DEVIATION),
-        ("stage_diagnosis", {"required": None, "context": []}, Standing.DEVIATION),
-        ("stage_diagnosis", {"required": None}, Standing.OUT_OF_CONTRACT),
-        (
-            "stage_diagnosis",
-            {"required": False, "context": []},
-            Standing.OUT_OF_CONTRACT,
-        ),
-        ("stage_diagnosis", {"required": [], "context": "a"}, Standing.OUT_OF_CONTRACT),
-        (
-            "stage_diagnosis",
-            {"required": ["a", 1], "context": []},
-            Standing.OUT_OF_CONTRACT,
-        ),
-        ("stage_diagnosis", None, Standing.OUT_OF_CONTRACT),
-        ("ordered_extraction", {"source": [], "answer": []}, Standing.IN_CONTRACT),
-        (
-            "ordered_extraction",
-            {"source": ["a", "a"], "answer": ["a"]},
-            Standing.IN_CONTRACT,
-        ),
-        ("ordered_extraction", {"source": ["a"]}, Standing.OUT_OF_CONTRACT),
-        ("ordered_extraction", {"source": (), "answer": []}, Standing.OUT_OF_CONTRACT),
-        (
-            "ordered_extraction",
-            {"required": [], "context": []},
-            Standing.OUT_OF_CONTRACT,
-        ),
-        ("ordered_extraction", [], Standing.OUT_OF_CONTRACT),
-    ],
-)
-def test_standing(evaluator: EvaluatorName, record: Any, expected: Standing) -> None:
-    assert standing(evaluator, record) is expected

@@ -1,291 +1,254 @@
-"""Pairing two runs, without Inspect: the matrix, the lists, the gate."""
+"""Pairing runs and testing them, on runs made here (docs/compare.md): the
+matrix, the lists, the exact tests, the figures, the gate, the refusals."""
 
 from __future__ import annotations
 
+import math
+import random
+from typing import Any
+
 import pytest
-from scipy.stats import binomtest
+from scipy.stats import binomtest  # type: ignore[import-untyped]
 
-from tracegrade.compare.pairing import (
-    NOT_IN_NEW,
-    DuplicateRun,
-    LostCount,
-    NothingInCommon,
-    Observation,
-    Run,
-    SampleRef,
-    UnknownKind,
-    pair_runs,
-)
-from tracegrade.compare.stats import Verdict
+from tracegrade.compare.build import Comparison
+from tracegrade.compare.pairing import CompareError, Observation, Run, gate, pair_runs
+from tracegrade.compare.spool import Spools
+from tracegrade.compare.stats import discordant_needed, p_value
 
-STAGE_MISSING = {"retrieval": ("D1",), "generation": (), "pass": ()}
+STAGE, EXTRACTION = "stage_diagnosis", "ordered_extraction"
+MISSING = {"retrieval": ("D1",), "generation": (), "pass": ()}
 
 
 def stage(
-    sample_id: int | str,
-    state: str,
-    *,
-    epoch: int = 1,
-    missing: tuple[str, ...] | None = None,
-    log: str = "log",
-    score: str = "stage_diagnosis",
+    sample: int | str, state: str, epoch: int = 1, score: str = STAGE, **fields: Any
 ) -> Observation:
-    if missing is None:
-        missing = STAGE_MISSING.get(state)
-    return Observation(
-        score,
-        "stage_diagnosis",
-        sample_id,
-        epoch,
-        Run(state, missing, f"{state} because", log),
-    )
+    """A run of `state`; `fields` are Run's: its log, its figures."""
+    fields = {"log": "log"} | fields
+    run = Run(state, MISSING.get(state), f"{state} because", **fields)
+    return score, STAGE, sample, epoch, run, None
 
 
-def extraction(sample_id: int | str, state: str, *, epoch: int = 1) -> Observation:
-    return Observation(
-        "ordered_extraction",
-        "ordered_extraction",
-        sample_id,
-        epoch,
-        Run(state, None, state, "x.eval"),
-    )
+def extraction(sample: str, state: str) -> Observation:
+    return EXTRACTION, EXTRACTION, sample, 1, Run(state, None, state, "x.eval"), None
 
 
-def test_the_matrix_counts_every_pair_base_rows_new_columns() -> None:
-    base = [stage("a", "pass"), stage("b", "pass"), stage("c", "data error")]
-    new = [stage("a", "generation"), stage("b", "pass"), stage("c", "no score")]
-    (compared,) = pair_runs(base, new).stage_diagnosis
-
-    states = compared.states
-    assert states == [
-        "retrieval",
-        "generation",
-        "pass",
-        "unresolved",
-        "data error",
-        "no score",
-    ]
-    cell = {
-        (states[row], states[column]): count
-        for row, counts in enumerate(compared.transitions)
-        for column, count in enumerate(counts)
-        if count
-    }
-    assert cell == {
-        ("pass", "generation"): 1,
-        ("pass", "pass"): 1,
-        ("data error", "no score"): 1,
-    }
-    assert compared.pairs == 3
+def paired(
+    base: list[Observation],
+    new: list[Observation],
+    *,
+    clustered: bool = False,
+    gates: tuple[str, ...] = ("pass",),
+    gate_lost: bool = True,
+) -> dict[str, Any]:
+    """The pair's JSON, its lists read back, and its gate."""
+    spools = Spools()
+    try:
+        options = dict(alpha=0.05, new_epochs=9, new_complete=True)
+        pair = pair_runs(base, new, spools, clustered=clustered, **options)
+        pair["gate"] = gate([pair], 0.05, gates, gate_lost)
+        return Comparison(pair).to_json()
+    finally:
+        spools.close()
 
 
-def test_regressions_are_pass_to_retrieval_or_generation_fixes_anything_to_pass() -> (
-    None
-):
-    base = [
-        stage("r", "pass"),
-        stage("g", "pass"),
-        stage("u", "pass"),
-        stage("f1", "generation"),
-        stage("f2", "data error"),
-        stage("f3", "retrieval"),
-    ]
-    new = [
-        stage("r", "retrieval"),
-        stage("g", "generation"),
-        stage("u", "unresolved"),
-        stage("f1", "pass"),
-        stage("f2", "pass"),
-        stage("f3", "pass"),
-    ]
-    (compared,) = pair_runs(base, new).stage_diagnosis
+def test_the_tests_weigh_only_pairs_with_a_stage_on_both_sides() -> None:
+    base = [stage(i, "pass") for i in range(12)] + [stage("e", "pass")]
+    new = [stage(i, "generation") for i in range(12)] + [stage("e", "no score")]
+    base += [stage(f"x{i}", "generation") for i in range(7)] + [stage("y", "retrieval")]
+    new += [stage(f"x{i}", "retrieval") for i in range(7)] + [stage("y", "pass")]
+    result = paired(base, new)
+    passed, retrieval = result[STAGE][0]["tests"]
 
-    assert [(c.id, c.base.state, c.new.state) for c in compared.regressions] == [
-        ("g", "pass", "generation"),
-        ("r", "pass", "retrieval"),
-    ]
-    assert [c.id for c in compared.fixes] == ["f1", "f2", "f3"]
-    regression = list(compared.regressions)[1]
-    assert regression.base.missing == [] and regression.new.missing == ["D1"]
-    assert regression.base.explanation == "pass because"
-    assert regression.new.explanation == "retrieval because"
+    assert (passed["pairs"], passed["b"], passed["c"]) == (20, 12, 1)
+    assert passed["p_value"] == binomtest(12, 13, 0.5).pvalue
+    assert passed["verdict"] == "worse" and passed["significant"]
+    assert passed["difference"] == pytest.approx(-11 / 20)
+    assert (retrieval["b"], retrieval["c"]) == (1, 7)
+    assert retrieval["verdict"] == "not significant"
+    assert result[STAGE][0]["lost"] == 1
+    # A rise in retrieval failures is reported, never gated.
+    assert result["gate"]["outcomes"] == ["stage_diagnosis: pass"]
+    assert result["gate"]["significant"] == ["stage_diagnosis: pass"]
 
 
-def test_the_tests_take_only_pairs_with_a_stage_on_both_sides() -> None:
-    base = [stage(i, "pass") for i in range(12)] + [
-        stage("e", "pass"),
-        stage("n", "pass"),
-        stage("fixed", "data error"),
-    ]
-    new = [stage(i, "generation") for i in range(12)] + [
-        stage("e", "data error"),
-        stage("n", "no score"),
-        stage("fixed", "pass"),
-    ]
-    (compared,) = pair_runs(base, new).stage_diagnosis
-    passed, retrieval = compared.tests
-
-    assert (passed.outcome, passed.pairs, passed.b, passed.c) == ("pass", 12, 12, 0)
-    assert passed.p_value == 2 * 0.5**12
-    assert passed.verdict is Verdict.WORSE
-    assert (retrieval.outcome, retrieval.b, retrieval.c) == ("retrieval failure", 0, 0)
-    assert retrieval.verdict is Verdict.TOO_FEW
-    # Listed though not tested: the data error became a pass.
-    assert [c.id for c in compared.fixes] == ["fixed"]
-
-
-def test_retrieval_failure_counts_the_pairs_that_entered_or_left_retrieval() -> None:
-    base = [stage(i, "generation") for i in range(7)] + [stage("x", "retrieval")]
-    new = [stage(i, "retrieval") for i in range(7)] + [stage("x", "pass")]
-    (compared,) = pair_runs(base, new).stage_diagnosis
-    _, retrieval = compared.tests
-
-    assert (retrieval.b, retrieval.c, retrieval.pairs) == (1, 7, 8)
-    assert retrieval.p_value == binomtest(1, 8, 0.5).pvalue
-    assert retrieval.verdict is Verdict.NOT_SIGNIFICANT
-    assert retrieval.difference == pytest.approx(6 / 8)
-
-
-def test_newly_missing_and_found_ids_are_counted_over_diagnosed_pairs() -> None:
-    base = [
-        stage("a", "retrieval", missing=("D2",)),
-        stage("b", "pass"),
-        stage("c", "retrieval", missing=("D1", "D2")),
-        stage("d", "unresolved"),
-    ]
-    new = [
-        stage("a", "retrieval", missing=("D1",)),
-        stage("b", "retrieval", missing=("D1",)),
-        stage("c", "generation"),
-        stage("d", "retrieval", missing=("D9",)),
-    ]
-    (compared,) = pair_runs(base, new).stage_diagnosis
-
-    assert compared.ids_compared == 3
-    assert [(i.id, i.count) for i in compared.newly_missing] == [("D1", 2)]
-    assert [(i.id, i.count) for i in compared.newly_found] == [("D2", 2), ("D1", 1)]
-
-
-def test_samples_in_one_run_only_are_listed_with_their_log() -> None:
-    base = [stage(2, "pass"), stage(10, "pass"), stage("z", "pass", log="b.eval")]
-    new = [stage(2, "pass"), stage(2, "pass", epoch=2), stage("new", "pass")]
-    (compared,) = pair_runs(base, new).stage_diagnosis
-
-    assert compared.pairs == 1
-    assert compared.only_in_base == [
-        SampleRef(10, 1, "log"),
-        SampleRef("z", 1, "b.eval"),
-    ]
-    assert compared.only_in_new == [SampleRef(2, 2, "log"), SampleRef("new", 1, "log")]
-
-
-def test_extraction_lists_who_lost_and_gained_each_criterion() -> None:
-    base = [
-        extraction("x1", "pass"),
-        extraction("x2", "membership fail"),
-        extraction("x3", "pass"),
-        extraction("x4", "order fail"),
-        extraction("x5", "membership fail"),
-        extraction("x6", "data error"),
-    ]
-    new = [
-        extraction("x1", "order fail"),
-        extraction("x2", "pass"),
-        extraction("x3", "pass"),
-        extraction("x4", "membership fail"),
-        extraction("x5", "pass"),
-        extraction("x6", "pass"),
-    ]
-    paired = pair_runs(base, new)
-    (compared,) = paired.ordered_extraction
-
-    assert [c.id for c in compared.lost_membership] == ["x4"]
-    assert [c.id for c in compared.gained_membership] == ["x2", "x5"]
-    assert [c.id for c in compared.lost_order] == ["x1"]
-    assert [c.id for c in compared.gained_order] == ["x2", "x5"]
-    membership, order = compared.tests
-    assert (membership.pairs, membership.base_count, membership.new_count) == (5, 3, 4)
-    assert (order.pairs, order.b, order.c) == (5, 1, 2)
-    assert paired.gate.regressions == 2
-    assert paired.gate.outcomes == [
-        "ordered_extraction: membership",
-        "ordered_extraction: order",
-    ]
-
-
-def test_the_gate_fails_on_a_significant_regression_only_unless_strict() -> None:
+@pytest.mark.parametrize(
+    ("new", "verdict", "fails", "strict"),
+    [
+        (["generation"] * 12, "worse", True, True),
+        (["pass"] * 6 + ["generation"] * 6, "worse", True, True),
+        (["generation"] + ["pass"] * 11, "too few to tell", False, True),
+        (["pass"] * 12, "too few to tell", False, False),
+    ],
+)
+def test_the_gate_fails_on_a_significant_regression_or_strict_on_any(
+    new: list[str], verdict: str, fails: bool, strict: bool
+) -> None:
     base = [stage(i, "pass") for i in range(12)]
-    significant = pair_runs(base, [stage(i, "generation") for i in range(12)]).gate
-    slight = pair_runs(
-        base, [stage(0, "generation"), *(stage(i, "pass") for i in range(1, 12))]
-    ).gate
-    none = pair_runs(base, base).gate
-
-    assert significant.significant == ["stage_diagnosis: pass"]
-    assert (significant.fails, significant.fails_strict) == (True, True)
-    assert significant.regressions == 12
-    assert (slight.regressions, slight.fails, slight.fails_strict) == (1, False, True)
-    assert (none.regressions, none.fails, none.fails_strict) == (0, False, False)
+    result = paired(base, [stage(i, state) for i, state in enumerate(new)])
+    assert result[STAGE][0]["tests"][0]["verdict"] == verdict
+    assert (result["gate"]["fails"], result["gate"]["fails_strict"]) == (fails, strict)
 
 
-def test_a_significant_gain_in_retrieval_failures_does_not_gate() -> None:
-    base = [stage(i, "generation") for i in range(10)]
-    new = [stage(i, "retrieval") for i in range(10)]
-    paired = pair_runs(base, new)
-
-    assert paired.stage_diagnosis[0].tests[1].verdict is Verdict.WORSE
-    assert not paired.gate.fails and not paired.gate.fails_strict
-
-
-def test_scores_are_paired_by_name() -> None:
+def test_scores_pair_by_name_and_a_score_new_lacks_is_lost() -> None:
     base = [stage("a", "pass"), stage("a", "pass", score="stage_diagnosis1")]
-    new = [
-        stage("a", "generation"),
-        extraction("a", "pass"),
-        extraction("b", "pass"),
-    ]
-    paired = pair_runs(base, new)
+    new = [stage("a", "generation"), extraction("a", "pass"), extraction("b", "pass")]
+    result = paired(base, new)
 
-    # A score NEW lacks is compared too: each of its results is lost.
-    common, lost = paired.stage_diagnosis
-    assert (common.score, common.pairs, common.lost) == ("stage_diagnosis", 1, 0)
-    assert (lost.score, lost.pairs, lost.lost) == ("stage_diagnosis1", 0, 1)
-    assert lost.lost_from == [LostCount("pass", NOT_IN_NEW, 1)]
-    assert paired.ordered_extraction == []
-    assert paired.scores_only_in_base == {"stage_diagnosis1": 1}
-    assert paired.scores_only_in_new == {"ordered_extraction": 2}
-    assert paired.gate.lost_results == [
+    common, lost = result[STAGE]
+    assert [common["pairs"], lost["pairs"], lost["lost"]] == [1, 0, 1]
+    assert result["scores_only_in_base"] == {"stage_diagnosis1": 1}
+    assert result["scores_only_in_new"] == {EXTRACTION: 2}
+    assert result["gate"]["lost_results"] == [
         "stage_diagnosis1: lost 1 (1 pass \u2192 not in NEW)"
     ]
 
 
-def test_no_common_score_is_refused_naming_both() -> None:
-    with pytest.raises(
-        NothingInCommon,
-        match=r"BASE has 'stage_diagnosis', NEW has 'ordered_extraction'",
-    ):
-        pair_runs([stage("a", "pass")], [extraction("a", "pass")])
+@pytest.mark.parametrize(
+    ("base", "new", "said"),
+    [
+        (
+            [stage("a", "pass", log="1"), stage("a", "pass", log="2")],
+            [],
+            'BASE: sample "a" epoch 1 has two "stage_diagnosis" scores, '
+            "in '1' and again in '2'",
+        ),
+        (
+            [stage("a", "pass")],
+            [stage("a", "pass"), stage("a", "pass")],
+            'NEW: sample "a" epoch 1 has two "stage_diagnosis" scores, '
+            "twice in 'log'",
+        ),
+    ],
+)
+def test_a_sample_scored_twice_in_a_run_is_refused(
+    base: list[Observation], new: list[Observation], said: str
+) -> None:
+    with pytest.raises(CompareError) as refused:
+        paired(base, new)
+    assert str(refused.value).startswith(said)
 
 
-def test_no_common_sample_is_refused() -> None:
-    with pytest.raises(NothingInCommon, match="1 in BASE only, 2 in NEW only"):
-        pair_runs([stage("a", "pass")], [stage("b", "pass"), stage("c", "pass")])
+@pytest.mark.parametrize(
+    ("alpha", "needed"),
+    [(0.05, 6), (0.01, 8), (0.0625, 5), (0.0624, 6), (0.99, 2), (1e-320, 1065)],
+)
+def test_discordant_needed_is_the_exact_threshold(alpha: float, needed: int) -> None:
+    assert discordant_needed(alpha) == needed
+    assert p_value(0, needed) <= alpha < p_value(0, needed - 1)
 
 
-@pytest.mark.parametrize("side", ["BASE", "NEW"])
-def test_a_sample_scored_twice_in_one_run_is_refused(side: str) -> None:
-    twice = [stage("a", "pass", log="1.eval"), stage("a", "pass", log="2.eval")]
-    once = [stage("a", "pass")]
-    base, new = (twice, once) if side == "BASE" else (once, twice)
+def test_with_epochs_the_sample_is_the_unit() -> None:
+    """Four samples lost in three epochs each are four moves, not twelve;
+    a sample that lost one epoch and gained another did not move."""
+    base = [stage(s, "pass", e) for s in range(10) for e in (1, 2, 3)]
+    new = [
+        stage(s, "generation" if s < 4 else "pass", e)
+        for s in range(10)
+        for e in (1, 2, 3)
+    ]
+    base += [stage("a", "pass", 1), stage("a", "generation", 2)]
+    new += [stage("a", "generation", 1), stage("a", "pass", 2)]
+    passed = paired(base, new, clustered=True)[STAGE][0]["tests"][0]
 
-    with pytest.raises(
-        DuplicateRun,
-        match=rf'^{side}: sample "a" epoch 1 has two "stage_diagnosis" scores, '
-        r"in '1\.eval' and again in '2\.eval'",
-    ):
-        pair_runs(base, new)
+    assert (passed["b"], passed["c"]) == (13, 1)
+    assert (passed["samples"], passed["fell"], passed["rose"]) == (11, 4, 0)
+    assert passed["p_value"] == 0.125 and passed["verdict"] == "too few to tell"
+    assert passed["note"] == (
+        "Too few to tell: of 11 samples (32 paired epochs), 4 had pass in fewer "
+        "of their epochs in NEW and 0 in more (exact sign test, the sample as the "
+        "unit: a sample's epochs are not independent evidence); even a 4 to 0 "
+        "split would give p = 0.12 > alpha = 0.05, and at least 6 changed "
+        "samples are needed."
+    )
 
 
-def test_an_unknown_state_is_refused_and_quoted() -> None:
-    with pytest.raises(UnknownKind, match="no stage_diagnosis state 'passed'"):
-        stage("a", "passed")
+def test_figures_pair_where_both_runs_have_them() -> None:
+    base = [stage("a", "pass", recall=1.0, precision=0.5)]
+    base += [stage("b", "pass", recall=0.5), stage("c", "data error", recall=1.0)]
+    base += [stage(i, "pass", recall=1.0) for i in range(9)]
+    new = [stage("a", "retrieval", recall=0.5, precision=0.5)]
+    new += [stage("b", "pass", recall=1.0), stage("c", "data error", recall=1.0)]
+    new += [stage(i, "pass", recall=0.5) for i in range(9)]
+    result = paired(base, new)
+    recall, precision = result[STAGE][0]["figures"]
+
+    assert (recall["pairs"], recall["fell"], recall["rose"]) == (12, 10, 1)
+    assert recall["base_mean"] == math.fsum([1.0, 0.5, 1.0, *[1.0] * 9]) / 12
+    assert recall["p_value"] == binomtest(10, 11, 0.5).pvalue
+    assert recall["verdict"] == "worse"
+    assert "fell in 10 and rose in 1" in recall["note"]
+    assert [precision[k] for k in ("pairs", "base_mean", "p_value")] == [1, 0.5, None]
+    # Reported, gated only when a gate names it.
+    assert not result["gate"]["fails"]
+    gated = paired(base, new, gates=("context_recall",))["gate"]
+    assert gated["significant"] == ["stage_diagnosis: context_recall"]
+
+
+def test_a_sample_whose_epochs_cancel_out_did_not_move() -> None:
+    """1/3 -> 1/2 and 1/6 -> 0 cancel, though as doubles they sum to 2.8e-17."""
+    assert (0.5 - 1 / 3) + (0.0 - 1 / 6) != 0
+    recalls = [("s", 1, 1 / 3, 0.5), ("s", 2, 1 / 6, 0.0), ("t", 1, 1.0, 0.5)]
+    base = [stage(s, "pass", e, recall=before) for s, e, before, _ in recalls]
+    new = [stage(s, "pass", e, recall=after) for s, e, _, after in recalls]
+    recall = paired(base, new, clustered=True)[STAGE][0]["figures"][0]
+    assert [recall[k] for k in ("pairs", "samples", "fell", "rose")] == [3, 2, 1, 0]
+
+
+def test_a_step_new_no_longer_has_is_lost_to_its_gate() -> None:
+    steps = (("retriever", 1.0),)
+    base = [stage(n, "pass", step_recall=steps) for n in range(3)]
+    new = [stage(n, "pass") for n in range(3)]
+    assert not paired(base, new)["gate"]["fails"]
+    gate = paired(base, new, gates=("retriever_recall",))["gate"]
+    assert (gate["fails"], gate["lost"], gate["significant"]) == (True, 3, [])
+    assert gate["lost_results"] == [
+        "stage_diagnosis: retriever_recall lost in 3 pairs (a result in NEW without it)"
+    ]
+    allowed = paired(base, new, gates=("retriever_recall",), gate_lost=False)
+    assert not allowed["gate"]["fails"]
+
+
+@pytest.mark.parametrize("chunk", ["30", "20000"])
+def test_a_long_list_reads_back_in_order(
+    chunk: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Held in memory, or past `chunk` items on disk: in order either way."""
+    monkeypatch.setenv("TRACEGRADE_COMPARE_CHUNK", chunk)
+    spools = Spools()
+    spool = spools.new()
+    ids: list[int | str] = [*range(100), "b", "a", "\ud800", -(2**70)]
+    keys = [(sample, epoch) for sample in ids for epoch in (2, 1)]
+    for sample, epoch in random.Random(1).sample(keys, len(keys)):
+        spool.add(sample, epoch, {"id": sample, "epoch": epoch})
+    read = [(item["id"], item["epoch"]) for item in spool]
+    spools.close()
+    texts = [(i, e) for i in ("a", "b", "\ud800") for e in (1, 2)]
+    assert read == [*sorted(k for k in keys if isinstance(k[0], int)), *texts]
+
+
+def simulated_side(rng: random.Random, chances: list[float]) -> list[Observation]:
+    """One run of 3 epochs under the null: each sample passes with its own
+    chance; 9 times in 10 all its epochs take one draw, else one each."""
+    observations = []
+    for index, chance in enumerate(chances):
+        shared, together = rng.random() < chance, rng.random() < 0.9
+        for epoch in (1, 2, 3):
+            passed = shared if together else rng.random() < chance
+            state = "pass" if passed else "generation"
+            observations.append(stage(f"s{index}", state, epoch))
+    return observations
+
+
+def test_the_sample_as_the_unit_holds_the_false_positive_rate() -> None:
+    """Under the null, 1,000 comparisons of 30 samples: at most 6%
+    significant, and at most 2.5% (one tail) plus error fail the gate."""
+    significant = failed = 0
+    for seed in range(1_000):
+        rng = random.Random(seed)
+        chances = [rng.uniform(0.05, 0.95) for _ in range(30)]
+        pair = paired(
+            simulated_side(rng, chances), simulated_side(rng, chances), clustered=True
+        )
+        significant += pair["stage_diagnosis"][0]["tests"][0]["significant"]
+        failed += pair["gate"]["fails"]
+    assert significant <= 60 and failed <= 35 and failed <= significant

@@ -1,15 +1,6 @@
-"""`tracegrade compare` writing long lists, and into a pipe or a full disk.
-
-The lists of changed pairs are spooled to disk and streamed (see
-`tracegrade.compare.spool`); `TRACEGRADE_COMPARE_CHUNK` makes the spools
-spill after a few pairs, so a few hundred pairs take the on-disk path a
-million would. Checked: the streamed JSON lists every pair in order, the
-HTML page shows `--html-show` rows with the count of the rest, a reader
-that stops early ends the command with one line and SIGPIPE's exit code,
-and stdout on a full disk is one line and exit 2; never a traceback. The
-last two are the command's own standard output: they run one after the
-other in one fresh interpreter, each with its own.
-"""
+"""`tracegrade compare` writing long lists (on disk past
+`TRACEGRADE_COMPARE_CHUNK` pairs, as a million would be), and into a pipe
+whose reader stops early or a full disk: one line, never a traceback."""
 
 from __future__ import annotations
 
@@ -35,19 +26,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """BASE passes every record; NEW misses a required document in each."""
     root = tmp_path_factory.mktemp("compare-outputs")
     for name, context in (("base", ["D1", "D2"]), ("new", ["D2"])):
+        record = {"required": ["D1", "D2"], "context": context, "correct": True}
         records = write_lines(
             root / f"{name}.jsonl",
-            [
-                {
-                    "id": f"run-{n:05d}",
-                    "input": {
-                        "required": ["D1", "D2"],
-                        "context": context,
-                        "correct": True,
-                    },
-                }
-                for n in range(PAIRS)
-            ],
+            [{"id": f"run-{n:05d}", "input": record} for n in range(PAIRS)],
         )
         scored = run_tracegrade(
             *("score", "stage_diagnosis", records, "--log-dir", name),
@@ -62,10 +44,8 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def to_streams(
     tmp_path_factory: pytest.TempPathFactory, runs: dict[str, Path]
 ) -> dict[str, subprocess.CompletedProcess[str]]:
-    """`tracegrade compare BASE NEW --json` with its standard output a pipe
-    whose reader stops after 200 bytes (a named one, read here), and
-    /dev/full (where there is one): one after the other in one fresh
-    interpreter, each with its own standard output."""
+    """`compare --json` into a named pipe whose reader stops after 200
+    bytes, then into /dev/full (where there is one), in one interpreter."""
     folder = tmp_path_factory.mktemp("compare-streams")
     pipe = folder / "pipe"
     os.mkfifo(pipe)
@@ -127,13 +107,8 @@ def test_the_json_streams_every_pair_and_the_page_shows_a_few(
     ]
     assert len(items) == PAIRS
     recall, precision = stage["figures"]
-    assert (recall["base_mean"], recall["new_mean"], recall["fell"]) == (
-        1.0,
-        0.5,
-        PAIRS,
-    )
-    assert (precision["base_mean"], precision["new_mean"]) == (1.0, 1.0)
-    assert recall["verdict"] == "worse"
+    assert [recall[k] for k in ("base_mean", "new_mean", "fell")] == [1, 0.5, PAIRS]
+    assert (precision["new_mean"], recall["verdict"]) == (1.0, "worse")
     html = page.read_text("utf-8")
     table = html[html.index("Regressions: stage_diagnosis") :]
     table = table[: table.index("</table>")]
@@ -143,25 +118,24 @@ def test_the_json_streams_every_pair_and_the_page_shows_a_few(
     )
 
 
-def test_a_reader_that_stops_early_ends_the_command_in_one_line(
+@pytest.mark.parametrize(
+    ("stream", "exit_code", "said"),
+    [
+        ("pipe", 128 + signal.SIGPIPE, "tracegrade compare: stdout was closed"),
+        ("full", 2, "tracegrade:"),
+    ],
+)
+def test_a_stopped_reader_or_a_full_disk_ends_the_command_in_one_line(
     to_streams: dict[str, subprocess.CompletedProcess[str]],
+    stream: str,
+    exit_code: int,
+    said: str,
 ) -> None:
-    done = to_streams["pipe"]
-    assert done.returncode == 128 + signal.SIGPIPE, done.stderr
-    stderr = done.stderr
-    assert "Traceback" not in stderr and "Exception ignored" not in stderr
-    (line,) = [line for line in stderr.splitlines() if not line.startswith("warning")]
-    assert line.startswith("tracegrade compare: stdout was closed")
-
-
-def test_json_to_a_full_disk_is_one_line_and_exit_2(
-    to_streams: dict[str, subprocess.CompletedProcess[str]],
-) -> None:
-    if "full" not in to_streams:
+    if stream not in to_streams:
         pytest.skip("no /dev/full")
-    done = to_streams["full"]
-    assert done.returncode == 2, done.stderr
+    done = to_streams[stream]
+    assert done.returncode == exit_code, done.stderr
     stderr = done.stderr
     assert "Traceback" not in stderr and "Exception ignored" not in stderr
     (line,) = [line for line in stderr.splitlines() if not line.startswith("warning")]
-    assert line.startswith("tracegrade:")
+    assert line.startswith(said)

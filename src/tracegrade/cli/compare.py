@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import nullcontext
+from contextlib import closing, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -20,7 +20,7 @@ from .report import (
 )
 
 if TYPE_CHECKING:
-    from ..compare.build import Comparison, GateOptions
+    from ..compare.build import Comparison
     from ..report.thresholds import Threshold
 
 REGRESSION_EXIT = THRESHOLD_EXIT
@@ -35,86 +35,53 @@ REGRESSION_EXIT = THRESHOLD_EXIT
     "--alpha",
     default=0.05,
     show_default=True,
-    type=float,
     callback=lambda _ctx, _param, value: _alpha(value),
-    help="Significance level of the paired tests (p <= alpha), strictly "
-    "between 0 and 1.",
+    help="Significance level of the paired tests, strictly between 0 and 1.",
 )
-@click.option(
-    "--task",
-    default=None,
-    help="Compare only the evals of this task (as logged, or its own name "
-    "without the package: stage_diagnosis).",
-)
-@click.option("--model", default=None, help="Compare only the evals of this model.")
+@click.option("--task", help="Compare only this task's evals (stage_diagnosis).")
+@click.option("--model", help="Compare only this model's evals.")
 @click.option(
     "--fail-on-regression",
     is_flag=True,
-    help=f"Exit {REGRESSION_EXIT} when NEW is significantly worse at --alpha "
-    "in any pair of evals (pass rate for stage diagnosis; membership or "
-    "order for extraction), or lost results: a run with a result in BASE "
-    "and none in NEW (an error, a data error, no score, missing), a NEW "
-    "eval that did not finish, a BASE eval with no NEW eval.",
+    help=f"Exit {REGRESSION_EXIT} when NEW is significantly worse at --alpha, "
+    "or lost results (a run, an unfinished eval, an eval missing).",
 )
 @click.option(
     "--gate",
     "gates",
     multiple=True,
     metavar="MEASURE",
-    help="With --fail-on-regression: what the paired tests gate, repeatable: "
-    "pass (the default: pass rate for stage diagnosis; membership and order "
-    "for extraction), context_recall, context_precision, or a pipeline step's "
-    "recall (retriever_recall). Given, it replaces the default: add --gate "
-    "pass to keep it. Lost results fail every gate.",
+    help="What the paired tests gate, repeatable, replacing the default pass: "
+    "pass, context_recall, context_precision, or a step's retriever_recall.",
 )
+@click.option("--strict", is_flag=True, help="Gate on any regression at all.")
 @click.option(
-    "--strict",
-    is_flag=True,
-    help="With --fail-on-regression: exit "
-    f"{REGRESSION_EXIT} on any regression at all, significant or not.",
-)
-@click.option(
-    "--allow-lost",
-    is_flag=True,
-    help="With --fail-on-regression: do not fail on lost results, NEW evals "
-    "that did not finish or BASE evals with no NEW eval; they are still "
-    "shown, and the output says they were not gated.",
+    "--allow-lost", is_flag=True, help="Show lost results without gating them."
 )
 @fail_under_option()
 @click.option(
     "--show",
+    "show_",
     default=10,
     show_default=True,
     type=click.IntRange(min=1),
-    help="How many rows of each list of samples or IDs the terminal shows "
-    "(--json lists all).",
+    help="Rows of each list the terminal shows (--json lists all).",
 )
 @click.option(
     "--html-show",
     default=1000,
     show_default=True,
     type=click.IntRange(min=1),
-    help="How many rows of each list of samples or IDs the --html page shows, "
-    "with the count of the rest (--json lists all).",
+    help="Rows of each list the --html page shows.",
 )
 @click.option(
     "--html",
     "html_path",
     type=click.Path(path_type=Path),
-    help="Also write the comparison, with transition heatmaps, as one "
-    "self-contained HTML file.",
+    help="Also write the comparison as one self-contained HTML file.",
 )
-@click.option(
-    "--force",
-    is_flag=True,
-    help="Replace an existing --html file (never one of the logs).",
-)
-@click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print the comparison as JSON on stdout instead of tables.",
-)
+@click.option("--force", is_flag=True, help="Replace an existing --html file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the JSON on stdout.")
 @markdown_option()
 @verbose_option()
 def compare(
@@ -128,7 +95,7 @@ def compare(
     allow_lost: bool,
     gates: tuple[str, ...],
     fail_under: list[Threshold],
-    show: int,
+    show_: int,
     html_show: int,
     html_path: Path | None,
     force: bool,
@@ -136,20 +103,10 @@ def compare(
     markdown: bool,
     verbose: bool,
 ) -> None:
-    """Compare the tracegrade scores of two runs, sample by sample.
-
-    BASE and NEW are each a log (.eval or .json) or a directory of logs,
-    read as evals and paired by task and model (one eval on each side is
-    paired whatever it ran); within a pair, samples pair by sample id and
-    epoch under each tracegrade score name in both.
-
-    Shows the verdict first, then per pair of evals: each side's runs, the
-    transition matrix, the lost results, each outcome's paired test with
-    the sample as the unit (exact McNemar, or the exact sign test with
-    several epochs) and its verdict (worse, better, not significant, too
-    few to tell), context recall and precision, and the changed samples.
-    --verbose shows every table with what each column means. The rules:
-    docs/compare.md.
+    """Compare the tracegrade scores of two runs, sample by sample: the
+    verdict, then per pair of evals (paired by task and model) the runs,
+    the transitions, the paired tests and the changed samples. The rules
+    and the JSON: docs/compare.md.
 
     \b
     Exit codes: 0 compared (regressions or not, unless the gate is asked
@@ -157,11 +114,11 @@ def compare(
     tracegrade score, no eval or sample in common, evals whose pairing is
     unclear), 2 usage error (a --fail-under of an unknown metric, a value
     outside [0, 1], or a metric no compared score has; a --gate of no
-    measure the runs have) or an output that
-    cannot be written, 3 the gate failed: with --fail-on-regression, NEW
-    regressed in some pair of evals (significantly at --alpha, or at all
-    with --strict) or lost results (runs, an eval that did not finish, an
-    eval missing); or a --fail-under threshold is not met.
+    measure the runs have) or an output that cannot be written, 3 the gate
+    failed: with --fail-on-regression, NEW regressed in some pair of evals
+    (significantly at --alpha, or at all with --strict) or lost results
+    (runs, an eval that did not finish, an eval missing); or a --fail-under
+    threshold is not met.
     """
     for given, option in ((strict, "--strict"), (allow_lost, "--allow-lost")):
         if given and not fail_on_regression:
@@ -171,61 +128,21 @@ def compare(
     if as_json and markdown:
         raise click.UsageError("--json and --markdown both print on stdout: give one")
     # Imported here so that `tracegrade --help` does not load Inspect.
-    from ..compare.build import GateOptions
-    from ..compare.pairing import PASS_GATE
-
-    options = GateOptions(
-        fail_on_regression=fail_on_regression,
-        strict=strict,
-        allow_lost=allow_lost,
-        thresholds=fail_under,
-        gates=tuple(dict.fromkeys(gates)) or (PASS_GATE,),
-    )
-    result = _read_and_compare(
-        base,
-        new,
-        alpha,
-        task,
-        model,
-        options,
-        html_path,
-        force,
-        quiet=as_json or markdown,
-    )
-    try:
-        _show(result, html_path, force, show, html_show, as_json, markdown, verbose)
-    finally:
-        result.close()
-    if result.verdict.failed:
-        from ..compare.tables import verdict_lines
-
-        click.echo(f"tracegrade compare: {verdict_lines(result)[0]}:", err=True)
-        for reason in result.verdict.failed_on:
-            click.echo(f"- {reason}", err=True)
-        sys.exit(REGRESSION_EXIT)
-
-
-def _read_and_compare(
-    base: str,
-    new: str,
-    alpha: float,
-    task: str | None,
-    model: str | None,
-    options: GateOptions,
-    html_path: Path | None,
-    force: bool,
-    *,
-    quiet: bool,
-) -> Comparison:
-    """Read both sides and compare them, after checking that no output
-    would land on an input; each error as the command reports it."""
+    from ..compare import show
     from ..compare.build import UnknownGate, compare_evals
     from ..compare.pairing import CompareError
+    from ..compare.spool import InvalidChunk
     from ..logs.evals import read_evals
     from ..logs.scores import LogError
-    from ..outputs import check_output, check_standard_streams
+    from ..outputs import AtomicFile, check_output, check_standard_streams
+    from ..report.page import page_markdown, print_page
     from ..report.thresholds import InvalidThreshold
 
+    gates = tuple(dict.fromkeys(gates))
+    asked = ["--fail-on-regression"] * fail_on_regression
+    asked += [f"--gate {name}" for name in gates]
+    asked += ["--strict"] * strict + ["--allow-lost"] * allow_lost
+    asked += [f"--fail-under {t.metric}={t.text}" for t in fail_under]
     try:
         sides = read_evals([base]), read_evals([new])
         inputs = [base, new]
@@ -236,8 +153,9 @@ def _read_and_compare(
         if html_path is not None:
             check_output(str(html_path), inputs=inputs, option="--html", force=force)
         total = sum(len(run.logs) for evals in sides for run in evals.runs)
+        quiet = as_json or markdown
         with nullcontext() if quiet else reading_progress(total) as on_log_read:
-            return compare_evals(
+            result = compare_evals(
                 base,
                 sides[0],
                 new,
@@ -245,51 +163,39 @@ def _read_and_compare(
                 alpha=alpha,
                 task=task,
                 model=model,
-                options=options,
+                gates=gates or ("pass",),
+                allow_lost=allow_lost,
+                thresholds=fail_under,
+                asked=asked,
                 on_log_read=on_log_read,
             )
-    except (LogError, CompareError) as error:
+    except (LogError, CompareError, InvalidChunk) as error:
         raise click.ClickException(str(error)) from error
     except (InvalidThreshold, UnknownGate) as error:
         raise click.UsageError(str(error)) from error
-
-
-def _show(
-    result: Comparison,
-    html_path: Path | None,
-    force: bool,
-    show: int,
-    html_show: int,
-    as_json: bool,
-    markdown: bool,
-    verbose: bool,
-) -> None:
-    """The HTML page when asked, then the JSON, the Markdown or the tables."""
-    from ..compare.tables import all_warnings, comparison_page
-    from ..report.page import page_markdown, print_page
-
-    if html_path is not None:
-        from ..compare.html import render_html
-        from ..outputs import AtomicFile
-
-        page = render_html(result, html_show)
-        AtomicFile.write_text(str(html_path), page, replace=force)
-    if as_json or markdown:
-        # stdout stays the JSON (or the Markdown) alone; the JSON is written
-        # as it is made: the lists of changed samples are read back from
-        # disk item by item.
-        for warning in all_warnings(result):
-            click.echo(f"warning: {warning}", err=True)
+    with closing(result):
+        if html_path is not None:
+            page = show.render_html(result, html_show)
+            AtomicFile.write_text(str(html_path), page, replace=force)
+        if quiet:
+            # stdout holds the JSON (or the Markdown) alone.
+            for warning in show.all_warnings(result):
+                click.echo(f"warning: {warning}", err=True)
         if as_json:
             _write_json(result)
+        elif markdown:
+            click.echo(page_markdown(show.comparison_page(result, show_)), nl=False)
         else:
-            click.echo(page_markdown(comparison_page(result, show)), nl=False)
-        return
-    from rich.console import Console
+            from rich.console import Console
 
-    print_page(comparison_page(result, show), Console(), verbose=verbose)
-    if html_path is not None:
-        click.echo(f"HTML comparison written to {html_path}", err=True)
+            print_page(show.comparison_page(result, show_), Console(), verbose=verbose)
+            if html_path is not None:
+                click.echo(f"HTML comparison written to {html_path}", err=True)
+    if result["verdict"]["failed"]:
+        click.echo(f"tracegrade compare: {show.verdict_lines(result)[0]}:", err=True)
+        for reason in result["verdict"]["failed_on"]:
+            click.echo(f"- {reason}", err=True)
+        sys.exit(REGRESSION_EXIT)
 
 
 def _write_json(result: Comparison) -> None:

@@ -1,3 +1,2 @@
-"""`tracegrade compare BASE NEW`: which samples got better or worse, and is
-it real? `build.py` reads the logs into `pairing.py`'s pure counts and
-`stats.py`'s exact tests; the renderers lay them out."""
+"""`tracegrade compare BASE NEW`: `build` reads the logs and pairs the evals,
+`pairing` the runs, `stats` tests them, `show` lays out the page."""

@@ -1,65 +1,30 @@
-"""From two sets of Inspect logs to a `Comparison`: evals paired by task
-and model, each tracegrade score an `Observation` for `pair_runs`, the
-JSON streamed as it is made. The rules are docs/compare.md's.
-"""
+"""From two sets of Inspect logs to the comparison document: evals paired by
+task and model, each tracegrade score a run for `pair_runs`, then the gate
+and its verdict (docs/compare.md)."""
 
 from __future__ import annotations
 
-import dataclasses
+import io
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
-from enum import Enum
-from itertools import chain as _chain
-from typing import IO, Any, Final, TypeVar, cast
+import re
+import secrets
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict
+from typing import IO, Any, Final
 
 from ..core.errors import quote
-from ..logs.evals import (
-    EvalRun,
-    Evals,
-    Superseded,
-    missing_parts_text,
-    read_evals,
-    superseded_note,
-    unused_reducer,
-)
+from ..logs import evals as log_evals
+from ..logs.evals import EvalRun, Evals
 from ..logs.samples import ScoreRead, UnreadableLog
-from ..logs.scores import LogError, LogRead, LogScores, LogSummary
-from ..report.aggregate import EvalInfo
-from ..report.runs import NO_SCORE as NO_SCORE_WHY
-from ..report.runs import NOT_RUN, SAMPLE_ERROR
-from ..report.thresholds import (
-    OVER_ALL_RUNS,
-    Target,
-    Threshold,
-    ThresholdCheck,
-    check_thresholds,
-    threshold_line,
-)
-from ..schema import ExtractionScore, InvalidScore, read_extraction, read_stage
-from .pairing import (
-    DATA_ERROR,
-    DIAGNOSED,
-    EXTRACTION,
-    NO_SCORE,
-    PASS_GATE,
-    STAGE,
-    CompareError,
-    ExtractionComparison,
-    Gate,
-    NothingInCommon,
-    Observation,
-    Paired,
-    Run,
-    StageComparison,
-    gate_names,
-    pair_runs,
-)
-from .spool import SortedSpool
+from ..logs.scores import LogError, LogScores, LogSummary
+from ..report import runs as counts
+from ..report import thresholds as limits
+from ..schema import InvalidScore, read_extraction, read_stage
+from . import pairing
+from .pairing import EXTRACTION, NO_SCORE, STAGE, CompareError, Run
+from .spool import Spool, Spools
 from .stats import DEFAULT_ALPHA, check_alpha
 
-JSON_FORMAT: Final = 3
-UNIT: Final = "sample-epoch"
 TEST: Final = (
     "two-sided exact binomial test at 1/2 (scipy.stats.binomtest): McNemar's "
     "test of b against c when every sample has one epoch; with several, the "
@@ -78,11 +43,11 @@ FIGURE_TEST: Final = (
     "only when --gate names the figure"
 )
 SIDES: Final = ("BASE", "NEW")
-
-_STAGES: Final = {stage: stage for stage in DIAGNOSED}
-_NO_SCORE_ERRORED: Final = "The sample errored before it was scored."
-_NO_SCORE: Final = "The sample is in the log without this score."
-_NOT_RUN: Final = "The eval stopped before it ran the sample."
+_NO_SCORE: Final = {
+    counts.SAMPLE_ERROR: "The sample errored before it was scored.",
+    counts.NO_SCORE: "The sample is in the log without this score.",
+    counts.NOT_RUN: "The eval stopped before it ran the sample.",
+}
 
 
 class UnknownGate(ValueError):
@@ -90,178 +55,58 @@ class UnknownGate(ValueError):
 
 
 class UnreadableScore(CompareError):
-    """A tracegrade score whose value or metadata is not one tracegrade
-    writes."""
+    """A tracegrade score whose value or metadata tracegrade never writes."""
 
 
-@dataclass(frozen=True)
-class SideSummary:
-    """What was found for one side: the path given, its evals (after
-    --task and --model), and the logs superseded by a retry."""
+class Comparison(dict[str, Any]):
+    """The JSON document (docs/compare.md); its long lists are `Spool`s,
+    read back from disk as they are written or shown."""
 
-    path: str
-    evals: list[EvalInfo]
-    superseded: list[Superseded]
+    spools: Spools
 
-
-@dataclass(frozen=True)
-class EvalPair:
-    """One eval of BASE against one of NEW, and everything compared; `logs`
-    BASE's first, `warnings` said in every output form."""
-
-    name: str
-    base: EvalInfo
-    new: EvalInfo
-    logs: list[LogSummary]
-    warnings: list[str]
-    stage_diagnosis: list[StageComparison]
-    ordered_extraction: list[ExtractionComparison]
-    scores_only_in_base: dict[str, int]
-    scores_only_in_new: dict[str, int]
-    gate: Gate
-
-
-@dataclass(frozen=True)
-class GateOptions:
-    """What the gate was asked (`--fail-on-regression`, `--strict`,
-    `--allow-lost`, `--fail-under`); `gates` names what the paired tests
-    gate: `pass`, or a figure."""
-
-    fail_on_regression: bool = False
-    strict: bool = False
-    allow_lost: bool = False
-    thresholds: Sequence[Threshold] = ()
-    gates: Sequence[str] = (PASS_GATE,)
-
-    def asked(self) -> list[str]:
-        """The options, as given on the command line."""
-        options = ["--fail-on-regression"] if self.fail_on_regression else []
-        if tuple(self.gates) != (PASS_GATE,):
-            options += [f"--gate {name}" for name in self.gates]
-        options += ["--strict"] if self.strict else []
-        options += ["--allow-lost"] if self.allow_lost else []
-        options += [f"--fail-under {t.metric}={t.text}" for t in self.thresholds]
-        return options
-
-
-@dataclass(frozen=True)
-class GateDecision:
-    """What the gate decided: `asked`, the gate's options; `failed`, the
-    command exits 3; `failed_on`, each thing that failed it; `checked`,
-    what it checked and found right, and how thresholds are counted."""
-
-    asked: list[str]
-    failed: bool
-    failed_on: list[str]
-    checked: list[str]
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """Everything `tracegrade compare` shows, in every output form; `gate` is
-    over every pair, and `verdict` what it decided."""
-
-    format: int
-    unit: str
-    alpha: float
-    test: str
-    effect_size: str
-    figure_test: str
-    base: SideSummary
-    new: SideSummary
-    pairs: list[EvalPair]
-    only_in_base: list[EvalInfo]
-    only_in_new: list[EvalInfo]
-    warnings: list[str]
-    gate: Gate
-    thresholds: list[ThresholdCheck]
-    verdict: GateDecision
+    @property
+    def pairs(self) -> list[dict[str, Any]]:
+        return list(self["pairs"])
 
     def to_json(self) -> dict[str, Any]:
-        """The whole comparison as JSON-ready data, every list in memory
-        (`write_json` streams the same document instead)."""
-        data = json.loads("".join(_json_chunks(self, 0)))
-        assert isinstance(data, dict)
+        out = io.StringIO()
+        self.write_json(out)
+        data: dict[str, Any] = json.loads(out.getvalue())
         return data
 
     def write_json(self, out: IO[str]) -> None:
-        """Write the comparison as indented JSON to `out`, the long lists
-        item by item as they are read back (one line an item)."""
-        pending: list[str] = []
-        size = 0
-        for chunk in _json_chunks(self, 0):
-            pending.append(chunk)
-            size += len(chunk)
-            if size >= 1 << 16:
-                out.write("".join(pending))
-                pending, size = [], 0
-        out.write("".join(pending) + "\n")
+        """`json.dumps(indent=2)`, each item of a long list on a line of its
+        own, read from disk as it is written."""
+        spools: list[Spool] = []
+        token = secrets.token_hex(8)
+
+        def marked(spool: Spool) -> str:
+            spools.append(spool)
+            return f"{token}{len(spools) - 1}"
+
+        text = json.dumps(self, indent=2, allow_nan=False, default=marked)
+        parts = re.split(f'"{token}(\\d+)"', text)
+        for index, part in enumerate(parts):
+            if index % 2 == 0:
+                out.write(part)
+                continue
+            line = parts[index - 1].rsplit("\n", 1)[-1]
+            indent = "\n" + " " * (len(line) - len(line.lstrip(" ")))
+            separator = "["
+            for item in spools[int(part)].json_items():
+                out.write(f"{separator}{indent}  {item}")
+                separator = ","
+            out.write("[]" if separator == "[" else f"{indent}]")
+        out.write("\n")
 
     def close(self) -> None:
-        """Free the temporary files of every list."""
-        _close(self.pairs)
+        self.spools.close()
 
 
-_INDENT: Final = "  "
-
-
-def _json_chunks(value: Any, level: int) -> Iterator[str]:
-    """JSON text of `value` (dataclasses as objects, `SortedSpool`s as
-    lists of their items' JSON), indented as `json.dumps(indent=2)`."""
-    if isinstance(value, SortedSpool):
-        yield from _json_block("[]", ([text] for text in value.json_items()), level)
-        return
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        value = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
-    if isinstance(value, dict):
-        items: Iterator[Iterable[str]] = (
-            _chain([f"{json.dumps(str(key))}: "], _json_chunks(item, level + 1))
-            for key, item in value.items()
-        )
-        yield from _json_block("{}", items, level)
-    elif isinstance(value, (list, tuple)):
-        items = (_json_chunks(item, level + 1) for item in value)
-        yield from _json_block("[]", items, level)
-    else:
-        plain = value.value if isinstance(value, Enum) else value
-        yield json.dumps(plain, allow_nan=False)
-
-
-def _json_block(
-    brackets: str, items: Iterator[Iterable[str]], level: int
-) -> Iterator[str]:
-    """Items between `brackets`, one a line, indented one level in."""
-    separator = brackets[0]
-    for item in items:
-        yield separator + "\n" + _INDENT * (level + 1)
-        yield from item
-        separator = ","
-    yield brackets if separator == brackets[0] else "\n" + _INDENT * level + brackets[1]
-
-
-def compare_logs(
-    base: str,
-    new: str,
-    *,
-    alpha: float = DEFAULT_ALPHA,
-    task: str | None = None,
-    model: str | None = None,
-    options: GateOptions | None = None,
-    on_log_read: Callable[[str], None] | None = None,
-) -> Comparison:
-    """Compare the evals at or under `base` with those at or under `new`.
-    Raises `LogError`, `CompareError`, or `InvalidThreshold` for a threshold
-    of a metric no compared score has."""
+def compare_logs(base: str, new: str, **options: Any) -> Comparison:
+    """Compare the evals at or under `base` with those under `new`."""
     return compare_evals(
-        base,
-        read_evals([base]),
-        new,
-        read_evals([new]),
-        alpha=alpha,
-        task=task,
-        model=model,
-        options=options,
-        on_log_read=on_log_read,
+        base, log_evals.read_evals([base]), new, log_evals.read_evals([new]), **options
     )
 
 
@@ -274,181 +119,173 @@ def compare_evals(
     alpha: float = DEFAULT_ALPHA,
     task: str | None = None,
     model: str | None = None,
-    options: GateOptions | None = None,
+    gates: Sequence[str] = (pairing.PASS_GATE,),
+    allow_lost: bool = False,
+    thresholds: Sequence[limits.Threshold] = (),
+    asked: Sequence[str] = (),
     on_log_read: Callable[[str], None] | None = None,
 ) -> Comparison:
-    """`compare_logs` of evals already found."""
-    alpha = check_alpha(alpha)
-    options = options or GateOptions()
-    sides = {
-        "BASE": _selected("BASE", base.runs, task, model),
-        "NEW": _selected("NEW", new.runs, task, model),
-    }
-    matched, only_in_base, only_in_new = _pair_evals(sides["BASE"], sides["NEW"])
-    pairs = [
-        _compare_pair(base_run, new_run, alpha, options, on_log_read)
-        for base_run, new_run in matched
+    """`asked` are the gate's options as given; with `--fail-on-regression`
+    among them, the gate decides the verdict. Raises `LogError`,
+    `CompareError`, `UnknownGate` or `InvalidThreshold`."""
+    alpha, sides = check_alpha(alpha), (base, new)
+    selected = [
+        _selected(side, e.runs, task, model)
+        for side, e in zip(SIDES, sides, strict=True)
     ]
-    _check_gates(options.gates, pairs)
+    matched, only_base, only_new = _pair_evals(*selected)
+    spools = Spools()
+    try:
+        pairs = [_compare_pair(b, n, alpha, spools, on_log_read) for b, n in matched]
+        checks = _checked(pairs, gates, thresholds)
+    except BaseException:
+        spools.close()
+        raise
+    for pair in pairs:
+        pair["gate"] = pairing.gate([pair], alpha, gates, not allow_lost)
+    counted = "not gated (--allow-lost)" if allow_lost else "lost in NEW"
     warnings = [
         f"{side}: {note}"
-        for side, evals in (("BASE", base), ("NEW", new))
-        if (note := superseded_note(evals.superseded))
+        for side, evals in zip(SIDES, sides, strict=True)
+        if (note := log_evals.superseded_note(evals.superseded))
     ]
-    counted = "not gated (--allow-lost)" if options.allow_lost else "lost in NEW"
+    alone = [("BASE", "NEW", only_base, f", and its results count as {counted}")]
+    alone += [("NEW", "BASE", only_new, "")]
     warnings += [
-        f"BASE: {_described(run)} has no eval of the same task and model in "
-        f"NEW; it is not compared, and its results count as {counted}."
-        for run in only_in_base
+        f"{side}: {_described(run)} has no eval of the same task and model in "
+        f"{other}; it is not compared{tail}."
+        for side, other, runs, tail in alone
+        for run in runs
     ]
-    warnings += [
-        f"NEW: {_described(run)} has no eval of the same task and model in "
-        "BASE; it is not compared."
-        for run in only_in_new
-    ]
-    failed_evals = [
+    failed = [
         f"NEW: {_described(run)} has status {run.status!r}"
-        for run in sides["NEW"]
+        for run in selected[1]
         if run.status != "success"
     ]
-    missing_evals = [f"BASE: {_described(run)} has no NEW eval" for run in only_in_base]
-    gate = _overall_gate(
-        pairs, alpha, failed_evals, missing_evals, gate_lost=not options.allow_lost
-    )
-    thresholds = (
-        check_thresholds(options.thresholds, _new_targets(pairs))
-        if options.thresholds
-        else []
-    )
-    return Comparison(
-        format=JSON_FORMAT,
-        unit=UNIT,
+    missing = [f"BASE: {_described(run)} has no NEW eval" for run in only_base]
+    gate = pairing.gate(pairs, alpha, gates, not allow_lost, failed, missing)
+    comparison = Comparison(
+        format=3,
+        unit="sample-epoch",
         alpha=alpha,
         test=TEST,
         effect_size=EFFECT_SIZE,
         figure_test=FIGURE_TEST,
-        base=SideSummary(
-            base_path, [EvalInfo.of(run) for run in sides["BASE"]], base.superseded
-        ),
-        new=SideSummary(
-            new_path, [EvalInfo.of(run) for run in sides["NEW"]], new.superseded
-        ),
+        **{
+            side.lower(): {
+                "path": path,
+                "evals": [_eval(run) for run in runs],
+                "superseded": [asdict(s) for s in evals.superseded],
+            }
+            for side, path, runs, evals in zip(
+                SIDES, (base_path, new_path), selected, sides, strict=True
+            )
+        },
         pairs=pairs,
-        only_in_base=[EvalInfo.of(run) for run in only_in_base],
-        only_in_new=[EvalInfo.of(run) for run in only_in_new],
+        only_in_base=[_eval(run) for run in only_base],
+        only_in_new=[_eval(run) for run in only_new],
         warnings=warnings,
         gate=gate,
-        thresholds=thresholds,
-        verdict=_verdict(gate, thresholds, options),
+        thresholds=[asdict(check) for check in checks],
+        verdict=_verdict(gate, checks, list(asked)),
     )
+    comparison.spools = spools
+    return comparison
 
 
-def _check_gates(gates: Sequence[str], pairs: Sequence[EvalPair]) -> None:
-    """Refuse a gate that names no measure of these runs, freeing the pairs'
-    lists first."""
-    found = [PASS_GATE]
-    for pair in pairs:
-        for staged in pair.stage_diagnosis:
-            found += [name for name in gate_names(staged) if name not in found]
+def _checked(
+    pairs: list[dict[str, Any]],
+    gates: Sequence[str],
+    thresholds: Sequence[limits.Threshold],
+) -> list[limits.ThresholdCheck]:
+    """Each `--fail-under` checked against NEW's scores, once every `--gate`
+    is known to name a measure the runs have."""
+    found = [pairing.PASS_GATE]
+    found += dict.fromkeys(name for p in pairs for name in pairing.gate_names(p))
     unknown = [name for name in gates if name not in found]
     if unknown:
-        _close(pairs)
         raise UnknownGate(
             f"--gate {quote(unknown[0])}: no such measure in these runs; they "
             f"have {', '.join(found)}"
         )
+    scores = [(p["new"], c) for p in pairs for c in [*p[STAGE], *p[EXTRACTION]]]
+    targets = [
+        limits.Target(
+            f"NEW {n['name']}",
+            n["task"],
+            n["model"],
+            c["score"],
+            c["kind"],
+            r["runs"],
+            r["over_all_runs"],
+        )
+        for n, c in scores
+        if (r := c["new_runs"])
+    ]
+    return limits.check_thresholds(thresholds, targets) if thresholds else []
 
 
-def _close(pairs: Sequence[EvalPair]) -> None:
-    """Free the temporary files of every pair's lists."""
-    for pair in pairs:
-        for compared in [*pair.stage_diagnosis, *pair.ordered_extraction]:
-            for item in dataclasses.fields(compared):
-                value = getattr(compared, item.name)
-                if isinstance(value, SortedSpool):
-                    value.close()
-
-
-def _new_targets(pairs: Sequence[EvalPair]) -> Iterator[Target]:
-    """Each NEW eval's scores, for `--fail-under`."""
-    for pair in pairs:
-        compared: list[StageComparison | ExtractionComparison] = [
-            *pair.stage_diagnosis,
-            *pair.ordered_extraction,
-        ]
-        for c in compared:
-            yield Target(
-                eval=f"NEW {pair.new.name}",
-                task=pair.new.task,
-                model=pair.new.model,
-                score=c.score,
-                kind=c.kind,
-                runs=c.new_runs.runs,
-                over_all_runs=c.new_runs.over_all_runs,
-            )
+def _eval(run: EvalRun) -> dict[str, Any]:
+    fields = ("key", "name", "task", "model", "created", "status", "epochs")
+    return {key: getattr(run, key) for key in fields} | {
+        "logs": [log.path for log in run.logs]
+    }
 
 
 def _verdict(
-    gate: Gate, thresholds: Sequence[ThresholdCheck], options: GateOptions
-) -> GateDecision:
+    gate: dict[str, Any], checks: list[limits.ThresholdCheck], asked: list[str]
+) -> dict[str, Any]:
     """What the gate decided, and why, in plain sentences."""
     failing: list[str] = []
     checked: list[str] = []
-    if options.fail_on_regression:
-        if gate.significant:
+    if "--fail-on-regression" in asked:
+        alpha, significant = gate["alpha"], gate["significant"]
+        if significant:
             failing.append(
-                f"significantly worse at alpha = {gate.alpha}: "
-                f"{'; '.join(gate.significant)}"
+                f"significantly worse at alpha = {alpha}: {'; '.join(significant)}"
             )
         else:
             checked.append(
-                f"no outcome significantly worse at alpha = {gate.alpha} "
-                f"(tested: {'; '.join(gate.outcomes)})"
+                f"no outcome significantly worse at alpha = {alpha} "
+                f"(tested: {'; '.join(gate['outcomes'])})"
             )
-        if options.strict:
-            if gate.regressions:
-                failing.append(f"regressions (--strict): {'; '.join(gate.regressed)}")
-            else:
-                checked.append("no regression (--strict)")
-        lost = [
-            *(f"lost results: {entry}" for entry in gate.lost_results),
-            *gate.failed_evals,
-            *gate.missing_evals,
-        ]
-        if lost and gate.lost_gated:
-            failing.extend(lost)
-        elif lost:
-            checked.extend(f"not gated (--allow-lost): {entry}" for entry in lost)
+        if "--strict" in asked and gate["regressions"]:
+            failing.append(f"regressions (--strict): {'; '.join(gate['regressed'])}")
+        elif "--strict" in asked:
+            checked.append("no regression (--strict)")
+        lost = [f"lost results: {entry}" for entry in gate["lost_results"]]
+        lost += gate["failed_evals"] + gate["missing_evals"]
+        if lost and gate["lost_gated"]:
+            failing += lost
         else:
-            checked.append("no result lost")
-    for check in thresholds:
-        line = threshold_line(check)
+            checked += [f"not gated (--allow-lost): {entry}" for entry in lost]
+            checked += [] if lost else ["no result lost"]
+    for check in checks:
+        met = "threshold met" if check.met else "threshold not met"
         (checked if check.met else failing).append(
-            f"{'threshold met' if check.met else 'threshold not met'}: {line}"
+            f"{met}: {limits.threshold_line(check)}"
         )
-    if thresholds:
-        checked.append(f"thresholds are {OVER_ALL_RUNS}")
-    if not (options.fail_on_regression or thresholds):
+    if checks:
+        checked.append(f"thresholds are {limits.OVER_ALL_RUNS}")
+    if not asked:
         checked.append(
             "no gate asked (--fail-on-regression, --fail-under): the "
             "comparison is reported, not gated"
         )
-    return GateDecision(
-        asked=options.asked(), failed=bool(failing), failed_on=failing, checked=checked
-    )
-
-
-def _matches(run: EvalRun, task: str | None, model: str | None) -> bool:
-    # A task is named as logged ("tracegrade/stage_diagnosis") or by its
-    # own name alone ("stage_diagnosis").
-    task_ok = task is None or task in (run.task, run.task.rsplit("/", 1)[-1])
-    return task_ok and (model is None or model == run.model)
+    return dict(asked=asked, failed=bool(failing), failed_on=failing, checked=checked)
 
 
 def _selected(
     side: str, runs: Sequence[EvalRun], task: str | None, model: str | None
 ) -> list[EvalRun]:
-    selected = [run for run in runs if _matches(run, task, model)]
+    # A task is named as logged ("tracegrade/stage_diagnosis") or by its own
+    # name alone ("stage_diagnosis").
+    selected = [
+        run
+        for run in runs
+        if (task is None or task in (run.task, run.task.rsplit("/", 1)[-1]))
+        and (model is None or model == run.model)
+    ]
     if not selected:
         asked = " and ".join(
             f"{what} {quote(value)}"
@@ -464,18 +301,22 @@ def _described(run: EvalRun) -> str:
     return f"{run.name} ({run.task}, {run.model})"
 
 
-def _pair_evals(
-    base: list[EvalRun], new: list[EvalRun]
-) -> tuple[list[tuple[EvalRun, EvalRun]], list[EvalRun], list[EvalRun]]:
-    """BASE's evals paired with NEW's, and those on one side only."""
+Paired = tuple[list[tuple[EvalRun, EvalRun]], list[EvalRun], list[EvalRun]]
+
+
+def _pair_evals(base: list[EvalRun], new: list[EvalRun]) -> Paired:
+    """BASE's evals paired with NEW's by task and model (one eval each side
+    is paired whatever it ran), and those on one side only."""
     if len(base) == 1 and len(new) == 1:
         return [(base[0], new[0])], [], []
-    by_key = {"BASE": _by_task_and_model(base), "NEW": _by_task_and_model(new)}
-    common = [key for key in by_key["BASE"] if key in by_key["NEW"]]
+    grouped: list[dict[tuple[str, str], list[EvalRun]]] = [{}, {}]
+    for runs, by_key in zip((base, new), grouped, strict=True):
+        for run in runs:
+            by_key.setdefault((run.task, run.model), []).append(run)
+    common = [key for key in grouped[0] if key in grouped[1]]
     for key in common:
-        for side in SIDES:
-            found = by_key[side][key]
-            if len(found) > 1:
+        for side, by_key in zip(SIDES, grouped, strict=True):
+            if len(found := by_key[key]) > 1:
                 raise CompareError(
                     f"{side} holds {len(found)} evals of task {key[0]!r} and model "
                     f"{key[1]!r} ({', '.join(run.name for run in found)}): which "
@@ -483,80 +324,18 @@ def _pair_evals(
                     "a directory of its own)"
                 )
     if not common:
-        raise NothingInCommon(
+        listed = [
+            ", ".join(f"{r.task} ({r.model})" for r in runs) for runs in (base, new)
+        ]
+        raise pairing.NothingInCommon(
             "no eval of the same task and model is on both sides: BASE has "
-            f"{_listed(base)}; NEW has {_listed(new)} (--task and --model select)"
+            f"{listed[0]}; NEW has {listed[1]} (--task and --model select)"
         )
-    pairs = [(by_key["BASE"][key][0], by_key["NEW"][key][0]) for key in common]
-    only_base = [
-        run
-        for key, runs in by_key["BASE"].items()
-        if key not in by_key["NEW"]
-        for run in runs
+    alone = [
+        [run for key, runs in mine.items() if key not in theirs for run in runs]
+        for mine, theirs in (grouped, grouped[::-1])
     ]
-    only_new = [
-        run
-        for key, runs in by_key["NEW"].items()
-        if key not in by_key["BASE"]
-        for run in runs
-    ]
-    return pairs, only_base, only_new
-
-
-def _by_task_and_model(runs: list[EvalRun]) -> dict[tuple[str, str], list[EvalRun]]:
-    grouped: dict[tuple[str, str], list[EvalRun]] = {}
-    for run in runs:
-        grouped.setdefault((run.task, run.model), []).append(run)
-    return grouped
-
-
-def _listed(runs: Sequence[EvalRun]) -> str:
-    return ", ".join(f"{run.task} ({run.model})" for run in runs)
-
-
-def _compare_pair(
-    base: EvalRun,
-    new: EvalRun,
-    alpha: float,
-    options: GateOptions,
-    on_log_read: Callable[[str], None] | None,
-) -> EvalPair:
-    logs: dict[str, list[LogSummary]] = {"BASE": [], "NEW": []}
-    observations = {
-        side: _eval_observations(side, run, logs[side], on_log_read)
-        for side, run in zip(SIDES, (base, new), strict=True)
-    }
-    try:
-        paired = pair_runs(
-            observations["BASE"],
-            observations["NEW"],
-            alpha=alpha,
-            clustered=base.epochs > 1 or new.epochs > 1,
-            new_epochs=new.epochs,
-            new_complete=new.complete,
-            gate_lost=not options.allow_lost,
-            gates=options.gates,
-        )
-    except NothingInCommon as error:
-        for side in SIDES:
-            # A side with no tracegrade score at all says more than "nothing
-            # in common". NEW may be unread when BASE is the one refused.
-            if logs[side] and not any(log.tracegrade_scores for log in logs[side]):
-                raise CompareError(_nothing_found(side, logs[side])) from None
-        raise CompareError(f"{_pair_name(base, new)}: {error}") from None
-    name = _pair_name(base, new)
-    return EvalPair(
-        name=name,
-        base=EvalInfo.of(base),
-        new=EvalInfo.of(new),
-        logs=[*logs["BASE"], *logs["NEW"]],
-        warnings=_warnings(base, new, logs, paired),
-        stage_diagnosis=paired.stage_diagnosis,
-        ordered_extraction=paired.ordered_extraction,
-        scores_only_in_base=paired.scores_only_in_base,
-        scores_only_in_new=paired.scores_only_in_new,
-        gate=paired.gate,
-    )
+    return [(grouped[0][k][0], grouped[1][k][0]) for k in common], alone[0], alone[1]
 
 
 def _pair_name(base: EvalRun, new: EvalRun) -> str:
@@ -565,126 +344,121 @@ def _pair_name(base: EvalRun, new: EvalRun) -> str:
     return f"{base.task} ({base.model}) vs {new.task} ({new.model})"
 
 
-def _eval_observations(
+def _compare_pair(
+    base: EvalRun,
+    new: EvalRun,
+    alpha: float,
+    spools: Spools,
+    on_log_read: Callable[[str], None] | None,
+) -> dict[str, Any]:
+    logs: dict[str, list[LogSummary]] = {"BASE": [], "NEW": []}
+    try:
+        paired = pairing.pair_runs(
+            _observations("BASE", base, logs["BASE"], on_log_read),
+            _observations("NEW", new, logs["NEW"], on_log_read),
+            spools,
+            alpha=alpha,
+            clustered=base.epochs > 1 or new.epochs > 1,
+            new_epochs=new.epochs,
+            new_complete=new.complete,
+        )
+    except pairing.NothingInCommon as error:
+        for side in SIDES:
+            # A side with no tracegrade score at all says more; NEW may be
+            # unread when BASE is the one refused.
+            if logs[side] and not any(log.tracegrade_scores for log in logs[side]):
+                raise CompareError(_nothing_found(side, logs[side])) from None
+        raise CompareError(f"{_pair_name(base, new)}: {error}") from None
+    return {
+        "name": _pair_name(base, new),
+        "base": _eval(base),
+        "new": _eval(new),
+        "logs": [asdict(log) for log in [*logs["BASE"], *logs["NEW"]]],
+        "warnings": _warnings(base, new, logs, paired),
+        **paired,
+        "gate": {},
+    }
+
+
+def _observations(
     side: str,
     run: EvalRun,
     logs: list[LogSummary],
     on_log_read: Callable[[str], None] | None,
-) -> Iterator[Observation]:
-    """The observations of every log of one eval, a log at a time; each
-    log's summary is appended to `logs` once it has been read."""
-    # One copy of each explanation text: most runs of a stage share theirs;
-    # and of each recall and precision, a few fractions, and of each
-    # step-recall tuple.
-    texts: dict[str, str] = {}
-    shares: dict[Any, Any] = {}
+) -> Iterator[pairing.Observation]:
+    """Every run of every log of one eval; each log's summary is appended to
+    `logs` once it has been read."""
+    # One copy of each explanation and figure: most runs share a few.
+    shared: dict[Any, Any] = {}
     for log in run.reads():
         try:
-            yield from _log_observations(log, logs, texts, shares)
+            scores = LogScores(log, keep_scoreless=True)
+            for sample, name, kind, score in scores:
+                try:
+                    found, why = _run(kind, score, log.path, shared)
+                except InvalidScore as error:
+                    raise UnreadableScore(
+                        f"{log.path}: sample {quote(sample.id)} epoch "
+                        f"{sample.epoch}, score {quote(name)}: {error}"
+                    ) from None
+                yield name, kind, sample.id, sample.epoch, found, why
+            assert scores.scoreless is not None
+            for name, kind in scores.score_names().items():
+                for sample_id, epoch, errored in scores.scoreless:
+                    why = counts.SAMPLE_ERROR if errored else counts.NO_SCORE
+                    found = Run(NO_SCORE, None, _NO_SCORE[why], log.path)
+                    yield name, kind, sample_id, epoch, found, why
+                # A sample the eval never ran got no result either.
+                for sample_id, epoch in scores.not_run_keys():
+                    found = Run(NO_SCORE, None, _NO_SCORE[counts.NOT_RUN], log.path)
+                    yield name, kind, sample_id, epoch, found, counts.NOT_RUN
         except (UnreadableLog, OSError) as error:
             raise LogError(
                 f"{side}: cannot read {log.path!r} as an Inspect log ({error})"
             ) from error
+        logs.append(scores.summary())
         if on_log_read is not None:
             on_log_read(log.path)
 
 
-def _log_observations(
-    log: LogRead,
-    logs: list[LogSummary],
-    texts: dict[str, str],
-    shares: dict[Any, Any],
-) -> Iterator[Observation]:
-    scores = LogScores(log, keep_scoreless=True)
-    for sample, name, kind, score in scores:
-        try:
-            run, why = _run(kind, score, log.path, texts, shares)
-        except InvalidScore as error:
-            raise UnreadableScore(
-                f"{log.path}: sample {quote(sample.id)} epoch {sample.epoch}, "
-                f"score {quote(name)}: {error}"
-            ) from None
-        yield Observation(name, kind, sample.id, sample.epoch, run, why)
-    assert scores.scoreless is not None
-    for name, kind in scores.score_names().items():
-        for sample_id, epoch, errored in scores.scoreless:
-            explanation = _NO_SCORE_ERRORED if errored else _NO_SCORE
-            why = SAMPLE_ERROR if errored else NO_SCORE_WHY
-            run = Run(NO_SCORE, None, explanation, log.path)
-            yield Observation(name, kind, sample_id, epoch, run, why)
-        # A sample the eval never ran got no result either.
-        for sample_id, epoch in scores.not_run_keys():
-            run = Run(NO_SCORE, None, _NOT_RUN, log.path)
-            yield Observation(name, kind, sample_id, epoch, run, NOT_RUN)
-    logs.append(scores.summary())
+def _shared(value: Any, shared: dict[Any, Any]) -> Any:
+    """One object for each of the first few distinct values."""
+    if value is None or len(shared) >= 1 << 12:
+        return shared.get(value, value)
+    return shared.setdefault(value, value)
 
 
 def _run(
-    kind: str,
-    score: ScoreRead,
-    path: str,
-    texts: dict[str, str],
-    shares: dict[Any, Any],
+    kind: str, score: ScoreRead, path: str, shared: dict[Any, Any]
 ) -> tuple[Run, str | None]:
-    """The state of one tracegrade score, read as `report` reads it, and why
-    it gives no result (None for a result); `InvalidScore` says what is wrong."""
-    explanation = score.explanation
-    if explanation is not None:
-        explanation = texts.setdefault(explanation, explanation)
-    why: str | None = None
-    if kind == STAGE:
-        staged = read_stage(score.value, score.metadata)
-        error = staged.error
-    else:
+    """One tracegrade score as `report` reads it, and why it gives no result
+    (None for a result); `InvalidScore` says what is wrong."""
+    explanation = _shared(score.explanation, shared)
+    if kind == EXTRACTION:
         graded = read_extraction(score.value, score.metadata)
-        error = graded.error
-    if error is not None and error.unscored:
+        if graded.error is not None and graded.error.unscored:
+            state = pairing.DATA_ERROR if graded.error.side == "data" else NO_SCORE
+            return Run(state, None, explanation, path), _shared(
+                graded.error.kind, shared
+            )
+        grade = ("membership fail", "order fail", "pass")
+        return Run(
+            grade[bool(graded.membership) + bool(graded.order)], None, explanation, path
+        ), None
+    staged = read_stage(score.value, score.metadata)
+    why = None
+    if staged.error is not None and staged.error.unscored:
         # A run-side error: the sample errored, and was scored only to say so.
-        state = DATA_ERROR if error.side == "data" else NO_SCORE
-        run = Run(state, None, explanation, path)
-        why = texts.setdefault(error.kind, error.kind)
-    elif kind == STAGE:
-        assert staged.stage is not None
-        missing = None if staged.missing is None else tuple(staged.missing)
-        run = Run(_STAGES[staged.stage], missing, explanation, path)
+        state = pairing.DATA_ERROR if staged.error.side == "data" else NO_SCORE
+        why, missing = _shared(staged.error.kind, shared), None
     else:
-        return _extraction_run(graded, explanation, path), None
-    if kind != STAGE:
-        return run, why
-    # A run with no stage still had its context: an unscored run keeps its
-    # recall and precision too.
-    recall = _shared(staged.recall, shares)
-    precision = _shared(staged.precision, shares)
-    steps = staged.step_recall
-    step_recall = None if steps is None else _shared(tuple(steps.items()), shares)
-    if recall is None and precision is None and step_recall is None:
-        return run, why
-    return dataclasses.replace(
-        run, recall=recall, precision=precision, step_recall=step_recall
-    ), why
-
-
-_SHARED_FIGURES: Final = 1 << 12
-
-_T = TypeVar("_T")
-
-
-def _shared(value: _T, shares: dict[Any, Any]) -> _T:
-    """One object for each of the first few distinct figures or step
-    tuples: most runs share a few."""
-    if value is None:
-        return value
-    if len(shares) < _SHARED_FIGURES:
-        return cast(_T, shares.setdefault(value, value))
-    return cast(_T, shares.get(value, value))
-
-
-def _extraction_run(score: ExtractionScore, explanation: str | None, path: str) -> Run:
-    if score.order:
-        return Run("pass", None, explanation, path)
-    if score.membership:
-        return Run("order fail", None, explanation, path)
-    return Run("membership fail", None, explanation, path)
+        assert staged.stage is not None
+        state = staged.stage
+        missing = None if staged.missing is None else tuple(staged.missing)
+    # A run with no stage still had its context: it keeps its figures.
+    steps = None if staged.step_recall is None else tuple(staged.step_recall.items())
+    figures = (_shared(f, shared) for f in (staged.recall, staged.precision, steps))
+    return Run(state, missing, explanation, path, *figures), why
 
 
 def _nothing_found(side: str, logs: Sequence[LogSummary]) -> str:
@@ -699,10 +473,12 @@ def _nothing_found(side: str, logs: Sequence[LogSummary]) -> str:
 
 
 def _warnings(
-    base: EvalRun, new: EvalRun, logs: dict[str, list[LogSummary]], paired: Paired
+    base: EvalRun,
+    new: EvalRun,
+    logs: dict[str, list[LogSummary]],
+    paired: dict[str, Any],
 ) -> list[str]:
     warnings: list[str] = []
-    staged = bool(paired.stage_diagnosis)
     if base.key == new.key:
         # One task id: the same log, a copy of it, or its eval-retry.
         warnings.append(
@@ -712,42 +488,43 @@ def _warnings(
         )
     for side, run in zip(SIDES, (base, new), strict=True):
         if run.missing_count:
-            missing = missing_parts_text(run.missing_parts, run.missing_count)
+            missing = log_evals.missing_parts_text(run.missing_parts, run.missing_count)
             warnings.append(
                 f"{side}: {run.name} is missing {missing}; only the parts read "
                 "are compared."
             )
         elif run.status != "success":
             never = sum(log.not_run for log in logs[side])
+            among = f" ({never} sample-epochs it never ran among them)" if never else ""
+            lost = " count as lost where BASE had a result." if side == "NEW" else "."
             warnings.append(
                 f"{side}: {run.name} has status {run.status!r}; its samples "
-                "with no result"
-                + (f" ({never} sample-epochs it never ran among them)" if never else "")
-                + (" count as lost where BASE had a result." if side == "NEW" else ".")
+                f"with no result{among}{lost}"
             )
-        for log in logs[side]:
-            if not log.tracegrade_scores:
-                warnings.append(
-                    f"{side}: {log.path} holds no tracegrade score; its "
-                    f"{log.samples} samples are not compared."
-                )
-        unused = unused_reducer(run.name, run.epochs_reducer)
-        if unused and staged:
+        warnings += [
+            f"{side}: {log.path} holds no tracegrade score; its {log.samples} "
+            "samples are not compared."
+            for log in logs[side]
+            if not log.tracegrade_scores
+        ]
+        unused = log_evals.unused_reducer(run.name, run.epochs_reducer)
+        if unused and paired[STAGE]:
             warnings.append(f"{side}: {unused}")
-    for score, runs in paired.scores_only_in_base.items():
-        warnings.append(
-            f"score {quote(score)} is in BASE only ({runs} runs): NEW has none of "
-            "its results, and those BASE had count as lost."
-        )
-    for score, runs in paired.scores_only_in_new.items():
-        warnings.append(
-            f"score {quote(score)} is in NEW only ({runs} runs); it is not compared."
-        )
+    warnings += [
+        f"score {quote(score)} is in BASE only ({runs} runs): NEW has none of "
+        "its results, and those BASE had count as lost."
+        for score, runs in paired["scores_only_in_base"].items()
+    ]
+    warnings += [
+        f"score {quote(score)} is in NEW only ({runs} runs); it is not compared."
+        for score, runs in paired["scores_only_in_new"].items()
+    ]
     if base.epochs != new.epochs:
         fewer, more = sorted((base.epochs, new.epochs))
         side = "NEW" if new.epochs > base.epochs else "BASE"
         warnings.append(
-            f"BASE ran {_epochs(base.epochs)} and NEW {_epochs(new.epochs)}: "
+            f"BASE ran {base.epochs} epoch{'s' * (base.epochs != 1)} and NEW "
+            f"{new.epochs} epoch{'s' * (new.epochs != 1)}: "
             f"samples pair by epoch, so only epochs 1 to {fewer} are compared; "
             f"{side}'s epochs {fewer + 1} to {more} are in one run only"
             + (", not counted as lost." if side == "BASE" else ".")
@@ -758,63 +535,3 @@ def _warnings(
             "sample id and epoch alone."
         )
     return warnings
-
-
-def _epochs(count: int) -> str:
-    return f"{count} epoch{'s' if count != 1 else ''}"
-
-
-def _overall_gate(
-    pairs: Sequence[EvalPair],
-    alpha: float,
-    failed_evals: list[str],
-    missing_evals: list[str],
-    *,
-    gate_lost: bool,
-) -> Gate:
-    """The gate over every pair, and the NEW evals that did not finish or
-    are missing; each entry is named by its pair when there are several."""
-
-    def named(pair: EvalPair, entry: str) -> str:
-        return entry if len(pairs) == 1 else f"{pair.name}: {entry}"
-
-    def entries(field: str) -> list[str]:
-        return [named(p, entry) for p in pairs for entry in getattr(p.gate, field)]
-
-    significant = entries("significant")
-    regressions = sum(p.gate.regressions for p in pairs)
-    lost = sum(p.gate.lost for p in pairs)
-    fails = bool(significant) or (
-        gate_lost and bool(lost or failed_evals or missing_evals)
-    )
-    return Gate(
-        alpha=alpha,
-        outcomes=entries("outcomes"),
-        regressions=regressions,
-        regressed=entries("regressed"),
-        significant=significant,
-        lost=lost,
-        lost_results=entries("lost_results"),
-        failed_evals=failed_evals,
-        missing_evals=missing_evals,
-        lost_gated=gate_lost,
-        fails=fails,
-        fails_strict=fails or regressions > 0,
-    )
-
-
-__all__ = [
-    "EFFECT_SIZE",
-    "FIGURE_TEST",
-    "JSON_FORMAT",
-    "TEST",
-    "Comparison",
-    "EvalPair",
-    "GateDecision",
-    "GateOptions",
-    "SideSummary",
-    "UnknownGate",
-    "UnreadableScore",
-    "compare_evals",
-    "compare_logs",
-]

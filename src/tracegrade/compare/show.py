@@ -1,0 +1,476 @@
+"""The comparison as one `Page` for the terminal, Markdown and HTML (with a
+transition heatmap per score): the verdict first, each long list cut to
+`show` rows, read back from disk only as far as shown."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from ..report.page import Page, Section, Table
+from ..report.runs import Undiagnosed, why_text
+from ..report.thresholds import OVER_ALL_RUNS
+from ..scorers.explain import list_ids, show_id
+from .build import Comparison
+from .pairing import EXTRACTION, STAGE, lost_text
+from .stats import SIGN, discordant_needed, format_p
+
+ARROW = "\u2192"
+_LEGEND = {
+    "summary": "pairs: sample-epochs in both runs. changed: pairs whose state "
+    "changed. worse: stage regressions (pass to retrieval or generation), or "
+    "extraction pairs that lost membership or order; better: the reverse. "
+    "lost: runs with a result in BASE and none in NEW, by their states; the "
+    "gate counts them.",
+    "runs": "runs: every sample-epoch under the score. diagnosed: runs with a "
+    "result (a stage, a grade); the rest, and why. The tests weigh only pairs "
+    "with a result on both sides.",
+    STAGE: "States: the stage; data error: the sample's data is at fault; no "
+    "score: the sample errored before scoring, or its eval stopped first.",
+    EXTRACTION: "States: pass: every ID kept, in order; order fail: order "
+    "lost; membership fail: an ID dropped, invented or repeated, or the "
+    "answer unreadable; data error; no score.",
+    "tests": "Over the pairs with a result in both runs. b: pairs with the "
+    "outcome in BASE only; c: in NEW only. p: the exact McNemar test (one "
+    "epoch), or the exact sign test of the samples whose share of epochs "
+    "with the outcome fell or rose. change: (c - b) / pairs, in percentage "
+    "points.",
+    "figures": "Over the pairs where both runs have the figure ({step}_recall: "
+    "a pipeline step's). BASE and NEW: its mean; change: NEW minus BASE, in "
+    "percentage points; fell and rose: the samples whose mean fell or rose; "
+    "p: the exact sign test of them. Gated only with --gate.",
+    "one-run": "Not paired, so not compared, but counted.",
+    "ids": "newly missing: pairs whose NEW run missed the required ID and "
+    "whose BASE run did not; newly found: the reverse.",
+    "logs": "samples: sample-epochs in the log. no score: samples with no "
+    "tracegrade score. part: the log's part of a run `tracegrade score` split.",
+    "evals": "An eval is a log, the newest of a retried eval, or the parts of "
+    "a split run; evals pair by task and model.",
+}
+# Each list of changed pairs: its key, title and what it holds.
+_LOST = ("lost", "Lost results", " (a result in BASE, none in NEW)")
+_LISTS = {
+    STAGE: [
+        ("regressions", "Regressions", f" (pass {ARROW} retrieval or generation)"),
+        ("fixes", "Fixes", " (now pass)"),
+    ],
+    EXTRACTION: [
+        (f"{change}_{what}", f"{change.capitalize()} {what}", "")
+        for what in ("membership", "order")
+        for change in ("lost", "gained")
+    ],
+}
+
+
+def verdict_lines(comparison: Comparison) -> list[str]:
+    """The gate's verdict, then each thing that failed it or was checked."""
+    verdict = comparison["verdict"]
+    asked = ", ".join(verdict["asked"])
+    head = "Gate failed" if verdict["failed"] else "Gate passed"
+    head = f"{head} ({asked})" if asked else "No gate asked"
+    return [head, *verdict["failed_on"], *verdict["checked"]]
+
+
+def all_warnings(comparison: Comparison) -> list[str]:
+    """The comparison's warnings, then each pair's (named, when several)."""
+    several = len(comparison.pairs) > 1
+    return [*comparison["warnings"]] + [
+        f"{pair['name']}: {warning}" if several else warning
+        for pair in comparison.pairs
+        for warning in pair["warnings"]
+    ]
+
+
+def comparison_page(comparison: Comparison, show: int, option: str = "--show") -> Page:
+    """The verdict, what was compared, then a section per pair of evals
+    (each list cut to `show` rows, set by `option`), then the evals."""
+    head, *reasons = verdict_lines(comparison)
+    asked = comparison["verdict"]["asked"]
+    sections = [Section(None, [_thresholds(comparison["thresholds"])])]
+    several = len(comparison.pairs) > 1
+    for index, pair in enumerate(comparison.pairs):
+        name = pair["name"]
+        first, rest, notes = _pair_tables(pair, comparison["alpha"], show, option)
+        if several:
+            notes = [f"{name}, {note}" for note in notes]
+            first, rest = (
+                [_named(t, f"{index + 1}-", f"{name}: ") for t in tables]
+                for tables in (first, rest)
+            )
+        sections.append(Section(name if several else None, first, notes, rest))
+    sections.append(Section(None, [_evals(comparison)]))
+    return Page(
+        "tracegrade compare",
+        head,
+        reasons,
+        comparison["verdict"]["failed"] if asked else None,
+        [_summary(comparison), f"Regressions: {_regressions(comparison)}"],
+        [],
+        all_warnings(comparison),
+        sections,
+    )
+
+
+def _named(table: Table, key: str, title: str) -> Table:
+    return Table(
+        **{**vars(table), "key": key + table.key, "title": title + table.title}
+    )
+
+
+def _summary(comparison: Comparison) -> str:
+    def side(summary: dict[str, Any]) -> str:
+        return f"{Path(summary['path']).name} ({_count(len(summary['evals']), 'eval')})"
+
+    pairs = sum(c["pairs"] for pair in comparison.pairs for c in _scores(pair))
+    return (
+        f"BASE {side(comparison['base'])} against NEW {side(comparison['new'])}; "
+        f"{_count(len(comparison.pairs), 'pair')} of evals, {pairs} pairs of "
+        f"sample-epochs (by sample id and epoch); alpha = {comparison['alpha']}."
+    )
+
+
+def _count(count: int, what: str) -> str:
+    return f"{count} {what}{'s' * (count != 1)}"
+
+
+def _regressions(comparison: Comparison) -> str:
+    """The regressions; without the gate asked, what the gate would count."""
+    gate = comparison["gate"]
+    text = _count(gate["regressions"], "regression")
+    if gate["regressed"]:
+        text += f" ({'; '.join(gate['regressed'])})"
+    if "--fail-on-regression" in comparison["verdict"]["asked"]:
+        return text + "."
+    if gate["significant"]:
+        text += f"; significantly worse at alpha = {gate['alpha']}: "
+        text += "; ".join(gate["significant"])
+    else:
+        text += f"; none significant at alpha = {gate['alpha']} "
+        text += f"(tested: {'; '.join(gate['outcomes'])})"
+    lost = [f"lost results: {entry}" for entry in gate["lost_results"]]
+    lost += gate["failed_evals"] + gate["missing_evals"]
+    counted = "" if gate["lost_gated"] else ", not gated (--allow-lost)"
+    return text + (f"; {'; '.join(lost)}{counted}." if lost else "; no result lost.")
+
+
+def _scores(pair: dict[str, Any]) -> list[dict[str, Any]]:
+    return [*pair[STAGE], *pair[EXTRACTION]]
+
+
+def _pp(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:+.1f} pp"
+
+
+def _p(value: float | None) -> str:
+    return "n/a" if value is None else format_p(value)
+
+
+def _figure(name: str) -> str:
+    return f"context {name}" if name in ("recall", "precision") else name
+
+
+def _pair_tables(
+    pair: dict[str, Any], alpha: float, show: int, option: str
+) -> tuple[list[Table], list[Table], list[str]]:
+    """The counts and tests, then the lists, then the tests' sentences."""
+    scores = _scores(pair)
+    tests = [(c["score"], t) for c in scores for t in c["tests"]]
+    figures = [(c["score"], f) for c in pair[STAGE] for f in c["figures"]]
+    first = [_pairs(scores), _runs(scores), *map(_transitions, scores)]
+    first += [_tests(tests, alpha), _figures(figures)]
+    notes = [f"{score} {t['outcome']}: {t['note']}" for score, t in tests]
+    notes += [f"{score} {_figure(f['figure'])}: {f['note']}" for score, f in figures]
+    lists = [(c, *_LOST) for c in scores]
+    lists += [(c, *listed) for c in scores for listed in _LISTS[c["kind"]]]
+    rest = [_changes(*listed, show, option) for listed in lists]
+    rest += [_ids(c, show, option) for c in pair[STAGE]]
+    rest += [_one_run(scores, show, option), _logs(pair)]
+    return [t for t in first if t.rows], [t for t in rest if t.rows], notes
+
+
+def _pairs(scores: list[dict[str, Any]]) -> Table:
+    columns = ["score", "pairs", "changed", "worse", "better", "lost"]
+    rows = []
+    for c in scores:
+        same = sum(row[i] for i, row in enumerate(c["transitions"]))
+        moved = _row(c["pairs"], c["pairs"] - same, c["worse"], c["better"])
+        alone = _row(len(c["only_in_base"]), len(c["only_in_new"]))
+        rows.append([c["score"], *moved, lost_text(c["lost_from"]), *alone])
+    columns += ["only in BASE", "only in NEW"]
+    legend = _LEGEND["summary"]
+    return Table("summary", "Pairs", legend, columns, rows, constant=["score"])
+
+
+def _row(*cells: Any) -> list[str]:
+    return [str(cell) for cell in cells]
+
+
+def _runs(scores: list[dict[str, Any]]) -> Table:
+    rows = []
+    for c, side in ((c, side) for c in scores for side in ("BASE", "NEW")):
+        runs = c[f"{side.lower()}_runs"]
+        why = why_text([Undiagnosed(**item) for item in runs["not_diagnosed"]])
+        counts = [runs["runs"], runs["diagnosed"], runs["runs"] - runs["diagnosed"]]
+        rows.append([c["score"], side, *map(str, counts), why or "none"])
+    columns = ["score", "side", "runs", "diagnosed", "not diagnosed", "why"]
+    return Table("runs", "Runs", _LEGEND["runs"], columns, rows, constant=["score"])
+
+
+def _transitions(c: dict[str, Any]) -> Table:
+    states, counts = c["states"], c["transitions"]
+    totals = [sum(column) for column in zip(*counts, strict=True)]
+    rows = [[s, *map(str, r), str(sum(r))] for s, r in zip(states, counts, strict=True)]
+    rows.append(["total", *map(str, totals), str(sum(totals))])
+    # Briefly, without the states no pair is in on either side.
+    held = [i for i in range(len(states)) if totals[i] or sum(counts[i])]
+    return Table(
+        f"transitions-{c['score']}",
+        f"Transitions: {c['score']}",
+        "Pairs by state in BASE (rows) and in NEW (columns); the diagonal is "
+        f"unchanged. {_LEGEND[c['kind']]}",
+        ["BASE \\ NEW", *states, "total"],
+        rows,
+        brief=["BASE \\ NEW", *(states[i] for i in held), "total"],
+        brief_rows=[*held, len(states)],
+    )
+
+
+def _tests(tests: list[tuple[str, dict[str, Any]]], alpha: float) -> Table:
+    unit = "samples" if any(t["test"] == SIGN for _, t in tests) else "pairs"
+    columns = ["score", "outcome", "test", "pairs", "samples", "BASE", "NEW"]
+    columns += ["b", "c", "fell", "rose", "p", "change", "verdict"]
+    counts = ("pairs", "samples", "base_count", "new_count", "b", "c", "fell", "rose")
+    rows = [
+        [score, t["outcome"], "sign" if t["test"] == SIGN else "McNemar"]
+        + [str(t[key]) for key in counts]
+        + [_p(t["p_value"]), _pp(t["difference"]), t["verdict"]]
+        for score, t in tests
+    ]
+    caption = (
+        f"{_LEGEND['tests']} With fewer than {discordant_needed(alpha)} changed "
+        f"{unit} no split can reach alpha = {alpha}: too few to tell."
+    )
+    # One epoch: samples, fell and rose say again pairs, b and c.
+    brief = [c for c in columns if c not in ("test", "samples", "fell", "rose")]
+    brief = columns if unit == "samples" else brief
+    return Table(
+        "tests", "Significance", caption, columns, rows, brief=brief, constant=["score"]
+    )
+
+
+def _figures(figures: list[tuple[str, dict[str, Any]]]) -> Table:
+    def mean(value: float | None) -> str:
+        return "n/a" if value is None else f"{100 * value:.1f}%"
+
+    columns = ["score", "figure", "pairs", "samples", "BASE", "NEW", "change"]
+    columns += ["fell", "rose", "p", "verdict"]
+    rows = []
+    for score, f in figures:
+        means = [mean(f["base_mean"]), mean(f["new_mean"]), _pp(f["difference"])]
+        counts, moved = _row(f["pairs"], f["samples"]), _row(f["fell"], f["rose"])
+        test = [_p(f["p_value"]), f["verdict"]]
+        rows.append([score, _figure(f["figure"]), *counts, *means, *moved, *test])
+    # One epoch: a pair is a sample.
+    one = all(f["samples"] == f["pairs"] for _, f in figures)
+    brief = [c for c in columns if c != "samples"] if one else None
+    title, legend = "Context recall and precision", _LEGEND["figures"]
+    return Table(
+        "figures", title, legend, columns, rows, brief=brief, constant=["score"]
+    )
+
+
+def _cut(
+    rows: Iterable[list[str]], total: int, what: str, show: int, option: str
+) -> tuple[list[list[str]], str, str]:
+    """The first `show` rows (only those made), the count, and the cut."""
+    count = f"{total} {what}."
+    if total <= show:
+        return list(rows), count, ""
+    cut = f"{count} The first {show} are shown ({option}); --json lists all."
+    return list(islice(rows, show)), cut, cut
+
+
+def _sample(sample_id: int | str) -> str:
+    """Quoted as an ID is, and a string of digits quoted: "7" is not 7."""
+    if isinstance(sample_id, int):
+        return str(sample_id)
+    if sample_id.isascii() and sample_id.isdigit():
+        return f'"{sample_id}"'
+    return show_id(sample_id)
+
+
+def _ids_text(ids: list[str] | None) -> str:
+    return "" if ids is None else list_ids(ids) if ids else "none"
+
+
+def _changes(
+    c: dict[str, Any], key: str, title: str, about: str, show: int, option: str
+) -> Table:
+    stage = c["kind"] == STAGE
+    changes = c["lost_runs" if key == "lost" else key]
+    brief = ["sample", "epoch", f"BASE {ARROW} NEW"]
+    brief += ["missing in BASE", "missing in NEW"] if stage else []
+
+    def row(x: dict[str, Any]) -> list[str]:
+        base, new = x["base"], x["new"]
+        cells = [
+            _sample(x["id"]),
+            str(x["epoch"]),
+            f"{base['state']} {ARROW} {new['state']}",
+        ]
+        if stage:
+            cells += [_ids_text(base["missing"]), _ids_text(new["missing"])]
+        return [*cells, base["explanation"] or "", new["explanation"] or ""]
+
+    rows = map(row, changes)
+    shown, caption, cut = _cut(rows, len(changes), "pairs", show, option)
+    columns = [*brief, "BASE explanation", "NEW explanation"]
+    return Table(
+        f"{key.replace('_', '-')}-{c['score']}",
+        f"{title}: {c['score']}{about}",
+        caption,
+        columns,
+        shown,
+        brief=brief,
+        cut=cut,
+    )
+
+
+def _ids(c: dict[str, Any], show: int, option: str) -> Table:
+    missing = {i["id"]: i["count"] for i in c["newly_missing"]}
+    found = {i["id"]: i["count"] for i in c["newly_found"]}
+    ordered = sorted(
+        missing.keys() | found.keys(),
+        key=lambda i: (-missing.get(i, 0), -found.get(i, 0), i),
+    )
+    rows = ([show_id(i), str(missing.get(i, 0)), str(found.get(i, 0))] for i in ordered)
+    shown, count, _ = _cut(rows, len(ordered), "document IDs changed", show, option)
+    return Table(
+        f"ids-{c['score']}",
+        f"Document IDs newly missing and newly found: {c['score']}",
+        f"Over the {c['ids_compared']} pairs diagnosed retrieval, generation or "
+        f"pass in both runs. {_LEGEND['ids']} {count}",
+        ["document", "newly missing", "newly found"],
+        shown,
+        detail=True,
+    )
+
+
+def _one_run(scores: list[dict[str, Any]], show: int, option: str) -> Table:
+    lists = [(c, side) for c in scores for side in ("BASE", "NEW")]
+    rows = (
+        [c["score"], side, _sample(x["id"]), str(x["epoch"]), Path(x["log"]).name]
+        for c, side in lists
+        for x in c[f"only_in_{side.lower()}"]
+    )
+    total = sum(len(c[f"only_in_{side.lower()}"]) for c, side in lists)
+    what = "sample-epochs are in one run only"
+    shown, count, cut = _cut(rows, total, what, show, option)
+    return Table(
+        "one-run",
+        "Samples in one run only",
+        f"{count} {_LEGEND['one-run']}",
+        ["score", "only in", "sample", "epoch", "log"],
+        shown,
+        constant=["score"],
+        cut=cut,
+    )
+
+
+def _logs(pair: dict[str, Any]) -> Table:
+    sides = {path: "BASE" for path in pair["base"]["logs"]}
+    sides |= {path: "NEW" for path in pair["new"]["logs"]}
+    rows = []
+    for log in pair["logs"]:
+        part = "" if log["part"] is None else "{index} of {count}".format(**log["part"])
+        name = [sides.get(log["path"], ""), Path(log["path"]).name, part]
+        counts = _row(
+            log["epochs"], log["samples"], log["samples_without_tracegrade_score"]
+        )
+        rows.append([*name, log["status"], *counts])
+    columns = ["side", "log", "part", "status", "epochs", "samples", "no score"]
+    return Table("logs", "Logs read", _LEGEND["logs"], columns, rows, detail=True)
+
+
+def _evals(comparison: Comparison) -> Table:
+    paired = {
+        (side, pair[side.lower()]["key"]): pair["name"]
+        for pair in comparison.pairs
+        for side in ("BASE", "NEW")
+    }
+    evals = [
+        (side, e) for side in ("BASE", "NEW") for e in comparison[side.lower()]["evals"]
+    ]
+    keys = ("name", "task", "model", "status", "epochs")
+    rows = [
+        [side, *_row(*(e[k] for k in keys)), paired.get((side, e["key"]), "not paired")]
+        for side, e in evals
+    ]
+    columns = ["side", "eval", "task", "model", "status", "epochs", "paired as"]
+    # Shown without --verbose when an eval is not paired, or did not finish.
+    shown = any(e["status"] != "success" for _, e in evals) or len(paired) < len(evals)
+    return Table("evals", "Evals", _LEGEND["evals"], columns, rows, detail=not shown)
+
+
+def _thresholds(checks: list[dict[str, Any]]) -> Table:
+    """The `--fail-under` checks, each against a NEW eval's score."""
+    columns = ["eval", "task", "model", "score", "metric", "runs", "value"]
+    rows = [
+        [c[key] for key in columns[:5]]
+        + [str(c["runs"]), "none" if c["value"] is None else f"{c['value']:.4f}"]
+        + [f"{c['threshold']:g}", "yes" if c["met"] else "NO"]
+        for c in checks
+    ]
+    caption = f"Each value is {OVER_ALL_RUNS}. The gate fails under its threshold."
+    title = "Thresholds (--fail-under)"
+    return Table("thresholds", title, caption, [*columns, "threshold", "met"], rows)
+
+
+def render_html(comparison: Comparison, show: int) -> str:
+    """The page as one self-contained HTML file (plotly.js inline), with a
+    transition heatmap per score before each pair's tables."""
+    import plotly.graph_objects as go  # type: ignore[import-untyped]
+    from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
+
+    from ..report.html import LAYOUT, chart_html, chart_title, plot_text
+    from ..report.page import page_html
+
+    page = comparison_page(comparison, show, "--html-show")
+    charts: list[list[str]] = [[] for _ in page.sections]
+    for index, c in (
+        (i, c) for i, pair in enumerate(comparison.pairs) for c in _scores(pair)
+    ):
+        states, counts = c["states"], c["transitions"]
+        hover = [
+            [
+                f"BASE {plot_text(base)} {ARROW} NEW {plot_text(new)}: "
+                f"{_count(count, 'pair')}"
+                for new, count in zip(states, row, strict=True)
+            ]
+            for base, row in zip(states, counts, strict=True)
+        ]
+        heatmap = go.Heatmap(
+            z=counts,
+            x=states,
+            y=states,
+            text=[[str(count) for count in row] for row in counts],
+            texttemplate="%{text}",
+            customdata=hover,
+            hovertemplate="%{customdata}<extra></extra>",
+            colorscale="Blues",
+            zmin=0,
+            showscale=False,
+        )
+        about = f"{c['pairs']} pairs; rows BASE, columns NEW; the diagonal is unchanged"
+        figure = go.Figure(heatmap).update_layout(
+            LAYOUT,
+            title=chart_title(f"Transitions: {plot_text(c['score'])}", about),
+            xaxis={"type": "category", "title": "NEW", "side": "bottom"},
+            # The first state on top, as in the table.
+            yaxis={"type": "category", "title": "BASE", "autorange": "reversed"},
+        )
+        chart = chart_html(figure, f"transitions-{index + 1}-{c['score']}")
+        charts[index + 1].append(chart)
+    return page_html(page, charts, get_plotlyjs())
