@@ -179,14 +179,7 @@ def report(
             )
         total = sum(len(run.logs) for run in evals.runs) + len(results)
         with nullcontext() if as_json else reading_progress(total) as on_log_read:
-            result = report_evals(
-                evals,
-                top=top,
-                pool=pool,
-                thresholds=fail_under,
-                on_log_read=on_log_read,
-                results=results,
-            )
+            result = report_evals(evals, results, top, pool, fail_under, on_log_read)
     except ResultsError as error:
         raise ResultsInputError(str(error)) from error
     except LogError as error:
