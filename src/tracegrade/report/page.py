@@ -284,128 +284,90 @@ def escape(text: str, limit: int = CELL_LIMIT, *, line: bool = False) -> str:
     return "".join(_ENTITIES.get(char, char) for char in flat)
 
 
-@dataclass(frozen=True)
-class _Block:
-    """Text that can be cut: a head, items (a table's rows, a list's
-    lines) made only when shown, and a tail; `notes` follow only when
-    every item is shown."""
-
-    what: str
-    unit: str
-    head: str
-    items: Sequence[Any]
-    item_text: Callable[[Any], str]
-    tail: str
-    notes: str = ""
-
-    def fit(self, room: int) -> tuple[str, int] | None:
-        """The text with as many items as fit in `room`, and how many;
-        None when not even the first does (or, with none, the rest)."""
-        size = len(self.head) + len(self.tail)
-        lines: list[str] = []
-        for item in self.items:
-            line = self.item_text(item) + "\n"
-            if size + len(line) > room:
-                break
-            lines.append(line)
-            size += len(line)
-        if size > room or (self.items and not lines):
-            return None
-        whole = len(lines) == len(self.items)
-        notes = self.notes if whole and size + len(self.notes) <= room else ""
-        return self.head + "".join(lines) + self.tail + notes, len(lines)
-
-
 def _row(row: Sequence[str]) -> str:
     return "| " + " | ".join(map(escape, row)) + " |"
 
 
 class MarkdownPage:
-    """A page built block by block, rendered under `limit` characters."""
+    """A page built block by block, rendered under `limit` characters,
+    saying what it left out."""
 
     def __init__(self, title: str, limit: int = COMMENT_LIMIT) -> None:
         self.limit = limit
         self.required = [f"## {escape(title)}", ""]
-        self.blocks: list[_Block] = []
+        # What, its unit, head, items (made text only when shown), tail, and
+        # notes shown only under every item.
+        self.blocks: list[
+            tuple[str, str, str, Sequence[Any], Callable[[Any], str], str, str]
+        ] = []
 
     def verdict(self, head: str, reasons: Sequence[str]) -> None:
         """The gate's verdict, in bold, and why: always shown, first."""
         self.required += [f"**{escape(head, limit=1_000)}**", ""]
         shown = reasons[:_REQUIRED_LINES]
-        self.required += [
-            f"- {escape(reason, limit=1_000, line=True)}" for reason in shown
-        ]
+        self.required += [f"- {escape(r, limit=1_000, line=True)}" for r in shown]
         if len(reasons) > len(shown):
-            self.required.append(
-                f"- ... and {len(reasons) - len(shown)} more (--json lists all)"
-            )
+            more = len(reasons) - len(shown)
+            self.required.append(f"- ... and {more} more (--json lists all)")
         self.required.append("")
 
     def paragraph(self, text: str) -> None:
         line = escape(text, limit=2_000, line=True)
-        self.blocks.append(_Block("a paragraph", "line", "", [line], str, "\n"))
+        self.blocks.append(("a paragraph", "line", "", [line], str, "\n", ""))
 
     def bullets(self, what: str, items: Sequence[str], prefix: str = "") -> None:
         """A list; `prefix` (e.g. "warning: ") is shown in bold."""
-        if not items:
-            return
         bold = f"**{escape(prefix.strip())}** " if prefix else ""
 
         def line(item: str) -> str:
             return f"- {bold}{escape(item, limit=1_000, line=not bold)}"
 
-        self.blocks.append(_Block(what, "lines", "", items, line, "\n"))
+        if items:
+            self.blocks.append((what, "lines", "", items, line, "\n", ""))
 
     def table(self, table: Table) -> None:
         align = ["---:" if numeric else "---" for numeric in table.numeric]
-        head = "\n".join(
-            [
-                f"### {escape(table.title)}",
-                "",
-                "| " + " | ".join(escape(column) for column in table.columns) + " |",
-                "| " + " | ".join(align) + " |",
-                "",
-            ]
-        )
+        head = f"### {escape(table.title)}\n\n{_row(table.columns)}\n"
+        head += "| " + " | ".join(align) + " |\n"
+        tail = f"\n{escape(table.caption, limit=2_000, line=True)}\n\n"
         notes = "".join(f"- {escape(n, limit=1_000, line=True)}\n" for n in table.notes)
+        what = f"table {table.title!r}"
         self.blocks.append(
-            _Block(
-                what=f"table {table.title!r}",
-                unit="rows",
-                head=head,
-                items=table.rows,
-                item_text=_row,
-                tail=f"\n{escape(table.caption, limit=2_000, line=True)}\n\n",
-                notes=f"{notes}\n" if notes else "",
-            )
+            (what, "rows", head, table.rows, _row, tail, f"{notes}\n" if notes else "")
         )
 
     def render(self) -> str:
         """Every required line and the blocks that fit, then what was left out."""
         parts = ["\n".join(self.required) + "\n"]
-        used = len(parts[0])
-        budget = self.limit - _FOOTER_ROOM
+        room = self.limit - _FOOTER_ROOM - len(parts[0])
         left_out: list[str] = []
-        for block in self.blocks:
-            count = len(block.items)
-            fitted = block.fit(budget - used)
-            if fitted is None:
-                left_out.append(f"{block.what} (all {count} {block.unit})")
+        for what, unit, head, items, text, tail, notes in self.blocks:
+            size, lines = len(head) + len(tail), []
+            for item in items:
+                line = text(item) + "\n"
+                if size + len(line) > room:
+                    break
+                lines.append(line)
+                size += len(line)
+            if size > room or (items and not lines):
+                left_out.append(f"{what} (all {len(items)} {unit})")
                 continue
-            text, shown = fitted
-            parts.append(text)
-            used += len(text)
-            if shown < count:
+            if len(lines) < len(items):
                 left_out.append(
-                    f"{block.what}: {count - shown} of {count} {block.unit}"
+                    f"{what}: {len(items) - len(lines)} of {len(items)} {unit}"
                 )
+            elif size + len(notes) <= room:
+                size += len(notes)
+                tail += notes
+            parts.append(head + "".join(lines) + tail)
+            room -= size
         if left_out:
-            listed = left_out[:_LISTED_LEFT_OUT]
-            more = len(left_out) - len(listed)
+            listed = "; ".join(left_out[:_LISTED_LEFT_OUT])
+            more = len(left_out) - _LISTED_LEFT_OUT
             note = (
                 f"Left out to stay under {self.limit:,} characters (GitHub's "
-                f"limit for a comment): {'; '.join(listed)}"
-                + (f"; and {more} more" if more else "")
+                f"limit for a comment): {listed}"
+                + (f"; and {more} more" if more > 0 else "")
                 + ". --json lists everything."
             )
             parts.append("\n" + escape(note, limit=_FOOTER_ROOM - 10) + "\n")
@@ -522,20 +484,3 @@ def page_html(page: Page, charts: Sequence[Sequence[str]], plotly_js: str) -> st
         f"{warnings}{''.join(sections)}"
         "</body></html>\n"
     )
-
-
-__all__ = [
-    "CELL_LIMIT",
-    "COMMENT_LIMIT",
-    "PAGE_STYLE",
-    "MarkdownPage",
-    "Page",
-    "Section",
-    "Table",
-    "escape",
-    "page_html",
-    "page_markdown",
-    "print_page",
-    "print_table",
-    "table_html",
-]

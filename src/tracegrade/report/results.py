@@ -437,18 +437,3 @@ def _extraction(row: Mapping[str, Any]) -> ExtractionScore:
     return ExtractionScore(
         membership, order, error, reading, _ids(row, "source"), itemised
     )
-
-
-__all__ = [
-    "BATCH_ROWS",
-    "COLUMNS",
-    "MODEL",
-    "STEP_COLUMNS",
-    "TASK",
-    "ResultsDataset",
-    "ResultsError",
-    "is_results_path",
-    "open_results",
-    "read_results",
-    "split_paths",
-]

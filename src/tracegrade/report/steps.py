@@ -1,6 +1,5 @@
 """Where in the pipeline the missing documents were lost, over many runs:
-per step, and at the prompt's cut (docs/report.md).
-"""
+per step, and at the prompt's cut (docs/report.md)."""
 
 from __future__ import annotations
 
@@ -16,13 +15,10 @@ from ..core.steps import CONTEXT, Step, ndcg_at, reciprocal_rank
 from ..schema import LostID
 from .runs import ExactSum
 
-NDCG_DEPTH: Final = 10
-"""The cut-off of the nDCG reported per step (trec_eval's `ndcg_cut.10`)."""
-
+NDCG_DEPTH: Final = 10  # trec_eval's `ndcg_cut.10`
+# IDs lost at the cut within this many ranks below it are counted apart: a
+# k larger by at most this would have kept them.
 NEAR_THE_CUT: Final = 5
-"""IDs lost at the cut within this many ranks below it are counted apart:
-a k larger by at most this would have kept them."""
-
 
 _CALL = re.compile(r"(.+)#[1-9][0-9]*")
 
@@ -44,10 +40,6 @@ def tool_of(step: str) -> str:
 
 @dataclass(frozen=True)
 class StepFigures:
-    """One step: its diagnosed runs, their mean recall, MRR and
-    nDCG@`NDCG_DEPTH`, and the missing IDs lost at it (`lost`, and
-    `lost_share` of all the missing IDs of runs with steps)."""
-
     step: str
     runs: int
     recall: float | None
@@ -59,9 +51,6 @@ class StepFigures:
 
 @dataclass(frozen=True)
 class LostAtTheCut:
-    """The missing IDs every step kept, ranked below the prompt's cut: how
-    many, their share, the median last rank, and how many within `near`."""
-
     lost: int
     share: float | None
     median_last_rank: float | None
@@ -71,9 +60,6 @@ class LostAtTheCut:
 
 @dataclass(frozen=True)
 class PipelineLosses:
-    """`runs` with steps, the `missing` IDs of those runs, each step's
-    figures, and the IDs lost at the cut."""
-
     runs: int
     missing: int
     ndcg_depth: int
@@ -166,13 +152,3 @@ class PipelineTally:
                 near_the_cut=self.near_the_cut,
             ),
         )
-
-
-__all__ = [
-    "NDCG_DEPTH",
-    "NEAR_THE_CUT",
-    "LostAtTheCut",
-    "PipelineLosses",
-    "PipelineTally",
-    "StepFigures",
-]

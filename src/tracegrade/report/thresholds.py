@@ -152,18 +152,3 @@ def threshold_line(check: ThresholdCheck) -> str:
         f"{check.metric} {value} {relation} {check.threshold:g} in {check.eval} "
         f"({check.task}, {check.model}), {check.score}, over all {check.runs} runs"
     )
-
-
-__all__ = [
-    "EXTRACTION",
-    "METRICS",
-    "OVER_ALL_RUNS",
-    "STAGE",
-    "InvalidThreshold",
-    "Target",
-    "Threshold",
-    "ThresholdCheck",
-    "check_thresholds",
-    "parse_threshold",
-    "threshold_line",
-]
