@@ -1,9 +1,5 @@
-"""Parquet results read for `tracegrade report`, a batch at a time.
-
-Each row is decoded into the `StageScore` or `ExtractionScore` a log's
-score is read into, and counted by the same code; memory stays flat in the
-rows. What a results file is, and what is refused: docs/report.md.
-"""
+"""Parquet results read for `tracegrade report`, a batch at a time, each row
+decoded into the score a log's would be (docs/report.md, "Parquet results")."""
 
 from __future__ import annotations
 
@@ -34,40 +30,23 @@ from ..schema import (
 )
 
 SUFFIX: Final = ".parquet"
-BATCH_ROWS: Final = 8_192
-"""Rows decoded at a time: Python values for a few MiB at most."""
+BATCH_ROWS: Final = 8_192  # rows decoded at a time: a few MiB of Python values
 TASK: Final = "parquet"
 MODEL: Final = "unknown"
-
-_ERROR_COLUMNS: Final = ("error_kind", "error_side", "error_field", "error_message")
+_ERRORS: Final = ("error_kind", "error_side", "error_field", "error_message")
+# The columns the report reads of each task's results (`table.result_schema`);
+# stage results of records with steps have STEP_COLUMNS too.
 COLUMNS: Final[Mapping[str, tuple[str, ...]]] = {
     STAGE_SCORER: (
-        "id",
-        "stage",
-        "missing",
-        "recall",
-        "precision",
-        "required",
-        "labelled_correct",
-        *_ERROR_COLUMNS,
+        *("id", "stage", "missing", "recall", "precision", "required"),
+        *("labelled_correct", *_ERRORS),
     ),
     EXTRACTION_SCORER: (
-        "id",
-        "membership",
-        "order",
-        "dropped",
-        "invented",
-        "source",
-        "first_order_break",
-        "kept_in_order",
-        "read_as",
-        *_ERROR_COLUMNS,
+        *("id", "membership", "order", "dropped", "invented", "source"),
+        *("first_order_break", "kept_in_order", "read_as", *_ERRORS),
     ),
 }
-"""The columns the report reads of each task's results
-(`tracegrade.table.result_schema`)."""
 STEP_COLUMNS: Final = ("lost", "steps", "context_size")
-"""Stage results of records with steps have these three, or none of them."""
 
 
 class ResultsError(ValueError):
@@ -91,51 +70,33 @@ class ResultsDataset:
     epochs: int = 1
 
 
-def is_results_path(path: str) -> bool:
-    """A Parquet file, or a directory with no Inspect log (as `inspect
-    view` lists them: a stray `metadata.json` is none) and at least one
-    Parquet file under it (logs beside their results are read as logs)."""
-    given = Path(path)
-    if given.is_file():
-        return given.suffix == SUFFIX
-    if not given.is_dir():
-        return False
-    from ..logs.evals import files_under, logs_under
-
-    try:
-        found = any(file.suffix == SUFFIX for file in files_under(given, _bookkeeping))
-    except OSError:
-        return False  # read as logs, which says what cannot be listed
-    return found and not logs_under(given)
+def _bookkeeping(name: str) -> bool:
+    """Hidden and engine files (`_SUCCESS`, `.crc`), which pyarrow leaves."""
+    return name.startswith((".", "_"))
 
 
 def split_paths(paths: Sequence[str]) -> tuple[list[str], list[ResultsDataset]]:
-    """The paths of logs, and the Parquet results opened (each once, however
-    often or by whichever name it is given)."""
+    """The paths of logs, and the Parquet results opened, each once however
+    it is named: a .parquet file, or a directory with Parquet files and no
+    Inspect log (logs beside their results are read as logs)."""
+    from ..logs.evals import files_under, logs_under
+
     logs: list[str] = []
     results: dict[str, str] = {}
     for path in paths:
-        if is_results_path(path):
+        given = Path(path)
+        found = given.is_file() and given.suffix == SUFFIX
+        if given.is_dir():
+            try:
+                files = files_under(given, _bookkeeping)
+                found = any(f.suffix == SUFFIX for f in files) and not logs_under(given)
+            except OSError:
+                pass  # read as logs, which says what cannot be listed
+        if found:
             results.setdefault(os.path.realpath(path), path)
         else:
             logs.append(path)
     return logs, [open_results(path) for path in results.values()]
-
-
-def _files_under(directory: Path) -> Iterator[Path]:
-    """The files under `directory`, links followed, each real file once;
-    hidden and engine bookkeeping (`_SUCCESS`, `.crc`) left, as pyarrow
-    leaves them."""
-    from ..logs.evals import files_under
-
-    try:
-        yield from files_under(directory, _bookkeeping)
-    except OSError as error:
-        raise ResultsError(f"cannot list {str(directory)!r} ({error})") from None
-
-
-def _bookkeeping(name: str) -> bool:
-    return name.startswith((".", "_"))
 
 
 def open_results(path: str) -> ResultsDataset:
@@ -147,19 +108,18 @@ def open_results(path: str) -> ResultsDataset:
         from ..table import PARQUET_NEEDS
 
         raise ResultsError(f"{path!r}: {PARQUET_NEEDS}") from None
+    from ..logs.evals import files_under
 
     given = Path(path)
-    files = (
-        [str(given)]
-        if given.is_file()
-        else [str(file) for file in _files_under(given) if file.suffix == SUFFIX]
-    )
+    try:
+        under = [] if given.is_file() else list(files_under(given, _bookkeeping))
+    except OSError as error:
+        raise ResultsError(f"cannot list {path!r} ({error})") from None
+    files = [path] if given.is_file() else [str(f) for f in under if f.suffix == SUFFIX]
     if not files:
         raise ResultsError(f"no Parquet results ({SUFFIX}) under {path!r}")
-    scorer: str | None = None
-    steps: bool | None = None
-    rows = 0
-    newest = 0.0
+    kinds: list[tuple[str, bool]] = []
+    rows, newest = 0, 0.0
     for file in files:
         try:
             dataset = ds.dataset(file, format="parquet")
@@ -169,26 +129,23 @@ def open_results(path: str) -> ResultsDataset:
             raise ResultsError(f"cannot read {file!r} ({error})") from None
         except pa.ArrowException as error:
             raise ResultsError(f"{file!r} is not a Parquet file ({error})") from None
-        names = set(dataset.schema.names)
-        this = _scorer_of(file, names)
-        this_steps = _steps_of(file, names) if this == STAGE_SCORER else False
-        if scorer is not None and (this, this_steps) != (scorer, steps):
+        kinds.append(_kind(file, set(dataset.schema.names)))
+        if kinds[-1] != kinds[0]:
             raise ResultsError(
-                f"{file!r} holds {_kind(this, this_steps)} results, but "
-                f"{files[0]!r} holds {_kind(scorer, bool(steps))}; one directory "
-                "of results is one run: report each apart"
+                f"{file!r} holds {_kind_text(*kinds[-1])} results, but {files[0]!r} "
+                f"holds {_kind_text(*kinds[0])}; one directory of results is one "
+                "run: report each apart"
             )
-        scorer, steps = this, this_steps
-    assert scorer is not None and steps is not None
     created = datetime.fromtimestamp(newest, timezone.utc).isoformat()
-    return ResultsDataset(path, tuple(files), scorer, steps, rows, created)
+    return ResultsDataset(path, tuple(files), *kinds[0], rows, created)
 
 
-def _kind(scorer: str, steps: bool) -> str:
+def _kind_text(scorer: str, steps: bool) -> str:
     return f"{scorer}{' (with steps)' if steps else ''}"
 
 
-def _scorer_of(file: str, names: set[str]) -> str:
+def _kind(file: str, names: set[str]) -> tuple[str, bool]:
+    """The results' scorer, and whether they have the step columns."""
     if "stage" in names:
         scorer = STAGE_SCORER
     elif "membership" in names:
@@ -205,43 +162,36 @@ def _scorer_of(file: str, names: set[str]) -> str:
                 "have; results written before tracegrade read them back lack "
                 "it: score the records again"
             )
-    return scorer
-
-
-def _steps_of(file: str, names: set[str]) -> bool:
-    present = [column for column in STEP_COLUMNS if column in names]
+    present = [c for c in STEP_COLUMNS if c in names] if scorer == STAGE_SCORER else []
     if present and len(present) != len(STEP_COLUMNS):
         absent = next(column for column in STEP_COLUMNS if column not in names)
         raise ResultsError(
             f"{file!r} has no column {absent!r}, which stage results with "
             f"{present[0]!r} have"
         )
-    return bool(present)
+    return scorer, bool(present)
 
 
 def read_results(
     results: ResultsDataset,
 ) -> Iterator[tuple[Any, StageScore | ExtractionScore]]:
     """Each row's `id` and score, a batch at a time; `ResultsError` for a
-    cell no tracegrade result holds, naming file, row and column."""
+    cell no tracegrade result holds, or an id in two rows."""
     import pyarrow as pa
     import pyarrow.dataset as ds
 
     columns = list(COLUMNS[results.scorer])
-    if results.steps:
-        columns += STEP_COLUMNS
+    columns += STEP_COLUMNS if results.steps else ()
     decode = _stage if results.scorer == STAGE_SCORER else _extraction
     # Each id's first file and row: a repeat is two runs pooled silently.
-    first_rows: dict[Any, tuple[int, int]] = {}
-    for number, file in enumerate(results.files):
+    first_rows: dict[Any, tuple[str, int]] = {}
+    for file in results.files:
         row = 0
         try:
+            # pyarrow reads 16 batches ahead by default: memory that buys no
+            # speed here, where decoding is the slow part.
             batches = ds.dataset(file, format="parquet").to_batches(
-                columns=columns,
-                batch_size=BATCH_ROWS,
-                # pyarrow reads up to 16 batches ahead by default: memory
-                # that buys no speed here, where decoding is the slow part.
-                batch_readahead=2,
+                columns=columns, batch_size=BATCH_ROWS, batch_readahead=2
             )
             for batch in batches:
                 values = [batch.column(name).to_pylist() for name in columns]
@@ -252,10 +202,13 @@ def read_results(
                     except InvalidScore as invalid:
                         raise ResultsError(f"{file!r}, row {row}: {invalid}") from None
                     sample_id = cell["id"]
-                    if sample_id is not None and not _marked_repeat(score):
-                        first = first_rows.setdefault(sample_id, (number, row))
-                        if first != (number, row):
-                            raise _repeated(results.files, first, file, row, sample_id)
+                    # A line `tracegrade score` found repeating an id is a row
+                    # of its own.
+                    marked = score.error and score.error.kind == DUPLICATE_SAMPLE_ID
+                    if sample_id is not None and not marked:
+                        first = first_rows.setdefault(sample_id, (file, row))
+                        if first != (file, row):
+                            raise _repeated(first, file, row, sample_id)
                     yield sample_id, score
                     row += 1
         except OSError as error:
@@ -266,15 +219,10 @@ def read_results(
             raise ResultsError(f"cannot read {file!r}, row {row} ({error})") from None
 
 
-def _marked_repeat(score: StageScore | ExtractionScore) -> bool:
-    """A line `tracegrade score` found repeating an id: a row of its own."""
-    return score.error is not None and score.error.kind == DUPLICATE_SAMPLE_ID
-
-
 def _repeated(
-    files: Sequence[str], first: tuple[int, int], file: str, row: int, sample_id: Any
+    first: tuple[str, int], file: str, row: int, sample_id: Any
 ) -> ResultsError:
-    where = "" if files[first[0]] == file else f" of {files[first[0]]!r}"
+    where = "" if first[0] == file else f" of {first[0]!r}"
     return ResultsError(
         f"{file!r}, row {row}: id {quote(sample_id)} is also in row {first[1]}"
         f"{where}; results that repeat an id are two runs (a job run again into "
@@ -288,13 +236,9 @@ def _repeated(
 
 
 def _error(row: Mapping[str, Any]) -> ScoreError | None:
-    kind, side, field, message = (row[column] for column in _ERROR_COLUMNS)
+    kind, side, field, message = (row[column] for column in _ERRORS)
     if kind is None and side is None:
-        if field is not None or message is not None:
-            raise InvalidScore(
-                "column error_field and error_message must be null without an "
-                f"error_kind, got {quote(field)} and {quote(message)}"
-            )
+        _null(row, ("error_field", "error_message"), "without an error_kind")
         return None
     if type(kind) is not str or not kind:
         raise InvalidScore(
@@ -324,8 +268,7 @@ def _share(row: Mapping[str, Any], column: str) -> float | None:
 
 
 def _ids(row: Mapping[str, Any], column: str) -> list[str]:
-    ids = row[column]
-    if not is_id_list(ids):
+    if not is_id_list(ids := row[column]):
         raise InvalidScore(f"column {column} must be a list of IDs, got {quote(ids)}")
     return ids
 
@@ -340,24 +283,22 @@ def _null(row: Mapping[str, Any], columns: Sequence[str], why: str) -> None:
 
 def _stage(row: Mapping[str, Any]) -> StageScore:
     error = _error(row)
-    recall = _share(row, "recall")
-    precision = _share(row, "precision")
+    recall, precision = _share(row, "recall"), _share(row, "precision")
     lost = read_lost(row.get("lost"), "column lost")
-    diagnosed_columns = ("required", "labelled_correct", "steps", "context_size")
+    diagnosed = ("required", "labelled_correct", "steps", "context_size")
     stage = row["stage"]
     if error is not None and error.unscored:
-        _null(row, ("stage", "missing", *diagnosed_columns), "on an unscored row")
+        _null(row, ("stage", "missing", *diagnosed), "on an unscored row")
         return StageScore(None, error, recall, precision, None, None, False, lost)
     if stage not in STAGES:
         raise InvalidScore(
             f"column stage must be one of {', '.join(STAGES)}, got {quote(stage)}"
         )
     if stage not in DIAGNOSED_STAGES:
-        _null(row, diagnosed_columns, f"where stage is {stage}")
+        _null(row, diagnosed, f"where stage is {stage}")
         return StageScore(stage, error, recall, precision, None, None, False, lost)
     required, missing = _ids(row, "required"), _ids(row, "missing")
-    correct = row["labelled_correct"]
-    if type(correct) is not bool:
+    if type(correct := row["labelled_correct"]) is not bool:
         raise InvalidScore(
             f"column labelled_correct must be true or false where stage is "
             f"{stage}, got {quote(correct)}"
@@ -370,29 +311,18 @@ def _stage(row: Mapping[str, Any]) -> StageScore:
         raise InvalidScore(
             f"column {invalid.field} {invalid.problem}, got {quote(invalid.value)}"
         ) from None
-    context_size = row.get("context_size")
+    size = row.get("context_size")
     if steps is None:
         _null(row, ("context_size", "lost"), "where steps is null")
-    elif type(context_size) is not int or context_size < 0:
+    elif type(size) is not int or size < 0:
         raise InvalidScore(
             "column context_size must be a count of IDs where steps is set, got "
-            f"{quote(context_size)}"
+            f"{quote(size)}"
         )
     elif lost is None:
         raise InvalidScore(f"column lost must be set where steps is, on a {stage} row")
-    return StageScore(
-        stage,
-        error,
-        recall,
-        precision,
-        required,
-        missing,
-        correct,
-        lost,
-        None,
-        steps,
-        context_size if steps is not None else None,
-    )
+    score = (stage, error, recall, precision, required, missing, correct, lost)
+    return StageScore(*score, None, steps, size if steps is not None else None)
 
 
 def _extraction(row: Mapping[str, Any]) -> ExtractionScore:
@@ -402,14 +332,9 @@ def _extraction(row: Mapping[str, Any]) -> ExtractionScore:
         raise InvalidScore(
             f"column read_as must be a reading's name or null, got {quote(reading)}"
         )
-    itemised_columns = ("dropped", "invented", "source")
-    counts = ("first_order_break", "kept_in_order")
+    itemised = ("dropped", "invented", "source", "first_order_break", "kept_in_order")
     if error is not None and error.unscored:
-        _null(
-            row,
-            ("membership", "order", *itemised_columns, *counts),
-            "on an unscored row",
-        )
+        _null(row, ("membership", "order", *itemised), "on an unscored row")
         return ExtractionScore(None, None, error, reading)
     membership, order = row["membership"], row["order"]
     if type(membership) is not bool or type(order) is not bool:
@@ -423,7 +348,7 @@ def _extraction(row: Mapping[str, Any]) -> ExtractionScore:
             "rules never give"
         )
     if row["source"] is None:
-        _null(row, (*itemised_columns, *counts), "where source is null")
+        _null(row, itemised, "where source is null")
         return ExtractionScore(membership, order, error, reading)
     first_break, kept = row["first_order_break"], row["kept_in_order"]
     if (
@@ -433,7 +358,7 @@ def _extraction(row: Mapping[str, Any]) -> ExtractionScore:
             "columns first_order_break (from 1, or null) and kept_in_order (from "
             f"0) are wrong, got {quote(first_break)} and {quote(kept)}"
         )
-    itemised = Itemised(_ids(row, "dropped"), _ids(row, "invented"), first_break, kept)
+    items = Itemised(_ids(row, "dropped"), _ids(row, "invented"), first_break, kept)
     return ExtractionScore(
-        membership, order, error, reading, _ids(row, "source"), itemised
+        membership, order, error, reading, _ids(row, "source"), items
     )

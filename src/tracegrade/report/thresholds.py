@@ -1,6 +1,5 @@
 """`--fail-under NAME=VALUE`: a floor under a share of every run, runs
-with no result counted as not passing (docs/report.md, "Thresholds").
-"""
+with no result counted as not passing (docs/report.md, "Thresholds")."""
 
 from __future__ import annotations
 
@@ -10,17 +9,16 @@ from decimal import Decimal, InvalidOperation
 from typing import Final
 
 from ..core.errors import quote
+from ..schema import EXTRACTION_SCORER, STAGE_SCORER
 
-STAGE: Final = "stage_diagnosis"
-EXTRACTION: Final = "ordered_extraction"
+# Each metric `--fail-under` takes, and the scorer whose runs it is of.
 METRICS: Final = {
-    "pass": STAGE,
-    "context_recall": STAGE,
-    "context_precision": STAGE,
-    "membership": EXTRACTION,
-    "order": EXTRACTION,
+    "pass": STAGE_SCORER,
+    "context_recall": STAGE_SCORER,
+    "context_precision": STAGE_SCORER,
+    "membership": EXTRACTION_SCORER,
+    "order": EXTRACTION_SCORER,
 }
-"""Each metric `--fail-under` takes, and the scorer whose runs it is of."""
 OVER_ALL_RUNS: Final = (
     "over all runs: runs not diagnosed (sample errors, data errors, runs "
     "without the score or never run) count as not passing; context recall "
@@ -30,14 +28,12 @@ OVER_ALL_RUNS: Final = (
 
 
 class InvalidThreshold(ValueError):
-    """A `--fail-under` that is not NAME=VALUE with a known NAME and a VALUE
-    in [0, 1], or that names a metric of no eval read."""
+    """Not NAME=VALUE of a known NAME and a VALUE in [0, 1], or a metric of
+    no eval read."""
 
 
 @dataclass(frozen=True)
 class Threshold:
-    """The least `metric` may be, as given (`text`) and as a number."""
-
     metric: str
     minimum: float
     text: str
@@ -45,9 +41,6 @@ class Threshold:
 
 @dataclass(frozen=True)
 class ThresholdCheck:
-    """One threshold checked against one eval's score: `value` over all runs
-    (None with none: not met); `met` is `value >= threshold`."""
-
     metric: str
     threshold: float
     value: float | None
@@ -61,9 +54,6 @@ class ThresholdCheck:
 
 @dataclass(frozen=True)
 class Target:
-    """What one eval's score gives the thresholds: its runs, and its
-    figures over all runs (`StageSummary.over_all_runs`)."""
-
     eval: str
     task: str
     model: str
