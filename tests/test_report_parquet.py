@@ -186,27 +186,38 @@ def one_line_usage_error(result: Result, *said: str) -> None:
         assert text in lines[0]
 
 
-def test_records_are_not_results(tmp_path: Path) -> None:
-    records = tmp_path / "runs.parquet"
-    table = records_table(
-        random_records("stage_diagnosis", 5, seed=1), "stage_diagnosis"
-    )
-    pq.write_table(table, records)
-
-    one_line_usage_error(
-        invoke(str(records)), repr(str(records)), "not tracegrade results", "'stage'"
+def stage_table(records: int = 5) -> pa.Table:
+    return records_table(
+        random_records("stage_diagnosis", records, seed=1), "stage_diagnosis"
     )
 
 
-def test_a_missing_column_is_named(tmp_path: Path) -> None:
-    table = score_table(
-        records_table(random_records("stage_diagnosis", 5, seed=1), "stage_diagnosis")
-    )
-    pq.write_table(table.drop_columns(["required"]), tmp_path / "part-0.parquet")
-
-    one_line_usage_error(
-        invoke(str(tmp_path)), "part-0.parquet", "no column 'required'"
-    )
+@pytest.mark.parametrize(
+    ("given", "said"),
+    [
+        ("records", ["not tracegrade results", "'stage'"]),
+        ("no required", ["part-0.parquet", "no column 'required'"]),
+        ("csv", ["part-0.parquet", "not a Parquet file"]),
+        ("two tasks", ["part-1.parquet", "one run"]),
+    ],
+)
+def test_files_that_are_not_one_runs_results_are_named(
+    tmp_path: Path, given: str, said: list[str]
+) -> None:
+    file = tmp_path / "part-0.parquet"
+    if given == "records":
+        pq.write_table(stage_table(), file)
+    elif given == "no required":
+        pq.write_table(score_table(stage_table()).drop_columns(["required"]), file)
+    elif given == "csv":
+        file.write_text("id,stage\n")
+    else:
+        for number, task in enumerate(TASKS):
+            table = records_table(random_records(task, 5, seed=1), task)
+            pq.write_table(
+                score_table(table, task), tmp_path / f"part-{number}.parquet"
+            )
+    one_line_usage_error(invoke(str(tmp_path)), *said)
 
 
 @pytest.mark.parametrize(
@@ -232,21 +243,6 @@ def test_a_cell_no_result_holds_is_named_by_file_row_and_column(
     pq.write_table(pa.Table.from_pylist(rows, schema=table.schema), file)
 
     one_line_usage_error(invoke(str(file)), repr(str(file)), f"row {row}", said)
-
-
-def test_a_file_that_is_no_parquet(tmp_path: Path) -> None:
-    file = tmp_path / "results.parquet"
-    file.write_text("id,stage\n")
-
-    one_line_usage_error(invoke(str(file)), repr(str(file)), "not a Parquet file")
-
-
-def test_one_directory_is_one_task(tmp_path: Path) -> None:
-    for number, task in enumerate(TASKS):
-        table = records_table(random_records(task, 5, seed=1), task)
-        pq.write_table(score_table(table, task), tmp_path / f"part-{number}.parquet")
-
-    one_line_usage_error(invoke(str(tmp_path)), "part-1.parquet", "one run")
 
 
 def test_a_directory_with_neither_logs_nor_results_exits_1(tmp_path: Path) -> None:
@@ -451,19 +447,3 @@ def test_two_runs_in_one_directory_are_refused_not_pooled(tmp_path: Path) -> Non
         'id "run-0" is also in row 0 of ' + repr(str(older)),
         "duplicate-sample-id",
     )
-
-
-def test_a_copied_results_file_is_refused_not_counted_twice(
-    scored: dict[str, Any],
-) -> None:
-    """`tracegrade score`'s own results hold a repeated id in a row it marked
-    `duplicate-sample-id`, read as a row of its own; a copy repeats them all."""
-    directory = Path(scored["results"])
-    copy = directory / "copy.parquet"
-    copy.write_bytes((directory / "runs.results.parquet").read_bytes())
-    try:
-        result = invoke(str(directory))
-    finally:
-        copy.unlink()
-
-    one_line_usage_error(result, repr(str(copy)), "row 0", "is also in row 0 of")
