@@ -151,7 +151,9 @@ class EvalSummary(EvalInfo):
 
 
 @dataclass(frozen=True)
-class StageSummary:
+class _Row:
+    """One row: an eval's (or pooled evals') score."""
+
     evals: list[str]
     task: str
     model: str
@@ -160,6 +162,11 @@ class StageSummary:
     epochs: list[int]
     samples: int
     runs: int
+    errors: list[ErrorCount]
+
+
+@dataclass(frozen=True)
+class StageSummary(_Row):
     diagnosed: int
     not_diagnosed: list[Undiagnosed]
     over_all_runs: dict[str, float | None]
@@ -169,29 +176,19 @@ class StageSummary:
     recall_runs: int
     precision: float | None
     precision_runs: int
-    errors: list[ErrorCount]
     missed: list[MissedDocument]
     distinct_missed: int
     pipeline: PipelineLosses | None = None
 
 
 @dataclass(frozen=True)
-class ExtractionSummary:
-    evals: list[str]
-    task: str
-    model: str
-    scorer: str
-    status: str
-    epochs: list[int]
-    samples: int
-    runs: int
+class ExtractionSummary(_Row):
     graded: int
     not_graded: list[Undiagnosed]
     over_all_runs: dict[str, float | None]
     membership: Proportion
     order: Proportion
     gap: Proportion
-    errors: list[ErrorCount]
     itemised: int
     dropped: list[DroppedID]
     invented: list[InventedID]
@@ -269,15 +266,16 @@ def report_evals(
         if on_log_read is not None:
             on_log_read(dataset.path)
     report = counted.report(top, evals.superseded)
+    kinds = {StageSummary: STAGE_SCORER, ExtractionSummary: EXTRACTION_SCORER}
     targets = [
         Target(
-            eval="+".join(s.evals),
-            task=s.task,
-            model=s.model,
-            score=s.scorer,
-            kind=STAGE_SCORER if isinstance(s, StageSummary) else EXTRACTION_SCORER,
-            runs=s.runs,
-            over_all_runs=s.over_all_runs,
+            "+".join(s.evals),
+            s.task,
+            s.model,
+            s.scorer,
+            kinds[type(s)],
+            s.runs,
+            s.over_all_runs,
         )
         for s in report.summaries
     ]
@@ -508,15 +506,11 @@ class _Counted:
             self.logs.append(scores.summary())
             if on_log_read is not None:
                 on_log_read(log.path)
-        info = EvalInfo.of(run)
+        info = (run.key, run.name, run.task, run.model, run.created, run.status)
+        logs = [log.path for log in run.logs]
+        missing = run.missing_parts, run.missing_count
         self.evals.append(
-            EvalSummary(
-                **vars(info),
-                label=label,
-                epochs_reducer=run.epochs_reducer,
-                missing_parts=run.missing_parts,
-                missing_count=run.missing_count,
-            )
+            EvalSummary(*info, run.epochs, logs, label, run.epochs_reducer, *missing)
         )
 
     def add_results(self, label: str, results: ResultsDataset, clustered: bool) -> None:

@@ -71,18 +71,13 @@ class Table:
             columns = [column for column in columns if column not in same]
             title += f": {rows[0][self.columns.index(same[0])]}"
         kept = [self.columns.index(column) for column in columns]
-        return replace(
-            self,
-            title=title,
-            columns=columns,
-            rows=[[row[i] for i in kept] for row in rows],
-        )
+        rows = [[row[i] for i in kept] for row in rows]
+        return replace(self, title=title, columns=columns, rows=rows)
 
 
 @dataclass(frozen=True)
 class Section:
-    """Tables under one heading (a pair of evals, when there are several):
-    `tables`, then `notes` (the tests' sentences), then `more` tables."""
+    """Tables under one heading: `tables`, `notes`, then `more` tables."""
 
     title: str | None
     tables: list[Table]
@@ -92,9 +87,8 @@ class Section:
 
 @dataclass(frozen=True)
 class Page:
-    """What a command shows: the verdict (`failed` None when no gate was
-    asked), a summary, headlines, warnings, then its sections.
-    `quiet_verdict`: the terminal leaves out a verdict of no gate asked."""
+    """What a command shows, the verdict first (`failed` None: no gate
+    asked, which the terminal leaves out when `quiet_verdict`)."""
 
     command: str
     verdict: str
@@ -147,9 +141,8 @@ def print_page(page: Page, console: Console, *, verbose: bool = False) -> None:
         for table in section.more:
             print_table(console, table, verbose=verbose)
     if not verbose:
-        console.print()
         console.print(
-            Text("--verbose: what each column means, and every table.", style="dim")
+            "\n--verbose: what each column means, and every table.", style="dim"
         )
 
 
@@ -172,13 +165,9 @@ def print_table(console: Console, table: Table, *, verbose: bool = False) -> Non
     sizes = [Measurement.get(console, unbounded, table) for table in tables]
     fitting = [
         t
+        for bound in ("maximum", "minimum")
         for t, size in zip(tables, sizes, strict=True)
-        if size.maximum <= console.width
-    ]
-    fitting += [
-        t
-        for t, size in zip(tables, sizes, strict=True)
-        if size.minimum <= console.width
+        if getattr(size, bound) <= console.width
     ]
     if fitting:
         console.print(fitting[0])
@@ -202,15 +191,11 @@ def _rich_table(spec: Table, *, tight: bool) -> Any:
 
     # Text, not markup: an ID or a task may hold square brackets.
     table = RichTable(
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-        collapse_padding=tight,
+        box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=tight
     )
-    for index, (column, numeric) in enumerate(
-        zip(spec.columns, spec.numeric, strict=True)
-    ):
-        cells = [row[index] for row in spec.rows]
+    numerics = spec.numeric
+    for index, column in enumerate(spec.columns):
+        cells, numeric = [row[index] for row in spec.rows], numerics[index]
         if numeric:
             # A figure ("33.3% [6.1, 79.2]") never breaks.
             widest = max((len(cell) for cell in cells), default=0)

@@ -171,24 +171,23 @@ def _table(
     return Table(key, title, caption, columns, rows, constant=constant)
 
 
-def _start(s: Summary) -> list[str]:
-    return [eval_label(s), s.task, s.model]
+def _row(start: Summary | ThresholdCheck, *cells: object) -> list[str]:
+    label = start.eval if isinstance(start, ThresholdCheck) else eval_label(start)
+    return [label, start.task, start.model, *map(str, cells)]
 
 
 def thresholds_table(checks: list[ThresholdCheck]) -> Table:
     """The `--fail-under` checks, each against one eval's score."""
     rows = [
-        [
-            c.eval,
-            c.task,
-            c.model,
+        _row(
+            c,
             c.score,
             c.metric,
-            str(c.runs),
+            c.runs,
             "none" if c.value is None else f"{c.value:.4f}",
             f"{c.threshold:g}",
             "yes" if c.met else "NO",
-        ]
+        )
         for c in checks
     ]
     caption = (
@@ -204,129 +203,114 @@ def report_tables(report: Report) -> list[Table]:
     summaries = sorted(report.summaries, key=lambda s: int(s.evals[0][1:]))
     staged, extraction = report.stage_diagnosis, report.ordered_extraction
     ci = f"share [{round(100 * report.confidence)}% CI]"
-    tables = [
-        _table(
-            "runs",
-            "Runs",
-            "runs: every sample-epoch of the eval, with a result or not. "
-            "diagnosed: runs that got a stage (extraction: a grade, answer "
-            "failures included); every share below is of these, and says so. "
-            "not diagnosed: runs with no result, and why: a data error (the "
-            "sample's data is at fault), a sample error (the sample errored "
-            "before it had an answer, scored so or not scored at all), a run "
-            "logged without the score, or one its eval never ran (it stopped).",
-            ["score", "runs", "diagnosed", "not diagnosed", "why"],
-            [
-                [
-                    *_start(s),
-                    s.scorer,
-                    str(s.runs),
-                    str(_got(s)[0]),
-                    str(s.runs - _got(s)[0]),
-                    _got(s)[1] or "none",
-                ]
-                for s in summaries
-            ],
-        ),
-        thresholds_table(report.thresholds),
-        _table(
-            "stages",
-            "Stage shares",
-            "runs: runs in the stage; of: the runs diagnosed, which the share "
-            "and its interval are of; of all runs: the runs in the stage over "
-            "every run, those not diagnosed (table Runs) included.",
-            ["stage", "runs", "of", ci, "of all runs"],
-            [
-                [
-                    *_start(s),
-                    stage,
-                    str(p.count),
-                    str(p.total),
-                    share_with_interval(p),
-                    _of_all(p.count, s.runs),
-                ]
-                for s in staged
-                for stage, p in s.stages.items()
-            ],
-        ),
-        _table(
-            "lucky",
-            "Lucky answers",
-            "Runs labelled correct whose required evidence never reached the "
-            "context (stage retrieval), of all diagnosed runs labelled correct.",
-            ["lucky", "of", ci],
-            [
-                [
-                    *_start(s),
-                    str(s.lucky.count),
-                    str(s.lucky.total),
-                    share_with_interval(s.lucky),
-                ]
-                for s in staged
-            ],
-        ),
-        _table(
-            "context",
-            "Context recall and precision",
-            "recall: the mean share of each run's unique required IDs that "
-            "reached its context, over the runs with a required set and a "
-            "context. precision: the mean share of each run's unique context "
-            "IDs that were required (a repeated ID is one document), over the "
-            "runs whose context held an ID and was judged (an empty required "
-            "list gives 0). Labelled or not: the logged context_recall and "
-            "context_precision metrics cover the scored runs only. Means; no "
-            "interval. Runs with no figure (a sample error has no context) are "
-            "in the Runs table.",
-            ["recall", "recall runs", "precision", "precision runs"],
-            [
-                [
-                    *_start(s),
-                    percent(s.recall),
-                    str(s.recall_runs),
-                    percent(s.precision),
-                    str(s.precision_runs),
-                ]
-                for s in staged
-            ],
-        ),
-        *_pipeline_tables(staged),
-        _table(
-            "errors",
-            "Errors by kind",
-            "side data: the sample's data is at fault, so it is unscored. side "
-            "run: the sample errored before it had an answer, so it is "
-            "unscored. side answer: the model's answer broke the answer "
-            f"contract and fails both criteria. Counted per {report.unit}.",
-            ["kind", "side", "runs", "of"],
-            [
-                [*_start(s), e.kind, e.side, str(e.count), str(s.runs)]
-                for s in report.summaries
-                for e in s.errors
-            ],
-        ),
-        *(_id_table(report, kind) for kind in ID_KINDS),
-        _table(
-            "extraction",
-            "Membership versus order",
-            "Accuracy over graded runs; answer failures count as failures. gap "
-            "= membership minus order accuracy: the runs that kept every ID but "
-            "lost the source order. of all runs: membership and order over "
-            "every run, those not graded (table Runs) included.",
-            [*("runs", "graded", "membership", "order", "gap"), *_OF_ALL],
-            [
-                [
-                    *_start(s),
-                    str(s.runs),
-                    str(s.graded),
-                    *map(share_with_interval, (s.membership, s.order, s.gap)),
-                    _of_all(s.membership.count, s.runs),
-                    _of_all(s.order.count, s.runs),
-                ]
-                for s in extraction
-            ],
-        ),
-        _evals_table(report),
-    ]
+    runs = _table(
+        "runs",
+        "Runs",
+        "runs: every sample-epoch of the eval, with a result or not. diagnosed: "
+        "runs that got a stage (extraction: a grade, answer failures included); "
+        "every share below is of these, and says so. not diagnosed: runs with "
+        "no result, and why: a data error (the sample's data is at fault), a "
+        "sample error (the sample errored before it had an answer, scored so or "
+        "not scored at all), a run logged without the score, or one its eval "
+        "never ran (it stopped).",
+        ["score", "runs", "diagnosed", "not diagnosed", "why"],
+        [
+            _row(s, s.scorer, s.runs, got, s.runs - got, why or "none")
+            for s in summaries
+            for got, why in [_got(s)]
+        ],
+    )
+    stages = _table(
+        "stages",
+        "Stage shares",
+        "runs: runs in the stage; of: the runs diagnosed, which the share and "
+        "its interval are of; of all runs: the runs in the stage over every "
+        "run, those not diagnosed (table Runs) included.",
+        ["stage", "runs", "of", ci, "of all runs"],
+        [
+            _row(
+                s,
+                stage,
+                p.count,
+                p.total,
+                share_with_interval(p),
+                _of_all(p.count, s.runs),
+            )
+            for s in staged
+            for stage, p in s.stages.items()
+        ],
+    )
+    lucky = _table(
+        "lucky",
+        "Lucky answers",
+        "Runs labelled correct whose required evidence never reached the "
+        "context (stage retrieval), of all diagnosed runs labelled correct.",
+        ["lucky", "of", ci],
+        [
+            _row(s, s.lucky.count, s.lucky.total, share_with_interval(s.lucky))
+            for s in staged
+        ],
+    )
+    context = _table(
+        "context",
+        "Context recall and precision",
+        "recall: the mean share of each run's unique required IDs that reached "
+        "its context, over the runs with a required set and a context. "
+        "precision: the mean share of each run's unique context IDs that were "
+        "required (a repeated ID is one document), over the runs whose context "
+        "held an ID and was judged (an empty required list gives 0). Labelled "
+        "or not: the logged context_recall and context_precision metrics cover "
+        "the scored runs only. Means; no interval. Runs with no figure (a "
+        "sample error has no context) are in the Runs table.",
+        ["recall", "recall runs", "precision", "precision runs"],
+        [
+            _row(
+                s,
+                percent(s.recall),
+                s.recall_runs,
+                percent(s.precision),
+                s.precision_runs,
+            )
+            for s in staged
+        ],
+    )
+    errors = _table(
+        "errors",
+        "Errors by kind",
+        "side data: the sample's data is at fault, so it is unscored. side run: "
+        "the sample errored before it had an answer, so it is unscored. side "
+        "answer: the model's answer broke the answer contract and fails both "
+        f"criteria. Counted per {report.unit}.",
+        ["kind", "side", "runs", "of"],
+        [
+            _row(s, e.kind, e.side, e.count, s.runs)
+            for s in report.summaries
+            for e in s.errors
+        ],
+    )
+    gaps = _table(
+        "extraction",
+        "Membership versus order",
+        "Accuracy over graded runs; answer failures count as failures. gap = "
+        "membership minus order accuracy: the runs that kept every ID but lost "
+        "the source order. of all runs: membership and order over every run, "
+        "those not graded (table Runs) included.",
+        ["runs", "graded", "membership", "order", "gap", *_OF_ALL],
+        [
+            _row(
+                s,
+                s.runs,
+                s.graded,
+                *map(share_with_interval, (s.membership, s.order, s.gap)),
+                _of_all(s.membership.count, s.runs),
+                _of_all(s.order.count, s.runs),
+            )
+            for s in extraction
+        ],
+    )
+    ids = [_id_table(report, kind) for kind in ID_TITLES]
+    tables = [runs, thresholds_table(report.thresholds), stages, lucky, context]
+    tables += [*_pipeline_tables(staged), errors, *ids, gaps, _evals_table(report)]
     return [table for table in tables if table.rows]
 
 
@@ -346,11 +330,11 @@ def _pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
     rows = []
     for s, losses in with_steps:
         for step in losses.steps:
-            figures = [percent(step.recall), _figure(step.mrr), _figure(step.ndcg)]
-            lost = [str(step.lost), percent(step.lost_share)]
-            rows.append([*_start(s), step.step, *lost, *figures, str(step.runs)])
-        lost = [str(losses.context.lost), percent(losses.context.share)]
-        rows.append([*_start(s), "context", *lost, "", "", "", str(losses.runs)])
+            figures = percent(step.recall), _figure(step.mrr), _figure(step.ndcg)
+            lost = step.lost, percent(step.lost_share)
+            rows.append(_row(s, step.step, *lost, *figures, step.runs))
+        lost = losses.context.lost, percent(losses.context.share)
+        rows.append(_row(s, "context", *lost, "", "", "", losses.runs))
     steps = _table(
         "pipeline",
         "Where missing documents were lost",
@@ -371,7 +355,7 @@ def _pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
             return "n/a"
         return str(int(rank)) if rank.is_integer() else f"{rank:.1f}"
 
-    cut = _table(
+    at_the_cut = _table(
         "cut",
         "Lost at the prompt's cut",
         "The missing IDs every step kept but the prompt did not hold (lost at "
@@ -381,16 +365,12 @@ def _pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
         "would have kept it.",
         ["lost at the cut", "median last rank", f"within {near} of the cut"],
         [
-            [
-                *_start(s),
-                str(losses.context.lost),
-                median(losses.context.median_last_rank),
-                str(losses.context.near_the_cut),
-            ]
+            _row(s, cut.lost, median(cut.median_last_rank), cut.near_the_cut)
             for s, losses in with_steps
+            for cut in [losses.context]
         ],
     )
-    return [steps, cut]
+    return [steps, at_the_cut]
 
 
 def _evals_table(report: Report) -> Table:
@@ -472,7 +452,7 @@ def ranked_ids(
 def _id_table(report: Report, kind: str) -> Table:
     rankings = ranked_ids(report, kind)
     rows = [
-        [*_start(s), show_id(i), str(count), str(of), percent(count / of)]
+        _row(s, show_id(i), count, of, percent(count / of))
         for s, ids, _ in rankings
         for i, count, of in ids
     ]
