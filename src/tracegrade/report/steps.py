@@ -23,17 +23,9 @@ NEAR_THE_CUT: Final = 5
 _CALL = re.compile(r"(.+)#[1-9][0-9]*")
 
 
-def by_tool(steps: Sequence[Step]) -> list[Step]:
-    """Each tool's calls (`search#1`, `search#2`) as one step `search`, its
-    IDs in the order received, each once; other steps as they are."""
-    merged: dict[str, dict[str, None]] = {}
-    for step in steps:
-        merged.setdefault(tool_of(step.name), {}).update(dict.fromkeys(step.ids))
-    return [Step(name, list(ids)) for name, ids in merged.items()]
-
-
 def tool_of(step: str) -> str:
-    """The tool of a call's step name (`search#2`: `search`), else the name."""
+    """The tool of a call's step name (`search#2`: `search`): an agent's
+    calls of one tool are one step, their IDs in the order received."""
     call = _CALL.fullmatch(step)
     return call.group(1) if call else step
 
@@ -68,13 +60,6 @@ class PipelineLosses:
 
 
 @dataclass
-class _StepSums:
-    recall: ExactSum = field(default_factory=ExactSum)
-    rr: ExactSum = field(default_factory=ExactSum)
-    ndcg: ExactSum = field(default_factory=ExactSum)
-
-
-@dataclass
 class PipelineTally:
     """Counts a report's runs with steps as they are read; only sums and
     the last ranks of IDs lost at the cut are kept."""
@@ -82,7 +67,8 @@ class PipelineTally:
     runs: int = 0
     missing: int = 0
     lost_at: Counter[str] = field(default_factory=Counter)
-    sums: dict[str, _StepSums] = field(default_factory=dict)
+    # Each step's sums of recall, reciprocal rank and nDCG.
+    sums: dict[str, tuple[ExactSum, ExactSum, ExactSum]] = field(default_factory=dict)
     cut_ranks: array[int] = field(default_factory=lambda: array("q"))
     near_the_cut: int = 0
 
@@ -96,17 +82,18 @@ class PipelineTally:
         """Count one diagnosed run with steps, as its score gives them
         (`tracegrade.schema.StageScore`): `cut` is the IDs its prompt held."""
         self.runs += 1
-        steps = by_tool(steps)
+        merged: dict[str, dict[str, None]] = {}
         for step in steps:
-            self.sums.setdefault(step.name, _StepSums())
-        if required:
-            # One set for every step: work in proportion to the steps' IDs.
-            wanted = frozenset(required)
-            for step in steps:
-                sums = self.sums[step.name]
-                sums.recall.add(len(wanted.intersection(step.ids)) / len(wanted))
-                sums.rr.add(reciprocal_rank(wanted, step.ids))
-                sums.ndcg.add(ndcg_at(wanted, step.ids, NDCG_DEPTH))
+            merged.setdefault(tool_of(step.name), {}).update(dict.fromkeys(step.ids))
+        # One set for every step: work in proportion to the steps' IDs.
+        wanted = frozenset(required)
+        for name, ids in merged.items():
+            sums = self.sums.setdefault(name, (ExactSum(), ExactSum(), ExactSum()))
+            if wanted:
+                ranked = list(ids)
+                sums[0].add(len(wanted.intersection(ranked)) / len(wanted))
+                sums[1].add(reciprocal_rank(wanted, ranked))
+                sums[2].add(ndcg_at(wanted, ranked, NDCG_DEPTH))
         for document in lost or ():
             self.missing += 1
             self.lost_at[tool_of(document.lost_at)] += 1
@@ -122,33 +109,20 @@ class PipelineTally:
         def share(count: int) -> float | None:
             return count / self.missing if self.missing else None
 
-        steps = []
-        for name, sums in self.sums.items():
-            runs = sums.recall.count
-            steps.append(
-                StepFigures(
-                    step=name,
-                    runs=runs,
-                    recall=sums.recall.mean(runs),
-                    mrr=sums.rr.mean(runs),
-                    ndcg=sums.ndcg.mean(runs),
-                    lost=self.lost_at[name],
-                    lost_share=share(self.lost_at[name]),
-                )
+        steps = [
+            StepFigures(
+                name,
+                recall.count,
+                recall.mean(recall.count),
+                rr.mean(recall.count),
+                ndcg.mean(recall.count),
+                self.lost_at[name],
+                share(self.lost_at[name]),
             )
-        at_the_cut = self.lost_at[CONTEXT]
-        return PipelineLosses(
-            runs=self.runs,
-            missing=self.missing,
-            ndcg_depth=NDCG_DEPTH,
-            steps=steps,
-            context=LostAtTheCut(
-                lost=at_the_cut,
-                share=share(at_the_cut),
-                median_last_rank=(
-                    float(statistics.median(self.cut_ranks)) if self.cut_ranks else None
-                ),
-                near=NEAR_THE_CUT,
-                near_the_cut=self.near_the_cut,
-            ),
-        )
+            for name, (recall, rr, ndcg) in self.sums.items()
+        ]
+        ranks = self.cut_ranks
+        median = float(statistics.median(ranks)) if ranks else None
+        cut = self.lost_at[CONTEXT]
+        context = LostAtTheCut(cut, share(cut), median, NEAR_THE_CUT, self.near_the_cut)
+        return PipelineLosses(self.runs, self.missing, NDCG_DEPTH, steps, context)
