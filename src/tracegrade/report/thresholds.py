@@ -116,18 +116,10 @@ def check_thresholds(
             )
         for target in found:
             value = target.over_all_runs.get(threshold.metric)
+            met = value is not None and value >= threshold.minimum
+            where = target.eval, target.task, target.model, target.score, target.runs
             checks.append(
-                ThresholdCheck(
-                    metric=threshold.metric,
-                    threshold=threshold.minimum,
-                    value=value,
-                    met=value is not None and value >= threshold.minimum,
-                    eval=target.eval,
-                    task=target.task,
-                    model=target.model,
-                    score=target.score,
-                    runs=target.runs,
-                )
+                ThresholdCheck(threshold.metric, threshold.minimum, value, met, *where)
             )
     return checks
 
@@ -135,9 +127,7 @@ def check_thresholds(
 def threshold_line(check: ThresholdCheck) -> str:
     """ "pass 0.4333 < 0.8 in E1 (task, model), stage_diagnosis, over all 30 runs"."""
     value = "none (no runs)" if check.value is None else f"{check.value:.4f}"
-    relation = ">=" if check.met else "<"
-    if check.value is None:
-        relation = "is not >="
+    relation = "is not >=" if check.value is None else ">=" if check.met else "<"
     return (
         f"{check.metric} {value} {relation} {check.threshold:g} in {check.eval} "
         f"({check.task}, {check.model}), {check.score}, over all {check.runs} runs"
