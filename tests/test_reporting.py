@@ -205,9 +205,6 @@ def test_stage_figures_match_the_core_on_the_fixture(
         (i, missed, expected["req"][i]) for i, missed in ranked(expected["missed"])
     ]
     assert summary.distinct_missed == len(expected["missed"])
-    top_two = only_stage(build_report([offline_logs.stage], top=2))
-    assert top_two.missed == summary.missed[:2]
-    assert top_two.distinct_missed == summary.distinct_missed
     logs = {log.path: log for log in report.logs}
     assert logs[offline_logs.stage].samples == len(STAGE_CASES)
     assert logs[offline_logs.stage].samples_without_tracegrade_score == 0
@@ -244,11 +241,6 @@ def test_extraction_figures_match_the_core_on_the_fixture(
     # The look-alikes stay apart: composed é dropped, decomposed é invented.
     assert "\u00e9" in {d.id for d in summary.dropped}
     assert "e\u0301" in {i.id for i in summary.invented}
-    top_two = only_extraction(build_report([offline_logs.extraction], top=2))
-    assert (top_two.dropped, top_two.invented) == (
-        summary.dropped[:2],
-        summary.invented[:2],
-    )
 
 
 def test_figures_agree_with_the_metrics_inspect_logged(
@@ -344,71 +336,6 @@ def test_two_evals_are_two_rows_and_pool_only_of_different_samples(
     assert read_line(pooled) == "2 evals in 2 logs, pooled by task, model and score"
 
 
-FLAKY_TASK = """
-from pathlib import Path
-
-from inspect_ai import Task, task
-from inspect_ai.dataset import Sample
-from inspect_ai.solver import solver
-
-from tracegrade import stage_diagnosis_scorer
-from tracegrade.tasks import replay
-
-
-@solver
-def flaky():
-    # Sample b fails the first time it runs, as a flaky retriever would.
-    async def solve(state, generate):
-        marker = Path(__file__).parent / "failed-once"
-        if state.sample_id == "b" and not marker.exists():
-            marker.touch()
-            raise RuntimeError("the retriever timed out")
-        return state
-
-    return solve
-
-
-@task
-def flaky_runs():
-    return Task(
-        dataset=[
-            Sample(
-                id=sample_id,
-                input="q",
-                metadata={"required": ["D1"], "context": ["D1"], "correct": True},
-            )
-            for sample_id in "abc"
-        ],
-        solver=[flaky(), replay()],
-        scorer=stage_diagnosis_scorer(context_key="context"),
-    )
-"""
-
-
-def test_a_retried_eval_counts_once(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The failed log and its `eval-retry` share a task id: only the newest
-    is counted, and the report says why the other is not."""
-    from inspect_ai import eval_retry
-
-    (tmp_path / "flaky.py").write_text(FLAKY_TASK, encoding="utf-8")
-    monkeypatch.chdir(tmp_path)
-    logs = str(tmp_path / "logs")
-    (failed,) = eval("flaky.py", display="none", log_dir=logs, log_realtime=False)
-    assert failed.status == "error"
-    (retried,) = eval_retry(failed.location, display="none", log_dir=logs)
-    result = build_report([logs])
-
-    assert only_stage(result).stages["pass"].count == only_stage(result).runs == 3
-    assert [(s.path, s.by) for s in result.superseded] == [
-        (failed.location, retried.location)
-    ]
-    assert read_line(result) == (
-        "1 eval in 2 logs (1 log superseded by its retry, not counted)"
-    )
-
-
 @pytest.fixture(scope="session")
 def stage_parts(
     offline_logs: OfflineLogs, tmp_path_factory: pytest.TempPathFactory
@@ -435,14 +362,6 @@ def test_the_parts_of_a_run_are_one_eval_read_once(
         "1 eval in 4 logs (1 log superseded by a newer copy of the same eval, "
         "not counted)"
     )
-
-    first, _, last = stage_parts
-    missing = build_report([first, last])
-    (summary,) = missing.evals
-    assert summary.status == "incomplete"
-    assert eval_warnings(missing) == [
-        f"E1 ({summary.name}) is missing part 2; its figures cover only the parts read."
-    ]
 
 
 def test_json_logs_and_appended_scores(

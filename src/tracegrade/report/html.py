@@ -106,38 +106,37 @@ def _stages_figure(report: Report) -> Any:
     """Stacked shares of every run, one bar per row, the runs not diagnosed
     a segment too: an eval that lost half its runs is half a bar."""
     rows = report.stage_diagnosis
-    x = [_label(s) for s in rows]
+    series = [
+        (
+            stage,
+            [s.stages[stage].count for s in rows],
+            [
+                f"{s.stages[stage].count} of {s.runs} runs; of the diagnosed, "
+                + _interval(s.stages[stage])
+                for s in rows
+            ],
+            STAGE_COLOURS[stage],
+        )
+        for stage in STAGES
+    ]
+    left_out = [_left_out(s.runs, s.not_diagnosed) for s in rows]
+    none = [s.runs - s.diagnosed for s in rows]
+    series.append(("not diagnosed", none, left_out, NOT_DIAGNOSED))
     figure = go.Figure()
-    bars = {"textposition": "inside", "textangle": 0}
-    for stage in STAGES:
+    for name, counts, hover, colour in series:
         figure.add_trace(
             go.Bar(
-                name=stage,
-                x=x,
-                y=[_of_all(s.stages[stage].count, s.runs) for s in rows],
-                text=[str(s.stages[stage].count) for s in rows],
-                customdata=[
-                    f"{s.stages[stage].count} of {s.runs} runs; of the "
-                    f"diagnosed, {_interval(s.stages[stage])}"
-                    for s in rows
-                ],
-                hovertemplate=f"{stage}: %{{customdata}}<extra></extra>",
-                marker_color=STAGE_COLOURS[stage],
-                **bars,
+                name=name,
+                x=[_label(s) for s in rows],
+                y=[_of_all(n, s.runs) for n, s in zip(counts, rows, strict=True)],
+                text=[str(n) for n in counts],
+                textposition="inside",
+                textangle=0,
+                customdata=hover,
+                hovertemplate=f"{name}: %{{customdata}}<extra></extra>",
+                marker_color=colour,
             )
         )
-    figure.add_trace(
-        go.Bar(
-            name="not diagnosed",
-            x=x,
-            y=[_of_all(s.runs - s.diagnosed, s.runs) for s in rows],
-            text=[str(s.runs - s.diagnosed) for s in rows],
-            customdata=[_left_out(s.runs, s.not_diagnosed) for s in rows],
-            hovertemplate="not diagnosed: %{customdata}<extra></extra>",
-            marker_color=NOT_DIAGNOSED,
-            **bars,
-        )
-    )
     return figure.update_layout(
         LAYOUT,
         title=chart_title(
