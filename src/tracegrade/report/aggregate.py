@@ -162,7 +162,6 @@ class _Row:
     epochs: list[int]
     samples: int
     runs: int
-    errors: list[ErrorCount]
 
 
 @dataclass(frozen=True)
@@ -176,6 +175,7 @@ class StageSummary(_Row):
     recall_runs: int
     precision: float | None
     precision_runs: int
+    errors: list[ErrorCount]
     missed: list[MissedDocument]
     distinct_missed: int
     pipeline: PipelineLosses | None = None
@@ -189,6 +189,7 @@ class ExtractionSummary(_Row):
     membership: Proportion
     order: Proportion
     gap: Proportion
+    errors: list[ErrorCount]
     itemised: int
     dropped: list[DroppedID]
     invented: list[InventedID]
