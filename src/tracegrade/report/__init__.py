@@ -1,2 +1,2 @@
-"""From Inspect logs to figures: `aggregate` counts, `tables` lays them out as a
-`page`, which the terminal, Markdown and HTML render."""
+"""From Inspect logs or Parquet results to figures: `aggregate` counts, `tables`
+lays them out as a `page`, which the terminal, Markdown and HTML render."""
