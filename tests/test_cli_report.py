@@ -97,6 +97,9 @@ def test_json_is_the_report_structure(log_dir: Path, report: Report) -> None:
     assert result.exit_code == 0, result.output
     assert result.stderr == ""
     assert json.loads(result.stdout) == json.loads(json.dumps(report.to_json()))
+    # Runs without steps: no table of where documents were lost.
+    assert report.stage_diagnosis[0].pipeline is None
+    assert "Where missing documents were lost" not in invoke(str(log_dir)).stdout
 
 
 def test_top_limits_the_ids_shown(log_dir: Path, report: Report) -> None:

@@ -188,14 +188,11 @@ def test_steps_are_listed_in_first_seen_order_and_counted_where_present() -> Non
         ("bm25", 2, 1.0, 0.75),
         ("dense", 1, 1.0, 1.0),
     ]
+    assert PipelineTally().summary() is None  # no run with steps
     # First run: A was at bm25's rank 2, the context empty: lost at the cut.
     assert summary.context.lost == 1
     assert summary.context.median_last_rank == 2.0
     assert summary.context.near_the_cut == 1
-
-
-def test_no_run_with_steps_is_no_summary() -> None:
-    assert PipelineTally().summary() is None
 
 
 # --- through a real eval and `tracegrade report` ---------------------------------
@@ -271,19 +268,6 @@ def test_the_report_says_where_the_examples_missing_documents_were_lost(
     page = html_path.read_text(encoding="utf-8")
     assert "Where missing documents were lost" in page
     assert "Lost at the prompt&#x27;s cut" in page or "Lost at the prompt's cut" in page
-
-
-def test_a_report_of_runs_without_steps_has_no_pipeline_section(tmp_path: Path) -> None:
-    (log,) = eval(
-        stage_diagnosis(dataset="edge-cases"),
-        display="none",
-        log_dir=str(tmp_path),
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    reported = json.loads(report_of(str(tmp_path), "--json").output)
-    assert all(summary["pipeline"] is None for summary in reported["stage_diagnosis"])
-    assert "Where missing documents were lost" not in report_of(str(tmp_path)).output
 
 
 def test_compare_pairs_each_steps_recall_by_sample(
