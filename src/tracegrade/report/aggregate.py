@@ -305,6 +305,10 @@ class _Group:
     )
     clusters: defaultdict[Any, Counter[str]] | None = None
     pipeline: PipelineTally = field(default_factory=PipelineTally)
+    # Pooled: the sample ids each eval scored, which no other may share.
+    sample_ids: defaultdict[str, set[Any]] = field(
+        default_factory=lambda: defaultdict(set)
+    )
 
     def count(self, sample: Any, score: StageScore | ExtractionScore) -> None:
         outcomes: list[str] = []
@@ -437,12 +441,10 @@ class _Counted:
         self.evals: list[EvalSummary] = []
         self.logs: list[LogSummary] = []
         self.groups: dict[tuple[str, ...], _Group] = {}
-        # Pooled: each group's evals and the sample ids each scored.
-        self.sample_ids: dict[tuple[str, ...], dict[str, set[Any]]] = {}
 
     def group(
         self, label: str, run: Any, score: str, kind: str, clustered: bool
-    ) -> tuple[_Group, set[Any]]:
+    ) -> _Group:
         key = (run.task, run.model, score) if self.pool else (label, score)
         group = self.groups.get(key)
         if group is None:
@@ -453,11 +455,14 @@ class _Counted:
             group.epochs.add(run.epochs)
         if clustered and group.clusters is None:
             group.clusters = defaultdict(Counter)
-        ids = self.sample_ids.setdefault(key, {}).setdefault(label, set())
-        return group, ids
+        return group
 
-    def sample(self, label: str, sample_id: Any) -> Any:
-        return sample_id if self.pool else (label, sample_id)
+    def sample(self, group: _Group, label: str, sample_id: Any) -> Any:
+        """The sample's key in the clusters; pooled, its id, kept."""
+        if not self.pool:
+            return (label, sample_id)
+        group.sample_ids[label].add(sample_id)
+        return sample_id
 
     def add_eval(
         self,
@@ -472,7 +477,7 @@ class _Counted:
             scores = LogScores(log, keep_scoreless=clustered)
             try:
                 for sample, name, scorer, score in scores:
-                    group, ids = self.group(label, run, name, scorer, clustered)
+                    group = self.group(label, run, name, scorer, clustered)
                     read = read_stage if scorer == STAGE_SCORER else read_extraction
                     try:
                         read_score = read(score.value, score.metadata)
@@ -481,9 +486,7 @@ class _Counted:
                             f"{log.path}: sample {quote(sample.id)} epoch "
                             f"{sample.epoch}, score {quote(name)}: {invalid}"
                         ) from None
-                    group.count(self.sample(label, sample.id), read_score)
-                    if self.pool:
-                        ids.add(sample.id)
+                    group.count(self.sample(group, label, sample.id), read_score)
             except (UnreadableLog, OSError) as error:
                 raise LogError(
                     f"cannot read {log.path!r} as an Inspect log ({error})"
@@ -492,7 +495,7 @@ class _Counted:
             unscored = scores.without - errored
             names = scores.score_names() if errored or unscored or not_run else {}
             for name, scorer in names.items():
-                group, ids = self.group(label, run, name, scorer, clustered)
+                group = self.group(label, run, name, scorer, clustered)
                 group.none(SAMPLE_ERROR, errored)
                 if errored:
                     group.errors[SAMPLE_ERROR, "run"] += errored
@@ -500,10 +503,9 @@ class _Counted:
                 group.none(NOT_RUN, not_run)
                 group.not_run += not_run
                 for sample_id, _, _ in scores.scoreless or []:
+                    key = self.sample(group, label, sample_id)
                     if group.clusters is not None:
-                        group.clusters[self.sample(label, sample_id)].update(())
-                    if self.pool:
-                        ids.add(sample_id)
+                        group.clusters[key].update(())
             self.logs.append(scores.summary())
             if on_log_read is not None:
                 on_log_read(log.path)
@@ -518,15 +520,11 @@ class _Counted:
         """Each row a run of its own sample, decoded into a log's score."""
         from .results import read_results
 
-        group, ids = self.group(
-            label, results, results.scorer, results.scorer, clustered
-        )
+        group = self.group(label, results, results.scorer, results.scorer, clustered)
         for row, (sample_id, score) in enumerate(read_results(results)):
             # A row without an id is a sample no other eval can share.
             sample = sample_id if sample_id is not None else (label, row)
-            group.count(self.sample(label, sample), score)
-            if self.pool:
-                ids.add(sample)
+            group.count(self.sample(group, label, sample), score)
         r = results
         log = (r.path, r.task, r.model, "", None, r.status, r.epochs, r.rows, r.rows)
         self.logs.append(LogSummary(*log, 0, 0, []))
@@ -536,11 +534,11 @@ class _Counted:
     def report(self, top: int, superseded: list[Superseded]) -> Report:
         if not self.groups:
             raise ReportError(_nothing_found(self.logs))
-        for key, by_eval in self.sample_ids.items():
-            for first, second in combinations(by_eval, 2):
-                shared = by_eval[first] & by_eval[second]
+        for g in self.groups.values():
+            for first, second in combinations(g.sample_ids, 2):
+                shared = g.sample_ids[first] & g.sample_ids[second]
                 if shared:
-                    raise ReportError(_shared_samples(key, first, second, shared))
+                    raise ReportError(_shared_samples(g, first, second, shared))
         # Rows in the order of the evals (E1, E2, ...), as the evals table.
         groups = sorted(
             self.groups.values(), key=lambda g: (int(g.evals[0][1:]), g.score)
@@ -562,11 +560,9 @@ class _Counted:
         )
 
 
-def _shared_samples(
-    key: tuple[str, ...], first: str, second: str, shared: set[Any]
-) -> str:
+def _shared_samples(g: _Group, first: str, second: str, shared: set[Any]) -> str:
     example = sorted(shared, key=str)[0]
-    task, model, score = key
+    task, model, score = g.task, g.model, g.score
     many = "s" if len(shared) != 1 else ""
     return (
         f"--pool: evals {first} and {second} ({task}, {model}, score {quote(score)}) "
