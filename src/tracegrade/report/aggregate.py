@@ -367,9 +367,9 @@ class _Group:
         return Proportion.of(n[outcome], n[population], clusters)
 
     def summary(self, top: int) -> StageSummary | ExtractionSummary:
-        all_ = self.all
+        tally = self.all
         others = sorted(s for s in self.statuses if s != "success")
-        samples = all_.runs - self.not_run
+        samples = tally.runs - self.not_run
         common: dict[str, Any] = dict(
             evals=self.evals,
             task=self.task,
@@ -378,7 +378,7 @@ class _Group:
             status=others[0] if others else "success",
             epochs=sorted(self.epochs),
             samples=samples if self.clusters is None else len(self.clusters),
-            runs=all_.runs,
+            runs=tally.runs,
         )
         # Unscored runs first: they shrink the denominators of every figure.
         errors = sorted(
@@ -391,17 +391,17 @@ class _Group:
             missed = ranked.get("missed", [])
             return StageSummary(
                 **common,
-                diagnosed=all_.diagnosed,
-                not_diagnosed=undiagnosed(all_.why),
-                over_all_runs=all_.figures(
+                diagnosed=tally.diagnosed,
+                not_diagnosed=undiagnosed(tally.why),
+                over_all_runs=tally.figures(
                     ("pass", "context_recall", "context_precision")
                 ),
                 stages={stage: self.share(stage, "staged") for stage in STAGES},
                 lucky=self.share("lucky", "labelled_correct"),
-                recall=all_.recall.mean(all_.recall.count),
-                recall_runs=all_.recall.count,
-                precision=all_.precision.mean(all_.precision.count),
-                precision_runs=all_.precision.count,
+                recall=tally.recall.mean(tally.recall.count),
+                recall_runs=tally.recall.count,
+                precision=tally.precision.mean(tally.precision.count),
+                precision_runs=tally.precision.count,
                 missed=[
                     MissedDocument(i, n, self.ids["required"][i])
                     for i, n in missed[:top]
@@ -412,13 +412,13 @@ class _Group:
         dropped, invented = ranked.get("dropped", []), ranked.get("invented", [])
         return ExtractionSummary(
             **common,
-            graded=all_.diagnosed,
-            not_graded=undiagnosed(all_.why),
-            over_all_runs=all_.figures(("membership", "order")),
+            graded=tally.diagnosed,
+            not_graded=undiagnosed(tally.why),
+            over_all_runs=tally.figures(("membership", "order")),
             membership=self.share("membership", "graded"),
             order=self.share("order", "graded"),
             gap=self.share("gap", "graded"),
-            itemised=all_.outcomes["itemised"],
+            itemised=tally.outcomes["itemised"],
             dropped=[
                 DroppedID(i, n, self.ids["in_source"][i]) for i, n in dropped[:top]
             ],
