@@ -177,22 +177,6 @@ def test_html_charts_plot_the_report(
     assert invented["x"] == [plot_text(show_id(i.id)) for i in extraction.invented]
 
 
-def test_html_and_json_can_be_asked_together(log_dir: Path, tmp_path: Path) -> None:
-    out = tmp_path / "report.html"
-    result = invoke(str(log_dir), "--json", "--html", str(out))
-
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["top"] == 10
-    assert out.exists()
-
-
-def test_a_directory_without_logs_exits_1(tmp_path: Path) -> None:
-    result = invoke(str(tmp_path))
-
-    assert result.exit_code == 1
-    assert "no Inspect logs" in result.stderr
-
-
 def test_logs_under_a_linked_directory_are_read_once(
     log_dir: Path, tmp_path: Path
 ) -> None:

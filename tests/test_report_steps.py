@@ -226,20 +226,16 @@ def test_the_report_says_where_the_examples_missing_documents_were_lost(
         (sample.scores or {})["stage_diagnosis"].metadata or {} for sample in samples
     ]
     lost = [entry for each in metadata for entry in each.get("lost", [])]
-    records = [each["record"] for each in metadata]
     reported = json.loads(report_of(str(pipeline_log), "--json").output)
     (summary,) = reported["stage_diagnosis"]
     pipeline = summary["pipeline"]
     assert pipeline["runs"] == len(samples)
     assert pipeline["missing"] == len(lost) > 0
-    for index, step in enumerate(pipeline["steps"]):
+    for step in pipeline["steps"]:
         assert step["lost"] == sum(entry["lost_at"] == step["step"] for entry in lost)
         assert step["recall"] == pytest.approx(
             statistics.fmean(each["step_recall"][step["step"]] for each in metadata)
         )
-        expected = trec_eval(records, index)
-        assert step["mrr"] == pytest.approx(expected["RR"])
-        assert step["ndcg"] == pytest.approx(expected[f"nDCG@{NDCG_DEPTH}"])
     at_the_cut = [entry for entry in lost if entry["lost_at"] == "context"]
     assert pipeline["context"]["lost"] == len(at_the_cut) > 0
     assert pipeline["context"]["median_last_rank"] == statistics.median(
@@ -256,76 +252,11 @@ def test_the_report_says_where_the_examples_missing_documents_were_lost(
     ) in " ".join(page.split())
     assert context["near_the_cut"] == context["lost"]
     markdown = report_of(str(pipeline_log), "--markdown").output
-    assert "Where missing documents were lost" in markdown
     # The page's tables are the report's own rows.
     shown = [line.strip() for line in page.splitlines() if line.startswith("  | E1 |")]
     assert len(shown) == 4
     for line in shown:
         assert line in markdown.splitlines(), line
-    assert "Lost at the prompt's cut" in markdown
-    html_path = pipeline_log.parent / "pipeline-report.html"
-    report_of(str(pipeline_log), "--html", str(html_path), "--force")
-    page = html_path.read_text(encoding="utf-8")
-    assert "Where missing documents were lost" in page
-    assert "Lost at the prompt&#x27;s cut" in page or "Lost at the prompt's cut" in page
-
-
-def test_compare_pairs_each_steps_recall_by_sample(
-    pipeline_log: Path, tmp_path: Path
-) -> None:
-    """NEW's reranker keeps the retriever's top 10 instead of its own 5:
-    the reranker's recall rises, the retriever's does not move."""
-    records = [json.loads(line) for line in EXAMPLE.read_text().splitlines()]
-    for record in records:
-        retriever, reranker = record["input"]["steps"]
-        reranker["ids"] = retriever["ids"][:10]
-    dataset = tmp_path / "runs.jsonl"
-    dataset.write_text("".join(json.dumps(record) + "\n" for record in records))
-    (new,) = eval(
-        stage_diagnosis(dataset=str(dataset)),
-        display="none",
-        log_dir=str(tmp_path / "new"),
-        log_realtime=False,
-    )
-    assert new.status == "success", new.error
-    (path,) = pipeline_log.glob("*.eval")
-    base = read_eval_log(str(path))
-
-    def step_recalls(log: Any) -> dict[str, dict[str, float]]:
-        return {
-            sample.id: (sample.scores or {})["stage_diagnosis"].metadata["step_recall"]
-            for sample in log.samples
-        }
-
-    before, after = step_recalls(base), step_recalls(new)
-    result = CliRunner().invoke(
-        main, ["compare", str(pipeline_log), str(tmp_path / "new"), "--json"]
-    )
-    assert result.exit_code == 0, result.output
-    (pair,) = json.loads(result.output)["pairs"]
-    (comparison,) = pair["stage_diagnosis"]
-    figures = {figure["figure"]: figure for figure in comparison["figures"]}
-    for step in ("retriever", "reranker"):
-        figure = figures[f"{step}_recall"]
-        assert figure["pairs"] == len(before) == 12
-        assert figure["base_mean"] == pytest.approx(
-            statistics.fmean(each[step] for each in before.values())
-        )
-        assert figure["new_mean"] == pytest.approx(
-            statistics.fmean(each[step] for each in after.values())
-        )
-        assert figure["fell"] == sum(after[i][step] < before[i][step] for i in before)
-        assert figure["rose"] == sum(after[i][step] > before[i][step] for i in before)
-    assert (
-        figures["retriever_recall"]["fell"] == figures["retriever_recall"]["rose"] == 0
-    )
-    assert figures["reranker_recall"]["rose"] > 0
-    assert list(figures)[:2] == ["recall", "precision"]
-    markdown = CliRunner().invoke(
-        main, ["compare", str(pipeline_log), str(tmp_path / "new"), "--markdown"]
-    )
-    assert markdown.exit_code == 0, markdown.output
-    assert "| stage\\_diagnosis | reranker\\_recall | 12 |" in markdown.output
 
 
 def test_the_analysis_columns_say_where_each_was_lost_and_each_steps_recall(
