@@ -77,8 +77,7 @@ def _bookkeeping(name: str) -> bool:
 
 def split_paths(paths: Sequence[str]) -> tuple[list[str], list[ResultsDataset]]:
     """The paths of logs, and the Parquet results opened, each once however
-    it is named: a .parquet file, or a directory with Parquet files and no
-    Inspect log (logs beside their results are read as logs)."""
+    named: a .parquet file, or a directory of them and no Inspect log."""
     from ..logs.evals import files_under, logs_under
 
     logs: list[str] = []
@@ -110,15 +109,16 @@ def open_results(path: str) -> ResultsDataset:
         raise ResultsError(f"{path!r}: {PARQUET_NEEDS}") from None
     from ..logs.evals import files_under
 
-    given = Path(path)
-    try:
-        under = [] if given.is_file() else list(files_under(given, _bookkeeping))
-    except OSError as error:
-        raise ResultsError(f"cannot list {path!r} ({error})") from None
-    files = [path] if given.is_file() else [str(f) for f in under if f.suffix == SUFFIX]
+    files = [path]
+    if not Path(path).is_file():
+        try:
+            under = files_under(Path(path), _bookkeeping)
+        except OSError as error:
+            raise ResultsError(f"cannot list {path!r} ({error})") from None
+        files = [str(f) for f in under if f.suffix == SUFFIX]
     if not files:
         raise ResultsError(f"no Parquet results ({SUFFIX}) under {path!r}")
-    kinds: list[tuple[str, bool]] = []
+    kinds: list[str] = []
     rows, newest = 0, 0.0
     for file in files:
         try:
@@ -132,25 +132,18 @@ def open_results(path: str) -> ResultsDataset:
         kinds.append(_kind(file, set(dataset.schema.names)))
         if kinds[-1] != kinds[0]:
             raise ResultsError(
-                f"{file!r} holds {_kind_text(*kinds[-1])} results, but {files[0]!r} "
-                f"holds {_kind_text(*kinds[0])}; one directory of results is one "
-                "run: report each apart"
+                f"{file!r} holds {kinds[-1]} results, but {files[0]!r} holds "
+                f"{kinds[0]}; one directory of results is one run: report each apart"
             )
     created = datetime.fromtimestamp(newest, timezone.utc).isoformat()
-    return ResultsDataset(path, tuple(files), *kinds[0], rows, created)
+    scorer, _, steps = kinds[0].partition(" ")
+    return ResultsDataset(path, tuple(files), scorer, bool(steps), rows, created)
 
 
-def _kind_text(scorer: str, steps: bool) -> str:
-    return f"{scorer}{' (with steps)' if steps else ''}"
-
-
-def _kind(file: str, names: set[str]) -> tuple[str, bool]:
-    """The results' scorer, and whether they have the step columns."""
-    if "stage" in names:
-        scorer = STAGE_SCORER
-    elif "membership" in names:
-        scorer = EXTRACTION_SCORER
-    else:
+def _kind(file: str, names: set[str]) -> str:
+    """The results' scorer, and " (with steps)" when they have those columns."""
+    scorer = STAGE_SCORER if "stage" in names else EXTRACTION_SCORER
+    if "stage" not in names and "membership" not in names:
         raise ResultsError(
             f"{file!r} is not tracegrade results: it has no column 'stage' "
             f"({STAGE_SCORER}) or 'membership' ({EXTRACTION_SCORER})"
@@ -169,7 +162,7 @@ def _kind(file: str, names: set[str]) -> tuple[str, bool]:
             f"{file!r} has no column {absent!r}, which stage results with "
             f"{present[0]!r} have"
         )
-    return scorer, bool(present)
+    return scorer + " (with steps)" * bool(present)
 
 
 def read_results(
@@ -208,7 +201,16 @@ def read_results(
                     if sample_id is not None and not marked:
                         first = first_rows.setdefault(sample_id, (file, row))
                         if first != (file, row):
-                            raise _repeated(first, file, row, sample_id)
+                            where = "" if first[0] == file else f" of {first[0]!r}"
+                            raise ResultsError(
+                                f"{file!r}, row {row}: id {quote(sample_id)} is also "
+                                f"in row {first[1]}{where}; results that repeat an "
+                                "id are two runs (a job run again into the same "
+                                "directory, or a file copied), which are never "
+                                "pooled, as `tracegrade score` refuses a repeated "
+                                f"id ({DUPLICATE_SAMPLE_ID}): report each run's "
+                                "results apart"
+                            )
                     yield sample_id, score
                     row += 1
         except OSError as error:
@@ -219,66 +221,49 @@ def read_results(
             raise ResultsError(f"cannot read {file!r}, row {row} ({error})") from None
 
 
-def _repeated(
-    first: tuple[str, int], file: str, row: int, sample_id: Any
-) -> ResultsError:
-    where = "" if first[0] == file else f" of {first[0]!r}"
-    return ResultsError(
-        f"{file!r}, row {row}: id {quote(sample_id)} is also in row {first[1]}"
-        f"{where}; results that repeat an id are two runs (a job run again into "
-        "the same directory, or a file copied), which are never pooled, as "
-        f"`tracegrade score` refuses a repeated id ({DUPLICATE_SAMPLE_ID}): "
-        "report each run's results apart"
-    )
-
-
 # --- one row --------------------------------------------------------------------
 
 
-def _error(row: Mapping[str, Any]) -> ScoreError | None:
-    kind, side, field, message = (row[column] for column in _ERRORS)
-    if kind is None and side is None:
-        _null(row, ("error_field", "error_message"), "without an error_kind")
-        return None
-    if type(kind) is not str or not kind:
-        raise InvalidScore(
-            "column error_kind must be a kind where error_side is set, got "
-            + quote(kind)
-        )
-    if side not in ERROR_SIDES:
-        raise InvalidScore(
-            f"column error_side must be one of {', '.join(ERROR_SIDES)} where "
-            f"error_kind is set, got {quote(side)}"
-        )
-    for column, text in (("error_field", field), ("error_message", message)):
-        if text is not None and type(text) is not str:
-            raise InvalidScore(
-                f"column {column} must be text or null, got {quote(text)}"
-            )
-    return ScoreError(kind, side, field, message)
-
-
-def _share(row: Mapping[str, Any], column: str) -> float | None:
-    share = row[column]
-    if share is None or is_share(share):
-        return share
-    raise InvalidScore(
-        f"column {column} must be null or a share from 0.0 to 1.0, got {quote(share)}"
-    )
-
-
-def _ids(row: Mapping[str, Any], column: str) -> list[str]:
-    if not is_id_list(ids := row[column]):
-        raise InvalidScore(f"column {column} must be a list of IDs, got {quote(ids)}")
-    return ids
+def _bad(column: str, what: str, value: Any) -> InvalidScore:
+    return InvalidScore(f"column {column} must be {what}, got {quote(value)}")
 
 
 def _null(row: Mapping[str, Any], columns: Sequence[str], why: str) -> None:
     for column in columns:
         if row.get(column) is not None:
+            raise _bad(column, f"null {why}", row[column])
+
+
+def _error(row: Mapping[str, Any]) -> ScoreError | None:
+    kind, side, field, message = (row[column] for column in _ERRORS)
+    if kind is None and side is None:
+        if field is not None or message is not None:
             raise InvalidScore(
-                f"column {column} must be null {why}, got {quote(row[column])}"
+                "column error_field and error_message must be null without an "
+                f"error_kind, got {quote(field)} and {quote(message)}"
             )
+        return None
+    if type(kind) is not str or not kind:
+        raise _bad("error_kind", "a kind where error_side is set", kind)
+    if side not in ERROR_SIDES:
+        sides = ", ".join(ERROR_SIDES)
+        raise _bad("error_side", f"one of {sides} where error_kind is set", side)
+    for column, text in zip(_ERRORS[2:], (field, message), strict=True):
+        if text is not None and type(text) is not str:
+            raise _bad(column, "text or null", text)
+    return ScoreError(kind, side, field, message)
+
+
+def _share(row: Mapping[str, Any], column: str) -> float | None:
+    if (share := row[column]) is None or is_share(share):
+        return share
+    raise _bad(column, "null or a share from 0.0 to 1.0", share)
+
+
+def _ids(row: Mapping[str, Any], column: str) -> list[str]:
+    if not is_id_list(ids := row[column]):
+        raise _bad(column, "a list of IDs", ids)
+    return ids
 
 
 def _stage(row: Mapping[str, Any]) -> StageScore:
@@ -291,18 +276,13 @@ def _stage(row: Mapping[str, Any]) -> StageScore:
         _null(row, ("stage", "missing", *diagnosed), "on an unscored row")
         return StageScore(None, error, recall, precision, None, None, False, lost)
     if stage not in STAGES:
-        raise InvalidScore(
-            f"column stage must be one of {', '.join(STAGES)}, got {quote(stage)}"
-        )
+        raise _bad("stage", f"one of {', '.join(STAGES)}", stage)
     if stage not in DIAGNOSED_STAGES:
         _null(row, diagnosed, f"where stage is {stage}")
         return StageScore(stage, error, recall, precision, None, None, False, lost)
     required, missing = _ids(row, "required"), _ids(row, "missing")
     if type(correct := row["labelled_correct"]) is not bool:
-        raise InvalidScore(
-            f"column labelled_correct must be true or false where stage is "
-            f"{stage}, got {quote(correct)}"
-        )
+        raise _bad("labelled_correct", f"true or false where stage is {stage}", correct)
     if recall is None:
         raise InvalidScore(f"column recall must be a share where stage is {stage}")
     try:
@@ -315,10 +295,7 @@ def _stage(row: Mapping[str, Any]) -> StageScore:
     if steps is None:
         _null(row, ("context_size", "lost"), "where steps is null")
     elif type(size) is not int or size < 0:
-        raise InvalidScore(
-            "column context_size must be a count of IDs where steps is set, got "
-            f"{quote(size)}"
-        )
+        raise _bad("context_size", "a count of IDs where steps is set", size)
     elif lost is None:
         raise InvalidScore(f"column lost must be set where steps is, on a {stage} row")
     score = (stage, error, recall, precision, required, missing, correct, lost)
@@ -329,9 +306,7 @@ def _extraction(row: Mapping[str, Any]) -> ExtractionScore:
     error = _error(row)
     reading = row["read_as"]
     if reading is not None and (type(reading) is not str or not reading):
-        raise InvalidScore(
-            f"column read_as must be a reading's name or null, got {quote(reading)}"
-        )
+        raise _bad("read_as", "a reading's name or null", reading)
     itemised = ("dropped", "invented", "source", "first_order_break", "kept_in_order")
     if error is not None and error.unscored:
         _null(row, ("membership", "order", *itemised), "on an unscored row")
