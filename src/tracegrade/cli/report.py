@@ -209,8 +209,7 @@ def report(
 
 @contextmanager
 def reading_progress(total: int) -> Iterator[Callable[[str], None]]:
-    """A bar on stderr that a log read advances; its spinner and clock show
-    life while one large log is read."""
+    """A bar on stderr that each log read advances."""
     from rich import progress as bar
     from rich.console import Console
 

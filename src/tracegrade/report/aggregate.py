@@ -1,5 +1,4 @@
-"""From evals to the figures `tracegrade report` shows: samples read one at
-a time, only counters kept (the rules: docs/report.md)."""
+"""Evals to figures, samples read one at a time (rules: docs/report.md)."""
 
 from __future__ import annotations
 
@@ -37,8 +36,7 @@ CONFIDENCE = 0.95
 
 
 class ReportError(LogError):
-    """Logs that cannot be reported on: a malformed tracegrade score, evals
-    that cannot be pooled, or no tracegrade score at all."""
+    """A malformed score, evals that cannot be pooled, or no score at all."""
 
 
 # --- shares and their intervals (docs/report.md, "Intervals") -----------------
@@ -54,8 +52,7 @@ def wilson(share: float, trials: float) -> tuple[float, float]:
 
 
 def effective_trials(clusters: Sequence[tuple[int, int]]) -> float:
-    """The independent runs that runs clustered by sample (had, of) are
-    worth: runs over the design effect, between the samples and the runs."""
+    """Runs clustered by sample (had, of) over their design effect."""
     runs = sum(size for _, size in clusters)
     count = sum(had for had, _ in clusters)
     samples = len(clusters)
@@ -70,8 +67,7 @@ def effective_trials(clusters: Sequence[tuple[int, int]]) -> float:
 
 @dataclass(frozen=True)
 class Proportion:
-    """`count` of `total` runs, its share and Wilson interval (None with no
-    run); `effective_total` the independent runs it rests on, clustered."""
+    """`count` of `total` runs, its share and Wilson interval."""
 
     count: int
     total: int
@@ -199,8 +195,7 @@ class ExtractionSummary(_Row):
 
 @dataclass(frozen=True)
 class Report:
-    """Everything `tracegrade report` shows; `thresholds` the `--fail-under`
-    checks."""
+    """Everything `tracegrade report` shows; its JSON is `to_json`."""
 
     unit: str
     interval: str
@@ -234,9 +229,7 @@ def build_report(
     on_log_read: Callable[[str], None] | None = None,
     samples: SampleReader = log_samples,
 ) -> Report:
-    """Read every eval at or under `paths` (Parquet results after the logs'
-    evals) and count its tracegrade scores. Raises `LogError`, `ReportError`
-    or `InvalidThreshold`."""
+    """Count the tracegrade scores of every eval at or under `paths`."""
     from .results import split_paths
 
     logs, results = split_paths(paths)
@@ -286,9 +279,7 @@ def report_evals(
 
 @dataclass
 class _Group:
-    """One row's counters: every run (`AllRuns`, its outcomes such as
-    `staged`, `pass`, `lucky`, `graded`), errors, IDs by kind, and per
-    sample its outcomes when a sample can run more than once."""
+    """One row's counters, and per sample its outcomes when clustered."""
 
     task: str
     model: str

@@ -1,5 +1,4 @@
-"""`--html`: the report's page with plotly charts, plotly.js inline so
-that the file opens offline."""
+"""`--html`: the page with plotly charts, plotly.js inline (opens offline)."""
 
 from __future__ import annotations
 
@@ -55,8 +54,7 @@ LAYOUT: dict[str, Any] = {
 
 
 def plot_text(text: str) -> str:
-    """`text` safe in plotly's labels, which read a little HTML (and decode
-    no `&quot;`, so quotes stay)."""
+    """`text` safe in plotly's labels, which read a little HTML."""
     return html.escape(text, quote=False)
 
 
@@ -103,8 +101,7 @@ def _left_out(runs: int, undiagnosed: list[Undiagnosed]) -> str:
 
 
 def _stages_figure(report: Report) -> Any:
-    """Stacked shares of every run, one bar per row, the runs not diagnosed
-    a segment too: an eval that lost half its runs is half a bar."""
+    """Stacked shares of every run, the runs not diagnosed a segment too."""
     rows = report.stage_diagnosis
     series = [
         (

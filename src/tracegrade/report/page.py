@@ -1,7 +1,4 @@
-"""One page model for `report` and `compare`, and its renderers: the
-terminal, Markdown (under `COMMENT_LIMIT`, saying what it left out) and
-HTML, each cell escaped for its format; the verdict first in every one.
-"""
+"""One page model for `report` and `compare`; terminal, Markdown, HTML."""
 
 from __future__ import annotations
 
@@ -26,9 +23,7 @@ _DIGIT = re.compile(r"\d")
 
 @dataclass(frozen=True)
 class Table:
-    """A titled table of display strings; `notes` are lines under the
-    caption (each eval's logs). The terminal, unless `--verbose`, shows it
-    `briefly`, leaves out a `detail` table, and says a list's `cut`."""
+    """A titled table of display strings, shown `briefly` unless `--verbose`."""
 
     key: str
     title: str
@@ -44,8 +39,7 @@ class Table:
 
     @property
     def numeric(self) -> list[bool]:
-        """Right-aligned and never broken: the columns of figures, each cell
-        a figure or "n/a" or "none", not all of them words."""
+        """Right-aligned, never broken: columns of figures, "n/a" or "none"."""
         return [
             any(_DIGIT.search(row[i]) for row in self.rows)
             and all(_FIGURE.fullmatch(row[i]) for row in self.rows if row[i])
@@ -53,9 +47,7 @@ class Table:
         ]
 
     def briefly(self) -> Table:
-        """The `brief` columns and `brief_rows` (None: all); when the first
-        `constant` column holds one value, it goes to the title, and the
-        `constant` columns that hold one value go."""
+        """The brief columns and rows; one-valued `constant` columns go."""
         columns = self.columns if self.brief is None else self.brief
         rows = self.rows
         if self.brief_rows is not None:
@@ -87,8 +79,7 @@ class Section:
 
 @dataclass(frozen=True)
 class Page:
-    """What a command shows, the verdict first (`failed` None: no gate
-    asked, which the terminal leaves out when `quiet_verdict`)."""
+    """What a command shows, the verdict first (`failed` None: no gate)."""
 
     command: str
     verdict: str
@@ -147,8 +138,7 @@ def print_page(page: Page, console: Console, *, verbose: bool = False) -> None:
 
 
 def print_table(console: Console, table: Table, *, verbose: bool = False) -> None:
-    """One table, as a record per row where it would not fit the terminal
-    (rich would crop it); its legend only when `verbose`."""
+    """One table, as records where rich would crop it; legend if `verbose`."""
     from rich.measure import Measurement
     from rich.text import Text
 
@@ -256,8 +246,7 @@ _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "@": "&#64;", "#": "&#35;"}
 
 
 def escape(text: str, limit: int = CELL_LIMIT, *, line: bool = False) -> str:
-    """`text` as literal Markdown on one line, cut to `limit` characters;
-    `line`: it starts a line, where `-` or `1.` would start a list."""
+    """`text` as literal Markdown on one line, cut to `limit` characters."""
     flat = " ".join(text.split())
     if len(flat) > limit:
         flat = flat[: limit - 1] + "\u2026"
@@ -274,8 +263,7 @@ def _row(row: Sequence[str]) -> str:
 
 
 class MarkdownPage:
-    """A page built block by block, rendered under `limit` characters,
-    saying what it left out."""
+    """A page rendered under `limit` characters, saying what it left out."""
 
     def __init__(self, title: str, limit: int = COMMENT_LIMIT) -> None:
         self.limit = limit
@@ -434,8 +422,7 @@ def _list(items: Sequence[str], attributes: str = "") -> str:
 
 
 def page_html(page: Page, charts: Sequence[Sequence[str]], plotly_js: str) -> str:
-    """The page as one self-contained HTML file; `charts[i]` are the chart
-    sections of `page.sections[i]`, shown before its tables."""
+    """The page as one HTML file; `charts[i]` go before section i's tables."""
     sections = []
     for section, shown in zip(page.sections, charts, strict=True):
         heading = f"<h2>{html.escape(section.title)}</h2>" if section.title else ""

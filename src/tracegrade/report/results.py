@@ -1,5 +1,4 @@
-"""Parquet results read for `tracegrade report`, a batch at a time, each row
-decoded into the score a log's would be (docs/report.md, "Parquet results")."""
+"""Parquet results decoded a batch at a time into a log's scores."""
 
 from __future__ import annotations
 
@@ -50,8 +49,7 @@ STEP_COLUMNS: Final = ("lost", "steps", "context_size")
 
 
 class ResultsError(ValueError):
-    """Parquet input that is not tracegrade results; the message names the
-    file, and for a cell its row and column."""
+    """Not tracegrade results; names the file, and a cell's row and column."""
 
 
 @dataclass(frozen=True)
@@ -76,8 +74,7 @@ def _bookkeeping(name: str) -> bool:
 
 
 def split_paths(paths: Sequence[str]) -> tuple[list[str], list[ResultsDataset]]:
-    """The paths of logs, and the Parquet results opened, each once however
-    named: a .parquet file, or a directory of them and no Inspect log."""
+    """The logs, and the Parquet results opened once each."""
     from ..logs.evals import files_under, logs_under
 
     logs: list[str] = []
@@ -168,8 +165,7 @@ def _kind(file: str, names: set[str]) -> str:
 def read_results(
     results: ResultsDataset,
 ) -> Iterator[tuple[Any, StageScore | ExtractionScore]]:
-    """Each row's `id` and score, a batch at a time; `ResultsError` for a
-    cell no tracegrade result holds, or an id in two rows."""
+    """Each row's `id` and score; `ResultsError` for a bad cell or id."""
     import pyarrow as pa
     import pyarrow.dataset as ds
 

@@ -1,5 +1,4 @@
-"""Every run counted: why a run got no result (a data error's kind,
-`sample-error`, `no-score`, `not-run`), and the figures over all runs."""
+"""Every run counted: why a run got no result, and figures over all runs."""
 
 from __future__ import annotations
 
@@ -42,8 +41,7 @@ def why_text(items: list[Undiagnosed]) -> str:
 
 
 class ExactSum:
-    """The exact sum of floats added one at a time (Shewchuk's partials, as
-    `math.fsum` keeps them), without holding the floats."""
+    """An exact sum (Shewchuk's partials, as `math.fsum`) without the floats."""
 
     __slots__ = ("count", "partials")
 
@@ -76,9 +74,7 @@ class ExactSum:
 
 @dataclass
 class AllRuns:
-    """One score's runs, counted as they are read: every run, those with a
-    result (a stage, a grade), the rest by why, each outcome (`staged`,
-    `pass`, `graded`, `membership`, ...), and the sums of the figures."""
+    """One score's runs, outcomes and figure sums, counted as read."""
 
     runs: int = 0
     diagnosed: int = 0

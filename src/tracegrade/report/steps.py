@@ -1,5 +1,4 @@
-"""Where in the pipeline the missing documents were lost, over many runs:
-per step, and at the prompt's cut (docs/report.md)."""
+"""Where missing documents were lost: per step and at the prompt's cut."""
 
 from __future__ import annotations
 
@@ -24,8 +23,7 @@ _CALL = re.compile(r"(.+)#[1-9][0-9]*")
 
 
 def tool_of(step: str) -> str:
-    """The tool of a call's step name (`search#2`: `search`): an agent's
-    calls of one tool are one step, their IDs in the order received."""
+    """`search#2`: `search`; an agent's calls of one tool are one step."""
     call = _CALL.fullmatch(step)
     return call.group(1) if call else step
 
@@ -61,8 +59,7 @@ class PipelineLosses:
 
 @dataclass
 class PipelineTally:
-    """Counts a report's runs with steps as they are read; only sums and
-    the last ranks of IDs lost at the cut are kept."""
+    """Runs with steps, counted as read; only sums and cut ranks kept."""
 
     runs: int = 0
     missing: int = 0
@@ -79,8 +76,7 @@ class PipelineTally:
         steps: Sequence[Step],
         lost: Sequence[LostID] | None,
     ) -> None:
-        """Count one diagnosed run with steps, as its score gives them
-        (`tracegrade.schema.StageScore`): `cut` is the IDs its prompt held."""
+        """Count one diagnosed run with steps; `cut` is its context size."""
         self.runs += 1
         merged: dict[str, dict[str, None]] = {}
         for step in steps:

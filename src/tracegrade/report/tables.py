@@ -1,6 +1,4 @@
-"""A `Report` as the `Page` the terminal, Markdown and HTML render: the
-verdict first, what was read, a headline per row that says how many runs
-there were and why some got no result, then the tables."""
+"""A `Report` as the `Page`: verdict, what was read, headlines, tables."""
 
 from __future__ import annotations
 
@@ -37,8 +35,7 @@ def _of_all(count: int, runs: int) -> str:
 
 
 def eval_label(s: Summary) -> str:
-    """E1, E1+E2 pooled; with the score's name when a log holds several of
-    one kind (`stage_diagnosis1` after `inspect score --action append`)."""
+    """E1, E1+E2 pooled; with the score's name when not the default."""
     label = "+".join(s.evals)
     return (
         label
@@ -80,8 +77,7 @@ def headline(s: Summary) -> str:
 
 
 def eval_warnings(report: Report) -> list[str]:
-    """A line per eval that did not complete, and per eval of stage scores
-    that asked for an epochs reducer (which they do not use)."""
+    """An eval not complete, or a stage eval that asked for a reducer."""
     warnings = []
     staged = {label for s in report.stage_diagnosis for label in s.evals}
     logs = {log.path: log for log in report.logs}
@@ -128,8 +124,7 @@ def _summary_line(report: Report) -> str:
 
 
 def report_page(report: Report) -> Page:
-    """The page: the gate's verdict (or none asked), what was read, each
-    row's headline, the warnings, then the tables."""
+    """The page: verdict, what was read, headlines, warnings, tables."""
     checks = report.thresholds
     failed = [check for check in checks if not check.met]
     if not checks:
@@ -164,8 +159,7 @@ def report_page(report: Report) -> Page:
 def _table(
     key: str, title: str, caption: str, columns: list[str], rows: list[list[str]]
 ) -> Table:
-    """A table of rows that start with their eval, task and model; the
-    terminal leaves out those (and the score) that hold one value."""
+    """Rows that start with eval, task and model (dropped when constant)."""
     columns = ["eval", "task", "model", *columns]
     constant = ["eval", "task", "model", "score"]
     return Table(key, title, caption, columns, rows, constant=constant)
@@ -403,7 +397,6 @@ def _evals_table(report: Report) -> Table:
     return Table("evals", "Evals read", caption, columns, rows, notes=notes)
 
 
-ID_KINDS = ("missed", "dropped", "invented")
 ID_TITLES = {
     "missed": "Most often missing document IDs",
     "dropped": "Most often dropped IDs",
@@ -430,8 +423,7 @@ _ID_CAPTIONS = {
 def ranked_ids(
     report: Report, kind: str
 ) -> list[tuple[Summary, list[tuple[str, int, int]], int]]:
-    """Each row's most often `kind` IDs, each counted (count) of (of), and
-    how many distinct IDs were ever counted."""
+    """Each row's top `kind` IDs as (id, count, of), and distinct count."""
     if kind == "missed":
         return [
             (s, [(d.id, d.missed, d.required) for d in s.missed], s.distinct_missed)

@@ -1,5 +1,4 @@
-"""`--fail-under NAME=VALUE`: a floor under a share of every run, runs
-with no result counted as not passing (docs/report.md, "Thresholds")."""
+"""`--fail-under NAME=VALUE` over every run (docs/report.md)."""
 
 from __future__ import annotations
 
@@ -28,8 +27,7 @@ OVER_ALL_RUNS: Final = (
 
 
 class InvalidThreshold(ValueError):
-    """Not NAME=VALUE of a known NAME and a VALUE in [0, 1], or a metric of
-    no eval read."""
+    """Not NAME=VALUE in [0, 1], or a metric of no eval read."""
 
 
 @dataclass(frozen=True)
@@ -102,8 +100,7 @@ def parse_threshold(text: str) -> Threshold:
 def check_thresholds(
     thresholds: Sequence[Threshold], targets: Iterable[Target]
 ) -> list[ThresholdCheck]:
-    """Each threshold against every target of its scorer; `InvalidThreshold`
-    for a metric of no target: a gate that cannot fail is a mistake."""
+    """Each threshold against every target of its scorer."""
     targets = list(targets)
     checks: list[ThresholdCheck] = []
     for threshold in thresholds:
