@@ -168,7 +168,8 @@ def report(
                 str(html_path), inputs=[*paths, *logs], option="--html", force=force
             )
         total = sum(len(run.logs) for run in evals.runs) + len(results)
-        with nullcontext() if as_json else reading_progress(total) as on_log_read:
+        quiet = nullcontext(lambda _path: None)
+        with quiet if as_json else reading_progress(total) as on_log_read:
             result = report_evals(evals, results, top, pool, fail_under, on_log_read)
     except ResultsError as error:
         raise NotResults(str(error)) from error

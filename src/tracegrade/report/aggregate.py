@@ -226,7 +226,6 @@ def build_report(
     top: int = 10,
     pool: bool = False,
     thresholds: Sequence[Threshold] = (),
-    on_log_read: Callable[[str], None] | None = None,
     samples: SampleReader = log_samples,
 ) -> Report:
     """Count the tracegrade scores of every eval at or under `paths`."""
@@ -234,7 +233,7 @@ def build_report(
 
     logs, results = split_paths(paths)
     evals = read_evals(logs) if logs else Evals([], [])
-    return report_evals(evals, results, top, pool, thresholds, on_log_read, samples)
+    return report_evals(evals, results, top, pool, thresholds, samples=samples)
 
 
 def report_evals(
@@ -243,7 +242,7 @@ def report_evals(
     top: int = 10,
     pool: bool = False,
     thresholds: Sequence[Threshold] = (),
-    on_log_read: Callable[[str], None] | None = None,
+    on_log_read: Callable[[str], None] = lambda _path: None,
     samples: SampleReader = log_samples,
 ) -> Report:
     """`build_report` of evals and Parquet results already found."""
@@ -257,21 +256,13 @@ def report_evals(
     for number, dataset in enumerate(results, start=len(evals.runs) + 1):
         clustered = pool and (dataset.task, dataset.model) in several
         counted.add_results(f"E{number}", dataset, clustered)
-        if on_log_read is not None:
-            on_log_read(dataset.path)
+        on_log_read(dataset.path)
     report = counted.report(top, evals.superseded)
     kinds = {StageSummary: STAGE_SCORER, ExtractionSummary: EXTRACTION_SCORER}
     targets = [
-        Target(
-            "+".join(s.evals),
-            s.task,
-            s.model,
-            s.scorer,
-            kinds[type(s)],
-            s.runs,
-            s.over_all_runs,
-        )
+        Target("+".join(s.evals), s.task, s.model, s.scorer, kinds[type(s)], *figures)
         for s in report.summaries
+        for figures in [(s.runs, s.over_all_runs)]
     ]
     checks = check_thresholds(thresholds, targets) if thresholds else []
     return replace(report, thresholds=checks)
@@ -461,7 +452,7 @@ class _Counted:
         run: EvalRun,
         clustered: bool,
         samples: SampleReader,
-        on_log_read: Callable[[str], None] | None,
+        on_log_read: Callable[[str], None],
     ) -> None:
         for log in run.reads(samples):
             # The ids of samples with no score are kept only for clusters.
@@ -498,8 +489,7 @@ class _Counted:
                     if group.clusters is not None:
                         group.clusters[key].update(())
             self.logs.append(scores.summary())
-            if on_log_read is not None:
-                on_log_read(log.path)
+            on_log_read(log.path)
         info = (run.key, run.name, run.task, run.model, run.created, run.status)
         logs = [log.path for log in run.logs]
         missing = run.missing_parts, run.missing_count
