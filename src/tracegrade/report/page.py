@@ -113,10 +113,8 @@ def print_page(page: Page, console: Console, *, verbose: bool = False) -> None:
         )
         for reason in page.reasons:
             console.print(Text(f"- {reason}"))
-    for line in summary:
+    for line in [*summary, *(f"- {line}" for line in page.headlines)]:
         console.print(Text(line))
-    for line in page.headlines:
-        console.print(Text(f"- {line}"))
     for warning in page.warnings:
         console.print(Text.assemble(("warning", "yellow"), f": {warning}"))
     for section in page.sections:
@@ -127,8 +125,7 @@ def print_page(page: Page, console: Console, *, verbose: bool = False) -> None:
             print_table(console, table, verbose=verbose)
         if verbose and section.notes:
             console.print()
-            for note in section.notes:
-                console.print(Text(f"- {note}"))
+            console.print(*(Text(f"- {note}") for note in section.notes), sep="\n")
         for table in section.more:
             print_table(console, table, verbose=verbose)
     if not verbose:
@@ -140,6 +137,8 @@ def print_page(page: Page, console: Console, *, verbose: bool = False) -> None:
 def print_table(console: Console, table: Table, *, verbose: bool = False) -> None:
     """One table, as records where rich would crop it; legend if `verbose`."""
     from rich.measure import Measurement
+    from rich.padding import Padding
+    from rich.table import Table as RichTable
     from rich.text import Text
 
     if not table.rows or (table.detail and not verbose):
@@ -161,8 +160,14 @@ def print_table(console: Console, table: Table, *, verbose: bool = False) -> Non
     ]
     if fitting:
         console.print(fitting[0])
-    else:
-        _print_records(console, shown)
+    for row in [] if fitting else shown.rows:
+        # Each row as lines of `column  value`, for a terminal too narrow.
+        record = RichTable.grid(padding=(0, 2))
+        record.add_column(style="dim", no_wrap=True)
+        record.add_column(overflow="fold")
+        for column, cell in zip(shown.columns, row, strict=True):
+            record.add_row(Text(column), Text(cell))
+        console.print(Padding(record, (0, 0, 1, 2), expand=False))
     if verbose:
         # The caption as wide as the terminal, not the table.
         console.print(Text(table.caption, style="dim"))
@@ -210,21 +215,6 @@ def _rich_table(spec: Table, *, tight: bool) -> Any:
     for row in spec.rows:
         table.add_row(*(Text(cell) for cell in row))
     return table
-
-
-def _print_records(console: Console, spec: Table) -> None:
-    """Each row as lines of `column  value`, for a terminal too narrow."""
-    from rich.padding import Padding
-    from rich.table import Table as RichTable
-    from rich.text import Text
-
-    for row in spec.rows:
-        record = RichTable.grid(padding=(0, 2))
-        record.add_column(style="dim", no_wrap=True)
-        record.add_column(overflow="fold")
-        for column, cell in zip(spec.columns, row, strict=True):
-            record.add_row(Text(column), Text(cell))
-        console.print(Padding(record, (0, 0, 1, 2), expand=False))
 
 
 # --- Markdown -------------------------------------------------------------------
