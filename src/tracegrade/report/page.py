@@ -269,8 +269,7 @@ class MarkdownPage:
         self.required += [f"**{escape(head, limit=1_000)}**", ""]
         shown = reasons[:_REQUIRED_LINES]
         self.required += [f"- {escape(r, limit=1_000, line=True)}" for r in shown]
-        if len(reasons) > len(shown):
-            more = len(reasons) - len(shown)
+        if more := len(reasons) - len(shown):
             self.required.append(f"- ... and {more} more (--json lists all)")
         self.required.append("")
 
@@ -441,8 +440,6 @@ def page_html(page: Page, charts: Sequence[Sequence[str]], plotly_js: str) -> st
         f'<script type="text/javascript">{plotly_js}</script>'
         f"</head><body><h1>{html.escape(page.command)}</h1>"
         f'<p id="verdict"><strong>{html.escape(page.verdict)}</strong></p>'
-        f"{_list(page.reasons)}{summary}"
-        f"{headlines}"
-        f"{warnings}{''.join(sections)}"
+        f"{_list(page.reasons)}{summary}{headlines}{warnings}{''.join(sections)}"
         "</body></html>\n"
     )
