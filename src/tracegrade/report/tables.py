@@ -36,12 +36,8 @@ def _of_all(count: int, runs: int) -> str:
 
 def eval_label(s: Summary) -> str:
     """E1, E1+E2 pooled; with the score's name when not the default."""
-    label = "+".join(s.evals)
-    return (
-        label
-        if s.scorer in (STAGE_SCORER, EXTRACTION_SCORER)
-        else f"{label} [{s.scorer}]"
-    )
+    named = s.scorer not in (STAGE_SCORER, EXTRACTION_SCORER)
+    return "+".join(s.evals) + f" [{s.scorer}]" * named
 
 
 def _got(s: Summary) -> tuple[int, str]:
@@ -56,21 +52,15 @@ def headline(s: Summary) -> str:
     runs = _plural(s.runs, "run")
     got, why = _got(s)
     if isinstance(s, StageSummary):
-        word = "diagnosed"
-        text = f"pass {s.stages['pass'].count} of {runs}: {got} diagnosed"
-        if got:
-            text += f", {share_with_interval(s.stages['pass'])} of them pass"
+        word, passed = "diagnosed", s.stages["pass"]
+        text = f"pass {passed.count} of {runs}: {got} diagnosed"
+        text += f", {share_with_interval(passed)} of them pass" * bool(got)
     else:
-        word = "graded"
-        text = (
-            f"membership {s.membership.count} and order {s.order.count} of "
-            f"{runs}: {got} graded"
-        )
+        word, m, o = "graded", s.membership, s.order
+        text = f"membership {m.count} and order {o.count} of {runs}: {got} graded"
         if got:
-            text += (
-                f", membership {share_with_interval(s.membership)} and order "
-                f"{share_with_interval(s.order)} of them"
-            )
+            text += f", membership {share_with_interval(m)} and order "
+            text += f"{share_with_interval(o)} of them"
     if s.runs - got:
         text += f"; {s.runs - got} not {word}: {why}"
     return f"{eval_label(s)} ({s.task}, {s.model}): {text}."
