@@ -96,8 +96,7 @@ def eval_warnings(report: Report) -> list[str]:
 def _summary_line(report: Report) -> str:
     evals, logs = len(report.evals), len(report.logs) + len(report.superseded)
     text = f"{_plural(evals, 'eval')} in {_plural(logs, 'log')}"
-    if report.pooled:
-        text += ", pooled by task, model and score"
+    text += ", pooled by task, model and score" * report.pooled
     note = superseded_note(report.superseded)
     text += f" ({note})" if note else ""
     samples = sum(log.samples for log in report.logs)
@@ -118,10 +117,8 @@ def report_page(report: Report) -> Page:
     checks = report.thresholds
     failed = [check for check in checks if not check.met]
     if not checks:
-        verdict = [
-            "No gate asked",
-            "no --fail-under threshold: the report gates nothing",
-        ]
+        verdict = ["No gate asked"]
+        verdict += ["no --fail-under threshold: the report gates nothing"]
     elif failed:
         verdict = [
             f"Gate failed: {len(failed)} of {len(checks)} thresholds not met "
@@ -163,16 +160,10 @@ def _row(start: Summary | ThresholdCheck, *cells: object) -> list[str]:
 def thresholds_table(checks: list[ThresholdCheck]) -> Table:
     """The `--fail-under` checks, each against one eval's score."""
     rows = [
-        _row(
-            c,
-            c.score,
-            c.metric,
-            c.runs,
-            "none" if c.value is None else f"{c.value:.4f}",
-            f"{c.threshold:g}",
-            "yes" if c.met else "NO",
-        )
+        _row(c, c.score, c.metric, c.runs, value, f"{c.threshold:g}", met)
         for c in checks
+        for value in ["none" if c.value is None else f"{c.value:.4f}"]
+        for met in ["yes" if c.met else "NO"]
     ]
     caption = (
         f"Each value is {OVER_ALL_RUNS}. The gate fails when a value is under "
