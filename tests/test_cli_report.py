@@ -9,37 +9,26 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
-from inspect_ai import eval
 from plotly.offline import get_plotlyjs
 
+from tests import test_reporting
 from tests.support import split_into_parts
-from tracegrade import ordered_extraction_recorded, stage_diagnosis
+from tests.test_reporting import OfflineLogs
 from tracegrade.cli import main
 from tracegrade.logs.evals import find_logs
-from tracegrade.report.aggregate import Report, build_report
+from tracegrade.report.aggregate import Report
 from tracegrade.report.html import plot_text
 from tracegrade.report.page import Table
 from tracegrade.report.tables import report_tables
 from tracegrade.scorers.explain import show_id
 
-
-@pytest.fixture(scope="session")
-def log_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    log_dir = tmp_path_factory.mktemp("cli-report-logs")
-    logs = eval(
-        [stage_diagnosis(dataset="edge-cases"), ordered_extraction_recorded()],
-        display="none",
-        log_dir=str(log_dir),
-        log_realtime=False,
-    )
-    for log in logs:
-        assert log.status == "success", log.error
-    return log_dir
+# The offline tasks' logs, and their report, once for both files.
+offline_logs, report = test_reporting.offline_logs, test_reporting.report
 
 
 @pytest.fixture(scope="session")
-def report(log_dir: Path) -> Report:
-    return build_report([str(log_dir)])
+def log_dir(offline_logs: OfflineLogs) -> Path:
+    return offline_logs.log_dir
 
 
 def invoke(*args: str) -> Result:
