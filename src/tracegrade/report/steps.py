@@ -107,15 +107,10 @@ class PipelineTally:
 
         steps = [
             StepFigures(
-                name,
-                recall.count,
-                recall.mean(recall.count),
-                rr.mean(recall.count),
-                ndcg.mean(recall.count),
-                self.lost_at[name],
-                share(self.lost_at[name]),
+                name, n, recall.mean(n), rr.mean(n), ndcg.mean(n), lost, share(lost)
             )
             for name, (recall, rr, ndcg) in self.sums.items()
+            for n, lost in [(recall.count, self.lost_at[name])]
         ]
         ranks = self.cut_ranks
         median = float(statistics.median(ranks)) if ranks else None
