@@ -350,29 +350,24 @@ class _Group:
 
     def summary(self, top: int) -> StageSummary | ExtractionSummary:
         tally = self.all
-        others = sorted(s for s in self.statuses if s != "success")
-        samples = tally.runs - self.not_run
-        common: dict[str, Any] = dict(
-            evals=self.evals,
-            task=self.task,
-            model=self.model,
-            scorer=self.score,
-            status=others[0] if others else "success",
-            epochs=sorted(self.epochs),
-            samples=samples if self.clusters is None else len(self.clusters),
-            runs=tally.runs,
+        status = min(self.statuses - {"success"}, default="success")
+        samples = (
+            tally.runs - self.not_run if self.clusters is None else len(self.clusters)
         )
+        row = self.evals, self.task, self.model, self.score, status
+        common = (*row, sorted(self.epochs), samples, tally.runs)
         # Unscored runs first: they shrink the denominators of every figure.
         errors = sorted(
             self.errors.items(),
             key=lambda item: (item[0][1] not in UNSCORED_SIDES, -item[1], item[0][0]),
         )
-        common["errors"] = [ErrorCount(kind, side, n) for (kind, side), n in errors]
+        counts = [ErrorCount(kind, side, n) for (kind, side), n in errors]
         ranked = {kind: _ranked(counts) for kind, counts in self.ids.items()}
         if self.kind == STAGE_SCORER:
             missed = ranked.get("missed", [])
             return StageSummary(
-                **common,
+                *common,
+                errors=counts,
                 diagnosed=tally.diagnosed,
                 not_diagnosed=undiagnosed(tally.why),
                 over_all_runs=tally.figures(
@@ -393,7 +388,8 @@ class _Group:
             )
         dropped, invented = ranked.get("dropped", []), ranked.get("invented", [])
         return ExtractionSummary(
-            **common,
+            *common,
+            errors=counts,
             graded=tally.diagnosed,
             not_graded=undiagnosed(tally.why),
             over_all_runs=tally.figures(("membership", "order")),
