@@ -357,13 +357,11 @@ def _evals_table(report: Report) -> Table:
         no_score = sum(log.samples_without_tracegrade_score for log in read)
         rows.append([e.label, e.task, e.model, e.status, str(e.epochs)])
         rows[-1] += [str(samples), str(no_score)]
-        paths = e.logs
-        if len(paths) == 1:
-            notes.append(f"{e.label}: {paths[0]}")
-        elif len(paths) == 2:
-            notes.append(f"{e.label}: {paths[0]} and {paths[1]}")
-        else:
-            notes.append(f"{e.label}: {len(paths)} parts, {paths[0]} to {paths[-1]}")
+        first, last, count = e.logs[0], e.logs[-1], len(e.logs)
+        paths = (
+            f"{count} parts, {first} to {last}" if count > 2 else " and ".join(e.logs)
+        )
+        notes.append(f"{e.label}: {paths}")
     caption = (
         "samples: sample-epochs in its logs. no score: samples with no "
         "tracegrade score, such as one that errored before scoring. An eval "
