@@ -56,8 +56,7 @@ def test_terminal_output_shows_every_table(log_dir: Path, report: Report) -> Non
 def test_an_80_column_terminal_shows_every_row_within_its_width(
     log_dir: Path, report: Report
 ) -> None:
-    """Rows name their eval by label; the task, model and logs are in the
-    table of evals, so the figures fit 80 columns, none cropped."""
+    """Rows name their eval by label, so the figures fit 80 columns."""
     result = CliRunner().invoke(main, ["report", str(log_dir)], env={"COLUMNS": "80"})
 
     assert result.exit_code == 0, result.output
@@ -169,9 +168,7 @@ def test_html_charts_plot_the_report(
 def test_logs_under_a_linked_directory_are_read_once(
     log_dir: Path, tmp_path: Path
 ) -> None:
-    """As Parquet results are: links to directories and files followed, a
-    cycle or a second link to the same logs read once; Inspect's
-    `list_eval_logs` follows none."""
+    """Links followed, a cycle or a second link read once."""
     root, elsewhere = tmp_path / "logs", tmp_path / "elsewhere"
     root.mkdir()
     elsewhere.symlink_to(log_dir)

@@ -1,5 +1,4 @@
-"""`--epochs N` on live runs: every epoch graded, sensible reductions. Epochs
-run concurrently, so each sample's epochs are compared as a multiset."""
+"""`--epochs N` on live runs; epochs run concurrently: compared as multisets."""
 
 from __future__ import annotations
 

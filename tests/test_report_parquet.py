@@ -53,8 +53,7 @@ def figures(report: dict[str, Any], task: str) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module", params=TASKS)
 def scored(request: pytest.FixtureRequest, tmp_path_factory: Any) -> dict[str, Any]:
-    """One file of records (bad lines included) as a log, as `tracegrade
-    score`'s Parquet results, and as a Ray-style directory of results."""
+    """Records (bad lines included) as a log, as Parquet results, as Ray's."""
     task: str = request.param
     root: Path = tmp_path_factory.mktemp(f"report-parquet-{task}")
     records = random_records(task, RECORDS, seed=11)
@@ -118,8 +117,7 @@ def test_parquet_results_report_every_figure_the_log_reports(
 def test_a_directory_of_results_from_an_engine_reports_the_same(
     scored: dict[str, Any],
 ) -> None:
-    """`score_table`'s rows, in several files: the records without the bad
-    lines, so the log's figures less those lines' runs."""
+    """`score_table`'s rows in several files; the records without bad lines."""
     task = scored["task"]
     records = scored["root"] / "records.jsonl"
     good = random_records(task, RECORDS, seed=11)
@@ -215,11 +213,7 @@ def test_a_directory_with_neither_logs_nor_results_exits_1(tmp_path: Path) -> No
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads VmHWM from /proc")
 def test_memory_is_flat_in_the_number_of_rows(tmp_path: Path) -> None:
-    """Ten times the rows, far less than their size added to the peak: the
-    rows are read a batch at a time, and what grows with them is the
-    report's per-run shares (16 bytes a row). Both directories are
-    reported in one interpreter, the smaller first
-    (`peaks_in_one_interpreter`)."""
+    """Ten times the rows, far less than their size added to the peak."""
     records = random_records("stage_diagnosis", 2_000, seed=8)
     scored = score_table(records_table(records, "stage_diagnosis"))
     sizes = (5_000, 50_000)
@@ -280,8 +274,7 @@ def test_results_given_twice_are_one_eval_and_pool_with_others(
 def test_a_log_directory_is_read_as_logs_not_with_its_results(
     scored: dict[str, Any],
 ) -> None:
-    """`tracegrade score` writes its Parquet results beside its log: the
-    directory is the log's, and the results are not counted again."""
+    """Results beside their log are not counted again."""
     directory = Path(scored["log"]).parent
     (directory / "runs.results.parquet").write_bytes(
         (Path(scored["results"]) / "runs.results.parquet").read_bytes()
@@ -312,8 +305,7 @@ def test_results_without_pyarrow_say_what_to_install(
 
 
 def stage_results(file: Path, passing: list[bool], prefix: str = "run") -> Path:
-    """`score_table`'s results of records `prefix-0`, `prefix-1`, ... that
-    pass, or miss their document, as `passing` says."""
+    """Results of records `prefix-N` that pass or miss, as `passing` says."""
     records = [
         {
             "id": f"{prefix}-{number}",
@@ -356,9 +348,7 @@ def test_a_stray_metadata_json_leaves_the_results_read(tmp_path: Path) -> None:
 
 
 def test_two_runs_in_one_directory_are_refused_not_pooled(tmp_path: Path) -> None:
-    """Ray's `write_parquet` adds files when a job runs again into the same
-    path: the older run's 20 passes and the newer's 10 of 20 are not one
-    eval at 75%."""
+    """A job run again into the same path (Ray adds files) is two runs."""
     older = stage_results(tmp_path / "part-0.parquet", [True] * 20)
     newer = stage_results(tmp_path / "part-1.parquet", [True] * 10 + [False] * 10)
 

@@ -1,6 +1,4 @@
-"""The streamed report equals the whole-log report (`read_eval_log`, every
-sample validated) on `inspect eval`'s .eval and .json logs of two epochs, a
-sample logged twice and NaN in a .json log."""
+"""The streamed report equals the whole-log report (`read_eval_log`)."""
 
 from __future__ import annotations
 
@@ -40,11 +38,7 @@ def both_ways(paths: list[str], top: int = 10) -> tuple[Report, Report]:
 def epoch_runs(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Callable[[str], list[Path]]:
-    """The logs of both packaged tasks over `EPOCHS` epochs in a format,
-    evaluated once for the module: the tests only read them. The `.json`
-    logs are the `.eval` logs written again by `write_eval_log`, which is
-    the very writer (`JSONRecorder.write_log`) `inspect eval` ends a
-    `.json` log with, so one eval serves both formats."""
+    """Both tasks over `EPOCHS` epochs; the .json logs rewritten from .eval."""
     # Nothing watches the eval live: the buffer of each sample's events that
     # `inspect view` reads while one runs would be cost alone.
     evaluated = eval(

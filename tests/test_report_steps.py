@@ -1,9 +1,4 @@
-"""Where the missing documents were lost, over many runs (`report.steps`).
-
-Each figure is held to an independent statement of it: the step figures to
-ir-measures (trec_eval's own code) over the same runs as queries, the
-counts to a plain recount of each run's `lost` as the stage scorer wrote it.
-"""
+"""Where missing documents were lost, held to ir-measures and a recount."""
 
 from __future__ import annotations
 
@@ -37,8 +32,7 @@ STEP_NAMES = ["retriever", "reranker"]
 
 @st.composite
 def runs(draw: st.DrawFn) -> list[dict[str, Any]]:
-    """Runs of one two-step pipeline; the context a prefix of the last step
-    (a prompt filled to k), so IDs lost at the cut lie just below it."""
+    """Runs of a two-step pipeline, the context a prefix of the last step."""
     records = []
     for _ in range(draw(st.integers(1, 8))):
         retrieved = draw(st.permutations(IDS))[: draw(st.integers(0, 16))]

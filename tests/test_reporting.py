@@ -1,9 +1,4 @@
-"""The report's figures, from logs made by really running the offline tasks.
-
-Every expected figure is derived here independently of the logs: from the
-packaged fixture files and the pure core (`diagnose_stage`,
-`grade_extraction`), or from the metrics Inspect itself logged.
-"""
+"""The report's figures, derived independently from the fixtures and core."""
 
 from __future__ import annotations
 
@@ -243,8 +238,7 @@ def test_extraction_figures_match_the_core_on_the_fixture(
 def test_recall_and_precision_are_exact_means_over_every_run_with_one(
     offline_logs: OfflineLogs, report: Report
 ) -> None:
-    """Labelled or not, where Inspect's metrics see the scored runs only;
-    both sums exact: the same bits as `math.fsum`."""
+    """Labelled or not (Inspect's metrics: scored runs only), exact sums."""
     stage_log = read_eval_log(offline_logs.stage)
     assert stage_log.results is not None
     metrics = stage_log.results.scores[0].metrics
@@ -345,8 +339,7 @@ def test_the_parts_of_a_run_are_one_eval_read_once(
 def test_json_logs_and_appended_scores(
     offline_logs: OfflineLogs, report: Report, tmp_path: Path
 ) -> None:
-    """A .json log reads as its .eval does; a score appended by `inspect
-    score --action append` is a row of its own."""
+    """A .json log reads as .eval; an appended score is a row of its own."""
     rescored = score(
         read_eval_log(offline_logs.stage),
         stage_diagnosis_scorer(),
@@ -379,8 +372,7 @@ def test_logs_without_tracegrade_scores_are_an_error(tmp_path: Path) -> None:
 def rewritten(
     source: str, tmp_path: Path, sample_id: str | None, key: str, **changes: object
 ) -> str:
-    """A copy of the log with one sample's score (every sample's, with None)
-    changed; `metadata` entries are updated, None removing one."""
+    """The log with one sample's score (None: every sample's) changed."""
     log = read_eval_log(source)
     for sample in log.samples or []:
         if sample_id is not None and sample.id != sample_id:
@@ -454,8 +446,7 @@ def test_a_malformed_score_names_the_sample(
 def test_a_score_from_before_0_1_0_is_read_or_refused_with_how_to_score_again(
     offline_logs: OfflineLogs, report: Report, tmp_path: Path
 ) -> None:
-    """Recall and precision an older score lacks come from its record; an
-    extraction score without `itemised` is refused."""
+    """Older recall and precision come from the record; no `itemised` is refused."""
     older = rewritten(
         offline_logs.stage,
         tmp_path,
@@ -481,8 +472,7 @@ def test_a_score_from_before_0_1_0_is_read_or_refused_with_how_to_score_again(
 
 
 def test_wilson_interval_is_scipys() -> None:
-    """The report computes the interval itself (scipy costs its start-up
-    more than a large log does); scipy's is the reference."""
+    """The report computes the interval itself; scipy's is the reference."""
     from scipy.stats import binomtest  # type: ignore[import-untyped]
 
     for trials in [1, 2, 7, 29, 263, 99_999]:
