@@ -121,18 +121,16 @@ def _stages_figure(report: Report) -> Any:
     series.append(("not diagnosed", none, left_out, NOT_DIAGNOSED))
     figure = go.Figure()
     for name, counts, hover, colour in series:
-        figure.add_trace(
-            go.Bar(
-                name=name,
-                x=[_label(s) for s in rows],
-                y=[_of_all(n, s.runs) for n, s in zip(counts, rows, strict=True)],
-                text=[str(n) for n in counts],
-                textposition="inside",
-                textangle=0,
-                customdata=hover,
-                hovertemplate=f"{name}: %{{customdata}}<extra></extra>",
-                marker_color=colour,
-            )
+        figure.add_bar(
+            name=name,
+            x=[_label(s) for s in rows],
+            y=[_of_all(n, s.runs) for n, s in zip(counts, rows, strict=True)],
+            text=[str(n) for n in counts],
+            textposition="inside",
+            textangle=0,
+            customdata=hover,
+            hovertemplate=f"{name}: %{{customdata}}<extra></extra>",
+            marker_color=colour,
         )
     return figure.update_layout(
         LAYOUT,
@@ -156,35 +154,29 @@ def _extraction_figure(report: Report) -> Any:
     figure = go.Figure()
     for name in CRITERION_COLOURS:
         shares: list[Proportion] = [getattr(s, name) for s in rows]
-        figure.add_trace(
-            go.Bar(
-                name=name,
-                x=x,
-                y=[None if p.share is None else 100 * p.share for p in shares],
-                error_y={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": [
-                        100 * ((p.high or 0.0) - (p.share or 0.0)) for p in shares
-                    ],
-                    "arrayminus": [
-                        100 * ((p.share or 0.0) - (p.low or 0.0)) for p in shares
-                    ],
-                },
-                customdata=[_interval(p) for p in shares],
-                hovertemplate=f"{name}: %{{customdata}}<extra></extra>",
-                marker_color=CRITERION_COLOURS[name],
-            )
-        )
-    figure.add_trace(
-        go.Bar(
-            name="not graded (of all runs)",
+        high = [100 * ((p.high or 0.0) - (p.share or 0.0)) for p in shares]
+        low = [100 * ((p.share or 0.0) - (p.low or 0.0)) for p in shares]
+        figure.add_bar(
+            name=name,
             x=x,
-            y=[_of_all(s.runs - s.graded, s.runs) for s in rows],
-            customdata=[_left_out(s.runs, s.not_graded) for s in rows],
-            hovertemplate="not graded: %{customdata}<extra></extra>",
-            marker_color=NOT_DIAGNOSED,
+            y=[None if p.share is None else 100 * p.share for p in shares],
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": high,
+                "arrayminus": low,
+            },
+            customdata=[_interval(p) for p in shares],
+            hovertemplate=f"{name}: %{{customdata}}<extra></extra>",
+            marker_color=CRITERION_COLOURS[name],
         )
+    figure.add_bar(
+        name="not graded (of all runs)",
+        x=x,
+        y=[_of_all(s.runs - s.graded, s.runs) for s in rows],
+        customdata=[_left_out(s.runs, s.not_graded) for s in rows],
+        hovertemplate="not graded: %{customdata}<extra></extra>",
+        marker_color=NOT_DIAGNOSED,
     )
     return figure.update_layout(
         LAYOUT,
@@ -205,18 +197,16 @@ def _id_figure(report: Report, kind: str) -> Any:
     rankings = ranked_ids(report, kind)
     figure = go.Figure()
     for s, ids, _ in rankings:
-        figure.add_trace(
-            go.Bar(
-                name=plot_text(f"{eval_label(s)} {s.model}"),
-                x=[plot_text(show_id(i)) for i, _, _ in ids],
-                y=[count for _, count, _ in ids],
-                text=[str(count) for _, count, _ in ids],
-                textposition="outside",
-                customdata=[hover.format(count, of) for _, count, of in ids],
-                hovertemplate="%{x}: %{customdata}<extra></extra>",
-                # One series: the figure's own colour; several: plotly's.
-                marker_color=colour if len(rankings) == 1 else None,
-            )
+        figure.add_bar(
+            name=plot_text(f"{eval_label(s)} {s.model}"),
+            x=[plot_text(show_id(i)) for i, _, _ in ids],
+            y=[count for _, count, _ in ids],
+            text=[str(count) for _, count, _ in ids],
+            textposition="outside",
+            customdata=[hover.format(count, of) for _, count, of in ids],
+            hovertemplate="%{x}: %{customdata}<extra></extra>",
+            # One series: the figure's own colour; several: plotly's.
+            marker_color=colour if len(rankings) == 1 else None,
         )
     figure.update_layout(
         LAYOUT,
