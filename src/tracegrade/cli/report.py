@@ -198,13 +198,10 @@ def report(
         print_page(report_page(result), Console(), verbose=verbose)
     if html_path is not None:
         click.echo(f"HTML report written to {html_path}", err=True)
-    failed = [check for check in result.thresholds if not check.met]
+    failed = [threshold_line(check) for check in result.thresholds if not check.met]
+    for line in failed:
+        click.echo(f"tracegrade report: threshold not met: {line}", err=True)
     if failed:
-        for check in failed:
-            click.echo(
-                f"tracegrade report: threshold not met: {threshold_line(check)}",
-                err=True,
-            )
         sys.exit(THRESHOLD_EXIT)
 
 
