@@ -288,11 +288,7 @@ def test_a_log_directory_is_read_as_logs_not_with_its_results(
 def test_results_without_pyarrow_say_what_to_install(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    file = tmp_path / "results.parquet"
-    table = records_table(
-        random_records("stage_diagnosis", 5, seed=1), "stage_diagnosis"
-    )
-    pq.write_table(score_table(table), file)
+    file = stage_results(tmp_path / "results.parquet", [True])
     # A None entry makes `import pyarrow.dataset` raise ImportError.
     monkeypatch.setitem(sys.modules, "pyarrow.dataset", None)
 
