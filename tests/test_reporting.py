@@ -424,9 +424,8 @@ def test_a_same_named_score_without_tracegrade_metadata_is_ignored(
             {"metadata": {"itemised": {"dropped": "C", "invented": []}}},
             r'got "C" and \[\]$',
         ),
-        ("stage", "lucky-answer-gap", {"metadata": {"recall": 1.5}}, r"got 1\.5$"),
     ],
-    ids=["stage value", "order without membership", "itemised", "recall"],
+    ids=["stage value", "order without membership", "itemised"],
 )
 def test_a_malformed_score_names_the_sample(
     offline_logs: OfflineLogs,
