@@ -239,14 +239,9 @@ def report_tables(report: Report) -> list[Table]:
         "sample error has no context) are in the Runs table.",
         ["recall", "recall runs", "precision", "precision runs"],
         [
-            _row(
-                s,
-                percent(s.recall),
-                s.recall_runs,
-                percent(s.precision),
-                s.precision_runs,
-            )
+            _row(s, percent(s.recall), s.recall_runs, *precision)
             for s in staged
+            for precision in [(percent(s.precision), s.precision_runs)]
         ],
     )
     errors = _table(
@@ -272,15 +267,10 @@ def report_tables(report: Report) -> list[Table]:
         "those not graded (table Runs) included.",
         ["runs", "graded", "membership", "order", "gap", *_OF_ALL],
         [
-            _row(
-                s,
-                s.runs,
-                s.graded,
-                *map(share_with_interval, (s.membership, s.order, s.gap)),
-                _of_all(s.membership.count, s.runs),
-                _of_all(s.order.count, s.runs),
-            )
+            _row(s, s.runs, s.graded, *map(share_with_interval, shares), *of_all)
             for s in extraction
+            for shares in [(s.membership, s.order, s.gap)]
+            for of_all in [(_of_all(p.count, s.runs) for p in shares[:2])]
         ],
     )
     ids = [_id_table(report, kind) for kind in ID_TITLES]
