@@ -203,16 +203,10 @@ def report_tables(report: Report) -> list[Table]:
         "run, those not diagnosed (table Runs) included.",
         ["stage", "runs", "of", ci, "of all runs"],
         [
-            _row(
-                s,
-                stage,
-                p.count,
-                p.total,
-                share_with_interval(p),
-                _of_all(p.count, s.runs),
-            )
+            _row(s, stage, p.count, p.total, share_with_interval(p), of_all)
             for s in staged
             for stage, p in s.stages.items()
+            for of_all in [_of_all(p.count, s.runs)]
         ],
     )
     lucky = _table(
