@@ -363,6 +363,7 @@ class _Group:
         )
         counts = [ErrorCount(kind, side, n) for (kind, side), n in errors]
         ranked = {kind: _ranked(counts) for kind, counts in self.ids.items()}
+        ids = self.ids
         if self.kind == STAGE_SCORER:
             missed = ranked.get("missed", [])
             return StageSummary(
@@ -380,8 +381,7 @@ class _Group:
                 precision=tally.precision.mean(tally.precision.count),
                 precision_runs=tally.precision.count,
                 missed=[
-                    MissedDocument(i, n, self.ids["required"][i])
-                    for i, n in missed[:top]
+                    MissedDocument(i, n, ids["required"][i]) for i, n in missed[:top]
                 ],
                 distinct_missed=len(missed),
                 pipeline=self.pipeline.summary(),
@@ -397,9 +397,7 @@ class _Group:
             order=self.share("order", "graded"),
             gap=self.share("gap", "graded"),
             itemised=tally.outcomes["itemised"],
-            dropped=[
-                DroppedID(i, n, self.ids["in_source"][i]) for i, n in dropped[:top]
-            ],
+            dropped=[DroppedID(i, n, ids["in_source"][i]) for i, n in dropped[:top]],
             invented=[InventedID(i, n) for i, n in invented[:top]],
             distinct_dropped=len(dropped),
             distinct_invented=len(invented),
