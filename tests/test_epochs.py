@@ -1,5 +1,4 @@
-"""`--epochs N` on live runs: every epoch graded, sensible reductions. Epochs
-run concurrently, so each sample's epochs are compared as a multiset."""
+"""`--epochs N` on live runs; epochs run concurrently: compared as multisets."""
 
 from __future__ import annotations
 
@@ -87,18 +86,6 @@ def extraction_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     return log
 
 
-def test_every_epoch_of_an_extraction_is_graded(extraction_log: EvalLog) -> None:
-    assert extraction_log.samples is not None
-    assert Counter((str(s.id), s.epoch) for s in extraction_log.samples) == Counter(
-        {(i, epoch): 1 for i in (A, B, C) for epoch in range(1, EPOCHS + 1)}
-    )
-    graded = per_sample(extraction_log, "ordered_extraction")
-    for document_id, expected in EXPECTED.items():
-        assert Counter(json.dumps(v) for v in graded[document_id]) == Counter(
-            json.dumps(v) for v in expected
-        )
-
-
 def test_extraction_epochs_are_reduced_by_mean(extraction_log: EvalLog) -> None:
     assert extraction_log.eval.config.epochs == EPOCHS
     assert extraction_log.eval.config.epochs_reducer == ["mean"]
@@ -171,23 +158,14 @@ def test_every_epoch_of_a_rag_run_is_diagnosed(
     assert metrics[("stage_diagnosis", None, "lucky_answers")] == EPOCHS
 
 
-def test_a_multi_epoch_export_names_each_epoch(rag_epochs_log: EvalLog) -> None:
-    lines = label_requests(rag_epochs_log)
-    assert [(x["id"], x["epoch"]) for x in lines] == [
-        (i, epoch) for i in ("Q-001", "Q-004") for epoch in range(1, EPOCHS + 1)
-    ]
-    answers = Counter(x["answer"] for x in lines if x["id"] == "Q-001")
-    assert answers == Counter({"-18 degrees C.": 2, "I do not know.": 1})
-    assert list(lines[0]) == [
-        *("id", "epoch", "question", "answer"),
-        *("required", "context", "correct", "grader"),
-    ]
-
-
 def test_each_epoch_is_diagnosed_by_its_own_label_and_reduced_by_mode(
     rag_epochs_log: EvalLog, tmp_path: Path
 ) -> None:
     lines = label_requests(rag_epochs_log)
+    # The export names each epoch: each gets its own label.
+    assert [(x["id"], x["epoch"]) for x in lines] == [
+        (i, epoch) for i in ("Q-001", "Q-004") for epoch in range(1, EPOCHS + 1)
+    ]
     filled = [{**line, "correct": line["answer"] != "I do not know."} for line in lines]
     log = score(
         rag_epochs_log,

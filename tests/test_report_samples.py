@@ -1,15 +1,4 @@
-"""The streamed report equals the whole-log report, on real logs.
-
-`tracegrade report` reads each sample on its own as plain JSON
-(`report/samples.py`). The reference is what it did before: `read_eval_log`
-of the whole log, every sample validated as an `EvalSample`. Both go
-through the same aggregation, so any difference is the reading's. The logs
-are `inspect eval`'s own `.eval` logs with two epochs, the same logs as
-Inspect's JSON writer lays them out in `.json`, and the same logs
-rewritten as other writers lay them out: `EvalArchive` (what `tracegrade
-score` writes), deflated and stored members, ZIP64 records, a sample
-logged twice, NaN in a `.json` log.
-"""
+"""The streamed report equals the whole-log report (`read_eval_log`)."""
 
 from __future__ import annotations
 
@@ -21,15 +10,12 @@ from pathlib import Path
 
 import pytest
 from inspect_ai import eval
-from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
+from inspect_ai.log import read_eval_log, write_eval_log
 from inspect_ai.scorer import Score
 
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
-from tracegrade.bulk.evallog import EvalArchive, sample_summary
-from tracegrade.logs import samples
 from tracegrade.logs.evals import find_logs
-from tracegrade.logs.samples import SampleRead, eval_header, from_eval_sample
-from tracegrade.logs.scores import LogError, read_log
+from tracegrade.logs.samples import SampleRead, from_eval_sample
 from tracegrade.report.aggregate import Report, build_report
 
 EPOCHS = 2
@@ -52,11 +38,7 @@ def both_ways(paths: list[str], top: int = 10) -> tuple[Report, Report]:
 def epoch_runs(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Callable[[str], list[Path]]:
-    """The logs of both packaged tasks over `EPOCHS` epochs in a format,
-    evaluated once for the module: the tests only read them. The `.json`
-    logs are the `.eval` logs written again by `write_eval_log`, which is
-    the very writer (`JSONRecorder.write_log`) `inspect eval` ends a
-    `.json` log with, so one eval serves both formats."""
+    """Both tasks over `EPOCHS` epochs; the .json logs rewritten from .eval."""
     # Nothing watches the eval live: the buffer of each sample's events that
     # `inspect view` reads while one runs would be cost alone.
     evaluated = eval(
@@ -91,10 +73,8 @@ def eval_logs(epoch_runs: Callable[[str], list[Path]]) -> list[Path]:
     return epoch_runs("eval")
 
 
-@pytest.mark.parametrize("top", [10, 3])
-def test_streamed_report_equals_the_whole_log_report(log_dir: Path, top: int) -> None:
-    paths = find_logs([log_dir])
-    streamed, whole = both_ways(paths, top)
+def test_streamed_report_equals_the_whole_log_report(log_dir: Path) -> None:
+    streamed, whole = both_ways(find_logs([log_dir]), top=3)
 
     assert streamed == whole
     assert {s.runs for s in streamed.stage_diagnosis} != {0}
@@ -111,69 +91,6 @@ def rezipped(source: Path, target: Path, **options: object) -> Path:
         for info in old.infolist():
             new.writestr(info.filename, old.read(info))
     return target
-
-
-@pytest.mark.parametrize(
-    "compression", [zipfile.ZIP_DEFLATED, zipfile.ZIP_STORED], ids=["deflate", "stored"]
-)
-def test_deflated_and_stored_members_read_the_same(
-    eval_logs: list[Path], tmp_path: Path, compression: int
-) -> None:
-    paths = [
-        str(rezipped(log, tmp_path / log.name, compression=compression))
-        for log in eval_logs
-    ]
-    streamed, whole = both_ways(paths)
-
-    assert streamed == whole
-    assert (
-        streamed.stage_diagnosis
-        == both_ways([str(p) for p in eval_logs])[0].stage_diagnosis
-    )
-
-
-def test_zip64_records_read_the_same(
-    eval_logs: list[Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # Limits this small make zipfile write every ZIP64 structure: sizes and
-    # offsets in ZIP64 extra fields, and the ZIP64 end records.
-    monkeypatch.setattr(zipfile, "ZIP64_LIMIT", 64)
-    monkeypatch.setattr(zipfile, "ZIP_FILECOUNT_LIMIT", 4)
-    paths = [
-        str(rezipped(log, tmp_path / log.name, compression=zipfile.ZIP_DEFLATED))
-        for log in eval_logs
-    ]
-    monkeypatch.undo()
-    data = Path(paths[0]).read_bytes()
-    assert b"PK\x06\x06" in data and b"PK\x06\x07" in data
-
-    streamed, whole = both_ways(paths)
-    assert streamed == whole
-
-
-def test_logs_written_by_evalarchive_read_the_same(
-    eval_logs: list[Path], tmp_path: Path
-) -> None:
-    paths = []
-    for source in eval_logs:
-        log = read_eval_log(str(source))
-        with (
-            zipfile.ZipFile(source) as old,
-            EvalArchive(tmp_path / source.name) as archive,
-        ):
-            archive.start(log.eval, log.plan)
-            for name in old.namelist():
-                if name.startswith("samples/"):
-                    data = old.read(name)
-                    archive.add_sample(data, sample_summary(json.loads(data)))
-            paths.append(str(archive.finish(log, log.reductions)))
-    streamed, whole = both_ways(paths)
-
-    assert streamed == whole
-    assert (
-        streamed.stage_diagnosis
-        == both_ways([str(p) for p in eval_logs])[0].stage_diagnosis
-    )
 
 
 def test_a_sample_logged_twice_counts_once_as_its_last(
@@ -203,113 +120,6 @@ def test_a_sample_logged_twice_counts_once_as_its_last(
     assert relogged.stages[before].count == original.stages[before].count - 1
 
 
-def test_reads_across_window_edges_give_the_same_report(
-    log_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Windows of 7 bytes: every value, name and directory entry crosses
-    an edge, numbers cut short included."""
-    paths = find_logs([log_dir])
-    whole = build_report(paths, samples=whole_log)
-    monkeypatch.setattr(samples, "_CHUNK", 7)
-
-    assert build_report(paths) == whole
-
-
-def test_members_parsed_as_a_stream_read_the_same(
-    log_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    paths = find_logs([log_dir])
-    whole = build_report(paths, samples=whole_log)
-    monkeypatch.setattr(samples, "STREAM_OVER", 0)
-
-    assert build_report(paths) == whole
-
-
-def test_streamed_fields_keep_only_what_the_report_reads() -> None:
-    class Chunks:
-        def __init__(self, data: bytes) -> None:
-            self.data = data
-
-        def read(self, size: int = -1) -> bytes:
-            size = 7 if size < 0 else min(size, 7)
-            chunk, self.data = self.data[:size], self.data[size:]
-            return chunk
-
-    text = json.dumps(
-        {
-            "id": 3,
-            "messages": [{"content": "x" * 100, "scores": {"no": 1}}],
-            "epoch": 2,
-            "scores": {"s": {"value": {"a": [1, 2.5]}, "metadata": None}},
-            "error": {"message": "m"},
-            "events": [],
-        }
-    ).encode()
-    fields = samples._streamed_fields(Chunks(text), len(text))
-
-    assert fields == {
-        "id": 3,
-        "epoch": 2,
-        "scores": {"s": {"value": {"a": [1, 2.5]}, "metadata": None}},
-        "error": {"message": "m"},
-    }
-
-
-class CountingReader:
-    """A stream that counts the reads made of it."""
-
-    def __init__(self, data: bytes) -> None:
-        self.data = memoryview(data)
-        self.reads = 0
-
-    def read(self, size: int = -1) -> bytes:
-        self.reads += 1
-        size = len(self.data) if size < 0 else size
-        chunk, self.data = self.data[:size], self.data[size:]
-        return bytes(chunk)
-
-
-@pytest.mark.parametrize("length", [1_000, 3_000_000, 12_000_000])
-def test_a_streamed_member_is_read_in_a_bounded_number_of_pieces(
-    length: int,
-) -> None:
-    """ijson's parser scans a value split across reads again from its
-    start at each read: a value of n pieces costs n times its length. So
-    however long the member (and its one long string), it is read in at
-    most `STREAM_READS` pieces and the end, and parsing stays linear."""
-    text = json.dumps(
-        {"id": "long", "epoch": 1, "input": "x" * length, "scores": {}}
-    ).encode()
-    stream = CountingReader(text)
-
-    fields = samples._streamed_fields(stream, len(text))
-
-    assert fields == {"id": "long", "epoch": 1, "scores": {}}
-    # Beside the pieces: ijson's first read of nothing (bytes or text?) and
-    # the read that finds the end.
-    assert stream.reads <= samples.STREAM_READS + 2
-
-
-def test_a_sample_too_large_to_parse_whole_reads_from_the_log(
-    eval_logs: list[Path], tmp_path: Path
-) -> None:
-    """A sample over `STREAM_OVER` bytes, its input one long string (the
-    shape that was read in quadratic time), reads as the same sample."""
-    source = next(log for log in eval_logs if "stage" in log.name)
-    log = read_eval_log(str(source))
-    assert log.samples is not None
-    sample = log.samples[0].model_dump(mode="json", exclude_none=True)
-    sample["input"] = "D" * (samples.STREAM_OVER + 1)
-    with EvalArchive(tmp_path / source.name) as archive:
-        archive.start(log.eval, log.plan)
-        archive.add_sample(sample, sample_summary(sample))
-        path = archive.finish(log, None)
-
-    (read,) = samples.eval_samples(str(path))
-
-    assert read == from_eval_sample(log.samples[0])
-
-
 def json_log_with_nan(source: str, tmp_path: Path) -> str:
     log = read_eval_log(source)
     assert log.samples is not None
@@ -333,136 +143,3 @@ def test_nan_in_a_json_log_reads_the_same(
     (log,) = streamed.logs
     assert log.other_scorers == ["other"]
     assert streamed.stage_diagnosis == both_ways([source])[0].stage_diagnosis
-
-
-def test_an_unreadable_sample_names_its_member(
-    eval_logs: list[Path], tmp_path: Path
-) -> None:
-    source = eval_logs[0]
-    path = rezipped(source, tmp_path / source.name, compression=zipfile.ZIP_DEFLATED)
-    with (
-        pytest.warns(UserWarning, match="Duplicate name"),
-        zipfile.ZipFile(path, "a") as archive,
-    ):
-        name = next(n for n in archive.namelist() if n.startswith("samples/"))
-        archive.writestr(name, b'{"id": "x", "epoch": 1, "scores": ')
-
-    with pytest.raises(LogError, match=rf"cannot read .*member {name}: .*not JSON"):
-        build_report([str(path)])
-
-
-def damaged(source: Path, target: Path, damage: str) -> tuple[Path, str]:
-    """A copy of `source`, deflated, with its first sample member damaged:
-    a byte of its data flipped, marked encrypted, or given an unknown
-    compression method; and the member's name."""
-    path = rezipped(source, target, compression=zipfile.ZIP_DEFLATED)
-    with zipfile.ZipFile(path) as archive:
-        info = next(i for i in archive.infolist() if i.filename.startswith("samples/"))
-    data = bytearray(path.read_bytes())
-    local = info.header_offset
-    if damage == "flipped":
-        start = local + 30 + len(info.filename.encode()) + len(info.extra)
-        data[start + info.compress_size // 2] ^= 0xFF
-    else:
-        name = info.filename.encode()
-        directory = data.index(b"PK\x01\x02")
-        while data[directory + 46 : directory + 46 + len(name)] != name:
-            directory = data.index(b"PK\x01\x02", directory + 1)
-        if damage == "encrypted":
-            data[directory + 8] |= 0x01
-        else:
-            data[directory + 10 : directory + 12] = (99).to_bytes(2, "little")
-    path.write_bytes(bytes(data))
-    return path, info.filename
-
-
-@pytest.mark.parametrize(
-    ("damage", "problem"),
-    [
-        ("flipped", "(deflate|size and CRC|Error -3)"),
-        ("encrypted", "it is encrypted"),
-        ("method", "compression method 99 is not supported"),
-    ],
-)
-def test_a_damaged_member_is_named(
-    eval_logs: list[Path], tmp_path: Path, damage: str, problem: str
-) -> None:
-    source = eval_logs[0]
-    path, name = damaged(source, tmp_path / source.name, damage)
-
-    with pytest.raises(LogError, match=rf"cannot read .*member {name}: .*{problem}"):
-        build_report([str(path)])
-
-
-def test_a_cut_archive_is_not_read(eval_logs: list[Path], tmp_path: Path) -> None:
-    cut = tmp_path / eval_logs[0].name
-    cut.write_bytes(eval_logs[0].read_bytes()[:-30])
-
-    with pytest.raises(LogError, match="not a ZIP archive"):
-        build_report([str(cut)])
-
-
-@pytest.mark.parametrize(
-    ("sample", "problem"),
-    [
-        ([], "must be an object"),
-        ({"id": "a"}, "an integer epoch"),
-        ({"id": None, "epoch": 1}, "needs an id"),
-        ({"id": "a", "epoch": 1, "scores": []}, "scores must be an object"),
-        ({"id": "a", "epoch": 1, "scores": {"s": {}}}, 'score "s" has no value'),
-        (
-            {"id": "a", "epoch": 1, "scores": {"s": {"value": 1, "metadata": [1]}}},
-            "metadata must be an object",
-        ),
-    ],
-)
-def test_a_malformed_sample_is_refused(sample: object, problem: str) -> None:
-    with pytest.raises(samples.UnreadableLog, match=problem):
-        samples.sample_read(sample)
-
-
-def test_a_sample_in_the_old_score_shape_is_migrated_by_inspect(
-    eval_logs: list[Path],
-) -> None:
-    log: EvalLog = read_eval_log(str(eval_logs[0]))
-    assert log.samples is not None
-    data = log.samples[0].model_dump(mode="json", exclude_none=True)
-    (score,) = data.pop("scores").values()
-    data["score"] = score
-
-    read = samples.sample_read(data)
-    (name,) = read.scores
-    assert read.scores[name].value == score["value"]
-    assert (read.id, read.epoch) == (data["id"], data["epoch"])
-
-
-def test_the_header_read_is_inspects_header_without_the_reductions(
-    eval_logs: list[Path], tmp_path: Path
-) -> None:
-    reduced = 0
-    for path in eval_logs:
-        ours = eval_header(str(path))
-        theirs = read_eval_log(str(path), header_only=True)
-        assert ours is not None and ours.reductions is None
-        # What Inspect's header-only read also loads: extraction's scores.
-        assert theirs.reductions is not None
-        reduced += len(theirs.reductions)
-        theirs.reductions = None
-        assert ours.model_dump_json() == theirs.model_dump_json()
-
-    assert reduced > 0
-
-    # A log still being written has no header.json: Inspect reads its journal.
-    unfinished = tmp_path / "unfinished.eval"
-    with (
-        zipfile.ZipFile(eval_logs[0]) as old,
-        zipfile.ZipFile(unfinished, "w") as new,
-    ):
-        for info in old.infolist():
-            if info.filename != "header.json":
-                new.writestr(info.filename, old.read(info))
-    assert eval_header(str(unfinished)) is None
-    assert (
-        read_log(str(unfinished)).header.eval.task
-        == read_eval_log(str(eval_logs[0]), header_only=True).eval.task
-    )

@@ -16,16 +16,12 @@ from ._paths import InputPath
 if TYPE_CHECKING:
     from ..report.thresholds import Threshold
 
-THRESHOLD_EXIT = 3
-"""Exit code when a `--fail-under` threshold is not met, as `compare`'s
-gate; 1 and 2 are taken by logs that cannot be read and usage errors."""
+THRESHOLD_EXIT = 3  # as `compare`'s gate; 1 and 2 are errors
 
 
 def parse_thresholds(
     _ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
 ) -> list[Threshold]:
-    """`--fail-under NAME=VALUE`, each checked as it is given (`report` and
-    `compare` take the same option)."""
     from ..report.thresholds import InvalidThreshold, parse_threshold
 
     try:
@@ -35,7 +31,6 @@ def parse_thresholds(
 
 
 def fail_under_option() -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """The `--fail-under` option of `report` and `compare`."""
     return click.option(
         "--fail-under",
         "fail_under",
@@ -51,7 +46,6 @@ def fail_under_option() -> Callable[[Callable[..., None]], Callable[..., None]]:
 
 
 def markdown_option() -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """The `--markdown` option of `report` and `compare`."""
     return click.option(
         "--markdown",
         is_flag=True,
@@ -62,7 +56,6 @@ def markdown_option() -> Callable[[Callable[..., None]], Callable[..., None]]:
 
 
 def verbose_option() -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """The `--verbose` option of `report` and `compare`."""
     return click.option(
         "--verbose",
         "-v",
@@ -72,11 +65,8 @@ def verbose_option() -> Callable[[Callable[..., None]], Callable[..., None]]:
     )
 
 
-class ResultsInputError(click.ClickException):
-    """Parquet input that is not tracegrade results: a usage error, on one
-    line (click's `UsageError` would print the usage above it)."""
-
-    exit_code = 2
+class NotResults(click.ClickException):
+    exit_code = 2  # a usage error, on one line (`UsageError` prints the usage)
 
 
 @click.command("report")
@@ -178,17 +168,11 @@ def report(
                 str(html_path), inputs=[*paths, *logs], option="--html", force=force
             )
         total = sum(len(run.logs) for run in evals.runs) + len(results)
-        with nullcontext() if as_json else reading_progress(total) as on_log_read:
-            result = report_evals(
-                evals,
-                top=top,
-                pool=pool,
-                thresholds=fail_under,
-                on_log_read=on_log_read,
-                results=results,
-            )
+        quiet = nullcontext(lambda _path: None)
+        with quiet if as_json else reading_progress(total) as on_log_read:
+            result = report_evals(evals, results, top, pool, fail_under, on_log_read)
     except ResultsError as error:
-        raise ResultsInputError(str(error)) from error
+        raise NotResults(str(error)) from error
     except LogError as error:
         raise click.ClickException(str(error)) from error
     except InvalidThreshold as error:
@@ -214,38 +198,27 @@ def report(
         print_page(report_page(result), Console(), verbose=verbose)
     if html_path is not None:
         click.echo(f"HTML report written to {html_path}", err=True)
-    failed = [check for check in result.thresholds if not check.met]
+    failed = [threshold_line(check) for check in result.thresholds if not check.met]
+    for line in failed:
+        click.echo(f"tracegrade report: threshold not met: {line}", err=True)
     if failed:
-        for check in failed:
-            click.echo(
-                f"tracegrade report: threshold not met: {threshold_line(check)}",
-                err=True,
-            )
         sys.exit(THRESHOLD_EXIT)
 
 
 @contextmanager
 def reading_progress(total: int) -> Iterator[Callable[[str], None]]:
-    """A bar on stderr that a log read advances; its spinner and clock show
-    life while one large log is read."""
+    """A bar on stderr that each log read advances."""
+    from rich import progress as bar
     from rich.console import Console
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
 
-    columns = (
-        SpinnerColumn(),
-        TextColumn("Reading logs"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-    )
-    console = Console(file=sys.stderr)
-    with Progress(*columns, console=console, transient=True) as progress:
+    with bar.Progress(
+        bar.SpinnerColumn(),
+        bar.TextColumn("Reading logs"),
+        bar.BarColumn(),
+        bar.MofNCompleteColumn(),
+        bar.TimeElapsedColumn(),
+        console=Console(file=sys.stderr),
+        transient=True,
+    ) as progress:
         reading = progress.add_task("read", total=total)
         yield lambda _path: progress.advance(reading)

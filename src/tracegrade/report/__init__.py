@@ -1,2 +1,1 @@
-"""From Inspect logs to figures: `aggregate` counts, `tables` lays them out as a
-`page`, which the terminal, Markdown and HTML render."""
+"""Inspect logs or Parquet results to figures, laid out as one page."""

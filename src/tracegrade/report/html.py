@@ -1,12 +1,8 @@
-"""A `Report` as one self-contained HTML file with plotly charts, plotly.js
-inline so that it opens offline; the page is the terminal's `report_page`.
-"""
+"""`--html`: the page with plotly charts, plotly.js inline (opens offline)."""
 
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import plotly.graph_objects as go  # type: ignore[import-untyped]
@@ -14,11 +10,10 @@ from plotly.offline import get_plotlyjs  # type: ignore[import-untyped]
 
 from ..schema import STAGES
 from ..scorers.explain import show_id
-from .aggregate import ExtractionSummary, Report, StageSummary
+from .aggregate import Proportion, Report
 from .page import page_html
 from .runs import Undiagnosed, why_text
-from .shares import Proportion
-from .tables import eval_label, id_count_title, id_rankings, report_page
+from .tables import ID_TITLES, Summary, eval_label, ranked_ids, report_page
 
 STAGE_COLOURS = {
     "retrieval": "#d62728",
@@ -26,12 +21,29 @@ STAGE_COLOURS = {
     "pass": "#2ca02c",
     "unresolved": "#9a9a9a",
 }
-NOT_DIAGNOSED_COLOUR = "#3b3b3b"
-"""Runs with no stage: dark, apart from every stage's colour."""
+NOT_DIAGNOSED = "#3b3b3b"
 CRITERION_COLOURS = {"membership": "#1f77b4", "order": "#17becf", "gap": "#9467bd"}
-ID_COLOURS = {"dropped": "#8c564b", "invented": "#e377c2"}
-_WHOLE_TICKS_UP_TO = 10
-_PLOT_CONFIG = {"displaylogo": False, "responsive": True}
+# Per kind: colour, subtitle, axis titles, hover text of (count) of (of).
+_ID_CHARTS = {
+    "missed": (
+        STAGE_COLOURS["retrieval"],
+        "diagnosed runs whose context lacked the required ID",
+        ("document ID", "diagnosed runs missing it"),
+        "missed in {} of {} runs that required it",
+    ),
+    "dropped": (
+        "#8c564b",
+        "itemised answers that left out the source ID",
+        ("ID", "answers dropping it"),
+        "dropped by {} of {} itemised answers whose source held it",
+    ),
+    "invented": (
+        "#e377c2",
+        "itemised answers holding an ID their source did not",
+        ("ID", "answers inventing it"),
+        "invented by {} of {} itemised answers",
+    ),
+}
 LAYOUT: dict[str, Any] = {
     "template": "plotly_white",
     "height": 420,
@@ -42,53 +54,43 @@ LAYOUT: dict[str, Any] = {
 
 
 def plot_text(text: str) -> str:
-    """`text` safe in plotly's labels, which read a little HTML (and decode
-    no `&quot;`, so quotes stay)."""
+    """`text` safe in plotly's labels, which read a little HTML."""
     return html.escape(text, quote=False)
 
 
-def group_label(summary: StageSummary | ExtractionSummary) -> str:
-    return (
-        f"{plot_text(eval_label(summary))} {plot_text(summary.model)}"
-        f"<br>{plot_text(summary.task)}"
-    )
-
-
 def chart_title(text: str, subtitle: str) -> dict[str, Any]:
-    """A chart title and subtitle, left-aligned and below the top edge,
-    clear of the mode bar."""
+    """Left-aligned and below the top edge, clear of the mode bar."""
     return {"text": text, "subtitle": {"text": subtitle}, "x": 0.02, "y": 0.93}
 
 
-def _percent(share: float | None) -> float | None:
-    return None if share is None else 100 * share
+def chart_html(figure: Any, key: str) -> str:
+    """A figure as a chart section; the page's head holds plotly.js."""
+    config = {"displaylogo": False, "responsive": True}
+    div: str = figure.to_html(
+        full_html=False,
+        include_plotlyjs=False,
+        include_mathjax=False,
+        config=config,
+        div_id=f"chart-{key}",
+    )
+    return f'<section class="chart">{div}</section>'
 
 
-def _error_bars(proportions: Sequence[Proportion]) -> dict[str, Any]:
-    """Asymmetric error bars from the Wilson bounds, in percent."""
-    above = []
-    below = []
-    for p in proportions:
-        if p.share is None or p.low is None or p.high is None:
-            above.append(0.0)
-            below.append(0.0)
-        else:
-            above.append(100 * (p.high - p.share))
-            below.append(100 * (p.share - p.low))
-    return {"type": "data", "symmetric": False, "array": above, "arrayminus": below}
+def _label(s: Summary) -> str:
+    return f"{plot_text(eval_label(s))} {plot_text(s.model)}<br>{plot_text(s.task)}"
 
 
-def _interval_text(p: Proportion) -> str:
+def _of_all(count: int, runs: int) -> float | None:
+    return 100 * count / runs if runs else None
+
+
+def _interval(p: Proportion) -> str:
     if p.share is None or p.low is None or p.high is None:
         return "no runs"
     return (
         f"{p.count} of {p.total}: {100 * p.share:.1f}% "
         f"(95% CI {100 * p.low:.1f}% to {100 * p.high:.1f}%)"
     )
-
-
-def _of_all(count: int, runs: int) -> float | None:
-    return 100 * count / runs if runs else None
 
 
 def _left_out(runs: int, undiagnosed: list[Undiagnosed]) -> str:
@@ -98,45 +100,39 @@ def _left_out(runs: int, undiagnosed: list[Undiagnosed]) -> str:
     return f"{count} of {runs} runs: {plot_text(why_text(undiagnosed))}"
 
 
-def stages_figure(summaries: Sequence[StageSummary]) -> Any:
-    """Stacked shares of every run, one bar per eval: a segment per stage
-    and one for the runs not diagnosed, so an eval that lost half its runs
-    to errors is half a bar of stages, never a full one."""
-    labels = [group_label(s) for s in summaries]
-    figure = go.Figure()
-    for stage in STAGES:
-        proportions = [s.stages[stage] for s in summaries]
-        figure.add_trace(
-            go.Bar(
-                name=stage,
-                x=labels,
-                y=[_of_all(s.stages[stage].count, s.runs) for s in summaries],
-                text=[str(p.count) for p in proportions],
-                textposition="inside",
-                textangle=0,
-                customdata=[
-                    f"{s.stages[stage].count} of {s.runs} runs; of the "
-                    f"diagnosed, {_interval_text(s.stages[stage])}"
-                    for s in summaries
-                ],
-                hovertemplate=f"{stage}: %{{customdata}}<extra></extra>",
-                marker_color=STAGE_COLOURS[stage],
-            )
+def _stages_figure(report: Report) -> Any:
+    """Stacked shares of every run, the runs not diagnosed a segment too."""
+    rows = report.stage_diagnosis
+    series = [
+        (
+            stage,
+            [s.stages[stage].count for s in rows],
+            [
+                f"{s.stages[stage].count} of {s.runs} runs; of the diagnosed, "
+                + _interval(s.stages[stage])
+                for s in rows
+            ],
+            STAGE_COLOURS[stage],
         )
-    figure.add_trace(
-        go.Bar(
-            name="not diagnosed",
-            x=labels,
-            y=[_of_all(s.runs - s.diagnosed, s.runs) for s in summaries],
-            text=[str(s.runs - s.diagnosed) for s in summaries],
+        for stage in STAGES
+    ]
+    left_out = [_left_out(s.runs, s.not_diagnosed) for s in rows]
+    none = [s.runs - s.diagnosed for s in rows]
+    series.append(("not diagnosed", none, left_out, NOT_DIAGNOSED))
+    figure = go.Figure()
+    for name, counts, hover, colour in series:
+        figure.add_bar(
+            name=name,
+            x=[_label(s) for s in rows],
+            y=[_of_all(n, s.runs) for n, s in zip(counts, rows, strict=True)],
+            text=[str(n) for n in counts],
             textposition="inside",
             textangle=0,
-            customdata=[_left_out(s.runs, s.not_diagnosed) for s in summaries],
-            hovertemplate="not diagnosed: %{customdata}<extra></extra>",
-            marker_color=NOT_DIAGNOSED_COLOUR,
+            customdata=hover,
+            hovertemplate=f"{name}: %{{customdata}}<extra></extra>",
+            marker_color=colour,
         )
-    )
-    figure.update_layout(
+    return figure.update_layout(
         LAYOUT,
         title=chart_title(
             "Stages per task and model",
@@ -149,116 +145,40 @@ def stages_figure(summaries: Sequence[StageSummary]) -> Any:
         yaxis={"title": "share of all runs (%)", "range": [0, 100]},
         xaxis={"type": "category"},
     )
-    return figure
 
 
-@dataclass(frozen=True)
-class _IdChart:
-    """What differs between the charts of the three ID counts."""
-
-    colour: str
-    subtitle: str
-    axis_titles: tuple[str, str]
-    # Formatted with the ID's `count` and what it is counted `of`.
-    hover: str
-
-
-_ID_CHARTS = {
-    "missed": _IdChart(
-        # The colour of retrieval, the stage a miss causes.
-        STAGE_COLOURS["retrieval"],
-        "diagnosed runs whose context lacked the required ID",
-        ("document ID", "diagnosed runs missing it"),
-        "missed in {count} of {of} runs that required it",
-    ),
-    "dropped": _IdChart(
-        ID_COLOURS["dropped"],
-        "itemised answers that left out the source ID",
-        ("ID", "answers dropping it"),
-        "dropped by {count} of {of} itemised answers whose source held it",
-    ),
-    "invented": _IdChart(
-        ID_COLOURS["invented"],
-        "itemised answers holding an ID their source did not",
-        ("ID", "answers inventing it"),
-        "invented by {count} of {of} itemised answers",
-    ),
-}
-
-
-def id_figure(report: Report, kind: str) -> Any:
-    """Counts of the most often `kind` IDs (missed, dropped or invented),
-    one bar series per task and model."""
-    chart = _ID_CHARTS[kind]
-    rankings = id_rankings(report, kind)
-    figure = go.Figure()
-    for ranking in rankings:
-        name = f"{eval_label(ranking.summary)} {ranking.summary.model}"
-        counts = [ranked.count for ranked in ranking.ids]
-        figure.add_trace(
-            go.Bar(
-                name=plot_text(name),
-                x=[plot_text(show_id(ranked.id)) for ranked in ranking.ids],
-                y=counts,
-                text=[str(count) for count in counts],
-                textposition="outside",
-                customdata=[
-                    chart.hover.format(count=ranked.count, of=ranked.of)
-                    for ranked in ranking.ids
-                ],
-                hovertemplate="%{x}: %{customdata}<extra></extra>",
-                # One series: the figure's own colour; several: plotly's.
-                marker_color=chart.colour if len(rankings) == 1 else None,
-            )
-        )
-    figure.update_layout(
-        LAYOUT,
-        title=chart_title(id_count_title(kind, report.top), chart.subtitle),
-        barmode="group",
-        showlegend=len(rankings) > 1,
-        # IDs such as "01" and "1" are different IDs, not numbers.
-        xaxis={"type": "category", "title": chart.axis_titles[0]},
-        yaxis={"title": chart.axis_titles[1]},
-    )
-    most = max((r.count for ranking in rankings for r in ranking.ids), default=0)
-    if most <= _WHOLE_TICKS_UP_TO:
-        # Counts are whole: no tick at 0.5 runs when the bars are short.
-        figure.update_yaxes(tick0=0, dtick=1)
-    return figure
-
-
-def extraction_figure(summaries: Sequence[ExtractionSummary]) -> Any:
+def _extraction_figure(report: Report) -> Any:
     """Membership and order accuracy, and their gap, with Wilson intervals."""
-    labels = [group_label(s) for s in summaries]
+    rows = report.ordered_extraction
+    x = [_label(s) for s in rows]
     figure = go.Figure()
-    criteria: list[tuple[str, list[Proportion]]] = [
-        ("membership", [s.membership for s in summaries]),
-        ("order", [s.order for s in summaries]),
-        ("gap", [s.gap for s in summaries]),
-    ]
-    for name, proportions in criteria:
-        figure.add_trace(
-            go.Bar(
-                name=name,
-                x=labels,
-                y=[_percent(p.share) for p in proportions],
-                error_y=_error_bars(proportions),
-                customdata=[_interval_text(p) for p in proportions],
-                hovertemplate=f"{name}: %{{customdata}}<extra></extra>",
-                marker_color=CRITERION_COLOURS[name],
-            )
+    for name in CRITERION_COLOURS:
+        shares: list[Proportion] = [getattr(s, name) for s in rows]
+        high = [100 * ((p.high or 0.0) - (p.share or 0.0)) for p in shares]
+        low = [100 * ((p.share or 0.0) - (p.low or 0.0)) for p in shares]
+        figure.add_bar(
+            name=name,
+            x=x,
+            y=[None if p.share is None else 100 * p.share for p in shares],
+            error_y={
+                "type": "data",
+                "symmetric": False,
+                "array": high,
+                "arrayminus": low,
+            },
+            customdata=[_interval(p) for p in shares],
+            hovertemplate=f"{name}: %{{customdata}}<extra></extra>",
+            marker_color=CRITERION_COLOURS[name],
         )
-    figure.add_trace(
-        go.Bar(
-            name="not graded (of all runs)",
-            x=labels,
-            y=[_of_all(s.runs - s.graded, s.runs) for s in summaries],
-            customdata=[_left_out(s.runs, s.not_graded) for s in summaries],
-            hovertemplate="not graded: %{customdata}<extra></extra>",
-            marker_color=NOT_DIAGNOSED_COLOUR,
-        )
+    figure.add_bar(
+        name="not graded (of all runs)",
+        x=x,
+        y=[_of_all(s.runs - s.graded, s.runs) for s in rows],
+        customdata=[_left_out(s.runs, s.not_graded) for s in rows],
+        hovertemplate="not graded: %{customdata}<extra></extra>",
+        marker_color=NOT_DIAGNOSED,
     )
-    figure.update_layout(
+    return figure.update_layout(
         LAYOUT,
         title=chart_title(
             "Membership versus order accuracy",
@@ -269,45 +189,49 @@ def extraction_figure(summaries: Sequence[ExtractionSummary]) -> Any:
         yaxis={"title": "share of graded runs (%)", "range": [0, 100]},
         xaxis={"type": "category"},
     )
+
+
+def _id_figure(report: Report, kind: str) -> Any:
+    """Counts of the most often `kind` IDs, a bar series per row."""
+    colour, subtitle, (x_title, y_title), hover = _ID_CHARTS[kind]
+    rankings = ranked_ids(report, kind)
+    figure = go.Figure()
+    for s, ids, _ in rankings:
+        figure.add_bar(
+            name=plot_text(f"{eval_label(s)} {s.model}"),
+            x=[plot_text(show_id(i)) for i, _, _ in ids],
+            y=[count for _, count, _ in ids],
+            text=[str(count) for _, count, _ in ids],
+            textposition="outside",
+            customdata=[hover.format(count, of) for _, count, of in ids],
+            hovertemplate="%{x}: %{customdata}<extra></extra>",
+            # One series: the figure's own colour; several: plotly's.
+            marker_color=colour if len(rankings) == 1 else None,
+        )
+    figure.update_layout(
+        LAYOUT,
+        title=chart_title(f"{ID_TITLES[kind]} (top {report.top})", subtitle),
+        barmode="group",
+        showlegend=len(rankings) > 1,
+        # IDs such as "01" and "1" are different IDs, not numbers.
+        xaxis={"type": "category", "title": x_title},
+        yaxis={"title": y_title},
+    )
+    if max((n for _, ids, _ in rankings for _, n, _ in ids), default=0) <= 10:
+        # Counts are whole: no tick at 0.5 runs when the bars are short.
+        figure.update_yaxes(tick0=0, dtick=1)
     return figure
 
 
-def chart_html(figure: Any, key: str) -> str:
-    """A figure as a chart section; the page's head holds plotly.js."""
-    div: str = figure.to_html(
-        full_html=False,
-        include_plotlyjs=False,
-        include_mathjax=False,
-        config=_PLOT_CONFIG,
-        div_id=f"chart-{key}",
-    )
-    return f'<section class="chart">{div}</section>'
-
-
 def render_html(report: Report) -> str:
-    """The whole page: charts first, then every table of the terminal report."""
-    charts: list[str] = []
-    if report.stage_diagnosis:
-        charts.append(chart_html(stages_figure(report.stage_diagnosis), "stages"))
+    """The whole page: charts first, then every table of the terminal's."""
+    charts = []
+    for key in ("stages", "missed", "extraction", "dropped", "invented"):
+        if key == "stages" and report.stage_diagnosis:
+            charts.append(chart_html(_stages_figure(report), key))
+        elif key == "extraction" and report.ordered_extraction:
+            charts.append(chart_html(_extraction_figure(report), key))
         # Like the tables, an ID chart with no IDs to show is left out.
-        if any(ranking.ids for ranking in id_rankings(report, "missed")):
-            charts.append(chart_html(id_figure(report, "missed"), "missed"))
-    if report.ordered_extraction:
-        extraction = report.ordered_extraction
-        charts.append(chart_html(extraction_figure(extraction), "extraction"))
-        # Like the tables, an ID chart with no IDs to show is left out.
-        for kind in ("dropped", "invented"):
-            if any(ranking.ids for ranking in id_rankings(report, kind)):
-                charts.append(chart_html(id_figure(report, kind), kind))
+        elif key in ID_TITLES and any(ids for _, ids, _ in ranked_ids(report, key)):
+            charts.append(chart_html(_id_figure(report, key), key))
     return page_html(report_page(report), [charts], get_plotlyjs())
-
-
-__all__ = [
-    "LAYOUT",
-    "chart_html",
-    "chart_title",
-    "extraction_figure",
-    "id_figure",
-    "render_html",
-    "stages_figure",
-]

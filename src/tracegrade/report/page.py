@@ -1,7 +1,4 @@
-"""One page model for `report` and `compare`, and its renderers: the
-terminal, Markdown (under `COMMENT_LIMIT`, saying what it left out) and
-HTML, each cell escaped for its format; the verdict first in every one.
-"""
+"""One page model for `report` and `compare`; terminal, Markdown, HTML."""
 
 from __future__ import annotations
 
@@ -26,9 +23,7 @@ _DIGIT = re.compile(r"\d")
 
 @dataclass(frozen=True)
 class Table:
-    """A titled table of display strings; `notes` are lines under the
-    caption (each eval's logs). The terminal, unless `--verbose`, shows it
-    `briefly`, leaves out a `detail` table, and says a list's `cut`."""
+    """A titled table of display strings, shown `briefly` unless `--verbose`."""
 
     key: str
     title: str
@@ -44,8 +39,7 @@ class Table:
 
     @property
     def numeric(self) -> list[bool]:
-        """Right-aligned and never broken: the columns of figures, each cell
-        a figure or "n/a" or "none", not all of them words."""
+        """Right-aligned, never broken: columns of figures, "n/a" or "none"."""
         return [
             any(_DIGIT.search(row[i]) for row in self.rows)
             and all(_FIGURE.fullmatch(row[i]) for row in self.rows if row[i])
@@ -53,9 +47,7 @@ class Table:
         ]
 
     def briefly(self) -> Table:
-        """The `brief` columns and `brief_rows` (None: all); when the first
-        `constant` column holds one value, it goes to the title, and the
-        `constant` columns that hold one value go."""
+        """The brief columns and rows; one-valued `constant` columns go."""
         columns = self.columns if self.brief is None else self.brief
         rows = self.rows
         if self.brief_rows is not None:
@@ -71,18 +63,13 @@ class Table:
             columns = [column for column in columns if column not in same]
             title += f": {rows[0][self.columns.index(same[0])]}"
         kept = [self.columns.index(column) for column in columns]
-        return replace(
-            self,
-            title=title,
-            columns=columns,
-            rows=[[row[i] for i in kept] for row in rows],
-        )
+        rows = [[row[i] for i in kept] for row in rows]
+        return replace(self, title=title, columns=columns, rows=rows)
 
 
 @dataclass(frozen=True)
 class Section:
-    """Tables under one heading (a pair of evals, when there are several):
-    `tables`, then `notes` (the tests' sentences), then `more` tables."""
+    """Tables under one heading: `tables`, `notes`, then `more` tables."""
 
     title: str | None
     tables: list[Table]
@@ -92,9 +79,7 @@ class Section:
 
 @dataclass(frozen=True)
 class Page:
-    """What a command shows: the verdict (`failed` None when no gate was
-    asked), a summary, headlines, warnings, then its sections.
-    `quiet_verdict`: the terminal leaves out a verdict of no gate asked."""
+    """What a command shows, the verdict first (`failed` None: no gate)."""
 
     command: str
     verdict: str
@@ -128,10 +113,8 @@ def print_page(page: Page, console: Console, *, verbose: bool = False) -> None:
         )
         for reason in page.reasons:
             console.print(Text(f"- {reason}"))
-    for line in summary:
+    for line in [*summary, *(f"- {line}" for line in page.headlines)]:
         console.print(Text(line))
-    for line in page.headlines:
-        console.print(Text(f"- {line}"))
     for warning in page.warnings:
         console.print(Text.assemble(("warning", "yellow"), f": {warning}"))
     for section in page.sections:
@@ -142,21 +125,20 @@ def print_page(page: Page, console: Console, *, verbose: bool = False) -> None:
             print_table(console, table, verbose=verbose)
         if verbose and section.notes:
             console.print()
-            for note in section.notes:
-                console.print(Text(f"- {note}"))
+            console.print(*(Text(f"- {note}") for note in section.notes), sep="\n")
         for table in section.more:
             print_table(console, table, verbose=verbose)
     if not verbose:
-        console.print()
         console.print(
-            Text("--verbose: what each column means, and every table.", style="dim")
+            "\n--verbose: what each column means, and every table.", style="dim"
         )
 
 
 def print_table(console: Console, table: Table, *, verbose: bool = False) -> None:
-    """One table, as a record per row where it would not fit the terminal
-    (rich would crop it); its legend only when `verbose`."""
+    """One table, as records where rich would crop it; legend if `verbose`."""
     from rich.measure import Measurement
+    from rich.padding import Padding
+    from rich.table import Table as RichTable
     from rich.text import Text
 
     if not table.rows or (table.detail and not verbose):
@@ -172,18 +154,20 @@ def print_table(console: Console, table: Table, *, verbose: bool = False) -> Non
     sizes = [Measurement.get(console, unbounded, table) for table in tables]
     fitting = [
         t
+        for bound in ("maximum", "minimum")
         for t, size in zip(tables, sizes, strict=True)
-        if size.maximum <= console.width
-    ]
-    fitting += [
-        t
-        for t, size in zip(tables, sizes, strict=True)
-        if size.minimum <= console.width
+        if getattr(size, bound) <= console.width
     ]
     if fitting:
         console.print(fitting[0])
-    else:
-        _print_records(console, shown)
+    for row in [] if fitting else shown.rows:
+        # Each row as lines of `column  value`, for a terminal too narrow.
+        record = RichTable.grid(padding=(0, 2))
+        record.add_column(style="dim", no_wrap=True)
+        record.add_column(overflow="fold")
+        for column, cell in zip(shown.columns, row, strict=True):
+            record.add_row(Text(column), Text(cell))
+        console.print(Padding(record, (0, 0, 1, 2), expand=False))
     if verbose:
         # The caption as wide as the terminal, not the table.
         console.print(Text(table.caption, style="dim"))
@@ -202,15 +186,11 @@ def _rich_table(spec: Table, *, tight: bool) -> Any:
 
     # Text, not markup: an ID or a task may hold square brackets.
     table = RichTable(
-        box=box.SIMPLE_HEAD,
-        show_edge=False,
-        pad_edge=False,
-        collapse_padding=tight,
+        box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=tight
     )
-    for index, (column, numeric) in enumerate(
-        zip(spec.columns, spec.numeric, strict=True)
-    ):
-        cells = [row[index] for row in spec.rows]
+    numerics = spec.numeric
+    for index, column in enumerate(spec.columns):
+        cells, numeric = [row[index] for row in spec.rows], numerics[index]
         if numeric:
             # A figure ("33.3% [6.1, 79.2]") never breaks.
             widest = max((len(cell) for cell in cells), default=0)
@@ -237,21 +217,6 @@ def _rich_table(spec: Table, *, tight: bool) -> Any:
     return table
 
 
-def _print_records(console: Console, spec: Table) -> None:
-    """Each row as lines of `column  value`, for a terminal too narrow."""
-    from rich.padding import Padding
-    from rich.table import Table as RichTable
-    from rich.text import Text
-
-    for row in spec.rows:
-        record = RichTable.grid(padding=(0, 2))
-        record.add_column(style="dim", no_wrap=True)
-        record.add_column(overflow="fold")
-        for column, cell in zip(spec.columns, row, strict=True):
-            record.add_row(Text(column), Text(cell))
-        console.print(Padding(record, (0, 0, 1, 2), expand=False))
-
-
 # --- Markdown -------------------------------------------------------------------
 
 COMMENT_LIMIT: Final = 65_536
@@ -271,8 +236,7 @@ _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "@": "&#64;", "#": "&#35;"}
 
 
 def escape(text: str, limit: int = CELL_LIMIT, *, line: bool = False) -> str:
-    """`text` as literal Markdown on one line, cut to `limit` characters;
-    `line`: it starts a line, where `-` or `1.` would start a list."""
+    """`text` as literal Markdown on one line, cut to `limit` characters."""
     flat = " ".join(text.split())
     if len(flat) > limit:
         flat = flat[: limit - 1] + "\u2026"
@@ -284,128 +248,88 @@ def escape(text: str, limit: int = CELL_LIMIT, *, line: bool = False) -> str:
     return "".join(_ENTITIES.get(char, char) for char in flat)
 
 
-@dataclass(frozen=True)
-class _Block:
-    """Text that can be cut: a head, items (a table's rows, a list's
-    lines) made only when shown, and a tail; `notes` follow only when
-    every item is shown."""
-
-    what: str
-    unit: str
-    head: str
-    items: Sequence[Any]
-    item_text: Callable[[Any], str]
-    tail: str
-    notes: str = ""
-
-    def fit(self, room: int) -> tuple[str, int] | None:
-        """The text with as many items as fit in `room`, and how many;
-        None when not even the first does (or, with none, the rest)."""
-        size = len(self.head) + len(self.tail)
-        lines: list[str] = []
-        for item in self.items:
-            line = self.item_text(item) + "\n"
-            if size + len(line) > room:
-                break
-            lines.append(line)
-            size += len(line)
-        if size > room or (self.items and not lines):
-            return None
-        whole = len(lines) == len(self.items)
-        notes = self.notes if whole and size + len(self.notes) <= room else ""
-        return self.head + "".join(lines) + self.tail + notes, len(lines)
-
-
 def _row(row: Sequence[str]) -> str:
     return "| " + " | ".join(map(escape, row)) + " |"
 
 
 class MarkdownPage:
-    """A page built block by block, rendered under `limit` characters."""
+    """A page rendered under `limit` characters, saying what it left out."""
 
     def __init__(self, title: str, limit: int = COMMENT_LIMIT) -> None:
         self.limit = limit
         self.required = [f"## {escape(title)}", ""]
-        self.blocks: list[_Block] = []
+        # What, its unit, head, items (made text only when shown), tail, and
+        # notes shown only under every item.
+        self.blocks: list[
+            tuple[str, str, str, Sequence[Any], Callable[[Any], str], str, str]
+        ] = []
 
     def verdict(self, head: str, reasons: Sequence[str]) -> None:
         """The gate's verdict, in bold, and why: always shown, first."""
         self.required += [f"**{escape(head, limit=1_000)}**", ""]
         shown = reasons[:_REQUIRED_LINES]
-        self.required += [
-            f"- {escape(reason, limit=1_000, line=True)}" for reason in shown
-        ]
-        if len(reasons) > len(shown):
-            self.required.append(
-                f"- ... and {len(reasons) - len(shown)} more (--json lists all)"
-            )
+        self.required += [f"- {escape(r, limit=1_000, line=True)}" for r in shown]
+        if more := len(reasons) - len(shown):
+            self.required.append(f"- ... and {more} more (--json lists all)")
         self.required.append("")
 
     def paragraph(self, text: str) -> None:
         line = escape(text, limit=2_000, line=True)
-        self.blocks.append(_Block("a paragraph", "line", "", [line], str, "\n"))
+        self.blocks.append(("a paragraph", "line", "", [line], str, "\n", ""))
 
     def bullets(self, what: str, items: Sequence[str], prefix: str = "") -> None:
         """A list; `prefix` (e.g. "warning: ") is shown in bold."""
-        if not items:
-            return
         bold = f"**{escape(prefix.strip())}** " if prefix else ""
 
         def line(item: str) -> str:
             return f"- {bold}{escape(item, limit=1_000, line=not bold)}"
 
-        self.blocks.append(_Block(what, "lines", "", items, line, "\n"))
+        if items:
+            self.blocks.append((what, "lines", "", items, line, "\n", ""))
 
     def table(self, table: Table) -> None:
         align = ["---:" if numeric else "---" for numeric in table.numeric]
-        head = "\n".join(
-            [
-                f"### {escape(table.title)}",
-                "",
-                "| " + " | ".join(escape(column) for column in table.columns) + " |",
-                "| " + " | ".join(align) + " |",
-                "",
-            ]
-        )
+        head = f"### {escape(table.title)}\n\n{_row(table.columns)}\n"
+        head += "| " + " | ".join(align) + " |\n"
+        tail = f"\n{escape(table.caption, limit=2_000, line=True)}\n\n"
         notes = "".join(f"- {escape(n, limit=1_000, line=True)}\n" for n in table.notes)
+        what = f"table {table.title!r}"
         self.blocks.append(
-            _Block(
-                what=f"table {table.title!r}",
-                unit="rows",
-                head=head,
-                items=table.rows,
-                item_text=_row,
-                tail=f"\n{escape(table.caption, limit=2_000, line=True)}\n\n",
-                notes=f"{notes}\n" if notes else "",
-            )
+            (what, "rows", head, table.rows, _row, tail, f"{notes}\n" if notes else "")
         )
 
     def render(self) -> str:
         """Every required line and the blocks that fit, then what was left out."""
         parts = ["\n".join(self.required) + "\n"]
-        used = len(parts[0])
-        budget = self.limit - _FOOTER_ROOM
+        room = self.limit - _FOOTER_ROOM - len(parts[0])
         left_out: list[str] = []
-        for block in self.blocks:
-            count = len(block.items)
-            fitted = block.fit(budget - used)
-            if fitted is None:
-                left_out.append(f"{block.what} (all {count} {block.unit})")
+        for what, unit, head, items, text, tail, notes in self.blocks:
+            size, lines = len(head) + len(tail), []
+            for item in items:
+                line = text(item) + "\n"
+                if size + len(line) > room:
+                    break
+                lines.append(line)
+                size += len(line)
+            if size > room or (items and not lines):
+                left_out.append(f"{what} (all {len(items)} {unit})")
                 continue
-            text, shown = fitted
-            parts.append(text)
-            used += len(text)
-            if shown < count:
+            if len(lines) < len(items):
                 left_out.append(
-                    f"{block.what}: {count - shown} of {count} {block.unit}"
+                    f"{what}: {len(items) - len(lines)} of {len(items)} {unit}"
                 )
+            elif size + len(notes) <= room:
+                size += len(notes)
+                tail += notes
+            parts.append(head + "".join(lines) + tail)
+            room -= size
         if left_out:
-            listed = left_out[:_LISTED_LEFT_OUT]
-            more = len(left_out) - len(listed)
+            listed = "; ".join(left_out[:_LISTED_LEFT_OUT])
+            more = len(left_out) - _LISTED_LEFT_OUT
             note = (
                 f"Left out to stay under {self.limit:,} characters (GitHub's "
-                f"limit for a comment): {'; '.join(listed)}"
-                + (f"; and {more} more" if more else "")
+                f"limit for a comment): {listed}"
+                + (f"; and {more} more" if more > 0 else "")
                 + ". --json lists everything."
             )
             parts.append("\n" + escape(note, limit=_FOOTER_ROOM - 10) + "\n")
@@ -487,8 +411,7 @@ def _list(items: Sequence[str], attributes: str = "") -> str:
 
 
 def page_html(page: Page, charts: Sequence[Sequence[str]], plotly_js: str) -> str:
-    """The page as one self-contained HTML file; `charts[i]` are the chart
-    sections of `page.sections[i]`, shown before its tables."""
+    """The page as one HTML file; `charts[i]` go before section i's tables."""
     sections = []
     for section, shown in zip(page.sections, charts, strict=True):
         heading = f"<h2>{html.escape(section.title)}</h2>" if section.title else ""
@@ -517,25 +440,6 @@ def page_html(page: Page, charts: Sequence[Sequence[str]], plotly_js: str) -> st
         f'<script type="text/javascript">{plotly_js}</script>'
         f"</head><body><h1>{html.escape(page.command)}</h1>"
         f'<p id="verdict"><strong>{html.escape(page.verdict)}</strong></p>'
-        f"{_list(page.reasons)}{summary}"
-        f"{headlines}"
-        f"{warnings}{''.join(sections)}"
+        f"{_list(page.reasons)}{summary}{headlines}{warnings}{''.join(sections)}"
         "</body></html>\n"
     )
-
-
-__all__ = [
-    "CELL_LIMIT",
-    "COMMENT_LIMIT",
-    "PAGE_STYLE",
-    "MarkdownPage",
-    "Page",
-    "Section",
-    "Table",
-    "escape",
-    "page_html",
-    "page_markdown",
-    "print_page",
-    "print_table",
-    "table_html",
-]

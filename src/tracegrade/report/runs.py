@@ -1,6 +1,4 @@
-"""Every run counted: why a run got no result (a data error's kind,
-`sample-error`, `no-score`, `not-run`), and the shares over all runs.
-"""
+"""Every run counted: why a run got no result, and figures over all runs."""
 
 from __future__ import annotations
 
@@ -16,8 +14,7 @@ NOT_RUN: Final = "not-run"
 
 @dataclass(frozen=True)
 class Undiagnosed:
-    """Runs that got no stage (or no grade), and why: a data error's kind,
-    `sample-error`, `no-score` or `not-run` (see the module)."""
+    """Runs that got no stage (or no grade), and why."""
 
     why: str
     count: int
@@ -29,39 +26,22 @@ def undiagnosed(counts: Counter[str]) -> list[Undiagnosed]:
     return [Undiagnosed(why, count) for why, count in ranked if count]
 
 
-def _plural(count: int, one: str) -> str:
-    return f"{count} {one if count == 1 else one + 's'}"
-
-
 def why_text(items: list[Undiagnosed]) -> str:
     """ "12 sample errors, 1 answer-label data error, 16 not run ..."."""
+    words = {
+        NOT_RUN: " not run (the eval stopped)",
+        NO_SCORE: " logged without the score",
+    }
     parts = []
     for item in items:
-        if item.why == SAMPLE_ERROR:
-            parts.append(_plural(item.count, "sample error"))
-        elif item.why == NOT_RUN:
-            parts.append(f"{item.count} not run (the eval stopped)")
-        elif item.why == NO_SCORE:
-            parts.append(f"{item.count} logged without the score")
-        else:
-            parts.append(_plural(item.count, f"{item.why} data error"))
+        kind = "sample error" if item.why == SAMPLE_ERROR else f"{item.why} data error"
+        plural = kind if item.count == 1 else kind + "s"
+        parts.append(f"{item.count}{words.get(item.why, ' ' + plural)}")
     return ", ".join(parts)
 
 
-def share_of(count: int, runs: int) -> float | None:
-    """`count` of every run; None with no run."""
-    return count / runs if runs else None
-
-
-def mean_over_all(total: float, count: int, without: int) -> float | None:
-    """The mean of `count` figures summing to `total`, with `without` runs
-    lacking the figure counted 0; None with neither."""
-    return total / (count + without) if count + without else None
-
-
 class ExactSum:
-    """The exact sum of floats, added one at a time (Shewchuk's partials,
-    as `math.fsum` keeps them), without holding the floats."""
+    """An exact sum (Shewchuk's partials, as `math.fsum`) without the floats."""
 
     __slots__ = ("count", "partials")
 
@@ -85,8 +65,7 @@ class ExactSum:
 
     @property
     def total(self) -> float:
-        # `math.fsum` of the partials is their exact sum rounded once: the
-        # same double as `math.fsum` of every value added.
+        # The exact sum rounded once: the double `math.fsum` of every value gives.
         return math.fsum(self.partials)
 
     def mean(self, count: int) -> float | None:
@@ -95,15 +74,12 @@ class ExactSum:
 
 @dataclass
 class AllRuns:
-    """One side's runs of one score, counted as they are read: every run,
-    those with a result (a stage, a grade), the rest by why, and the sums
-    of the figures over all runs. Nothing grows with the runs."""
+    """One score's runs, outcomes and figure sums, counted as read."""
 
     runs: int = 0
     diagnosed: int = 0
     why: Counter[str] = field(default_factory=Counter)
     outcomes: Counter[str] = field(default_factory=Counter)
-    """Runs with each outcome: `pass`; `membership`, `order`."""
     recall: ExactSum = field(default_factory=ExactSum)
     precision: ExactSum = field(default_factory=ExactSum)
     without_recall: int = 0
@@ -117,8 +93,7 @@ class AllRuns:
         recall: float | None = None,
         precision: float | None = None,
     ) -> None:
-        """One run: its result, or why it has none; its outcomes and its
-        figures. A run not diagnosed that lacks a figure counts 0."""
+        """One run; a run not diagnosed that lacks a figure counts 0."""
         self.runs += 1
         if diagnosed:
             self.diagnosed += 1
@@ -135,31 +110,16 @@ class AllRuns:
             self.without_precision += 1
 
     def figures(self, names: tuple[str, ...]) -> dict[str, float | None]:
-        """The shares over all runs `--fail-under` checks, of `names`."""
+        """The figures over all runs `--fail-under` checks, of `names`."""
+        sums = {
+            "context_recall": (self.recall, self.without_recall),
+            "context_precision": (self.precision, self.without_precision),
+        }
         found: dict[str, float | None] = {}
         for name in names:
-            if name == "context_recall":
-                found[name] = mean_over_all(
-                    self.recall.total, self.recall.count, self.without_recall
-                )
-            elif name == "context_precision":
-                found[name] = mean_over_all(
-                    self.precision.total, self.precision.count, self.without_precision
-                )
+            if name in sums:
+                total, without = sums[name]
+                found[name] = total.mean(total.count + without)
             else:
-                found[name] = share_of(self.outcomes[name], self.runs)
+                found[name] = self.outcomes[name] / self.runs if self.runs else None
         return found
-
-
-__all__ = [
-    "NOT_RUN",
-    "NO_SCORE",
-    "SAMPLE_ERROR",
-    "AllRuns",
-    "ExactSum",
-    "Undiagnosed",
-    "mean_over_all",
-    "share_of",
-    "undiagnosed",
-    "why_text",
-]

@@ -1,6 +1,4 @@
-"""Where in the pipeline the missing documents were lost, over many runs:
-per step, and at the prompt's cut (docs/report.md).
-"""
+"""Where missing documents were lost: per step and at the prompt's cut."""
 
 from __future__ import annotations
 
@@ -16,38 +14,22 @@ from ..core.steps import CONTEXT, Step, ndcg_at, reciprocal_rank
 from ..schema import LostID
 from .runs import ExactSum
 
-NDCG_DEPTH: Final = 10
-"""The cut-off of the nDCG reported per step (trec_eval's `ndcg_cut.10`)."""
-
+NDCG_DEPTH: Final = 10  # trec_eval's `ndcg_cut.10`
+# IDs lost at the cut within this many ranks below it are counted apart: a
+# k larger by at most this would have kept them.
 NEAR_THE_CUT: Final = 5
-"""IDs lost at the cut within this many ranks below it are counted apart:
-a k larger by at most this would have kept them."""
-
 
 _CALL = re.compile(r"(.+)#[1-9][0-9]*")
 
 
-def by_tool(steps: Sequence[Step]) -> list[Step]:
-    """Each tool's calls (`search#1`, `search#2`) as one step `search`, its
-    IDs in the order received, each once; other steps as they are."""
-    merged: dict[str, dict[str, None]] = {}
-    for step in steps:
-        merged.setdefault(tool_of(step.name), {}).update(dict.fromkeys(step.ids))
-    return [Step(name, list(ids)) for name, ids in merged.items()]
-
-
 def tool_of(step: str) -> str:
-    """The tool of a call's step name (`search#2`: `search`), else the name."""
+    """`search#2`: `search`; an agent's calls of one tool are one step."""
     call = _CALL.fullmatch(step)
     return call.group(1) if call else step
 
 
 @dataclass(frozen=True)
 class StepFigures:
-    """One step: its diagnosed runs, their mean recall, MRR and
-    nDCG@`NDCG_DEPTH`, and the missing IDs lost at it (`lost`, and
-    `lost_share` of all the missing IDs of runs with steps)."""
-
     step: str
     runs: int
     recall: float | None
@@ -59,9 +41,6 @@ class StepFigures:
 
 @dataclass(frozen=True)
 class LostAtTheCut:
-    """The missing IDs every step kept, ranked below the prompt's cut: how
-    many, their share, the median last rank, and how many within `near`."""
-
     lost: int
     share: float | None
     median_last_rank: float | None
@@ -71,9 +50,6 @@ class LostAtTheCut:
 
 @dataclass(frozen=True)
 class PipelineLosses:
-    """`runs` with steps, the `missing` IDs of those runs, each step's
-    figures, and the IDs lost at the cut."""
-
     runs: int
     missing: int
     ndcg_depth: int
@@ -82,21 +58,14 @@ class PipelineLosses:
 
 
 @dataclass
-class _StepSums:
-    recall: ExactSum = field(default_factory=ExactSum)
-    rr: ExactSum = field(default_factory=ExactSum)
-    ndcg: ExactSum = field(default_factory=ExactSum)
-
-
-@dataclass
 class PipelineTally:
-    """Counts a report's runs with steps as they are read; only sums and
-    the last ranks of IDs lost at the cut are kept."""
+    """Runs with steps, counted as read; only sums and cut ranks kept."""
 
     runs: int = 0
     missing: int = 0
     lost_at: Counter[str] = field(default_factory=Counter)
-    sums: dict[str, _StepSums] = field(default_factory=dict)
+    # Each step's sums of recall, reciprocal rank and nDCG.
+    sums: dict[str, tuple[ExactSum, ExactSum, ExactSum]] = field(default_factory=dict)
     cut_ranks: array[int] = field(default_factory=lambda: array("q"))
     near_the_cut: int = 0
 
@@ -107,20 +76,20 @@ class PipelineTally:
         steps: Sequence[Step],
         lost: Sequence[LostID] | None,
     ) -> None:
-        """Count one diagnosed run with steps, as its score gives them
-        (`tracegrade.schema.StageScore`): `cut` is the IDs its prompt held."""
+        """Count one diagnosed run with steps; `cut` is its context size."""
         self.runs += 1
-        steps = by_tool(steps)
+        merged: dict[str, dict[str, None]] = {}
         for step in steps:
-            self.sums.setdefault(step.name, _StepSums())
-        if required:
-            # One set for every step: work in proportion to the steps' IDs.
-            wanted = frozenset(required)
-            for step in steps:
-                sums = self.sums[step.name]
-                sums.recall.add(len(wanted.intersection(step.ids)) / len(wanted))
-                sums.rr.add(reciprocal_rank(wanted, step.ids))
-                sums.ndcg.add(ndcg_at(wanted, step.ids, NDCG_DEPTH))
+            merged.setdefault(tool_of(step.name), {}).update(dict.fromkeys(step.ids))
+        # One set for every step: work in proportion to the steps' IDs.
+        wanted = frozenset(required)
+        for name, ids in merged.items():
+            sums = self.sums.setdefault(name, (ExactSum(), ExactSum(), ExactSum()))
+            if wanted:
+                ranked = list(ids)
+                sums[0].add(len(wanted.intersection(ranked)) / len(wanted))
+                sums[1].add(reciprocal_rank(wanted, ranked))
+                sums[2].add(ndcg_at(wanted, ranked, NDCG_DEPTH))
         for document in lost or ():
             self.missing += 1
             self.lost_at[tool_of(document.lost_at)] += 1
@@ -136,43 +105,15 @@ class PipelineTally:
         def share(count: int) -> float | None:
             return count / self.missing if self.missing else None
 
-        steps = []
-        for name, sums in self.sums.items():
-            runs = sums.recall.count
-            steps.append(
-                StepFigures(
-                    step=name,
-                    runs=runs,
-                    recall=sums.recall.mean(runs),
-                    mrr=sums.rr.mean(runs),
-                    ndcg=sums.ndcg.mean(runs),
-                    lost=self.lost_at[name],
-                    lost_share=share(self.lost_at[name]),
-                )
+        steps = [
+            StepFigures(
+                name, n, recall.mean(n), rr.mean(n), ndcg.mean(n), lost, share(lost)
             )
-        at_the_cut = self.lost_at[CONTEXT]
-        return PipelineLosses(
-            runs=self.runs,
-            missing=self.missing,
-            ndcg_depth=NDCG_DEPTH,
-            steps=steps,
-            context=LostAtTheCut(
-                lost=at_the_cut,
-                share=share(at_the_cut),
-                median_last_rank=(
-                    float(statistics.median(self.cut_ranks)) if self.cut_ranks else None
-                ),
-                near=NEAR_THE_CUT,
-                near_the_cut=self.near_the_cut,
-            ),
-        )
-
-
-__all__ = [
-    "NDCG_DEPTH",
-    "NEAR_THE_CUT",
-    "LostAtTheCut",
-    "PipelineLosses",
-    "PipelineTally",
-    "StepFigures",
-]
+            for name, (recall, rr, ndcg) in self.sums.items()
+            for n, lost in [(recall.count, self.lost_at[name])]
+        ]
+        ranks = self.cut_ranks
+        median = float(statistics.median(ranks)) if ranks else None
+        cut = self.lost_at[CONTEXT]
+        context = LostAtTheCut(cut, share(cut), median, NEAR_THE_CUT, self.near_the_cut)
+        return PipelineLosses(self.runs, self.missing, NDCG_DEPTH, steps, context)

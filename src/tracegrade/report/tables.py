@@ -1,310 +1,200 @@
-"""A `Report` as a `Page` of tables. Rows name their eval (E1, E2, ...),
-task and model; the headline and the first table say how many runs
-there were and why some got no stage, so no share is read without them.
-"""
+"""A `Report` as the `Page`: verdict, what was read, headlines, tables."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from ..logs.evals import missing_parts_text, superseded_note, unused_reducer
-from ..logs.scores import LogSummary
 from ..schema import EXTRACTION_SCORER, STAGE_SCORER
 from ..scorers.explain import show_id
-from .aggregate import ExtractionSummary, Report, StageSummary
+from .aggregate import ExtractionSummary, Proportion, Report, StageSummary
 from .page import Page, Section, Table
 from .runs import why_text
-from .shares import Proportion
 from .thresholds import OVER_ALL_RUNS, ThresholdCheck, threshold_line
+
+Summary = StageSummary | ExtractionSummary
 
 
 def percent(share: float | None) -> str:
     return "n/a" if share is None else f"{100 * share:.1f}%"
 
 
-def share_with_interval(proportion: Proportion) -> str:
-    """ "57.1% [39.1, 73.5]": the share and its interval bounds, in percent."""
-    if proportion.share is None or proportion.low is None or proportion.high is None:
+def share_with_interval(p: Proportion) -> str:
+    """ "57.1% [39.1, 73.5]": the share and its interval, in percent."""
+    if p.share is None or p.low is None or p.high is None:
         return "n/a"
-    return (
-        f"{percent(proportion.share)} "
-        f"[{100 * proportion.low:.1f}, {100 * proportion.high:.1f}]"
-    )
+    return f"{percent(p.share)} [{100 * p.low:.1f}, {100 * p.high:.1f}]"
 
 
-def _plural(count: int, one: str, many: str | None = None) -> str:
-    return f"{count} {one if count == 1 else many or one + 's'}"
-
-
-def headline(summary: StageSummary | ExtractionSummary) -> str:
-    """The summary in one line, every share beside the runs it rests on and
-    the runs left out."""
-    name = f"{eval_label(summary)} ({summary.task}, {summary.model})"
-    if isinstance(summary, StageSummary):
-        passed = summary.stages["pass"]
-        shares = (
-            f"pass {passed.count} of {_plural(summary.runs, 'run')}: "
-            f"{summary.diagnosed} diagnosed"
-        )
-        if summary.diagnosed:
-            shares += f", {share_with_interval(passed)} of them pass"
-        missing, undiagnosed, word = (
-            summary.runs - summary.diagnosed,
-            summary.not_diagnosed,
-            "diagnosed",
-        )
-    else:
-        shares = (
-            f"membership {summary.membership.count} and order "
-            f"{summary.order.count} of {_plural(summary.runs, 'run')}: "
-            f"{summary.graded} graded"
-        )
-        if summary.graded:
-            shares += (
-                f", membership {share_with_interval(summary.membership)} and "
-                f"order {share_with_interval(summary.order)} of them"
-            )
-        missing, undiagnosed, word = (
-            summary.runs - summary.graded,
-            summary.not_graded,
-            "graded",
-        )
-    if missing:
-        shares += f"; {missing} not {word}: {why_text(undiagnosed)}"
-    return f"{name}: {shares}."
-
-
-def headlines(report: Report) -> list[str]:
-    """Every summary's `headline`, in the order of the tables."""
-    return [headline(summary) for summary in report.summaries]
-
-
-def gate_lines(report: Report) -> list[str]:
-    """The verdict of `--fail-under`: each threshold not met, or that all
-    were; none when no threshold was asked."""
-    if not report.thresholds:
-        return []
-    failed = [check for check in report.thresholds if not check.met]
-    if failed:
-        return [
-            f"Gate failed: {len(failed)} of {len(report.thresholds)} thresholds "
-            f"not met (--fail-under, {OVER_ALL_RUNS}).",
-            *(f"Not met: {threshold_line(check)}." for check in failed),
-        ]
-    return [
-        f"Gate passed: all {len(report.thresholds)} thresholds met "
-        f"(--fail-under, {OVER_ALL_RUNS})."
-    ]
-
-
-def interval_note(report: Report) -> str:
-    note = (
-        f"Counted per {report.unit}; [low, high] are "
-        f"{round(100 * report.confidence)}% Wilson score intervals"
-    )
-    if any(summary.epochs != [1] for summary in report.summaries):
-        note += (
-            ", with the sample as the cluster where it ran several epochs "
-            "(its epochs are not independent evidence)"
-        )
-    return note + "."
-
-
-def evals_read(report: Report) -> str:
-    """ "3 evals in 4 logs (1 log superseded by its retry, not counted)"."""
-    evals = len(report.evals)
-    logs = len(report.logs) + len(report.superseded)
-    text = (
-        f"{evals} eval{'s' if evals != 1 else ''} in "
-        f"{logs} log{'s' if logs != 1 else ''}"
-    )
-    note = superseded_note(report.superseded)
-    if report.pooled:
-        text += ", pooled by task, model and score"
-    return f"{text} ({note})" if note else text
-
-
-def eval_warnings(report: Report) -> list[str]:
-    """One line per eval that did not complete, and per eval of stage
-    scores that asked for an epochs reducer (which they do not use)."""
-    warnings = []
-    staged = {label for s in report.stage_diagnosis for label in s.evals}
-    logs = {log.path: log for log in report.logs}
-    for summary in report.evals:
-        unused = unused_reducer(summary.label, summary.epochs_reducer)
-        if unused and summary.label in staged:
-            warnings.append(unused)
-        if summary.missing_count:
-            missing = missing_parts_text(summary.missing_parts, summary.missing_count)
-            warnings.append(
-                f"{summary.label} ({summary.name}) is missing {missing}; its "
-                "figures cover only the parts read."
-            )
-        elif summary.status != "success":
-            not_run = sum(logs[path].not_run for path in summary.logs if path in logs)
-            never = (
-                f"; the {_plural(not_run, 'sample-epoch')} it never ran count as "
-                "runs not diagnosed"
-                if not_run
-                else ""
-            )
-            warnings.append(
-                f"{summary.label} ({summary.name}) has status "
-                f"{summary.status!r}{never}."
-            )
-    return warnings
-
-
-def eval_label(summary: StageSummary | ExtractionSummary) -> str:
-    """E1, or E1+E2 for pooled evals; with the score name when a log holds
-    several tracegrade scores of one kind (`stage_diagnosis1` after
-    `inspect score --action append`)."""
-    label = "+".join(summary.evals)
-    if summary.scorer in (STAGE_SCORER, EXTRACTION_SCORER):
-        return label
-    return f"{label} [{summary.scorer}]"
-
-
-def _row_start(summary: StageSummary | ExtractionSummary) -> list[str]:
-    return [eval_label(summary), summary.task, summary.model]
-
-
-# A row names its eval by label, task and model; the table of evals gives
-# each label's logs.
-_ROW_COLUMNS = ["eval", "task", "model"]
-_CONSTANT = [*_ROW_COLUMNS, "score"]
-"""Columns the terminal leaves out when they hold one value (one eval)."""
+def _plural(count: int, one: str) -> str:
+    return f"{count} {one if count == 1 else one + 's'}"
 
 
 def _of_all(count: int, runs: int) -> str:
     return percent(count / runs if runs else None)
 
 
-def _runs_table(report: Report) -> Table:
-    # In the order of the evals, as the table of evals.
-    summaries = sorted(report.summaries, key=lambda s: int(s.evals[0][1:]))
-    rows = []
-    for s in summaries:
-        if isinstance(s, StageSummary):
-            got, undiagnosed = s.diagnosed, s.not_diagnosed
-        else:
-            got, undiagnosed = s.graded, s.not_graded
-        rows.append(
-            [
-                *_row_start(s),
-                s.scorer,
-                str(s.runs),
-                str(got),
-                str(s.runs - got),
-                why_text(undiagnosed) or "none",
-            ]
+def eval_label(s: Summary) -> str:
+    """E1, E1+E2 pooled; with the score's name when not the default."""
+    named = s.scorer not in (STAGE_SCORER, EXTRACTION_SCORER)
+    return "+".join(s.evals) + f" [{s.scorer}]" * named
+
+
+def _got(s: Summary) -> tuple[int, str]:
+    """The runs with a result, and why the rest have none."""
+    if isinstance(s, StageSummary):
+        return s.diagnosed, why_text(s.not_diagnosed)
+    return s.graded, why_text(s.not_graded)
+
+
+def headline(s: Summary) -> str:
+    """The row in one line, every share beside the runs it rests on."""
+    runs = _plural(s.runs, "run")
+    got, why = _got(s)
+    if isinstance(s, StageSummary):
+        word, passed = "diagnosed", s.stages["pass"]
+        text = f"pass {passed.count} of {runs}: {got} diagnosed"
+        text += f", {share_with_interval(passed)} of them pass" * bool(got)
+    else:
+        word, m, o = "graded", s.membership, s.order
+        text = f"membership {m.count} and order {o.count} of {runs}: {got} graded"
+        if got:
+            text += f", membership {share_with_interval(m)} and order "
+            text += f"{share_with_interval(o)} of them"
+    if s.runs - got:
+        text += f"; {s.runs - got} not {word}: {why}"
+    return f"{eval_label(s)} ({s.task}, {s.model}): {text}."
+
+
+def eval_warnings(report: Report) -> list[str]:
+    """An eval not complete, or a stage eval that asked for a reducer."""
+    warnings = []
+    staged = {label for s in report.stage_diagnosis for label in s.evals}
+    logs = {log.path: log for log in report.logs}
+    for e in report.evals:
+        unused = unused_reducer(e.label, e.epochs_reducer)
+        if unused and e.label in staged:
+            warnings.append(unused)
+        if e.missing_count:
+            missing = missing_parts_text(e.missing_parts, e.missing_count)
+            warnings.append(
+                f"{e.label} ({e.name}) is missing {missing}; its figures cover "
+                "only the parts read."
+            )
+        elif e.status != "success":
+            not_run = sum(logs[path].not_run for path in e.logs if path in logs)
+            never = (
+                f"; the {_plural(not_run, 'sample-epoch')} it never ran count as "
+                "runs not diagnosed"
+                if not_run
+                else ""
+            )
+            warnings.append(f"{e.label} ({e.name}) has status {e.status!r}{never}.")
+    return warnings
+
+
+def _summary_line(report: Report) -> str:
+    evals, logs = len(report.evals), len(report.logs) + len(report.superseded)
+    text = f"{_plural(evals, 'eval')} in {_plural(logs, 'log')}"
+    text += ", pooled by task, model and score" * report.pooled
+    note = superseded_note(report.superseded)
+    text += f" ({note})" if note else ""
+    samples = sum(log.samples for log in report.logs)
+    text += (
+        f", {samples} sample-epochs. Counted per {report.unit}; [low, high] are "
+        f"{round(100 * report.confidence)}% Wilson score intervals"
+    )
+    if any(s.epochs != [1] for s in report.summaries):
+        text += (
+            ", with the sample as the cluster where it ran several epochs "
+            "(its epochs are not independent evidence)"
         )
-    return _table(
-        "runs",
-        "Runs",
-        "runs: every sample-epoch of the eval, with a result or not. "
-        "diagnosed: runs that got a stage (extraction: a grade, answer "
-        "failures included); every share below is of these, and says so. "
-        "not diagnosed: runs with no result, and why: a data error (the "
-        "sample's data is at fault), a sample error (the sample errored before "
-        "it had an answer, scored so or not scored at all), a run logged "
-        "without the score, or one its eval never ran (it stopped).",
-        ["score", "runs", "diagnosed", "not diagnosed", "why"],
-        rows,
-    )
-
-
-def thresholds_table(checks: list[ThresholdCheck]) -> Table:
-    """The `--fail-under` checks, each against one eval's score."""
-    return _table(
-        "thresholds",
-        "Thresholds (--fail-under)",
-        f"Each value is {OVER_ALL_RUNS}. The gate fails when a value is under "
-        "its threshold.",
-        ["score", "metric", "runs", "value", "threshold", "met"],
-        [
-            [
-                check.eval,
-                check.task,
-                check.model,
-                check.score,
-                check.metric,
-                str(check.runs),
-                "none" if check.value is None else f"{check.value:.4f}",
-                f"{check.threshold:g}",
-                "yes" if check.met else "NO",
-            ]
-            for check in checks
-        ],
-    )
+    return text + "."
 
 
 def report_page(report: Report) -> Page:
-    """The report: the gate's verdict when thresholds were asked, what was
-    read, each summary's headline, the warnings, then the tables."""
-    verdict = gate_lines(report) or [
-        "No gate asked",
-        "no --fail-under threshold: the report gates nothing",
-    ]
-    samples = sum(log.samples for log in report.logs)
+    """The page: verdict, what was read, headlines, warnings, tables."""
+    checks = report.thresholds
+    failed = [check for check in checks if not check.met]
+    if not checks:
+        verdict = ["No gate asked"]
+        verdict += ["no --fail-under threshold: the report gates nothing"]
+    elif failed:
+        verdict = [
+            f"Gate failed: {len(failed)} of {len(checks)} thresholds not met "
+            f"(--fail-under, {OVER_ALL_RUNS}).",
+            *(f"Not met: {threshold_line(check)}." for check in failed),
+        ]
+    else:
+        verdict = [
+            f"Gate passed: all {len(checks)} thresholds met (--fail-under, "
+            f"{OVER_ALL_RUNS})."
+        ]
     return Page(
         command="tracegrade report",
         verdict=verdict[0],
         reasons=verdict[1:],
-        failed=(
-            None
-            if not report.thresholds
-            else not all(check.met for check in report.thresholds)
-        ),
-        summary=[
-            f"{evals_read(report)}, {samples} sample-epochs. {interval_note(report)}"
-        ],
-        headlines=headlines(report),
+        failed=bool(failed) if checks else None,
+        summary=[_summary_line(report)],
+        headlines=[headline(s) for s in report.summaries],
         warnings=eval_warnings(report),
         sections=[Section(None, report_tables(report))],
         quiet_verdict=True,
     )
 
 
-def report_tables(report: Report) -> list[Table]:
-    """The report's tables, in display order; empty sections are left out."""
-    tables: list[Table] = [_runs_table(report)]
-    if report.thresholds:
-        tables.append(thresholds_table(report.thresholds))
-    if report.stage_diagnosis:
-        tables += _stage_tables(report)
-        tables += pipeline_tables(report.stage_diagnosis)
-    tables += _errors_table(report)
-    for kind in ("missed", "dropped", "invented"):
-        tables += _id_table(report, kind)
-    if report.ordered_extraction:
-        tables.append(_extraction_table(report))
-    tables.append(_evals_table(report))
-    return tables
-
-
 def _table(
-    key: str,
-    title: str,
-    caption: str,
-    columns: list[str],
-    rows: list[list[str]],
+    key: str, title: str, caption: str, columns: list[str], rows: list[list[str]]
 ) -> Table:
-    """A table of rows that start with their eval (`_row_start`)."""
-    return Table(
-        constant=_CONSTANT,
-        key=key,
-        title=title,
-        caption=caption,
-        columns=[*_ROW_COLUMNS, *columns],
-        rows=rows,
+    """Rows that start with eval, task and model (dropped when constant)."""
+    columns = ["eval", "task", "model", *columns]
+    constant = ["eval", "task", "model", "score"]
+    return Table(key, title, caption, columns, rows, constant=constant)
+
+
+def _row(start: Summary | ThresholdCheck, *cells: object) -> list[str]:
+    label = start.eval if isinstance(start, ThresholdCheck) else eval_label(start)
+    return [label, start.task, start.model, *map(str, cells)]
+
+
+def thresholds_table(checks: list[ThresholdCheck]) -> Table:
+    """The `--fail-under` checks, each against one eval's score."""
+    rows = [
+        _row(c, c.score, c.metric, c.runs, value, f"{c.threshold:g}", met)
+        for c in checks
+        for value in ["none" if c.value is None else f"{c.value:.4f}"]
+        for met in ["yes" if c.met else "NO"]
+    ]
+    caption = (
+        f"Each value is {OVER_ALL_RUNS}. The gate fails when a value is under "
+        "its threshold."
     )
+    columns = ["score", "metric", "runs", "value", "threshold", "met"]
+    return _table("thresholds", "Thresholds (--fail-under)", caption, columns, rows)
 
 
-def _stage_tables(report: Report) -> list[Table]:
-    # The intervals are said once, in the page's summary.
+def report_tables(report: Report) -> list[Table]:
+    """Every table, in display order; those with no row are left out."""
+    summaries = sorted(report.summaries, key=lambda s: int(s.evals[0][1:]))
+    staged, extraction = report.stage_diagnosis, report.ordered_extraction
     ci = f"share [{round(100 * report.confidence)}% CI]"
+    runs = _table(
+        "runs",
+        "Runs",
+        "runs: every sample-epoch of the eval, with a result or not. diagnosed: "
+        "runs that got a stage (extraction: a grade, answer failures included); "
+        "every share below is of these, and says so. not diagnosed: runs with "
+        "no result, and why: a data error (the sample's data is at fault), a "
+        "sample error (the sample errored before it had an answer, scored so or "
+        "not scored at all), a run logged without the score, or one its eval "
+        "never ran (it stopped).",
+        ["score", "runs", "diagnosed", "not diagnosed", "why"],
+        [
+            _row(s, s.scorer, s.runs, got, s.runs - got, why or "none")
+            for s in summaries
+            for got, why in [_got(s)]
+        ],
+    )
     stages = _table(
         "stages",
         "Stage shares",
@@ -313,16 +203,10 @@ def _stage_tables(report: Report) -> list[Table]:
         "run, those not diagnosed (table Runs) included.",
         ["stage", "runs", "of", ci, "of all runs"],
         [
-            [
-                *_row_start(s),
-                stage,
-                str(p.count),
-                str(p.total),
-                share_with_interval(p),
-                _of_all(p.count, s.runs),
-            ]
-            for s in report.stage_diagnosis
+            _row(s, stage, p.count, p.total, share_with_interval(p), of_all)
+            for s in staged
             for stage, p in s.stages.items()
+            for of_all in [_of_all(p.count, s.runs)]
         ],
     )
     lucky = _table(
@@ -332,109 +216,84 @@ def _stage_tables(report: Report) -> list[Table]:
         "context (stage retrieval), of all diagnosed runs labelled correct.",
         ["lucky", "of", ci],
         [
-            [
-                *_row_start(s),
-                str(s.lucky.count),
-                str(s.lucky.total),
-                share_with_interval(s.lucky),
-            ]
-            for s in report.stage_diagnosis
+            _row(s, s.lucky.count, s.lucky.total, share_with_interval(s.lucky))
+            for s in staged
         ],
     )
     context = _table(
         "context",
         "Context recall and precision",
-        "recall: the mean share of each run's unique required IDs that "
-        "reached its context, over the runs with a required set and a "
-        "context. precision: the mean share of each run's unique context IDs "
-        "that were required (a repeated ID is one document), over the runs "
-        "whose context held an ID and was judged (an empty required list "
-        "gives 0). Labelled or not: the logged context_recall and "
-        "context_precision metrics cover the scored runs only. Means; no "
-        "interval. Runs with no figure (a sample error has no context) are in "
-        "the Runs table.",
+        "recall: the mean share of each run's unique required IDs that reached "
+        "its context, over the runs with a required set and a context. "
+        "precision: the mean share of each run's unique context IDs that were "
+        "required (a repeated ID is one document), over the runs whose context "
+        "held an ID and was judged (an empty required list gives 0). Labelled "
+        "or not: the logged context_recall and context_precision metrics cover "
+        "the scored runs only. Means; no interval. Runs with no figure (a "
+        "sample error has no context) are in the Runs table.",
         ["recall", "recall runs", "precision", "precision runs"],
         [
-            [
-                *_row_start(s),
-                percent(s.recall),
-                str(s.recall_runs),
-                percent(s.precision),
-                str(s.precision_runs),
-            ]
-            for s in report.stage_diagnosis
+            _row(s, percent(s.recall), s.recall_runs, *precision)
+            for s in staged
+            for precision in [(percent(s.precision), s.precision_runs)]
         ],
     )
-    return [stages, lucky, context]
-
-
-def _errors_table(report: Report) -> list[Table]:
-    rows = [
-        [*_row_start(s), error.kind, error.side, str(error.count), str(s.runs)]
-        for s in report.summaries
-        for error in s.errors
-    ]
-    if not rows:
-        return []
-    caption = (
-        "side data: the sample's data is at fault, so it is unscored. side "
-        "run: the sample errored before it had an answer, so it is unscored. "
-        "side answer: the model's answer broke the answer contract and fails "
-        f"both criteria. Counted per {report.unit}."
+    errors = _table(
+        "errors",
+        "Errors by kind",
+        "side data: the sample's data is at fault, so it is unscored. side run: "
+        "the sample errored before it had an answer, so it is unscored. side "
+        "answer: the model's answer broke the answer contract and fails both "
+        f"criteria. Counted per {report.unit}.",
+        ["kind", "side", "runs", "of"],
+        [
+            _row(s, e.kind, e.side, e.count, s.runs)
+            for s in report.summaries
+            for e in s.errors
+        ],
     )
-    columns = ["kind", "side", "runs", "of"]
-    return [_table("errors", "Errors by kind", caption, columns, rows)]
-
-
-_OF_ALL = ("membership of all runs", "order of all runs")
-
-
-def _extraction_table(report: Report) -> Table:
-    return _table(
+    gaps = _table(
         "extraction",
         "Membership versus order",
         "Accuracy over graded runs; answer failures count as failures. gap = "
-        "membership minus order accuracy: the runs that kept every ID but "
-        "lost the source order. of all runs: membership and order over every "
-        "run, those not graded (table Runs) included.",
-        [*("runs", "graded", "membership", "order", "gap"), *_OF_ALL],
+        "membership minus order accuracy: the runs that kept every ID but lost "
+        "the source order. of all runs: membership and order over every run, "
+        "those not graded (table Runs) included.",
+        ["runs", "graded", "membership", "order", "gap", *_OF_ALL],
         [
-            [
-                *_row_start(s),
-                str(s.runs),
-                str(s.graded),
-                share_with_interval(s.membership),
-                share_with_interval(s.order),
-                share_with_interval(s.gap),
-                _of_all(s.membership.count, s.runs),
-                _of_all(s.order.count, s.runs),
-            ]
-            for s in report.ordered_extraction
+            _row(s, s.runs, s.graded, *map(share_with_interval, shares), *of_all)
+            for s in extraction
+            for shares in [(s.membership, s.order, s.gap)]
+            for of_all in [(_of_all(p.count, s.runs) for p in shares[:2])]
         ],
     )
+    ids = [_id_table(report, kind) for kind in ID_TITLES]
+    tables = [runs, thresholds_table(report.thresholds), stages, lucky, context]
+    tables += [*_pipeline_tables(staged), errors, *ids, gaps, _evals_table(report)]
+    return [table for table in tables if table.rows]
+
+
+_OF_ALL = ("membership of all runs", "order of all runs")
 
 
 def _figure(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
-    """ "Where missing documents were lost", per step and at the prompt's
-    cut, for the summaries whose runs carried the pipeline's steps."""
+def _pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
+    """Where missing documents were lost, per step and at the prompt's cut."""
     with_steps = [(s, s.pipeline) for s in summaries if s.pipeline is not None]
     if not with_steps:
         return []
-    depth = with_steps[0][1].ndcg_depth
-    near = with_steps[0][1].context.near
+    depth, near = with_steps[0][1].ndcg_depth, with_steps[0][1].context.near
     rows = []
     for s, losses in with_steps:
         for step in losses.steps:
-            figures = [percent(step.recall), _figure(step.mrr), _figure(step.ndcg)]
-            lost = [str(step.lost), percent(step.lost_share)]
-            rows.append([*_row_start(s), step.step, *lost, *figures, str(step.runs)])
-        context = losses.context
-        lost = [str(context.lost), percent(context.share)]
-        rows.append([*_row_start(s), "context", *lost, "", "", "", str(losses.runs)])
+            figures = percent(step.recall), _figure(step.mrr), _figure(step.ndcg)
+            lost = step.lost, percent(step.lost_share)
+            rows.append(_row(s, step.step, *lost, *figures, step.runs))
+        lost = losses.context.lost, percent(losses.context.share)
+        rows.append(_row(s, "context", *lost, "", "", "", losses.runs))
     steps = _table(
         "pipeline",
         "Where missing documents were lost",
@@ -449,52 +308,44 @@ def pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
         ["step", "lost", "share", "recall", "MRR", f"nDCG@{depth}", "runs"],
         rows,
     )
-    cut = _table(
+
+    def median(rank: float | None) -> str:
+        if rank is None:
+            return "n/a"
+        return str(int(rank)) if rank.is_integer() else f"{rank:.1f}"
+
+    at_the_cut = _table(
         "cut",
         "Lost at the prompt's cut",
         "The missing IDs every step kept but the prompt did not hold (lost at "
         "context): the rank where each was last seen, in the last step's "
-        "output; the cut is the run's context size. within "
-        f"{near} of the cut: last seen at most {near} ranks below it, where a "
-        "slightly larger k would have kept it.",
+        f"output; the cut is the run's context size. within {near} of the cut: "
+        f"last seen at most {near} ranks below it, where a slightly larger k "
+        "would have kept it.",
         ["lost at the cut", "median last rank", f"within {near} of the cut"],
         [
-            [
-                *_row_start(s),
-                str(losses.context.lost),
-                _median(losses.context.median_last_rank),
-                str(losses.context.near_the_cut),
-            ]
+            _row(s, cut.lost, median(cut.median_last_rank), cut.near_the_cut)
             for s, losses in with_steps
+            for cut in [losses.context]
         ],
     )
-    return [steps, cut]
-
-
-def _median(rank: float | None) -> str:
-    if rank is None:
-        return "n/a"
-    return str(int(rank)) if rank.is_integer() else f"{rank:.1f}"
+    return [steps, at_the_cut]
 
 
 def _evals_table(report: Report) -> Table:
     logs = {log.path: log for log in report.logs}
-    rows = []
-    notes = []
-    for summary in report.evals:
-        read: list[LogSummary] = [logs[path] for path in summary.logs]
-        rows.append(
-            [
-                summary.label,
-                summary.task,
-                summary.model,
-                summary.status,
-                str(summary.epochs),
-                str(sum(log.samples for log in read)),
-                str(sum(log.samples_without_tracegrade_score for log in read)),
-            ]
+    rows, notes = [], []
+    for e in report.evals:
+        read = [logs[path] for path in e.logs]
+        samples = sum(log.samples for log in read)
+        no_score = sum(log.samples_without_tracegrade_score for log in read)
+        rows.append([e.label, e.task, e.model, e.status, str(e.epochs)])
+        rows[-1] += [str(samples), str(no_score)]
+        first, last, count = e.logs[0], e.logs[-1], len(e.logs)
+        paths = (
+            f"{count} parts, {first} to {last}" if count > 2 else " and ".join(e.logs)
         )
-        notes.append(f"{summary.label}: {_logs_of(summary.logs)}")
+        notes.append(f"{e.label}: {paths}")
     caption = (
         "samples: sample-epochs in its logs. no score: samples with no "
         "tracegrade score, such as one that errored before scoring. An eval "
@@ -505,153 +356,62 @@ def _evals_table(report: Report) -> Table:
     if note:
         superseded = ", ".join(Path(s.path).name for s in report.superseded)
         caption += f" {note[0].upper()}{note[1:]}: {superseded}."
-    return Table(
-        key="evals",
-        title="Evals read",
-        caption=caption,
-        columns=["eval", "task", "model", "status", "epochs", "samples", "no score"],
-        rows=rows,
-        notes=notes,
-    )
+    columns = ["eval", "task", "model", "status", "epochs", "samples", "no score"]
+    return Table("evals", "Evals read", caption, columns, rows, notes=notes)
 
 
-def _logs_of(paths: list[str]) -> str:
-    """An eval's logs: the one, or the first and last of its parts."""
-    if len(paths) == 1:
-        return paths[0]
-    if len(paths) == 2:
-        return f"{paths[0]} and {paths[1]}"
-    return f"{len(paths)} parts, {paths[0]} to {paths[-1]}"
+ID_TITLES = {
+    "missed": "Most often missing document IDs",
+    "dropped": "Most often dropped IDs",
+    "invented": "Most often invented IDs",
+}
+_ID_COLUMNS = {
+    "missed": ["document", "missed", "required"],
+    "dropped": ["ID", "dropped", "in source"],
+    "invented": ["ID", "invented", "of"],
+}
+_ID_CAPTIONS = {
+    "missed": "missed: diagnosed runs whose context lacked the required ID; "
+    "required: diagnosed runs that required it.",
+    "dropped": "dropped: itemised answers that left out the source ID; in "
+    "source: itemised answers whose source held it. Itemised: graded answers "
+    "except those that repeat an ID or cannot be read, which fail both "
+    "criteria with nothing compared.",
+    "invented": "invented: itemised answers that held the ID though their "
+    "source did not; of: all itemised answers (graded, neither repeating an "
+    "ID nor unreadable).",
+}
 
 
-@dataclass(frozen=True)
-class RankedID:
-    """One of the most often counted IDs: counted `count` times of `of`."""
-
-    id: str
-    count: int
-    of: int
-
-
-@dataclass(frozen=True)
-class IdRanking:
-    """One summary's most often counted IDs of a kind, and how many
-    distinct IDs were ever counted."""
-
-    summary: StageSummary | ExtractionSummary
-    ids: list[RankedID]
-    distinct: int
-
-
-def id_rankings(report: Report, kind: str) -> list[IdRanking]:
-    """Each summary's most often `kind` IDs: missed, dropped or invented."""
+def ranked_ids(
+    report: Report, kind: str
+) -> list[tuple[Summary, list[tuple[str, int, int]], int]]:
+    """Each row's top `kind` IDs as (id, count, of), and distinct count."""
     if kind == "missed":
         return [
-            IdRanking(
-                s,
-                [RankedID(d.id, d.missed, d.required) for d in s.missed],
-                s.distinct_missed,
-            )
+            (s, [(d.id, d.missed, d.required) for d in s.missed], s.distinct_missed)
             for s in report.stage_diagnosis
         ]
     if kind == "dropped":
         return [
-            IdRanking(
-                s,
-                [RankedID(d.id, d.dropped, d.in_source) for d in s.dropped],
-                s.distinct_dropped,
-            )
+            (s, [(d.id, d.dropped, d.in_source) for d in s.dropped], s.distinct_dropped)
             for s in report.ordered_extraction
         ]
-    if kind == "invented":
-        # An invented ID is in no source: it is counted of all itemised answers.
-        return [
-            IdRanking(
-                s,
-                [RankedID(i.id, i.invented, s.itemised) for i in s.invented],
-                s.distinct_invented,
-            )
-            for s in report.ordered_extraction
-        ]
-    raise ValueError(f"no ID count {kind!r}; there are missed, dropped, invented")
-
-
-@dataclass(frozen=True)
-class _IdWords:
-    title: str
-    columns: tuple[str, str, str]
-    caption: str
-
-
-_ID_WORDS = {
-    "missed": _IdWords(
-        "Most often missing document IDs",
-        ("document", "missed", "required"),
-        "missed: diagnosed runs whose context lacked the required ID; "
-        "required: diagnosed runs that required it.",
-    ),
-    "dropped": _IdWords(
-        "Most often dropped IDs",
-        ("ID", "dropped", "in source"),
-        "dropped: itemised answers that left out the source ID; in source: "
-        "itemised answers whose source held it. Itemised: graded answers "
-        "except those that repeat an ID or cannot be read, which fail both "
-        "criteria with nothing compared.",
-    ),
-    "invented": _IdWords(
-        "Most often invented IDs",
-        ("ID", "invented", "of"),
-        "invented: itemised answers that held the ID though their source did "
-        "not; of: all itemised answers (graded, neither repeating an ID nor "
-        "unreadable).",
-    ),
-}
-
-
-def id_count_title(kind: str, top: int) -> str:
-    """ "Most often dropped IDs (top 10)": the table's and the chart's title."""
-    return f"{_ID_WORDS[kind].title} (top {top})"
-
-
-def _id_table(report: Report, kind: str) -> list[Table]:
-    """The most often `kind` IDs of every summary, if any."""
-    rankings = id_rankings(report, kind)
-    rows = [
-        [
-            *_row_start(ranking.summary),
-            show_id(ranked.id),
-            str(ranked.count),
-            str(ranked.of),
-            percent(ranked.count / ranked.of),
-        ]
-        for ranking in rankings
-        for ranked in ranking.ids
+    # An invented ID is in no source: it is counted of all itemised answers.
+    return [
+        (s, [(i.id, i.invented, s.itemised) for i in s.invented], s.distinct_invented)
+        for s in report.ordered_extraction
     ]
-    if not rows:
-        return []
-    words = _ID_WORDS[kind]
-    distinct = "; ".join(f"{r.distinct} in {eval_label(r.summary)}" for r in rankings)
-    caption = f"{words.caption} Distinct IDs ever {kind}: {distinct}."
-    columns = [*words.columns, "rate"]
-    return [_table(kind, id_count_title(kind, report.top), caption, columns, rows)]
 
 
-__all__ = [
-    "IdRanking",
-    "RankedID",
-    "Table",
-    "eval_label",
-    "eval_warnings",
-    "evals_read",
-    "gate_lines",
-    "headline",
-    "headlines",
-    "id_count_title",
-    "id_rankings",
-    "interval_note",
-    "percent",
-    "report_page",
-    "report_tables",
-    "share_with_interval",
-    "thresholds_table",
-]
+def _id_table(report: Report, kind: str) -> Table:
+    rankings = ranked_ids(report, kind)
+    rows = [
+        _row(s, show_id(i), count, of, percent(count / of))
+        for s, ids, _ in rankings
+        for i, count, of in ids
+    ]
+    distinct = "; ".join(f"{n} in {eval_label(s)}" for s, _, n in rankings)
+    caption = f"{_ID_CAPTIONS[kind]} Distinct IDs ever {kind}: {distinct}."
+    title = f"{ID_TITLES[kind]} (top {report.top})"
+    return _table(kind, title, caption, [*_ID_COLUMNS[kind], "rate"], rows)

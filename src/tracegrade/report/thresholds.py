@@ -1,6 +1,4 @@
-"""`--fail-under NAME=VALUE`: a floor under a share of every run, runs
-with no result counted as not passing (docs/report.md, "Thresholds").
-"""
+"""`--fail-under NAME=VALUE` over every run (docs/report.md)."""
 
 from __future__ import annotations
 
@@ -10,17 +8,16 @@ from decimal import Decimal, InvalidOperation
 from typing import Final
 
 from ..core.errors import quote
+from ..schema import EXTRACTION_SCORER, STAGE_SCORER
 
-STAGE: Final = "stage_diagnosis"
-EXTRACTION: Final = "ordered_extraction"
+# Each metric `--fail-under` takes, and the scorer whose runs it is of.
 METRICS: Final = {
-    "pass": STAGE,
-    "context_recall": STAGE,
-    "context_precision": STAGE,
-    "membership": EXTRACTION,
-    "order": EXTRACTION,
+    "pass": STAGE_SCORER,
+    "context_recall": STAGE_SCORER,
+    "context_precision": STAGE_SCORER,
+    "membership": EXTRACTION_SCORER,
+    "order": EXTRACTION_SCORER,
 }
-"""Each metric `--fail-under` takes, and the scorer whose runs it is of."""
 OVER_ALL_RUNS: Final = (
     "over all runs: runs not diagnosed (sample errors, data errors, runs "
     "without the score or never run) count as not passing; context recall "
@@ -30,14 +27,11 @@ OVER_ALL_RUNS: Final = (
 
 
 class InvalidThreshold(ValueError):
-    """A `--fail-under` that is not NAME=VALUE with a known NAME and a VALUE
-    in [0, 1], or that names a metric of no eval read."""
+    """Not NAME=VALUE in [0, 1], or a metric of no eval read."""
 
 
 @dataclass(frozen=True)
 class Threshold:
-    """The least `metric` may be, as given (`text`) and as a number."""
-
     metric: str
     minimum: float
     text: str
@@ -45,9 +39,6 @@ class Threshold:
 
 @dataclass(frozen=True)
 class ThresholdCheck:
-    """One threshold checked against one eval's score: `value` over all runs
-    (None with none: not met); `met` is `value >= threshold`."""
-
     metric: str
     threshold: float
     value: float | None
@@ -61,9 +52,6 @@ class ThresholdCheck:
 
 @dataclass(frozen=True)
 class Target:
-    """What one eval's score gives the thresholds: its runs, and its
-    figures over all runs (`StageSummary.over_all_runs`)."""
-
     eval: str
     task: str
     model: str
@@ -112,8 +100,7 @@ def parse_threshold(text: str) -> Threshold:
 def check_thresholds(
     thresholds: Sequence[Threshold], targets: Iterable[Target]
 ) -> list[ThresholdCheck]:
-    """Each threshold against every target of its scorer; `InvalidThreshold`
-    for a metric of no target: a gate that cannot fail is a mistake."""
+    """Each threshold against every target of its scorer."""
     targets = list(targets)
     checks: list[ThresholdCheck] = []
     for threshold in thresholds:
@@ -126,18 +113,10 @@ def check_thresholds(
             )
         for target in found:
             value = target.over_all_runs.get(threshold.metric)
+            met = value is not None and value >= threshold.minimum
+            where = target.eval, target.task, target.model, target.score, target.runs
             checks.append(
-                ThresholdCheck(
-                    metric=threshold.metric,
-                    threshold=threshold.minimum,
-                    value=value,
-                    met=value is not None and value >= threshold.minimum,
-                    eval=target.eval,
-                    task=target.task,
-                    model=target.model,
-                    score=target.score,
-                    runs=target.runs,
-                )
+                ThresholdCheck(threshold.metric, threshold.minimum, value, met, *where)
             )
     return checks
 
@@ -145,25 +124,8 @@ def check_thresholds(
 def threshold_line(check: ThresholdCheck) -> str:
     """ "pass 0.4333 < 0.8 in E1 (task, model), stage_diagnosis, over all 30 runs"."""
     value = "none (no runs)" if check.value is None else f"{check.value:.4f}"
-    relation = ">=" if check.met else "<"
-    if check.value is None:
-        relation = "is not >="
+    relation = "is not >=" if check.value is None else ">=" if check.met else "<"
     return (
         f"{check.metric} {value} {relation} {check.threshold:g} in {check.eval} "
         f"({check.task}, {check.model}), {check.score}, over all {check.runs} runs"
     )
-
-
-__all__ = [
-    "EXTRACTION",
-    "METRICS",
-    "OVER_ALL_RUNS",
-    "STAGE",
-    "InvalidThreshold",
-    "Target",
-    "Threshold",
-    "ThresholdCheck",
-    "check_thresholds",
-    "parse_threshold",
-    "threshold_line",
-]
