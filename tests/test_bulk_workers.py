@@ -159,3 +159,29 @@ def test_only_a_large_regular_file_is_scored_in_workers(tmp_path: Path) -> None:
     assert kind(small, 2) == "WorkersRun"  # asked for, from 1 MiB
     assert kind(large, 1) == "ScoreRun"
     assert kind("-", 8) == "ScoreRun"  # standard input
+
+
+def test_ranges_whose_json_logs_split_write_apart(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A range split by the .json size limit into more parts than guessed
+    does not write over the next range's first part (issue 40's matrix)."""
+    from tracegrade.bulk import run as bulk_run
+
+    monkeypatch.setattr(bulk_run, "MAX_JSON_LOG_BYTES", 40_000)
+    path = write_runs(tmp_path / "runs.jsonl")
+    identity = bulk_run.new_identity(tmp_path, "stage_diagnosis", "task")
+    ranges = plan_ranges(str(path), 2, 75_000)
+    outcomes = [
+        workers.score_part(
+            workers.RangeJob(
+                *("stage_diagnosis", str(path), str(tmp_path), "json", 75_000),
+                *("jsonl", lines, number, identity),
+                bulk_run.PartsContext(first_index=number, count=len(ranges)),
+            )
+        )
+        for number, lines in enumerate(ranges, start=1)
+    ]
+    logs = [log for outcome in outcomes for log in outcome.summary.logs]
+    assert len(outcomes[0].summary.logs) > 1 and len(set(logs)) == len(logs)
+    assert sum(len(json.loads(Path(log).read_text())["samples"]) for log in logs) == 603

@@ -449,8 +449,9 @@ class ScoreRun:
         results = RunResults(self.inspect_scorer, self.scorer_name, str(self.log_dir))
         writer: LogWriter
         try:
+            # The eval's id too: a range's guessed index may be taken.
             working = self.base.with_name(
-                f"{self.base.name}-part{index}.{self.log_format}"
+                f"{self.base.name}-part{index}-{eval_id}.{self.log_format}"
             )
             if self.log_format == "json":
                 writer = JsonLogWriter(working)
