@@ -18,8 +18,8 @@ from tests.support import SUBPROCESS_ENV, write_lines
 pytestmark = pytest.mark.runs_long
 
 SHIM = Path(__file__).with_name("hidden_calls.py")
-# Enough that `compare` spills to its spool in two runs of 50
-# (`TRACEGRADE_COMPARE_CHUNK`), merged with the 20 left in memory.
+# Enough that `compare` spills its lists to SQLite past 50 items
+# (`TRACEGRADE_COMPARE_CHUNK`).
 RECORDS = 120
 
 
@@ -34,7 +34,7 @@ STEPS = {
         # The lock, the log moved aside and checked, signals held.
         "tracegrade labels apply logs/*.eval staff.jsonl",
         "tracegrade report logs/*.eval --html report.html",
-        # Spilled to the spool in runs of 50 (`_read_at`).
+        # Lists past 50 items spilled to SQLite.
         "tracegrade compare logs json --json",
         "inspect-eval tracegrade/stage_diagnosis plugin",
         # A large input's workers, spawned.
