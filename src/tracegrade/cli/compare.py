@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ._paths import InputPath
+from ._stream import InputPath
 from .report import (
     THRESHOLD_EXIT,
     fail_under_option,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal
 
 import click
 
-from ._paths import InputPath
+from ._stream import InputPath
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
