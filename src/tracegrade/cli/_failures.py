@@ -9,6 +9,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
 from ..outputs import OutputError
 
@@ -86,28 +87,27 @@ def signals_held() -> Iterator[None]:
             signal.raise_signal(noted[0])
 
 
-def _exit_saying(message: str, signum: int) -> None:
-    for handled in _HANDLED:
+def _exit_saying(message: Callable[[], str], signum: int, cleanup: Any = None) -> None:
+    for handled in _HANDLED:  # no second one during cleanup
         signal.signal(handled, signal.SIG_IGN)
-    os.write(2, (message + "\n").encode("utf-8", "replace"))
-    os._exit(128 + signum)
+    try:
+        if cleanup is not None:
+            cleanup()
+    finally:
+        os.write(2, (message() + "\n").encode("utf-8", "replace"))
+        os._exit(128 + signum)
 
 
 def exit_on_signal(
-    message: Callable[[str], str], cleanup: Callable[[], object] = lambda: None
+    message: Callable[[str], str], cleanup: Callable[[], object] | None = None
 ) -> contextlib.AbstractContextManager[None]:
     """On a signal: `cleanup`, `message(NAME)`, exit (asyncio or threads
     could swallow an exception)."""
 
     def stop(signum: int, _frame: FrameType | None) -> None:
-        if _held_back(signum):
-            return
-        for handled in _HANDLED:  # no second one during cleanup
-            signal.signal(handled, signal.SIG_IGN)
-        try:
-            cleanup()
-        finally:
-            _exit_saying(message(signal.Signals(signum).name), signum)
+        if not _held_back(signum):
+            name = signal.Signals(signum).name
+            _exit_saying(lambda: message(name), signum, cleanup)
 
     return _handling(stop, _HANDLED)
 
@@ -116,7 +116,8 @@ def stop_at_once_on_signal(message: Callable[[str], str]) -> None:
     """From now on a signal exits at once: no exception could be caught."""
 
     def stop(signum: int, _frame: FrameType | None) -> None:
-        _exit_saying(message(f"stopped by {signal.Signals(signum).name}"), signum)
+        name = signal.Signals(signum).name
+        _exit_saying(lambda: message(f"stopped by {name}"), signum)
 
     for signum in _HANDLED:
         signal.signal(signum, stop)
