@@ -26,7 +26,7 @@ class OutputAppeared(OutputError):
     """The name was taken while the command ran; ours is kept as `kept`."""
 
     def __init__(self, path: str, kept: str) -> None:
-        self.path, self.kept = path, kept
+        self.kept = kept
         super().__init__(
             f"{path!r} appeared while the command ran and was not replaced (pass "
             f"--force to replace it); what was written is kept as {kept!r}"
@@ -147,11 +147,10 @@ def _create_beside(final: str, suffix: str) -> tuple[int, str]:
 
 
 def is_stream(path: str) -> bool:
-    try:
+    with contextlib.suppress(OSError):
         mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+        return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+    return False
 
 
 def check_output(path: str, *, inputs: Iterable[str], option: str, force: bool) -> None:
