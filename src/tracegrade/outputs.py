@@ -153,8 +153,14 @@ def is_stream(path: str) -> bool:
     return False
 
 
-def check_output(path: str, *, inputs: Iterable[str], option: str, force: bool) -> None:
-    """Refuse `path` over an input (even with `force`) or a file without it."""
+def check_output(
+    path: str | None, *, inputs: Iterable[str], option: str, force: bool
+) -> None:
+    """`check_standard_streams`, then refuse `path` (None: none) over an input
+    (even with `force`) or a file without it."""
+    check_standard_streams(inputs := list(inputs))
+    if path is None:
+        return
     said = f"{option} {path!r}"
     if not path:
         raise OutputError(f"{option} '' names no file; give a file name")

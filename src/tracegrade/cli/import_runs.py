@@ -75,13 +75,11 @@ def _run_import(
 ) -> None:
     """The records whole or not at all, then the notes; errors as one line."""
     from ..importers.common import ImportRefused, NoTemporarySpace
-    from ..outputs import AtomicFile, check_output, check_standard_streams
+    from ..outputs import AtomicFile, check_output
 
     named = [*inputs, *([labels] if labels else [])]
-    check_standard_streams(named)
     check_output_format(output, output_format, "--output", "--output-format", "records")
-    if output is not None:
-        check_output(output, inputs=named, option="--output", force=force)
+    check_output(output, inputs=named, option="--output", force=force)
     counts = [0, 0]  # records, and those that need a label
 
     def lines() -> Iterable[str]:

@@ -142,11 +142,10 @@ def score(
     if out == "-" and as_json:
         raise click.UsageError("--out - and --json both want stdout; choose one")
     check_output_format(out, results_format, "--out", "--results-format", "results")
-    from ..outputs import check_output, check_standard_streams
+    from ..outputs import check_output
 
-    check_standard_streams([path])
-    if out not in (None, "-"):
-        check_output(out, inputs=[path], option="--out", force=force)
+    stdout = out in (None, "-")
+    check_output(None if stdout else out, inputs=[path], option="--out", force=force)
     # Before anything is made: an Inspect too old for the writer says so.
     from ..bulk.workers import score_run
 
