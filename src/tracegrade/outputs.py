@@ -1,5 +1,4 @@
-"""Outputs written whole or not at all, never over a file without `--force`
-(docs/architecture.md, "Writing outputs")."""
+"""Outputs written whole or not at all, never over a file without `--force`."""
 
 from __future__ import annotations
 
@@ -27,7 +26,7 @@ class OutputAppeared(OutputError):
     """The name was taken while the command ran; ours is kept as `kept`."""
 
     def __init__(self, path: str, kept: str) -> None:
-        self.path, self.kept = path, kept
+        self.kept = kept
         super().__init__(
             f"{path!r} appeared while the command ran and was not replaced (pass "
             f"--force to replace it); what was written is kept as {kept!r}"
@@ -56,9 +55,9 @@ def publish(temporary: str, final: str, *, replace: bool) -> None:
         return os.replace(temporary, final)
     try:
         os.link(temporary, final)
-    except FileExistsError:
-        raise
-    except OSError:
+    except OSError as error:
+        if isinstance(error, FileExistsError):
+            raise
         claim = os.open(final, _NEW, 0o600)
         claimed = os.fstat(claim)
         os.close(claim)
@@ -69,9 +68,8 @@ def publish(temporary: str, final: str, *, replace: bool) -> None:
                 with contextlib.suppress(OSError):
                     os.unlink(final)
             raise
-        return None
-    os.unlink(temporary)
-    return None
+    else:
+        os.unlink(temporary)
 
 
 def sync_directory(directory: str) -> None:
@@ -90,33 +88,27 @@ _outputs: list[tuple[str, str, tuple[int, int] | None]] = []
 def publish_output(
     temporary: str, final: str, *, replace: bool, shown: str | None = None
 ) -> None:
-    """`publish`, noting the file for `written_outputs`."""
     _outputs.append((shown or final, final, _identity(temporary)))
     publish(temporary, final, replace=replace)
 
 
 def written_outputs() -> list[str]:
-    """The outputs published that are still there, told by each name's file,
-    so a signal just before or after a rename is right."""
+    """The outputs published still there, told by each name's file."""
     return list(dict.fromkeys(s for s, p, i in _outputs if _identity(p) == i))
 
 
 def file_state(path: str) -> FileState:
-    """Device, inode, size and modification time: what any rewrite changes."""
     status = os.stat(path)
     return status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns
 
 
-def _unchanged(path: str, expected: FileState) -> bool:
-    # Not by inode, which some FUSE drivers do not keep across a rename.
-    state = file_state(path)
-    return (state[0], *state[2:]) == (expected[0], *expected[2:])
-
-
 def replace_unless_changed(temporary: str, final: str, expected: FileState) -> None:
-    """Rename `temporary` over `final` only if `final` still has state
-    `expected`, else `OutputChanged`; `final` is moved aside to be checked,
-    so no rewrite slips in between. Hold signals around it."""
+    """Rename over `final` only if unchanged (checked once moved aside)."""
+
+    def unchanged() -> bool:  # not by inode, which some FUSE drivers change
+        state = file_state(aside)
+        return (state[0], *state[2:]) == (expected[0], *expected[2:])
+
     changed = OutputChanged(f"{final!r} was rewritten by another program")
     descriptor, aside = _create_beside(final, ".replaced")
     os.close(descriptor)
@@ -126,7 +118,7 @@ def replace_unless_changed(temporary: str, final: str, expected: FileState) -> N
         os.unlink(aside)
         raise
     try:
-        if not _unchanged(aside, expected):
+        if not unchanged():
             raise changed
         publish(temporary, final, replace=False)
     except FileExistsError:
@@ -141,40 +133,34 @@ def replace_unless_changed(temporary: str, final: str, expected: FileState) -> N
                 f"one it held when this command checked it is kept as {aside!r}"
             ) from None
         raise
-    if not _unchanged(aside, expected):  # written to while it was open
+    if not unchanged():  # written to while it was open
         os.replace(aside, final)
         raise changed
     os.unlink(aside)
 
 
 def _create_beside(final: str, suffix: str) -> tuple[int, str]:
-    """A new file `final.XXXXXXXX{suffix}`, with the mode of any new file."""
     while True:
         name = f"{final}.{os.urandom(4).hex()}{suffix}"
         with contextlib.suppress(FileExistsError):
             return os.open(name, _NEW, 0o666), name
 
 
-def describe_os_error(error: OSError) -> str:
-    """One line for an `OSError`: what failed on which file."""
-    reason = error.strerror or str(error)
-    if error.filename is None:
-        return reason
-    return f"{reason}: {os.fsdecode(error.filename)!r}"
-
-
 def is_stream(path: str) -> bool:
-    """True for an existing path that is not a regular file or a directory."""
-    try:
+    with contextlib.suppress(OSError):
         mode = os.stat(path).st_mode
-    except OSError:
-        return False
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+        return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+    return False
 
 
-def check_output(path: str, *, inputs: Iterable[str], option: str, force: bool) -> None:
-    """Refuse to write `path` over an input (even through a link, even with
-    `force`), or over any file without `force`: `OutputError`."""
+def check_output(
+    path: str | None, *, inputs: Iterable[str], option: str, force: bool
+) -> None:
+    """`check_standard_streams`, then refuse `path` (None: none) over an input
+    (even with `force`) or a file without it."""
+    check_standard_streams(inputs := list(inputs))
+    if path is None:
+        return
     said = f"{option} {path!r}"
     if not path:
         raise OutputError(f"{option} '' names no file; give a file name")
@@ -208,8 +194,7 @@ def check_output(path: str, *, inputs: Iterable[str], option: str, force: bool) 
 
 
 def check_standard_streams(inputs: Iterable[str]) -> None:
-    """Refuse stdout or stderr redirected into an input: `OutputError`, whose
-    message is first pointed away from the input (to stdout, or nowhere)."""
+    """Refuse stdout or stderr into an input, stderr first pointed away."""
     identities = {_identity(source): source for source in reversed(list(inputs))}
     found: dict[int, str] = {}
     for descriptor in (1, 2):
@@ -231,8 +216,9 @@ def check_standard_streams(inputs: Iterable[str]) -> None:
 
 
 def _not_written(path: str, error: OSError) -> OutputError:
-    reason = error.strerror or error
-    return OutputError(f"cannot write {path!r} ({reason}); nothing was written")
+    return OutputError(
+        f"cannot write {path!r} ({error.strerror or error}); nothing was written"
+    )
 
 
 class _NamedFile(io.FileIO):
@@ -248,9 +234,7 @@ class _NamedFile(io.FileIO):
 
 
 class AtomicFile:
-    """A file that takes its final name only once complete: write `handle`,
-    then `commit()`, or `discard()` on failure. A stream (`is_stream`) is
-    written in place; `replace` (`--force`) lets `commit` replace a file."""
+    """Write `handle`, then `commit()` gives the final name (or `discard()`)."""
 
     def __init__(
         self,
@@ -279,7 +263,6 @@ class AtomicFile:
         )
 
     def flush_to_disk(self) -> None:
-        """Write everything and fsync, so that `commit` only renames."""
         self.handle.flush()
         if not self.streaming:
             try:
@@ -288,8 +271,6 @@ class AtomicFile:
                 raise OSError(error.errno, error.strerror, self.path) from None
 
     def commit(self) -> None:
-        """Give the file its final name; `OutputAppeared` if the name was
-        taken meanwhile without `replace` (ours is then kept)."""
         self.flush_to_disk()
         self.handle.close()
         if self.temporary is None:
@@ -314,7 +295,6 @@ class AtomicFile:
 
     @classmethod
     def write_text(cls, path: str, text: str, *, replace: bool = False) -> None:
-        """Write `text` to `path` whole or not at all."""
         cls.write_through(path, lambda handle: handle.write(text), replace=replace)
 
     @classmethod
@@ -326,16 +306,14 @@ class AtomicFile:
         binary: bool = False,
         replace: bool = False,
     ) -> None:
-        """Fill `path` by `write(handle)`, whole or not at all."""
+        written = None
         try:
             written = cls(path, binary=binary, replace=replace)
-        except OSError as error:
-            raise _not_written(path, error) from None
-        try:
             write(written.handle)
             written.commit()
         except BaseException as error:
-            written.discard()
+            if written is not None:
+                written.discard()
             if isinstance(error, OSError):
                 raise _not_written(path, error) from None
             raise
@@ -343,8 +321,7 @@ class AtomicFile:
     def write_with(
         self, write: Callable[[str], object], before_commit: Callable[[], None]
     ) -> None:
-        """Fill the file by `write(temporary path)` (a writer that opens the
-        path, as `write_eval_log`), then commit unless `before_commit` raises."""
+        """Fill the file by a writer that opens its path, as `write_eval_log`."""
         if self.temporary is None:
             raise OutputError(f"{self.path!r} is not a regular file; give a file")
         self.handle.close()
@@ -360,8 +337,7 @@ class AtomicFile:
             raise _not_written(self.path, error) from None
 
     def discard(self) -> str | None:
-        """Drop the unfinished file; the path of anything left. Never raises:
-        it runs while another error is reported."""
+        """Drop the unfinished file (never raises); the path of anything left."""
         with contextlib.suppress(OSError):
             self.handle.close()
         if self.temporary is not None:
@@ -374,8 +350,7 @@ class AtomicFile:
 
 
 class _CheckedStandardOutput(io.FileIO):
-    """Descriptor 1 written whole or `StandardOutputFailed` (unbuffered Python
-    ignores short writes); a regular file is first cut back to where it began."""
+    """Descriptor 1 written whole (a regular file cut back on failure)."""
 
     def __init__(self) -> None:
         super().__init__(1, "w", closefd=False)
@@ -415,8 +390,7 @@ _standard_output: _CheckedStandardOutput | None = None
 
 
 def check_standard_output() -> None:
-    """Write `sys.stdout` through `_CheckedStandardOutput`, once, before
-    anything is written; a terminal is left as it is."""
+    """Write `sys.stdout` (but a terminal) through `_CheckedStandardOutput`."""
     global _standard_output
     stream = sys.stdout
     if _standard_output is not None or not isinstance(stream, io.TextIOWrapper):

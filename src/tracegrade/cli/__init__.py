@@ -48,10 +48,9 @@ class _Group(click.Group):
                 sys.stdout.flush()
         except CommandStopped as stopped:
             message, exit_code = stopped.message, stopped.exit_code
-        except StandardOutputFailed as error:
-            message, exit_code = f"tracegrade: {error}", 2
         except OutputError as error:
-            message, exit_code = f"Error: {error}", 2
+            own = isinstance(error, StandardOutputFailed)
+            message, exit_code = f"{'tracegrade' if own else 'Error'}: {error}", 2
         except BrokenPipeError:
             # The reader stopped (`| head`): SIGPIPE's exit code, and stdout
             # to devnull so that nothing flushes into the pipe again.

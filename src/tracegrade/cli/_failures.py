@@ -1,5 +1,4 @@
-"""How a command stops on a fault the user can cause: it cleans up, then one
-line on stderr and an exit code; a traceback only for a bug in tracegrade."""
+"""A fault the user can cause: cleanup, one line on stderr, an exit code."""
 
 from __future__ import annotations
 
@@ -10,8 +9,9 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from types import FrameType
+from typing import Any
 
-from ..outputs import OutputError, describe_os_error
+from ..outputs import OutputError
 
 # What a pipeline expects of a writer whose reader stopped (Windows has none).
 SIGPIPE_EXIT = 128 + getattr(signal, "SIGPIPE", 13)
@@ -29,8 +29,7 @@ _noted: list[int] | None = None  # signals held by `signals_held`; None outside
 
 
 class Terminated(BaseException):
-    """A terminating signal raised like KeyboardInterrupt, so cleanup runs;
-    Python's default would exit leaving what was begun."""
+    """A terminating signal raised like KeyboardInterrupt, so cleanup runs."""
 
     def __init__(self, signum: int) -> None:
         self.signum = signum
@@ -38,7 +37,7 @@ class Terminated(BaseException):
 
 
 class CommandStopped(Exception):
-    """A command stopped by a fault; `message` is the whole story, one line."""
+    """A command stopped by a fault, told in one line."""
 
     def __init__(self, message: str, exit_code: int) -> None:
         self.message, self.exit_code = message, exit_code
@@ -69,16 +68,14 @@ def _handling(
 
 
 def signals_as_exceptions() -> contextlib.AbstractContextManager[None]:
-    """`TERMINATING` signals raise `Terminated`, SIGINT KeyboardInterrupt
-    (unless ignored, as in a background job); `signals_held` defers them."""
+    """Signals raise `Terminated` (SIGINT KeyboardInterrupt, unless ignored)."""
     sigint = signal.getsignal(signal.SIGINT) is signal.default_int_handler
     return _handling(_raise_signal, _HANDLED if sigint else TERMINATING)
 
 
 @contextmanager
 def signals_held() -> Iterator[None]:
-    """Hold SIGINT and the `TERMINATING` signals until cleanup or a final
-    claim is done: the commands' handlers note each, raised at the end."""
+    """Hold the handled signals until the block ends, then raise the first."""
     global _noted
     outer = _noted
     _noted = [] if outer is None else outer
@@ -90,53 +87,53 @@ def signals_held() -> Iterator[None]:
             signal.raise_signal(noted[0])
 
 
-def _exit_saying(message: str, signum: int) -> None:
-    """Ignore any further signal, write `message` on stderr and exit."""
-    for handled in _HANDLED:
+def _exit_saying(message: Callable[[], str], signum: int, cleanup: Any = None) -> None:
+    for handled in _HANDLED:  # no second one during cleanup
         signal.signal(handled, signal.SIG_IGN)
-    os.write(2, (message + "\n").encode("utf-8", "replace"))
-    os._exit(128 + signum)
+    try:
+        if cleanup is not None:
+            cleanup()
+    finally:
+        os.write(2, (message() + "\n").encode("utf-8", "replace"))
+        os._exit(128 + signum)
 
 
 def exit_on_signal(
-    message: Callable[[str], str], cleanup: Callable[[], object] = lambda: None
+    message: Callable[[str], str], cleanup: Callable[[], object] | None = None
 ) -> contextlib.AbstractContextManager[None]:
-    """On a signal in the block: `cleanup`, `message(NAME)` on stderr, exit.
-    For work in Inspect's event loop or threads, where asyncio could catch
-    an exception or a thread keep the process alive."""
+    """On a signal: `cleanup`, `message(NAME)`, exit (asyncio or threads
+    could swallow an exception)."""
 
     def stop(signum: int, _frame: FrameType | None) -> None:
-        if _held_back(signum):
-            return
-        for handled in _HANDLED:  # no second one during cleanup
-            signal.signal(handled, signal.SIG_IGN)
-        try:
-            cleanup()
-        finally:
-            _exit_saying(message(signal.Signals(signum).name), signum)
+        if not _held_back(signum):
+            name = signal.Signals(signum).name
+            _exit_saying(lambda: message(name), signum, cleanup)
 
     return _handling(stop, _HANDLED)
 
 
 def stop_at_once_on_signal(message: Callable[[str], str]) -> None:
-    """From now on a signal exits at once with `message("stopped by NAME")`:
-    after a command returns, no exception could be caught."""
+    """From now on a signal exits at once: no exception could be caught."""
 
     def stop(signum: int, _frame: FrameType | None) -> None:
-        _exit_saying(message(f"stopped by {signal.Signals(signum).name}"), signum)
+        name = signal.Signals(signum).name
+        _exit_saying(lambda: message(f"stopped by {name}"), signum)
 
     for signum in _HANDLED:
         signal.signal(signum, stop)
 
 
 def fault(error: BaseException) -> tuple[str, int] | None:
-    """What stopped a command, in words, and its exit code; None for a bug."""
+    """What stopped a command and its exit code; None for a bug."""
     if isinstance(error, KeyboardInterrupt):
         return "interrupted (SIGINT)", 128 + signal.SIGINT
     if isinstance(error, Terminated):
         return f"stopped by {signal.Signals(error.signum).name}", 128 + error.signum
     if isinstance(error, OSError):
-        return describe_os_error(error), 2
+        reason = error.strerror or str(error)
+        if error.filename is not None:
+            reason += f": {os.fsdecode(error.filename)!r}"
+        return reason, 2
     # Loaded only with Inspect, which `--help` must not load.
     internals = sys.modules.get("tracegrade._inspect_internals")
     if isinstance(error, (OutputError, internals.InspectTooOld if internals else ())):

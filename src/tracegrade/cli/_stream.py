@@ -1,13 +1,14 @@
-"""What `check` and `score` share: the task argument, the summary table, and
-progress on stderr, so that stdout stays clean for `--json` and piping."""
+"""What the commands share: the task and path arguments, the summary table,
+progress on stderr (stdout stays clean for `--json`) and the output format."""
 
 from __future__ import annotations
 
+import errno
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
 TASK_NAMES = ("ordered_extraction", "stage_diagnosis")
 TASK_ARGUMENT = click.Choice(TASK_NAMES)
 
-
 progress_option = click.option(
     "--progress/--no-progress",
     default=None,
@@ -27,8 +27,23 @@ progress_option = click.option(
 )
 
 
-def progress_enabled(flag: bool | None) -> bool:
-    return sys.stderr.isatty() if flag is None else flag
+class InputPath(click.Path):
+    """`click.Path(exists=True)` naming a loop of symbolic links as one."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(exists=True, **kwargs)
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> Any:
+        if isinstance(value, str) and os.path.islink(value):
+            try:
+                os.stat(value)
+            except OSError as error:
+                if error.errno == errno.ELOOP:
+                    message = f"{value!r} is a loop of symbolic links, not a file"
+                    self.fail(message, param, ctx)
+        return super().convert(value, param, ctx)
 
 
 def count_table(rows: Iterable[tuple[str, int | str]]) -> Table:
@@ -45,11 +60,11 @@ def count_table(rows: Iterable[tuple[str, int | str]]) -> Table:
 
 @contextmanager
 def byte_progress(
-    path: str, description: str, enabled: bool
+    path: str, description: str, flag: bool | None
 ) -> Iterator[Callable[[int | None], None]]:
-    """A callback taking bytes read so far (None from a pipe, which has no
-    size); draws a bar on stderr if enabled."""
-    if not enabled:
+    """A callback taking bytes read so far (None from a pipe); draws a bar on
+    stderr if `flag` (None: if stderr is a terminal)."""
+    if not (sys.stderr.isatty() if flag is None else flag):
         yield lambda _done: None
         return
     from rich import progress as bars
@@ -76,3 +91,28 @@ def byte_progress(
                 progress.update(bar, completed=done)
 
         yield update
+
+
+def check_output_format(
+    path: str | None, chosen: str, path_option: str, format_option: str, holding: str
+) -> None:
+    """Parquet to a named file, with pyarrow there; never a file name that says
+    the other format. No path is stdout but for `--out` (score's)."""
+    if chosen == "jsonl":
+        if path is not None and path.lower().endswith(".parquet"):
+            raise click.UsageError(
+                f"{path_option} {path!r} names a Parquet file, but the {holding} "
+                f"are JSON Lines; add {format_option} parquet"
+            )
+        return
+    if path == "-" or (path is None and path_option != "--out"):
+        raise click.UsageError(
+            f"{format_option} parquet writes a file, not stdout; give "
+            f"{path_option} PATH"
+        )
+    import importlib.util
+
+    if importlib.util.find_spec("pyarrow") is None:
+        from ..table import PARQUET_NEEDS
+
+        raise click.UsageError(PARQUET_NEEDS.replace("results", holding))

@@ -9,12 +9,11 @@ from typing import Any
 import click
 
 from ._failures import CommandStopped, fault
-from ._paths import InputPath
 from ._stream import (
     TASK_ARGUMENT,
+    InputPath,
     byte_progress,
     count_table,
-    progress_enabled,
     progress_option,
 )
 
@@ -84,7 +83,7 @@ def check(
     try:
         with (
             DiskIds() as seen,
-            byte_progress(path, "checking", progress_enabled(progress)) as advance,
+            byte_progress(path, "checking", progress) as advance,
         ):
             scorer = LineScorer(TASKS[task], path, seen)
             for raw in read_lines(path):

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ._paths import InputPath
+from ._stream import InputPath
 from .report import (
     THRESHOLD_EXIT,
     fail_under_option,
@@ -134,7 +134,7 @@ def compare(
     from ..compare.spool import InvalidChunk
     from ..logs.evals import read_evals
     from ..logs.scores import LogError
-    from ..outputs import AtomicFile, check_output, check_standard_streams
+    from ..outputs import AtomicFile, check_output
     from ..report.page import page_markdown, print_page
     from ..report.thresholds import InvalidThreshold
 
@@ -149,9 +149,8 @@ def compare(
         for evals in sides:
             inputs += [log.path for run in evals.runs for log in run.logs]
             inputs += [superseded.path for superseded in evals.superseded]
-        check_standard_streams(inputs)
-        if html_path is not None:
-            check_output(str(html_path), inputs=inputs, option="--html", force=force)
+        html = None if html_path is None else str(html_path)
+        check_output(html, inputs=inputs, option="--html", force=force)
         total = sum(len(run.logs) for evals in sides for run in evals.runs)
         quiet = as_json or markdown
         with nullcontext() if quiet else reading_progress(total) as on_log_read:

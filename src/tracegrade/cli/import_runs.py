@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from ._failures import CommandStopped
-from ._paths import check_output_format
+from ._stream import check_output_format
 
 _INPUT = click.Path(exists=True, dir_okay=False, readable=True, path_type=str)
 _OUTPUT_OPTIONS = [
@@ -75,19 +75,11 @@ def _run_import(
 ) -> None:
     """The records whole or not at all, then the notes; errors as one line."""
     from ..importers.common import ImportRefused, NoTemporarySpace
-    from ..outputs import AtomicFile, check_output, check_standard_streams
+    from ..outputs import AtomicFile, check_output
 
     named = [*inputs, *([labels] if labels else [])]
-    check_standard_streams(named)
-    check_output_format(
-        *(output, output_format),
-        path_option="--output",
-        format_option="--output-format",
-        holding="records",
-        stdout_default=True,
-    )
-    if output is not None:
-        check_output(output, inputs=named, option="--output", force=force)
+    check_output_format(output, output_format, "--output", "--output-format", "records")
+    check_output(output, inputs=named, option="--output", force=force)
     counts = [0, 0]  # records, and those that need a label
 
     def lines() -> Iterable[str]:

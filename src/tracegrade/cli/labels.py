@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal
 
 import click
 
-from ._paths import InputPath
+from ._stream import InputPath
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
@@ -53,11 +53,9 @@ def export(log: str, out: str | None, force: bool) -> None:
     # Imported here so that `tracegrade --help` does not load Inspect.
     from ..label_logs import label_requests, stage_score
     from ..labels import LabelsError
-    from ..outputs import AtomicFile, check_output, check_standard_streams
+    from ..outputs import AtomicFile, check_output
 
-    check_standard_streams([log])
-    if out is not None:
-        check_output(out, inputs=[log], option="--out", force=force)
+    check_output(out, inputs=[log], option="--out", force=force)
     eval_log = _read_log(log)
     try:
         lines = label_requests(eval_log)
@@ -116,18 +114,15 @@ def apply(
     from ..outputs import (
         OutputError,
         check_output,
-        check_standard_streams,
         file_state,
         is_stream,
     )
     from ._failures import exit_on_signal
 
-    check_standard_streams([log, labels_file])
     target = log if out is None else out
-    if out is not None:
-        check_output(out, inputs=[log, labels_file], option="--out", force=force)
-        if is_stream(out):
-            raise OutputError(f"--out {out!r} is not a regular file; give a file")
+    check_output(out, inputs=[log, labels_file], option="--out", force=force)
+    if out is not None and is_stream(out):
+        raise OutputError(f"--out {out!r} is not a regular file; give a file")
     before = file_state(target) if os.path.exists(target) else None
 
     def stopped_by(name: str) -> str:

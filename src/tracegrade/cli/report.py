@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ._paths import InputPath
+from ._stream import InputPath
 
 if TYPE_CHECKING:
     from ..report.thresholds import Threshold

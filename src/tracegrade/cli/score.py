@@ -8,17 +8,16 @@ from typing import TYPE_CHECKING
 
 import click
 
-from ._paths import InputPath, check_output_format
-
 if TYPE_CHECKING:
     from ..bulk.run import ScoreRun, ScoreSummary
     from ..bulk.workers import WorkersRun
 
 from ._stream import (
     TASK_ARGUMENT,
+    InputPath,
     byte_progress,
+    check_output_format,
     count_table,
-    progress_enabled,
     progress_option,
 )
 
@@ -142,19 +141,11 @@ def score(
     """
     if out == "-" and as_json:
         raise click.UsageError("--out - and --json both want stdout; choose one")
-    check_output_format(
-        out,
-        results_format,
-        path_option="--out",
-        format_option="--results-format",
-        holding="results",
-        stdout_default=False,
-    )
-    from ..outputs import check_output, check_standard_streams
+    check_output_format(out, results_format, "--out", "--results-format", "results")
+    from ..outputs import check_output
 
-    check_standard_streams([path])
-    if out not in (None, "-"):
-        check_output(out, inputs=[path], option="--out", force=force)
+    stdout = out in (None, "-")
+    check_output(None if stdout else out, inputs=[path], option="--out", force=force)
     # Before anything is made: an Inspect too old for the writer says so.
     from ..bulk.workers import score_run
 
@@ -173,7 +164,7 @@ def score(
     )
     try:
         run.open()
-        with byte_progress(path, "scoring", progress_enabled(progress)) as advance:
+        with byte_progress(path, "scoring", progress) as advance:
             run.score_lines(advance)
         if run.summary.records == 0:
             run.discard()
