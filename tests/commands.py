@@ -1,6 +1,5 @@
-"""`inspect` and `tracegrade` run as a user runs them: in this interpreter
-through click's `CliRunner` where no process is needed, else in a fresh one
-(a signal, a resource limit, the standard streams, a peak of memory)."""
+"""`inspect` and `tracegrade` as a user runs them: in this interpreter, or a
+fresh one for a signal, a limit, the standard streams or a peak of memory."""
 
 from __future__ import annotations
 
@@ -23,17 +22,14 @@ from click.testing import CliRunner
 
 from tests.support import SUBPROCESS_ENV, working_in
 
-# A standard stream of a process: a file, a descriptor, or None (stdin
-# from /dev/null, stdout and stderr captured).
+# A file, a descriptor, or None (stdin /dev/null, stdout and stderr captured).
 Stream = Path | int | None
 Limit = tuple[int, int, int]  # (resource.RLIMIT_*, soft, hard)
 
 
 @contextlib.contextmanager
 def _as_a_command(cwd: Path, env: Mapping[str, str] | None) -> Iterator[CliRunner]:
-    """What a command changes in the interpreter stays with it: directory,
-    temporary directory, the outputs a signal would name; a runner whose
-    environment is the one `SUBPROCESS_ENV` gives a process."""
+    """A runner with a process's environment; what the command changes stays with it."""
     from tracegrade import outputs
 
     changes: dict[str, str | None] = dict.fromkeys(
@@ -52,8 +48,7 @@ def _as_a_command(cwd: Path, env: Mapping[str, str] | None) -> Iterator[CliRunne
 def run_tracegrade(
     *args: str, cwd: Path, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`tracegrade ARGS` in this interpreter, in `cwd`, with `env` added to
-    the environment tests run commands with, and nothing on stdin."""
+    """`tracegrade ARGS` in this interpreter, in `cwd`, with `env` added."""
     from tracegrade.cli import main
 
     argv = [str(arg) for arg in args]
@@ -70,9 +65,7 @@ def run_tracegrade(
 def run_inspect(
     *args: str, cwd: Path, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`inspect ARGS` in this interpreter, through its console script. Inspect
-    keeps the display of its first eval per interpreter: a test of what it
-    prints runs it in a fresh one (`inspect_process`)."""
+    """`inspect ARGS` in this interpreter (Inspect keeps its first display)."""
     (script,) = entry_points(group="console_scripts", name="inspect")
     argv = [str(arg) for arg in args]
     with (
@@ -113,9 +106,8 @@ os.execv(sys.argv[2], sys.argv[2:])
 
 
 class CommandProcess(subprocess.Popen[bytes]):
-    """A command in a fresh interpreter, by default in a session of its own;
-    captured stdout and stderr go to files (a pipe nobody reads while the
-    test holds the command frozen would fill)."""
+    """A command in a fresh interpreter; captured streams go to files (a pipe
+    nobody reads while the test holds the command frozen would fill)."""
 
     def __init__(
         self,
@@ -163,7 +155,6 @@ class CommandProcess(subprocess.Popen[bytes]):
     def communicate(  # type: ignore[override]
         self, timeout: float | None = None
     ) -> tuple[Any, Any]:
-        """Wait; the captured stdout and stderr (None for a stream given)."""
         self.wait(timeout)
         output = self._read("stdout"), self._read("stderr")
         shutil.rmtree(self._captured, ignore_errors=True)
@@ -187,34 +178,14 @@ class CommandProcess(subprocess.Popen[bytes]):
 
 
 def start_tracegrade(*args: str, cwd: Path, **streams: Any) -> CommandProcess:
-    """`tracegrade ARGS` (`python -m tracegrade`) started in a fresh
-    interpreter, in a session of its own; `streams`: env, stdin, stdout,
-    stderr, rlimits as `CommandProcess` takes them."""
+    """`tracegrade ARGS` started in a fresh interpreter."""
     return CommandProcess(
         [sys.executable, "-m", "tracegrade", *args], cwd=cwd, **streams
     )
 
 
-def tracegrade_process(
-    *args: str, cwd: Path, timeout: float = 300, **streams: Any
-) -> subprocess.CompletedProcess[str]:
-    """`tracegrade ARGS` in a fresh interpreter, run to its end."""
-    return start_tracegrade(*args, cwd=cwd, **streams).to_its_end(timeout)
-
-
-def inspect_process(
-    *args: str, cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    """`inspect ARGS` in a fresh interpreter, run to its end: for what Inspect
-    sets once per process, such as its display."""
-    argv = [sys.executable, "-m", "inspect_ai", *args]
-    return CommandProcess(argv, cwd=cwd, env=env, new_session=False).to_its_end(timeout)
-
-
 class StreamedCommand(NamedTuple):
-    """A command of `commands_in_one_interpreter`: its streams a file and how
-    it is opened (`append` as `>>`, `read-write` as `1<>`) or None to
-    capture; soft limits (RLIMIT_*, soft) and environment of its own."""
+    """Streams a (file, "append" | "read-write") or None to capture."""
 
     args: Sequence[str]
     cwd: Path
@@ -225,10 +196,8 @@ class StreamedCommand(NamedTuple):
     env: Mapping[str, str] | None = None
 
 
-# Runs each command as its program does (an uncaught exception through the
-# exception hook), descriptors 1 and 2 on its files, under its own limits
-# and environment; writes its exit code and the peak so far (KiB: VmHWM,
-# since Linux starts ru_maxrss at the parent's peak).
+# Runs each command as its program does, on its files, limits and environment;
+# writes its exit code and peak (KiB: VmHWM; ru_maxrss starts at the parent's).
 _COMMANDS = """
 import json, os, resource, sys, tempfile
 from importlib.metadata import entry_points
@@ -291,8 +260,7 @@ for case in json.loads(sys.argv[1]):
 
 
 class RanInOne(subprocess.CompletedProcess[str]):
-    """How a command of `commands_in_one_interpreter` ended, and the
-    interpreter's peak resident memory once it had (MiB)."""
+    """A command's end and the interpreter's peak RSS then (MiB)."""
 
     peak_mib: float
 
@@ -303,8 +271,7 @@ def commands_in_one_interpreter(
     rlimits: Sequence[Limit] = (),
     env: Mapping[str, str] | None = None,
 ) -> list[RanInOne]:
-    """`commands` in turn in one fresh interpreter (one import of Inspect),
-    under `rlimits` and with `env`; captured streams kept in `folder`."""
+    """`commands` in turn in one fresh interpreter; captures kept in `folder`."""
     cases = []
     for number, command in enumerate(commands):
         streams = {
@@ -350,40 +317,25 @@ def commands_in_one_interpreter(
 def peaks_in_one_interpreter(
     commands: Sequence[tuple[Sequence[str], Path]], folder: Path
 ) -> list[RanInOne]:
-    """`tracegrade ARGS` of each (arguments, directory) in one interpreter:
-    what a second input adds to the peak is what the command holds."""
+    """`tracegrade ARGS` in each directory, in turn in one interpreter."""
     return commands_in_one_interpreter(
         [StreamedCommand(args, cwd) for args, cwd in commands], folder
     )
 
 
-class InspectCommand(NamedTuple):
-    """`inspect ARGS` in `cwd`, with `env` added."""
-
-    args: list[str]
-    cwd: Path
-    env: dict[str, str] | None = None
-
-
-def inspect_in_one_fresh_process(commands: list[InspectCommand]) -> list[RanInOne]:
-    """`inspect` commands in turn in one interpreter where no test ran before:
-    the first sets Inspect's exception hook and display as the script does."""
+def inspect_in_one_fresh_process(
+    commands: Sequence[tuple[Sequence[str], Path]],
+) -> list[RanInOne]:
+    """`inspect ARGS` in each directory, in turn in one fresh interpreter."""
     with tempfile.TemporaryDirectory(prefix="tracegrade-inspect-") as folder:
-        return commands_in_one_interpreter(
-            [
-                StreamedCommand(c.args, c.cwd, program="inspect", env=c.env)
-                for c in commands
-            ],
-            Path(folder),
-        )
+        streamed = [StreamedCommand(a, cwd, program="inspect") for a, cwd in commands]
+        return commands_in_one_interpreter(streamed, Path(folder))
 
 
 def tracegrade_shell(
     script: str, cwd: Path, *, errexit: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """A bash script, as in the docs, in which `tracegrade` and `python` are
-    this interpreter's; a pipeline fails if any command in it fails, and
-    with `errexit` the script stops at the first that does."""
+    """A bash script as in the docs, with this interpreter's `tracegrade`."""
     interpreter = shlex.quote(sys.executable)
     define = (
         f'tracegrade() {{ {interpreter} -m tracegrade "$@"; }}\n'
@@ -400,8 +352,7 @@ def tracegrade_shell(
     )
 
 
-# Runs the command given and writes the largest peak resident memory of the
-# processes it waited for (KiB) to the file named first.
+# Runs the command; writes its peak RSS (KiB) to the file named first.
 _MEASURED = """
 import resource, subprocess, sys
 code = subprocess.call(sys.argv[2:])
@@ -412,8 +363,7 @@ sys.exit(code)
 
 
 def peak_rss_mib(*args: str, cwd: Path, exit_codes: tuple[int, ...] = (0,)) -> float:
-    """`tracegrade ARGS` in a fresh interpreter, run to its end: its peak
-    resident memory in MiB (ru_maxrss), Inspect's import included."""
+    """`tracegrade ARGS`'s peak RSS in MiB, Inspect's import included."""
     with tempfile.TemporaryDirectory(prefix="tracegrade-peak-") as measured:
         peak = Path(measured) / "peak"
         argv = [sys.executable, "-c", _MEASURED, str(peak)]

@@ -7,11 +7,12 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.commands import StreamedCommand, inspect_process, run_tracegrade
+from tests.commands import CommandProcess, StreamedCommand, run_tracegrade
 from tests.faults.conftest import (
     CommandRun,
     mounted_tmpfs,
@@ -281,7 +282,13 @@ def test_a_bad_dataset_line_reaches_the_user_in_every_display(
         work, _, result = in_one_interpreter["display", display]
     else:
         work = tmp_path
-        result = inspect_process(*_bad_dataset_eval(work, display).args, cwd=work)
+        argv = [
+            sys.executable,
+            "-m",
+            "inspect_ai",
+            *_bad_dataset_eval(work, display).args,
+        ]
+        result = CommandProcess(argv, cwd=work, new_session=False).to_its_end()
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     said = f"{work / 'bad.jsonl'}, line 2: not valid JSON"
