@@ -1,7 +1,5 @@
-"""The fault tests' inputs and checks: after a fault, the inputs unchanged,
-nothing complete-looking left, one clear line and no traceback. A signal
-lands at a marker seen from /proc while the process is frozen, never after
-a guessed delay."""
+"""Fault tests' inputs and checks; a signal lands at a marker seen from /proc
+while the process is frozen, never after a guessed delay."""
 
 from __future__ import annotations
 
@@ -32,9 +30,7 @@ from tracegrade.cli.labels import lock_path
 
 Key = TypeVar("Key", bound=Hashable)
 
-# Records enough that each phase a marker stands for lasts far longer than
-# a freeze takes (else `workload_too_small`); `score` writing `.eval` deflates
-# each record, so it needs fewer.
+# Each phase a marker stands for must outlast a freeze (else `workload_too_small`).
 SIGNAL_RECORDS = 6_000
 SHORT_SIGNAL_RECORDS = SIGNAL_RECORDS // 2
 FINAL_SUFFIXES = (".json", ".eval", ".jsonl", ".html")  # else `.partial`
@@ -90,8 +86,7 @@ def write_stage_records(path: Path, count: int) -> None:
 
 
 def write_stage_log(folder: Path, count: int) -> Path:
-    """`folder/log.eval`: `tracegrade score` of `count` records of
-    `write_stage_records`, the input to the commands that read a log."""
+    """`folder/log.eval`: `tracegrade score` of `count` stage records."""
     write_stage_records(folder / "runs.jsonl", count)
     done = run_tracegrade(
         "score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs", cwd=folder
@@ -104,7 +99,6 @@ def write_stage_log(folder: Path, count: int) -> Path:
 
 
 def write_labels(path: Path, count: int, every: int) -> None:
-    """Staff labels for `write_stage_records`: every `every`th one correct."""
     path.write_text(
         "".join(
             json.dumps({"id": f"run-{number}", "correct": number % every == 0}) + "\n"
@@ -127,12 +121,8 @@ def short_signal_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-# --- Signals at a point of the run, shown by a marker ------------------------
-
-
 def workload_too_small(what: str) -> NoReturn:
-    """Fail a test whose signal cannot land where it must: never a pass that
-    proved nothing."""
+    """Fail, never pass, a test whose signal cannot land where it must."""
     pytest.fail(
         f"{what}: the workload is too small for this machine "
         "(raise SIGNAL_RECORDS, or SHORT_SIGNAL_RECORDS for the test's "
@@ -142,8 +132,7 @@ def workload_too_small(what: str) -> NoReturn:
 
 
 def ended_before(process: CommandProcess, what: str) -> NoReturn:
-    """Fail a test whose process ended before `what`: too fast if it
-    succeeded, else failed, with its stderr."""
+    """Fail a test whose process ended (too fast, or failed) before `what`."""
     _, stderr = process.communicate()
     if process.returncode == 0:
         workload_too_small(f"the process ended before {what}")
@@ -154,17 +143,13 @@ def ended_before(process: CommandProcess, what: str) -> NoReturn:
 
 def process_state(pid: int) -> str | None:
     """The state letter of /proc/PID/stat; None once the process is reaped."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name in parentheses may hold spaces: the state follows it.
-    return stat.rsplit(")", 1)[1].split()[0]
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    return None
 
 
 class InputWatch:
-    """How far a process has read an input it reads from start to end
-    (`score`, `check`): its descriptor's position, from /proc/PID/fdinfo."""
+    """How far a process has read an input, from /proc/PID/fdinfo."""
 
     def __init__(self, process: CommandProcess, path: Path) -> None:
         self.process, self.pid = process, process.pid
@@ -172,7 +157,6 @@ class InputWatch:
         self.opened = False
 
     def position(self) -> int | None:
-        """The read position; None while the file is not (or no longer) open."""
         with contextlib.suppress(OSError):  # the process is gone
             for fd in os.listdir(f"/proc/{self.pid}/fd"):
                 with contextlib.suppress(OSError):  # closed meanwhile
@@ -185,7 +169,6 @@ class InputWatch:
     def wait_until_past(
         self, fraction: float, timeout: float = 300.0, *, tight_within: float = 1.0
     ) -> None:
-        """Return once the process has read `fraction` of the file."""
         target = fraction * self.size
         self._wait(
             lambda position: position is not None and position >= target,
@@ -197,7 +180,6 @@ class InputWatch:
     def wait_until_closed(
         self, timeout: float = 300.0, *, tight_within: float = 1.0
     ) -> None:
-        """Return once the process has read the file and closed it."""
         self._wait(
             lambda position: position is None and self.opened,
             f"the closing of {self.path.name}",
@@ -222,7 +204,6 @@ class InputWatch:
             time.sleep(POLL_SECONDS if near else STARTING_POLL_SECONDS)
 
     def assert_mid_input(self) -> None:
-        """The file still open and not read to its end (checked frozen)."""
         position = self.position()
         if position is None or position >= self.size:
             workload_too_small(f"{self.path.name} was read whole when frozen")
@@ -232,8 +213,7 @@ class InputWatch:
 
 
 def holds_lock(pid: int, log: Path) -> bool:
-    """Whether `pid` holds the lock `labels apply` takes on `log` before
-    its work. /proc/locks lists held locks first, waiting ones after '->'."""
+    """Whether `pid` holds `labels apply`'s lock on `log` (not waiting: '->')."""
     try:
         inode = Path(lock_path(str(log))).stat().st_ino
     except FileNotFoundError:
@@ -253,15 +233,13 @@ def holds_lock(pid: int, log: Path) -> bool:
 def _promptly() -> Iterator[None]:
     """This thread at nice -10 (as root), to freeze promptly after a marker."""
     before = os.getpriority(os.PRIO_PROCESS, 0)
-    try:
+    with contextlib.suppress(PermissionError):
         os.setpriority(os.PRIO_PROCESS, 0, -10)
-    except PermissionError:
-        yield
-        return
     try:
         yield
     finally:
-        os.setpriority(os.PRIO_PROCESS, 0, before)
+        with contextlib.suppress(PermissionError):
+            os.setpriority(os.PRIO_PROCESS, 0, before)
 
 
 def wait_stopped(pid: int, timeout: float = 60.0) -> bool:
@@ -282,8 +260,7 @@ def frozen(
     once: Callable[[], None] = lambda: None,
     timeout: float = 60.0,
 ) -> Iterator[None]:
-    """The process stopped (SIGSTOP) as soon as `once` returns, for the
-    block, then continued: a signal sent inside lands at the point checked."""
+    """The process stopped as soon as `once` returns, for the block."""
     pid = process.pid
     with _promptly():
         once()
@@ -299,8 +276,7 @@ def frozen(
 def signal_mid_input(
     process: CommandProcess, path: Path, signum: int, fraction: float
 ) -> None:
-    """Send `signum` once `process` has read `fraction` of `path`, frozen
-    there and checked still reading."""
+    """Send `signum` once `process` has read `fraction` of `path`, frozen."""
     watch = InputWatch(process, path)
     wait = partial(watch.wait_until_past, fraction, tight_within=TIGHT_WITHIN)
     with frozen(process, once=wait):
@@ -317,9 +293,6 @@ def assert_still_writing(directory: Path, before: dict[str, str]) -> None:
         workload_too_small(f"the run had finished when frozen ({final})")
     if not any(name.endswith(".partial") for name in new):
         workload_too_small("no output was begun when frozen")
-
-
-# --- Several commands in one fresh interpreter --------------------------------
 
 
 class CommandRun(NamedTuple):
@@ -342,16 +315,9 @@ def runs_in_one_interpreter(
     }
 
 
-# --- File systems ------------------------------------------------------------
-
-
-def _can_mount() -> bool:
-    return sys.platform == "linux" and os.geteuid() == 0
-
-
 @contextmanager
 def mounted_tmpfs(where: Path, *options: str) -> Iterator[Path]:
-    """A real tmpfs at `where` (root only): a small or read-only file system."""
+    """A real tmpfs at `where` (root only)."""
     where.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         ["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(where)],
@@ -363,8 +329,7 @@ def mounted_tmpfs(where: Path, *options: str) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
-CAN_MOUNT = _can_mount()
-"""Whether a tmpfs can be mounted here: the full-disk tests need one."""
+CAN_MOUNT = sys.platform == "linux" and os.geteuid() == 0
 needs_mount = pytest.mark.skipif(
     not CAN_MOUNT, reason="mounting a tmpfs needs root on Linux"
 )
