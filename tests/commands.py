@@ -350,25 +350,3 @@ def tracegrade_shell(
         text=True,
         timeout=300,
     )
-
-
-# Runs the command; writes its peak RSS (KiB) to the file named first.
-_MEASURED = """
-import resource, subprocess, sys
-code = subprocess.call(sys.argv[2:])
-with open(sys.argv[1], "w") as out:
-    out.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
-sys.exit(code)
-"""
-
-
-def peak_rss_mib(*args: str, cwd: Path, exit_codes: tuple[int, ...] = (0,)) -> float:
-    """`tracegrade ARGS`'s peak RSS in MiB, Inspect's import included."""
-    with tempfile.TemporaryDirectory(prefix="tracegrade-peak-") as measured:
-        peak = Path(measured) / "peak"
-        argv = [sys.executable, "-c", _MEASURED, str(peak)]
-        argv += [sys.executable, "-m", "tracegrade", *args]
-        process = CommandProcess(argv, cwd=cwd, new_session=False)
-        _, stderr = process.communicate(timeout=300)
-        assert process.returncode in exit_codes, stderr
-        return int(peak.read_text()) / 1024
