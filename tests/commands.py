@@ -24,7 +24,6 @@ from tests.support import SUBPROCESS_ENV, working_in
 
 # A file, a descriptor, or None (stdin /dev/null, stdout and stderr captured).
 Stream = Path | int | None
-Limit = tuple[int, int, int]  # (resource.RLIMIT_*, soft, hard)
 
 
 @contextlib.contextmanager
@@ -96,15 +95,6 @@ def run_inspect(
         return subprocess.CompletedProcess(["inspect", *argv], exit_code, out, err)
 
 
-# Sets the limits given as JSON, then becomes the command.
-_LIMITED = """
-import json, os, resource, sys
-for limit, soft, hard in json.loads(sys.argv[1]):
-    resource.setrlimit(limit, (soft, hard))
-os.execv(sys.argv[2], sys.argv[2:])
-"""
-
-
 class CommandProcess(subprocess.Popen[bytes]):
     """A command in a fresh interpreter; captured streams go to files (a pipe
     nobody reads while the test holds the command frozen would fill)."""
@@ -118,15 +108,10 @@ class CommandProcess(subprocess.Popen[bytes]):
         stdin: Stream = None,
         stdout: Stream = None,
         stderr: Stream = None,
-        rlimits: Sequence[Limit] = (),
         new_session: bool = True,
     ) -> None:
         self._captured = Path(tempfile.mkdtemp(prefix="tracegrade-command-"))
         self._streams = {"stdout": stdout is None, "stderr": stderr is None}
-        command = list(argv)
-        if rlimits:
-            limits = json.dumps([list(limit) for limit in rlimits])
-            command = [sys.executable, "-c", _LIMITED, limits, *command]
         with contextlib.ExitStack() as opened:
 
             def stream(given: Stream, name: str) -> Any:
@@ -139,7 +124,7 @@ class CommandProcess(subprocess.Popen[bytes]):
                 return opened.enter_context(path.open(mode))
 
             super().__init__(
-                command,
+                argv,
                 cwd=cwd,
                 env={**SUBPROCESS_ENV, **(env or {})},
                 stdin=stream(stdin, "stdin"),
@@ -268,7 +253,6 @@ class RanInOne(subprocess.CompletedProcess[str]):
 def commands_in_one_interpreter(
     commands: Sequence[StreamedCommand],
     folder: Path,
-    rlimits: Sequence[Limit] = (),
     env: Mapping[str, str] | None = None,
 ) -> list[RanInOne]:
     """`commands` in turn in one fresh interpreter; captures kept in `folder`."""
@@ -295,7 +279,6 @@ def commands_in_one_interpreter(
         [sys.executable, "-c", _COMMANDS, json.dumps(cases)],
         cwd=folder,
         env=env,
-        rlimits=rlimits,
     )
     _, stderr = process.communicate(timeout=600)
     assert process.returncode == 0, stderr

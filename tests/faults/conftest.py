@@ -166,40 +166,33 @@ class InputWatch:
                         return int(info.split(b"pos:", 1)[1].split()[0])
         return None
 
-    def wait_until_past(
-        self, fraction: float, timeout: float = 300.0, *, tight_within: float = 1.0
-    ) -> None:
+    def wait_until_past(self, fraction: float) -> None:
         target = fraction * self.size
         self._wait(
             lambda position: position is not None and position >= target,
             f"{fraction:.0%} of {self.path.name}",
-            timeout,
-            target - tight_within * self.size,
+            target - TIGHT_WITHIN * self.size,
         )
 
-    def wait_until_closed(
-        self, timeout: float = 300.0, *, tight_within: float = 1.0
-    ) -> None:
+    def wait_until_closed(self) -> None:
         self._wait(
             lambda position: position is None and self.opened,
             f"the closing of {self.path.name}",
-            timeout,
-            (1 - tight_within) * self.size,
+            (1 - TIGHT_WITHIN) * self.size,
         )
 
     def _wait(
         self,
         reached: Callable[[int | None], bool],
         what: str,
-        timeout: float,
         tight_from: float,
     ) -> None:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + 300
         while not reached(position := self.position()):
             if process_state(self.pid) in (None, "Z"):
                 ended_before(self.process, what)
             if time.monotonic() > deadline:
-                pytest.fail(f"no sign of {what} after {timeout:.0f} s")
+                pytest.fail(f"no sign of {what} after 300 s")
             near = self.opened and (position is None or position >= tight_from)
             time.sleep(POLL_SECONDS if near else STARTING_POLL_SECONDS)
 
@@ -256,9 +249,7 @@ def wait_stopped(pid: int, timeout: float = 60.0) -> bool:
 
 @contextmanager
 def frozen(
-    process: CommandProcess,
-    once: Callable[[], None] = lambda: None,
-    timeout: float = 60.0,
+    process: CommandProcess, once: Callable[[], None] = lambda: None
 ) -> Iterator[None]:
     """The process stopped as soon as `once` returns, for the block."""
     pid = process.pid
@@ -266,7 +257,7 @@ def frozen(
         once()
         process.send_signal(signal.SIGSTOP)
     try:
-        if not wait_stopped(pid, timeout):
+        if not wait_stopped(pid):
             ended_before(process, "it could be frozen")
         yield
     finally:
@@ -278,8 +269,7 @@ def signal_mid_input(
 ) -> None:
     """Send `signum` once `process` has read `fraction` of `path`, frozen."""
     watch = InputWatch(process, path)
-    wait = partial(watch.wait_until_past, fraction, tight_within=TIGHT_WITHIN)
-    with frozen(process, once=wait):
+    with frozen(process, once=partial(watch.wait_until_past, fraction)):
         watch.assert_mid_input()
         process.send_signal(signum)
 

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,6 @@ from tests.commands import CommandProcess, start_tracegrade
 from tests.faults.conftest import (
     POLL_SECONDS,
     SHORT_SIGNAL_RECORDS,
-    TIGHT_WITHIN,
     InputWatch,
     assert_no_final_outputs,
     assert_still_writing,
@@ -93,8 +91,7 @@ def _signal_score(
         signal_mid_input(process, records, signum, _loop_fraction(seed))
     else:
         watch = InputWatch(process, records)
-        wait = partial(watch.wait_until_closed, tight_within=TIGHT_WITHIN)
-        with frozen(process, once=wait):
+        with frozen(process, once=watch.wait_until_closed):
             watch.assert_closed()
             assert_still_writing(work, before)
             process.send_signal(signum)
