@@ -12,18 +12,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import NamedTuple, NoReturn, TypeVar
+from typing import NoReturn, TypeVar
 
 import pytest
 
 from tests.commands import (
     CommandProcess,
-    StreamedCommand,
-    commands_in_one_interpreter,
     run_tracegrade,
 )
 from tracegrade.cli.labels import lock_path
@@ -283,26 +281,6 @@ def assert_still_writing(directory: Path, before: dict[str, str]) -> None:
         workload_too_small(f"the run had finished when frozen ({final})")
     if not any(name.endswith(".partial") for name in new):
         workload_too_small("no output was begun when frozen")
-
-
-class CommandRun(NamedTuple):
-    """A command's directory, its `snapshot` before the command, its end."""
-
-    work: Path
-    before: dict[str, str]
-    done: subprocess.CompletedProcess[str]
-
-
-def runs_in_one_interpreter(
-    commands: Mapping[Key, StreamedCommand], folder: Path
-) -> dict[Key, CommandRun]:
-    """`commands_in_one_interpreter`, keyed, each directory snapshotted first."""
-    befores = {key: snapshot(command.cwd) for key, command in commands.items()}
-    done = commands_in_one_interpreter(list(commands.values()), folder)
-    return {
-        key: CommandRun(command.cwd, befores[key], result)
-        for (key, command), result in zip(commands.items(), done, strict=True)
-    }
 
 
 @contextmanager
