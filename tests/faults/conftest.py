@@ -5,28 +5,23 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import NoReturn
 
 import pytest
 
-from tests.commands import (
-    CommandProcess,
-    run_tracegrade,
-)
+from tests.commands import CommandProcess, run_tracegrade
+from tests.support import write_lines
 from tracegrade.cli.labels import lock_path
-
-Key = TypeVar("Key", bound=Hashable)
 
 # Each phase a marker stands for must outlast a freeze (else `workload_too_small`).
 SIGNAL_RECORDS = 6_000
@@ -44,13 +39,13 @@ def digest(path: Path) -> str:
 
 def snapshot(directory: Path) -> dict[str, str]:
     """Every file under `directory` and its hash, links not followed."""
-    found: dict[str, str] = {}
-    for path in sorted(directory.rglob("*")):
-        if path.is_symlink():
-            found[str(path.relative_to(directory))] = "-> " + os.readlink(path)
-        elif path.is_file():
-            found[str(path.relative_to(directory))] = digest(path)
-    return found
+    return {
+        str(path.relative_to(directory)): "-> " + os.readlink(path)
+        if path.is_symlink()
+        else digest(path)
+        for path in sorted(directory.rglob("*"))
+        if path.is_symlink() or path.is_file()
+    }
 
 
 def one_clear_line(stderr: str) -> str:
@@ -72,15 +67,12 @@ def assert_no_final_outputs(directory: Path, before: dict[str, str]) -> None:
 
 
 def write_stage_records(path: Path, count: int) -> None:
-    with path.open("w", encoding="utf-8") as out:
-        for number in range(count):
-            context = ["D1"] if number % 3 else ["D1", "D2"]
-            record = {
-                "required": ["D1", "D2"],
-                "context": context,
-                "correct": number % 2 == 0,
-            }
-            out.write(json.dumps({"id": f"run-{number}", "input": record}) + "\n")
+    write_lines(path, [{"id": f"run-{n}", "input": _stage(n)} for n in range(count)])
+
+
+def _stage(n: int) -> dict[str, object]:
+    context = ["D1"] if n % 3 else ["D1", "D2"]
+    return {"required": ["D1", "D2"], "context": context, "correct": n % 2 == 0}
 
 
 def write_stage_log(folder: Path, count: int) -> Path:
@@ -97,12 +89,8 @@ def write_stage_log(folder: Path, count: int) -> Path:
 
 
 def write_labels(path: Path, count: int, every: int) -> None:
-    path.write_text(
-        "".join(
-            json.dumps({"id": f"run-{number}", "correct": number % every == 0}) + "\n"
-            for number in range(count)
-        )
-    )
+    labels = [{"id": f"run-{n}", "correct": n % every == 0} for n in range(count)]
+    write_lines(path, labels)
 
 
 @pytest.fixture(scope="session")
@@ -209,15 +197,10 @@ def holds_lock(pid: int, log: Path) -> bool:
         inode = Path(lock_path(str(log))).stat().st_ino
     except FileNotFoundError:
         return False
-    for line in Path("/proc/locks").read_text().splitlines():
-        fields = line.split()
-        if (
-            fields[1] != "->"
-            and fields[4] == str(pid)
-            and fields[5].rsplit(":", 1)[-1] == str(inode)
-        ):
-            return True
-    return False
+    return any(
+        f[1] != "->" and f[4] == str(pid) and f[5].rsplit(":", 1)[-1] == str(inode)
+        for f in map(str.split, Path("/proc/locks").read_text().splitlines())
+    )
 
 
 @contextmanager
