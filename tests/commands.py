@@ -239,7 +239,7 @@ for case in json.loads(sys.argv[1]):
     with open("/proc/self/status") as status:
         (own,) = (int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
     peak = max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-    with open(case["exit"], "w") as out:
+    with open(case["exit"][0], "w") as out:
         json.dump([code, peak], out)
 """
 
@@ -258,40 +258,22 @@ def commands_in_one_interpreter(
     """`commands` in turn in one fresh interpreter; captures kept in `folder`."""
     cases = []
     for number, command in enumerate(commands):
-        streams = {
-            name: [str(given[0]), given[1]]
-            if given is not None
-            else [str(folder / f"{number}.{name}"), "capture"]
-            for name, given in (("stdout", command.stdout), ("stderr", command.stderr))
-        }
-        cases.append(
-            {
-                "program": command.program,
-                "args": [str(arg) for arg in command.args],
-                "cwd": str(command.cwd),
-                **streams,
-                "soft_limits": [list(limit) for limit in command.soft_limits],
-                "env": dict(command.env or {}),
-                "exit": str(folder / f"{number}.exit"),
-            }
-        )
-    process = CommandProcess(
-        [sys.executable, "-c", _COMMANDS, json.dumps(cases)],
-        cwd=folder,
-        env=env,
-    )
-    _, stderr = process.communicate(timeout=600)
+        case = command._asdict() | {"env": dict(command.env or {})}
+        for name in ("stdout", "stderr", "exit"):
+            case[name] = case.get(name) or (folder / f"{number}.{name}", "capture")
+        cases.append(case)
+    argv = [sys.executable, "-c", _COMMANDS, json.dumps(cases, default=str)]
+    _, stderr = (process := CommandProcess(argv, cwd=folder, env=env)).communicate(600)
     assert process.returncode == 0, stderr
     done = []
     for case in cases:
         out, err = (
-            Path(case[name][0]).read_text(encoding="utf-8")
-            if case[name][1] == "capture"
-            else ""
-            for name in ("stdout", "stderr")
+            Path(path).read_text(encoding="utf-8") if how == "capture" else ""
+            for path, how in (case["stdout"], case["stderr"])
         )
-        code, peak = json.loads(Path(case["exit"]).read_text())
-        ran = RanInOne([case["program"], *case["args"]], code, out, err)
+        code, peak = json.loads(case["exit"][0].read_text())
+        argv = [case["program"], *map(str, case["args"])]
+        ran = RanInOne(argv, code, out, err)
         ran.peak_mib = peak / 1024
         done.append(ran)
     return done
