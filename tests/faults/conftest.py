@@ -203,19 +203,6 @@ def holds_lock(pid: int, log: Path) -> bool:
     )
 
 
-@contextmanager
-def _promptly() -> Iterator[None]:
-    """This thread at nice -10 (as root), to freeze promptly after a marker."""
-    before = os.getpriority(os.PRIO_PROCESS, 0)
-    with contextlib.suppress(PermissionError):
-        os.setpriority(os.PRIO_PROCESS, 0, -10)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(PermissionError):
-            os.setpriority(os.PRIO_PROCESS, 0, before)
-
-
 def wait_stopped(pid: int, timeout: float = 60.0) -> bool:
     """Wait until the process shows it is stopped; False if it has ended."""
     deadline = time.monotonic() + timeout
@@ -233,12 +220,17 @@ def frozen(
     process: CommandProcess, once: Callable[[], None] = lambda: None
 ) -> Iterator[None]:
     """The process stopped as soon as `once` returns, for the block."""
-    pid = process.pid
-    with _promptly():
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    with contextlib.suppress(PermissionError):  # nice -10 as root: stop promptly
+        os.setpriority(os.PRIO_PROCESS, 0, -10)
+    try:
         once()
         process.send_signal(signal.SIGSTOP)
+    finally:
+        with contextlib.suppress(PermissionError):
+            os.setpriority(os.PRIO_PROCESS, 0, before)
     try:
-        if not wait_stopped(pid):
+        if not wait_stopped(process.pid):
             ended_before(process, "it could be frozen")
         yield
     finally:
