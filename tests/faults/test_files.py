@@ -119,12 +119,7 @@ def test_a_link_to_an_output_is_followed_and_the_link_kept(work: Path) -> None:
     (work / "link.jsonl").symlink_to("real.jsonl")
 
     done = run_tracegrade(
-        "score",
-        "stage_diagnosis",
-        "runs.jsonl",
-        "--out",
-        "link.jsonl",
-        "--force",
+        *("score", "stage_diagnosis", "runs.jsonl", "--out", "link.jsonl", "--force"),
         cwd=work,
     )
 
