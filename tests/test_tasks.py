@@ -157,15 +157,8 @@ def test_the_extraction_scorer_resolves_by_name_in_inspect_score(
     source = Path(packaged_extraction_log.location)
     location = str(shutil.copy(source, tmp_path / "logs" / source.name))
     result = run_inspect(
-        "score",
-        location,
-        "--scorer",
-        "tracegrade/ordered_extraction",
-        "-S",
-        "answer_key=answer",
-        "--action",
-        "overwrite",
-        "--overwrite",
+        *("score", location, "--scorer", "tracegrade/ordered_extraction"),
+        *("-S", "answer_key=answer", "--action", "overwrite", "--overwrite"),
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr

@@ -168,12 +168,7 @@ def test_a_standard_stream_into_the_input_is_refused(
 def test_a_file_url_log_dir_is_the_directory_it_names(work: Path) -> None:
     logs = work / "url logs"
     done = run_tracegrade(
-        "score",
-        "stage_diagnosis",
-        "runs.jsonl",
-        "--log-dir",
-        logs.as_uri(),
-        cwd=work,
+        "score", "stage_diagnosis", "runs.jsonl", "--log-dir", logs.as_uri(), cwd=work
     )
 
     assert done.returncode == 0, done.stderr
