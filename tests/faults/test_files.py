@@ -242,15 +242,8 @@ def test_an_empty_or_blank_input_leaves_no_stray_files(tmp_path: Path) -> None:
         (tmp_path / name).write_text(text)
         before = snapshot(tmp_path)
         done = run_tracegrade(
-            *(
-                "score",
-                "stage_diagnosis",
-                name,
-                "--log-dir",
-                "logs",
-                "--out",
-                "r.jsonl",
-            ),
+            *("score", "stage_diagnosis", name, "--log-dir", "logs"),
+            *("--out", "r.jsonl"),
             cwd=tmp_path,
         )
         assert done.returncode == 1
