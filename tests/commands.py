@@ -1,6 +1,5 @@
-"""`inspect` and `tracegrade` run as a user runs them: in this interpreter
-through click's `CliRunner` where no process is needed, else in a fresh one
-(a signal, a resource limit, the standard streams, a peak of memory)."""
+"""`inspect` and `tracegrade` as a user runs them: in this interpreter, or a
+fresh one for a signal, a limit, the standard streams or a peak of memory."""
 
 from __future__ import annotations
 
@@ -23,17 +22,13 @@ from click.testing import CliRunner
 
 from tests.support import SUBPROCESS_ENV, working_in
 
-# A standard stream of a process: a file, a descriptor, or None (stdin
-# from /dev/null, stdout and stderr captured).
+# A file, a descriptor, or None (stdin /dev/null, stdout and stderr captured).
 Stream = Path | int | None
-Limit = tuple[int, int, int]  # (resource.RLIMIT_*, soft, hard)
 
 
 @contextlib.contextmanager
 def _as_a_command(cwd: Path, env: Mapping[str, str] | None) -> Iterator[CliRunner]:
-    """What a command changes in the interpreter stays with it: directory,
-    temporary directory, the outputs a signal would name; a runner whose
-    environment is the one `SUBPROCESS_ENV` gives a process."""
+    """A runner with a process's environment; what the command changes stays with it."""
     from tracegrade import outputs
 
     changes: dict[str, str | None] = dict.fromkeys(
@@ -52,8 +47,7 @@ def _as_a_command(cwd: Path, env: Mapping[str, str] | None) -> Iterator[CliRunne
 def run_tracegrade(
     *args: str, cwd: Path, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`tracegrade ARGS` in this interpreter, in `cwd`, with `env` added to
-    the environment tests run commands with, and nothing on stdin."""
+    """`tracegrade ARGS` in this interpreter, in `cwd`, with `env` added."""
     from tracegrade.cli import main
 
     argv = [str(arg) for arg in args]
@@ -70,9 +64,7 @@ def run_tracegrade(
 def run_inspect(
     *args: str, cwd: Path, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """`inspect ARGS` in this interpreter, through its console script. Inspect
-    keeps the display of its first eval per interpreter: a test of what it
-    prints runs it in a fresh one (`inspect_process`)."""
+    """`inspect ARGS` in this interpreter (Inspect keeps its first display)."""
     (script,) = entry_points(group="console_scripts", name="inspect")
     argv = [str(arg) for arg in args]
     with (
@@ -103,19 +95,9 @@ def run_inspect(
         return subprocess.CompletedProcess(["inspect", *argv], exit_code, out, err)
 
 
-# Sets the limits given as JSON, then becomes the command.
-_LIMITED = """
-import json, os, resource, sys
-for limit, soft, hard in json.loads(sys.argv[1]):
-    resource.setrlimit(limit, (soft, hard))
-os.execv(sys.argv[2], sys.argv[2:])
-"""
-
-
 class CommandProcess(subprocess.Popen[bytes]):
-    """A command in a fresh interpreter, by default in a session of its own;
-    captured stdout and stderr go to files (a pipe nobody reads while the
-    test holds the command frozen would fill)."""
+    """A command in a fresh interpreter; captured streams go to files (a pipe
+    nobody reads while the test holds the command frozen would fill)."""
 
     def __init__(
         self,
@@ -126,15 +108,10 @@ class CommandProcess(subprocess.Popen[bytes]):
         stdin: Stream = None,
         stdout: Stream = None,
         stderr: Stream = None,
-        rlimits: Sequence[Limit] = (),
         new_session: bool = True,
     ) -> None:
         self._captured = Path(tempfile.mkdtemp(prefix="tracegrade-command-"))
         self._streams = {"stdout": stdout is None, "stderr": stderr is None}
-        command = list(argv)
-        if rlimits:
-            limits = json.dumps([list(limit) for limit in rlimits])
-            command = [sys.executable, "-c", _LIMITED, limits, *command]
         with contextlib.ExitStack() as opened:
 
             def stream(given: Stream, name: str) -> Any:
@@ -147,7 +124,7 @@ class CommandProcess(subprocess.Popen[bytes]):
                 return opened.enter_context(path.open(mode))
 
             super().__init__(
-                command,
+                argv,
                 cwd=cwd,
                 env={**SUBPROCESS_ENV, **(env or {})},
                 stdin=stream(stdin, "stdin"),
@@ -163,7 +140,6 @@ class CommandProcess(subprocess.Popen[bytes]):
     def communicate(  # type: ignore[override]
         self, timeout: float | None = None
     ) -> tuple[Any, Any]:
-        """Wait; the captured stdout and stderr (None for a stream given)."""
         self.wait(timeout)
         output = self._read("stdout"), self._read("stderr")
         shutil.rmtree(self._captured, ignore_errors=True)
@@ -187,34 +163,14 @@ class CommandProcess(subprocess.Popen[bytes]):
 
 
 def start_tracegrade(*args: str, cwd: Path, **streams: Any) -> CommandProcess:
-    """`tracegrade ARGS` (`python -m tracegrade`) started in a fresh
-    interpreter, in a session of its own; `streams`: env, stdin, stdout,
-    stderr, rlimits as `CommandProcess` takes them."""
+    """`tracegrade ARGS` started in a fresh interpreter."""
     return CommandProcess(
         [sys.executable, "-m", "tracegrade", *args], cwd=cwd, **streams
     )
 
 
-def tracegrade_process(
-    *args: str, cwd: Path, timeout: float = 300, **streams: Any
-) -> subprocess.CompletedProcess[str]:
-    """`tracegrade ARGS` in a fresh interpreter, run to its end."""
-    return start_tracegrade(*args, cwd=cwd, **streams).to_its_end(timeout)
-
-
-def inspect_process(
-    *args: str, cwd: Path, env: Mapping[str, str] | None = None, timeout: float = 300
-) -> subprocess.CompletedProcess[str]:
-    """`inspect ARGS` in a fresh interpreter, run to its end: for what Inspect
-    sets once per process, such as its display."""
-    argv = [sys.executable, "-m", "inspect_ai", *args]
-    return CommandProcess(argv, cwd=cwd, env=env, new_session=False).to_its_end(timeout)
-
-
 class StreamedCommand(NamedTuple):
-    """A command of `commands_in_one_interpreter`: its streams a file and how
-    it is opened (`append` as `>>`, `read-write` as `1<>`) or None to
-    capture; soft limits (RLIMIT_*, soft) and environment of its own."""
+    """Streams a (file, "append" | "read-write") or None to capture."""
 
     args: Sequence[str]
     cwd: Path
@@ -225,10 +181,8 @@ class StreamedCommand(NamedTuple):
     env: Mapping[str, str] | None = None
 
 
-# Runs each command as its program does (an uncaught exception through the
-# exception hook), descriptors 1 and 2 on its files, under its own limits
-# and environment; writes its exit code and the peak so far (KiB: VmHWM,
-# since Linux starts ru_maxrss at the parent's peak).
+# Runs each command as its program does, on its files, limits and environment;
+# writes its exit code and peak (KiB: VmHWM; ru_maxrss starts at the parent's).
 _COMMANDS = """
 import json, os, resource, sys, tempfile
 from importlib.metadata import entry_points
@@ -285,14 +239,13 @@ for case in json.loads(sys.argv[1]):
     with open("/proc/self/status") as status:
         (own,) = (int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
     peak = max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-    with open(case["exit"], "w") as out:
+    with open(case["exit"][0], "w") as out:
         json.dump([code, peak], out)
 """
 
 
 class RanInOne(subprocess.CompletedProcess[str]):
-    """How a command of `commands_in_one_interpreter` ended, and the
-    interpreter's peak resident memory once it had (MiB)."""
+    """A command's end and the interpreter's peak RSS then (MiB)."""
 
     peak_mib: float
 
@@ -300,48 +253,27 @@ class RanInOne(subprocess.CompletedProcess[str]):
 def commands_in_one_interpreter(
     commands: Sequence[StreamedCommand],
     folder: Path,
-    rlimits: Sequence[Limit] = (),
     env: Mapping[str, str] | None = None,
 ) -> list[RanInOne]:
-    """`commands` in turn in one fresh interpreter (one import of Inspect),
-    under `rlimits` and with `env`; captured streams kept in `folder`."""
+    """`commands` in turn in one fresh interpreter; captures kept in `folder`."""
     cases = []
     for number, command in enumerate(commands):
-        streams = {
-            name: [str(given[0]), given[1]]
-            if given is not None
-            else [str(folder / f"{number}.{name}"), "capture"]
-            for name, given in (("stdout", command.stdout), ("stderr", command.stderr))
-        }
-        cases.append(
-            {
-                "program": command.program,
-                "args": [str(arg) for arg in command.args],
-                "cwd": str(command.cwd),
-                **streams,
-                "soft_limits": [list(limit) for limit in command.soft_limits],
-                "env": dict(command.env or {}),
-                "exit": str(folder / f"{number}.exit"),
-            }
-        )
-    process = CommandProcess(
-        [sys.executable, "-c", _COMMANDS, json.dumps(cases)],
-        cwd=folder,
-        env=env,
-        rlimits=rlimits,
-    )
-    _, stderr = process.communicate(timeout=600)
+        case = command._asdict() | {"env": dict(command.env or {})}
+        for name in ("stdout", "stderr", "exit"):
+            case[name] = case.get(name) or (folder / f"{number}.{name}", "capture")
+        cases.append(case)
+    argv = [sys.executable, "-c", _COMMANDS, json.dumps(cases, default=str)]
+    _, stderr = (process := CommandProcess(argv, cwd=folder, env=env)).communicate(600)
     assert process.returncode == 0, stderr
     done = []
     for case in cases:
         out, err = (
-            Path(case[name][0]).read_text(encoding="utf-8")
-            if case[name][1] == "capture"
-            else ""
-            for name in ("stdout", "stderr")
+            Path(path).read_text(encoding="utf-8") if how == "capture" else ""
+            for path, how in (case["stdout"], case["stderr"])
         )
-        code, peak = json.loads(Path(case["exit"]).read_text())
-        ran = RanInOne([case["program"], *case["args"]], code, out, err)
+        code, peak = json.loads(case["exit"][0].read_text())
+        argv = [case["program"], *map(str, case["args"])]
+        ran = RanInOne(argv, code, out, err)
         ran.peak_mib = peak / 1024
         done.append(ran)
     return done
@@ -350,40 +282,25 @@ def commands_in_one_interpreter(
 def peaks_in_one_interpreter(
     commands: Sequence[tuple[Sequence[str], Path]], folder: Path
 ) -> list[RanInOne]:
-    """`tracegrade ARGS` of each (arguments, directory) in one interpreter:
-    what a second input adds to the peak is what the command holds."""
+    """`tracegrade ARGS` in each directory, in turn in one interpreter."""
     return commands_in_one_interpreter(
         [StreamedCommand(args, cwd) for args, cwd in commands], folder
     )
 
 
-class InspectCommand(NamedTuple):
-    """`inspect ARGS` in `cwd`, with `env` added."""
-
-    args: list[str]
-    cwd: Path
-    env: dict[str, str] | None = None
-
-
-def inspect_in_one_fresh_process(commands: list[InspectCommand]) -> list[RanInOne]:
-    """`inspect` commands in turn in one interpreter where no test ran before:
-    the first sets Inspect's exception hook and display as the script does."""
+def inspect_in_one_fresh_process(
+    commands: Sequence[tuple[Sequence[str], Path]],
+) -> list[RanInOne]:
+    """`inspect ARGS` in each directory, in turn in one fresh interpreter."""
     with tempfile.TemporaryDirectory(prefix="tracegrade-inspect-") as folder:
-        return commands_in_one_interpreter(
-            [
-                StreamedCommand(c.args, c.cwd, program="inspect", env=c.env)
-                for c in commands
-            ],
-            Path(folder),
-        )
+        streamed = [StreamedCommand(a, cwd, program="inspect") for a, cwd in commands]
+        return commands_in_one_interpreter(streamed, Path(folder))
 
 
 def tracegrade_shell(
     script: str, cwd: Path, *, errexit: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    """A bash script, as in the docs, in which `tracegrade` and `python` are
-    this interpreter's; a pipeline fails if any command in it fails, and
-    with `errexit` the script stops at the first that does."""
+    """A bash script as in the docs, with this interpreter's `tracegrade`."""
     interpreter = shlex.quote(sys.executable)
     define = (
         f'tracegrade() {{ {interpreter} -m tracegrade "$@"; }}\n'
@@ -398,27 +315,3 @@ def tracegrade_shell(
         text=True,
         timeout=300,
     )
-
-
-# Runs the command given and writes the largest peak resident memory of the
-# processes it waited for (KiB) to the file named first.
-_MEASURED = """
-import resource, subprocess, sys
-code = subprocess.call(sys.argv[2:])
-with open(sys.argv[1], "w") as out:
-    out.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))
-sys.exit(code)
-"""
-
-
-def peak_rss_mib(*args: str, cwd: Path, exit_codes: tuple[int, ...] = (0,)) -> float:
-    """`tracegrade ARGS` in a fresh interpreter, run to its end: its peak
-    resident memory in MiB (ru_maxrss), Inspect's import included."""
-    with tempfile.TemporaryDirectory(prefix="tracegrade-peak-") as measured:
-        peak = Path(measured) / "peak"
-        argv = [sys.executable, "-c", _MEASURED, str(peak)]
-        argv += [sys.executable, "-m", "tracegrade", *args]
-        process = CommandProcess(argv, cwd=cwd, new_session=False)
-        _, stderr = process.communicate(timeout=300)
-        assert process.returncode in exit_codes, stderr
-        return int(peak.read_text()) / 1024

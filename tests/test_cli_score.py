@@ -108,14 +108,8 @@ def inspect_score(
     """`inspect score LOG --scorer SCORER ... --action append`, as a user
     runs it (`--overwrite`: without a terminal it would prompt and abort)."""
     return run_inspect(
-        "score",
-        log,
-        "--scorer",
-        scorer,
-        *extra,
-        "--action",
-        "append",
-        "--overwrite",
+        *("score", log, "--scorer", scorer, *extra),
+        *("--action", "append", "--overwrite"),
         cwd=cwd,
     )
 

@@ -10,7 +10,7 @@ import pytest
 
 from tests.commands import (
     run_tracegrade,
-    tracegrade_process,
+    start_tracegrade,
 )
 from tests.support import write_lines
 
@@ -37,7 +37,7 @@ def test_in_process_a_command_ends_as_in_a_fresh_interpreter(
     work: Path, args: list[str]
 ) -> None:
     in_process = run_tracegrade(*args, cwd=work)
-    fresh = tracegrade_process(*args, cwd=work)
+    fresh = start_tracegrade(*args, cwd=work).to_its_end()
 
     assert in_process.returncode == fresh.returncode
     assert in_process.stdout == fresh.stdout

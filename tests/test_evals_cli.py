@@ -229,12 +229,7 @@ def test_a_two_model_directory_compares_pair_by_pair(two_models: Path) -> None:
 
 def test_model_selects_one_pair(two_models: Path) -> None:
     done = run_tracegrade(
-        "compare",
-        "base",
-        "new",
-        "--model",
-        "mockllm/a",
-        "--fail-on-regression",
+        *("compare", "base", "new", "--model", "mockllm/a", "--fail-on-regression"),
         cwd=two_models,
     )
     assert done.returncode == 0, done.stderr

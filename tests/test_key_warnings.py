@@ -20,7 +20,7 @@ from inspect_ai.model import ModelName
 from inspect_ai.scorer import Target
 from inspect_ai.solver import TaskState
 
-from tests.commands import InspectCommand, inspect_in_one_fresh_process, run_tracegrade
+from tests.commands import inspect_in_one_fresh_process, run_tracegrade
 from tests.support import write_lines
 from tracegrade import (
     ordered_extraction_scorer,
@@ -183,7 +183,7 @@ def refused(tmp_path_factory: pytest.TempPathFactory) -> Refused:
     before = path.read_bytes()
     done = inspect_in_one_fresh_process(
         [
-            InspectCommand(
+            (
                 [
                     *("score", str(path), "--scorer", f"tracegrade/{scorer}"),
                     *("-S", argument, "--action", "append", "--overwrite"),

@@ -29,7 +29,7 @@ from inspect_ai.model import (
     get_model,
 )
 
-from tests.commands import InspectCommand, inspect_in_one_fresh_process
+from tests.commands import inspect_in_one_fresh_process
 from tracegrade.datasets import DatasetError, packaged_fixture, read_source_documents
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks.live import (
@@ -401,9 +401,7 @@ def cli_evals(
         (work / name).mkdir()
         command = ["eval", "tracegrade/ordered_extraction", *args]
         commands.append(
-            InspectCommand(
-                [*command, "--log-dir", "logs", "--display", "plain"], work / name
-            )
+            ([*command, "--log-dir", "logs", "--display", "plain"], work / name)
         )
     (work / "prompt_file" / "prompt.txt").write_text("Find the {target}:\n{document}")
     done = inspect_in_one_fresh_process(commands)

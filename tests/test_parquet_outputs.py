@@ -151,15 +151,8 @@ def test_imported_parquet_needs_a_file(tmp_path: Path) -> None:
 def test_no_records_leave_no_parquet_file(tmp_path: Path) -> None:
     (tmp_path / "runs.jsonl").write_text("\n\n")
     done = run_tracegrade(
-        "score",
-        "stage_diagnosis",
-        "runs.jsonl",
-        "--log-dir",
-        "logs",
-        "--out",
-        "results.parquet",
-        "--results-format",
-        "parquet",
+        *("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs"),
+        *("--out", "results.parquet", "--results-format", "parquet"),
         cwd=tmp_path,
     )
     assert done.returncode == 1

@@ -18,7 +18,7 @@ import pytest
 from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
 
-from tests.commands import InspectCommand, inspect_in_one_fresh_process, run_inspect
+from tests.commands import inspect_in_one_fresh_process, run_inspect
 from tests.support import write_lines
 from tracegrade import (
     DatasetError,
@@ -128,9 +128,7 @@ def misspelled_arguments(
     work = [tmp_path_factory.mktemp("misspelled") for _ in TASKS]
     done = inspect_in_one_fresh_process(
         [
-            InspectCommand(
-                ["eval", task, "-T", "datset=mine.jsonl", "--log-dir", "logs"], cwd
-            )
+            (["eval", task, "-T", "datset=mine.jsonl", "--log-dir", "logs"], cwd)
             for task, cwd in zip(TASKS, work, strict=True)
         ]
     )
@@ -159,15 +157,8 @@ def test_the_extraction_scorer_resolves_by_name_in_inspect_score(
     source = Path(packaged_extraction_log.location)
     location = str(shutil.copy(source, tmp_path / "logs" / source.name))
     result = run_inspect(
-        "score",
-        location,
-        "--scorer",
-        "tracegrade/ordered_extraction",
-        "-S",
-        "answer_key=answer",
-        "--action",
-        "overwrite",
-        "--overwrite",
+        *("score", location, "--scorer", "tracegrade/ordered_extraction"),
+        *("-S", "answer_key=answer", "--action", "overwrite", "--overwrite"),
         cwd=tmp_path,
     )
     assert result.returncode == 0, result.stderr

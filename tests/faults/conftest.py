@@ -1,40 +1,29 @@
-"""The fault tests' inputs and checks: after a fault, the inputs unchanged,
-nothing complete-looking left, one clear line and no traceback. A signal
-lands at a marker seen from /proc while the process is frozen, never after
-a guessed delay."""
+"""Fault tests' inputs and checks; a signal lands at a marker seen from /proc
+while the process is frozen, never after a guessed delay."""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import NamedTuple, NoReturn, TypeVar
+from typing import NoReturn
 
 import pytest
 
-from tests.commands import (
-    CommandProcess,
-    StreamedCommand,
-    commands_in_one_interpreter,
-    run_tracegrade,
-)
+from tests.commands import CommandProcess, run_tracegrade
+from tests.support import write_lines
 from tracegrade.cli.labels import lock_path
 
-Key = TypeVar("Key", bound=Hashable)
-
-# Records enough that each phase a marker stands for lasts far longer than
-# a freeze takes (else `workload_too_small`); `score` writing `.eval` deflates
-# each record, so it needs fewer.
+# Each phase a marker stands for must outlast a freeze (else `workload_too_small`).
 SIGNAL_RECORDS = 6_000
 SHORT_SIGNAL_RECORDS = SIGNAL_RECORDS // 2
 FINAL_SUFFIXES = (".json", ".eval", ".jsonl", ".html")  # else `.partial`
@@ -50,13 +39,13 @@ def digest(path: Path) -> str:
 
 def snapshot(directory: Path) -> dict[str, str]:
     """Every file under `directory` and its hash, links not followed."""
-    found: dict[str, str] = {}
-    for path in sorted(directory.rglob("*")):
-        if path.is_symlink():
-            found[str(path.relative_to(directory))] = "-> " + os.readlink(path)
-        elif path.is_file():
-            found[str(path.relative_to(directory))] = digest(path)
-    return found
+    return {
+        str(path.relative_to(directory)): "-> " + os.readlink(path)
+        if path.is_symlink()
+        else digest(path)
+        for path in sorted(directory.rglob("*"))
+        if path.is_symlink() or path.is_file()
+    }
 
 
 def one_clear_line(stderr: str) -> str:
@@ -78,20 +67,16 @@ def assert_no_final_outputs(directory: Path, before: dict[str, str]) -> None:
 
 
 def write_stage_records(path: Path, count: int) -> None:
-    with path.open("w", encoding="utf-8") as out:
-        for number in range(count):
-            context = ["D1"] if number % 3 else ["D1", "D2"]
-            record = {
-                "required": ["D1", "D2"],
-                "context": context,
-                "correct": number % 2 == 0,
-            }
-            out.write(json.dumps({"id": f"run-{number}", "input": record}) + "\n")
+    write_lines(path, [{"id": f"run-{n}", "input": _stage(n)} for n in range(count)])
+
+
+def _stage(n: int) -> dict[str, object]:
+    context = ["D1"] if n % 3 else ["D1", "D2"]
+    return {"required": ["D1", "D2"], "context": context, "correct": n % 2 == 0}
 
 
 def write_stage_log(folder: Path, count: int) -> Path:
-    """`folder/log.eval`: `tracegrade score` of `count` records of
-    `write_stage_records`, the input to the commands that read a log."""
+    """`folder/log.eval`: `tracegrade score` of `count` stage records."""
     write_stage_records(folder / "runs.jsonl", count)
     done = run_tracegrade(
         "score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs", cwd=folder
@@ -104,13 +89,8 @@ def write_stage_log(folder: Path, count: int) -> Path:
 
 
 def write_labels(path: Path, count: int, every: int) -> None:
-    """Staff labels for `write_stage_records`: every `every`th one correct."""
-    path.write_text(
-        "".join(
-            json.dumps({"id": f"run-{number}", "correct": number % every == 0}) + "\n"
-            for number in range(count)
-        )
-    )
+    labels = [{"id": f"run-{n}", "correct": n % every == 0} for n in range(count)]
+    write_lines(path, labels)
 
 
 @pytest.fixture(scope="session")
@@ -127,12 +107,8 @@ def short_signal_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-# --- Signals at a point of the run, shown by a marker ------------------------
-
-
 def workload_too_small(what: str) -> NoReturn:
-    """Fail a test whose signal cannot land where it must: never a pass that
-    proved nothing."""
+    """Fail, never pass, a test whose signal cannot land where it must."""
     pytest.fail(
         f"{what}: the workload is too small for this machine "
         "(raise SIGNAL_RECORDS, or SHORT_SIGNAL_RECORDS for the test's "
@@ -142,8 +118,7 @@ def workload_too_small(what: str) -> NoReturn:
 
 
 def ended_before(process: CommandProcess, what: str) -> NoReturn:
-    """Fail a test whose process ended before `what`: too fast if it
-    succeeded, else failed, with its stderr."""
+    """Fail a test whose process ended (too fast, or failed) before `what`."""
     _, stderr = process.communicate()
     if process.returncode == 0:
         workload_too_small(f"the process ended before {what}")
@@ -154,17 +129,13 @@ def ended_before(process: CommandProcess, what: str) -> NoReturn:
 
 def process_state(pid: int) -> str | None:
     """The state letter of /proc/PID/stat; None once the process is reaped."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name in parentheses may hold spaces: the state follows it.
-    return stat.rsplit(")", 1)[1].split()[0]
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    return None
 
 
 class InputWatch:
-    """How far a process has read an input it reads from start to end
-    (`score`, `check`): its descriptor's position, from /proc/PID/fdinfo."""
+    """How far a process has read an input, from /proc/PID/fdinfo."""
 
     def __init__(self, process: CommandProcess, path: Path) -> None:
         self.process, self.pid = process, process.pid
@@ -172,7 +143,6 @@ class InputWatch:
         self.opened = False
 
     def position(self) -> int | None:
-        """The read position; None while the file is not (or no longer) open."""
         with contextlib.suppress(OSError):  # the process is gone
             for fd in os.listdir(f"/proc/{self.pid}/fd"):
                 with contextlib.suppress(OSError):  # closed meanwhile
@@ -182,47 +152,37 @@ class InputWatch:
                         return int(info.split(b"pos:", 1)[1].split()[0])
         return None
 
-    def wait_until_past(
-        self, fraction: float, timeout: float = 300.0, *, tight_within: float = 1.0
-    ) -> None:
-        """Return once the process has read `fraction` of the file."""
+    def wait_until_past(self, fraction: float) -> None:
         target = fraction * self.size
         self._wait(
             lambda position: position is not None and position >= target,
             f"{fraction:.0%} of {self.path.name}",
-            timeout,
-            target - tight_within * self.size,
+            target - TIGHT_WITHIN * self.size,
         )
 
-    def wait_until_closed(
-        self, timeout: float = 300.0, *, tight_within: float = 1.0
-    ) -> None:
-        """Return once the process has read the file and closed it."""
+    def wait_until_closed(self) -> None:
         self._wait(
             lambda position: position is None and self.opened,
             f"the closing of {self.path.name}",
-            timeout,
-            (1 - tight_within) * self.size,
+            (1 - TIGHT_WITHIN) * self.size,
         )
 
     def _wait(
         self,
         reached: Callable[[int | None], bool],
         what: str,
-        timeout: float,
         tight_from: float,
     ) -> None:
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + 300
         while not reached(position := self.position()):
             if process_state(self.pid) in (None, "Z"):
                 ended_before(self.process, what)
             if time.monotonic() > deadline:
-                pytest.fail(f"no sign of {what} after {timeout:.0f} s")
+                pytest.fail(f"no sign of {what} after 300 s")
             near = self.opened and (position is None or position >= tight_from)
             time.sleep(POLL_SECONDS if near else STARTING_POLL_SECONDS)
 
     def assert_mid_input(self) -> None:
-        """The file still open and not read to its end (checked frozen)."""
         position = self.position()
         if position is None or position >= self.size:
             workload_too_small(f"{self.path.name} was read whole when frozen")
@@ -232,36 +192,15 @@ class InputWatch:
 
 
 def holds_lock(pid: int, log: Path) -> bool:
-    """Whether `pid` holds the lock `labels apply` takes on `log` before
-    its work. /proc/locks lists held locks first, waiting ones after '->'."""
+    """Whether `pid` holds `labels apply`'s lock on `log` (not waiting: '->')."""
     try:
         inode = Path(lock_path(str(log))).stat().st_ino
     except FileNotFoundError:
         return False
-    for line in Path("/proc/locks").read_text().splitlines():
-        fields = line.split()
-        if (
-            fields[1] != "->"
-            and fields[4] == str(pid)
-            and fields[5].rsplit(":", 1)[-1] == str(inode)
-        ):
-            return True
-    return False
-
-
-@contextmanager
-def _promptly() -> Iterator[None]:
-    """This thread at nice -10 (as root), to freeze promptly after a marker."""
-    before = os.getpriority(os.PRIO_PROCESS, 0)
-    try:
-        os.setpriority(os.PRIO_PROCESS, 0, -10)
-    except PermissionError:
-        yield
-        return
-    try:
-        yield
-    finally:
-        os.setpriority(os.PRIO_PROCESS, 0, before)
+    return any(
+        f[1] != "->" and f[4] == str(pid) and f[5].rsplit(":", 1)[-1] == str(inode)
+        for f in map(str.split, Path("/proc/locks").read_text().splitlines())
+    )
 
 
 def wait_stopped(pid: int, timeout: float = 60.0) -> bool:
@@ -278,18 +217,20 @@ def wait_stopped(pid: int, timeout: float = 60.0) -> bool:
 
 @contextmanager
 def frozen(
-    process: CommandProcess,
-    once: Callable[[], None] = lambda: None,
-    timeout: float = 60.0,
+    process: CommandProcess, once: Callable[[], None] = lambda: None
 ) -> Iterator[None]:
-    """The process stopped (SIGSTOP) as soon as `once` returns, for the
-    block, then continued: a signal sent inside lands at the point checked."""
-    pid = process.pid
-    with _promptly():
+    """The process stopped as soon as `once` returns, for the block."""
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    with contextlib.suppress(PermissionError):  # nice -10 as root: stop promptly
+        os.setpriority(os.PRIO_PROCESS, 0, -10)
+    try:
         once()
         process.send_signal(signal.SIGSTOP)
+    finally:
+        with contextlib.suppress(PermissionError):
+            os.setpriority(os.PRIO_PROCESS, 0, before)
     try:
-        if not wait_stopped(pid, timeout):
+        if not wait_stopped(process.pid):
             ended_before(process, "it could be frozen")
         yield
     finally:
@@ -299,11 +240,9 @@ def frozen(
 def signal_mid_input(
     process: CommandProcess, path: Path, signum: int, fraction: float
 ) -> None:
-    """Send `signum` once `process` has read `fraction` of `path`, frozen
-    there and checked still reading."""
+    """Send `signum` once `process` has read `fraction` of `path`, frozen."""
     watch = InputWatch(process, path)
-    wait = partial(watch.wait_until_past, fraction, tight_within=TIGHT_WITHIN)
-    with frozen(process, once=wait):
+    with frozen(process, once=partial(watch.wait_until_past, fraction)):
         watch.assert_mid_input()
         process.send_signal(signum)
 
@@ -319,39 +258,9 @@ def assert_still_writing(directory: Path, before: dict[str, str]) -> None:
         workload_too_small("no output was begun when frozen")
 
 
-# --- Several commands in one fresh interpreter --------------------------------
-
-
-class CommandRun(NamedTuple):
-    """A command's directory, its `snapshot` before the command, its end."""
-
-    work: Path
-    before: dict[str, str]
-    done: subprocess.CompletedProcess[str]
-
-
-def runs_in_one_interpreter(
-    commands: Mapping[Key, StreamedCommand], folder: Path
-) -> dict[Key, CommandRun]:
-    """`commands_in_one_interpreter`, keyed, each directory snapshotted first."""
-    befores = {key: snapshot(command.cwd) for key, command in commands.items()}
-    done = commands_in_one_interpreter(list(commands.values()), folder)
-    return {
-        key: CommandRun(command.cwd, befores[key], result)
-        for (key, command), result in zip(commands.items(), done, strict=True)
-    }
-
-
-# --- File systems ------------------------------------------------------------
-
-
-def _can_mount() -> bool:
-    return sys.platform == "linux" and os.geteuid() == 0
-
-
 @contextmanager
 def mounted_tmpfs(where: Path, *options: str) -> Iterator[Path]:
-    """A real tmpfs at `where` (root only): a small or read-only file system."""
+    """A real tmpfs at `where` (root only)."""
     where.mkdir(parents=True, exist_ok=True)
     subprocess.run(
         ["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(where)],
@@ -363,8 +272,7 @@ def mounted_tmpfs(where: Path, *options: str) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
-CAN_MOUNT = _can_mount()
-"""Whether a tmpfs can be mounted here: the full-disk tests need one."""
+CAN_MOUNT = sys.platform == "linux" and os.geteuid() == 0
 needs_mount = pytest.mark.skipif(
     not CAN_MOUNT, reason="mounting a tmpfs needs root on Linux"
 )

@@ -97,11 +97,7 @@ def test_every_output_is_written_there(folder: Path, tmp_path: Path) -> None:
     shutil.copyfile(written, log)
 
     exported = run_tracegrade(
-        "labels",
-        "export",
-        str(log),
-        "--out",
-        str(folder / "labels.jsonl"),
+        *("labels", "export", str(log), "--out", str(folder / "labels.jsonl")),
         cwd=tmp_path,
     )
     assert exported.returncode == 0, exported.stderr

@@ -119,12 +119,7 @@ def test_a_link_to_an_output_is_followed_and_the_link_kept(work: Path) -> None:
     (work / "link.jsonl").symlink_to("real.jsonl")
 
     done = run_tracegrade(
-        "score",
-        "stage_diagnosis",
-        "runs.jsonl",
-        "--out",
-        "link.jsonl",
-        "--force",
+        *("score", "stage_diagnosis", "runs.jsonl", "--out", "link.jsonl", "--force"),
         cwd=work,
     )
 
@@ -247,13 +242,8 @@ def test_an_empty_or_blank_input_leaves_no_stray_files(tmp_path: Path) -> None:
         (tmp_path / name).write_text(text)
         before = snapshot(tmp_path)
         done = run_tracegrade(
-            "score",
-            "stage_diagnosis",
-            name,
-            "--log-dir",
-            "logs",
-            "--out",
-            "r.jsonl",
+            *("score", "stage_diagnosis", name, "--log-dir", "logs"),
+            *("--out", "r.jsonl"),
             cwd=tmp_path,
         )
         assert done.returncode == 1

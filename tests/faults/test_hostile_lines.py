@@ -115,12 +115,7 @@ def _check_verdicts(path: Path) -> dict[int, str]:
 
 def _score_verdicts(path: Path) -> tuple[dict[int, str], dict[str, Any]]:
     done = run_tracegrade(
-        "score",
-        "stage_diagnosis",
-        str(path),
-        "--log-dir",
-        "logs",
-        "--json",
+        *("score", "stage_diagnosis", str(path), "--log-dir", "logs", "--json"),
         cwd=path.parent,
     )
     assert "Traceback" not in done.stderr, done.stderr

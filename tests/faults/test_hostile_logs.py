@@ -41,15 +41,8 @@ def good_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     for log_format in ("json", "eval"):
         log_dir = work / log_format
         done = run_tracegrade(
-            "score",
-            "stage_diagnosis",
-            "runs.jsonl",
-            "--log-dir",
-            str(log_dir),
-            "--log-format",
-            log_format,
-            "--out",
-            f"{log_format}.jsonl",
+            *("score", "stage_diagnosis", "runs.jsonl", "--log-dir", str(log_dir)),
+            *("--log-format", log_format, "--out", f"{log_format}.jsonl"),
             cwd=work,
         )
         assert done.returncode == 0, done.stderr

@@ -3,9 +3,8 @@
 `import ragas` and `import openinference` hold one sample, or one trace,
 at a time (and OpenInference an index of where each trace's spans are),
 so their peak grows with the largest record, not with the file (for
-OpenInference, with the number of traces by a few hundred bytes each). Each
-command runs in a fresh interpreter, its peak taken from the kernel (a
-memory limit met is one line, as tests/faults/test_memory.py holds for score).
+OpenInference, with the number of traces by a few hundred bytes each): the
+large after the small in one fresh interpreter, its peak from the kernel.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.commands import peak_rss_mib
+from tests.commands import peaks_in_one_interpreter
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in KiB")
 
@@ -106,15 +105,16 @@ def test_memory_does_not_grow_with_the_input(tmp_path: Path, importer: str) -> N
     """Each input imported small and large, checked to give records (the
     output holds at least an eighth of what was read)."""
     write, args, margin = IMPORTS[importer]
-    peaks = {}
     for megabytes in (SMALL_MB, LARGE_MB):
-        directory = tmp_path / str(megabytes)
-        directory.mkdir()
-        write(directory, megabytes)
-        peaks[megabytes] = peak_rss_mib(
-            "import", importer, *args, "--output", "out.jsonl", cwd=directory
-        )
-        assert (directory / "out.jsonl").stat().st_size > megabytes << 17
-        for name in directory.iterdir():
-            name.unlink()  # the machine's disk is shared
+        (tmp_path / str(megabytes)).mkdir()
+        write(tmp_path / str(megabytes), megabytes)
+    argv = ("import", importer, *args, "--output", "out.jsonl")
+    small, large = peaks_in_one_interpreter(
+        [(argv, tmp_path / str(size)) for size in (SMALL_MB, LARGE_MB)], tmp_path
+    )
+    peaks = {SMALL_MB: small.peak_mib, LARGE_MB: large.peak_mib}
+    for megabytes, done in zip((SMALL_MB, LARGE_MB), (small, large), strict=True):
+        assert done.returncode == 0, done.stderr
+        out = tmp_path / str(megabytes) / "out.jsonl"
+        assert out.stat().st_size > megabytes << 17
     assert peaks[LARGE_MB] <= peaks[SMALL_MB] + margin, peaks

@@ -9,11 +9,8 @@ machine, and leave no log and no results.
 
 from __future__ import annotations
 
-import os
 import resource
-import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,6 +19,7 @@ from tests.commands import peaks_in_one_interpreter, start_tracegrade
 from tests.faults.conftest import (
     InputWatch,
     assert_no_final_outputs,
+    frozen,
     one_clear_line,
     snapshot,
     write_stage_records,
@@ -30,16 +28,6 @@ from tests.faults.conftest import (
 RECORDS = 20_000
 """Far more than the run gets through before its limit is set: each
 sample adds a `ZipInfo` to the part, and a new arena for them soon."""
-
-
-def _wait_stopped(pid: int, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        if state in ("T", "t"):
-            return
-        time.sleep(0.001)
-    pytest.fail(f"tracegrade score (pid {pid}) did not stop in {timeout} s")
 
 
 def _address_space(pid: int) -> int:
@@ -60,13 +48,11 @@ def test_running_out_of_memory_stops_the_run_with_one_line(tmp_path: Path) -> No
         cwd=tmp_path,
     )
     try:
-        InputWatch(process, tmp_path / "runs.jsonl").wait_until_past(0.05)
-        # Stopped while its limit is set, so it cannot grow in between.
-        os.kill(process.pid, signal.SIGSTOP)
-        _wait_stopped(process.pid)
-        limit = _address_space(process.pid)
-        resource.prlimit(process.pid, resource.RLIMIT_AS, (limit, limit))
-        os.kill(process.pid, signal.SIGCONT)
+        watch = InputWatch(process, tmp_path / "runs.jsonl")
+        # Frozen while its limit is set, so it cannot grow in between.
+        with frozen(process, once=lambda: watch.wait_until_past(0.05)):
+            limit = _address_space(process.pid)
+            resource.prlimit(process.pid, resource.RLIMIT_AS, (limit, limit))
         _, stderr = process.communicate(timeout=300)
     finally:
         if process.poll() is None:

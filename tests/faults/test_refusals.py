@@ -7,17 +7,22 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from tests.commands import StreamedCommand, inspect_process, run_tracegrade
+from tests.commands import (
+    CommandProcess,
+    StreamedCommand,
+    commands_in_one_interpreter,
+    run_tracegrade,
+)
 from tests.faults.conftest import (
-    CommandRun,
     mounted_tmpfs,
     needs_mount,
     one_clear_line,
-    runs_in_one_interpreter,
     snapshot,
     write_labels,
     write_stage_log,
@@ -27,6 +32,7 @@ from tests.support import write_lines
 pytestmark = pytest.mark.runs_long
 
 RECORDS = 40
+Run = tuple[Path, dict[str, str], subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +114,7 @@ STREAM_CASES = {
 @pytest.fixture(scope="module")
 def in_one_interpreter(
     tmp_path_factory: pytest.TempPathFactory, scored: Path
-) -> dict[tuple[str, str], CommandRun]:
+) -> dict[tuple[str, str], Run]:
     commands: dict[tuple[str, str], StreamedCommand] = {
         ("display", FIRST_DISPLAY): _bad_dataset_eval(
             tmp_path_factory.mktemp("display"), FIRST_DISPLAY
@@ -125,24 +131,26 @@ def in_one_interpreter(
             stdout=into if descriptor == 1 else None,
             stderr=into if descriptor == 2 else None,
         )
-    return runs_in_one_interpreter(commands, tmp_path_factory.mktemp("commands"))
-
-
-@pytest.fixture(scope="module")
-def refused_streams(
-    in_one_interpreter: dict[tuple[str, str], CommandRun],
-) -> dict[str, CommandRun]:
-    return {case: in_one_interpreter["stream", case] for case in STREAM_CASES}
+    befores = [snapshot(command.cwd) for command in commands.values()]
+    done = commands_in_one_interpreter(
+        list(commands.values()), tmp_path_factory.mktemp("commands")
+    )
+    return {
+        key: (command.cwd, before, result)
+        for (key, command), before, result in zip(
+            commands.items(), befores, done, strict=True
+        )
+    }
 
 
 @pytest.mark.parametrize("case", STREAM_CASES)
 def test_a_standard_stream_into_the_input_is_refused(
-    refused_streams: dict[str, CommandRun], case: str
+    in_one_interpreter: dict[tuple[str, str], Run], case: str
 ) -> None:
     """`>> INPUT` would read its output back, `1<>` overwrite the input as
     it is read; after `2>>` not even the refusal goes into the input."""
     command, descriptor, _ = STREAM_CASES[case]
-    work, before, done = refused_streams[case]
+    work, before, done = in_one_interpreter["stream", case]
     path = _input_file(work, READERS[command][1])
     # As given; compare names a log it found under the directory given.
     shown = path if command == "compare" else path.relative_to(work)
@@ -160,12 +168,7 @@ def test_a_standard_stream_into_the_input_is_refused(
 def test_a_file_url_log_dir_is_the_directory_it_names(work: Path) -> None:
     logs = work / "url logs"
     done = run_tracegrade(
-        "score",
-        "stage_diagnosis",
-        "runs.jsonl",
-        "--log-dir",
-        logs.as_uri(),
-        cwd=work,
+        "score", "stage_diagnosis", "runs.jsonl", "--log-dir", logs.as_uri(), cwd=work
     )
 
     assert done.returncode == 0, done.stderr
@@ -269,7 +272,7 @@ def test_a_full_disk_names_the_file_and_says_nothing_was_written(
 
 @pytest.mark.parametrize("display", ["full", "none"])
 def test_a_bad_dataset_line_reaches_the_user_in_every_display(
-    in_one_interpreter: dict[tuple[str, str], CommandRun],
+    in_one_interpreter: dict[tuple[str, str], Run],
     tmp_path: Path,
     display: str,
 ) -> None:
@@ -281,7 +284,13 @@ def test_a_bad_dataset_line_reaches_the_user_in_every_display(
         work, _, result = in_one_interpreter["display", display]
     else:
         work = tmp_path
-        result = inspect_process(*_bad_dataset_eval(work, display).args, cwd=work)
+        argv = [
+            sys.executable,
+            "-m",
+            "inspect_ai",
+            *_bad_dataset_eval(work, display).args,
+        ]
+        result = CommandProcess(argv, cwd=work, new_session=False).to_its_end()
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     said = f"{work / 'bad.jsonl'}, line 2: not valid JSON"

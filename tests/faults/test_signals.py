@@ -17,7 +17,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 
 import pytest
@@ -27,7 +26,6 @@ from tests.commands import CommandProcess, start_tracegrade
 from tests.faults.conftest import (
     POLL_SECONDS,
     SHORT_SIGNAL_RECORDS,
-    TIGHT_WITHIN,
     InputWatch,
     assert_no_final_outputs,
     assert_still_writing,
@@ -65,11 +63,7 @@ def _loop_fraction(seed: str) -> float:
 
 
 def _signal_score(
-    tmp_path: Path,
-    records: Path,
-    signum: int,
-    when: str,
-    seed: str,
+    tmp_path: Path, records: Path, signum: int, when: str, seed: str
 ) -> tuple[int, str, Path, dict[str, str]]:
     """Run `score`, send `signum` in the loop or while the logs are written."""
     work = tmp_path / "work"
@@ -79,22 +73,15 @@ def _signal_score(
     input_digest = digest(records)
     logs = work / "logs"
     process = start_tracegrade(
-        "score",
-        "stage_diagnosis",
-        str(records),
-        "--log-dir",
-        str(logs),
-        "--out",
-        str(work / "results.jsonl"),
-        *EVAL_FORMAT,
+        *("score", "stage_diagnosis", str(records), "--log-dir", str(logs)),
+        *("--out", str(work / "results.jsonl"), *EVAL_FORMAT),
         cwd=work,
     )
     if when == "loop":
         signal_mid_input(process, records, signum, _loop_fraction(seed))
     else:
         watch = InputWatch(process, records)
-        wait = partial(watch.wait_until_closed, tight_within=TIGHT_WITHIN)
-        with frozen(process, once=wait):
+        with frozen(process, once=watch.wait_until_closed):
             watch.assert_closed()
             assert_still_writing(work, before)
             process.send_signal(signum)
@@ -136,12 +123,9 @@ def test_sigkill_leaves_only_partial_names(
     tmp_path: Path, short_signal_input: Path, request: pytest.FixtureRequest
 ) -> None:
     """While finishing an `.eval` run, so that every part is open."""
+    seed = request.node.nodeid
     returncode, _, work, before = _signal_score(
-        tmp_path,
-        short_signal_input,
-        signal.SIGKILL,
-        "finishing",
-        request.node.nodeid,
+        tmp_path, short_signal_input, signal.SIGKILL, "finishing", seed
     )
 
     assert returncode == -signal.SIGKILL
@@ -157,12 +141,9 @@ def test_check_leaves_no_temporary_id_database(
     disk (test_the_id_database_leaves_no_file_even_when_killed)."""
     temporary = tmp_path / "tmp"
     temporary.mkdir()
+    where = {"TMPDIR": str(temporary), "SQLITE_TMPDIR": str(temporary)}
     process = start_tracegrade(
-        "check",
-        "stage_diagnosis",
-        str(signal_input),
-        cwd=tmp_path,
-        env={"TMPDIR": str(temporary), "SQLITE_TMPDIR": str(temporary)},
+        "check", "stage_diagnosis", str(signal_input), cwd=tmp_path, env=where
     )
     fraction = _loop_fraction(request.node.nodeid)
     signal_mid_input(process, signal_input, signal.SIGTERM, fraction)
