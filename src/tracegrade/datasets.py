@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from inspect_ai.dataset import MemoryDataset, Sample
 
@@ -79,23 +79,15 @@ def read_fixture_cases(source: str | Path | Traversable) -> list[FixtureCase]:
     return _read_items(source, parse_case_line, "case", "sample ids")
 
 
-class _Identified(Protocol):
-    @property
-    def id(self) -> str: ...
-
-
-Item = TypeVar("Item", bound=_Identified)
-
-
 def _read_items(
     source: str | Path | Traversable,
-    parse: Callable[[str, int, str], Item],
+    parse: Callable[[str, int, str], Any],
     what: str,
     ids: str,
-) -> list[Item]:
+) -> list[Any]:
     """Parse each non-blank line, refusing a repeated id or an empty file."""
     path = str(source)
-    items: list[Item] = []
+    items: list[Any] = []
     first_line: dict[str, int] = {}
     try:
         for raw in read_lines(source):
@@ -198,18 +190,11 @@ def parse_case_line(path: str, number: int, line: str) -> FixtureCase:
     )
 
 
-class SampleFields(NamedTuple):
-    input: str
-    target: str
-    metadata: dict[str, Any]
-
-
 def case_sample_fields(
     case: FixtureCase, *, target_field: str | None = None
-) -> SampleFields:
-    """The fields of `case_sample`, without validating a `Sample`: the bulk
-    path serialises them directly, a million times. Input fields are kept in
-    metadata as given: absent is not `null`."""
+) -> tuple[str, str, dict[str, Any]]:
+    """A case's sample input, target and metadata, unvalidated for the bulk
+    path; input fields stay in metadata as given (absent is not `null`)."""
     metadata: dict[str, Any] = dict(case.input)
     if case.expected is not None:
         metadata["expected"] = case.expected
@@ -218,13 +203,18 @@ def case_sample_fields(
     target = ""
     if target_field is not None and target_field in case.input:
         target = canonical_json(case.input[target_field])
-    return SampleFields(canonical_json(case.input), target, metadata)
+    return canonical_json(case.input), target, metadata
 
 
-def case_sample(case: FixtureCase, *, target_field: str | None = None) -> Sample:
-    """The sample for one case; `target_field` becomes the target as JSON."""
-    text, target, metadata = case_sample_fields(case, target_field=target_field)
-    return Sample(id=case.id, input=text, target=target, metadata=metadata)
+def _fixture_dataset(
+    path: str | Path | Traversable | None, name: str, target_field: str | None
+) -> MemoryDataset:
+    source = path if path is not None else packaged_fixture(f"{name}.jsonl")
+    samples = []
+    for case in read_fixture_cases(source):
+        text, target, metadata = case_sample_fields(case, target_field=target_field)
+        samples.append(Sample(id=case.id, input=text, target=target, metadata=metadata))
+    return MemoryDataset(samples, name=name, location=str(source))
 
 
 def stage_diagnosis_dataset(
@@ -232,7 +222,7 @@ def stage_diagnosis_dataset(
 ) -> MemoryDataset:
     """Recorded RAG runs, `input` holding `required`, `context` and `correct`;
     by default the packaged `stage_diagnosis.jsonl`."""
-    return _fixture_dataset(path, "stage_diagnosis", target_field=None)
+    return _fixture_dataset(path, "stage_diagnosis", None)
 
 
 def ordered_extraction_dataset(
@@ -240,19 +230,7 @@ def ordered_extraction_dataset(
 ) -> MemoryDataset:
     """Recorded extractions, `input` holding `source` and `answer` (the source
     also the target, as JSON); by default the packaged `ordered_extraction.jsonl`."""
-    return _fixture_dataset(path, "ordered_extraction", target_field="source")
-
-
-def _fixture_dataset(
-    path: str | Path | Traversable | None, name: str, *, target_field: str | None
-) -> MemoryDataset:
-    source = path if path is not None else packaged_fixture(f"{name}.jsonl")
-    cases = read_fixture_cases(source)
-    return MemoryDataset(
-        [case_sample(case, target_field=target_field) for case in cases],
-        name=name,
-        location=str(source),
-    )
+    return _fixture_dataset(path, "ordered_extraction", "source")
 
 
 # --- source documents for the live ordered-extraction task ---------------------
