@@ -310,36 +310,35 @@ def _earlier_shares(
     )
 
 
-def _is_lost(entry: Any) -> bool:
-    if type(entry) is not dict:
-        return False
-    item, lost_at, last_step, last_rank = map(
-        entry.get, ("id", "lost_at", "last_step", "last_rank")
-    )
-    return (
-        type(item) is str
-        and type(lost_at) is str
-        and (last_step is None or type(last_step) is str)
-        and (last_rank is None or (type(last_rank) is int and last_rank >= 1))
-        and (last_step is None) == (last_rank is None)
-    )
-
-
 def read_lost(lost: Any, where: str = "metadata lost") -> list[LostID] | None:
     """`lost` (None when null), checked; `where` names it in an error."""
     if lost is None:
         return None
     if type(lost) is not list:
         raise InvalidScore(f"{where} must be an array, got {quote(lost)}")
+    read = []
     for position, entry in enumerate(lost):
-        if not _is_lost(entry):
+        item = (
+            LostID._make(map(entry.get, LostID._fields))
+            if type(entry) is dict
+            else None
+        )
+        if not (
+            item is not None
+            and type(item.id) is str
+            and type(item.lost_at) is str
+            and (item.last_step is None or type(item.last_step) is str)
+            and (item.last_rank is None or type(item.last_rank) is int)
+            and (item.last_rank is None or item.last_rank >= 1)
+            and (item.last_step is None) == (item.last_rank is None)
+        ):
             raise InvalidScore(
                 f"{where}[{position}] must be an object of a string id and "
                 "lost_at, and a last_step (a string) and last_rank (from 1) both "
                 f"null or both set, got {quote(entry)}"
             )
-    keys = ("id", "lost_at", "last_step", "last_rank")
-    return [LostID(*map(entry.get, keys)) for entry in lost]
+        read.append(item)
+    return read
 
 
 def read_step_recall(metadata: Mapping[str, Any]) -> dict[str, float] | None:
@@ -401,20 +400,12 @@ def read_extraction(value: Any, metadata: Any) -> ExtractionScore:
         raise InvalidScore(
             f"a graded score needs the ID list record.source, got {quote(source)}"
         )
-    return ExtractionScore(
-        membership, order, error, reading, source, _read_itemised(itemised)
-    )
-
-
-def _read_itemised(itemised: Any) -> Itemised:
     if type(itemised) is not dict:
         raise InvalidScore(
             "a graded score's metadata itemised must be an object, got "
             f"{quote(itemised)}"
         )
-    dropped, invented, first_break, kept = map(
-        itemised.get, ("dropped", "invented", "first_order_break", "kept_in_order")
-    )
+    dropped, invented, first_break, kept = map(itemised.get, Itemised._fields)
     if not (is_id_list(dropped) and is_id_list(invented)):
         raise InvalidScore(
             "metadata itemised needs the ID lists dropped and invented, "
@@ -429,7 +420,8 @@ def _read_itemised(itemised: Any) -> Itemised:
             "metadata itemised needs first_order_break (from 1, or null) and "
             f"kept_in_order (from 0), got {quote(first_break)} and {quote(kept)}"
         )
-    return Itemised(dropped, invented, first_break, kept)
+    itemised = Itemised(dropped, invented, first_break, kept)
+    return ExtractionScore(membership, order, error, reading, source, itemised)
 
 
 def _tracegrade_metadata(metadata: Any) -> dict[str, Any]:
