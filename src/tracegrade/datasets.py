@@ -116,12 +116,14 @@ def _read_items(
 
 def _json_object_line(
     path: str, number: int, line: str, fields: tuple[str, ...], what: str
-) -> tuple[dict[str, Any], str]:
-    """The line's object and its id, or a `DatasetError` naming the line."""
+) -> tuple[dict[str, Any], str, Callable[[str], NoReturn]]:
+    """The line's object, its id and a refusal naming the line and the id."""
     sample_id: str | None = None
 
-    def fail(problem: str, kind: str = NOT_A_FIXTURE_LINE) -> NoReturn:
-        raise DatasetError(path, number, problem, kind=kind, sample_id=sample_id)
+    def fail(problem: str) -> NoReturn:
+        raise DatasetError(
+            path, number, problem, kind=NOT_A_FIXTURE_LINE, sample_id=sample_id
+        )
 
     value = json_object(path, number, line, what, DatasetError)
     item_id = value.get("id")
@@ -142,22 +144,13 @@ def _json_object_line(
             f"'id' {quote(item_id, 80)} holds a lone surrogate, which no log "
             "can hold; sample ids must be valid Unicode text"
         )
-    return value, item_id
+    return value, item_id, fail
 
 
 def parse_case_line(path: str, number: int, line: str) -> FixtureCase:
-    """One non-blank line of a fixture file as a case, or a `DatasetError`.
-
-    The one classifier of fixture lines: `inspect eval -T dataset=`,
-    `tracegrade check` and `tracegrade score` all call it.
-    """
-    case, case_id = _json_object_line(path, number, line, FIXTURE_FIELDS, "case")
-
-    def fail(problem: str) -> NoReturn:
-        raise DatasetError(
-            path, number, problem, kind=NOT_A_FIXTURE_LINE, sample_id=case_id
-        )
-
+    """One non-blank fixture line as a case, or a `DatasetError`: the one
+    classifier `inspect eval -T dataset=`, `check` and `score` all call."""
+    case, case_id, fail = _json_object_line(path, number, line, FIXTURE_FIELDS, "case")
     if "input" not in case:
         fail(f"case {quote(case_id)} has no 'input' field")
     record = case["input"]
@@ -185,9 +178,7 @@ def parse_case_line(path: str, number: int, line: str) -> FixtureCase:
             f"'reason' of case {quote(case_id)} must be a string, "
             f"got {quote(reason, 80)}"
         )
-    return FixtureCase(
-        id=case_id, input=record, expected=expected, reason=reason, line=number
-    )
+    return FixtureCase(case_id, record, expected, reason, number)
 
 
 def case_sample_fields(
@@ -259,10 +250,7 @@ def read_source_documents(source: str | Path | Traversable) -> list[SourceDocume
 
 
 def _parse_document(path: str, number: int, line: str) -> SourceDocument:
-    def fail(problem: str) -> NoReturn:
-        raise DatasetError(path, number, problem, kind=NOT_A_FIXTURE_LINE)
-
-    document, document_id = _json_object_line(
+    document, document_id, fail = _json_object_line(
         path, number, line, DOCUMENT_FIELDS, "document"
     )
     of = f"of document {quote(document_id)}"
@@ -290,11 +278,5 @@ def _parse_document(path: str, number: int, line: str) -> SourceDocument:
                 "source must be unique"
             )
         seen.add(item)
-    return SourceDocument(
-        id=document_id,
-        text=document["text"],
-        source=ids,
-        target=document["target"],
-        kind=kind,
-        line=number,
-    )
+    text, target = document["text"], document["target"]
+    return SourceDocument(document_id, text, ids, target, kind, number)

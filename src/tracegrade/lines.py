@@ -8,9 +8,8 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import IO, TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 
 from .core.errors import quote
 
@@ -65,8 +64,7 @@ class LineError(Exception):
 _Error = TypeVar("_Error", bound=LineError)
 
 
-@dataclass(frozen=True)
-class RawLine:
+class RawLine(NamedTuple):
     number: int
     text: str
     bytes_read: int | None  # for a progress bar; None from a pipe
@@ -156,24 +154,21 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _unique_keys(pairs: list[tuple[str, Any]], of_text: bool = False) -> dict[str, Any]:
+    """The object, refusing a repeated key; `of_text`: also a key with a lone
+    surrogate, which no log can hold."""
+    for key, _ in pairs if of_text else ():
+        if has_lone_surrogate(key):
+            raise UnsupportedJSON(
+                f"the object key {json.dumps(key)} holds a lone surrogate, which "
+                "no log can hold in a key"
+            )
     seen: set[str] = set()
     for key, _ in pairs:
         if key in seen:
             raise ValueError(f"the key {json.dumps(key)} appears twice in one object")
         seen.add(key)
     return dict(pairs)
-
-
-def _unique_keys_of_text(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """`_unique_keys`, refusing a key with a lone surrogate (no log can hold one)."""
-    for key, _ in pairs:
-        if has_lone_surrogate(key):
-            raise UnsupportedJSON(
-                f"the object key {json.dumps(key)} holds a lone surrogate, which "
-                "no log can hold in a key"
-            )
-    return _unique_keys(pairs)
 
 
 def _finite_float(text: str) -> float:
@@ -222,7 +217,7 @@ def _decoder(pairs_hook: Callable[[list[tuple[str, Any]]], dict[str, Any]]) -> A
 # Made once (`json.loads` with hooks builds one per call); text from UTF-8
 # holds a lone surrogate only as an escape, so only such a line's keys are checked.
 _STRICT_DECODER = _decoder(_unique_keys)
-_KEY_CHECKING_DECODER = _decoder(_unique_keys_of_text)
+_KEY_CHECKING_DECODER = _decoder(lambda pairs: _unique_keys(pairs, of_text=True))
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
