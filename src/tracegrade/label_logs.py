@@ -32,20 +32,25 @@ def stage_score(sample: EvalSample) -> Score | None:
     return None
 
 
+def _first_stage_score(log: EvalLog, nothing: str) -> Score:
+    """The log's first stage score, else a `LabelsError`: nothing to work on."""
+    first = next(filter(None, map(stage_score, log.samples or [])), None)
+    if first is None:
+        raise LabelsError(
+            log.location or "the log",
+            None,
+            f"no sample has a stage_diagnosis score, so there is nothing {nothing} "
+            "a log of a task scored with tracegrade's stage_diagnosis_scorer",
+        )
+    return first
+
+
 def label_requests(log: EvalLog) -> list[dict[str, Any]]:
     """One line to label per run in `log`, in its sample order, epoch by epoch
     when it has several, each line as docs/labels.md lists it; a log with no
     stage score is refused, since labels for it would join onto nothing."""
+    _first_stage_score(log, "to label; export")
     samples = list(log.samples or [])
-    if not any(stage_score(sample) is not None for sample in samples):
-        location = log.location or "the log"
-        raise LabelsError(
-            location,
-            None,
-            "no sample has a stage_diagnosis score, so there is "
-            "nothing to label; export a log of a task scored with "
-            "tracegrade's stage_diagnosis_scorer",
-        )
     position: dict[SampleId, int] = {}
     for sample in samples:
         position.setdefault(sample.id, len(position))
@@ -122,16 +127,7 @@ def apply_labels(log: EvalLog, path: str, *, action: ApplyAction) -> EvalLog:
     labels = StaffLabels.read(path)
     # The keys the log's first stage score read, so labels join onto exactly
     # the records the run diagnosed.
-    scores = (stage_score(sample) for sample in log.samples or [])
-    first = next((score for score in scores if score is not None), None)
-    if first is None:
-        raise LabelsError(
-            log.location or "the log",
-            None,
-            "no sample has a stage_diagnosis score, so there is nothing "
-            "to join labels onto; apply labels to a log of a task scored with "
-            "tracegrade's stage_diagnosis_scorer",
-        )
+    first = _first_stage_score(log, "to join labels onto; apply labels to")
     read_from = (first.metadata or {})["read_from"]
     ids, epochs = log_runs(log)
     labels.check_names(ids, epochs, log.location or "the log")

@@ -109,10 +109,8 @@ class StaffLabels:
         return self.labels.get(sample_id)
 
     def ids(self) -> list[SampleId]:
-        """The sample ids labelled, in file order, each once."""
-        return list(
-            dict.fromkeys([*self.labels, *(key[0] for key in self.epoch_labels)])
-        )
+        """The sample ids labelled, each once."""
+        return list(dict.fromkeys([*self.labels, *self.first_epoch_line]))
 
     def check_names(
         self, sample_ids: Collection[SampleId], epochs: int, where: str
@@ -147,11 +145,7 @@ class StaffLabels:
 
 def _parse_line(path: str, number: int, line: str) -> tuple[SampleId, int | None, bool]:
     record = json_object(path, number, line, "label", LabelsError)
-    sample_id, epoch, correct = (
-        record.get("id"),
-        record.get("epoch"),
-        record.get("correct"),
-    )
+    sample_id, epoch, correct = map(record.get, ("id", "epoch", "correct"))
     shown = quote(sample_id, 80)
     # Inspect sample ids are strings or integers; `true` is not the id 1.
     rules = [

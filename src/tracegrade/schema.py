@@ -240,10 +240,7 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
     """A stage score from its value and metadata, checked as a whole."""
     metadata = _tracegrade_metadata(metadata)
     error = None if metadata["error"] is None else read_error(metadata)
-    recall, precision = (
-        read_share(metadata, "recall"),
-        read_share(metadata, "precision"),
-    )
+    recall, precision = (read_share(metadata, k) for k in ("recall", "precision"))
     if "recall" not in metadata or "precision" not in metadata:
         recall, precision = _earlier_shares(metadata, error)
     lost = read_lost(metadata.get("lost"))
