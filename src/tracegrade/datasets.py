@@ -6,10 +6,9 @@ an input outside the contract becomes a sample with an invalid-input score."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from inspect_ai.dataset import MemoryDataset, Sample
 
@@ -30,7 +29,6 @@ if TYPE_CHECKING:
     # `importlib.resources.abc` is new in Python 3.11; only the type is needed.
     from importlib.resources.abc import Traversable
 
-FIXTURE_FIELDS = ("id", "input", "expected", "reason")
 
 NOT_A_FIXTURE_LINE = "not-a-fixture-line"
 DUPLICATE_SAMPLE_ID = "duplicate-sample-id"
@@ -58,8 +56,7 @@ class DatasetError(LineError, ValueError, PrerequisiteError):
         super().__init__(path, line, problem, field=field, kind=kind)
 
 
-@dataclass(frozen=True)
-class FixtureCase:
+class FixtureCase(NamedTuple):
     """One line of a fixture file, checked."""
 
     id: str
@@ -150,7 +147,9 @@ def _json_object_line(
 def parse_case_line(path: str, number: int, line: str) -> FixtureCase:
     """One non-blank fixture line as a case, or a `DatasetError`: the one
     classifier `inspect eval -T dataset=`, `check` and `score` all call."""
-    case, case_id, fail = _json_object_line(path, number, line, FIXTURE_FIELDS, "case")
+    case, case_id, fail = _json_object_line(
+        path, number, line, FixtureCase._fields[:4], "case"
+    )
     if "input" not in case:
         fail(f"case {quote(case_id)} has no 'input' field")
     record = case["input"]
@@ -229,8 +228,7 @@ def ordered_extraction_dataset(
 DOCUMENT_FIELDS = ("id", "kind", "text", "source", "target")
 
 
-@dataclass(frozen=True)
-class SourceDocument:
+class SourceDocument(NamedTuple):
     """One line of a documents file, checked: `source` is the answer key (the
     IDs in text order), `target` names what to extract ("container numbers")."""
 
