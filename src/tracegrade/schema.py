@@ -239,13 +239,22 @@ _RESCORE: Final = "score the log again (`inspect score LOG --scorer tracegrade/{
 def read_stage(value: Any, metadata: Any) -> StageScore:
     """A stage score from its value and metadata, checked as a whole."""
     metadata = _tracegrade_metadata(metadata)
-    error = None if metadata["error"] is None else read_error(metadata)
+    error = read_error(metadata)
+    unscored = error is not None and error.unscored
     recall, precision = (read_share(metadata, k) for k in ("recall", "precision"))
     if "recall" not in metadata or "precision" not in metadata:
-        recall, precision = _earlier_shares(metadata, error)
+        # By a tracegrade that wrote neither (or only recall): from the record.
+        record = metadata["record"]
+        if type(record) is dict:
+            recall, precision = stage_recall(record), stage_precision(record)
+        elif not unscored:
+            key = "recall" if "recall" not in metadata else "precision"
+            raise InvalidScore(
+                f"a scored stage score needs metadata {key}, and its record "
+                f"cannot give it, got {quote(record)}: " + _RESCORE.format(STAGE_SCORER)
+            )
     lost = read_lost(metadata.get("lost"))
     step_recall = read_step_recall(metadata)
-    unscored = error is not None and error.unscored
     if not unscored:
         read_stage_value(value)
     if unscored or value == "unresolved":
@@ -288,23 +297,6 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
         (value, error, recall, precision, required, missing,
          record.get("correct") is True, lost, step_recall, steps, context_size)
     )  # fmt: skip
-
-
-def _earlier_shares(
-    metadata: Mapping[str, Any], error: ScoreError | None
-) -> tuple[float | None, float | None]:
-    """Recall and precision for a score by a tracegrade that wrote neither (or
-    only recall): worked out from its record, as the scorer does now."""
-    record = metadata["record"]
-    if type(record) is dict:
-        return stage_recall(record), stage_precision(record)
-    if error is not None and error.unscored:  # no record: neither share
-        return metadata.get("recall"), metadata.get("precision")
-    key = "recall" if "recall" not in metadata else "precision"
-    raise InvalidScore(
-        f"a scored stage score needs metadata {key}, and its record "
-        f"cannot give it, got {quote(record)}: {_RESCORE.format(STAGE_SCORER)}"
-    )
 
 
 def read_lost(lost: Any, where: str = "metadata lost") -> list[LostID] | None:
