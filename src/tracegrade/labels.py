@@ -32,10 +32,8 @@ class StaffLabels:
     lines: dict[SampleId, int]
     epoch_labels: dict[EpochKey, bool] = field(default_factory=dict)
     epoch_lines: dict[EpochKey, int] = field(default_factory=dict)
-    first_epoch_line: dict[SampleId, tuple[int, int]] = field(
-        default_factory=dict, repr=False, compare=False
-    )
-    """Each sample's first epoch and line labelled by epoch, to refuse mixing."""
+    # Each sample's first epoch and line labelled by epoch, to refuse mixing.
+    first_epoch_line: dict[SampleId, tuple[int, int]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, path: str | Path) -> StaffLabels:

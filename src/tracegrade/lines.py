@@ -9,7 +9,7 @@ import math
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 
 from .core.errors import quote
 
@@ -48,11 +48,8 @@ class LineError(Exception):
         field: str | None = None,
         kind: str | None = None,
     ) -> None:
-        self.path = path
-        self.line = line
-        self.problem = problem
-        self.field = field
-        self.kind = kind
+        self.path, self.line, self.problem = path, line, problem
+        self.field, self.kind = field, kind
         where = path if line is None else f"{path}, line {line}"
         # Any: some subclasses are also Inspect's PrerequisiteError, whose
         # `message` is any renderable and which keeps no args.
@@ -73,12 +70,11 @@ class RawLine(NamedTuple):
 def read_lines(source: str | Path | Traversable) -> Iterator[RawLine]:
     """Each line of a file (or pipe), newline removed, numbered from 1, one
     in memory at a time."""
-    binary: IO[bytes]
-    if isinstance(source, (str, Path)):
-        binary = open(source, "rb")  # noqa: SIM115
-    else:
-        binary = source.open("rb")
-    with binary:
+    with (
+        open(source, "rb")
+        if isinstance(source, (str, Path))
+        else source.open("rb") as binary
+    ):
         seekable = binary.seekable()
         text = io.TextIOWrapper(
             binary, encoding="utf-8", errors="surrogateescape", newline=None
