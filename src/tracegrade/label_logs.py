@@ -51,10 +51,8 @@ def label_requests(log: EvalLog) -> list[dict[str, Any]]:
     stage score is refused, since labels for it would join onto nothing."""
     _first_stage_score(log, "to label; export")
     samples = list(log.samples or [])
-    position: dict[SampleId, int] = {}
-    for sample in samples:
-        position.setdefault(sample.id, len(position))
-    samples.sort(key=lambda sample: (position[sample.id], sample.epoch))
+    order = {id_: n for n, id_ in enumerate(dict.fromkeys(s.id for s in samples))}
+    samples.sort(key=lambda sample: (order[sample.id], sample.epoch))
     per_epoch = any(sample.epoch != 1 for sample in samples) or (
         (log.eval.config.epochs or 1) > 1
     )
