@@ -1,7 +1,5 @@
-"""Fixture-format files as Inspect samples: JSON Lines, one
-`{"id", "input", "expected"?, "reason"?}` case a line (docs/scores.md). A
-malformed line stops the run before any sample does, naming file and line;
-an input outside the contract becomes a sample with an invalid-input score."""
+"""Fixture files (one `{"id", "input", "expected"?, "reason"?}` a line) as
+Inspect samples; a malformed line stops the run, naming file and line."""
 
 from __future__ import annotations
 
@@ -35,9 +33,8 @@ DUPLICATE_SAMPLE_ID = "duplicate-sample-id"
 
 
 class DatasetError(LineError, ValueError, PrerequisiteError):
-    """A fixture file or line that cannot become samples, named by file and
-    line (None: the whole file), with the `kind` that `tracegrade check` and
-    `score` give the line, and its `sample_id` when it could be read."""
+    """A fixture file or line refused, with the `kind` check and score give it
+    and its `sample_id` when readable."""
 
     def __init__(
         self,
@@ -241,9 +238,7 @@ class SourceDocument(NamedTuple):
 
 
 def read_source_documents(source: str | Path | Traversable) -> list[SourceDocument]:
-    """Read and check every `{"id", "text", "source", "target", "kind"?}` line
-    of a documents file; a `source` outside the contract is refused here, as
-    a broken answer key would spend a model call on a data error."""
+    """Every documents line, checked: a broken answer key would waste a model call."""
     return _read_items(source, _parse_document, "document", "document ids")
 
 

@@ -1,6 +1,4 @@
-"""Labels for a log: the lines staff fill in (`tracegrade labels export`),
-and joining them back by rescoring through Inspect's `score` (`labels apply`).
-"""
+"""`tracegrade labels export` and `labels apply` (a rescore by Inspect's `score`)."""
 
 from __future__ import annotations
 
@@ -46,9 +44,7 @@ def _first_stage_score(log: EvalLog, nothing: str) -> Score:
 
 
 def label_requests(log: EvalLog) -> list[dict[str, Any]]:
-    """One line to label per run in `log`, in its sample order, epoch by epoch
-    when it has several, each line as docs/labels.md lists it; a log with no
-    stage score is refused, since labels for it would join onto nothing."""
+    """One line to label per run, in sample order then epoch (docs/labels.md)."""
     _first_stage_score(log, "to label; export")
     samples = list(log.samples or [])
     order = {id_: n for n, id_ in enumerate(dict.fromkeys(s.id for s in samples))}
@@ -82,8 +78,7 @@ def _label_request(sample: EvalSample, per_epoch: bool) -> dict[str, Any]:
 
 
 def _question(sample: EvalSample) -> str:
-    """The record's question text where it has one (an imported trace's
-    user text), else the sample input."""
+    """The record's question (an imported trace's), else the sample input."""
     question = (sample.metadata or {}).get("question")
     if isinstance(question, str):
         return question

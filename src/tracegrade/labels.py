@@ -1,7 +1,5 @@
-"""Staff labels joined onto a run after the fact: a JSON Lines file, one
-`{"id", "correct", "epoch"?}` per line, the only label source when given
-(docs/labels.md). Everything the file alone can show is checked on reading.
-"""
+"""Staff labels, one `{"id", "correct", "epoch"?}` a line (docs/labels.md),
+checked on reading for all the file alone can show."""
 
 from __future__ import annotations
 
@@ -18,8 +16,7 @@ EpochKey = tuple[SampleId, int]
 
 
 class LabelsError(LineError, PrerequisiteError):
-    """A labels file that cannot be trusted, named by path, line and field; a
-    `PrerequisiteError`, as `ArgumentError` is and for the same reason."""
+    """A labels file refused, named by path, line and field."""
 
 
 @dataclass

@@ -36,8 +36,7 @@ NOT_AN_OBJECT = "not-an-object"
 
 
 class LineError(Exception):
-    """Input a reader refuses, named by file, line (None: the whole file) and
-    field: the base of every reader's error."""
+    """Input a reader refuses, named by file, line (None: whole file) and field."""
 
     def __init__(
         self,
@@ -68,8 +67,7 @@ class RawLine(NamedTuple):
 
 
 def read_lines(source: str | Path | Traversable) -> Iterator[RawLine]:
-    """Each line of a file (or pipe), newline removed, numbered from 1, one
-    in memory at a time."""
+    """Each line of a file or pipe, numbered from 1, one in memory at a time."""
     with (
         open(source, "rb")
         if isinstance(source, (str, Path))
@@ -141,8 +139,7 @@ def undecodable(text: str) -> str | None:
 
 
 def has_lone_surrogate(text: str) -> bool:
-    """True for a string UTF-8 cannot encode, such as one parsed from "\\ud800"
-    (`json.loads` joins a surrogate pair, so any surrogate left stands alone)."""
+    """A string UTF-8 cannot encode (`json.loads` joins surrogate pairs)."""
     return _LONE_SURROGATE.search(text) is not None
 
 

@@ -27,8 +27,7 @@ BOTH: Final = "both"
 
 
 class Field(NamedTuple):
-    """A metadata key (dotted for a part), whose scores have it, its JSON
-    type, when it is there, and what it means."""
+    """A row of docs/scores.md's field table (a dotted key is a part)."""
 
     key: str
     scores: str
@@ -105,8 +104,7 @@ def fields_table() -> str:
 
 
 class InvalidScore(ValueError):
-    """A score's value or metadata is not what a tracegrade scorer writes; the
-    message names the field, and a log's reader adds log, sample and score."""
+    """A score unlike any tracegrade writes; the message names the field."""
 
 
 def is_share(value: Any) -> TypeGuard[float]:
@@ -124,8 +122,7 @@ def is_nan(value: Any) -> bool:
 
 
 class ScoreError(NamedTuple):
-    """A score's `error`; `field` and `message` None where only kind and side
-    were kept (the bulk results)."""
+    """A score's `error`; `field` and `message` None in the bulk results."""
 
     kind: str
     side: ErrorSide
