@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from ._inspect_internals import PrerequisiteError
 from .core.errors import quote
@@ -142,35 +143,33 @@ def _parse_line(path: str, number: int, line: str) -> tuple[SampleId, int | None
     record = json_object(path, number, line, "label", LabelsError)
     sample_id, epoch, correct = map(record.get, ("id", "epoch", "correct"))
     shown = quote(sample_id, 80)
+
+    def fail(field_name: str, problem: str) -> NoReturn:
+        raise LabelsError(path, number, problem, field=field_name)
+
+    if "id" not in record:
+        fail("id", "no 'id' field")
     # Inspect sample ids are strings or integers; `true` is not the id 1.
-    rules = [
-        ("id", "id" not in record, "no 'id' field"),
-        (
+    if sample_id == "" or type(sample_id) not in (str, int):
+        fail("id", f"'id' must be a non-empty string or an integer, got {shown}")
+    if isinstance(sample_id, str) and has_lone_surrogate(sample_id):
+        fail(
             "id",
-            sample_id == "" or type(sample_id) not in (str, int),
-            f"'id' must be a non-empty string or an integer, got {shown}",
-        ),
-        (
-            "id",
-            isinstance(sample_id, str) and has_lone_surrogate(sample_id),
             f"'id' {shown} holds a lone surrogate, which no sample id can; "
             "sample ids must be valid Unicode text",
-        ),
-        ("correct", "correct" not in record, f"no 'correct' field for id {shown}"),
-        (
+        )
+    if "correct" not in record:
+        fail("correct", f"no 'correct' field for id {shown}")
+    if type(correct) is not bool:
+        fail(
             "correct",
-            type(correct) is not bool,
             f"'correct' must be true or false for id {shown}, got "
             f"{quote(correct, 80)}; labels are never guessed",
-        ),
-        (
+        )
+    if "epoch" in record and (type(epoch) is not int or epoch < 1):
+        fail(
             "epoch",
-            "epoch" in record and (type(epoch) is not int or epoch < 1),
             f"'epoch' must be a positive integer for id {shown}, got "
             f"{quote(epoch, 80)}; leave it out to label every epoch",
-        ),
-    ]
-    for field_name, broken, problem in rules:
-        if broken:
-            raise LabelsError(path, number, problem, field=field_name)
+        )
     return record["id"], epoch, record["correct"]
