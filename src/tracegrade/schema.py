@@ -26,80 +26,68 @@ METADATA_KEYS: Final = frozenset({"result", "record", "read_from", "error"})
 BOTH: Final = "both"
 
 
-class Field(NamedTuple):
-    """A row of docs/scores.md's field table (a dotted key is a part)."""
-
-    key: str
-    scores: str
-    type: str
-    present: str
-    meaning: str
-
-
 _S, _E, _ERR, _NUM = STAGE_SCORER, EXTRACTION_SCORER, "with an error", "in [0, 1]"
-FIELDS: Final = tuple(
-    Field(*row)
-    for row in (
-        ("result", BOTH, "object or null", "always",
-         "the evaluator's exact output, the JSON the core and the Node originals "
-         'return (`{"stage": ..., "missing": [...]}`, `{"membership": ..., '
-         '"order": ...}`, `{"error": "duplicate-id"}`); null when the core never ran'),
-        ("record", BOTH, "object", "always",
-         "the record graded, as the core received it; empty when nothing was "
-         "read (`sample-error`, a line that is no record)"),
-        ("read_from", BOTH, "object of strings", "always",
-         'where each field of the record was read, e.g. `{"context": "store '
-         'RetrievalTrace:context"}`'),
-        ("error", BOTH, "object or null", "always",
-         "null, or what kept the score from being a stage or a grade"),
-        ("error.kind", BOTH, "string", _ERR,
-         "the error kind, also the score's `reason`: `answer-label`, "
-         "`invalid-input`, `duplicate-source-id`, `duplicate-answer-id`, "
-         "`unreadable-answer`, `sample-error`, or from `tracegrade score` a "
-         "line's `malformed-json`, ..."),
-        ("error.side", BOTH, '`"data"`, `"answer"` or `"run"`', _ERR,
-         "whose fault: the sample's data or the run (unscored), or the model's "
-         "answer (fails both extraction criteria)"),
-        ("error.field", BOTH, "string or null", _ERR,
-         'the record field at fault, e.g. `"context[1]"`; null when no field is'),
-        ("error.message", BOTH, "string", _ERR, "what is wrong, in a sentence"),
-        ("recall", _S, f"number {_NUM} or null",
-         "every stage score but a line that is no record",
-         "the share of the run's unique required IDs its context held; a number "
-         "on every diagnosed stage, null when nothing is required, on "
-         "`invalid-input` and on `sample-error`"),
-        ("precision", _S, f"number {_NUM} or null", "where `recall` is",
-         "the share of the run's unique context IDs that are required; null for "
-         "an empty context and when nothing was judged"),
-        ("lost", _S, "array of objects",
-         "with pipeline steps, where `result` has `missing`",
-         "per missing ID, in `missing` order: `id`, `lost_at` (the step that took "
-         'the output of the last step holding it, `"context"` when none did, the '
-         "first step when no step held it), `last_step` and `last_rank` (the last "
-         "step that had it and its 1-based rank there; null when none did)"),
-        ("step_recall", _S, f"object of numbers {_NUM}",
-         "with pipeline steps, where `recall` is a number",
-         "each step's recall, by step name, in pipeline order"),
-        ("grader", _S, "object", "with `label_scorer=` or `label_from=`",
-         "the grader's own score: `name`, `value`, `answer`, `explanation`, "
-         "`reason`, `metadata`"),
-        ("itemised", _E, "object or null",
-         "every extraction score but a line that is no record",
-         "where a graded answer went wrong: `dropped`, `invented` (ID lists), "
-         "`first_order_break` (1-based position, or null when the lists are "
-         "equal), `kept_in_order` (an integer); null wherever `result` is not a "
-         "grade"),
-        ("read_as", _E, "string or null", "when the answer was read from output text",
-         "the reading that found the IDs (`json`, `lines`, ..., see "
-         "answer-formats.md); null when none did"),
-    )
+# Each row: metadata key (dotted: a part), scores, JSON type, presence, meaning.
+FIELDS: Final = (
+    ("result", BOTH, "object or null", "always",
+     "the evaluator's exact output, the JSON the core and the Node originals "
+     'return (`{"stage": ..., "missing": [...]}`, `{"membership": ..., '
+     '"order": ...}`, `{"error": "duplicate-id"}`); null when the core never ran'),
+    ("record", BOTH, "object", "always",
+     "the record graded, as the core received it; empty when nothing was "
+     "read (`sample-error`, a line that is no record)"),
+    ("read_from", BOTH, "object of strings", "always",
+     'where each field of the record was read, e.g. `{"context": "store '
+     'RetrievalTrace:context"}`'),
+    ("error", BOTH, "object or null", "always",
+     "null, or what kept the score from being a stage or a grade"),
+    ("error.kind", BOTH, "string", _ERR,
+     "the error kind, also the score's `reason`: `answer-label`, "
+     "`invalid-input`, `duplicate-source-id`, `duplicate-answer-id`, "
+     "`unreadable-answer`, `sample-error`, or from `tracegrade score` a "
+     "line's `malformed-json`, ..."),
+    ("error.side", BOTH, '`"data"`, `"answer"` or `"run"`', _ERR,
+     "whose fault: the sample's data or the run (unscored), or the model's "
+     "answer (fails both extraction criteria)"),
+    ("error.field", BOTH, "string or null", _ERR,
+     'the record field at fault, e.g. `"context[1]"`; null when no field is'),
+    ("error.message", BOTH, "string", _ERR, "what is wrong, in a sentence"),
+    ("recall", _S, f"number {_NUM} or null",
+     "every stage score but a line that is no record",
+     "the share of the run's unique required IDs its context held; a number "
+     "on every diagnosed stage, null when nothing is required, on "
+     "`invalid-input` and on `sample-error`"),
+    ("precision", _S, f"number {_NUM} or null", "where `recall` is",
+     "the share of the run's unique context IDs that are required; null for "
+     "an empty context and when nothing was judged"),
+    ("lost", _S, "array of objects",
+     "with pipeline steps, where `result` has `missing`",
+     "per missing ID, in `missing` order: `id`, `lost_at` (the step that took "
+     'the output of the last step holding it, `"context"` when none did, the '
+     "first step when no step held it), `last_step` and `last_rank` (the last "
+     "step that had it and its 1-based rank there; null when none did)"),
+    ("step_recall", _S, f"object of numbers {_NUM}",
+     "with pipeline steps, where `recall` is a number",
+     "each step's recall, by step name, in pipeline order"),
+    ("grader", _S, "object", "with `label_scorer=` or `label_from=`",
+     "the grader's own score: `name`, `value`, `answer`, `explanation`, "
+     "`reason`, `metadata`"),
+    ("itemised", _E, "object or null",
+     "every extraction score but a line that is no record",
+     "where a graded answer went wrong: `dropped`, `invented` (ID lists), "
+     "`first_order_break` (1-based position, or null when the lists are "
+     "equal), `kept_in_order` (an integer); null wherever `result` is not a "
+     "grade"),
+    ("read_as", _E, "string or null", "when the answer was read from output text",
+     "the reading that found the IDs (`json`, `lines`, ..., see "
+     "answer-formats.md); null when none did"),
 )  # fmt: skip
 
 
 def fields_table() -> str:
     """`FIELDS` as the Markdown table docs/scores.md shows."""
     rows = ["| key | scores | type | present | meaning |", "|---|---|---|---|---|"]
-    rows += [f"| `{f.key}` | {' | '.join(f[1:])} |" for f in FIELDS]
+    rows += [f"| `{key}` | {' | '.join(rest)} |" for key, *rest in FIELDS]
     return "\n".join(rows) + "\n"
 
 
