@@ -44,13 +44,12 @@ class DatasetError(LineError, ValueError, PrerequisiteError):
         *,
         kind: str | None = None,
         sample_id: str | None = None,
-        field: str | None = None,
     ) -> None:
         # JSON no log can hold, or no object, is a line of the wrong shape.
         if kind in (UNSUPPORTED_JSON, NOT_AN_OBJECT):
             kind = NOT_A_FIXTURE_LINE
         self.sample_id = sample_id
-        super().__init__(path, line, problem, field=field, kind=kind)
+        super().__init__(path, line, problem, kind=kind)
 
 
 class FixtureCase(NamedTuple):

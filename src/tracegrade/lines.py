@@ -7,7 +7,8 @@ import io
 import json
 import math
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 
@@ -198,19 +199,17 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-def _decoder(pairs_hook: Callable[[list[tuple[str, Any]]], dict[str, Any]]) -> Any:
-    return json.JSONDecoder(
-        object_pairs_hook=pairs_hook,
+# Made once (`json.loads` with hooks builds one per call); text from UTF-8
+# holds a lone surrogate only as an escape, so only such a line's keys are checked.
+_STRICT_DECODER, _KEY_CHECKING_DECODER = (
+    json.JSONDecoder(
+        object_pairs_hook=partial(_unique_keys, of_text=of_text),
         parse_constant=_reject_constant,
         parse_float=_finite_float,
         parse_int=_bounded_int,
     )
-
-
-# Made once (`json.loads` with hooks builds one per call); text from UTF-8
-# holds a lone surrogate only as an escape, so only such a line's keys are checked.
-_STRICT_DECODER = _decoder(_unique_keys)
-_KEY_CHECKING_DECODER = _decoder(lambda pairs: _unique_keys(pairs, of_text=True))
+    for of_text in (False, True)
+)
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
