@@ -122,8 +122,7 @@ def apply_labels(log: EvalLog, path: str, *, action: ApplyAction) -> EvalLog:
     # the records the run diagnosed.
     first = _first_stage_score(log, "to join labels onto; apply labels to")
     read_from = (first.metadata or {})["read_from"]
-    ids, epochs = log_runs(log)
-    labels.check_names(ids, epochs, log.location or "the log")
+    labels.check_names(*log_runs(log), log.location or "the log")
     scorer = stage_diagnosis_scorer(
         required_key=_metadata_key(read_from["required"]) or "required",
         context_key=_metadata_key(read_from["context"]),
