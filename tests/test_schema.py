@@ -250,7 +250,7 @@ def test_scores_md_shows_the_schema_s_fields() -> None:
         "docs/scores.md's field table differs from tracegrade.schema.FIELDS; "
         "paste tracegrade.schema.fields_table() between its markers"
     )
-    assert len({field.key for field in FIELDS}) == len(FIELDS)
+    assert len({field[0] for field in FIELDS}) == len(FIELDS)
 
 
 def test_the_schema_imports_no_inspect() -> None:

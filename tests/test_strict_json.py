@@ -14,7 +14,7 @@ from tracegrade.lines import (
     _bounded_int,
     _finite_float,
     _reject_constant,
-    _unique_keys_of_text,
+    _unique_keys,
     strict_json_loads,
 )
 
@@ -23,7 +23,7 @@ def _per_call(text: str) -> Any:
     """The hooks given to `json.loads` on each call, as before."""
     return json.loads(
         text,
-        object_pairs_hook=_unique_keys_of_text,
+        object_pairs_hook=lambda pairs: _unique_keys(pairs, of_text=True),
         parse_constant=_reject_constant,
         parse_float=_finite_float,
         parse_int=_bounded_int,

@@ -1,15 +1,12 @@
-"""Fixture-format files as Inspect samples: JSON Lines, one
-`{"id", "input", "expected"?, "reason"?}` case a line (docs/scores.md). A
-malformed line stops the run before any sample does, naming file and line;
-an input outside the contract becomes a sample with an invalid-input score."""
+"""Fixture files (one `{"id", "input", "expected"?, "reason"?}` a line) as
+Inspect samples; a malformed line stops the run, naming file and line."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from inspect_ai.dataset import MemoryDataset, Sample
 
@@ -30,16 +27,14 @@ if TYPE_CHECKING:
     # `importlib.resources.abc` is new in Python 3.11; only the type is needed.
     from importlib.resources.abc import Traversable
 
-FIXTURE_FIELDS = ("id", "input", "expected", "reason")
 
 NOT_A_FIXTURE_LINE = "not-a-fixture-line"
 DUPLICATE_SAMPLE_ID = "duplicate-sample-id"
 
 
 class DatasetError(LineError, ValueError, PrerequisiteError):
-    """A fixture file or line that cannot become samples, named by file and
-    line (None: the whole file), with the `kind` that `tracegrade check` and
-    `score` give the line, and its `sample_id` when it could be read."""
+    """A fixture file or line refused, with the `kind` check and score give it
+    and its `sample_id` when readable."""
 
     def __init__(
         self,
@@ -49,17 +44,15 @@ class DatasetError(LineError, ValueError, PrerequisiteError):
         *,
         kind: str | None = None,
         sample_id: str | None = None,
-        field: str | None = None,
     ) -> None:
         # JSON no log can hold, or no object, is a line of the wrong shape.
         if kind in (UNSUPPORTED_JSON, NOT_AN_OBJECT):
             kind = NOT_A_FIXTURE_LINE
         self.sample_id = sample_id
-        super().__init__(path, line, problem, field=field, kind=kind)
+        super().__init__(path, line, problem, kind=kind)
 
 
-@dataclass(frozen=True)
-class FixtureCase:
+class FixtureCase(NamedTuple):
     """One line of a fixture file, checked."""
 
     id: str
@@ -79,23 +72,15 @@ def read_fixture_cases(source: str | Path | Traversable) -> list[FixtureCase]:
     return _read_items(source, parse_case_line, "case", "sample ids")
 
 
-class _Identified(Protocol):
-    @property
-    def id(self) -> str: ...
-
-
-Item = TypeVar("Item", bound=_Identified)
-
-
 def _read_items(
     source: str | Path | Traversable,
-    parse: Callable[[str, int, str], Item],
+    parse: Callable[[str, int, str], Any],
     what: str,
     ids: str,
-) -> list[Item]:
+) -> list[Any]:
     """Parse each non-blank line, refusing a repeated id or an empty file."""
     path = str(source)
-    items: list[Item] = []
+    items: list[Any] = []
     first_line: dict[str, int] = {}
     try:
         for raw in read_lines(source):
@@ -124,12 +109,14 @@ def _read_items(
 
 def _json_object_line(
     path: str, number: int, line: str, fields: tuple[str, ...], what: str
-) -> tuple[dict[str, Any], str]:
-    """The line's object and its id, or a `DatasetError` naming the line."""
+) -> tuple[dict[str, Any], str, Callable[[str], NoReturn]]:
+    """The line's object, its id and a refusal naming the line and the id."""
     sample_id: str | None = None
 
-    def fail(problem: str, kind: str = NOT_A_FIXTURE_LINE) -> NoReturn:
-        raise DatasetError(path, number, problem, kind=kind, sample_id=sample_id)
+    def fail(problem: str) -> NoReturn:
+        raise DatasetError(
+            path, number, problem, kind=NOT_A_FIXTURE_LINE, sample_id=sample_id
+        )
 
     value = json_object(path, number, line, what, DatasetError)
     item_id = value.get("id")
@@ -150,22 +137,15 @@ def _json_object_line(
             f"'id' {quote(item_id, 80)} holds a lone surrogate, which no log "
             "can hold; sample ids must be valid Unicode text"
         )
-    return value, item_id
+    return value, item_id, fail
 
 
 def parse_case_line(path: str, number: int, line: str) -> FixtureCase:
-    """One non-blank line of a fixture file as a case, or a `DatasetError`.
-
-    The one classifier of fixture lines: `inspect eval -T dataset=`,
-    `tracegrade check` and `tracegrade score` all call it.
-    """
-    case, case_id = _json_object_line(path, number, line, FIXTURE_FIELDS, "case")
-
-    def fail(problem: str) -> NoReturn:
-        raise DatasetError(
-            path, number, problem, kind=NOT_A_FIXTURE_LINE, sample_id=case_id
-        )
-
+    """One non-blank fixture line as a case, or a `DatasetError`: the one
+    classifier `inspect eval -T dataset=`, `check` and `score` all call."""
+    case, case_id, fail = _json_object_line(
+        path, number, line, FixtureCase._fields[:4], "case"
+    )
     if "input" not in case:
         fail(f"case {quote(case_id)} has no 'input' field")
     record = case["input"]
@@ -193,23 +173,14 @@ def parse_case_line(path: str, number: int, line: str) -> FixtureCase:
             f"'reason' of case {quote(case_id)} must be a string, "
             f"got {quote(reason, 80)}"
         )
-    return FixtureCase(
-        id=case_id, input=record, expected=expected, reason=reason, line=number
-    )
-
-
-class SampleFields(NamedTuple):
-    input: str
-    target: str
-    metadata: dict[str, Any]
+    return FixtureCase(case_id, record, expected, reason, number)
 
 
 def case_sample_fields(
     case: FixtureCase, *, target_field: str | None = None
-) -> SampleFields:
-    """The fields of `case_sample`, without validating a `Sample`: the bulk
-    path serialises them directly, a million times. Input fields are kept in
-    metadata as given: absent is not `null`."""
+) -> tuple[str, str, dict[str, Any]]:
+    """A case's sample input, target and metadata, unvalidated for the bulk
+    path; input fields stay in metadata as given (absent is not `null`)."""
     metadata: dict[str, Any] = dict(case.input)
     if case.expected is not None:
         metadata["expected"] = case.expected
@@ -218,13 +189,18 @@ def case_sample_fields(
     target = ""
     if target_field is not None and target_field in case.input:
         target = canonical_json(case.input[target_field])
-    return SampleFields(canonical_json(case.input), target, metadata)
+    return canonical_json(case.input), target, metadata
 
 
-def case_sample(case: FixtureCase, *, target_field: str | None = None) -> Sample:
-    """The sample for one case; `target_field` becomes the target as JSON."""
-    text, target, metadata = case_sample_fields(case, target_field=target_field)
-    return Sample(id=case.id, input=text, target=target, metadata=metadata)
+def _fixture_dataset(
+    path: str | Path | Traversable | None, name: str, target_field: str | None
+) -> MemoryDataset:
+    source = path if path is not None else packaged_fixture(f"{name}.jsonl")
+    samples = []
+    for case in read_fixture_cases(source):
+        text, target, metadata = case_sample_fields(case, target_field=target_field)
+        samples.append(Sample(id=case.id, input=text, target=target, metadata=metadata))
+    return MemoryDataset(samples, name=name, location=str(source))
 
 
 def stage_diagnosis_dataset(
@@ -232,7 +208,7 @@ def stage_diagnosis_dataset(
 ) -> MemoryDataset:
     """Recorded RAG runs, `input` holding `required`, `context` and `correct`;
     by default the packaged `stage_diagnosis.jsonl`."""
-    return _fixture_dataset(path, "stage_diagnosis", target_field=None)
+    return _fixture_dataset(path, "stage_diagnosis", None)
 
 
 def ordered_extraction_dataset(
@@ -240,19 +216,7 @@ def ordered_extraction_dataset(
 ) -> MemoryDataset:
     """Recorded extractions, `input` holding `source` and `answer` (the source
     also the target, as JSON); by default the packaged `ordered_extraction.jsonl`."""
-    return _fixture_dataset(path, "ordered_extraction", target_field="source")
-
-
-def _fixture_dataset(
-    path: str | Path | Traversable | None, name: str, *, target_field: str | None
-) -> MemoryDataset:
-    source = path if path is not None else packaged_fixture(f"{name}.jsonl")
-    cases = read_fixture_cases(source)
-    return MemoryDataset(
-        [case_sample(case, target_field=target_field) for case in cases],
-        name=name,
-        location=str(source),
-    )
+    return _fixture_dataset(path, "ordered_extraction", "source")
 
 
 # --- source documents for the live ordered-extraction task ---------------------
@@ -260,8 +224,7 @@ def _fixture_dataset(
 DOCUMENT_FIELDS = ("id", "kind", "text", "source", "target")
 
 
-@dataclass(frozen=True)
-class SourceDocument:
+class SourceDocument(NamedTuple):
     """One line of a documents file, checked: `source` is the answer key (the
     IDs in text order), `target` names what to extract ("container numbers")."""
 
@@ -274,17 +237,12 @@ class SourceDocument:
 
 
 def read_source_documents(source: str | Path | Traversable) -> list[SourceDocument]:
-    """Read and check every `{"id", "text", "source", "target", "kind"?}` line
-    of a documents file; a `source` outside the contract is refused here, as
-    a broken answer key would spend a model call on a data error."""
+    """Every documents line, checked: a broken answer key would waste a model call."""
     return _read_items(source, _parse_document, "document", "document ids")
 
 
 def _parse_document(path: str, number: int, line: str) -> SourceDocument:
-    def fail(problem: str) -> NoReturn:
-        raise DatasetError(path, number, problem, kind=NOT_A_FIXTURE_LINE)
-
-    document, document_id = _json_object_line(
+    document, document_id, fail = _json_object_line(
         path, number, line, DOCUMENT_FIELDS, "document"
     )
     of = f"of document {quote(document_id)}"
@@ -312,11 +270,5 @@ def _parse_document(path: str, number: int, line: str) -> SourceDocument:
                 "source must be unique"
             )
         seen.add(item)
-    return SourceDocument(
-        id=document_id,
-        text=document["text"],
-        source=ids,
-        target=document["target"],
-        kind=kind,
-        line=number,
-    )
+    text, target = document["text"], document["target"]
+    return SourceDocument(document_id, text, ids, target, kind, number)

@@ -1,6 +1,4 @@
-"""Labels for a log: the lines staff fill in (`tracegrade labels export`),
-and joining them back by rescoring through Inspect's `score` (`labels apply`).
-"""
+"""`tracegrade labels export` and `labels apply` (a rescore by Inspect's `score`)."""
 
 from __future__ import annotations
 
@@ -32,24 +30,25 @@ def stage_score(sample: EvalSample) -> Score | None:
     return None
 
 
-def label_requests(log: EvalLog) -> list[dict[str, Any]]:
-    """One line to label per run in `log`, in its sample order, epoch by epoch
-    when it has several, each line as docs/labels.md lists it; a log with no
-    stage score is refused, since labels for it would join onto nothing."""
-    samples = list(log.samples or [])
-    if not any(stage_score(sample) is not None for sample in samples):
-        location = log.location or "the log"
+def _first_stage_score(log: EvalLog, nothing: str) -> Score:
+    """The log's first stage score, else a `LabelsError`: nothing to work on."""
+    first = next(filter(None, map(stage_score, log.samples or [])), None)
+    if first is None:
         raise LabelsError(
-            location,
+            log.location or "the log",
             None,
-            "no sample has a stage_diagnosis score, so there is "
-            "nothing to label; export a log of a task scored with "
-            "tracegrade's stage_diagnosis_scorer",
+            f"no sample has a stage_diagnosis score, so there is nothing {nothing} "
+            "a log of a task scored with tracegrade's stage_diagnosis_scorer",
         )
-    position: dict[SampleId, int] = {}
-    for sample in samples:
-        position.setdefault(sample.id, len(position))
-    samples.sort(key=lambda sample: (position[sample.id], sample.epoch))
+    return first
+
+
+def label_requests(log: EvalLog) -> list[dict[str, Any]]:
+    """One line to label per run, in sample order then epoch (docs/labels.md)."""
+    _first_stage_score(log, "to label; export")
+    samples = list(log.samples or [])
+    order = {id_: n for n, id_ in enumerate(dict.fromkeys(s.id for s in samples))}
+    samples.sort(key=lambda sample: (order[sample.id], sample.epoch))
     per_epoch = any(sample.epoch != 1 for sample in samples) or (
         (log.eval.config.epochs or 1) > 1
     )
@@ -79,8 +78,7 @@ def _label_request(sample: EvalSample, per_epoch: bool) -> dict[str, Any]:
 
 
 def _question(sample: EvalSample) -> str:
-    """The record's question text where it has one (an imported trace's
-    user text), else the sample input."""
+    """The record's question (an imported trace's), else the sample input."""
     question = (sample.metadata or {}).get("question")
     if isinstance(question, str):
         return question
@@ -122,19 +120,9 @@ def apply_labels(log: EvalLog, path: str, *, action: ApplyAction) -> EvalLog:
     labels = StaffLabels.read(path)
     # The keys the log's first stage score read, so labels join onto exactly
     # the records the run diagnosed.
-    scores = (stage_score(sample) for sample in log.samples or [])
-    first = next((score for score in scores if score is not None), None)
-    if first is None:
-        raise LabelsError(
-            log.location or "the log",
-            None,
-            "no sample has a stage_diagnosis score, so there is nothing "
-            "to join labels onto; apply labels to a log of a task scored with "
-            "tracegrade's stage_diagnosis_scorer",
-        )
+    first = _first_stage_score(log, "to join labels onto; apply labels to")
     read_from = (first.metadata or {})["read_from"]
-    ids, epochs = log_runs(log)
-    labels.check_names(ids, epochs, log.location or "the log")
+    labels.check_names(*log_runs(log), log.location or "the log")
     scorer = stage_diagnosis_scorer(
         required_key=_metadata_key(read_from["required"]) or "required",
         context_key=_metadata_key(read_from["context"]),

@@ -1,13 +1,12 @@
-"""Staff labels joined onto a run after the fact: a JSON Lines file, one
-`{"id", "correct", "epoch"?}` per line, the only label source when given
-(docs/labels.md). Everything the file alone can show is checked on reading.
-"""
+"""Staff labels, one `{"id", "correct", "epoch"?}` a line (docs/labels.md),
+checked on reading for all the file alone can show."""
 
 from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NoReturn
 
 from ._inspect_internals import PrerequisiteError
 from .core.errors import quote
@@ -18,8 +17,7 @@ EpochKey = tuple[SampleId, int]
 
 
 class LabelsError(LineError, PrerequisiteError):
-    """A labels file that cannot be trusted, named by path, line and field; a
-    `PrerequisiteError`, as `ArgumentError` is and for the same reason."""
+    """A labels file refused, named by path, line and field."""
 
 
 @dataclass
@@ -32,10 +30,8 @@ class StaffLabels:
     lines: dict[SampleId, int]
     epoch_labels: dict[EpochKey, bool] = field(default_factory=dict)
     epoch_lines: dict[EpochKey, int] = field(default_factory=dict)
-    first_epoch_line: dict[SampleId, tuple[int, int]] = field(
-        default_factory=dict, repr=False, compare=False
-    )
-    """Each sample's first epoch and line labelled by epoch, to refuse mixing."""
+    # Each sample's first epoch and line labelled by epoch, to refuse mixing.
+    first_epoch_line: dict[SampleId, tuple[int, int]] = field(default_factory=dict)
 
     @classmethod
     def read(cls, path: str | Path) -> StaffLabels:
@@ -109,10 +105,8 @@ class StaffLabels:
         return self.labels.get(sample_id)
 
     def ids(self) -> list[SampleId]:
-        """The sample ids labelled, in file order, each once."""
-        return list(
-            dict.fromkeys([*self.labels, *(key[0] for key in self.epoch_labels)])
-        )
+        """The sample ids labelled, each once."""
+        return list(dict.fromkeys([*self.labels, *self.first_epoch_line]))
 
     def check_names(
         self, sample_ids: Collection[SampleId], epochs: int, where: str
@@ -147,41 +141,35 @@ class StaffLabels:
 
 def _parse_line(path: str, number: int, line: str) -> tuple[SampleId, int | None, bool]:
     record = json_object(path, number, line, "label", LabelsError)
-    sample_id, epoch, correct = (
-        record.get("id"),
-        record.get("epoch"),
-        record.get("correct"),
-    )
+    sample_id, epoch, correct = map(record.get, ("id", "epoch", "correct"))
     shown = quote(sample_id, 80)
+
+    def fail(field_name: str, problem: str) -> NoReturn:
+        raise LabelsError(path, number, problem, field=field_name)
+
+    if "id" not in record:
+        fail("id", "no 'id' field")
     # Inspect sample ids are strings or integers; `true` is not the id 1.
-    rules = [
-        ("id", "id" not in record, "no 'id' field"),
-        (
+    if sample_id == "" or type(sample_id) not in (str, int):
+        fail("id", f"'id' must be a non-empty string or an integer, got {shown}")
+    if isinstance(sample_id, str) and has_lone_surrogate(sample_id):
+        fail(
             "id",
-            sample_id == "" or type(sample_id) not in (str, int),
-            f"'id' must be a non-empty string or an integer, got {shown}",
-        ),
-        (
-            "id",
-            isinstance(sample_id, str) and has_lone_surrogate(sample_id),
             f"'id' {shown} holds a lone surrogate, which no sample id can; "
             "sample ids must be valid Unicode text",
-        ),
-        ("correct", "correct" not in record, f"no 'correct' field for id {shown}"),
-        (
+        )
+    if "correct" not in record:
+        fail("correct", f"no 'correct' field for id {shown}")
+    if type(correct) is not bool:
+        fail(
             "correct",
-            type(correct) is not bool,
             f"'correct' must be true or false for id {shown}, got "
             f"{quote(correct, 80)}; labels are never guessed",
-        ),
-        (
+        )
+    if "epoch" in record and (type(epoch) is not int or epoch < 1):
+        fail(
             "epoch",
-            "epoch" in record and (type(epoch) is not int or epoch < 1),
             f"'epoch' must be a positive integer for id {shown}, got "
             f"{quote(epoch, 80)}; leave it out to label every epoch",
-        ),
-    ]
-    for field_name, broken, problem in rules:
-        if broken:
-            raise LabelsError(path, number, problem, field=field_name)
+        )
     return record["id"], epoch, record["correct"]

@@ -7,10 +7,10 @@ import io
 import json
 import math
 import re
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn, TypeVar
 
 from .core.errors import quote
 
@@ -37,8 +37,7 @@ NOT_AN_OBJECT = "not-an-object"
 
 
 class LineError(Exception):
-    """Input a reader refuses, named by file, line (None: the whole file) and
-    field: the base of every reader's error."""
+    """Input a reader refuses, named by file, line (None: whole file) and field."""
 
     def __init__(
         self,
@@ -49,11 +48,8 @@ class LineError(Exception):
         field: str | None = None,
         kind: str | None = None,
     ) -> None:
-        self.path = path
-        self.line = line
-        self.problem = problem
-        self.field = field
-        self.kind = kind
+        self.path, self.line, self.problem = path, line, problem
+        self.field, self.kind = field, kind
         where = path if line is None else f"{path}, line {line}"
         # Any: some subclasses are also Inspect's PrerequisiteError, whose
         # `message` is any renderable and which keeps no args.
@@ -65,22 +61,19 @@ class LineError(Exception):
 _Error = TypeVar("_Error", bound=LineError)
 
 
-@dataclass(frozen=True)
-class RawLine:
+class RawLine(NamedTuple):
     number: int
     text: str
     bytes_read: int | None  # for a progress bar; None from a pipe
 
 
 def read_lines(source: str | Path | Traversable) -> Iterator[RawLine]:
-    """Each line of a file (or pipe), newline removed, numbered from 1, one
-    in memory at a time."""
-    binary: IO[bytes]
-    if isinstance(source, (str, Path)):
-        binary = open(source, "rb")  # noqa: SIM115
-    else:
-        binary = source.open("rb")
-    with binary:
+    """Each line of a file or pipe, numbered from 1, one in memory at a time."""
+    with (
+        open(source, "rb")
+        if isinstance(source, (str, Path))
+        else source.open("rb") as binary
+    ):
         seekable = binary.seekable()
         text = io.TextIOWrapper(
             binary, encoding="utf-8", errors="surrogateescape", newline=None
@@ -147,8 +140,7 @@ def undecodable(text: str) -> str | None:
 
 
 def has_lone_surrogate(text: str) -> bool:
-    """True for a string UTF-8 cannot encode, such as one parsed from "\\ud800"
-    (`json.loads` joins a surrogate pair, so any surrogate left stands alone)."""
+    """A string UTF-8 cannot encode (`json.loads` joins surrogate pairs)."""
     return _LONE_SURROGATE.search(text) is not None
 
 
@@ -156,24 +148,21 @@ def _reject_constant(name: str) -> NoReturn:
     raise ValueError(f"{name} is not JSON")
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _unique_keys(pairs: list[tuple[str, Any]], of_text: bool = False) -> dict[str, Any]:
+    """The object, refusing a repeated key; `of_text`: also a key with a lone
+    surrogate, which no log can hold."""
+    for key, _ in pairs if of_text else ():
+        if has_lone_surrogate(key):
+            raise UnsupportedJSON(
+                f"the object key {json.dumps(key)} holds a lone surrogate, which "
+                "no log can hold in a key"
+            )
     seen: set[str] = set()
     for key, _ in pairs:
         if key in seen:
             raise ValueError(f"the key {json.dumps(key)} appears twice in one object")
         seen.add(key)
     return dict(pairs)
-
-
-def _unique_keys_of_text(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    """`_unique_keys`, refusing a key with a lone surrogate (no log can hold one)."""
-    for key, _ in pairs:
-        if has_lone_surrogate(key):
-            raise UnsupportedJSON(
-                f"the object key {json.dumps(key)} holds a lone surrogate, which "
-                "no log can hold in a key"
-            )
-    return _unique_keys(pairs)
 
 
 def _finite_float(text: str) -> float:
@@ -210,19 +199,17 @@ def _depth(value: Any) -> int:
     return deepest
 
 
-def _decoder(pairs_hook: Callable[[list[tuple[str, Any]]], dict[str, Any]]) -> Any:
-    return json.JSONDecoder(
-        object_pairs_hook=pairs_hook,
+# Made once (`json.loads` with hooks builds one per call); text from UTF-8
+# holds a lone surrogate only as an escape, so only such a line's keys are checked.
+_STRICT_DECODER, _KEY_CHECKING_DECODER = (
+    json.JSONDecoder(
+        object_pairs_hook=partial(_unique_keys, of_text=of_text),
         parse_constant=_reject_constant,
         parse_float=_finite_float,
         parse_int=_bounded_int,
     )
-
-
-# Made once (`json.loads` with hooks builds one per call); text from UTF-8
-# holds a lone surrogate only as an escape, so only such a line's keys are checked.
-_STRICT_DECODER = _decoder(_unique_keys)
-_KEY_CHECKING_DECODER = _decoder(_unique_keys_of_text)
+    for of_text in (False, True)
+)
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 

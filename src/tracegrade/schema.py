@@ -26,87 +26,73 @@ METADATA_KEYS: Final = frozenset({"result", "record", "read_from", "error"})
 BOTH: Final = "both"
 
 
-class Field(NamedTuple):
-    """A metadata key (dotted for a part), whose scores have it, its JSON
-    type, when it is there, and what it means."""
-
-    key: str
-    scores: str
-    type: str
-    present: str
-    meaning: str
-
-
 _S, _E, _ERR, _NUM = STAGE_SCORER, EXTRACTION_SCORER, "with an error", "in [0, 1]"
-FIELDS: Final = tuple(
-    Field(*row)
-    for row in (
-        ("result", BOTH, "object or null", "always",
-         "the evaluator's exact output, the JSON the core and the Node originals "
-         'return (`{"stage": ..., "missing": [...]}`, `{"membership": ..., '
-         '"order": ...}`, `{"error": "duplicate-id"}`); null when the core never ran'),
-        ("record", BOTH, "object", "always",
-         "the record graded, as the core received it; empty when nothing was "
-         "read (`sample-error`, a line that is no record)"),
-        ("read_from", BOTH, "object of strings", "always",
-         'where each field of the record was read, e.g. `{"context": "store '
-         'RetrievalTrace:context"}`'),
-        ("error", BOTH, "object or null", "always",
-         "null, or what kept the score from being a stage or a grade"),
-        ("error.kind", BOTH, "string", _ERR,
-         "the error kind, also the score's `reason`: `answer-label`, "
-         "`invalid-input`, `duplicate-source-id`, `duplicate-answer-id`, "
-         "`unreadable-answer`, `sample-error`, or from `tracegrade score` a "
-         "line's `malformed-json`, ..."),
-        ("error.side", BOTH, '`"data"`, `"answer"` or `"run"`', _ERR,
-         "whose fault: the sample's data or the run (unscored), or the model's "
-         "answer (fails both extraction criteria)"),
-        ("error.field", BOTH, "string or null", _ERR,
-         'the record field at fault, e.g. `"context[1]"`; null when no field is'),
-        ("error.message", BOTH, "string", _ERR, "what is wrong, in a sentence"),
-        ("recall", _S, f"number {_NUM} or null",
-         "every stage score but a line that is no record",
-         "the share of the run's unique required IDs its context held; a number "
-         "on every diagnosed stage, null when nothing is required, on "
-         "`invalid-input` and on `sample-error`"),
-        ("precision", _S, f"number {_NUM} or null", "where `recall` is",
-         "the share of the run's unique context IDs that are required; null for "
-         "an empty context and when nothing was judged"),
-        ("lost", _S, "array of objects",
-         "with pipeline steps, where `result` has `missing`",
-         "per missing ID, in `missing` order: `id`, `lost_at` (the step that took "
-         'the output of the last step holding it, `"context"` when none did, the '
-         "first step when no step held it), `last_step` and `last_rank` (the last "
-         "step that had it and its 1-based rank there; null when none did)"),
-        ("step_recall", _S, f"object of numbers {_NUM}",
-         "with pipeline steps, where `recall` is a number",
-         "each step's recall, by step name, in pipeline order"),
-        ("grader", _S, "object", "with `label_scorer=` or `label_from=`",
-         "the grader's own score: `name`, `value`, `answer`, `explanation`, "
-         "`reason`, `metadata`"),
-        ("itemised", _E, "object or null",
-         "every extraction score but a line that is no record",
-         "where a graded answer went wrong: `dropped`, `invented` (ID lists), "
-         "`first_order_break` (1-based position, or null when the lists are "
-         "equal), `kept_in_order` (an integer); null wherever `result` is not a "
-         "grade"),
-        ("read_as", _E, "string or null", "when the answer was read from output text",
-         "the reading that found the IDs (`json`, `lines`, ..., see "
-         "answer-formats.md); null when none did"),
-    )
+# Each row: metadata key (dotted: a part), scores, JSON type, presence, meaning.
+FIELDS: Final = (
+    ("result", BOTH, "object or null", "always",
+     "the evaluator's exact output, the JSON the core and the Node originals "
+     'return (`{"stage": ..., "missing": [...]}`, `{"membership": ..., '
+     '"order": ...}`, `{"error": "duplicate-id"}`); null when the core never ran'),
+    ("record", BOTH, "object", "always",
+     "the record graded, as the core received it; empty when nothing was "
+     "read (`sample-error`, a line that is no record)"),
+    ("read_from", BOTH, "object of strings", "always",
+     'where each field of the record was read, e.g. `{"context": "store '
+     'RetrievalTrace:context"}`'),
+    ("error", BOTH, "object or null", "always",
+     "null, or what kept the score from being a stage or a grade"),
+    ("error.kind", BOTH, "string", _ERR,
+     "the error kind, also the score's `reason`: `answer-label`, "
+     "`invalid-input`, `duplicate-source-id`, `duplicate-answer-id`, "
+     "`unreadable-answer`, `sample-error`, or from `tracegrade score` a "
+     "line's `malformed-json`, ..."),
+    ("error.side", BOTH, '`"data"`, `"answer"` or `"run"`', _ERR,
+     "whose fault: the sample's data or the run (unscored), or the model's "
+     "answer (fails both extraction criteria)"),
+    ("error.field", BOTH, "string or null", _ERR,
+     'the record field at fault, e.g. `"context[1]"`; null when no field is'),
+    ("error.message", BOTH, "string", _ERR, "what is wrong, in a sentence"),
+    ("recall", _S, f"number {_NUM} or null",
+     "every stage score but a line that is no record",
+     "the share of the run's unique required IDs its context held; a number "
+     "on every diagnosed stage, null when nothing is required, on "
+     "`invalid-input` and on `sample-error`"),
+    ("precision", _S, f"number {_NUM} or null", "where `recall` is",
+     "the share of the run's unique context IDs that are required; null for "
+     "an empty context and when nothing was judged"),
+    ("lost", _S, "array of objects",
+     "with pipeline steps, where `result` has `missing`",
+     "per missing ID, in `missing` order: `id`, `lost_at` (the step that took "
+     'the output of the last step holding it, `"context"` when none did, the '
+     "first step when no step held it), `last_step` and `last_rank` (the last "
+     "step that had it and its 1-based rank there; null when none did)"),
+    ("step_recall", _S, f"object of numbers {_NUM}",
+     "with pipeline steps, where `recall` is a number",
+     "each step's recall, by step name, in pipeline order"),
+    ("grader", _S, "object", "with `label_scorer=` or `label_from=`",
+     "the grader's own score: `name`, `value`, `answer`, `explanation`, "
+     "`reason`, `metadata`"),
+    ("itemised", _E, "object or null",
+     "every extraction score but a line that is no record",
+     "where a graded answer went wrong: `dropped`, `invented` (ID lists), "
+     "`first_order_break` (1-based position, or null when the lists are "
+     "equal), `kept_in_order` (an integer); null wherever `result` is not a "
+     "grade"),
+    ("read_as", _E, "string or null", "when the answer was read from output text",
+     "the reading that found the IDs (`json`, `lines`, ..., see "
+     "answer-formats.md); null when none did"),
 )  # fmt: skip
 
 
 def fields_table() -> str:
     """`FIELDS` as the Markdown table docs/scores.md shows."""
     rows = ["| key | scores | type | present | meaning |", "|---|---|---|---|---|"]
-    rows += [f"| `{f.key}` | {' | '.join(f[1:])} |" for f in FIELDS]
+    rows += [f"| `{key}` | {' | '.join(rest)} |" for key, *rest in FIELDS]
     return "\n".join(rows) + "\n"
 
 
 class InvalidScore(ValueError):
-    """A score's value or metadata is not what a tracegrade scorer writes; the
-    message names the field, and a log's reader adds log, sample and score."""
+    """A score unlike any tracegrade writes; the message names the field."""
 
 
 def is_share(value: Any) -> TypeGuard[float]:
@@ -124,8 +110,7 @@ def is_nan(value: Any) -> bool:
 
 
 class ScoreError(NamedTuple):
-    """A score's `error`; `field` and `message` None where only kind and side
-    were kept (the bulk results)."""
+    """A score's `error`; `field` and `message` None in the bulk results."""
 
     kind: str
     side: ErrorSide
@@ -239,16 +224,22 @@ _RESCORE: Final = "score the log again (`inspect score LOG --scorer tracegrade/{
 def read_stage(value: Any, metadata: Any) -> StageScore:
     """A stage score from its value and metadata, checked as a whole."""
     metadata = _tracegrade_metadata(metadata)
-    error = None if metadata["error"] is None else read_error(metadata)
-    recall, precision = (
-        read_share(metadata, "recall"),
-        read_share(metadata, "precision"),
-    )
+    error = read_error(metadata)
+    unscored = error is not None and error.unscored
+    recall, precision = (read_share(metadata, k) for k in ("recall", "precision"))
     if "recall" not in metadata or "precision" not in metadata:
-        recall, precision = _earlier_shares(metadata, error)
+        # By a tracegrade that wrote neither (or only recall): from the record.
+        record = metadata["record"]
+        if type(record) is dict:
+            recall, precision = stage_recall(record), stage_precision(record)
+        elif not unscored:
+            key = "recall" if "recall" not in metadata else "precision"
+            raise InvalidScore(
+                f"a scored stage score needs metadata {key}, and its record "
+                f"cannot give it, got {quote(record)}: " + _RESCORE.format(STAGE_SCORER)
+            )
     lost = read_lost(metadata.get("lost"))
     step_recall = read_step_recall(metadata)
-    unscored = error is not None and error.unscored
     if not unscored:
         read_stage_value(value)
     if unscored or value == "unresolved":
@@ -293,53 +284,35 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
     )  # fmt: skip
 
 
-def _earlier_shares(
-    metadata: Mapping[str, Any], error: ScoreError | None
-) -> tuple[float | None, float | None]:
-    """Recall and precision for a score by a tracegrade that wrote neither (or
-    only recall): worked out from its record, as the scorer does now."""
-    record = metadata["record"]
-    if type(record) is dict:
-        return stage_recall(record), stage_precision(record)
-    if error is not None and error.unscored:  # no record: neither share
-        return metadata.get("recall"), metadata.get("precision")
-    key = "recall" if "recall" not in metadata else "precision"
-    raise InvalidScore(
-        f"a scored stage score needs metadata {key}, and its record "
-        f"cannot give it, got {quote(record)}: {_RESCORE.format(STAGE_SCORER)}"
-    )
-
-
-def _is_lost(entry: Any) -> bool:
-    if type(entry) is not dict:
-        return False
-    item, lost_at, last_step, last_rank = map(
-        entry.get, ("id", "lost_at", "last_step", "last_rank")
-    )
-    return (
-        type(item) is str
-        and type(lost_at) is str
-        and (last_step is None or type(last_step) is str)
-        and (last_rank is None or (type(last_rank) is int and last_rank >= 1))
-        and (last_step is None) == (last_rank is None)
-    )
-
-
 def read_lost(lost: Any, where: str = "metadata lost") -> list[LostID] | None:
     """`lost` (None when null), checked; `where` names it in an error."""
     if lost is None:
         return None
     if type(lost) is not list:
         raise InvalidScore(f"{where} must be an array, got {quote(lost)}")
+    read = []
     for position, entry in enumerate(lost):
-        if not _is_lost(entry):
+        item = (
+            LostID._make(map(entry.get, LostID._fields))
+            if type(entry) is dict
+            else None
+        )
+        if not (
+            item is not None
+            and type(item.id) is str
+            and type(item.lost_at) is str
+            and (item.last_step is None or type(item.last_step) is str)
+            and (item.last_rank is None or type(item.last_rank) is int)
+            and (item.last_rank is None or item.last_rank >= 1)
+            and (item.last_step is None) == (item.last_rank is None)
+        ):
             raise InvalidScore(
                 f"{where}[{position}] must be an object of a string id and "
                 "lost_at, and a last_step (a string) and last_rank (from 1) both "
                 f"null or both set, got {quote(entry)}"
             )
-    keys = ("id", "lost_at", "last_step", "last_rank")
-    return [LostID(*map(entry.get, keys)) for entry in lost]
+        read.append(item)
+    return read
 
 
 def read_step_recall(metadata: Mapping[str, Any]) -> dict[str, float] | None:
@@ -401,20 +374,12 @@ def read_extraction(value: Any, metadata: Any) -> ExtractionScore:
         raise InvalidScore(
             f"a graded score needs the ID list record.source, got {quote(source)}"
         )
-    return ExtractionScore(
-        membership, order, error, reading, source, _read_itemised(itemised)
-    )
-
-
-def _read_itemised(itemised: Any) -> Itemised:
     if type(itemised) is not dict:
         raise InvalidScore(
             "a graded score's metadata itemised must be an object, got "
             f"{quote(itemised)}"
         )
-    dropped, invented, first_break, kept = map(
-        itemised.get, ("dropped", "invented", "first_order_break", "kept_in_order")
-    )
+    dropped, invented, first_break, kept = map(itemised.get, Itemised._fields)
     if not (is_id_list(dropped) and is_id_list(invented)):
         raise InvalidScore(
             "metadata itemised needs the ID lists dropped and invented, "
@@ -429,7 +394,8 @@ def _read_itemised(itemised: Any) -> Itemised:
             "metadata itemised needs first_order_break (from 1, or null) and "
             f"kept_in_order (from 0), got {quote(first_break)} and {quote(kept)}"
         )
-    return Itemised(dropped, invented, first_break, kept)
+    itemised = Itemised(dropped, invented, first_break, kept)
+    return ExtractionScore(membership, order, error, reading, source, itemised)
 
 
 def _tracegrade_metadata(metadata: Any) -> dict[str, Any]:

@@ -487,14 +487,16 @@ class ScoreRun:
         """Log one case with its score, as `inspect eval` would have."""
         begun = perf_counter()
         part = self._current_part()
-        sample = case_sample_fields(case, target_field=self.bulk_task.target_field)
+        text, target, metadata = case_sample_fields(
+            case, target_field=self.bulk_task.target_field
+        )
         if case.id.startswith(UNREADABLE_ID_PREFIX):
             self.line_like_ids.add(case.id)
         parts = SampleParts(
             id=case.id,
-            input=sample.input,
-            target=sample.target,
-            metadata=sample.metadata,
+            input=text,
+            target=target,
+            metadata=metadata,
             answer=replayed_output(case.input),
             scores={self.scorer_name: score},
             store=replayed_store(case.input),
