@@ -149,7 +149,7 @@ def report(
     # Imported here so that `tracegrade --help` does not load Inspect.
     from ..logs.evals import Evals, read_evals
     from ..logs.scores import LogError
-    from ..outputs import check_output, check_standard_streams
+    from ..outputs import check_output
     from ..report.aggregate import report_evals
     from ..report.page import page_markdown, print_page
     from ..report.results import ResultsError, split_paths
@@ -162,11 +162,8 @@ def report(
         logs = [log.path for run in evals.runs for log in run.logs]
         logs += [superseded.path for superseded in evals.superseded]
         logs += [file for dataset in results for file in dataset.files]
-        check_standard_streams(logs)
-        if html_path is not None:
-            check_output(
-                str(html_path), inputs=[*paths, *logs], option="--html", force=force
-            )
+        html = None if html_path is None else str(html_path)
+        check_output(html, inputs=[*logs, *paths], option="--html", force=force)
         total = sum(len(run.logs) for run in evals.runs) + len(results)
         quiet = nullcontext(lambda _path: None)
         with quiet if as_json else reading_progress(total) as on_log_read:
