@@ -39,9 +39,7 @@ def test_a_signal_during_the_final_claim_waits_for_its_end(
 ) -> None:
     log = tmp_path / "run.eval"
     log.write_text("as read")
-    rewrite = AtomicFile(
-        str(log), unless_changed=file_state(str(log)), held=signals_held
-    )
+    rewrite = AtomicFile(str(log), unless_changed=file_state(str(log)))
     rewrite.handle.write("relabelled")
     renames: list[str] = []
     real_replace = os.replace
@@ -53,7 +51,7 @@ def test_a_signal_during_the_final_claim_waits_for_its_end(
         real_replace(source, target)
 
     monkeypatch.setattr(os, "replace", signalled_replace)
-    with signals_as_exceptions(), pytest.raises(Terminated) as raised:
+    with signals_as_exceptions(), pytest.raises(Terminated) as raised, signals_held():
         rewrite.commit()
     monkeypatch.undo()
     assert raised.value.signum == signal.SIGUSR1
