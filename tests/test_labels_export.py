@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 from inspect_ai.log import read_eval_log
@@ -19,7 +18,6 @@ from inspect_ai.solver import TaskState
 from test_rag_example import QUESTIONS, answering_model, rag
 from tests.commands import run_tracegrade
 from tracegrade import ordered_extraction_recorded, stage_diagnosis_scorer
-from tracegrade.cli import main
 from tracegrade.label_logs import label_requests
 from tracegrade.tasks import replay, stage_diagnosis
 
@@ -93,55 +91,31 @@ def test_the_round_trip_diagnoses_every_run(tmp_path: Path, rag_log: Path) -> No
     assert scored.returncode == 0, scored.stderr
     assert "30 of 30 runs labelled and diagnosed with the labels in" in scored.stderr
     log = read_eval_log(str(rag_log))
-    assert log.status == "success"
-    assert log.samples is not None
-    expected: dict[str, str] = {}
-    lucky = 0
-    for line in filled:
-        missing = set(line["required"]) - set(line["context"])
-        if missing:
-            expected[line["id"]] = "retrieval"
-            lucky += line["correct"]
-        else:
-            expected[line["id"]] = "pass" if line["correct"] else "generation"
+    assert log.status == "success" and log.samples is not None
     stages = {
         str(sample.id): (sample.scores or {})["stage_diagnosis1"].value
         for sample in log.samples
     }
-    assert stages == expected
+    lucky = 0
+    for line in filled:
+        gap = bool(set(line["required"]) - set(line["context"]))
+        lucky += gap and line["correct"]
+        right = "pass" if line["correct"] else "generation"
+        assert stages[line["id"]] == ("retrieval" if gap else right), line["id"]
     # Every stage occurs, and right answers hid retrieval gaps.
     assert set(stages.values()) == {"retrieval", "generation", "pass"}
     assert lucky >= 1
 
-
-def test_export_to_a_file_and_from_a_relabelled_log(
-    tmp_path: Path, rag_log: Path
-) -> None:
-    out = tmp_path / "labels.jsonl"
-    result = CliRunner().invoke(
-        main, ["labels", "export", str(rag_log), "--out", str(out)]
+    # The relabelled log (two stage scores per sample) exports the same lines.
+    out = tmp_path / "again.jsonl"
+    again = run_tracegrade(
+        "labels", "export", str(rag_log), "--out", str(out), cwd=tmp_path
     )
-    assert result.exit_code == 0, result.output
-    assert "30 lines to label written to" in result.output
-    lines = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(lines) == 30
-    # A relabelled log (two stage scores per sample) exports the same lines.
-    labels = tmp_path / "filled.jsonl"
-    labels.write_text("".join(json.dumps(x) + "\n" for x in staff_fill(lines)))
-    from inspect_ai import score
-
-    from tracegrade import stage_diagnosis_scorer
-
-    relabelled = score(
-        read_eval_log(str(rag_log)),
-        stage_diagnosis_scorer(labels=str(labels)),
-        action="append",
-        display="none",
-    )
-    assert label_requests(relabelled) == lines
+    assert f"30 lines to label written to {out}" in again.stderr
+    assert [json.loads(line) for line in out.read_text().splitlines()] == lines
 
 
-def test_a_log_without_stage_scores_is_refused(tmp_path: Path) -> None:
+def test_a_log_without_stage_scores_or_no_log_is_refused(tmp_path: Path) -> None:
     (log,) = eval(
         ordered_extraction_recorded(),
         limit=1,
@@ -149,19 +123,15 @@ def test_a_log_without_stage_scores_is_refused(tmp_path: Path) -> None:
         log_dir=str(tmp_path / "logs"),
         log_realtime=False,
     )
-    result = CliRunner().invoke(main, ["labels", "export", log.location])
-    assert result.exit_code == 1
-    assert "no sample has a stage_diagnosis score, so there is nothing to label" in (
-        result.output
-    )
-
-
-def test_an_unreadable_log_is_refused(tmp_path: Path) -> None:
     bogus = tmp_path / "not-a-log.eval"
     bogus.write_text("hello")
-    result = CliRunner().invoke(main, ["labels", "export", str(bogus)])
-    assert result.exit_code == 1
-    assert f"cannot read {str(bogus)!r} as an Inspect log" in result.output
+    for path, said in [
+        (log.location, "no sample has a stage_diagnosis score, so there is nothing"),
+        (str(bogus), f"cannot read {str(bogus)!r} as an Inspect log"),
+    ]:
+        result = run_tracegrade("labels", "export", path, cwd=tmp_path)
+        assert result.returncode == 1
+        assert said in result.stderr
 
 
 def test_runs_without_a_stage_score_are_exported_with_a_warning(
