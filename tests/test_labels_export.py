@@ -19,7 +19,7 @@ from test_rag_example import QUESTIONS, answering_model, rag
 from tests.commands import run_tracegrade
 from tracegrade import ordered_extraction_recorded, stage_diagnosis_scorer
 from tracegrade.label_logs import label_requests
-from tracegrade.tasks import replay, stage_diagnosis
+from tracegrade.tasks import replay
 
 REFERENCE = {q["id"]: q["answer"] for q in QUESTIONS}
 # The mock model answers these right (the reference answer), the rest not.
@@ -134,33 +134,6 @@ def test_a_log_without_stage_scores_or_no_log_is_refused(tmp_path: Path) -> None
         assert said in result.stderr
 
 
-def test_runs_without_a_stage_score_are_exported_with_a_warning(
-    tmp_path: Path,
-) -> None:
-    """A recorded run whose context was never recorded is still a line to
-    label; its context is null, as the score recorded none."""
-    dataset = tmp_path / "runs.jsonl"
-    dataset.write_text(
-        json.dumps({"id": "r1", "input": {"required": ["D1"], "context": ["D1"]}})
-        + "\n"
-        + json.dumps({"id": "r2", "input": {"required": ["D1"]}})
-        + "\n"
-    )
-    (log,) = eval(
-        stage_diagnosis(dataset=str(dataset)),
-        display="none",
-        log_dir=str(tmp_path / "logs"),
-        log_realtime=False,
-    )
-    lines = label_requests(log)
-    assert [(x["id"], x["required"], x["context"]) for x in lines] == [
-        ("r1", ["D1"], ["D1"]),
-        ("r2", ["D1"], None),
-    ]
-    # No grader gave these labels: nothing is pre-filled.
-    assert [(x["correct"], x["grader"]) for x in lines] == [(None, None)] * 2
-
-
 @scorer(metrics=[])
 def unsure_judge() -> Scorer:
     """PARTIAL for run "r2", CORRECT otherwise, with a reason each."""
@@ -175,13 +148,16 @@ def unsure_judge() -> Scorer:
     return judge
 
 
-def test_a_verdict_that_is_no_label_is_exported_as_null(tmp_path: Path) -> None:
-    """From a `label_from` grader too; its explanation is there either way."""
-    runs = {"r1": (["D1"], ["D1"]), "r2": (["D1"], ["D2"])}
+def test_a_verdict_that_is_no_label_and_a_context_never_recorded_are_null(
+    tmp_path: Path,
+) -> None:
+    """From a `label_from` grader too, its explanation there either way; a
+    run whose context was never recorded is still a line to label."""
+    runs = {"r1": {"context": ["D1"]}, "r2": {"context": ["D2"]}, "r3": {}}
     task = Task(
         dataset=[
-            Sample(id=key, input="?", metadata={"required": r, "context": c})
-            for key, (r, c) in runs.items()
+            Sample(id=key, input="?", metadata={"required": ["D1"], **run})
+            for key, run in runs.items()
         ],
         solver=replay(),
         scorer=[
@@ -193,8 +169,11 @@ def test_a_verdict_that_is_no_label_is_exported_as_null(tmp_path: Path) -> None:
         task, display="none", log_dir=str(tmp_path / "logs"), log_realtime=False
     )
     assert log.status == "success", log.error
-    lines = label_requests(log)
-    assert [(x["id"], x["correct"], x["grader"]) for x in lines] == [
-        ("r1", True, {"name": "unsure_judge", "explanation": "all of it"}),
-        ("r2", None, {"name": "unsure_judge", "explanation": "half of it"}),
+    judged = {"name": "unsure_judge", "explanation": "all of it"}
+    assert [
+        (x["id"], x["context"], x["correct"], x["grader"]) for x in label_requests(log)
+    ] == [
+        ("r1", ["D1"], True, judged),
+        ("r2", ["D2"], None, {**judged, "explanation": "half of it"}),
+        ("r3", None, True, judged),
     ]

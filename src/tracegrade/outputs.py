@@ -44,8 +44,7 @@ class StandardOutputFailed(OutputError):
 
 def _identity(path: str) -> tuple[int, int] | None:
     with contextlib.suppress(OSError):
-        status = os.stat(path)
-        return status.st_dev, status.st_ino
+        return file_state(path)[:2]
     return None
 
 
@@ -82,7 +81,6 @@ def sync_directory(directory: str) -> None:
             os.close(handle)
 
 
-# What was published (shown name, path, file): named when a signal stops.
 _outputs: list[tuple[str, str, tuple[int, int] | None]] = []
 
 
@@ -149,10 +147,8 @@ def _create_beside(final: str, suffix: str) -> tuple[int, str]:
 
 
 def is_stream(path: str) -> bool:
-    with contextlib.suppress(OSError):
-        mode = os.stat(path).st_mode
-        return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-    return False
+    mode = os.stat(path).st_mode if os.path.exists(path) else stat.S_IFREG
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def check_output(
