@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import click
 
@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
 
     from ..label_logs import ApplyAction
+    from ..outputs import AtomicFile
 
 T = TypeVar("T")
 
@@ -108,8 +109,6 @@ def apply(
     cannot be read or used, or LOG's eval has not finished, 2 usage error,
     a file that cannot be written, or LOG changed while it was labelled.
     """
-    from inspect_ai.log import write_eval_log
-
     from ..outputs import (
         AtomicFile,
         OutputChanged,
@@ -138,7 +137,6 @@ def apply(
         "program wrote it); nothing was written: run the command again"
     )
     written = AtomicFile(target, binary=True, replace=force)
-    assert written.temporary is not None  # a stream was refused
     # From the wait for the lock on, a signal ends the command at once.
     with exit_on_signal(stopped_by, written.discard), _directory_locked(log):
         try:
@@ -146,17 +144,8 @@ def apply(
             if target == log:  # replaced only if no other program rewrote it
                 written.unless_changed = read
             labelled, outcomes = _labelled(log, labels_file, action, force)
-            # Made afresh by Inspect's writer: it copies a replaced file's
-            # permissions, which FAT refuses.
-            written.handle.close()
-            os.unlink(written.temporary)
             named = target if target.endswith((".json", ".eval")) else log
-            write_eval_log(
-                labelled,
-                written.temporary,
-                format="json" if named.endswith(".json") else "eval",
-            )
-            written.handle = open(written.temporary, "ab")  # noqa: SIM115
+            _write_log(written, labelled, "json" if named.endswith(".json") else "eval")
             if file_state(log) != read:
                 raise changed
             with signals_held():  # no name left half claimed
@@ -195,6 +184,20 @@ def _labelled(
         "they are answer-label",
     )
     return labelled, outcomes
+
+
+def _write_log(
+    written: AtomicFile, labelled: EvalLog, fmt: Literal["eval", "json"]
+) -> None:
+    """The log into `written`'s temporary file, made afresh by Inspect's
+    writer (which copies a replaced file's permissions, which FAT refuses)."""
+    from inspect_ai.log import write_eval_log
+
+    assert written.temporary is not None  # a stream was refused
+    written.handle.close()
+    os.unlink(written.temporary)
+    write_eval_log(labelled, written.temporary, format=fmt)
+    written.handle = open(written.temporary, "ab")  # noqa: SIM115
 
 
 def _quiet_zip_finaliser() -> None:
