@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -138,26 +138,28 @@ def apply(
     )
     written = AtomicFile(target, binary=True, replace=force)
     # From the wait for the lock on, a signal ends the command at once.
-    with exit_on_signal(stopped_by, written.discard), _directory_locked(log):
+    with exit_on_signal(stopped_by, written.discard):
         try:
-            read = file_state(log)
-            if target == log:  # replaced only if no other program rewrote it
-                written.unless_changed = read
-            labelled, outcomes = _labelled(log, labels_file, action, force)
-            named = target if target.endswith((".json", ".eval")) else log
-            _write_log(written, labelled, "json" if named.endswith(".json") else "eval")
-            if file_state(log) != read:
-                raise changed
-            with signals_held():  # no name left half claimed
-                written.commit()
+            with _directory_locked(log):
+                read = file_state(log)
+                if target == log:  # replaced only if no other program rewrote it
+                    written.unless_changed = read
+                labelled, outcomes = _labelled(log, labels_file, action, force)
+                named = target if target.endswith((".json", ".eval")) else log
+                try:  # what cannot be written is named, as for any output
+                    _write_log(written, labelled, named.endswith(".json"))
+                    if file_state(log) != read:
+                        raise changed
+                    with signals_held():  # no name left half claimed
+                        written.commit()
+                except OSError as error:
+                    raise not_written(target, error) from None
         except OutputChanged as error:
             written.discard()
             raise OutputError(f"{changed} ({error})") from None
-        except BaseException as error:
+        except BaseException:
             written.discard()
             _quiet_zip_finaliser()
-            if isinstance(error, OSError):
-                raise not_written(target, error) from None
             raise
     click.echo(_summary(labelled, outcomes, labels_file, target), err=True)
 
@@ -186,9 +188,7 @@ def _labelled(
     return labelled, outcomes
 
 
-def _write_log(
-    written: AtomicFile, labelled: EvalLog, fmt: Literal["eval", "json"]
-) -> None:
+def _write_log(written: AtomicFile, labelled: EvalLog, as_json: bool) -> None:
     """The log into `written`'s temporary file, made afresh by Inspect's
     writer (which copies a replaced file's permissions, which FAT refuses)."""
     from inspect_ai.log import write_eval_log
@@ -196,7 +196,7 @@ def _write_log(
     assert written.temporary is not None  # a stream was refused
     written.handle.close()
     os.unlink(written.temporary)
-    write_eval_log(labelled, written.temporary, format=fmt)
+    write_eval_log(labelled, written.temporary, format="json" if as_json else "eval")
     written.handle = open(written.temporary, "ab")  # noqa: SIM115
 
 
