@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
-import pytest
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 from inspect_ai.log import read_eval_log
@@ -26,9 +24,8 @@ REFERENCE = {q["id"]: q["answer"] for q in QUESTIONS}
 ANSWERED_RIGHT = {"Q-001", "Q-002", "Q-004", "Q-005", "Q-010", "Q-021"}
 
 
-@pytest.fixture(scope="module")
-def evaluated_rag_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The RAG example evaluated once for the module; tests take a copy."""
+def rag_log(tmp_path: Path) -> Path:
+    """The RAG example's log, the mock model answering ANSWERED_RIGHT right."""
     answers = {
         q: [REFERENCE[q] if q in ANSWERED_RIGHT else "I do not know."]
         for q in REFERENCE
@@ -36,19 +33,12 @@ def evaluated_rag_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (log,) = eval(
         rag.rag_qa(),
         model=answering_model(answers),
-        log_dir=str(tmp_path_factory.mktemp("rag") / "logs"),
+        log_dir=str(tmp_path / "logs"),
         display="none",
         log_realtime=False,
     )
     assert log.status == "success"
     return Path(log.location)
-
-
-@pytest.fixture
-def rag_log(tmp_path: Path, evaluated_rag_log: Path) -> Path:
-    """A copy of the evaluated log of its own, for a test to relabel."""
-    (tmp_path / "logs").mkdir()
-    return Path(shutil.copy(evaluated_rag_log, tmp_path / "logs"))
 
 
 def staff_fill(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -58,13 +48,14 @@ def staff_fill(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def test_the_round_trip_diagnoses_every_run(tmp_path: Path, rag_log: Path) -> None:
+def test_the_round_trip_diagnoses_every_run(tmp_path: Path) -> None:
+    log_path = rag_log(tmp_path)
     # 2. export, as the README says: to stdout, redirected to a file
-    exported = run_tracegrade("labels", "export", str(rag_log), cwd=tmp_path)
+    exported = run_tracegrade("labels", "export", str(log_path), cwd=tmp_path)
     assert exported.returncode == 0, exported.stderr
     lines = [json.loads(line) for line in exported.stdout.splitlines()]
     assert [line["id"] for line in lines] == [q["id"] for q in QUESTIONS]
-    before = read_eval_log(str(rag_log))
+    before = read_eval_log(str(log_path))
     assert before.samples is not None
     for line, sample in zip(lines, before.samples, strict=True):
         assert list(line) == [
@@ -87,10 +78,10 @@ def test_the_round_trip_diagnoses_every_run(tmp_path: Path, rag_log: Path) -> No
     labels.write_text("".join(json.dumps(line) + "\n" for line in filled))
 
     # 4. labels apply joins them back
-    scored = run_tracegrade("labels", "apply", str(rag_log), str(labels), cwd=tmp_path)
+    scored = run_tracegrade("labels", "apply", str(log_path), str(labels), cwd=tmp_path)
     assert scored.returncode == 0, scored.stderr
     assert "30 of 30 runs labelled and diagnosed with the labels in" in scored.stderr
-    log = read_eval_log(str(rag_log))
+    log = read_eval_log(str(log_path))
     assert log.status == "success" and log.samples is not None
     stages = {
         str(sample.id): (sample.scores or {})["stage_diagnosis1"].value
@@ -109,7 +100,7 @@ def test_the_round_trip_diagnoses_every_run(tmp_path: Path, rag_log: Path) -> No
     # The relabelled log (two stage scores per sample) exports the same lines.
     out = tmp_path / "again.jsonl"
     again = run_tracegrade(
-        "labels", "export", str(rag_log), "--out", str(out), cwd=tmp_path
+        "labels", "export", str(log_path), "--out", str(out), cwd=tmp_path
     )
     assert f"30 lines to label written to {out}" in again.stderr
     assert [json.loads(line) for line in out.read_text().splitlines()] == lines
