@@ -13,18 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from inspect_ai import eval
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 
 from tests.commands import run_tracegrade as tracegrade
 from tests.commands import tracegrade_shell
 from tests.faults.conftest import one_clear_line, snapshot
-from tests.support import working_in, write_lines
+from tests.support import write_lines
 from tracegrade import outputs
-from tracegrade.cli import main
 from tracegrade.cli.labels import lock_path
-from tracegrade.tasks import replay, stage_diagnosis
+from tracegrade.tasks import stage_diagnosis
 
 RUNS = {
     "gap": {"required": ["D1", "D2"], "context": ["D1"]},
@@ -77,38 +75,46 @@ def is_nan(value: Any) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
-def test_labels_are_joined_beside_the_first_score(tmp_path: Path) -> None:
-    log = run_log(tmp_path)
+def test_labels_are_joined_beside_the_first_score_by_epoch(tmp_path: Path) -> None:
+    log = run_log(tmp_path, epochs=2)
     labels = write_lines(
         tmp_path / "labels.jsonl",
-        [{"id": "gap", "correct": True}, {"id": "full", "correct": False}],
+        [
+            {"id": "gap", "correct": True},
+            {"id": "full", "epoch": 1, "correct": True},
+            {"id": "full", "epoch": 2, "correct": False},
+        ],
     )
     done = tracegrade("labels", "apply", str(log), labels, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (
-        f"warning: 1 run(s) of {log} have no label in {labels} (first: sample "
+        f"warning: 2 run(s) of {log} have no label in {labels} (first: sample "
         "'other' epoch 1); they are answer-label."
     ) in done.stderr
     assert (
-        f"2 of 3 runs labelled and diagnosed with the labels in {labels} as "
-        f"stage_diagnosis1; 1 has no label (answer-label); log written to {log}"
+        f"4 of 6 runs (3 samples, 2 epochs) labelled and diagnosed with the labels "
+        f"in {labels} as stage_diagnosis1; 2 have no label (answer-label); log "
+        f"written to {log}"
     ) in done.stderr
 
     labelled = read_eval_log(str(log))
-    assert labelled.status == "success"
+    assert labelled.status == "success" and labelled.samples is not None
     new = stages(labelled, "stage_diagnosis1")
-    assert new[("gap", 1)] == "retrieval"
-    assert new[("full", 1)] == "generation"
-    assert is_nan(new[("other", 1)])
+    assert is_nan(new.pop(("other", 1))) and is_nan(new.pop(("other", 2)))
     assert all(is_nan(v) for v in stages(labelled, "stage_diagnosis").values())
-    assert labelled.samples is not None
+    assert new == {
+        ("full", 1): "pass",
+        ("full", 2): "generation",
+        ("gap", 1): "retrieval",
+        ("gap", 2): "retrieval",
+    }
     for sample in labelled.samples:
         metadata = (sample.scores or {})["stage_diagnosis1"].metadata or {}
         assert metadata["read_from"]["correct"] == f"labels file {labels}"
     assert labelled.results is not None
     (appended,) = [s for s in labelled.results.scores if s.name == "stage_diagnosis1"]
     assert appended.metrics["retrieval"].value == pytest.approx(0.5)
-    assert appended.metrics["lucky_answers"].value == 1
+    assert appended.metrics["lucky_answers"].value == 2
 
 
 def test_a_label_for_no_run_leaves_the_log_as_it_was(tmp_path: Path) -> None:
@@ -132,80 +138,14 @@ def test_a_label_for_no_run_leaves_the_log_as_it_was(tmp_path: Path) -> None:
     assert snapshot(tmp_path) == before
 
 
-def test_epoch_labels_are_checked_against_the_logs_epochs(tmp_path: Path) -> None:
-    log = run_log(tmp_path, epochs=2)
-    per_epoch = write_lines(
-        tmp_path / "epochs.jsonl",
-        [
-            {"id": "full", "epoch": 1, "correct": True},
-            {"id": "full", "epoch": 2, "correct": False},
-            {"id": "gap", "correct": False},
-            {"id": "other", "correct": True},
-        ],
-    )
-    done = tracegrade("labels", "apply", str(log), per_epoch, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert "6 of 6 runs (3 samples, 2 epochs) labelled and diagnosed" in done.stderr
-    assert stages(read_eval_log(str(log)), "stage_diagnosis1") == {
-        ("full", 1): "pass",
-        ("full", 2): "generation",
-        ("gap", 1): "retrieval",
-        ("gap", 2): "retrieval",
-        ("other", 1): "pass",
-        ("other", 2): "pass",
-    }
-
-
-def test_the_keys_the_log_was_scored_with_are_kept(tmp_path: Path) -> None:
-    """A task reading `gold_docs` and a metadata context: the labelled
-    score reads the same keys, so the stages follow the same records."""
-    from inspect_ai import Task
-    from inspect_ai.dataset import Sample
-
-    from tracegrade import stage_diagnosis_scorer
-
-    task = Task(
-        dataset=[
-            Sample(
-                id=key,
-                input="?",
-                metadata={"gold_docs": run["required"], "retrieved": run["context"]},
-            )
-            for key, run in RUNS.items()
-        ],
-        solver=replay(),
-        scorer=stage_diagnosis_scorer(
-            required_key="gold_docs", context_key="retrieved"
-        ),
-    )
-    (first,) = eval(
-        task, display="none", log_dir=str(tmp_path / "logs"), log_realtime=False
-    )
-    labels = write_lines(
-        tmp_path / "labels.jsonl",
-        [{"id": key, "correct": True} for key in RUNS],
-    )
-    done = tracegrade("labels", "apply", first.location, labels, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    labelled = read_eval_log(first.location)
-    assert stages(labelled, "stage_diagnosis1") == {
-        ("gap", 1): "retrieval",
-        ("full", 1): "pass",
-        ("other", 1): "pass",
-    }
-    assert labelled.samples is not None
-    read_from = (labelled.samples[0].scores or {})["stage_diagnosis1"].metadata
-    assert read_from is not None
-    assert read_from["read_from"]["required"] == 'metadata["gold_docs"]'
-    assert read_from["read_from"]["context"] == 'metadata["retrieved"]'
-
-
-def test_the_summary_says_how_many_runs_were_labelled(tmp_path: Path) -> None:
-    """Partial labels, an unresolved run and a sample that errored: each
-    run is counted by what its labelled score is. The errored sample is a
-    sample of the log (its dataset names it), so its label is accepted;
-    Inspect's scoring scores it too, and it is `sample-error`, as the
-    scorer makes any run that failed before answering."""
+def test_the_labelled_score_reads_the_logs_keys_and_counts_every_run(
+    tmp_path: Path,
+) -> None:
+    """A task reading `gold_docs` and a metadata context, where "gap" errors
+    before answering, "spare" has no label and "empty" needs none: the
+    labelled score reads the same keys, and the summary counts each run by
+    what its labelled score is (the errored run's label is accepted: the
+    dataset names it)."""
     from inspect_ai import Task
     from inspect_ai.dataset import Sample
     from inspect_ai.solver import Generate, TaskState, solver
@@ -221,15 +161,17 @@ def test_the_summary_says_how_many_runs_were_labelled(tmp_path: Path) -> None:
 
         return solve
 
-    runs = {
-        **RUNS,
-        "spare": {"required": ["D4"], "context": ["D4"]},
-        "empty": {"required": [], "context": []},
-    }
+    runs = {key: (run["required"], run["context"]) for key, run in RUNS.items()}
+    runs |= {"spare": (["D4"], ["D4"]), "empty": ([], [])}
     task = Task(
-        dataset=[Sample(id=key, input="?", metadata=run) for key, run in runs.items()],
+        dataset=[
+            Sample(id=key, input="?", metadata={"gold_docs": gold, "retrieved": got})
+            for key, (gold, got) in runs.items()
+        ],
         solver=fail_on_gap(),
-        scorer=stage_diagnosis_scorer(context_key="context"),
+        scorer=stage_diagnosis_scorer(
+            required_key="gold_docs", context_key="retrieved"
+        ),
     )
     (first,) = eval(
         task,
@@ -238,11 +180,7 @@ def test_the_summary_says_how_many_runs_were_labelled(tmp_path: Path) -> None:
         fail_on_error=0.5,
         log_realtime=False,
     )
-    assert first.status == "success"
-    labels = write_lines(
-        tmp_path / "labels.jsonl",
-        [{"id": key, "correct": True} for key in RUNS],
-    )
+    labels = _all_labelled(tmp_path)
     done = tracegrade("labels", "apply", first.location, labels, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert (
@@ -255,39 +193,40 @@ def test_the_summary_says_how_many_runs_were_labelled(tmp_path: Path) -> None:
         "needs none (unresolved); 1 errored before answering (sample-error); "
         f"log written to {first.location}"
     ) in done.stderr
+    labelled = read_eval_log(first.location)
+    assert stages(labelled, "stage_diagnosis1")[("full", 1)] == "pass"
+    assert labelled.samples is not None
+    (full,) = [sample for sample in labelled.samples if sample.id == "full"]
+    read_from = ((full.scores or {})["stage_diagnosis1"].metadata or {})["read_from"]
+    assert read_from["required"] == 'metadata["gold_docs"]'
+    assert read_from["context"] == 'metadata["retrieved"]'
 
 
-@pytest.mark.parametrize("log_format", ["eval", "json"])
+@pytest.mark.parametrize(
+    ("log_format", "action"), [("eval", "append"), ("json", "overwrite")]
+)
 def test_out_writes_a_new_log_in_the_logs_format(
-    tmp_path: Path, log_format: str
+    tmp_path: Path, log_format: str, action: str
 ) -> None:
     log = run_log(tmp_path, log_format=log_format)
     original = log.read_bytes()
     labels = write_lines(tmp_path / "labels.jsonl", [{"id": "full", "correct": True}])
     out = tmp_path / f"labelled.{log_format}"
     done = tracegrade(
-        "labels", "apply", str(log), labels, "--out", str(out), cwd=tmp_path
+        *("labels", "apply", str(log), labels, "--out", str(out)),
+        *("--action", action),
+        cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
     assert log.read_bytes() == original
-    if log_format == "json":
-        assert json.loads(out.read_text())["status"] == "success"
-    assert stages(read_eval_log(str(out)), "stage_diagnosis1")[("full", 1)] == "pass"
+    name = "stage_diagnosis1" if action == "append" else "stage_diagnosis"
+    assert f"as {name};" in done.stderr
+    labelled = read_eval_log(str(out))
+    assert labelled.status == "success" and labelled.results is not None
+    if action == "overwrite":
+        assert [s.name for s in labelled.results.scores] == ["stage_diagnosis"]
+    assert stages(labelled, name)[("full", 1)] == "pass"
     assert not list(tmp_path.glob("*.partial"))
-
-
-def test_overwrite_replaces_the_scores(tmp_path: Path) -> None:
-    log = run_log(tmp_path)
-    labels = write_lines(tmp_path / "labels.jsonl", [{"id": "full", "correct": True}])
-    done = tracegrade(
-        "labels", "apply", str(log), labels, "--action", "overwrite", cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stderr
-    assert "as stage_diagnosis;" in done.stderr
-    labelled = read_eval_log(str(log))
-    assert labelled.results is not None
-    assert [s.name for s in labelled.results.scores] == ["stage_diagnosis"]
-    assert stages(labelled, "stage_diagnosis")[("full", 1)] == "pass"
 
 
 def test_a_lock_file_planted_in_tmpdir_is_gone_around(tmp_path: Path) -> None:
@@ -302,15 +241,8 @@ def test_a_lock_file_planted_in_tmpdir_is_gone_around(tmp_path: Path) -> None:
         patch.setattr("tempfile.tempdir", None)
         lock = Path(lock_path(str(log)))
     lock.mkdir()
-    done = tracegrade(
-        "labels",
-        "apply",
-        str(log),
-        labels,
-        cwd=tmp_path,
-        env={"TMPDIR": str(temporary)},
-    )
-
+    env = {"TMPDIR": str(temporary)}
+    done = tracegrade("labels", "apply", str(log), labels, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     assert f"warning: {str(lock)!r} cannot be a lock (" in done.stderr.splitlines()[0]
@@ -321,23 +253,13 @@ def test_a_lock_file_planted_in_tmpdir_is_gone_around(tmp_path: Path) -> None:
 # --- A log rewritten at the last moment ------------------------------------------
 
 
-def _apply_in_process(log: Path, labels: str) -> tuple[int, str]:
-    with working_in(log.parent):
-        result = CliRunner().invoke(main, ["labels", "apply", str(log), labels])
-    assert result.exception is None or isinstance(result.exception, SystemExit)
-    return result.exit_code, result.stderr
-
-
 def _rewrite(log: Path) -> bytes:
-    """Another program's rewrite of `log` (an eval, another labeller), put
-    in place by a rename, as Inspect writes; its bytes."""
-    rewritten = read_eval_log(str(log))
-    rewritten.eval.metadata = {"by": "another program"}
+    """Another program's rewrite of `log`, put in place by a rename as
+    Inspect writes; its bytes."""
     other = log.with_name("other.eval")
-    write_eval_log(rewritten, str(other))
-    data = other.read_bytes()
+    other.write_bytes(b"rewritten by another program")
     os.replace(other, log)
-    return data
+    return b"rewritten by another program"
 
 
 def _all_labelled(tmp_path: Path) -> str:
@@ -367,8 +289,7 @@ def test_a_log_rewritten_at_the_last_moment_is_not_replaced(
 
     def rewrite_then_publish(temporary: str, final: str, *, replace: bool) -> None:
         if final == str(log) and not kept:
-            kept.append(b"written by another program")
-            log.write_bytes(kept[0])
+            kept.append(_rewrite(log))
         publish(temporary, final, replace=replace)
 
     def publish_then_write_aside(temporary: str, final: str, *, replace: bool) -> None:
@@ -384,9 +305,9 @@ def test_a_log_rewritten_at_the_last_moment_is_not_replaced(
         monkeypatch.setattr(outputs, "publish", rewrite_then_publish)
     else:
         monkeypatch.setattr(outputs, "publish", publish_then_write_aside)
-    exit_code, stderr = _apply_in_process(log, labels)
-    assert exit_code == 2, stderr
-    assert "changed while its labels were applied" in one_clear_line(stderr)
+    done = tracegrade("labels", "apply", str(log), labels, cwd=log.parent)
+    assert done.returncode == 2, done.stderr
+    assert "changed while its labels were applied" in one_clear_line(done.stderr)
     assert log.read_bytes() == kept[0]
     assert sorted(path.name for path in log.parent.iterdir()) == [log.name]
 

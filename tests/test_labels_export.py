@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
-import pytest
-from click.testing import CliRunner
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 from inspect_ai.log import read_eval_log
@@ -19,18 +16,16 @@ from inspect_ai.solver import TaskState
 from test_rag_example import QUESTIONS, answering_model, rag
 from tests.commands import run_tracegrade
 from tracegrade import ordered_extraction_recorded, stage_diagnosis_scorer
-from tracegrade.cli import main
 from tracegrade.label_logs import label_requests
-from tracegrade.tasks import replay, stage_diagnosis
+from tracegrade.tasks import replay
 
 REFERENCE = {q["id"]: q["answer"] for q in QUESTIONS}
 # The mock model answers these right (the reference answer), the rest not.
 ANSWERED_RIGHT = {"Q-001", "Q-002", "Q-004", "Q-005", "Q-010", "Q-021"}
 
 
-@pytest.fixture(scope="module")
-def evaluated_rag_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The RAG example evaluated once for the module; tests take a copy."""
+def rag_log(tmp_path: Path) -> Path:
+    """The RAG example's log, the mock model answering ANSWERED_RIGHT right."""
     answers = {
         q: [REFERENCE[q] if q in ANSWERED_RIGHT else "I do not know."]
         for q in REFERENCE
@@ -38,19 +33,12 @@ def evaluated_rag_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (log,) = eval(
         rag.rag_qa(),
         model=answering_model(answers),
-        log_dir=str(tmp_path_factory.mktemp("rag") / "logs"),
+        log_dir=str(tmp_path / "logs"),
         display="none",
         log_realtime=False,
     )
     assert log.status == "success"
     return Path(log.location)
-
-
-@pytest.fixture
-def rag_log(tmp_path: Path, evaluated_rag_log: Path) -> Path:
-    """A copy of the evaluated log of its own, for a test to relabel."""
-    (tmp_path / "logs").mkdir()
-    return Path(shutil.copy(evaluated_rag_log, tmp_path / "logs"))
 
 
 def staff_fill(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -60,13 +48,14 @@ def staff_fill(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def test_the_round_trip_diagnoses_every_run(tmp_path: Path, rag_log: Path) -> None:
+def test_the_round_trip_diagnoses_every_run(tmp_path: Path) -> None:
+    log_path = rag_log(tmp_path)
     # 2. export, as the README says: to stdout, redirected to a file
-    exported = run_tracegrade("labels", "export", str(rag_log), cwd=tmp_path)
+    exported = run_tracegrade("labels", "export", str(log_path), cwd=tmp_path)
     assert exported.returncode == 0, exported.stderr
     lines = [json.loads(line) for line in exported.stdout.splitlines()]
     assert [line["id"] for line in lines] == [q["id"] for q in QUESTIONS]
-    before = read_eval_log(str(rag_log))
+    before = read_eval_log(str(log_path))
     assert before.samples is not None
     for line, sample in zip(lines, before.samples, strict=True):
         assert list(line) == [
@@ -89,59 +78,35 @@ def test_the_round_trip_diagnoses_every_run(tmp_path: Path, rag_log: Path) -> No
     labels.write_text("".join(json.dumps(line) + "\n" for line in filled))
 
     # 4. labels apply joins them back
-    scored = run_tracegrade("labels", "apply", str(rag_log), str(labels), cwd=tmp_path)
+    scored = run_tracegrade("labels", "apply", str(log_path), str(labels), cwd=tmp_path)
     assert scored.returncode == 0, scored.stderr
     assert "30 of 30 runs labelled and diagnosed with the labels in" in scored.stderr
-    log = read_eval_log(str(rag_log))
-    assert log.status == "success"
-    assert log.samples is not None
-    expected: dict[str, str] = {}
-    lucky = 0
-    for line in filled:
-        missing = set(line["required"]) - set(line["context"])
-        if missing:
-            expected[line["id"]] = "retrieval"
-            lucky += line["correct"]
-        else:
-            expected[line["id"]] = "pass" if line["correct"] else "generation"
+    log = read_eval_log(str(log_path))
+    assert log.status == "success" and log.samples is not None
     stages = {
         str(sample.id): (sample.scores or {})["stage_diagnosis1"].value
         for sample in log.samples
     }
-    assert stages == expected
+    lucky = 0
+    for line in filled:
+        gap = bool(set(line["required"]) - set(line["context"]))
+        lucky += gap and line["correct"]
+        right = "pass" if line["correct"] else "generation"
+        assert stages[line["id"]] == ("retrieval" if gap else right), line["id"]
     # Every stage occurs, and right answers hid retrieval gaps.
     assert set(stages.values()) == {"retrieval", "generation", "pass"}
     assert lucky >= 1
 
-
-def test_export_to_a_file_and_from_a_relabelled_log(
-    tmp_path: Path, rag_log: Path
-) -> None:
-    out = tmp_path / "labels.jsonl"
-    result = CliRunner().invoke(
-        main, ["labels", "export", str(rag_log), "--out", str(out)]
+    # The relabelled log (two stage scores per sample) exports the same lines.
+    out = tmp_path / "again.jsonl"
+    again = run_tracegrade(
+        "labels", "export", str(log_path), "--out", str(out), cwd=tmp_path
     )
-    assert result.exit_code == 0, result.output
-    assert "30 lines to label written to" in result.output
-    lines = [json.loads(line) for line in out.read_text().splitlines()]
-    assert len(lines) == 30
-    # A relabelled log (two stage scores per sample) exports the same lines.
-    labels = tmp_path / "filled.jsonl"
-    labels.write_text("".join(json.dumps(x) + "\n" for x in staff_fill(lines)))
-    from inspect_ai import score
-
-    from tracegrade import stage_diagnosis_scorer
-
-    relabelled = score(
-        read_eval_log(str(rag_log)),
-        stage_diagnosis_scorer(labels=str(labels)),
-        action="append",
-        display="none",
-    )
-    assert label_requests(relabelled) == lines
+    assert f"30 lines to label written to {out}" in again.stderr
+    assert [json.loads(line) for line in out.read_text().splitlines()] == lines
 
 
-def test_a_log_without_stage_scores_is_refused(tmp_path: Path) -> None:
+def test_a_log_without_stage_scores_or_no_log_is_refused(tmp_path: Path) -> None:
     (log,) = eval(
         ordered_extraction_recorded(),
         limit=1,
@@ -149,46 +114,15 @@ def test_a_log_without_stage_scores_is_refused(tmp_path: Path) -> None:
         log_dir=str(tmp_path / "logs"),
         log_realtime=False,
     )
-    result = CliRunner().invoke(main, ["labels", "export", log.location])
-    assert result.exit_code == 1
-    assert "no sample has a stage_diagnosis score, so there is nothing to label" in (
-        result.output
-    )
-
-
-def test_an_unreadable_log_is_refused(tmp_path: Path) -> None:
     bogus = tmp_path / "not-a-log.eval"
     bogus.write_text("hello")
-    result = CliRunner().invoke(main, ["labels", "export", str(bogus)])
-    assert result.exit_code == 1
-    assert f"cannot read {str(bogus)!r} as an Inspect log" in result.output
-
-
-def test_runs_without_a_stage_score_are_exported_with_a_warning(
-    tmp_path: Path,
-) -> None:
-    """A recorded run whose context was never recorded is still a line to
-    label; its context is null, as the score recorded none."""
-    dataset = tmp_path / "runs.jsonl"
-    dataset.write_text(
-        json.dumps({"id": "r1", "input": {"required": ["D1"], "context": ["D1"]}})
-        + "\n"
-        + json.dumps({"id": "r2", "input": {"required": ["D1"]}})
-        + "\n"
-    )
-    (log,) = eval(
-        stage_diagnosis(dataset=str(dataset)),
-        display="none",
-        log_dir=str(tmp_path / "logs"),
-        log_realtime=False,
-    )
-    lines = label_requests(log)
-    assert [(x["id"], x["required"], x["context"]) for x in lines] == [
-        ("r1", ["D1"], ["D1"]),
-        ("r2", ["D1"], None),
-    ]
-    # No grader gave these labels: nothing is pre-filled.
-    assert [(x["correct"], x["grader"]) for x in lines] == [(None, None)] * 2
+    for path, said in [
+        (log.location, "no sample has a stage_diagnosis score, so there is nothing"),
+        (str(bogus), f"cannot read {str(bogus)!r} as an Inspect log"),
+    ]:
+        result = run_tracegrade("labels", "export", path, cwd=tmp_path)
+        assert result.returncode == 1
+        assert said in result.stderr
 
 
 @scorer(metrics=[])
@@ -205,13 +139,16 @@ def unsure_judge() -> Scorer:
     return judge
 
 
-def test_a_verdict_that_is_no_label_is_exported_as_null(tmp_path: Path) -> None:
-    """From a `label_from` grader too; its explanation is there either way."""
-    runs = {"r1": (["D1"], ["D1"]), "r2": (["D1"], ["D2"])}
+def test_a_verdict_that_is_no_label_and_a_context_never_recorded_are_null(
+    tmp_path: Path,
+) -> None:
+    """From a `label_from` grader too, its explanation there either way; a
+    run whose context was never recorded is still a line to label."""
+    runs = {"r1": {"context": ["D1"]}, "r2": {"context": ["D2"]}, "r3": {}}
     task = Task(
         dataset=[
-            Sample(id=key, input="?", metadata={"required": r, "context": c})
-            for key, (r, c) in runs.items()
+            Sample(id=key, input="?", metadata={"required": ["D1"], **run})
+            for key, run in runs.items()
         ],
         solver=replay(),
         scorer=[
@@ -223,8 +160,11 @@ def test_a_verdict_that_is_no_label_is_exported_as_null(tmp_path: Path) -> None:
         task, display="none", log_dir=str(tmp_path / "logs"), log_realtime=False
     )
     assert log.status == "success", log.error
-    lines = label_requests(log)
-    assert [(x["id"], x["correct"], x["grader"]) for x in lines] == [
-        ("r1", True, {"name": "unsure_judge", "explanation": "all of it"}),
-        ("r2", None, {"name": "unsure_judge", "explanation": "half of it"}),
+    judged = {"name": "unsure_judge", "explanation": "all of it"}
+    assert [
+        (x["id"], x["context"], x["correct"], x["grader"]) for x in label_requests(log)
+    ] == [
+        ("r1", ["D1"], True, judged),
+        ("r2", ["D2"], None, {**judged, "explanation": "half of it"}),
+        ("r3", None, True, judged),
     ]

@@ -34,43 +34,28 @@ def test_an_output_has_the_mode_of_any_new_file(tmp_path: Path, umask: int) -> N
     assert (tmp_path / "out.txt").stat().st_mode & 0o777 == 0o666 & ~umask
 
 
-def test_a_file_that_appeared_is_kept_and_the_output_too(
-    tmp_path: Path, file_system: str
+@pytest.mark.parametrize(
+    ("theirs", "force"), [(None, False), ("theirs", False), ("theirs", True)]
+)
+def test_a_name_taken_meanwhile_is_replaced_only_with_force(
+    tmp_path: Path, file_system: str, theirs: str | None, force: bool
 ) -> None:
     out = tmp_path / "out.txt"
-    written = AtomicFile(str(out))
+    written = AtomicFile(str(out), replace=force)
     written.handle.write("ours")
-    out.write_text("theirs")
+    assert not out.exists()
+    if theirs is not None:
+        out.write_text(theirs)
 
+    if theirs is None or force:
+        written.commit()
+        assert out.read_text() == "ours"
+        assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
+        return
     with pytest.raises(OutputAppeared) as appeared:
         written.commit()
-
     assert out.read_text() == "theirs"
     assert Path(appeared.value.kept).read_text() == "ours"
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["out.txt", Path(appeared.value.kept).name]
     )
-
-
-def test_an_output_appears_whole_and_alone(tmp_path: Path, file_system: str) -> None:
-    out = tmp_path / "out.txt"
-    written = AtomicFile(str(out))
-    written.handle.write("whole")
-    assert not out.exists()
-
-    written.commit()
-
-    assert out.read_text() == "whole"
-    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
-
-
-def test_force_replaces_a_file_that_appeared(tmp_path: Path, file_system: str) -> None:
-    out = tmp_path / "out.txt"
-    written = AtomicFile(str(out), replace=True)
-    written.handle.write("ours")
-    out.write_text("theirs")
-
-    written.commit()
-
-    assert out.read_text() == "ours"
-    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]

@@ -33,14 +33,14 @@ def stage_score(sample: EvalSample) -> Score | None:
 def _first_stage_score(log: EvalLog, nothing: str) -> Score:
     """The log's first stage score, else a `LabelsError`: nothing to work on."""
     first = next(filter(None, map(stage_score, log.samples or [])), None)
-    if first is None:
-        raise LabelsError(
-            log.location or "the log",
-            None,
-            f"no sample has a stage_diagnosis score, so there is nothing {nothing} "
-            "a log of a task scored with tracegrade's stage_diagnosis_scorer",
-        )
-    return first
+    if first is not None:
+        return first
+    raise LabelsError(
+        log.location or "the log",
+        None,
+        f"no sample has a stage_diagnosis score, so there is nothing {nothing} "
+        "a log of a task scored with tracegrade's stage_diagnosis_scorer",
+    )
 
 
 def label_requests(log: EvalLog) -> list[dict[str, Any]]:
@@ -59,8 +59,7 @@ def _label_request(sample: EvalSample, per_epoch: bool) -> dict[str, Any]:
     score = stage_score(sample)
     metadata = (score.metadata or {}) if score is not None else {}
     record, grader = metadata.get("record", {}), metadata.get("grader")
-    if not isinstance(grader, dict):
-        grader = None
+    grader = grader if isinstance(grader, dict) else None
     return {
         "id": sample.id,
         **({"epoch": sample.epoch} if per_epoch else {}),

@@ -89,30 +89,21 @@ def json_object(
 ) -> dict[str, Any]:
     """The JSON object on line `number`, else `error` with its kind; `what`
     names what the line should be."""
-    problem = undecodable(text)
-    if problem is not None:
-        raise error(path, number, problem, kind=MALFORMED_JSON)
-    try:
-        value = strict_json_loads(text)
-    except UnsupportedJSON as unsupported:
-        raise error(
-            path,
-            number,
-            f"JSON that no Inspect log can hold: {unsupported}",
-            kind=UNSUPPORTED_JSON,
-        ) from None
-    except ValueError as invalid:
-        raise error(
-            path, number, f"not valid JSON ({invalid})", kind=MALFORMED_JSON
-        ) from None
-    if type(value) is not dict:
-        raise error(
-            path,
-            number,
-            f"a {what} must be a JSON object, got {quote(value, 80)}",
-            kind=NOT_AN_OBJECT,
-        )
-    return value
+    problem, kind = undecodable(text), MALFORMED_JSON
+    if problem is None:
+        try:
+            value = strict_json_loads(text)
+        except UnsupportedJSON as unsupported:
+            problem = f"JSON that no Inspect log can hold: {unsupported}"
+            kind = UNSUPPORTED_JSON
+        except ValueError as invalid:
+            problem = f"not valid JSON ({invalid})"
+        else:
+            if type(value) is dict:
+                return value
+            problem = f"a {what} must be a JSON object, got {quote(value, 80)}"
+            kind = NOT_AN_OBJECT
+    raise error(path, number, problem, kind=kind)
 
 
 def json_objects(
@@ -184,19 +175,16 @@ def _bounded_int(text: str) -> int:
 
 
 def _depth(value: Any) -> int:
-    """Nesting depth of parsed JSON, without recursion."""
-    deepest = 0
-    pending: list[tuple[Any, int]] = [(value, 0)]
-    while pending:
-        item, depth = pending.pop()
-        if isinstance(item, dict):
-            item = item.values()
-        elif not isinstance(item, list):
-            continue
+    """Nesting depth of parsed JSON, level by level (no recursion)."""
+    depth, level = 0, [value]
+    while containers := [item for item in level if isinstance(item, (dict, list))]:
         depth += 1
-        deepest = max(deepest, depth)
-        pending.extend((child, depth) for child in item)
-    return deepest
+        level = [
+            child
+            for item in containers
+            for child in (item.values() if isinstance(item, dict) else item)
+        ]
+    return depth
 
 
 # Made once (`json.loads` with hooks builds one per call); text from UTF-8

@@ -1,4 +1,6 @@
-"""Outputs written whole or not at all, never over a file without `--force`."""
+"""Outputs written whole or not at all, never over a file without `--force`:
+a temporary file beside the final name, checked writes, fsync, then an
+atomic claim of the name."""
 
 from __future__ import annotations
 
@@ -9,7 +11,6 @@ import os
 import stat
 import sys
 from collections.abc import Callable, Iterable
-from contextlib import AbstractContextManager
 from typing import IO, Any
 
 PARTIAL_SUFFIX = ".partial"
@@ -43,8 +44,7 @@ class StandardOutputFailed(OutputError):
 
 def _identity(path: str) -> tuple[int, int] | None:
     with contextlib.suppress(OSError):
-        status = os.stat(path)
-        return status.st_dev, status.st_ino
+        return file_state(path)[:2]
     return None
 
 
@@ -55,11 +55,10 @@ def publish(temporary: str, final: str, *, replace: bool) -> None:
         return os.replace(temporary, final)
     try:
         os.link(temporary, final)
-    except OSError as error:
-        if isinstance(error, FileExistsError):
-            raise
-        claim = os.open(final, _NEW, 0o600)
-        claimed = os.fstat(claim)
+    except FileExistsError:
+        raise
+    except OSError:
+        claimed = os.fstat(claim := os.open(final, _NEW, 0o600))
         os.close(claim)
         try:
             os.replace(temporary, final)
@@ -103,7 +102,8 @@ def file_state(path: str) -> FileState:
 
 
 def replace_unless_changed(temporary: str, final: str, expected: FileState) -> None:
-    """Rename over `final` only if unchanged (checked once moved aside)."""
+    """Rename over `final` only if unchanged: checked once it is moved aside,
+    and again after, for a writer that still had it open."""
 
     def unchanged() -> bool:  # not by inode, which some FUSE drivers change
         state = file_state(aside)
@@ -133,7 +133,7 @@ def replace_unless_changed(temporary: str, final: str, expected: FileState) -> N
                 f"one it held when this command checked it is kept as {aside!r}"
             ) from None
         raise
-    if not unchanged():  # written to while it was open
+    if not unchanged():
         os.replace(aside, final)
         raise changed
     os.unlink(aside)
@@ -147,10 +147,8 @@ def _create_beside(final: str, suffix: str) -> tuple[int, str]:
 
 
 def is_stream(path: str) -> bool:
-    with contextlib.suppress(OSError):
-        mode = os.stat(path).st_mode
-        return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
-    return False
+    mode = os.stat(path).st_mode if os.path.exists(path) else stat.S_IFREG
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
 
 
 def check_output(
@@ -215,7 +213,7 @@ def check_standard_streams(inputs: Iterable[str]) -> None:
     )
 
 
-def _not_written(path: str, error: OSError) -> OutputError:
+def not_written(path: str, error: OSError) -> OutputError:
     return OutputError(
         f"cannot write {path!r} ({error.strerror or error}); nothing was written"
     )
@@ -234,7 +232,8 @@ class _NamedFile(io.FileIO):
 
 
 class AtomicFile:
-    """Write `handle`, then `commit()` gives the final name (or `discard()`)."""
+    """Write `handle`, then `commit()` gives the final name (or `discard()`);
+    `unless_changed`: replace the file only if it still has that state."""
 
     def __init__(
         self,
@@ -243,18 +242,16 @@ class AtomicFile:
         binary: bool = False,
         replace: bool = False,
         unless_changed: FileState | None = None,
-        held: Callable[[], AbstractContextManager[object]] = contextlib.nullcontext,
     ) -> None:
-        self.path, self.replace, self.held = path, replace, held
-        self.unless_changed = unless_changed  # see replace_unless_changed
+        self.path, self.replace, self.unless_changed = path, replace, unless_changed
         self.streaming = is_stream(path)
         self.temporary: str | None = None
         if self.streaming:
             flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _BINARY
             descriptor = os.open(path, flags, 0o666)
         else:  # through a symbolic link, the file it points to is replaced
-            self._final = os.path.realpath(path)
-            descriptor, self.temporary = _create_beside(self._final, PARTIAL_SUFFIX)
+            self.final = os.path.realpath(path)
+            descriptor, self.temporary = _create_beside(self.final, PARTIAL_SUFFIX)
         raw = _NamedFile(descriptor, "wb")
         raw.shown = path
         buffered = io.BufferedWriter(raw)
@@ -277,13 +274,10 @@ class AtomicFile:
             return
         try:
             if self.unless_changed is not None:
-                with self.held():
-                    replace_unless_changed(
-                        self.temporary, self._final, self.unless_changed
-                    )
+                replace_unless_changed(self.temporary, self.final, self.unless_changed)
             else:
                 publish_output(
-                    self.temporary, self._final, replace=self.replace, shown=self.path
+                    self.temporary, self.final, replace=self.replace, shown=self.path
                 )
         except FileExistsError:
             kept = self.temporary.removesuffix(PARTIAL_SUFFIX)
@@ -291,7 +285,7 @@ class AtomicFile:
             self.temporary = None
             raise OutputAppeared(self.path, kept) from None
         self.temporary = None
-        sync_directory(os.path.dirname(self._final))
+        sync_directory(os.path.dirname(self.final))
 
     @classmethod
     def write_text(cls, path: str, text: str, *, replace: bool = False) -> None:
@@ -315,26 +309,8 @@ class AtomicFile:
             if written is not None:
                 written.discard()
             if isinstance(error, OSError):
-                raise _not_written(path, error) from None
+                raise not_written(path, error) from None
             raise
-
-    def write_with(
-        self, write: Callable[[str], object], before_commit: Callable[[], None]
-    ) -> None:
-        """Fill the file by a writer that opens its path, as `write_eval_log`."""
-        if self.temporary is None:
-            raise OutputError(f"{self.path!r} is not a regular file; give a file")
-        self.handle.close()
-        # Made afresh by the writer: Inspect's copies a replaced file's
-        # permissions, which FAT refuses.
-        os.unlink(self.temporary)
-        try:
-            write(self.temporary)
-            self.handle = open(self.temporary, "ab")  # noqa: SIM115
-            before_commit()
-            self.commit()
-        except OSError as error:
-            raise _not_written(self.path, error) from None
 
     def discard(self) -> str | None:
         """Drop the unfinished file (never raises); the path of anything left."""

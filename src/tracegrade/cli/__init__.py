@@ -33,19 +33,12 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             with signals_as_exceptions():
-                return self._invoke(ctx)
-        finally:
-            if self.ending_handled:
-                stop_at_once_on_signal(_stopped_message)
-
-    def _invoke(self, ctx: click.Context) -> Any:
-        try:
-            try:
-                return super().invoke(ctx)
-            finally:
-                # What is still buffered goes out here, where a full disk
-                # is one line like any other write's.
-                sys.stdout.flush()
+                try:
+                    return super().invoke(ctx)
+                finally:
+                    # What is still buffered goes out here, where a full disk
+                    # is one line like any other write's.
+                    sys.stdout.flush()
         except CommandStopped as stopped:
             message, exit_code = stopped.message, stopped.exit_code
         except OutputError as error:
@@ -69,6 +62,11 @@ class _Group(click.Group):
                 message = _stopped_message(message)
             elif not message.startswith("tracegrade "):
                 message = f"tracegrade: {message}"
+        finally:
+            if self.ending_handled:
+                stop_at_once_on_signal(
+                    lambda name: _stopped_message(f"stopped by {name}")
+                )
         click.echo(message, err=True)
         ctx.exit(exit_code)
 

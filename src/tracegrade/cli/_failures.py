@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import sys
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from types import FrameType
 from typing import Any
 
@@ -24,6 +23,7 @@ TERMINATING: tuple[signal.Signals, ...] = tuple(
     if hasattr(signal, "SIG" + name)
 )
 _HANDLED = (signal.SIGINT, *TERMINATING)
+Handler = Callable[[int, FrameType | None], None]
 
 _noted: list[int] | None = None  # signals held by `signals_held`; None outside
 
@@ -44,22 +44,22 @@ class CommandStopped(Exception):
         super().__init__(message)
 
 
-def _held_back(signum: int) -> bool:
-    if _noted is not None:
-        _noted.append(signum)
-    return _noted is not None
+def _install(handler: Handler, signums: tuple[int, ...] = _HANDLED) -> dict[int, Any]:
+    """`handler` for `signums`, unless `signals_held` holds them; the
+    handlers before."""
 
+    def unless_held(signum: int, frame: FrameType | None) -> None:
+        if _noted is None:
+            handler(signum, frame)
+        else:
+            _noted.append(signum)
 
-def _raise_signal(signum: int, _frame: FrameType | None) -> None:
-    if not _held_back(signum):
-        raise KeyboardInterrupt if signum == signal.SIGINT else Terminated(signum)
+    return {signum: signal.signal(signum, unless_held) for signum in signums}
 
 
 @contextmanager
-def _handling(
-    handler: Callable[[int, FrameType | None], None], signums: tuple[int, ...]
-) -> Iterator[None]:
-    previous = {signum: signal.signal(signum, handler) for signum in signums}
+def _handling(handler: Handler, signums: tuple[int, ...] = _HANDLED) -> Iterator[None]:
+    previous = _install(handler, signums)
     try:
         yield
     finally:
@@ -67,7 +67,11 @@ def _handling(
             signal.signal(signum, before)
 
 
-def signals_as_exceptions() -> contextlib.AbstractContextManager[None]:
+def _raise_signal(signum: int, _frame: FrameType | None) -> None:
+    raise KeyboardInterrupt if signum == signal.SIGINT else Terminated(signum)
+
+
+def signals_as_exceptions() -> AbstractContextManager[None]:
     """Signals raise `Terminated` (SIGINT KeyboardInterrupt, unless ignored)."""
     sigint = signal.getsignal(signal.SIGINT) is signal.default_int_handler
     return _handling(_raise_signal, _HANDLED if sigint else TERMINATING)
@@ -87,40 +91,32 @@ def signals_held() -> Iterator[None]:
             signal.raise_signal(noted[0])
 
 
-def _exit_saying(message: Callable[[], str], signum: int, cleanup: Any = None) -> None:
-    for handled in _HANDLED:  # no second one during cleanup
-        signal.signal(handled, signal.SIG_IGN)
-    try:
-        if cleanup is not None:
+def _exiting(message: Callable[[str], str], cleanup: Callable[[], object]) -> Handler:
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        for handled in _HANDLED:  # no second one during cleanup
+            signal.signal(handled, signal.SIG_IGN)
+        try:
             cleanup()
-    finally:
-        os.write(2, (message() + "\n").encode("utf-8", "replace"))
-        os._exit(128 + signum)
+        finally:
+            said = message(signal.Signals(signum).name) + "\n"
+            os.write(2, said.encode("utf-8", "replace"))
+            os._exit(128 + signum)
+
+    return stop
 
 
 def exit_on_signal(
-    message: Callable[[str], str], cleanup: Callable[[], object] | None = None
-) -> contextlib.AbstractContextManager[None]:
+    message: Callable[[str], str], cleanup: Callable[[], object] = lambda: None
+) -> AbstractContextManager[None]:
     """On a signal: `cleanup`, `message(NAME)`, exit (asyncio or threads
     could swallow an exception)."""
-
-    def stop(signum: int, _frame: FrameType | None) -> None:
-        if not _held_back(signum):
-            name = signal.Signals(signum).name
-            _exit_saying(lambda: message(name), signum, cleanup)
-
-    return _handling(stop, _HANDLED)
+    return _handling(_exiting(message, cleanup))
 
 
 def stop_at_once_on_signal(message: Callable[[str], str]) -> None:
-    """From now on a signal exits at once: no exception could be caught."""
-
-    def stop(signum: int, _frame: FrameType | None) -> None:
-        name = signal.Signals(signum).name
-        _exit_saying(lambda: message(f"stopped by {name}"), signum)
-
-    for signum in _HANDLED:
-        signal.signal(signum, stop)
+    """From now on a signal exits at once, saying `message(NAME)`: no
+    exception could be caught."""
+    _install(_exiting(message, lambda: None))
 
 
 def fault(error: BaseException) -> tuple[str, int] | None:

@@ -76,7 +76,7 @@ def check(
 
     check_standard_streams([path])
     counts = dict.fromkeys(COUNTS, 0)
-    by_side: dict[str, Counter[str]] = {"data": Counter(), "answer": Counter()}
+    errors, failures = Counter[str](), Counter[str]()
     presence = FieldPresence(READ_FIELDS[task])
     listed: list[dict[str, Any]] = []  # only with --json
     shown = 0
@@ -100,8 +100,7 @@ def check(
                 if problem is None:
                     counts["clean"] += 1
                     continue
-                side = "data" if problem.side == "data" else "answer"
-                by_side[side][problem.kind] += 1
+                (errors if problem.side == "data" else failures)[problem.kind] += 1
                 if max_listed is not None and shown >= max_listed:
                     continue
                 shown += 1
@@ -120,7 +119,6 @@ def check(
             described[1],
         ) from None
     warnings = presence.warnings(path) if counts["records"] else []
-    errors, failures = by_side["data"], by_side["answer"]
     ok = counts["records"] > 0 and not errors
     if as_json:
         summary = {
@@ -137,7 +135,7 @@ def check(
         }
         click.echo(json.dumps(summary, indent=2))
     else:
-        _print_summary(task, path, counts, by_side, warnings, shown)
+        _print_summary(task, path, counts, errors, failures, warnings, shown)
     raise SystemExit(0 if ok else 1)
 
 
@@ -155,14 +153,14 @@ def _print_summary(
     task: str,
     path: str,
     counts: dict[str, int],
-    by_side: dict[str, Counter[str]],
+    errors: Counter[str],
+    failures: Counter[str],
     warnings: list[dict[str, str]],
     listed: int,
 ) -> None:
     from rich.console import Console
     from rich.markup import escape
 
-    errors, failures = by_side["data"], by_side["answer"]
     records = counts["records"]
     table = count_table(
         [

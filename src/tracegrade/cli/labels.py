@@ -7,7 +7,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -17,6 +17,9 @@ if TYPE_CHECKING:
     from inspect_ai.log import EvalLog, EvalSample
 
     from ..label_logs import ApplyAction
+    from ..outputs import AtomicFile
+
+T = TypeVar("T")
 
 
 @click.group("labels")
@@ -50,17 +53,12 @@ def export(log: str, out: str | None, force: bool) -> None:
     Exit codes: 0 success, 1 the log cannot be read or holds no stage
     diagnosis scores, 2 usage error or a file that cannot be written.
     """
-    # Imported here so that `tracegrade --help` does not load Inspect.
     from ..label_logs import label_requests, stage_score
-    from ..labels import LabelsError
     from ..outputs import AtomicFile, check_output
 
     check_output(out, inputs=[log], option="--out", force=force)
     eval_log = _read_log(log)
-    try:
-        lines = label_requests(eval_log)
-    except LabelsError as error:
-        raise click.ClickException(str(error)) from error
+    lines = _refused_as_one_line(label_requests, eval_log)
     _warn(log, eval_log, "exported")
     _warn_runs(
         [s for s in eval_log.samples or [] if stage_score(s) is None],
@@ -70,9 +68,9 @@ def export(log: str, out: str | None, force: bool) -> None:
     text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     if out is None:
         click.echo(text, nl=False)
-        return
-    AtomicFile.write_text(out, text, replace=force)
-    click.echo(f"{len(lines)} lines to label written to {out}", err=True)
+    else:
+        AtomicFile.write_text(out, text, replace=force)
+        click.echo(f"{len(lines)} lines to label written to {out}", err=True)
 
 
 @labels.command("apply")
@@ -112,12 +110,15 @@ def apply(
     a file that cannot be written, or LOG changed while it was labelled.
     """
     from ..outputs import (
+        AtomicFile,
+        OutputChanged,
         OutputError,
         check_output,
         file_state,
         is_stream,
+        not_written,
     )
-    from ._failures import exit_on_signal
+    from ._failures import exit_on_signal, signals_held
 
     target = log if out is None else out
     check_output(out, inputs=[log, labels_file], option="--out", force=force)
@@ -126,33 +127,49 @@ def apply(
     before = file_state(target) if os.path.exists(target) else None
 
     def stopped_by(name: str) -> str:
-        """The line for a signal, saying whether `target` was written by then."""
         now = file_state(target) if os.path.exists(target) else None
         left = "was not changed" if before is not None else "was not written"
         left = "was written" if now != before else left
         return f"tracegrade labels apply: stopped by {name}; {target} {left}"
 
+    changed = OutputError(
+        f"{log!r} changed while its labels were applied (an eval or another "
+        "program wrote it); nothing was written: run the command again"
+    )
+    written = AtomicFile(target, binary=True, replace=force)
     # From the wait for the lock on, a signal ends the command at once.
-    with exit_on_signal(stopped_by), _directory_locked(log):
-        _apply(log, labels_file, action, target, force, stopped_by)
+    with exit_on_signal(stopped_by, written.discard):
+        try:
+            with _directory_locked(log):
+                read = file_state(log)
+                if target == log:  # replaced only if no other program rewrote it
+                    written.unless_changed = read
+                labelled, outcomes = _labelled(log, labels_file, action, force)
+                named = target if target.endswith((".json", ".eval")) else log
+                try:  # what cannot be written is named, as for any output
+                    _write_log(written, labelled, named.endswith(".json"))
+                    if file_state(log) != read:
+                        raise changed
+                    with signals_held():  # no name left half claimed
+                        written.commit()
+                except OSError as error:
+                    raise not_written(target, error) from None
+        except OutputChanged as error:
+            written.discard()
+            raise OutputError(f"{changed} ({error})") from None
+        except BaseException:
+            written.discard()
+            _quiet_zip_finaliser()
+            raise
+    click.echo(_summary(labelled, outcomes, labels_file, target), err=True)
 
 
-def _apply(
-    log: str,
-    labels_file: str,
-    action: ApplyAction,
-    target: str,
-    force: bool,
-    stopped_by: Callable[[str], str],
-) -> None:
-    from inspect_ai.log import write_eval_log
-
+def _labelled(
+    log: str, labels_file: str, action: ApplyAction, force: bool
+) -> tuple[EvalLog, dict[str, list[EvalSample]]]:
+    """LOG rescored with the labels, and its runs by outcome, warned of."""
     from ..label_logs import apply_labels
-    from ..labels import LabelsError
-    from ..outputs import AtomicFile, OutputChanged, OutputError, file_state
-    from ._failures import exit_on_signal, signals_held
 
-    read = file_state(log)
     eval_log = _read_log(log)
     if eval_log.status == "started" and not force:
         raise click.ClickException(
@@ -160,10 +177,7 @@ def _apply(
             "would write over the labels when it does; wait until it ends, "
             "or pass --force"
         )
-    try:
-        labelled = apply_labels(eval_log, labels_file, action=action)
-    except LabelsError as error:
-        raise click.ClickException(str(error)) from error
+    labelled = _refused_as_one_line(apply_labels, eval_log, labels_file, action=action)
     _warn(log, labelled, "labelled")
     outcomes = _outcomes(labelled, labels_file)
     _warn_runs(
@@ -171,48 +185,40 @@ def _apply(
         f"of {log} have no label in {labels_file}",
         "they are answer-label",
     )
-    changed = OutputError(
-        f"{log!r} changed while its labels were applied (an eval or another "
-        "program wrote it); nothing was written: run the command again"
-    )
+    return labelled, outcomes
 
-    def unchanged_since_read() -> None:
-        if file_state(log) != read:
-            raise changed
 
-    named = target if target.endswith((".json", ".eval")) else log
-    fmt: Literal["eval", "json"] = "json" if named.endswith(".json") else "eval"
-    # The log itself is rewritten on purpose, unless another program has
-    # rewritten it since it was read; another --out only with --force.
-    written = AtomicFile(
-        target,
-        binary=True,
-        replace=force,
-        unless_changed=read if target == log else None,
-        held=signals_held,
-    )
+def _write_log(written: AtomicFile, labelled: EvalLog, as_json: bool) -> None:
+    """The log into `written`'s temporary file, made afresh by Inspect's
+    writer (which copies a replaced file's permissions, which FAT refuses)."""
+    from inspect_ai.log import write_eval_log
+
+    assert written.temporary is not None  # a stream was refused
+    written.handle.close()
+    os.unlink(written.temporary)
+    write_eval_log(labelled, written.temporary, format="json" if as_json else "eval")
+    written.handle = open(written.temporary, "ab")  # noqa: SIM115
+
+
+def _quiet_zip_finaliser() -> None:
+    """Inspect's `ZipLogFile.__del__` retries a failed write into a temporary
+    file already removed: its traceback is noise."""
+    shown = sys.unraisablehook
+
+    def drop_zip_finaliser(unraisable: sys.UnraisableHookArgs) -> None:
+        if "ZipLogFile.__del__" not in repr(unraisable.object):
+            shown(unraisable)
+
+    sys.unraisablehook = drop_zip_finaliser
+
+
+def _refused_as_one_line(work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    from ..labels import LabelsError
+
     try:
-        with exit_on_signal(stopped_by, cleanup=written.discard):
-            written.write_with(
-                lambda path: write_eval_log(labelled, path, format=fmt),
-                before_commit=unchanged_since_read,
-            )
-    except OutputChanged as error:
-        written.discard()
-        raise OutputError(f"{changed} ({error})") from None
-    except BaseException:
-        written.discard()
-        # Inspect's `ZipLogFile.__del__` retries a failed write into a
-        # temporary file already removed: its traceback is noise.
-        shown = sys.unraisablehook
-
-        def drop_zip_finaliser(unraisable: sys.UnraisableHookArgs) -> None:
-            if "ZipLogFile.__del__" not in repr(unraisable.object):
-                shown(unraisable)
-
-        sys.unraisablehook = drop_zip_finaliser
-        raise
-    click.echo(_summary(labelled, outcomes, labels_file, target), err=True)
+        return work(*args, **kwargs)
+    except LabelsError as error:
+        raise click.ClickException(str(error)) from error
 
 
 def _warn(log: str, eval_log: EvalLog, done: str) -> None:
@@ -269,15 +275,13 @@ def _summary(
 
 
 def _outcomes(log: EvalLog, labels_file: str) -> dict[str, list[EvalSample]]:
-    """The runs of `log` by what the labels' score made of them: diagnosed,
-    unlabelled (none needed), or its error kind; unscored runs left out."""
+    """The runs by what the labels' score (the last one read from the file)
+    made of them: diagnosed, unlabelled (none needed), or its error kind."""
     from ..scorers.outcome import error_kind
 
     source = f"labels file {labels_file}"
     outcomes: dict[str, list[EvalSample]] = {}
     for sample in log.samples or []:
-        # The labels' score is the last one read from the file (Inspect names
-        # it `stage_diagnosis1`, or `stage_diagnosis` where none was).
         scores = [
             score
             for score in (sample.scores or {}).values()
@@ -305,15 +309,15 @@ def lock_path(log: str) -> str:
 @contextmanager
 def _directory_locked(log: str) -> Iterator[None]:
     """SQLite's exclusive lock on `lock_path`, so two applies in a directory
-    take turns (docs/cli.md); where it cannot be a lock, warn and go on.
-    Each wait is short: signals are handled between waits."""
+    take turns; where it cannot be a lock, warn and go on. Each wait is
+    short: signals are handled between waits."""
     import sqlite3
 
     path = lock_path(log)
     lock = None
     try:
         lock = sqlite3.connect(path, timeout=0.2, isolation_level=None)
-        waiting = False
+        waiting = "waiting for another tracegrade labels apply in {}'s directory"
         while True:
             try:
                 lock.execute("PRAGMA journal_mode = OFF")  # no journal beside it
@@ -322,12 +326,9 @@ def _directory_locked(log: str) -> Iterator[None]:
             except sqlite3.OperationalError as error:
                 if "locked" not in str(error):
                     raise
-            if not waiting:
-                waiting = True
-                click.echo(
-                    f"waiting for another tracegrade labels apply in {log}'s directory",
-                    err=True,
-                )
+            if waiting:
+                click.echo(waiting.format(log), err=True)
+                waiting = ""
     except sqlite3.Error as error:
         click.echo(
             f"warning: {path!r} cannot be a lock ({error}); going on "
