@@ -3,6 +3,7 @@ its inputs, the importer's records, and the shared options, output and notes."""
 
 from __future__ import annotations
 
+import functools
 import json
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
@@ -41,10 +42,21 @@ _OUTPUT_OPTIONS = [
 ]
 
 
-def _importer(name: str, *options: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """An import command: its own options, then the shared ones."""
+# An importer's inputs, its records (read once iterated), their noun, and its
+# notes (complete once the records are).
+Shape = tuple[list[str], Iterable[dict[str, Any]], str, list[str]]
 
-    def decorate(command: Callable[..., None]) -> Any:
+
+def _importer(name: str, *options: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """An import command: its own options, the shared ones, and the writing."""
+
+    def decorate(shape: Callable[..., Shape]) -> Any:
+        @functools.wraps(shape)
+        def command(
+            output: str | None, force: bool, output_format: str, **own: Any
+        ) -> None:
+            _write(*shape(**own), own["labels"], output, force, output_format)
+
         for option in reversed([*options, *_OUTPUT_OPTIONS]):
             command = option(command)
         return import_group.command(name)(command)
@@ -167,15 +179,7 @@ def import_group() -> None:
         "that found nothing.",
     ),
 )
-def trec(
-    qrels: str,
-    run: str,
-    k: int,
-    min_rel: int,
-    complete: bool,
-    labels: str | None,
-    **output: Any,
-) -> None:
+def trec(qrels: str, run: str, labels: str | None, **options: Any) -> Shape:
     """One stage-diagnosis record per query of TREC qrels and a run.
 
     \b
@@ -192,16 +196,8 @@ def trec(
     from ..importers.trec import import_trec
 
     notes: list[str] = []
-    records = import_trec(
-        qrels,
-        run,
-        k=k,
-        min_rel=min_rel,
-        complete=complete,
-        labels_path=labels,
-        notes=notes,
-    )
-    _write([qrels, run], records, "queries", notes, labels, **output)
+    records = import_trec(qrels, run, labels_path=labels, notes=notes, **options)
+    return [qrels, run], records, "queries", notes
 
 
 @_importer(
@@ -214,7 +210,7 @@ def trec(
         help="How DATASET is written; by default CSV for a .csv name, else JSONL.",
     ),
 )
-def ragas(dataset: str, file_format: Any, labels: str | None, **output: Any) -> None:
+def ragas(dataset: str, file_format: Any, labels: str | None) -> Shape:
     """One stage-diagnosis record per sample of a Ragas evaluation dataset.
 
     \b
@@ -231,7 +227,7 @@ def ragas(dataset: str, file_format: Any, labels: str | None, **output: Any) -> 
     from ..importers.ragas import stream_ragas
 
     records = stream_ragas(dataset, labels_path=labels, file_format=file_format)
-    _write([dataset], records, "samples", [], labels, **output)
+    return [dataset], records, "samples", []
 
 
 @_importer(
@@ -278,17 +274,7 @@ def ragas(dataset: str, file_format: Any, labels: str | None, **output: Any) -> 
         "scores unresolved) instead of refusing the import.",
     ),
 )
-def openinference(
-    spans: str,
-    gold: str,
-    key: str,
-    sample_id: str | None,
-    context: str,
-    id_in_metadata: str | None,
-    allow_unmatched: bool,
-    labels: str | None,
-    **output: Any,
-) -> None:
+def openinference(spans: str, gold: str, labels: str | None, **rules: Any) -> Shape:
     """One stage-diagnosis record per trace of OpenInference spans.
 
     \b
@@ -307,8 +293,7 @@ def openinference(
     from ..importers.openinference import ImportRules, stream_openinference
 
     notes: list[str] = []
-    chosen = ImportRules(key, sample_id, context, allow_unmatched, id_in_metadata)
     records = stream_openinference(
-        spans, gold, rules=chosen, labels_path=labels, notes=notes
+        spans, gold, rules=ImportRules(**rules), labels_path=labels, notes=notes
     )
-    _write([spans, gold], records, "traces", notes, labels, **output)
+    return [spans, gold], records, "traces", notes

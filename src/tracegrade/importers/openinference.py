@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.errors import quote
 from ..lines import has_lone_surrogate, json_objects, strict_json_loads
@@ -31,6 +31,9 @@ from .common import (
     read_labels,
 )
 
+if TYPE_CHECKING:
+    from ..labels import StaffLabels
+
 # The OpenInference semantic conventions' names.
 KIND = "openinference.span.kind"
 RETRIEVER, RERANKER, LLM, PROMPT = "RETRIEVER", "RERANKER", "LLM", "PROMPT"
@@ -39,20 +42,21 @@ INPUT, OUTPUT, MIME = "input.value", "output.value", "input.mime_type"
 DOCUMENTS = {RETRIEVER: "retrieval.documents", RERANKER: "reranker.output_documents"}
 JSON_MIME = "application/json"
 MODEL_INPUT = "model-input"
-NO_MODEL_INPUT = "no LLM span shows its input"
-NO_CONTENT = "a document with no content that no model input names by id"
 
 _DIGITS = re.compile(r"[+-]?[0-9]+")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _URL_SAFE = str.maketrans("-_", "+/")
 _FLAT = re.compile(r"(0|[1-9][0-9]{0,19})\.document\.(.+)")  # after "NAME."
-_NONFINITE = ("NaN", "Infinity", "-Infinity")
 # AnyValue's scalar kinds other than text and integers: how each is read, and
 # what a value that is not one is called.
 _SCALARS: dict[str, tuple[Any, str]] = {
     "boolValue": (lambda v: v if type(v) is bool else None, "is not true or false"),
     "doubleValue": (
-        lambda v: float(v) if type(v) in (int, float) or v in _NONFINITE else None,
+        lambda v: (
+            float(v)
+            if type(v) in (int, float) or v in ("NaN", "Infinity", "-Infinity")
+            else None
+        ),
         "is not a number",
     ),
     "bytesValue": (lambda v: base64.b64decode(v, validate=True), "is not base64"),
@@ -557,8 +561,20 @@ def documents_in(
         for start in _occurrences(text, mark, by_id)
     ]
     found: dict[str, tuple[int, int]] = {}
-    inside: dict[str, tuple[Any, ...]] = {}
-    for (number, start, _, document, _), cover in _covers(seen):
+    inside: dict[str, tuple[Any, ...]] = {}  # another document's longer mark
+    for number, start, end, document, _ in seen:
+        cover = next(
+            (
+                other
+                for other in seen
+                if other[0] == number
+                and other[3] != document
+                and other[1] <= start
+                and end <= other[2]
+                and other[2] - other[1] > end - start
+            ),
+            None,
+        )
         if cover is None:
             found[document] = min(found.get(document, (number, start)), (number, start))
         else:
@@ -596,30 +612,6 @@ def _occurrences(text: str, mark: str, by_id: bool) -> Iterator[int]:
         if not (by_id and any(c.isalnum() for c in around)):
             yield start
         start = text.find(mark, start + 1)
-
-
-def _covers(seen: list[tuple[Any, ...]]) -> list[tuple[tuple[Any, ...], Any]]:
-    """Each occurrence, with another document's longer one holding it, if any."""
-    seen.sort(key=lambda item: (item[0], item[1], -item[2]))
-    covers = []
-    reaching: list[tuple[Any, ...]] = []  # the two furthest of distinct documents
-    for occurrence in seen:
-        text, start, end, document, _ = occurrence
-        if reaching and reaching[0][0] != text:
-            reaching = []
-        holding = [
-            other
-            for other in reaching
-            if other[3] != document
-            and end <= other[2]
-            and other[2] - other[1] > end - start
-        ]
-        covers.append((occurrence, holding[0] if holding else None))
-        furthest = {other[3]: other for other in reaching}
-        if document not in furthest or end > furthest[document][2]:
-            furthest[document] = occurrence
-        reaching = sorted(furthest.values(), key=lambda item: -item[2])[:2]
-    return covers
 
 
 def _untyped(trace: Trace, contents: dict[str, set[str | None]]) -> list[str]:
@@ -686,7 +678,7 @@ def _context(
             contents.setdefault(document, set()).add(content)
     untyped, why = _untyped(trace, contents), None
     if rules.context == MODEL_INPUT:
-        texts, why = _model_input(trace), NO_MODEL_INPUT
+        texts, why = _model_input(trace), "no LLM span shows its input"
         if texts:
             known = {
                 d: [text for text in found if text] for d, found in contents.items()
@@ -694,7 +686,7 @@ def _context(
             context = documents_in(texts, known, at)
             if all(known[d] or d in context for d in known):
                 return context, steps, untyped, None
-            why = NO_CONTENT
+            why = "a document with no content that no model input names by id"
     if any(step["name"].startswith("reranker") for step in steps):
         return list(steps[-1]["ids"]), steps, untyped, why
     retrieved = [d for s in trace.of(RETRIEVER) for d, _ in documents[s.span_id]]
@@ -765,32 +757,31 @@ def stream_openinference(
             problem = "holds no spans; it should be OTLP JSON, one "
             problem += "ExportTraceServiceRequest a line"
             raise InputFileError(path, None, problem)
-        gold = _read_gold(str(gold_path))
-        labels = None if labels_path is None else read_labels(labels_path)
-        traces = (Trace(trace_id, spool.read(trace_id)) for trace_id in spool.places)
-        yield from _records(path, traces, gold, str(gold_path), rules, labels, notes)
+        made = _Import(path, str(gold_path), rules)
+        made.labels = None if labels_path is None else read_labels(labels_path)
+        for trace_id in spool.places:
+            yield made.record(Trace(trace_id, spool.read(trace_id)))
+        notes += made.notes()
 
 
-def _records(
-    path: str,
-    traces: Iterator[Trace],
-    gold: dict[tuple[type, Key], GoldLine],
-    gold_path: str,
-    rules: ImportRules,
-    labels: Any,
-    notes: list[str],
-) -> Iterator[dict[str, Any]]:
-    used: set[tuple[type, Key]] = set()
-    traces_by_id: dict[str, str] = {}
-    unmatched: list[tuple[str, Key | None]] = []
-    unretrieved: list[str] = []
-    last_step: list[tuple[str, str]] = []
-    untyped: dict[str, int] = {}
-    id_name = rules.sample_id or rules.key
-    for trace in traces:
-        at, value = f"{path}: trace {quote(trace.id)}", trace.key(rules.key)
-        line = None if value is None else gold.get((type(value), value))
-        named_by = value if rules.sample_id is None else trace.key(rules.sample_id)
+class _Import:
+    """One import's traces made records, and what its notes say of them."""
+
+    def __init__(self, path: str, gold_path: str, rules: ImportRules) -> None:
+        self.path, self.gold_path, self.rules = path, gold_path, rules
+        self.gold = _read_gold(gold_path)
+        self.labels: StaffLabels | None = None
+        self.used: set[tuple[type, Key]] = set()
+        self.traces: dict[str, str] = {}  # trace ids by sample id
+        self.unmatched: list[tuple[str, Key | None]] = []
+        self.unretrieved: list[str] = []
+        self.last_step: list[tuple[str, str]] = []  # with why
+        self.untyped: dict[str, int] = {}  # traces by span name
+
+    def sample_id(self, trace: Trace, key: Key | None) -> str:
+        at, rules = f"{self.path}: trace {quote(trace.id)}", self.rules
+        id_name = rules.sample_id or rules.key
+        named_by = key if rules.sample_id is None else trace.key(rules.sample_id)
         if named_by is None and rules.sample_id is not None:
             problem = f"has no attribute {quote(rules.sample_id)} for its sample id"
             raise ImportRefused(f"{at} {problem}")
@@ -799,98 +790,108 @@ def _records(
                 f"{at} has an empty {id_name}, which cannot name a record"
             )
         sample_id = trace.id if named_by is None else str(named_by)
-        if sample_id in traces_by_id:
+        if sample_id in self.traces:
             raise ImportRefused(
-                f"{path}: traces {quote(traces_by_id[sample_id])} and "
+                f"{self.path}: traces {quote(self.traces[sample_id])} and "
                 f"{quote(trace.id)} both have sample id {quote(sample_id)} "
                 f"({id_name}); a sample id names one run"
             )
-        traces_by_id[sample_id] = trace.id
-        record: dict[str, Any] = {}
+        self.traces[sample_id] = trace.id
+        return sample_id
+
+    def record(self, trace: Trace) -> dict[str, Any]:
+        key = trace.key(self.rules.key)
+        line = None if key is None else self.gold.get((type(key), key))
+        sample_id, record = self.sample_id(trace, key), dict[str, Any]()
         if line is None:
-            unmatched.append((trace.id, value))
+            self.unmatched.append((trace.id, key))
         else:
-            used.add((type(line.key), line.key))
+            self.used.add((type(line.key), line.key))
             record["required"] = list(line.required)
         if trace.of(RETRIEVER):
-            context, steps, spans, why = _context(at, trace, rules)
+            at = f"{self.path}: trace {quote(trace.id)}"
+            context, steps, spans, why = _context(at, trace, self.rules)
             record |= {"context": context} | ({"steps": steps} if steps else {})
             for name in dict.fromkeys(spans):
-                untyped[name] = untyped.get(name, 0) + 1
+                self.untyped[name] = self.untyped.get(name, 0) + 1
             if why is not None:
-                last_step.append((trace.id, why))
+                self.last_step.append((trace.id, why))
         else:  # never recorded: an empty context would blame the retriever
-            unretrieved.append(trace.id)
-        correct = None if line is None else line.correct
+            self.unretrieved.append(trace.id)
+        correct, labels = None if line is None else line.correct, self.labels
         if labels is not None and sample_id in labels.labels:
             if line is not None and correct is not None:
                 raise LabelsRefused(
                     f"{labels.path}, line {labels.lines[sample_id]}: "
-                    f"{quote(sample_id)} is already labelled by {gold_path}, line "
-                    f"{line.line}; a record's label comes from one file"
+                    f"{quote(sample_id)} is already labelled by {self.gold_path}, "
+                    f"line {line.line}; a record's label comes from one file"
                 )
             correct = labels.labels[sample_id]
         fields = {"correct": correct, "question": _question(trace)}
         fields["answer"] = _answer(trace)
         record.update((name, v) for name, v in fields.items() if v is not None)
-        yield {"id": sample_id, "input": record}
-    if labels is not None:
-        check_labels_name_records(labels, traces_by_id.__contains__, "record", path)
-    if unmatched and not rules.allow_unmatched:
-        verb = "matches" if len(unmatched) == 1 else "match"
-        message = (
-            f"{counted(len(unmatched), 'trace')} {verb} no line of {gold_path} by "
-            f"{rules.key}: {_unmatched(unmatched, rules.key, False)}; "
-        )
-        if len(unmatched) == len(traces_by_id):
-            message += (
-                f"no trace matched any of its lines: {rules.key} may vary from run "
-                "to run of the same question (Haystack's input.value holds a Python "
-                "set, whose order changes with each process), so key by an id the "
-                "harness sets, such as session.id; "
+        return {"id": sample_id, "input": record}
+
+    def notes(self) -> list[str]:
+        """The notes, once every trace is a record; or the unmatched refused."""
+        key, unmatched, gold_path = self.rules.key, self.unmatched, self.gold_path
+        if self.labels is not None:
+            known = self.traces.__contains__
+            check_labels_name_records(self.labels, known, "record", self.path)
+        if unmatched and not self.rules.allow_unmatched:
+            verb = "matches" if len(unmatched) == 1 else "match"
+            message = (
+                f"{counted(len(unmatched), 'trace')} {verb} no line of {gold_path} "
+                f"by {key}: {_unmatched(unmatched, key, False)}; "
             )
-        raise UnmatchedTraces(
-            message + "--allow-unmatched writes them without required"
-        )
-    of = f" of {counted(len(traces_by_id), 'trace')}"
-    reasons = [why for _, why in last_step]
-    why = "; ".join(f"{reasons.count(r)}: {r}" for r in dict.fromkeys(reasons))
-    shown = list(untyped.items())[:SHOWN]
-    unused = [line for typed, line in gold.items() if typed not in used]
-    said = [
-        (
-            unmatched,
-            f"{len(unmatched)}{of} match no line of {gold_path} by {rules.key}; "
-            "written without required (--allow-unmatched), they score "
-            f"unresolved: {_unmatched(unmatched, rules.key, True)}",
-        ),
-        (
-            last_step,
-            f"{len(last_step)}{of} show no model input that tells what reached the "
-            f"model ({why}); their context is their last retrieval step's output, "
-            "as --context last-step takes it: "
-            + listed([trace_id for trace_id, _ in last_step]),
-        ),
-        (
-            shown,
-            "spans that returned documents are typed neither RETRIEVER nor "
-            "RERANKER, so no step reads them: "
-            + ", ".join(f"{quote(n)} ({counted(c, 'trace')})" for n, c in shown),
-        ),
-        (
-            unretrieved,
-            f"{len(unretrieved)}{of} have no RETRIEVER span; written without "
-            "context, they are invalid-input (the context was never recorded): "
-            + listed(unretrieved),
-        ),
-        (
-            unused,
-            f"{counted(len(unused), 'gold line')} of {gold_path} "
-            f"{'matches' if len(unused) == 1 else 'match'} no trace: "
-            + listed(unused, lambda g: f"{quote(g.key)} (line {g.line})"),
-        ),
-    ]
-    notes += [note for shown_any, note in said if shown_any]
+            if len(unmatched) == len(self.traces):
+                message += (
+                    f"no trace matched any of its lines: {key} may vary from run "
+                    "to run of the same question (Haystack's input.value holds a "
+                    "Python set, whose order changes with each process), so key "
+                    "by an id the harness sets, such as session.id; "
+                )
+            message += "--allow-unmatched writes them without required"
+            raise UnmatchedTraces(message)
+        of = f" of {counted(len(self.traces), 'trace')}"
+        reasons = [why for _, why in self.last_step]
+        why = "; ".join(f"{reasons.count(r)}: {r}" for r in dict.fromkeys(reasons))
+        untyped = list(self.untyped.items())[:SHOWN]
+        unused = [line for typed, line in self.gold.items() if typed not in self.used]
+        said = [
+            (
+                unmatched,
+                f"{len(unmatched)}{of} match no line of {gold_path} by {key}; "
+                "written without required (--allow-unmatched), they score "
+                f"unresolved: {_unmatched(unmatched, key, True)}",
+            ),
+            (
+                self.last_step,
+                f"{len(self.last_step)}{of} show no model input that tells what "
+                f"reached the model ({why}); their context is their last retrieval "
+                "step's output, as --context last-step takes it: "
+                + listed([trace_id for trace_id, _ in self.last_step]),
+            ),
+            (
+                untyped,
+                "spans that returned documents are typed neither RETRIEVER nor "
+                "RERANKER, so no step reads them: "
+                + ", ".join(f"{quote(n)} ({counted(c, 'trace')})" for n, c in untyped),
+            ),
+            (
+                self.unretrieved,
+                f"{len(self.unretrieved)}{of} have no RETRIEVER span; written without "
+                "context, they are invalid-input (the context was never recorded): "
+                + listed(self.unretrieved),
+            ),
+            (
+                unused,
+                f"{counted(len(unused), 'gold line')} of {gold_path} "
+                f"{'matches' if len(unused) == 1 else 'match'} no trace: "
+                + listed(unused, lambda g: f"{quote(g.key)} (line {g.line})"),
+            ),
+        ]
+        return [note for shown, note in said if shown]
 
 
 def _unmatched(unmatched: list[tuple[str, Key | None]], key: str, note: bool) -> str:
