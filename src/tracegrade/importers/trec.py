@@ -63,22 +63,18 @@ def _lines(path: str, names: tuple[str, ...]) -> Iterator[tuple[int, list[str]]]
     try:
         with gzip.open(path) if path.endswith(".gz") else open(path, "rb") as lines:
             for number, raw in enumerate(lines, start=1):
-                if number == 1 and raw.startswith(b"\xef\xbb\xbf"):
-                    raw = raw[3:]  # an editor's byte-order mark
+                if number == 1:
+                    raw = raw.removeprefix(b"\xef\xbb\xbf")  # an editor's mark
                 text = raw.decode("utf-8", "surrogateescape")
                 if (problem := undecodable(text)) is not None:
-                    problem += "; it looks gzipped: name it .gz" * (
-                        raw[:2] == b"\x1f\x8b"
-                    )
+                    gzipped = raw.startswith(b"\x1f\x8b")
+                    problem += "; it looks gzipped: name it .gz" * gzipped
                     raise InputFileError(path, number, problem)
                 content = text.strip(C_SPACE)
                 if content and content[0] != "#":
                     yield number, _fields(path, number, content, names)
     except (EOFError, zlib.error, gzip.BadGzipFile) as error:
         problem = f"cannot be read as gzip after line {number} ({error})"
-        raise InputFileError(path, None, problem) from None
-    except OSError as error:
-        problem = f"cannot be read ({error.strerror or error})"
         raise InputFileError(path, None, problem) from None
 
 
