@@ -473,6 +473,13 @@ LOOP = [
         (holding(attribute("x", {"bytesValue": "*"})), '"*" is not base64'),
         (retriever(attribute(INPUT, 1)), "input.value must be text, got 1"),
         (request(*LOOP), "is its own ancestor (its parents loop)"),
+        # LangChain's documents give their id only in their metadata.
+        (
+            retriever(
+                attribute("retrieval.documents.0.document.metadata", '{"id": 1}')
+            ),
+            'document.metadata holds no "name" and the document has no document.id',
+        ),
         (
             [one(), "", one()],
             f'line 3: {WHERE}.spanId: span "{SPAN}" of trace "{TRACE}" is already '
@@ -486,7 +493,7 @@ def test_a_span_file_that_cannot_be_read_is_named_by_line_and_field(
     lines = line if isinstance(line, list) else [line]
     path = write_lines(tmp_path / "spans.jsonl", lines)
     with pytest.raises(InputFileError) as caught:
-        import_openinference(path, spans["gold"], key=EXAMPLE)
+        import_openinference(path, spans["gold"], key=EXAMPLE, id_in_metadata="name")
     assert expected in caught.value.message
     assert caught.value.message.startswith(path)
 
@@ -511,28 +518,6 @@ def test_documents_given_as_one_attribute_are_read(
         path, spans["gold"], key=EXAMPLE, allow_unmatched=True
     ).records
     assert record["input"]["context"] == ["D7", "9"]
-
-
-def test_an_llm_input_value_of_json_is_read_as_the_texts_in_it(
-    tmp_path: Path, spans: dict[str, Path]
-) -> None:
-    """Unescaped, as the model reads it: the content's quotes match."""
-    found = [attribute(document_id(0), "D1"), attribute(DOCUMENT_CONTENT, 'say "hi"')]
-    prompt = json.dumps({"messages": [{"content": 'Records: say "hi"'}]})
-    llm = [
-        attribute(KIND, LLM),
-        attribute(INPUT, prompt),
-        attribute(INPUT_MIME, JSON_MIME),
-    ]
-    line = request(
-        span_json(attributes=[IS_RETRIEVER, *found]),
-        span_json(spanId="2" * 16, parentSpanId=SPAN, attributes=llm),
-    )
-    path = write_lines(tmp_path / "spans.jsonl", [line])
-    (record,) = import_openinference(
-        path, spans["gold"], key=EXAMPLE, allow_unmatched=True
-    ).records
-    assert record["input"]["context"] == ["D1"]
 
 
 @pytest.mark.parametrize(
@@ -617,10 +602,10 @@ KEPT = ["D3", "D1", "D7", "D2", "D9"]
 
 
 def trace_with_prompt(
-    path: Path, documents: dict[str, str], prompt: str
+    path: Path, documents: dict[str, str], prompt: str, messages: bool
 ) -> tuple[Path, Path]:
-    """One trace: a retriever of `documents` (id: content), a generator
-    shown `prompt`."""
+    """One trace: a retriever of `documents` (id: content), and a model shown
+    `prompt` as its messages, or only as JSON in its input.value."""
     recorder = Recorder(path)
     root = recorder.start("rag", {KIND: CHAIN, SESSION: "q1"})
     attributes: dict[str, Any] = {KIND: RETRIEVER}
@@ -628,11 +613,13 @@ def trace_with_prompt(
         attributes[document_id(n)] = document
         attributes[f"retrieval.documents.{n}.document.content"] = text
     recorder.leaf("retrieve", attributes, root)
-    recorder.generator(prompt, "an answer", root)
+    if messages:
+        recorder.generator(prompt, "an answer", root)
+    else:
+        given = json.dumps({"messages": [{"content": prompt}]})
+        recorder.leaf("chat", {KIND: LLM, INPUT: given, INPUT_MIME: JSON_MIME}, root)
     recorder.end(root)
-    gold = write_lines(
-        path.with_name("gold.jsonl"), [{"key": "q1", "required": ["D1"]}]
-    )
+    gold = write_lines(path.with_name("gold.jsonl"), [{"key": "q1", "required": []}])
     return recorder.close(), Path(gold)
 
 
@@ -650,25 +637,7 @@ def trace_with_prompt(
         # No content and no id shown: whether they reached it cannot be told,
         # so the last step's output, and a note says why.
         ({"D1": "", "D2": ""}, "Answer from the records.", None),
-    ],
-)
-def test_a_document_reached_the_model_by_its_id_or_unique_content(
-    tmp_path: Path, documents: dict[str, str], prompt: str, context: Any
-) -> None:
-    spans, gold = trace_with_prompt(tmp_path / "spans.jsonl", documents, prompt)
-    imported = import_openinference(spans, gold, key=SESSION)
-    (record,) = imported.records
-    assert record["input"]["context"] == (
-        list(documents) if context is None else context
-    )
-    assert ("steps" in record["input"]) == (context is not None)
-    why = "(1: a document with no content that no model input names by id)"
-    assert (why in " ".join(imported.notes)) == (context is None)
-
-
-@pytest.mark.parametrize(
-    ("documents", "prompt", "said"),
-    [
+        # Two readings: refused, naming the trace.
         (
             {"D1": "same", "D2": "same"},
             "Records: same",
@@ -683,19 +652,35 @@ def test_a_document_reached_the_model_by_its_id_or_unique_content(
         ),
     ],
 )
-def test_a_model_input_with_two_readings_is_refused(
-    tmp_path: Path, documents: dict[str, str], prompt: str, said: str
+def test_a_document_reached_the_model_by_its_id_or_unique_content(
+    tmp_path: Path, documents: dict[str, str], prompt: str, context: Any
 ) -> None:
-    spans, gold = trace_with_prompt(tmp_path / "spans.jsonl", documents, prompt)
+    spans, gold = trace_with_prompt(tmp_path / "spans.jsonl", documents, prompt, True)
     base = [str(spans), "--gold", str(gold), "--key", SESSION]
-    result = import_cli(*base)
-    assert (result.returncode, result.stdout) == (1, "")
-    (line,) = result.stderr.splitlines()
-    assert line.startswith(f'Error: {spans}: trace "{trace_hex(1)}": {said}')
-    assert line.endswith("--context last-step takes its last step's output instead")
-    chosen = import_cli(*base, "--context", "last-step")
-    assert chosen.returncode == 0, chosen.stderr
-    assert json.loads(chosen.stdout)["input"]["context"] == list(documents)
+    result, noted = import_cli(*base), context is None
+    if isinstance(context, str):
+        assert (result.returncode, result.stdout) == (1, "")
+        (line,) = result.stderr.splitlines()
+        assert line.startswith(f'Error: {spans}: trace "{trace_hex(1)}": {context}')
+        assert line.endswith("--context last-step takes its last step's output instead")
+        result = import_cli(*base, "--context", "last-step")
+        context = None
+    assert result.returncode == 0, result.stderr
+    record = json.loads(result.stdout)["input"]
+    assert record["context"] == (list(documents) if context is None else context)
+    assert ("steps" in record) == (context is not None)
+    why = "(1: a document with no content that no model input names by id)"
+    assert (why in result.stderr) == noted
+
+
+def test_an_llm_input_value_of_json_is_read_as_the_texts_in_it(tmp_path: Path) -> None:
+    """Unescaped, as the model reads it: the content's quotes match."""
+    prompt = 'Records: say "hi"'
+    spans, gold = trace_with_prompt(
+        tmp_path / "s.jsonl", {"D1": 'say "hi"'}, prompt, False
+    )
+    (record,) = import_openinference(spans, gold, key=SESSION).records
+    assert record["input"]["context"] == ["D1"]
 
 
 def test_retrievers_side_by_side_fan_in_to_the_reranker(tmp_path: Path) -> None:
@@ -793,35 +778,3 @@ def test_the_prompt_not_the_reranker_is_the_context_and_ids_name_runs(
     )
     with pytest.raises(ImportRefused, match=r'has no attribute "case\.id" for its'):
         import_openinference(spans, gold, key=SESSION, sample_id="case.id")
-
-
-def test_a_document_without_an_id_has_the_one_its_metadata_names(
-    tmp_path: Path,
-) -> None:
-    """LangChain's instrumentor records each document's content and
-    metadata, not its id: --id-in-metadata names the metadata key that
-    holds it; without it, or where the metadata lacks it, it is refused."""
-    recorder = Recorder(tmp_path / "spans.jsonl")
-    root = recorder.start("RunnableSequence", {KIND: CHAIN, SESSION: "q1"})
-    found = {
-        f"retrieval.documents.{n}.document.{field}": value
-        for n, document in enumerate(["D1", "D2"])
-        for field, value in (
-            ("content", content(document)),
-            ("metadata", json.dumps({"id": document, "priority": n})),
-        )
-    }
-    recorder.leaf("KeywordDocumentRetriever", {KIND: RETRIEVER, **found}, root)
-    recorder.generator(f"- [D2] {content('D2')}", "an answer", root)
-    recorder.end(root)
-    spans = recorder.close()
-    gold = write_lines(tmp_path / "gold.jsonl", [{"key": "q1", "required": ["D1"]}])
-    (record,) = import_openinference(
-        spans, gold, key=SESSION, id_in_metadata="id"
-    ).records
-    assert record["input"]["steps"] == [{"name": "retriever", "ids": ["D1", "D2"]}]
-    assert record["input"]["context"] == ["D2"]
-    with pytest.raises(InputFileError, match=r"--id-in-metadata KEY reads it"):
-        import_openinference(spans, gold, key=SESSION)
-    with pytest.raises(InputFileError, match=r"holds no \"name\" and the document"):
-        import_openinference(spans, gold, key=SESSION, id_in_metadata="name")
