@@ -362,7 +362,6 @@ def attribute(key: str, value: Any) -> dict[str, Any]:
 
 
 IS_RETRIEVER = attribute(KIND, RETRIEVER)
-DOCUMENT_CONTENT = "retrieval.documents.0.document.content"
 
 
 def retriever(*attributes: dict[str, Any]) -> dict[str, Any]:
