@@ -81,6 +81,17 @@ def _lines(path: str, names: tuple[str, ...]) -> Iterator[tuple[int, list[str]]]
 def _fields(path: str, number: int, content: str, names: tuple[str, ...]) -> list[str]:
     """The line's fields, refused where Python would split or C cut them otherwise."""
     fields = _C_SPLIT.split(content)
+    for position, value in enumerate(fields):
+        if odd := _ODD.search(value):
+            name = names[min(position, len(names) - 1)]
+            problem = (
+                "holds a NUL character, where trec_eval's reading of the field stops"
+                if odd[0] == "\x00"
+                else f"holds U+{ord(odd[0]):04X}, a space to Python's str.split() "
+                "and part of the field to trec_eval"
+            )
+            problem = f"field {position + 1} ({name}) {quote(value, 80)} {problem}"
+            raise InputFileError(path, number, problem, field=name)
     if len(fields) != len(names):
         problem = (
             f"expected {len(names)} fields ({' '.join(names)}), found "
@@ -90,16 +101,6 @@ def _fields(path: str, number: int, content: str, names: tuple[str, ...]) -> lis
             problem += f"; {len(fields)} fields is a {swapped} line: are --qrels and "
             problem += "--run swapped?"
         raise InputFileError(path, number, problem)
-    for position, (name, value) in enumerate(zip(names, fields, strict=True)):
-        if odd := _ODD.search(value):
-            problem = (
-                "holds a NUL character, where trec_eval's reading of the field stops"
-                if odd[0] == "\x00"
-                else f"holds U+{ord(odd[0]):04X}, a space to Python's str.split() "
-                "and part of the field to trec_eval"
-            )
-            problem = f"field {position + 1} ({name}) {quote(value, 80)} {problem}"
-            raise InputFileError(path, number, problem, field=name)
     return fields
 
 
