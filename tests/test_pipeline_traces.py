@@ -116,9 +116,11 @@ def lost(doc: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
 def test_each_record_and_diagnosis_is_the_pipelines_own(
     imported: Callable[[str, str], Imported], framework: str, configuration: str
 ) -> None:
-    """Sample id the question id (`--key`), context the prompt's ids, steps
-    the pipeline's, answer the generator's text; stage, missing ids, and
-    where each was lost with its last rank, as the pipeline's outputs say."""
+    """Sample id the question id (`--key`), context the prompt's ids (not a
+    prompt builder's variables, nor the reranker's output), steps the
+    pipeline's, question the user's text (not the root's JSON), answer the
+    generator's text; stage, missing ids, and where each was lost with its
+    last rank, as the pipeline's outputs say."""
     run = imported(framework, configuration)
     found = lines(framework, configuration, "outputs.jsonl")
     needed = lines(framework, configuration, "gold.jsonl")
@@ -128,11 +130,12 @@ def test_each_record_and_diagnosis_is_the_pipelines_own(
         record, line = run.records[question], needed[question]
         held = {"retriever": output["retrieved"], "reranker": output["reranked"]}
         steps = [{"name": name, "ids": held[name]} for name in STEPS[framework]]
-        assert {name: record[name] for name in record if name != "question"} == {
+        assert record == {
             "required": line["required"],
             "context": output["prompt"],
             "steps": steps,
             "correct": line["correct"],
+            "question": output["question"],
             "answer": output["answer"],
         }, question
         # The rules list missing ids sorted (all ASCII here: as JavaScript sorts).
