@@ -459,14 +459,14 @@ class Trace:
             found.setdefault((type(value), value), span)
         if len(found) > 1:
             (first, one), (second, other) = list(found.items())[:2]
-            raise InputFileError(
-                other.line.path,
-                other.line.number,
+            problem = (
                 f"trace {quote(self.id)} has {len(found)} values for key "
                 f"{quote(name)} and no root span holding one: {quote(first[1])} "
                 f"(line {one.line.number}, {one.where}) and {quote(second[1])} "
-                f"({other.where}); which one the trace answers would be a guess",
-                field=name,
+                f"({other.where}); which one the trace answers would be a guess"
+            )
+            raise InputFileError(
+                other.line.path, other.line.number, problem, field=name
             )
         return next(iter(found))[1] if found else None
 

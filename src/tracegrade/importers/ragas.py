@@ -94,12 +94,9 @@ def _csv_rows(path: str) -> Rows:
                     )
                     raise InputFileError(path, start, problem, field=absent[0])
             elif len(cells) != len(header):
-                raise InputFileError(
-                    path,
-                    start,
-                    f"a row of {len(cells)} cells, where the header (line "
-                    f"{header_line}) names {len(header)} columns",
-                )
+                problem = f"a row of {len(cells)} cells, where the header (line "
+                problem += f"{header_line}) names {len(header)} columns"
+                raise InputFileError(path, start, problem)
             else:
                 row = dict(zip(header, cells, strict=True))
                 yield start, {name: cell for name, cell in row.items() if cell != ""}

@@ -124,14 +124,10 @@ def _read(
             problem = f"field {position} ({name}) {quote(text, 80)} is not {form}"
             raise InputFileError(path, number, problem, field=name)
         if doc_id in documents:
-            raise InputFileError(
-                path,
-                number,
-                f"document {quote(doc_id)} of query {quote(query_id)} is already "
-                f"{done} on line {documents[doc_id][1]}; trec_eval refuses a "
-                f"document {done} twice",
-                field="doc_id",
-            )
+            problem = f"document {quote(doc_id)} of query {quote(query_id)} is already "
+            problem += f"{done} on line {documents[doc_id][1]}; trec_eval refuses a "
+            problem += f"document {done} twice"
+            raise InputFileError(path, number, problem, field="doc_id")
         documents[doc_id] = (value, number)
     if not queries:
         raise InputFileError(path, None, empty)
