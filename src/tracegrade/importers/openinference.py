@@ -802,7 +802,8 @@ class _Import:
     def record(self, trace: Trace) -> dict[str, Any]:
         key = trace.key(self.rules.key)
         line = None if key is None else self.gold.get((type(key), key))
-        sample_id, record = self.sample_id(trace, key), dict[str, Any]()
+        sample_id = self.sample_id(trace, key)
+        record: dict[str, Any] = {}
         if line is None:
             self.unmatched.append((trace.id, key))
         else:
