@@ -61,7 +61,10 @@ _SCALARS: dict[str, tuple[Any, str]] = {
     ),
     "bytesValue": (lambda v: base64.b64decode(v, validate=True), "is not base64"),
 }
-_VALUE_KINDS = ("stringValue", "intValue", "arrayValue", "kvlistValue", *_SCALARS)
+_VALUE_KINDS = (
+    *("stringValue", "boolValue", "intValue", "doubleValue"),
+    *("arrayValue", "kvlistValue", "bytesValue"),
+)
 
 Key = str | int
 Documents = list[tuple[str, str | None]]  # each document's id and content

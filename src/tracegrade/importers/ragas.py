@@ -52,7 +52,9 @@ def _jsonl_rows(path: str) -> Rows:
                 if text.readline().lstrip().startswith("["):
                     problem = f"{error.problem}; a Ragas dataset is JSON Lines "
                     problem += "(to_jsonl), not a JSON array"
-                    raise InputFileError(path, 1, problem) from None
+                    raise InputFileError(
+                        path, 1, problem, kind=MALFORMED_JSON
+                    ) from None
         raise
 
 
