@@ -15,7 +15,7 @@ from ._failures import CommandStopped
 from ._stream import check_output_format
 
 _INPUT = click.Path(exists=True, dir_okay=False, readable=True, path_type=str)
-_OUTPUT_OPTIONS = [
+_SHARED_OPTIONS = [
     click.option(
         "--labels",
         type=_INPUT,
@@ -57,7 +57,7 @@ def _importer(name: str, *options: Callable[[Any], Any]) -> Callable[[Any], Any]
         ) -> None:
             _write(*shape(**own), own["labels"], output, force, output_format)
 
-        for option in reversed([*options, *_OUTPUT_OPTIONS]):
+        for option in reversed([*options, *_SHARED_OPTIONS]):
             command = option(command)
         return import_group.command(name)(command)
 
