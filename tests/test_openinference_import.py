@@ -343,13 +343,11 @@ def span_json(**fields: Any) -> dict[str, Any]:
     return {"traceId": TRACE, "spanId": SPAN, "name": "s", **fields}
 
 
-def one(**fields: Any) -> dict[str, Any]:
-    """A line of one span."""
+def one(**fields: Any) -> dict[str, Any]:  # a line of one span
     return request(span_json(**fields))
 
 
 def holding(*attributes: dict[str, Any]) -> dict[str, Any]:
-    """A line of one span holding `attributes`."""
     return one(attributes=list(attributes))
 
 
@@ -364,12 +362,10 @@ IS_RETRIEVER = attribute(KIND, RETRIEVER)
 
 
 def retriever(*attributes: dict[str, Any]) -> dict[str, Any]:
-    """A line of one RETRIEVER span holding `attributes` after its kind."""
     return holding(IS_RETRIEVER, *attributes)
 
 
 def documents(value: Any) -> dict[str, Any]:
-    """A retriever giving its documents as one attribute."""
     return retriever(attribute("retrieval.documents", value))
 
 
