@@ -23,7 +23,7 @@ from tests.commands import run_tracegrade, tracegrade_shell
 from tests.support import write_lines
 from tracegrade.core import stage_recall
 from tracegrade.importers.common import ImportRefused, InputFileError, LabelsRefused
-from tracegrade.importers.trec import C_SPACE, import_trec
+from tracegrade.importers.trec import C_SPACE, stream_trec
 
 # Graded judgements, queries in an order sorted neither as text nor as numbers.
 QRELS = (
@@ -68,7 +68,7 @@ def write(path: Path, text: str | bytes) -> str:
 
 
 def imported(*args: Any, **options: Any) -> list[dict[str, Any]]:
-    return list(import_trec(*args, **options))
+    return list(stream_trec(*args, **options))
 
 
 @pytest.fixture

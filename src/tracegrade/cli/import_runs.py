@@ -193,10 +193,10 @@ def trec(qrels: str, run: str, labels: str | None, **options: Any) -> Shape:
     Exit codes: 0 success, 1 the files are malformed or disagree,
     2 usage error, or a file that cannot be read or written.
     """
-    from ..importers.trec import import_trec
+    from ..importers.trec import stream_trec
 
     notes: list[str] = []
-    records = import_trec(qrels, run, labels_path=labels, notes=notes, **options)
+    records = stream_trec(qrels, run, labels_path=labels, notes=notes, **options)
     return [qrels, run], records, "queries", notes
 
 

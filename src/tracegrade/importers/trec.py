@@ -134,7 +134,7 @@ def _read(
     return queries, lines
 
 
-def import_trec(
+def stream_trec(
     qrels_path: str | Path,
     run_path: str | Path,
     *,
