@@ -104,18 +104,14 @@ def _fields(path: str, number: int, content: str, names: tuple[str, ...]) -> lis
     return fields
 
 
-def _read(
-    path: str, parse: Callable[[str], Any]
-) -> tuple[dict[str, Documents], dict[str, int]]:
-    """A qrels or run file's queries by id, and the line each first appears on."""
+def _read(path: str, parse: Callable[[str], Any]) -> dict[str, Documents]:
+    """A qrels or run file's queries by id, in file order."""
     names, position, done, empty, characters, form = _FILES[parse]
     name = names[position - 1]
     queries: dict[str, Documents] = {}
-    lines: dict[str, int] = {}
     for number, fields in _lines(path, names):
         query_id, doc_id, text = fields[0], fields[2], fields[position - 1]
         documents = queries.setdefault(query_id, {})
-        lines.setdefault(query_id, number)
         value = None
         if set(text) <= set(characters):
             with suppress(ValueError):
@@ -131,7 +127,7 @@ def _read(
         documents[doc_id] = (value, number)
     if not queries:
         raise InputFileError(path, None, empty)
-    return queries, lines
+    return queries
 
 
 def stream_trec(
@@ -146,8 +142,7 @@ def stream_trec(
 ) -> Iterator[dict[str, Any]]:
     """One record per query: required by `min_rel`, context trec_eval's top `k`."""
     qrels, run = str(qrels_path), str(run_path)
-    judged, qrels_lines = _read(qrels, int)
-    ranked, run_lines = _read(run, float)
+    judged, ranked = _read(qrels, int), _read(run, float)
     labels = None if labels_path is None else read_labels(labels_path)
     not_run = [query for query in judged if query not in ranked]
     only_run = [query for query in ranked if query not in judged]
@@ -156,10 +151,11 @@ def stream_trec(
         only_qrels = [] if complete else not_run
         parts = [
             f"{counted(len(only), 'query')} in {one} but not in {other}: "
-            + named(only, lines)
-            for only, one, other, lines in (
-                (only_qrels, qrels, run, qrels_lines),
-                (only_run, run, qrels, run_lines),
+            # Each named by its first line: its first document's.
+            + named(only, {q: next(iter(queries[q].values()))[1] for q in only})
+            for only, one, other, queries in (
+                (only_qrels, qrels, run, judged),
+                (only_run, run, qrels, ranked),
             )
             if only
         ]
