@@ -1,10 +1,6 @@
-"""`tracegrade import ragas`: Ragas evaluation datasets as stage-diagnosis records.
-
-The reference files in tests/data/ragas were written by ragas 0.4.3 itself
-(`to_jsonl`, `to_csv`), and scores.json holds what its IDBasedContextRecall
-gave each sample (`write_with_ragas` made them; skipped where ragas is not
-installed). Each imported record's recall must be Ragas's score.
-"""
+"""`tracegrade import ragas`: tests/data/ragas was written by ragas 0.4.3 itself
+(`to_jsonl`, `to_csv`), with what its IDBasedContextRecall gave each sample
+(`write_with_ragas`); each imported record's recall must be Ragas's score."""
 
 from __future__ import annotations
 
@@ -28,7 +24,6 @@ from tracegrade.importers.ragas import stream_ragas
 
 
 def import_ragas(path: Any, **options: Any) -> list[dict[str, Any]]:
-    """Every record of the command's importer."""
     return list(stream_ragas(path, **options))
 
 
@@ -40,66 +35,40 @@ RAGAS_SCORES: list[float | None] = json.loads(
 )
 
 # The samples of the reference files, as given to ragas.
-SAMPLES: list[dict[str, Any]] = [
-    {
-        "user_input": "Which documents say when the plant opened?",
-        "retrieved_context_ids": ["D1", "D2", "D3"],
-        "reference_context_ids": ["D1", "D4"],
-        "response": 'It opened in 1998, "per D1".',
-        "reference": "1998, says D1;\nD4 agrees.",
-    },
-    {
-        "user_input": "Integer IDs",
-        "retrieved_context_ids": [1, 2, 3],
-        "reference_context_ids": [2, 5],
-        "response": "two",
-        "reference": "2",
-    },
-    {
-        "user_input": "Nothing retrieved",
-        "retrieved_context_ids": [],
-        "reference_context_ids": ["D1"],
-        "response": "no idea",
-        "reference": "D1",
-    },
-    {
-        "user_input": "Nothing required",
-        "retrieved_context_ids": ["D1"],
-        "reference_context_ids": [],
-        "response": "x",
-        "reference": "y",
-    },
-    {
-        "user_input": "Quotes, commas and spaces",
-        "retrieved_context_ids": ["a'b", 'q"uote', "comma,id", "D\u2003"],
-        "reference_context_ids": ["a'b", "x"],
-        "response": "",
-        "reference": "\u00e9",
-    },
-    {
-        "user_input": "Mixed types",
-        "retrieved_context_ids": ["7", 8],
-        "reference_context_ids": [7, "8"],
-    },
-    {"retrieved_context_ids": ["D9"], "reference_context_ids": ["D9"]},
-    {
-        "user_input": "Repeats",
-        "retrieved_context_ids": ["D1", "D1", "D2"],
-        "reference_context_ids": ["D1", "D1", "D3"],
-        "response": "r",
-        "reference": "s",
-    },
-]
-
-# What the importer makes of each sample's fields: IDs as text, as Ragas
-# compares str(id); a field the sample lacks is absent from the record.
+# Each sample's fields in this order; None is a field the sample lacks.
 FIELDS = {
-    "reference_context_ids": "required",
-    "retrieved_context_ids": "context",
     "user_input": "question",
+    "retrieved_context_ids": "context",
+    "reference_context_ids": "required",
     "response": "answer",
     "reference": "reference",
 }
+SAMPLES: list[dict[str, Any]] = [
+    {key: value for key, value in zip(FIELDS, row, strict=True) if value is not None}
+    for row in [
+        (
+            "Which documents say when the plant opened?",
+            ["D1", "D2", "D3"],
+            ["D1", "D4"],
+            'It opened in 1998, "per D1".',
+            "1998, says D1;\nD4 agrees.",
+        ),
+        ("Integer IDs", [1, 2, 3], [2, 5], "two", "2"),
+        ("Nothing retrieved", [], ["D1"], "no idea", "D1"),
+        ("Nothing required", ["D1"], [], "x", "y"),
+        (
+            "Quotes, commas and spaces",
+            ["a'b", 'q"uote', "comma,id", "D\u2003"],
+            ["a'b", "x"],
+            "",
+            "\u00e9",
+        ),
+        ("Mixed types", ["7", 8], [7, "8"], None, None),
+        (None, ["D9"], ["D9"], None, None),
+        ("Repeats", ["D1", "D1", "D2"], ["D1", "D1", "D3"], "r", "s"),
+    ]
+]
+# IDs as text, as Ragas compares str(id); a field the sample lacks is absent.
 RECORDS: list[dict[str, Any]] = [
     {
         "id": str(number),
@@ -157,21 +126,10 @@ def test_each_sample_is_a_record_whose_recall_is_ragas_id_based_context_recall(
     assert [stage_recall(record["input"]) for record in records] == RAGAS_SCORES
 
 
-def test_labels_give_correct_after_the_id_lists(tmp_path: Path) -> None:
-    labels = write_lines(
-        tmp_path / "labels.jsonl",
-        [{"id": "0", "correct": True}, {"id": "2", "correct": False}],
-    )
-    records = import_ragas(RAGAS_JSONL, labels_path=labels)
-    assert list(records[0]["input"])[:3] == ["required", "context", "correct"]
-    assert [record["input"].get("correct") for record in records[:4]] == [
-        *(True, None, False, None)
-    ]
-
-
 @pytest.mark.parametrize(
     ("lines", "expected"),
     [
+        ([{"id": "0", "correct": True}, {"id": "2", "correct": False}], None),
         (
             [{"id": "8", "correct": True}],
             f'label names no sample of {RAGAS_JSONL}: "8"',
@@ -180,10 +138,16 @@ def test_labels_give_correct_after_the_id_lists(tmp_path: Path) -> None:
         ([{"id": "0", "epoch": 1, "correct": True}], "one record with one label"),
     ],
 )
-def test_labels_that_cannot_label_the_dataset_are_refused(
-    tmp_path: Path, lines: list[Any], expected: str
+def test_labels_give_correct_after_the_id_lists_or_are_refused(
+    tmp_path: Path, lines: list[Any], expected: str | None
 ) -> None:
     labels = write_lines(tmp_path / "labels.jsonl", lines)
+    if expected is None:
+        records = import_ragas(RAGAS_JSONL, labels_path=labels)
+        assert list(records[0]["input"])[:3] == ["required", "context", "correct"]
+        correct = [record["input"].get("correct") for record in records[:4]]
+        assert correct == [True, None, False, None]
+        return
     with pytest.raises(LabelsRefused) as caught:
         import_ragas(RAGAS_JSONL, labels_path=labels)
     assert expected in caught.value.message
@@ -214,11 +178,10 @@ HEADER = "user_input,retrieved_context_ids,reference_context_ids\n"
         (
             {**GOOD, "reference_context_ids": ["D1", True]},
             "reference_context_ids",
-            "reference_context_ids[1] true is not an ID: Ragas takes text or "
-            "an integer",
+            "reference_context_ids[1] true is not an ID: Ragas takes text or an",
         ),
         (
-            {**GOOD, "user_input": [{"content": "hi", "type": "human"}]},
+            {**GOOD, "user_input": [{"content": "hi"}]},
             "user_input",
             "user_input is a list of messages, a multi-turn sample",
         ),
@@ -250,12 +213,7 @@ def test_a_sample_that_cannot_be_a_record_is_named_by_line_and_field(
             'the header has no column "reference_context_ids"; found '
             '"user_input", "retrieved_context_ids"',
         ),
-        (
-            "d.csv",
-            "reference_context_ids,retrieved_context_ids,reference_context_ids\n",
-            1,
-            'column "reference_context_ids" is named twice',
-        ),
+        ("d.csv", "a,retrieved_context_ids,a\n", 1, 'column "a" is named twice'),
         (
             "d.csv",
             HEADER + 'q,"[\'D1\']","[\'D1\']"\n"a\nb",[],x\n',
@@ -267,38 +225,29 @@ def test_a_sample_that_cannot_be_a_record_is_named_by_line_and_field(
         ("d.csv", HEADER + "q,['D1'],['D1' 'D2']\n", 2, "\"['D1' 'D2']\" is not a"),
         ("d.csv", HEADER + "q,['D1'],\"[1_000, 0x10]\"\n", 2, '0x10]" is not a'),
         ("d.csv", HEADER + "q,['D1'],['D\\a']\n", 2, "\"['D\\\\a']\" is not a"),
-        (
-            "d.csv",
-            HEADER + "q,['D1']\n",
-            2,
-            "a row of 2 cells, where the header (line 1)",
-        ),
+        ("d.csv", HEADER + "q,['D1']\n", 2, "a row of 2 cells, where the header (line"),
         ("d.csv", HEADER + "q,['D1'],\n", 2, "reference_context_ids is absent"),
         ("d.csv", HEADER + "q,\"['D1']\"x,[]\n", 2, "not a CSV row"),
+        *[
+            (
+                name,
+                b'{"a": 1}\n{"b": "\xe9"}\n',
+                2,
+                "not valid UTF-8 text (byte 0xE9 at column 8)",
+            )
+            for name in ("d.csv", "d.jsonl")
+        ],
     ],
 )
 def test_a_row_that_is_not_a_sample_is_named(
-    tmp_path: Path, name: str, text: str, line: int | None, expected: str
+    tmp_path: Path, name: str, text: str | bytes, line: int | None, expected: str
 ) -> None:
     path = tmp_path / name
-    path.write_text(text, encoding="utf-8", newline="")
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
     with pytest.raises(InputFileError) as caught:
         import_ragas(path)
     assert caught.value.line == line, caught.value.message
     assert expected in caught.value.message
-
-
-@pytest.mark.parametrize("name", ["d.csv", "d.jsonl"])
-def test_bytes_that_are_not_utf8_are_named_by_line_and_column(
-    tmp_path: Path, name: str
-) -> None:
-    path = tmp_path / name
-    path.write_bytes(b'{"a": 1}\n{"b": "\xe9"}\n')
-    with pytest.raises(InputFileError) as caught:
-        import_ragas(path)
-    assert caught.value.message.endswith(
-        "line 2: not valid UTF-8 text (byte 0xE9 at column 8)"
-    )
 
 
 # --- the command ---------------------------------------------------------------------

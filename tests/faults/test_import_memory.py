@@ -40,45 +40,41 @@ def _write_ragas(path: Path, megabytes: int) -> None:
             number += 1
 
 
-def _span(trace: int, span: int, kind: str, **attributes: str) -> Any:
-    attributes = {"openinference.span.kind": kind, **attributes}
-    return {
-        "traceId": f"{trace + 1:032x}",
-        "spanId": f"{span + 1:016x}",
-        "parentSpanId": "" if kind == "CHAIN" else f"{3 * trace + 1:016x}",
-        "startTimeUnixNano": str(1_000 + span),
-        "attributes": [
-            {"key": key, "value": {"stringValue": value}}
-            for key, value in attributes.items()
-        ],
-    }
-
-
-def _trace_spans(trace: int) -> list[Any]:
-    """A root holding the key, question and answer; a retriever; an LLM."""
-    root = {"example.id": f"ex-{trace}", "input.value": f"question {trace} {TEXT}"}
-    found = {
-        "retrieval.documents.0.document.id": f"D{trace}",
-        "retrieval.documents.0.document.content": TEXT,
-    }
-    return [
-        _span(trace, 3 * trace, "CHAIN", **root, **{"output.value": f"answer {trace}"}),
-        _span(trace, 3 * trace + 1, "RETRIEVER", **found),
-        _span(trace, 3 * trace + 2, "LLM", **{"output.value": TEXT}),
-    ]
-
-
 def _write_spans(path: Path, gold: Path, megabytes: int) -> None:
-    """Each trace's spans on three lines, each line holding spans of three
-    traces, as a batch exporter spreads them."""
+    """Traces of a root holding the key, question and answer, a retriever and
+    an LLM, each trace's spans on three lines, each line holding spans of
+    three traces, as a batch exporter spreads them."""
+
+    def span(trace: int, n: int, kind: str, **attributes: str) -> Any:
+        attributes = {"openinference.span.kind": kind, **attributes}
+        return {
+            "traceId": f"{trace + 1:032x}",
+            "spanId": f"{3 * trace + n + 1:016x}",
+            "parentSpanId": f"{3 * trace + 1:016x}" if n else "",
+            "startTimeUnixNano": str(1_000 + n),
+            "attributes": [
+                {"key": key, "value": {"stringValue": value}}
+                for key, value in attributes.items()
+            ],
+        }
+
+    def trace_spans(trace: int) -> list[Any]:
+        root = {"example.id": f"ex-{trace}", "input.value": f"question {trace} {TEXT}"}
+        found = {"retrieval.documents.0.document.id": f"D{trace}"}
+        found["retrieval.documents.0.document.content"] = TEXT
+        return [
+            span(trace, 0, "CHAIN", **root, **{"output.value": f"answer {trace}"}),
+            span(trace, 1, "RETRIEVER", **found),
+            span(trace, 2, "LLM", **{"output.value": TEXT}),
+        ]
+
     with path.open("w", encoding="utf-8") as out, gold.open("w") as keys:
         trace, pending = 0, []
         while out.tell() < megabytes << 20 or pending:
             if out.tell() < megabytes << 20:
-                pending.append(_trace_spans(trace))
-                keys.write(
-                    json.dumps({"key": f"ex-{trace}", "required": ["D1"]}) + "\n"
-                )
+                pending.append(trace_spans(trace))
+                keys.write(json.dumps({"key": f"ex-{trace}", "required": ["D1"]}))
+                keys.write("\n")
                 trace += 1
             line = [spans.pop(0) for spans in pending]
             pending = [spans for spans in pending if spans]

@@ -6,8 +6,8 @@ from __future__ import annotations
 import functools
 import json
 import tempfile
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any
 
 import click
 
@@ -15,7 +15,7 @@ from ._failures import CommandStopped
 from ._stream import check_output_format
 
 _INPUT = click.Path(exists=True, dir_okay=False, readable=True, path_type=str)
-_OUTPUT_OPTIONS = [
+_SHARED_OPTIONS = [
     click.option(
         "--labels",
         type=_INPUT,
@@ -41,39 +41,41 @@ _OUTPUT_OPTIONS = [
     ),
 ]
 
-Records = Iterable[dict[str, Any]]
-# An importer's inputs, its records, the noun it counts, and its notes by count.
-Shape = tuple[list[str], Callable[[], Records], str, Callable[[int], list[str]]]
+
+# An importer's inputs, its records (read once iterated), their noun, and its
+# notes (complete once the records are).
+Shape = tuple[list[str], Iterable[dict[str, Any]], str, list[str]]
 
 
 def _importer(name: str, *options: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    """An import command: its options, the shared ones, and the shared writing."""
+    """An import command: its own options, the shared ones, and the writing."""
 
     def decorate(shape: Callable[..., Shape]) -> Any:
+        @functools.wraps(shape)
         def command(
             output: str | None, force: bool, output_format: str, **own: Any
         ) -> None:
-            _run_import(*shape(**own), own["labels"], output, output_format, force)
+            _write(*shape(**own), own["labels"], output, force, output_format)
 
-        functools.update_wrapper(command, shape)
-        for option in reversed([*options, *_OUTPUT_OPTIONS]):
+        for option in reversed([*options, *_SHARED_OPTIONS]):
             command = option(command)
         return import_group.command(name)(command)
 
     return decorate
 
 
-def _run_import(
+def _write(
     inputs: list[str],
-    build: Callable[[], Records],
+    records: Iterable[dict[str, Any]],
     noun: str,
-    notes: Callable[[int], list[str]],
+    notes: list[str],
     labels: str | None,
     output: str | None,
-    output_format: str,
     force: bool,
+    output_format: str,
 ) -> None:
-    """The records whole or not at all, then the notes; errors as one line."""
+    """The records whole or not at all, then the notes; errors as one line.
+    `records` reads nothing until iterated, after the output is checked."""
     from ..importers.common import ImportRefused, NoTemporarySpace
     from ..outputs import AtomicFile, check_output
 
@@ -82,42 +84,41 @@ def _run_import(
     check_output(output, inputs=named, option="--output", force=force)
     counts = [0, 0]  # records, and those that need a label
 
-    def lines() -> Iterable[str]:
-        for record in records():
-            yield json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
-
-    def records() -> Records:
+    def counted() -> Iterator[dict[str, Any]]:
         try:
-            for record in build():
+            for record in records:
                 counts[0] += 1
                 # Required documents and no label: scored answer-label.
-                inputs = record["input"]
-                counts[1] += bool(inputs.get("required")) and "correct" not in inputs
+                fields = record["input"]
+                counts[1] += bool(fields.get("required")) and "correct" not in fields
                 yield record
         except OSError as error:  # an input's, told apart from the output's
             raise CommandStopped(f"Error: {error}", 2) from None
 
+    def write_lines(handle: IO[str]) -> None:
+        for record in counted():
+            handle.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
+            handle.write("\n")
+
+    def write_parquet(handle: IO[bytes]) -> None:
+        import pyarrow.parquet as pq
+
+        from ..table import ScoreTableError, records_table
+
+        try:
+            pq.write_table(records_table(list(counted()), "stage_diagnosis"), handle)
+        except ScoreTableError as error:
+            raise click.ClickException(str(error)) from None
+
     try:
-        if output_format == "parquet":
-            import pyarrow.parquet as pq
-
-            from ..table import ScoreTableError, records_table
-
-            try:
-                table = records_table(list(records()), "stage_diagnosis")
-            except ScoreTableError as error:
-                raise click.ClickException(str(error)) from None
-            write_table = lambda handle: pq.write_table(table, handle)  # noqa: E731
-            AtomicFile.write_through(
-                str(output), write_table, binary=True, replace=force
-            )
-        elif output is not None:
-            write = lambda handle: handle.writelines(lines())  # noqa: E731
-            AtomicFile.write_through(output, write, replace=force)
+        if output is not None:
+            parquet = output_format == "parquet"
+            write = write_parquet if parquet else write_lines
+            AtomicFile.write_through(output, write, binary=parquet, replace=force)
         else:  # through a spool: stdout stays empty if a record is refused
             with tempfile.TemporaryFile("w+", encoding="utf-8", newline="\n") as spool:
                 try:
-                    spool.writelines(lines())
+                    write_lines(spool)
                     spool.flush()
                 except OSError as error:
                     raise NoTemporarySpace(error, "records") from None
@@ -128,7 +129,7 @@ def _run_import(
         raise CommandStopped(f"Error: {error.message}", error.exit_code) from None
     # Said once the records are out: a write that fails says only that.
     count, unlabelled = counts
-    for note in notes(count):
+    for note in notes:
         click.echo(f"note: {note}", err=True)
     if unlabelled:
         why = f"no label in {labels}" if labels else "no label (no --labels given)"
@@ -192,23 +193,11 @@ def trec(qrels: str, run: str, labels: str | None, **options: Any) -> Shape:
     Exit codes: 0 success, 1 the files are malformed or disagree,
     2 usage error, or a file that cannot be read or written.
     """
-    from ..importers.common import named
-    from ..importers.trec import import_trec
+    from ..importers.trec import stream_trec
 
-    not_run: list[str] = []
-
-    def build() -> Records:
-        found = import_trec(qrels, run, labels_path=labels, **options)
-        not_run.extend(found.not_run)
-        return found.records
-
-    def notes(count: int) -> list[str]:
-        return [
-            f"{len(not_run)} of {count} queries judged in {qrels} are not in "
-            f"{run}; imported with an empty context (-c): {named(not_run)}"
-        ][: bool(not_run)]
-
-    return [qrels, run], build, "queries", notes
+    notes: list[str] = []
+    records = stream_trec(qrels, run, labels_path=labels, notes=notes, **options)
+    return [qrels, run], records, "queries", notes
 
 
 @_importer(
@@ -237,10 +226,8 @@ def ragas(dataset: str, file_format: Any, labels: str | None) -> Shape:
     """
     from ..importers.ragas import stream_ragas
 
-    def build() -> Records:
-        return stream_ragas(dataset, labels_path=labels, file_format=file_format)
-
-    return [dataset], build, "samples", lambda count: []
+    records = stream_ragas(dataset, labels_path=labels, file_format=file_format)
+    return [dataset], records, "samples", []
 
 
 @_importer(
@@ -303,18 +290,10 @@ def openinference(spans: str, gold: str, labels: str | None, **rules: Any) -> Sh
     2 usage error, a trace matching no gold line, or a file that cannot
     be read or written.
     """
-    from ..importers.openinference import (
-        ImportRules,
-        OpenInferenceNotes,
-        stream_openinference,
+    from ..importers.openinference import ImportRules, stream_openinference
+
+    notes: list[str] = []
+    records = stream_openinference(
+        spans, gold, rules=ImportRules(**rules), labels_path=labels, notes=notes
     )
-
-    said, chosen = OpenInferenceNotes(), ImportRules(**rules)
-
-    def build() -> Records:
-        return stream_openinference(
-            spans, gold, rules=chosen, labels_path=labels, notes=said
-        )
-
-    notes = lambda count: said.lines(count, chosen.key, gold)  # noqa: E731
-    return [spans, gold], build, "traces", notes
+    return [spans, gold], records, "traces", notes

@@ -1,12 +1,12 @@
-"""What every importer shares: refusals naming file, line and field, labels
-only from a labels file (never guessed), and records as JSON Lines."""
+"""What the importers share: refusals naming file, line and field, and labels
+only from a labels file, never guessed."""
 
 from __future__ import annotations
 
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import quote
 from ..lines import LineError
@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from ..labels import StaffLabels
 
 SHOWN = 10  # names a refusal or a note shows before it only counts
-Item = TypeVar("Item")
 
 
 class ImportRefused(ValueError):
@@ -32,6 +31,10 @@ class InputFileError(LineError, ImportRefused):
     """An input refused by file, line (None: the whole file) and field."""
 
 
+class LabelsRefused(ImportRefused):
+    """A labels file that cannot label this import."""
+
+
 class NoTemporarySpace(ImportRefused):
     """A temporary file that could not be written: exit 2, as a failed write."""
 
@@ -45,23 +48,16 @@ class NoTemporarySpace(ImportRefused):
         )
 
 
-class LabelsRefused(ImportRefused):
-    """A labels file that cannot label this import."""
-
-
-def listed(items: Sequence[Item], show: Callable[[Item], str]) -> str:
+def listed(items: Sequence[Any], show: Callable[[Any], str] = quote) -> str:
     """The first `SHOWN` items as `show` gives them, then how many more."""
     more = len(items) - SHOWN
     shown = ", ".join(show(item) for item in items[:SHOWN])
     return shown + (f" and {more} more" if more > 0 else "")
 
 
-def named(names: Sequence[Any], lines: Mapping[Any, int] | None = None) -> str:
-    """The first `SHOWN` names quoted (each with its line, when known)."""
-    return listed(
-        names,
-        lambda name: quote(name) + ("" if lines is None else f" (line {lines[name]})"),
-    )
+def named(names: Sequence[Any], lines: Mapping[Any, int]) -> str:
+    """The first `SHOWN` names quoted, each with its line."""
+    return listed(names, lambda name: f"{quote(name)} (line {lines[name]})")
 
 
 def counted(count: int, noun: str) -> str:
@@ -81,9 +77,8 @@ def read_labels(path: str | Path) -> StaffLabels:
     if staff.epoch_labels:
         (sample_id, epoch), line = min(staff.epoch_lines.items(), key=lambda i: i[1])
         raise LabelsRefused(
-            f"{staff.path}, line {line}: id {quote(sample_id)} has an 'epoch' "
-            f"({epoch}); an imported run is one record with one label, so "
-            "leave 'epoch' out"
+            f"{path}, line {line}: id {quote(sample_id)} has an 'epoch' ({epoch}); "
+            "an imported run is one record with one label, so leave 'epoch' out"
         )
     return staff
 
@@ -96,13 +91,10 @@ def check_labels_name_records(
     if not unmatched:
         return
     count = "1 label names" if len(unmatched) == 1 else f"{len(unmatched)} labels name"
-    message = (
-        f"{labels.path}: {count} no {what} of {where}: {named(unmatched, labels.lines)}"
-    )
+    message = f"{labels.path}: {count} no {what} of {where}: "
+    message += named(unmatched, labels.lines)
     numbers = [sample_id for sample_id in unmatched if isinstance(sample_id, int)]
     if numbers:
-        message += (
-            f"; {what} ids are text, so write {quote(str(numbers[0]))}, "
-            f"not {numbers[0]}"
-        )
+        message += f"; {what} ids are text, so write {quote(str(numbers[0]))}, "
+        message += f"not {numbers[0]}"
     raise LabelsRefused(message)

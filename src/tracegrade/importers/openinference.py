@@ -1,6 +1,6 @@
 """OpenInference spans (OTLP JSON) as stage-diagnosis records, one per trace, joined
-to a gold file by a key attribute; spans wait in an unnamed spool, so memory holds
-one trace (docs/import-openinference.md)."""
+to a gold file by a key attribute. The file is read once into an unnamed spool, so
+memory holds one trace (docs/import-openinference.md)."""
 
 from __future__ import annotations
 
@@ -13,14 +13,26 @@ import tempfile
 from array import array
 from collections.abc import Iterator, Sequence
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..core.errors import quote
 from ..lines import has_lone_surrogate, json_objects, strict_json_loads
-from . import common
-from .common import ImportRefused, InputFileError, LabelsRefused, counted, named
+from .common import (
+    SHOWN,
+    ImportRefused,
+    InputFileError,
+    LabelsRefused,
+    NoTemporarySpace,
+    check_labels_name_records,
+    counted,
+    listed,
+    read_labels,
+)
+
+if TYPE_CHECKING:
+    from ..labels import StaffLabels
 
 # The OpenInference semantic conventions' names.
 KIND = "openinference.span.kind"
@@ -30,21 +42,21 @@ INPUT, OUTPUT, MIME = "input.value", "output.value", "input.mime_type"
 DOCUMENTS = {RETRIEVER: "retrieval.documents", RERANKER: "reranker.output_documents"}
 JSON_MIME = "application/json"
 MODEL_INPUT = "model-input"
-NO_MODEL_INPUT = "no LLM span shows its input"
-NO_CONTENT = "a document with no content that no model input names by id"
 
 _DIGITS = re.compile(r"[+-]?[0-9]+")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _URL_SAFE = str.maketrans("-_", "+/")
-_MAX_DIGITS = 20  # uint64's; longer is refused before int() refuses it
 _FLAT = re.compile(r"(0|[1-9][0-9]{0,19})\.document\.(.+)")  # after "NAME."
-_NONFINITE = ("NaN", "Infinity", "-Infinity")
 # AnyValue's scalar kinds other than text and integers: how each is read, and
 # what a value that is not one is called.
 _SCALARS: dict[str, tuple[Any, str]] = {
     "boolValue": (lambda v: v if type(v) is bool else None, "is not true or false"),
     "doubleValue": (
-        lambda v: float(v) if type(v) in (int, float) or v in _NONFINITE else None,
+        lambda v: (
+            float(v)
+            if type(v) in (int, float) or v in ("NaN", "Infinity", "-Infinity")
+            else None
+        ),
         "is not a number",
     ),
     "bytesValue": (lambda v: base64.b64decode(v, validate=True), "is not base64"),
@@ -56,139 +68,32 @@ _VALUE_KINDS = (
 
 Key = str | int
 Documents = list[tuple[str, str | None]]  # each document's id and content
+OpenInferenceNotes = list  # the import's notes, complete once its records are
+
+
+@dataclass(frozen=True)
+class ImportRules:
+    """The options: --key, --id, --context, --allow-unmatched, --id-in-metadata."""
+
+    key: str
+    sample_id: str | None = None
+    context: str = MODEL_INPUT
+    allow_unmatched: bool = False
+    id_in_metadata: str | None = None
+
+
+class UnmatchedTraces(ImportRefused):
+    """Traces that match no gold line, with no --allow-unmatched."""
+
+    exit_code = 2
 
 
 def _surrogate(value: str) -> str:
     return f"{quote(value, 80)} holds a lone surrogate, which no log can hold"
 
 
-@dataclass
-class Span:
-    """One span, its attributes decoded, with where it was read, for refusals."""
-
-    trace_id: str
-    span_id: str
-    parent_id: str | None
-    name: str
-    start: int
-    path: str
-    line: int
-    where: str
-    order: int
-    attributes: dict[str, Any]
-    paths: dict[str, str]
-
-    @property
-    def kind(self) -> Any:
-        return self.attributes.get(KIND)
-
-    def refuse(self, key: str, problem: str) -> InputFileError:
-        where = self.paths.get(key, self.where)
-        return InputFileError(self.path, self.line, f"{where}: {problem}", field=where)
-
-    def text(self, key: str) -> str | None:
-        value = self.attributes.get(key)
-        if value is not None and not isinstance(value, str):
-            raise self.refuse(key, f"{key} must be text, got {quote(value, 80)}")
-        return value
-
-    def texts(self, key: str) -> list[str]:
-        """An attribute that holds text, or an array of texts, as a list."""
-        value = self.attributes.get(key)
-        if type(value) is list and all(isinstance(item, str) for item in value):
-            return value
-        if value is not None and not isinstance(value, str):
-            problem = f"{key} must be text or texts, got {quote(value, 80)}"
-            raise self.refuse(key, problem)
-        return [] if value is None else [value]
-
-    def document_id(self, key: str, value: Any) -> str:
-        if type(value) is int:
-            return str(value)
-        if not isinstance(value, str):
-            problem = f"document id {quote(value, 80)} is neither text nor an integer"
-            raise self.refuse(key, problem)
-        if has_lone_surrogate(value):
-            raise self.refuse(key, f"document id {_surrogate(value)}")
-        return value
-
-    def documents(self, in_metadata: str | None) -> Documents:
-        """The step's documents: `NAME.N.document.*` attributes or one array."""
-        name, kind, span = DOCUMENTS[self.kind], self.kind, quote(self.span_id)
-        flat = [key for key in self.attributes if key.startswith(f"{name}.")]
-        if name in self.attributes and flat:
-            problem = f"{kind} span {span} gives its documents twice: as {name} "
-            raise self.refuse(name, problem + f"and as {name}.N.document.* attributes")
-        if name in self.attributes:
-            return self._document_list(name)
-        fields: dict[int, dict[str, str]] = {}
-        for key in flat:
-            if not (found := _FLAT.fullmatch(key, len(name) + 1)):
-                problem = f"attribute {quote(key)} is not {name}.N.document.FIELD, N "
-                raise self.refuse(key, problem + "an index without leading zeros")
-            fields.setdefault(int(found[1]), {})[found[2]] = key
-        documents = []
-        for index, keys in sorted(fields.items()):
-            if "id" in keys:
-                document = self.document_id(keys["id"], self.attributes[keys["id"]])
-            elif in_metadata is not None and "metadata" in keys:
-                # LangChain's instrumentor records no document.id.
-                value = self.attributes[keys["metadata"]]
-                if isinstance(value, str):
-                    with suppress(ValueError):
-                        value = strict_json_loads(value)
-                if type(value) is not dict or in_metadata not in value:
-                    raise self.refuse(
-                        keys["metadata"],
-                        f"{keys['metadata']} holds no {quote(in_metadata)} and the "
-                        "document has no document.id, so what the span returned "
-                        "is unknown",
-                    )
-                document = self.document_id(keys["metadata"], value[in_metadata])
-            else:
-                raise self.refuse(
-                    next(iter(keys.values())),
-                    f"document {index} of {kind} span {span} has no "
-                    f"{name}.{index}.document.id, so what it returned is unknown "
-                    "(--id-in-metadata KEY reads it from its metadata)",
-                )
-            documents.append(
-                (document, keys.get("content") and self.text(keys["content"]))
-            )
-        return documents
-
-    def _document_list(self, name: str) -> Documents:
-        value = self.attributes[name]
-        form = (
-            f"{name} must be an array of objects each holding document.id "
-            "(or a JSON text of one)"
-        )
-        if isinstance(value, str):
-            try:
-                value = strict_json_loads(value)
-            except ValueError as error:
-                problem = f"{form}; its text is not JSON ({error})"
-                raise self.refuse(name, problem) from None
-        if type(value) is not list:
-            raise self.refuse(name, f"{form}, got {quote(value, 80)}")
-        documents = []
-        for index, document in enumerate(value):
-            if type(document) is not dict or "document.id" not in document:
-                raise self.refuse(
-                    name,
-                    f"{form}; document {index} is {quote(document, 80)}, so what "
-                    "the span returned is unknown",
-                )
-            content = document.get("document.content")
-            document_id = self.document_id(name, document["document.id"])
-            documents.append(
-                (document_id, content if isinstance(content, str) else None)
-            )
-        return documents
-
-
 class _Line:
-    """One line of a JSON Lines file: its fields read, or refused by path."""
+    """One line of a JSON Lines file, whose fields are refused by their path."""
 
     def __init__(self, path: str, number: int) -> None:
         self.path, self.number = path, number
@@ -239,13 +144,14 @@ class _Line:
 
     def integer(self, where: str, value: Any) -> int:
         """A 64-bit integer, which protobuf's JSON writes as text or a number."""
-        if type(value) is int:
-            number: int | None = value
-        elif isinstance(value, str) and _DIGITS.fullmatch(value):
-            number = int(value) if len(value.lstrip("+-")) <= _MAX_DIGITS else None
+        if isinstance(value, str) and _DIGITS.fullmatch(value):
+            # Past 20 digits, past 64 bits (and past int()'s limit, at 4,300).
+            number = int(value) if len(value.lstrip("+-")) <= 20 else 2**64
+        elif type(value) is int:
+            number = value
         else:
             raise self.refuse(where, f"{quote(value, 80)} is not an integer")
-        if number is None or not -(2**63) <= number < 2**64:
+        if not -(2**63) <= number < 2**64:
             problem = f"{quote(value, 80)} is not a 64-bit integer, as OTLP's are"
             raise self.refuse(where, problem)
         return number
@@ -322,7 +228,7 @@ class _Line:
             self.integer(
                 f"{where}.startTimeUnixNano", span.get("startTimeUnixNano", 0)
             ),
-            *(self.path, self.number, where, order, attributes, paths),
+            *(order, self, where, attributes, paths),
         )
         # A retriever missed would read as one that found nothing: refused.
         upper = read.kind.upper() if isinstance(read.kind, str) else None
@@ -334,6 +240,128 @@ class _Line:
         return read
 
 
+@dataclass
+class Span:
+    """One span, its attributes decoded, with where it was read, for refusals."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    start: int
+    order: int
+    line: _Line
+    where: str
+    attributes: dict[str, Any]
+    paths: dict[str, str]
+
+    @property
+    def kind(self) -> Any:
+        return self.attributes.get(KIND)
+
+    def refuse(self, key: str, problem: str) -> InputFileError:
+        return self.line.refuse(self.paths.get(key, self.where), problem)
+
+    def text(self, key: str) -> str | None:
+        value = self.attributes.get(key)
+        if value is not None and not isinstance(value, str):
+            raise self.refuse(key, f"{key} must be text, got {quote(value, 80)}")
+        return value
+
+    def texts(self, key: str) -> list[str]:
+        """An attribute that holds text, or an array of texts, as a list."""
+        value = self.attributes.get(key)
+        if type(value) is list and all(isinstance(item, str) for item in value):
+            return value
+        if value is not None and not isinstance(value, str):
+            problem = f"{key} must be text or texts, got {quote(value, 80)}"
+            raise self.refuse(key, problem)
+        return [] if value is None else [value]
+
+    def document_id(self, key: str, value: Any) -> str:
+        if type(value) is int:
+            return str(value)
+        if not isinstance(value, str):
+            problem = f"document id {quote(value, 80)} is neither text nor an integer"
+            raise self.refuse(key, problem)
+        if has_lone_surrogate(value):
+            raise self.refuse(key, f"document id {_surrogate(value)}")
+        return value
+
+    def documents(self, in_metadata: str | None) -> Documents:
+        """The step's documents: `NAME.N.document.*` attributes, or one array."""
+        name, kind, span = DOCUMENTS[self.kind], self.kind, quote(self.span_id)
+        flat = [key for key in self.attributes if key.startswith(f"{name}.")]
+        if name in self.attributes and flat:
+            problem = f"{kind} span {span} gives its documents twice: as {name} "
+            raise self.refuse(name, problem + f"and as {name}.N.document.* attributes")
+        if name in self.attributes:
+            return self._document_list(name)
+        fields: dict[int, dict[str, str]] = {}
+        for key in flat:
+            if not (found := _FLAT.fullmatch(key, len(name) + 1)):
+                problem = f"attribute {quote(key)} is not {name}.N.document.FIELD, N "
+                raise self.refuse(key, problem + "an index without leading zeros")
+            fields.setdefault(int(found[1]), {})[found[2]] = key
+        documents = []
+        for index, keys in sorted(fields.items()):
+            if "id" in keys:
+                document = self.document_id(keys["id"], self.attributes[keys["id"]])
+            elif in_metadata is not None and "metadata" in keys:
+                # LangChain's instrumentor records no document.id.
+                value = self.attributes[keys["metadata"]]
+                if isinstance(value, str):
+                    with suppress(ValueError):
+                        value = strict_json_loads(value)
+                if type(value) is not dict or in_metadata not in value:
+                    raise self.refuse(
+                        keys["metadata"],
+                        f"{keys['metadata']} holds no {quote(in_metadata)} and the "
+                        "document has no document.id, so what the span returned "
+                        "is unknown",
+                    )
+                document = self.document_id(keys["metadata"], value[in_metadata])
+            else:
+                raise self.refuse(
+                    next(iter(keys.values())),
+                    f"document {index} of {kind} span {span} has no "
+                    f"{name}.{index}.document.id, so what it returned is unknown "
+                    "(--id-in-metadata KEY reads it from its metadata)",
+                )
+            content = keys.get("content") and self.text(keys["content"])
+            documents.append((document, content))
+        return documents
+
+    def _document_list(self, name: str) -> Documents:
+        value = self.attributes[name]
+        form = (
+            f"{name} must be an array of objects each holding document.id "
+            "(or a JSON text of one)"
+        )
+        if isinstance(value, str):
+            try:
+                value = strict_json_loads(value)
+            except ValueError as error:
+                problem = f"{form}; its text is not JSON ({error})"
+                raise self.refuse(name, problem) from None
+        if type(value) is not list:
+            raise self.refuse(name, f"{form}, got {quote(value, 80)}")
+        documents = []
+        for index, document in enumerate(value):
+            if type(document) is not dict or "document.id" not in document:
+                raise self.refuse(
+                    name,
+                    f"{form}; document {index} is {quote(document, 80)}, so what "
+                    "the span returned is unknown",
+                )
+            content = document.get("document.content")
+            document_id = self.document_id(name, document["document.id"])
+            documents.append(
+                (document_id, content if isinstance(content, str) else None)
+            )
+        return documents
+
+
 class _Spool:
     """Spans pickled to an unnamed file; in memory, each trace's places and ids."""
 
@@ -341,34 +369,33 @@ class _Spool:
         try:
             self.file = tempfile.TemporaryFile()  # noqa: SIM115 (closed by the caller)
         except OSError as error:
-            raise common.NoTemporarySpace(error, "spans") from None
+            raise NoTemporarySpace(error, "spans") from None
         self.places: dict[str, array[int]] = {}
         self.span_ids: dict[str, set[int]] = {}
 
-    def add(self, line: _Line, spans: list[Span]) -> None:
+    def add(self, spans: list[Span]) -> None:
         by_trace: dict[str, list[Span]] = {}
         for span in spans:
             seen = self.span_ids.setdefault(span.trace_id, set())
             if int(span.span_id, 16) in seen:
                 earlier = [*self.read(span.trace_id), *by_trace.get(span.trace_id, [])]
                 first = next(o for o in earlier if o.span_id == span.span_id)
-                raise line.refuse(
+                raise span.line.refuse(
                     f"{span.where}.spanId",
                     f"span {quote(span.span_id)} of trace {quote(span.trace_id)} "
-                    f"is already on line {first.line} ({first.where}); a span "
+                    f"is already on line {first.line.number} ({first.where}); a span "
                     "exported twice",
                 )
             seen.add(int(span.span_id, 16))
             by_trace.setdefault(span.trace_id, []).append(span)
         for trace_id, group in by_trace.items():
             data = pickle.dumps(group, pickle.HIGHEST_PROTOCOL)
-            self.places.setdefault(trace_id, array("q")).extend(
-                (self.file.tell(), len(data))
-            )
+            place = (self.file.tell(), len(data))
+            self.places.setdefault(trace_id, array("q")).extend(place)
             try:
                 self.file.write(data)
             except OSError as error:
-                raise common.NoTemporarySpace(error, "spans") from None
+                raise NoTemporarySpace(error, "spans") from None
 
     def read(self, trace_id: str) -> list[Span]:
         spans: list[Span] = []
@@ -407,8 +434,7 @@ class Trace:
         index = {span.span_id: n for n, span in enumerate(self.spans)}
         paths: dict[str, list[int]] = {}  # each span's indices from its root
         for span in self.spans:
-            path, at = [len(index)], span.parent_id
-            path.append(index[span.span_id])
+            path, at = [len(index), index[span.span_id]], span.parent_id
             while at in index and len(path) <= len(index):
                 path.append(index[at])
                 at = self.parents[at]
@@ -436,14 +462,14 @@ class Trace:
             found.setdefault((type(value), value), span)
         if len(found) > 1:
             (first, one), (second, other) = list(found.items())[:2]
-            raise InputFileError(
-                other.path,
-                other.line,
+            problem = (
                 f"trace {quote(self.id)} has {len(found)} values for key "
                 f"{quote(name)} and no root span holding one: {quote(first[1])} "
-                f"(line {one.line}, {one.where}) and {quote(second[1])} "
-                f"({other.where}); which one the trace answers would be a guess",
-                field=name,
+                f"(line {one.line.number}, {one.where}) and {quote(second[1])} "
+                f"({other.where}); which one the trace answers would be a guess"
+            )
+            raise InputFileError(
+                other.line.path, other.line.number, problem, field=name
             )
         return next(iter(found))[1] if found else None
 
@@ -538,8 +564,20 @@ def documents_in(
         for start in _occurrences(text, mark, by_id)
     ]
     found: dict[str, tuple[int, int]] = {}
-    inside: dict[str, tuple[Any, ...]] = {}
-    for (number, start, _, document, _), cover in _covers(seen):
+    inside: dict[str, tuple[Any, ...]] = {}  # another document's longer mark
+    for number, start, end, document, _ in seen:
+        cover = next(
+            (
+                other
+                for other in seen
+                if other[0] == number
+                and other[3] != document
+                and other[1] <= start
+                and end <= other[2]
+                and other[2] - other[1] > end - start
+            ),
+            None,
+        )
         if cover is None:
             found[document] = min(found.get(document, (number, start)), (number, start))
         else:
@@ -577,33 +615,6 @@ def _occurrences(text: str, mark: str, by_id: bool) -> Iterator[int]:
         if not (by_id and any(c.isalnum() for c in around)):
             yield start
         start = text.find(mark, start + 1)
-
-
-def _covers(seen: list[tuple[Any, ...]]) -> list[tuple[tuple[Any, ...], Any]]:
-    """Each occurrence, with another document's longer one holding it, if any."""
-    seen.sort(key=lambda item: (item[0], item[1], -item[2]))
-    covers = []
-    reaching: list[tuple[Any, ...]] = []
-    for occurrence in seen:
-        text, start, end, document, _ = occurrence
-        if reaching and reaching[0][0] != text:
-            reaching = []
-        cover = next(
-            (
-                other
-                for other in reaching
-                if other[3] != document
-                and end <= other[2]
-                and other[2] - other[1] > end - start
-            ),
-            None,
-        )
-        covers.append((occurrence, cover))
-        furthest = {other[3]: other for other in reaching}
-        if document not in furthest or end > furthest[document][2]:
-            furthest[document] = occurrence
-        reaching = sorted(furthest.values(), key=lambda item: -item[2])[:2]
-    return covers
 
 
 def _untyped(trace: Trace, contents: dict[str, set[str | None]]) -> list[str]:
@@ -657,6 +668,34 @@ def _question(trace: Trace) -> str | None:
     return question
 
 
+def _context(
+    at: str, trace: Trace, rules: ImportRules
+) -> tuple[list[str], list[dict[str, Any]] | None, list[str], str | None]:
+    """Context, steps, untyped spans holding documents, and why the context is the
+    last step's output (None: it is what the model input shows)."""
+    documents = {s.span_id: s.documents(rules.id_in_metadata) for s in trace.of(*STEPS)}
+    steps = _steps(trace, documents)
+    contents: dict[str, set[str | None]] = {}
+    for found in documents.values():
+        for document, content in found:
+            contents.setdefault(document, set()).add(content)
+    untyped, why = _untyped(trace, contents), None
+    if rules.context == MODEL_INPUT:
+        texts, why = _model_input(trace), "no LLM span shows its input"
+        if texts:
+            known = {
+                d: [text for text in found if text] for d, found in contents.items()
+            }
+            context = documents_in(texts, known, at)
+            if all(known[d] or d in context for d in known):
+                return context, steps, untyped, None
+            why = "a document with no content that no model input names by id"
+    if any(step["name"].startswith("reranker") for step in steps):
+        return list(steps[-1]["ids"]), steps, untyped, why
+    retrieved = [d for s in trace.of(RETRIEVER) for d, _ in documents[s.span_id]]
+    return retrieved, None, untyped, why
+
+
 class GoldLine(NamedTuple):
     key: Key
     required: list[str]
@@ -664,10 +703,10 @@ class GoldLine(NamedTuple):
     line: int
 
 
-def read_gold(path: str | Path) -> dict[tuple[type, Key], GoldLine]:
-    """Gold lines by typed key; raises `InputFileError` naming the line."""
+def _read_gold(path: str) -> dict[tuple[type, Key], GoldLine]:
+    """Gold lines by typed key: 7 is not "7"."""
     gold: dict[tuple[type, Key], GoldLine] = {}
-    for line, value in _json_lines(str(path)):
+    for line, value in _json_lines(path):
         key, required, correct = (value.get(n) for n in ("key", "required", "correct"))
         if "key" not in value:
             form = '{"key": ..., "required": [...], "correct"?: ...}'
@@ -693,58 +732,149 @@ def read_gold(path: str | Path) -> dict[tuple[type, Key], GoldLine]:
         gold[type(key), key] = GoldLine(key, required, correct, line.number)
     if not gold:
         problem = 'holds no gold lines; give one {"key": ..., "required": [...]} a line'
-        raise InputFileError(str(path), None, problem)
+        raise InputFileError(path, None, problem)
     return gold
 
 
 def _json_lines(path: str) -> Iterator[tuple[_Line, dict[str, Any]]]:
-    try:
-        for number, value in json_objects(path, "line", InputFileError):
-            yield _Line(path, number), value
-    except OSError as error:
-        problem = f"cannot be read ({error.strerror or error})"
-        raise InputFileError(path, None, problem) from None
+    for number, value in json_objects(path, "line", InputFileError):
+        yield _Line(path, number), value
 
 
-def _unmatched(unmatched: list[tuple[str, Key | None]], key: str, note: bool) -> str:
-    """The unmatched traces named, each with its key."""
+def stream_openinference(
+    spans_path: str | Path,
+    gold_path: str | Path,
+    *,
+    rules: ImportRules,
+    labels_path: str | Path | None = None,
+    notes: list[str],
+) -> Iterator[dict[str, Any]]:
+    """One record per trace, then `notes` filled; a refusal may follow records."""
+    path, spool, order = str(spans_path), _Spool(), 0
+    with spool.file:
+        for line, request in _json_lines(path):
+            spans = line.spans(request, order)
+            order += len(spans)
+            spool.add(spans)
+        if not spool.places:
+            problem = "holds no spans; it should be OTLP JSON, one "
+            problem += "ExportTraceServiceRequest a line"
+            raise InputFileError(path, None, problem)
+        made = _Import(path, str(gold_path), rules)
+        made.labels = None if labels_path is None else read_labels(labels_path)
+        for trace_id in spool.places:
+            yield made.record(Trace(trace_id, spool.read(trace_id)))
+        notes += made.notes()
 
-    def show(trace: str, value: Key | None) -> str:
-        shown = f"{key} {quote(value)}" if note else quote(value, 60)
-        return f"{quote(trace)} ({f'no {key}' if value is None else shown})"
 
-    return common.listed(unmatched, lambda pair: show(*pair))
+class _Import:
+    """One import's traces made records, and what its notes say of them."""
 
+    def __init__(self, path: str, gold_path: str, rules: ImportRules) -> None:
+        self.path, self.gold_path, self.rules = path, gold_path, rules
+        self.gold = _read_gold(gold_path)
+        self.labels: StaffLabels | None = None
+        self.used: set[tuple[type, Key]] = set()
+        self.traces: dict[str, str] = {}  # trace ids by sample id
+        self.unmatched: list[tuple[str, Key | None]] = []
+        self.unretrieved: list[str] = []
+        self.last_step: list[tuple[str, str]] = []  # with why
+        self.untyped: dict[str, int] = {}  # traces by span name
 
-@dataclass
-class OpenInferenceNotes:
-    """What the import says on stderr, complete once its records all are."""
+    def sample_id(self, trace: Trace, key: Key | None) -> str:
+        at, rules = f"{self.path}: trace {quote(trace.id)}", self.rules
+        id_name = rules.sample_id or rules.key
+        named_by = key if rules.sample_id is None else trace.key(rules.sample_id)
+        if named_by is None and rules.sample_id is not None:
+            problem = f"has no attribute {quote(rules.sample_id)} for its sample id"
+            raise ImportRefused(f"{at} {problem}")
+        if named_by == "":
+            raise ImportRefused(
+                f"{at} has an empty {id_name}, which cannot name a record"
+            )
+        sample_id = trace.id if named_by is None else str(named_by)
+        if sample_id in self.traces:
+            raise ImportRefused(
+                f"{self.path}: traces {quote(self.traces[sample_id])} and "
+                f"{quote(trace.id)} both have sample id {quote(sample_id)} "
+                f"({id_name}); a sample id names one run"
+            )
+        self.traces[sample_id] = trace.id
+        return sample_id
 
-    unmatched: list[tuple[str, Key | None]] = field(default_factory=list)
-    unused_gold: list[GoldLine] = field(default_factory=list)
-    unretrieved: list[str] = field(default_factory=list)
-    last_step: list[tuple[str, str]] = field(default_factory=list)
-    untyped: dict[str, int] = field(default_factory=dict)
+    def record(self, trace: Trace) -> dict[str, Any]:
+        key = trace.key(self.rules.key)
+        line = None if key is None else self.gold.get((type(key), key))
+        sample_id = self.sample_id(trace, key)
+        record: dict[str, Any] = {}
+        if line is None:
+            self.unmatched.append((trace.id, key))
+        else:
+            self.used.add((type(line.key), line.key))
+            record["required"] = list(line.required)
+        if trace.of(RETRIEVER):
+            at = f"{self.path}: trace {quote(trace.id)}"
+            context, steps, spans, why = _context(at, trace, self.rules)
+            record |= {"context": context} | ({"steps": steps} if steps else {})
+            for name in dict.fromkeys(spans):
+                self.untyped[name] = self.untyped.get(name, 0) + 1
+            if why is not None:
+                self.last_step.append((trace.id, why))
+        else:  # never recorded: an empty context would blame the retriever
+            self.unretrieved.append(trace.id)
+        correct, labels = None if line is None else line.correct, self.labels
+        if labels is not None and sample_id in labels.labels:
+            if line is not None and correct is not None:
+                raise LabelsRefused(
+                    f"{labels.path}, line {labels.lines[sample_id]}: "
+                    f"{quote(sample_id)} is already labelled by {self.gold_path}, "
+                    f"line {line.line}; a record's label comes from one file"
+                )
+            correct = labels.labels[sample_id]
+        fields = {"correct": correct, "question": _question(trace)}
+        fields["answer"] = _answer(trace)
+        record.update((name, v) for name, v in fields.items() if v is not None)
+        return {"id": sample_id, "input": record}
 
-    def lines(self, count: int, key: str, gold: str) -> list[str]:
-        """The notes, a line each, of an import of `count` traces."""
-        of, unused = f" of {counted(count, 'trace')}", self.unused_gold
+    def notes(self) -> list[str]:
+        """The notes, once every trace is a record; or the unmatched refused."""
+        key, unmatched, gold_path = self.rules.key, self.unmatched, self.gold_path
+        if self.labels is not None:
+            known = self.traces.__contains__
+            check_labels_name_records(self.labels, known, "record", self.path)
+        if unmatched and not self.rules.allow_unmatched:
+            verb = "matches" if len(unmatched) == 1 else "match"
+            message = (
+                f"{counted(len(unmatched), 'trace')} {verb} no line of {gold_path} "
+                f"by {key}: {_unmatched(unmatched, key, False)}; "
+            )
+            if len(unmatched) == len(self.traces):
+                message += (
+                    f"no trace matched any of its lines: {key} may vary from run "
+                    "to run of the same question (Haystack's input.value holds a "
+                    "Python set, whose order changes with each process), so key "
+                    "by an id the harness sets, such as session.id; "
+                )
+            message += "--allow-unmatched writes them without required"
+            raise UnmatchedTraces(message)
+        of = f" of {counted(len(self.traces), 'trace')}"
         reasons = [why for _, why in self.last_step]
         why = "; ".join(f"{reasons.count(r)}: {r}" for r in dict.fromkeys(reasons))
-        untyped = list(self.untyped.items())[: common.SHOWN]
-        notes = [
+        untyped = list(self.untyped.items())[:SHOWN]
+        unused = [line for typed, line in self.gold.items() if typed not in self.used]
+        said = [
             (
-                self.unmatched,
-                f"{len(self.unmatched)}{of} match no line of {gold} by {key}; "
+                unmatched,
+                f"{len(unmatched)}{of} match no line of {gold_path} by {key}; "
                 "written without required (--allow-unmatched), they score "
-                f"unresolved: {_unmatched(self.unmatched, key, True)}",
+                f"unresolved: {_unmatched(unmatched, key, True)}",
             ),
             (
                 self.last_step,
                 f"{len(self.last_step)}{of} show no model input that tells what "
-                f"reached the model ({why}); their context is their last "
-                "retrieval step's output, as --context last-step takes it: "
-                + named([trace_id for trace_id, _ in self.last_step]),
+                f"reached the model ({why}); their context is their last retrieval "
+                "step's output, as --context last-step takes it: "
+                + listed([trace_id for trace_id, _ in self.last_step]),
             ),
             (
                 untyped,
@@ -754,166 +884,26 @@ class OpenInferenceNotes:
             ),
             (
                 self.unretrieved,
-                f"{len(self.unretrieved)}{of} have no RETRIEVER span; written "
-                "without context, they are invalid-input (the context was never "
-                f"recorded): {named(self.unretrieved)}",
+                f"{len(self.unretrieved)}{of} have no RETRIEVER span; written without "
+                "context, they are invalid-input (the context was never recorded): "
+                + listed(self.unretrieved),
             ),
             (
                 unused,
-                f"{counted(len(unused), 'gold line')} of {gold} "
+                f"{counted(len(unused), 'gold line')} of {gold_path} "
                 f"{'matches' if len(unused) == 1 else 'match'} no trace: "
-                + common.listed(unused, lambda g: f"{quote(g.key)} (line {g.line})"),
+                + listed(unused, lambda g: f"{quote(g.key)} (line {g.line})"),
             ),
         ]
-        return [note for shown, note in notes if shown]
+        return [note for shown, note in said if shown]
 
 
-@dataclass(frozen=True)
-class ImportRules:
-    """The options: --key, --id, --context, --allow-unmatched, --id-in-metadata."""
+def _unmatched(unmatched: list[tuple[str, Key | None]], key: str, note: bool) -> str:
+    """The unmatched traces named, each with its key."""
 
-    key: str
-    sample_id: str | None = None
-    context: str = MODEL_INPUT
-    allow_unmatched: bool = False
-    id_in_metadata: str | None = None
+    def show(pair: tuple[str, Key | None]) -> str:
+        trace, value = pair
+        shown = f"{key} {quote(value)}" if note else quote(value, 60)
+        return f"{quote(trace)} ({f'no {key}' if value is None else shown})"
 
-
-class UnmatchedTraces(ImportRefused):
-    """Traces that match no gold line, with no --allow-unmatched."""
-
-    exit_code = 2
-
-
-def stream_openinference(
-    spans_path: str | Path,
-    gold_path: str | Path,
-    *,
-    rules: ImportRules,
-    labels_path: str | Path | None = None,
-    notes: OpenInferenceNotes,
-) -> Iterator[dict[str, Any]]:
-    """One record per trace, filling `notes`; a refusal may follow some records."""
-    path, spool, order = str(spans_path), _Spool(), 0
-    with spool.file:
-        for line, request in _json_lines(path):
-            spans = line.spans(request, order)
-            order += len(spans)
-            spool.add(line, spans)
-        if not spool.places:
-            problem = "holds no spans; it should be OTLP JSON, one "
-            raise InputFileError(
-                path, None, problem + "ExportTraceServiceRequest a line"
-            )
-        gold = read_gold(gold_path)
-        labels = None if labels_path is None else common.read_labels(labels_path)
-        traces = (Trace(trace_id, spool.read(trace_id)) for trace_id in spool.places)
-        yield from _records(path, traces, gold, str(gold_path), rules, labels, notes)
-
-
-def _records(
-    path: str,
-    traces: Iterator[Trace],
-    gold: dict[tuple[type, Key], GoldLine],
-    gold_path: str,
-    rules: ImportRules,
-    labels: Any,
-    notes: OpenInferenceNotes,
-) -> Iterator[dict[str, Any]]:
-    used: set[tuple[type, Key]] = set()
-    traces_by_id: dict[str, str] = {}
-    id_name = rules.sample_id or rules.key
-    for trace in traces:
-        at, value = f"{path}: trace {quote(trace.id)}", trace.key(rules.key)
-        line = None if value is None else gold.get((type(value), value))
-        named_by = value if rules.sample_id is None else trace.key(rules.sample_id)
-        if named_by is None and rules.sample_id is not None:
-            problem = f"has no attribute {quote(rules.sample_id)} for its sample id"
-            raise ImportRefused(f"{at} {problem}")
-        if named_by == "":
-            problem = f"has an empty {id_name}, which cannot name a record"
-            raise ImportRefused(f"{at} {problem}")
-        sample_id = trace.id if named_by is None else str(named_by)
-        if sample_id in traces_by_id:
-            raise ImportRefused(
-                f"{path}: traces {quote(traces_by_id[sample_id])} and "
-                f"{quote(trace.id)} both have sample id {quote(sample_id)} "
-                f"({id_name}); a sample id names one run"
-            )
-        traces_by_id[sample_id] = trace.id
-        record: dict[str, Any] = {}
-        if line is None:
-            notes.unmatched.append((trace.id, value))
-        else:
-            used.add((type(line.key), line.key))
-            record["required"] = list(line.required)
-        context, steps = _context(at, trace, rules, notes)
-        correct = None if line is None else line.correct
-        if labels is not None and sample_id in labels.labels:
-            if correct is not None:
-                raise LabelsRefused(
-                    f"{labels.path}, line {labels.lines[sample_id]}: "
-                    f"{quote(sample_id)} is already labelled by {gold_path}, line "
-                    f"{line.line}; a record's label comes from one file"  # type: ignore[union-attr]
-                )
-            correct = labels.labels[sample_id]
-        fields: dict[str, Any] = {"context": context, "steps": steps}
-        fields["correct"] = correct
-        fields |= {"question": _question(trace), "answer": _answer(trace)}
-        record.update((name, v) for name, v in fields.items() if v is not None)
-        yield {"id": sample_id, "input": record}
-    notes.unused_gold += [line for typed, line in gold.items() if typed not in used]
-    if labels is not None:
-        common.check_labels_name_records(
-            labels, traces_by_id.__contains__, "record", path
-        )
-    if notes.unmatched and not rules.allow_unmatched:
-        unmatched = notes.unmatched
-        verb = "matches" if len(unmatched) == 1 else "match"
-        message = (
-            f"{counted(len(unmatched), 'trace')} {verb} no line of {gold_path} by "
-            f"{rules.key}: {_unmatched(unmatched, rules.key, False)}; "
-        )
-        if len(unmatched) == len(traces_by_id):
-            message += (
-                f"no trace matched any of its lines: {rules.key} may vary from run "
-                "to run of the same question (Haystack's input.value holds a Python "
-                "set, whose order changes with each process), so key by an id the "
-                "harness sets, such as session.id; "
-            )
-        raise UnmatchedTraces(
-            message + "--allow-unmatched writes them without required"
-        )
-
-
-def _context(
-    at: str, trace: Trace, rules: ImportRules, notes: OpenInferenceNotes
-) -> tuple[list[str] | None, list[dict[str, Any]] | None]:
-    """Context and steps; a trace whose input cannot show it takes the last step's."""
-    if not trace.of(RETRIEVER):
-        # Never recorded: an empty context would blame the retriever.
-        notes.unretrieved.append(trace.id)
-        return None, None
-    documents = {s.span_id: s.documents(rules.id_in_metadata) for s in trace.of(*STEPS)}
-    steps = _steps(trace, documents)
-    contents: dict[str, set[str | None]] = {}
-    for found in documents.values():
-        for document, content in found:
-            contents.setdefault(document, set()).add(content)
-    for name in dict.fromkeys(_untyped(trace, contents)):
-        notes.untyped[name] = notes.untyped.get(name, 0) + 1
-    if rules.context == MODEL_INPUT:
-        texts, why = _model_input(trace), NO_MODEL_INPUT
-        if texts:
-            known = {
-                document: [t for t in found if t]
-                for document, found in contents.items()
-            }
-            context = documents_in(texts, known, at)
-            if all(known[d] or d in context for d in known):
-                return context, steps
-            why = NO_CONTENT
-        notes.last_step.append((trace.id, why))
-    if any(step["name"].startswith("reranker") for step in steps):
-        return list(steps[-1]["ids"]), steps
-    return [d for s in trace.of(RETRIEVER) for d, _ in documents[s.span_id]], None
+    return listed(unmatched, show)

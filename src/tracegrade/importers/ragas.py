@@ -8,7 +8,7 @@ import csv
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from ..core.errors import quote
 from ..lines import (
@@ -26,9 +26,6 @@ from .common import (
     read_labels,
 )
 
-if TYPE_CHECKING:
-    from ..labels import StaffLabels
-
 Format = Literal["jsonl", "csv"]
 Rows = Iterator[tuple[int, dict[str, Any]]]
 
@@ -38,6 +35,7 @@ TEXT_COLUMNS = {
     "response": "answer",
     "reference": "reference",
 }
+_INDEX = re.compile("0|[1-9][0-9]{0,18}")  # a sample id, "0", "1" ...
 CSV_FIELD_LIMIT = 2**31 - 1  # the largest C long on every platform
 _LIST_FORM = (
     "a list of IDs, as Ragas writes one (['D1', 'D2']): a JSON array, or a "
@@ -52,12 +50,10 @@ def _jsonl_rows(path: str) -> Rows:
         if error.line == 1 and error.kind == MALFORMED_JSON:
             with open(path, encoding="utf-8-sig", errors="replace") as text:
                 if text.readline().lstrip().startswith("["):
+                    problem = f"{error.problem}; a Ragas dataset is JSON Lines "
+                    problem += "(to_jsonl), not a JSON array"
                     raise InputFileError(
-                        path,
-                        1,
-                        f"{error.problem}; a Ragas dataset is JSON Lines "
-                        "(to_jsonl), not a JSON array",
-                        kind=MALFORMED_JSON,
+                        path, 1, problem, kind=MALFORMED_JSON
                     ) from None
         raise
 
@@ -66,8 +62,7 @@ def _csv_lines(path: str) -> Iterator[str]:
     """The lines, ends kept; one that is not UTF-8 refused by line and column."""
     with open(path, encoding="utf-8-sig", errors="surrogateescape", newline="") as text:
         for number, line in enumerate(text, start=1):
-            problem = undecodable(line)
-            if problem is not None:
+            if (problem := undecodable(line)) is not None:
                 raise InputFileError(path, number, problem)
             yield line
 
@@ -76,8 +71,6 @@ def _csv_rows(path: str) -> Rows:
     """Each row as {column: cell}, empty cells left out, with its first line."""
     lines = _csv_lines(path)
     reader = csv.reader(lines, strict=True)
-    # A retrieved context is often over the module's 128 KiB: set, then set back.
-    limit = csv.field_size_limit(CSV_FIELD_LIMIT)
     header: list[str] = []
     try:
         while True:
@@ -88,7 +81,7 @@ def _csv_rows(path: str) -> Rows:
                 return
             except csv.Error as error:
                 raise InputFileError(path, start, f"not a CSV row ({error})") from None
-            if not cells or cells == [""]:
+            if cells in ([], [""]):
                 continue
             if not header:
                 header, header_line = cells, start
@@ -103,27 +96,16 @@ def _csv_rows(path: str) -> Rows:
                     )
                     raise InputFileError(path, start, problem, field=absent[0])
             elif len(cells) != len(header):
-                raise InputFileError(
-                    path,
-                    start,
-                    f"a row of {len(cells)} cells, where the header (line "
-                    f"{header_line}) names {len(header)} columns",
-                )
+                problem = f"a row of {len(cells)} cells, where the header (line "
+                problem += f"{header_line}) names {len(header)} columns"
+                raise InputFileError(path, start, problem)
             else:
-                yield (
-                    start,
-                    {
-                        n: cell
-                        for n, cell in zip(header, cells, strict=True)
-                        if cell != ""
-                    },
-                )
+                row = dict(zip(header, cells, strict=True))
+                yield start, {name: cell for name, cell in row.items() if cell != ""}
     except InputFileError:
         for _ in lines:  # bytes that are not UTF-8 anywhere are said first
             pass
         raise
-    finally:
-        csv.field_size_limit(limit)
 
 
 def _field(path: str, line: int, name: str, value: Any, from_csv: bool) -> Any:
@@ -139,8 +121,8 @@ def _field(path: str, line: int, name: str, value: Any, from_csv: bool) -> Any:
             "reference_context_ids and retrieved_context_ids"
         )
     if ids and from_csv:
-        # JSON, else repr's list of literals: Python's reader would take
-        # `['D1' 'D2']` for `['D1D2']`.
+        # JSON, else repr's list: Python's reader would take `['D1' 'D2']` for
+        # `['D1D2']`.
         text = value
         try:
             value = strict_json_loads(text)
@@ -168,20 +150,30 @@ def _field(path: str, line: int, name: str, value: Any, from_csv: bool) -> Any:
     return [str(item) for item in value] if ids else value
 
 
-def _samples(
-    path: str, file_format: Format | None, labels: StaffLabels | None
+def stream_ragas(
+    path: str | Path,
+    *,
+    labels_path: str | Path | None = None,
+    file_format: Format | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """One record per row; an unreadable row anywhere is refused before a wrong one."""
-    # By default CSV for a `.csv` name, else JSON Lines (what `to_jsonl` writes).
+    """The records, a sample at a time; an unreadable row anywhere is refused
+    before a wrong one, and the dataset before the labels."""
+    path = str(path)
     from_csv = (
         file_format or ("csv" if path.lower().endswith(".csv") else "")
     ) == "csv"
+    labels, refused = None, None
+    try:
+        labels = None if labels_path is None else read_labels(labels_path)
+    except LabelsRefused as error:
+        refused = error
+    limit = csv.field_size_limit(CSV_FIELD_LIMIT)  # a context is often over 128 KiB
     rows = _csv_rows(path) if from_csv else _jsonl_rows(path)
     index = 0
     try:
         for line, row in rows:
             try:
-                record: dict[str, Any] = {
+                record = {
                     key: _field(path, line, column, row.get(column), from_csv)
                     for column, key in ID_COLUMNS.items()
                 }
@@ -196,41 +188,22 @@ def _samples(
                 for _ in rows:
                     pass
                 raise
-            yield {"id": str(index), "input": record}
+            if refused is None:
+                yield {"id": str(index), "input": record}
             index += 1
-    except OSError as error:
-        problem = f"cannot be read ({error.strerror or error})"
-        raise InputFileError(path, None, problem) from None
+    finally:
+        csv.field_size_limit(limit)
     if index == 0:
         columns = ", ".join(ID_COLUMNS)
         raise InputFileError(path, None, f"holds no samples; each needs {columns}")
+    if refused is not None:
+        raise refused
     if labels is not None:
-        # The ids "0" to str(index - 1), without a set of them.
-        ids = re.compile(f"0|[1-9][0-9]{{0,{len(str(index)) - 1}}}")
         check_labels_name_records(
             labels,
-            lambda i: isinstance(i, str) and bool(ids.fullmatch(i)) and int(i) < index,
+            lambda i: (
+                isinstance(i, str) and bool(_INDEX.fullmatch(i)) and int(i) < index
+            ),
             "sample",
             path,
         )
-
-
-def stream_ragas(
-    path: str | Path,
-    *,
-    labels_path: str | Path | None = None,
-    file_format: Format | None = None,
-) -> Iterator[dict[str, Any]]:
-    """The records, a sample at a time; the dataset refused before the labels."""
-    labels, refused = None, None
-    if labels_path is not None:
-        try:
-            labels = read_labels(labels_path)
-        except LabelsRefused as error:
-            refused = error
-    samples = _samples(str(path), file_format, labels)
-    if refused is not None:
-        for _ in samples:
-            pass
-        raise refused
-    yield from samples
