@@ -13,7 +13,7 @@ from ..scorers.explain import show_id
 from .aggregate import Proportion, Report
 from .page import page_html
 from .runs import Undiagnosed, why_text
-from .tables import ID_TITLES, Summary, eval_label, ranked_ids, report_page
+from .tables import ID_TABLES, Summary, eval_label, ranked_ids, report_page
 
 STAGE_COLOURS = {
     "retrieval": "#d62728",
@@ -210,7 +210,7 @@ def _id_figure(report: Report, kind: str) -> Any:
         )
     figure.update_layout(
         LAYOUT,
-        title=chart_title(f"{ID_TITLES[kind]} (top {report.top})", subtitle),
+        title=chart_title(f"{ID_TABLES[kind][0]} (top {report.top})", subtitle),
         barmode="group",
         showlegend=len(rankings) > 1,
         # IDs such as "01" and "1" are different IDs, not numbers.
@@ -232,6 +232,6 @@ def render_html(report: Report) -> str:
         elif key == "extraction" and report.ordered_extraction:
             charts.append(chart_html(_extraction_figure(report), key))
         # Like the tables, an ID chart with no IDs to show is left out.
-        elif key in ID_TITLES and any(ids for _, ids, _ in ranked_ids(report, key)):
+        elif key in ID_TABLES and any(ids for _, ids, _ in ranked_ids(report, key)):
             charts.append(chart_html(_id_figure(report, key), key))
     return page_html(report_page(report), [charts], get_plotlyjs())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import astuple
 from pathlib import Path
 
 from ..logs.evals import missing_parts_text, superseded_note, unused_reducer
@@ -267,7 +268,7 @@ def report_tables(report: Report) -> list[Table]:
             for of_all in [(_of_all(p.count, s.runs) for p in shares[:2])]
         ],
     )
-    ids = [_id_table(report, kind) for kind in ID_TITLES]
+    ids = [_id_table(report, kind) for kind in ID_TABLES]
     tables = [runs, thresholds_table(report.thresholds), stages, lucky, context]
     tables += [*_pipeline_tables(staged), errors, *ids, gaps, _evals_table(report)]
     return [table for table in tables if table.rows]
@@ -360,26 +361,29 @@ def _evals_table(report: Report) -> Table:
     return Table("evals", "Evals read", caption, columns, rows, notes=notes)
 
 
-ID_TITLES = {
-    "missed": "Most often missing document IDs",
-    "dropped": "Most often dropped IDs",
-    "invented": "Most often invented IDs",
-}
-_ID_COLUMNS = {
-    "missed": ["document", "missed", "required"],
-    "dropped": ["ID", "dropped", "in source"],
-    "invented": ["ID", "invented", "of"],
-}
-_ID_CAPTIONS = {
-    "missed": "missed: diagnosed runs whose context lacked the required ID; "
-    "required: diagnosed runs that required it.",
-    "dropped": "dropped: itemised answers that left out the source ID; in "
-    "source: itemised answers whose source held it. Itemised: graded answers "
-    "except those that repeat an ID or cannot be read, which fail both "
-    "criteria with nothing compared.",
-    "invented": "invented: itemised answers that held the ID though their "
-    "source did not; of: all itemised answers (graded, neither repeating an "
-    "ID nor unreadable).",
+# Per kind: title, columns, caption.
+ID_TABLES = {
+    "missed": (
+        "Most often missing document IDs",
+        ["document", "missed", "required"],
+        "missed: diagnosed runs whose context lacked the required ID; "
+        "required: diagnosed runs that required it.",
+    ),
+    "dropped": (
+        "Most often dropped IDs",
+        ["ID", "dropped", "in source"],
+        "dropped: itemised answers that left out the source ID; in "
+        "source: itemised answers whose source held it. Itemised: graded answers "
+        "except those that repeat an ID or cannot be read, which fail both "
+        "criteria with nothing compared.",
+    ),
+    "invented": (
+        "Most often invented IDs",
+        ["ID", "invented", "of"],
+        "invented: itemised answers that held the ID though their "
+        "source did not; of: all itemised answers (graded, neither repeating an "
+        "ID nor unreadable).",
+    ),
 }
 
 
@@ -387,24 +391,17 @@ def ranked_ids(
     report: Report, kind: str
 ) -> list[tuple[Summary, list[tuple[str, int, int]], int]]:
     """Each row's top `kind` IDs as (id, count, of), and distinct count."""
-    if kind == "missed":
-        return [
-            (s, [(d.id, d.missed, d.required) for d in s.missed], s.distinct_missed)
-            for s in report.stage_diagnosis
-        ]
-    if kind == "dropped":
-        return [
-            (s, [(d.id, d.dropped, d.in_source) for d in s.dropped], s.distinct_dropped)
-            for s in report.ordered_extraction
-        ]
-    # An invented ID is in no source: it is counted of all itemised answers.
-    return [
-        (s, [(i.id, i.invented, s.itemised) for i in s.invented], s.distinct_invented)
-        for s in report.ordered_extraction
-    ]
+    found = []
+    for s in report.stage_diagnosis if kind == "missed" else report.ordered_extraction:
+        # An invented ID is in no source: it is counted of all itemised answers.
+        itemised = [s.itemised] if isinstance(s, ExtractionSummary) else []
+        ids = [(*astuple(i), *itemised)[:3] for i in getattr(s, kind)]
+        found.append((s, ids, getattr(s, f"distinct_{kind}")))
+    return found
 
 
 def _id_table(report: Report, kind: str) -> Table:
+    title, columns, caption = ID_TABLES[kind]
     rankings = ranked_ids(report, kind)
     rows = [
         _row(s, show_id(i), count, of, percent(count / of))
@@ -412,6 +409,6 @@ def _id_table(report: Report, kind: str) -> Table:
         for i, count, of in ids
     ]
     distinct = "; ".join(f"{n} in {eval_label(s)}" for s, _, n in rankings)
-    caption = f"{_ID_CAPTIONS[kind]} Distinct IDs ever {kind}: {distinct}."
-    title = f"{ID_TITLES[kind]} (top {report.top})"
-    return _table(kind, title, caption, [*_ID_COLUMNS[kind], "rate"], rows)
+    caption = f"{caption} Distinct IDs ever {kind}: {distinct}."
+    title = f"{title} (top {report.top})"
+    return _table(kind, title, caption, [*columns, "rate"], rows)
