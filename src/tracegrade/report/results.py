@@ -78,24 +78,25 @@ def split_paths(paths: Sequence[str]) -> tuple[list[str], list[ResultsDataset]]:
     from ..logs.evals import files_under, logs_under
 
     logs: list[str] = []
-    results: dict[str, str] = {}
+    results: dict[str, tuple[str, list[str]]] = {}
     for path in paths:
         given = Path(path)
-        found = given.is_file() and given.suffix == SUFFIX
+        files = [path] if given.is_file() and given.suffix == SUFFIX else []
         if given.is_dir():
             try:
-                files = files_under(given, _bookkeeping)
-                found = any(f.suffix == SUFFIX for f in files) and not logs_under(given)
+                under = files_under(given, _bookkeeping)
+                parquet = [str(file) for file in under if file.suffix == SUFFIX]
+                files = parquet if parquet and not logs_under(given) else []
             except OSError:
                 pass  # read as logs, which says what cannot be listed
-        if found:
-            results.setdefault(os.path.realpath(path), path)
+        if files:
+            results.setdefault(os.path.realpath(path), (path, files))
         else:
             logs.append(path)
-    return logs, [open_results(path) for path in results.values()]
+    return logs, [open_results(path, files) for path, files in results.values()]
 
 
-def open_results(path: str) -> ResultsDataset:
+def open_results(path: str, files: list[str]) -> ResultsDataset:
     """The results at `path`, every file's columns checked, no row read."""
     try:
         import pyarrow as pa
@@ -104,17 +105,6 @@ def open_results(path: str) -> ResultsDataset:
         from ..table import PARQUET_NEEDS
 
         raise ResultsError(f"{path!r}: {PARQUET_NEEDS}") from None
-    from ..logs.evals import files_under
-
-    files = [path]
-    if not Path(path).is_file():
-        try:
-            under = files_under(Path(path), _bookkeeping)
-        except OSError as error:
-            raise ResultsError(f"cannot list {path!r} ({error})") from None
-        files = [str(f) for f in under if f.suffix == SUFFIX]
-    if not files:
-        raise ResultsError(f"no Parquet results ({SUFFIX}) under {path!r}")
     kinds: list[str] = []
     rows, newest = 0, 0.0
     for file in files:
