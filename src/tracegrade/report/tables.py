@@ -117,20 +117,15 @@ def report_page(report: Report) -> Page:
     """The page: verdict, what was read, headlines, warnings, tables."""
     checks = report.thresholds
     failed = [check for check in checks if not check.met]
-    if not checks:
-        verdict = ["No gate asked"]
-        verdict += ["no --fail-under threshold: the report gates nothing"]
-    elif failed:
+    rule = f"(--fail-under, {OVER_ALL_RUNS})."
+    verdict = ["No gate asked", "no --fail-under threshold: the report gates nothing"]
+    if failed:
         verdict = [
-            f"Gate failed: {len(failed)} of {len(checks)} thresholds not met "
-            f"(--fail-under, {OVER_ALL_RUNS}).",
-            *(f"Not met: {threshold_line(check)}." for check in failed),
+            f"Gate failed: {len(failed)} of {len(checks)} thresholds not met {rule}"
         ]
-    else:
-        verdict = [
-            f"Gate passed: all {len(checks)} thresholds met (--fail-under, "
-            f"{OVER_ALL_RUNS})."
-        ]
+        verdict += [f"Not met: {threshold_line(check)}." for check in failed]
+    elif checks:
+        verdict = [f"Gate passed: all {len(checks)} thresholds met {rule}"]
     return Page(
         command="tracegrade report",
         verdict=verdict[0],
