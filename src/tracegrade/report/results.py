@@ -257,14 +257,15 @@ def _stage(row: Mapping[str, Any]) -> StageScore:
     recall, precision = _share(row, "recall"), _share(row, "precision")
     lost = read_lost(row.get("lost"), "column lost")
     diagnosed = ("required", "labelled_correct", "steps", "context_size")
-    stage = row["stage"]
-    if error is not None and error.unscored:
+    unscored = error is not None and error.unscored
+    stage = None if unscored else row["stage"]
+    if unscored:
         _null(row, ("stage", "missing", *diagnosed), "on an unscored row")
-        return StageScore(None, error, recall, precision, None, None, False, lost)
-    if stage not in STAGES:
+    elif stage not in STAGES:
         raise _bad("stage", f"one of {', '.join(STAGES)}", stage)
-    if stage not in DIAGNOSED_STAGES:
+    elif stage not in DIAGNOSED_STAGES:
         _null(row, diagnosed, f"where stage is {stage}")
+    if stage not in DIAGNOSED_STAGES:
         return StageScore(stage, error, recall, precision, None, None, False, lost)
     required, missing = _ids(row, "required"), _ids(row, "missing")
     if type(correct := row["labelled_correct"]) is not bool:
