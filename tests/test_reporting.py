@@ -171,11 +171,8 @@ def test_stage_figures_match_the_core_on_the_fixture(
     summary = only_stage(report)
     diagnosed = sum(n[s] for s in ("retrieval", "generation", "pass", "unresolved"))
 
-    assert (summary.task, summary.model, summary.scorer) == (
-        "tracegrade/stage_diagnosis",
-        "none/none",
-        "stage_diagnosis",
-    )
+    where = "tracegrade/stage_diagnosis", "none/none", "stage_diagnosis"
+    assert (summary.task, summary.model, summary.scorer) == where
     assert (summary.runs, summary.diagnosed) == (len(STAGE_CASES), diagnosed)
     assert {stage: p.count for stage, p in summary.stages.items()} == {
         stage: n[stage] for stage in summary.stages
@@ -183,10 +180,8 @@ def test_stage_figures_match_the_core_on_the_fixture(
     for p in summary.stages.values():
         assert p.total == diagnosed
         assert (p.low, p.high) == wilson(p.count / p.total, p.total)
-    assert (summary.lucky.count, summary.lucky.total) == (
-        n["lucky"],
-        n["labelled_correct"],
-    )
+    lucky = summary.lucky
+    assert (lucky.count, lucky.total) == (n["lucky"], n["labelled_correct"])
     assert errors(summary) == expected["errors"]
     assert [(d.id, d.missed, d.required) for d in summary.missed] == [
         (i, missed, expected["req"][i]) for i, missed in ranked(expected["missed"])
@@ -207,11 +202,9 @@ def test_extraction_figures_match_the_core_on_the_fixture(
     (summary,) = report.ordered_extraction
 
     assert (summary.runs, summary.graded) == (len(EXTRACTION_CASES), n["graded"])
-    assert (summary.membership.count, summary.order.count) == (
-        n["membership"],
-        n["order"],
-    )
-    assert summary.membership.total == summary.order.total == n["graded"]
+    for criterion in ("membership", "order"):
+        proportion = getattr(summary, criterion)
+        assert (proportion.count, proportion.total) == (n[criterion], n["graded"])
     # Order implies membership, so the gap counts membership-only runs.
     assert summary.gap.count == n["membership"] - n["order"]
     assert errors(summary) == expected["errors"]
@@ -337,12 +330,8 @@ def test_json_logs_and_appended_scores(
     offline_logs: OfflineLogs, report: Report, tmp_path: Path
 ) -> None:
     """A .json log reads as .eval; an appended score is a row of its own."""
-    rescored = score(
-        read_eval_log(offline_logs.stage),
-        stage_diagnosis_scorer(),
-        action="append",
-        display="none",
-    )
+    log = read_eval_log(offline_logs.stage)
+    rescored = score(log, stage_diagnosis_scorer(), action="append", display="none")
     path = tmp_path / JSON_LOG_NAME.format("rescored")
     write_eval_log(rescored, str(path))
     first, appended = build_report([str(path)]).stage_diagnosis
@@ -355,14 +344,9 @@ def test_json_logs_and_appended_scores(
 
 def test_logs_without_tracegrade_scores_are_an_error(tmp_path: Path) -> None:
     # replay() leaves the output empty, with no model call.
-    other = Task(
-        dataset=[Sample(input="x", target="")], solver=replay(), scorer=match()
-    )
-    (log,) = run([other], tmp_path)
-
-    with pytest.raises(
-        ReportError, match=r"no tracegrade scores .*scores found: match"
-    ):
+    sample = Sample(input="x", target="")
+    (log,) = run([Task(dataset=[sample], solver=replay(), scorer=match())], tmp_path)
+    with pytest.raises(ReportError, match=r"no tracegrade scores .*found: match"):
         build_report([log.location])
 
 
