@@ -181,16 +181,24 @@ def test_a_missing_part_is_warned_of_everywhere(
 
 
 @pytest.mark.parametrize(
-    ("args", "code"),
-    [([], 2), (["does-not-exist"], 2), ([".", "--top", "0"], 2), (["bad.eval"], 1)],
-    ids=["no path", "missing path", "top zero", "unreadable log"],
+    ("args", "code", "said"),
+    [
+        ([], 2, "Missing argument"),
+        (["does-not-exist"], 2, "does not exist"),
+        ([".", "--top", "0"], 2, "--top"),
+        (["bad.eval"], 1, "cannot read 'bad.eval' as an Inspect log"),
+        # An engine's bookkeeping alone: neither logs nor results.
+        (["empty"], 1, "no Inspect logs"),
+    ],
 )
 def test_bad_input_exits_1_or_2(
-    args: list[str], code: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    args: list[str], code: int, said: str, tmp_path: Path, monkeypatch: Any
 ) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "bad.eval").write_bytes(b"not a zip file")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "_SUCCESS").write_text("")
     result = invoke(*args)
 
     assert result.exit_code == code
-    assert code == 2 or "cannot read 'bad.eval' as an Inspect log" in result.stderr
+    assert said in result.stderr

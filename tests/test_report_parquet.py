@@ -185,14 +185,6 @@ def test_a_cell_no_result_holds_is_named_by_file_row_and_column(
     one_line_usage_error(invoke(str(file)), repr(str(file)), f"row {row}", said)
 
 
-def test_a_directory_with_neither_logs_nor_results_exits_1(tmp_path: Path) -> None:
-    (tmp_path / "_SUCCESS").write_text("")
-    result = invoke(str(tmp_path))
-
-    assert result.exit_code == 1
-    assert "no Inspect logs" in result.stderr
-
-
 # --- memory --------------------------------------------------------------------
 
 

@@ -39,36 +39,29 @@ def runs(draw: st.DrawFn) -> list[dict[str, Any]]:
         retrieved = draw(st.permutations(IDS))[: draw(st.integers(0, 16))]
         reranked = [item for item in retrieved if draw(st.booleans())]
         cut = draw(st.integers(0, len(reranked)))
+        required = draw(st.lists(st.sampled_from(IDS), min_size=1, max_size=5))
+        steps = [("retriever", retrieved), ("reranker", reranked)]
         records.append(
             {
-                "required": draw(
-                    st.lists(st.sampled_from(IDS), min_size=1, max_size=5)
-                ),
+                "required": required,
                 "context": reranked[:cut],
                 "correct": draw(st.booleans()),
-                "steps": [
-                    {"name": "retriever", "ids": retrieved},
-                    {"name": "reranker", "ids": reranked},
-                ],
+                "steps": [{"name": name, "ids": ids} for name, ids in steps],
             }
         )
     return records
 
 
-def add_scored(tally: PipelineTally, record: dict[str, Any]) -> None:
-    """Count the record's score as the report reads it: through the schema."""
-    score = stage_input_score(record)
-    staged = read_stage(score.value, score.metadata)
-    assert staged.required is not None and staged.steps is not None
-    assert staged.steps == read_steps(record)
-    assert staged.context_size == len(record["context"])
-    tally.add(staged.required, staged.context_size, staged.steps, staged.lost)
-
-
 def tallied(records: list[dict[str, Any]]) -> PipelineTally:
+    """The records' scores counted as the report reads them: through the schema."""
     tally = PipelineTally()
     for record in records:
-        add_scored(tally, record)
+        score = stage_input_score(record)
+        staged = read_stage(score.value, score.metadata)
+        assert staged.required is not None and staged.steps is not None
+        assert staged.steps == read_steps(record)
+        assert staged.context_size == len(record["context"])
+        tally.add(staged.required, staged.context_size, staged.steps, staged.lost)
     return tally
 
 
@@ -89,12 +82,8 @@ def trec_eval(records: list[dict[str, Any]], step: int) -> dict[str, float]:
         ir_measures.ScoredDoc(str(query), "none", 0.0) for query in range(len(records))
     ]
     measures = [ir_measures.RR, ir_measures.nDCG @ NDCG_DEPTH, ir_measures.R @ 1000]
-    return {
-        str(measure): value
-        for measure, value in ir_measures.calc_aggregate(
-            measures, qrels, ranked
-        ).items()
-    }
+    figures = ir_measures.calc_aggregate(measures, qrels, ranked)
+    return {str(measure): value for measure, value in figures.items()}
 
 
 @settings(max_examples=60, deadline=None)
