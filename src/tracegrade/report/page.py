@@ -283,6 +283,9 @@ class MarkdownPage:
             self.blocks.append((what, "lines", "", lines, "\n", ""))
 
     def table(self, table: Table) -> None:
+        """A table with rows; one with none is left out."""
+        if not table.rows:
+            return
         align = ["---:" if numeric else "---" for numeric in table.numeric]
         head = f"### {escape(table.title)}\n\n{_row(table.columns)}"
         head += "| " + " | ".join(align) + " |\n"
@@ -335,13 +338,11 @@ def page_markdown(page: Page, limit: int = COMMENT_LIMIT) -> str:
     markdown.bullets("the warnings", page.warnings, prefix="warning:")
     for section in page.sections:
         for table in section.tables:
-            if table.rows:
-                markdown.table(table)
+            markdown.table(table)
         name = f" of {section.title}" if section.title else ""
         markdown.bullets(f"the test notes{name}", section.notes)
         for table in section.more:
-            if table.rows:
-                markdown.table(table)
+            markdown.table(table)
     return markdown.render()
 
 
@@ -404,12 +405,10 @@ def page_html(page: Page, charts: Sequence[Sequence[str]], plotly_js: str) -> st
     sections = []
     for section, shown in zip(page.sections, charts, strict=True):
         heading = f"<h2>{html.escape(section.title)}</h2>" if section.title else ""
-        notes = (
-            '<section class="notes"><h3>What the tests say</h3>'
-            f"{_list(section.notes)}</section>"
-            if section.notes
-            else ""
-        )
+        notes = ""
+        if section.notes:
+            notes = '<section class="notes"><h3>What the tests say</h3>'
+            notes += f"{_list(section.notes)}</section>"
         tables = [t for t in [*section.tables, *section.more] if t.rows]
         sections.append(
             f'<section class="pair">{heading}{_charts(shown)}{notes}'
