@@ -265,11 +265,6 @@ def report_evals(
     )
 
 
-def _ranked(counter: Counter[str]) -> list[tuple[str, int]]:
-    """Most frequent first; ties in code point order, so the list is stable."""
-    return sorted(counter.items(), key=lambda item: (-item[1], item[0]))
-
-
 @dataclass
 class _Group:
     """One row's counters, and per sample its outcomes when clustered."""
@@ -363,7 +358,11 @@ class _Group:
             key=lambda item: (item[0][1] not in UNSCORED_SIDES, -item[1], item[0][0]),
         )
         counts = [ErrorCount(kind, side, n) for (kind, side), n in errors]
-        ranked = {kind: _ranked(counter) for kind, counter in ids.items()}
+        # Most frequent first; ties in code point order, so the list is stable.
+        ranked = {
+            kind: sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+            for kind, counter in ids.items()
+        }
         if self.kind == STAGE_SCORER:
             missed = ranked.get("missed", [])
             names = ("pass", "context_recall", "context_precision")
