@@ -169,21 +169,46 @@ def thresholds_table(checks: list[ThresholdCheck]) -> Table:
     return _table("thresholds", "Thresholds (--fail-under)", caption, columns, rows)
 
 
+_LEGENDS = {
+    "runs": "runs: every sample-epoch of the eval, with a result or not. diagnosed: "
+    "runs that got a stage (extraction: a grade, answer failures included); "
+    "every share below is of these, and says so. not diagnosed: runs with "
+    "no result, and why: a data error (the sample's data is at fault), a "
+    "sample error (the sample errored before it had an answer, scored so or "
+    "not scored at all), a run logged without the score, or one its eval "
+    "never ran (it stopped).",
+    "stages": "runs: runs in the stage; of: the runs diagnosed, which the share "
+    "and its interval are of; of all runs: the runs in the stage over every "
+    "run, those not diagnosed (table Runs) included.",
+    "lucky": "Runs labelled correct whose required evidence never reached the "
+    "context (stage retrieval), of all diagnosed runs labelled correct.",
+    "context": "recall: the mean share of each run's unique required IDs that "
+    "reached its context, over the runs with a required set and a context. "
+    "precision: the mean share of each run's unique context IDs that were "
+    "required (a repeated ID is one document), over the runs whose context "
+    "held an ID and was judged (an empty required list gives 0). Labelled "
+    "or not: the logged context_recall and context_precision metrics cover "
+    "the scored runs only. Means; no interval. Runs with no figure (a "
+    "sample error has no context) are in the Runs table.",
+    "errors": "side data: the sample's data is at fault, so it is unscored. side "
+    "run: the sample errored before it had an answer, so it is unscored. side "
+    "answer: the model's answer broke the answer contract and fails both "
+    "criteria. Counted per {unit}.",
+    "extraction": "Accuracy over graded runs; answer failures count as failures. "
+    "gap = membership minus order accuracy: the runs that kept every ID but "
+    "lost the source order. of all runs: membership and order over every "
+    "run, those not graded (table Runs) included.",
+}
+
+
 def report_tables(report: Report) -> list[Table]:
     """Every table, in display order; those with no row are left out."""
     summaries = sorted(report.summaries, key=lambda s: int(s.evals[0][1:]))
     staged, extraction = report.stage_diagnosis, report.ordered_extraction
-    ci = f"share [{round(100 * report.confidence)}% CI]"
     runs = _table(
         "runs",
         "Runs",
-        "runs: every sample-epoch of the eval, with a result or not. diagnosed: "
-        "runs that got a stage (extraction: a grade, answer failures included); "
-        "every share below is of these, and says so. not diagnosed: runs with "
-        "no result, and why: a data error (the sample's data is at fault), a "
-        "sample error (the sample errored before it had an answer, scored so or "
-        "not scored at all), a run logged without the score, or one its eval "
-        "never ran (it stopped).",
+        _LEGENDS["runs"],
         ["score", "runs", "diagnosed", "not diagnosed", "why"],
         [
             _row(s, s.scorer, s.runs, got, s.runs - got, why or "none")
@@ -191,12 +216,43 @@ def report_tables(report: Report) -> list[Table]:
             for got, why in [_got(s)]
         ],
     )
+    errors = _table(
+        "errors",
+        "Errors by kind",
+        _LEGENDS["errors"].format(unit=report.unit),
+        ["kind", "side", "runs", "of"],
+        [
+            _row(s, e.kind, e.side, e.count, s.runs)
+            for s in report.summaries
+            for e in s.errors
+        ],
+    )
+    gaps = _table(
+        "extraction",
+        "Membership versus order",
+        _LEGENDS["extraction"],
+        ["runs", "graded", "membership", "order", "gap", *_OF_ALL],
+        [
+            _row(s, s.runs, s.graded, *map(share_with_interval, shares), *of_all)
+            for s in extraction
+            for shares in [(s.membership, s.order, s.gap)]
+            for of_all in [(_of_all(p.count, s.runs) for p in shares[:2])]
+        ],
+    )
+    ids = [_id_table(report, kind) for kind in ID_TABLES]
+    tables = [runs, thresholds_table(report.thresholds), *_stage_tables(report)]
+    tables += [*_pipeline_tables(staged), errors, *ids, gaps, _evals_table(report)]
+    return [table for table in tables if table.rows]
+
+
+def _stage_tables(report: Report) -> list[Table]:
+    """Stage shares, lucky answers, context recall and precision."""
+    staged = report.stage_diagnosis
+    ci = f"share [{round(100 * report.confidence)}% CI]"
     stages = _table(
         "stages",
         "Stage shares",
-        "runs: runs in the stage; of: the runs diagnosed, which the share and "
-        "its interval are of; of all runs: the runs in the stage over every "
-        "run, those not diagnosed (table Runs) included.",
+        _LEGENDS["stages"],
         ["stage", "runs", "of", ci, "of all runs"],
         [
             _row(s, stage, p.count, p.total, share_with_interval(p), of_all)
@@ -208,8 +264,7 @@ def report_tables(report: Report) -> list[Table]:
     lucky = _table(
         "lucky",
         "Lucky answers",
-        "Runs labelled correct whose required evidence never reached the "
-        "context (stage retrieval), of all diagnosed runs labelled correct.",
+        _LEGENDS["lucky"],
         ["lucky", "of", ci],
         [
             _row(s, s.lucky.count, s.lucky.total, share_with_interval(s.lucky))
@@ -219,14 +274,7 @@ def report_tables(report: Report) -> list[Table]:
     context = _table(
         "context",
         "Context recall and precision",
-        "recall: the mean share of each run's unique required IDs that reached "
-        "its context, over the runs with a required set and a context. "
-        "precision: the mean share of each run's unique context IDs that were "
-        "required (a repeated ID is one document), over the runs whose context "
-        "held an ID and was judged (an empty required list gives 0). Labelled "
-        "or not: the logged context_recall and context_precision metrics cover "
-        "the scored runs only. Means; no interval. Runs with no figure (a "
-        "sample error has no context) are in the Runs table.",
+        _LEGENDS["context"],
         ["recall", "recall runs", "precision", "precision runs"],
         [
             _row(s, percent(s.recall), s.recall_runs, *precision)
@@ -234,39 +282,7 @@ def report_tables(report: Report) -> list[Table]:
             for precision in [(percent(s.precision), s.precision_runs)]
         ],
     )
-    errors = _table(
-        "errors",
-        "Errors by kind",
-        "side data: the sample's data is at fault, so it is unscored. side run: "
-        "the sample errored before it had an answer, so it is unscored. side "
-        "answer: the model's answer broke the answer contract and fails both "
-        f"criteria. Counted per {report.unit}.",
-        ["kind", "side", "runs", "of"],
-        [
-            _row(s, e.kind, e.side, e.count, s.runs)
-            for s in report.summaries
-            for e in s.errors
-        ],
-    )
-    gaps = _table(
-        "extraction",
-        "Membership versus order",
-        "Accuracy over graded runs; answer failures count as failures. gap = "
-        "membership minus order accuracy: the runs that kept every ID but lost "
-        "the source order. of all runs: membership and order over every run, "
-        "those not graded (table Runs) included.",
-        ["runs", "graded", "membership", "order", "gap", *_OF_ALL],
-        [
-            _row(s, s.runs, s.graded, *map(share_with_interval, shares), *of_all)
-            for s in extraction
-            for shares in [(s.membership, s.order, s.gap)]
-            for of_all in [(_of_all(p.count, s.runs) for p in shares[:2])]
-        ],
-    )
-    ids = [_id_table(report, kind) for kind in ID_TABLES]
-    tables = [runs, thresholds_table(report.thresholds), stages, lucky, context]
-    tables += [*_pipeline_tables(staged), errors, *ids, gaps, _evals_table(report)]
-    return [table for table in tables if table.rows]
+    return [stages, lucky, context]
 
 
 _OF_ALL = ("membership of all runs", "order of all runs")
