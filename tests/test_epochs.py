@@ -30,9 +30,7 @@ def metric_values(log: EvalLog) -> dict[tuple[str, str | None, str], Any]:
     }
 
 
-def test_each_epoch_of_a_rag_run_is_diagnosed_by_its_own_label(
-    tmp_path: Path,
-) -> None:
+def test_each_epoch_of_a_rag_run_is_diagnosed_by_its_own_label(tmp_path: Path) -> None:
     model = answering_model(
         {"Q-001": ["-18 degrees C.", "I do not know.", "-18 degrees C."]}
     )
