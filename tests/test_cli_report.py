@@ -12,18 +12,16 @@ from click.testing import CliRunner, Result
 from plotly.offline import get_plotlyjs
 
 from tests import test_reporting
-from tests.support import split_into_parts
 from tests.test_reporting import OfflineLogs
 from tracegrade.cli import main
-from tracegrade.logs.evals import find_logs
 from tracegrade.report.aggregate import Report
 from tracegrade.report.html import plot_text
-from tracegrade.report.page import Table
 from tracegrade.report.tables import report_tables
 from tracegrade.scorers.explain import show_id
 
-# The offline tasks' logs, and their report, once for both files.
+# The offline tasks' logs, their report and parts, once for both files.
 offline_logs, report = test_reporting.offline_logs, test_reporting.report
+stage_parts = test_reporting.stage_parts
 
 
 @pytest.fixture(scope="session")
@@ -36,50 +34,42 @@ def invoke(*args: str) -> Result:
     return CliRunner().invoke(main, ["report", *args], env={"COLUMNS": "250"})
 
 
-def test_terminal_output_shows_every_table(log_dir: Path, report: Report) -> None:
-    for verbose in (False, True):
-        result = invoke(str(log_dir), *(["--verbose"] if verbose else []))
-
-        assert result.exit_code == 0, result.output
-        assert "95% Wilson score intervals" in result.stdout
-        for table in report_tables(report):
-            shown = table if verbose else table.briefly()
-            assert shown.title in result.stdout
-            said = " ".join(result.stdout.split())
-            assert (" ".join(table.caption.split()) in said) is verbose
-            for row in shown.rows:
-                # Each row's cells appear on one line, in order.
-                pattern = r"\s+".join(re.escape(cell) for cell in row)
-                assert re.search(pattern, result.stdout), row
-
-
-def test_an_80_column_terminal_shows_every_row_within_its_width(
-    log_dir: Path, report: Report
+@pytest.mark.parametrize(
+    ("columns", "verbose"), [(250, False), (250, True), (80, False)]
+)
+def test_the_terminal_shows_every_table_within_its_width(
+    log_dir: Path, report: Report, columns: int, verbose: bool
 ) -> None:
     """Rows name their eval by label, so the figures fit 80 columns."""
-    result = CliRunner().invoke(main, ["report", str(log_dir)], env={"COLUMNS": "80"})
+    args = ["report", str(log_dir), *["--verbose"] * verbose]
+    result = CliRunner().invoke(main, args, env={"COLUMNS": str(columns)})
 
     assert result.exit_code == 0, result.output
+    assert "95% Wilson score intervals" in result.stdout
     logs = {log.path for log in report.logs}
     for line in result.stdout.splitlines():
         # The log paths alone run on unbroken, to be copied whole.
-        assert len(line) <= 80 or line.split(": ", 1)[-1] in logs, line
+        assert len(line) <= columns or line.split(": ", 1)[-1] in logs, line
     said = " ".join(result.stdout.split())
-    for table in map(Table.briefly, report_tables(report)):
-        assert table.title in result.stdout
-        for row in table.rows:
+    for table in report_tables(report):
+        shown = table if verbose else table.briefly()
+        assert shown.title in result.stdout
+        assert (" ".join(table.caption.split()) in said) is verbose
+        for row in shown.rows:
             # A row of a table, or a record of "column value" lines.
             as_row = " ".join(" ".join(cell.split()) for cell in row)
             as_record = " ".join(
                 f"{column} {' '.join(cell.split())}"
-                for column, cell in zip(table.columns, row, strict=True)
+                for column, cell in zip(shown.columns, row, strict=True)
             )
             assert as_row in said or as_record in said, row
         for note in table.notes:
             assert note in result.stdout.splitlines()
 
 
-def test_json_is_the_report_structure(log_dir: Path, report: Report) -> None:
+def test_json_is_the_report_structure_and_top_limits_the_ids(
+    log_dir: Path, report: Report
+) -> None:
     result = invoke(str(log_dir), "--json")
 
     assert result.exit_code == 0, result.output
@@ -87,21 +77,16 @@ def test_json_is_the_report_structure(log_dir: Path, report: Report) -> None:
     assert json.loads(result.stdout) == json.loads(json.dumps(report.to_json()))
     # Runs without steps: no table of where documents were lost.
     assert report.stage_diagnosis[0].pipeline is None
-    assert "Where missing documents were lost" not in invoke(str(log_dir)).stdout
-
-
-def test_top_limits_the_ids_shown(log_dir: Path, report: Report) -> None:
-    as_json = json.loads(invoke(str(log_dir), "--json", "--top", "3").stdout)
     text = invoke(str(log_dir), "--top", "3").stdout
-    (extraction,) = report.ordered_extraction
-
-    (stage,), (graded,) = as_json["stage_diagnosis"], as_json["ordered_extraction"]
-    assert (
-        len(stage["missed"]) == len(graded["dropped"]) == len(graded["invented"]) == 3
-    )
+    assert "Where missing documents were lost" not in text
+    top = json.loads(invoke(str(log_dir), "--json", "--top", "3").stdout)
+    (stage,), (graded,) = top["stage_diagnosis"], top["ordered_extraction"]
+    shown = stage["missed"], graded["dropped"], graded["invented"]
+    assert [len(ids) for ids in shown] == [3] * 3
     for kind in ("missing document", "dropped", "invented"):
         assert f"Most often {kind} IDs (top 3)" in text
     # Ranked 4th and lower, so --top 3 leaves it out.
+    (extraction,) = report.ordered_extraction
     assert f" {show_id(extraction.invented[3].id)} " not in text
 
 
@@ -131,31 +116,28 @@ def test_html_is_one_self_contained_file_that_plots_the_report(
     # The charts plot the report's figures.
     (stages,) = report.stage_diagnosis
     (extraction,) = report.ordered_extraction
-
     stacked = {trace["name"]: trace for trace in chart_data(page, "chart-stages")}
     # Shares of every run: the runs not diagnosed are a segment of their own.
-    assert list(stacked) == [*stages.stages, "not diagnosed"]
-    for stage, proportion in stages.stages.items():
-        assert stacked[stage]["y"] == [
-            pytest.approx(100 * proportion.count / stages.runs)
-        ]
-        assert stacked[stage]["text"] == [str(proportion.count)]
-    undiagnosed = stages.runs - stages.diagnosed
-    assert undiagnosed > 0
-    assert stacked["not diagnosed"]["y"] == [
-        pytest.approx(100 * undiagnosed / stages.runs)
-    ]
-    assert sum(trace["y"][0] for trace in stacked.values()) == pytest.approx(100)
-    (missed,) = chart_data(page, "chart-missed")
-    assert missed["y"] == [document.missed for document in stages.missed]
+    counts = {stage: p.count for stage, p in stages.stages.items()}
+    counts["not diagnosed"] = stages.runs - stages.diagnosed
+    assert counts["not diagnosed"] > 0
+    assert {name: trace["y"] for name, trace in stacked.items()} == {
+        name: [pytest.approx(100 * count / stages.runs)]
+        for name, count in counts.items()
+    }
+    texts = [trace["text"] for trace in stacked.values()]
+    assert texts == [[str(count)] for count in counts.values()]
     bars = {trace["name"]: trace for trace in chart_data(page, "chart-extraction")}
     assert bars["gap"]["y"] == [pytest.approx(100 * extraction.gap.share)]
-    (dropped,) = chart_data(page, "chart-dropped")
-    assert dropped["y"] == [d.dropped for d in extraction.dropped]
-    assert dropped["x"] == [plot_text(show_id(d.id)) for d in extraction.dropped]
-    (invented,) = chart_data(page, "chart-invented")
-    assert invented["y"] == [i.invented for i in extraction.invented]
-    assert invented["x"] == [plot_text(show_id(i.id)) for i in extraction.invented]
+    for kind, ids in (
+        ("missed", [(d.id, d.missed) for d in stages.missed]),
+        ("dropped", [(d.id, d.dropped) for d in extraction.dropped]),
+        ("invented", [(i.id, i.invented) for i in extraction.invented]),
+    ):
+        (chart,) = chart_data(page, f"chart-{kind}")
+        assert list(zip(chart["x"], chart["y"], strict=True)) == [
+            (plot_text(show_id(i)), count) for i, count in ids
+        ]
 
 
 def test_logs_under_a_linked_directory_are_read_once(
@@ -180,42 +162,12 @@ def test_logs_under_a_linked_directory_are_read_once(
     assert "Traceback" not in result.output
 
 
-def test_an_unreadable_log_exits_1(tmp_path: Path) -> None:
-    broken = tmp_path / "broken.eval"
-    broken.write_bytes(b"not a zip file")
-    result = invoke(str(broken))
-
-    assert result.exit_code == 1
-    assert "cannot read" in result.stderr
-
-
-@pytest.fixture(scope="session")
-def parts_dir(log_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The stage log of `log_dir` as three parts of one run."""
-    (stage,) = [p for p in find_logs([log_dir]) if "stage-diagnosis" in p]
-    parts = tmp_path_factory.mktemp("parts")
-    split_into_parts(stage, parts, 3)
-    return parts
-
-
-def test_parts_of_a_run_are_one_eval(parts_dir: Path) -> None:
-    result = invoke(str(parts_dir))
-
-    assert result.exit_code == 0, result.output
-    assert "1 eval in 3 logs" in result.stdout
-    assert re.search(r"E1\s+tracegrade/stage_diagnosis\s+.*\s+success", result.stdout)
-    assert re.search(
-        r"^E1: 3 parts, \S+-part1of3\.eval to \S+-part3of3\.eval$", result.stdout, re.M
-    )
-    assert "warning" not in result.stdout
-
-
 def test_a_missing_part_is_warned_of_everywhere(
-    parts_dir: Path, tmp_path: Path
+    stage_parts: list[str], tmp_path: Path
 ) -> None:
-    two = [p for p in sorted(parts_dir.iterdir()) if "part2of3" not in p.name]
-    text = invoke(*map(str, two))
-    as_json = invoke(*map(str, two), "--json", "--html", str(tmp_path / "r.html"))
+    two = [stage_parts[0], stage_parts[2]]
+    text = invoke(*two)
+    as_json = invoke(*two, "--json", "--html", str(tmp_path / "r.html"))
     page = (tmp_path / "r.html").read_text(encoding="utf-8")
 
     warning = "is missing part 2; its figures cover only the parts read"
@@ -229,9 +181,24 @@ def test_a_missing_part_is_warned_of_everywhere(
 
 
 @pytest.mark.parametrize(
-    "args",
-    [[], ["does-not-exist"], [".", "--top", "0"]],
-    ids=["no path", "missing path", "top zero"],
+    ("args", "code", "said"),
+    [
+        ([], 2, "Missing argument"),
+        (["does-not-exist"], 2, "does not exist"),
+        ([".", "--top", "0"], 2, "--top"),
+        (["bad.eval"], 1, "cannot read 'bad.eval' as an Inspect log"),
+        # An engine's bookkeeping alone: neither logs nor results.
+        (["empty"], 1, "no Inspect logs"),
+    ],
 )
-def test_usage_errors_exit_2(args: list[str]) -> None:
-    assert invoke(*args).exit_code == 2
+def test_bad_input_exits_1_or_2(
+    args: list[str], code: int, said: str, tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "bad.eval").write_bytes(b"not a zip file")
+    (tmp_path / "empty").mkdir()
+    (tmp_path / "empty" / "_SUCCESS").write_text("")
+    result = invoke(*args)
+
+    assert result.exit_code == code
+    assert said in result.stderr

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import math
 import statistics
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import ir_measures
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from inspect_ai import eval
@@ -38,36 +39,29 @@ def runs(draw: st.DrawFn) -> list[dict[str, Any]]:
         retrieved = draw(st.permutations(IDS))[: draw(st.integers(0, 16))]
         reranked = [item for item in retrieved if draw(st.booleans())]
         cut = draw(st.integers(0, len(reranked)))
+        required = draw(st.lists(st.sampled_from(IDS), min_size=1, max_size=5))
+        steps = [("retriever", retrieved), ("reranker", reranked)]
         records.append(
             {
-                "required": draw(
-                    st.lists(st.sampled_from(IDS), min_size=1, max_size=5)
-                ),
+                "required": required,
                 "context": reranked[:cut],
                 "correct": draw(st.booleans()),
-                "steps": [
-                    {"name": "retriever", "ids": retrieved},
-                    {"name": "reranker", "ids": reranked},
-                ],
+                "steps": [{"name": name, "ids": ids} for name, ids in steps],
             }
         )
     return records
 
 
-def add_scored(tally: PipelineTally, record: dict[str, Any]) -> None:
-    """Count the record's score as the report reads it: through the schema."""
-    score = stage_input_score(record)
-    staged = read_stage(score.value, score.metadata)
-    assert staged.required is not None and staged.steps is not None
-    assert staged.steps == read_steps(record)
-    assert staged.context_size == len(record["context"])
-    tally.add(staged.required, staged.context_size, staged.steps, staged.lost)
-
-
 def tallied(records: list[dict[str, Any]]) -> PipelineTally:
+    """The records' scores counted as the report reads them: through the schema."""
     tally = PipelineTally()
     for record in records:
-        add_scored(tally, record)
+        score = stage_input_score(record)
+        staged = read_stage(score.value, score.metadata)
+        assert staged.required is not None and staged.steps is not None
+        assert staged.steps == read_steps(record)
+        assert staged.context_size == len(record["context"])
+        tally.add(staged.required, staged.context_size, staged.steps, staged.lost)
     return tally
 
 
@@ -88,17 +82,13 @@ def trec_eval(records: list[dict[str, Any]], step: int) -> dict[str, float]:
         ir_measures.ScoredDoc(str(query), "none", 0.0) for query in range(len(records))
     ]
     measures = [ir_measures.RR, ir_measures.nDCG @ NDCG_DEPTH, ir_measures.R @ 1000]
-    return {
-        str(measure): value
-        for measure, value in ir_measures.calc_aggregate(
-            measures, qrels, ranked
-        ).items()
-    }
+    figures = ir_measures.calc_aggregate(measures, qrels, ranked)
+    return {str(measure): value for measure, value in figures.items()}
 
 
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(records=runs())
-def test_each_steps_recall_mrr_and_ndcg_are_trec_evals_means(
+def test_the_figures_are_trec_evals_and_the_losses_a_recount(
     records: list[dict[str, Any]],
 ) -> None:
     summary = tallied(records).summary()
@@ -107,21 +97,10 @@ def test_each_steps_recall_mrr_and_ndcg_are_trec_evals_means(
     for index, figures in enumerate(summary.steps):
         expected = trec_eval(records, index)
         assert figures.runs == len(records)
-        assert figures.mrr is not None and figures.ndcg is not None
-        assert figures.recall is not None
-        assert math.isclose(figures.mrr, expected["RR"], abs_tol=1e-12)
-        assert math.isclose(figures.ndcg, expected[f"nDCG@{NDCG_DEPTH}"], abs_tol=1e-12)
-        assert math.isclose(figures.recall, expected["R@1000"], abs_tol=1e-12)
-
-
-@settings(max_examples=60, deadline=None)
-@given(records=runs())
-def test_the_losses_are_a_recount_of_each_runs_lost(
-    records: list[dict[str, Any]],
-) -> None:
-    summary = tallied(records).summary()
-    assert summary is not None
-    lost_at: dict[str, int] = {}
+        got = figures.mrr, figures.ndcg, figures.recall
+        want = expected["RR"], expected[f"nDCG@{NDCG_DEPTH}"], expected["R@1000"]
+        assert got == pytest.approx(want, abs=1e-12)
+    lost_at: Counter[str] = Counter()
     cut_ranks: list[int] = []
     near = 0
     for record in records:
@@ -131,62 +110,46 @@ def test_the_losses_are_a_recount_of_each_runs_lost(
         retrieved, reranked = (step["ids"] for step in record["steps"])
         for item in missing:
             if item not in retrieved:
-                where = "retriever"
+                lost_at["retriever"] += 1
             elif item not in reranked:
-                where = "reranker"
+                lost_at["reranker"] += 1
             else:
-                where = "context"
-                rank = reranked.index(item) + 1
-                cut_ranks.append(rank)
-                near += rank <= len(record["context"]) + NEAR_THE_CUT
-            lost_at[where] = lost_at.get(where, 0) + 1
-    total = sum(lost_at.values())
+                lost_at["context"] += 1
+                cut_ranks.append(reranked.index(item) + 1)
+                near += cut_ranks[-1] <= len(record["context"]) + NEAR_THE_CUT
+    total = lost_at.total()
     assert summary.missing == total
     assert {figures.step: figures.lost for figures in summary.steps} == {
-        name: lost_at.get(name, 0) for name in STEP_NAMES
+        name: lost_at[name] for name in STEP_NAMES
     }
-    assert summary.context.lost == lost_at.get("context", 0)
-    assert summary.context.near_the_cut == near
+    assert (summary.context.lost, summary.context.near_the_cut) == (
+        lost_at["context"],
+        near,
+    )
     if total:
         shares = [figures.lost_share for figures in summary.steps]
         assert math.isclose(sum(shares) + (summary.context.share or 0.0), 1.0)
     else:
         assert summary.context.share is None
-    if cut_ranks:
-        assert summary.context.median_last_rank == statistics.median(cut_ranks)
-    else:
-        assert summary.context.median_last_rank is None
+    median = statistics.median(cut_ranks) if cut_ranks else None
+    assert summary.context.median_last_rank == median
 
 
 def test_steps_are_listed_in_first_seen_order_and_counted_where_present() -> None:
-    tally = PipelineTally()
-    first = {
-        "required": ["A"],
-        "context": [],
-        "correct": True,
-        "steps": [{"name": "bm25", "ids": ["B", "A"]}],
-    }
-    second = {
-        "required": ["A"],
-        "context": ["A"],
-        "correct": True,
-        "steps": [{"name": "dense", "ids": ["A"]}, {"name": "bm25", "ids": ["A"]}],
-    }
-    for record in (first, second):
-        add_scored(tally, record)
-    summary = tally.summary()
+    first = {"required": ["A"], "context": [], "correct": True}
+    first["steps"] = [{"name": "bm25", "ids": ["B", "A"]}]
+    second = {"required": ["A"], "context": ["A"], "correct": True}
+    second["steps"] = [{"name": "dense", "ids": ["A"]}, {"name": "bm25", "ids": ["A"]}]
+    summary = tallied([first, second]).summary()
     assert summary is not None
-    assert [
-        (step.step, step.runs, step.recall, step.mrr) for step in summary.steps
-    ] == [
+    assert [(s.step, s.runs, s.recall, s.mrr) for s in summary.steps] == [
         ("bm25", 2, 1.0, 0.75),
         ("dense", 1, 1.0, 1.0),
     ]
     assert PipelineTally().summary() is None  # no run with steps
     # First run: A was at bm25's rank 2, the context empty: lost at the cut.
-    assert summary.context.lost == 1
-    assert summary.context.median_last_rank == 2.0
-    assert summary.context.near_the_cut == 1
+    cut = summary.context
+    assert (cut.lost, cut.median_last_rank, cut.near_the_cut) == (1, 2.0, 1)
 
 
 # --- through a real eval and `tracegrade report` ---------------------------------
@@ -205,10 +168,10 @@ def pipeline_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return log_dir
 
 
-def report_of(*args: str) -> Result:
+def report_of(*args: str) -> str:
     result = CliRunner().invoke(main, ["report", *args])
     assert result.exit_code == 0, result.output
-    return result
+    return result.output
 
 
 def test_the_report_says_where_the_examples_missing_documents_were_lost(
@@ -220,7 +183,7 @@ def test_the_report_says_where_the_examples_missing_documents_were_lost(
         (sample.scores or {})["stage_diagnosis"].metadata or {} for sample in samples
     ]
     lost = [entry for each in metadata for entry in each.get("lost", [])]
-    reported = json.loads(report_of(str(pipeline_log), "--json").output)
+    reported = json.loads(report_of(str(pipeline_log), "--json"))
     (summary,) = reported["stage_diagnosis"]
     pipeline = summary["pipeline"]
     assert pipeline["runs"] == len(samples)
@@ -236,7 +199,7 @@ def test_the_report_says_where_the_examples_missing_documents_were_lost(
         entry["last_rank"] for entry in at_the_cut
     )
     page = (EXAMPLE.parent.parent.parent / "docs" / "pipeline-steps.md").read_text()
-    markdown = report_of(str(pipeline_log), "--markdown").output
+    markdown = report_of(str(pipeline_log), "--markdown")
     # The page's tables (and so its sentence of them) are the report's rows.
     shown = [line.strip() for line in page.splitlines() if line.startswith("  | E1 |")]
     assert len(shown) == 4
@@ -275,17 +238,12 @@ def test_the_analysis_columns_say_where_each_was_lost_and_each_steps_recall(
 
 
 def test_a_score_whose_steps_and_lost_disagree_is_refused_by_name() -> None:
-    record = {
-        "required": ["A"],
-        "context": [],
-        "correct": True,
-        "steps": [{"name": "bm25", "ids": ["A"]}],
-    }
+    record = {"required": ["A"], "context": [], "correct": True}
+    record["steps"] = [{"name": "bm25", "ids": ["A"]}]
     score = stage_input_score(record)
     metadata = dict(score.metadata or {})
-    without_lost = {key: value for key, value in metadata.items() if key != "lost"}
     with pytest.raises(InvalidScore, match=r"lost and record\.steps go together"):
-        read_stage(score.value, without_lost)
+        read_stage(score.value, {**metadata, "lost": None})
     broken = {**metadata, "record": {**record, "steps": [{"name": "bm25"}]}}
     with pytest.raises(InvalidScore, match=r"record\.field 'steps\[0\]'"):
         read_stage(score.value, broken)

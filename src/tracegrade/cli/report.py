@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 THRESHOLD_EXIT = 3  # as `compare`'s gate; 1 and 2 are errors
 
 
-def parse_thresholds(
+def _thresholds(
     _ctx: click.Context, _param: click.Parameter, values: tuple[str, ...]
 ) -> list[Threshold]:
     from ..report.thresholds import InvalidThreshold, parse_threshold
@@ -36,7 +36,7 @@ def fail_under_option() -> Callable[[Callable[..., None]], Callable[..., None]]:
         "fail_under",
         multiple=True,
         metavar="NAME=VALUE",
-        callback=parse_thresholds,
+        callback=_thresholds,
         help=f"Exit {THRESHOLD_EXIT} when a share over all runs is under VALUE "
         "(in [0, 1]) in some eval; repeatable. NAME: pass, context_recall, "
         "context_precision (stage diagnosis), membership, order (extraction). "
@@ -180,7 +180,6 @@ def report(
         from ..report.html import render_html
 
         AtomicFile.write_text(str(html_path), render_html(result), replace=force)
-
     if as_json or markdown:
         # stdout stays the JSON (or the Markdown) alone.
         for warning in eval_warnings(result):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from itertools import combinations
 from statistics import NormalDist
 from typing import TYPE_CHECKING, Any
@@ -37,9 +37,6 @@ CONFIDENCE = 0.95
 
 class ReportError(LogError):
     """A malformed score, evals that cannot be pooled, or no score at all."""
-
-
-# --- shares and their intervals (docs/report.md, "Intervals") -----------------
 
 
 def wilson(share: float, trials: float) -> tuple[float, float]:
@@ -77,9 +74,7 @@ class Proportion:
     effective_total: float | None = None
 
     @classmethod
-    def of(
-        cls, count: int, total: int, clusters: Sequence[tuple[int, int]] = ()
-    ) -> Proportion:
+    def of(cls, count: int, total: int, clusters: list[tuple[int, int]]) -> Proportion:
         if total == 0:
             return cls(count, 0, None, None, None)
         share = count / total
@@ -120,8 +115,8 @@ class InventedID:
 
 
 @dataclass(frozen=True)
-class EvalInfo:
-    """One eval, as its logs' headers describe it (`report` and `compare`)."""
+class EvalSummary:
+    """One eval, as its logs' headers describe it."""
 
     key: str
     name: str
@@ -131,15 +126,6 @@ class EvalInfo:
     status: str
     epochs: int
     logs: list[str]
-
-    @classmethod
-    def of(cls, run: EvalRun) -> EvalInfo:
-        info = (run.key, run.name, run.task, run.model, run.created, run.status)
-        return cls(*info, run.epochs, [log.path for log in run.logs])
-
-
-@dataclass(frozen=True)
-class EvalSummary(EvalInfo):
     label: str
     epochs_reducer: list[str] | None
     missing_parts: list[int]
@@ -257,15 +243,26 @@ def report_evals(
         clustered = pool and (dataset.task, dataset.model) in several
         counted.add_results(f"E{number}", dataset, clustered)
         on_log_read(dataset.path)
-    report = counted.report(top, evals.superseded)
+    summaries = counted.summaries(top)
     kinds = {StageSummary: STAGE_SCORER, ExtractionSummary: EXTRACTION_SCORER}
     targets = [
         Target("+".join(s.evals), s.task, s.model, s.scorer, kinds[type(s)], *figures)
-        for s in report.summaries
+        for s in summaries
         for figures in [(s.runs, s.over_all_runs)]
     ]
-    checks = check_thresholds(thresholds, targets) if thresholds else []
-    return replace(report, thresholds=checks)
+    return Report(
+        unit="sample-epoch",
+        interval="wilson",
+        confidence=CONFIDENCE,
+        top=top,
+        pooled=pool,
+        evals=counted.evals,
+        superseded=evals.superseded,
+        logs=counted.logs,
+        stage_diagnosis=[s for s in summaries if isinstance(s, StageSummary)],
+        ordered_extraction=[s for s in summaries if isinstance(s, ExtractionSummary)],
+        thresholds=check_thresholds(thresholds, targets) if thresholds else [],
+    )
 
 
 @dataclass
@@ -340,20 +337,19 @@ class _Group:
         self.all.without_precision += runs
 
     def share(self, outcome: str, population: str) -> Proportion:
-        n = self.all.outcomes
         clusters = [
             (counts[outcome], counts[population])
             for counts in (self.clusters or {}).values()
             if counts[population]
         ]
+        n = self.all.outcomes
         return Proportion.of(n[outcome], n[population], clusters)
 
     def summary(self, top: int) -> StageSummary | ExtractionSummary:
-        tally = self.all
+        tally, ids = self.all, self.ids
         status = min(self.statuses - {"success"}, default="success")
-        samples = (
-            tally.runs - self.not_run if self.clusters is None else len(self.clusters)
-        )
+        samples = tally.runs - self.not_run
+        samples = samples if self.clusters is None else len(self.clusters)
         row = self.evals, self.task, self.model, self.score, status
         common = (*row, sorted(self.epochs), samples, tally.runs)
         # Unscored runs first: they shrink the denominators of every figure.
@@ -362,51 +358,46 @@ class _Group:
             key=lambda item: (item[0][1] not in UNSCORED_SIDES, -item[1], item[0][0]),
         )
         counts = [ErrorCount(kind, side, n) for (kind, side), n in errors]
-        ranked = {kind: _ranked(counts) for kind, counts in self.ids.items()}
-        ids = self.ids
+        # Most frequent first; ties in code point order, so the list is stable.
+        ranked = {
+            kind: sorted(counter.items(), key=lambda item: (-item[1], item[0]))
+            for kind, counter in ids.items()
+        }
         if self.kind == STAGE_SCORER:
             missed = ranked.get("missed", [])
+            names = ("pass", "context_recall", "context_precision")
             return StageSummary(
                 *common,
-                errors=counts,
-                diagnosed=tally.diagnosed,
-                not_diagnosed=undiagnosed(tally.why),
-                over_all_runs=tally.figures(
-                    ("pass", "context_recall", "context_precision")
-                ),
-                stages={stage: self.share(stage, "staged") for stage in STAGES},
-                lucky=self.share("lucky", "labelled_correct"),
-                recall=tally.recall.mean(tally.recall.count),
-                recall_runs=tally.recall.count,
-                precision=tally.precision.mean(tally.precision.count),
-                precision_runs=tally.precision.count,
-                missed=[
-                    MissedDocument(i, n, ids["required"][i]) for i, n in missed[:top]
-                ],
-                distinct_missed=len(missed),
-                pipeline=self.pipeline.summary(),
+                tally.diagnosed,
+                undiagnosed(tally.why),
+                tally.figures(names),
+                {stage: self.share(stage, "staged") for stage in STAGES},
+                self.share("lucky", "labelled_correct"),
+                tally.recall.mean(tally.recall.count),
+                tally.recall.count,
+                tally.precision.mean(tally.precision.count),
+                tally.precision.count,
+                counts,
+                [MissedDocument(i, n, ids["required"][i]) for i, n in missed[:top]],
+                len(missed),
+                self.pipeline.summary(),
             )
         dropped, invented = ranked.get("dropped", []), ranked.get("invented", [])
         return ExtractionSummary(
             *common,
-            errors=counts,
-            graded=tally.diagnosed,
-            not_graded=undiagnosed(tally.why),
-            over_all_runs=tally.figures(("membership", "order")),
-            membership=self.share("membership", "graded"),
-            order=self.share("order", "graded"),
-            gap=self.share("gap", "graded"),
-            itemised=tally.outcomes["itemised"],
-            dropped=[DroppedID(i, n, ids["in_source"][i]) for i, n in dropped[:top]],
-            invented=[InventedID(i, n) for i, n in invented[:top]],
-            distinct_dropped=len(dropped),
-            distinct_invented=len(invented),
+            tally.diagnosed,
+            undiagnosed(tally.why),
+            tally.figures(("membership", "order")),
+            self.share("membership", "graded"),
+            self.share("order", "graded"),
+            self.share("gap", "graded"),
+            counts,
+            tally.outcomes["itemised"],
+            [DroppedID(i, n, ids["in_source"][i]) for i, n in dropped[:top]],
+            [InventedID(i, n) for i, n in invented[:top]],
+            len(dropped),
+            len(invented),
         )
-
-
-def _ranked(counter: Counter[str]) -> list[tuple[str, int]]:
-    """Most frequent first; ties in code point order, so the list is stable."""
-    return sorted(counter.items(), key=lambda item: (-item[1], item[0]))
 
 
 class _Counted:
@@ -506,45 +497,25 @@ class _Counted:
         info = (f"parquet:{r.path}", r.path, r.task, r.model, r.created, r.status)
         self.evals.append(EvalSummary(*info, r.epochs, [r.path], label, None, [], 0))
 
-    def report(self, top: int, superseded: list[Superseded]) -> Report:
+    def summaries(self, top: int) -> list[StageSummary | ExtractionSummary]:
+        """Each group's row, in the order of the evals (E1, E2, ...)."""
         if not self.groups:
             raise ReportError(_nothing_found(self.logs))
         for g in self.groups.values():
             for first, second in combinations(g.sample_ids, 2):
-                shared = g.sample_ids[first] & g.sample_ids[second]
-                if shared:
-                    raise ReportError(_shared_samples(g, first, second, shared))
-        # Rows in the order of the evals (E1, E2, ...), as the evals table.
+                if shared := g.sample_ids[first] & g.sample_ids[second]:
+                    example, many = sorted(shared, key=str)[0], len(shared) != 1
+                    raise ReportError(
+                        f"--pool: evals {first} and {second} ({g.task}, {g.model}, "
+                        f"score {quote(g.score)}) both scored {len(shared)} sample "
+                        f"id{'s' * many} (such as {quote(example)}); pooling them "
+                        "would count those samples twice. Pool evals of different "
+                        "samples, or report them as separate rows without --pool"
+                    )
         groups = sorted(
             self.groups.values(), key=lambda g: (int(g.evals[0][1:]), g.score)
         )
-        summaries = [group.summary(top) for group in groups]
-        return Report(
-            unit="sample-epoch",
-            interval="wilson",
-            confidence=CONFIDENCE,
-            top=top,
-            pooled=self.pool,
-            evals=self.evals,
-            superseded=superseded,
-            logs=self.logs,
-            stage_diagnosis=[s for s in summaries if isinstance(s, StageSummary)],
-            ordered_extraction=[
-                s for s in summaries if isinstance(s, ExtractionSummary)
-            ],
-        )
-
-
-def _shared_samples(g: _Group, first: str, second: str, shared: set[Any]) -> str:
-    example = sorted(shared, key=str)[0]
-    task, model, score = g.task, g.model, g.score
-    many = "s" if len(shared) != 1 else ""
-    return (
-        f"--pool: evals {first} and {second} ({task}, {model}, score {quote(score)}) "
-        f"both scored {len(shared)} sample id{many} (such as {quote(example)}); "
-        "pooling them would count those samples twice. Pool evals of different "
-        "samples, or report them as separate rows without --pool"
-    )
+        return [group.summary(top) for group in groups]
 
 
 def _nothing_found(logs: Sequence[LogSummary]) -> str:

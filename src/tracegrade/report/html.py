@@ -13,7 +13,7 @@ from ..scorers.explain import show_id
 from .aggregate import Proportion, Report
 from .page import page_html
 from .runs import Undiagnosed, why_text
-from .tables import ID_TITLES, Summary, eval_label, ranked_ids, report_page
+from .tables import ID_TABLES, Summary, eval_label, ranked_ids, report_page
 
 STAGE_COLOURS = {
     "retrieval": "#d62728",
@@ -103,24 +103,18 @@ def _left_out(runs: int, undiagnosed: list[Undiagnosed]) -> str:
 def _stages_figure(report: Report) -> Any:
     """Stacked shares of every run, the runs not diagnosed a segment too."""
     rows = report.stage_diagnosis
-    series = [
-        (
-            stage,
-            [s.stages[stage].count for s in rows],
-            [
-                f"{s.stages[stage].count} of {s.runs} runs; of the diagnosed, "
-                + _interval(s.stages[stage])
-                for s in rows
-            ],
-            STAGE_COLOURS[stage],
-        )
-        for stage in STAGES
-    ]
-    left_out = [_left_out(s.runs, s.not_diagnosed) for s in rows]
-    none = [s.runs - s.diagnosed for s in rows]
-    series.append(("not diagnosed", none, left_out, NOT_DIAGNOSED))
     figure = go.Figure()
-    for name, counts, hover, colour in series:
+    for name in (*STAGES, "not diagnosed"):
+        if name in STAGES:
+            shares = [s.stages[name] for s in rows]
+            counts = [p.count for p in shares]
+            hover = [
+                f"{p.count} of {s.runs} runs; of the diagnosed, " + _interval(p)
+                for p, s in zip(shares, rows, strict=True)
+            ]
+        else:
+            counts = [s.runs - s.diagnosed for s in rows]
+            hover = [_left_out(s.runs, s.not_diagnosed) for s in rows]
         figure.add_bar(
             name=name,
             x=[_label(s) for s in rows],
@@ -130,7 +124,7 @@ def _stages_figure(report: Report) -> Any:
             textangle=0,
             customdata=hover,
             hovertemplate=f"{name}: %{{customdata}}<extra></extra>",
-            marker_color=colour,
+            marker_color=STAGE_COLOURS.get(name, NOT_DIAGNOSED),
         )
     return figure.update_layout(
         LAYOUT,
@@ -210,7 +204,7 @@ def _id_figure(report: Report, kind: str) -> Any:
         )
     figure.update_layout(
         LAYOUT,
-        title=chart_title(f"{ID_TITLES[kind]} (top {report.top})", subtitle),
+        title=chart_title(f"{ID_TABLES[kind][0]} (top {report.top})", subtitle),
         barmode="group",
         showlegend=len(rankings) > 1,
         # IDs such as "01" and "1" are different IDs, not numbers.
@@ -232,6 +226,6 @@ def render_html(report: Report) -> str:
         elif key == "extraction" and report.ordered_extraction:
             charts.append(chart_html(_extraction_figure(report), key))
         # Like the tables, an ID chart with no IDs to show is left out.
-        elif key in ID_TITLES and any(ids for _, ids, _ in ranked_ids(report, key)):
+        elif key in ID_TABLES and any(ids for _, ids, _ in ranked_ids(report, key)):
             charts.append(chart_html(_id_figure(report, key), key))
     return page_html(report_page(report), [charts], get_plotlyjs())

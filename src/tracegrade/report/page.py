@@ -5,7 +5,7 @@ from __future__ import annotations
 import html
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final
 
@@ -249,7 +249,7 @@ def escape(text: str, limit: int = CELL_LIMIT, *, line: bool = False) -> str:
 
 
 def _row(row: Sequence[str]) -> str:
-    return "| " + " | ".join(map(escape, row)) + " |"
+    return "| " + " | ".join(map(escape, row)) + " |\n"
 
 
 class MarkdownPage:
@@ -258,11 +258,9 @@ class MarkdownPage:
     def __init__(self, title: str, limit: int = COMMENT_LIMIT) -> None:
         self.limit = limit
         self.required = [f"## {escape(title)}", ""]
-        # What, its unit, head, items (made text only when shown), tail, and
-        # notes shown only under every item.
-        self.blocks: list[
-            tuple[str, str, str, Sequence[Any], Callable[[Any], str], str, str]
-        ] = []
+        # Each block: what, its unit, head, lines, tail, and notes shown only
+        # under every line.
+        self.blocks: list[tuple[str, str, str, list[str], str, str]] = []
 
     def verdict(self, head: str, reasons: Sequence[str]) -> None:
         """The gate's verdict, in bold, and why: always shown, first."""
@@ -274,54 +272,48 @@ class MarkdownPage:
         self.required.append("")
 
     def paragraph(self, text: str) -> None:
-        line = escape(text, limit=2_000, line=True)
-        self.blocks.append(("a paragraph", "line", "", [line], str, "\n", ""))
+        line = escape(text, limit=2_000, line=True) + "\n"
+        self.blocks.append(("a paragraph", "line", "", [line], "\n", ""))
 
     def bullets(self, what: str, items: Sequence[str], prefix: str = "") -> None:
         """A list; `prefix` (e.g. "warning: ") is shown in bold."""
         bold = f"**{escape(prefix.strip())}** " if prefix else ""
-
-        def line(item: str) -> str:
-            return f"- {bold}{escape(item, limit=1_000, line=not bold)}"
-
-        if items:
-            self.blocks.append((what, "lines", "", items, line, "\n", ""))
+        lines = [f"- {bold}{escape(i, limit=1_000, line=not bold)}\n" for i in items]
+        if lines:
+            self.blocks.append((what, "lines", "", lines, "\n", ""))
 
     def table(self, table: Table) -> None:
+        """A table with rows; one with none is left out."""
+        if not table.rows:
+            return
         align = ["---:" if numeric else "---" for numeric in table.numeric]
-        head = f"### {escape(table.title)}\n\n{_row(table.columns)}\n"
+        head = f"### {escape(table.title)}\n\n{_row(table.columns)}"
         head += "| " + " | ".join(align) + " |\n"
         tail = f"\n{escape(table.caption, limit=2_000, line=True)}\n\n"
         notes = "".join(f"- {escape(n, limit=1_000, line=True)}\n" for n in table.notes)
+        rows = list(map(_row, table.rows))
         what = f"table {table.title!r}"
-        self.blocks.append(
-            (what, "rows", head, table.rows, _row, tail, f"{notes}\n" if notes else "")
-        )
+        self.blocks.append((what, "rows", head, rows, tail, notes and notes + "\n"))
 
     def render(self) -> str:
         """Every required line and the blocks that fit, then what was left out."""
         parts = ["\n".join(self.required) + "\n"]
         room = self.limit - _FOOTER_ROOM - len(parts[0])
         left_out: list[str] = []
-        for what, unit, head, items, text, tail, notes in self.blocks:
-            size, lines = len(head) + len(tail), []
-            for item in items:
-                line = text(item) + "\n"
-                if size + len(line) > room:
-                    break
-                lines.append(line)
-                size += len(line)
-            if size > room or (items and not lines):
-                left_out.append(f"{what} (all {len(items)} {unit})")
+        for what, unit, head, lines, tail, notes in self.blocks:
+            size, shown = len(head) + len(tail), 0
+            while shown < len(lines) and size + len(lines[shown]) <= room:
+                size += len(lines[shown])
+                shown += 1
+            if size > room or (lines and not shown):
+                left_out.append(f"{what} (all {len(lines)} {unit})")
                 continue
-            if len(lines) < len(items):
-                left_out.append(
-                    f"{what}: {len(items) - len(lines)} of {len(items)} {unit}"
-                )
+            if shown < len(lines):
+                left_out.append(f"{what}: {len(lines) - shown} of {len(lines)} {unit}")
             elif size + len(notes) <= room:
                 size += len(notes)
                 tail += notes
-            parts.append(head + "".join(lines) + tail)
+            parts.append(head + "".join(lines[:shown]) + tail)
             room -= size
         if left_out:
             listed = "; ".join(left_out[:_LISTED_LEFT_OUT])
@@ -346,13 +338,11 @@ def page_markdown(page: Page, limit: int = COMMENT_LIMIT) -> str:
     markdown.bullets("the warnings", page.warnings, prefix="warning:")
     for section in page.sections:
         for table in section.tables:
-            if table.rows:
-                markdown.table(table)
+            markdown.table(table)
         name = f" of {section.title}" if section.title else ""
         markdown.bullets(f"the test notes{name}", section.notes)
         for table in section.more:
-            if table.rows:
-                markdown.table(table)
+            markdown.table(table)
     return markdown.render()
 
 
@@ -415,12 +405,10 @@ def page_html(page: Page, charts: Sequence[Sequence[str]], plotly_js: str) -> st
     sections = []
     for section, shown in zip(page.sections, charts, strict=True):
         heading = f"<h2>{html.escape(section.title)}</h2>" if section.title else ""
-        notes = (
-            '<section class="notes"><h3>What the tests say</h3>'
-            f"{_list(section.notes)}</section>"
-            if section.notes
-            else ""
-        )
+        notes = ""
+        if section.notes:
+            notes = '<section class="notes"><h3>What the tests say</h3>'
+            notes += f"{_list(section.notes)}</section>"
         tables = [t for t in [*section.tables, *section.more] if t.rows]
         sections.append(
             f'<section class="pair">{heading}{_charts(shown)}{notes}'

@@ -78,24 +78,25 @@ def split_paths(paths: Sequence[str]) -> tuple[list[str], list[ResultsDataset]]:
     from ..logs.evals import files_under, logs_under
 
     logs: list[str] = []
-    results: dict[str, str] = {}
+    results: dict[str, tuple[str, list[str]]] = {}
     for path in paths:
         given = Path(path)
-        found = given.is_file() and given.suffix == SUFFIX
+        files = [path] if given.is_file() and given.suffix == SUFFIX else []
         if given.is_dir():
             try:
-                files = files_under(given, _bookkeeping)
-                found = any(f.suffix == SUFFIX for f in files) and not logs_under(given)
+                under = files_under(given, _bookkeeping)
+                parquet = [str(file) for file in under if file.suffix == SUFFIX]
+                files = parquet if parquet and not logs_under(given) else []
             except OSError:
                 pass  # read as logs, which says what cannot be listed
-        if found:
-            results.setdefault(os.path.realpath(path), path)
+        if files:
+            results.setdefault(os.path.realpath(path), (path, files))
         else:
             logs.append(path)
-    return logs, [open_results(path) for path in results.values()]
+    return logs, [open_results(path, files) for path, files in results.values()]
 
 
-def open_results(path: str) -> ResultsDataset:
+def open_results(path: str, files: list[str]) -> ResultsDataset:
     """The results at `path`, every file's columns checked, no row read."""
     try:
         import pyarrow as pa
@@ -104,17 +105,6 @@ def open_results(path: str) -> ResultsDataset:
         from ..table import PARQUET_NEEDS
 
         raise ResultsError(f"{path!r}: {PARQUET_NEEDS}") from None
-    from ..logs.evals import files_under
-
-    files = [path]
-    if not Path(path).is_file():
-        try:
-            under = files_under(Path(path), _bookkeeping)
-        except OSError as error:
-            raise ResultsError(f"cannot list {path!r} ({error})") from None
-        files = [str(f) for f in under if f.suffix == SUFFIX]
-    if not files:
-        raise ResultsError(f"no Parquet results ({SUFFIX}) under {path!r}")
     kinds: list[str] = []
     rows, newest = 0, 0.0
     for file in files:
@@ -267,14 +257,15 @@ def _stage(row: Mapping[str, Any]) -> StageScore:
     recall, precision = _share(row, "recall"), _share(row, "precision")
     lost = read_lost(row.get("lost"), "column lost")
     diagnosed = ("required", "labelled_correct", "steps", "context_size")
-    stage = row["stage"]
-    if error is not None and error.unscored:
+    unscored = error is not None and error.unscored
+    stage = None if unscored else row["stage"]
+    if unscored:
         _null(row, ("stage", "missing", *diagnosed), "on an unscored row")
-        return StageScore(None, error, recall, precision, None, None, False, lost)
-    if stage not in STAGES:
+    elif stage not in STAGES:
         raise _bad("stage", f"one of {', '.join(STAGES)}", stage)
-    if stage not in DIAGNOSED_STAGES:
+    elif stage not in DIAGNOSED_STAGES:
         _null(row, diagnosed, f"where stage is {stage}")
+    if stage not in DIAGNOSED_STAGES:
         return StageScore(stage, error, recall, precision, None, None, False, lost)
     required, missing = _ids(row, "required"), _ids(row, "missing")
     if type(correct := row["labelled_correct"]) is not bool:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import astuple
 from pathlib import Path
 
 from ..logs.evals import missing_parts_text, superseded_note, unused_reducer
@@ -116,20 +117,15 @@ def report_page(report: Report) -> Page:
     """The page: verdict, what was read, headlines, warnings, tables."""
     checks = report.thresholds
     failed = [check for check in checks if not check.met]
-    if not checks:
-        verdict = ["No gate asked"]
-        verdict += ["no --fail-under threshold: the report gates nothing"]
-    elif failed:
+    rule = f"(--fail-under, {OVER_ALL_RUNS})."
+    verdict = ["No gate asked", "no --fail-under threshold: the report gates nothing"]
+    if failed:
         verdict = [
-            f"Gate failed: {len(failed)} of {len(checks)} thresholds not met "
-            f"(--fail-under, {OVER_ALL_RUNS}).",
-            *(f"Not met: {threshold_line(check)}." for check in failed),
+            f"Gate failed: {len(failed)} of {len(checks)} thresholds not met {rule}"
         ]
-    else:
-        verdict = [
-            f"Gate passed: all {len(checks)} thresholds met (--fail-under, "
-            f"{OVER_ALL_RUNS})."
-        ]
+        verdict += [f"Not met: {threshold_line(check)}." for check in failed]
+    elif checks:
+        verdict = [f"Gate passed: all {len(checks)} thresholds met {rule}"]
     return Page(
         command="tracegrade report",
         verdict=verdict[0],
@@ -173,21 +169,46 @@ def thresholds_table(checks: list[ThresholdCheck]) -> Table:
     return _table("thresholds", "Thresholds (--fail-under)", caption, columns, rows)
 
 
+_LEGENDS = {
+    "runs": "runs: every sample-epoch of the eval, with a result or not. diagnosed: "
+    "runs that got a stage (extraction: a grade, answer failures included); "
+    "every share below is of these, and says so. not diagnosed: runs with "
+    "no result, and why: a data error (the sample's data is at fault), a "
+    "sample error (the sample errored before it had an answer, scored so or "
+    "not scored at all), a run logged without the score, or one its eval "
+    "never ran (it stopped).",
+    "stages": "runs: runs in the stage; of: the runs diagnosed, which the share "
+    "and its interval are of; of all runs: the runs in the stage over every "
+    "run, those not diagnosed (table Runs) included.",
+    "lucky": "Runs labelled correct whose required evidence never reached the "
+    "context (stage retrieval), of all diagnosed runs labelled correct.",
+    "context": "recall: the mean share of each run's unique required IDs that "
+    "reached its context, over the runs with a required set and a context. "
+    "precision: the mean share of each run's unique context IDs that were "
+    "required (a repeated ID is one document), over the runs whose context "
+    "held an ID and was judged (an empty required list gives 0). Labelled "
+    "or not: the logged context_recall and context_precision metrics cover "
+    "the scored runs only. Means; no interval. Runs with no figure (a "
+    "sample error has no context) are in the Runs table.",
+    "errors": "side data: the sample's data is at fault, so it is unscored. side "
+    "run: the sample errored before it had an answer, so it is unscored. side "
+    "answer: the model's answer broke the answer contract and fails both "
+    "criteria. Counted per {unit}.",
+    "extraction": "Accuracy over graded runs; answer failures count as failures. "
+    "gap = membership minus order accuracy: the runs that kept every ID but "
+    "lost the source order. of all runs: membership and order over every "
+    "run, those not graded (table Runs) included.",
+}
+
+
 def report_tables(report: Report) -> list[Table]:
     """Every table, in display order; those with no row are left out."""
     summaries = sorted(report.summaries, key=lambda s: int(s.evals[0][1:]))
     staged, extraction = report.stage_diagnosis, report.ordered_extraction
-    ci = f"share [{round(100 * report.confidence)}% CI]"
     runs = _table(
         "runs",
         "Runs",
-        "runs: every sample-epoch of the eval, with a result or not. diagnosed: "
-        "runs that got a stage (extraction: a grade, answer failures included); "
-        "every share below is of these, and says so. not diagnosed: runs with "
-        "no result, and why: a data error (the sample's data is at fault), a "
-        "sample error (the sample errored before it had an answer, scored so or "
-        "not scored at all), a run logged without the score, or one its eval "
-        "never ran (it stopped).",
+        _LEGENDS["runs"],
         ["score", "runs", "diagnosed", "not diagnosed", "why"],
         [
             _row(s, s.scorer, s.runs, got, s.runs - got, why or "none")
@@ -195,12 +216,43 @@ def report_tables(report: Report) -> list[Table]:
             for got, why in [_got(s)]
         ],
     )
+    errors = _table(
+        "errors",
+        "Errors by kind",
+        _LEGENDS["errors"].format(unit=report.unit),
+        ["kind", "side", "runs", "of"],
+        [
+            _row(s, e.kind, e.side, e.count, s.runs)
+            for s in report.summaries
+            for e in s.errors
+        ],
+    )
+    gaps = _table(
+        "extraction",
+        "Membership versus order",
+        _LEGENDS["extraction"],
+        ["runs", "graded", "membership", "order", "gap", *_OF_ALL],
+        [
+            _row(s, s.runs, s.graded, *map(share_with_interval, shares), *of_all)
+            for s in extraction
+            for shares in [(s.membership, s.order, s.gap)]
+            for of_all in [(_of_all(p.count, s.runs) for p in shares[:2])]
+        ],
+    )
+    ids = [_id_table(report, kind) for kind in ID_TABLES]
+    tables = [runs, thresholds_table(report.thresholds), *_stage_tables(report)]
+    tables += [*_pipeline_tables(staged), errors, *ids, gaps, _evals_table(report)]
+    return [table for table in tables if table.rows]
+
+
+def _stage_tables(report: Report) -> list[Table]:
+    """Stage shares, lucky answers, context recall and precision."""
+    staged = report.stage_diagnosis
+    ci = f"share [{round(100 * report.confidence)}% CI]"
     stages = _table(
         "stages",
         "Stage shares",
-        "runs: runs in the stage; of: the runs diagnosed, which the share and "
-        "its interval are of; of all runs: the runs in the stage over every "
-        "run, those not diagnosed (table Runs) included.",
+        _LEGENDS["stages"],
         ["stage", "runs", "of", ci, "of all runs"],
         [
             _row(s, stage, p.count, p.total, share_with_interval(p), of_all)
@@ -212,8 +264,7 @@ def report_tables(report: Report) -> list[Table]:
     lucky = _table(
         "lucky",
         "Lucky answers",
-        "Runs labelled correct whose required evidence never reached the "
-        "context (stage retrieval), of all diagnosed runs labelled correct.",
+        _LEGENDS["lucky"],
         ["lucky", "of", ci],
         [
             _row(s, s.lucky.count, s.lucky.total, share_with_interval(s.lucky))
@@ -223,14 +274,7 @@ def report_tables(report: Report) -> list[Table]:
     context = _table(
         "context",
         "Context recall and precision",
-        "recall: the mean share of each run's unique required IDs that reached "
-        "its context, over the runs with a required set and a context. "
-        "precision: the mean share of each run's unique context IDs that were "
-        "required (a repeated ID is one document), over the runs whose context "
-        "held an ID and was judged (an empty required list gives 0). Labelled "
-        "or not: the logged context_recall and context_precision metrics cover "
-        "the scored runs only. Means; no interval. Runs with no figure (a "
-        "sample error has no context) are in the Runs table.",
+        _LEGENDS["context"],
         ["recall", "recall runs", "precision", "precision runs"],
         [
             _row(s, percent(s.recall), s.recall_runs, *precision)
@@ -238,39 +282,7 @@ def report_tables(report: Report) -> list[Table]:
             for precision in [(percent(s.precision), s.precision_runs)]
         ],
     )
-    errors = _table(
-        "errors",
-        "Errors by kind",
-        "side data: the sample's data is at fault, so it is unscored. side run: "
-        "the sample errored before it had an answer, so it is unscored. side "
-        "answer: the model's answer broke the answer contract and fails both "
-        f"criteria. Counted per {report.unit}.",
-        ["kind", "side", "runs", "of"],
-        [
-            _row(s, e.kind, e.side, e.count, s.runs)
-            for s in report.summaries
-            for e in s.errors
-        ],
-    )
-    gaps = _table(
-        "extraction",
-        "Membership versus order",
-        "Accuracy over graded runs; answer failures count as failures. gap = "
-        "membership minus order accuracy: the runs that kept every ID but lost "
-        "the source order. of all runs: membership and order over every run, "
-        "those not graded (table Runs) included.",
-        ["runs", "graded", "membership", "order", "gap", *_OF_ALL],
-        [
-            _row(s, s.runs, s.graded, *map(share_with_interval, shares), *of_all)
-            for s in extraction
-            for shares in [(s.membership, s.order, s.gap)]
-            for of_all in [(_of_all(p.count, s.runs) for p in shares[:2])]
-        ],
-    )
-    ids = [_id_table(report, kind) for kind in ID_TITLES]
-    tables = [runs, thresholds_table(report.thresholds), stages, lucky, context]
-    tables += [*_pipeline_tables(staged), errors, *ids, gaps, _evals_table(report)]
-    return [table for table in tables if table.rows]
+    return [stages, lucky, context]
 
 
 _OF_ALL = ("membership of all runs", "order of all runs")
@@ -360,26 +372,29 @@ def _evals_table(report: Report) -> Table:
     return Table("evals", "Evals read", caption, columns, rows, notes=notes)
 
 
-ID_TITLES = {
-    "missed": "Most often missing document IDs",
-    "dropped": "Most often dropped IDs",
-    "invented": "Most often invented IDs",
-}
-_ID_COLUMNS = {
-    "missed": ["document", "missed", "required"],
-    "dropped": ["ID", "dropped", "in source"],
-    "invented": ["ID", "invented", "of"],
-}
-_ID_CAPTIONS = {
-    "missed": "missed: diagnosed runs whose context lacked the required ID; "
-    "required: diagnosed runs that required it.",
-    "dropped": "dropped: itemised answers that left out the source ID; in "
-    "source: itemised answers whose source held it. Itemised: graded answers "
-    "except those that repeat an ID or cannot be read, which fail both "
-    "criteria with nothing compared.",
-    "invented": "invented: itemised answers that held the ID though their "
-    "source did not; of: all itemised answers (graded, neither repeating an "
-    "ID nor unreadable).",
+# Per kind: title, columns, caption.
+ID_TABLES = {
+    "missed": (
+        "Most often missing document IDs",
+        ["document", "missed", "required"],
+        "missed: diagnosed runs whose context lacked the required ID; "
+        "required: diagnosed runs that required it.",
+    ),
+    "dropped": (
+        "Most often dropped IDs",
+        ["ID", "dropped", "in source"],
+        "dropped: itemised answers that left out the source ID; in "
+        "source: itemised answers whose source held it. Itemised: graded answers "
+        "except those that repeat an ID or cannot be read, which fail both "
+        "criteria with nothing compared.",
+    ),
+    "invented": (
+        "Most often invented IDs",
+        ["ID", "invented", "of"],
+        "invented: itemised answers that held the ID though their "
+        "source did not; of: all itemised answers (graded, neither repeating an "
+        "ID nor unreadable).",
+    ),
 }
 
 
@@ -387,24 +402,17 @@ def ranked_ids(
     report: Report, kind: str
 ) -> list[tuple[Summary, list[tuple[str, int, int]], int]]:
     """Each row's top `kind` IDs as (id, count, of), and distinct count."""
-    if kind == "missed":
-        return [
-            (s, [(d.id, d.missed, d.required) for d in s.missed], s.distinct_missed)
-            for s in report.stage_diagnosis
-        ]
-    if kind == "dropped":
-        return [
-            (s, [(d.id, d.dropped, d.in_source) for d in s.dropped], s.distinct_dropped)
-            for s in report.ordered_extraction
-        ]
-    # An invented ID is in no source: it is counted of all itemised answers.
-    return [
-        (s, [(i.id, i.invented, s.itemised) for i in s.invented], s.distinct_invented)
-        for s in report.ordered_extraction
-    ]
+    found = []
+    for s in report.stage_diagnosis if kind == "missed" else report.ordered_extraction:
+        # An invented ID is in no source: it is counted of all itemised answers.
+        itemised = [s.itemised] if isinstance(s, ExtractionSummary) else []
+        ids = [(*astuple(i), *itemised)[:3] for i in getattr(s, kind)]
+        found.append((s, ids, getattr(s, f"distinct_{kind}")))
+    return found
 
 
 def _id_table(report: Report, kind: str) -> Table:
+    title, columns, caption = ID_TABLES[kind]
     rankings = ranked_ids(report, kind)
     rows = [
         _row(s, show_id(i), count, of, percent(count / of))
@@ -412,6 +420,6 @@ def _id_table(report: Report, kind: str) -> Table:
         for i, count, of in ids
     ]
     distinct = "; ".join(f"{n} in {eval_label(s)}" for s, _, n in rankings)
-    caption = f"{_ID_CAPTIONS[kind]} Distinct IDs ever {kind}: {distinct}."
-    title = f"{ID_TITLES[kind]} (top {report.top})"
-    return _table(kind, title, caption, [*_ID_COLUMNS[kind], "rate"], rows)
+    caption = f"{caption} Distinct IDs ever {kind}: {distinct}."
+    title = f"{title} (top {report.top})"
+    return _table(kind, title, caption, [*columns, "rate"], rows)
