@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -24,10 +23,8 @@ from tracegrade.bulk.results import RunResults
 from tracegrade.compare.build import UnreadableScore, compare_logs
 from tracegrade.report.aggregate import ReportError, build_report
 from tracegrade.schema import (
-    FIELDS,
     InvalidScore,
     LostID,
-    fields_table,
     read_extraction,
     read_stage,
 )
@@ -39,7 +36,6 @@ from tracegrade.scorers.metrics import (
 from tracegrade.scorers.stage import diagnosis_score
 from tracegrade.tasks import stage_diagnosis
 
-ROOT = Path(__file__).resolve().parent.parent
 SCORE = "stage_diagnosis"
 
 
@@ -238,19 +234,6 @@ def test_an_extraction_score_refuses_an_itemisation_where_nothing_was_graded() -
         read_extraction(value, metadata)
     metadata["itemised"] = None
     assert read_extraction(value, metadata).itemised is None
-
-
-def test_scores_md_shows_the_schema_s_fields() -> None:
-    page = (ROOT / "docs" / "scores.md").read_text("utf-8")
-    found = re.search(
-        r"<!-- schema:fields -->\n(.*?)<!-- /schema:fields -->", page, re.DOTALL
-    )
-    assert found is not None, "docs/scores.md lost its schema:fields markers"
-    assert found.group(1) == fields_table(), (
-        "docs/scores.md's field table differs from tracegrade.schema.FIELDS; "
-        "paste tracegrade.schema.fields_table() between its markers"
-    )
-    assert len({field[0] for field in FIELDS}) == len(FIELDS)
 
 
 def test_the_schema_imports_no_inspect() -> None:
