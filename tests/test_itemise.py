@@ -84,27 +84,6 @@ def test_repeated_ids_are_refused(source: list[str], answer: list[str]) -> None:
         itemise(source, answer)
 
 
-LARGE: Final = [f"MSKU-{index:05d}" for index in range(10_000)]
-
-
-@pytest.mark.parametrize(
-    ("answer", "first_break", "kept"),
-    [
-        (LARGE[::-1], 1, 1),
-        ([*LARGE[:5_000], *LARGE[5_001:], LARGE[5_000]], 5_001, len(LARGE) - 1),
-        ([i for pair in zip(LARGE[:5_000], LARGE[5_000:]) for i in pair], 2, 5_001),  # noqa: B905
-    ],
-    ids=["reversed", "one moved", "halves interleaved"],
-)
-def test_large_answers_whose_figures_are_known(
-    answer: list[str], first_break: int, kept: int
-) -> None:
-    itemised = itemise(LARGE, answer)
-    assert itemised == Itemisation(
-        dropped=[], invented=[], first_order_break=first_break, kept_in_order=kept
-    )
-
-
 # --- properties against brute force --------------------------------------------
 
 # Look-alikes that must stay distinct: Latin, Cyrillic and Greek capitals,

@@ -233,13 +233,3 @@ def read_repr_list(text: str) -> list[str | int] | None:
         if comma is None and not text.startswith("]", position):
             return None
     return items if _skip(text, position + 1) == len(text) else None
-
-
-__all__ = [
-    "BrokenLiteral",
-    "Form",
-    "ListLiteral",
-    "read_literal_at",
-    "read_repr_list",
-    "scan_literals",
-]

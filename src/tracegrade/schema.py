@@ -28,6 +28,11 @@ class InvalidScore(ValueError):
     """A score unlike any tracegrade writes; the message names the field."""
 
 
+def _refused(what: str, *values: Any) -> InvalidScore:
+    """`what` a score must be, and the values it had instead."""
+    return InvalidScore(f"{what}, got {' and '.join(map(quote, values))}")
+
+
 def is_share(value: Any) -> TypeGuard[float]:
     """A float from 0 to 1, as tracegrade writes a share (never 1, True or NaN)."""
     return type(value) is float and 0.0 <= value <= 1.0
@@ -62,18 +67,16 @@ def read_error(metadata: Mapping[str, Any]) -> ScoreError | None:
     parts = map(error.get, ScoreError._fields) if type(error) is dict else [None] * 4
     kind, side, field, message = parts
     if not (type(kind) is str and kind and side in ERROR_SIDES):
-        raise InvalidScore(
-            "metadata error must be null or have a kind and a side "
-            f"({', '.join(ERROR_SIDES)}), got {quote(error)}"
+        sides = ", ".join(ERROR_SIDES)
+        raise _refused(
+            f"metadata error must be null or have a kind and a side ({sides})", error
         )
     for key, value, kind_of in (
         ("field", field, "a string or null"),
         ("message", message, "a string"),
     ):
         if not (value is None or type(value) is str):
-            raise InvalidScore(
-                f"metadata error.{key} must be {kind_of}, got {quote(value)}"
-            )
+            raise _refused(f"metadata error.{key} must be {kind_of}", value)
     return ScoreError(kind, side, field, message)
 
 
@@ -81,18 +84,13 @@ def read_share(metadata: Mapping[str, Any], key: str) -> float | None:
     """`recall` or `precision`: a share, or None (also when absent)."""
     share = metadata.get(key)
     if not (share is None or is_share(share)):
-        raise InvalidScore(
-            f"metadata {key} must be null or a share from 0.0 to 1.0, got "
-            + quote(share)
-        )
+        raise _refused(f"metadata {key} must be null or a share from 0.0 to 1.0", share)
     return share
 
 
 def read_stage_value(value: Any) -> str:
     if not (type(value) is str and value in STAGES):
-        raise InvalidScore(
-            f"the value must be one of {', '.join(STAGES)}, got {quote(value)}"
-        )
+        raise _refused(f"the value must be one of {', '.join(STAGES)}", value)
     return str(value)
 
 
@@ -103,9 +101,7 @@ def read_criteria(value: Any) -> tuple[bool, bool]:
         and type(value.get("membership")) is bool
         and type(value.get("order")) is bool
     ):
-        raise InvalidScore(
-            'the value must be {"membership": bool, "order": bool}, got ' + quote(value)
-        )
+        raise _refused('the value must be {"membership": bool, "order": bool}', value)
     if value["order"] and not value["membership"]:
         raise InvalidScore(
             "order passes without membership, which the grading rules never give"
@@ -116,9 +112,7 @@ def read_criteria(value: Any) -> tuple[bool, bool]:
 def read_as(metadata: Mapping[str, Any]) -> str | None:
     reading = metadata.get("read_as")
     if not (reading is None or (type(reading) is str and reading)):
-        raise InvalidScore(
-            f"metadata read_as must be a reading's name or null, got {quote(reading)}"
-        )
+        raise _refused("metadata read_as must be a reading's name or null", reading)
     return reading
 
 
@@ -181,10 +175,8 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
     required = record.get("required") if type(record) is dict else None
     missing = result.get("missing") if type(result) is dict else None
     if not (is_id_list(required) and is_id_list(missing)):
-        raise InvalidScore(
-            "a diagnosed score needs the ID lists record.required and "
-            f"result.missing, got {quote(required)} and {quote(missing)}"
-        )
+        what = "a diagnosed score needs the ID lists record.required and result.missing"
+        raise _refused(what, required, missing)
     if recall is None:
         raise InvalidScore(
             "a diagnosed score's metadata recall must be a share, got null"
@@ -197,10 +189,8 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
     if steps is not None:
         context = record.get("context")
         if not is_id_list(context):
-            raise InvalidScore(
-                "a diagnosed score with steps needs the ID list record.context, "
-                f"got {quote(context)}"
-            )
+            what = "a diagnosed score with steps needs the ID list record.context"
+            raise _refused(what, context)
         context_size = len(context)
     if (steps is None) != (lost is None):
         raise InvalidScore(
@@ -228,7 +218,7 @@ def read_lost(lost: Any, where: str = "metadata lost") -> list[LostID] | None:
     if lost is None:
         return None
     if type(lost) is not list:
-        raise InvalidScore(f"{where} must be an array, got {quote(lost)}")
+        raise _refused(f"{where} must be an array", lost)
     read = []
     for position, entry in enumerate(lost):
         item = (
@@ -237,11 +227,12 @@ def read_lost(lost: Any, where: str = "metadata lost") -> list[LostID] | None:
             else None
         )
         if item is None or not _is_lost(item):
-            raise InvalidScore(
+            what = (
                 f"{where}[{position}] must be an object of a string id and "
                 "lost_at, and a last_step (a string) and last_rank (from 1) both "
-                f"null or both set, got {quote(entry)}"
+                "null or both set"
             )
+            raise _refused(what, entry)
         read.append(item)
     return read
 
@@ -253,10 +244,10 @@ def read_step_recall(metadata: Mapping[str, Any]) -> dict[str, float] | None:
         recalls is None
         or (type(recalls) is dict and all(map(is_share, recalls.values())))
     ):
-        raise InvalidScore(
-            "metadata step_recall must map each step's name to a share from "
-            f"0.0 to 1.0, got {quote(recalls)}"
+        what = (
+            "metadata step_recall must map each step's name to a share from 0.0 to 1.0"
         )
+        raise _refused(what, recalls)
     return recalls
 
 
@@ -298,36 +289,28 @@ def read_extraction(value: Any, metadata: Any) -> ExtractionScore:
     )
     if type(result) is not dict or "membership" not in result:
         if itemised is not None:
-            raise InvalidScore(
-                "metadata itemised must be null where result is no grade, got "
-                + quote(itemised)
-            )
+            what = "metadata itemised must be null where result is no grade"
+            raise _refused(what, itemised)
         return ExtractionScore(membership, order, error, reading)
     source = record.get("source") if type(record) is dict else None
     if not is_id_list(source):
-        raise InvalidScore(
-            f"a graded score needs the ID list record.source, got {quote(source)}"
-        )
+        raise _refused("a graded score needs the ID list record.source", source)
     if type(itemised) is not dict:
-        raise InvalidScore(
-            "a graded score's metadata itemised must be an object, got "
-            + quote(itemised)
-        )
+        raise _refused("a graded score's metadata itemised must be an object", itemised)
     dropped, invented, first_break, kept = map(itemised.get, Itemised._fields)
     if not (is_id_list(dropped) and is_id_list(invented)):
-        raise InvalidScore(
-            "metadata itemised needs the ID lists dropped and invented, "
-            f"got {quote(dropped)} and {quote(invented)}"
-        )
+        what = "metadata itemised needs the ID lists dropped and invented"
+        raise _refused(what, dropped, invented)
     if not (
         (first_break is None or (type(first_break) is int and first_break >= 1))
         and type(kept) is int
         and kept >= 0
     ):
-        raise InvalidScore(
+        what = (
             "metadata itemised needs first_order_break (from 1, or null) and "
-            f"kept_in_order (from 0), got {quote(first_break)} and {quote(kept)}"
+            "kept_in_order (from 0)"
         )
+        raise _refused(what, first_break, kept)
     itemised = Itemised(dropped, invented, first_break, kept)
     return ExtractionScore(membership, order, error, reading, source, itemised)
 
