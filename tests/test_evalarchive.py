@@ -1,8 +1,7 @@
 """`EvalArchive` writes `.eval` logs that Inspect reads like its own: a real
-log of each packaged replay task (two epochs, Inspect's own recorder) written
-again, every public reader and the very member bytes compared. Only a finished
-log is published; an aborted or killed writer leaves at most `<name>.partial`.
-"""
+log of each packaged replay task written again, every public reader and the
+member bytes compared. Only a finished log is published; an aborted writer
+leaves nothing (a killed one: tests/faults/test_signals.py)."""
 
 from __future__ import annotations
 
@@ -12,10 +11,6 @@ import gc
 import json
 import math
 import os
-import signal
-import subprocess
-import sys
-import textwrap
 import zipfile
 import zlib
 from collections.abc import Iterator
@@ -41,7 +36,7 @@ from inspect_ai.scorer import Score, ScoreEdit
 from isal import isal_zlib
 from pydantic_core import to_json, to_jsonable_python
 
-from tests.support import SUBPROCESS_ENV, deflated, stored_member
+from tests.support import deflated, stored_member
 from tracegrade import ordered_extraction_recorded as extraction_task
 from tracegrade import stage_diagnosis
 from tracegrade._inspect_internals import to_json_safe
@@ -117,12 +112,10 @@ def inspect_summaries(inspect_log: Path) -> list[dict[str, Any]]:
 def rewrite(
     inspect_log: Path, out_dir: Path, inputs: str, journal_every: int = 10
 ) -> Path:
-    """The reference log written again by `EvalArchive`, in the order of
-    Inspect's summaries: "serialised", each sample as Inspect's bytes and
-    `sample_summary`; "models", as the `EvalSample` read back and its
-    `summary()`; "suspended", as "serialised" but suspended and resumed
-    every few samples, the reductions streamed, published after `complete`
-    from another working name."""
+    """The reference log written again by `EvalArchive`, each sample as
+    Inspect's bytes, in the order of its summaries; "suspended": suspended and
+    resumed every few samples, the reductions streamed, published after
+    `complete` from another working name."""
     log = read_eval_log(str(inspect_log))
     out_dir.mkdir(parents=True, exist_ok=True)
     suspended = inputs == "suspended"
@@ -134,16 +127,8 @@ def rewrite(
         if suspended and index % 3 == 2:
             archive.suspend()
             archive.resume()
-        if inputs in ("serialised", "suspended"):
-            data = member_bytes(inspect_log, name)
-            archive.add_sample(data, sample_summary(json.loads(data)))
-        else:
-            sample = read_eval_log_sample(
-                str(inspect_log), id=summary["id"], epoch=summary["epoch"]
-            )
-            archive.add_sample(
-                to_jsonable_python(sample, exclude_none=True), sample.summary()
-            )
+        data = member_bytes(inspect_log, name)
+        archive.add_sample(data, sample_summary(json.loads(data)))
     if not suspended:
         return archive.finish(log, log.reductions)
     archive.suspend()  # `complete` resumes
@@ -167,7 +152,7 @@ def streamed(
     )
 
 
-@pytest.fixture(scope="module", params=["serialised", "models", "suspended"])
+@pytest.fixture(scope="module", params=["serialised", "suspended"])
 def rewritten(
     request: pytest.FixtureRequest,
     inspect_log: Path,
@@ -533,59 +518,3 @@ def test_abort_after_a_full_disk_raises_nothing(
     archive.abort()
     archive.abort()
     assert list(tmp_path.iterdir()) == []
-
-
-KILLED_WRITER = textwrap.dedent(
-    """
-    import sys
-    from pathlib import Path
-    from inspect_ai.log import read_eval_log
-    from tracegrade.bulk.evallog import EvalArchive, sample_summary
-
-    log = read_eval_log(sys.argv[1], header_only=True)
-    archive = EvalArchive(Path(sys.argv[2]) / "killed.eval", journal_every=3)
-    archive.start(log.eval, log.plan)
-    for index in range(50):
-        sample = {"id": f"s{index}", "epoch": 1, "input": "in", "target": ""}
-        archive.add_sample(sample, sample_summary(sample))
-    archive._file.flush()
-    print("written", flush=True)
-    sys.stdin.read()
-    """
-)
-
-
-# One header is enough to start an archive: a writer killed under either
-# task's header leaves the same file, so one fresh interpreter is killed.
-@pytest.mark.parametrize("inspect_log", ["stage_diagnosis"], indirect=True)
-def test_a_killed_writer_leaves_only_its_partial_file(
-    tmp_path: Path, inspect_log: Path
-) -> None:
-    log_dir = tmp_path / "logs"
-    log_dir.mkdir()
-    writer = subprocess.Popen(
-        [sys.executable, "-c", KILLED_WRITER, str(inspect_log), str(log_dir)],
-        env=SUBPROCESS_ENV,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert writer.stdout is not None
-        line = writer.stdout.readline()
-        assert line == "written\n", writer.stderr.read() if writer.stderr else ""
-        # The summaries' spool has no name to leave.
-        assert [path.name for path in log_dir.iterdir()] == ["killed.eval.partial"]
-        os.kill(writer.pid, signal.SIGKILL)
-        assert writer.wait(timeout=60) == -signal.SIGKILL
-    finally:
-        if writer.poll() is None:
-            writer.kill()
-            writer.wait()
-        for stream in (writer.stdin, writer.stdout, writer.stderr):
-            if stream is not None:
-                stream.close()
-    assert [path.name for path in log_dir.iterdir()] == ["killed.eval.partial"]
-    assert (log_dir / "killed.eval.partial").stat().st_size > 0
-    assert list_eval_logs(str(log_dir)) == []
