@@ -148,10 +148,8 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
     metadata = _tracegrade_metadata(metadata)
     error = read_error(metadata)
     unscored = error is not None and error.unscored
-    recall, precision = (
-        read_share(metadata, "recall"),
-        read_share(metadata, "precision"),
-    )
+    recall = read_share(metadata, "recall")
+    precision = read_share(metadata, "precision")
     record, result = metadata["record"], metadata["result"]
     if "recall" not in metadata or "precision" not in metadata:
         # By a tracegrade that wrote neither (or only recall): from the record.
@@ -178,9 +176,7 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
         what = "a diagnosed score needs the ID lists record.required and result.missing"
         raise _refused(what, required, missing)
     if recall is None:
-        raise InvalidScore(
-            "a diagnosed score's metadata recall must be a share, got null"
-        )
+        raise _refused("a diagnosed score's metadata recall must be a share", None)
     try:
         steps = read_steps(record)
     except InvalidRecord as invalid:
