@@ -120,10 +120,10 @@ def _read_json(text: str, start: int) -> ListLiteral | BrokenLiteral:
 
 def _read_json_by_hand(text: str, start: int) -> ListLiteral | BrokenLiteral:
     """The JSON value at `start`, read a token at a time with a stack of the
-    open brackets, not recursion; broken at the first token out of place."""
+    open brackets, not recursion; broken at the first token out of place.
+    Never a flat array of strings, which `json` reads."""
     closers: list[str] = []
     expect = "value"  # or "value]", "key", "key}", ":", "next"
-    strings_only = text[start] == "["
     position = start
     while True:
         token = _TOKEN.match(text, position)
@@ -132,41 +132,27 @@ def _read_json_by_hand(text: str, start: int) -> ListLiteral | BrokenLiteral:
         string, _, mark = token.groups()
         at, position = token.start(token.lastindex or 0), token.end()
         value = expect.startswith("value")
-        done = False
         if value and mark in ("[", "{"):
             # A run of `[` at once: deep nesting is how a hostile text makes
             # a parser slow.
             run = _ARRAY_RUN.match(text, at) if mark == "[" else None
-            opened = "]" * run.group().count("[") if run else "}"
+            closers.extend("]" * run.group().count("[") if run else "}")
             position = run.end() if run else position
-            strings_only = strings_only and not closers and opened == "]"
-            closers.extend(opened)
             expect = "value]" if mark == "[" else "key}"
-        elif value and mark is None:
-            strings_only = strings_only and (string is not None or len(closers) > 1)
-            done = True
-        elif expect.startswith("key") and string is not None:
+            continue
+        if expect.startswith("key") and string is not None:
             expect = ":"
-        elif (expect, mark) in ((":", ":"), ("next", ",")):
+            continue
+        if (expect, mark) in ((":", ":"), ("next", ",")):
             expect = "value" if mark == ":" or closers[-1] == "]" else "key"
-        elif expect in ("value]", "key}", "next") and mark == closers[-1]:
+            continue
+        if expect in ("value]", "key}", "next") and mark == closers[-1]:
             closers.pop()
-            done = True
-        else:
+        elif not (value and mark is None):
             return BrokenLiteral(start, at)
-        if done and not closers:
-            return _json_literal(text, start, position, strings_only)
-        if done:
-            expect = "next"
-
-
-def _json_literal(text: str, start: int, end: int, strings_only: bool) -> ListLiteral:
-    if not strings_only:
-        return ListLiteral(start, end, "json", None)
-    # A flat array of strings, already checked: json decodes it exactly,
-    # escapes and surrogate pairs included, without recursing.
-    ids: list[str] = json.loads(text[start:end])
-    return ListLiteral(start, end, "json", tuple(ids))
+        if not closers:
+            return ListLiteral(start, position, "json", None)
+        expect = "next"
 
 
 def _read_python_list(text: str, start: int) -> ListLiteral | BrokenLiteral:
