@@ -5,14 +5,12 @@ leaves nothing (a killed one: tests/faults/test_signals.py)."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import gc
 import json
 import math
 import os
 import zipfile
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,19 +31,15 @@ from inspect_ai.log import (
     read_eval_log_sample_summaries,
 )
 from inspect_ai.scorer import Score, ScoreEdit
-from isal import isal_zlib
 from pydantic_core import to_json, to_jsonable_python
 
-from tests.support import deflated, stored_member
 from tracegrade import ordered_extraction_recorded as extraction_task
 from tracegrade import stage_diagnosis
 from tracegrade._inspect_internals import to_json_safe
 from tracegrade.bulk.evallog import (
-    SUMMARIES_JSON,
     EvalArchive,
     EvalArchiveError,
     StreamedReductions,
-    deflating_with_isal,
     sample_json,
     sample_member,
     sample_summary,
@@ -395,42 +389,6 @@ def small_header(inspect_log: Path) -> EvalLog:
 def add_one(archive: EvalArchive, index: int) -> None:
     sample = {"id": f"s{index}", "epoch": 1, "input": "in", "target": ""}
     archive.add_sample(sample, sample_summary(sample))
-
-
-def test_the_writer_process_deflates_with_isal(
-    tmp_path: Path, inspect_log: Path
-) -> None:
-    """Inside `deflating_with_isal` every member is ISA-L's stream, not
-    zlib's, and reads back the same: a sample's (written at once) and
-    the summaries' (streamed by zipfile). Fails the day zipfile stops asking
-    `_get_compressor` for its compressor."""
-    header = small_header(inspect_log)
-    sample = {"id": "s", "epoch": 1, "input": "retrieval gap " * 200, "target": ""}
-    data = sample_json(sample)
-    stdlib_compressor = zipfile._get_compressor  # type: ignore[attr-defined]
-    written = {}
-    for kind in ("isal", "zlib"):
-        block = deflating_with_isal() if kind == "isal" else contextlib.nullcontext()
-        with block, EvalArchive(tmp_path / f"{kind}.eval") as archive:
-            archive.start(header.eval, header.plan)
-            archive.add_sample(data, sample_summary(sample))
-            written[kind] = archive.finish(header, None)
-    assert zipfile._get_compressor is stdlib_compressor  # type: ignore[attr-defined]
-
-    member = sample_member("s", 1)
-    assert stored_member(written["isal"], member) == deflated(data, isal_zlib)
-    assert stored_member(written["zlib"], member) == deflated(data, zlib)
-    assert stored_member(written["isal"], member) != stored_member(
-        written["zlib"], member
-    )
-    summaries = member_bytes(written["isal"], SUMMARIES_JSON)
-    assert member_bytes(written["zlib"], SUMMARIES_JSON) == summaries
-    for kind, library in (("isal", isal_zlib), ("zlib", zlib)):
-        stored = stored_member(written[kind], SUMMARIES_JSON)
-        assert stored == deflated(summaries, library)
-    for path in written.values():
-        assert member_bytes(path, member) == data
-        assert read_eval_log_sample(str(path), id="s").input == sample["input"]
 
 
 def test_only_a_finished_archive_is_listed_and_under_its_name(
