@@ -50,7 +50,8 @@ def itemise(source: list[str], answer: list[str]) -> Itemisation:
         return {"dropped": [], "invented": [], "first_order_break": None,
                 "kept_in_order": len(source)}  # fmt: skip
     position = {document_id: index for index, document_id in enumerate(source)}
-    if len(position) != len(source) or len(set(answer)) != len(answer):
+    answer_ids = set(answer)
+    if len(position) != len(source) or len(answer_ids) != len(answer):
         raise ValueError(_REPEATS)
     # tails[k]: the smallest source position ending an increasing run of k + 1.
     tails: list[int] = []
@@ -60,7 +61,7 @@ def itemise(source: list[str], answer: list[str]) -> Itemisation:
             at = bisect_left(tails, index)
             tails[at : at + 1] = [index]
     return {
-        "dropped": dropped_ids(source, answer),
+        "dropped": [item for item in source if item not in answer_ids],
         "invented": [item for item in answer if item not in position],
         "first_order_break": first_order_break(source, answer),
         "kept_in_order": len(tails),
