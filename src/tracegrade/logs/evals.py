@@ -76,30 +76,26 @@ def files_under(
     """The files under `directory` not to `skip`, in name order, links
     followed, each real file once; a dangling link or a loop raises `OSError`."""
     seen: set[str] = set()
-    pending = [directory]
-    while pending:
-        folder = pending.pop()
+    for folder, folders, names in os.walk(directory, onerror=_raise, followlinks=True):
         if (real := os.path.realpath(folder)) in seen:
+            folders.clear()
             continue
         seen.add(real)
-        with os.scandir(folder) as scanned:
-            entries = sorted(
-                (entry for entry in scanned if not skip(entry.name)),
-                key=lambda entry: entry.name,
-            )
-        for entry in entries:
+        folders[:] = sorted(name for name in folders if not skip(name))
+        for name in sorted(name for name in names if not skip(name)):
+            path = os.path.join(folder, name)
             try:
-                os.stat(entry.path)  # a loop of links raises, saying so
+                os.stat(path)  # a loop of links raises, saying so
             except FileNotFoundError:
                 message = "a symbolic link to nothing"
-                raise FileNotFoundError(errno.ENOENT, message, entry.path) from None
-            if (
-                not entry.is_dir()
-                and (real := os.path.realpath(entry.path)) not in seen
-            ):
+                raise FileNotFoundError(errno.ENOENT, message, path) from None
+            if (real := os.path.realpath(path)) not in seen:
                 seen.add(real)
-                yield Path(entry.path)
-        pending.extend(Path(e.path) for e in reversed(entries) if e.is_dir())
+                yield Path(path)
+
+
+def _raise(error: OSError) -> None:
+    raise error
 
 
 @dataclass(frozen=True)
