@@ -1,6 +1,8 @@
-"""Every coupling of tracegrade to Inspect AI's private code, imported or
-mirrored (docs/architecture.md); tests/test_inspect_internals.py fails the day
-a release moves or changes one. `tracegrade score`'s names load on first use."""
+"""Every coupling of tracegrade to Inspect AI's private code, each held by
+tests/test_inspect_internals.py. Mirrored elsewhere: `EvalSample.summary()`
+(bulk/evallog.py), `is_log_file` (logs/evals.py), `SampleScore`
+(bulk.results.LightScore); relied on: `inspect_ai.log` teaching `zipfile` zstd
+(logs/samples.py). `tracegrade score`'s names load on first use."""
 
 from __future__ import annotations
 
