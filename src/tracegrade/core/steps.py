@@ -108,7 +108,8 @@ def _takers(steps: Sequence[Step]) -> dict[str, str]:
 
 
 def lost_documents(missing: Sequence[str], steps: Sequence[Step]) -> list[LostDocument]:
-    """For each missing ID, in the order given, where it was lost (see the module)."""
+    """For each missing ID, in the order given, where it was lost
+    (docs/pipeline-steps.md)."""
     ranks = [{item: rank for rank, item in enumerate(step.ids, 1)} for step in steps]
     takers = _takers(steps)
     lost: list[LostDocument] = []
