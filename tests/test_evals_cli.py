@@ -88,6 +88,12 @@ def inspect_eval(cwd: Path, *args: str) -> None:
     assert done.returncode == 0, done.stderr
 
 
+def diagnose(cwd: Path, dataset: str, log_dir: str, *args: str) -> None:
+    """`inspect eval tracegrade/stage_diagnosis` of a dataset file."""
+    task = "tracegrade/stage_diagnosis"
+    inspect_eval(cwd, task, "-T", f"dataset={dataset}", "--log-dir", log_dir, *args)
+
+
 def report(cwd: Path, *args: str) -> dict[str, Any]:
     done = run_tracegrade("report", *args, "--json", cwd=cwd)
     assert done.returncode == 0, done.stderr
@@ -100,14 +106,7 @@ def test_the_readmes_two_runs_of_one_file_are_two_evals(
 ) -> None:
     """`inspect eval -T dataset=runs.jsonl`, then `tracegrade score` of the
     same file into the same directory: two evals of 2 runs, not 4 runs."""
-    inspect_eval(
-        tmp_path,
-        "tracegrade/stage_diagnosis",
-        "-T",
-        f"dataset={files['small']}",
-        "--log-dir",
-        "logs",
-    )
+    diagnose(tmp_path, files["small"], "logs")
     scored = run_tracegrade(
         "score", "stage_diagnosis", files["small"], "--log-dir", "logs", cwd=tmp_path
     )
@@ -125,14 +124,7 @@ def test_base_and_new_under_one_root_are_separate_rows(
     files: dict[str, str], tmp_path: Path
 ) -> None:
     for name in ("base", "worse"):
-        inspect_eval(
-            tmp_path,
-            "tracegrade/stage_diagnosis",
-            "-T",
-            f"dataset={files[name]}",
-            "--log-dir",
-            f"logs/{name}",
-        )
+        diagnose(tmp_path, files[name], f"logs/{name}")
     read = report(tmp_path, "logs")
 
     base, worse = sorted(
@@ -180,27 +172,9 @@ def two_models(files: dict[str, str], tmp_path_factory: pytest.TempPathFactory) 
     """ci/base: `inspect eval --model mockllm/a,mockllm/b` of BASE. ci/new:
     model a still answers BASE, model b regressed to WORSE."""
     root = tmp_path_factory.mktemp("ci")
-    inspect_eval(
-        root,
-        "tracegrade/stage_diagnosis",
-        "-T",
-        f"dataset={files['base']}",
-        "--model",
-        "mockllm/a,mockllm/b",
-        "--log-dir",
-        "base",
-    )
+    diagnose(root, files["base"], "base", "--model", "mockllm/a,mockllm/b")
     for model, name in (("mockllm/a", "base"), ("mockllm/b", "worse")):
-        inspect_eval(
-            root,
-            "tracegrade/stage_diagnosis",
-            "-T",
-            f"dataset={files[name]}",
-            "--model",
-            model,
-            "--log-dir",
-            "new",
-        )
+        diagnose(root, files[name], "new", "--model", model)
     return root
 
 

@@ -9,12 +9,13 @@ import importlib
 import json
 import subprocess
 import sys
+import zipfile
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai.log import EvalSample, EvalSampleSummary
+from inspect_ai.log import EvalSample, EvalSampleSummary, list_eval_logs
 from inspect_ai.scorer import SampleScore, Score
 from pydantic_core import to_jsonable_python
 
@@ -37,6 +38,7 @@ from tracegrade.bulk.results import (
     pooled_results,
 )
 from tracegrade.bulk.scoring import TASKS
+from tracegrade.logs.evals import is_log_name
 
 PACKAGE = Path(tracegrade.__file__).parent
 
@@ -137,6 +139,7 @@ def test_score_on_an_inspect_too_old_says_which_release_in_one_line(
 
 # --- Mirrored rules, held to Inspect's own output --------------------------------
 
+# The fields of `EvalSampleSummary` that `sample_summary` was written for.
 _SUMMARY = (
     "id epoch input choices target description metadata scores model_usage "
     "role_usage model_fallbacks started_at completed_at total_time "
@@ -145,16 +148,9 @@ _SUMMARY = (
     "token_limit_usage message_limit time_limit"
 )
 SUMMARY_FIELDS = _SUMMARY.split()
-"""The fields of `EvalSampleSummary` that `sample_summary` was written for."""
-
-
-def test_a_summary_has_the_fields_the_copy_was_written_for() -> None:
-    """A field Inspect adds to summaries must be added to `sample_summary`."""
-    assert list(EvalSampleSummary.model_fields) == SUMMARY_FIELDS
 
 
 def _as_json(value: Any) -> str:
-    # Text, so that NaN equals NaN and True never equals 1.
     return json.dumps(
         to_jsonable_python(value, exclude_none=True), sort_keys=True, indent=1
     )
@@ -222,6 +218,8 @@ def _sample_at_every_limit() -> dict[str, Any]:
 
 
 def test_the_summary_copy_trims_as_inspect_at_every_limit() -> None:
+    # A field Inspect adds to summaries must be added to `sample_summary`.
+    assert list(EvalSampleSummary.model_fields) == SUMMARY_FIELDS
     sample = _sample_at_every_limit()
     theirs = EvalSample.model_validate(sample).summary()
 
@@ -232,17 +230,6 @@ def test_the_summary_copy_trims_as_inspect_at_every_limit() -> None:
     assert {
         field for field in SUMMARY_FIELDS if getattr(theirs, field) is None
     } == set(), "every field set, so every rule is compared"
-
-
-def test_a_sample_score_has_the_fields_the_stand_in_was_written_for() -> None:
-    """`LightScore` stands in for a `SampleScore` and its `Score`, holding
-    what metrics read; a field Inspect adds may be one a metric reads."""
-    assert list(Score.model_fields) == [
-        *("value", "answer", "explanation", "reason", "metadata", "history")
-    ]
-    assert list(SampleScore.model_fields) == [
-        *("score", "sample_id", "sample_metadata", "scorer")
-    ]
 
 
 RECORDS = {
@@ -272,6 +259,13 @@ def test_metrics_over_the_stand_in_are_inspects_over_sample_scores(
     """The packaged scorer's own metrics, through `compute_eval_scores`,
     over `LightScore`s and over Inspect's `SampleScore`s of the same
     scores (each record twice over, so shares are not all 0 or 1)."""
+    # A field Inspect adds to either may be one a metric reads.
+    assert list(Score.model_fields) == [
+        *("value", "answer", "explanation", "reason", "metadata", "history")
+    ]
+    assert list(SampleScore.model_fields) == [
+        *("score", "sample_id", "sample_metadata", "scorer")
+    ]
     bulk = TASKS[task]
     results = RunResults(bulk.make_scorer(), task, str(tmp_path))
     scores = [bulk.score_input(record) for record in RECORDS[task] * 2]
@@ -302,10 +296,6 @@ def test_metrics_over_the_stand_in_are_inspects_over_sample_scores(
 def test_the_log_names_are_those_inspect_lists(tmp_path: Path) -> None:
     """`is_log_name` against `list_eval_logs` over one directory of files
     named as logs, results and manifests are."""
-    from inspect_ai.log import list_eval_logs
-
-    from tracegrade.logs.evals import is_log_name
-
     names = [
         "2026-01-01T00-00-00+00-00_task_abc.eval",
         "2026-01-01T00-00-00+00-00_task_abc.json",
@@ -334,10 +324,6 @@ def test_zipfile_reads_zstd_members_once_inspect_ai_log_is_imported(
 ) -> None:
     """`logs/samples.py` reads a `.eval` log's zstd members through `zipfile`,
     which Inspect's import teaches zstd before Python 3.14."""
-    import zipfile
-
-    import inspect_ai.log  # noqa: F401
-
     path = tmp_path / "zstd.zip"
     method = zipfile.ZIP_ZSTANDARD  # type: ignore[attr-defined]
     with zipfile.ZipFile(path, "w", compression=method) as archive:

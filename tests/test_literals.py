@@ -11,12 +11,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tracegrade.literals import (
-    BrokenLiteral,
-    ListLiteral,
-    read_id_list,
-    scan_literals,
-)
+from tracegrade.literals import BrokenLiteral, ListLiteral, scan_literals
+
+
+def read_id_list(text: str) -> tuple[tuple[str, ...], str] | None:
+    """The IDs and form of `text` when it is one list of strings and nothing
+    else, whitespace aside, as a cell that must hold one list is read."""
+    found = list(scan_literals(text))
+    if len(found) != 1 or not isinstance(found[0], ListLiteral):
+        return None
+    literal = found[0]
+    outside = text[: literal.start] + text[literal.end :]
+    if literal.ids is None or outside.strip(" \t\r\n"):
+        return None
+    return literal.ids, literal.form
+
 
 finite = st.floats(allow_nan=False, allow_infinity=False)
 json_scalars = st.none() | st.booleans() | st.integers() | finite | st.text()

@@ -1,5 +1,6 @@
-"""ID recall against ir-measures' `R@k` (trec_eval's code). A context may
-repeat an ID, a TREC run may not: the run given is the context deduplicated."""
+"""ID recall: its definition and metric, and the helpers that hold it to
+ir-measures' `R@k` (tests/test_precision.py). A context may repeat an ID, a
+TREC run may not: the run given is the context deduplicated."""
 
 from __future__ import annotations
 
@@ -175,42 +176,3 @@ def generated_pairs(seed: int, count: int) -> list[tuple[list[str], list[str]]]:
         context = generator.choices(pool, k=generator.randint(0, 15))
         pairs.append((required, context))
     return pairs
-
-
-def test_recall_is_trec_recall_on_thousands_of_generated_pairs() -> None:
-    pairs = generated_pairs(seed=20240611, count=5_000)
-    # The premise: the pairs hold what the test claims to cover.
-    assert sum(len(set(r)) < len(r) for r, _ in pairs) > 1_000
-    assert sum(len(set(c)) < len(c) for _, c in pairs) > 1_000
-    assert sum(not c for _, c in pairs) > 50
-    assert any("A" in c and "\u0410" in r for r, c in pairs)
-    qrels, run, k = trec_inputs(pairs)
-    measure = ir_measures.R @ k
-    theirs = {
-        metric.query_id: metric.value
-        for metric in ir_measures.pytrec_eval.iter_calc([measure], qrels, run)
-    }
-    ours = [our_recall(required, context) for required, context in pairs]
-    assert len(theirs) == len(pairs)
-    # Per query, exactly: trec_eval divides the same two integers.
-    assert [theirs[f"q{i}"] for i in range(len(pairs))] == ours
-    assert len(set(ours)) > 30
-    # The mean: ir-measures adds the queries one by one, in its own order,
-    # while `context_recall` rounds the exact sum once (`math.fsum`). A
-    # running sum of n values in [0, 1] errs by at most (n - 1) * 2**-53 * n,
-    # so the two means differ by at most (n - 1) * 2**-53 (plus an ulp from
-    # each division): 5.6e-13 for n = 5000, inside 1e-12.
-    aggregate = ir_measures.pytrec_eval.calc_aggregate([measure], qrels, run)[measure]
-    scores = [
-        SampleScore(
-            sample_id=str(i),
-            score=diagnosis_score(
-                {"required": r, "context": c, "correct": True},
-                READ_FROM,
-                context_recorded=True,
-            ),
-        )
-        for i, (r, c) in enumerate(pairs)
-    ]
-    assert recall_metric(scores) == pytest.approx(aggregate, rel=0, abs=1e-12)
-    assert recall_metric(scores) == math.fsum(theirs.values()) / len(pairs)

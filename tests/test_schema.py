@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import copy
 import json
-import re
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,10 +22,8 @@ from tracegrade.bulk.results import RunResults
 from tracegrade.compare.build import UnreadableScore, compare_logs
 from tracegrade.report.aggregate import ReportError, build_report
 from tracegrade.schema import (
-    FIELDS,
     InvalidScore,
     LostID,
-    fields_table,
     read_extraction,
     read_stage,
 )
@@ -39,7 +35,6 @@ from tracegrade.scorers.metrics import (
 from tracegrade.scorers.stage import diagnosis_score
 from tracegrade.tasks import stage_diagnosis
 
-ROOT = Path(__file__).resolve().parent.parent
 SCORE = "stage_diagnosis"
 
 
@@ -60,76 +55,46 @@ def logged(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     return read_eval_log(log.location)
 
 
-def broken(logged: EvalLog, change: Callable[[dict[str, Any]], None]) -> EvalLog:
+def broken(logged: EvalLog, key: str, value: Any) -> EvalLog:
+    """A copy of the log whose score has `value` at `key` ("result.missing")."""
     log = copy.deepcopy(logged)
     (sample,) = log.samples or []
     assert sample.scores is not None
     metadata = sample.scores[SCORE].metadata
     assert metadata is not None
-    change(metadata)
+    *parents, last = key.split(".")
+    for parent in parents:
+        metadata = metadata[parent]
+    metadata[last] = value
     return log
 
 
-def setting(key: str, value: Any) -> Callable[[dict[str, Any]], None]:
-    def change(metadata: dict[str, Any]) -> None:
-        metadata[key] = value
-
-    return change
-
-
-def missing_as(value: Any) -> Callable[[dict[str, Any]], None]:
-    def change(metadata: dict[str, Any]) -> None:
-        metadata["result"] = {**metadata["result"], "missing": value}
-
-    return change
-
-
-# Each break, the schema's words for it, and the metric that reads the
-# field (the bulk results read what the metrics read); report, compare and
-# the columns read every field.
+SHARE = "must be null or a share from 0.0 to 1.0, got"
+# Each break: the key and its bad value, the schema's words for it, and the
+# metric that reads the field (the bulk results read what the metrics read);
+# report, compare and the columns read every field.
 BREAKS = {
-    "integer recall": (
-        setting("recall", 1),
-        "metadata recall must be null or a share from 0.0 to 1.0, got 1",
-        "recall",
-    ),
-    "boolean recall": (
-        setting("recall", True),
-        "metadata recall must be null or a share from 0.0 to 1.0, got true",
-        "recall",
-    ),
-    "integer precision": (
-        setting("precision", 0),
-        "metadata precision must be null or a share from 0.0 to 1.0, got 0",
-        "precision",
-    ),
-    "recall over 1": (
-        setting("recall", 1.5),
-        "metadata recall must be null or a share from 0.0 to 1.0, got 1.5",
-        "recall",
-    ),
+    "integer recall": ("recall", 1, f"metadata recall {SHARE} 1", "recall"),
+    "boolean recall": ("recall", True, f"metadata recall {SHARE} true", "recall"),
+    "integer precision": ("precision", 0, f"metadata precision {SHARE} 0", "precision"),
+    "recall over 1": ("recall", 1.5, f"metadata recall {SHARE} 1.5", "recall"),
     "error of no side": (
-        setting("error", {"kind": "x", "side": "elsewhere"}),
-        "metadata error must be null or have a kind and a side",
-        "failures",
+        "error", {"kind": "x", "side": "elsewhere"},
+        "metadata error must be null or have a kind and a side", "failures",
     ),
     "missing not a list": (
-        missing_as("B"),
+        "result.missing", "B",
         "a diagnosed score needs the ID lists record.required and "
-        'result.missing, got ["A", "B"] and "B"',
-        None,
+        'result.missing, got ["A", "B"] and "B"', None,
     ),
     "step recall of an integer": (
-        setting("step_recall", {"retriever": 1}),
-        "metadata step_recall must map each step's name to a share",
-        None,
+        "step_recall", {"retriever": 1},
+        "metadata step_recall must map each step's name to a share", None,
     ),
     "lost without lost_at": (
-        setting("lost", [{"id": "B"}]),
-        "metadata lost[0] must be an object",
-        None,
+        "lost", [{"id": "B"}], "metadata lost[0] must be an object", None,
     ),
-}
+}  # fmt: skip
 METRICS = {
     "recall": context_recall,
     "precision": context_precision,
@@ -179,8 +144,8 @@ def column_refusal(path: Path) -> str:
 def test_every_reader_refuses_a_broken_score_in_the_same_words(
     logged: EvalLog, tmp_path: Path, case: str
 ) -> None:
-    change, words, metric = BREAKS[case]
-    said = refusals(broken(logged, change), tmp_path, metric)
+    key, value, words, metric = BREAKS[case]
+    said = refusals(broken(logged, key, value), tmp_path, metric)
     assert len(said) == (5 if metric else 3)
     for reader, text in said.items():
         assert words in text, (reader, text)
@@ -238,19 +203,6 @@ def test_an_extraction_score_refuses_an_itemisation_where_nothing_was_graded() -
         read_extraction(value, metadata)
     metadata["itemised"] = None
     assert read_extraction(value, metadata).itemised is None
-
-
-def test_scores_md_shows_the_schema_s_fields() -> None:
-    page = (ROOT / "docs" / "scores.md").read_text("utf-8")
-    found = re.search(
-        r"<!-- schema:fields -->\n(.*?)<!-- /schema:fields -->", page, re.DOTALL
-    )
-    assert found is not None, "docs/scores.md lost its schema:fields markers"
-    assert found.group(1) == fields_table(), (
-        "docs/scores.md's field table differs from tracegrade.schema.FIELDS; "
-        "paste tracegrade.schema.fields_table() between its markers"
-    )
-    assert len({field[0] for field in FIELDS}) == len(FIELDS)
 
 
 def test_the_schema_imports_no_inspect() -> None:

@@ -175,49 +175,47 @@ def test_the_explanation_says_where_each_missing_id_was_lost() -> None:
     assert (score.metadata or {})["read_from"]["steps"] == "store RetrievalTrace:steps"
 
 
-def lost(steps: list[dict[str, Any]], required: list[str]) -> Any:
+@pytest.mark.parametrize(
+    ("steps", "required", "found", "said"),
+    [
+        # The last step that held D1 is s3, and no step took its output: the
+        # prompt's cut lost it; s2, which ran before s3, is never named.
+        (
+            [{"name": "s1", "ids": ["D1"]}, {"name": "s2", "ids": ["X"]},
+             {"name": "s3", "ids": ["D1"]}],
+            ["D1"],
+            [("D1", "context", "s3", 1)],
+            ["D1: kept at rank 1 by s3 and dropped by no later step"],
+        ),
+        # Hybrid search: both retrievers feed one reranker; what either
+        # returned and the reranker dropped is lost at the reranker.
+        (
+            [{"name": "retriever", "ids": ["D1", "D3"]},
+             {"name": "retriever-2", "ids": ["D7", "D1"], "inputs": []},
+             {"name": "reranker", "ids": ["D1"],
+              "inputs": ["retriever", "retriever-2"]}],
+            ["D3", "D7", "D9"],
+            [("D3", "reranker", "retriever", 2), ("D7", "reranker", "retriever-2", 1),
+             ("D9", "retriever", None, None)],
+            ["D3: retrieved at rank 2 by retriever, dropped by reranker",
+             "D7: retrieved at rank 1 by retriever-2, dropped by reranker",
+             "D9: never retrieved; no retriever returned it (retriever returned "
+             "2, retriever-2 returned 2)."],
+        ),
+    ],
+    ids=["held-again-later", "fan-in"],
+)  # fmt: skip
+def test_where_an_id_was_lost_follows_the_steps_inputs(
+    steps: list[dict[str, Any]], required: list[str], found: list[Any], said: list[str]
+) -> None:
     score = stage_input_score(
         {"required": required, "context": [], "correct": True, "steps": steps}
     )
-    return (score.metadata or {})["lost"], score.explanation or ""
-
-
-def test_an_id_a_later_step_holds_again_is_lost_at_the_cut_not_before() -> None:
-    """s1 [D1], s2 [X], s3 [D1]: s3 is the last step that held D1 and no
-    step took its output, so the prompt's cut lost it; s2, which ran before
-    s3, is never named as where it went."""
-    steps = [
-        {"name": "s1", "ids": ["D1"]},
-        {"name": "s2", "ids": ["X"]},
-        {"name": "s3", "ids": ["D1"]},
-    ]
-    (document,), explanation = lost(steps, ["D1"])
-    assert document == dict(id="D1", lost_at="context", last_step="s3", last_rank=1)
-    assert "D1: kept at rank 1 by s3 and dropped by no later step" in explanation
-    assert "s2" not in explanation
-
-
-def test_parallel_retrievers_fan_in_to_the_reranker_that_drops_their_ids() -> None:
-    """Hybrid search: BM25 and a dense retriever both feed one reranker;
-    what either alone returned and the reranker dropped is lost at the
-    reranker, never at the other retriever."""
-    steps = [
-        {"name": "retriever", "ids": ["D1", "D3"]},
-        {"name": "retriever-2", "ids": ["D7", "D1"], "inputs": []},
-        {"name": "reranker", "ids": ["D1"], "inputs": ["retriever", "retriever-2"]},
-    ]
-    found, explanation = lost(steps, ["D3", "D7", "D9"])
-    assert [(d["id"], d["lost_at"], d["last_step"], d["last_rank"]) for d in found] == [
-        ("D3", "reranker", "retriever", 2),
-        ("D7", "reranker", "retriever-2", 1),
-        ("D9", "retriever", None, None),
-    ]
-    assert "D3: retrieved at rank 2 by retriever, dropped by reranker" in explanation
-    assert "D7: retrieved at rank 1 by retriever-2, dropped by reranker" in explanation
-    assert (
-        "D9: never retrieved; no retriever returned it (retriever returned 2, "
-        "retriever-2 returned 2)." in explanation
-    )
+    lost = (score.metadata or {})["lost"]
+    assert [tuple(document.values()) for document in lost] == found
+    for sentence in said:
+        assert sentence in (score.explanation or "")
+    assert "s2" not in (score.explanation or "")
 
 
 R, S = {"name": "r", "ids": []}, {"name": "s", "ids": []}

@@ -1,10 +1,5 @@
-"""tracegrade: deterministic diagnostic scorers for Inspect AI.
-
-The rules live in `tracegrade.core`, which imports nothing from Inspect AI,
-so `diagnose_stage` and `grade_extraction` stay cheap to import and call.
-Every name is loaded on first use, so `import tracegrade` alone never
-imports Inspect AI, and the program's start-up (`__main__`) begins at once.
-"""
+"""tracegrade: deterministic diagnostic scorers for Inspect AI. Every name is
+loaded on first use, so `import tracegrade` never imports Inspect AI."""
 
 from __future__ import annotations
 

@@ -1,25 +1,8 @@
-"""Every coupling of tracegrade to Inspect AI's private code, imported or mirrored.
-
-Nothing else in `src/` imports from `inspect_ai._*` (a test keeps it so), and
-tests/test_inspect_internals.py fails the day a release moves or changes one.
-The plugin needs only `PrerequisiteError` (the error Inspect's CLI prints
-without a traceback; every supported Inspect has it); the rest is loaded on
-first use by `tracegrade score` (`__getattr__`), which says in one line which
-release it needs (`InspectTooOld`).
-
-Imported: the header of a log written without Inspect's runner (`bulk/`), made
-by the functions `inspect eval` uses; `to_json_safe`, Inspect's log serialiser;
-`compute_eval_scores` and the headline metric, for a run's results; the
-limits by which a sample summary is trimmed.
-
-Mirrored (copied, for speed), each held to Inspect's own output by a test:
-the summary placeholder `METADATA_VALUE_REMOVED` and the rules of
-`EvalSample.summary()` (`bulk/evallog.py`); `is_log_file` (`logs.evals.is_log_name`);
-`SampleScore` (`bulk.results.LightScore`); the wrapping of a truncated tool
-result (`truncated_tool_body`). Relied on: importing `inspect_ai.log` teaches
-`zipfile` to read zstd members (`logs/samples.py`); the standard library's
-`zipfile._get_compressor`, wrapped by `bulk.evallog.deflating_with_isal`.
-"""
+"""Every coupling of tracegrade to Inspect AI's private code, each held by
+tests/test_inspect_internals.py. Mirrored elsewhere: `EvalSample.summary()`
+(bulk/evallog.py), `is_log_file` (logs/evals.py), `SampleScore`
+(bulk.results.LightScore); relied on: `inspect_ai.log` teaching `zipfile` zstd
+(logs/samples.py). `tracegrade score`'s names load on first use."""
 
 from __future__ import annotations
 
@@ -67,8 +50,7 @@ _TRUNCATED_TAIL: Final = "\n<END_TOOL_OUTPUT>\n"
 
 
 def truncated_tool_body(function: str, content: str) -> str | None:
-    """What is left of a tool result Inspect truncated (its first half of
-    the bytes, then its last, with the middle cut), or None when `content`
+    """What is left of a tool result Inspect truncated, or None when `content`
     is not wrapped as Inspect wraps a truncated result."""
     head = _TRUNCATED_HEAD.format(function=function)
     if content.startswith(head) and content.endswith(_TRUNCATED_TAIL):
@@ -76,9 +58,7 @@ def truncated_tool_body(function: str, content: str) -> str | None:
     return None
 
 
-SCORE_NEEDS: Final = "0.3.269"
-"""The first `inspect-ai` with every name `tracegrade score` loads from here
-(`eval_log_name`, the last to come)."""
+SCORE_NEEDS: Final = "0.3.269"  # the first with every name below
 
 _LOADED_WHEN_USED: Final = {
     name: module
@@ -104,15 +84,12 @@ _LOADED_WHEN_USED: Final = {
 
 
 class InspectTooOld(ImportError):
-    """The installed `inspect-ai` lacks a name a command needs; the message
-    says which release to install, in one line."""
+    """The installed `inspect-ai` lacks a name a command needs."""
 
 
 def __getattr__(name: str) -> Any:
-    """Load one of `_LOADED_WHEN_USED` from Inspect when it is first asked
-    for (`from tracegrade._inspect_internals import NAME`), so that the
-    plugin, which needs only `PrerequisiteError`, loads with any Inspect
-    tracegrade supports."""
+    """Load a name of `_LOADED_WHEN_USED` when first asked for, so that the
+    plugin, which needs only `PrerequisiteError`, loads with any Inspect."""
     module = _LOADED_WHEN_USED.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

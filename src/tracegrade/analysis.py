@@ -35,21 +35,24 @@ _Sample = EvalSample | EvalSampleSummary
 _T = TypeVar("_T")
 
 
+# Each column's key (its name after the prefix) and type. The keys a summary
+# keeps whole (`_SUMMARISED`) are read from summaries; the rest need `full`.
+_STAGE_KEYS: Final = {
+    "": str, "missing": _LIST, "missing_count": int, "recall": float,
+    "precision": float, "label": bool, "label_from": str, "error": str,
+    "error_side": str, "lost_at": _LIST,
+}  # fmt: skip
+_EXTRACTION_KEYS: Final = {
+    "membership": bool, "order": bool, "read_as": str, "error": str,
+    "error_side": str, "dropped": _LIST, "invented": _LIST,
+    "first_order_break": int, "kept_in_order": int,
+}  # fmt: skip
+_SUMMARISED: Final = frozenset({"", "error", "membership", "order", "read_as"})
+
+
 def stage_columns(score: str = STAGE_SCORE, *, prefix: str = "stage") -> list[Column]:
     """Columns of the stage diagnosis score named `score`, names from `prefix`."""
-    staged = partial(_column, _staged, score, prefix)
-    return [
-        _column(_stage, score, prefix, "", str, full=False),
-        staged("missing", _LIST),
-        staged("missing_count", int),
-        staged("recall", float),
-        staged("precision", float),
-        staged("label", bool),
-        staged("label_from", str),
-        _column(_error_kind, score, prefix, "error", str, full=False),
-        staged("error_side", str),
-        staged("lost_at", _LIST),
-    ]
+    return [_column(_staged, score, prefix, k, t) for k, t in _STAGE_KEYS.items()]
 
 
 def step_recall_columns(
@@ -72,18 +75,7 @@ def extraction_columns(
     score: str = EXTRACTION_SCORE, *, prefix: str = "extraction"
 ) -> list[Column]:
     """Columns of the ordered extraction score named `score`, names from `prefix`."""
-    graded = partial(_column, _graded, score, prefix)
-    return [
-        _column(_criterion, score, prefix, "membership", bool, full=False),
-        _column(_criterion, score, prefix, "order", bool, full=False),
-        _column(_read_as, score, prefix, "read_as", str, full=False),
-        _column(_error_kind, score, prefix, "error", str, full=False),
-        graded("error_side", str),
-        graded("dropped", _LIST),
-        graded("invented", _LIST),
-        graded("first_order_break", int),
-        graded("kept_in_order", int),
-    ]
+    return [_column(_graded, score, prefix, k, t) for k, t in _EXTRACTION_KEYS.items()]
 
 
 def _column(
@@ -92,12 +84,13 @@ def _column(
     prefix: str,
     key: str,
     kind: type[ColumnType],
-    full: bool = True,
     step: str | None = None,
 ) -> Column:
     """A column of `extract(sample, score, key)`, bound with `partial` so
     that it pickles for `samples_df(..., parallel=True)`."""
     name = f"{prefix}_{key}" if key else prefix
+    full = key not in _SUMMARISED
+    extract = extract if full else _summarised
     path = partial(extract, score=score, key=key if step is None else f"step:{step}")
     return SampleColumn(name, path=path, type=kind, full=full)
 
@@ -128,11 +121,6 @@ def _whole(found: Score) -> dict[str, Any]:
     return metadata
 
 
-def _typed(value: Any, kind: type) -> Any:
-    # Exactly `kind`: True is an int to `isinstance`, and 1 must not be True.
-    return value if type(value) is kind else None
-
-
 def _staged(sample: _Sample, score: str, key: str) -> Any:
     def read(found: Score) -> Any:
         metadata = _whole(found)
@@ -148,7 +136,8 @@ def _staged(sample: _Sample, score: str, key: str) -> Any:
         if key in ("label", "label_from"):
             field = metadata["record" if key == "label" else "read_from"]
             value = field.get("correct") if isinstance(field, dict) else None
-            return _typed(value, bool if key == "label" else str)
+            # Exactly the type: 1 must not be read as True.
+            return value if type(value) is (bool if key == "label" else str) else None
         return getattr(staged, key)
 
     return _read(sample, score, read)
@@ -164,34 +153,24 @@ def _graded(sample: _Sample, score: str, key: str) -> Any:
     return _read(sample, score, read)
 
 
-def _stage(sample: _Sample, score: str, key: str) -> str | None:
-    # A summary keeps the value whole; an unscored sample's value is NaN.
-    return _read(
-        sample,
-        score,
-        lambda found: None if is_nan(found.value) else read_stage_value(found.value),
-    )
+def _summarised(sample: _Sample, score: str, key: str) -> Any:
+    """A figure a summary keeps whole: the value, `read_as` and `reason`."""
 
-
-def _criterion(sample: _Sample, score: str, key: str) -> bool | None:
-    def read(found: Score) -> bool | None:
-        if is_nan(found.value):
+    def read(found: Score) -> Any:
+        if key == "error":
+            # `reason` is the error kind on every tracegrade score, and a
+            # summary keeps it whatever the metadata's length.
+            return error_kind(found)
+        if key == "read_as":
+            return read_as(_whole(found))
+        if is_nan(found.value):  # unscored
             return None
+        if key == "":
+            return read_stage_value(found.value)
         membership, order = read_criteria(found.value)
         return membership if key == "membership" else order
 
     return _read(sample, score, read)
-
-
-def _read_as(sample: _Sample, score: str, key: str) -> str | None:
-    return _read(sample, score, lambda found: read_as(_whole(found)))
-
-
-def _error_kind(sample: _Sample, score: str, key: str) -> str | None:
-    # `reason` is the error kind on every tracegrade score, and unlike the
-    # metadata `error` a summary keeps it whatever the message's length.
-    found = (sample.scores or {}).get(score)
-    return None if found is None else error_kind(found)
 
 
 StageColumns: list[Column] = stage_columns()

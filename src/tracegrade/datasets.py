@@ -53,8 +53,6 @@ class DatasetError(LineError, ValueError, PrerequisiteError):
 
 
 class FixtureCase(NamedTuple):
-    """One line of a fixture file, checked."""
-
     id: str
     input: dict[str, Any]
     expected: dict[str, Any] | None
@@ -140,39 +138,44 @@ def _json_object_line(
     return value, item_id, fail
 
 
+def _field(
+    value: dict[str, Any],
+    key: str,
+    name: str,
+    fail: Callable[[str], NoReturn],
+    kind: type,
+    must_be: str,
+    required: bool,
+) -> Any:
+    """`value[key]`, a `kind` (a required string not blank); None if absent."""
+    if key not in value:
+        if required:
+            fail(f"{name} has no {key!r} field")
+        return None
+    found = value[key]
+    if not isinstance(found, kind) or (
+        required and isinstance(found, str) and not found.strip()
+    ):
+        fail(f"{key!r} of {name} must be {must_be}, got {quote(found, 80)}")
+    return found
+
+
 def parse_case_line(path: str, number: int, line: str) -> FixtureCase:
     """One non-blank fixture line as a case, or a `DatasetError`: the one
     classifier `inspect eval -T dataset=`, `check` and `score` all call."""
     case, case_id, fail = _json_object_line(
         path, number, line, FixtureCase._fields[:4], "case"
     )
-    if "input" not in case:
-        fail(f"case {quote(case_id)} has no 'input' field")
-    record = case["input"]
-    if not isinstance(record, dict):
-        fail(
-            f"'input' of case {quote(case_id)} must be an object, "
-            f"got {quote(record, 80)}"
-        )
+    name = f"case {quote(case_id)}"
+    record = _field(case, "input", name, fail, dict, "an object", True)
     collision = [key for key in ("expected", "reason") if key in record]
     if collision:
         fail(
-            f"'input' of case {quote(case_id)} has a field "
-            f"{quote(collision[0])}, which would clash with the case's own "
-            "field of that name in the sample metadata"
+            f"'input' of {name} has a field {quote(collision[0])}, which would "
+            "clash with the case's own field of that name in the sample metadata"
         )
-    expected = case.get("expected")
-    if "expected" in case and not isinstance(expected, dict):
-        fail(
-            f"'expected' of case {quote(case_id)} must be an object, "
-            f"got {quote(expected, 80)}"
-        )
-    reason = case.get("reason")
-    if "reason" in case and not isinstance(reason, str):
-        fail(
-            f"'reason' of case {quote(case_id)} must be a string, "
-            f"got {quote(reason, 80)}"
-        )
+    expected = _field(case, "expected", name, fail, dict, "an object", False)
+    reason = _field(case, "reason", name, fail, str, "a string", False)
     return FixtureCase(case_id, record, expected, reason, number)
 
 
@@ -219,8 +222,6 @@ def ordered_extraction_dataset(
     return _fixture_dataset(path, "ordered_extraction", "source")
 
 
-# --- source documents for the live ordered-extraction task ---------------------
-
 DOCUMENT_FIELDS = ("id", "kind", "text", "source", "target")
 
 
@@ -245,30 +246,19 @@ def _parse_document(path: str, number: int, line: str) -> SourceDocument:
     document, document_id, fail = _json_object_line(
         path, number, line, DOCUMENT_FIELDS, "document"
     )
-    of = f"of document {quote(document_id)}"
-    for key in ("text", "target"):
-        if key not in document:
-            fail(f"document {quote(document_id)} has no {key!r} field")
-        value = document[key]
-        if not isinstance(value, str) or not value.strip():
-            fail(f"{key!r} {of} must be a non-blank string, got {quote(value, 80)}")
-    kind = document.get("kind")
-    if "kind" in document and not isinstance(kind, str):
-        fail(f"'kind' {of} must be a string, got {quote(kind, 80)}")
-    if "source" not in document:
-        fail(f"document {quote(document_id)} has no 'source' field")
-    ids = document["source"]
-    if not isinstance(ids, list):
-        fail(f"'source' {of} must be an array of ID strings, got {quote(ids, 80)}")
+    name = f"document {quote(document_id)}"
+    text = _field(document, "text", name, fail, str, "a non-blank string", True)
+    target = _field(document, "target", name, fail, str, "a non-blank string", True)
+    kind = _field(document, "kind", name, fail, str, "a string", False)
+    ids = _field(document, "source", name, fail, list, "an array of ID strings", True)
     seen: set[str] = set()
     for index, item in enumerate(ids):
         if not isinstance(item, str):
-            fail(f"'source[{index}]' {of} must be a string, got {quote(item, 80)}")
+            fail(f"'source[{index}]' of {name} must be a string, got {quote(item, 80)}")
         if item in seen:
             fail(
-                f"'source[{index}]' {of} repeats {quote(item, 80)}; the IDs of a "
-                "source must be unique"
+                f"'source[{index}]' of {name} repeats {quote(item, 80)}; the IDs of "
+                "a source must be unique"
             )
         seen.add(item)
-    text, target = document["text"], document["target"]
     return SourceDocument(document_id, text, ids, target, kind, number)

@@ -1,9 +1,6 @@
-"""List literals in text: JSON values, and Python lists of plain strings.
-
-Read one way or refused, on text a hostile user wrote: no `ast.literal_eval`,
-and one pass over the text (docs/answer-formats.md, "Bounded work").
-A Python list is read only when its items mean the same in JSON.
-"""
+"""List literals in text a hostile user wrote: JSON values, and Python lists
+of strings that mean the same in JSON. Read in one pass, without
+`ast.literal_eval` (docs/answer-formats.md, "Bounded work")."""
 
 from __future__ import annotations
 
@@ -41,10 +38,11 @@ _REPR_ITEM = re.compile(
     r"""|"((?:[^"\\\x00-\x1f]|\\[^\x00-\x1f])*)"|(-?(?:0|[1-9][0-9]{0,99})))"""
     r"""[ \t\r\n]*(?:(,)[ \t\r\n]*)?"""
 )
-_REPR_ESCAPE = re.compile(
-    r"\\(?:x([0-9a-fA-F]{2})|u([0-9a-fA-F]{4})|U([0-9a-fA-F]{8})|([\\'\"nrt]))|\\"
+# A body holding only the escapes `repr` writes, each meaning what it means
+# to Python.
+_REPR_BODY = re.compile(
+    r"""(?:[^\\]|\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[\\'"nrt]))*"""
 )
-_REPR_SIMPLE = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "r": "\r", "t": "\t"}
 
 
 @dataclass(frozen=True)
@@ -109,12 +107,8 @@ _DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
 def _read_json(text: str, start: int) -> ListLiteral | BrokenLiteral:
-    """The JSON array or object at `start`.
-
-    `json` reads it, in C, and says where a broken value fails. Values it
-    cannot settle (nested deeper than its recursion allows, or holding
-    NaN, whose place it does not say) are read by `_read_json_by_hand`.
-    """
+    """The JSON array or object at `start`, read by `json` where it can say
+    (not past its recursion limit, nor at NaN, whose place it does not say)."""
     try:
         value, end = _DECODER.raw_decode(text, start)
     except json.JSONDecodeError as error:
@@ -126,10 +120,10 @@ def _read_json(text: str, start: int) -> ListLiteral | BrokenLiteral:
 
 def _read_json_by_hand(text: str, start: int) -> ListLiteral | BrokenLiteral:
     """The JSON value at `start`, read a token at a time with a stack of the
-    open brackets, not recursion; broken at the first token out of place."""
+    open brackets, not recursion; broken at the first token out of place.
+    Never a flat array of strings, which `json` reads."""
     closers: list[str] = []
     expect = "value"  # or "value]", "key", "key}", ":", "next"
-    strings_only = text[start] == "["
     position = start
     while True:
         token = _TOKEN.match(text, position)
@@ -138,41 +132,27 @@ def _read_json_by_hand(text: str, start: int) -> ListLiteral | BrokenLiteral:
         string, _, mark = token.groups()
         at, position = token.start(token.lastindex or 0), token.end()
         value = expect.startswith("value")
-        done = False
         if value and mark in ("[", "{"):
             # A run of `[` at once: deep nesting is how a hostile text makes
             # a parser slow.
             run = _ARRAY_RUN.match(text, at) if mark == "[" else None
-            opened = "]" * run.group().count("[") if run else "}"
+            closers.extend("]" * run.group().count("[") if run else "}")
             position = run.end() if run else position
-            strings_only = strings_only and not closers and opened == "]"
-            closers.extend(opened)
             expect = "value]" if mark == "[" else "key}"
-        elif value and mark is None:
-            strings_only = strings_only and (string is not None or len(closers) > 1)
-            done = True
-        elif expect.startswith("key") and string is not None:
+            continue
+        if expect.startswith("key") and string is not None:
             expect = ":"
-        elif (expect, mark) in ((":", ":"), ("next", ",")):
+            continue
+        if (expect, mark) in ((":", ":"), ("next", ",")):
             expect = "value" if mark == ":" or closers[-1] == "]" else "key"
-        elif expect in ("value]", "key}", "next") and mark == closers[-1]:
+            continue
+        if expect in ("value]", "key}", "next") and mark == closers[-1]:
             closers.pop()
-            done = True
-        else:
+        elif not (value and mark is None):
             return BrokenLiteral(start, at)
-        if done and not closers:
-            return _json_literal(text, start, position, strings_only)
-        if done:
-            expect = "next"
-
-
-def _json_literal(text: str, start: int, end: int, strings_only: bool) -> ListLiteral:
-    if not strings_only:
-        return ListLiteral(start, end, "json", None)
-    # A flat array of strings, already checked: json decodes it exactly,
-    # escapes and surrogate pairs included, without recursing.
-    ids: list[str] = json.loads(text[start:end])
-    return ListLiteral(start, end, "json", tuple(ids))
+        if not closers:
+            return ListLiteral(start, position, "json", None)
+        expect = "next"
 
 
 def _read_python_list(text: str, start: int) -> ListLiteral | BrokenLiteral:
@@ -204,35 +184,20 @@ def _python_item_failure(text: str, position: int) -> int:
 
 
 def _unescape(body: str) -> str | None:
-    """A string literal's body with the escapes `repr` writes decoded;
-    None if it holds any other backslash (`\\a`, octal, `\\N{...}`)."""
-    failed = False
-
-    def decoded(escape: re.Match[str]) -> str:
-        nonlocal failed
-        code = escape.group(1) or escape.group(2) or escape.group(3)
-        if code is not None and int(code, 16) <= 0x10FFFF:
-            return chr(int(code, 16))
-        simple = escape.group(4)
-        if simple is not None:
-            return _REPR_SIMPLE[simple]
-        failed = True
-        return ""
-
-    text = _REPR_ESCAPE.sub(decoded, body)
-    return None if failed else text
+    """A string literal's body with the escapes `repr` writes decoded; None
+    if it holds any other backslash (`\\a`, octal, `\\N{...}`)."""
+    if _REPR_BODY.fullmatch(body) is None:
+        return None
+    try:
+        return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
+    except UnicodeDecodeError:  # past U+10FFFF
+        return None
 
 
 def read_repr_list(text: str) -> list[str | int] | None:
     """The items of `text` when it is exactly one Python list of string
-    literals and decimal integers as `repr` writes them
-    (`['D1', "it's", 'D\\u2003', 7]`), and nothing else; None otherwise.
-
-    Only the escapes `repr` writes are read (`\\\\`, `\\'`, `\\"`, `\\n`,
-    `\\r`, `\\t`, `\\xHH`, `\\uHHHH`, `\\UHHHHHHHH`), each meaning what it
-    means to Python. A cell a spreadsheet tool wrote is read this way only
-    after JSON, for which `\\/` is `/`, has failed.
-    """
+    literals (with only the escapes `repr` writes) and decimal integers, as
+    `repr` writes them (`['D1', "it's", 7]`); None otherwise."""
     position = _skip(text, 0)
     if not text.startswith("[", position):
         return None
@@ -254,34 +219,3 @@ def read_repr_list(text: str) -> list[str | int] | None:
         if comma is None and not text.startswith("]", position):
             return None
     return items if _skip(text, position + 1) == len(text) else None
-
-
-def read_id_list(text: str) -> tuple[tuple[str, ...], Form] | None:
-    """The strings of `text` when it is one list literal of strings and
-    nothing else (whitespace aside); None otherwise.
-
-    For a cell or a field that must hold one list: `["D1", "D2"]` and
-    `['D1', 'D2']` are read, `['D1' 'D2']`, `[1_000]` and `["D1"] x` are not.
-    """
-    start = _skip(text, 0)
-    if not text.startswith("[", start):
-        return None
-    found = read_literal_at(text, start)
-    if (
-        isinstance(found, BrokenLiteral)
-        or found.ids is None
-        or _skip(text, found.end) != len(text)
-    ):
-        return None
-    return found.ids, found.form
-
-
-__all__ = [
-    "BrokenLiteral",
-    "Form",
-    "ListLiteral",
-    "read_id_list",
-    "read_literal_at",
-    "read_repr_list",
-    "scan_literals",
-]

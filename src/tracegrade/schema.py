@@ -1,5 +1,5 @@
-"""What a tracegrade score holds, declared once (`FIELDS`, docs/scores.md's table)
-and read one way, so a score one reader refuses all refuse. No Inspect import."""
+"""What a tracegrade score holds (docs/scores.md), read one way, so that a score
+one reader refuses all refuse. No Inspect import."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from .core.steps import Step, read_steps
 
 STAGE_SCORER: Final = "stage_diagnosis"
 EXTRACTION_SCORER: Final = "ordered_extraction"
-SCORERS: Final = (STAGE_SCORER, EXTRACTION_SCORER)
 STAGES: Final = ("retrieval", "generation", "pass", "unresolved")
 """Worst first: a tie between modes goes to the earlier one."""
 DIAGNOSED_STAGES: Final = ("retrieval", "generation", "pass")
@@ -23,76 +22,15 @@ ErrorSide = Literal["data", "answer", "run"]
 ERROR_SIDES: Final = ("data", "answer", "run")
 UNSCORED_SIDES: Final = ("data", "run")
 METADATA_KEYS: Final = frozenset({"result", "record", "read_from", "error"})
-BOTH: Final = "both"
-
-
-_S, _E, _ERR, _NUM = STAGE_SCORER, EXTRACTION_SCORER, "with an error", "in [0, 1]"
-# Each row: metadata key (dotted: a part), scores, JSON type, presence, meaning.
-FIELDS: Final = (
-    ("result", BOTH, "object or null", "always",
-     "the evaluator's exact output, the JSON the core and the Node originals "
-     'return (`{"stage": ..., "missing": [...]}`, `{"membership": ..., '
-     '"order": ...}`, `{"error": "duplicate-id"}`); null when the core never ran'),
-    ("record", BOTH, "object", "always",
-     "the record graded, as the core received it; empty when nothing was "
-     "read (`sample-error`, a line that is no record)"),
-    ("read_from", BOTH, "object of strings", "always",
-     'where each field of the record was read, e.g. `{"context": "store '
-     'RetrievalTrace:context"}`'),
-    ("error", BOTH, "object or null", "always",
-     "null, or what kept the score from being a stage or a grade"),
-    ("error.kind", BOTH, "string", _ERR,
-     "the error kind, also the score's `reason`: `answer-label`, "
-     "`invalid-input`, `duplicate-source-id`, `duplicate-answer-id`, "
-     "`unreadable-answer`, `sample-error`, or from `tracegrade score` a "
-     "line's `malformed-json`, ..."),
-    ("error.side", BOTH, '`"data"`, `"answer"` or `"run"`', _ERR,
-     "whose fault: the sample's data or the run (unscored), or the model's "
-     "answer (fails both extraction criteria)"),
-    ("error.field", BOTH, "string or null", _ERR,
-     'the record field at fault, e.g. `"context[1]"`; null when no field is'),
-    ("error.message", BOTH, "string", _ERR, "what is wrong, in a sentence"),
-    ("recall", _S, f"number {_NUM} or null",
-     "every stage score but a line that is no record",
-     "the share of the run's unique required IDs its context held; a number "
-     "on every diagnosed stage, null when nothing is required, on "
-     "`invalid-input` and on `sample-error`"),
-    ("precision", _S, f"number {_NUM} or null", "where `recall` is",
-     "the share of the run's unique context IDs that are required; null for "
-     "an empty context and when nothing was judged"),
-    ("lost", _S, "array of objects",
-     "with pipeline steps, where `result` has `missing`",
-     "per missing ID, in `missing` order: `id`, `lost_at` (the step that took "
-     'the output of the last step holding it, `"context"` when none did, the '
-     "first step when no step held it), `last_step` and `last_rank` (the last "
-     "step that had it and its 1-based rank there; null when none did)"),
-    ("step_recall", _S, f"object of numbers {_NUM}",
-     "with pipeline steps, where `recall` is a number",
-     "each step's recall, by step name, in pipeline order"),
-    ("grader", _S, "object", "with `label_scorer=` or `label_from=`",
-     "the grader's own score: `name`, `value`, `answer`, `explanation`, "
-     "`reason`, `metadata`"),
-    ("itemised", _E, "object or null",
-     "every extraction score but a line that is no record",
-     "where a graded answer went wrong: `dropped`, `invented` (ID lists), "
-     "`first_order_break` (1-based position, or null when the lists are "
-     "equal), `kept_in_order` (an integer); null wherever `result` is not a "
-     "grade"),
-    ("read_as", _E, "string or null", "when the answer was read from output text",
-     "the reading that found the IDs (`json`, `lines`, ..., see "
-     "answer-formats.md); null when none did"),
-)  # fmt: skip
-
-
-def fields_table() -> str:
-    """`FIELDS` as the Markdown table docs/scores.md shows."""
-    rows = ["| key | scores | type | present | meaning |", "|---|---|---|---|---|"]
-    rows += [f"| `{key}` | {' | '.join(rest)} |" for key, *rest in FIELDS]
-    return "\n".join(rows) + "\n"
 
 
 class InvalidScore(ValueError):
     """A score unlike any tracegrade writes; the message names the field."""
+
+
+def _refused(what: str, *values: Any) -> InvalidScore:
+    """`what` a score must be, and the values it had instead."""
+    return InvalidScore(f"{what}, got {' and '.join(map(quote, values))}")
 
 
 def is_share(value: Any) -> TypeGuard[float]:
@@ -126,24 +64,19 @@ def read_error(metadata: Mapping[str, Any]) -> ScoreError | None:
     error = metadata.get("error")
     if error is None:
         return None
-    kind, side, field, message = (
-        map(error.get, ("kind", "side", "field", "message"))
-        if type(error) is dict
-        else (None,) * 4
-    )
+    parts = map(error.get, ScoreError._fields) if type(error) is dict else [None] * 4
+    kind, side, field, message = parts
     if not (type(kind) is str and kind and side in ERROR_SIDES):
-        raise InvalidScore(
-            "metadata error must be null or have a kind and a side "
-            f"({', '.join(ERROR_SIDES)}), got {quote(error)}"
+        sides = ", ".join(ERROR_SIDES)
+        raise _refused(
+            f"metadata error must be null or have a kind and a side ({sides})", error
         )
-    if not (field is None or type(field) is str):
-        raise InvalidScore(
-            f"metadata error.field must be a string or null, got {quote(field)}"
-        )
-    if not (message is None or type(message) is str):
-        raise InvalidScore(
-            f"metadata error.message must be a string, got {quote(message)}"
-        )
+    for key, value, kind_of in (
+        ("field", field, "a string or null"),
+        ("message", message, "a string"),
+    ):
+        if not (value is None or type(value) is str):
+            raise _refused(f"metadata error.{key} must be {kind_of}", value)
     return ScoreError(kind, side, field, message)
 
 
@@ -151,18 +84,13 @@ def read_share(metadata: Mapping[str, Any], key: str) -> float | None:
     """`recall` or `precision`: a share, or None (also when absent)."""
     share = metadata.get(key)
     if not (share is None or is_share(share)):
-        raise InvalidScore(
-            f"metadata {key} must be null or a share from 0.0 to 1.0, got "
-            f"{quote(share)}"
-        )
+        raise _refused(f"metadata {key} must be null or a share from 0.0 to 1.0", share)
     return share
 
 
 def read_stage_value(value: Any) -> str:
     if not (type(value) is str and value in STAGES):
-        raise InvalidScore(
-            f"the value must be one of {', '.join(STAGES)}, got {quote(value)}"
-        )
+        raise _refused(f"the value must be one of {', '.join(STAGES)}", value)
     return str(value)
 
 
@@ -173,24 +101,18 @@ def read_criteria(value: Any) -> tuple[bool, bool]:
         and type(value.get("membership")) is bool
         and type(value.get("order")) is bool
     ):
-        raise InvalidScore(
-            'the value must be {"membership": bool, "order": bool}, got '
-            f"{quote(value)}"
-        )
-    membership, order = value["membership"], value["order"]
-    if order and not membership:
+        raise _refused('the value must be {"membership": bool, "order": bool}', value)
+    if value["order"] and not value["membership"]:
         raise InvalidScore(
             "order passes without membership, which the grading rules never give"
         )
-    return membership, order
+    return value["membership"], value["order"]
 
 
 def read_as(metadata: Mapping[str, Any]) -> str | None:
     reading = metadata.get("read_as")
     if not (reading is None or (type(reading) is str and reading)):
-        raise InvalidScore(
-            f"metadata read_as must be a reading's name or null, got {quote(reading)}"
-        )
+        raise _refused("metadata read_as must be a reading's name or null", reading)
     return reading
 
 
@@ -226,10 +148,11 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
     metadata = _tracegrade_metadata(metadata)
     error = read_error(metadata)
     unscored = error is not None and error.unscored
-    recall, precision = (read_share(metadata, k) for k in ("recall", "precision"))
+    recall = read_share(metadata, "recall")
+    precision = read_share(metadata, "precision")
+    record, result = metadata["record"], metadata["result"]
     if "recall" not in metadata or "precision" not in metadata:
         # By a tracegrade that wrote neither (or only recall): from the record.
-        record = metadata["record"]
         if type(record) is dict:
             recall, precision = stage_recall(record), stage_precision(record)
         elif not unscored:
@@ -247,18 +170,13 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
         return StageScore(
             stage, error, recall, precision, lost=lost, step_recall=step_recall
         )
-    record, result = metadata["record"], metadata["result"]
     required = record.get("required") if type(record) is dict else None
     missing = result.get("missing") if type(result) is dict else None
     if not (is_id_list(required) and is_id_list(missing)):
-        raise InvalidScore(
-            "a diagnosed score needs the ID lists record.required and "
-            f"result.missing, got {quote(required)} and {quote(missing)}"
-        )
+        what = "a diagnosed score needs the ID lists record.required and result.missing"
+        raise _refused(what, required, missing)
     if recall is None:
-        raise InvalidScore(
-            "a diagnosed score's metadata recall must be a share, got null"
-        )
+        raise _refused("a diagnosed score's metadata recall must be a share", None)
     try:
         steps = read_steps(record)
     except InvalidRecord as invalid:
@@ -267,10 +185,8 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
     if steps is not None:
         context = record.get("context")
         if not is_id_list(context):
-            raise InvalidScore(
-                "a diagnosed score with steps needs the ID list record.context, "
-                f"got {quote(context)}"
-            )
+            what = "a diagnosed score with steps needs the ID list record.context"
+            raise _refused(what, context)
         context_size = len(context)
     if (steps is None) != (lost is None):
         raise InvalidScore(
@@ -284,12 +200,21 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
     )  # fmt: skip
 
 
+def _is_lost(item: LostID) -> bool:
+    last_step, last_rank = item.last_step, item.last_rank
+    if last_step is None or last_rank is None:
+        named = last_step is None and last_rank is None
+    else:
+        named = type(last_step) is str and type(last_rank) is int and last_rank >= 1
+    return type(item.id) is str and type(item.lost_at) is str and named
+
+
 def read_lost(lost: Any, where: str = "metadata lost") -> list[LostID] | None:
     """`lost` (None when null), checked; `where` names it in an error."""
     if lost is None:
         return None
     if type(lost) is not list:
-        raise InvalidScore(f"{where} must be an array, got {quote(lost)}")
+        raise _refused(f"{where} must be an array", lost)
     read = []
     for position, entry in enumerate(lost):
         item = (
@@ -297,20 +222,13 @@ def read_lost(lost: Any, where: str = "metadata lost") -> list[LostID] | None:
             if type(entry) is dict
             else None
         )
-        if not (
-            item is not None
-            and type(item.id) is str
-            and type(item.lost_at) is str
-            and (item.last_step is None or type(item.last_step) is str)
-            and (item.last_rank is None or type(item.last_rank) is int)
-            and (item.last_rank is None or item.last_rank >= 1)
-            and (item.last_step is None) == (item.last_rank is None)
-        ):
-            raise InvalidScore(
+        if item is None or not _is_lost(item):
+            what = (
                 f"{where}[{position}] must be an object of a string id and "
                 "lost_at, and a last_step (a string) and last_rank (from 1) both "
-                f"null or both set, got {quote(entry)}"
+                "null or both set"
             )
+            raise _refused(what, entry)
         read.append(item)
     return read
 
@@ -322,10 +240,10 @@ def read_step_recall(metadata: Mapping[str, Any]) -> dict[str, float] | None:
         recalls is None
         or (type(recalls) is dict and all(map(is_share, recalls.values())))
     ):
-        raise InvalidScore(
-            "metadata step_recall must map each step's name to a share from "
-            f"0.0 to 1.0, got {quote(recalls)}"
+        what = (
+            "metadata step_recall must map each step's name to a share from 0.0 to 1.0"
         )
+        raise _refused(what, recalls)
     return recalls
 
 
@@ -360,40 +278,35 @@ def read_extraction(value: Any, metadata: Any) -> ExtractionScore:
             "a scored extraction score needs metadata itemised, which a log "
             f"scored before 0.1.0 lacks: {_RESCORE.format(EXTRACTION_SCORER)}"
         )
-    itemised, result = metadata["itemised"], metadata["result"]
+    itemised, result, record = (
+        metadata["itemised"],
+        metadata["result"],
+        metadata["record"],
+    )
     if type(result) is not dict or "membership" not in result:
         if itemised is not None:
-            raise InvalidScore(
-                "metadata itemised must be null where result is no grade, got "
-                f"{quote(itemised)}"
-            )
+            what = "metadata itemised must be null where result is no grade"
+            raise _refused(what, itemised)
         return ExtractionScore(membership, order, error, reading)
-    record = metadata["record"]
     source = record.get("source") if type(record) is dict else None
     if not is_id_list(source):
-        raise InvalidScore(
-            f"a graded score needs the ID list record.source, got {quote(source)}"
-        )
+        raise _refused("a graded score needs the ID list record.source", source)
     if type(itemised) is not dict:
-        raise InvalidScore(
-            "a graded score's metadata itemised must be an object, got "
-            f"{quote(itemised)}"
-        )
+        raise _refused("a graded score's metadata itemised must be an object", itemised)
     dropped, invented, first_break, kept = map(itemised.get, Itemised._fields)
     if not (is_id_list(dropped) and is_id_list(invented)):
-        raise InvalidScore(
-            "metadata itemised needs the ID lists dropped and invented, "
-            f"got {quote(dropped)} and {quote(invented)}"
-        )
+        what = "metadata itemised needs the ID lists dropped and invented"
+        raise _refused(what, dropped, invented)
     if not (
         (first_break is None or (type(first_break) is int and first_break >= 1))
         and type(kept) is int
         and kept >= 0
     ):
-        raise InvalidScore(
+        what = (
             "metadata itemised needs first_order_break (from 1, or null) and "
-            f"kept_in_order (from 0), got {quote(first_break)} and {quote(kept)}"
+            "kept_in_order (from 0)"
         )
+        raise _refused(what, first_break, kept)
     itemised = Itemised(dropped, invented, first_break, kept)
     return ExtractionScore(membership, order, error, reading, source, itemised)
 

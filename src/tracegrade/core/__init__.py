@@ -1,9 +1,5 @@
-"""The framework-free rules: no Inspect AI import below this package.
-
-`itemise`, `stage_recall` and `stage_precision` are here too, though they
-are no rules of the reference evaluators: pure functions of the same ID
-lists, shared by the scorers, their explanations and `tracegrade report`.
-"""
+"""The rules, framework-free (no Inspect AI import), with the pure functions of
+the same ID lists that the scorers and `report` share."""
 
 from .canonical import canonical_json
 from .errors import InvalidRecord

@@ -9,9 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 QUOTE_LIMIT = 120
-# Deeper structure is shown as `[...]`: the quote must not recurse without
-# bound, or a record nested 5,000 deep would raise `RecursionError`
-# instead of naming the field.
+# Deeper structure is shown as `[...]`: a record nested 5,000 deep must be
+# named, not raise `RecursionError`.
 _QUOTE_DEPTH = 8
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _BOUNDED_REPR = reprlib.Repr()
@@ -24,16 +23,14 @@ def _escape_surrogate(match: re.Match[str]) -> str:
 
 
 def _json_string(text: str, limit: int) -> str:
-    # Non-ASCII stays as the user typed it; a lone surrogate (valid in JSON,
-    # not printable) is shown as the escape it stood as in the file.
+    # Non-ASCII as typed; a lone surrogate as the escape it stood as.
     cut = text[: limit + 1]
     return _LONE_SURROGATE.sub(_escape_surrogate, json.dumps(cut, ensure_ascii=False))
 
 
 def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
-    """Quote a bad value as JSON, as it stands in the user's file (`null`, not
-    `None`), else by a bounded `repr` (a tuple, NaN). At most `limit` characters,
-    ending in `...` when cut; only as much of the value is read as it needs."""
+    """A bad value as JSON, as it stands in the user's file (`null`), else by a
+    bounded `repr`; at most `limit` characters, ending in `...` when cut."""
     parts: list[str] = []
     size = 0
     for token in _tokens(value, 0, limit):
@@ -79,8 +76,7 @@ def _tokens(item: Any, depth: int, limit: int) -> Iterator[str]:
 
 class InvalidRecord(ValueError):
     """A record the reference evaluators were never defined for: they would
-    throw, or answer something meaningless (a string has a `.length` too).
-    `field` and `value` let callers add the record's id without parsing."""
+    throw, or answer something meaningless (a string has a `.length` too)."""
 
     def __init__(self, field: str, value: Any, problem: str) -> None:
         self.field = field

@@ -1,14 +1,6 @@
-"""Ordered extraction: did the answer keep every source ID, in source order?
-
-The rules, in the reference evaluator's order:
-
-1. A repeated ID in the source or in the answer breaks the unique-list
-   contract: `{"error": "duplicate-id"}`. Nothing is deduplicated first.
-2. Membership: the answer holds exactly the source's IDs (same count, every
-   source ID present).
-3. Order: membership, and every position equal. An alphabetised answer can
-   keep every ID and still fail order; nothing is sorted or repaired.
-"""
+"""Ordered extraction, in the reference evaluator's order: a repeated ID in
+either list is `{"error": "duplicate-id"}`; membership is the same IDs, as
+many; order is membership with every position equal (nothing sorted)."""
 
 from __future__ import annotations
 
@@ -35,11 +27,8 @@ def has_duplicates(ids: list[str]) -> bool:
 
 
 def grade_extraction(record: Any) -> ExtractionResult:
-    """Grade one extraction exactly as the reference `evaluate` does.
-
-    Raises `InvalidRecord` for input the reference was never defined for,
-    naming the field and quoting the value.
-    """
+    """Grade one extraction as the reference `evaluate` does; `InvalidRecord`
+    for input it was never defined for."""
     record = as_record(record)
     source = id_list(record, "source")
     answer = id_list(record, "answer")

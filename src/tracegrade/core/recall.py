@@ -1,7 +1,6 @@
-"""ID recall and ID precision of a run: the share of its unique required IDs
-its context held, and of its unique context IDs that were required. No rule
-of the reference evaluators (docs/scores.md holds each to Ragas and trec_eval).
-"""
+"""ID recall and precision of a run: the share of its unique required IDs its
+context held, and of its unique context IDs that were required. No rule of
+the reference evaluators (docs/scores.md holds each to Ragas and trec_eval)."""
 
 from __future__ import annotations
 
@@ -21,15 +20,14 @@ def id_recall(required: Iterable[str], missing: Sized) -> float:
         raise ValueError(
             f"{len(missing)} missing IDs cannot come from {unique} required ones"
         )
-    # One integer division, as trec_eval and Ragas divide: the same double.
+    # One division, as trec_eval and Ragas divide: the same double.
     return (unique - len(missing)) / unique
 
 
 def stage_recall(record: Mapping[str, Any]) -> float | None:
-    """The recall of a run from its record alone, or None when `required`
-    is empty or absent or either list is not a list of string IDs."""
-    required = record.get("required")
-    context = record.get("context")
+    """The recall of a run from its record alone; None when `required` is
+    empty or either list is absent or not a list of string IDs."""
+    required, context = record.get("required"), record.get("context")
     if not is_id_list(required) or not required or not is_id_list(context):
         return None
     absent = set(required)
@@ -39,11 +37,9 @@ def stage_recall(record: Mapping[str, Any]) -> float | None:
 
 
 def stage_precision(record: Mapping[str, Any]) -> float | None:
-    """The precision of a run from its record alone, or None when the context
-    is empty or absent or either value is not a list of string IDs (`required`
-    absent or null included); an empty `required` is 0.0."""
-    required = record.get("required")
-    context = record.get("context")
+    """The precision of a run from its record alone; None when the context is
+    empty or either list is absent or not a list of string IDs."""
+    required, context = record.get("required"), record.get("context")
     if not is_id_list(required) or not is_id_list(context) or not context:
         return None
     supplied = set(context)

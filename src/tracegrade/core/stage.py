@@ -1,19 +1,9 @@
-"""RAG failure-stage diagnosis: where did a run fail, retrieval or generation?
-
-The rules, in the reference evaluator's order:
-
-1. No required documents: nothing to diagnose, `{"stage": "unresolved"}`.
-2. The staff label must be JSON `true` or `false`; anything else (absent,
-   null, "yes", 1) is `{"error": "answer-label"}`. Labels are never guessed.
-3. Required IDs absent from the supplied context (unique, in JavaScript
-   sort order) make the stage `retrieval`, even when the answer was labelled
-   correct: a lucky answer is a retrieval gap, not a grounded success.
-4. With the context complete, the label decides: `pass` or `generation`.
-
-Deliberate extension: `required` absent or null is `unresolved`, where the
-reference throws; the source document calls a missing required set
-"unprepared", not broken.
-"""
+"""RAG failure stage, in the reference evaluator's order: nothing required is
+`unresolved`; a label not JSON true or false is `answer-label`; required IDs
+absent from the context (unique, JavaScript-sorted) make it `retrieval`, even
+when the answer was right; else the label decides `pass` or `generation`.
+Deliberately, `required` absent or null is `unresolved` where the reference
+throws: the source document calls a missing required set "unprepared"."""
 
 from __future__ import annotations
 
@@ -42,11 +32,8 @@ StageResult = Diagnosis | Unresolved | LabelError
 
 
 def diagnose_stage(record: Any) -> StageResult:
-    """Diagnose one run exactly as the reference `evaluate` does.
-
-    Raises `InvalidRecord` for input the reference was never defined for,
-    naming the field and quoting the value.
-    """
+    """Diagnose one run as the reference `evaluate` does; `InvalidRecord` for
+    input it was never defined for."""
     record = as_record(record)
     required = [] if record.get("required") is None else id_list(record, "required")
     context = id_list(record, "context")
@@ -56,8 +43,7 @@ def diagnose_stage(record: Any) -> StageResult:
         return {"stage": "unresolved"}
     if type(correct) is not bool:
         return {"error": "answer-label"}
-    # Removing in place: `difference` would first copy the set, which for
-    # thousands of IDs costs as much as the lookups themselves.
+    # In place: `difference` would first copy the set.
     absent = set(required)
     absent.difference_update(context)
     missing = js_sorted(absent)

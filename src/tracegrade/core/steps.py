@@ -1,7 +1,6 @@
 """Where in the pipeline each missing document was lost, from the record's
-`steps` (docs/pipeline-steps.md): a fact of IDs alone, which no rule of the
-reference evaluators reads, so `stage` and `missing` are the same without them.
-"""
+`steps` (docs/pipeline-steps.md): no rule of the reference evaluators reads
+them, so `stage` and `missing` are the same without them."""
 
 from __future__ import annotations
 
@@ -67,42 +66,33 @@ def read_steps(record: Mapping[str, Any]) -> list[Step] | None:
         elif name in seen:
             problem = f"names steps[{seen[name]}] too; a record's step names are unique"
         else:
-            _check_step(where, name, step, seen)
+            try:
+                _check_step(step, seen)
+            except InvalidRecord as invalid:
+                field = f"{where}.{invalid.field}"
+                problem = f"(step {name!r}) {invalid.problem}"
+                raise InvalidRecord(field, invalid.value, problem) from None
             seen[name] = position
             continue
         raise InvalidRecord(f"{where}.name", name, problem)
     return [Step(step["name"], step["ids"], step.get("inputs")) for step in steps]
 
 
-def _check_step(where: str, name: str, step: Any, earlier: Container[str]) -> None:
-    """The step's `ids`, ranked once each, and its `inputs`, each the name of
-    an earlier step, once."""
-    try:
-        ids = id_list(step, "ids")
-        inputs = [] if step.get("inputs") is None else id_list(step, "inputs")
-        for position, item in enumerate(inputs):
-            if item not in earlier or item in inputs[:position]:
-                raise InvalidRecord(
-                    f"inputs[{position}]", item, "must name an earlier step, once"
-                )
-    except InvalidRecord as invalid:
-        raise InvalidRecord(
-            f"{where}.{invalid.field}",
-            invalid.value,
-            f"(step {name!r}) {invalid.problem}",
-        ) from None
+def _check_step(step: Mapping[str, Any], earlier: Container[str]) -> None:
+    """Its `ids` ranked once each, its `inputs` each an earlier step, once."""
+    ids = id_list(step, "ids")
+    inputs = [] if step.get("inputs") is None else id_list(step, "inputs")
+    for position, item in enumerate(inputs):
+        if item not in earlier or item in inputs[:position]:
+            problem = "must name an earlier step, once"
+            raise InvalidRecord(f"inputs[{position}]", item, problem)
     # A ranking holds a document once; which rank counts would be a guess.
-    if len(set(ids)) != len(ids):
-        ranks: dict[str, int] = {}
-        for rank, item in enumerate(ids, 1):
-            if item in ranks:
-                raise InvalidRecord(
-                    f"{where}.ids[{rank - 1}]",
-                    item,
-                    f"(step {name!r}) repeats rank {ranks[item]}; a step ranks "
-                    "each ID once",
-                )
-            ranks[item] = rank
+    ranks: dict[str, int] = {}
+    for rank, item in enumerate(ids if len(set(ids)) != len(ids) else (), 1):
+        if item in ranks:
+            problem = f"repeats rank {ranks[item]}; a step ranks each ID once"
+            raise InvalidRecord(f"ids[{rank - 1}]", item, problem)
+        ranks[item] = rank
 
 
 def _takers(steps: Sequence[Step]) -> dict[str, str]:
@@ -118,7 +108,8 @@ def _takers(steps: Sequence[Step]) -> dict[str, str]:
 
 
 def lost_documents(missing: Sequence[str], steps: Sequence[Step]) -> list[LostDocument]:
-    """For each missing ID, in the order given, where it was lost (see the module)."""
+    """For each missing ID, in the order given, where it was lost
+    (docs/pipeline-steps.md)."""
     ranks = [{item: rank for rank, item in enumerate(step.ids, 1)} for step in steps]
     takers = _takers(steps)
     lost: list[LostDocument] = []
@@ -128,14 +119,8 @@ def lost_documents(missing: Sequence[str], steps: Sequence[Step]) -> list[LostDo
         ]
         last_step, last_rank = held[-1] if held else (None, None)
         lost_at = steps[0].name if last_step is None else takers.get(last_step, CONTEXT)
-        lost.append(
-            {
-                "id": item,
-                "lost_at": lost_at,
-                "last_step": last_step,
-                "last_rank": last_rank,
-            }
-        )
+        lost.append(LostDocument(id=item, lost_at=lost_at, last_step=last_step,
+                                 last_rank=last_rank))  # fmt: skip
     return lost
 
 

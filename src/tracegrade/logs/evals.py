@@ -1,6 +1,5 @@
-"""Logs grouped into evals: `report` and `compare` count evals, not files,
-so a retry's failed log or a split run's parts are never counted twice
-(docs/architecture.md, "Reading logs")."""
+"""Logs grouped into evals, which `report` and `compare` count, so a retry's
+failed log or a split run's parts are never counted twice."""
 
 from __future__ import annotations
 
@@ -21,16 +20,13 @@ from .scores import LogError, LogPart, LogRead, log_part, read_header
 LOG_SUFFIXES: Final = (".eval", ".json")
 LISTED_PARTS: Final = 10
 SampleReader = Callable[[str], Iterable[SampleRead]]
-"""Reads a log's samples from its path (`log_samples`, or in the tests
-Inspect's own reader, to compare)."""
 _PART_SUFFIX = re.compile(r"-part\d+of\d+$")
 _LOG_NAME_START = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}[:-]\d{2}[:-]\d{2}")
 
 
 def find_logs(paths: Iterable[str | Path]) -> list[str]:
     """The logs named by `paths`, directories listed as `inspect view` lists
-    them (so a manifest beside the logs is no log), links followed;
-    `LogError` for a directory without logs or a file that is not one."""
+    them; `LogError` for a directory without logs or a file that is not one."""
     found: list[str] = []
     for given in paths:
         path = Path(given)
@@ -58,8 +54,7 @@ def find_logs(paths: Iterable[str | Path]) -> list[str]:
 
 
 def logs_under(directory: Path) -> list[str]:
-    """The logs under `directory` (`is_log_name`), links followed, each real
-    file once, as absolute paths (as Inspect lists them)."""
+    """The logs under `directory`, as absolute paths (as Inspect lists them)."""
     try:
         files = files_under(directory)
         return sorted(os.path.abspath(f) for f in files if is_log_name(f.name))
@@ -79,39 +74,32 @@ def files_under(
     directory: Path, skip: Callable[[str], bool] = lambda name: False
 ) -> Iterator[Path]:
     """The files under `directory` not to `skip`, in name order, links
-    followed, each real file once; a dangling link or a loop raises
-    `OSError` rather than be skipped silently."""
+    followed, each real file once; a dangling link or a loop raises `OSError`."""
     seen: set[str] = set()
-    pending = [directory]
-    while pending:
-        folder = pending.pop()
+    for folder, folders, names in os.walk(directory, onerror=_raise, followlinks=True):
         if (real := os.path.realpath(folder)) in seen:
+            folders.clear()
             continue
         seen.add(real)
-        with os.scandir(folder) as scanned:
-            entries = sorted(
-                (entry for entry in scanned if not skip(entry.name)),
-                key=lambda entry: entry.name,
-            )
-        for entry in entries:
+        folders[:] = sorted(name for name in folders if not skip(name))
+        for name in sorted(name for name in names if not skip(name)):
+            path = os.path.join(folder, name)
             try:
-                os.stat(entry.path)  # a loop of links raises, saying so
+                os.stat(path)  # a loop of links raises, saying so
             except FileNotFoundError:
                 message = "a symbolic link to nothing"
-                raise FileNotFoundError(errno.ENOENT, message, entry.path) from None
-            if (
-                not entry.is_dir()
-                and (real := os.path.realpath(entry.path)) not in seen
-            ):
+                raise FileNotFoundError(errno.ENOENT, message, path) from None
+            if (real := os.path.realpath(path)) not in seen:
                 seen.add(real)
-                yield Path(entry.path)
-        pending.extend(Path(e.path) for e in reversed(entries) if e.is_dir())
+                yield Path(path)
+
+
+def _raise(error: OSError) -> None:
+    raise error
 
 
 @dataclass(frozen=True)
 class LogFile:
-    """A log's path, header and modification time, before its samples."""
-
     path: str
     header: EvalLog
     mtime: float
@@ -127,8 +115,7 @@ class LogFile:
 @dataclass(frozen=True)
 class Superseded:
     """A log not counted: `by` is the newer log of the same eval; `retry` is
-    False for a copy of the same eval (the same `eval_id`), such as a
-    rescored one written beside it."""
+    False for a copy of the same eval (the same `eval_id`)."""
 
     path: str
     by: str
@@ -221,26 +208,17 @@ class Evals:
 
 
 def read_evals(paths: Iterable[str | Path]) -> Evals:
-    """The evals of the logs at or under `paths`, headers read, samples
-    not yet; `LogError` for a path that holds no log or a log whose header
-    cannot be read."""
-    files = []
+    """The evals of the logs at or under `paths`, headers read, samples not
+    yet: split runs grouped by run id, every other log by task id, the
+    newest of each part or eval kept."""
+    groups: dict[str, dict[int, list[LogFile]]] = {}
     for path in find_logs(paths):
         header = read_header(path)
         try:
-            mtime = os.stat(path).st_mtime
+            file = LogFile(path, header, os.stat(path).st_mtime)
         except OSError as error:
             raise LogError(f"cannot read {path!r} ({error.strerror})") from error
-        files.append(LogFile(path, header, mtime))
-    return group_evals(files)
-
-
-def group_evals(files: Sequence[LogFile]) -> Evals:
-    """Split runs by run id, every other log by task id, keeping the newest
-    of each part or eval."""
-    groups: dict[str, dict[int, list[LogFile]]] = {}
-    for file in files:
-        spec = file.header.eval
+        spec = header.eval
         # Both are Inspect's 22-letter ids: prefixed, they cannot meet.
         key = f"run:{spec.run_id}" if file.part is not None else f"task:{spec.task_id}"
         groups.setdefault(key, {}).setdefault(_part_index(file), []).append(file)
@@ -278,14 +256,11 @@ def superseded_note(superseded: Sequence[Superseded]) -> str | None:
     parts = []
     if retries:
         their = "its" if retries == 1 else "their"
-        parts.append(f"{_logs(retries)} superseded by {their} retry")
+        parts.append(f"{retries} log{'s' * (retries != 1)} superseded by {their} retry")
     if copies:
-        parts.append(f"{_logs(copies)} superseded by a newer copy of the same eval")
+        by = "superseded by a newer copy of the same eval"
+        parts.append(f"{copies} log{'s' * (copies != 1)} {by}")
     return "; ".join(parts) + ", not counted" if parts else None
-
-
-def _logs(count: int) -> str:
-    return f"{count} log{'s' if count != 1 else ''}"
 
 
 def missing_parts_text(listed: Sequence[int], count: int) -> str:

@@ -1,6 +1,6 @@
-"""A log's samples one at a time, each reduced to what report and compare
-read (id, epoch, scores, error) before the next: `read_eval_log` would hold
-and validate them all (docs/architecture.md, "Reading logs")."""
+"""A log's samples one at a time, each reduced to what report and compare read
+before the next: `read_eval_log` would hold and validate them all
+(docs/architecture.md, "Reading logs")."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import struct
 import zipfile
 import zlib
 from collections.abc import Iterator
-from typing import IO, Any, Final, NamedTuple, Protocol
+from typing import IO, Any, Final, NamedTuple
 
 import ijson  # type: ignore[import-untyped]
 import zstandard
@@ -20,13 +20,11 @@ from pydantic_core import from_json
 from ..core.errors import quote
 
 # Members above this many bytes of JSON are parsed as a stream, in about
-# `STREAM_READS` pieces.
+# `STREAM_READS` pieces (yajl rescans a split value at each read).
 STREAM_OVER: Final = 16 * 1024 * 1024
 STREAM_READS: Final = 16
 # The fields of a sample the report reads ("score" for old logs).
 READ_FIELDS: Final = frozenset({"id", "epoch", "scores", "score", "error"})
-_MIN_READ = 1 << 16
-_CHUNK = 1 << 20
 _TOO_DEEP: Final = "it is nested too deeply to read"
 
 
@@ -54,8 +52,7 @@ def log_samples(path: str) -> Iterator[SampleRead]:
 
 
 def sample_read(data: Any) -> SampleRead:
-    """The fields the report reads of one sample's JSON, checked as
-    `EvalSample` would check them."""
+    """The fields read of one sample's JSON, checked as `EvalSample` would."""
     if not isinstance(data, dict):
         raise UnreadableLog(f"a sample must be an object, got {type(data).__name__}")
     if "score" in data:
@@ -151,8 +148,8 @@ def _open_archive(path: str) -> zipfile.ZipFile:
 
 
 def eval_samples(path: str) -> Iterator[SampleRead]:
-    """The samples of a `.eval` log, in archive order, each read once; of a
-    name written twice (a re-logged sample), only the last, as Inspect."""
+    """The samples of a `.eval` log, in archive order; of a name written
+    twice (a re-logged sample), only the last, as Inspect reads."""
     with _open_archive(path) as archive:
         for info in archive.infolist():
             name = info.filename
@@ -162,9 +159,8 @@ def eval_samples(path: str) -> Iterator[SampleRead]:
 
 
 def eval_header(path: str) -> EvalLog | None:
-    """A `.eval` log's `header.json`, or None for a log still being written.
-    Not `read_eval_log(header_only=True)`, which also validates every
-    reduced score, which the report does not need."""
+    """A `.eval` log's `header.json`, or None for a log still being written;
+    `read_eval_log(header_only=True)` also validates every reduced score."""
     with _open_archive(path) as archive:
         if "header.json" not in archive.NameToInfo:
             return None
@@ -198,16 +194,15 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> SampleRead:
         raise UnreadableLog(f"member {info.filename}: {why}") from error
 
 
-# A member's local header (the ZIP format's APPNOTE, 4.3.7): 30 bytes, the
-# lengths of the name and extra field that follow it last.
+# A member's local header (APPNOTE 4.3.7): 30 bytes, the lengths of the name
+# and extra field that follow it last.
 _LOCAL = struct.Struct("<4s5H3L2H")
 
 
 def _member_data(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
-    """The member's data, its raw bytes read past the local header and
-    decompressed here, checked against its size and CRC: `ZipFile.open`
-    costs more per member than the rest of reading a small one (1.4 times
-    `report`'s time on 100,000 samples, benchmarks/report_scale.py)."""
+    """The member's raw bytes past its local header, decompressed and checked
+    against size and CRC: `ZipFile.open` costs more per member than the rest
+    of reading a small one (benchmarks/report_scale.py)."""
     file = archive.fp
     assert file is not None
     file.seek(info.header_offset)
@@ -233,18 +228,13 @@ def _member_data(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
     return data
 
 
-class _Readable(Protocol):
-    def read(self, wanted: int = -1, /) -> bytes: ...
-
-
-def _streamed_fields(stream: _Readable, size: int) -> dict[str, Any] | None:
-    """The top-level `READ_FIELDS` of a JSON object of `size` bytes, read
-    in about `STREAM_READS` pieces (yajl rescans a split value at each read);
-    None where ijson cannot parse it (NaN), to be parsed whole, as Inspect does."""
+def _streamed_fields(stream: IO[bytes], size: int) -> dict[str, Any] | None:
+    """The top-level `READ_FIELDS` of a JSON object; None where ijson cannot
+    parse it (NaN), to be parsed whole, as Inspect does."""
     data: dict[str, Any] = {}
     key: str | None = None
     builder: Any = None
-    pieces = max(_MIN_READ, -(-size // STREAM_READS))
+    pieces = max(1 << 16, -(-size // STREAM_READS))
     try:
         for prefix, event, value in ijson.parse(
             stream, use_float=True, buf_size=pieces
@@ -307,14 +297,13 @@ _UNDECODABLE = re.compile("[\udc80-\udcff]")
 
 
 class _JsonText:
-    """JSON text decoded a value at a time by `raw_decode`, which reads
-    Inspect's NaN and Infinity where ijson cannot, through a window that
-    doubles when a value does not fit; it ends before the first byte that is
-    not UTF-8 (docs/architecture.md, "Reading logs")."""
+    """JSON text decoded a value at a time by `raw_decode` (which reads
+    Inspect's NaN, as ijson cannot) through a window that doubles when a
+    value does not fit, ending before the first byte that is not UTF-8."""
 
     def __init__(self, file: IO[str]) -> None:
         self.file, self.text, self.at = file, "", 0
-        self.read_size = _CHUNK
+        self.read_size = 1 << 20
         self.ended = False
         self.decoder = json.JSONDecoder()
         self.undecodable: int | None = None

@@ -1,6 +1,5 @@
-"""The tracegrade scores of one log, a sample at a time: `report` and
-`compare` both read through `LogScores`, so they agree on which scores are
-tracegrade's and on how samples are counted."""
+"""The tracegrade scores of one log, a sample at a time, through which
+`report` and `compare` agree on which scores are tracegrade's."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from typing import Any, Final
 from inspect_ai.log import EvalLog, read_eval_log
 
 from ..schema import EXTRACTION_SCORER, STAGE_SCORER, is_tracegrade_metadata
-from .samples import SampleRead, ScoreRead, eval_header, log_samples
+from .samples import SampleRead, ScoreRead, eval_header
 
 PART_KEY: Final = "tracegrade_part"
 
@@ -29,16 +28,13 @@ class LogError(ValueError):
 
 @dataclass(frozen=True)
 class LogPart:
-    """The log is part `index` (from 1) of the `count` logs of one run."""
-
-    index: int
+    index: int  # from 1
     count: int
 
 
 @dataclass(frozen=True)
 class LogSummary:
-    """What was read from one log file; `part` is set for a part of a run
-    that `tracegrade score` split (the parts share `run_id`)."""
+    """What was read from one log file; `part` for a part of a split run."""
 
     path: str
     task: str
@@ -52,14 +48,11 @@ class LogSummary:
     samples_without_tracegrade_score: int
     sample_errors: int
     other_scorers: list[str]
-    not_run: int = 0
-    """Sample-epochs an unfinished eval's header lists that its log lacks."""
+    not_run: int = 0  # listed by an unfinished eval's header, not logged
 
 
 @dataclass(frozen=True)
 class LogRead:
-    """A log's header, and its samples as they are read, one at a time."""
-
     path: str
     header: EvalLog
     samples: Iterable[SampleRead]
@@ -71,15 +64,8 @@ def read_header(path: str) -> EvalLog:
         header = eval_header(path) if path.endswith(".eval") else None
         return header or read_eval_log(path, header_only=True)
     except Exception as error:
-        # Inspect raises whatever its readers raise (JSON, zip, pydantic,
-        # OS errors); any of them means the same here: not a readable log.
+        # Inspect raises whatever its readers raise: not a readable log.
         raise LogError(f"cannot read {path!r} as an Inspect log ({error})") from error
-
-
-def read_log(path: str) -> LogRead:
-    """The log's header (else `LogError`) and an iterator over its samples
-    (which raises `UnreadableLog` or `OSError` at one it cannot read)."""
-    return LogRead(path, read_header(path), log_samples(path))
 
 
 def tracegrade_scorer(score_name: str) -> str | None:
