@@ -121,7 +121,7 @@ def test_the_json_streams_every_pair_and_the_page_shows_a_few(
 @pytest.mark.parametrize(
     ("stream", "exit_code", "said"),
     [
-        ("pipe", 128 + signal.SIGPIPE, "tracegrade compare: stdout was closed"),
+        ("pipe", 128 + signal.SIGPIPE, "tracegrade: standard output was closed"),
         ("full", 2, "tracegrade:"),
     ],
 )
