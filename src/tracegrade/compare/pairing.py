@@ -30,18 +30,17 @@ STATES: Final = {
     kind: (*states, DATA_ERROR, NO_SCORE) for kind, states in RESULTS.items()
 }
 PASS_GATE: Final = "pass"
-# Each outcome: its name, the states that have it, higher is better, gated.
-# A rise in retrieval failures among runs that failed anyway is not gated.
+# Each outcome: its name, the states that have it, and whether higher is
+# better. A rise in retrieval failures among runs that failed anyway is
+# reported, neither gated nor counted over all runs.
 _OUTCOMES: Final = {
-    STAGE: (
-        ("pass", ("pass",), True, True),
-        ("retrieval failure", ("retrieval",), False, False),
-    ),
+    STAGE: (("pass", ("pass",), True), ("retrieval failure", ("retrieval",), False)),
     EXTRACTION: (
-        ("membership", ("pass", "order fail"), True, True),
-        ("order", ("pass",), True, True),
+        ("membership", ("pass", "order fail"), True),
+        ("order", ("pass",), True),
     ),
 }
+_UNGATED: Final = "retrieval failure"
 _OVER_ALL_RUNS: Final = {
     STAGE: ("pass", "context_recall", "context_precision"),
     EXTRACTION: ("membership", "order"),
@@ -106,7 +105,8 @@ def _change(key: SampleKey, base: Run, new: Run) -> dict[str, Any]:
 
 class _Tally:
     """One outcome or figure over the pairs with it on both sides: the sums,
-    the pairs that moved down (`b`) and up (`c`), each sample's moves."""
+    the pairs that moved down (`b`) and up (`c`), each sample's moves, and
+    the pairs whose NEW run has a result without it."""
 
     def __init__(self, clustered: bool) -> None:
         self.clustered = clustered
@@ -114,7 +114,13 @@ class _Tally:
         self.base, self.new = ExactSum(), ExactSum()
         self.by_sample: dict[int | str, Any] = {}
 
-    def add(self, sample: int | str, before: float, after: float) -> Any:
+    def add(
+        self, sample: int | str, before: float | None, after: float | None, has: bool
+    ) -> Any:
+        if before is None or after is None:
+            # A run that lost its result is lost already, as a run.
+            self.lost += before is not None and has
+            return 0
         moved = _share(after) - _share(before) if self.clustered else after - before
         self.pairs += 1
         self.base.add(before)
@@ -145,42 +151,41 @@ class _Score:
         self.new_runs = AllRuns()
         self.worse = self.better = self.ids_compared = 0
         self.lists = {name: spools.new() for name in _LISTS[kind].split()}
+        self.outcomes = {name: has for name, has, _ in _OUTCOMES[kind]}
         # The outcomes, then (stage) context recall, precision and each step.
-        names = [name for name, *_ in _OUTCOMES[kind]]
-        names += ["recall", "precision"] if kind == STAGE else []
+        names = [*self.outcomes, *(["recall", "precision"] if kind == STAGE else [])]
         self.tallies = {name: _Tally(clustered) for name in names}
+
+    def measure(self, run: Run, name: str) -> float | None:
+        """An outcome (None without a result), or a figure."""
+        if name not in self.outcomes:
+            return run.figure(name)
+        if run.state not in RESULTS[self.kind]:
+            return None
+        return run.state in self.outcomes[name]
 
     def add(self, key: SampleKey, base: Run, new: Run) -> None:
         self.transitions[base.state, new.state] += 1
-        results = RESULTS[self.kind]
-        had, has = base.state in results, new.state in results
-        if had and not has:
+        has = new.state in RESULTS[self.kind]
+        if base.state in RESULTS[self.kind] and not has:
             self.lost_from[base.state, new.state] += 1
             self.lists["lost_runs"].add(*key, _change(key, base, new))
-        moves = []
-        for name, states, _, _ in _OUTCOMES[self.kind] if had and has else ():
-            move = self.tallies[name].add(
-                key[0], base.state in states, new.state in states
-            )
-            moves.append(move)
-            if move and self.kind == EXTRACTION:
-                listed = f"{'lost' if move < 0 else 'gained'}_{name}"
-                self.lists[listed].add(*key, _change(key, base, new))
-        if self.kind == EXTRACTION:
-            # A pair that lost (or gained) membership, order or both.
-            self.worse += any(move < 0 for move in moves)
-            self.better += any(move > 0 for move in moves)
-            return
         # A step is compared from the first pair whose BASE run has it.
         for step, _ in base.step_recall or ():
             self.tallies.setdefault(f"{step}_recall", _Tally(self.clustered))
-        for name, tally in list(self.tallies.items())[2:]:
-            then, now = base.figure(name), new.figure(name)
-            if then is not None and now is not None:
-                tally.add(key[0], then, now)
-            # A run that lost its result is lost already, as a run.
-            tally.lost += then is not None and now is None and has
-        if base.state == "pass" and new.state in ("retrieval", "generation"):
+        moves = {}
+        for name, tally in self.tallies.items():
+            before, after = self.measure(base, name), self.measure(new, name)
+            moves[name] = tally.add(key[0], before, after, has)
+        if self.kind == EXTRACTION:
+            # A pair that lost (or gained) membership, order or both.
+            for name, move in moves.items():
+                if move:
+                    listed = f"{'lost' if move < 0 else 'gained'}_{name}"
+                    self.lists[listed].add(*key, _change(key, base, new))
+            self.worse += any(move < 0 for move in moves.values())
+            self.better += any(move > 0 for move in moves.values())
+        elif base.state == "pass" and new.state in ("retrieval", "generation"):
             self.worse += 1
             self.lists["regressions"].add(*key, _change(key, base, new))
         elif new.state == "pass" and base.state != "pass":
@@ -194,12 +199,18 @@ class _Score:
     def compared(
         self, score: str, base_runs: AllRuns, only_in_base: Spool, alpha: float
     ) -> dict[str, Any]:
-        states, tests = STATES[self.kind], []
-        for name, _, higher, _ in _OUTCOMES[self.kind]:
-            t = self.tallies[name]
-            counts = (t.pairs, int(t.base.total), int(t.new.total), t.b, t.c)
-            clusters = t.samples() if self.clustered else None
-            tests.append(paired_test(name, higher, alpha, counts, clusters))
+        states, tests, figures = STATES[self.kind], [], []
+        higher = {name: better for name, _, better in _OUTCOMES[self.kind]}
+        for name, t in self.tallies.items():
+            samples, fell, rose = t.samples()
+            if name in higher:
+                counts = (t.pairs, int(t.base.total), int(t.new.total), t.b, t.c)
+                clusters = (samples, fell, rose) if self.clustered else None
+                tests.append(paired_test(name, higher[name], alpha, counts, clusters))
+            else:
+                means = (t.base.mean(t.pairs), t.new.mean(t.pairs))
+                moved = (fell, rose, t.lost)
+                figures.append(figure_test(name, alpha, t.pairs, samples, means, moved))
         lost_from = _ranked(self.lost_from)
         result: dict[str, Any] = {
             "score": score,
@@ -220,12 +231,6 @@ class _Score:
         }
         if self.kind == EXTRACTION:
             return result | self.lists
-        figures = []
-        for name, t in list(self.tallies.items())[2:]:
-            samples, fell, rose = t.samples()
-            means = (t.base.mean(t.pairs), t.new.mean(t.pairs))
-            moved = (fell, rose, t.lost)
-            figures.append(figure_test(name, alpha, t.pairs, samples, means, moved))
         return result | {
             "figures": figures,
             **self.lists,
@@ -256,9 +261,9 @@ def _runs(counted: AllRuns, kind: str) -> dict[str, Any]:
 
 
 def _count(counted: AllRuns, kind: str, run: Run, why: str | None) -> None:
-    # Retrieval failure is an outcome of the tests, not a figure over runs.
-    outcomes = [name for name, has, _, _ in _OUTCOMES[kind] if run.state in has]
-    outcomes = [name for name in outcomes if name != "retrieval failure"]
+    outcomes = [
+        n for n, has, _ in _OUTCOMES[kind] if run.state in has and n != _UNGATED
+    ]
     diagnosed = run.state in RESULTS[kind]
     counted.add(diagnosed, why, tuple(outcomes), run.recall, run.precision)
 
@@ -393,9 +398,9 @@ def gate(
         named = f"{pair['name']}: " if len(pairs) > 1 else ""
         for c in [*pair[STAGE], *pair[EXTRACTION]]:
             score, worse = f"{named}{c['score']}: ", c["worse"]
-            outcomes = zip(c["tests"], _OUTCOMES[c["kind"]], strict=True)
-            on = PASS_GATE in gates
-            tests += [(score + t["outcome"], t) for t, (*_, g) in outcomes if g and on]
+            if PASS_GATE in gates:
+                gated = [t for t in c["tests"] if t["outcome"] != _UNGATED]
+                tests += [(score + t["outcome"], t) for t in gated]
             named_figures = ((gate_name(f["figure"]), f) for f in c.get("figures", []))
             figures = [(score + name, f) for name, f in named_figures if name in gates]
             tests += figures
