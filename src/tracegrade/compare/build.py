@@ -124,7 +124,7 @@ def compare_evals(
     """`asked` are the gate's options as given; with `--fail-on-regression`
     among them, the gate decides the verdict. Raises `LogError`,
     `CompareError`, `UnknownGate` or `InvalidThreshold`."""
-    paths, sides = (base_path, new_path), (base, new)
+    sides = (base, new)
     selected = [
         _selected(*side, task, model) for side in zip(SIDES, sides, strict=True)
     ]
@@ -165,16 +165,8 @@ def compare_evals(
         test=TEST,
         effect_size=EFFECT_SIZE,
         figure_test=FIGURE_TEST,
-        **{
-            side.lower(): {
-                "path": path,
-                "evals": [_eval(run) for run in runs],
-                "superseded": [asdict(s) for s in evals.superseded],
-            }
-            for side, path, runs, evals in zip(
-                SIDES, paths, selected, sides, strict=True
-            )
-        },
+        base=_side(base_path, selected[0], base),
+        new=_side(new_path, selected[1], new),
         pairs=pairs,
         only_in_base=[_eval(run) for run in only_base],
         only_in_new=[_eval(run) for run in only_new],
@@ -201,20 +193,23 @@ def _checked(
             f"--gate {quote(unknown[0])}: no such measure in these runs; they "
             f"have {', '.join(found)}"
         )
-    targets = [
-        limits.Target(
-            f"NEW {p['new']['name']}",
-            p["new"]["task"],
-            p["new"]["model"],
-            c["score"],
-            c["kind"],
-            c["new_runs"]["runs"],
-            c["new_runs"]["over_all_runs"],
-        )
-        for p in pairs
-        for c in [*p[STAGE], *p[EXTRACTION]]
-    ]
+    targets = []
+    for p in pairs:
+        new = p["new"]
+        for c in [*p[STAGE], *p[EXTRACTION]]:
+            where = (f"NEW {new['name']}", new["task"], new["model"], c["score"])
+            runs = (c["new_runs"]["runs"], c["new_runs"]["over_all_runs"])
+            targets.append(limits.Target(*where, c["kind"], *runs))
     return limits.check_thresholds(thresholds, targets) if thresholds else []
+
+
+def _side(path: str, runs: list[EvalRun], evals: Evals) -> dict[str, Any]:
+    superseded = [asdict(s) for s in evals.superseded]
+    return {
+        "path": path,
+        "evals": [_eval(run) for run in runs],
+        "superseded": superseded,
+    }
 
 
 def _eval(run: EvalRun) -> dict[str, Any]:

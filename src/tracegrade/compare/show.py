@@ -4,6 +4,7 @@ verdict first, each long list read back from disk only as far as shown."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -118,9 +119,7 @@ def comparison_page(comparison: Comparison, show: int, option: str = "--show") -
 
 
 def _named(table: Table, key: str, title: str) -> Table:
-    return Table(
-        **{**vars(table), "key": key + table.key, "title": title + table.title}
-    )
+    return replace(table, key=key + table.key, title=title + table.title)
 
 
 def _summary(comparison: Comparison) -> str:
