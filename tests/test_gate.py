@@ -279,9 +279,7 @@ def test_a_threshold_is_of_every_run(runs: dict[str, str]) -> None:
     for run, value, exit_code in [*checks, ("control", "0.800000000000001", 3)]:
         checked = invoke("report", runs[run], "--fail-under", f"pass={value}")
         assert checked.returncode == exit_code, value
-
-
-def test_compare_checks_thresholds_against_new(runs: dict[str, str]) -> None:
+    # compare checks NEW; BASE, which passes 24 of 30, is not what is checked.
     result = invoke(
         "compare", runs["control"], runs["errors"], "--fail-under", "pass=0.5"
     )
@@ -291,9 +289,10 @@ def test_compare_checks_thresholds_against_new(runs: dict[str, str]) -> None:
         r"\(stage_diagnosis, none/none\), stage_diagnosis, over all 30 runs",
         result.stderr,
     )
-    # BASE, which passes 24 of 30, is not what is checked.
-    checked = ("compare", runs["errors"], runs["control"], "--fail-under")
-    assert invoke(*checked, "pass=0.8").returncode == 0
+    checked = invoke(
+        "compare", runs["errors"], runs["control"], "--fail-under", "pass=0.8"
+    )
+    assert checked.returncode == 0, checked.stderr
 
 
 @pytest.mark.parametrize(
@@ -403,11 +402,8 @@ def test_pooling_one_epoch_then_several_is_counted(runs: dict[str, str]) -> None
     read = as_json("report", "--pool", runs["base"], runs["other2"], exit_code=0)
 
     (pooled,) = read["stage_diagnosis"]
-    assert (pooled["evals"], pooled["runs"], pooled["samples"]) == (
-        ["E1", "E2"],
-        36,
-        33,
-    )
+    assert pooled["evals"] == ["E1", "E2"]
+    assert (pooled["runs"], pooled["samples"]) == (36, 33)
     assert pooled["stages"]["pass"]["count"] == 24 + 6
 
 
@@ -455,10 +451,8 @@ def test_halved_recall_fails_its_gate_but_not_the_default(runs: dict[str, str]) 
         assert (tested["fell"], tested["rose"]) == (17, 0)
         assert tested["p_value"] == binomtest(17, 17).pvalue
     both = as_json(*args, "--gate", "pass", "--gate", "context_recall", exit_code=3)
-    assert both["gate"]["outcomes"] == [
-        "stage_diagnosis: pass",
-        "stage_diagnosis: context_recall",
-    ]
+    outcomes = [name.split(": ")[1] for name in both["gate"]["outcomes"]]
+    assert outcomes == ["pass", "context_recall"]
 
 
 @pytest.mark.parametrize(
