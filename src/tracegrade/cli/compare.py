@@ -21,10 +21,6 @@ from .report import (
 if TYPE_CHECKING:
     from ..report.thresholds import Threshold
 
-REGRESSION_EXIT = THRESHOLD_EXIT
-"""Exit code when the gate fails (`--fail-on-regression`, `--fail-under`);
-1 and 2 are taken by logs that cannot be compared and by usage errors."""
-
 
 def _alpha(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
     if not 0 < value < 1:
@@ -49,7 +45,7 @@ def _alpha(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
 @click.option(
     "--fail-on-regression",
     is_flag=True,
-    help=f"Exit {REGRESSION_EXIT} when NEW is significantly worse at --alpha, "
+    help=f"Exit {THRESHOLD_EXIT} when NEW is significantly worse at --alpha, "
     "or lost results (a run, an unfinished eval, an eval missing).",
 )
 @click.option(
@@ -194,4 +190,4 @@ def compare(
         click.echo(f"tracegrade compare: {show.verdict_lines(result)[0]}:", err=True)
         for reason in result["verdict"]["failed_on"]:
             click.echo(f"- {reason}", err=True)
-        sys.exit(REGRESSION_EXIT)
+        sys.exit(THRESHOLD_EXIT)
