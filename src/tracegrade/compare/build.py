@@ -9,6 +9,7 @@ import re
 import secrets
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, replace
+from itertools import chain
 from typing import IO, Any, Final
 
 from ..core.errors import quote
@@ -395,16 +396,12 @@ def _observations(
             assert scores.scoreless is not None
             for name, kind in scores.score_names().items():
                 # A sample that errored, or that the eval never ran, has no result.
-                unscored = [
-                    (
-                        sample_id,
-                        epoch,
-                        counts.SAMPLE_ERROR if errored else counts.NO_SCORE,
-                    )
-                    for sample_id, epoch, errored in scores.scoreless
-                ]
-                unscored += [(*key, counts.NOT_RUN) for key in scores.not_run_keys()]
-                for sample_id, epoch, why in unscored:
+                errored = (
+                    (i, e, counts.SAMPLE_ERROR if raised else counts.NO_SCORE)
+                    for i, e, raised in scores.scoreless
+                )
+                never = ((i, e, counts.NOT_RUN) for i, e in scores.not_run_keys())
+                for sample_id, epoch, why in chain(errored, never):
                     found = Run(NO_SCORE, None, _NO_SCORE[why], log.path)
                     yield name, kind, sample_id, epoch, found, why
         except (UnreadableLog, OSError) as error:
