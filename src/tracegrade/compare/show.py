@@ -41,6 +41,7 @@ _LEGEND = {
     "a pipeline step's). BASE and NEW: its mean; change: NEW minus BASE, in "
     "percentage points; fell and rose: the samples whose mean fell or rose; "
     "p: the exact sign test of them. Gated only with --gate.",
+    "one-run": "Not paired, so not compared, but counted.",
     "ids": "newly missing: pairs whose NEW run missed the required ID and "
     "whose BASE run did not; newly found: the reverse.",
     "logs": "samples: sample-epochs in the log. no score: samples with no "
@@ -224,15 +225,13 @@ def _transitions(c: dict[str, Any]) -> Table:
     rows.append(["total", *_row(*totals), str(sum(totals))])
     # Briefly, without the states no pair is in on either side.
     held = [i for i in range(len(states)) if totals[i] or sum(counts[i])]
+    caption = "Pairs by state in BASE (rows) and in NEW (columns); the diagonal "
+    caption += f"is unchanged. {_LEGEND[c['kind']]}"
+    columns = ["BASE \\ NEW", *states, "total"]
+    brief = ["BASE \\ NEW", *(states[i] for i in held), "total"]
+    key, title = f"transitions-{c['score']}", f"Transitions: {c['score']}"
     return Table(
-        f"transitions-{c['score']}",
-        f"Transitions: {c['score']}",
-        "Pairs by state in BASE (rows) and in NEW (columns); the diagonal is "
-        f"unchanged. {_LEGEND[c['kind']]}",
-        ["BASE \\ NEW", *states, "total"],
-        rows,
-        brief=["BASE \\ NEW", *(states[i] for i in held), "total"],
-        brief_rows=[*held, len(states)],
+        key, title, caption, columns, rows, brief=brief, brief_rows=[*held, len(states)]
     )
 
 
@@ -321,14 +320,10 @@ def _changes(
 
     shown, caption, cut = _cut(map(row, c[key]), len(c[key]), "pairs", show, option)
     name = "lost" if key == "lost_runs" else key.replace("_", "-")
+    columns = [*brief, "BASE explanation", "NEW explanation"]
+    title = f"{title}: {c['score']}{about}"
     return Table(
-        f"{name}-{c['score']}",
-        f"{title}: {c['score']}{about}",
-        caption,
-        [*brief, "BASE explanation", "NEW explanation"],
-        shown,
-        brief=brief,
-        cut=cut,
+        f"{name}-{c['score']}", title, caption, columns, shown, brief=brief, cut=cut
     )
 
 
@@ -341,15 +336,11 @@ def _ids(c: dict[str, Any], show: int, option: str) -> Table:
     )
     rows = ([show_id(i), str(missing.get(i, 0)), str(found.get(i, 0))] for i in ordered)
     shown, count, _ = _cut(rows, len(ordered), "document IDs changed", show, option)
-    return Table(
-        f"ids-{c['score']}",
-        f"Document IDs newly missing and newly found: {c['score']}",
-        f"Over the {c['ids_compared']} pairs diagnosed retrieval, generation or "
-        f"pass in both runs. {_LEGEND['ids']} {count}",
-        ["document", "newly missing", "newly found"],
-        shown,
-        detail=True,
-    )
+    title = f"Document IDs newly missing and newly found: {c['score']}"
+    caption = f"Over the {c['ids_compared']} pairs diagnosed retrieval, generation "
+    caption += f"or pass in both runs. {_LEGEND['ids']} {count}"
+    columns = ["document", "newly missing", "newly found"]
+    return Table(f"ids-{c['score']}", title, caption, columns, shown, detail=True)
 
 
 def _one_run(scores: list[dict[str, Any]], show: int, option: str) -> Table:
@@ -362,15 +353,9 @@ def _one_run(scores: list[dict[str, Any]], show: int, option: str) -> Table:
     total = sum(len(listed) for _, _, listed in lists)
     what = "sample-epochs are in one run only"
     shown, count, cut = _cut(rows, total, what, show, option)
-    return Table(
-        "one-run",
-        "Samples in one run only",
-        f"{count} Not paired, so not compared, but counted.",
-        ["score", "only in", "sample", "epoch", "log"],
-        shown,
-        constant=["score"],
-        cut=cut,
-    )
+    title, caption = "Samples in one run only", f"{count} {_LEGEND['one-run']}"
+    columns = ["score", "only in", "sample", "epoch", "log"]
+    return Table("one-run", title, caption, columns, shown, constant=["score"], cut=cut)
 
 
 def _logs(pair: dict[str, Any]) -> Table:
