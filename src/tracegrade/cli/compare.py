@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from contextlib import closing, nullcontext
 from pathlib import Path
@@ -20,12 +19,15 @@ from .report import (
 )
 
 if TYPE_CHECKING:
-    from ..compare.build import Comparison
     from ..report.thresholds import Threshold
 
-REGRESSION_EXIT = THRESHOLD_EXIT
-"""Exit code when the gate fails (`--fail-on-regression`, `--fail-under`);
-1 and 2 are taken by logs that cannot be compared and by usage errors."""
+
+def _alpha(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
+    if not 0 < value < 1:
+        raise click.BadParameter(
+            f"alpha must lie strictly between 0 and 1, got {value!r}"
+        )
+    return value
 
 
 @click.command("compare")
@@ -35,7 +37,7 @@ REGRESSION_EXIT = THRESHOLD_EXIT
     "--alpha",
     default=0.05,
     show_default=True,
-    callback=lambda _ctx, _param, value: _alpha(value),
+    callback=_alpha,
     help="Significance level of the paired tests, strictly between 0 and 1.",
 )
 @click.option("--task", help="Compare only this task's evals (stage_diagnosis).")
@@ -43,7 +45,7 @@ REGRESSION_EXIT = THRESHOLD_EXIT
 @click.option(
     "--fail-on-regression",
     is_flag=True,
-    help=f"Exit {REGRESSION_EXIT} when NEW is significantly worse at --alpha, "
+    help=f"Exit {THRESHOLD_EXIT} when NEW is significantly worse at --alpha, "
     "or lost results (a run, an unfinished eval, an eval missing).",
 )
 @click.option(
@@ -120,11 +122,10 @@ def compare(
     (runs, an eval that did not finish, an eval missing); or a --fail-under
     threshold is not met.
     """
-    for given, option in ((strict, "--strict"), (allow_lost, "--allow-lost")):
-        if given and not fail_on_regression:
+    given = ((strict, "--strict"), (allow_lost, "--allow-lost"), (gates, "--gate"))
+    for option in (option for value, option in given if value):
+        if not fail_on_regression:
             raise click.UsageError(f"{option} applies only with --fail-on-regression")
-    if gates and not fail_on_regression:
-        raise click.UsageError("--gate applies only with --fail-on-regression")
     if as_json and markdown:
         raise click.UsageError("--json and --markdown both print on stdout: give one")
     # Imported here so that `tracegrade --help` does not load Inspect.
@@ -143,22 +144,18 @@ def compare(
     asked += [f"--gate {name}" for name in gates]
     asked += ["--strict"] * strict + ["--allow-lost"] * allow_lost
     asked += [f"--fail-under {t.metric}={t.text}" for t in fail_under]
+    quiet = as_json or markdown
     try:
         sides = read_evals([base]), read_evals([new])
-        inputs = [base, new]
-        for evals in sides:
-            inputs += [log.path for run in evals.runs for log in run.logs]
-            inputs += [superseded.path for superseded in evals.superseded]
+        runs = [run for evals in sides for run in evals.runs]
+        inputs = [base, new, *(log.path for run in runs for log in run.logs)]
+        inputs += [old.path for evals in sides for old in evals.superseded]
         html = None if html_path is None else str(html_path)
         check_output(html, inputs=inputs, option="--html", force=force)
-        total = sum(len(run.logs) for evals in sides for run in evals.runs)
-        quiet = as_json or markdown
+        total = sum(len(run.logs) for run in runs)
         with nullcontext() if quiet else reading_progress(total) as on_log_read:
             result = compare_evals(
-                base,
-                sides[0],
-                new,
-                sides[1],
+                *(base, sides[0], new, sides[1]),
                 alpha=alpha,
                 task=task,
                 model=model,
@@ -176,12 +173,11 @@ def compare(
         if html_path is not None:
             page = show.render_html(result, html_show)
             AtomicFile.write_text(str(html_path), page, replace=force)
-        if quiet:
-            # stdout holds the JSON (or the Markdown) alone.
-            for warning in show.all_warnings(result):
-                click.echo(f"warning: {warning}", err=True)
+        # With --json or --markdown, stdout holds them alone.
+        for warning in show.all_warnings(result) if quiet else ():
+            click.echo(f"warning: {warning}", err=True)
         if as_json:
-            _write_json(result)
+            result.write_json(sys.stdout)
         elif markdown:
             click.echo(page_markdown(show.comparison_page(result, show_)), nl=False)
         else:
@@ -194,32 +190,4 @@ def compare(
         click.echo(f"tracegrade compare: {show.verdict_lines(result)[0]}:", err=True)
         for reason in result["verdict"]["failed_on"]:
             click.echo(f"- {reason}", err=True)
-        sys.exit(REGRESSION_EXIT)
-
-
-def _write_json(result: Comparison) -> None:
-    """The JSON on stdout as it is made; a reader that stops early (`| head`)
-    ends the command with SIGPIPE's exit code, not a traceback."""
-    from ._failures import SIGPIPE_EXIT, CommandStopped
-
-    try:
-        result.write_json(sys.stdout)
-        sys.stdout.flush()
-    except BrokenPipeError:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-        raise CommandStopped(
-            "tracegrade compare: stdout was closed before the JSON was all "
-            "written (the reader stopped early)",
-            SIGPIPE_EXIT,
-        ) from None
-
-
-def _alpha(value: float) -> float:
-    from ..compare.stats import InvalidAlpha, check_alpha
-
-    try:
-        return check_alpha(value)
-    except InvalidAlpha as error:
-        raise click.BadParameter(str(error)) from None
+        sys.exit(THRESHOLD_EXIT)

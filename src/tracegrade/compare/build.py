@@ -1,6 +1,5 @@
 """From two sets of Inspect logs to the comparison document: evals paired by
-task and model, each tracegrade score a run for `pair_runs`, then the gate
-and its verdict (docs/compare.md)."""
+task and model, their runs paired by `pairing`, then the gate's verdict."""
 
 from __future__ import annotations
 
@@ -9,7 +8,8 @@ import json
 import re
 import secrets
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
+from itertools import chain
 from typing import IO, Any, Final
 
 from ..core.errors import quote
@@ -19,11 +19,10 @@ from ..logs.samples import ScoreRead, UnreadableLog
 from ..logs.scores import LogError, LogScores, LogSummary
 from ..report import runs as counts
 from ..report import thresholds as limits
-from ..schema import InvalidScore, read_extraction, read_stage
+from ..schema import InvalidScore, ScoreError, read_extraction, read_stage
 from . import pairing
 from .pairing import EXTRACTION, NO_SCORE, STAGE, CompareError, Run
 from .spool import Spool, Spools
-from .stats import DEFAULT_ALPHA, check_alpha
 
 TEST: Final = (
     "two-sided exact binomial test at 1/2 (scipy.stats.binomtest): McNemar's "
@@ -59,8 +58,7 @@ class UnreadableScore(CompareError):
 
 
 class Comparison(dict[str, Any]):
-    """The JSON document (docs/compare.md); its long lists are `Spool`s,
-    read back from disk as they are written or shown."""
+    """The JSON document (docs/compare.md); its long lists are `Spool`s."""
 
     spools: Spools
 
@@ -105,9 +103,8 @@ class Comparison(dict[str, Any]):
 
 def compare_logs(base: str, new: str, **options: Any) -> Comparison:
     """Compare the evals at or under `base` with those under `new`."""
-    return compare_evals(
-        base, log_evals.read_evals([base]), new, log_evals.read_evals([new]), **options
-    )
+    read = log_evals.read_evals
+    return compare_evals(base, read([base]), new, read([new]), **options)
 
 
 def compare_evals(
@@ -116,7 +113,7 @@ def compare_evals(
     new_path: str,
     new: Evals,
     *,
-    alpha: float = DEFAULT_ALPHA,
+    alpha: float = 0.05,
     task: str | None = None,
     model: str | None = None,
     gates: Sequence[str] = (pairing.PASS_GATE,),
@@ -128,10 +125,9 @@ def compare_evals(
     """`asked` are the gate's options as given; with `--fail-on-regression`
     among them, the gate decides the verdict. Raises `LogError`,
     `CompareError`, `UnknownGate` or `InvalidThreshold`."""
-    alpha, sides = check_alpha(alpha), (base, new)
+    sides = (base, new)
     selected = [
-        _selected(side, e.runs, task, model)
-        for side, e in zip(SIDES, sides, strict=True)
+        _selected(*side, task, model) for side in zip(SIDES, sides, strict=True)
     ]
     matched, only_base, only_new = _pair_evals(*selected)
     spools = Spools()
@@ -150,11 +146,10 @@ def compare_evals(
         if (note := log_evals.superseded_note(evals.superseded))
     ]
     alone = [("BASE", "NEW", only_base, f", and its results count as {counted}")]
-    alone += [("NEW", "BASE", only_new, "")]
     warnings += [
         f"{side}: {_described(run)} has no eval of the same task and model in "
         f"{other}; it is not compared{tail}."
-        for side, other, runs, tail in alone
+        for side, other, runs, tail in [*alone, ("NEW", "BASE", only_new, "")]
         for run in runs
     ]
     failed = [
@@ -171,16 +166,8 @@ def compare_evals(
         test=TEST,
         effect_size=EFFECT_SIZE,
         figure_test=FIGURE_TEST,
-        **{
-            side.lower(): {
-                "path": path,
-                "evals": [_eval(run) for run in runs],
-                "superseded": [asdict(s) for s in evals.superseded],
-            }
-            for side, path, runs, evals in zip(
-                SIDES, (base_path, new_path), selected, sides, strict=True
-            )
-        },
+        base=_side(base_path, selected[0], base),
+        new=_side(new_path, selected[1], new),
         pairs=pairs,
         only_in_base=[_eval(run) for run in only_base],
         only_in_new=[_eval(run) for run in only_new],
@@ -202,27 +189,28 @@ def _checked(
     is known to name a measure the runs have."""
     found = [pairing.PASS_GATE]
     found += dict.fromkeys(name for p in pairs for name in pairing.gate_names(p))
-    unknown = [name for name in gates if name not in found]
-    if unknown:
+    if unknown := [name for name in gates if name not in found]:
         raise UnknownGate(
             f"--gate {quote(unknown[0])}: no such measure in these runs; they "
             f"have {', '.join(found)}"
         )
-    scores = [(p["new"], c) for p in pairs for c in [*p[STAGE], *p[EXTRACTION]]]
-    targets = [
-        limits.Target(
-            f"NEW {n['name']}",
-            n["task"],
-            n["model"],
-            c["score"],
-            c["kind"],
-            r["runs"],
-            r["over_all_runs"],
-        )
-        for n, c in scores
-        if (r := c["new_runs"])
-    ]
+    targets = []
+    for p in pairs:
+        new = p["new"]
+        for c in [*p[STAGE], *p[EXTRACTION]]:
+            where = (f"NEW {new['name']}", new["task"], new["model"], c["score"])
+            runs = (c["new_runs"]["runs"], c["new_runs"]["over_all_runs"])
+            targets.append(limits.Target(*where, c["kind"], *runs))
     return limits.check_thresholds(thresholds, targets) if thresholds else []
+
+
+def _side(path: str, runs: list[EvalRun], evals: Evals) -> dict[str, Any]:
+    superseded = [asdict(s) for s in evals.superseded]
+    return {
+        "path": path,
+        "evals": [_eval(run) for run in runs],
+        "superseded": superseded,
+    }
 
 
 def _eval(run: EvalRun) -> dict[str, Any]:
@@ -230,6 +218,12 @@ def _eval(run: EvalRun) -> dict[str, Any]:
     return {key: getattr(run, key) for key in fields} | {
         "logs": [log.path for log in run.logs]
     }
+
+
+def lost_entries(gate: dict[str, Any]) -> list[str]:
+    """What the gate counts as lost: lost results, evals unfinished or missing."""
+    lost = [f"lost results: {entry}" for entry in gate["lost_results"]]
+    return [*lost, *gate["failed_evals"], *gate["missing_evals"]]
 
 
 def _verdict(
@@ -253,8 +247,7 @@ def _verdict(
             failing.append(f"regressions (--strict): {'; '.join(gate['regressed'])}")
         elif "--strict" in asked:
             checked.append("no regression (--strict)")
-        lost = [f"lost results: {entry}" for entry in gate["lost_results"]]
-        lost += gate["failed_evals"] + gate["missing_evals"]
+        lost = lost_entries(gate)
         if lost and gate["lost_gated"]:
             failing += lost
         else:
@@ -276,13 +269,13 @@ def _verdict(
 
 
 def _selected(
-    side: str, runs: Sequence[EvalRun], task: str | None, model: str | None
+    side: str, evals: Evals, task: str | None, model: str | None
 ) -> list[EvalRun]:
     # A task is named as logged ("tracegrade/stage_diagnosis") or by its own
     # name alone ("stage_diagnosis").
     selected = [
         run
-        for run in runs
+        for run in evals.runs
         if (task is None or task in (run.task, run.task.rsplit("/", 1)[-1]))
         and (model is None or model == run.model)
     ]
@@ -292,7 +285,7 @@ def _selected(
             for what, value in (("task", task), ("model", model))
             if value is not None
         )
-        found = "; ".join(sorted({f"{run.task} ({run.model})" for run in runs}))
+        found = "; ".join(sorted({f"{run.task} ({run.model})" for run in evals.runs}))
         raise CompareError(f"{side} has no eval of {asked}; it has {found}")
     return selected
 
@@ -301,10 +294,9 @@ def _described(run: EvalRun) -> str:
     return f"{run.name} ({run.task}, {run.model})"
 
 
-Paired = tuple[list[tuple[EvalRun, EvalRun]], list[EvalRun], list[EvalRun]]
-
-
-def _pair_evals(base: list[EvalRun], new: list[EvalRun]) -> Paired:
+def _pair_evals(
+    base: list[EvalRun], new: list[EvalRun]
+) -> tuple[list[tuple[EvalRun, EvalRun]], list[EvalRun], list[EvalRun]]:
     """BASE's evals paired with NEW's by task and model (one eval each side
     is paired whatever it ran), and those on one side only."""
     if len(base) == 1 and len(new) == 1:
@@ -314,20 +306,19 @@ def _pair_evals(base: list[EvalRun], new: list[EvalRun]) -> Paired:
         for run in runs:
             by_key.setdefault((run.task, run.model), []).append(run)
     common = [key for key in grouped[0] if key in grouped[1]]
-    for key in common:
-        for side, by_key in zip(SIDES, grouped, strict=True):
-            if len(found := by_key[key]) > 1:
-                raise CompareError(
-                    f"{side} holds {len(found)} evals of task {key[0]!r} and model "
-                    f"{key[1]!r} ({', '.join(run.name for run in found)}): which "
-                    "to pair is unclear; give each side one eval of it (a log or "
-                    "a directory of its own)"
-                )
+    for key, (side, by_key) in (
+        (k, s) for k in common for s in zip(SIDES, grouped, strict=True)
+    ):
+        if len(found := by_key[key]) > 1:
+            raise CompareError(
+                f"{side} holds {len(found)} evals of task {key[0]!r} and model "
+                f"{key[1]!r} ({', '.join(run.name for run in found)}): which "
+                "to pair is unclear; give each side one eval of it (a log or "
+                "a directory of its own)"
+            )
     if not common:
-        listed = [
-            ", ".join(f"{r.task} ({r.model})" for r in runs) for runs in (base, new)
-        ]
-        raise pairing.NothingInCommon(
+        listed = [", ".join(f"{r.task} ({r.model})" for r in rs) for rs in (base, new)]
+        raise CompareError(
             "no eval of the same task and model is on both sides: BASE has "
             f"{listed[0]}; NEW has {listed[1]} (--task and --model select)"
         )
@@ -404,14 +395,15 @@ def _observations(
                 yield name, kind, sample.id, sample.epoch, found, why
             assert scores.scoreless is not None
             for name, kind in scores.score_names().items():
-                for sample_id, epoch, errored in scores.scoreless:
-                    why = counts.SAMPLE_ERROR if errored else counts.NO_SCORE
+                # A sample that errored, or that the eval never ran, has no result.
+                errored = (
+                    (i, e, counts.SAMPLE_ERROR if raised else counts.NO_SCORE)
+                    for i, e, raised in scores.scoreless
+                )
+                never = ((i, e, counts.NOT_RUN) for i, e in scores.not_run_keys())
+                for sample_id, epoch, why in chain(errored, never):
                     found = Run(NO_SCORE, None, _NO_SCORE[why], log.path)
                     yield name, kind, sample_id, epoch, found, why
-                # A sample the eval never ran got no result either.
-                for sample_id, epoch in scores.not_run_keys():
-                    found = Run(NO_SCORE, None, _NO_SCORE[counts.NOT_RUN], log.path)
-                    yield name, kind, sample_id, epoch, found, counts.NOT_RUN
         except (UnreadableLog, OSError) as error:
             raise LogError(
                 f"{side}: cannot read {log.path!r} as an Inspect log ({error})"
@@ -435,30 +427,27 @@ def _run(
     (None for a result); `InvalidScore` says what is wrong."""
     explanation = _shared(score.explanation, shared)
     if kind == EXTRACTION:
-        graded = read_extraction(score.value, score.metadata)
-        if graded.error is not None and graded.error.unscored:
-            state = pairing.DATA_ERROR if graded.error.side == "data" else NO_SCORE
-            return Run(state, None, explanation, path), _shared(
-                graded.error.kind, shared
-            )
-        grade = ("membership fail", "order fail", "pass")
-        return Run(
-            grade[bool(graded.membership) + bool(graded.order)], None, explanation, path
-        ), None
+        grade = read_extraction(score.value, score.metadata)
+        passed = bool(grade.membership) + bool(grade.order)
+        state = ("membership fail", "order fail", "pass")[passed]
+        return _unscored(grade.error, Run(state, None, explanation, path), shared)
     staged = read_stage(score.value, score.metadata)
-    why = None
-    if staged.error is not None and staged.error.unscored:
-        # A run-side error: the sample errored, and was scored only to say so.
-        state = pairing.DATA_ERROR if staged.error.side == "data" else NO_SCORE
-        why, missing = _shared(staged.error.kind, shared), None
-    else:
-        assert staged.stage is not None
-        state = staged.stage
-        missing = None if staged.missing is None else tuple(staged.missing)
+    missing = None if staged.missing is None else tuple(staged.missing)
     # A run with no stage still had its context: it keeps its figures.
     steps = None if staged.step_recall is None else tuple(staged.step_recall.items())
     figures = (_shared(f, shared) for f in (staged.recall, staged.precision, steps))
-    return Run(state, missing, explanation, path, *figures), why
+    run = Run(staged.stage or NO_SCORE, missing, explanation, path, *figures)
+    return _unscored(staged.error, run, shared)
+
+
+def _unscored(
+    error: ScoreError | None, run: Run, shared: dict[Any, Any]
+) -> tuple[Run, str | None]:
+    """A run whose error left it unscored: the data's fault, or the run's."""
+    if error is None or not error.unscored:
+        return run, None
+    state = pairing.DATA_ERROR if error.side == "data" else NO_SCORE
+    return replace(run, state=state, missing=None), _shared(error.kind, shared)
 
 
 def _nothing_found(side: str, logs: Sequence[LogSummary]) -> str:

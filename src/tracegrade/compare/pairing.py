@@ -1,7 +1,6 @@
-"""Pairing two runs' scores sample by sample, and what changed between them,
-as the JSON document's dicts (docs/compare.md). BASE's runs are held, one
-small `Run` per sample-epoch; NEW's are consumed as they come, and every
-list of pairs goes to a `Spool` on disk."""
+"""Two runs paired by sample id and epoch, and what changed, as the JSON
+document's dicts (docs/compare.md). BASE's runs are held, one small `Run`
+each; NEW's are read as they come; the lists of pairs go to `Spool`s."""
 
 from __future__ import annotations
 
@@ -22,32 +21,30 @@ EXTRACTION: Final = "ordered_extraction"
 DATA_ERROR: Final = "data error"
 NO_SCORE: Final = "no score"
 NOT_IN_NEW: Final = "not in NEW"
+# The states that are a result: a stage, a grade.
 RESULTS: Final = {
     STAGE: ("retrieval", "generation", "pass", "unresolved"),
     EXTRACTION: ("pass", "order fail", "membership fail"),
 }
-"""The states that are a result: a stage, a grade."""
 STATES: Final = {
     kind: (*states, DATA_ERROR, NO_SCORE) for kind, states in RESULTS.items()
 }
 PASS_GATE: Final = "pass"
-# Each outcome: its name, the states that have it, higher is better, gated.
-# A rise in retrieval failures among runs that failed anyway is not gated.
+# Each outcome: its name, the states that have it, and whether higher is
+# better. A rise in retrieval failures among runs that failed anyway is
+# reported, neither gated nor counted over all runs.
 _OUTCOMES: Final = {
-    STAGE: (
-        ("pass", ("pass",), True, True),
-        ("retrieval failure", ("retrieval",), False, False),
-    ),
+    STAGE: (("pass", ("pass",), True), ("retrieval failure", ("retrieval",), False)),
     EXTRACTION: (
-        ("membership", ("pass", "order fail"), True, True),
-        ("order", ("pass",), True, True),
+        ("membership", ("pass", "order fail"), True),
+        ("order", ("pass",), True),
     ),
 }
+_UNGATED: Final = "retrieval failure"
 _OVER_ALL_RUNS: Final = {
     STAGE: ("pass", "context_recall", "context_precision"),
     EXTRACTION: ("membership", "order"),
 }
-
 _LISTS: Final = {
     STAGE: "only_in_new lost_runs regressions fixes",
     EXTRACTION: "only_in_new lost_runs lost_membership gained_membership lost_order "
@@ -66,8 +63,8 @@ class NothingInCommon(CompareError):
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """One sample-epoch under one score; BASE holds one per sample-epoch,
-    so a field more is megabytes more at a million runs."""
+    """One sample-epoch under one score: BASE holds a million at a million
+    runs, so each field costs."""
 
     state: str
     missing: tuple[str, ...] | None = None
@@ -78,10 +75,8 @@ class Run:
     step_recall: tuple[tuple[str, float], ...] | None = None
 
     def side(self) -> dict[str, Any]:
-        return {
-            key: getattr(self, key)
-            for key in ("state", "missing", "explanation", "log")
-        }
+        keys = ("state", "missing", "explanation", "log")
+        return {key: getattr(self, key) for key in keys}
 
     def figure(self, name: str) -> float | None:
         if name in ("recall", "precision"):
@@ -104,18 +99,14 @@ def _share(value: float) -> Fraction:
     return Fraction(value).limit_denominator(1 << 24)
 
 
-def _ref(key: SampleKey, run: Run) -> dict[str, Any]:
-    return {"id": key[0], "epoch": key[1], "log": run.log}
-
-
-def _change(key: SampleKey, base: Run, new: dict[str, Any]) -> dict[str, Any]:
-    return {"id": key[0], "epoch": key[1], "base": base.side(), "new": new}
+def _change(key: SampleKey, base: Run, new: Run) -> dict[str, Any]:
+    return {"id": key[0], "epoch": key[1], "base": base.side(), "new": new.side()}
 
 
 class _Tally:
-    """One outcome or figure over the pairs that have it on both sides:
-    each side's count (or exact sum), the pairs that moved down (`b`) and
-    up (`c`), each sample's moves (with several epochs), the pairs lost."""
+    """One outcome or figure over the pairs with it on both sides: the sums,
+    the pairs that moved down (`b`) and up (`c`), each sample's moves, and
+    the pairs whose NEW run has a result without it."""
 
     def __init__(self, clustered: bool) -> None:
         self.clustered = clustered
@@ -123,7 +114,13 @@ class _Tally:
         self.base, self.new = ExactSum(), ExactSum()
         self.by_sample: dict[int | str, Any] = {}
 
-    def add(self, sample: int | str, before: float, after: float) -> Any:
+    def add(
+        self, sample: int | str, before: float | None, after: float | None, has: bool
+    ) -> Any:
+        if before is None or after is None:
+            # A run that lost its result is lost already, as a run.
+            self.lost += before is not None and has
+            return 0
         moved = _share(after) - _share(before) if self.clustered else after - before
         self.pairs += 1
         self.base.add(before)
@@ -143,8 +140,7 @@ class _Tally:
 
 
 class _Score:
-    """Everything counted for one score while NEW is read; nothing here
-    grows with the changed pairs, which go to its `lists` on disk."""
+    """One score counted as NEW is read; its changed pairs go to `lists`."""
 
     def __init__(self, kind: str, clustered: bool, spools: Spools) -> None:
         self.kind, self.clustered = kind, clustered
@@ -155,46 +151,46 @@ class _Score:
         self.new_runs = AllRuns()
         self.worse = self.better = self.ids_compared = 0
         self.lists = {name: spools.new() for name in _LISTS[kind].split()}
+        self.outcomes = {name: has for name, has, _ in _OUTCOMES[kind]}
         # The outcomes, then (stage) context recall, precision and each step.
-        names = [name for name, *_ in _OUTCOMES[kind]]
-        names += ["recall", "precision"] if kind == STAGE else []
+        names = [*self.outcomes, *(["recall", "precision"] if kind == STAGE else [])]
         self.tallies = {name: _Tally(clustered) for name in names}
+
+    def measure(self, run: Run, name: str) -> float | None:
+        """An outcome (None without a result), or a figure."""
+        if name not in self.outcomes:
+            return run.figure(name)
+        if run.state not in RESULTS[self.kind]:
+            return None
+        return run.state in self.outcomes[name]
 
     def add(self, key: SampleKey, base: Run, new: Run) -> None:
         self.transitions[base.state, new.state] += 1
-        results = RESULTS[self.kind]
-        if base.state in results and new.state not in results:
+        has = new.state in RESULTS[self.kind]
+        if base.state in RESULTS[self.kind] and not has:
             self.lost_from[base.state, new.state] += 1
-            self.lists["lost_runs"].add(*key, _change(key, base, new.side()))
-        moves = []
-        for name, has, _, _ in _OUTCOMES[self.kind]:
-            if base.state in results and new.state in results:
-                before, after = base.state in has, new.state in has
-                moves.append(self.tallies[name].add(key[0], before, after))
-                if moves[-1] and self.kind == EXTRACTION:
-                    listed = f"{'lost' if moves[-1] < 0 else 'gained'}_{name}"
-                    self.lists[listed].add(*key, _change(key, base, new.side()))
-        if self.kind == EXTRACTION:
-            # A pair that lost (or gained) membership, order or both.
-            self.worse += any(move < 0 for move in moves)
-            self.better += any(move > 0 for move in moves)
-            return
+            self.lists["lost_runs"].add(*key, _change(key, base, new))
         # A step is compared from the first pair whose BASE run has it.
         for step, _ in base.step_recall or ():
             self.tallies.setdefault(f"{step}_recall", _Tally(self.clustered))
-        for name, tally in list(self.tallies.items())[2:]:
-            then, now = base.figure(name), new.figure(name)
-            if then is not None and now is None and new.state in results:
-                # A run that lost its result is lost already, as a run.
-                tally.lost += 1
-            if then is not None and now is not None:
-                tally.add(key[0], then, now)
-        if base.state == "pass" and new.state in ("retrieval", "generation"):
+        moves = {}
+        for name, tally in self.tallies.items():
+            before, after = self.measure(base, name), self.measure(new, name)
+            moves[name] = tally.add(key[0], before, after, has)
+        if self.kind == EXTRACTION:
+            # A pair that lost (or gained) membership, order or both.
+            for name, move in moves.items():
+                if move:
+                    listed = f"{'lost' if move < 0 else 'gained'}_{name}"
+                    self.lists[listed].add(*key, _change(key, base, new))
+            self.worse += any(move < 0 for move in moves.values())
+            self.better += any(move > 0 for move in moves.values())
+        elif base.state == "pass" and new.state in ("retrieval", "generation"):
             self.worse += 1
-            self.lists["regressions"].add(*key, _change(key, base, new.side()))
+            self.lists["regressions"].add(*key, _change(key, base, new))
         elif new.state == "pass" and base.state != "pass":
             self.better += 1
-            self.lists["fixes"].add(*key, _change(key, base, new.side()))
+            self.lists["fixes"].add(*key, _change(key, base, new))
         if base.missing is not None and new.missing is not None:
             self.ids_compared += 1
             self.newly_missing.update(set(new.missing) - set(base.missing))
@@ -203,13 +199,19 @@ class _Score:
     def compared(
         self, score: str, base_runs: AllRuns, only_in_base: Spool, alpha: float
     ) -> dict[str, Any]:
-        states = STATES[self.kind]
-        tests = []
-        for name, _, higher, _ in _OUTCOMES[self.kind]:
-            t = self.tallies[name]
-            counts = (t.pairs, int(t.base.total), int(t.new.total), t.b, t.c)
-            clusters = t.samples() if self.clustered else None
-            tests.append(paired_test(name, higher, alpha, counts, clusters))
+        states, tests, figures = STATES[self.kind], [], []
+        higher = {name: better for name, _, better in _OUTCOMES[self.kind]}
+        for name, t in self.tallies.items():
+            samples, fell, rose = t.samples()
+            if name in higher:
+                counts = (t.pairs, int(t.base.total), int(t.new.total), t.b, t.c)
+                clusters = (samples, fell, rose) if self.clustered else None
+                tests.append(paired_test(name, higher[name], alpha, counts, clusters))
+            else:
+                means = (t.base.mean(t.pairs), t.new.mean(t.pairs))
+                moved = (fell, rose, t.lost)
+                figures.append(figure_test(name, alpha, t.pairs, samples, means, moved))
+        lost_from = _ranked(self.lost_from)
         result: dict[str, Any] = {
             "score": score,
             "kind": self.kind,
@@ -219,10 +221,7 @@ class _Score:
             "worse": self.worse,
             "better": self.better,
             "lost": sum(self.lost_from.values()),
-            "lost_from": [
-                {"base": base, "new": new, "count": count}
-                for (base, new), count in _ranked(self.lost_from)
-            ],
+            "lost_from": [{"base": b, "new": n, "count": c} for (b, n), c in lost_from],
             "base_runs": _runs(base_runs, self.kind),
             "new_runs": _runs(self.new_runs, self.kind),
             "only_in_base": only_in_base,
@@ -232,12 +231,6 @@ class _Score:
         }
         if self.kind == EXTRACTION:
             return result | self.lists
-        figures = []
-        for name, t in list(self.tallies.items())[2:]:
-            samples, fell, rose = t.samples()
-            means = (t.base.mean(t.pairs), t.new.mean(t.pairs))
-            moved = (fell, rose, t.lost)
-            figures.append(figure_test(name, alpha, t.pairs, samples, means, moved))
         return result | {
             "figures": figures,
             **self.lists,
@@ -257,49 +250,33 @@ def _counted(ids: Counter[str]) -> list[dict[str, Any]]:
 
 
 def _runs(counted: AllRuns, kind: str) -> dict[str, Any]:
-    why = [{"why": why, "count": n} for why, n in _ranked(counted.why) if n]
     return {
         "runs": counted.runs,
         "diagnosed": counted.diagnosed,
-        "not_diagnosed": why,
+        "not_diagnosed": [
+            {"why": why, "count": n} for why, n in _ranked(counted.why) if n
+        ],
         "over_all_runs": counted.figures(_OVER_ALL_RUNS[kind]),
     }
 
 
 def _count(counted: AllRuns, kind: str, run: Run, why: str | None) -> None:
-    state = run.state
-    outcomes = [name for name, has, _, _ in _OUTCOMES[kind] if state in has]
-    outcomes = [name for name in outcomes if name != "retrieval failure"]
-    counted.add(state in RESULTS[kind], why, tuple(outcomes), run.recall, run.precision)
+    outcomes = [
+        n for n, has, _ in _OUTCOMES[kind] if run.state in has and n != _UNGATED
+    ]
+    diagnosed = run.state in RESULTS[kind]
+    counted.add(diagnosed, why, tuple(outcomes), run.recall, run.precision)
 
 
 def _duplicate(side: str, score: str, key: SampleKey, first: str, log: str) -> str:
-    where = (
+    twice = (
         f"in {first!r} and again in {log!r}" if first != log else f"twice in {first!r}"
     )
     return (
         f"{side}: sample {quote(key[0])} epoch {key[1]} has two {quote(score)} "
-        f"scores, {where}; compare one run with one run (the parts of a split "
+        f"scores, {twice}; compare one run with one run (the parts of a split "
         "run hold each sample once)"
     )
-
-
-def _held(
-    base: Iterable[Observation],
-) -> tuple[dict[str, dict[SampleKey, Run]], dict[str, AllRuns], dict[str, str]]:
-    """BASE's runs by score and sample-epoch, each score's runs counted, and
-    each score's kind."""
-    held: dict[str, dict[SampleKey, Run]] = {}
-    counted: dict[str, AllRuns] = {}
-    kinds: dict[str, str] = {}
-    for score, kind, sample_id, epoch, run, why in base:
-        runs = held.setdefault(score, {})
-        kinds[score] = kind
-        _count(counted.setdefault(score, AllRuns()), kind, run, why)
-        if (key := (sample_id, epoch)) in runs:
-            raise CompareError(_duplicate("BASE", score, key, runs[key].log, run.log))
-        runs[key] = run
-    return held, counted, kinds
 
 
 def pair_runs(
@@ -313,53 +290,57 @@ def pair_runs(
     new_complete: bool,
 ) -> dict[str, Any]:
     """Pair BASE's runs (held) with NEW's (as they come), and compare every
-    score: the pair's `stage_diagnosis`, `ordered_extraction` and the scores
-    in one run only. `NothingInCommon` when NEW is complete and shares no
-    score or no sample-epoch."""
-    held, base_counted, kinds = _held(base)
-    tallies: dict[str, _Score] = {}
+    score. `NothingInCommon` when NEW is complete and shares no score or no
+    sample-epoch."""
+    held: dict[str, dict[SampleKey, Run]] = {}
+    base_runs: dict[str, AllRuns] = {}
+    kinds: dict[str, str] = {}
+    for score, kind, sample_id, epoch, run, why in base:
+        runs, kinds[score] = held.setdefault(score, {}), kind
+        _count(base_runs.setdefault(score, AllRuns()), kind, run, why)
+        if (key := (sample_id, epoch)) in runs:
+            raise CompareError(_duplicate("BASE", score, key, runs[key].log, run.log))
+        runs[key] = run
+    scores: dict[str, _Score] = {}
     seen: dict[str, dict[SampleKey, str]] = {}
     only_in_new: Counter[str] = Counter()
     for score, kind, sample_id, epoch, run, why in new:
-        key = (sample_id, epoch)
-        logged = seen.setdefault(score, {})
+        key, logged = (sample_id, epoch), seen.setdefault(score, {})
         if key in logged:
             raise CompareError(_duplicate("NEW", score, key, logged[key], run.log))
         logged[key] = run.log
         if score not in held:
             only_in_new[score] += 1
             continue
-        if score not in tallies:
-            tallies[score] = _Score(kind, clustered, spools)
-        tally = tallies[score]
+        if score not in scores:
+            scores[score] = _Score(kind, clustered, spools)
+        tally = scores[score]
         _count(tally.new_runs, kind, run, why)
-        base_run = held[score].get(key)
-        if base_run is None:
-            tally.lists["only_in_new"].add(*key, _ref(key, run))
+        if (base_run := held[score].get(key)) is None:
+            tally.lists["only_in_new"].add(
+                *key, {"id": sample_id, "epoch": epoch, "log": run.log}
+            )
         else:
             tally.add(key, base_run, run)
-    if not tallies and new_complete:
+    if not scores and new_complete:
         raise NothingInCommon(
             f"no tracegrade score is in both runs: BASE has {_names(held)}, "
             f"NEW has {_names(only_in_new)}"
         )
-    only_in_base_scores = {s: len(runs) for s, runs in held.items() if s not in tallies}
     compared: dict[str, list[dict[str, Any]]] = {STAGE: [], EXTRACTION: []}
     for score in sorted(held):
         # NEW lacking the score: every BASE run of it with a result is lost.
-        tally = tallies.get(score) or _Score(kinds[score], clustered, spools)
+        tally = scores.get(score) or _Score(kinds[score], clustered, spools)
         only_in_base = spools.new()
         for key, run in held[score].items():
             if key in seen.get(score, {}):
                 continue
-            only_in_base.add(*key, _ref(key, run))
+            only_in_base.add(*key, {"id": key[0], "epoch": key[1], "log": run.log})
             if key[1] <= new_epochs and run.state in RESULTS[tally.kind]:
                 tally.lost_from[run.state, NOT_IN_NEW] += 1
-                gone = Run(NOT_IN_NEW).side()
-                tally.lists["lost_runs"].add(*key, _change(key, run, gone))
-        compared[tally.kind].append(
-            tally.compared(score, base_counted[score], only_in_base, alpha)
-        )
+                tally.lists["lost_runs"].add(*key, _change(key, run, Run(NOT_IN_NEW)))
+        counted = tally.compared(score, base_runs[score], only_in_base, alpha)
+        compared[tally.kind].append(counted)
     every = [*compared[STAGE], *compared[EXTRACTION]]
     if new_complete and not any(c["pairs"] for c in every):
         counts = "; ".join(
@@ -371,10 +352,10 @@ def pair_runs(
             f"no sample-epoch (sample id and epoch) is in both runs ({counts}); "
             "are they runs of the same dataset?"
         )
-    return {
-        STAGE: compared[STAGE],
-        EXTRACTION: compared[EXTRACTION],
-        "scores_only_in_base": dict(sorted(only_in_base_scores.items())),
+    return compared | {
+        "scores_only_in_base": {
+            s: len(held[s]) for s in sorted(held) if s not in scores
+        },
         "scores_only_in_new": dict(sorted(only_in_new.items())),
     }
 
@@ -408,18 +389,18 @@ def gate(
     failed: Iterable[str] = (),
     missing: Iterable[str] = (),
 ) -> dict[str, Any]:
-    """What `--fail-on-regression` decides on over `pairs`, each entry named
-    by its pair when there are several; `failed` and `missing` are NEW
-    evals that did not finish and BASE evals with no NEW eval."""
+    """What `--fail-on-regression` decides over `pairs`, each entry named by
+    its pair when there are several; `failed` and `missing` are NEW evals
+    that did not finish and BASE evals with no NEW eval."""
     tests, lost_results, regressed = [], [], []
     regressions = lost = 0
     for pair in pairs:
         named = f"{pair['name']}: " if len(pairs) > 1 else ""
         for c in [*pair[STAGE], *pair[EXTRACTION]]:
             score, worse = f"{named}{c['score']}: ", c["worse"]
-            outcomes = zip(c["tests"], _OUTCOMES[c["kind"]], strict=True)
-            on = PASS_GATE in gates
-            tests += [(score + t["outcome"], t) for t, (*_, g) in outcomes if g and on]
+            if PASS_GATE in gates:
+                gated = [t for t in c["tests"] if t["outcome"] != _UNGATED]
+                tests += [(score + t["outcome"], t) for t in gated]
             named_figures = ((gate_name(f["figure"]), f) for f in c.get("figures", []))
             figures = [(score + name, f) for name, f in named_figures if name in gates]
             tests += figures

@@ -1,10 +1,10 @@
-"""The comparison as one `Page` for the terminal, Markdown and HTML (with a
-transition heatmap per score): the verdict first, each long list cut to
-`show` rows, read back from disk only as far as shown."""
+"""The comparison as one `Page` for the terminal, Markdown and HTML: the
+verdict first, each long list read back from disk only as far as shown."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -13,7 +13,7 @@ from ..report.page import Page, Section, Table
 from ..report.runs import Undiagnosed, why_text
 from ..report.thresholds import OVER_ALL_RUNS
 from ..scorers.explain import list_ids, show_id
-from .build import Comparison
+from .build import SIDES, Comparison, lost_entries
 from .pairing import EXTRACTION, STAGE, lost_text
 from .stats import SIGN, discordant_needed, format_p
 
@@ -50,7 +50,6 @@ _LEGEND = {
     "a split run; evals pair by task and model.",
 }
 # Each list of changed pairs: its key, title and what it holds.
-_LOST = ("lost", "Lost results", " (a result in BASE, none in NEW)")
 _LISTS = {
     STAGE: [
         ("regressions", "Regressions", f" (pass {ARROW} retrieval or generation)"),
@@ -84,10 +83,9 @@ def all_warnings(comparison: Comparison) -> list[str]:
 
 
 def comparison_page(comparison: Comparison, show: int, option: str = "--show") -> Page:
-    """The verdict, what was compared, then a section per pair of evals
-    (each list cut to `show` rows, set by `option`), then the evals."""
+    """The verdict, what was compared, a section per pair of evals (each list
+    cut to `show` rows, set by `option`), then the evals."""
     head, *reasons = verdict_lines(comparison)
-    asked = comparison["verdict"]["asked"]
     sections = [Section(None, [_thresholds(comparison["thresholds"])])]
     several = len(comparison.pairs) > 1
     for index, pair in enumerate(comparison.pairs):
@@ -101,12 +99,20 @@ def comparison_page(comparison: Comparison, show: int, option: str = "--show") -
             )
         sections.append(Section(name if several else None, first, notes, rest))
     sections.append(Section(None, [_evals(comparison)]))
+    gate = comparison["gate"]
+    regressions = _count(gate["regressions"], "regression")
+    if gate["regressed"]:
+        regressions += f" ({'; '.join(gate['regressed'])})"
+    if "--fail-on-regression" not in comparison["verdict"]["asked"]:
+        regressions += _would_gate(gate)
+    else:
+        regressions += "."
     return Page(
         "tracegrade compare",
         head,
         reasons,
-        comparison["verdict"]["failed"] if asked else None,
-        [_summary(comparison), f"Regressions: {_regressions(comparison)}"],
+        comparison["verdict"]["failed"] if comparison["verdict"]["asked"] else None,
+        [_summary(comparison), f"Regressions: {regressions}"],
         [],
         all_warnings(comparison),
         sections,
@@ -114,9 +120,7 @@ def comparison_page(comparison: Comparison, show: int, option: str = "--show") -
 
 
 def _named(table: Table, key: str, title: str) -> Table:
-    return Table(
-        **{**vars(table), "key": key + table.key, "title": title + table.title}
-    )
+    return replace(table, key=key + table.key, title=title + table.title)
 
 
 def _summary(comparison: Comparison) -> str:
@@ -135,22 +139,15 @@ def _count(count: int, what: str) -> str:
     return f"{count} {what}{'s' * (count != 1)}"
 
 
-def _regressions(comparison: Comparison) -> str:
-    """The regressions; without the gate asked, what the gate would count."""
-    gate = comparison["gate"]
-    text = _count(gate["regressions"], "regression")
-    if gate["regressed"]:
-        text += f" ({'; '.join(gate['regressed'])})"
-    if "--fail-on-regression" in comparison["verdict"]["asked"]:
-        return text + "."
+def _would_gate(gate: dict[str, Any]) -> str:
+    """Without the gate asked, what it would count."""
     if gate["significant"]:
-        text += f"; significantly worse at alpha = {gate['alpha']}: "
+        text = f"; significantly worse at alpha = {gate['alpha']}: "
         text += "; ".join(gate["significant"])
     else:
-        text += f"; none significant at alpha = {gate['alpha']} "
+        text = f"; none significant at alpha = {gate['alpha']} "
         text += f"(tested: {'; '.join(gate['outcomes'])})"
-    lost = [f"lost results: {entry}" for entry in gate["lost_results"]]
-    lost += gate["failed_evals"] + gate["missing_evals"]
+    lost = lost_entries(gate)
     counted = "" if gate["lost_gated"] else ", not gated (--allow-lost)"
     return text + (f"; {'; '.join(lost)}{counted}." if lost else "; no result lost.")
 
@@ -182,7 +179,8 @@ def _pair_tables(
     first += [_tests(tests, alpha), _figures(figures)]
     notes = [f"{score} {t['outcome']}: {t['note']}" for score, t in tests]
     notes += [f"{score} {_figure(f['figure'])}: {f['note']}" for score, f in figures]
-    lists = [(c, *_LOST) for c in scores]
+    lost = ("lost_runs", "Lost results", " (a result in BASE, none in NEW)")
+    lists = [(c, *lost) for c in scores]
     lists += [(c, *listed) for c in scores for listed in _LISTS[c["kind"]]]
     rest = [_changes(*listed, show, option) for listed in lists]
     rest += [_ids(c, show, option) for c in pair[STAGE]]
@@ -191,13 +189,15 @@ def _pair_tables(
 
 
 def _pairs(scores: list[dict[str, Any]]) -> Table:
-    columns = ["score", "pairs", "changed", "worse", "better", "lost"]
     rows = []
     for c in scores:
         same = sum(row[i] for i, row in enumerate(c["transitions"]))
-        moved = _row(c["pairs"], c["pairs"] - same, c["worse"], c["better"])
-        alone = _row(len(c["only_in_base"]), len(c["only_in_new"]))
-        rows.append([c["score"], *moved, lost_text(c["lost_from"]), *alone])
+        moved = (c["pairs"], c["pairs"] - same, c["worse"], c["better"])
+        alone = (len(c["only_in_base"]), len(c["only_in_new"]))
+        rows.append(
+            [c["score"], *_row(*moved), lost_text(c["lost_from"]), *_row(*alone)]
+        )
+    columns = ["score", "pairs", "changed", "worse", "better", "lost"]
     columns += ["only in BASE", "only in NEW"]
     legend = _LEGEND["summary"]
     return Table("summary", "Pairs", legend, columns, rows, constant=["score"])
@@ -212,8 +212,8 @@ def _runs(scores: list[dict[str, Any]]) -> Table:
     for c, side in ((c, side) for c in scores for side in ("BASE", "NEW")):
         runs = c[f"{side.lower()}_runs"]
         why = why_text([Undiagnosed(**item) for item in runs["not_diagnosed"]])
-        counts = [runs["runs"], runs["diagnosed"], runs["runs"] - runs["diagnosed"]]
-        rows.append([c["score"], side, *map(str, counts), why or "none"])
+        counts = _row(runs["runs"], runs["diagnosed"], runs["runs"] - runs["diagnosed"])
+        rows.append([c["score"], side, *counts, why or "none"])
     columns = ["score", "side", "runs", "diagnosed", "not diagnosed", "why"]
     return Table("runs", "Runs", _LEGEND["runs"], columns, rows, constant=["score"])
 
@@ -221,19 +221,17 @@ def _runs(scores: list[dict[str, Any]]) -> Table:
 def _transitions(c: dict[str, Any]) -> Table:
     states, counts = c["states"], c["transitions"]
     totals = [sum(column) for column in zip(*counts, strict=True)]
-    rows = [[s, *map(str, r), str(sum(r))] for s, r in zip(states, counts, strict=True)]
-    rows.append(["total", *map(str, totals), str(sum(totals))])
+    rows = [[s, *_row(*r), str(sum(r))] for s, r in zip(states, counts, strict=True)]
+    rows.append(["total", *_row(*totals), str(sum(totals))])
     # Briefly, without the states no pair is in on either side.
     held = [i for i in range(len(states)) if totals[i] or sum(counts[i])]
+    caption = "Pairs by state in BASE (rows) and in NEW (columns); the diagonal "
+    caption += f"is unchanged. {_LEGEND[c['kind']]}"
+    columns = ["BASE \\ NEW", *states, "total"]
+    brief = ["BASE \\ NEW", *(states[i] for i in held), "total"]
+    key, title = f"transitions-{c['score']}", f"Transitions: {c['score']}"
     return Table(
-        f"transitions-{c['score']}",
-        f"Transitions: {c['score']}",
-        "Pairs by state in BASE (rows) and in NEW (columns); the diagonal is "
-        f"unchanged. {_LEGEND[c['kind']]}",
-        ["BASE \\ NEW", *states, "total"],
-        rows,
-        brief=["BASE \\ NEW", *(states[i] for i in held), "total"],
-        brief_rows=[*held, len(states)],
+        key, title, caption, columns, rows, brief=brief, brief_rows=[*held, len(states)]
     )
 
 
@@ -268,10 +266,10 @@ def _figures(figures: list[tuple[str, dict[str, Any]]]) -> Table:
     columns += ["fell", "rose", "p", "verdict"]
     rows = []
     for score, f in figures:
+        counts = _row(f["pairs"], f["samples"])
         means = [mean(f["base_mean"]), mean(f["new_mean"]), _pp(f["difference"])]
-        counts, moved = _row(f["pairs"], f["samples"]), _row(f["fell"], f["rose"])
-        test = [_p(f["p_value"]), f["verdict"]]
-        rows.append([score, _figure(f["figure"]), *counts, *means, *moved, *test])
+        test = [*_row(f["fell"], f["rose"]), _p(f["p_value"]), f["verdict"]]
+        rows.append([score, _figure(f["figure"]), *counts, *means, *test])
     # One epoch: a pair is a sample.
     one = all(f["samples"] == f["pairs"] for _, f in figures)
     brief = [c for c in columns if c != "samples"] if one else None
@@ -309,32 +307,23 @@ def _changes(
     c: dict[str, Any], key: str, title: str, about: str, show: int, option: str
 ) -> Table:
     stage = c["kind"] == STAGE
-    changes = c["lost_runs" if key == "lost" else key]
     brief = ["sample", "epoch", f"BASE {ARROW} NEW"]
     brief += ["missing in BASE", "missing in NEW"] if stage else []
 
     def row(x: dict[str, Any]) -> list[str]:
         base, new = x["base"], x["new"]
-        cells = [
-            _sample(x["id"]),
-            str(x["epoch"]),
-            f"{base['state']} {ARROW} {new['state']}",
-        ]
+        cells = [_sample(x["id"]), str(x["epoch"])]
+        cells.append(f"{base['state']} {ARROW} {new['state']}")
         if stage:
             cells += [_ids_text(base["missing"]), _ids_text(new["missing"])]
         return [*cells, base["explanation"] or "", new["explanation"] or ""]
 
-    rows = map(row, changes)
-    shown, caption, cut = _cut(rows, len(changes), "pairs", show, option)
+    shown, caption, cut = _cut(map(row, c[key]), len(c[key]), "pairs", show, option)
+    name = "lost" if key == "lost_runs" else key.replace("_", "-")
     columns = [*brief, "BASE explanation", "NEW explanation"]
+    title = f"{title}: {c['score']}{about}"
     return Table(
-        f"{key.replace('_', '-')}-{c['score']}",
-        f"{title}: {c['score']}{about}",
-        caption,
-        columns,
-        shown,
-        brief=brief,
-        cut=cut,
+        f"{name}-{c['score']}", title, caption, columns, shown, brief=brief, cut=cut
     )
 
 
@@ -347,49 +336,42 @@ def _ids(c: dict[str, Any], show: int, option: str) -> Table:
     )
     rows = ([show_id(i), str(missing.get(i, 0)), str(found.get(i, 0))] for i in ordered)
     shown, count, _ = _cut(rows, len(ordered), "document IDs changed", show, option)
-    return Table(
-        f"ids-{c['score']}",
-        f"Document IDs newly missing and newly found: {c['score']}",
-        f"Over the {c['ids_compared']} pairs diagnosed retrieval, generation or "
-        f"pass in both runs. {_LEGEND['ids']} {count}",
-        ["document", "newly missing", "newly found"],
-        shown,
-        detail=True,
-    )
+    title = f"Document IDs newly missing and newly found: {c['score']}"
+    caption = f"Over the {c['ids_compared']} pairs diagnosed retrieval, generation "
+    caption += f"or pass in both runs. {_LEGEND['ids']} {count}"
+    columns = ["document", "newly missing", "newly found"]
+    return Table(f"ids-{c['score']}", title, caption, columns, shown, detail=True)
 
 
 def _one_run(scores: list[dict[str, Any]], show: int, option: str) -> Table:
-    lists = [(c, side) for c in scores for side in ("BASE", "NEW")]
+    lists = [(c, side, c[f"only_in_{side.lower()}"]) for c in scores for side in SIDES]
     rows = (
         [c["score"], side, _sample(x["id"]), str(x["epoch"]), Path(x["log"]).name]
-        for c, side in lists
-        for x in c[f"only_in_{side.lower()}"]
+        for c, side, listed in lists
+        for x in listed
     )
-    total = sum(len(c[f"only_in_{side.lower()}"]) for c, side in lists)
+    total = sum(len(listed) for _, _, listed in lists)
     what = "sample-epochs are in one run only"
     shown, count, cut = _cut(rows, total, what, show, option)
-    return Table(
-        "one-run",
-        "Samples in one run only",
-        f"{count} {_LEGEND['one-run']}",
-        ["score", "only in", "sample", "epoch", "log"],
-        shown,
-        constant=["score"],
-        cut=cut,
-    )
+    title, caption = "Samples in one run only", f"{count} {_LEGEND['one-run']}"
+    columns = ["score", "only in", "sample", "epoch", "log"]
+    return Table("one-run", title, caption, columns, shown, constant=["score"], cut=cut)
 
 
 def _logs(pair: dict[str, Any]) -> Table:
-    sides = {path: "BASE" for path in pair["base"]["logs"]}
-    sides |= {path: "NEW" for path in pair["new"]["logs"]}
+    sides = {path: side for side in SIDES for path in pair[side.lower()]["logs"]}
     rows = []
     for log in pair["logs"]:
         part = "" if log["part"] is None else "{index} of {count}".format(**log["part"])
-        name = [sides.get(log["path"], ""), Path(log["path"]).name, part]
-        counts = _row(
-            log["epochs"], log["samples"], log["samples_without_tracegrade_score"]
+        counts = (
+            log["epochs"],
+            log["samples"],
+            log["samples_without_tracegrade_score"],
         )
-        rows.append([*name, log["status"], *counts])
+        name = Path(log["path"]).name
+        rows.append(
+            [sides.get(log["path"], ""), name, part, log["status"], *_row(*counts)]
+        )
     columns = ["side", "log", "part", "status", "epochs", "samples", "no score"]
     return Table("logs", "Logs read", _LEGEND["logs"], columns, rows, detail=True)
 
@@ -398,11 +380,9 @@ def _evals(comparison: Comparison) -> Table:
     paired = {
         (side, pair[side.lower()]["key"]): pair["name"]
         for pair in comparison.pairs
-        for side in ("BASE", "NEW")
+        for side in SIDES
     }
-    evals = [
-        (side, e) for side in ("BASE", "NEW") for e in comparison[side.lower()]["evals"]
-    ]
+    evals = [(side, e) for side in SIDES for e in comparison[side.lower()]["evals"]]
     keys = ("name", "task", "model", "status", "epochs")
     rows = [
         [side, *_row(*(e[k] for k in keys)), paired.get((side, e["key"]), "not paired")]
@@ -439,38 +419,38 @@ def render_html(comparison: Comparison, show: int) -> str:
 
     page = comparison_page(comparison, show, "--html-show")
     charts: list[list[str]] = [[] for _ in page.sections]
-    for index, c in (
-        (i, c) for i, pair in enumerate(comparison.pairs) for c in _scores(pair)
-    ):
-        states, counts = c["states"], c["transitions"]
-        hover = [
-            [
-                f"BASE {plot_text(base)} {ARROW} NEW {plot_text(new)}: "
-                f"{_count(count, 'pair')}"
-                for new, count in zip(states, row, strict=True)
+    for index, pair in enumerate(comparison.pairs):
+        for c in _scores(pair):
+            states, counts = c["states"], c["transitions"]
+            hover = [
+                [
+                    f"BASE {plot_text(base)} {ARROW} NEW {plot_text(new)}: "
+                    f"{_count(count, 'pair')}"
+                    for new, count in zip(states, row, strict=True)
+                ]
+                for base, row in zip(states, counts, strict=True)
             ]
-            for base, row in zip(states, counts, strict=True)
-        ]
-        heatmap = go.Heatmap(
-            z=counts,
-            x=states,
-            y=states,
-            text=[[str(count) for count in row] for row in counts],
-            texttemplate="%{text}",
-            customdata=hover,
-            hovertemplate="%{customdata}<extra></extra>",
-            colorscale="Blues",
-            zmin=0,
-            showscale=False,
-        )
-        about = f"{c['pairs']} pairs; rows BASE, columns NEW; the diagonal is unchanged"
-        figure = go.Figure(heatmap).update_layout(
-            LAYOUT,
-            title=chart_title(f"Transitions: {plot_text(c['score'])}", about),
-            xaxis={"type": "category", "title": "NEW", "side": "bottom"},
-            # The first state on top, as in the table.
-            yaxis={"type": "category", "title": "BASE", "autorange": "reversed"},
-        )
-        chart = chart_html(figure, f"transitions-{index + 1}-{c['score']}")
-        charts[index + 1].append(chart)
+            heatmap = go.Heatmap(
+                z=counts,
+                x=states,
+                y=states,
+                text=[_row(*row) for row in counts],
+                texttemplate="%{text}",
+                customdata=hover,
+                hovertemplate="%{customdata}<extra></extra>",
+                colorscale="Blues",
+                zmin=0,
+                showscale=False,
+            )
+            title = f"Transitions: {plot_text(c['score'])}"
+            about = f"{c['pairs']} pairs; rows BASE, columns NEW; the diagonal is "
+            figure = go.Figure(heatmap).update_layout(
+                LAYOUT,
+                title=chart_title(title, f"{about}unchanged"),
+                xaxis={"type": "category", "title": "NEW", "side": "bottom"},
+                # The first state on top, as in the table.
+                yaxis={"type": "category", "title": "BASE", "autorange": "reversed"},
+            )
+            key = f"transitions-{index + 1}-{c['score']}"
+            charts[index + 1].append(chart_html(figure, key))
     return page_html(page, charts, get_plotlyjs())

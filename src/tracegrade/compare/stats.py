@@ -1,6 +1,5 @@
 """The exact two-sided binomial test at 1/2 of what fell against what rose:
-McNemar's test with one epoch, the sign test with the sample as the unit
-with several (docs/compare.md, "Significance")."""
+McNemar's test with one epoch, the sign test of samples with several."""
 
 from __future__ import annotations
 
@@ -10,20 +9,11 @@ from typing import Any
 
 from scipy.stats import binomtest  # type: ignore[import-untyped]
 
-DEFAULT_ALPHA = 0.05
 MCNEMAR = "exact McNemar test"
 SIGN = "exact sign test on per-sample differences"
-TOO_FEW = "too few to tell"
-
-
-class InvalidAlpha(ValueError):
-    """A significance level outside (0, 1)."""
-
-
-def check_alpha(alpha: float) -> float:
-    if not (isinstance(alpha, (int, float)) and 0 < alpha < 1):
-        raise InvalidAlpha(f"alpha must lie strictly between 0 and 1, got {alpha!r}")
-    return float(alpha)
+_PAIRED = "outcome higher_is_better alpha test pairs samples base_count new_count"
+_PAIRED += " b c fell rose p_value difference"
+_FIGURE = "figure alpha test pairs samples base_mean new_mean difference fell rose"
 
 
 def p_value(fell: int, rose: int) -> float:
@@ -49,17 +39,17 @@ def format_p(p: float) -> str:
 def _tested(
     head: dict[str, Any], higher: bool, moved: str, needed: str, nothing: list[str]
 ) -> dict[str, Any]:
-    """`head` and the test of its `fell` against its `rose`, the verdict said
-    in one sentence: `moved` what was weighed; `nothing`, why there is none
-    with pairs and without."""
+    """`head` with the test of its `fell` against its `rose` and the verdict
+    in a sentence; `nothing` says why there is none, with pairs and without."""
     fell, rose, alpha = head["fell"], head["rose"], head["alpha"]
     changed = fell + rose
-    if not changed:
-        moved = nothing[0] if head["pairs"] else nothing[1]
     least = discordant_needed(alpha)
     p = p_value(fell, rose) if changed else None
-    if p is None or changed < least:
-        verdict = TOO_FEW
+    if p is None:
+        verdict, note = "too few to tell", nothing[0 if head["pairs"] else 1]
+        note = f"Too few to tell: {note}"
+    elif changed < least:
+        verdict = "too few to tell"
         note = (
             f"Too few to tell: {moved}; even a {changed} to 0 split would give "
             f"p = {format_p(p_value(0, changed))} > alpha = {alpha}{needed}."
@@ -77,13 +67,8 @@ def _tested(
         "discordant_needed": least,
         "significant": p is not None and p <= alpha,
         "verdict": verdict,
-        "note": f"Too few to tell: {moved}" if not changed else note,
+        "note": note,
     }
-
-
-_PAIRED = "outcome higher_is_better alpha test pairs samples base_count new_count"
-_PAIRED += " b c fell rose p_value difference"
-_FIGURE = "figure alpha test pairs samples base_mean new_mean difference fell rose"
 
 
 def paired_test(
@@ -114,10 +99,10 @@ def paired_test(
         "to weigh.",
         f"no pair was tested for {outcome}.",
     ]
-    # p_value is filled in by `_tested`; difference, here.
+    difference = (c - b) / pairs if pairs else None
     values = (outcome, higher_is_better, alpha, name, pairs, samples, *counts[1:])
-    head = dict(zip(_PAIRED.split(), (*values, fell, rose, None, None), strict=True))
-    head["difference"] = (c - b) / pairs if pairs else None
+    keys = _PAIRED.split()
+    head = dict(zip(keys, (*values, fell, rose, None, difference), strict=True))
     needed = f", and at least {discordant_needed(alpha)} changed {what} are needed"
     return _tested(head, higher_is_better, moved, needed, nothing)
 
@@ -130,9 +115,8 @@ def figure_test(
     means: tuple[float | None, float | None],
     moves: tuple[int, int, int],
 ) -> dict[str, Any]:
-    """A figure's means over the pairs that have it, and the sign test of
-    the samples that fell against those that rose; `moves` are fell, rose
-    and the pairs that lost the figure."""
+    """A figure's means over the pairs that have it, and the sign test of its
+    samples; `moves` are fell, rose and the pairs that lost the figure."""
     (base, new), (fell, rose, lost) = means, moves
     difference = None if base is None or new is None else new - base
     name = "exact sign test on per-sample mean differences"
