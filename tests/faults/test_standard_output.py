@@ -1,13 +1,7 @@
-"""Standard output checked like any output, whatever the buffering.
-
-With PYTHONUNBUFFERED=1 (common in CI images and containers) Python hands
-each write straight to the descriptor and ignores a short one: on a full
-disk, `labels export > file` left a truncated file and exited 0. Now a
-short write goes on with the rest, and a failed one stops the command:
-exit 2, one line naming standard output, and a file cut back to what it
-held before, so that no part passes for the whole. And a signal that comes
-once an output is complete says it was written, not that nothing was.
-"""
+"""Standard output checked like any output, whatever the buffering: with
+PYTHONUNBUFFERED=1 Python ignores a short write, and `labels export > file`
+on a full disk once left a truncated file and exited 0. A failed write now
+stops the command (exit 2, one line) and cuts the file back to what it held."""
 
 from __future__ import annotations
 
@@ -16,7 +10,6 @@ import os
 import resource
 import signal
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,32 +26,27 @@ from tests.faults.conftest import (
     mounted_tmpfs,
     needs_mount,
     one_clear_line,
+    wait_for,
     write_stage_log,
 )
 
 pytestmark = pytest.mark.runs_long
 
-REPORT = ("report", "log.eval", "--html", "report.html")
-LOG_SAMPLES = 1000
-"""About 200 KB of lines to label: more than the full disk takes."""
+APPENDED = b"kept\n"
+Ended = dict[str, tuple[Path, subprocess.CompletedProcess[str]]]
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("stdout")
-    write_stage_log(folder, LOG_SAMPLES)
+    write_stage_log(folder, 1000)  # about 200 KB to label: more than a full disk
     return folder
-
-
-EXPORT = ("labels", "export", "log.eval")
-APPENDED = b"kept\n"
-SHORT_WRITE_LIMIT = 10_000
 
 
 @pytest.fixture(scope="module")
 def unbuffered(
     tmp_path_factory: pytest.TempPathFactory, folder: Path
-) -> Iterator[dict[str, tuple[Path, subprocess.CompletedProcess[str]]]]:
+) -> Iterator[Ended]:
     """With PYTHONUNBUFFERED=1, in one fresh interpreter: `score --out - >>`
     a file on a full 64 KB disk (where a tmpfs can be mounted), and `labels
     export` under `ulimit -f`. Each case's output file and how it ended."""
@@ -69,21 +57,18 @@ def unbuffered(
             mnt = mounts.enter_context(mounted_tmpfs(folder / "mnt", "size=64k"))
             outputs["full disk"] = mnt / "out.jsonl"
             outputs["full disk"].write_bytes(APPENDED)
-            score = ("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs")
+            score = ["score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs"]
+            append = (outputs["full disk"], "append")
             commands.append(
-                StreamedCommand(
-                    (*score, "--out", "-"),
-                    folder,
-                    stdout=(outputs["full disk"], "append"),
-                )
+                StreamedCommand([*score, "--out", "-"], folder, stdout=append)
             )
         outputs["short write"] = folder / "limited.jsonl"
         commands.append(
             StreamedCommand(
-                EXPORT,
+                ["labels", "export", "log.eval"],
                 folder,
                 stdout=(outputs["short write"], "capture"),
-                soft_limits=((resource.RLIMIT_FSIZE, SHORT_WRITE_LIMIT),),
+                soft_limits=((resource.RLIMIT_FSIZE, 10_000),),
             )
         )
         done = commands_in_one_interpreter(
@@ -91,16 +76,12 @@ def unbuffered(
             tmp_path_factory.mktemp("unbuffered"),
             env={"PYTHONUNBUFFERED": "1"},
         )
-        yield {
-            case: (out, result)
-            for (case, out), result in zip(outputs.items(), done, strict=True)
-        }
+        yield dict(zip(outputs, zip(outputs.values(), done, strict=True), strict=True))
 
 
 @needs_mount
 def test_standard_output_to_a_full_disk_is_one_line_and_cut_back(
-    folder: Path,
-    unbuffered: dict[str, tuple[Path, subprocess.CompletedProcess[str]]],
+    folder: Path, unbuffered: Ended
 ) -> None:
     """`>>`: what the file held before stays, and only that."""
     out, done = unbuffered["full disk"]
@@ -112,15 +93,14 @@ def test_standard_output_to_a_full_disk_is_one_line_and_cut_back(
 
 
 def test_a_short_write_to_standard_output_is_never_taken_for_the_whole(
-    unbuffered: dict[str, tuple[Path, subprocess.CompletedProcess[str]]],
+    unbuffered: Ended,
 ) -> None:
     """`ulimit -f`: the write that crosses the limit writes part of its
     bytes (a short write), the next fails; Python ignored the short one."""
     out, done = unbuffered["short write"]
     assert done.returncode == 2, done.stderr
-    assert "cannot write standard output (File too large)" in one_clear_line(
-        done.stderr
-    )
+    line = one_clear_line(done.stderr)
+    assert "cannot write standard output (File too large)" in line
     assert out.read_bytes() == b""
 
 
@@ -128,17 +108,15 @@ def test_a_signal_after_the_output_is_written_says_so(folder: Path) -> None:
     """SIGTERM the moment `report --html` has put its page under its name:
     the page stays, whole, and the line says it was written."""
     html = folder / "report.html"
-    html.unlink(missing_ok=True)
-    process = start_tracegrade(*REPORT, cwd=folder, stdout=Path(os.devnull))
-
-    def published() -> None:
-        deadline = time.monotonic() + 300
-        while not html.exists():
-            if process.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"no report was written: {process.communicate()}")
-            time.sleep(0.0005)
-
-    with frozen(process, once=published):
+    process = start_tracegrade(
+        "report",
+        "log.eval",
+        "--html",
+        "report.html",
+        cwd=folder,
+        stdout=Path(os.devnull),
+    )
+    with frozen(process, once=lambda: wait_for(html.exists, process, "a report")):
         process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 128 + signal.SIGTERM, stderr
