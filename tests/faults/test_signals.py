@@ -5,12 +5,9 @@ unchanged, and two applies take turns. Points are seeded by the test id."""
 
 from __future__ import annotations
 
-import os
 import random
 import shutil
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -36,7 +33,7 @@ from tests.faults.conftest import (
     write_stage_log,
     write_stage_records,
 )
-from tests.support import SUBPROCESS_ENV, write_lines
+from tests.support import write_lines
 
 pytestmark = pytest.mark.runs_long
 
@@ -154,49 +151,6 @@ def test_check_leaves_no_temporary_id_database(
     line = one_clear_line(stderr)
     assert line.startswith("tracegrade check: stopped by SIGTERM after line")
     assert line.endswith("the check is incomplete")
-
-
-# Ids until the database spills to a file, then the spill count; then waits.
-SPILLING_IDS = """
-import os, sys
-from tracegrade.bulk.scoring import DiskIds
-
-ids, number = DiskIds(cache_kib=64), 0
-while not any(
-    os.readlink(f"/proc/self/fd/{fd}").startswith(os.environ["TMPDIR"])
-    for fd in os.listdir("/proc/self/fd") if os.path.exists(f"/proc/self/fd/{fd}")
-):
-    for _ in range(1_000):
-        ids.first_line(f"run-{number}", number)
-        number += 1
-print(number, flush=True)
-sys.stdin.read()
-"""
-
-
-def test_the_id_database_leaves_no_file_even_when_killed(tmp_path: Path) -> None:
-    """`check` keeps its ids in SQLite's page cache up to 8 MiB; a 64 KiB
-    one spills within a few thousand ids: the file is open, yet no longer
-    in the directory, so SIGKILL cannot leave it."""
-    where = {"TMPDIR": str(tmp_path), "SQLITE_TMPDIR": str(tmp_path)}
-    process = subprocess.Popen(
-        [sys.executable, "-c", SPILLING_IDS],
-        env={**SUBPROCESS_ENV, **where},
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert process.stdout is not None
-    assert process.stdout.readline().strip().isdigit(), "never reached the disk"
-    open_files = [os.readlink(fd) for fd in Path(f"/proc/{process.pid}/fd").iterdir()]
-    assert any(
-        name.startswith(str(tmp_path)) and name.endswith(" (deleted)")
-        for name in open_files
-    ), open_files
-    assert list(tmp_path.iterdir()) == []
-    process.kill()
-    process.wait(timeout=60)
-    assert list(tmp_path.iterdir()) == []
 
 
 APPLY_SAMPLES = 400  # reading, scoring and writing the log each last a while
