@@ -176,7 +176,6 @@ _COMMANDS = """
 import json, os, resource, sys, tempfile
 from importlib.metadata import entry_points
 from tracegrade import outputs
-from tracegrade.cli import run
 
 FLAGS = {
     "append": os.O_WRONLY | os.O_APPEND,
@@ -199,12 +198,9 @@ for case in json.loads(sys.argv[1]):
     for limit, soft in case["soft_limits"]:
         resource.setrlimit(limit, (soft, limits[limit][1]))
     sys.argv = [case["program"], *case["args"]]
+    (script,) = entry_points(group="console_scripts", name=case["program"])
     try:
-        if case["program"] == "tracegrade":
-            run()
-        else:
-            (script,) = entry_points(group="console_scripts", name=case["program"])
-            script.load()()
+        script.load()()
         code = 0
     except SystemExit as stop:
         code = stop.code
