@@ -22,9 +22,6 @@ from tests.commands import CommandProcess, run_tracegrade
 from tests.support import write_lines
 from tracegrade.cli.labels import lock_path
 
-# Each phase a marker stands for must outlast a freeze (else `workload_too_small`).
-SIGNAL_RECORDS = 6_000
-SHORT_SIGNAL_RECORDS = SIGNAL_RECORDS // 2
 FINAL_SUFFIXES = (".json", ".eval", ".jsonl", ".html")  # else `.partial`
 POLL_SECONDS = 0.0005
 CAN_MOUNT = sys.platform == "linux" and os.geteuid() == 0
@@ -85,17 +82,33 @@ def write_stage_log(folder: Path, count: int) -> Path:
     return folder / "log.eval"
 
 
-def write_labels(path: Path, count: int, every: int) -> None:
-    write_lines(
-        path, [{"id": f"run-{n}", "correct": n % every == 0} for n in range(count)]
-    )
+SCORED_RECORDS = 400  # reading, scoring and writing the log each last a while
+
+
+@pytest.fixture(scope="session")
+def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every command's input: `runs.jsonl`, its log `log.eval`, `base/` and
+    `new/` holding a copy of it each, staff labels of every run, and
+    `even.jsonl` and `odd.jsonl` labelling the even and the odd runs."""
+    folder = tmp_path_factory.mktemp("scored")
+    log = write_stage_log(folder, SCORED_RECORDS)
+    for side in ("base", "new"):
+        (folder / side).mkdir()
+        shutil.copyfile(log, folder / side / "run.eval")
+    numbers = range(SCORED_RECORDS)
+    staff = [{"id": f"run-{n}", "correct": n % 3 == 0} for n in numbers]
+    write_lines(folder / "staff.jsonl", staff)
+    labels = [{"id": f"run-{n}", "correct": n % 4 < 2} for n in numbers]
+    write_lines(folder / "even.jsonl", labels[::2])
+    write_lines(folder / "odd.jsonl", labels[1::2])
+    return folder
 
 
 def workload_too_small(what: str) -> NoReturn:
     """Fail, never pass, a test whose signal cannot land where it must."""
     pytest.fail(
         f"{what}: the workload is too small for this machine (raise "
-        "SIGNAL_RECORDS in tests/faults/conftest.py)",
+        "the test's records)",
         pytrace=False,
     )
 

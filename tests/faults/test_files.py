@@ -4,11 +4,14 @@ Real links, a real full or read-only tmpfs, a real named pipe."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,35 +23,20 @@ from tests.commands import (
     run_tracegrade,
 )
 from tests.faults.conftest import (
+    CAN_MOUNT,
     fill,
     mounted_tmpfs,
     needs_mount,
     one_clear_line,
     snapshot,
-    write_labels,
-    write_stage_log,
     write_stage_records,
 )
 from tests.support import write_lines
 
 pytestmark = pytest.mark.runs_long
 
-RECORDS = 40
 SCORE = ["score", "stage_diagnosis", "runs.jsonl"]
 APPLY = ["labels", "apply", "log.eval", "staff.jsonl"]
-
-
-@pytest.fixture(scope="module")
-def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`runs.jsonl`, its log `log.eval`, `base/` and `new/` holding a copy
-    of it each, and staff labels: every command's input."""
-    folder = tmp_path_factory.mktemp("scored")
-    log = write_stage_log(folder, RECORDS)
-    for side in ("base", "new"):
-        (folder / side).mkdir()
-        shutil.copyfile(log, folder / side / "run.eval")
-    write_labels(folder / "staff.jsonl", RECORDS, every=2)
-    return folder
 
 
 @pytest.fixture()
@@ -193,40 +181,68 @@ STREAMS = {
 }
 BAD_DATASET = ["eval", "tracegrade/stage_diagnosis", "-T", "dataset=bad.jsonl"]
 BAD_DATASET += ["--log-dir", "logs", "--display"]
+APPENDED = b"kept\n"
 Ran = tuple[Path, dict[str, str], subprocess.CompletedProcess[str]]
 
 
 @pytest.fixture(scope="module")
 def in_one_interpreter(
     tmp_path_factory: pytest.TempPathFactory, scored: Path
-) -> dict[str, Ran]:
-    """What needs a process but not one of its own, each in a folder of its
-    own: the bad dataset under `--display full` first (Inspect keeps the
-    display of a process's first eval), then each stream into an input."""
-    folder = tmp_path_factory.mktemp("display")
-    write_lines(folder / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
+) -> Iterator[dict[str, Ran]]:
+    """What needs a process but not one of its own, each in a copy of
+    `scored`, in one fresh interpreter with PYTHONUNBUFFERED=1 (where Python
+    ignores a short write): the bad dataset under `--display full` first
+    (Inspect keeps a process's first display), each stream into an input,
+    `score --out - >>` a file on a full disk and `labels export` under
+    `ulimit -f`."""
+
+    def copy() -> Path:
+        work = tmp_path_factory.mktemp("one")
+        shutil.copytree(scored, work, dirs_exist_ok=True)
+        return work
+
+    work = copy()
+    write_lines(work / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
     commands = {
-        "full": StreamedCommand([*BAD_DATASET, "full"], folder, program="inspect")
+        "full": StreamedCommand([*BAD_DATASET, "full"], work, program="inspect")
     }
     for case, (command, descriptor, how) in STREAMS.items():
-        work = tmp_path_factory.mktemp("stream")
-        shutil.copytree(scored, work, dirs_exist_ok=True)
         args, name = READERS[command]
-        into = (work / name, how)
+        into = ((work := copy()) / name, how)
         commands[case] = StreamedCommand(
             args,
             work,
             stdout=into if descriptor == 1 else None,
             stderr=into if descriptor == 2 else None,
         )
-    befores = [snapshot(command.cwd) for command in commands.values()]
-    done = commands_in_one_interpreter(
-        list(commands.values()), tmp_path_factory.mktemp("commands")
+    work = copy()
+    commands["short write"] = StreamedCommand(
+        ["labels", "export", "log.eval"],
+        work,
+        stdout=(work / "out.jsonl", "capture"),
+        soft_limits=((resource.RLIMIT_FSIZE, 10_000),),
     )
-    ran = zip(commands.items(), befores, done, strict=True)
-    return {
-        case: (command.cwd, before, result) for (case, command), before, result in ran
-    }
+    with contextlib.ExitStack() as mounts:
+        if CAN_MOUNT:
+            work = copy()
+            mounts.enter_context(mounted_tmpfs(work / "mnt", "size=64k"))
+            (work / "mnt" / "out.jsonl").write_bytes(APPENDED)
+            commands["full disk"] = StreamedCommand(
+                [*SCORE, "--log-dir", "logs", "--out", "-"],
+                work,
+                stdout=(work / "mnt" / "out.jsonl", "append"),
+            )
+        befores = [snapshot(command.cwd) for command in commands.values()]
+        done = commands_in_one_interpreter(
+            list(commands.values()),
+            tmp_path_factory.mktemp("commands"),
+            env={"PYTHONUNBUFFERED": "1"},
+        )
+        ran = zip(commands.items(), befores, done, strict=True)
+        yield {
+            case: (command.cwd, before, result)
+            for (case, command), before, result in ran
+        }
 
 
 @pytest.mark.parametrize("case", STREAMS)
@@ -310,3 +326,28 @@ def test_a_blank_input_leaves_no_stray_files(tmp_path: Path) -> None:
     )
     assert done.returncode == 1
     assert snapshot(tmp_path) == before  # an empty `logs` may stay
+
+
+@needs_mount
+def test_standard_output_to_a_full_disk_is_one_line_and_cut_back(
+    in_one_interpreter: dict[str, Ran],
+) -> None:
+    """`>>`: what the file held before stays, and only that; no log either."""
+    work, _, done = in_one_interpreter["full disk"]
+    assert done.returncode == 2, done.stderr
+    line = one_clear_line(done.stderr)
+    assert "cannot write standard output (No space left on device)" in line
+    assert (work / "mnt" / "out.jsonl").read_bytes() == APPENDED
+    assert not (work / "logs").exists() or not any((work / "logs").iterdir())
+
+
+def test_a_short_write_to_standard_output_is_never_taken_for_the_whole(
+    in_one_interpreter: dict[str, Ran],
+) -> None:
+    """`ulimit -f`: the write that crosses the limit writes part of its
+    bytes (a short write), the next fails; Python ignored the short one."""
+    work, _, done = in_one_interpreter["short write"]
+    assert done.returncode == 2, done.stderr
+    line = one_clear_line(done.stderr)
+    assert "cannot write standard output (File too large)" in line
+    assert (work / "out.jsonl").read_bytes() == b""

@@ -1,10 +1,12 @@
 """Real signals at random points of a run leave nothing half-written: `score`
 removes what it began and says so in one line, SIGKILL leaves only `.partial`
 names, `check`'s id database leaves no file, `labels apply` ends with its log
-unchanged, and two applies take turns. Points are seeded by the test id."""
+unchanged, two applies take turns, and a signal after an output was written
+says so. Points are seeded by the test id."""
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 import signal
@@ -17,8 +19,7 @@ from inspect_ai.log import read_eval_log
 from tests.commands import CommandProcess, start_tracegrade
 from tests.faults.conftest import (
     FINAL_SUFFIXES,
-    SHORT_SIGNAL_RECORDS,
-    SIGNAL_RECORDS,
+    SCORED_RECORDS,
     InputWatch,
     assert_no_final_outputs,
     digest,
@@ -29,25 +30,25 @@ from tests.faults.conftest import (
     wait_for,
     wait_stopped,
     workload_too_small,
-    write_labels,
-    write_stage_log,
     write_stage_records,
 )
-from tests.support import write_lines
 
 pytestmark = pytest.mark.runs_long
 
-# `eval` split into parts, so that several parts are open when the signal
-# comes (all of them while the logs are finished).
+# Each phase a marker stands for must outlast a freeze (else `workload_too_small`);
+# `score` reads at half the speed of `check`.
+SIGNAL_RECORDS = 6_000
+# `score`'s input in four `.eval` parts, so that several are open when the
+# signal comes (all of them while the logs are finished).
 EVAL_FORMAT = ("--log-format", "eval", "--max-samples-per-log")
-EVAL_FORMAT += (str(SHORT_SIGNAL_RECORDS // 4),)
+EVAL_FORMAT += (str(SIGNAL_RECORDS // 8),)
 
 
 @pytest.fixture(scope="module")
 def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Inputs for `score` and for `check`, which reads faster."""
     folder = tmp_path_factory.mktemp("signal-input")
-    write_stage_records(folder / "score.jsonl", SHORT_SIGNAL_RECORDS)
+    write_stage_records(folder / "score.jsonl", SIGNAL_RECORDS // 2)
     write_stage_records(folder / "check.jsonl", SIGNAL_RECORDS)
     return {"score": folder / "score.jsonl", "check": folder / "check.jsonl"}
 
@@ -153,26 +154,6 @@ def test_check_leaves_no_temporary_id_database(
     assert line.endswith("the check is incomplete")
 
 
-APPLY_SAMPLES = 400  # reading, scoring and writing the log each last a while
-
-
-@pytest.fixture(scope="module")
-def apply_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`log.eval` of unlabelled runs; `labels.jsonl` labels every third,
-    `even.jsonl` and `odd.jsonl` the even and odd ones."""
-    folder = tmp_path_factory.mktemp("apply")
-    write_stage_log(folder, APPLY_SAMPLES)
-    (folder / "runs.jsonl").unlink()
-    write_labels(folder / "labels.jsonl", APPLY_SAMPLES, every=3)
-    for name, parity in (("even", 0), ("odd", 1)):
-        labels = [
-            {"id": f"run-{number}", "correct": number % 4 < 2}
-            for number in range(parity, APPLY_SAMPLES, 2)
-        ]
-        write_lines(folder / f"{name}.jsonl", labels)
-    return folder
-
-
 def start_apply(work: Path, labels: str) -> CommandProcess:
     """`labels apply` started, returned once it holds its lock."""
     process = start_tracegrade("labels", "apply", "log.eval", labels, cwd=work)
@@ -181,21 +162,21 @@ def start_apply(work: Path, labels: str) -> CommandProcess:
 
 
 def test_a_signal_at_a_random_point_of_labels_apply_ends_it_unchanged(
-    tmp_path: Path, apply_folder: Path, request: pytest.FixtureRequest
+    tmp_path: Path, scored: Path, request: pytest.FixtureRequest
 ) -> None:
     """SIGINT while reading, scoring or writing: a point after the log was
     replaced proves nothing, so it is drawn again from an earlier one."""
-    shutil.copytree(apply_folder, tmp_path, dirs_exist_ok=True)
+    shutil.copytree(scored, tmp_path, dirs_exist_ok=True)
     before = snapshot(tmp_path)
-    process = start_apply(tmp_path, "labels.jsonl")
+    process = start_apply(tmp_path, "staff.jsonl")
     begun = time.monotonic()
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 0, stderr
     window = time.monotonic() - begun
     chance = random.Random(request.node.nodeid)
     for _ in range(6):
-        shutil.copytree(apply_folder, tmp_path, dirs_exist_ok=True)
-        process = start_apply(tmp_path, "labels.jsonl")
+        shutil.copytree(scored, tmp_path, dirs_exist_ok=True)
+        process = start_apply(tmp_path, "staff.jsonl")
         time.sleep(chance.uniform(0, window))
         process.send_signal(signal.SIGSTOP)
         running = wait_stopped(process.pid)
@@ -219,9 +200,9 @@ def test_a_signal_at_a_random_point_of_labels_apply_ends_it_unchanged(
 
 
 def test_two_applies_take_turns_and_both_labels_stay(
-    tmp_path: Path, apply_folder: Path
+    tmp_path: Path, scored: Path
 ) -> None:
-    shutil.copytree(apply_folder, tmp_path, dirs_exist_ok=True)
+    shutil.copytree(scored, tmp_path, dirs_exist_ok=True)
     first = start_tracegrade("labels", "apply", "log.eval", "even.jsonl", cwd=tmp_path)
     locked = lambda: holds_lock(first.pid, tmp_path / "log.eval")  # noqa: E731
     with frozen(first, once=lambda: wait_for(locked, first, "a lock")):
@@ -244,5 +225,26 @@ def test_two_applies_take_turns_and_both_labels_stay(
             source = (metadata.get("read_from") or {}).get("correct")
             if source in sources and "correct" in record:
                 labelled[str(sample.id)] = record["correct"]
-    expected = {f"run-{n}": n % 4 < 2 for n in range(APPLY_SAMPLES)}
+    expected = {f"run-{n}": n % 4 < 2 for n in range(SCORED_RECORDS)}
     assert labelled == expected
+
+
+def test_a_signal_after_the_output_is_written_says_so(
+    tmp_path: Path, scored: Path
+) -> None:
+    """SIGTERM the moment `report --html` has put its page under its name:
+    the page stays, whole, and the line says it was written."""
+    html = tmp_path / "report.html"
+    process = start_tracegrade(
+        *("report", str(scored / "log.eval"), "--html", "report.html"),
+        cwd=tmp_path,
+        stdout=Path(os.devnull),
+    )
+    with frozen(process, once=lambda: wait_for(html.exists, process, "a report")):
+        process.send_signal(signal.SIGTERM)
+    _, stderr = process.communicate(timeout=300)
+    assert process.returncode == 128 + signal.SIGTERM, stderr
+    assert one_clear_line(stderr) == (
+        "tracegrade: stopped by SIGTERM; report.html was written"
+    )
+    assert html.read_text().rstrip().endswith("</html>")
