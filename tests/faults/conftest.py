@@ -4,7 +4,6 @@ while the process is frozen, never after a guessed delay."""
 from __future__ import annotations
 
 import contextlib
-import errno
 import hashlib
 import os
 import shutil
@@ -69,19 +68,6 @@ def write_stage_records(path: Path, count: int) -> None:
     write_lines(path, records)
 
 
-def write_stage_log(folder: Path, count: int) -> Path:
-    """`folder/runs.jsonl` of `count` stage records and its log, `log.eval`."""
-    write_stage_records(folder / "runs.jsonl", count)
-    done = run_tracegrade(
-        "score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs", cwd=folder
-    )
-    assert done.returncode == 0, done.stderr
-    (log,) = (folder / "logs").glob("*.eval")
-    shutil.move(log, folder / "log.eval")
-    shutil.rmtree(folder / "logs")
-    return folder / "log.eval"
-
-
 SCORED_RECORDS = 400  # reading, scoring and writing the log each last a while
 
 
@@ -91,10 +77,14 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
     `new/` holding a copy of it each, staff labels of every run, and
     `even.jsonl` and `odd.jsonl` labelling the even and the odd runs."""
     folder = tmp_path_factory.mktemp("scored")
-    log = write_stage_log(folder, SCORED_RECORDS)
-    for side in ("base", "new"):
-        (folder / side).mkdir()
-        shutil.copyfile(log, folder / side / "run.eval")
+    write_stage_records(folder / "runs.jsonl", SCORED_RECORDS)
+    args = ("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs")
+    assert run_tracegrade(*args, cwd=folder).returncode == 0
+    (log,) = (folder / "logs").glob("*.eval")
+    for copy in ("log.eval", "base/run.eval", "new/run.eval"):
+        (folder / copy).parent.mkdir(exist_ok=True)
+        shutil.copyfile(log, folder / copy)
+    shutil.rmtree(folder / "logs")
     numbers = range(SCORED_RECORDS)
     staff = [{"id": f"run-{n}", "correct": n % 3 == 0} for n in numbers]
     write_lines(folder / "staff.jsonl", staff)
@@ -106,11 +96,8 @@ def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def workload_too_small(what: str) -> NoReturn:
     """Fail, never pass, a test whose signal cannot land where it must."""
-    pytest.fail(
-        f"{what}: the workload is too small for this machine (raise "
-        "the test's records)",
-        pytrace=False,
-    )
+    message = f"{what}: the workload is too small for this machine: more records"
+    pytest.fail(message, pytrace=False)
 
 
 def ended_before(process: CommandProcess, what: str) -> NoReturn:
@@ -136,6 +123,10 @@ def process_state(pid: int) -> str | None:
     with contextlib.suppress(OSError):
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     return None
+
+
+def stopped(process: CommandProcess) -> bool:
+    return process_state(process.pid) in ("T", "t")
 
 
 class InputWatch:
@@ -187,18 +178,6 @@ def holds_lock(pid: int, log: Path) -> bool:
     )
 
 
-def wait_stopped(pid: int) -> bool:
-    """Wait until the process shows it is stopped; False if it has ended."""
-    deadline = time.monotonic() + 60
-    while (state := process_state(pid)) not in ("T", "t"):
-        if state in (None, "Z", "X"):
-            return False
-        if time.monotonic() > deadline:
-            pytest.fail(f"process {pid} did not stop (state {state})")
-        time.sleep(POLL_SECONDS)
-    return True
-
-
 @contextlib.contextmanager
 def frozen(process: CommandProcess, once: Callable[[], object]) -> Iterator[None]:
     """The process stopped as soon as `once` returns, for the block."""
@@ -212,8 +191,7 @@ def frozen(process: CommandProcess, once: Callable[[], object]) -> Iterator[None
         with contextlib.suppress(PermissionError):
             os.setpriority(os.PRIO_PROCESS, 0, before)
     try:
-        if not wait_stopped(process.pid):
-            ended_before(process, "it could be frozen")
+        wait_for(lambda: stopped(process), process, "it could be frozen")
         yield
     finally:
         process.send_signal(signal.SIGCONT)
@@ -232,12 +210,6 @@ def mounted_tmpfs(where: Path, *options: str) -> Iterator[Path]:
 
 
 def fill(directory: Path) -> None:
-    """Take all of the file system under `directory` but a few bytes."""
-    filler = os.open(directory / "filler", os.O_WRONLY | os.O_CREAT)
-    try:
-        while os.write(filler, b"x" * 512):
-            pass
-    except OSError as error:
-        assert error.errno == errno.ENOSPC
-    finally:
-        os.close(filler)
+    """Take all of the (small) file system under `directory`."""
+    with pytest.raises(OSError, match="No space left"):
+        (directory / "filler").write_bytes(bytes(2**24))
