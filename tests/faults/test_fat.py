@@ -46,6 +46,12 @@ def fat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     for command in (["mkfs.vfat", image], ["fusefat", "-o", "rw+", image, mounted]):
         subprocess.run(command, check=True, capture_output=True)
     try:
+        (mounted / "a").write_text("a")  # what the tests stand on:
+        with pytest.raises(OSError):
+            os.link(mounted / "a", mounted / "b")  # no links
+        with pytest.raises(OSError):
+            os.chmod(mounted / "a", 0o644)  # no modes
+        (mounted / "a").unlink()
         yield mounted
     finally:
         subprocess.run(["umount", str(mounted)], check=False)
@@ -57,15 +63,6 @@ def folder(fat: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
     folder.mkdir()
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
-
-
-def test_the_file_system_has_no_links_and_no_modes(folder: Path) -> None:
-    """What the tests below stand on: the FUSE driver refuses both."""
-    (folder / "a").write_text("a")
-    with pytest.raises(OSError):
-        os.link(folder / "a", folder / "b")
-    with pytest.raises(OSError):
-        os.chmod(folder / "a", 0o644)
 
 
 def test_every_output_is_written_there(folder: Path, tmp_path: Path) -> None:
