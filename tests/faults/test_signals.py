@@ -66,22 +66,39 @@ def signal_mid_input(
         process.send_signal(signum)
 
 
-def signal_score(
-    tmp_path: Path, records: Path, signum: int, when: str, seed: str
-) -> tuple[int, str, dict[str, str]]:
-    """Run `score`, send `signum` in the loop or while the logs are written;
-    the return code, stderr, and what was new in the folder."""
+@pytest.mark.parametrize(
+    ("signum", "when", "code", "said"),
+    [
+        (signal.SIGINT, "loop", 130, "tracegrade score: interrupted (SIGINT)"),
+        (signal.SIGTERM, "finishing", 143, "tracegrade score: stopped by SIGTERM"),
+        (signal.SIGKILL, "finishing", -signal.SIGKILL, None),
+    ],
+    ids=["SIGINT-loop", "SIGTERM-finishing", "SIGKILL-finishing"],
+)
+def test_a_signal_leaves_nothing_under_a_final_name(
+    tmp_path: Path,
+    records: dict[str, Path],
+    signum: int,
+    when: str,
+    code: int,
+    said: str | None,
+    request: pytest.FixtureRequest,
+) -> None:
+    """In the line loop, or while finishing an `.eval` run in parts (every
+    part open): a caught signal removes everything begun and says so in one
+    line; SIGKILL leaves only `.partial` names."""
+    path = records["score"]
     (tmp_path / "old.results.jsonl").write_text("kept\n")
-    before, input_digest = snapshot(tmp_path), digest(records)
+    before, input_digest = snapshot(tmp_path), digest(path)
     process = start_tracegrade(
-        *("score", "stage_diagnosis", str(records), "--log-dir", "logs"),
+        *("score", "stage_diagnosis", str(path), "--log-dir", "logs"),
         *("--out", "results.jsonl", *EVAL_FORMAT),
         cwd=tmp_path,
     )
     if when == "loop":
-        signal_mid_input(process, records, signum, seed)
+        signal_mid_input(process, path, signum, request.node.nodeid)
     else:
-        watch = InputWatch(process, records)
+        watch = InputWatch(process, path)
         with frozen(process, once=watch.wait_until_closed):
             begun = set(snapshot(tmp_path)) - set(before)
             if any(name.endswith(FINAL_SUFFIXES) for name in begun):
@@ -90,49 +107,17 @@ def signal_score(
                 workload_too_small("no output was begun when frozen")
             process.send_signal(signum)
     _, stderr = process.communicate(timeout=300)
-    assert digest(records) == input_digest
+
+    assert process.returncode == code, stderr
+    assert digest(path) == input_digest
     assert_no_final_outputs(tmp_path, before)
-    after = snapshot(tmp_path)
-    return process.returncode, stderr, {k: after[k] for k in set(after) - set(before)}
-
-
-@pytest.mark.parametrize(
-    ("signum", "when", "said"),
-    [
-        (signal.SIGINT, "loop", "interrupted (SIGINT)"),
-        (signal.SIGTERM, "finishing", "stopped by SIGTERM"),
-    ],
-    ids=["SIGINT-loop", "SIGTERM-finishing"],
-)
-def test_a_caught_signal_removes_everything_begun_and_says_so(
-    tmp_path: Path,
-    records: dict[str, Path],
-    signum: int,
-    when: str,
-    said: str,
-    request: pytest.FixtureRequest,
-) -> None:
-    returncode, stderr, new = signal_score(
-        tmp_path, records["score"], signum, when, request.node.nodeid
-    )
-
-    assert returncode == 128 + signum, stderr
-    line = one_clear_line(stderr)
-    assert line.startswith(f"tracegrade score: {said}")
-    assert "no log or results were written" in line
-    assert new == {}  # not even a `.partial` file: cleanup ran
-
-
-def test_sigkill_leaves_only_partial_names(
-    tmp_path: Path, records: dict[str, Path], request: pytest.FixtureRequest
-) -> None:
-    """While finishing an `.eval` run, so that every part is open."""
-    returncode, _, new = signal_score(
-        tmp_path, records["score"], signal.SIGKILL, "finishing", request.node.nodeid
-    )
-
-    assert returncode == -signal.SIGKILL
-    assert all(name.endswith(".partial") for name in new), new
+    new = set(snapshot(tmp_path)) - set(before)
+    if said is None:
+        assert all(name.endswith(".partial") for name in new), new
+    else:
+        line = one_clear_line(stderr)
+        assert line.startswith(said) and "no log or results were written" in line
+        assert new == set()  # not even a `.partial` file: cleanup ran
 
 
 def test_check_leaves_no_temporary_id_database(
