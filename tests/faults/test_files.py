@@ -124,7 +124,7 @@ BIG = ["score", "stage_diagnosis", "big.jsonl"]
 NOT_WRITTEN = ("No space left on device", "no log or results were written")
 # 3,000 records give a .eval log of about 2.4 MB and 0.7 MB of results: the
 # disk fills while samples are written, while the log is finished, and under
-# the results. "filled" is a 64 KB disk taken whole but a few bytes.
+# the results. "filled" is a 64 KB disk taken whole.
 DISKS = {
     "score, samples": ([*BIG, "--log-dir", "mnt"], "size=64k", NOT_WRITTEN),
     "score, finishing": ([*BIG, "--log-dir", "mnt"], "size=2700k", NOT_WRITTEN),
@@ -136,14 +136,21 @@ DISKS = {
     "report --html": (
         ["report", "log.eval", "--html", "mnt/report.html"],
         "filled",
-        ("cannot write 'mnt/report.html' (No space left on device)", "nothing was"),
+        (
+            "cannot write 'mnt/report.html' (No space left on device)",
+            "nothing was written",
+        ),
     ),
     "labels apply": (
         [*APPLY, "--out", "mnt/l.eval"],
         "filled",
-        ("cannot write 'mnt/l.eval' (No space left on device)", "nothing was"),
+        ("cannot write 'mnt/l.eval' (No space left on device)", "nothing was written"),
     ),
-    "read-only --log-dir": ([*SCORE, "--log-dir", "mnt"], "ro", ("Read-only",)),
+    "read-only --log-dir": (
+        [*SCORE, "--log-dir", "mnt"],
+        "ro",
+        ("Read-only file system",),
+    ),
     "read-only --out": (
         [*SCORE, "--log-dir", "logs", "--out", "mnt/r.jsonl"],
         "ro",
