@@ -111,28 +111,19 @@ class CommandProcess(subprocess.Popen[bytes]):
         new_session: bool = True,
     ) -> None:
         self._captured = Path(tempfile.mkdtemp(prefix="tracegrade-command-"))
-        self._streams = {"stdout": stdout is None, "stderr": stderr is None}
+        streams: dict[str, Any] = {"stdin": stdin, "stdout": stdout, "stderr": stderr}
         with contextlib.ExitStack() as opened:
-
-            def stream(given: Stream, name: str) -> Any:
-                if isinstance(given, int):
-                    return given
+            for name, given in streams.items():
                 if given is None and name == "stdin":
-                    return subprocess.DEVNULL
-                path = self._captured / name if given is None else given
-                mode = "rb" if name == "stdin" else "wb"
-                return opened.enter_context(path.open(mode))
-
+                    streams[name] = subprocess.DEVNULL
+                elif not isinstance(given, int):
+                    path = self._captured / name if given is None else given
+                    mode = "rb" if name == "stdin" else "wb"
+                    streams[name] = opened.enter_context(path.open(mode))
+            env = {**SUBPROCESS_ENV, **(env or {})}
             super().__init__(
-                argv,
-                cwd=cwd,
-                env={**SUBPROCESS_ENV, **(env or {})},
-                stdin=stream(stdin, "stdin"),
-                stdout=stream(stdout, "stdout"),
-                stderr=stream(stderr, "stderr"),
-                start_new_session=new_session,
+                argv, cwd=cwd, env=env, start_new_session=new_session, **streams
             )
-        self.args = list(argv)
 
     def stderr_so_far(self) -> str:
         return self._read("stderr") or ""
@@ -146,11 +137,9 @@ class CommandProcess(subprocess.Popen[bytes]):
         return output
 
     def _read(self, stream: str) -> str | None:
-        if not self._streams[stream]:
-            return None
+        """A captured stream as Popen(text=True) decodes it; None if not captured."""
         path = self._captured / stream
-        # As Popen(text=True) decodes: universal newlines.
-        return path.read_text(encoding="utf-8") if path.exists() else ""
+        return path.read_text(encoding="utf-8") if path.exists() else None
 
     def to_its_end(self, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         try:
@@ -187,45 +176,36 @@ _COMMANDS = """
 import json, os, resource, sys, tempfile
 from importlib.metadata import entry_points
 from tracegrade import outputs
-from tracegrade.cli import run
 
 FLAGS = {
     "append": os.O_WRONLY | os.O_APPEND,
     "read-write": os.O_RDWR,
     "capture": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
 }
-stdout = sys.stdout
+stdout, environment = sys.stdout, dict(os.environ)
 for case in json.loads(sys.argv[1]):
-    sys.stdout.flush()
-    sys.stderr.flush()
     sys.stdout = stdout
     outputs._standard_output = None
     outputs._outputs.clear()
     tempfile.tempdir = None
     for descriptor, (path, how) in ((1, case["stdout"]), (2, case["stderr"])):
-        opened = os.open(path, FLAGS[how])
-        os.dup2(opened, descriptor)
+        os.dup2(opened := os.open(path, FLAGS[how]), descriptor)
         os.close(opened)
     os.chdir(case["cwd"])
-    environment = dict(os.environ)
-    os.environ.update(case["env"])
-    limits = {}
+    os.environ.clear()
+    os.environ.update(environment, **case["env"])
+    limits = {limit: resource.getrlimit(limit) for limit, _ in case["soft_limits"]}
     for limit, soft in case["soft_limits"]:
-        limits[limit] = resource.getrlimit(limit)
         resource.setrlimit(limit, (soft, limits[limit][1]))
     sys.argv = [case["program"], *case["args"]]
+    (script,) = entry_points(group="console_scripts", name=case["program"])
     try:
-        if case["program"] == "tracegrade":
-            run()
-        else:
-            (script,) = entry_points(group="console_scripts", name=case["program"])
-            script.load()()
+        script.load()()
         code = 0
     except SystemExit as stop:
-        if stop.code is None or isinstance(stop.code, int):
-            code = (stop.code or 0) & 0xFF
-        else:
-            print(stop.code, file=sys.stderr)
+        code = stop.code
+        if not isinstance(code, int | None):
+            print(code, file=sys.stderr)
             code = 1
     except BaseException:
         sys.excepthook(*sys.exc_info())
@@ -234,13 +214,11 @@ for case in json.loads(sys.argv[1]):
     sys.stderr.flush()
     for limit, before in limits.items():
         resource.setrlimit(limit, before)
-    os.environ.clear()
-    os.environ.update(environment)
     with open("/proc/self/status") as status:
         (own,) = (int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
     peak = max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-    with open(case["exit"][0], "w") as out:
-        json.dump([code, peak], out)
+    with open(case["exit"], "w") as out:
+        json.dump([(code or 0) & 0xFF, peak], out)
 """
 
 
@@ -259,8 +237,9 @@ def commands_in_one_interpreter(
     cases = []
     for number, command in enumerate(commands):
         case = command._asdict() | {"env": dict(command.env or {})}
-        for name in ("stdout", "stderr", "exit"):
-            case[name] = case.get(name) or (folder / f"{number}.{name}", "capture")
+        case["exit"] = folder / f"{number}.exit"
+        for name in ("stdout", "stderr"):
+            case[name] = case[name] or (folder / f"{number}.{name}", "capture")
         cases.append(case)
     argv = [sys.executable, "-c", _COMMANDS, json.dumps(cases, default=str)]
     _, stderr = (process := CommandProcess(argv, cwd=folder, env=env)).communicate(600)
@@ -271,9 +250,8 @@ def commands_in_one_interpreter(
             Path(path).read_text(encoding="utf-8") if how == "capture" else ""
             for path, how in (case["stdout"], case["stderr"])
         )
-        code, peak = json.loads(case["exit"][0].read_text())
-        argv = [case["program"], *map(str, case["args"])]
-        ran = RanInOne(argv, code, out, err)
+        code, peak = json.loads(case["exit"].read_text())
+        ran = RanInOne([case["program"], *map(str, case["args"])], code, out, err)
         ran.peak_mib = peak / 1024
         done.append(ran)
     return done

@@ -1,13 +1,14 @@
-"""Settings for the whole suite: Hypothesis's profiles (`dev` in every run;
-`HYPOTHESIS_PROFILE=deep`, 10,000 examples, in CI's `properties` job), the
-long files first, and what collection imported frozen out of the garbage
-collector's walks (Inspect's imports, walked again at every collection)."""
+"""Hypothesis's profiles (`dev` in every run; `HYPOTHESIS_PROFILE=deep`, 10,000
+examples, in CI's `properties` job), the long files first, and what collection
+imported frozen out of the garbage collector's walks (Inspect's imports)."""
 
 from __future__ import annotations
 
 import gc
 import os
 import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import pytest
 from hypothesis import settings
@@ -31,9 +32,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def parity_evals_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """`python -m parity`'s `inspect eval` in this interpreter, not one that
     imports Inspect afresh per eval; `test_parity_logs` keeps one fresh run."""
-    from collections.abc import Mapping, Sequence
-    from pathlib import Path
-
     from tests.commands import run_inspect
 
     def in_process(

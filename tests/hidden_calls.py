@@ -1,13 +1,9 @@
-"""Run tracegrade with the Linux-only calls hidden, as on Windows or macOS.
-
-    python tests/hidden_calls.py windows|macos STEPS.json
-
-Each step runs in this process after `hide`: `["tracegrade", ARGS...]` (its
-exit code; a `*` argument is the one file it then matches), `["inspect-eval",
-TASK, LOG_DIR]` (the log's status), or `["workers"]` (`tracegrade score` in
-workers from then on, each hiding the same calls). Prints the results as one
-JSON list. The kernel's behaviour stays Linux's; CI runs the real platforms.
-"""
+"""`python tests/hidden_calls.py windows|macos STEPS.json`: run each step
+with the Linux-only calls hidden, as on Windows or macOS, and print their
+results as one JSON list: `["tracegrade", ARGS...]` (its exit code; a `*`
+argument is the one file it matches), `["inspect-eval", TASK, LOG_DIR]` (the
+log's status), or `["workers"]` (`score` in workers from then on, hiding the
+same calls)."""
 
 from __future__ import annotations
 
@@ -42,8 +38,7 @@ HIDDEN: dict[str, dict[Any, tuple[str, ...]]] = {
 
 
 def hide(platform: str) -> None:
-    """Remove from the standard library what `platform` lacks: a module that
-    is not there fails to import, a function is an AttributeError."""
+    """Remove from the standard library the modules and names `platform` lacks."""
     for owner, names in HIDDEN[platform].items():
         if owner == "modules":
             sys.modules.update(dict.fromkeys(names))  # type: ignore[arg-type]
@@ -56,8 +51,8 @@ def hide(platform: str) -> None:
 
 
 def score_in_workers(platform: str) -> None:
-    """`tracegrade score` in worker processes from now on, with `platform`'s
-    calls hidden there too (a `sitecustomize` on their path)."""
+    """`tracegrade score` in workers from now on, hiding the same calls there
+    (a `sitecustomize` on their path)."""
     from tracegrade.bulk import workers
 
     workers.PARALLEL_FROM = 0  # type: ignore[misc]

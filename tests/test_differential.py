@@ -29,8 +29,7 @@ pytestmark = pytest.mark.runs_long
 Record = dict[str, Any]
 T = TypeVar("T")
 
-# Each example checks a batch of records, so that Hypothesis's own cost of an
-# example and a round trip to Node are paid once a batch.
+# Records an example: Hypothesis's cost and a round trip to Node, once a batch.
 BATCH: Final = 10
 
 
@@ -65,11 +64,7 @@ TRICKY_IDS: Final = (
 nfc = partial(unicodedata.normalize, "NFC")
 VARIANTS: Final[tuple[Callable[[str], str], ...]] = (
     *(str, str.upper, str.lower, str.swapcase, str.casefold, str.title, str.strip),
-    *(
-        nfc,
-        partial(unicodedata.normalize, "NFD"),
-        partial(unicodedata.normalize, "NFKC"),
-    ),
+    *(partial(unicodedata.normalize, form) for form in ("NFC", "NFD", "NFKC")),
     *(lambda t: f" {t} ", lambda t: t + " ", lambda t: t + "\t"),
     *(lambda t: t + "\u00a0", lambda t: t + "\u200b"),
 )
@@ -89,8 +84,7 @@ id_pools = st.lists(
     min_size=1,
     max_size=5,
 )
-# Built once (per example they cost more than the example); choices are
-# indices into the pool.
+# Built once (per example they cost more than the example); indices into pools.
 _index = st.integers(0, 255)
 _variant = st.integers(0, 2 * len(VARIANTS) - 1)
 _size = st.integers(0, 5)

@@ -1,9 +1,5 @@
-"""The README's five-minute tour, run as written, says what the README says.
-
-Each command of the tour's block runs from a folder holding the repository's
-`examples/`, as a new user runs it from a clone; what the prose quotes from
-the output must come out of these very commands.
-"""
+"""The README's five-minute tour, run as written from a folder holding
+`examples/` as in a clone, prints what the README quotes."""
 
 from __future__ import annotations
 
@@ -16,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from inspect_ai.log import list_eval_logs, read_eval_log
+from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
 from tests.commands import run_inspect, run_tracegrade, tracegrade_shell
 
@@ -31,9 +27,9 @@ def said_in_the_tour(pattern: str) -> str:
     return found.group(1)
 
 
-def status(log_dir: Path) -> str:
+def read_one(log_dir: Path, header_only: bool = True) -> EvalLog:
     (info,) = list_eval_logs(str(log_dir))
-    return str(read_eval_log(info.name, header_only=True).status)
+    return read_eval_log(info.name, header_only=header_only)
 
 
 Tour = tuple[Path, dict[str, subprocess.CompletedProcess[str]]]
@@ -41,8 +37,8 @@ Tour = tuple[Path, dict[str, subprocess.CompletedProcess[str]]]
 
 @pytest.fixture(scope="module")
 def tour(tmp_path_factory: pytest.TempPathFactory) -> Tour:
-    """Every command of the tour's block run once, in order, but `pip
-    install` (the package is installed here) and `inspect view` (a server)."""
+    """Each command of the tour's block once, in order, but `pip install`
+    (done) and `inspect view` (a server)."""
     work = tmp_path_factory.mktemp("tour")
     shutil.copytree(ROOT / "examples", work / "examples")
     (block,) = re.findall(r"```bash\n(.*?)```", TOUR, re.DOTALL)[:1]
@@ -66,12 +62,11 @@ def test_every_tour_command_succeeds(tour: Tour) -> None:
         assert done.returncode == expected, (line, done.stderr)
         assert "Traceback" not in done.stderr
     for side in ("base", "new", "bulk"):
-        assert status(work / "logs" / side) == "success", side
+        assert read_one(work / "logs" / side).status == "success", side
     assert "<html" in (work / "compare.html").read_text("utf-8")
     assert len(list((work / "logs" / "bulk").glob("*.results.jsonl"))) == 1
     quoted = said_in_the_tour(r'\("([^"]+?) \.\.\."\)')
-    (info,) = list_eval_logs(str(work / "logs" / "new"))
-    samples = read_eval_log(info.name).samples or []
+    samples = read_one(work / "logs" / "new", header_only=False).samples or []
     explanations = [
         score.explanation or "" for s in samples for score in (s.scores or {}).values()
     ]
@@ -131,7 +126,7 @@ def ci_gate_script(page: str) -> str:
 
 def rerun_gate(script: str, work: Path, summary: Path) -> int:
     """The gate's one command, `tracegrade ARGS >> "$GITHUB_STEP_SUMMARY"`,
-    run in this interpreter (no new process to import Inspect again)."""
+    in this interpreter."""
     words = shlex.split(script.replace("\\\n", " "))
     assert words[0] == "tracegrade" and words[-2:] == [">>", "$GITHUB_STEP_SUMMARY"]
     assert not {";", "&&", "|", "||"} & set(words), script
@@ -143,9 +138,9 @@ def rerun_gate(script: str, work: Path, summary: Path) -> int:
 
 
 def test_the_readmes_ci_gate_runs_as_written_twice(tour: Tour) -> None:
-    """The gate step, verbatim under `bash -e` as GitHub Actions runs it, on
-    the tour's logs; rerun in one directory as a job rerun does; then on a
-    NEW that is BASE evaluated again, which passes."""
+    """Verbatim under `bash -e` as GitHub Actions runs it, on the tour's
+    logs; rerun in place as a job rerun does; then on a NEW that is BASE
+    evaluated again, which passes."""
     script = ci_gate_script(README)
     assert script == ci_gate_script((ROOT / "docs" / "cli.md").read_text("utf-8"))
     tour_dir, _ = tour
@@ -176,7 +171,7 @@ def test_the_readmes_ci_gate_runs_as_written_twice(tour: Tour) -> None:
         *("-T", f"dataset={tour_dir / 'examples' / 'runs' / 'base.jsonl'}"),
         cwd=work,
     )
-    assert status(work / "eval" / "new") == "success"
+    assert read_one(work / "eval" / "new").status == "success"
     assert rerun_gate(script, work, summary) == 0
     last = summary.read_text("utf-8").split("## tracegrade compare\n")[-1]
     assert last.startswith(

@@ -1,12 +1,7 @@
-"""`tracegrade/...` names resolve from a real install, not only from this tree.
-
-Once per session pip builds the wheel from a copy of the sources and installs
-it, not editable, into a fresh venv; Inspect's CLI then runs there, outside
-the source tree. The venv's dependencies are linked from the test
-environment rather than installed (that would take most of a test run): only
-the distributions tracegrade's declared requirements need, transitively, so
-an undeclared import still fails, and `pip check` proves the versions fit.
-"""
+"""`tracegrade/...` names resolve from a real install (pip's wheel of a copy
+of the sources, not editable, in a fresh venv), outside the source tree. The
+venv links only the distributions the declared requirements need, so an
+undeclared import still fails; `pip check` proves the versions fit."""
 
 from __future__ import annotations
 
@@ -52,8 +47,7 @@ def run(cwd: Path, *command: str | Path) -> subprocess.CompletedProcess[str]:
 
 
 def pip(venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """This environment's pip pointed at `venv` (sparing it ensurepip's 2-4 s),
-    or, where this one has none (a venv made by uv), the venv's own."""
+    """This environment's pip (sparing ensurepip's 2-4 s), else the venv's."""
     python = venv / "bin" / "python"
     if HAS_PIP:
         return run(venv, sys.executable, "-m", "pip", "--python", python, *args)
@@ -61,8 +55,7 @@ def pip(venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def link_dependencies(venv: Path) -> None:
-    """Link into `venv` every distribution tracegrade's requirements (no
-    extras) need, each distribution's top-level entries whole."""
+    """Link into `venv` the distributions tracegrade's requirements need."""
     (site,) = venv.glob("lib/python*/site-packages")
     (tracegrade,) = metadata.distributions(name="tracegrade", path=[str(site)])
     todo: list[tuple[Any, set[str]]] = [(tracegrade, set())]
@@ -107,10 +100,9 @@ print("\\n" + json.dumps([codes, tracegrade.__file__, found]))
 
 @pytest.fixture(scope="session")
 def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The venv, then `inspect score` of a stage log and `inspect eval` of both
-    tasks in one interpreter of it. The score comes first, so that Inspect
-    finds the scorer through the installed entry point before anything
-    imported tracegrade; the log it scores is made here, alone in its folder."""
+    """The venv, then `inspect score` of a stage log (first: Inspect finds the
+    scorer through the entry point before anything imported tracegrade) and
+    `inspect eval` of both tasks, in one interpreter of it."""
     from inspect_ai import eval
 
     from tracegrade import stage_diagnosis
@@ -129,12 +121,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert done.returncode == 0, done.stderr
     link_dependencies(venv)
 
-    (made,) = eval(
-        stage_diagnosis(dataset="edge-cases"),
-        limit=4,
-        display="none",
-        log_dir=str(root / "made"),
-    )
+    task = stage_diagnosis(dataset="edge-cases")
+    (made,) = eval(task, limit=4, display="none", log_dir=str(root / "made"))
     log = root / "scored" / Path(made.location).name
     log.parent.mkdir()
     shutil.move(made.location, log)
@@ -149,19 +137,14 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     assert done.returncode == 0, done.stderr
     codes, module, entry_points = json.loads(done.stdout.splitlines()[-1])
     assert codes == [0, 0]
-    return dict(
-        venv=venv, root=root, scored=log, module=module, entry_points=entry_points
-    )
+    return dict(venv=venv, root=root, scored=log, module=module, found=entry_points)
 
 
 def test_the_installed_package_and_script_are_used(installed: dict[str, Any]) -> None:
-    """The import and Inspect's entry point find the venv's own copy; the
-    `tracegrade` script runs `tracegrade.__main__.run`; requirements fit."""
+    """The import and Inspect's entry point find the venv's own copy."""
     venv, module = installed["venv"], Path(installed["module"]).resolve()
     assert module.is_relative_to(venv.resolve())
-    found = [
-        (name, Path(origin).resolve()) for name, origin in installed["entry_points"]
-    ]
+    found = [(name, Path(origin).resolve()) for name, origin in installed["found"]]
     assert found == [("tracegrade", module.parent / "_registry.py")]
     script = (venv / "bin" / "tracegrade").read_text()
     assert "from tracegrade.__main__ import run\n" in script
@@ -172,8 +155,7 @@ def test_the_installed_package_and_script_are_used(installed: dict[str, Any]) ->
 def test_inspect_eval_and_score_find_the_installed_tasks_and_scorer(
     installed: dict[str, Any],
 ) -> None:
-    """Each log a success whose every sample has each scorer's score, with
-    its result; the scored log alone in its folder."""
+    """Each log a success, each sample scored by each scorer, with a result."""
     scored = installed["scored"]
     assert list(scored.parent.iterdir()) == [scored]
     logs = [info.name for info in list_eval_logs(str(installed["root"] / "logs"))]

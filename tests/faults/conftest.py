@@ -12,8 +12,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from functools import partial
 from pathlib import Path
 from typing import NoReturn
 
@@ -23,14 +21,10 @@ from tests.commands import CommandProcess, run_tracegrade
 from tests.support import write_lines
 from tracegrade.cli.labels import lock_path
 
-# Each phase a marker stands for must outlast a freeze (else `workload_too_small`).
-SIGNAL_RECORDS = 6_000
-SHORT_SIGNAL_RECORDS = SIGNAL_RECORDS // 2
 FINAL_SUFFIXES = (".json", ".eval", ".jsonl", ".html")  # else `.partial`
-# Between two looks at /proc: tightly only within TIGHT_WITHIN of the mark.
 POLL_SECONDS = 0.0005
-STARTING_POLL_SECONDS = 0.005
-TIGHT_WITHIN = 0.05
+CAN_MOUNT = sys.platform == "linux" and os.geteuid() == 0
+needs_mount = pytest.mark.skipif(not CAN_MOUNT, reason="mounting needs root on Linux")
 
 
 def digest(path: Path) -> str:
@@ -61,70 +55,67 @@ def assert_no_final_outputs(directory: Path, before: dict[str, str]) -> None:
     after = snapshot(directory)
     for name, value in before.items():
         assert after.get(name) == value, f"{name} was changed or removed"
-    new = set(after) - set(before)
-    complete_looking = [name for name in new if name.endswith(FINAL_SUFFIXES)]
-    assert not complete_looking, complete_looking
+    final = [name for name in set(after) - set(before) if name.endswith(FINAL_SUFFIXES)]
+    assert not final, final
 
 
 def write_stage_records(path: Path, count: int) -> None:
-    write_lines(path, [{"id": f"run-{n}", "input": _stage(n)} for n in range(count)])
+    records = []
+    for n in range(count):
+        context = ["D1"] if n % 3 else ["D1", "D2"]
+        stage = {"required": ["D1", "D2"], "context": context, "correct": n % 2 == 0}
+        records.append({"id": f"run-{n}", "input": stage})
+    write_lines(path, records)
 
 
-def _stage(n: int) -> dict[str, object]:
-    context = ["D1"] if n % 3 else ["D1", "D2"]
-    return {"required": ["D1", "D2"], "context": context, "correct": n % 2 == 0}
+SCORED_RECORDS = 400  # reading, scoring and writing the log each last a while
 
 
-def write_stage_log(folder: Path, count: int) -> Path:
-    """`folder/log.eval`: `tracegrade score` of `count` stage records."""
-    write_stage_records(folder / "runs.jsonl", count)
-    done = run_tracegrade(
-        "score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs", cwd=folder
-    )
-    assert done.returncode == 0, done.stderr
+@pytest.fixture(scope="session")
+def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every command's input: `runs.jsonl`, its log `log.eval`, `base/` and
+    `new/` holding a copy of it each, staff labels of every run, and
+    `even.jsonl` and `odd.jsonl` labelling the even and the odd runs."""
+    folder = tmp_path_factory.mktemp("scored")
+    write_stage_records(folder / "runs.jsonl", SCORED_RECORDS)
+    args = ("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs")
+    assert run_tracegrade(*args, cwd=folder).returncode == 0
     (log,) = (folder / "logs").glob("*.eval")
-    shutil.move(log, folder / "log.eval")
+    for copy in ("log.eval", "base/run.eval", "new/run.eval"):
+        (folder / copy).parent.mkdir(exist_ok=True)
+        shutil.copyfile(log, folder / copy)
     shutil.rmtree(folder / "logs")
-    return folder / "log.eval"
-
-
-def write_labels(path: Path, count: int, every: int) -> None:
-    labels = [{"id": f"run-{n}", "correct": n % every == 0} for n in range(count)]
-    write_lines(path, labels)
-
-
-@pytest.fixture(scope="session")
-def signal_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("signal-input") / "runs.jsonl"
-    write_stage_records(path, SIGNAL_RECORDS)
-    return path
-
-
-@pytest.fixture(scope="session")
-def short_signal_input(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("short-signal-input") / "runs.jsonl"
-    write_stage_records(path, SHORT_SIGNAL_RECORDS)
-    return path
+    numbers = range(SCORED_RECORDS)
+    staff = [{"id": f"run-{n}", "correct": n % 3 == 0} for n in numbers]
+    write_lines(folder / "staff.jsonl", staff)
+    labels = [{"id": f"run-{n}", "correct": n % 4 < 2} for n in numbers]
+    write_lines(folder / "even.jsonl", labels[::2])
+    write_lines(folder / "odd.jsonl", labels[1::2])
+    return folder
 
 
 def workload_too_small(what: str) -> NoReturn:
     """Fail, never pass, a test whose signal cannot land where it must."""
-    pytest.fail(
-        f"{what}: the workload is too small for this machine "
-        "(raise SIGNAL_RECORDS, or SHORT_SIGNAL_RECORDS for the test's "
-        "short_signal_input, in tests/faults/conftest.py)",
-        pytrace=False,
-    )
+    message = f"{what}: the workload is too small for this machine: more records"
+    pytest.fail(message, pytrace=False)
 
 
 def ended_before(process: CommandProcess, what: str) -> NoReturn:
-    """Fail a test whose process ended (too fast, or failed) before `what`."""
     _, stderr = process.communicate()
     if process.returncode == 0:
         workload_too_small(f"the process ended before {what}")
-    pytest.fail(
-        f"the process failed (exit code {process.returncode}) before {what}: {stderr}"
-    )
+    pytest.fail(f"the process failed ({process.returncode}) before {what}: {stderr}")
+
+
+def wait_for(reached: Callable[[], object], process: CommandProcess, what: str) -> None:
+    """Poll until `reached()`; fail if `process` ends first or after 300 s."""
+    deadline = time.monotonic() + 300
+    while not reached():
+        if process_state(process.pid) in (None, "Z"):
+            ended_before(process, what)
+        if time.monotonic() > deadline:
+            pytest.fail(f"no sign of {what} after 300 s")
+        time.sleep(POLL_SECONDS)
 
 
 def process_state(pid: int) -> str | None:
@@ -134,61 +125,45 @@ def process_state(pid: int) -> str | None:
     return None
 
 
+def stopped(process: CommandProcess) -> bool:
+    return process_state(process.pid) in ("T", "t")
+
+
 class InputWatch:
     """How far a process has read an input, from /proc/PID/fdinfo."""
 
     def __init__(self, process: CommandProcess, path: Path) -> None:
-        self.process, self.pid = process, process.pid
-        self.path, self.size = path.resolve(), path.stat().st_size
+        self.process, self.path = process, path.resolve()
+        self.size = path.stat().st_size
         self.opened = False
 
     def position(self) -> int | None:
         with contextlib.suppress(OSError):  # the process is gone
-            for fd in os.listdir(f"/proc/{self.pid}/fd"):
+            for fd in os.listdir(f"/proc/{self.process.pid}/fd"):
                 with contextlib.suppress(OSError):  # closed meanwhile
-                    if os.readlink(f"/proc/{self.pid}/fd/{fd}") == str(self.path):
-                        info = Path(f"/proc/{self.pid}/fdinfo/{fd}").read_bytes()
+                    link = os.readlink(f"/proc/{self.process.pid}/fd/{fd}")
+                    if link == str(self.path):
+                        info = Path(f"/proc/{self.process.pid}/fdinfo/{fd}")
                         self.opened = True
-                        return int(info.split(b"pos:", 1)[1].split()[0])
+                        return int(info.read_bytes().split(b"pos:")[1].split()[0])
         return None
 
     def wait_until_past(self, fraction: float) -> None:
-        target = fraction * self.size
-        self._wait(
-            lambda position: position is not None and position >= target,
-            f"{fraction:.0%} of {self.path.name}",
-            target - TIGHT_WITHIN * self.size,
-        )
+        def past() -> bool:
+            return (self.position() or 0) >= fraction * self.size
+
+        wait_for(past, self.process, f"{fraction:.0%} of {self.path.name}")
 
     def wait_until_closed(self) -> None:
-        self._wait(
-            lambda position: position is None and self.opened,
-            f"the closing of {self.path.name}",
-            (1 - TIGHT_WITHIN) * self.size,
-        )
+        def closed() -> bool:
+            return self.position() is None and self.opened
 
-    def _wait(
-        self,
-        reached: Callable[[int | None], bool],
-        what: str,
-        tight_from: float,
-    ) -> None:
-        deadline = time.monotonic() + 300
-        while not reached(position := self.position()):
-            if process_state(self.pid) in (None, "Z"):
-                ended_before(self.process, what)
-            if time.monotonic() > deadline:
-                pytest.fail(f"no sign of {what} after 300 s")
-            near = self.opened and (position is None or position >= tight_from)
-            time.sleep(POLL_SECONDS if near else STARTING_POLL_SECONDS)
+        wait_for(closed, self.process, f"the closing of {self.path.name}")
 
     def assert_mid_input(self) -> None:
         position = self.position()
         if position is None or position >= self.size:
             workload_too_small(f"{self.path.name} was read whole when frozen")
-
-    def assert_closed(self) -> None:
-        assert self.opened and self.position() is None, self.path
 
 
 def holds_lock(pid: int, log: Path) -> bool:
@@ -203,22 +178,8 @@ def holds_lock(pid: int, log: Path) -> bool:
     )
 
 
-def wait_stopped(pid: int, timeout: float = 60.0) -> bool:
-    """Wait until the process shows it is stopped; False if it has ended."""
-    deadline = time.monotonic() + timeout
-    while (state := process_state(pid)) not in ("T", "t"):
-        if state in (None, "Z", "X"):
-            return False
-        if time.monotonic() > deadline:
-            pytest.fail(f"process {pid} did not stop (state {state})")
-        time.sleep(POLL_SECONDS)
-    return True
-
-
-@contextmanager
-def frozen(
-    process: CommandProcess, once: Callable[[], None] = lambda: None
-) -> Iterator[None]:
+@contextlib.contextmanager
+def frozen(process: CommandProcess, once: Callable[[], object]) -> Iterator[None]:
     """The process stopped as soon as `once` returns, for the block."""
     before = os.getpriority(os.PRIO_PROCESS, 0)
     with contextlib.suppress(PermissionError):  # nice -10 as root: stop promptly
@@ -230,49 +191,25 @@ def frozen(
         with contextlib.suppress(PermissionError):
             os.setpriority(os.PRIO_PROCESS, 0, before)
     try:
-        if not wait_stopped(process.pid):
-            ended_before(process, "it could be frozen")
+        wait_for(lambda: stopped(process), process, "it could be frozen")
         yield
     finally:
         process.send_signal(signal.SIGCONT)
 
 
-def signal_mid_input(
-    process: CommandProcess, path: Path, signum: int, fraction: float
-) -> None:
-    """Send `signum` once `process` has read `fraction` of `path`, frozen."""
-    watch = InputWatch(process, path)
-    with frozen(process, once=partial(watch.wait_until_past, fraction)):
-        watch.assert_mid_input()
-        process.send_signal(signum)
-
-
-def assert_still_writing(directory: Path, before: dict[str, str]) -> None:
-    """Outputs begun under `.partial` names, none final yet (frozen process)."""
-    names = {str(path.relative_to(directory)) for path in directory.rglob("*")}
-    new = names - set(before)
-    final = sorted(name for name in new if name.endswith(FINAL_SUFFIXES))
-    if final:
-        workload_too_small(f"the run had finished when frozen ({final})")
-    if not any(name.endswith(".partial") for name in new):
-        workload_too_small("no output was begun when frozen")
-
-
-@contextmanager
+@contextlib.contextmanager
 def mounted_tmpfs(where: Path, *options: str) -> Iterator[Path]:
     """A real tmpfs at `where` (root only)."""
     where.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(where)],
-        check=True,
-    )
+    mount = ["mount", "-t", "tmpfs", "-o", ",".join(options), "tmpfs", str(where)]
+    subprocess.run(mount, check=True)
     try:
         yield where
     finally:
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
-CAN_MOUNT = sys.platform == "linux" and os.geteuid() == 0
-needs_mount = pytest.mark.skipif(
-    not CAN_MOUNT, reason="mounting a tmpfs needs root on Linux"
-)
+def fill(directory: Path) -> None:
+    """Take all of the (small) file system under `directory`."""
+    with pytest.raises(OSError, match="No space left"):
+        (directory / "filler").write_bytes(bytes(2**24))

@@ -1,14 +1,8 @@
-"""A file system without hard links or permissions: FAT, through FUSE.
-
-USB sticks and SD cards (FAT, exFAT) and some network and FUSE file
-systems have no hard links, and FAT through FUSE has no modes either:
-`fchmod` fails with ENOSYS where `cp` and a shell redirect work. Each
-command's outputs are written there as anywhere, and an output name
-taken while a command runs is still never replaced without --force.
-
-The file system is a real one: a FAT image mounted with `fusefat`
-(Debian's `fusefat` and `dosfstools`), which needs root.
-"""
+"""FAT through FUSE, as on USB sticks and SD cards: no hard links, and no
+modes (`fchmod` fails with ENOSYS). Each command's outputs are written there
+as anywhere, and a name taken while a command runs is never replaced without
+--force. A real FAT image under `fusefat`, which needs root (Debian: fusefat,
+dosfstools)."""
 
 from __future__ import annotations
 
@@ -25,6 +19,7 @@ from inspect_ai.log import read_eval_log
 
 from tests.commands import run_tracegrade
 from tests.faults.conftest import write_stage_records
+from tests.support import write_lines
 from tracegrade.outputs import publish
 
 pytestmark = pytest.mark.skipif(
@@ -42,19 +37,21 @@ RACES = 600
 
 @pytest.fixture(scope="module")
 def fat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A FAT file system mounted at a directory of its own, for the module."""
+    """A 64 MiB FAT file system mounted for the module."""
     root = tmp_path_factory.mktemp("fat")
     image, mounted = root / "fat.img", root / "mnt"
     mounted.mkdir()
     with image.open("wb") as out:
         out.truncate(64 * 2**20)
-    subprocess.run(["mkfs.vfat", str(image)], check=True, capture_output=True)
-    subprocess.run(
-        ["fusefat", "-o", "rw+", str(image), str(mounted)],
-        check=True,
-        capture_output=True,
-    )
+    for command in (["mkfs.vfat", image], ["fusefat", "-o", "rw+", image, mounted]):
+        subprocess.run(command, check=True, capture_output=True)
     try:
+        (mounted / "a").write_text("a")  # what the tests stand on:
+        with pytest.raises(OSError):
+            os.link(mounted / "a", mounted / "b")  # no links
+        with pytest.raises(OSError):
+            os.chmod(mounted / "a", 0o644)  # no modes
+        (mounted / "a").unlink()
         yield mounted
     finally:
         subprocess.run(["umount", str(mounted)], check=False)
@@ -62,28 +59,17 @@ def fat(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 @pytest.fixture()
 def folder(fat: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
-    """A directory of the test's own on the FAT file system."""
-    folder = fat / request.node.name[:40].replace("[", "_").replace("]", "")
+    folder = fat / request.node.name[:40]
     folder.mkdir()
     yield folder
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def test_the_file_system_has_no_links_and_no_modes(folder: Path) -> None:
-    """What the tests below stand on: the FUSE driver refuses both."""
-    (folder / "a").write_text("a")
-    with pytest.raises(OSError):
-        os.link(folder / "a", folder / "b")
-    with pytest.raises(OSError):
-        os.chmod(folder / "a", 0o644)
-
-
 def test_every_output_is_written_there(folder: Path, tmp_path: Path) -> None:
-    """Results, labels, a labelled log and a report, written onto FAT.
-    The run's logs are written elsewhere and a `.json` log copied there:
-    `fusefat` can neither read a file once it is removed while open (the
-    logs' spools) nor extend a file after a write went back into it
-    (every zip writer, Inspect's `.eval` one too)."""
+    """Results, labels, a labelled log and a report. The logs are written
+    elsewhere and a `.json` one copied: `fusefat` can neither read a file
+    removed while open (the logs' spools) nor extend one after a write went
+    back into it (every zip writer)."""
     write_stage_records(tmp_path / "runs.jsonl", 200)
     scored = run_tracegrade(
         *("score", "stage_diagnosis", "runs.jsonl", "--log-format", "json"),
@@ -102,14 +88,11 @@ def test_every_output_is_written_there(folder: Path, tmp_path: Path) -> None:
     )
     assert exported.returncode == 0, exported.stderr
     labels = [json.loads(line) for line in (folder / "labels.jsonl").open()]
-    for line in labels:
-        line["correct"] = True
-    (tmp_path / "filled.jsonl").write_text(
-        "".join(json.dumps(line) + "\n" for line in labels)
+    write_lines(
+        tmp_path / "filled.jsonl", [{**line, "correct": True} for line in labels]
     )
     # --out: in place, the log is moved aside and checked by its time and
-    # size, which fusefat changes on a rename; the command then refuses,
-    # as for a log another program rewrote (known, not yet mended).
+    # size, which fusefat changes on a rename, so the command refuses it.
     labelled = folder / "labelled.json"
     applied = run_tracegrade(
         *("labels", "apply", str(log), "filled.jsonl", "--out", str(labelled)),
@@ -124,22 +107,16 @@ def test_every_output_is_written_there(folder: Path, tmp_path: Path) -> None:
     )
     assert reported.returncode == 0, reported.stderr
     assert "<html" in (folder / "report.html").read_text()
-    assert sorted(path.name for path in folder.iterdir()) == [
-        "labelled.json",
-        "labels.jsonl",
-        "log.json",
-        "report.html",
-        "results.jsonl",
-    ]
+    written = "labelled.json labels.jsonl log.json report.html results.jsonl"
+    assert sorted(path.name for path in folder.iterdir()) == written.split()
 
 
 def test_a_file_that_appears_at_the_last_moment_is_never_replaced(
     folder: Path,
 ) -> None:
-    """Another program creates the output's name just as `publish` puts the
-    finished file there, `RACES` times. Each time exactly one of the two
-    gets the name, and a file the other program made is never replaced.
-    (A check of the name and then a rename lost 5 to 14 races in 600.)"""
+    """Another program creates the output's name just as `publish` claims
+    it, `RACES` times: exactly one of the two gets it, and the other's file
+    is never replaced (a check then a rename lost 5 to 14 races in 600)."""
     go = threading.Barrier(2)
     theirs: list[bool] = []
     final, temporary = folder / "out", folder / "out.partial"

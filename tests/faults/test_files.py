@@ -1,253 +1,367 @@
-"""File-system faults: links, existing files, full and read-only disks, streams.
-
-Each fault once per output path that differs. The answer is always one
-clear line on stderr, exit code 2, every input unchanged, and nothing left
-under an output's name.
-
-Commands run in this process through click (`run_tracegrade`), on real
-links, a real full or read-only tmpfs, a real named pipe.
-"""
+"""File-system faults and command-line mistakes: each is refused in one line,
+exit code 2, every input unchanged and nothing left under an output's name.
+Real links, a real full or read-only tmpfs, a real named pipe."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import resource
 import shutil
 import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.commands import run_tracegrade
+from tests.commands import (
+    CommandProcess,
+    StreamedCommand,
+    commands_in_one_interpreter,
+    run_tracegrade,
+)
 from tests.faults.conftest import (
-    assert_no_final_outputs,
-    digest,
+    CAN_MOUNT,
+    fill,
     mounted_tmpfs,
     needs_mount,
     one_clear_line,
     snapshot,
     write_stage_records,
 )
+from tests.support import write_lines
 
 pytestmark = pytest.mark.runs_long
 
-STAGE_OK = {"required": ["D1"], "context": ["D1"], "correct": True}
-
-
-@pytest.fixture(scope="session")
-def scored_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A small input, a real log of it and staff labels, scored once per
-    session: `work` copies it for each test."""
-    folder = tmp_path_factory.mktemp("scored")
-    write_stage_records(folder / "runs.jsonl", 50)
-    done = run_tracegrade(
-        "score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs", cwd=folder
-    )
-    assert done.returncode == 0, done.stderr
-    (folder / "staff.jsonl").write_text(
-        "".join(
-            json.dumps({"id": f"run-{number}", "correct": number % 3 == 0}) + "\n"
-            for number in range(50)
-        )
-    )
-    return folder
+SCORE = ["score", "stage_diagnosis", "runs.jsonl"]
+APPLY = ["labels", "apply", "log.eval", "staff.jsonl"]
 
 
 @pytest.fixture()
-def work(tmp_path: Path, scored_folder: Path) -> Path:
-    """A folder of the test's own with a small input and a real log of it,
-    `log.eval` a second (hard) link to the log."""
-    shutil.copytree(scored_folder, tmp_path, dirs_exist_ok=True)
-    (log,) = (tmp_path / "logs").glob("*.eval")
-    (tmp_path / "log.eval").hardlink_to(log)
+def work(tmp_path: Path, scored: Path) -> Path:
+    """A copy of `scored`, with `hard` a hard link to `runs.jsonl`, `soft` a
+    symbolic one to `log.eval`, and `loop` a loop of symbolic links."""
+    shutil.copytree(scored, tmp_path, dirs_exist_ok=True)
+    (tmp_path / "hard").hardlink_to(tmp_path / "runs.jsonl")
+    (tmp_path / "soft").symlink_to("log.eval")
+    (tmp_path / "loop").symlink_to("loop-other")
+    (tmp_path / "loop-other").symlink_to("loop")
     return tmp_path
 
 
-def _log(work: Path) -> str:
-    (log,) = (work / "logs").glob("*.eval")
-    return str(log.relative_to(work))
-
-
-# Every command with an output option, as (arguments ending in the output
-# option, the command's input).
-def _commands(work: Path) -> list[tuple[list[str], str]]:
-    log = _log(work)
-    return [
-        (["score", "stage_diagnosis", "runs.jsonl", "--out"], "runs.jsonl"),
-        (["labels", "export", log, "--out"], log),
-        (["report", log, "--html"], log),
-        (["labels", "apply", log, "staff.jsonl", "--out"], log),
-    ]
-
-
-def _refused(work: Path, args: list[str], target: str, said: str) -> None:
-    """`tracegrade ARGS TARGET` refused: exit code 2, one clear line saying
-    `said`, and not a file changed."""
-    before = snapshot(work)
-    done = run_tracegrade(*args, target, cwd=work)
-    assert done.returncode == 2, done.stderr
-    assert said in one_clear_line(done.stderr)
-    assert snapshot(work) == before
-
-
-@pytest.mark.parametrize("command", [0, 3])
-def test_no_output_option_writes_over_its_input_by_any_name(
-    work: Path, command: int
-) -> None:
-    args, source = _commands(work)[command]
-    (work / "hard").hardlink_to(work / source)
-    (work / "soft").symlink_to(work / source)
-    for target, force in ((f"./{source}", []), ("hard", ["--force"]), ("soft", [])):
-        _refused(work, [*args[:-1], *force, args[-1]], target, "is the input")
-
-
-@pytest.mark.parametrize("command", [0, 3])
-def test_an_existing_file_is_replaced_only_with_force(work: Path, command: int) -> None:
-    args, _ = _commands(work)[command]
-    (work / "filled.jsonl").write_text('{"id": "staff", "correct": true}\n')
-
-    _refused(work, args, "filled.jsonl", "already exists; pass --force")
-
-    done = run_tracegrade(*args[:-1], "--force", args[-1], "filled.jsonl", cwd=work)
-    assert done.returncode in (0, 1), done.stderr
-    # Replaced: by text, or by a log (labels apply writes one, in binary).
-    assert (work / "filled.jsonl").read_bytes() != b'{"id": "staff", "correct": true}\n'
-
-
-def test_a_link_to_an_output_is_followed_and_the_link_kept(work: Path) -> None:
-    (work / "real.jsonl").write_text("old\n")
-    (work / "link.jsonl").symlink_to("real.jsonl")
-
-    done = run_tracegrade(
-        *("score", "stage_diagnosis", "runs.jsonl", "--out", "link.jsonl", "--force"),
-        cwd=work,
-    )
-
-    assert done.returncode == 0, done.stderr
-    assert (work / "link.jsonl").is_symlink()
-    assert len((work / "real.jsonl").read_text().splitlines()) == 50
+REFUSED = [
+    ([*SCORE, "--out", "./runs.jsonl"], "is the input"),
+    ([*SCORE, "--force", "--out", "hard"], "is the input"),
+    ([*APPLY, "--out", "soft"], "is the input"),
+    ([*APPLY, "--force", "--out", "./log.eval"], "is the input"),
+    ([*SCORE, "--out", "log.eval"], "already exists; pass --force"),
+    ([*APPLY, "--out", "base/run.eval"], "already exists; pass --force"),
+    ([*SCORE, "--out", "missing/results.jsonl"], "does not exist"),
+    ([*SCORE, "--log-dir", "runs.jsonl/logs"], "a file stands in its path"),
+    ([*SCORE, "--out", "base"], "is a directory, not a file"),
+    ([*SCORE, "--out", "loop"], "is a loop of symbolic links"),
+    ([*SCORE, "--out", ""], "names no file"),
+    ([*SCORE, "--out", "newdir/"], "ends in /, as a directory does"),
+    ([*APPLY, "--out", "/dev/null"], "is not a regular file"),
+    (
+        ["check", "stage_diagnosis", "loop"],
+        "Invalid value for 'PATH': 'loop' is a loop of symbolic links",
+    ),
+    (
+        ["labels", "apply", "LOG", "staff.jsonl"],
+        "Invalid value for 'LOG': File 'LOG' does not exist",
+    ),
+    (
+        [*SCORE, "--log-dir", "s3://bucket/logs"],
+        "--log-dir 's3://bucket/logs' is a remote location",
+    ),
+    (
+        ["INSPECT_LOG_FORMAT=yaml", *SCORE, "--log-dir", "logs"],
+        "Invalid value for '--log-format': the environment variable "
+        "INSPECT_LOG_FORMAT='yaml' is not a log format",
+    ),
+]
 
 
 @pytest.mark.parametrize(
-    ("args", "said"),
-    [
-        (["--out", "missing/results.jsonl"], "does not exist"),
-        (["--log-dir", "runs.jsonl/logs"], "a file stands in its path"),
-        (["--out", "logs"], "is a directory, not a file"),
-        (["--out", "loop"], "is a loop of symbolic links"),
-        (["--out", ""], "names no file"),
-        (["--out", "newdir/"], "ends in /, as a directory does"),
-    ],
+    ("args", "said"), REFUSED, ids=[" ".join(args) for args, _ in REFUSED]
 )
-def test_unwritable_output_paths_are_one_line_before_anything_runs(
+def test_a_mistake_is_one_line_before_anything_is_written(
     work: Path, args: list[str], said: str
 ) -> None:
-    (work / "loop").symlink_to("loop-other")
-    (work / "loop-other").symlink_to("loop")
-    _refused(
-        work, ["score", "stage_diagnosis", "runs.jsonl", *args[:-1]], args[-1], said
-    )
-    # Nothing in the parent directory either.
-    assert not (work / "newdir").exists()
+    """One line, or click's usage block of three; nothing created. A
+    leading NAME=value is set in the environment, as in a shell."""
+    env = dict(arg.split("=", 1) for arg in args[:1] if "=" in arg)
+    paths, before = sorted(work.rglob("*")), snapshot(work)
+    done = run_tracegrade(*args[len(env) :], cwd=work, env=env)
+
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == (3 if said.startswith("Invalid value") else 1), lines
+    assert said in lines[-1]
+    assert snapshot(work) == before
+    assert sorted(work.rglob("*")) == paths
     assert not list(work.parent.glob("*.partial"))
 
 
-@needs_mount
-@pytest.mark.parametrize(
-    "args",
-    [
-        ["--log-dir", "mnt"],
-        ["--log-dir", "logs2", "--out", "mnt/results.jsonl"],
-    ],
-)
-def test_a_read_only_file_system_is_one_line(work: Path, args: list[str]) -> None:
-    with mounted_tmpfs(work / "mnt", "ro", "size=1m"):
-        before = snapshot(work)
-        done = run_tracegrade("score", "stage_diagnosis", "runs.jsonl", *args, cwd=work)
-        assert done.returncode == 2, done.stderr
-        assert "Read-only file system" in one_clear_line(done.stderr)
-        assert_no_final_outputs(work, before)
-        assert list((work / "mnt").iterdir()) == []
-
-
-@needs_mount
-@pytest.mark.parametrize(
-    ("log_format", "where", "size"),
-    [
-        # 3,000 records give a .eval log of about 2.4 MB and 0.7 MB of
-        # results: the disk fills while samples are written, while the log
-        # is finished, and under the results.
-        ("eval", "log-dir", "64k"),
-        ("eval", "log-dir", "2700k"),
-        ("eval", "out", "64k"),
-    ],
-)
-def test_a_full_disk_leaves_nothing_and_says_so_once(
-    tmp_path: Path, size: str, where: str, log_format: str
+@pytest.mark.parametrize("args", [SCORE, APPLY])
+def test_force_replaces_a_file_through_a_link_and_keeps_the_link(
+    work: Path, args: list[str]
 ) -> None:
-    write_stage_records(tmp_path / "runs.jsonl", 3000)
-    input_digest = digest(tmp_path / "runs.jsonl")
-    with mounted_tmpfs(tmp_path / "mnt", f"size={size}"):
-        args = (
-            ["--log-dir", "mnt"]
-            if where == "log-dir"
-            else ["--log-dir", "logs", "--out", "mnt/results.jsonl"]
-        )
-        args += ["--log-format", log_format]
-        done = run_tracegrade(
-            "score", "stage_diagnosis", "runs.jsonl", *args, cwd=tmp_path
-        )
+    (work / "real").write_text("old\n")
+    (work / "link").symlink_to("real")
+    done = run_tracegrade(*args, "--force", "--out", "link", cwd=work)
+
+    assert done.returncode in (0, 1), done.stderr
+    assert (work / "link").is_symlink()
+    assert (work / "real").read_bytes() != b"old\n"
+
+
+BIG = ["score", "stage_diagnosis", "big.jsonl"]
+NOT_WRITTEN = ("No space left on device", "no log or results were written")
+# 3,000 records give a .eval log of about 2.4 MB and 0.7 MB of results: the
+# disk fills while samples are written, while the log is finished, and under
+# the results. "filled" is a 64 KB disk taken whole.
+DISKS = {
+    "score, samples": ([*BIG, "--log-dir", "mnt"], "size=64k", NOT_WRITTEN),
+    "score, finishing": ([*BIG, "--log-dir", "mnt"], "size=2700k", NOT_WRITTEN),
+    "score --out": (
+        [*BIG, "--log-dir", "logs", "--out", "mnt/r.jsonl"],
+        "size=64k",
+        NOT_WRITTEN,
+    ),
+    "report --html": (
+        ["report", "log.eval", "--html", "mnt/report.html"],
+        "filled",
+        (
+            "cannot write 'mnt/report.html' (No space left on device)",
+            "nothing was written",
+        ),
+    ),
+    "labels apply": (
+        [*APPLY, "--out", "mnt/l.eval"],
+        "filled",
+        ("cannot write 'mnt/l.eval' (No space left on device)", "nothing was written"),
+    ),
+    "read-only --log-dir": (
+        [*SCORE, "--log-dir", "mnt"],
+        "ro",
+        ("Read-only file system",),
+    ),
+    "read-only --out": (
+        [*SCORE, "--log-dir", "logs", "--out", "mnt/r.jsonl"],
+        "ro",
+        ("Read-only file system",),
+    ),
+}
+
+
+@needs_mount
+@pytest.mark.parametrize("disk", DISKS)
+def test_a_full_or_read_only_disk_leaves_nothing_and_says_so_once(
+    work: Path, disk: str
+) -> None:
+    args, options, said = DISKS[disk]
+    write_stage_records(work / "big.jsonl", 3000)
+    before = snapshot(work)
+    with mounted_tmpfs(work / "mnt", "size=64k" if options == "filled" else options):
+        if options == "filled":
+            fill(work / "mnt")
+        done = run_tracegrade(*args, cwd=work)
 
         assert done.returncode == 2, done.stderr
         line = one_clear_line(done.stderr)
-        assert "No space left on device" in line
-        assert "no log or results were written" in line
-        assert list((tmp_path / "mnt").iterdir()) == []
-        assert not (tmp_path / "logs").exists() or not any(
-            (tmp_path / "logs").iterdir()
+        assert all(part in line for part in said), line
+        assert [path.name for path in (work / "mnt").iterdir()] in ([], ["filler"])
+    assert snapshot(work) == before
+
+
+# Each command that reads a file, and that file.
+READERS = {
+    "score": ([*SCORE, "--out", "-"], "runs.jsonl"),
+    "check": (["check", "stage_diagnosis", "runs.jsonl"], "runs.jsonl"),
+    "compare": (["compare", "base", "new"], "base/run.eval"),
+    "labels apply": ([*APPLY, "--out", "out.eval"], "staff.jsonl"),
+}
+# `>> INPUT` would read its output back, `1<>` overwrite the input as it is
+# read; after `2>>` not even the refusal goes into the input.
+STREAMS = {
+    **{f">> {command}": (command, 1, "append") for command in READERS},
+    "1<>": ("score", 1, "read-write"),
+    "2>>": ("check", 2, "append"),
+}
+BAD_DATASET = ["eval", "tracegrade/stage_diagnosis", "-T", "dataset=bad.jsonl"]
+BAD_DATASET += ["--log-dir", "logs", "--display"]
+APPENDED = b"kept\n"
+Ran = tuple[Path, dict[str, str], subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture(scope="module")
+def in_one_interpreter(
+    tmp_path_factory: pytest.TempPathFactory, scored: Path
+) -> Iterator[dict[str, Ran]]:
+    """What needs a process but not one of its own, each in a copy of
+    `scored`, in one fresh interpreter with PYTHONUNBUFFERED=1 (where Python
+    ignores a short write): the bad dataset under `--display full` first
+    (Inspect keeps a process's first display), each stream into an input,
+    `score --out - >>` a file on a full disk and `labels export` under
+    `ulimit -f`."""
+
+    def copy() -> Path:
+        work = tmp_path_factory.mktemp("one")
+        shutil.copytree(scored, work, dirs_exist_ok=True)
+        return work
+
+    work = copy()
+    write_lines(work / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
+    commands = {
+        "full": StreamedCommand([*BAD_DATASET, "full"], work, program="inspect")
+    }
+    for case, (command, descriptor, how) in STREAMS.items():
+        args, name = READERS[command]
+        into = ((work := copy()) / name, how)
+        commands[case] = StreamedCommand(
+            args,
+            work,
+            stdout=into if descriptor == 1 else None,
+            stderr=into if descriptor == 2 else None,
         )
-    assert digest(tmp_path / "runs.jsonl") == input_digest
-
-
-def test_labels_apply_refuses_a_stream_as_out(work: Path) -> None:
-    _refused(
+    work = copy()
+    commands["short write"] = StreamedCommand(
+        ["labels", "export", "log.eval"],
         work,
-        ["labels", "apply", _log(work), "staff.jsonl", "--out"],
-        "/dev/null",
-        "is not a regular file",
+        stdout=(work / "out.jsonl", "capture"),
+        soft_limits=((resource.RLIMIT_FSIZE, 10_000),),
     )
+    with contextlib.ExitStack() as mounts:
+        if CAN_MOUNT:
+            work = copy()
+            mounts.enter_context(mounted_tmpfs(work / "mnt", "size=64k"))
+            (work / "mnt" / "out.jsonl").write_bytes(APPENDED)
+            commands["full disk"] = StreamedCommand(
+                [*SCORE, "--log-dir", "logs", "--out", "-"],
+                work,
+                stdout=(work / "mnt" / "out.jsonl", "append"),
+            )
+        befores = [snapshot(command.cwd) for command in commands.values()]
+        done = commands_in_one_interpreter(
+            list(commands.values()),
+            tmp_path_factory.mktemp("commands"),
+            env={"PYTHONUNBUFFERED": "1"},
+        )
+        ran = zip(commands.items(), befores, done, strict=True)
+        yield {
+            case: (command.cwd, before, result)
+            for (case, command), before, result in ran
+        }
 
 
-def _results(path: Path) -> list[dict[str, object]]:
-    lines = path.read_text().splitlines()
-    return [{**json.loads(line), "explanation": None} for line in lines]
+@pytest.mark.parametrize("case", STREAMS)
+def test_a_standard_stream_into_the_input_is_refused(
+    in_one_interpreter: dict[str, Ran], case: str
+) -> None:
+    command, descriptor, _ = STREAMS[case]
+    work, before, done = in_one_interpreter[case]
+    # As given; compare names a log it found under the directory given.
+    name = READERS[command][1]
+    shown = work / name if command == "compare" else name
+    stream = "output" if descriptor == 1 else "error"
+
+    assert done.returncode == 2, done.stderr
+    line = one_clear_line(done.stderr if descriptor == 1 else done.stdout)
+    assert f"standard {stream} is the input '{shown}' (redirected into it)" in line
+    assert snapshot(work) == before
+
+
+@pytest.mark.parametrize("display", ["full", "none"])
+def test_a_bad_dataset_line_reaches_the_user_in_every_display(
+    in_one_interpreter: dict[str, Ran], tmp_path: Path, display: str
+) -> None:
+    """Once in every display: Inspect prints it (on stdout) through rich,
+    which `--display none` silences; then tracegrade does (stderr)."""
+    if display == "full":
+        work, _, done = in_one_interpreter["full"]
+    else:
+        work = tmp_path
+        write_lines(work / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
+        argv = [sys.executable, "-m", "inspect_ai", *BAD_DATASET, display]
+        done = CommandProcess(argv, cwd=work, new_session=False).to_its_end()
+    assert done.returncode != 0
+    assert "Traceback" not in done.stderr
+    said = "bad.jsonl, line 2: not valid JSON"
+    assert (done.stdout + done.stderr).count(said) == 1
+    assert not (work / "logs").exists()
+
+
+def test_a_file_url_log_dir_is_the_directory_it_names(work: Path) -> None:
+    logs = work / "url logs"
+    done = run_tracegrade(*SCORE, "--log-dir", logs.as_uri(), cwd=work)
+
+    assert done.returncode == 0, done.stderr
+    assert len(list(logs.glob("*.eval"))) == 1
+    assert not (work / "file:").exists()
+
+
+def test_comparing_an_eval_with_itself_warns(work: Path) -> None:
+    done = run_tracegrade("compare", "base", "new", cwd=work)
+
+    assert done.returncode == 0, done.stderr
+    said = " ".join((done.stdout + done.stderr).split())
+    assert "warning: BASE and NEW are the same eval" in said
 
 
 def test_a_pipe_as_input_is_read_like_a_file(work: Path) -> None:
-    # The results of runs.jsonl read as a file: those of the scored folder.
-    (reference,) = (work / "logs").glob("*.results.jsonl")
-    args = ("score", "stage_diagnosis")
-    outputs = ("--log-dir", "b", "--out", "b.jsonl")
+    def results(path: Path) -> list[dict[str, object]]:
+        lines = path.read_text().splitlines()
+        return [{**json.loads(line), "explanation": None} for line in lines]
+
+    done = run_tracegrade(*SCORE, "--log-dir", "a", "--out", "a.jsonl", cwd=work)
+    assert done.returncode == 0, done.stderr
     os.mkfifo(work / "pipe")
     feeder = subprocess.Popen(["sh", "-c", "cat runs.jsonl > pipe"], cwd=work)
-    done = run_tracegrade(*args, "pipe", *outputs, cwd=work)
+    args = ("score", "stage_diagnosis", "pipe", "--log-dir", "b", "--out", "b.jsonl")
+    done = run_tracegrade(*args, cwd=work)
     feeder.wait(timeout=60)
 
     assert done.returncode == 0, done.stderr
-    assert _results(work / "b.jsonl") == _results(reference)
+    assert results(work / "b.jsonl") == results(work / "a.jsonl")
 
 
-def test_an_empty_or_blank_input_leaves_no_stray_files(tmp_path: Path) -> None:
-    for name, text in [("blank.jsonl", "\n  \n\t\r\n")]:
-        (tmp_path / name).write_text(text)
-        before = snapshot(tmp_path)
-        done = run_tracegrade(
-            *("score", "stage_diagnosis", name, "--log-dir", "logs"),
-            *("--out", "r.jsonl"),
-            cwd=tmp_path,
-        )
-        assert done.returncode == 1
-        assert snapshot(tmp_path) == before
-        assert not (tmp_path / "logs").exists() or not any(
-            (tmp_path / "logs").iterdir()
-        )
+def test_a_blank_input_leaves_no_stray_files(tmp_path: Path) -> None:
+    (tmp_path / "blank.jsonl").write_text("\n  \n\t\r\n")
+    before = snapshot(tmp_path)
+    done = run_tracegrade(
+        *("score", "stage_diagnosis", "blank.jsonl", "--log-dir", "logs"),
+        *("--out", "r.jsonl"),
+        cwd=tmp_path,
+    )
+    assert done.returncode == 1
+    assert snapshot(tmp_path) == before  # an empty `logs` may stay
+
+
+@needs_mount
+def test_standard_output_to_a_full_disk_is_one_line_and_cut_back(
+    in_one_interpreter: dict[str, Ran],
+) -> None:
+    """`>>`: what the file held before stays, and only that; no log either."""
+    work, _, done = in_one_interpreter["full disk"]
+    assert done.returncode == 2, done.stderr
+    line = one_clear_line(done.stderr)
+    assert "cannot write standard output (No space left on device)" in line
+    assert (work / "mnt" / "out.jsonl").read_bytes() == APPENDED
+    assert not (work / "logs").exists() or not any((work / "logs").iterdir())
+
+
+def test_a_short_write_to_standard_output_is_never_taken_for_the_whole(
+    in_one_interpreter: dict[str, Ran],
+) -> None:
+    """`ulimit -f`: the write that crosses the limit writes part of its
+    bytes (a short write), the next fails; Python ignored the short one."""
+    work, _, done = in_one_interpreter["short write"]
+    assert done.returncode == 2, done.stderr
+    line = one_clear_line(done.stderr)
+    assert "cannot write standard output (File too large)" in line
+    assert (work / "out.jsonl").read_bytes() == b""
