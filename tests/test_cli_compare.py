@@ -323,6 +323,7 @@ def test_the_terminal_shows_the_verdict_first_and_verbose_every_legend(
     assert lines[-1] == "--verbose: what each column means, and every table."
 
     out = invoke(logs["base"], logs["worse"], "--verbose").stdout
+    assert "1 pair." in out and "1 pairs" not in out
     tested = ("stage_diagnosis", "pass", "McNemar", "17", "17", "14", "2", "12")
     assert re.search(row(*tested, "0", "12", "0", "0.00049", "-70.6 pp"), out, re.M)
     assert (

@@ -279,11 +279,16 @@ def _figures(figures: list[tuple[str, dict[str, Any]]]) -> Table:
     )
 
 
+_IDS_CHANGED = ("document ID changed", "document IDs changed")
+_IN_ONE_RUN = ("sample-epoch is in one run only", "sample-epochs are in one run only")
+
+
 def _cut(
-    rows: Iterable[list[str]], total: int, what: str, show: int, option: str
+    rows: Iterable[list[str]], total: int, what: tuple[str, str], show: int, option: str
 ) -> tuple[list[list[str]], str, str]:
-    """The first `show` rows (only those made), the count, and the cut."""
-    count = f"{total} {what}."
+    """The first `show` rows (only those made), the count, and the cut;
+    `what` is said of one row, then of several."""
+    count = f"{total} {what[total != 1]}."
     if total <= show:
         return list(rows), count, ""
     cut = f"{count} The first {show} are shown ({option}); --json lists all."
@@ -318,7 +323,9 @@ def _changes(
             cells += [_ids_text(base["missing"]), _ids_text(new["missing"])]
         return [*cells, base["explanation"] or "", new["explanation"] or ""]
 
-    shown, caption, cut = _cut(map(row, c[key]), len(c[key]), "pairs", show, option)
+    shown, caption, cut = _cut(
+        map(row, c[key]), len(c[key]), ("pair", "pairs"), show, option
+    )
     name = "lost" if key == "lost_runs" else key.replace("_", "-")
     columns = [*brief, "BASE explanation", "NEW explanation"]
     title = f"{title}: {c['score']}{about}"
@@ -335,7 +342,7 @@ def _ids(c: dict[str, Any], show: int, option: str) -> Table:
         key=lambda i: (-missing.get(i, 0), -found.get(i, 0), i),
     )
     rows = ([show_id(i), str(missing.get(i, 0)), str(found.get(i, 0))] for i in ordered)
-    shown, count, _ = _cut(rows, len(ordered), "document IDs changed", show, option)
+    shown, count, _ = _cut(rows, len(ordered), _IDS_CHANGED, show, option)
     title = f"Document IDs newly missing and newly found: {c['score']}"
     caption = f"Over the {c['ids_compared']} pairs diagnosed retrieval, generation "
     caption += f"or pass in both runs. {_LEGEND['ids']} {count}"
@@ -351,8 +358,7 @@ def _one_run(scores: list[dict[str, Any]], show: int, option: str) -> Table:
         for x in listed
     )
     total = sum(len(listed) for _, _, listed in lists)
-    what = "sample-epochs are in one run only"
-    shown, count, cut = _cut(rows, total, what, show, option)
+    shown, count, cut = _cut(rows, total, _IN_ONE_RUN, show, option)
     title, caption = "Samples in one run only", f"{count} {_LEGEND['one-run']}"
     columns = ["score", "only in", "sample", "epoch", "log"]
     return Table("one-run", title, caption, columns, shown, constant=["score"], cut=cut)
