@@ -1,5 +1,5 @@
 """`python -m tracegrade`, the `tracegrade` program: Ctrl-C while its commands
-are still being imported (seconds on a loaded machine) is one line too."""
+are still being imported is one line too."""
 
 import sys
 

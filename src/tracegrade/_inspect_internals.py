@@ -1,8 +1,6 @@
-"""Every coupling of tracegrade to Inspect AI's private code, each held by
-tests/test_inspect_internals.py. Mirrored elsewhere: `EvalSample.summary()`
-(bulk/evallog.py), `is_log_file` (logs/evals.py), `SampleScore`
-(bulk.results.LightScore); relied on: `inspect_ai.log` teaching `zipfile` zstd
-(logs/samples.py). `tracegrade score`'s names load on first use."""
+"""Every coupling to Inspect AI's private code, held by tests/test_inspect_internals.py.
+Mirrored: `EvalSample.summary()` (bulk/evallog.py), `is_log_file` (logs/evals.py),
+`SampleScore` (bulk.results.LightScore); zstd read by `zipfile` (logs/samples.py)."""
 
 from __future__ import annotations
 

@@ -63,8 +63,8 @@ class NothingInCommon(CompareError):
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """One sample-epoch under one score: BASE holds a million at a million
-    runs, so each field costs."""
+    """One sample-epoch under one score: BASE holds one per run, so each
+    field costs memory."""
 
     state: str
     missing: tuple[str, ...] | None = None

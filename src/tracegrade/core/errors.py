@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 QUOTE_LIMIT = 120
-# Deeper structure is shown as `[...]`: a record nested 5,000 deep must be
-# named, not raise `RecursionError`.
+# Deeper structure is shown as `[...]`: a deeply nested record must be named,
+# not raise `RecursionError`.
 _QUOTE_DEPTH = 8
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _BOUNDED_REPR = reprlib.Repr()

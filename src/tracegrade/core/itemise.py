@@ -41,8 +41,7 @@ def first_order_break(source: Sequence[str], answer: Sequence[str]) -> int | Non
 
 def itemise(source: list[str], answer: list[str]) -> Itemisation:
     """All four figures for two unique-ID lists; repeats raise `ValueError`.
-
-    `kept_in_order`, the longest common subsequence, is without repeats the
+    Without repeats the longest common subsequence (`kept_in_order`) is the
     longest increasing run of the answer's source positions: O(n log n)."""
     if source == answer:  # the common passing answer: no search
         if len(set(source)) != len(source):

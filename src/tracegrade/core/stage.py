@@ -1,9 +1,6 @@
-"""RAG failure stage, in the reference evaluator's order: nothing required is
-`unresolved`; a label not JSON true or false is `answer-label`; required IDs
-absent from the context (unique, JavaScript-sorted) make it `retrieval`, even
-when the answer was right; else the label decides `pass` or `generation`.
-Deliberately, `required` absent or null is `unresolved` where the reference
-throws: the source document calls a missing required set "unprepared"."""
+"""RAG failure stage, in the reference evaluator's order of checks, so that a
+record two rules fit gets the reference's answer. `required` absent or null is
+`unresolved` where the reference throws (docs/parity.md)."""
 
 from __future__ import annotations
 

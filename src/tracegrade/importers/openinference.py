@@ -899,8 +899,6 @@ class _Import:
 
 
 def _unmatched(unmatched: list[tuple[str, Key | None]], key: str, note: bool) -> str:
-    """The unmatched traces named, each with its key."""
-
     def show(pair: tuple[str, Key | None]) -> str:
         trace, value = pair
         shown = f"{key} {quote(value)}" if note else quote(value, 60)

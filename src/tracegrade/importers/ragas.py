@@ -167,7 +167,7 @@ def stream_ragas(
         labels = None if labels_path is None else read_labels(labels_path)
     except LabelsRefused as error:
         refused = error
-    limit = csv.field_size_limit(CSV_FIELD_LIMIT)  # a context is often over 128 KiB
+    limit = csv.field_size_limit(CSV_FIELD_LIMIT)  # csv's default cuts long contexts
     rows = _csv_rows(path) if from_csv else _jsonl_rows(path)
     index = 0
     try:

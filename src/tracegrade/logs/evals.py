@@ -158,8 +158,8 @@ class EvalRun:
 
     @property
     def missing_parts(self) -> list[int]:
-        """The first `LISTED_PARTS` parts not found, in order: a log claiming
-        a billion parts costs nothing."""
+        """The first `LISTED_PARTS` parts not found, in order, so that a log
+        claiming absurdly many parts costs nothing."""
         part = self.logs[0].part
         if part is None:
             return []

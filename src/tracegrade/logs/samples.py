@@ -201,8 +201,7 @@ _LOCAL = struct.Struct("<4s5H3L2H")
 
 def _member_data(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
     """The member's raw bytes past its local header, decompressed and checked
-    against size and CRC: `ZipFile.open` costs more per member than the rest
-    of reading a small one (benchmarks/report_scale.py)."""
+    against size and CRC: cheaper than `ZipFile.open` (docs/architecture.md)."""
     file = archive.fp
     assert file is not None
     file.seek(info.header_offset)
@@ -216,7 +215,7 @@ def _member_data(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
         data = zlib.decompress(raw, -zlib.MAX_WBITS)
     elif info.compress_type == zipfile.ZIP_STORED:
         data = raw
-    else:  # zstd, in one frame or several (Inspect's, past 200 MiB)
+    else:  # zstd: Inspect writes a large member in several frames
         pieces = []
         while raw:
             unzstd = zstandard.ZstdDecompressor().decompressobj()

@@ -29,7 +29,7 @@ from ..schema import (
 )
 
 SUFFIX: Final = ".parquet"
-BATCH_ROWS: Final = 8_192  # rows decoded at a time: a few MiB of Python values
+BATCH_ROWS: Final = 8_192  # rows decoded at a time, so memory stays bounded
 TASK: Final = "parquet"
 MODEL: Final = "unknown"
 _ERRORS: Final = ("error_kind", "error_side", "error_field", "error_message")
