@@ -175,7 +175,12 @@ def score(
         raise
 
     summary = run.summary
-    _report(summary, as_json, run.timings.as_json(), to_stderr=run.results_path == "-")
+    _report(
+        summary,
+        as_json,
+        {k: round(v, 4) for k, v in run.timings.items()},
+        to_stderr=run.results_path == "-",
+    )
     if summary.records == 0:
         raise SystemExit(1)
     raise SystemExit(1 if summary.line_errors else 0)
