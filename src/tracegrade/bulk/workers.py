@@ -26,12 +26,7 @@ from typing import Any, Final
 from inspect_ai.util import registry_info
 
 from .._inspect_internals import registry_unqualified_name
-from ..outputs import (
-    PARTIAL_SUFFIX,
-    OutputError,
-    publish_output,
-    sync_directory,
-)
+from ..outputs import PARTIAL_SUFFIX, OutputError, publish_output, sync_directory
 from ..table import score_table
 from .presence import READ_FIELDS, FieldPresence
 from .ranges import LineRange, plan_ranges
