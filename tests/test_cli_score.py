@@ -15,7 +15,6 @@ import json
 import math
 import re
 import shutil
-import subprocess
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -99,18 +98,6 @@ def without_message_ids(sample: dict[str, Any]) -> dict[str, Any]:
     for choice in sample["output"].get("choices", []):
         choice["message"].pop("id", None)
     return sample
-
-
-def inspect_score(
-    log: str, scorer: str, *extra: str, cwd: Path
-) -> subprocess.CompletedProcess[str]:
-    """`inspect score LOG --scorer SCORER ... --action append`, as a user
-    runs it (`--overwrite`: without a terminal it would prompt and abort)."""
-    return run_inspect(
-        *("score", log, "--scorer", scorer, *extra),
-        *("--action", "append", "--overwrite"),
-        cwd=cwd,
-    )
 
 
 def same_json(left: Any, right: Any) -> bool:
@@ -279,14 +266,17 @@ def test_sample_summaries_are_the_same(log_pair: LogPair) -> None:
 
 
 def test_inspect_score_rescores_both_alike(log_pair: LogPair, tmp_path: Path) -> None:
-    """`inspect score` reads the samples back, scores them again and writes
-    the log: the same results and scores come out of both."""
+    """`inspect score --action append` reads the samples back, scores them
+    again and writes the log: the same results and scores come out of both
+    (`--overwrite`: without a terminal it would prompt and abort)."""
     rescored = []
     for log in (log_pair.inspect_log, log_pair.ours):
         copy_of_log = tmp_path / f"{len(rescored)}{Path(log).suffix}"
         copy_of_log.write_bytes(Path(log).read_bytes())
-        completed = inspect_score(
-            str(copy_of_log), f"tracegrade/{log_pair.task}", cwd=tmp_path
+        completed = run_inspect(
+            *("score", str(copy_of_log), "--scorer", f"tracegrade/{log_pair.task}"),
+            *("--action", "append", "--overwrite"),
+            cwd=tmp_path,
         )
         assert completed.returncode == 0, completed.stdout + completed.stderr
         log_read = read_eval_log(str(copy_of_log))
@@ -375,27 +365,13 @@ def test_every_line_is_accounted_for(tmp_path: Path) -> None:
 
     entries = read_results(summary)
     assert [entry["line"] for entry in entries] == [1, 2, 4, 5, 6, 7, 8, 9]
-    assert [entry["id"] for entry in entries] == [
-        "a",
-        None,
-        "a",
-        "line-2",
-        None,
-        "c",
-        "d",
-        "e",
-    ]
+    ids = [entry["id"] for entry in entries]
+    assert ids == ["a", None, "a", "line-2", None, "c", "d", "e"]
     kinds = [entry["error"] and entry["error"]["kind"] for entry in entries]
-    assert kinds == [
-        None,
-        "malformed-json",
-        "duplicate-sample-id",
-        None,
-        "not-a-fixture-line",
-        "not-a-fixture-line",
-        "invalid-input",
-        "answer-label",
-    ]
+    unreadable = ["malformed-json", "duplicate-sample-id"]
+    not_records = ["not-a-fixture-line"] * 2
+    bad_input = ["invalid-input", "answer-label"]
+    assert kinds == [None, *unreadable, None, *not_records, *bad_input]
     assert entries[2]["error"]["first_line"] == 1
 
     assert summary["lines"] == summary["records"] + summary["blank"] == 9
@@ -417,8 +393,9 @@ def test_every_line_is_accounted_for(tmp_path: Path) -> None:
     assert log.samples is not None
     samples = {sample.id: sample for sample in log.samples}
     # A real sample already has the id line-2, so the bad line 2 yields.
-    expected_ids = {"a", "line-2", "line-2~2", "line-4", "line-6", "line-7", "d", "e"}
-    assert set(samples) == expected_ids
+    in_file_order = ["a", "line-2~2", "line-4", "line-2", "line-6", "line-7", "d", "e"]
+    assert log.eval.dataset.sample_ids == in_file_order
+    assert set(samples) == set(in_file_order)
     bad = samples["line-2~2"]
     assert bad.input == '{"id": "b", "input": '
     assert bad.metadata == {"line": 2}
@@ -429,16 +406,6 @@ def test_every_line_is_accounted_for(tmp_path: Path) -> None:
     assert score.metadata is not None
     assert score.metadata["error"]["side"] == "data"
     assert score.metadata["result"] is None
-    assert log.eval.dataset.sample_ids == [
-        "a",
-        "line-2~2",
-        "line-4",
-        "line-2",
-        "line-6",
-        "line-7",
-        "d",
-        "e",
-    ]
 
 
 def test_data_errors_are_results_and_exit_0(tmp_path: Path) -> None:
@@ -599,7 +566,11 @@ def test_a_run_over_the_limit_is_split_into_parts_that_pool(
 ) -> None:
     path = stage_lines_with_unreadable_ones(tmp_path)
     fmt = ("--log-format", log_format)
-    _, whole = score_file("stage_diagnosis", path, tmp_path / "whole", *fmt)
+    # At the limit, the run is one log.
+    _, whole = score_file(
+        "stage_diagnosis", path, tmp_path / "whole", *fmt, "--max-samples-per-log=48"
+    )
+    assert "-part" not in whole["log"]
     result, split = score_file(
         "stage_diagnosis", path, tmp_path / "split", *fmt, "--max-samples-per-log=20"
     )
@@ -618,14 +589,12 @@ def test_a_run_over_the_limit_is_split_into_parts_that_pool(
     assert [header.eval.metadata for header in headers] == [
         {"tracegrade_part": {"index": index, "count": 3}} for index in (1, 2, 3)
     ]
-    assert [header.results.total_samples for header in headers if header.results] == [
-        20,
-        20,
-        8,
-    ]
+    totals = [header.results.total_samples for header in headers if header.results]
+    assert totals == [20, 20, 8]
     # Every sample in exactly one part, in file order, the unreadable lines
     # in their parts where they stood.
-    (whole_header,) = [read_eval_log(whole["log"], header_only=True)]
+    whole_header = read_eval_log(whole["log"], header_only=True)
+    assert whole_header.eval.metadata is None
     part_ids = [
         sample_id
         for header in headers
@@ -680,16 +649,6 @@ def test_a_json_log_is_split_before_the_viewer_would_list_nothing(
         assert sum(sizes) - max(sizes) < 40_000  # but for the one that crossed it
         total += len(data["samples"])
     assert total == summary["records"] == 48
-
-
-def test_a_run_at_the_limit_is_one_log(tmp_path: Path) -> None:
-    path = stage_lines_with_unreadable_ones(tmp_path)
-    _, summary = score_file(
-        "stage_diagnosis", path, tmp_path / "logs", "--max-samples-per-log=48"
-    )
-    (log,) = summary["logs"]
-    assert summary["log"] == log and "-part" not in log
-    assert read_eval_log(log, header_only=True).eval.metadata is None
 
 
 def test_a_field_no_record_has_is_warned_of_in_the_terminal_json_and_log(
