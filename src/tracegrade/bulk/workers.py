@@ -370,25 +370,24 @@ def _removed(path: str) -> str | None:
 
 
 def score_run(*args: Any, workers: int | None, **options: Any) -> ScoreRun:
-    """A run in workers for a large regular file, else in this process."""
+    """A run in workers for a large regular file, else in this process;
+    `workers` None for the usable cores, from `PARALLEL_FROM` bytes."""
     path, max_samples_per_log = args[1], args[5]
     smallest = PARALLEL_FROM if workers is None else PARALLEL_FROM // 16
     workers = workers or default_workers()
-    ranges = _planned_ranges(path, workers, max_samples_per_log, smallest)
-    if len(ranges) < 2:
-        return ScoreRun(*args, **options)
-    return WorkersRun(*args, ranges=ranges, workers=workers, **options)
-
-
-def _planned_ranges(
-    path: str, workers: int, max_lines: int, smallest: int
-) -> list[LineRange]:
-    if workers < 2 or path == "-":
-        return []
     try:
         status = os.stat(path)
     except OSError:
-        return []  # reading it says what is wrong
-    if not stat.S_ISREG(status.st_mode) or status.st_size < smallest:
-        return []
-    return plan_ranges(path, workers, max_lines)
+        status = None  # reading it says what is wrong
+    if (
+        workers < 2
+        or path == "-"
+        or status is None
+        or not stat.S_ISREG(status.st_mode)
+        or status.st_size < smallest
+    ):
+        return ScoreRun(*args, **options)
+    ranges = plan_ranges(path, workers, max_samples_per_log)
+    if len(ranges) < 2:
+        return ScoreRun(*args, **options)
+    return WorkersRun(*args, ranges=ranges, workers=workers, **options)
