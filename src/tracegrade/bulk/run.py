@@ -332,12 +332,23 @@ class ScoreRun:
         else:
             summary.not_scored[problem.kind] += 1
             summary.line_errors += problem.kind in LINE_ERRORS
-        writing = perf_counter()
         if score is not None:
             metadata = score.metadata or {}
             for name in ("recall", "precision"):
                 if (figure := metadata.get(name)) is not None:
                     getattr(summary, name).add(figure)
+        writing = perf_counter()
+        self._write_result(number, sample_id, score, problem)
+        self.timings["jsonl"] += perf_counter() - writing
+
+    def _write_result(
+        self,
+        line: int,
+        sample_id: str | None,
+        score: Score | None,
+        problem: Problem | None,
+    ) -> None:
+        """The line's row of results: a scored record's, or a problem's."""
         if self.parquet is not None:
             # Every stage row has `lost`: the columns are fixed before the
             # first record shows whether any has steps.
@@ -347,30 +358,23 @@ class ScoreRun:
             else:
                 assert problem is not None
                 cells = problem_cells(self.task, problem.as_json(), steps=steps)
-            self.parquet.add(number, sample_id, cells)
-        elif score is not None:
-            value = score.value  # NaN (unscored) as null
-            nan = isinstance(value, float) and math.isnan(value)
-            self._write_line(
-                number,
-                sample_id,
-                None if nan else value,
-                metadata.get("result"),
-                score.explanation,
-                metadata.get("error"),
-            )
+            self.parquet.add(line, sample_id, cells)
+            return
+        if score is not None:
+            metadata = score.metadata or {}
+            nan = isinstance(score.value, float) and math.isnan(score.value)
+            entry = {
+                "value": None if nan else score.value,  # NaN (unscored) as null
+                "result": metadata.get("result"),
+                "explanation": score.explanation,
+                "error": metadata.get("error"),
+            }
         else:
             assert problem is not None
-            explanation = unreadable_explanation(number, problem)
-            self._write_line(
-                number, sample_id, None, None, explanation, problem.as_json()
-            )
-        self.timings["jsonl"] += perf_counter() - writing
-
-    def _write_line(self, line: int, sample_id: str | None, *entry: Any) -> None:
-        value, result, explanation, error = entry
-        row = {"line": line, "id": sample_id, "value": value, "result": result}
-        row.update(explanation=explanation, error=error)
+            explanation = unreadable_explanation(line, problem)
+            entry = {"value": None, "result": None, "explanation": explanation}
+            entry["error"] = problem.as_json()
+        row = {"line": line, "id": sample_id, **entry}
         self.stream.write(canonical_json(row) + "\n")
 
     def finish(self) -> None:
