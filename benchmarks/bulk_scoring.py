@@ -196,10 +196,7 @@ def measure_row(
 
 
 def bench_task(
-    task: str,
-    args: argparse.Namespace,
-    work: Path,
-    baseline_env: dict[str, str] | None,
+    task: str, args: argparse.Namespace, work: Path, baseline_env: dict[str, str] | None
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Rows for every size and format of `task`, and its answers compared."""
     full = work / f"{task}.jsonl"

@@ -15,7 +15,6 @@ import json
 import math
 import re
 import shutil
-import subprocess
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,6 @@ from inspect_ai._view.common import get_log_file, get_logs
 from inspect_ai.log import (
     list_eval_logs,
     read_eval_log,
-    read_eval_log_sample,
     read_eval_log_sample_summaries,
     write_eval_log,
 )
@@ -102,18 +100,6 @@ def without_message_ids(sample: dict[str, Any]) -> dict[str, Any]:
     return sample
 
 
-def inspect_score(
-    log: str, scorer: str, *extra: str, cwd: Path
-) -> subprocess.CompletedProcess[str]:
-    """`inspect score LOG --scorer SCORER ... --action append`, as a user
-    runs it (`--overwrite`: without a terminal it would prompt and abort)."""
-    return run_inspect(
-        *("score", log, "--scorer", scorer, *extra),
-        *("--action", "append", "--overwrite"),
-        cwd=cwd,
-    )
-
-
 def same_json(left: Any, right: Any) -> bool:
     # Text comparison: NaN equals NaN, and True never equals 1.
     return json.dumps(left) == json.dumps(right)
@@ -165,9 +151,7 @@ class LogPair:
 
 
 @pytest.fixture(scope="module")
-def inspect_eval_logs(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> dict[str, Path]:
+def inspect_eval_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Each task's `.eval` log of its extended fixture, evaluated once for
     the module, in a directory holding the fixture."""
     logs = {}
@@ -224,11 +208,7 @@ def log_pair(
         )
     assert result.exit_code == 0
     return LogPair(
-        task,
-        log_format,
-        str(inspect_log),
-        str(tmp_path / summary["log"]),
-        summary,
+        task, log_format, str(inspect_log), str(tmp_path / summary["log"]), summary
     )
 
 
@@ -285,34 +265,18 @@ def test_sample_summaries_are_the_same(log_pair: LogPair) -> None:
     assert same_json(ours, summaries(log_pair.inspect_log))
 
 
-def test_tracegrade_report_is_the_same(log_pair: LogPair) -> None:
-    def report(log: str) -> dict[str, Any]:
-        result = CliRunner().invoke(
-            main, ["report", log, "--json"], catch_exceptions=False
-        )
-        assert result.exit_code == 0, result.output
-        read: dict[str, Any] = json.loads(result.stdout)
-        for log_read in read["logs"]:
-            assert log_read.pop("path") == log
-            assert log_read.pop("run_id")  # differs between any two runs
-        (evaluated,) = read.pop("evals")
-        assert evaluated["logs"] == [log]
-        return read
-
-    ours = report(log_pair.ours)
-    assert ours["stage_diagnosis"] or ours["ordered_extraction"]
-    assert ours == report(log_pair.inspect_log)
-
-
 def test_inspect_score_rescores_both_alike(log_pair: LogPair, tmp_path: Path) -> None:
-    """`inspect score` reads the samples back, scores them again and writes
-    the log: the same results and scores come out of both."""
+    """`inspect score --action append` reads the samples back, scores them
+    again and writes the log: the same results and scores come out of both
+    (`--overwrite`: without a terminal it would prompt and abort)."""
     rescored = []
     for log in (log_pair.inspect_log, log_pair.ours):
         copy_of_log = tmp_path / f"{len(rescored)}{Path(log).suffix}"
         copy_of_log.write_bytes(Path(log).read_bytes())
-        completed = inspect_score(
-            str(copy_of_log), f"tracegrade/{log_pair.task}", cwd=tmp_path
+        completed = run_inspect(
+            *("score", str(copy_of_log), "--scorer", f"tracegrade/{log_pair.task}"),
+            *("--action", "append", "--overwrite"),
+            cwd=tmp_path,
         )
         assert completed.returncode == 0, completed.stdout + completed.stderr
         log_read = read_eval_log(str(copy_of_log))
@@ -336,11 +300,9 @@ def test_inspect_score_rescores_both_alike(log_pair: LogPair, tmp_path: Path) ->
         ), sample.id
 
 
-def test_log_round_trips_through_inspects_own_reader_and_writer(
-    tmp_path: Path,
-) -> None:
-    """What Inspect reads from the file and writes back is what was written:
-    nothing is dropped, coerced or defaulted on validation."""
+def test_log_round_trips_through_inspects_own_reader_and_writer(tmp_path: Path) -> None:
+    """What Inspect reads from the file and writes back is what was written,
+    an unreadable line's sample too: nothing dropped, coerced or defaulted."""
     path = write_lines(
         tmp_path / "runs.jsonl",
         [
@@ -354,28 +316,9 @@ def test_log_round_trips_through_inspects_own_reader_and_writer(
         "ordered_extraction", path, tmp_path / "logs", "--log-format", "json"
     )
     written = Path(summary["log"]).read_bytes()
-    log = read_eval_log(summary["log"])
-    rewritten = eval_log_json(log)
+    rewritten = eval_log_json(read_eval_log(summary["log"]))
+    # A .eval log's samples are these bytes too (`sample_json`).
     assert json.dumps(json.loads(written)) == json.dumps(json.loads(rewritten))
-
-    # The same for each sample of a .eval log: its member is what Inspect
-    # writes for the sample it reads from it.
-    _, summary = score_file("ordered_extraction", path, tmp_path / "eval-logs")
-    assert summary["log"].endswith(".eval")
-    with zipfile.ZipFile(summary["log"]) as archive:
-        members = [name for name in archive.namelist() if name.startswith("samples/")]
-        assert len(members) == summary["records"]
-        for name in members:
-            sample_id = name.removeprefix("samples/").removesuffix("_epoch_1.json")
-            sample = read_eval_log_sample(summary["log"], id=sample_id, epoch=1)
-            member = json.loads(archive.read(name))
-            assert json.dumps(member) == json.dumps(
-                json.loads(eval_log_json(sample))  # type: ignore[arg-type]
-            ), name
-
-    header = read_eval_log(summary["log"], header_only=True)
-    assert header.results is not None
-    assert header.results.total_samples == summary["records"]
 
 
 def test_jsonl_has_one_entry_per_record_with_the_evaluator_result(
@@ -422,27 +365,13 @@ def test_every_line_is_accounted_for(tmp_path: Path) -> None:
 
     entries = read_results(summary)
     assert [entry["line"] for entry in entries] == [1, 2, 4, 5, 6, 7, 8, 9]
-    assert [entry["id"] for entry in entries] == [
-        "a",
-        None,
-        "a",
-        "line-2",
-        None,
-        "c",
-        "d",
-        "e",
-    ]
+    ids = [entry["id"] for entry in entries]
+    assert ids == ["a", None, "a", "line-2", None, "c", "d", "e"]
     kinds = [entry["error"] and entry["error"]["kind"] for entry in entries]
-    assert kinds == [
-        None,
-        "malformed-json",
-        "duplicate-sample-id",
-        None,
-        "not-a-fixture-line",
-        "not-a-fixture-line",
-        "invalid-input",
-        "answer-label",
-    ]
+    unreadable = ["malformed-json", "duplicate-sample-id"]
+    not_records = ["not-a-fixture-line"] * 2
+    bad_input = ["invalid-input", "answer-label"]
+    assert kinds == [None, *unreadable, None, *not_records, *bad_input]
     assert entries[2]["error"]["first_line"] == 1
 
     assert summary["lines"] == summary["records"] + summary["blank"] == 9
@@ -464,8 +393,9 @@ def test_every_line_is_accounted_for(tmp_path: Path) -> None:
     assert log.samples is not None
     samples = {sample.id: sample for sample in log.samples}
     # A real sample already has the id line-2, so the bad line 2 yields.
-    expected_ids = {"a", "line-2", "line-2~2", "line-4", "line-6", "line-7", "d", "e"}
-    assert set(samples) == expected_ids
+    in_file_order = ["a", "line-2~2", "line-4", "line-2", "line-6", "line-7", "d", "e"]
+    assert log.eval.dataset.sample_ids == in_file_order
+    assert set(samples) == set(in_file_order)
     bad = samples["line-2~2"]
     assert bad.input == '{"id": "b", "input": '
     assert bad.metadata == {"line": 2}
@@ -476,16 +406,6 @@ def test_every_line_is_accounted_for(tmp_path: Path) -> None:
     assert score.metadata is not None
     assert score.metadata["error"]["side"] == "data"
     assert score.metadata["result"] is None
-    assert log.eval.dataset.sample_ids == [
-        "a",
-        "line-2~2",
-        "line-4",
-        "line-2",
-        "line-6",
-        "line-7",
-        "d",
-        "e",
-    ]
 
 
 def test_data_errors_are_results_and_exit_0(tmp_path: Path) -> None:
@@ -574,10 +494,7 @@ def test_results_can_go_to_stdout_with_the_summary_on_stderr(tmp_path: Path) -> 
         "stage_diagnosis", path, "--log-dir", str(tmp_path / "logs"), "--out", "-"
     )
     assert result.exit_code == 0
-    assert [json.loads(line)["id"] for line in result.stdout.splitlines()] == [
-        "a",
-        "b",
-    ]
+    assert [json.loads(line)["id"] for line in result.stdout.splitlines()] == ["a", "b"]
     assert "Log:" in result.stderr and "Log:" not in result.stdout
 
     both = run_score(
@@ -603,9 +520,7 @@ def test_a_file_without_records_writes_no_log(tmp_path: Path) -> None:
     assert [p.name for p in (tmp_path / "logs").iterdir() if p.suffix == ".json"] == []
 
 
-def test_an_unreadable_line_is_shown_cut_and_with_its_bad_bytes(
-    tmp_path: Path,
-) -> None:
+def test_an_unreadable_line_is_shown_cut_and_with_its_bad_bytes(tmp_path: Path) -> None:
     path = tmp_path / "runs.jsonl"
     long_line = '{"id": "x", "input": ' + "[" * 3000
     path.write_bytes(b'{"id": "\xff"}\n' + long_line.encode() + b"\n")
@@ -651,7 +566,11 @@ def test_a_run_over_the_limit_is_split_into_parts_that_pool(
 ) -> None:
     path = stage_lines_with_unreadable_ones(tmp_path)
     fmt = ("--log-format", log_format)
-    _, whole = score_file("stage_diagnosis", path, tmp_path / "whole", *fmt)
+    # At the limit, the run is one log.
+    _, whole = score_file(
+        "stage_diagnosis", path, tmp_path / "whole", *fmt, "--max-samples-per-log=48"
+    )
+    assert "-part" not in whole["log"]
     result, split = score_file(
         "stage_diagnosis", path, tmp_path / "split", *fmt, "--max-samples-per-log=20"
     )
@@ -670,14 +589,12 @@ def test_a_run_over_the_limit_is_split_into_parts_that_pool(
     assert [header.eval.metadata for header in headers] == [
         {"tracegrade_part": {"index": index, "count": 3}} for index in (1, 2, 3)
     ]
-    assert [header.results.total_samples for header in headers if header.results] == [
-        20,
-        20,
-        8,
-    ]
+    totals = [header.results.total_samples for header in headers if header.results]
+    assert totals == [20, 20, 8]
     # Every sample in exactly one part, in file order, the unreadable lines
     # in their parts where they stood.
-    (whole_header,) = [read_eval_log(whole["log"], header_only=True)]
+    whole_header = read_eval_log(whole["log"], header_only=True)
+    assert whole_header.eval.metadata is None
     part_ids = [
         sample_id
         for header in headers
@@ -732,16 +649,6 @@ def test_a_json_log_is_split_before_the_viewer_would_list_nothing(
         assert sum(sizes) - max(sizes) < 40_000  # but for the one that crossed it
         total += len(data["samples"])
     assert total == summary["records"] == 48
-
-
-def test_a_run_at_the_limit_is_one_log(tmp_path: Path) -> None:
-    path = stage_lines_with_unreadable_ones(tmp_path)
-    _, summary = score_file(
-        "stage_diagnosis", path, tmp_path / "logs", "--max-samples-per-log=48"
-    )
-    (log,) = summary["logs"]
-    assert summary["log"] == log and "-part" not in log
-    assert read_eval_log(log, header_only=True).eval.metadata is None
 
 
 def test_a_field_no_record_has_is_warned_of_in_the_terminal_json_and_log(

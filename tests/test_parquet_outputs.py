@@ -79,24 +79,34 @@ def test_parquet_results_are_the_json_lines_results_as_columns(
     assert kinds == ["malformed-json", "not-a-fixture-line", "duplicate-sample-id"]
 
 
+TREC = ["import", "trec", "--qrels", "qrels", "--run", "run", "--k", "1"]
+
+
 @pytest.mark.parametrize(
     ("args", "said"),
     [
         (["--out", "r.parquet"], "names a Parquet file, but the results are JSON"),
         (["--out", "-", "--results-format", "parquet"], "writes a file, not stdout"),
+        ([*TREC, "--output-format", "parquet"], "writes a file, not stdout"),
+        ([*TREC, "--output", "r.parquet"], "add --output-format parquet"),
     ],
 )
 def test_a_parquet_output_that_cannot_be_is_a_usage_error(
-    tmp_path: Path, args: list[str], said: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], said: str
 ) -> None:
-    path = tmp_path / "runs.jsonl"
-    write_records(path, [])
-    result = CliRunner().invoke(
-        main, ["score", "stage_diagnosis", str(path), "--log-dir", str(tmp_path), *args]
-    )
+    monkeypatch.chdir(tmp_path)
+    write_records(tmp_path / "runs.jsonl", [])
+    (tmp_path / "qrels").write_text("q1 0 D1 1\n")
+    (tmp_path / "run").write_text("q1 Q0 D1 1 2.0 r\n")
+    score = ["score", "stage_diagnosis", "runs.jsonl", "--log-dir", "."]
+    result = CliRunner().invoke(main, args if args[0] == "import" else score + args)
     assert result.exit_code == 2
     assert said in result.output
-    assert sorted(item.name for item in tmp_path.iterdir()) == ["runs.jsonl"]
+    assert sorted(item.name for item in tmp_path.iterdir()) == [
+        "qrels",
+        "run",
+        "runs.jsonl",
+    ]
 
 
 def test_imported_parquet_records_are_the_json_lines_records(tmp_path: Path) -> None:
@@ -131,21 +141,6 @@ def test_imported_parquet_records_are_the_json_lines_records(tmp_path: Path) -> 
     assert table.equals(records_table(records, "stage_diagnosis"))
     assert [row["correct"] for row in table.to_pylist()] == [True, None, None]
     assert score_table(table).column("stage").to_pylist()[0] == "retrieval"
-
-
-def test_imported_parquet_needs_a_file(tmp_path: Path) -> None:
-    (tmp_path / "qrels").write_text("q1 0 D1 1\n")
-    (tmp_path / "run").write_text("q1 Q0 D1 1 2.0 r\n")
-    base = ["import", "trec", "--qrels", str(tmp_path / "qrels")]
-    base += ["--run", str(tmp_path / "run"), "--k", "1"]
-    stdout = CliRunner().invoke(main, [*base, "--output-format", "parquet"])
-    misnamed = CliRunner().invoke(
-        main, [*base, "--output", str(tmp_path / "r.parquet")]
-    )
-    assert stdout.exit_code == misnamed.exit_code == 2
-    assert "writes a file, not stdout" in stdout.output
-    assert "add --output-format parquet" in misnamed.output
-    assert sorted(item.name for item in tmp_path.iterdir()) == ["qrels", "run"]
 
 
 def test_no_records_leave_no_parquet_file(tmp_path: Path) -> None:

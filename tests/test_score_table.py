@@ -275,12 +275,7 @@ def test_no_rows_give_no_rows_of_the_same_schema() -> None:
 
 def test_key_arguments_name_other_columns() -> None:
     table = pa.table(
-        {
-            "run": ["a"],
-            "gold": [["D1", "D2"]],
-            "supplied": [["D2"]],
-            "label": [True],
-        }
+        {"run": ["a"], "gold": [["D1", "D2"]], "supplied": [["D2"]], "label": [True]}
     )
     (row,) = score_table(
         table,

@@ -1,8 +1,9 @@
-"""Inspect `.eval` logs written in a stream, a sample at a time."""
+"""Inspect's `.eval` and `.json` logs written in a stream, a sample at a time."""
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import tempfile
 import textwrap
@@ -39,21 +40,11 @@ from .._inspect_internals import (
 )
 from ..outputs import PARTIAL_SUFFIX, publish_output, sync_directory
 
-# --- Inspect's member names ----------------------------------------------------
-
-START_JSON: Final = "_journal/start.json"
-JOURNAL_SUMMARIES: Final = "_journal/summaries"
 SUMMARIES_JSON: Final = "summaries.json"
-REDUCTIONS_JSON: Final = "reductions.json"
-HEADER_JSON: Final = "header.json"
 
 
 def sample_member(sample_id: int | str, epoch: int) -> str:
-    """The member a sample is stored under; readers find samples by this name."""
     return f"samples/{sample_id}_epoch_{epoch}.json"
-
-
-# --- Serialising as Inspect does -------------------------------------------------
 
 
 def _no_value(_: Any) -> None:
@@ -66,31 +57,15 @@ def _json_bytes(value: Any, indent: int | None = None) -> bytes:
     return serialised
 
 
-def sample_json(data: Mapping[str, Any]) -> bytes:
-    """`to_json_safe(data, indent=None)`, in one pass where it can be."""
+def sample_json(data: Any, indent: int | None = None) -> bytes:
+    """`_json_bytes`, in one pass for data that is JSON-safe but for scores."""
     try:
-        return to_json(data, exclude_none=True, fallback=_no_value)
+        return to_json(data, indent=indent, exclude_none=True, fallback=_no_value)
     except PydanticSerializationError:
-        serialised: bytes = to_json_safe(data, indent=None)
-        return serialised
+        return _json_bytes(data, indent)
 
 
-def _plain_json_bytes(value: Any, indent: int | None = None) -> bytes:
-    """`_json_bytes` in one pass, for values that are JSON already."""
-    try:
-        return to_json(value, indent=indent, exclude_none=True, fallback=_no_value)
-    except PydanticSerializationError:
-        return _json_bytes(value, indent)
-
-
-# --- Sample summaries ------------------------------------------------------------
-
-# Inspect's rules, mirrored here for speed (see `_inspect_internals`):
-# summaries keep `MAX_TEXT_LENGTH` characters of an input or target, and
-# shorten other text to `THIN_TEXT_WIDTH` characters after collapsing its
-# whitespace (looking at `THIN_TEXT_SCAN` of them), and drop a metadata value
-# over `METADATA_VALUE_LIMIT` characters of indented JSON.
-
+# `EvalSample.summary()`'s rules, mirrored for speed (`_inspect_internals`).
 # `EvalSample` fields a summary copies when they are set, in summary order.
 _COPIED_BEFORE_ERROR = (
     "model_fallbacks",
@@ -117,9 +92,7 @@ def _truncate_text(text: str) -> str:
 
 
 def _thin_text(text: str) -> str:
-    # `textwrap.shorten` returns text whose whitespace is already collapsed
-    # and which fits unchanged; checking that first skips building a
-    # TextWrapper for nearly every string.
+    # Text that `textwrap.shorten` would return unchanged, without its cost.
     if len(text) <= THIN_TEXT_WIDTH and " ".join(text.split()) == text:
         return text
     return textwrap.shorten(
@@ -129,9 +102,7 @@ def _thin_text(text: str) -> str:
 
 def _thin_metadata(metadata: Mapping[str, Any]) -> dict[str, Any]:
     if _json_length_within(metadata, METADATA_VALUE_LIMIT):
-        # Each value alone is shorter than inside the whole, indented one
-        # level deeper: all are kept, and only text can change. One
-        # serialisation instead of one a value.
+        # Then each value alone is short enough too: one serialisation.
         return {
             key: _thin_text(value) if isinstance(value, str) else value
             for key, value in metadata.items()
@@ -153,15 +124,13 @@ def _json_length_within(value: Any, limit: int) -> bool:
     """Whether `value`, as indented JSON, has at most `limit` characters."""
     if isinstance(value, (list, dict)) and len(value) > limit:
         return False  # every item takes at least a character
-    encoded = _plain_json_bytes(value, indent=2)
-    # UTF-8 has at least one byte a character, so few bytes settle it.
+    encoded = sample_json(value, indent=2)
     return len(encoded) <= limit or len(encoded.decode("utf-8")) <= limit
 
 
 def _utc_iso(value: str) -> str:
     """A timestamp as `UtcDatetimeStr` normalises it (Inspect's summaries do)."""
-    # What `datetime.isoformat` gives for UTC already: seconds or non-zero
-    # microseconds, then +00:00.
+    # `datetime.isoformat` of a UTC time is normal already.
     if (
         value.endswith("+00:00")
         and value[10:11] == "T"
@@ -175,10 +144,8 @@ def _utc_iso(value: str) -> str:
 
 
 def _thin_score(score: Mapping[str, Any] | Score) -> dict[str, Any]:
-    """The score a summary keeps: value, texts shortened, metadata thinned;
-    the edit history is left behind."""
-    # A `Score` is read field by field: dumping it in JSON mode would turn
-    # a NaN value (unscored) into null.
+    """The score a summary keeps; read field by field, since dumping it in
+    JSON mode would turn a NaN value (unscored) into null."""
     fields: Mapping[str, Any] = vars(score) if isinstance(score, Score) else score
     thinned: dict[str, Any] = {"value": fields["value"]}
     for key in ("answer", "explanation"):
@@ -256,13 +223,8 @@ def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
     return summary
 
 
-# --- The archive -----------------------------------------------------------------
-
-DEFAULT_JOURNAL_EVERY: Final = 1000
-# Level 1: on these small JSON members about as small as Inspect's zstd
-# level 3; higher levels save little for their time.
+# On these small JSON members about as small as Inspect's zstd level 3.
 DEFLATE_LEVEL: Final = 1
-_COPY_CHUNK: Final = 1 << 20
 
 
 _isal = False
@@ -278,8 +240,8 @@ def _compressor(compress_type: int, compresslevel: int | None = None) -> Any:
 
 @contextlib.contextmanager
 def deflating_with_isal() -> Iterator[None]:
-    """Within the block, `zipfile` deflates with ISA-L (`isal`), faster than
-    zlib at level 1 and read alike, through its private `_get_compressor`."""
+    """Within the block, `zipfile` deflates with ISA-L, faster than zlib and
+    read alike, through its private `_get_compressor`."""
     global _isal, _stdlib_compressor
     was, _isal = _isal, True
     if not was:
@@ -315,9 +277,7 @@ class EvalArchive:
     `start`, `add_sample` per sample, then `finish` (or `complete`, then
     `publish`); until then only `<name>.partial` exists, which `abort` removes."""
 
-    def __init__(
-        self, location: Path, *, journal_every: int = DEFAULT_JOURNAL_EVERY
-    ) -> None:
+    def __init__(self, location: Path, *, journal_every: int = 1000) -> None:
         if location.suffix != ".eval":
             raise ValueError(f"an .eval log's name ends in .eval: {location}")
         self.location = location
@@ -331,8 +291,7 @@ class EvalArchive:
         self._file = open(self.partial, "x+b")  # noqa: SIM115
         try:
             self._zip = self._open_zip("w")
-            # The summaries, as JSON, until `complete` copies them into the
-            # archive: zipfile writes one member at a time.
+            # Until `complete` copies them in: zipfile writes a member at a time.
             self._summaries = tempfile.TemporaryFile(dir=location.parent)  # noqa: SIM115
             self._summaries.write(b"[")
         except BaseException:
@@ -350,15 +309,12 @@ class EvalArchive:
             compresslevel=DEFLATE_LEVEL,
         )
 
-    # -- writing ------------------------------------------------------------------
-
     def start(self, eval_spec: EvalSpec, plan: EvalPlan) -> None:
-        """Write `_journal/start.json`, which the log's header is read from
-        while it has no `header.json`."""
+        """The header readers read until the log has its own."""
         self._expect("created")
         version = EvalLog.model_fields["version"].default
         start = {"version": version, "eval": eval_spec, "plan": plan}
-        self._add(START_JSON, _json_bytes(start))
+        self._add("_journal/start.json", _json_bytes(start))
         self._state = "started"
 
     def add_sample(
@@ -366,18 +322,17 @@ class EvalArchive:
         sample: Mapping[str, Any] | bytes,
         summary: EvalSampleSummary | Mapping[str, Any],
     ) -> None:
-        """Write one sample now, and keep its summary for the summaries."""
         self._expect("started")
         if isinstance(summary, EvalSampleSummary):
             sample_id, epoch = summary.id, summary.epoch
             summary_json = _json_bytes(summary)
         else:
             sample_id, epoch = summary["id"], summary["epoch"]
-            summary_json = _plain_json_bytes(summary)
+            summary_json = sample_json(summary)
         data = sample if isinstance(sample, bytes) else _json_bytes(sample)
         self._add(sample_member(sample_id, epoch), data)
         assert self._summaries is not None
-        try:  # not `_failing`, which costs a generator a sample
+        try:  # not `_failing`, which would cost a generator a sample
             self._summaries.write(
                 b"," + summary_json if self.samples_written else summary_json
             )
@@ -395,13 +350,11 @@ class EvalArchive:
         self._journal_files += 1
         chunk = b"[" + b",".join(self._journal) + b"]"
         self._journal.clear()
-        self._add(f"{JOURNAL_SUMMARIES}/{self._journal_files}.json", chunk)
+        self._add(f"_journal/summaries/{self._journal_files}.json", chunk)
 
     def _add(self, name: str, data: bytes) -> None:
-        """What `ZipFile.writestr` writes (deflated by ISA-L within
-        `deflating_with_isal`), written at once: zipfile writes a header,
-        the data, then seeks back to rewrite the header, which costs more
-        than deflating a sample."""
+        """What `ZipFile.writestr` writes, in one write: zipfile's own seeks
+        back to rewrite the header, which costs more than deflating a sample."""
         archive = self._zip
         assert archive is not None and archive.fp is not None
         library = isal_zlib if _isal else zlib
@@ -411,8 +364,7 @@ class EvalArchive:
             info.external_attr = 0o600 << 16  # as writestr sets it
             info.file_size = len(data)
             info.CRC = zlib.crc32(data)
-            # zipfile's own stream: a compressor, not `compress`, whose
-            # output can differ.
+            # A compressor, as zipfile's: `compress` can give other bytes.
             compressor = library.compressobj(DEFLATE_LEVEL, library.DEFLATED, -15)
             deflated = compressor.compress(data) + compressor.flush()
             info.compress_size = len(deflated)
@@ -429,18 +381,16 @@ class EvalArchive:
             raise
 
     def _add_streamed(self, name: str, chunks: Iterable[bytes]) -> None:
-        """A member too large to hold, written a chunk at a time (as
-        Inspect's recorder streams one: ZIP64 sizes, since its size is
-        unknown when its header is written)."""
+        """A member too large to hold, streamed with ZIP64 sizes, as
+        Inspect's recorder streams one."""
         assert self._zip is not None
         with self._failing(), self._zip.open(name, "w", force_zip64=True) as member:
             for chunk in chunks:
                 member.write(chunk)
 
     def suspend(self) -> None:
-        """Write the journal so far and the archive's directory, and let go
-        of the `ZipInfo` zipfile keeps per member (a run split into parts
-        keeps every part open until the end, and those grow with it)."""
+        """Write the journal and directory, and let go of zipfile's `ZipInfo`
+        per member, while other parts of the run are written."""
         self._expect("started")
         assert self._zip is not None
         with self._failing():
@@ -451,8 +401,7 @@ class EvalArchive:
         self._state = "suspended"
 
     def resume(self) -> None:
-        """Go on after `suspend`, in the same file: the directory is read
-        back, and the next member overwrites it."""
+        """The directory is read back; the next member overwrites it."""
         self._expect("suspended")
         with self._failing():
             self._zip = self._open_zip("a")
@@ -463,7 +412,6 @@ class EvalArchive:
         header: EvalLog,
         reductions: Sequence[EvalSampleReductions] | StreamedReductions | None,
     ) -> Path:
-        """`complete`, then `publish` under `location`."""
         self.complete(header, reductions)
         return self.publish()
 
@@ -472,8 +420,7 @@ class EvalArchive:
         header: EvalLog,
         reductions: Sequence[EvalSampleReductions] | StreamedReductions | None,
     ) -> None:
-        """Write the summaries, reductions and header, and sync the file,
-        still under its `.partial` name."""
+        """Write the summaries, reductions and header; sync the partial file."""
         if self._state == "suspended":
             self.resume()
         self._expect("started")
@@ -484,12 +431,12 @@ class EvalArchive:
             summaries.write(b"]")
             summaries.seek(0)
             self._add_streamed(
-                SUMMARIES_JSON, iter(lambda: summaries.read(_COPY_CHUNK), b"")
+                SUMMARIES_JSON, iter(functools.partial(summaries.read, 1 << 20), b"")
             )
             summaries.close()
             if reductions is not None:
-                self._add_streamed(REDUCTIONS_JSON, _reductions_json(reductions))
-            self._add(HEADER_JSON, _json_bytes(_header(header)))
+                self._add_streamed("reductions.json", _reductions_json(reductions))
+            self._add("header.json", _json_bytes(_header(header)))
             self._zip.close()
             # Its `ZipInfo`s too: a run's parts wait, complete, to be published.
             self._zip = None
@@ -499,8 +446,8 @@ class EvalArchive:
         self._state = "completed"
 
     def publish(self, location: Path | None = None) -> Path:
-        """Rename the completed file to `location` (by default the one it
-        was made for), then sync the directory so the rename is durable."""
+        """Rename the completed file (by default to the name it was made
+        for), and sync the directory so the rename is durable."""
         self._expect("completed")
         target = self.location if location is None else location
         with self._failing():
@@ -510,17 +457,13 @@ class EvalArchive:
         self._state = "finished"
         return target
 
-    # -- giving up ----------------------------------------------------------------
-
     def abort(self) -> None:
-        """Remove the partial file. Safe to call again, and after `finish`
-        (when it does nothing); it raises nothing on a full disk or out of
-        memory, since what it fails to write is being thrown away."""
+        """Remove the partial file; safe to call again or after `finish`, and
+        raises nothing on a full disk or out of memory."""
         if self._state in ("finished", "aborted"):
             return
         self._state = "aborted"
-        # The file first: zipfile then cannot write the directory of what is
-        # thrown away, and is closed for good (nothing more when collected).
+        # The file first: zipfile then writes no directory of what goes.
         closing = [self._file.close]
         if self._zip is not None:
             closing.append(self._zip.close)
@@ -530,8 +473,7 @@ class EvalArchive:
             with contextlib.suppress(OSError, ValueError, MemoryError):
                 close()
         if self._zip is not None:
-            # A close refused mid-member (out of memory there) would be
-            # tried again when the zip is collected, and print that it failed.
+            # Else a close refused mid-member is tried again when collected.
             self._zip.fp = None
         self.partial.unlink(missing_ok=True)
 
@@ -567,8 +509,7 @@ class EvalArchive:
 def _reductions_json(
     reductions: Sequence[EvalSampleReductions] | StreamedReductions,
 ) -> Iterator[bytes]:
-    """`reductions.json`, a reduced score at a time: serialised whole, a
-    million of them would be a second copy in memory."""
+    """`reductions.json`, a reduced score at a time, not a copy held whole."""
     yield b"["
     if isinstance(reductions, StreamedReductions):
         yield _reductions_head(reductions.head)
@@ -596,9 +537,7 @@ def _reductions_head(reductions: EvalSampleReductions) -> bytes:
 
 
 def _header(log: EvalLog) -> EvalLog:
-    """The log as `header.json` holds it: `EvalRecorder.log_finish` builds
-    a new `EvalLog` from these fields, so tags and metadata are derived
-    afresh and samples, reductions and location left out."""
+    """The log as `EvalRecorder.log_finish` rebuilds it for `header.json`."""
     return EvalLog(
         version=log.version,
         invalidated=log.invalidated,
@@ -635,8 +574,7 @@ class JsonLogWriter:
     def suspend(self) -> None:
         """Nothing to let go: a spool file and two arrays are all it holds."""
 
-    def resume(self) -> None:
-        """See `suspend`."""
+    resume = suspend
 
     def complete(self, header: EvalLog, reductions: StreamedReductions | None) -> None:
         head = to_json_safe(header).rstrip()
@@ -648,7 +586,6 @@ class JsonLogWriter:
         order = sorted(range(len(self._ids)), key=self._ids.__getitem__)
         self._ids = []
         try:
-            # "x": never write into a file some other run left.
             with open(self.partial, "xb") as out:
                 out.write(head[:-1].rstrip())
                 out.write(b',\n  "samples": [')

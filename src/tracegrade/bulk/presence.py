@@ -26,7 +26,8 @@ KEYS_KEPT = 50
 
 @dataclass
 class FieldPresence:
-    """Which of a task's fields some record's input has, and the keys seen."""
+    """Which of a task's fields some record's input has, and the keys seen:
+    a field in no record at all is most likely a key typo."""
 
     fields: dict[str, str]
     found: set[str] = field(default_factory=set)

@@ -30,8 +30,7 @@ def plan_ranges(path: str, ranges: int, max_lines: int) -> list[LineRange]:
     size = os.path.getsize(path)
     with open(path, "rb") as binary:
         planned = _cut(binary, size, ranges)
-        # The cut counts every line: a file too long for `ranges` parts is
-        # cut again into as many as its lines need, with no pass to count.
+        # A file of more lines than `ranges` parts may hold is cut again.
         needed = math.ceil(sum(part.lines for part in planned) / max_lines)
         if needed > ranges:
             ranges = needed
@@ -59,8 +58,7 @@ def _cut(binary: IO[bytes], size: int, ranges: int) -> list[LineRange]:
 
 
 def _next_line(binary: IO[bytes], offset: int, size: int) -> int:
-    """Where the first line starting after a "\\n" at or past `offset` does
-    (0 for offset 0; `size` if there is none)."""
+    """Where the first line after a "\\n" at or past `offset` starts."""
     if offset == 0:
         return 0
     binary.seek(offset - 1)

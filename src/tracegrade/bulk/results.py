@@ -1,17 +1,16 @@
-"""Metrics and epoch reductions over a whole bulk run, in little memory: each
-sample keeps only what the metrics read, computed by Inspect's own
-`compute_eval_scores` (docs/architecture.md, "Scoring large files")."""
+"""Metrics and reductions over a whole bulk run by Inspect's own
+`compute_eval_scores`, each sample keeping only what the metrics read."""
 
 from __future__ import annotations
 
 import contextlib
+import copy
 import math
 import tempfile
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
 from itertools import chain, repeat
-from typing import IO, Any, Final
+from typing import IO, Any, Final, NamedTuple
 
 from inspect_ai.log import EvalResults, EvalSampleReductions, EvalSampleScore
 from inspect_ai.scorer import Score, Scorer, mean_score
@@ -65,22 +64,16 @@ class LightScore:
             metadata["precision"] = self.precision
         return metadata
 
+    # `SampleScore`'s other fields, which no metric here reads.
+    sample_metadata = None
+    scorer = None
+
     @property
     def score(self) -> LightScore:
         return self
 
-    @property
-    def sample_metadata(self) -> None:
-        return None
-
-    @property
-    def scorer(self) -> None:
-        return None
-
     def __deepcopy__(self, _memo: object) -> LightScore:
-        # Inspect copies a score before replacing its value with one key of
-        # a dictionary value; nothing else of it is written, so a shallow
-        # copy suffices, and shared metadata stays shared.
+        # Inspect copies a score only to replace its value: shallow will do.
         return LightScore(
             self.value,
             self.reason,
@@ -98,8 +91,7 @@ def _shared(cache: dict[Any, Any], key: Any, make: Any) -> Any:
     return found
 
 
-@dataclass
-class _Views:
+class _Views(NamedTuple):
     reduced: Metrics | None
     unreduced: Metrics | None
 
@@ -127,7 +119,7 @@ def _split_views(metrics: Metrics) -> _Views:
                 kept.append(item)
         return kept or None
 
-    return _Views(reduced=keep({"auto", "reduced"}), unreduced=keep({"unreduced"}))
+    return _Views(keep({"auto", "reduced"}), keep({"unreduced"}))
 
 
 class _Table:
@@ -148,9 +140,8 @@ class _Table:
 
 
 class _SampleIds:
-    """Sample ids as one UTF-8 text and where each ends: an id's bytes and
-    an offset, not a string object and a list's pointer to it, which
-    would be most of a run's memory. A string is made as each is read."""
+    """Sample ids as one UTF-8 text and where each ends: string objects
+    would be most of a run's memory."""
 
     __slots__ = ("_ends", "_text")
 
@@ -166,10 +157,6 @@ class _SampleIds:
     def __len__(self) -> int:
         return len(self._ends)
 
-    def __getitem__(self, position: int) -> str:
-        start = self._ends[position - 1] if position else 0
-        return self._text[start : self._ends[position]].decode("utf-8", "surrogatepass")
-
     def __iter__(self) -> Iterator[str]:
         text, start = self._text, 0
         for end in self._ends:
@@ -182,8 +169,7 @@ _SHARED_SHARES: Final = 1 << 12
 
 
 class _ShareColumn:
-    """One float a sample (NaN for none), made at the first sample that
-    has one: a run with none pays nothing."""
+    """One float a sample (NaN for none), from the first sample with one."""
 
     __slots__ = ("values",)
 
@@ -197,16 +183,9 @@ class _ShareColumn:
         if self.values is not None:
             self.values.append(_NAN if share is None else share)
 
-    def get(self, position: int) -> float | None:
-        if self.values is None:
-            return None
-        share = self.values[position]
-        return None if math.isnan(share) else share
-
     def shared(self, count: int) -> Iterator[float | None]:
-        """The `count` samples' shares in order, equal ones one float object,
-        since Inspect's metrics hold them all at once (a share of two
-        integers is never -0.0, so equal by value is equal in bits)."""
+        """The samples' shares, equal ones one float object: Inspect's metrics
+        hold them all at once."""
         values = self.values
         if values is None:
             yield from repeat(None, count)
@@ -222,9 +201,8 @@ class _ShareColumn:
 
 
 class LightScores:
-    """A run's scores as columns, a `LightScore` made as each is read: three
-    codes a sample into tables of its few distinct values, reasons and
-    metadata, and recall and precision as columns of doubles (NaN for none)."""
+    """A run's scores as columns, a `LightScore` made as each is read: codes
+    into tables of the few distinct values, reasons and metadata."""
 
     def __init__(self) -> None:
         self._ids = _SampleIds()
@@ -260,30 +238,12 @@ class LightScores:
 
     def with_values(self, change: Callable[[Any], Any]) -> LightScores:
         """The same scores, each value `change`d (once per distinct value)."""
-        changed = LightScores()
-        changed._ids = self._ids
-        changed._codes = self._codes
+        changed = copy.copy(self)
         changed._values = _Table([change(value) for value in self._values.items])
-        changed._reasons = self._reasons
-        changed._metadata = self._metadata
-        changed._recalls = self._recalls
-        changed._precisions = self._precisions
         return changed
 
     def __len__(self) -> int:
         return len(self._ids)
-
-    def __getitem__(self, index: int) -> LightScore:
-        position = range(len(self))[index]  # negative indexes, IndexError
-        value, reason, metadata = self._codes[3 * position : 3 * position + 3]
-        return LightScore(
-            self._values.items[value],
-            self._reasons.items[reason],
-            self._ids[position],
-            self._metadata.items[metadata],
-            self._recalls.get(position),
-            self._precisions.get(position),
-        )
 
     def __iter__(self) -> Iterator[LightScore]:
         values = self._values.items
@@ -310,8 +270,7 @@ class LightScores:
 
 
 class _Joined:
-    """The scores of several runs, one after another, without copying
-    (Inspect's metrics only iterate and count them)."""
+    """Several runs' scores, uncopied: Inspect's metrics only iterate them."""
 
     def __init__(self, runs: Sequence[LightScores]) -> None:
         self._runs = runs
@@ -345,8 +304,7 @@ class RunResults:
         self.spooled = 0
 
     def _light_metadata(self, metadata: dict[str, Any]) -> Any:
-        """The metadata keys tracegrade's metrics read, shared by content; a
-        sample's own `recall` and `precision` are put in by `LightScore`."""
+        """The metadata keys tracegrade's metrics read, shared by content."""
         record = metadata.get("record")
         # `lucky_answers` asks only whether the label is JSON `true`.
         labelled_true = isinstance(record, dict) and record.get("correct") is True
@@ -355,8 +313,6 @@ class RunResults:
         side = None if error is None else error.side
         has_recall = "recall" in metadata
         has_precision = "precision" in metadata
-        # Each step's recall, for `step_recall`: shares of small counts, so
-        # runs share a handful of distinct dictionaries.
         step_recall = metadata.get("step_recall")
         step_key = tuple(step_recall.items()) if isinstance(step_recall, dict) else None
 
@@ -388,9 +344,7 @@ class RunResults:
         )
 
     def _light_value(self, value: Any) -> Any:
-        """Equal values are one shared object: a million stage strings or
-        `{"membership", "order"}` dictionaries would otherwise each cost
-        memory. Metrics only read them."""
+        """Equal values as one shared object (metrics only read them)."""
         if isinstance(value, float) and math.isnan(value):
             return _NAN
         if isinstance(value, dict):
@@ -425,14 +379,12 @@ class RunResults:
         self._separator = b",\n"
 
     def reduce_value(self, value: Any) -> Any:
-        """The reduced value of a score of this `value`, shared like it: the
-        value alone decides it."""
+        """The reduced value of a score of this `value` (it alone decides)."""
         reduced = self.reducer([Score(value=value)])
         return self._light_value(reduced.value)
 
     def results(self, total: int) -> tuple[EvalResults, StreamedReductions | None]:
-        """The `EvalResults` of the run, and its reductions (their sample
-        scores streamed from the spool)."""
+        """The run's `EvalResults` and reductions (streamed from the spool)."""
         results = pooled_results([self], total)
         if self.views.reduced is None:
             return results, None
@@ -442,9 +394,7 @@ class RunResults:
         return results, StreamedReductions(head, self.reduction_samples())
 
     def reduction_samples(self) -> Iterator[bytes]:
-        """The reduced scores as serialised JSON, joined by ",\\n"."""
-        if self._reductions is None:
-            return
+        assert self._reductions is not None
         self._reductions.flush()
         self._reductions.seek(0)
         while chunk := self._reductions.read(1 << 20):
@@ -462,8 +412,8 @@ def _reducer_name(views: _Views) -> str | None:
 
 
 def pooled_results(runs: Sequence[RunResults], total: int) -> EvalResults:
-    """The `EvalResults` of several runs of one scorer as one log holding
-    them all would have them: a split run's, for `score`'s summary."""
+    """The `EvalResults` of several runs of one scorer, as one log holding
+    them all would have them."""
     first = runs[0]
     scores: list[Any] = []
     if first.views.reduced is not None:

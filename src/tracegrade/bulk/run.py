@@ -1,7 +1,6 @@
-"""One `tracegrade score` run: each line scored (`scoring.LineScorer`), added
-to its part log (`.eval` or `.json`, at most `max_samples_per_log` samples
-a part) and its results line written; every output put under its name only
-once all are complete (`finish`), and removed by `abort`."""
+"""One `tracegrade score` run: each line scored, added to its part log and
+its results line written; every output put under its name only once all
+are complete (`finish`), and removed by `abort`."""
 
 from __future__ import annotations
 
@@ -11,14 +10,14 @@ import json
 import math
 import sys
 import tempfile
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib.metadata import version
 from pathlib import Path
 from time import perf_counter
-from typing import IO, TYPE_CHECKING, Any, Final
+from typing import IO, TYPE_CHECKING, Any, NamedTuple
 
 from inspect_ai.log import (
     EvalConfig,
@@ -67,35 +66,20 @@ from .presence import READ_FIELDS, FieldPresence
 from .ranges import LineRange, read_range
 from .results import LightScores, RunResults, pooled_results
 from .samples import MODEL, SampleParts, SampleTemplates, uuid
-from .scoring import (
-    LINE_ERRORS,
-    TASKS,
-    DiskIds,
-    LineScorer,
-    Problem,
-    Timings,
-    replayed_store,
-)
+from .scoring import LINE_ERRORS, TASKS, DiskIds, LineScorer, Problem, replayed_store
 
 if TYPE_CHECKING:
     import pyarrow as pa
 
 UNREADABLE_INPUT_LIMIT = 2000
-UNREADABLE_ID_PREFIX = "line-"
-
-
-LogWriter = EvalArchive | JsonLogWriter
+# The viewer lists no sample of a `.json` log over 100 MiB; a margin for the header.
+MAX_JSON_LOG_BYTES = 90 * 1024 * 1024
+_UNREADABLE_OVERHEAD = 2048
+Number = int | float
 
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat()
-
-
-# The most samples `inspect view` lists in its target time (docs/speed.md).
-MAX_SAMPLES_PER_LOG = 75_000
-# The viewer lists no sample of a `.json` log over 100 MiB; a margin for the header.
-MAX_JSON_LOG_BYTES = 90 * 1024 * 1024
-_UNREADABLE_OVERHEAD = 2048
 
 
 @dataclass
@@ -105,7 +89,7 @@ class _Part:
     index: int
     eval_id: str
     task_id: str
-    writer: LogWriter
+    writer: EvalArchive | JsonLogWriter
     results: RunResults
     unreadable: IO[bytes] | None = None
     unreadable_count: int = 0
@@ -121,8 +105,7 @@ class _Part:
                 self.unreadable.close()
 
 
-@dataclass(frozen=True)
-class RunIdentity:
+class RunIdentity(NamedTuple):
     """What every log of one run shares, wherever each is written."""
 
     run_id: str
@@ -144,8 +127,7 @@ class PartsContext:
 
 @functools.cache
 def _packages_and_revision(task_name: str) -> tuple[dict[str, str], Any]:
-    """What every spec of a run says of its packages: cached, as finding the
-    task's distribution reads every installed package's metadata (0.3 s)."""
+    """Cached: finding the task's distribution reads every package's metadata."""
     distribution = resolve_task_distribution(task_name)
     packages = {"inspect_ai": version("inspect_ai")}
     if distribution is not None:
@@ -154,14 +136,13 @@ def _packages_and_revision(task_name: str) -> tuple[dict[str, str], Any]:
 
 
 def new_identity(log_dir: Path, task_name: str, task_id: str) -> RunIdentity:
-    """A new run's id, time, and the logs' name (that of its first log's task)."""
     created = iso_now()
     name = eval_log_name(task=task_name, task_id=task_id, created=created, model=MODEL)
-    return RunIdentity(run_id=uuid(), created=created, base=log_dir / name)
+    return RunIdentity(uuid(), created, log_dir / name)
 
 
 def log_location(base: Path, index: int, count: int, log_format: str) -> Path:
-    """Where log `index` of `count` goes: `NAME.eval`, or `NAME-part02of14.eval`."""
+    """`NAME.eval`, or `NAME-part02of14.eval` for part 2 of 14."""
     if count == 1:
         return base.with_name(f"{base.name}.{log_format}")
     width = len(str(count))
@@ -169,16 +150,12 @@ def log_location(base: Path, index: int, count: int, log_format: str) -> Path:
 
 
 def unreadable_explanation(line: int, problem: Problem) -> str:
-    """Why a line that cannot become a sample is not graded."""
     if problem.kind == "duplicate-sample-id":
         return (
             f"Line {line} cannot be a sample of its own: {problem.message}. "
             "It is not graded."
         )
     return f"Line {line} cannot become a sample: {problem.message}. It is not graded."
-
-
-Number = int | float
 
 
 @dataclass
@@ -203,10 +180,14 @@ class ScoreSummary:
     warnings: list[dict[str, str]] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
+        shares = {
+            name: {"mean": figure.mean(figure.count), "runs": figure.count}
+            for name, figure in (("recall", self.recall), ("precision", self.precision))
+        }
+        rate = round(self.records / self.seconds, 1) if self.seconds else None
         return {
             "task": self.task,
             "path": self.path,
-            # The one log, or null when the run was split (see "logs").
             "log": self.logs[0] if len(self.logs) == 1 else None,
             "logs": self.logs,
             "results": self.results,
@@ -219,17 +200,9 @@ class ScoreSummary:
             "answer_failures": sum(self.answer_failures.values()),
             "by_kind": dict(sorted((self.not_scored + self.answer_failures).items())),
             "metrics": self.metrics,
-            **{
-                name: {"mean": figure.mean(figure.count), "runs": figure.count}
-                for name, figure in (
-                    ("recall", self.recall),
-                    ("precision", self.precision),
-                )
-            },
+            **shares,
             "seconds": round(self.seconds, 3),
-            "samples_per_second": (
-                round(self.records / self.seconds, 1) if self.seconds else None
-            ),
+            "samples_per_second": rate,
             "warnings": self.warnings,
         }
 
@@ -254,55 +227,54 @@ class ScoreRun:
         context: PartsContext | None = None,
     ) -> None:
         self.begun = perf_counter()
-        self.lines = lines
-        self.identity = identity
+        self.task, self.path, self.log_dir = task, path, log_dir
+        self.log_format, self.max_samples_per_log = log_format, max_samples_per_log
+        self.replace, self.results_format = replace, results_format
+        self.results_path = out
+        self.lines, self.identity = lines, identity
         self.context = context or PartsContext()
+        self.summary = ScoreSummary(task=task, path=path)
+        self.bulk_task = TASKS[task]
+        self.timings: defaultdict[str, float] = defaultdict(float)
+        self.presence = FieldPresence(READ_FIELDS[task])
+        self.warnings: list[str] = []
         # Each part log's scores, for metrics pooled with other ranges'.
         self.scores: list[LightScores] = []
         self.first_seen: list[tuple[bytes, int]] = []
-        self.replace = replace
-        self.log_format = log_format
-        self.max_samples_per_log = max_samples_per_log
-        self.task = task
-        self.path = path
-        self.log_dir = log_dir
-        self.summary = ScoreSummary(task=task, path=path)
-        self.bulk_task = TASKS[task]
-        self.timings = Timings()
-        self.warnings: list[str] = []
-        self._parts: list[_Part] = []
         self.line_like_ids: set[str] = set()
+        self._parts: list[_Part] = []
         self.results: AtomicFile | None = None
-        self.results_format = results_format
         self.parquet: ParquetResults | None = None
-        self.results_path = out
         self.last_line = 0
         self.finishing = False
-        self.presence = FieldPresence(READ_FIELDS[task])
 
     def open(self) -> None:
-        """Create the spool and the temporary results file; `stop` removes
-        whatever of them exists, wherever a signal lands."""
+        """Begin the first log and the temporary results file."""
+        self.inspect_scorer = self.bulk_task.make_scorer()
+        self.scorer_name = registry_unqualified_name(self.inspect_scorer)
+        self.task_name = registry_info(self.bulk_task.task).name
+        first_task_id = uuid()
+        if self.identity is None:
+            log_dir = Path(self.log_dir)
+            self.identity = new_identity(log_dir, self.task_name, first_task_id)
+        self.run_id, self.created, self.base = self.identity
+        self._templates = SampleTemplates.make()
         try:
-            self._open_logs()
+            self._new_part(first_task_id)
         except OSError as error:
             raise OutputError(
                 f"cannot write into --log-dir {self.log_dir!r} ({error.strerror})"
             ) from None
         self.scorer = LineScorer(
-            self.bulk_task,
-            self.path,
-            DiskIds(),
-            timings=self.timings,
-            earlier=self.context.earlier,
+            self.bulk_task, self.path, DiskIds(), self.timings, self.context.earlier
         )
         self._open_results(self.base)
         if self.results is not None and self.results_format == "parquet":
             self.parquet = ParquetResults(self.results.handle, self.task)
 
     def _open_results(self, base: Path) -> None:
-        """The temporary results file (by default named like the logs,
-        `base`), or standard output."""
+        """The temporary results file (named like the logs by default), or
+        standard output."""
         if self.results_path is None:
             self.results_path = f"{base}.results.{self.results_format}"
         self.stream: IO[str] = sys.stdout
@@ -323,15 +295,11 @@ class ScoreRun:
     def score_lines(self, advance: Callable[[int | None], None]) -> None:
         """Score every line; `advance` is told the bytes read so far (None
         from a pipe), for a progress bar."""
-        summary, parquet = self.summary, self.parquet
-        # Every stage row has `lost` in Parquet: the columns are fixed
-        # before the first record shows whether any has steps.
-        steps = self.task == "stage_diagnosis"
-        lines = (
-            read_lines(self.path)
-            if self.lines is None
-            else read_range(self.path, self.lines)
-        )
+        summary = self.summary
+        if self.lines is None:
+            lines = read_lines(self.path)
+        else:
+            lines = read_range(self.path, self.lines)
         with deflating_with_isal():
             for raw in lines:
                 self.last_line = raw.number
@@ -341,64 +309,77 @@ class ScoreRun:
                     summary.blank += 1
                     continue
                 summary.records += 1
-                started_at = datetime.now(timezone.utc).isoformat()
-                started = perf_counter()
-                outcome = self.scorer.score_line(raw.number, raw.text)
-                problem, score = outcome.problem, outcome.score
-                try:
-                    if outcome.case is not None and score is not None:
-                        self.presence.note(outcome.case.input)
-                        self.add_sample(
-                            outcome.case, score, started_at, perf_counter() - started
-                        )
-                    else:
-                        assert problem is not None
-                        self.add_unreadable(raw.number, raw.text, problem)
-                except OSError as error:
-                    raise self._naming_the_logs(error) from None
-                if problem is None or problem.side == "answer":
-                    summary.scored += 1
-                    if problem is not None:
-                        summary.answer_failures[problem.kind] += 1
-                else:
-                    summary.not_scored[problem.kind] += 1
-                    summary.line_errors += problem.kind in LINE_ERRORS
-                writing = perf_counter()
-                if score is not None:
-                    metadata = score.metadata or {}
-                    for name in ("recall", "precision"):
-                        if (figure := metadata.get(name)) is not None:
-                            getattr(summary, name).add(figure)
-                    value = score.value  # NaN (unscored) as null
-                    nan = isinstance(value, float) and math.isnan(value)
-                    entry: dict[str, Any] = {
-                        "value": None if nan else value,
-                        "result": metadata.get("result"),
-                        "explanation": score.explanation,
-                        "error": metadata.get("error"),
-                    }
-                else:
-                    assert problem is not None
-                    entry = {
-                        "value": None,
-                        "result": None,
-                        "explanation": unreadable_explanation(raw.number, problem),
-                        "error": problem.as_json(),
-                    }
-                if parquet is not None:
-                    cells = (
-                        score_cells(self.task, score, steps=steps)
-                        if score is not None
-                        else problem_cells(self.task, entry["error"], steps=steps)
-                    )
-                    parquet.add(raw.number, outcome.id, cells)
-                else:
-                    line = {"line": raw.number, "id": outcome.id, **entry}
-                    self.stream.write(canonical_json(line) + "\n")
-                self.timings.jsonl += perf_counter() - writing
+                self._score_line(raw.number, raw.text)
+
+    def _score_line(self, number: int, text: str) -> None:
+        started_at = _now()
+        started = perf_counter()
+        _, sample_id, case, score, problem = self.scorer.score_line(number, text)
+        try:
+            if case is not None and score is not None:
+                self.presence.note(case.input)
+                self.add_sample(case, score, started_at, perf_counter() - started)
+            else:
+                assert problem is not None
+                self.add_unreadable(number, text, problem)
+        except OSError as error:
+            raise self._naming_the_logs(error) from None
+        summary = self.summary
+        if problem is None or problem.side == "answer":
+            summary.scored += 1
+            if problem is not None:
+                summary.answer_failures[problem.kind] += 1
+        else:
+            summary.not_scored[problem.kind] += 1
+            summary.line_errors += problem.kind in LINE_ERRORS
+        if score is not None:
+            metadata = score.metadata or {}
+            for name in ("recall", "precision"):
+                if (figure := metadata.get(name)) is not None:
+                    getattr(summary, name).add(figure)
+        writing = perf_counter()
+        self._write_result(number, sample_id, score, problem)
+        self.timings["jsonl"] += perf_counter() - writing
+
+    def _write_result(
+        self,
+        line: int,
+        sample_id: str | None,
+        score: Score | None,
+        problem: Problem | None,
+    ) -> None:
+        """The line's row of results: a scored record's, or a problem's."""
+        if self.parquet is not None:
+            # Every stage row has `lost`: the columns are fixed before the
+            # first record shows whether any has steps.
+            steps = self.task == "stage_diagnosis"
+            if score is not None:
+                cells = score_cells(self.task, score, steps=steps)
+            else:
+                assert problem is not None
+                cells = problem_cells(self.task, problem.as_json(), steps=steps)
+            self.parquet.add(line, sample_id, cells)
+            return
+        if score is not None:
+            metadata = score.metadata or {}
+            nan = isinstance(score.value, float) and math.isnan(score.value)
+            entry = {
+                "value": None if nan else score.value,  # NaN (unscored) as null
+                "result": metadata.get("result"),
+                "explanation": score.explanation,
+                "error": metadata.get("error"),
+            }
+        else:
+            assert problem is not None
+            explanation = unreadable_explanation(line, problem)
+            entry = {"value": None, "result": None, "explanation": explanation}
+            entry["error"] = problem.as_json()
+        row = {"line": line, "id": sample_id, **entry}
+        self.stream.write(canonical_json(row) + "\n")
 
     def finish(self) -> None:
-        """Write the log, then put both outputs under their final names."""
+        """Complete the logs, then put every output under its final name; a
+        range's logs (`lines` given) are left to be named by the caller."""
         self.finishing = True
         if self.parquet is not None:
             self.parquet.close()
@@ -411,11 +392,10 @@ class ScoreRun:
             self.first_seen = self.scorer.seen.first_seen()
         self.scorer.seen.close()
         self.summary.warnings = self.presence.warnings(self.path)
-        self.warnings = (
-            [warning["message"] for warning in self.summary.warnings]
-            if publish
-            else self.context.warnings
-        )
+        if publish:
+            self.warnings = [warning["message"] for warning in self.summary.warnings]
+        else:
+            self.warnings = self.context.warnings
         try:
             with deflating_with_isal():
                 self._finish_logs(publish=publish)
@@ -426,40 +406,24 @@ class ScoreRun:
         self.summary.results = self.results_path
         self.summary.seconds = perf_counter() - self.begun
 
-    def _open_logs(self) -> None:
-        self.inspect_scorer = self.bulk_task.make_scorer()
-        self.scorer_name = registry_unqualified_name(self.inspect_scorer)
-        self.task_name = registry_info(self.bulk_task.task).name
-        first_task_id = uuid()
-        if self.identity is None:
-            self.identity = new_identity(
-                Path(self.log_dir), self.task_name, first_task_id
-            )
-        self.created, self.run_id = self.identity.created, self.identity.run_id
-        self.base = self.identity.base
-        self._templates = SampleTemplates.make()
-        self._new_part(first_task_id)
-
     def _new_part(self, task_id: str | None = None) -> _Part:
         if self._parts:
             self._parts[-1].writer.suspend()
         index = self.context.first_index + len(self._parts)
-        eval_id = uuid()
-        task_id = task_id or uuid()
+        eval_id, task_id = uuid(), task_id or uuid()
         results = RunResults(self.inspect_scorer, self.scorer_name, str(self.log_dir))
-        writer: LogWriter
+        # The eval's id too: a range's guessed index may be taken.
+        working = self.base.with_name(
+            f"{self.base.name}-part{index}-{eval_id}.{self.log_format}"
+        )
+        writer: EvalArchive | JsonLogWriter
         try:
-            # The eval's id too: a range's guessed index may be taken.
-            working = self.base.with_name(
-                f"{self.base.name}-part{index}-{eval_id}.{self.log_format}"
-            )
             if self.log_format == "json":
                 writer = JsonLogWriter(working)
             else:
-                spec = self._spec(eval_id, task_id, sample_ids=None, part=None)
                 writer = EvalArchive(working)
                 try:
-                    writer.start(spec, self._plan())
+                    writer.start(self._spec(eval_id, task_id), self._plan())
                 except BaseException:
                     writer.abort()
                     raise
@@ -479,18 +443,15 @@ class ScoreRun:
         )
         return self._new_part() if full else part
 
-    # -- adding samples ------------------------------------------------------
-
     def add_sample(
         self, case: FixtureCase, score: Score, started_at: str, elapsed: float
     ) -> None:
         """Log one case with its score, as `inspect eval` would have."""
-        begun = perf_counter()
         part = self._current_part()
         text, target, metadata = case_sample_fields(
             case, target_field=self.bulk_task.target_field
         )
-        if case.id.startswith(UNREADABLE_ID_PREFIX):
+        if case.id.startswith("line-"):
             self.line_like_ids.add(case.id)
         parts = SampleParts(
             id=case.id,
@@ -504,12 +465,11 @@ class ScoreRun:
             completed_at=_now(),
             seconds=elapsed,
         )
-        self._add(part, parts, score, begun)
+        self._add(part, parts, score)
 
-    def _add(self, part: _Part, parts: SampleParts, score: Score, begun: float) -> None:
-        part.results.add(parts.id, score)
+    def _add(self, part: _Part, parts: SampleParts, score: Score) -> None:
         serialising = perf_counter()
-        self.timings.sample += serialising - begun
+        part.results.add(parts.id, score)
         data = self._templates.build(parts)
         sample = sample_json(data)
         if isinstance(part.writer, EvalArchive):
@@ -518,10 +478,12 @@ class ScoreRun:
             part.writer.add(parts.id, sample)
         part.sample_bytes += len(sample)
         part.samples += 1
-        self.timings.serialize += perf_counter() - serialising
+        self.timings["serialize"] += perf_counter() - serialising
 
     def add_unreadable(self, line: int, text: str, problem: Problem) -> None:
-        """Log a line that cannot become a sample, as an unscored sample."""
+        """Spool a line that cannot become a sample: its sample is written at
+        the end, once every real id is known, so that its `line-N` id
+        collides with none."""
         shown = text[: UNREADABLE_INPUT_LIMIT + 1]
         shown = shown.encode("utf-8", "surrogateescape").decode(
             "utf-8", "backslashreplace"
@@ -531,8 +493,6 @@ class ScoreRun:
         part = self._current_part()
         if part.unreadable is None:
             part.unreadable = tempfile.TemporaryFile(dir=self.log_dir)  # noqa: SIM115
-        # Built at the end, once every real id is known, so that its
-        # `line-N` id collides with none; spooled, not held, till then.
         # ensure_ascii: a lone surrogate is escaped, and read back as is.
         record = [line, shown, part.samples, problem.as_json()]
         part.unreadable.write(json.dumps(record).encode("ascii") + b"\n")
@@ -543,17 +503,16 @@ class ScoreRun:
     def _unreadable_samples(
         self, part: _Part, taken: set[str]
     ) -> list[tuple[int, str]]:
-        """Write the part's unreadable lines as samples; where each stands
-        (how many samples came before it) and the id it was given."""
+        """Log the part's unreadable lines as unscored samples; where each
+        stands (how many samples came before it) and its id."""
         placed: list[tuple[int, str]] = []
         if part.unreadable is None:
             return placed
         part.unreadable.seek(0)
         for row in part.unreadable:
-            begun = perf_counter()
             line, text, position, error = json.loads(row)
             # `line-N`, unless a real sample already has that id.
-            sample_id, suffix = f"{UNREADABLE_ID_PREFIX}{line}", 2
+            sample_id, suffix = f"line-{line}", 2
             while sample_id in taken:
                 sample_id, suffix = f"line-{line}~{suffix}", suffix + 1
             taken.add(sample_id)
@@ -585,15 +544,13 @@ class ScoreRun:
                 completed_at=now,
                 seconds=0.0,
             )
-            self._add(part, parts, score, begun)
+            self._add(part, parts, score)
         return placed
 
-    # -- finishing -----------------------------------------------------------
-
     def _finish_logs(self, *, publish: bool) -> None:
-        """Complete every log, then publish them all under their names and
-        sum their metrics (or leave that to the caller, who has the run's
-        other ranges: `summary.logs` are then the `.partial` files)."""
+        """Complete every log, then publish them all and sum their metrics
+        (or leave that to the caller, who has the run's other ranges:
+        `summary.logs` are then the `.partial` files)."""
         parts = self._parts
         count = self.context.count or len(parts)
         # The only real ids an unreadable line's `line-N` can meet.
@@ -605,8 +562,6 @@ class ScoreRun:
             placed = self._unreadable_samples(part, taken)
             begun = perf_counter()
             results, reductions = part.results.results(part.samples)
-            self.timings.results += perf_counter() - begun
-            begun = perf_counter()
             header = EvalLog(
                 version=2,
                 status="success",
@@ -628,29 +583,21 @@ class ScoreRun:
             # Not the header: its sample ids would keep a string per sample
             # alive through the pooled metrics, the run's peak of memory.
             first_results = first_results or results
-            self.timings.write += perf_counter() - begun
+            self.timings["write"] += perf_counter() - begun
         self.scores = [part.results.scores for part in parts]
         if not publish:
             self.summary.logs = [str(part.writer.partial) for part in parts]
             return
-        begun = perf_counter()
-        total = sum(part.samples for part in parts)
-        pooled = (
-            first_results
-            if len(parts) == 1
-            else pooled_results([part.results for part in parts], total)
-        )
-        assert pooled is not None
-        self.timings.results += perf_counter() - begun
-        locations = [
-            log_location(self.base, part.index, count, self.log_format)
-            for part in parts
-        ]
-        for part, location in zip(parts, locations, strict=True):
+        if len(parts) > 1:
+            total = sum(part.samples for part in parts)
+            first_results = pooled_results([part.results for part in parts], total)
+        assert first_results is not None
+        for part in parts:
+            location = log_location(self.base, part.index, count, self.log_format)
             part.writer.publish(location)
             part.published = location
-        self.summary.logs = [str(location) for location in locations]
-        self.summary.metrics = metrics_of(pooled)
+            self.summary.logs.append(str(location))
+        self.summary.metrics = metrics_of(first_results)
 
     def _plan(self) -> EvalPlan:
         # `internal=True` is how Inspect itself wraps a task's solver.
@@ -661,28 +608,30 @@ class ScoreRun:
 
     @staticmethod
     def _sample_ids(part: _Part, placed: list[tuple[int, str]]) -> list[int | str]:
-        """The part's sample ids in file order: each unreadable line's
-        sample (`placed`, its position and id) where its line stood."""
+        """The part's sample ids in file order, each unreadable line's where
+        its line stood."""
         read = part.results.scores.sample_ids
         read = read[: len(read) - len(placed)]
         sample_ids: list[int | str] = []
         start = 0
         for position, sample_id in placed:
-            sample_ids.extend(read[start:position])
-            sample_ids.append(sample_id)
+            sample_ids += [*read[start:position], sample_id]
             start = position
-        sample_ids.extend(read[start:])
-        return sample_ids
+        return sample_ids + read[start:]
 
     def _spec(
         self,
         eval_id: str,
         task_id: str,
-        *,
-        sample_ids: list[int | str] | None,
-        part: tuple[int, int] | None,
+        sample_ids: list[int | str] | None = None,
+        part: tuple[int, int] | None = None,
     ) -> EvalSpec:
         packages, revision = _packages_and_revision(self.task_name)
+        metadata: dict[str, Any] = {}
+        if part is not None:
+            metadata["tracegrade_part"] = {"index": part[0], "count": part[1]}
+        if self.warnings:
+            metadata["tracegrade_warnings"] = list(self.warnings)
         return EvalSpec(
             eval_id=eval_id,
             run_id=self.run_id,
@@ -709,16 +658,8 @@ class ScoreRun:
             revision=revision,
             packages=dict(packages),
             scorers=resolve_eval_scorers([as_scorer_spec(self.inspect_scorer)]),
-            metadata=self._metadata(part),
+            metadata=metadata or None,
         )
-
-    def _metadata(self, part: tuple[int, int] | None) -> dict[str, Any] | None:
-        metadata: dict[str, Any] = {}
-        if part is not None:
-            metadata["tracegrade_part"] = {"index": part[0], "count": part[1]}
-        if self.warnings:
-            metadata["tracegrade_warnings"] = list(self.warnings)
-        return metadata or None
 
     def _abort_logs(self) -> str | None:
         """Remove every log begun; never raises."""
@@ -737,19 +678,15 @@ class ScoreRun:
         return ", ".join(left) or None
 
     def _naming_the_logs(self, error: OSError) -> OSError:
-        """`error` naming the log directory, if it names no file: the logs
-        and their spools are written there."""
+        """`error` naming the log directory (where the logs and their spools
+        are written), if it names no file."""
         if error.filename is not None:
             return error
         return OSError(error.errno, error.strerror, self.log_dir)
 
     def discard(self) -> None:
         """No records: nothing to write, and nothing left behind."""
-        self._abort_logs()
-        if self.parquet is not None:
-            self.parquet.abandon()
-        if self.results is not None:
-            self.results.discard()
+        self.abort()
         self.summary.seconds = perf_counter() - self.begun
 
     def abort(self) -> list[str]:
@@ -762,9 +699,6 @@ class ScoreRun:
         return [path for path in left if path is not None]
 
 
-BATCH_ROWS: Final = 8_192
-
-
 def results_file_schema(task: str) -> pa.Schema:
     """`line`, then `score_table`'s columns (stage runs with steps')."""
     import pyarrow as pa
@@ -774,7 +708,7 @@ def results_file_schema(task: str) -> pa.Schema:
 
 
 class ParquetResults:
-    """Rows appended one per record, written a batch at a time to `handle`."""
+    """Rows appended one per record, written 8,192 at a time to `handle`."""
 
     def __init__(self, handle: IO[bytes], task: str) -> None:
         import pyarrow.parquet as pq
@@ -785,7 +719,7 @@ class ParquetResults:
 
     def add(self, line: int, sample_id: str | None, cells: tuple[Any, ...]) -> None:
         self._rows.append((line, sample_id, *cells))
-        if len(self._rows) >= BATCH_ROWS:
+        if len(self._rows) >= 8_192:
             self._write()
 
     def _write(self) -> None:
@@ -802,22 +736,20 @@ class ParquetResults:
         self._writer.write_batch(pa.RecordBatch.from_arrays(arrays, schema=self.schema))
 
     def close(self) -> None:
-        """Write what is left and the file's footer."""
         self._write()
         self._writer.close()
 
     def abandon(self) -> None:
-        """Give the file up unfinished: its temporary file is removed by
-        its owner. pyarrow's writer would otherwise write a footer when
-        collected, into a file already closed, and print that it could not."""
+        """Give the file up unfinished (its owner removes it): pyarrow's
+        writer would otherwise write a footer into a closed file when
+        collected, and print that it could not."""
         self._rows = []
         self._writer.is_open = False
 
 
 def metrics_of(results: EvalResults) -> dict[str, dict[str, Number | None]]:
     """Each score's metrics, NaN as None and a count as the integer it is
-    (Inspect logs floats); a scorer with reduced and unreduced metrics
-    (`ordered_extraction`) has two entries of one name, of distinct metrics."""
+    (Inspect logs floats)."""
     metrics: dict[str, dict[str, Number | None]] = {}
     for eval_score in results.scores:
         for name, metric in eval_score.metrics.items():

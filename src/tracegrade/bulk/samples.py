@@ -17,13 +17,9 @@ from ..tasks.replay import REPLAY_MODEL
 # The model a replayed run is logged under, as `inspect eval` logs it.
 MODEL = "none/none"
 
-# --- Ids -------------------------------------------------------------------------
-
-# Shortuuid's alphabet and length, which Inspect's ids use. These ids need
-# to be unique, not secret, and `shortuuid.uuid()` would be a large share
-# of a bulk sample's time: so they are cut from a buffer of OS random
-# bytes, each byte below 4 x 57 standing for one character (the rest
-# dropped, so every character is equally likely).
+# Shortuuid's alphabet and length, as Inspect's ids. Unique, not secret,
+# ids, cut from OS random bytes faster than `shortuuid.uuid()`: each byte
+# below 4 x 57 stands for a character (the rest dropped: all equally likely).
 _ID_ALPHABET = "23456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
 _ID_LENGTH = 22
 _ID_BYTE_LIMIT = 4 * len(_ID_ALPHABET)
@@ -49,9 +45,6 @@ def uuid() -> str:
     return next(_ids)
 
 
-# --- Samples ---------------------------------------------------------------------
-
-
 class SampleParts(NamedTuple):
     """What a sample has of its own; `SampleTemplates.sample` adds the rest."""
 
@@ -65,11 +58,6 @@ class SampleParts(NamedTuple):
     started_at: str
     completed_at: str
     seconds: float
-
-
-def _dump(model: Any) -> dict[str, Any]:
-    dumped: dict[str, Any] = model.model_dump(mode="json", exclude_none=True)
-    return dumped
 
 
 @dataclass(frozen=True)
@@ -101,21 +89,25 @@ class SampleTemplates:
             error_retries=[],
             turn_count=0,
         )
-        replayed = _dump(ModelOutput.from_content(model=REPLAY_MODEL, content=""))
+
+        def dump(model: Any) -> dict[str, Any]:
+            dumped: dict[str, Any] = model.model_dump(mode="json", exclude_none=True)
+            return dumped
+
+        replayed = dump(ModelOutput.from_content(model=REPLAY_MODEL, content=""))
         (choice,) = replayed["choices"]
         return cls(
-            sample=_dump(empty),
-            user_message=_dump(ChatMessageUser(content="", source="input")),
-            no_output=_dump(ModelOutput(model=MODEL)),
+            sample=dump(empty),
+            user_message=dump(ChatMessageUser(content="", source="input")),
+            no_output=dump(ModelOutput(model=MODEL)),
             replay_output=replayed,
             replay_choice=choice,
             replay_message=choice["message"],
         )
 
     def build(self, parts: SampleParts) -> dict[str, Any]:
-        """The sample as `inspect eval` of the replay task logs it, as
-        JSON-safe data but for its scores; its message ids and `uuid` are
-        fresh."""
+        """The sample as `inspect eval` of the replay task logs it, JSON-safe
+        but for its scores."""
         messages: list[dict[str, Any]] = [
             {**self.user_message, "id": uuid(), "content": parts.input}
         ]

@@ -1,6 +1,6 @@
 """`tracegrade score` on every core: the file cut into ranges of lines, each
-scored and logged by a spawned worker (`score_part`), put together in input
-order by `WorkersRun` (docs/architecture.md, "Scoring large files")."""
+scored into its own part logs by a spawned worker (`score_part`), then put
+together in input order by `WorkersRun`."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import signal
 import stat
 import sys
 import types
+from collections import defaultdict
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -25,12 +26,7 @@ from typing import Any, Final
 from inspect_ai.util import registry_info
 
 from .._inspect_internals import registry_unqualified_name
-from ..outputs import (
-    PARTIAL_SUFFIX,
-    OutputError,
-    publish_output,
-    sync_directory,
-)
+from ..outputs import PARTIAL_SUFFIX, OutputError, publish_output, sync_directory
 from ..table import score_table
 from .presence import READ_FIELDS, FieldPresence
 from .ranges import LineRange, plan_ranges
@@ -45,7 +41,7 @@ from .run import (
     new_identity,
 )
 from .samples import uuid
-from .scoring import LINE_ERRORS, TASKS, DiskIds, Timings
+from .scoring import LINE_ERRORS, TASKS, DiskIds
 
 # Input bytes from which workers score by default (a sixteenth of it with
 # --workers): a worker's start costs seconds (docs/speed.md).
@@ -55,7 +51,6 @@ _JOIN: Final = 5.0  # seconds a killed or idle worker is given to end
 
 
 def default_workers() -> int:
-    """The cores this process may use."""
     count = getattr(os, "process_cpu_count", os.cpu_count)()
     return max(1, count or 1)
 
@@ -66,8 +61,7 @@ class WorkerDied(OutputError):
 
 @dataclass(frozen=True)
 class RangeJob:
-    """One range of a run, as a worker is handed it (picklable: any pool
-    of processes can run `score_part` on it)."""
+    """One range of a run, as a worker is handed it."""
 
     task: str
     path: str
@@ -85,18 +79,16 @@ class RangeJob:
 class RangeOutcome:
     summary: ScoreSummary
     presence: FieldPresence
-    timings: Timings
+    timings: defaultdict[str, float]
     scores: list[LightScores]
     line_like_ids: set[str]
     first_seen: list[tuple[bytes, int]]
 
 
 def score_part(part: Any, task: str = "stage_diagnosis", **keys: str) -> Any:
-    """Score one part of a run, each record by the recorded task's own
-    function: what every `tracegrade score` worker calls on its range of
-    lines (a `RangeJob`: into its part log and results file, removed on any
-    failure), and a Ray or Spark task on an Arrow batch (`score_table`'s
-    results, see docs/beyond-one-machine.md)."""
+    """Score one part of a run: a worker's range of lines (a `RangeJob`,
+    into its part logs and results), or an Arrow batch for Ray or Spark
+    (`score_table`, docs/beyond-one-machine.md)."""
     if not isinstance(part, RangeJob):
         return score_table(part, task, **keys)
     base = part.identity.base
@@ -130,7 +122,7 @@ def score_part(part: Any, task: str = "stage_diagnosis", **keys: str) -> Any:
 
 
 def _ignore_signals() -> None:
-    """A worker's start: the terminal's signals are the main process's."""
+    # The terminal's signals are the main process's.
     for name in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGBREAK"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_IGN)
@@ -138,8 +130,7 @@ def _ignore_signals() -> None:
 
 @contextlib.contextmanager
 def _without_main_module() -> Iterator[None]:
-    """While workers start, a `__main__` with no file: spawn would have
-    each import the caller's script again, running what it runs."""
+    """Spawn would have each worker import the caller's script again."""
     main = sys.modules["__main__"]
     sys.modules["__main__"] = types.ModuleType("__main__")
     try:
@@ -149,7 +140,7 @@ def _without_main_module() -> Iterator[None]:
 
 
 def _result(future: Future[RangeOutcome]) -> RangeOutcome:
-    """The range's outcome, looking every `_WAIT` s (a signal gets in)."""
+    """Looking every `_WAIT` s, so that a signal gets in."""
     while True:
         try:
             return future.result(timeout=_WAIT)
@@ -171,7 +162,6 @@ class WorkersRun(ScoreRun):
         super().__init__(*args, **options)
         self.ranges = ranges
         self.workers = workers
-        self.timings = Timings()
         self.pool: ProcessPoolExecutor | None = None
         self.outcomes: list[RangeOutcome] = []
         self.published: list[str] = []
@@ -195,8 +185,7 @@ class WorkersRun(ScoreRun):
         )
 
     def score_lines(self, advance: Callable[[int | None], None]) -> None:
-        """Score every range, each in the run's context, `advance` told
-        the bytes done as ranges end in order."""
+        """Score every range, again those whose guessed context was wrong."""
         assert self.pool is not None
         count = len(self.ranges)
         jobs = [
@@ -229,7 +218,7 @@ class WorkersRun(ScoreRun):
             return self.pool.submit(score_part, job)
 
     def _earlier(self) -> list[dict[int, int]]:
-        """Each range's lines whose id an earlier range has first."""
+        """Each range's lines whose id an earlier range had first."""
         found: list[dict[int, int]] = []
         with DiskIds() as seen:
             for outcome in self.outcomes:
@@ -273,8 +262,7 @@ class WorkersRun(ScoreRun):
                 Path(path).unlink(missing_ok=True)
 
     def finish(self) -> None:
-        """Put the results together in input order, name the logs, and
-        sum the ranges' counts and metrics."""
+        """Join the results in input order, name the logs, pool the metrics."""
         self.finishing = True
         self._gather_results()
         total = sum(len(outcome.summary.logs) for outcome in self.outcomes)
@@ -333,8 +321,8 @@ class WorkersRun(ScoreRun):
                 for partial in theirs.partials:
                     mine.add(partial)
                 mine.count += theirs.count - len(theirs.partials)
-            for name, seconds in vars(outcome.timings).items():
-                setattr(self.timings, name, getattr(self.timings, name) + seconds)
+            for name, seconds in outcome.timings.items():
+                self.timings[name] += seconds
 
     def _sum_metrics(self, locations: list[Path]) -> None:
         summary = self.summary
@@ -350,14 +338,8 @@ class WorkersRun(ScoreRun):
         summary.results = self.results_path
         summary.seconds = perf_counter() - self.begun
 
-    def discard(self) -> None:
-        """No records: nothing to write, and nothing left behind."""
-        self.abort()
-        self.summary.seconds = perf_counter() - self.begun
-
     def abort(self) -> list[str]:
-        """Kill the workers, then remove whatever the run began; the paths
-        of anything that could not be removed. Never raises."""
+        """Kill the workers, then remove whatever the run began."""
         if self.pool is not None:
             # Killed, a stopped worker too (on Windows kill() terminates).
             children = active_children()
@@ -388,26 +370,24 @@ def _removed(path: str) -> str | None:
 
 
 def score_run(*args: Any, workers: int | None, **options: Any) -> ScoreRun:
-    """A run in workers for a large regular file, else in this process
-    (`ScoreRun`'s arguments); `workers` None for the usable cores."""
+    """A run in workers for a large regular file, else in this process;
+    `workers` None for the usable cores, from `PARALLEL_FROM` bytes."""
     path, max_samples_per_log = args[1], args[5]
     smallest = PARALLEL_FROM if workers is None else PARALLEL_FROM // 16
     workers = workers or default_workers()
-    ranges = _planned_ranges(path, workers, max_samples_per_log, smallest)
-    if len(ranges) < 2:
-        return ScoreRun(*args, **options)
-    return WorkersRun(*args, ranges=ranges, workers=workers, **options)
-
-
-def _planned_ranges(
-    path: str, workers: int, max_lines: int, smallest: int
-) -> list[LineRange]:
-    if workers < 2 or path == "-":
-        return []
     try:
         status = os.stat(path)
     except OSError:
-        return []  # reading it says what is wrong
-    if not stat.S_ISREG(status.st_mode) or status.st_size < smallest:
-        return []
-    return plan_ranges(path, workers, max_lines)
+        status = None  # reading it says what is wrong
+    if (
+        workers < 2
+        or path == "-"
+        or status is None
+        or not stat.S_ISREG(status.st_mode)
+        or status.st_size < smallest
+    ):
+        return ScoreRun(*args, **options)
+    ranges = plan_ranges(path, workers, max_samples_per_log)
+    if len(ranges) < 2:
+        return ScoreRun(*args, **options)
+    return WorkersRun(*args, ranges=ranges, workers=workers, **options)

@@ -35,11 +35,8 @@ def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
     if source is click.core.ParameterSource.ENVIRONMENT:
         import os
 
-        variable = next(
-            (name for name in LOG_FORMAT_VARIABLES if os.environ.get(name) == value),
-            LOG_FORMAT_VARIABLES[0],
-        )
-        bad = f"the environment variable {variable}={value!r}"
+        named = [name for name in LOG_FORMAT_VARIABLES if os.environ.get(name) == value]
+        bad = f"the environment variable {(named or LOG_FORMAT_VARIABLES)[0]}={value!r}"
     raise click.BadParameter(
         f"{bad} is not a log format; use {' or '.join(LOG_FORMATS)}",
         ctx=ctx,
@@ -92,15 +89,10 @@ def _log_format(ctx: click.Context, param: click.Parameter, value: str) -> str:
     "of tracegrade.score_table after a line column; needs pyarrow).",
 )
 @click.option(
-    "--json",
-    "as_json",
-    is_flag=True,
-    help="Print the end summary as one JSON object.",
+    "--json", "as_json", is_flag=True, help="Print the end summary as one JSON object."
 )
 @click.option(
-    "--force",
-    is_flag=True,
-    help="Replace an existing --out file (never an input).",
+    "--force", is_flag=True, help="Replace an existing --out file (never an input)."
 )
 @click.option(
     "--workers",
@@ -174,17 +166,14 @@ def score(
         _stop(run, error)
         raise
 
-    summary = run.summary
-    _report(summary, as_json, run.timings.as_json(), to_stderr=run.results_path == "-")
-    if summary.records == 0:
-        raise SystemExit(1)
-    raise SystemExit(1 if summary.line_errors else 0)
+    timings = {phase: round(seconds, 4) for phase, seconds in run.timings.items()}
+    _report(run.summary, as_json, timings, to_stderr=run.results_path == "-")
+    raise SystemExit(1 if run.summary.line_errors or not run.summary.records else 0)
 
 
 def _make_log_dir(log_dir: str) -> str:
-    """The local directory `log_dir` names, made if need be: a `file://` URL
-    as `inspect eval` reads it; a remote one is refused, never written to a
-    local look-alike path (`./s3:/bucket/x`)."""
+    """The local directory `log_dir` names, made if need be; a remote URL is
+    refused, never written to a local look-alike path (`./s3:/bucket/x`)."""
     from urllib.parse import unquote, urlparse
 
     from ..outputs import OutputError
@@ -242,11 +231,7 @@ def _stop(run: ScoreRun | WorkersRun, error: BaseException) -> None:
 
 
 def _report(
-    summary: ScoreSummary,
-    as_json: bool,
-    timings: dict[str, float],
-    *,
-    to_stderr: bool,
+    summary: ScoreSummary, as_json: bool, timings: dict[str, float], *, to_stderr: bool
 ) -> None:
     if as_json:
         click.echo(json.dumps({**summary.as_json(), "timings": timings}, indent=2))
