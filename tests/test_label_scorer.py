@@ -183,23 +183,17 @@ def test_a_grader_that_returns_no_score_gives_no_label() -> None:
     }
 
 
-def test_what_a_grader_raises_goes_up() -> None:
-    """As from any Inspect scorer: Inspect makes it the sample's error."""
-    with pytest.raises(RuntimeError, match="the grading model is unreachable"):
-        score_run(fixed_grade(fail=True))
-
-
 def test_the_grader_is_run_on_the_same_state_and_target() -> None:
     assert score_run(echo_target(), output="-18 C", target="-18 C").value == "pass"
     assert score_run(echo_target(), output="-20 C", target="-18 C").value == (
         "generation"
     )
-
-
-def test_the_grader_replaces_metadata_labels() -> None:
+    # It replaces a label in metadata; what it raises goes up, as from any
+    # Inspect scorer (Inspect makes it the sample's error).
     result = score_run(fixed_grade(INCORRECT), {**RUN, "correct": True})
-    assert result.value == "generation"
     assert metadata_of(result)["record"]["correct"] is False
+    with pytest.raises(RuntimeError, match="the grading model is unreachable"):
+        score_run(fixed_grade(fail=True))
 
 
 def test_unresolved_and_retrieval_runs_keep_the_graders_score() -> None:
@@ -211,13 +205,12 @@ def test_unresolved_and_retrieval_runs_keep_the_graders_score() -> None:
     assert metadata_of(lucky)["record"]["correct"] is True
 
 
-@pytest.mark.parametrize(("name", "made_by"), [("includes", includes)])
-def test_a_grader_named_by_its_registry_name(name: str, made_by: Any) -> None:
-    result = score_run(name, output="The answer is -18 C", target="-18 C")
+def test_a_grader_named_by_its_registry_name() -> None:
+    result = score_run("includes", output="The answer is -18 C", target="-18 C")
     assert result.value == "pass"
-    assert metadata_of(result)["read_from"]["correct"] == f"scorer {name}"
-    assert metadata_of(result)["grader"]["name"] == name
-    assert score_run(made_by(), output="no idea", target="-18 C").value == (
+    assert metadata_of(result)["read_from"]["correct"] == "scorer includes"
+    assert metadata_of(result)["grader"]["name"] == "includes"
+    assert score_run(includes(), output="no idea", target="-18 C").value == (
         "generation"
     )
 
@@ -231,69 +224,44 @@ ONE_SOURCE = (
 )
 
 
+async def homemade(state: TaskState, target: Target) -> Score:
+    return Score(value=CORRECT)
+
+
 @pytest.mark.parametrize(
     ("sources", "said"),
     [
-        ({"label_scorer": match()}, 'label_scorer=match() and label_from="judge"'),
         (
-            {"labels": "labels.jsonl", "label_scorer": "match", "label_from": None},
-            'labels="labels.jsonl" and label_scorer="match"',
+            {"label_scorer": match(), "label_from": "judge"},
+            f'label_scorer=match() and label_from="judge" were given, {ONE_SOURCE}',
         ),
+        (
+            {"labels": "labels.jsonl", "label_scorer": "match"},
+            f'labels="labels.jsonl" and label_scorer="match" were given, {ONE_SOURCE}',
+        ),
+        (
+            {"label_from": "  "},
+            "label_from must name a score an earlier scorer gives, such as "
+            '"model_graded_qa", got "  "',
+        ),
+        # `match` is registered as a scorer too: it makes one.
+        (
+            {"label_scorer": match},
+            "label_scorer match is the @scorer function, not a scorer; call it: "
+            "label_scorer=match() (with any arguments it takes)",
+        ),
+        ({"label_scorer": "mtach"}, 'label_scorer "mtach" is not a registered'),
+        ({"label_scorer": 5}, "must be an Inspect scorer or its registry name, got 5"),
+        ({"label_scorer": homemade}, "label_scorer homemade was not made by a"),
     ],
 )
-def test_label_from_with_another_source_is_refused(
+def test_a_label_source_that_cannot_be_used_is_refused(
     sources: dict[str, Any], said: str
 ) -> None:
     with pytest.raises(LabelScorerError) as refused:
-        stage_diagnosis_scorer(**{"label_from": "judge", **sources})
-    assert str(refused.value) == f"{said} were given, {ONE_SOURCE}"
-    assert "\n" not in str(refused.value)
-
-
-@pytest.mark.parametrize(("name", "quoted"), [("  ", '"  "')])
-def test_a_label_from_that_names_no_score_is_refused(name: Any, quoted: str) -> None:
-    with pytest.raises(LabelScorerError) as refused:
-        stage_diagnosis_scorer(label_from=name)
-    assert str(refused.value) == (
-        "label_from must name a score an earlier scorer gives, such as "
-        f'"model_graded_qa", got {quoted}'
-    )
-
-
-@pytest.mark.parametrize(
-    ("factory", "name"),
-    [(match, "match")],
-)
-def test_an_uncalled_scorer_function_is_refused(factory: Any, name: str) -> None:
-    """`label_scorer=match` is registered as a scorer too; it is the function
-    that makes one, and the message says what to write."""
-    with pytest.raises(LabelScorerError) as refused:
-        stage_diagnosis_scorer(label_scorer=factory)
-    assert str(refused.value).startswith(f"label_scorer {name} is the @scorer function")
-    assert str(refused.value).endswith(
-        f"call it: label_scorer={name}() (with any arguments it takes)"
-    )
-
-
-@pytest.mark.parametrize(
-    ("grader", "said"),
-    [
-        ("mtach", 'label_scorer "mtach" is not a registered Inspect scorer'),
-        (5, "must be an Inspect scorer or its registry name, got 5"),
-    ],
-)
-def test_a_grader_that_is_no_scorer_is_refused(grader: Any, said: str) -> None:
-    with pytest.raises(LabelScorerError, match="label_scorer") as refused:
-        stage_diagnosis_scorer(label_scorer=grader)
+        stage_diagnosis_scorer(**sources)
     assert said in str(refused.value)
-
-
-def test_an_unregistered_grader_is_refused() -> None:
-    async def homemade(state: TaskState, target: Target) -> Score:
-        return Score(value=CORRECT)
-
-    with pytest.raises(LabelScorerError, match="homemade was not made by a function"):
-        stage_diagnosis_scorer(label_scorer=homemade)
+    assert "\n" not in str(refused.value)
 
 
 # --- in real runs --------------------------------------------------------------------

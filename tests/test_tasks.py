@@ -26,11 +26,7 @@ from tracegrade import (
     stage_diagnosis,
 )
 from tracegrade.core import canonical_json
-from tracegrade.datasets import (
-    packaged_fixture,
-    read_fixture_cases,
-    stage_diagnosis_dataset,
-)
+from tracegrade.datasets import packaged_fixture, read_fixture_cases
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import extraction_input_score, stage_input_score
 
@@ -224,39 +220,30 @@ def test_own_file_samples_keep_ids_inputs_and_expectations_and_errors(
     assert second.scores["stage_diagnosis"].answer == '["D1"]'
 
 
-BAD_LINES = [
-    ("{not json", "line 1: not valid JSON"),
-    ({"id": "a", "input": {}, "expect": {}}, 'line 1: unknown field "expect"'),
-    ('{"id": "a", "id": "b", "input": {}}', "line 1: not valid JSON .*twice"),
-]
-
-
-@pytest.mark.parametrize(("line", "message"), BAD_LINES)
-def test_a_malformed_line_stops_the_task_being_built(
-    tmp_path: Path, line: Any, message: str
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (["{not json"], "line 1: not valid JSON"),
+        ([{"id": "a", "input": {}, "expect": {}}], 'line 1: unknown field "expect"'),
+        (['{"id": "a", "id": "b", "input": {}}'], "line 1: not valid JSON .*twice"),
+        (
+            [{"id": "a", "input": {}}, "", {"id": "a", "input": {}}],
+            'line 3: id "a" is already used on line 1',
+        ),
+        ([""], "holds no cases"),
+        (None, "cannot read"),
+    ],
+)
+def test_a_malformed_or_missing_file_stops_the_task_being_built(
+    tmp_path: Path, lines: list[Any] | None, message: str
 ) -> None:
-    dataset = write_lines(tmp_path / "bad.jsonl", [line])
-    with pytest.raises(DatasetError, match=message) as raised:
-        stage_diagnosis(dataset=dataset)
-    assert str(raised.value).startswith(dataset)
-    assert raised.value.line == 1
-
-
-def test_a_repeated_id_names_both_lines(tmp_path: Path) -> None:
-    dataset = write_lines(
-        tmp_path / "bad.jsonl",
-        [{"id": "a", "input": {}}, "", {"id": "a", "input": {}}],
-    )
-    with pytest.raises(DatasetError, match='line 3: id "a" is already used on line 1'):
-        ordered_extraction_recorded(dataset=dataset)
-
-
-def test_an_empty_or_missing_file_is_an_error(tmp_path: Path) -> None:
-    empty = write_lines(tmp_path / "empty.jsonl", [""])
-    with pytest.raises(DatasetError, match="holds no cases"):
-        stage_diagnosis_dataset(empty)
-    with pytest.raises(DatasetError, match="cannot read"):
-        stage_diagnosis_dataset(tmp_path / "absent.jsonl")
+    dataset = str(tmp_path / "absent.jsonl")
+    if lines is not None:
+        dataset = write_lines(tmp_path / "bad.jsonl", lines)
+    for make_task in (stage_diagnosis, ordered_extraction_recorded):
+        with pytest.raises(DatasetError, match=message) as raised:
+            make_task(dataset=dataset)
+        assert dataset in str(raised.value)
 
 
 # --- One record-to-score path, shared with `tracegrade score` ------------------------
