@@ -11,6 +11,7 @@ from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import product
 from typing import Any, NamedTuple
 
 from ..core.fields import is_id_list
@@ -34,21 +35,17 @@ def _reading_name(
 
 
 _ANSWER_LINE = "answer-line-"
-_BOTH = (False, True)
 READ_AS_NAMES: frozenset[ReadAs] = frozenset(
     {"json", "python-list", "single-id", "structured"}
     | {f"{_ANSWER_LINE}json", f"{_ANSWER_LINE}python-list"}
     | {
-        _reading_name(base, lead_in, period, mark)
+        _reading_name(base, *flags)
         for base in ("lines", "lines-ignoring-numbers", "commas")
-        for lead_in in _BOTH
-        for period in _BOTH
-        for mark in _BOTH
+        for flags in product((False, True), repeat=3)
     }
     | {
-        _ANSWER_LINE + _reading_name("commas", False, p, m)
-        for p in _BOTH
-        for m in _BOTH
+        _ANSWER_LINE + _reading_name("commas", False, *flags)
+        for flags in product((False, True), repeat=2)
     }
 )
 """Every name `AnswerReading.read_as` can take."""
@@ -120,9 +117,8 @@ class _Candidates:
                 f"the JSON value {first.shown} (line {first.line}) is no list of "
                 f"string IDs{self.among}"
             )
-        if self.readable is None:
+        if self.readable is None or self.readable.ids is None:
             raise UnreadableAnswer(first.refusal or "")
-        assert self.readable.ids is not None
         return AnswerReading(list(self.readable.ids), self.readable.read_as)
 
 
@@ -179,6 +175,10 @@ def _mark_of(item: str) -> str | None:
     if marked is None or marked["close"] != marked["open"][::-1]:
         return None
     return marked["open"]
+
+
+def _unmarked(item: str, mark: str | None) -> str:
+    return item[len(mark) : -len(mark)] if mark else item
 
 
 def _quote(value: Any, limit: int = 80) -> str:
@@ -298,7 +298,7 @@ def _item(text: str) -> _Item | None:
     period = rest.endswith(".")
     core = rest[:-1] if period else rest
     mark = _mark_of(core)
-    ident = core[len(mark) : -len(mark)] if mark else core
+    ident = _unmarked(core, mark)
     if not _is_bare(ident) or (marker is None and not _has_digit(ident)):
         return None
     number = marker["number"] if marker else None
@@ -385,8 +385,7 @@ def _comma_list(segment: str, *, least: int = 2) -> _CommaList | str:
     if mark is None or any(_mark_of(item) != mark for item in items):
         mark = None
     for number, item in enumerate(items, 1):
-        ident = item[len(mark) : -len(mark)] if mark else item
-        if _is_bare(ident):
+        if _is_bare(_unmarked(item, mark)):
             continue
         if not item:
             return f"item {number} is empty"
@@ -396,7 +395,7 @@ def _comma_list(segment: str, *, least: int = 2) -> _CommaList | str:
                 "removed only when every item has the same marks"
             )
         return f"item {number}, {_quote(item)}, is not a bare ID"
-    ids = tuple(item[len(mark) : -len(mark)] if mark else item for item in items)
+    ids = tuple(_unmarked(item, mark) for item in items)
     return _CommaList(ids, period, mark)
 
 
