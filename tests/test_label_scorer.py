@@ -8,6 +8,7 @@ import logging
 import math
 import re
 import shlex
+import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -334,30 +335,56 @@ def documented_score(needle: str, log: str) -> list[str]:
     return ["score", log, *words[3:]]
 
 
-@pytest.fixture
-def unlabelled_log(tmp_path: Path) -> Path:
+CALLS: Counter[Any] = Counter()
+
+
+@scorer(metrics=[])
+def counted_judge() -> Scorer:
+    """match(), counting its calls per sample: a model judge costs each."""
+    judge = match()
+
+    async def grade(state: TaskState, target: Target) -> Score:
+        CALLS[state.sample_id] += 1
+        judged = await judge(state, target)
+        assert judged is not None
+        return judged
+
+    return grade
+
+
+@pytest.fixture(scope="module")
+def judged_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
+    """One eval whose judge scores first and whose stage scorer labels from it."""
+    CALLS.clear()
+    task = graded_task(
+        None, [counted_judge(), stage_diagnosis_scorer(label_from="counted_judge")]
+    )
     (log,) = eval(
-        graded_task(None),
+        task,
         display="none",
-        log_dir=str(tmp_path / "logs"),
+        log_dir=str(tmp_path_factory.mktemp("judged")),
         log_realtime=False,
     )
     assert log.status == "success", log.error
-    # No label anywhere: every run is answer-label.
-    assert all(math.isnan(value) for value in stages(log).values())
-    return Path(log.location)
+    return log
+
+
+def copied(log: EvalLog, tmp_path: Path) -> str:
+    """A copy of `log` for a command to append its scores to."""
+    return str(shutil.copy(log.location, tmp_path / Path(log.location).name))
 
 
 def test_inspect_score_takes_a_grader_with_arguments(
-    tmp_path: Path, unlabelled_log: Path
+    tmp_path: Path, judged_log: EvalLog
 ) -> None:
     """Inspect's own form for a scorer argument: type, name and params."""
     grader = "{type: scorer, name: match, params: {location: begin}}"
-    command = documented_score(grader, str(unlabelled_log))
+    location = copied(judged_log, tmp_path)
+    command = documented_score(grader, location)
     assert f"label_scorer={grader}" in command
     done = run_inspect(*command, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    log = read_eval_log(str(unlabelled_log))
+    log = read_eval_log(location)
     # "-18 degrees C." begins with the target; "I do not know." does not.
     assert stages(log, "stage_diagnosis1") == EXPECTED
     assert log.results is not None
@@ -431,32 +458,10 @@ def test_a_missing_given_score_is_answer_label_and_warned_of_once(
     assert "--action append" in warning
 
 
-CALLS: Counter[Any] = Counter()
-
-
-@scorer(metrics=[])
-def counted_judge() -> Scorer:
-    """match(), counting its calls per sample: a model judge costs each."""
-    judge = match()
-
-    async def grade(state: TaskState, target: Target) -> Score:
-        CALLS[state.sample_id] += 1
-        judged = await judge(state, target)
-        assert judged is not None
-        return judged
-
-    return grade
-
-
 def test_one_eval_calls_the_judge_once_and_labels_from_its_score(
-    tmp_path: Path,
+    judged_log: EvalLog,
 ) -> None:
-    CALLS.clear()
-    task = graded_task(
-        None, [counted_judge(), stage_diagnosis_scorer(label_from="counted_judge")]
-    )
-    (log,) = eval(task, display="none", log_dir=str(tmp_path), log_realtime=False)
-    assert log.status == "success", log.error
+    log = judged_log
     assert stages(log) == EXPECTED
     assert CALLS == {"right": 1, "wrong": 1, "lucky": 1}
     assert log.samples is not None
@@ -472,22 +477,18 @@ def test_one_eval_calls_the_judge_once_and_labels_from_its_score(
         ] == "score counted_judge"
 
 
-def test_inspect_score_labels_from_a_score_in_the_log(tmp_path: Path) -> None:
-    """`-S label_from=match` under `--action append`: Inspect gives the
-    scorer the log's scores, so match() is not run again."""
-    (log,) = eval(
-        graded_task(None, [match(), stage_diagnosis_scorer()]),
-        display="none",
-        log_dir=str(tmp_path / "logs"),
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    # The page's judge is model_graded_qa; this log's is match().
-    command = documented_score("label_from=", log.location)
-    command[command.index("label_from=model_graded_qa")] = "label_from=match"
+def test_inspect_score_labels_from_a_score_in_the_log(
+    tmp_path: Path, judged_log: EvalLog
+) -> None:
+    """`-S label_from=...` under `--action append`: Inspect gives the
+    scorer the log's scores, so the judge is not run again."""
+    location = copied(judged_log, tmp_path)
+    # The page's judge is model_graded_qa; this log's is counted_judge().
+    command = documented_score("label_from=", location)
+    command[command.index("label_from=model_graded_qa")] = "label_from=counted_judge"
     done = run_inspect(*command, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    rescored = read_eval_log(log.location)
+    rescored = read_eval_log(location)
     assert stages(rescored, "stage_diagnosis1") == EXPECTED
     assert rescored.results is not None
-    assert rescored.results.scores[-1].params["label_from"] == "match"
+    assert rescored.results.scores[-1].params["label_from"] == "counted_judge"
