@@ -466,6 +466,9 @@ HOSTILE: dict[str, Callable[[int], str]] = {
     "sentences": lambda n: ". " * (n // 2),
     "ANSWER lines": lambda n: "ANSWER: a1\n" * (n // 11),
     "lists between prose": lambda n: "a1\nb2\nprose here\n" * (n // 17),
+    "sentences of a comma list": lambda n: "A-1, B-2. " * (n // 10),
+    "lone IDs after lead-ins": lambda n: "Also: B-2. " * (n // 11),
+    "ANSWER: markers on one line": lambda n: "x" + "answer:" * (n // 7),
 }
 
 
