@@ -117,16 +117,6 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
         lambda ids: "}}{{ ]] lorem ipsum ?? <<>>",
         ((False, False), None, "unreadable-answer"),
     ),
-    "structured": (
-        pick("log_excerpt", 2),
-        lambda ids: json.dumps({"ids": ids}),
-        ((True, True), "structured", None),
-    ),
-    "structured_with_a_note": (
-        pick("log_excerpt", 3),
-        lambda ids: json.dumps({"ids": ids, "note": "checked"}),
-        ((False, False), None, "unreadable-answer"),
-    ),
 }
 
 

@@ -242,9 +242,6 @@ def test_recall_and_precision_are_trec_evals_on_hypothesis_pairs(
         ]
 
 
-# --- against trec_eval's P_k through `tracegrade import trec` ------------------
-
-
 # --- the metrics ----------------------------------------------------------------
 
 METRICS: Final = {"recall": context_recall, "precision": context_precision}
@@ -326,6 +323,3 @@ def test_inspect_eval_logs_the_means_over_scored_runs_of_every_epoch(
     assert recalls == {1 / 3: 2, 1.0: 6, 0.0: 2, None: 2}
     precisions = Counter(m["precision"] for m in metadata)
     assert precisions == {1 / 2: 2, 1.0: 4, 1 / 3: 2, None: 2, 0.0: 2}
-
-
-# --- the bulk path ------------------------------------------------------------
