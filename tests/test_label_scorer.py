@@ -146,42 +146,32 @@ def test_a_label_from_the_grader_decides_the_stage(value: Any, label: bool) -> N
     assert diagnose_stage(metadata["record"]) == metadata["result"]
 
 
-@pytest.mark.parametrize("value", NO_LABEL, ids=repr)
+@pytest.mark.parametrize("value", [*NO_LABEL, None], ids=repr)
 def test_no_label_from_the_grader_is_answer_label_quoting_it(value: Any) -> None:
-    result = score_run(fixed_grade(value))
+    """None: the grader returned no score at all."""
+    result = score_run(fixed_grade(value, none=value is None))
     assert isinstance(result.value, float) and math.isnan(result.value)
     assert error_kind(result) == "answer-label"
     metadata = metadata_of(result)
     assert "correct" not in metadata["record"]
     assert metadata["result"] == {"error": "answer-label"}
-    assert metadata["error"]["kind"] == "answer-label"
+    assert metadata["error"]["message"] == result.explanation
     assert result.explanation is not None
     assert result.explanation.startswith("The grader fixed_grade ")
-    assert "which is not a label" in result.explanation
-    if isinstance(value, float) and math.isnan(value):
+    assert result.explanation.endswith(
+        ', which is not a label (only CORRECT "C", true or 1 and INCORRECT "I", '
+        "false or 0 are), so the answer cannot be called correct or incorrect."
+    )
+    if value is None:
+        assert "returned no score" in result.explanation
+        assert metadata["grader"] == {"name": "fixed_grade"} | dict.fromkeys(
+            ("value", "answer", "explanation", "reason", "metadata")
+        )
+    elif isinstance(value, float) and math.isnan(value):
         assert "left the run unscored (NaN)" in result.explanation
         assert math.isnan(metadata["grader"]["value"])
     else:
         assert metadata["grader"]["value"] == value
-    assert metadata["error"]["message"] == result.explanation
-
-
-def test_a_grader_that_returns_no_score_gives_no_label() -> None:
-    result = score_run(fixed_grade(none=True))
-    assert error_kind(result) == "answer-label"
-    assert result.explanation == (
-        "The grader fixed_grade returned no score, which is not a label (only "
-        'CORRECT "C", true or 1 and INCORRECT "I", false or 0 are), so the answer '
-        "cannot be called correct or incorrect."
-    )
-    assert metadata_of(result)["grader"] == {
-        "name": "fixed_grade",
-        "value": None,
-        "answer": None,
-        "explanation": None,
-        "reason": None,
-        "metadata": None,
-    }
 
 
 def test_the_grader_is_run_on_the_same_state_and_target() -> None:
