@@ -36,11 +36,18 @@ rag = load_example()
 QUESTIONS = rag.packaged_lines("rag_questions.jsonl")
 
 
-def answering_model() -> Model:
-    """mockllm answering "I do not know." to every question."""
+def answering_model(answers: dict[str, list[str]] | None = None) -> Model:
+    """mockllm answering each question with the next of `answers[id]`
+    (by default "I do not know."), found by the question in the prompt;
+    tests/test_epochs.py and test_labels_export.py use it too."""
+    calls: dict[str, int] = {}
 
     def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
-        text = "I do not know."
+        prompt = messages[-1].text
+        (question_id,) = [q["id"] for q in QUESTIONS if q["question"] in prompt]
+        count = calls.get(question_id, 0)
+        calls[question_id] = count + 1
+        text = (answers or {}).get(question_id, ["I do not know."] * 9)[count]
         output = ModelOutput.from_content(model="mockllm/model", content=text)
         output.usage = ModelUsage(input_tokens=400, output_tokens=10, total_tokens=410)
         return output
