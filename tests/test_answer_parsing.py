@@ -33,150 +33,64 @@ def unreadable(text: str, **kwargs: Any) -> str:
     return str(raised.value)
 
 
-# --- Issue 27's examples: tests/test_recorded_outputs.py, end to end ---------
-
-
 def test_an_answer_over_the_limit_is_unreadable_as_too_long() -> None:
     text = '["A"]' + " " * MAX_ANSWER_CHARACTERS
     assert unreadable(text).startswith("too long: the answer has 1,000,005 characters")
     assert read_answer_ids(text[:MAX_ANSWER_CHARACTERS]).ids == ["A"]
 
 
-# --- What each reading reads ----------------------------------------------------
-
-
 @pytest.mark.parametrize(
-    ("text", "ids", "read_as"),
+    ("text", "read"),
     [
-        ('Sure! The IDs, in order:\n["C", "A"]\nHope this helps.', ["C", "A"], "json"),
+        (
+            'Sure! The IDs, in order:\n["C", "A"]\nHope this helps.',
+            (["C", "A"], "json"),
+        ),
         # Any string may be an ID in JSON, spaces and commas included.
-        ('["Smith 2019", "a, b", "x\\ny"]', ["Smith 2019", "a, b", "x\ny"], "json"),
+        ('["Smith 2019", "a, b", "x\\ny"]', (["Smith 2019", "a, b", "x\ny"], "json")),
         # A repeat is read as written; the grade refuses it.
-        ('["A", "A"]', ["A", "A"], "json"),
+        ('["A", "A"]', (["A", "A"], "json")),
         # The same list twice is one candidate.
-        ('["A", "B"]\n\nFinal answer: ["A", "B"]', ["A", "B"], "json"),
+        ('["A", "B"]\n\nFinal answer: ["A", "B"]', (["A", "B"], "json")),
         # A bare list that agrees with the JSON array beside it.
-        ('C-3, A-1\n```json\n["C-3", "A-1"]\n```', ["C-3", "A-1"], "json"),
-        ("['C', \"A\", 'B',]", ["C", "A", "B"], "python-list"),
+        ('C-3, A-1\n```json\n["C-3", "A-1"]\n```', (["C-3", "A-1"], "json")),
+        ("['C', \"A\", 'B',]", (["C", "A", "B"], "python-list")),
         (
             "['Smith 2019', \"it's\", 'a, b', '']",
-            ["Smith 2019", "it's", "a, b", ""],
-            "python-list",
+            (["Smith 2019", "it's", "a, b", ""], "python-list"),
         ),
-        ("C-3\nA-1\nB-2", ["C-3", "A-1", "B-2"], "lines"),
-        ("C-3\u2028A-1\x85B-2", ["C-3", "A-1", "B-2"], "lines"),
-        ("* C\n+ A\n\u2022 B", ["C", "A", "B"], "lines"),
-        ("```text\n- C\n- A\n```", ["C", "A"], "lines"),
-        ("1.5\n2.5", ["1.5", "2.5"], "lines"),
-        ("1. **`C-3`**\n2. **`A-1`**", ["C-3", "A-1"], "lines-with-marks"),
-        ("1. C\n1. A", ["C", "A"], "lines-ignoring-numbers"),
-        ("1. C\n- A", ["C", "A"], "lines-ignoring-numbers"),
-        (f"{'9' * 40}. C\n{'9' * 40}0. A", ["C", "A"], "lines-ignoring-numbers"),
-        ("IDs:\n\n```\nC-3\nA-1\n```", ["C-3", "A-1"], "lead-in-lines"),
-        ("  REQ-7 ,  req-7  ", ["REQ-7", "req-7"], "commas"),
-        ("PMID:1, PMID:2", ["PMID:1", "PMID:2"], "commas"),
-        ("Sure! Here they are: C-3, A-1", ["C-3", "A-1"], "lead-in-commas"),
-        ("```\ninc-0042\n```", ["inc-0042"], "single-id"),
+        ("C-3\nA-1\nB-2", (["C-3", "A-1", "B-2"], "lines")),
+        ("C-3\u2028A-1\x85B-2", (["C-3", "A-1", "B-2"], "lines")),
+        ("* C\n+ A\n\u2022 B", (["C", "A", "B"], "lines")),
+        ("```text\n- C\n- A\n```", (["C", "A"], "lines")),
+        ("1.5\n2.5", (["1.5", "2.5"], "lines")),
+        ("1. **`C-3`**\n2. **`A-1`**", (["C-3", "A-1"], "lines-with-marks")),
+        ("1. C\n1. A", (["C", "A"], "lines-ignoring-numbers")),
+        ("1. C\n- A", (["C", "A"], "lines-ignoring-numbers")),
+        (f"{'9' * 40}. C\n{'9' * 40}0. A", (["C", "A"], "lines-ignoring-numbers")),
+        ("IDs:\n\n```\nC-3\nA-1\n```", (["C-3", "A-1"], "lead-in-lines")),
+        ("  REQ-7 ,  req-7  ", (["REQ-7", "req-7"], "commas")),
+        ("PMID:1, PMID:2", (["PMID:1", "PMID:2"], "commas")),
+        ("Sure! Here they are: C-3, A-1", (["C-3", "A-1"], "lead-in-commas")),
+        ("```\ninc-0042\n```", (["inc-0042"], "single-id")),
         # The marker: its list is the one candidate, whatever else is said.
         (
             'The source says ["A-1", "C-3"].\nANSWER: ["C-3", "A-1"]',
-            ["C-3", "A-1"],
-            "answer-line-json",
+            (["C-3", "A-1"], "answer-line-json"),
         ),
         (
             "Thinking...\n[C-3?\nanswer: C-3, A-1.",
-            ["C-3", "A-1"],
-            "answer-line-commas-with-period",
+            (["C-3", "A-1"], "answer-line-commas-with-period"),
         ),
-        ("ANSWER: ['C-3']\nANSWER: ['C-3']", ["C-3"], "answer-line-python-list"),
-        ('ANSWER: [\n  "C-3",\n  "A-1"\n]', ["C-3", "A-1"], "answer-line-json"),
+        ("ANSWER: ['C-3']\nANSWER: ['C-3']", (["C-3"], "answer-line-python-list")),
+        ('ANSWER: [\n  "C-3",\n  "A-1"\n]', (["C-3", "A-1"], "answer-line-json")),
         # A carriage return between items is whitespace, as in JSON.
-        ("['C-3',\r'A-1']", ["C-3", "A-1"], "python-list"),
+        ("['C-3',\r'A-1']", (["C-3", "A-1"], "python-list")),
         # Beside issue 39's odd readings, still read.
-        ("1. C-3\n2. A-1", ["C-3", "A-1"], "lines"),
-        ("IDs: C-3, A-1", ["C-3", "A-1"], "lead-in-commas"),
-        ("Step: C-3, A-1", ["C-3", "A-1"], "lead-in-commas"),
-    ],
-)
-def test_each_reading_reads_what_its_name_says(
-    text: str, ids: list[str], read_as: ReadAs
-) -> None:
-    assert read_answer_ids(text) == AnswerReading(ids, read_as)
-
-
-def test_the_structured_answer_is_read_by_its_key() -> None:
-    assert read_answer_ids('{"ids": ["C", "A"]}', structured_key="ids") == (
-        AnswerReading(["C", "A"], "structured")
-    )
-    assert read_answer_ids(' {"ids": []}\n', structured_key="ids").ids == []
-    # Any other output is read as usual, for providers that ignore the schema.
-    assert read_answer_ids('["C"]', structured_key="ids").read_as == "json"
-    # Without the key, an object is a value, not a list.
-    assert "is no list of string IDs" in unreadable('{"ids": ["C"]}')
-    for text in ('{"ids": ["C"], "note": "x"}', '{"ids": "C"}', '{"IDs": ["C"]}'):
-        assert "is not the object its schema asks for" in unreadable(
-            text, structured_key="ids"
-        )
-
-
-@pytest.mark.parametrize(
-    ("text", "key"),
-    [
-        # Issue 39: the live task's reply, which was graded on the last list.
-        ('{"ids": ["A", "B", "C"], "ids": ["C", "A", "B"]}', "ids"),
-        ('{"ids": ["C", "A", "B"], "ids": ["C", "A", "B"]}', "ids"),
-        ('{"ids": ["C"], "note": {"by": "x", "by": "y"}}', "by"),
-    ],
-)
-def test_a_structured_answer_that_repeats_a_key_has_two_readings(
-    text: str, key: str
-) -> None:
-    assert f'the structured answer repeats the key "{key}", so it has two' in (
-        unreadable(text, structured_key="ids")
-    )
-
-
-def text_read_as(name: ReadAs) -> str:
-    """A text of the IDs C-1 and A-2 that `name` describes, built from its parts."""
-    answer_line = name.startswith("answer-line-")
-    name = name.removeprefix("answer-line-")
-    lead_in = name.startswith("lead-in-")
-    base, _, removed = name.removeprefix("lead-in-").partition("-with-")
-    parts = removed.split("-and-")
-    items = [f"**{item}**" if "marks" in parts else item for item in ("C-1", "A-2")]
-    period = "." if {"periods", "period"} & set(parts) else ""
-    bodies = {
-        "json": '["C-1", "A-2"]',
-        "python-list": "['C-1', 'A-2']",
-        "single-id": "C-1",
-        "structured": '{"ids": ["C-1", "A-2"]}',
-        "commas": ", ".join(items) + period,
-        "lines": "\n".join(f"- {item}{period}" for item in items),
-        "lines-ignoring-numbers": "\n".join(
-            f"{number}. {item}{period}"
-            for number, item in zip((2, 1), items, strict=True)
-        ),
-    }
-    body = bodies[base]
-    if answer_line:
-        return f"Thinking it over.\nANSWER: {body}"
-    return f"IDs:\n{body}" if lead_in else body
-
-
-@pytest.mark.parametrize("name", sorted(READ_AS_NAMES))
-def test_every_read_as_name_is_what_its_parts_say(name: ReadAs) -> None:
-    expected = ["C-1"] if name == "single-id" else ["C-1", "A-2"]
-    assert read_answer_ids(text_read_as(name), structured_key="ids") == AnswerReading(
-        expected, name
-    )
-
-
-# --- What is refused, and why ---------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "said"),
-    [
+        ("1. C-3\n2. A-1", (["C-3", "A-1"], "lines")),
+        ("IDs: C-3, A-1", (["C-3", "A-1"], "lead-in-commas")),
+        ("Step: C-3, A-1", (["C-3", "A-1"], "lead-in-commas")),
+        # What has no one reading is refused, and the refusal says why.
         ("", "the answer text is empty"),
         ("```\n```", "the answer text is empty"),
         (
@@ -243,8 +157,73 @@ def test_every_read_as_name_is_what_its_parts_say(name: ReadAs) -> None:
         ("C-3: A-1, B-2", 'the lead-in "C-3:" is itself an ID, so it may be'),
     ],
 )
-def test_what_has_no_one_reading_is_refused_with_why(text: str, said: str) -> None:
-    assert said in unreadable(text)
+def test_an_answer_has_one_reading_or_is_refused_with_why(
+    text: str, read: tuple[list[str], ReadAs] | str
+) -> None:
+    if isinstance(read, str):
+        assert read in unreadable(text)
+    else:
+        assert read_answer_ids(text) == AnswerReading(*read)
+
+
+@pytest.mark.parametrize(
+    ("text", "read"),
+    [
+        ('{"ids": ["C", "A"]}', (["C", "A"], "structured")),
+        (' {"ids": []}\n', ([], "structured")),
+        # Any other output is read as usual, for providers that ignore the schema.
+        ('["C"]', (["C"], "json")),
+        ('{"ids": ["C"], "note": "x"}', "is not the object its schema asks for"),
+        ('{"ids": "C"}', "is not the object its schema asks for"),
+        ('{"IDs": ["C"]}', "is not the object its schema asks for"),
+        # Issue 39: the live task's reply, which was graded on the last list.
+        ('{"ids": ["A", "B", "C"], "ids": ["C", "A", "B"]}', 'repeats the key "ids"'),
+        ('{"ids": ["C", "A", "B"], "ids": ["C", "A", "B"]}', 'repeats the key "ids"'),
+        ('{"ids": ["C"], "note": {"by": "x", "by": "y"}}', 'repeats the key "by", so'),
+    ],
+)
+def test_the_structured_answer_is_read_by_its_key(
+    text: str, read: tuple[list[str], ReadAs] | str
+) -> None:
+    if isinstance(read, str):
+        assert read in unreadable(text, structured_key="ids")
+    else:
+        assert read_answer_ids(text, structured_key="ids") == AnswerReading(*read)
+
+
+def text_read_as(name: ReadAs) -> str:
+    """A text of the IDs C-1 and A-2 that `name` describes, built from its parts."""
+    answer_line = name.startswith("answer-line-")
+    name = name.removeprefix("answer-line-")
+    lead_in = name.startswith("lead-in-")
+    base, _, removed = name.removeprefix("lead-in-").partition("-with-")
+    parts = removed.split("-and-")
+    items = [f"**{item}**" if "marks" in parts else item for item in ("C-1", "A-2")]
+    period = "." if {"periods", "period"} & set(parts) else ""
+    bodies = {
+        "json": '["C-1", "A-2"]',
+        "python-list": "['C-1', 'A-2']",
+        "single-id": "C-1",
+        "structured": '{"ids": ["C-1", "A-2"]}',
+        "commas": ", ".join(items) + period,
+        "lines": "\n".join(f"- {item}{period}" for item in items),
+        "lines-ignoring-numbers": "\n".join(
+            f"{number}. {item}{period}"
+            for number, item in zip((2, 1), items, strict=True)
+        ),
+    }
+    body = bodies[base]
+    if answer_line:
+        return f"Thinking it over.\nANSWER: {body}"
+    return f"IDs:\n{body}" if lead_in else body
+
+
+@pytest.mark.parametrize("name", sorted(READ_AS_NAMES))
+def test_every_read_as_name_is_what_its_parts_say(name: ReadAs) -> None:
+    expected = ["C-1"] if name == "single-id" else ["C-1", "A-2"]
+    assert read_answer_ids(text_read_as(name), structured_key="ids") == AnswerReading(
+        expected, name
+    )
 
 
 # --- The grammar: answers built around one list ---------------------------------
