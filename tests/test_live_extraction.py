@@ -37,6 +37,10 @@ DOCUMENTS = read_source_documents(packaged_fixture("extraction_documents.jsonl")
 BY_ID = {document.id: document for document in DOCUMENTS}
 
 
+# The config each document's prompt was sent with, as a provider is given it.
+CONFIGS: dict[str, GenerateConfig] = {}
+
+
 def mock_model(
     replies: dict[str, Sequence[str]], texts: dict[str, str] | None = None
 ) -> Model:
@@ -46,9 +50,12 @@ def mock_model(
     texts = texts or {document.id: document.text for document in DOCUMENTS}
     calls: dict[str, int] = {}
 
-    def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
+    def reply(
+        messages: list[ChatMessage], tools: Any, choice: Any, config: GenerateConfig
+    ) -> ModelOutput:
         prompt = messages[-1].text
         (document_id,) = [i for i in replies if texts[i] in prompt]
+        CONFIGS[document_id] = config
         count = calls.get(document_id, 0)
         calls[document_id] = count + 1
         output = ModelOutput.from_content(
@@ -112,6 +119,12 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
         lambda ids: as_json([*ids, ids[0]]),
         ((False, False), "json", "duplicate-answer-id"),
     ),
+    # The response schema's object, read by its key.
+    "structured": (
+        pick("shipping_manifest", 1),
+        lambda ids: json.dumps({"ids": ids}),
+        ((True, True), "structured", None),
+    ),
     "garbage": (
         pick("citation_list", 2),
         lambda ids: "}}{{ ]] lorem ipsum ?? <<>>",
@@ -173,6 +186,8 @@ def test_each_sample_is_one_document(live_log: EvalLog) -> None:
     assert document.text in sample.input
     assert sample.input.startswith("List the container numbers in the document")
     assert sample.output.completion == as_json(document.source)
+    # Structured output is asked for by default.
+    assert CONFIGS[document_id].response_schema == RESPONSE_SCHEMA
 
 
 # --- the prompt -----------------------------------------------------------------
@@ -183,46 +198,6 @@ def first_input(task_args: dict[str, str]) -> str:
     text = task.dataset[0].input
     assert isinstance(text, str)
     return text
-
-
-@pytest.mark.parametrize("structured", [True, False])
-def test_structured_output_is_asked_for_unless_turned_off(
-    tmp_path: Path, structured: bool
-) -> None:
-    """The model is sent the response schema (the mock model sees the
-    config a provider would be given), answers with the object, and the
-    object is read; without it, the same object is a value, not a list."""
-    document = DOCUMENTS[0]
-    configs: list[GenerateConfig] = []
-
-    def reply(
-        messages: list[ChatMessage], tools: Any, choice: Any, config: Any
-    ) -> ModelOutput:
-        configs.append(config)
-        output = ModelOutput.from_content(
-            model="mockllm/model", content=json.dumps({"ids": document.source})
-        )
-        output.usage = ModelUsage(input_tokens=500, output_tokens=50, total_tokens=550)
-        return output
-
-    (log,) = eval(
-        ordered_extraction(structured=structured),
-        model=get_model("mockllm/model", custom_outputs=reply),
-        sample_id=[document.id],
-        log_dir=str(tmp_path / "logs"),
-        display="none",
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    (config,) = configs
-    assert config.response_schema == (RESPONSE_SCHEMA if structured else None)
-    score = (sample_of(log, document.id).scores or {})["ordered_extraction"]
-    if structured:
-        assert score.value == {"membership": True, "order": True}
-        assert (score.metadata or {})["read_as"] == "structured"
-    else:
-        assert error_kind(score) == "unreadable-answer"
-        assert "is no list of string IDs" in (score.explanation or "")
 
 
 def test_a_prompt_string_or_file_replaces_the_default_filled_once(
@@ -271,33 +246,35 @@ SECOND = {"id": "d2", "kind": "memo", "text": "A1, B2", "source": ["A1", "B2"]}
 
 
 def test_your_own_documents_become_the_samples(tmp_path: Path) -> None:
+    third = {**GOOD, "id": "d3", "text": "C3 then D4", "source": ["C3", "D4"]}
     dataset = write_documents(
-        tmp_path / "docs.jsonl", [GOOD, {**SECOND, "target": "codes"}]
+        tmp_path / "docs.jsonl", [GOOD, {**SECOND, "target": "codes"}, third]
     )
     task = ordered_extraction(dataset=dataset)
-    assert [sample.id for sample in task.dataset] == ["d1", "d2"]
+    assert [sample.id for sample in task.dataset] == ["d1", "d2", "d3"]
     assert task.dataset[1].metadata == {
         "source": ["A1", "B2"],
         "kind": "memo",
         "target": "codes",
     }
+    # Without structured output, the schema's object is a value, not a list.
     log = run_live(
-        {"d1": ['["B2", "A1"]'], "d2": ["B2\nA1"]},
+        {"d1": ['["B2", "A1"]'], "d2": ["B2\nA1"], "d3": ['{"ids": ["C3", "D4"]}']},
         tmp_path,
-        texts={"d1": "B2 then A1", "d2": "A1, B2"},
-        task_args={"dataset": dataset},
+        texts={"d1": "B2 then A1", "d2": "A1, B2", "d3": "C3 then D4"},
+        task_args={"dataset": dataset, "structured": False},
     )
+    scores = {s.id: (s.scores or {})["ordered_extraction"] for s in log.samples or []}
     graded = {
-        sample.id: (
-            (sample.scores or {})["ordered_extraction"].value,
-            ((sample.scores or {})["ordered_extraction"].metadata or {})["read_as"],
-        )
-        for sample in log.samples or []
+        key: (s.value, (s.metadata or {})["read_as"]) for key, s in scores.items()
     }
     assert graded == {
         "d1": ({"membership": True, "order": True}, "json"),
         "d2": ({"membership": True, "order": False}, "lines"),
+        "d3": ({"membership": False, "order": False}, None),
     }
+    assert "is no list of string IDs" in (scores["d3"].explanation or "")
+    assert CONFIGS["d3"].response_schema is None
 
 
 @pytest.mark.parametrize(
