@@ -292,25 +292,6 @@ def stages(log: EvalLog, name: str = "stage_diagnosis") -> dict[Any, Any]:
 EXPECTED = {"right": "pass", "wrong": "generation", "lucky": "retrieval"}
 
 
-def test_one_eval_diagnoses_every_run(tmp_path: Path) -> None:
-    (log,) = eval(
-        graded_task(match()), display="none", log_dir=str(tmp_path), log_realtime=False
-    )
-    assert log.status == "success", log.error
-    assert stages(log) == EXPECTED
-    assert log.results is not None
-    metrics = log.results.scores[0].metrics
-    assert metrics["lucky_answers"].value == 1
-    # The log records the grader as Inspect records a scorer argument, so
-    # the scorer can be rebuilt from the log.
-    assert log.eval.scorers is not None
-    (spec,) = log.eval.scorers
-    assert spec.options is not None
-    assert spec.options["label_scorer"]["name"] == "match"
-    rescored = score(log, graded_task(match()).scorer[0], display="none")
-    assert stages(rescored) == EXPECTED
-
-
 SCORES_PAGE = (Path(__file__).parents[1] / "docs" / "scores.md").read_text("utf-8")
 
 
@@ -344,10 +325,16 @@ def counted_judge() -> Scorer:
 
 @pytest.fixture(scope="module")
 def judged_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
-    """One eval whose judge scores first and whose stage scorer labels from it."""
+    """One eval whose judge scores first, a stage scorer labelling from its
+    score, and one with a grader of its own (stage_diagnosis1)."""
     CALLS.clear()
     task = graded_task(
-        None, [counted_judge(), stage_diagnosis_scorer(label_from="counted_judge")]
+        None,
+        [
+            counted_judge(),
+            stage_diagnosis_scorer(label_from="counted_judge"),
+            stage_diagnosis_scorer(label_scorer=match()),
+        ],
     )
     (log,) = eval(
         task,
@@ -364,6 +351,26 @@ def copied(log: EvalLog, tmp_path: Path) -> str:
     return str(shutil.copy(log.location, tmp_path / Path(log.location).name))
 
 
+def test_a_grader_diagnoses_every_run_and_is_logged_to_score_again(
+    judged_log: EvalLog,
+) -> None:
+    assert stages(judged_log, "stage_diagnosis1") == EXPECTED
+    assert judged_log.results is not None
+    (graded,) = [s for s in judged_log.results.scores if s.name == "stage_diagnosis1"]
+    assert graded.metrics["lucky_answers"].value == 1
+    # The log records the grader as Inspect records a scorer argument, so
+    # the scorer can be rebuilt from the log.
+    assert judged_log.eval.scorers is not None
+    spec = judged_log.eval.scorers[-1]
+    assert spec.options is not None
+    assert spec.options["label_scorer"]["name"] == "match"
+    scorer = stage_diagnosis_scorer(label_scorer=match())
+    rescored = score(judged_log, scorer, action="overwrite", display="none")
+    assert rescored.results is not None
+    assert [s.name for s in rescored.results.scores] == ["stage_diagnosis"]
+    assert stages(rescored) == EXPECTED
+
+
 def test_inspect_score_takes_a_grader_with_arguments(
     tmp_path: Path, judged_log: EvalLog
 ) -> None:
@@ -376,7 +383,7 @@ def test_inspect_score_takes_a_grader_with_arguments(
     assert done.returncode == 0, done.stderr
     log = read_eval_log(location)
     # "-18 degrees C." begins with the target; "I do not know." does not.
-    assert stages(log, "stage_diagnosis1") == EXPECTED
+    assert stages(log, "stage_diagnosis2") == EXPECTED
     assert log.results is not None
     assert log.results.scores[-1].params["label_scorer"] == {
         "type": "scorer",
@@ -479,6 +486,6 @@ def test_inspect_score_labels_from_a_score_in_the_log(
     done = run_inspect(*command, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     rescored = read_eval_log(location)
-    assert stages(rescored, "stage_diagnosis1") == EXPECTED
+    assert stages(rescored, "stage_diagnosis2") == EXPECTED
     assert rescored.results is not None
     assert rescored.results.scores[-1].params["label_from"] == "counted_judge"
