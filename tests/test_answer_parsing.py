@@ -233,14 +233,7 @@ def test_every_read_as_name_is_what_its_parts_say(name: ReadAs) -> None:
 bare_ids = st.from_regex(
     r"[A-Za-z\u00e9][A-Za-z0-9\u00e9_.-]{0,4}[0-9]", fullmatch=True
 )
-PROSE = [
-    "Sure.",
-    "Here you go!",
-    "I read the whole document.",
-    "I hope this helps!",
-    "Let me know if you need anything else.",
-    "Thanks for waiting.",
-]
+PROSE = ["Sure.", "Here you go!", "I read the whole document.", "I hope this helps!"]
 HEADINGS = ["Answer", "IDs", "Done", "Sources", "Result"]
 LINE_BREAKS = ["\n", "\r\n", "\u2028", "\x85", "\n\n"]
 
@@ -256,31 +249,22 @@ class Built:
     read_as: str
 
 
-def json_form(ids: list[str], indent: int | None) -> str:
-    return json.dumps(ids, indent=indent)
-
-
-def python_form(ids: list[str], quote: str, trailing: bool) -> str:
-    items = ", ".join(f"{quote}{item}{quote}" for item in ids)
-    return f"[{items}{', ' if trailing and ids else ''}]"
-
-
 @st.composite
 def forms(draw: st.DrawFn, ids: list[str]) -> tuple[str, str, bool]:
-    """One way of writing `ids`: the text, its `read_as` base, and whether
-    it is bracketed (read wherever it stands)."""
+    """One way of writing `ids`: the text, its `read_as` without `-with-...`,
+    and whether it is bracketed (read wherever it stands)."""
     kind = draw(
         st.sampled_from(
             ["json", "python", "bullets", "numbers", "plain", "commas", "single"]
         )
     )
     if kind == "json":
-        return json_form(ids, draw(st.sampled_from([None, 2]))), "json", True
+        return json.dumps(ids, indent=draw(st.sampled_from([None, 2]))), "json", True
     if kind == "python":
         quote, trailing = draw(st.sampled_from(["'", '"'])), draw(st.booleans())
-        if quote == '"' and not trailing:
-            return python_form(ids, quote, trailing), "json", True
-        return python_form(ids, quote, trailing), "python-list", True
+        items = ", ".join(f"{quote}{item}{quote}" for item in ids)
+        text = f"[{items}{', ' if trailing else ''}]"
+        return text, "json" if quote == '"' and not trailing else "python-list", True
     if len(ids) == 1:
         return ids[0], "single-id", False
     if kind == "single":
@@ -288,12 +272,8 @@ def forms(draw: st.DrawFn, ids: list[str]) -> tuple[str, str, bool]:
     period = draw(st.sampled_from(["", "."]))
     mark = draw(st.sampled_from(["", "**", "`"]))
     marked = [f"{mark}{item}{mark}" for item in ids]
-    removed = [n for n, done in (("period", period), ("marks", mark)) if done]
     if kind == "commas":
-        suffix = f"-with-{'-and-'.join(removed)}" if removed else ""
-        return ", ".join(marked) + period, f"commas{suffix}", False
-    removed = ["periods" if n == "period" else n for n in removed]
-    suffix = f"-with-{'-and-'.join(removed)}" if removed else ""
+        return ", ".join(marked) + period, "commas", False
     if kind == "bullets":
         bullet = draw(st.sampled_from(["-", "*", "+", "\u2022"]))
         lines = [f"{bullet} {item}{period}" for item in marked]
@@ -301,7 +281,7 @@ def forms(draw: st.DrawFn, ids: list[str]) -> tuple[str, str, bool]:
         lines = [f"{n}. {item}{period}" for n, item in enumerate(marked, 1)]
     else:
         lines = [f"{item}{period}" for item in marked]
-    return "\n".join(lines), f"lines{suffix}", False
+    return "\n".join(lines), "lines", False
 
 
 @st.composite
@@ -348,7 +328,6 @@ def answers(draw: st.DrawFn) -> Built:
         # bracketed, since a bare list beside anything is refused.
         must_read = must_read and other == ids and bracketed and echo_bracketed
         read_as = ""
-    read_as = "json" if read_as.startswith("json") and bracketed else read_as
     if not bracketed and len(ids) == 1:
         must_read = must_read and not lead_in and not extras and other is None
     # The marker wins over everything else in the text.
@@ -402,7 +381,7 @@ def test_an_answer_is_read_as_the_list_it_was_built_around_or_refused(
         return
     assert reading.ids == built.ids, f"misread {built.text!r}"
     if built.must_read and built.read_as:
-        assert reading.read_as.split("-with-")[0] == built.read_as.split("-with-")[0]
+        assert reading.read_as.split("-with-")[0] == built.read_as
 
 
 # --- Linear work ------------------------------------------------------------------
