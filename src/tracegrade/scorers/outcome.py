@@ -109,28 +109,6 @@ def invalid_score(invalid: InvalidRecord, **where: Any) -> Score:
     return data_error(error, explanation=why, result=None, **where)
 
 
-def run_error(
-    message: str,
-    *,
-    answer: str | None,
-    read_from: dict[str, str],
-    absent: tuple[str, ...],
-) -> Score:
-    """A run that failed before an answer existed: nothing is read or graded;
-    `absent` names the scorer's own metadata keys, None here."""
-    cut = message if len(message) <= _SHOWN_ERROR else message[:_SHOWN_ERROR] + "..."
-    return data_error(
-        error_info("sample-error", "run", None, message),
-        answer=answer or None,
-        explanation=f"The run failed before an answer existed ({cut}), so there is "
-        "nothing to grade; inspect eval-retry runs it again.",
-        result=None,
-        record={},
-        read_from=read_from,
-        **dict.fromkeys(absent),
-    )
-
-
 def record_scorer(
     score_run: Callable[[TaskState, Target], Awaitable[Score]],
     *,
@@ -138,14 +116,24 @@ def record_scorer(
     absent: tuple[str, ...],
 ) -> Scorer:
     """A scorer that gives a run that failed before answering `sample-error`
-    (an empty output is no answer) and every other run to `score_run`."""
+    (an empty output is no answer; nothing is read or graded, and `absent`, the
+    scorer's own metadata keys, are None) and every other run to `score_run`."""
 
     async def score(state: TaskState, target: Target) -> Score:
         failure = _sample_error()
         if failure is None:
             return await score_run(state, target)
-        answer = state.output.completion
-        return run_error(failure, answer=answer, read_from=read_from, absent=absent)
+        cut = failure[:_SHOWN_ERROR] + ("..." if len(failure) > _SHOWN_ERROR else "")
+        return data_error(
+            error_info("sample-error", "run", None, failure),
+            answer=state.output.completion or None,
+            explanation=f"The run failed before an answer existed ({cut}), so "
+            "there is nothing to grade; inspect eval-retry runs it again.",
+            result=None,
+            record={},
+            read_from=read_from,
+            **dict.fromkeys(absent),
+        )
 
     return score
 
