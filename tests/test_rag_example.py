@@ -61,16 +61,25 @@ def index() -> Any:
     return rag.BM25Index([rag.Document(**d) for d in corpus])
 
 
+TOP_K = 2
+
+
 @pytest.fixture(scope="module")
 def fresh_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
-    (log,) = eval(
-        rag.rag_qa(),
-        model=answering_model(),
-        log_dir=str(tmp_path_factory.mktemp("rag")),
-        display="none",
-        log_realtime=False,
-    )
+    """As `inspect eval examples/rag_task.py -T top_k=2` does: Inspect loads the
+    file itself (not as an imported module), with task arguments from `-T`."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(EXAMPLE.parents[1])
+        (log,) = eval(
+            "examples/rag_task.py",
+            task_args={"top_k": TOP_K},
+            model=answering_model(),
+            log_dir=str(tmp_path_factory.mktemp("rag")),
+            display="none",
+            log_realtime=False,
+        )
     assert log.status == "success", log.error
+    assert log.eval.task == "rag_qa"
     return log
 
 
@@ -85,7 +94,7 @@ def test_every_question_runs_with_its_context_recorded_and_a_stage(
     for sample in fresh_log.samples:
         question = by_id[str(sample.id)]
         ranked = [d.id for d in index.search(question["question"], 20)]
-        context = ranked[:3]
+        context = ranked[:TOP_K]
         steps = [{"name": "bm25", "ids": ranked}]
         assert sample.store["RetrievalTrace:context"] == context
         assert sample.store["RetrievalTrace:steps"] == steps
@@ -130,24 +139,3 @@ def test_every_question_runs_with_its_context_recorded_and_a_stage(
             "reason": None,
             "metadata": None,
         }
-
-
-def test_inspect_runs_the_example_file_by_path(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """As `inspect eval examples/rag_task.py` does: Inspect loads the file
-    itself (not as an imported module), with task arguments from `-T`."""
-    monkeypatch.chdir(EXAMPLE.parents[1])
-    (log,) = eval(
-        "examples/rag_task.py",
-        task_args={"top_k": 2},
-        model=answering_model(),
-        limit=2,
-        log_dir=str(tmp_path),
-        display="none",
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    assert log.eval.task == "rag_qa"
-    assert log.samples is not None
-    assert [len(s.store["RetrievalTrace:context"]) for s in log.samples] == [2, 2]
