@@ -103,8 +103,8 @@ def scored(fixture: Path) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize("name", list(OUTPUTS))
-def test_an_output_is_read_right_or_refused_in_inspect_eval(
-    evaluated: EvalLog, name: str
+def test_an_output_is_read_right_or_refused_by_eval_and_score_alike(
+    evaluated: EvalLog, scored: dict[str, dict[str, Any]], name: str
 ) -> None:
     _, (membership, order), read_as, said = OUTPUTS[name]
     (sample,) = [sample for sample in evaluated.samples or [] if sample.id == name]
@@ -120,18 +120,10 @@ def test_an_output_is_read_right_or_refused_in_inspect_eval(
     # The replay solver shows the recorded output as the model's.
     if "surrogate" not in name:
         assert sample.output.completion == OUTPUTS[name][0]
-
-
-@pytest.mark.parametrize("name", list(OUTPUTS))
-def test_tracegrade_score_gives_the_same_result(
-    evaluated: EvalLog, scored: dict[str, dict[str, Any]], name: str
-) -> None:
-    (sample,) = [sample for sample in evaluated.samples or [] if sample.id == name]
-    score = (sample.scores or {})["ordered_extraction"]
     entry = scored[name]
     assert entry["value"] == score.value
     assert entry["explanation"] == score.explanation
-    assert entry["result"] == (score.metadata or {})["result"]
+    assert entry["result"] == metadata["result"]
 
 
 @pytest.mark.parametrize(

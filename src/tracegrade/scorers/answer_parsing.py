@@ -325,7 +325,7 @@ def _answer_line_candidates(text: str, starts: array[int]) -> Iterator[_Candidat
 
 
 def _text_candidates(text: str, starts: array[int]) -> Iterator[_Candidate]:
-    """Every literal in the text, then the bare lists of the lines around them."""
+    """Every literal, then the bare lists of the lines around them."""
     literal_starts, literal_ends = array("q"), array("q")
     for literal in scan_literals(text):
         if isinstance(literal, BrokenLiteral):
@@ -590,17 +590,16 @@ def _comma_candidates(lines: _Lines, index: int) -> Iterator[_Candidate]:
         for position, segment in enumerate(segments):
             if segment.endswith(":"):
                 continue
-            listed = _comma_list(segment)
+            listed = _comma_list(segment, least=1)
             after_lead_in = position > 0 and segments[position - 1].endswith(":")
-            if isinstance(listed, str):
-                lone = _comma_list(segment, least=1)
+            if isinstance(listed, str) or len(listed[0]) < 2:
                 if (
                     after_lead_in
-                    and not isinstance(lone, str)
-                    and _has_digit(lone[0][0])
+                    and not isinstance(listed, str)
+                    and _has_digit(listed[0][0])
                 ):
                     yield (
-                        lone[0],
+                        listed[0],
                         "single-id",
                         number,
                         f"the lone ID after {_quote(segments[position - 1])} (line "
