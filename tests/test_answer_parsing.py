@@ -130,6 +130,8 @@ def test_an_answer_over_the_limit_is_unreadable_as_too_long() -> None:
         ('{"ids": ["A", "B"]}', "is no list of string IDs"),
         ('See [1]: ["X"]', 'the JSON value "[1]" (line 1) is no list of string IDs'),
         ("[true]\n- A\n- B", "is no list of string IDs"),
+        # The first value that is no list is refused alone, whatever follows.
+        ("[1] [2]\nC-3, A-1", 'the JSON value "[1]" (line 1) is no list of string IDs'),
         # A bracket that opens nothing readable may hold a list: refused.
         ("['C' 'A']", "the bracketed text \"['C' 'A']\" (line 1) is not a JSON"),
         ("['C\\\\d', 'A']", "is not a JSON array, nor a Python list"),
@@ -144,6 +146,14 @@ def test_an_answer_over_the_limit_is_unreadable_as_too_long() -> None:
         ('ANSWER: ["A"] and ["B"]', "the ANSWER: line 1 goes on after its list"),
         ("ANSWER: [1]", 'the JSON value "[1]" (line 1) is no list of string IDs, in'),
         ("ANSWER: ID:DOC-1", 'the ANSWER: line 1: the first ID "ID:DOC-1"'),
+        ("ANSWER: [C-3, A-1]", 'the ANSWER: line 1: the bracketed text "[C-3, A-1]"'),
+        # A long list is shown cut short.
+        (
+            json.dumps([f"ID-{n}" for n in range(40)]) + '\n["B"]',
+            'two different lists: ["ID-0", "ID-1", "ID-2", "ID-3", "ID-4", "ID-5", "',
+        ),
+        ("Here are the IDs:\nsee below", 'line 1, "Here are the IDs:", is a lead-in'),
+        ("I cannot.\nSorry.", 'line 1, "I cannot.", is neither an ID on a line'),
         # Issue 39's odd readings.
         # A word among IDs with digits is prose, not an ID.
         ("C-3, A-1, B-2, etc.", 'the ID "etc" has no digit, unlike "C-3", so it'),
@@ -176,6 +186,9 @@ def test_an_answer_has_one_reading_or_is_refused_with_why(
         ('{"ids": ["C"], "note": "x"}', "is not the object its schema asks for"),
         ('{"ids": "C"}', "is not the object its schema asks for"),
         ('{"IDs": ["C"]}', "is not the object its schema asks for"),
+        ('{"ids": ' + "[" * 2000 + "]" * 2000 + "}", "is nested too deeply"),
+        # More than the object is read as any other text.
+        ('{"ids": ["C"]} or ["A"]', 'the JSON value "{\\"ids\\": [\\"C\\"]}" (line 1)'),
         # Issue 39: the live task's reply, which was graded on the last list.
         ('{"ids": ["A", "B", "C"], "ids": ["C", "A", "B"]}', 'repeats the key "ids"'),
         ('{"ids": ["C", "A", "B"], "ids": ["C", "A", "B"]}', 'repeats the key "ids"'),

@@ -310,7 +310,7 @@ def _answer_line_candidates(text: str, starts: array[int]) -> Iterator[_Candidat
                 )
             yield _literal_candidate(text, starts, literal, _ANSWER_LINE + literal.form)
             continue
-        listed = _comma_list(rest.strip(), least=1)
+        listed = _comma_list(rest.strip())
         if isinstance(listed, str):
             raise UnreadableAnswer(
                 f"{said} gives {_quote(rest.strip())}, which is no list of IDs: "
@@ -520,15 +520,11 @@ def _lead_in_refusal(lead_in: str | None, ids: Sequence[str]) -> str | None:
     )
 
 
-def _comma_list(
-    segment: str, *, least: int = 2
-) -> tuple[tuple[str, ...], bool, str | None] | str:
+def _comma_list(segment: str) -> tuple[tuple[str, ...], bool, str | None] | str:
     """`segment` as comma-separated bare IDs (a final period, the same marks on
     each allowed): the IDs, the period and the marks; else why it is none."""
     period = segment.endswith(".")
     items = [item.strip() for item in segment.removesuffix(".").split(",")]
-    if len(items) < least:
-        return "it has no comma"
     mark = _mark_of(items[0])
     if mark is None or any(_mark_of(item) != mark for item in items):
         mark = None
@@ -590,7 +586,7 @@ def _comma_candidates(lines: _Lines, index: int) -> Iterator[_Candidate]:
         for position, segment in enumerate(segments):
             if segment.endswith(":"):
                 continue
-            listed = _comma_list(segment, least=1)
+            listed = _comma_list(segment)
             after_lead_in = position > 0 and segments[position - 1].endswith(":")
             if isinstance(listed, str) or len(listed[0]) < 2:
                 if (
@@ -644,7 +640,7 @@ def _no_list(lines: _Lines) -> str:
             )
         segments = _segments(text)
         if len(segments) > 1 and segments[-2].endswith(":"):
-            listed = _comma_list(segments[-1], least=1)
+            listed = _comma_list(segments[-1])
             reason = listed if isinstance(listed, str) else "it is a single item"
             return (
                 f"no list of IDs: the lead-in {_quote(' '.join(segments[:-1]))} is "
