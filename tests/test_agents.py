@@ -238,6 +238,9 @@ RESULTS: dict[str, Any] = {
     "python repr": "[{'id': 'D1'}]",
     "no documents key": '{"hits": ["D1"]}',
     "mixed": '["D1", {"id": "D2"}]',
+    "documents not last": '{"documents": ["D1"], "total": 1}',
+    "both keys": '{"documents": [], "results": []}',
+    "a number": "3",
 }
 
 
@@ -305,11 +308,7 @@ def test_each_documented_shape_is_read_and_every_other_refused(
     assert "search#1 failed" in scores["errored"].explanation
     assert "returned nothing to the model" in scores["errored"].explanation
     assert scores["objects"].value == "retrieval"
-    for name in (
-        "python repr",
-        "no documents key",
-        "mixed",
-    ):
+    for name in list(RESULTS)[5:]:  # each shape after "errored"
         score = scores[name]
         metadata = score.metadata or {}
         assert metadata["error"]["kind"] == "invalid-input", name
