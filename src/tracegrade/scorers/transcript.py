@@ -92,10 +92,9 @@ def read_tool_context(
         if function is None or function not in tools:
             continue
         counts[function] += 1
+        step = f"{function}#{counts[function]}"
         try:
-            step, whole, shown, note = _read_call(
-                message, function, counts[function], id_key
-            )
+            whole, shown, note = _read_call(message, function, counts[function], id_key)
         except ToolResultError as problem:
             found.problem = problem
             return found
@@ -108,18 +107,13 @@ def read_tool_context(
 
 def _read_call(
     message: ChatMessageTool, function: str, number: int, id_key: str
-) -> tuple[str, list[str], list[str], str | None]:
-    """The call's step, the IDs that reached the model whole, those shown at all,
-    and what the explanation says of it."""
+) -> tuple[list[str], list[str], str | None]:
+    """The IDs that reached the model whole, those shown at all, and what the
+    explanation says of the call."""
     step = f"{function}#{number}"
     if message.error is not None:
         failed = f"{message.error.type}: {message.error.message}"
-        return (
-            step,
-            [],
-            [],
-            f"{step} failed ({failed}) and returned nothing to the model.",
-        )
+        return [], [], f"{step} failed ({failed}) and returned nothing to the model."
     call = (
         f"tool call {step} (id {quote(message.tool_call_id)}, call {number} "
         f"to {function})"
@@ -138,7 +132,7 @@ def _read_call(
     except json.JSONDecodeError as error:
         raise ToolResultError(call, content, f"it is not JSON ({error})") from None
     ids = _ids(_documents(value, call), id_key, call)
-    return step, ids, ids, None
+    return ids, ids, None
 
 
 def _documents(value: Any, call: str) -> list[Any]:
@@ -184,16 +178,24 @@ def _ids(entries: list[Any], id_key: str, call: str) -> list[str]:
 
 def _read_truncated(
     body: str, step: str, call: str, id_key: str
-) -> tuple[str, list[str], list[str], str]:
+) -> tuple[list[str], list[str], str]:
     """The entries of a truncated result that survived whole: every possible cut
     must agree, or the call is refused (docs/agents.md)."""
+    wrapped = body.lstrip(_WHITESPACE)[:1] == "{"
     readings, problems = [], []
     try:
         for cut in _possible_cuts(body):
             try:
-                readings.append(_read_at(body, cut, call, id_key))
+                head, cut_entry, is_open = _read_head(body[:cut], call, id_key)
+                tail = _read_tail(body[cut:], wrapped=wrapped) if is_open else []
+                whole_head = _ids(head, id_key, call)
+                whole_tail = _ids(tail, id_key, call)
             except ToolResultError as problem:
                 problems.append(problem)
+                continue
+            cut_partway = [cut_entry] if cut_entry is not None else []
+            shown = whole_head + cut_partway + whole_tail
+            readings.append((whole_head + whole_tail, shown))
         if not readings:
             raise problems[0]
         if len({json.dumps(whole) for whole, _shown in readings}) != 1:
@@ -216,20 +218,7 @@ def _read_truncated(
         note += f" ({list_ids(whole)})"
     if partial:
         note += f"; {list_ids(partial)} was cut partway and does not count"
-    return step, whole, shown_ids, note + "."
-
-
-def _read_at(
-    body: str, cut: int, call: str, id_key: str
-) -> tuple[list[str], list[str]]:
-    """The IDs of the entries whole, and of those shown, were `cut` Inspect's cut."""
-    head, shown, is_open = _read_head(body[:cut], call, id_key)
-    wrapped = body.lstrip(_WHITESPACE)[:1] == "{"
-    tail = _read_tail(body[cut:], wrapped=wrapped) if is_open else []
-    whole_head = _ids(head, id_key, call)
-    whole_tail = _ids(tail, id_key, call)
-    partial = [shown] if shown is not None else []
-    return whole_head + whole_tail, whole_head + partial + whole_tail
+    return whole, shown_ids, note + "."
 
 
 def _possible_cuts(body: str) -> list[int]:
