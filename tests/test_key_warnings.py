@@ -134,6 +134,13 @@ def test_a_labels_file_that_matches_no_sample_is_warned_of(
 def test_keys_every_sample_has_are_not_warned_of(gold: tuple[EvalLog, str]) -> None:
     log, _ = gold
     assert values(log, "stage_diagnosis2") == ["pass", "retrieval"]
+    (sample, *_) = log.samples or []
+    metadata = (sample.scores or {})["stage_diagnosis2"].metadata or {}
+    assert metadata["read_from"] == {
+        "required": 'metadata["gold_docs"]',
+        "context": 'metadata["retrieved"]',
+        "correct": 'metadata["judged"]',
+    }
     # The two warnings are the other scorers'.
     assert len(logged_warnings(log)) == 2
 

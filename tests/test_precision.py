@@ -58,11 +58,6 @@ def our_precision(required: list[str], context: list[str]) -> float | None:
 # --- the definition -----------------------------------------------------------
 
 
-def test_look_alikes_are_different_ids() -> None:
-    record = {"required": ["A", "\u00e9"], "context": ["\u0410", "e\u0301", "A"]}
-    assert stage_precision(record) == 1 / 3
-
-
 # Record: (recall, precision), as the core gives them and as every stage
 # score carries them, whatever the stage or error.
 SHARES: Final[list[tuple[dict[str, Any], float | None, float | None]]] = [

@@ -373,17 +373,6 @@ def test_the_stage_scorer_reads_the_context_from_retrieval_trace() -> None:
     assert "RetrievalTrace.context" in unrecorded.explanation
 
 
-def test_the_stage_scorer_reads_configured_metadata_keys() -> None:
-    state = task_state({"gold": ["D1"], "retrieved": ["D1", "D9"], "human_ok": False})
-    scorer = stage_diagnosis_scorer(
-        required_key="gold", correct_key="human_ok", context_key="retrieved"
-    )
-    score = run(scorer, state)
-    assert score.value == "generation"
-    assert score.metadata is not None
-    assert score.metadata["read_from"]["context"] == 'metadata["retrieved"]'
-
-
 def test_the_extraction_scorer_reads_output_and_target() -> None:
     state = task_state(
         {}, completion='Sure:\n```json\n["C", "B", "A"]\n```', target='["C", "A", "B"]'
