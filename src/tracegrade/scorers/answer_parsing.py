@@ -125,26 +125,12 @@ def _unmarked(item: str, mark: str | None) -> str:
 
 
 def _quote(value: Any, limit: int = 80) -> str:
-    """JSON text of `value`, cut short from a bounded slice, however long it is."""
+    """JSON text of `value` (a text or a list), cut short from a bounded slice,
+    however long it is."""
     text = json.dumps(value[:limit])
     if len(text) <= limit and len(value) <= limit:
         return text
     return text[: limit - 3] + "..."
-
-
-def _shown(found: tuple[str, ...] | str, limit: int = 80) -> str:
-    """A JSON value's text or a list of IDs, dumping only as many as are shown."""
-    if isinstance(found, str):
-        return _quote(found)
-    shown: list[str] = []
-    length = 0
-    for item in found:
-        if length > limit:
-            shown.append("...")
-            break
-        shown.append(item)
-        length += len(item) + 4
-    return _quote(shown, limit)
 
 
 def _line_of(starts: array[int], offset: int) -> int:
@@ -209,7 +195,7 @@ def _agreed(candidates: Iterable[_Candidate], among: str = "") -> AnswerReading 
     found, _, line, refusal = first
     if isinstance(found, str):
         raise UnreadableAnswer(
-            f"the JSON value {_shown(found)} (line {line}) is no list of string "
+            f"the JSON value {_quote(found)} (line {line}) is no list of string "
             f"IDs{among}"
         )
     if readable is None:
@@ -221,13 +207,13 @@ def _disagreement(one: _Candidate, other: _Candidate) -> str:
     first, second = sorted((one, other), key=lambda candidate: candidate[2])
     if not isinstance(first[0], str) and not isinstance(second[0], str):
         return (
-            f"two different lists: {_shown(first[0])} (line {first[2]}) and "
-            f"{_shown(second[0])} (line {second[2]})"
+            f"two different lists: {_quote(first[0])} (line {first[2]}) and "
+            f"{_quote(second[0])} (line {second[2]})"
         )
     value, beside = (first, second) if isinstance(first[0], str) else (second, first)
     return (
-        f"the JSON value {_shown(value[0])} (line {value[2]}) is no list of string "
-        f"IDs, beside the list {_shown(beside[0])} (line {beside[2]})"
+        f"the JSON value {_quote(value[0])} (line {value[2]}) is no list of string "
+        f"IDs, beside the list {_quote(beside[0])} (line {beside[2]})"
     )
 
 
