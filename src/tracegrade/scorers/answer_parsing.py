@@ -72,8 +72,7 @@ _Lines = tuple["array[int]", bytearray, list[str], dict[int, tuple[str, ...]]]
 
 # A bare ID: word characters with `. : / # -` between. Each pattern is matched
 # at one place and cannot backtrack more than once over an item.
-_BARE_ID = re.compile(r"\w[\w.:/#-]*")
-_WORD = re.compile(r"\w")
+_BARE_ID = re.compile(r"\w(?:[\w.:/#-]*\w)?")
 _DIGIT = re.compile(r"\d")
 _LIST_MARKER = re.compile(r"(?:[-*+\u2022]|(?P<number>[0-9]+)[.)])\s+")
 _FENCE = re.compile(r"`{3,}[\w+-]*")
@@ -105,7 +104,7 @@ _NO_DIGIT = (
 
 
 def _is_bare(item: str) -> bool:
-    return _BARE_ID.fullmatch(item) is not None and _WORD.match(item[-1]) is not None
+    return _BARE_ID.fullmatch(item) is not None
 
 
 def _has_digit(item: str) -> bool:
