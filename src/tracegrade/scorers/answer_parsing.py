@@ -377,10 +377,8 @@ def _item(text: str) -> _Item | None:
 
 
 def _bare_candidates(lines: _Lines) -> Iterator[_Candidate]:
-    """Each run of item lines, and each comma list of any other line.
-
-    A run's lines must agree on marker, period and marks, or the odd line may be
-    no item; numbers count when each is one more than the last."""
+    """Each run of item lines (agreeing on marker, period and marks; numbers
+    counted when each is one more), and each comma list of any other line."""
     _, after_blank, texts, pieces = lines
     ids: list[str] = []
     first = 0
