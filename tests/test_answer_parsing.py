@@ -16,7 +16,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import tracegrade.scorers.answer_parsing as answer_parsing
 from tracegrade.scorers import UnreadableAnswer, extraction_score, parse_answer_ids
 from tracegrade.scorers.answer_parsing import (
     MAX_ANSWER_CHARACTERS,
@@ -34,166 +33,64 @@ def unreadable(text: str, **kwargs: Any) -> str:
     return str(raised.value)
 
 
-# --- Issue 27's examples: tests/test_recorded_outputs.py, end to end ---------
-
-
-def test_a_carriage_return_between_items_is_whitespace_as_in_json() -> None:
-    assert read_answer_ids("['C-3',\r'A-1']") == AnswerReading(
-        ["C-3", "A-1"], "python-list"
-    )
-    assert "is not a JSON array" in unreadable("['C-3\r', 'A-1']")
-
-
 def test_an_answer_over_the_limit_is_unreadable_as_too_long() -> None:
     text = '["A"]' + " " * MAX_ANSWER_CHARACTERS
     assert unreadable(text).startswith("too long: the answer has 1,000,005 characters")
     assert read_answer_ids(text[:MAX_ANSWER_CHARACTERS]).ids == ["A"]
 
 
-# --- What each reading reads ----------------------------------------------------
-
-
 @pytest.mark.parametrize(
-    ("text", "ids", "read_as"),
+    ("text", "read"),
     [
-        ('Sure! The IDs, in order:\n["C", "A"]\nHope this helps.', ["C", "A"], "json"),
+        (
+            'Sure! The IDs, in order:\n["C", "A"]\nHope this helps.',
+            (["C", "A"], "json"),
+        ),
         # Any string may be an ID in JSON, spaces and commas included.
-        ('["Smith 2019", "a, b", "x\\ny"]', ["Smith 2019", "a, b", "x\ny"], "json"),
+        ('["Smith 2019", "a, b", "x\\ny"]', (["Smith 2019", "a, b", "x\ny"], "json")),
         # A repeat is read as written; the grade refuses it.
-        ('["A", "A"]', ["A", "A"], "json"),
+        ('["A", "A"]', (["A", "A"], "json")),
         # The same list twice is one candidate.
-        ('["A", "B"]\n\nFinal answer: ["A", "B"]', ["A", "B"], "json"),
+        ('["A", "B"]\n\nFinal answer: ["A", "B"]', (["A", "B"], "json")),
         # A bare list that agrees with the JSON array beside it.
-        ('C-3, A-1\n```json\n["C-3", "A-1"]\n```', ["C-3", "A-1"], "json"),
-        ("['C', \"A\", 'B',]", ["C", "A", "B"], "python-list"),
+        ('C-3, A-1\n```json\n["C-3", "A-1"]\n```', (["C-3", "A-1"], "json")),
+        ("['C', \"A\", 'B',]", (["C", "A", "B"], "python-list")),
         (
             "['Smith 2019', \"it's\", 'a, b', '']",
-            ["Smith 2019", "it's", "a, b", ""],
-            "python-list",
+            (["Smith 2019", "it's", "a, b", ""], "python-list"),
         ),
-        ("C-3\nA-1\nB-2", ["C-3", "A-1", "B-2"], "lines"),
-        ("C-3\u2028A-1\x85B-2", ["C-3", "A-1", "B-2"], "lines"),
-        ("* C\n+ A\n\u2022 B", ["C", "A", "B"], "lines"),
-        ("```text\n- C\n- A\n```", ["C", "A"], "lines"),
-        ("1.5\n2.5", ["1.5", "2.5"], "lines"),
-        ("1. **`C-3`**\n2. **`A-1`**", ["C-3", "A-1"], "lines-with-marks"),
-        ("1. C\n1. A", ["C", "A"], "lines-ignoring-numbers"),
-        ("1. C\n- A", ["C", "A"], "lines-ignoring-numbers"),
-        (f"{'9' * 40}. C\n{'9' * 40}0. A", ["C", "A"], "lines-ignoring-numbers"),
-        ("IDs:\n\n```\nC-3\nA-1\n```", ["C-3", "A-1"], "lead-in-lines"),
-        ("  REQ-7 ,  req-7  ", ["REQ-7", "req-7"], "commas"),
-        ("PMID:1, PMID:2", ["PMID:1", "PMID:2"], "commas"),
-        ("Sure! Here they are: C-3, A-1", ["C-3", "A-1"], "lead-in-commas"),
-        ("```\ninc-0042\n```", ["inc-0042"], "single-id"),
+        ("C-3\nA-1\nB-2", (["C-3", "A-1", "B-2"], "lines")),
+        ("C-3\u2028A-1\x85B-2", (["C-3", "A-1", "B-2"], "lines")),
+        ("* C\n+ A\n\u2022 B", (["C", "A", "B"], "lines")),
+        ("```text\n- C\n- A\n```", (["C", "A"], "lines")),
+        ("1.5\n2.5", (["1.5", "2.5"], "lines")),
+        ("1. **`C-3`**\n2. **`A-1`**", (["C-3", "A-1"], "lines-with-marks")),
+        ("1. C\n1. A", (["C", "A"], "lines-ignoring-numbers")),
+        ("1. C\n- A", (["C", "A"], "lines-ignoring-numbers")),
+        (f"{'9' * 40}. C\n{'9' * 40}0. A", (["C", "A"], "lines-ignoring-numbers")),
+        ("IDs:\n\n```\nC-3\nA-1\n```", (["C-3", "A-1"], "lead-in-lines")),
+        ("  REQ-7 ,  req-7  ", (["REQ-7", "req-7"], "commas")),
+        ("PMID:1, PMID:2", (["PMID:1", "PMID:2"], "commas")),
+        ("Sure! Here they are: C-3, A-1", (["C-3", "A-1"], "lead-in-commas")),
+        ("```\ninc-0042\n```", (["inc-0042"], "single-id")),
         # The marker: its list is the one candidate, whatever else is said.
         (
             'The source says ["A-1", "C-3"].\nANSWER: ["C-3", "A-1"]',
-            ["C-3", "A-1"],
-            "answer-line-json",
+            (["C-3", "A-1"], "answer-line-json"),
         ),
         (
             "Thinking...\n[C-3?\nanswer: C-3, A-1.",
-            ["C-3", "A-1"],
-            "answer-line-commas-with-period",
+            (["C-3", "A-1"], "answer-line-commas-with-period"),
         ),
-        ("ANSWER: ['C-3']\nANSWER: ['C-3']", ["C-3"], "answer-line-python-list"),
-        ('ANSWER: [\n  "C-3",\n  "A-1"\n]', ["C-3", "A-1"], "answer-line-json"),
-    ],
-)
-def test_each_reading_reads_what_its_name_says(
-    text: str, ids: list[str], read_as: ReadAs
-) -> None:
-    assert read_answer_ids(text) == AnswerReading(ids, read_as)
-
-
-def test_the_structured_answer_is_read_by_its_key() -> None:
-    assert read_answer_ids('{"ids": ["C", "A"]}', structured_key="ids") == (
-        AnswerReading(["C", "A"], "structured")
-    )
-    assert read_answer_ids(' {"ids": []}\n', structured_key="ids").ids == []
-    # Any other output is read as usual, for providers that ignore the schema.
-    assert read_answer_ids('["C"]', structured_key="ids").read_as == "json"
-    # Without the key, an object is a value, not a list.
-    assert "is no list of string IDs" in unreadable('{"ids": ["C"]}')
-    for text in ('{"ids": ["C"], "note": "x"}', '{"ids": "C"}', '{"IDs": ["C"]}'):
-        assert "is not the object its schema asks for" in unreadable(
-            text, structured_key="ids"
-        )
-
-
-@pytest.mark.parametrize(
-    ("text", "key"),
-    [
-        # Issue 39: the live task's reply, which was graded on the last list.
-        ('{"ids": ["A", "B", "C"], "ids": ["C", "A", "B"]}', "ids"),
-        ('{"ids": ["C", "A", "B"], "ids": ["C", "A", "B"]}', "ids"),
-        ('{"ids": ["C"], "note": {"by": "x", "by": "y"}}', "by"),
-    ],
-)
-def test_a_structured_answer_that_repeats_a_key_has_two_readings(
-    text: str, key: str
-) -> None:
-    assert f'the structured answer repeats the key "{key}", so it has two' in (
-        unreadable(text, structured_key="ids")
-    )
-
-
-def text_read_as(name: ReadAs) -> str:
-    """A text of the IDs C-1 and A-2 that `name` describes, built from its parts."""
-    answer_line = name.startswith("answer-line-")
-    name = name.removeprefix("answer-line-")
-    lead_in = name.startswith("lead-in-")
-    base, _, removed = name.removeprefix("lead-in-").partition("-with-")
-    parts = removed.split("-and-")
-    items = [f"**{item}**" if "marks" in parts else item for item in ("C-1", "A-2")]
-    period = "." if {"periods", "period"} & set(parts) else ""
-    bodies = {
-        "json": '["C-1", "A-2"]',
-        "python-list": "['C-1', 'A-2']",
-        "single-id": "C-1",
-        "structured": '{"ids": ["C-1", "A-2"]}',
-        "commas": ", ".join(items) + period,
-        "lines": "\n".join(f"- {item}{period}" for item in items),
-        "lines-ignoring-numbers": "\n".join(
-            f"{number}. {item}{period}"
-            for number, item in zip((2, 1), items, strict=True)
-        ),
-    }
-    body = bodies[base]
-    if answer_line:
-        return f"Thinking it over.\nANSWER: {body}"
-    return f"IDs:\n{body}" if lead_in else body
-
-
-@pytest.mark.parametrize("name", sorted(READ_AS_NAMES))
-def test_every_read_as_name_is_what_its_parts_say(name: ReadAs) -> None:
-    expected = ["C-1"] if name == "single-id" else ["C-1", "A-2"]
-    assert read_answer_ids(text_read_as(name), structured_key="ids") == AnswerReading(
-        expected, name
-    )
-
-
-def test_read_as_names_are_the_ones_the_docs_describe() -> None:
-    docs = (Path(__file__).parent.parent / "docs" / "answer-formats.md").read_text()
-    assert f"{len(READ_AS_NAMES)} in all" in docs
-    parts = {
-        part
-        for name in READ_AS_NAMES
-        for part in name.removeprefix("answer-line-")
-        .removeprefix("lead-in-")
-        .partition("-with-")[::2]
-        if part
-    }
-    for part in parts | {"answer-line-", "lead-in-"}:
-        assert f"`{part}`" in docs, part
-
-
-# --- What is refused, and why ---------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("text", "said"),
-    [
+        ("ANSWER: ['C-3']\nANSWER: ['C-3']", (["C-3"], "answer-line-python-list")),
+        ('ANSWER: [\n  "C-3",\n  "A-1"\n]', (["C-3", "A-1"], "answer-line-json")),
+        # A carriage return between items is whitespace, as in JSON.
+        ("['C-3',\r'A-1']", (["C-3", "A-1"], "python-list")),
+        # Beside issue 39's odd readings, still read.
+        ("1. C-3\n2. A-1", (["C-3", "A-1"], "lines")),
+        ("IDs: C-3, A-1", (["C-3", "A-1"], "lead-in-commas")),
+        ("Step: C-3, A-1", (["C-3", "A-1"], "lead-in-commas")),
+        # What has no one reading is refused, and the refusal says why.
         ("", "the answer text is empty"),
         ("```\n```", "the answer text is empty"),
         (
@@ -233,12 +130,15 @@ def test_read_as_names_are_the_ones_the_docs_describe() -> None:
         ('{"ids": ["A", "B"]}', "is no list of string IDs"),
         ('See [1]: ["X"]', 'the JSON value "[1]" (line 1) is no list of string IDs'),
         ("[true]\n- A\n- B", "is no list of string IDs"),
+        # The first value that is no list is refused alone, whatever follows.
+        ("[1] [2]\nC-3, A-1", 'the JSON value "[1]" (line 1) is no list of string IDs'),
         # A bracket that opens nothing readable may hold a list: refused.
         ("['C' 'A']", "the bracketed text \"['C' 'A']\" (line 1) is not a JSON"),
         ("['C\\\\d', 'A']", "is not a JSON array, nor a Python list"),
         ("[C, A]", 'the bracketed text "[C, A]" (line 1)'),
         ('["A", "B"', "is not a JSON array"),
         ("[" * 5000, "is not a JSON array"),
+        ("['C-3\r', 'A-1']", "is not a JSON array"),
         ("{'ids': ['C']}", "is not a JSON object"),
         ('["C"]\nSee [note].', 'the bracketed text "[note]." (line 2)'),
         # The marker settles the answer, so what it gives must be a list.
@@ -246,15 +146,15 @@ def test_read_as_names_are_the_ones_the_docs_describe() -> None:
         ('ANSWER: ["A"] and ["B"]', "the ANSWER: line 1 goes on after its list"),
         ("ANSWER: [1]", 'the JSON value "[1]" (line 1) is no list of string IDs, in'),
         ("ANSWER: ID:DOC-1", 'the ANSWER: line 1: the first ID "ID:DOC-1"'),
-    ],
-)
-def test_what_has_no_one_reading_is_refused_with_why(text: str, said: str) -> None:
-    assert said in unreadable(text)
-
-
-@pytest.mark.parametrize(
-    ("text", "said"),
-    [
+        ("ANSWER: [C-3, A-1]", 'the ANSWER: line 1: the bracketed text "[C-3, A-1]"'),
+        # A long list is shown cut short.
+        (
+            json.dumps([f"ID-{n}" for n in range(40)]) + '\n["B"]',
+            'two different lists: ["ID-0", "ID-1", "ID-2", "ID-3", "ID-4", "ID-5", "',
+        ),
+        ("Here are the IDs:\nsee below", 'line 1, "Here are the IDs:", is a lead-in'),
+        ("I cannot.\nSorry.", 'line 1, "I cannot.", is neither an ID on a line'),
+        # Issue 39's odd readings.
         # A word among IDs with digits is prose, not an ID.
         ("C-3, A-1, B-2, etc.", 'the ID "etc" has no digit, unlike "C-3", so it'),
         ("- C-3.\n- A-1.\n- etc.", 'the ID "etc" has no digit, unlike "C-3"'),
@@ -267,22 +167,76 @@ def test_what_has_no_one_reading_is_refused_with_why(text: str, said: str) -> No
         ("C-3: A-1, B-2", 'the lead-in "C-3:" is itself an ID, so it may be'),
     ],
 )
-def test_the_odd_readings_of_issue_39_are_refused(text: str, said: str) -> None:
-    assert said in unreadable(text)
+def test_an_answer_has_one_reading_or_is_refused_with_why(
+    text: str, read: tuple[list[str], ReadAs] | str
+) -> None:
+    if isinstance(read, str):
+        assert read in unreadable(text)
+    else:
+        assert read_answer_ids(text) == AnswerReading(*read)
 
 
 @pytest.mark.parametrize(
-    ("text", "ids", "read_as"),
+    ("text", "read"),
     [
-        ("1. C-3\n2. A-1", ["C-3", "A-1"], "lines"),
-        ("IDs: C-3, A-1", ["C-3", "A-1"], "lead-in-commas"),
-        ("Step: C-3, A-1", ["C-3", "A-1"], "lead-in-commas"),
+        ('{"ids": ["C", "A"]}', (["C", "A"], "structured")),
+        (' {"ids": []}\n', ([], "structured")),
+        # Any other output is read as usual, for providers that ignore the schema.
+        ('["C"]', (["C"], "json")),
+        ('{"ids": ["C"], "note": "x"}', "is not the object its schema asks for"),
+        ('{"ids": "C"}', "is not the object its schema asks for"),
+        ('{"IDs": ["C"]}', "is not the object its schema asks for"),
+        ('{"ids": ' + "[" * 2000 + "]" * 2000 + "}", "is nested too deeply"),
+        # More than the object is read as any other text.
+        ('{"ids": ["C"]} or ["A"]', 'the JSON value "{\\"ids\\": [\\"C\\"]}" (line 1)'),
+        # Issue 39: the live task's reply, which was graded on the last list.
+        ('{"ids": ["A", "B", "C"], "ids": ["C", "A", "B"]}', 'repeats the key "ids"'),
+        ('{"ids": ["C", "A", "B"], "ids": ["C", "A", "B"]}', 'repeats the key "ids"'),
+        ('{"ids": ["C"], "note": {"by": "x", "by": "y"}}', 'repeats the key "by", so'),
     ],
 )
-def test_the_lists_beside_the_odd_readings_are_still_read(
-    text: str, ids: list[str], read_as: ReadAs
+def test_the_structured_answer_is_read_by_its_key(
+    text: str, read: tuple[list[str], ReadAs] | str
 ) -> None:
-    assert read_answer_ids(text) == AnswerReading(ids, read_as)
+    if isinstance(read, str):
+        assert read in unreadable(text, structured_key="ids")
+    else:
+        assert read_answer_ids(text, structured_key="ids") == AnswerReading(*read)
+
+
+def text_read_as(name: ReadAs) -> str:
+    """A text of the IDs C-1 and A-2 that `name` describes, built from its parts."""
+    answer_line = name.startswith("answer-line-")
+    name = name.removeprefix("answer-line-")
+    lead_in = name.startswith("lead-in-")
+    base, _, removed = name.removeprefix("lead-in-").partition("-with-")
+    parts = removed.split("-and-")
+    items = [f"**{item}**" if "marks" in parts else item for item in ("C-1", "A-2")]
+    period = "." if {"periods", "period"} & set(parts) else ""
+    bodies = {
+        "json": '["C-1", "A-2"]',
+        "python-list": "['C-1', 'A-2']",
+        "single-id": "C-1",
+        "structured": '{"ids": ["C-1", "A-2"]}',
+        "commas": ", ".join(items) + period,
+        "lines": "\n".join(f"- {item}{period}" for item in items),
+        "lines-ignoring-numbers": "\n".join(
+            f"{number}. {item}{period}"
+            for number, item in zip((2, 1), items, strict=True)
+        ),
+    }
+    body = bodies[base]
+    if answer_line:
+        return f"Thinking it over.\nANSWER: {body}"
+    return f"IDs:\n{body}" if lead_in else body
+
+
+@pytest.mark.parametrize("name", sorted(READ_AS_NAMES))
+def test_every_read_as_name_is_what_its_parts_say(name: ReadAs) -> None:
+    expected = ["C-1"] if name == "single-id" else ["C-1", "A-2"]
+    assert read_answer_ids(text_read_as(name), structured_key="ids") == AnswerReading(
+        expected, name
+    )
 
 
 # --- The grammar: answers built around one list ---------------------------------
@@ -292,14 +246,7 @@ def test_the_lists_beside_the_odd_readings_are_still_read(
 bare_ids = st.from_regex(
     r"[A-Za-z\u00e9][A-Za-z0-9\u00e9_.-]{0,4}[0-9]", fullmatch=True
 )
-PROSE = [
-    "Sure.",
-    "Here you go!",
-    "I read the whole document.",
-    "I hope this helps!",
-    "Let me know if you need anything else.",
-    "Thanks for waiting.",
-]
+PROSE = ["Sure.", "Here you go!", "I read the whole document.", "I hope this helps!"]
 HEADINGS = ["Answer", "IDs", "Done", "Sources", "Result"]
 LINE_BREAKS = ["\n", "\r\n", "\u2028", "\x85", "\n\n"]
 
@@ -315,31 +262,22 @@ class Built:
     read_as: str
 
 
-def json_form(ids: list[str], indent: int | None) -> str:
-    return json.dumps(ids, indent=indent)
-
-
-def python_form(ids: list[str], quote: str, trailing: bool) -> str:
-    items = ", ".join(f"{quote}{item}{quote}" for item in ids)
-    return f"[{items}{', ' if trailing and ids else ''}]"
-
-
 @st.composite
 def forms(draw: st.DrawFn, ids: list[str]) -> tuple[str, str, bool]:
-    """One way of writing `ids`: the text, its `read_as` base, and whether
-    it is bracketed (read wherever it stands)."""
+    """One way of writing `ids`: the text, its `read_as` without `-with-...`,
+    and whether it is bracketed (read wherever it stands)."""
     kind = draw(
         st.sampled_from(
             ["json", "python", "bullets", "numbers", "plain", "commas", "single"]
         )
     )
     if kind == "json":
-        return json_form(ids, draw(st.sampled_from([None, 2]))), "json", True
+        return json.dumps(ids, indent=draw(st.sampled_from([None, 2]))), "json", True
     if kind == "python":
         quote, trailing = draw(st.sampled_from(["'", '"'])), draw(st.booleans())
-        if quote == '"' and not trailing:
-            return python_form(ids, quote, trailing), "json", True
-        return python_form(ids, quote, trailing), "python-list", True
+        items = ", ".join(f"{quote}{item}{quote}" for item in ids)
+        text = f"[{items}{', ' if trailing else ''}]"
+        return text, "json" if quote == '"' and not trailing else "python-list", True
     if len(ids) == 1:
         return ids[0], "single-id", False
     if kind == "single":
@@ -347,12 +285,8 @@ def forms(draw: st.DrawFn, ids: list[str]) -> tuple[str, str, bool]:
     period = draw(st.sampled_from(["", "."]))
     mark = draw(st.sampled_from(["", "**", "`"]))
     marked = [f"{mark}{item}{mark}" for item in ids]
-    removed = [n for n, done in (("period", period), ("marks", mark)) if done]
     if kind == "commas":
-        suffix = f"-with-{'-and-'.join(removed)}" if removed else ""
-        return ", ".join(marked) + period, f"commas{suffix}", False
-    removed = ["periods" if n == "period" else n for n in removed]
-    suffix = f"-with-{'-and-'.join(removed)}" if removed else ""
+        return ", ".join(marked) + period, "commas", False
     if kind == "bullets":
         bullet = draw(st.sampled_from(["-", "*", "+", "\u2022"]))
         lines = [f"{bullet} {item}{period}" for item in marked]
@@ -360,7 +294,7 @@ def forms(draw: st.DrawFn, ids: list[str]) -> tuple[str, str, bool]:
         lines = [f"{n}. {item}{period}" for n, item in enumerate(marked, 1)]
     else:
         lines = [f"{item}{period}" for item in marked]
-    return "\n".join(lines), f"lines{suffix}", False
+    return "\n".join(lines), "lines", False
 
 
 @st.composite
@@ -407,7 +341,6 @@ def answers(draw: st.DrawFn) -> Built:
         # bracketed, since a bare list beside anything is refused.
         must_read = must_read and other == ids and bracketed and echo_bracketed
         read_as = ""
-    read_as = "json" if read_as.startswith("json") and bracketed else read_as
     if not bracketed and len(ids) == 1:
         must_read = must_read and not lead_in and not extras and other is None
     # The marker wins over everything else in the text.
@@ -461,7 +394,7 @@ def test_an_answer_is_read_as_the_list_it_was_built_around_or_refused(
         return
     assert reading.ids == built.ids, f"misread {built.text!r}"
     if built.must_read and built.read_as:
-        assert reading.read_as.split("-with-")[0] == built.read_as.split("-with-")[0]
+        assert reading.read_as.split("-with-")[0] == built.read_as
 
 
 # --- Linear work ------------------------------------------------------------------
@@ -482,6 +415,9 @@ HOSTILE: dict[str, Callable[[int], str]] = {
     "sentences": lambda n: ". " * (n // 2),
     "ANSWER lines": lambda n: "ANSWER: a1\n" * (n // 11),
     "lists between prose": lambda n: "a1\nb2\nprose here\n" * (n // 17),
+    "sentences of a comma list": lambda n: "A-1, B-2. " * (n // 10),
+    "lone IDs after lead-ins": lambda n: "Also: B-2. " * (n // 11),
+    "ANSWER: markers on one line": lambda n: "x" + "answer:" * (n // 7),
 }
 
 
@@ -514,61 +450,6 @@ def test_the_work_grows_linearly_with_the_answer(family: str) -> None:
     no pattern here can backtrack over the text; benchmarks/answer_reading.py
     times it, and docs/speed.md gives the figures.)"""
     small, large = (calls_to_read(HOSTILE[family](n)) for n in (5_000, 20_000))
-    assert large <= 4.5 * small + 100, (small, large)
-
-
-# Issue 39's: quadratic in what single calls copy, which counting calls
-# cannot see, so these count the characters copied.
-COPYING: dict[str, Callable[[int], str]] = {
-    "sentences of a comma list": lambda n: "A-1, B-2. " * (n // 10),
-    "lone IDs after lead-ins": lambda n: "Also: B-2. " * (n // 11),
-    "a long first line, then copies of a list": lambda n: (
-        "x" * (n // 2) + "\n" + "C-3\nA-1\n\n" * (n // 20)
-    ),
-    "ANSWER: markers on one line": lambda n: "x" + "answer:" * (n // 7),
-}
-
-
-def characters_copied(text: str, monkeypatch: pytest.MonkeyPatch) -> int:
-    """Characters the reader copies out of the text, out of a line's
-    sentences (`_segments`), and into the JSON of its quotes."""
-    copied = [0]
-
-    class Text(str):
-        def __getitem__(self, key: Any) -> str:
-            part = super().__getitem__(key)
-            copied[0] += len(part)
-            return part
-
-    class Sentences(list[str]):
-        def __getitem__(self, key: Any) -> Any:
-            part = super().__getitem__(key)
-            copied[0] += sum(map(len, part)) if isinstance(key, slice) else len(part)
-            return part
-
-    def dumps(value: Any, **kwargs: Any) -> str:
-        dumped = real_dumps(value, **kwargs)
-        copied[0] += len(dumped)
-        return dumped
-
-    real_dumps, segments = json.dumps, answer_parsing._segments
-    with monkeypatch.context() as patch:
-        patch.setattr(json, "dumps", dumps)
-        patch.setattr(answer_parsing, "_segments", lambda p: Sentences(segments(p)))
-        with suppress(UnreadableAnswer):
-            read_answer_ids(Text(text))
-    return copied[0]
-
-
-@pytest.mark.parametrize("family", list(HOSTILE | COPYING))
-def test_the_characters_copied_grow_linearly_with_the_answer(
-    family: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    small, large = (
-        characters_copied((HOSTILE | COPYING)[family](n), monkeypatch)
-        for n in (20_000, 80_000)
-    )
-    assert small > 0 or family in HOSTILE  # some copy nothing at all
     assert large <= 4.5 * small + 100, (small, large)
 
 

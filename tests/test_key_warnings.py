@@ -7,9 +7,8 @@ import asyncio
 import json
 import logging
 import math
-import subprocess
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -35,8 +34,15 @@ RUNS = {"q1": (["D1"], ["D1"], True), "q2": (["D2"], ["D1"], False)}
 METADATA_KEYS = '"context", "gold_docs", "judged", "retrieved"'
 
 
-def gold(tmp_path: Path, **scorer_args: Any) -> EvalLog:
-    """An eval of two recorded runs whose keys are gold_docs, retrieved and judged."""
+@pytest.fixture(scope="module")
+def gold(tmp_path_factory: pytest.TempPathFactory) -> tuple[EvalLog, str]:
+    """Two runs keyed gold_docs, retrieved and judged, scored with a misspelled
+    key, a labels file that matches no sample, and keys every sample has."""
+    work = tmp_path_factory.mktemp("gold")
+    labels = write_lines(
+        work / "labels.jsonl",
+        [{"id": "Q1", "correct": True}, {"id": "Q2", "correct": False}],
+    )
     task = Task(
         dataset=[
             Sample(
@@ -52,59 +58,50 @@ def gold(tmp_path: Path, **scorer_args: Any) -> EvalLog:
             for run_id, (required, context, judged) in RUNS.items()
         ],
         solver=replay(),
-        scorer=stage_diagnosis_scorer(
-            **{"required_key": "gold_docs", "correct_key": "judged", **scorer_args}
-        ),
+        scorer=[
+            stage_diagnosis_scorer(
+                required_key="gold_docs", correct_key="judged", **arguments
+            )
+            for arguments in (
+                {"context_key": "retreived"},
+                {"labels": labels},
+                {"context_key": "retrieved"},
+            )
+        ],
     )
-    (log,) = eval(task, display="none", log_dir=str(tmp_path), log_realtime=False)
+    (log,) = eval(task, display="none", log_dir=str(work), log_realtime=False)
     assert log.status == "success", log.error
-    return read_eval_log(log.location)
+    return read_eval_log(log.location), labels
 
 
-def logged_warnings(log: EvalLog) -> list[tuple[Any, str]]:
-    """(sample id, message) of every warning in the samples' transcripts."""
+def logged_warnings(log: EvalLog, about: str = "") -> list[tuple[Any, str]]:
+    """(sample id, message) of each logged warning that holds `about`."""
     return [
         (sample.id, event.message.message)
         for sample in log.samples or []
         for event in sample.events
-        if event.event == "logger" and event.message.level == "warning"
+        if event.event == "logger"
+        and event.message.level == "warning"
+        and about in event.message.message
     ]
 
 
-def values(log: EvalLog) -> list[Any]:
-    return [(s.scores or {})["stage_diagnosis"].value for s in log.samples or []]
+def values(log: EvalLog, name: str) -> list[Any]:
+    return [(s.scores or {})[name].value for s in log.samples or []]
 
 
-@pytest.mark.parametrize(
-    ("arguments", "key", "argument", "consequence", "value"),
-    [
-        (
-            {"context_key": "retreived"},
-            "retreived",
-            "context_key",
-            "A run without it is not graded: invalid-input.",
-            math.nan,
-        ),
-    ],
-)
 def test_a_misspelled_key_is_warned_of_once_in_the_log(
-    tmp_path: Path,
-    arguments: dict[str, str],
-    key: str,
-    argument: str,
-    consequence: str,
-    value: Any,
+    gold: tuple[EvalLog, str],
 ) -> None:
-    log = gold(tmp_path, **arguments)
+    log, _ = gold
     # Per-sample semantics are unchanged: each run gets what the rules say.
-    for got in values(log):
-        assert got == value or (math.isnan(value) and math.isnan(got))
-    ((sample_id, message),) = logged_warnings(log)
+    assert all(math.isnan(got) for got in values(log, "stage_diagnosis"))
+    ((sample_id, message),) = logged_warnings(log, "retreived")
     assert (
-        f'stage_diagnosis: sample "{sample_id}" has no metadata key "{key}" '
-        f'({argument}="{key}"), and no run scored before it had one. '
-        f"Its metadata keys: {METADATA_KEYS}. {consequence} "
-        f"If no sample has the key, check {argument}."
+        f'stage_diagnosis: sample "{sample_id}" has no metadata key "retreived" '
+        '(context_key="retreived"), and no run scored before it had one. '
+        f"Its metadata keys: {METADATA_KEYS}. A run without it is not graded: "
+        "invalid-input. If no sample has the key, check context_key."
     ) in message
 
 
@@ -115,98 +112,67 @@ def test_a_context_no_solver_recorded_is_warned_of(tmp_path: Path) -> None:
         scorer=stage_diagnosis_scorer(),
     )
     (log,) = eval(task, display="none", log_dir=str(tmp_path), log_realtime=False)
-    warned = logged_warnings(read_eval_log(log.location))
-    (message,) = [message for _, message in warned if "recorded no context" in message]
+    ((_, message),) = logged_warnings(read_eval_log(log.location), "no context")
     assert "recorded no context (no solver set RetrievalTrace.context)" in message
     assert "Its store keys: none." in message
 
 
-def test_a_labels_file_that_matches_no_sample_is_warned_of(tmp_path: Path) -> None:
-    labels = write_lines(
-        tmp_path / "labels.jsonl",
-        [{"id": "Q1", "correct": True}, {"id": "Q2", "correct": False}],
-    )
-    log = gold(tmp_path, labels=labels)
+def test_a_labels_file_that_matches_no_sample_is_warned_of(
+    gold: tuple[EvalLog, str],
+) -> None:
+    log, labels = gold
     assert {
-        error_kind((s.scores or {})["stage_diagnosis"]) for s in log.samples or []
+        error_kind((s.scores or {})["stage_diagnosis1"]) for s in log.samples or []
     } == {"answer-label"}
-    ((sample_id, message),) = logged_warnings(log)
+    ((sample_id, message),) = logged_warnings(log, "labels file")
     assert f'labels file {labels} has no label for sample "{sample_id}" epoch 1' in (
         message
     )
     assert 'It labels ids "Q1", "Q2".' in message
 
 
-def test_keys_every_sample_has_are_not_warned_of(tmp_path: Path) -> None:
-    log = gold(tmp_path, context_key="retrieved")
-    assert values(log) == ["pass", "retrieval"]
-    assert logged_warnings(log) == []
+def test_keys_every_sample_has_are_not_warned_of(gold: tuple[EvalLog, str]) -> None:
+    log, _ = gold
+    assert values(log, "stage_diagnosis2") == ["pass", "retrieval"]
+    (sample, *_) = log.samples or []
+    metadata = (sample.scores or {})["stage_diagnosis2"].metadata or {}
+    assert metadata["read_from"] == {
+        "required": 'metadata["gold_docs"]',
+        "context": 'metadata["retrieved"]',
+        "correct": 'metadata["judged"]',
+    }
+    # The two warnings are the other scorers'.
+    assert len(logged_warnings(log)) == 2
 
 
 # --- refused when the scorer is built ------------------------------------------------
 
 
-REFUSALS = [
-    (
-        "stage_diagnosis",
-        "requried_key=gold_docs",
-        'stage_diagnosis takes no argument requried_key="gold_docs"; it takes '
-        "required_key, correct_key, context_key, labels, label_scorer, "
-        "label_from, steps_key, context_tools and context_id_key",
-    ),
-]
-
-
-class Refused(NamedTuple):
-    """The log `inspect score` was given, its bytes before, and what each
-    refused command (by its -S argument) ended with."""
-
-    log: Path
-    before: bytes
-    done: dict[str, subprocess.CompletedProcess[str]]
-
-
-@pytest.fixture(scope="module")
-def refused(tmp_path_factory: pytest.TempPathFactory) -> Refused:
-    """Each bad `inspect score -S` argument, in turn in one fresh interpreter:
-    Inspect sets its display and exception hook from a process's first command."""
-    scored = tmp_path_factory.mktemp("score")
+def test_inspect_score_refuses_a_bad_argument_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """In a fresh interpreter: Inspect sets its display and exception hook
+    from a process's first command."""
     (log,) = eval(
         stage_diagnosis(dataset="edge-cases"),
         limit=2,
         display="none",
-        log_dir=str(scored),
+        log_dir=str(tmp_path),
         log_realtime=False,
     )
-    assert log.status == "success", log.error
     path = Path(log.location)
     before = path.read_bytes()
-    done = inspect_in_one_fresh_process(
-        [
-            (
-                [
-                    *("score", str(path), "--scorer", f"tracegrade/{scorer}"),
-                    *("-S", argument, "--action", "append", "--overwrite"),
-                ],
-                scored,
-            )
-            for scorer, argument, _ in REFUSALS
-        ]
-    )
-    arguments = [argument for _, argument, _ in REFUSALS]
-    return Refused(path, before, dict(zip(arguments, done, strict=True)))
-
-
-@pytest.mark.parametrize(("scorer", "argument", "said"), REFUSALS)
-def test_inspect_score_refuses_a_bad_argument_in_one_line(
-    refused: Refused, scorer: str, argument: str, said: str
-) -> None:
-    done = refused.done[argument]
-    assert done.args[4:7] == [f"tracegrade/{scorer}", "-S", argument]
+    command = ["score", str(path), "--scorer", "tracegrade/stage_diagnosis"]
+    command += ["-S", "requried_key=gold_docs", "--action", "append", "--overwrite"]
+    (done,) = inspect_in_one_fresh_process([(command, tmp_path)])
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
-    assert said in " ".join((done.stdout + done.stderr).split())
-    assert refused.log.read_bytes() == refused.before
+    assert (
+        'stage_diagnosis takes no argument requried_key="gold_docs"; it takes '
+        "required_key, correct_key, context_key, labels, label_scorer, "
+        "label_from, steps_key, context_tools and context_id_key"
+    ) in " ".join((done.stdout + done.stderr).split())
+    assert path.read_bytes() == before
 
 
 # --- the rule, one run at a time ---------------------------------------------------

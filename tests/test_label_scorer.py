@@ -8,6 +8,7 @@ import logging
 import math
 import re
 import shlex
+import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -145,48 +146,32 @@ def test_a_label_from_the_grader_decides_the_stage(value: Any, label: bool) -> N
     assert diagnose_stage(metadata["record"]) == metadata["result"]
 
 
-@pytest.mark.parametrize("value", NO_LABEL, ids=repr)
+@pytest.mark.parametrize("value", [*NO_LABEL, None], ids=repr)
 def test_no_label_from_the_grader_is_answer_label_quoting_it(value: Any) -> None:
-    result = score_run(fixed_grade(value))
+    """None: the grader returned no score at all."""
+    result = score_run(fixed_grade(value, none=value is None))
     assert isinstance(result.value, float) and math.isnan(result.value)
     assert error_kind(result) == "answer-label"
     metadata = metadata_of(result)
     assert "correct" not in metadata["record"]
     assert metadata["result"] == {"error": "answer-label"}
-    assert metadata["error"]["kind"] == "answer-label"
+    assert metadata["error"]["message"] == result.explanation
     assert result.explanation is not None
     assert result.explanation.startswith("The grader fixed_grade ")
-    assert "which is not a label" in result.explanation
-    if isinstance(value, float) and math.isnan(value):
+    assert result.explanation.endswith(
+        ', which is not a label (only CORRECT "C", true or 1 and INCORRECT "I", '
+        "false or 0 are), so the answer cannot be called correct or incorrect."
+    )
+    if value is None:
+        assert "returned no score" in result.explanation
+        assert metadata["grader"] == {"name": "fixed_grade"} | dict.fromkeys(
+            ("value", "answer", "explanation", "reason", "metadata")
+        )
+    elif isinstance(value, float) and math.isnan(value):
         assert "left the run unscored (NaN)" in result.explanation
         assert math.isnan(metadata["grader"]["value"])
     else:
         assert metadata["grader"]["value"] == value
-    assert metadata["error"]["message"] == result.explanation
-
-
-def test_a_grader_that_returns_no_score_gives_no_label() -> None:
-    result = score_run(fixed_grade(none=True))
-    assert error_kind(result) == "answer-label"
-    assert result.explanation == (
-        "The grader fixed_grade returned no score, which is not a label (only "
-        'CORRECT "C", true or 1 and INCORRECT "I", false or 0 are), so the answer '
-        "cannot be called correct or incorrect."
-    )
-    assert metadata_of(result)["grader"] == {
-        "name": "fixed_grade",
-        "value": None,
-        "answer": None,
-        "explanation": None,
-        "reason": None,
-        "metadata": None,
-    }
-
-
-def test_what_a_grader_raises_goes_up() -> None:
-    """As from any Inspect scorer: Inspect makes it the sample's error."""
-    with pytest.raises(RuntimeError, match="the grading model is unreachable"):
-        score_run(fixed_grade(fail=True))
 
 
 def test_the_grader_is_run_on_the_same_state_and_target() -> None:
@@ -194,12 +179,12 @@ def test_the_grader_is_run_on_the_same_state_and_target() -> None:
     assert score_run(echo_target(), output="-20 C", target="-18 C").value == (
         "generation"
     )
-
-
-def test_the_grader_replaces_metadata_labels() -> None:
+    # It replaces a label in metadata; what it raises goes up, as from any
+    # Inspect scorer (Inspect makes it the sample's error).
     result = score_run(fixed_grade(INCORRECT), {**RUN, "correct": True})
-    assert result.value == "generation"
     assert metadata_of(result)["record"]["correct"] is False
+    with pytest.raises(RuntimeError, match="the grading model is unreachable"):
+        score_run(fixed_grade(fail=True))
 
 
 def test_unresolved_and_retrieval_runs_keep_the_graders_score() -> None:
@@ -211,13 +196,12 @@ def test_unresolved_and_retrieval_runs_keep_the_graders_score() -> None:
     assert metadata_of(lucky)["record"]["correct"] is True
 
 
-@pytest.mark.parametrize(("name", "made_by"), [("includes", includes)])
-def test_a_grader_named_by_its_registry_name(name: str, made_by: Any) -> None:
-    result = score_run(name, output="The answer is -18 C", target="-18 C")
+def test_a_grader_named_by_its_registry_name() -> None:
+    result = score_run("includes", output="The answer is -18 C", target="-18 C")
     assert result.value == "pass"
-    assert metadata_of(result)["read_from"]["correct"] == f"scorer {name}"
-    assert metadata_of(result)["grader"]["name"] == name
-    assert score_run(made_by(), output="no idea", target="-18 C").value == (
+    assert metadata_of(result)["read_from"]["correct"] == "scorer includes"
+    assert metadata_of(result)["grader"]["name"] == "includes"
+    assert score_run(includes(), output="no idea", target="-18 C").value == (
         "generation"
     )
 
@@ -231,69 +215,44 @@ ONE_SOURCE = (
 )
 
 
+async def homemade(state: TaskState, target: Target) -> Score:
+    return Score(value=CORRECT)
+
+
 @pytest.mark.parametrize(
     ("sources", "said"),
     [
-        ({"label_scorer": match()}, 'label_scorer=match() and label_from="judge"'),
         (
-            {"labels": "labels.jsonl", "label_scorer": "match", "label_from": None},
-            'labels="labels.jsonl" and label_scorer="match"',
+            {"label_scorer": match(), "label_from": "judge"},
+            f'label_scorer=match() and label_from="judge" were given, {ONE_SOURCE}',
         ),
+        (
+            {"labels": "labels.jsonl", "label_scorer": "match"},
+            f'labels="labels.jsonl" and label_scorer="match" were given, {ONE_SOURCE}',
+        ),
+        (
+            {"label_from": "  "},
+            "label_from must name a score an earlier scorer gives, such as "
+            '"model_graded_qa", got "  "',
+        ),
+        # `match` is registered as a scorer too: it makes one.
+        (
+            {"label_scorer": match},
+            "label_scorer match is the @scorer function, not a scorer; call it: "
+            "label_scorer=match() (with any arguments it takes)",
+        ),
+        ({"label_scorer": "mtach"}, 'label_scorer "mtach" is not a registered'),
+        ({"label_scorer": 5}, "must be an Inspect scorer or its registry name, got 5"),
+        ({"label_scorer": homemade}, "label_scorer homemade was not made by a"),
     ],
 )
-def test_label_from_with_another_source_is_refused(
+def test_a_label_source_that_cannot_be_used_is_refused(
     sources: dict[str, Any], said: str
 ) -> None:
     with pytest.raises(LabelScorerError) as refused:
-        stage_diagnosis_scorer(**{"label_from": "judge", **sources})
-    assert str(refused.value) == f"{said} were given, {ONE_SOURCE}"
-    assert "\n" not in str(refused.value)
-
-
-@pytest.mark.parametrize(("name", "quoted"), [("  ", '"  "')])
-def test_a_label_from_that_names_no_score_is_refused(name: Any, quoted: str) -> None:
-    with pytest.raises(LabelScorerError) as refused:
-        stage_diagnosis_scorer(label_from=name)
-    assert str(refused.value) == (
-        "label_from must name a score an earlier scorer gives, such as "
-        f'"model_graded_qa", got {quoted}'
-    )
-
-
-@pytest.mark.parametrize(
-    ("factory", "name"),
-    [(match, "match")],
-)
-def test_an_uncalled_scorer_function_is_refused(factory: Any, name: str) -> None:
-    """`label_scorer=match` is registered as a scorer too; it is the function
-    that makes one, and the message says what to write."""
-    with pytest.raises(LabelScorerError) as refused:
-        stage_diagnosis_scorer(label_scorer=factory)
-    assert str(refused.value).startswith(f"label_scorer {name} is the @scorer function")
-    assert str(refused.value).endswith(
-        f"call it: label_scorer={name}() (with any arguments it takes)"
-    )
-
-
-@pytest.mark.parametrize(
-    ("grader", "said"),
-    [
-        ("mtach", 'label_scorer "mtach" is not a registered Inspect scorer'),
-        (5, "must be an Inspect scorer or its registry name, got 5"),
-    ],
-)
-def test_a_grader_that_is_no_scorer_is_refused(grader: Any, said: str) -> None:
-    with pytest.raises(LabelScorerError, match="label_scorer") as refused:
-        stage_diagnosis_scorer(label_scorer=grader)
+        stage_diagnosis_scorer(**sources)
     assert said in str(refused.value)
-
-
-def test_an_unregistered_grader_is_refused() -> None:
-    async def homemade(state: TaskState, target: Target) -> Score:
-        return Score(value=CORRECT)
-
-    with pytest.raises(LabelScorerError, match="homemade was not made by a function"):
-        stage_diagnosis_scorer(label_scorer=homemade)
+    assert "\n" not in str(refused.value)
 
 
 # --- in real runs --------------------------------------------------------------------
@@ -333,25 +292,6 @@ def stages(log: EvalLog, name: str = "stage_diagnosis") -> dict[Any, Any]:
 EXPECTED = {"right": "pass", "wrong": "generation", "lucky": "retrieval"}
 
 
-def test_one_eval_diagnoses_every_run(tmp_path: Path) -> None:
-    (log,) = eval(
-        graded_task(match()), display="none", log_dir=str(tmp_path), log_realtime=False
-    )
-    assert log.status == "success", log.error
-    assert stages(log) == EXPECTED
-    assert log.results is not None
-    metrics = log.results.scores[0].metrics
-    assert metrics["lucky_answers"].value == 1
-    # The log records the grader as Inspect records a scorer argument, so
-    # the scorer can be rebuilt from the log.
-    assert log.eval.scorers is not None
-    (spec,) = log.eval.scorers
-    assert spec.options is not None
-    assert spec.options["label_scorer"]["name"] == "match"
-    rescored = score(log, graded_task(match()).scorer[0], display="none")
-    assert stages(rescored) == EXPECTED
-
-
 SCORES_PAGE = (Path(__file__).parents[1] / "docs" / "scores.md").read_text("utf-8")
 
 
@@ -366,32 +306,84 @@ def documented_score(needle: str, log: str) -> list[str]:
     return ["score", log, *words[3:]]
 
 
-@pytest.fixture
-def unlabelled_log(tmp_path: Path) -> Path:
+CALLS: Counter[Any] = Counter()
+
+
+@scorer(metrics=[])
+def counted_judge() -> Scorer:
+    """match(), counting its calls per sample: a model judge costs each."""
+    judge = match()
+
+    async def grade(state: TaskState, target: Target) -> Score:
+        CALLS[state.sample_id] += 1
+        judged = await judge(state, target)
+        assert judged is not None
+        return judged
+
+    return grade
+
+
+@pytest.fixture(scope="module")
+def judged_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
+    """One eval whose judge scores first, a stage scorer labelling from its
+    score, and one with a grader of its own (stage_diagnosis1)."""
+    CALLS.clear()
+    task = graded_task(
+        None,
+        [
+            counted_judge(),
+            stage_diagnosis_scorer(label_from="counted_judge"),
+            stage_diagnosis_scorer(label_scorer=match()),
+        ],
+    )
     (log,) = eval(
-        graded_task(None),
+        task,
         display="none",
-        log_dir=str(tmp_path / "logs"),
+        log_dir=str(tmp_path_factory.mktemp("judged")),
         log_realtime=False,
     )
     assert log.status == "success", log.error
-    # No label anywhere: every run is answer-label.
-    assert all(math.isnan(value) for value in stages(log).values())
-    return Path(log.location)
+    return log
+
+
+def copied(log: EvalLog, tmp_path: Path) -> str:
+    """A copy of `log` for a command to append its scores to."""
+    return str(shutil.copy(log.location, tmp_path / Path(log.location).name))
+
+
+def test_a_grader_diagnoses_every_run_and_is_logged_to_score_again(
+    judged_log: EvalLog,
+) -> None:
+    assert stages(judged_log, "stage_diagnosis1") == EXPECTED
+    assert judged_log.results is not None
+    (graded,) = [s for s in judged_log.results.scores if s.name == "stage_diagnosis1"]
+    assert graded.metrics["lucky_answers"].value == 1
+    # The log records the grader as Inspect records a scorer argument, so
+    # the scorer can be rebuilt from the log.
+    assert judged_log.eval.scorers is not None
+    spec = judged_log.eval.scorers[-1]
+    assert spec.options is not None
+    assert spec.options["label_scorer"]["name"] == "match"
+    scorer = stage_diagnosis_scorer(label_scorer=match())
+    rescored = score(judged_log, scorer, action="overwrite", display="none")
+    assert rescored.results is not None
+    assert [s.name for s in rescored.results.scores] == ["stage_diagnosis"]
+    assert stages(rescored) == EXPECTED
 
 
 def test_inspect_score_takes_a_grader_with_arguments(
-    tmp_path: Path, unlabelled_log: Path
+    tmp_path: Path, judged_log: EvalLog
 ) -> None:
     """Inspect's own form for a scorer argument: type, name and params."""
     grader = "{type: scorer, name: match, params: {location: begin}}"
-    command = documented_score(grader, str(unlabelled_log))
+    location = copied(judged_log, tmp_path)
+    command = documented_score(grader, location)
     assert f"label_scorer={grader}" in command
     done = run_inspect(*command, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    log = read_eval_log(str(unlabelled_log))
+    log = read_eval_log(location)
     # "-18 degrees C." begins with the target; "I do not know." does not.
-    assert stages(log, "stage_diagnosis1") == EXPECTED
+    assert stages(log, "stage_diagnosis2") == EXPECTED
     assert log.results is not None
     assert log.results.scores[-1].params["label_scorer"] == {
         "type": "scorer",
@@ -463,32 +455,10 @@ def test_a_missing_given_score_is_answer_label_and_warned_of_once(
     assert "--action append" in warning
 
 
-CALLS: Counter[Any] = Counter()
-
-
-@scorer(metrics=[])
-def counted_judge() -> Scorer:
-    """match(), counting its calls per sample: a model judge costs each."""
-    judge = match()
-
-    async def grade(state: TaskState, target: Target) -> Score:
-        CALLS[state.sample_id] += 1
-        judged = await judge(state, target)
-        assert judged is not None
-        return judged
-
-    return grade
-
-
 def test_one_eval_calls_the_judge_once_and_labels_from_its_score(
-    tmp_path: Path,
+    judged_log: EvalLog,
 ) -> None:
-    CALLS.clear()
-    task = graded_task(
-        None, [counted_judge(), stage_diagnosis_scorer(label_from="counted_judge")]
-    )
-    (log,) = eval(task, display="none", log_dir=str(tmp_path), log_realtime=False)
-    assert log.status == "success", log.error
+    log = judged_log
     assert stages(log) == EXPECTED
     assert CALLS == {"right": 1, "wrong": 1, "lucky": 1}
     assert log.samples is not None
@@ -504,22 +474,18 @@ def test_one_eval_calls_the_judge_once_and_labels_from_its_score(
         ] == "score counted_judge"
 
 
-def test_inspect_score_labels_from_a_score_in_the_log(tmp_path: Path) -> None:
-    """`-S label_from=match` under `--action append`: Inspect gives the
-    scorer the log's scores, so match() is not run again."""
-    (log,) = eval(
-        graded_task(None, [match(), stage_diagnosis_scorer()]),
-        display="none",
-        log_dir=str(tmp_path / "logs"),
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    # The page's judge is model_graded_qa; this log's is match().
-    command = documented_score("label_from=", log.location)
-    command[command.index("label_from=model_graded_qa")] = "label_from=match"
+def test_inspect_score_labels_from_a_score_in_the_log(
+    tmp_path: Path, judged_log: EvalLog
+) -> None:
+    """`-S label_from=...` under `--action append`: Inspect gives the
+    scorer the log's scores, so the judge is not run again."""
+    location = copied(judged_log, tmp_path)
+    # The page's judge is model_graded_qa; this log's is counted_judge().
+    command = documented_score("label_from=", location)
+    command[command.index("label_from=model_graded_qa")] = "label_from=counted_judge"
     done = run_inspect(*command, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    rescored = read_eval_log(log.location)
-    assert stages(rescored, "stage_diagnosis1") == EXPECTED
+    rescored = read_eval_log(location)
+    assert stages(rescored, "stage_diagnosis2") == EXPECTED
     assert rescored.results is not None
-    assert rescored.results.scores[-1].params["label_from"] == "match"
+    assert rescored.results.scores[-1].params["label_from"] == "counted_judge"

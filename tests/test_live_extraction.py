@@ -5,8 +5,6 @@ reply is chosen by the document its prompt holds, with a preset `usage`
 from __future__ import annotations
 
 import json
-import re
-import subprocess
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -15,10 +13,7 @@ import pytest
 from inspect_ai import eval
 from inspect_ai.log import (
     EvalLog,
-    EvalResults,
     EvalSample,
-    list_eval_logs,
-    read_eval_log,
 )
 from inspect_ai.model import (
     ChatMessage,
@@ -29,7 +24,6 @@ from inspect_ai.model import (
     get_model,
 )
 
-from tests.commands import inspect_in_one_fresh_process
 from tracegrade.datasets import DatasetError, packaged_fixture, read_source_documents
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks.live import (
@@ -43,6 +37,10 @@ DOCUMENTS = read_source_documents(packaged_fixture("extraction_documents.jsonl")
 BY_ID = {document.id: document for document in DOCUMENTS}
 
 
+# The config each document's prompt was sent with, as a provider is given it.
+CONFIGS: dict[str, GenerateConfig] = {}
+
+
 def mock_model(
     replies: dict[str, Sequence[str]], texts: dict[str, str] | None = None
 ) -> Model:
@@ -52,9 +50,12 @@ def mock_model(
     texts = texts or {document.id: document.text for document in DOCUMENTS}
     calls: dict[str, int] = {}
 
-    def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
+    def reply(
+        messages: list[ChatMessage], tools: Any, choice: Any, config: GenerateConfig
+    ) -> ModelOutput:
         prompt = messages[-1].text
         (document_id,) = [i for i in replies if texts[i] in prompt]
+        CONFIGS[document_id] = config
         count = calls.get(document_id, 0)
         calls[document_id] = count + 1
         output = ModelOutput.from_content(
@@ -113,39 +114,20 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
         lambda ids: as_json(sorted(ids)),
         ((True, False), "json", None),
     ),
-    "missing": (
-        pick("incident_timeline", 0),
-        lambda ids: as_json(ids[:1] + ids[2:]),
-        ((False, False), "json", None),
-    ),
     "repeated": (
         pick("invoice_register", 0),
         lambda ids: as_json([*ids, ids[0]]),
         ((False, False), "json", "duplicate-answer-id"),
     ),
-    "comma_list": (
+    # The response schema's object, read by its key.
+    "structured": (
         pick("shipping_manifest", 1),
-        lambda ids: ", ".join(ids),
-        ((True, True), "commas", None),
-    ),
-    "lone_id": (
-        pick("test_run_report", 1),
-        lambda ids: ids[0],
-        ((False, False), "single-id", None),
+        lambda ids: json.dumps({"ids": ids}),
+        ((True, True), "structured", None),
     ),
     "garbage": (
         pick("citation_list", 2),
         lambda ids: "}}{{ ]] lorem ipsum ?? <<>>",
-        ((False, False), None, "unreadable-answer"),
-    ),
-    "structured": (
-        pick("log_excerpt", 2),
-        lambda ids: json.dumps({"ids": ids}),
-        ((True, True), "structured", None),
-    ),
-    "structured_with_a_note": (
-        pick("log_excerpt", 3),
-        lambda ids: json.dumps({"ids": ids, "note": "checked"}),
         ((False, False), None, "unreadable-answer"),
     ),
 }
@@ -204,6 +186,8 @@ def test_each_sample_is_one_document(live_log: EvalLog) -> None:
     assert document.text in sample.input
     assert sample.input.startswith("List the container numbers in the document")
     assert sample.output.completion == as_json(document.source)
+    # Structured output is asked for by default.
+    assert CONFIGS[document_id].response_schema == RESPONSE_SCHEMA
 
 
 # --- the prompt -----------------------------------------------------------------
@@ -216,65 +200,13 @@ def first_input(task_args: dict[str, str]) -> str:
     return text
 
 
-def test_the_default_prompt_asks_for_an_answer_line_in_source_order() -> None:
-    assert 'ANSWER: ["...", "..."]' in DEFAULT_PROMPT
-    assert "JSON array of strings" in DEFAULT_PROMPT
-    assert "do not sort" in DEFAULT_PROMPT
-    document = DOCUMENTS[0]
-    text = first_input({})
-    assert text == DEFAULT_PROMPT.replace("{target}", document.target).replace(
-        "{document}", document.text
-    )
-
-
-@pytest.mark.parametrize("structured", [True, False])
-def test_structured_output_is_asked_for_unless_turned_off(
-    tmp_path: Path, structured: bool
-) -> None:
-    """The model is sent the response schema (the mock model sees the
-    config a provider would be given), answers with the object, and the
-    object is read; without it, the same object is a value, not a list."""
-    document = DOCUMENTS[0]
-    configs: list[GenerateConfig] = []
-
-    def reply(
-        messages: list[ChatMessage], tools: Any, choice: Any, config: Any
-    ) -> ModelOutput:
-        configs.append(config)
-        output = ModelOutput.from_content(
-            model="mockllm/model", content=json.dumps({"ids": document.source})
-        )
-        output.usage = ModelUsage(input_tokens=500, output_tokens=50, total_tokens=550)
-        return output
-
-    (log,) = eval(
-        ordered_extraction(structured=structured),
-        model=get_model("mockllm/model", custom_outputs=reply),
-        sample_id=[document.id],
-        log_dir=str(tmp_path / "logs"),
-        display="none",
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    (config,) = configs
-    assert config.response_schema == (RESPONSE_SCHEMA if structured else None)
-    schema = RESPONSE_SCHEMA.json_schema.model_dump(exclude_none=True)
-    assert schema["properties"]["ids"]["items"] == {"type": "string"}
-    assert schema["required"] == ["ids"]
-    assert schema["additionalProperties"] is False
-    score = (sample_of(log, document.id).scores or {})["ordered_extraction"]
-    if structured:
-        assert score.value == {"membership": True, "order": True}
-        assert (score.metadata or {})["read_as"] == "structured"
-    else:
-        assert error_kind(score) == "unreadable-answer"
-        assert "is no list of string IDs" in (score.explanation or "")
-
-
 def test_a_prompt_string_or_file_replaces_the_default_filled_once(
     tmp_path: Path,
 ) -> None:
     document = DOCUMENTS[0]
+    assert first_input({}) == DEFAULT_PROMPT.replace(
+        "{target}", document.target
+    ).replace("{document}", document.text)
     text = first_input({"prompt": "IDs ({target}) of: {document} {json}"})
     assert text == f"IDs ({document.target}) of: {document.text} {{json}}"
     path = tmp_path / "prompt.txt"
@@ -287,20 +219,11 @@ def test_a_prompt_string_or_file_replaces_the_default_filled_once(
     assert text == "keys: see {target} A1\n"
 
 
-@pytest.mark.parametrize(
-    ("prompt", "message"),
-    [
-        ("List the IDs in order.", "has no {document} placeholder and names no"),
-    ],
-)
 def test_a_prompt_without_the_document_fails_when_the_task_is_built(
-    prompt: str, message: str
+    tmp_path: Path,
 ) -> None:
-    with pytest.raises(PromptError, match=message):
-        ordered_extraction(prompt=prompt)
-
-
-def test_a_prompt_file_without_the_document_is_named(tmp_path: Path) -> None:
+    with pytest.raises(PromptError, match=r"has no {document} placeholder and names"):
+        ordered_extraction(prompt="List the IDs in order.")
     path = tmp_path / "prompt.txt"
     path.write_text("List the {target}.")
     with pytest.raises(PromptError, match=f"prompt file {path} has no {{document}}"):
@@ -323,33 +246,35 @@ SECOND = {"id": "d2", "kind": "memo", "text": "A1, B2", "source": ["A1", "B2"]}
 
 
 def test_your_own_documents_become_the_samples(tmp_path: Path) -> None:
+    third = {**GOOD, "id": "d3", "text": "C3 then D4", "source": ["C3", "D4"]}
     dataset = write_documents(
-        tmp_path / "docs.jsonl", [GOOD, {**SECOND, "target": "codes"}]
+        tmp_path / "docs.jsonl", [GOOD, {**SECOND, "target": "codes"}, third]
     )
     task = ordered_extraction(dataset=dataset)
-    assert [sample.id for sample in task.dataset] == ["d1", "d2"]
+    assert [sample.id for sample in task.dataset] == ["d1", "d2", "d3"]
     assert task.dataset[1].metadata == {
         "source": ["A1", "B2"],
         "kind": "memo",
         "target": "codes",
     }
+    # Without structured output, the schema's object is a value, not a list.
     log = run_live(
-        {"d1": ['["B2", "A1"]'], "d2": ["B2\nA1"]},
+        {"d1": ['["B2", "A1"]'], "d2": ["B2\nA1"], "d3": ['{"ids": ["C3", "D4"]}']},
         tmp_path,
-        texts={"d1": "B2 then A1", "d2": "A1, B2"},
-        task_args={"dataset": dataset},
+        texts={"d1": "B2 then A1", "d2": "A1, B2", "d3": "C3 then D4"},
+        task_args={"dataset": dataset, "structured": False},
     )
+    scores = {s.id: (s.scores or {})["ordered_extraction"] for s in log.samples or []}
     graded = {
-        sample.id: (
-            (sample.scores or {})["ordered_extraction"].value,
-            ((sample.scores or {})["ordered_extraction"].metadata or {})["read_as"],
-        )
-        for sample in log.samples or []
+        key: (s.value, (s.metadata or {})["read_as"]) for key, s in scores.items()
     }
     assert graded == {
         "d1": ({"membership": True, "order": True}, "json"),
         "d2": ({"membership": True, "order": False}, "lines"),
+        "d3": ({"membership": False, "order": False}, None),
     }
+    assert "is no list of string IDs" in (scores["d3"].explanation or "")
+    assert CONFIGS["d3"].response_schema is None
 
 
 @pytest.mark.parametrize(
@@ -373,90 +298,3 @@ def test_an_empty_documents_file_is_an_error(tmp_path: Path) -> None:
     dataset = write_documents(tmp_path / "docs.jsonl", ["", "  "])
     with pytest.raises(DatasetError, match="holds no documents"):
         ordered_extraction(dataset=dataset)
-
-
-# --- names and the command line -------------------------------------------------
-
-
-# What each CLI test runs, by name: `inspect eval` arguments, with the
-# plain display and the log in the command's own directory.
-CLI_EVALS = {
-    # First: the display is the one of a process's first eval.
-    "results": ["--model", "none", "--solver", "tracegrade/replay", "--limit", "3"],
-    "prompt_file": ["-T", "prompt=prompt.txt", "--limit", "2"],
-}
-
-
-@pytest.fixture(scope="module")
-def cli_evals(
-    tmp_path_factory: pytest.TempPathFactory,
-) -> dict[str, tuple[Path, subprocess.CompletedProcess[str]]]:
-    """Each of CLI_EVALS in a directory of its own, all in turn in one fresh
-    interpreter (Inspect keeps the display of a process's first eval, here
-    the plain one every command asks for): its directory and what it ended
-    with."""
-    work = tmp_path_factory.mktemp("cli")
-    commands = []
-    for name, args in CLI_EVALS.items():
-        (work / name).mkdir()
-        command = ["eval", "tracegrade/ordered_extraction", *args]
-        commands.append(
-            ([*command, "--log-dir", "logs", "--display", "plain"], work / name)
-        )
-    (work / "prompt_file" / "prompt.txt").write_text("Find the {target}:\n{document}")
-    done = inspect_in_one_fresh_process(commands)
-    return {
-        name: (work / name, result)
-        for name, result in zip(CLI_EVALS, done, strict=True)
-    }
-
-
-def test_the_cli_finds_the_task_and_reads_a_prompt_file(
-    cli_evals: dict[str, tuple[Path, subprocess.CompletedProcess[str]]],
-) -> None:
-    """With the `none` model no sample can be answered, but the log still
-    shows the task resolved by name and each prompt built from the file."""
-    tmp_path, result = cli_evals["prompt_file"]
-    (info,) = list_eval_logs(str(tmp_path / "logs"))
-    log = read_eval_log(info.name)
-    assert log.eval.task == "tracegrade/ordered_extraction", result.stderr
-    assert log.eval.task_args == {
-        "dataset": None,
-        "prompt": "prompt.txt",
-        "structured": True,
-    }
-    assert log.samples is not None
-    assert len(log.samples) == 2
-    for sample in log.samples:
-        document = BY_ID[str(sample.id)]
-        assert sample.input == f"Find the {document.target}:\n{document.text}"
-
-
-def test_the_cli_results_have_no_empty_entry(
-    cli_evals: dict[str, tuple[Path, subprocess.CompletedProcess[str]]],
-) -> None:
-    """Offline, with the replay solver (nothing to replay: every output is
-    empty, so unreadable). Inspect gives the scorer an entry for its plain
-    metrics of each view; the reduced one once held none, was logged empty
-    and, being first, left the log with no headline."""
-    tmp_path, result = cli_evals["results"]
-    (info,) = list_eval_logs(str(tmp_path / "logs"))
-    log = read_eval_log(info.name)
-    assert log.status == "success", result.stderr
-    assert log.results is not None
-    entries = {
-        (score.name, score.reducer): list(score.metrics) for score in log.results.scores
-    }
-    assert entries == {
-        ("ordered_extraction", "mean"): ["membership", "order"],
-        ("membership", "mean"): ["accuracy", "stderr"],
-        ("order", "mean"): ["accuracy", "stderr"],
-        ("ordered_extraction", None): ["duplicate-id", "unreadable", "scored_runs"],
-    }
-    assert len(log.results.scores) == len(entries)
-    if "headline" in EvalResults.model_fields:  # Inspect 0.3.261 and later
-        assert log.results.headline is not None
-        assert log.results.headline.metric == "membership"
-    # The terminal shows the scored runs: here all three, failing both.
-    assert re.search(r"\bunreadable +3\.000\b", result.stdout), result.stdout
-    assert re.search(r"\bscored_runs +3\.000\b", result.stdout), result.stdout

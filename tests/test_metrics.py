@@ -123,24 +123,6 @@ def expected_extraction() -> tuple[float, float, int, int]:
 # --- the metric functions -----------------------------------------------------
 
 
-def test_stage_shares_count_each_stage() -> None:
-    values = ["retrieval", "retrieval", "pass", "unresolved"]
-    shares = compute(stage_shares(), [sample_score(value) for value in values])
-    assert shares == {
-        "retrieval": 0.5,
-        "generation": 0.0,
-        "pass": 0.25,
-        "unresolved": 0.25,
-    }
-    # Pass first: Inspect's headline is a score's first metric.
-    assert list(cast(dict[str, float], shares)) == [
-        "pass",
-        "retrieval",
-        "generation",
-        "unresolved",
-    ]
-
-
 def epoch_scores(stages_by_sample: dict[str, list[str]]) -> list[SampleScore]:
     return [
         SampleScore(
@@ -180,33 +162,71 @@ def test_shares_refuse_a_value_of_the_other_task() -> None:
         compute(criteria_shares(), [sample_score("pass")])
 
 
-def test_lucky_answers_are_retrieval_gaps_labelled_correct() -> None:
-    lucky = compute(
-        lucky_answers(),
-        [
-            sample_score("retrieval", correct=True),
-            sample_score("retrieval", correct=False),
-            sample_score("pass", correct=True),
-            sample_score("retrieval", correct=True),
-        ],
-    )
-    assert lucky == {"lucky_answers": 2}
+FAILED = {"membership": False, "order": False}
 
 
-def test_answer_failures_count_answer_side_errors_only() -> None:
-    failed = {"membership": False, "order": False}
-    counts = compute(
-        answer_failures(),
-        [
-            sample_score(
-                failed, error={"kind": "duplicate-answer-id", "side": "answer"}
+def failed(kind: str) -> SampleScore:
+    return sample_score(FAILED, error={"kind": kind, "side": "answer"})
+
+
+def stage_recalls(*recalls: Any) -> list[SampleScore]:
+    return [
+        SampleScore(sample_id="s", score=Score(value="pass", metadata=recall))
+        for recall in recalls
+    ]
+
+
+@pytest.mark.parametrize(
+    ("metric", "scores", "expected"),
+    [
+        # Pass first: Inspect's headline is a score's first metric.
+        (
+            stage_shares(),
+            [sample_score(v) for v in ("retrieval", "retrieval", "pass", "unresolved")],
+            {"pass": 0.25, "retrieval": 0.5, "generation": 0.0, "unresolved": 0.25},
+        ),
+        (
+            lucky_answers(),
+            [
+                sample_score("retrieval", correct=True),
+                sample_score("retrieval", correct=False),
+                sample_score("pass", correct=True),
+                sample_score("retrieval", correct=True),
+            ],
+            {"lucky_answers": 2},
+        ),
+        (
+            answer_failures(),
+            [
+                failed("duplicate-answer-id"),
+                failed("unreadable-answer"),
+                failed("unreadable-answer"),
+                sample_score(FAILED),
+            ],
+            {"duplicate-id": 1, "unreadable": 2},
+        ),
+        (scored_runs(), [sample_score("pass")] * 3, {"scored_runs": 3}),
+        # Over no run, counts are mappings, so Inspect logs 0 rather than NaN.
+        (lucky_answers(), [], {"lucky_answers": 0}),
+        (answer_failures(), [], {"duplicate-id": 0, "unreadable": 0}),
+        (scored_runs(), [], {"scored_runs": 0}),
+        (
+            step_recall(),
+            stage_recalls(
+                {"step_recall": {"retriever": 1.0, "reranker": 0.5}},
+                {"step_recall": {"retriever": 0.5}},
+                {"step_recall": None},
             ),
-            sample_score(failed, error={"kind": "unreadable-answer", "side": "answer"}),
-            sample_score(failed, error={"kind": "unreadable-answer", "side": "answer"}),
-            sample_score(failed),
-        ],
-    )
-    assert counts == {"duplicate-id": 1, "unreadable": 2}
+            {"retriever_recall": 0.75, "reranker_recall": 0.5},
+        ),
+    ],
+)
+def test_each_metric_counts_what_it_says(
+    metric: Metric, scores: list[SampleScore], expected: dict[str, Any]
+) -> None:
+    found = compute(metric, scores)
+    assert found == expected
+    assert list(cast(dict[str, Any], found)) == list(expected)
     assert set(FAILURE_LABELS) == set(ANSWER_FAILURES)
 
 
@@ -235,10 +255,6 @@ def test_criteria_shares_are_the_accuracies_of_each_key() -> None:
     }
 
 
-def test_scored_runs_count_what_reaches_the_metrics() -> None:
-    assert compute(scored_runs(), [sample_score("pass")] * 3) == {"scored_runs": 3}
-
-
 def test_the_counts_are_known_by_their_logged_names() -> None:
     # As Inspect logs them: a scalar by its registry name, a mapping's
     # entries with the metric's name as their group.
@@ -255,10 +271,6 @@ def test_metrics_accept_an_empty_list() -> None:
     shares = compute(stage_shares(), [])
     assert isinstance(shares, dict) and set(shares) == set(STAGES)
     assert all(math.isnan(share) for share in shares.values())
-    assert compute(lucky_answers(), []) == {"lucky_answers": 0}
-    assert compute(answer_failures(), []) == {"duplicate-id": 0, "unreadable": 0}
-    # A mapping, so Inspect logs the 0 rather than NaN.
-    assert compute(scored_runs(), []) == {"scored_runs": 0}
     shares = compute(criteria_shares(), [])
     assert isinstance(shares, dict) and set(shares) == {"membership", "order"}
     assert all(math.isnan(share) for share in shares.values())
@@ -384,20 +396,3 @@ def test_a_run_where_every_sample_is_an_error_succeeds_and_says_so(
         "answer-label",
         "invalid-input",
     ]
-
-
-def test_step_recall_is_each_steps_mean_over_the_runs_that_have_it() -> None:
-    scores = [
-        SampleScore(sample_id=f"r{n}", score=Score(value="pass", metadata=m))
-        for n, m in enumerate(
-            [
-                {"step_recall": {"retriever": 1.0, "reranker": 0.5}},
-                {"step_recall": {"retriever": 0.5}},
-                {"step_recall": None},
-            ]
-        )
-    ]
-    assert compute(step_recall(), scores) == {
-        "retriever_recall": 0.75,
-        "reranker_recall": 0.5,
-    }

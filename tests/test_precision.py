@@ -58,11 +58,6 @@ def our_precision(required: list[str], context: list[str]) -> float | None:
 # --- the definition -----------------------------------------------------------
 
 
-def test_look_alikes_are_different_ids() -> None:
-    record = {"required": ["A", "\u00e9"], "context": ["\u0410", "e\u0301", "A"]}
-    assert stage_precision(record) == 1 / 3
-
-
 # Record: (recall, precision), as the core gives them and as every stage
 # score carries them, whatever the stage or error.
 SHARES: Final[list[tuple[dict[str, Any], float | None, float | None]]] = [
@@ -242,9 +237,6 @@ def test_recall_and_precision_are_trec_evals_on_hypothesis_pairs(
         ]
 
 
-# --- against trec_eval's P_k through `tracegrade import trec` ------------------
-
-
 # --- the metrics ----------------------------------------------------------------
 
 METRICS: Final = {"recall": context_recall, "precision": context_precision}
@@ -326,6 +318,3 @@ def test_inspect_eval_logs_the_means_over_scored_runs_of_every_epoch(
     assert recalls == {1 / 3: 2, 1.0: 6, 0.0: 2, None: 2}
     precisions = Counter(m["precision"] for m in metadata)
     assert precisions == {1 / 2: 2, 1.0: 4, 1 / 3: 2, None: 2, 0.0: 2}
-
-
-# --- the bulk path ------------------------------------------------------------

@@ -15,6 +15,7 @@ from inspect_ai.log import EvalLog
 from tests.support import write_lines
 from tracegrade import ordered_extraction_recorded
 from tracegrade.cli import main
+from tracegrade.tasks import extraction_input_score
 
 SOURCE = ["C-3", "A-1", "B-2"]
 
@@ -102,8 +103,8 @@ def scored(fixture: Path) -> dict[str, dict[str, Any]]:
 
 
 @pytest.mark.parametrize("name", list(OUTPUTS))
-def test_an_output_is_read_right_or_refused_in_inspect_eval(
-    evaluated: EvalLog, name: str
+def test_an_output_is_read_right_or_refused_by_eval_and_score_alike(
+    evaluated: EvalLog, scored: dict[str, dict[str, Any]], name: str
 ) -> None:
     _, (membership, order), read_as, said = OUTPUTS[name]
     (sample,) = [sample for sample in evaluated.samples or [] if sample.id == name]
@@ -119,49 +120,23 @@ def test_an_output_is_read_right_or_refused_in_inspect_eval(
     # The replay solver shows the recorded output as the model's.
     if "surrogate" not in name:
         assert sample.output.completion == OUTPUTS[name][0]
-
-
-@pytest.mark.parametrize("name", list(OUTPUTS))
-def test_tracegrade_score_gives_the_same_result(
-    evaluated: EvalLog, scored: dict[str, dict[str, Any]], name: str
-) -> None:
-    (sample,) = [sample for sample in evaluated.samples or [] if sample.id == name]
-    score = (sample.scores or {})["ordered_extraction"]
     entry = scored[name]
     assert entry["value"] == score.value
     assert entry["explanation"] == score.explanation
-    assert entry["result"] == (score.metadata or {})["result"]
+    assert entry["result"] == metadata["result"]
 
 
+@pytest.mark.parametrize(
+    ("case", "said"),
+    [
+        ({"answer": SOURCE, "output": "x"}, "is given beside a recorded answer"),
+        ({"output": SOURCE}, "must be a text, the model's output"),
+    ],
+)
 def test_an_output_beside_an_answer_or_not_a_text_is_invalid_input(
-    tmp_path: Path,
+    case: dict[str, Any], said: str
 ) -> None:
-    path = write_lines(
-        tmp_path / "bad.jsonl",
-        [
-            {
-                "id": "both",
-                "input": {"source": SOURCE, "answer": SOURCE, "output": "x"},
-            },
-            {"id": "list", "input": {"source": SOURCE, "output": SOURCE}},
-        ],
-    )
-    (log,) = eval(
-        ordered_extraction_recorded(dataset=path),
-        display="none",
-        log_dir=str(tmp_path / "logs"),
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    scores = {
-        sample.id: (sample.scores or {})["ordered_extraction"]
-        for sample in log.samples or []
-    }
-    for name, said in (
-        ("both", "is given beside a recorded answer"),
-        ("list", "must be a text, the model's output"),
-    ):
-        metadata = scores[name].metadata or {}
-        assert scores[name].reason == "invalid-input"
-        assert metadata["error"]["field"] == "output"
-        assert said in metadata["error"]["message"]
+    score = extraction_input_score({"source": SOURCE, **case})
+    assert score.reason == "invalid-input"
+    assert (score.metadata or {})["error"]["field"] == "output"
+    assert said in (score.metadata or {})["error"]["message"]

@@ -26,11 +26,7 @@ from tracegrade import (
     stage_diagnosis,
 )
 from tracegrade.core import canonical_json
-from tracegrade.datasets import (
-    packaged_fixture,
-    read_fixture_cases,
-    stage_diagnosis_dataset,
-)
+from tracegrade.datasets import packaged_fixture, read_fixture_cases
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import extraction_input_score, stage_input_score
 
@@ -41,11 +37,6 @@ def run(task: Task, tmp_path: Path) -> EvalLog:
     (log,) = eval(task, display="none", log_dir=str(tmp_path), log_realtime=False)
     assert log.status == "success", log.error
     return log
-
-
-def only_log(log_dir: Path) -> EvalLog:
-    (info,) = list_eval_logs(str(log_dir))
-    return read_eval_log(info.name)
 
 
 def check_logged_samples(log: EvalLog, fixture: str, scorer_name: str) -> None:
@@ -74,42 +65,17 @@ def check_logged_samples(log: EvalLog, fixture: str, scorer_name: str) -> None:
 @pytest.fixture(scope="module")
 def packaged_extraction_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     """The packaged extraction task evaluated once for the module; a test
-    that rescores it rescores its own copy."""
+    that rescores it rescores its own copy (every case checked there)."""
     return run(ordered_extraction_recorded(), tmp_path_factory.mktemp("extraction"))
 
 
-def test_ordered_extraction_replays_every_packaged_case(
-    packaged_extraction_log: EvalLog,
-) -> None:
-    check_logged_samples(
-        packaged_extraction_log, "ordered_extraction.jsonl", "ordered_extraction"
-    )
-
-
-def test_the_inspect_eval_cli_runs_the_stage_task_with_no_model(
-    tmp_path: Path,
-) -> None:
-    """By default on the README tour's recorded runs, packaged as they are
-    in examples/runs/base.jsonl."""
-    packaged = packaged_fixture("recorded_rag_runs.jsonl").read_bytes()
-    assert packaged == (ROOT / "examples" / "runs" / "base.jsonl").read_bytes()
-    result = run_inspect(
-        "eval", "tracegrade/stage_diagnosis", "--log-dir", "logs", cwd=tmp_path
-    )
-    assert result.returncode == 0, result.stderr
-    log = only_log(tmp_path / "logs")
-    assert (log.status, log.eval.model) == ("success", "none/none")
-    assert log.samples is not None
-    runs = read_fixture_cases(packaged_fixture("recorded_rag_runs.jsonl"))
-    assert [sample.id for sample in log.samples] == [run.id for run in runs]
-    stages = {(sample.scores or {})["stage_diagnosis"].value for sample in log.samples}
-    assert {"pass", "retrieval", "generation"} <= stages
-    assert log.results is not None
-    metrics = log.results.scores[0].metrics
-    shown = ["pass", "retrieval", "generation", "unresolved", "lucky_answers"]
-    assert all(
-        name in metrics for name in [*shown, "context_recall", "context_precision"]
-    ), list(metrics)
+def test_the_stage_task_replays_the_readme_tours_runs_by_default() -> None:
+    """Packaged as they are in examples/runs/base.jsonl, which the README's
+    tour runs through `inspect eval` (tests/test_readme_tour.py)."""
+    packaged = packaged_fixture("recorded_rag_runs.jsonl")
+    assert packaged.read_bytes() == (ROOT / "examples/runs/base.jsonl").read_bytes()
+    runs = read_fixture_cases(packaged)
+    assert [sample.id for sample in stage_diagnosis().dataset] == [r.id for r in runs]
 
 
 TASKS = [
@@ -224,39 +190,30 @@ def test_own_file_samples_keep_ids_inputs_and_expectations_and_errors(
     assert second.scores["stage_diagnosis"].answer == '["D1"]'
 
 
-BAD_LINES = [
-    ("{not json", "line 1: not valid JSON"),
-    ({"id": "a", "input": {}, "expect": {}}, 'line 1: unknown field "expect"'),
-    ('{"id": "a", "id": "b", "input": {}}', "line 1: not valid JSON .*twice"),
-]
-
-
-@pytest.mark.parametrize(("line", "message"), BAD_LINES)
-def test_a_malformed_line_stops_the_task_being_built(
-    tmp_path: Path, line: Any, message: str
+@pytest.mark.parametrize(
+    ("lines", "message"),
+    [
+        (["{not json"], "line 1: not valid JSON"),
+        ([{"id": "a", "input": {}, "expect": {}}], 'line 1: unknown field "expect"'),
+        (['{"id": "a", "id": "b", "input": {}}'], "line 1: not valid JSON .*twice"),
+        (
+            [{"id": "a", "input": {}}, "", {"id": "a", "input": {}}],
+            'line 3: id "a" is already used on line 1',
+        ),
+        ([""], "holds no cases"),
+        (None, "cannot read"),
+    ],
+)
+def test_a_malformed_or_missing_file_stops_the_task_being_built(
+    tmp_path: Path, lines: list[Any] | None, message: str
 ) -> None:
-    dataset = write_lines(tmp_path / "bad.jsonl", [line])
-    with pytest.raises(DatasetError, match=message) as raised:
-        stage_diagnosis(dataset=dataset)
-    assert str(raised.value).startswith(dataset)
-    assert raised.value.line == 1
-
-
-def test_a_repeated_id_names_both_lines(tmp_path: Path) -> None:
-    dataset = write_lines(
-        tmp_path / "bad.jsonl",
-        [{"id": "a", "input": {}}, "", {"id": "a", "input": {}}],
-    )
-    with pytest.raises(DatasetError, match='line 3: id "a" is already used on line 1'):
-        ordered_extraction_recorded(dataset=dataset)
-
-
-def test_an_empty_or_missing_file_is_an_error(tmp_path: Path) -> None:
-    empty = write_lines(tmp_path / "empty.jsonl", [""])
-    with pytest.raises(DatasetError, match="holds no cases"):
-        stage_diagnosis_dataset(empty)
-    with pytest.raises(DatasetError, match="cannot read"):
-        stage_diagnosis_dataset(tmp_path / "absent.jsonl")
+    dataset = str(tmp_path / "absent.jsonl")
+    if lines is not None:
+        dataset = write_lines(tmp_path / "bad.jsonl", lines)
+    for make_task in (stage_diagnosis, ordered_extraction_recorded):
+        with pytest.raises(DatasetError, match=message) as raised:
+            make_task(dataset=dataset)
+        assert dataset in str(raised.value)
 
 
 # --- One record-to-score path, shared with `tracegrade score` ------------------------

@@ -1,9 +1,6 @@
-"""Inspect AI scorers over the pure core, and the store model they read.
-
-`stage_diagnosis_scorer` and `ordered_extraction_scorer` are registered as
-`tracegrade/stage_diagnosis` and `tracegrade/ordered_extraction`, so
-`inspect score LOG --scorer tracegrade/stage_diagnosis` finds them.
-"""
+"""Inspect AI scorers over the pure core, and the store model they read; the
+scorers are registered as `tracegrade/stage_diagnosis` and
+`tracegrade/ordered_extraction`, the names `inspect score --scorer` takes."""
 
 from .answer_parsing import UnreadableAnswer, parse_answer_ids
 from .arguments import ScorerArgumentError

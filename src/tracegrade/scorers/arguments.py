@@ -4,8 +4,12 @@ before any sample runs, not a traceback per sample."""
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
+
+from inspect_ai.util import display_type
 
 from .._inspect_internals import PrerequisiteError
 from ..core.errors import quote
@@ -71,3 +75,18 @@ def refuse_unknown_arguments(
     plural = "s" if len(unknown) > 1 else ""
     listed = " and ".join(filter(None, [", ".join(taken[:-1]), taken[-1]]))
     raise error(f"{scorer} takes no argument{plural} {given}; it takes {listed}")
+
+
+@contextmanager
+def checked_task(
+    task: str, factory: Callable[..., Any], unknown: Mapping[str, object]
+) -> Iterator[None]:
+    """Refuse task arguments `factory` does not take; a `PrerequisiteError` is
+    also written to stderr under `--display none`, where Inspect prints nothing."""
+    try:
+        refuse_unknown_arguments(task, factory, unknown, TaskArgumentError)
+        yield
+    except PrerequisiteError as error:
+        if display_type() == "none":
+            print(f"\n{error.message}\n", file=sys.stderr, flush=True)
+        raise

@@ -90,11 +90,8 @@ def explain_stage(
 def explain_lost(
     lost: Sequence[LostDocument], steps: Sequence[Step], context: Sequence[str]
 ) -> str:
-    """One sentence per missing ID: where in the pipeline it was lost.
-
-    "D19: retrieved at rank 14 by retriever, dropped by reranker (which
-    kept 5)." Listed as far as `_LISTED`, then counted.
-    """
+    """One sentence per missing ID, as far as `_LISTED`, then a count, such as
+    `D19: retrieved at rank 14 by retriever, dropped by reranker (which kept 5).`"""
     sizes = {step.name: len(step.ids) for step in steps}
     retrievers = [step.name for step in first_steps(steps)]
     sentences = []

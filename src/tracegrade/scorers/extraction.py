@@ -6,7 +6,7 @@ from functools import partial
 from typing import Any, NoReturn
 
 import anyio
-from inspect_ai.scorer import Score, Scorer, Target, accuracy, scorer, stderr
+from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
 from ..core import InvalidRecord, grade_extraction, has_duplicates, itemise
@@ -14,16 +14,16 @@ from ..core.errors import quote
 from ..lines import strict_json_loads
 from .answer_parsing import UnreadableAnswer, read_answer_ids
 from .arguments import ScorerArgumentError, check_key, refuse_unknown_arguments
-from .common import record_scorer
 from .explain import explain_extraction, explain_unreadable
 from .key_warnings import KeyWatch
-from .metrics import answer_failures, criteria_shares, scored_runs
+from .metrics import EXTRACTION_METRICS
 from .outcome import (
     data_error,
     error_info,
     graded,
     invalid_score,
     metadata_source,
+    record_scorer,
     shown,
 )
 
@@ -45,7 +45,7 @@ def extraction_score(
     With `answer_text` the answer is read from that output (unreadable is the
     model's failure); without it, `record` holds a recorded answer."""
     if answer_text is None:
-        return _itemised(_value_score(record, read_from))
+        return _value_score(record, read_from)
     try:
         reading = read_answer_ids(answer_text, structured_key=structured_key)
     except Exception as failure:
@@ -54,33 +54,20 @@ def extraction_score(
         if not isinstance(failure, UnreadableAnswer):
             name = type(failure).__name__
             problem = f"the answer could not be read ({name}: {failure})"
-        where: dict[str, Any] = {
-            "answer": answer_text,
-            "record": record,
-            "read_from": read_from,
-        }
-        score = _source_refusal(record, where) or graded(
+        where = _where(answer_text, record, read_from, read_as=None)
+        return _source_refusal(record, where) or graded(
             dict(FAILED_BOTH),
             explanation=explain_unreadable(problem),
             result=None,
             error=error_info("unreadable-answer", "answer", "answer", problem),
             **where,
         )
-        read_as = None
-    else:
-        score = _value_score({**record, "answer": reading.ids}, read_from)
-        read_as = reading.read_as
-    score = _itemised(score)
-    score.metadata = {**(score.metadata or {}), "read_as": read_as}
-    return score
+    record = {**record, "answer": reading.ids}
+    return _value_score(record, read_from, read_as=reading.read_as)
 
 
 def recorded_output_score(
-    record: dict[str, Any],
-    read_from: dict[str, str],
-    output: Any,
-    *,
-    answer_too: bool = False,
+    record: dict[str, Any], read_from: dict[str, str], output: Any, answer_too: bool
 ) -> Score:
     """A run that recorded the model's output text instead of its answer, read
     as a live output is; two answers, or no text, are invalid."""
@@ -93,24 +80,37 @@ def recorded_output_score(
         else "must be a text, the model's output"
     )
     invalid = InvalidRecord("output", output, problem)
-    where: dict[str, Any] = {"answer": shown(output), "record": record}
-    where["read_from"] = read_from
-    return _itemised(invalid_score(invalid, **where))
+    return invalid_score(invalid, **_where(shown(output), record, read_from))
 
 
-def _value_score(record: dict[str, Any], read_from: dict[str, str]) -> Score:
+def _where(
+    answer: str, record: dict[str, Any], read_from: dict[str, str], **more: Any
+) -> dict[str, Any]:
+    """A score's answer, record and read_from, and its `itemised` None until
+    an answer is graded."""
+    return {"answer": answer, "record": record, "read_from": read_from} | {
+        "itemised": None,
+        **more,
+    }
+
+
+def _value_score(
+    record: dict[str, Any], read_from: dict[str, str], **more: Any
+) -> Score:
     """The score of a record that holds its answer as a value, read or recorded."""
     answer = shown(record["answer"]) if "answer" in record else ""
-    where: dict[str, Any] = {"answer": answer, "record": record, "read_from": read_from}
+    where = _where(answer, record, read_from, **more)
     try:
         result = grade_extraction(record)
     except InvalidRecord as invalid:
         return invalid_score(invalid, **where)
-    why = explain_extraction(record["source"], record["answer"], result)
+    source, ids = record["source"], record["answer"]
+    why = explain_extraction(source, ids, result)
     if "error" not in result:
         value = {"membership": result["membership"], "order": result["order"]}
+        where["itemised"] = itemise(source, ids)
         return graded(value, explanation=why, result=result, **where)
-    if has_duplicates(record["source"]):
+    if has_duplicates(source):
         return _duplicate_source(why, result, where)
     error = error_info("duplicate-answer-id", "answer", "answer", why)
     return graded(
@@ -137,17 +137,6 @@ def _duplicate_source(why: str, result: Any, where: dict[str, Any]) -> Score:
     return data_error(error, explanation=why, result=result, **where)
 
 
-def _itemised(score: Score) -> Score:
-    """`score` with its `itemised`, None where the rules refused to grade."""
-    assert score.metadata is not None
-    result, record = score.metadata["result"], score.metadata["record"]
-    graded = isinstance(result, dict) and "membership" in result
-    score.metadata["itemised"] = (
-        itemise(record["source"], record["answer"]) if graded else None
-    )
-    return score
-
-
 def source_from_target(target: Target) -> Any:
     """The source IDs written as a JSON array in the target text; a list target
     is refused, as Inspect reads it as alternative answers."""
@@ -169,17 +158,7 @@ def source_from_target(target: Target) -> Any:
         ) from error
 
 
-@scorer(
-    # `criteria_shares` fills the entry Inspect gives the plain reduced
-    # metrics, which would otherwise be logged empty and take the headline.
-    metrics=[
-        criteria_shares(),
-        {"membership": [accuracy(), stderr()], "order": [accuracy(), stderr()]},
-        answer_failures(),
-        scored_runs(),
-    ],
-    name="ordered_extraction",
-)
+@scorer(metrics=EXTRACTION_METRICS, name="ordered_extraction")
 def ordered_extraction_scorer(
     source_key: str | None = "source",
     answer_key: str | None = None,
@@ -203,12 +182,9 @@ def ordered_extraction_scorer(
             output, read as a live output is; a run with both is invalid.
     """
     refuse_unknown_arguments("ordered_extraction", ordered_extraction_scorer, unknown)
-    for argument, key in (
-        ("source_key", source_key),
-        ("answer_key", answer_key),
-        ("structured_key", structured_key),
-        ("output_key", output_key),
-    ):
+    keys = dict(source_key=source_key, answer_key=answer_key)
+    keys |= dict(structured_key=structured_key, output_key=output_key)
+    for argument, key in keys.items():
         check_key(argument, key, optional=True)
     if structured_key is not None and answer_key is not None:
         raise ScorerArgumentError(
@@ -223,24 +199,19 @@ def ordered_extraction_scorer(
         )
     unread = "A run without it is not graded: invalid-input."
     watch = KeyWatch("ordered_extraction", lambda role: unread)
-
-    def sources(key: str | None) -> dict[str, str]:
-        source = metadata_source(source_key) if source_key is not None else "target"
-        return {
-            "source": source,
-            "answer": metadata_source(key) if key is not None else "output",
-        }
+    read_from = {
+        "source": "target" if source_key is None else metadata_source(source_key),
+        "answer": "output" if answer_key is None else metadata_source(answer_key),
+    }
 
     async def score(state: TaskState, target: Target) -> Score:
-        read_from, record = sources(answer_key), {}
+        record: dict[str, Any] = {}
         if source_key is None:
             try:
                 record["source"] = source_from_target(target)
             except InvalidRecord as invalid:
-                answer = state.output.completion
-                where: dict[str, Any] = {"answer": answer, "record": record}
-                where["read_from"] = read_from
-                return _itemised(invalid_score(invalid, **where))
+                where = _where(state.output.completion, record, dict(read_from))
+                return invalid_score(invalid, **where)
         else:
             watch.read_key(state, record, "source", source_key)
         if answer_key is None:
@@ -248,7 +219,7 @@ def ordered_extraction_scorer(
             read = partial(
                 extraction_score,
                 record,
-                read_from,
+                dict(read_from),
                 answer_text=text,
                 structured_key=structured_key,
             )
@@ -256,20 +227,17 @@ def ordered_extraction_scorer(
         if output_key is not None and output_key in state.metadata:
             watch.note("answer", True, str)
             output = state.metadata[output_key]
+            output_from = {**read_from, "answer": metadata_source(output_key)}
             answer_too = answer_key in state.metadata
             read = partial(
-                recorded_output_score,
-                record,
-                sources(output_key),
-                output,
-                answer_too=answer_too,
+                recorded_output_score, record, output_from, output, answer_too
             )
             return await _off_the_loop_if_long(read, output)
         watch.read_key(state, record, "answer", answer_key)
-        return extraction_score(record, read_from)
+        return extraction_score(record, dict(read_from))
 
     absent = ("itemised", "read_as") if answer_key is None else ("itemised",)
-    return record_scorer(score, read_from=sources(answer_key), absent=absent)
+    return record_scorer(score, read_from=read_from, absent=absent)
 
 
 async def _off_the_loop_if_long(read: partial[Score], text: object) -> Score:

@@ -1,6 +1,6 @@
-"""Labels from a grader: any Inspect scorer's verdict, read one documented way.
-
-Only docs/scores.md's grader table makes a label, stricter than `value_to_float`."""
+"""Where a stage run's label comes from: metadata, a staff labels file, a grader
+(any Inspect scorer, its verdict read only as docs/scores.md's table says) or an
+earlier scorer's score."""
 
 from __future__ import annotations
 
@@ -8,11 +8,15 @@ import inspect
 import math
 from typing import Any, cast
 
-from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer
+from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target
+from inspect_ai.solver import TaskState
 from inspect_ai.util import registry_create, registry_info
 
 from ..core.errors import quote
+from ..labels import StaffLabels
 from .arguments import ArgumentError
+from .key_warnings import KeyWatch, listed_keys
+from .outcome import metadata_source
 
 
 class LabelScorerError(ArgumentError):
@@ -31,7 +35,61 @@ def label_from_value(value: Any) -> bool | None:
     return None
 
 
-def resolve_label_scorer(grader: Any) -> Scorer:
+class LabelSource:
+    """The one label source a stage scorer was given, checked when built."""
+
+    def __init__(
+        self, correct_key: str, labels: Any, label_scorer: Any, label_from: Any
+    ) -> None:
+        _one_label_source(labels, label_scorer, label_from)
+        self.key, self.label_from = correct_key, label_from
+        self.staff = StaffLabels.read(labels) if labels is not None else None
+        self.grader = None if label_scorer is None else _grader(label_scorer)
+        self.name: str | None = label_from
+        self.read_from = metadata_source(correct_key)
+        if self.grader is not None:
+            self.name = registry_info(self.grader).name.removeprefix("inspect_ai/")
+            self.read_from = f"scorer {self.name}"
+        elif label_from is not None:
+            self.read_from = f"score {label_from}"
+        elif self.staff is not None:
+            self.read_from = f"labels file {self.staff.path}"
+
+    async def read(
+        self, state: TaskState, target: Target, record: dict[str, Any], watch: KeyWatch
+    ) -> tuple[str | None, dict[str, Any] | None]:
+        """Put the run's label in `record`; return why there is none (if a grader
+        or score was to give it) and the stage score's `grader` metadata."""
+        given: Score | None = None
+        if self.staff is not None:
+            found = self.staff.label_for(state.sample_id, state.epoch)
+            watch.note("labels", found is not None, lambda: _unlabelled(state, self))
+            if found is not None:
+                record["correct"] = found
+        elif self.grader is not None:
+            given = await self.grader(state, target)
+        elif self.label_from is not None:
+            given = (state.scores or {}).get(self.label_from)
+            absent = lambda: _no_given_score(state, self.label_from)  # noqa: E731
+            watch.note("label_from", given is not None, absent)
+        else:
+            watch.read_key(state, record, "correct", self.key)
+        if given is not None and label_from_value(given.value) is not None:
+            record["correct"] = label_from_value(given.value)
+        if self.name is None:
+            return None, None
+        no_label = None
+        if "correct" not in record:
+            no_label = _why_no_label(self.grader is None, self.name, given)
+        fields = ("value", "answer", "explanation", "reason", "metadata")
+        grader = {"name": self.name} | {
+            field: None if given is None else getattr(given, field, None)
+            for field in fields
+        }
+        return no_label, grader
+
+
+def _grader(grader: Any) -> Scorer:
     """The grader, from a scorer or its registry name (made with no arguments);
     only a registered scorer, since the log records it by name."""
     if isinstance(grader, str):
@@ -78,21 +136,44 @@ def resolve_label_scorer(grader: Any) -> Scorer:
     return cast(Scorer, grader)
 
 
-def grader_name(grader: Scorer) -> str:
-    """The registry name Inspect logs: `match`, not `inspect_ai/match`."""
-    return registry_info(grader).name.removeprefix("inspect_ai/")
+def _one_label_source(labels: Any, label_scorer: Any, label_from: Any) -> None:
+    """Refuse more than one label source, and a `label_from` that names no score."""
+    given = [
+        f"{argument}={shown}"
+        for argument, value, shown in (
+            ("labels", labels, quote(labels)),
+            ("label_scorer", label_scorer, _shown_grader(label_scorer)),
+            ("label_from", label_from, quote(label_from)),
+        )
+        if value is not None
+    ]
+    if len(given) > 1:
+        raise LabelScorerError(
+            f"{' and '.join(given)} were given, but a run's label has one "
+            "source: a staff labels file (labels), a grader (label_scorer) or an "
+            "earlier scorer's score (label_from); give one"
+        )
+    if label_from is not None and not (
+        isinstance(label_from, str) and label_from.strip()
+    ):
+        raise LabelScorerError(
+            f"label_from must name a score an earlier scorer gives, such as "
+            f'"model_graded_qa", got {quote(label_from)}'
+        )
 
 
-def grader_metadata(name: str, score: Score | None) -> dict[str, Any]:
-    """The stage score's `metadata["grader"]`: the grader's own score."""
-    fields = ("value", "answer", "explanation", "reason", "metadata")
-    return {"name": name} | {
-        field: None if score is None else getattr(score, field, None)
-        for field in fields
-    }
+def _shown_grader(grader: Any) -> str:
+    """A grader as it was written: `"match"`, `match()`, `match`."""
+    if isinstance(grader, str):
+        return quote(grader)
+    try:
+        name = registry_info(grader).name.removeprefix("inspect_ai/")
+    except ValueError:  # not registered
+        return str(getattr(grader, "__name__", type(grader).__name__))
+    return f"{name}()" if inspect.iscoroutinefunction(grader) else name
 
 
-def why_no_label(from_score: bool, name: str, score: Score | None) -> str:
+def _why_no_label(from_score: bool, name: str, score: Score | None) -> str:
     """Why a run has no label, quoting what the grader (or given score) gave."""
     if score is None and from_score:
         return (
@@ -110,4 +191,27 @@ def why_no_label(from_score: bool, name: str, score: Score | None) -> str:
         f"The {'score' if from_score else 'grader'} {name} {what}, which is not a "
         'label (only CORRECT "C", true or 1 and INCORRECT "I", false or 0 are), '
         "so the answer cannot be called correct or incorrect."
+    )
+
+
+def _unlabelled(state: TaskState, source: LabelSource) -> str:
+    assert source.staff is not None
+    return (
+        f"stage_diagnosis: labels file {source.staff.path} has no label for sample "
+        f"{quote(state.sample_id)} epoch {state.epoch}, nor for any run scored "
+        f"before it. It labels ids {listed_keys(source.staff.ids())}. A run without "
+        "a label is answer-label. If the file matches no sample, check its ids: "
+        'they match sample ids exactly, type included ("1" is not 1).'
+    )
+
+
+def _no_given_score(state: TaskState, name: str) -> str:
+    return (
+        f"stage_diagnosis: sample {quote(state.sample_id)} has no score "
+        f"{quote(name)} (label_from={quote(name)}), and no run scored before it "
+        f"had one. Its scores: {listed_keys(state.scores or {})}. A run without "
+        "it has no label: answer-label. The score must come from a scorer listed "
+        "before stage_diagnosis, or from the log under inspect score --action "
+        "append (--action overwrite scores without the log's scores). If no "
+        "sample has it, check label_from."
     )

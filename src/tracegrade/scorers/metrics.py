@@ -17,8 +17,10 @@ from inspect_ai.scorer import (
     MetricProtocol,
     SampleScore,
     Value,
+    accuracy,
     frequency,
     metric,
+    stderr,
     value_to_float,
 )
 
@@ -34,14 +36,14 @@ from ..schema import (
 
 _T = TypeVar("_T")
 
+# The stage metrics' order: Inspect's headline is the first, the pass share.
 SHOWN_STAGES = ("pass", "retrieval", "generation", "unresolved")
-"""The stage metrics' order: Inspect's headline is the first, the pass share."""
 
+# Short column labels for Inspect's results table; the kinds are the `reason`s.
 FAILURE_LABELS = {
     "duplicate-answer-id": "duplicate-id",
     "unreadable-answer": "unreadable",
 }
-"""Short column labels for Inspect's results table; the kinds are the `reason`s."""
 
 COUNT_METRICS = frozenset({"lucky_answers", "answer_failures", "scored_runs"})
 
@@ -227,3 +229,23 @@ def is_count(eval_metric: EvalMetric) -> bool:
     """Whether a logged metric is one of the counts, shown as an integer."""
     name = eval_metric.group or eval_metric.name
     return name.rsplit("/", 1)[-1] in COUNT_METRICS
+
+
+STAGE_METRICS = [
+    stage_shares(),
+    stage_modes(),
+    lucky_answers(),
+    context_recall(),
+    context_precision(),
+    step_recall(),
+    scored_runs(),
+]
+
+# `criteria_shares` fills the entry Inspect gives the plain reduced metrics,
+# which would otherwise be logged empty and take the headline.
+EXTRACTION_METRICS = [
+    criteria_shares(),
+    {"membership": [accuracy(), stderr()], "order": [accuracy(), stderr()]},
+    answer_failures(),
+    scored_runs(),
+]

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Awaitable, Callable
 from typing import Any, TypedDict
 
-from inspect_ai.scorer import Score, Value
+from inspect_ai.event import ErrorEvent
+from inspect_ai.log import TranscriptHistoryUnavailableError, transcript
+from inspect_ai.scorer import Score, Scorer, Target, Value
+from inspect_ai.solver import TaskState
 
 from ..core import InvalidRecord, canonical_json
 from ..core.errors import quote
@@ -53,6 +57,14 @@ def shown(value: Any) -> str:
         return quote(value)
 
 
+def _is_json(value: Any) -> bool:
+    try:
+        canonical_json(value)
+    except (TypeError, ValueError, RecursionError):
+        return False
+    return True
+
+
 def metadata_source(key: str) -> str:
     return f"metadata[{json.dumps(key)}]"
 
@@ -66,13 +78,21 @@ def graded(
     record: dict[str, Any],
     read_from: dict[str, str],
     error: ErrorInfo | None = None,
+    **more: Any,
 ) -> Score:
     """A stage, a grade or an answer failure; a None `value` is unscored, its
     record's values that are no JSON kept as quotes so the log serialises."""
     if value is None:
         record = {k: v if _is_json(v) else quote(v) for k, v in record.items()}
     metadata = {"result": result, "record": record, "read_from": read_from}
-    return _score(value, error, answer, explanation, {**metadata, "error": error})
+    metadata |= {"error": error, **more}
+    fields: dict[str, Any] = {"answer": answer, "explanation": explanation}
+    fields["metadata"] = metadata
+    if _SCORES_HAVE_REASON:
+        fields["reason"] = error and error["kind"]
+    if value is None:
+        return Score.unscored(**fields)
+    return Score(value=value, **fields)
 
 
 def data_error(error: ErrorInfo, **where: Any) -> Score:
@@ -89,55 +109,45 @@ def invalid_score(invalid: InvalidRecord, **where: Any) -> Score:
     return data_error(error, explanation=why, result=None, **where)
 
 
-def _score(
-    value: Value | None,
-    error: ErrorInfo | None,
-    answer: str | None,
-    explanation: str,
-    metadata: dict[str, Any],
-) -> Score:
-    reason: dict[str, Any] = {}
-    if _SCORES_HAVE_REASON:
-        reason["reason"] = error and error["kind"]
-    if value is None:
-        return Score.unscored(
-            answer=answer, explanation=explanation, metadata=metadata, **reason
-        )
-    return Score(
-        value=value, answer=answer, explanation=explanation, metadata=metadata, **reason
-    )
-
-
-def _is_json(value: Any) -> bool:
-    try:
-        canonical_json(value)
-    except (TypeError, ValueError, RecursionError):
-        return False
-    return True
-
-
-def run_error(
-    message: str,
+def record_scorer(
+    score_run: Callable[[TaskState, Target], Awaitable[Score]],
     *,
-    answer: str | None,
     read_from: dict[str, str],
-    absent: tuple[str, ...] = (),
-) -> Score:
-    """A run that failed before an answer existed: nothing is read or graded;
-    `absent` names the scorer's own metadata keys, None here."""
-    cut = message if len(message) <= _SHOWN_ERROR else message[:_SHOWN_ERROR] + "..."
-    error = error_info("sample-error", "run", None, message)
-    return _score(
-        None,
-        error,
-        answer or None,
-        f"The run failed before an answer existed ({cut}), so there is nothing "
-        "to grade; inspect eval-retry runs it again.",
-        {
-            "result": None,
-            "record": {},
-            "read_from": read_from,
-            "error": error,
+    absent: tuple[str, ...],
+) -> Scorer:
+    """A scorer that gives a run that failed before answering `sample-error`
+    (an empty output is no answer; nothing is read or graded, and `absent`, the
+    scorer's own metadata keys, are None) and every other run to `score_run`."""
+
+    async def score(state: TaskState, target: Target) -> Score:
+        failure = _sample_error()
+        if failure is None:
+            return await score_run(state, target)
+        cut = failure[:_SHOWN_ERROR] + ("..." if len(failure) > _SHOWN_ERROR else "")
+        return data_error(
+            error_info("sample-error", "run", None, failure),
+            answer=state.output.completion or None,
+            explanation=f"The run failed before an answer existed ({cut}), so "
+            "there is nothing to grade; inspect eval-retry runs it again.",
+            result=None,
+            record={},
+            read_from=read_from,
             **dict.fromkeys(absent),
-        },
-    )
+        )
+
+    return score
+
+
+def _sample_error() -> str | None:
+    """The sample's error message, or None: Inspect logs it as an `ErrorEvent`
+    in the transcript before scoring, and `inspect score` rebuilds it."""
+    history = transcript().history
+    try:
+        if hasattr(history, "find_last"):
+            event = history.find_last(lambda event: isinstance(event, ErrorEvent))
+        else:  # Inspect before 0.3.279: the events from the last error on.
+            since = history.events_since_last(ErrorEvent)
+            event = since[0] if since else None
+    except TranscriptHistoryUnavailableError:
+        return None  # a bounded transcript: no error among its recent events
+    return event.error.message if isinstance(event, ErrorEvent) else None

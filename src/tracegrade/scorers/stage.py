@@ -2,63 +2,42 @@
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, NoReturn
 
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
-from inspect_ai.util import registry_info
 
 from ..core import InvalidRecord, diagnose_stage
 from ..core.errors import quote
 from ..core.recall import stage_precision, stage_recall
 from ..core.steps import lost_documents, read_steps, step_recalls
-from ..labels import StaffLabels
 from .arguments import (
     ScorerArgumentError,
     check_key,
     refuse_unknown_arguments,
     tool_names,
 )
-from .common import record_scorer
 from .explain import explain_lost, explain_stage, explain_unrecorded_context
-from .grader import (
-    LabelScorerError,
-    grader_metadata,
-    grader_name,
-    label_from_value,
-    resolve_label_scorer,
-    why_no_label,
-)
+from .grader import LabelSource
 from .key_warnings import KeyWatch, listed_keys
-from .metrics import (
-    context_precision,
-    context_recall,
-    lucky_answers,
-    scored_runs,
-    stage_modes,
-    stage_shares,
-    step_recall,
-)
+from .metrics import STAGE_METRICS
 from .outcome import (
     error_info,
     graded,
     invalid_score,
     metadata_source,
+    record_scorer,
     shown,
 )
 from .store import context_store_key, steps_store_key
 from .transcript import ToolContext, read_tool_context
 
-STAGE_METRICS = [
-    stage_shares(),
-    stage_modes(),
-    lucky_answers(),
-    context_recall(),
-    context_precision(),
-    step_recall(),
-    scored_runs(),
-]
+_WITHOUT = {
+    "required": "A run without it has nothing to diagnose: unresolved.",
+    "context": "A run without it is not graded: invalid-input.",
+    "correct": "A run without it has no label: answer-label.",
+    "steps": "A run without it is diagnosed without steps: no lost.",
+}
 
 
 def diagnosis_score(
@@ -76,7 +55,7 @@ def diagnosis_score(
     says why a grader gave no label; `calls` are the tool calls read."""
     answer = output or (shown(record["context"]) if "context" in record else None)
     shares = {"recall": stage_recall(record), "precision": stage_precision(record)}
-    where: dict[str, Any] = {"answer": answer, "record": record}
+    where: dict[str, Any] = {"answer": answer, "record": record, **shares}
     where["read_from"] = read_from
     try:
         if calls is not None and calls.problem is not None:
@@ -88,13 +67,14 @@ def diagnosis_score(
         if invalid.field == "context" and not context_recorded:
             null = "context" in record and record["context"] is None
             score.explanation = explain_unrecorded_context(recorded_null=null)
-        assert score.metadata is not None
-        score.metadata.update(shares)
         return score
     missing = result.get("missing")  # absent exactly on `unresolved`
     lost = None
     if steps is not None and isinstance(missing, list):
         lost = lost_documents(missing, steps)
+        where["lost"] = lost
+    if steps is not None and shares["recall"] is not None:
+        where["step_recall"] = step_recalls(record["required"], steps)
     if "error" in result and no_label is not None:
         why = no_label
     else:
@@ -104,18 +84,10 @@ def diagnosis_score(
     elif lost and steps is not None:
         why += " " + explain_lost(lost, steps, record["context"])
     why += calls.note() if calls is not None else ""
-    error = None
     if "error" in result:
         error = error_info("answer-label", "data", "correct", why)
-    stage = None if "error" in result else result["stage"]
-    score = graded(stage, explanation=why, result=result, error=error, **where)
-    assert score.metadata is not None
-    score.metadata.update(shares)
-    if lost is not None:
-        score.metadata["lost"] = lost
-    if steps is not None and shares["recall"] is not None:
-        score.metadata["step_recall"] = step_recalls(record["required"], steps)
-    return score
+        return graded(None, explanation=why, result=result, error=error, **where)
+    return graded(result["stage"], explanation=why, result=result, **where)
 
 
 @scorer(metrics=STAGE_METRICS, name="stage_diagnosis")
@@ -164,10 +136,7 @@ def stage_diagnosis_scorer(
             "from the tool calls; context_key and steps_key read them from "
             "metadata: give one source"
         )
-    _one_label_source(labels, label_scorer, label_from)
-    staff = StaffLabels.read(labels) if labels is not None else None
-    grader = resolve_label_scorer(label_scorer) if label_scorer is not None else None
-    name = grader_name(grader) if grader is not None else label_from
+    label = LabelSource(correct_key, labels, label_scorer, label_from)
     watch = KeyWatch("stage_diagnosis", _WITHOUT.__getitem__)
 
     def source(key: str | None, via: str, store_key: str) -> str:
@@ -175,22 +144,14 @@ def stage_diagnosis_scorer(
             return metadata_source(key)
         return f"{via} {', '.join(tools)}" if tools else f"store {store_key}"
 
-    if name is not None:
-        correct_from = f"{'scorer' if grader else 'score'} {name}"
-    elif staff is not None:
-        correct_from = f"labels file {staff.path}"
-    else:
-        correct_from = metadata_source(correct_key)
     read_from = {
         "required": metadata_source(required_key),
         "context": source(context_key, "tool results", context_store_key()),
-        "correct": correct_from,
+        "correct": label.read_from,
     }
     steps_from = source(steps_key, "tool calls", steps_store_key())
 
-    def read(state: TaskState) -> tuple[dict[str, Any], bool, ToolContext | None]:
-        """The record but for its label, whether its context was recorded,
-        and the tool calls read."""
+    async def score(state: TaskState, target: Target) -> Score:
         record: dict[str, Any] = {}
         watch.read_key(state, record, "required", required_key)
         calls, recorded = None, True
@@ -209,92 +170,24 @@ def stage_diagnosis_scorer(
             watch.read_key(state, record, "steps", steps_key)
         elif tools is None and state.store.get(steps_store_key()) is not None:
             record["steps"] = state.store.get(steps_store_key())
-        return record, recorded, calls
-
-    async def score(state: TaskState, target: Target) -> Score:
-        record, recorded, calls = read(state)
-        given: Score | None = None  # a grader's, or an earlier scorer's, score
-        if staff is not None:
-            found = staff.label_for(state.sample_id, state.epoch)
-            unlabelled = lambda: _unlabelled_warning(state, staff)  # noqa: E731
-            watch.note("labels", found is not None, unlabelled)
-            if found is not None:
-                record["correct"] = found
-        elif grader is not None:
-            given = await grader(state, target)
-        elif label_from is not None:
-            given = (state.scores or {}).get(label_from)
-            absent = lambda: _no_given_score_warning(state, label_from)  # noqa: E731
-            watch.note("label_from", given is not None, absent)
-        else:
-            watch.read_key(state, record, "correct", correct_key)
-        if given is not None and label_from_value(given.value) is not None:
-            record["correct"] = label_from_value(given.value)
-        no_label = None
-        if name is not None and "correct" not in record:
-            no_label = why_no_label(grader is None, name, given)
-        run_from = (
-            {**read_from, "steps": steps_from} if "steps" in record else read_from
-        )
+        no_label, grader = await label.read(state, target, record, watch)
+        run_from = dict(read_from)
+        if "steps" in record:
+            run_from["steps"] = steps_from
         result = diagnosis_score(
             record,
-            dict(run_from),
+            run_from,
             context_recorded=recorded,
             output=state.output.completion,
             no_label=no_label,
             calls=calls,
         )
-        if name is not None:
+        if grader is not None:
             assert result.metadata is not None
-            result.metadata["grader"] = grader_metadata(name, given)
+            result.metadata["grader"] = grader
         return result
 
     return record_scorer(score, read_from=read_from, absent=("recall", "precision"))
-
-
-def _one_label_source(labels: Any, label_scorer: Any, label_from: Any) -> None:
-    """Refuse more than one label source, and a `label_from` that names no score."""
-    given = [
-        f"{argument}={shown}"
-        for argument, value, shown in (
-            ("labels", labels, quote(labels)),
-            ("label_scorer", label_scorer, _shown_grader(label_scorer)),
-            ("label_from", label_from, quote(label_from)),
-        )
-        if value is not None
-    ]
-    if len(given) > 1:
-        raise LabelScorerError(
-            f"{' and '.join(given)} were given, but a run's label has one "
-            "source: a staff labels file (labels), a grader (label_scorer) or an "
-            "earlier scorer's score (label_from); give one"
-        )
-    if label_from is not None and not (
-        isinstance(label_from, str) and label_from.strip()
-    ):
-        raise LabelScorerError(
-            f"label_from must name a score an earlier scorer gives, such as "
-            f'"model_graded_qa", got {quote(label_from)}'
-        )
-
-
-def _shown_grader(grader: Any) -> str:
-    """A grader as it was written: `"match"`, `match()`, `match`."""
-    if isinstance(grader, str):
-        return quote(grader)
-    try:
-        name = registry_info(grader).name.removeprefix("inspect_ai/")
-    except ValueError:  # not registered
-        return str(getattr(grader, "__name__", type(grader).__name__))
-    return f"{name}()" if inspect.iscoroutinefunction(grader) else name
-
-
-_WITHOUT = {
-    "required": "A run without it has nothing to diagnose: unresolved.",
-    "context": "A run without it is not graded: invalid-input.",
-    "correct": "A run without it has no label: answer-label.",
-    "steps": "A run without it is diagnosed without steps: no lost.",
-}
 
 
 def _unrecorded_warning(state: TaskState) -> str:
@@ -305,26 +198,4 @@ def _unrecorded_warning(state: TaskState) -> str:
         "it is not graded: invalid-input. If no run records it, the solver must "
         "set state.store_as(RetrievalTrace).context to the IDs it supplied, or "
         "pass context_key= to read them from metadata."
-    )
-
-
-def _unlabelled_warning(state: TaskState, labels: StaffLabels) -> str:
-    return (
-        f"stage_diagnosis: labels file {labels.path} has no label for sample "
-        f"{quote(state.sample_id)} epoch {state.epoch}, nor for any run scored "
-        f"before it. It labels ids {listed_keys(labels.ids())}. A run without a "
-        "label is answer-label. If the file matches no sample, check its ids: "
-        'they match sample ids exactly, type included ("1" is not 1).'
-    )
-
-
-def _no_given_score_warning(state: TaskState, name: str) -> str:
-    return (
-        f"stage_diagnosis: sample {quote(state.sample_id)} has no score "
-        f"{quote(name)} (label_from={quote(name)}), and no run scored before it "
-        f"had one. Its scores: {listed_keys(state.scores or {})}. A run without "
-        "it has no label: answer-label. The score must come from a scorer listed "
-        "before stage_diagnosis, or from the log under inspect score --action "
-        "append (--action overwrite scores without the log's scores). If no "
-        "sample has it, check label_from."
     )

@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any, NamedTuple
+from dataclasses import dataclass, field
+from typing import Any
 
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageTool
 
@@ -34,43 +34,34 @@ class ToolResultError(InvalidRecord):
         super().__init__("context", content, f"cannot be read from {call}: {why}")
 
 
-class ToolCall(NamedTuple):
-    """One call: its step, the IDs that reached the model `whole`, those
-    `shown` at all, and what the explanation says of it."""
-
-    step: str
-    whole: list[str]
-    shown: list[str]
-    note: str | None = None
-
-
-@dataclass(frozen=True)
+@dataclass
 class ToolContext:
-    """A sample's calls of the named tools, or the first call that cannot be read."""
+    """A sample's calls of the named tools: the context and steps they give, what
+    the explanation adds of each, or the first call that cannot be read."""
 
     tools: tuple[str, ...]
-    calls: list[ToolCall]
+    context: list[str] = field(default_factory=list)
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
     problem: ToolResultError | None = None
 
     def record(self) -> dict[str, Any]:
         """The record's `context` and, when there were calls, its `steps`."""
         if self.problem is not None:
             return {}
-        steps = [{"name": call.step, "ids": call.shown} for call in self.calls]
-        context = [item for call in self.calls for item in call.whole]
-        return {"context": context, "steps": steps} if steps else {"context": context}
+        steps = {"steps": self.steps} if self.steps else {}
+        return {"context": self.context, **steps}
 
     def note(self) -> str:
-        """What the explanation adds: no calls, failed calls, truncations."""
-        if not self.calls:
+        if not self.steps:
             return f" The model made no call to {' or '.join(self.tools)}."
-        return "".join(f" {call.note}" for call in self.calls if call.note)
+        return "".join(f" {note}" for note in self.notes)
 
     def explain_lost(self, lost: Sequence[LostDocument]) -> str:
         """Of each missing ID: no call returned it, or which showed it cut."""
         shown_by = {}  # the last call that showed each ID, as `lost` has it
-        for call in self.calls:
-            shown_by.update(dict.fromkeys(call.shown, call.step))
+        for step in self.steps:
+            shown_by.update(dict.fromkeys(step["ids"], step["name"]))
         never = [document["id"] for document in lost if document["id"] not in shown_by]
         sentences = [f"No call returned {list_ids(never)}."] if never else []
         sentences += [
@@ -93,7 +84,7 @@ def read_tool_context(
         for call in message.tool_calls or ()
     }
     counts: Counter[str] = Counter()
-    calls: list[ToolCall] = []
+    found = ToolContext(tools)
     for message in messages:
         if not isinstance(message, ChatMessageTool):
             continue
@@ -101,22 +92,28 @@ def read_tool_context(
         if function is None or function not in tools:
             continue
         counts[function] += 1
+        step = f"{function}#{counts[function]}"
         try:
-            calls.append(_read_call(message, function, counts[function], id_key))
+            whole, shown, note = _read_call(message, function, counts[function], id_key)
         except ToolResultError as problem:
-            return ToolContext(tools, calls, problem)
-    return ToolContext(tools, calls)
+            found.problem = problem
+            return found
+        found.context += whole
+        found.steps.append({"name": step, "ids": shown})
+        if note:
+            found.notes.append(note)
+    return found
 
 
 def _read_call(
     message: ChatMessageTool, function: str, number: int, id_key: str
-) -> ToolCall:
+) -> tuple[list[str], list[str], str | None]:
+    """The IDs that reached the model whole, those shown at all, and what the
+    explanation says of the call."""
     step = f"{function}#{number}"
     if message.error is not None:
         failed = f"{message.error.type}: {message.error.message}"
-        return ToolCall(
-            step, [], [], f"{step} failed ({failed}) and returned nothing to the model."
-        )
+        return [], [], f"{step} failed ({failed}) and returned nothing to the model."
     call = (
         f"tool call {step} (id {quote(message.tool_call_id)}, call {number} "
         f"to {function})"
@@ -135,7 +132,7 @@ def _read_call(
     except json.JSONDecodeError as error:
         raise ToolResultError(call, content, f"it is not JSON ({error})") from None
     ids = _ids(_documents(value, call), id_key, call)
-    return ToolCall(step, ids, ids)
+    return ids, ids, None
 
 
 def _documents(value: Any, call: str) -> list[Any]:
@@ -179,16 +176,26 @@ def _ids(entries: list[Any], id_key: str, call: str) -> list[str]:
     return [entry[id_key] for entry in entries]
 
 
-def _read_truncated(body: str, step: str, call: str, id_key: str) -> ToolCall:
+def _read_truncated(
+    body: str, step: str, call: str, id_key: str
+) -> tuple[list[str], list[str], str]:
     """The entries of a truncated result that survived whole: every possible cut
     must agree, or the call is refused (docs/agents.md)."""
+    wrapped = body.lstrip(_WHITESPACE)[:1] == "{"
     readings, problems = [], []
     try:
         for cut in _possible_cuts(body):
             try:
-                readings.append(_read_at(body, cut, call, id_key))
+                head, cut_entry, is_open = _read_head(body[:cut], call, id_key)
+                tail = _read_tail(body[cut:], wrapped=wrapped) if is_open else []
+                whole_head = _ids(head, id_key, call)
+                whole_tail = _ids(tail, id_key, call)
             except ToolResultError as problem:
                 problems.append(problem)
+                continue
+            cut_partway = [cut_entry] if cut_entry is not None else []
+            shown = whole_head + cut_partway + whole_tail
+            readings.append((whole_head + whole_tail, shown))
         if not readings:
             raise problems[0]
         if len({json.dumps(whole) for whole, _shown in readings}) != 1:
@@ -211,20 +218,7 @@ def _read_truncated(body: str, step: str, call: str, id_key: str) -> ToolCall:
         note += f" ({list_ids(whole)})"
     if partial:
         note += f"; {list_ids(partial)} was cut partway and does not count"
-    return ToolCall(step, whole, shown_ids, note + ".")
-
-
-def _read_at(
-    body: str, cut: int, call: str, id_key: str
-) -> tuple[list[str], list[str]]:
-    """The IDs of the entries whole, and of those shown, were `cut` Inspect's cut."""
-    head, shown, is_open = _read_head(body[:cut], call, id_key)
-    wrapped = body.lstrip(_WHITESPACE)[:1] == "{"
-    tail = _read_tail(body[cut:], wrapped=wrapped) if is_open else []
-    whole_head = _ids(head, id_key, call)
-    whole_tail = _ids(tail, id_key, call)
-    partial = [shown] if shown is not None else []
-    return whole_head + whole_tail, whole_head + partial + whole_tail
+    return whole, shown_ids, note + "."
 
 
 def _possible_cuts(body: str) -> list[int]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from inspect_ai import Epochs, Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -17,8 +17,7 @@ from inspect_ai.util import JSONSchema
 from ..core import canonical_json
 from ..datasets import SourceDocument, packaged_fixture, read_source_documents
 from ..scorers import ordered_extraction_scorer
-from ..scorers.arguments import TaskArgumentError, refuse_unknown_arguments
-from .recorded import said_in_any_display
+from ..scorers.arguments import checked_task
 
 # What to extract, the two ways models most often spoil an ordered list
 # (sorting it, repeating an item), and an `ANSWER:` line the scorer reads.
@@ -134,17 +133,14 @@ def ordered_extraction(
         structured: Ask for structured output (`RESPONSE_SCHEMA`); false
             leaves the model's reply free, for comparing the two.
     """
-    with said_in_any_display():
-        refuse_unknown_arguments(
-            "tracegrade/ordered_extraction",
-            ordered_extraction,
-            kwargs,
-            TaskArgumentError,
-        )
+    name = "tracegrade/ordered_extraction"
+    with checked_task(name, ordered_extraction, kwargs):
         template = prompt_template(prompt)
-        documents = "extraction_documents.jsonl"
-        source = dataset if dataset is not None else packaged_fixture(documents)
+        source: Any = dataset
+        if dataset is None:
+            source = packaged_fixture("extraction_documents.jsonl")
         samples = [_sample(doc, template) for doc in read_source_documents(source)]
+        schema = RESPONSE_SCHEMA if structured else None
         return Task(
             dataset=MemoryDataset(
                 samples, name="extraction_documents", location=str(source)
@@ -153,8 +149,6 @@ def ordered_extraction(
             scorer=ordered_extraction_scorer(
                 structured_key=STRUCTURED_KEY if structured else None
             ),
-            config=GenerateConfig(
-                response_schema=RESPONSE_SCHEMA if structured else None
-            ),
+            config=GenerateConfig(response_schema=schema),
             epochs=Epochs(1, "mean"),
         )

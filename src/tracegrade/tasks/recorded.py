@@ -5,17 +5,11 @@ edge cases (the fixtures `nox -s parity` checks), `-T dataset=PATH` your own."""
 
 from __future__ import annotations
 
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-from importlib.resources.abc import Traversable
 from typing import Any, NoReturn
 
 from inspect_ai import Task, task
 from inspect_ai.scorer import Score
-from inspect_ai.util import display_type
 
-from .._inspect_internals import PrerequisiteError
 from ..datasets import (
     ordered_extraction_dataset,
     packaged_fixture,
@@ -27,7 +21,7 @@ from ..scorers import (
     ordered_extraction_scorer,
     stage_diagnosis_scorer,
 )
-from ..scorers.arguments import TaskArgumentError, refuse_unknown_arguments
+from ..scorers.arguments import checked_task
 from ..scorers.extraction import recorded_output_score
 from ..scorers.outcome import metadata_source
 from ..scorers.store import context_store_key, steps_store_key
@@ -35,42 +29,29 @@ from .replay import replay, replayed_output
 
 EDGE_CASES = "edge-cases"
 
+# Where each task's scorer reads each field of a record.
 STAGE_READ_FROM = {
     "required": metadata_source("required"),
     "context": f"store {context_store_key()}",
     "correct": metadata_source("correct"),
 }
-"""Where `tracegrade/stage_diagnosis`'s scorer reads each field of a record."""
-
 EXTRACTION_READ_FROM = {
     "source": metadata_source("source"),
     "answer": metadata_source("answer"),
 }
-"""Where `tracegrade/ordered_extraction_recorded`'s scorer reads a record."""
-
-
-@contextmanager
-def said_in_any_display() -> Iterator[None]:
-    """Write a `PrerequisiteError` to stderr under `--display none`, where
-    Inspect's CLI would print nothing, then let it go on."""
-    try:
-        yield
-    except PrerequisiteError as error:
-        if display_type() == "none":
-            print(f"\n{error.message}\n", file=sys.stderr, flush=True)
-        raise
 
 
 def stage_input_score(case: dict[str, Any]) -> Score:
     """The score `tracegrade/stage_diagnosis` gives a case with this `input`,
     without Inspect's runner: replayed, then read as its scorer reads it."""
-    record: dict[str, Any] = {k: case[k] for k in ("required", "context") if k in case}
-    read_from = STAGE_READ_FROM
-    if case.get("steps") is not None:  # the scorer reads steps unless null
-        record["steps"] = case["steps"]
-        read_from = {**read_from, "steps": f"store {steps_store_key()}"}
-    if "correct" in case:
-        record["correct"] = case["correct"]
+    record: dict[str, Any] = {
+        k: case[k] for k in ("required", "context", "steps", "correct") if k in case
+    }
+    read_from = dict(STAGE_READ_FROM)
+    if record.get("steps") is not None:  # the scorer reads steps unless null
+        read_from["steps"] = f"store {steps_store_key()}"
+    else:
+        record.pop("steps", None)
     return diagnosis_score(
         record,
         read_from,
@@ -82,15 +63,14 @@ def stage_input_score(case: dict[str, Any]) -> Score:
 def extraction_input_score(case: dict[str, Any]) -> Score:
     """The score `tracegrade/ordered_extraction_recorded` gives a case with
     this `input`: a recorded `answer` as recorded, a recorded `output` read."""
-    record = {"source": case["source"]} if "source" in case else {}
+    record: dict[str, Any] = {k: case[k] for k in ("source", "answer") if k in case}
     if "output" in case:
         read_from = {**EXTRACTION_READ_FROM, "answer": metadata_source("output")}
+        record.pop("answer", None)
         return recorded_output_score(
             record, read_from, case["output"], answer_too="answer" in case
         )
-    if "answer" in case:
-        record["answer"] = case["answer"]
-    return extraction_score(record, EXTRACTION_READ_FROM)
+    return extraction_score(record, dict(EXTRACTION_READ_FROM))
 
 
 @task
@@ -104,16 +84,12 @@ def stage_diagnosis(dataset: str | None = None, **kwargs: NoReturn) -> Task:
             default 30 packaged recorded runs; `edge-cases`, the packaged
             edge cases of the contract.
     """
-    with said_in_any_display():
-        refuse_unknown_arguments(
-            "tracegrade/stage_diagnosis", stage_diagnosis, kwargs, TaskArgumentError
-        )
-        source: Traversable | str = packaged_fixture("recorded_rag_runs.jsonl")
-        if dataset is not None:
-            edge_cases = dataset == EDGE_CASES
-            source = (
-                packaged_fixture("stage_diagnosis.jsonl") if edge_cases else dataset
-            )
+    with checked_task("tracegrade/stage_diagnosis", stage_diagnosis, kwargs):
+        source: Any = dataset
+        if dataset is None:
+            source = packaged_fixture("recorded_rag_runs.jsonl")
+        elif dataset == EDGE_CASES:
+            source = packaged_fixture("stage_diagnosis.jsonl")
         return Task(
             dataset=stage_diagnosis_dataset(source),
             solver=replay(),
@@ -135,16 +111,11 @@ def ordered_extraction_recorded(dataset: str | None = None, **kwargs: NoReturn) 
             `{"id", "input": {"source", "output"}}`; by default (or
             `edge-cases`) the packaged edge cases of the contract.
     """
-    with said_in_any_display():
-        refuse_unknown_arguments(
-            "tracegrade/ordered_extraction_recorded",
-            ordered_extraction_recorded,
-            kwargs,
-            TaskArgumentError,
-        )
-        source: Traversable | str = packaged_fixture("ordered_extraction.jsonl")
-        if dataset is not None and dataset != EDGE_CASES:
-            source = dataset
+    name = "tracegrade/ordered_extraction_recorded"
+    with checked_task(name, ordered_extraction_recorded, kwargs):
+        source: Any = dataset
+        if dataset is None or dataset == EDGE_CASES:
+            source = packaged_fixture("ordered_extraction.jsonl")
         return Task(
             dataset=ordered_extraction_dataset(source),
             solver=replay(),
