@@ -22,6 +22,7 @@ from tests.faults.conftest import one_clear_line, snapshot
 from tests.support import write_lines
 from tracegrade import outputs
 from tracegrade.cli.labels import lock_path
+from tracegrade.label_logs import label_requests
 from tracegrade.tasks import stage_diagnosis
 
 RUNS = {
@@ -77,6 +78,9 @@ def is_nan(value: Any) -> bool:
 
 def test_labels_are_joined_beside_the_first_score_by_epoch(tmp_path: Path) -> None:
     log = run_log(tmp_path, epochs=2)
+    # The export names each epoch: each gets its own label.
+    exported = [(x["id"], x["epoch"]) for x in label_requests(read_eval_log(str(log)))]
+    assert sorted(exported) == [(i, e) for i in sorted(RUNS) for e in (1, 2)]
     labels = write_lines(
         tmp_path / "labels.jsonl",
         [
