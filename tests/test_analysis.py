@@ -70,7 +70,7 @@ def stage_row(
         "stage_label_from": LABEL_FROM,
         "stage_error": error,
         "stage_error_side": "data" if error else None,
-        # No case has pipeline steps (tests/test_report_steps.py has them).
+        # No case has pipeline steps (tests/test_steps.py has them).
         "stage_lost_at": None,
     }
 
