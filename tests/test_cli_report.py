@@ -12,16 +12,15 @@ from click.testing import CliRunner, Result
 from plotly.offline import get_plotlyjs
 
 from tests import test_reporting
-from tests.test_reporting import OfflineLogs
+from tests.conftest import OfflineLogs
 from tracegrade.cli import main
 from tracegrade.report.aggregate import Report
 from tracegrade.report.html import plot_text
 from tracegrade.report.tables import report_tables
 from tracegrade.scorers.explain import show_id
 
-# The offline tasks' logs, their report and parts, once for both files.
-offline_logs, report = test_reporting.offline_logs, test_reporting.report
-stage_parts = test_reporting.stage_parts
+# The offline tasks' report and parts, once for both files.
+report, stage_parts = test_reporting.report, test_reporting.stage_parts
 
 
 @pytest.fixture(scope="session")
