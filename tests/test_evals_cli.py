@@ -171,17 +171,6 @@ def test_eval_sets_of_two_tasks_pair_by_task(tmp_path: Path) -> None:
     assert pair["name"] == "tracegrade/stage_diagnosis (none/none)"
 
 
-def test_a_dataset_given_to_report_is_named_as_one(
-    files: dict[str, str], tmp_path: Path
-) -> None:
-    done = run_tracegrade("report", files["small"], cwd=tmp_path)
-
-    assert done.returncode == 1
-    (line,) = done.stderr.strip().splitlines()
-    assert "is JSON Lines, not an Inspect log" in line
-    assert "tracegrade score TASK" in line and "No recorder" not in line
-
-
 def test_an_epochs_reducer_stage_figures_do_not_use_is_said(tmp_path: Path) -> None:
     """Inspect's reducers are defined on numbers; a stage is a category, so
     `--epochs-reducer` changes no stage figure, and report and compare say
