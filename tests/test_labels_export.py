@@ -15,7 +15,8 @@ from inspect_ai.solver import TaskState
 # The example's helpers (pytest puts tests/ on sys.path).
 from test_rag_example import QUESTIONS, answering_model, rag
 from tests.commands import run_tracegrade
-from tracegrade import ordered_extraction_recorded, stage_diagnosis_scorer
+from tests.conftest import OfflineLogs
+from tracegrade import stage_diagnosis_scorer
 from tracegrade.label_logs import label_requests
 from tracegrade.tasks import replay
 
@@ -106,18 +107,16 @@ def test_the_round_trip_diagnoses_every_run(tmp_path: Path) -> None:
     assert [json.loads(line) for line in out.read_text().splitlines()] == lines
 
 
-def test_a_log_without_stage_scores_or_no_log_is_refused(tmp_path: Path) -> None:
-    (log,) = eval(
-        ordered_extraction_recorded(),
-        limit=1,
-        display="none",
-        log_dir=str(tmp_path / "logs"),
-        log_realtime=False,
-    )
+def test_a_log_without_stage_scores_or_no_log_is_refused(
+    offline_logs: OfflineLogs, tmp_path: Path
+) -> None:
     bogus = tmp_path / "not-a-log.eval"
     bogus.write_text("hello")
     for path, said in [
-        (log.location, "no sample has a stage_diagnosis score, so there is nothing"),
+        (
+            offline_logs.extraction,
+            "no sample has a stage_diagnosis score, so there is nothing",
+        ),
         (str(bogus), f"cannot read {str(bogus)!r} as an Inspect log"),
     ]:
         result = run_tracegrade("labels", "export", path, cwd=tmp_path)
