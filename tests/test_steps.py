@@ -259,14 +259,16 @@ def test_null_steps_are_no_steps() -> None:
     assert "steps" not in (score.metadata or {})["read_from"]
 
 
-# --- through Inspect: steps from the store and from metadata ----------------------
+# --- through Inspect: steps from a metadata key (the store: test_rag_example) -----
 
 
 @solver
-def pipeline(steps: list[dict[str, Any]], context: list[str]) -> Solver:
+def context_only(context: list[str]) -> Solver:
+    """The context in the store, and no steps there."""
+
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         trace = state.store_as(RetrievalTrace)
-        trace.steps = steps
+        trace.steps = None
         trace.context = context
         return state
 
@@ -279,25 +281,13 @@ STEPS = [
 ]
 
 
-@pytest.mark.parametrize("source", ["store", "metadata"])
-def test_the_scorer_reads_steps_from_the_store_or_a_metadata_key(source: str) -> None:
-    metadata: dict[str, Any] = {"required": ["D1", "D3"], "correct": True}
-    if source == "metadata":
-        metadata["pipeline"] = STEPS
+def test_the_scorer_reads_steps_from_a_metadata_key() -> None:
+    metadata = {"required": ["D1", "D3"], "correct": True, "pipeline": STEPS}
     task = Task(
         dataset=[Sample(input="q", metadata=metadata)],
-        solver=pipeline(STEPS if source == "store" else [], ["D2"]),
-        scorer=stage_diagnosis_scorer(
-            steps_key="pipeline" if source == "metadata" else None
-        ),
+        solver=context_only(["D2"]),
+        scorer=stage_diagnosis_scorer(steps_key="pipeline"),
     )
-    if source == "metadata":
-        # An empty list in the store is not read: the key names the source.
-        task = Task(
-            dataset=task.dataset,
-            solver=pipeline(None, ["D2"]),  # type: ignore[arg-type]
-            scorer=task.scorer,
-        )
     (log,) = eval(
         task, model="mockllm/model", display="none", log_dir=None, log_realtime=False
     )
@@ -310,9 +300,7 @@ def test_the_scorer_reads_steps_from_the_store_or_a_metadata_key(source: str) ->
         {"id": "D3", "lost_at": "reranker", "last_step": "retriever", "last_rank": 3},
     ]
     assert metadata_out["step_recall"] == {"retriever": 1.0, "reranker": 0.5}
-    assert metadata_out["read_from"]["steps"] == (
-        'metadata["pipeline"]' if source == "metadata" else "store RetrievalTrace:steps"
-    )
+    assert metadata_out["read_from"]["steps"] == 'metadata["pipeline"]'
     assert json.loads(json.dumps(metadata_out["record"]["steps"])) == STEPS
 
 
