@@ -3,6 +3,7 @@ log is left byte for byte; then the log is rescored and replaced whole."""
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 import os
@@ -380,5 +381,8 @@ def test_the_walkthroughs_label_steps_run_as_written(
     ]
     monkeypatch.setenv("LOG", str(log))
     namespace: dict[str, Any] = {}
-    exec(python, namespace)
+    *statements, shares = python.strip().splitlines()
+    exec("\n".join(statements), namespace)
     assert sorted(namespace["runs"]["staff"]) == ["pass", "pass", "retrieval"]
+    staff = builtins.eval(shares.split("#")[0], namespace)  # stage shares
+    assert staff.to_dict() == pytest.approx({"pass": 2 / 3, "retrieval": 1 / 3})
