@@ -9,11 +9,12 @@ import gc
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from tests.support import OfflineLogs
 
 settings.register_profile("dev", max_examples=2_500, deadline=None)
 settings.register_profile("deep", max_examples=10_000, deadline=None)
@@ -43,13 +44,6 @@ def parity_evals_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
         return run_inspect(*args, cwd=Path.cwd())
 
     monkeypatch.setattr("parity.logs.run_inspect", in_process)
-
-
-@dataclass(frozen=True)
-class OfflineLogs:
-    log_dir: Path
-    stage: str
-    extraction: str
 
 
 def packaged_task_logs(log_dir: Path, epochs: int) -> list[str]:

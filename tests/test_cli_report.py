@@ -12,7 +12,7 @@ from click.testing import CliRunner, Result
 from plotly.offline import get_plotlyjs
 
 from tests import test_reporting
-from tests.conftest import OfflineLogs
+from tests.support import OfflineLogs
 from tracegrade.cli import main
 from tracegrade.report.aggregate import Report
 from tracegrade.report.html import plot_text

@@ -14,8 +14,7 @@ from inspect_ai.model import ModelName
 from inspect_ai.scorer import Score, Target
 from inspect_ai.solver import TaskState
 
-from tests.conftest import OfflineLogs
-from tests.support import write_lines
+from tests.support import OfflineLogs, write_lines
 from tracegrade import LabelsError, stage_diagnosis_scorer
 from tracegrade.labels import StaffLabels
 from tracegrade.scorers.outcome import error_kind

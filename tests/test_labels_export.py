@@ -15,7 +15,7 @@ from inspect_ai.solver import TaskState
 # The example's helpers (pytest puts tests/ on sys.path).
 from test_rag_example import QUESTIONS, answering_model, rag
 from tests.commands import run_tracegrade
-from tests.conftest import OfflineLogs
+from tests.support import OfflineLogs
 from tracegrade import stage_diagnosis_scorer
 from tracegrade.label_logs import label_requests
 from tracegrade.tasks import replay

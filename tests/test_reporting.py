@@ -16,8 +16,7 @@ from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 from inspect_ai.scorer import match
 
-from tests.conftest import OfflineLogs
-from tests.support import split_into_parts
+from tests.support import OfflineLogs, split_into_parts
 from tracegrade import (
     InvalidRecord,
     diagnose_stage,
