@@ -78,25 +78,11 @@ def test_the_readmes_two_runs_of_one_file_are_two_evals(
     assert read["pooled"] is False
     text = run_tracegrade("report", "logs", cwd=tmp_path).stdout
     assert "2 evals in 2 logs, 4 sample-epochs" in text
-
-
-def test_base_and_new_under_one_root_are_separate_rows(
-    files: dict[str, str], tmp_path: Path
-) -> None:
-    for name in ("base", "worse"):
-        diagnose(tmp_path, files[name], f"logs/{name}")
-    read = report(tmp_path, "logs")
-
-    base, worse = sorted(
-        read["stage_diagnosis"], key=lambda s: s["stages"]["pass"]["count"]
-    )[::-1]
-    assert base["stages"]["pass"]["count"] == 14
-    assert worse["stages"]["pass"]["count"] == 6
-    # Pooling them would count every question twice: refused, naming both.
+    # Pooling them would count every run twice: refused, naming both.
     pooled = run_tracegrade("report", "logs", "--pool", cwd=tmp_path)
     assert pooled.returncode == 1
     assert "--pool: evals E1 and E2" in pooled.stderr
-    assert "both scored 14 sample ids" in pooled.stderr
+    assert "both scored 2 sample ids" in pooled.stderr
     assert len(pooled.stderr.strip().splitlines()) == 1
 
 
