@@ -1,4 +1,5 @@
-"""The staff-label round trip, offline: run, `labels export`, fill, `labels apply`."""
+"""The staff-label round trip, offline: run, `labels export`, fill, `labels apply`,
+export again."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def staff_fill(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
-def test_the_round_trip_diagnoses_every_run(tmp_path: Path) -> None:
+def test_the_round_trip_exports_every_run_and_takes_labels_back(tmp_path: Path) -> None:
     log_path = rag_log(tmp_path)
     # 2. export, as the README says: to stdout, redirected to a file
     exported = run_tracegrade("labels", "export", str(log_path), cwd=tmp_path)
@@ -82,22 +83,7 @@ def test_the_round_trip_diagnoses_every_run(tmp_path: Path) -> None:
     scored = run_tracegrade("labels", "apply", str(log_path), str(labels), cwd=tmp_path)
     assert scored.returncode == 0, scored.stderr
     assert "30 of 30 runs labelled and diagnosed with the labels in" in scored.stderr
-    log = read_eval_log(str(log_path))
-    assert log.status == "success" and log.samples is not None
-    stages = {
-        str(sample.id): (sample.scores or {})["stage_diagnosis1"].value
-        for sample in log.samples
-    }
-    lucky = 0
-    for line in filled:
-        gap = bool(set(line["required"]) - set(line["context"]))
-        lucky += gap and line["correct"]
-        right = "pass" if line["correct"] else "generation"
-        assert stages[line["id"]] == ("retrieval" if gap else right), line["id"]
-    # Every stage occurs, and right answers hid retrieval gaps.
-    assert set(stages.values()) == {"retrieval", "generation", "pass"}
-    assert lucky >= 1
-
+    # (What each stage then is: test_labels_apply, on three runs.)
     # The relabelled log (two stage scores per sample) exports the same lines.
     out = tmp_path / "again.jsonl"
     again = run_tracegrade(
