@@ -1,6 +1,7 @@
 """Hypothesis's profiles (`dev` in every run; `HYPOTHESIS_PROFILE=deep`, 10,000
-examples, in CI's `properties` job), the long files first, and what collection
-imported frozen out of the garbage collector's walks (Inspect's imports)."""
+examples, in CI's `properties` job), the long files first, what collection
+imported frozen out of the garbage collector's walks (Inspect's imports), and
+the packaged tasks' logs, evaluated once for every file that reads them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+from tests.support import OfflineLogs
 
 settings.register_profile("dev", max_examples=2_500, deadline=None)
 settings.register_profile("deep", max_examples=10_000, deadline=None)
@@ -41,3 +44,34 @@ def parity_evals_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
         return run_inspect(*args, cwd=Path.cwd())
 
     monkeypatch.setattr("parity.logs.run_inspect", in_process)
+
+
+def packaged_task_logs(log_dir: Path, epochs: int) -> list[str]:
+    """`inspect eval` of both packaged tasks on their packaged cases."""
+    from inspect_ai import eval
+
+    from tracegrade import ordered_extraction_recorded, stage_diagnosis
+
+    tasks = [stage_diagnosis(dataset="edge-cases"), ordered_extraction_recorded()]
+    logs = eval(
+        tasks, epochs=epochs, display="none", log_dir=str(log_dir), log_realtime=False
+    )
+    for log in logs:
+        assert log.status == "success", log.error
+    return [log.location for log in logs]
+
+
+@pytest.fixture(scope="session")
+def offline_logs(tmp_path_factory: pytest.TempPathFactory) -> OfflineLogs:
+    """One epoch of each packaged task, alone in `log_dir`. Read, never written."""
+    log_dir = tmp_path_factory.mktemp("offline-logs")
+    stage, extraction = packaged_task_logs(log_dir, epochs=1)
+    return OfflineLogs(log_dir, stage, extraction)
+
+
+@pytest.fixture(scope="session")
+def two_epoch_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Two epochs of each packaged task, by score name. Read, never written."""
+    log_dir = tmp_path_factory.mktemp("two-epoch-logs")
+    stage, extraction = packaged_task_logs(log_dir, epochs=2)
+    return {"stage_diagnosis": Path(stage), "ordered_extraction": Path(extraction)}

@@ -1,5 +1,5 @@
 """Helpers shared by the tests: JSON Lines, a log split into parts, zip
-members as stored."""
+members as stored, and where conftest's packaged-task logs are."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,15 @@ from tracegrade.bulk.evallog import DEFLATE_LEVEL
 # error messages are not wrapped mid-sentence.
 SUBPROCESS_ENV = {k: v for k, v in os.environ.items() if not k.startswith("INSPECT_")}
 SUBPROCESS_ENV["COLUMNS"] = "400"
+
+
+@dataclass(frozen=True)
+class OfflineLogs:
+    """conftest's `offline_logs`: one epoch of each packaged task."""
+
+    log_dir: Path
+    stage: str
+    extraction: str
 
 
 def write_lines(path: Path, lines: list[Any], newline: str = "\n") -> str:

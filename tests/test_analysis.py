@@ -70,7 +70,7 @@ def stage_row(
         "stage_label_from": LABEL_FROM,
         "stage_error": error,
         "stage_error_side": "data" if error else None,
-        # No case has pipeline steps (tests/test_report_steps.py has them).
+        # No case has pipeline steps (tests/test_steps.py has them).
         "stage_lost_at": None,
     }
 
@@ -463,10 +463,11 @@ def test_tracegrade_score_logs_read_as_inspect_eval_logs(
 
 
 def test_an_appended_score_reads_under_its_own_name(
-    stage_log: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    stage_log: str, tmp_path: Path
 ) -> None:
     """`inspect score --action append` adds `stage_diagnosis1`; the default
-    columns keep reading the original."""
+    columns keep reading the original. (The walkthrough's lines for it, after
+    `labels apply`: test_labels_apply.)"""
     labels = write_lines(
         tmp_path / "labels.jsonl",
         [{"id": "no-label", "correct": True}, {"id": "generation", "correct": True}],
@@ -490,19 +491,6 @@ def test_an_appended_score_reads_under_its_own_name(
         assert relabelled["gap-wrong", epoch]["relabelled_error"] == "answer-label"
         for row in (relabelled[case_id, epoch] for case_id in STAGE_CASES):
             assert row["relabelled_label_from"] == f"labels file {labels}"
-
-    # The walkthrough's lines for the staff's score, after `labels apply`.
-    namespace: dict[str, Any] = {}
-    *statements, shares = readme_recipe('stage_columns("stage_diagnosis1"')
-    monkeypatch.setenv("LOG", path)
-    for line in statements:
-        exec(compile(line, "docs", "exec"), namespace)
-    staff = builtins.eval(compile(shares.split("#")[0], "docs", "eval"), namespace)
-    stages = [row["relabelled"] for row in relabelled.values()]
-    counted = {stage: stages.count(stage) for stage in set(stages) if stage}
-    assert staff.to_dict() == pytest.approx(
-        {stage: count / sum(counted.values()) for stage, count in counted.items()}
-    )
 
 
 def without_metadata(log_path: str, score: str, key: str, work: Path) -> str:
@@ -543,18 +531,13 @@ def test_a_log_without_the_score_gives_empty_columns(stage_log: str) -> None:
 # --- the README recipe --------------------------------------------------------------
 
 
-def readme_recipe(needle: str = "+ StageColumns +") -> list[str]:
-    """The recipe's lines, from the walkthrough the README links to: the
-    `samples_df` block holding `needle`."""
-    (block,) = [
-        block
-        for block in re.findall(
-            r"```python\n((?:import os\n\n)?from inspect_ai\.analysis import .*?)```",
-            (ROOT / "docs" / "evaluate-your-own-model.md").read_text("utf-8"),
-            re.DOTALL,
-        )
-        if needle in block
-    ]
+def readme_recipe() -> list[str]:
+    """The recipe's lines, from the walkthrough the README links to."""
+    page = (ROOT / "docs" / "evaluate-your-own-model.md").read_text("utf-8")
+    blocks = re.findall(
+        r"```python\n(from inspect_ai\.analysis import .*?)```", page, re.DOTALL
+    )
+    (block,) = [block for block in blocks if "+ StageColumns +" in block]
     return block.splitlines()
 
 

@@ -12,16 +12,15 @@ from click.testing import CliRunner, Result
 from plotly.offline import get_plotlyjs
 
 from tests import test_reporting
-from tests.test_reporting import OfflineLogs
+from tests.support import OfflineLogs
 from tracegrade.cli import main
 from tracegrade.report.aggregate import Report
 from tracegrade.report.html import plot_text
 from tracegrade.report.tables import report_tables
 from tracegrade.scorers.explain import show_id
 
-# The offline tasks' logs, their report and parts, once for both files.
-offline_logs, report = test_reporting.offline_logs, test_reporting.report
-stage_parts = test_reporting.stage_parts
+# The offline tasks' report and parts, once for both files.
+report, stage_parts = test_reporting.report, test_reporting.stage_parts
 
 
 @pytest.fixture(scope="session")
@@ -189,6 +188,14 @@ def test_a_missing_part_is_warned_of_everywhere(
         (["bad.eval"], 1, "cannot read 'bad.eval' as an Inspect log"),
         # An engine's bookkeeping alone: neither logs nor results.
         (["empty"], 1, "no Inspect logs"),
+        # Records, not logs: named as such, and what to run on them.
+        (
+            ["runs.jsonl"],
+            1,
+            "'runs.jsonl' is JSON Lines, not an Inspect log (.eval or .json); if "
+            "it holds recorded runs, score it first (`tracegrade score TASK "
+            "runs.jsonl`",
+        ),
     ],
 )
 def test_bad_input_exits_1_or_2(
@@ -198,7 +205,10 @@ def test_bad_input_exits_1_or_2(
     (tmp_path / "bad.eval").write_bytes(b"not a zip file")
     (tmp_path / "empty").mkdir()
     (tmp_path / "empty" / "_SUCCESS").write_text("")
+    (tmp_path / "runs.jsonl").write_text('{"id": "r1", "input": {}}\n')
     result = invoke(*args)
 
     assert result.exit_code == code
-    assert said in result.stderr
+    assert said in " ".join(result.stderr.split())
+    if code == 1:  # not a usage error: one line
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr

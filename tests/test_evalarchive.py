@@ -19,7 +19,6 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from inspect_ai import eval
 from inspect_ai.analysis import samples_df
 from inspect_ai.log import (
     EvalLog,
@@ -33,8 +32,6 @@ from inspect_ai.log import (
 from inspect_ai.scorer import Score, ScoreEdit
 from pydantic_core import to_json, to_jsonable_python
 
-from tracegrade import ordered_extraction_recorded as extraction_task
-from tracegrade import stage_diagnosis
 from tracegrade._inspect_internals import to_json_safe
 from tracegrade.bulk.evallog import (
     EvalArchive,
@@ -47,8 +44,6 @@ from tracegrade.bulk.evallog import (
 from tracegrade.bulk.samples import SampleParts, SampleTemplates
 
 pytestmark = pytest.mark.runs_long
-
-EPOCHS = 2
 
 
 # --- Reading members ------------------------------------------------------------
@@ -72,30 +67,12 @@ def member_json(path: Path, name: str) -> Any:
 # --- The reference log and its rewrites -------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def inspect_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Each task's log as Inspect writes it, evaluated once for the module."""
-    logs = {}
-    for name, task in (
-        ("stage_diagnosis", stage_diagnosis(dataset="edge-cases")),
-        ("ordered_extraction", extraction_task()),
-    ):
-        (log,) = eval(
-            task,
-            epochs=EPOCHS,
-            display="none",
-            log_dir=str(tmp_path_factory.mktemp("inspect-logs")),
-            log_format="eval",
-            log_realtime=False,
-        )
-        assert log.status == "success", log.error
-        logs[name] = Path(log.location)
-    return logs
-
-
 @pytest.fixture(scope="module", params=["stage_diagnosis", "ordered_extraction"])
-def inspect_log(request: pytest.FixtureRequest, inspect_logs: dict[str, Path]) -> Path:
-    return inspect_logs[request.param]
+def inspect_log(
+    request: pytest.FixtureRequest, two_epoch_logs: dict[str, Path]
+) -> Path:
+    """Each task's log as Inspect writes it (conftest's, evaluated once)."""
+    return two_epoch_logs[request.param]
 
 
 def inspect_summaries(inspect_log: Path) -> list[dict[str, Any]]:

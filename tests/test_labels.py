@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai import eval, score
-from inspect_ai.log import recompute_metrics
+from inspect_ai import score
+from inspect_ai.log import read_eval_log, recompute_metrics
 from inspect_ai.model import ModelName
 from inspect_ai.scorer import Score, Target
 from inspect_ai.solver import TaskState
 
-from tests.support import write_lines
-from tracegrade import LabelsError, stage_diagnosis, stage_diagnosis_scorer
+from tests.support import OfflineLogs, write_lines
+from tracegrade import LabelsError, stage_diagnosis_scorer
 from tracegrade.labels import StaffLabels
 from tracegrade.scorers.outcome import error_kind
 
@@ -130,15 +130,12 @@ def test_the_labels_file_replaces_metadata_labels(tmp_path: Path) -> None:
     assert f"No staff label was found in labels file {path}" in unlabelled.explanation
 
 
-def test_a_relabelled_log_recomputes_without_the_labels_file(tmp_path: Path) -> None:
+def test_a_relabelled_log_recomputes_without_the_labels_file(
+    offline_logs: OfflineLogs, tmp_path: Path
+) -> None:
     """The log records the plain metrics, so recomputing them later needs
     no labels file."""
-    (log,) = eval(
-        stage_diagnosis(dataset="edge-cases"),
-        display="none",
-        log_dir=str(tmp_path / "logs"),
-        log_realtime=False,
-    )
+    log = read_eval_log(offline_logs.stage)
     labels = tmp_path / "labels.jsonl"
     write_lines(labels, [{"id": "wrong-generation", "correct": True}])
     rescored = score(

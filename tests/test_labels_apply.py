@@ -3,6 +3,7 @@ log is left byte for byte; then the log is rescored and replaced whole."""
 
 from __future__ import annotations
 
+import builtins
 import json
 import math
 import os
@@ -22,6 +23,7 @@ from tests.faults.conftest import one_clear_line, snapshot
 from tests.support import write_lines
 from tracegrade import outputs
 from tracegrade.cli.labels import lock_path
+from tracegrade.label_logs import label_requests
 from tracegrade.tasks import stage_diagnosis
 
 RUNS = {
@@ -77,6 +79,9 @@ def is_nan(value: Any) -> bool:
 
 def test_labels_are_joined_beside_the_first_score_by_epoch(tmp_path: Path) -> None:
     log = run_log(tmp_path, epochs=2)
+    # The export names each epoch: each gets its own label.
+    exported = [(x["id"], x["epoch"]) for x in label_requests(read_eval_log(str(log)))]
+    assert sorted(exported) == [(i, e) for i in sorted(RUNS) for e in (1, 2)]
     labels = write_lines(
         tmp_path / "labels.jsonl",
         [
@@ -376,5 +381,8 @@ def test_the_walkthroughs_label_steps_run_as_written(
     ]
     monkeypatch.setenv("LOG", str(log))
     namespace: dict[str, Any] = {}
-    exec(python, namespace)
+    *statements, shares = python.strip().splitlines()
+    exec("\n".join(statements), namespace)
     assert sorted(namespace["runs"]["staff"]) == ["pass", "pass", "retrieval"]
+    staff = builtins.eval(shares.split("#")[0], namespace)  # stage shares
+    assert staff.to_dict() == pytest.approx({"pass": 2 / 3, "retrieval": 1 / 3})

@@ -1,14 +1,16 @@
 """Labels in real runs: `eval-retry` finishes a failed run with the labels
-(or the grader), metrics over every sample."""
+(or the grader), metrics over every sample; `report` and `compare` count the
+retried eval once."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from inspect_ai.log import list_eval_logs, read_eval_log
 
-from tests.commands import run_inspect
+from tests.commands import run_inspect, run_tracegrade
 from tests.support import write_lines
 
 pytestmark = pytest.mark.runs_long
@@ -123,3 +125,21 @@ def test_eval_retry_finishes_the_run_with_metrics_over_every_sample(
     for stage in ("retrieval", "generation", "pass", "unresolved"):
         assert metrics[stage] == pytest.approx(stages.count(stage) / 4), stage
     assert metrics["lucky_answers"] == 1
+
+    # The directory holds both logs of one eval: counted once, and it
+    # compares with a clean run of the same task.
+    reported = run_tracegrade("report", "logs", "--json", cwd=tmp_path)
+    assert reported.returncode == 0, reported.stderr
+    read = json.loads(reported.stdout)
+    assert [summary["runs"] for summary in read["stage_diagnosis"]] == [4]
+    superseded = [s["path"] for s in read["superseded"]]
+    assert superseded == [failed.location.removeprefix("file://")]
+    text = run_tracegrade("report", "logs", cwd=tmp_path).stdout
+    assert "1 eval in 2 logs (1 log superseded by its retry, not counted)" in text
+    clean = run_inspect("eval", "runs.py", *options, "--log-dir", "clean", cwd=tmp_path)
+    assert clean.returncode == 0, clean.stderr
+    compared = run_tracegrade("compare", "clean", "logs", "--json", cwd=tmp_path)
+    assert compared.returncode == 0, compared.stderr
+    (pair,) = json.loads(compared.stdout)["pairs"]
+    assert pair["stage_diagnosis"][0]["pairs"] == 4
+    assert "NEW: 1 log superseded by its retry, not counted" in compared.stderr

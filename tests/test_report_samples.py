@@ -8,12 +8,10 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from inspect_ai import eval
 from inspect_ai.log import read_eval_log, write_eval_log
 from inspect_ai.scorer import Score
 
 from tests.test_reporting import JSON_LOG_NAME
-from tracegrade import ordered_extraction_recorded, stage_diagnosis
 from tracegrade.logs.samples import from_eval_sample
 from tracegrade.report.aggregate import Report, build_report
 
@@ -30,23 +28,16 @@ def both_ways(paths: list[str], top: int = 10) -> tuple[Report, Report]:
 
 
 @pytest.fixture(scope="module")
-def epoch_runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
+def epoch_runs(
+    two_epoch_logs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, list[str]]:
     """Both tasks over `EPOCHS` epochs; the .json logs rewritten from .eval."""
-    evaluated = eval(
-        [stage_diagnosis(dataset="edge-cases"), ordered_extraction_recorded()],
-        epochs=EPOCHS,
-        display="none",
-        log_dir=str(tmp_path_factory.mktemp("epochs-eval")),
-        log_format="eval",
-        log_realtime=False,
-    )
     json_dir = tmp_path_factory.mktemp("epochs-json")
     made: dict[str, list[str]] = {"eval": [], "json": []}
-    for log in evaluated:
-        assert log.status == "success", log.error
-        json_path = json_dir / Path(log.location).with_suffix(".json").name
-        write_eval_log(read_eval_log(log.location), str(json_path), format="json")
-        made["eval"].append(log.location)
+    for log in two_epoch_logs.values():
+        json_path = json_dir / log.with_suffix(".json").name
+        write_eval_log(read_eval_log(str(log)), str(json_path), format="json")
+        made["eval"].append(str(log))
         made["json"].append(str(json_path))
     return made
 

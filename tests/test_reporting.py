@@ -6,22 +6,21 @@ import math
 import re
 import shutil
 from collections import Counter
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai import Task, eval, score, task_with
+from inspect_ai import Task, eval, score
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 from inspect_ai.scorer import match
 
-from tests.support import split_into_parts
+from tests.support import OfflineLogs, split_into_parts
 from tracegrade import (
     InvalidRecord,
     diagnose_stage,
     grade_extraction,
-    ordered_extraction_recorded,
     stage_diagnosis,
     stage_diagnosis_scorer,
 )
@@ -109,29 +108,15 @@ def run(tasks: list[Task], log_dir: Path) -> list[EvalLog]:
     return logs
 
 
-@dataclass(frozen=True)
-class OfflineLogs:
-    log_dir: Path
-    stage: str
-    extraction: str
-
-
-@pytest.fixture(scope="session")
-def offline_logs(tmp_path_factory: pytest.TempPathFactory) -> OfflineLogs:
-    log_dir = tmp_path_factory.mktemp("offline-logs")
-    stage, extraction = run(
-        [stage_diagnosis(dataset="edge-cases"), ordered_extraction_recorded()], log_dir
-    )
-    return OfflineLogs(log_dir, stage.location, extraction.location)
-
-
 @pytest.fixture(scope="session")
 def report(offline_logs: OfflineLogs) -> Report:
     return build_report([str(offline_logs.log_dir)])
 
 
 @pytest.fixture(scope="module")
-def more_stage_evals(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+def more_stage_evals(
+    two_epoch_logs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
+) -> list[str]:
     """The stage task over two epochs, and each half of its cases."""
     directory = tmp_path_factory.mktemp("more-stage-evals")
     lines = Path(packaged_fixture("stage_diagnosis.jsonl")).read_text().splitlines()
@@ -140,8 +125,8 @@ def more_stage_evals(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
         path = directory / f"half{index}.jsonl"
         path.write_text("\n".join(part) + "\n", encoding="utf-8")
         halves.append(stage_diagnosis(dataset=str(path)))
-    tasks = [task_with(stage_diagnosis(dataset="edge-cases"), epochs=2), *halves]
-    return [log.location for log in run(tasks, directory / "logs")]
+    logs = [log.location for log in run(halves, directory / "logs")]
+    return [str(two_epoch_logs["stage_diagnosis"]), *logs]
 
 
 def only_stage(report: Report) -> StageSummary:
