@@ -37,7 +37,6 @@ PLUGIN_TESTS = (
     "tests/test_registry_install.py",
     "tests/test_scorers.py",
     "tests/test_tasks.py",
-    "tests/test_epochs.py",
     "tests/test_labels.py",
     "tests/test_label_scorer.py",
     "tests/test_key_warnings.py",

@@ -39,7 +39,7 @@ QUESTIONS = rag.packaged_lines("rag_questions.jsonl")
 def answering_model(answers: dict[str, list[str]] | None = None) -> Model:
     """mockllm answering each question with the next of `answers[id]`
     (by default "I do not know."), found by the question in the prompt;
-    tests/test_epochs.py and test_labels_export.py use it too."""
+    test_labels_export.py uses it too."""
     calls: dict[str, int] = {}
 
     def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
