@@ -19,7 +19,7 @@ import pytest
 from tests.commands import run_tracegrade, tracegrade_shell
 from tests.support import write_lines
 from tracegrade.core import stage_recall
-from tracegrade.importers.common import InputFileError
+from tracegrade.importers.common import InputFileError, LabelsRefused
 from tracegrade.importers.ragas import stream_ragas
 
 
@@ -126,10 +126,23 @@ def test_each_sample_is_a_record_whose_recall_is_ragas_id_based_context_recall(
     assert [stage_recall(record["input"]) for record in records] == RAGAS_SCORES
 
 
-def test_labels_give_correct_after_the_id_lists(tmp_path: Path) -> None:
-    """Labels' refusals are the importers' shared ones: test_trec_import."""
-    lines = [{"id": "0", "correct": True}, {"id": "2", "correct": False}]
+@pytest.mark.parametrize(
+    ("lines", "expected"),
+    [
+        ([{"id": "0", "correct": True}, {"id": "2", "correct": False}], None),
+        # Refused after the dataset is read (the rest: test_trec_import).
+        ([{"id": "8", "correct": True}], f'names no sample of {RAGAS_JSONL}: "8"'),
+        ([{"id": "0", "epoch": 1, "correct": True}], "one record with one label"),
+    ],
+)
+def test_labels_give_correct_after_the_id_lists_or_are_refused(
+    tmp_path: Path, lines: list[Any], expected: str | None
+) -> None:
     labels = write_lines(tmp_path / "labels.jsonl", lines)
+    if expected is not None:
+        with pytest.raises(LabelsRefused, match=re.escape(expected)):
+            import_ragas(RAGAS_JSONL, labels_path=labels)
+        return
     records = import_ragas(RAGAS_JSONL, labels_path=labels)
     assert list(records[0]["input"])[:3] == ["required", "context", "correct"]
     correct = [record["input"].get("correct") for record in records[:4]]
