@@ -9,7 +9,7 @@ import json
 import re
 import subprocess
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import pytest
 from google.protobuf.json_format import MessageToJson
@@ -40,20 +40,14 @@ EXAMPLE, SESSION = "example.id", SpanAttributes.SESSION_ID
 RERANKED = RerankerAttributes.RERANKER_OUTPUT_DOCUMENTS
 
 
-class Imported(NamedTuple):
-    records: list[dict[str, Any]]
-    notes: list[str]
-
-
 def import_openinference(
     spans: Path | str, gold: Path | str, *, labels_path: Any = None, **rules: Any
-) -> Imported:
-    """Every record of the command's importer, and its notes."""
-    notes: list[str] = []
+) -> list[dict[str, Any]]:
+    """Every record of the command's importer (the notes: through the command)."""
     records = stream_openinference(
-        spans, gold, rules=ImportRules(**rules), labels_path=labels_path, notes=notes
+        spans, gold, rules=ImportRules(**rules), labels_path=labels_path, notes=[]
     )
-    return Imported(list(records), notes)
+    return list(records)
 
 
 def import_cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -245,7 +239,7 @@ def spans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def test_labels_label_records_by_id_but_never_one_the_gold_labels(
     spans: dict[str, Path], tmp_path: Path
 ) -> None:
-    def labelled(sample: str) -> Imported:
+    def labelled(sample: str) -> list[dict[str, Any]]:
         labels = write_lines(tmp_path / "l.jsonl", [{"id": sample, "correct": True}])
         return import_openinference(
             *(spans["otlp"], spans["gold"]),
@@ -254,13 +248,11 @@ def test_labels_label_records_by_id_but_never_one_the_gold_labels(
             allow_unmatched=True,
         )
 
-    record = labelled("ex-2").records[1]["input"]
+    record = labelled("ex-2")[1]["input"]
     assert record["correct"] is True
     assert list(record)[:3] == ["required", "context", "correct"]
     with pytest.raises(LabelsRefused, match=r"is already labelled by .*line 1"):
         labelled("ex-1")
-    with pytest.raises(LabelsRefused, match="1 label names no record of"):
-        labelled("ab" * 16)
 
 
 @pytest.mark.parametrize(("encoding", "id_length"), [("otlp", 32), ("protobuf", 24)])
@@ -510,7 +502,7 @@ def test_documents_given_as_one_attribute_are_read(
     path = write_lines(tmp_path / "spans.jsonl", [documents(value)])
     (record,) = import_openinference(
         path, spans["gold"], key=EXAMPLE, allow_unmatched=True
-    ).records
+    )
     assert record["input"]["context"] == ["D7", "9"]
 
 
@@ -574,6 +566,8 @@ def trace_with_prompt(
         ({"D1": "same", "D2": "same"}, "[D2] same", ["D2"]),
         # Nothing the retriever returned reached the model.
         ({"D1": "alpha"}, "no records", []),
+        # Quotes as the model reads them, unescaped from an input.value of JSON.
+        ({"D1": 'say "hi"'}, 'Records: say "hi"', ["D1"]),
         # No content and no id shown: whether they reached it cannot be told,
         # so the last step's output, and a note says why.
         ({"D1": "", "D2": ""}, "Answer from the records.", None),
@@ -592,10 +586,12 @@ def trace_with_prompt(
         ),
     ],
 )
+@pytest.mark.parametrize("messages", [True, False], ids=["messages", "json-input"])
 def test_a_document_reached_the_model_by_its_id_or_unique_content(
-    tmp_path: Path, documents: dict[str, str], prompt: str, context: Any
+    tmp_path: Path, documents: dict[str, str], prompt: str, context: Any, messages: bool
 ) -> None:
-    spans, gold = trace_with_prompt(tmp_path / "spans.jsonl", documents, prompt, True)
+    path = tmp_path / "spans.jsonl"
+    spans, gold = trace_with_prompt(path, documents, prompt, messages)
     base = [str(spans), "--gold", str(gold), "--key", SESSION]
     result, noted = import_cli(*base), context is None
     if isinstance(context, str):
@@ -613,16 +609,6 @@ def test_a_document_reached_the_model_by_its_id_or_unique_content(
     assert (why in result.stderr) == noted
 
 
-def test_an_llm_input_value_of_json_is_read_as_the_texts_in_it(tmp_path: Path) -> None:
-    """Unescaped, as the model reads it: the content's quotes match."""
-    prompt = 'Records: say "hi"'
-    spans, gold = trace_with_prompt(
-        tmp_path / "s.jsonl", {"D1": 'say "hi"'}, prompt, False
-    )
-    (record,) = import_openinference(spans, gold, key=SESSION).records
-    assert record["input"]["context"] == ["D1"]
-
-
 def test_retrievers_side_by_side_fan_in_to_the_reranker(tmp_path: Path) -> None:
     """Hybrid search: BM25 and a dense retriever both feed the reranker;
     what it dropped is lost at the reranker, never at a retriever."""
@@ -638,7 +624,7 @@ def test_retrievers_side_by_side_fan_in_to_the_reranker(tmp_path: Path) -> None:
         [{"key": "q1", "required": ["D3", "D7"], "correct": True}],
     )
     spans = recorder.close()
-    (record,) = import_openinference(spans, gold, key=SESSION).records
+    (record,) = import_openinference(spans, gold, key=SESSION)
     steps = [
         {"name": "retriever", "ids": ["D1", "D3"]},
         {"name": "retriever-2", "ids": ["D7", "D1"], "inputs": []},
@@ -651,7 +637,7 @@ def test_retrievers_side_by_side_fan_in_to_the_reranker(tmp_path: Path) -> None:
         {"id": "D7", "lost_at": "reranker", "last_step": "retriever-2", "last_rank": 1},
     ]
     # The rule a team that knows its pipeline may choose: the last step's output.
-    (chosen,) = import_openinference(spans, gold, key=SESSION, context="last-step")[0]
+    (chosen,) = import_openinference(spans, gold, key=SESSION, context="last-step")
     assert (chosen["input"]["context"], chosen["input"]["steps"]) == (["D1"], steps)
 
 
@@ -676,7 +662,7 @@ def test_steps_follow_the_span_tree_and_a_step_traced_twice_is_one(
     gold = write_lines(
         tmp_path / "gold.jsonl", [{"key": "q1", "required": ["D2"], "correct": True}]
     )
-    (record,) = import_openinference(recorder.close(), gold, key=SESSION).records
+    (record,) = import_openinference(recorder.close(), gold, key=SESSION)
     assert record["input"]["steps"] == [
         {"name": "retriever", "ids": ["D1", "D2", "D3"]},
         {"name": "retriever-2", "ids": ["D3"]},
@@ -697,7 +683,7 @@ def test_a_sample_id_two_traces_share_is_refused_naming_both(tmp_path: Path) -> 
         recorder.end(root)
     spans = recorder.close()
     gold = write_lines(tmp_path / "gold.jsonl", [{"key": "q1", "required": ["D3"]}])
-    records = import_openinference(spans, gold, key=SESSION, sample_id="run.id").records
+    records = import_openinference(spans, gold, key=SESSION, sample_id="run.id")
     assert [record["id"] for record in records] == ["run-1", "run-2"]
     assert [record["input"]["required"] for record in records] == [["D3"], ["D3"]]
     with pytest.raises(ImportRefused) as refused:

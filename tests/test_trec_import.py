@@ -371,21 +371,17 @@ def test_the_command_writes_the_records_and_notes_without_ir_measures(
     )
     run = write(tmp_path / "short.run", "42 Q0 D1 1 1.0 s\n")
     base[-1] = run
-    for flag in ("-c", "--complete"):
-        result = run_tracegrade(
-            *base, "-k", "3", flag, "--labels", files["labels"], cwd=tmp_path
-        )
-        records = [json.loads(line) for line in result.stdout.splitlines()]
-        assert [record["input"]["context"] for record in records] == [["D1"], [], []]
-        assert [record["input"].get("correct") for record in records] == [
-            True,
-            False,
-            None,
-        ]
-        assert result.stderr == (
-            f"note: 2 of 3 queries judged in {files['qrels']} are not in {run}; "
-            'imported with an empty context (-c): "301", "7"\n'
-        )
+    result = run_tracegrade(
+        *base, "-k", "3", "-c", "--labels", files["labels"], cwd=tmp_path
+    )
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [record["input"]["context"] for record in records] == [["D1"], [], []]
+    correct = [record["input"].get("correct") for record in records]
+    assert correct == [True, False, None]
+    assert result.stderr == (
+        f"note: 2 of 3 queries judged in {files['qrels']} are not in {run}; "
+        'imported with an empty context (-c): "301", "7"\n'
+    )
     assert stage_recall(records[1]["input"]) == 0.0
     usage = run_tracegrade(*base, "--k", "0", cwd=tmp_path)
     assert (usage.returncode, usage.stdout) == (2, "")
