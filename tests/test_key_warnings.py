@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,9 @@ from inspect_ai.scorer import Target
 from inspect_ai.solver import TaskState
 
 from tests.commands import inspect_in_one_fresh_process, run_tracegrade
-from tests.support import write_lines
+from tests.support import OfflineLogs, write_lines
 from tracegrade import (
     ordered_extraction_scorer,
-    stage_diagnosis,
     stage_diagnosis_scorer,
 )
 from tracegrade.cli import main
@@ -149,18 +149,11 @@ def test_keys_every_sample_has_are_not_warned_of(gold: tuple[EvalLog, str]) -> N
 
 
 def test_inspect_score_refuses_a_bad_argument_in_one_line(
-    tmp_path: Path,
+    offline_logs: OfflineLogs, tmp_path: Path
 ) -> None:
     """In a fresh interpreter: Inspect sets its display and exception hook
     from a process's first command."""
-    (log,) = eval(
-        stage_diagnosis(dataset="edge-cases"),
-        limit=2,
-        display="none",
-        log_dir=str(tmp_path),
-        log_realtime=False,
-    )
-    path = Path(log.location)
+    path = Path(shutil.copy(offline_logs.stage, tmp_path))
     before = path.read_bytes()
     command = ["score", str(path), "--scorer", "tracegrade/stage_diagnosis"]
     command += ["-S", "requried_key=gold_docs", "--action", "append", "--overwrite"]

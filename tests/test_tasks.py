@@ -19,7 +19,7 @@ from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
 
 from tests.commands import inspect_in_one_fresh_process, run_inspect
-from tests.support import write_lines
+from tests.support import OfflineLogs, write_lines
 from tracegrade import (
     DatasetError,
     ordered_extraction_recorded,
@@ -60,13 +60,6 @@ def check_logged_samples(log: EvalLog, fixture: str, scorer_name: str) -> None:
             assert canonical_json(score.metadata["result"]) == canonical_json(
                 case.expected
             ), case_id
-
-
-@pytest.fixture(scope="module")
-def packaged_extraction_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
-    """The packaged extraction task evaluated once for the module; a test
-    that rescores it rescores its own copy (every case checked there)."""
-    return run(ordered_extraction_recorded(), tmp_path_factory.mktemp("extraction"))
 
 
 def test_the_stage_task_replays_the_readme_tours_runs_by_default() -> None:
@@ -117,10 +110,11 @@ def test_an_argument_the_task_does_not_take_is_refused(
 
 
 def test_the_extraction_scorer_resolves_by_name_in_inspect_score(
-    packaged_extraction_log: EvalLog, tmp_path: Path
+    offline_logs: OfflineLogs, tmp_path: Path
 ) -> None:
+    """Rescores its own copy of the packaged extraction log (every case)."""
     (tmp_path / "logs").mkdir()
-    source = Path(packaged_extraction_log.location)
+    source = Path(offline_logs.extraction)
     location = str(shutil.copy(source, tmp_path / "logs" / source.name))
     result = run_inspect(
         *("score", location, "--scorer", "tracegrade/ordered_extraction"),
