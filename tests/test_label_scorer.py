@@ -25,7 +25,6 @@ from inspect_ai.scorer import (
     Score,
     Scorer,
     Target,
-    includes,
     match,
     scorer,
 )
@@ -38,14 +37,11 @@ from tracegrade.tasks import replay
 
 # --- the mapping ------------------------------------------------------------------
 
-LABELS: list[tuple[Any, bool]] = [
-    (CORRECT, True),
-    (1.0, True),
-    (INCORRECT, False),
-    (-0.0, False),
+# A grader's value and the label it gives (None: no label).
+LABELS: list[tuple[Any, bool | None]] = [
+    *((CORRECT, True), (1.0, True), (INCORRECT, False), (-0.0, False)),
+    *((PARTIAL, None), (0.5, None), (float("nan"), None), ("true", None)),
 ]
-
-NO_LABEL: list[Any] = [PARTIAL, 0.5, float("nan"), "true"]
 
 
 # --- graders to test with -----------------------------------------------------------
@@ -129,81 +125,84 @@ def metadata_of(result: Score) -> dict[str, Any]:
     return result.metadata
 
 
-# --- the scorer with a grader --------------------------------------------------------
+# --- the scorer with a grader, or a given score -------------------------------------
+
+TABLE = [
+    *(
+        (source, value, label)
+        for value, label in LABELS
+        for source in ("scorer", "score")
+    ),
+    ("scorer", None, None),  # the grader returned no score at all
+]
 
 
-@pytest.mark.parametrize(("value", "label"), LABELS, ids=repr)
-def test_a_label_from_the_grader_decides_the_stage(value: Any, label: bool) -> None:
-    result = score_run(fixed_grade(value))
-    assert result.value == ("pass" if label else "generation")
+@pytest.mark.parametrize(("source", "value", "label"), TABLE, ids=repr)
+def test_a_grader_or_a_given_score_labels_the_run_by_the_table(
+    source: str, value: Any, label: bool | None
+) -> None:
+    if source == "scorer":
+        result = score_run(fixed_grade(value, none=value is None))
+    else:
+        judged = Score(value=value, **GRADER_SCORE)
+        scores = {"fixed_grade": judged}
+        result = score_run(None, scores=scores, label_from="fixed_grade")
     metadata = metadata_of(result)
-    assert metadata["record"] == {**RUN, "correct": label}
-    assert metadata["record"]["correct"] is label  # not 1 or 1.0
-    assert metadata["read_from"]["correct"] == "scorer fixed_grade"
-    assert metadata["grader"] == {"name": "fixed_grade", "value": value, **GRADER_SCORE}
-    # The record in the metadata is what the core received: parity with
-    # the reference evaluators holds whoever supplied the label.
-    assert diagnose_stage(metadata["record"]) == metadata["result"]
-
-
-@pytest.mark.parametrize("value", [*NO_LABEL, None], ids=repr)
-def test_no_label_from_the_grader_is_answer_label_quoting_it(value: Any) -> None:
-    """None: the grader returned no score at all."""
-    result = score_run(fixed_grade(value, none=value is None))
+    assert metadata["read_from"]["correct"] == f"{source} fixed_grade"
+    fields = ("value", "answer", "explanation", "reason", "metadata")
+    given = {"value": value, **GRADER_SCORE} if value is not None else {}
+    shown = {field: given.get(field) for field in fields}
+    if isinstance(value, float) and math.isnan(value):
+        assert math.isnan(metadata["grader"].pop("value"))
+        shown.pop("value")
+    assert metadata["grader"] == {"name": "fixed_grade", **shown}
+    if label is not None:
+        assert result.value == ("pass" if label else "generation")
+        assert metadata["record"] == {**RUN, "correct": label}
+        assert metadata["record"]["correct"] is label  # not 1 or 1.0
+        # The record in the metadata is what the core received: parity with
+        # the reference evaluators holds whoever supplied the label.
+        assert diagnose_stage(metadata["record"]) == metadata["result"]
+        return
     assert isinstance(result.value, float) and math.isnan(result.value)
     assert error_kind(result) == "answer-label"
-    metadata = metadata_of(result)
     assert "correct" not in metadata["record"]
     assert metadata["result"] == {"error": "answer-label"}
     assert metadata["error"]["message"] == result.explanation
-    assert result.explanation is not None
-    assert result.explanation.startswith("The grader fixed_grade ")
-    assert result.explanation.endswith(
-        ', which is not a label (only CORRECT "C", true or 1 and INCORRECT "I", '
-        "false or 0 are), so the answer cannot be called correct or incorrect."
+    what = {None: "returned no score", PARTIAL: 'gave "P"', "true": 'gave "true"'}
+    if isinstance(value, float):
+        what[value] = "gave 0.5" if value == 0.5 else "left the run unscored (NaN)"
+    assert result.explanation == (
+        f"The {'grader' if source == 'scorer' else 'score'} fixed_grade "
+        f'{what[value]}, which is not a label (only CORRECT "C", true or 1 and '
+        'INCORRECT "I", false or 0 are), so the answer cannot be called correct '
+        "or incorrect."
     )
-    if value is None:
-        assert "returned no score" in result.explanation
-        assert metadata["grader"] == {"name": "fixed_grade"} | dict.fromkeys(
-            ("value", "answer", "explanation", "reason", "metadata")
-        )
-    elif isinstance(value, float) and math.isnan(value):
-        assert "left the run unscored (NaN)" in result.explanation
-        assert math.isnan(metadata["grader"]["value"])
-    else:
-        assert metadata["grader"]["value"] == value
 
 
-def test_the_grader_is_run_on_the_same_state_and_target() -> None:
+def test_the_grader_is_run_on_the_run_its_registry_name_too() -> None:
+    """The grader sees the run's own state and target, by scorer or name."""
     assert score_run(echo_target(), output="-18 C", target="-18 C").value == "pass"
     assert score_run(echo_target(), output="-20 C", target="-18 C").value == (
         "generation"
     )
+    result = score_run("includes", output="The answer is -18 C", target="-18 C")
+    assert result.value == "pass"
+    assert metadata_of(result)["read_from"]["correct"] == "scorer includes"
+    assert metadata_of(result)["grader"]["name"] == "includes"
     # It replaces a label in metadata; what it raises goes up, as from any
     # Inspect scorer (Inspect makes it the sample's error).
     result = score_run(fixed_grade(INCORRECT), {**RUN, "correct": True})
     assert metadata_of(result)["record"]["correct"] is False
     with pytest.raises(RuntimeError, match="the grading model is unreachable"):
         score_run(fixed_grade(fail=True))
-
-
-def test_unresolved_and_retrieval_runs_keep_the_graders_score() -> None:
+    # Unresolved and retrieval runs keep the grader's score.
     unresolved = score_run(fixed_grade(PARTIAL), {"required": [], "context": []})
     assert unresolved.value == "unresolved"
     assert metadata_of(unresolved)["grader"]["value"] == "P"
     lucky = score_run(fixed_grade(CORRECT), {"required": ["D1"], "context": []})
     assert lucky.value == "retrieval"
     assert metadata_of(lucky)["record"]["correct"] is True
-
-
-def test_a_grader_named_by_its_registry_name() -> None:
-    result = score_run("includes", output="The answer is -18 C", target="-18 C")
-    assert result.value == "pass"
-    assert metadata_of(result)["read_from"]["correct"] == "scorer includes"
-    assert metadata_of(result)["grader"]["name"] == "includes"
-    assert score_run(includes(), output="no idea", target="-18 C").value == (
-        "generation"
-    )
 
 
 # --- mistakes ------------------------------------------------------------------------
@@ -351,15 +350,20 @@ def copied(log: EvalLog, tmp_path: Path) -> str:
     return str(shutil.copy(log.location, tmp_path / Path(log.location).name))
 
 
-def test_a_grader_diagnoses_every_run_and_is_logged_to_score_again(
+def test_one_eval_labels_from_its_judge_called_once_or_a_grader_of_its_own(
     judged_log: EvalLog,
 ) -> None:
-    assert stages(judged_log, "stage_diagnosis1") == EXPECTED
+    """The grader is logged so that `score` can rebuild the scorer."""
+    assert stages(judged_log) == stages(judged_log, "stage_diagnosis1") == EXPECTED
+    assert CALLS == {"right": 1, "wrong": 1, "lucky": 1}
+    for sample in judged_log.samples or []:
+        scores = sample.scores or {}
+        judged = scores["counted_judge"].model_dump(include={"value", "answer"})
+        grader = (scores["stage_diagnosis"].metadata or {})["grader"]
+        assert {"value": grader["value"], "answer": grader["answer"]} == judged
     assert judged_log.results is not None
     (graded,) = [s for s in judged_log.results.scores if s.name == "stage_diagnosis1"]
     assert graded.metrics["lucky_answers"].value == 1
-    # The log records the grader as Inspect records a scorer argument, so
-    # the scorer can be rebuilt from the log.
     assert judged_log.eval.scorers is not None
     spec = judged_log.eval.scorers[-1]
     assert spec.options is not None
@@ -395,32 +399,6 @@ def test_inspect_score_takes_a_grader_with_arguments(
 # --- label_from: a score an earlier scorer gave ---------------------------------
 
 
-@pytest.mark.parametrize(("value", "label"), [(INCORRECT, False), (PARTIAL, None)])
-def test_a_given_score_is_read_by_the_same_table(value: Any, label: Any) -> None:
-    judged = Score(value=value, explanation="why", reason="judged", metadata={"k": 1})
-    result = score_run(None, scores={"judge": judged}, label_from="judge")
-    metadata = metadata_of(result)
-    assert metadata["read_from"]["correct"] == "score judge"
-    assert metadata["grader"] == {
-        "name": "judge",
-        "value": value,
-        "answer": None,
-        "explanation": "why",
-        "reason": JUDGED_REASON,
-        "metadata": {"k": 1},
-    }
-    if label is None:
-        assert error_kind(result) == "answer-label"
-        assert result.explanation == (
-            'The score judge gave "P", which is not a label (only CORRECT "C", '
-            'true or 1 and INCORRECT "I", false or 0 are), so the answer cannot '
-            "be called correct or incorrect."
-        )
-    else:
-        assert result.value == ("pass" if label else "generation")
-        assert metadata["record"]["correct"] is label
-
-
 def test_a_missing_given_score_is_answer_label_and_warned_of_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -453,25 +431,6 @@ def test_a_missing_given_score_is_answer_label_and_warned_of_once(
         'and no run scored before it had one. Its scores: "match".'
     )
     assert "--action append" in warning
-
-
-def test_one_eval_calls_the_judge_once_and_labels_from_its_score(
-    judged_log: EvalLog,
-) -> None:
-    log = judged_log
-    assert stages(log) == EXPECTED
-    assert CALLS == {"right": 1, "wrong": 1, "lucky": 1}
-    assert log.samples is not None
-    for sample in log.samples:
-        scores = sample.scores or {}
-        judged = scores["counted_judge"]
-        grader = (scores["stage_diagnosis"].metadata or {})["grader"]
-        assert grader["value"] == judged.value
-        assert grader["answer"] == judged.answer
-        assert grader["explanation"] == judged.explanation
-        assert (scores["stage_diagnosis"].metadata or {})["read_from"][
-            "correct"
-        ] == "score counted_judge"
 
 
 def test_inspect_score_labels_from_a_score_in_the_log(
