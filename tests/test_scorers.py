@@ -434,6 +434,18 @@ STAGE_ARGUMENTS = (
             f'context=["D1"]; it takes {STAGE_ARGUMENTS}',
         ),
         (
+            stage_diagnosis_scorer,
+            {"context_tools": ""},
+            'context_tools must be a tool name or a list of them, got ""',
+        ),
+        (
+            stage_diagnosis_scorer,
+            {"context_tools": "search", "context_key": "c"},
+            'context_tools="search" reads the context and steps from the tool '
+            "calls; context_key and steps_key read them from metadata: give one "
+            "source",
+        ),
+        (
             ordered_extraction_scorer,
             {"sorce_key": "ids"},
             'ordered_extraction takes no argument sorce_key="ids"; it takes '
