@@ -90,10 +90,12 @@ def values(log: EvalLog, name: str) -> list[Any]:
     return [(s.scores or {})[name].value for s in log.samples or []]
 
 
-def test_a_misspelled_key_is_warned_of_once_in_the_log(
+def test_each_source_no_sample_has_is_warned_of_once_in_the_log(
     gold: tuple[EvalLog, str],
 ) -> None:
-    log, _ = gold
+    """A misspelled key, and a labels file that matches no sample; keys
+    every sample has are not warned of."""
+    log, labels = gold
     # Per-sample semantics are unchanged: each run gets what the rules say.
     assert all(math.isnan(got) for got in values(log, "stage_diagnosis"))
     ((sample_id, message),) = logged_warnings(log, "retreived")
@@ -103,24 +105,6 @@ def test_a_misspelled_key_is_warned_of_once_in_the_log(
         f"Its metadata keys: {METADATA_KEYS}. A run without it is not graded: "
         "invalid-input. If no sample has the key, check context_key."
     ) in message
-
-
-def test_a_context_no_solver_recorded_is_warned_of(tmp_path: Path) -> None:
-    task = Task(
-        dataset=[Sample(id="q1", input="?", metadata={"required": ["D1"]})],
-        solver=replay(),
-        scorer=stage_diagnosis_scorer(),
-    )
-    (log,) = eval(task, display="none", log_dir=str(tmp_path), log_realtime=False)
-    ((_, message),) = logged_warnings(read_eval_log(log.location), "no context")
-    assert "recorded no context (no solver set RetrievalTrace.context)" in message
-    assert "Its store keys: none." in message
-
-
-def test_a_labels_file_that_matches_no_sample_is_warned_of(
-    gold: tuple[EvalLog, str],
-) -> None:
-    log, labels = gold
     assert {
         error_kind((s.scores or {})["stage_diagnosis1"]) for s in log.samples or []
     } == {"answer-label"}
@@ -129,10 +113,6 @@ def test_a_labels_file_that_matches_no_sample_is_warned_of(
         message
     )
     assert 'It labels ids "Q1", "Q2".' in message
-
-
-def test_keys_every_sample_has_are_not_warned_of(gold: tuple[EvalLog, str]) -> None:
-    log, _ = gold
     assert values(log, "stage_diagnosis2") == ["pass", "retrieval"]
     (sample, *_) = log.samples or []
     metadata = (sample.scores or {})["stage_diagnosis2"].metadata or {}
@@ -141,7 +121,6 @@ def test_keys_every_sample_has_are_not_warned_of(gold: tuple[EvalLog, str]) -> N
         "context": 'metadata["retrieved"]',
         "correct": 'metadata["judged"]',
     }
-    # The two warnings are the other scorers'.
     assert len(logged_warnings(log)) == 2
 
 
@@ -184,6 +163,17 @@ def state(metadata: dict[str, Any], number: int) -> TaskState:
 
 def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_a_context_no_solver_recorded_is_warned_of(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    scorer = stage_diagnosis_scorer()
+    with caplog.at_level(logging.WARNING, logger="tracegrade"):
+        asyncio.run(scorer(state({"required": ["D1"]}, 0), Target("")))
+    (warning,) = [w for w in warnings_of(caplog) if "no context" in w]
+    assert "recorded no context (no solver set RetrievalTrace.context)" in warning
+    assert "Its store keys: none." in warning
 
 
 def test_a_key_the_first_runs_lack_is_warned_of_once(
