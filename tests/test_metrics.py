@@ -28,6 +28,7 @@ from inspect_ai.scorer import (
 
 from tests.support import write_lines
 from tracegrade import stage_diagnosis
+from tracegrade.core import stage_precision, stage_recall
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
 from tracegrade.schema import STAGES
 from tracegrade.scorers import (
@@ -297,6 +298,15 @@ def test_stage_metrics_survive_epochs(stage_log: EvalLog) -> None:
     assert score.unscored_samples == data_errors * 2
     assert score.scored_samples == (len(STAGE_CASES) - data_errors) * 2
     assert values["scored_runs"] == score.scored_samples
+    # Recall and precision: means over the scored runs that have one, every
+    # epoch a run; an unlabelled run has shares but is unscored.
+    scored = [c.input for c in STAGE_CASES if "stage" in (c.expected or {})]
+    for share, of_record in (
+        ("context_recall", stage_recall),
+        ("context_precision", stage_precision),
+    ):
+        found = [v for v in map(of_record, scored) if v is not None] * 2
+        assert values[share] == math.fsum(found) / len(found)
     # `inspect view` and eval sets show a log's headline: the first metric
     # of its first score. A stage run's is its pass share (higher is
     # better); every other metric is still logged after it.
