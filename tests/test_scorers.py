@@ -30,7 +30,7 @@ from tracegrade.scorers.explain import (
     explain_extraction,
     explain_stage,
 )
-from tracegrade.scorers.outcome import error_kind
+from tracegrade.scorers.outcome import DATA_ERRORS, error_kind
 
 STAGE_CASES = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
 EXTRACTION_CASES = read_fixture_cases(packaged_fixture("ordered_extraction.jsonl"))
@@ -73,44 +73,55 @@ def stage_read_from() -> dict[str, str]:
     return {"required": "r", "context": "c", "correct": "l"}
 
 
-def check_case(case: FixtureCase, score: Score) -> None:
-    """The score carries the documented output, or the documented refusal."""
-    assert case.expected is not None
-    metadata = score.metadata or {}
+# --- every packaged case --------------------------------------------------------
+
+PACKAGED = [("stage", case) for case in STAGE_CASES] + [
+    ("extraction", case) for case in EXTRACTION_CASES
+]
+
+
+@pytest.mark.parametrize(("task", "case"), PACKAGED, ids=lambda x: getattr(x, "id", x))
+def test_every_packaged_case_is_scored_as_documented(
+    task: str, case: FixtureCase
+) -> None:
+    """The result or refusal, and what the `Score` adds: its kind, one
+    sentence, the answer shown and (extraction) the itemised differences."""
+    record = dict(case.input)
+    if task == "stage":
+        score = diagnosis_score(record, stage_read_from(), context_recorded=True)
+    else:
+        score = extraction_score(record, {"source": "s", "answer": "a"})
+    expected, metadata = case.expected or {}, score.metadata or {}
     assert score.explanation and "\n" not in score.explanation
     assert score.explanation.endswith(".")
-    if "invalid" in case.expected:
-        assert is_unscored(score), case.id
-        assert metadata["result"] is None
-        assert metadata["error"]["kind"] == "invalid-input"
-        assert metadata["error"]["field"] == case.expected["invalid"], case.id
-        assert error_kind(score) == "invalid-input"
+    kind = error_kind(score)
+    if "invalid" in expected:
+        assert (kind, metadata["result"]) == ("invalid-input", None)
+        assert metadata["error"]["field"] == expected["invalid"]
     else:
-        assert metadata["result"] == case.expected, case.id
-        # Compare as JSON text too: `==` would let True stand for 1.
-        assert canonical_json(metadata["result"]) == canonical_json(case.expected)
-
-
-# --- stage diagnosis, pure half -----------------------------------------------
-
-
-@pytest.mark.parametrize("case", STAGE_CASES, ids=lambda case: case.id)
-def test_every_packaged_stage_case_is_scored_as_documented(case: FixtureCase) -> None:
-    score = diagnosis_score(dict(case.input), stage_read_from(), context_recorded=True)
-    check_case(case, score)
-    assert case.expected is not None
-    if "stage" in case.expected:
-        assert score.value == case.expected["stage"]
-        assert error_kind(score) is None
-        assert score.metadata is not None and score.metadata["error"] is None
-    elif case.expected == {"error": "answer-label"}:
-        assert is_unscored(score)
-        assert error_kind(score) == "answer-label"
-    # No output here: the answer is the context supplied, not the record.
-    if "context" in case.input:
-        assert score.answer == canonical_json(case.input["context"])
-    else:
-        assert score.answer is None
+        # Compare as JSON text: `==` would let True stand for 1.
+        assert canonical_json(metadata["result"]) == canonical_json(expected)
+    if expected == {"error": "duplicate-id"}:
+        repeated = len(set(record["source"])) != len(record["source"])
+        assert kind == ("duplicate-source-id" if repeated else "duplicate-answer-id")
+        assert metadata["error"]["side"] == ("data" if repeated else "answer")
+    elif expected == {"error": "answer-label"}:
+        assert kind == "answer-label"
+    elif "invalid" not in expected:
+        assert kind is None and metadata["error"] is None
+        assert score.value == expected.get("stage", expected)
+    assert is_unscored(score) == (kind in DATA_ERRORS)
+    if task == "stage":
+        # No output here: the answer is the context supplied, not the record.
+        context = record.get("context")
+        assert score.answer == (
+            canonical_json(context) if "context" in record else None
+        )
+        return
+    assert list(metadata) == ["result", "record", "read_from", "error", "itemised"]
+    graded = "membership" in expected
+    itemised = itemise(record["source"], record["answer"]) if graded else None
+    assert metadata["itemised"] == itemised
 
 
 def test_a_null_context_is_called_null_not_missing() -> None:
@@ -138,36 +149,6 @@ def test_a_record_that_is_not_json_still_gives_a_loggable_score() -> None:
 
 
 # --- ordered extraction, pure half --------------------------------------------
-
-
-@pytest.mark.parametrize("case", EXTRACTION_CASES, ids=lambda case: case.id)
-def test_every_packaged_extraction_case_is_scored_as_documented(
-    case: FixtureCase,
-) -> None:
-    score = extraction_score(dict(case.input), {"source": "s", "answer": "a"})
-    check_case(case, score)
-    assert case.expected is not None
-    metadata = score.metadata or {}
-    # `itemised` beside the other keys, None wherever the rules refused to grade.
-    assert list(metadata) == ["result", "record", "read_from", "error", "itemised"]
-    if "membership" in case.expected:
-        assert score.value == case.expected
-        assert metadata["error"] is None
-        itemised = itemise(case.input["source"], case.input["answer"])
-        assert metadata["itemised"] == itemised
-        assert (itemised["first_order_break"] is None) is case.expected["order"]
-    else:
-        assert metadata["itemised"] is None
-    if case.expected == {"error": "duplicate-id"}:
-        repeated_source = len(set(case.input["source"])) != len(case.input["source"])
-        if repeated_source:
-            assert is_unscored(score)
-            assert error_kind(score) == "duplicate-source-id"
-            assert metadata["error"]["side"] == "data"
-        else:
-            assert score.value == {"membership": False, "order": False}
-            assert error_kind(score) == "duplicate-answer-id"
-            assert metadata["error"]["side"] == "answer"
 
 
 def test_a_broken_source_outranks_an_unreadable_answer() -> None:
