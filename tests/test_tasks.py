@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from inspect_ai import Task, eval
-from inspect_ai.log import EvalLog, EvalSample, list_eval_logs, read_eval_log
+from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
 from tests.commands import inspect_in_one_fresh_process, run_inspect
 from tests.support import OfflineLogs, write_lines
@@ -25,7 +25,6 @@ from tracegrade import (
     ordered_extraction_recorded,
     stage_diagnosis,
 )
-from tracegrade.core import canonical_json
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import extraction_input_score, stage_input_score
@@ -37,29 +36,6 @@ def run(task: Task, tmp_path: Path) -> EvalLog:
     (log,) = eval(task, display="none", log_dir=str(tmp_path), log_realtime=False)
     assert log.status == "success", log.error
     return log
-
-
-def check_logged_samples(log: EvalLog, fixture: str, scorer_name: str) -> None:
-    """Every case is a sample, and its score carries the documented output."""
-    cases = {case.id: case for case in read_fixture_cases(packaged_fixture(fixture))}
-    assert log.samples is not None
-    samples: dict[Any, EvalSample] = {sample.id: sample for sample in log.samples}
-    assert samples.keys() == cases.keys()
-    for case_id, case in cases.items():
-        sample = samples[case_id]
-        assert sample.scores is not None
-        score = sample.scores[scorer_name]
-        assert score.metadata is not None, case_id
-        assert score.explanation, case_id
-        assert case.expected is not None
-        assert sample.metadata["expected"] == case.expected
-        if "invalid" in case.expected:
-            assert score.metadata["result"] is None, case_id
-            assert score.metadata["error"]["field"] == case.expected["invalid"], case_id
-        else:
-            assert canonical_json(score.metadata["result"]) == canonical_json(
-                case.expected
-            ), case_id
 
 
 def test_the_stage_task_replays_the_readme_tours_runs_by_default() -> None:
@@ -124,7 +100,12 @@ def test_the_extraction_scorer_resolves_by_name_in_inspect_score(
     assert result.returncode == 0, result.stderr
     rescored = read_eval_log(location)
     assert rescored.status == "success"
-    check_logged_samples(rescored, "ordered_extraction.jsonl", "ordered_extraction")
+    # The same score as the task's own scorer gave every case.
+    original = read_eval_log(str(source))
+    pairs = zip(original.samples or [], rescored.samples or [], strict=True)
+    for before, after in pairs:
+        (old,), (new,) = (before.scores or {}).values(), (after.scores or {}).values()
+        assert as_text(new) == as_text(old), before.id
     assert rescored.eval.scorers is not None
     (scorer,) = rescored.eval.scorers
     assert scorer.options == {"answer_key": "answer"}
