@@ -16,12 +16,11 @@ from click.testing import CliRunner
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log
-from inspect_ai.model import ModelName
 from inspect_ai.scorer import Target
-from inspect_ai.solver import TaskState
 
 from tests.commands import inspect_in_one_fresh_process, run_tracegrade
 from tests.support import OfflineLogs, write_lines
+from tests.test_scorers import task_state
 from tracegrade import (
     ordered_extraction_scorer,
     stage_diagnosis_scorer,
@@ -150,17 +149,6 @@ def test_inspect_score_refuses_a_bad_argument_in_one_line(
 # --- the rule, one run at a time ---------------------------------------------------
 
 
-def state(metadata: dict[str, Any], number: int) -> TaskState:
-    return TaskState(
-        model=ModelName("none/none"),
-        sample_id=f"r{number}",
-        epoch=1,
-        input="",
-        messages=[],
-        metadata=metadata,
-    )
-
-
 def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
@@ -170,7 +158,9 @@ def test_a_context_no_solver_recorded_is_warned_of(
 ) -> None:
     scorer = stage_diagnosis_scorer()
     with caplog.at_level(logging.WARNING, logger="tracegrade"):
-        asyncio.run(scorer(state({"required": ["D1"]}, 0), Target("")))
+        asyncio.run(
+            scorer(task_state({"required": ["D1"]}, sample_id="r0"), Target(""))
+        )
     (warning,) = [w for w in warnings_of(caplog) if "no context" in w]
     assert "recorded no context (no solver set RetrievalTrace.context)" in warning
     assert "Its store keys: none." in warning
@@ -186,7 +176,9 @@ def test_a_key_the_first_runs_lack_is_warned_of_once(
     runs = [unlabelled, unlabelled, {**unlabelled, "correct": True}, unlabelled]
     with caplog.at_level(logging.WARNING, logger="tracegrade"):
         for number, metadata in enumerate(runs):
-            asyncio.run(scorer(state(metadata, number), Target("")))
+            asyncio.run(
+                scorer(task_state(metadata, sample_id=f"r{number}"), Target(""))
+            )
     (warning,) = warnings_of(caplog)
     assert warning.startswith(
         'stage_diagnosis: sample "r0" has no metadata key "correct" '
@@ -210,7 +202,9 @@ def test_the_extraction_scorer_warns_once_of_each_key_no_run_has(
     run = {"source": ["A"], "answer": ["A"]}
     with caplog.at_level(logging.WARNING, logger="tracegrade"):
         for number in range(3):
-            asyncio.run(scorer(state(run, number), Target('["A"]')))
+            asyncio.run(
+                scorer(task_state(run, sample_id=f"r{number}"), Target('["A"]'))
+            )
     found = warnings_of(caplog)
     assert len(found) == len(warned)  # each at the first run, none again
     for message, key in zip(found, warned, strict=True):

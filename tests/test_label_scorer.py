@@ -17,7 +17,6 @@ import pytest
 from inspect_ai import Task, eval, score
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log
-from inspect_ai.model import ModelName, ModelOutput
 from inspect_ai.scorer import (
     CORRECT,
     INCORRECT,
@@ -31,6 +30,7 @@ from inspect_ai.scorer import (
 from inspect_ai.solver import TaskState
 
 from tests.commands import run_inspect
+from tests.test_scorers import task_state
 from tracegrade import LabelScorerError, diagnose_stage, stage_diagnosis_scorer
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import replay
@@ -102,14 +102,10 @@ def score_run(
     **kwargs: Any,
 ) -> Score:
     """The stage score of RUN with `grader`, or `scores` given by earlier scorers."""
-    state = TaskState(
-        model=ModelName("none/none"),
+    state = task_state(
+        dict(RUN if metadata is None else metadata),
         sample_id="q1",
-        epoch=1,
-        input="",
-        messages=[],
-        metadata=dict(RUN if metadata is None else metadata),
-        output=ModelOutput.from_content(model="none", content=output),
+        completion=output,
         scores=scores,
     )
     stage_scorer = stage_diagnosis_scorer(
@@ -406,15 +402,8 @@ def test_a_missing_given_score_is_answer_label_and_warned_of_once(
     results = []
     with caplog.at_level(logging.WARNING, logger="tracegrade"):
         for sample_id in ("q1", "q2"):
-            state = TaskState(
-                model=ModelName("none/none"),
-                sample_id=sample_id,
-                epoch=1,
-                input="",
-                messages=[],
-                metadata=dict(RUN),
-                scores={"match": Score(value=CORRECT)},
-            )
+            judged = {"match": Score(value=CORRECT)}
+            state = task_state(dict(RUN), sample_id=sample_id, scores=judged)
             results.append(asyncio.run(stage_scorer(state, Target(""))))
     for result in results:
         assert isinstance(result, Score)

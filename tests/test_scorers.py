@@ -47,7 +47,10 @@ def task_state(
     store: dict[str, Any] | None = None,
     completion: str | None = None,
     target: str = "",
+    scores: dict[str, Score] | None = None,
 ) -> TaskState:
+    """A run's state as a scorer is given it; test_key_warnings and
+    test_label_scorer use it too."""
     state = TaskState(
         model=ModelName("none/none"),
         sample_id=sample_id,
@@ -57,6 +60,7 @@ def task_state(
         target=Target(target),
         metadata=metadata,
         store=store,
+        scores=scores,
     )
     if completion is not None:
         state.output = ModelOutput.from_content(model="test", content=completion)
