@@ -253,32 +253,6 @@ def test_a_label_source_that_cannot_be_used_is_refused(
 # --- in real runs --------------------------------------------------------------------
 
 
-def graded_task(
-    label_scorer: Scorer | str | None, scorers: list[Scorer] | None = None
-) -> Task:
-    """Recorded runs with an answer and a reference answer each, scored by
-    `scorers` or else the stage scorer with `label_scorer`."""
-    runs = {
-        "right": (["D1"], ["D1"], "-18 degrees C."),
-        "wrong": (["D1"], ["D1"], "I do not know."),
-        "lucky": (["D1", "D2"], ["D1"], "-18 degrees C."),
-    }
-    return Task(
-        dataset=[
-            Sample(
-                id=run_id,
-                input="At what temperature is the frozen chamber kept?",
-                target="-18 degrees C.",
-                metadata={"required": required, "context": context, "answer": answer},
-            )
-            for run_id, (required, context, answer) in runs.items()
-        ],
-        solver=replay(),
-        scorer=scorers or stage_diagnosis_scorer(label_scorer=label_scorer),
-        name="graded_runs",
-    )
-
-
 def stages(log: EvalLog, name: str = "stage_diagnosis") -> dict[Any, Any]:
     assert log.samples is not None
     return {s.id: (s.scores or {})[name].value for s in log.samples}
@@ -323,13 +297,28 @@ def judged_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     """One eval whose judge scores first, a stage scorer labelling from its
     score, and one with a grader of its own (stage_diagnosis1)."""
     CALLS.clear()
-    task = graded_task(
-        None,
-        [
+    runs = {
+        "right": (["D1"], ["D1"], "-18 degrees C."),
+        "wrong": (["D1"], ["D1"], "I do not know."),
+        "lucky": (["D1", "D2"], ["D1"], "-18 degrees C."),
+    }
+    task = Task(
+        dataset=[
+            Sample(
+                id=run_id,
+                input="At what temperature is the frozen chamber kept?",
+                target="-18 degrees C.",
+                metadata={"required": required, "context": context, "answer": answer},
+            )
+            for run_id, (required, context, answer) in runs.items()
+        ],
+        solver=replay(),
+        scorer=[
             counted_judge(),
             stage_diagnosis_scorer(label_from="counted_judge"),
             stage_diagnosis_scorer(label_scorer=match()),
         ],
+        name="graded_runs",
     )
     (log,) = eval(
         task,
