@@ -18,7 +18,7 @@ from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.scorer import Target
 
-from tests.commands import inspect_in_one_fresh_process, run_tracegrade
+from tests.commands import inspect_in_one_fresh_process
 from tests.support import OfflineLogs, write_lines
 from tests.test_scorers import task_state
 from tracegrade import (
@@ -218,28 +218,15 @@ def test_the_extraction_scorer_warns_once_of_each_key_no_run_has(
 
 
 def test_recorded_outputs_stand_for_the_answer(tmp_path: Path) -> None:
-    """The documented `{"source", "output"}` form: no field is missing, in
-    `check`, in `score` or in the log it writes; with neither, the warning
-    names both."""
-    output = 'Sorted, as asked:\nANSWER: ["A", "B", "C"]'
+    """The documented `{"source", "output"}` form: `check` finds no field
+    missing (nor does `score`: test_recorded_outputs.py); with neither, the
+    warning names both."""
     path = write_lines(
         tmp_path / "runs.jsonl",
-        [{"id": "run-0003", "input": {"source": ["C", "A", "B"], "output": output}}],
+        [{"id": "run-0003", "input": {"source": ["C", "A", "B"], "output": "A"}}],
     )
     checked = CliRunner().invoke(main, ["check", "ordered_extraction", path, "--json"])
     assert (checked.exit_code, json.loads(checked.stdout)["warnings"]) == (0, [])
-
-    scored = run_tracegrade(
-        "score", "ordered_extraction", path, "--log-dir", "logs", cwd=tmp_path
-    )
-    assert scored.returncode == 0, scored.stderr
-    assert "warning" not in scored.stderr
-    (log,) = (tmp_path / "logs").glob("*.eval")
-    written = read_eval_log(str(log))
-    assert "tracegrade_warnings" not in (written.eval.metadata or {})
-    assert written.results is not None
-    assert written.results.scores[0].metrics["membership"].value == 1
-
     neither = write_lines(
         tmp_path / "neither.jsonl", [{"id": "a", "input": {"source": ["A"]}}]
     )
