@@ -31,7 +31,6 @@ from inspect_ai.tool import Tool, ToolError, tool
 
 from tests.commands import run_inspect
 from tracegrade import stage_diagnosis_scorer
-from tracegrade.scorers.arguments import ScorerArgumentError
 from tracegrade.scorers.transcript import read_tool_context
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -317,28 +316,6 @@ def test_each_documented_shape_is_read_and_every_other_refused(
         assert "call 1 to search" in (score.explanation or "")
 
 
-def test_the_id_key_is_configurable() -> None:
-    message = ChatMessageTool(
-        content='[{"doc_id": "D2"}]', function="search", tool_call_id="c1"
-    )
-    context = read_tool_context([message], ("search",), "doc_id")
-    assert context.record()["context"] == ["D2"]
-
-
-@pytest.mark.parametrize(
-    ("arguments", "said"),
-    [
-        ({"context_tools": ""}, "context_tools must be a tool name"),
-        ({"context_tools": "search", "context_key": "c"}, "give one source"),
-    ],
-)
-def test_bad_context_tools_are_refused_when_the_scorer_is_built(
-    arguments: dict[str, Any], said: str
-) -> None:
-    with pytest.raises(ScorerArgumentError, match=said):
-        stage_diagnosis_scorer(**arguments)
-
-
 # --- Inspect's own truncation, read back --------------------------------------
 
 
@@ -355,12 +332,13 @@ def whole_entries(text: str, entries: list[Any], limit: int) -> list[str]:
         shown = json.dumps(entry, ensure_ascii=False).encode()
         start = encoded.index(shown)
         if start + len(shown) <= head or start >= tail:
-            survived.append(entry if isinstance(entry, str) else entry["id"])
+            survived.append(entry if isinstance(entry, str) else entry["doc_id"])
     return survived
 
 
 def random_result(rng: random.Random, shape: int) -> tuple[str, list[Any]]:
-    """A result of 2 to 11 entries in one of the three shapes, and its entries."""
+    """A result of 2 to 11 entries in one of the three shapes, and its entries
+    (the objects' ID under a key of the user's, `doc_id`)."""
     texts = [
         rng.choice(EDGES) + "x" * rng.randrange(60) + rng.choice(EDGES)
         for _ in range(rng.randrange(2, 12))
@@ -368,7 +346,7 @@ def random_result(rng: random.Random, shape: int) -> tuple[str, list[Any]]:
     entries: list[Any] = (
         [f"D{n}{text}" for n, text in enumerate(texts)]
         if shape == 2
-        else [{"id": f"D{n}", "text": text} for n, text in enumerate(texts)]
+        else [{"doc_id": f"D{n}", "text": text} for n, text in enumerate(texts)]
     )
     array = ", ".join(json.dumps(e, ensure_ascii=False) for e in entries)
     if shape == 1:
@@ -392,7 +370,7 @@ def test_a_truncated_result_counts_the_entries_that_survived_whole() -> None:
         message = ChatMessageTool(
             content=truncated.output, function="search", tool_call_id="c1"
         )
-        context = read_tool_context([message], ("search",), "id")
+        context = read_tool_context([message], ("search",), "doc_id")
         if context.problem is not None:
             refused += 1
             assert "cannot be told" in str(context.problem) or "before its" in str(

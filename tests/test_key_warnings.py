@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +16,13 @@ from click.testing import CliRunner
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log
-from inspect_ai.model import ModelName
 from inspect_ai.scorer import Target
-from inspect_ai.solver import TaskState
 
-from tests.commands import inspect_in_one_fresh_process, run_tracegrade
-from tests.support import write_lines
+from tests.commands import inspect_in_one_fresh_process
+from tests.support import OfflineLogs, write_lines
+from tests.test_scorers import task_state
 from tracegrade import (
     ordered_extraction_scorer,
-    stage_diagnosis,
     stage_diagnosis_scorer,
 )
 from tracegrade.cli import main
@@ -90,10 +89,12 @@ def values(log: EvalLog, name: str) -> list[Any]:
     return [(s.scores or {})[name].value for s in log.samples or []]
 
 
-def test_a_misspelled_key_is_warned_of_once_in_the_log(
+def test_each_source_no_sample_has_is_warned_of_once_in_the_log(
     gold: tuple[EvalLog, str],
 ) -> None:
-    log, _ = gold
+    """A misspelled key, and a labels file that matches no sample; keys
+    every sample has are not warned of."""
+    log, labels = gold
     # Per-sample semantics are unchanged: each run gets what the rules say.
     assert all(math.isnan(got) for got in values(log, "stage_diagnosis"))
     ((sample_id, message),) = logged_warnings(log, "retreived")
@@ -103,24 +104,6 @@ def test_a_misspelled_key_is_warned_of_once_in_the_log(
         f"Its metadata keys: {METADATA_KEYS}. A run without it is not graded: "
         "invalid-input. If no sample has the key, check context_key."
     ) in message
-
-
-def test_a_context_no_solver_recorded_is_warned_of(tmp_path: Path) -> None:
-    task = Task(
-        dataset=[Sample(id="q1", input="?", metadata={"required": ["D1"]})],
-        solver=replay(),
-        scorer=stage_diagnosis_scorer(),
-    )
-    (log,) = eval(task, display="none", log_dir=str(tmp_path), log_realtime=False)
-    ((_, message),) = logged_warnings(read_eval_log(log.location), "no context")
-    assert "recorded no context (no solver set RetrievalTrace.context)" in message
-    assert "Its store keys: none." in message
-
-
-def test_a_labels_file_that_matches_no_sample_is_warned_of(
-    gold: tuple[EvalLog, str],
-) -> None:
-    log, labels = gold
     assert {
         error_kind((s.scores or {})["stage_diagnosis1"]) for s in log.samples or []
     } == {"answer-label"}
@@ -129,10 +112,6 @@ def test_a_labels_file_that_matches_no_sample_is_warned_of(
         message
     )
     assert 'It labels ids "Q1", "Q2".' in message
-
-
-def test_keys_every_sample_has_are_not_warned_of(gold: tuple[EvalLog, str]) -> None:
-    log, _ = gold
     assert values(log, "stage_diagnosis2") == ["pass", "retrieval"]
     (sample, *_) = log.samples or []
     metadata = (sample.scores or {})["stage_diagnosis2"].metadata or {}
@@ -141,7 +120,6 @@ def test_keys_every_sample_has_are_not_warned_of(gold: tuple[EvalLog, str]) -> N
         "context": 'metadata["retrieved"]',
         "correct": 'metadata["judged"]',
     }
-    # The two warnings are the other scorers'.
     assert len(logged_warnings(log)) == 2
 
 
@@ -149,18 +127,11 @@ def test_keys_every_sample_has_are_not_warned_of(gold: tuple[EvalLog, str]) -> N
 
 
 def test_inspect_score_refuses_a_bad_argument_in_one_line(
-    tmp_path: Path,
+    offline_logs: OfflineLogs, tmp_path: Path
 ) -> None:
     """In a fresh interpreter: Inspect sets its display and exception hook
     from a process's first command."""
-    (log,) = eval(
-        stage_diagnosis(dataset="edge-cases"),
-        limit=2,
-        display="none",
-        log_dir=str(tmp_path),
-        log_realtime=False,
-    )
-    path = Path(log.location)
+    path = Path(shutil.copy(offline_logs.stage, tmp_path))
     before = path.read_bytes()
     command = ["score", str(path), "--scorer", "tracegrade/stage_diagnosis"]
     command += ["-S", "requried_key=gold_docs", "--action", "append", "--overwrite"]
@@ -178,19 +149,21 @@ def test_inspect_score_refuses_a_bad_argument_in_one_line(
 # --- the rule, one run at a time ---------------------------------------------------
 
 
-def state(metadata: dict[str, Any], number: int) -> TaskState:
-    return TaskState(
-        model=ModelName("none/none"),
-        sample_id=f"r{number}",
-        epoch=1,
-        input="",
-        messages=[],
-        metadata=metadata,
-    )
-
-
 def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+
+
+def test_a_context_no_solver_recorded_is_warned_of(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    scorer = stage_diagnosis_scorer()
+    with caplog.at_level(logging.WARNING, logger="tracegrade"):
+        asyncio.run(
+            scorer(task_state({"required": ["D1"]}, sample_id="r0"), Target(""))
+        )
+    (warning,) = [w for w in warnings_of(caplog) if "no context" in w]
+    assert "recorded no context (no solver set RetrievalTrace.context)" in warning
+    assert "Its store keys: none." in warning
 
 
 def test_a_key_the_first_runs_lack_is_warned_of_once(
@@ -203,7 +176,9 @@ def test_a_key_the_first_runs_lack_is_warned_of_once(
     runs = [unlabelled, unlabelled, {**unlabelled, "correct": True}, unlabelled]
     with caplog.at_level(logging.WARNING, logger="tracegrade"):
         for number, metadata in enumerate(runs):
-            asyncio.run(scorer(state(metadata, number), Target("")))
+            asyncio.run(
+                scorer(task_state(metadata, sample_id=f"r{number}"), Target(""))
+            )
     (warning,) = warnings_of(caplog)
     assert warning.startswith(
         'stage_diagnosis: sample "r0" has no metadata key "correct" '
@@ -227,7 +202,9 @@ def test_the_extraction_scorer_warns_once_of_each_key_no_run_has(
     run = {"source": ["A"], "answer": ["A"]}
     with caplog.at_level(logging.WARNING, logger="tracegrade"):
         for number in range(3):
-            asyncio.run(scorer(state(run, number), Target('["A"]')))
+            asyncio.run(
+                scorer(task_state(run, sample_id=f"r{number}"), Target('["A"]'))
+            )
     found = warnings_of(caplog)
     assert len(found) == len(warned)  # each at the first run, none again
     for message, key in zip(found, warned, strict=True):
@@ -241,28 +218,15 @@ def test_the_extraction_scorer_warns_once_of_each_key_no_run_has(
 
 
 def test_recorded_outputs_stand_for_the_answer(tmp_path: Path) -> None:
-    """The documented `{"source", "output"}` form: no field is missing, in
-    `check`, in `score` or in the log it writes; with neither, the warning
-    names both."""
-    output = 'Sorted, as asked:\nANSWER: ["A", "B", "C"]'
+    """The documented `{"source", "output"}` form: `check` finds no field
+    missing (nor does `score`: test_recorded_outputs.py); with neither, the
+    warning names both."""
     path = write_lines(
         tmp_path / "runs.jsonl",
-        [{"id": "run-0003", "input": {"source": ["C", "A", "B"], "output": output}}],
+        [{"id": "run-0003", "input": {"source": ["C", "A", "B"], "output": "A"}}],
     )
     checked = CliRunner().invoke(main, ["check", "ordered_extraction", path, "--json"])
     assert (checked.exit_code, json.loads(checked.stdout)["warnings"]) == (0, [])
-
-    scored = run_tracegrade(
-        "score", "ordered_extraction", path, "--log-dir", "logs", cwd=tmp_path
-    )
-    assert scored.returncode == 0, scored.stderr
-    assert "warning" not in scored.stderr
-    (log,) = (tmp_path / "logs").glob("*.eval")
-    written = read_eval_log(str(log))
-    assert "tracegrade_warnings" not in (written.eval.metadata or {})
-    assert written.results is not None
-    assert written.results.scores[0].metrics["membership"].value == 1
-
     neither = write_lines(
         tmp_path / "neither.jsonl", [{"id": "a", "input": {"source": ["A"]}}]
     )

@@ -17,7 +17,6 @@ import pytest
 from inspect_ai import Task, eval, score
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log
-from inspect_ai.model import ModelName, ModelOutput
 from inspect_ai.scorer import (
     CORRECT,
     INCORRECT,
@@ -25,27 +24,24 @@ from inspect_ai.scorer import (
     Score,
     Scorer,
     Target,
-    includes,
     match,
     scorer,
 )
 from inspect_ai.solver import TaskState
 
 from tests.commands import run_inspect
+from tests.test_scorers import task_state
 from tracegrade import LabelScorerError, diagnose_stage, stage_diagnosis_scorer
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import replay
 
 # --- the mapping ------------------------------------------------------------------
 
-LABELS: list[tuple[Any, bool]] = [
-    (CORRECT, True),
-    (1.0, True),
-    (INCORRECT, False),
-    (-0.0, False),
+# A grader's value and the label it gives (None: no label).
+LABELS: list[tuple[Any, bool | None]] = [
+    *((CORRECT, True), (1.0, True), (INCORRECT, False), (-0.0, False)),
+    *((PARTIAL, None), (0.5, None), (float("nan"), None), ("true", None)),
 ]
-
-NO_LABEL: list[Any] = [PARTIAL, 0.5, float("nan"), "true"]
 
 
 # --- graders to test with -----------------------------------------------------------
@@ -106,14 +102,10 @@ def score_run(
     **kwargs: Any,
 ) -> Score:
     """The stage score of RUN with `grader`, or `scores` given by earlier scorers."""
-    state = TaskState(
-        model=ModelName("none/none"),
+    state = task_state(
+        dict(RUN if metadata is None else metadata),
         sample_id="q1",
-        epoch=1,
-        input="",
-        messages=[],
-        metadata=dict(RUN if metadata is None else metadata),
-        output=ModelOutput.from_content(model="none", content=output),
+        completion=output,
         scores=scores,
     )
     stage_scorer = stage_diagnosis_scorer(
@@ -129,81 +121,84 @@ def metadata_of(result: Score) -> dict[str, Any]:
     return result.metadata
 
 
-# --- the scorer with a grader --------------------------------------------------------
+# --- the scorer with a grader, or a given score -------------------------------------
+
+TABLE = [
+    *(
+        (source, value, label)
+        for value, label in LABELS
+        for source in ("scorer", "score")
+    ),
+    ("scorer", None, None),  # the grader returned no score at all
+]
 
 
-@pytest.mark.parametrize(("value", "label"), LABELS, ids=repr)
-def test_a_label_from_the_grader_decides_the_stage(value: Any, label: bool) -> None:
-    result = score_run(fixed_grade(value))
-    assert result.value == ("pass" if label else "generation")
+@pytest.mark.parametrize(("source", "value", "label"), TABLE, ids=repr)
+def test_a_grader_or_a_given_score_labels_the_run_by_the_table(
+    source: str, value: Any, label: bool | None
+) -> None:
+    if source == "scorer":
+        result = score_run(fixed_grade(value, none=value is None))
+    else:
+        judged = Score(value=value, **GRADER_SCORE)
+        scores = {"fixed_grade": judged}
+        result = score_run(None, scores=scores, label_from="fixed_grade")
     metadata = metadata_of(result)
-    assert metadata["record"] == {**RUN, "correct": label}
-    assert metadata["record"]["correct"] is label  # not 1 or 1.0
-    assert metadata["read_from"]["correct"] == "scorer fixed_grade"
-    assert metadata["grader"] == {"name": "fixed_grade", "value": value, **GRADER_SCORE}
-    # The record in the metadata is what the core received: parity with
-    # the reference evaluators holds whoever supplied the label.
-    assert diagnose_stage(metadata["record"]) == metadata["result"]
-
-
-@pytest.mark.parametrize("value", [*NO_LABEL, None], ids=repr)
-def test_no_label_from_the_grader_is_answer_label_quoting_it(value: Any) -> None:
-    """None: the grader returned no score at all."""
-    result = score_run(fixed_grade(value, none=value is None))
+    assert metadata["read_from"]["correct"] == f"{source} fixed_grade"
+    fields = ("value", "answer", "explanation", "reason", "metadata")
+    given = {"value": value, **GRADER_SCORE} if value is not None else {}
+    shown = {field: given.get(field) for field in fields}
+    if isinstance(value, float) and math.isnan(value):
+        assert math.isnan(metadata["grader"].pop("value"))
+        shown.pop("value")
+    assert metadata["grader"] == {"name": "fixed_grade", **shown}
+    if label is not None:
+        assert result.value == ("pass" if label else "generation")
+        assert metadata["record"] == {**RUN, "correct": label}
+        assert metadata["record"]["correct"] is label  # not 1 or 1.0
+        # The record in the metadata is what the core received: parity with
+        # the reference evaluators holds whoever supplied the label.
+        assert diagnose_stage(metadata["record"]) == metadata["result"]
+        return
     assert isinstance(result.value, float) and math.isnan(result.value)
     assert error_kind(result) == "answer-label"
-    metadata = metadata_of(result)
     assert "correct" not in metadata["record"]
     assert metadata["result"] == {"error": "answer-label"}
     assert metadata["error"]["message"] == result.explanation
-    assert result.explanation is not None
-    assert result.explanation.startswith("The grader fixed_grade ")
-    assert result.explanation.endswith(
-        ', which is not a label (only CORRECT "C", true or 1 and INCORRECT "I", '
-        "false or 0 are), so the answer cannot be called correct or incorrect."
+    what = {None: "returned no score", PARTIAL: 'gave "P"', "true": 'gave "true"'}
+    if isinstance(value, float):
+        what[value] = "gave 0.5" if value == 0.5 else "left the run unscored (NaN)"
+    assert result.explanation == (
+        f"The {'grader' if source == 'scorer' else 'score'} fixed_grade "
+        f'{what[value]}, which is not a label (only CORRECT "C", true or 1 and '
+        'INCORRECT "I", false or 0 are), so the answer cannot be called correct '
+        "or incorrect."
     )
-    if value is None:
-        assert "returned no score" in result.explanation
-        assert metadata["grader"] == {"name": "fixed_grade"} | dict.fromkeys(
-            ("value", "answer", "explanation", "reason", "metadata")
-        )
-    elif isinstance(value, float) and math.isnan(value):
-        assert "left the run unscored (NaN)" in result.explanation
-        assert math.isnan(metadata["grader"]["value"])
-    else:
-        assert metadata["grader"]["value"] == value
 
 
-def test_the_grader_is_run_on_the_same_state_and_target() -> None:
+def test_the_grader_is_run_on_the_run_its_registry_name_too() -> None:
+    """The grader sees the run's own state and target, by scorer or name."""
     assert score_run(echo_target(), output="-18 C", target="-18 C").value == "pass"
     assert score_run(echo_target(), output="-20 C", target="-18 C").value == (
         "generation"
     )
+    result = score_run("includes", output="The answer is -18 C", target="-18 C")
+    assert result.value == "pass"
+    assert metadata_of(result)["read_from"]["correct"] == "scorer includes"
+    assert metadata_of(result)["grader"]["name"] == "includes"
     # It replaces a label in metadata; what it raises goes up, as from any
     # Inspect scorer (Inspect makes it the sample's error).
     result = score_run(fixed_grade(INCORRECT), {**RUN, "correct": True})
     assert metadata_of(result)["record"]["correct"] is False
     with pytest.raises(RuntimeError, match="the grading model is unreachable"):
         score_run(fixed_grade(fail=True))
-
-
-def test_unresolved_and_retrieval_runs_keep_the_graders_score() -> None:
+    # Unresolved and retrieval runs keep the grader's score.
     unresolved = score_run(fixed_grade(PARTIAL), {"required": [], "context": []})
     assert unresolved.value == "unresolved"
     assert metadata_of(unresolved)["grader"]["value"] == "P"
     lucky = score_run(fixed_grade(CORRECT), {"required": ["D1"], "context": []})
     assert lucky.value == "retrieval"
     assert metadata_of(lucky)["record"]["correct"] is True
-
-
-def test_a_grader_named_by_its_registry_name() -> None:
-    result = score_run("includes", output="The answer is -18 C", target="-18 C")
-    assert result.value == "pass"
-    assert metadata_of(result)["read_from"]["correct"] == "scorer includes"
-    assert metadata_of(result)["grader"]["name"] == "includes"
-    assert score_run(includes(), output="no idea", target="-18 C").value == (
-        "generation"
-    )
 
 
 # --- mistakes ------------------------------------------------------------------------
@@ -258,32 +253,6 @@ def test_a_label_source_that_cannot_be_used_is_refused(
 # --- in real runs --------------------------------------------------------------------
 
 
-def graded_task(
-    label_scorer: Scorer | str | None, scorers: list[Scorer] | None = None
-) -> Task:
-    """Recorded runs with an answer and a reference answer each, scored by
-    `scorers` or else the stage scorer with `label_scorer`."""
-    runs = {
-        "right": (["D1"], ["D1"], "-18 degrees C."),
-        "wrong": (["D1"], ["D1"], "I do not know."),
-        "lucky": (["D1", "D2"], ["D1"], "-18 degrees C."),
-    }
-    return Task(
-        dataset=[
-            Sample(
-                id=run_id,
-                input="At what temperature is the frozen chamber kept?",
-                target="-18 degrees C.",
-                metadata={"required": required, "context": context, "answer": answer},
-            )
-            for run_id, (required, context, answer) in runs.items()
-        ],
-        solver=replay(),
-        scorer=scorers or stage_diagnosis_scorer(label_scorer=label_scorer),
-        name="graded_runs",
-    )
-
-
 def stages(log: EvalLog, name: str = "stage_diagnosis") -> dict[Any, Any]:
     assert log.samples is not None
     return {s.id: (s.scores or {})[name].value for s in log.samples}
@@ -328,13 +297,28 @@ def judged_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     """One eval whose judge scores first, a stage scorer labelling from its
     score, and one with a grader of its own (stage_diagnosis1)."""
     CALLS.clear()
-    task = graded_task(
-        None,
-        [
+    runs = {
+        "right": (["D1"], ["D1"], "-18 degrees C."),
+        "wrong": (["D1"], ["D1"], "I do not know."),
+        "lucky": (["D1", "D2"], ["D1"], "-18 degrees C."),
+    }
+    task = Task(
+        dataset=[
+            Sample(
+                id=run_id,
+                input="At what temperature is the frozen chamber kept?",
+                target="-18 degrees C.",
+                metadata={"required": required, "context": context, "answer": answer},
+            )
+            for run_id, (required, context, answer) in runs.items()
+        ],
+        solver=replay(),
+        scorer=[
             counted_judge(),
             stage_diagnosis_scorer(label_from="counted_judge"),
             stage_diagnosis_scorer(label_scorer=match()),
         ],
+        name="graded_runs",
     )
     (log,) = eval(
         task,
@@ -351,15 +335,20 @@ def copied(log: EvalLog, tmp_path: Path) -> str:
     return str(shutil.copy(log.location, tmp_path / Path(log.location).name))
 
 
-def test_a_grader_diagnoses_every_run_and_is_logged_to_score_again(
+def test_one_eval_labels_from_its_judge_called_once_or_a_grader_of_its_own(
     judged_log: EvalLog,
 ) -> None:
-    assert stages(judged_log, "stage_diagnosis1") == EXPECTED
+    """The grader is logged so that `score` can rebuild the scorer."""
+    assert stages(judged_log) == stages(judged_log, "stage_diagnosis1") == EXPECTED
+    assert CALLS == {"right": 1, "wrong": 1, "lucky": 1}
+    for sample in judged_log.samples or []:
+        scores = sample.scores or {}
+        judged = scores["counted_judge"].model_dump(include={"value", "answer"})
+        grader = (scores["stage_diagnosis"].metadata or {})["grader"]
+        assert {"value": grader["value"], "answer": grader["answer"]} == judged
     assert judged_log.results is not None
     (graded,) = [s for s in judged_log.results.scores if s.name == "stage_diagnosis1"]
     assert graded.metrics["lucky_answers"].value == 1
-    # The log records the grader as Inspect records a scorer argument, so
-    # the scorer can be rebuilt from the log.
     assert judged_log.eval.scorers is not None
     spec = judged_log.eval.scorers[-1]
     assert spec.options is not None
@@ -395,32 +384,6 @@ def test_inspect_score_takes_a_grader_with_arguments(
 # --- label_from: a score an earlier scorer gave ---------------------------------
 
 
-@pytest.mark.parametrize(("value", "label"), [(INCORRECT, False), (PARTIAL, None)])
-def test_a_given_score_is_read_by_the_same_table(value: Any, label: Any) -> None:
-    judged = Score(value=value, explanation="why", reason="judged", metadata={"k": 1})
-    result = score_run(None, scores={"judge": judged}, label_from="judge")
-    metadata = metadata_of(result)
-    assert metadata["read_from"]["correct"] == "score judge"
-    assert metadata["grader"] == {
-        "name": "judge",
-        "value": value,
-        "answer": None,
-        "explanation": "why",
-        "reason": JUDGED_REASON,
-        "metadata": {"k": 1},
-    }
-    if label is None:
-        assert error_kind(result) == "answer-label"
-        assert result.explanation == (
-            'The score judge gave "P", which is not a label (only CORRECT "C", '
-            'true or 1 and INCORRECT "I", false or 0 are), so the answer cannot '
-            "be called correct or incorrect."
-        )
-    else:
-        assert result.value == ("pass" if label else "generation")
-        assert metadata["record"]["correct"] is label
-
-
 def test_a_missing_given_score_is_answer_label_and_warned_of_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
@@ -428,15 +391,8 @@ def test_a_missing_given_score_is_answer_label_and_warned_of_once(
     results = []
     with caplog.at_level(logging.WARNING, logger="tracegrade"):
         for sample_id in ("q1", "q2"):
-            state = TaskState(
-                model=ModelName("none/none"),
-                sample_id=sample_id,
-                epoch=1,
-                input="",
-                messages=[],
-                metadata=dict(RUN),
-                scores={"match": Score(value=CORRECT)},
-            )
+            judged = {"match": Score(value=CORRECT)}
+            state = task_state(dict(RUN), sample_id=sample_id, scores=judged)
             results.append(asyncio.run(stage_scorer(state, Target(""))))
     for result in results:
         assert isinstance(result, Score)
@@ -453,25 +409,6 @@ def test_a_missing_given_score_is_answer_label_and_warned_of_once(
         'and no run scored before it had one. Its scores: "match".'
     )
     assert "--action append" in warning
-
-
-def test_one_eval_calls_the_judge_once_and_labels_from_its_score(
-    judged_log: EvalLog,
-) -> None:
-    log = judged_log
-    assert stages(log) == EXPECTED
-    assert CALLS == {"right": 1, "wrong": 1, "lucky": 1}
-    assert log.samples is not None
-    for sample in log.samples:
-        scores = sample.scores or {}
-        judged = scores["counted_judge"]
-        grader = (scores["stage_diagnosis"].metadata or {})["grader"]
-        assert grader["value"] == judged.value
-        assert grader["answer"] == judged.answer
-        assert grader["explanation"] == judged.explanation
-        assert (scores["stage_diagnosis"].metadata or {})["read_from"][
-            "correct"
-        ] == "score counted_judge"
 
 
 def test_inspect_score_labels_from_a_score_in_the_log(

@@ -24,6 +24,7 @@ from inspect_ai.model import (
     get_model,
 )
 
+from tests.support import write_lines
 from tracegrade.datasets import DatasetError, packaged_fixture, read_source_documents
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks.live import (
@@ -211,7 +212,7 @@ def test_a_prompt_string_or_file_replaces_the_default_filled_once(
     assert text == f"IDs ({document.target}) of: {document.text} {{json}}"
     path = tmp_path / "prompt.txt"
     path.write_text("{target}: {document}\n", encoding="utf-8")
-    dataset = write_documents(
+    dataset = write_lines(
         tmp_path / "docs.jsonl",
         [{"id": "d", "text": "see {target} A1", "source": ["A1"], "target": "keys"}],
     )
@@ -233,21 +234,13 @@ def test_a_prompt_without_the_document_fails_when_the_task_is_built(
 # --- your own documents ---------------------------------------------------------
 
 
-def write_documents(path: Path, lines: list[Any]) -> str:
-    path.write_text(
-        "".join((x if isinstance(x, str) else json.dumps(x)) + "\n" for x in lines),
-        encoding="utf-8",
-    )
-    return str(path)
-
-
 GOOD = {"id": "d1", "text": "B2 then A1", "source": ["B2", "A1"], "target": "codes"}
 SECOND = {"id": "d2", "kind": "memo", "text": "A1, B2", "source": ["A1", "B2"]}
 
 
 def test_your_own_documents_become_the_samples(tmp_path: Path) -> None:
     third = {**GOOD, "id": "d3", "text": "C3 then D4", "source": ["C3", "D4"]}
-    dataset = write_documents(
+    dataset = write_lines(
         tmp_path / "docs.jsonl", [GOOD, {**SECOND, "target": "codes"}, third]
     )
     task = ordered_extraction(dataset=dataset)
@@ -278,23 +271,21 @@ def test_your_own_documents_become_the_samples(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("line", "problem"),
+    ("lines", "problem"),
     [
-        ("{", "line 2: not valid JSON"),
-        ({**GOOD, "id": "d1"}, 'line 2: id "d1" is already used on line 1'),
-        ({**GOOD, "id": "d2", "source": ["A1", "A1"]}, "'source\\[1\\]' .*repeats"),
+        ([GOOD, "{"], "line 2: not valid JSON"),
+        ([GOOD, {**GOOD, "id": "d1"}], 'line 2: id "d1" is already used on line 1'),
+        (
+            [GOOD, {**GOOD, "id": "d2", "source": ["A1", "A1"]}],
+            "line 2: .*'source\\[1\\]' .*repeats",
+        ),
+        (["", "  "], "holds no documents"),
     ],
 )
-def test_a_malformed_document_line_is_named(
-    tmp_path: Path, line: Any, problem: str
+def test_a_malformed_or_empty_documents_file_is_named(
+    tmp_path: Path, lines: list[Any], problem: str
 ) -> None:
-    dataset = write_documents(tmp_path / "docs.jsonl", [GOOD, line])
+    dataset = write_lines(tmp_path / "docs.jsonl", lines)
     with pytest.raises(DatasetError, match=problem) as raised:
         ordered_extraction(dataset=dataset)
-    assert str(raised.value).startswith(f"{dataset}, line 2: ")
-
-
-def test_an_empty_documents_file_is_an_error(tmp_path: Path) -> None:
-    dataset = write_documents(tmp_path / "docs.jsonl", ["", "  "])
-    with pytest.raises(DatasetError, match="holds no documents"):
-        ordered_extraction(dataset=dataset)
+    assert str(raised.value).startswith(dataset)

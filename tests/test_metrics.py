@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from inspect_ai import Epochs, eval
+from inspect_ai import eval
 from inspect_ai.log import (
     EvalLog,
     EvalMetric,
@@ -27,7 +27,8 @@ from inspect_ai.scorer import (
 )
 
 from tests.support import write_lines
-from tracegrade import ordered_extraction_recorded, stage_diagnosis
+from tracegrade import stage_diagnosis
+from tracegrade.core import stage_precision, stage_recall
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
 from tracegrade.schema import STAGES
 from tracegrade.scorers import (
@@ -71,10 +72,8 @@ def metric_values(score: EvalScore) -> dict[str, float]:
     return {name: metric.value for name, metric in score.metrics.items()}
 
 
-def run(task: Any, tmp_path: Path, epochs: int | Epochs = 1) -> EvalLog:
-    (log,) = eval(
-        task, display="none", log_dir=str(tmp_path), epochs=epochs, log_realtime=False
-    )
+def run(task: Any, tmp_path: Path) -> EvalLog:
+    (log,) = eval(task, display="none", log_dir=str(tmp_path), log_realtime=False)
     assert log.status == "success", log.error
     return log
 
@@ -134,26 +133,6 @@ def epoch_scores(stages_by_sample: dict[str, list[str]]) -> list[SampleScore]:
     ]
 
 
-def test_stage_modes_count_each_sample_once_by_its_commonest_stage() -> None:
-    scores = epoch_scores(
-        {
-            "a": ["pass", "pass", "generation"],
-            "b": ["retrieval", "pass", "retrieval"],
-            # A tie goes to the earlier stage: a sample that failed
-            # retrieval as often as it passed is not reported as passing.
-            "c": ["pass", "retrieval"],
-            "d": ["unresolved"],
-        }
-    )
-
-    assert compute(stage_modes(), scores) == {
-        "retrieval_mode": 0.5,
-        "generation_mode": 0.0,
-        "pass_mode": 0.25,
-        "unresolved_mode": 0.25,
-    }
-
-
 def test_shares_refuse_a_value_of_the_other_task() -> None:
     # What the default mean reducer would have handed a reduced metric.
     with pytest.raises(ValueError, match=r"got 0\.0"):
@@ -206,6 +185,25 @@ def stage_recalls(*recalls: Any) -> list[SampleScore]:
             {"duplicate-id": 1, "unreadable": 2},
         ),
         (scored_runs(), [sample_score("pass")] * 3, {"scored_runs": 3}),
+        (
+            stage_modes(),
+            epoch_scores(
+                {
+                    "a": ["pass", "pass", "generation"],
+                    "b": ["retrieval", "pass", "retrieval"],
+                    # A tie goes to the earlier stage: a sample that failed
+                    # retrieval as often as it passed is not reported as passing.
+                    "c": ["pass", "retrieval"],
+                    "d": ["unresolved"],
+                }
+            ),
+            {
+                "pass_mode": 0.25,
+                "retrieval_mode": 0.5,
+                "generation_mode": 0.0,
+                "unresolved_mode": 0.25,
+            },
+        ),
         # Over no run, counts are mappings, so Inspect logs 0 rather than NaN.
         (lucky_answers(), [], {"lucky_answers": 0}),
         (answer_failures(), [], {"duplicate-id": 0, "unreadable": 0}),
@@ -280,13 +278,9 @@ def test_metrics_accept_an_empty_list() -> None:
 
 
 @pytest.fixture(scope="module")
-def stage_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
-    """The packaged stage task over three epochs, reduced by mean and mode."""
-    return run(
-        stage_diagnosis(dataset="edge-cases"),
-        tmp_path_factory.mktemp("stage"),
-        Epochs(3, ["mean", "mode"]),
-    )
+def stage_log(two_epoch_logs: dict[str, Path]) -> EvalLog:
+    """The packaged stage task over two epochs, reduced by the default mean."""
+    return read_eval_log(str(two_epoch_logs["stage_diagnosis"]))
 
 
 def test_stage_metrics_survive_epochs(stage_log: EvalLog) -> None:
@@ -295,40 +289,44 @@ def test_stage_metrics_survive_epochs(stage_log: EvalLog) -> None:
     for stage, share in expected_stage_shares().items():
         assert values[stage] == pytest.approx(share)
     # Unreduced metrics count runs: each sample contributes one per epoch.
-    assert values["lucky_answers"] == expected_lucky() * 3
+    assert values["lucky_answers"] == expected_lucky() * 2
     data_errors = sum(
         1
         for case in STAGE_CASES
         if case.expected is not None and "stage" not in case.expected
     )
-    assert score.unscored_samples == data_errors * 3
-    assert score.scored_samples == (len(STAGE_CASES) - data_errors) * 3
+    assert score.unscored_samples == data_errors * 2
+    assert score.scored_samples == (len(STAGE_CASES) - data_errors) * 2
     assert values["scored_runs"] == score.scored_samples
+    # Recall and precision: means over the scored runs that have one, every
+    # epoch a run; an unlabelled run has shares but is unscored.
+    scored = [c.input for c in STAGE_CASES if "stage" in (c.expected or {})]
+    for share, of_record in (
+        ("context_recall", stage_recall),
+        ("context_precision", stage_precision),
+    ):
+        found = [v for v in map(of_record, scored) if v is not None] * 2
+        assert values[share] == math.fsum(found) / len(found)
+    # `inspect view` and eval sets show a log's headline: the first metric
+    # of its first score. A stage run's is its pass share (higher is
+    # better); every other metric is still logged after it.
+    headline = headline_metric(stage_log)
+    assert headline is not None
+    assert headline.name == "pass"
+    assert headline.metric.value == pytest.approx(expected_stage_shares()["pass"])
+    assert list(headline.score.metrics) == [
+        *("pass", "retrieval", "generation", "unresolved"),
+        *("pass_mode", "retrieval_mode", "generation_mode", "unresolved_mode"),
+        *("lucky_answers", "context_recall", "context_precision", "scored_runs"),
+    ]
 
 
-def test_the_headline_is_the_pass_share(stage_log: EvalLog) -> None:
-    """`inspect view` and eval sets show a log's headline: the first metric
-    of its first score. A stage run's is its pass share (higher is
-    better); every other metric is still logged after it."""
-    for read in (stage_log, read_eval_log(stage_log.location)):
-        headline = headline_metric(read)
-        assert headline is not None
-        assert headline.name == "pass"
-        assert headline.metric.value == pytest.approx(expected_stage_shares()["pass"])
-        assert list(headline.score.metrics) == [
-            *("pass", "retrieval", "generation", "unresolved"),
-            *("pass_mode", "retrieval_mode", "generation_mode", "unresolved_mode"),
-            *("lucky_answers", "context_recall", "context_precision", "scored_runs"),
-        ]
-
-
-def test_extraction_metrics_survive_epochs(tmp_path: Path) -> None:
-    epochs = Epochs(3, "mode")
-    log = run(ordered_extraction_recorded(), tmp_path, epochs)
-    runs = 3
+def test_extraction_metrics_survive_epochs(two_epoch_logs: dict[str, Path]) -> None:
+    log = read_eval_log(str(two_epoch_logs["ordered_extraction"]))
+    runs = 2
     membership, order, answer_duplicates, data_errors = expected_extraction()
     scores = scores_by_name(log)
-    reducer = "mode"
+    reducer = "mean"
     assert metric_values(scores[("membership", reducer)])["accuracy"] == pytest.approx(
         membership
     )

@@ -1,23 +1,20 @@
 """ID recall and precision beside the stage, and their metrics: the
-definitions, ir-measures' `P@k` (trec_eval), and the eval and bulk paths."""
+definitions and ir-measures' `P@k` (trec_eval); test_metrics.py checks an
+eval's means."""
 
 from __future__ import annotations
 
 import math
 import random
-from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, Final, cast
 
 import ir_measures
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from inspect_ai import eval
 from inspect_ai.scorer import MetricProtocol, SampleScore, Score
 
-from tests.support import write_lines
 from tests.test_recall import (
     ID,
     READ_FROM,
@@ -28,7 +25,6 @@ from tests.test_recall import (
     ragas_recall,
     trec_inputs,
 )
-from tracegrade import stage_diagnosis
 from tracegrade.core import diagnose_stage, id_recall, stage_precision, stage_recall
 from tracegrade.scorers import context_precision, context_recall
 from tracegrade.scorers.stage import diagnosis_score
@@ -253,68 +249,17 @@ def scored_with(share: str, value: Any) -> SampleScore:
 
 
 @pytest.mark.parametrize("share", list(METRICS))
-def test_the_metric_averages_runs_with_a_share(share: str) -> None:
+def test_the_metric_averages_runs_with_a_share_and_refuses_any_other(
+    share: str,
+) -> None:
     scores = [scored_with(share, v) for v in (1.0, 0.5, None, 0.0, None)]
     assert share_metric(share, scores) == 0.5
     assert math.isnan(share_metric(share, [scored_with(share, None)]))
     assert math.isnan(share_metric(share, []))
-
-
-@pytest.mark.parametrize("share", list(METRICS))
-@pytest.mark.parametrize("bad", ["0.5", True, 1.5, math.nan])
-def test_the_metric_refuses_what_is_no_share(share: str, bad: Any) -> None:
-    with pytest.raises(ValueError, match=f"{share} must be null or a share"):
-        share_metric(share, [scored_with(share, bad)])
-
-
-@pytest.mark.parametrize("share", list(METRICS))
-def test_the_metric_needs_a_tracegrade_score(share: str) -> None:
+    for bad in ("0.5", True, 1.5, math.nan):
+        with pytest.raises(ValueError, match=f"{share} must be null or a share"):
+            share_metric(share, [scored_with(share, bad)])
+    # A score no tracegrade scorer made.
     foreign = SampleScore(sample_id="s", score=Score(value="pass", metadata={}))
     with pytest.raises(ValueError, match=f"has no '{share}'"):
         share_metric(share, [foreign])
-
-
-RECORDS: Final = [  # recall, precision
-    {"required": ["A", "B", "C"], "context": ["A", "X"], "correct": True},  # 1/3, 1/2
-    {"required": ["A", "B"], "context": ["A", "B", "A"], "correct": False},  # 1, 1
-    {"required": ["A"], "context": ["A", "X", "Y"], "correct": True},  # 1, 1/3
-    {"required": ["A"], "context": [], "correct": False},  # retrieval: 0, null
-    {"required": [], "context": ["A"], "correct": True},  # unresolved: null, 0
-    {"required": ["A"], "context": ["A"]},  # answer-label: unscored, 1, 1
-]
-
-
-def test_inspect_eval_logs_the_means_over_scored_runs_of_every_epoch(
-    tmp_path: Path,
-) -> None:
-    dataset = write_lines(
-        tmp_path / "runs.jsonl",
-        [{"id": f"r{i}", "input": record} for i, record in enumerate(RECORDS)],
-    )
-    (log,) = eval(
-        stage_diagnosis(dataset=dataset),
-        display="none",
-        log_dir=str(tmp_path / "logs"),
-        epochs=2,
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    assert log.results is not None
-    (score,) = log.results.scores
-    assert score.metrics["context_recall"].value == (
-        math.fsum([1 / 3, 1.0, 1.0, 0.0]) / 4
-    )
-    assert score.metrics["context_precision"].value == (
-        math.fsum([1 / 2, 1.0, 1 / 3, 0.0]) / 4
-    )
-    # Each epoch is a run of its own, as in the stage shares. The unlabelled
-    # run has its shares (1.0) too, but is unscored: no metric sees them.
-    metadata = [
-        sample.scores["stage_diagnosis"].metadata
-        for sample in log.samples or []
-        if sample.scores is not None
-    ]
-    recalls = Counter(m["recall"] for m in metadata)
-    assert recalls == {1 / 3: 2, 1.0: 6, 0.0: 2, None: 2}
-    precisions = Counter(m["precision"] for m in metadata)
-    assert precisions == {1 / 2: 2, 1.0: 4, 1 / 3: 2, None: 2, 0.0: 2}

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from inspect_ai import eval
-from inspect_ai.log import EvalLog
+from inspect_ai.log import EvalLog, read_eval_log
 
 from tests.support import write_lines
 from tracegrade import ordered_extraction_recorded
@@ -91,13 +91,17 @@ def evaluated(fixture: Path) -> EvalLog:
 
 @pytest.fixture(scope="module")
 def scored(fixture: Path) -> dict[str, dict[str, Any]]:
-    result = CliRunner().invoke(
-        main,
-        ["score", "ordered_extraction", str(fixture), "--json"],
-        catch_exceptions=False,
-    )
+    """`tracegrade score` of the outputs: the documented `{"source", "output"}`
+    form misses no field, so it warns of none, in the summary or the log."""
+    command = ["score", "ordered_extraction", str(fixture), "--json"]
+    command += ["--log-dir", str(fixture.parent / "scored")]
+    result = CliRunner().invoke(main, command, catch_exceptions=False)
     assert result.exit_code == 0, result.output
+    assert "warning" not in result.stderr
     summary = json.loads(result.stdout)
+    assert summary["warnings"] == []
+    log = read_eval_log(summary["log"], header_only=True)
+    assert "tracegrade_warnings" not in (log.eval.metadata or {})
     lines = Path(summary["results"]).read_text(encoding="utf-8").splitlines()
     return {entry["id"]: entry for entry in map(json.loads, lines)}
 

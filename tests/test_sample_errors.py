@@ -146,11 +146,7 @@ def test_a_failed_run_is_no_stage_and_no_grade(scored_on_error: EvalLog) -> None
     assert stages == {"ok-pass": "pass", "ok-gap": "retrieval"}
     # The grader judged the answers that exist, and nothing else.
     assert GRADED == {"ok-pass": 1, "ok-gap": 1}
-
-
-def test_failed_runs_are_counted_unscored_not_in_any_metric(
-    scored_on_error: EvalLog,
-) -> None:
+    # Failed runs are counted unscored, and in no metric.
     assert scored_on_error.results is not None
     metrics: dict[str, dict[str, float]] = {}
     for score in scored_on_error.results.scores:

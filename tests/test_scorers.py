@@ -13,7 +13,6 @@ import pytest
 from inspect_ai.model import ModelName, ModelOutput
 from inspect_ai.scorer import Score, Target
 from inspect_ai.solver import TaskState
-from inspect_ai.util import registry_info
 
 import tracegrade
 from tracegrade._inspect_internals import PrerequisiteError
@@ -30,10 +29,8 @@ from tracegrade.scorers.arguments import ScorerArgumentError
 from tracegrade.scorers.explain import (
     explain_extraction,
     explain_stage,
-    list_ids,
-    show_id,
 )
-from tracegrade.scorers.outcome import error_kind
+from tracegrade.scorers.outcome import DATA_ERRORS, error_kind
 
 STAGE_CASES = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
 EXTRACTION_CASES = read_fixture_cases(packaged_fixture("ordered_extraction.jsonl"))
@@ -50,7 +47,10 @@ def task_state(
     store: dict[str, Any] | None = None,
     completion: str | None = None,
     target: str = "",
+    scores: dict[str, Score] | None = None,
 ) -> TaskState:
+    """A run's state as a scorer is given it; test_key_warnings and
+    test_label_scorer use it too."""
     state = TaskState(
         model=ModelName("none/none"),
         sample_id=sample_id,
@@ -60,6 +60,7 @@ def task_state(
         target=Target(target),
         metadata=metadata,
         store=store,
+        scores=scores,
     )
     if completion is not None:
         state.output = ModelOutput.from_content(model="test", content=completion)
@@ -76,61 +77,55 @@ def stage_read_from() -> dict[str, str]:
     return {"required": "r", "context": "c", "correct": "l"}
 
 
-def check_case(case: FixtureCase, score: Score) -> None:
-    """The score carries the documented output, or the documented refusal."""
-    assert case.expected is not None
-    metadata = score.metadata or {}
+# --- every packaged case --------------------------------------------------------
+
+PACKAGED = [("stage", case) for case in STAGE_CASES] + [
+    ("extraction", case) for case in EXTRACTION_CASES
+]
+
+
+@pytest.mark.parametrize(("task", "case"), PACKAGED, ids=lambda x: getattr(x, "id", x))
+def test_every_packaged_case_is_scored_as_documented(
+    task: str, case: FixtureCase
+) -> None:
+    """The result or refusal, and what the `Score` adds: its kind, one
+    sentence, the answer shown and (extraction) the itemised differences."""
+    record = dict(case.input)
+    if task == "stage":
+        score = diagnosis_score(record, stage_read_from(), context_recorded=True)
+    else:
+        score = extraction_score(record, {"source": "s", "answer": "a"})
+    expected, metadata = case.expected or {}, score.metadata or {}
     assert score.explanation and "\n" not in score.explanation
     assert score.explanation.endswith(".")
-    if "invalid" in case.expected:
-        assert is_unscored(score), case.id
-        assert metadata["result"] is None
-        assert metadata["error"]["kind"] == "invalid-input"
-        assert metadata["error"]["field"] == case.expected["invalid"], case.id
-        assert error_kind(score) == "invalid-input"
+    kind = error_kind(score)
+    if "invalid" in expected:
+        assert (kind, metadata["result"]) == ("invalid-input", None)
+        assert metadata["error"]["field"] == expected["invalid"]
     else:
-        assert metadata["result"] == case.expected, case.id
-        # Compare as JSON text too: `==` would let True stand for 1.
-        assert canonical_json(metadata["result"]) == canonical_json(case.expected)
-
-
-# --- stage diagnosis, pure half -----------------------------------------------
-
-
-@pytest.mark.parametrize("case", STAGE_CASES, ids=lambda case: case.id)
-def test_every_packaged_stage_case_is_scored_as_documented(case: FixtureCase) -> None:
-    score = diagnosis_score(dict(case.input), stage_read_from(), context_recorded=True)
-    check_case(case, score)
-    assert case.expected is not None
-    if "stage" in case.expected:
-        assert score.value == case.expected["stage"]
-        assert error_kind(score) is None
-        assert score.metadata is not None and score.metadata["error"] is None
-    elif case.expected == {"error": "answer-label"}:
-        assert is_unscored(score)
-        assert error_kind(score) == "answer-label"
-    # No output here: the answer is the context supplied, not the record.
-    if "context" in case.input:
-        assert score.answer == canonical_json(case.input["context"])
-    else:
-        assert score.answer is None
-
-
-def test_the_lucky_answer_gap_reads_like_the_document() -> None:
-    record = {"required": ["D1", "D2"], "context": ["D1"], "correct": True}
-    score = diagnosis_score(record, stage_read_from(), context_recorded=True)
-    assert score.value == "retrieval"
-    assert score.explanation == (
-        "D2 never reached the supplied context; a correct label cannot erase that gap."
-    )
-    assert score.metadata == {
-        "result": {"stage": "retrieval", "missing": ["D2"]},
-        "record": record,
-        "read_from": stage_read_from(),
-        "error": None,
-        "recall": 0.5,
-        "precision": 1.0,
-    }
+        # Compare as JSON text: `==` would let True stand for 1.
+        assert canonical_json(metadata["result"]) == canonical_json(expected)
+    if expected == {"error": "duplicate-id"}:
+        repeated = len(set(record["source"])) != len(record["source"])
+        assert kind == ("duplicate-source-id" if repeated else "duplicate-answer-id")
+        assert metadata["error"]["side"] == ("data" if repeated else "answer")
+    elif expected == {"error": "answer-label"}:
+        assert kind == "answer-label"
+    elif "invalid" not in expected:
+        assert kind is None and metadata["error"] is None
+        assert score.value == expected.get("stage", expected)
+    assert is_unscored(score) == (kind in DATA_ERRORS)
+    if task == "stage":
+        # No output here: the answer is the context supplied, not the record.
+        context = record.get("context")
+        assert score.answer == (
+            canonical_json(context) if "context" in record else None
+        )
+        return
+    assert list(metadata) == ["result", "record", "read_from", "error", "itemised"]
+    graded = "membership" in expected
+    itemised = itemise(record["source"], record["answer"]) if graded else None
+    assert metadata["itemised"] == itemised
 
 
 def test_a_null_context_is_called_null_not_missing() -> None:
@@ -160,36 +155,6 @@ def test_a_record_that_is_not_json_still_gives_a_loggable_score() -> None:
 # --- ordered extraction, pure half --------------------------------------------
 
 
-@pytest.mark.parametrize("case", EXTRACTION_CASES, ids=lambda case: case.id)
-def test_every_packaged_extraction_case_is_scored_as_documented(
-    case: FixtureCase,
-) -> None:
-    score = extraction_score(dict(case.input), {"source": "s", "answer": "a"})
-    check_case(case, score)
-    assert case.expected is not None
-    metadata = score.metadata or {}
-    # `itemised` beside the other keys, None wherever the rules refused to grade.
-    assert list(metadata) == ["result", "record", "read_from", "error", "itemised"]
-    if "membership" in case.expected:
-        assert score.value == case.expected
-        assert metadata["error"] is None
-        itemised = itemise(case.input["source"], case.input["answer"])
-        assert metadata["itemised"] == itemised
-        assert (itemised["first_order_break"] is None) is case.expected["order"]
-    else:
-        assert metadata["itemised"] is None
-    if case.expected == {"error": "duplicate-id"}:
-        repeated_source = len(set(case.input["source"])) != len(case.input["source"])
-        if repeated_source:
-            assert is_unscored(score)
-            assert error_kind(score) == "duplicate-source-id"
-            assert metadata["error"]["side"] == "data"
-        else:
-            assert score.value == {"membership": False, "order": False}
-            assert error_kind(score) == "duplicate-answer-id"
-            assert metadata["error"]["side"] == "answer"
-
-
 def test_a_broken_source_outranks_an_unreadable_answer() -> None:
     repeated = extraction_score({"source": ["A", "A"]}, {}, answer_text="no list")
     assert is_unscored(repeated)
@@ -202,41 +167,7 @@ def test_a_broken_source_outranks_an_unreadable_answer() -> None:
 # --- itemised: what exactly a graded answer got wrong -------------------------
 
 
-def test_an_answer_read_from_output_is_itemised_as_read() -> None:
-    score = extraction_score(
-        {"source": ["C", "A", "B"]}, {}, answer_text="- C\n- B\n- X"
-    )
-
-    assert score.metadata is not None
-    assert score.metadata["record"]["answer"] == ["C", "B", "X"]
-    assert score.metadata["itemised"] == {
-        "dropped": ["A"],
-        "invented": ["X"],
-        "first_order_break": 2,
-        "kept_in_order": 2,
-    }
-    assert list(score.metadata) == [
-        "result",
-        "record",
-        "read_from",
-        "error",
-        "itemised",
-        "read_as",
-    ]
-
-
 # --- sentences ----------------------------------------------------------------
-
-
-def test_ids_in_sentences_are_plain_or_quoted() -> None:
-    assert show_id("D1") == "D1"
-    assert show_id("") == '""'
-    assert show_id("D1 ") == '"D1 "'
-    assert show_id("e\u0301") == '"e\\u0301"'
-    assert list_ids(["D1"]) == "D1"
-    assert list_ids(["D1", "D2"]) == "D1 and D2"
-    assert list_ids(["D1", "D2", "D3"]) == "D1, D2 and D3"
-    assert list_ids([f"D{i}" for i in range(8)]) == "D0, D1, D2, D3, D4 and 3 more"
 
 
 @pytest.mark.parametrize(
@@ -247,6 +178,21 @@ def test_ids_in_sentences_are_plain_or_quoted() -> None:
             {"stage": "retrieval", "missing": ["D1"]},
             "D1 never reached the supplied context, so the failure is attributed "
             "to retrieval before the answer is considered.",
+        ),
+        # IDs are quoted when not plain, and a long list is cut after five.
+        (
+            {"required": ["", "D1 ", "e\u0301", *"ABCD"], "context": ["X"]},
+            {"stage": "retrieval", "missing": ["", "D1 ", "e\u0301", *"ABCD"]},
+            '"", "D1 ", "e\\u0301", A, B and 2 more never reached the supplied '
+            "context, so the failure is attributed to retrieval before the answer "
+            "is considered.",
+        ),
+        # The lucky-answer gap, as the source document words it.
+        (
+            {"required": ["D1", "D2", "D3"], "context": ["D1"], "correct": True},
+            {"stage": "retrieval", "missing": ["D2", "D3"]},
+            "D2 and D3 never reached the supplied context; a correct label cannot "
+            "erase that gap.",
         ),
         (
             {"required": ["D1"], "context": ["D1"], "correct": False},
@@ -374,14 +320,22 @@ def test_the_stage_scorer_reads_the_context_from_retrieval_trace() -> None:
 
 
 def test_the_extraction_scorer_reads_output_and_target() -> None:
-    state = task_state(
-        {}, completion='Sure:\n```json\n["C", "B", "A"]\n```', target='["C", "A", "B"]'
-    )
+    """The answer is itemised as it was read from the output."""
+    state = task_state({}, completion="- C\n- B\n- X", target='["C", "A", "B"]')
     score = run(ordered_extraction_scorer(source_key=None), state)
-    assert score.value == {"membership": True, "order": False}
-    assert score.answer == '["C","B","A"]'
-    assert score.metadata is not None
-    assert score.metadata["read_from"] == {"source": "target", "answer": "output"}
+    assert score.value == {"membership": False, "order": False}
+    assert score.answer == '["C","B","X"]'
+    metadata = score.metadata or {}
+    assert metadata["read_from"] == {"source": "target", "answer": "output"}
+    assert metadata["record"] == {"source": ["C", "A", "B"], "answer": ["C", "B", "X"]}
+    assert metadata["itemised"] == {
+        "dropped": ["A"],
+        "invented": ["X"],
+        "first_order_break": 2,
+        "kept_in_order": 2,
+    }
+    keys = ("result", "record", "read_from", "error", "itemised", "read_as")
+    assert tuple(metadata) == keys
 
 
 def test_a_list_target_is_quoted_as_written_not_as_its_joined_text() -> None:
@@ -450,6 +404,18 @@ STAGE_ARGUMENTS = (
             f'context=["D1"]; it takes {STAGE_ARGUMENTS}',
         ),
         (
+            stage_diagnosis_scorer,
+            {"context_tools": ""},
+            'context_tools must be a tool name or a list of them, got ""',
+        ),
+        (
+            stage_diagnosis_scorer,
+            {"context_tools": "search", "context_key": "c"},
+            'context_tools="search" reads the context and steps from the tool '
+            "calls; context_key and steps_key read them from metadata: give one "
+            "source",
+        ),
+        (
             ordered_extraction_scorer,
             {"sorce_key": "ids"},
             'ordered_extraction takes no argument sorce_key="ids"; it takes '
@@ -477,17 +443,6 @@ def test_the_store_model_refuses_what_the_contract_refuses(bad: Any) -> None:
     trace = task_state({}).store_as(RetrievalTrace)
     with pytest.raises(ValueError):
         trace.context = bad
-
-
-def test_scorers_are_registered_under_the_tracegrade_prefix() -> None:
-    assert registry_info(stage_diagnosis_scorer()).name == "tracegrade/stage_diagnosis"
-    assert (
-        registry_info(ordered_extraction_scorer()).name
-        == "tracegrade/ordered_extraction"
-    )
-    assert (
-        registry_info(tracegrade.stage_diagnosis).name == "tracegrade/stage_diagnosis"
-    )
 
 
 def test_importing_tracegrade_does_not_import_inspect() -> None:

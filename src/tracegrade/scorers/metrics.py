@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from itertools import groupby
+from statistics import StatisticsError, fmean
 from typing import Any, TypeVar, cast
 
 from inspect_ai.log import EvalMetric
@@ -137,19 +138,12 @@ def context_precision() -> Metric:
 
 def _mean_share(key: str) -> Metric:
     def compute(scores: list[SampleScore]) -> float:
-        counted = 0
-
-        def shares() -> Iterator[float]:  # no million floats for a million runs
-            nonlocal counted
-            for sample_score in scores:
-                metadata = _metadata(sample_score, key)
-                share = _read(sample_score, read_share, metadata, key)
-                if share is not None:
-                    counted += 1
-                    yield share
-
-        total = math.fsum(shares())
-        return total / counted if counted else math.nan
+        # A generator: no million floats for a million runs.
+        shares = (_read(s, read_share, _metadata(s, key), key) for s in scores)
+        try:
+            return fmean(share for share in shares if share is not None)
+        except StatisticsError:  # no run has the share
+            return math.nan
 
     return compute
 
