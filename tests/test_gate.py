@@ -398,13 +398,20 @@ def test_epochs_that_differ_are_warned_of(runs: dict[str, str]) -> None:
     )
 
 
-def test_pooling_one_epoch_then_several_is_counted(runs: dict[str, str]) -> None:
+def test_pooling_one_epoch_then_several_is_counted(
+    runs: dict[str, str], tmp_path: Path
+) -> None:
     read = as_json("report", "--pool", runs["base"], runs["other2"], exit_code=0)
 
     (pooled,) = read["stage_diagnosis"]
     assert pooled["evals"] == ["E1", "E2"]
     assert (pooled["runs"], pooled["samples"]) == (36, 33)
     assert pooled["stages"]["pass"]["count"] == 24 + 6
+    # Nothing missing (`other2` passes every run): no missing-ID chart.
+    html = tmp_path / "r.html"
+    assert invoke("report", runs["other2"], "--html", str(html)).returncode == 0
+    page = html.read_text("utf-8")
+    assert "chart-stages" in page and "chart-missed" not in page
 
 
 def test_report_rows_follow_the_evals_with_task_and_model(
@@ -421,15 +428,6 @@ def test_report_rows_follow_the_evals_with_task_and_model(
     ]
     runs_table = result.stdout.split("Runs")[1].split("\n\n")[0]
     assert re.findall(r"^(E\d) ", runs_table, re.M) == ["E1", "E2", "E3"]
-
-
-def test_no_missing_id_chart_when_nothing_is_missing(
-    runs: dict[str, str], tmp_path: Path
-) -> None:
-    html = tmp_path / "r.html"
-    assert invoke("report", runs["other2"], "--html", str(html)).returncode == 0
-    page = html.read_text("utf-8")
-    assert "chart-stages" in page and "chart-missed" not in page
 
 
 # --- Gates on figures -------------------------------------------------------------
