@@ -170,15 +170,12 @@ EXTRACTION_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     ),
 }
 
-# Answers as a model writes them, read from the output text.
+# Answers as a model writes them, read from the output text (each reading:
+# test_answer_parsing).
 READ_AS_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "json": (
         {"source": ["C", "A", "B"], "answer": 'Sure: ["C", "A", "B"]'},
         extraction_row(True, True, ([], [], None, 3), read_as="json"),
-    ),
-    "lines": (
-        {"source": ["C", "A", "B"], "answer": "- A\n- B\n- C"},
-        extraction_row(True, False, ([], [], 1, 2), read_as="lines"),
     ),
     "commas": (
         {"source": ["C", "A", "B"], "answer": "C, A"},
