@@ -239,6 +239,16 @@ RECORDS = {
         {"required": ["D1"], "context": ["D1"]},
         {"required": ["D1"], "context": None, "correct": True},
         {"required": ["D1", "D1"], "context": ["D1"], "correct": True},
+        # With steps: a `{step}_recall` metric each.
+        {
+            "required": ["D1", "D2"],
+            "context": ["D1"],
+            "correct": True,
+            "steps": [
+                {"name": "retriever", "ids": ["D2", "D1"]},
+                {"name": "reranker", "ids": ["D1"]},
+            ],
+        },
     ],
     "ordered_extraction": [
         {"source": ["a", "b"], "answer": ["a", "b"]},
@@ -290,6 +300,8 @@ def test_metrics_over_the_stand_in_are_inspects_over_sample_scores(
 
     assert theirs, "the scorer has metrics"
     assert _as_json(ours) == _as_json(theirs)
+    if task == "stage_diagnosis":
+        assert '"reranker_recall"' in _as_json(ours)
 
 
 def test_the_log_names_are_those_inspect_lists(tmp_path: Path) -> None:

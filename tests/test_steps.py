@@ -331,41 +331,6 @@ def test_the_worked_example_is_what_its_page_says(pipeline_log: Path) -> None:
         assert any(said in (score.explanation or "") for score in scores.values()), said
 
 
-def test_each_steps_recall_is_a_metric_named_after_it_in_eval_and_bulk_logs(
-    pipeline_log: Path, tmp_path: Path
-) -> None:
-    """`step_recall`: the mean of each step's recall, the same figure from
-    `inspect eval` and from `tracegrade score` on the worked example."""
-    dataset = ROOT / "examples" / "pipeline" / "runs.jsonl"
-    records = [json.loads(line)["input"] for line in dataset.read_text().splitlines()]
-    expected = {
-        f"{name}_recall": math.fsum(
-            step_recalls(record["required"], read_steps(record) or [])[name]
-            for record in records
-        )
-        / len(records)
-        for name in ("retriever", "reranker")
-    }
-    (path,) = pipeline_log.glob("*.eval")
-    log = read_eval_log(str(path), header_only=True)
-    result = CliRunner().invoke(
-        main,
-        ["score", "stage_diagnosis", str(dataset), "--log-dir", str(tmp_path / "bulk")],
-    )
-    assert result.exit_code == 0, result.output
-    (bulk_path,) = (tmp_path / "bulk").glob("*.eval")
-    bulk = read_eval_log(str(bulk_path), header_only=True)
-    for read in (log, bulk):
-        assert read.results is not None
-        metrics = {
-            name: metric.value
-            for score in read.results.scores
-            for name, metric in score.metrics.items()
-        }
-        assert {name: metrics[name] for name in expected} == expected
-        assert metrics["context_recall"] < expected["reranker_recall"]
-
-
 # --- the report's pipeline figures, against ir-measures and a recount ---------
 
 REPORT_IDS = [f"D{number}" for number in range(16)]
