@@ -97,7 +97,9 @@ def two_models(files: dict[str, str], tmp_path_factory: pytest.TempPathFactory) 
     return root
 
 
-def test_a_two_model_directory_compares_pair_by_pair(two_models: Path) -> None:
+def test_a_two_model_directory_compares_pair_by_pair_or_one_model(
+    two_models: Path,
+) -> None:
     done = run_tracegrade(
         "compare", "base", "new", "--json", "--fail-on-regression", cwd=two_models
     )
@@ -118,9 +120,7 @@ def test_a_two_model_directory_compares_pair_by_pair(two_models: Path) -> None:
     assert (
         "tracegrade/stage_diagnosis (mockllm/b): stage_diagnosis: pass" in done.stderr
     )
-
-
-def test_model_selects_one_pair(two_models: Path) -> None:
+    # --model selects one pair.
     done = run_tracegrade(
         *("compare", "base", "new", "--model", "mockllm/a", "--fail-on-regression"),
         cwd=two_models,

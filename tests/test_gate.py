@@ -295,29 +295,44 @@ def test_a_threshold_is_of_every_run(runs: dict[str, str]) -> None:
     assert checked.returncode == 0, checked.stderr
 
 
+THRESHOLDS = [
+    ("recall=0.5", 'no metric "recall"'),
+    ("pass=1.5", "must lie in [0, 1]"),
+    ("pass=high", "must be a number in [0, 1]"),
+    ("pass", "is not NAME=VALUE"),
+    # A double holds it as 0.5, which exactly 0.5 would pass.
+    ("pass=0.50000000000000001", "as a double it is 0.5"),
+    ("membership=0.5", "no ordered_extraction score was read"),
+]
+COMMANDS = {
+    "report": ("report", "base"),
+    "compare": ("compare", "base", "control"),
+    "recall": ("compare", "recall_base", "recall_new"),
+}
+
+
 @pytest.mark.parametrize(
-    ("option", "said"),
+    ("command", "args", "said"),
     [
-        ("recall=0.5", 'no metric "recall"'),
-        ("pass=1.5", "must lie in [0, 1]"),
-        ("pass=high", "must be a number in [0, 1]"),
-        ("pass", "is not NAME=VALUE"),
-        # A double holds it as 0.5, which exactly 0.5 would pass.
-        ("pass=0.50000000000000001", "as a double it is 0.5"),
-        ("membership=0.5", "no ordered_extraction score was read"),
+        *(
+            (command, ["--fail-under", option], said)
+            for option, said in THRESHOLDS
+            for command in ("report", "compare")
+        ),
+        # A gate the runs do not have.
+        ("recall", ["--fail-on-regression", "--gate", "reranker_recall"], "reranker_"),
+        ("recall", ["--fail-on-regression", "--gate", "recall"], '"recall"'),
+        ("recall", ["--gate", "context_recall"], "--fail-on-regression"),
     ],
 )
-def test_a_bad_threshold_is_a_usage_error(
-    runs: dict[str, str], option: str, said: str
+def test_a_bad_threshold_or_gate_is_a_usage_error(
+    runs: dict[str, str], command: str, args: list[str], said: str
 ) -> None:
-    for command in (
-        ("report", runs["base"]),
-        ("compare", runs["base"], runs["control"]),
-    ):
-        result = invoke(*command, "--fail-under", option)
-        assert result.returncode == 2, result.stderr
-        assert said in " ".join(result.stderr.split())
-        assert "Traceback" not in result.stderr
+    name, *logs = COMMANDS[command]
+    result = invoke(name, *(runs[log] for log in logs), *args)
+    assert result.returncode == 2, result.stderr
+    assert said in " ".join(result.stderr.split()) and result.stdout == ""
+    assert "Traceback" not in result.stderr
 
 
 # --- Markdown ---------------------------------------------------------------------
@@ -398,13 +413,20 @@ def test_epochs_that_differ_are_warned_of(runs: dict[str, str]) -> None:
     )
 
 
-def test_pooling_one_epoch_then_several_is_counted(runs: dict[str, str]) -> None:
+def test_pooling_one_epoch_then_several_is_counted(
+    runs: dict[str, str], tmp_path: Path
+) -> None:
     read = as_json("report", "--pool", runs["base"], runs["other2"], exit_code=0)
 
     (pooled,) = read["stage_diagnosis"]
     assert pooled["evals"] == ["E1", "E2"]
     assert (pooled["runs"], pooled["samples"]) == (36, 33)
     assert pooled["stages"]["pass"]["count"] == 24 + 6
+    # Nothing missing (`other2` passes every run): no missing-ID chart.
+    html = tmp_path / "r.html"
+    assert invoke("report", runs["other2"], "--html", str(html)).returncode == 0
+    page = html.read_text("utf-8")
+    assert "chart-stages" in page and "chart-missed" not in page
 
 
 def test_report_rows_follow_the_evals_with_task_and_model(
@@ -421,15 +443,6 @@ def test_report_rows_follow_the_evals_with_task_and_model(
     ]
     runs_table = result.stdout.split("Runs")[1].split("\n\n")[0]
     assert re.findall(r"^(E\d) ", runs_table, re.M) == ["E1", "E2", "E3"]
-
-
-def test_no_missing_id_chart_when_nothing_is_missing(
-    runs: dict[str, str], tmp_path: Path
-) -> None:
-    html = tmp_path / "r.html"
-    assert invoke("report", runs["other2"], "--html", str(html)).returncode == 0
-    page = html.read_text("utf-8")
-    assert "chart-stages" in page and "chart-missed" not in page
 
 
 # --- Gates on figures -------------------------------------------------------------
@@ -453,20 +466,3 @@ def test_halved_recall_fails_its_gate_but_not_the_default(runs: dict[str, str]) 
     both = as_json(*args, "--gate", "pass", "--gate", "context_recall", exit_code=3)
     outcomes = [name.split(": ")[1] for name in both["gate"]["outcomes"]]
     assert outcomes == ["pass", "context_recall"]
-
-
-@pytest.mark.parametrize(
-    ("args", "named"),
-    [
-        (["--fail-on-regression", "--gate", "reranker_recall"], "reranker_recall"),
-        (["--fail-on-regression", "--gate", "recall"], '"recall"'),
-        (["--gate", "context_recall"], "--fail-on-regression"),
-    ],
-)
-def test_a_gate_the_runs_do_not_have_is_a_usage_error(
-    runs: dict[str, str], args: list[str], named: str
-) -> None:
-    result = invoke("compare", runs["recall_base"], runs["recall_new"], *args)
-    assert result.returncode == 2, result.stderr
-    assert named in result.stderr and result.stdout == ""
-    assert "Traceback" not in result.stderr

@@ -9,7 +9,6 @@ import importlib
 import json
 import subprocess
 import sys
-import zipfile
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -240,6 +239,16 @@ RECORDS = {
         {"required": ["D1"], "context": ["D1"]},
         {"required": ["D1"], "context": None, "correct": True},
         {"required": ["D1", "D1"], "context": ["D1"], "correct": True},
+        # With steps: a `{step}_recall` metric each.
+        {
+            "required": ["D1", "D2"],
+            "context": ["D1"],
+            "correct": True,
+            "steps": [
+                {"name": "retriever", "ids": ["D2", "D1"]},
+                {"name": "reranker", "ids": ["D1"]},
+            ],
+        },
     ],
     "ordered_extraction": [
         {"source": ["a", "b"], "answer": ["a", "b"]},
@@ -291,6 +300,8 @@ def test_metrics_over_the_stand_in_are_inspects_over_sample_scores(
 
     assert theirs, "the scorer has metrics"
     assert _as_json(ours) == _as_json(theirs)
+    if task == "stage_diagnosis":
+        assert '"reranker_recall"' in _as_json(ours)
 
 
 def test_the_log_names_are_those_inspect_lists(tmp_path: Path) -> None:
@@ -317,17 +328,3 @@ def test_the_log_names_are_those_inspect_lists(tmp_path: Path) -> None:
     listed = {Path(info.name).name for info in list_eval_logs(str(tmp_path))}
     assert {name for name in names if is_log_name(name)} == listed
     assert "metadata.json" not in listed and "run.eval" in listed
-
-
-def test_zipfile_reads_zstd_members_once_inspect_ai_log_is_imported(
-    tmp_path: Path,
-) -> None:
-    """`logs/samples.py` reads a `.eval` log's zstd members through `zipfile`,
-    which Inspect's import teaches zstd before Python 3.14."""
-    path = tmp_path / "zstd.zip"
-    method = zipfile.ZIP_ZSTANDARD  # type: ignore[attr-defined]
-    with zipfile.ZipFile(path, "w", compression=method) as archive:
-        archive.writestr("a.json", "{}" * 1000)
-    with zipfile.ZipFile(path) as archive:
-        assert archive.getinfo("a.json").compress_type == method
-        assert archive.read("a.json") == b"{}" * 1000

@@ -5,7 +5,6 @@ and `compare` as the same records scored now."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -29,33 +28,21 @@ def scored_now(task: str, records: str, log_dir: Path) -> str:
 
 
 @pytest.mark.parametrize("name", LOGS)
-def test_an_older_log_reports_what_the_records_scored_now_report(
+def test_an_older_log_reports_and_compares_as_the_records_scored_now(
     name: str, tmp_path: Path
 ) -> None:
     task, records = LOGS[name]
-    now = report_json(scored_now(task, records, tmp_path))
+    log = scored_now(task, records, tmp_path)
     older = report_json(str(OLD / name))
 
-    assert figures(older, task) == figures(now, task)
-    if task == "stage_diagnosis":
-        (summary,) = older[task]
-        assert summary["precision_runs"] == 7
-        assert summary["precision"] is not None
-
-
-@pytest.mark.parametrize("name", LOGS)
-def test_an_older_log_compares_with_the_records_scored_now_unchanged(
-    name: str, tmp_path: Path
-) -> None:
-    task, records = LOGS[name]
-    compare: dict[str, Any] = compared(
-        str(OLD / name), scored_now(task, records, tmp_path)
-    )
-
-    (pair,) = compare["pairs"]
+    assert figures(older, task) == figures(report_json(log), task)
+    (pair,) = compared(str(OLD / name), log)["pairs"]
     (summary,) = pair[task]
     assert summary["base_runs"] == summary["new_runs"]
     if task == "stage_diagnosis":
+        (reported,) = older[task]
+        assert reported["precision_runs"] == 7
+        assert reported["precision"] is not None
         transitions = summary["transitions"]
         changed = sum(
             count

@@ -21,18 +21,12 @@ from tracegrade.analysis import StageColumns
 from tracegrade.bulk.results import RunResults
 from tracegrade.compare.build import UnreadableScore, compare_logs
 from tracegrade.report.aggregate import ReportError, build_report
-from tracegrade.schema import (
-    InvalidScore,
-    LostID,
-    read_extraction,
-    read_stage,
-)
+from tracegrade.schema import InvalidScore, read_extraction
 from tracegrade.scorers.metrics import (
     answer_failures,
     context_precision,
     context_recall,
 )
-from tracegrade.scorers.stage import diagnosis_score
 from tracegrade.tasks import stage_diagnosis
 
 SCORE = "stage_diagnosis"
@@ -163,27 +157,6 @@ def test_every_reader_reads_the_score_as_logged(
     (sample,) = logged.samples or []
     score = (sample.scores or {})[SCORE]
     assert context_recall()([SampleScore(score=score, sample_id="gap")]) == 0.5  # type: ignore[call-arg,arg-type]
-
-
-def test_a_stage_score_with_steps_reads_where_each_id_was_lost() -> None:
-    record = {
-        "required": ["A", "B", "C"],
-        "context": ["A"],
-        "correct": False,
-        "steps": [
-            {"name": "retriever", "ids": ["A", "B", "X"]},
-            {"name": "reranker", "ids": ["A", "B"]},
-        ],
-    }
-    read_from = {key: f'metadata["{key}"]' for key in record}
-    score = diagnosis_score(record, read_from, context_recorded=True)
-    read = read_stage(score.value, score.metadata)
-    assert read.stage == "retrieval"
-    assert read.lost == [
-        LostID("B", "context", "reranker", 2),
-        LostID("C", "retriever", None, None),
-    ]
-    assert read.step_recall == {"retriever": 2 / 3, "reranker": 2 / 3}
 
 
 def test_an_extraction_score_refuses_an_itemisation_where_nothing_was_graded() -> None:

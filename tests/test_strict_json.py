@@ -9,35 +9,22 @@ import pytest
 
 from tracegrade.lines import UnsupportedJSON, strict_json_loads
 
-
-def test_a_byte_order_mark_is_refused_as_json_loads_refuses_it() -> None:
-    with pytest.raises(json.JSONDecodeError, match="Unexpected UTF-8 BOM"):
-        strict_json_loads('\ufeff{"id": "bom"}')
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        '{"\\udc00": 1}',
-        '{"input": {"required": [], "\\uD800x": 1}}',
-        '[{"a": {"b": {"\\udfff": null}}}]',
-    ],
-)
-def test_a_lone_surrogate_in_a_key_is_json_no_log_can_hold(text: str) -> None:
-    with pytest.raises(
-        ValueError, match="holds a lone surrogate, which no log can hold"
-    ):
-        strict_json_loads(text)
+SURROGATE_KEY = "holds a lone surrogate, which no log can hold"
 
 
 def test_a_lone_surrogate_in_a_value_and_a_pair_in_a_key_are_read() -> None:
     assert strict_json_loads('{"a": "\\udc00"}') == {"a": "\udc00"}
     assert strict_json_loads('{"\\ud83d\\ude00": 1}') == {"\U0001f600": 1}
+    assert strict_json_loads(" [1, 1.5, true] ") == [1, 1.5, True]
 
 
 @pytest.mark.parametrize(
     ("text", "error", "said"),
     [
+        ('\ufeff{"id": "bom"}', json.JSONDecodeError, "Unexpected UTF-8 BOM"),
+        ('{"\\udc00": 1}', ValueError, SURROGATE_KEY),
+        ('{"input": {"required": [], "\\uD800x": 1}}', ValueError, SURROGATE_KEY),
+        ('[{"a": {"b": {"\\udfff": null}}}]', ValueError, SURROGATE_KEY),
         ('{"a": 1, "a": 2}', ValueError, 'the key "a" appears twice in one object'),
         ("[NaN]", ValueError, "NaN is not JSON"),
         ("-Infinity", ValueError, "-Infinity is not JSON"),
@@ -50,4 +37,3 @@ def test_json_that_json_loads_would_bend_is_refused(
 ) -> None:
     with pytest.raises(error, match=said):
         strict_json_loads(text)
-    assert strict_json_loads(" [1, 1.5, true] ") == [1, 1.5, True]

@@ -80,17 +80,20 @@ def read_error(metadata: Mapping[str, Any]) -> ScoreError | None:
     return ScoreError(kind, side, field, message)
 
 
-def read_share(metadata: Mapping[str, Any], key: str) -> float | None:
-    """`recall` or `precision`: a share, or None (also when absent)."""
+def read_share(
+    metadata: Mapping[str, Any], key: str, where: str = "metadata"
+) -> float | None:
+    """`recall` or `precision`: a share, or None (also when absent); `where`
+    names the source in an error (metadata, or a Parquet column)."""
     share = metadata.get(key)
     if not (share is None or is_share(share)):
-        raise _refused(f"metadata {key} must be null or a share from 0.0 to 1.0", share)
+        raise _refused(f"{where} {key} must be null or a share from 0.0 to 1.0", share)
     return share
 
 
-def read_stage_value(value: Any) -> str:
+def read_stage_value(value: Any, where: str = "the value") -> str:
     if not (type(value) is str and value in STAGES):
-        raise _refused(f"the value must be one of {', '.join(STAGES)}", value)
+        raise _refused(f"{where} must be one of {', '.join(STAGES)}", value)
     return str(value)
 
 
@@ -109,10 +112,10 @@ def read_criteria(value: Any) -> tuple[bool, bool]:
     return value["membership"], value["order"]
 
 
-def read_as(metadata: Mapping[str, Any]) -> str | None:
+def read_as(metadata: Mapping[str, Any], where: str = "metadata") -> str | None:
     reading = metadata.get("read_as")
     if not (reading is None or (type(reading) is str and reading)):
-        raise _refused("metadata read_as must be a reading's name or null", reading)
+        raise _refused(f"{where} read_as must be a reading's name or null", reading)
     return reading
 
 
@@ -293,22 +296,25 @@ def read_extraction(value: Any, metadata: Any) -> ExtractionScore:
         raise _refused("a graded score needs the ID list record.source", source)
     if type(itemised) is not dict:
         raise _refused("a graded score's metadata itemised must be an object", itemised)
+    items = read_itemised(itemised, "metadata itemised")
+    return ExtractionScore(membership, order, error, reading, source, items)
+
+
+def read_itemised(itemised: Mapping[str, Any], where: str) -> Itemised:
+    """The itemisation's four fields, checked; `where` names their source."""
     dropped, invented, first_break, kept = map(itemised.get, Itemised._fields)
     if not (is_id_list(dropped) and is_id_list(invented)):
-        what = "metadata itemised needs the ID lists dropped and invented"
-        raise _refused(what, dropped, invented)
+        raise _refused(
+            f"{where} needs the ID lists dropped and invented", dropped, invented
+        )
     if not (
         (first_break is None or (type(first_break) is int and first_break >= 1))
         and type(kept) is int
         and kept >= 0
     ):
-        what = (
-            "metadata itemised needs first_order_break (from 1, or null) and "
-            "kept_in_order (from 0)"
-        )
-        raise _refused(what, first_break, kept)
-    itemised = Itemised(dropped, invented, first_break, kept)
-    return ExtractionScore(membership, order, error, reading, source, itemised)
+        what = "needs first_order_break (from 1, or null) and kept_in_order (from 0)"
+        raise _refused(f"{where} {what}", first_break, kept)
+    return Itemised(dropped, invented, first_break, kept)
 
 
 def _tracegrade_metadata(metadata: Any) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from ..core.errors import quote
 from ..logs import evals as log_evals
 from ..logs.evals import EvalRun, Evals
 from ..logs.samples import ScoreRead, UnreadableLog
-from ..logs.scores import LogError, LogScores, LogSummary
+from ..logs.scores import LogError, LogScores, LogSummary, nothing_found
 from ..report import runs as counts
 from ..report import thresholds as limits
 from ..schema import InvalidScore, ScoreError, read_extraction, read_stage
@@ -358,7 +358,8 @@ def _compare_pair(
             # A side with no tracegrade score at all says more; NEW may be
             # unread when BASE is the one refused.
             if logs[side] and not any(log.tracegrade_scores for log in logs[side]):
-                raise CompareError(_nothing_found(side, logs[side])) from None
+                what = f"{side} holds no tracegrade score"
+                raise CompareError(nothing_found(what, logs[side], repr)) from None
         raise CompareError(f"{_pair_name(base, new)}: {error}") from None
     return {
         "name": _pair_name(base, new),
@@ -448,17 +449,6 @@ def _unscored(
         return run, None
     state = pairing.DATA_ERROR if error.side == "data" else NO_SCORE
     return replace(run, state=state, missing=None), _shared(error.kind, shared)
-
-
-def _nothing_found(side: str, logs: Sequence[LogSummary]) -> str:
-    other = sorted({name for log in logs for name in log.other_scorers})
-    found = f"; scores found: {', '.join(other)}" if other else "; no scores at all"
-    read = ", ".join(repr(log.path) for log in logs[:3])
-    more = f" and {len(logs) - 3} more" if len(logs) > 3 else ""
-    return (
-        f"{side} holds no tracegrade score ({STAGE}, {EXTRACTION}) in "
-        f"{len(logs)} log{'s' if len(logs) != 1 else ''} ({read}{more}){found}"
-    )
 
 
 def _warnings(

@@ -135,7 +135,7 @@ _MEMBER_ERRORS = (
     EOFError,
 )
 # zstd, as Inspect writes it: importing `inspect_ai.log` teaches `zipfile` to
-# read it before Python 3.14 (tests/test_inspect_internals.py holds this).
+# read it before Python 3.14 (`eval_header` reads every .eval log's so).
 _ZSTD = getattr(zipfile, "ZIP_ZSTANDARD", 93)
 _METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, _ZSTD)
 

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -180,3 +180,17 @@ class LogScores:
             *(self.samples, self.tracegrade_scores, self.without, self.sample_errors),
             *(sorted(self.other), self.not_run),
         )
+
+
+def nothing_found(
+    what: str, logs: Sequence[LogSummary], show: Callable[[str], str] = str
+) -> str:
+    """`what` (no tracegrade score), the logs read and the scores they hold."""
+    other = sorted({name for log in logs for name in log.other_scorers})
+    found = f"; scores found: {', '.join(other)}" if other else "; no scores at all"
+    read = ", ".join(show(log.path) for log in logs[:3])
+    more = f" and {len(logs) - 3} more" if len(logs) > 3 else ""
+    return (
+        f"{what} ({STAGE_SCORER}, {EXTRACTION_SCORER}) in "
+        f"{len(logs)} log{'s' if len(logs) != 1 else ''} ({read}{more}){found}"
+    )

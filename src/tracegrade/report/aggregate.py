@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.errors import quote
 from ..logs.evals import EvalRun, Evals, SampleReader, Superseded, read_evals
 from ..logs.samples import UnreadableLog, log_samples
-from ..logs.scores import LogError, LogScores, LogSummary
+from ..logs.scores import LogError, LogScores, LogSummary, nothing_found
 from ..schema import (
     EXTRACTION_SCORER,
     STAGE_SCORER,
@@ -500,7 +500,7 @@ class _Counted:
     def summaries(self, top: int) -> list[StageSummary | ExtractionSummary]:
         """Each group's row, in the order of the evals (E1, E2, ...)."""
         if not self.groups:
-            raise ReportError(_nothing_found(self.logs))
+            raise ReportError(nothing_found("no tracegrade scores", self.logs))
         for g in self.groups.values():
             for first, second in combinations(g.sample_ids, 2):
                 if shared := g.sample_ids[first] & g.sample_ids[second]:
@@ -516,14 +516,3 @@ class _Counted:
             self.groups.values(), key=lambda g: (int(g.evals[0][1:]), g.score)
         )
         return [group.summary(top) for group in groups]
-
-
-def _nothing_found(logs: Sequence[LogSummary]) -> str:
-    other = sorted({name for log in logs for name in log.other_scorers})
-    found = f"; scores found: {', '.join(other)}" if other else "; no scores at all"
-    read = ", ".join(log.path for log in logs[:3])
-    more = f" and {len(logs) - 3} more" if len(logs) > 3 else ""
-    return (
-        f"no tracegrade scores ({STAGE_SCORER}, {EXTRACTION_SCORER}) in "
-        f"{len(logs)} log{'s' if len(logs) != 1 else ''} ({read}{more}){found}"
-    )

@@ -18,14 +18,15 @@ from ..schema import (
     ERROR_SIDES,
     EXTRACTION_SCORER,
     STAGE_SCORER,
-    STAGES,
     ExtractionScore,
     InvalidScore,
-    Itemised,
     ScoreError,
     StageScore,
-    is_share,
+    read_as,
+    read_itemised,
     read_lost,
+    read_share,
+    read_stage_value,
 )
 
 SUFFIX: Final = ".parquet"
@@ -240,12 +241,6 @@ def _error(row: Mapping[str, Any]) -> ScoreError | None:
     return ScoreError(kind, side, field, message)
 
 
-def _share(row: Mapping[str, Any], column: str) -> float | None:
-    if (share := row[column]) is None or is_share(share):
-        return share
-    raise _bad(column, "null or a share from 0.0 to 1.0", share)
-
-
 def _ids(row: Mapping[str, Any], column: str) -> list[str]:
     if not is_id_list(ids := row[column]):
         raise _bad(column, "a list of IDs", ids)
@@ -254,16 +249,15 @@ def _ids(row: Mapping[str, Any], column: str) -> list[str]:
 
 def _stage(row: Mapping[str, Any]) -> StageScore:
     error = _error(row)
-    recall, precision = _share(row, "recall"), _share(row, "precision")
+    recall = read_share(row, "recall", "column")
+    precision = read_share(row, "precision", "column")
     lost = read_lost(row.get("lost"), "column lost")
     diagnosed = ("required", "labelled_correct", "steps", "context_size")
     unscored = error is not None and error.unscored
     stage = None if unscored else row["stage"]
     if unscored:
         _null(row, ("stage", "missing", *diagnosed), "on an unscored row")
-    elif stage not in STAGES:
-        raise _bad("stage", f"one of {', '.join(STAGES)}", stage)
-    elif stage not in DIAGNOSED_STAGES:
+    elif read_stage_value(stage, "column stage") not in DIAGNOSED_STAGES:
         _null(row, diagnosed, f"where stage is {stage}")
     if stage not in DIAGNOSED_STAGES:
         return StageScore(stage, error, recall, precision, None, None, False, lost)
@@ -291,9 +285,7 @@ def _stage(row: Mapping[str, Any]) -> StageScore:
 
 def _extraction(row: Mapping[str, Any]) -> ExtractionScore:
     error = _error(row)
-    reading = row["read_as"]
-    if reading is not None and (type(reading) is not str or not reading):
-        raise _bad("read_as", "a reading's name or null", reading)
+    reading = read_as(row, "column")
     itemised = ("dropped", "invented", "source", "first_order_break", "kept_in_order")
     if error is not None and error.unscored:
         _null(row, ("membership", "order", *itemised), "on an unscored row")
@@ -312,15 +304,7 @@ def _extraction(row: Mapping[str, Any]) -> ExtractionScore:
     if row["source"] is None:
         _null(row, itemised, "where source is null")
         return ExtractionScore(membership, order, error, reading)
-    first_break, kept = row["first_order_break"], row["kept_in_order"]
-    if (
-        first_break is not None and (type(first_break) is not int or first_break < 1)
-    ) or (type(kept) is not int or kept < 0):
-        raise InvalidScore(
-            "columns first_order_break (from 1, or null) and kept_in_order (from "
-            f"0) are wrong, got {quote(first_break)} and {quote(kept)}"
-        )
-    items = Itemised(_ids(row, "dropped"), _ids(row, "invented"), first_break, kept)
+    items = read_itemised(row, "a graded row")
     return ExtractionScore(
         membership, order, error, reading, _ids(row, "source"), items
     )
