@@ -49,7 +49,7 @@ from .._inspect_internals import (
 from ..core import canonical_json
 from ..datasets import FixtureCase, case_sample_fields
 from ..lines import is_blank, read_lines
-from ..outputs import AtomicFile, OutputError
+from ..outputs import AtomicFile, OutputError, publish_output, sync_directory
 from ..report.runs import ExactSum
 from ..scorers.metrics import is_count
 from ..scorers.outcome import ErrorInfo, data_error
@@ -421,12 +421,8 @@ class ScoreRun:
             if self.log_format == "json":
                 writer = JsonLogWriter(working)
             else:
-                writer = EvalArchive(working)
-                try:
-                    writer.start(self._spec(eval_id, task_id), self._plan())
-                except BaseException:
-                    writer.abort()
-                    raise
+                spec = self._spec(eval_id, task_id)
+                writer = EvalArchive(working, spec, self._plan())
         except BaseException:
             results.close()
             raise
@@ -575,10 +571,7 @@ class ScoreRun:
                 results=results,
                 stats=EvalStats(started_at=self.created, completed_at=iso_now()),
             )
-            if reductions is None and isinstance(part.writer, EvalArchive):
-                part.writer.complete(header, [])
-            else:
-                part.writer.complete(header, reductions)
+            part.writer.complete(header, reductions)
             part.close()
             # Not the header: its sample ids would keep a string per sample
             # alive through the pooled metrics, the run's peak of memory.
@@ -594,9 +587,10 @@ class ScoreRun:
         assert first_results is not None
         for part in parts:
             location = log_location(self.base, part.index, count, self.log_format)
-            part.writer.publish(location)
+            publish_output(str(part.writer.partial), str(location), replace=False)
             part.published = location
             self.summary.logs.append(str(location))
+        sync_directory(self.log_dir)
         self.summary.metrics = metrics_of(first_results)
 
     def _plan(self) -> EvalPlan:
