@@ -1,6 +1,6 @@
-"""One `tracegrade score` run: each line scored, added to its part log and
-its results line written; every output put under its name only once all
-are complete (`finish`), and removed by `abort`."""
+"""One range of a `tracegrade score` run (the whole input, or a worker's
+lines): each line scored, added to its part log and its results line
+written; the logs left complete under `.partial` names, or removed by `abort`."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ from .._inspect_internals import (
 from ..core import canonical_json
 from ..datasets import FixtureCase, case_sample_fields
 from ..lines import is_blank, read_lines
-from ..outputs import AtomicFile, OutputError, publish_output, sync_directory
+from ..outputs import AtomicFile, OutputError
 from ..report.runs import ExactSum
 from ..scorers.metrics import is_count
 from ..scorers.outcome import ErrorInfo, data_error
@@ -64,7 +64,7 @@ from .evallog import (
 )
 from .presence import READ_FIELDS, FieldPresence
 from .ranges import LineRange, read_range
-from .results import LightScores, RunResults, pooled_results
+from .results import LightScores, RunResults
 from .samples import MODEL, SampleParts, SampleTemplates, uuid
 from .scoring import LINE_ERRORS, TASKS, DiskIds, LineScorer, Problem, replayed_store
 
@@ -96,7 +96,6 @@ class _Part:
     samples: int = 0
     waiting_bytes: int = 0
     sample_bytes: int = 0
-    published: Path | None = None
 
     def close(self) -> None:
         self.results.close()
@@ -111,6 +110,7 @@ class RunIdentity(NamedTuple):
     run_id: str
     created: str
     base: Path
+    task_id: str  # the first log's, which its name holds
 
 
 @dataclass
@@ -138,7 +138,7 @@ def _packages_and_revision(task_name: str) -> tuple[dict[str, str], Any]:
 def new_identity(log_dir: Path, task_name: str, task_id: str) -> RunIdentity:
     created = iso_now()
     name = eval_log_name(task=task_name, task_id=task_id, created=created, model=MODEL)
-    return RunIdentity(uuid(), created, log_dir / name)
+    return RunIdentity(uuid(), created, log_dir / name, task_id)
 
 
 def log_location(base: Path, index: int, count: int, log_format: str) -> Path:
@@ -208,8 +208,7 @@ class ScoreSummary:
 
 
 class ScoreRun:
-    """One `score` run: its logs and results under `.partial` names until all
-    are complete, then renamed; `abort` removes them."""
+    """One range of a `score` run, scored in this process."""
 
     def __init__(
         self,
@@ -225,12 +224,15 @@ class ScoreRun:
         lines: LineRange | None = None,
         identity: RunIdentity | None = None,
         context: PartsContext | None = None,
+        stream: IO[Any] | None = None,
     ) -> None:
         self.begun = perf_counter()
         self.task, self.path, self.log_dir = task, path, log_dir
         self.log_format, self.max_samples_per_log = log_format, max_samples_per_log
         self.replace, self.results_format = replace, results_format
         self.results_path = out
+        self.own_results = stream is None
+        self.stream: IO[Any] = stream or sys.stdout
         self.lines, self.identity = lines, identity
         self.context = context or PartsContext()
         self.summary = ScoreSummary(task=task, path=path)
@@ -249,18 +251,16 @@ class ScoreRun:
         self.finishing = False
 
     def open(self) -> None:
-        """Begin the first log and the temporary results file."""
+        """Begin the first log and the temporary results file (unless the
+        results go to a `stream` of the caller's)."""
         self.inspect_scorer = self.bulk_task.make_scorer()
         self.scorer_name = registry_unqualified_name(self.inspect_scorer)
         self.task_name = registry_info(self.bulk_task.task).name
-        first_task_id = uuid()
-        if self.identity is None:
-            log_dir = Path(self.log_dir)
-            self.identity = new_identity(log_dir, self.task_name, first_task_id)
-        self.run_id, self.created, self.base = self.identity
+        assert self.identity is not None
+        self.run_id, self.created, self.base, first_task_id = self.identity
         self._templates = SampleTemplates.make()
         try:
-            self._new_part(first_task_id)
+            self._new_part(first_task_id if self.context.first_index == 1 else None)
         except OSError as error:
             raise OutputError(
                 f"cannot write into --log-dir {self.log_dir!r} ({error.strerror})"
@@ -268,16 +268,17 @@ class ScoreRun:
         self.scorer = LineScorer(
             self.bulk_task, self.path, DiskIds(), self.timings, self.context.earlier
         )
-        self._open_results(self.base)
-        if self.results is not None and self.results_format == "parquet":
-            self.parquet = ParquetResults(self.results.handle, self.task)
+        if self.own_results:
+            self._open_results(self.base)
+        if self.results_format == "parquet":
+            self.parquet = ParquetResults(self.stream, self.task)
 
     def _open_results(self, base: Path) -> None:
         """The temporary results file (named like the logs by default), or
         standard output."""
         if self.results_path is None:
             self.results_path = f"{base}.results.{self.results_format}"
-        self.stream: IO[str] = sys.stdout
+        self.stream = sys.stdout
         if self.results_path == "-":
             return
         try:
@@ -378,8 +379,8 @@ class ScoreRun:
         self.stream.write(canonical_json(row) + "\n")
 
     def finish(self) -> None:
-        """Complete the logs, then put every output under its final name; a
-        range's logs (`lines` given) are left to be named by the caller."""
+        """Complete the logs under their `.partial` names (`summary.logs`),
+        for the caller (`bulk.workers`) to name."""
         self.finishing = True
         if self.parquet is not None:
             self.parquet.close()
@@ -387,18 +388,18 @@ class ScoreRun:
             self.results.flush_to_disk()
         else:
             self.stream.flush()
-        publish = self.lines is None
-        if not publish:
+        whole = self.lines is None
+        if not whole:
             self.first_seen = self.scorer.seen.first_seen()
         self.scorer.seen.close()
         self.summary.warnings = self.presence.warnings(self.path)
-        if publish:
+        if whole:
             self.warnings = [warning["message"] for warning in self.summary.warnings]
         else:
             self.warnings = self.context.warnings
         try:
             with deflating_with_isal():
-                self._finish_logs(publish=publish)
+                self._finish_logs()
         except OSError as error:
             raise self._naming_the_logs(error) from None
         if self.results is not None:
@@ -543,15 +544,11 @@ class ScoreRun:
             self._add(part, parts, score)
         return placed
 
-    def _finish_logs(self, *, publish: bool) -> None:
-        """Complete every log, then publish them all and sum their metrics
-        (or leave that to the caller, who has the run's other ranges:
-        `summary.logs` are then the `.partial` files)."""
+    def _finish_logs(self) -> None:
         parts = self._parts
         count = self.context.count or len(parts)
         # The only real ids an unreadable line's `line-N` can meet.
         taken = self.line_like_ids | self.context.taken
-        first_results: EvalResults | None = None
         for part in parts:
             if part is not parts[-1]:
                 part.writer.resume()  # every part but the last was suspended
@@ -573,25 +570,9 @@ class ScoreRun:
             )
             part.writer.complete(header, reductions)
             part.close()
-            # Not the header: its sample ids would keep a string per sample
-            # alive through the pooled metrics, the run's peak of memory.
-            first_results = first_results or results
             self.timings["write"] += perf_counter() - begun
         self.scores = [part.results.scores for part in parts]
-        if not publish:
-            self.summary.logs = [str(part.writer.partial) for part in parts]
-            return
-        if len(parts) > 1:
-            total = sum(part.samples for part in parts)
-            first_results = pooled_results([part.results for part in parts], total)
-        assert first_results is not None
-        for part in parts:
-            location = log_location(self.base, part.index, count, self.log_format)
-            publish_output(str(part.writer.partial), str(location), replace=False)
-            part.published = location
-            self.summary.logs.append(str(location))
-        sync_directory(self.log_dir)
-        self.summary.metrics = metrics_of(first_results)
+        self.summary.logs = [str(part.writer.partial) for part in parts]
 
     def _plan(self) -> EvalPlan:
         # `internal=True` is how Inspect itself wraps a task's solver.
@@ -664,11 +645,6 @@ class ScoreRun:
                 part.writer.abort()
             except OSError:
                 left.append(str(part.writer.partial))
-            if part.published is not None:
-                try:
-                    part.published.unlink(missing_ok=True)
-                except OSError:
-                    left.append(str(part.published))
         return ", ".join(left) or None
 
     def _naming_the_logs(self, error: OSError) -> OSError:

@@ -1,6 +1,7 @@
-"""`tracegrade score` on every core: the file cut into ranges of lines, each
-scored into its own part logs by a spawned worker (`score_part`), then put
-together in input order by `WorkersRun`."""
+"""`tracegrade score`: the whole input scored in this process, or, on every
+core, the file cut into ranges of lines, each scored into its own part logs
+by a spawned worker (`score_part`); `WorkersRun` puts them together in input
+order and is the one place outputs get their final names."""
 
 from __future__ import annotations
 
@@ -111,6 +112,10 @@ def score_part(part: Any, task: str = "stage_diagnosis", **keys: str) -> Any:
     except BaseException:
         run.abort()
         raise
+    return _outcome(run)
+
+
+def _outcome(run: ScoreRun) -> RangeOutcome:
     return RangeOutcome(
         run.summary,
         run.presence,
@@ -154,15 +159,17 @@ def _result(future: Future[RangeOutcome]) -> RangeOutcome:
 
 
 class WorkersRun(ScoreRun):
-    """A `ScoreRun` in workers: the same outputs, summary and faults."""
+    """A run of ranges (`ranges` None: the whole input in this process, as
+    one range), put together: the same outputs, summary and faults."""
 
     def __init__(
-        self, *args: Any, ranges: list[LineRange], workers: int, **options: Any
+        self, *args: Any, ranges: list[LineRange] | None, workers: int, **options: Any
     ) -> None:
         super().__init__(*args, **options)
         self.ranges = ranges
         self.workers = workers
         self.pool: ProcessPoolExecutor | None = None
+        self.inner: ScoreRun | None = None
         self.outcomes: list[RangeOutcome] = []
         self.published: list[str] = []
 
@@ -170,6 +177,8 @@ class WorkersRun(ScoreRun):
         task_name = registry_info(TASKS[self.task].task).name
         self.identity = new_identity(Path(self.log_dir), task_name, uuid())
         self._open_results(self.identity.base)
+        if self.ranges is None:
+            return
         self.pool = ProcessPoolExecutor(
             max_workers=self.workers,
             mp_context=get_context("spawn"),
@@ -177,7 +186,7 @@ class WorkersRun(ScoreRun):
         )
 
     def _job(self, index: int, context: PartsContext) -> RangeJob:
-        assert self.identity is not None
+        assert self.identity is not None and self.ranges is not None
         return RangeJob(
             *(self.task, self.path, self.log_dir, self.log_format),
             *(self.max_samples_per_log, self.results_format, self.ranges[index]),
@@ -186,7 +195,9 @@ class WorkersRun(ScoreRun):
 
     def score_lines(self, advance: Callable[[int | None], None]) -> None:
         """Score every range, again those whose guessed context was wrong."""
-        assert self.pool is not None
+        if self.ranges is None:
+            self._score_in_process(advance)
+            return
         count = len(self.ranges)
         jobs = [
             self._job(k, PartsContext(first_index=k + 1, count=count))
@@ -211,6 +222,25 @@ class WorkersRun(ScoreRun):
             for k, future in zip(redo, futures, strict=True):
                 self.outcomes[k] = _result(future)
         raise RuntimeError("the ranges' logs did not settle")  # a bug
+
+    def _score_in_process(self, advance: Callable[[int | None], None]) -> None:
+        """The whole input, a pipe too, as one range; its results written
+        straight to the run's."""
+        self.inner = ScoreRun(
+            *(self.task, self.path, self.log_dir, None, self.log_format),
+            self.max_samples_per_log,
+            replace=False,
+            results_format=self.results_format,
+            identity=self.identity,
+            stream=self.stream,
+        )
+        self.inner.open()
+        try:
+            self.inner.score_lines(advance)
+        finally:
+            self.last_line = self.inner.last_line
+        self.outcomes = [_outcome(self.inner)]
+        self._sum_counts()
 
     def _submit(self, job: RangeJob) -> Future[RangeOutcome]:
         assert self.pool is not None
@@ -264,7 +294,15 @@ class WorkersRun(ScoreRun):
     def finish(self) -> None:
         """Join the results in input order, name the logs, pool the metrics."""
         self.finishing = True
-        self._gather_results()
+        if self.inner is None:
+            self._gather_results()
+        else:
+            self.inner.finish()
+            self.outcomes = [_outcome(self.inner)]
+            self._sum_counts()
+            self.summary.warnings = self.inner.summary.warnings
+        if self.results is not None:
+            self.results.flush_to_disk()
         total = sum(len(outcome.summary.logs) for outcome in self.outcomes)
         logs = [log for outcome in self.outcomes for log in outcome.summary.logs]
         assert self.identity is not None
@@ -279,8 +317,8 @@ class WorkersRun(ScoreRun):
         if self.results is not None:
             self.results.commit()
         self._sum_metrics(locations)
-        assert self.pool is not None
-        self.pool.shutdown()
+        if self.pool is not None:
+            self.pool.shutdown()
 
     def _gather_results(self) -> None:
         chunks = [o.summary.results for o in self.outcomes if o.summary.results]
@@ -300,13 +338,13 @@ class WorkersRun(ScoreRun):
                 with open(chunk, "rb") as part:
                     shutil.copyfileobj(part, handle.buffer)
             handle.flush()
-        if self.results is not None:
-            self.results.flush_to_disk()
         for chunk in chunks:
             Path(chunk).unlink()
 
     def _sum_counts(self) -> None:
-        summary = self.summary
+        warnings = self.summary.warnings
+        summary = self.summary = ScoreSummary(self.task, self.path, warnings=warnings)
+        self.timings.clear()
         for outcome in self.outcomes:
             done = outcome.summary
             for name in ("lines", "blank", "records", "scored", "line_errors"):
@@ -340,6 +378,8 @@ class WorkersRun(ScoreRun):
 
     def abort(self) -> list[str]:
         """Kill the workers, then remove whatever the run began."""
+        if self.inner is not None:
+            self.inner.abort()
         if self.pool is not None:
             # Killed, a stopped worker too (on Windows kill() terminates).
             children = active_children()
@@ -369,7 +409,7 @@ def _removed(path: str) -> str | None:
     return None
 
 
-def score_run(*args: Any, workers: int | None, **options: Any) -> ScoreRun:
+def score_run(*args: Any, workers: int | None, **options: Any) -> WorkersRun:
     """A run in workers for a large regular file, else in this process;
     `workers` None for the usable cores, from `PARALLEL_FROM` bytes."""
     path, max_samples_per_log = args[1], args[5]
@@ -379,15 +419,15 @@ def score_run(*args: Any, workers: int | None, **options: Any) -> ScoreRun:
         status = os.stat(path)
     except OSError:
         status = None  # reading it says what is wrong
+    ranges = None
     if (
-        workers < 2
-        or path == "-"
-        or status is None
-        or not stat.S_ISREG(status.st_mode)
-        or status.st_size < smallest
+        workers > 1
+        and path != "-"
+        and status is not None
+        and stat.S_ISREG(status.st_mode)
+        and status.st_size >= smallest
     ):
-        return ScoreRun(*args, **options)
-    ranges = plan_ranges(path, workers, max_samples_per_log)
-    if len(ranges) < 2:
-        return ScoreRun(*args, **options)
+        ranges = plan_ranges(path, workers, max_samples_per_log)
+    if ranges is not None and len(ranges) < 2:
+        ranges = None
     return WorkersRun(*args, ranges=ranges, workers=workers, **options)
