@@ -8,7 +8,6 @@ import contextlib
 import functools
 import json
 import math
-import sys
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -49,7 +48,7 @@ from .._inspect_internals import (
 from ..core import canonical_json
 from ..datasets import FixtureCase, case_sample_fields
 from ..lines import is_blank, read_lines
-from ..outputs import AtomicFile, OutputError
+from ..outputs import OutputError
 from ..report.runs import ExactSum
 from ..scorers.metrics import is_count
 from ..scorers.outcome import ErrorInfo, data_error
@@ -208,31 +207,26 @@ class ScoreSummary:
 
 
 class ScoreRun:
-    """One range of a `score` run, scored in this process."""
+    """One range of a `score` run (`lines` None: the whole input), scored in
+    this process, its results rows written to `stream`."""
 
     def __init__(
         self,
         task: str,
         path: str,
         log_dir: str,
-        out: str | None,
+        stream: IO[Any],
         log_format: str,
         max_samples_per_log: int,
         *,
-        replace: bool,
-        results_format: str = "jsonl",
+        results_format: str,
+        identity: RunIdentity,
         lines: LineRange | None = None,
-        identity: RunIdentity | None = None,
         context: PartsContext | None = None,
-        stream: IO[Any] | None = None,
     ) -> None:
-        self.begun = perf_counter()
         self.task, self.path, self.log_dir = task, path, log_dir
         self.log_format, self.max_samples_per_log = log_format, max_samples_per_log
-        self.replace, self.results_format = replace, results_format
-        self.results_path = out
-        self.own_results = stream is None
-        self.stream: IO[Any] = stream or sys.stdout
+        self.stream, self.results_format = stream, results_format
         self.lines, self.identity = lines, identity
         self.context = context or PartsContext()
         self.summary = ScoreSummary(task=task, path=path)
@@ -245,18 +239,14 @@ class ScoreRun:
         self.first_seen: list[tuple[bytes, int]] = []
         self.line_like_ids: set[str] = set()
         self._parts: list[_Part] = []
-        self.results: AtomicFile | None = None
         self.parquet: ParquetResults | None = None
         self.last_line = 0
-        self.finishing = False
 
     def open(self) -> None:
-        """Begin the first log and the temporary results file (unless the
-        results go to a `stream` of the caller's)."""
+        """Begin the first log."""
         self.inspect_scorer = self.bulk_task.make_scorer()
         self.scorer_name = registry_unqualified_name(self.inspect_scorer)
         self.task_name = registry_info(self.bulk_task.task).name
-        assert self.identity is not None
         self.run_id, self.created, self.base, first_task_id = self.identity
         self._templates = SampleTemplates.make()
         try:
@@ -268,30 +258,8 @@ class ScoreRun:
         self.scorer = LineScorer(
             self.bulk_task, self.path, DiskIds(), self.timings, self.context.earlier
         )
-        if self.own_results:
-            self._open_results(self.base)
         if self.results_format == "parquet":
             self.parquet = ParquetResults(self.stream, self.task)
-
-    def _open_results(self, base: Path) -> None:
-        """The temporary results file (named like the logs by default), or
-        standard output."""
-        if self.results_path is None:
-            self.results_path = f"{base}.results.{self.results_format}"
-        self.stream = sys.stdout
-        if self.results_path == "-":
-            return
-        try:
-            self.results = AtomicFile(
-                self.results_path,
-                binary=self.results_format == "parquet",
-                replace=self.replace,
-            )
-        except OSError as error:
-            raise OutputError(
-                f"cannot write the results {self.results_path!r} ({error.strerror})"
-            ) from None
-        self.stream = self.results.handle
 
     def score_lines(self, advance: Callable[[int | None], None]) -> None:
         """Score every line; `advance` is told the bytes read so far (None
@@ -381,13 +349,9 @@ class ScoreRun:
     def finish(self) -> None:
         """Complete the logs under their `.partial` names (`summary.logs`),
         for the caller (`bulk.workers`) to name."""
-        self.finishing = True
         if self.parquet is not None:
             self.parquet.close()
-        if self.results is not None:
-            self.results.flush_to_disk()
-        else:
-            self.stream.flush()
+        self.stream.flush()
         whole = self.lines is None
         if not whole:
             self.first_seen = self.scorer.seen.first_seen()
@@ -402,10 +366,6 @@ class ScoreRun:
                 self._finish_logs()
         except OSError as error:
             raise self._naming_the_logs(error) from None
-        if self.results is not None:
-            self.results.commit()
-        self.summary.results = self.results_path
-        self.summary.seconds = perf_counter() - self.begun
 
     def _new_part(self, task_id: str | None = None) -> _Part:
         if self._parts:
@@ -636,16 +596,11 @@ class ScoreRun:
             metadata=metadata or None,
         )
 
-    def _abort_logs(self) -> str | None:
-        """Remove every log begun; never raises."""
-        left: list[str] = []
+    def _abort_logs(self) -> None:
         for part in self._parts:
             part.close()
-            try:
+            with contextlib.suppress(OSError):
                 part.writer.abort()
-            except OSError:
-                left.append(str(part.writer.partial))
-        return ", ".join(left) or None
 
     def _naming_the_logs(self, error: OSError) -> OSError:
         """`error` naming the log directory (where the logs and their spools
@@ -654,19 +609,12 @@ class ScoreRun:
             return error
         return OSError(error.errno, error.strerror, self.log_dir)
 
-    def discard(self) -> None:
-        """No records: nothing to write, and nothing left behind."""
-        self.abort()
-        self.summary.seconds = perf_counter() - self.begun
-
-    def abort(self) -> list[str]:
-        """Remove whatever was begun; the paths of anything that could not
-        be removed. Never raises."""
+    def abort(self) -> None:
+        """Remove the logs begun (what cannot be, its caller's abort finds
+        by name); never raises."""
         if self.parquet is not None:
             self.parquet.abandon()
-        left = [] if self.results is None else [self.results.discard()]
-        left.append(self._abort_logs())
-        return [path for path in left if path is not None]
+        self._abort_logs()
 
 
 def results_file_schema(task: str) -> pa.Schema:

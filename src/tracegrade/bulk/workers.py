@@ -22,12 +22,18 @@ from dataclasses import dataclass
 from multiprocessing import active_children, get_context
 from pathlib import Path
 from time import perf_counter
-from typing import Any, Final
+from typing import IO, Any, Final
 
 from inspect_ai.util import registry_info
 
 from .._inspect_internals import registry_unqualified_name
-from ..outputs import PARTIAL_SUFFIX, OutputError, publish_output, sync_directory
+from ..outputs import (
+    PARTIAL_SUFFIX,
+    AtomicFile,
+    OutputError,
+    publish_output,
+    sync_directory,
+)
 from ..table import score_table
 from .presence import READ_FIELDS, FieldPresence
 from .ranges import LineRange, plan_ranges
@@ -92,26 +98,35 @@ def score_part(part: Any, task: str = "stage_diagnosis", **keys: str) -> Any:
     (`score_table`, docs/beyond-one-machine.md)."""
     if not isinstance(part, RangeJob):
         return score_table(part, task, **keys)
-    base = part.identity.base
+    # Read by the run's `finish`; removed, with anything else, by its `abort`.
+    chunk = f"{part.identity.base}-lines{part.index}.results"
+    if part.results_format == "parquet":
+        stream: IO[Any] = open(chunk, "wb")  # noqa: SIM115
+    else:
+        stream = open(chunk, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
     run = ScoreRun(
-        *(part.task, part.path, part.log_dir, f"{base}-lines{part.index}.results"),
-        *(part.log_format, part.max_samples_per_log),
-        replace=True,
+        *(part.task, part.path, part.log_dir, stream, part.log_format),
+        part.max_samples_per_log,
         results_format=part.results_format,
-        lines=part.lines,
         identity=part.identity,
+        lines=part.lines,
         context=part.context,
     )
     try:
         run.open()
         run.score_lines(lambda _: None)
-        if run.summary.records == 0:
-            run.discard()
-        else:
+        if run.summary.records:
             run.finish()
+            run.summary.results = chunk
+        else:
+            run.abort()
     except BaseException:
         run.abort()
         raise
+    finally:
+        stream.close()
+    if not run.summary.records:
+        os.unlink(chunk)
     return _outcome(run)
 
 
@@ -158,25 +173,62 @@ def _result(future: Future[RangeOutcome]) -> RangeOutcome:
             ) from None
 
 
-class WorkersRun(ScoreRun):
-    """A run of ranges (`ranges` None: the whole input in this process, as
-    one range), put together: the same outputs, summary and faults."""
+class WorkersRun:
+    """A `score` run of ranges (`ranges` None: the whole input in this
+    process, as one range), put together; its outputs get their final
+    names only once all are complete, and `abort` removes them."""
 
     def __init__(
-        self, *args: Any, ranges: list[LineRange] | None, workers: int, **options: Any
+        self,
+        task: str,
+        path: str,
+        log_dir: str,
+        out: str | None,
+        log_format: str,
+        max_samples_per_log: int,
+        *,
+        replace: bool,
+        results_format: str,
+        ranges: list[LineRange] | None,
+        workers: int,
     ) -> None:
-        super().__init__(*args, **options)
-        self.ranges = ranges
-        self.workers = workers
+        self.begun = perf_counter()
+        self.task, self.path, self.log_dir = task, path, log_dir
+        self.log_format, self.max_samples_per_log = log_format, max_samples_per_log
+        self.replace, self.results_format = replace, results_format
+        self.results_path = out
+        self.ranges, self.workers = ranges, workers
+        self.summary = ScoreSummary(task=task, path=path)
+        self.timings: defaultdict[str, float] = defaultdict(float)
+        self.identity: RunIdentity | None = None
+        self.results: AtomicFile | None = None
+        self.stream: IO[Any] = sys.stdout
         self.pool: ProcessPoolExecutor | None = None
         self.inner: ScoreRun | None = None
         self.outcomes: list[RangeOutcome] = []
         self.published: list[str] = []
+        self.last_line = 0
+        self.finishing = False
 
     def open(self) -> None:
+        """The run's name, its temporary results file, and the workers."""
         task_name = registry_info(TASKS[self.task].task).name
         self.identity = new_identity(Path(self.log_dir), task_name, uuid())
-        self._open_results(self.identity.base)
+        self.results_path = (
+            self.results_path or f"{self.identity.base}.results.{self.results_format}"
+        )
+        if self.results_path != "-":
+            try:
+                self.results = AtomicFile(
+                    self.results_path,
+                    binary=self.results_format == "parquet",
+                    replace=self.replace,
+                )
+            except OSError as error:
+                raise OutputError(
+                    f"cannot write the results {self.results_path!r} ({error.strerror})"
+                ) from None
+            self.stream = self.results.handle
         if self.ranges is None:
             return
         self.pool = ProcessPoolExecutor(
@@ -226,13 +278,12 @@ class WorkersRun(ScoreRun):
     def _score_in_process(self, advance: Callable[[int | None], None]) -> None:
         """The whole input, a pipe too, as one range; its results written
         straight to the run's."""
+        assert self.identity is not None
         self.inner = ScoreRun(
-            *(self.task, self.path, self.log_dir, None, self.log_format),
+            *(self.task, self.path, self.log_dir, self.stream, self.log_format),
             self.max_samples_per_log,
-            replace=False,
             results_format=self.results_format,
             identity=self.identity,
-            stream=self.stream,
         )
         self.inner.open()
         try:
@@ -376,8 +427,14 @@ class WorkersRun(ScoreRun):
         summary.results = self.results_path
         summary.seconds = perf_counter() - self.begun
 
+    def discard(self) -> None:
+        """No records: nothing to write, and nothing left behind."""
+        self.abort()
+        self.summary.seconds = perf_counter() - self.begun
+
     def abort(self) -> list[str]:
-        """Kill the workers, then remove whatever the run began."""
+        """Kill the workers, then remove whatever the run began; the paths
+        of anything that could not be removed. Never raises."""
         if self.inner is not None:
             self.inner.abort()
         if self.pool is not None:
