@@ -225,32 +225,22 @@ def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
 DEFLATE_LEVEL: Final = 1
 
 
-_isal = False
-_stdlib_compressor: Any = None
-
-
-def _compressor(compress_type: int, compresslevel: int | None = None) -> Any:
-    level = -1 if compresslevel is None else compresslevel
-    if compress_type == zipfile.ZIP_DEFLATED and 0 <= level <= 3:  # ISA-L's levels
-        return isal_zlib.compressobj(level, isal_zlib.DEFLATED, -15)
-    return _stdlib_compressor(compress_type, compresslevel)
-
-
 @contextlib.contextmanager
-def deflating_with_isal() -> Iterator[None]:
+def _deflating_with_isal() -> Iterator[None]:
     """Within the block, `zipfile` deflates with ISA-L, faster than zlib and
     read alike, through its private `_get_compressor`."""
-    global _isal, _stdlib_compressor
-    was, _isal = _isal, True
-    if not was:
-        _stdlib_compressor = zipfile._get_compressor  # type: ignore[attr-defined]
-        zipfile._get_compressor = _compressor  # type: ignore[attr-defined]
+    stdlib = zipfile._get_compressor  # type: ignore[attr-defined]
+
+    def compressor(compress_type: int, compresslevel: int | None = None) -> Any:
+        if compress_type == zipfile.ZIP_DEFLATED:
+            return isal_zlib.compressobj(DEFLATE_LEVEL, isal_zlib.DEFLATED, -15)
+        return stdlib(compress_type, compresslevel)
+
+    zipfile._get_compressor = compressor  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        _isal = was
-        if not was:
-            zipfile._get_compressor = _stdlib_compressor  # type: ignore[attr-defined]
+        zipfile._get_compressor = stdlib  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -330,14 +320,13 @@ class EvalArchive:
         back to rewrite the header, which costs more than deflating a sample."""
         archive = self._zip
         assert archive is not None and archive.fp is not None
-        library = isal_zlib if _isal else zlib
         info = zipfile.ZipInfo(name, time.localtime()[:6])
         info.compress_type = zipfile.ZIP_DEFLATED
         info.external_attr = 0o600 << 16  # as writestr sets it
         info.file_size = len(data)
         info.CRC = zlib.crc32(data)
         # A compressor, as zipfile's: `compress` can give other bytes.
-        compressor = library.compressobj(DEFLATE_LEVEL, library.DEFLATED, -15)
+        compressor = isal_zlib.compressobj(DEFLATE_LEVEL, isal_zlib.DEFLATED, -15)
         deflated = compressor.compress(data) + compressor.flush()
         info.compress_size = len(deflated)
         # zipfile leaves its file at the directory's start between members.
@@ -353,7 +342,10 @@ class EvalArchive:
         """A member too large to hold, streamed with ZIP64 sizes, as
         Inspect's recorder streams one."""
         assert self._zip is not None
-        with self._zip.open(name, "w", force_zip64=True) as member:
+        with (
+            _deflating_with_isal(),
+            self._zip.open(name, "w", force_zip64=True) as member,
+        ):
             for chunk in chunks:
                 member.write(chunk)
 

@@ -57,7 +57,6 @@ from ..tasks.replay import replay, replayed_output
 from .evallog import (
     EvalArchive,
     JsonLogWriter,
-    deflating_with_isal,
     sample_json,
     sample_summary,
 )
@@ -269,16 +268,15 @@ class ScoreRun:
             lines = read_lines(self.path)
         else:
             lines = read_range(self.path, self.lines)
-        with deflating_with_isal():
-            for raw in lines:
-                self.last_line = raw.number
-                summary.lines += 1
-                advance(raw.bytes_read)
-                if is_blank(raw.text):
-                    summary.blank += 1
-                    continue
-                summary.records += 1
-                self._score_line(raw.number, raw.text)
+        for raw in lines:
+            self.last_line = raw.number
+            summary.lines += 1
+            advance(raw.bytes_read)
+            if is_blank(raw.text):
+                summary.blank += 1
+                continue
+            summary.records += 1
+            self._score_line(raw.number, raw.text)
 
     def _score_line(self, number: int, text: str) -> None:
         started_at = _now()
@@ -362,8 +360,7 @@ class ScoreRun:
         else:
             self.warnings = self.context.warnings
         try:
-            with deflating_with_isal():
-                self._finish_logs()
+            self._finish_logs()
         except OSError as error:
             raise self._naming_the_logs(error) from None
 
