@@ -170,7 +170,7 @@ def test_ranges_whose_json_logs_split_write_apart(
 
     monkeypatch.setattr(bulk_run, "MAX_JSON_LOG_BYTES", 40_000)
     path = write_runs(tmp_path / "runs.jsonl")
-    identity = bulk_run.new_identity(tmp_path, "stage_diagnosis", "task")
+    identity = bulk_run.new_identity(tmp_path, "stage_diagnosis")
     ranges = plan_ranges(str(path), 2, 75_000)
     outcomes = [
         workers.score_part(

@@ -133,8 +133,8 @@ def _packages_and_revision(task_name: str) -> tuple[dict[str, str], Any]:
     return packages, resolve_package_revision(distribution) or resolve_revision()
 
 
-def new_identity(log_dir: Path, task_name: str, task_id: str) -> RunIdentity:
-    created = iso_now()
+def new_identity(log_dir: Path, task_name: str) -> RunIdentity:
+    created, task_id = iso_now(), uuid()
     name = eval_log_name(task=task_name, task_id=task_id, created=created, model=MODEL)
     return RunIdentity(uuid(), created, log_dir / name, task_id)
 
@@ -148,12 +148,9 @@ def log_location(base: Path, index: int, count: int, log_format: str) -> Path:
 
 
 def unreadable_explanation(line: int, problem: Problem) -> str:
-    if problem.kind == "duplicate-sample-id":
-        return (
-            f"Line {line} cannot be a sample of its own: {problem.message}. "
-            "It is not graded."
-        )
-    return f"Line {line} cannot become a sample: {problem.message}. It is not graded."
+    duplicate = problem.kind == "duplicate-sample-id"
+    cannot = "be a sample of its own" if duplicate else "become a sample"
+    return f"Line {line} cannot {cannot}: {problem.message}. It is not graded."
 
 
 @dataclass

@@ -47,7 +47,6 @@ from .run import (
     metrics_of,
     new_identity,
 )
-from .samples import uuid
 from .scoring import LINE_ERRORS, TASKS, DiskIds
 
 # Input bytes from which workers score by default (a sixteenth of it with
@@ -213,7 +212,7 @@ class WorkersRun:
     def open(self) -> None:
         """The run's name, its temporary results file, and the workers."""
         task_name = registry_info(TASKS[self.task].task).name
-        self.identity = new_identity(Path(self.log_dir), task_name, uuid())
+        self.identity = new_identity(Path(self.log_dir), task_name)
         self.results_path = (
             self.results_path or f"{self.identity.base}.results.{self.results_format}"
         )
