@@ -239,18 +239,6 @@ def test_zip64_structures_read_everywhere(
     )
 
 
-def test_non_ascii_ids_are_flagged_utf8(tmp_path: Path, inspect_log: Path) -> None:
-    log = read_eval_log(str(inspect_log), header_only=True)
-    sample = {"id": "运行-1", "epoch": 1, "input": "x", "target": ""}
-    archive = EvalArchive(tmp_path / "unicode.eval", log.eval, log.plan)
-    archive.add_sample(sample_json(sample), sample_summary(sample))
-    archive.complete(log, None)
-    info = members(archive.partial)["samples/运行-1_epoch_1.json"]
-    assert info.flag_bits & 0x800
-    path = archive.partial.rename(tmp_path / "unicode.eval")
-    assert read_eval_log_sample(str(path), id="运行-1").input == "x"
-
-
 # --- Summaries of any sample ---------------------------------------------------------
 
 TEXT = st.text(
