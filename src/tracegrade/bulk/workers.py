@@ -473,17 +473,15 @@ def score_run(*args: Any, workers: int | None, **options: Any) -> WorkersRun:
     workers = workers or default_workers()
     try:
         status = os.stat(path)
+        large = stat.S_ISREG(status.st_mode) and status.st_size >= smallest
     except OSError:
-        status = None  # reading it says what is wrong
+        large = False  # reading it says what is wrong
     ranges = None
-    if (
-        workers > 1
-        and path != "-"
-        and status is not None
-        and stat.S_ISREG(status.st_mode)
-        and status.st_size >= smallest
-    ):
+    if workers > 1 and path != "-" and large:
         ranges = plan_ranges(path, workers, max_samples_per_log)
-    if ranges is not None and len(ranges) < 2:
-        ranges = None
-    return WorkersRun(*args, ranges=ranges, workers=workers, **options)
+    return WorkersRun(
+        *args,
+        ranges=ranges if ranges and len(ranges) > 1 else None,
+        workers=workers,
+        **options,
+    )
