@@ -151,14 +151,14 @@ def test_only_a_large_regular_file_is_scored_in_workers(tmp_path: Path) -> None:
             results_format="jsonl",
             workers=count,
         )
-        return type(run).__name__
+        return "in process" if run.ranges is None else "workers"
 
     cores = workers.default_workers()
-    assert kind(large, None) == ("WorkersRun" if cores > 1 else "ScoreRun")
-    assert kind(small, None) == "ScoreRun"  # by default, from 16 MiB
-    assert kind(small, 2) == "WorkersRun"  # asked for, from 1 MiB
-    assert kind(large, 1) == "ScoreRun"
-    assert kind("-", 8) == "ScoreRun"  # standard input
+    assert kind(large, None) == ("workers" if cores > 1 else "in process")
+    assert kind(small, None) == "in process"  # by default, from 16 MiB
+    assert kind(small, 2) == "workers"  # asked for, from 1 MiB
+    assert kind(large, 1) == "in process"
+    assert kind("-", 8) == "in process"  # standard input
 
 
 def test_ranges_whose_json_logs_split_write_apart(
@@ -170,7 +170,7 @@ def test_ranges_whose_json_logs_split_write_apart(
 
     monkeypatch.setattr(bulk_run, "MAX_JSON_LOG_BYTES", 40_000)
     path = write_runs(tmp_path / "runs.jsonl")
-    identity = bulk_run.new_identity(tmp_path, "stage_diagnosis", "task")
+    identity = bulk_run.new_identity(tmp_path, "stage_diagnosis")
     ranges = plan_ranges(str(path), 2, 75_000)
     outcomes = [
         workers.score_part(

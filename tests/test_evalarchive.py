@@ -1,7 +1,7 @@
 """`EvalArchive` writes `.eval` logs that Inspect reads like its own: a real
 log of each packaged replay task written again, every public reader and the
-member bytes compared. Only a finished log is published; an aborted writer
-leaves nothing (a killed one: tests/faults/test_signals.py)."""
+member bytes compared. An aborted writer leaves nothing, even on a full disk
+(a killed run: tests/faults/test_signals.py)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from inspect_ai.log import (
     EvalLog,
     EvalSample,
     EvalSampleReductions,
-    list_eval_logs,
     read_eval_log,
     read_eval_log_sample,
     read_eval_log_sample_summaries,
@@ -35,7 +34,6 @@ from pydantic_core import to_json, to_jsonable_python
 from tracegrade._inspect_internals import to_json_safe
 from tracegrade.bulk.evallog import (
     EvalArchive,
-    EvalArchiveError,
     StreamedReductions,
     sample_json,
     sample_member,
@@ -85,36 +83,32 @@ def rewrite(
 ) -> Path:
     """The reference log written again by `EvalArchive`, each sample as
     Inspect's bytes, in the order of its summaries; "suspended": suspended and
-    resumed every few samples, the reductions streamed, published after
-    `complete` from another working name."""
+    resumed every few samples, and left suspended for `complete`."""
     log = read_eval_log(str(inspect_log))
     out_dir.mkdir(parents=True, exist_ok=True)
-    suspended = inputs == "suspended"
-    working = out_dir / ("working.eval" if suspended else inspect_log.name)
-    archive = EvalArchive(working, journal_every=journal_every)
-    archive.start(log.eval, log.plan)
+    path = out_dir / inspect_log.name
+    archive = EvalArchive(path, log.eval, log.plan, journal_every=journal_every)
     for index, summary in enumerate(inspect_summaries(inspect_log)):
         name = sample_member(summary["id"], summary["epoch"])
-        if suspended and index % 3 == 2:
+        if inputs == "suspended" and index % 3 == 2:
             archive.suspend()
             archive.resume()
         data = member_bytes(inspect_log, name)
         archive.add_sample(data, sample_summary(json.loads(data)))
-    if not suspended:
-        return archive.finish(log, log.reductions)
-    archive.suspend()  # `complete` resumes
+    if inputs == "suspended":
+        archive.suspend()  # `complete` resumes
     archive.complete(log, streamed(log.reductions))
-    assert archive.partial.exists() and not working.exists()
-    return archive.publish(out_dir / inspect_log.name)
+    archive.partial.rename(path)
+    return path
 
 
 def streamed(
     reductions: list[EvalSampleReductions] | None,
-) -> StreamedReductions | list[EvalSampleReductions] | None:
+) -> StreamedReductions | None:
     """One scorer's reductions as `tracegrade score` hands them over:
     sample scores serialised, joined by commas, in uneven chunks."""
     if not reductions:
-        return reductions  # the stage scorer's metrics reduce nothing
+        return None  # the stage scorer's metrics reduce nothing
     (reduction,) = reductions
     joined = b",".join(to_json(score, exclude_none=True) for score in reduction.samples)
     return StreamedReductions(
@@ -245,19 +239,6 @@ def test_zip64_structures_read_everywhere(
     )
 
 
-def test_non_ascii_ids_are_flagged_utf8(tmp_path: Path, inspect_log: Path) -> None:
-    log = read_eval_log(str(inspect_log), header_only=True)
-    sample = {"id": "运行-1", "epoch": 1, "input": "x", "target": ""}
-    with EvalArchive(tmp_path / "unicode.eval") as archive:
-        archive.start(log.eval, log.plan)
-        archive.add_sample(sample, sample_summary(sample))
-        path = archive.finish(log, None)
-    info = members(path)["samples/运行-1_epoch_1.json"]
-    assert info.flag_bits & 0x800
-    assert "reductions.json" not in members(path)
-    assert read_eval_log_sample(str(path), id="运行-1").input == "x"
-
-
 # --- Summaries of any sample ---------------------------------------------------------
 
 TEXT = st.text(
@@ -356,7 +337,7 @@ def test_a_sample_built_from_its_scores_serialises_as_inspect_does(
     )
 
 
-# --- Publishing only finished logs ---------------------------------------------
+# --- Memory and faults -------------------------------------------------------
 
 
 def small_header(inspect_log: Path) -> EvalLog:
@@ -365,46 +346,7 @@ def small_header(inspect_log: Path) -> EvalLog:
 
 def add_one(archive: EvalArchive, index: int) -> None:
     sample = {"id": f"s{index}", "epoch": 1, "input": "in", "target": ""}
-    archive.add_sample(sample, sample_summary(sample))
-
-
-def test_only_a_finished_archive_is_listed_and_under_its_name(
-    tmp_path: Path, inspect_log: Path
-) -> None:
-    log = small_header(inspect_log)
-    archive = EvalArchive(tmp_path / "aborted.eval")
-    assert archive.partial == tmp_path / "aborted.eval.partial"
-    archive.start(log.eval, log.plan)
-    add_one(archive, 1)
-    assert archive.partial.exists() and list_eval_logs(str(tmp_path)) == []
-    archive.abort()
-    archive.abort()
-    assert list(tmp_path.iterdir()) == []
-    with pytest.raises(EvalArchiveError):
-        archive.finish(log, None)
-    # Leaving the block unfinished aborts.
-    with pytest.raises(KeyError), EvalArchive(tmp_path / "failed.eval") as archive:
-        archive.start(log.eval, log.plan)
-        archive.add_sample(b"{}", {"no": "id"})
-    assert list(tmp_path.iterdir()) == []
-    with EvalArchive(tmp_path / "done.eval") as archive:
-        archive.start(log.eval, log.plan)
-        add_one(archive, 1)
-        archive.finish(log, None)
-        archive.abort()  # does nothing once finished
-    assert [Path(info.name).name for info in list_eval_logs(str(tmp_path))] == [
-        "done.eval"
-    ]
-    assert [path.name for path in tmp_path.iterdir()] == ["done.eval"]
-
-
-def test_a_taken_name_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"\.eval"):
-        EvalArchive(tmp_path / "log.json")
-    (tmp_path / "taken.eval.partial").write_bytes(b"someone else's")
-    with pytest.raises(FileExistsError):
-        EvalArchive(tmp_path / "taken.eval")
-    assert (tmp_path / "taken.eval.partial").read_bytes() == b"someone else's"
+    archive.add_sample(sample_json(sample), sample_summary(sample))
 
 
 def _live_member_records() -> int:
@@ -419,8 +361,7 @@ def test_suspended_and_completed_archives_keep_no_member_records(
     neither may hold them, or memory grows with every sample."""
     log = small_header(inspect_log)
     before = _live_member_records()
-    archive = EvalArchive(tmp_path / "parked.eval")
-    archive.start(log.eval, log.plan)
+    archive = EvalArchive(tmp_path / "parked.eval", log.eval, log.plan)
     for index in range(300):
         add_one(archive, index)
     assert _live_member_records() >= before + 300
@@ -428,8 +369,8 @@ def test_suspended_and_completed_archives_keep_no_member_records(
     assert _live_member_records() == before
     archive.complete(log, None)
     assert _live_member_records() == before
-    archive.publish()
-    assert len(read_eval_log_sample_summaries(str(archive.location))) == 300
+    path = archive.partial.rename(tmp_path / "parked.eval")
+    assert len(read_eval_log_sample_summaries(str(path))) == 300
 
 
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
@@ -439,8 +380,8 @@ def test_abort_after_a_full_disk_raises_nothing(
     """On a full disk the writes fail, and so would writing the directory on
     closing; abort must still remove the partial file without raising."""
     log = small_header(inspect_log)
-    archive = EvalArchive(tmp_path / "full.eval")
-    archive.start(log.eval, log.plan)
+    archive = EvalArchive(tmp_path / "full.eval", log.eval, log.plan)
+    assert archive.partial == tmp_path / "full.eval.partial"
     # Every byte written from here on fails with ENOSPC, as on a full disk.
     full = os.open("/dev/full", os.O_WRONLY)
     os.dup2(full, archive._file.fileno())
@@ -448,8 +389,6 @@ def test_abort_after_a_full_disk_raises_nothing(
     with pytest.raises(OSError, match="No space left"):
         for index in range(100):
             add_one(archive, index)
-    with pytest.raises(EvalArchiveError, match="failed"):
-        add_one(archive, 101)
     archive.abort()
     archive.abort()
     assert list(tmp_path.iterdir()) == []

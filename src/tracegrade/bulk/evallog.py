@@ -11,11 +11,10 @@ import time
 import zipfile
 import zlib
 from array import array
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from types import TracebackType
 from typing import IO, Any, Final, Literal
 
 from inspect_ai.log import (
@@ -23,7 +22,6 @@ from inspect_ai.log import (
     EvalPlan,
     EvalSample,
     EvalSampleReductions,
-    EvalSampleSummary,
     EvalSpec,
 )
 from inspect_ai.scorer import Score
@@ -38,7 +36,7 @@ from .._inspect_internals import (
     THIN_TEXT_WIDTH,
     to_json_safe,
 )
-from ..outputs import PARTIAL_SUFFIX, publish_output, sync_directory
+from ..outputs import PARTIAL_SUFFIX
 
 SUMMARIES_JSON: Final = "summaries.json"
 
@@ -227,37 +225,22 @@ def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
 DEFLATE_LEVEL: Final = 1
 
 
-_isal = False
-_stdlib_compressor: Any = None
-
-
-def _compressor(compress_type: int, compresslevel: int | None = None) -> Any:
-    level = -1 if compresslevel is None else compresslevel
-    if compress_type == zipfile.ZIP_DEFLATED and 0 <= level <= 3:  # ISA-L's levels
-        return isal_zlib.compressobj(level, isal_zlib.DEFLATED, -15)
-    return _stdlib_compressor(compress_type, compresslevel)
-
-
 @contextlib.contextmanager
-def deflating_with_isal() -> Iterator[None]:
+def _deflating_with_isal() -> Iterator[None]:
     """Within the block, `zipfile` deflates with ISA-L, faster than zlib and
     read alike, through its private `_get_compressor`."""
-    global _isal, _stdlib_compressor
-    was, _isal = _isal, True
-    if not was:
-        _stdlib_compressor = zipfile._get_compressor  # type: ignore[attr-defined]
-        zipfile._get_compressor = _compressor  # type: ignore[attr-defined]
+    stdlib = zipfile._get_compressor  # type: ignore[attr-defined]
+
+    def compressor(compress_type: int, compresslevel: int | None = None) -> Any:
+        if compress_type == zipfile.ZIP_DEFLATED:
+            return isal_zlib.compressobj(DEFLATE_LEVEL, isal_zlib.DEFLATED, -15)
+        return stdlib(compress_type, compresslevel)
+
+    zipfile._get_compressor = compressor  # type: ignore[attr-defined]
     try:
         yield
     finally:
-        _isal = was
-        if not was:
-            zipfile._get_compressor = _stdlib_compressor  # type: ignore[attr-defined]
-
-
-_State = Literal[
-    "created", "started", "suspended", "completed", "finished", "aborted", "failed"
-]
+        zipfile._get_compressor = stdlib  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -268,38 +251,41 @@ class StreamedReductions:
     samples_json: Iterable[bytes]
 
 
-class EvalArchiveError(RuntimeError):
-    """The archive was used out of order, or an earlier write failed."""
-
-
 class EvalArchive:
     """One `.eval` log, laid out as Inspect's `EvalRecorder` lays one out:
-    `start`, `add_sample` per sample, then `finish` (or `complete`, then
-    `publish`); until then only `<name>.partial` exists, which `abort` removes."""
+    made with its header, `add_sample` per sample, then `complete`; only
+    `<name>.partial` is written (its caller publishes it), `abort` removes it."""
 
-    def __init__(self, location: Path, *, journal_every: int = 1000) -> None:
-        if location.suffix != ".eval":
-            raise ValueError(f"an .eval log's name ends in .eval: {location}")
-        self.location = location
+    def __init__(
+        self,
+        location: Path,
+        eval_spec: EvalSpec,
+        plan: EvalPlan,
+        *,
+        journal_every: int = 1000,
+    ) -> None:
         self.partial = location.with_name(location.name + PARTIAL_SUFFIX)
         self._journal_every = journal_every
-        self._state: _State = "created"
         self._zip: zipfile.ZipFile | None = None
         self._summaries: IO[bytes] | None = None
         # "x": never reuse another writer's partial file; "+": `resume`
         # reads the directory back.
         self._file = open(self.partial, "x+b")  # noqa: SIM115
+        self._journal: list[bytes] = []
+        self._journal_files = 0
+        self.samples_written = 0
         try:
             self._zip = self._open_zip("w")
             # Until `complete` copies them in: zipfile writes a member at a time.
             self._summaries = tempfile.TemporaryFile(dir=location.parent)  # noqa: SIM115
             self._summaries.write(b"[")
+            # The header readers read until the log has its own.
+            version = EvalLog.model_fields["version"].default
+            start = {"version": version, "eval": eval_spec, "plan": plan}
+            self._add("_journal/start.json", _json_bytes(start))
         except BaseException:
             self.abort()
             raise
-        self._journal: list[bytes] = []
-        self._journal_files = 0
-        self.samples_written = 0
 
     def _open_zip(self, mode: Literal["w", "a"]) -> zipfile.ZipFile:
         return zipfile.ZipFile(
@@ -309,36 +295,13 @@ class EvalArchive:
             compresslevel=DEFLATE_LEVEL,
         )
 
-    def start(self, eval_spec: EvalSpec, plan: EvalPlan) -> None:
-        """The header readers read until the log has its own."""
-        self._expect("created")
-        version = EvalLog.model_fields["version"].default
-        start = {"version": version, "eval": eval_spec, "plan": plan}
-        self._add("_journal/start.json", _json_bytes(start))
-        self._state = "started"
-
-    def add_sample(
-        self,
-        sample: Mapping[str, Any] | bytes,
-        summary: EvalSampleSummary | Mapping[str, Any],
-    ) -> None:
-        self._expect("started")
-        if isinstance(summary, EvalSampleSummary):
-            sample_id, epoch = summary.id, summary.epoch
-            summary_json = _json_bytes(summary)
-        else:
-            sample_id, epoch = summary["id"], summary["epoch"]
-            summary_json = sample_json(summary)
-        data = sample if isinstance(sample, bytes) else _json_bytes(sample)
-        self._add(sample_member(sample_id, epoch), data)
+    def add_sample(self, sample: bytes, summary: Mapping[str, Any]) -> None:
+        summary_json = sample_json(summary)
+        self._add(sample_member(summary["id"], summary["epoch"]), sample)
         assert self._summaries is not None
-        try:  # not `_failing`, which would cost a generator a sample
-            self._summaries.write(
-                b"," + summary_json if self.samples_written else summary_json
-            )
-        except BaseException:
-            self._state = "failed"
-            raise
+        self._summaries.write(
+            b"," + summary_json if self.samples_written else summary_json
+        )
         self.samples_written += 1
         self._journal.append(summary_json)
         if len(self._journal) >= self._journal_every:
@@ -357,112 +320,73 @@ class EvalArchive:
         back to rewrite the header, which costs more than deflating a sample."""
         archive = self._zip
         assert archive is not None and archive.fp is not None
-        library = isal_zlib if _isal else zlib
-        try:  # as in `add_sample`
-            info = zipfile.ZipInfo(name, time.localtime()[:6])
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o600 << 16  # as writestr sets it
-            info.file_size = len(data)
-            info.CRC = zlib.crc32(data)
-            # A compressor, as zipfile's: `compress` can give other bytes.
-            compressor = library.compressobj(DEFLATE_LEVEL, library.DEFLATED, -15)
-            deflated = compressor.compress(data) + compressor.flush()
-            info.compress_size = len(deflated)
-            # zipfile leaves its file at the directory's start between members.
-            info.header_offset = archive.start_dir
-            member = info.FileHeader() + deflated
-            archive.fp.write(member)
-            archive.start_dir += len(member)
-            archive.filelist.append(info)
-            archive.NameToInfo[name] = info
-            archive._didModify = True  # type: ignore[attr-defined]
-        except BaseException:
-            self._state = "failed"
-            raise
+        info = zipfile.ZipInfo(name, time.localtime()[:6])
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info.external_attr = 0o600 << 16  # as writestr sets it
+        info.file_size = len(data)
+        info.CRC = zlib.crc32(data)
+        # A compressor, as zipfile's: `compress` can give other bytes.
+        compressor = isal_zlib.compressobj(DEFLATE_LEVEL, isal_zlib.DEFLATED, -15)
+        deflated = compressor.compress(data) + compressor.flush()
+        info.compress_size = len(deflated)
+        # zipfile leaves its file at the directory's start between members.
+        info.header_offset = archive.start_dir
+        member = info.FileHeader() + deflated
+        archive.fp.write(member)
+        archive.start_dir += len(member)
+        archive.filelist.append(info)
+        archive.NameToInfo[name] = info
+        archive._didModify = True  # type: ignore[attr-defined]
 
     def _add_streamed(self, name: str, chunks: Iterable[bytes]) -> None:
         """A member too large to hold, streamed with ZIP64 sizes, as
         Inspect's recorder streams one."""
         assert self._zip is not None
-        with self._failing(), self._zip.open(name, "w", force_zip64=True) as member:
+        with (
+            _deflating_with_isal(),
+            self._zip.open(name, "w", force_zip64=True) as member,
+        ):
             for chunk in chunks:
                 member.write(chunk)
 
     def suspend(self) -> None:
         """Write the journal and directory, and let go of zipfile's `ZipInfo`
         per member, while other parts of the run are written."""
-        self._expect("started")
         assert self._zip is not None
-        with self._failing():
-            self._flush_journal()
-            self._zip.close()
-            self._file.flush()
+        self._flush_journal()
+        self._zip.close()
+        self._file.flush()
         self._zip = None
-        self._state = "suspended"
 
     def resume(self) -> None:
         """The directory is read back; the next member overwrites it."""
-        self._expect("suspended")
-        with self._failing():
-            self._zip = self._open_zip("a")
-        self._state = "started"
+        self._zip = self._open_zip("a")
 
-    def finish(
-        self,
-        header: EvalLog,
-        reductions: Sequence[EvalSampleReductions] | StreamedReductions | None,
-    ) -> Path:
-        self.complete(header, reductions)
-        return self.publish()
-
-    def complete(
-        self,
-        header: EvalLog,
-        reductions: Sequence[EvalSampleReductions] | StreamedReductions | None,
-    ) -> None:
+    def complete(self, header: EvalLog, reductions: StreamedReductions | None) -> None:
         """Write the summaries, reductions and header; sync the partial file."""
-        if self._state == "suspended":
+        if self._zip is None:
             self.resume()
-        self._expect("started")
         summaries = self._summaries
         assert self._zip is not None and summaries is not None
-        with self._failing():
-            self._flush_journal()
-            summaries.write(b"]")
-            summaries.seek(0)
-            self._add_streamed(
-                SUMMARIES_JSON, iter(functools.partial(summaries.read, 1 << 20), b"")
-            )
-            summaries.close()
-            if reductions is not None:
-                self._add_streamed("reductions.json", _reductions_json(reductions))
-            self._add("header.json", _json_bytes(_header(header)))
-            self._zip.close()
-            # Its `ZipInfo`s too: a run's parts wait, complete, to be published.
-            self._zip = None
-            self._file.flush()
-            os.fsync(self._file.fileno())
-            self._file.close()
-        self._state = "completed"
-
-    def publish(self, location: Path | None = None) -> Path:
-        """Rename the completed file (by default to the name it was made
-        for), and sync the directory so the rename is durable."""
-        self._expect("completed")
-        target = self.location if location is None else location
-        with self._failing():
-            publish_output(str(self.partial), str(target), replace=False)
-            sync_directory(str(target.parent))
-        self.location = target
-        self._state = "finished"
-        return target
+        self._flush_journal()
+        summaries.write(b"]")
+        summaries.seek(0)
+        self._add_streamed(
+            SUMMARIES_JSON, iter(functools.partial(summaries.read, 1 << 20), b"")
+        )
+        summaries.close()
+        self._add_streamed("reductions.json", _reductions_json(reductions))
+        self._add("header.json", _json_bytes(_header(header)))
+        self._zip.close()
+        # Its `ZipInfo`s too: a run's parts wait, complete, to be published.
+        self._zip = None
+        self._file.flush()
+        os.fsync(self._file.fileno())
+        self._file.close()
 
     def abort(self) -> None:
-        """Remove the partial file; safe to call again or after `finish`, and
-        raises nothing on a full disk or out of memory."""
-        if self._state in ("finished", "aborted"):
-            return
-        self._state = "aborted"
+        """Remove the partial file; safe to call again, and raises nothing on
+        a full disk or out of memory."""
         # The file first: zipfile then writes no directory of what goes.
         closing = [self._file.close]
         if self._zip is not None:
@@ -477,54 +401,14 @@ class EvalArchive:
             self._zip.fp = None
         self.partial.unlink(missing_ok=True)
 
-    def __enter__(self) -> EvalArchive:
-        return self
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        # An archive left unfinished is never published.
-        if self._state != "finished":
-            self.abort()
-
-    @contextlib.contextmanager
-    def _failing(self) -> Iterator[None]:
-        """A write that fails leaves the archive failed: only `abort` is left."""
-        try:
-            yield
-        except BaseException:
-            self._state = "failed"
-            raise
-
-    def _expect(self, state: _State) -> None:
-        if self._state != state:
-            raise EvalArchiveError(
-                f"the archive is {self._state}; this needs it {state}"
-            )
-
-
-def _reductions_json(
-    reductions: Sequence[EvalSampleReductions] | StreamedReductions,
-) -> Iterator[bytes]:
+def _reductions_json(reductions: StreamedReductions | None) -> Iterator[bytes]:
     """`reductions.json`, a reduced score at a time, not a copy held whole."""
     yield b"["
-    if isinstance(reductions, StreamedReductions):
+    if reductions is not None:
         yield _reductions_head(reductions.head)
         yield from reductions.samples_json
         yield b"]}"
-    else:
-        for index, reduction in enumerate(reductions):
-            if index:
-                yield b","
-            yield _reductions_head(reduction)
-            for position, sample_score in enumerate(reduction.samples):
-                if position:
-                    yield b","
-                yield _json_bytes(sample_score)
-            yield b"]}"
     yield b"]"
 
 
@@ -532,7 +416,7 @@ def _reductions_head(reductions: EvalSampleReductions) -> bytes:
     """A reduction serialised up to its samples' opening bracket."""
     head = _json_bytes(reductions.model_copy(update={"samples": []}))
     if not head.endswith(b"[]}"):
-        raise EvalArchiveError("Inspect's reductions did not serialise as expected")
+        raise RuntimeError("Inspect's reductions did not serialise as expected")
     return head[:-2]
 
 
@@ -612,9 +496,6 @@ class JsonLogWriter:
         finally:
             with contextlib.suppress(OSError):
                 spool.close()
-
-    def publish(self, location: Path) -> None:
-        publish_output(str(self.partial), str(location), replace=False)
 
     def abort(self) -> None:
         with contextlib.suppress(OSError):

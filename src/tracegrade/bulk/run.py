@@ -1,6 +1,6 @@
-"""One `tracegrade score` run: each line scored, added to its part log and
-its results line written; every output put under its name only once all
-are complete (`finish`), and removed by `abort`."""
+"""One range of a `tracegrade score` run (the whole input, or a worker's
+lines): each line scored, added to its part log and its results line
+written; the logs left complete under `.partial` names, or removed by `abort`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import contextlib
 import functools
 import json
 import math
-import sys
 import tempfile
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -49,7 +48,7 @@ from .._inspect_internals import (
 from ..core import canonical_json
 from ..datasets import FixtureCase, case_sample_fields
 from ..lines import is_blank, read_lines
-from ..outputs import AtomicFile, OutputError
+from ..outputs import OutputError
 from ..report.runs import ExactSum
 from ..scorers.metrics import is_count
 from ..scorers.outcome import ErrorInfo, data_error
@@ -58,13 +57,12 @@ from ..tasks.replay import replay, replayed_output
 from .evallog import (
     EvalArchive,
     JsonLogWriter,
-    deflating_with_isal,
     sample_json,
     sample_summary,
 )
 from .presence import READ_FIELDS, FieldPresence
 from .ranges import LineRange, read_range
-from .results import LightScores, RunResults, pooled_results
+from .results import LightScores, RunResults
 from .samples import MODEL, SampleParts, SampleTemplates, uuid
 from .scoring import LINE_ERRORS, TASKS, DiskIds, LineScorer, Problem, replayed_store
 
@@ -96,7 +94,6 @@ class _Part:
     samples: int = 0
     waiting_bytes: int = 0
     sample_bytes: int = 0
-    published: Path | None = None
 
     def close(self) -> None:
         self.results.close()
@@ -111,6 +108,7 @@ class RunIdentity(NamedTuple):
     run_id: str
     created: str
     base: Path
+    task_id: str  # the first log's, which its name holds
 
 
 @dataclass
@@ -135,10 +133,10 @@ def _packages_and_revision(task_name: str) -> tuple[dict[str, str], Any]:
     return packages, resolve_package_revision(distribution) or resolve_revision()
 
 
-def new_identity(log_dir: Path, task_name: str, task_id: str) -> RunIdentity:
-    created = iso_now()
+def new_identity(log_dir: Path, task_name: str) -> RunIdentity:
+    created, task_id = iso_now(), uuid()
     name = eval_log_name(task=task_name, task_id=task_id, created=created, model=MODEL)
-    return RunIdentity(uuid(), created, log_dir / name)
+    return RunIdentity(uuid(), created, log_dir / name, task_id)
 
 
 def log_location(base: Path, index: int, count: int, log_format: str) -> Path:
@@ -150,12 +148,9 @@ def log_location(base: Path, index: int, count: int, log_format: str) -> Path:
 
 
 def unreadable_explanation(line: int, problem: Problem) -> str:
-    if problem.kind == "duplicate-sample-id":
-        return (
-            f"Line {line} cannot be a sample of its own: {problem.message}. "
-            "It is not graded."
-        )
-    return f"Line {line} cannot become a sample: {problem.message}. It is not graded."
+    duplicate = problem.kind == "duplicate-sample-id"
+    cannot = "be a sample of its own" if duplicate else "become a sample"
+    return f"Line {line} cannot {cannot}: {problem.message}. It is not graded."
 
 
 @dataclass
@@ -208,29 +203,26 @@ class ScoreSummary:
 
 
 class ScoreRun:
-    """One `score` run: its logs and results under `.partial` names until all
-    are complete, then renamed; `abort` removes them."""
+    """One range of a `score` run (`lines` None: the whole input), scored in
+    this process, its results rows written to `stream`."""
 
     def __init__(
         self,
         task: str,
         path: str,
         log_dir: str,
-        out: str | None,
+        stream: IO[Any],
         log_format: str,
         max_samples_per_log: int,
         *,
-        replace: bool,
-        results_format: str = "jsonl",
+        results_format: str,
+        identity: RunIdentity,
         lines: LineRange | None = None,
-        identity: RunIdentity | None = None,
         context: PartsContext | None = None,
     ) -> None:
-        self.begun = perf_counter()
         self.task, self.path, self.log_dir = task, path, log_dir
         self.log_format, self.max_samples_per_log = log_format, max_samples_per_log
-        self.replace, self.results_format = replace, results_format
-        self.results_path = out
+        self.stream, self.results_format = stream, results_format
         self.lines, self.identity = lines, identity
         self.context = context or PartsContext()
         self.summary = ScoreSummary(task=task, path=path)
@@ -243,24 +235,18 @@ class ScoreRun:
         self.first_seen: list[tuple[bytes, int]] = []
         self.line_like_ids: set[str] = set()
         self._parts: list[_Part] = []
-        self.results: AtomicFile | None = None
         self.parquet: ParquetResults | None = None
         self.last_line = 0
-        self.finishing = False
 
     def open(self) -> None:
-        """Begin the first log and the temporary results file."""
+        """Begin the first log."""
         self.inspect_scorer = self.bulk_task.make_scorer()
         self.scorer_name = registry_unqualified_name(self.inspect_scorer)
         self.task_name = registry_info(self.bulk_task.task).name
-        first_task_id = uuid()
-        if self.identity is None:
-            log_dir = Path(self.log_dir)
-            self.identity = new_identity(log_dir, self.task_name, first_task_id)
-        self.run_id, self.created, self.base = self.identity
+        self.run_id, self.created, self.base, first_task_id = self.identity
         self._templates = SampleTemplates.make()
         try:
-            self._new_part(first_task_id)
+            self._new_part(first_task_id if self.context.first_index == 1 else None)
         except OSError as error:
             raise OutputError(
                 f"cannot write into --log-dir {self.log_dir!r} ({error.strerror})"
@@ -268,29 +254,8 @@ class ScoreRun:
         self.scorer = LineScorer(
             self.bulk_task, self.path, DiskIds(), self.timings, self.context.earlier
         )
-        self._open_results(self.base)
-        if self.results is not None and self.results_format == "parquet":
-            self.parquet = ParquetResults(self.results.handle, self.task)
-
-    def _open_results(self, base: Path) -> None:
-        """The temporary results file (named like the logs by default), or
-        standard output."""
-        if self.results_path is None:
-            self.results_path = f"{base}.results.{self.results_format}"
-        self.stream: IO[str] = sys.stdout
-        if self.results_path == "-":
-            return
-        try:
-            self.results = AtomicFile(
-                self.results_path,
-                binary=self.results_format == "parquet",
-                replace=self.replace,
-            )
-        except OSError as error:
-            raise OutputError(
-                f"cannot write the results {self.results_path!r} ({error.strerror})"
-            ) from None
-        self.stream = self.results.handle
+        if self.results_format == "parquet":
+            self.parquet = ParquetResults(self.stream, self.task)
 
     def score_lines(self, advance: Callable[[int | None], None]) -> None:
         """Score every line; `advance` is told the bytes read so far (None
@@ -300,16 +265,15 @@ class ScoreRun:
             lines = read_lines(self.path)
         else:
             lines = read_range(self.path, self.lines)
-        with deflating_with_isal():
-            for raw in lines:
-                self.last_line = raw.number
-                summary.lines += 1
-                advance(raw.bytes_read)
-                if is_blank(raw.text):
-                    summary.blank += 1
-                    continue
-                summary.records += 1
-                self._score_line(raw.number, raw.text)
+        for raw in lines:
+            self.last_line = raw.number
+            summary.lines += 1
+            advance(raw.bytes_read)
+            if is_blank(raw.text):
+                summary.blank += 1
+                continue
+            summary.records += 1
+            self._score_line(raw.number, raw.text)
 
     def _score_line(self, number: int, text: str) -> None:
         started_at = _now()
@@ -378,33 +342,24 @@ class ScoreRun:
         self.stream.write(canonical_json(row) + "\n")
 
     def finish(self) -> None:
-        """Complete the logs, then put every output under its final name; a
-        range's logs (`lines` given) are left to be named by the caller."""
-        self.finishing = True
+        """Complete the logs under their `.partial` names (`summary.logs`),
+        for the caller (`bulk.workers`) to name."""
         if self.parquet is not None:
             self.parquet.close()
-        if self.results is not None:
-            self.results.flush_to_disk()
-        else:
-            self.stream.flush()
-        publish = self.lines is None
-        if not publish:
+        self.stream.flush()
+        whole = self.lines is None
+        if not whole:
             self.first_seen = self.scorer.seen.first_seen()
         self.scorer.seen.close()
         self.summary.warnings = self.presence.warnings(self.path)
-        if publish:
+        if whole:
             self.warnings = [warning["message"] for warning in self.summary.warnings]
         else:
             self.warnings = self.context.warnings
         try:
-            with deflating_with_isal():
-                self._finish_logs(publish=publish)
+            self._finish_logs()
         except OSError as error:
             raise self._naming_the_logs(error) from None
-        if self.results is not None:
-            self.results.commit()
-        self.summary.results = self.results_path
-        self.summary.seconds = perf_counter() - self.begun
 
     def _new_part(self, task_id: str | None = None) -> _Part:
         if self._parts:
@@ -421,12 +376,8 @@ class ScoreRun:
             if self.log_format == "json":
                 writer = JsonLogWriter(working)
             else:
-                writer = EvalArchive(working)
-                try:
-                    writer.start(self._spec(eval_id, task_id), self._plan())
-                except BaseException:
-                    writer.abort()
-                    raise
+                spec = self._spec(eval_id, task_id)
+                writer = EvalArchive(working, spec, self._plan())
         except BaseException:
             results.close()
             raise
@@ -547,15 +498,11 @@ class ScoreRun:
             self._add(part, parts, score)
         return placed
 
-    def _finish_logs(self, *, publish: bool) -> None:
-        """Complete every log, then publish them all and sum their metrics
-        (or leave that to the caller, who has the run's other ranges:
-        `summary.logs` are then the `.partial` files)."""
+    def _finish_logs(self) -> None:
         parts = self._parts
         count = self.context.count or len(parts)
         # The only real ids an unreadable line's `line-N` can meet.
         taken = self.line_like_ids | self.context.taken
-        first_results: EvalResults | None = None
         for part in parts:
             if part is not parts[-1]:
                 part.writer.resume()  # every part but the last was suspended
@@ -575,29 +522,11 @@ class ScoreRun:
                 results=results,
                 stats=EvalStats(started_at=self.created, completed_at=iso_now()),
             )
-            if reductions is None and isinstance(part.writer, EvalArchive):
-                part.writer.complete(header, [])
-            else:
-                part.writer.complete(header, reductions)
+            part.writer.complete(header, reductions)
             part.close()
-            # Not the header: its sample ids would keep a string per sample
-            # alive through the pooled metrics, the run's peak of memory.
-            first_results = first_results or results
             self.timings["write"] += perf_counter() - begun
         self.scores = [part.results.scores for part in parts]
-        if not publish:
-            self.summary.logs = [str(part.writer.partial) for part in parts]
-            return
-        if len(parts) > 1:
-            total = sum(part.samples for part in parts)
-            first_results = pooled_results([part.results for part in parts], total)
-        assert first_results is not None
-        for part in parts:
-            location = log_location(self.base, part.index, count, self.log_format)
-            part.writer.publish(location)
-            part.published = location
-            self.summary.logs.append(str(location))
-        self.summary.metrics = metrics_of(first_results)
+        self.summary.logs = [str(part.writer.partial) for part in parts]
 
     def _plan(self) -> EvalPlan:
         # `internal=True` is how Inspect itself wraps a task's solver.
@@ -661,21 +590,11 @@ class ScoreRun:
             metadata=metadata or None,
         )
 
-    def _abort_logs(self) -> str | None:
-        """Remove every log begun; never raises."""
-        left: list[str] = []
+    def _abort_logs(self) -> None:
         for part in self._parts:
             part.close()
-            try:
+            with contextlib.suppress(OSError):
                 part.writer.abort()
-            except OSError:
-                left.append(str(part.writer.partial))
-            if part.published is not None:
-                try:
-                    part.published.unlink(missing_ok=True)
-                except OSError:
-                    left.append(str(part.published))
-        return ", ".join(left) or None
 
     def _naming_the_logs(self, error: OSError) -> OSError:
         """`error` naming the log directory (where the logs and their spools
@@ -684,19 +603,12 @@ class ScoreRun:
             return error
         return OSError(error.errno, error.strerror, self.log_dir)
 
-    def discard(self) -> None:
-        """No records: nothing to write, and nothing left behind."""
-        self.abort()
-        self.summary.seconds = perf_counter() - self.begun
-
-    def abort(self) -> list[str]:
-        """Remove whatever was begun; the paths of anything that could not
-        be removed. Never raises."""
+    def abort(self) -> None:
+        """Remove the logs begun (what cannot be, its caller's abort finds
+        by name); never raises."""
         if self.parquet is not None:
             self.parquet.abandon()
-        left = [] if self.results is None else [self.results.discard()]
-        left.append(self._abort_logs())
-        return [path for path in left if path is not None]
+        self._abort_logs()
 
 
 def results_file_schema(task: str) -> pa.Schema:

@@ -1,6 +1,7 @@
-"""`tracegrade score` on every core: the file cut into ranges of lines, each
-scored into its own part logs by a spawned worker (`score_part`), then put
-together in input order by `WorkersRun`."""
+"""`tracegrade score`: the whole input scored in this process, or, on every
+core, the file cut into ranges of lines, each scored into its own part logs
+by a spawned worker (`score_part`); `WorkersRun` puts them together in input
+order and is the one place outputs get their final names."""
 
 from __future__ import annotations
 
@@ -21,12 +22,18 @@ from dataclasses import dataclass
 from multiprocessing import active_children, get_context
 from pathlib import Path
 from time import perf_counter
-from typing import Any, Final
+from typing import IO, Any, Final
 
 from inspect_ai.util import registry_info
 
 from .._inspect_internals import registry_unqualified_name
-from ..outputs import PARTIAL_SUFFIX, OutputError, publish_output, sync_directory
+from ..outputs import (
+    PARTIAL_SUFFIX,
+    AtomicFile,
+    OutputError,
+    publish_output,
+    sync_directory,
+)
 from ..table import score_table
 from .presence import READ_FIELDS, FieldPresence
 from .ranges import LineRange, plan_ranges
@@ -40,7 +47,6 @@ from .run import (
     metrics_of,
     new_identity,
 )
-from .samples import uuid
 from .scoring import LINE_ERRORS, TASKS, DiskIds
 
 # Input bytes from which workers score by default (a sixteenth of it with
@@ -91,26 +97,39 @@ def score_part(part: Any, task: str = "stage_diagnosis", **keys: str) -> Any:
     (`score_table`, docs/beyond-one-machine.md)."""
     if not isinstance(part, RangeJob):
         return score_table(part, task, **keys)
-    base = part.identity.base
+    # Read by the run's `finish`; removed, with anything else, by its `abort`.
+    chunk = f"{part.identity.base}-lines{part.index}.results"
+    if part.results_format == "parquet":
+        stream: IO[Any] = open(chunk, "wb")  # noqa: SIM115
+    else:
+        stream = open(chunk, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
     run = ScoreRun(
-        *(part.task, part.path, part.log_dir, f"{base}-lines{part.index}.results"),
-        *(part.log_format, part.max_samples_per_log),
-        replace=True,
+        *(part.task, part.path, part.log_dir, stream, part.log_format),
+        part.max_samples_per_log,
         results_format=part.results_format,
-        lines=part.lines,
         identity=part.identity,
+        lines=part.lines,
         context=part.context,
     )
     try:
         run.open()
         run.score_lines(lambda _: None)
-        if run.summary.records == 0:
-            run.discard()
-        else:
+        if run.summary.records:
             run.finish()
+            run.summary.results = chunk
+        else:
+            run.abort()
     except BaseException:
         run.abort()
         raise
+    finally:
+        stream.close()
+    if not run.summary.records:
+        os.unlink(chunk)
+    return _outcome(run)
+
+
+def _outcome(run: ScoreRun) -> RangeOutcome:
     return RangeOutcome(
         run.summary,
         run.presence,
@@ -153,23 +172,64 @@ def _result(future: Future[RangeOutcome]) -> RangeOutcome:
             ) from None
 
 
-class WorkersRun(ScoreRun):
-    """A `ScoreRun` in workers: the same outputs, summary and faults."""
+class WorkersRun:
+    """A `score` run of ranges (`ranges` None: the whole input in this
+    process, as one range), put together; its outputs get their final
+    names only once all are complete, and `abort` removes them."""
 
     def __init__(
-        self, *args: Any, ranges: list[LineRange], workers: int, **options: Any
+        self,
+        task: str,
+        path: str,
+        log_dir: str,
+        out: str | None,
+        log_format: str,
+        max_samples_per_log: int,
+        *,
+        replace: bool,
+        results_format: str,
+        ranges: list[LineRange] | None,
+        workers: int,
     ) -> None:
-        super().__init__(*args, **options)
-        self.ranges = ranges
-        self.workers = workers
+        self.begun = perf_counter()
+        self.task, self.path, self.log_dir = task, path, log_dir
+        self.log_format, self.max_samples_per_log = log_format, max_samples_per_log
+        self.replace, self.results_format = replace, results_format
+        self.results_path = out
+        self.ranges, self.workers = ranges, workers
+        self.summary = ScoreSummary(task=task, path=path)
+        self.timings: defaultdict[str, float] = defaultdict(float)
+        self.identity: RunIdentity | None = None
+        self.results: AtomicFile | None = None
+        self.stream: IO[Any] = sys.stdout
         self.pool: ProcessPoolExecutor | None = None
+        self.inner: ScoreRun | None = None
         self.outcomes: list[RangeOutcome] = []
         self.published: list[str] = []
+        self.last_line = 0
+        self.finishing = False
 
     def open(self) -> None:
+        """The run's name, its temporary results file, and the workers."""
         task_name = registry_info(TASKS[self.task].task).name
-        self.identity = new_identity(Path(self.log_dir), task_name, uuid())
-        self._open_results(self.identity.base)
+        self.identity = new_identity(Path(self.log_dir), task_name)
+        self.results_path = (
+            self.results_path or f"{self.identity.base}.results.{self.results_format}"
+        )
+        if self.results_path != "-":
+            try:
+                self.results = AtomicFile(
+                    self.results_path,
+                    binary=self.results_format == "parquet",
+                    replace=self.replace,
+                )
+            except OSError as error:
+                raise OutputError(
+                    f"cannot write the results {self.results_path!r} ({error.strerror})"
+                ) from None
+            self.stream = self.results.handle
+        if self.ranges is None:
+            return
         self.pool = ProcessPoolExecutor(
             max_workers=self.workers,
             mp_context=get_context("spawn"),
@@ -177,7 +237,7 @@ class WorkersRun(ScoreRun):
         )
 
     def _job(self, index: int, context: PartsContext) -> RangeJob:
-        assert self.identity is not None
+        assert self.identity is not None and self.ranges is not None
         return RangeJob(
             *(self.task, self.path, self.log_dir, self.log_format),
             *(self.max_samples_per_log, self.results_format, self.ranges[index]),
@@ -186,7 +246,9 @@ class WorkersRun(ScoreRun):
 
     def score_lines(self, advance: Callable[[int | None], None]) -> None:
         """Score every range, again those whose guessed context was wrong."""
-        assert self.pool is not None
+        if self.ranges is None:
+            self._score_in_process(advance)
+            return
         count = len(self.ranges)
         jobs = [
             self._job(k, PartsContext(first_index=k + 1, count=count))
@@ -211,6 +273,24 @@ class WorkersRun(ScoreRun):
             for k, future in zip(redo, futures, strict=True):
                 self.outcomes[k] = _result(future)
         raise RuntimeError("the ranges' logs did not settle")  # a bug
+
+    def _score_in_process(self, advance: Callable[[int | None], None]) -> None:
+        """The whole input, a pipe too, as one range; its results written
+        straight to the run's."""
+        assert self.identity is not None
+        self.inner = ScoreRun(
+            *(self.task, self.path, self.log_dir, self.stream, self.log_format),
+            self.max_samples_per_log,
+            results_format=self.results_format,
+            identity=self.identity,
+        )
+        self.inner.open()
+        try:
+            self.inner.score_lines(advance)
+        finally:
+            self.last_line = self.inner.last_line
+        self.outcomes = [_outcome(self.inner)]
+        self._sum_counts()
 
     def _submit(self, job: RangeJob) -> Future[RangeOutcome]:
         assert self.pool is not None
@@ -264,7 +344,15 @@ class WorkersRun(ScoreRun):
     def finish(self) -> None:
         """Join the results in input order, name the logs, pool the metrics."""
         self.finishing = True
-        self._gather_results()
+        if self.inner is None:
+            self._gather_results()
+        else:
+            self.inner.finish()
+            self.outcomes = [_outcome(self.inner)]
+            self._sum_counts()
+            self.summary.warnings = self.inner.summary.warnings
+        if self.results is not None:
+            self.results.flush_to_disk()
         total = sum(len(outcome.summary.logs) for outcome in self.outcomes)
         logs = [log for outcome in self.outcomes for log in outcome.summary.logs]
         assert self.identity is not None
@@ -279,8 +367,8 @@ class WorkersRun(ScoreRun):
         if self.results is not None:
             self.results.commit()
         self._sum_metrics(locations)
-        assert self.pool is not None
-        self.pool.shutdown()
+        if self.pool is not None:
+            self.pool.shutdown()
 
     def _gather_results(self) -> None:
         chunks = [o.summary.results for o in self.outcomes if o.summary.results]
@@ -300,13 +388,13 @@ class WorkersRun(ScoreRun):
                 with open(chunk, "rb") as part:
                     shutil.copyfileobj(part, handle.buffer)
             handle.flush()
-        if self.results is not None:
-            self.results.flush_to_disk()
         for chunk in chunks:
             Path(chunk).unlink()
 
     def _sum_counts(self) -> None:
-        summary = self.summary
+        warnings = self.summary.warnings
+        summary = self.summary = ScoreSummary(self.task, self.path, warnings=warnings)
+        self.timings.clear()
         for outcome in self.outcomes:
             done = outcome.summary
             for name in ("lines", "blank", "records", "scored", "line_errors"):
@@ -338,8 +426,16 @@ class WorkersRun(ScoreRun):
         summary.results = self.results_path
         summary.seconds = perf_counter() - self.begun
 
+    def discard(self) -> None:
+        """No records: nothing to write, and nothing left behind."""
+        self.abort()
+        self.summary.seconds = perf_counter() - self.begun
+
     def abort(self) -> list[str]:
-        """Kill the workers, then remove whatever the run began."""
+        """Kill the workers, then remove whatever the run began; the paths
+        of anything that could not be removed. Never raises."""
+        if self.inner is not None:
+            self.inner.abort()
         if self.pool is not None:
             # Killed, a stopped worker too (on Windows kill() terminates).
             children = active_children()
@@ -369,7 +465,7 @@ def _removed(path: str) -> str | None:
     return None
 
 
-def score_run(*args: Any, workers: int | None, **options: Any) -> ScoreRun:
+def score_run(*args: Any, workers: int | None, **options: Any) -> WorkersRun:
     """A run in workers for a large regular file, else in this process;
     `workers` None for the usable cores, from `PARALLEL_FROM` bytes."""
     path, max_samples_per_log = args[1], args[5]
@@ -377,17 +473,15 @@ def score_run(*args: Any, workers: int | None, **options: Any) -> ScoreRun:
     workers = workers or default_workers()
     try:
         status = os.stat(path)
+        large = stat.S_ISREG(status.st_mode) and status.st_size >= smallest
     except OSError:
-        status = None  # reading it says what is wrong
-    if (
-        workers < 2
-        or path == "-"
-        or status is None
-        or not stat.S_ISREG(status.st_mode)
-        or status.st_size < smallest
-    ):
-        return ScoreRun(*args, **options)
-    ranges = plan_ranges(path, workers, max_samples_per_log)
-    if len(ranges) < 2:
-        return ScoreRun(*args, **options)
-    return WorkersRun(*args, ranges=ranges, workers=workers, **options)
+        large = False  # reading it says what is wrong
+    ranges = None
+    if workers > 1 and path != "-" and large:
+        ranges = plan_ranges(path, workers, max_samples_per_log)
+    return WorkersRun(
+        *args,
+        ranges=ranges if ranges and len(ranges) > 1 else None,
+        workers=workers,
+        **options,
+    )

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import click
 
 if TYPE_CHECKING:
-    from ..bulk.run import ScoreRun, ScoreSummary
+    from ..bulk.run import ScoreSummary
     from ..bulk.workers import WorkersRun
 
 from ._stream import (
@@ -200,7 +200,7 @@ def _make_log_dir(log_dir: str) -> str:
     return log_dir
 
 
-def _stop(run: ScoreRun | WorkersRun, error: BaseException) -> None:
+def _stop(run: WorkersRun, error: BaseException) -> None:
     """Clean up after `error`; raise `CommandStopped` saying what was left."""
     from ..outputs import OutputAppeared
     from ._failures import CommandStopped, fault, signals_held
