@@ -99,31 +99,28 @@ def score_part(part: Any, task: str = "stage_diagnosis", **keys: str) -> Any:
         return score_table(part, task, **keys)
     # Read by the run's `finish`; removed, with anything else, by its `abort`.
     chunk = f"{part.identity.base}-lines{part.index}.results"
-    if part.results_format == "parquet":
-        stream: IO[Any] = open(chunk, "wb")  # noqa: SIM115
-    else:
-        stream = open(chunk, "w", encoding="utf-8", newline="\n")  # noqa: SIM115
-    run = ScoreRun(
-        *(part.task, part.path, part.log_dir, stream, part.log_format),
-        part.max_samples_per_log,
-        results_format=part.results_format,
-        identity=part.identity,
-        lines=part.lines,
-        context=part.context,
-    )
-    try:
-        run.open()
-        run.score_lines(lambda _: None)
-        if run.summary.records:
-            run.finish()
-            run.summary.results = chunk
-        else:
+    binary = part.results_format == "parquet"
+    mode, encoding, newline = ("wb", None, None) if binary else ("w", "utf-8", "\n")
+    with open(chunk, mode, encoding=encoding, newline=newline) as stream:
+        run = ScoreRun(
+            *(part.task, part.path, part.log_dir, stream, part.log_format),
+            part.max_samples_per_log,
+            results_format=part.results_format,
+            identity=part.identity,
+            lines=part.lines,
+            context=part.context,
+        )
+        try:
+            run.open()
+            run.score_lines(lambda _: None)
+            if run.summary.records:
+                run.finish()
+                run.summary.results = chunk
+            else:
+                run.abort()
+        except BaseException:
             run.abort()
-    except BaseException:
-        run.abort()
-        raise
-    finally:
-        stream.close()
+            raise
     if not run.summary.records:
         os.unlink(chunk)
     return _outcome(run)
