@@ -74,8 +74,9 @@ class LabelSource:
             watch.note("label_from", given is not None, absent)
         else:
             watch.read_key(state, record, "correct", self.key)
-        if given is not None and label_from_value(given.value) is not None:
-            record["correct"] = label_from_value(given.value)
+        label = None if given is None else label_from_value(given.value)
+        if label is not None:
+            record["correct"] = label
         if self.name is None:
             return None, None
         no_label = None
