@@ -147,8 +147,10 @@ def _create_beside(final: str, suffix: str) -> tuple[int, str]:
 
 
 def is_stream(path: str) -> bool:
-    mode = os.stat(path).st_mode if os.path.exists(path) else stat.S_IFREG
-    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+    with contextlib.suppress(OSError):  # absent or unreachable: a file to make
+        mode = os.stat(path).st_mode
+        return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+    return False
 
 
 def check_output(
