@@ -306,16 +306,15 @@ def _pair_evals(
         for run in runs:
             by_key.setdefault((run.task, run.model), []).append(run)
     common = [key for key in grouped[0] if key in grouped[1]]
-    for key, (side, by_key) in (
-        (k, s) for k in common for s in zip(SIDES, grouped, strict=True)
-    ):
-        if len(found := by_key[key]) > 1:
-            raise CompareError(
-                f"{side} holds {len(found)} evals of task {key[0]!r} and model "
-                f"{key[1]!r} ({', '.join(run.name for run in found)}): which "
-                "to pair is unclear; give each side one eval of it (a log or "
-                "a directory of its own)"
-            )
+    for key in common:
+        for side, by_key in zip(SIDES, grouped, strict=True):
+            if len(found := by_key[key]) > 1:
+                raise CompareError(
+                    f"{side} holds {len(found)} evals of task {key[0]!r} and model "
+                    f"{key[1]!r} ({', '.join(run.name for run in found)}): which "
+                    "to pair is unclear; give each side one eval of it (a log or "
+                    "a directory of its own)"
+                )
     if not common:
         listed = [", ".join(f"{r.task} ({r.model})" for r in rs) for rs in (base, new)]
         raise CompareError(
