@@ -253,13 +253,12 @@ def _stage(row: Mapping[str, Any]) -> StageScore:
     precision = read_share(row, "precision", "column")
     lost = read_lost(row.get("lost"), "column lost")
     diagnosed = ("required", "labelled_correct", "steps", "context_size")
-    unscored = error is not None and error.unscored
-    stage = None if unscored else row["stage"]
-    if unscored:
+    if error is not None and error.unscored:
         _null(row, ("stage", "missing", *diagnosed), "on an unscored row")
-    elif read_stage_value(stage, "column stage") not in DIAGNOSED_STAGES:
-        _null(row, diagnosed, f"where stage is {stage}")
+        return StageScore(None, error, recall, precision, None, None, False, lost)
+    stage = read_stage_value(row["stage"], "column stage")
     if stage not in DIAGNOSED_STAGES:
+        _null(row, diagnosed, f"where stage is {stage}")
         return StageScore(stage, error, recall, precision, None, None, False, lost)
     required, missing = _ids(row, "required"), _ids(row, "missing")
     if type(correct := row["labelled_correct"]) is not bool:
