@@ -3,38 +3,17 @@ its labels replace any other, and a relabelled log needs it no more."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
 import pytest
 from inspect_ai import score
 from inspect_ai.log import read_eval_log, recompute_metrics
-from inspect_ai.model import ModelName
-from inspect_ai.scorer import Score, Target
-from inspect_ai.solver import TaskState
 
 from tests.support import OfflineLogs, write_lines
 from tracegrade import LabelsError, stage_diagnosis_scorer
 from tracegrade.labels import StaffLabels
 from tracegrade.scorers.outcome import error_kind
-
-
-def score_state(scorer: Any, sample_id: str | int, metadata: dict[str, Any]) -> Score:
-    state = TaskState(
-        model=ModelName("none/none"),
-        sample_id=sample_id,
-        epoch=1,
-        input="",
-        messages=[],
-        metadata=metadata,
-    )
-    result = asyncio.run(scorer(state, Target("")))
-    assert isinstance(result, Score)
-    return result
-
-
-# --- reading the file ---------------------------------------------------------
 
 
 def test_labels_are_read_by_id_and_epoch(tmp_path: Path) -> None:
@@ -110,36 +89,31 @@ def test_a_missing_labels_file_is_refused_when_the_scorer_is_built(
         stage_diagnosis_scorer(labels=str(tmp_path / "absent.jsonl"))
 
 
-# --- the scorer with a labels file --------------------------------------------
-
-
-def test_the_labels_file_replaces_metadata_labels(tmp_path: Path) -> None:
-    path = write_lines(tmp_path / "labels.jsonl", [{"id": "q1", "correct": True}])
-    scorer = stage_diagnosis_scorer(context_key="context", labels=path)
-    run = {"required": ["D1"], "context": ["D1"], "correct": False}
-
-    overridden = score_state(scorer, "q1", run)
-    assert overridden.value == "pass"
-    assert overridden.metadata is not None
-    assert overridden.metadata["record"]["correct"] is True
-    assert overridden.metadata["read_from"]["correct"] == f"labels file {path}"
-
-    unlabelled = score_state(scorer, "q2", run)
-    assert error_kind(unlabelled) == "answer-label"
-    assert unlabelled.explanation is not None
-    assert f"No staff label was found in labels file {path}" in unlabelled.explanation
-
-
-def test_a_relabelled_log_recomputes_without_the_labels_file(
+def test_the_labels_file_replaces_metadata_labels_and_is_needed_no_more(
     offline_logs: OfflineLogs, tmp_path: Path
 ) -> None:
-    """The log records the plain metrics, so recomputing them later needs
-    no labels file."""
-    log = read_eval_log(offline_logs.stage)
+    """A label in the file replaces the record's own, a run it does not label
+    is answer-label; the log records the plain metrics, so recomputing them
+    later needs no labels file."""
     labels = tmp_path / "labels.jsonl"
     write_lines(labels, [{"id": "wrong-generation", "correct": True}])
     rescored = score(
-        log, stage_diagnosis_scorer(labels=str(labels)), action="append", display="none"
+        read_eval_log(offline_logs.stage),
+        stage_diagnosis_scorer(labels=str(labels)),
+        action="append",
+        display="none",
+    )
+    scores = {
+        s.id: (s.scores or {})["stage_diagnosis1"] for s in rescored.samples or []
+    }
+    relabelled, unlabelled = scores["wrong-generation"], scores["missing-context"]
+    assert relabelled.value == "pass"
+    assert relabelled.metadata is not None
+    assert relabelled.metadata["record"]["correct"] is True
+    assert relabelled.metadata["read_from"]["correct"] == f"labels file {labels}"
+    assert error_kind(unlabelled) == "answer-label"
+    assert f"No staff label was found in labels file {labels}" in str(
+        unlabelled.explanation
     )
 
     def metrics() -> dict[tuple[str, str], Any]:

@@ -1,5 +1,6 @@
-"""`tracegrade labels apply LOG LABELS`: every label must name a run, else the
-log is left byte for byte; then the log is rescored and replaced whole."""
+"""`tracegrade labels export` and `labels apply LOG LABELS`: every label must
+name a run, else the log is left byte for byte; then the log is rescored and
+replaced whole."""
 
 from __future__ import annotations
 
@@ -14,17 +15,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai import eval
+from inspect_ai import Task, eval
+from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
+from inspect_ai.scorer import CORRECT, PARTIAL, Score, Scorer, Target, scorer
+from inspect_ai.solver import Generate, TaskState, solver
 
 from tests.commands import run_tracegrade as tracegrade
 from tests.commands import tracegrade_shell
 from tests.faults.conftest import one_clear_line, snapshot
-from tests.support import write_lines
-from tracegrade import outputs
+from tests.support import OfflineLogs, write_lines
+from tracegrade import outputs, stage_diagnosis_scorer
 from tracegrade.cli.labels import lock_path
 from tracegrade.label_logs import label_requests
-from tracegrade.tasks import stage_diagnosis
+from tracegrade.tasks import replay, stage_diagnosis
 
 RUNS = {
     "gap": {"required": ["D1", "D2"], "context": ["D1"]},
@@ -103,7 +107,7 @@ def test_labels_are_joined_beside_the_first_score_by_epoch(tmp_path: Path) -> No
     ) in done.stderr
 
     labelled = read_eval_log(str(log))
-    assert labelled.status == "success" and labelled.samples is not None
+    assert labelled.status == "success" and labelled.results is not None
     new = stages(labelled, "stage_diagnosis1")
     assert is_nan(new.pop(("other", 1))) and is_nan(new.pop(("other", 2)))
     assert all(is_nan(v) for v in stages(labelled, "stage_diagnosis").values())
@@ -113,10 +117,6 @@ def test_labels_are_joined_beside_the_first_score_by_epoch(tmp_path: Path) -> No
         ("gap", 1): "retrieval",
         ("gap", 2): "retrieval",
     }
-    for sample in labelled.samples:
-        metadata = (sample.scores or {})["stage_diagnosis1"].metadata or {}
-        assert metadata["read_from"]["correct"] == f"labels file {labels}"
-    assert labelled.results is not None
     (appended,) = [s for s in labelled.results.scores if s.name == "stage_diagnosis1"]
     assert appended.metrics["retrieval"].value == pytest.approx(0.5)
     assert appended.metrics["lucky_answers"].value == 2
@@ -151,11 +151,6 @@ def test_the_labelled_score_reads_the_logs_keys_and_counts_every_run(
     labelled score reads the same keys, and the summary counts each run by
     what its labelled score is (the errored run's label is accepted: the
     dataset names it)."""
-    from inspect_ai import Task
-    from inspect_ai.dataset import Sample
-    from inspect_ai.solver import Generate, TaskState, solver
-
-    from tracegrade import stage_diagnosis_scorer
 
     @solver
     def fail_on_gap() -> Any:
@@ -240,12 +235,8 @@ def test_a_lock_file_planted_in_tmpdir_is_gone_around(tmp_path: Path) -> None:
     log = run_log(tmp_path)
     labels = write_lines(tmp_path / "labels.jsonl", [{"id": "full", "correct": True}])
     temporary = tmp_path / "tmp"
-    temporary.mkdir()
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("TMPDIR", str(temporary))
-        patch.setattr("tempfile.tempdir", None)
-        lock = Path(lock_path(str(log)))
-    lock.mkdir()
+    lock = temporary / Path(lock_path(str(log))).name
+    lock.mkdir(parents=True)
     env = {"TMPDIR": str(temporary)}
     done = tracegrade("labels", "apply", str(log), labels, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
@@ -361,7 +352,16 @@ def test_the_walkthroughs_label_steps_run_as_written(
     exported = tracegrade_shell(filled, tmp_path, errexit=True)
     assert exported.returncode == 0, exported.stderr
     lines = [json.loads(line) for line in (tmp_path / "labels.jsonl").open()]
-    assert sorted(line["id"] for line in lines) == sorted(RUNS)
+    samples = read_eval_log(str(log)).samples or []
+    for line, sample in zip(lines, samples, strict=True):
+        assert line == {
+            "id": sample.id,
+            "question": sample.input,
+            "answer": sample.output.completion,
+            **RUNS[str(sample.id)],
+            "correct": None,
+            "grader": None,
+        }
     write_lines(
         tmp_path / "labels.jsonl",
         [{**line, "correct": line["id"] != "gap"} for line in lines],
@@ -373,6 +373,12 @@ def test_the_walkthroughs_label_steps_run_as_written(
     assert "retrieval" in done.stdout
     labelled = stages(read_eval_log(str(log)), "stage_diagnosis1")
     assert labelled[("gap", 1)] == "retrieval"
+    # The relabelled log (two stage scores per sample) exports the same lines.
+    again = tracegrade(
+        "labels", "export", str(log), "--out", "again.jsonl", cwd=tmp_path
+    )
+    assert "3 lines to label written to again.jsonl" in again.stderr
+    assert [json.loads(x) for x in (tmp_path / "again.jsonl").open()] == lines
 
     (python,) = [
         block
@@ -386,3 +392,62 @@ def test_the_walkthroughs_label_steps_run_as_written(
     assert sorted(namespace["runs"]["staff"]) == ["pass", "pass", "retrieval"]
     staff = builtins.eval(shares.split("#")[0], namespace)  # stage shares
     assert staff.to_dict() == pytest.approx({"pass": 2 / 3, "retrieval": 1 / 3})
+
+
+def test_a_log_without_stage_scores_or_no_log_is_refused(
+    offline_logs: OfflineLogs, tmp_path: Path
+) -> None:
+    bogus = tmp_path / "not-a-log.eval"
+    bogus.write_text("hello")
+    for path, said in [
+        (offline_logs.extraction, "no sample has a stage_diagnosis score, so there"),
+        (str(bogus), f"cannot read {str(bogus)!r} as an Inspect log"),
+    ]:
+        result = tracegrade("labels", "export", path, cwd=tmp_path)
+        assert result.returncode == 1
+        assert said in result.stderr
+
+
+@scorer(metrics=[])
+def unsure_judge() -> Scorer:
+    """PARTIAL for run "r2", CORRECT otherwise, with a reason each."""
+
+    async def judge(state: TaskState, target: Target) -> Score:
+        unsure = state.sample_id == "r2"
+        return Score(
+            value=PARTIAL if unsure else CORRECT,
+            explanation="half of it" if unsure else "all of it",
+        )
+
+    return judge
+
+
+def test_export_prefills_the_graders_label_and_a_context_never_recorded_is_null(
+    tmp_path: Path,
+) -> None:
+    """A grader's verdict that is no label is null, its explanation there
+    either way; a run whose context was never recorded is still a line."""
+    runs = {"r1": {"context": ["D1"]}, "r2": {"context": ["D2"]}, "r3": {}}
+    task = Task(
+        dataset=[
+            Sample(id=key, input="?", metadata={"required": ["D1"], **run})
+            for key, run in runs.items()
+        ],
+        solver=replay(),
+        scorer=[
+            unsure_judge(),
+            stage_diagnosis_scorer(context_key="context", label_from="unsure_judge"),
+        ],
+    )
+    (log,) = eval(
+        task, display="none", log_dir=str(tmp_path / "logs"), log_realtime=False
+    )
+    assert log.status == "success", log.error
+    judged = {"name": "unsure_judge", "explanation": "all of it"}
+    assert [
+        (x["id"], x["context"], x["correct"], x["grader"]) for x in label_requests(log)
+    ] == [
+        ("r1", ["D1"], True, judged),
+        ("r2", ["D2"], None, {**judged, "explanation": "half of it"}),
+        ("r3", None, True, judged),
+    ]

@@ -69,18 +69,12 @@ def runs(labels: str | None = None, grader: bool = False) -> Task:
     )
 '''
 
-STAGES = {
-    "gap-right": "retrieval",
-    "full-right": "pass",
-    "full-wrong": "generation",
-    "gap-wrong": "retrieval",
-}
-# The staff's word, which is also match()'s verdict on these answers.
-LABELS = {
-    "gap-right": True,
-    "full-right": True,
-    "full-wrong": False,
-    "gap-wrong": False,
+# Each run's stage, and the staff's word (also match()'s verdict on its answer).
+EXPECTED = {
+    "gap-right": ("retrieval", True),
+    "full-right": ("pass", True),
+    "full-wrong": ("generation", False),
+    "gap-wrong": ("retrieval", False),
 }
 SOURCES = {
     "labels": (["-T", "labels=labels.jsonl"], "labels file labels.jsonl"),
@@ -95,7 +89,7 @@ def test_eval_retry_finishes_the_run_with_metrics_over_every_sample(
     (tmp_path / "runs.py").write_text(TASK_FILE)
     write_lines(
         tmp_path / "labels.jsonl",
-        [{"id": key, "correct": value} for key, value in LABELS.items()],
+        [{"id": key, "correct": label} for key, (_, label) in EXPECTED.items()],
     )
     options, read_from = SOURCES[source]
     first = run_inspect("eval", "runs.py", *options, "--log-dir", "logs", cwd=tmp_path)
@@ -113,15 +107,15 @@ def test_eval_retry_finishes_the_run_with_metrics_over_every_sample(
     assert log.status == "success", log.error
     assert log.results is not None and log.samples is not None
     assert log.results.completed_samples == 4
-    for sample in log.samples:
-        score = (sample.scores or {})["stage_diagnosis"]
-        assert score.value == STAGES[str(sample.id)]
-        assert score.metadata is not None
-        assert score.metadata["read_from"]["correct"] == read_from
-        assert score.metadata["record"]["correct"] is LABELS[str(sample.id)]
+    scores = [(s.id, (s.scores or {})["stage_diagnosis"]) for s in log.samples]
+    got = {key: (s.value, (s.metadata or {})["record"]["correct"]) for key, s in scores}
+    assert got == EXPECTED
+    assert {(s.metadata or {})["read_from"]["correct"] for _, s in scores} == {
+        read_from
+    }
     (result,) = log.results.scores
     metrics = {name: metric.value for name, metric in result.metrics.items()}
-    stages = list(STAGES.values())
+    stages = [stage for stage, _ in EXPECTED.values()]
     for stage in ("retrieval", "generation", "pass", "unresolved"):
         assert metrics[stage] == pytest.approx(stages.count(stage) / 4), stage
     assert metrics["lucky_answers"] == 1

@@ -1,5 +1,4 @@
-"""JSON Lines as every tracegrade reader reads them: numbered, skipped as blank
-or refused one way (docs/cli.md, "Every line is accounted for")."""
+"""JSON Lines as every tracegrade reader reads them: numbered, blank or refused."""
 
 from __future__ import annotations
 
@@ -7,6 +6,7 @@ import io
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -109,7 +109,7 @@ def json_object(
 def json_objects(
     source: str | Path | Traversable, what: str, error: type[_Error]
 ) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Each non-blank line's object with its number (`json_object`)."""
+    """Each non-blank line's object with its number."""
     path = str(source)
     for raw in read_lines(source):
         if not is_blank(raw.text):
@@ -148,12 +148,11 @@ def _unique_keys(pairs: list[tuple[str, Any]], of_text: bool = False) -> dict[st
                 f"the object key {json.dumps(key)} holds a lone surrogate, which "
                 "no log can hold in a key"
             )
-    seen: set[str] = set()
-    for key, _ in pairs:
-        if key in seen:
-            raise ValueError(f"the key {json.dumps(key)} appears twice in one object")
-        seen.add(key)
-    return dict(pairs)
+    if len(value := dict(pairs)) < len(pairs):
+        counts = Counter(key for key, _ in pairs)
+        repeated = next(key for key, count in counts.items() if count > 1)
+        raise ValueError(f"the key {json.dumps(repeated)} appears twice in one object")
+    return value
 
 
 def _finite_float(text: str) -> float:
@@ -174,8 +173,7 @@ def _bounded_int(text: str) -> int:
     return int(text)
 
 
-def _depth(value: Any) -> int:
-    """Nesting depth of parsed JSON, level by level (no recursion)."""
+def _depth(value: Any) -> int:  # level by level: no recursion
     depth, level = 0, [value]
     while containers := [item for item in level if isinstance(item, (dict, list))]:
         depth += 1

@@ -1,6 +1,4 @@
-"""Outputs written whole or not at all, never over a file without `--force`:
-a temporary file beside the final name, checked writes, fsync, then an
-atomic claim of the name."""
+"""Outputs written whole or not at all, never over a file without `--force`."""
 
 from __future__ import annotations
 
@@ -17,6 +15,7 @@ PARTIAL_SUFFIX = ".partial"
 FileState = tuple[int, int, int, int]
 _BINARY = getattr(os, "O_BINARY", 0)
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _BINARY
+_outputs: list[tuple[str, str, tuple[int, int] | None]] = []  # shown, path, file
 
 
 class OutputError(Exception):
@@ -24,14 +23,7 @@ class OutputError(Exception):
 
 
 class OutputAppeared(OutputError):
-    """The name was taken while the command ran; ours is kept as `kept`."""
-
-    def __init__(self, path: str, kept: str) -> None:
-        self.kept = kept
-        super().__init__(
-            f"{path!r} appeared while the command ran and was not replaced (pass "
-            f"--force to replace it); what was written is kept as {kept!r}"
-        )
+    """The name was taken while the command ran; ours was kept beside it."""
 
 
 class OutputChanged(OutputError):
@@ -79,9 +71,6 @@ def sync_directory(directory: str) -> None:
             os.fsync(handle)
         finally:
             os.close(handle)
-
-
-_outputs: list[tuple[str, str, tuple[int, int] | None]] = []
 
 
 def publish_output(
@@ -162,12 +151,9 @@ def check_output(
     if path is None:
         return
     said = f"{option} {path!r}"
-    if not path:
-        raise OutputError(f"{option} '' names no file; give a file name")
-    if path.endswith(os.sep):
-        raise OutputError(
-            f"{said} ends in {os.sep}, as a directory does; give a file name"
-        )
+    if not path or path.endswith(os.sep):
+        why = f"ends in {os.sep}, as a directory does" if path else "names no file"
+        raise OutputError(f"{said} {why}; give a file name")
     try:
         status = os.stat(path)
     except OSError as error:
@@ -285,7 +271,10 @@ class AtomicFile:
             kept = self.temporary.removesuffix(PARTIAL_SUFFIX)
             publish(self.temporary, kept, replace=False)
             self.temporary = None
-            raise OutputAppeared(self.path, kept) from None
+            raise OutputAppeared(
+                f"{self.path!r} appeared while the command ran and was not replaced "
+                f"(pass --force to replace it); what was written is kept as {kept!r}"
+            ) from None
         self.temporary = None
         sync_directory(os.path.dirname(self.final))
 

@@ -12,9 +12,7 @@ from typing import Any
 
 from ..outputs import OutputError
 
-# What a pipeline expects of a writer whose reader stopped (Windows has none).
-SIGPIPE_EXIT = 128 + getattr(signal, "SIGPIPE", 13)
-
+SIGPIPE_EXIT = 128 + getattr(signal, "SIGPIPE", 13)  # Windows has no SIGPIPE
 # Every catchable signal whose default action ends the process, but SIGINT.
 _NAMES = "TERM HUP QUIT USR1 USR2 ALRM VTALRM PROF XCPU IO PWR"
 TERMINATING: tuple[signal.Signals, ...] = tuple(
@@ -24,7 +22,6 @@ TERMINATING: tuple[signal.Signals, ...] = tuple(
 )
 _HANDLED = (signal.SIGINT, *TERMINATING)
 Handler = Callable[[int, FrameType | None], None]
-
 _noted: list[int] | None = None  # signals held by `signals_held`; None outside
 
 
@@ -45,7 +42,7 @@ class CommandStopped(Exception):
 
 
 def _install(handler: Handler, signums: tuple[int, ...] = _HANDLED) -> dict[int, Any]:
-    """`handler` for `signums`, unless `signals_held` holds them; the
+    """`handler` for `signums` unless `signals_held` holds them; returns the
     handlers before."""
 
     def unless_held(signum: int, frame: FrameType | None) -> None:
@@ -106,7 +103,7 @@ def _exiting(message: Callable[[str], str], cleanup: Callable[[], object]) -> Ha
 
 
 def exit_on_signal(
-    message: Callable[[str], str], cleanup: Callable[[], object] = lambda: None
+    message: Callable[[str], str], cleanup: Callable[[], object]
 ) -> AbstractContextManager[None]:
     """On a signal: `cleanup`, `message(NAME)`, exit (asyncio or threads
     could swallow an exception)."""
@@ -114,8 +111,7 @@ def exit_on_signal(
 
 
 def stop_at_once_on_signal(message: Callable[[str], str]) -> None:
-    """From now on a signal exits at once, saying `message(NAME)`: no
-    exception could be caught."""
+    """From now on a signal exits at once, saying `message(NAME)`."""
     _install(_exiting(message, lambda: None))
 
 

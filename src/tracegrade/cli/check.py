@@ -76,15 +76,11 @@ def check(
 
     check_standard_streams([path])
     counts = dict.fromkeys(COUNTS, 0)
-    errors, failures = Counter[str](), Counter[str]()
+    found = {"data": Counter[str](), "answer": Counter[str]()}
     presence = FieldPresence(READ_FIELDS[task])
     listed: list[dict[str, Any]] = []  # only with --json
-    shown = 0
     try:
-        with (
-            DiskIds() as seen,
-            byte_progress(path, "checking", progress) as advance,
-        ):
+        with DiskIds() as seen, byte_progress(path, "checking", progress) as advance:
             scorer = LineScorer(TASKS[task], path, seen)
             for raw in read_lines(path):
                 counts["lines"] += 1
@@ -96,28 +92,29 @@ def check(
                 outcome = scorer.score_line(raw.number, raw.text)
                 if outcome.case is not None:
                     presence.note(outcome.case.input)
-                problem = outcome.problem
-                if problem is None:
+                if (problem := outcome.problem) is None:
                     counts["clean"] += 1
                     continue
-                (errors if problem.side == "data" else failures)[problem.kind] += 1
-                if max_listed is not None and shown >= max_listed:
+                found[problem.side][problem.kind] += 1
+                shown = found["data"].total() + found["answer"].total()
+                if max_listed is not None and shown > max_listed:
                     continue
-                shown += 1
                 entry = {"line": outcome.line, "id": outcome.id, **problem.as_json()}
                 if as_json:
                     listed.append(entry)
                 else:  # printed as found: the text listing holds nothing
                     click.echo(_problem_line(path, entry))
     except BaseException as error:
-        described = fault(error)
-        if described is None:
+        if (described := fault(error)) is None:
             raise
         raise CommandStopped(
             f"tracegrade check: {described[0]} after line {counts['lines']:,} of "
             f"{path}; the check is incomplete",
             described[1],
         ) from None
+    errors, failures = found["data"], found["answer"]
+    problems = errors.total() + failures.total()
+    shown = problems if max_listed is None else min(problems, max_listed)
     warnings = presence.warnings(path) if counts["records"] else []
     ok = counts["records"] > 0 and not errors
     if as_json:
@@ -135,33 +132,31 @@ def check(
         }
         click.echo(json.dumps(summary, indent=2))
     else:
-        _print_summary(task, path, counts, errors, failures, warnings, shown)
+        _print_summary(f"Checked {path} for {task}:", counts, found, warnings, shown)
     raise SystemExit(0 if ok else 1)
 
 
 def _problem_line(path: str, entry: dict[str, Any]) -> str:
     shown_id = "-" if entry["id"] is None else json.dumps(entry["id"])
     kind = entry["kind"] + (f" [{entry['field']}]" if "field" in entry else "")
-    if entry["side"] == "answer":
-        kind = click.style(kind + " (answer failure)", fg="yellow")
-    else:
-        kind = click.style(kind, fg="red")
+    answer = entry["side"] == "answer"
+    kind = click.style(
+        kind + " (answer failure)" * answer, "yellow" if answer else "red"
+    )
     return f"{path}:{entry['line']}: {shown_id}: {kind}: {entry['message']}"
 
 
 def _print_summary(
-    task: str,
-    path: str,
+    title: str,
     counts: dict[str, int],
-    errors: Counter[str],
-    failures: Counter[str],
+    found: dict[str, Counter[str]],
     warnings: list[dict[str, str]],
     listed: int,
 ) -> None:
     from rich.console import Console
     from rich.markup import escape
 
-    records = counts["records"]
+    records, errors, failures = counts["records"], found["data"], found["answer"]
     table = count_table(
         [
             ("lines read", counts["lines"]),
@@ -180,7 +175,7 @@ def _print_summary(
     console = Console(highlight=False)
     if listed:
         console.print()
-    console.print(f"Checked {path} for {task}:", markup=False, soft_wrap=True)
+    console.print(title, markup=False, soft_wrap=True)
     console.print(table)
     for warning in warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(warning['message'])}")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING
 
 import click
 
@@ -18,8 +18,6 @@ if TYPE_CHECKING:
 
     from ..label_logs import ApplyAction
     from ..outputs import AtomicFile
-
-T = TypeVar("T")
 
 
 @click.group("labels")
@@ -58,7 +56,8 @@ def export(log: str, out: str | None, force: bool) -> None:
 
     check_output(out, inputs=[log], option="--out", force=force)
     eval_log = _read_log(log)
-    lines = _refused_as_one_line(label_requests, eval_log)
+    with _refused_as_one_line():
+        lines = label_requests(eval_log)
     _warn(log, eval_log, "exported")
     _warn_runs(
         [s for s in eval_log.samples or [] if stage_score(s) is None],
@@ -154,11 +153,10 @@ def apply(
                         written.commit()
                 except OSError as error:
                     raise not_written(target, error) from None
-        except OutputChanged as error:
+        except BaseException as error:
             written.discard()
-            raise OutputError(f"{changed} ({error})") from None
-        except BaseException:
-            written.discard()
+            if isinstance(error, OutputChanged):
+                raise OutputError(f"{changed} ({error})") from None
             _quiet_zip_finaliser()
             raise
     click.echo(_summary(labelled, outcomes, labels_file, target), err=True)
@@ -167,7 +165,6 @@ def apply(
 def _labelled(
     log: str, labels_file: str, action: ApplyAction, force: bool
 ) -> tuple[EvalLog, dict[str, list[EvalSample]]]:
-    """LOG rescored with the labels, and its runs by outcome, warned of."""
     from ..label_logs import apply_labels
 
     eval_log = _read_log(log)
@@ -177,7 +174,8 @@ def _labelled(
             "would write over the labels when it does; wait until it ends, "
             "or pass --force"
         )
-    labelled = _refused_as_one_line(apply_labels, eval_log, labels_file, action=action)
+    with _refused_as_one_line():
+        labelled = apply_labels(eval_log, labels_file, action=action)
     _warn(log, labelled, "labelled")
     outcomes = _outcomes(labelled, labels_file)
     _warn_runs(
@@ -189,8 +187,8 @@ def _labelled(
 
 
 def _write_log(written: AtomicFile, labelled: EvalLog, as_json: bool) -> None:
-    """The log into `written`'s temporary file, made afresh by Inspect's
-    writer (which copies a replaced file's permissions, which FAT refuses)."""
+    """Made afresh by Inspect's writer, which copies a replaced file's
+    permissions, which FAT refuses."""
     from inspect_ai.log import write_eval_log
 
     assert written.temporary is not None  # a stream was refused
@@ -212,11 +210,12 @@ def _quiet_zip_finaliser() -> None:
     sys.unraisablehook = drop_zip_finaliser
 
 
-def _refused_as_one_line(work: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+@contextmanager
+def _refused_as_one_line() -> Iterator[None]:
     from ..labels import LabelsError
 
     try:
-        return work(*args, **kwargs)
+        yield
     except LabelsError as error:
         raise click.ClickException(str(error)) from error
 
@@ -239,22 +238,17 @@ def _warn_runs(runs: list[EvalSample], have: str, so: str) -> None:
         )
 
 
-# The summary's words for runs not diagnosed (one, several); any other kind
-# is named as it is.
+# The summary's words for runs not diagnosed; any other kind is named as it is.
 _NOT_DIAGNOSED = {
-    "answer-label": ("has no label (answer-label)", "have no label (answer-label)"),
-    "unlabelled": (
-        "has no label and needs none (unresolved)",
-        "have no label and need none (unresolved)",
-    ),
-    "sample-error": ("errored before answering (sample-error)",) * 2,
+    "answer-label": "{has} no label (answer-label)",
+    "unlabelled": "{has} no label and {needs} none (unresolved)",
+    "sample-error": "errored before answering (sample-error)",
 }
 
 
 def _summary(
     labelled: EvalLog, outcomes: dict[str, list[EvalSample]], labels: str, target: str
 ) -> str:
-    """The last line: the runs diagnosed with the labels, and why not the rest."""
     from ..label_logs import log_runs
 
     ids, epochs = log_runs(labelled)
@@ -268,9 +262,11 @@ def _summary(
     ]
     order = [*_NOT_DIAGNOSED, *outcomes]
     for kind in sorted(outcomes.keys() - {"diagnosed"}, key=order.index):
-        found = outcomes[kind]
-        words = _NOT_DIAGNOSED.get(kind, (kind, kind))[len(found) != 1]
-        said.append(f"{len(found)} {words}")
+        one = len(outcomes[kind]) == 1
+        words = _NOT_DIAGNOSED.get(kind, kind).format(
+            has="has" if one else "have", needs="needs" if one else "need"
+        )
+        said.append(f"{len(outcomes[kind])} {words}")
     return "; ".join([*said, f"log written to {target}"])
 
 
@@ -287,18 +283,16 @@ def _outcomes(log: EvalLog, labels_file: str) -> dict[str, list[EvalSample]]:
             for score in (sample.scores or {}).values()
             if ((score.metadata or {}).get("read_from") or {}).get("correct") == source
         ]
-        if scores:
-            kind = error_kind(scores[-1])
-            if kind is None:  # a label found is in the score's record
-                record = (scores[-1].metadata or {}).get("record") or {}
-                kind = "diagnosed" if "correct" in record else "unlabelled"
-            outcomes.setdefault(kind, []).append(sample)
+        if scores:  # a label found is in the score's record
+            record = (scores[-1].metadata or {}).get("record") or {}
+            found = "diagnosed" if "correct" in record else "unlabelled"
+            outcomes.setdefault(error_kind(scores[-1]) or found, []).append(sample)
     return outcomes
 
 
 def lock_path(log: str) -> str:
-    """The lock file of LOG's directory, in the temporary directory and
-    named by device and inode, so the log's directory gets no file."""
+    """The lock file of LOG's directory: in the temporary directory, so the
+    log's directory gets no file."""
     import tempfile
 
     directory = os.stat(os.path.dirname(os.path.abspath(log)))
@@ -308,16 +302,14 @@ def lock_path(log: str) -> str:
 
 @contextmanager
 def _directory_locked(log: str) -> Iterator[None]:
-    """SQLite's exclusive lock on `lock_path`, so two applies in a directory
-    take turns; where it cannot be a lock, warn and go on. Each wait is
-    short: signals are handled between waits."""
+    """SQLite's exclusive lock, so two applies in a directory take turns.
+    Each wait is short: signals are handled between waits."""
     import sqlite3
 
-    path = lock_path(log)
-    lock = None
+    path, lock = lock_path(log), None
+    waiting = f"waiting for another tracegrade labels apply in {log}'s directory"
     try:
         lock = sqlite3.connect(path, timeout=0.2, isolation_level=None)
-        waiting = "waiting for another tracegrade labels apply in {}'s directory"
         while True:
             try:
                 lock.execute("PRAGMA journal_mode = OFF")  # no journal beside it
@@ -327,7 +319,7 @@ def _directory_locked(log: str) -> Iterator[None]:
                 if "locked" not in str(error):
                     raise
             if waiting:
-                click.echo(waiting.format(log), err=True)
+                click.echo(waiting, err=True)
                 waiting = ""
     except sqlite3.Error as error:
         click.echo(
@@ -343,14 +335,11 @@ def _directory_locked(log: str) -> Iterator[None]:
 
 
 def _read_log(log: str) -> EvalLog:
-    """LOG read whole, or a one-line error (exit code 1) saying why not."""
     from inspect_ai.log import read_eval_log
 
     try:
         return read_eval_log(log)
-    except Exception as error:
-        # Inspect raises whatever its readers raise (JSON, zip, pydantic,
-        # OS errors); any of them means the same here: not a readable log.
+    except Exception as error:  # whatever Inspect's readers raise: not a log
         raise click.ClickException(
             f"cannot read {log!r} as an Inspect log ({error})"
         ) from error
