@@ -1,5 +1,4 @@
-"""`python -m tracegrade`, the `tracegrade` program: Ctrl-C while its commands
-are still being imported is one line too."""
+"""The `tracegrade` program: Ctrl-C while its commands are imported is one line too."""
 
 import sys
 

@@ -31,7 +31,6 @@ def stage_score(sample: EvalSample) -> Score | None:
 
 
 def _first_stage_score(log: EvalLog, nothing: str) -> Score:
-    """The log's first stage score, else a `LabelsError`: nothing to work on."""
     first = next(filter(None, map(stage_score, log.samples or [])), None)
     if first is not None:
         return first
@@ -49,9 +48,7 @@ def label_requests(log: EvalLog) -> list[dict[str, Any]]:
     samples = list(log.samples or [])
     order = {id_: n for n, id_ in enumerate(dict.fromkeys(s.id for s in samples))}
     samples.sort(key=lambda sample: (order[sample.id], sample.epoch))
-    per_epoch = any(sample.epoch != 1 for sample in samples) or (
-        (log.eval.config.epochs or 1) > 1
-    )
+    per_epoch = log_runs(log)[1] > 1
     return [_label_request(sample, per_epoch) for sample in samples]
 
 
@@ -87,8 +84,6 @@ def _question(sample: EvalSample) -> str:
         message.text for message in sample.input if message.role == "user"
     )
 
-
-# --- joining staff labels onto a log ---------------------------------------------
 
 ApplyAction = Literal["append", "overwrite"]
 

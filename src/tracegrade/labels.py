@@ -1,5 +1,4 @@
-"""Staff labels, one `{"id", "correct", "epoch"?}` a line (docs/labels.md),
-checked on reading for all the file alone can show."""
+"""Staff labels, one `{"id", "correct", "epoch"?}` a line (docs/labels.md)."""
 
 from __future__ import annotations
 
@@ -113,30 +112,32 @@ class StaffLabels:
     ) -> None:
         """`LabelsError` if a label names no run of `where`: no sample of
         `sample_ids` (type included) or an epoch beyond `epochs`."""
-        unmatched = [
-            (line, quote(sample_id))
-            for sample_id, line in self.lines.items()
-            if sample_id not in sample_ids
-        ] + [
-            (line, f"{quote(sample_id)} epoch {epoch}")
-            for (sample_id, epoch), line in self.epoch_lines.items()
-            if sample_id not in sample_ids or epoch > epochs
-        ]
-        if unmatched:
-            count, unmatched = len(sample_ids), sorted(unmatched)
-            runs = f"{count:,} sample{'' if count == 1 else 's'}" + (
-                f", {epochs} epochs" if epochs > 1 else ""
-            )
-            shown = ", ".join(f"{name} (line {line})" for line, name in unmatched[:5])
-            more = f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else ""
-            many = len(unmatched) > 1
-            counted = f"{len(unmatched)} labels name" if many else "1 label names"
-            raise LabelsError(
-                self.path,
-                None,
-                f"{counted} no run of {where} ({runs}): {shown}{more}. "
-                'Sample ids match exactly, type included ("1" is not 1).',
-            )
+        unmatched = sorted(
+            [
+                (line, quote(id_))
+                for id_, line in self.lines.items()
+                if id_ not in sample_ids
+            ]
+            + [
+                (line, f"{quote(id_)} epoch {epoch}")
+                for (id_, epoch), line in self.epoch_lines.items()
+                if id_ not in sample_ids or epoch > epochs
+            ]
+        )
+        if not unmatched:
+            return
+        count = len(sample_ids)
+        runs = f"{count:,} sample{'' if count == 1 else 's'}"
+        runs += f", {epochs} epochs" if epochs > 1 else ""
+        shown = ", ".join(f"{name} (line {line})" for line, name in unmatched[:5])
+        more = f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else ""
+        counted = f"{len(unmatched)} labels name" if unmatched[1:] else "1 label names"
+        raise LabelsError(
+            self.path,
+            None,
+            f"{counted} no run of {where} ({runs}): {shown}{more}. "
+            'Sample ids match exactly, type included ("1" is not 1).',
+        )
 
 
 def _parse_line(path: str, number: int, line: str) -> tuple[SampleId, int | None, bool]:

@@ -81,7 +81,7 @@ def publish_output(
 
 
 def written_outputs() -> list[str]:
-    """The outputs published still there, told by each name's file."""
+    """The outputs published and still there (the same file under the name)."""
     return list(dict.fromkeys(s for s, p, i in _outputs if _identity(p) == i))
 
 
@@ -208,7 +208,7 @@ def not_written(path: str, error: OSError) -> OutputError:
 
 
 class _NamedFile(io.FileIO):
-    """A file whose failed writes name the output (a bare ENOSPC names none)."""
+    """A failed write names the output (a bare ENOSPC names none)."""
 
     shown = ""
 
@@ -304,7 +304,7 @@ class AtomicFile:
             raise
 
     def discard(self) -> str | None:
-        """Drop the unfinished file (never raises); the path of anything left."""
+        """Drop the unfinished file (never raises); the path of what is left."""
         with contextlib.suppress(OSError):
             self.handle.close()
         if self.temporary is not None:
@@ -357,7 +357,7 @@ _standard_output: _CheckedStandardOutput | None = None
 
 
 def check_standard_output() -> None:
-    """Write `sys.stdout` (but a terminal) through `_CheckedStandardOutput`."""
+    """`sys.stdout` (but a terminal) written through `_CheckedStandardOutput`."""
     global _standard_output
     stream = sys.stdout
     if _standard_output is not None or not isinstance(stream, io.TextIOWrapper):

@@ -1,5 +1,4 @@
-"""The `tracegrade` command line: pre-flight checks, bulk scoring, reports,
-run-to-run comparison."""
+"""The `tracegrade` command line."""
 
 from __future__ import annotations
 

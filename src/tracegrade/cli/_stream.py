@@ -1,5 +1,4 @@
-"""What the commands share: the task and path arguments, the summary table,
-progress on stderr (stdout stays clean for `--json`) and the output format."""
+"""What the commands share: arguments, the count table, progress, formats."""
 
 from __future__ import annotations
 
@@ -15,8 +14,7 @@ import click
 if TYPE_CHECKING:
     from rich.table import Table
 
-# The keys of `bulk.scoring.TASKS`, spelled out so that `--help` need not import
-# Inspect AI (a test keeps the two in step).
+# `bulk.scoring.TASKS`' keys: `--help` must not import Inspect AI (a test checks).
 TASK_NAMES = ("ordered_extraction", "stage_diagnosis")
 TASK_ARGUMENT = click.Choice(TASK_NAMES)
 
