@@ -64,11 +64,11 @@ def test_labels_are_read_by_id_and_epoch(tmp_path: Path) -> None:
         ),
         (
             [{"id": "q", "correct": True}, {"id": "q", "epoch": 1, "correct": True}],
-            'line 2: id "q" epoch 1: line 1 already labels every epoch',
+            'line 2: id "q" epoch 1: line 1 labels every epoch of this sample; label',
         ),
         (
             [{"id": "q", "epoch": 1, "correct": True}, {"id": "q", "correct": True}],
-            'line 2: id "q" has no epoch, so it would label every epoch, but line 1',
+            'line 2: id "q": line 1 labels an epoch of this sample; label a sample ei',
         ),
         ([{"id": "q", "epoch": 0, "correct": True}], "'epoch' must be a positive"),
         ([{"id": "q", "epoch": "1", "correct": True}], 'got "1"'),

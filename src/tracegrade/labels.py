@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NoReturn
 
 from ._inspect_internals import PrerequisiteError
 from .core.errors import quote
@@ -29,8 +28,8 @@ class StaffLabels:
     lines: dict[SampleId, int]
     epoch_labels: dict[EpochKey, bool] = field(default_factory=dict)
     epoch_lines: dict[EpochKey, int] = field(default_factory=dict)
-    # Each sample's first epoch and line labelled by epoch, to refuse mixing.
-    first_epoch_line: dict[SampleId, tuple[int, int]] = field(default_factory=dict)
+    # Each sample's first line labelling an epoch, to refuse mixing.
+    first_epoch_line: dict[SampleId, int] = field(default_factory=dict)
 
     @classmethod
     def read(cls, path: str | Path) -> StaffLabels:
@@ -58,43 +57,29 @@ class StaffLabels:
         self, number: int, sample_id: SampleId, epoch: int | None, correct: bool
     ) -> None:
         """Add line `number`'s label, refusing one that another line gave."""
-        key, where = (sample_id, epoch or 0), f"id {quote(sample_id)}"
-        both = "label a sample either once for all epochs or epoch by epoch, not both"
-        for_all, for_epoch = self.lines.get(sample_id), self.epoch_lines.get(key)
-        other, at = self.first_epoch_line.get(sample_id, (None, None))
-        rules = [
-            (
-                epoch is None and for_all is not None,
-                "id",
-                f"{where} is already labelled on line {for_all}; one label per sample",
-            ),
-            (
-                epoch is None and at is not None,
-                "epoch",
-                f"{where} has no epoch, so it would label every epoch, but line "
-                f"{at} labels epoch {other} of it; {both}",
-            ),
-            (
-                for_epoch is not None,
-                "epoch",
-                f"{where} epoch {epoch} is already labelled on line {for_epoch}; "
-                "one label per sample and epoch",
-            ),
-            (
-                epoch is not None and for_all is not None,
-                "epoch",
-                f"{where} epoch {epoch}: line {for_all} already labels every epoch "
-                f"of this sample; {both}",
-            ),
-        ]
-        for broken, field_name, problem in rules:
-            if broken:
-                raise LabelsError(self.path, number, problem, field=field_name)
+        where = f"id {quote(sample_id)}" + ("" if epoch is None else f" epoch {epoch}")
+        if epoch is None:
+            taken, mixed = self.lines.get(sample_id), self.first_epoch_line
+        else:
+            taken, mixed = self.epoch_lines.get((sample_id, epoch)), self.lines
+        problem = None
+        if taken is not None:
+            problem = f"{where} is already labelled on line {taken}"
+        elif sample_id in mixed:
+            labels = "an epoch" if epoch is None else "every epoch"
+            problem = (
+                f"{where}: line {mixed[sample_id]} labels {labels} of this sample; "
+                "label a sample either once for all epochs or epoch by epoch, not both"
+            )
+        if problem is not None:
+            field_name = "id" if epoch is None and taken is not None else "epoch"
+            raise LabelsError(self.path, number, problem, field=field_name)
         if epoch is None:
             self.labels[sample_id], self.lines[sample_id] = correct, number
         else:
-            self.first_epoch_line.setdefault(sample_id, (epoch, number))
-            self.epoch_labels[key], self.epoch_lines[key] = correct, number
+            self.first_epoch_line.setdefault(sample_id, number)
+            self.epoch_labels[sample_id, epoch] = correct
+            self.epoch_lines[sample_id, epoch] = number
 
     def label_for(self, sample_id: SampleId, epoch: int | None = None) -> bool | None:
         """The label for a run, or None; without `epoch`, only a label for
@@ -143,34 +128,31 @@ class StaffLabels:
 def _parse_line(path: str, number: int, line: str) -> tuple[SampleId, int | None, bool]:
     record = json_object(path, number, line, "label", LabelsError)
     sample_id, epoch, correct = map(record.get, ("id", "epoch", "correct"))
-    shown = quote(sample_id, 80)
-
-    def fail(field_name: str, problem: str) -> NoReturn:
-        raise LabelsError(path, number, problem, field=field_name)
-
+    shown, field_name, problem = quote(sample_id, 80), "id", None
     if "id" not in record:
-        fail("id", "no 'id' field")
+        problem = "no 'id' field"
     # Inspect sample ids are strings or integers; `true` is not the id 1.
-    if sample_id == "" or type(sample_id) not in (str, int):
-        fail("id", f"'id' must be a non-empty string or an integer, got {shown}")
-    if isinstance(sample_id, str) and has_lone_surrogate(sample_id):
-        fail(
-            "id",
+    elif sample_id == "" or type(sample_id) not in (str, int):
+        problem = f"'id' must be a non-empty string or an integer, got {shown}"
+    elif isinstance(sample_id, str) and has_lone_surrogate(sample_id):
+        problem = (
             f"'id' {shown} holds a lone surrogate, which no sample id can; "
-            "sample ids must be valid Unicode text",
+            "sample ids must be valid Unicode text"
         )
-    if "correct" not in record:
-        fail("correct", f"no 'correct' field for id {shown}")
-    if type(correct) is not bool:
-        fail(
-            "correct",
+    elif "correct" not in record:
+        field_name, problem = "correct", f"no 'correct' field for id {shown}"
+    elif type(correct) is not bool:
+        field_name = "correct"
+        problem = (
             f"'correct' must be true or false for id {shown}, got "
-            f"{quote(correct, 80)}; labels are never guessed",
+            f"{quote(correct, 80)}; labels are never guessed"
         )
-    if "epoch" in record and (type(epoch) is not int or epoch < 1):
-        fail(
-            "epoch",
+    elif "epoch" in record and (type(epoch) is not int or epoch < 1):
+        field_name = "epoch"
+        problem = (
             f"'epoch' must be a positive integer for id {shown}, got "
-            f"{quote(epoch, 80)}; leave it out to label every epoch",
+            f"{quote(epoch, 80)}; leave it out to label every epoch"
         )
+    if problem is not None:
+        raise LabelsError(path, number, problem, field=field_name)
     return record["id"], epoch, record["correct"]
