@@ -16,33 +16,6 @@ from tracegrade.labels import StaffLabels
 from tracegrade.scorers.outcome import error_kind
 
 
-def test_labels_are_read_by_id_and_epoch(tmp_path: Path) -> None:
-    path = write_lines(
-        tmp_path / "labels.jsonl",
-        [
-            {"id": "q1", "epoch": 1, "correct": True},
-            "",
-            {"id": "q1", "epoch": 2, "correct": False, "note": "checked twice"},
-            {"id": "q2", "correct": True},
-            {"id": "1", "correct": False},
-        ],
-    )
-    labels = StaffLabels.read(path)
-    assert labels.lines == {"q2": 4, "1": 5}
-    assert [labels.label_for("q1", e) for e in (1, 2, 3)] == [True, False, None]
-    # A line without an epoch labels every epoch; an epoch's label is not
-    # one asked without an epoch; ids match exactly, type included.
-    assert (labels.label_for("q2", 3), labels.label_for("q2")) == (True, True)
-    assert (labels.label_for("q1"), labels.label_for(1)) == (None, None)
-    labels.check_names({"q1", "q2", "1"}, 2, "run.eval")
-    with pytest.raises(
-        LabelsError,
-        match=r"3 labels name no run of run\.eval \(2 samples\): "
-        r'"q1" epoch 2 \(line 3\), "q2" \(line 4\), "1" \(line 5\)\.',
-    ):
-        labels.check_names({"q1", 1}, 1, "run.eval")
-
-
 @pytest.mark.parametrize(
     ("lines", "message"),
     [
