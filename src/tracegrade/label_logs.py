@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from inspect_ai import score
@@ -101,11 +102,8 @@ def log_runs(log: EvalLog) -> tuple[set[SampleId], int]:
 
 def _metadata_key(source: Any) -> str | None:
     """`metadata["gold"]` as `gold`; None for any other source (the store)."""
-    if isinstance(source, str) and source.startswith("metadata[") and source[-1] == "]":
-        key = json.loads(source[len("metadata[") : -1])
-        if isinstance(key, str):
-            return key
-    return None
+    found = re.fullmatch(r'metadata\[(".*")\]', str(source))
+    return json.loads(found[1]) if found else None
 
 
 def apply_labels(log: EvalLog, path: str, *, action: ApplyAction) -> EvalLog:

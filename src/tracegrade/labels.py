@@ -36,13 +36,12 @@ class StaffLabels:
         """Read and check a labels file; raises `LabelsError` naming the line."""
         staff = cls(path=str(path), labels={}, lines={})
         try:
-            numbered = [(raw.number, raw.text) for raw in read_lines(staff.path)]
+            for number, line, _ in read_lines(staff.path):
+                if not is_blank(line):
+                    staff._add(number, *_parse_line(staff.path, number, line))
         except OSError as error:
             why = f"cannot read the labels file ({error.strerror or error})"
             raise LabelsError(staff.path, None, why) from None
-        for number, line in numbered:
-            if not is_blank(line):
-                staff._add(number, *_parse_line(staff.path, number, line))
         if not staff.labels and not staff.epoch_labels:
             # Every sample would silently become `answer-label`.
             raise LabelsError(
