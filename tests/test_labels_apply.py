@@ -147,11 +147,9 @@ def test_a_label_for_no_run_leaves_the_log_as_it_was(tmp_path: Path) -> None:
 def test_the_labelled_score_reads_the_logs_keys_and_counts_every_run(
     tmp_path: Path,
 ) -> None:
-    """A task reading `gold_docs` and a metadata context, where "gap" errors
-    before answering, "spare" has no label and "empty" needs none: the
-    labelled score reads the same keys, and the summary counts each run by
-    what its labelled score is (the errored run's label is accepted: the
-    dataset names it)."""
+    """Keys `gold_docs` and `retrieved`, "gap" errored (its label accepted: the
+    dataset names it), "spare" unlabelled, "empty" needing none: the labelled
+    score reads the same keys, and the summary counts each run's outcome."""
 
     @solver
     def fail_on_gap() -> Any:
@@ -270,10 +268,8 @@ def _all_labelled(tmp_path: Path) -> str:
 def test_a_log_rewritten_at_the_last_moment_is_not_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, when: str
 ) -> None:
-    """Another program rewrites the log while the labelled one is synced
-    (after the last look before it), or after the log was moved aside and
-    found unchanged, or writes into the moved-aside log it had open: its
-    write is kept, the labelled log is not."""
+    """Another program rewrites the log while the labelled one is synced, or
+    once it is moved aside, or writes into the moved-aside log: its write stays."""
     log = run_log(tmp_path)
     labels = _all_labelled(tmp_path)
     flush_to_disk, publish = outputs.AtomicFile.flush_to_disk, outputs.publish

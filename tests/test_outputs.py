@@ -1,7 +1,5 @@
-"""An output's file: the user's usual mode, and its name never taken from a
-file that appeared meanwhile, with hard links or without (FAT has none). A
-signal during the final claim waits for its end (`signals_held`), so that no
-name is left half claimed; a SIGINT ignored at the start stays ignored."""
+"""An output's file: the usual mode, never over a file that appeared meanwhile
+(hard links or none), its claim whole under a signal; an ignored SIGINT stays so."""
 
 from __future__ import annotations
 
