@@ -138,8 +138,8 @@ def test_a_label_for_no_run_leaves_the_log_as_it_was(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert one_clear_line(done.stderr) == (
         f'Error: {labels}: 3 labels name no run of {log} (3 samples): "ful" '
-        '(line 2), 1 (line 3), "full" epoch 2 (line 4). Sample ids match '
-        'exactly, type included ("1" is not 1).'
+        '(line 2), 1 (line 3), "full" epoch 2 (line 4). Ids match exactly, '
+        'type included ("1" is not 1).'
     )
     assert snapshot(tmp_path) == before
 

@@ -114,7 +114,14 @@ def apply_labels(log: EvalLog, path: str, *, action: ApplyAction) -> EvalLog:
     # the records the run diagnosed.
     first = _first_stage_score(log, "to join labels onto; apply labels to")
     read_from = (first.metadata or {})["read_from"]
-    labels.check_names(*log_runs(log), log.location or "the log")
+    ids, epochs = log_runs(log)
+    runs = f"{len(ids):,} sample{'' if len(ids) == 1 else 's'}"
+    runs += f", {epochs} epochs" if epochs > 1 else ""
+    labels.check_names(
+        lambda id_, epoch: id_ in ids and (epoch or 1) <= epochs,
+        "run",
+        f"{log.location or 'the log'} ({runs})",
+    )
     scorer = stage_diagnosis_scorer(
         required_key=_metadata_key(read_from["required"]) or "required",
         context_key=_metadata_key(read_from["context"]),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,35 +92,29 @@ class StaffLabels:
         return list(dict.fromkeys([*self.labels, *self.first_epoch_line]))
 
     def check_names(
-        self, sample_ids: Collection[SampleId], epochs: int, where: str
+        self, known: Callable[[SampleId, int | None], bool], what: str, where: str
     ) -> None:
-        """`LabelsError` if a label names no run of `where`: no sample of
-        `sample_ids` (type included) or an epoch beyond `epochs`."""
+        """`LabelsError` if a label names no `known` (id, epoch; None: every
+        epoch) of `where`: a typo would leave a run unlabelled."""
+        keyed = [
+            *self.epoch_lines.items(),
+            *(((i, None), n) for i, n in self.lines.items()),
+        ]
         unmatched = sorted(
-            [
-                (line, quote(id_))
-                for id_, line in self.lines.items()
-                if id_ not in sample_ids
-            ]
-            + [
-                (line, f"{quote(id_)} epoch {epoch}")
-                for (id_, epoch), line in self.epoch_lines.items()
-                if id_ not in sample_ids or epoch > epochs
-            ]
+            (line, quote(id_) + ("" if epoch is None else f" epoch {epoch}"))
+            for (id_, epoch), line in keyed
+            if not known(id_, epoch)
         )
         if not unmatched:
             return
-        count = len(sample_ids)
-        runs = f"{count:,} sample{'' if count == 1 else 's'}"
-        runs += f", {epochs} epochs" if epochs > 1 else ""
-        shown = ", ".join(f"{name} (line {line})" for line, name in unmatched[:5])
-        more = f" and {len(unmatched) - 5} more" if len(unmatched) > 5 else ""
+        shown = ", ".join(f"{name} (line {line})" for line, name in unmatched[:10])
+        more = f" and {len(unmatched) - 10} more" if len(unmatched) > 10 else ""
         counted = f"{len(unmatched)} labels name" if unmatched[1:] else "1 label names"
         raise LabelsError(
             self.path,
             None,
-            f"{counted} no run of {where} ({runs}): {shown}{more}. "
-            'Sample ids match exactly, type included ("1" is not 1).',
+            f"{counted} no {what} of {where}: {shown}{more}. Ids match exactly, "
+            'type included ("1" is not 1).',
         )
 
 
