@@ -135,6 +135,14 @@ def _create_beside(final: str, suffix: str) -> tuple[int, str]:
             return os.open(name, _NEW, 0o666), name
 
 
+def is_link_loop(path: str) -> bool:
+    try:
+        os.stat(path)
+    except OSError as error:
+        return error.errno == errno.ELOOP
+    return False
+
+
 def is_stream(path: str) -> bool:
     with contextlib.suppress(OSError):  # absent or unreachable: a file to make
         mode = os.stat(path).st_mode
@@ -154,26 +162,21 @@ def check_output(
     if not path or path.endswith(os.sep):
         why = f"ends in {os.sep}, as a directory does" if path else "names no file"
         raise OutputError(f"{said} {why}; give a file name")
-    try:
-        status = os.stat(path)
-    except OSError as error:
-        if error.errno == errno.ELOOP:
+    if is_link_loop(path):
+        raise OutputError(f"{said} is a loop of symbolic links; give a file")
+    identity = _identity(path)
+    for source in inputs:
+        if identity is not None and _identity(source) == identity:
+            same = os.path.abspath(path) == os.path.abspath(source)
+            how = "" if same else " (the same file, through a link)"
             raise OutputError(
-                f"{said} is a loop of symbolic links; give a file"
-            ) from None
-    else:
-        for source in inputs:
-            if _identity(source) == (status.st_dev, status.st_ino):
-                same = os.path.abspath(path) == os.path.abspath(source)
-                how = "" if same else " (the same file, through a link)"
-                raise OutputError(
-                    f"{said} is the input {source!r}{how}; writing it "
-                    "would destroy the input, so choose another file"
-                )
-        if stat.S_ISDIR(status.st_mode):
-            raise OutputError(f"{said} is a directory, not a file")
-        if not force and stat.S_ISREG(status.st_mode):
-            raise OutputError(f"{said} already exists; pass --force to replace it")
+                f"{said} is the input {source!r}{how}; writing it "
+                "would destroy the input, so choose another file"
+            )
+    if os.path.isdir(path):
+        raise OutputError(f"{said} is a directory, not a file")
+    if not force and os.path.isfile(path):
+        raise OutputError(f"{said} already exists; pass --force to replace it")
     directory = os.path.dirname(os.path.realpath(path)) or "."
     if not os.path.isdir(directory):
         raise OutputError(f"{said}: the directory {directory!r} does not exist")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 from collections.abc import Callable, Iterable, Iterator
@@ -10,6 +9,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 import click
+
+from ..outputs import is_link_loop
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -34,13 +35,8 @@ class InputPath(click.Path):
     def convert(
         self, value: Any, param: click.Parameter | None, ctx: click.Context | None
     ) -> Any:
-        if isinstance(value, str) and os.path.islink(value):
-            try:
-                os.stat(value)
-            except OSError as error:
-                if error.errno == errno.ELOOP:
-                    message = f"{value!r} is a loop of symbolic links, not a file"
-                    self.fail(message, param, ctx)
+        if isinstance(value, str) and is_link_loop(value):
+            self.fail(f"{value!r} is a loop of symbolic links, not a file", param, ctx)
         return super().convert(value, param, ctx)
 
 
