@@ -139,10 +139,10 @@ def check(
 def _problem_line(path: str, entry: dict[str, Any]) -> str:
     shown_id = "-" if entry["id"] is None else json.dumps(entry["id"])
     kind = entry["kind"] + (f" [{entry['field']}]" if "field" in entry else "")
-    answer = entry["side"] == "answer"
-    kind = click.style(
-        kind + " (answer failure)" * answer, "yellow" if answer else "red"
-    )
+    if entry["side"] == "answer":
+        kind = click.style(kind + " (answer failure)", fg="yellow")
+    else:
+        kind = click.style(kind, fg="red")
     return f"{path}:{entry['line']}: {shown_id}: {kind}: {entry['message']}"
 
 
