@@ -78,9 +78,8 @@ def read_lines(source: str | Path | Traversable) -> Iterator[RawLine]:
             binary, encoding="utf-8", errors="surrogateescape", newline=None
         )
         for number, line in enumerate(text, start=1):
-            if line.endswith("\n"):
-                line = line[:-1]
-            yield RawLine(number, line, binary.tell() if seekable else None)
+            position = binary.tell() if seekable else None
+            yield RawLine(number, line.removesuffix("\n"), position)
 
 
 def json_object(
