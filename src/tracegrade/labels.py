@@ -83,9 +83,8 @@ class StaffLabels:
     def label_for(self, sample_id: SampleId, epoch: int | None = None) -> bool | None:
         """The label for a run, or None; without `epoch`, only a label for
         every epoch of the sample applies."""
-        if epoch is not None and (sample_id, epoch) in self.epoch_labels:
-            return self.epoch_labels[(sample_id, epoch)]
-        return self.labels.get(sample_id)
+        key = (sample_id, epoch or 0)  # epochs count from 1: 0 is never labelled
+        return self.epoch_labels.get(key, self.labels.get(sample_id))
 
     def ids(self) -> list[SampleId]:
         """The sample ids labelled, each once."""
