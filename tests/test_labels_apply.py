@@ -28,7 +28,7 @@ from tests.support import OfflineLogs, write_lines
 from tracegrade import outputs, stage_diagnosis_scorer
 from tracegrade.cli.labels import lock_path
 from tracegrade.label_logs import label_requests
-from tracegrade.tasks import replay, stage_diagnosis
+from tracegrade.tasks import stage_diagnosis
 
 RUNS = {
     "gap": {"required": ["D1", "D2"], "context": ["D1"]},
@@ -144,12 +144,27 @@ def test_a_label_for_no_run_leaves_the_log_as_it_was(tmp_path: Path) -> None:
     assert snapshot(tmp_path) == before
 
 
+@scorer(metrics=[])
+def unsure_judge() -> Scorer:
+    """PARTIAL for run "spare", CORRECT otherwise, with a reason each."""
+
+    async def judge(state: TaskState, target: Target) -> Score:
+        unsure = state.sample_id == "spare"
+        return Score(
+            value=PARTIAL if unsure else CORRECT,
+            explanation="half of it" if unsure else "all of it",
+        )
+
+    return judge
+
+
 def test_the_labelled_score_reads_the_logs_keys_and_counts_every_run(
     tmp_path: Path,
 ) -> None:
-    """Keys `gold_docs` and `retrieved`, "gap" errored (its label accepted: the
-    dataset names it), "spare" unlabelled, "empty" needing none: the labelled
-    score reads the same keys, and the summary counts each run's outcome."""
+    """Keys `gold_docs` and `retrieved`, a grader, "gap" errored (its label
+    accepted: the dataset names it), "spare" unlabelled, "empty" needing none:
+    the export prefills the grader's labels, the labelled score reads the
+    same keys, and the summary counts each run's outcome."""
 
     @solver
     def fail_on_gap() -> Any:
@@ -168,9 +183,14 @@ def test_the_labelled_score_reads_the_logs_keys_and_counts_every_run(
             for key, (gold, got) in runs.items()
         ],
         solver=fail_on_gap(),
-        scorer=stage_diagnosis_scorer(
-            required_key="gold_docs", context_key="retrieved"
-        ),
+        scorer=[
+            unsure_judge(),
+            stage_diagnosis_scorer(
+                required_key="gold_docs",
+                context_key="retrieved",
+                label_from="unsure_judge",
+            ),
+        ],
     )
     (first,) = eval(
         task,
@@ -179,6 +199,19 @@ def test_the_labelled_score_reads_the_logs_keys_and_counts_every_run(
         fail_on_error=0.5,
         log_realtime=False,
     )
+    # The export prefills the grader's verdict (one that is no label is null);
+    # the errored run is a line too, with nothing recorded.
+    exported = {x["id"]: (x["context"], x["correct"]) for x in label_requests(first)}
+    assert exported == {
+        "gap": (None, None),
+        "full": (["D1"], True),
+        "other": (["D3"], True),
+        "spare": (["D4"], None),
+        "empty": ([], True),
+    }
+    graders = {x["id"]: x["grader"] for x in label_requests(first)}
+    assert graders["spare"] == {"name": "unsure_judge", "explanation": "half of it"}
+    assert graders["full"] == {"name": "unsure_judge", "explanation": "all of it"}
     labels = _all_labelled(tmp_path)
     done = tracegrade("labels", "apply", first.location, labels, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
@@ -403,48 +436,3 @@ def test_a_log_without_stage_scores_or_no_log_is_refused(
         result = tracegrade("labels", "export", path, cwd=tmp_path)
         assert result.returncode == 1
         assert said in result.stderr
-
-
-@scorer(metrics=[])
-def unsure_judge() -> Scorer:
-    """PARTIAL for run "r2", CORRECT otherwise, with a reason each."""
-
-    async def judge(state: TaskState, target: Target) -> Score:
-        unsure = state.sample_id == "r2"
-        return Score(
-            value=PARTIAL if unsure else CORRECT,
-            explanation="half of it" if unsure else "all of it",
-        )
-
-    return judge
-
-
-def test_export_prefills_the_graders_label_and_a_context_never_recorded_is_null(
-    tmp_path: Path,
-) -> None:
-    """A grader's verdict that is no label is null, its explanation there
-    either way; a run whose context was never recorded is still a line."""
-    runs = {"r1": {"context": ["D1"]}, "r2": {"context": ["D2"]}, "r3": {}}
-    task = Task(
-        dataset=[
-            Sample(id=key, input="?", metadata={"required": ["D1"], **run})
-            for key, run in runs.items()
-        ],
-        solver=replay(),
-        scorer=[
-            unsure_judge(),
-            stage_diagnosis_scorer(context_key="context", label_from="unsure_judge"),
-        ],
-    )
-    (log,) = eval(
-        task, display="none", log_dir=str(tmp_path / "logs"), log_realtime=False
-    )
-    assert log.status == "success", log.error
-    judged = {"name": "unsure_judge", "explanation": "all of it"}
-    assert [
-        (x["id"], x["context"], x["correct"], x["grader"]) for x in label_requests(log)
-    ] == [
-        ("r1", ["D1"], True, judged),
-        ("r2", ["D2"], None, {**judged, "explanation": "half of it"}),
-        ("r3", None, True, judged),
-    ]
