@@ -122,7 +122,9 @@ def test_labels_are_joined_beside_the_first_score_by_epoch(tmp_path: Path) -> No
     assert appended.metrics["lucky_answers"].value == 2
 
 
-def test_a_label_for_no_run_leaves_the_log_as_it_was(tmp_path: Path) -> None:
+def test_a_refusal_is_one_line_and_leaves_every_file_as_it_was(
+    offline_logs: OfflineLogs, tmp_path: Path
+) -> None:
     log = run_log(tmp_path)
     labels = write_lines(
         tmp_path / "labels.jsonl",
@@ -133,14 +135,22 @@ def test_a_label_for_no_run_leaves_the_log_as_it_was(tmp_path: Path) -> None:
             {"id": "full", "epoch": 2, "correct": False},
         ],
     )
+    bogus = tmp_path / "not-a-log.eval"
+    bogus.write_text("hello")
     before = snapshot(tmp_path)
-    done = tracegrade("labels", "apply", str(log), labels, cwd=tmp_path)
-    assert done.returncode == 1
-    assert one_clear_line(done.stderr) == (
-        f'Error: {labels}: 3 labels name no run of {log} (3 samples): "ful" '
-        '(line 2), 1 (line 3), "full" epoch 2 (line 4). Ids match exactly, '
-        'type included ("1" is not 1).'
-    )
+    for args, said in [
+        (
+            ("apply", str(log), labels),
+            f'Error: {labels}: 3 labels name no run of {log} (3 samples): "ful" '
+            '(line 2), 1 (line 3), "full" epoch 2 (line 4). Ids match exactly, '
+            'type included ("1" is not 1).',
+        ),
+        (("export", offline_logs.extraction), "no sample has a stage_diagnosis"),
+        (("export", str(bogus)), f"cannot read {str(bogus)!r} as an Inspect log"),
+    ]:
+        done = tracegrade("labels", *args, cwd=tmp_path)
+        assert done.returncode == 1
+        assert said in one_clear_line(done.stderr)
     assert snapshot(tmp_path) == before
 
 
@@ -422,17 +432,3 @@ def test_the_walkthroughs_label_steps_run_as_written(
     assert sorted(namespace["runs"]["staff"]) == ["pass", "pass", "retrieval"]
     staff = builtins.eval(shares.split("#")[0], namespace)  # stage shares
     assert staff.to_dict() == pytest.approx({"pass": 2 / 3, "retrieval": 1 / 3})
-
-
-def test_a_log_without_stage_scores_or_no_log_is_refused(
-    offline_logs: OfflineLogs, tmp_path: Path
-) -> None:
-    bogus = tmp_path / "not-a-log.eval"
-    bogus.write_text("hello")
-    for path, said in [
-        (offline_logs.extraction, "no sample has a stage_diagnosis score, so there"),
-        (str(bogus), f"cannot read {str(bogus)!r} as an Inspect log"),
-    ]:
-        result = tracegrade("labels", "export", path, cwd=tmp_path)
-        assert result.returncode == 1
-        assert said in result.stderr
