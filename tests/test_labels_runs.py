@@ -24,12 +24,12 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from tracegrade import stage_diagnosis_scorer
 from tracegrade.tasks import replay
 
-# id: (required, context, recorded answer); the target is "-18 degrees C."
+# id: (required, context)
 RUNS = {
-    "gap-right": (["D1", "D2"], ["D1"], "-18 degrees C."),
-    "full-right": (["D1"], ["D1"], "-18 degrees C."),
-    "full-wrong": (["D1"], ["D1", "D2"], "I do not know."),
-    "gap-wrong": (["D2"], ["D1"], "I do not know."),
+    "gap-right": (["D1", "D2"], ["D1"]),
+    "full-right": (["D1"], ["D1"]),
+    "full-wrong": (["D1"], ["D1", "D2"]),
+    "gap-wrong": (["D2"], ["D1"]),
 }
 
 
@@ -51,20 +51,15 @@ def fail_once() -> Solver:
 def runs(labels: str) -> Task:
     return Task(
         dataset=[
-            Sample(
-                id=run_id,
-                input="At what temperature is the frozen chamber kept?",
-                target="-18 degrees C.",
-                metadata={"required": required, "context": context, "answer": answer},
-            )
-            for run_id, (required, context, answer) in RUNS.items()
+            Sample(id=key, input="?", metadata={"required": gold, "context": got})
+            for key, (gold, got) in RUNS.items()
         ],
         solver=[fail_once(), replay()],
         scorer=stage_diagnosis_scorer(labels=labels),
     )
 '''
 
-# Each run's stage, and the staff's word on its answer.
+# Each run's stage, and the staff's label.
 EXPECTED = {
     "gap-right": ("retrieval", True),
     "full-right": ("pass", True),
