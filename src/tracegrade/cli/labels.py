@@ -253,12 +253,11 @@ def _summary(
 
     ids, epochs = log_runs(labelled)
     scores = labelled.results.scores if labelled.results else []
-    names = [s.name for s in scores if s.name.startswith("stage_diagnosis")]
+    name = [s.name for s in scores if s.name.startswith("stage_diagnosis")][-1]
     runs = f" ({len(ids)} samples, {epochs} epochs)" if epochs > 1 else ""
     said = [
         f"{len(outcomes.get('diagnosed', []))} of {len(labelled.samples or [])} runs"
-        f"{runs} labelled and diagnosed with the labels in {labels} as "
-        + (names[-1] if names else "stage_diagnosis")
+        f"{runs} labelled and diagnosed with the labels in {labels} as {name}"
     ]
     order = [*_NOT_DIAGNOSED, *outcomes]
     for kind in sorted(outcomes.keys() - {"diagnosed"}, key=order.index):
