@@ -235,9 +235,8 @@ class AtomicFile:
         unless_changed: FileState | None = None,
     ) -> None:
         self.path, self.replace, self.unless_changed = path, replace, unless_changed
-        self.streaming = is_stream(path)
-        self.temporary: str | None = None
-        if self.streaming:
+        self.temporary: str | None = None  # None: a stream, written in place
+        if is_stream(path):
             flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _BINARY
             descriptor = os.open(path, flags, 0o666)
         else:  # through a symbolic link, the file it points to is replaced
@@ -252,7 +251,7 @@ class AtomicFile:
 
     def flush_to_disk(self) -> None:
         self.handle.flush()
-        if not self.streaming:
+        if self.temporary is not None:
             try:
                 os.fsync(self.handle.fileno())
             except OSError as error:
