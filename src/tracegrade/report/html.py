@@ -13,7 +13,7 @@ from ..scorers.explain import show_id
 from .aggregate import Proportion, Report
 from .page import page_html
 from .runs import Undiagnosed, why_text
-from .tables import ID_TABLES, Summary, eval_label, ranked_ids, report_page
+from .tables import ID_TABLES, TABLES, Summary, eval_label, ranked_ids, report_page
 
 STAGE_COLOURS = {
     "retrieval": "#d62728",
@@ -204,7 +204,7 @@ def _id_figure(report: Report, kind: str) -> Any:
         )
     figure.update_layout(
         LAYOUT,
-        title=chart_title(f"{ID_TABLES[kind][0]} (top {report.top})", subtitle),
+        title=chart_title(TABLES[kind][0].format(top=report.top), subtitle),
         barmode="group",
         showlegend=len(rankings) > 1,
         # IDs such as "01" and "1" are different IDs, not numbers.
