@@ -75,6 +75,7 @@ class Proportion:
 
     @classmethod
     def of(cls, count: int, total: int, clusters: list[tuple[int, int]]) -> Proportion:
+        """Clustered by sample when any sample ran more than once."""
         if total == 0:
             return cls(count, 0, None, None, None)
         share = count / total
@@ -134,8 +135,6 @@ class EvalSummary:
 
 @dataclass(frozen=True)
 class _Row:
-    """One row: an eval's (or pooled evals') score."""
-
     evals: list[str]
     task: str
     model: str
@@ -244,10 +243,10 @@ def report_evals(
         counted.add_results(f"E{number}", dataset, clustered)
         on_log_read(dataset.path)
     summaries = counted.summaries(top)
-    kinds = {StageSummary: STAGE_SCORER, ExtractionSummary: EXTRACTION_SCORER}
     targets = [
-        Target("+".join(s.evals), s.task, s.model, s.scorer, kinds[type(s)], *figures)
+        Target("+".join(s.evals), s.task, s.model, s.scorer, kind, *figures)
         for s in summaries
+        for kind in [STAGE_SCORER if isinstance(s, StageSummary) else EXTRACTION_SCORER]
         for figures in [(s.runs, s.over_all_runs)]
     ]
     return Report(
@@ -263,6 +262,11 @@ def report_evals(
         ordered_extraction=[s for s in summaries if isinstance(s, ExtractionSummary)],
         thresholds=check_thresholds(thresholds, targets) if thresholds else [],
     )
+
+
+def _ranked(counter: Counter[str]) -> list[tuple[str, int]]:
+    """Most frequent first; ties in code point order, so the list is stable."""
+    return sorted(counter.items(), key=lambda item: (-item[1], item[0]))
 
 
 @dataclass
@@ -297,14 +301,12 @@ class _Group:
             figures = score.recall, score.precision
             if score.stage is not None:
                 outcomes += ["staged", score.stage]
-            if diagnosed and score.required is not None and score.missing is not None:
+            if score.required is not None and score.missing is not None:
                 ids["required"].update(set(score.required))
-                if score.labelled_correct:
-                    outcomes.append("labelled_correct")
+                outcomes += ["labelled_correct"] * score.labelled_correct
                 if score.stage == "retrieval":
+                    outcomes += ["lucky"] * score.labelled_correct
                     ids["missed"].update(score.missing)
-                    if score.labelled_correct:
-                        outcomes.append("lucky")
                 if score.steps is not None:
                     size = score.context_size or 0
                     self.pipeline.add(score.required, size, score.steps, score.lost)
@@ -316,11 +318,11 @@ class _Group:
                 outcomes += ["graded"] + ["membership"] * bool(membership)
                 outcomes += ["order"] * bool(order)
                 outcomes += ["gap"] * bool(membership and not order)
-                if score.itemised is not None and score.source is not None:
-                    outcomes.append("itemised")
-                    ids["in_source"].update(score.source)
-                    ids["dropped"].update(score.itemised.dropped)
-                    ids["invented"].update(score.itemised.invented)
+            if score.itemised is not None and score.source is not None:
+                outcomes.append("itemised")
+                ids["in_source"].update(score.source)
+                ids["dropped"].update(score.itemised.dropped)
+                ids["invented"].update(score.itemised.invented)
         error = score.error
         if error is not None:
             self.errors[error.kind, error.side] += 1
@@ -358,35 +360,25 @@ class _Group:
             key=lambda item: (item[0][1] not in UNSCORED_SIDES, -item[1], item[0][0]),
         )
         counts = [ErrorCount(kind, side, n) for (kind, side), n in errors]
-        # Most frequent first; ties in code point order, so the list is stable.
-        ranked = {
-            kind: sorted(counter.items(), key=lambda item: (-item[1], item[0]))
-            for kind, counter in ids.items()
-        }
+        why = undiagnosed(tally.why)
         if self.kind == STAGE_SCORER:
-            missed = ranked.get("missed", [])
-            names = ("pass", "context_recall", "context_precision")
+            missed = _ranked(ids["missed"])
+            required = ids["required"]
             return StageSummary(
-                *common,
-                tally.diagnosed,
-                undiagnosed(tally.why),
-                tally.figures(names),
+                *(*common, tally.diagnosed, why),
+                tally.figures(("pass", "context_recall", "context_precision")),
                 {stage: self.share(stage, "staged") for stage in STAGES},
                 self.share("lucky", "labelled_correct"),
-                tally.recall.mean(tally.recall.count),
-                tally.recall.count,
-                tally.precision.mean(tally.precision.count),
-                tally.precision.count,
+                *(tally.recall.mean(tally.recall.count), tally.recall.count),
+                *(tally.precision.mean(tally.precision.count), tally.precision.count),
                 counts,
-                [MissedDocument(i, n, ids["required"][i]) for i, n in missed[:top]],
+                [MissedDocument(i, n, required[i]) for i, n in missed[:top]],
                 len(missed),
                 self.pipeline.summary(),
             )
-        dropped, invented = ranked.get("dropped", []), ranked.get("invented", [])
+        dropped, invented = _ranked(ids["dropped"]), _ranked(ids["invented"])
         return ExtractionSummary(
-            *common,
-            tally.diagnosed,
-            undiagnosed(tally.why),
+            *(*common, tally.diagnosed, why),
             tally.figures(("membership", "order")),
             self.share("membership", "graded"),
             self.share("order", "graded"),
@@ -413,9 +405,7 @@ class _Counted:
         self, label: str, run: Any, score: str, kind: str, clustered: bool
     ) -> _Group:
         key = (run.task, run.model, score) if self.pool else (label, score)
-        group = self.groups.get(key)
-        if group is None:
-            group = self.groups[key] = _Group(run.task, run.model, score, kind)
+        group = self.groups.setdefault(key, _Group(run.task, run.model, score, kind))
         if label not in group.evals:
             group.evals.append(label)
             group.statuses.add(run.status)
