@@ -211,7 +211,7 @@ def test_extraction_figures_match_the_core_on_the_fixture(
 def test_recall_and_precision_are_exact_means_over_every_run_with_one(
     offline_logs: OfflineLogs, report: Report
 ) -> None:
-    """Labelled or not (Inspect's metrics: scored runs only), exact sums."""
+    """Labelled or not (Inspect's metrics: scored runs only)."""
     stage_log = read_eval_log(offline_logs.stage)
     assert stage_log.results is not None
     metrics = stage_log.results.scores[0].metrics
