@@ -75,7 +75,6 @@ class Proportion:
 
     @classmethod
     def of(cls, count: int, total: int, clusters: list[tuple[int, int]]) -> Proportion:
-        """Clustered by sample when any sample ran more than once."""
         if total == 0:
             return cls(count, 0, None, None, None)
         share = count / total
@@ -331,12 +330,13 @@ class _Group:
         if self.clusters is not None:
             self.clusters[sample].update(outcomes)
 
-    def none(self, why: str, runs: int) -> None:
-        """`runs` with no score at all, by `why`."""
-        self.all.runs += runs
-        self.all.why[why] += runs
-        self.all.without_recall += runs
-        self.all.without_precision += runs
+    def none(self, runs: dict[str, int]) -> None:
+        """Runs with no score at all, counted by why."""
+        total = sum(runs.values())
+        self.all.runs += total
+        self.all.why.update(runs)
+        self.all.without_recall += total
+        self.all.without_precision += total
 
     def share(self, outcome: str, population: str) -> Proportion:
         clusters = [
@@ -453,11 +453,11 @@ class _Counted:
             names = scores.score_names() if errored or unscored or not_run else {}
             for name, scorer in names.items():
                 group = self.group(label, run, name, scorer, clustered)
-                group.none(SAMPLE_ERROR, errored)
+                group.none(
+                    {SAMPLE_ERROR: errored, NO_SCORE: unscored, NOT_RUN: not_run}
+                )
                 if errored:
                     group.errors[SAMPLE_ERROR, "run"] += errored
-                group.none(NO_SCORE, unscored)
-                group.none(NOT_RUN, not_run)
                 group.not_run += not_run
                 for sample_id, _, _ in scores.scoreless or []:
                     key = self.sample(group, label, sample_id)
