@@ -405,7 +405,9 @@ class _Counted:
         self, label: str, run: Any, score: str, kind: str, clustered: bool
     ) -> _Group:
         key = (run.task, run.model, score) if self.pool else (label, score)
-        group = self.groups.setdefault(key, _Group(run.task, run.model, score, kind))
+        group = self.groups.get(key)
+        if group is None:
+            group = self.groups[key] = _Group(run.task, run.model, score, kind)
         if label not in group.evals:
             group.evals.append(label)
             group.statuses.add(run.status)
