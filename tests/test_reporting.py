@@ -371,38 +371,25 @@ def test_a_same_named_score_without_tracegrade_metadata_is_ignored(
 
 
 @pytest.mark.parametrize(
-    ("task", "sample", "changes", "problem"),
+    ("changes", "problem"),
     [
-        ("stage", "lucky-answer-gap", {"value": "x"}, r'"stage_diagnosis": .*got "x"$'),
-        (
-            "extraction",
-            "reversed",
-            {"value": {"membership": False, "order": True}},
-            "order passes without",
-        ),
+        ({"value": {"membership": False, "order": True}}, "order passes without"),
         # A score written before 0.1.0: refused, saying how to score again.
         (
-            "extraction",
-            "reversed",
             {"metadata": {"itemised": None}},
             r"needs metadata itemised, .*`inspect score LOG --scorer "
             r"tracegrade/ordered_extraction`\)$",
         ),
     ],
-    ids=["stage value", "order without membership", "before 0.1.0"],
 )
 def test_a_malformed_score_names_the_sample(
-    offline_logs: OfflineLogs,
-    tmp_path: Path,
-    task: str,
-    sample: str,
-    changes: dict[str, object],
-    problem: str,
+    offline_logs: OfflineLogs, tmp_path: Path, changes: dict[str, Any], problem: str
 ) -> None:
-    source = offline_logs.stage if task == "stage" else offline_logs.extraction
-    scorer = "stage_diagnosis" if task == "stage" else "ordered_extraction"
-    path = rewritten(source, tmp_path, sample, scorer, **changes)
-    with pytest.raises(ReportError, match=rf'sample "{sample}" epoch 1.*{problem}'):
+    """Stage scores: test_schema's readers' table."""
+    path = rewritten(
+        offline_logs.extraction, tmp_path, "reversed", "ordered_extraction", **changes
+    )
+    with pytest.raises(ReportError, match=rf'sample "reversed" epoch 1.*{problem}'):
         build_report([path])
 
 
