@@ -144,13 +144,12 @@ TABLES = {
     "runs": (
         "Runs",
         ["score", "runs", "diagnosed", "not diagnosed", "why"],
-        "runs: every sample-epoch of the eval, with a result or not. diagnosed: "
-        "runs that got a stage (extraction: a grade, answer failures included); "
-        "every share below is of these, and says so. not diagnosed: runs with "
-        "no result, and why: a data error (the sample's data is at fault), a "
-        "sample error (the sample errored before it had an answer, scored so or "
-        "not scored at all), a run logged without the score, or one its eval "
-        "never ran (it stopped).",
+        "runs: every sample-epoch of the eval, with a result or not. diagnosed: runs "
+        "that got a stage (extraction: a grade, answer failures included); every share "
+        "below is of these, and says so. not diagnosed: runs with no result, and why: "
+        "a data error (the sample's data is at fault), a sample error (the sample "
+        "errored before it had an answer, scored so or not scored at all), a run "
+        "logged without the score, or one its eval never ran (it stopped).",
     ),
     "thresholds": (
         "Thresholds (--fail-under)",
@@ -174,35 +173,32 @@ TABLES = {
     "context": (
         "Context recall and precision",
         ["recall", "recall runs", "precision", "precision runs"],
-        "recall: the mean share of each run's unique required IDs that "
-        "reached its context, over the runs with a required set and a context. "
-        "precision: the mean share of each run's unique context IDs that were "
-        "required (a repeated ID is one document), over the runs whose context "
-        "held an ID and was judged (an empty required list gives 0). Labelled "
-        "or not: the logged context_recall and context_precision metrics cover "
-        "the scored runs only. Means; no interval. Runs with no figure (a "
-        "sample error has no context) are in the Runs table.",
+        "recall: the mean share of each run's unique required IDs that reached its "
+        "context, over the runs with a required set and a context. precision: the mean "
+        "share of each run's unique context IDs that were required (a repeated ID is "
+        "one document), over the runs whose context held an ID and was judged (an "
+        "empty required list gives 0). Labelled or not: the logged context_recall and "
+        "context_precision metrics cover the scored runs only. Means; no interval. "
+        "Runs with no figure (a sample error has no context) are in the Runs table.",
     ),
     "pipeline": (
         "Where missing documents were lost",
         ["step", "lost", "share", "recall", "MRR", "nDCG@{depth}", "runs"],
-        "Over the diagnosed runs whose records carried the pipeline's steps "
-        "(runs with steps), each missing required ID counted at the step that "
-        "took the last output holding it. lost: missing IDs lost at the step; "
-        "share: of all the missing IDs of those runs. context: no step dropped "
-        "the ID, but it was ranked below the cut that fills the prompt. "
-        "recall, MRR and nDCG@{depth}: the step's output against the required "
-        "IDs, means over the diagnosed runs that have the step (runs), as "
-        "trec_eval computes them.",
+        "Over the diagnosed runs whose records carried the pipeline's steps (runs with "
+        "steps), each missing required ID counted at the step that took the last "
+        "output holding it. lost: missing IDs lost at the step; share: of all the "
+        "missing IDs of those runs. context: no step dropped the ID, but it was ranked "
+        "below the cut that fills the prompt. recall, MRR and nDCG@{depth}: the step's "
+        "output against the required IDs, means over the diagnosed runs that have the "
+        "step (runs), as trec_eval computes them.",
     ),
     "cut": (
         "Lost at the prompt's cut",
         ["lost at the cut", "median last rank", "within {near} of the cut"],
         "The missing IDs every step kept but the prompt did not hold (lost at "
-        "context): the rank where each was last seen, in the last step's "
-        "output; the cut is the run's context size. within {near} of the cut: "
-        "last seen at most {near} ranks below it, where a slightly larger k "
-        "would have kept it.",
+        "context): the rank where each was last seen, in the last step's output; the "
+        "cut is the run's context size. within {near} of the cut: last seen at most "
+        "{near} ranks below it, where a slightly larger k would have kept it.",
     ),
     "errors": (
         "Errors by kind",

@@ -19,10 +19,9 @@ METRICS: Final = {
     "order": EXTRACTION_SCORER,
 }
 OVER_ALL_RUNS: Final = (
-    "over all runs: runs not diagnosed (sample errors, data errors, runs "
-    "without the score or never run) count as not passing; context recall "
-    "and precision are means over the runs with the figure and the runs not "
-    "diagnosed, which count 0"
+    "over all runs: runs not diagnosed (sample errors, data errors, runs without the "
+    "score or never run) count as not passing; context recall and precision are means "
+    "over the runs with the figure and the runs not diagnosed, which count 0"
 )
 
 
