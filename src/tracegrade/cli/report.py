@@ -6,7 +6,6 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -94,7 +93,7 @@ class NotResults(click.ClickException):
 @click.option(
     "--html",
     "html_path",
-    type=click.Path(path_type=Path),
+    type=click.Path(),
     help="Also write the report, with charts, as one self-contained HTML file.",
 )
 @click.option(
@@ -115,7 +114,7 @@ def report(
     top: int,
     pool: bool,
     fail_under: list[Threshold],
-    html_path: Path | None,
+    html_path: str | None,
     force: bool,
     as_json: bool,
     markdown: bool,
@@ -154,8 +153,7 @@ def report(
         logs = [log.path for run in evals.runs for log in run.logs]
         logs += [superseded.path for superseded in evals.superseded]
         logs += [file for dataset in results for file in dataset.files]
-        html = None if html_path is None else str(html_path)
-        check_output(html, inputs=[*logs, *paths], option="--html", force=force)
+        check_output(html_path, inputs=[*logs, *paths], option="--html", force=force)
         total = sum(len(run.logs) for run in evals.runs) + len(results)
         quiet = nullcontext(lambda _path: None)
         with quiet if as_json else reading_progress(total) as on_log_read:
@@ -171,7 +169,7 @@ def report(
         from ..outputs import AtomicFile
         from ..report.html import render_html
 
-        AtomicFile.write_text(str(html_path), render_html(result), replace=force)
+        AtomicFile.write_text(html_path, render_html(result), replace=force)
     # stdout stays the JSON (or the Markdown) alone.
     for warning in eval_warnings(result) if as_json or markdown else []:
         click.echo(f"warning: {warning}", err=True)
