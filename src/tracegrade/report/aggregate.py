@@ -350,27 +350,30 @@ class _Group:
     def summary(self, top: int) -> StageSummary | ExtractionSummary:
         tally, ids = self.all, self.ids
         status = min(self.statuses - {"success"}, default="success")
-        samples = tally.runs - self.not_run
-        samples = samples if self.clusters is None else len(self.clusters)
+        samples = (
+            tally.runs - self.not_run if self.clusters is None else len(self.clusters)
+        )
         row = self.evals, self.task, self.model, self.score, status
-        common = (*row, sorted(self.epochs), samples, tally.runs)
+        runs = sorted(self.epochs), samples, tally.runs, tally.diagnosed
+        common = (*row, *runs, undiagnosed(tally.why))
         # Unscored runs first: they shrink the denominators of every figure.
         errors = sorted(
             self.errors.items(),
             key=lambda item: (item[0][1] not in UNSCORED_SIDES, -item[1], item[0][0]),
         )
         counts = [ErrorCount(kind, side, n) for (kind, side), n in errors]
-        why = undiagnosed(tally.why)
         if self.kind == STAGE_SCORER:
-            missed = _ranked(ids["missed"])
-            required = ids["required"]
+            missed, required = _ranked(ids["missed"]), ids["required"]
+            recall, precision = tally.recall, tally.precision
             return StageSummary(
-                *(*common, tally.diagnosed, why),
+                *common,
                 tally.figures(("pass", "context_recall", "context_precision")),
                 {stage: self.share(stage, "staged") for stage in STAGES},
                 self.share("lucky", "labelled_correct"),
-                *(tally.recall.mean(tally.recall.count), tally.recall.count),
-                *(tally.precision.mean(tally.precision.count), tally.precision.count),
+                recall.mean(recall.count),
+                recall.count,
+                precision.mean(precision.count),
+                precision.count,
                 counts,
                 [MissedDocument(i, n, required[i]) for i, n in missed[:top]],
                 len(missed),
@@ -378,7 +381,7 @@ class _Group:
             )
         dropped, invented = _ranked(ids["dropped"]), _ranked(ids["invented"])
         return ExtractionSummary(
-            *(*common, tally.diagnosed, why),
+            *common,
             tally.figures(("membership", "order")),
             self.share("membership", "graded"),
             self.share("order", "graded"),
