@@ -239,6 +239,8 @@ def test_results_given_twice_are_one_eval_and_pool_with_others(tmp_path: Path) -
 
     twice = report_json(a, a + "/", str(tmp_path / "a" / "."))
     pooled = report_json(a, b, "--pool")
+    read = "2 evals in 2 logs, pooled by task, model and score, 100 sample-epochs."
+    assert invoke(a, b, "--pool").stdout.startswith(f"tracegrade report: {read}")
     apart = invoke(a, b, "--fail-under", "pass=0.9", "--json")
 
     assert [s["runs"] for s in twice["stage_diagnosis"]] == [60]
