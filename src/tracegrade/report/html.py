@@ -100,7 +100,6 @@ def _left_out(runs: int, undiagnosed: list[Undiagnosed]) -> str:
 
 
 def _stages_figure(report: Report) -> Any:
-    """Stacked shares of every run, the runs not diagnosed a segment too."""
     rows = report.stage_diagnosis
     figure = go.Figure()
     for name, colour in STAGE_COLOURS.items():
@@ -141,7 +140,6 @@ def _stages_figure(report: Report) -> Any:
 
 
 def _extraction_figure(report: Report) -> Any:
-    """Membership and order accuracy, and their gap, with Wilson intervals."""
     rows = report.ordered_extraction
     x = [_label(s) for s in rows]
     figure = go.Figure()
@@ -185,7 +183,6 @@ def _extraction_figure(report: Report) -> Any:
 
 
 def _id_figure(report: Report, kind: str) -> Any:
-    """Counts of the most often `kind` IDs, a bar series per row."""
     colour, subtitle, (x_title, y_title), hover = _ID_CHARTS[kind]
     rankings = ranked_ids(report, kind)
     figure = go.Figure()

@@ -326,7 +326,6 @@ def _median(rank: float | None) -> str:
 
 
 def _pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
-    """Where missing documents were lost, per step and at the prompt's cut."""
     with_steps = [(s, s.pipeline) for s in summaries if s.pipeline is not None]
     if not with_steps:
         return []
