@@ -340,10 +340,7 @@ def _pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
         lost = cut.lost, percent(cut.share)
         steps.append(_row(s, "context", *lost, "", "", "", losses.runs))
         cuts.append(_row(s, cut.lost, _median(cut.median_last_rank), cut.near_the_cut))
-    return [
-        _table("pipeline", steps, depth=depth),
-        _table("cut", cuts, near=near),
-    ]
+    return [_table("pipeline", steps, depth=depth), _table("cut", cuts, near=near)]
 
 
 def _evals_table(report: Report) -> Table:
