@@ -1,5 +1,4 @@
-"""`tracegrade report` on Parquet results: every figure the log of the same
-records gives, read a batch at a time; what is not one run's results refused."""
+"""`report` on Parquet results: the log's figures, read a batch at a time."""
 
 from __future__ import annotations
 
@@ -23,10 +22,7 @@ from tracegrade.report.results import MODEL, TASK
 from tracegrade.table import records_table
 
 TASKS = ["stage_diagnosis", "ordered_extraction"]
-RECORDS = 300
-"""Random records of each task: each case `random_records` draws, the
-rarest (one in twenty) ten times or more, and two files of the
-engine's."""
+RECORDS = 300  # every case `random_records` draws ten times or more
 ENGINE_FILE_ROWS = 250
 # What identifies an eval rather than what was counted in it.
 NAMING = ("evals", "task", "model")
@@ -138,10 +134,13 @@ def one_line_usage_error(result: Result, *said: str) -> None:
         ("no required", ["part-0.parquet", "no column 'required'"]),
         ("csv", ["part-0.parquet", "not a Parquet file"]),
         ("two tasks", ["part-1.parquet", "one run"]),
+        # A job run again into the same path (Ray adds files) is two runs.
+        ("id twice", ["1.parquet', row 0", 'id "run-0" is also', "duplicate-sample"]),
+        ("no pyarrow", ["pip install 'tracegrade[parquet]'"]),
     ],
 )
 def test_files_that_are_not_one_runs_results_are_named(
-    tmp_path: Path, given: str, said: list[str]
+    tmp_path: Path, given: str, said: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     file = tmp_path / "part-0.parquet"
     records = records_table(random_records(TASKS[0], 5, seed=1), TASKS[0])
@@ -151,13 +150,21 @@ def test_files_that_are_not_one_runs_results_are_named(
         pq.write_table(score_table(records).drop_columns(["required"]), file)
     elif given == "csv":
         file.write_text("id,stage\n")
-    else:
+    elif given == "two tasks":
         for number, task in enumerate(TASKS):
             table = records_table(random_records(task, 5, seed=1), task)
             pq.write_table(
                 score_table(table, task), tmp_path / f"part-{number}.parquet"
             )
-    one_line_usage_error(invoke(str(tmp_path)), *said)
+    else:
+        stage_results(file, [True] * 20)
+        if given == "no pyarrow":
+            # A None entry makes `import pyarrow.dataset` raise ImportError.
+            monkeypatch.setitem(sys.modules, "pyarrow.dataset", None)
+        else:
+            stage_results(tmp_path / "part-1.parquet", [True] * 10 + [False] * 10)
+    result = invoke(str(tmp_path), "--fail-under", "pass=0.7")
+    one_line_usage_error(result, str(tmp_path), *said)
 
 
 @pytest.mark.parametrize(
@@ -232,6 +239,8 @@ def test_results_given_twice_are_one_eval_and_pool_with_others(tmp_path: Path) -
 
     twice = report_json(a, a + "/", str(tmp_path / "a" / "."))
     pooled = report_json(a, b, "--pool")
+    read = "2 evals in 2 logs, pooled by task, model and score, 100 sample-epochs."
+    assert invoke(a, b, "--pool").stdout.startswith(f"tracegrade report: {read}")
     apart = invoke(a, b, "--fail-under", "pass=0.9", "--json")
 
     assert [s["runs"] for s in twice["stage_diagnosis"]] == [60]
@@ -249,21 +258,6 @@ def test_results_given_twice_are_one_eval_and_pool_with_others(tmp_path: Path) -
     assert "both scored 60 sample ids" in refused.stderr
 
 
-def test_results_without_pyarrow_say_what_to_install(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    file = stage_results(tmp_path / "results.parquet", [True])
-    # A None entry makes `import pyarrow.dataset` raise ImportError.
-    monkeypatch.setitem(sys.modules, "pyarrow.dataset", None)
-
-    one_line_usage_error(
-        invoke(str(file)), repr(str(file)), "pip install 'tracegrade[parquet]'"
-    )
-
-
-# --- what a directory holds ----------------------------------------------------
-
-
 def stage_results(file: Path, passing: list[bool], prefix: str = "run") -> Path:
     """Results of records `prefix-N` that pass or miss, as `passing` says."""
     runs = [{"required": ["D1"], "context": ["D1" if ok else "X"]} for ok in passing]
@@ -274,16 +268,3 @@ def stage_results(file: Path, passing: list[bool], prefix: str = "run") -> Path:
     file.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(score_table(records_table(records, "stage_diagnosis")), file)
     return file
-
-
-def test_two_runs_in_one_directory_are_refused_not_pooled(tmp_path: Path) -> None:
-    """A job run again into the same path (Ray adds files) is two runs."""
-    older = stage_results(tmp_path / "part-0.parquet", [True] * 20)
-    newer = stage_results(tmp_path / "part-1.parquet", [True] * 10 + [False] * 10)
-
-    one_line_usage_error(
-        invoke(str(tmp_path), "--fail-under", "pass=0.7"),
-        f"{str(newer)!r}, row 0",
-        'id "run-0" is also in row 0 of ' + repr(str(older)),
-        "duplicate-sample-id",
-    )

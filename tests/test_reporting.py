@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from inspect_ai import Task, eval, score
 from inspect_ai.dataset import Sample
-from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
+from inspect_ai.log import read_eval_log, write_eval_log
 from inspect_ai.scorer import match
 
 from tests.support import OfflineLogs, split_into_parts
@@ -21,7 +21,6 @@ from tracegrade import (
     InvalidRecord,
     diagnose_stage,
     grade_extraction,
-    stage_diagnosis,
     stage_diagnosis_scorer,
 )
 from tracegrade.core import has_duplicates
@@ -101,32 +100,9 @@ def expected_extraction() -> dict[str, Counter[Any]]:
     return n
 
 
-def run(tasks: list[Task], log_dir: Path) -> list[EvalLog]:
-    logs = eval(tasks, display="none", log_dir=str(log_dir), log_realtime=False)
-    for log in logs:
-        assert log.status == "success", log.error
-    return logs
-
-
 @pytest.fixture(scope="session")
 def report(offline_logs: OfflineLogs) -> Report:
     return build_report([str(offline_logs.log_dir)])
-
-
-@pytest.fixture(scope="module")
-def more_stage_evals(
-    two_epoch_logs: dict[str, Path], tmp_path_factory: pytest.TempPathFactory
-) -> list[str]:
-    """The stage task over two epochs, and each half of its cases."""
-    directory = tmp_path_factory.mktemp("more-stage-evals")
-    lines = Path(packaged_fixture("stage_diagnosis.jsonl")).read_text().splitlines()
-    halves = []
-    for index, part in enumerate((lines[: len(lines) // 2], lines[len(lines) // 2 :])):
-        path = directory / f"half{index}.jsonl"
-        path.write_text("\n".join(part) + "\n", encoding="utf-8")
-        halves.append(stage_diagnosis(dataset=str(path)))
-    logs = [log.location for log in run(halves, directory / "logs")]
-    return [str(two_epoch_logs["stage_diagnosis"]), *logs]
 
 
 def only_stage(report: Report) -> StageSummary:
@@ -211,7 +187,7 @@ def test_extraction_figures_match_the_core_on_the_fixture(
 def test_recall_and_precision_are_exact_means_over_every_run_with_one(
     offline_logs: OfflineLogs, report: Report
 ) -> None:
-    """Labelled or not (Inspect's metrics: scored runs only), exact sums."""
+    """Labelled or not (Inspect's metrics: scored runs only)."""
     stage_log = read_eval_log(offline_logs.stage)
     assert stage_log.results is not None
     metrics = stage_log.results.scores[0].metrics
@@ -239,9 +215,9 @@ def test_recall_and_precision_are_exact_means_over_every_run_with_one(
 
 
 def test_each_sample_epoch_counts_and_the_sample_is_the_cluster(
-    more_stage_evals: list[str], report: Report
+    two_epoch_logs: dict[str, Path], report: Report
 ) -> None:
-    two_epochs = build_report([more_stage_evals[0]])
+    two_epochs = build_report([str(two_epoch_logs["stage_diagnosis"])])
     twice, once = only_stage(two_epochs), only_stage(report)
 
     assert twice.epochs == [2]
@@ -262,23 +238,6 @@ def test_each_sample_epoch_counts_and_the_sample_is_the_cluster(
         )
     assert "the sample as the cluster" in report_page(two_epochs).summary[0]
     assert "cluster" not in report_page(report).summary[0]
-
-
-def test_two_evals_are_two_rows_or_pooled_one(
-    more_stage_evals: list[str], report: Report
-) -> None:
-    halves = more_stage_evals[1:]
-    apart = build_report(halves)
-    assert [s.runs for s in apart.stage_diagnosis] == [
-        len(STAGE_CASES) // 2,
-        len(STAGE_CASES) - len(STAGE_CASES) // 2,
-    ]
-    assert read_line(apart) == "2 evals in 2 logs"
-    pooled = build_report(halves, pool=True)
-    (summary,) = pooled.stage_diagnosis
-    assert summary.evals == ["E1", "E2"]
-    assert read_line(pooled) == "2 evals in 2 logs, pooled by task, model and score"
-    assert same(summary, only_stage(report))
 
 
 @pytest.fixture(scope="session")
@@ -329,8 +288,8 @@ def test_json_logs_and_appended_scores(
 
 def test_logs_without_tracegrade_scores_are_an_error(tmp_path: Path) -> None:
     # replay() leaves the output empty, with no model call.
-    sample = Sample(input="x", target="")
-    (log,) = run([Task(dataset=[sample], solver=replay(), scorer=match())], tmp_path)
+    task = Task(dataset=[Sample(input="x", target="")], solver=replay(), scorer=match())
+    (log,) = eval(task, display="none", log_dir=str(tmp_path), log_realtime=False)
     with pytest.raises(ReportError, match=r"no tracegrade scores .*found: match"):
         build_report([log.location])
 
@@ -371,38 +330,25 @@ def test_a_same_named_score_without_tracegrade_metadata_is_ignored(
 
 
 @pytest.mark.parametrize(
-    ("task", "sample", "changes", "problem"),
+    ("changes", "problem"),
     [
-        ("stage", "lucky-answer-gap", {"value": "x"}, r'"stage_diagnosis": .*got "x"$'),
-        (
-            "extraction",
-            "reversed",
-            {"value": {"membership": False, "order": True}},
-            "order passes without",
-        ),
+        ({"value": {"membership": False, "order": True}}, "order passes without"),
         # A score written before 0.1.0: refused, saying how to score again.
         (
-            "extraction",
-            "reversed",
             {"metadata": {"itemised": None}},
             r"needs metadata itemised, .*`inspect score LOG --scorer "
             r"tracegrade/ordered_extraction`\)$",
         ),
     ],
-    ids=["stage value", "order without membership", "before 0.1.0"],
 )
 def test_a_malformed_score_names_the_sample(
-    offline_logs: OfflineLogs,
-    tmp_path: Path,
-    task: str,
-    sample: str,
-    changes: dict[str, object],
-    problem: str,
+    offline_logs: OfflineLogs, tmp_path: Path, changes: dict[str, Any], problem: str
 ) -> None:
-    source = offline_logs.stage if task == "stage" else offline_logs.extraction
-    scorer = "stage_diagnosis" if task == "stage" else "ordered_extraction"
-    path = rewritten(source, tmp_path, sample, scorer, **changes)
-    with pytest.raises(ReportError, match=rf'sample "{sample}" epoch 1.*{problem}'):
+    """Stage scores: test_schema's readers' table."""
+    path = rewritten(
+        offline_logs.extraction, tmp_path, "reversed", "ordered_extraction", **changes
+    )
+    with pytest.raises(ReportError, match=rf'sample "reversed" epoch 1.*{problem}'):
         build_report([path])
 
 

@@ -6,7 +6,6 @@ import json
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
@@ -94,7 +93,7 @@ class NotResults(click.ClickException):
 @click.option(
     "--html",
     "html_path",
-    type=click.Path(path_type=Path),
+    type=click.Path(),
     help="Also write the report, with charts, as one self-contained HTML file.",
 )
 @click.option(
@@ -115,7 +114,7 @@ def report(
     top: int,
     pool: bool,
     fail_under: list[Threshold],
-    html_path: Path | None,
+    html_path: str | None,
     force: bool,
     as_json: bool,
     markdown: bool,
@@ -123,19 +122,11 @@ def report(
 ) -> None:
     """Summarise tracegrade scores in Inspect logs or Parquet results.
 
-    Reads the tracegrade scores in each LOG (.eval or .json) or every log
-    under each DIR, and Parquet results (a .parquet file or a DIR of them
-    and no log), and shows per eval (E1, E2, ...; --pool pools those of a
-    task and model): stage shares, lucky answers, context recall and
-    precision, errors by kind, the most often missing, dropped and
-    invented IDs, and membership versus order accuracy.
-
-    Runs are counted per sample-epoch, every run of the eval, each share
-    beside the runs it rests on and the runs with no result and why.
-    Intervals are 95% Wilson score intervals, the sample as the cluster
-    when it ran several epochs. --fail-under checks the share over all
-    runs. --verbose adds what each column means. The rules:
-    docs/report.md.
+    Reads each LOG (.eval or .json), every log under each DIR, and Parquet
+    results (a .parquet file or a DIR of them and no log), and shows per
+    eval (E1, E2, ...) where runs fail and which IDs they miss, every share
+    beside the runs it rests on, with 95% Wilson intervals (the sample as
+    the cluster over several epochs). The rules: docs/report.md.
 
     Exit codes: 0 success, 1 no tracegrade scores found, a log cannot be
     read or evals cannot be pooled, 2 usage error (a --fail-under of an
@@ -162,8 +153,7 @@ def report(
         logs = [log.path for run in evals.runs for log in run.logs]
         logs += [superseded.path for superseded in evals.superseded]
         logs += [file for dataset in results for file in dataset.files]
-        html = None if html_path is None else str(html_path)
-        check_output(html, inputs=[*logs, *paths], option="--html", force=force)
+        check_output(html_path, inputs=[*logs, *paths], option="--html", force=force)
         total = sum(len(run.logs) for run in evals.runs) + len(results)
         quiet = nullcontext(lambda _path: None)
         with quiet if as_json else reading_progress(total) as on_log_read:
@@ -179,15 +169,14 @@ def report(
         from ..outputs import AtomicFile
         from ..report.html import render_html
 
-        AtomicFile.write_text(str(html_path), render_html(result), replace=force)
-    if as_json or markdown:
-        # stdout stays the JSON (or the Markdown) alone.
-        for warning in eval_warnings(result):
-            click.echo(f"warning: {warning}", err=True)
-        if as_json:
-            click.echo(json.dumps(result.to_json(), indent=2, allow_nan=False))
-        else:
-            click.echo(page_markdown(report_page(result)), nl=False)
+        AtomicFile.write_text(html_path, render_html(result), replace=force)
+    # stdout stays the JSON (or the Markdown) alone.
+    for warning in eval_warnings(result) if as_json or markdown else []:
+        click.echo(f"warning: {warning}", err=True)
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2, allow_nan=False))
+    elif markdown:
+        click.echo(page_markdown(report_page(result)), nl=False)
     else:
         from rich.console import Console
 
@@ -203,7 +192,6 @@ def report(
 
 @contextmanager
 def reading_progress(total: int) -> Iterator[Callable[[str], None]]:
-    """A bar on stderr that each log read advances."""
     from rich import progress as bar
     from rich.console import Console
 

@@ -25,7 +25,7 @@ from ..schema import (
     read_extraction,
     read_stage,
 )
-from .runs import NO_SCORE, NOT_RUN, SAMPLE_ERROR, AllRuns, Undiagnosed, undiagnosed
+from .runs import NO_SCORE, NOT_RUN, SAMPLE_ERROR, AllRuns, Undiagnosed
 from .steps import PipelineLosses, PipelineTally
 from .thresholds import Target, Threshold, ThresholdCheck, check_thresholds
 
@@ -134,8 +134,6 @@ class EvalSummary:
 
 @dataclass(frozen=True)
 class _Row:
-    """One row: an eval's (or pooled evals') score."""
-
     evals: list[str]
     task: str
     model: str
@@ -244,10 +242,10 @@ def report_evals(
         counted.add_results(f"E{number}", dataset, clustered)
         on_log_read(dataset.path)
     summaries = counted.summaries(top)
-    kinds = {StageSummary: STAGE_SCORER, ExtractionSummary: EXTRACTION_SCORER}
     targets = [
-        Target("+".join(s.evals), s.task, s.model, s.scorer, kinds[type(s)], *figures)
+        Target("+".join(s.evals), s.task, s.model, s.scorer, kind, *figures)
         for s in summaries
+        for kind in [STAGE_SCORER if isinstance(s, StageSummary) else EXTRACTION_SCORER]
         for figures in [(s.runs, s.over_all_runs)]
     ]
     return Report(
@@ -263,6 +261,11 @@ def report_evals(
         ordered_extraction=[s for s in summaries if isinstance(s, ExtractionSummary)],
         thresholds=check_thresholds(thresholds, targets) if thresholds else [],
     )
+
+
+def _ranked(counter: Counter[str]) -> list[tuple[str, int]]:
+    """Most frequent first; ties in code point order, so the list is stable."""
+    return sorted(counter.items(), key=lambda item: (-item[1], item[0]))
 
 
 @dataclass
@@ -297,14 +300,12 @@ class _Group:
             figures = score.recall, score.precision
             if score.stage is not None:
                 outcomes += ["staged", score.stage]
-            if diagnosed and score.required is not None and score.missing is not None:
+            if score.required is not None and score.missing is not None:
                 ids["required"].update(set(score.required))
-                if score.labelled_correct:
-                    outcomes.append("labelled_correct")
+                outcomes += ["labelled_correct"] * score.labelled_correct
                 if score.stage == "retrieval":
+                    outcomes += ["lucky"] * score.labelled_correct
                     ids["missed"].update(score.missing)
-                    if score.labelled_correct:
-                        outcomes.append("lucky")
                 if score.steps is not None:
                     size = score.context_size or 0
                     self.pipeline.add(score.required, size, score.steps, score.lost)
@@ -316,11 +317,11 @@ class _Group:
                 outcomes += ["graded"] + ["membership"] * bool(membership)
                 outcomes += ["order"] * bool(order)
                 outcomes += ["gap"] * bool(membership and not order)
-                if score.itemised is not None and score.source is not None:
-                    outcomes.append("itemised")
-                    ids["in_source"].update(score.source)
-                    ids["dropped"].update(score.itemised.dropped)
-                    ids["invented"].update(score.itemised.invented)
+            if score.itemised is not None and score.source is not None:
+                outcomes.append("itemised")
+                ids["in_source"].update(score.source)
+                ids["dropped"].update(score.itemised.dropped)
+                ids["invented"].update(score.itemised.invented)
         error = score.error
         if error is not None:
             self.errors[error.kind, error.side] += 1
@@ -329,12 +330,13 @@ class _Group:
         if self.clusters is not None:
             self.clusters[sample].update(outcomes)
 
-    def none(self, why: str, runs: int) -> None:
-        """`runs` with no score at all, by `why`."""
-        self.all.runs += runs
-        self.all.why[why] += runs
-        self.all.without_recall += runs
-        self.all.without_precision += runs
+    def none(self, runs: dict[str, int]) -> None:
+        """Runs with no score at all, counted by why."""
+        total = sum(runs.values())
+        self.all.runs += total
+        self.all.why.update(runs)
+        self.all.without_recall += total
+        self.all.without_precision += total
 
     def share(self, outcome: str, population: str) -> Proportion:
         clusters = [
@@ -348,45 +350,39 @@ class _Group:
     def summary(self, top: int) -> StageSummary | ExtractionSummary:
         tally, ids = self.all, self.ids
         status = min(self.statuses - {"success"}, default="success")
-        samples = tally.runs - self.not_run
-        samples = samples if self.clusters is None else len(self.clusters)
+        samples = (
+            tally.runs - self.not_run if self.clusters is None else len(self.clusters)
+        )
         row = self.evals, self.task, self.model, self.score, status
-        common = (*row, sorted(self.epochs), samples, tally.runs)
+        runs = sorted(self.epochs), samples, tally.runs, tally.diagnosed
+        why = [Undiagnosed(kind, n) for kind, n in _ranked(tally.why) if n]
+        common = (*row, *runs, why)
         # Unscored runs first: they shrink the denominators of every figure.
         errors = sorted(
             self.errors.items(),
             key=lambda item: (item[0][1] not in UNSCORED_SIDES, -item[1], item[0][0]),
         )
         counts = [ErrorCount(kind, side, n) for (kind, side), n in errors]
-        # Most frequent first; ties in code point order, so the list is stable.
-        ranked = {
-            kind: sorted(counter.items(), key=lambda item: (-item[1], item[0]))
-            for kind, counter in ids.items()
-        }
         if self.kind == STAGE_SCORER:
-            missed = ranked.get("missed", [])
-            names = ("pass", "context_recall", "context_precision")
+            missed, required = _ranked(ids["missed"]), ids["required"]
+            recall, precision = tally.recall, tally.precision
             return StageSummary(
                 *common,
-                tally.diagnosed,
-                undiagnosed(tally.why),
-                tally.figures(names),
+                tally.figures(("pass", "context_recall", "context_precision")),
                 {stage: self.share(stage, "staged") for stage in STAGES},
                 self.share("lucky", "labelled_correct"),
-                tally.recall.mean(tally.recall.count),
-                tally.recall.count,
-                tally.precision.mean(tally.precision.count),
-                tally.precision.count,
+                recall.mean(recall.count),
+                recall.count,
+                precision.mean(precision.count),
+                precision.count,
                 counts,
-                [MissedDocument(i, n, ids["required"][i]) for i, n in missed[:top]],
+                [MissedDocument(i, n, required[i]) for i, n in missed[:top]],
                 len(missed),
                 self.pipeline.summary(),
             )
-        dropped, invented = ranked.get("dropped", []), ranked.get("invented", [])
+        dropped, invented = _ranked(ids["dropped"]), _ranked(ids["invented"])
         return ExtractionSummary(
             *common,
-            tally.diagnosed,
-            undiagnosed(tally.why),
             tally.figures(("membership", "order")),
             self.share("membership", "graded"),
             self.share("order", "graded"),
@@ -463,11 +459,11 @@ class _Counted:
             names = scores.score_names() if errored or unscored or not_run else {}
             for name, scorer in names.items():
                 group = self.group(label, run, name, scorer, clustered)
-                group.none(SAMPLE_ERROR, errored)
+                group.none(
+                    {SAMPLE_ERROR: errored, NO_SCORE: unscored, NOT_RUN: not_run}
+                )
                 if errored:
                     group.errors[SAMPLE_ERROR, "run"] += errored
-                group.none(NO_SCORE, unscored)
-                group.none(NOT_RUN, not_run)
                 group.not_run += not_run
                 for sample_id, _, _ in scores.scoreless or []:
                     key = self.sample(group, label, sample_id)

@@ -13,15 +13,15 @@ from ..scorers.explain import show_id
 from .aggregate import Proportion, Report
 from .page import page_html
 from .runs import Undiagnosed, why_text
-from .tables import ID_TABLES, Summary, eval_label, ranked_ids, report_page
+from .tables import ID_TABLES, TABLES, Summary, eval_label, ranked_ids, report_page
 
 STAGE_COLOURS = {
     "retrieval": "#d62728",
     "generation": "#ff7f0e",
     "pass": "#2ca02c",
     "unresolved": "#9a9a9a",
+    "not diagnosed": "#3b3b3b",
 }
-NOT_DIAGNOSED = "#3b3b3b"
 CRITERION_COLOURS = {"membership": "#1f77b4", "order": "#17becf", "gap": "#9467bd"}
 # Per kind: colour, subtitle, axis titles, hover text of (count) of (of).
 _ID_CHARTS = {
@@ -65,12 +65,11 @@ def chart_title(text: str, subtitle: str) -> dict[str, Any]:
 
 def chart_html(figure: Any, key: str) -> str:
     """A figure as a chart section; the page's head holds plotly.js."""
-    config = {"displaylogo": False, "responsive": True}
     div: str = figure.to_html(
         full_html=False,
         include_plotlyjs=False,
         include_mathjax=False,
-        config=config,
+        config={"displaylogo": False, "responsive": True},
         div_id=f"chart-{key}",
     )
     return f'<section class="chart">{div}</section>'
@@ -101,16 +100,15 @@ def _left_out(runs: int, undiagnosed: list[Undiagnosed]) -> str:
 
 
 def _stages_figure(report: Report) -> Any:
-    """Stacked shares of every run, the runs not diagnosed a segment too."""
     rows = report.stage_diagnosis
     figure = go.Figure()
-    for name in (*STAGES, "not diagnosed"):
+    for name, colour in STAGE_COLOURS.items():
         if name in STAGES:
-            shares = [s.stages[name] for s in rows]
-            counts = [p.count for p in shares]
+            counts = [s.stages[name].count for s in rows]
             hover = [
-                f"{p.count} of {s.runs} runs; of the diagnosed, " + _interval(p)
-                for p, s in zip(shares, rows, strict=True)
+                f"{s.stages[name].count} of {s.runs} runs; of the diagnosed, "
+                + _interval(s.stages[name])
+                for s in rows
             ]
         else:
             counts = [s.runs - s.diagnosed for s in rows]
@@ -124,7 +122,7 @@ def _stages_figure(report: Report) -> Any:
             textangle=0,
             customdata=hover,
             hovertemplate=f"{name}: %{{customdata}}<extra></extra>",
-            marker_color=STAGE_COLOURS.get(name, NOT_DIAGNOSED),
+            marker_color=colour,
         )
     return figure.update_layout(
         LAYOUT,
@@ -142,14 +140,11 @@ def _stages_figure(report: Report) -> Any:
 
 
 def _extraction_figure(report: Report) -> Any:
-    """Membership and order accuracy, and their gap, with Wilson intervals."""
     rows = report.ordered_extraction
     x = [_label(s) for s in rows]
     figure = go.Figure()
-    for name in CRITERION_COLOURS:
+    for name, colour in CRITERION_COLOURS.items():
         shares: list[Proportion] = [getattr(s, name) for s in rows]
-        high = [100 * ((p.high or 0.0) - (p.share or 0.0)) for p in shares]
-        low = [100 * ((p.share or 0.0) - (p.low or 0.0)) for p in shares]
         figure.add_bar(
             name=name,
             x=x,
@@ -157,12 +152,14 @@ def _extraction_figure(report: Report) -> Any:
             error_y={
                 "type": "data",
                 "symmetric": False,
-                "array": high,
-                "arrayminus": low,
+                "array": [100 * ((p.high or 0.0) - (p.share or 0.0)) for p in shares],
+                "arrayminus": [
+                    100 * ((p.share or 0.0) - (p.low or 0.0)) for p in shares
+                ],
             },
             customdata=[_interval(p) for p in shares],
             hovertemplate=f"{name}: %{{customdata}}<extra></extra>",
-            marker_color=CRITERION_COLOURS[name],
+            marker_color=colour,
         )
     figure.add_bar(
         name="not graded (of all runs)",
@@ -170,7 +167,7 @@ def _extraction_figure(report: Report) -> Any:
         y=[_of_all(s.runs - s.graded, s.runs) for s in rows],
         customdata=[_left_out(s.runs, s.not_graded) for s in rows],
         hovertemplate="not graded: %{customdata}<extra></extra>",
-        marker_color=NOT_DIAGNOSED,
+        marker_color=STAGE_COLOURS["not diagnosed"],
     )
     return figure.update_layout(
         LAYOUT,
@@ -186,7 +183,6 @@ def _extraction_figure(report: Report) -> Any:
 
 
 def _id_figure(report: Report, kind: str) -> Any:
-    """Counts of the most often `kind` IDs, a bar series per row."""
     colour, subtitle, (x_title, y_title), hover = _ID_CHARTS[kind]
     rankings = ranked_ids(report, kind)
     figure = go.Figure()
@@ -204,7 +200,7 @@ def _id_figure(report: Report, kind: str) -> Any:
         )
     figure.update_layout(
         LAYOUT,
-        title=chart_title(f"{ID_TABLES[kind][0]} (top {report.top})", subtitle),
+        title=chart_title(TABLES[kind][0].format(top=report.top), subtitle),
         barmode="group",
         showlegend=len(rankings) > 1,
         # IDs such as "01" and "1" are different IDs, not numbers.

@@ -12,13 +12,10 @@ from typing import TYPE_CHECKING, Any, Final
 if TYPE_CHECKING:
     from rich.console import Console
 
-
 # A count, a share with its interval, a p-value or a change; "n/a" when none.
 _FIGURE = re.compile(
     r"n/a|none|[+-]?\d+(\.\d+)?(e[+-]?\d+)?( ?%| pp)?( \[[\d.]+, [\d.]+\])?"
 )
-
-_DIGIT = re.compile(r"\d")
 
 
 @dataclass(frozen=True)
@@ -40,10 +37,11 @@ class Table:
     @property
     def numeric(self) -> list[bool]:
         """Right-aligned, never broken: columns of figures, "n/a" or "none"."""
+        cells = [[row[i] for row in self.rows] for i in range(len(self.columns))]
         return [
-            any(_DIGIT.search(row[i]) for row in self.rows)
-            and all(_FIGURE.fullmatch(row[i]) for row in self.rows if row[i])
-            for i in range(len(self.columns))
+            any(re.search(r"\d", cell) for cell in column)
+            and all(_FIGURE.fullmatch(cell) for cell in column if cell)
+            for column in cells
         ]
 
     def briefly(self) -> Table:
@@ -52,17 +50,16 @@ class Table:
         rows = self.rows
         if self.brief_rows is not None:
             rows = [rows[i] for i in self.brief_rows]
-        title = self.title
+        title, index = self.title, self.columns.index
         same = [
             column
             for column in self.constant
-            if column in self.columns
-            and len({row[self.columns.index(column)] for row in rows}) == 1
+            if column in self.columns and len({row[index(column)] for row in rows}) == 1
         ]
         if same and same[0] == self.constant[0]:
             columns = [column for column in columns if column not in same]
-            title += f": {rows[0][self.columns.index(same[0])]}"
-        kept = [self.columns.index(column) for column in columns]
+            title += f": {rows[0][index(same[0])]}"
+        kept = [index(column) for column in columns]
         rows = [[row[i] for i in kept] for row in rows]
         return replace(self, title=title, columns=columns, rows=rows)
 
@@ -94,26 +91,22 @@ class Page:
 
 # --- the terminal ---------------------------------------------------------------
 
-_NAME_WIDTH = 32
-
 
 def print_page(page: Page, console: Console, *, verbose: bool = False) -> None:
     """The page on the terminal: verdict, summary, then the tables."""
     from rich.text import Text
 
     style = {True: "bold red", False: "bold green", None: "bold"}[page.failed]
-    summary = list(page.summary)
+    lines = [*page.summary, *(f"- {line}" for line in page.headlines)]
     if page.quiet_verdict and page.failed is None:
         # No gate asked, and nothing to say of it: the summary comes first.
-        head = summary.pop(0) if summary else ""
-        console.print(Text.assemble((page.command, "bold"), f": {head}"))
+        console.print(Text.assemble((page.command, "bold"), f": {lines.pop(0)}"))
     else:
         console.print(
             Text.assemble((page.command, "bold"), ": ", (page.verdict, style))
         )
-        for reason in page.reasons:
-            console.print(Text(f"- {reason}"))
-    for line in [*summary, *(f"- {line}" for line in page.headlines)]:
+        lines[:0] = [f"- {reason}" for reason in page.reasons]
+    for line in lines:
         console.print(Text(line))
     for warning in page.warnings:
         console.print(Text.assemble(("warning", "yellow"), f": {warning}"))
@@ -168,11 +161,9 @@ def print_table(console: Console, table: Table, *, verbose: bool = False) -> Non
         for column, cell in zip(shown.columns, row, strict=True):
             record.add_row(Text(column), Text(cell))
         console.print(Padding(record, (0, 0, 1, 2), expand=False))
-    if verbose:
+    if verbose or table.cut:
         # The caption as wide as the terminal, not the table.
-        console.print(Text(table.caption, style="dim"))
-    elif table.cut:
-        console.print(Text(table.cut, style="dim"))
+        console.print(Text(table.caption if verbose else table.cut, style="dim"))
     for note in table.notes:
         # Unbroken, so that a log's path can be copied from the terminal.
         console.print(Text(note, style="dim"), soft_wrap=True)
@@ -184,45 +175,38 @@ def _rich_table(spec: Table, *, tight: bool) -> Any:
     from rich.table import Table as RichTable
     from rich.text import Text
 
-    # Text, not markup: an ID or a task may hold square brackets.
     table = RichTable(
         box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=tight
     )
-    numerics = spec.numeric
-    for index, column in enumerate(spec.columns):
-        cells, numeric = [row[index] for row in spec.rows], numerics[index]
-        if numeric:
-            # A figure ("33.3% [6.1, 79.2]") never breaks.
-            widest = max((len(cell) for cell in cells), default=0)
-        else:
-            # Text wraps between words; a word (a task, an ID) folds only
-            # past a bound: "tracegrade/stage_d|iagnosis" is unreadable.
-            words = (word for cell in cells for word in cell.split())
-            widest = min(max(map(len, words), default=0), _NAME_WIDTH)
-        heading = max((len(word) for word in column.split()), default=0)
-        narrowest = max(widest, heading)
-        whole = max((len(text) for text in [column, *cells]), default=0)
+    for index, (column, numeric) in enumerate(
+        zip(spec.columns, spec.numeric, strict=True)
+    ):
+        cells = [row[index] for row in spec.rows]
+        # A figure ("33.3% [6.1, 79.2]") never breaks. Text wraps between
+        # words; a word folds only past 32: "tracegrade/stage_d|iagnosis".
+        words = cells if numeric else [word for cell in cells for word in cell.split()]
+        widest = max(map(len, words), default=0)
+        heading = max(map(len, column.split()), default=0)
+        narrowest = max(widest if numeric else min(widest, 32), heading)
+        # Rich narrows a table that is too wide by wrapping its widest
+        # columns, then widens any below its min_width again, past the
+        # terminal's edge: only a column that can wrap may be narrowed.
         table.add_column(
             column,
             justify="right" if numeric else "left",
             overflow="fold",
             min_width=narrowest,
-            # Rich narrows a table that is too wide by wrapping its widest
-            # columns, then widens any below its min_width again, past the
-            # terminal's edge: only a column that can wrap may be narrowed.
-            no_wrap=narrowest >= whole,
+            no_wrap=narrowest >= max(map(len, [column, *cells])),
         )
     for row in spec.rows:
-        table.add_row(*(Text(cell) for cell in row))
+        # Text, not markup: an ID or a task may hold square brackets.
+        table.add_row(*map(Text, row))
     return table
 
 
 # --- Markdown -------------------------------------------------------------------
 
-COMMENT_LIMIT: Final = 65_536
-"""GitHub's limit on a comment's characters (a step summary takes 1 MiB)."""
-CELL_LIMIT: Final = 300
-"""The most characters of one cell or one line of text shown."""
+COMMENT_LIMIT: Final = 65_536  # GitHub's for a comment (a step summary: 1 MiB)
 _FOOTER_ROOM: Final = 3_000
 _REQUIRED_LINES: Final = 40
 _LISTED_LEFT_OUT: Final = 20
@@ -235,7 +219,7 @@ _BLOCK_START = re.compile(r"^(\d{0,9})([.)])(?=\s|$)|^()([+=-])")
 _ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;", "@": "&#64;", "#": "&#35;"}
 
 
-def escape(text: str, limit: int = CELL_LIMIT, *, line: bool = False) -> str:
+def escape(text: str, limit: int = 300, *, line: bool = False) -> str:
     """`text` as literal Markdown on one line, cut to `limit` characters."""
     flat = " ".join(text.split())
     if len(flat) > limit:
@@ -252,6 +236,10 @@ def _row(row: Sequence[str]) -> str:
     return "| " + " | ".join(map(escape, row)) + " |\n"
 
 
+def _items(items: Sequence[str], bold: str = "") -> list[str]:
+    return [f"- {bold}{escape(i, 1_000, line=not bold)}\n" for i in items]
+
+
 class MarkdownPage:
     """A page rendered under `limit` characters, saying what it left out."""
 
@@ -265,22 +253,10 @@ class MarkdownPage:
     def verdict(self, head: str, reasons: Sequence[str]) -> None:
         """The gate's verdict, in bold, and why: always shown, first."""
         self.required += [f"**{escape(head, limit=1_000)}**", ""]
-        shown = reasons[:_REQUIRED_LINES]
-        self.required += [f"- {escape(r, limit=1_000, line=True)}" for r in shown]
-        if more := len(reasons) - len(shown):
+        self.required += [i[:-1] for i in _items(reasons[:_REQUIRED_LINES])]
+        if (more := len(reasons) - _REQUIRED_LINES) > 0:
             self.required.append(f"- ... and {more} more (--json lists all)")
         self.required.append("")
-
-    def paragraph(self, text: str) -> None:
-        line = escape(text, limit=2_000, line=True) + "\n"
-        self.blocks.append(("a paragraph", "line", "", [line], "\n", ""))
-
-    def bullets(self, what: str, items: Sequence[str], prefix: str = "") -> None:
-        """A list; `prefix` (e.g. "warning: ") is shown in bold."""
-        bold = f"**{escape(prefix.strip())}** " if prefix else ""
-        lines = [f"- {bold}{escape(i, limit=1_000, line=not bold)}\n" for i in items]
-        if lines:
-            self.blocks.append((what, "lines", "", lines, "\n", ""))
 
     def table(self, table: Table) -> None:
         """A table with rows; one with none is left out."""
@@ -290,7 +266,7 @@ class MarkdownPage:
         head = f"### {escape(table.title)}\n\n{_row(table.columns)}"
         head += "| " + " | ".join(align) + " |\n"
         tail = f"\n{escape(table.caption, limit=2_000, line=True)}\n\n"
-        notes = "".join(f"- {escape(n, limit=1_000, line=True)}\n" for n in table.notes)
+        notes = "".join(_items(table.notes))
         rows = list(map(_row, table.rows))
         what = f"table {table.title!r}"
         self.blocks.append((what, "rows", head, rows, tail, notes and notes + "\n"))
@@ -316,11 +292,10 @@ class MarkdownPage:
             parts.append(head + "".join(lines[:shown]) + tail)
             room -= size
         if left_out:
-            listed = "; ".join(left_out[:_LISTED_LEFT_OUT])
             more = len(left_out) - _LISTED_LEFT_OUT
             note = (
                 f"Left out to stay under {self.limit:,} characters (GitHub's "
-                f"limit for a comment): {listed}"
+                f"limit for a comment): {'; '.join(left_out[:_LISTED_LEFT_OUT])}"
                 + (f"; and {more} more" if more > 0 else "")
                 + ". --json lists everything."
             )
@@ -332,15 +307,22 @@ def page_markdown(page: Page, limit: int = COMMENT_LIMIT) -> str:
     """`--markdown`: the page, the verdict first, under `limit` characters."""
     markdown = MarkdownPage(page.command, limit)
     markdown.verdict(page.verdict, page.reasons)
+    blocks = markdown.blocks
     for line in page.summary:
-        markdown.paragraph(line)
-    markdown.bullets("the headlines", page.headlines)
-    markdown.bullets("the warnings", page.warnings, prefix="warning:")
+        text = escape(line, limit=2_000, line=True) + "\n"
+        blocks.append(("a paragraph", "line", "", [text], "\n", ""))
+
+    def bullets(what: str, lines: list[str]) -> None:
+        if lines:
+            blocks.append((what, "lines", "", lines, "\n", ""))
+
+    bullets("the headlines", _items(page.headlines))
+    bullets("the warnings", _items(page.warnings, "**warning:** "))
     for section in page.sections:
         for table in section.tables:
             markdown.table(table)
         name = f" of {section.title}" if section.title else ""
-        markdown.bullets(f"the test notes{name}", section.notes)
+        bullets(f"the test notes{name}", _items(section.notes))
         for table in section.more:
             markdown.table(table)
     return markdown.render()
@@ -365,6 +347,11 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 """
 
 
+def _list(items: Sequence[str], attributes: str = "") -> str:
+    lines = "".join(f"<li>{html.escape(item)}</li>" for item in items)
+    return f"<ul{attributes}>{lines}</ul>"
+
+
 def table_html(table: Table) -> str:
     """A table as an HTML section, escaped, the same cells as the terminal's."""
     numeric = table.numeric
@@ -376,44 +363,32 @@ def table_html(table: Table) -> str:
         )
 
     body = "".join(f"<tr>{cells('td', row)}</tr>" for row in table.rows)
-    notes = "".join(f"<li>{html.escape(note)}</li>" for note in table.notes)
     return (
         f'<section class="table" id="table-{table.key}">'
         f"<h2>{html.escape(table.title)}</h2>"
         f"<table><thead><tr>{cells('th', table.columns)}</tr></thead>"
         f"<tbody>{body}</tbody></table>"
         f'<p class="caption">{html.escape(table.caption)}</p>'
-        + (f'<ul class="caption">{notes}</ul>' if notes else "")
+        + (_list(table.notes, ' class="caption"') if table.notes else "")
         + "</section>"
     )
-
-
-def _charts(charts: Sequence[str]) -> str:
-    shown = list(charts)
-    if len(shown) % 2:
-        shown[-1] = shown[-1].replace('class="chart"', 'class="chart wide"', 1)
-    return f'<div class="charts">{"".join(shown)}</div>' if shown else ""
-
-
-def _list(items: Sequence[str], attributes: str = "") -> str:
-    lines = "".join(f"<li>{html.escape(item)}</li>" for item in items)
-    return f"<ul{attributes}>{lines}</ul>"
 
 
 def page_html(page: Page, charts: Sequence[Sequence[str]], plotly_js: str) -> str:
     """The page as one HTML file; `charts[i]` go before section i's tables."""
     sections = []
     for section, shown in zip(page.sections, charts, strict=True):
-        heading = f"<h2>{html.escape(section.title)}</h2>" if section.title else ""
-        notes = ""
+        parts = [f"<h2>{html.escape(section.title)}</h2>" if section.title else ""]
+        if shown:
+            row = list(shown)
+            if len(row) % 2:  # the last alone on its row: as wide as the page
+                row[-1] = row[-1].replace('class="chart"', 'class="chart wide"', 1)
+            parts.append(f'<div class="charts">{"".join(row)}</div>')
         if section.notes:
-            notes = '<section class="notes"><h3>What the tests say</h3>'
-            notes += f"{_list(section.notes)}</section>"
-        tables = [t for t in [*section.tables, *section.more] if t.rows]
-        sections.append(
-            f'<section class="pair">{heading}{_charts(shown)}{notes}'
-            f"{''.join(table_html(table) for table in tables)}</section>"
-        )
+            parts.append('<section class="notes"><h3>What the tests say</h3>')
+            parts.append(f"{_list(section.notes)}</section>")
+        parts += [table_html(t) for t in [*section.tables, *section.more] if t.rows]
+        sections.append(f'<section class="pair">{"".join(parts)}</section>')
     warnings = "".join(
         f'<p class="warning">warning: {html.escape(warning)}</p>'
         for warning in page.warnings

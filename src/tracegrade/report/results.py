@@ -70,7 +70,7 @@ class ResultsDataset:
 
 
 def _bookkeeping(name: str) -> bool:
-    """Hidden and engine files (`_SUCCESS`, `.crc`), which pyarrow leaves."""
+    # Hidden and engine files (`_SUCCESS`, `.crc`), which pyarrow leaves.
     return name.startswith((".", "_"))
 
 
@@ -130,27 +130,21 @@ def open_results(path: str, files: list[str]) -> ResultsDataset:
 
 def _kind(file: str, names: set[str]) -> str:
     """The results' scorer, and " (with steps)" when they have those columns."""
-    scorer = STAGE_SCORER if "stage" in names else EXTRACTION_SCORER
     if "stage" not in names and "membership" not in names:
         raise ResultsError(
             f"{file!r} is not tracegrade results: it has no column 'stage' "
             f"({STAGE_SCORER}) or 'membership' ({EXTRACTION_SCORER})"
         )
-    for column in COLUMNS[scorer]:
+    scorer = STAGE_SCORER if "stage" in names else EXTRACTION_SCORER
+    steps = scorer == STAGE_SCORER and not names.isdisjoint(STEP_COLUMNS)
+    for column in (*COLUMNS[scorer], *(STEP_COLUMNS if steps else ())):
         if column not in names:
             raise ResultsError(
                 f"{file!r} has no column {column!r}, which {scorer} results "
-                "have; results written before tracegrade read them back lack "
-                "it: score the records again"
+                f"{'with steps ' * steps}have; results written before tracegrade "
+                "read them back lack it: score the records again"
             )
-    present = [c for c in STEP_COLUMNS if c in names] if scorer == STAGE_SCORER else []
-    if present and len(present) != len(STEP_COLUMNS):
-        absent = next(column for column in STEP_COLUMNS if column not in names)
-        raise ResultsError(
-            f"{file!r} has no column {absent!r}, which stage results with "
-            f"{present[0]!r} have"
-        )
-    return scorer + " (with steps)" * bool(present)
+    return scorer + " (with steps)" * steps
 
 
 def read_results(
@@ -174,9 +168,7 @@ def read_results(
                 columns=columns, batch_size=BATCH_ROWS, batch_readahead=2
             )
             for batch in batches:
-                values = [batch.column(name).to_pylist() for name in columns]
-                for cells in zip(*values, strict=True):
-                    cell = dict(zip(columns, cells, strict=True))
+                for cell in batch.to_pylist():
                     try:
                         score = decode(cell)
                     except InvalidScore as invalid:
@@ -224,11 +216,7 @@ def _null(row: Mapping[str, Any], columns: Sequence[str], why: str) -> None:
 def _error(row: Mapping[str, Any]) -> ScoreError | None:
     kind, side, field, message = (row[column] for column in _ERRORS)
     if kind is None and side is None:
-        if field is not None or message is not None:
-            raise InvalidScore(
-                "column error_field and error_message must be null without an "
-                f"error_kind, got {quote(field)} and {quote(message)}"
-            )
+        _null(row, _ERRORS[2:], "without an error_kind")
         return None
     if type(kind) is not str or not kind:
         raise _bad("error_kind", "a kind where error_side is set", kind)
@@ -252,13 +240,14 @@ def _stage(row: Mapping[str, Any]) -> StageScore:
     recall = read_share(row, "recall", "column")
     precision = read_share(row, "precision", "column")
     lost = read_lost(row.get("lost"), "column lost")
-    diagnosed = ("required", "labelled_correct", "steps", "context_size")
-    if error is not None and error.unscored:
-        _null(row, ("stage", "missing", *diagnosed), "on an unscored row")
-        return StageScore(None, error, recall, precision, None, None, False, lost)
-    stage = read_stage_value(row["stage"], "column stage")
+    unscored = error is not None and error.unscored
+    stage = None if unscored else read_stage_value(row["stage"], "column stage")
     if stage not in DIAGNOSED_STAGES:
-        _null(row, diagnosed, f"where stage is {stage}")
+        where = "on an unscored row" if unscored else f"where stage is {stage}"
+        null = ("stage", "missing") if unscored else ()
+        _null(
+            row, (*null, "required", "labelled_correct", "steps", "context_size"), where
+        )
         return StageScore(stage, error, recall, precision, None, None, False, lost)
     required, missing = _ids(row, "required"), _ids(row, "missing")
     if type(correct := row["labelled_correct"]) is not bool:

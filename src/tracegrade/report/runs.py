@@ -20,23 +20,17 @@ class Undiagnosed:
     count: int
 
 
-def undiagnosed(counts: Counter[str]) -> list[Undiagnosed]:
-    """Most first; ties by why, so the list is stable."""
-    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
-    return [Undiagnosed(why, count) for why, count in ranked if count]
-
-
 def why_text(items: list[Undiagnosed]) -> str:
     """ "12 sample errors, 1 answer-label data error, 16 not run ..."."""
     words = {
-        NOT_RUN: " not run (the eval stopped)",
-        NO_SCORE: " logged without the score",
+        NOT_RUN: "not run (the eval stopped)",
+        NO_SCORE: "logged without the score",
     }
     parts = []
     for item in items:
-        kind = "sample error" if item.why == SAMPLE_ERROR else f"{item.why} data error"
-        plural = kind if item.count == 1 else kind + "s"
-        parts.append(f"{item.count}{words.get(item.why, ' ' + plural)}")
+        kind = "sample" if item.why == SAMPLE_ERROR else f"{item.why} data"
+        kind += " error" + "s" * (item.count != 1)
+        parts.append(f"{item.count} {words.get(item.why, kind)}")
     return ", ".join(parts)
 
 

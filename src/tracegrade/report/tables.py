@@ -22,7 +22,7 @@ def percent(share: float | None) -> str:
 
 def share_with_interval(p: Proportion) -> str:
     """ "57.1% [39.1, 73.5]": the share and its interval, in percent."""
-    if p.share is None or p.low is None or p.high is None:
+    if p.low is None or p.high is None:
         return "n/a"
     return f"{percent(p.share)} [{100 * p.low:.1f}, {100 * p.high:.1f}]"
 
@@ -84,13 +84,11 @@ def eval_warnings(report: Report) -> list[str]:
             )
         elif e.status != "success":
             not_run = sum(logs[path].not_run for path in e.logs if path in logs)
-            never = (
-                f"; the {_plural(not_run, 'sample-epoch')} it never ran count as "
-                "runs not diagnosed"
-                if not_run
-                else ""
+            never = f"; the {_plural(not_run, 'sample-epoch')} it never ran count as "
+            never += "runs not diagnosed"
+            warnings.append(
+                f"{e.label} ({e.name}) has status {e.status!r}{never * bool(not_run)}."
             )
-            warnings.append(f"{e.label} ({e.name}) has status {e.status!r}{never}.")
     return warnings
 
 
@@ -139,13 +137,121 @@ def report_page(report: Report) -> Page:
     )
 
 
-def _table(
-    key: str, title: str, caption: str, columns: list[str], rows: list[list[str]]
-) -> Table:
+_OF_ALL = ["membership of all runs", "order of all runs"]
+# Per table: title, columns after eval, task and model, and caption; each
+# formatted with `_table`'s keywords.
+TABLES = {
+    "runs": (
+        "Runs",
+        ["score", "runs", "diagnosed", "not diagnosed", "why"],
+        "runs: every sample-epoch of the eval, with a result or not. diagnosed: runs "
+        "that got a stage (extraction: a grade, answer failures included); every share "
+        "below is of these, and says so. not diagnosed: runs with no result, and why: "
+        "a data error (the sample's data is at fault), a sample error (the sample "
+        "errored before it had an answer, scored so or not scored at all), a run "
+        "logged without the score, or one its eval never ran (it stopped).",
+    ),
+    "thresholds": (
+        "Thresholds (--fail-under)",
+        ["score", "metric", "runs", "value", "threshold", "met"],
+        f"Each value is {OVER_ALL_RUNS}. The gate fails when a value is under "
+        "its threshold.",
+    ),
+    "stages": (
+        "Stage shares",
+        ["stage", "runs", "of", "{ci}", "of all runs"],
+        "runs: runs in the stage; of: the runs diagnosed, which the share "
+        "and its interval are of; of all runs: the runs in the stage over every "
+        "run, those not diagnosed (table Runs) included.",
+    ),
+    "lucky": (
+        "Lucky answers",
+        ["lucky", "of", "{ci}"],
+        "Runs labelled correct whose required evidence never reached the "
+        "context (stage retrieval), of all diagnosed runs labelled correct.",
+    ),
+    "context": (
+        "Context recall and precision",
+        ["recall", "recall runs", "precision", "precision runs"],
+        "recall: the mean share of each run's unique required IDs that reached its "
+        "context, over the runs with a required set and a context. precision: the mean "
+        "share of each run's unique context IDs that were required (a repeated ID is "
+        "one document), over the runs whose context held an ID and was judged (an "
+        "empty required list gives 0). Labelled or not: the logged context_recall and "
+        "context_precision metrics cover the scored runs only. Means; no interval. "
+        "Runs with no figure (a sample error has no context) are in the Runs table.",
+    ),
+    "pipeline": (
+        "Where missing documents were lost",
+        ["step", "lost", "share", "recall", "MRR", "nDCG@{depth}", "runs"],
+        "Over the diagnosed runs whose records carried the pipeline's steps (runs with "
+        "steps), each missing required ID counted at the step that took the last "
+        "output holding it. lost: missing IDs lost at the step; share: of all the "
+        "missing IDs of those runs. context: no step dropped the ID, but it was ranked "
+        "below the cut that fills the prompt. recall, MRR and nDCG@{depth}: the step's "
+        "output against the required IDs, means over the diagnosed runs that have the "
+        "step (runs), as trec_eval computes them.",
+    ),
+    "cut": (
+        "Lost at the prompt's cut",
+        ["lost at the cut", "median last rank", "within {near} of the cut"],
+        "The missing IDs every step kept but the prompt did not hold (lost at "
+        "context): the rank where each was last seen, in the last step's output; the "
+        "cut is the run's context size. within {near} of the cut: last seen at most "
+        "{near} ranks below it, where a slightly larger k would have kept it.",
+    ),
+    "errors": (
+        "Errors by kind",
+        ["kind", "side", "runs", "of"],
+        "side data: the sample's data is at fault, so it is unscored. side "
+        "run: the sample errored before it had an answer, so it is unscored. side "
+        "answer: the model's answer broke the answer contract and fails both "
+        "criteria. Counted per {unit}.",
+    ),
+    "missed": (
+        "Most often missing document IDs (top {top})",
+        ["document", "missed", "required", "rate"],
+        "missed: diagnosed runs whose context lacked the required ID; "
+        "required: diagnosed runs that required it.{distinct}",
+    ),
+    "dropped": (
+        "Most often dropped IDs (top {top})",
+        ["ID", "dropped", "in source", "rate"],
+        "dropped: itemised answers that left out the source ID; in "
+        "source: itemised answers whose source held it. Itemised: graded answers "
+        "except those that repeat an ID or cannot be read, which fail both "
+        "criteria with nothing compared.{distinct}",
+    ),
+    "invented": (
+        "Most often invented IDs (top {top})",
+        ["ID", "invented", "of", "rate"],
+        "invented: itemised answers that held the ID though their "
+        "source did not; of: all itemised answers (graded, neither repeating an "
+        "ID nor unreadable).{distinct}",
+    ),
+    "extraction": (
+        "Membership versus order",
+        ["runs", "graded", "membership", "order", "gap", *_OF_ALL],
+        "Accuracy over graded runs; answer failures count as failures. "
+        "gap = membership minus order accuracy: the runs that kept every ID but "
+        "lost the source order. of all runs: membership and order over every "
+        "run, those not graded (table Runs) included.",
+    ),
+}
+ID_TABLES = ("missed", "dropped", "invented")
+
+
+def _table(key: str, rows: list[list[str]], **values: object) -> Table:
     """Rows that start with eval, task and model (dropped when constant)."""
-    columns = ["eval", "task", "model", *columns]
-    constant = ["eval", "task", "model", "score"]
-    return Table(key, title, caption, columns, rows, constant=constant)
+    title, columns, caption = TABLES[key]
+    return Table(
+        key,
+        title.format(**values),
+        caption.format(**values),
+        ["eval", "task", "model", *(column.format(**values) for column in columns)],
+        rows,
+        constant=["eval", "task", "model", "score"],
+    )
 
 
 def _row(start: Summary | ThresholdCheck, *cells: object) -> list[str]:
@@ -153,195 +259,88 @@ def _row(start: Summary | ThresholdCheck, *cells: object) -> list[str]:
     return [label, start.task, start.model, *map(str, cells)]
 
 
-def thresholds_table(checks: list[ThresholdCheck]) -> Table:
-    """The `--fail-under` checks, each against one eval's score."""
-    rows = [
+def report_tables(report: Report) -> list[Table]:
+    """Every table, in display order; those with no row are left out."""
+    staged, extraction = report.stage_diagnosis, report.ordered_extraction
+    ci = f"share [{round(100 * report.confidence)}% CI]"
+    runs = [
+        _row(s, s.scorer, s.runs, got, s.runs - got, why or "none")
+        for s in sorted(report.summaries, key=lambda s: int(s.evals[0][1:]))
+        for got, why in [_got(s)]
+    ]
+    thresholds = [
         _row(c, c.score, c.metric, c.runs, value, f"{c.threshold:g}", met)
-        for c in checks
+        for c in report.thresholds
         for value in ["none" if c.value is None else f"{c.value:.4f}"]
         for met in ["yes" if c.met else "NO"]
     ]
-    caption = (
-        f"Each value is {OVER_ALL_RUNS}. The gate fails when a value is under "
-        "its threshold."
-    )
-    columns = ["score", "metric", "runs", "value", "threshold", "met"]
-    return _table("thresholds", "Thresholds (--fail-under)", caption, columns, rows)
-
-
-_LEGENDS = {
-    "runs": "runs: every sample-epoch of the eval, with a result or not. diagnosed: "
-    "runs that got a stage (extraction: a grade, answer failures included); "
-    "every share below is of these, and says so. not diagnosed: runs with "
-    "no result, and why: a data error (the sample's data is at fault), a "
-    "sample error (the sample errored before it had an answer, scored so or "
-    "not scored at all), a run logged without the score, or one its eval "
-    "never ran (it stopped).",
-    "stages": "runs: runs in the stage; of: the runs diagnosed, which the share "
-    "and its interval are of; of all runs: the runs in the stage over every "
-    "run, those not diagnosed (table Runs) included.",
-    "lucky": "Runs labelled correct whose required evidence never reached the "
-    "context (stage retrieval), of all diagnosed runs labelled correct.",
-    "context": "recall: the mean share of each run's unique required IDs that "
-    "reached its context, over the runs with a required set and a context. "
-    "precision: the mean share of each run's unique context IDs that were "
-    "required (a repeated ID is one document), over the runs whose context "
-    "held an ID and was judged (an empty required list gives 0). Labelled "
-    "or not: the logged context_recall and context_precision metrics cover "
-    "the scored runs only. Means; no interval. Runs with no figure (a "
-    "sample error has no context) are in the Runs table.",
-    "errors": "side data: the sample's data is at fault, so it is unscored. side "
-    "run: the sample errored before it had an answer, so it is unscored. side "
-    "answer: the model's answer broke the answer contract and fails both "
-    "criteria. Counted per {unit}.",
-    "extraction": "Accuracy over graded runs; answer failures count as failures. "
-    "gap = membership minus order accuracy: the runs that kept every ID but "
-    "lost the source order. of all runs: membership and order over every "
-    "run, those not graded (table Runs) included.",
-}
-
-
-def report_tables(report: Report) -> list[Table]:
-    """Every table, in display order; those with no row are left out."""
-    summaries = sorted(report.summaries, key=lambda s: int(s.evals[0][1:]))
-    staged, extraction = report.stage_diagnosis, report.ordered_extraction
-    runs = _table(
-        "runs",
-        "Runs",
-        _LEGENDS["runs"],
-        ["score", "runs", "diagnosed", "not diagnosed", "why"],
-        [
-            _row(s, s.scorer, s.runs, got, s.runs - got, why or "none")
-            for s in summaries
-            for got, why in [_got(s)]
-        ],
-    )
-    errors = _table(
-        "errors",
-        "Errors by kind",
-        _LEGENDS["errors"].format(unit=report.unit),
-        ["kind", "side", "runs", "of"],
-        [
-            _row(s, e.kind, e.side, e.count, s.runs)
-            for s in report.summaries
-            for e in s.errors
-        ],
-    )
-    gaps = _table(
-        "extraction",
-        "Membership versus order",
-        _LEGENDS["extraction"],
-        ["runs", "graded", "membership", "order", "gap", *_OF_ALL],
-        [
-            _row(s, s.runs, s.graded, *map(share_with_interval, shares), *of_all)
-            for s in extraction
-            for shares in [(s.membership, s.order, s.gap)]
-            for of_all in [(_of_all(p.count, s.runs) for p in shares[:2])]
-        ],
-    )
-    ids = [_id_table(report, kind) for kind in ID_TABLES]
-    tables = [runs, thresholds_table(report.thresholds), *_stage_tables(report)]
-    tables += [*_pipeline_tables(staged), errors, *ids, gaps, _evals_table(report)]
+    stages = [
+        _row(s, stage, p.count, p.total, share_with_interval(p), of_all)
+        for s in staged
+        for stage, p in s.stages.items()
+        for of_all in [_of_all(p.count, s.runs)]
+    ]
+    lucky = [
+        _row(s, s.lucky.count, s.lucky.total, share_with_interval(s.lucky))
+        for s in staged
+    ]
+    context = [
+        _row(s, percent(s.recall), s.recall_runs, *precision)
+        for s in staged
+        for precision in [(percent(s.precision), s.precision_runs)]
+    ]
+    errors = [
+        _row(s, e.kind, e.side, e.count, s.runs)
+        for s in report.summaries
+        for e in s.errors
+    ]
+    gaps = [
+        _row(s, s.runs, s.graded, *map(share_with_interval, shares), *of_all)
+        for s in extraction
+        for shares in [(s.membership, s.order, s.gap)]
+        for of_all in [(_of_all(p.count, s.runs) for p in shares[:2])]
+    ]
+    tables = [
+        _table("runs", runs),
+        _table("thresholds", thresholds),
+        _table("stages", stages, ci=ci),
+        _table("lucky", lucky, ci=ci),
+        _table("context", context),
+        *_pipeline_tables(staged),
+        _table("errors", errors, unit=report.unit),
+        *(_id_table(report, kind) for kind in ID_TABLES),
+        _table("extraction", gaps),
+        _evals_table(report),
+    ]
     return [table for table in tables if table.rows]
-
-
-def _stage_tables(report: Report) -> list[Table]:
-    """Stage shares, lucky answers, context recall and precision."""
-    staged = report.stage_diagnosis
-    ci = f"share [{round(100 * report.confidence)}% CI]"
-    stages = _table(
-        "stages",
-        "Stage shares",
-        _LEGENDS["stages"],
-        ["stage", "runs", "of", ci, "of all runs"],
-        [
-            _row(s, stage, p.count, p.total, share_with_interval(p), of_all)
-            for s in staged
-            for stage, p in s.stages.items()
-            for of_all in [_of_all(p.count, s.runs)]
-        ],
-    )
-    lucky = _table(
-        "lucky",
-        "Lucky answers",
-        _LEGENDS["lucky"],
-        ["lucky", "of", ci],
-        [
-            _row(s, s.lucky.count, s.lucky.total, share_with_interval(s.lucky))
-            for s in staged
-        ],
-    )
-    context = _table(
-        "context",
-        "Context recall and precision",
-        _LEGENDS["context"],
-        ["recall", "recall runs", "precision", "precision runs"],
-        [
-            _row(s, percent(s.recall), s.recall_runs, *precision)
-            for s in staged
-            for precision in [(percent(s.precision), s.precision_runs)]
-        ],
-    )
-    return [stages, lucky, context]
-
-
-_OF_ALL = ("membership of all runs", "order of all runs")
 
 
 def _figure(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
+def _median(rank: float | None) -> str:
+    if rank is None:
+        return "n/a"
+    return str(int(rank)) if rank.is_integer() else f"{rank:.1f}"
+
+
 def _pipeline_tables(summaries: list[StageSummary]) -> list[Table]:
-    """Where missing documents were lost, per step and at the prompt's cut."""
     with_steps = [(s, s.pipeline) for s in summaries if s.pipeline is not None]
     if not with_steps:
         return []
     depth, near = with_steps[0][1].ndcg_depth, with_steps[0][1].context.near
-    rows = []
+    steps, cuts = [], []
     for s, losses in with_steps:
         for step in losses.steps:
             figures = percent(step.recall), _figure(step.mrr), _figure(step.ndcg)
             lost = step.lost, percent(step.lost_share)
-            rows.append(_row(s, step.step, *lost, *figures, step.runs))
-        lost = losses.context.lost, percent(losses.context.share)
-        rows.append(_row(s, "context", *lost, "", "", "", losses.runs))
-    steps = _table(
-        "pipeline",
-        "Where missing documents were lost",
-        "Over the diagnosed runs whose records carried the pipeline's steps "
-        "(runs with steps), each missing required ID counted at the step that "
-        "took the last output holding it. lost: missing IDs lost at the step; "
-        "share: of all the missing IDs of those runs. context: no step dropped "
-        "the ID, but it was ranked below the cut that fills the prompt. "
-        f"recall, MRR and nDCG@{depth}: the step's output against the required "
-        "IDs, means over the diagnosed runs that have the step (runs), as "
-        "trec_eval computes them.",
-        ["step", "lost", "share", "recall", "MRR", f"nDCG@{depth}", "runs"],
-        rows,
-    )
-
-    def median(rank: float | None) -> str:
-        if rank is None:
-            return "n/a"
-        return str(int(rank)) if rank.is_integer() else f"{rank:.1f}"
-
-    at_the_cut = _table(
-        "cut",
-        "Lost at the prompt's cut",
-        "The missing IDs every step kept but the prompt did not hold (lost at "
-        "context): the rank where each was last seen, in the last step's "
-        f"output; the cut is the run's context size. within {near} of the cut: "
-        f"last seen at most {near} ranks below it, where a slightly larger k "
-        "would have kept it.",
-        ["lost at the cut", "median last rank", f"within {near} of the cut"],
-        [
-            _row(s, cut.lost, median(cut.median_last_rank), cut.near_the_cut)
-            for s, losses in with_steps
-            for cut in [losses.context]
-        ],
-    )
-    return [steps, at_the_cut]
+            steps.append(_row(s, step.step, *lost, *figures, step.runs))
+        cut = losses.context
+        lost = cut.lost, percent(cut.share)
+        steps.append(_row(s, "context", *lost, "", "", "", losses.runs))
+        cuts.append(_row(s, cut.lost, _median(cut.median_last_rank), cut.near_the_cut))
+    return [_table("pipeline", steps, depth=depth), _table("cut", cuts, near=near)]
 
 
 def _evals_table(report: Report) -> Table:
@@ -353,49 +352,20 @@ def _evals_table(report: Report) -> Table:
         no_score = sum(log.samples_without_tracegrade_score for log in read)
         rows.append([e.label, e.task, e.model, e.status, str(e.epochs)])
         rows[-1] += [str(samples), str(no_score)]
-        first, last, count = e.logs[0], e.logs[-1], len(e.logs)
-        paths = (
-            f"{count} parts, {first} to {last}" if count > 2 else " and ".join(e.logs)
-        )
-        notes.append(f"{e.label}: {paths}")
+        count = len(e.logs)
+        paths = f"{count} parts, {e.logs[0]} to {e.logs[-1]}"
+        notes.append(f"{e.label}: {paths if count > 2 else ' and '.join(e.logs)}")
     caption = (
         "samples: sample-epochs in its logs. no score: samples with no "
         "tracegrade score, such as one that errored before scoring. An eval "
         "is one log, the newest of a retried eval, or the parts of a run "
         "`tracegrade score` split; its logs are listed below."
     )
-    note = superseded_note(report.superseded)
-    if note:
+    if note := superseded_note(report.superseded):
         superseded = ", ".join(Path(s.path).name for s in report.superseded)
         caption += f" {note[0].upper()}{note[1:]}: {superseded}."
     columns = ["eval", "task", "model", "status", "epochs", "samples", "no score"]
     return Table("evals", "Evals read", caption, columns, rows, notes=notes)
-
-
-# Per kind: title, columns, caption.
-ID_TABLES = {
-    "missed": (
-        "Most often missing document IDs",
-        ["document", "missed", "required"],
-        "missed: diagnosed runs whose context lacked the required ID; "
-        "required: diagnosed runs that required it.",
-    ),
-    "dropped": (
-        "Most often dropped IDs",
-        ["ID", "dropped", "in source"],
-        "dropped: itemised answers that left out the source ID; in "
-        "source: itemised answers whose source held it. Itemised: graded answers "
-        "except those that repeat an ID or cannot be read, which fail both "
-        "criteria with nothing compared.",
-    ),
-    "invented": (
-        "Most often invented IDs",
-        ["ID", "invented", "of"],
-        "invented: itemised answers that held the ID though their "
-        "source did not; of: all itemised answers (graded, neither repeating an "
-        "ID nor unreadable).",
-    ),
-}
 
 
 def ranked_ids(
@@ -412,7 +382,6 @@ def ranked_ids(
 
 
 def _id_table(report: Report, kind: str) -> Table:
-    title, columns, caption = ID_TABLES[kind]
     rankings = ranked_ids(report, kind)
     rows = [
         _row(s, show_id(i), count, of, percent(count / of))
@@ -420,6 +389,5 @@ def _id_table(report: Report, kind: str) -> Table:
         for i, count, of in ids
     ]
     distinct = "; ".join(f"{n} in {eval_label(s)}" for s, _, n in rankings)
-    caption = f"{caption} Distinct IDs ever {kind}: {distinct}."
-    title = f"{title} (top {report.top})"
-    return _table(kind, title, caption, [*columns, "rate"], rows)
+    distinct = f" Distinct IDs ever {kind}: {distinct}."
+    return _table(kind, rows, top=report.top, distinct=distinct)

@@ -19,10 +19,9 @@ METRICS: Final = {
     "order": EXTRACTION_SCORER,
 }
 OVER_ALL_RUNS: Final = (
-    "over all runs: runs not diagnosed (sample errors, data errors, runs "
-    "without the score or never run) count as not passing; context recall "
-    "and precision are means over the runs with the figure and the runs not "
-    "diagnosed, which count 0"
+    "over all runs: runs not diagnosed (sample errors, data errors, runs without the "
+    "score or never run) count as not passing; context recall and precision are means "
+    "over the runs with the figure and the runs not diagnosed, which count 0"
 )
 
 
@@ -63,38 +62,35 @@ class Target:
 
 def parse_threshold(text: str) -> Threshold:
     """`pass=0.8` as a `Threshold`; `InvalidThreshold` quoting what is wrong."""
-    name, equals, value = text.partition("=")
-    name = name.strip()
+    name, equals, value = (part.strip() for part in text.partition("="))
+    metrics = ", ".join(METRICS)
     if not equals:
         raise InvalidThreshold(
             f"{quote(text)} is not NAME=VALUE (such as pass=0.8); NAME is one "
-            f"of {', '.join(METRICS)}"
+            f"of {metrics}"
         )
     if name not in METRICS:
-        raise InvalidThreshold(
-            f"no metric {quote(name)}; --fail-under takes {', '.join(METRICS)}"
-        )
+        raise InvalidThreshold(f"no metric {quote(name)}; --fail-under takes {metrics}")
     try:
-        exact = Decimal(value.strip())
+        exact = Decimal(value)
     except InvalidOperation:
+        exact = Decimal("NaN")
+    if not exact.is_finite() or not 0 <= exact <= 1:
+        what = "be a number" if exact.is_nan() else "lie"
         raise InvalidThreshold(
-            f"{name}: the threshold must be a number in [0, 1], got {quote(value)}"
-        ) from None
-    if not (exact.is_finite() and 0 <= exact <= 1):
-        raise InvalidThreshold(
-            f"{name}: the threshold must lie in [0, 1] (a share, 0.8 for 80%), "
-            f"got {quote(value.strip())}"
+            f"{name}: the threshold must {what} in [0, 1] (a share, 0.8 for 80%), "
+            f"got {quote(value)}"
         )
     minimum = float(exact)
     # Shares are doubles: digits a double cannot hold would be dropped
     # silently, and 0.50000000000000001 passed by exactly 0.5.
     if Decimal(repr(minimum)) != exact:
         raise InvalidThreshold(
-            f"{name}: the threshold {quote(value.strip())} has more digits than "
-            f"a share is compared with, as a double it is {minimum!r}: give a "
-            "number of at most 15 significant digits"
+            f"{name}: the threshold {quote(value)} has more digits than a share "
+            f"is compared with, as a double it is {minimum!r}: give a number of "
+            "at most 15 significant digits"
         )
-    return Threshold(name, minimum, value.strip())
+    return Threshold(name, minimum, value)
 
 
 def check_thresholds(
