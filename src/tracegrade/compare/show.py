@@ -74,10 +74,10 @@ def verdict_lines(comparison: Comparison) -> list[str]:
 
 def all_warnings(comparison: Comparison) -> list[str]:
     """The comparison's warnings, then each pair's (named, when several)."""
-    several = len(comparison.pairs) > 1
+    several = len(comparison["pairs"]) > 1
     return [*comparison["warnings"]] + [
         f"{pair['name']}: {warning}" if several else warning
-        for pair in comparison.pairs
+        for pair in comparison["pairs"]
         for warning in pair["warnings"]
     ]
 
@@ -87,8 +87,8 @@ def comparison_page(comparison: Comparison, show: int, option: str = "--show") -
     cut to `show` rows, set by `option`), then the evals."""
     head, *reasons = verdict_lines(comparison)
     sections = [Section(None, [_thresholds(comparison["thresholds"])])]
-    several = len(comparison.pairs) > 1
-    for index, pair in enumerate(comparison.pairs):
+    several = len(comparison["pairs"]) > 1
+    for index, pair in enumerate(comparison["pairs"]):
         name = pair["name"]
         first, rest, notes = _pair_tables(pair, comparison["alpha"], show, option)
         if several:
@@ -127,10 +127,10 @@ def _summary(comparison: Comparison) -> str:
     def side(summary: dict[str, Any]) -> str:
         return f"{Path(summary['path']).name} ({_count(len(summary['evals']), 'eval')})"
 
-    pairs = sum(c["pairs"] for pair in comparison.pairs for c in _scores(pair))
+    pairs = sum(c["pairs"] for pair in comparison["pairs"] for c in _scores(pair))
     return (
         f"BASE {side(comparison['base'])} against NEW {side(comparison['new'])}; "
-        f"{_count(len(comparison.pairs), 'pair')} of evals, {pairs} pairs of "
+        f"{_count(len(comparison['pairs']), 'pair')} of evals, {pairs} pairs of "
         f"sample-epochs (by sample id and epoch); alpha = {comparison['alpha']}."
     )
 
@@ -385,7 +385,7 @@ def _logs(pair: dict[str, Any]) -> Table:
 def _evals(comparison: Comparison) -> Table:
     paired = {
         (side, pair[side.lower()]["key"]): pair["name"]
-        for pair in comparison.pairs
+        for pair in comparison["pairs"]
         for side in SIDES
     }
     evals = [(side, e) for side in SIDES for e in comparison[side.lower()]["evals"]]
@@ -425,7 +425,7 @@ def render_html(comparison: Comparison, show: int) -> str:
 
     page = comparison_page(comparison, show, "--html-show")
     charts: list[list[str]] = [[] for _ in page.sections]
-    for index, pair in enumerate(comparison.pairs):
+    for index, pair in enumerate(comparison["pairs"]):
         for c in _scores(pair):
             states, counts = c["states"], c["transitions"]
             hover = [
