@@ -32,7 +32,9 @@ def discordant_needed(alpha: float) -> int:
     return needed
 
 
-def format_p(p: float) -> str:
+def format_p(p: float | None) -> str:
+    if p is None:
+        return "n/a"
     return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
 
 
