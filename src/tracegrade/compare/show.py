@@ -237,9 +237,9 @@ def _tests(tests: list[tuple[str, dict[str, Any]]], alpha: float) -> Table:
     )
     # One epoch: samples, fell and rose say again pairs, b and c.
     brief = [c for c in columns if c not in ("test", "samples", "fell", "rose")]
-    brief = columns if unit == "samples" else brief
+    brief, constant = columns if unit == "samples" else brief, ["score"]
     return Table(
-        "tests", "Significance", caption, columns, rows, brief=brief, constant=["score"]
+        "tests", "Significance", caption, columns, rows, brief=brief, constant=constant
     )
 
 
@@ -258,12 +258,14 @@ def _figures(figures: list[tuple[str, dict[str, Any]]]) -> Table:
     # One epoch: a pair is a sample.
     one = all(f["samples"] == f["pairs"] for _, f in figures)
     brief = [c for c in columns if c != "samples"] if one else None
-    title, legend = "Context recall and precision", _LEGEND["figures"]
+    title = "Context recall and precision"
+    legend, constant = _LEGEND["figures"], ["score"]
     return Table(
-        "figures", title, legend, columns, rows, brief=brief, constant=["score"]
+        "figures", title, legend, columns, rows, brief=brief, constant=constant
     )
 
 
+_UNSCORED = "samples_without_tracegrade_score"
 _IDS_CHANGED = ("document ID changed", "document IDs changed")
 _IN_ONE_RUN = ("sample-epoch is in one run only", "sample-epochs are in one run only")
 
@@ -353,15 +355,9 @@ def _logs(pair: dict[str, Any]) -> Table:
     rows = []
     for log in pair["logs"]:
         part = "" if log["part"] is None else "{index} of {count}".format(**log["part"])
-        counts = (
-            log["epochs"],
-            log["samples"],
-            log["samples_without_tracegrade_score"],
-        )
-        name = Path(log["path"]).name
-        rows.append(
-            [sides.get(log["path"], ""), name, part, log["status"], *_row(*counts)]
-        )
+        counts = [log[key] for key in ("epochs", "samples", _UNSCORED)]
+        side, name = sides.get(log["path"], ""), Path(log["path"]).name
+        rows.append([side, name, part, log["status"], *_row(*counts)])
     columns = ["side", "log", "part", "status", "epochs", "samples", "no score"]
     return Table("logs", "Logs read", _LEGEND["logs"], columns, rows, detail=True)
 
