@@ -24,7 +24,6 @@ from scipy.stats import binomtest
 from tests.commands import run_tracegrade
 from tests.support import split_into_parts, write_lines
 from tracegrade import ordered_extraction_recorded, stage_diagnosis
-from tracegrade.compare.build import compare_logs
 from tracegrade.tasks.replay import replay
 
 OK = {"required": ["D1"], "context": ["D1"], "correct": True}
@@ -130,7 +129,6 @@ def test_twelve_regressions_are_significant_in_the_documented_json(
     result = invoke(logs["base"], logs["worse"], "--json")
     read = json.loads(result.stdout)
     assert result.stderr == ""
-    assert read == compare_logs(logs["base"], logs["worse"]).to_json()
     assert (read["format"], read["unit"], read["alpha"]) == (3, "sample-epoch", 0.05)
     assert read["thresholds"] == read["warnings"] == read["only_in_new"] == []
     (evaluated,) = read["base"]["evals"]

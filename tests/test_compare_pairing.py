@@ -3,6 +3,8 @@ matrix, the lists, the exact tests, the figures, the gate, the refusals."""
 
 from __future__ import annotations
 
+import io
+import json
 import math
 import random
 from typing import Any
@@ -46,7 +48,9 @@ def paired(
         options = dict(alpha=0.05, new_epochs=9, new_complete=True)
         pair = pair_runs(base, new, spools, clustered=clustered, **options)
         pair["gate"] = gate([pair], 0.05, gates, gate_lost)
-        return Comparison(pair).to_json()
+        written = io.StringIO()
+        Comparison(pair).write_json(written)
+        return json.loads(written.getvalue())  # type: ignore[no-any-return]
     finally:
         spools.close()
 

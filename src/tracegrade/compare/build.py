@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import secrets
@@ -62,11 +61,9 @@ class Comparison(dict[str, Any]):
 
     spools: Spools
 
-    def to_json(self) -> dict[str, Any]:
-        out = io.StringIO()
-        self.write_json(out)
-        data: dict[str, Any] = json.loads(out.getvalue())
-        return data
+    @property
+    def pairs(self) -> list[dict[str, Any]]:
+        return list(self["pairs"])
 
     def write_json(self, out: IO[str]) -> None:
         """`json.dumps(indent=2)`; a long list's items a line each, read as written."""
