@@ -150,9 +150,6 @@ def lost_in(base: str, new: str) -> int:
     return sum(1 for sample, stage in had.items() if stage and not has.get(sample))
 
 
-# --- Lost results are regressions -------------------------------------------------
-
-
 LABELS_LOST = r"lost results: stage_diagnosis: lost 14 \(11 pass → data error, "
 ERRORS_LOST = r"lost results: stage_diagnosis: lost 12 \(12 pass → no score\)"
 STOPPED = r"NEW: \S+\.eval \(stage_diagnosis, none/none\) has status 'error'"
@@ -221,9 +218,6 @@ def test_the_control_passes_every_gate(runs: dict[str, str]) -> None:
     assert sum(stage == "pass" for stage in control.values()) / 30 == 0.8
 
 
-# --- Every share beside the runs it rests on --------------------------------------
-
-
 def test_a_report_counts_the_runs_that_errored_or_never_ran(
     runs: dict[str, str],
 ) -> None:
@@ -256,9 +250,6 @@ def test_a_report_counts_the_runs_that_errored_or_never_ran(
     )
     (summary,) = as_json("report", runs["stopped"], exit_code=0)["stage_diagnosis"]
     assert summary["runs"] == 30
-
-
-# --- Thresholds -------------------------------------------------------------------
 
 
 def test_a_threshold_is_of_every_run(runs: dict[str, str]) -> None:
@@ -335,9 +326,6 @@ def test_a_bad_threshold_or_gate_is_a_usage_error(
     assert "Traceback" not in result.stderr
 
 
-# --- Markdown ---------------------------------------------------------------------
-
-
 def test_markdown_gives_the_verdict_first(runs: dict[str, str]) -> None:
     result = invoke(
         "compare", runs["base"], runs["errors"], "--fail-on-regression", "--markdown"
@@ -385,9 +373,6 @@ def test_markdown_stays_under_githubs_limit_and_says_what_it_left_out() -> None:
     # A cell cannot end the table or inject markup, nor mention anyone.
     assert "| D0\\|&lt;b&gt;&#64;x | 1 |" in text
     assert escape("x" * 1000).endswith("\u2026") and len(escape("x" * 1000)) == 300
-
-
-# --- Epochs, pooling, order, charts -------------------------------------------------
 
 
 def test_epochs_that_differ_are_warned_of(runs: dict[str, str]) -> None:
@@ -443,9 +428,6 @@ def test_report_rows_follow_the_evals_with_task_and_model(
     ]
     runs_table = result.stdout.split("Runs")[1].split("\n\n")[0]
     assert re.findall(r"^(E\d) ", runs_table, re.M) == ["E1", "E2", "E3"]
-
-
-# --- Gates on figures -------------------------------------------------------------
 
 
 def test_halved_recall_fails_its_gate_but_not_the_default(runs: dict[str, str]) -> None:
