@@ -19,7 +19,7 @@ from ..report import runs as counts
 from ..report import thresholds as limits
 from ..schema import InvalidScore, read_extraction, read_stage
 from . import pairing
-from .pairing import EXTRACTION, NO_SCORE, STAGE, CompareError, Run
+from .pairing import EXTRACTION, NO_SCORE, STAGE, CompareError, Run, gate_name
 from .spool import Spool, Spools
 
 TEST: Final = (
@@ -177,7 +177,11 @@ def _checked(
     thresholds: Sequence[limits.Threshold],
 ) -> list[limits.ThresholdCheck]:
     found = [pairing.PASS_GATE]
-    found += dict.fromkeys(name for p in pairs for name in pairing.gate_names(p))
+    # The figures a `--gate` can name: those some pair had in BASE.
+    figures = [f for p in pairs for c in p[STAGE] for f in c["figures"]]
+    found += dict.fromkeys(
+        gate_name(f["figure"]) for f in figures if f["pairs"] or f["lost"]
+    )
     if unknown := [name for name in gates if name not in found]:
         raise UnknownGate(
             f"--gate {quote(unknown[0])}: no such measure in these runs; they "

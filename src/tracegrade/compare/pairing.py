@@ -304,7 +304,9 @@ def pair_runs(
         if score not in held:
             only_in_new[score] += 1
             continue
-        tally = scores.setdefault(score, _Score(kind, clustered, spools))
+        if score not in scores:
+            scores[score] = _Score(kind, clustered, spools)
+        tally = scores[score]
         _count(tally.new_runs, kind, run, why)
         if (base_run := held[score].get(key)) is None:
             only = {"id": sample_id, "epoch": epoch, "log": run.log}
@@ -312,9 +314,12 @@ def pair_runs(
         else:
             tally.add(key, base_run, run)
     if not scores and new_complete:
+        names = [
+            ", ".join(map(repr, sorted(side))) or "none" for side in (held, only_in_new)
+        ]
         raise NothingInCommon(
-            f"no tracegrade score is in both runs: BASE has {_names(held)}, "
-            f"NEW has {_names(only_in_new)}"
+            f"no tracegrade score is in both runs: BASE has {names[0]}, "
+            f"NEW has {names[1]}"
         )
     compared: dict[str, list[dict[str, Any]]] = {STAGE: [], EXTRACTION: []}
     for score in sorted(held):
@@ -347,25 +352,11 @@ def pair_runs(
     }
 
 
-def _names(scores: Iterable[str]) -> str:
-    return ", ".join(repr(name) for name in sorted(scores)) or "none"
-
-
 def lost_text(lost_from: list[dict[str, Any]]) -> str:
     """ "13 (12 pass → data error, 1 generation → no score)"."""
     total = sum(item["count"] for item in lost_from)
     kinds = ", ".join(f"{i['count']} {i['base']} \u2192 {i['new']}" for i in lost_from)
     return f"{total} ({kinds})" if total else "0"
-
-
-def gate_names(pair: dict[str, Any]) -> list[str]:
-    """The figures a `--gate` can name: those some pair had in BASE."""
-    return [
-        gate_name(f["figure"])
-        for c in pair[STAGE]
-        for f in c["figures"]
-        if f["pairs"] or f["lost"]
-    ]
 
 
 def gate(
