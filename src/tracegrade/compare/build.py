@@ -384,8 +384,8 @@ def _observations(
                 yield name, kind, sample.id, sample.epoch, found, why
             assert scores.scoreless is not None
             # A sample that errored, or that the eval never ran, has no result.
-            errored = [(i, e, _ERRORED[raised]) for i, e, raised in scores.scoreless]
             for name, kind in scores.score_names().items():
+                errored = ((i, e, _ERRORED[r]) for i, e, r in scores.scoreless)
                 never = ((i, e, counts.NOT_RUN) for i, e in scores.not_run_keys())
                 for sample_id, epoch, why in chain(errored, never):
                     found = Run(NO_SCORE, None, _NO_SCORE[why], log.path)
