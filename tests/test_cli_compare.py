@@ -399,6 +399,7 @@ def test_a_missing_part_is_warned_of_and_its_samples_listed(
         ("base other", r"both runs \(stage_diagnosis: 19 in BASE only, 1 in NEW only"),
         ("base broken", "cannot read .*broken.eval. as an Inspect log"),
         ("two worse", r"BASE holds 2 evals of task 'tracegrade/stage_diagnosis' and"),
+        ("base worse --task nope", "BASE has no eval of task .nope.; it has "),
     ],
 )
 def test_runs_that_cannot_be_compared_exit_1(
@@ -409,7 +410,7 @@ def test_runs_that_cannot_be_compared_exit_1(
     for name in ("base", "slight", "extraction_base"):
         shutil.copy(logs[name], tmp_path / "two")
     found = logs | {"broken": str(tmp_path / "broken.eval"), "two": f"{tmp_path}/two"}
-    result = invoke(*(found[name] for name in runs.split()))
+    result = invoke(*(found.get(name, name) for name in runs.split()))
     assert result.returncode == 1
     assert re.search(said, result.stderr) and "Traceback" not in result.stderr
 
@@ -421,6 +422,7 @@ def test_runs_that_cannot_be_compared_exit_1(
         [".", ".", "--strict"],
         *([".", ".", "--alpha", alpha] for alpha in ("0", "1", "nan", "inf")),
         [".", ".", "--show", "0"],
+        [".", ".", "--json", "--markdown"],
     ],
 )
 def test_usage_errors_exit_2(args: list[str]) -> None:
