@@ -221,19 +221,14 @@ def _verdict(
     failing: list[str] = []
     checked: list[str] = []
     if "--fail-on-regression" in asked:
-        alpha, significant, lost = (
-            gate["alpha"],
-            gate["significant"],
-            lost_entries(gate),
-        )
-        if significant:
-            failing.append(
-                f"significantly worse at alpha = {alpha}: {'; '.join(significant)}"
-            )
+        alpha, lost = gate["alpha"], lost_entries(gate)
+        if gate["significant"]:
+            worse = "; ".join(gate["significant"])
+            failing.append(f"significantly worse at alpha = {alpha}: {worse}")
         else:
-            tested = "; ".join(gate["outcomes"])
+            tested = f"(tested: {'; '.join(gate['outcomes'])})"
             checked.append(
-                f"no outcome significantly worse at alpha = {alpha} (tested: {tested})"
+                f"no outcome significantly worse at alpha = {alpha} {tested}"
             )
         if "--strict" in asked and gate["regressions"]:
             failing.append(f"regressions (--strict): {'; '.join(gate['regressed'])}")
@@ -242,14 +237,12 @@ def _verdict(
         if lost and gate["lost_gated"]:
             failing += lost
         else:
-            checked += [f"not gated (--allow-lost): {e}" for e in lost] or [
-                "no result lost"
-            ]
+            ungated = [f"not gated (--allow-lost): {entry}" for entry in lost]
+            checked += ungated or ["no result lost"]
     for check in checks:
         met = "threshold met" if check.met else "threshold not met"
-        (checked if check.met else failing).append(
-            f"{met}: {limits.threshold_line(check)}"
-        )
+        line = f"{met}: {limits.threshold_line(check)}"
+        (checked if check.met else failing).append(line)
     checked += [f"thresholds are {limits.OVER_ALL_RUNS}"] if checks else []
     if not asked:
         checked.append(
