@@ -166,19 +166,16 @@ class _Score:
         # A step is compared from the first pair whose BASE run has it.
         for step, _ in base.step_recall or ():
             self.tallies.setdefault(f"{step}_recall", _Tally(self.clustered))
-        moves = {
-            name: tally.add(
-                key[0], self.measure(base, name), self.measure(new, name), has
-            )
-            for name, tally in self.tallies.items()
-        }
+        moves = {}
+        for name, tally in self.tallies.items():
+            before, after = self.measure(base, name), self.measure(new, name)
+            moves[name] = tally.add(key[0], before, after, has)
         if self.kind == EXTRACTION:
             # A pair that lost (or gained) membership, order or both.
             for name, move in moves.items():
+                change = "lost" if move < 0 else "gained"
                 if move:
-                    self.listed(
-                        f"{'lost' if move < 0 else 'gained'}_{name}", key, base, new
-                    )
+                    self.listed(f"{change}_{name}", key, base, new)
             self.worse += any(move < 0 for move in moves.values())
             self.better += any(move > 0 for move in moves.values())
         elif base.state == "pass" and new.state in ("retrieval", "generation"):
