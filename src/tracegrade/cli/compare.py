@@ -60,7 +60,6 @@ def _alpha(_ctx: click.Context, _param: click.Parameter, value: float) -> float:
 @fail_under_option()
 @click.option(
     "--show",
-    "show_",
     default=10,
     show_default=True,
     type=click.IntRange(min=1),
@@ -161,7 +160,7 @@ def compare(base: str, new: str, **given: Any) -> None:
         # With --json or --markdown, stdout holds them alone.
         for warning in show.all_warnings(result) if quiet else ():
             click.echo(f"warning: {warning}", err=True)
-        page = None if as_json else show.comparison_page(result, given["show_"])
+        page = None if as_json else show.comparison_page(result, given["show"])
         if page is None:
             result.write_json(sys.stdout)
         elif markdown:
