@@ -64,9 +64,9 @@ def compare(
     rows = []
     for output, name in (("--json", "compare.json"), ("--html", "compare.html")):
         path = work / name
-        html = ["--html", path, "--force"] if output == "--html" else ["--json"]
+        options = ["--html", path, "--force"] if output == "--html" else ["--json"]
         measured = run_measured(
-            tracegrade("compare", base, new, *html),
+            tracegrade("compare", base, new, *options),
             env=env or CLEAN_ENV,
             stdout_to=path if output == "--json" else None,
             exit_codes=(0, 3),
