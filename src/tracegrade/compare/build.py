@@ -19,7 +19,7 @@ from ..report import runs as counts
 from ..report import thresholds as limits
 from ..schema import InvalidScore, read_extraction, read_stage
 from . import pairing
-from .pairing import EXTRACTION, NO_SCORE, STAGE, CompareError, Run, gate_name
+from .pairing import EXTRACTION, NO_SCORE, STAGE, CompareError, Run, gate_name, plural
 from .spool import Spool, Spools
 
 TEST: Final = (
@@ -476,8 +476,8 @@ def _warnings(
         fewer, more = sorted((base.epochs, new.epochs))
         side = "NEW" if new.epochs > base.epochs else "BASE"
         warnings.append(
-            f"BASE ran {base.epochs} epoch{'s' * (base.epochs != 1)} and NEW "
-            f"{new.epochs} epoch{'s' * (new.epochs != 1)}: "
+            f"BASE ran {plural(base.epochs, 'epoch')} and NEW "
+            f"{plural(new.epochs, 'epoch')}: "
             f"samples pair by epoch, so only epochs 1 to {fewer} are compared; "
             f"{side}'s epochs {fewer + 1} to {more} are in one run only"
             + (", not counted as lost." if side == "BASE" else ".")

@@ -89,6 +89,10 @@ def _share(value: float) -> Fraction:
     return Fraction(value).limit_denominator(1 << 24)
 
 
+def plural(count: int, what: str) -> str:
+    return f"{count} {what}{'s' * (count != 1)}"
+
+
 def _change(key: SampleKey, base: Run, new: Run) -> dict[str, Any]:
     keys = ("state", "missing", "explanation", "log")
     base_side, new_side = ({k: getattr(run, k) for k in keys} for run in (base, new))
@@ -382,11 +386,11 @@ def gate(
             regressions += worse
             lost += c["lost"] + sum(f["lost"] for _, f in figures)
             if worse:
-                regressed.append(f"{score}{worse} regression{'s' * (worse != 1)}")
+                regressed.append(f"{score}{plural(worse, 'regression')}")
             if c["lost"]:
                 lost_results.append(f"{score}lost {lost_text(c['lost_from'])}")
             lost_results += [
-                f"{name} lost in {f['lost']} pair{'s' * (f['lost'] != 1)} (a "
+                f"{name} lost in {plural(f['lost'], 'pair')} (a "
                 "result in NEW without it)"
                 for name, f in figures
                 if f["lost"]

@@ -13,7 +13,7 @@ from ..report.runs import Undiagnosed, why_text
 from ..report.thresholds import OVER_ALL_RUNS
 from ..scorers.explain import list_ids, show_id
 from .build import SIDES, Comparison, lost_entries
-from .pairing import EXTRACTION, STAGE, lost_text
+from .pairing import EXTRACTION, STAGE, lost_text, plural
 from .stats import SIGN, discordant_needed, format_p
 
 ARROW = "\u2192"
@@ -105,18 +105,18 @@ def comparison_page(comparison: Comparison, show: int, option: str = "--show") -
             )
         sections.append(Section(name, first, notes, rest))
     sections.append(Section(None, [_evals(comparison)]))
-    regressions = _count(gate["regressions"], "regression")
+    regressions = plural(gate["regressions"], "regression")
     if gate["regressed"]:
         regressions += f" ({'; '.join(gate['regressed'])})"
     gated = "--fail-on-regression" in verdict["asked"]
     regressions += "." if gated else _would_gate(gate)
     sides = [
-        f"{Path(side['path']).name} ({_count(len(side['evals']), 'eval')})"
+        f"{Path(side['path']).name} ({plural(len(side['evals']), 'eval')})"
         for side in (comparison["base"], comparison["new"])
     ]
     compared = sum(c["pairs"] for pair in pairs for c in _scores(pair))
     summary = (
-        f"BASE {sides[0]} against NEW {sides[1]}; {_count(len(pairs), 'pair')} of "
+        f"BASE {sides[0]} against NEW {sides[1]}; {plural(len(pairs), 'pair')} of "
         f"evals, {compared} pairs of sample-epochs (by sample id and epoch); "
         f"alpha = {comparison['alpha']}."
     )
@@ -126,10 +126,6 @@ def comparison_page(comparison: Comparison, show: int, option: str = "--show") -
     return Page(
         "tracegrade compare", head, reasons, failed, summaries, [], warnings, sections
     )
-
-
-def _count(count: int, what: str) -> str:
-    return f"{count} {what}{'s' * (count != 1)}"
 
 
 def _would_gate(gate: dict[str, Any]) -> str:
@@ -410,7 +406,7 @@ def render_html(comparison: Comparison, show: int) -> str:
             hover = [
                 [
                     f"BASE {plot_text(base)} {ARROW} NEW {plot_text(new)}: "
-                    f"{_count(count, 'pair')}"
+                    f"{plural(count, 'pair')}"
                     for new, count in zip(states, row, strict=True)
                 ]
                 for base, row in zip(states, counts, strict=True)
