@@ -144,8 +144,8 @@ def _scores(pair: dict[str, Any]) -> list[dict[str, Any]]:
     return [*pair[STAGE], *pair[EXTRACTION]]
 
 
-def _pp(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:+.1f} pp"
+def _pp(value: float | None, spec: str = "+.1f", unit: str = " pp") -> str:
+    return "n/a" if value is None else f"{100 * value:{spec}}{unit}"
 
 
 def _figure(name: str) -> str:
@@ -240,15 +240,13 @@ def _tests(tests: list[tuple[str, dict[str, Any]]], alpha: float) -> Table:
 
 
 def _figures(figures: list[tuple[str, dict[str, Any]]]) -> Table:
-    def mean(value: float | None) -> str:
-        return "n/a" if value is None else f"{100 * value:.1f}%"
-
     columns = ["score", "figure", "pairs", "samples", "BASE", "NEW", "change"]
     columns += ["fell", "rose", "p", "verdict"]
     rows = []
     for score, f in figures:
         counts = _row(f["pairs"], f["samples"])
-        means = [mean(f["base_mean"]), mean(f["new_mean"]), _pp(f["difference"])]
+        means = [_pp(f[key], ".1f", "%") for key in ("base_mean", "new_mean")]
+        means.append(_pp(f["difference"]))
         test = [*_row(f["fell"], f["rose"]), format_p(f["p_value"]), f["verdict"]]
         rows.append([score, _figure(f["figure"]), *counts, *means, *test])
     # One epoch: a pair is a sample.
