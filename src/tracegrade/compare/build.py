@@ -204,9 +204,8 @@ def _side(path: str, runs: list[EvalRun], superseded: Any) -> dict[str, Any]:
 
 def _eval(run: EvalRun) -> dict[str, Any]:
     fields = ("key", "name", "task", "model", "created", "status", "epochs")
-    return {key: getattr(run, key) for key in fields} | {
-        "logs": [log.path for log in run.logs]
-    }
+    logs = [log.path for log in run.logs]
+    return {key: getattr(run, key) for key in fields} | {"logs": logs}
 
 
 def lost_entries(gate: dict[str, Any]) -> list[str]:
