@@ -62,6 +62,8 @@ ASTRAL_GAP = {
 
 STRING_ANSWER = {"id": "string-answer", "input": {"source": ["C"], "answer": "C"}}
 ABSENT = {"id": "absent", "input": {"context": []}}
+BOTH = '{"membership":true,"order":true}'
+REFUSED_INSIDE = "Python refused an input inside the contract"
 PYTHON_SORTED = canonical_json(
     {"stage": "retrieval", "missing": ["\uff61", "\U0001f600"]}
 )
@@ -71,22 +73,12 @@ PYTHON_SORTED = canonical_json(
     ("evaluator", "record", "answer", "said"),
     [
         # 1 for true; the answer seen beside the reference's.
-        (
-            X,
-            KEPT_ORDER,
-            ['{"membership":1,"order":true}'],
-            ['{"membership":true,"order":true}'],
-        ),
+        (X, KEPT_ORDER, ['{"membership":1,"order":true}'], [BOTH]),
         # `missing` in code point order, where JavaScript sorts UTF-16 units.
         (S, ASTRAL_GAP, [PYTHON_SORTED], ['"missing":["\\ud83d\\ude00","\\uff61"]']),
-        (
-            X,
-            KEPT_ORDER,
-            [None, "source", "no"],
-            ["Python refused an input inside the contract"],
-        ),
+        (X, KEPT_ORDER, [None, "source", "no"], [REFUSED_INSIDE]),
         # An answer where the contract has none, and another deviation.
-        (X, STRING_ANSWER, ['{"membership":true,"order":true}'], []),
+        (X, STRING_ANSWER, [BOTH], []),
         (S, ABSENT, ['{"error":"answer-label"}'], []),
     ],
 )
@@ -97,9 +89,7 @@ def test_a_planted_difference_fails(
     answer: list[Any],
     said: list[str],
 ) -> None:
-    fixture = compare.FixtureFile(
-        evaluator, write_fixture(tmp_path / "f.jsonl", [record])
-    )
+    fixture = fixture_file(tmp_path / "f.jsonl", [record], evaluator)
     # A Python side that answers every case alike.
     planted = SimpleNamespace(
         label="planted", outcome=lambda _: compare.PythonOutcome(*answer)
