@@ -105,11 +105,8 @@ def compare(base: str, new: str, **given: Any) -> None:
         if not given["fail_on_regression"]:
             option = "--gate" if name == "gates" else f"--{name.replace('_', '-')}"
             raise click.UsageError(f"{option} applies only with --fail-on-regression")
-    as_json, markdown, html_path = (
-        given["as_json"],
-        given["markdown"],
-        given["html_path"],
-    )
+    as_json, markdown = given["as_json"], given["markdown"]
+    html_path = given["html_path"]
     if as_json and markdown:
         raise click.UsageError("--json and --markdown both print on stdout: give one")
     # Imported here so that `tracegrade --help` does not load Inspect.
