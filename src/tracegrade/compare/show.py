@@ -85,11 +85,8 @@ def comparison_page(comparison: Comparison, show: int, option: str = "--show") -
     """The verdict, what was compared, a section per pair of evals (lists cut
     to `show` rows, set by `option`), then the evals."""
     head, *reasons = verdict_lines(comparison)
-    pairs, verdict, gate = (
-        comparison["pairs"],
-        comparison["verdict"],
-        comparison["gate"],
-    )
+    pairs = comparison["pairs"]
+    verdict, gate = comparison["verdict"], comparison["gate"]
     sections = [Section(None, [_thresholds(comparison["thresholds"])])]
     for index, pair in enumerate(pairs, start=1):
         first, rest, notes = _pair_tables(pair, comparison["alpha"], show, option)
