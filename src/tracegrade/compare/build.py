@@ -12,7 +12,7 @@ from typing import IO, Any, Final
 
 from ..core.errors import quote
 from ..logs import evals as log_evals
-from ..logs.evals import EvalRun, Evals
+from ..logs.evals import EvalRun, Evals, Superseded
 from ..logs.samples import ScoreRead, UnreadableLog
 from ..logs.scores import LogError, LogScores, LogSummary, nothing_found
 from ..report import runs as counts
@@ -197,7 +197,9 @@ def _checked(
     return limits.check_thresholds(thresholds, targets) if thresholds else []
 
 
-def _side(path: str, runs: list[EvalRun], superseded: Any) -> dict[str, Any]:
+def _side(
+    path: str, runs: list[EvalRun], superseded: list[Superseded]
+) -> dict[str, Any]:
     evals = [_eval(run) for run in runs]
     return {"path": path, "evals": evals, "superseded": [asdict(s) for s in superseded]}
 
