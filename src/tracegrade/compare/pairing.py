@@ -42,7 +42,9 @@ _OVER_ALL_RUNS: Final = {
 _LISTS: Final = {
     STAGE: ["regressions", "fixes"],
     EXTRACTION: [
-        f"{c}_{w}" for w in ("membership", "order") for c in ("lost", "gained")
+        f"{change}_{outcome}"
+        for outcome in ("membership", "order")
+        for change in ("lost", "gained")
     ],
 }
 SampleKey = tuple[int | str, int]
