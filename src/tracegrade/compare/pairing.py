@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -367,8 +367,8 @@ def gate(
     alpha: float,
     gates: Iterable[str],
     gate_lost: bool,
-    failed: Iterable[str] = (),
-    missing: Iterable[str] = (),
+    failed: Sequence[str] = (),
+    missing: Sequence[str] = (),
 ) -> dict[str, Any]:
     """What `--fail-on-regression` decides over `pairs`, each entry named by
     its pair when there are several; `failed` and `missing` are NEW evals
@@ -398,7 +398,6 @@ def gate(
                 if f["lost"]
             ]
     significant = [name for name, test in tests if test["verdict"] == "worse"]
-    failed, missing = list(failed), list(missing)
     fails = bool(significant) or (gate_lost and bool(lost or failed or missing))
     return {
         "alpha": alpha,

@@ -78,13 +78,12 @@ def paired_test(
     """`counts` are pairs, base_count, new_count, b and c; `clusters`, with
     several epochs, samples, fell and rose for the sign test."""
     pairs, _, _, b, c = counts
-    samples, fell, rose = (pairs, b, c) if clusters is None else clusters
     if clusters is None:
-        name, what = MCNEMAR, "pairs"
+        (samples, fell, rose), name, what = (pairs, b, c), MCNEMAR, "pairs"
         moved = f"{b} of {pairs} pairs had {outcome} in BASE only and {c} in NEW "
         moved += "only (exact McNemar test)"
     else:
-        name, what = SIGN, "samples"
+        (samples, fell, rose), name, what = clusters, SIGN, "samples"
         moved = (
             f"of {samples} samples ({pairs} paired epochs), {fell} had {outcome} "
             f"in fewer of their epochs in NEW and {rose} in more (exact sign "
