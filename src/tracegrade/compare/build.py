@@ -351,7 +351,6 @@ def _compare_pair(
         "logs": [asdict(log) for log in [*logs["BASE"], *logs["NEW"]]],
         "warnings": _warnings(base, new, logs, paired),
         **paired,
-        "gate": {},
     }
 
 
