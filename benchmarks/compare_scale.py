@@ -62,52 +62,36 @@ def compare(
     label: str = "this tree",
 ) -> list[dict[str, Any]]:
     rows = []
-    json_out = work / "compare.json"
-    measured = run_measured(
-        tracegrade("compare", base, new, "--json"),
-        env=env or CLEAN_ENV,
-        stdout_to=json_out,
-        exit_codes=(0, 3),
-    )
-    with json_out.open("rb") as read:
-        found = json.load(read)
-    (pair,) = found["pairs"]
-    (stage,) = pair["stage_diagnosis"]
-    rows.append(
-        {
-            "code": label,
-            "output": "--json",
-            "changed": regressed,
-            "seconds": round(measured.seconds, 1),
-            "peak_mib": round(measured.peak_mib, 1),
-            "output_mb": round(json_out.stat().st_size / 1e6, 1),
-            "listed": len(stage["regressions"]),
-            "correct": len(stage["regressions"]) == regressed,
-        }
-    )
-    json_out.unlink()
-    page = work / "compare.html"
-    # The launcher keeps this script's memory out of the figure; the parsed
-    # JSON (gigabytes at a million pairs) is dropped anyway, not to crowd it.
-    del found, pair, stage
-    measured = run_measured(
-        tracegrade("compare", base, new, "--html", page, "--force"),
-        env=env or CLEAN_ENV,
-        exit_codes=(0, 3),
-    )
-    rows.append(
-        {
-            "code": label,
-            "output": "--html",
-            "changed": regressed,
-            "seconds": round(measured.seconds, 1),
-            "peak_mib": round(measured.peak_mib, 1),
-            "output_mb": round(page.stat().st_size / 1e6, 1),
-            "listed": None,
-            "correct": None,
-        }
-    )
-    page.unlink()
+    for output, name in (("--json", "compare.json"), ("--html", "compare.html")):
+        path = work / name
+        options = ["--html", path, "--force"] if output == "--html" else ["--json"]
+        measured = run_measured(
+            tracegrade("compare", base, new, *options),
+            env=env or CLEAN_ENV,
+            stdout_to=path if output == "--json" else None,
+            exit_codes=(0, 3),
+        )
+        listed = None
+        if output == "--json":
+            # Only the count is kept: the parsed JSON (gigabytes at a million
+            # pairs) is dropped before the next command runs.
+            with path.open("rb") as read:
+                (pair,) = json.load(read)["pairs"]
+            listed = len(pair["stage_diagnosis"][0]["regressions"])
+            del pair
+        rows.append(
+            {
+                "code": label,
+                "output": output,
+                "changed": regressed,
+                "seconds": round(measured.seconds, 1),
+                "peak_mib": round(measured.peak_mib, 1),
+                "output_mb": round(path.stat().st_size / 1e6, 1),
+                "listed": listed,
+                "correct": None if listed is None else listed == regressed,
+            }
+        )
+        path.unlink()
     return rows
 
 
@@ -137,13 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         work = Path(scratch) if args.work is None else args.work
         work.mkdir(parents=True, exist_ok=True)
         news = []
-        for name, regressed in [
-            ("base", 0),
-            *(
-                (f"new-{round(s * args.samples)}", round(s * args.samples))
-                for s in args.shares
-            ),
-        ]:
+        changed = [round(share * args.samples) for share in args.shares]
+        for name, regressed in [("base", 0), *((f"new-{n}", n) for n in changed)]:
             logs = work / name
             if not logs.is_dir():
                 records = work / f"{name}.jsonl"

@@ -4,44 +4,23 @@ fail the run; out-of-contract records and the documented deviations do not."""
 from __future__ import annotations
 
 import json
+import re
 import runpy
 import stat
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
+from parity import compare, node
 from parity.__main__ import main
-from parity.compare import (
-    Case,
-    CoreSource,
-    FileReport,
-    FixtureError,
-    FixtureFile,
-    ProblemKind,
-    PythonOutcome,
-    check_case,
-    compare_files,
-    load_fixture,
-    passed,
-    render,
-)
 from parity.contract import DEVIATIONS, EvaluatorName, Standing
-from parity.node import (
-    HARNESS,
-    PARITY_DIR,
-    NodeEvaluator,
-    NodeOutcome,
-    NodeUnavailable,
-    original_script,
-)
 from tracegrade.core import canonical_json
 
-REPOSITORY = PARITY_DIR.parent
+REPOSITORY = node.PARITY_DIR.parent
 S, X = "stage_diagnosis", "ordered_extraction"
 IN, DEVIATION, OUT = Standing.IN_CONTRACT, Standing.DEVIATION, Standing.OUT_OF_CONTRACT
 
@@ -51,11 +30,13 @@ def write_fixture(path: Path, cases: list[dict[str, Any]]) -> Path:
     return path
 
 
-def fixture_file(path: Path, cases: list[dict[str, Any]], kind: Any = S) -> FixtureFile:
-    return FixtureFile(kind, write_fixture(path, cases))
+def fixture_file(
+    path: Path, cases: list[dict[str, Any]], kind: Any = S
+) -> compare.FixtureFile:
+    return compare.FixtureFile(kind, write_fixture(path, cases))
 
 
-def failures(reports: list[FileReport]) -> dict[str, list[ProblemKind]]:
+def failures(reports: list[compare.FileReport]) -> dict[str, list[compare.ProblemKind]]:
     return {
         case.case.id: [problem.kind for problem in case.problems]
         for report in reports
@@ -79,10 +60,10 @@ ASTRAL_GAP = {
 }
 
 
-# --- planted differences fail the run ---------------------------------------
-
 STRING_ANSWER = {"id": "string-answer", "input": {"source": ["C"], "answer": "C"}}
 ABSENT = {"id": "absent", "input": {"context": []}}
+BOTH = '{"membership":true,"order":true}'
+REFUSED_INSIDE = "Python refused an input inside the contract"
 PYTHON_SORTED = canonical_json(
     {"stage": "retrieval", "missing": ["\uff61", "\U0001f600"]}
 )
@@ -92,22 +73,12 @@ PYTHON_SORTED = canonical_json(
     ("evaluator", "record", "answer", "said"),
     [
         # 1 for true; the answer seen beside the reference's.
-        (
-            X,
-            KEPT_ORDER,
-            ['{"membership":1,"order":true}'],
-            ['{"membership":true,"order":true}'],
-        ),
+        (X, KEPT_ORDER, ['{"membership":1,"order":true}'], [BOTH]),
         # `missing` in code point order, where JavaScript sorts UTF-16 units.
         (S, ASTRAL_GAP, [PYTHON_SORTED], ['"missing":["\\ud83d\\ude00","\\uff61"]']),
-        (
-            X,
-            KEPT_ORDER,
-            [None, "source", "no"],
-            ["Python refused an input inside the contract"],
-        ),
+        (X, KEPT_ORDER, [None, "source", "no"], [REFUSED_INSIDE]),
         # An answer where the contract has none, and another deviation.
-        (X, STRING_ANSWER, ['{"membership":true,"order":true}'], []),
+        (X, STRING_ANSWER, [BOTH], []),
         (S, ABSENT, ['{"error":"answer-label"}'], []),
     ],
 )
@@ -118,20 +89,19 @@ def test_a_planted_difference_fails(
     answer: list[Any],
     said: list[str],
 ) -> None:
-    fixture = FixtureFile(evaluator, write_fixture(tmp_path / "f.jsonl", [record]))
+    fixture = fixture_file(tmp_path / "f.jsonl", [record], evaluator)
     # A Python side that answers every case alike.
-    planted = SimpleNamespace(label="planted", outcome=lambda _: PythonOutcome(*answer))
-    reports = compare_files([fixture], planted)
-    text = render(reports, "planted")
+    planted = SimpleNamespace(
+        label="planted", outcome=lambda _: compare.PythonOutcome(*answer)
+    )
+    reports = compare.compare_files([fixture], planted)
+    text = compare.render(reports, "planted")
 
-    assert failures(reports) == {record["id"]: [ProblemKind.DIFFERENCE]}
+    assert failures(reports) == {record["id"]: [compare.ProblemKind.DIFFERENCE]}
     assert f"'{record['id']}' at {fixture.label}:1" in text
     assert "parity FAILED: 1 of 1 cases" in text
     for shown in [*answer[:1], *said]:
         assert shown is None or shown in text
-
-
-# --- what must not fail ------------------------------------------------------
 
 
 def test_what_is_out_of_contract_or_a_deviation_is_listed_not_failed(
@@ -152,10 +122,10 @@ def test_what_is_out_of_contract_or_a_deviation_is_listed_not_failed(
         ],
     )
 
-    reports = compare_files([fixture], CoreSource())
-    text = render(reports, "Python core")
+    reports = compare.compare_files([fixture], compare.CoreSource())
+    text = compare.render(reports, "Python core")
 
-    assert passed(reports)
+    assert compare.passed(reports)
     tricky = reports[0].cases[0]
     assert tricky.python.result_json == tricky.node.result_json
     assert [case.standing for case in reports[0].cases] == [
@@ -175,24 +145,25 @@ def test_what_is_out_of_contract_or_a_deviation_is_listed_not_failed(
 
 
 def test_a_deviation_where_the_reference_answers_fails() -> None:
-    case = Case("stage_diagnosis", "absent", {"context": []}, None, None, "f", 1)
-
-    report = check_case(
-        case,
-        PythonOutcome('{"stage":"unresolved"}'),
-        NodeOutcome('{"stage":"unresolved"}', None),
+    case = compare.Case(
+        "stage_diagnosis", "absent", {"context": []}, None, None, "f", 1
     )
 
-    assert [problem.kind for problem in report.problems] == [ProblemKind.DIFFERENCE]
+    report = compare.check_case(
+        case,
+        compare.PythonOutcome('{"stage":"unresolved"}'),
+        node.NodeOutcome('{"stage":"unresolved"}', None),
+    )
+
+    assert [problem.kind for problem in report.problems] == [
+        compare.ProblemKind.DIFFERENCE
+    ]
 
 
 def test_every_deviation_is_in_the_deviations_table() -> None:
-    table = (PARITY_DIR / "DEVIATIONS.md").read_text("utf-8")
+    table = (node.PARITY_DIR / "DEVIATIONS.md").read_text("utf-8")
     for documented in DEVIATIONS:
         assert f"| `{documented.name}` |" in table
-
-
-# --- expected ------------------------------------------------------------------
 
 
 def test_expected_mismatches_fail(tmp_path: Path) -> None:
@@ -208,15 +179,15 @@ def test_expected_mismatches_fail(tmp_path: Path) -> None:
         X,
     )
 
-    reports = compare_files([fixture], CoreSource())
-    text = render(reports, "Python core")
+    reports = compare.compare_files([fixture], compare.CoreSource())
+    text = compare.render(reports, "Python core")
 
     assert failures(reports) == {
-        "sort": [ProblemKind.EXPECTED, ProblemKind.EXPECTED],
-        "wrong-field": [ProblemKind.EXPECTED],
-        "expected-refusal": [ProblemKind.EXPECTED],
+        "sort": [compare.ProblemKind.EXPECTED, compare.ProblemKind.EXPECTED],
+        "wrong-field": [compare.ProblemKind.EXPECTED],
+        "expected-refusal": [compare.ProblemKind.EXPECTED],
         # Key order is part of the output: never compared as parsed objects.
-        "kept": [ProblemKind.EXPECTED, ProblemKind.EXPECTED],
+        "kept": [compare.ProblemKind.EXPECTED, compare.ProblemKind.EXPECTED],
     }
     assert (
         "expected InvalidRecord on field 'source'; Python refused field 'answer'"
@@ -224,8 +195,6 @@ def test_expected_mismatches_fail(tmp_path: Path) -> None:
     )
     assert "4 of 4 cases" in text
 
-
-# --- malformed fixtures ----------------------------------------------------------
 
 GOOD_LINE = json.dumps(KEPT_ORDER)
 
@@ -253,8 +222,8 @@ def test_a_malformed_line_names_file_and_line(
     path = tmp_path / "cases.jsonl"
     path.write_text(f"{GOOD_LINE}\n{second_line}\n{GOOD_LINE}\n", "utf-8")
 
-    with pytest.raises(FixtureError) as raised:
-        load_fixture(FixtureFile("ordered_extraction", path))
+    with pytest.raises(compare.FixtureError) as raised:
+        compare.load_fixture(compare.FixtureFile("ordered_extraction", path))
 
     assert raised.value.location == f"{path}:2"
     assert problem in str(raised.value)
@@ -267,12 +236,9 @@ def test_line_numbers_count_newlines_only(tmp_path: Path) -> None:
         '{"id": "a\u2028b", "input": {}}\n{"id": "c", "input": {}}\n', "utf-8"
     )
 
-    cases = load_fixture(FixtureFile("ordered_extraction", path))
+    cases = compare.load_fixture(compare.FixtureFile("ordered_extraction", path))
 
     assert [(case.id, case.line) for case in cases] == [("a\u2028b", 1), ("c", 2)]
-
-
-# --- the command line ------------------------------------------------------------
 
 
 @pytest.mark.usefixtures("parity_evals_in_process")
@@ -341,43 +307,31 @@ def test_python_m_parity_runs_packaged_and_extra_files(
     )
 
 
-# --- node missing or too old ------------------------------------------------------
-
-
-@pytest.fixture
-def path_without_node(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Path]:
-    empty = tmp_path / "bin"
-    empty.mkdir()
-    monkeypatch.setenv("PATH", str(empty))
-    yield empty
-
-
-def test_missing_node_is_a_clear_error(
-    path_without_node: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    ("version", "said"),
+    [
+        (None, r"'node' was not found on PATH.*18 or newer"),
+        ("v16.20.2", r"is Node.js v16.20.2; .* needs 18 or newer"),
+    ],
+)
+def test_missing_or_old_node_is_a_clear_error(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    version: str | None,
+    said: str,
 ) -> None:
-    with pytest.raises(
-        NodeUnavailable, match=r"'node' was not found on PATH.*18 or newer"
-    ):
-        NodeEvaluator("stage_diagnosis").start()
+    (tmp_path / "bin").mkdir()
+    monkeypatch.setenv("PATH", str(tmp_path / "bin"))
+    if version is not None:
+        fake = tmp_path / "bin" / "node"
+        fake.write_text(f"#!/bin/sh\necho {version}\n", "utf-8")
+        fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
+    with pytest.raises(node.NodeUnavailable, match=said):
+        node.NodeEvaluator("stage_diagnosis").start()
     path = write_fixture(tmp_path / "x.jsonl", [KEPT_ORDER])
     assert main(["--core-only", "--ordered-extraction", str(path)], packaged=()) == 2
-    assert "'node' was not found on PATH" in capsys.readouterr().err
-
-
-def test_old_node_is_a_clear_error(path_without_node: Path) -> None:
-    fake = path_without_node / "node"
-    fake.write_text("#!/bin/sh\necho v16.20.2\n", "utf-8")
-    fake.chmod(fake.stat().st_mode | stat.S_IXUSR)
-
-    with pytest.raises(
-        NodeUnavailable, match=r"is Node.js v16.20.2; .* needs 18 or newer"
-    ):
-        NodeEvaluator("ordered_extraction").start()
-
-
-# --- the harness and its client -----------------------------------------------------
+    assert re.search(said, capsys.readouterr().err)
 
 
 def test_harness_answers_every_line_in_order_and_never_crashes() -> None:
@@ -390,7 +344,7 @@ def test_harness_answers_every_line_in_order_and_never_crashes() -> None:
         '{"id": 5, "input": {"source": ["A", "A"], "answer": []}, "expected": 0}',
     ]
     completed = subprocess.run(
-        ["node", str(HARNESS), str(original_script("ordered_extraction"))],
+        ["node", str(node.HARNESS), str(node.original_script("ordered_extraction"))],
         input="\n".join(requests) + "\n",
         capture_output=True,
         text=True,
@@ -423,14 +377,14 @@ def test_client_streams_and_batches_through_one_process() -> None:
     records = [{"required": long_ids, "context": [], "correct": True}] * 400
     all_missing = canonical_json({"stage": "retrieval", "missing": long_ids})
 
-    with NodeEvaluator("stage_diagnosis") as node:
-        pid = node.pid
-        first = node.evaluate({"required": ["A"], "context": ["A"], "correct": True})
-        batch = node.evaluate_many(records)
-        last = node.evaluate({"required": ["A"], "context": ["A"], "correct": False})
-        pid_after = node.pid
+    with node.NodeEvaluator("stage_diagnosis") as js:
+        pid = js.pid
+        first = js.evaluate({"required": ["A"], "context": ["A"], "correct": True})
+        batch = js.evaluate_many(records)
+        last = js.evaluate({"required": ["A"], "context": ["A"], "correct": False})
+        pid_after = js.pid
 
     assert pid is not None and pid_after == pid
-    assert first == NodeOutcome('{"stage":"pass","missing":[]}', None)
-    assert batch == [NodeOutcome(all_missing, None)] * 400
-    assert last == NodeOutcome('{"stage":"generation","missing":[]}', None)
+    assert first == node.NodeOutcome('{"stage":"pass","missing":[]}', None)
+    assert batch == [node.NodeOutcome(all_missing, None)] * 400
+    assert last == node.NodeOutcome('{"stage":"generation","missing":[]}', None)

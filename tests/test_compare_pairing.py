@@ -3,6 +3,8 @@ matrix, the lists, the exact tests, the figures, the gate, the refusals."""
 
 from __future__ import annotations
 
+import io
+import json
 import math
 import random
 from typing import Any
@@ -46,33 +48,11 @@ def paired(
         options = dict(alpha=0.05, new_epochs=9, new_complete=True)
         pair = pair_runs(base, new, spools, clustered=clustered, **options)
         pair["gate"] = gate([pair], 0.05, gates, gate_lost)
-        return Comparison(pair).to_json()
+        written = io.StringIO()
+        Comparison(pair).write_json(written)
+        return json.loads(written.getvalue())  # type: ignore[no-any-return]
     finally:
         spools.close()
-
-
-@pytest.mark.parametrize(
-    ("new", "verdict", "fails", "strict"),
-    [
-        (["pass"] * 6 + ["generation"] * 6, "worse", True, True),
-        (["generation"] + ["pass"] * 11, "too few to tell", False, True),
-        (["no score"] * 2 + ["pass"] * 10, "too few to tell", True, False),
-    ],
-)
-def test_the_gate_fails_on_a_significant_regression_strict_on_any_or_a_loss(
-    new: list[str], verdict: str, fails: bool, strict: bool
-) -> None:
-    """6 of 12 is the fewest that can be significant; a run lost is never
-    tested, but the gate counts it."""
-    base = [stage(i, "pass") for i in range(12)]
-    result = paired(base, [stage(i, state) for i, state in enumerate(new)])
-    passed = result[STAGE][0]["tests"][0]
-    assert passed["pairs"] == 12 - new.count("no score")
-    assert passed["verdict"] == verdict
-    gate = result["gate"]
-    assert (gate["fails"], gate["fails_strict"]) == (fails, fails or strict)
-    # A rise in retrieval failures is reported, never gated.
-    assert result["gate"]["outcomes"] == ["stage_diagnosis: pass"]
 
 
 def test_scores_pair_by_name_and_a_score_new_lacks_is_lost() -> None:

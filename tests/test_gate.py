@@ -122,13 +122,16 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return found
 
 
-def invoke(*args: str) -> subprocess.CompletedProcess[str]:
-    return run_tracegrade(*args, cwd=ROOT)
+def invoke(
+    *args: str, exit_code: int | None = None
+) -> subprocess.CompletedProcess[str]:
+    result = run_tracegrade(*args, cwd=ROOT)
+    assert exit_code in (None, result.returncode), result.stderr
+    return result
 
 
 def as_json(*args: str, exit_code: int) -> dict[str, Any]:
-    result = invoke(*args, "--json")
-    assert result.returncode == exit_code, result.stderr
+    result = invoke(*args, "--json", exit_code=exit_code)
     read: dict[str, Any] = json.loads(result.stdout)
     return read
 
@@ -148,9 +151,6 @@ def lost_in(base: str, new: str) -> int:
     """The runs with a stage in BASE and none in NEW, missing ones included."""
     had, has = stages(base), stages(new)
     return sum(1 for sample, stage in had.items() if stage and not has.get(sample))
-
-
-# --- Lost results are regressions -------------------------------------------------
 
 
 LABELS_LOST = r"lost results: stage_diagnosis: lost 14 \(11 pass → data error, "
@@ -174,11 +174,9 @@ def test_results_lost_fail_the_gate_unless_allowed(
 ) -> None:
     """Labels removed, samples that raised, an eval stopped or missing."""
     args = ("compare", runs[base], runs[new], "--fail-on-regression")
-    result = invoke(*args, "--strict")
-    assert result.returncode == 3, result.stderr
+    result = invoke(*args, "--strict", exit_code=3)
     assert re.search(f"^- {failed_on}", result.stderr, re.M), result.stderr
-    allowed = invoke(*args, "--allow-lost")
-    assert allowed.returncode == 0, allowed.stderr
+    allowed = invoke(*args, "--allow-lost", exit_code=0)
     assert "Gate passed (--fail-on-regression, --allow-lost)" in allowed.stdout
     gated = rf"^- not gated \(--allow-lost\): {failed_on}"
     assert re.search(gated, allowed.stdout, re.M), allowed.stdout
@@ -208,9 +206,7 @@ def test_the_control_passes_every_gate(runs: dict[str, str]) -> None:
     """NEW is BASE's runs again: nothing lost, nothing worse."""
     gates = ["--fail-on-regression", "--strict", "--fail-under", "pass=0.8"]
     gates += ["--fail-under", "context_recall=0.9"]
-    result = invoke("compare", runs["base"], runs["control"], *gates)
-
-    assert result.returncode == 0, result.stderr
+    result = invoke("compare", runs["base"], runs["control"], *gates, exit_code=0)
     assert "Gate passed (--fail-on-regression, --strict, --fail-under pass=0.8, " in (
         result.stdout
     )
@@ -221,9 +217,6 @@ def test_the_control_passes_every_gate(runs: dict[str, str]) -> None:
     assert sum(stage == "pass" for stage in control.values()) / 30 == 0.8
 
 
-# --- Every share beside the runs it rests on --------------------------------------
-
-
 def test_a_report_counts_the_runs_that_errored_or_never_ran(
     runs: dict[str, str],
 ) -> None:
@@ -232,8 +225,7 @@ def test_a_report_counts_the_runs_that_errored_or_never_ran(
     diagnosed = sum(stage is not None for stage in logged.values())
     assert (passed, diagnosed) == (12, 17)
 
-    result = invoke("report", runs["errors"])
-    assert result.returncode == 0, result.stderr
+    result = invoke("report", runs["errors"], exit_code=0)
     said = " ".join(result.stdout.split())
     assert (
         "E1 (stage_diagnosis, none/none): pass 12 of 30 runs: 17 diagnosed, 70.6% "
@@ -245,8 +237,7 @@ def test_a_report_counts_the_runs_that_errored_or_never_ran(
     assert summary["over_all_runs"]["pass"] == 12 / 30
     # An eval that stopped: the samples it never ran count too.
     never_ran = 30 - len(read_eval_log(runs["stopped"]).samples or [])
-    result = invoke("report", runs["stopped"])
-    assert result.returncode == 0, result.stderr
+    result = invoke("report", runs["stopped"], exit_code=0)
     said = " ".join(result.stdout.split())
     assert f"{never_ran} not run (the eval stopped)" in said
     assert re.search(
@@ -258,13 +249,8 @@ def test_a_report_counts_the_runs_that_errored_or_never_ran(
     assert summary["runs"] == 30
 
 
-# --- Thresholds -------------------------------------------------------------------
-
-
 def test_a_threshold_is_of_every_run(runs: dict[str, str]) -> None:
-    result = invoke("report", runs["errors"], "--fail-under", "pass=0.5")
-
-    assert result.returncode == 3, result.stderr
+    result = invoke("report", runs["errors"], "--fail-under", "pass=0.5", exit_code=3)
     assert (
         "tracegrade report: threshold not met: pass 0.4000 < 0.5 in E1 "
         "(stage_diagnosis, none/none), stage_diagnosis, over all 30 runs"
@@ -280,19 +266,14 @@ def test_a_threshold_is_of_every_run(runs: dict[str, str]) -> None:
         checked = invoke("report", runs[run], "--fail-under", f"pass={value}")
         assert checked.returncode == exit_code, value
     # compare checks NEW; BASE, which passes 24 of 30, is not what is checked.
-    result = invoke(
-        "compare", runs["control"], runs["errors"], "--fail-under", "pass=0.5"
-    )
-    assert result.returncode == 3, result.stderr
+    pair = (runs["control"], runs["errors"])
+    result = invoke("compare", *pair, "--fail-under", "pass=0.5", exit_code=3)
     assert re.search(
         r"- threshold not met: pass 0.4000 < 0.5 in NEW \S+\.eval "
         r"\(stage_diagnosis, none/none\), stage_diagnosis, over all 30 runs",
         result.stderr,
     )
-    checked = invoke(
-        "compare", runs["errors"], runs["control"], "--fail-under", "pass=0.8"
-    )
-    assert checked.returncode == 0, checked.stderr
+    invoke("compare", *pair[::-1], "--fail-under", "pass=0.8", exit_code=0)
 
 
 THRESHOLDS = [
@@ -329,21 +310,14 @@ def test_a_bad_threshold_or_gate_is_a_usage_error(
     runs: dict[str, str], command: str, args: list[str], said: str
 ) -> None:
     name, *logs = COMMANDS[command]
-    result = invoke(name, *(runs[log] for log in logs), *args)
-    assert result.returncode == 2, result.stderr
+    result = invoke(name, *(runs[log] for log in logs), *args, exit_code=2)
     assert said in " ".join(result.stderr.split()) and result.stdout == ""
     assert "Traceback" not in result.stderr
 
 
-# --- Markdown ---------------------------------------------------------------------
-
-
 def test_markdown_gives_the_verdict_first(runs: dict[str, str]) -> None:
-    result = invoke(
-        "compare", runs["base"], runs["errors"], "--fail-on-regression", "--markdown"
-    )
-
-    assert result.returncode == 3
+    args = ("compare", runs["base"], runs["errors"], "--fail-on-regression")
+    result = invoke(*args, "--markdown", exit_code=3)
     head = "## tracegrade compare\n\n**Gate failed (--fail-on-regression)**\n"
     assert result.stdout.startswith(head)
     assert result.stdout.splitlines()[4].startswith(
@@ -351,14 +325,13 @@ def test_markdown_gives_the_verdict_first(runs: dict[str, str]) -> None:
     )
     assert "### Pairs" in result.stdout and "### Runs" in result.stdout
     assert "| stage\\_diagnosis | NEW | 30 | 17 | 13 |" in result.stdout
-    report = invoke("report", runs["errors"], "--fail-under", "pass=0.5", "--markdown")
-    assert report.returncode == 3
+    args = ("report", runs["errors"], "--fail-under", "pass=0.5", "--markdown")
+    report = invoke(*args, exit_code=3)
     assert report.stdout.startswith(
         "## tracegrade report\n\n**Gate failed: 1 of 1 thresholds not met"
     )
     assert "- E1 (stage\\_diagnosis, none/none): pass 12 of 30 runs" in report.stdout
-    both = invoke("report", runs["base"], "--markdown", "--json")
-    assert both.returncode == 2
+    invoke("report", runs["base"], "--markdown", "--json", exit_code=2)
 
 
 def test_markdown_stays_under_githubs_limit_and_says_what_it_left_out() -> None:
@@ -387,15 +360,9 @@ def test_markdown_stays_under_githubs_limit_and_says_what_it_left_out() -> None:
     assert escape("x" * 1000).endswith("\u2026") and len(escape("x" * 1000)) == 300
 
 
-# --- Epochs, pooling, order, charts -------------------------------------------------
-
-
 def test_epochs_that_differ_are_warned_of(runs: dict[str, str]) -> None:
-    more = invoke(
-        "compare", runs["base"], runs["epochs2"], "--fail-on-regression", "--allow-lost"
-    )
-    assert more.returncode == 0, more.stderr
     args = ("compare", runs["base"], runs["epochs2"])
+    more = invoke(*args, "--fail-on-regression", "--allow-lost", exit_code=0)
     (stage,) = as_json(*args, exit_code=0)["pairs"][0]["stage_diagnosis"]
     assert [(ref["epoch"]) for ref in stage["only_in_new"]] == [2, 2]
     assert len(stage["only_in_base"]) == 28 and stage["pairs"] == 2
@@ -405,8 +372,8 @@ def test_epochs_that_differ_are_warned_of(runs: dict[str, str]) -> None:
         in " ".join(more.stdout.split())
     )
     # BASE's second epochs were never asked of NEW: not lost.
-    fewer = invoke("compare", runs["epochs2"], runs["base"], "--fail-on-regression")
-    assert fewer.returncode == 0, fewer.stderr
+    back = ("compare", runs["epochs2"], runs["base"], "--fail-on-regression")
+    fewer = invoke(*back, exit_code=0)
     assert "no result lost" in fewer.stdout
     assert "BASE's epochs 2 to 2 are in one run only, not counted as lost." in (
         " ".join(fewer.stdout.split())
@@ -424,7 +391,7 @@ def test_pooling_one_epoch_then_several_is_counted(
     assert pooled["stages"]["pass"]["count"] == 24 + 6
     # Nothing missing (`other2` passes every run): no missing-ID chart.
     html = tmp_path / "r.html"
-    assert invoke("report", runs["other2"], "--html", str(html)).returncode == 0
+    invoke("report", runs["other2"], "--html", str(html), exit_code=0)
     page = html.read_text("utf-8")
     assert "chart-stages" in page and "chart-missed" not in page
 
@@ -433,9 +400,8 @@ def test_report_rows_follow_the_evals_with_task_and_model(
     runs: dict[str, str],
 ) -> None:
     """E1's task sorts after E2's; its rows still come first."""
-    result = invoke("report", runs["base"], runs["errors"], runs["extraction"])
-
-    assert result.returncode == 0, result.stderr
+    logs = (runs["base"], runs["errors"], runs["extraction"])
+    result = invoke("report", *logs, exit_code=0)
     stage_rows = re.findall(r"^(E\d) +(\S+) +(\S+) +pass +", result.stdout, re.M)
     assert stage_rows == [
         ("E1", "tracegrade/stage_diagnosis", "none/none"),
@@ -443,9 +409,6 @@ def test_report_rows_follow_the_evals_with_task_and_model(
     ]
     runs_table = result.stdout.split("Runs")[1].split("\n\n")[0]
     assert re.findall(r"^(E\d) ", runs_table, re.M) == ["E1", "E2", "E3"]
-
-
-# --- Gates on figures -------------------------------------------------------------
 
 
 def test_halved_recall_fails_its_gate_but_not_the_default(runs: dict[str, str]) -> None:

@@ -1,2 +1,1 @@
-"""`tracegrade compare BASE NEW`: `build` reads the logs and pairs the evals,
-`pairing` the runs, `stats` tests them, `show` lays out the page."""
+"""`tracegrade compare`: build reads and pairs, pairing and stats test, show shows."""

@@ -1,9 +1,7 @@
-"""From two sets of Inspect logs to the comparison document: evals paired by
-task and model, their runs paired by `pairing`, then the gate's verdict."""
+"""Two sets of Inspect logs to the comparison document: evals paired, gated."""
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import secrets
@@ -14,14 +12,14 @@ from typing import IO, Any, Final
 
 from ..core.errors import quote
 from ..logs import evals as log_evals
-from ..logs.evals import EvalRun, Evals
+from ..logs.evals import EvalRun, Evals, Superseded
 from ..logs.samples import ScoreRead, UnreadableLog
 from ..logs.scores import LogError, LogScores, LogSummary, nothing_found
 from ..report import runs as counts
 from ..report import thresholds as limits
-from ..schema import InvalidScore, ScoreError, read_extraction, read_stage
+from ..schema import InvalidScore, read_extraction, read_stage
 from . import pairing
-from .pairing import EXTRACTION, NO_SCORE, STAGE, CompareError, Run
+from .pairing import EXTRACTION, NO_SCORE, STAGE, CompareError, Run, gate_name, plural
 from .spool import Spool, Spools
 
 TEST: Final = (
@@ -42,6 +40,7 @@ FIGURE_TEST: Final = (
     "only when --gate names the figure"
 )
 SIDES: Final = ("BASE", "NEW")
+_ERRORED: Final = {True: counts.SAMPLE_ERROR, False: counts.NO_SCORE}
 _NO_SCORE: Final = {
     counts.SAMPLE_ERROR: "The sample errored before it was scored.",
     counts.NO_SCORE: "The sample is in the log without this score.",
@@ -66,15 +65,8 @@ class Comparison(dict[str, Any]):
     def pairs(self) -> list[dict[str, Any]]:
         return list(self["pairs"])
 
-    def to_json(self) -> dict[str, Any]:
-        out = io.StringIO()
-        self.write_json(out)
-        data: dict[str, Any] = json.loads(out.getvalue())
-        return data
-
     def write_json(self, out: IO[str]) -> None:
-        """`json.dumps(indent=2)`, each item of a long list on a line of its
-        own, read from disk as it is written."""
+        """`json.dumps(indent=2)`; a long list's items a line each, read as written."""
         spools: list[Spool] = []
         token = secrets.token_hex(8)
 
@@ -122,9 +114,8 @@ def compare_evals(
     asked: Sequence[str] = (),
     on_log_read: Callable[[str], None] | None = None,
 ) -> Comparison:
-    """`asked` are the gate's options as given; with `--fail-on-regression`
-    among them, the gate decides the verdict. Raises `LogError`,
-    `CompareError`, `UnknownGate` or `InvalidThreshold`."""
+    """`asked`: the gate's options as given. Raises `LogError`, `CompareError`,
+    `UnknownGate` or `InvalidThreshold`."""
     sides = (base, new)
     selected = [
         _selected(*side, task, model) for side in zip(SIDES, sides, strict=True)
@@ -140,11 +131,11 @@ def compare_evals(
     for pair in pairs:
         pair["gate"] = pairing.gate([pair], alpha, gates, not allow_lost)
     counted = "not gated (--allow-lost)" if allow_lost else "lost in NEW"
-    warnings = [
-        f"{side}: {note}"
-        for side, evals in zip(SIDES, sides, strict=True)
-        if (note := log_evals.superseded_note(evals.superseded))
+    notes = [
+        (side, log_evals.superseded_note(e.superseded))
+        for side, e in zip(SIDES, sides, strict=True)
     ]
+    warnings = [f"{side}: {note}" for side, note in notes if note]
     alone = [("BASE", "NEW", only_base, f", and its results count as {counted}")]
     warnings += [
         f"{side}: {_described(run)} has no eval of the same task and model in "
@@ -166,8 +157,8 @@ def compare_evals(
         test=TEST,
         effect_size=EFFECT_SIZE,
         figure_test=FIGURE_TEST,
-        base=_side(base_path, selected[0], base),
-        new=_side(new_path, selected[1], new),
+        base=_side(base_path, selected[0], base.superseded),
+        new=_side(new_path, selected[1], new.superseded),
         pairs=pairs,
         only_in_base=[_eval(run) for run in only_base],
         only_in_new=[_eval(run) for run in only_new],
@@ -185,10 +176,12 @@ def _checked(
     gates: Sequence[str],
     thresholds: Sequence[limits.Threshold],
 ) -> list[limits.ThresholdCheck]:
-    """Each `--fail-under` checked against NEW's scores, once every `--gate`
-    is known to name a measure the runs have."""
     found = [pairing.PASS_GATE]
-    found += dict.fromkeys(name for p in pairs for name in pairing.gate_names(p))
+    # The figures a `--gate` can name: those some pair had in BASE.
+    figures = [f for p in pairs for c in p[STAGE] for f in c["figures"]]
+    found += dict.fromkeys(
+        gate_name(f["figure"]) for f in figures if f["pairs"] or f["lost"]
+    )
     if unknown := [name for name in gates if name not in found]:
         raise UnknownGate(
             f"--gate {quote(unknown[0])}: no such measure in these runs; they "
@@ -204,20 +197,17 @@ def _checked(
     return limits.check_thresholds(thresholds, targets) if thresholds else []
 
 
-def _side(path: str, runs: list[EvalRun], evals: Evals) -> dict[str, Any]:
-    superseded = [asdict(s) for s in evals.superseded]
-    return {
-        "path": path,
-        "evals": [_eval(run) for run in runs],
-        "superseded": superseded,
-    }
+def _side(
+    path: str, runs: list[EvalRun], superseded: list[Superseded]
+) -> dict[str, Any]:
+    evals = [_eval(run) for run in runs]
+    return {"path": path, "evals": evals, "superseded": [asdict(s) for s in superseded]}
 
 
 def _eval(run: EvalRun) -> dict[str, Any]:
     fields = ("key", "name", "task", "model", "created", "status", "epochs")
-    return {key: getattr(run, key) for key in fields} | {
-        "logs": [log.path for log in run.logs]
-    }
+    logs = [log.path for log in run.logs]
+    return {key: getattr(run, key) for key in fields} | {"logs": logs}
 
 
 def lost_entries(gate: dict[str, Any]) -> list[str]:
@@ -229,37 +219,32 @@ def lost_entries(gate: dict[str, Any]) -> list[str]:
 def _verdict(
     gate: dict[str, Any], checks: list[limits.ThresholdCheck], asked: list[str]
 ) -> dict[str, Any]:
-    """What the gate decided, and why, in plain sentences."""
     failing: list[str] = []
     checked: list[str] = []
     if "--fail-on-regression" in asked:
-        alpha, significant = gate["alpha"], gate["significant"]
-        if significant:
-            failing.append(
-                f"significantly worse at alpha = {alpha}: {'; '.join(significant)}"
-            )
+        alpha, lost = gate["alpha"], lost_entries(gate)
+        if gate["significant"]:
+            worse = "; ".join(gate["significant"])
+            failing.append(f"significantly worse at alpha = {alpha}: {worse}")
         else:
+            tested = f"(tested: {'; '.join(gate['outcomes'])})"
             checked.append(
-                f"no outcome significantly worse at alpha = {alpha} "
-                f"(tested: {'; '.join(gate['outcomes'])})"
+                f"no outcome significantly worse at alpha = {alpha} {tested}"
             )
         if "--strict" in asked and gate["regressions"]:
             failing.append(f"regressions (--strict): {'; '.join(gate['regressed'])}")
         elif "--strict" in asked:
             checked.append("no regression (--strict)")
-        lost = lost_entries(gate)
         if lost and gate["lost_gated"]:
             failing += lost
         else:
-            checked += [f"not gated (--allow-lost): {entry}" for entry in lost]
-            checked += [] if lost else ["no result lost"]
+            ungated = [f"not gated (--allow-lost): {entry}" for entry in lost]
+            checked += ungated or ["no result lost"]
     for check in checks:
         met = "threshold met" if check.met else "threshold not met"
-        (checked if check.met else failing).append(
-            f"{met}: {limits.threshold_line(check)}"
-        )
-    if checks:
-        checked.append(f"thresholds are {limits.OVER_ALL_RUNS}")
+        line = f"{met}: {limits.threshold_line(check)}"
+        (checked if check.met else failing).append(line)
+    checked += [f"thresholds are {limits.OVER_ALL_RUNS}"] if checks else []
     if not asked:
         checked.append(
             "no gate asked (--fail-on-regression, --fail-under): the "
@@ -297,8 +282,7 @@ def _described(run: EvalRun) -> str:
 def _pair_evals(
     base: list[EvalRun], new: list[EvalRun]
 ) -> tuple[list[tuple[EvalRun, EvalRun]], list[EvalRun], list[EvalRun]]:
-    """BASE's evals paired with NEW's by task and model (one eval each side
-    is paired whatever it ran), and those on one side only."""
+    """Paired by task and model (one eval each side whatever it ran), and the rest."""
     if len(base) == 1 and len(new) == 1:
         return [(base[0], new[0])], [], []
     grouped: list[dict[tuple[str, str], list[EvalRun]]] = [{}, {}]
@@ -367,7 +351,6 @@ def _compare_pair(
         "logs": [asdict(log) for log in [*logs["BASE"], *logs["NEW"]]],
         "warnings": _warnings(base, new, logs, paired),
         **paired,
-        "gate": {},
     }
 
 
@@ -377,8 +360,7 @@ def _observations(
     logs: list[LogSummary],
     on_log_read: Callable[[str], None] | None,
 ) -> Iterator[pairing.Observation]:
-    """Every run of every log of one eval; each log's summary is appended to
-    `logs` once it has been read."""
+    """Every run of one eval; each log's summary goes to `logs` once read."""
     # One copy of each explanation and figure: most runs share a few.
     shared: dict[Any, Any] = {}
     for log in run.reads():
@@ -394,12 +376,9 @@ def _observations(
                     ) from None
                 yield name, kind, sample.id, sample.epoch, found, why
             assert scores.scoreless is not None
+            # A sample that errored, or that the eval never ran, has no result.
             for name, kind in scores.score_names().items():
-                # A sample that errored, or that the eval never ran, has no result.
-                errored = (
-                    (i, e, counts.SAMPLE_ERROR if raised else counts.NO_SCORE)
-                    for i, e, raised in scores.scoreless
-                )
+                errored = ((i, e, _ERRORED[r]) for i, e, r in scores.scoreless)
                 never = ((i, e, counts.NOT_RUN) for i, e in scores.not_run_keys())
                 for sample_id, epoch, why in chain(errored, never):
                     found = Run(NO_SCORE, None, _NO_SCORE[why], log.path)
@@ -423,27 +402,23 @@ def _shared(value: Any, shared: dict[Any, Any]) -> Any:
 def _run(
     kind: str, score: ScoreRead, path: str, shared: dict[Any, Any]
 ) -> tuple[Run, str | None]:
-    """One tracegrade score as `report` reads it, and why it gives no result
-    (None for a result); `InvalidScore` says what is wrong."""
+    """One score as `report` reads it, and why it has no result (None: it has)."""
     explanation = _shared(score.explanation, shared)
     if kind == EXTRACTION:
         grade = read_extraction(score.value, score.metadata)
         passed = bool(grade.membership) + bool(grade.order)
         state = ("membership fail", "order fail", "pass")[passed]
-        return _unscored(grade.error, Run(state, None, explanation, path), shared)
-    staged = read_stage(score.value, score.metadata)
-    missing = None if staged.missing is None else tuple(staged.missing)
-    # A run with no stage still had its context: it keeps its figures.
-    steps = None if staged.step_recall is None else tuple(staged.step_recall.items())
-    figures = (_shared(f, shared) for f in (staged.recall, staged.precision, steps))
-    run = Run(staged.stage or NO_SCORE, missing, explanation, path, *figures)
-    return _unscored(staged.error, run, shared)
-
-
-def _unscored(
-    error: ScoreError | None, run: Run, shared: dict[Any, Any]
-) -> tuple[Run, str | None]:
-    """A run whose error left it unscored: the data's fault, or the run's."""
+        run, error = Run(state, None, explanation, path), grade.error
+    else:
+        staged = read_stage(score.value, score.metadata)
+        missing = None if staged.missing is None else tuple(staged.missing)
+        # A run with no stage still had its context: it keeps its figures.
+        steps = (
+            None if staged.step_recall is None else tuple(staged.step_recall.items())
+        )
+        figures = (_shared(f, shared) for f in (staged.recall, staged.precision, steps))
+        run = Run(staged.stage or NO_SCORE, missing, explanation, path, *figures)
+        error = staged.error
     if error is None or not error.unscored:
         return run, None
     state = pairing.DATA_ERROR if error.side == "data" else NO_SCORE
@@ -501,8 +476,8 @@ def _warnings(
         fewer, more = sorted((base.epochs, new.epochs))
         side = "NEW" if new.epochs > base.epochs else "BASE"
         warnings.append(
-            f"BASE ran {base.epochs} epoch{'s' * (base.epochs != 1)} and NEW "
-            f"{new.epochs} epoch{'s' * (new.epochs != 1)}: "
+            f"BASE ran {plural(base.epochs, 'epoch')} and NEW "
+            f"{plural(new.epochs, 'epoch')}: "
             f"samples pair by epoch, so only epochs 1 to {fewer} are compared; "
             f"{side}'s epochs {fewer + 1} to {more} are in one run only"
             + (", not counted as lost." if side == "BASE" else ".")

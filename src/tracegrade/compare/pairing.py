@@ -1,18 +1,16 @@
-"""Two runs paired by sample id and epoch, and what changed, as the JSON
-document's dicts (docs/compare.md). BASE's runs are held, one small `Run`
-each; NEW's are read as they come; the lists of pairs go to `Spool`s."""
+"""Two runs paired by sample id and epoch, and what changed (docs/compare.md)."""
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Final
 
 from ..core.errors import quote
-from ..report.runs import AllRuns, ExactSum
+from ..report.runs import AllRuns, ExactSum, undiagnosed
 from .spool import Spool, Spools
 from .stats import figure_test, paired_test
 
@@ -21,24 +19,20 @@ EXTRACTION: Final = "ordered_extraction"
 DATA_ERROR: Final = "data error"
 NO_SCORE: Final = "no score"
 NOT_IN_NEW: Final = "not in NEW"
+PASS_GATE: Final = "pass"
 # The states that are a result: a stage, a grade.
 RESULTS: Final = {
     STAGE: ("retrieval", "generation", "pass", "unresolved"),
     EXTRACTION: ("pass", "order fail", "membership fail"),
 }
-STATES: Final = {
-    kind: (*states, DATA_ERROR, NO_SCORE) for kind, states in RESULTS.items()
-}
-PASS_GATE: Final = "pass"
-# Each outcome: its name, the states that have it, and whether higher is
-# better. A rise in retrieval failures among runs that failed anyway is
-# reported, neither gated nor counted over all runs.
-_OUTCOMES: Final = {
-    STAGE: (("pass", ("pass",), True), ("retrieval failure", ("retrieval",), False)),
-    EXTRACTION: (
-        ("membership", ("pass", "order fail"), True),
-        ("order", ("pass",), True),
-    ),
+# Each outcome: the states that have it, and whether higher is better. A rise
+# in retrieval failures among runs that failed anyway is reported, not gated.
+_OUTCOMES: Final[dict[str, dict[str, tuple[tuple[str, ...], bool]]]] = {
+    STAGE: {"pass": (("pass",), True), "retrieval failure": (("retrieval",), False)},
+    EXTRACTION: {
+        "membership": (("pass", "order fail"), True),
+        "order": (("pass",), True),
+    },
 }
 _UNGATED: Final = "retrieval failure"
 _OVER_ALL_RUNS: Final = {
@@ -46,9 +40,12 @@ _OVER_ALL_RUNS: Final = {
     EXTRACTION: ("membership", "order"),
 }
 _LISTS: Final = {
-    STAGE: "only_in_new lost_runs regressions fixes",
-    EXTRACTION: "only_in_new lost_runs lost_membership gained_membership lost_order "
-    "gained_order",
+    STAGE: ["regressions", "fixes"],
+    EXTRACTION: [
+        f"{change}_{outcome}"
+        for outcome in ("membership", "order")
+        for change in ("lost", "gained")
+    ],
 }
 SampleKey = tuple[int | str, int]
 
@@ -63,8 +60,7 @@ class NothingInCommon(CompareError):
 
 @dataclass(frozen=True, slots=True)
 class Run:
-    """One sample-epoch under one score: BASE holds one per run, so each
-    field costs memory."""
+    """One sample-epoch under one score: BASE holds one per run."""
 
     state: str
     missing: tuple[str, ...] | None = None
@@ -73,10 +69,6 @@ class Run:
     recall: float | None = None
     precision: float | None = None
     step_recall: tuple[tuple[str, float], ...] | None = None
-
-    def side(self) -> dict[str, Any]:
-        keys = ("state", "missing", "explanation", "log")
-        return {key: getattr(self, key) for key in keys}
 
     def figure(self, name: str) -> float | None:
         if name in ("recall", "precision"):
@@ -99,20 +91,25 @@ def _share(value: float) -> Fraction:
     return Fraction(value).limit_denominator(1 << 24)
 
 
+def plural(count: int, what: str) -> str:
+    return f"{count} {what}{'s' * (count != 1)}"
+
+
 def _change(key: SampleKey, base: Run, new: Run) -> dict[str, Any]:
-    return {"id": key[0], "epoch": key[1], "base": base.side(), "new": new.side()}
+    keys = ("state", "missing", "explanation", "log")
+    base_side, new_side = ({k: getattr(run, k) for k in keys} for run in (base, new))
+    return {"id": key[0], "epoch": key[1], "base": base_side, "new": new_side}
 
 
 class _Tally:
-    """One outcome or figure over the pairs with it on both sides: the sums,
-    the pairs that moved down (`b`) and up (`c`), each sample's moves, and
-    the pairs whose NEW run has a result without it."""
+    """An outcome or figure over the pairs with it on both sides: its sums,
+    the pairs that fell (`b`) and rose (`c`), and each sample's moves."""
 
     def __init__(self, clustered: bool) -> None:
         self.clustered = clustered
         self.pairs = self.b = self.c = self.lost = 0
         self.base, self.new = ExactSum(), ExactSum()
-        self.by_sample: dict[int | str, Any] = {}
+        self.by_sample: defaultdict[int | str, Any] = defaultdict(int)
 
     def add(
         self, sample: int | str, before: float | None, after: float | None, has: bool
@@ -128,11 +125,10 @@ class _Tally:
         self.b += moved < 0
         self.c += moved > 0
         if self.clustered:
-            self.by_sample[sample] = self.by_sample.get(sample, 0) + moved
+            self.by_sample[sample] += moved
         return moved
 
     def samples(self) -> tuple[int, int, int]:
-        """The samples, and those whose moves fell and rose in all."""
         if not self.clustered:
             return self.pairs, self.b, self.c
         moves = self.by_sample.values()
@@ -143,33 +139,36 @@ class _Score:
     """One score counted as NEW is read; its changed pairs go to `lists`."""
 
     def __init__(self, kind: str, clustered: bool, spools: Spools) -> None:
-        self.kind, self.clustered = kind, clustered
+        self.kind, self.clustered, self.outcomes = kind, clustered, _OUTCOMES[kind]
         self.transitions: Counter[tuple[str, str]] = Counter()
         self.lost_from: Counter[tuple[str, str]] = Counter()
         self.newly_missing: Counter[str] = Counter()
         self.newly_found: Counter[str] = Counter()
         self.new_runs = AllRuns()
         self.worse = self.better = self.ids_compared = 0
-        self.lists = {name: spools.new() for name in _LISTS[kind].split()}
-        self.outcomes = {name: has for name, has, _ in _OUTCOMES[kind]}
+        lists = ["only_in_new", "lost_runs", *_LISTS[kind]]
+        self.lists = {name: spools.new() for name in lists}
         # The outcomes, then (stage) context recall, precision and each step.
         names = [*self.outcomes, *(["recall", "precision"] if kind == STAGE else [])]
         self.tallies = {name: _Tally(clustered) for name in names}
 
     def measure(self, run: Run, name: str) -> float | None:
-        """An outcome (None without a result), or a figure."""
         if name not in self.outcomes:
             return run.figure(name)
         if run.state not in RESULTS[self.kind]:
             return None
-        return run.state in self.outcomes[name]
+        return run.state in self.outcomes[name][0]
+
+    def listed(self, name: str, key: SampleKey, base: Run, new: Run) -> None:
+        if name == "lost_runs":
+            self.lost_from[base.state, new.state] += 1
+        self.lists[name].add(*key, _change(key, base, new))
 
     def add(self, key: SampleKey, base: Run, new: Run) -> None:
         self.transitions[base.state, new.state] += 1
         has = new.state in RESULTS[self.kind]
         if base.state in RESULTS[self.kind] and not has:
-            self.lost_from[base.state, new.state] += 1
-            self.lists["lost_runs"].add(*key, _change(key, base, new))
+            self.listed("lost_runs", key, base, new)
         # A step is compared from the first pair whose BASE run has it.
         for step, _ in base.step_recall or ():
             self.tallies.setdefault(f"{step}_recall", _Tally(self.clustered))
@@ -180,17 +179,17 @@ class _Score:
         if self.kind == EXTRACTION:
             # A pair that lost (or gained) membership, order or both.
             for name, move in moves.items():
+                change = "lost" if move < 0 else "gained"
                 if move:
-                    listed = f"{'lost' if move < 0 else 'gained'}_{name}"
-                    self.lists[listed].add(*key, _change(key, base, new))
+                    self.listed(f"{change}_{name}", key, base, new)
             self.worse += any(move < 0 for move in moves.values())
             self.better += any(move > 0 for move in moves.values())
         elif base.state == "pass" and new.state in ("retrieval", "generation"):
             self.worse += 1
-            self.lists["regressions"].add(*key, _change(key, base, new))
+            self.listed("regressions", key, base, new)
         elif new.state == "pass" and base.state != "pass":
             self.better += 1
-            self.lists["fixes"].add(*key, _change(key, base, new))
+            self.listed("fixes", key, base, new)
         if base.missing is not None and new.missing is not None:
             self.ids_compared += 1
             self.newly_missing.update(set(new.missing) - set(base.missing))
@@ -199,28 +198,29 @@ class _Score:
     def compared(
         self, score: str, base_runs: AllRuns, only_in_base: Spool, alpha: float
     ) -> dict[str, Any]:
-        states, tests, figures = STATES[self.kind], [], []
-        higher = {name: better for name, _, better in _OUTCOMES[self.kind]}
+        tests, figures = [], []
         for name, t in self.tallies.items():
             samples, fell, rose = t.samples()
-            if name in higher:
+            if name in self.outcomes:
                 counts = (t.pairs, int(t.base.total), int(t.new.total), t.b, t.c)
                 clusters = (samples, fell, rose) if self.clustered else None
-                tests.append(paired_test(name, higher[name], alpha, counts, clusters))
+                higher = self.outcomes[name][1]
+                tests.append(paired_test(name, higher, alpha, counts, clusters))
             else:
                 means = (t.base.mean(t.pairs), t.new.mean(t.pairs))
                 moved = (fell, rose, t.lost)
                 figures.append(figure_test(name, alpha, t.pairs, samples, means, moved))
+        states = (*RESULTS[self.kind], DATA_ERROR, NO_SCORE)
         lost_from = _ranked(self.lost_from)
         result: dict[str, Any] = {
             "score": score,
             "kind": self.kind,
-            "pairs": sum(self.transitions.values()),
+            "pairs": self.transitions.total(),
             "states": list(states),
             "transitions": [[self.transitions[r, c] for c in states] for r in states],
             "worse": self.worse,
             "better": self.better,
-            "lost": sum(self.lost_from.values()),
+            "lost": self.lost_from.total(),
             "lost_from": [{"base": b, "new": n, "count": c} for (b, n), c in lost_from],
             "base_runs": _runs(base_runs, self.kind),
             "new_runs": _runs(self.new_runs, self.kind),
@@ -231,12 +231,14 @@ class _Score:
         }
         if self.kind == EXTRACTION:
             return result | self.lists
+        found = (_ranked(ids) for ids in (self.newly_missing, self.newly_found))
+        missing, found_again = ([{"id": i, "count": n} for i, n in f] for f in found)
         return result | {
             "figures": figures,
             **self.lists,
             "ids_compared": self.ids_compared,
-            "newly_missing": _counted(self.newly_missing),
-            "newly_found": _counted(self.newly_found),
+            "newly_missing": missing,
+            "newly_found": found_again,
         }
 
 
@@ -245,27 +247,20 @@ def _ranked(counter: Counter[Any]) -> list[tuple[Any, int]]:
     return sorted(counter.items(), key=lambda item: (-item[1], item[0]))
 
 
-def _counted(ids: Counter[str]) -> list[dict[str, Any]]:
-    return [{"id": i, "count": count} for i, count in _ranked(ids)]
-
-
 def _runs(counted: AllRuns, kind: str) -> dict[str, Any]:
     return {
         "runs": counted.runs,
         "diagnosed": counted.diagnosed,
-        "not_diagnosed": [
-            {"why": why, "count": n} for why, n in _ranked(counted.why) if n
-        ],
+        "not_diagnosed": [asdict(item) for item in undiagnosed(counted.why)],
         "over_all_runs": counted.figures(_OVER_ALL_RUNS[kind]),
     }
 
 
 def _count(counted: AllRuns, kind: str, run: Run, why: str | None) -> None:
-    outcomes = [
-        n for n, has, _ in _OUTCOMES[kind] if run.state in has and n != _UNGATED
-    ]
+    outcomes = _OUTCOMES[kind].items()
+    had = tuple(n for n, (has, _) in outcomes if run.state in has and n != _UNGATED)
     diagnosed = run.state in RESULTS[kind]
-    counted.add(diagnosed, why, tuple(outcomes), run.recall, run.precision)
+    counted.add(diagnosed, why, had, run.recall, run.precision)
 
 
 def _duplicate(side: str, score: str, key: SampleKey, first: str, log: str) -> str:
@@ -317,15 +312,17 @@ def pair_runs(
         tally = scores[score]
         _count(tally.new_runs, kind, run, why)
         if (base_run := held[score].get(key)) is None:
-            tally.lists["only_in_new"].add(
-                *key, {"id": sample_id, "epoch": epoch, "log": run.log}
-            )
+            only = {"id": sample_id, "epoch": epoch, "log": run.log}
+            tally.lists["only_in_new"].add(*key, only)
         else:
             tally.add(key, base_run, run)
     if not scores and new_complete:
+        names = [
+            ", ".join(map(repr, sorted(side))) or "none" for side in (held, only_in_new)
+        ]
         raise NothingInCommon(
-            f"no tracegrade score is in both runs: BASE has {_names(held)}, "
-            f"NEW has {_names(only_in_new)}"
+            f"no tracegrade score is in both runs: BASE has {names[0]}, "
+            f"NEW has {names[1]}"
         )
     compared: dict[str, list[dict[str, Any]]] = {STAGE: [], EXTRACTION: []}
     for score in sorted(held):
@@ -337,8 +334,7 @@ def pair_runs(
                 continue
             only_in_base.add(*key, {"id": key[0], "epoch": key[1], "log": run.log})
             if key[1] <= new_epochs and run.state in RESULTS[tally.kind]:
-                tally.lost_from[run.state, NOT_IN_NEW] += 1
-                tally.lists["lost_runs"].add(*key, _change(key, run, Run(NOT_IN_NEW)))
+                tally.listed("lost_runs", key, run, Run(NOT_IN_NEW))
         counted = tally.compared(score, base_runs[score], only_in_base, alpha)
         compared[tally.kind].append(counted)
     every = [*compared[STAGE], *compared[EXTRACTION]]
@@ -352,16 +348,11 @@ def pair_runs(
             f"no sample-epoch (sample id and epoch) is in both runs ({counts}); "
             "are they runs of the same dataset?"
         )
+    lacking = {s: len(held[s]) for s in sorted(held) if s not in scores}
     return compared | {
-        "scores_only_in_base": {
-            s: len(held[s]) for s in sorted(held) if s not in scores
-        },
+        "scores_only_in_base": lacking,
         "scores_only_in_new": dict(sorted(only_in_new.items())),
     }
-
-
-def _names(scores: Iterable[str]) -> str:
-    return ", ".join(repr(name) for name in sorted(scores)) or "none"
 
 
 def lost_text(lost_from: list[dict[str, Any]]) -> str:
@@ -371,23 +362,13 @@ def lost_text(lost_from: list[dict[str, Any]]) -> str:
     return f"{total} ({kinds})" if total else "0"
 
 
-def gate_names(pair: dict[str, Any]) -> list[str]:
-    """The figures a `--gate` can name: those some pair had in BASE."""
-    return [
-        gate_name(f["figure"])
-        for c in pair[STAGE]
-        for f in c["figures"]
-        if f["pairs"] or f["lost"]
-    ]
-
-
 def gate(
     pairs: list[dict[str, Any]],
     alpha: float,
     gates: Iterable[str],
     gate_lost: bool,
-    failed: Iterable[str] = (),
-    missing: Iterable[str] = (),
+    failed: Sequence[str] = (),
+    missing: Sequence[str] = (),
 ) -> dict[str, Any]:
     """What `--fail-on-regression` decides over `pairs`, each entry named by
     its pair when there are several; `failed` and `missing` are NEW evals
@@ -407,17 +388,16 @@ def gate(
             regressions += worse
             lost += c["lost"] + sum(f["lost"] for _, f in figures)
             if worse:
-                regressed.append(f"{score}{worse} regression{'s' * (worse != 1)}")
+                regressed.append(f"{score}{plural(worse, 'regression')}")
             if c["lost"]:
                 lost_results.append(f"{score}lost {lost_text(c['lost_from'])}")
             lost_results += [
-                f"{name} lost in {f['lost']} pair{'s' * (f['lost'] != 1)} (a "
+                f"{name} lost in {plural(f['lost'], 'pair')} (a "
                 "result in NEW without it)"
                 for name, f in figures
                 if f["lost"]
             ]
     significant = [name for name, test in tests if test["verdict"] == "worse"]
-    failed, missing = list(failed), list(missing)
     fails = bool(significant) or (gate_lost and bool(lost or failed or missing))
     return {
         "alpha": alpha,

@@ -1,5 +1,4 @@
-"""The comparison as one `Page` for the terminal, Markdown and HTML: the
-verdict first, each long list read back from disk only as far as shown."""
+"""The comparison as one report `Page`; long lists read only as far as shown."""
 
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from ..report.runs import Undiagnosed, why_text
 from ..report.thresholds import OVER_ALL_RUNS
 from ..scorers.explain import list_ids, show_id
 from .build import SIDES, Comparison, lost_entries
-from .pairing import EXTRACTION, STAGE, lost_text
+from .pairing import EXTRACTION, STAGE, lost_text, plural
 from .stats import SIGN, discordant_needed, format_p
 
 ARROW = "\u2192"
@@ -74,73 +73,59 @@ def verdict_lines(comparison: Comparison) -> list[str]:
 
 def all_warnings(comparison: Comparison) -> list[str]:
     """The comparison's warnings, then each pair's (named, when several)."""
-    several = len(comparison.pairs) > 1
+    several = len(comparison["pairs"]) > 1
     return [*comparison["warnings"]] + [
         f"{pair['name']}: {warning}" if several else warning
-        for pair in comparison.pairs
+        for pair in comparison["pairs"]
         for warning in pair["warnings"]
     ]
 
 
 def comparison_page(comparison: Comparison, show: int, option: str = "--show") -> Page:
-    """The verdict, what was compared, a section per pair of evals (each list
-    cut to `show` rows, set by `option`), then the evals."""
+    """The verdict, what was compared, a section per pair of evals (lists cut
+    to `show` rows, set by `option`), then the evals."""
     head, *reasons = verdict_lines(comparison)
+    pairs = comparison["pairs"]
+    verdict, gate = comparison["verdict"], comparison["gate"]
     sections = [Section(None, [_thresholds(comparison["thresholds"])])]
-    several = len(comparison.pairs) > 1
-    for index, pair in enumerate(comparison.pairs):
-        name = pair["name"]
+    for index, pair in enumerate(pairs, start=1):
         first, rest, notes = _pair_tables(pair, comparison["alpha"], show, option)
-        if several:
+        name = pair["name"] if len(pairs) > 1 else None
+        if name:
             notes = [f"{name}, {note}" for note in notes]
             first, rest = (
-                [_named(t, f"{index + 1}-", f"{name}: ") for t in tables]
-                for tables in (first, rest)
+                [
+                    replace(t, key=f"{index}-{t.key}", title=f"{name}: {t.title}")
+                    for t in ts
+                ]
+                for ts in (first, rest)
             )
-        sections.append(Section(name if several else None, first, notes, rest))
+        sections.append(Section(name, first, notes, rest))
     sections.append(Section(None, [_evals(comparison)]))
-    gate = comparison["gate"]
-    regressions = _count(gate["regressions"], "regression")
+    regressions = plural(gate["regressions"], "regression")
     if gate["regressed"]:
         regressions += f" ({'; '.join(gate['regressed'])})"
-    if "--fail-on-regression" not in comparison["verdict"]["asked"]:
-        regressions += _would_gate(gate)
-    else:
-        regressions += "."
+    gated = "--fail-on-regression" in verdict["asked"]
+    regressions += "." if gated else _would_gate(gate)
+    sides = [
+        f"{Path(side['path']).name} ({plural(len(side['evals']), 'eval')})"
+        for side in (comparison["base"], comparison["new"])
+    ]
+    compared = sum(c["pairs"] for pair in pairs for c in _scores(pair))
+    summary = (
+        f"BASE {sides[0]} against NEW {sides[1]}; {plural(len(pairs), 'pair')} of "
+        f"evals, {compared} pairs of sample-epochs (by sample id and epoch); "
+        f"alpha = {comparison['alpha']}."
+    )
+    failed = verdict["failed"] if verdict["asked"] else None
+    summaries = [summary, f"Regressions: {regressions}"]
+    warnings = all_warnings(comparison)
     return Page(
-        "tracegrade compare",
-        head,
-        reasons,
-        comparison["verdict"]["failed"] if comparison["verdict"]["asked"] else None,
-        [_summary(comparison), f"Regressions: {regressions}"],
-        [],
-        all_warnings(comparison),
-        sections,
+        "tracegrade compare", head, reasons, failed, summaries, [], warnings, sections
     )
-
-
-def _named(table: Table, key: str, title: str) -> Table:
-    return replace(table, key=key + table.key, title=title + table.title)
-
-
-def _summary(comparison: Comparison) -> str:
-    def side(summary: dict[str, Any]) -> str:
-        return f"{Path(summary['path']).name} ({_count(len(summary['evals']), 'eval')})"
-
-    pairs = sum(c["pairs"] for pair in comparison.pairs for c in _scores(pair))
-    return (
-        f"BASE {side(comparison['base'])} against NEW {side(comparison['new'])}; "
-        f"{_count(len(comparison.pairs), 'pair')} of evals, {pairs} pairs of "
-        f"sample-epochs (by sample id and epoch); alpha = {comparison['alpha']}."
-    )
-
-
-def _count(count: int, what: str) -> str:
-    return f"{count} {what}{'s' * (count != 1)}"
 
 
 def _would_gate(gate: dict[str, Any]) -> str:
-    """Without the gate asked, what it would count."""
     if gate["significant"]:
         text = f"; significantly worse at alpha = {gate['alpha']}: "
         text += "; ".join(gate["significant"])
@@ -156,12 +141,8 @@ def _scores(pair: dict[str, Any]) -> list[dict[str, Any]]:
     return [*pair[STAGE], *pair[EXTRACTION]]
 
 
-def _pp(value: float | None) -> str:
-    return "n/a" if value is None else f"{100 * value:+.1f} pp"
-
-
-def _p(value: float | None) -> str:
-    return "n/a" if value is None else format_p(value)
+def _pp(value: float | None, spec: str = "+.1f", unit: str = " pp") -> str:
+    return "n/a" if value is None else f"{100 * value:{spec}}{unit}"
 
 
 def _figure(name: str) -> str:
@@ -171,7 +152,6 @@ def _figure(name: str) -> str:
 def _pair_tables(
     pair: dict[str, Any], alpha: float, show: int, option: str
 ) -> tuple[list[Table], list[Table], list[str]]:
-    """The counts and tests, then the lists, then the tests' sentences."""
     scores = _scores(pair)
     tests = [(c["score"], t) for c in scores for t in c["tests"]]
     figures = [(c["score"], f) for c in pair[STAGE] for f in c["figures"]]
@@ -191,12 +171,10 @@ def _pair_tables(
 def _pairs(scores: list[dict[str, Any]]) -> Table:
     rows = []
     for c in scores:
-        same = sum(row[i] for i, row in enumerate(c["transitions"]))
-        moved = (c["pairs"], c["pairs"] - same, c["worse"], c["better"])
-        alone = (len(c["only_in_base"]), len(c["only_in_new"]))
-        rows.append(
-            [c["score"], *_row(*moved), lost_text(c["lost_from"]), *_row(*alone)]
-        )
+        changed = c["pairs"] - sum(row[i] for i, row in enumerate(c["transitions"]))
+        moved = _row(c["pairs"], changed, c["worse"], c["better"])
+        alone = _row(len(c["only_in_base"]), len(c["only_in_new"]))
+        rows.append([c["score"], *moved, lost_text(c["lost_from"]), *alone])
     columns = ["score", "pairs", "changed", "worse", "better", "lost"]
     columns += ["only in BASE", "only in NEW"]
     legend = _LEGEND["summary"]
@@ -243,7 +221,7 @@ def _tests(tests: list[tuple[str, dict[str, Any]]], alpha: float) -> Table:
     rows = [
         [score, t["outcome"], "sign" if t["test"] == SIGN else "McNemar"]
         + [str(t[key]) for key in counts]
-        + [_p(t["p_value"]), _pp(t["difference"]), t["verdict"]]
+        + [format_p(t["p_value"]), _pp(t["difference"]), t["verdict"]]
         for score, t in tests
     ]
     caption = (
@@ -252,33 +230,33 @@ def _tests(tests: list[tuple[str, dict[str, Any]]], alpha: float) -> Table:
     )
     # One epoch: samples, fell and rose say again pairs, b and c.
     brief = [c for c in columns if c not in ("test", "samples", "fell", "rose")]
-    brief = columns if unit == "samples" else brief
+    brief, constant = columns if unit == "samples" else brief, ["score"]
     return Table(
-        "tests", "Significance", caption, columns, rows, brief=brief, constant=["score"]
+        "tests", "Significance", caption, columns, rows, brief=brief, constant=constant
     )
 
 
 def _figures(figures: list[tuple[str, dict[str, Any]]]) -> Table:
-    def mean(value: float | None) -> str:
-        return "n/a" if value is None else f"{100 * value:.1f}%"
-
     columns = ["score", "figure", "pairs", "samples", "BASE", "NEW", "change"]
     columns += ["fell", "rose", "p", "verdict"]
     rows = []
     for score, f in figures:
         counts = _row(f["pairs"], f["samples"])
-        means = [mean(f["base_mean"]), mean(f["new_mean"]), _pp(f["difference"])]
-        test = [*_row(f["fell"], f["rose"]), _p(f["p_value"]), f["verdict"]]
+        means = [_pp(f[key], ".1f", "%") for key in ("base_mean", "new_mean")]
+        means.append(_pp(f["difference"]))
+        test = [*_row(f["fell"], f["rose"]), format_p(f["p_value"]), f["verdict"]]
         rows.append([score, _figure(f["figure"]), *counts, *means, *test])
     # One epoch: a pair is a sample.
     one = all(f["samples"] == f["pairs"] for _, f in figures)
     brief = [c for c in columns if c != "samples"] if one else None
-    title, legend = "Context recall and precision", _LEGEND["figures"]
+    title = "Context recall and precision"
+    legend, constant = _LEGEND["figures"], ["score"]
     return Table(
-        "figures", title, legend, columns, rows, brief=brief, constant=["score"]
+        "figures", title, legend, columns, rows, brief=brief, constant=constant
     )
 
 
+_UNSCORED = "samples_without_tracegrade_score"
 _IDS_CHANGED = ("document ID changed", "document IDs changed")
 _IN_ONE_RUN = ("sample-epoch is in one run only", "sample-epochs are in one run only")
 
@@ -286,8 +264,7 @@ _IN_ONE_RUN = ("sample-epoch is in one run only", "sample-epochs are in one run 
 def _cut(
     rows: Iterable[list[str]], total: int, what: tuple[str, str], show: int, option: str
 ) -> tuple[list[list[str]], str, str]:
-    """The first `show` rows (only those made), the count, and the cut;
-    `what` is said of one row, then of several."""
+    """The first `show` rows (only those made), the count, and the cut."""
     count = f"{total} {what[total != 1]}."
     if total <= show:
         return list(rows), count, ""
@@ -296,7 +273,7 @@ def _cut(
 
 
 def _sample(sample_id: int | str) -> str:
-    """Quoted as an ID is, and a string of digits quoted: "7" is not 7."""
+    # As an ID is quoted, and a string of digits too: "7" is not 7.
     if isinstance(sample_id, int):
         return str(sample_id)
     if sample_id.isascii() and sample_id.isdigit():
@@ -369,15 +346,9 @@ def _logs(pair: dict[str, Any]) -> Table:
     rows = []
     for log in pair["logs"]:
         part = "" if log["part"] is None else "{index} of {count}".format(**log["part"])
-        counts = (
-            log["epochs"],
-            log["samples"],
-            log["samples_without_tracegrade_score"],
-        )
-        name = Path(log["path"]).name
-        rows.append(
-            [sides.get(log["path"], ""), name, part, log["status"], *_row(*counts)]
-        )
+        counts = [log[key] for key in ("epochs", "samples", _UNSCORED)]
+        side, name = sides.get(log["path"], ""), Path(log["path"]).name
+        rows.append([side, name, part, log["status"], *_row(*counts)])
     columns = ["side", "log", "part", "status", "epochs", "samples", "no score"]
     return Table("logs", "Logs read", _LEGEND["logs"], columns, rows, detail=True)
 
@@ -385,7 +356,7 @@ def _logs(pair: dict[str, Any]) -> Table:
 def _evals(comparison: Comparison) -> Table:
     paired = {
         (side, pair[side.lower()]["key"]): pair["name"]
-        for pair in comparison.pairs
+        for pair in comparison["pairs"]
         for side in SIDES
     }
     evals = [(side, e) for side in SIDES for e in comparison[side.lower()]["evals"]]
@@ -401,7 +372,6 @@ def _evals(comparison: Comparison) -> Table:
 
 
 def _thresholds(checks: list[dict[str, Any]]) -> Table:
-    """The `--fail-under` checks, each against a NEW eval's score."""
     columns = ["eval", "task", "model", "score", "metric", "runs", "value"]
     rows = [
         [c[key] for key in columns[:5]]
@@ -425,13 +395,13 @@ def render_html(comparison: Comparison, show: int) -> str:
 
     page = comparison_page(comparison, show, "--html-show")
     charts: list[list[str]] = [[] for _ in page.sections]
-    for index, pair in enumerate(comparison.pairs):
+    for index, pair in enumerate(comparison["pairs"]):
         for c in _scores(pair):
             states, counts = c["states"], c["transitions"]
             hover = [
                 [
                     f"BASE {plot_text(base)} {ARROW} NEW {plot_text(new)}: "
-                    f"{_count(count, 'pair')}"
+                    f"{plural(count, 'pair')}"
                     for new, count in zip(states, row, strict=True)
                 ]
                 for base, row in zip(states, counts, strict=True)

@@ -1,5 +1,4 @@
-"""Long lists on disk, not in memory: past a batch, items go to a temporary
-SQLite database, read back by sample id and epoch (docs/compare.md)."""
+"""Long lists on disk past a batch, in a temporary SQLite database (docs/compare.md)."""
 
 from __future__ import annotations
 
@@ -25,9 +24,8 @@ class Spools:
         given = os.environ.get(CHUNK, "20000")
         if not (given.isdigit() and int(given) > 0):
             raise InvalidChunk(f"{CHUNK} must be a positive integer, got {given!r}")
-        self.batch = int(given)
+        self.batch, self.count = int(given), 0
         self.db: sqlite3.Connection | None = None
-        self.count = 0
 
     def new(self) -> Spool:
         self.count += 1
@@ -50,9 +48,8 @@ class Spool:
     """One list, ordered by sample id (integers first) and epoch."""
 
     def __init__(self, spools: Spools, number: int) -> None:
-        self.spools, self.number = spools, number
+        self.spools, self.number, self.length = spools, number, 0
         self.pending: list[tuple[Any, ...]] = []
-        self.length = 0
 
     def add(self, sample_id: int | str, epoch: int, item: dict[str, Any]) -> None:
         if isinstance(sample_id, int):

@@ -1,5 +1,4 @@
-"""The exact two-sided binomial test at 1/2 of what fell against what rose:
-McNemar's test with one epoch, the sign test of samples with several."""
+"""Exact two-sided binomial tests at 1/2 of what fell against what rose."""
 
 from __future__ import annotations
 
@@ -32,28 +31,26 @@ def discordant_needed(alpha: float) -> int:
     return needed
 
 
-def format_p(p: float) -> str:
+def format_p(p: float | None) -> str:
+    if p is None:
+        return "n/a"
     return f"{p:.2g}" if p >= 1e-4 else f"{p:.1e}"
 
 
 def _tested(
-    head: dict[str, Any], higher: bool, moved: str, needed: str, nothing: list[str]
+    head: dict[str, Any], higher: bool, moved: str, needed: str, nothing: str
 ) -> dict[str, Any]:
-    """`head` with the test of its `fell` against its `rose` and the verdict
-    in a sentence; `nothing` says why there is none, with pairs and without."""
+    """`head` with the test of its `fell` against its `rose`, and the verdict
+    in a sentence; `nothing` says why there is none."""
     fell, rose, alpha = head["fell"], head["rose"], head["alpha"]
-    changed = fell + rose
-    least = discordant_needed(alpha)
+    changed, least = fell + rose, discordant_needed(alpha)
     p = p_value(fell, rose) if changed else None
-    if p is None:
-        verdict, note = "too few to tell", nothing[0 if head["pairs"] else 1]
-        note = f"Too few to tell: {note}"
-    elif changed < least:
+    if p is None or changed < least:
         verdict = "too few to tell"
-        note = (
-            f"Too few to tell: {moved}; even a {changed} to 0 split would give "
-            f"p = {format_p(p_value(0, changed))} > alpha = {alpha}{needed}."
-        )
+        if p is not None:
+            nothing = f"{moved}; even a {changed} to 0 split would give p = "
+            nothing += f"{format_p(p_value(0, changed))} > alpha = {alpha}{needed}."
+        note = f"Too few to tell: {nothing}"
     elif p > alpha:
         verdict = "not significant"
         note = f"Not significant: {moved}; p = {format_p(p)} > alpha = {alpha}."
@@ -81,28 +78,28 @@ def paired_test(
     """`counts` are pairs, base_count, new_count, b and c; `clusters`, with
     several epochs, samples, fell and rose for the sign test."""
     pairs, _, _, b, c = counts
-    samples, fell, rose = (pairs, b, c) if clusters is None else clusters
     if clusters is None:
-        name, what = MCNEMAR, "pairs"
+        (samples, fell, rose), name, what = (pairs, b, c), MCNEMAR, "pairs"
         moved = f"{b} of {pairs} pairs had {outcome} in BASE only and {c} in NEW "
         moved += "only (exact McNemar test)"
     else:
-        name, what = SIGN, "samples"
+        (samples, fell, rose), name, what = clusters, SIGN, "samples"
         moved = (
             f"of {samples} samples ({pairs} paired epochs), {fell} had {outcome} "
             f"in fewer of their epochs in NEW and {rose} in more (exact sign "
             "test, the sample as the unit: a sample's epochs are not independent "
             "evidence)"
         )
-    nothing = [
-        f"none of the {pairs} pairs changed {outcome}, so the test has nothing "
-        "to weigh.",
-        f"no pair was tested for {outcome}.",
-    ]
+    if pairs:
+        nothing = f"none of the {pairs} pairs changed {outcome}, so the test has "
+        nothing += "nothing to weigh."
+    else:
+        nothing = f"no pair was tested for {outcome}."
     difference = (c - b) / pairs if pairs else None
     values = (outcome, higher_is_better, alpha, name, pairs, samples, *counts[1:])
-    keys = _PAIRED.split()
-    head = dict(zip(keys, (*values, fell, rose, None, difference), strict=True))
+    head = dict(
+        zip(_PAIRED.split(), (*values, fell, rose, None, difference), strict=True)
+    )
     needed = f", and at least {discordant_needed(alpha)} changed {what} are needed"
     return _tested(head, higher_is_better, moved, needed, nothing)
 
@@ -126,10 +123,10 @@ def figure_test(
         f"sides), {figure} fell in {fell} and rose in {rose} (exact sign test "
         "on per-sample mean differences)"
     )
-    nothing = [
-        f"{figure} moved in none of the {samples} samples ({pairs} paired "
-        "runs), so the test has nothing to weigh.",
-        f"no pair has {figure} on both sides.",
-    ]
+    if pairs:
+        nothing = f"{figure} moved in none of the {samples} samples ({pairs} "
+        nothing += "paired runs), so the test has nothing to weigh."
+    else:
+        nothing = f"no pair has {figure} on both sides."
     head = dict(zip(_FIGURE.split(), values, strict=True))
     return _tested(head, True, moved, "", nothing) | {"lost": lost}
