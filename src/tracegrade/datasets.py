@@ -93,7 +93,6 @@ def _read_items(
     what: str,
     ids: str,
 ) -> list[Any]:
-    """Each non-blank line parsed, refusing a repeated id or an empty file."""
     path = str(source)
     items: dict[str, Any] = {}
     try:
@@ -120,7 +119,6 @@ def _read_items(
 def _line_object(
     path: str, number: int, line: str, fields: tuple[str, ...], what: str
 ) -> tuple[dict[str, Any], str, _Fail]:
-    """The line's object, its id and a refusal naming the line and the id."""
     value = json_object(path, number, line, what, DatasetError)
     item_id = value.get("id")
     readable = isinstance(item_id, str) and item_id and not has_lone_surrogate(item_id)
@@ -155,7 +153,6 @@ def _field(
     must_be: str,
     required: bool = True,
 ) -> Any:
-    """`value[key]`, a `kind` (a required string not blank); None if absent."""
     if key not in value:
         if required:
             fail(f"{name} has no {key!r} field")

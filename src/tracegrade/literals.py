@@ -107,8 +107,6 @@ _DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
 def _read_json(text: str, start: int) -> ListLiteral | BrokenLiteral:
-    """The JSON array or object at `start`, read by `json` where it can say
-    (not past its recursion limit, nor at NaN, whose place it does not say)."""
     try:
         value, end = _DECODER.raw_decode(text, start)
     except json.JSONDecodeError as error:
@@ -118,10 +116,8 @@ def _read_json(text: str, start: int) -> ListLiteral | BrokenLiteral:
     return ListLiteral(start, end, "json", tuple(value) if is_id_list(value) else None)
 
 
+# Past `json`'s recursion limit, or at NaN (whose place `json` does not say).
 def _read_json_by_hand(text: str, start: int) -> ListLiteral | BrokenLiteral:
-    """The JSON value at `start`, read a token at a time with a stack of the
-    open brackets, not recursion; broken at the first token out of place.
-    Never a flat array of strings, which `json` reads."""
     closers: list[str] = []
     expect = "value"  # or "value]", "key", "key}", ":", "next"
     position = start
@@ -156,7 +152,6 @@ def _read_json_by_hand(text: str, start: int) -> ListLiteral | BrokenLiteral:
 
 
 def _read_python_list(text: str, start: int) -> ListLiteral | BrokenLiteral:
-    """The Python list of plain quoted strings at `start`."""
     items: list[str] = []
     position = _skip(text, start + 1)
     while not text.startswith("]", position):
@@ -172,7 +167,6 @@ def _read_python_list(text: str, start: int) -> ListLiteral | BrokenLiteral:
 
 
 def _python_item_failure(text: str, position: int) -> int:
-    """Where the item at `position` stops being a plain quoted string."""
     quote = text[position : position + 1]
     if quote not in ("'", '"'):
         return position
@@ -184,8 +178,6 @@ def _python_item_failure(text: str, position: int) -> int:
 
 
 def _unescape(body: str) -> str | None:
-    """A string literal's body with the escapes `repr` writes decoded; None
-    if it holds any other backslash (`\\a`, octal, `\\N{...}`)."""
     if _REPR_BODY.fullmatch(body) is None:
         return None
     try:

@@ -79,7 +79,6 @@ def read_steps(record: Mapping[str, Any]) -> list[Step] | None:
 
 
 def _check_step(step: Mapping[str, Any], earlier: Container[str]) -> None:
-    """Its `ids` ranked once each, its `inputs` each an earlier step, once."""
     ids = id_list(step, "ids")
     inputs = [] if step.get("inputs") is None else id_list(step, "inputs")
     for position, item in enumerate(inputs):
@@ -96,7 +95,6 @@ def _check_step(step: Mapping[str, Any], earlier: Container[str]) -> None:
 
 
 def _takers(steps: Sequence[Step]) -> dict[str, str]:
-    """For each step taken by a later one, the first step that took it."""
     takers: dict[str, str] = {}
     for position, step in enumerate(steps):
         inputs = step.inputs
@@ -144,9 +142,8 @@ def step_recalls(required: Sequence[str], steps: Sequence[Step]) -> dict[str, fl
     }
 
 
+# A report's runs give each step one set of their required IDs, not a copy.
 def _as_set(ids: Iterable[str]) -> AbstractSet[str]:
-    """A set given is taken as it is: a report's runs of many steps give
-    each step the one set of their required IDs, not a copy per step."""
     return ids if isinstance(ids, AbstractSet) else set(ids)
 
 

@@ -186,9 +186,8 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> SampleRead:
         raise UnreadableLog(f"member {info.filename}: {why}") from error
 
 
+# Read raw past its local header: half the cost of `ZipFile.read`.
 def _member_data(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
-    """The member read raw past its local header and checked against size and
-    CRC, at half the cost of `ZipFile.read` (docs/architecture.md)."""
     if info.compress_type not in _RAW or info.flag_bits & 0x1:
         return archive.read(info)  # zipfile refuses it, saying why
     file = archive.fp
@@ -213,9 +212,8 @@ def _member_data(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
     return data
 
 
+# None where ijson cannot parse it (NaN): it is then parsed whole.
 def _streamed_fields(stream: IO[bytes], size: int) -> dict[str, Any] | None:
-    """The top-level `READ_FIELDS` of a JSON object; None where ijson cannot
-    parse it (NaN), to be parsed whole, as Inspect does."""
     data: dict[str, Any] = {}
     key, builder = "", None
     pieces = max(1 << 16, -(-size // STREAM_READS))
@@ -278,11 +276,9 @@ _NOT_WHITESPACE = re.compile(r"[^ \t\n\r]")
 _UNDECODABLE = re.compile("[\udc80-\udcff]")
 
 
+# `raw_decode` reads Inspect's NaN, as ijson cannot; the window ends before
+# the first byte that is not UTF-8.
 class _JsonText:
-    """JSON text decoded a value at a time by `raw_decode` (which reads
-    Inspect's NaN, as ijson cannot) through a window that doubles when a
-    value does not fit, ending before the first byte that is not UTF-8."""
-
     def __init__(self, file: IO[str]) -> None:
         self.file, self.text, self.at = file, "", 0
         self.read_size = 1 << 20
