@@ -105,9 +105,6 @@ class LogFile:
     def part(self) -> LogPart | None:
         return log_part(self.header.eval.metadata)
 
-    def read(self, samples: SampleReader = log_samples) -> LogRead:
-        return LogRead(self.path, self.header, samples(self.path))
-
 
 @dataclass(frozen=True)
 class Superseded:
@@ -139,7 +136,6 @@ class EvalRun:
 
     @property
     def missing_count(self) -> int:
-        """How many parts of a split run were not found (0 for a log)."""
         part = self.logs[0].part
         return 0 if part is None else part.count - len(self.logs)
 
@@ -162,9 +158,7 @@ class EvalRun:
                 return log.header.status
         return "incomplete" if self.missing_count else "success"
 
-    @property
-    def complete(self) -> bool:
-        return self.status == "success"
+    complete = property(lambda self: self.status == "success")
 
     @property
     def name(self) -> str:
@@ -176,7 +170,7 @@ class EvalRun:
         return f"{_PART_SUFFIX.sub('', first.stem)}{first.suffix} ({part.count} parts)"
 
     def reads(self, samples: SampleReader = log_samples) -> Iterator[LogRead]:
-        return (log.read(samples) for log in self.logs)
+        return (LogRead(log.path, log.header, samples(log.path)) for log in self.logs)
 
 
 @dataclass(frozen=True)
@@ -228,21 +222,17 @@ def _part_index(file: LogFile) -> int:
     return 0 if (part := file.part) is None else part.index
 
 
-def _count(count: int, what: str) -> str:
-    return f"{count} {what}{'s' * (count != 1)}"
-
-
 def superseded_note(superseded: Sequence[Superseded]) -> str | None:
     """ "2 logs superseded by their retry, not counted", or None."""
     retries = sum(s.retry for s in superseded)
     copies = len(superseded) - retries
-    parts = []
-    if retries:
-        their = "its" if retries == 1 else "their"
-        parts.append(f"{_count(retries, 'log')} superseded by {their} retry")
-    if copies:
-        by = "superseded by a newer copy of the same eval"
-        parts.append(f"{_count(copies, 'log')} {by}")
+    their = "its" if retries == 1 else "their"
+    parts = [
+        f"{count} log{'s' * (count != 1)} superseded by {by}"
+        for count, by in ((retries, f"{their} retry"),
+                          (copies, "a newer copy of the same eval"))
+        if count
+    ]  # fmt: skip
     return "; ".join(parts) + ", not counted" if parts else None
 
 
