@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
 import pytest
 from click.testing import CliRunner
 from inspect_ai import Task, eval, score
@@ -34,7 +33,6 @@ from tracegrade import (
     stage_diagnosis,
     stage_diagnosis_scorer,
 )
-from tracegrade._inspect_internals import METADATA_VALUE_REMOVED
 from tracegrade.analysis import ExtractionColumns, StageColumns, stage_columns
 from tracegrade.cli import main
 from tracegrade.datasets import ordered_extraction_dataset
@@ -322,19 +320,6 @@ def test_read_as_names_the_reading_of_the_output(tmp_path: Path) -> None:
     assert rows(read, EXTRACTION_NAMES) == expected_rows(READ_AS_CASES)
 
 
-def test_columns_are_typed_and_lists_are_lists(stage_frame: pd.DataFrame) -> None:
-    arrow = {name: stage_frame[name].dtype.pyarrow_dtype for name in STAGE_NAMES}
-    for name in ("stage", "stage_label_from", "stage_error", "stage_error_side"):
-        assert pa.types.is_string(arrow[name]) or pa.types.is_large_string(
-            arrow[name]
-        ), (name, arrow[name])
-    assert arrow["stage_missing"] == pa.list_(pa.string())
-    assert arrow["stage_label"] == pa.bool_()
-    assert arrow["stage_recall"] == arrow["stage_precision"] == pa.float64()
-    # Whole numbers beside None: pandas makes them floats.
-    assert arrow["stage_missing_count"] in (pa.int64(), pa.float64())
-
-
 def test_the_summary_drops_what_full_columns_read(stage_log: str) -> None:
     """The reason for `full=True`: a summary no longer holds a long list."""
     (summary,) = [
@@ -342,10 +327,6 @@ def test_the_summary_drops_what_full_columns_read(stage_log: str) -> None:
         for sample in read_eval_log_sample_summaries(stage_log)
         if sample.id == "long-gap" and sample.epoch == 1
     ]
-    assert summary.scores is not None
-    metadata = summary.scores["stage_diagnosis"].metadata or {}
-    assert metadata["result"] == METADATA_VALUE_REMOVED
-    assert metadata["record"] == METADATA_VALUE_REMOVED
     # Handed a summary, a full column refuses rather than reading None.
     log = read_eval_log(stage_log, header_only=True)
     with pytest.raises(ValueError, match=r"'result' was removed .*full=True"):

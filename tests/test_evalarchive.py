@@ -11,7 +11,6 @@ import json
 import math
 import os
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -179,28 +178,6 @@ def test_every_reader_gives_inspects_content(
 
 
 # --- Members -----------------------------------------------------------------------
-
-
-def test_members_are_laid_out_as_inspects_and_deflated(
-    inspect_log: Path, rewritten: Path
-) -> None:
-    """The same members in the same order as Inspect's, each deflated where
-    Inspect's are zstd; written by zipfile, so with its headers."""
-    theirs, ours = members(inspect_log), members(rewritten)
-
-    def not_journal(names: Iterator[str] | Any) -> set[str]:
-        return {name for name in names if not name.startswith("_journal/summaries/")}
-
-    assert not_journal(ours) == not_journal(theirs)
-    assert next(iter(ours)) == "_journal/start.json"
-    assert list(ours)[-3:] == ["summaries.json", "reductions.json", "header.json"]
-    assert {info.compress_type for info in theirs.values()} == {93}
-    for name, info in ours.items():
-        reference = theirs.get(name, theirs["summaries.json"])
-        assert info.compress_type == zipfile.ZIP_DEFLATED, name
-        assert info.create_system == reference.create_system, name
-        assert info.flag_bits == reference.flag_bits, name
-        assert info.external_attr == reference.external_attr, name
 
 
 def test_summaries_are_inspects_own(inspect_log: Path, tmp_path: Path) -> None:

@@ -1,5 +1,4 @@
-"""The rules, framework-free (no Inspect AI import), with the pure functions of
-the same ID lists that the scorers and `report` share."""
+"""The rules, and the pure functions of their ID lists; no Inspect AI import."""
 
 from .canonical import canonical_json
 from .errors import InvalidRecord
