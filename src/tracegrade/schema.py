@@ -142,13 +142,14 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
     recall = read_share(metadata, "recall")
     precision = read_share(metadata, "precision")
     record, result = metadata["record"], metadata["result"]
-    if absent := [key for key in ("recall", "precision") if key not in metadata]:
+    if "recall" not in metadata or "precision" not in metadata:
         # By a tracegrade that wrote neither (or only recall): from the record.
         if type(record) is dict:
             recall, precision = stage_recall(record), stage_precision(record)
         elif not unscored:
+            absent = "recall" if "recall" not in metadata else "precision"
             raise InvalidScore(
-                f"a scored stage score needs metadata {absent[0]}, and its record "
+                f"a scored stage score needs metadata {absent}, and its record "
                 f"cannot give it, got {quote(record)}: " + _RESCORE.format(STAGE_SCORER)
             )
     lost = read_lost(metadata.get("lost"))
