@@ -8,6 +8,7 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from typing import IO, Any, Final, NamedTuple
+from zipfile import BadZipFile
 
 import ijson  # type: ignore[import-untyped]
 import zstandard
@@ -122,25 +123,16 @@ def _parse(text: bytes) -> Any:
 
 # --- .eval logs ------------------------------------------------------------------
 
-# What reading a damaged member raises: zipfile's (a bad header or CRC, an
-# encrypted member, an unknown method), a corrupt stream's, invalid JSON.
-_MEMBER_ERRORS = (
-    UnreadableLog,
-    zipfile.BadZipFile,
-    zlib.error,
-    zstandard.ZstdError,
-    EOFError,
-    RuntimeError,
-    NotImplementedError,
-)
+# What reading a damaged member raises: zipfile's, a corrupt stream's, ours.
+_MEMBER_ERRORS = (UnreadableLog, BadZipFile, zlib.error, zstandard.ZstdError, EOFError)
 
-_RAW = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, 93)  # 93: zstd, as Inspect writes
+_METHODS = (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, 93)  # 93: zstd
 
 
 def _open_archive(path: str) -> zipfile.ZipFile:
     try:
         return zipfile.ZipFile(path)
-    except zipfile.BadZipFile as error:
+    except BadZipFile as error:
         raise UnreadableLog(f"not a ZIP archive ({error})") from error
 
 
@@ -181,15 +173,17 @@ def _read_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> SampleRead:
         return sample_read(data)
     except _MEMBER_ERRORS as error:
         why = str(error)
-        if isinstance(error, zipfile.BadZipFile) and "CRC" in why:
+        if isinstance(error, BadZipFile) and "CRC" in why:
             why = "its data does not match its size and CRC"
         raise UnreadableLog(f"member {info.filename}: {why}") from error
 
 
 # Read raw past its local header: half the cost of `ZipFile.read`.
 def _member_data(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
-    if info.compress_type not in _RAW or info.flag_bits & 0x1:
-        return archive.read(info)  # zipfile refuses it, saying why
+    if info.flag_bits & 0x1:
+        raise UnreadableLog("it is encrypted")
+    if info.compress_type not in _METHODS:
+        raise UnreadableLog(f"compression method {info.compress_type} is not supported")
     file = archive.fp
     assert file is not None
     file.seek(info.header_offset)
@@ -245,23 +239,23 @@ def json_samples(path: str) -> Iterator[SampleRead]:
     # sample they are in, not the read that met them, is named.
     with open(path, encoding="utf-8", errors="surrogateescape", newline="") as file:
         text = _JsonText(file)
-        text.expect("{")
-        while text.peek() != "}":
+        text.take("{")
+        while not text.take("}", needed=False):
             key = text.value()
-            text.expect(":")
+            text.take(":")
             if key == "samples":
                 break
             text.value()
-            text.skip(",")
+            text.take(",", needed=False)
         else:
             return
         if text.peek() == "n":
             return  # null: no samples
-        text.expect("[")
+        text.take("[")
         position = 0
-        while text.peek() != "]":
+        while not text.take("]", needed=False):
             if position:
-                text.expect(",")
+                text.take(",")
             position += 1
             try:
                 data = text.value()
@@ -281,20 +275,21 @@ _UNDECODABLE = re.compile("[\udc80-\udcff]")
 class _JsonText:
     def __init__(self, file: IO[str]) -> None:
         self.file, self.text, self.at = file, "", 0
-        self.read_size = 1 << 20
-        self.ended = False
+        self.read_size, self.ended = 1 << 20, False
         self.undecodable: int | None = None
 
     def _more(self) -> bool:
         if self.undecodable is not None:
             raise UnreadableLog(_not_utf8(self.undecodable))
         chunk = self.file.read(self.read_size)
+        if not chunk:
+            self.ended = True
+            return False
         if (bad := _UNDECODABLE.search(chunk)) is not None:
             self.undecodable = ord(bad.group()) - 0xDC00
             chunk = chunk[: bad.start()]
-        self.ended = not chunk
         self.text, self.at = self.text[self.at :] + chunk, 0
-        return not self.ended
+        return True
 
     def peek(self) -> str:
         """The next character that is not whitespace, not consumed."""
@@ -305,14 +300,13 @@ class _JsonText:
         self.at = found.start()
         return self.text[self.at]
 
-    def expect(self, character: str) -> None:
-        if (found := self.peek()) != character:
-            raise UnreadableLog(f"expected {character!r} in the log, got {found!r}")
-        self.at += 1
-
-    def skip(self, character: str) -> None:
-        if self.peek() == character:
+    def take(self, character: str, needed: bool = True) -> bool:
+        """Consume `character` if it is next; else refuse, if `needed`."""
+        if (found := self.peek()) == character:
             self.at += 1
+        elif needed:
+            raise UnreadableLog(f"expected {character!r} in the log, got {found!r}")
+        return found == character
 
     def value(self) -> Any:
         self.peek()
