@@ -118,7 +118,9 @@ def _read_items(
 
 def _line_object(
     path: str, number: int, line: str, fields: tuple[str, ...], what: str
-) -> tuple[dict[str, Any], str, _Fail]:
+) -> tuple[str, Callable[..., Any], _Fail, str]:
+    """The line's id, a reader of its other fields, a refusal naming the line
+    and the id, and the item's name for messages."""
     value = json_object(path, number, line, what, DatasetError)
     item_id = value.get("id")
     readable = isinstance(item_id, str) and item_id and not has_lone_surrogate(item_id)
@@ -141,64 +143,55 @@ def _line_object(
             f"'id' {quote(item_id, 80)} holds a lone surrogate, which no log "
             "can hold; sample ids must be valid Unicode text"
         )
-    return value, item_id, fail
+    name = f"{what} {quote(item_id)}"
 
+    def field(key: str, kind: type, must_be: str, required: bool = True) -> Any:
+        """`value[key]`, a `kind` (a required string not blank); None if absent."""
+        if key not in value:
+            if required:
+                fail(f"{name} has no {key!r} field")
+            return None
+        found = value[key]
+        blank = required and isinstance(found, str) and not found.strip()
+        if not isinstance(found, kind) or blank:
+            fail(f"{key!r} of {name} must be {must_be}, got {quote(found, 80)}")
+        return found
 
-def _field(
-    value: dict[str, Any],
-    key: str,
-    name: str,
-    fail: _Fail,
-    kind: type,
-    must_be: str,
-    required: bool = True,
-) -> Any:
-    if key not in value:
-        if required:
-            fail(f"{name} has no {key!r} field")
-        return None
-    found = value[key]
-    blank = required and isinstance(found, str) and not found.strip()
-    if not isinstance(found, kind) or blank:
-        fail(f"{key!r} of {name} must be {must_be}, got {quote(found, 80)}")
-    return found
+    return item_id, field, fail, name
 
 
 def parse_case_line(path: str, number: int, line: str) -> FixtureCase:
     """One non-blank fixture line as a case, or a `DatasetError`: the one
     classifier `inspect eval -T dataset=`, `check` and `score` all call."""
     fields = FixtureCase._fields[:4]
-    case, case_id, fail = _line_object(path, number, line, fields, "case")
-    name = f"case {quote(case_id)}"
-    record = _field(case, "input", name, fail, dict, "an object")
+    case_id, field, fail, name = _line_object(path, number, line, fields, "case")
+    record = field("input", dict, "an object")
     if collision := [key for key in ("expected", "reason") if key in record]:
         fail(
             f"'input' of {name} has a field {quote(collision[0])}, which would "
             "clash with the case's own field of that name in the sample metadata"
         )
-    expected = _field(case, "expected", name, fail, dict, "an object", False)
-    reason = _field(case, "reason", name, fail, str, "a string", False)
+    expected = field("expected", dict, "an object", False)
+    reason = field("reason", str, "a string", False)
     return FixtureCase(case_id, record, expected, reason, number)
 
 
 def _parse_document(path: str, number: int, line: str) -> SourceDocument:
-    document, document_id, fail = _line_object(
+    document_id, field, fail, name = _line_object(
         path, number, line, DOCUMENT_FIELDS, "document"
     )
-    name = f"document {quote(document_id)}"
-    text = _field(document, "text", name, fail, str, "a non-blank string")
-    target = _field(document, "target", name, fail, str, "a non-blank string")
-    kind = _field(document, "kind", name, fail, str, "a string", False)
-    ids = _field(document, "source", name, fail, list, "an array of ID strings")
+    text = field("text", str, "a non-blank string")
+    target = field("target", str, "a non-blank string")
+    kind = field("kind", str, "a string", False)
+    ids = field("source", list, "an array of ID strings")
     seen: set[str] = set()
     for index, item in enumerate(ids):
         where = f"'source[{index}]' of {name}"
         if not isinstance(item, str):
             fail(f"{where} must be a string, got {quote(item, 80)}")
         if item in seen:
-            fail(
-                f"{where} repeats {quote(item, 80)}; the IDs of a source must be unique"
-            )
+            unique = "the IDs of a source must be unique"
+            fail(f"{where} repeats {quote(item, 80)}; {unique}")
         seen.add(item)
     return SourceDocument(document_id, text, ids, target, kind, number)
 
