@@ -192,34 +192,31 @@ def read_evals(paths: Iterable[str | Path]) -> Evals:
             file = LogFile(path, header, os.stat(path).st_mtime)
         except OSError as error:
             raise LogError(f"cannot read {path!r} ({error.strerror})") from error
-        spec = header.eval
+        spec, part = header.eval, file.part
         # Both are Inspect's 22-letter ids: prefixed, they cannot meet.
-        key = f"run:{spec.run_id}" if file.part is not None else f"task:{spec.task_id}"
-        groups.setdefault(key, {}).setdefault(_part_index(file), []).append(file)
+        key = f"run:{spec.run_id}" if part is not None else f"task:{spec.task_id}"
+        index = 0 if part is None else part.index
+        groups.setdefault(key, {}).setdefault(index, []).append(file)
     runs: list[EvalRun] = []
     superseded: list[Superseded] = []
     for key, by_part in groups.items():
         kept = []
-        for copies in by_part.values():
+        for index in sorted(by_part):
             # `created` has whole seconds; a retry within the second is newer
             # on disk.
-            newest, *older = sorted(copies, key=_age, reverse=True)
+            newest, *older = sorted(by_part[index], key=_age, reverse=True)
             kept.append(newest)
             eval_id = newest.header.eval.eval_id
             superseded += [
                 Superseded(log.path, newest.path, log.header.eval.eval_id != eval_id)
                 for log in older
             ]
-        runs.append(EvalRun(key, tuple(sorted(kept, key=_part_index))))
+        runs.append(EvalRun(key, tuple(kept)))
     return Evals(runs, sorted(superseded, key=lambda s: s.path))
 
 
 def _age(file: LogFile) -> tuple[str, float, str]:
     return file.header.eval.created, file.mtime, file.path
-
-
-def _part_index(file: LogFile) -> int:
-    return 0 if (part := file.part) is None else part.index
 
 
 def superseded_note(superseded: Sequence[Superseded]) -> str | None:
