@@ -89,10 +89,11 @@ def _column(
 ) -> Column:
     full = key not in _SUMMARISED
     step_key = key if step is None else f"step:{step}"
+    # Partials of module-level functions pickle, for `samples_df(parallel=True)`.
     read = partial(extract if full else _summarised, key=step_key)
     path = partial(_read, score=score, read=read)
-    return SampleColumn(f"{prefix}_{key}" if key else prefix, path=path, type=kind,
-                        full=full)  # fmt: skip
+    name = f"{prefix}_{key}" if key else prefix
+    return SampleColumn(name, path=path, type=kind, full=full)
 
 
 def _read(sample: _Sample, score: str, read: Callable[[Score], _T]) -> _T | None:
