@@ -162,11 +162,6 @@ ExtractionColumns: list[Column] = extraction_columns()
 """The columns of the score `ordered_extraction` (`extraction_columns`)."""
 
 __all__ = [
-    "EXTRACTION_SCORE",
-    "STAGE_SCORE",
-    "ExtractionColumns",
-    "StageColumns",
-    "extraction_columns",
-    "stage_columns",
-    "step_recall_columns",
-]
+    "EXTRACTION_SCORE", "STAGE_SCORE", "ExtractionColumns", "StageColumns",
+    "extraction_columns", "stage_columns", "step_recall_columns",
+]  # fmt: skip

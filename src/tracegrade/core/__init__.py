@@ -9,17 +9,7 @@ from .recall import id_recall, stage_precision, stage_recall
 from .stage import StageResult, diagnose_stage
 
 __all__ = [
-    "ExtractionResult",
-    "InvalidRecord",
-    "Itemisation",
-    "StageResult",
-    "canonical_json",
-    "diagnose_stage",
-    "grade_extraction",
-    "has_duplicates",
-    "id_recall",
-    "itemise",
-    "js_sorted",
-    "stage_precision",
-    "stage_recall",
-]
+    "ExtractionResult", "InvalidRecord", "Itemisation", "StageResult", "canonical_json",
+    "diagnose_stage", "grade_extraction", "has_duplicates", "id_recall", "itemise",
+    "js_sorted", "stage_precision", "stage_recall",
+]  # fmt: skip
