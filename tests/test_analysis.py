@@ -75,44 +75,27 @@ def stage_row(
 
 # Each case: its recorded input, and the columns it must give.
 STAGE_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
-    "long-gap": (
-        {"required": LONG, "context": LONG[:100], "correct": True},
-        stage_row("retrieval", LONG[100:], True, recall=100 / len(LONG), precision=1.0),
-    ),
-    "gap-wrong": (
-        {"required": ["D2", "D1", "D3"], "context": ["D3"], "correct": False},
-        stage_row("retrieval", ["D1", "D2"], False, recall=1 / 3, precision=1.0),
-    ),
-    "gap-lucky": (
-        {"required": ["D1"], "context": [], "correct": True},
-        stage_row("retrieval", ["D1"], True, recall=0.0),
-    ),
-    "generation": (
-        {"required": ["D1"], "context": ["D1", "D2"], "correct": False},
-        stage_row("generation", [], False, recall=1.0, precision=0.5),
-    ),
-    "pass": (
-        {"required": ["D1", "D2"], "context": ["D2", "D1"], "correct": True},
-        stage_row("pass", [], True, recall=1.0, precision=1.0),
-    ),
-    "unresolved": (
-        {"required": [], "context": ["D1"], "correct": True},
-        stage_row("unresolved", None, True, precision=0.0),
-    ),
+    "long-gap": ({"required": LONG, "context": LONG[:100], "correct": True},
+        stage_row("retrieval", LONG[100:], True, recall=100 / len(LONG),
+                  precision=1.0)),
+    "gap-wrong": ({"required": ["D2", "D1", "D3"], "context": ["D3"], "correct": False},
+        stage_row("retrieval", ["D1", "D2"], False, recall=1 / 3, precision=1.0)),
+    "gap-lucky": ({"required": ["D1"], "context": [], "correct": True},
+        stage_row("retrieval", ["D1"], True, recall=0.0)),
+    "generation": ({"required": ["D1"], "context": ["D1", "D2"], "correct": False},
+        stage_row("generation", [], False, recall=1.0, precision=0.5)),
+    "pass": ({"required": ["D1", "D2"], "context": ["D2", "D1"], "correct": True},
+        stage_row("pass", [], True, recall=1.0, precision=1.0)),
+    "unresolved": ({"required": [], "context": ["D1"], "correct": True},
+        stage_row("unresolved", None, True, precision=0.0)),
     # No label: no stage, but what reached the context is known all the same.
-    "no-label": (
-        {"required": ["D1"], "context": ["D1"]},
-        stage_row(None, None, None, "answer-label", recall=1.0, precision=1.0),
-    ),
-    "string-label": (
-        {"required": ["D1", "D2"], "context": ["D1"], "correct": "yes"},
-        stage_row(None, None, None, "answer-label", recall=0.5, precision=1.0),
-    ),
-    "context-not-a-list": (
-        {"required": ["D1"], "context": "D1", "correct": True},
-        stage_row(None, None, True, "invalid-input"),
-    ),
-}
+    "no-label": ({"required": ["D1"], "context": ["D1"]},
+        stage_row(None, None, None, "answer-label", recall=1.0, precision=1.0)),
+    "string-label": ({"required": ["D1", "D2"], "context": ["D1"], "correct": "yes"},
+        stage_row(None, None, None, "answer-label", recall=0.5, precision=1.0)),
+    "context-not-a-list": ({"required": ["D1"], "context": "D1", "correct": True},
+        stage_row(None, None, True, "invalid-input")),
+}  # fmt: skip
 
 
 def extraction_row(
@@ -138,52 +121,32 @@ def extraction_row(
 
 # Recorded answers, graded as recorded: no reading, so no `read_as`.
 EXTRACTION_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
-    "long-drop": (
-        {"source": LONG, "answer": [*LONG[:100], "NEW-1"]},
-        extraction_row(False, False, (LONG[100:], ["NEW-1"], 101, 100)),
-    ),
-    "unrequested-sort": (
-        {"source": ["C", "A", "B"], "answer": ["A", "B", "C"]},
-        extraction_row(True, False, ([], [], 1, 2)),
-    ),
-    "kept": (
-        {"source": ["C", "A", "B"], "answer": ["C", "A", "B"]},
-        extraction_row(True, True, ([], [], None, 3)),
-    ),
-    "dropped-one": (
-        {"source": ["C", "A", "B"], "answer": ["C", "B"]},
-        extraction_row(False, False, (["A"], [], 2, 2)),
-    ),
-    "duplicate-answer": (
-        {"source": ["C", "A", "B"], "answer": ["C", "A", "A", "B"]},
-        extraction_row(False, False, None, ("duplicate-answer-id", "answer")),
-    ),
-    "duplicate-source": (
-        {"source": ["A", "B", "A"], "answer": ["A", "B"]},
-        extraction_row(None, None, None, ("duplicate-source-id", "data")),
-    ),
-    "source-not-a-list": (
-        {"source": "A", "answer": ["A"]},
-        extraction_row(None, None, None, ("invalid-input", "data")),
-    ),
-}
+    "long-drop": ({"source": LONG, "answer": [*LONG[:100], "NEW-1"]},
+        extraction_row(False, False, (LONG[100:], ["NEW-1"], 101, 100))),
+    "unrequested-sort": ({"source": ["C", "A", "B"], "answer": ["A", "B", "C"]},
+        extraction_row(True, False, ([], [], 1, 2))),
+    "kept": ({"source": ["C", "A", "B"], "answer": ["C", "A", "B"]},
+        extraction_row(True, True, ([], [], None, 3))),
+    "dropped-one": ({"source": ["C", "A", "B"], "answer": ["C", "B"]},
+        extraction_row(False, False, (["A"], [], 2, 2))),
+    "duplicate-answer": ({"source": ["C", "A", "B"], "answer": ["C", "A", "A", "B"]},
+        extraction_row(False, False, None, ("duplicate-answer-id", "answer"))),
+    "duplicate-source": ({"source": ["A", "B", "A"], "answer": ["A", "B"]},
+        extraction_row(None, None, None, ("duplicate-source-id", "data"))),
+    "source-not-a-list": ({"source": "A", "answer": ["A"]},
+        extraction_row(None, None, None, ("invalid-input", "data"))),
+}  # fmt: skip
 
 # Answers as a model writes them, read from the output text (each reading:
 # test_answer_parsing).
 READ_AS_CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
-    "json": (
-        {"source": ["C", "A", "B"], "answer": 'Sure: ["C", "A", "B"]'},
-        extraction_row(True, True, ([], [], None, 3), read_as="json"),
-    ),
-    "commas": (
-        {"source": ["C", "A", "B"], "answer": "C, A"},
-        extraction_row(False, False, (["B"], [], 3, 2), read_as="commas"),
-    ),
-    "prose": (
-        {"source": ["C", "A", "B"], "answer": "I cannot help with that."},
-        extraction_row(False, False, None, ("unreadable-answer", "answer")),
-    ),
-}
+    "json": ({"source": ["C", "A", "B"], "answer": 'Sure: ["C", "A", "B"]'},
+        extraction_row(True, True, ([], [], None, 3), read_as="json")),
+    "commas": ({"source": ["C", "A", "B"], "answer": "C, A"},
+        extraction_row(False, False, (["B"], [], 3, 2), read_as="commas")),
+    "prose": ({"source": ["C", "A", "B"], "answer": "I cannot help with that."},
+        extraction_row(False, False, None, ("unreadable-answer", "answer"))),
+}  # fmt: skip
 
 MALFORMED = "{broken"
 
