@@ -240,15 +240,9 @@ RECORDS = {
         {"required": ["D1"], "context": None, "correct": True},
         {"required": ["D1", "D1"], "context": ["D1"], "correct": True},
         # With steps: a `{step}_recall` metric each.
-        {
-            "required": ["D1", "D2"],
-            "context": ["D1"],
-            "correct": True,
-            "steps": [
-                {"name": "retriever", "ids": ["D2", "D1"]},
-                {"name": "reranker", "ids": ["D1"]},
-            ],
-        },
+        {"required": ["D1", "D2"], "context": ["D1"], "correct": True, "steps": [
+            {"name": "retriever", "ids": ["D2", "D1"]},
+            {"name": "reranker", "ids": ["D1"]}]},
     ],
     "ordered_extraction": [
         {"source": ["a", "b"], "answer": ["a", "b"]},
@@ -258,7 +252,7 @@ RECORDS = {
         {"source": "not a list", "answer": ["a"]},
         {"source": ["a", "a"], "answer": ["a"]},
     ],
-}
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("task", sorted(RECORDS))
@@ -308,20 +302,12 @@ def test_the_log_names_are_those_inspect_lists(tmp_path: Path) -> None:
     """`is_log_name` against `list_eval_logs` over one directory of files
     named as logs, results and manifests are."""
     names = [
-        "2026-01-01T00-00-00+00-00_task_abc.eval",
-        "2026-01-01T00-00-00+00-00_task_abc.json",
-        "2026-01-01T00:00:00_task.json",
-        "2026-01-01T00-00_task.json",
-        "2026-01-01_task.json",
-        "run.eval",
-        "part-1.eval",
-        "metadata.json",
-        "logs.json",
-        "run.results.jsonl",
-        "run.results.parquet",
-        "run.eval.txt",
-        "x2026-01-01T00-00-00_task.json",
-    ]
+        "2026-01-01T00-00-00+00-00_task_abc.eval", "2026-01-01_task.json",
+        "2026-01-01T00-00-00+00-00_task_abc.json", "2026-01-01T00-00_task.json",
+        "2026-01-01T00:00:00_task.json", "x2026-01-01T00-00-00_task.json",
+        "run.eval", "part-1.eval", "metadata.json", "logs.json", "run.eval.txt",
+        "run.results.jsonl", "run.results.parquet",
+    ]  # fmt: skip
     for name in names:
         (tmp_path / name).write_text("{}")
 
