@@ -60,25 +60,16 @@ def pipelines(draw: st.DrawFn) -> dict[str, Any]:
             )
         steps.append(step)
     context = draw(st.lists(st.sampled_from(IDS), max_size=6))
-    return {
-        "required": required,
-        "context": context,
-        "correct": draw(st.booleans()),
-        "steps": steps,
-    }
+    return {"required": required, "context": context,
+            "correct": draw(st.booleans()), "steps": steps}  # fmt: skip
 
 
 def lost_as_stated(document: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
     """The issue's rule, word for word, with no shared code."""
     having = [step for step in steps if document in step["ids"]]
     if not having:
-        lost_at = steps[0]["name"]
-        return {
-            "id": document,
-            "lost_at": lost_at,
-            "last_step": None,
-            "last_rank": None,
-        }
+        first = steps[0]["name"]
+        return {"id": document, "lost_at": first, "last_step": None, "last_rank": None}
     last = having[-1]
     after = steps[steps.index(last) + 1 :]
     taking = [
@@ -317,14 +308,9 @@ def two_step_runs(draw: st.DrawFn) -> list[dict[str, Any]]:
         cut = draw(st.integers(0, len(reranked)))
         required = draw(st.lists(st.sampled_from(REPORT_IDS), min_size=1, max_size=5))
         steps = [("retriever", retrieved), ("reranker", reranked)]
-        records.append(
-            {
-                "required": required,
-                "context": reranked[:cut],
-                "correct": draw(st.booleans()),
-                "steps": [{"name": name, "ids": ids} for name, ids in steps],
-            }
-        )
+        made = [{"name": name, "ids": ids} for name, ids in steps]
+        records.append({"required": required, "context": reranked[:cut],
+                        "correct": draw(st.booleans()), "steps": made})  # fmt: skip
     return records
 
 
