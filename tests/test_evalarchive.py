@@ -238,21 +238,14 @@ JSON_VALUE = st.recursive(
 
 
 def test_sample_summary_of_chat_input_goes_through_inspect() -> None:
+    image = [{"type": "image", "image": "data:,"}]
     sample = {
-        "id": 7,
-        "epoch": 1,
-        "input": [
-            {
-                "id": "m1",
-                "role": "user",
-                "content": [{"type": "image", "image": "data:,"}],
-            },
-            {"id": "m2", "role": "user", "content": "y" * 6000},
-        ],
-        "target": ["a"],
+        "id": 7, "epoch": 1, "target": ["a"],
+        "input": [{"id": "m1", "role": "user", "content": image},
+                  {"id": "m2", "role": "user", "content": "y" * 6000}],
         "error": {"message": "boom", "traceback": "", "traceback_ansi": ""},
         "limit": {"type": "token", "limit": 10},
-    }
+    }  # fmt: skip
     summary = sample_summary(sample)
     assert summary["input"][0]["content"][0]["text"] == "(Image)"
     assert as_json(summary) == as_json(EvalSample.model_validate(sample).summary())
@@ -285,27 +278,16 @@ def test_a_sample_built_from_its_scores_serialises_as_inspect_does(
     themselves among them: serialised in one pass, it must be what
     Inspect's `to_json_safe` writes, and its summary what the summary of
     Inspect's own `EvalSample` holds."""
-    score = Score(
-        value=value,
-        answer=answer,
-        explanation=explanation,
-        reason=reason,
-        metadata=metadata,
-    )
+    score = Score(value=value, answer=answer, explanation=explanation, reason=reason,
+                  metadata=metadata)  # fmt: skip
     if edited:
         score.history.append(ScoreEdit(value="pass", explanation="staff"))
     parts = SampleParts(
-        id="s",
-        input="in",
-        target="",
-        metadata={},
-        answer=answer,
-        scores={"scorer": score, "other": Score(value=1.0)},
-        store={},
+        id="s", input="in", target="", metadata={}, answer=answer,
+        scores={"scorer": score, "other": Score(value=1.0)}, store={},
         started_at="2026-01-01T00:00:00+00:00",
-        completed_at="2026-01-01T00:00:01+00:00",
-        seconds=1.0,
-    )
+        completed_at="2026-01-01T00:00:01+00:00", seconds=1.0,
+    )  # fmt: skip
     built = SampleTemplates.make().build(parts)
     assert sample_json(built) == to_json_safe(built, indent=None)
     inspects = EvalSample.model_validate_json(to_json_safe(built, indent=None))
