@@ -26,6 +26,8 @@ from .lines import (
 if TYPE_CHECKING:  # new in Python 3.11; only the type is needed
     from importlib.resources.abc import Traversable
 
+    Source = str | Path | Traversable
+
 NOT_A_FIXTURE_LINE = "not-a-fixture-line"
 DUPLICATE_SAMPLE_ID = "duplicate-sample-id"
 DOCUMENT_FIELDS = ("id", "kind", "text", "source", "target")
@@ -77,18 +79,18 @@ def packaged_fixture(name: str) -> Traversable:
     return files("tracegrade") / "data" / name
 
 
-def read_fixture_cases(source: str | Path | Traversable) -> list[FixtureCase]:
+def read_fixture_cases(source: Source) -> list[FixtureCase]:
     """Read and check every line of a fixture file; raises `DatasetError`."""
     return _read_items(source, parse_case_line, "case", "sample ids")
 
 
-def read_source_documents(source: str | Path | Traversable) -> list[SourceDocument]:
+def read_source_documents(source: Source) -> list[SourceDocument]:
     """Every documents line, checked: a broken answer key would waste a model call."""
     return _read_items(source, _parse_document, "document", "document ids")
 
 
 def _read_items(
-    source: str | Path | Traversable,
+    source: Source,
     parse: Callable[[str, int, str], Any],
     what: str,
     ids: str,
@@ -213,7 +215,7 @@ def case_sample_fields(
 
 
 def _fixture_dataset(
-    path: str | Path | Traversable | None, name: str, target_field: str | None
+    path: Source | None, name: str, target_field: str | None
 ) -> MemoryDataset:
     source = path if path is not None else packaged_fixture(f"{name}.jsonl")
     samples = []
@@ -223,17 +225,13 @@ def _fixture_dataset(
     return MemoryDataset(samples, name=name, location=str(source))
 
 
-def stage_diagnosis_dataset(
-    path: str | Path | Traversable | None = None,
-) -> MemoryDataset:
+def stage_diagnosis_dataset(path: Source | None = None) -> MemoryDataset:
     """Recorded RAG runs, `input` holding `required`, `context` and `correct`;
     by default the packaged `stage_diagnosis.jsonl`."""
     return _fixture_dataset(path, "stage_diagnosis", None)
 
 
-def ordered_extraction_dataset(
-    path: str | Path | Traversable | None = None,
-) -> MemoryDataset:
+def ordered_extraction_dataset(path: Source | None = None) -> MemoryDataset:
     """Recorded extractions, `input` holding `source` and `answer` (the source
     also the target, as JSON); by default the packaged `ordered_extraction.jsonl`."""
     return _fixture_dataset(path, "ordered_extraction", "source")
