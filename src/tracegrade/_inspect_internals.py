@@ -18,11 +18,7 @@ if TYPE_CHECKING:  # loaded on first use, by `__getattr__`
         resolve_revision,
         resolve_task_distribution,
     )
-    from inspect_ai._eval.task.results import (
-        Metrics,
-        ScorerInfo,
-        compute_eval_scores,
-    )
+    from inspect_ai._eval.task.results import Metrics, ScorerInfo, compute_eval_scores
     from inspect_ai._util.dateutil import iso_now
     from inspect_ai._util.json import to_json_safe
     from inspect_ai._util.log_layout import eval_log_name

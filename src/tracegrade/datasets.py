@@ -90,10 +90,7 @@ def read_source_documents(source: Source) -> list[SourceDocument]:
 
 
 def _read_items(
-    source: Source,
-    parse: Callable[[str, int, str], Any],
-    what: str,
-    ids: str,
+    source: Source, parse: Callable[[str, int, str], Any], what: str, ids: str
 ) -> list[Any]:
     path = str(source)
     items: dict[str, Any] = {}
