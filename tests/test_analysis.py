@@ -20,11 +20,7 @@ from inspect_ai import Task, eval, score
 from inspect_ai.analysis import Column, SampleSummary, samples_df
 from inspect_ai.analysis._dataframe.record import import_record
 from inspect_ai.analysis._dataframe.samples import table as samples_table
-from inspect_ai.log import (
-    read_eval_log,
-    read_eval_log_sample_summaries,
-    write_eval_log,
-)
+from inspect_ai.log import read_eval_log, read_eval_log_sample_summaries, write_eval_log
 
 from tests.support import SUBPROCESS_ENV, write_lines
 from tracegrade import (
@@ -466,10 +462,7 @@ def readme_recipe() -> list[str]:
 
 
 def test_the_readme_recipe_answers_its_questions(
-    stage_log: str,
-    extraction_log: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    stage_log: str, extraction_log: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     logs = tmp_path / "logs"
     logs.mkdir()
