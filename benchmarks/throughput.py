@@ -124,20 +124,10 @@ def small_stage_record(rng: random.Random) -> Record:
 
 def small_extraction_record(rng: random.Random) -> Record:
     """One extraction: exact, reordered, or wrong in one of the usual ways."""
-    kind = rng.choices(
-        [
-            "exact",
-            "permutation",
-            "alphabetised",
-            "one-missing",
-            "one-extra",
-            "one-substituted",
-            "duplicate-answer",
-            "duplicate-source",
-            "empty",
-        ],
-        weights=[30, 15, 10, 10, 10, 10, 6, 4, 5],
-    )[0]
+    kinds = ["exact", "permutation", "alphabetised", "one-missing", "one-extra",
+             "one-substituted", "duplicate-answer", "duplicate-source",
+             "empty"]  # fmt: skip
+    kind = rng.choices(kinds, weights=[30, 15, 10, 10, 10, 10, 6, 4, 5])[0]
     size = 0 if kind == "empty" else rng.randint(2, SMALL_MAX_IDS - 1)
     source = unique_ids(rng, size)
     answer = list(source)
@@ -346,17 +336,10 @@ def benchmark(
             path.write_text(json.dumps(batches), encoding="utf-8")  # both parse it
             node = NodeEvaluator(evaluator, path)
             try:
-                for size_class, records in classes.items():
-                    rows.append(
-                        time_class(
-                            evaluator,
-                            node,
-                            size_class,
-                            records,
-                            batches[size_class],
-                            args,
-                        )
-                    )
+                rows += [
+                    time_class(evaluator, node, size, records, batches[size], args)
+                    for size, records in classes.items()
+                ]
             finally:
                 node.close()
     return rows, node.version

@@ -168,52 +168,33 @@ def _sample_at_every_limit() -> dict[str, Any]:
     width, scan, limit = THIN_TEXT_WIDTH, THIN_TEXT_SCAN, METADATA_VALUE_LIMIT
     usage = {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7}
     return {
-        "id": "every-limit",
-        "epoch": 2,
-        "input": "i" * (MAX_TEXT_LENGTH + 1),
-        "choices": ["A", "B"],
+        "id": "every-limit", "epoch": 2, "description": "described",
+        "input": "i" * (MAX_TEXT_LENGTH + 1), "choices": ["A", "B"],
         "target": ["t" * MAX_TEXT_LENGTH, "u" * (MAX_TEXT_LENGTH + 1)],
-        "description": "described",
         "metadata": {
             "at_limit": _metadata_value(limit),
             "past_limit": _metadata_value(limit + 1),
-            "long_text": "word " * width,
-            "spaced_text": " \n ".join(["w"] * 10),
-            "mostly_space": " " * scan + "tail",
-            "number": 1.5,
-            "flag": True,
-            "nothing": None,
-            "nested": {"a": [1, 2, {"b": "c"}]},
+            "long_text": "word " * width, "spaced_text": " \n ".join(["w"] * 10),
+            "mostly_space": " " * scan + "tail", "number": 1.5, "flag": True,
+            "nothing": None, "nested": {"a": [1, 2, {"b": "c"}]},
         },
-        "scores": {
-            "s": {
-                "value": float("nan"),
-                "answer": "a" * (width + 1),
-                "explanation": "e " * width,
-                "reason": "r",
-                "metadata": {"past_limit": _metadata_value(limit + 1), "ok": 1},
-                "history": [{"value": 1}],
-            }
-        },
+        "scores": {"s": {
+            "value": float("nan"), "answer": "a" * (width + 1),
+            "explanation": "e " * width, "reason": "r", "history": [{"value": 1}],
+            "metadata": {"past_limit": _metadata_value(limit + 1), "ok": 1},
+        }},
         "messages": [{"role": "user", "content": "hi"}],
-        "model_usage": {"m": usage},
-        "role_usage": {"grader": usage},
+        "model_usage": {"m": usage}, "role_usage": {"grader": usage},
         "model_fallbacks": [{"model": "a/b", "fallback_model": "c/d", "count": 2}],
         "started_at": "2026-01-01T02:00:00.5+02:00",
         "completed_at": "2026-01-01T00:00:01",
-        "total_time": 1.25,
-        "working_time": 1.0,
-        "uuid": "u",
+        "total_time": 1.25, "working_time": 1.0, "uuid": "u",
         "error": {"message": "boom", "traceback": "", "traceback_ansi": ""},
         "limit": {"type": "token", "limit": 10, "reason": "too many"},
         "error_retries": [{"message": "m", "traceback": "", "traceback_ansi": ""}],
-        "turn_count": 3,
-        "token_limit": 100,
-        "token_limit_type": "total",
-        "token_limit_usage": 90,
-        "message_limit": 20,
-        "time_limit": 60,
-    }
+        "turn_count": 3, "token_limit": 100, "token_limit_type": "total",
+        "token_limit_usage": 90, "message_limit": 20, "time_limit": 60,
+    }  # fmt: skip
 
 
 def test_the_summary_copy_trims_as_inspect_at_every_limit() -> None:
@@ -240,15 +221,9 @@ RECORDS = {
         {"required": ["D1"], "context": None, "correct": True},
         {"required": ["D1", "D1"], "context": ["D1"], "correct": True},
         # With steps: a `{step}_recall` metric each.
-        {
-            "required": ["D1", "D2"],
-            "context": ["D1"],
-            "correct": True,
-            "steps": [
-                {"name": "retriever", "ids": ["D2", "D1"]},
-                {"name": "reranker", "ids": ["D1"]},
-            ],
-        },
+        {"required": ["D1", "D2"], "context": ["D1"], "correct": True, "steps": [
+            {"name": "retriever", "ids": ["D2", "D1"]},
+            {"name": "reranker", "ids": ["D1"]}]},
     ],
     "ordered_extraction": [
         {"source": ["a", "b"], "answer": ["a", "b"]},
@@ -258,7 +233,7 @@ RECORDS = {
         {"source": "not a list", "answer": ["a"]},
         {"source": ["a", "a"], "answer": ["a"]},
     ],
-}
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("task", sorted(RECORDS))
@@ -308,20 +283,12 @@ def test_the_log_names_are_those_inspect_lists(tmp_path: Path) -> None:
     """`is_log_name` against `list_eval_logs` over one directory of files
     named as logs, results and manifests are."""
     names = [
-        "2026-01-01T00-00-00+00-00_task_abc.eval",
-        "2026-01-01T00-00-00+00-00_task_abc.json",
-        "2026-01-01T00:00:00_task.json",
-        "2026-01-01T00-00_task.json",
-        "2026-01-01_task.json",
-        "run.eval",
-        "part-1.eval",
-        "metadata.json",
-        "logs.json",
-        "run.results.jsonl",
-        "run.results.parquet",
-        "run.eval.txt",
-        "x2026-01-01T00-00-00_task.json",
-    ]
+        "2026-01-01T00-00-00+00-00_task_abc.eval", "2026-01-01_task.json",
+        "2026-01-01T00-00-00+00-00_task_abc.json", "2026-01-01T00-00_task.json",
+        "2026-01-01T00:00:00_task.json", "x2026-01-01T00-00-00_task.json",
+        "run.eval", "part-1.eval", "metadata.json", "logs.json", "run.eval.txt",
+        "run.results.jsonl", "run.results.parquet",
+    ]  # fmt: skip
     for name in names:
         (tmp_path / name).write_text("{}")
 

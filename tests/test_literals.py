@@ -91,23 +91,10 @@ def test_a_python_list_of_plain_strings_is_read_as_python_reads_it(
 REFUSED = [
     "['D1' 'D2']",  # Python would join them: 'D1D2'
     "[1_000, 0x10]",  # Python numbers, not strings
-    "[1, 2]",
-    '["D1", null]',
-    '["D1"] x',
-    "x ['D1']",
-    "['D1\\n']",
-    "[u'D1']",
-    "['''D1''']",
-    "['D1',,]",
-    "[,]",
-    "['D1'",
-    "['D1',\u00a0'D2']",
-    "['D1\x00']",
-    '{"a": ["D1"]}',
-    "",
-    "D1, D2",
-    "[NaN]",
-]
+    "[1, 2]", '["D1", null]', '["D1"] x', "x ['D1']", "['D1\\n']", "[u'D1']",
+    "['''D1''']", "['D1',,]", "[,]", "['D1'", "['D1',\u00a0'D2']", "['D1\x00']",
+    '{"a": ["D1"]}', "", "D1, D2", "[NaN]",
+]  # fmt: skip
 
 
 @pytest.mark.parametrize(

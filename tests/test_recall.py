@@ -48,8 +48,7 @@ def ragas_recall(required: Sequence[str], context: Sequence[str]) -> float:
 
 def stage_score_with(recall: Any, sample_id: str = "s") -> SampleScore:
     return SampleScore(
-        sample_id=sample_id,
-        score=Score(value="pass", metadata={"recall": recall}),
+        sample_id=sample_id, score=Score(value="pass", metadata={"recall": recall})
     )
 
 

@@ -145,20 +145,6 @@ def test_every_reader_refuses_a_broken_score_in_the_same_words(
         assert words in text, (reader, text)
 
 
-def test_every_reader_reads_the_score_as_logged(
-    logged: EvalLog, tmp_path: Path
-) -> None:
-    path = tmp_path / "whole.eval"
-    write_eval_log(logged, str(path))
-    (stage,) = build_report([str(path)]).stage_diagnosis
-    assert (stage.recall, stage.precision, stage.lucky.count) == (0.5, 0.5, 1)
-    assert len(compare_logs(str(path), str(path)).pairs) == 1
-    assert column_refusal(path) == "accepted"
-    (sample,) = logged.samples or []
-    score = (sample.scores or {})[SCORE]
-    assert context_recall()([SampleScore(score=score, sample_id="gap")]) == 0.5  # type: ignore[call-arg,arg-type]
-
-
 def test_an_extraction_score_refuses_an_itemisation_where_nothing_was_graded() -> None:
     error = {"kind": "duplicate-answer-id", "side": "answer", "field": None}
     itemised = {"dropped": [], "invented": [], "first_order_break": None}

@@ -68,25 +68,10 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
-    "DatasetError",
-    "ExtractionResult",
-    "InvalidRecord",
-    "LabelScorerError",
-    "LabelsError",
-    "RetrievalTrace",
-    "ScoreTableError",
-    "ScorerArgumentError",
-    "StageResult",
-    "TaskArgumentError",
-    "canonical_json",
-    "diagnose_stage",
-    "grade_extraction",
-    "ordered_extraction",
-    "ordered_extraction_dataset",
-    "ordered_extraction_recorded",
-    "ordered_extraction_scorer",
-    "score_table",
-    "stage_diagnosis",
-    "stage_diagnosis_dataset",
-    "stage_diagnosis_scorer",
-]
+    "DatasetError", "ExtractionResult", "InvalidRecord", "LabelScorerError",
+    "LabelsError", "RetrievalTrace", "ScoreTableError", "ScorerArgumentError",
+    "StageResult", "TaskArgumentError", "canonical_json", "diagnose_stage",
+    "grade_extraction", "ordered_extraction", "ordered_extraction_dataset",
+    "ordered_extraction_recorded", "ordered_extraction_scorer", "score_table",
+    "stage_diagnosis", "stage_diagnosis_dataset", "stage_diagnosis_scorer",
+]  # fmt: skip

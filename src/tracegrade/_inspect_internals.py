@@ -1,6 +1,6 @@
-"""Every coupling to Inspect AI's private code, held by tests/test_inspect_internals.py.
-Mirrored: `EvalSample.summary()` (bulk/evallog.py), `is_log_file` (logs/evals.py),
-`SampleScore` (bulk.results.LightScore); zstd read by `zipfile` (logs/samples.py)."""
+"""Every coupling to Inspect AI's private code, each held by a test
+(tests/test_inspect_internals.py), as is what is mirrored: `EvalSample.summary()`
+(bulk/evallog.py), `is_log_file` (logs/evals.py), `SampleScore` (bulk/results.py)."""
 
 from __future__ import annotations
 
@@ -18,11 +18,7 @@ if TYPE_CHECKING:  # loaded on first use, by `__getattr__`
         resolve_revision,
         resolve_task_distribution,
     )
-    from inspect_ai._eval.task.results import (
-        Metrics,
-        ScorerInfo,
-        compute_eval_scores,
-    )
+    from inspect_ai._eval.task.results import Metrics, ScorerInfo, compute_eval_scores
     from inspect_ai._util.dateutil import iso_now
     from inspect_ai._util.json import to_json_safe
     from inspect_ai._util.log_layout import eval_log_name
@@ -35,10 +31,10 @@ if TYPE_CHECKING:  # loaded on first use, by `__getattr__`
     from inspect_ai.scorer._scorer import as_scorer_spec
     from inspect_ai.solver._plan import Plan
 
+# What a summary holds instead of a metadata value over 1,024 characters of
+# indented JSON.
 METADATA_VALUE_LIMIT: Final = 1024
-"""Characters of indented JSON a metadata value may have in a summary."""
 METADATA_VALUE_REMOVED: Final = "Key removed from summary (> 1k)"
-"""What a summary holds instead of a longer metadata value."""
 
 _TRUNCATED_HEAD: Final = (
     "\nThe output of your call to {function} was too long to be displayed.\n"
@@ -48,8 +44,7 @@ _TRUNCATED_TAIL: Final = "\n<END_TOOL_OUTPUT>\n"
 
 
 def truncated_tool_body(function: str, content: str) -> str | None:
-    """What is left of a tool result Inspect truncated, or None when `content`
-    is not wrapped as Inspect wraps a truncated result."""
+    """What is left of a tool result Inspect truncated, else None."""
     head = _TRUNCATED_HEAD.format(function=function)
     if content.startswith(head) and content.endswith(_TRUNCATED_TAIL):
         return content[len(head) : len(content) - len(_TRUNCATED_TAIL)]
@@ -78,7 +73,6 @@ _LOADED_WHEN_USED: Final = {
     }.items()
     for name in names.split()
 }
-"""Every name `tracegrade score` takes from here, and Inspect's module of it."""
 
 
 class InspectTooOld(ImportError):
@@ -86,8 +80,7 @@ class InspectTooOld(ImportError):
 
 
 def __getattr__(name: str) -> Any:
-    """Load a name of `_LOADED_WHEN_USED` when first asked for, so that the
-    plugin, which needs only `PrerequisiteError`, loads with any Inspect."""
+    """A name loaded when first used: the plugin loads with any Inspect."""
     module = _LOADED_WHEN_USED.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -104,32 +97,12 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "MAX_TEXT_LENGTH",
-    "METADATA_VALUE_LIMIT",
-    "METADATA_VALUE_REMOVED",
-    "SCORE_NEEDS",
-    "THIN_TEXT_SCAN",
-    "THIN_TEXT_WIDTH",
-    "InspectTooOld",
-    "Metrics",
-    "Plan",
-    "PrerequisiteError",
-    "ScorerInfo",
-    "as_scorer_spec",
-    "compute_eval_scores",
-    "cwd_relative_path",
-    "eval_config_defaults",
-    "eval_log_name",
-    "headline_metric_ref",
-    "iso_now",
-    "metric_scores",
-    "plan_to_eval_plan",
-    "registry_unqualified_name",
-    "resolve_eval_scorers",
-    "resolve_headline_metric",
-    "resolve_package_revision",
-    "resolve_revision",
-    "resolve_task_distribution",
-    "to_json_safe",
+    "MAX_TEXT_LENGTH", "METADATA_VALUE_LIMIT", "METADATA_VALUE_REMOVED", "SCORE_NEEDS",
+    "THIN_TEXT_SCAN", "THIN_TEXT_WIDTH", "InspectTooOld", "Metrics", "Plan",
+    "PrerequisiteError", "ScorerInfo", "as_scorer_spec", "compute_eval_scores",
+    "cwd_relative_path", "eval_config_defaults", "eval_log_name", "headline_metric_ref",
+    "iso_now", "metric_scores", "plan_to_eval_plan", "registry_unqualified_name",
+    "resolve_eval_scorers", "resolve_headline_metric", "resolve_package_revision",
+    "resolve_revision", "resolve_task_distribution", "to_json_safe",
     "truncated_tool_body",
-]
+]  # fmt: skip

@@ -14,6 +14,7 @@ from inspect_ai.scorer import Score
 
 from ._inspect_internals import METADATA_VALUE_REMOVED
 from .schema import (
+    CRITERIA,
     EXTRACTION_SCORER,
     STAGE_SCORER,
     InvalidScore,
@@ -66,7 +67,7 @@ def step_recall_columns(
         if not isinstance(step, str) or not step:
             raise ValueError(f"a step name is a non-empty string, got {step!r}")
     return [
-        _column(_staged, score, prefix, f"{step}_recall", float, step=step)
+        _column(_staged, score, prefix, f"{step}_recall", float, step)
         for step in dict.fromkeys(steps)
     ]
 
@@ -86,31 +87,25 @@ def _column(
     kind: type[ColumnType],
     step: str | None = None,
 ) -> Column:
-    """A column of `extract(sample, score, key)`, bound with `partial` so
-    that it pickles for `samples_df(..., parallel=True)`."""
-    name = f"{prefix}_{key}" if key else prefix
     full = key not in _SUMMARISED
-    extract = extract if full else _summarised
-    path = partial(extract, score=score, key=key if step is None else f"step:{step}")
+    step_key = key if step is None else f"step:{step}"
+    # Partials of module-level functions pickle, for `samples_df(parallel=True)`.
+    read = partial(extract if full else _summarised, key=step_key)
+    path = partial(_read, score=score, read=read)
+    name = f"{prefix}_{key}" if key else prefix
     return SampleColumn(name, path=path, type=kind, full=full)
 
 
 def _read(sample: _Sample, score: str, read: Callable[[Score], _T]) -> _T | None:
-    """`read` of the score named `score` (None without one), its
-    `InvalidScore` named by sample."""
     found = (sample.scores or {}).get(score)
-    if found is None:
-        return None
     try:
-        return read(found)
+        return None if found is None else read(found)
     except InvalidScore as invalid:
         where = f"score {score!r} of sample {sample.id!r} epoch {sample.epoch}"
         raise InvalidScore(f"{where}: {invalid}") from None
 
 
 def _whole(found: Score) -> dict[str, Any]:
-    """The score's metadata, refusing a summary's stub: a removed value must
-    not pass for "none"."""
     metadata = found.metadata or {}
     for key, value in metadata.items():
         if isinstance(value, str) and value == METADATA_VALUE_REMOVED:
@@ -121,56 +116,44 @@ def _whole(found: Score) -> dict[str, Any]:
     return metadata
 
 
-def _staged(sample: _Sample, score: str, key: str) -> Any:
-    def read(found: Score) -> Any:
-        metadata = _whole(found)
-        staged = read_stage(found.value, metadata)
-        if key == "missing_count":
-            return None if staged.missing is None else len(staged.missing)
-        if key == "lost_at":
-            return None if staged.lost is None else [e.lost_at for e in staged.lost]
-        if key == "error_side":
-            return None if staged.error is None else staged.error.side
-        if key.startswith("step:"):
-            return (staged.step_recall or {}).get(key[len("step:") :])
-        if key in ("label", "label_from"):
-            field = metadata["record" if key == "label" else "read_from"]
-            value = field.get("correct") if isinstance(field, dict) else None
-            # Exactly the type: 1 must not be read as True.
-            return value if type(value) is (bool if key == "label" else str) else None
-        return getattr(staged, key)
-
-    return _read(sample, score, read)
+def _staged(found: Score, key: str) -> Any:
+    metadata = _whole(found)
+    staged = read_stage(found.value, metadata)
+    if key == "missing_count":
+        return None if staged.missing is None else len(staged.missing)
+    if key == "lost_at":
+        return None if staged.lost is None else [e.lost_at for e in staged.lost]
+    if key == "error_side":
+        return None if staged.error is None else staged.error.side
+    if key in ("label", "label_from"):
+        field = metadata["record" if key == "label" else "read_from"]
+        value = field.get("correct") if isinstance(field, dict) else None
+        # Exactly the type: 1 must not be read as True.
+        return value if type(value) is (bool if key == "label" else str) else None
+    if key.startswith("step:"):
+        return (staged.step_recall or {}).get(key.removeprefix("step:"))
+    return getattr(staged, key)
 
 
-def _graded(sample: _Sample, score: str, key: str) -> Any:
-    def read(found: Score) -> Any:
-        graded = read_extraction(found.value, _whole(found))
-        if key == "error_side":
-            return None if graded.error is None else graded.error.side
-        return None if graded.itemised is None else getattr(graded.itemised, key)
-
-    return _read(sample, score, read)
+def _graded(found: Score, key: str) -> Any:
+    graded = read_extraction(found.value, _whole(found))
+    if key == "error_side":
+        return None if graded.error is None else graded.error.side
+    return None if graded.itemised is None else getattr(graded.itemised, key)
 
 
-def _summarised(sample: _Sample, score: str, key: str) -> Any:
-    """A figure a summary keeps whole: the value, `read_as` and `reason`."""
-
-    def read(found: Score) -> Any:
-        if key == "error":
-            # `reason` is the error kind on every tracegrade score, and a
-            # summary keeps it whatever the metadata's length.
-            return error_kind(found)
-        if key == "read_as":
-            return read_as(_whole(found))
-        if is_nan(found.value):  # unscored
-            return None
-        if key == "":
-            return read_stage_value(found.value)
-        membership, order = read_criteria(found.value)
-        return membership if key == "membership" else order
-
-    return _read(sample, score, read)
+def _summarised(found: Score, key: str) -> Any:
+    if key == "error":
+        # `reason` is the error kind on every tracegrade score, and a summary
+        # keeps it whatever the metadata's length.
+        return error_kind(found)
+    if key == "read_as":
+        return read_as(_whole(found))
+    if is_nan(found.value):  # unscored
+        return None
+    if key == "":
+        return read_stage_value(found.value)
+    return read_criteria(found.value)[CRITERIA.index(key)]
 
 
 StageColumns: list[Column] = stage_columns()
@@ -179,11 +162,6 @@ ExtractionColumns: list[Column] = extraction_columns()
 """The columns of the score `ordered_extraction` (`extraction_columns`)."""
 
 __all__ = [
-    "EXTRACTION_SCORE",
-    "STAGE_SCORE",
-    "ExtractionColumns",
-    "StageColumns",
-    "extraction_columns",
-    "stage_columns",
-    "step_recall_columns",
-]
+    "EXTRACTION_SCORE", "STAGE_SCORE", "ExtractionColumns", "StageColumns",
+    "extraction_columns", "stage_columns", "step_recall_columns",
+]  # fmt: skip

@@ -23,13 +23,15 @@ from .lines import (
     read_lines,
 )
 
-if TYPE_CHECKING:
-    # `importlib.resources.abc` is new in Python 3.11; only the type is needed.
+if TYPE_CHECKING:  # new in Python 3.11; only the type is needed
     from importlib.resources.abc import Traversable
 
+    Source = str | Path | Traversable
 
 NOT_A_FIXTURE_LINE = "not-a-fixture-line"
 DUPLICATE_SAMPLE_ID = "duplicate-sample-id"
+DOCUMENT_FIELDS = ("id", "kind", "text", "source", "target")
+_Fail = Callable[[str], NoReturn]
 
 
 class DatasetError(LineError, ValueError, PrerequisiteError):
@@ -60,72 +62,77 @@ class FixtureCase(NamedTuple):
     line: int
 
 
+class SourceDocument(NamedTuple):
+    """One line of a documents file, checked: `source` is the answer key (the
+    IDs in text order), `target` names what to extract ("container numbers")."""
+
+    id: str
+    text: str
+    source: list[str]
+    target: str
+    kind: str | None
+    line: int
+
+
 def packaged_fixture(name: str) -> Traversable:
     """A fixture file shipped in `tracegrade/data`."""
     return files("tracegrade") / "data" / name
 
 
-def read_fixture_cases(source: str | Path | Traversable) -> list[FixtureCase]:
+def read_fixture_cases(source: Source) -> list[FixtureCase]:
     """Read and check every line of a fixture file; raises `DatasetError`."""
     return _read_items(source, parse_case_line, "case", "sample ids")
 
 
+def read_source_documents(source: Source) -> list[SourceDocument]:
+    """Every documents line, checked: a broken answer key would waste a model call."""
+    return _read_items(source, _parse_document, "document", "document ids")
+
+
 def _read_items(
-    source: str | Path | Traversable,
-    parse: Callable[[str, int, str], Any],
-    what: str,
-    ids: str,
+    source: Source, parse: Callable[[str, int, str], Any], what: str, ids: str
 ) -> list[Any]:
-    """Parse each non-blank line, refusing a repeated id or an empty file."""
     path = str(source)
-    items: list[Any] = []
-    first_line: dict[str, int] = {}
+    items: dict[str, Any] = {}
     try:
         for raw in read_lines(source):
             if is_blank(raw.text):
                 continue
             item = parse(path, raw.number, raw.text)
-            if item.id in first_line:
+            if (first := items.get(item.id)) is not None:
+                problem = f"id {quote(item.id)} is already used on line {first.line}"
                 raise DatasetError(
-                    path,
-                    raw.number,
-                    f"id {quote(item.id)} is already used on line "
-                    f"{first_line[item.id]}; {ids} must be unique",
+                    *(path, raw.number, f"{problem}; {ids} must be unique"),
                     kind=DUPLICATE_SAMPLE_ID,
                     sample_id=item.id,
                 )
-            first_line[item.id] = raw.number
-            items.append(item)
+            items[item.id] = item
     except OSError as error:
-        raise DatasetError(
-            path, None, f"cannot read the file ({error.strerror or error})"
-        ) from None
+        problem = f"cannot read the file ({error.strerror or error})"
+        raise DatasetError(path, None, problem) from None
     if not items:
         raise DatasetError(path, None, f"the file holds no {what}s")
-    return items
+    return list(items.values())
 
 
-def _json_object_line(
+def _line_object(
     path: str, number: int, line: str, fields: tuple[str, ...], what: str
-) -> tuple[dict[str, Any], str, Callable[[str], NoReturn]]:
-    """The line's object, its id and a refusal naming the line and the id."""
-    sample_id: str | None = None
+) -> tuple[str, Callable[..., Any], _Fail, str]:
+    """The line's id, a reader of its other fields, a refusal naming the line
+    and the id, and the item's name for messages."""
+    value = json_object(path, number, line, what, DatasetError)
+    item_id = value.get("id")
+    readable = isinstance(item_id, str) and item_id and not has_lone_surrogate(item_id)
 
     def fail(problem: str) -> NoReturn:
+        sample_id = item_id if readable else None
         raise DatasetError(
             path, number, problem, kind=NOT_A_FIXTURE_LINE, sample_id=sample_id
         )
 
-    value = json_object(path, number, line, what, DatasetError)
-    item_id = value.get("id")
-    if isinstance(item_id, str) and item_id and not has_lone_surrogate(item_id):
-        sample_id = item_id
-    unknown = [key for key in value if key not in fields]
-    if unknown:
-        fail(
-            f"unknown field {quote(unknown[0])}; a {what} has only "
-            + ", ".join(quote(key) for key in fields)
-        )
+    if unknown := [key for key in value if key not in fields]:
+        quoted = ", ".join(map(quote, fields))
+        fail(f"unknown field {quote(unknown[0])}; a {what} has only {quoted}")
     if "id" not in value:
         fail("no 'id' field")
     if not isinstance(item_id, str) or item_id == "":
@@ -135,48 +142,57 @@ def _json_object_line(
             f"'id' {quote(item_id, 80)} holds a lone surrogate, which no log "
             "can hold; sample ids must be valid Unicode text"
         )
-    return value, item_id, fail
+    name = f"{what} {quote(item_id)}"
 
+    def field(key: str, kind: type, must_be: str, required: bool = True) -> Any:
+        """`value[key]`, a `kind` (a required string not blank); None if absent."""
+        if key not in value:
+            if required:
+                fail(f"{name} has no {key!r} field")
+            return None
+        found = value[key]
+        blank = required and isinstance(found, str) and not found.strip()
+        if not isinstance(found, kind) or blank:
+            fail(f"{key!r} of {name} must be {must_be}, got {quote(found, 80)}")
+        return found
 
-def _field(
-    value: dict[str, Any],
-    key: str,
-    name: str,
-    fail: Callable[[str], NoReturn],
-    kind: type,
-    must_be: str,
-    required: bool,
-) -> Any:
-    """`value[key]`, a `kind` (a required string not blank); None if absent."""
-    if key not in value:
-        if required:
-            fail(f"{name} has no {key!r} field")
-        return None
-    found = value[key]
-    if not isinstance(found, kind) or (
-        required and isinstance(found, str) and not found.strip()
-    ):
-        fail(f"{key!r} of {name} must be {must_be}, got {quote(found, 80)}")
-    return found
+    return item_id, field, fail, name
 
 
 def parse_case_line(path: str, number: int, line: str) -> FixtureCase:
     """One non-blank fixture line as a case, or a `DatasetError`: the one
     classifier `inspect eval -T dataset=`, `check` and `score` all call."""
-    case, case_id, fail = _json_object_line(
-        path, number, line, FixtureCase._fields[:4], "case"
-    )
-    name = f"case {quote(case_id)}"
-    record = _field(case, "input", name, fail, dict, "an object", True)
-    collision = [key for key in ("expected", "reason") if key in record]
-    if collision:
+    fields = FixtureCase._fields[:4]
+    case_id, field, fail, name = _line_object(path, number, line, fields, "case")
+    record = field("input", dict, "an object")
+    if collision := [key for key in ("expected", "reason") if key in record]:
         fail(
             f"'input' of {name} has a field {quote(collision[0])}, which would "
             "clash with the case's own field of that name in the sample metadata"
         )
-    expected = _field(case, "expected", name, fail, dict, "an object", False)
-    reason = _field(case, "reason", name, fail, str, "a string", False)
+    expected = field("expected", dict, "an object", False)
+    reason = field("reason", str, "a string", False)
     return FixtureCase(case_id, record, expected, reason, number)
+
+
+def _parse_document(path: str, number: int, line: str) -> SourceDocument:
+    document_id, field, fail, name = _line_object(
+        path, number, line, DOCUMENT_FIELDS, "document"
+    )
+    text = field("text", str, "a non-blank string")
+    target = field("target", str, "a non-blank string")
+    kind = field("kind", str, "a string", False)
+    ids = field("source", list, "an array of ID strings")
+    seen: set[str] = set()
+    for index, item in enumerate(ids):
+        where = f"'source[{index}]' of {name}"
+        if not isinstance(item, str):
+            fail(f"{where} must be a string, got {quote(item, 80)}")
+        if item in seen:
+            unique = "the IDs of a source must be unique"
+            fail(f"{where} repeats {quote(item, 80)}; {unique}")
+        seen.add(item)
+    return SourceDocument(document_id, text, ids, target, kind, number)
 
 
 def case_sample_fields(
@@ -196,7 +212,7 @@ def case_sample_fields(
 
 
 def _fixture_dataset(
-    path: str | Path | Traversable | None, name: str, target_field: str | None
+    path: Source | None, name: str, target_field: str | None
 ) -> MemoryDataset:
     source = path if path is not None else packaged_fixture(f"{name}.jsonl")
     samples = []
@@ -206,59 +222,13 @@ def _fixture_dataset(
     return MemoryDataset(samples, name=name, location=str(source))
 
 
-def stage_diagnosis_dataset(
-    path: str | Path | Traversable | None = None,
-) -> MemoryDataset:
+def stage_diagnosis_dataset(path: Source | None = None) -> MemoryDataset:
     """Recorded RAG runs, `input` holding `required`, `context` and `correct`;
     by default the packaged `stage_diagnosis.jsonl`."""
     return _fixture_dataset(path, "stage_diagnosis", None)
 
 
-def ordered_extraction_dataset(
-    path: str | Path | Traversable | None = None,
-) -> MemoryDataset:
+def ordered_extraction_dataset(path: Source | None = None) -> MemoryDataset:
     """Recorded extractions, `input` holding `source` and `answer` (the source
     also the target, as JSON); by default the packaged `ordered_extraction.jsonl`."""
     return _fixture_dataset(path, "ordered_extraction", "source")
-
-
-DOCUMENT_FIELDS = ("id", "kind", "text", "source", "target")
-
-
-class SourceDocument(NamedTuple):
-    """One line of a documents file, checked: `source` is the answer key (the
-    IDs in text order), `target` names what to extract ("container numbers")."""
-
-    id: str
-    text: str
-    source: list[str]
-    target: str
-    kind: str | None
-    line: int
-
-
-def read_source_documents(source: str | Path | Traversable) -> list[SourceDocument]:
-    """Every documents line, checked: a broken answer key would waste a model call."""
-    return _read_items(source, _parse_document, "document", "document ids")
-
-
-def _parse_document(path: str, number: int, line: str) -> SourceDocument:
-    document, document_id, fail = _json_object_line(
-        path, number, line, DOCUMENT_FIELDS, "document"
-    )
-    name = f"document {quote(document_id)}"
-    text = _field(document, "text", name, fail, str, "a non-blank string", True)
-    target = _field(document, "target", name, fail, str, "a non-blank string", True)
-    kind = _field(document, "kind", name, fail, str, "a string", False)
-    ids = _field(document, "source", name, fail, list, "an array of ID strings", True)
-    seen: set[str] = set()
-    for index, item in enumerate(ids):
-        if not isinstance(item, str):
-            fail(f"'source[{index}]' of {name} must be a string, got {quote(item, 80)}")
-        if item in seen:
-            fail(
-                f"'source[{index}]' of {name} repeats {quote(item, 80)}; the IDs of "
-                "a source must be unique"
-            )
-        seen.add(item)
-    return SourceDocument(document_id, text, ids, target, kind, number)

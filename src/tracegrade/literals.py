@@ -4,6 +4,7 @@ of strings that mean the same in JSON. Read in one pass, without
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from collections.abc import Iterator
@@ -31,17 +32,16 @@ _NOT_PLAIN = re.compile(r"[\\\x00-\x1f]")
 _PYTHON_ITEM = re.compile(
     r"""(?:'([^'\\\x00-\x1f]*)'|"([^"\\\x00-\x1f]*)")[ \t\r\n]*(?:(,)[ \t\r\n]*)?"""
 )
-# A string literal item as `repr` writes one: any escape is matched here,
-# and `_unescape` refuses those `repr` never writes.
-_REPR_ITEM = re.compile(
-    r"""(?:'((?:[^'\\\x00-\x1f]|\\[^\x00-\x1f])*)'"""
-    r"""|"((?:[^"\\\x00-\x1f]|\\[^\x00-\x1f])*)"|(-?(?:0|[1-9][0-9]{0,99})))"""
-    r"""[ \t\r\n]*(?:(,)[ \t\r\n]*)?"""
+# Exactly one Python list of string literals, with only the escapes `repr`
+# writes, and decimal integers: `ast.literal_eval` of it is bounded work.
+_WS = r"[ \t\r\n]*"
+_ESCAPE = r"""\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[\\'"nrt])"""
+_REPR_ITEM = (
+    rf"""'(?:[^'\\\x00-\x1f]|{_ESCAPE})*'|"(?:[^"\\\x00-\x1f]|{_ESCAPE})*\""""
+    r"|-?(?:0|[1-9][0-9]{0,99})"
 )
-# A body holding only the escapes `repr` writes, each meaning what it means
-# to Python.
-_REPR_BODY = re.compile(
-    r"""(?:[^\\]|\\(?:x[0-9a-fA-F]{2}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|[\\'"nrt]))*"""
+_REPR_LIST = re.compile(
+    rf"{_WS}\[{_WS}(?:(?:{_REPR_ITEM}){_WS}(?:,{_WS}|(?=\])))*\]{_WS}"
 )
 
 
@@ -107,8 +107,6 @@ _DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
 def _read_json(text: str, start: int) -> ListLiteral | BrokenLiteral:
-    """The JSON array or object at `start`, read by `json` where it can say
-    (not past its recursion limit, nor at NaN, whose place it does not say)."""
     try:
         value, end = _DECODER.raw_decode(text, start)
     except json.JSONDecodeError as error:
@@ -118,10 +116,8 @@ def _read_json(text: str, start: int) -> ListLiteral | BrokenLiteral:
     return ListLiteral(start, end, "json", tuple(value) if is_id_list(value) else None)
 
 
+# Past `json`'s recursion limit, or at NaN (whose place `json` does not say).
 def _read_json_by_hand(text: str, start: int) -> ListLiteral | BrokenLiteral:
-    """The JSON value at `start`, read a token at a time with a stack of the
-    open brackets, not recursion; broken at the first token out of place.
-    Never a flat array of strings, which `json` reads."""
     closers: list[str] = []
     expect = "value"  # or "value]", "key", "key}", ":", "next"
     position = start
@@ -156,7 +152,6 @@ def _read_json_by_hand(text: str, start: int) -> ListLiteral | BrokenLiteral:
 
 
 def _read_python_list(text: str, start: int) -> ListLiteral | BrokenLiteral:
-    """The Python list of plain quoted strings at `start`."""
     items: list[str] = []
     position = _skip(text, start + 1)
     while not text.startswith("]", position):
@@ -172,7 +167,6 @@ def _read_python_list(text: str, start: int) -> ListLiteral | BrokenLiteral:
 
 
 def _python_item_failure(text: str, position: int) -> int:
-    """Where the item at `position` stops being a plain quoted string."""
     quote = text[position : position + 1]
     if quote not in ("'", '"'):
         return position
@@ -183,39 +177,14 @@ def _python_item_failure(text: str, position: int) -> int:
     return not_plain.start() if not_plain is not None else close
 
 
-def _unescape(body: str) -> str | None:
-    """A string literal's body with the escapes `repr` writes decoded; None
-    if it holds any other backslash (`\\a`, octal, `\\N{...}`)."""
-    if _REPR_BODY.fullmatch(body) is None:
-        return None
-    try:
-        return body.encode("latin-1", "backslashreplace").decode("unicode_escape")
-    except UnicodeDecodeError:  # past U+10FFFF
-        return None
-
-
 def read_repr_list(text: str) -> list[str | int] | None:
-    """The items of `text` when it is exactly one Python list of string
-    literals (with only the escapes `repr` writes) and decimal integers, as
-    `repr` writes them (`['D1', "it's", 7]`); None otherwise."""
-    position = _skip(text, 0)
-    if not text.startswith("[", position):
+    """The items of `text` when it is exactly one list as `repr` writes it
+    (`['D1', "it's", 7]`); None otherwise."""
+    if _REPR_LIST.fullmatch(text) is None:
         return None
-    items: list[str | int] = []
-    position = _skip(text, position + 1)
-    while not text.startswith("]", position):
-        item = _REPR_ITEM.match(text, position)
-        if item is None:
-            return None
-        single, double, integer, comma = item.groups()
-        if integer is not None:
-            items.append(int(integer))
-        else:
-            body = _unescape(single if single is not None else double)
-            if body is None:
-                return None
-            items.append(body)
-        position = item.end()
-        if comma is None and not text.startswith("]", position):
-            return None
-    return items if _skip(text, position + 1) == len(text) else None
+    # A lone surrogate is written as its escape, which UTF-8 source needs.
+    source = text.strip(" \t\r\n").encode("utf-8", "backslashreplace").decode()
+    try:
+        return list(ast.literal_eval(source))
+    except SyntaxError:  # an escape past U+10FFFF
+        return None

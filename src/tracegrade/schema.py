@@ -1,5 +1,4 @@
-"""What a tracegrade score holds (docs/scores.md), read one way, so that a score
-one reader refuses all refuse. No Inspect import."""
+"""What a tracegrade score holds (docs/scores.md), read one way by every reader."""
 
 from __future__ import annotations
 
@@ -22,6 +21,7 @@ ErrorSide = Literal["data", "answer", "run"]
 ERROR_SIDES: Final = ("data", "answer", "run")
 UNSCORED_SIDES: Final = ("data", "run")
 METADATA_KEYS: Final = frozenset({"result", "record", "read_from", "error"})
+_RESCORE: Final = "score the log again (`inspect score LOG --scorer tracegrade/{}`)"
 
 
 class InvalidScore(ValueError):
@@ -29,7 +29,6 @@ class InvalidScore(ValueError):
 
 
 def _refused(what: str, *values: Any) -> InvalidScore:
-    """`what` a score must be, and the values it had instead."""
     return InvalidScore(f"{what}, got {' and '.join(map(quote, values))}")
 
 
@@ -61,30 +60,25 @@ class ScoreError(NamedTuple):
 
 
 def read_error(metadata: Mapping[str, Any]) -> ScoreError | None:
-    error = metadata.get("error")
-    if error is None:
+    if (error := metadata.get("error")) is None:
         return None
     parts = map(error.get, ScoreError._fields) if type(error) is dict else [None] * 4
     kind, side, field, message = parts
     if not (type(kind) is str and kind and side in ERROR_SIDES):
         sides = ", ".join(ERROR_SIDES)
-        raise _refused(
-            f"metadata error must be null or have a kind and a side ({sides})", error
-        )
-    for key, value, kind_of in (
-        ("field", field, "a string or null"),
-        ("message", message, "a string"),
-    ):
-        if not (value is None or type(value) is str):
-            raise _refused(f"metadata error.{key} must be {kind_of}", value)
+        what = f"metadata error must be null or have a kind and a side ({sides})"
+        raise _refused(what, error)
+    if not (field is None or type(field) is str):
+        raise _refused("metadata error.field must be a string or null", field)
+    if not (message is None or type(message) is str):
+        raise _refused("metadata error.message must be a string", message)
     return ScoreError(kind, side, field, message)
 
 
 def read_share(
     metadata: Mapping[str, Any], key: str, where: str = "metadata"
 ) -> float | None:
-    """`recall` or `precision`: a share, or None (also when absent); `where`
-    names the source in an error (metadata, or a Parquet column)."""
+    """`recall` or `precision`: a share, or None; `where` names its source."""
     share = metadata.get(key)
     if not (share is None or is_share(share)):
         raise _refused(f"{where} {key} must be null or a share from 0.0 to 1.0", share)
@@ -99,17 +93,14 @@ def read_stage_value(value: Any, where: str = "the value") -> str:
 
 def read_criteria(value: Any) -> tuple[bool, bool]:
     """A scored extraction score's value: `(membership, order)`."""
-    if not (
-        type(value) is dict
-        and type(value.get("membership")) is bool
-        and type(value.get("order")) is bool
-    ):
+    membership, order = map(value.get, CRITERIA) if type(value) is dict else (0, 0)
+    if not (type(membership) is bool and type(order) is bool):
         raise _refused('the value must be {"membership": bool, "order": bool}', value)
-    if value["order"] and not value["membership"]:
+    if order and not membership:
         raise InvalidScore(
             "order passes without membership, which the grading rules never give"
         )
-    return value["membership"], value["order"]
+    return membership, order
 
 
 def read_as(metadata: Mapping[str, Any], where: str = "metadata") -> str | None:
@@ -143,9 +134,6 @@ class StageScore(NamedTuple):
     context_size: int | None = None
 
 
-_RESCORE: Final = "score the log again (`inspect score LOG --scorer tracegrade/{}`)"
-
-
 def read_stage(value: Any, metadata: Any) -> StageScore:
     """A stage score from its value and metadata, checked as a whole."""
     metadata = _tracegrade_metadata(metadata)
@@ -159,9 +147,9 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
         if type(record) is dict:
             recall, precision = stage_recall(record), stage_precision(record)
         elif not unscored:
-            key = "recall" if "recall" not in metadata else "precision"
+            absent = "recall" if "recall" not in metadata else "precision"
             raise InvalidScore(
-                f"a scored stage score needs metadata {key}, and its record "
+                f"a scored stage score needs metadata {absent}, and its record "
                 f"cannot give it, got {quote(record)}: " + _RESCORE.format(STAGE_SCORER)
             )
     lost = read_lost(metadata.get("lost"))
@@ -170,9 +158,8 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
         read_stage_value(value)
     if unscored or value == "unresolved":
         stage = None if unscored else value
-        return StageScore(
-            stage, error, recall, precision, lost=lost, step_recall=step_recall
-        )
+        return StageScore(stage, error, recall, precision, lost=lost,
+                          step_recall=step_recall)  # fmt: skip
     required = record.get("required") if type(record) is dict else None
     missing = result.get("missing") if type(result) is dict else None
     if not (is_id_list(required) and is_id_list(missing)):
@@ -184,18 +171,16 @@ def read_stage(value: Any, metadata: Any) -> StageScore:
         steps = read_steps(record)
     except InvalidRecord as invalid:
         raise InvalidScore(f"record.{invalid}") from None
-    context_size = None
-    if steps is not None:
-        context = record.get("context")
-        if not is_id_list(context):
-            what = "a diagnosed score with steps needs the ID list record.context"
-            raise _refused(what, context)
-        context_size = len(context)
+    context = record.get("context")
+    if steps is not None and not is_id_list(context):
+        what = "a diagnosed score with steps needs the ID list record.context"
+        raise _refused(what, context)
     if (steps is None) != (lost is None):
         raise InvalidScore(
             "metadata lost and record.steps go together, got "
             f"{'lost' if lost is not None else 'steps'} alone"
         )
+    context_size = None if steps is None else len(context)
     # `_make` builds the tuple in C; the generated `__new__` is Python.
     return StageScore._make(
         (value, error, recall, precision, required, missing,
@@ -220,12 +205,8 @@ def read_lost(lost: Any, where: str = "metadata lost") -> list[LostID] | None:
         raise _refused(f"{where} must be an array", lost)
     read = []
     for position, entry in enumerate(lost):
-        item = (
-            LostID._make(map(entry.get, LostID._fields))
-            if type(entry) is dict
-            else None
-        )
-        if item is None or not _is_lost(item):
+        fields = map(entry.get, LostID._fields) if type(entry) is dict else None
+        if fields is None or not _is_lost(item := LostID._make(fields)):
             what = (
                 f"{where}[{position}] must be an object of a string id and "
                 "lost_at, and a last_step (a string) and last_rank (from 1) both "
@@ -239,15 +220,12 @@ def read_lost(lost: Any, where: str = "metadata lost") -> list[LostID] | None:
 def read_step_recall(metadata: Mapping[str, Any]) -> dict[str, float] | None:
     """`step_recall`, step name to share, or None when absent."""
     recalls = metadata.get("step_recall")
-    if not (
-        recalls is None
-        or (type(recalls) is dict and all(map(is_share, recalls.values())))
+    if recalls is None or (
+        type(recalls) is dict and all(map(is_share, recalls.values()))
     ):
-        what = (
-            "metadata step_recall must map each step's name to a share from 0.0 to 1.0"
-        )
-        raise _refused(what, recalls)
-    return recalls
+        return recalls
+    what = "metadata step_recall must map each step's name to a share from 0.0 to 1.0"
+    raise _refused(what, recalls)
 
 
 class Itemised(NamedTuple):
@@ -281,11 +259,7 @@ def read_extraction(value: Any, metadata: Any) -> ExtractionScore:
             "a scored extraction score needs metadata itemised, which a log "
             f"scored before 0.1.0 lacks: {_RESCORE.format(EXTRACTION_SCORER)}"
         )
-    itemised, result, record = (
-        metadata["itemised"],
-        metadata["result"],
-        metadata["record"],
-    )
+    itemised, result, record = map(metadata.get, ("itemised", "result", "record"))
     if type(result) is not dict or "membership" not in result:
         if itemised is not None:
             what = "metadata itemised must be null where result is no grade"
@@ -304,9 +278,8 @@ def read_itemised(itemised: Mapping[str, Any], where: str) -> Itemised:
     """The itemisation's four fields, checked; `where` names their source."""
     dropped, invented, first_break, kept = map(itemised.get, Itemised._fields)
     if not (is_id_list(dropped) and is_id_list(invented)):
-        raise _refused(
-            f"{where} needs the ID lists dropped and invented", dropped, invented
-        )
+        what = f"{where} needs the ID lists dropped and invented"
+        raise _refused(what, dropped, invented)
     if not (
         (first_break is None or (type(first_break) is int and first_break >= 1))
         and type(kept) is int
@@ -318,10 +291,10 @@ def read_itemised(itemised: Mapping[str, Any], where: str) -> Itemised:
 
 
 def _tracegrade_metadata(metadata: Any) -> dict[str, Any]:
-    if not is_tracegrade_metadata(metadata):
-        keys = sorted(metadata) if isinstance(metadata, dict) else None
-        raise InvalidScore(
-            f"the metadata must hold {', '.join(sorted(METADATA_KEYS))}, got "
-            + ("no object" if keys is None else f"the keys {quote(keys)}")
-        )
-    return metadata
+    if is_tracegrade_metadata(metadata):
+        return metadata
+    keys = f"the keys {quote(sorted(metadata))}" if isinstance(metadata, dict) else None
+    raise InvalidScore(
+        f"the metadata must hold {', '.join(sorted(METADATA_KEYS))}, got "
+        + (keys or "no object")
+    )

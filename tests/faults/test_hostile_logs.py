@@ -25,10 +25,7 @@ DEPTH = 10_000
 the bug report fail alike, but Inspect's own header read of such a `.json`
 log (which `report` calls first) takes seconds a run: it is quadratic in
 the depth."""
-HOSTILE = {
-    "not-utf-8": b'"a \xff byte"',
-    "deep": b"[" * DEPTH + b"]" * DEPTH,
-}
+HOSTILE = {"not-utf-8": b'"a \xff byte"', "deep": b"[" * DEPTH + b"]" * DEPTH}
 SECOND_SAMPLE = "run-1"
 
 

@@ -1,5 +1,4 @@
-"""The rules, framework-free (no Inspect AI import), with the pure functions of
-the same ID lists that the scorers and `report` share."""
+"""The rules, and the pure functions of their ID lists; no Inspect AI import."""
 
 from .canonical import canonical_json
 from .errors import InvalidRecord
@@ -10,17 +9,7 @@ from .recall import id_recall, stage_precision, stage_recall
 from .stage import StageResult, diagnose_stage
 
 __all__ = [
-    "ExtractionResult",
-    "InvalidRecord",
-    "Itemisation",
-    "StageResult",
-    "canonical_json",
-    "diagnose_stage",
-    "grade_extraction",
-    "has_duplicates",
-    "id_recall",
-    "itemise",
-    "js_sorted",
-    "stage_precision",
-    "stage_recall",
-]
+    "ExtractionResult", "InvalidRecord", "Itemisation", "StageResult", "canonical_json",
+    "diagnose_stage", "grade_extraction", "has_duplicates", "id_recall", "itemise",
+    "js_sorted", "stage_precision", "stage_recall",
+]  # fmt: skip

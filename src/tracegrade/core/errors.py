@@ -31,14 +31,11 @@ def _json_string(text: str, limit: int) -> str:
 def quote(value: Any, limit: int = QUOTE_LIMIT) -> str:
     """A bad value as JSON, as it stands in the user's file (`null`), else by a
     bounded `repr`; at most `limit` characters, ending in `...` when cut."""
-    parts: list[str] = []
-    size = 0
+    text = ""
     for token in _tokens(value, 0, limit):
-        parts.append(token)
-        size += len(token)
-        if size > limit:
+        text += token  # a few tokens: the loop stops past `limit` characters
+        if len(text) > limit:
             break
-    text = "".join(parts)
     return text[: limit - 3] + "..." if len(text) > limit else text
 
 

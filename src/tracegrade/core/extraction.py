@@ -1,6 +1,4 @@
-"""Ordered extraction, in the reference evaluator's order: a repeated ID in
-either list is `{"error": "duplicate-id"}`; membership is the same IDs, as
-many; order is membership with every position equal (nothing sorted)."""
+"""Ordered extraction, in the reference evaluator's order of checks."""
 
 from __future__ import annotations
 

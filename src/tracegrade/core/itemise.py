@@ -1,5 +1,4 @@
-"""Where an extraction answer went wrong, beside its grade (docs/scores.md),
-for unique-ID lists. No rule of the reference evaluator."""
+"""Where an extraction answer went wrong (docs/scores.md); no reference rule."""
 
 from __future__ import annotations
 
@@ -41,8 +40,8 @@ def first_order_break(source: Sequence[str], answer: Sequence[str]) -> int | Non
 
 def itemise(source: list[str], answer: list[str]) -> Itemisation:
     """All four figures for two unique-ID lists; repeats raise `ValueError`.
-    Without repeats the longest common subsequence (`kept_in_order`) is the
-    longest increasing run of the answer's source positions: O(n log n)."""
+    `kept_in_order`, their longest common subsequence, is the longest
+    increasing run of the answer's source positions: O(n log n)."""
     if source == answer:  # the common passing answer: no search
         if len(set(source)) != len(source):
             raise ValueError(_REPEATS)
@@ -59,9 +58,7 @@ def itemise(source: list[str], answer: list[str]) -> Itemisation:
         if index is not None:
             at = bisect_left(tails, index)
             tails[at : at + 1] = [index]
-    return {
-        "dropped": [item for item in source if item not in answer_ids],
-        "invented": [item for item in answer if item not in position],
-        "first_order_break": first_order_break(source, answer),
-        "kept_in_order": len(tails),
-    }
+    return {"dropped": [item for item in source if item not in answer_ids],
+            "invented": [item for item in answer if item not in position],
+            "first_order_break": first_order_break(source, answer),
+            "kept_in_order": len(tails)}  # fmt: skip

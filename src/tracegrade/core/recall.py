@@ -1,6 +1,5 @@
-"""ID recall and precision of a run: the share of its unique required IDs its
-context held, and of its unique context IDs that were required. No rule of
-the reference evaluators (docs/scores.md holds each to Ragas and trec_eval)."""
+"""ID recall and precision of a run over its unique IDs (docs/scores.md holds
+each to Ragas and trec_eval); no rule of the reference evaluators."""
 
 from __future__ import annotations
 

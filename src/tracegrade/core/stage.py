@@ -1,6 +1,5 @@
-"""RAG failure stage, in the reference evaluator's order of checks, so that a
-record two rules fit gets the reference's answer. `required` absent or null is
-`unresolved` where the reference throws (docs/parity.md)."""
+"""RAG failure stage, in the reference evaluator's order of checks; `required`
+absent or null is `unresolved` where the reference throws (docs/parity.md)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,10 @@
-"""Where in the pipeline each missing document was lost, from the record's
-`steps` (docs/pipeline-steps.md): no rule of the reference evaluators reads
-them, so `stage` and `missing` are the same without them."""
+"""Where in the pipeline each missing document was lost (docs/pipeline-steps.md);
+no rule of the reference evaluators reads `steps`."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Container, Iterable, Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any, TypedDict
@@ -13,14 +12,13 @@ from typing import Any, TypedDict
 from .errors import InvalidRecord
 from .fields import id_list
 
-CONTEXT = "context"
-"""`lost_at` for an ID no step dropped that still did not reach the model."""
+CONTEXT = "context"  # lost_at of an ID no step dropped that missed the model
 
 
 @dataclass(frozen=True)
 class Step:
-    """One step of a pipeline: its name, the IDs it output in rank order,
-    and the steps whose output it took (None: the step before it)."""
+    """A pipeline step: the IDs it output in rank order, and the steps whose
+    output it took (None: the step before it)."""
 
     name: str
     ids: list[str]
@@ -43,16 +41,14 @@ def read_steps(record: Mapping[str, Any]) -> list[Step] | None:
     steps = record.get("steps")
     if steps is None:
         return None
-    if type(steps) is not list:
-        problem = f"must be an array of steps, each {_STEP_FORM}"
-        raise InvalidRecord("steps", steps, problem)
-    if not steps:
-        raise InvalidRecord(
-            "steps",
-            steps,
-            "must list at least one step; leave it out when the pipeline's "
-            "steps were not recorded",
+    if type(steps) is not list or not steps:
+        problem = (
+            f"must be an array of steps, each {_STEP_FORM}"
+            if type(steps) is not list
+            else "must list at least one step; leave it out when the pipeline's "
+            "steps were not recorded"
         )
+        raise InvalidRecord("steps", steps, problem)
     seen: dict[str, int] = {}
     for position, step in enumerate(steps):
         where = f"steps[{position}]"
@@ -79,7 +75,6 @@ def read_steps(record: Mapping[str, Any]) -> list[Step] | None:
 
 
 def _check_step(step: Mapping[str, Any], earlier: Container[str]) -> None:
-    """Its `ids` ranked once each, its `inputs` each an earlier step, once."""
     ids = id_list(step, "ids")
     inputs = [] if step.get("inputs") is None else id_list(step, "inputs")
     for position, item in enumerate(inputs):
@@ -96,7 +91,6 @@ def _check_step(step: Mapping[str, Any], earlier: Container[str]) -> None:
 
 
 def _takers(steps: Sequence[Step]) -> dict[str, str]:
-    """For each step taken by a later one, the first step that took it."""
     takers: dict[str, str] = {}
     for position, step in enumerate(steps):
         inputs = step.inputs
@@ -108,8 +102,7 @@ def _takers(steps: Sequence[Step]) -> dict[str, str]:
 
 
 def lost_documents(missing: Sequence[str], steps: Sequence[Step]) -> list[LostDocument]:
-    """For each missing ID, in the order given, where it was lost
-    (docs/pipeline-steps.md)."""
+    """Where each missing ID, in the order given, was lost."""
     ranks = [{item: rank for rank, item in enumerate(step.ids, 1)} for step in steps]
     takers = _takers(steps)
     lost: list[LostDocument] = []
@@ -134,8 +127,7 @@ def first_steps(steps: Sequence[Step]) -> list[Step]:
 
 
 def step_recalls(required: Sequence[str], steps: Sequence[Step]) -> dict[str, float]:
-    """Each step's recall: the share of the unique required IDs (at least
-    one) in its output, counted as context recall is."""
+    """Each step's share of the unique required IDs (at least one) in its output."""
     wanted = set(required)
     if not wanted:
         raise ValueError("recall needs at least one required ID")
@@ -144,28 +136,15 @@ def step_recalls(required: Sequence[str], steps: Sequence[Step]) -> dict[str, fl
     }
 
 
-def _as_set(ids: Iterable[str]) -> AbstractSet[str]:
-    """A set given is taken as it is: a report's runs of many steps give
-    each step the one set of their required IDs, not a copy per step."""
-    return ids if isinstance(ids, AbstractSet) else set(ids)
+def reciprocal_rank(wanted: AbstractSet[str], ranked: Sequence[str]) -> float:
+    """1 over the rank of the first wanted ID in `ranked`, else 0.0 (trec_eval's
+    `recip_rank`)."""
+    return next((1 / rank for rank, i in enumerate(ranked, 1) if i in wanted), 0.0)
 
 
-def reciprocal_rank(required: Iterable[str], ranked: Sequence[str]) -> float:
-    """1 over the rank of the first required ID in `ranked`; 0.0 when none
-    is there (trec_eval's `recip_rank`)."""
-    wanted = _as_set(required)
-    for rank, item in enumerate(ranked, 1):
-        if item in wanted:
-            return 1 / rank
-    return 0.0
-
-
-def ndcg_at(required: Iterable[str], ranked: Sequence[str], k: int) -> float:
-    """nDCG at cut-off `k`, each of the (at least one) required IDs of gain 1:
-    trec_eval's `ndcg_cut.k`, with the required IDs as the relevant ones."""
-    wanted = _as_set(required)
-    if not wanted:
-        raise ValueError("nDCG needs at least one required ID")
+def ndcg_at(wanted: AbstractSet[str], ranked: Sequence[str], k: int) -> float:
+    """nDCG at cut-off `k` of at least one wanted ID, each of gain 1: trec_eval's
+    `ndcg_cut.k`, with the required IDs as the relevant ones."""
     gain = sum(
         1 / math.log2(rank + 1)
         for rank, item in enumerate(ranked[:k], 1)

@@ -1,5 +1,5 @@
-"""Logs grouped into evals, which `report` and `compare` count, so a retry's
-failed log or a split run's parts are never counted twice."""
+"""Logs grouped into evals, so a retry's failed log or a split run's parts are
+never counted twice."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from inspect_ai.log import EvalLog
+from inspect_ai.log import EvalLog, EvalSpec
 
 from .samples import SampleRead, log_samples
 from .scores import LogError, LogPart, LogRead, log_part, read_header
@@ -28,15 +28,12 @@ def find_logs(paths: Iterable[str | Path]) -> list[str]:
     """The logs named by `paths`, directories listed as `inspect view` lists
     them; `LogError` for a directory without logs or a file that is not one."""
     found: list[str] = []
-    for given in paths:
-        path = Path(given)
+    for path in map(Path, paths):
         if path.is_dir():
-            listed = logs_under(path)
-            if not listed:
-                raise LogError(
-                    f"no Inspect logs ({', '.join(LOG_SUFFIXES)}) under {str(path)!r}"
-                )
-            found.extend(listed)
+            if not (listed := logs_under(path)):
+                suffixes = ", ".join(LOG_SUFFIXES)
+                raise LogError(f"no Inspect logs ({suffixes}) under {str(path)!r}")
+            found += listed
         elif path.suffix in LOG_SUFFIXES:
             found.append(str(path))
         elif path.suffix == ".jsonl":
@@ -108,9 +105,6 @@ class LogFile:
     def part(self) -> LogPart | None:
         return log_part(self.header.eval.metadata)
 
-    def read(self, samples: SampleReader = log_samples) -> LogRead:
-        return LogRead(self.path, self.header, samples(self.path))
-
 
 @dataclass(frozen=True)
 class Superseded:
@@ -131,37 +125,25 @@ class EvalRun:
     logs: tuple[LogFile, ...]
 
     @property
-    def task(self) -> str:
-        return self.logs[0].header.eval.task
+    def spec(self) -> EvalSpec:
+        return self.logs[0].header.eval
 
-    @property
-    def model(self) -> str:
-        return self.logs[0].header.eval.model
-
-    @property
-    def created(self) -> str:
-        return self.logs[0].header.eval.created
-
-    @property
-    def epochs(self) -> int:
-        return self.logs[0].header.eval.config.epochs or 1
-
-    @property
-    def epochs_reducer(self) -> list[str] | None:
-        return self.logs[0].header.eval.config.epochs_reducer
+    task = property(lambda self: self.spec.task)
+    model = property(lambda self: self.spec.model)
+    created = property(lambda self: self.spec.created)
+    epochs = property(lambda self: self.spec.config.epochs or 1)
+    epochs_reducer = property(lambda self: self.spec.config.epochs_reducer)
 
     @property
     def missing_count(self) -> int:
-        """How many parts of a split run were not found (0 for a log)."""
         part = self.logs[0].part
         return 0 if part is None else part.count - len(self.logs)
 
     @property
     def missing_parts(self) -> list[int]:
-        """The first `LISTED_PARTS` parts not found, in order, so that a log
-        claiming absurdly many parts costs nothing."""
-        part = self.logs[0].part
-        if part is None:
+        """The first `LISTED_PARTS` parts not found, in order: a log claiming
+        absurdly many parts costs nothing."""
+        if (part := self.logs[0].part) is None:
             return []
         found = {log.part.index for log in self.logs if log.part is not None}
         missing = (index for index in range(1, part.count + 1) if index not in found)
@@ -176,9 +158,7 @@ class EvalRun:
                 return log.header.status
         return "incomplete" if self.missing_count else "success"
 
-    @property
-    def complete(self) -> bool:
-        return self.status == "success"
+    complete = property(lambda self: self.status == "success")
 
     @property
     def name(self) -> str:
@@ -190,8 +170,7 @@ class EvalRun:
         return f"{_PART_SUFFIX.sub('', first.stem)}{first.suffix} ({part.count} parts)"
 
     def reads(self, samples: SampleReader = log_samples) -> Iterator[LogRead]:
-        """Each of its logs, its samples read by `samples` as iterated."""
-        return (log.read(samples) for log in self.logs)
+        return (LogRead(log.path, log.header, samples(log.path)) for log in self.logs)
 
 
 @dataclass(frozen=True)
@@ -202,15 +181,10 @@ class Evals:
     runs: list[EvalRun]
     superseded: list[Superseded]
 
-    @property
-    def logs(self) -> int:
-        return sum(len(run.logs) for run in self.runs) + len(self.superseded)
-
 
 def read_evals(paths: Iterable[str | Path]) -> Evals:
-    """The evals of the logs at or under `paths`, headers read, samples not
-    yet: split runs grouped by run id, every other log by task id, the
-    newest of each part or eval kept."""
+    """The evals of the logs at or under `paths`, headers read: split runs
+    grouped by run id, every other log by task id, the newest of each kept."""
     groups: dict[str, dict[int, list[LogFile]]] = {}
     for path in find_logs(paths):
         header = read_header(path)
@@ -218,48 +192,44 @@ def read_evals(paths: Iterable[str | Path]) -> Evals:
             file = LogFile(path, header, os.stat(path).st_mtime)
         except OSError as error:
             raise LogError(f"cannot read {path!r} ({error.strerror})") from error
-        spec = header.eval
+        spec, part = header.eval, file.part
         # Both are Inspect's 22-letter ids: prefixed, they cannot meet.
-        key = f"run:{spec.run_id}" if file.part is not None else f"task:{spec.task_id}"
-        groups.setdefault(key, {}).setdefault(_part_index(file), []).append(file)
+        key = f"run:{spec.run_id}" if part is not None else f"task:{spec.task_id}"
+        index = 0 if part is None else part.index
+        groups.setdefault(key, {}).setdefault(index, []).append(file)
     runs: list[EvalRun] = []
     superseded: list[Superseded] = []
     for key, by_part in groups.items():
         kept = []
-        for copies in by_part.values():
+        for index in sorted(by_part):
             # `created` has whole seconds; a retry within the second is newer
             # on disk.
-            newest, *older = sorted(
-                copies,
-                key=lambda f: (f.header.eval.created, f.mtime, f.path),
-                reverse=True,
-            )
+            newest, *older = sorted(by_part[index], key=_age, reverse=True)
             kept.append(newest)
             eval_id = newest.header.eval.eval_id
             superseded += [
                 Superseded(log.path, newest.path, log.header.eval.eval_id != eval_id)
                 for log in older
             ]
-        runs.append(EvalRun(key, tuple(sorted(kept, key=_part_index))))
+        runs.append(EvalRun(key, tuple(kept)))
     return Evals(runs, sorted(superseded, key=lambda s: s.path))
 
 
-def _part_index(file: LogFile) -> int:
-    part = file.part
-    return 0 if part is None else part.index
+def _age(file: LogFile) -> tuple[str, float, str]:
+    return file.header.eval.created, file.mtime, file.path
 
 
 def superseded_note(superseded: Sequence[Superseded]) -> str | None:
     """ "2 logs superseded by their retry, not counted", or None."""
     retries = sum(s.retry for s in superseded)
     copies = len(superseded) - retries
-    parts = []
-    if retries:
-        their = "its" if retries == 1 else "their"
-        parts.append(f"{retries} log{'s' * (retries != 1)} superseded by {their} retry")
-    if copies:
-        by = "superseded by a newer copy of the same eval"
-        parts.append(f"{copies} log{'s' * (copies != 1)} {by}")
+    their = "its" if retries == 1 else "their"
+    parts = [
+        f"{count} log{'s' * (count != 1)} superseded by {by}"
+        for count, by in ((retries, f"{their} retry"),
+                          (copies, "a newer copy of the same eval"))
+        if count
+    ]  # fmt: skip
     return "; ".join(parts) + ", not counted" if parts else None
 
 

@@ -1,5 +1,4 @@
-"""The tracegrade scores of one log, a sample at a time, through which
-`report` and `compare` agree on which scores are tracegrade's."""
+"""The tracegrade scores of one log, a sample at a time, for report and compare."""
 
 from __future__ import annotations
 
@@ -22,8 +21,7 @@ _SCORE_KEY = re.compile(rf"({STAGE_SCORER}|{EXTRACTION_SCORER})\d*")
 
 
 class LogError(ValueError):
-    """A log that cannot be read, or logs that hold nothing to count; the
-    message names the log."""
+    """A log that cannot be read, or logs that hold nothing to count."""
 
 
 @dataclass(frozen=True)
@@ -34,8 +32,6 @@ class LogPart:
 
 @dataclass(frozen=True)
 class LogSummary:
-    """What was read from one log file; `part` for a part of a split run."""
-
     path: str
     task: str
     model: str
@@ -69,19 +65,16 @@ def read_header(path: str) -> EvalLog:
 
 
 def tracegrade_scorer(score_name: str) -> str | None:
-    """The tracegrade scorer a score name belongs to (`stage_diagnosis1` is
-    a `stage_diagnosis` score appended by `inspect score`), or None."""
+    """The tracegrade scorer of a score name (`stage_diagnosis1` too), or None."""
     match = _SCORE_KEY.fullmatch(score_name)
     return None if match is None else match.group(1)
 
 
 def log_part(metadata: Mapping[str, Any] | None) -> LogPart | None:
-    """The part `tracegrade score` numbered the log, if it is one; a
-    malformed number is no part, so the log is still counted."""
+    """The part `tracegrade score` numbered the log; a malformed number is no
+    part, so the log is still counted."""
     part = (metadata or {}).get(PART_KEY)
-    index, count = (
-        (part.get("index"), part.get("count")) if type(part) is dict else (0, 0)
-    )
+    index, count = map(part.get, ("index", "count")) if type(part) is dict else (0, 0)
     if type(index) is int and type(count) is int and 1 <= index <= count:
         return LogPart(index, count)
     return None
@@ -95,27 +88,21 @@ class LogScores:
     def __init__(self, log: LogRead, *, keep_scoreless: bool = False) -> None:
         self.log = log
         self.epochs: int = log.header.eval.config.epochs or 1
-        self.samples = 0
-        self.sample_errors = 0
-        self.tracegrade_scores = 0
-        self.without = 0
-        self.without_errored = 0
+        self.samples = self.sample_errors = self.tracegrade_scores = 0
+        self.without = self.without_errored = 0
         self.scoreless: list[tuple[int | str, int, bool]] | None = (
             [] if keep_scoreless else None
         )
-        self.scorers: dict[str, str] = {}
-        """Each tracegrade score name seen, with its scorer."""
+        self.scorers: dict[str, str] = {}  # each score name seen, and its scorer
         self.other: set[str] = set()
-        # The sample-epochs logged, for a log that did not finish: those its
-        # header lists beyond them were never run.
+        # The sample-epochs an unfinished log holds: the rest were never run.
         unfinished = log.header.status != "success"
         self.logged: set[tuple[int | str, int]] | None = (
             set() if unfinished and log.header.eval.dataset.sample_ids else None
         )
 
     def __iter__(self) -> Iterator[tuple[SampleRead, str, str, ScoreRead]]:
-        # The scorer each score name belongs to, matched once per name.
-        matched: dict[str, str | None] = {}
+        matched: dict[str, str | None] = {}  # each name matched once
         for sample in self.log.samples:
             self.samples += 1
             self.sample_errors += sample.errored
@@ -140,9 +127,8 @@ class LogScores:
                     self.scoreless.append((sample.id, sample.epoch, sample.errored))
 
     def not_run_keys(self) -> Iterator[tuple[int | str, int]]:
-        """The sample-epochs the header lists that an unfinished log lacks,
-        in the header's order; none for a finished one, whose header may
-        list samples it skipped on purpose (early stopping)."""
+        """The sample-epochs the header lists that an unfinished log lacks; none
+        for a finished one, which may skip samples on purpose (early stopping)."""
         if self.logged is None:
             return
         for epoch in range(1, self.epochs + 1):
@@ -155,22 +141,13 @@ class LogScores:
         return sum(1 for _ in self.not_run_keys())
 
     def score_names(self) -> dict[str, str]:
-        """The tracegrade score names of the log and their scorers: those its
-        samples hold, else (none scored) its header's, so that the runs that
-        got no score are still counted under them."""
+        """The tracegrade score names and scorers its samples hold, else its
+        header's, so that runs that got no score are counted under them."""
         if self.scorers or not (self.without_errored or self.not_run):
             return self.scorers
-        # A registered name may carry its package ("tracegrade/..."); the
-        # score is keyed by the name alone.
-        named = (
-            scorer.name.rsplit("/", 1)[-1]
-            for scorer in self.log.header.eval.scorers or []
-        )
-        return {
-            name: scorer
-            for name in named
-            if (scorer := tracegrade_scorer(name)) is not None
-        }
+        # A registered name may carry its package ("tracegrade/...").
+        names = (s.name.rsplit("/", 1)[-1] for s in self.log.header.eval.scorers or [])
+        return {name: scorer for name in names if (scorer := tracegrade_scorer(name))}
 
     def summary(self) -> LogSummary:
         spec = self.log.header.eval
