@@ -4,6 +4,7 @@ fresh one for a signal, a limit, the standard streams or a peak of memory."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import json
 import os
@@ -16,14 +17,27 @@ import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from click.testing import CliRunner
 
 from tests.support import SUBPROCESS_ENV, working_in
 
-# A file, a descriptor, or None (stdin /dev/null, stdout and stderr captured).
-Stream = Path | int | None
+
+def _exit_code(program: str) -> int:
+    """The console script `program` run, ending as its interpreter would."""
+    (script,) = entry_points(group="console_scripts", name=program)
+    try:
+        script.load()()
+    except SystemExit as stop:
+        if stop.code is None or isinstance(stop.code, int):
+            return (stop.code or 0) & 0xFF
+        print(stop.code, file=sys.stderr)
+        return 1
+    except Exception:
+        sys.excepthook(*sys.exc_info())  # the script's own, as it sets one
+        return 1
+    return 0
 
 
 @contextlib.contextmanager
@@ -31,9 +45,7 @@ def _as_a_command(cwd: Path, env: Mapping[str, str] | None) -> Iterator[CliRunne
     """A runner with a process's environment; what the command changes stays with it."""
     from tracegrade import outputs
 
-    changes: dict[str, str | None] = dict.fromkeys(
-        [key for key in os.environ if key.startswith("INSPECT_")]
-    )
+    changes = dict.fromkeys(key for key in os.environ if key.startswith("INSPECT_"))
     changes |= {"COLUMNS": SUBPROCESS_ENV["COLUMNS"], **(env or {})}
     tempfile.tempdir = None
     try:
@@ -65,38 +77,25 @@ def run_inspect(
     *args: str, cwd: Path, env: Mapping[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """`inspect ARGS` in this interpreter (Inspect keeps its first display)."""
-    (script,) = entry_points(group="console_scripts", name="inspect")
     argv = [str(arg) for arg in args]
-    with (
-        _as_a_command(cwd, env) as runner,
-        runner.isolation() as (stdout, stderr, _),
-    ):
+    with _as_a_command(cwd, env) as runner, runner.isolation() as (out, err, _):
         saved, sys.argv = sys.argv, ["inspect", *argv]
         try:
-            script.load()()
-            exit_code = 0
-        except SystemExit as stop:  # as the interpreter ends on one
-            if stop.code is None or isinstance(stop.code, int):
-                exit_code = (stop.code or 0) & 0xFF
-            else:
-                print(stop.code, file=sys.stderr)
-                exit_code = 1
-        except Exception:
-            sys.excepthook(*sys.exc_info())  # Inspect's, as the script sets it
-            exit_code = 1
+            code = _exit_code("inspect")
         finally:
             sys.argv = saved
             sys.stdout.flush()
             sys.stderr.flush()
-        out, err = (
+        # Decoded as Popen(text=True) decodes: universal newlines.
+        stdout, stderr = (
             io.TextIOWrapper(io.BytesIO(stream.getvalue()), encoding="utf-8").read()
-            for stream in (stdout, stderr)
-        )  # as Popen(text=True) decodes: universal newlines
-        return subprocess.CompletedProcess(["inspect", *argv], exit_code, out, err)
+            for stream in (out, err)
+        )
+    return subprocess.CompletedProcess(["inspect", *argv], code, stdout, stderr)
 
 
 class CommandProcess(subprocess.Popen[bytes]):
-    """A command in a fresh interpreter; captured streams go to files (a pipe
+    """A command in a fresh interpreter; what it prints goes to files (a pipe
     nobody reads while the test holds the command frozen would fill)."""
 
     def __init__(
@@ -105,41 +104,39 @@ class CommandProcess(subprocess.Popen[bytes]):
         *,
         cwd: Path,
         env: Mapping[str, str] | None = None,
-        stdin: Stream = None,
-        stdout: Stream = None,
-        stderr: Stream = None,
+        stdin: int = subprocess.DEVNULL,
+        stdout: Path | None = None,
         new_session: bool = True,
     ) -> None:
         self._captured = Path(tempfile.mkdtemp(prefix="tracegrade-command-"))
-        streams: dict[str, Any] = {"stdin": stdin, "stdout": stdout, "stderr": stderr}
-        with contextlib.ExitStack() as opened:
-            for name, given in streams.items():
-                if given is None and name == "stdin":
-                    streams[name] = subprocess.DEVNULL
-                elif not isinstance(given, int):
-                    path = self._captured / name if given is None else given
-                    mode = "rb" if name == "stdin" else "wb"
-                    streams[name] = opened.enter_context(path.open(mode))
-            env = {**SUBPROCESS_ENV, **(env or {})}
+        with (
+            (stdout or self._captured / "stdout").open("wb") as out,
+            (self._captured / "stderr").open("wb") as err,
+        ):
             super().__init__(
-                argv, cwd=cwd, env=env, start_new_session=new_session, **streams
+                argv,
+                cwd=cwd,
+                env={**SUBPROCESS_ENV, **(env or {})},
+                stdin=stdin,
+                stdout=out,
+                stderr=err,
+                start_new_session=new_session,
             )
+
+    def _read(self, stream: str) -> str | None:
+        path = self._captured / stream
+        return path.read_text(encoding="utf-8") if path.exists() else None
 
     def stderr_so_far(self) -> str:
         return self._read("stderr") or ""
 
     def communicate(  # type: ignore[override]
         self, timeout: float | None = None
-    ) -> tuple[Any, Any]:
+    ) -> tuple[str | None, str]:
         self.wait(timeout)
-        output = self._read("stdout"), self._read("stderr")
+        output = self._read("stdout"), self.stderr_so_far()
         shutil.rmtree(self._captured, ignore_errors=True)
         return output
-
-    def _read(self, stream: str) -> str | None:
-        """A captured stream as Popen(text=True) decodes it; None if not captured."""
-        path = self._captured / stream
-        return path.read_text(encoding="utf-8") if path.exists() else None
 
     def to_its_end(self, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         try:
@@ -151,15 +148,20 @@ class CommandProcess(subprocess.Popen[bytes]):
         return subprocess.CompletedProcess(self.args, self.wait(), out, err)
 
 
-def start_tracegrade(*args: str, cwd: Path, **streams: Any) -> CommandProcess:
+def start_tracegrade(
+    *args: str,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    stdin: int = subprocess.DEVNULL,
+    stdout: Path | None = None,
+) -> CommandProcess:
     """`tracegrade ARGS` started in a fresh interpreter."""
-    return CommandProcess(
-        [sys.executable, "-m", "tracegrade", *args], cwd=cwd, **streams
-    )
+    argv = [sys.executable, "-m", "tracegrade", *args]
+    return CommandProcess(argv, cwd=cwd, env=env, stdin=stdin, stdout=stdout)
 
 
 class StreamedCommand(NamedTuple):
-    """Streams a (file, "append" | "read-write") or None to capture."""
+    """Streams a (file, "append" | "read-write" | "capture") or None to capture."""
 
     args: Sequence[str]
     cwd: Path
@@ -170,8 +172,8 @@ class StreamedCommand(NamedTuple):
     env: Mapping[str, str] | None = None
 
 
-# Runs each command as its program does, on its files, limits and environment;
-# writes its exit code and peak (KiB: VmHWM; ru_maxrss starts at the parent's).
+# Runs each command on its files, limits and environment; writes its exit
+# code and peak (KiB: VmHWM; ru_maxrss starts at the parent's).
 _COMMANDS = """
 import json, os, resource, sys, tempfile
 from importlib.metadata import entry_points
@@ -198,18 +200,7 @@ for case in json.loads(sys.argv[1]):
     for limit, soft in case["soft_limits"]:
         resource.setrlimit(limit, (soft, limits[limit][1]))
     sys.argv = [case["program"], *case["args"]]
-    (script,) = entry_points(group="console_scripts", name=case["program"])
-    try:
-        script.load()()
-        code = 0
-    except SystemExit as stop:
-        code = stop.code
-        if not isinstance(code, int | None):
-            print(code, file=sys.stderr)
-            code = 1
-    except BaseException:
-        sys.excepthook(*sys.exc_info())
-        code = 1
+    code = _exit_code(case["program"])
     sys.stdout.flush()
     sys.stderr.flush()
     for limit, before in limits.items():
@@ -218,7 +209,7 @@ for case in json.loads(sys.argv[1]):
         (own,) = (int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
     peak = max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     with open(case["exit"], "w") as out:
-        json.dump([(code or 0) & 0xFF, peak], out)
+        json.dump([code, peak], out)
 """
 
 
@@ -241,7 +232,8 @@ def commands_in_one_interpreter(
         for name in ("stdout", "stderr"):
             case[name] = case[name] or (folder / f"{number}.{name}", "capture")
         cases.append(case)
-    argv = [sys.executable, "-c", _COMMANDS, json.dumps(cases, default=str)]
+    script = inspect.getsource(_exit_code) + _COMMANDS
+    argv = [sys.executable, "-c", script, json.dumps(cases, default=str)]
     _, stderr = (process := CommandProcess(argv, cwd=folder, env=env)).communicate(600)
     assert process.returncode == 0, stderr
     done = []
