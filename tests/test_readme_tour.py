@@ -96,15 +96,6 @@ def test_compare_says_what_the_tour_quotes_verdict_first(tour: Tour) -> None:
     assert re.search(r"Worse in NEW: .*?" + re.escape(verdict), printed), verdict
     dropped = said_in_the_tour(r"drops a required document in (\d+) runs that passed")
     fixed = said_in_the_tour(r"One run passes that did not, (q\d+), but not thanks")
-    # Not the retriever's doing: the same context, another label.
-    before, after = (
-        json.loads(line)["input"]
-        for name in ("base.jsonl", "new.jsonl")
-        for line in (ROOT / "examples" / "runs" / name).read_text("utf-8").splitlines()
-        if json.loads(line)["id"] == fixed
-    )
-    assert before["context"] == after["context"]
-    assert (before["correct"], after["correct"]) == (False, True)
     as_json = run_tracegrade("compare", "logs/base", "logs/new", "--json", cwd=work)
     (pair,) = json.loads(as_json.stdout)["pairs"]
     (stage,) = pair["stage_diagnosis"]
@@ -124,23 +115,9 @@ def ci_gate_script(page: str) -> str:
     return str(script)
 
 
-def rerun_gate(script: str, work: Path, summary: Path) -> int:
-    """The gate's one command, `tracegrade ARGS >> "$GITHUB_STEP_SUMMARY"`,
-    in this interpreter."""
-    words = shlex.split(script.replace("\\\n", " "))
-    assert words[0] == "tracegrade" and words[-2:] == [">>", "$GITHUB_STEP_SUMMARY"]
-    assert not {";", "&&", "|", "||"} & set(words), script
-    done = run_tracegrade(*words[1:-2], cwd=work)
-    with summary.open("a", encoding="utf-8") as out:
-        out.write(done.stdout)
-    assert "Traceback" not in done.stderr
-    return done.returncode
-
-
 def test_the_readmes_ci_gate_runs_as_written_twice(tour: Tour) -> None:
     """Verbatim under `bash -e` as GitHub Actions runs it, on the tour's
-    logs; rerun in place as a job rerun does; then on a NEW that is BASE
-    evaluated again, which passes."""
+    logs, then again in place as a job rerun does."""
     script = ci_gate_script(README)
     assert script == ci_gate_script((ROOT / "docs" / "cli.md").read_text("utf-8"))
     tour_dir, _ = tour
@@ -150,12 +127,11 @@ def test_the_readmes_ci_gate_runs_as_written_twice(tour: Tour) -> None:
     summary = work / "summary.md"
     summary.touch()
     step = f"GITHUB_STEP_SUMMARY={shlex.quote(str(summary))}\n{script}"
-    done = tracegrade_shell(step, work, errexit=True)
-    assert done.returncode == 3, done.stderr
-    assert "- significantly worse at alpha = 0.05: stage_diagnosis: pass" in (
-        done.stderr
-    )
-    assert rerun_gate(script, work, summary) == 3
+    for _ in range(2):
+        done = tracegrade_shell(step, work, errexit=True)
+        assert done.returncode == 3, done.stderr
+        failed = "- significantly worse at alpha = 0.05: stage_diagnosis: pass"
+        assert failed in done.stderr
     pages = summary.read_text("utf-8").split("## tracegrade compare\n")
     assert pages[0] == "" and len(pages) == 3
     for page in pages[1:]:
@@ -164,16 +140,3 @@ def test_the_readmes_ci_gate_runs_as_written_twice(tour: Tour) -> None:
         )
         assert len(page) < 65_536  # GitHub's limit of a step summary
     assert "<html" in (work / "compare.html").read_text("utf-8")
-
-    shutil.rmtree(work / "eval" / "new")
-    run_inspect(
-        *("eval", "tracegrade/stage_diagnosis", "--log-dir", "eval/new"),
-        *("-T", f"dataset={tour_dir / 'examples' / 'runs' / 'base.jsonl'}"),
-        cwd=work,
-    )
-    assert read_one(work / "eval" / "new").status == "success"
-    assert rerun_gate(script, work, summary) == 0
-    last = summary.read_text("utf-8").split("## tracegrade compare\n")[-1]
-    assert last.startswith(
-        "\n**Gate passed (--fail-on-regression, --fail-under pass=0.7)**\n"
-    )
