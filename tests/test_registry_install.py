@@ -36,13 +36,7 @@ HAS_PIP = importlib.util.find_spec("pip") is not None
 
 def run(cwd: Path, *command: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        command,
-        cwd=cwd,
-        env=ENV,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        command, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=300
     )
 
 
@@ -109,9 +103,8 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
     root = tmp_path_factory.mktemp("install")
     source, venv = root / "tracegrade-src", root / "venv"
-    shutil.copytree(
-        REPO / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(REPO / "src", source / "src", ignore=ignore)
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(REPO / name, source / name)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
@@ -140,26 +133,24 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     return dict(venv=venv, root=root, scored=log, module=module, found=entry_points)
 
 
-def test_the_installed_package_and_script_are_used(installed: dict[str, Any]) -> None:
-    """The import and Inspect's entry point find the venv's own copy."""
+def test_the_installed_copy_finds_its_tasks_and_scorer(
+    installed: dict[str, Any],
+) -> None:
+    """The import and Inspect's entry point find the venv's own copy; each
+    log a success, each sample scored by each scorer, with a result."""
     venv, module = installed["venv"], Path(installed["module"]).resolve()
     assert module.is_relative_to(venv.resolve())
     found = [(name, Path(origin).resolve()) for name, origin in installed["found"]]
     assert found == [("tracegrade", module.parent / "_registry.py")]
-    script = (venv / "bin" / "tracegrade").read_text()
-    assert "from tracegrade.__main__ import run\n" in script
+    assert (
+        "from tracegrade.__main__ import run\n" in (venv / "bin/tracegrade").read_text()
+    )
     done = pip(venv, "check")
     assert done.returncode == 0, done.stdout + done.stderr
-
-
-def test_inspect_eval_and_score_find_the_installed_tasks_and_scorer(
-    installed: dict[str, Any],
-) -> None:
-    """Each log a success, each sample scored by each scorer, with a result."""
     scored = installed["scored"]
     assert list(scored.parent.iterdir()) == [scored]
     logs = [info.name for info in list_eval_logs(str(installed["root"] / "logs"))]
-    found = []
+    tasks = []
     for log in map(read_eval_log, [*logs, str(scored)]):
         samples = log.samples or []
         scores = [score for s in samples for score in (s.scores or {}).values()]
@@ -167,9 +158,9 @@ def test_inspect_eval_and_score_find_the_installed_tasks_and_scorer(
         assert (log.status, log.eval.model) == ("success", "none/none")
         assert len(scores) == len(samples) * len(names) > 0
         assert all("result" in (score.metadata or {}) for score in scores)
-        found.append((log.eval.task, names))
-    scorers = ["stage_diagnosis", "stage_diagnosis1"]
-    assert sorted(found) == sorted([*TASKS.items(), (next(iter(TASKS)), scorers)])
+        tasks.append((log.eval.task, names))
+    rescored = ("tracegrade/stage_diagnosis", ["stage_diagnosis", "stage_diagnosis1"])
+    assert sorted(tasks) == sorted([*TASKS.items(), rescored])
 
 
 def test_import_trec_works_on_a_plain_install(
