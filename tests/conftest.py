@@ -1,6 +1,5 @@
-"""Hypothesis's profiles (`dev` in every run; `HYPOTHESIS_PROFILE=deep`, 10,000
-examples, in CI's `properties` job), the long files first, what collection
-imported frozen out of the garbage collector's walks (Inspect's imports), and
+"""Hypothesis's profiles (`deep` in CI's `properties` job), the long files
+first, collection's imports frozen out of the garbage collector's walks, and
 the packaged tasks' logs, evaluated once for every file that reads them."""
 
 from __future__ import annotations
@@ -47,7 +46,8 @@ def parity_evals_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def packaged_task_logs(log_dir: Path, epochs: int) -> list[str]:
-    """`inspect eval` of both packaged tasks on their packaged cases."""
+    """`inspect eval` of both packaged tasks on their packaged cases: the stage
+    log, then the extraction one. Read, never written."""
     from inspect_ai import eval
 
     from tracegrade import ordered_extraction_recorded, stage_diagnosis
@@ -56,22 +56,19 @@ def packaged_task_logs(log_dir: Path, epochs: int) -> list[str]:
     logs = eval(
         tasks, epochs=epochs, display="none", log_dir=str(log_dir), log_realtime=False
     )
-    for log in logs:
-        assert log.status == "success", log.error
+    assert all(log.status == "success" for log in logs), logs[0].error
     return [log.location for log in logs]
 
 
 @pytest.fixture(scope="session")
 def offline_logs(tmp_path_factory: pytest.TempPathFactory) -> OfflineLogs:
-    """One epoch of each packaged task, alone in `log_dir`. Read, never written."""
+    """One epoch of each, alone in `log_dir`."""
     log_dir = tmp_path_factory.mktemp("offline-logs")
-    stage, extraction = packaged_task_logs(log_dir, epochs=1)
-    return OfflineLogs(log_dir, stage, extraction)
+    return OfflineLogs(log_dir, *packaged_task_logs(log_dir, epochs=1))
 
 
 @pytest.fixture(scope="session")
 def two_epoch_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Two epochs of each packaged task, by score name. Read, never written."""
-    log_dir = tmp_path_factory.mktemp("two-epoch-logs")
-    stage, extraction = packaged_task_logs(log_dir, epochs=2)
-    return {"stage_diagnosis": Path(stage), "ordered_extraction": Path(extraction)}
+    """Two epochs of each, by score name."""
+    logs = packaged_task_logs(tmp_path_factory.mktemp("two-epoch-logs"), epochs=2)
+    return {"stage_diagnosis": Path(logs[0]), "ordered_extraction": Path(logs[1])}
