@@ -28,18 +28,14 @@ def import_graph() -> dict[str, set[str]]:
                 base = ".".join(parts[: -node.level]) if node.level else ""
                 module = ".".join(filter(None, [base, node.module]))
                 found |= {module, *(f"{module}.{a.name}" for a in node.names)}
-        imported = {
-            name.split(".")[1] if "." in name else name
-            for name in found
-            if name.split(".")[0] == "tracegrade"
-        }
+        names = {name.split(".")[1] for name in found if name.startswith("tracegrade.")}
         real = {
             name
-            for name in imported
-            if name == "tracegrade"
-            or (SOURCE / name).is_dir()
-            or (SOURCE / f"{name}.py").is_file()
+            for name in names
+            if (SOURCE / name).is_dir() or (SOURCE / f"{name}.py").is_file()
         }
+        if "tracegrade" in found:
+            real.add("tracegrade")
         importer = "tracegrade" if parts[1] == "__init__" else parts[1]
         graph.setdefault(importer, set()).update(real - {importer})
     return graph

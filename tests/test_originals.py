@@ -62,9 +62,7 @@ def test_node_runs_the_documents_own_script_and_it_passes(evaluator: str) -> Non
     # Its own assert loop checked every row of the document's cases table.
     lines = document.decode("utf-8").splitlines()
     start = next(n for n, line in enumerate(lines) if line.startswith("| Case |"))
-    rows = 0
-    while lines[start + 2 + rows].startswith("|"):
-        rows += 1
+    rows = next(n for n, line in enumerate(lines[start + 2 :]) if line[:1] != "|")
     printed = json.loads(direct.stdout)
     assert list(printed) == ["checked", "caseIds"]
     ids = printed["caseIds"]
