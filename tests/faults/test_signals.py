@@ -60,32 +60,38 @@ def signal_mid_input(
         process.send_signal(signum)
 
 
-@pytest.mark.parametrize(
-    ("signum", "when", "code", "said"),
-    [
-        (signal.SIGINT, "loop", 130, "tracegrade score: interrupted (SIGINT)"),
-        (signal.SIGTERM, "finishing", 143, "tracegrade score: stopped by SIGTERM"),
-        (signal.SIGKILL, "finishing", -signal.SIGKILL, None),
-    ],
-    ids=["SIGINT-loop", "SIGTERM-finishing", "SIGKILL-finishing"],
-)
+OPTIONS = {
+    "score": ("--log-dir", "logs", "--out", "results.jsonl", *EVAL_PARTS),
+    "check": (),
+}
+# "COMMAND SIGNAL WHERE": how the one line begins after "tracegrade COMMAND: ",
+# and how it ends for each command; None for SIGKILL, which leaves no line.
+SIGNALLED = {
+    "score SIGINT loop": "interrupted (SIGINT)",
+    "score SIGTERM finishing": "stopped by SIGTERM",
+    "score SIGKILL finishing": None,
+    "check SIGTERM loop": "stopped by SIGTERM after line",
+}
+ENDS = {"score": "no log or results were written", "check": "the check is incomplete"}
+
+
+@pytest.mark.parametrize("case", SIGNALLED)
 def test_a_signal_leaves_nothing_under_a_final_name(
-    tmp_path: Path,
-    records: dict[str, Path],
-    signum: int,
-    when: str,
-    code: int,
-    said: str | None,
-    request: pytest.FixtureRequest,
+    tmp_path: Path, records: dict[str, Path], case: str, request: pytest.FixtureRequest
 ) -> None:
-    """In the line loop, or while finishing the logs (every part open)."""
-    path = records["score"]
+    """In the line loop, or while finishing the logs (every part open), a
+    caught signal removes all it began (`check`'s temporary id database too)
+    and says so in one line; SIGKILL leaves only `.partial` names."""
+    command, name, when = case.split()
+    signum, said = signal.Signals[name], SIGNALLED[case]
+    path = records[command]
     (tmp_path / "old.results.jsonl").write_text("kept\n")
+    (temporary := tmp_path / "tmp").mkdir()
     before, input_digest = snapshot(tmp_path), digest(path)
     process = start_tracegrade(
-        *("score", "stage_diagnosis", str(path), "--log-dir", "logs"),
-        *("--out", "results.jsonl", *EVAL_PARTS),
+        *(command, "stage_diagnosis", str(path), *OPTIONS[command]),
         cwd=tmp_path,
+        env={"TMPDIR": str(temporary), "SQLITE_TMPDIR": str(temporary)},
     )
     if when == "loop":
         signal_mid_input(process, path, signum, request.node.nodeid)
@@ -99,7 +105,7 @@ def test_a_signal_leaves_nothing_under_a_final_name(
             process.send_signal(signum)
     _, stderr = process.communicate(timeout=300)
 
-    assert process.returncode == code, stderr
+    assert process.returncode == (-signum if said is None else 128 + signum), stderr
     assert digest(path) == input_digest
     assert_no_final_outputs(tmp_path, before)
     new = set(snapshot(tmp_path)) - set(before)
@@ -107,28 +113,9 @@ def test_a_signal_leaves_nothing_under_a_final_name(
         assert all(name.endswith(".partial") for name in new), new
     else:
         line = one_clear_line(stderr)
-        assert line.startswith(said) and "no log or results were written" in line
-        assert new == set()  # not even a `.partial` file: cleanup ran
-
-
-def test_check_leaves_no_temporary_id_database(
-    tmp_path: Path, records: dict[str, Path], request: pytest.FixtureRequest
-) -> None:
-    temporary = tmp_path / "tmp"
-    temporary.mkdir()
-    where = {"TMPDIR": str(temporary), "SQLITE_TMPDIR": str(temporary)}
-    path = records["check"]
-    process = start_tracegrade(
-        "check", "stage_diagnosis", str(path), cwd=tmp_path, env=where
-    )
-    signal_mid_input(process, path, signal.SIGTERM, request.node.nodeid)
-    _, stderr = process.communicate(timeout=300)
-
-    assert list(temporary.iterdir()) == []
-    assert process.returncode == 143, stderr
-    line = one_clear_line(stderr)
-    assert line.startswith("tracegrade check: stopped by SIGTERM after line")
-    assert line.endswith("the check is incomplete")
+        assert line.startswith(f"tracegrade {command}: {said}"), line
+        assert line.endswith(ENDS[command]), line
+        assert new == set()  # not even a `.partial` or temporary file: cleanup ran
 
 
 def test_a_signal_while_labels_apply_writes_leaves_the_log_unchanged(
