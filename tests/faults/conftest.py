@@ -19,7 +19,6 @@ import pytest
 
 from tests.commands import CommandProcess, run_tracegrade
 from tests.support import write_lines
-from tracegrade.cli.labels import lock_path
 
 FINAL_SUFFIXES = (".json", ".eval", ".jsonl", ".html")  # else `.partial`
 CAN_MOUNT = sys.platform == "linux" and os.geteuid() == 0
@@ -153,18 +152,6 @@ class InputWatch:
     def assert_mid_input(self) -> None:
         if (self.position() or self.size) >= self.size:
             workload_too_small(f"{self.path.name} was read whole when frozen")
-
-
-def holds_lock(pid: int, log: Path) -> bool:
-    """Whether `pid` holds `labels apply`'s lock on `log` (not waiting: '->')."""
-    try:
-        inode = Path(lock_path(str(log))).stat().st_ino
-    except FileNotFoundError:
-        return False
-    return any(
-        f[1] != "->" and f[4] == str(pid) and f[5].rsplit(":", 1)[-1] == str(inode)
-        for f in map(str.split, Path("/proc/locks").read_text().splitlines())
-    )
 
 
 @contextlib.contextmanager

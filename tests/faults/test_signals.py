@@ -9,6 +9,7 @@ import os
 import random
 import shutil
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,6 @@ from tests.faults.conftest import (
     assert_no_final_outputs,
     digest,
     frozen,
-    holds_lock,
     one_clear_line,
     snapshot,
     wait_for,
@@ -118,19 +118,21 @@ def test_a_signal_leaves_nothing_under_a_final_name(
         assert new == set()  # not even a `.partial` or temporary file: cleanup ran
 
 
+def writing_a_log(folder: Path) -> Callable[[], bool]:
+    """Whether `labels apply` has begun its new log under a `.partial` name
+    (by then it holds its lock)."""
+    return lambda: any(path.stat().st_size for path in folder.glob("*.partial"))
+
+
 def test_a_signal_while_labels_apply_writes_leaves_the_log_unchanged(
     tmp_path: Path, scored: Path
 ) -> None:
-    """SIGINT once the labelled log is being written under its `.partial` name."""
     shutil.copytree(scored, tmp_path, dirs_exist_ok=True)
     before = snapshot(tmp_path)
     process = start_tracegrade(
         "labels", "apply", "log.eval", "staff.jsonl", cwd=tmp_path
     )
-
-    def writing() -> bool:
-        return any(path.stat().st_size for path in tmp_path.glob("*.partial"))
-
+    writing = writing_a_log(tmp_path)
     with frozen(process, once=lambda: wait_for(writing, process, "the new log")):
         if digest(tmp_path / "log.eval") != before["log.eval"]:
             workload_too_small("the log was replaced when frozen")
@@ -149,11 +151,8 @@ def test_two_applies_take_turns_and_both_labels_stay(
 ) -> None:
     shutil.copytree(scored, tmp_path, dirs_exist_ok=True)
     first = start_tracegrade("labels", "apply", "log.eval", "even.jsonl", cwd=tmp_path)
-
-    def locked() -> bool:
-        return holds_lock(first.pid, tmp_path / "log.eval")
-
-    with frozen(first, once=lambda: wait_for(locked, first, "a lock")):
+    writing = writing_a_log(tmp_path)
+    with frozen(first, once=lambda: wait_for(writing, first, "a new log")):
         second = start_tracegrade(
             "labels", "apply", "log.eval", "odd.jsonl", cwd=tmp_path
         )
