@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Iterator, Mapping, Sequence
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from click.testing import CliRunner
 
@@ -123,20 +123,18 @@ class CommandProcess(subprocess.Popen[bytes]):
                 start_new_session=new_session,
             )
 
-    def _read(self, stream: str) -> str | None:
-        path = self._captured / stream
-        return path.read_text(encoding="utf-8") if path.exists() else None
-
     def stderr_so_far(self) -> str:
-        return self._read("stderr") or ""
+        return (self._captured / "stderr").read_text(encoding="utf-8")
 
     def communicate(  # type: ignore[override]
         self, timeout: float | None = None
     ) -> tuple[str | None, str]:
         self.wait(timeout)
-        output = self._read("stdout"), self.stderr_so_far()
+        stdout = self._captured / "stdout"
+        out = stdout.read_text("utf-8") if stdout.exists() else None
+        err = self.stderr_so_far()
         shutil.rmtree(self._captured, ignore_errors=True)
-        return output
+        return out, err
 
     def to_its_end(self, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         try:
@@ -148,16 +146,11 @@ class CommandProcess(subprocess.Popen[bytes]):
         return subprocess.CompletedProcess(self.args, self.wait(), out, err)
 
 
-def start_tracegrade(
-    *args: str,
-    cwd: Path,
-    env: Mapping[str, str] | None = None,
-    stdin: int = subprocess.DEVNULL,
-    stdout: Path | None = None,
-) -> CommandProcess:
-    """`tracegrade ARGS` started in a fresh interpreter."""
-    argv = [sys.executable, "-m", "tracegrade", *args]
-    return CommandProcess(argv, cwd=cwd, env=env, stdin=stdin, stdout=stdout)
+def start_tracegrade(*args: str, cwd: Path, **options: Any) -> CommandProcess:
+    """`tracegrade ARGS` started in a fresh interpreter (`CommandProcess` options)."""
+    return CommandProcess(
+        [sys.executable, "-m", "tracegrade", *args], cwd=cwd, **options
+    )
 
 
 class StreamedCommand(NamedTuple):
