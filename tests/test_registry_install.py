@@ -71,15 +71,14 @@ def link_dependencies(venv: Path) -> None:
 
 
 # Run by the venv's interpreter: each `inspect` command in turn, as `python -m
-# inspect_ai` runs it; then the exit codes, and where tracegrade and Inspect's
-# entry point are found, as the last line.
+# inspect_ai` runs it; then, as the last line, the exit codes, and where
+# tracegrade and Inspect's entry point are found.
 VENV_COMMANDS = """
-import importlib.util, json, os, runpy, sys
+import importlib.util, json, runpy, sys
 from importlib.metadata import entry_points
 
 codes = []
-for cwd, args in json.loads(sys.argv[1]):
-    os.chdir(cwd)
+for args in json.loads(sys.argv[1]):
     sys.argv = ["inspect", *args]
     try:
         runpy.run_module("inspect_ai", run_name="__main__", alter_sys=True)
@@ -93,14 +92,7 @@ print("\\n" + json.dumps([codes, tracegrade.__file__, found]))
 
 
 @pytest.fixture(scope="session")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The venv, then `inspect score` of a stage log (first: Inspect finds the
-    scorer through the entry point before anything imported tracegrade) and
-    `inspect eval` of both tasks, in one interpreter of it."""
-    from inspect_ai import eval
-
-    from tracegrade import stage_diagnosis
-
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("install")
     source, venv = root / "tracegrade-src", root / "venv"
     ignore = shutil.ignore_patterns("__pycache__")
@@ -113,43 +105,45 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     done = pip(venv, "install", "--quiet", "--no-deps", "--no-compile", str(source))
     assert done.returncode == 0, done.stderr
     link_dependencies(venv)
-
-    task = stage_diagnosis(dataset="edge-cases")
-    (made,) = eval(task, limit=4, display="none", log_dir=str(root / "made"))
-    log = root / "scored" / Path(made.location).name
-    log.parent.mkdir()
-    shutil.move(made.location, log)
-    (root / "labels.jsonl").write_text(
-        '{"id": "missing-answer-label", "correct": false}\n'
-    )
-    score = ["score", str(log), "--scorer", "tracegrade/stage_diagnosis", "--overwrite"]
-    score += ["-S", f"labels={root / 'labels.jsonl'}", "--action", "append"]
-    commands = [(str(root), score), (str(root), ["eval", *TASKS, "--log-dir", "logs"])]
-    python = venv / "bin" / "python"
-    done = run(root, python, "-c", VENV_COMMANDS, json.dumps(commands))
-    assert done.returncode == 0, done.stderr
-    codes, module, entry_points = json.loads(done.stdout.splitlines()[-1])
-    assert codes == [0, 0]
-    return dict(venv=venv, root=root, scored=log, module=module, found=entry_points)
+    done = pip(venv, "check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return venv
 
 
 def test_the_installed_copy_finds_its_tasks_and_scorer(
-    installed: dict[str, Any],
+    venv: Path, tmp_path: Path
 ) -> None:
-    """The import and Inspect's entry point find the venv's own copy; each
-    log a success, each sample scored by each scorer, with a result."""
-    venv, module = installed["venv"], Path(installed["module"]).resolve()
+    """In one interpreter of the venv, `inspect score` of a stage log (first:
+    Inspect finds the scorer through the entry point before anything imported
+    tracegrade) and `inspect eval` of both tasks: the venv's own copy found,
+    each log a success, each sample scored by each scorer, with a result."""
+    from inspect_ai import eval
+
+    from tracegrade import stage_diagnosis
+
+    task = stage_diagnosis(dataset="edge-cases")
+    (made,) = eval(task, limit=4, display="none", log_dir=str(tmp_path / "made"))
+    scored = tmp_path / "scored" / Path(made.location).name
+    scored.parent.mkdir()
+    shutil.move(made.location, scored)
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"id": "missing-answer-label", "correct": false}\n')
+    score = ["score", str(scored), "--scorer", "tracegrade/stage_diagnosis"]
+    score += ["--overwrite", "-S", f"labels={labels}", "--action", "append"]
+    commands = json.dumps([score, ["eval", *TASKS, "--log-dir", "logs"]])
+    done = run(tmp_path, venv / "bin/python", "-c", VENV_COMMANDS, commands)
+    assert done.returncode == 0, done.stderr
+    codes, module, found = json.loads(done.stdout.splitlines()[-1])
+    assert codes == [0, 0]
+    module = Path(module).resolve()
     assert module.is_relative_to(venv.resolve())
-    found = [(name, Path(origin).resolve()) for name, origin in installed["found"]]
+    found = [(name, Path(origin).resolve()) for name, origin in found]
     assert found == [("tracegrade", module.parent / "_registry.py")]
-    assert (
-        "from tracegrade.__main__ import run\n" in (venv / "bin/tracegrade").read_text()
-    )
-    done = pip(venv, "check")
-    assert done.returncode == 0, done.stdout + done.stderr
-    scored = installed["scored"]
+    script = (venv / "bin" / "tracegrade").read_text()
+    assert "from tracegrade.__main__ import run\n" in script
+
     assert list(scored.parent.iterdir()) == [scored]
-    logs = [info.name for info in list_eval_logs(str(installed["root"] / "logs"))]
+    logs = [info.name for info in list_eval_logs(str(tmp_path / "logs"))]
     tasks = []
     for log in map(read_eval_log, [*logs, str(scored)]):
         samples = log.samples or []
@@ -163,14 +157,12 @@ def test_the_installed_copy_finds_its_tasks_and_scorer(
     assert sorted(tasks) == sorted([*TASKS.items(), rescored])
 
 
-def test_import_trec_works_on_a_plain_install(
-    installed: dict[str, Any], tmp_path: Path
-) -> None:
+def test_import_trec_works_on_a_plain_install(venv: Path, tmp_path: Path) -> None:
     """A plain install has no ir-measures, and needs none."""
     (tmp_path / "qrels").write_text("q1 0 D1 1\n")
     (tmp_path / "run").write_text("q1 Q0 D1 1 1.0 sys\n")
     args = ("import", "trec", "--qrels", "qrels", "--run", "run", "--k", "1")
-    done = run(tmp_path, installed["venv"] / "bin" / "tracegrade", *args)
+    done = run(tmp_path, venv / "bin" / "tracegrade", *args)
     assert done.returncode == 0, done.stderr
     assert done.stdout == (
         '{"id":"q1","input":{"required":["D1"],"context":["D1"],'
