@@ -172,11 +172,6 @@ import json, os, resource, sys, tempfile
 from importlib.metadata import entry_points
 from tracegrade import outputs
 
-FLAGS = {
-    "append": os.O_WRONLY | os.O_APPEND,
-    "read-write": os.O_RDWR,
-    "capture": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-}
 stdout, environment = sys.stdout, dict(os.environ)
 for case in json.loads(sys.argv[1]):
     sys.stdout = stdout
@@ -184,7 +179,8 @@ for case in json.loads(sys.argv[1]):
     outputs._outputs.clear()
     tempfile.tempdir = None
     for descriptor, (path, how) in ((1, case["stdout"]), (2, case["stderr"])):
-        os.dup2(opened := os.open(path, FLAGS[how]), descriptor)
+        flags = os.O_RDWR if how == "read-write" else os.O_WRONLY | os.O_APPEND
+        os.dup2(opened := os.open(path, flags), descriptor)
         os.close(opened)
     os.chdir(case["cwd"])
     os.environ.clear()
@@ -218,13 +214,14 @@ def commands_in_one_interpreter(
     env: Mapping[str, str] | None = None,
 ) -> list[RanInOne]:
     """`commands` in turn in one fresh interpreter; captures kept in `folder`."""
-    cases = []
-    for number, command in enumerate(commands):
-        case = command._asdict() | {"env": dict(command.env or {})}
+    cases = [command._asdict() for command in commands]
+    for number, case in enumerate(cases):
+        case["env"] = dict(case["env"] or {})
         case["exit"] = folder / f"{number}.exit"
         for name in ("stdout", "stderr"):
             case[name] = case[name] or (folder / f"{number}.{name}", "capture")
-        cases.append(case)
+            if case[name][1] == "capture":
+                case[name][0].write_bytes(b"")  # appended to, empty
     script = inspect.getsource(_exit_code) + _COMMANDS
     argv = [sys.executable, "-c", script, json.dumps(cases, default=str)]
     _, stderr = (process := CommandProcess(argv, cwd=folder, env=env)).communicate(600)
