@@ -222,16 +222,11 @@ def test_every_tour_command_succeeds(tour: Tour) -> None:
     assert len(list((work / "logs" / "bulk").glob("*.results.jsonl"))) == 1
     quoted = said_in_the_tour(r'\("([^"]+?) \.\.\."\)')
     samples = read_one(work / "logs" / "new", header_only=False).samples or []
-    explanations = [
-        score.explanation or "" for s in samples for score in (s.scores or {}).values()
-    ]
-    assert any(explanation.startswith(quoted) for explanation in explanations)
+    scores = [score for sample in samples for score in (sample.scores or {}).values()]
+    assert any((score.explanation or "").startswith(quoted) for score in scores)
     printed = runs["tracegrade report logs/base"].stdout
     assert "1 eval in 1 log" in printed
     assert re.search(r"^E1: \S+\.eval$", printed, re.M)
-    as_json = run_tracegrade("report", "logs/base", "--json", cwd=work)
-    (stage,) = json.loads(as_json.stdout)["stage_diagnosis"]
-    assert stage["runs"] == 30
 
 
 def test_compare_says_what_the_tour_quotes_verdict_first(tour: Tour) -> None:
