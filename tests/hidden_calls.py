@@ -1,8 +1,6 @@
 """`python tests/hidden_calls.py windows|macos STEPS.json`: each step run with
-the Linux-only calls hidden, as on Windows or macOS; prints one JSON list of
-results: `["tracegrade", ARGS...]` its exit code (a `*` argument the one file
-it matches), `["inspect-eval", TASK, LOG_DIR]` the log's status, `["workers"]`
-(`score` in workers from then on, hiding the same calls there) 0."""
+the Linux-only calls hidden, as on Windows or macOS; prints their results as
+one JSON list (test_platforms.py gives the steps)."""
 
 from __future__ import annotations
 

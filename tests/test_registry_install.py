@@ -113,10 +113,9 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_the_installed_copy_finds_its_tasks_and_scorer(
     venv: Path, tmp_path: Path
 ) -> None:
-    """In one interpreter of the venv, `inspect score` of a stage log (first:
-    Inspect finds the scorer through the entry point before anything imported
-    tracegrade) and `inspect eval` of both tasks: the venv's own copy found,
-    each log a success, each sample scored by each scorer, with a result."""
+    """`inspect score` of a stage log (first: Inspect finds the scorer through
+    the entry point before anything imported tracegrade), then `inspect eval`
+    of both tasks, in one interpreter of the venv, find the venv's copy."""
     from inspect_ai import eval
 
     from tracegrade import stage_diagnosis

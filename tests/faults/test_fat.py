@@ -1,8 +1,6 @@
-"""FAT through FUSE, as on USB sticks and SD cards: no hard links, and no
-modes (`fchmod` fails with ENOSYS). Each command's outputs are written there
-as anywhere, and a name taken while a command runs is never replaced without
---force. A real FAT image under `fusefat`, which needs root (Debian: fusefat,
-dosfstools)."""
+"""FAT through FUSE (a real image under `fusefat`), as on USB sticks: no hard
+links and no modes. Each command's outputs are written there as anywhere, and
+a name taken while a command runs is never replaced without --force."""
 
 from __future__ import annotations
 

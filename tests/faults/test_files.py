@@ -194,11 +194,9 @@ Ran = tuple[Path, dict[str, str], subprocess.CompletedProcess[str]]
 def in_one_interpreter(
     tmp_path_factory: pytest.TempPathFactory, scored: Path
 ) -> Iterator[dict[str, Ran]]:
-    """Each in a copy of `scored`, in one fresh interpreter, under
-    PYTHONUNBUFFERED=1 (where Python ignores a short write): the bad dataset
-    under `--display full` first (Inspect keeps a process's first display),
-    each stream into an input, `score --out - >>` a file on a full disk and
-    `labels export` under `ulimit -f`."""
+    """Each in a copy of `scored`, in one fresh interpreter under
+    PYTHONUNBUFFERED=1 (where Python ignores a short write); `--display full`
+    first, as Inspect keeps a process's first display."""
 
     def copy() -> Path:
         work = tmp_path_factory.mktemp("one")
