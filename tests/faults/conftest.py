@@ -150,7 +150,8 @@ class InputWatch:
         wait_for(closed, self.process, f"the closing of {self.path.name}")
 
     def assert_mid_input(self) -> None:
-        if (self.position() or self.size) >= self.size:
+        position = self.position()
+        if position is None or position >= self.size:
             workload_too_small(f"{self.path.name} was read whole when frozen")
 
 

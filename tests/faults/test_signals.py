@@ -82,8 +82,8 @@ def test_a_signal_leaves_nothing_under_a_final_name(
     """In the line loop, or while finishing the logs (every part open), a
     caught signal removes all it began (`check`'s temporary id database too)
     and says so in one line; SIGKILL leaves only `.partial` names."""
-    command, name, when = case.split()
-    signum, said = signal.Signals[name], SIGNALLED[case]
+    command, signame, when = case.split()
+    signum, said = signal.Signals[signame], SIGNALLED[case]
     path = records[command]
     (tmp_path / "old.results.jsonl").write_text("kept\n")
     (temporary := tmp_path / "tmp").mkdir()
