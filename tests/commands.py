@@ -106,7 +106,6 @@ class CommandProcess(subprocess.Popen[bytes]):
         env: Mapping[str, str] | None = None,
         stdin: int = subprocess.DEVNULL,
         stdout: Path | None = None,
-        new_session: bool = True,
     ) -> None:
         self._captured = Path(tempfile.mkdtemp(prefix="tracegrade-command-"))
         with (
@@ -120,7 +119,7 @@ class CommandProcess(subprocess.Popen[bytes]):
                 stdin=stdin,
                 stdout=out,
                 stderr=err,
-                start_new_session=new_session,
+                start_new_session=True,
             )
 
     def stderr_so_far(self) -> str:

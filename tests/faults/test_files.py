@@ -10,16 +10,15 @@ import os
 import resource
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.commands import (
-    CommandProcess,
     StreamedCommand,
     commands_in_one_interpreter,
+    inspect_in_one_fresh_process,
     run_tracegrade,
 )
 from tests.faults.conftest import (
@@ -264,8 +263,7 @@ def test_a_bad_dataset_line_reaches_the_user_in_every_display(
     else:
         work = tmp_path
         write_lines(work / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
-        argv = [sys.executable, "-m", "inspect_ai", *BAD_DATASET, display]
-        done = CommandProcess(argv, cwd=work, new_session=False).to_its_end()
+        (done,) = inspect_in_one_fresh_process([([*BAD_DATASET, display], work)])
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
     said = "bad.jsonl, line 2: not valid JSON"
