@@ -107,9 +107,7 @@ def test_a_mistake_is_one_line_before_anything_is_written(
 
 
 @pytest.mark.parametrize("args", [SCORE, APPLY])
-def test_force_replaces_a_file_through_a_link_and_keeps_the_link(
-    work: Path, args: list[str]
-) -> None:
+def test_force_writes_through_a_link(work: Path, args: list[str]) -> None:
     (work / "real").write_text("old\n")
     (work / "link").symlink_to("real")
     done = run_tracegrade(*args, "--force", "--out", "link", cwd=work)
@@ -151,9 +149,7 @@ DISKS = {
 
 @needs_mount
 @pytest.mark.parametrize("disk", DISKS)
-def test_a_full_or_read_only_disk_leaves_nothing_and_says_so_once(
-    work: Path, disk: str
-) -> None:
+def test_a_full_or_read_only_disk_leaves_nothing(work: Path, disk: str) -> None:
     args, options, said = DISKS[disk]
     write_stage_records(work / "big.jsonl", 3000)
     before = snapshot(work)

@@ -72,9 +72,7 @@ def write(path: Path, lines: list[str], raw: bytes = b"") -> Path:
     return path
 
 
-def test_check_score_and_the_dataset_reader_agree_on_every_line(
-    tmp_path: Path,
-) -> None:
+def test_check_score_and_the_dataset_reader_agree(tmp_path: Path) -> None:
     path = write(
         tmp_path / "hostile.jsonl", [line for _, line, _ in HOSTILE], INVALID_UTF8
     )

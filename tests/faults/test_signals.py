@@ -124,9 +124,7 @@ def writing_a_log(folder: Path) -> Callable[[], bool]:
     return lambda: any(path.stat().st_size for path in folder.glob("*.partial"))
 
 
-def test_a_signal_while_labels_apply_writes_leaves_the_log_unchanged(
-    tmp_path: Path, scored: Path
-) -> None:
+def test_a_signal_mid_labels_apply_leaves_the_log(tmp_path: Path, scored: Path) -> None:
     shutil.copytree(scored, tmp_path, dirs_exist_ok=True)
     before = snapshot(tmp_path)
     process = start_tracegrade(
@@ -146,9 +144,7 @@ def test_a_signal_while_labels_apply_writes_leaves_the_log_unchanged(
     assert snapshot(tmp_path) == before
 
 
-def test_two_applies_take_turns_and_both_labels_stay(
-    tmp_path: Path, scored: Path
-) -> None:
+def test_two_applies_take_turns(tmp_path: Path, scored: Path) -> None:
     shutil.copytree(scored, tmp_path, dirs_exist_ok=True)
     first = start_tracegrade("labels", "apply", "log.eval", "even.jsonl", cwd=tmp_path)
     writing = writing_a_log(tmp_path)
@@ -175,7 +171,7 @@ def test_two_applies_take_turns_and_both_labels_stay(
     assert labelled == {f"run-{n}": n % 4 < 2 for n in range(SCORED_RECORDS)}
 
 
-def test_a_signal_after_the_output_is_written_says_so(
+def test_a_late_signal_says_the_output_was_written(
     tmp_path: Path, scored: Path
 ) -> None:
     """SIGTERM the moment `report --html` has put its page under its name:
