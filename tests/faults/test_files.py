@@ -36,6 +36,7 @@ pytestmark = pytest.mark.runs_long
 
 SCORE = ["score", "stage_diagnosis", "runs.jsonl"]
 APPLY = ["labels", "apply", "log.eval", "staff.jsonl"]
+REPORT = ["report", "log.eval"]
 
 
 @pytest.fixture()
@@ -122,11 +123,8 @@ NOT_WRITTEN = ("No space left on device", "no log or results were written")
 READ_ONLY = ("Read-only file system",)
 
 
-def cannot(name: str) -> tuple[str, ...]:
-    return (
-        f"cannot write 'mnt/{name}' (No space left on device)",
-        "nothing was written",
-    )
+def cannot(name: str) -> tuple[str, str]:
+    return f"cannot write 'mnt/{name}' (No space left on device)", "nothing was written"
 
 
 # 3,000 records give a .eval log of about 2.4 MB and 0.7 MB of results: the
@@ -136,11 +134,7 @@ DISKS = {
     "score, samples": ([*BIG, "--log-dir", "mnt"], "size=64k", NOT_WRITTEN),
     "score, finishing": ([*BIG, "--log-dir", "mnt"], "size=2700k", NOT_WRITTEN),
     "score --out": ([*BIG, "--out", "mnt/r.jsonl"], "size=64k", NOT_WRITTEN),
-    "report --html": (
-        ["report", "log.eval", "--html", "mnt/r.html"],
-        "filled",
-        cannot("r.html"),
-    ),
+    "report --html": ([*REPORT, "--html", "mnt/r.html"], "filled", cannot("r.html")),
     "labels apply": ([*APPLY, "--out", "mnt/l.eval"], "filled", cannot("l.eval")),
     "read-only --log-dir": ([*SCORE, "--log-dir", "mnt"], "ro", READ_ONLY),
     "read-only --out": ([*SCORE, "--out", "mnt/r.jsonl"], "ro", READ_ONLY),
@@ -313,24 +307,22 @@ def test_a_blank_input_leaves_no_stray_files(tmp_path: Path) -> None:
     assert snapshot(tmp_path) == before  # an empty `logs` may stay
 
 
+# What standard output was redirected to, what it holds after, and the error.
+CUT_BACK = {
+    "full disk": ("mnt/out.jsonl", APPENDED, "No space left on device"),
+    "short write": ("out.jsonl", b"", "File too large"),
+}
+
+
 @pytest.mark.parametrize(
-    ("case", "output", "kept", "error"),
-    [
-        pytest.param(
-            "full disk",
-            "mnt/out.jsonl",
-            APPENDED,
-            "No space left on device",
-            marks=needs_mount,
-        ),
-        ("short write", "out.jsonl", b"", "File too large"),
-    ],
+    "case", [pytest.param("full disk", marks=needs_mount), "short write"]
 )
-def test_standard_output_that_cannot_be_written_is_one_line_and_cut_back(
-    in_one_interpreter: dict[str, Ran], case: str, output: str, kept: bytes, error: str
+def test_standard_output_that_cannot_be_written_is_cut_back(
+    in_one_interpreter: dict[str, Ran], case: str
 ) -> None:
     """`>>` a full disk, or `ulimit -f`, where the write that crosses the limit
     is short and Python ignores it: the file holds what it held, no log."""
+    output, kept, error = CUT_BACK[case]
     work, _, done = in_one_interpreter[case]
     assert done.returncode == 2, done.stderr
     line = one_clear_line(done.stderr)
