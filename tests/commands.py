@@ -23,6 +23,9 @@ from click.testing import CliRunner
 
 from tests.support import SUBPROCESS_ENV, working_in
 
+Completed = subprocess.CompletedProcess[str]
+Env = Mapping[str, str]
+
 
 def _exit_code(program: str) -> int:
     """The console script `program` run, ending as its interpreter would."""
@@ -41,7 +44,7 @@ def _exit_code(program: str) -> int:
 
 
 @contextlib.contextmanager
-def _as_a_command(cwd: Path, env: Mapping[str, str] | None) -> Iterator[CliRunner]:
+def _as_a_command(cwd: Path, env: Env | None) -> Iterator[CliRunner]:
     """A runner with a process's environment; what the command changes stays with it."""
     from tracegrade import outputs
 
@@ -56,9 +59,7 @@ def _as_a_command(cwd: Path, env: Mapping[str, str] | None) -> Iterator[CliRunne
         outputs._outputs.clear()
 
 
-def run_tracegrade(
-    *args: str, cwd: Path, env: Mapping[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
+def run_tracegrade(*args: str, cwd: Path, env: Env | None = None) -> Completed:
     """`tracegrade ARGS` in this interpreter, in `cwd`, with `env` added."""
     from tracegrade.cli import main
 
@@ -73,9 +74,7 @@ def run_tracegrade(
     )
 
 
-def run_inspect(
-    *args: str, cwd: Path, env: Mapping[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
+def run_inspect(*args: str, cwd: Path, env: Env | None = None) -> Completed:
     """`inspect ARGS` in this interpreter (Inspect keeps its first display)."""
     argv = [str(arg) for arg in args]
     with _as_a_command(cwd, env) as runner, runner.isolation() as (out, err, _):
@@ -135,7 +134,7 @@ class CommandProcess(subprocess.Popen[bytes]):
         shutil.rmtree(self._captured, ignore_errors=True)
         return out, err
 
-    def to_its_end(self, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    def to_its_end(self, timeout: float = 300) -> Completed:
         try:
             out, err = self.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -256,9 +255,7 @@ def inspect_in_one_fresh_process(
         return commands_in_one_interpreter(streamed, Path(folder))
 
 
-def tracegrade_shell(
-    script: str, cwd: Path, *, errexit: bool = False
-) -> subprocess.CompletedProcess[str]:
+def tracegrade_shell(script: str, cwd: Path, *, errexit: bool = False) -> Completed:
     """A bash script as in the docs, with this interpreter's `tracegrade`."""
     interpreter = shlex.quote(sys.executable)
     define = (
