@@ -60,6 +60,7 @@ def signal_mid_input(
         process.send_signal(signum)
 
 
+APPLY = ("labels", "apply", "log.eval")
 OPTIONS = {
     "score": ("--log-dir", "logs", "--out", "results.jsonl", *EVAL_PARTS),
     "check": (),
@@ -127,9 +128,7 @@ def writing_a_log(folder: Path) -> Callable[[], bool]:
 def test_a_signal_mid_labels_apply_leaves_the_log(tmp_path: Path, scored: Path) -> None:
     shutil.copytree(scored, tmp_path, dirs_exist_ok=True)
     before = snapshot(tmp_path)
-    process = start_tracegrade(
-        "labels", "apply", "log.eval", "staff.jsonl", cwd=tmp_path
-    )
+    process = start_tracegrade(*APPLY, "staff.jsonl", cwd=tmp_path)
     writing = writing_a_log(tmp_path)
     with frozen(process, once=lambda: wait_for(writing, process, "the new log")):
         if digest(tmp_path / "log.eval") != before["log.eval"]:
@@ -138,24 +137,20 @@ def test_a_signal_mid_labels_apply_leaves_the_log(tmp_path: Path, scored: Path) 
     _, stderr = process.communicate(timeout=120)
 
     assert process.returncode == 130, stderr
-    assert one_clear_line(stderr) == (
-        "tracegrade labels apply: stopped by SIGINT; log.eval was not changed"
-    )
+    said = "tracegrade labels apply: stopped by SIGINT; log.eval was not changed"
+    assert one_clear_line(stderr) == said
     assert snapshot(tmp_path) == before
 
 
 def test_two_applies_take_turns(tmp_path: Path, scored: Path) -> None:
     shutil.copytree(scored, tmp_path, dirs_exist_ok=True)
-    first = start_tracegrade("labels", "apply", "log.eval", "even.jsonl", cwd=tmp_path)
+    first = start_tracegrade(*APPLY, "even.jsonl", cwd=tmp_path)
     writing = writing_a_log(tmp_path)
     with frozen(first, once=lambda: wait_for(writing, first, "a new log")):
-        second = start_tracegrade(
-            "labels", "apply", "log.eval", "odd.jsonl", cwd=tmp_path
-        )
+        second = start_tracegrade(*APPLY, "odd.jsonl", cwd=tmp_path)
         wait_for(second.stderr_so_far, second, "a line on stderr")
-        assert second.stderr_so_far().startswith(
-            "waiting for another tracegrade labels apply"
-        )
+        waiting = "waiting for another tracegrade labels apply"
+        assert second.stderr_so_far().startswith(waiting)
     for process in (first, second):
         _, stderr = process.communicate(timeout=300)
         assert process.returncode == 0, stderr
@@ -171,9 +166,7 @@ def test_two_applies_take_turns(tmp_path: Path, scored: Path) -> None:
     assert labelled == {f"run-{n}": n % 4 < 2 for n in range(SCORED_RECORDS)}
 
 
-def test_a_late_signal_says_the_output_was_written(
-    tmp_path: Path, scored: Path
-) -> None:
+def test_a_late_signal_says_so(tmp_path: Path, scored: Path) -> None:
     """SIGTERM the moment `report --html` has put its page under its name:
     the page stays, whole, and the line says it was written."""
     html = tmp_path / "report.html"
@@ -186,7 +179,6 @@ def test_a_late_signal_says_the_output_was_written(
         process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 128 + signal.SIGTERM, stderr
-    assert one_clear_line(stderr) == (
-        "tracegrade: stopped by SIGTERM; report.html was written"
-    )
+    said = "tracegrade: stopped by SIGTERM; report.html was written"
+    assert one_clear_line(stderr) == said
     assert html.read_text().rstrip().endswith("</html>")
