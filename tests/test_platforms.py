@@ -60,9 +60,8 @@ def test_every_command_works_without_the_linux_only_calls(
     # The workers (and multiprocessing's resource tracker) hid them too.
     said = (tmp_path / "hidden-in-child").read_text().splitlines()
     assert len(said) >= 2 and set(said) == {"hidden"}
-    written = [
-        read_eval_log(str(log)) for log in (tmp_path / "in-child").glob("*.eval")
-    ]
+    logs = (tmp_path / "in-child").glob("*.eval")
+    written = [read_eval_log(str(log)) for log in logs]
     assert [log.status for log in written] == ["success", "success"]
     ids = sorted(str(s.id) for log in written for s in log.samples or [])
     assert ids == sorted(f"run-{number}" for number in range(RECORDS))

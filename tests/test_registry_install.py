@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,8 @@ import pytest
 from inspect_ai.log import list_eval_logs, read_eval_log
 from packaging.requirements import Requirement
 
+from tests.support import SUBPROCESS_ENV
+
 pytestmark = pytest.mark.runs_long
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,9 +28,7 @@ TASKS = {
     "tracegrade/stage_diagnosis": ["stage_diagnosis"],
     "tracegrade/ordered_extraction_recorded": ["ordered_extraction"],
 }
-ENV = {
-    k: v for k, v in os.environ.items() if not k.startswith(("INSPECT_", "PYTHONPATH"))
-}
+ENV = {key: value for key, value in SUBPROCESS_ENV.items() if key != "PYTHONPATH"}
 TEST_SITE = [sysconfig.get_path("purelib"), sysconfig.get_path("platlib")]
 HAS_PIP = importlib.util.find_spec("pip") is not None
 
@@ -110,9 +109,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv
 
 
-def test_the_installed_copy_finds_its_tasks_and_scorer(
-    venv: Path, tmp_path: Path
-) -> None:
+def test_the_installed_copy_is_found(venv: Path, tmp_path: Path) -> None:
     """`inspect score` of a stage log (first: Inspect finds the scorer through
     the entry point before anything imported tracegrade), then `inspect eval`
     of both tasks, in one interpreter of the venv, find the venv's copy."""
