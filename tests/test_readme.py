@@ -53,8 +53,7 @@ def test_the_paths_and_links_of_a_page_exist(page: Path) -> None:
         if anchor and found.suffix == ".md":
             headings = re.findall(r"^#+ (.+)$", found.read_text("utf-8"), re.M)
             slugs = {
-                re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
-                for heading in headings
+                re.sub(r"[^\w\- ]", "", h.lower()).replace(" ", "-") for h in headings
             }
             assert anchor in slugs, link
 
@@ -153,11 +152,7 @@ def import_graph() -> dict[str, set[str]]:
                 module = ".".join(filter(None, [base, node.module]))
                 found |= {module, *(f"{module}.{a.name}" for a in node.names)}
         names = {name.split(".")[1] for name in found if name.startswith("tracegrade.")}
-        real = {
-            name
-            for name in names
-            if (SOURCE / name).is_dir() or (SOURCE / f"{name}.py").is_file()
-        }
+        real = names & {path.stem for path in SOURCE.iterdir()}  # packages, modules
         if "tracegrade" in found:
             real.add("tracegrade")
         importer = "tracegrade" if parts[1] == "__init__" else parts[1]
