@@ -9,9 +9,8 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from inspect_ai.log import read_eval_log, write_eval_log
 
@@ -23,8 +22,7 @@ SUBPROCESS_ENV = {k: v for k, v in os.environ.items() if not k.startswith("INSPE
 SUBPROCESS_ENV["COLUMNS"] = "400"
 
 
-@dataclass(frozen=True)
-class OfflineLogs:
+class OfflineLogs(NamedTuple):
     """conftest's `offline_logs`: one epoch of each packaged task."""
 
     log_dir: Path
