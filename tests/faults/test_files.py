@@ -193,9 +193,8 @@ def in_one_interpreter(
         return work
 
     write_lines((work := copy()) / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
-    commands = {
-        "full": StreamedCommand([*BAD_DATASET, "full"], work, program="inspect")
-    }
+    full = StreamedCommand([*BAD_DATASET, "full"], work, program="inspect")
+    commands = {"full": full}
     for case, (command, descriptor, how) in STREAMS.items():
         args, name = READERS[command]
         into = ((work := copy()) / name, how)
@@ -211,11 +210,9 @@ def in_one_interpreter(
         if CAN_MOUNT:
             mounts.enter_context(mounted_tmpfs((work := copy()) / "mnt", "size=64k"))
             (work / "mnt" / "out.jsonl").write_bytes(APPENDED)
-            commands["full disk"] = StreamedCommand(
-                [*SCORE, "--out", "-"],
-                work,
-                stdout=(work / "mnt" / "out.jsonl", "append"),
-            )
+            into = (work / "mnt" / "out.jsonl", "append")
+            full_disk = StreamedCommand([*SCORE, "--out", "-"], work, into)
+            commands["full disk"] = full_disk
         befores = [snapshot(command.cwd) for command in commands.values()]
         folder = tmp_path_factory.mktemp("commands")
         done = commands_in_one_interpreter(
