@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import gc
 import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -34,11 +33,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def parity_evals_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """`python -m parity`'s `inspect eval` in this interpreter, not one that
     imports Inspect afresh per eval; `test_parity_logs` keeps one fresh run."""
-    from tests.commands import run_inspect
+    from tests.commands import Completed, run_inspect
 
-    def in_process(
-        args: Sequence[str], env: Mapping[str, str]
-    ) -> subprocess.CompletedProcess[str]:
+    def in_process(args: Sequence[str], env: Mapping[str, str]) -> Completed:
         # `env` is this one without INSPECT_*, as `run_inspect` runs.
         return run_inspect(*args, cwd=Path.cwd())
 
