@@ -89,9 +89,7 @@ COMMANDS += ["import trec", "import ragas", "import openinference"]
 
 @pytest.mark.parametrize("command", ["", *COMMANDS])
 def test_cli_page_gives_each_commands_exit_codes_as_its_help(command: str) -> None:
-    result = CliRunner().invoke(
-        main, [*command.split(), "--help"], env={"COLUMNS": "1000"}, terminal_width=1000
-    )
+    result = CliRunner().invoke(main, [*command.split(), "--help"], terminal_width=1000)
     assert result.exit_code == 0, result.output
     codes = " ".join(result.output.split()).split("Exit codes: ", 1)[1]
     codes = codes.split("Options:")[0]
