@@ -66,9 +66,8 @@ def write(path: Path, lines: list[str], raw: bytes = b"") -> Path:
 
 
 def test_check_score_and_the_dataset_reader_agree(tmp_path: Path) -> None:
-    path = write(
-        tmp_path / "hostile.jsonl", [line for _, line, _ in HOSTILE], INVALID_UTF8
-    )
+    lines = [line for _, line, _ in HOSTILE]
+    path = write(tmp_path / "hostile.jsonl", lines, INVALID_UTF8)
     expected = {n: v for n, (_, _, v) in enumerate(HOSTILE, start=1) if v != "blank"}
     expected[len(HOSTILE) + 1] = MALFORMED
 
@@ -102,11 +101,8 @@ def test_check_score_and_the_dataset_reader_agree(tmp_path: Path) -> None:
             assert (refused.value.kind, refused.value.line) == (verdict, 1), name
     kept = [(line, verdict) for _, line, verdict in HOSTILE if verdict not in refusals]
     dataset = write(tmp_path / "kept.jsonl", [line for line, _ in kept])
-    (log,) = inspect_eval(
-        stage_diagnosis(dataset=str(dataset)),
-        display="none",
-        log_dir=str(tmp_path / "eval-logs"),
-    )
+    task = stage_diagnosis(dataset=str(dataset))
+    (log,) = inspect_eval(task, display="none", log_dir=str(tmp_path / "eval-logs"))
     assert log.status == "success"
     reasons = {
         sample.id: (sample.scores or {})["stage_diagnosis"].reason or ""
