@@ -4,6 +4,7 @@ fresh one for a signal, a limit, the standard streams or a peak of memory."""
 from __future__ import annotations
 
 import contextlib
+import inspect
 import io
 import json
 import os
@@ -22,18 +23,32 @@ from click.testing import CliRunner
 
 from tests.support import SUBPROCESS_ENV, working_in
 
-# A file, a descriptor, or None (stdin /dev/null, stdout and stderr captured).
-Stream = Path | int | None
+Completed = subprocess.CompletedProcess[str]
+Env = Mapping[str, str]
+
+
+def _exit_code(program: str) -> int:
+    """The console script `program` run, ending as its interpreter would."""
+    (script,) = entry_points(group="console_scripts", name=program)
+    try:
+        script.load()()
+    except SystemExit as stop:
+        if stop.code is None or isinstance(stop.code, int):
+            return (stop.code or 0) & 0xFF
+        print(stop.code, file=sys.stderr)
+        return 1
+    except Exception:
+        sys.excepthook(*sys.exc_info())  # the script's own, as it sets one
+        return 1
+    return 0
 
 
 @contextlib.contextmanager
-def _as_a_command(cwd: Path, env: Mapping[str, str] | None) -> Iterator[CliRunner]:
+def _as_a_command(cwd: Path, env: Env | None) -> Iterator[CliRunner]:
     """A runner with a process's environment; what the command changes stays with it."""
     from tracegrade import outputs
 
-    changes: dict[str, str | None] = dict.fromkeys(
-        [key for key in os.environ if key.startswith("INSPECT_")]
-    )
+    changes = dict.fromkeys(key for key in os.environ if key.startswith("INSPECT_"))
     changes |= {"COLUMNS": SUBPROCESS_ENV["COLUMNS"], **(env or {})}
     tempfile.tempdir = None
     try:
@@ -44,9 +59,7 @@ def _as_a_command(cwd: Path, env: Mapping[str, str] | None) -> Iterator[CliRunne
         outputs._outputs.clear()
 
 
-def run_tracegrade(
-    *args: str, cwd: Path, env: Mapping[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
+def run_tracegrade(*args: str, cwd: Path, env: Env | None = None) -> Completed:
     """`tracegrade ARGS` in this interpreter, in `cwd`, with `env` added."""
     from tracegrade.cli import main
 
@@ -61,42 +74,27 @@ def run_tracegrade(
     )
 
 
-def run_inspect(
-    *args: str, cwd: Path, env: Mapping[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
+def run_inspect(*args: str, cwd: Path, env: Env | None = None) -> Completed:
     """`inspect ARGS` in this interpreter (Inspect keeps its first display)."""
-    (script,) = entry_points(group="console_scripts", name="inspect")
     argv = [str(arg) for arg in args]
-    with (
-        _as_a_command(cwd, env) as runner,
-        runner.isolation() as (stdout, stderr, _),
-    ):
+    with _as_a_command(cwd, env) as runner, runner.isolation() as (out, err, _):
         saved, sys.argv = sys.argv, ["inspect", *argv]
         try:
-            script.load()()
-            exit_code = 0
-        except SystemExit as stop:  # as the interpreter ends on one
-            if stop.code is None or isinstance(stop.code, int):
-                exit_code = (stop.code or 0) & 0xFF
-            else:
-                print(stop.code, file=sys.stderr)
-                exit_code = 1
-        except Exception:
-            sys.excepthook(*sys.exc_info())  # Inspect's, as the script sets it
-            exit_code = 1
+            code = _exit_code("inspect")
         finally:
             sys.argv = saved
             sys.stdout.flush()
             sys.stderr.flush()
-        out, err = (
+        # Decoded as Popen(text=True) decodes: universal newlines.
+        stdout, stderr = (
             io.TextIOWrapper(io.BytesIO(stream.getvalue()), encoding="utf-8").read()
-            for stream in (stdout, stderr)
-        )  # as Popen(text=True) decodes: universal newlines
-        return subprocess.CompletedProcess(["inspect", *argv], exit_code, out, err)
+            for stream in (out, err)
+        )
+    return subprocess.CompletedProcess(["inspect", *argv], code, stdout, stderr)
 
 
 class CommandProcess(subprocess.Popen[bytes]):
-    """A command in a fresh interpreter; captured streams go to files (a pipe
+    """A command in a fresh interpreter; what it prints goes to files (a pipe
     nobody reads while the test holds the command frozen would fill)."""
 
     def __init__(
@@ -105,43 +103,38 @@ class CommandProcess(subprocess.Popen[bytes]):
         *,
         cwd: Path,
         env: Mapping[str, str] | None = None,
-        stdin: Stream = None,
-        stdout: Stream = None,
-        stderr: Stream = None,
-        new_session: bool = True,
+        stdin: int = subprocess.DEVNULL,
+        stdout: Path | None = None,
     ) -> None:
         self._captured = Path(tempfile.mkdtemp(prefix="tracegrade-command-"))
-        streams: dict[str, Any] = {"stdin": stdin, "stdout": stdout, "stderr": stderr}
-        with contextlib.ExitStack() as opened:
-            for name, given in streams.items():
-                if given is None and name == "stdin":
-                    streams[name] = subprocess.DEVNULL
-                elif not isinstance(given, int):
-                    path = self._captured / name if given is None else given
-                    mode = "rb" if name == "stdin" else "wb"
-                    streams[name] = opened.enter_context(path.open(mode))
-            env = {**SUBPROCESS_ENV, **(env or {})}
+        with (
+            (stdout or self._captured / "stdout").open("wb") as out,
+            (self._captured / "stderr").open("wb") as err,
+        ):
             super().__init__(
-                argv, cwd=cwd, env=env, start_new_session=new_session, **streams
+                argv,
+                cwd=cwd,
+                env={**SUBPROCESS_ENV, **(env or {})},
+                stdin=stdin,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
             )
 
     def stderr_so_far(self) -> str:
-        return self._read("stderr") or ""
+        return (self._captured / "stderr").read_text(encoding="utf-8")
 
     def communicate(  # type: ignore[override]
         self, timeout: float | None = None
-    ) -> tuple[Any, Any]:
+    ) -> tuple[str | None, str]:
         self.wait(timeout)
-        output = self._read("stdout"), self._read("stderr")
+        stdout = self._captured / "stdout"
+        out = stdout.read_text("utf-8") if stdout.exists() else None
+        err = self.stderr_so_far()
         shutil.rmtree(self._captured, ignore_errors=True)
-        return output
+        return out, err
 
-    def _read(self, stream: str) -> str | None:
-        """A captured stream as Popen(text=True) decodes it; None if not captured."""
-        path = self._captured / stream
-        return path.read_text(encoding="utf-8") if path.exists() else None
-
-    def to_its_end(self, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    def to_its_end(self, timeout: float = 300) -> Completed:
         try:
             out, err = self.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -151,15 +144,15 @@ class CommandProcess(subprocess.Popen[bytes]):
         return subprocess.CompletedProcess(self.args, self.wait(), out, err)
 
 
-def start_tracegrade(*args: str, cwd: Path, **streams: Any) -> CommandProcess:
-    """`tracegrade ARGS` started in a fresh interpreter."""
+def start_tracegrade(*args: str, cwd: Path, **options: Any) -> CommandProcess:
+    """`tracegrade ARGS` started in a fresh interpreter (`CommandProcess` options)."""
     return CommandProcess(
-        [sys.executable, "-m", "tracegrade", *args], cwd=cwd, **streams
+        [sys.executable, "-m", "tracegrade", *args], cwd=cwd, **options
     )
 
 
 class StreamedCommand(NamedTuple):
-    """Streams a (file, "append" | "read-write") or None to capture."""
+    """Streams a (file, "append" | "read-write" | "capture") or None to capture."""
 
     args: Sequence[str]
     cwd: Path
@@ -170,18 +163,13 @@ class StreamedCommand(NamedTuple):
     env: Mapping[str, str] | None = None
 
 
-# Runs each command as its program does, on its files, limits and environment;
-# writes its exit code and peak (KiB: VmHWM; ru_maxrss starts at the parent's).
+# Runs each command on its files, limits and environment; writes its exit
+# code and peak (KiB: VmHWM; ru_maxrss starts at the parent's).
 _COMMANDS = """
 import json, os, resource, sys, tempfile
 from importlib.metadata import entry_points
 from tracegrade import outputs
 
-FLAGS = {
-    "append": os.O_WRONLY | os.O_APPEND,
-    "read-write": os.O_RDWR,
-    "capture": os.O_WRONLY | os.O_CREAT | os.O_TRUNC,
-}
 stdout, environment = sys.stdout, dict(os.environ)
 for case in json.loads(sys.argv[1]):
     sys.stdout = stdout
@@ -189,7 +177,8 @@ for case in json.loads(sys.argv[1]):
     outputs._outputs.clear()
     tempfile.tempdir = None
     for descriptor, (path, how) in ((1, case["stdout"]), (2, case["stderr"])):
-        os.dup2(opened := os.open(path, FLAGS[how]), descriptor)
+        flags = os.O_RDWR if how == "read-write" else os.O_WRONLY | os.O_APPEND
+        os.dup2(opened := os.open(path, flags), descriptor)
         os.close(opened)
     os.chdir(case["cwd"])
     os.environ.clear()
@@ -198,18 +187,7 @@ for case in json.loads(sys.argv[1]):
     for limit, soft in case["soft_limits"]:
         resource.setrlimit(limit, (soft, limits[limit][1]))
     sys.argv = [case["program"], *case["args"]]
-    (script,) = entry_points(group="console_scripts", name=case["program"])
-    try:
-        script.load()()
-        code = 0
-    except SystemExit as stop:
-        code = stop.code
-        if not isinstance(code, int | None):
-            print(code, file=sys.stderr)
-            code = 1
-    except BaseException:
-        sys.excepthook(*sys.exc_info())
-        code = 1
+    code = _exit_code(case["program"])
     sys.stdout.flush()
     sys.stderr.flush()
     for limit, before in limits.items():
@@ -218,7 +196,7 @@ for case in json.loads(sys.argv[1]):
         (own,) = (int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
     peak = max(own, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     with open(case["exit"], "w") as out:
-        json.dump([(code or 0) & 0xFF, peak], out)
+        json.dump([code, peak], out)
 """
 
 
@@ -234,14 +212,16 @@ def commands_in_one_interpreter(
     env: Mapping[str, str] | None = None,
 ) -> list[RanInOne]:
     """`commands` in turn in one fresh interpreter; captures kept in `folder`."""
-    cases = []
-    for number, command in enumerate(commands):
-        case = command._asdict() | {"env": dict(command.env or {})}
+    cases = [command._asdict() for command in commands]
+    for number, case in enumerate(cases):
+        case["env"] = dict(case["env"] or {})
         case["exit"] = folder / f"{number}.exit"
         for name in ("stdout", "stderr"):
             case[name] = case[name] or (folder / f"{number}.{name}", "capture")
-        cases.append(case)
-    argv = [sys.executable, "-c", _COMMANDS, json.dumps(cases, default=str)]
+            if case[name][1] == "capture":
+                case[name][0].write_bytes(b"")  # appended to, empty
+    script = inspect.getsource(_exit_code) + _COMMANDS
+    argv = [sys.executable, "-c", script, json.dumps(cases, default=str)]
     _, stderr = (process := CommandProcess(argv, cwd=folder, env=env)).communicate(600)
     assert process.returncode == 0, stderr
     done = []
@@ -275,9 +255,7 @@ def inspect_in_one_fresh_process(
         return commands_in_one_interpreter(streamed, Path(folder))
 
 
-def tracegrade_shell(
-    script: str, cwd: Path, *, errexit: bool = False
-) -> subprocess.CompletedProcess[str]:
+def tracegrade_shell(script: str, cwd: Path, *, errexit: bool = False) -> Completed:
     """A bash script as in the docs, with this interpreter's `tracegrade`."""
     interpreter = shlex.quote(sys.executable)
     define = (

@@ -1,13 +1,11 @@
-"""Hypothesis's profiles (`dev` in every run; `HYPOTHESIS_PROFILE=deep`, 10,000
-examples, in CI's `properties` job), the long files first, what collection
-imported frozen out of the garbage collector's walks (Inspect's imports), and
+"""Hypothesis's profiles (`deep` in CI's `properties` job), the long files
+first, collection's imports frozen out of the garbage collector's walks, and
 the packaged tasks' logs, evaluated once for every file that reads them."""
 
 from __future__ import annotations
 
 import gc
 import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -35,11 +33,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def parity_evals_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
     """`python -m parity`'s `inspect eval` in this interpreter, not one that
     imports Inspect afresh per eval; `test_parity_logs` keeps one fresh run."""
-    from tests.commands import run_inspect
+    from tests.commands import Completed, run_inspect
 
-    def in_process(
-        args: Sequence[str], env: Mapping[str, str]
-    ) -> subprocess.CompletedProcess[str]:
+    def in_process(args: Sequence[str], env: Mapping[str, str]) -> Completed:
         # `env` is this one without INSPECT_*, as `run_inspect` runs.
         return run_inspect(*args, cwd=Path.cwd())
 
@@ -47,7 +43,8 @@ def parity_evals_in_process(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def packaged_task_logs(log_dir: Path, epochs: int) -> list[str]:
-    """`inspect eval` of both packaged tasks on their packaged cases."""
+    """`inspect eval` of both packaged tasks on their packaged cases: the stage
+    log, then the extraction one. Read, never written."""
     from inspect_ai import eval
 
     from tracegrade import ordered_extraction_recorded, stage_diagnosis
@@ -56,22 +53,19 @@ def packaged_task_logs(log_dir: Path, epochs: int) -> list[str]:
     logs = eval(
         tasks, epochs=epochs, display="none", log_dir=str(log_dir), log_realtime=False
     )
-    for log in logs:
-        assert log.status == "success", log.error
+    assert all(log.status == "success" for log in logs), logs[0].error
     return [log.location for log in logs]
 
 
 @pytest.fixture(scope="session")
 def offline_logs(tmp_path_factory: pytest.TempPathFactory) -> OfflineLogs:
-    """One epoch of each packaged task, alone in `log_dir`. Read, never written."""
+    """One epoch of each, alone in `log_dir`."""
     log_dir = tmp_path_factory.mktemp("offline-logs")
-    stage, extraction = packaged_task_logs(log_dir, epochs=1)
-    return OfflineLogs(log_dir, stage, extraction)
+    return OfflineLogs(log_dir, *packaged_task_logs(log_dir, epochs=1))
 
 
 @pytest.fixture(scope="session")
 def two_epoch_logs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Two epochs of each packaged task, by score name. Read, never written."""
-    log_dir = tmp_path_factory.mktemp("two-epoch-logs")
-    stage, extraction = packaged_task_logs(log_dir, epochs=2)
-    return {"stage_diagnosis": Path(stage), "ordered_extraction": Path(extraction)}
+    """Two epochs of each, by score name."""
+    logs = packaged_task_logs(tmp_path_factory.mktemp("two-epoch-logs"), epochs=2)
+    return {"stage_diagnosis": Path(logs[0]), "ordered_extraction": Path(logs[1])}

@@ -1,9 +1,6 @@
-"""`python tests/hidden_calls.py windows|macos STEPS.json`: run each step
-with the Linux-only calls hidden, as on Windows or macOS, and print their
-results as one JSON list: `["tracegrade", ARGS...]` (its exit code; a `*`
-argument is the one file it matches), `["inspect-eval", TASK, LOG_DIR]` (the
-log's status), or `["workers"]` (`score` in workers from then on, hiding the
-same calls)."""
+"""`python tests/hidden_calls.py windows|macos STEPS.json`: each step run with
+the Linux-only calls hidden, as on Windows or macOS; prints their results as
+one JSON list (test_platforms.py gives the steps)."""
 
 from __future__ import annotations
 
@@ -17,7 +14,7 @@ from typing import Any
 
 # The signals Python has on Windows (and SIGBREAK, which Linux lacks).
 WINDOWS_SIGNALS = {"SIGINT", "SIGTERM", "SIGABRT", "SIGFPE", "SIGILL", "SIGSEGV"}
-SIGNALS = [name for name in dir(signal) if name.startswith("SIG") and "_" not in name]
+SIGNALS = {name for name in dir(signal) if name.startswith("SIG") and "_" not in name}
 HIDDEN: dict[str, dict[Any, tuple[str, ...]]] = {
     "windows": {
         "modules": ("fcntl",),
@@ -27,7 +24,7 @@ HIDDEN: dict[str, dict[Any, tuple[str, ...]]] = {
             *("pread", "pwrite", "fchmod"),
         ),
         socket: ("send_fds", "recv_fds"),
-        signal: ("pthread_sigmask", *sorted(set(SIGNALS) - WINDOWS_SIGNALS)),
+        signal: ("pthread_sigmask", *sorted(SIGNALS - WINDOWS_SIGNALS)),
     },
     "macos": {
         "fcntl": ("F_SETPIPE_SZ", "F_GETPIPE_SZ"),
@@ -51,8 +48,8 @@ def hide(platform: str) -> None:
 
 
 def score_in_workers(platform: str) -> None:
-    """`tracegrade score` in workers from now on, hiding the same calls there
-    (a `sitecustomize` on their path)."""
+    """Workers from any size on, hiding the same calls (a `sitecustomize` on
+    their path), each saying so in `hidden-in-child`."""
     from tracegrade.bulk import workers
 
     workers.PARALLEL_FROM = 0  # type: ignore[misc]
@@ -60,10 +57,8 @@ def score_in_workers(platform: str) -> None:
     os.makedirs(startup, exist_ok=True)
     with open(os.path.join(startup, "sitecustomize.py"), "w") as hook:
         hook.write(
-            "import sys\n"
-            f"sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})\n"
-            "import hidden_calls\n"
-            f"hidden_calls.hide({platform!r})\n"
+            f"import sys\nsys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+            f"import hidden_calls\nhidden_calls.hide({platform!r})\n"
             f"open({os.path.abspath('hidden-in-child')!r}, 'a').write('hidden\\n')\n"
         )
     paths = [startup, os.environ.get("PYTHONPATH")]
@@ -99,7 +94,7 @@ def run_step(step: list[str], platform: str) -> Any:
 
 
 if __name__ == "__main__":
-    platform, steps = sys.argv[1], sys.argv[2]
+    platform, steps = sys.argv[1:]  # each step sets its own sys.argv
     hide(platform)
     with open(steps, encoding="utf-8") as listed:
         results = [run_step(step, platform) for step in json.load(listed)]

@@ -9,9 +9,8 @@ import zipfile
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from inspect_ai.log import read_eval_log, write_eval_log
 
@@ -23,8 +22,7 @@ SUBPROCESS_ENV = {k: v for k, v in os.environ.items() if not k.startswith("INSPE
 SUBPROCESS_ENV["COLUMNS"] = "400"
 
 
-@dataclass(frozen=True)
-class OfflineLogs:
+class OfflineLogs(NamedTuple):
     """conftest's `offline_logs`: one epoch of each packaged task."""
 
     log_dir: Path
@@ -48,18 +46,12 @@ def split_into_parts(source: str, out_dir: Path, count: int) -> list[str]:
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = []
     for index in range(1, count + 1):
-        spec = log.eval.model_copy(
-            update={"metadata": {"tracegrade_part": {"index": index, "count": count}}}
-        )
-        part = log.model_copy(
-            update={
-                "eval": spec,
-                "samples": samples[(index - 1) * size : index * size],
-            }
-        )
-        path = out_dir / f"{Path(source).stem}-part{index}of{count}.eval"
-        write_eval_log(part, str(path))
-        paths.append(str(path))
+        metadata = {"tracegrade_part": {"index": index, "count": count}}
+        start = (index - 1) * size
+        part = log.model_copy(update={"samples": samples[start : start + size]})
+        part.eval = log.eval.model_copy(update={"metadata": metadata})
+        paths.append(str(out_dir / f"{Path(source).stem}-part{index}of{count}.eval"))
+        write_eval_log(part, paths[-1])
     return paths
 
 
@@ -69,11 +61,10 @@ def stored_member(path: Path, name: str) -> bytes:
     with zipfile.ZipFile(path) as archive:
         info = archive.getinfo(name)
     with path.open("rb") as file:
-        file.seek(info.header_offset)
-        header = file.read(30)
-        name_length = int.from_bytes(header[26:28], "little")
-        extra_length = int.from_bytes(header[28:30], "little")
-        file.seek(name_length + extra_length, os.SEEK_CUR)
+        file.seek(info.header_offset + 26)
+        lengths = file.read(4)  # of the local header's name and extra field
+        file.seek(int.from_bytes(lengths[:2], "little"), os.SEEK_CUR)
+        file.seek(int.from_bytes(lengths[2:], "little"), os.SEEK_CUR)
         return file.read(info.compress_size)
 
 
@@ -81,8 +72,7 @@ def deflated(data: bytes, library: Any = zlib) -> bytes:
     """`data` as the raw deflate stream `library` (`zlib`, or ISA-L's
     `isal_zlib`) writes into a zip member at the writer's level."""
     stream = library.compressobj(DEFLATE_LEVEL, library.DEFLATED, -15)
-    compressed: bytes = stream.compress(data) + stream.flush()
-    return compressed
+    return bytes(stream.compress(data) + stream.flush())
 
 
 @contextmanager

@@ -79,11 +79,8 @@ any_character = st.one_of(
     st.characters(min_codepoint=0xD800, max_codepoint=0xDFFF),
     st.characters(min_codepoint=0xE000, max_codepoint=0xFFFF),
 )
-id_pools = st.lists(
-    st.one_of(st.sampled_from(TRICKY_IDS), st.text(any_character, max_size=4)),
-    min_size=1,
-    max_size=5,
-)
+an_id = st.one_of(st.sampled_from(TRICKY_IDS), st.text(any_character, max_size=4))
+id_pools = st.lists(an_id, min_size=1, max_size=5)
 # Built once (per example they cost more than the example); indices into pools.
 _index = st.integers(0, 255)
 _variant = st.integers(0, 2 * len(VARIANTS) - 1)
@@ -271,22 +268,18 @@ def broken(draw: st.DrawFn, evaluator: EvaluatorName) -> Any:
 
 
 @pytest.mark.parametrize("evaluator", list(RULES))
-def test_python_refuses_exactly_the_records_outside_the_contract(
-    evaluator: EvaluatorName,
-) -> None:
+def test_python_refuses_just_the_out_of_contract(evaluator: EvaluatorName) -> None:
     @settings(max_examples=in_batches(1_000), deadline=None)
     @given(batch=batches(broken(evaluator)))
     def check(batch: list[Any]) -> None:
         for record in batch:
-            parsed = as_parsed(record)
-            place = standing(evaluator, parsed)
+            place = standing(evaluator, parsed := as_parsed(record))
             event(f"{evaluator}: {place.value}")
-            try:
+            if place is Standing.OUT_OF_CONTRACT:
+                with pytest.raises(InvalidRecord):
+                    RULES[evaluator](parsed)
+            else:
                 RULES[evaluator](parsed)
-                refused = False
-            except InvalidRecord:
-                refused = True
-            assert refused is (place is Standing.OUT_OF_CONTRACT), record
 
     check()
 

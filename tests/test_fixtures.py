@@ -31,13 +31,11 @@ FIXTURE_FILES = {
 
 
 def category(expected: dict[str, Any]) -> str:
-    if "invalid" in expected:
-        return "invalid"
-    if "error" in expected or "stage" in expected:
-        return str(expected.get("error") or expected["stage"])
-    if expected["membership"] and expected["order"]:
-        return "membership&order"
-    return "membership-only" if expected["membership"] else "neither"
+    if "invalid" in expected or "error" in expected or "stage" in expected:
+        return str(expected.get("error") or expected.get("stage") or "invalid")
+    if expected["membership"]:
+        return "membership&order" if expected["order"] else "membership-only"
+    return "neither"
 
 
 @pytest.mark.parametrize(

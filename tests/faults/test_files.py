@@ -10,16 +10,15 @@ import os
 import resource
 import shutil
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.commands import (
-    CommandProcess,
     StreamedCommand,
     commands_in_one_interpreter,
+    inspect_in_one_fresh_process,
     run_tracegrade,
 )
 from tests.faults.conftest import (
@@ -37,6 +36,7 @@ pytestmark = pytest.mark.runs_long
 
 SCORE = ["score", "stage_diagnosis", "runs.jsonl"]
 APPLY = ["labels", "apply", "log.eval", "staff.jsonl"]
+REPORT = ["report", "log.eval"]
 
 
 @pytest.fixture()
@@ -108,9 +108,7 @@ def test_a_mistake_is_one_line_before_anything_is_written(
 
 
 @pytest.mark.parametrize("args", [SCORE, APPLY])
-def test_force_replaces_a_file_through_a_link_and_keeps_the_link(
-    work: Path, args: list[str]
-) -> None:
+def test_force_writes_through_a_link(work: Path, args: list[str]) -> None:
     (work / "real").write_text("old\n")
     (work / "link").symlink_to("real")
     done = run_tracegrade(*args, "--force", "--out", "link", cwd=work)
@@ -122,48 +120,30 @@ def test_force_replaces_a_file_through_a_link_and_keeps_the_link(
 
 BIG = ["score", "stage_diagnosis", "big.jsonl"]
 NOT_WRITTEN = ("No space left on device", "no log or results were written")
+READ_ONLY = ("Read-only file system",)
+
+
+def cannot(name: str) -> tuple[str, str]:
+    return f"cannot write 'mnt/{name}' (No space left on device)", "nothing was written"
+
+
 # 3,000 records give a .eval log of about 2.4 MB and 0.7 MB of results: the
 # disk fills while samples are written, while the log is finished, and under
 # the results. "filled" is a 64 KB disk taken whole.
 DISKS = {
     "score, samples": ([*BIG, "--log-dir", "mnt"], "size=64k", NOT_WRITTEN),
     "score, finishing": ([*BIG, "--log-dir", "mnt"], "size=2700k", NOT_WRITTEN),
-    "score --out": (
-        [*BIG, "--log-dir", "logs", "--out", "mnt/r.jsonl"],
-        "size=64k",
-        NOT_WRITTEN,
-    ),
-    "report --html": (
-        ["report", "log.eval", "--html", "mnt/report.html"],
-        "filled",
-        (
-            "cannot write 'mnt/report.html' (No space left on device)",
-            "nothing was written",
-        ),
-    ),
-    "labels apply": (
-        [*APPLY, "--out", "mnt/l.eval"],
-        "filled",
-        ("cannot write 'mnt/l.eval' (No space left on device)", "nothing was written"),
-    ),
-    "read-only --log-dir": (
-        [*SCORE, "--log-dir", "mnt"],
-        "ro",
-        ("Read-only file system",),
-    ),
-    "read-only --out": (
-        [*SCORE, "--log-dir", "logs", "--out", "mnt/r.jsonl"],
-        "ro",
-        ("Read-only file system",),
-    ),
+    "score --out": ([*BIG, "--out", "mnt/r.jsonl"], "size=64k", NOT_WRITTEN),
+    "report --html": ([*REPORT, "--html", "mnt/r.html"], "filled", cannot("r.html")),
+    "labels apply": ([*APPLY, "--out", "mnt/l.eval"], "filled", cannot("l.eval")),
+    "read-only --log-dir": ([*SCORE, "--log-dir", "mnt"], "ro", READ_ONLY),
+    "read-only --out": ([*SCORE, "--out", "mnt/r.jsonl"], "ro", READ_ONLY),
 }
 
 
 @needs_mount
 @pytest.mark.parametrize("disk", DISKS)
-def test_a_full_or_read_only_disk_leaves_nothing_and_says_so_once(
-    work: Path, disk: str
-) -> None:
+def test_a_full_or_read_only_disk_leaves_nothing(work: Path, disk: str) -> None:
     args, options, said = DISKS[disk]
     write_stage_records(work / "big.jsonl", 3000)
     before = snapshot(work)
@@ -203,60 +183,43 @@ Ran = tuple[Path, dict[str, str], subprocess.CompletedProcess[str]]
 def in_one_interpreter(
     tmp_path_factory: pytest.TempPathFactory, scored: Path
 ) -> Iterator[dict[str, Ran]]:
-    """What needs a process but not one of its own, each in a copy of
-    `scored`, in one fresh interpreter with PYTHONUNBUFFERED=1 (where Python
-    ignores a short write): the bad dataset under `--display full` first
-    (Inspect keeps a process's first display), each stream into an input,
-    `score --out - >>` a file on a full disk and `labels export` under
-    `ulimit -f`."""
+    """Each in a copy of `scored`, in one fresh interpreter under
+    PYTHONUNBUFFERED=1 (where Python ignores a short write); `--display full`
+    first, as Inspect keeps a process's first display."""
 
     def copy() -> Path:
         work = tmp_path_factory.mktemp("one")
         shutil.copytree(scored, work, dirs_exist_ok=True)
         return work
 
-    work = copy()
-    write_lines(work / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
-    commands = {
-        "full": StreamedCommand([*BAD_DATASET, "full"], work, program="inspect")
-    }
+    write_lines((work := copy()) / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
+    full = StreamedCommand([*BAD_DATASET, "full"], work, program="inspect")
+    commands = {"full": full}
     for case, (command, descriptor, how) in STREAMS.items():
         args, name = READERS[command]
         into = ((work := copy()) / name, how)
-        commands[case] = StreamedCommand(
-            args,
-            work,
-            stdout=into if descriptor == 1 else None,
-            stderr=into if descriptor == 2 else None,
-        )
-    work = copy()
+        stdout, stderr = (into, None) if descriptor == 1 else (None, into)
+        commands[case] = StreamedCommand(args, work, stdout, stderr)
     commands["short write"] = StreamedCommand(
         ["labels", "export", "log.eval"],
-        work,
+        work := copy(),
         stdout=(work / "out.jsonl", "capture"),
         soft_limits=((resource.RLIMIT_FSIZE, 10_000),),
     )
     with contextlib.ExitStack() as mounts:
         if CAN_MOUNT:
-            work = copy()
-            mounts.enter_context(mounted_tmpfs(work / "mnt", "size=64k"))
+            mounts.enter_context(mounted_tmpfs((work := copy()) / "mnt", "size=64k"))
             (work / "mnt" / "out.jsonl").write_bytes(APPENDED)
-            commands["full disk"] = StreamedCommand(
-                [*SCORE, "--log-dir", "logs", "--out", "-"],
-                work,
-                stdout=(work / "mnt" / "out.jsonl", "append"),
-            )
+            into = (work / "mnt" / "out.jsonl", "append")
+            full_disk = StreamedCommand([*SCORE, "--out", "-"], work, into)
+            commands["full disk"] = full_disk
         befores = [snapshot(command.cwd) for command in commands.values()]
+        folder = tmp_path_factory.mktemp("commands")
         done = commands_in_one_interpreter(
-            list(commands.values()),
-            tmp_path_factory.mktemp("commands"),
-            env={"PYTHONUNBUFFERED": "1"},
+            list(commands.values()), folder, env={"PYTHONUNBUFFERED": "1"}
         )
         ran = zip(commands.items(), befores, done, strict=True)
-        yield {
-            case: (command.cwd, before, result)
-            for (case, command), before, result in ran
-        }
+        yield {case: (c.cwd, before, result) for (case, c), before, result in ran}
 
 
 @pytest.mark.parametrize("case", STREAMS)
@@ -287,8 +250,7 @@ def test_a_bad_dataset_line_reaches_the_user_in_every_display(
     else:
         work = tmp_path
         write_lines(work / "bad.jsonl", [{"id": "a", "input": {}}, "{"])
-        argv = [sys.executable, "-m", "inspect_ai", *BAD_DATASET, display]
-        done = CommandProcess(argv, cwd=work, new_session=False).to_its_end()
+        (done,) = inspect_in_one_fresh_process([([*BAD_DATASET, display], work)])
     assert done.returncode != 0
     assert "Traceback" not in done.stderr
     said = "bad.jsonl, line 2: not valid JSON"
@@ -342,26 +304,25 @@ def test_a_blank_input_leaves_no_stray_files(tmp_path: Path) -> None:
     assert snapshot(tmp_path) == before  # an empty `logs` may stay
 
 
-@needs_mount
-def test_standard_output_to_a_full_disk_is_one_line_and_cut_back(
-    in_one_interpreter: dict[str, Ran],
+# What standard output was redirected to, what it holds after, and the error.
+CUT_BACK = {
+    "full disk": ("mnt/out.jsonl", APPENDED, "No space left on device"),
+    "short write": ("out.jsonl", b"", "File too large"),
+}
+
+
+@pytest.mark.parametrize(
+    "case", [pytest.param("full disk", marks=needs_mount), "short write"]
+)
+def test_standard_output_that_cannot_be_written_is_cut_back(
+    in_one_interpreter: dict[str, Ran], case: str
 ) -> None:
-    """`>>`: what the file held before stays, and only that; no log either."""
-    work, _, done = in_one_interpreter["full disk"]
+    """`>>` a full disk, or `ulimit -f`, where the write that crosses the limit
+    is short and Python ignores it: the file holds what it held, no log."""
+    output, kept, error = CUT_BACK[case]
+    work, _, done = in_one_interpreter[case]
     assert done.returncode == 2, done.stderr
     line = one_clear_line(done.stderr)
-    assert "cannot write standard output (No space left on device)" in line
-    assert (work / "mnt" / "out.jsonl").read_bytes() == APPENDED
+    assert f"cannot write standard output ({error})" in line
+    assert (work / output).read_bytes() == kept
     assert not (work / "logs").exists() or not any((work / "logs").iterdir())
-
-
-def test_a_short_write_to_standard_output_is_never_taken_for_the_whole(
-    in_one_interpreter: dict[str, Ran],
-) -> None:
-    """`ulimit -f`: the write that crosses the limit writes part of its
-    bytes (a short write), the next fails; Python ignored the short one."""
-    work, _, done = in_one_interpreter["short write"]
-    assert done.returncode == 2, done.stderr
-    line = one_clear_line(done.stderr)
-    assert "cannot write standard output (File too large)" in line
-    assert (work / "out.jsonl").read_bytes() == b""

@@ -1,8 +1,7 @@
-"""Real signals at random points of a run leave nothing half-written: `score`
-removes what it began and says so in one line, SIGKILL leaves only `.partial`
-names, `check`'s id database leaves no file, `labels apply` ends with its log
-unchanged, two applies take turns, and a signal after an output was written
-says so. Points are seeded by the test id."""
+"""Real signals mid-run leave nothing half-written: `score` removes what it
+began and says so in one line, SIGKILL leaves only `.partial` names, `check`'s
+id database leaves no file, `labels apply` ends with its log unchanged, two
+applies take turns, and a signal after an output was written says so."""
 
 from __future__ import annotations
 
@@ -10,7 +9,7 @@ import os
 import random
 import shutil
 import signal
-import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -24,11 +23,8 @@ from tests.faults.conftest import (
     assert_no_final_outputs,
     digest,
     frozen,
-    holds_lock,
     one_clear_line,
-    process_state,
     snapshot,
-    stopped,
     wait_for,
     workload_too_small,
     write_stage_records,
@@ -39,10 +35,9 @@ pytestmark = pytest.mark.runs_long
 # Each phase a marker stands for must outlast a freeze (else `workload_too_small`);
 # `score` reads at half the speed of `check`.
 SIGNAL_RECORDS = 6_000
-# `score`'s input in four `.eval` parts, so that several are open when the
-# signal comes (all of them while the logs are finished).
-EVAL_FORMAT = ("--log-format", "eval", "--max-samples-per-log")
-EVAL_FORMAT += (str(SIGNAL_RECORDS // 8),)
+# `score`'s output in `.eval` parts, so that several are open when the signal
+# comes (all of them while the logs are finished).
+EVAL_PARTS = ("--log-format", "eval", "--max-samples-per-log", "750")
 
 
 @pytest.fixture(scope="module")
@@ -57,8 +52,7 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def signal_mid_input(
     process: CommandProcess, path: Path, signum: int, seed: str
 ) -> None:
-    """Send `signum` once `process` has read a seeded part of `path`, frozen:
-    past the start of the line loop, and well before its end."""
+    """`signum` once `process` has read a part of `path` seeded by the test."""
     watch = InputWatch(process, path)
     fraction = random.Random(seed).uniform(0.05, 0.6)
     with frozen(process, once=lambda: watch.wait_until_past(fraction)):
@@ -66,40 +60,44 @@ def signal_mid_input(
         process.send_signal(signum)
 
 
-@pytest.mark.parametrize(
-    ("signum", "when", "code", "said"),
-    [
-        (signal.SIGINT, "loop", 130, "tracegrade score: interrupted (SIGINT)"),
-        (signal.SIGTERM, "finishing", 143, "tracegrade score: stopped by SIGTERM"),
-        (signal.SIGKILL, "finishing", -signal.SIGKILL, None),
-    ],
-    ids=["SIGINT-loop", "SIGTERM-finishing", "SIGKILL-finishing"],
-)
+APPLY = ("labels", "apply", "log.eval")
+OPTIONS = {
+    "score": ("--log-dir", "logs", "--out", "results.jsonl", *EVAL_PARTS),
+    "check": (),
+}
+# "COMMAND SIGNAL WHERE": how the one line begins after "tracegrade COMMAND: ",
+# and how it ends for each command; None for SIGKILL, which leaves no line.
+SIGNALLED = {
+    "score SIGINT loop": "interrupted (SIGINT)",
+    "score SIGTERM finishing": "stopped by SIGTERM",
+    "score SIGKILL finishing": None,
+    "check SIGTERM loop": "stopped by SIGTERM after line",
+}
+ENDS = {"score": "no log or results were written", "check": "the check is incomplete"}
+
+
+@pytest.mark.parametrize("case", SIGNALLED)
 def test_a_signal_leaves_nothing_under_a_final_name(
-    tmp_path: Path,
-    records: dict[str, Path],
-    signum: int,
-    when: str,
-    code: int,
-    said: str | None,
-    request: pytest.FixtureRequest,
+    tmp_path: Path, records: dict[str, Path], case: str, request: pytest.FixtureRequest
 ) -> None:
-    """In the line loop, or while finishing an `.eval` run in parts (every
-    part open): a caught signal removes everything begun and says so in one
-    line; SIGKILL leaves only `.partial` names."""
-    path = records["score"]
+    """In the line loop, or while finishing the logs (every part open), a
+    caught signal removes all it began (`check`'s temporary id database too)
+    and says so in one line; SIGKILL leaves only `.partial` names."""
+    command, signame, when = case.split()
+    signum, said = signal.Signals[signame], SIGNALLED[case]
+    path = records[command]
     (tmp_path / "old.results.jsonl").write_text("kept\n")
+    (temporary := tmp_path / "tmp").mkdir()
     before, input_digest = snapshot(tmp_path), digest(path)
     process = start_tracegrade(
-        *("score", "stage_diagnosis", str(path), "--log-dir", "logs"),
-        *("--out", "results.jsonl", *EVAL_FORMAT),
+        *(command, "stage_diagnosis", str(path), *OPTIONS[command]),
         cwd=tmp_path,
+        env={"TMPDIR": str(temporary), "SQLITE_TMPDIR": str(temporary)},
     )
     if when == "loop":
         signal_mid_input(process, path, signum, request.node.nodeid)
     else:
-        watch = InputWatch(process, path)
-        with frozen(process, once=watch.wait_until_closed):
+        with frozen(process, once=InputWatch(process, path).wait_until_closed):
             begun = set(snapshot(tmp_path)) - set(before)
             if any(name.endswith(FINAL_SUFFIXES) for name in begun):
                 workload_too_small(f"the run had finished when frozen ({begun})")
@@ -108,7 +106,7 @@ def test_a_signal_leaves_nothing_under_a_final_name(
             process.send_signal(signum)
     _, stderr = process.communicate(timeout=300)
 
-    assert process.returncode == code, stderr
+    assert process.returncode == (-signum if said is None else 128 + signum), stderr
     assert digest(path) == input_digest
     assert_no_final_outputs(tmp_path, before)
     new = set(snapshot(tmp_path)) - set(before)
@@ -116,95 +114,47 @@ def test_a_signal_leaves_nothing_under_a_final_name(
         assert all(name.endswith(".partial") for name in new), new
     else:
         line = one_clear_line(stderr)
-        assert line.startswith(said) and "no log or results were written" in line
-        assert new == set()  # not even a `.partial` file: cleanup ran
+        assert line.startswith(f"tracegrade {command}: {said}"), line
+        assert line.endswith(ENDS[command]), line
+        assert new == set()  # not even a `.partial` or temporary file: cleanup ran
 
 
-def test_check_leaves_no_temporary_id_database(
-    tmp_path: Path, records: dict[str, Path], request: pytest.FixtureRequest
-) -> None:
-    temporary = tmp_path / "tmp"
-    temporary.mkdir()
-    where = {"TMPDIR": str(temporary), "SQLITE_TMPDIR": str(temporary)}
-    path = records["check"]
-    process = start_tracegrade(
-        "check", "stage_diagnosis", str(path), cwd=tmp_path, env=where
-    )
-    signal_mid_input(process, path, signal.SIGTERM, request.node.nodeid)
-    _, stderr = process.communicate(timeout=300)
-
-    assert list(temporary.iterdir()) == []
-    assert process.returncode == 143, stderr
-    line = one_clear_line(stderr)
-    assert line.startswith("tracegrade check: stopped by SIGTERM after line")
-    assert line.endswith("the check is incomplete")
+def writing_a_log(folder: Path) -> Callable[[], bool]:
+    """Whether `labels apply` has begun its new log under a `.partial` name
+    (by then it holds its lock)."""
+    return lambda: any(path.stat().st_size for path in folder.glob("*.partial"))
 
 
-def start_apply(work: Path, labels: str) -> CommandProcess:
-    """`labels apply` started, returned once it holds its lock."""
-    process = start_tracegrade("labels", "apply", "log.eval", labels, cwd=work)
-    wait_for(lambda: holds_lock(process.pid, work / "log.eval"), process, "a lock")
-    return process
-
-
-def test_a_signal_at_a_random_point_of_labels_apply_ends_it_unchanged(
-    tmp_path: Path, scored: Path, request: pytest.FixtureRequest
-) -> None:
-    """SIGINT while reading, scoring or writing: a point after the log was
-    replaced proves nothing, so it is drawn again from an earlier one."""
+def test_a_signal_mid_labels_apply_leaves_the_log(tmp_path: Path, scored: Path) -> None:
     shutil.copytree(scored, tmp_path, dirs_exist_ok=True)
     before = snapshot(tmp_path)
-    process = start_apply(tmp_path, "staff.jsonl")
-    begun = time.monotonic()
-    _, stderr = process.communicate(timeout=300)
-    assert process.returncode == 0, stderr
-    window = time.monotonic() - begun
-    chance = random.Random(request.node.nodeid)
-    for _ in range(6):
-        shutil.copytree(scored, tmp_path, dirs_exist_ok=True)
-        process = start_apply(tmp_path, "staff.jsonl")
-        time.sleep(chance.uniform(0, window))
-        process.send_signal(signal.SIGSTOP)
-        while process_state(process.pid) not in ("T", "t", "Z", "X", None):
-            time.sleep(0.0005)  # SIGSTOP cannot be ignored: stopped or ended
-        log_unchanged = digest(tmp_path / "log.eval") == before["log.eval"]
-        running = stopped(process) and log_unchanged
-        if running:
-            process.send_signal(signal.SIGINT)
-        process.send_signal(signal.SIGCONT)
-        if running:
-            break
-        process.communicate(timeout=300)
-        window /= 2
-    else:
-        workload_too_small("no point in 6 draws came before the log was written")
+    process = start_tracegrade(*APPLY, "staff.jsonl", cwd=tmp_path)
+    writing = writing_a_log(tmp_path)
+    with frozen(process, once=lambda: wait_for(writing, process, "the new log")):
+        if digest(tmp_path / "log.eval") != before["log.eval"]:
+            workload_too_small("the log was replaced when frozen")
+        process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=120)
 
     assert process.returncode == 130, stderr
-    assert one_clear_line(stderr) == (
-        "tracegrade labels apply: stopped by SIGINT; log.eval was not changed"
-    )
+    said = "tracegrade labels apply: stopped by SIGINT; log.eval was not changed"
+    assert one_clear_line(stderr) == said
     assert snapshot(tmp_path) == before
 
 
-def test_two_applies_take_turns_and_both_labels_stay(
-    tmp_path: Path, scored: Path
-) -> None:
+def test_two_applies_take_turns(tmp_path: Path, scored: Path) -> None:
     shutil.copytree(scored, tmp_path, dirs_exist_ok=True)
-    first = start_tracegrade("labels", "apply", "log.eval", "even.jsonl", cwd=tmp_path)
-    locked = lambda: holds_lock(first.pid, tmp_path / "log.eval")  # noqa: E731
-    with frozen(first, once=lambda: wait_for(locked, first, "a lock")):
-        second = start_tracegrade(
-            "labels", "apply", "log.eval", "odd.jsonl", cwd=tmp_path
-        )
+    first = start_tracegrade(*APPLY, "even.jsonl", cwd=tmp_path)
+    writing = writing_a_log(tmp_path)
+    with frozen(first, once=lambda: wait_for(writing, first, "a new log")):
+        second = start_tracegrade(*APPLY, "odd.jsonl", cwd=tmp_path)
         wait_for(second.stderr_so_far, second, "a line on stderr")
-        assert second.stderr_so_far().startswith(
-            "waiting for another tracegrade labels apply"
-        )
+        waiting = "waiting for another tracegrade labels apply"
+        assert second.stderr_so_far().startswith(waiting)
     for process in (first, second):
         _, stderr = process.communicate(timeout=300)
         assert process.returncode == 0, stderr
-    labelled: dict[str, bool] = {}
+    labelled = {}
     sources = ("labels file even.jsonl", "labels file odd.jsonl")
     for sample in read_eval_log(str(tmp_path / "log.eval")).samples or []:
         for score in (sample.scores or {}).values():
@@ -213,13 +163,10 @@ def test_two_applies_take_turns_and_both_labels_stay(
             source = (metadata.get("read_from") or {}).get("correct")
             if source in sources and "correct" in record:
                 labelled[str(sample.id)] = record["correct"]
-    expected = {f"run-{n}": n % 4 < 2 for n in range(SCORED_RECORDS)}
-    assert labelled == expected
+    assert labelled == {f"run-{n}": n % 4 < 2 for n in range(SCORED_RECORDS)}
 
 
-def test_a_signal_after_the_output_is_written_says_so(
-    tmp_path: Path, scored: Path
-) -> None:
+def test_a_late_signal_says_so(tmp_path: Path, scored: Path) -> None:
     """SIGTERM the moment `report --html` has put its page under its name:
     the page stays, whole, and the line says it was written."""
     html = tmp_path / "report.html"
@@ -232,7 +179,6 @@ def test_a_signal_after_the_output_is_written_says_so(
         process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == 128 + signal.SIGTERM, stderr
-    assert one_clear_line(stderr) == (
-        "tracegrade: stopped by SIGTERM; report.html was written"
-    )
+    said = "tracegrade: stopped by SIGTERM; report.html was written"
+    assert one_clear_line(stderr) == said
     assert html.read_text().rstrip().endswith("</html>")
