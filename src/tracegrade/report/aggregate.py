@@ -25,7 +25,7 @@ from ..schema import (
     read_extraction,
     read_stage,
 )
-from .runs import NO_SCORE, NOT_RUN, SAMPLE_ERROR, AllRuns, Undiagnosed
+from .runs import NO_SCORE, NOT_RUN, SAMPLE_ERROR, AllRuns, Undiagnosed, undiagnosed
 from .steps import PipelineLosses, PipelineTally
 from .thresholds import Target, Threshold, ThresholdCheck, check_thresholds
 
@@ -355,7 +355,7 @@ class _Group:
         )
         row = self.evals, self.task, self.model, self.score, status
         runs = sorted(self.epochs), samples, tally.runs, tally.diagnosed
-        why = [Undiagnosed(kind, n) for kind, n in _ranked(tally.why) if n]
+        why = undiagnosed(tally.why)
         common = (*row, *runs, why)
         # Unscored runs first: they shrink the denominators of every figure.
         errors = sorted(

@@ -20,6 +20,12 @@ class Undiagnosed:
     count: int
 
 
+def undiagnosed(counts: Counter[str]) -> list[Undiagnosed]:
+    """Most first; ties by why, so the list is stable."""
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    return [Undiagnosed(why, count) for why, count in ranked if count]
+
+
 def why_text(items: list[Undiagnosed]) -> str:
     """ "12 sample errors, 1 answer-label data error, 16 not run ..."."""
     words = {
