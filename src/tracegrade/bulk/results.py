@@ -331,13 +331,15 @@ def pooled_results(
     first = runs[0]
     if scores is None:
         scores = [run.scores for run in runs]
-    reduced = [part.with_values(first.reduce_value) for part in scores]
     eval_scores: list[Any] = []
-    for view, listed, reducer in (
-        (first.views.reduced, reduced, _reducer_name(first.views)),
-        (first.views.unreduced, scores, None),
+    for view, reducer in (
+        (first.views.reduced, _reducer_name(first.views)),
+        (first.views.unreduced, None),
     ):
         if view is not None:
+            listed = scores
+            if view is first.views.reduced:
+                listed = [part.with_values(first.reduce_value) for part in scores]
             joined = listed[0] if len(listed) == 1 else _Joined(listed)
             eval_scores += compute_eval_scores(
                 joined,  # type: ignore[arg-type]

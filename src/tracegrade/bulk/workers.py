@@ -343,8 +343,7 @@ class WorkersRun:
                 self.timings[name] += seconds
 
     def discard(self) -> None:
-        """No records: nothing to write, and nothing left behind."""
-        self.abort()
+        self.abort()  # no records: nothing to write, and nothing left behind
         self.summary.seconds = perf_counter() - self.begun
 
     def abort(self) -> list[str]:
@@ -361,23 +360,16 @@ class WorkersRun:
             for process in children:
                 process.join(_JOIN)
         left = [] if self.results is None else [self.results.discard()]
-        pattern = glob.escape(str(self.job.identity.base)) + "-*"
-        for path in glob.glob(pattern):
-            if path.endswith((PARTIAL_SUFFIX, ".results")):
-                left.append(_removed(path))
-        left.extend(_removed(path) for path in self.published)
+        begun = glob.glob(glob.escape(str(self.job.identity.base)) + "-*")
+        for path in [*begun, *self.published]:
+            if path in self.published or path.endswith((PARTIAL_SUFFIX, ".results")):
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+                except OSError:
+                    left.append(path)
         return [path for path in left if path is not None]
-
-
-def _removed(path: str) -> str | None:
-    """None once `path` is gone, else `path`."""
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return path
-    return None
 
 
 def score_run(*args: Any, workers: int | None, **options: Any) -> WorkersRun:
