@@ -7,7 +7,9 @@ import functools
 import os
 import tempfile
 import textwrap
+import time
 import zipfile
+import zlib
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -289,9 +291,27 @@ class EvalArchive:
             self._add(f"_journal/summaries/{self._journal_files}.json", chunk)
 
     def _add(self, name: str, data: bytes) -> None:
-        assert self._zip is not None
-        with _deflating_with_isal():
-            self._zip.writestr(name, data)
+        """What `ZipFile.writestr` writes, in one write: zipfile's own seeks
+        back to rewrite the header, which costs more than deflating a sample."""
+        archive = self._zip
+        assert archive is not None and archive.fp is not None
+        info = zipfile.ZipInfo(name, time.localtime()[:6])
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info.external_attr = 0o600 << 16  # as writestr sets it
+        info.file_size = len(data)
+        info.CRC = zlib.crc32(data)
+        # A compressor, as zipfile's: `compress` can give other bytes.
+        compressor = isal_zlib.compressobj(DEFLATE_LEVEL, isal_zlib.DEFLATED, -15)
+        deflated = compressor.compress(data) + compressor.flush()
+        info.compress_size = len(deflated)
+        # zipfile leaves its file at the directory's start between members.
+        info.header_offset = archive.start_dir
+        member = info.FileHeader() + deflated
+        archive.fp.write(member)
+        archive.start_dir += len(member)
+        archive.filelist.append(info)
+        archive.NameToInfo[name] = info
+        archive._didModify = True  # type: ignore[attr-defined]
 
     def _add_streamed(self, name: str, chunks: Iterable[bytes]) -> None:
         """A member too large to hold, streamed with ZIP64 sizes, as Inspect's."""
