@@ -1,12 +1,5 @@
-"""`tracegrade.score_table`: records as Arrow columns, scored row by row.
-
-Each row must be exactly what `tracegrade score` makes of the same record:
-the core's result, recall, precision and `lost`, and the same error kind,
-side, field and message. Random tables (the differential tests' records,
-with Arrow's own ways of being wrong: null cells, null IDs, broken steps)
-are held to `tracegrade score`'s per-line function and to the core; a file
-of records is held to the command's JSON Lines results.
-"""
+"""`tracegrade.score_table`: each row of a random table (null cells, null
+IDs, broken steps) is what `tracegrade score` makes of the same record."""
 
 from __future__ import annotations
 
