@@ -85,4 +85,3 @@ def test_objects_are_read_a_line_at_a_time(tmp_path: Path) -> None:
     with pytest.raises(LineError) as refused:
         next(read)
     assert (refused.value.line, refused.value.kind) == (4, NOT_AN_OBJECT)
-
