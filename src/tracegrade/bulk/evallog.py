@@ -209,9 +209,8 @@ def _deflating_with_isal() -> Iterator[None]:
     stdlib = zipfile._get_compressor  # type: ignore[attr-defined]
 
     def compressor(compress_type: int, compresslevel: int | None = None) -> Any:
-        if compress_type == zipfile.ZIP_DEFLATED:
-            return isal_zlib.compressobj(DEFLATE_LEVEL, isal_zlib.DEFLATED, -15)
-        return stdlib(compress_type, compresslevel)
+        # The archive deflates every member.
+        return isal_zlib.compressobj(DEFLATE_LEVEL, isal_zlib.DEFLATED, -15)
 
     zipfile._get_compressor = compressor  # type: ignore[attr-defined]
     try:
