@@ -104,21 +104,11 @@ class RunIdentity(NamedTuple):
     task_id: str  # the first log's, which its name holds
 
 
-@dataclass
-class PartsContext:
-    """What one range's logs say of the whole run: known only once every
-    range is read, so guessed first and checked after (`bulk.workers`)."""
-
-    first_index: int = 1
-    count: int | None = None
-    warnings: list[str] = field(default_factory=list)
-    taken: set[str] = field(default_factory=set)
-    earlier: dict[int, int] = field(default_factory=dict)
-
-
 @dataclass(frozen=True)
 class RangeJob:
-    """One range of a run (`lines` None: the whole input), as a worker is handed it."""
+    """One range of a run (`lines` None: the whole input), as a worker is
+    handed it. What its logs say of the whole run (`first_index` on) is known
+    only once every range is read: guessed first, checked after (`bulk.workers`)."""
 
     task: str
     path: str
@@ -129,7 +119,11 @@ class RangeJob:
     lines: LineRange | None
     index: int
     identity: RunIdentity
-    context: PartsContext = field(default_factory=PartsContext)
+    first_index: int = 1
+    count: int | None = None
+    warnings: tuple[str, ...] = ()
+    taken: frozenset[str] = frozenset()
+    earlier: dict[int, int] = field(default_factory=dict)
 
 
 @functools.cache
@@ -226,7 +220,7 @@ class ScoreRun:
     written to `stream`."""
 
     def __init__(self, job: RangeJob, stream: IO[Any]) -> None:
-        self.job, self.stream, self.context = job, stream, job.context
+        self.job, self.stream = job, stream
         self.summary = ScoreSummary(task=job.task, path=job.path)
         self.bulk_task = TASKS[job.task]
         self.timings: defaultdict[str, float] = defaultdict(float)
@@ -248,13 +242,13 @@ class ScoreRun:
         self.plan = plan_to_eval_plan(Plan([replay()], internal=True), GenerateConfig())
         first_task_id = self.job.identity.task_id
         try:
-            self._new_part(first_task_id if self.context.first_index == 1 else None)
+            self._new_part(first_task_id if self.job.first_index == 1 else None)
         except OSError as error:
             raise OutputError(
                 f"cannot write into --log-dir {self.job.log_dir!r} ({error.strerror})"
             ) from None
         self.scorer = LineScorer(
-            self.bulk_task, self.job.path, DiskIds(), self.timings, self.context.earlier
+            self.bulk_task, self.job.path, DiskIds(), self.timings, self.job.earlier
         )
         if self.job.results_format == "parquet":
             self.parquet = ParquetResults(self.stream, self.job.task)
@@ -358,7 +352,7 @@ class ScoreRun:
         if whole:
             self.warnings = [warning["message"] for warning in self.summary.warnings]
         else:
-            self.warnings = self.context.warnings
+            self.warnings = list(self.job.warnings)
         try:
             self._finish_logs()
         except OSError as error:
@@ -375,7 +369,7 @@ class ScoreRun:
         if self._parts:
             self._parts[-1].writer.suspend()
         job = self.job
-        index = self.context.first_index + len(self._parts)
+        index = self.job.first_index + len(self._parts)
         eval_id, task_id = uuid(), task_id or uuid()
         results = RunResults(self.inspect_scorer, self.scorer_name, job.log_dir)
         # The eval's id too: a range's guessed index may be taken.
@@ -504,9 +498,9 @@ class ScoreRun:
 
     def _finish_logs(self) -> None:
         parts = self._parts
-        count = self.context.count or len(parts)
+        count = self.job.count or len(parts)
         # The only real ids an unreadable line's `line-N` can meet.
-        taken = self.line_like_ids | self.context.taken
+        taken = self.line_like_ids | self.job.taken
         for part in parts:
             if part is not parts[-1]:
                 part.writer.resume()  # every part but the last was suspended

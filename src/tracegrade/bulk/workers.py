@@ -38,7 +38,6 @@ from .presence import READ_FIELDS, FieldPresence
 from .ranges import LineRange, plan_ranges
 from .results import RunResults, pooled_results
 from .run import (
-    PartsContext,
     RangeJob,
     RangeOutcome,
     ScoreRun,
@@ -189,7 +188,8 @@ class WorkersRun:
                 self.job,
                 lines=lines,
                 index=k + 1,
-                context=PartsContext(first_index=k + 1, count=count),
+                first_index=k + 1,
+                count=count,
             )
             for k, lines in enumerate(self.ranges)
         ]
@@ -201,8 +201,8 @@ class WorkersRun:
             advance(job.lines.end)
         earlier = self._earlier()
         for _ in range(4):
-            contexts = self._contexts(earlier)
-            redo = [k for k, job in enumerate(jobs) if job.context != contexts[k]]
+            settled = self._settled(jobs, earlier)
+            redo = [k for k, job in enumerate(jobs) if job != settled[k]]
             if not redo:
                 self._sum_counts()
                 return
@@ -211,7 +211,7 @@ class WorkersRun:
                 for path in [*outcome.logs, outcome.results]:
                     if path is not None:
                         Path(path).unlink(missing_ok=True)
-                jobs[k] = dataclasses.replace(jobs[k], context=contexts[k])
+            jobs = settled
             futures = [self._submit(jobs[k]) for k in redo]
             for k, future in zip(redo, futures, strict=True):
                 self.outcomes[k] = _result(future)
@@ -240,31 +240,35 @@ class WorkersRun:
                 found.append(repeats)
         return found
 
-    def _contexts(self, earlier: list[dict[int, int]]) -> list[PartsContext]:
+    def _settled(
+        self, jobs: list[RangeJob], earlier: list[dict[int, int]]
+    ) -> list[RangeJob]:
+        """The jobs as the whole run's outcomes say they should have been."""
         presence = FieldPresence(READ_FIELDS[self.task])
         for outcome in self.outcomes:
             presence.found |= outcome.presence.found
             presence.keys |= outcome.presence.keys
         self.summary.warnings = presence.warnings(self.path)
-        warnings = [warning["message"] for warning in self.summary.warnings]
-        taken = set().union(*(outcome.line_like_ids for outcome in self.outcomes))
+        warnings = tuple(warning["message"] for warning in self.summary.warnings)
+        taken = frozenset().union(*(o.line_like_ids for o in self.outcomes))
         total = sum(len(outcome.summary.logs) for outcome in self.outcomes)
-        contexts: list[PartsContext] = []
+        settled = []
         first_index = 1
-        for outcome, repeats in zip(self.outcomes, earlier, strict=True):
+        for job, outcome, repeats in zip(jobs, self.outcomes, earlier, strict=True):
             not_scored = outcome.summary.not_scored
             unreadable = sum(not_scored[kind] for kind in LINE_ERRORS)
-            contexts.append(
-                PartsContext(
+            settled.append(
+                dataclasses.replace(
+                    job,
                     first_index=first_index,
                     count=total,
                     warnings=warnings,
-                    taken=taken if unreadable or repeats else set(),
+                    taken=taken if unreadable or repeats else frozenset(),
                     earlier=repeats,
                 )
             )
             first_index += len(outcome.summary.logs)
-        return contexts
+        return settled
 
     def finish(self) -> None:
         """Join the results in input order, name the logs, pool the metrics."""
