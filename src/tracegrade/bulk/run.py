@@ -453,15 +453,15 @@ class ScoreRun:
         # Summed as they come: `spooled` is read before every sample.
         part.waiting_bytes += 2 * len(shown) + _UNREADABLE_OVERHEAD
 
-    def _unreadable_samples(self, part: _Part, taken: set[str]) -> list[int | str]:
-        """Log the part's unreadable lines as unscored samples; the part's
-        sample ids in file order, each unreadable line's where it stood."""
-        read: list[int | str] = list(part.results.scores.sample_ids)
+    def _unreadable_samples(
+        self, part: _Part, taken: set[str]
+    ) -> list[tuple[int, str]]:
+        """Log the part's unreadable lines as unscored samples; where each
+        stands (how many samples came before it) and its id."""
+        placed: list[tuple[int, str]] = []
         if part.unreadable is None:
-            return read
+            return placed
         part.unreadable.seek(0)
-        sample_ids: list[int | str] = []
-        start = 0
         for row in part.unreadable:
             line, text, position, error = json.loads(row)
             # `line-N`, unless a real sample already has that id.
@@ -469,8 +469,7 @@ class ScoreRun:
             while sample_id in taken:
                 sample_id, suffix = f"line-{line}~{suffix}", suffix + 1
             taken.add(sample_id)
-            sample_ids += [*read[start:position], sample_id]
-            start = position
+            placed.append((position, sample_id))
             problem = Problem(**error)
             score = data_error(
                 error_info(problem.kind, "data", problem.field, problem.message),
@@ -494,6 +493,19 @@ class ScoreRun:
                 seconds=0.0,
             )
             self._add(part, parts, score)
+        return placed
+
+    @staticmethod
+    def _sample_ids(part: _Part, placed: list[tuple[int, str]]) -> list[int | str]:
+        """The part's sample ids in file order, each unreadable line's where
+        its line stood (made after the metrics: it holds every id)."""
+        read: list[Any] = part.results.scores.sample_ids
+        del read[len(read) - len(placed) :]
+        sample_ids: list[int | str] = []
+        start = 0
+        for position, sample_id in placed:
+            sample_ids += [*read[start:position], sample_id]
+            start = position
         return sample_ids + read[start:]
 
     def _finish_logs(self) -> None:
@@ -504,13 +516,13 @@ class ScoreRun:
         for part in parts:
             if part is not parts[-1]:
                 part.writer.resume()  # every part but the last was suspended
-            sample_ids = self._unreadable_samples(part, taken)
+            placed = self._unreadable_samples(part, taken)
             begun = perf_counter()
             results, reductions = part.results.results(part.samples)
             spec = self._spec(
                 part.eval_id,
                 part.task_id,
-                sample_ids=sample_ids,
+                sample_ids=self._sample_ids(part, placed),
                 part=(part.index, count) if count > 1 else None,
             )
             header = EvalLog(
