@@ -85,7 +85,7 @@ class _Part:
     unreadable: IO[bytes] | None = None
     unreadable_count: int = 0
     samples: int = 0
-    waiting_bytes: int = 0
+    # The samples' bytes, the unreadable lines' to come counted already.
     sample_bytes: int = 0
 
     def close(self) -> None:
@@ -389,8 +389,7 @@ class ScoreRun:
 
     def _current_part(self) -> _Part:
         part = self._parts[-1]
-        # The unreadable lines' samples, written at the end, count already.
-        spooled = part.sample_bytes + part.results.spooled + part.waiting_bytes
+        spooled = part.sample_bytes + part.results.spooled
         full = part.samples + part.unreadable_count >= self.job.max_samples_per_log or (
             self.job.log_format == "json" and spooled >= MAX_JSON_LOG_BYTES
         )
@@ -451,7 +450,7 @@ class ScoreRun:
         part.unreadable.write(json.dumps(record).encode("ascii") + b"\n")
         part.unreadable_count += 1
         # Summed as they come: `spooled` is read before every sample.
-        part.waiting_bytes += 2 * len(shown) + _UNREADABLE_OVERHEAD
+        part.sample_bytes += 2 * len(shown) + _UNREADABLE_OVERHEAD
 
     def _unreadable_samples(
         self, part: _Part, taken: set[str]
