@@ -1,7 +1,7 @@
 """What Ray adds to a test install and to the suite.
 
 The test extra includes `tracegrade[ray]` so that the Ray Data recipe is
-run (`tests/test_ray.py`). This measures what that costs a contributor:
+run (`tests/test_beyond_one_machine.py`). This measures what that costs a contributor:
 
 - the packages only Ray brings: the test extra resolved with and without
   `ray[data]` (`pip install --dry-run --report`), and the difference;
@@ -89,11 +89,19 @@ def site_packages_bytes(environment: Path) -> int:
 
 
 def ray_test_seconds(scratch: Path) -> dict[str, float]:
-    """tests/test_ray.py alone: its set-up (a local Ray) and its run."""
+    """The Ray test alone: its set-up (a local Ray) and its run."""
     junit = scratch / "ray.xml"
     subprocess.run(
         [
-            *(sys.executable, "-m", "pytest", "tests/test_ray.py", "-q", "-n", "0"),
+            *(
+                sys.executable,
+                "-m",
+                "pytest",
+                "tests/test_beyond_one_machine.py",
+                "-q",
+                "-n",
+                "0",
+            ),
             *("-p", "no:cacheprovider", f"--junitxml={junit}"),
             *("-o", "junit_duration_report=total"),
         ],
@@ -160,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(
         f"Ray adds {len(only_ray)} packages to the test install "
         f"({', '.join(only_ray)}): {result['install_seconds']} s to install, "
-        f"{result['installed_mib']} MiB on disk; tests/test_ray.py takes "
+        f"{result['installed_mib']} MiB on disk; its Ray test takes "
         f"{suite['seconds']} s ({suite['tests']} test, a local Ray started)."
     )
     if args.json:

@@ -176,8 +176,7 @@ def test_ranges_whose_json_logs_split_write_apart(
         workers.score_part(
             workers.RangeJob(
                 *("stage_diagnosis", str(path), str(tmp_path), "json", 75_000),
-                *("jsonl", lines, number, identity),
-                bulk_run.PartsContext(first_index=number, count=len(ranges)),
+                *("jsonl", lines, number, identity, number, len(ranges)),
             )
         )
         for number, lines in enumerate(ranges, start=1)

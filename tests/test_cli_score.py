@@ -1,12 +1,5 @@
-"""`tracegrade score`: JSON Lines results and a real Inspect log, in a stream.
-
-The central claim is that the log is indistinguishable in content from one
-`inspect eval` writes for the same file. So the same file is run through
-both, and everything is compared except what is specific to a run: ids
-and uuids, timestamps and durations, and the transcript (`events`, and
-the `attachments` that only events refer to), which `tracegrade score`
-does not write because no solver ran.
-"""
+"""`tracegrade score`: its log holds what `inspect eval` of the same file
+logs, but for what is specific to a run (ids, times, the transcript)."""
 
 from __future__ import annotations
 
@@ -468,15 +461,6 @@ def test_counts_read_as_integers(tmp_path: Path) -> None:
     assert re.search(r"stage_diagnosis retrieval\W+1\b", result.stdout)
     assert "e+" not in result.stdout, result.stdout
 
-    (info,) = list_eval_logs(str(tmp_path / "logs"))
-    log = read_eval_log(info.name, header_only=True)
-    assert log.status == "success" and log.results is not None
-    (eval_score,) = log.results.scores
-    # Inspect logs each metric as a number (`inspect eval` a float, which the
-    # viewer shows as 10001.0): the count itself, exactly.
-    assert eval_score.metrics["lucky_answers"].value == 10_001
-    assert eval_score.metrics["scored_runs"].value == 10_001
-
     small = write_lines(tmp_path / "one.jsonl", [{"id": "a", "input": lucky}])
     _, summary = score_file("stage_diagnosis", small, tmp_path / "small")
     metrics = summary["metrics"]["stage_diagnosis"]
@@ -500,15 +484,7 @@ def test_results_can_go_to_stdout_with_the_summary_on_stderr(tmp_path: Path) -> 
     both = run_score(
         "stage_diagnosis", path, "--log-dir", str(tmp_path), "--out", "-", "--json"
     )
-    assert both.exit_code == 2
-    onto_input = run_score(
-        "stage_diagnosis", path, "--log-dir", str(tmp_path), "--out", path
-    )
-    assert onto_input.exit_code == 2
-    assert json.loads(Path(path).read_text(encoding="utf-8").splitlines()[0]) == {
-        "id": "a",
-        "input": STAGE_OK,
-    }
+    assert both.exit_code == 2 and "both want stdout" in both.output
 
 
 def test_a_file_without_records_writes_no_log(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from tracegrade.importers.openinference import (
 )
 from tracegrade.importers.ragas import stream_ragas
 from tracegrade.labels import StaffLabels
-from tracegrade.lines import MALFORMED_JSON, NOT_AN_OBJECT, LineError, json_objects
+from tracegrade.lines import NOT_AN_OBJECT, LineError, json_objects
 
 READERS: dict[str, Callable[[str], Any]] = {
     "dataset": read_fixture_cases,
@@ -85,11 +85,3 @@ def test_objects_are_read_a_line_at_a_time(tmp_path: Path) -> None:
     with pytest.raises(LineError) as refused:
         next(read)
     assert (refused.value.line, refused.value.kind) == (4, NOT_AN_OBJECT)
-
-
-def test_a_line_that_is_not_json_is_malformed(tmp_path: Path) -> None:
-    path = tmp_path / "input.jsonl"
-    path.write_text("{\n")
-    with pytest.raises(LineError) as refused:
-        list(json_objects(path, "record", LineError))
-    assert refused.value.kind == MALFORMED_JSON

@@ -1,11 +1,5 @@
-"""Parquet on one machine: `tracegrade score --results-format parquet` and
-`tracegrade import ... --output-format parquet`.
-
-The Parquet results hold the same rows as the JSON Lines results of the
-same run (bad lines included), in `score_table`'s columns after `line`;
-imported Parquet records are the JSON Lines records as `score_table`
-reads them. Faults (a full disk) are in tests/faults/test_files.py.
-"""
+"""Parquet on one machine: `score --results-format parquet` holds the rows of
+its JSON Lines results, `import --output-format parquet` its records."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""Spark: the documented `mapInArrow` recipe, run on a local Spark.
-
-Not in the default `nox` run: pyspark is a large install, a local Spark
-would take a large share of the suite's time budget to start and run,
-and it needs Java 17. `nox -s spark`
-installs pyspark and runs this file; where pyspark is not installed (the
-`tests` session), it is skipped.
-"""
+"""Spark: the documented `mapInArrow` recipe on a local Spark, run by `nox -s
+spark` (pyspark is a large install and needs Java 17); skipped without it."""
 
 from __future__ import annotations
 

@@ -19,19 +19,11 @@ TASKS: Final = ("stage_diagnosis", "ordered_extraction")
 # Each task's key arguments and default columns: `X_key` names the column
 # the record field `X` is read from.
 KEYS: Final[Mapping[str, Mapping[str, str]]] = {
-    "stage_diagnosis": {
-        "id_key": "id",
-        "required_key": "required",
-        "context_key": "context",
-        "correct_key": "correct",
-        "steps_key": "steps",
-    },
-    "ordered_extraction": {
-        "id_key": "id",
-        "source_key": "source",
-        "answer_key": "answer",
-        "output_key": "output",
-    },
+    task: {f"{name}_key": name for name in fields.split()}
+    for task, fields in (
+        ("stage_diagnosis", "id required context correct steps"),
+        ("ordered_extraction", "id source answer output"),
+    )
 }
 
 # Without an id column ids are null; an extraction needs answer or output.
@@ -71,14 +63,11 @@ _RECORD_COLUMNS: Final = {
 
 
 class ScoreTableError(ValueError):
-    """A call `score_table` cannot score any row of: an unknown task or key
-    argument, a key that is no column name, a table of no tabular type, or a
-    table without a column the task reads."""
+    """A call `score_table` cannot score any row of (a bad task, key or table)."""
 
 
 def _types() -> dict[str, pa.DataType]:
-    """`lost`: where each missing ID was lost; `steps`: a pipeline's steps
-    as a record holds them (`tracegrade.core.steps`)."""
+    """`lost`: where each missing ID was lost; `steps`: a pipeline's steps."""
     import pyarrow as pa
 
     text, ids, count = pa.string(), pa.list_(pa.string()), pa.int64()
@@ -151,23 +140,18 @@ def score_table(table: Any, task: str = "stage_diagnosis", **keys: str) -> pa.Ta
     table = _as_arrow(table)
     names = set(table.schema.names)
     _check_columns(task, columns, names)
-    present = {field: column for field, column in columns.items() if column in names}
-    ids = _ids(table, present.pop("id", None))
-    values = {
-        field: table.column(column).to_pylist() for field, column in present.items()
-    }
+    present = {column: field for field, column in columns.items() if column in names}
+    ids = _ids(table, columns["id"] if present.pop(columns["id"], None) else None)
     # The score the recorded task gives a record: `tracegrade score`'s own.
     score_input = (
         stage_input_score if task == "stage_diagnosis" else extraction_input_score
     )
-    steps = task == "stage_diagnosis" and "steps" in present
+    steps = task == "stage_diagnosis" and "steps" in present.values()
     schema = result_schema(task, steps=steps)
     rows = []
-    for row in zip(*values.values(), strict=True) if values else [()] * table.num_rows:
+    for row in table.select(list(present)).to_pylist():
         record = {
-            field: value
-            for field, value in zip(values, row, strict=True)
-            if value is not None
+            present[column]: cell for column, cell in row.items() if cell is not None
         }
         if steps and type(record.get("steps")) is list:
             record["steps"] = [_absent_inputs(step) for step in record["steps"]]
@@ -238,9 +222,8 @@ def _check_task(task: object) -> None:
         raise ScoreTableError(f"task must be {' or '.join(TASKS)}, got {quote(task)}")
 
 
-def _columns(task: str, keys: Mapping[str, object]) -> dict[str, str]:
-    """The column of each record field, checked against the table's names
-    once it is read (`_as_arrow`)."""
+def _columns(task: str, keys: Mapping[str, Any]) -> dict[str, str]:
+    """The column of each record field (checked against the table later)."""
     taken = KEYS[task]
     for key, column in keys.items():
         if key not in taken:
@@ -248,23 +231,20 @@ def _columns(task: str, keys: Mapping[str, object]) -> dict[str, str]:
                 f"{task} takes no key argument {key}={quote(column)}; "
                 f"it takes {', '.join(taken)}"
             )
-    columns: dict[str, str] = {}
     named: dict[str, str] = {}
-    for key, default in taken.items():
-        column = keys.get(key, default)
+    for key, field in taken.items():
+        column = keys.get(key, field)
         if not isinstance(column, str) or not column:
             raise ScoreTableError(
                 f"{key} must be a column name, a non-empty string, got {quote(column)}"
             )
-        columns[key.removesuffix("_key")] = column
-    for field, column in columns.items():
         if column in named:
             raise ScoreTableError(
-                f"{field}_key and {named[column]}_key both name the column "
+                f"{key} and {named[column]}_key both name the column "
                 f"{quote(column)}; each field is read from a column of its own"
             )
         named[column] = field
-    return columns
+    return {field: column for column, field in named.items()}
 
 
 def _as_arrow(table: Any) -> pa.Table:
@@ -307,9 +287,8 @@ def _check_columns(task: str, columns: Mapping[str, str], names: set[str]) -> No
 
 
 def record_schema(task: str = "stage_diagnosis") -> pa.Schema:
-    """The columns of records as `score_table` reads them by default, and
-    as `tracegrade import --format parquet` writes them: `id`, then each
-    field of a record's `input`."""
+    """The columns of records as `score_table` reads them by default and
+    `tracegrade import --format parquet` writes them."""
     _check_task(task)
     return _schema(_RECORD_COLUMNS[task])
 
@@ -321,23 +300,20 @@ def records_table(records: Sequence[Mapping[str, Any]], task: str) -> pa.Table:
 
     schema = record_schema(task)
     names = schema.names[1:]
-    columns: dict[str, list[Any]] = {name: [] for name in schema.names}
     for record in records:
-        fields = record["input"]
-        for field in fields:
+        for field in record["input"]:
             if field not in names:
                 raise ScoreTableError(
                     f"record {quote(record['id'])} has a field {quote(field)}, "
                     f"which a {task} record table has no column for; its "
                     f"columns are {', '.join(names)}"
                 )
-        columns["id"].append(record["id"])
-        for name in names:
-            columns[name].append(fields.get(name))
+    rows = [{**record["input"], "id": record["id"]} for record in records]
     arrays = []
     for field in schema:
+        cells = [row.get(field.name) for row in rows]
         try:
-            arrays.append(pa.array(columns[field.name], field.type))
+            arrays.append(pa.array(cells, field.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError) as error:
             raise ScoreTableError(
                 f"the field {quote(field.name)} of some record is not "

@@ -1,11 +1,5 @@
-"""Out of memory: a fault of the machine is one line, and nothing is left.
-
-`ulimit -v` (RLIMIT_AS) set on a running `tracegrade score`, at the
-address space it has: its next mapping fails, and Python raises
-MemoryError (a worker's error is relayed as any is: test_workers.py). The
-run must stop with one line saying so, exit 2 like any fault of the
-machine, and leave no log and no results.
-"""
+"""Memory: out of it (RLIMIT_AS set on a running `score`), one line, exit 2
+and nothing left; a file of bad lines costs no more than a good one."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""The worker processes of a large run, hit the way they are hit in real runs.
-
-A large input is scored by spawned workers, a range of lines each
-(`bulk.workers`). A terminal's signals reach the whole group, and the
-workers leave them to the main process; a worker can be stopped, killed
-or find the disk full. Each way, the run ends in one line, with nothing
-under a final name and no worker left, within a bounded wait.
-"""
+"""A large run's workers signalled, stopped, killed or out of disk: the run
+ends in one line, nothing under a final name and no worker left."""
 
 from __future__ import annotations
 

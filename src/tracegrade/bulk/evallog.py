@@ -50,13 +50,12 @@ def _no_value(_: Any) -> None:
 
 
 def _json_bytes(value: Any, indent: int | None = None) -> bytes:
-    """Inspect's own serialisation (`to_json_safe`), unindented by default."""
     serialised: bytes = to_json_safe(value, indent=indent)
     return serialised
 
 
 def sample_json(data: Any, indent: int | None = None) -> bytes:
-    """`_json_bytes`, in one pass for data that is JSON-safe but for scores."""
+    """Inspect's `to_json_safe`, in one pass for data JSON-safe but for scores."""
     try:
         return to_json(data, indent=indent, exclude_none=True, fallback=_no_value)
     except PydanticSerializationError:
@@ -128,13 +127,6 @@ def _json_length_within(value: Any, limit: int) -> bool:
 
 def _utc_iso(value: str) -> str:
     """A timestamp as `UtcDatetimeStr` normalises it (Inspect's summaries do)."""
-    # `datetime.isoformat` of a UTC time is normal already.
-    if (
-        value.endswith("+00:00")
-        and value[10:11] == "T"
-        and (len(value) == 25 or (len(value) == 32 and value[20:26] != "000000"))
-    ):
-        return value
     moment = datetime.fromisoformat(value)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
@@ -142,17 +134,14 @@ def _utc_iso(value: str) -> str:
 
 
 def _thin_score(score: Mapping[str, Any] | Score) -> dict[str, Any]:
-    """The score a summary keeps; read field by field, since dumping it in
-    JSON mode would turn a NaN value (unscored) into null."""
+    """The score a summary keeps, read field by field: dumping it in JSON
+    mode would turn a NaN value (unscored) into null."""
     fields: Mapping[str, Any] = vars(score) if isinstance(score, Score) else score
     thinned: dict[str, Any] = {"value": fields["value"]}
-    for key in ("answer", "explanation"):
+    for key in ("answer", "explanation", "reason"):
         text = fields.get(key)
         if text is not None:
-            thinned[key] = _thin_text(text)
-    reason = fields.get("reason")
-    if reason is not None:
-        thinned["reason"] = _thin_text(reason) if isinstance(reason, str) else reason
+            thinned[key] = _thin_text(text) if isinstance(text, str) else text
     metadata = fields.get("metadata")
     if metadata is not None:
         thinned["metadata"] = _thin_metadata(metadata)
@@ -160,34 +149,24 @@ def _thin_score(score: Mapping[str, Any] | Score) -> dict[str, Any]:
     return thinned
 
 
-def _fast_summary_applies(sample: Mapping[str, Any]) -> bool:
-    target = sample.get("target", "")
-    return (
-        isinstance(sample["input"], str)
-        and (
-            isinstance(target, str)
-            or (isinstance(target, list) and all(isinstance(t, str) for t in target))
-        )
-        and isinstance(sample.get("metadata") or {}, dict)
-    )
-
-
 def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
-    """What `EvalSample.summary()` would give for this sample, serialised."""
-    if not _fast_summary_applies(sample):
+    """What `EvalSample.summary()` gives for this sample, serialised; mirrored
+    for speed where the input and target are text, as the replay tasks' are."""
+    target = sample.get("target", "")
+    if not (
+        isinstance(sample["input"], str)
+        and (isinstance(target, str) or all(isinstance(t, str) for t in target))
+        and isinstance(sample.get("metadata") or {}, dict)
+    ):
         validated = EvalSample.model_validate(dict(sample)).summary()
-        summary: dict[str, Any] = to_jsonable_python(
-            validated, exclude_none=True, fallback=_no_value
-        )
-        return summary
-    summary = {
+        return to_jsonable_python(validated, exclude_none=True, fallback=_no_value)  # type: ignore[no-any-return]
+    summary: dict[str, Any] = {
         "id": sample["id"],
         "epoch": sample["epoch"],
         "input": _truncate_text(sample["input"]),
     }
     if (choices := sample.get("choices")) is not None:
         summary["choices"] = choices
-    target = sample.get("target", "")
     summary["target"] = (
         _truncate_text(target)
         if isinstance(target, str)
@@ -202,9 +181,7 @@ def sample_summary(sample: Mapping[str, Any]) -> dict[str, Any]:
     summary["role_usage"] = sample.get("role_usage") or {}
     for key in _COPIED_BEFORE_ERROR:
         if (value := sample.get(key)) is not None:
-            summary[key] = (
-                _utc_iso(value) if key in ("started_at", "completed_at") else value
-            )
+            summary[key] = _utc_iso(value) if key.endswith("ed_at") else value
     if (error := sample.get("error")) is not None:
         summary["error"] = error["message"]
     if (limit := sample.get("limit")) is not None:
@@ -232,9 +209,8 @@ def _deflating_with_isal() -> Iterator[None]:
     stdlib = zipfile._get_compressor  # type: ignore[attr-defined]
 
     def compressor(compress_type: int, compresslevel: int | None = None) -> Any:
-        if compress_type == zipfile.ZIP_DEFLATED:
-            return isal_zlib.compressobj(DEFLATE_LEVEL, isal_zlib.DEFLATED, -15)
-        return stdlib(compress_type, compresslevel)
+        # The archive deflates every member.
+        return isal_zlib.compressobj(DEFLATE_LEVEL, isal_zlib.DEFLATED, -15)
 
     zipfile._get_compressor = compressor  # type: ignore[attr-defined]
     try:
@@ -252,9 +228,8 @@ class StreamedReductions:
 
 
 class EvalArchive:
-    """One `.eval` log, laid out as Inspect's `EvalRecorder` lays one out:
-    made with its header, `add_sample` per sample, then `complete`; only
-    `<name>.partial` is written (its caller publishes it), `abort` removes it."""
+    """One `.eval` log as Inspect's `EvalRecorder` lays one out, written only
+    as `<name>.partial` (its caller publishes it; `abort` removes it)."""
 
     def __init__(
         self,
@@ -308,12 +283,11 @@ class EvalArchive:
             self._flush_journal()
 
     def _flush_journal(self) -> None:
-        if not self._journal:
-            return
-        self._journal_files += 1
-        chunk = b"[" + b",".join(self._journal) + b"]"
-        self._journal.clear()
-        self._add(f"_journal/summaries/{self._journal_files}.json", chunk)
+        if self._journal:
+            self._journal_files += 1
+            chunk = b"[" + b",".join(self._journal) + b"]"
+            self._journal.clear()
+            self._add(f"_journal/summaries/{self._journal_files}.json", chunk)
 
     def _add(self, name: str, data: bytes) -> None:
         """What `ZipFile.writestr` writes, in one write: zipfile's own seeks
@@ -339,8 +313,7 @@ class EvalArchive:
         archive._didModify = True  # type: ignore[attr-defined]
 
     def _add_streamed(self, name: str, chunks: Iterable[bytes]) -> None:
-        """A member too large to hold, streamed with ZIP64 sizes, as
-        Inspect's recorder streams one."""
+        """A member too large to hold, streamed with ZIP64 sizes, as Inspect's."""
         assert self._zip is not None
         with (
             _deflating_with_isal(),
@@ -350,8 +323,8 @@ class EvalArchive:
                 member.write(chunk)
 
     def suspend(self) -> None:
-        """Write the journal and directory, and let go of zipfile's `ZipInfo`
-        per member, while other parts of the run are written."""
+        """Write the journal and directory, letting go of zipfile's `ZipInfo`
+        per member while other parts of the run are written."""
         assert self._zip is not None
         self._flush_journal()
         self._zip.close()
@@ -359,11 +332,10 @@ class EvalArchive:
         self._zip = None
 
     def resume(self) -> None:
-        """The directory is read back; the next member overwrites it."""
+        # The directory is read back; the next member overwrites it.
         self._zip = self._open_zip("a")
 
     def complete(self, header: EvalLog, reductions: StreamedReductions | None) -> None:
-        """Write the summaries, reductions and header; sync the partial file."""
         if self._zip is None:
             self.resume()
         summaries = self._summaries
@@ -385,9 +357,9 @@ class EvalArchive:
         self._file.close()
 
     def abort(self) -> None:
-        """Remove the partial file; safe to call again, and raises nothing on
-        a full disk or out of memory."""
-        # The file first: zipfile then writes no directory of what goes.
+        """Remove the partial file; safe to call again, raising nothing on a
+        full disk or out of memory. The file is closed first: zipfile then
+        writes no directory of what goes."""
         closing = [self._file.close]
         if self._zip is not None:
             closing.append(self._zip.close)
@@ -414,10 +386,7 @@ def _reductions_json(reductions: StreamedReductions | None) -> Iterator[bytes]:
 
 def _reductions_head(reductions: EvalSampleReductions) -> bytes:
     """A reduction serialised up to its samples' opening bracket."""
-    head = _json_bytes(reductions.model_copy(update={"samples": []}))
-    if not head.endswith(b"[]}"):
-        raise RuntimeError("Inspect's reductions did not serialise as expected")
-    return head[:-2]
+    return _json_bytes(reductions.model_copy(update={"samples": []}))[:-2]
 
 
 def _header(log: EvalLog) -> EvalLog:
@@ -456,14 +425,12 @@ class JsonLogWriter:
         self.spooled += len(sample)
 
     def suspend(self) -> None:
-        """Nothing to let go: a spool file and two arrays are all it holds."""
+        pass  # a spool file and two arrays are all it holds
 
     resume = suspend
 
     def complete(self, header: EvalLog, reductions: StreamedReductions | None) -> None:
         head = to_json_safe(header).rstrip()
-        if not head.endswith(b"}"):
-            raise RuntimeError("Inspect's log header did not serialise to an object")
         spool = self._spool
         spool.flush()
         # Inspect's writer sorts samples by (epoch, id); one epoch here.
@@ -481,11 +448,8 @@ class JsonLogWriter:
                     separator = b",\n"
                 out.write(b"\n  ]")
                 if reductions is not None:
-                    out.write(b',\n  "reductions": [\n')
-                    out.write(_reductions_head(reductions.head) + b"\n")
-                    for chunk in reductions.samples_json:
-                        out.write(chunk)
-                    out.write(b"\n]}\n  ]")
+                    out.write(b',\n  "reductions": ')
+                    out.writelines(_reductions_json(reductions))
                 out.write(b"\n}\n")
                 out.flush()
                 os.fsync(out.fileno())

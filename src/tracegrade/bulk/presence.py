@@ -45,20 +45,15 @@ class FieldPresence:
         from ..scorers.key_warnings import listed_keys
 
         keys = listed_keys(self.keys)
-
-        def either(name: str) -> str:
-            """`"answer" or "output"`: the field and the keys standing for it."""
-            stand_ins = (key for key, field in STANDS_FOR.items() if field == name)
-            return " or ".join(f'"{key}"' for key in (name, *stand_ins))
-
-        return [
-            {
-                "field": name,
-                "message": (
-                    f"no record of {path} has {either(name)} in its input (the "
+        warned = []
+        for name, without in self.fields.items():
+            if name not in self.found:
+                # The field and the keys standing for it: `"answer" or "output"`.
+                stand_ins = [key for key, field in STANDS_FOR.items() if field == name]
+                either = " or ".join(f'"{key}"' for key in (name, *stand_ins))
+                message = (
+                    f"no record of {path} has {either} in its input (the "
                     f"inputs' keys: {keys}); without it every run is {without}"
-                ),
-            }
-            for name, without in self.fields.items()
-            if name not in self.found
-        ]
+                )
+                warned.append({"field": name, "message": message})
+        return warned

@@ -1,6 +1,5 @@
 """One range of a `tracegrade score` run (the whole input, or a worker's
-lines): each line scored, added to its part log and its results line
-written; the logs left complete under `.partial` names, or removed by `abort`."""
+lines) scored into part logs left under `.partial` names, and its results."""
 
 from __future__ import annotations
 
@@ -22,7 +21,6 @@ from inspect_ai.log import (
     EvalConfig,
     EvalDataset,
     EvalLog,
-    EvalPlan,
     EvalResults,
     EvalSpec,
     EvalStats,
@@ -51,15 +49,10 @@ from ..lines import is_blank, read_lines
 from ..outputs import OutputError
 from ..report.runs import ExactSum
 from ..scorers.metrics import is_count
-from ..scorers.outcome import ErrorInfo, data_error
+from ..scorers.outcome import data_error, error_info
 from ..table import arrow_column, problem_cells, result_schema, score_cells
 from ..tasks.replay import replay, replayed_output
-from .evallog import (
-    EvalArchive,
-    JsonLogWriter,
-    sample_json,
-    sample_summary,
-)
+from .evallog import EvalArchive, JsonLogWriter, sample_json, sample_summary
 from .presence import READ_FIELDS, FieldPresence
 from .ranges import LineRange, read_range
 from .results import LightScores, RunResults
@@ -92,7 +85,7 @@ class _Part:
     unreadable: IO[bytes] | None = None
     unreadable_count: int = 0
     samples: int = 0
-    waiting_bytes: int = 0
+    # The samples' bytes, the unreadable lines' to come counted already.
     sample_bytes: int = 0
 
     def close(self) -> None:
@@ -111,15 +104,25 @@ class RunIdentity(NamedTuple):
     task_id: str  # the first log's, which its name holds
 
 
-@dataclass
-class PartsContext:
-    """What one range's logs say of the whole run (`bulk.workers`): known
-    only once every range is read, so guessed first and checked after."""
+@dataclass(frozen=True)
+class RangeJob:
+    """One range of a run (`lines` None: the whole input), as a worker is
+    handed it. What its logs say of the whole run (`first_index` on) is known
+    only once every range is read: guessed first, checked after (`bulk.workers`)."""
 
+    task: str
+    path: str
+    log_dir: str
+    log_format: str
+    max_samples_per_log: int
+    results_format: str
+    lines: LineRange | None
+    index: int
+    identity: RunIdentity
     first_index: int = 1
     count: int | None = None
-    warnings: list[str] = field(default_factory=list)
-    taken: set[str] = field(default_factory=set)
+    warnings: tuple[str, ...] = ()
+    taken: frozenset[str] = frozenset()
     earlier: dict[int, int] = field(default_factory=dict)
 
 
@@ -202,36 +205,27 @@ class ScoreSummary:
         }
 
 
-class ScoreRun:
-    """One range of a `score` run (`lines` None: the whole input), scored in
-    this process, its results rows written to `stream`."""
+@dataclass
+class RangeOutcome:
+    summary: ScoreSummary
+    presence: FieldPresence
+    timings: defaultdict[str, float]
+    scores: list[LightScores]
+    line_like_ids: set[str]
+    first_seen: list[tuple[bytes, int]]
 
-    def __init__(
-        self,
-        task: str,
-        path: str,
-        log_dir: str,
-        stream: IO[Any],
-        log_format: str,
-        max_samples_per_log: int,
-        *,
-        results_format: str,
-        identity: RunIdentity,
-        lines: LineRange | None = None,
-        context: PartsContext | None = None,
-    ) -> None:
-        self.task, self.path, self.log_dir = task, path, log_dir
-        self.log_format, self.max_samples_per_log = log_format, max_samples_per_log
-        self.stream, self.results_format = stream, results_format
-        self.lines, self.identity = lines, identity
-        self.context = context or PartsContext()
-        self.summary = ScoreSummary(task=task, path=path)
-        self.bulk_task = TASKS[task]
+
+class ScoreRun:
+    """One range of a `score` run, scored in this process, its results rows
+    written to `stream`."""
+
+    def __init__(self, job: RangeJob, stream: IO[Any]) -> None:
+        self.job, self.stream = job, stream
+        self.summary = ScoreSummary(task=job.task, path=job.path)
+        self.bulk_task = TASKS[job.task]
         self.timings: defaultdict[str, float] = defaultdict(float)
-        self.presence = FieldPresence(READ_FIELDS[task])
+        self.presence = FieldPresence(READ_FIELDS[job.task])
         self.warnings: list[str] = []
-        # Each part log's scores, for metrics pooled with other ranges'.
-        self.scores: list[LightScores] = []
         self.first_seen: list[tuple[bytes, int]] = []
         self.line_like_ids: set[str] = set()
         self._parts: list[_Part] = []
@@ -243,37 +237,40 @@ class ScoreRun:
         self.inspect_scorer = self.bulk_task.make_scorer()
         self.scorer_name = registry_unqualified_name(self.inspect_scorer)
         self.task_name = registry_info(self.bulk_task.task).name
-        self.run_id, self.created, self.base, first_task_id = self.identity
         self._templates = SampleTemplates.make()
+        # `internal=True` is how Inspect itself wraps a task's solver.
+        self.plan = plan_to_eval_plan(Plan([replay()], internal=True), GenerateConfig())
+        first_task_id = self.job.identity.task_id
         try:
-            self._new_part(first_task_id if self.context.first_index == 1 else None)
+            self._new_part(first_task_id if self.job.first_index == 1 else None)
         except OSError as error:
             raise OutputError(
-                f"cannot write into --log-dir {self.log_dir!r} ({error.strerror})"
+                f"cannot write into --log-dir {self.job.log_dir!r} ({error.strerror})"
             ) from None
         self.scorer = LineScorer(
-            self.bulk_task, self.path, DiskIds(), self.timings, self.context.earlier
+            self.bulk_task, self.job.path, DiskIds(), self.timings, self.job.earlier
         )
-        if self.results_format == "parquet":
-            self.parquet = ParquetResults(self.stream, self.task)
+        if self.job.results_format == "parquet":
+            self.parquet = ParquetResults(self.stream, self.job.task)
 
     def score_lines(self, advance: Callable[[int | None], None]) -> None:
         """Score every line; `advance` is told the bytes read so far (None
         from a pipe), for a progress bar."""
-        summary = self.summary
-        if self.lines is None:
-            lines = read_lines(self.path)
-        else:
-            lines = read_range(self.path, self.lines)
+        job, summary = self.job, self.summary
+        lines = (
+            read_lines(job.path)
+            if job.lines is None
+            else read_range(job.path, job.lines)
+        )
         for raw in lines:
             self.last_line = raw.number
             summary.lines += 1
             advance(raw.bytes_read)
             if is_blank(raw.text):
                 summary.blank += 1
-                continue
-            summary.records += 1
-            self._score_line(raw.number, raw.text)
+            else:
+                summary.records += 1
+                self._score_line(raw.number, raw.text)
 
     def _score_line(self, number: int, text: str) -> None:
         started_at = _now()
@@ -296,11 +293,10 @@ class ScoreRun:
         else:
             summary.not_scored[problem.kind] += 1
             summary.line_errors += problem.kind in LINE_ERRORS
-        if score is not None:
-            metadata = score.metadata or {}
-            for name in ("recall", "precision"):
-                if (figure := metadata.get(name)) is not None:
-                    getattr(summary, name).add(figure)
+        metadata = {} if score is None else score.metadata or {}
+        for name in ("recall", "precision"):
+            if (figure := metadata.get(name)) is not None:
+                getattr(summary, name).add(figure)
         writing = perf_counter()
         self._write_result(number, sample_id, score, problem)
         self.timings["jsonl"] += perf_counter() - writing
@@ -313,15 +309,16 @@ class ScoreRun:
         problem: Problem | None,
     ) -> None:
         """The line's row of results: a scored record's, or a problem's."""
+        task = self.job.task
         if self.parquet is not None:
             # Every stage row has `lost`: the columns are fixed before the
             # first record shows whether any has steps.
-            steps = self.task == "stage_diagnosis"
+            steps = task == "stage_diagnosis"
             if score is not None:
-                cells = score_cells(self.task, score, steps=steps)
+                cells = score_cells(task, score, steps=steps)
             else:
                 assert problem is not None
-                cells = problem_cells(self.task, problem.as_json(), steps=steps)
+                cells = problem_cells(task, problem.as_json(), steps=steps)
             self.parquet.add(line, sample_id, cells)
             return
         if score is not None:
@@ -347,50 +344,54 @@ class ScoreRun:
         if self.parquet is not None:
             self.parquet.close()
         self.stream.flush()
-        whole = self.lines is None
+        whole = self.job.lines is None
         if not whole:
             self.first_seen = self.scorer.seen.first_seen()
         self.scorer.seen.close()
-        self.summary.warnings = self.presence.warnings(self.path)
+        self.summary.warnings = self.presence.warnings(self.job.path)
         if whole:
             self.warnings = [warning["message"] for warning in self.summary.warnings]
         else:
-            self.warnings = self.context.warnings
+            self.warnings = list(self.job.warnings)
         try:
             self._finish_logs()
         except OSError as error:
             raise self._naming_the_logs(error) from None
 
+    def outcome(self) -> RangeOutcome:
+        scores = [part.results.scores for part in self._parts]
+        return RangeOutcome(
+            *(self.summary, self.presence, self.timings, scores),
+            *(self.line_like_ids, self.first_seen),
+        )
+
     def _new_part(self, task_id: str | None = None) -> _Part:
         if self._parts:
             self._parts[-1].writer.suspend()
-        index = self.context.first_index + len(self._parts)
+        job = self.job
+        index = self.job.first_index + len(self._parts)
         eval_id, task_id = uuid(), task_id or uuid()
-        results = RunResults(self.inspect_scorer, self.scorer_name, str(self.log_dir))
+        results = RunResults(self.inspect_scorer, self.scorer_name, job.log_dir)
         # The eval's id too: a range's guessed index may be taken.
-        working = self.base.with_name(
-            f"{self.base.name}-part{index}-{eval_id}.{self.log_format}"
-        )
+        base = job.identity.base
+        working = base.with_name(f"{base.name}-part{index}-{eval_id}.{job.log_format}")
         writer: EvalArchive | JsonLogWriter
         try:
-            if self.log_format == "json":
+            if job.log_format == "json":
                 writer = JsonLogWriter(working)
             else:
-                spec = self._spec(eval_id, task_id)
-                writer = EvalArchive(working, spec, self._plan())
+                writer = EvalArchive(working, self._spec(eval_id, task_id), self.plan)
         except BaseException:
             results.close()
             raise
-        part = _Part(index, eval_id, task_id, writer, results)
-        self._parts.append(part)
-        return part
+        self._parts.append(_Part(index, eval_id, task_id, writer, results))
+        return self._parts[-1]
 
     def _current_part(self) -> _Part:
         part = self._parts[-1]
-        # The unreadable lines' samples, written at the end, count already.
-        spooled = part.sample_bytes + part.results.spooled + part.waiting_bytes
-        full = part.samples + part.unreadable_count >= self.max_samples_per_log or (
-            self.log_format == "json" and spooled >= MAX_JSON_LOG_BYTES
+        spooled = part.sample_bytes + part.results.spooled
+        full = part.samples + part.unreadable_count >= self.job.max_samples_per_log or (
+            self.job.log_format == "json" and spooled >= MAX_JSON_LOG_BYTES
         )
         return self._new_part() if full else part
 
@@ -443,13 +444,13 @@ class ScoreRun:
             shown = shown[:UNREADABLE_INPUT_LIMIT] + "..."
         part = self._current_part()
         if part.unreadable is None:
-            part.unreadable = tempfile.TemporaryFile(dir=self.log_dir)  # noqa: SIM115
+            part.unreadable = tempfile.TemporaryFile(dir=self.job.log_dir)  # noqa: SIM115
         # ensure_ascii: a lone surrogate is escaped, and read back as is.
         record = [line, shown, part.samples, problem.as_json()]
         part.unreadable.write(json.dumps(record).encode("ascii") + b"\n")
         part.unreadable_count += 1
         # Summed as they come: `spooled` is read before every sample.
-        part.waiting_bytes += 2 * len(shown) + _UNREADABLE_OVERHEAD
+        part.sample_bytes += 2 * len(shown) + _UNREADABLE_OVERHEAD
 
     def _unreadable_samples(
         self, part: _Part, taken: set[str]
@@ -470,12 +471,7 @@ class ScoreRun:
             placed.append((position, sample_id))
             problem = Problem(**error)
             score = data_error(
-                ErrorInfo(
-                    kind=problem.kind,
-                    side="data",
-                    field=problem.field,
-                    message=problem.message,
-                ),
+                error_info(problem.kind, "data", problem.field, problem.message),
                 answer="",
                 explanation=unreadable_explanation(line, problem),
                 result=None,
@@ -498,55 +494,50 @@ class ScoreRun:
             self._add(part, parts, score)
         return placed
 
-    def _finish_logs(self) -> None:
-        parts = self._parts
-        count = self.context.count or len(parts)
-        # The only real ids an unreadable line's `line-N` can meet.
-        taken = self.line_like_ids | self.context.taken
-        for part in parts:
-            if part is not parts[-1]:
-                part.writer.resume()  # every part but the last was suspended
-            placed = self._unreadable_samples(part, taken)
-            begun = perf_counter()
-            results, reductions = part.results.results(part.samples)
-            header = EvalLog(
-                version=2,
-                status="success",
-                eval=self._spec(
-                    part.eval_id,
-                    part.task_id,
-                    sample_ids=self._sample_ids(part, placed),
-                    part=(part.index, count) if count > 1 else None,
-                ),
-                plan=self._plan(),
-                results=results,
-                stats=EvalStats(started_at=self.created, completed_at=iso_now()),
-            )
-            part.writer.complete(header, reductions)
-            part.close()
-            self.timings["write"] += perf_counter() - begun
-        self.scores = [part.results.scores for part in parts]
-        self.summary.logs = [str(part.writer.partial) for part in parts]
-
-    def _plan(self) -> EvalPlan:
-        # `internal=True` is how Inspect itself wraps a task's solver.
-        plan: EvalPlan = plan_to_eval_plan(
-            Plan([replay()], internal=True), GenerateConfig()
-        )
-        return plan
-
     @staticmethod
     def _sample_ids(part: _Part, placed: list[tuple[int, str]]) -> list[int | str]:
         """The part's sample ids in file order, each unreadable line's where
-        its line stood."""
-        read = part.results.scores.sample_ids
-        read = read[: len(read) - len(placed)]
+        its line stood (made after the metrics: it holds every id)."""
+        read: list[Any] = part.results.scores.sample_ids
+        del read[len(read) - len(placed) :]
         sample_ids: list[int | str] = []
         start = 0
         for position, sample_id in placed:
             sample_ids += [*read[start:position], sample_id]
             start = position
         return sample_ids + read[start:]
+
+    def _finish_logs(self) -> None:
+        parts = self._parts
+        count = self.job.count or len(parts)
+        # The only real ids an unreadable line's `line-N` can meet.
+        taken = self.line_like_ids | self.job.taken
+        for part in parts:
+            if part is not parts[-1]:
+                part.writer.resume()  # every part but the last was suspended
+            placed = self._unreadable_samples(part, taken)
+            begun = perf_counter()
+            results, reductions = part.results.results(part.samples)
+            spec = self._spec(
+                part.eval_id,
+                part.task_id,
+                sample_ids=self._sample_ids(part, placed),
+                part=(part.index, count) if count > 1 else None,
+            )
+            header = EvalLog(
+                version=2,
+                status="success",
+                eval=spec,
+                plan=self.plan,
+                results=results,
+                stats=EvalStats(
+                    started_at=self.job.identity.created, completed_at=iso_now()
+                ),
+            )
+            part.writer.complete(header, reductions)
+            part.close()
+            self.timings["write"] += perf_counter() - begun
+        self.summary.logs = [str(part.writer.partial) for part in parts]
 
     def _spec(
         self,
@@ -561,21 +552,22 @@ class ScoreRun:
             metadata["tracegrade_part"] = {"index": part[0], "count": part[1]}
         if self.warnings:
             metadata["tracegrade_warnings"] = list(self.warnings)
+        path = self.job.path
         return EvalSpec(
             eval_id=eval_id,
-            run_id=self.run_id,
-            created=self.created,
+            run_id=self.job.identity.run_id,
+            created=self.job.identity.created,
             task=self.task_name,
             task_id=task_id,
             task_version=0,
             task_display_name=registry_unqualified_name(self.bulk_task.task),
             task_registry_name=self.task_name,
             task_attribs={},
-            task_args={"dataset": self.path},
-            task_args_passed={"dataset": self.path},
+            task_args={"dataset": path},
+            task_args_passed={"dataset": path},
             dataset=EvalDataset(
                 name=self.bulk_task.name,
-                location=cwd_relative_path(self.path),
+                location=cwd_relative_path(path),
                 samples=None if sample_ids is None else len(sample_ids),
                 sample_ids=sample_ids,
                 shuffled=False,
@@ -590,25 +582,22 @@ class ScoreRun:
             metadata=metadata or None,
         )
 
-    def _abort_logs(self) -> None:
-        for part in self._parts:
-            part.close()
-            with contextlib.suppress(OSError):
-                part.writer.abort()
-
     def _naming_the_logs(self, error: OSError) -> OSError:
         """`error` naming the log directory (where the logs and their spools
         are written), if it names no file."""
         if error.filename is not None:
             return error
-        return OSError(error.errno, error.strerror, self.log_dir)
+        return OSError(error.errno, error.strerror, self.job.log_dir)
 
     def abort(self) -> None:
         """Remove the logs begun (what cannot be, its caller's abort finds
         by name); never raises."""
         if self.parquet is not None:
             self.parquet.abandon()
-        self._abort_logs()
+        for part in self._parts:
+            part.close()
+            with contextlib.suppress(OSError):
+                part.writer.abort()
 
 
 def results_file_schema(task: str) -> pa.Schema:

@@ -81,33 +81,26 @@ def _extraction_scorer() -> Scorer:
 
 
 TASKS: dict[str, BulkTask] = {
-    "stage_diagnosis": BulkTask(
-        "stage_diagnosis",
-        stage_diagnosis,
-        stage_diagnosis_scorer,
-        None,
-        STAGE_READ_FROM,
-        stage_input_score,
-    ),
-    "ordered_extraction": BulkTask(
-        "ordered_extraction",
-        ordered_extraction_recorded,
-        _extraction_scorer,
-        "source",
-        EXTRACTION_READ_FROM,
-        extraction_input_score,
-    ),
+    task.name: task
+    for task in (
+        BulkTask(
+            *("stage_diagnosis", stage_diagnosis, stage_diagnosis_scorer, None),
+            *(STAGE_READ_FROM, stage_input_score),
+        ),
+        BulkTask(
+            *("ordered_extraction", ordered_extraction_recorded, _extraction_scorer),
+            *("source", EXTRACTION_READ_FROM, extraction_input_score),
+        ),
+    )
 }
 
 
 def replayed_store(record_input: dict[str, Any]) -> dict[str, Any]:
     """The sample store after the replay solver: context and steps."""
-    store: dict[str, Any] = {}
-    if "context" in record_input:
-        store[context_store_key()] = record_input["context"]
-    if "steps" in record_input:
-        store[steps_store_key()] = record_input["steps"]
-    return store
+    keys = {"context": context_store_key(), "steps": steps_store_key()}
+    return {
+        key: record_input[name] for name, key in keys.items() if name in record_input
+    }
 
 
 class DiskIds:
@@ -127,22 +120,20 @@ class DiskIds:
 
     def first_line(self, sample_id: str, line: int) -> int | None:
         """The line `sample_id` was first seen on, or None (and remember it)."""
-        digest = hashlib.blake2b(
-            sample_id.encode("utf-8", "surrogatepass"), digest_size=16
-        ).digest()
-        return self.first_line_of(digest, line)
+        encoded = sample_id.encode("utf-8", "surrogatepass")
+        return self.first_line_of(
+            hashlib.blake2b(encoded, digest_size=16).digest(), line
+        )
 
     def first_line_of(self, digest: bytes, line: int) -> int | None:
-        inserted = self._db.execute(
-            "INSERT OR IGNORE INTO seen VALUES (?, ?)", (digest, line)
-        )
-        if inserted.rowcount == 1:
+        insert = "INSERT OR IGNORE INTO seen VALUES (?, ?)"
+        if self._db.execute(insert, (digest, line)).rowcount == 1:
             return None
         query = "SELECT line FROM seen WHERE digest = ?"
         return int(self._db.execute(query, (digest,)).fetchone()[0])
 
     def first_seen(self) -> list[tuple[bytes, int]]:
-        """Every id's digest and the line it was first seen on, in line order."""
+        """Every id's digest and the line first seen on, in line order."""
         rows = self._db.execute("SELECT digest, line FROM seen ORDER BY line")
         return [(bytes(digest), int(line)) for digest, line in rows]
 
@@ -172,11 +163,11 @@ class LineScorer:
         try:
             case = parse_case_line(self.path, number, text)
         except DatasetError as error:
-            self.timings["parse"] += perf_counter() - started
             assert error.kind is not None
-            problem = Problem(error.kind, "data", "line", error.problem)
-            return ScoredLine(number, error.sample_id, None, None, problem)
-        self.timings["parse"] += perf_counter() - started
+            unreadable = Problem(error.kind, "data", "line", error.problem)
+            return ScoredLine(number, error.sample_id, None, None, unreadable)
+        finally:
+            self.timings["parse"] += perf_counter() - started
         first = self.earlier.get(number)
         if first is not None:  # later lines of this id name that line too
             self.seen.first_line(case.id, first)
@@ -187,14 +178,11 @@ class LineScorer:
                 f"sample id {quote(case.id)} is already used on line {first}; "
                 "sample ids must be unique"
             )
-            problem = Problem(DUPLICATE_SAMPLE_ID, "data", "id", message, first)
-            return ScoredLine(number, case.id, None, None, problem)
+            duplicate = Problem(DUPLICATE_SAMPLE_ID, "data", "id", message, first)
+            return ScoredLine(number, case.id, None, None, duplicate)
         started = perf_counter()
         score = self.task.score_input(case.input)
         self.timings["score"] += perf_counter() - started
         recorded = (score.metadata or {}).get("error")
-        if recorded is None:
-            return ScoredLine(number, case.id, case, score, None)
-        keys = ("kind", "side", "field", "message")
-        problem = Problem(*(recorded[key] for key in keys))
+        problem = None if recorded is None else Problem(**recorded)
         return ScoredLine(number, case.id, case, score, problem)

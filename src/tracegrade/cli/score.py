@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -142,14 +143,8 @@ def score(
     from ..bulk.workers import score_run
 
     log_dir = _make_log_dir(log_dir)
-
     run = score_run(
-        task,
-        path,
-        log_dir,
-        out,
-        log_format,
-        max_samples_per_log,
+        *(task, path, log_dir, out, log_format, max_samples_per_log),
         replace=force,
         results_format=results_format,
         workers=workers,
@@ -210,24 +205,20 @@ def _stop(run: WorkersRun, error: BaseException) -> None:
     described = fault(error)
     if described is None:
         return  # a bug: the traceback is the report
-    reason, exit_code = described
+    what = "no log or results were written"
     if kept:
         what = "left unfinished: " + ", ".join(kept) + " (remove them)"
     elif isinstance(error, OutputAppeared):
         what = "no log was written"  # the results are kept, as it says
-    else:
-        what = "no log or results were written"
     if run.results_path == "-" and run.last_line:
         what += "; the results already written to stdout are incomplete"
+    where = ""
     if run.finishing:
         where = f", writing the log of all {run.summary.records:,} records"
     elif run.last_line:
         where = f", at line {run.last_line:,} of {run.path}"
-    else:
-        where = ""
-    raise CommandStopped(
-        f"tracegrade score: {reason}{where}; {what}", exit_code
-    ) from None
+    message = f"tracegrade score: {described[0]}{where}; {what}"
+    raise CommandStopped(message, described[1]) from None
 
 
 def _report(
@@ -241,9 +232,8 @@ def _report(
     from rich.markup import escape
 
     console = Console(stderr=to_stderr, highlight=False)
-    console.print(
-        f"Scored {summary.path} for {summary.task}:", markup=False, soft_wrap=True
-    )
+    plain = functools.partial(console.print, markup=False, soft_wrap=True)
+    plain(f"Scored {summary.path} for {summary.task}:")
     failures = sorted(summary.answer_failures.items())
     rows: list[tuple[str, int | str]] = [
         ("lines read", summary.lines),
@@ -257,30 +247,31 @@ def _report(
     for score_name, values in summary.metrics.items():
         for metric_name, value in values.items():
             # A count stays an int: 18,610, never 1.861e+04.
-            shown = "-" if value is None else value
-            if isinstance(shown, float):
-                shown = f"{shown:.4g}"
+            shown: int | str = "-"
+            if isinstance(value, float):
+                shown = f"{value:.4g}"
+            elif value is not None:
+                shown = value
             rows.append((f"{score_name} {metric_name}", shown))
     for name, figure in (("recall", summary.recall), ("precision", summary.precision)):
         if figure.count:
-            mean = figure.mean(figure.count)
-            shown = f"{mean:.4g} over {figure.count:,} runs"
-            rows.append((f"context {name}, labelled or not", shown))
+            mean = f"{figure.mean(figure.count):.4g} over {figure.count:,} runs"
+            rows.append((f"context {name}, labelled or not", mean))
     rate = summary.records / summary.seconds if summary.seconds else 0.0
     rows.append(("seconds", f"{summary.seconds:.2f} ({rate:,.0f} records/s)"))
     console.print(count_table(rows))
     if len(summary.logs) == 1:
-        console.print(f"Log: {summary.logs[0]}", markup=False, soft_wrap=True)
+        plain(f"Log: {summary.logs[0]}")
     elif summary.logs:
-        console.print(
+        plain(
             f"Logs: {len(summary.logs)} parts of one run, each small enough "
             "for `inspect view` to list (tracegrade report pools them):",
-            markup=False,
+            soft_wrap=False,
         )
         for location in summary.logs:
-            console.print(f"  {location}", markup=False, soft_wrap=True)
+            plain(f"  {location}")
     if summary.logs:
-        console.print(f"Results: {summary.results}", markup=False, soft_wrap=True)
+        plain(f"Results: {summary.results}")
     for warning in summary.warnings:
         console.print(f"[yellow]warning:[/yellow] {escape(warning['message'])}")
     if summary.records == 0:
