@@ -1,6 +1,5 @@
-"""OpenInference spans (OTLP JSON) as stage-diagnosis records, one per trace, joined
-to a gold file by a key attribute. The file is read once into an unnamed spool, so
-memory holds one trace (docs/import-openinference.md)."""
+"""OpenInference traces (OTLP JSON Lines) as stage-diagnosis records, one per trace,
+read once into an unnamed spool so memory holds one trace."""
 
 from __future__ import annotations
 
@@ -47,24 +46,15 @@ _DIGITS = re.compile(r"[+-]?[0-9]+")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _URL_SAFE = str.maketrans("-_", "+/")
 _FLAT = re.compile(r"(0|[1-9][0-9]{0,19})\.document\.(.+)")  # after "NAME."
-# AnyValue's scalar kinds other than text and integers: how each is read, and
-# what a value that is not one is called.
-_SCALARS: dict[str, tuple[Any, str]] = {
-    "boolValue": (lambda v: v if type(v) is bool else None, "is not true or false"),
-    "doubleValue": (
-        lambda v: (
-            float(v)
-            if type(v) in (int, float) or v in ("NaN", "Infinity", "-Infinity")
-            else None
-        ),
-        "is not a number",
-    ),
-    "bytesValue": (lambda v: base64.b64decode(v, validate=True), "is not base64"),
-}
 _VALUE_KINDS = (
     *("stringValue", "boolValue", "intValue", "doubleValue"),
     *("arrayValue", "kvlistValue", "bytesValue"),
 )
+_UNREAD = {
+    "boolValue": "is not true or false",
+    "doubleValue": "is not a number",
+    "bytesValue": "is not base64",
+}
 
 Key = str | int
 Documents = list[tuple[str, str | None]]  # each document's id and content
@@ -92,24 +82,23 @@ def _surrogate(value: str) -> str:
     return f"{quote(value, 80)} holds a lone surrogate, which no log can hold"
 
 
-class _Line:
+class _Line(NamedTuple):
     """One line of a JSON Lines file, whose fields are refused by their path."""
 
-    def __init__(self, path: str, number: int) -> None:
-        self.path, self.number = path, number
+    path: str
+    number: int
 
     def refuse(self, where: str, problem: str) -> InputFileError:
         prefix = f"{where}: " if where else ""
         return InputFileError(self.path, self.number, prefix + problem, field=where)
 
-    def items(self, where: str, parent: Any, name: str) -> Iterator[tuple[str, Any]]:
+    def items(self, where: str, parent: Any, name: str) -> list[tuple[str, Any]]:
         """Repeated field `name`'s items with their paths; absent is empty."""
         at = f"{where}.{name}" if where else name
         value = self.object(where, parent).get(name)
         if value is not None and type(value) is not list:
             raise self.refuse(at, f"must be a JSON array, got {quote(value, 80)}")
-        for n, item in enumerate(value or []):
-            yield f"{at}[{n}]", item
+        return [(f"{at}[{n}]", item) for n, item in enumerate(value or [])]
 
     def object(self, where: str, value: Any) -> dict[str, Any]:
         if type(value) is not dict:
@@ -175,11 +164,16 @@ class _Line:
         if kind == "arrayValue":
             values = self.items(where, inner, "values")
             return [self.any_value(at, item) for at, item in values]
-        read, form = _SCALARS[kind]
-        with suppress(binascii.Error, ValueError, TypeError):
-            if (scalar := read(inner)) is not None:
-                return scalar
-        raise self.refuse(where, f"{quote(inner, 80)} {form}")
+        if kind == "boolValue" and type(inner) is bool:
+            return inner
+        if kind == "doubleValue" and (
+            type(inner) in (int, float) or inner in ("NaN", "Infinity", "-Infinity")
+        ):
+            return float(inner)
+        if kind == "bytesValue":
+            with suppress(binascii.Error, ValueError, TypeError):
+                return base64.b64decode(inner, validate=True)
+        raise self.refuse(where, f"{quote(inner, 80)} {_UNREAD[kind]}")
 
     def attributes(
         self, where: str, parent: Any, name: str = "attributes"
@@ -196,8 +190,8 @@ class _Line:
             paths[key] = path
         return attributes, paths
 
-    def spans(self, request: dict[str, Any], order: int) -> list[Span]:
-        """The spans of one ExportTraceServiceRequest, numbered from `order`."""
+    def spans(self, request: dict[str, Any]) -> list[Span]:
+        """The spans of one ExportTraceServiceRequest."""
         if "resourceSpans" not in request:
             other = [n for n in ("resourceMetrics", "resourceLogs") if n in request]
             raise self.refuse(
@@ -208,14 +202,14 @@ class _Line:
                 else "no resourceSpans: not an OTLP JSON trace export "
                 "(ExportTraceServiceRequest)",
             )
-        found: list[Span] = []
-        for r, resource in self.items("", request, "resourceSpans"):
-            for s, scope in self.items(r, resource, "scopeSpans"):
-                for at, span in self.items(s, scope, "spans"):
-                    found.append(self.span(at, span, order + len(found)))
-        return found
+        return [
+            self.span(at, span)
+            for r, resource in self.items("", request, "resourceSpans")
+            for s, scope in self.items(r, resource, "scopeSpans")
+            for at, span in self.items(s, scope, "spans")
+        ]
 
-    def span(self, where: str, span: Any, order: int) -> Span:
+    def span(self, where: str, span: Any) -> Span:
         attributes, paths = self.attributes(where, span)
         parent = span.get("parentSpanId", "")
         read = Span(
@@ -228,7 +222,7 @@ class _Line:
             self.integer(
                 f"{where}.startTimeUnixNano", span.get("startTimeUnixNano", 0)
             ),
-            *(order, self, where, attributes, paths),
+            *(self, where, attributes, paths),
         )
         # A retriever missed would read as one that found nothing: refused.
         upper = read.kind.upper() if isinstance(read.kind, str) else None
@@ -249,7 +243,6 @@ class Span:
     parent_id: str | None
     name: str
     start: int
-    order: int
     line: _Line
     where: str
     attributes: dict[str, Any]
@@ -290,11 +283,12 @@ class Span:
 
     def documents(self, in_metadata: str | None) -> Documents:
         """The step's documents: `NAME.N.document.*` attributes, or one array."""
-        name, kind, span = DOCUMENTS[self.kind], self.kind, quote(self.span_id)
+        name = DOCUMENTS[self.kind]
         flat = [key for key in self.attributes if key.startswith(f"{name}.")]
         if name in self.attributes and flat:
-            problem = f"{kind} span {span} gives its documents twice: as {name} "
-            raise self.refuse(name, problem + f"and as {name}.N.document.* attributes")
+            problem = f"{self.kind} span {quote(self.span_id)} gives its documents "
+            problem += f"twice: as {name} and as {name}.N.document.* attributes"
+            raise self.refuse(name, problem)
         if name in self.attributes:
             return self._document_list(name)
         fields: dict[int, dict[str, str]] = {}
@@ -303,34 +297,38 @@ class Span:
                 problem = f"attribute {quote(key)} is not {name}.N.document.FIELD, N "
                 raise self.refuse(key, problem + "an index without leading zeros")
             fields.setdefault(int(found[1]), {})[found[2]] = key
-        documents = []
-        for index, keys in sorted(fields.items()):
-            if "id" in keys:
-                document = self.document_id(keys["id"], self.attributes[keys["id"]])
-            elif in_metadata is not None and "metadata" in keys:
-                # LangChain's instrumentor records no document.id.
-                value = self.attributes[keys["metadata"]]
-                if isinstance(value, str):
-                    with suppress(ValueError):
-                        value = strict_json_loads(value)
-                if type(value) is not dict or in_metadata not in value:
-                    raise self.refuse(
-                        keys["metadata"],
-                        f"{keys['metadata']} holds no {quote(in_metadata)} and the "
-                        "document has no document.id, so what the span returned "
-                        "is unknown",
-                    )
-                document = self.document_id(keys["metadata"], value[in_metadata])
-            else:
-                raise self.refuse(
-                    next(iter(keys.values())),
-                    f"document {index} of {kind} span {span} has no "
-                    f"{name}.{index}.document.id, so what it returned is unknown "
-                    "(--id-in-metadata KEY reads it from its metadata)",
-                )
-            content = keys.get("content") and self.text(keys["content"])
-            documents.append((document, content))
-        return documents
+        return [
+            (
+                self._flat_id(name, index, keys, in_metadata),
+                keys.get("content") and self.text(keys["content"]),
+            )
+            for index, keys in sorted(fields.items())
+        ]
+
+    def _flat_id(
+        self, name: str, index: int, keys: dict[str, str], in_metadata: str | None
+    ) -> str:
+        if "id" in keys:
+            return self.document_id(keys["id"], self.attributes[keys["id"]])
+        if in_metadata is None or "metadata" not in keys:
+            raise self.refuse(
+                next(iter(keys.values())),
+                f"document {index} of {self.kind} span {quote(self.span_id)} has no "
+                f"{name}.{index}.document.id, so what it returned is unknown "
+                "(--id-in-metadata KEY reads it from its metadata)",
+            )
+        # LangChain's instrumentor records no document.id.
+        value = self.attributes[keys["metadata"]]
+        if isinstance(value, str):
+            with suppress(ValueError):
+                value = strict_json_loads(value)
+        if type(value) is not dict or in_metadata not in value:
+            raise self.refuse(
+                keys["metadata"],
+                f"{keys['metadata']} holds no {quote(in_metadata)} and the document "
+                "has no document.id, so what the span returned is unknown",
+            )
+        return self.document_id(keys["metadata"], value[in_metadata])
 
     def _document_list(self, name: str) -> Documents:
         value = self.attributes[name]
@@ -398,21 +396,20 @@ class _Spool:
                 raise NoTemporarySpace(error, "spans") from None
 
     def read(self, trace_id: str) -> list[Span]:
-        spans: list[Span] = []
-        places = self.places.get(trace_id, array("q"))
-        for n in range(0, len(places), 2):
-            self.file.seek(places[n])
-            spans += pickle.loads(self.file.read(places[n + 1]))
+        places, spans = self.places.get(trace_id, array("q")), []
+        for start, size in zip(places[::2], places[1::2], strict=True):
+            self.file.seek(start)
+            spans += pickle.loads(self.file.read(size))
         self.file.seek(0, 2)
         return spans
 
 
 class Trace:
-    """A trace's spans in start order (ties in file order), and its root."""
+    """A trace's spans in start order (ties in the spool's file order), and root."""
 
     def __init__(self, trace_id: str, spans: list[Span]) -> None:
         self.id = trace_id
-        self.spans = sorted(spans, key=lambda span: (span.start, span.order))
+        self.spans = sorted(spans, key=lambda span: span.start)
         self.parents = {span.span_id: span.parent_id for span in self.spans}
         self.root = next((s for s in self.spans if s.parent_id is None), None)
 
@@ -750,12 +747,10 @@ def stream_openinference(
     notes: list[str],
 ) -> Iterator[dict[str, Any]]:
     """One record per trace, then `notes` filled; a refusal may follow records."""
-    path, spool, order = str(spans_path), _Spool(), 0
+    path, spool = str(spans_path), _Spool()
     with spool.file:
         for line, request in _json_lines(path):
-            spans = line.spans(request, order)
-            order += len(spans)
-            spool.add(spans)
+            spool.add(line.spans(request))
         if not spool.places:
             problem = "holds no spans; it should be OTLP JSON, one "
             problem += "ExportTraceServiceRequest a line"
