@@ -126,7 +126,7 @@ def _write(
                 while chunk := spool.read(1 << 16):
                     click.echo(chunk, nl=False)
     except ImportRefused as error:
-        raise CommandStopped(f"Error: {error.message}", error.exit_code) from None
+        raise CommandStopped(f"Error: {error}", error.exit_code) from None
     # Said once the records are out: a write that fails says only that.
     count, unlabelled = counts
     for note in notes:
