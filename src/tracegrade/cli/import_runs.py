@@ -82,23 +82,21 @@ def _write(
     named = [*inputs, *([labels] if labels else [])]
     check_output_format(output, output_format, "--output", "--output-format", "records")
     check_output(output, inputs=named, option="--output", force=force)
-    counts = [0, 0]  # records, and those that need a label
+    counts = [0, 0]  # records, and those with required documents and no label
 
     def counted() -> Iterator[dict[str, Any]]:
         try:
             for record in records:
-                counts[0] += 1
-                # Required documents and no label: scored answer-label.
                 fields = record["input"]
+                counts[0] += 1
                 counts[1] += bool(fields.get("required")) and "correct" not in fields
                 yield record
         except OSError as error:  # an input's, told apart from the output's
             raise CommandStopped(f"Error: {error}", 2) from None
 
     def write_lines(handle: IO[str]) -> None:
-        for record in counted():
-            handle.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
-            handle.write("\n")
+        compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        handle.writelines(compact(record) + "\n" for record in counted())
 
     def write_parquet(handle: IO[bytes]) -> None:
         import pyarrow.parquet as pq
