@@ -150,7 +150,7 @@ def run_pipeline(recorder: Recorder) -> None:
     # ex-1: two retrievals, the second exported first but started later; the
     # root holds the key, the question and the answer.
     root = start("rag", {KIND: CHAIN, EXAMPLE: "ex-1", INPUT: "When?"})
-    first = start("retrieve", {KIND: RETRIEVER, **listed_ids(["D1", "D2"])}, root)
+    first = start("retrieve", {KIND: RETRIEVER, **listed(["D1", "D2"])}, root)
     second = start(
         "retrieve-more",
         {
@@ -188,10 +188,6 @@ def run_pipeline(recorder: Recorder) -> None:
     root = start("rag", {KIND: CHAIN, EXAMPLE: "ex-6"})
     leaf("generate", {KIND: LLM, OUTPUT: "1999"}, root)
     end(root)
-
-
-def listed_ids(documents: list[str]) -> dict[str, str]:
-    return {document_id(n): document for n, document in enumerate(documents)}
 
 
 TRACES = [trace_hex(n) for n in (1, 6, 10, 13, 16, 20)]

@@ -1,6 +1,6 @@
 """`tracegrade import trec`: the ranking against trec_eval's own code
-(ir-measures' pytrec_eval) on runs full of ties, the number grammar against the
-C library trec_eval reads with, and the output piped into `tracegrade score`."""
+(ir-measures' pytrec_eval) on runs full of ties, and the number grammar against
+the C library trec_eval reads with."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import ctypes.util
 import gzip
 import json
 import random
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.commands import run_tracegrade, tracegrade_shell
+from tests.commands import run_tracegrade
 from tests.support import write_lines
 from tracegrade.core import stage_recall
 from tracegrade.importers.common import ImportRefused, InputFileError, LabelsRefused
@@ -384,21 +383,3 @@ def test_the_command_writes_the_records_and_notes_without_ir_measures(
     usage = run_tracegrade(*base, "--k", "0", cwd=tmp_path)
     assert (usage.returncode, usage.stdout) == (2, "")
     assert "Invalid value for '-k' / '--k': 0 is not in the range x>=1" in usage.stderr
-
-
-def test_the_import_pipes_into_score(files: dict[str, str], tmp_path: Path) -> None:
-    """A real pipe, a fresh `tracegrade` on each side."""
-    imported = ["import", "trec", "--qrels", files["qrels"], "--run", files["run"]]
-    imported += ["--k", "3", "--labels", files["labels"]]
-    scored = ["score", "stage_diagnosis", "/dev/stdin", "--log-dir", "logs"]
-    scored += ["--out", "results.jsonl", "--no-progress"]
-    result = tracegrade_shell(
-        f"tracegrade {shlex.join(imported)} | tracegrade {shlex.join(scored)}", tmp_path
-    )
-    assert result.returncode == 0, result.stderr
-    entries = map(json.loads, (tmp_path / "results.jsonl").read_text().splitlines())
-    assert {entry["id"]: entry["result"] for entry in entries} == {
-        "42": {"stage": "retrieval", "missing": ["D1", "D2"]},
-        "301": {"stage": "generation", "missing": []},
-        "7": {"stage": "unresolved"},
-    }

@@ -449,9 +449,7 @@ class Trace:
         root = self.root
         spans = [root] if root is not None and name in root.attributes else self.spans
         found: dict[tuple[type, Key], Span] = {}
-        for span in spans:
-            if name not in span.attributes:
-                continue
+        for span in [span for span in spans if name in span.attributes]:
             value = span.attributes[name]
             if type(value) is not int and not isinstance(value, str):
                 problem = f"is {quote(value, 80)}; a key is text or an integer"
@@ -703,15 +701,16 @@ class GoldLine(NamedTuple):
 def _read_gold(path: str) -> dict[tuple[type, Key], GoldLine]:
     """Gold lines by typed key: 7 is not "7"."""
     gold: dict[tuple[type, Key], GoldLine] = {}
-    for line, value in _json_lines(path):
+    for number, value in json_objects(path, "line", InputFileError):
+        line = _Line(path, number)
         key, required, correct = (value.get(n) for n in ("key", "required", "correct"))
         if "key" not in value:
             form = '{"key": ..., "required": [...], "correct"?: ...}'
             raise line.refuse("key", f"no 'key'; a gold line is {form}")
-        if type(key) is not int and not isinstance(key, str):
-            raise line.refuse("key", f"{quote(key, 80)} is neither text nor an integer")
         if isinstance(key, str):
             line.text("key", key)
+        elif type(key) is not int:
+            raise line.refuse("key", f"{quote(key, 80)} is neither text nor an integer")
         if type(required) is not list:
             problem = f"must be a list of document ids, got {quote(required, 80)}"
             raise line.refuse("required", problem)
@@ -720,22 +719,14 @@ def _read_gold(path: str) -> dict[tuple[type, Key], GoldLine]:
         if correct is not None and type(correct) is not bool:
             problem = f"must be true, false or absent, got {quote(correct, 80)}"
             raise line.refuse("correct", problem)
-        if (type(key), key) in gold:
-            earlier = gold[type(key), key].line
-            problem = (
-                f"key {quote(key)} is already on line {earlier}; one gold line per key"
-            )
-            raise line.refuse("key", problem)
+        if earlier := gold.get((type(key), key)):
+            problem = f"key {quote(key)} is already on line {earlier.line}; one "
+            raise line.refuse("key", problem + "gold line per key")
         gold[type(key), key] = GoldLine(key, required, correct, line.number)
     if not gold:
         problem = 'holds no gold lines; give one {"key": ..., "required": [...]} a line'
         raise InputFileError(path, None, problem)
     return gold
-
-
-def _json_lines(path: str) -> Iterator[tuple[_Line, dict[str, Any]]]:
-    for number, value in json_objects(path, "line", InputFileError):
-        yield _Line(path, number), value
 
 
 def stream_openinference(
@@ -749,8 +740,8 @@ def stream_openinference(
     """One record per trace, then `notes` filled; a refusal may follow records."""
     path, spool = str(spans_path), _Spool()
     with spool.file:
-        for line, request in _json_lines(path):
-            spool.add(line.spans(request))
+        for number, request in json_objects(path, "line", InputFileError):
+            spool.add(_Line(path, number).spans(request))
         if not spool.places:
             problem = "holds no spans; it should be OTLP JSON, one "
             problem += "ExportTraceServiceRequest a line"
