@@ -10,6 +10,7 @@ import pickle
 import re
 import tempfile
 from array import array
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -90,7 +91,7 @@ class _Line(NamedTuple):
 
     def refuse(self, where: str, problem: str) -> InputFileError:
         prefix = f"{where}: " if where else ""
-        return InputFileError(self.path, self.number, prefix + problem, field=where)
+        return InputFileError(*self, prefix + problem, field=where)
 
     def items(self, where: str, parent: Any, name: str) -> list[tuple[str, Any]]:
         """Repeated field `name`'s items with their paths; absent is empty."""
@@ -463,9 +464,7 @@ class Trace:
                 f"(line {one.line.number}, {one.where}) and {quote(second[1])} "
                 f"({other.where}); which one the trace answers would be a guess"
             )
-            raise InputFileError(
-                other.line.path, other.line.number, problem, field=name
-            )
+            raise InputFileError(*other.line, problem, field=name)
         return next(iter(found))[1] if found else None
 
 
@@ -479,16 +478,16 @@ def _steps(trace: Trace, documents: dict[str, Documents]) -> list[dict[str, Any]
     previous: tuple[Span, list[str]] | None = None
     for span in spans:
         ids = [document for document, _ in documents[span.span_id]]
-        if (
+        same = (
             previous is not None
             and previous[0].kind == span.kind
             and previous[1] in (ids, [])
             and span.span_id in trace.above([previous[0]])
-        ):
-            previous = (span, ids)
+        )
+        previous = (span, ids)
+        if same:
             steps[-1]["ids"] = ids
             continue
-        previous = (span, ids)
         counts[span.kind] = count = counts.get(span.kind, 0) + 1
         name = span.kind.lower() + ("" if count == 1 else f"-{count}")
         if span.kind == RETRIEVER and span.span_id not in wrapping:
@@ -765,7 +764,7 @@ class _Import:
         self.unmatched: list[tuple[str, Key | None]] = []
         self.unretrieved: list[str] = []
         self.last_step: list[tuple[str, str]] = []  # with why
-        self.untyped: dict[str, int] = {}  # traces by span name
+        self.untyped: Counter[str] = Counter()  # traces by span name
 
     def sample_id(self, trace: Trace, key: Key | None) -> str:
         at, rules = f"{self.path}: trace {quote(trace.id)}", self.rules
@@ -802,8 +801,7 @@ class _Import:
             at = f"{self.path}: trace {quote(trace.id)}"
             context, steps, spans, why = _context(at, trace, self.rules)
             record |= {"context": context} | ({"steps": steps} if steps else {})
-            for name in dict.fromkeys(spans):
-                self.untyped[name] = self.untyped.get(name, 0) + 1
+            self.untyped.update(list(dict.fromkeys(spans)))
             if why is not None:
                 self.last_step.append((trace.id, why))
         else:  # never recorded: an empty context would blame the retriever
