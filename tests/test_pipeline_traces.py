@@ -1,12 +1,6 @@
-"""`tracegrade import openinference` on real frameworks' traces, held to what
-each pipeline itself did (tests/data/pipelines, its README says how made).
-
-Haystack, LlamaIndex and LangChain pipelines retrieve, rerank to 5, and put
-only the first 3 documents in the prompt; OpenInference's own instrumentors
-recorded their spans. The truth is each pipeline's own outputs: the context
-is the ids the rendered prompt held, and the gate's verdict an exact sign
-test on their pairs.
-"""
+"""`tracegrade import openinference` on Haystack's, LlamaIndex's and LangChain's
+traces (tests/data/pipelines/README), held to each pipeline's own outputs: the
+context is the ids its prompt held, the gate's verdict an exact sign test."""
 
 from __future__ import annotations
 

@@ -1,11 +1,6 @@
-"""Importers stream: a file ten times larger costs little more memory.
-
-`import ragas` and `import openinference` hold one sample, or one trace,
-at a time (and OpenInference an index of where each trace's spans are),
-so their peak grows with the largest record, not with the file (for
-OpenInference, with the number of traces by a few hundred bytes each): the
-large after the small in one fresh interpreter, its peak from the kernel.
-"""
+"""Importers stream: a file ten times larger costs little more memory (ragas holds
+one sample, openinference one trace and an index of where each trace's spans are);
+the large after the small in one fresh interpreter, its peak from the kernel."""
 
 from __future__ import annotations
 
