@@ -192,7 +192,6 @@ class _Line(NamedTuple):
         return attributes, paths
 
     def spans(self, request: dict[str, Any]) -> list[Span]:
-        """The spans of one ExportTraceServiceRequest."""
         if "resourceSpans" not in request:
             other = [n for n in ("resourceMetrics", "resourceLogs") if n in request]
             raise self.refuse(
@@ -418,7 +417,6 @@ class Trace:
         return [span for span in self.spans if span.kind in kinds]
 
     def above(self, spans: list[Span]) -> set[str]:
-        """The span ids of every span that `spans` are under."""
         above: set[str] = set()
         for span in spans:
             parent = span.parent_id

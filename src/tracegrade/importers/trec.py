@@ -105,7 +105,6 @@ def _fields(path: str, number: int, content: str, names: tuple[str, ...]) -> lis
 
 
 def _read(path: str, parse: Callable[[str], Any]) -> dict[str, Documents]:
-    """A qrels or run file's queries by id, in file order."""
     names, position, done, empty, characters, form = _FILES[parse]
     name = names[position - 1]
     queries: dict[str, Documents] = {}
