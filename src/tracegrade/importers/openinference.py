@@ -227,10 +227,8 @@ class _Line(NamedTuple):
         # A retriever missed would read as one that found nothing: refused.
         upper = read.kind.upper() if isinstance(read.kind, str) else None
         if upper in (RETRIEVER, RERANKER, LLM) and read.kind != upper:
-            problem = (
-                f"span kind {quote(read.kind)} is not OpenInference's {quote(upper)}"
-            )
-            raise read.refuse(KIND, problem)
+            problem = f"span kind {quote(read.kind)} is not OpenInference's "
+            raise read.refuse(KIND, problem + quote(upper))
         return read
 
 
@@ -332,10 +330,8 @@ class Span:
 
     def _document_list(self, name: str) -> Documents:
         value = self.attributes[name]
-        form = (
-            f"{name} must be an array of objects each holding document.id "
-            "(or a JSON text of one)"
-        )
+        form = f"{name} must be an array of objects each holding document.id "
+        form += "(or a JSON text of one)"
         if isinstance(value, str):
             try:
                 value = strict_json_loads(value)
@@ -601,9 +597,8 @@ def _occurrences(text: str, mark: str, by_id: bool) -> Iterator[int]:
     """Where `mark` starts in `text`; an id only as a whole word."""
     start = text.find(mark)
     while start >= 0:
-        around = (
-            text[start - 1 : start] + text[start + len(mark) : start + len(mark) + 1]
-        )
+        end = start + len(mark)
+        around = text[start - 1 : start] + text[end : end + 1]
         if not (by_id and any(c.isalnum() for c in around)):
             yield start
         start = text.find(mark, start + 1)
@@ -826,10 +821,8 @@ class _Import:
             check_labels_name_records(self.labels, known, "record", self.path)
         if unmatched and not self.rules.allow_unmatched:
             verb = "matches" if len(unmatched) == 1 else "match"
-            message = (
-                f"{counted(len(unmatched), 'trace')} {verb} no line of {gold_path} "
-                f"by {key}: {_unmatched(unmatched, key, False)}; "
-            )
+            message = f"{counted(len(unmatched), 'trace')} {verb} no line of "
+            message += f"{gold_path} by {key}: {_unmatched(unmatched, key, False)}; "
             if len(unmatched) == len(self.traces):
                 message += (
                     f"no trace matched any of its lines: {key} may vary from run "
