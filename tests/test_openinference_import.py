@@ -321,57 +321,34 @@ def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
 
 TRACE, SPAN = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
 WHERE = "resourceSpans[0].scopeSpans[0].spans[0]"
+DOCS, RETRIEVES = "retrieval.documents", (KIND, RETRIEVER)
+
+
+def span(*attributes: tuple[str, Any], **fields: Any) -> dict[str, Any]:
+    """A span of (key, value) attributes; a value not an AnyValue is typed."""
+    typed = {str: "stringValue", int: "intValue", float: "doubleValue"}
+    values = [
+        {"key": key, "value": v if isinstance(v, dict) else {typed[type(v)]: v}}
+        for key, v in attributes
+    ]
+    return {
+        "traceId": TRACE,
+        "spanId": SPAN,
+        "name": "s",
+        "attributes": values,
+    } | fields
 
 
 def request(*spans: dict[str, Any]) -> dict[str, Any]:
     return {"resourceSpans": [{"scopeSpans": [{"spans": list(spans)}]}]}
 
 
-def span_json(**fields: Any) -> dict[str, Any]:
-    return {"traceId": TRACE, "spanId": SPAN, "name": "s", **fields}
+def one(*attributes: tuple[str, Any], **fields: Any) -> dict[str, Any]:
+    return request(span(*attributes, **fields))
 
 
-def one(**fields: Any) -> dict[str, Any]:  # a line of one span
-    return request(span_json(**fields))
-
-
-def holding(*attributes: dict[str, Any]) -> dict[str, Any]:
-    return one(attributes=list(attributes))
-
-
-def attribute(key: str, value: Any) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        kind = {str: "stringValue", int: "intValue", float: "doubleValue"}
-        value = {kind[type(value)]: value}
-    return {"key": key, "value": value}
-
-
-IS_RETRIEVER = attribute(KIND, RETRIEVER)
-
-
-def retriever(*attributes: dict[str, Any]) -> dict[str, Any]:
-    return holding(IS_RETRIEVER, *attributes)
-
-
-def documents(value: Any) -> dict[str, Any]:
-    return retriever(attribute("retrieval.documents", value))
-
-
-def document_object(document: str | int) -> dict[str, Any]:
-    pairs = [attribute("document.id", document), attribute("document.score", 0.5)]
-    return {"kvlistValue": {"values": pairs}}
-
-
-def keyed(n: int, key: str) -> dict[str, Any]:
-    return span_json(
-        spanId=f"{n}" * 16, parentSpanId="1" * 16, attributes=[attribute(EXAMPLE, key)]
-    )
-
-
-LOOP = [
-    span_json(spanId=a * 16, parentSpanId=b * 16, attributes=[IS_RETRIEVER])
-    for a, b in ("12", "21")
-]
+def child(n: int, *attributes: tuple[str, Any]) -> dict[str, Any]:
+    return span(*attributes, spanId=f"{n}" * 16, parentSpanId="1" * 16)
 
 
 @pytest.mark.parametrize(
@@ -389,77 +366,70 @@ LOOP = [
         (one(spanId=SPAN[:4] + " " + SPAN[5:]), "is not an 8-byte id"),
         (one(traceId="0" * 32), "is all zeros, an invalid id"),
         (one(spanId=None), f"{WHERE}.spanId: must be text, got null"),
-        (
-            one(startTimeUnixNano="1.5"),
-            f'{WHERE}.startTimeUnixNano: "1.5" is not an integer',
-        ),
+        (one(startTimeUnixNano="1.5"), '.startTimeUnixNano: "1.5" is not an integer'),
         # Past 64 bits, even past Python's 4,300-digit limit: no traceback.
         (one(startTimeUnixNano="1" * 5000), "is not a 64-bit integer"),
-        (holding(attribute("x", {"intValue": str(2**64)})), "is not a 64-bit integer"),
+        (one(("x", {"intValue": str(2**64)})), "is not a 64-bit integer"),
         (
-            retriever(attribute(KIND, LLM)),
+            one(RETRIEVES, (KIND, LLM)),
             f'{WHERE}.attributes[1].key: attribute "openinference.span.kind" is '
             f"already given at {WHERE}.attributes[0]",
         ),
         (
-            retriever(attribute("retrieval.documents.0.document.score", 0.5)),
+            one(RETRIEVES, (f"{DOCS}.0.document.score", 0.5)),
             f'{WHERE}.attributes[1]: document 0 of RETRIEVER span "{SPAN}" has no '
             "retrieval.documents.0.document.id",
         ),
+        (one(RETRIEVES, (f"{DOCS}.01.document.id", "D")), "N an index without"),
+        (one(RETRIEVES, (f"{DOCS}.{'1' * 4400}.document.id", "D")), "N an index"),
+        (one(RETRIEVES, (document_id(0), 1.5)), "id 1.5 is neither text"),
+        (one((KIND, "retriever")), 'span kind "retriever" is not OpenInfer'),
+        (one((EXAMPLE, 1.0)), 'key "example.id" is 1.0; a key is text or'),
+        (one(("x", {"stringValue": "a", "intValue": 1})), "holds stringValue and int"),
         (
-            retriever(attribute(document_id(0).replace("0", "01"), "D")),
-            "N an index without",
-        ),
-        (retriever(attribute(document_id("1" * 4400), "D")), "N an index without"),
-        (
-            retriever(attribute(document_id(0), 1.5)),
-            "document id 1.5 is neither text nor",
-        ),
-        (
-            holding(attribute(KIND, "retriever")),
-            'span kind "retriever" is not OpenInfer',
-        ),
-        (holding(attribute(EXAMPLE, 1.0)), 'key "example.id" is 1.0; a key is text or'),
-        (
-            holding(attribute("x", {"stringValue": "a", "intValue": 1})),
-            "holds stringValue and intValue; an AnyValue holds one",
-        ),
-        (
-            request(span_json(spanId="1" * 16), keyed(2, "ex-1"), keyed(3, "ex-2")),
+            request(
+                span(spanId="1" * 16),
+                child(2, (EXAMPLE, "a")),
+                child(3, (EXAMPLE, "b")),
+            ),
             'has 2 values for key "example.id" and no root span holding one',
         ),
         (
-            documents("[{'document.id': 'D7'}]"),
+            one(RETRIEVES, (DOCS, "[{'document.id': 'D7'}]")),
             f"{WHERE}.attributes[1]: retrieval.documents must be an array of "
             "objects each holding document.id (or a JSON text of one); its text "
             "is not JSON",
         ),
-        (documents('{"document.id": "D7"}'), 'got {"document.id": "D7"}'),
+        (one(RETRIEVES, (DOCS, '{"document.id": "D7"}')), 'got {"document.id": "D7"}'),
         (
-            documents({"arrayValue": {"values": [{"stringValue": "D7"}]}}),
-            'document 0 is "D7", so what the span returned is unknown',
+            one(RETRIEVES, (DOCS, {"arrayValue": {"values": [{"stringValue": "D"}]}})),
+            'document 0 is "D", so what the span returned is unknown',
         ),
-        (documents('[{"document.content": "x"}]'), 'document 0 is {"document.content"'),
+        (one(RETRIEVES, (DOCS, '[{"document.content": "x"}]')), '0 is {"document.c'),
         (
-            retriever(
-                attribute(document_id(0), "D1"), attribute("retrieval.documents", "[]")
-            ),
+            one(RETRIEVES, (document_id(0), "D1"), (DOCS, "[]")),
             "gives its documents twice",
         ),
         (request(), "holds no spans"),
         (one(name="\ud800"), f'{WHERE}.name: "\\ud800" holds a lone surrogate'),
         ({"resourceSpans": {}}, "resourceSpans: must be a JSON array, got {}"),
         ({"resourceSpans": [[]]}, "resourceSpans[0]: must be a JSON object, got []"),
-        (holding(attribute("x", {"boolValue": 1})), "boolValue: 1 is not true or"),
-        (holding(attribute("x", {"doubleValue": "1"})), '"1" is not a number'),
-        (holding(attribute("x", {"bytesValue": "*"})), '"*" is not base64'),
-        (retriever(attribute(INPUT, 1)), "input.value must be text, got 1"),
-        (request(*LOOP), "is its own ancestor (its parents loop)"),
+        (one(("x", {"boolValue": 1})), "boolValue: 1 is not true or"),
+        (one(("x", {"doubleValue": "1"})), '"1" is not a number'),
+        (one(("x", {"bytesValue": "*"})), '"*" is not base64'),
+        (one(RETRIEVES, (INPUT, 1)), "input.value must be text, got 1"),
+        (
+            request(
+                *(
+                    child(n, RETRIEVES) | {"parentSpanId": f"{3 - n}" * 16}
+                    for n in (1, 2)
+                )
+            ),
+            "is its own ancestor (its parents loop)",
+        ),
         # LangChain's documents give their id only in their metadata.
         (
-            retriever(
-                attribute("retrieval.documents.0.document.metadata", '{"id": 1}')
-            ),
+            one(RETRIEVES, (f"{DOCS}.0.document.metadata", '{"id": 1}')),
             'document.metadata holds no "name" and the document has no document.id',
         ),
         (
@@ -483,7 +453,14 @@ def test_a_span_file_that_cannot_be_read_is_named_by_line_and_field(
 @pytest.mark.parametrize(
     "value",
     [
-        {"arrayValue": {"values": [document_object("D7"), document_object(9)]}},
+        {
+            "arrayValue": {
+                "values": [
+                    {"kvlistValue": {"values": span(("document.id", d))["attributes"]}}
+                    for d in ("D7", 9)
+                ]
+            }
+        },
         json.dumps(
             [{"document.id": "D7", "document.content": "x"}, {"document.id": 9}]
         ),
@@ -493,9 +470,8 @@ def test_a_span_file_that_cannot_be_read_is_named_by_line_and_field(
 def test_documents_given_as_one_attribute_are_read(
     tmp_path: Path, spans: dict[str, Path], value: Any
 ) -> None:
-    """Some exporters keep OpenInference's list of documents as one
-    attribute; read as an empty context, the run would blame the retriever."""
-    path = write_lines(tmp_path / "spans.jsonl", [documents(value)])
+    """Some exporters keep OpenInference's list of documents as one attribute."""
+    path = write_lines(tmp_path / "spans.jsonl", [one(RETRIEVES, (DOCS, value))])
     (record,) = import_openinference(
         path, spans["gold"], key=EXAMPLE, allow_unmatched=True
     )
@@ -605,65 +581,47 @@ def test_a_document_reached_the_model_by_its_id_or_unique_content(
     assert (why in result.stderr) == noted
 
 
-def test_retrievers_side_by_side_fan_in_to_the_reranker(tmp_path: Path) -> None:
-    """Hybrid search: BM25 and a dense retriever both feed the reranker;
-    what it dropped is lost at the reranker, never at a retriever."""
+def test_steps_follow_the_span_tree_and_fan_in_to_the_reranker(tmp_path: Path) -> None:
+    """Hybrid search, BM25's compressed (LangChain's ContextualCompressionRetriever:
+    it starts first, outputs last; `_retrieve` under `retrieve` is one step): what
+    the reranker dropped is lost there, never at a retriever."""
     recorder = Recorder(tmp_path / "spans.jsonl")
     root = recorder.start("rag", {KIND: CHAIN, SESSION: "q1"})
-    for name, found in (("bm25", ["D1", "D3"]), ("dense", ["D7", "D1"])):
-        recorder.leaf(name, {KIND: RETRIEVER, **listed(found)}, root)
+    outer = recorder.start("compressing", {KIND: RETRIEVER}, root)
+    base = recorder.start("bm25", {KIND: RETRIEVER}, outer)
+    recorder.leaf("_retrieve", {KIND: RETRIEVER}, base)
+    base.set_attributes(listed(["D1", "D3", "D9"]))
+    recorder.end(base)
+    outer.set_attributes(listed(["D1", "D3"]))
+    recorder.end(outer)
+    recorder.leaf("dense", {KIND: RETRIEVER, **listed(["D7", "D1"])}, root)
     recorder.leaf("rerank", {KIND: RERANKER, **listed(["D1"], RERANKED)}, root)
     recorder.generator(f"Records: {content('D1')}", "an answer", root)
     recorder.end(root)
-    gold = write_lines(
-        tmp_path / "gold.jsonl",
-        [{"key": "q1", "required": ["D3", "D7"], "correct": True}],
-    )
+    required = {"key": "q1", "required": ["D3", "D7", "D9"], "correct": True}
+    gold = write_lines(tmp_path / "gold.jsonl", [required])
     spans = recorder.close()
     (record,) = import_openinference(spans, gold, key=SESSION)
     steps = [
-        {"name": "retriever", "ids": ["D1", "D3"]},
-        {"name": "retriever-2", "ids": ["D7", "D1"], "inputs": []},
-        {"name": "reranker", "ids": ["D1"], "inputs": ["retriever", "retriever-2"]},
+        {"name": "retriever", "ids": ["D1", "D3", "D9"]},
+        {"name": "retriever-2", "ids": ["D1", "D3"]},
+        {"name": "retriever-3", "ids": ["D7", "D1"], "inputs": []},
+        {"name": "reranker", "ids": ["D1"], "inputs": ["retriever-2", "retriever-3"]},
     ]
     assert record["input"]["steps"] == steps
-    score = stage_input_score(record["input"])
-    assert (score.metadata or {})["lost"] == [
-        {"id": "D3", "lost_at": "reranker", "last_step": "retriever", "last_rank": 2},
-        {"id": "D7", "lost_at": "reranker", "last_step": "retriever-2", "last_rank": 1},
+    assert (stage_input_score(record["input"]).metadata or {})["lost"] == [
+        {"id": "D3", "lost_at": "reranker", "last_step": "retriever-2", "last_rank": 2},
+        {"id": "D7", "lost_at": "reranker", "last_step": "retriever-3", "last_rank": 1},
+        {
+            "id": "D9",
+            "lost_at": "retriever-2",
+            "last_step": "retriever",
+            "last_rank": 3,
+        },
     ]
     # The rule a team that knows its pipeline may choose: the last step's output.
     (chosen,) = import_openinference(spans, gold, key=SESSION, context="last-step")
     assert (chosen["input"]["context"], chosen["input"]["steps"]) == (["D1"], steps)
-
-
-def test_steps_follow_the_span_tree_and_a_step_traced_twice_is_one(
-    tmp_path: Path,
-) -> None:
-    """A retriever wrapping a base retriever and a compressor (LangChain's
-    ContextualCompressionRetriever) starts first but outputs last; one
-    under its kind that records no documents (LlamaIndex's `retrieve` and
-    `_retrieve`) is the same step."""
-    recorder = Recorder(tmp_path / "spans.jsonl")
-    root = recorder.start("rag", {KIND: CHAIN, SESSION: "q1"})
-    outer = recorder.start("compressing", {KIND: RETRIEVER}, root)
-    base = recorder.start("base", {KIND: RETRIEVER}, outer)
-    recorder.leaf("_retrieve", {KIND: RETRIEVER}, base)
-    base.set_attributes(listed(["D1", "D2", "D3"]))
-    recorder.end(base)
-    outer.set_attributes(listed(["D3"]))
-    recorder.end(outer)
-    recorder.generator(f"Records: {content('D3')}", "an answer", root)
-    recorder.end(root)
-    gold = write_lines(
-        tmp_path / "gold.jsonl", [{"key": "q1", "required": ["D2"], "correct": True}]
-    )
-    (record,) = import_openinference(recorder.close(), gold, key=SESSION)
-    assert record["input"]["steps"] == [
-        {"name": "retriever", "ids": ["D1", "D2", "D3"]},
-        {"name": "retriever-2", "ids": ["D3"]},
-    ]
-    assert record["input"]["context"] == ["D3"]
 
 
 # --- the key and the id ---------------------------------------------------------

@@ -27,6 +27,10 @@ def import_ragas(path: Any, **options: Any) -> list[dict[str, Any]]:
     return list(stream_ragas(path, **options))
 
 
+def import_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_tracegrade("import", "ragas", *args, cwd=DATA)
+
+
 DATA = Path(__file__).parent / "data" / "ragas"
 RAGAS_JSONL = DATA / "dataset.jsonl"
 RAGAS_CSV = DATA / "dataset.csv"
@@ -112,16 +116,27 @@ def test_the_reference_files_are_what_ragas_writes(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("path", [RAGAS_JSONL, RAGAS_CSV], ids=["jsonl", "csv"])
 def test_each_sample_is_a_record_whose_recall_is_ragas_id_based_context_recall(
-    path: Path,
+    tmp_path: Path, path: Path
 ) -> None:
-    """Exactly, repeats included: both count each ID once, and an integer ID
-    is its decimal text, as Ragas compares str(id); nothing required is
-    Ragas's NaN and tracegrade's null. CSV cannot tell an empty response
-    from none (to_csv writes both as an empty cell): absent wins."""
-    records = import_ragas(path)
+    """Repeats included: both count each ID once, an integer ID is its decimal
+    text, nothing required is Ragas's NaN and our null. CSV writes an empty
+    response and none alike: absent wins. --format overrides the suffix."""
+    copy = tmp_path / "dataset.txt"
+    copy.write_bytes(path.read_bytes())
+    form = "csv" if path == RAGAS_CSV else "jsonl"
+    result = import_cli(str(copy), "--format", form)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (
+        "note: 7 of 8 samples have required documents and no label (no --labels "
+        "given); they score answer-label until labelled\n"
+    )
+    records = [json.loads(line) for line in result.stdout.splitlines()]
     expected = json.loads(json.dumps(RECORDS))
     if path == RAGAS_CSV:
         del expected[4]["input"]["answer"]
+        refused = import_cli(str(copy))
+        assert (refused.returncode, refused.stdout) == (1, "")
+        assert "line 1: not valid JSON" in refused.stderr
     assert records == expected
     assert [stage_recall(record["input"]) for record in records] == RAGAS_SCORES
 
@@ -132,7 +147,6 @@ def test_each_sample_is_a_record_whose_recall_is_ragas_id_based_context_recall(
         ([{"id": "0", "correct": True}, {"id": "2", "correct": False}], None),
         # Refused after the dataset is read (the rest: test_trec_import).
         ([{"id": "8", "correct": True}], f'names no sample of {RAGAS_JSONL}: "8"'),
-        ([{"id": "0", "epoch": 1, "correct": True}], "one record with one label"),
     ],
 )
 def test_labels_give_correct_after_the_id_lists_or_are_refused(
@@ -246,33 +260,6 @@ def test_a_row_that_is_not_a_sample_is_named(
     assert expected in caught.value.message
 
 
-# --- the command ---------------------------------------------------------------------
-
-
-def import_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return run_tracegrade("import", "ragas", *args, cwd=DATA)
-
-
-def test_the_command_writes_the_records_and_counts_the_unlabelled(
-    tmp_path: Path,
-) -> None:
-    result = import_cli(str(RAGAS_JSONL))
-    assert result.returncode == 0, result.stderr
-    assert [json.loads(line) for line in result.stdout.splitlines()] == RECORDS
-    assert result.stderr == (
-        "note: 7 of 8 samples have required documents and no label (no --labels "
-        "given); they score answer-label until labelled\n"
-    )
-    path = tmp_path / "dataset.txt"
-    path.write_bytes(RAGAS_CSV.read_bytes())
-    as_csv = import_cli(str(path), "--format", "csv")
-    assert as_csv.returncode == 0, as_csv.stderr
-    assert len(as_csv.stdout.splitlines()) == 8
-    refused = import_cli(str(path))
-    assert refused.returncode == 1
-    assert "line 1: not valid JSON" in refused.stderr
-
-
 def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
     """docs/import-ragas.md's shell block gives the stages the page states."""
     page = (Path(__file__).parents[1] / "docs" / "import-ragas.md").read_text()
@@ -289,34 +276,23 @@ def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("cell", "ids"),
+    ("row", "ids"),
     [
         # JSON first: `\/` is `/` to JSON, and kept by Python's reader.
-        ('"[""doc\\/1""]"', ["doc/1"]),
-        ('"[\'D1\', ""it\'s""]"', ["D1", "it's"]),
-        ("\"['D\\u2003', 'tab\\there']\"", ["D\u2003", "tab\there"]),
-        ("\"[7, '8']\"", ["7", "8"]),
+        ('q,[],"[""doc\\/1""]"', ["doc/1"]),
+        ('q,[],"[\'D1\', ""it\'s""]"', ["D1", "it's"]),
+        ("q,[],\"['D\\u2003', 'tab\\there']\"", ["D\u2003", "tab\there"]),
+        ("q,[],\"[7, '8']\"", ["7", "8"]),
+        # Over the csv module's 128 KiB limit for a cell, as a question may be.
+        ("x" * 200_000 + ",[],['D1']", ["D1"]),
     ],
+    ids=["json", "repr", "repr-escapes", "integers", "over-128-KiB"],
 )
 def test_a_csv_list_cell_is_read_as_json_or_as_repr_writes_it(
-    tmp_path: Path, cell: str, ids: list[str]
+    tmp_path: Path, row: str, ids: list[str]
 ) -> None:
     path = tmp_path / "d.csv"
-    path.write_text(HEADER + f"q,['D1'],{cell}\n", encoding="utf-8", newline="")
+    path.write_text(HEADER + row + "\n", encoding="utf-8", newline="")
     (record,) = import_ragas(path)
     assert record["input"]["required"] == ids
-
-
-def test_a_context_cell_over_the_csv_modules_limit_is_read(tmp_path: Path) -> None:
-    """The csv module refuses a cell over 128 KiB unless told otherwise; a
-    retrieved context is often that long."""
-    path = tmp_path / "d.csv"
-    path.write_text(
-        "user_input,retrieved_contexts,retrieved_context_ids,reference_context_ids\n"
-        f"q,\"['{'x' * 200_000}']\",['D1'],['D1']\n",
-        encoding="utf-8",
-        newline="",
-    )
-    (record,) = import_ragas(path)
-    assert record["input"]["context"] == ["D1"]
     assert csv.field_size_limit() == 131_072
