@@ -1,10 +1,9 @@
-"""`tracegrade import openinference`: spans made with the OpenTelemetry SDK under
-openinference's names, written by its OTLP JSON exporter (hex ids) and in
-protobuf's JSON mapping (base64 ids), import alike; each refusal's line is
-hand-written, wrong in one place."""
+"""`tracegrade import openinference`: the OpenTelemetry SDK's spans, as OTLP JSON (hex
+ids) or protobuf's JSON mapping (base64 ids); each refusal's line hand-written."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -43,7 +42,6 @@ RERANKED = RerankerAttributes.RERANKER_OUTPUT_DOCUMENTS
 def import_openinference(
     spans: Path | str, gold: Path | str, *, labels_path: Any = None, **rules: Any
 ) -> list[dict[str, Any]]:
-    """Every record of the command's importer (the notes: through the command)."""
     records = stream_openinference(
         spans, gold, rules=ImportRules(**rules), labels_path=labels_path, notes=[]
     )
@@ -74,15 +72,14 @@ def listed(documents: list[str], prefix: str = "retrieval.documents") -> dict[st
 class SequentialIds(IdGenerator):
     """Ids in order, so that records can be written out by hand."""
 
-    count = 0
+    def __init__(self) -> None:
+        self.ids = itertools.count(1)
 
     def generate_span_id(self) -> int:
-        self.count += 1
-        return self.count
+        return next(self.ids)
 
     def generate_trace_id(self) -> int:
-        self.count += 1
-        return 0xFEED << 64 | self.count
+        return 0xFEED << 64 | next(self.ids)
 
 
 def trace_hex(number: int) -> str:
@@ -90,8 +87,8 @@ def trace_hex(number: int) -> str:
 
 
 class Recorder:
-    """Spans on a clock of their own, written by the SDK's OTLP JSON file
-    exporter, or kept to be written in protobuf's JSON mapping."""
+    """Spans on a clock of their own, as the SDK's OTLP JSON file exporter writes
+    them, or in protobuf's JSON mapping."""
 
     def __init__(self, path: Path, protobuf: bool = False) -> None:
         self.path = path
@@ -132,12 +129,10 @@ class Recorder:
 
     def close(self) -> Path:
         if self.memory is not None:  # one request per trace
-            groups: dict[int, list[Any]] = {}
-            for span in self.memory.get_finished_spans():
-                assert span.context is not None
-                groups.setdefault(span.context.trace_id, []).append(span)
+            spans = self.memory.get_finished_spans()
+            traces = itertools.groupby(spans, lambda span: span.context.trace_id)
             lines = [
-                MessageToJson(encode_spans(g), indent=None) for g in groups.values()
+                MessageToJson(encode_spans(list(g)), indent=None) for _, g in traces
             ]
             self.path.write_text("".join(line + "\n" for line in lines))
         self.provider.shutdown()

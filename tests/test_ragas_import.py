@@ -169,49 +169,33 @@ GOOD = {"retrieved_context_ids": ["D1"], "reference_context_ids": ["D1"]}
 HEADER = "user_input,retrieved_context_ids,reference_context_ids\n"
 
 
-@pytest.mark.parametrize(
-    ("line", "field", "expected"),
-    [
-        (
-            {"retrieved_context_ids": ["D1"]},
-            "reference_context_ids",
-            "reference_context_ids is absent; Ragas's IDBasedContextRecall needs "
-            "both reference_context_ids and retrieved_context_ids",
-        ),
-        (
-            {**GOOD, "retrieved_context_ids": "D1"},
-            "retrieved_context_ids",
-            "retrieved_context_ids must be a list of IDs, as Ragas writes one "
-            "(['D1', 'D2']): a JSON array, or a Python list of quoted strings "
-            'with a comma between each two, got "D1"',
-        ),
-        (
-            {**GOOD, "reference_context_ids": ["D1", True]},
-            "reference_context_ids",
-            "reference_context_ids[1] true is not an ID: Ragas takes text or an",
-        ),
-        (
-            {**GOOD, "user_input": [{"content": "hi"}]},
-            "user_input",
-            "user_input is a list of messages, a multi-turn sample",
-        ),
-        ({**GOOD, "response": 3}, "response", "response must be text, got 3"),
-    ],
-)
-def test_a_sample_that_cannot_be_a_record_is_named_by_line_and_field(
-    tmp_path: Path, line: dict[str, Any], field: str, expected: str
-) -> None:
-    path = write_lines(tmp_path / "d.jsonl", [GOOD, "", line])
-    with pytest.raises(InputFileError) as caught:
-        import_ragas(path)
-    assert caught.value.message.startswith(f"{path}, line 3: {expected}")
-    assert (caught.value.line, caught.value.field) == (3, field)
+def third(**fields: Any) -> str:
+    """A JSONL dataset whose line 3 is GOOD with `fields` changed."""
+    return f"{json.dumps(GOOD)}\n\n{json.dumps(GOOD | fields)}\n"
 
 
 @pytest.mark.parametrize(
     ("name", "text", "line", "expected"),
     [
         ("d.jsonl", '{"a": 1}\nnot json\n', 2, "not valid JSON"),
+        (
+            "d.jsonl",
+            third(reference_context_ids=None),
+            3,
+            "reference_context_ids is absent; Ragas's IDBasedContextRecall needs "
+            "both reference_context_ids and retrieved_context_ids",
+        ),
+        (
+            "d.jsonl",
+            third(retrieved_context_ids="D1"),
+            3,
+            "retrieved_context_ids must be a list of IDs, as Ragas writes one "
+            "(['D1', 'D2']): a JSON array, or a Python list of quoted strings "
+            'with a comma between each two, got "D1"',
+        ),
+        ("d.jsonl", third(reference_context_ids=["D1", True]), 3, "[1] true is not an"),
+        ("d.jsonl", third(user_input=[{}]), 3, "user_input is a list of messages"),
+        ("d.jsonl", third(response=3), 3, "response must be text, got 3"),
         ("d.jsonl", '[{"a": 1},\n', 1, "a Ragas dataset is JSON Lines (to_jsonl), not"),
         ("d.jsonl", '{"reference_context_ids": ["\\ud800"]}\n', 1, "lone surrogate"),
         ("d.jsonl", "\n \n", None, "holds no samples"),
@@ -257,7 +241,8 @@ def test_a_row_that_is_not_a_sample_is_named(
     with pytest.raises(InputFileError) as caught:
         import_ragas(path)
     assert caught.value.line == line, caught.value.message
-    assert expected in caught.value.message
+    at = f"{path}, line {line}: " if line else f"{path}: "
+    assert caught.value.message.startswith(at) and expected in caught.value.message
 
 
 def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:

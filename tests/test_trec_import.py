@@ -1,6 +1,5 @@
-"""`tracegrade import trec`: the ranking against trec_eval's own code
-(ir-measures' pytrec_eval) on runs full of ties, and the number grammar against
-the C library trec_eval reads with."""
+"""`tracegrade import trec`: ranking held to trec_eval's code (ir-measures'
+pytrec_eval) on runs full of ties, numbers to the C library trec_eval reads with."""
 
 from __future__ import annotations
 
@@ -45,18 +44,18 @@ RANKED["7"] = ["D7"]
 REQUIRED = {"42": ["D1", "D2"], "301": ["D5", "D6"], "7": []}
 
 
-def records_at(k: int, required: dict[str, list[str]] = REQUIRED) -> list[Any]:
-    return [
-        {
-            "id": query,
-            "input": {
-                "required": required[query],
-                "context": ranked[:k],
-                "steps": [{"name": "run", "ids": ranked}],
-            },
-        }
-        for query, ranked in RANKED.items()
-    ]
+# The records at k = 3: the context, each query's top 3.
+RECORDS = [
+    {
+        "id": query,
+        "input": {
+            "required": REQUIRED[query],
+            "context": ranked[:3],
+            "steps": [{"name": "run", "ids": ranked}],
+        },
+    }
+    for query, ranked in RANKED.items()
+]
 
 
 def write(path: Path, text: str | bytes) -> str:
@@ -80,22 +79,6 @@ def files(tmp_path: Path) -> dict[str, str]:
     }
 
 
-@pytest.mark.parametrize(
-    ("min_rel", "required"),
-    [
-        (1, REQUIRED),  # judged 2 is relevant at 1; a negative judgement never is
-        (2, {"42": ["D1"], "301": ["D5"], "7": []}),
-        (0, {"42": ["D1", "D2", "D3"], "301": ["D5", "D6"], "7": ["D7"]}),
-    ],
-)
-@pytest.mark.parametrize("k", [1, 3, 100])
-def test_records_follow_trec_eval_relevance_ranking_and_k(
-    files: dict[str, str], k: int, min_rel: int, required: dict[str, list[str]]
-) -> None:
-    records = imported(files["qrels"], files["run"], k=k, min_rel=min_rel)
-    assert records == records_at(k, required)
-
-
 FORMS: dict[str, tuple[str, Any, Any]] = {
     "gzip": (".gz", gzip.compress(QRELS.encode()), gzip.compress(RUN.encode())),
     "crlf-and-blank": ("", "\r\n" + QRELS.replace("\n", "\r\n") + "\n  \n", RUN),
@@ -115,7 +98,7 @@ def test_the_same_files_in_another_form_give_the_same_records(
 ) -> None:
     suffix, qrels, run = FORMS[form]
     paths = write(tmp_path / f"q{suffix}", qrels), write(tmp_path / f"r{suffix}", run)
-    assert imported(*paths, k=3) == records_at(3)
+    assert imported(*paths, k=3) == RECORDS
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -123,7 +106,7 @@ def test_rank_and_precision_at_k_are_trec_evals_on_ties(
     tmp_path: Path, seed: int
 ) -> None:
     """Each document's rank (judged alone relevant, its reciprocal rank is
-    1/rank) and the relevant in the top k (P@k) as trec_eval gives them."""
+    1/rank) and the relevant in the top k (P@k) at each --min-rel, as trec_eval's."""
     rng = random.Random(seed)
     pool = [f"D{n}" for n in range(1, 25)] + ["d1", "D01", "Ä", "a-b", "Z"]
     run: dict[str, dict[str, float]] = {}
@@ -268,8 +251,7 @@ LIBC.strtol.argtypes = [ctypes.c_char_p, ctypes.POINTER(ctypes.c_char_p), ctypes
 
 
 def c_reads_whole(function: str, text: str) -> tuple[bool, float]:
-    """Whether libc's strtod (or strtol, base 10, which atol is) reads the
-    whole of `text`, and the value it reads."""
+    """Whether libc's strtod (or strtol base 10, atol) reads all `text`, and to what."""
     data, end = text.encode(), ctypes.c_char_p()
     if function == "strtod":
         value: float = LIBC.strtod(data, ctypes.byref(end))
@@ -355,29 +337,32 @@ def test_fields_split_at_c_isspace() -> None:
 def test_the_command_writes_the_records_and_notes_without_ir_measures(
     files: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The files are read with trec_eval's grammar, not ir-measures' readers;
-    -c imports a judged query the run lacks as retrieving nothing, as
-    trec_eval -c counts it: R@k of an empty ranking, 0."""
+    """Read with trec_eval's grammar, not ir-measures' readers; -c imports a judged
+    query the run lacks as retrieving nothing, as trec_eval -c: R@k 0."""
     monkeypatch.setitem(sys.modules, "ir_measures", None)
     base = ["import", "trec", "--qrels", files["qrels"], "--run", files["run"]]
     result = run_tracegrade(*base, "--k", "3", cwd=tmp_path)
-    assert [json.loads(line) for line in result.stdout.splitlines()] == records_at(3)
+    assert [json.loads(line) for line in result.stdout.splitlines()] == RECORDS
     assert result.stderr == (
         "note: 2 of 3 queries have required documents and no label (no --labels "
         "given); they score answer-label until labelled\n"
     )
     run = write(tmp_path / "short.run", "42 Q0 D1 1 1.0 s\n")
     base[-1] = run
-    result = run_tracegrade(
-        *base, "-k", "3", "-c", "--labels", files["labels"], cwd=tmp_path
-    )
+    options = ["-k", "3", "-c", "--min-rel", "0", "--labels", files["labels"]]
+    result = run_tracegrade(*base, *options, cwd=tmp_path)
     records = [json.loads(line) for line in result.stdout.splitlines()]
     assert [record["input"]["context"] for record in records] == [["D1"], [], []]
+    # At --min-rel 0 a judgement of 0 is relevant, a negative one never.
+    required = [record["input"]["required"] for record in records]
+    assert required == [["D1", "D2", "D3"], ["D5", "D6"], ["D7"]]
     correct = [record["input"].get("correct") for record in records]
     assert correct == [True, False, None]
     assert result.stderr == (
         f"note: 2 of 3 queries judged in {files['qrels']} are not in {run}; "
         'imported with an empty context (-c): "301", "7"\n'
+        "note: 1 of 3 queries have required documents and no label in "
+        f"{files['labels']}; they score answer-label until labelled\n"
     )
     assert stage_recall(records[1]["input"]) == 0.0
     usage = run_tracegrade(*base, "--k", "0", cwd=tmp_path)
