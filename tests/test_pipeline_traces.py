@@ -1,6 +1,5 @@
-"""`tracegrade import openinference` on Haystack's, LlamaIndex's and LangChain's
-traces (tests/data/pipelines/README), held to each pipeline's own outputs: the
-context is the ids its prompt held, the gate's verdict an exact sign test."""
+"""`tracegrade import openinference` of Haystack's, LlamaIndex's and LangChain's traces
+(tests/data/pipelines/README) held to each pipeline's own outputs."""
 
 from __future__ import annotations
 
@@ -86,22 +85,17 @@ def stage(output: dict[str, Any], line: dict[str, Any]) -> str:
 
 
 def lost(doc: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
-    """Where `doc` was lost: the step right after the last one that held it,
-    or the context when that was the last step; never held, the first."""
-    holders = [n for n, step in enumerate(steps) if doc in step["ids"]]
-    if not holders:
-        return {
-            "id": doc,
-            "lost_at": steps[0]["name"],
-            "last_step": None,
-            "last_rank": None,
-        }
-    last = holders[-1]
+    """Lost at the step after the last that held `doc` (the context after the
+    last step); never held, at the first."""
+    held = [n for n, step in enumerate(steps) if doc in step["ids"]]
+    after = [*steps, {"name": "context"}][held[-1] + 1 if held else 0]["name"]
+    last = steps[held[-1]] if held else None
+    rank = last["ids"].index(doc) + 1 if last else None
     return {
         "id": doc,
-        "lost_at": steps[last + 1]["name"] if last + 1 < len(steps) else "context",
-        "last_step": steps[last]["name"],
-        "last_rank": steps[last]["ids"].index(doc) + 1,
+        "lost_at": after,
+        "last_step": last["name"] if last else None,
+        "last_rank": rank,
     }
 
 
@@ -110,11 +104,9 @@ def lost(doc: str, steps: list[dict[str, Any]]) -> dict[str, Any]:
 def test_each_record_and_diagnosis_is_the_pipelines_own(
     imported: Callable[[str, str], Imported], framework: str, configuration: str
 ) -> None:
-    """Sample id the question id (`--key`), context the prompt's ids (not a
-    prompt builder's variables, nor the reranker's output), steps the
-    pipeline's, question the user's text (not the root's JSON), answer the
-    generator's text; stage, missing ids, and where each was lost with its
-    last rank, as the pipeline's outputs say."""
+    """Id the question's (--key), context the prompt's ids (not the reranker's
+    output), question the user's text (not the root's JSON); stage, missing ids
+    and where each was lost as the pipeline's outputs say."""
     run = imported(framework, configuration)
     found = lines(framework, configuration, "outputs.jsonl")
     needed = lines(framework, configuration, "gold.jsonl")
@@ -147,10 +139,8 @@ def test_each_record_and_diagnosis_is_the_pipelines_own(
 def test_the_gate_agrees_with_the_pipelines_paired_count(
     imported: Callable[[str, str], Imported], framework: str, gate: str, tmp_path: Path
 ) -> None:
-    """From top 20 to top 8, by question: `--fail-on-regression` exits 3
-    exactly when the exact sign test on the pipelines' own regressions and
-    fixes of `pass` (or falls and rises of the prompt's recall, under
-    `--gate context_recall`) says worse at 0.05."""
+    """Top 20 to top 8: --fail-on-regression exits 3 exactly when the sign test on
+    the pipelines' own falls and rises of pass (or of recall) says worse at 0.05."""
 
     def figure(configuration: str, question: str) -> float:
         output = lines(framework, configuration, "outputs.jsonl")[question]
@@ -177,11 +167,8 @@ def test_the_gate_agrees_with_the_pipelines_paired_count(
     (pair,) = json.loads(result.stdout)["pairs"]
     (stages,) = pair["stage_diagnosis"]
     if gate == "pass":
-        assert (stages["pairs"], stages["worse"], stages["better"]) == (
-            24,
-            worse,
-            better,
-        )
+        counts = (stages["pairs"], stages["worse"], stages["better"])
     else:
         (recall,) = (f for f in stages["figures"] if f["figure"] == "recall")
-        assert (recall["pairs"], recall["fell"], recall["rose"]) == (24, worse, better)
+        counts = (recall["pairs"], recall["fell"], recall["rose"])
+    assert counts == (24, worse, better)
