@@ -112,20 +112,12 @@ class Recorder:
         self.end(self.start(name, attributes, parent))
 
     def generator(self, prompt: str, answer: str, parent: Any) -> None:
-        """A generator as Haystack's instrumentor records it."""
-        self.leaf(
-            "Generator.run",
-            {
-                KIND: LLM,
-                INPUT: json.dumps({"prompt": prompt}),
-                INPUT_MIME: JSON_MIME,
-                "llm.input_messages.0.message.role": "user",
-                "llm.input_messages.0.message.content": prompt,
-                OUTPUT: json.dumps({"replies": [answer]}),
-                "llm.output_messages.0.message.content": answer,
-            },
-            parent,
-        )
+        """A model shown `prompt` as its messages, as Haystack records them."""
+        message = "llm.input_messages.0.message"
+        attributes = {KIND: LLM, INPUT: json.dumps({"prompt": prompt})}
+        attributes |= {INPUT_MIME: JSON_MIME, f"{message}.role": "user"}
+        attributes |= {f"{message}.content": prompt, OUTPUT: answer}
+        self.leaf("Generator.run", attributes, parent)
 
     def close(self) -> Path:
         if self.memory is not None:  # one request per trace
@@ -146,25 +138,15 @@ def run_pipeline(recorder: Recorder) -> None:
     # root holds the key, the question and the answer.
     root = start("rag", {KIND: CHAIN, EXAMPLE: "ex-1", INPUT: "When?"})
     first = start("retrieve", {KIND: RETRIEVER, **listed(["D1", "D2"])}, root)
-    second = start(
-        "retrieve-more",
-        {
-            KIND: RETRIEVER,
-            document_id(0): "D3",
-            "retrieval.documents.0.document.score": 0.5,
-        },
-        root,
-    )
-    end(second)
+    end(start("retrieve-more", {KIND: RETRIEVER, document_id(0): "D3"}, root))
     end(first)
     leaf("generate", {KIND: LLM, OUTPUT: "1998"}, root)
     root.set_attribute(OUTPUT, "It opened in 1998.")
     end(root)
     # ex-2: the key only on the LLM span; documents out of index order.
     root = start("rag", {KIND: CHAIN})
-    leaf(
-        "retrieve", {KIND: RETRIEVER, document_id(1): "D6", document_id(0): "D5"}, root
-    )
+    found = {document_id(1): "D6", document_id(0): "D5"}
+    leaf("retrieve", {KIND: RETRIEVER, **found}, root)
     leaf("generate", {KIND: LLM, EXAMPLE: "ex-2", OUTPUT: "Ms Ito"}, root)
     end(root)
     # A key the gold file does not have; then no key and nothing found.
@@ -232,12 +214,8 @@ def test_labels_label_records_by_id_but_never_one_the_gold_labels(
 ) -> None:
     def labelled(sample: str) -> list[dict[str, Any]]:
         labels = write_lines(tmp_path / "l.jsonl", [{"id": sample, "correct": True}])
-        return import_openinference(
-            *(spans["otlp"], spans["gold"]),
-            key=EXAMPLE,
-            labels_path=labels,
-            allow_unmatched=True,
-        )
+        rules = {"key": EXAMPLE, "labels_path": labels, "allow_unmatched": True}
+        return import_openinference(spans["otlp"], spans["gold"], **rules)
 
     record = labelled("ex-2")[1]["input"]
     assert record["correct"] is True
@@ -250,9 +228,8 @@ def test_labels_label_records_by_id_but_never_one_the_gold_labels(
 def test_unmatched_traces_are_refused_or_let_through_and_listed(
     spans: dict[str, Path], tmp_path: Path, encoding: str, id_length: int
 ) -> None:
-    """One record per trace, from either encoding; a trace no gold line matches
-    exits 2, naming it, and writes nothing; --allow-unmatched writes it without
-    required; every note is one line."""
+    """One record per trace from either encoding; a trace no gold line matches
+    exits 2, writing nothing; --allow-unmatched writes it without required."""
     line = json.loads(spans[encoding].read_text().splitlines()[0])
     span = line["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
     assert len(span["traceId"]) == id_length  # hex, or base64 of 16 bytes
@@ -296,8 +273,8 @@ def test_unmatched_traces_are_refused_or_let_through_and_listed(
 
 
 def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
-    """docs/import-openinference.md: its Python block writes the spans with
-    the SDK, its shell block imports and scores them, as the page says."""
+    """docs/import-openinference.md's Python block writes spans, its shell block
+    imports and scores them."""
     page = (Path(__file__).parents[1] / "docs" / "import-openinference.md").read_text()
     python = re.search(r"```python\n(.*?)```", page, re.DOTALL)
     shell = re.search(r"```bash\n(.*?)```", page, re.DOTALL)
