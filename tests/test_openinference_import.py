@@ -60,12 +60,16 @@ def content(document: str) -> str:
     return f"Record {document} says {document.lower()}."
 
 
-def listed(documents: list[str], prefix: str = "retrieval.documents") -> dict[str, Any]:
-    """A span's documents, flattened as OpenInference's instrumentors write them."""
+def listed(
+    documents: list[str] | dict[str, str], prefix: str = "retrieval.documents"
+) -> dict[str, Any]:
+    """Documents (ids, or id: content), flattened as OpenInference writes them."""
+    if isinstance(documents, list):
+        documents = {document: content(document) for document in documents}
     return {
         f"{prefix}.{n}.document.{field}": value
-        for n, document in enumerate(documents)
-        for field, value in (("id", document), ("content", content(document)))
+        for n, (document, text) in enumerate(documents.items())
+        for field, value in (("id", document), ("content", text))
     }
 
 
@@ -422,32 +426,22 @@ def test_a_span_file_that_cannot_be_read_is_named_by_line_and_field(
     assert caught.value.message.startswith(path)
 
 
-@pytest.mark.parametrize(
-    "value",
-    [
-        {
-            "arrayValue": {
-                "values": [
-                    {"kvlistValue": {"values": span(("document.id", d))["attributes"]}}
-                    for d in ("D7", 9)
-                ]
-            }
-        },
-        json.dumps(
-            [{"document.id": "D7", "document.content": "x"}, {"document.id": 9}]
-        ),
-    ],
-    ids=["array-of-objects", "json-text"],
-)
 def test_documents_given_as_one_attribute_are_read(
-    tmp_path: Path, spans: dict[str, Path], value: Any
+    tmp_path: Path, spans: dict[str, Path]
 ) -> None:
     """Some exporters keep OpenInference's list of documents as one attribute."""
-    path = write_lines(tmp_path / "spans.jsonl", [one(RETRIEVES, (DOCS, value))])
-    (record,) = import_openinference(
-        path, spans["gold"], key=EXAMPLE, allow_unmatched=True
+    pairs = [span(("document.id", document))["attributes"] for document in ("D7", 9)]
+    objects = {
+        "arrayValue": {"values": [{"kvlistValue": {"values": p}} for p in pairs]}
+    }
+    text = json.dumps(
+        [{"document.id": "D7", "document.content": "x"}, {"document.id": 9}]
     )
-    assert record["input"]["context"] == ["D7", "9"]
+    for value in (objects, text):
+        path = write_lines(tmp_path / "spans.jsonl", [one(RETRIEVES, (DOCS, value))])
+        rules = {"key": EXAMPLE, "allow_unmatched": True}
+        (record,) = import_openinference(path, spans["gold"], **rules)
+        assert record["input"]["context"] == ["D7", "9"]
 
 
 @pytest.mark.parametrize(
@@ -458,10 +452,7 @@ def test_documents_given_as_one_attribute_are_read(
         ([{"key": "a", "required": "D1"}], "required: must be a list of document"),
         ([{"key": "a", "required": [1]}], "required[0]: must be text, got 1"),
         ([{"key": "a", "required": [], "correct": "yes"}], "correct: must be true"),
-        (
-            [{"key": "a", "required": []}, {"key": "a", "required": []}],
-            'line 2: key: key "a" is already on line 1',
-        ),
+        ([{"key": "a", "required": []}] * 2, 'line 2: key: key "a" is already on'),
         ([], "holds no gold lines"),
     ],
 )
@@ -480,15 +471,11 @@ def test_a_gold_file_that_cannot_be_joined_is_refused(
 def trace_with_prompt(
     path: Path, documents: dict[str, str], prompt: str, messages: bool
 ) -> tuple[Path, Path]:
-    """One trace: a retriever of `documents` (id: content), and a model shown
-    `prompt` as its messages, or only as JSON in its input.value."""
+    """A retriever of `documents` (id: content), then a model shown `prompt` as its
+    messages, or only as JSON in its input.value."""
     recorder = Recorder(path)
     root = recorder.start("rag", {KIND: CHAIN, SESSION: "q1"})
-    attributes: dict[str, Any] = {KIND: RETRIEVER}
-    for n, (document, text) in enumerate(documents.items()):
-        attributes[document_id(n)] = document
-        attributes[f"retrieval.documents.{n}.document.content"] = text
-    recorder.leaf("retrieve", attributes, root)
+    recorder.leaf("retrieve", {KIND: RETRIEVER, **listed(documents)}, root)
     if messages:
         recorder.generator(prompt, "an answer", root)
     else:
@@ -581,15 +568,11 @@ def test_steps_follow_the_span_tree_and_fan_in_to_the_reranker(tmp_path: Path) -
         {"name": "reranker", "ids": ["D1"], "inputs": ["retriever-2", "retriever-3"]},
     ]
     assert record["input"]["steps"] == steps
-    assert (stage_input_score(record["input"]).metadata or {})["lost"] == [
-        {"id": "D3", "lost_at": "reranker", "last_step": "retriever-2", "last_rank": 2},
-        {"id": "D7", "lost_at": "reranker", "last_step": "retriever-3", "last_rank": 1},
-        {
-            "id": "D9",
-            "lost_at": "retriever-2",
-            "last_step": "retriever",
-            "last_rank": 3,
-        },
+    lost = (stage_input_score(record["input"]).metadata or {})["lost"]
+    assert [tuple(where.values()) for where in lost] == [
+        ("D3", "reranker", "retriever-2", 2),
+        ("D7", "reranker", "retriever-3", 1),
+        ("D9", "retriever-2", "retriever", 3),
     ]
     # The rule a team that knows its pipeline may choose: the last step's output.
     (chosen,) = import_openinference(spans, gold, key=SESSION, context="last-step")
@@ -600,8 +583,7 @@ def test_steps_follow_the_span_tree_and_fan_in_to_the_reranker(tmp_path: Path) -
 
 
 def test_a_sample_id_two_traces_share_is_refused_naming_both(tmp_path: Path) -> None:
-    """Two runs of one question in one file; --id names an attribute that
-    tells them apart."""
+    """Two runs of one question in one file; --id names what tells them apart."""
     recorder = Recorder(tmp_path / "spans.jsonl")
     for run in ("run-1", "run-2"):
         root = recorder.start("rag", {KIND: CHAIN, SESSION: "q1", "run.id": run})
