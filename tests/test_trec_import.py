@@ -59,9 +59,7 @@ RECORDS = [
 
 
 def write(path: Path, text: str | bytes) -> str:
-    if isinstance(text, str):
-        text = text.encode()
-    path.write_bytes(text)
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
     return str(path)
 
 
@@ -173,33 +171,25 @@ def test_queries_in_one_file_only_are_refused_by_name(tmp_path: Path) -> None:
         ("run", "q1 Q0 D1 x 1 2.0 tag\n", 'found 7 in "q1 Q0 D1 x 1 2.0 tag"'),
         (
             "qrels",
-            "42 0 D1 1\n42 0 D2 0\n42 0 D1 2\n",
-            'line 3: document "D1" of query "42" is already judged on line 1',
+            "4 0 D 1\n4 0 E 0\n4 0 D 2\n",
+            'line 3: document "D" of query "4" is already judged on line 1',
         ),
         (
             "run",
-            "42 Q0 D1 1 1.0 s\n42 Q0 D1 2 0.5 s\n",
-            'line 2: document "D1" of query "42" is already ranked on line 1',
+            "4 Q0 D 1 1 s\n4 Q0 D 2 0 s\n",
+            'line 2: document "D" of query "4" is already ranked on line 1',
         ),
         ("qrels", b"42 0 D1 1\n42 0 D\xe92 1\n", "line 2: not valid UTF-8 text"),
         ("run.txt", gzip.compress(RUN.encode()), "it looks gzipped: name it .gz"),
         ("run.gz", RUN, "cannot be read as gzip"),
         ("qrels", "\n  \n\t\n", "holds no judgements"),
         ("run", "", "holds no ranked documents"),
+        # Python would split at these, or C cut the field at NUL: refused.
+        ("run", "q1 Q0 D\x00 1 3.0 t\n", 'line 1: field 3 (doc_id) "D\\u0000" holds'),
     ]
     + [
-        # Python would split at these, or C cut the field at NUL: refused.
-        (
-            "run",
-            f"q1 Q0 D1{mark}x 1 3.0 tag\n",
-            f"line 1: field 3 (doc_id) {json.dumps(f'D1{mark}x', ensure_ascii=False)} "
-            + (
-                f"holds U+{ord(mark):04X}, a space to Python's"
-                if mark != "\x00"
-                else "holds a NUL"
-            ),
-        )
-        for mark in "\u2003\u00a0\u3000\u0085\x1c\u2028\x00"
+        ("run", f"q1 Q0 D1{mark}x 1 3.0 tag\n", f"holds U+{ord(mark):04X}, a space to")
+        for mark in "\u2003\u00a0\u3000\u0085\x1c\u2028"
     ],
 )
 def test_a_malformed_file_is_named_by_file_and_line(
