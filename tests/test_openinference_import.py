@@ -210,9 +210,6 @@ def spans(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {**made, "gold": Path(write_lines(directory / "gold.jsonl", GOLD))}
 
 
-# --- the records --------------------------------------------------------------
-
-
 def test_labels_label_records_by_id_but_never_one_the_gold_labels(
     spans: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -276,24 +273,33 @@ def test_unmatched_traces_are_refused_or_let_through_and_listed(
     ]
 
 
-def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
-    """docs/import-openinference.md's Python block writes spans, its shell block
-    imports and scores them."""
-    page = (Path(__file__).parents[1] / "docs" / "import-openinference.md").read_text()
-    python = re.search(r"```python\n(.*?)```", page, re.DOTALL)
-    shell = re.search(r"```bash\n(.*?)```", page, re.DOTALL)
-    assert python is not None and shell is not None
-    (tmp_path / "pipeline.py").write_text(python.group(1))
-    result = tracegrade_shell(shell.group(1), tmp_path, errexit=True)
+PASS, MISSED = {"stage": "pass", "missing": []}, {"stage": "retrieval", "missing": []}
+
+
+@pytest.mark.parametrize(
+    ("page", "results"),
+    [
+        ("import-openinference.md", [PASS, MISSED | {"missing": ["doc-7"]}]),
+        (
+            "import-ragas.md",
+            [PASS, MISSED | {"missing": ["D3"]}, PASS | {"stage": "generation"}],
+        ),
+    ],
+)
+def test_the_docs_example_runs_as_written(
+    tmp_path: Path, page: str, results: list[dict[str, Any]]
+) -> None:
+    """The page's shell block (and the Python block it runs) give its results."""
+    text = (Path(__file__).parents[1] / "docs" / page).read_text()
+    (shell,) = re.findall(r"```bash\n(.*?)```", text, re.DOTALL)
+    if "python pipeline.py" in shell:  # the page's first Python block
+        python = re.search(r"```python\n(.*?)```", text, re.DOTALL)
+        (tmp_path / "pipeline.py").write_text(python.group(1) if python else "")
+    result = tracegrade_shell(shell, tmp_path, errexit=True)
     assert result.returncode == 0, result.stderr
-    results = (tmp_path / "results.jsonl").read_text().splitlines()
-    assert [json.loads(line)["result"] for line in results] == [
-        {"stage": "pass", "missing": []},
-        {"stage": "retrieval", "missing": ["doc-7"]},
-    ]
+    written = (tmp_path / "results.jsonl").read_text().splitlines()
+    assert [json.loads(line)["result"] for line in written] == results
 
-
-# --- refusals ----------------------------------------------------------------
 
 TRACE, SPAN = "0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331"
 WHERE = "resourceSpans[0].scopeSpans[0].spans[0]"
@@ -455,9 +461,6 @@ def test_a_gold_file_that_cannot_be_joined_is_refused(
     assert expected in caught.value.message
 
 
-# --- what reached the model -----------------------------------------------------
-
-
 def trace_with_prompt(
     path: Path, documents: dict[str, str], prompt: str, messages: bool
 ) -> tuple[Path, Path]:
@@ -567,9 +570,6 @@ def test_steps_follow_the_span_tree_and_fan_in_to_the_reranker(tmp_path: Path) -
     # The rule a team that knows its pipeline may choose: the last step's output.
     (chosen,) = import_openinference(spans, gold, key=SESSION, context="last-step")
     assert (chosen["input"]["context"], chosen["input"]["steps"]) == (["D1"], steps)
-
-
-# --- the key and the id ---------------------------------------------------------
 
 
 def test_a_sample_id_two_traces_share_is_refused_naming_both(tmp_path: Path) -> None:

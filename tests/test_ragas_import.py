@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.commands import run_tracegrade, tracegrade_shell
+from tests.commands import run_tracegrade
 from tests.support import write_lines
 from tracegrade.core import stage_recall
 from tracegrade.importers.common import InputFileError, LabelsRefused
@@ -111,9 +111,6 @@ def test_the_reference_files_are_what_ragas_writes(tmp_path: Path) -> None:
         assert (tmp_path / name).read_bytes() == (DATA / name).read_bytes()
 
 
-# --- the records ------------------------------------------------------------------
-
-
 @pytest.mark.parametrize("path", [RAGAS_JSONL, RAGAS_CSV], ids=["jsonl", "csv"])
 def test_each_sample_is_a_record_whose_recall_is_ragas_id_based_context_recall(
     tmp_path: Path, path: Path
@@ -162,8 +159,6 @@ def test_labels_give_correct_after_the_id_lists_or_are_refused(
     correct = [record["input"].get("correct") for record in records[:4]]
     assert correct == [True, None, False, None]
 
-
-# --- refusals ----------------------------------------------------------------------
 
 GOOD = {"retrieved_context_ids": ["D1"], "reference_context_ids": ["D1"]}
 HEADER = "user_input,retrieved_context_ids,reference_context_ids\n"
@@ -243,21 +238,6 @@ def test_a_row_that_is_not_a_sample_is_named(
     assert caught.value.line == line, caught.value.message
     at = f"{path}, line {line}: " if line else f"{path}: "
     assert caught.value.message.startswith(at) and expected in caught.value.message
-
-
-def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
-    """docs/import-ragas.md's shell block gives the stages the page states."""
-    page = (Path(__file__).parents[1] / "docs" / "import-ragas.md").read_text()
-    match = re.search(r"```bash\n(.*?)```", page, re.DOTALL)
-    assert match is not None
-    result = tracegrade_shell(match.group(1), tmp_path, errexit=True)
-    assert result.returncode == 0, result.stderr
-    results = (tmp_path / "results.jsonl").read_text().splitlines()
-    assert {entry["id"]: entry["result"] for entry in map(json.loads, results)} == {
-        "0": {"stage": "pass", "missing": []},
-        "1": {"stage": "retrieval", "missing": ["D3"]},
-        "2": {"stage": "generation", "missing": []},
-    }
 
 
 @pytest.mark.parametrize(

@@ -229,8 +229,6 @@ def test_labels_that_cannot_label_the_import_are_refused(
     assert expected.format(qrels=files["qrels"]) in str(caught.value)
 
 
-# --- the numbers: Python's, refused where trec_eval's C reads otherwise ---------
-
 # The C library trec_eval reads numbers with; Python sets no LC_NUMERIC, so
 # its point is ".", as in the "C" locale trec_eval runs in.
 LIBC = ctypes.CDLL(ctypes.util.find_library("c"))
@@ -319,9 +317,6 @@ def test_every_accepted_number_is_one_c_reads_whole_to_the_same_value(
 def test_fields_split_at_c_isspace() -> None:
     LIBC.isspace.restype = ctypes.c_int
     assert set(C_SPACE) == {chr(byte) for byte in range(128) if LIBC.isspace(byte)}
-
-
-# --- the command ------------------------------------------------------------------
 
 
 def test_the_command_writes_the_records_and_notes_without_ir_measures(
