@@ -244,15 +244,10 @@ def test_unmatched_traces_are_refused_or_let_through_and_listed(
         "--allow-unmatched writes them without required"
     ]
     assert not out.exists()
-    # No trace matching any line: the key may vary from run to run (Haystack's
-    # root input.value holds a Python set, printed in a per-process order).
     nothing = write_lines(tmp_path / "gold.jsonl", [{"key": "x", "required": []}])
     matched = import_cli(str(spans[encoding]), "--gold", nothing, "--key", EXAMPLE)
     assert matched.returncode == 2
-    assert (
-        "no trace matched any of its lines: example.id may vary from run to run "
-        "of the same question"
-    ) in matched.stderr
+    assert "no trace matched any of its lines: example.id may vary" in matched.stderr
     result = import_cli(*base, "--allow-unmatched")
     assert result.returncode == 0, result.stderr
     assert [json.loads(line) for line in result.stdout.splitlines()] == RECORDS
