@@ -132,6 +132,7 @@ def test_each_sample_is_a_record_whose_recall_is_ragas_id_based_context_recall(
         ([{"id": "0", "correct": True}, {"id": "2", "correct": False}], None),
         # Refused after the dataset is read (the rest: test_trec_import).
         ([{"id": "8", "correct": True}], f'names no sample of {RAGAS_JSONL}: "8"'),
+        ([{"id": "0", "epoch": 1, "correct": True}], "one record with one label"),
     ],
 )
 def test_labels_give_correct_after_the_id_lists_or_are_refused(
