@@ -56,16 +56,12 @@ def document_id(index: int | str, prefix: str = "retrieval.documents") -> str:
     return f"{prefix}.{index}.document.id"
 
 
-def content(document: str) -> str:
-    return f"Record {document} says {document.lower()}."
-
-
 def listed(
     documents: list[str] | dict[str, str], prefix: str = "retrieval.documents"
 ) -> dict[str, Any]:
     """Documents (ids, or id: content), flattened as OpenInference writes them."""
     if isinstance(documents, list):
-        documents = {document: content(document) for document in documents}
+        documents = {d: f"Record {d} says {d.lower()}." for d in documents}
     return {
         f"{prefix}.{n}.document.{field}": value
         for n, (document, text) in enumerate(documents.items())
@@ -543,7 +539,7 @@ def test_steps_follow_the_span_tree_and_fan_in_to_the_reranker(tmp_path: Path) -
     recorder.end(outer)
     recorder.leaf("dense", {KIND: RETRIEVER, **listed(["D7", "D1"])}, root)
     recorder.leaf("rerank", {KIND: RERANKER, **listed(["D1"], RERANKED)}, root)
-    recorder.generator(f"Records: {content('D1')}", "an answer", root)
+    recorder.generator("Records: Record D1 says d1.", "an answer", root)
     recorder.end(root)
     required = {"key": "q1", "required": ["D3", "D7", "D9"], "correct": True}
     gold = write_lines(tmp_path / "gold.jsonl", [required])
