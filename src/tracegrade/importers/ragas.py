@@ -198,11 +198,8 @@ def stream_ragas(
     if refused is not None:
         raise refused
     if labels is not None:
-        check_labels_name_records(
-            labels,
-            lambda i: (
-                isinstance(i, str) and bool(_INDEX.fullmatch(i)) and int(i) < index
-            ),
-            "sample",
-            path,
-        )
+
+        def names_a_sample(i: Any) -> bool:
+            return isinstance(i, str) and bool(_INDEX.fullmatch(i)) and int(i) < index
+
+        check_labels_name_records(labels, names_a_sample, "sample", path)
