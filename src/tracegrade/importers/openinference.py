@@ -193,15 +193,13 @@ class _Line(NamedTuple):
 
     def spans(self, request: dict[str, Any]) -> list[Span]:
         if "resourceSpans" not in request:
-            other = [n for n in ("resourceMetrics", "resourceLogs") if n in request]
-            raise self.refuse(
-                "",
-                f"holds {other[0]}, not resourceSpans: an export of "
-                f"{'metrics' if other[0] == 'resourceMetrics' else 'logs'}, not traces"
-                if other
-                else "no resourceSpans: not an OTLP JSON trace export "
-                "(ExportTraceServiceRequest)",
-            )
+            problem = "no resourceSpans: not an OTLP JSON trace export "
+            problem += "(ExportTraceServiceRequest)"
+            for other in ("resourceLogs", "resourceMetrics"):  # both: metrics named
+                if other in request:
+                    problem = f"holds {other}, not resourceSpans: an export of "
+                    problem += f"{other.removeprefix('resource').lower()}, not traces"
+            raise self.refuse("", problem)
         return [
             self.span(at, span)
             for r, resource in self.items("", request, "resourceSpans")
