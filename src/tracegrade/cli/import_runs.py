@@ -55,7 +55,7 @@ def _importer(name: str, *options: Callable[[Any], Any]) -> Callable[[Any], Any]
         def command(
             output: str | None, force: bool, output_format: str, **own: Any
         ) -> None:
-            _write(*shape(**own), own["labels"], output, force, output_format)
+            _write(shape(**own), own["labels"], output, force, output_format)
 
         for option in reversed([*options, *_SHARED_OPTIONS]):
             command = option(command)
@@ -65,22 +65,16 @@ def _importer(name: str, *options: Callable[[Any], Any]) -> Callable[[Any], Any]
 
 
 def _write(
-    inputs: list[str],
-    records: Iterable[dict[str, Any]],
-    noun: str,
-    notes: list[str],
-    labels: str | None,
-    output: str | None,
-    force: bool,
-    output_format: str,
+    shape: Shape, labels: str | None, output: str | None, force: bool, form: str
 ) -> None:
     """The records whole or not at all, then the notes; errors as one line.
-    `records` reads nothing until iterated, after the output is checked."""
+    The records read nothing until iterated, after the output is checked."""
     from ..importers.common import ImportRefused, NoTemporarySpace
     from ..outputs import AtomicFile, check_output
 
+    inputs, records, noun, notes = shape
     named = [*inputs, *([labels] if labels else [])]
-    check_output_format(output, output_format, "--output", "--output-format", "records")
+    check_output_format(output, form, "--output", "--output-format", "records")
     check_output(output, inputs=named, option="--output", force=force)
     counts = [0, 0]  # records, and those with required documents and no label
 
@@ -110,7 +104,7 @@ def _write(
 
     try:
         if output is not None:
-            parquet = output_format == "parquet"
+            parquet = form == "parquet"
             write = write_parquet if parquet else write_lines
             AtomicFile.write_through(output, write, binary=parquet, replace=force)
         else:  # through a spool: stdout stays empty if a record is refused
