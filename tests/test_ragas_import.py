@@ -1,6 +1,5 @@
-"""`tracegrade import ragas`: tests/data/ragas was written by ragas 0.4.3 itself
-(`to_jsonl`, `to_csv`), with what its IDBasedContextRecall gave each sample
-(`write_with_ragas`); each imported record's recall must be Ragas's score."""
+"""`tracegrade import ragas`: tests/data/ragas was written by ragas 0.4.3 itself, with
+what its IDBasedContextRecall gave each sample; each record's recall is that score."""
 
 from __future__ import annotations
 
@@ -16,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.commands import run_tracegrade, tracegrade_shell
+from tests.commands import run_tracegrade
 from tests.support import write_lines
 from tracegrade.core import stage_recall
 from tracegrade.importers.common import InputFileError, LabelsRefused
@@ -27,12 +26,14 @@ def import_ragas(path: Any, **options: Any) -> list[dict[str, Any]]:
     return list(stream_ragas(path, **options))
 
 
+def import_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return run_tracegrade("import", "ragas", *args, cwd=DATA)
+
+
 DATA = Path(__file__).parent / "data" / "ragas"
 RAGAS_JSONL = DATA / "dataset.jsonl"
 RAGAS_CSV = DATA / "dataset.csv"
-RAGAS_SCORES: list[float | None] = json.loads(
-    (DATA / "scores.json").read_text(encoding="utf-8")
-)
+RAGAS_SCORES = json.loads((DATA / "scores.json").read_text(encoding="utf-8"))
 
 # The samples of the reference files, as given to ragas.
 # Each sample's fields in this order; None is a field the sample lacks.
@@ -81,47 +82,46 @@ RECORDS: list[dict[str, Any]] = [
 ]
 
 
-def write_with_ragas(directory: Path) -> list[float | None]:
-    """Write SAMPLES with ragas's own writers and score them with its
-    IDBasedContextRecall, as the reference files were made."""
-    from ragas import EvaluationDataset, SingleTurnSample
+def test_the_reference_files_are_what_ragas_writes(tmp_path: Path) -> None:
+    """How tests/data/ragas was made (ragas is in no nox session)."""
+    ragas = pytest.importorskip("ragas")
     from ragas.metrics import IDBasedContextRecall
 
-    dataset = EvaluationDataset(samples=[SingleTurnSample(**s) for s in SAMPLES])
-    dataset.to_jsonl(directory / "dataset.jsonl")
-    dataset.to_csv(directory / "dataset.csv")
-    metric = IDBasedContextRecall()
-
-    async def scores() -> list[float | None]:
-        values = [await metric.single_turn_ascore(sample) for sample in dataset]
-        return [None if math.isnan(value) else value for value in values]
-
-    return asyncio.run(scores())
-
-
-def test_the_reference_files_are_what_ragas_writes(tmp_path: Path) -> None:
-    pytest.importorskip("ragas")
     os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
-    assert write_with_ragas(tmp_path) == RAGAS_SCORES
+    samples = [ragas.SingleTurnSample(**sample) for sample in SAMPLES]
+    dataset = ragas.EvaluationDataset(samples=samples)
+    dataset.to_jsonl(tmp_path / "dataset.jsonl")
+    dataset.to_csv(tmp_path / "dataset.csv")
+    metric = IDBasedContextRecall()
+    scores = [asyncio.run(metric.single_turn_ascore(sample)) for sample in dataset]
+    assert [None if math.isnan(score) else score for score in scores] == RAGAS_SCORES
     for name in ("dataset.jsonl", "dataset.csv"):
         assert (tmp_path / name).read_bytes() == (DATA / name).read_bytes()
 
 
-# --- the records ------------------------------------------------------------------
-
-
 @pytest.mark.parametrize("path", [RAGAS_JSONL, RAGAS_CSV], ids=["jsonl", "csv"])
 def test_each_sample_is_a_record_whose_recall_is_ragas_id_based_context_recall(
-    path: Path,
+    tmp_path: Path, path: Path
 ) -> None:
-    """Exactly, repeats included: both count each ID once, and an integer ID
-    is its decimal text, as Ragas compares str(id); nothing required is
-    Ragas's NaN and tracegrade's null. CSV cannot tell an empty response
-    from none (to_csv writes both as an empty cell): absent wins."""
-    records = import_ragas(path)
+    """Repeats included: both count each ID once, an integer ID is its decimal
+    text, nothing required is Ragas's NaN and our null. CSV writes an empty
+    response and none alike: absent wins. --format overrides the suffix."""
+    copy = tmp_path / "dataset.txt"
+    copy.write_bytes(path.read_bytes())
+    form = "csv" if path == RAGAS_CSV else "jsonl"
+    result = import_cli(str(copy), "--format", form)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == (
+        "note: 7 of 8 samples have required documents and no label (no --labels "
+        "given); they score answer-label until labelled\n"
+    )
+    records = [json.loads(line) for line in result.stdout.splitlines()]
     expected = json.loads(json.dumps(RECORDS))
     if path == RAGAS_CSV:
         del expected[4]["input"]["answer"]
+        refused = import_cli(str(copy))
+        assert (refused.returncode, refused.stdout) == (1, "")
+        assert "line 1: not valid JSON" in refused.stderr
     assert records == expected
     assert [stage_recall(record["input"]) for record in records] == RAGAS_SCORES
 
@@ -149,55 +149,37 @@ def test_labels_give_correct_after_the_id_lists_or_are_refused(
     assert correct == [True, None, False, None]
 
 
-# --- refusals ----------------------------------------------------------------------
-
 GOOD = {"retrieved_context_ids": ["D1"], "reference_context_ids": ["D1"]}
 HEADER = "user_input,retrieved_context_ids,reference_context_ids\n"
 
 
-@pytest.mark.parametrize(
-    ("line", "field", "expected"),
-    [
-        (
-            {"retrieved_context_ids": ["D1"]},
-            "reference_context_ids",
-            "reference_context_ids is absent; Ragas's IDBasedContextRecall needs "
-            "both reference_context_ids and retrieved_context_ids",
-        ),
-        (
-            {**GOOD, "retrieved_context_ids": "D1"},
-            "retrieved_context_ids",
-            "retrieved_context_ids must be a list of IDs, as Ragas writes one "
-            "(['D1', 'D2']): a JSON array, or a Python list of quoted strings "
-            'with a comma between each two, got "D1"',
-        ),
-        (
-            {**GOOD, "reference_context_ids": ["D1", True]},
-            "reference_context_ids",
-            "reference_context_ids[1] true is not an ID: Ragas takes text or an",
-        ),
-        (
-            {**GOOD, "user_input": [{"content": "hi"}]},
-            "user_input",
-            "user_input is a list of messages, a multi-turn sample",
-        ),
-        ({**GOOD, "response": 3}, "response", "response must be text, got 3"),
-    ],
-)
-def test_a_sample_that_cannot_be_a_record_is_named_by_line_and_field(
-    tmp_path: Path, line: dict[str, Any], field: str, expected: str
-) -> None:
-    path = write_lines(tmp_path / "d.jsonl", [GOOD, "", line])
-    with pytest.raises(InputFileError) as caught:
-        import_ragas(path)
-    assert caught.value.message.startswith(f"{path}, line 3: {expected}")
-    assert (caught.value.line, caught.value.field) == (3, field)
+def third(**fields: Any) -> str:
+    """A JSONL dataset whose line 3 is GOOD with `fields` changed."""
+    return f"{json.dumps(GOOD)}\n\n{json.dumps(GOOD | fields)}\n"
 
 
 @pytest.mark.parametrize(
     ("name", "text", "line", "expected"),
     [
         ("d.jsonl", '{"a": 1}\nnot json\n', 2, "not valid JSON"),
+        (
+            "d.jsonl",
+            third(reference_context_ids=None),
+            3,
+            "reference_context_ids is absent; Ragas's IDBasedContextRecall needs "
+            "both reference_context_ids and retrieved_context_ids",
+        ),
+        (
+            "d.jsonl",
+            third(retrieved_context_ids="D1"),
+            3,
+            "retrieved_context_ids must be a list of IDs, as Ragas writes one "
+            "(['D1', 'D2']): a JSON array, or a Python list of quoted strings "
+            'with a comma between each two, got "D1"',
+        ),
+        ("d.jsonl", third(reference_context_ids=["D1", True]), 3, "[1] true is not an"),
+        ("d.jsonl", third(user_input=[{}]), 3, "user_input is a list of messages"),
+        ("d.jsonl", third(response=3), 3, "response must be text, got 3"),
         ("d.jsonl", '[{"a": 1},\n', 1, "a Ragas dataset is JSON Lines (to_jsonl), not"),
         ("d.jsonl", '{"reference_context_ids": ["\\ud800"]}\n', 1, "lone surrogate"),
         ("d.jsonl", "\n \n", None, "holds no samples"),
@@ -243,80 +225,28 @@ def test_a_row_that_is_not_a_sample_is_named(
     with pytest.raises(InputFileError) as caught:
         import_ragas(path)
     assert caught.value.line == line, caught.value.message
-    assert expected in caught.value.message
-
-
-# --- the command ---------------------------------------------------------------------
-
-
-def import_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return run_tracegrade("import", "ragas", *args, cwd=DATA)
-
-
-def test_the_command_writes_the_records_and_counts_the_unlabelled(
-    tmp_path: Path,
-) -> None:
-    result = import_cli(str(RAGAS_JSONL))
-    assert result.returncode == 0, result.stderr
-    assert [json.loads(line) for line in result.stdout.splitlines()] == RECORDS
-    assert result.stderr == (
-        "note: 7 of 8 samples have required documents and no label (no --labels "
-        "given); they score answer-label until labelled\n"
-    )
-    path = tmp_path / "dataset.txt"
-    path.write_bytes(RAGAS_CSV.read_bytes())
-    as_csv = import_cli(str(path), "--format", "csv")
-    assert as_csv.returncode == 0, as_csv.stderr
-    assert len(as_csv.stdout.splitlines()) == 8
-    refused = import_cli(str(path))
-    assert refused.returncode == 1
-    assert "line 1: not valid JSON" in refused.stderr
-
-
-def test_the_docs_example_runs_as_written(tmp_path: Path) -> None:
-    """docs/import-ragas.md's shell block gives the stages the page states."""
-    page = (Path(__file__).parents[1] / "docs" / "import-ragas.md").read_text()
-    match = re.search(r"```bash\n(.*?)```", page, re.DOTALL)
-    assert match is not None
-    result = tracegrade_shell(match.group(1), tmp_path, errexit=True)
-    assert result.returncode == 0, result.stderr
-    results = (tmp_path / "results.jsonl").read_text().splitlines()
-    assert {entry["id"]: entry["result"] for entry in map(json.loads, results)} == {
-        "0": {"stage": "pass", "missing": []},
-        "1": {"stage": "retrieval", "missing": ["D3"]},
-        "2": {"stage": "generation", "missing": []},
-    }
+    at = f"{path}, line {line}: " if line else f"{path}: "
+    assert caught.value.message.startswith(at) and expected in caught.value.message
 
 
 @pytest.mark.parametrize(
-    ("cell", "ids"),
+    ("row", "ids"),
     [
         # JSON first: `\/` is `/` to JSON, and kept by Python's reader.
-        ('"[""doc\\/1""]"', ["doc/1"]),
-        ('"[\'D1\', ""it\'s""]"', ["D1", "it's"]),
-        ("\"['D\\u2003', 'tab\\there']\"", ["D\u2003", "tab\there"]),
-        ("\"[7, '8']\"", ["7", "8"]),
+        ('q,[],"[""doc\\/1""]"', ["doc/1"]),
+        ('q,[],"[\'D1\', ""it\'s""]"', ["D1", "it's"]),
+        ("q,[],\"['D\\u2003', 'tab\\there']\"", ["D\u2003", "tab\there"]),
+        ("q,[],\"[7, '8']\"", ["7", "8"]),
+        # Over the csv module's 128 KiB limit for a cell, as a question may be.
+        ("x" * 200_000 + ",[],['D1']", ["D1"]),
     ],
+    ids=["json", "repr", "repr-escapes", "integers", "over-128-KiB"],
 )
 def test_a_csv_list_cell_is_read_as_json_or_as_repr_writes_it(
-    tmp_path: Path, cell: str, ids: list[str]
+    tmp_path: Path, row: str, ids: list[str]
 ) -> None:
     path = tmp_path / "d.csv"
-    path.write_text(HEADER + f"q,['D1'],{cell}\n", encoding="utf-8", newline="")
+    path.write_text(HEADER + row + "\n", encoding="utf-8", newline="")
     (record,) = import_ragas(path)
     assert record["input"]["required"] == ids
-
-
-def test_a_context_cell_over_the_csv_modules_limit_is_read(tmp_path: Path) -> None:
-    """The csv module refuses a cell over 128 KiB unless told otherwise; a
-    retrieved context is often that long."""
-    path = tmp_path / "d.csv"
-    path.write_text(
-        "user_input,retrieved_contexts,retrieved_context_ids,reference_context_ids\n"
-        f"q,\"['{'x' * 200_000}']\",['D1'],['D1']\n",
-        encoding="utf-8",
-        newline="",
-    )
-    (record,) = import_ragas(path)
-    assert record["input"]["context"] == ["D1"]
     assert csv.field_size_limit() == 131_072

@@ -1,18 +1,12 @@
-"""Importers stream: a file ten times larger costs little more memory.
-
-`import ragas` and `import openinference` hold one sample, or one trace,
-at a time (and OpenInference an index of where each trace's spans are),
-so their peak grows with the largest record, not with the file (for
-OpenInference, with the number of traces by a few hundred bytes each): the
-large after the small in one fresh interpreter, its peak from the kernel.
-"""
+"""Importers stream: an input ten times larger costs little more memory; the large
+after the small in one fresh interpreter, its peak from the kernel."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -20,32 +14,32 @@ from tests.commands import peaks_in_one_interpreter
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="ru_maxrss in KiB")
 
-SMALL_MB = 2
-LARGE_MB = 20
-TEXT = "x" * 2_000
-"""Each record's long text: a retrieved passage, a question, an answer."""
+SMALL_MB, LARGE_MB = 2, 20
+TEXT = "x" * 2_000  # each record's long text: a passage, a question, an answer
+DOC = "retrieval.documents.0.document"
 
 
 def _write_ragas(path: Path, megabytes: int) -> None:
     with path.open("w", encoding="utf-8") as out:
-        number = 0
-        while out.tell() < megabytes << 20:
-            row = {
-                "user_input": f"question {number} {TEXT}",
-                "retrieved_context_ids": [f"D{number}", f"E{number}"],
-                "reference_context_ids": [f"D{number}"],
-                "response": f"answer {number} {TEXT}",
-            }
-            out.write(json.dumps(row) + "\n")
-            number += 1
+        for n in itertools.count():
+            if out.tell() >= megabytes << 20:
+                break
+            ids = {"retrieved_context_ids": [f"D{n}", f"E{n}"]}
+            ids["reference_context_ids"] = [f"D{n}"]
+            row = {"user_input": f"question {n} {TEXT}", "response": f"{n} {TEXT}"}
+            out.write(json.dumps(row | ids) + "\n")
 
 
 def _write_spans(path: Path, gold: Path, megabytes: int) -> None:
-    """Traces of a root holding the key, question and answer, a retriever and
-    an LLM, each trace's spans on three lines, each line holding spans of
-    three traces, as a batch exporter spreads them."""
+    """Traces of a root (key, question, answer), a retriever and an LLM; three
+    traces' spans spread over three lines, as a batch exporter spreads them."""
 
-    def span(trace: int, n: int, kind: str, **attributes: str) -> Any:
+    def span(trace: int, n: int) -> dict[str, object]:
+        kind, attributes = [
+            ("CHAIN", {"example.id": f"ex-{trace}", "input.value": f"q {TEXT}"}),
+            ("RETRIEVER", {f"{DOC}.id": f"D{trace}", f"{DOC}.content": TEXT}),
+            ("LLM", {"output.value": TEXT}),
+        ][n]
         attributes = {"openinference.span.kind": kind, **attributes}
         return {
             "traceId": f"{trace + 1:032x}",
@@ -58,28 +52,17 @@ def _write_spans(path: Path, gold: Path, megabytes: int) -> None:
             ],
         }
 
-    def trace_spans(trace: int) -> list[Any]:
-        root = {"example.id": f"ex-{trace}", "input.value": f"question {trace} {TEXT}"}
-        found = {"retrieval.documents.0.document.id": f"D{trace}"}
-        found["retrieval.documents.0.document.content"] = TEXT
-        return [
-            span(trace, 0, "CHAIN", **root, **{"output.value": f"answer {trace}"}),
-            span(trace, 1, "RETRIEVER", **found),
-            span(trace, 2, "LLM", **{"output.value": TEXT}),
-        ]
-
     with path.open("w", encoding="utf-8") as out, gold.open("w") as keys:
-        trace, pending = 0, []
-        while out.tell() < megabytes << 20 or pending:
-            if out.tell() < megabytes << 20:
-                pending.append(trace_spans(trace))
+        for first in itertools.count(0, 3):
+            if out.tell() >= megabytes << 20:
+                break
+            for trace in range(first, first + 3):
                 keys.write(json.dumps({"key": f"ex-{trace}", "required": ["D1"]}))
                 keys.write("\n")
-                trace += 1
-            line = [spans.pop(0) for spans in pending]
-            pending = [spans for spans in pending if spans]
-            request = {"resourceSpans": [{"scopeSpans": [{"spans": line}]}]}
-            out.write(json.dumps(request) + "\n")
+            for n in range(3):
+                line = [span(trace, n) for trace in range(first, first + 3)]
+                request = {"resourceSpans": [{"scopeSpans": [{"spans": line}]}]}
+                out.write(json.dumps(request) + "\n")
 
 
 IMPORTS = {
@@ -98,19 +81,16 @@ IMPORTS = {
 
 @pytest.mark.parametrize("importer", IMPORTS)
 def test_memory_does_not_grow_with_the_input(tmp_path: Path, importer: str) -> None:
-    """Each input imported small and large, checked to give records (the
-    output holds at least an eighth of what was read)."""
+    """Each output holds at least an eighth of what was read: records were made."""
     write, args, margin = IMPORTS[importer]
+    runs = []
     for megabytes in (SMALL_MB, LARGE_MB):
         (tmp_path / str(megabytes)).mkdir()
         write(tmp_path / str(megabytes), megabytes)
-    argv = ("import", importer, *args, "--output", "out.jsonl")
-    small, large = peaks_in_one_interpreter(
-        [(argv, tmp_path / str(size)) for size in (SMALL_MB, LARGE_MB)], tmp_path
-    )
-    peaks = {SMALL_MB: small.peak_mib, LARGE_MB: large.peak_mib}
-    for megabytes, done in zip((SMALL_MB, LARGE_MB), (small, large), strict=True):
+        argv = ("import", importer, *args, "--output", "out.jsonl")
+        runs.append((argv, tmp_path / str(megabytes)))
+    small, large = peaks_in_one_interpreter(runs, tmp_path)
+    for (_, folder), done in zip(runs, (small, large), strict=True):
         assert done.returncode == 0, done.stderr
-        out = tmp_path / str(megabytes) / "out.jsonl"
-        assert out.stat().st_size > megabytes << 17
-    assert peaks[LARGE_MB] <= peaks[SMALL_MB] + margin, peaks
+        assert (folder / "out.jsonl").stat().st_size > int(folder.name) << 17
+    assert large.peak_mib <= small.peak_mib + margin, (small.peak_mib, large.peak_mib)

@@ -55,7 +55,7 @@ def _importer(name: str, *options: Callable[[Any], Any]) -> Callable[[Any], Any]
         def command(
             output: str | None, force: bool, output_format: str, **own: Any
         ) -> None:
-            _write(*shape(**own), own["labels"], output, force, output_format)
+            _write(shape(**own), own["labels"], output, force, output_format)
 
         for option in reversed([*options, *_SHARED_OPTIONS]):
             command = option(command)
@@ -65,40 +65,32 @@ def _importer(name: str, *options: Callable[[Any], Any]) -> Callable[[Any], Any]
 
 
 def _write(
-    inputs: list[str],
-    records: Iterable[dict[str, Any]],
-    noun: str,
-    notes: list[str],
-    labels: str | None,
-    output: str | None,
-    force: bool,
-    output_format: str,
+    shape: Shape, labels: str | None, output: str | None, force: bool, form: str
 ) -> None:
     """The records whole or not at all, then the notes; errors as one line.
-    `records` reads nothing until iterated, after the output is checked."""
+    The records read nothing until iterated, after the output is checked."""
     from ..importers.common import ImportRefused, NoTemporarySpace
     from ..outputs import AtomicFile, check_output
 
+    inputs, records, noun, notes = shape
     named = [*inputs, *([labels] if labels else [])]
-    check_output_format(output, output_format, "--output", "--output-format", "records")
+    check_output_format(output, form, "--output", "--output-format", "records")
     check_output(output, inputs=named, option="--output", force=force)
-    counts = [0, 0]  # records, and those that need a label
+    counts = [0, 0]  # records, and those with required documents and no label
 
     def counted() -> Iterator[dict[str, Any]]:
         try:
             for record in records:
-                counts[0] += 1
-                # Required documents and no label: scored answer-label.
                 fields = record["input"]
+                counts[0] += 1
                 counts[1] += bool(fields.get("required")) and "correct" not in fields
                 yield record
         except OSError as error:  # an input's, told apart from the output's
             raise CommandStopped(f"Error: {error}", 2) from None
 
     def write_lines(handle: IO[str]) -> None:
-        for record in counted():
-            handle.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")))
-            handle.write("\n")
+        compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+        handle.writelines(compact(record) + "\n" for record in counted())
 
     def write_parquet(handle: IO[bytes]) -> None:
         import pyarrow.parquet as pq
@@ -112,7 +104,7 @@ def _write(
 
     try:
         if output is not None:
-            parquet = output_format == "parquet"
+            parquet = form == "parquet"
             write = write_parquet if parquet else write_lines
             AtomicFile.write_through(output, write, binary=parquet, replace=force)
         else:  # through a spool: stdout stays empty if a record is refused
@@ -126,7 +118,7 @@ def _write(
                 while chunk := spool.read(1 << 16):
                     click.echo(chunk, nl=False)
     except ImportRefused as error:
-        raise CommandStopped(f"Error: {error.message}", error.exit_code) from None
+        raise CommandStopped(f"Error: {error}", error.exit_code) from None
     # Said once the records are out: a write that fails says only that.
     count, unlabelled = counts
     for note in notes:

@@ -22,10 +22,6 @@ class ImportRefused(ValueError):
 
     exit_code = 1
 
-    def __init__(self, message: str) -> None:
-        self.message = message
-        super().__init__(message)
-
 
 class InputFileError(LineError, ImportRefused):
     """An input refused by file, line (None: the whole file) and field."""
@@ -56,7 +52,6 @@ def listed(items: Sequence[Any], show: Callable[[Any], str] = quote) -> str:
 
 
 def named(names: Sequence[Any], lines: Mapping[Any, int]) -> str:
-    """The first `SHOWN` names quoted, each with its line."""
     return listed(names, lambda name: f"{quote(name)} (line {lines[name]})")
 
 
@@ -93,8 +88,7 @@ def check_labels_name_records(
     count = "1 label names" if len(unmatched) == 1 else f"{len(unmatched)} labels name"
     message = f"{labels.path}: {count} no {what} of {where}: "
     message += named(unmatched, labels.lines)
-    numbers = [sample_id for sample_id in unmatched if isinstance(sample_id, int)]
-    if numbers:
+    if numbers := [i for i in unmatched if isinstance(i, int)]:
         message += f"; {what} ids are text, so write {quote(str(numbers[0]))}, "
         message += f"not {numbers[0]}"
     raise LabelsRefused(message)

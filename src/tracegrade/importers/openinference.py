@@ -1,6 +1,5 @@
-"""OpenInference spans (OTLP JSON) as stage-diagnosis records, one per trace, joined
-to a gold file by a key attribute. The file is read once into an unnamed spool, so
-memory holds one trace (docs/import-openinference.md)."""
+"""OpenInference traces (OTLP JSON Lines) as stage-diagnosis records, one per trace,
+read once into an unnamed spool so memory holds one trace."""
 
 from __future__ import annotations
 
@@ -11,6 +10,7 @@ import pickle
 import re
 import tempfile
 from array import array
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -47,24 +47,15 @@ _DIGITS = re.compile(r"[+-]?[0-9]+")
 _HEX = re.compile(r"[0-9a-fA-F]+")
 _URL_SAFE = str.maketrans("-_", "+/")
 _FLAT = re.compile(r"(0|[1-9][0-9]{0,19})\.document\.(.+)")  # after "NAME."
-# AnyValue's scalar kinds other than text and integers: how each is read, and
-# what a value that is not one is called.
-_SCALARS: dict[str, tuple[Any, str]] = {
-    "boolValue": (lambda v: v if type(v) is bool else None, "is not true or false"),
-    "doubleValue": (
-        lambda v: (
-            float(v)
-            if type(v) in (int, float) or v in ("NaN", "Infinity", "-Infinity")
-            else None
-        ),
-        "is not a number",
-    ),
-    "bytesValue": (lambda v: base64.b64decode(v, validate=True), "is not base64"),
-}
 _VALUE_KINDS = (
     *("stringValue", "boolValue", "intValue", "doubleValue"),
     *("arrayValue", "kvlistValue", "bytesValue"),
 )
+_UNREAD = {
+    "boolValue": "is not true or false",
+    "doubleValue": "is not a number",
+    "bytesValue": "is not base64",
+}
 
 Key = str | int
 Documents = list[tuple[str, str | None]]  # each document's id and content
@@ -92,24 +83,23 @@ def _surrogate(value: str) -> str:
     return f"{quote(value, 80)} holds a lone surrogate, which no log can hold"
 
 
-class _Line:
+class _Line(NamedTuple):
     """One line of a JSON Lines file, whose fields are refused by their path."""
 
-    def __init__(self, path: str, number: int) -> None:
-        self.path, self.number = path, number
+    path: str
+    number: int
 
     def refuse(self, where: str, problem: str) -> InputFileError:
         prefix = f"{where}: " if where else ""
-        return InputFileError(self.path, self.number, prefix + problem, field=where)
+        return InputFileError(*self, prefix + problem, field=where)
 
-    def items(self, where: str, parent: Any, name: str) -> Iterator[tuple[str, Any]]:
+    def items(self, where: str, parent: Any, name: str) -> list[tuple[str, Any]]:
         """Repeated field `name`'s items with their paths; absent is empty."""
         at = f"{where}.{name}" if where else name
         value = self.object(where, parent).get(name)
         if value is not None and type(value) is not list:
             raise self.refuse(at, f"must be a JSON array, got {quote(value, 80)}")
-        for n, item in enumerate(value or []):
-            yield f"{at}[{n}]", item
+        return [(f"{at}[{n}]", item) for n, item in enumerate(value or [])]
 
     def object(self, where: str, value: Any) -> dict[str, Any]:
         if type(value) is not dict:
@@ -175,11 +165,16 @@ class _Line:
         if kind == "arrayValue":
             values = self.items(where, inner, "values")
             return [self.any_value(at, item) for at, item in values]
-        read, form = _SCALARS[kind]
-        with suppress(binascii.Error, ValueError, TypeError):
-            if (scalar := read(inner)) is not None:
-                return scalar
-        raise self.refuse(where, f"{quote(inner, 80)} {form}")
+        if kind == "boolValue" and type(inner) is bool:
+            return inner
+        if kind == "doubleValue" and (
+            type(inner) in (int, float) or inner in ("NaN", "Infinity", "-Infinity")
+        ):
+            return float(inner)
+        if kind == "bytesValue":
+            with suppress(binascii.Error, ValueError, TypeError):
+                return base64.b64decode(inner, validate=True)
+        raise self.refuse(where, f"{quote(inner, 80)} {_UNREAD[kind]}")
 
     def attributes(
         self, where: str, parent: Any, name: str = "attributes"
@@ -196,26 +191,23 @@ class _Line:
             paths[key] = path
         return attributes, paths
 
-    def spans(self, request: dict[str, Any], order: int) -> list[Span]:
-        """The spans of one ExportTraceServiceRequest, numbered from `order`."""
+    def spans(self, request: dict[str, Any]) -> list[Span]:
         if "resourceSpans" not in request:
-            other = [n for n in ("resourceMetrics", "resourceLogs") if n in request]
-            raise self.refuse(
-                "",
-                f"holds {other[0]}, not resourceSpans: an export of "
-                f"{'metrics' if other[0] == 'resourceMetrics' else 'logs'}, not traces"
-                if other
-                else "no resourceSpans: not an OTLP JSON trace export "
-                "(ExportTraceServiceRequest)",
-            )
-        found: list[Span] = []
-        for r, resource in self.items("", request, "resourceSpans"):
-            for s, scope in self.items(r, resource, "scopeSpans"):
-                for at, span in self.items(s, scope, "spans"):
-                    found.append(self.span(at, span, order + len(found)))
-        return found
+            problem = "no resourceSpans: not an OTLP JSON trace export "
+            problem += "(ExportTraceServiceRequest)"
+            for other in ("resourceLogs", "resourceMetrics"):  # both: metrics named
+                if other in request:
+                    problem = f"holds {other}, not resourceSpans: an export of "
+                    problem += f"{other.removeprefix('resource').lower()}, not traces"
+            raise self.refuse("", problem)
+        return [
+            self.span(at, span)
+            for r, resource in self.items("", request, "resourceSpans")
+            for s, scope in self.items(r, resource, "scopeSpans")
+            for at, span in self.items(s, scope, "spans")
+        ]
 
-    def span(self, where: str, span: Any, order: int) -> Span:
+    def span(self, where: str, span: Any) -> Span:
         attributes, paths = self.attributes(where, span)
         parent = span.get("parentSpanId", "")
         read = Span(
@@ -228,15 +220,13 @@ class _Line:
             self.integer(
                 f"{where}.startTimeUnixNano", span.get("startTimeUnixNano", 0)
             ),
-            *(order, self, where, attributes, paths),
+            *(self, where, attributes, paths),
         )
         # A retriever missed would read as one that found nothing: refused.
         upper = read.kind.upper() if isinstance(read.kind, str) else None
         if upper in (RETRIEVER, RERANKER, LLM) and read.kind != upper:
-            problem = (
-                f"span kind {quote(read.kind)} is not OpenInference's {quote(upper)}"
-            )
-            raise read.refuse(KIND, problem)
+            problem = f"span kind {quote(read.kind)} is not OpenInference's "
+            raise read.refuse(KIND, problem + quote(upper))
         return read
 
 
@@ -249,7 +239,6 @@ class Span:
     parent_id: str | None
     name: str
     start: int
-    order: int
     line: _Line
     where: str
     attributes: dict[str, Any]
@@ -290,11 +279,12 @@ class Span:
 
     def documents(self, in_metadata: str | None) -> Documents:
         """The step's documents: `NAME.N.document.*` attributes, or one array."""
-        name, kind, span = DOCUMENTS[self.kind], self.kind, quote(self.span_id)
+        name = DOCUMENTS[self.kind]
         flat = [key for key in self.attributes if key.startswith(f"{name}.")]
         if name in self.attributes and flat:
-            problem = f"{kind} span {span} gives its documents twice: as {name} "
-            raise self.refuse(name, problem + f"and as {name}.N.document.* attributes")
+            problem = f"{self.kind} span {quote(self.span_id)} gives its documents "
+            problem += f"twice: as {name} and as {name}.N.document.* attributes"
+            raise self.refuse(name, problem)
         if name in self.attributes:
             return self._document_list(name)
         fields: dict[int, dict[str, str]] = {}
@@ -303,41 +293,43 @@ class Span:
                 problem = f"attribute {quote(key)} is not {name}.N.document.FIELD, N "
                 raise self.refuse(key, problem + "an index without leading zeros")
             fields.setdefault(int(found[1]), {})[found[2]] = key
-        documents = []
-        for index, keys in sorted(fields.items()):
-            if "id" in keys:
-                document = self.document_id(keys["id"], self.attributes[keys["id"]])
-            elif in_metadata is not None and "metadata" in keys:
-                # LangChain's instrumentor records no document.id.
-                value = self.attributes[keys["metadata"]]
-                if isinstance(value, str):
-                    with suppress(ValueError):
-                        value = strict_json_loads(value)
-                if type(value) is not dict or in_metadata not in value:
-                    raise self.refuse(
-                        keys["metadata"],
-                        f"{keys['metadata']} holds no {quote(in_metadata)} and the "
-                        "document has no document.id, so what the span returned "
-                        "is unknown",
-                    )
-                document = self.document_id(keys["metadata"], value[in_metadata])
-            else:
-                raise self.refuse(
-                    next(iter(keys.values())),
-                    f"document {index} of {kind} span {span} has no "
-                    f"{name}.{index}.document.id, so what it returned is unknown "
-                    "(--id-in-metadata KEY reads it from its metadata)",
-                )
-            content = keys.get("content") and self.text(keys["content"])
-            documents.append((document, content))
-        return documents
+        return [
+            (
+                self._flat_id(name, index, keys, in_metadata),
+                keys.get("content") and self.text(keys["content"]),
+            )
+            for index, keys in sorted(fields.items())
+        ]
+
+    def _flat_id(
+        self, name: str, index: int, keys: dict[str, str], in_metadata: str | None
+    ) -> str:
+        if "id" in keys:
+            return self.document_id(keys["id"], self.attributes[keys["id"]])
+        if in_metadata is None or "metadata" not in keys:
+            raise self.refuse(
+                next(iter(keys.values())),
+                f"document {index} of {self.kind} span {quote(self.span_id)} has no "
+                f"{name}.{index}.document.id, so what it returned is unknown "
+                "(--id-in-metadata KEY reads it from its metadata)",
+            )
+        # LangChain's instrumentor records no document.id.
+        value = self.attributes[keys["metadata"]]
+        if isinstance(value, str):
+            with suppress(ValueError):
+                value = strict_json_loads(value)
+        if type(value) is not dict or in_metadata not in value:
+            raise self.refuse(
+                keys["metadata"],
+                f"{keys['metadata']} holds no {quote(in_metadata)} and the document "
+                "has no document.id, so what the span returned is unknown",
+            )
+        return self.document_id(keys["metadata"], value[in_metadata])
 
     def _document_list(self, name: str) -> Documents:
         value = self.attributes[name]
-        form = (
-            f"{name} must be an array of objects each holding document.id "
-            "(or a JSON text of one)"
-        )
+        form = f"{name} must be an array of objects each holding document.id "
+        form += "(or a JSON text of one)"
         if isinstance(value, str):
             try:
                 value = strict_json_loads(value)
@@ -398,21 +390,19 @@ class _Spool:
                 raise NoTemporarySpace(error, "spans") from None
 
     def read(self, trace_id: str) -> list[Span]:
-        spans: list[Span] = []
-        places = self.places.get(trace_id, array("q"))
-        for n in range(0, len(places), 2):
-            self.file.seek(places[n])
-            spans += pickle.loads(self.file.read(places[n + 1]))
-        self.file.seek(0, 2)
-        return spans
+        places, spans = self.places.get(trace_id, array("q")), []
+        for start, size in zip(places[::2], places[1::2], strict=True):
+            self.file.seek(start)
+            spans += pickle.loads(self.file.read(size))
+        return spans  # read only once every span is written, or to refuse one
 
 
 class Trace:
-    """A trace's spans in start order (ties in file order), and its root."""
+    """A trace's spans in start order (ties in the spool's file order), and root."""
 
     def __init__(self, trace_id: str, spans: list[Span]) -> None:
         self.id = trace_id
-        self.spans = sorted(spans, key=lambda span: (span.start, span.order))
+        self.spans = sorted(spans, key=lambda span: span.start)
         self.parents = {span.span_id: span.parent_id for span in self.spans}
         self.root = next((s for s in self.spans if s.parent_id is None), None)
 
@@ -420,7 +410,6 @@ class Trace:
         return [span for span in self.spans if span.kind in kinds]
 
     def above(self, spans: list[Span]) -> set[str]:
-        """The span ids of every span that `spans` are under."""
         above: set[str] = set()
         for span in spans:
             parent = span.parent_id
@@ -452,9 +441,7 @@ class Trace:
         root = self.root
         spans = [root] if root is not None and name in root.attributes else self.spans
         found: dict[tuple[type, Key], Span] = {}
-        for span in spans:
-            if name not in span.attributes:
-                continue
+        for span in [span for span in spans if name in span.attributes]:
             value = span.attributes[name]
             if type(value) is not int and not isinstance(value, str):
                 problem = f"is {quote(value, 80)}; a key is text or an integer"
@@ -468,9 +455,7 @@ class Trace:
                 f"(line {one.line.number}, {one.where}) and {quote(second[1])} "
                 f"({other.where}); which one the trace answers would be a guess"
             )
-            raise InputFileError(
-                other.line.path, other.line.number, problem, field=name
-            )
+            raise InputFileError(*other.line, problem, field=name)
         return next(iter(found))[1] if found else None
 
 
@@ -484,16 +469,16 @@ def _steps(trace: Trace, documents: dict[str, Documents]) -> list[dict[str, Any]
     previous: tuple[Span, list[str]] | None = None
     for span in spans:
         ids = [document for document, _ in documents[span.span_id]]
-        if (
+        same = (
             previous is not None
             and previous[0].kind == span.kind
             and previous[1] in (ids, [])
             and span.span_id in trace.above([previous[0]])
-        ):
-            previous = (span, ids)
+        )
+        previous = (span, ids)
+        if same:
             steps[-1]["ids"] = ids
             continue
-        previous = (span, ids)
         counts[span.kind] = count = counts.get(span.kind, 0) + 1
         name = span.kind.lower() + ("" if count == 1 else f"-{count}")
         if span.kind == RETRIEVER and span.span_id not in wrapping:
@@ -609,9 +594,8 @@ def _occurrences(text: str, mark: str, by_id: bool) -> Iterator[int]:
     """Where `mark` starts in `text`; an id only as a whole word."""
     start = text.find(mark)
     while start >= 0:
-        around = (
-            text[start - 1 : start] + text[start + len(mark) : start + len(mark) + 1]
-        )
+        end = start + len(mark)
+        around = text[start - 1 : start] + text[end : end + 1]
         if not (by_id and any(c.isalnum() for c in around)):
             yield start
         start = text.find(mark, start + 1)
@@ -706,15 +690,16 @@ class GoldLine(NamedTuple):
 def _read_gold(path: str) -> dict[tuple[type, Key], GoldLine]:
     """Gold lines by typed key: 7 is not "7"."""
     gold: dict[tuple[type, Key], GoldLine] = {}
-    for line, value in _json_lines(path):
+    for number, value in json_objects(path, "line", InputFileError):
+        line = _Line(path, number)
         key, required, correct = (value.get(n) for n in ("key", "required", "correct"))
         if "key" not in value:
             form = '{"key": ..., "required": [...], "correct"?: ...}'
             raise line.refuse("key", f"no 'key'; a gold line is {form}")
-        if type(key) is not int and not isinstance(key, str):
-            raise line.refuse("key", f"{quote(key, 80)} is neither text nor an integer")
         if isinstance(key, str):
             line.text("key", key)
+        elif type(key) is not int:
+            raise line.refuse("key", f"{quote(key, 80)} is neither text nor an integer")
         if type(required) is not list:
             problem = f"must be a list of document ids, got {quote(required, 80)}"
             raise line.refuse("required", problem)
@@ -723,22 +708,14 @@ def _read_gold(path: str) -> dict[tuple[type, Key], GoldLine]:
         if correct is not None and type(correct) is not bool:
             problem = f"must be true, false or absent, got {quote(correct, 80)}"
             raise line.refuse("correct", problem)
-        if (type(key), key) in gold:
-            earlier = gold[type(key), key].line
-            problem = (
-                f"key {quote(key)} is already on line {earlier}; one gold line per key"
-            )
-            raise line.refuse("key", problem)
+        if earlier := gold.get((type(key), key)):
+            problem = f"key {quote(key)} is already on line {earlier.line}; one "
+            raise line.refuse("key", problem + "gold line per key")
         gold[type(key), key] = GoldLine(key, required, correct, line.number)
     if not gold:
         problem = 'holds no gold lines; give one {"key": ..., "required": [...]} a line'
         raise InputFileError(path, None, problem)
     return gold
-
-
-def _json_lines(path: str) -> Iterator[tuple[_Line, dict[str, Any]]]:
-    for number, value in json_objects(path, "line", InputFileError):
-        yield _Line(path, number), value
 
 
 def stream_openinference(
@@ -750,12 +727,10 @@ def stream_openinference(
     notes: list[str],
 ) -> Iterator[dict[str, Any]]:
     """One record per trace, then `notes` filled; a refusal may follow records."""
-    path, spool, order = str(spans_path), _Spool(), 0
+    path, spool = str(spans_path), _Spool()
     with spool.file:
-        for line, request in _json_lines(path):
-            spans = line.spans(request, order)
-            order += len(spans)
-            spool.add(spans)
+        for number, request in json_objects(path, "line", InputFileError):
+            spool.add(_Line(path, number).spans(request))
         if not spool.places:
             problem = "holds no spans; it should be OTLP JSON, one "
             problem += "ExportTraceServiceRequest a line"
@@ -779,7 +754,7 @@ class _Import:
         self.unmatched: list[tuple[str, Key | None]] = []
         self.unretrieved: list[str] = []
         self.last_step: list[tuple[str, str]] = []  # with why
-        self.untyped: dict[str, int] = {}  # traces by span name
+        self.untyped: Counter[str] = Counter()  # traces by span name
 
     def sample_id(self, trace: Trace, key: Key | None) -> str:
         at, rules = f"{self.path}: trace {quote(trace.id)}", self.rules
@@ -816,8 +791,7 @@ class _Import:
             at = f"{self.path}: trace {quote(trace.id)}"
             context, steps, spans, why = _context(at, trace, self.rules)
             record |= {"context": context} | ({"steps": steps} if steps else {})
-            for name in dict.fromkeys(spans):
-                self.untyped[name] = self.untyped.get(name, 0) + 1
+            self.untyped.update(list(dict.fromkeys(spans)))
             if why is not None:
                 self.last_step.append((trace.id, why))
         else:  # never recorded: an empty context would blame the retriever
@@ -844,10 +818,8 @@ class _Import:
             check_labels_name_records(self.labels, known, "record", self.path)
         if unmatched and not self.rules.allow_unmatched:
             verb = "matches" if len(unmatched) == 1 else "match"
-            message = (
-                f"{counted(len(unmatched), 'trace')} {verb} no line of {gold_path} "
-                f"by {key}: {_unmatched(unmatched, key, False)}; "
-            )
+            message = f"{counted(len(unmatched), 'trace')} {verb} no line of "
+            message += f"{gold_path} by {key}: {_unmatched(unmatched, key, False)}; "
             if len(unmatched) == len(self.traces):
                 message += (
                     f"no trace matched any of its lines: {key} may vary from run "

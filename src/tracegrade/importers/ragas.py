@@ -159,9 +159,8 @@ def stream_ragas(
     """The records, a sample at a time; an unreadable row anywhere is refused
     before a wrong one, and the dataset before the labels."""
     path = str(path)
-    from_csv = (
-        file_format or ("csv" if path.lower().endswith(".csv") else "")
-    ) == "csv"
+    by_name = "csv" if path.lower().endswith(".csv") else "jsonl"
+    from_csv = (file_format or by_name) == "csv"
     labels, refused = None, None
     try:
         labels = None if labels_path is None else read_labels(labels_path)
@@ -199,11 +198,8 @@ def stream_ragas(
     if refused is not None:
         raise refused
     if labels is not None:
-        check_labels_name_records(
-            labels,
-            lambda i: (
-                isinstance(i, str) and bool(_INDEX.fullmatch(i)) and int(i) < index
-            ),
-            "sample",
-            path,
-        )
+
+        def names_a_sample(i: Any) -> bool:
+            return isinstance(i, str) and bool(_INDEX.fullmatch(i)) and int(i) < index
+
+        check_labels_name_records(labels, names_a_sample, "sample", path)

@@ -93,10 +93,8 @@ def _fields(path: str, number: int, content: str, names: tuple[str, ...]) -> lis
             problem = f"field {position + 1} ({name}) {quote(value, 80)} {problem}"
             raise InputFileError(path, number, problem, field=name)
     if len(fields) != len(names):
-        problem = (
-            f"expected {len(names)} fields ({' '.join(names)}), found "
-            f"{len(fields)} in {quote(content, 100)}"
-        )
+        problem = f"expected {len(names)} fields ({' '.join(names)}), found "
+        problem += f"{len(fields)} in {quote(content, 100)}"
         if swapped := {4: "qrels", 6: "run"}.get(len(fields)):
             problem += f"; {len(fields)} fields is a {swapped} line: are --qrels and "
             problem += "--run swapped?"
@@ -105,7 +103,6 @@ def _fields(path: str, number: int, content: str, names: tuple[str, ...]) -> lis
 
 
 def _read(path: str, parse: Callable[[str], Any]) -> dict[str, Documents]:
-    """A qrels or run file's queries by id, in file order."""
     names, position, done, empty, characters, form = _FILES[parse]
     name = names[position - 1]
     queries: dict[str, Documents] = {}
@@ -159,15 +156,11 @@ def stream_trec(
             )
             if only
         ]
-        advice = (
-            "Every query must be both judged and run; filter both files to the "
-            "queries you mean to import"
-        )
+        advice = "Every query must be both judged and run; filter both files to "
+        advice += "the queries you mean to import"
         if only_qrels:
-            advice += (
-                ", or pass -c to import a judged query the run lacks with an "
-                "empty context, as trec_eval -c counts it"
-            )
+            advice += ", or pass -c to import a judged query the run lacks with an "
+            advice += "empty context, as trec_eval -c counts it"
         raise ImportRefused("; ".join(parts) + ". " + advice)
     if labels is not None:
         check_labels_name_records(labels, judged.__contains__, "query", qrels)
