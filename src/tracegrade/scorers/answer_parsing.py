@@ -1,6 +1,4 @@
-"""A model's answer text read as a list of IDs: one reading, or none.
-
-Every candidate list must agree, or the answer is refused (docs/answer-formats.md)."""
+"""A model's answer read as a list of IDs: one reading, or none (answer-formats.md)."""
 
 from __future__ import annotations
 

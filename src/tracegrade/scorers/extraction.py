@@ -163,21 +163,9 @@ def ordered_extraction_scorer(
     output_key: str | None = None,
     **unknown: NoReturn,
 ) -> Scorer:
-    """Grade membership and order of an extracted ID list separately.
-
-    A repeated ID or an output with no readable ID list fails both; a broken
-    source is unscored (docs/scores.md, docs/answer-formats.md).
-
-    Args:
-        source_key: Sample metadata key of the source IDs; None reads them
-            from the target, a JSON array (`Sample(target='["C", "A"]')`).
-        answer_key: None grades the model's output; a metadata key grades a
-            recorded answer, an array of strings.
-        structured_key: The key an object of structured output holds the
-            list under (`read_as` "structured").
-        output_key: With `answer_key`, the metadata key of a recorded model
-            output, read as a live output is; a run with both is invalid.
-    """
+    """Grade membership and order of an extracted ID list separately; a repeated
+    or unreadable answer fails both, a broken source is unscored. The arguments
+    are in docs/scores.md."""
     refuse_unknown_arguments("ordered_extraction", ordered_extraction_scorer, unknown)
     keys = dict(source_key=source_key, answer_key=answer_key)
     keys |= dict(structured_key=structured_key, output_key=output_key)

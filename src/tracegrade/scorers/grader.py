@@ -1,6 +1,4 @@
-"""Where a stage run's label comes from: metadata, a staff labels file, a grader
-(any Inspect scorer, its verdict read by docs/scores.md's table) or an earlier
-scorer's score."""
+"""Where a stage run's label comes from: metadata, labels file, grader or score."""
 
 from __future__ import annotations
 

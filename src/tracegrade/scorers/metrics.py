@@ -1,7 +1,5 @@
 """Metrics as a reader of `inspect view` wants them (docs/scores.md#metrics).
-
-The stage metrics take each epoch's own score (`scores="unreduced"`): the mean
-reducer would turn a stage into 0.0."""
+The stage metrics take each epoch's own score: the mean would make a stage 0.0."""
 
 from __future__ import annotations
 

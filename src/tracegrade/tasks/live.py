@@ -1,5 +1,4 @@
-"""`tracegrade/ordered_extraction`: a live model lists each document's IDs, in
-the order the text gives them, from the packaged documents or `-T dataset=PATH`."""
+"""`tracegrade/ordered_extraction`: a live model lists each document's IDs in order."""
 
 from __future__ import annotations
 
@@ -122,17 +121,7 @@ def ordered_extraction(
     **kwargs: NoReturn,
 ) -> Task:
     """Ask a model for each document's IDs in source order; grade membership
-    and order separately (docs/answer-formats.md).
-
-    Args:
-        dataset: A JSON Lines file of your own documents, one
-            `{"id", "text", "source", "target", "kind"?}` per line; by
-            default the packaged documents.
-        prompt: A prompt template, or the path of a file holding one, with
-            `{document}` and optionally `{target}`; by default `DEFAULT_PROMPT`.
-        structured: Ask for structured output (`RESPONSE_SCHEMA`); false
-            leaves the model's reply free, for comparing the two.
-    """
+    and order separately. The arguments are in docs/evaluate-your-own-model.md."""
     name = "tracegrade/ordered_extraction"
     with checked_task(name, ordered_extraction, kwargs):
         template = prompt_template(prompt)
