@@ -1,5 +1,4 @@
-"""An agent's context read from its transcript (`context_tools=`), checked
-against the example's searches run again with each call's arguments."""
+"""An agent's context read from its transcript, checked against its searches rerun."""
 
 from __future__ import annotations
 
@@ -105,8 +104,7 @@ def index() -> Any:
 
 
 def expected(sample: EvalSample, index: Any) -> dict[str, Any]:
-    """Stage, missing and each missing ID's last call and rank, from the
-    messages and the searches run again."""
+    """Stage, missing, and each missing ID's last call and rank."""
     arguments = {
         call.id: call.arguments
         for message in sample.messages
@@ -191,8 +189,7 @@ def test_the_agents_context_is_what_its_searches_returned_whole(
 def test_inspect_score_of_the_agents_log_gives_the_same_scores(
     agent_log: EvalLog, tmp_path: Path
 ) -> None:
-    """docs/agents.md's `inspect score` command, as written, on a copy of
-    the log: the score it appends is the one the eval gave."""
+    """docs/agents.md's `inspect score` command, run as written on a copy."""
     (block,) = re.findall(r"```bash\n(inspect score LOG .*?)```", AGENTS_PAGE, re.S)
     words = shlex.split(block.replace("\\\n", " "))
     assert words[:3] == ["inspect", "score", "LOG"], words
@@ -323,8 +320,7 @@ EDGES = ["", "é", "漢", '"q', ", 1]", "\\", "}", '\\"']
 
 
 def whole_entries(text: str, entries: list[Any], limit: int) -> list[str]:
-    """The IDs of the entries inside the first `limit // 2` bytes of `text`
-    or its last `limit - limit // 2`: what Inspect keeps."""
+    """The IDs of the entries wholly in what Inspect keeps of `text`."""
     encoded = text.encode()
     head, tail = limit // 2, len(encoded) - (limit - limit // 2)
     survived = []
@@ -337,8 +333,7 @@ def whole_entries(text: str, entries: list[Any], limit: int) -> list[str]:
 
 
 def random_result(rng: random.Random, shape: int) -> tuple[str, list[Any]]:
-    """A result of 2 to 11 entries in one of the three shapes, and its entries
-    (the objects' ID under a key of the user's, `doc_id`)."""
+    """A result in one of the three shapes, and its entries (IDs at `doc_id`)."""
     texts = [
         rng.choice(EDGES) + "x" * rng.randrange(60) + rng.choice(EDGES)
         for _ in range(rng.randrange(2, 12))
@@ -355,10 +350,8 @@ def random_result(rng: random.Random, shape: int) -> tuple[str, list[Any]]:
 
 
 def test_a_truncated_result_counts_the_entries_that_survived_whole() -> None:
-    """Inspect truncates results of random entries (some not ASCII, some
-    with quotes, commas, brackets or backslashes), in each shape, at random
-    limits; each reading is the entries whose whole text survived, or a
-    refusal, never another reading."""
+    """Random results cut by Inspect at random limits: each reading is the
+    entries whose whole text survived, or a refusal, never another reading."""
     rng = random.Random(42)
     read = refused = 0
     for trial in range(450):

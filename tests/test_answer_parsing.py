@@ -1,5 +1,4 @@
-"""Reading answer text (docs/answer-formats.md): one reading or none. Every
-candidate list must agree or the answer is unreadable; never another list."""
+"""Reading answer text (docs/answer-formats.md): one reading or none."""
 
 from __future__ import annotations
 
@@ -440,10 +439,7 @@ def calls_to_read(text: str) -> int:
 
 @pytest.mark.parametrize("family", list(HOSTILE))
 def test_the_work_grows_linearly_with_the_answer(family: str) -> None:
-    """Function calls, counted: four times the text, at most four times and
-    a bit the calls. (A single call's own work is linear by construction:
-    no pattern here can backtrack over the text; benchmarks/answer_reading.py
-    times it, and docs/speed.md gives the figures.)"""
+    """Four times the text, at most four times and a bit the function calls."""
     small, large = (calls_to_read(HOSTILE[family](n)) for n in (5_000, 20_000))
     assert large <= 4.5 * small + 100, (small, large)
 
@@ -506,8 +502,7 @@ def test_a_recorded_answer_has_no_reading_and_a_data_error_keeps_it() -> None:
 
 
 def test_the_pages_examples_read_as_shown() -> None:
-    """docs/answer-formats.md's `>>>` examples, each reading or refusal as
-    the page prints it."""
+    """docs/answer-formats.md's `>>>` examples read as the page prints them."""
     page = (Path(__file__).parent.parent / "docs" / "answer-formats.md").read_text()
     examples = doctest.DocTestParser().get_examples(page)
     assert len(examples) == 4

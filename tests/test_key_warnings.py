@@ -1,5 +1,4 @@
-"""No silent key typos: a source no run has is warned of once, in the log; a
-key that is no key is refused in one line when the scorer is built."""
+"""No silent key typos: a source no run has is warned of once, in the log."""
 
 from __future__ import annotations
 
@@ -92,8 +91,7 @@ def values(log: EvalLog, name: str) -> list[Any]:
 def test_each_source_no_sample_has_is_warned_of_once_in_the_log(
     gold: tuple[EvalLog, str],
 ) -> None:
-    """A misspelled key, and a labels file that matches no sample; keys
-    every sample has are not warned of."""
+    """A misspelled key and a labels file matching no sample; no other."""
     log, labels = gold
     # Per-sample semantics are unchanged: each run gets what the rules say.
     assert all(math.isnan(got) for got in values(log, "stage_diagnosis"))
@@ -129,8 +127,7 @@ def test_each_source_no_sample_has_is_warned_of_once_in_the_log(
 def test_inspect_score_refuses_a_bad_argument_in_one_line(
     offline_logs: OfflineLogs, tmp_path: Path
 ) -> None:
-    """In a fresh interpreter: Inspect sets its display and exception hook
-    from a process's first command."""
+    """In a fresh interpreter, as Inspect sets its display on the first."""
     path = Path(shutil.copy(offline_logs.stage, tmp_path))
     before = path.read_bytes()
     command = ["score", str(path), "--scorer", "tracegrade/stage_diagnosis"]
@@ -218,9 +215,7 @@ def test_the_extraction_scorer_warns_once_of_each_key_no_run_has(
 
 
 def test_recorded_outputs_stand_for_the_answer(tmp_path: Path) -> None:
-    """The documented `{"source", "output"}` form: `check` finds no field
-    missing (nor does `score`: test_recorded_outputs.py); with neither, the
-    warning names both."""
+    """`check` finds no field missing in `{"source", "output"}`; neither is named."""
     path = write_lines(
         tmp_path / "runs.jsonl",
         [{"id": "run-0003", "input": {"source": ["C", "A", "B"], "output": "A"}}],

@@ -1,5 +1,4 @@
-"""Labels from a grader (`label_scorer=`) or an earlier score (`label_from=`):
-the mapping table, the scorer, the refusals, and real `inspect score` runs."""
+"""Labels from a grader (`label_scorer=`) or an earlier score (`label_from=`)."""
 
 from __future__ import annotations
 
@@ -80,8 +79,7 @@ GRADER_SCORE = {
 
 @scorer(metrics=[])
 def echo_target() -> Scorer:
-    """CORRECT when the output is the target: the grader sees the run's
-    own state and target."""
+    """CORRECT when the output is the target."""
 
     async def grade(state: TaskState, target: Target) -> Score:
         return Score(value=CORRECT if state.output.completion == target.text else "I")
@@ -265,9 +263,8 @@ SCORES_PAGE = (Path(__file__).parents[1] / "docs" / "scores.md").read_text("utf-
 
 
 def documented_score(needle: str, log: str) -> list[str]:
-    """The `inspect score LOG ...` command of docs/scores.md holding
-    `needle`, as arguments of `inspect`, with LOG the log given: the docs'
-    lines run as written, with no terminal to answer a prompt."""
+    """docs/scores.md's `inspect score LOG ...` command holding `needle`, as
+    arguments of `inspect`, with LOG the log given."""
     blocks = re.findall(r"```bash\n(inspect score LOG .*?)```", SCORES_PAGE, re.S)
     (block,) = [block for block in blocks if needle in block]
     words = shlex.split(block.replace("\\\n", " "))

@@ -1,6 +1,4 @@
-"""The live `tracegrade/ordered_extraction` task, offline on mockllm: each
-reply is chosen by the document its prompt holds, with a preset `usage`
-(without one mockllm downloads a tokenizer)."""
+"""The live `tracegrade/ordered_extraction` task, offline on mockllm."""
 
 from __future__ import annotations
 
@@ -45,9 +43,8 @@ CONFIGS: dict[str, GenerateConfig] = {}
 def mock_model(
     replies: dict[str, Sequence[str]], texts: dict[str, str] | None = None
 ) -> Model:
-    """mockllm answering the prompt of document `id` with `replies[id]` in
-    turn, the document found in the prompt by its text (`texts`, by default
-    the packaged documents')."""
+    """mockllm answering document `id`'s prompt with `replies[id]` in turn; a
+    preset `usage`, as without one mockllm downloads a tokenizer."""
     texts = texts or {document.id: document.text for document in DOCUMENTS}
     calls: dict[str, int] = {}
 
@@ -96,8 +93,7 @@ def as_json(ids: list[str], **kwargs: Any) -> str:
 
 
 def pick(kind: str, n: int) -> str:
-    """The id of the n-th packaged document of a kind, so a case runs on
-    a real manifest, citation list, log excerpt, ..."""
+    """The id of the n-th packaged document of a kind."""
     return [d.id for d in DOCUMENTS if d.kind == kind][n]
 
 

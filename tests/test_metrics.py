@@ -1,5 +1,4 @@
-"""Metrics see the real values: with epochs (the default mean maps a stage
-string to 0.0), under any reducer, and when every sample is an error."""
+"""Metrics see the real values: with epochs, and when every sample is an error."""
 
 from __future__ import annotations
 
@@ -355,8 +354,7 @@ def test_extraction_metrics_survive_epochs(two_epoch_logs: dict[str, Path]) -> N
 
 
 def assert_no_empty_entry(log: EvalLog) -> None:
-    """Every results entry holds metrics (Inspect writes an entry for a
-    scorer's plain metrics of a view even when there are none)."""
+    """Every results entry holds metrics."""
     assert log.results is not None
     empty = [(s.name, s.reducer) for s in log.results.scores if not s.metrics]
     assert empty == []

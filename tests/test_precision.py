@@ -1,6 +1,4 @@
-"""ID recall and precision beside the stage, and their metrics: the
-definitions and ir-measures' `P@k` (trec_eval); test_metrics.py checks an
-eval's means."""
+"""ID recall and precision beside the stage: definitions, trec_eval, metrics."""
 
 from __future__ import annotations
 
@@ -130,8 +128,7 @@ def test_recall_and_precision_are_ragas_id_measures_and_leave_the_rest_alone(
 
 
 def raw_run(query: str, context: Sequence[str]) -> list[Any]:
-    """The context as ir-measures is given it: every position, repeats
-    included, scored n - rank so the first is ranked highest."""
+    """The context as ir-measures is given it, repeats included, first highest."""
     return [
         ir_measures.ScoredDoc(query, doc, float(len(context) - rank))
         for rank, doc in enumerate(context)

@@ -1,5 +1,4 @@
-"""Recorded outputs graded as live ones are read (issue 27's answers), by
-`inspect eval` and `tracegrade score` alike, sample by sample."""
+"""Recorded outputs read as live ones, by `inspect eval` and `tracegrade score`."""
 
 from __future__ import annotations
 
@@ -91,8 +90,7 @@ def evaluated(fixture: Path) -> EvalLog:
 
 @pytest.fixture(scope="module")
 def scored(fixture: Path) -> dict[str, dict[str, Any]]:
-    """`tracegrade score` of the outputs: the documented `{"source", "output"}`
-    form misses no field, so it warns of none, in the summary or the log."""
+    """`tracegrade score` of the outputs, which warns of no missing field."""
     command = ["score", "ordered_extraction", str(fixture), "--json"]
     command += ["--log-dir", str(fixture.parent / "scored")]
     result = CliRunner().invoke(main, command, catch_exceptions=False)

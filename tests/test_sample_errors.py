@@ -1,5 +1,4 @@
-"""A sample whose run failed is `sample-error` (side "run"), never a stage or
-a grade, under `--score-on-error` and under `inspect score` alike."""
+"""A sample whose run failed is `sample-error`, never a stage or a grade."""
 
 from __future__ import annotations
 
@@ -31,8 +30,7 @@ FAILING = {"down-1", "down-2"}
 
 
 def failing_model() -> Model:
-    """Answers '["D1"]', except that the call raises for a failing sample
-    (its id is the prompt)."""
+    """Answers '["D1"]', or raises for a failing sample (its id the prompt)."""
 
     def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
         if messages[-1].text in FAILING:
@@ -165,9 +163,8 @@ def test_a_failed_run_is_no_stage_and_no_grade(scored_on_error: EvalLog) -> None
 def test_inspect_score_gives_unscored_failed_runs_the_same_score(
     tmp_path: Path, scored_on_error: EvalLog
 ) -> None:
-    """A log whose failed samples were never scored (no --score-on-error):
-    `inspect score` scores every sample, errored ones included, and finds
-    each one's error in the transcript it rebuilds from the log."""
+    """`inspect score` finds each failed sample's error in the transcript it
+    rebuilds from a log scored without --score-on-error."""
     log = run(tmp_path, [stage_diagnosis_scorer(context_key="context")])
     assert all(not by_id(log)[run_id].scores for run_id in FAILING)
     done = run_inspect(

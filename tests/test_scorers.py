@@ -1,5 +1,4 @@
-"""The scorers: every packaged case scored as documented, errors included, and
-where each closure reads its inputs on a real `TaskState`."""
+"""The scorers: every packaged case scored as documented, and their inputs."""
 
 from __future__ import annotations
 
@@ -49,8 +48,7 @@ def task_state(
     target: str = "",
     scores: dict[str, Score] | None = None,
 ) -> TaskState:
-    """A run's state as a scorer is given it; test_key_warnings and
-    test_label_scorer use it too."""
+    """A run's state as a scorer is given it; other test files use it too."""
     state = TaskState(
         model=ModelName("none/none"),
         sample_id=sample_id,
@@ -88,8 +86,7 @@ PACKAGED = [("stage", case) for case in STAGE_CASES] + [
 def test_every_packaged_case_is_scored_as_documented(
     task: str, case: FixtureCase
 ) -> None:
-    """The result or refusal, and what the `Score` adds: its kind, one
-    sentence, the answer shown and (extraction) the itemised differences."""
+    """The result or refusal, its kind, sentence, answer and itemised."""
     record = dict(case.input)
     if task == "stage":
         score = diagnosis_score(record, stage_read_from(), context_recorded=True)
@@ -352,14 +349,6 @@ def test_a_list_target_is_quoted_as_written_not_as_its_joined_text() -> None:
     assert "CAB" not in message
     assert error_kind(score) == "invalid-input"
     assert score.metadata["itemised"] is None
-
-
-def test_the_extraction_scorer_reads_recorded_answers_from_metadata() -> None:
-    state = task_state({"ids": ["A", "B"], "recorded": ["B", "A"]}, completion="junk")
-    score = run(
-        ordered_extraction_scorer(source_key="ids", answer_key="recorded"), state
-    )
-    assert score.value == {"membership": True, "order": False}
 
 
 # --- arguments, checked when the scorer is built ------------------------------

@@ -1,10 +1,4 @@
-"""The replay tasks run end to end, with no model and no network.
-
-Each packaged case is run through Inspect (in-process and through the
-`inspect eval` CLI) and its logged score must carry the documented output;
-a user's own fixture file runs the same way, and a malformed one stops
-before anything runs.
-"""
+"""The replay tasks run end to end, with no model and no network."""
 
 from __future__ import annotations
 
@@ -39,8 +33,7 @@ def run(task: Task, tmp_path: Path) -> EvalLog:
 
 
 def test_the_stage_task_replays_the_readme_tours_runs_by_default() -> None:
-    """Packaged as they are in examples/runs/base.jsonl, which the README's
-    tour runs through `inspect eval` (tests/test_readme_tour.py)."""
+    """As examples/runs/base.jsonl, which the README's tour runs."""
     packaged = packaged_fixture("recorded_rag_runs.jsonl")
     assert packaged.read_bytes() == (ROOT / "examples/runs/base.jsonl").read_bytes()
     runs = read_fixture_cases(packaged)
@@ -58,8 +51,7 @@ TASKS = [
 def misspelled_arguments(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> list[tuple[Path, subprocess.CompletedProcess[str]]]:
-    """`inspect eval TASK -T datset=...` of each of TASKS, in turn in one fresh
-    interpreter: what Inspect prints, it prints as its first eval."""
+    """`inspect eval TASK -T datset=...` of each task, in one fresh interpreter."""
     work = [tmp_path_factory.mktemp("misspelled") for _ in TASKS]
     done = inspect_in_one_fresh_process(
         [
