@@ -25,10 +25,6 @@ from tracegrade.scorers import (
     stage_diagnosis_scorer,
 )
 from tracegrade.scorers.arguments import ScorerArgumentError
-from tracegrade.scorers.explain import (
-    explain_extraction,
-    explain_stage,
-)
 from tracegrade.scorers.outcome import DATA_ERRORS, error_kind
 
 STAGE_CASES = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
@@ -166,123 +162,108 @@ def test_a_broken_source_outranks_an_unreadable_answer() -> None:
 
 # --- sentences ----------------------------------------------------------------
 
+NO_LABEL = "so the answer cannot be called correct or incorrect."
+
 
 @pytest.mark.parametrize(
-    ("record", "result", "sentence"),
+    ("record", "sentence"),
     [
         (
             {"required": ["D1"], "context": ["X"], "correct": False},
-            {"stage": "retrieval", "missing": ["D1"]},
             "D1 never reached the supplied context, so the failure is attributed "
             "to retrieval before the answer is considered.",
         ),
-        # IDs are quoted when not plain, and a long list is cut after five.
+        # Sorted, quoted when not plain, and cut after five.
         (
-            {"required": ["", "D1 ", "e\u0301", *"ABCD"], "context": ["X"]},
-            {"stage": "retrieval", "missing": ["", "D1 ", "e\u0301", *"ABCD"]},
-            '"", "D1 ", "e\\u0301", A, B and 2 more never reached the supplied '
+            {
+                "required": ["", "D1 ", "e\u0301", *"xyzw"],
+                "context": ["X"],
+                "correct": False,
+            },
+            '"", "D1 ", "e\\u0301", w, x and 2 more never reached the supplied '
             "context, so the failure is attributed to retrieval before the answer "
             "is considered.",
         ),
         # The lucky-answer gap, as the source document words it.
         (
             {"required": ["D1", "D2", "D3"], "context": ["D1"], "correct": True},
-            {"stage": "retrieval", "missing": ["D2", "D3"]},
             "D2 and D3 never reached the supplied context; a correct label cannot "
             "erase that gap.",
         ),
         (
             {"required": ["D1"], "context": ["D1"], "correct": False},
-            {"stage": "generation", "missing": []},
             "Every required document reached the context, so the wrong-answer "
             "label points to generation.",
         ),
         (
             {"required": ["D1"], "context": ["D1"], "correct": True},
-            {"stage": "pass", "missing": []},
             "Every required document reached the context and the answer is "
             "labelled correct: a grounded pass.",
         ),
         (
             {"required": ["D1"], "context": ["D1"]},
-            {"error": "answer-label"},
-            "No staff label was found, so the answer cannot be called correct "
-            "or incorrect.",
+            f"No staff label was found in labels file staff.jsonl, {NO_LABEL}",
         ),
         (
             {"required": ["D1"], "context": ["D1"], "correct": "true"},
-            {"error": "answer-label"},
-            'The staff label "true" is not true or false, so the answer cannot '
-            "be called correct or incorrect.",
+            f'The staff label "true" is not true or false, {NO_LABEL}',
         ),
         (
             {"required": [], "context": []},
-            {"stage": "unresolved"},
             "The required set is empty, so there is nothing to diagnose.",
         ),
         (
             {"context": []},
-            {"stage": "unresolved"},
             "No required set was declared, so there is nothing to diagnose.",
         ),
     ],
 )
-def test_stage_sentences(record: dict[str, Any], result: Any, sentence: str) -> None:
-    assert explain_stage(record, result) == sentence
-    if "error" in result and "correct" not in record:
-        where = explain_stage(record, result, label_from="labels file staff.jsonl")
-        assert where.startswith("No staff label was found in labels file staff.jsonl,")
+def test_stage_sentences(record: dict[str, Any], sentence: str) -> None:
+    read_from = {**stage_read_from(), "correct": "labels file staff.jsonl"}
+    score = diagnosis_score(record, read_from, context_recorded=True)
+    assert score.explanation == sentence
 
 
 @pytest.mark.parametrize(
-    ("source", "answer", "result", "sentence"),
+    ("source", "answer", "sentence"),
     [
-        (
-            ["C", "A", "B"],
-            ["C", "A", "B"],
-            {"membership": True, "order": True},
-            "Every source ID is kept, in source order.",
-        ),
+        (["C", "A", "B"], ["C", "A", "B"], "Every source ID is kept, in source order."),
         (
             ["C", "A", "B"],
             ["A", "B", "C"],
-            {"membership": True, "order": False},
             "Every ID remains, but position 1 holds A where the source has C: "
             "the source order is lost.",
         ),
         (
             ["A", "B", "C"],
             ["A", "B", "D"],
-            {"membership": False, "order": False},
             "The answer misses C and adds D, so membership fails and order "
             "cannot pass.",
         ),
         (
             ["A"],
             [],
-            {"membership": False, "order": False},
             "The answer misses A, so membership fails and order cannot pass.",
         ),
         (
             ["C", "A", "B"],
             ["C", "A", "A", "B"],
-            {"error": "duplicate-id"},
             "The answer repeats A, which fails both criteria before order is "
             "graded; sorting cannot repair it.",
         ),
         (
             ["A", "B", "A"],
             ["A", "B"],
-            {"error": "duplicate-id"},
             "The source repeats A, which breaks the unique-list contract, so the "
             "sample cannot be graded.",
         ),
     ],
 )
 def test_extraction_sentences(
-    source: list[str], answer: list[str], result: Any, sentence: str
+    source: list[str], answer: list[str], sentence: str
 ) -> None:
-    assert explain_extraction(source, answer, result) == sentence
+    score = extraction_score({"source": source, "answer": answer}, {})
+    assert score.explanation == sentence
 
 
 # --- where the scorers read their inputs --------------------------------------

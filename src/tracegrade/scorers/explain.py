@@ -41,14 +41,13 @@ def _first_repeat(ids: Sequence[str]) -> str | None:
 
 
 def explain_stage(
-    record: Mapping[str, Any], result: StageResult, *, label_from: str | None = None
+    record: Mapping[str, Any], result: StageResult, label_from: str
 ) -> str:
     """Why a run got its stage, or has none; `label_from` names where an
     absent label was looked for."""
     if "error" in result:
         if "correct" not in record:
-            where = f" in {label_from}" if label_from else ""
-            return f"No staff label was found{where}, {_NO_CALL}"
+            return f"No staff label was found in {label_from}, {_NO_CALL}"
         label = json.dumps(record["correct"], default=repr)
         return f"The staff label {label} is not true or false, {_NO_CALL}"
     missing = result.get("missing")

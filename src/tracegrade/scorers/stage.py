@@ -78,7 +78,7 @@ def diagnosis_score(
     if "error" in result and no_label is not None:
         why = no_label
     else:
-        why = explain_stage(record, result, label_from=read_from["correct"])
+        why = explain_stage(record, result, read_from["correct"])
     if lost and calls is not None:
         why += " " + calls.explain_lost(lost)
     elif lost and steps is not None:
