@@ -15,7 +15,6 @@ from click.testing import CliRunner
 from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log
-from inspect_ai.scorer import Target
 
 from tests.commands import inspect_in_one_fresh_process
 from tests.support import OfflineLogs, write_lines
@@ -146,19 +145,20 @@ def test_inspect_score_refuses_a_bad_argument_in_one_line(
 # --- the rule, one run at a time ---------------------------------------------------
 
 
-def warnings_of(caplog: pytest.LogCaptureFixture) -> list[str]:
+def warned(caplog: pytest.LogCaptureFixture, scorer: Any, runs: list[Any]) -> list[str]:
+    """The warnings of scoring `runs` in turn (sample ids r0, r1, ...)."""
+    with caplog.at_level(logging.WARNING, logger="tracegrade"):
+        for number, metadata in enumerate(runs):
+            state = task_state(metadata, sample_id=f"r{number}", target='["A"]')
+            asyncio.run(scorer(state, state.target))
     return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
 
 def test_a_context_no_solver_recorded_is_warned_of(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    scorer = stage_diagnosis_scorer()
-    with caplog.at_level(logging.WARNING, logger="tracegrade"):
-        asyncio.run(
-            scorer(task_state({"required": ["D1"]}, sample_id="r0"), Target(""))
-        )
-    (warning,) = [w for w in warnings_of(caplog) if "no context" in w]
+    found = warned(caplog, stage_diagnosis_scorer(), [{"required": ["D1"]}])
+    (warning,) = [w for w in found if "no context" in w]
     assert "recorded no context (no solver set RetrievalTrace.context)" in warning
     assert "Its store keys: none." in warning
 
@@ -169,14 +169,8 @@ def test_a_key_the_first_runs_lack_is_warned_of_once(
     """Inspect gives a scorer no end of run, so a key the first run lacks
     is warned of even if a later run has it; the warning says "before"."""
     unlabelled = {"required": ["D1"], "context": ["D1"]}
-    scorer = stage_diagnosis_scorer(context_key="context")
     runs = [unlabelled, unlabelled, {**unlabelled, "correct": True}, unlabelled]
-    with caplog.at_level(logging.WARNING, logger="tracegrade"):
-        for number, metadata in enumerate(runs):
-            asyncio.run(
-                scorer(task_state(metadata, sample_id=f"r{number}"), Target(""))
-            )
-    (warning,) = warnings_of(caplog)
+    (warning,) = warned(caplog, stage_diagnosis_scorer(context_key="context"), runs)
     assert warning.startswith(
         'stage_diagnosis: sample "r0" has no metadata key "correct" '
         '(correct_key="correct"), and no run scored before it had one.'
@@ -185,7 +179,7 @@ def test_a_key_the_first_runs_lack_is_warned_of_once(
 
 
 @pytest.mark.parametrize(
-    ("arguments", "warned"),
+    ("arguments", "keys"),
     [
         ({"source_key": "sources", "answer_key": "answers"}, ["sources", "answers"]),
         # The target and the output are never warned of.
@@ -193,18 +187,12 @@ def test_a_key_the_first_runs_lack_is_warned_of_once(
     ],
 )
 def test_the_extraction_scorer_warns_once_of_each_key_no_run_has(
-    caplog: pytest.LogCaptureFixture, arguments: dict[str, Any], warned: list[str]
+    caplog: pytest.LogCaptureFixture, arguments: dict[str, Any], keys: list[str]
 ) -> None:
-    scorer = ordered_extraction_scorer(**arguments)
     run = {"source": ["A"], "answer": ["A"]}
-    with caplog.at_level(logging.WARNING, logger="tracegrade"):
-        for number in range(3):
-            asyncio.run(
-                scorer(task_state(run, sample_id=f"r{number}"), Target('["A"]'))
-            )
-    found = warnings_of(caplog)
-    assert len(found) == len(warned)  # each at the first run, none again
-    for message, key in zip(found, warned, strict=True):
+    found = warned(caplog, ordered_extraction_scorer(**arguments), [run] * 3)
+    assert len(found) == len(keys)  # each at the first run, none again
+    for message, key in zip(found, keys, strict=True):
         assert message.startswith(
             f'ordered_extraction: sample "r0" has no metadata key "{key}"'
         )
