@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import re
@@ -12,8 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai import Task, eval
-from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai import eval
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from inspect_ai.model import (
     ChatMessage,
@@ -25,10 +25,11 @@ from inspect_ai.model import (
     get_model,
 )
 from inspect_ai.model._call_tools import truncate_tool_output
-from inspect_ai.solver import generate, use_tools
-from inspect_ai.tool import Tool, ToolError, tool
+from inspect_ai.scorer import Score
+from inspect_ai.tool import ToolCall, ToolCallError
 
 from tests.commands import run_inspect
+from tests.test_scorers import task_state
 from tracegrade import stage_diagnosis_scorer
 from tracegrade.scorers.transcript import read_tool_context
 
@@ -206,23 +207,7 @@ def test_inspect_score_of_the_agents_log_gives_the_same_scores(
         assert new.metadata == old.metadata
 
 
-# --- Result shapes, on a task whose tool returns what each sample says ------
-
-
-@tool
-def search() -> Tool:
-    async def execute(query: str) -> str:
-        """Return the sample's preset result.
-
-        Args:
-            query: The sample's id.
-        """
-        result = RESULTS[query]
-        if isinstance(result, Exception):
-            raise result
-        return result
-
-    return execute
+# --- Result shapes ---------------------------------------------------------------
 
 
 RESULTS: dict[str, Any] = {
@@ -230,7 +215,7 @@ RESULTS: dict[str, Any] = {
     "objects": '[{"id": "D1", "text": "a"}, {"id": "D3"}]',
     "documents": '{"query": "q", "documents": ["D1", "D2"]}',
     "results": '{"results": [{"id": "D2"}, {"id": "D1"}]}',
-    "errored": ToolError("the index is down"),
+    "errored": ToolCallError("unknown", "the index is down"),
     "python repr": "[{'id': 'D1'}]",
     "no documents key": '{"hits": ["D1"]}',
     "mixed": '["D1", {"id": "D2"}]',
@@ -240,48 +225,27 @@ RESULTS: dict[str, Any] = {
 }
 
 
-def shapes_log(tmp_path: Path, **scorer_args: Any) -> dict[str, Any]:
-    def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
-        asked = next(m for m in messages if m.role == "user").text
-        if asked == "no call" or any(isinstance(m, ChatMessageTool) for m in messages):
-            output = ModelOutput.from_content("mockllm/model", "done")
-        else:
-            output = ModelOutput.for_tool_call(
-                "mockllm/model", "search", {"query": asked}
-            )
-        output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
-        return output
-
-    task = Task(
-        dataset=MemoryDataset(
-            [
-                Sample(
-                    id=name,
-                    input=name,
-                    metadata={"required": ["D1", "D2"], "correct": False},
-                )
-                for name in [*RESULTS, "no call"]
-            ]
-        ),
-        solver=[use_tools(search()), generate()],
-        scorer=stage_diagnosis_scorer(context_tools=["search"], **scorer_args),
-    )
-    (log,) = eval(
-        task,
-        model=get_model("mockllm/model", custom_outputs=reply),
-        log_dir=str(tmp_path),
-        display="none",
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    assert log.samples is not None
-    return {str(s.id): s.scores["stage_diagnosis"] for s in log.samples}  # type: ignore[index]
+def shape_score(name: str) -> Score:
+    """The stage score of a run whose one search returned `RESULTS[name]`."""
+    state = task_state({"required": ["D1", "D2"], "correct": False})
+    if name in RESULTS:
+        failed = isinstance(RESULTS[name], ToolCallError)
+        call = ToolCall(id="c1", function="search", arguments={"query": name})
+        state.messages = [
+            ChatMessageAssistant(content="", tool_calls=[call]),
+            ChatMessageTool(
+                content="" if failed else RESULTS[name],
+                tool_call_id="c1",
+                function="search",
+                error=RESULTS[name] if failed else None,
+            ),
+        ]
+    scorer = stage_diagnosis_scorer(context_tools=["search"])
+    return asyncio.run(scorer(state, state.target))
 
 
-def test_each_documented_shape_is_read_and_every_other_refused(
-    tmp_path: Path,
-) -> None:
-    scores = shapes_log(tmp_path)
+def test_each_documented_shape_is_read_and_every_other_refused() -> None:
+    scores = {name: shape_score(name) for name in [*RESULTS, "no call"]}
     contexts = {
         name: (scores[name].metadata or {})["record"].get("context")
         for name in ("strings", "objects", "documents", "results", "errored")
@@ -301,8 +265,10 @@ def test_each_documented_shape_is_read_and_every_other_refused(
     }
     assert no_call.value == "retrieval"
     assert "The model made no call to search." in (no_call.explanation or "")
-    assert "search#1 failed" in scores["errored"].explanation
-    assert "returned nothing to the model" in scores["errored"].explanation
+    assert "search#1 failed (unknown: the index is down)" in (
+        scores["errored"].explanation or ""
+    )
+    assert "returned nothing to the model" in (scores["errored"].explanation or "")
     assert scores["objects"].value == "retrieval"
     for name in list(RESULTS)[5:]:  # each shape after "errored"
         score = scores[name]
