@@ -447,33 +447,6 @@ def test_the_work_grows_linearly_with_the_answer(family: str) -> None:
 # --- The score ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("text", "read_as", "value", "answer"),
-    [
-        ('["C", "A", "B"]', "json", (True, True), '["C","A","B"]'),
-        ("A, B, C", "commas", (True, False), '["A","B","C"]'),
-        ("- C\n- A\n- B\n- A", "lines", (False, False), '["C","A","B","A"]'),
-        ('Source: ["C"]\nMy answer: ["A"]', None, (False, False), None),
-    ],
-)
-def test_the_score_says_which_reading_was_used(
-    text: str, read_as: str | None, value: tuple[bool, bool], answer: str | None
-) -> None:
-    score = extraction_score(
-        {"source": ["C", "A", "B"]},
-        {"source": "s", "answer": "output"},
-        answer_text=text,
-    )
-    assert score.value == {"membership": value[0], "order": value[1]}
-    assert score.metadata is not None
-    assert score.metadata["read_as"] == read_as
-    # What was read is the answer; an unreadable text is shown as it was.
-    assert score.answer == (answer if answer is not None else text)
-    if read_as is None:
-        assert score.reason == "unreadable-answer"
-        assert "two different lists" in (score.explanation or "")
-
-
 def test_a_failure_inside_the_reader_is_an_unreadable_answer(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
