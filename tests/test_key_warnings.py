@@ -154,28 +154,21 @@ def warned(caplog: pytest.LogCaptureFixture, scorer: Any, runs: list[Any]) -> li
     return [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
 
 
-def test_a_context_no_solver_recorded_is_warned_of(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    found = warned(caplog, stage_diagnosis_scorer(), [{"required": ["D1"]}])
-    (warning,) = [w for w in found if "no context" in w]
-    assert "recorded no context (no solver set RetrievalTrace.context)" in warning
-    assert "Its store keys: none." in warning
-
-
-def test_a_key_the_first_runs_lack_is_warned_of_once(
+def test_a_key_or_context_the_first_run_lacks_is_warned_of_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     """Inspect gives a scorer no end of run, so a key the first run lacks
     is warned of even if a later run has it; the warning says "before"."""
-    unlabelled = {"required": ["D1"], "context": ["D1"]}
+    unlabelled = {"required": ["D1"]}
     runs = [unlabelled, unlabelled, {**unlabelled, "correct": True}, unlabelled]
-    (warning,) = warned(caplog, stage_diagnosis_scorer(context_key="context"), runs)
-    assert warning.startswith(
+    context, label = warned(caplog, stage_diagnosis_scorer(), runs)
+    assert "recorded no context (no solver set RetrievalTrace.context)" in context
+    assert "Its store keys: none." in context
+    assert label.startswith(
         'stage_diagnosis: sample "r0" has no metadata key "correct" '
         '(correct_key="correct"), and no run scored before it had one.'
     )
-    assert 'Its metadata keys: "context", "required".' in warning
+    assert 'Its metadata keys: "required".' in label
 
 
 @pytest.mark.parametrize(

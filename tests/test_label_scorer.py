@@ -327,11 +327,6 @@ def judged_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     return log
 
 
-def copied(log: EvalLog, tmp_path: Path) -> str:
-    """A copy of `log` for a command to append its scores to."""
-    return str(shutil.copy(log.location, tmp_path / Path(log.location).name))
-
-
 def test_one_eval_labels_from_its_judge_called_once_or_a_grader_of_its_own(
     judged_log: EvalLog,
 ) -> None:
@@ -355,27 +350,6 @@ def test_one_eval_labels_from_its_judge_called_once_or_a_grader_of_its_own(
     assert rescored.results is not None
     assert [s.name for s in rescored.results.scores] == ["stage_diagnosis"]
     assert stages(rescored) == EXPECTED
-
-
-def test_inspect_score_takes_a_grader_with_arguments(
-    tmp_path: Path, judged_log: EvalLog
-) -> None:
-    """Inspect's own form for a scorer argument: type, name and params."""
-    grader = "{type: scorer, name: match, params: {location: begin}}"
-    location = copied(judged_log, tmp_path)
-    command = documented_score(grader, location)
-    assert f"label_scorer={grader}" in command
-    done = run_inspect(*command, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    log = read_eval_log(location)
-    # "-18 degrees C." begins with the target; "I do not know." does not.
-    assert stages(log, "stage_diagnosis2") == EXPECTED
-    assert log.results is not None
-    assert log.results.scores[-1].params["label_scorer"] == {
-        "type": "scorer",
-        "name": "match",
-        "params": {"location": "begin"},
-    }
 
 
 # --- label_from: a score an earlier scorer gave ---------------------------------
@@ -408,18 +382,33 @@ def test_a_missing_given_score_is_answer_label_and_warned_of_once(
     assert "--action append" in warning
 
 
-def test_inspect_score_labels_from_a_score_in_the_log(
+def test_inspect_score_runs_the_pages_grader_with_arguments_and_label_from(
     tmp_path: Path, judged_log: EvalLog
 ) -> None:
-    """`-S label_from=...` under `--action append`: Inspect gives the
-    scorer the log's scores, so the judge is not run again."""
-    location = copied(judged_log, tmp_path)
+    """docs/scores.md's commands on a copy: Inspect's own form for a scorer
+    argument, and `label_from=`, which reads the log's scores under `--action
+    append` (the judge is not run again)."""
+    location = str(shutil.copy(judged_log.location, tmp_path))
+    grader = "{type: scorer, name: match, params: {location: begin}}"
+    with_arguments = documented_score(grader, location)
+    assert f"label_scorer={grader}" in with_arguments
     # The page's judge is model_graded_qa; this log's is counted_judge().
-    command = documented_score("label_from=", location)
-    command[command.index("label_from=model_graded_qa")] = "label_from=counted_judge"
-    done = run_inspect(*command, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    rescored = read_eval_log(location)
-    assert stages(rescored, "stage_diagnosis2") == EXPECTED
-    assert rescored.results is not None
-    assert rescored.results.scores[-1].params["label_from"] == "counted_judge"
+    label_from = documented_score("label_from=", location)
+    label_from[label_from.index("label_from=model_graded_qa")] = (
+        "label_from=counted_judge"
+    )
+    for command in (with_arguments, label_from):
+        done = run_inspect(*command, cwd=tmp_path)
+        assert done.returncode == 0, done.stderr
+    log = read_eval_log(location)
+    # "-18 degrees C." begins with the target; "I do not know." does not.
+    assert stages(log, "stage_diagnosis2") == EXPECTED
+    assert stages(log, "stage_diagnosis3") == EXPECTED
+    assert log.results is not None
+    *_, graded, judged = log.results.scores
+    assert graded.params["label_scorer"] == {
+        "type": "scorer",
+        "name": "match",
+        "params": {"location": "begin"},
+    }
+    assert judged.params["label_from"] == "counted_judge"

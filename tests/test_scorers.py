@@ -121,21 +121,6 @@ def test_every_packaged_case_is_scored_as_documented(
     assert metadata["itemised"] == itemised
 
 
-def test_a_null_context_is_called_null_not_missing() -> None:
-    """`"context": null` in a replayed record, or an unset RetrievalTrace."""
-    record = {"required": ["D1"], "context": None, "correct": True}
-    score = diagnosis_score(record, stage_read_from(), context_recorded=False)
-    assert is_unscored(score)
-    assert score.metadata is not None
-    assert score.metadata["error"]["message"] == (
-        "field 'context' must be an array of strings, got null"
-    )
-    assert score.metadata["record"]["context"] is None
-    assert score.explanation is not None
-    assert "recorded context is null" in score.explanation
-    assert "missing" not in score.explanation
-
-
 def test_a_record_that_is_not_json_still_gives_a_loggable_score() -> None:
     record = {"required": ["D1"], "context": {"D1"}, "correct": True}
     score = diagnosis_score(record, stage_read_from(), context_recorded=True)
@@ -155,9 +140,6 @@ def test_a_broken_source_outranks_an_unreadable_answer() -> None:
     missing = extraction_score({}, {}, answer_text="no list")
     assert error_kind(missing) == "invalid-input"
     assert (missing.metadata or {})["error"]["field"] == "source"
-
-
-# --- itemised: what exactly a graded answer got wrong -------------------------
 
 
 # --- sentences ----------------------------------------------------------------
@@ -216,11 +198,19 @@ NO_LABEL = "so the answer cannot be called correct or incorrect."
             {"context": []},
             "No required set was declared, so there is nothing to diagnose.",
         ),
+        # Null, as an unset RetrievalTrace is: not called missing.
+        (
+            {"required": ["D1"], "context": None, "correct": True},
+            "The recorded context is null (RetrievalTrace.context was never set "
+            "to a list of IDs), so retrieval cannot be judged and the run is not "
+            "graded.",
+        ),
     ],
 )
 def test_stage_sentences(record: dict[str, Any], sentence: str) -> None:
     read_from = {**stage_read_from(), "correct": "labels file staff.jsonl"}
-    score = diagnosis_score(record, read_from, context_recorded=True)
+    recorded = record.get("context") is not None
+    score = diagnosis_score(record, read_from, context_recorded=recorded)
     assert score.explanation == sentence
 
 
