@@ -19,10 +19,7 @@ from inspect_ai.log import EvalLog, read_eval_log
 from tests.commands import inspect_in_one_fresh_process
 from tests.support import OfflineLogs, write_lines
 from tests.test_scorers import task_state
-from tracegrade import (
-    ordered_extraction_scorer,
-    stage_diagnosis_scorer,
-)
+from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
 from tracegrade.cli import main
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import replay

@@ -9,10 +9,7 @@ from typing import Any
 
 import pytest
 from inspect_ai import eval
-from inspect_ai.log import (
-    EvalLog,
-    EvalSample,
-)
+from inspect_ai.log import EvalLog, EvalSample
 from inspect_ai.model import (
     ChatMessage,
     GenerateConfig,
@@ -231,16 +228,13 @@ def test_a_prompt_without_the_document_fails_when_the_task_is_built(
 
 
 GOOD = {"id": "d1", "text": "B2 then A1", "source": ["B2", "A1"], "target": "codes"}
-SECOND = {"id": "d2", "kind": "memo", "text": "A1, B2", "source": ["A1", "B2"]}
 
 
 def test_your_own_documents_become_the_samples(tmp_path: Path) -> None:
-    third = {**GOOD, "id": "d3", "text": "C3 then D4", "source": ["C3", "D4"]}
-    dataset = write_lines(
-        tmp_path / "docs.jsonl", [GOOD, {**SECOND, "target": "codes"}, third]
-    )
+    second = {**GOOD, "id": "d2", "kind": "memo", "source": ["A1", "B2"]}
+    dataset = write_lines(tmp_path / "docs.jsonl", [GOOD, second])
     task = ordered_extraction(dataset=dataset)
-    assert [sample.id for sample in task.dataset] == ["d1", "d2", "d3"]
+    assert [sample.id for sample in task.dataset] == ["d1", "d2"]
     assert task.dataset[1].metadata == {
         "source": ["A1", "B2"],
         "kind": "memo",
@@ -248,22 +242,17 @@ def test_your_own_documents_become_the_samples(tmp_path: Path) -> None:
     }
     # Without structured output, the schema's object is a value, not a list.
     log = run_live(
-        {"d1": ['["B2", "A1"]'], "d2": ["B2\nA1"], "d3": ['{"ids": ["C3", "D4"]}']},
+        {"d1": ['{"ids": ["B2", "A1"]}']},
         tmp_path,
-        texts={"d1": "B2 then A1", "d2": "A1, B2", "d3": "C3 then D4"},
+        texts={"d1": GOOD["text"]},
         task_args={"dataset": dataset, "structured": False},
     )
-    scores = {s.id: (s.scores or {})["ordered_extraction"] for s in log.samples or []}
-    graded = {
-        key: (s.value, (s.metadata or {})["read_as"]) for key, s in scores.items()
-    }
-    assert graded == {
-        "d1": ({"membership": True, "order": True}, "json"),
-        "d2": ({"membership": True, "order": False}, "lines"),
-        "d3": ({"membership": False, "order": False}, None),
-    }
-    assert "is no list of string IDs" in (scores["d3"].explanation or "")
-    assert CONFIGS["d3"].response_schema is None
+    (sample,) = log.samples or []
+    score = (sample.scores or {})["ordered_extraction"]
+    assert score.value == {"membership": False, "order": False}
+    assert (score.metadata or {})["read_as"] is None
+    assert "is no list of string IDs" in (score.explanation or "")
+    assert CONFIGS["d1"].response_schema is None
 
 
 @pytest.mark.parametrize(

@@ -16,13 +16,7 @@ from inspect_ai.log import (
     headline_metric,
     read_eval_log,
 )
-from inspect_ai.scorer import (
-    Metric,
-    MetricProtocol,
-    SampleScore,
-    Score,
-    Value,
-)
+from inspect_ai.scorer import Metric, MetricProtocol, SampleScore, Score, Value
 
 from tests.support import write_lines
 from tracegrade import stage_diagnosis

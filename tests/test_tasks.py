@@ -14,13 +14,8 @@ from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
 from tests.commands import inspect_in_one_fresh_process, run_inspect
 from tests.support import OfflineLogs, write_lines
-from tracegrade import (
-    DatasetError,
-    ordered_extraction_recorded,
-    stage_diagnosis,
-)
+from tracegrade import DatasetError, ordered_extraction_recorded, stage_diagnosis
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
-from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import extraction_input_score, stage_input_score
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,58 +98,29 @@ def test_the_extraction_scorer_resolves_by_name_in_inspect_score(
     assert scorer.options == {"answer_key": "answer"}
 
 
-def test_own_file_samples_keep_ids_inputs_and_expectations_and_errors(
+def test_own_file_samples_keep_their_fields_and_show_the_answer(
     tmp_path: Path,
 ) -> None:
+    answered = {"required": ["D1"], "context": ["D1"], "correct": True}
+    answered["answer"] = "Paris."
+    kept = {"expected": {"stage": "pass", "missing": []}, "reason": "grounded"}
+    unanswered = {"context": ["D1"], "correct": False}
     dataset = write_lines(
         tmp_path / "runs.jsonl",
         [
-            {
-                "id": "run-1",
-                "input": {
-                    "required": ["D1"],
-                    "context": ["D1"],
-                    "correct": True,
-                    "answer": "Paris.",
-                },
-                "expected": {"stage": "pass", "missing": []},
-                "reason": "grounded",
-            },
-            "",
-            {"id": "run-2", "input": {"context": ["D1"], "correct": False}},
-            # Out of the contract: a sample with a data error, not a bad line.
-            {
-                "id": "odd",
-                "input": {"required": "D1", "context": ["D1"], "correct": True},
-            },
+            {"id": "run-1", "input": answered, **kept},
+            {"id": "run-2", "input": unanswered},
         ],
     )
     log = run(stage_diagnosis(dataset=dataset), tmp_path)
-    assert log.samples is not None
-    odd, first, second = sorted(log.samples, key=lambda sample: str(sample.id))
-    odd_score = (odd.scores or {})["stage_diagnosis"]
-    assert error_kind(odd_score) == "invalid-input"
-    assert (odd_score.metadata or {})["error"]["field"] == "required"
-    assert first.id == "run-1"
-    assert first.metadata == {
-        "required": ["D1"],
-        "context": ["D1"],
-        "correct": True,
-        "answer": "Paris.",
-        "expected": {"stage": "pass", "missing": []},
-        "reason": "grounded",
-    }
-    assert first.output.completion == "Paris."
-    assert first.scores is not None
-    assert first.scores["stage_diagnosis"].value == "pass"
-    # The viewer's ANSWER column: what the run answered, not the input again.
-    assert first.scores["stage_diagnosis"].answer == "Paris."
-    assert second.metadata == {"context": ["D1"], "correct": False}
-    assert second.scores is not None
-    assert second.scores["stage_diagnosis"].value == "unresolved"
-    assert second.output.completion == ""
-    # No answer: the context supplied.
-    assert second.scores["stage_diagnosis"].answer == '["D1"]'
+    first, second = sorted(log.samples or [], key=lambda sample: str(sample.id))
+    assert (first.metadata, second.metadata) == ({**answered, **kept}, unanswered)
+    # The viewer's ANSWER column: what the run answered, else the context.
+    shown = [
+        (sample.output.completion, (sample.scores or {})["stage_diagnosis"].answer)
+        for sample in (first, second)
+    ]
+    assert shown == [("Paris.", "Paris."), ("", '["D1"]')]
 
 
 @pytest.mark.parametrize(
