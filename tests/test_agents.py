@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import re
-import shlex
 import shutil
 import sys
 from pathlib import Path
@@ -29,6 +27,7 @@ from inspect_ai.scorer import Score
 from inspect_ai.tool import ToolCall, ToolCallError
 
 from tests.commands import run_inspect
+from tests.test_label_scorer import documented_score
 from tests.test_scorers import task_state
 from tracegrade import stage_diagnosis_scorer
 from tracegrade.scorers.transcript import read_tool_context
@@ -38,7 +37,6 @@ sys.path.insert(0, str(EXAMPLES))
 import agent_rag  # noqa: E402
 import rag_task  # noqa: E402
 
-AGENTS_PAGE = (EXAMPLES.parent / "docs" / "agents.md").read_text(encoding="utf-8")
 QUESTIONS = rag_task.packaged_lines("rag_questions.jsonl")
 MAX_TOOL_OUTPUT = 1500
 # Long searches whose results Inspect truncates at MAX_TOOL_OUTPUT: for
@@ -191,14 +189,10 @@ def test_inspect_score_of_the_agents_log_gives_the_same_scores(
     agent_log: EvalLog, tmp_path: Path
 ) -> None:
     """docs/agents.md's `inspect score` command, run as written on a copy."""
-    (block,) = re.findall(r"```bash\n(inspect score LOG .*?)```", AGENTS_PAGE, re.S)
-    words = shlex.split(block.replace("\\\n", " "))
-    assert words[:3] == ["inspect", "score", "LOG"], words
-    log_file = tmp_path / Path(agent_log.location).name
-    shutil.copy(agent_log.location, log_file)
-    done = run_inspect("score", str(log_file), *words[3:], cwd=tmp_path)
+    log_file = str(shutil.copy(agent_log.location, tmp_path))
+    done = run_inspect(*documented_score("", log_file, "agents.md"), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
-    log = read_eval_log(str(log_file))
+    log = read_eval_log(log_file)
     assert log.samples is not None and agent_log.samples is not None
     for before, after in zip(agent_log.samples, log.samples, strict=True):
         old = before.scores["stage_diagnosis"]  # type: ignore[index]

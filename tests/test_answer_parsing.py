@@ -60,7 +60,6 @@ READINGS: list[tuple[str, tuple[list[str], ReadAs] | str]] = [
     ("C-3\nA-1\nB-2", (["C-3", "A-1", "B-2"], "lines")),
     ("C-3\u2028A-1\x85B-2", (["C-3", "A-1", "B-2"], "lines")),
     ("* C\n+ A\n\u2022 B", (["C", "A", "B"], "lines")),
-    ("```text\n- C\n- A\n```", (["C", "A"], "lines")),
     ("1.5\n2.5", (["1.5", "2.5"], "lines")),
     ("1. **`C-3`**\n2. **`A-1`**", (["C-3", "A-1"], "lines-with-marks")),
     ("1. C\n1. A", (["C", "A"], "lines-ignoring-numbers")),
@@ -87,7 +86,6 @@ READINGS: list[tuple[str, tuple[list[str], ReadAs] | str]] = [
     # Beside issue 39's odd readings, still read.
     ("1. C-3\n2. A-1", (["C-3", "A-1"], "lines")),
     ("IDs: C-3, A-1", (["C-3", "A-1"], "lead-in-commas")),
-    ("Step: C-3, A-1", (["C-3", "A-1"], "lead-in-commas")),
     # What has no one reading is refused, and the refusal says why.
     ("", "the answer text is empty"),
     ("```\n```", "the answer text is empty"),
@@ -102,7 +100,6 @@ READINGS: list[tuple[str, tuple[list[str], ReadAs] | str]] = [
     ("C\nA\nB", 'line 1, "C", has no list marker and no digit'),
     ("- DOC-1", 'the single line "- DOC-1" is not read as a one-ID list'),
     ("ID:DOC-1", 'the first ID "ID:DOC-1" could be the lead-in "ID:"'),
-    ("Here are the IDs:", "no list of IDs in the text"),
     ("Here is the ID:\nDOC-1", 'line 1, "Here is the ID:", stands before'),
     ("Sure!\nHere are the IDs:\n- C\n- A", 'line 1, "Sure!", stands before'),
     ("Here are the IDs:\n- C\n- A\nHope this helps!", 'line 4, "Hope this helps!"'),
@@ -127,14 +124,12 @@ READINGS: list[tuple[str, tuple[list[str], ReadAs] | str]] = [
     ("[1, 2]", 'the JSON value "[1, 2]" (line 1) is no list of string IDs'),
     ('{"ids": ["A", "B"]}', "is no list of string IDs"),
     ('See [1]: ["X"]', 'the JSON value "[1]" (line 1) is no list of string IDs'),
-    ("[true]\n- A\n- B", "is no list of string IDs"),
     # The first value that is no list is refused alone, whatever follows.
     ("[1] [2]\nC-3, A-1", 'the JSON value "[1]" (line 1) is no list of string IDs'),
     # A bracket that opens nothing readable may hold a list: refused.
     ("['C' 'A']", "the bracketed text \"['C' 'A']\" (line 1) is not a JSON"),
     ("['C\\\\d', 'A']", "is not a JSON array, nor a Python list"),
     ("[C, A]", 'the bracketed text "[C, A]" (line 1)'),
-    ('["A", "B"', "is not a JSON array"),
     ("[" * 5000, "is not a JSON array"),
     ("['C-3\r', 'A-1']", "is not a JSON array"),
     ("{'ids': ['C']}", "is not a JSON object"),
@@ -172,7 +167,6 @@ STRUCTURED: list[tuple[str, tuple[list[str], ReadAs] | str]] = [
     # Any other output is read as usual, for providers that ignore the schema.
     ('["C"]', (["C"], "json")),
     ('{"ids": ["C"], "note": "x"}', "is not the object its schema asks for"),
-    ('{"ids": "C"}', "is not the object its schema asks for"),
     ('{"IDs": ["C"]}', "is not the object its schema asks for"),
     ('{"ids": ' + "[" * 2000 + "]" * 2000 + "}", "is nested too deeply"),
     # More than the object is read as any other text.

@@ -247,13 +247,11 @@ def stages(log: EvalLog, name: str = "stage_diagnosis") -> dict[Any, Any]:
 EXPECTED = {"right": "pass", "wrong": "generation", "lucky": "retrieval"}
 
 
-SCORES_PAGE = (Path(__file__).parents[1] / "docs" / "scores.md").read_text("utf-8")
-
-
-def documented_score(needle: str, log: str) -> list[str]:
-    """docs/scores.md's `inspect score LOG ...` command holding `needle`, as
+def documented_score(needle: str, log: str, page: str = "scores.md") -> list[str]:
+    """The `inspect score LOG ...` command of docs/`page` holding `needle`, as
     arguments of `inspect`, with LOG the log given."""
-    blocks = re.findall(r"```bash\n(inspect score LOG .*?)```", SCORES_PAGE, re.S)
+    text = (Path(__file__).parents[1] / "docs" / page).read_text("utf-8")
+    blocks = re.findall(r"```bash\n(inspect score LOG .*?)```", text, re.S)
     (block,) = [block for block in blocks if needle in block]
     words = shlex.split(block.replace("\\\n", " "))
     assert words[:3] == ["inspect", "score", "LOG"], words
