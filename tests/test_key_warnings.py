@@ -6,7 +6,6 @@ import asyncio
 import json
 import logging
 import math
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,8 +15,7 @@ from inspect_ai import Task, eval
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log
 
-from tests.commands import inspect_in_one_fresh_process
-from tests.support import OfflineLogs, write_lines
+from tests.support import write_lines
 from tests.test_scorers import task_state
 from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
 from tracegrade.cli import main
@@ -115,28 +113,6 @@ def test_each_source_no_sample_has_is_warned_of_once_in_the_log(
         "correct": 'metadata["judged"]',
     }
     assert len(logged_warnings(log)) == 2
-
-
-# --- refused when the scorer is built ------------------------------------------------
-
-
-def test_inspect_score_refuses_a_bad_argument_in_one_line(
-    offline_logs: OfflineLogs, tmp_path: Path
-) -> None:
-    """In a fresh interpreter, as Inspect sets its display on the first."""
-    path = Path(shutil.copy(offline_logs.stage, tmp_path))
-    before = path.read_bytes()
-    command = ["score", str(path), "--scorer", "tracegrade/stage_diagnosis"]
-    command += ["-S", "requried_key=gold_docs", "--action", "append", "--overwrite"]
-    (done,) = inspect_in_one_fresh_process([(command, tmp_path)])
-    assert done.returncode != 0
-    assert "Traceback" not in done.stderr
-    assert (
-        'stage_diagnosis takes no argument requried_key="gold_docs"; it takes '
-        "required_key, correct_key, context_key, labels, label_scorer, "
-        "label_from, steps_key, context_tools and context_id_key"
-    ) in " ".join((done.stdout + done.stderr).split())
-    assert path.read_bytes() == before
 
 
 # --- the rule, one run at a time ---------------------------------------------------

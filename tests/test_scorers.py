@@ -39,7 +39,6 @@ def task_state(
     metadata: dict[str, Any],
     *,
     sample_id: str | int = "s1",
-    store: dict[str, Any] | None = None,
     completion: str | None = None,
     target: str = "",
     scores: dict[str, Score] | None = None,
@@ -53,7 +52,6 @@ def task_state(
         messages=[],
         target=Target(target),
         metadata=metadata,
-        store=store,
         scores=scores,
     )
     if completion is not None:

@@ -40,36 +40,59 @@ TASKS = [
     "tracegrade/ordered_extraction_recorded",
     "tracegrade/ordered_extraction",
 ]
+# `inspect ARGS` (LOG: a copy of a stage log) and what its refusal says: a
+# typo must not run on the packaged runs or score with the default instead.
+REFUSED = [
+    *(
+        (
+            ["eval", task, "-T", "datset=mine.jsonl", "--log-dir", "logs"],
+            f'{task} takes no argument datset="mine.jsonl"; it takes dataset',
+        )
+        for task in TASKS
+    ),
+    (
+        [
+            "score",
+            "LOG",
+            "--scorer",
+            "tracegrade/stage_diagnosis",
+            "-S",
+            "requried_key=gold_docs",
+            "--action",
+            "append",
+            "--overwrite",
+        ],
+        'takes no argument requried_key="gold_docs"; it takes required_key,',
+    ),
+]
 
 
 @pytest.fixture(scope="module")
-def misspelled_arguments(
-    tmp_path_factory: pytest.TempPathFactory,
+def refusals(
+    tmp_path_factory: pytest.TempPathFactory, offline_logs: OfflineLogs
 ) -> list[tuple[Path, subprocess.CompletedProcess[str]]]:
-    """`inspect eval TASK -T datset=...` of each task, in one fresh interpreter."""
-    work = [tmp_path_factory.mktemp("misspelled") for _ in TASKS]
-    done = inspect_in_one_fresh_process(
-        [
-            (["eval", task, "-T", "datset=mine.jsonl", "--log-dir", "logs"], cwd)
-            for task, cwd in zip(TASKS, work, strict=True)
-        ]
-    )
-    return list(zip(work, done, strict=True))
+    """Each command in one fresh interpreter, as Inspect sets its display on
+    the first."""
+    work = [tmp_path_factory.mktemp("refused") for _ in REFUSED]
+    commands = []
+    for (args, _), cwd in zip(REFUSED, work, strict=True):
+        log = str(shutil.copy(offline_logs.stage, cwd / "log.eval"))
+        commands.append(([log if arg == "LOG" else arg for arg in args], cwd))
+    return list(zip(work, inspect_in_one_fresh_process(commands), strict=True))
 
 
-@pytest.mark.parametrize("case", range(len(TASKS)), ids=TASKS)
-def test_an_argument_the_task_does_not_take_is_refused(
-    misspelled_arguments: list[tuple[Path, subprocess.CompletedProcess[str]]],
+@pytest.mark.parametrize("case", range(len(REFUSED)), ids=[*TASKS, "score"])
+def test_an_argument_the_task_or_scorer_does_not_take_is_refused(
+    refusals: list[tuple[Path, subprocess.CompletedProcess[str]]],
     case: int,
+    offline_logs: OfflineLogs,
 ) -> None:
-    """A typo (`datset`) must not run on the packaged runs instead."""
-    task = TASKS[case]
-    cwd, result = misspelled_arguments[case]
+    cwd, result = refusals[case]
     assert result.returncode == 1
-    said = " ".join((result.stdout + result.stderr).split())
-    assert f'{task} takes no argument datset="mine.jsonl"; it takes dataset' in said
+    assert REFUSED[case][1] in " ".join((result.stdout + result.stderr).split())
     assert "Traceback" not in result.stderr
     assert not (cwd / "logs").exists() or not list_eval_logs(str(cwd / "logs"))
+    assert (cwd / "log.eval").read_bytes() == Path(offline_logs.stage).read_bytes()
 
 
 def test_the_extraction_scorer_resolves_by_name_in_inspect_score(
