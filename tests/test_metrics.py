@@ -67,12 +67,6 @@ def metric_values(score: EvalScore) -> dict[str, float]:
     return {name: metric.value for name, metric in score.metrics.items()}
 
 
-def run(task: Any, tmp_path: Path) -> EvalLog:
-    (log,) = eval(task, display="none", log_dir=str(tmp_path), log_realtime=False)
-    assert log.status == "success", log.error
-    return log
-
-
 # --- expectations from the fixture files themselves ---------------------------
 
 
@@ -347,7 +341,14 @@ def errors_only(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
             {"id": "no-context", "input": {"required": ["D1"], "correct": True}},
         ],
     )
-    return run(stage_diagnosis(dataset=dataset), work)
+    (log,) = eval(
+        stage_diagnosis(dataset=dataset),
+        display="none",
+        log_dir=str(work),
+        log_realtime=False,
+    )
+    assert log.status == "success", log.error
+    return log
 
 
 def test_a_run_where_every_sample_is_an_error_succeeds_and_says_so(

@@ -127,14 +127,6 @@ def test_recall_and_precision_are_ragas_id_measures_and_leave_the_rest_alone(
 # --- against ir-measures: TREC's precision ------------------------------------
 
 
-def raw_run(query: str, context: Sequence[str]) -> list[Any]:
-    """The context as ir-measures is given it, repeats included, first highest."""
-    return [
-        ir_measures.ScoredDoc(query, doc, float(len(context) - rank))
-        for rank, doc in enumerate(context)
-    ]
-
-
 def trec_precisions(
     pairs: Sequence[tuple[list[str], list[str]]], *, deduplicated: bool = False
 ) -> dict[int, float]:
@@ -152,8 +144,11 @@ def trec_precisions(
         qrels, run = by_k.setdefault(len(set(context)), ([], []))
         qrels.extend(ir_measures.Qrel(query, doc, 1) for doc in dict.fromkeys(required))
         qrels.append(ir_measures.Qrel(query, JUDGED_NOT_RELEVANT, 0))
+        # Repeats included unless deduplicated, first highest.
+        ranked = list(dict.fromkeys(context)) if deduplicated else context
         run.extend(
-            raw_run(query, list(dict.fromkeys(context)) if deduplicated else context)
+            ir_measures.ScoredDoc(query, doc, float(len(ranked) - rank))
+            for rank, doc in enumerate(ranked)
         )
     found: dict[int, float] = {}
     for k, (qrels, run) in by_k.items():
