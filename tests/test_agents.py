@@ -201,9 +201,6 @@ def test_inspect_score_of_the_agents_log_gives_the_same_scores(
         assert new.metadata == old.metadata
 
 
-# --- Result shapes ---------------------------------------------------------------
-
-
 RESULTS: dict[str, Any] = {
     "strings": '["D1", "D2"]',
     "objects": '[{"id": "D1", "text": "a"}, {"id": "D3"}]',
@@ -271,9 +268,6 @@ def test_each_documented_shape_is_read_and_every_other_refused() -> None:
         assert metadata["error"]["field"] == "context"
         assert "tool call search#1 (id " in metadata["error"]["message"]
         assert "call 1 to search" in (score.explanation or "")
-
-
-# --- Inspect's own truncation, read back --------------------------------------
 
 
 EDGES = ["", "é", "漢", '"q', ", 1]", "\\", "}", '\\"']

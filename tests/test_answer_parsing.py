@@ -227,8 +227,6 @@ def test_every_read_as_name_is_what_its_parts_say(name: ReadAs) -> None:
     )
 
 
-# --- The grammar: answers built around one list ---------------------------------
-
 # Bare IDs with a digit, so that every bare form can carry them; a few
 # letters, so that lists repeat IDs and differ only in order.
 bare_ids = st.from_regex(
@@ -385,8 +383,6 @@ def test_an_answer_is_read_as_the_list_it_was_built_around_or_refused(
         assert reading.read_as.split("-with-")[0] == built.read_as
 
 
-# --- Linear work ------------------------------------------------------------------
-
 HOSTILE: dict[str, Callable[[int], str]] = {
     "digits then a word": lambda n: "1" * n + " x",
     "a Python list of spaces": lambda n: "['a'" + " " * n + "x]",
@@ -431,9 +427,6 @@ def test_the_work_grows_linearly_with_the_answer(family: str) -> None:
     """Four times the text, at most four times and a bit the function calls."""
     small, large = (calls_to_read(HOSTILE[family](n)) for n in (5_000, 20_000))
     assert large <= 4.5 * small + 100, (small, large)
-
-
-# --- The score ----------------------------------------------------------------------
 
 
 def test_a_failure_inside_the_reader_is_an_unreadable_answer(

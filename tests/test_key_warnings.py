@@ -115,9 +115,6 @@ def test_each_source_no_sample_has_is_warned_of_once_in_the_log(
     assert len(logged_warnings(log)) == 2
 
 
-# --- the rule, one run at a time ---------------------------------------------------
-
-
 def warned(caplog: pytest.LogCaptureFixture, scorer: Any, runs: list[Any]) -> list[str]:
     """The warnings of scoring `runs` in turn (sample ids r0, r1, ...)."""
     with caplog.at_level(logging.WARNING, logger="tracegrade"):
@@ -163,9 +160,6 @@ def test_the_extraction_scorer_warns_once_of_each_key_no_run_has(
             f'ordered_extraction: sample "r0" has no metadata key "{key}"'
         )
         assert 'Its metadata keys: "answer", "source".' in message
-
-
-# --- tracegrade check ----------------------------------------------------------------
 
 
 def test_recorded_outputs_stand_for_the_answer(tmp_path: Path) -> None:

@@ -34,16 +34,11 @@ from tracegrade import LabelScorerError, diagnose_stage, stage_diagnosis_scorer
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import replay
 
-# --- the mapping ------------------------------------------------------------------
-
 # A grader's value and the label it gives (None: no label).
 LABELS: list[tuple[Any, bool | None]] = [
     *((CORRECT, True), (1.0, True), (INCORRECT, False), (-0.0, False)),
     *((PARTIAL, None), (0.5, None), (float("nan"), None), ("true", None)),
 ]
-
-
-# --- graders to test with -----------------------------------------------------------
 
 
 @scorer(metrics=[])
@@ -108,8 +103,6 @@ def metadata_of(result: Score) -> dict[str, Any]:
     assert result.metadata is not None
     return result.metadata
 
-
-# --- the scorer with a grader, or a given score -------------------------------------
 
 TABLE = [
     *(
@@ -187,9 +180,6 @@ def test_the_grader_is_run_on_the_run_its_registry_name_too() -> None:
     assert metadata_of(lucky)["record"]["correct"] is True
 
 
-# --- mistakes ------------------------------------------------------------------------
-
-
 ONE_SOURCE = (
     "but a run's label has one source: a staff labels file (labels), a grader "
     "(label_scorer) or an earlier scorer's score (label_from); give one"
@@ -234,9 +224,6 @@ def test_a_label_source_that_cannot_be_used_is_refused(
         stage_diagnosis_scorer(**sources)
     assert said in str(refused.value)
     assert "\n" not in str(refused.value)
-
-
-# --- in real runs --------------------------------------------------------------------
 
 
 def stages(log: EvalLog, name: str = "stage_diagnosis") -> dict[Any, Any]:
@@ -336,9 +323,6 @@ def test_one_eval_labels_from_its_judge_called_once_or_a_grader_of_its_own(
     assert rescored.results is not None
     assert [s.name for s in rescored.results.scores] == ["stage_diagnosis"]
     assert stages(rescored) == EXPECTED
-
-
-# --- label_from: a score an earlier scorer gave ---------------------------------
 
 
 def test_a_missing_given_score_is_answer_label_and_warned_of_once(

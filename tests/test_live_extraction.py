@@ -176,9 +176,6 @@ def test_each_answer_is_graded_per_sample(live_log: EvalLog, case: str) -> None:
             assert metadata["result"] == {"error": "duplicate-id"}
 
 
-# --- the prompt -----------------------------------------------------------------
-
-
 def first_input(task_args: dict[str, str]) -> str:
     task = ordered_extraction(**task_args)
     text = task.dataset[0].input
@@ -214,9 +211,6 @@ def test_a_prompt_without_the_document_fails_when_the_task_is_built(
     path.write_text("List the {target}.")
     with pytest.raises(PromptError, match=f"prompt file {path} has no {{document}}"):
         ordered_extraction(prompt=str(path))
-
-
-# --- your own documents ---------------------------------------------------------
 
 
 GOOD = {"id": "d1", "text": "B2 then A1", "source": ["B2", "A1"], "target": "codes"}

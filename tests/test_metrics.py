@@ -67,9 +67,6 @@ def metric_values(score: EvalScore) -> dict[str, float]:
     return {name: metric.value for name, metric in score.metrics.items()}
 
 
-# --- expectations from the fixture files themselves ---------------------------
-
-
 def expected_stage_shares() -> dict[str, float]:
     stages = Counter(
         case.expected["stage"]
@@ -106,9 +103,6 @@ def expected_extraction() -> tuple[float, float, int, int]:
     membership = sum(grade["membership"] for grade in grades) / scored
     order = sum(grade["order"] for grade in grades) / scored
     return membership, order, answer_duplicates, len(EXTRACTION_CASES) - scored
-
-
-# --- the metric functions -----------------------------------------------------
 
 
 def epoch_scores(stages_by_sample: dict[str, list[str]]) -> list[SampleScore]:
@@ -242,9 +236,6 @@ def test_the_counts_are_known_by_their_logged_names() -> None:
     assert is_count(EvalMetric(name="scored_runs", group="scored_runs", value=0.0))
     assert not is_count(EvalMetric(name="retrieval", group="stage_shares", value=1.0))
     assert not is_count(EvalMetric(name="accuracy", value=1.0))
-
-
-# --- real evals ---------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")

@@ -49,9 +49,6 @@ def our_precision(required: list[str], context: list[str]) -> float | None:
     return cast("float | None", precision)
 
 
-# --- the definition -----------------------------------------------------------
-
-
 # Record: (recall, precision), as the core gives them and as every stage
 # score carries them, whatever the stage or error.
 SHARES: Final[list[tuple[dict[str, Any], float | None, float | None]]] = [
@@ -122,9 +119,6 @@ def test_recall_and_precision_are_ragas_id_measures_and_leave_the_rest_alone(
             assert precision == found / len(set(context))
     elif required:
         assert before == {"error": "answer-label"}
-
-
-# --- against ir-measures: TREC's precision ------------------------------------
 
 
 def trec_precisions(
@@ -224,8 +218,6 @@ def test_recall_and_precision_are_trec_evals_on_hypothesis_pairs(
             our_recall(r, c) for r, c in required
         ]
 
-
-# --- the metrics ----------------------------------------------------------------
 
 METRICS: Final = {"recall": context_recall, "precision": context_precision}
 

@@ -69,8 +69,6 @@ def stage_read_from() -> dict[str, str]:
     return {"required": "r", "context": "c", "correct": "l"}
 
 
-# --- every packaged case --------------------------------------------------------
-
 PACKAGED = [("stage", case) for case in STAGE_CASES] + [
     ("extraction", case) for case in EXTRACTION_CASES
 ]
@@ -128,9 +126,6 @@ def test_a_record_that_is_not_json_still_gives_a_loggable_score() -> None:
     canonical_json(score.metadata)
 
 
-# --- ordered extraction, pure half --------------------------------------------
-
-
 def test_a_broken_source_outranks_an_unreadable_answer() -> None:
     repeated = extraction_score({"source": ["A", "A"]}, {}, answer_text="no list")
     assert is_unscored(repeated)
@@ -139,8 +134,6 @@ def test_a_broken_source_outranks_an_unreadable_answer() -> None:
     assert error_kind(missing) == "invalid-input"
     assert (missing.metadata or {})["error"]["field"] == "source"
 
-
-# --- sentences ----------------------------------------------------------------
 
 NO_LABEL = "so the answer cannot be called correct or incorrect."
 
@@ -254,9 +247,6 @@ def test_extraction_sentences(
     assert score.explanation == sentence
 
 
-# --- where the scorers read their inputs --------------------------------------
-
-
 def test_the_stage_scorer_reads_the_context_from_retrieval_trace() -> None:
     metadata = {"required": ["D1", "D2"], "correct": True}
     state = task_state(metadata)
@@ -319,8 +309,6 @@ def test_a_list_target_is_quoted_as_written_not_as_its_joined_text() -> None:
     assert error_kind(score) == "invalid-input"
     assert score.metadata["itemised"] is None
 
-
-# --- arguments, checked when the scorer is built ------------------------------
 
 STAGE_ARGUMENTS = (
     "required_key, correct_key, context_key, labels, label_scorer, label_from, "
@@ -391,9 +379,6 @@ def test_a_bad_argument_is_refused_when_the_scorer_is_built(
     # loader would hide a ValueError's behind "couldn't be loaded".
     assert isinstance(raised.value, PrerequisiteError)
     assert not isinstance(raised.value, ValueError)
-
-
-# --- the store model and the registry -----------------------------------------
 
 
 @pytest.mark.parametrize("bad", [("D1",), ["D1", 2], "D1"])

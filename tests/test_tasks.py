@@ -172,9 +172,6 @@ def test_a_malformed_or_missing_file_stops_the_task_being_built(
         assert dataset in str(raised.value)
 
 
-# --- One record-to-score path, shared with `tracegrade score` ------------------------
-
-
 def as_text(score: Any) -> str:
     fields = ("value", "answer", "explanation", "metadata")
     return json.dumps([getattr(score, name) for name in fields], sort_keys=True)
