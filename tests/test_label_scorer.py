@@ -30,7 +30,7 @@ from inspect_ai.solver import TaskState
 
 from tests.commands import run_inspect
 from tests.test_scorers import task_state
-from tracegrade import LabelScorerError, diagnose_stage, stage_diagnosis_scorer
+from tracegrade import diagnose_stage, stage_diagnosis_scorer
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import replay
 
@@ -178,52 +178,6 @@ def test_the_grader_is_run_on_the_run_its_registry_name_too() -> None:
     lucky = score_run(fixed_grade(CORRECT), {"required": ["D1"], "context": []})
     assert lucky.value == "retrieval"
     assert metadata_of(lucky)["record"]["correct"] is True
-
-
-ONE_SOURCE = (
-    "but a run's label has one source: a staff labels file (labels), a grader "
-    "(label_scorer) or an earlier scorer's score (label_from); give one"
-)
-
-
-async def homemade(state: TaskState, target: Target) -> Score:
-    return Score(value=CORRECT)
-
-
-@pytest.mark.parametrize(
-    ("sources", "said"),
-    [
-        (
-            {"label_scorer": match(), "label_from": "judge"},
-            f'label_scorer=match() and label_from="judge" were given, {ONE_SOURCE}',
-        ),
-        (
-            {"labels": "labels.jsonl", "label_scorer": "match"},
-            f'labels="labels.jsonl" and label_scorer="match" were given, {ONE_SOURCE}',
-        ),
-        (
-            {"label_from": "  "},
-            "label_from must name a score an earlier scorer gives, such as "
-            '"model_graded_qa", got "  "',
-        ),
-        # `match` is registered as a scorer too: it makes one.
-        (
-            {"label_scorer": match},
-            "label_scorer match is the @scorer function, not a scorer; call it: "
-            "label_scorer=match() (with any arguments it takes)",
-        ),
-        ({"label_scorer": "mtach"}, 'label_scorer "mtach" is not a registered'),
-        ({"label_scorer": 5}, "must be an Inspect scorer or its registry name, got 5"),
-        ({"label_scorer": homemade}, "label_scorer homemade was not made by a"),
-    ],
-)
-def test_a_label_source_that_cannot_be_used_is_refused(
-    sources: dict[str, Any], said: str
-) -> None:
-    with pytest.raises(LabelScorerError) as refused:
-        stage_diagnosis_scorer(**sources)
-    assert said in str(refused.value)
-    assert "\n" not in str(refused.value)
 
 
 def stages(log: EvalLog, name: str = "stage_diagnosis") -> dict[Any, Any]:

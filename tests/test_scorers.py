@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 from inspect_ai.model import ModelName, ModelOutput
-from inspect_ai.scorer import Score, Target
+from inspect_ai.scorer import CORRECT, Score, Target, match
 from inspect_ai.solver import TaskState
 
 import tracegrade
+from tracegrade import LabelScorerError
 from tracegrade._inspect_internals import PrerequisiteError
 from tracegrade.core import canonical_json, itemise
 from tracegrade.datasets import FixtureCase, packaged_fixture, read_fixture_cases
@@ -314,67 +315,98 @@ STAGE_ARGUMENTS = (
     "required_key, correct_key, context_key, labels, label_scorer, label_from, "
     "steps_key, context_tools and context_id_key"
 )
+ONE_SOURCE = (
+    "but a run's label has one source: a staff labels file (labels), a grader "
+    "(label_scorer) or an earlier scorer's score (label_from); give one"
+)
+
+
+async def homemade(state: TaskState, target: Target) -> Score:
+    return Score(value=CORRECT)
+
+
+# Stage scorer arguments and the start of the refusal, which is one line.
+STAGE_REFUSALS: list[tuple[dict[str, Any], str]] = [
+    (
+        {"required_key": 7},
+        "required_key must be one sample metadata key, a non-empty string, got 7",
+    ),
+    (
+        {"context_key": {"retrieved": 1}},
+        "context_key must be one sample metadata key, a non-empty string, or "
+        'None, got {"retrieved": 1}',
+    ),
+    (
+        {"requried_key": "gold", "context": ["D1"]},
+        f'stage_diagnosis takes no arguments requried_key="gold", '
+        f'context=["D1"]; it takes {STAGE_ARGUMENTS}',
+    ),
+    (
+        {"context_tools": ""},
+        'context_tools must be a tool name or a list of them, got ""',
+    ),
+    (
+        {"context_tools": "search", "context_key": "c"},
+        'context_tools="search" reads the context and steps from the tool '
+        "calls; context_key and steps_key read them from metadata: give one "
+        "source",
+    ),
+    (
+        {"label_scorer": match(), "label_from": "judge"},
+        f'label_scorer=match() and label_from="judge" were given, {ONE_SOURCE}',
+    ),
+    (
+        {"labels": "labels.jsonl", "label_scorer": "match"},
+        f'labels="labels.jsonl" and label_scorer="match" were given, {ONE_SOURCE}',
+    ),
+    (
+        {"label_from": "  "},
+        "label_from must name a score an earlier scorer gives, such as "
+        '"model_graded_qa", got "  "',
+    ),
+    # `match` is registered as a scorer too: it makes one.
+    (
+        {"label_scorer": match},
+        "label_scorer match is the @scorer function, not a scorer; call it: "
+        "label_scorer=match() (with any arguments it takes)",
+    ),
+    ({"label_scorer": "mtach"}, 'label_scorer "mtach" is not a registered'),
+    ({"label_scorer": 5}, "label_scorer must be an Inspect scorer or its registry"),
+    ({"label_scorer": homemade}, "label_scorer homemade was not made by a"),
+]
+EXTRACTION_REFUSALS: list[tuple[dict[str, Any], str]] = [
+    (
+        {"structured_key": "ids", "answer_key": "answer"},
+        'structured_key reads the model\'s output, and answer_key="answer" '
+        "grades a recorded answer instead; give one",
+    ),
+    (
+        {"output_key": "output"},
+        'output_key="output" reads a recorded output beside recorded answers, '
+        "so it needs answer_key too; without answer_key the model's own "
+        "output is graded",
+    ),
+    (
+        {"sorce_key": "ids"},
+        'ordered_extraction takes no argument sorce_key="ids"; it takes '
+        "source_key, answer_key, structured_key and output_key",
+    ),
+]
 
 
 @pytest.mark.parametrize(
     ("factory", "arguments", "said"),
-    [
-        (
-            stage_diagnosis_scorer,
-            {"required_key": 7},
-            "required_key must be one sample metadata key, a non-empty string, got 7",
-        ),
-        (
-            stage_diagnosis_scorer,
-            {"context_key": {"retrieved": 1}},
-            "context_key must be one sample metadata key, a non-empty string, or "
-            'None, got {"retrieved": 1}',
-        ),
-        (
-            ordered_extraction_scorer,
-            {"structured_key": "ids", "answer_key": "answer"},
-            'structured_key reads the model\'s output, and answer_key="answer" '
-            "grades a recorded answer instead; give one",
-        ),
-        (
-            ordered_extraction_scorer,
-            {"output_key": "output"},
-            'output_key="output" reads a recorded output beside recorded answers, '
-            "so it needs answer_key too; without answer_key the model's own "
-            "output is graded",
-        ),
-        (
-            stage_diagnosis_scorer,
-            {"requried_key": "gold", "context": ["D1"]},
-            f'stage_diagnosis takes no arguments requried_key="gold", '
-            f'context=["D1"]; it takes {STAGE_ARGUMENTS}',
-        ),
-        (
-            stage_diagnosis_scorer,
-            {"context_tools": ""},
-            'context_tools must be a tool name or a list of them, got ""',
-        ),
-        (
-            stage_diagnosis_scorer,
-            {"context_tools": "search", "context_key": "c"},
-            'context_tools="search" reads the context and steps from the tool '
-            "calls; context_key and steps_key read them from metadata: give one "
-            "source",
-        ),
-        (
-            ordered_extraction_scorer,
-            {"sorce_key": "ids"},
-            'ordered_extraction takes no argument sorce_key="ids"; it takes '
-            "source_key, answer_key, structured_key and output_key",
-        ),
-    ],
+    [(stage_diagnosis_scorer, *row) for row in STAGE_REFUSALS]
+    + [(ordered_extraction_scorer, *row) for row in EXTRACTION_REFUSALS],
 )
 def test_a_bad_argument_is_refused_when_the_scorer_is_built(
     factory: Any, arguments: dict[str, Any], said: str
 ) -> None:
-    with pytest.raises(ScorerArgumentError) as raised:
+    label = {"labels", "label_scorer", "label_from"} & set(arguments)
+    with pytest.raises(LabelScorerError if label else ScorerArgumentError) as raised:
         factory(**arguments)
-    assert str(raised.value) == said
+    assert str(raised.value).startswith(said)
+    assert "\n" not in str(raised.value)
     # Inspect's CLI prints a PrerequisiteError's message alone; its scorer
     # loader would hide a ValueError's behind "couldn't be loaded".
     assert isinstance(raised.value, PrerequisiteError)
