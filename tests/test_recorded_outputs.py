@@ -34,6 +34,13 @@ OUTPUTS: dict[str, tuple[str, tuple[bool, bool], str | None, str]] = {
         "python-list",
         "",
     ),
+    # Long: read off the event loop, thinned in the log, many brackets on a line.
+    "many-json-arrays": (
+        "".join(f'["a{i}"] ' for i in range(12_000)),
+        (False, False),
+        None,
+        'two different lists: ["a0"] (line 1) and ["a1"] (line 1)',
+    ),
     "answer-line": (
         "The document names A-1 first in its table of contents, but the text "
         'gives C-3 first.\nANSWER: ["C-3", "A-1", "B-2"]',
