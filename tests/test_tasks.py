@@ -121,31 +121,6 @@ def test_the_extraction_scorer_resolves_by_name_in_inspect_score(
     assert scorer.options == {"answer_key": "answer"}
 
 
-def test_own_file_samples_keep_their_fields_and_show_the_answer(
-    tmp_path: Path,
-) -> None:
-    answered = {"required": ["D1"], "context": ["D1"], "correct": True}
-    answered["answer"] = "Paris."
-    kept = {"expected": {"stage": "pass", "missing": []}, "reason": "grounded"}
-    unanswered = {"context": ["D1"], "correct": False}
-    dataset = write_lines(
-        tmp_path / "runs.jsonl",
-        [
-            {"id": "run-1", "input": answered, **kept},
-            {"id": "run-2", "input": unanswered},
-        ],
-    )
-    log = run(stage_diagnosis(dataset=dataset), tmp_path)
-    first, second = sorted(log.samples or [], key=lambda sample: str(sample.id))
-    assert (first.metadata, second.metadata) == ({**answered, **kept}, unanswered)
-    # The viewer's ANSWER column: what the run answered, else the context.
-    shown = [
-        (sample.output.completion, (sample.scores or {})["stage_diagnosis"].answer)
-        for sample in (first, second)
-    ]
-    assert shown == [("Paris.", "Paris."), ("", '["D1"]')]
-
-
 @pytest.mark.parametrize(
     ("lines", "message"),
     [
@@ -215,15 +190,18 @@ def test_a_case_scores_as_its_task_scores_it_without_inspects_runner(
     score_input: Any,
     tmp_path: Path,
 ) -> None:
-    cases: list[dict[str, Any]] = [
-        {"id": case.id, "input": case.input}
-        for case in read_fixture_cases(packaged_fixture(fixture))
-    ] + [{"id": f"extra-{number}", "input": case} for number, case in enumerate(extra)]
+    """Each sample keeps its input, `expected` and `reason` as metadata."""
+    packaged = packaged_fixture(fixture).read_text("utf-8").splitlines()
+    cases: list[dict[str, Any]] = [json.loads(line) for line in packaged if line]
+    cases += [{"id": f"extra-{n}", "input": case} for n, case in enumerate(extra)]
     dataset = write_lines(tmp_path / "cases.jsonl", cases)
     log = run(make_task(dataset=dataset), tmp_path / "logs")
     assert log.samples is not None
-    inputs = {case["id"]: case["input"] for case in cases}
+    by_id = {case["id"]: case for case in cases}
     for sample in log.samples:
+        case = by_id[sample.id]
+        kept = {key: case[key] for key in ("expected", "reason") if key in case}
+        assert sample.metadata == {**case["input"], **kept}, sample.id
         assert sample.scores is not None
         (logged,) = sample.scores.values()
-        assert as_text(logged) == as_text(score_input(inputs[sample.id])), sample.id
+        assert as_text(logged) == as_text(score_input(case["input"])), sample.id
