@@ -85,10 +85,6 @@ def source(document_id: str) -> list[str]:
     return list(BY_ID[document_id].source)
 
 
-def as_json(ids: list[str], **kwargs: Any) -> str:
-    return json.dumps(ids, **kwargs)
-
-
 def pick(kind: str, n: int) -> str:
     """The id of the n-th packaged document of a kind."""
     return [d.id for d in DOCUMENTS if d.kind == kind][n]
@@ -102,15 +98,15 @@ def sample_of(log: EvalLog, document_id: str) -> EvalSample:
 
 # One case per way an answer can go; each runs on its own document.
 CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
-    "right": (pick("shipping_manifest", 0), as_json, ((True, True), "json", None)),
+    "right": (pick("shipping_manifest", 0), json.dumps, ((True, True), "json", None)),
     "alphabetised": (
         pick("citation_list", 1),
-        lambda ids: as_json(sorted(ids)),
+        lambda ids: json.dumps(sorted(ids)),
         ((True, False), "json", None),
     ),
     "repeated": (
         pick("invoice_register", 0),
-        lambda ids: as_json([*ids, ids[0]]),
+        lambda ids: json.dumps([*ids, ids[0]]),
         ((False, False), "json", "duplicate-answer-id"),
     ),
     # The response schema's object, read by its key.

@@ -67,26 +67,6 @@ def metric_values(score: EvalScore) -> dict[str, float]:
     return {name: metric.value for name, metric in score.metrics.items()}
 
 
-def expected_stage_shares() -> dict[str, float]:
-    stages = Counter(
-        case.expected["stage"]
-        for case in STAGE_CASES
-        if case.expected is not None and "stage" in case.expected
-    )
-    total = sum(stages.values())
-    return {stage: stages[stage] / total for stage in STAGES}
-
-
-def expected_lucky() -> int:
-    return sum(
-        1
-        for case in STAGE_CASES
-        if case.expected is not None
-        and case.expected.get("stage") == "retrieval"
-        and case.input.get("correct") is True
-    )
-
-
 def expected_extraction() -> tuple[float, float, int, int]:
     grades = [
         case.expected
@@ -247,26 +227,31 @@ def stage_log(two_epoch_logs: dict[str, Path]) -> EvalLog:
 def test_stage_metrics_survive_epochs(stage_log: EvalLog) -> None:
     (score,) = scores_by_name(stage_log).values()
     values = metric_values(score)
-    for stage, share in expected_stage_shares().items():
-        assert values[stage] == pytest.approx(share)
-    # Unreduced metrics count runs: each sample contributes one per epoch.
-    assert values["lucky_answers"] == expected_lucky() * 2
-    data_errors = sum(
-        1
+    staged = [
+        (case.input, (case.expected or {})["stage"])
         for case in STAGE_CASES
-        if case.expected is not None and "stage" not in case.expected
-    )
-    assert score.unscored_samples == data_errors * 2
-    assert score.scored_samples == (len(STAGE_CASES) - data_errors) * 2
-    assert values["scored_runs"] == score.scored_samples
+        if "stage" in (case.expected or {})
+    ]
+    stages = Counter(stage for _, stage in staged)
+    for stage in STAGES:
+        assert values[stage] == pytest.approx(stages[stage] / len(staged))
+    # Unreduced metrics count runs: each sample contributes one per epoch.
+    lucky = [
+        record
+        for record, stage in staged
+        if stage == "retrieval" and record.get("correct") is True
+    ]
+    assert values["lucky_answers"] == len(lucky) * 2
+    assert score.unscored_samples == (len(STAGE_CASES) - len(staged)) * 2
+    assert score.scored_samples == values["scored_runs"] == len(staged) * 2
     # Recall and precision: means over the scored runs that have one, every
     # epoch a run; an unlabelled run has shares but is unscored.
-    scored = [c.input for c in STAGE_CASES if "stage" in (c.expected or {})]
     for share, of_record in (
         ("context_recall", stage_recall),
         ("context_precision", stage_precision),
     ):
-        found = [v for v in map(of_record, scored) if v is not None] * 2
+        found = [of_record(record) for record, _ in staged] * 2
+        found = [value for value in found if value is not None]
         assert values[share] == math.fsum(found) / len(found)
     # `inspect view` and eval sets show a log's headline: the first metric
     # of its first score. A stage run's is its pass share (higher is
@@ -274,7 +259,7 @@ def test_stage_metrics_survive_epochs(stage_log: EvalLog) -> None:
     headline = headline_metric(stage_log)
     assert headline is not None
     assert headline.name == "pass"
-    assert headline.metric.value == pytest.approx(expected_stage_shares()["pass"])
+    assert headline.metric.value == values["pass"]
     assert list(headline.score.metrics) == [
         *("pass", "retrieval", "generation", "unresolved"),
         *("pass_mode", "retrieval_mode", "generation_mode", "unresolved_mode"),
@@ -305,21 +290,14 @@ def test_extraction_metrics_survive_epochs(two_epoch_logs: dict[str, Path]) -> N
         "membership": metric_values(scores[("membership", reducer)])["accuracy"],
         "order": metric_values(scores[("order", reducer)])["accuracy"],
     }
-    assert_no_empty_entry(log)
     assert log.results is not None and log.results.headline is not None
+    assert [s.name for s in log.results.scores if not s.metrics] == []  # none empty
     assert log.results.headline.model_dump(exclude_none=True) == {
         "scorer": "ordered_extraction",
         "score": "ordered_extraction",
         "metric": "membership",
         "reducer": reducer,
     }
-
-
-def assert_no_empty_entry(log: EvalLog) -> None:
-    """Every results entry holds metrics."""
-    assert log.results is not None
-    empty = [(s.name, s.reducer) for s in log.results.scores if not s.metrics]
-    assert empty == []
 
 
 @pytest.fixture(scope="module")

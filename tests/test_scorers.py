@@ -66,8 +66,7 @@ def run(scorer: Any, state: TaskState) -> Score:
     return score
 
 
-def stage_read_from() -> dict[str, str]:
-    return {"required": "r", "context": "c", "correct": "l"}
+READ_FROM = {"required": "r", "context": "c", "correct": "l"}
 
 
 PACKAGED = [("stage", case) for case in STAGE_CASES] + [
@@ -82,7 +81,7 @@ def test_every_packaged_case_is_scored_as_documented(
     """The result or refusal, its kind, sentence, answer and itemised."""
     record = dict(case.input)
     if task == "stage":
-        score = diagnosis_score(record, stage_read_from(), context_recorded=True)
+        score = diagnosis_score(record, READ_FROM, context_recorded=True)
     else:
         score = extraction_score(record, {"source": "s", "answer": "a"})
     expected, metadata = case.expected or {}, score.metadata or {}
@@ -120,7 +119,7 @@ def test_every_packaged_case_is_scored_as_documented(
 
 def test_a_record_that_is_not_json_still_gives_a_loggable_score() -> None:
     record = {"required": ["D1"], "context": {"D1"}, "correct": True}
-    score = diagnosis_score(record, stage_read_from(), context_recorded=True)
+    score = diagnosis_score(record, READ_FROM, context_recorded=True)
     assert is_unscored(score)
     assert score.metadata is not None
     assert score.metadata["record"]["context"] == "{'D1'}"
@@ -200,7 +199,7 @@ NO_LABEL = "so the answer cannot be called correct or incorrect."
     ],
 )
 def test_stage_sentences(record: dict[str, Any], sentence: str) -> None:
-    read_from = {**stage_read_from(), "correct": "labels file staff.jsonl"}
+    read_from = {**READ_FROM, "correct": "labels file staff.jsonl"}
     recorded = record.get("context") is not None
     score = diagnosis_score(record, read_from, context_recorded=recorded)
     assert score.explanation == sentence
