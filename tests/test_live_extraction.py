@@ -179,23 +179,13 @@ def first_input(task_args: dict[str, str]) -> str:
     return text
 
 
-def test_a_prompt_string_or_file_replaces_the_default_filled_once(
-    tmp_path: Path,
-) -> None:
+def test_a_prompt_string_replaces_the_default_filled_once() -> None:
     document = DOCUMENTS[0]
     assert first_input({}) == DEFAULT_PROMPT.replace(
         "{target}", document.target
     ).replace("{document}", document.text)
     text = first_input({"prompt": "IDs ({target}) of: {document} {json}"})
     assert text == f"IDs ({document.target}) of: {document.text} {{json}}"
-    path = tmp_path / "prompt.txt"
-    path.write_text("{target}: {document}\n", encoding="utf-8")
-    dataset = write_lines(
-        tmp_path / "docs.jsonl",
-        [{"id": "d", "text": "see {target} A1", "source": ["A1"], "target": "keys"}],
-    )
-    text = first_input({"dataset": dataset, "prompt": str(path)})
-    assert text == "keys: see {target} A1\n"
 
 
 def test_a_prompt_without_the_document_fails_when_the_task_is_built(
@@ -209,14 +199,24 @@ def test_a_prompt_without_the_document_fails_when_the_task_is_built(
         ordered_extraction(prompt=str(path))
 
 
-GOOD = {"id": "d1", "text": "B2 then A1", "source": ["B2", "A1"], "target": "codes"}
+GOOD = {
+    "id": "d1",
+    "text": "{target}: B2, A1",
+    "source": ["B2", "A1"],
+    "target": "codes",
+}
 
 
-def test_your_own_documents_become_the_samples(tmp_path: Path) -> None:
+def test_your_own_documents_and_prompt_file_become_the_samples(tmp_path: Path) -> None:
     second = {**GOOD, "id": "d2", "kind": "memo", "source": ["A1", "B2"]}
     dataset = write_lines(tmp_path / "docs.jsonl", [GOOD, second])
-    task = ordered_extraction(dataset=dataset)
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("{target}: {document}\n", encoding="utf-8")
+    task_args = {"dataset": dataset, "prompt": str(prompt)}
+    task = ordered_extraction(**task_args)
     assert [sample.id for sample in task.dataset] == ["d1", "d2"]
+    # Filled once: a placeholder in the document stays as written.
+    assert task.dataset[0].input == "codes: {target}: B2, A1\n"
     assert task.dataset[1].metadata == {
         "source": ["A1", "B2"],
         "kind": "memo",
@@ -227,7 +227,7 @@ def test_your_own_documents_become_the_samples(tmp_path: Path) -> None:
         {"d1": ['{"ids": ["B2", "A1"]}']},
         tmp_path,
         texts={"d1": GOOD["text"]},
-        task_args={"dataset": dataset, "structured": False},
+        task_args={**task_args, "structured": False},
     )
     (sample,) = log.samples or []
     score = (sample.scores or {})["ordered_extraction"]
