@@ -19,12 +19,12 @@ from tests.commands import run_inspect
 from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
 
 API_DOWN = "the model API is down"
+# Each answers '["D1"]' unless it fails.
 RUNS = {
-    # id: (required, context); each answers '["D1"]' unless it fails.
-    "ok-pass": (["D1"], ["D1"]),
-    "ok-gap": (["D1", "D2"], ["D1"]),
-    "down-1": (["D1"], ["D1"]),
-    "down-2": (["D1", "D2"], []),
+    "ok-pass": {"required": ["D1"], "context": ["D1"]},
+    "ok-gap": {"required": ["D1", "D2"], "context": ["D1"]},
+    "down-1": {"required": ["D1"], "context": ["D1"]},
+    "down-2": {"required": ["D1", "D2"], "context": []},
 }
 FAILING = {"down-1", "down-2"}
 
@@ -56,25 +56,13 @@ def counted_grade() -> Scorer:
     return grade
 
 
-def failing_task(scorers: list[Scorer]) -> Task:
-    return Task(
-        dataset=[
-            Sample(
-                id=run_id,
-                input=run_id,
-                target='["D1"]',
-                metadata={"required": required, "context": context},
-            )
-            for run_id, (required, context) in RUNS.items()
-        ],
-        solver=generate(),
-        scorer=scorers,
-    )
-
-
 def run(tmp_path: Path, scorers: list[Scorer], **kwargs: Any) -> EvalLog:
+    samples = [
+        Sample(id=run_id, input=run_id, target='["D1"]', metadata=metadata)
+        for run_id, metadata in RUNS.items()
+    ]
     (log,) = eval(
-        failing_task(scorers),
+        Task(dataset=samples, solver=generate(), scorer=scorers),
         model=failing_model(),
         display="none",
         log_dir=str(tmp_path / "logs"),
