@@ -22,7 +22,10 @@ from tracegrade.cli import main
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import replay
 
-RUNS = {"q1": (["D1"], ["D1"], True), "q2": (["D2"], ["D1"], False)}
+RUNS = {
+    "q1": {"gold_docs": ["D1"], "retrieved": ["D1"], "judged": True},
+    "q2": {"gold_docs": ["D2"], "retrieved": ["D1"], "judged": False},
+}
 METADATA_KEYS = '"context", "gold_docs", "judged", "retrieved"'
 
 
@@ -37,17 +40,8 @@ def gold(tmp_path_factory: pytest.TempPathFactory) -> tuple[EvalLog, str]:
     )
     task = Task(
         dataset=[
-            Sample(
-                id=run_id,
-                input="?",
-                metadata={
-                    "gold_docs": required,
-                    "retrieved": context,
-                    "judged": judged,
-                    "context": context,
-                },
-            )
-            for run_id, (required, context, judged) in RUNS.items()
+            Sample(id=run_id, input="?", metadata={**run, "context": run["retrieved"]})
+            for run_id, run in RUNS.items()
         ],
         solver=replay(),
         scorer=[
