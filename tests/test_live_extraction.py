@@ -240,7 +240,6 @@ def test_your_own_documents_and_prompt_file_become_the_samples(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("lines", "problem"),
     [
-        ([GOOD, "{"], "line 2: not valid JSON"),
         ([GOOD, {**GOOD, "id": "d1"}], 'line 2: id "d1" is already used on line 1'),
         (
             [GOOD, {**GOOD, "id": "d2", "source": ["A1", "A1"]}],
