@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -51,17 +52,10 @@ REFUSED = [
         for task in TASKS
     ),
     (
-        [
-            "score",
-            "LOG",
-            "--scorer",
-            "tracegrade/stage_diagnosis",
-            "-S",
-            "requried_key=gold_docs",
-            "--action",
-            "append",
-            "--overwrite",
-        ],
+        shlex.split(
+            "score LOG --scorer tracegrade/stage_diagnosis "
+            "-S requried_key=gold_docs --action append --overwrite"
+        ),
         'takes no argument requried_key="gold_docs"; it takes required_key,',
     ),
 ]
