@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai import eval
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from inspect_ai.model import (
     ChatMessage,
@@ -29,6 +28,7 @@ from inspect_ai.tool import ToolCall, ToolCallError
 from tests.commands import run_inspect
 from tests.test_label_scorer import documented_score
 from tests.test_scorers import task_state
+from tests.test_tasks import evaluated
 from tracegrade import stage_diagnosis_scorer
 from tracegrade.scorers.transcript import read_tool_context
 
@@ -84,16 +84,12 @@ def agent_model() -> Model:
 
 @pytest.fixture(scope="module")
 def agent_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
-    (log,) = eval(
+    return evaluated(
         agent_rag.agent_rag(),
+        tmp_path_factory.mktemp("agent") / "logs",
         model=agent_model(),
-        log_dir=str(tmp_path_factory.mktemp("agent") / "logs"),
-        display="none",
         max_tool_output=MAX_TOOL_OUTPUT,
-        log_realtime=False,
     )
-    assert log.status == "success", log.error
-    return log
 
 
 @pytest.fixture(scope="module")

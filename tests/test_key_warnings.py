@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from inspect_ai import Task, eval
+from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log
 
 from tests.support import write_lines
 from tests.test_scorers import task_state
+from tests.test_tasks import evaluated
 from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
 from tracegrade.cli import main
 from tracegrade.scorers.outcome import error_kind
@@ -55,9 +56,7 @@ def gold(tmp_path_factory: pytest.TempPathFactory) -> tuple[EvalLog, str]:
             )
         ],
     )
-    (log,) = eval(task, display="none", log_dir=str(work), log_realtime=False)
-    assert log.status == "success", log.error
-    return read_eval_log(log.location), labels
+    return read_eval_log(evaluated(task, work).location), labels
 
 
 def logged_warnings(log: EvalLog, about: str = "") -> list[tuple[Any, str]]:

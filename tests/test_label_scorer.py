@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai import Task, eval, score
+from inspect_ai import Task, score
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.scorer import (
@@ -30,6 +30,7 @@ from inspect_ai.solver import TaskState
 
 from tests.commands import run_inspect
 from tests.test_scorers import task_state
+from tests.test_tasks import evaluated
 from tracegrade import diagnose_stage, stage_diagnosis_scorer
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks import replay
@@ -244,14 +245,7 @@ def judged_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
         ],
         name="graded_runs",
     )
-    (log,) = eval(
-        task,
-        display="none",
-        log_dir=str(tmp_path_factory.mktemp("judged")),
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    return log
+    return evaluated(task, tmp_path_factory.mktemp("judged"))
 
 
 def test_one_eval_labels_from_its_judge_called_once_or_a_grader_of_its_own(

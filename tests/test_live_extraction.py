@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai import eval
 from inspect_ai.log import EvalLog, EvalSample
 from inspect_ai.model import (
     ChatMessage,
@@ -20,6 +19,7 @@ from inspect_ai.model import (
 )
 
 from tests.support import write_lines
+from tests.test_tasks import evaluated
 from tracegrade.datasets import DatasetError, packaged_fixture, read_source_documents
 from tracegrade.scorers.outcome import error_kind
 from tracegrade.tasks.live import (
@@ -68,17 +68,13 @@ def run_live(
     texts: dict[str, str] | None = None,
     **kwargs: Any,
 ) -> EvalLog:
-    (log,) = eval(
+    return evaluated(
         ordered_extraction(**kwargs.pop("task_args", {})),
+        tmp_path / "logs",
         model=mock_model(replies, texts),
         sample_id=list(replies),
-        log_dir=str(tmp_path / "logs"),
-        display="none",
         **kwargs,
-        log_realtime=False,
     )
-    assert log.status == "success", log.error
-    return log
 
 
 def source(document_id: str) -> list[str]:

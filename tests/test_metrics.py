@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from inspect_ai import eval
 from inspect_ai.log import (
     EvalLog,
     EvalMetric,
@@ -19,6 +18,7 @@ from inspect_ai.log import (
 from inspect_ai.scorer import Metric, MetricProtocol, SampleScore, Score, Value
 
 from tests.support import write_lines
+from tests.test_tasks import evaluated
 from tracegrade import stage_diagnosis
 from tracegrade.core import stage_precision, stage_recall
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
@@ -310,14 +310,7 @@ def errors_only(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
             {"id": "no-context", "input": {"required": ["D1"], "correct": True}},
         ],
     )
-    (log,) = eval(
-        stage_diagnosis(dataset=dataset),
-        display="none",
-        log_dir=str(work),
-        log_realtime=False,
-    )
-    assert log.status == "success", log.error
-    return log
+    return evaluated(stage_diagnosis(dataset=dataset), work)
 
 
 def test_a_run_where_every_sample_is_an_error_succeeds_and_says_so(

@@ -9,9 +9,10 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from inspect_ai import eval
 from inspect_ai.log import EvalLog
 from inspect_ai.model import ChatMessage, Model, ModelOutput, ModelUsage, get_model
+
+from tests.test_tasks import evaluated
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rag_task.py"
 
@@ -62,15 +63,12 @@ def fresh_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     """As `inspect eval examples/rag_task.py -T top_k=2` does."""
     with pytest.MonkeyPatch.context() as patch:
         patch.chdir(EXAMPLE.parents[1])
-        (log,) = eval(
+        log = evaluated(
             "examples/rag_task.py",
+            tmp_path_factory.mktemp("rag"),
             task_args={"top_k": TOP_K},
             model=answering_model(),
-            log_dir=str(tmp_path_factory.mktemp("rag")),
-            display="none",
-            log_realtime=False,
         )
-    assert log.status == "success", log.error
     assert log.eval.task == "rag_qa"
     return log
 

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from inspect_ai import eval
 from inspect_ai.log import EvalLog, read_eval_log
 
 from tests.support import write_lines
+from tests.test_tasks import evaluated
 from tracegrade import ordered_extraction_recorded
 from tracegrade.cli import main
 from tracegrade.tasks import extraction_input_score
@@ -61,15 +61,10 @@ def fixture(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def evaluated(fixture: Path) -> EvalLog:
-    (log,) = eval(
-        ordered_extraction_recorded(dataset=str(fixture)),
-        display="none",
-        log_dir=str(fixture.parent / "logs"),
-        log_realtime=False,
+def eval_log(fixture: Path) -> EvalLog:
+    return evaluated(
+        ordered_extraction_recorded(dataset=str(fixture)), fixture.parent / "logs"
     )
-    assert log.status == "success", log.error
-    return log
 
 
 @pytest.fixture(scope="module")
@@ -90,10 +85,10 @@ def scored(fixture: Path) -> dict[str, dict[str, Any]]:
 
 @pytest.mark.parametrize("name", list(OUTPUTS))
 def test_an_output_is_read_right_or_refused_by_eval_and_score_alike(
-    evaluated: EvalLog, scored: dict[str, dict[str, Any]], name: str
+    eval_log: EvalLog, scored: dict[str, dict[str, Any]], name: str
 ) -> None:
     _, (membership, order), read_as, said = OUTPUTS[name]
-    (sample,) = [sample for sample in evaluated.samples or [] if sample.id == name]
+    (sample,) = [sample for sample in eval_log.samples or [] if sample.id == name]
     score = (sample.scores or {})["ordered_extraction"]
     metadata = score.metadata or {}
     assert score.value == {"membership": membership, "order": order}

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai import Task, eval
+from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from inspect_ai.model import ChatMessage, Model, ModelOutput, ModelUsage, get_model
@@ -16,6 +16,7 @@ from inspect_ai.scorer import CORRECT, Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState, generate
 
 from tests.commands import run_inspect
+from tests.test_tasks import evaluated
 from tracegrade import ordered_extraction_scorer, stage_diagnosis_scorer
 
 API_DOWN = "the model API is down"
@@ -61,18 +62,14 @@ def run(tmp_path: Path, scorers: list[Scorer], **kwargs: Any) -> EvalLog:
         Sample(id=run_id, input=run_id, target='["D1"]', metadata=metadata)
         for run_id, metadata in RUNS.items()
     ]
-    (log,) = eval(
+    return evaluated(
         Task(dataset=samples, solver=generate(), scorer=scorers),
+        tmp_path / "logs",
         model=failing_model(),
-        display="none",
-        log_dir=str(tmp_path / "logs"),
         fail_on_error=False,
         retry_on_error=0,
         **kwargs,
-        log_realtime=False,
     )
-    assert log.status == "success", log.error
-    return log
 
 
 def by_id(log: EvalLog) -> dict[Any, EvalSample]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai import Task, eval
+from inspect_ai import eval
 from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
 from tests.commands import inspect_in_one_fresh_process, run_inspect
@@ -22,8 +22,11 @@ from tracegrade.tasks import extraction_input_score, stage_input_score
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run(task: Task, tmp_path: Path) -> EvalLog:
-    (log,) = eval(task, display="none", log_dir=str(tmp_path), log_realtime=False)
+def evaluated(task: Any, log_dir: Path, **options: Any) -> EvalLog:
+    """`inspect eval` of `task` into `log_dir`, offline; it must succeed."""
+    (log,) = eval(
+        task, display="none", log_dir=str(log_dir), log_realtime=False, **options
+    )
     assert log.status == "success", log.error
     return log
 
@@ -187,7 +190,7 @@ def test_a_case_scores_as_its_task_scores_it_without_inspects_runner(
     cases: list[dict[str, Any]] = [json.loads(line) for line in packaged if line]
     cases += [{"id": f"extra-{n}", "input": case} for n, case in enumerate(extra)]
     dataset = write_lines(tmp_path / "cases.jsonl", cases)
-    log = run(make_task(dataset=dataset), tmp_path / "logs")
+    log = evaluated(make_task(dataset=dataset), tmp_path / "logs")
     assert log.samples is not None
     by_id = {case["id"]: case for case in cases}
     for sample in log.samples:
