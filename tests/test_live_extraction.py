@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +12,6 @@ from inspect_ai.log import EvalLog, EvalSample
 from inspect_ai.model import (
     ChatMessage,
     GenerateConfig,
-    Model,
     ModelOutput,
     ModelUsage,
     get_model,
@@ -37,43 +36,32 @@ BY_ID = {document.id: document for document in DOCUMENTS}
 CONFIGS: dict[str, GenerateConfig] = {}
 
 
-def mock_model(
-    replies: dict[str, Sequence[str]], texts: dict[str, str] | None = None
-) -> Model:
-    """mockllm answering document `id`'s prompt with `replies[id]` in turn; a
-    preset `usage`, as without one mockllm downloads a tokenizer."""
+def run_live(
+    replies: dict[str, str],
+    log_dir: Path,
+    texts: dict[str, str] | None = None,
+    **task_args: Any,
+) -> EvalLog:
+    """The task on mockllm answering document `id`'s prompt with `replies[id]`;
+    a preset `usage`, as without one mockllm downloads a tokenizer."""
     texts = texts or {document.id: document.text for document in DOCUMENTS}
-    calls: dict[str, int] = {}
 
     def reply(
         messages: list[ChatMessage], tools: Any, choice: Any, config: GenerateConfig
     ) -> ModelOutput:
-        prompt = messages[-1].text
-        (document_id,) = [i for i in replies if texts[i] in prompt]
+        (document_id,) = [i for i in replies if texts[i] in messages[-1].text]
         CONFIGS[document_id] = config
-        count = calls.get(document_id, 0)
-        calls[document_id] = count + 1
         output = ModelOutput.from_content(
-            model="mockllm/model", content=replies[document_id][count]
+            model="mockllm/model", content=replies[document_id]
         )
         output.usage = ModelUsage(input_tokens=500, output_tokens=50, total_tokens=550)
         return output
 
-    return get_model("mockllm/model", custom_outputs=reply)
-
-
-def run_live(
-    replies: dict[str, Sequence[str]],
-    tmp_path: Path,
-    texts: dict[str, str] | None = None,
-    **kwargs: Any,
-) -> EvalLog:
     return evaluated(
-        ordered_extraction(**kwargs.pop("task_args", {})),
-        tmp_path / "logs",
-        model=mock_model(replies, texts),
+        ordered_extraction(**task_args),
+        log_dir,
+        model=get_model("mockllm/model", custom_outputs=reply),
         sample_id=list(replies),
-        **kwargs,
     )
 
 
@@ -122,7 +110,7 @@ CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
 @pytest.fixture(scope="module")
 def live_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     replies = {
-        document_id: [make(source(document_id))]
+        document_id: make(source(document_id))
         for document_id, make, _ in CASES.values()
     }
     return run_live(replies, tmp_path_factory.mktemp("live"))
@@ -220,10 +208,11 @@ def test_your_own_documents_and_prompt_file_become_the_samples(tmp_path: Path) -
     }
     # Without structured output, the schema's object is a value, not a list.
     log = run_live(
-        {"d1": ['{"ids": ["B2", "A1"]}']},
-        tmp_path,
+        {"d1": '{"ids": ["B2", "A1"]}'},
+        tmp_path / "logs",
         texts={"d1": GOOD["text"]},
-        task_args={**task_args, "structured": False},
+        **task_args,
+        structured=False,
     )
     (sample,) = log.samples or []
     score = (sample.scores or {})["ordered_extraction"]
