@@ -45,11 +45,11 @@ STAGE_ORDER = ("pass", "retrieval", "generation", "unresolved")
 
 
 def sample_score(
-    value: Any, *, correct: Any = None, error: dict[str, Any] | None = None
+    value: Any, *, correct: Any = None, error: Any = None, sample_id: str = "s"
 ) -> SampleScore:
     record = {} if correct is None else {"correct": correct}
     return SampleScore(
-        sample_id="s",
+        sample_id=sample_id,
         score=Score(value=value, metadata={"record": record, "error": error}),
     )
 
@@ -67,35 +67,6 @@ def metric_values(score: EvalScore) -> dict[str, float]:
     return {name: metric.value for name, metric in score.metrics.items()}
 
 
-def expected_extraction() -> tuple[float, float, int, int]:
-    grades = [
-        case.expected
-        for case in EXTRACTION_CASES
-        if case.expected is not None and "membership" in case.expected
-    ]
-    answer_duplicates = sum(
-        1
-        for case in EXTRACTION_CASES
-        if case.expected == {"error": "duplicate-id"}
-        and len(set(case.input["source"])) == len(case.input["source"])
-    )
-    scored = len(grades) + answer_duplicates
-    membership = sum(grade["membership"] for grade in grades) / scored
-    order = sum(grade["order"] for grade in grades) / scored
-    return membership, order, answer_duplicates, len(EXTRACTION_CASES) - scored
-
-
-def epoch_scores(stages_by_sample: dict[str, list[str]]) -> list[SampleScore]:
-    return [
-        SampleScore(
-            sample_id=sample_id,
-            score=Score(value=stage, metadata={"record": {}, "error": None}),
-        )
-        for sample_id, stages in stages_by_sample.items()
-        for stage in stages
-    ]
-
-
 def test_shares_refuse_a_value_of_the_other_task() -> None:
     # What the default mean reducer would have handed a reduced metric.
     with pytest.raises(ValueError, match=r"got 0\.0"):
@@ -109,13 +80,6 @@ FAILED = {"membership": False, "order": False}
 
 def failed(kind: str) -> SampleScore:
     return sample_score(FAILED, error={"kind": kind, "side": "answer"})
-
-
-def stage_recalls(*recalls: Any) -> list[SampleScore]:
-    return [
-        SampleScore(sample_id="s", score=Score(value="pass", metadata=recall))
-        for recall in recalls
-    ]
 
 
 @pytest.mark.parametrize(
@@ -150,16 +114,18 @@ def stage_recalls(*recalls: Any) -> list[SampleScore]:
         (scored_runs(), [sample_score("pass")] * 3, {"scored_runs": 3}),
         (
             stage_modes(),
-            epoch_scores(
-                {
+            [
+                sample_score(stage, sample_id=sample_id)
+                for sample_id, stages in {
                     "a": ["pass", "pass", "generation"],
                     "b": ["retrieval", "pass", "retrieval"],
                     # A tie goes to the earlier stage: a sample that failed
                     # retrieval as often as it passed is not reported as passing.
                     "c": ["pass", "retrieval"],
                     "d": ["unresolved"],
-                }
-            ),
+                }.items()
+                for stage in stages
+            ],
             {
                 "pass_mode": 0.25,
                 "retrieval_mode": 0.5,
@@ -188,11 +154,14 @@ def stage_recalls(*recalls: Any) -> list[SampleScore]:
         ),
         (
             step_recall(),
-            stage_recalls(
-                {"step_recall": {"retriever": 1.0, "reranker": 0.5}},
-                {"step_recall": {"retriever": 0.5}},
-                {"step_recall": None},
-            ),
+            [
+                SampleScore(sample_id="s", score=Score(value="pass", metadata=recall))
+                for recall in (
+                    {"step_recall": {"retriever": 1.0, "reranker": 0.5}},
+                    {"step_recall": {"retriever": 0.5}},
+                    {"step_recall": None},
+                )
+            ],
             {"retriever_recall": 0.75, "reranker_recall": 0.5},
         ),
     ],
@@ -269,26 +238,34 @@ def test_stage_metrics_survive_epochs(stage_log: EvalLog) -> None:
 
 def test_extraction_metrics_survive_epochs(two_epoch_logs: dict[str, Path]) -> None:
     log = read_eval_log(str(two_epoch_logs["ordered_extraction"]))
-    runs = 2
-    membership, order, answer_duplicates, data_errors = expected_extraction()
-    scores = scores_by_name(log)
-    reducer = "mean"
-    assert metric_values(scores[("membership", reducer)])["accuracy"] == pytest.approx(
-        membership
+    grades = [case.expected or {} for case in EXTRACTION_CASES]
+    grades = [grade for grade in grades if "membership" in grade]
+    # A repeat in the answer is graded (both fail); one in the source is not.
+    answer_duplicates = sum(
+        case.expected == {"error": "duplicate-id"}
+        and len(set(case.input["source"])) == len(case.input["source"])
+        for case in EXTRACTION_CASES
     )
-    assert metric_values(scores[("order", reducer)])["accuracy"] == pytest.approx(order)
-    assert scores[("membership", reducer)].unscored_samples == data_errors
-    assert metric_values(scores[("ordered_extraction", None)]) == {
-        "duplicate-id": answer_duplicates * runs,
+    scored = len(grades) + answer_duplicates
+    unscored_cases = len(EXTRACTION_CASES) - scored
+    by_name = scores_by_name(log)
+    scores = {key: metric_values(score) for key, score in by_name.items()}
+    for criterion in ("membership", "order"):
+        share = sum(grade[criterion] for grade in grades) / scored
+        assert scores[(criterion, "mean")]["accuracy"] == pytest.approx(share)
+    assert by_name[("membership", "mean")].unscored_samples == unscored_cases
+    # Unreduced: each run counts, two epochs.
+    assert by_name[("ordered_extraction", None)].unscored_samples == unscored_cases * 2
+    assert scores[("ordered_extraction", None)] == {
+        "duplicate-id": answer_duplicates * 2,
         "unreadable": 0,
-        "scored_runs": (len(EXTRACTION_CASES) - data_errors) * runs,
+        "scored_runs": scored * 2,
     }
-    assert scores[("ordered_extraction", None)].unscored_samples == data_errors * runs
     # The scorer's reduced entry holds the same shares as the accuracies,
     # to the bit, and is the headline.
-    assert metric_values(scores[("ordered_extraction", reducer)]) == {
-        "membership": metric_values(scores[("membership", reducer)])["accuracy"],
-        "order": metric_values(scores[("order", reducer)])["accuracy"],
+    assert scores[("ordered_extraction", "mean")] == {
+        "membership": scores[("membership", "mean")]["accuracy"],
+        "order": scores[("order", "mean")]["accuracy"],
     }
     assert log.results is not None and log.results.headline is not None
     assert [s.name for s in log.results.scores if not s.metrics] == []  # none empty
@@ -296,7 +273,7 @@ def test_extraction_metrics_survive_epochs(two_epoch_logs: dict[str, Path]) -> N
         "scorer": "ordered_extraction",
         "score": "ordered_extraction",
         "metric": "membership",
-        "reducer": reducer,
+        "reducer": "mean",
     }
 
 
