@@ -40,10 +40,7 @@ def test_an_answer_over_the_limit_is_unreadable_as_too_long() -> None:
 
 # (text, its reading or why it is refused)
 READINGS: list[tuple[str, tuple[list[str], ReadAs] | str]] = [
-    (
-        'Sure! The IDs, in order:\n["C", "A"]\nHope this helps.',
-        (["C", "A"], "json"),
-    ),
+    ('Sure! The IDs, in order:\n["C", "A"]\nHope this helps.', (["C", "A"], "json")),
     # Any string may be an ID in JSON, spaces and commas included.
     ('["Smith 2019", "a, b", "x\\ny"]', (["Smith 2019", "a, b", "x\ny"], "json")),
     # A repeat is read as written; the grade refuses it.
@@ -89,10 +86,7 @@ READINGS: list[tuple[str, tuple[list[str], ReadAs] | str]] = [
     # What has no one reading is refused, and the refusal says why.
     ("", "the answer text is empty"),
     ("```\n```", "the answer text is empty"),
-    (
-        "I'm sorry, I can't help with that.",
-        'item 1, "I\'m sorry", is not a bare ID',
-    ),
+    ("I'm sorry, I can't help with that.", 'item 1, "I\'m sorry", is not a bare ID'),
     ("I cannot help with that.", "no list of IDs in the text"),
     # One word without a digit is a non-answer as often as an ID.
     ("None", 'the single word "None" has no digit'),

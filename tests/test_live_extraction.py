@@ -136,10 +136,7 @@ def test_each_answer_is_graded_per_sample(live_log: EvalLog, case: str) -> None:
     assert score.value == {"membership": membership, "order": order}
     assert error_kind(score) == reason
     assert metadata["read_as"] == read_as
-    assert metadata["read_from"] == {
-        "source": 'metadata["source"]',
-        "answer": "output",
-    }
+    assert metadata["read_from"] == {"source": 'metadata["source"]', "answer": "output"}
     assert metadata["record"]["source"] == source(document_id)
     reply = make(source(document_id))
     if read_as is None:

@@ -221,11 +221,7 @@ def test_stage_sentences(record: dict[str, Any], sentence: str) -> None:
             "The answer misses C and adds D, so membership fails and order "
             "cannot pass.",
         ),
-        (
-            ["A"],
-            [],
-            "The answer misses A, so membership fails and order cannot pass.",
-        ),
+        (["A"], [], "The answer misses A, so membership fails and order cannot pass."),
         (
             ["C", "A", "B"],
             ["C", "A", "A", "B"],
