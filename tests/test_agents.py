@@ -16,7 +16,6 @@ from inspect_ai.model import (
     ChatMessage,
     ChatMessageAssistant,
     ChatMessageTool,
-    Model,
     ModelOutput,
     ModelUsage,
     get_model,
@@ -61,7 +60,8 @@ ANSWERS = {
 }
 
 
-def agent_model() -> Model:
+@pytest.fixture(scope="module")
+def agent_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     """mockllm playing the agent: its question's searches, then `submit`."""
 
     def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
@@ -79,23 +79,12 @@ def agent_model() -> Model:
         output.usage = ModelUsage(input_tokens=400, output_tokens=10, total_tokens=410)
         return output
 
-    return get_model("mockllm/model", custom_outputs=reply)
-
-
-@pytest.fixture(scope="module")
-def agent_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
     return evaluated(
         agent_rag.agent_rag(),
         tmp_path_factory.mktemp("agent") / "logs",
-        model=agent_model(),
+        model=get_model("mockllm/model", custom_outputs=reply),
         max_tool_output=MAX_TOOL_OUTPUT,
     )
-
-
-@pytest.fixture(scope="module")
-def index() -> Any:
-    corpus = rag_task.packaged_lines("rag_corpus.jsonl")
-    return rag_task.BM25Index([rag_task.Document(**d) for d in corpus])
 
 
 def expected(sample: EvalSample, index: Any) -> dict[str, Any]:
@@ -139,8 +128,10 @@ def expected(sample: EvalSample, index: Any) -> dict[str, Any]:
 
 
 def test_the_agents_context_is_what_its_searches_returned_whole(
-    agent_log: EvalLog, index: Any
+    agent_log: EvalLog,
 ) -> None:
+    corpus = rag_task.packaged_lines("rag_corpus.jsonl")
+    index = rag_task.BM25Index([rag_task.Document(**d) for d in corpus])
     assert agent_log.samples is not None
     assert len(agent_log.samples) == len(QUESTIONS)
     seen_cut = never = truncated = 0
