@@ -11,7 +11,7 @@ import pytest
 from inspect_ai import Task
 from inspect_ai.dataset import Sample
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
-from inspect_ai.model import ChatMessage, Model, ModelOutput, ModelUsage, get_model
+from inspect_ai.model import ChatMessage, ModelOutput, ModelUsage, get_model
 from inspect_ai.scorer import CORRECT, Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState, generate
 
@@ -30,19 +30,6 @@ RUNS = {
 FAILING = {"down-1", "down-2"}
 
 
-def failing_model() -> Model:
-    """Answers '["D1"]', or raises for a failing sample (its id the prompt)."""
-
-    def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
-        if messages[-1].text in FAILING:
-            raise RuntimeError(API_DOWN)
-        output = ModelOutput.from_content(model="mockllm/model", content='["D1"]')
-        output.usage = ModelUsage(input_tokens=5, output_tokens=3, total_tokens=8)
-        return output
-
-    return get_model("mockllm/model", custom_outputs=reply)
-
-
 GRADED: Counter[Any] = Counter()
 
 
@@ -58,6 +45,15 @@ def counted_grade() -> Scorer:
 
 
 def run(tmp_path: Path, scorers: list[Scorer], **kwargs: Any) -> EvalLog:
+    """Each run answers '["D1"]', or raises if it is failing (its id the prompt)."""
+
+    def reply(messages: list[ChatMessage], *_: Any) -> ModelOutput:
+        if messages[-1].text in FAILING:
+            raise RuntimeError(API_DOWN)
+        output = ModelOutput.from_content(model="mockllm/model", content='["D1"]')
+        output.usage = ModelUsage(input_tokens=5, output_tokens=3, total_tokens=8)
+        return output
+
     samples = [
         Sample(id=run_id, input=run_id, target='["D1"]', metadata=metadata)
         for run_id, metadata in RUNS.items()
@@ -65,7 +61,7 @@ def run(tmp_path: Path, scorers: list[Scorer], **kwargs: Any) -> EvalLog:
     return evaluated(
         Task(dataset=samples, solver=generate(), scorer=scorers),
         tmp_path / "logs",
-        model=failing_model(),
+        model=get_model("mockllm/model", custom_outputs=reply),
         fail_on_error=False,
         retry_on_error=0,
         **kwargs,
