@@ -34,12 +34,6 @@ from tracegrade.tasks.recorded import stage_input_score
 JUDGED_NOT_RELEVANT: Final = "judged-not-relevant"
 
 
-def ragas_precision(required: Sequence[str], context: Sequence[str]) -> float:
-    """Ragas' `IDBasedContextPrecision` for string IDs, as its source has it."""
-    retrieved = set(context)
-    return len(retrieved & set(required)) / len(retrieved)
-
-
 def our_precision(required: list[str], context: list[str]) -> float | None:
     record = {"required": required, "context": context, "correct": True}
     score = diagnosis_score(record, READ_FROM, context_recorded=True)
@@ -109,7 +103,9 @@ def test_recall_and_precision_are_ragas_id_measures_and_leave_the_rest_alone(
     if not context:
         assert precision is None
     else:
-        assert precision == ragas_precision(required, context)
+        # Ragas' `IDBasedContextPrecision` for string IDs, as its source has it.
+        retrieved = set(context)
+        assert precision == len(retrieved & set(required)) / len(retrieved)
     if "missing" in before and required:
         # The missing-based forms, where the rules report `missing`.
         assert recall == id_recall(required, before["missing"])
