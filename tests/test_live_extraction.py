@@ -70,7 +70,6 @@ def source(document_id: str) -> list[str]:
 
 
 def pick(kind: str, n: int) -> str:
-    """The id of the n-th packaged document of a kind."""
     return [d.id for d in DOCUMENTS if d.kind == kind][n]
 
 

@@ -18,10 +18,10 @@ from inspect_ai.log import (
 from inspect_ai.scorer import Metric, MetricProtocol, SampleScore, Score, Value
 
 from tests.support import write_lines
+from tests.test_scorers import EXTRACTION_CASES, STAGE_CASES
 from tests.test_tasks import evaluated
 from tracegrade import stage_diagnosis
 from tracegrade.core import stage_precision, stage_recall
-from tracegrade.datasets import packaged_fixture, read_fixture_cases
 from tracegrade.schema import STAGES
 from tracegrade.scorers import (
     answer_failures,
@@ -36,9 +36,6 @@ from tracegrade.scorers.metrics import FAILURE_LABELS, is_count
 from tracegrade.scorers.outcome import ANSWER_FAILURES
 
 pytestmark = pytest.mark.runs_long
-
-STAGE_CASES = read_fixture_cases(packaged_fixture("stage_diagnosis.jsonl"))
-EXTRACTION_CASES = read_fixture_cases(packaged_fixture("ordered_extraction.jsonl"))
 
 
 STAGE_ORDER = ("pass", "retrieval", "generation", "unresolved")
