@@ -457,18 +457,14 @@ def test_the_pages_examples_read_as_shown() -> None:
     assert len(examples) == 4
     namespace: dict[str, Any] = {}
     for example in examples:
+        # The printed lines, without the fence that closes the block.
+        said = [line for line in example.want.splitlines() if line != "```"]
         try:
             shown = repr(eval(example.source, namespace))
         except SyntaxError:
             exec(example.source, namespace)
             continue
         except UnreadableAnswer as refused:
-            shown = f"{type(refused).__name__}: {refused}"
-            assert said(example.want)[-1] == shown
+            assert said[-1] == f"{type(refused).__name__}: {refused}"
             continue
-        assert said(example.want) == [shown]
-
-
-def said(want: str) -> list[str]:
-    """An example's printed lines, without the fence that closes its block."""
-    return [line for line in want.splitlines() if line != "```"]
+        assert said == [shown]
