@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -15,19 +13,9 @@ from inspect_ai.model import ChatMessage, Model, ModelOutput, ModelUsage, get_mo
 from tests.test_tasks import evaluated
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "rag_task.py"
+sys.path.insert(0, str(EXAMPLE.parent))
+import rag_task as rag  # noqa: E402
 
-
-def load_example() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("rag_task_example", EXAMPLE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    # Registered first, as an import would: dataclasses look their module up.
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-rag = load_example()
 QUESTIONS = rag.packaged_lines("rag_questions.jsonl")
 
 
