@@ -27,7 +27,6 @@ RUNS = {
     "q1": {"gold_docs": ["D1"], "retrieved": ["D1"], "judged": True},
     "q2": {"gold_docs": ["D2"], "retrieved": ["D1"], "judged": False},
 }
-METADATA_KEYS = '"context", "gold_docs", "judged", "retrieved"'
 
 
 @pytest.fixture(scope="module")
@@ -86,8 +85,9 @@ def test_each_source_no_sample_has_is_warned_of_once_in_the_log(
     assert (
         f'stage_diagnosis: sample "{sample_id}" has no metadata key "retreived" '
         '(context_key="retreived"), and no run scored before it had one. '
-        f"Its metadata keys: {METADATA_KEYS}. A run without it is not graded: "
-        "invalid-input. If no sample has the key, check context_key."
+        'Its metadata keys: "context", "gold_docs", "judged", "retrieved". A run '
+        "without it is not graded: invalid-input. If no sample has the key, check "
+        "context_key."
     ) in message
     assert {
         error_kind((s.scores or {})["stage_diagnosis1"]) for s in log.samples or []

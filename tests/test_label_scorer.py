@@ -106,13 +106,9 @@ def metadata_of(result: Score) -> dict[str, Any]:
 
 
 TABLE = [
-    *(
-        (source, value, label)
-        for value, label in LABELS
-        for source in ("scorer", "score")
-    ),
-    ("scorer", None, None),  # the grader returned no score at all
+    (source, value, label) for value, label in LABELS for source in ("scorer", "score")
 ]
+TABLE.append(("scorer", None, None))  # the grader returned no score at all
 
 
 @pytest.mark.parametrize(("source", "value", "label"), TABLE, ids=repr)

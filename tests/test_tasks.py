@@ -19,8 +19,6 @@ from tracegrade import DatasetError, ordered_extraction_recorded, stage_diagnosi
 from tracegrade.datasets import packaged_fixture, read_fixture_cases
 from tracegrade.tasks import extraction_input_score, stage_input_score
 
-ROOT = Path(__file__).resolve().parent.parent
-
 
 def evaluated(task: Any, log_dir: Path, **options: Any) -> EvalLog:
     """`inspect eval` of `task` into `log_dir`, offline; it must succeed."""
@@ -34,7 +32,8 @@ def evaluated(task: Any, log_dir: Path, **options: Any) -> EvalLog:
 def test_the_stage_task_replays_the_readme_tours_runs_by_default() -> None:
     """As examples/runs/base.jsonl, which the README's tour runs."""
     packaged = packaged_fixture("recorded_rag_runs.jsonl")
-    assert packaged.read_bytes() == (ROOT / "examples/runs/base.jsonl").read_bytes()
+    tour = Path(__file__).parents[1] / "examples" / "runs" / "base.jsonl"
+    assert packaged.read_bytes() == tour.read_bytes()
     runs = read_fixture_cases(packaged)
     assert [sample.id for sample in stage_diagnosis().dataset] == [r.id for r in runs]
 
