@@ -70,17 +70,14 @@ def logged_warnings(log: EvalLog, about: str = "") -> list[tuple[Any, str]]:
     ]
 
 
-def values(log: EvalLog, name: str) -> list[Any]:
-    return [(s.scores or {})[name].value for s in log.samples or []]
-
-
 def test_each_source_no_sample_has_is_warned_of_once_in_the_log(
     gold: tuple[EvalLog, str],
 ) -> None:
     """A misspelled key and a labels file matching no sample; no other."""
     log, labels = gold
     # Per-sample semantics are unchanged: each run gets what the rules say.
-    assert all(math.isnan(got) for got in values(log, "stage_diagnosis"))
+    runs = [sample.scores or {} for sample in log.samples or []]
+    assert all(math.isnan(run["stage_diagnosis"].value) for run in runs)
     ((sample_id, message),) = logged_warnings(log, "retreived")
     assert (
         f'stage_diagnosis: sample "{sample_id}" has no metadata key "retreived" '
@@ -89,17 +86,14 @@ def test_each_source_no_sample_has_is_warned_of_once_in_the_log(
         "without it is not graded: invalid-input. If no sample has the key, check "
         "context_key."
     ) in message
-    assert {
-        error_kind((s.scores or {})["stage_diagnosis1"]) for s in log.samples or []
-    } == {"answer-label"}
+    assert {error_kind(run["stage_diagnosis1"]) for run in runs} == {"answer-label"}
     ((sample_id, message),) = logged_warnings(log, "labels file")
     assert f'labels file {labels} has no label for sample "{sample_id}" epoch 1' in (
         message
     )
     assert 'It labels ids "Q1", "Q2".' in message
-    assert values(log, "stage_diagnosis2") == ["pass", "retrieval"]
-    (sample, *_) = log.samples or []
-    metadata = (sample.scores or {})["stage_diagnosis2"].metadata or {}
+    assert [run["stage_diagnosis2"].value for run in runs] == ["pass", "retrieval"]
+    metadata = runs[0]["stage_diagnosis2"].metadata or {}
     assert metadata["read_from"] == {
         "required": 'metadata["gold_docs"]',
         "context": 'metadata["retrieved"]',

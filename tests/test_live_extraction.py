@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai.log import EvalLog, EvalSample
+from inspect_ai.log import EvalLog
 from inspect_ai.model import (
     ChatMessage,
     GenerateConfig,
@@ -73,12 +73,6 @@ def pick(kind: str, n: int) -> str:
     return [d.id for d in DOCUMENTS if d.kind == kind][n]
 
 
-def sample_of(log: EvalLog, document_id: str) -> EvalSample:
-    assert log.samples is not None
-    (sample,) = [s for s in log.samples if s.id == document_id]
-    return sample
-
-
 # One case per way an answer can go; each runs on its own document.
 CASES: dict[str, tuple[str, Callable[[list[str]], str], Any]] = {
     "right": (pick("shipping_manifest", 0), json.dumps, ((True, True), "json", None)),
@@ -118,7 +112,7 @@ def live_log(tmp_path_factory: pytest.TempPathFactory) -> EvalLog:
 @pytest.mark.parametrize("case", list(CASES))
 def test_each_answer_is_graded_per_sample(live_log: EvalLog, case: str) -> None:
     document_id, make, ((membership, order), read_as, reason) = CASES[case]
-    sample = sample_of(live_log, document_id)
+    (sample,) = [s for s in live_log.samples or [] if s.id == document_id]
     document = BY_ID[document_id]
     assert sample.metadata == {
         "source": document.source,
