@@ -100,11 +100,6 @@ def score_run(
     return result
 
 
-def metadata_of(result: Score) -> dict[str, Any]:
-    assert result.metadata is not None
-    return result.metadata
-
-
 TABLE = [
     (source, value, label) for value, label in LABELS for source in ("scorer", "score")
 ]
@@ -121,7 +116,7 @@ def test_a_grader_or_a_given_score_labels_the_run_by_the_table(
         judged = Score(value=value, **GRADER_SCORE)
         scores = {"fixed_grade": judged}
         result = score_run(None, scores=scores, label_from="fixed_grade")
-    metadata = metadata_of(result)
+    metadata = result.metadata or {}
     assert metadata["read_from"]["correct"] == f"{source} fixed_grade"
     fields = ("value", "answer", "explanation", "reason", "metadata")
     given = {"value": value, **GRADER_SCORE} if value is not None else {}
@@ -160,21 +155,21 @@ def test_the_grader_is_run_on_the_run_its_registry_name_too() -> None:
     assert result.value == "generation"
     result = score_run("includes", output="The answer is -18 C", target="-18 C")
     assert result.value == "pass"
-    assert metadata_of(result)["read_from"]["correct"] == "scorer includes"
-    assert metadata_of(result)["grader"]["name"] == "includes"
+    assert (result.metadata or {})["read_from"]["correct"] == "scorer includes"
+    assert (result.metadata or {})["grader"]["name"] == "includes"
     # It replaces a label in metadata; what it raises goes up, as from any
     # Inspect scorer (Inspect makes it the sample's error).
     result = score_run(fixed_grade(INCORRECT), {**RUN, "correct": True})
-    assert metadata_of(result)["record"]["correct"] is False
+    assert (result.metadata or {})["record"]["correct"] is False
     with pytest.raises(RuntimeError, match="the grading model is unreachable"):
         score_run(fixed_grade(fail=True))
     # Unresolved and retrieval runs keep the grader's score.
     unresolved = score_run(fixed_grade(PARTIAL), {"required": [], "context": []})
     assert unresolved.value == "unresolved"
-    assert metadata_of(unresolved)["grader"]["value"] == "P"
+    assert (unresolved.metadata or {})["grader"]["value"] == "P"
     lucky = score_run(fixed_grade(CORRECT), {"required": ["D1"], "context": []})
     assert lucky.value == "retrieval"
-    assert metadata_of(lucky)["record"]["correct"] is True
+    assert (lucky.metadata or {})["record"]["correct"] is True
 
 
 def stages(log: EvalLog, name: str = "stage_diagnosis") -> dict[Any, Any]:
@@ -287,7 +282,7 @@ def test_a_missing_given_score_is_answer_label_and_warned_of_once(
             '(label_from="judge"), so the answer cannot be called correct or '
             "incorrect."
         )
-        assert metadata_of(result)["grader"]["value"] is None
+        assert (result.metadata or {})["grader"]["value"] is None
     (warning,) = [r.getMessage() for r in caplog.records]
     assert warning.startswith(
         'stage_diagnosis: sample "q1" has no score "judge" (label_from="judge"), '
