@@ -73,7 +73,6 @@ def logged_warnings(log: EvalLog, about: str = "") -> list[tuple[Any, str]]:
 def test_each_source_no_sample_has_is_warned_of_once_in_the_log(
     gold: tuple[EvalLog, str],
 ) -> None:
-    """A misspelled key and a labels file matching no sample; no other."""
     log, labels = gold
     # Per-sample semantics are unchanged: each run gets what the rules say.
     runs = [sample.scores or {} for sample in log.samples or []]

@@ -44,7 +44,6 @@ LABELS: list[tuple[Any, bool | None]] = [
 
 @scorer(metrics=[])
 def fixed_grade(value: Any = CORRECT, fail: bool = False, none: bool = False) -> Scorer:
-    """A grader that gives `value`, raises, or returns no score."""
 
     async def grade(state: TaskState, target: Target) -> Score | None:
         if fail:
@@ -150,7 +149,6 @@ def test_a_grader_or_a_given_score_labels_the_run_by_the_table(
 
 
 def test_the_grader_is_run_on_the_run_its_registry_name_too() -> None:
-    """The grader sees the run's own state and target, by scorer or name."""
     result = score_run("includes", output="-20 C", target="-18 C")
     assert result.value == "generation"
     result = score_run("includes", output="The answer is -18 C", target="-18 C")

@@ -186,7 +186,6 @@ def test_the_counts_are_known_by_their_logged_names() -> None:
 
 @pytest.fixture(scope="module")
 def stage_log(two_epoch_logs: dict[str, Path]) -> EvalLog:
-    """The packaged stage task over two epochs, reduced by the default mean."""
     return read_eval_log(str(two_epoch_logs["stage_diagnosis"]))
 
 

@@ -35,7 +35,6 @@ GRADED: Counter[Any] = Counter()
 
 @scorer(metrics=[])
 def counted_grade() -> Scorer:
-    """CORRECT for every answer, counting the answers it was asked about."""
 
     async def grade(state: TaskState, target: Target) -> Score:
         GRADED[state.sample_id] += 1

@@ -78,7 +78,6 @@ PACKAGED = [("stage", case) for case in STAGE_CASES] + [
 def test_every_packaged_case_is_scored_as_documented(
     task: str, case: FixtureCase
 ) -> None:
-    """The result or refusal, its kind, sentence, answer and itemised."""
     record = dict(case.input)
     if task == "stage":
         score = diagnosis_score(record, READ_FROM, context_recorded=True)
