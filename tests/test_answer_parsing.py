@@ -338,24 +338,13 @@ def answers(draw: st.DrawFn) -> Built:
     return Built(text, ids, must_read, read_as)
 
 
+# Around an answer: odd spaces, a NUL, a lone surrogate, stray brackets.
+WRAPPERS = ["{}", "{}\u00a0", "\u3000{}", "{}\x00", "{}\ud800"]
+WRAPPERS += ["[{}", "{}]", "{{{}", "{}\\", "'{}"]
+
+
 @settings(max_examples=400)
-@given(
-    built=answers(),
-    wrapper=st.sampled_from(
-        [
-            "{}",
-            "{}\u00a0",
-            "\u3000{}",
-            "{}\x00",
-            "{}\ud800",
-            "[{}",
-            "{}]",
-            "{{{}",
-            "{}\\",
-            "'{}",
-        ]
-    ),
-)
+@given(built=answers(), wrapper=st.sampled_from(WRAPPERS))
 def test_an_answer_is_read_as_the_list_it_was_built_around_or_refused(
     built: Built, wrapper: str
 ) -> None:
