@@ -120,6 +120,7 @@ READINGS: list[tuple[str, tuple[list[str], ReadAs] | str]] = [
     ("['C' 'A']", "the bracketed text \"['C' 'A']\" (line 1) is not a JSON"),
     ("['C\\\\d', 'A']", "is not a JSON array, nor a Python list"),
     ("[C, A]", 'the bracketed text "[C, A]" (line 1)'),
+    ('["A", "B"', "is not a JSON array"),
     ("[" * 5000, "is not a JSON array"),
     ("['C-3\r', 'A-1']", "is not a JSON array"),
     ("{'ids': ['C']}", "is not a JSON object"),

@@ -120,7 +120,9 @@ def test_the_extraction_scorer_resolves_by_name_in_inspect_score(
 @pytest.mark.parametrize(
     ("lines", "message"),
     [
+        (["{not json"], "line 1: not valid JSON"),
         ([{"id": "a", "input": {}, "expect": {}}], 'line 1: unknown field "expect"'),
+        (['{"id": "a", "id": "b", "input": {}}'], "line 1: not valid JSON .*twice"),
         (
             [{"id": "a", "input": {}}, "", {"id": "a", "input": {}}],
             'line 3: id "a" is already used on line 1',
