@@ -42,34 +42,25 @@ LABELS: list[tuple[Any, bool | None]] = [
 ]
 
 
+# What the test grader gives beside its value; an Inspect before 0.3.261
+# keeps no `Score.reason`, a grader's included.
+GIVEN = {
+    "answer": "graded answer",
+    "explanation": "why",
+    "reason": "judged",
+    "metadata": {"judge": "fixed"},
+}
+GRADER_SCORE = {**GIVEN, "reason": "judged" if "reason" in Score.model_fields else None}
+
+
 @scorer(metrics=[])
 def fixed_grade(value: Any = CORRECT, fail: bool = False, none: bool = False) -> Scorer:
-
     async def grade(state: TaskState, target: Target) -> Score | None:
         if fail:
             raise RuntimeError("the grading model is unreachable")
-        if none:
-            return None
-        return Score(
-            value=value,
-            answer="graded answer",
-            explanation="why",
-            reason="judged",
-            metadata={"judge": "fixed"},
-        )
+        return None if none else Score(value=value, **GIVEN)
 
     return grade
-
-
-# An Inspect before 0.3.261 keeps no `Score.reason`, a grader's included.
-JUDGED_REASON = "judged" if "reason" in Score.model_fields else None
-
-GRADER_SCORE = {
-    "answer": "graded answer",
-    "explanation": "why",
-    "reason": JUDGED_REASON,
-    "metadata": {"judge": "fixed"},
-}
 
 
 RUN = {"required": ["D1"], "context": ["D1"]}
