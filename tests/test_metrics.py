@@ -38,6 +38,7 @@ from tracegrade.scorers.outcome import ANSWER_FAILURES
 pytestmark = pytest.mark.runs_long
 
 
+FAILED = {"membership": False, "order": False}
 STAGE_ORDER = ("pass", "retrieval", "generation", "unresolved")
 
 
@@ -72,13 +73,6 @@ def test_shares_refuse_a_value_of_the_other_task() -> None:
         compute(criteria_shares(), [sample_score("pass")])
 
 
-FAILED = {"membership": False, "order": False}
-
-
-def failed(kind: str) -> SampleScore:
-    return sample_score(FAILED, error={"kind": kind, "side": "answer"})
-
-
 @pytest.mark.parametrize(
     ("metric", "scores", "expected"),
     [
@@ -101,11 +95,14 @@ def failed(kind: str) -> SampleScore:
         (
             answer_failures(),
             [
-                failed("duplicate-answer-id"),
-                failed("unreadable-answer"),
-                failed("unreadable-answer"),
-                sample_score(FAILED),
-            ],
+                sample_score(FAILED, error={"kind": kind, "side": "answer"})
+                for kind in (
+                    "duplicate-answer-id",
+                    "unreadable-answer",
+                    "unreadable-answer",
+                )
+            ]
+            + [sample_score(FAILED)],
             {"duplicate-id": 1, "unreadable": 2},
         ),
         (scored_runs(), [sample_score("pass")] * 3, {"scored_runs": 3}),
