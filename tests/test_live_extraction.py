@@ -119,7 +119,9 @@ def test_each_answer_is_graded_per_sample(live_log: EvalLog, case: str) -> None:
         "kind": document.kind,
         "target": document.target,
     }
-    assert isinstance(sample.input, str) and document.text in sample.input
+    assert sample.input == DEFAULT_PROMPT.replace("{target}", document.target).replace(
+        "{document}", document.text
+    )
     assert json.loads(str(sample.target)) == document.source
     # Structured output is asked for by default.
     assert CONFIGS[document_id].response_schema == RESPONSE_SCHEMA
@@ -144,22 +146,6 @@ def test_each_answer_is_graded_per_sample(live_log: EvalLog, case: str) -> None:
             assert metadata["result"] == {"membership": membership, "order": order}
         else:
             assert metadata["result"] == {"error": "duplicate-id"}
-
-
-def first_input(task_args: dict[str, str]) -> str:
-    task = ordered_extraction(**task_args)
-    text = task.dataset[0].input
-    assert isinstance(text, str)
-    return text
-
-
-def test_a_prompt_string_replaces_the_default_filled_once() -> None:
-    document = DOCUMENTS[0]
-    assert first_input({}) == DEFAULT_PROMPT.replace(
-        "{target}", document.target
-    ).replace("{document}", document.text)
-    text = first_input({"prompt": "IDs ({target}) of: {document} {json}"})
-    assert text == f"IDs ({document.target}) of: {document.text} {{json}}"
 
 
 def test_a_prompt_without_the_document_fails_when_the_task_is_built(
@@ -191,6 +177,8 @@ def test_your_own_documents_and_prompt_file_become_the_samples(tmp_path: Path) -
     assert [sample.id for sample in task.dataset] == ["d1", "d2"]
     # Filled once: a placeholder in the document stays as written.
     assert task.dataset[0].input == "codes: {target}: B2, A1\n"
+    template = ordered_extraction(dataset=dataset, prompt="{target} of {document} {x}")
+    assert template.dataset[0].input == "codes of {target}: B2, A1 {x}"
     assert task.dataset[1].metadata == {
         "source": ["A1", "B2"],
         "kind": "memo",
